@@ -1,0 +1,39 @@
+# Two commands set everything up: `make demo` and `make test`. Each creates .venv when missing
+# and installs the pinned dependencies of requirements.lock; the second run skips the install.
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.fieldcheck-installed
+# This machine keeps the CPU build of torch in /opt/wheels; elsewhere see docs/install.md.
+FIND_LINKS := $(if $(wildcard /opt/wheels),--find-links /opt/wheels)
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+
+.PHONY: demo test bench lint install clean
+
+install: $(STAMP)
+
+$(STAMP): requirements.lock pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --disable-pip-version-check -q $(FIND_LINKS) -r requirements.lock
+	$(PY) -m pip install --disable-pip-version-check -q --no-deps --no-build-isolation -e .
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(PY) -m fieldcheck._demo
+
+test: $(STAMP)
+	$(PY) -m ruff check src tests benchmarks
+	$(PY) -m mypy
+	$(PY) -m pytest -n 2
+
+bench: $(STAMP)
+	$(PY) -m benchmarks
+
+lint: $(STAMP)
+	$(PY) -m ruff check src tests benchmarks
+	$(PY) -m ruff format --check src tests benchmarks
+	$(PY) -m mypy
+
+clean:
+	rm -rf $(VENV) build *.egg-info demo-out

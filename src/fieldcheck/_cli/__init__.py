@@ -1,0 +1,1 @@
+"""Command line: thin Typer shells over the library (parse, call, format; no scoring logic)."""

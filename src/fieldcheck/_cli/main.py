@@ -1,0 +1,49 @@
+"""``fieldcheck``: the root command; each evaluation system registers its own sub-command group."""
+
+from __future__ import annotations
+
+import logging
+
+import typer
+
+from fieldcheck._cli import json_cmd, numeric_cmd, slots_cmd
+from fieldcheck._version import __version__
+
+app = typer.Typer(
+    name="fieldcheck",
+    help=(
+        "Score how well language models extract structured information and answer numeric "
+        "questions. Systems: 'json' (JSON output vs ground truth), 'slots' (slot extraction "
+        "benchmark), 'numeric' (ConvFinQA numeric QA)."
+    ),
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+app.add_typer(json_cmd.app, name="json")
+app.add_typer(slots_cmd.app, name="slots")
+app.add_typer(numeric_cmd.app, name="numeric")
+
+
+def _version_callback(value: bool) -> None:
+    if value:
+        typer.echo(f"fieldcheck {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(
+        False, "--version", callback=_version_callback, is_eager=True, help="Print the version and exit."
+    ),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Log details on stderr."),
+) -> None:
+    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

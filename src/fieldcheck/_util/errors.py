@@ -1,0 +1,77 @@
+"""Errors a user can fix: each names the file, line, field and value, and says what is allowed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+_MAX_VALUE_CHARS = 80
+
+
+def short_repr(value: Any) -> str:
+    """A one-line repr of ``value``, cut to a readable length."""
+    text = repr(value).replace("\n", "\\n")
+    return text if len(text) <= _MAX_VALUE_CHARS else text[: _MAX_VALUE_CHARS - 3] + "..."
+
+
+class FieldcheckError(Exception):
+    """Base class of every error fieldcheck raises on purpose."""
+
+
+class InputError(FieldcheckError, ValueError):
+    """Bad input, located: ``file:line: field: reason (got value)``.
+
+    Every part but ``reason`` is optional; the message is always one line.
+    """
+
+    def __init__(
+        self,
+        reason: str,
+        *,
+        file: str | Path | None = None,
+        line: int | None = None,
+        field: str | None = None,
+        value: Any = ...,
+        record: str | None = None,
+    ) -> None:
+        self.reason = reason
+        self.file = str(file) if file is not None else None
+        self.line = line
+        self.field = field
+        self.value = value
+        self.record = record
+        super().__init__(self.one_line())
+
+    @property
+    def location(self) -> str:
+        """``file:line`` (or whichever part is known)."""
+        if self.file is None:
+            return f"line {self.line}" if self.line is not None else ""
+        return f"{self.file}:{self.line}" if self.line is not None else self.file
+
+    def one_line(self) -> str:
+        parts = []
+        if self.location:
+            parts.append(self.location)
+        if self.record is not None:
+            parts.append(f"record {self.record}")
+        if self.field is not None:
+            parts.append(f"field {self.field!r}")
+        text = ": ".join([*parts, self.reason])
+        if self.value is not ...:
+            text += f" (got {short_repr(self.value)})"
+        return text.replace("\n", " ")
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready record of this error, for ``errors.jsonl`` files."""
+        out: dict[str, Any] = {
+            "file": self.file,
+            "line": self.line,
+            "record": self.record,
+            "field": self.field,
+            "reason": self.reason,
+            "message": self.one_line(),
+        }
+        if self.value is not ...:
+            out["value"] = short_repr(self.value)
+        return out

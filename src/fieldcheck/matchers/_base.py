@@ -1,0 +1,48 @@
+"""The one small interface every matcher implements: similarity in [0, 1] of paired strings."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol, runtime_checkable
+
+MatcherKind = Literal["exact", "fuzzy", "semantic", "llm"]
+
+
+@dataclass(frozen=True, slots=True)
+class Similarity:
+    """A similarity in [0, 1], or an error (a judge that failed is never a score of 0)."""
+
+    score: float | None
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and self.score is not None
+
+    def passes(self, threshold: float) -> bool | None:
+        """``score >= threshold``; ``None`` when there is no score."""
+        return None if self.score is None else self.score >= threshold
+
+
+@runtime_checkable
+class Matcher(Protocol):
+    """Scores pairs in one batch: ``predictions[i]`` against ``references[i]``.
+
+    Batched so that semantic encoders and judges see every distinct string once.
+    """
+
+    name: str
+
+    def similarities(
+        self, predictions: Sequence[str], references: Sequence[str]
+    ) -> list[Similarity]: ...
+
+    def signature(self) -> dict[str, Any]: ...
+
+
+def check_pairs(predictions: Sequence[str], references: Sequence[str]) -> None:
+    if len(predictions) != len(references):
+        raise ValueError(
+            f"predictions and references differ in length ({len(predictions)} != {len(references)})"
+        )

@@ -1,0 +1,87 @@
+"""A persistent key-value cache in SQLite for embeddings and judge replies.
+
+Default location: ``$FIELDCHECK_CACHE_DIR/cache.sqlite3`` or ``~/.cache/fieldcheck/cache.sqlite3``.
+Keys are SHA-256 digests of their parts, so values never leak into file names.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sqlite3
+import threading
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+
+import orjson
+
+
+def default_cache_path() -> Path:
+    root = os.environ.get("FIELDCHECK_CACHE_DIR")
+    base = Path(root) if root else Path.home() / ".cache" / "fieldcheck"
+    return base / "cache.sqlite3"
+
+
+def cache_key(*parts: object) -> str:
+    """A stable digest of ``parts`` (JSON-encoded, so ``("a", "b")`` and ``("ab",)`` differ)."""
+    return hashlib.sha256(orjson.dumps(list(parts), option=orjson.OPT_SORT_KEYS)).hexdigest()
+
+
+class DiskCache:
+    """Namespaced bytes store; safe to share between threads of one process."""
+
+    def __init__(self, path: str | Path | None = None) -> None:
+        self.path = Path(path) if path is not None else default_cache_path()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._conn = sqlite3.connect(self.path, check_same_thread=False, timeout=30)
+        with self._lock:
+            self._conn.execute("PRAGMA journal_mode=WAL")
+            self._conn.execute(
+                "CREATE TABLE IF NOT EXISTS entries "
+                "(namespace TEXT NOT NULL, key TEXT NOT NULL, value BLOB NOT NULL, "
+                "PRIMARY KEY (namespace, key))"
+            )
+            self._conn.commit()
+
+    def get_many(self, namespace: str, keys: Sequence[str]) -> dict[str, bytes]:
+        found: dict[str, bytes] = {}
+        unique = list(dict.fromkeys(keys))
+        with self._lock:
+            for start in range(0, len(unique), 500):
+                chunk = unique[start : start + 500]
+                marks = ",".join("?" * len(chunk))
+                rows = self._conn.execute(
+                    f"SELECT key, value FROM entries WHERE namespace = ? AND key IN ({marks})",
+                    [namespace, *chunk],
+                )
+                found.update((k, bytes(v)) for k, v in rows)
+        return found
+
+    def get(self, namespace: str, key: str) -> bytes | None:
+        return self.get_many(namespace, [key]).get(key)
+
+    def put_many(self, namespace: str, items: Mapping[str, bytes] | Iterable[tuple[str, bytes]]) -> None:
+        pairs = list(items.items()) if isinstance(items, Mapping) else list(items)
+        if not pairs:
+            return
+        with self._lock:
+            self._conn.executemany(
+                "INSERT OR REPLACE INTO entries (namespace, key, value) VALUES (?, ?, ?)",
+                [(namespace, k, v) for k, v in pairs],
+            )
+            self._conn.commit()
+
+    def put(self, namespace: str, key: str, value: bytes) -> None:
+        self.put_many(namespace, [(key, value)])
+
+    def count(self, namespace: str) -> int:
+        with self._lock:
+            row = self._conn.execute(
+                "SELECT COUNT(*) FROM entries WHERE namespace = ?", [namespace]
+            ).fetchone()
+        return int(row[0])
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()

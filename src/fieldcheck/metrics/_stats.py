@@ -1,0 +1,150 @@
+"""Shared statistics: P/R/F1 from counts, latency summaries, seeded bootstrap intervals.
+
+Pure functions, no I/O. Full precision; round only when printing.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Callable, Sequence
+from typing import TypeVar
+
+from pydantic import BaseModel
+
+T = TypeVar("T")
+
+
+def safe_div(numerator: float, denominator: float) -> float:
+    """``numerator / denominator``, or 0.0 when the denominator is 0 (the specs' convention)."""
+    return numerator / denominator if denominator else 0.0
+
+
+def precision(tp: float, fp: float) -> float:
+    """TP / (TP + FP), 0.0 when nothing was predicted (slot spec §1). Range [0, 1]."""
+    return safe_div(tp, tp + fp)
+
+
+def recall(tp: float, fn: float) -> float:
+    """TP / (TP + FN), 0.0 when nothing was expected (slot spec §2). Range [0, 1]."""
+    return safe_div(tp, tp + fn)
+
+
+def f1_from_pr(p: float, r: float) -> float:
+    """Harmonic mean 2PR/(P+R); 0.0 when both are 0 (slot spec §3). Range [0, 1]."""
+    if not p and not r:
+        return 0.0
+    return 2 * p * r / (p + r)
+
+
+def f1(tp: float, fp: float, fn: float) -> float:
+    """F1 from counts, through precision and recall exactly as slot spec §3 computes it."""
+    return f1_from_pr(precision(tp, fp), recall(tp, fn))
+
+
+class LatencyStats(BaseModel):
+    """Mean, median, p95 and total of a set of durations in seconds (slot spec §10-13)."""
+
+    mean: float
+    median: float
+    p95: float
+    total: float
+    count: int
+
+
+def p95_nearest_rank(values: Sequence[float]) -> float:
+    """The spec's p95: ``sorted[max(int(n * 0.95) - 1, 0)]`` (slot spec §12). Needs n >= 1."""
+    if not values:
+        raise ValueError("p95 of no values")
+    ordered = sorted(values)
+    return ordered[max(int(len(ordered) * 0.95) - 1, 0)]
+
+
+def median(values: Sequence[float]) -> float:
+    """Middle value; mean of the two middle values for an even count (slot spec §11)."""
+    if not values:
+        raise ValueError("median of no values")
+    ordered = sorted(values)
+    mid = len(ordered) // 2
+    if len(ordered) % 2:
+        return ordered[mid]
+    return (ordered[mid - 1] + ordered[mid]) / 2
+
+
+def latency_stats(seconds: Sequence[float]) -> LatencyStats | None:
+    """Summary of durations; ``None`` for no durations (absent, never 0)."""
+    if not seconds:
+        return None
+    total = math.fsum(seconds)
+    return LatencyStats(
+        mean=total / len(seconds),
+        median=median(seconds),
+        p95=p95_nearest_rank(seconds),
+        total=total,
+        count=len(seconds),
+    )
+
+
+class Interval(BaseModel):
+    """A bootstrap percentile interval around a point estimate."""
+
+    estimate: float
+    low: float
+    high: float
+    level: float = 0.95
+    resamples: int
+
+
+def bootstrap_ci(
+    units: Sequence[T],
+    statistic: Callable[[Sequence[T]], float],
+    *,
+    resamples: int = 1000,
+    level: float = 0.95,
+    seed: int = 0,
+) -> Interval | None:
+    """Percentile bootstrap interval of ``statistic`` over ``units`` resampled with replacement.
+
+    ``units`` are per-example sufficient statistics (sessions, conversations), so a resample is
+    only a re-aggregation. Seeded: the same input and seed give the same interval. ``None`` for
+    no units or ``resamples < 1``.
+    """
+    if not units or resamples < 1:
+        return None
+    rng = random.Random(seed)
+    n = len(units)
+    values = sorted(statistic([units[rng.randrange(n)] for _ in range(n)]) for _ in range(resamples))
+    alpha = (1 - level) / 2
+    low = values[int(math.floor(alpha * (resamples - 1)))]
+    high = values[int(math.ceil((1 - alpha) * (resamples - 1)))]
+    return Interval(estimate=statistic(units), low=low, high=high, level=level, resamples=resamples)
+
+
+def paired_bootstrap_pvalue(
+    units_a: Sequence[T],
+    units_b: Sequence[T],
+    statistic: Callable[[Sequence[T]], float],
+    *,
+    resamples: int = 1000,
+    seed: int = 0,
+) -> float | None:
+    """Two-sided paired bootstrap p-value that ``statistic`` differs between systems A and B.
+
+    ``units_a[i]`` and ``units_b[i]`` are the same example scored for A and B. Resampled deltas
+    are centred on the observed delta (Koehn 2004; sacrebleu's paired bootstrap); the p-value is
+    the share of centred deltas at least as extreme as the observed one, with +1 smoothing.
+    """
+    if len(units_a) != len(units_b):
+        raise ValueError("paired bootstrap needs the same examples for both systems")
+    if not units_a or resamples < 1:
+        return None
+    rng = random.Random(seed)
+    n = len(units_a)
+    observed = statistic(units_a) - statistic(units_b)
+    extreme = 0
+    for _ in range(resamples):
+        idx = [rng.randrange(n) for _ in range(n)]
+        delta = statistic([units_a[i] for i in idx]) - statistic([units_b[i] for i in idx])
+        if abs(delta - observed) >= abs(observed) - 1e-12:
+            extreme += 1
+    return (extreme + 1) / (resamples + 1)

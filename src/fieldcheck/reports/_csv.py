@@ -1,0 +1,50 @@
+"""CSV writing that neutralises spreadsheet formulas (model outputs are hostile)."""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r", "\n", "\x00", "|", "%")
+
+
+def neutralise_cell(value: Any) -> Any:
+    """Prefix ``'`` to a text cell that a spreadsheet would run as a formula (OWASP CSV injection).
+
+    Numbers stay numbers (so ``-3`` stays a number); text starting with ``= + - @`` or a control
+    character is prefixed. ``None`` becomes an empty cell; dicts and lists become compact JSON.
+    """
+    if value is None:
+        return ""
+    if isinstance(value, bool | int | float):
+        return value
+    if isinstance(value, Mapping | list | tuple):
+        value = orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS | orjson.OPT_SORT_KEYS).decode()
+    text = str(value)
+    if text.startswith(_FORMULA_START) and not _is_plain_number(text):
+        return "'" + text
+    return text
+
+
+def _is_plain_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return text.strip() == text
+
+
+def write_csv(path: str | Path, rows: Iterable[Mapping[str, Any]], columns: Sequence[str]) -> int:
+    """Write ``rows`` with exactly ``columns`` (missing keys are empty); return the row count."""
+    count = 0
+    with Path(path).open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(columns)
+        for row in rows:
+            writer.writerow([neutralise_cell(row.get(c)) for c in columns])
+            count += 1
+    return count

@@ -1,0 +1,114 @@
+"""A real HTTP server on 127.0.0.1 that speaks the OpenAI chat-completions protocol, scripted per test.
+
+Tests pass ``reply(request_json) -> str | Reply`` and point the ``openai`` client at ``server.base_url``.
+Every request body is recorded in ``server.requests`` (headers in ``server.headers``).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+@dataclass
+class Reply:
+    """A scripted answer: chat text, or an HTTP error status with a body."""
+
+    content: str | None = None
+    status: int = 200
+    error_body: dict[str, Any] | None = None
+    prompt_tokens: int = 10
+    completion_tokens: int = 5
+    delay_s: float = 0.0
+
+
+Script = Callable[[dict[str, Any]], "str | Reply"]
+
+
+@dataclass
+class ChatServer:
+    script: Script
+    requests: list[dict[str, Any]] = field(default_factory=list)
+    headers: list[dict[str, str]] = field(default_factory=list)
+    _httpd: ThreadingHTTPServer | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def base_url(self) -> str:
+        assert self._httpd is not None
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host}:{port}/v1"
+
+    def start(self) -> ChatServer:
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+                length = int(self.headers.get("Content-Length", "0"))
+                body = json.loads(self.rfile.read(length) or b"{}")
+                with server._lock:
+                    server.requests.append(body)
+                    server.headers.append(dict(self.headers))
+                if not self.path.endswith("/chat/completions"):
+                    self._send(404, {"error": {"message": "not found", "type": "invalid_request"}})
+                    return
+                reply = server.script(body)
+                if isinstance(reply, str):
+                    reply = Reply(content=reply)
+                if reply.delay_s:
+                    time.sleep(reply.delay_s)
+                if reply.status != 200:
+                    self._send(reply.status, reply.error_body or {"error": {"message": "scripted failure", "type": "server_error"}})
+                    return
+                self._send(
+                    200,
+                    {
+                        "id": f"chatcmpl-{len(server.requests)}",
+                        "object": "chat.completion",
+                        "created": int(time.time()),
+                        "model": body.get("model", "scripted"),
+                        "choices": [
+                            {
+                                "index": 0,
+                                "message": {"role": "assistant", "content": reply.content},
+                                "finish_reason": "stop",
+                            }
+                        ],
+                        "usage": {
+                            "prompt_tokens": reply.prompt_tokens,
+                            "completion_tokens": reply.completion_tokens,
+                            "total_tokens": reply.prompt_tokens + reply.completion_tokens,
+                        },
+                    },
+                )
+
+            def _send(self, status: int, payload: dict[str, Any]) -> None:
+                data = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self._httpd.serve_forever, daemon=True).start()
+        return self
+
+    def stop(self) -> None:
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+
+
+def user_text(request: dict[str, Any]) -> str:
+    """The last user message of a chat request."""
+    users = [m["content"] for m in request.get("messages", []) if m.get("role") == "user"]
+    return users[-1] if users else ""

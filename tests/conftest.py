@@ -1,0 +1,46 @@
+"""Shared fixtures: an isolated cache directory and the scripted chat-completions server."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+from chat_server import ChatServer, Script  # noqa: E402
+
+SHARED = Path(__file__).resolve().parents[2] / "shared"
+
+
+@pytest.fixture(autouse=True)
+def _isolated_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FIELDCHECK_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
+    for name in ("FIELDCHECK_JUDGE_API_KEY", "OPENAI_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture
+def chat_server() -> Iterator[Callable[[Script], ChatServer]]:
+    """Start scripted servers on 127.0.0.1: ``server = chat_server(lambda req: "0.9")``."""
+    started: list[ChatServer] = []
+
+    def start(script: Script) -> ChatServer:
+        server = ChatServer(script).start()
+        started.append(server)
+        return server
+
+    yield start
+    for server in started:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def shared_dir() -> Path:
+    """``../shared`` beside the repository (specs and the ConvFinQA samples; read only)."""
+    return SHARED
