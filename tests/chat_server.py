@@ -1,7 +1,7 @@
 """A real HTTP server on 127.0.0.1 that speaks the OpenAI chat-completions protocol, scripted per test.
 
 Tests pass ``reply(request_json) -> str | Reply`` and point the ``openai`` client at ``server.base_url``.
-Every request body is recorded in ``server.requests`` (headers in ``server.headers``).
+Every request body is recorded in ``server.requests`` (headers, lower-cased, in ``server.headers``).
 """
 
 from __future__ import annotations
@@ -51,12 +51,12 @@ class ChatServer:
             def log_message(self, *args: Any) -> None:
                 pass
 
-            def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+            def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length", "0"))
                 body = json.loads(self.rfile.read(length) or b"{}")
                 with server._lock:
                     server.requests.append(body)
-                    server.headers.append(dict(self.headers))
+                    server.headers.append({k.lower(): v for k, v in self.headers.items()})
                 if not self.path.endswith("/chat/completions"):
                     self._send(404, {"error": {"message": "not found", "type": "invalid_request"}})
                     return
@@ -66,7 +66,11 @@ class ChatServer:
                 if reply.delay_s:
                     time.sleep(reply.delay_s)
                 if reply.status != 200:
-                    self._send(reply.status, reply.error_body or {"error": {"message": "scripted failure", "type": "server_error"}})
+                    self._send(
+                        reply.status,
+                        reply.error_body
+                        or {"error": {"message": "scripted failure", "type": "server_error"}},
+                    )
                     return
                 self._send(
                     200,

@@ -13,13 +13,15 @@ sys.path.insert(0, str(Path(__file__).parent))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-from chat_server import ChatServer, Script  # noqa: E402
+from chat_server import ChatServer, Script
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 
 
 @pytest.fixture(autouse=True)
-def _isolated_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+def _isolated_cache(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("FIELDCHECK_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
     for name in ("FIELDCHECK_JUDGE_API_KEY", "OPENAI_API_KEY"):
         monkeypatch.delenv(name, raising=False)

@@ -26,7 +26,9 @@ def main(root: Path = Path("demo-out")) -> int:
         console.rule(f"[bold]{title}")
         start = time.perf_counter()
         status = max(status, int(run_demo(root / sub) or 0))
-        console.print(f"[dim]{title}: {time.perf_counter() - start:.1f}s, outputs in {root / sub}[/dim]")
+        console.print(
+            f"[dim]{title}: {time.perf_counter() - start:.1f}s, outputs in {root / sub}[/dim]"
+        )
     return status
 
 

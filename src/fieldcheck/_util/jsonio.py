@@ -21,7 +21,9 @@ def read_json(path: str | Path) -> Any:
     try:
         return orjson.loads(data)
     except orjson.JSONDecodeError as exc:
-        raise InputError(f"invalid JSON: {exc.msg} at column {exc.colno}", file=p, line=exc.lineno) from exc
+        raise InputError(
+            f"invalid JSON: {exc.msg} at column {exc.colno}", file=p, line=exc.lineno
+        ) from exc
 
 
 def iter_jsonl(path: str | Path) -> Iterator[tuple[int, Any | InputError]]:
@@ -41,7 +43,12 @@ def iter_jsonl(path: str | Path) -> Iterator[tuple[int, Any | InputError]]:
             try:
                 yield number, orjson.loads(raw)
             except orjson.JSONDecodeError as exc:
-                yield number, InputError(f"invalid JSON: {exc.msg} at column {exc.colno}", file=p, line=number)
+                yield (
+                    number,
+                    InputError(
+                        f"invalid JSON: {exc.msg} at column {exc.colno}", file=p, line=number
+                    ),
+                )
 
 
 def dumps(value: Any, *, indent: bool = False) -> str:

@@ -61,7 +61,9 @@ class DiskCache:
     def get(self, namespace: str, key: str) -> bytes | None:
         return self.get_many(namespace, [key]).get(key)
 
-    def put_many(self, namespace: str, items: Mapping[str, bytes] | Iterable[tuple[str, bytes]]) -> None:
+    def put_many(
+        self, namespace: str, items: Mapping[str, bytes] | Iterable[tuple[str, bytes]]
+    ) -> None:
         pairs = list(items.items()) if isinstance(items, Mapping) else list(items)
         if not pairs:
             return

@@ -18,9 +18,13 @@ class ExactMatcher:
 
     name = "exact"
 
-    def similarities(self, predictions: Sequence[str], references: Sequence[str]) -> list[Similarity]:
+    def similarities(
+        self, predictions: Sequence[str], references: Sequence[str]
+    ) -> list[Similarity]:
         check_pairs(predictions, references)
-        return [Similarity(exact_similarity(p, r)) for p, r in zip(predictions, references, strict=True)]
+        return [
+            Similarity(exact_similarity(p, r)) for p, r in zip(predictions, references, strict=True)
+        ]
 
     def signature(self) -> dict[str, Any]:
         return {"matcher": self.name}

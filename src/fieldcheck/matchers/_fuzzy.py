@@ -30,9 +30,13 @@ class FuzzyMatcher:
 
     name = "fuzzy:rapidfuzz.token_sort_ratio"
 
-    def similarities(self, predictions: Sequence[str], references: Sequence[str]) -> list[Similarity]:
+    def similarities(
+        self, predictions: Sequence[str], references: Sequence[str]
+    ) -> list[Similarity]:
         check_pairs(predictions, references)
-        return [Similarity(fuzzy_similarity(p, r)) for p, r in zip(predictions, references, strict=True)]
+        return [
+            Similarity(fuzzy_similarity(p, r)) for p, r in zip(predictions, references, strict=True)
+        ]
 
     def signature(self) -> dict[str, Any]:
         return {"matcher": self.name}

@@ -175,7 +175,9 @@ class LLMJudge:
                     {"role": "system", "content": self.prompt.system},
                     {
                         "role": "user",
-                        "content": self.prompt.user.format(prediction=prediction, reference=reference),
+                        "content": self.prompt.user.format(
+                            prediction=prediction, reference=reference
+                        ),
                     },
                 ],
             )
@@ -185,15 +187,21 @@ class LLMJudge:
         except JudgeReplyError as exc:
             return Similarity(None, f"judge_error: {exc}")
         except Exception as exc:  # any transport or API failure is a judge error, not a 0
-            return Similarity(None, f"judge_error: {type(exc).__name__}: {_redact(str(exc), self._api_key)}")
+            return Similarity(
+                None, f"judge_error: {type(exc).__name__}: {_redact(str(exc), self._api_key)}"
+            )
 
-    def similarities(self, predictions: Sequence[str], references: Sequence[str]) -> list[Similarity]:
+    def similarities(
+        self, predictions: Sequence[str], references: Sequence[str]
+    ) -> list[Similarity]:
         check_pairs(predictions, references)
         pairs = list(zip(predictions, references, strict=True))
         keys = [self._key(p, r) for p, r in pairs]
         namespace = "judge"
         cached = self.cache.get_many(namespace, keys) if self.cache is not None else {}
-        results: dict[str, Similarity] = {k: Similarity(float(cached[k])) for k in keys if k in cached}
+        results: dict[str, Similarity] = {
+            k: Similarity(float(cached[k])) for k in keys if k in cached
+        }
         todo = {k: pair for k, pair in zip(keys, pairs, strict=True) if k not in results}
         if todo:
             with ThreadPoolExecutor(max_workers=self.max_concurrency) as pool:

@@ -92,7 +92,9 @@ class SemanticMatcher:
                 )
         return vectors
 
-    def similarities(self, predictions: Sequence[str], references: Sequence[str]) -> list[Similarity]:
+    def similarities(
+        self, predictions: Sequence[str], references: Sequence[str]
+    ) -> list[Similarity]:
         check_pairs(predictions, references)
         if not predictions:
             return []

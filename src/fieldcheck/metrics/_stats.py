@@ -113,10 +113,12 @@ def bootstrap_ci(
         return None
     rng = random.Random(seed)
     n = len(units)
-    values = sorted(statistic([units[rng.randrange(n)] for _ in range(n)]) for _ in range(resamples))
+    values = sorted(
+        statistic([units[rng.randrange(n)] for _ in range(n)]) for _ in range(resamples)
+    )
     alpha = (1 - level) / 2
-    low = values[int(math.floor(alpha * (resamples - 1)))]
-    high = values[int(math.ceil((1 - alpha) * (resamples - 1)))]
+    low = values[math.floor(alpha * (resamples - 1))]
+    high = values[math.ceil((1 - alpha) * (resamples - 1))]
     return Interval(estimate=statistic(units), low=low, high=high, level=level, resamples=resamples)
 
 

@@ -1,0 +1,168 @@
+"""Matchers: exact, fuzzy (vs a naive reference), semantic (real model), LLM judge (real HTTP server)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from chat_server import Reply, user_text
+from fieldcheck.matchers import (
+    DiskCache,
+    ExactMatcher,
+    FuzzyMatcher,
+    JudgeReplyError,
+    LLMJudge,
+    SemanticMatcher,
+    Similarity,
+    fuzzy_similarity,
+    parse_judge_reply,
+)
+
+
+def test_exact_is_case_insensitive() -> None:
+    got = ExactMatcher().similarities(["JOHN@example.com", "a"], ["john@EXAMPLE.com", "b"])
+    assert [s.score for s in got] == [1.0, 0.0]
+
+
+def test_fuzzy_scorer_choice() -> None:
+    # "John Smyth" vs "John Smith": Indel distance 2 over 20 chars -> 1 - 2/20 = 0.90
+    assert math.isclose(fuzzy_similarity("John Smyth", "John Smith"), 0.90)
+    # token_sort: word order and punctuation are forgiven
+    assert fuzzy_similarity("Smith, John", "john smith") == 1.0
+    # a short string inside a long one is not a match (partial_ratio would say 1.0)
+    assert fuzzy_similarity("Smith", "John Smith Senior Engineer") < 0.5
+
+
+def _naive_indel_similarity(a: str, b: str) -> float:
+    """Slow reference: 1 - indel_distance / (len a + len b), via LCS by dynamic programming."""
+    if not a and not b:
+        return 1.0
+    rows = [[0] * (len(b) + 1) for _ in range(len(a) + 1)]
+    for i, ca in enumerate(a, 1):
+        for j, cb in enumerate(b, 1):
+            rows[i][j] = rows[i - 1][j - 1] + 1 if ca == cb else max(rows[i - 1][j], rows[i][j - 1])
+    lcs = rows[len(a)][len(b)]
+    return 1 - (len(a) + len(b) - 2 * lcs) / (len(a) + len(b))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet="abc d", max_size=12), st.text(alphabet="abc d", max_size=12))
+def test_fuzzy_agrees_with_naive_reference(a: str, b: str) -> None:
+    got = fuzzy_similarity(a, b)
+    pa = " ".join(sorted(a.split()))
+    pb = " ".join(sorted(b.split()))
+    if pa or pb:
+        assert math.isclose(got, _naive_indel_similarity(pa, pb), abs_tol=1e-9)
+    assert 0.0 <= got <= 1.0
+    assert math.isclose(got, fuzzy_similarity(b, a))
+
+
+def test_matchers_refuse_unpaired_batches() -> None:
+    with pytest.raises(ValueError, match="differ in length"):
+        FuzzyMatcher().similarities(["a"], [])
+
+
+@pytest.mark.parametrize(
+    ("reply", "expected"),
+    [
+        ("0.92", 0.92),
+        (" 1 ", 1.0),
+        ("0", 0.0),
+        (".5", 0.5),
+        ('{"score": 0.88}', 0.88),
+        ("```\n0.7\n```", 0.7),
+    ],
+)
+def test_parse_judge_reply_accepts(reply: str, expected: float) -> None:
+    assert parse_judge_reply(reply) == expected
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "",
+        "Score: 0.9",
+        "1.5",
+        "-0.1",
+        "0.9 because",
+        '{"score": "0.9"}',
+        '{"score": true}',
+        "nan",
+        None,
+    ],
+)
+def test_parse_judge_reply_strict(reply: str | None) -> None:
+    with pytest.raises(JudgeReplyError):
+        parse_judge_reply(reply)
+
+
+def test_llm_judge_scores_caches_and_hides_key(chat_server, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("FIELDCHECK_JUDGE_API_KEY", "sk-secret-123")
+    scores = {"John Smyth": "0.92", "garbled": "I think 0.5", "boom": Reply(status=500)}
+
+    def script(request: dict) -> str | Reply:  # type: ignore[type-arg]
+        text = user_text(request)
+        return next(v for k, v in scores.items() if k in text)
+
+    server = chat_server(script)
+    cache = DiskCache(tmp_path / "c.sqlite3")
+    judge = LLMJudge(
+        model="judge-1", base_url=server.base_url, kind="fuzzy", cache=cache, max_retries=0
+    )
+    got = judge.similarities(["John Smyth", "garbled", "boom"], ["John Smith", "x", "y"])
+    assert got[0] == Similarity(0.92)
+    assert got[1].score is None and got[1].error is not None and "not a score" in got[1].error
+    assert got[2].score is None and "judge_error" in (got[2].error or "")
+    assert "sk-secret-123" not in repr(judge) and all(
+        "sk-secret-123" not in (s.error or "") for s in got
+    )
+    assert server.headers[0]["authorization"] == "Bearer sk-secret-123"
+    assert server.requests[0]["model"] == "judge-1" and server.requests[0]["temperature"] == 0
+    sent = len(server.requests)
+    again = LLMJudge(
+        model="judge-1", base_url=server.base_url, kind="fuzzy", cache=cache, max_retries=0
+    )
+    got2 = again.similarities(["John Smyth"], ["John Smith"])
+    assert got2 == [Similarity(0.92)] and len(server.requests) == sent  # served from the cache
+    # errors are not cached: asking again asks the server again
+    again.similarities(["boom"], ["y"])
+    assert len(server.requests) == sent + 1
+
+
+def test_llm_judge_cache_key_includes_prompt_kind(chat_server, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    server = chat_server(lambda req: "0.6" if "meaning" in req["messages"][0]["content"] else "0.3")
+    cache = DiskCache(tmp_path / "c.sqlite3")
+    fuzzy = LLMJudge(model="m", base_url=server.base_url, kind="fuzzy", cache=cache)
+    semantic = LLMJudge(model="m", base_url=server.base_url, kind="semantic", cache=cache)
+    assert fuzzy.similarities(["a"], ["b"])[0].score == 0.3
+    assert semantic.similarities(["a"], ["b"])[0].score == 0.6
+
+
+@pytest.mark.slow
+def test_semantic_in_unit_interval(tmp_path: Path) -> None:
+    cache = DiskCache(tmp_path / "c.sqlite3")
+    matcher = SemanticMatcher(cache=cache)
+    pairs = [
+        (
+            "Experienced senior engineer, 10+ years...",
+            "Senior engineer with 10 years of experience...",
+        ),
+        ("the cat sat on the mat", "quarterly revenue rose 4%"),
+        ("same", "same"),
+        ("same", "Experienced senior engineer, 10+ years..."),
+    ]
+    got = matcher.similarities([p for p, _ in pairs], [r for _, r in pairs])
+    assert all(s.score is not None and 0.0 <= s.score <= 1.0 for s in got)
+    assert got[0].score is not None and got[0].score >= 0.80  # the spec's bio pair passes 0.80
+    assert got[1].score is not None and got[1].score < 0.3
+    assert got[2].score is not None and math.isclose(got[2].score, 1.0, abs_tol=1e-5)
+    # every distinct string encoded once: 5 distinct strings in 8 slots
+    assert matcher.encoded_count == 5
+    fresh = SemanticMatcher(cache=cache)
+    again = fresh.similarities([p for p, _ in pairs], [r for _, r in pairs])
+    assert fresh.encoded_count == 0  # all from the persistent cache
+    assert [s.score for s in again] == pytest.approx([s.score for s in got], abs=1e-6)

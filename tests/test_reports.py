@@ -1,0 +1,82 @@
+"""CSV safety and shared utilities: formula neutralisation, errors that name their place, paths."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pytest
+
+from fieldcheck._util.errors import InputError
+from fieldcheck._util.jsonio import iter_jsonl, read_json
+from fieldcheck._util.paths import resolve_inside, safe_filename
+from fieldcheck._util.signature import Signature
+from fieldcheck.reports import neutralise_cell, write_csv
+
+
+@pytest.mark.parametrize(
+    ("cell", "expected"),
+    [
+        ('=HYPERLINK("http://x")', '\'=HYPERLINK("http://x")'),
+        ("+1+1", "'+1+1"),
+        ("-2+3", "'-2+3"),
+        ("@SUM(A1)", "'@SUM(A1)"),
+        ("\tcmd", "'\tcmd"),
+        ("-3", "-3"),
+        ("1e5", "1e5"),
+        (-3, -3),
+        (0.5, 0.5),
+        (None, ""),
+        ({"b": 1, "a": [1, 2]}, '{"a":[1,2],"b":1}'),
+        ("plain text", "plain text"),
+    ],
+)
+def test_neutralise_cell(cell: object, expected: object) -> None:
+    assert neutralise_cell(cell) == expected
+
+
+def test_write_csv_round_trip(tmp_path: Path) -> None:
+    path = tmp_path / "x.csv"
+    n = write_csv(path, [{"a": "=1+1", "b": 2}, {"a": "ok"}], ["a", "b"])
+    rows = list(csv.DictReader(path.open()))
+    assert n == 2 and rows == [{"a": "'=1+1", "b": "2"}, {"a": "ok", "b": ""}]
+
+
+def test_input_error_is_one_line() -> None:
+    err = InputError(
+        "must be one of EXACT, FUZZY", file="s.json", line=3, field="name", value="FUZZ\nY"
+    )
+    assert str(err) == "s.json:3: field 'name': must be one of EXACT, FUZZY (got 'FUZZ\\nY')"
+    assert err.to_dict()["line"] == 3
+
+
+def test_iter_jsonl_reports_bad_lines_and_goes_on(tmp_path: Path) -> None:
+    path = tmp_path / "d.jsonl"
+    path.write_text('{"a": 1}\n\n{broken\n{"a": 2}\n')
+    got = list(iter_jsonl(path))
+    assert [n for n, _ in got] == [1, 3, 4]
+    assert isinstance(got[1][1], InputError) and str(got[1][1]).startswith(
+        f"{path}:3: invalid JSON"
+    )
+    assert got[2][1] == {"a": 2}
+
+
+def test_read_json_names_line(tmp_path: Path) -> None:
+    path = tmp_path / "g.json"
+    path.write_text('{\n"a": 1,\n}\n')
+    with pytest.raises(InputError, match=r"g\.json:2: invalid JSON: trailing comma"):
+        read_json(path)
+
+
+def test_paths_stay_inside_root(tmp_path: Path) -> None:
+    assert resolve_inside(tmp_path, "a/b.json") == tmp_path / "a" / "b.json"
+    for bad in ("../x", "/etc/passwd", "a/../../x"):
+        with pytest.raises(InputError, match="escapes the data root"):
+            resolve_inside(tmp_path, bad)
+    assert safe_filename("Single_JKHY/2009/page_28.pdf-3") == "Single_JKHY_2009_page_28.pdf-3"
+    assert safe_filename("../..") == "unnamed"
+
+
+def test_signature_format_is_stable() -> None:
+    sig = Signature(system="json", settings={"matcher": "local", "weights": {"b": 0.2, "a": 0.8}})
+    assert sig.format().startswith("json|matcher:local|weights:a=0.8,b=0.2|version:")
