@@ -1,0 +1,100 @@
+"""Configuration of a JSON evaluation: strategies per field, thresholds, weights, matcher family."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, RootModel, ValidationError, model_validator
+
+from fieldcheck._util.errors import InputError
+from fieldcheck._util.jsonio import read_json
+from fieldcheck.metrics._json_fields import STRATEGIES, RqsWeights, Strategy
+
+MatcherFamily = Literal["local", "llm"]
+SafetyCheck = Literal["off", "leaks"]
+_ALLOWED = ", ".join(STRATEGIES)
+
+
+class StrategyConfig(RootModel[dict[str, Strategy]]):
+    """Field (or dotted path, ``items[*].sku`` for every index) -> EXACT | FUZZY | SEMANTIC | IGNORE."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _upper(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            return {k: v.strip().upper() if isinstance(v, str) else v for k, v in data.items()}
+        return data
+
+
+def parse_strategies(data: Any, *, file: str | Path | None = None) -> dict[str, Strategy]:
+    """Validate a strategy mapping (values case-insensitive); a bad entry raises a one-line InputError
+    naming the file, the field, the value and the allowed values."""
+    if not isinstance(data, dict):
+        raise InputError(
+            "a strategy config must be a JSON object mapping field -> strategy",
+            file=file,
+            value=data,
+        )
+    for field, value in data.items():
+        if not isinstance(value, str) or value.strip().upper() not in STRATEGIES:
+            raise InputError(
+                f"strategy must be one of {_ALLOWED}", file=file, field=field, value=value
+            )
+    return StrategyConfig.model_validate(data).root
+
+
+def load_strategies(path: str | Path) -> dict[str, Strategy]:
+    """Read and validate a strategy config file (JSON object field -> strategy)."""
+    return parse_strategies(read_json(path), file=path)
+
+
+def parse_weights(text: str) -> RqsWeights:
+    """``accuracy=0.45,completeness=0.25,...`` -> RqsWeights; names not given keep their default.
+
+    Raises InputError naming the bad part and the allowed names.
+    """
+    allowed = list(RqsWeights.model_fields)
+    values: dict[str, float] = {}
+    for part in (p.strip() for p in text.split(",")):
+        if not part:
+            continue
+        name, sep, raw = part.partition("=")
+        name = name.strip()
+        if not sep or name not in allowed:
+            raise InputError(
+                f"weights: expected name=value with name one of {', '.join(allowed)}", value=part
+            )
+        try:
+            values[name] = float(raw)
+        except ValueError:
+            raise InputError(f"weights: {name} is not a number", value=raw.strip()) from None
+    try:
+        return RqsWeights(**values)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise InputError(
+            f"weights: {first['loc'][0]} {first['msg'].lower()}", value=first["input"]
+        ) from None
+
+
+class EvalConfig(BaseModel):
+    """Everything that decides a JSON evaluation's numbers (and goes into its signature)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    strategies: dict[str, Strategy] = Field(default_factory=dict)
+    weights: RqsWeights = Field(default_factory=RqsWeights)
+    fuzzy_threshold: float = Field(0.85, ge=0, le=1)
+    semantic_threshold: float = Field(0.80, ge=0, le=1)
+    matcher: MatcherFamily = "local"
+    judge_base_url: str | None = None
+    judge_model: str | None = None
+    flatten: bool = False
+    safety_check: SafetyCheck = "off"
+
+    @model_validator(mode="after")
+    def _judge_settings(self) -> EvalConfig:
+        if self.matcher == "llm" and not (self.judge_base_url and self.judge_model):
+            raise ValueError("matcher 'llm' needs judge_base_url and judge_model")
+        return self

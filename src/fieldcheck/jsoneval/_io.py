@@ -1,0 +1,137 @@
+"""Reading batch files and writing batch outputs (records.jsonl, summary.json, fields.csv, errors.jsonl)."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from fieldcheck._util.errors import InputError
+from fieldcheck._util.jsonio import iter_jsonl, write_json, write_jsonl
+from fieldcheck.jsoneval._models import BatchRecord, BatchResult, RecordError
+from fieldcheck.reports._csv import write_csv
+
+logger = logging.getLogger("fieldcheck")
+
+_REASONS = {
+    "missing": "missing",
+    "dict_type": "must be a JSON object",
+    "string_type": "must be a string or an integer",
+    "int_type": "must be a string or an integer",
+}
+FIELDS_CSV_COLUMNS = (
+    "field",
+    "strategies",
+    "expected",
+    "scored",
+    "matched",
+    "match_rate",
+    "missing",
+    "hallucinated",
+    "ignored",
+)
+
+
+def record_error(exc: InputError) -> RecordError:
+    return RecordError.model_validate(exc.to_dict())
+
+
+def _validation_error(
+    exc: ValidationError, *, file: Path, line: int, record: str | None
+) -> InputError:
+    first = exc.errors()[0]
+    loc = [str(p) for p in first["loc"] if str(p) not in ("str", "int")]
+    reason = _REASONS.get(first["type"], first["msg"].removeprefix("Value error, "))
+    value = ... if first["type"] == "missing" else first["input"]
+    return InputError(
+        reason, file=file, line=line, record=record, field=".".join(loc) or None, value=value
+    )
+
+
+def read_batch(path: str | Path) -> tuple[list[BatchRecord], list[InputError]]:
+    """Every line of a batch file as a BatchRecord, or an InputError naming ``file:line`` and the reason.
+
+    A line must be an object with ``id`` (string or integer), ``ground_truth`` (object) and
+    ``output`` (any value; a non-object output is scored, not rejected), and may carry
+    ``safety_score`` in [0, 1]. Duplicate ids fail; other keys are ignored with a warning.
+    Raises InputError only when the file cannot be read.
+    """
+    p = Path(path)
+    records: list[BatchRecord] = []
+    errors: list[InputError] = []
+    first_line: dict[str, int] = {}
+    warned_extra = False
+    for line, value in iter_jsonl(p):
+        if isinstance(value, InputError):
+            errors.append(value)
+            continue
+        if not isinstance(value, dict):
+            errors.append(
+                InputError(
+                    "a line must be a JSON object with id, ground_truth and output",
+                    file=p,
+                    line=line,
+                    value=value,
+                )
+            )
+            continue
+        raw_id: Any = value.get("id")
+        rid = (
+            str(raw_id) if isinstance(raw_id, str | int) and not isinstance(raw_id, bool) else None
+        )
+        try:
+            record = BatchRecord.model_validate({**value, "line": line})
+        except ValidationError as exc:
+            errors.append(_validation_error(exc, file=p, line=line, record=rid))
+            continue
+        if record.key in first_line:
+            errors.append(
+                InputError(
+                    f"duplicate id (first on line {first_line[record.key]})",
+                    file=p,
+                    line=line,
+                    record=record.key,
+                    field="id",
+                )
+            )
+            continue
+        first_line[record.key] = line
+        extra = set(value) - {"id", "ground_truth", "output", "safety_score"}
+        if extra and not warned_extra:
+            warned_extra = True
+            logger.warning("%s:%d: ignoring unknown keys %s", p, line, ", ".join(sorted(extra)))
+        records.append(record)
+    return records, errors
+
+
+def write_batch_outputs(out_dir: str | Path, batch: BatchResult) -> dict[str, Path]:
+    """Write the four output files into ``out_dir`` (created); return their paths by name."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = {
+        "records": out / "records.jsonl",
+        "summary": out / "summary.json",
+        "fields": out / "fields.csv",
+        "errors": out / "errors.jsonl",
+    }
+    write_jsonl(paths["records"], (r.result.record_dict(r.id) for r in batch.results))
+    write_json(paths["summary"], batch.summary.to_json())
+    rows = [
+        {
+            "field": name,
+            "strategies": ";".join(s.strategies),
+            "expected": s.expected,
+            "scored": s.scored,
+            "matched": s.matched,
+            "match_rate": s.match_rate,
+            "missing": s.missing,
+            "hallucinated": s.hallucinated,
+            "ignored": s.ignored,
+        }
+        for name, s in batch.summary.fields.items()
+    ]
+    write_csv(paths["fields"], rows, FIELDS_CSV_COLUMNS)
+    write_jsonl(paths["errors"], (e.model_dump(mode="json") for e in batch.errors))
+    return paths

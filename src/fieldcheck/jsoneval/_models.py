@@ -1,0 +1,159 @@
+"""Records and results of the JSON evaluation (pydantic models)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, field_validator
+
+from fieldcheck._util.signature import Signature
+from fieldcheck.jsoneval._safety import SafetyFinding
+from fieldcheck.metrics._json_fields import Strategy
+
+OutputKind = Literal["object", "array", "text", "invalid_json", "number", "boolean", "null"]
+PUBLIC_KEYS = (
+    "completeness",
+    "hallucination",
+    "accuracy",
+    "safety_score",
+    "rqs",
+    "buckets",
+    "fields",
+    "signature",
+)
+
+
+class FieldResult(BaseModel):
+    """One ``both_non_null`` field: its strategy, the matcher's similarity and the 0/1 score.
+
+    IGNORE fields have ``similarity`` and ``score`` None; EXACT has similarity 1.0 or 0.0.
+    """
+
+    strategy: Strategy
+    similarity: float | None
+    score: float | None
+
+
+class JsonEvalResult(BaseModel):
+    """The scores of one output against its ground truth (all in [0, 1], full precision)."""
+
+    completeness: float
+    hallucination: float
+    accuracy: float
+    safety_score: float
+    rqs: float
+    buckets: dict[str, list[str]]
+    fields: dict[str, FieldResult]
+    signature: Signature
+    output_kind: OutputKind = "object"
+    flags: list[str] = Field(default_factory=list)
+    safety_findings: list[SafetyFinding] = Field(default_factory=list)
+
+    @property
+    def not_an_object(self) -> bool:
+        return "not_an_object" in self.flags
+
+    def public_dict(self) -> dict[str, Any]:
+        """Exactly the keys of ``fieldcheck json score --json`` (the issue's list)."""
+        data = self.model_dump(mode="json")
+        return {k: data[k] for k in PUBLIC_KEYS}
+
+    def record_dict(self, record_id: str) -> dict[str, Any]:
+        """One line of ``records.jsonl``: ``id``, the public keys, ``output_kind``, ``flags``, findings."""
+        data = self.model_dump(mode="json")
+        return {
+            "id": record_id,
+            **self.public_dict(),
+            **{k: data[k] for k in ("output_kind", "flags", "safety_findings")},
+        }
+
+
+class BatchRecord(BaseModel):
+    """One line of a batch file: ``{"id", "ground_truth": {...}, "output": any, "safety_score"?}``.
+
+    ``output`` may be anything (a non-object is scored by the documented rule); it must be present.
+    """
+
+    model_config = ConfigDict(extra="ignore")
+
+    id: StrictStr | StrictInt
+    ground_truth: dict[str, Any]
+    output: Any = Field(...)
+    safety_score: float | None = Field(None, ge=0, le=1, allow_inf_nan=False)
+    line: int | None = Field(None, exclude=True)
+
+    @field_validator("id")
+    @classmethod
+    def _id_text(cls, value: str | int) -> str | int:
+        if isinstance(value, str) and not value.strip():
+            raise ValueError("must not be empty")
+        return value
+
+    @property
+    def key(self) -> str:
+        return str(self.id)
+
+
+class RecordError(BaseModel):
+    """A line or record that could not be scored (one line of ``errors.jsonl``)."""
+
+    file: str | None = None
+    line: int | None = None
+    record: str | None = None
+    field: str | None = None
+    reason: str
+    message: str
+    value: str | None = None
+
+
+class FieldSummary(BaseModel):
+    """One field across a batch: how often GT expected it, it was scored, matched, missing, hallucinated."""
+
+    expected: int = 0
+    scored: int = 0
+    matched: int = 0
+    missing: int = 0
+    hallucinated: int = 0
+    ignored: int = 0
+    strategies: list[str] = Field(default_factory=list)
+
+    @property
+    def match_rate(self) -> float | None:
+        """matched / scored; None when never scored."""
+        return self.matched / self.scored if self.scored else None
+
+
+class BatchSummary(BaseModel):
+    """Means of each score over the scored records, counts, errors and per-field counts."""
+
+    records: int
+    scored: int
+    failed: int
+    not_an_object: int
+    safety_flagged: int
+    means: dict[str, float | None]
+    fields: dict[str, FieldSummary]
+    matcher_pairs: dict[str, int]
+    signature: Signature
+
+    def to_json(self) -> dict[str, Any]:
+        data = self.model_dump(mode="json")
+        for name, summary in self.fields.items():
+            data["fields"][name]["match_rate"] = summary.match_rate
+        return data
+
+
+class RecordResult(BaseModel):
+    """A scored record of a batch."""
+
+    id: str
+    line: int | None = None
+    result: JsonEvalResult
+
+
+class BatchResult(BaseModel):
+    """Everything ``evaluate_batch`` produced: scored records, failures and the summary."""
+
+    results: list[RecordResult]
+    errors: list[RecordError]
+    summary: BatchSummary

@@ -1,0 +1,396 @@
+"""JSON evaluation, the pure part: null test, key buckets, the four scores and strategy resolution.
+
+Everything here follows ``json-evaluation.md`` (phases 0-4); no I/O and no model calls. FUZZY and
+SEMANTIC similarities come from the matchers and are passed in; EXACT is decided here.
+Calling convention: the model's output (prediction) first, then the ground truth (reference).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import logging
+import math
+import re
+from collections.abc import Mapping
+from numbers import Number
+from typing import Any, Literal, get_args
+
+from pydantic import BaseModel, ConfigDict, Field
+
+logger = logging.getLogger("fieldcheck")
+
+Strategy = Literal["EXACT", "FUZZY", "SEMANTIC", "IGNORE"]
+STRATEGIES: tuple[str, ...] = get_args(Strategy)
+ValueType = Literal["null", "number", "boolean", "date", "email", "array", "object", "text"]
+BucketName = Literal[
+    "extra_keys", "gt_null_aio_has_value", "gt_non_null", "aio_missing_or_null", "both_non_null"
+]
+BUCKET_NAMES: tuple[str, ...] = get_args(BucketName)
+
+
+def is_null(value: Any) -> bool:
+    """``None``, ``""`` or a whitespace-only string (spec "Definition of Null").
+
+    Empty arrays and objects are values, not null, exactly as the spec's ``is_null`` says.
+    """
+    if value is None:
+        return True
+    return isinstance(value, str) and value.strip() == ""
+
+
+class KeyBuckets(BaseModel):
+    """The spec's five key buckets (Phase 0), each a sorted list of keys, plus the union size."""
+
+    model_config = ConfigDict(frozen=True)
+
+    extra_keys: list[str] = Field(default_factory=list)
+    gt_null_aio_has_value: list[str] = Field(default_factory=list)
+    gt_non_null: list[str] = Field(default_factory=list)
+    aio_missing_or_null: list[str] = Field(default_factory=list)
+    both_non_null: list[str] = Field(default_factory=list)
+    total_distinct: int = 0
+
+    @property
+    def hallucination_count(self) -> int:
+        """``len(extra_keys) + len(gt_null_aio_has_value)`` (Phase 2 numerator)."""
+        return len(self.extra_keys) + len(self.gt_null_aio_has_value)
+
+    def as_dict(self) -> dict[str, list[str]]:
+        """The five buckets by their spec names (sorted key lists)."""
+        return {name: list(getattr(self, name)) for name in BUCKET_NAMES}
+
+
+def classify_keys(output: Mapping[str, Any], ground_truth: Mapping[str, Any]) -> KeyBuckets:
+    """Phase 0: sort every key of ``output`` (AIO) and ``ground_truth`` (GT) into the spec's buckets.
+
+    ``aio_missing_or_null`` and ``both_non_null`` split ``gt_non_null``. A key null in GT and absent
+    or null in AIO is in no bucket (no completeness impact, no hallucination). Empty input: all
+    buckets empty, ``total_distinct`` 0.
+    """
+    gt_keys, aio_keys = set(ground_truth), set(output)
+    extra = aio_keys - gt_keys
+    gt_null_aio_has_value = {
+        k for k in gt_keys & aio_keys if is_null(ground_truth[k]) and not is_null(output[k])
+    }
+    gt_non_null = {k for k in gt_keys if not is_null(ground_truth[k])}
+    missing = {k for k in gt_non_null if k not in output or is_null(output[k])}
+    return KeyBuckets(
+        extra_keys=sorted(extra, key=str),
+        gt_null_aio_has_value=sorted(gt_null_aio_has_value, key=str),
+        gt_non_null=sorted(gt_non_null, key=str),
+        aio_missing_or_null=sorted(missing, key=str),
+        both_non_null=sorted(gt_non_null - missing, key=str),
+        total_distinct=len(gt_keys | aio_keys),
+    )
+
+
+def completeness(aio_matched_non_null_count: int, gt_non_null_count: int) -> float:
+    """Phase 1: share of GT's non-null keys that AIO also fills. Range [0, 1]; 1.0 when GT expects nothing."""
+    if gt_non_null_count == 0:
+        return 1.0
+    return aio_matched_non_null_count / gt_non_null_count
+
+
+def hallucination(hallucination_count: int, total_distinct: int) -> float:
+    """Phase 2: (extra keys + keys null in GT but filled in AIO) / all distinct keys.
+
+    Range [0, 1]; 0.0 when neither side has a key.
+    """
+    if total_distinct == 0:
+        return 0.0
+    return hallucination_count / total_distinct
+
+
+def accuracy(total_acc_score: float, scorable_count: int) -> float:
+    """Phase 3: mean 0/1 field score over ``both_non_null`` minus IGNORE fields.
+
+    Range [0, 1]; 1.0 when nothing is scorable ("nothing to score -> perfect").
+    """
+    if scorable_count == 0:
+        return 1.0
+    return total_acc_score / scorable_count
+
+
+class RqsWeights(BaseModel):
+    """Phase 4 weights; defaults are the spec's. Each must be finite and >= 0 (they need not sum to 1)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    accuracy: float = Field(0.45, ge=0, allow_inf_nan=False)
+    completeness: float = Field(0.25, ge=0, allow_inf_nan=False)
+    hallucination: float = Field(0.15, ge=0, allow_inf_nan=False)
+    safety: float = Field(0.15, ge=0, allow_inf_nan=False)
+
+
+def rqs(
+    *,
+    accuracy: float,
+    completeness: float,
+    hallucination: float,
+    safety_score: float,
+    weights: RqsWeights | None = None,
+) -> float:
+    """Phase 4 Response Quality Score: weighted sum minus weighted hallucination, clamped to [0, 1]."""
+    w = weights or RqsWeights()
+    value = (
+        w.accuracy * accuracy
+        + w.completeness * completeness
+        + w.safety * safety_score
+        - w.hallucination * hallucination
+    )
+    return min(1.0, max(0.0, value))
+
+
+# --- value types and strategy resolution -----------------------------------------------------
+
+_NUMBER_TEXT = re.compile(
+    r"^[+-]?[$€£¥]?(?:(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?%?$"
+)
+_EMAIL = re.compile(
+    r"^[A-Za-z0-9.!#$%&'*+/=?^_`{|}~-]+@(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z]{2,63}$"
+)
+_ISO_DATE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})$")
+_ISO_DATETIME = re.compile(
+    r"^(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}:?\d{2})?$"
+)
+_YMD = re.compile(r"^(\d{4})([/.])(\d{1,2})\2(\d{1,2})$")
+_DMY = re.compile(r"^(\d{1,2})([/.-])(\d{1,2})\2(\d{4})$")
+_MONTHS = {
+    name: i + 1
+    for i, names in enumerate(
+        [
+            ("january", "jan"),
+            ("february", "feb"),
+            ("march", "mar"),
+            ("april", "apr"),
+            ("may",),
+            ("june", "jun"),
+            ("july", "jul"),
+            ("august", "aug"),
+            ("september", "sep", "sept"),
+            ("october", "oct"),
+            ("november", "nov"),
+            ("december", "dec"),
+        ]
+    )
+    for name in names
+}
+_DAY_MONTH_YEAR = re.compile(r"^(\d{1,2})(?:st|nd|rd|th)?\s+([A-Za-z]+)\.?,?\s+(\d{4})$")
+_MONTH_DAY_YEAR = re.compile(r"^([A-Za-z]+)\.?\s+(\d{1,2})(?:st|nd|rd|th)?,?\s+(\d{4})$")
+
+
+def _valid_date(year: int, month: int, day: int) -> bool:
+    try:
+        _dt.date(year, month, day)
+    except ValueError:
+        return False
+    return True
+
+
+def is_date_text(text: str) -> bool:
+    """True for the date formats auto-detection knows (documented in docs/json.md).
+
+    ``2024-03-05``, ISO 8601 date-times (``2024-03-05T14:30``, seconds, fraction, ``Z`` or
+    ``+01:00`` optional, ``T`` or space), ``2024/03/05``, ``2024.03.05``, ``05/03/2024`` (day or
+    month first, separator ``/ . -``), ``5 March 2024``, ``March 5, 2024`` (English month names,
+    full or 3-letter). The date must exist in the calendar (``2024-02-30`` is text).
+    """
+    s = text.strip()
+    m = _ISO_DATE.match(s) or _ISO_DATETIME.match(s)
+    if m:
+        ok = _valid_date(int(m.group(1)), int(m.group(2)), int(m.group(3)))
+        if ok and m.re is _ISO_DATETIME:
+            second = int(m.group(6)) if m.group(6) else 0
+            ok = int(m.group(4)) < 24 and int(m.group(5)) < 60 and second < 60
+        return ok
+    m = _YMD.match(s)
+    if m:
+        return _valid_date(int(m.group(1)), int(m.group(3)), int(m.group(4)))
+    m = _DMY.match(s)
+    if m:
+        a, b, year = int(m.group(1)), int(m.group(3)), int(m.group(4))
+        return _valid_date(year, b, a) or _valid_date(year, a, b)
+    m = _DAY_MONTH_YEAR.match(s)
+    if m and m.group(2).lower() in _MONTHS:
+        return _valid_date(int(m.group(3)), _MONTHS[m.group(2).lower()], int(m.group(1)))
+    m = _MONTH_DAY_YEAR.match(s)
+    if m and m.group(1).lower() in _MONTHS:
+        return _valid_date(int(m.group(3)), _MONTHS[m.group(1).lower()], int(m.group(2)))
+    return False
+
+
+def is_email_text(text: str) -> bool:
+    """True for ``local@domain.tld``: one ``@``, an RFC 5322 "atom" local part, dot-separated
+    domain labels (letters, digits, inner hyphens) and a 2-63 letter top-level domain.
+
+    Surrounding whitespace is ignored; display names (``John <j@x.com>``) are text.
+    """
+    return bool(_EMAIL.match(text.strip()))
+
+
+def is_number_text(text: str) -> bool:
+    """True for a string that writes a number: ``42``, ``-3.5``, ``1e6``, ``1,200.50``, ``$99``, ``12%``."""
+    s = text.strip()
+    return bool(s) and any(c.isdigit() for c in s) and bool(_NUMBER_TEXT.match(s))
+
+
+def detect_value_type(value: Any) -> ValueType:
+    """The spec's auto-detection type of a JSON value (Phase 3 "Strategy Resolution").
+
+    bool -> boolean; int/float -> number; list -> array; dict -> object; a string is number when
+    it writes a number (``is_number_text``), date (``is_date_text``), email (``is_email_text``),
+    else text; null values (``is_null``) -> null.
+    """
+    if is_null(value):
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, Number):
+        return "number"
+    if isinstance(value, list | tuple):
+        return "array"
+    if isinstance(value, Mapping):
+        return "object"
+    text = str(value)
+    if is_number_text(text):
+        return "number"
+    if is_date_text(text):
+        return "date"
+    if is_email_text(text):
+        return "email"
+    return "text"
+
+
+def auto_strategy(value: Any) -> Strategy:
+    """number, boolean, date, email, array, object -> EXACT; text -> SEMANTIC (spec Phase 3)."""
+    return "SEMANTIC" if detect_value_type(value) == "text" else "EXACT"
+
+
+_INDEX = re.compile(r"\[\d+\]")
+
+
+def wildcard_path(path: str) -> str:
+    """``items[3].sku`` -> ``items[*].sku``: the form a strategy config uses for every index."""
+    return _INDEX.sub("[*]", path)
+
+
+def resolve_strategy(
+    field: str, gt_value: Any, *, strategies: Mapping[str, Strategy] | None = None
+) -> Strategy:
+    """Phase 3 strategy of ``field``: the config's entry (exact key, then its ``[*]`` form), else
+    auto-detection from the ground-truth value's type (``auto_strategy``)."""
+    if strategies:
+        if field in strategies:
+            return strategies[field]
+        wild = wildcard_path(field)
+        if wild != field and wild in strategies:
+            return strategies[wild]
+    return auto_strategy(gt_value)
+
+
+# --- EXACT -----------------------------------------------------------------------------------
+
+
+def _canonical_numbers(value: Any) -> Any:
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return value
+    if isinstance(value, float):
+        return int(value) if math.isfinite(value) and value.is_integer() else value
+    if isinstance(value, Number):
+        return value
+    if isinstance(value, Mapping):
+        return {str(k): _canonical_numbers(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_canonical_numbers(v) for v in value]
+    return str(value)
+
+
+def canonical_text(value: Any) -> str:
+    """The text EXACT compares (before lower-casing) and FUZZY/SEMANTIC see for a non-string.
+
+    Strings as they are; booleans ``true``/``false``; numbers with integral floats written as
+    integers (``1.0`` -> ``1``); arrays and objects as key-sorted compact JSON (same number rule
+    inside); null as ``null``.
+    """
+    value = _canonical_numbers(value)
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return "null"
+    if isinstance(value, dict | list):
+        return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return str(value)
+
+
+def exact_match(output_value: Any, gt_value: Any) -> bool:
+    """EXACT: ``canonical_text(gt).lower() == canonical_text(aio).lower()`` (spec Phase 3).
+
+    So ``1`` equals ``1.0`` (one JSON number), and ``true`` equals ``"true"`` and ``1`` equals
+    ``"1"`` as the spec's ``str(...).lower()`` gives; no whitespace trimming, no tolerance.
+    """
+    return canonical_text(output_value).lower() == canonical_text(gt_value).lower()
+
+
+# --- flattening (beyond the spec: --flatten) -------------------------------------------------
+
+
+def _is_empty_container(value: Any) -> bool:
+    return isinstance(value, Mapping | list | tuple) and len(value) == 0
+
+
+def flatten(value: Mapping[str, Any]) -> dict[str, Any]:
+    """Nested objects to dotted paths: ``{"address": {"city": x}, "items": [{"sku": y}]}`` ->
+    ``{"address.city": x, "items[0].sku": y}``.
+
+    Leaves are scalars, nulls and empty arrays/objects (so an empty container is still a key).
+    Keys are joined as they are; if two paths collide (a key containing ``.`` or ``[``), the first
+    wins and a warning goes to the ``fieldcheck`` logger. Empty input gives ``{}``.
+    """
+    out: dict[str, Any] = {}
+
+    def walk(node: Any, path: str) -> None:
+        if isinstance(node, Mapping) and node:
+            for key, child in node.items():
+                walk(child, f"{path}.{key}" if path else str(key))
+        elif isinstance(node, list | tuple) and node:
+            for i, child in enumerate(node):
+                walk(child, f"{path}[{i}]")
+        elif path in out:
+            logger.warning("flatten: path %r occurs twice; keeping the first value", path)
+        else:
+            out[path] = node
+
+    for key, child in value.items():
+        walk(child, str(key))
+    return out
+
+
+def _parent_paths(flat: Mapping[str, Any]) -> set[str]:
+    parents: set[str] = set()
+    for path in flat:
+        for i, char in enumerate(path):
+            if char in ".[" and i:
+                parents.add(path[:i])
+    return parents
+
+
+def flatten_pair(
+    output: Mapping[str, Any], ground_truth: Mapping[str, Any]
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Flatten both sides; a null or empty-container leaf on one side where the other side has a
+    subtree is dropped, so ``"address": null`` against a filled address costs completeness once
+    per missing leaf (not an extra hallucinated key) and invented sub-keys count as extra keys."""
+    flat_out, flat_gt = flatten(output), flatten(ground_truth)
+
+    def prune(flat: dict[str, Any], other: dict[str, Any]) -> dict[str, Any]:
+        parents = _parent_paths(other)
+        return {
+            p: v
+            for p, v in flat.items()
+            if not ((is_null(v) or _is_empty_container(v)) and p in parents)
+        }
+
+    return prune(flat_out, flat_gt), prune(flat_gt, flat_out)
