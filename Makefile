@@ -15,8 +15,8 @@ install: $(STAMP)
 
 $(STAMP): requirements.lock pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --disable-pip-version-check -q $(FIND_LINKS) -r requirements.lock
-	$(PY) -m pip install --disable-pip-version-check -q --no-deps --no-build-isolation -e .
+	$(PY) -m pip install --disable-pip-version-check -qq $(FIND_LINKS) -r requirements.lock
+	$(PY) -m pip install --disable-pip-version-check -qq --no-deps --no-build-isolation -e .
 	touch $(STAMP)
 
 demo: $(STAMP)

