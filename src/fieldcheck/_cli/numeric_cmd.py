@@ -1,7 +1,210 @@
-"""`fieldcheck numeric ...` commands."""
+"""`fieldcheck numeric ...`: score ConvFinQA predictions (thin shell: parse, call, format)."""
 
 from __future__ import annotations
 
-import typer
+from pathlib import Path
+from typing import Any
 
-app = typer.Typer(help="numeric evaluation.", no_args_is_help=True)
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from fieldcheck._util.errors import InputError
+from fieldcheck.numeric import (
+    LoadResult,
+    NumericResult,
+    PredictionsResult,
+    load_convfinqa,
+    load_predictions,
+    score_numeric,
+    write_outputs,
+)
+
+app = typer.Typer(
+    help="ConvFinQA numeric QA: score a model's per-turn answers and plans.", no_args_is_help=True
+)
+
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "numeric"
+EXAMPLE_MODELS = ("model_a", "model_b")
+
+_SHOWN = (
+    ("numerical_match_accuracy", "numerical match"),
+    ("soft_match_accuracy", "soft match"),
+    ("unit_agnostic_accuracy", "unit-agnostic"),
+    ("sign_agnostic_accuracy", "sign-agnostic"),
+    ("general_match_accuracy", "general match"),
+    ("avg_logic_recall", "logic recall"),
+    ("avg_logic_precision", "logic precision"),
+    ("avg_logic_order_score", "logic order (LCS)"),
+    ("conversation_success_rate", "conversation success"),
+)
+
+
+def run_score(
+    data: Path,
+    predictions: Path,
+    out: Path,
+    *,
+    split: str | None = None,
+    sample_size: int | None = None,
+    seed: int | None = None,
+    price_in: float | None = None,
+    price_out: float | None = None,
+    bootstrap: int = 1000,
+    console: Console | None = None,
+    show_progress: bool = True,
+) -> NumericResult:
+    """Load, score, write; raises InputError when a file itself cannot be read."""
+    loaded: LoadResult = load_convfinqa(data, split=split, sample_size=sample_size, seed=seed)
+    preds: PredictionsResult = load_predictions(predictions)
+    total = len(loaded.conversations)
+    with Progress(
+        TextColumn("scoring"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        disable=not show_progress,
+        transient=True,
+    ) as bar:
+        task = bar.add_task("score", total=total)
+        result = score_numeric(
+            loaded,
+            preds,
+            price_in=price_in,
+            price_out=price_out,
+            bootstrap=bootstrap,
+            sample_size=sample_size,
+            sample_seed=seed,
+            progress=lambda n: bar.update(task, completed=n),
+        )
+    write_outputs(result, out, conversations=loaded.conversations)
+    return result
+
+
+def _fmt(value: Any) -> str:
+    if value is None:
+        return "absent"
+    if isinstance(value, float):
+        return f"{value:.3f}"
+    return str(value)
+
+
+def show_result(result: NumericResult, out: Path, console: Console, *, title: str = "numeric QA") -> None:
+    """A Rich table of the headline statistics, the problems found, and where the files are."""
+    stats = result.statistics
+    ci = stats.get("bootstrap_95_ci") or {}
+    table = Table(title=title, header_style="bold")
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    table.add_column("95% CI", justify="right")
+    for key, label in _SHOWN:
+        interval = ci.get(key)
+        table.add_row(
+            label,
+            _fmt(stats.get(key)),
+            "" if not interval else f"[{interval['low']:.3f}, {interval['high']:.3f}]",
+        )
+    table.add_row("avg operations per turn", _fmt(stats.get("avg_operations_per_turn")), "")
+    table.add_row("tokens (in / out)", f"{stats['total_input_tokens']} / {stats['total_output_tokens']}", "")
+    table.add_row("cost per correct answer (tokens)", _fmt(stats.get("cost_per_correct_answer")), "")
+    if "cost_per_correct_answer_usd" in stats:
+        table.add_row("cost per correct answer (USD)", _fmt(stats.get("cost_per_correct_answer_usd")), "")
+    table.add_row("failure modes", ", ".join(f"{k}={v}" for k, v in stats["failure_modes"].items()) or "none", "")
+    table.add_row(
+        "conversations / turns", f"{stats['num_conversations']} / {stats['num_turns']}", ""
+    )
+    console.print(table)
+    if result.input_errors:
+        console.print(f"[yellow]{len(result.input_errors)} input problem(s); first ones:[/yellow]")
+        for error in result.input_errors[:5]:
+            console.print("  " + error.one_line(), markup=False, highlight=False)
+    console.print(f"signature: {result.signature.format()}", markup=False, highlight=False)
+    console.print(f"outputs in {out}/ (summary.csv, turns.csv, errors.csv, statistics.json, ...)", markup=False)
+
+
+@app.command("score")
+def score_command(
+    data: Path = typer.Option(
+        ..., "--data", exists=True, dir_okay=False, readable=True,
+        help="ConvFinQA file: the derived {'train','dev'} format or the original list format.",
+    ),
+    predictions: Path = typer.Option(
+        ..., "--predictions", exists=True, dir_okay=False, readable=True,
+        help="Predictions JSONL, one line per (conversation_id, turn); see docs/formats.md.",
+    ),
+    out: Path = typer.Option(..., "--out", file_okay=False, help="Directory for every output file (created)."),
+    split: str | None = typer.Option(
+        None, "--split", help="Split to score in the derived format (default 'dev'); only a label for the original format."
+    ),
+    sample_size: int | None = typer.Option(
+        None, "--sample-size", min=0, help="Score only N conversations: the first N, or a random N with --seed."
+    ),
+    seed: int | None = typer.Option(None, "--seed", help="Seed of the random sample for --sample-size."),
+    price_in: float | None = typer.Option(
+        None, "--price-in", min=0.0, help="USD per 1M input tokens (with --price-out) for dollar costs."
+    ),
+    price_out: float | None = typer.Option(
+        None, "--price-out", min=0.0, help="USD per 1M output tokens (with --price-in)."
+    ),
+    bootstrap: int = typer.Option(
+        1000, "--bootstrap", min=0, help="Bootstrap resamples of conversations for 95% intervals (0: none)."
+    ),
+) -> None:
+    """Score predictions against a ConvFinQA dataset and write every output file."""
+    if (price_in is None) != (price_out is None):
+        raise typer.BadParameter("give --price-in and --price-out together", param_hint="--price-in/--price-out")
+    if seed is not None and sample_size is None:
+        raise typer.BadParameter("--seed only chooses the sample of --sample-size", param_hint="--seed")
+    console = Console()
+    try:
+        result = run_score(
+            data,
+            predictions,
+            out,
+            split=split,
+            sample_size=sample_size,
+            seed=seed,
+            price_in=price_in,
+            price_out=price_out,
+            bootstrap=bootstrap,
+            console=console,
+        )
+    except InputError as exc:
+        raise typer.BadParameter(exc.one_line()) from None
+    show_result(result, out, console)
+    if not result.conversations:
+        raise typer.Exit(1)
+
+
+def run_demo(out_dir: Path) -> int:
+    """``make demo``: score the bundled example predictions of two models; print a summary."""
+    console = Console()
+    data = EXAMPLES / "data.json"
+    if not data.exists():
+        console.print(f"[red]example data missing: {data}[/red]")
+        return 1
+    rows = []
+    for model in EXAMPLE_MODELS:
+        target = out_dir / model
+        result = run_score(
+            data, EXAMPLES / f"predictions_{model}.jsonl", target, bootstrap=200, console=console, show_progress=False
+        )
+        rows.append((model, result, target))
+    table = Table(title="ConvFinQA-style example (synthetic data, 2 models)", header_style="bold")
+    table.add_column("model")
+    for _, label in _SHOWN[:6]:
+        table.add_column(label, justify="right")
+    table.add_column("failure modes")
+    table.add_column("outputs")
+    for model, result, target in rows:
+        s = result.statistics
+        table.add_row(
+            model,
+            *(_fmt(s.get(key)) for key, _ in _SHOWN[:6]),
+            ", ".join(f"{k}={v}" for k, v in s["failure_modes"].items()),
+            str(target),
+        )
+    console.print(table)
+    return 0

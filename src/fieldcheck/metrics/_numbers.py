@@ -1,0 +1,311 @@
+"""Numeric answers: parsing a model's answer text, the five match types, and the failure mode.
+
+Pure functions, no I/O. Spec: numeric-qa-evaluation.md, "New Accuracy Metrics" and
+"Analysis Workflows" (1. Identify Accuracy Issues). Exact boundaries: docs/decisions.md.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+FailureMode = Literal["scale", "sign", "rounding", "wrong", "no_answer", "error"]
+MatchType = Literal["numerical", "soft", "unit_agnostic", "sign_agnostic", "general"]
+
+RELATIVE_TOLERANCE = 0.01  # numerical and soft match: within 1 % of the expected value
+ABSOLUTE_TOLERANCE = 0.001  # numerical match also accepts |difference| < 0.001
+UNIT_FACTORS = (1.0, 100.0, 0.01)
+
+_SCALE_WORDS = {
+    "thousand": 1e3,
+    "k": 1e3,
+    "million": 1e6,
+    "millions": 1e6,
+    "mn": 1e6,
+    "m": 1e6,
+    "billion": 1e9,
+    "billions": 1e9,
+    "bn": 1e9,
+    "b": 1e9,
+    "trillion": 1e12,
+    "tn": 1e12,
+    "thousands": 1e3,
+}
+_NUMBER_TOKEN = re.compile(
+    r"""
+    (?P<open>\()?\s*
+    (?P<sign>[-+\u2212])?\s*
+    (?:[$\u20ac\u00a3]\s*)?
+    (?P<sign2>[-+\u2212])?\s*
+    (?P<num>(?:(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|\.\d+)(?:e[-+]?\d+\b)?)
+    (?:\s*(?P<pct>%|percent\b|pct\b))?
+    (?:\s*(?P<scale>thousands?|millions?|billions?|trillion|mn|bn|tn|k|m|b)\b)?
+    \s*(?P<close>\))?
+    """,
+    re.IGNORECASE | re.VERBOSE,
+)
+_YES = {"yes", "true", "y"}
+_NO = {"no", "false", "n"}
+
+
+class ParsedAnswer(BaseModel):
+    """A parsed answer. ``value`` applies the percent sign (12.5% -> 0.125) and the scale word
+    (1.2 million -> 1.2e6); ``written`` is the number as written (12.5, 1.2); ``decimals`` the
+    digits shown after the point; ``boolean`` is set instead for yes/no answers."""
+
+    model_config = ConfigDict(frozen=True)
+
+    value: float | None = None
+    written: float | None = None
+    percent: bool = False
+    scale: float = 1.0
+    decimals: int = 0
+    boolean: bool | None = None
+
+    @property
+    def readings(self) -> tuple[float, ...]:
+        """Every way to read the number: as parsed, percent sign ignored, scale word ignored."""
+        if self.value is None or self.written is None:
+            return ()
+        options = [
+            self.value,
+            self.written * self.scale,
+            self.written / 100 if self.percent else self.written,
+            self.written,
+        ]
+        out: list[float] = []
+        for v in options:
+            if v not in out:
+                out.append(v)
+        return tuple(out)
+
+
+def parse_answer(text: str | float | int | bool | None) -> ParsedAnswer | None:
+    """Parse a model's answer into a number or yes/no; ``None`` when there is no answer.
+
+    Accepts ``"$1,234.5"``, ``"12.5%"`` (0.125), ``"-3"``, ``"(45)"`` (-45), ``"1.2 million"``,
+    ``"0.10"``, ``"yes"``/``"no"`` (also as the first word: "Yes, 5 > 3"). In longer text the LAST
+    number is the answer (models end with it: "... so the change is 14.1%"). Numbers pass through.
+    """
+    if text is None:
+        return None
+    if isinstance(text, bool):
+        return ParsedAnswer(boolean=text)
+    if isinstance(text, int | float):
+        if not math.isfinite(text):
+            return None
+        return ParsedAnswer(value=float(text), written=float(text), decimals=_decimals(repr(float(text))))
+    cleaned = text.strip()
+    if not cleaned:
+        return None
+    word = re.sub(r"[^a-z]", "", cleaned.lower())
+    if word in _YES:
+        return ParsedAnswer(boolean=True)
+    if word in _NO:
+        return ParsedAnswer(boolean=False)
+    first_word = re.match(r"^\W*([A-Za-z]+)\b", cleaned)
+    if first_word and first_word.group(1).lower() in {"yes", "no"}:
+        return ParsedAnswer(boolean=first_word.group(1).lower() == "yes")
+    matches = list(_NUMBER_TOKEN.finditer(cleaned))
+    if not matches:
+        return None
+    m = matches[-1]
+    digits = m.group("num").replace(",", "")
+    written = float(digits)
+    negative = bool(
+        (m.group("open") and m.group("close"))
+        or (m.group("sign") in ("-", "\u2212"))
+        or (m.group("sign2") in ("-", "\u2212"))
+    )
+    if negative:
+        written = -written
+    percent = m.group("pct") is not None
+    scale_word = (m.group("scale") or "").lower()
+    scale = _SCALE_WORDS.get(scale_word, 1.0)
+    if scale_word in {"m", "b", "k"} and percent:
+        scale = 1.0
+    value = written * scale
+    if percent:
+        value /= 100
+    return ParsedAnswer(
+        value=value,
+        written=written,
+        percent=percent,
+        scale=scale,
+        decimals=_decimals(digits),
+    )
+
+
+def _decimals(digits: str) -> int:
+    if "e" in digits.lower():
+        return 0
+    return len(digits.split(".", 1)[1]) if "." in digits else 0
+
+
+def _close(prediction: float, reference: float) -> bool:
+    """Numerical match on two numbers: |p - r| < 0.001 or |p - r| <= 1 % of |r|."""
+    diff = abs(prediction - reference)
+    return diff < ABSOLUTE_TOLERANCE or diff <= abs(reference) * RELATIVE_TOLERANCE
+
+
+def _expected(reference: float | str | bool | None) -> float | bool | None:
+    if reference is None:
+        return None
+    if isinstance(reference, bool):
+        return reference
+    if isinstance(reference, int | float):
+        return float(reference) if math.isfinite(reference) else None
+    low = reference.strip().lower()
+    if low in _YES:
+        return True
+    if low in _NO:
+        return False
+    parsed = parse_answer(reference)
+    return parsed.value if parsed is not None else None
+
+
+def _any_close(candidates: Iterable[float], reference: float) -> bool:
+    return any(_close(c, reference) for c in candidates)
+
+
+def numerical_match(prediction: ParsedAnswer | None, reference: float | str | bool | None) -> bool:
+    """Baseline: |p - r| < 0.001 or |p - r| <= 0.01 * |r|, with p as parsed (12.5% is 0.125).
+
+    yes/no answers match when equal. No answer or no gold: False. Spec: 5. Numerical Match.
+    """
+    expected = _expected(reference)
+    if prediction is None or expected is None:
+        return False
+    if isinstance(expected, bool) or prediction.boolean is not None:
+        return prediction.boolean is not None and prediction.boolean == expected
+    return prediction.value is not None and _close(prediction.value, expected)
+
+
+def soft_match(prediction: ParsedAnswer | None, reference: float | str | bool | None) -> bool:
+    """The spec's ``abs_diff <= abs(exp_val) * 0.01`` exactly (no absolute tolerance, so a gold of
+    0 needs an exact 0). yes/no: equal. Spec: 1. Soft Numerical Match."""
+    expected = _expected(reference)
+    if prediction is None or expected is None:
+        return False
+    if isinstance(expected, bool) or prediction.boolean is not None:
+        return prediction.boolean is not None and prediction.boolean == expected
+    if prediction.value is None:
+        return False
+    return abs(prediction.value - expected) <= abs(expected) * RELATIVE_TOLERANCE
+
+
+def unit_agnostic_match(prediction: ParsedAnswer | None, reference: float | str | bool | None) -> bool:
+    """Numerical match of any reading (as parsed, percent sign ignored, scale word ignored)
+    times 1, 100 or 0.01. So 0.10, 10 and 10% all match 0.1. Spec: 2. Unit-Agnostic Accuracy."""
+    expected = _expected(reference)
+    if prediction is None or expected is None:
+        return False
+    if isinstance(expected, bool) or prediction.boolean is not None:
+        return numerical_match(prediction, reference)
+    return _any_close((r * f for r in prediction.readings for f in UNIT_FACTORS), expected)
+
+
+def sign_agnostic_match(prediction: ParsedAnswer | None, reference: float | str | bool | None) -> bool:
+    """Numerical match of |p| against |r|: -33.3 matches 33.3. Spec: 3. Sign-Agnostic Accuracy."""
+    expected = _expected(reference)
+    if prediction is None or expected is None:
+        return False
+    if isinstance(expected, bool) or prediction.boolean is not None:
+        return numerical_match(prediction, reference)
+    return prediction.value is not None and _close(abs(prediction.value), abs(expected))
+
+
+def general_match(prediction: ParsedAnswer | None, reference: float | str | bool | None) -> bool:
+    """Flexible formats and percentage conversions: numerical match of any reading (as parsed,
+    percent sign ignored, scale word ignored), or of a reading without a percent sign taken as
+    percentage points (14.1 for 0.141). Never the other direction. Spec: 4. General Match."""
+    expected = _expected(reference)
+    if prediction is None or expected is None:
+        return False
+    if isinstance(expected, bool) or prediction.boolean is not None:
+        return numerical_match(prediction, reference)
+    readings = list(prediction.readings)
+    if not prediction.percent:
+        readings += [r / 100 for r in prediction.readings]
+    return _any_close(readings, expected)
+
+
+def is_rounding_of(prediction: ParsedAnswer | None, reference: float | str | bool | None) -> bool:
+    """True when the prediction equals the gold rounded to the decimals the prediction shows
+    (0.1 for 0.14136; 14% for 0.14136 read in percent), but is not a numerical match."""
+    expected = _expected(reference)
+    if prediction is None or prediction.written is None or expected is None or isinstance(expected, bool):
+        return False
+    if numerical_match(prediction, reference):
+        return False
+    gold_in_unit = expected * 100 if prediction.percent else expected / prediction.scale
+    target = round(gold_in_unit, prediction.decimals)
+    return math.isclose(prediction.written, target, rel_tol=1e-9, abs_tol=1e-12)
+
+
+def failure_mode(
+    prediction: ParsedAnswer | None,
+    reference: float | str | bool | None,
+    *,
+    error: bool = False,
+) -> FailureMode | None:
+    """Why a turn failed, derived from the match types; ``None`` for a numerical match.
+
+    First that applies: ``error`` (the run reported an error), ``no_answer`` (nothing parsable),
+    ``scale`` (unit-agnostic match), ``sign`` (sign-agnostic match), ``rounding`` (the gold
+    rounded to the shown decimals, or a soft match), ``wrong``. Spec: "Analysis Workflows" 1.
+    """
+    if error:
+        return "error"
+    if prediction is None:
+        return "no_answer"
+    if numerical_match(prediction, reference):
+        return None
+    if unit_agnostic_match(prediction, reference):
+        return "scale"
+    if sign_agnostic_match(prediction, reference):
+        return "sign"
+    if is_rounding_of(prediction, reference) or soft_match(prediction, reference):
+        return "rounding"
+    return "wrong"
+
+
+class AnswerMatches(BaseModel):
+    """All five match types and the failure mode of one answer."""
+
+    numerical_match: bool
+    soft_match: bool
+    unit_agnostic_match: bool
+    sign_agnostic_match: bool
+    general_match: bool
+    failure_mode: FailureMode | None
+
+
+def match_answer(
+    prediction: ParsedAnswer | None,
+    reference: float | str | bool | None,
+    *,
+    error: bool = False,
+) -> AnswerMatches:
+    """Every match type at once. A turn with an error matches nothing (its answer is not trusted)."""
+    if error:
+        return AnswerMatches(
+            numerical_match=False,
+            soft_match=False,
+            unit_agnostic_match=False,
+            sign_agnostic_match=False,
+            general_match=False,
+            failure_mode="error",
+        )
+    return AnswerMatches(
+        numerical_match=numerical_match(prediction, reference),
+        soft_match=soft_match(prediction, reference),
+        unit_agnostic_match=unit_agnostic_match(prediction, reference),
+        sign_agnostic_match=sign_agnostic_match(prediction, reference),
+        general_match=general_match(prediction, reference),
+        failure_mode=failure_mode(prediction, reference),
+    )

@@ -1,0 +1,490 @@
+"""ConvFinQA programs: a parser into typed steps, a safe executor, and logic scores over plans.
+
+A program is text such as ``"subtract(206588, 181001), divide(#0, 181001)"`` or a bare value
+(``"60.94"``, ``"13.4%"``) for an extract-only turn. It is parsed, never evaluated as code.
+Spec: numeric-qa-evaluation.md, "Logic Recall (Reasoning Trace Score)" and "Future Enhancements".
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Literal, get_args
+
+from pydantic import BaseModel, ConfigDict
+
+from fieldcheck._util.errors import FieldcheckError
+
+Operation = Literal[
+    "add",
+    "subtract",
+    "multiply",
+    "divide",
+    "exp",
+    "greater",
+    "table_max",
+    "table_min",
+    "table_sum",
+    "table_average",
+]
+OPERATIONS: tuple[str, ...] = get_args(Operation)
+ARITHMETIC_OPERATIONS = ("add", "subtract", "multiply", "divide", "exp", "greater")
+TABLE_OPERATIONS = ("table_max", "table_min", "table_sum", "table_average")
+
+# A table as the records hold it: row name -> column name -> cell (number or text).
+Table = Mapping[str, Mapping[str, float | str]]
+Value = float | bool
+
+
+class ProgramParseError(FieldcheckError, ValueError):
+    """A program that does not follow the grammar; ``position`` is the character offset."""
+
+    def __init__(self, reason: str, *, program: str, position: int | None = None) -> None:
+        self.reason = reason
+        self.program = program
+        self.position = position
+        where = f" at character {position}" if position is not None else ""
+        super().__init__(f"cannot parse program{where}: {reason} (program {program!r})")
+
+
+class ProgramExecutionError(FieldcheckError, ValueError):
+    """A well-formed program that cannot be run (division by zero, unknown table row, ...)."""
+
+
+class NumberArg(BaseModel):
+    """A literal number; ``13.4%`` is stored as 0.134 with ``percent=True``."""
+
+    model_config = ConfigDict(frozen=True)
+    kind: Literal["number"] = "number"
+    value: float
+    percent: bool = False
+    text: str
+
+
+class ConstArg(BaseModel):
+    """``const_N`` (the number N) or ``const_m1`` (-1)."""
+
+    model_config = ConfigDict(frozen=True)
+    kind: Literal["const"] = "const"
+    value: float
+    text: str
+
+
+class RefArg(BaseModel):
+    """``#k``: the result of step k (0-based) of the same program."""
+
+    model_config = ConfigDict(frozen=True)
+    kind: Literal["ref"] = "ref"
+    index: int
+
+
+class RowArg(BaseModel):
+    """A table row name, the argument of the ``table_*`` operations."""
+
+    model_config = ConfigDict(frozen=True)
+    kind: Literal["row"] = "row"
+    name: str
+
+
+Arg = NumberArg | ConstArg | RefArg | RowArg
+
+
+class Step(BaseModel):
+    """One operation with its arguments."""
+
+    model_config = ConfigDict(frozen=True)
+    operation: Operation
+    args: tuple[Arg, ...]
+
+
+class Program(BaseModel):
+    """A parsed program: compute ``steps``, or for an extract-only turn a single ``value``."""
+
+    model_config = ConfigDict(frozen=True)
+    text: str
+    steps: tuple[Step, ...] = ()
+    value: NumberArg | ConstArg | None = None
+
+    @property
+    def operations(self) -> list[str]:
+        """Operation names in program order (empty for extract-only)."""
+        return [step.operation for step in self.steps]
+
+    @property
+    def is_extract_only(self) -> bool:
+        return not self.steps
+
+
+# ---------------------------------------------------------------------------------------------
+# Parsing
+
+_NUMBER = re.compile(r"^[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:e[-+]?\d+)?%?$", re.IGNORECASE)
+_CONST = re.compile(r"^const_(m1|\d+(?:\.\d+)?)$")
+_REF = re.compile(r"^#(\d+)$")
+_STEP_START = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)\s*\(")
+
+
+def _parse_value(text: str, *, program: str, position: int) -> NumberArg | ConstArg | RefArg | None:
+    token = text.strip()
+    if _NUMBER.match(token):
+        percent = token.endswith("%")
+        number = float(token.rstrip("%"))
+        if not math.isfinite(number):
+            raise ProgramParseError(f"number out of range: {token!r}", program=program, position=position)
+        return NumberArg(value=number / 100 if percent else number, percent=percent, text=token)
+    const = _CONST.match(token)
+    if const:
+        raw = const.group(1)
+        return ConstArg(value=-1.0 if raw == "m1" else float(raw), text=token)
+    ref = _REF.match(token)
+    if ref:
+        return RefArg(index=int(ref.group(1)))
+    return None
+
+
+def _find_close(text: str, start: int) -> int:
+    """Index of the ``)`` closing the step whose arguments start at ``start``.
+
+    Parentheses inside arguments (row names such as ``net income ( loss )``) are balanced;
+    the step ends at the first unbalanced ``)`` that is followed by the end or by ``, name(``.
+    """
+    depth = 0
+    i = start
+    while i < len(text):
+        ch = text[i]
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            if depth == 0:
+                rest = text[i + 1 :]
+                if not rest.strip() or re.match(r"\s*,\s*[A-Za-z_][A-Za-z0-9_]*\s*\(", rest):
+                    return i
+                # an unbalanced ")" inside a row name: keep scanning
+            else:
+                depth -= 1
+        i += 1
+    return -1
+
+
+def parse_program(text: str) -> Program:
+    """Parse a ConvFinQA ``turn_program`` into typed steps (never evaluated as code).
+
+    Grammar: ``step (", " step)*`` with ``step = op "(" arg ("," arg)* ")"``, or one bare value.
+    Arithmetic operations take exactly two of number (``5``, ``.3``, ``-3363``, ``13.4%``),
+    ``const_N``/``const_m1`` or ``#k`` (k an earlier step); ``table_*`` take a row name and an
+    optional ``none``. Raises ProgramParseError (with the character position) otherwise.
+    """
+    if not isinstance(text, str):
+        raise ProgramParseError("program is not text", program=repr(text))
+    stripped = text.strip()
+    if not stripped:
+        raise ProgramParseError("empty program", program=text, position=0)
+    if "(" not in stripped and ")" not in stripped:
+        bare = _parse_value(stripped, program=text, position=0)
+        if isinstance(bare, NumberArg | ConstArg):
+            return Program(text=text, value=bare)
+        raise ProgramParseError(f"not a number or a step: {stripped!r}", program=text, position=0)
+
+    steps: list[Step] = []
+    pos = 0
+    while True:
+        match = _STEP_START.match(text, pos)
+        if not match:
+            raise ProgramParseError("expected an operation name and '('", program=text, position=pos)
+        name = match.group(1)
+        if name not in OPERATIONS:
+            raise ProgramParseError(f"unknown operation {name!r}", program=text, position=match.start(1))
+        args_start = match.end()
+        close = _find_close(text, args_start)
+        if close < 0:
+            raise ProgramParseError("missing ')'", program=text, position=len(text))
+        inner = text[args_start:close]
+        steps.append(_parse_step(name, inner, index=len(steps), program=text, position=args_start))
+        pos = close + 1
+        rest = text[pos:]
+        if not rest.strip():
+            break
+        comma = re.match(r"\s*,", rest)
+        if not comma:
+            raise ProgramParseError("expected ',' between steps", program=text, position=pos)
+        pos += comma.end()
+    return Program(text=text, steps=tuple(steps))
+
+
+def _parse_step(name: str, inner: str, *, index: int, program: str, position: int) -> Step:
+    if name in TABLE_OPERATIONS:
+        row = inner.strip()
+        tail = re.search(r",\s*none\s*$", row)
+        if tail:
+            row = row[: tail.start()].strip()
+        if not row:
+            raise ProgramParseError(f"{name} needs a table row name", program=program, position=position)
+        return Step(operation=name, args=(RowArg(name=row),))  # type: ignore[arg-type]
+    parts = inner.split(",")
+    if len(parts) != 2:
+        raise ProgramParseError(
+            f"{name} takes 2 arguments, got {len(parts)}", program=program, position=position
+        )
+    args: list[Arg] = []
+    offset = position
+    for part in parts:
+        if not part.strip():
+            raise ProgramParseError(f"empty argument of {name}", program=program, position=offset)
+        value = _parse_value(part, program=program, position=offset)
+        if value is None:
+            raise ProgramParseError(
+                f"argument of {name} is not a number, const_N or #k: {part.strip()!r}",
+                program=program,
+                position=offset,
+            )
+        if isinstance(value, RefArg) and value.index >= index:
+            raise ProgramParseError(
+                f"#{value.index} refers to step {value.index} but this is step {index}",
+                program=program,
+                position=offset,
+            )
+        args.append(value)
+        offset += len(part) + 1
+    return Step(operation=name, args=tuple(args))  # type: ignore[arg-type]
+
+
+# ---------------------------------------------------------------------------------------------
+# Execution
+
+
+def cell_number(cell: float | str | None) -> float | None:
+    """A table cell as a number: ``"$ 103102"`` -> 103102, ``"-2913 ( 2913 )"`` -> -2913,
+    ``"( 45 )"`` -> -45, ``"14%"`` -> 14 (cells keep the table's unit); ``None`` if not a number."""
+    if cell is None or isinstance(cell, bool):
+        return None
+    if isinstance(cell, int | float):
+        return float(cell) if math.isfinite(cell) else None
+    text = cell.strip().replace("$", "").replace(",", "").replace("%", "").strip()
+    paren = re.fullmatch(r"\(\s*([\d.]+)\s*\)", text)
+    if paren:
+        text = "-" + paren.group(1)
+    else:
+        text = re.sub(r"\s*\(\s*[\d.]+\s*\)\s*$", "", text)  # "-2913 ( 2913 )"
+    text = text.replace(" ", "")
+    if not re.fullmatch(r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)", text):
+        return None
+    return float(text)
+
+
+def _norm_row(name: str) -> str:
+    return " ".join(name.lower().split())
+
+
+def _table_row(table: Table | None, name: str) -> list[float]:
+    if table is None:
+        raise ProgramExecutionError(f"table row {name!r} asked for, but there is no table")
+    row = table.get(name)
+    if row is None:
+        wanted = _norm_row(name)
+        row = next((cells for key, cells in table.items() if _norm_row(key) == wanted), None)
+    if row is None:
+        raise ProgramExecutionError(f"no table row named {name!r}")
+    numbers = [n for n in (cell_number(c) for c in row.values()) if n is not None]
+    if not numbers:
+        raise ProgramExecutionError(f"table row {name!r} has no numeric cells")
+    return numbers
+
+
+def _number(value: Value, operation: str) -> float:
+    if isinstance(value, bool):
+        raise ProgramExecutionError(f"{operation} got a yes/no value where a number is needed")
+    return value
+
+
+def execute_program(program: Program, *, table: Table | None = None) -> Value:
+    """Run a parsed program; returns a float, or a bool for ``greater`` (True = "yes").
+
+    ``table`` maps row names to cells, for the ``table_*`` operations (numeric cells of the row).
+    Raises ProgramExecutionError on division by zero, overflow or an unknown row.
+    """
+    if program.value is not None:
+        return program.value.value
+    results: list[Value] = []
+    for step in program.steps:
+        results.append(_execute_step(step, results, table))
+    if not results:
+        raise ProgramExecutionError("program has no steps and no value")
+    return results[-1]
+
+
+def _execute_step(step: Step, results: Sequence[Value], table: Table | None) -> Value:
+    op = step.operation
+    if op in TABLE_OPERATIONS:
+        arg = step.args[0]
+        if not isinstance(arg, RowArg):  # pragma: no cover - the parser guarantees it
+            raise ProgramExecutionError(f"{op} needs a row name")
+        row = _table_row(table, arg.name)
+        if op == "table_max":
+            return max(row)
+        if op == "table_min":
+            return min(row)
+        if op == "table_sum":
+            return math.fsum(row)
+        return math.fsum(row) / len(row)
+
+    values: list[Value] = []
+    for arg in step.args:
+        if isinstance(arg, RefArg):
+            if arg.index >= len(results):
+                raise ProgramExecutionError(f"#{arg.index} refers to a step not yet run")
+            values.append(results[arg.index])
+        elif isinstance(arg, NumberArg | ConstArg):
+            values.append(arg.value)
+        else:  # pragma: no cover - the parser guarantees it
+            raise ProgramExecutionError(f"{op} cannot take a row name")
+    a, b = (_number(v, op) for v in values)
+    if op == "add":
+        return a + b
+    if op == "subtract":
+        return a - b
+    if op == "multiply":
+        return a * b
+    if op == "divide":
+        if b == 0:
+            raise ProgramExecutionError("division by zero")
+        return a / b
+    if op == "greater":
+        return a > b
+    try:  # exp
+        result = math.pow(a, b)
+    except (OverflowError, ValueError) as exc:
+        raise ProgramExecutionError(f"exp({a}, {b}) has no real value: {exc}") from exc
+    return result
+
+
+def run_program(text: str, *, table: Table | None = None) -> Value:
+    """Parse and execute in one call (raises ProgramParseError or ProgramExecutionError)."""
+    return execute_program(parse_program(text), table=table)
+
+
+# ---------------------------------------------------------------------------------------------
+# Operations and logic scores
+
+# Every name a plan may use for an operation, mapped to the ConvFinQA operation it counts as.
+OPERATION_ALIASES: dict[str, str] = {
+    "add": "add",
+    "addition": "add",
+    "plus": "add",
+    "sum": "add",
+    "subtract": "subtract",
+    "subtraction": "subtract",
+    "minus": "subtract",
+    "sub": "subtract",
+    "difference": "subtract",
+    "diff": "subtract",
+    "change": "subtract",
+    "multiply": "multiply",
+    "multiplication": "multiply",
+    "times": "multiply",
+    "mul": "multiply",
+    "product": "multiply",
+    "divide": "divide",
+    "division": "divide",
+    "div": "divide",
+    "ratio": "divide",
+    "quotient": "divide",
+    "percentage": "divide",
+    "percent": "divide",
+    "percentage_of": "divide",
+    "percentage_change": "divide",
+    "percent_change": "divide",
+    "pct_change": "divide",
+    "growth_rate": "divide",
+    "exp": "exp",
+    "power": "exp",
+    "pow": "exp",
+    "exponent": "exp",
+    "greater": "greater",
+    "compare": "greater",
+    "gt": "greater",
+    "table_max": "table_max",
+    "max": "table_max",
+    "maximum": "table_max",
+    "table_min": "table_min",
+    "min": "table_min",
+    "minimum": "table_min",
+    "table_sum": "table_sum",
+    "table_average": "table_average",
+    "average": "table_average",
+    "mean": "table_average",
+    "avg": "table_average",
+}
+
+
+def normalise_operation(name: str) -> str:
+    """Map a plan's operation name onto the ConvFinQA vocabulary (``OPERATION_ALIASES``).
+
+    Case, spaces and hyphens are ignored (``"Percentage Change"`` -> ``divide``); an unknown
+    name is returned lower-cased and then simply matches nothing.
+    """
+    key = re.sub(r"[\s\-]+", "_", name.strip().lower())
+    return OPERATION_ALIASES.get(key, key)
+
+
+def plan_operations(plan: Mapping[str, object] | None) -> list[str] | None:
+    """Normalised operations of the plan's compute steps, in order; ``None`` for no plan."""
+    if plan is None:
+        return None
+    steps = plan.get("steps")
+    if not isinstance(steps, list):
+        return []
+    ops: list[str] = []
+    for step in steps:
+        if isinstance(step, Mapping) and step.get("tool") == "compute":
+            op = step.get("operation")
+            ops.append(normalise_operation(op) if isinstance(op, str) else "")
+    return ops
+
+
+def _shared(prediction: Iterable[str], reference: Iterable[str]) -> int:
+    return sum((Counter(prediction) & Counter(reference)).values())
+
+
+def logic_recall(prediction: Sequence[str], reference: Sequence[str]) -> float:
+    """Shared operations (multiset intersection) / gold operations; range [0, 1].
+
+    ``prediction`` are the plan's operations, ``reference`` the gold program's. For an
+    extract-only gold (no operations) the spec's prose rule: 1.0 iff the plan is extract-only
+    too, else 0.0. Spec: "Logic Recall (Reasoning Trace Score)".
+    """
+    if not reference:
+        return 1.0 if not prediction else 0.0
+    return _shared(prediction, reference) / len(reference)
+
+
+def logic_precision(prediction: Sequence[str], reference: Sequence[str]) -> float:
+    """Shared operations / plan operations; range [0, 1]. Both empty: 1.0; an empty plan
+    against a non-empty gold: 0.0. Spec: "Future Enhancements" (precision metric)."""
+    if not prediction:
+        return 1.0 if not reference else 0.0
+    return _shared(prediction, reference) / len(prediction)
+
+
+def longest_common_subsequence(prediction: Sequence[str], reference: Sequence[str]) -> int:
+    """Length of the longest common subsequence (dynamic programming, O(n*m))."""
+    previous = [0] * (len(reference) + 1)
+    for p in prediction:
+        current = [0]
+        for j, r in enumerate(reference):
+            current.append(previous[j] + 1 if p == r else max(previous[j + 1], current[j]))
+        previous = current
+    return previous[-1]
+
+
+def logic_order_score(prediction: Sequence[str], reference: Sequence[str]) -> float:
+    """Order-aware score: LCS(plan ops, gold ops) / max(len(plan), len(gold)); range [0, 1].
+
+    1.0 only for the same sequence; extra, missing and reordered operations all lower it.
+    Both empty: 1.0. Spec: "Future Enhancements" (operation order scoring).
+    """
+    longest = max(len(prediction), len(reference))
+    if not longest:
+        return 1.0
+    return longest_common_subsequence(prediction, reference) / longest

@@ -1,0 +1,364 @@
+"""Loading ConvFinQA files (the derived ``{"dev": [...]}`` format and the original list format).
+
+A bad record is reported as ``file: record <id>: field '<field>': reason (got value)`` and skipped;
+the rest of the file still loads. A gold program that does not parse keeps its record (the
+turn simply has no gold operations) and is reported the same way.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from fieldcheck._util.errors import InputError
+from fieldcheck._util.jsonio import read_json
+from fieldcheck.metrics._programs import ProgramParseError, cell_number, parse_program
+from fieldcheck.numeric._records import Conversation, Document, Features, SourceFormat, Turn
+
+logger = logging.getLogger("fieldcheck")
+
+DEFAULT_SPLIT = "dev"
+
+
+class LoadResult(BaseModel):
+    """The conversations that loaded, and one InputError per problem found."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    path: str
+    source_format: SourceFormat
+    split: str
+    conversations: list[Conversation]
+    errors: list[InputError]
+    total_records: int
+    all_ids: set[str]
+
+
+def load_convfinqa(
+    path: str | Path,
+    *,
+    split: str | None = None,
+    sample_size: int | None = None,
+    seed: int | None = None,
+) -> LoadResult:
+    """Load a ConvFinQA file of either format into Conversation records.
+
+    Derived format: ``split`` picks the key (default ``"dev"``, or the only key); an unknown split
+    raises InputError listing the ones present. Original format (a list): the file is one split,
+    ``split`` only labels it (default ``"dev"``). ``sample_size`` keeps the first N records, or with
+    ``seed`` a seeded random N (kept in file order). Raises InputError if the file is unreadable
+    or of neither shape.
+    """
+    file = Path(path)
+    data = read_json(file)
+    if isinstance(data, Mapping):
+        fmt: SourceFormat = "derived"
+        chosen = _choose_split(data, split, file)
+        raw = data[chosen]
+        if not isinstance(raw, list):
+            raise InputError("split is not a list of records", file=file, field=chosen, value=type(raw).__name__)
+    elif isinstance(data, list):
+        fmt = "original"
+        chosen = split or DEFAULT_SPLIT
+        raw = data
+    else:
+        raise InputError(
+            'expected {"train": [...], "dev": [...]} or a list of records', file=file, value=type(data).__name__
+        )
+
+    indices = list(range(len(raw)))
+    if sample_size is not None:
+        if sample_size < 0:
+            raise InputError("sample size must be >= 0", field="sample_size", value=sample_size)
+        if seed is None:
+            indices = indices[:sample_size]
+        else:
+            indices = sorted(random.Random(seed).sample(indices, min(sample_size, len(indices))))
+
+    conversations: list[Conversation] = []
+    errors: list[InputError] = []
+    seen: set[str] = set()
+    for i in indices:
+        record = raw[i]
+        convert = _from_derived if fmt == "derived" else _from_original
+        try:
+            conversation, warnings = convert(record, index=i, split=chosen, file=file)
+        except InputError as exc:
+            errors.append(exc)
+            continue
+        if conversation.id in seen:
+            errors.append(InputError("duplicate conversation id; later record skipped", file=file, record=conversation.id, field="id"))
+            continue
+        seen.add(conversation.id)
+        errors.extend(warnings)
+        conversations.append(conversation)
+    for error in errors:
+        logger.warning("%s", error)
+    return LoadResult(
+        path=str(file),
+        source_format=fmt,
+        split=chosen,
+        conversations=conversations,
+        errors=errors,
+        total_records=len(raw),
+        all_ids={_record_id(r, i) for i, r in enumerate(raw)},
+    )
+
+
+def _choose_split(data: Mapping[str, Any], split: str | None, file: Path) -> str:
+    keys = sorted(data)
+    if split is not None:
+        if split not in data:
+            raise InputError(f"no split {split!r} in file; it has {keys}", file=file, field="split", value=split)
+        return split
+    if DEFAULT_SPLIT in data:
+        return DEFAULT_SPLIT
+    if len(keys) == 1:
+        return keys[0]
+    raise InputError(f"several splits {keys}; choose one with --split", file=file, field="split")
+
+
+def _record_id(record: Any, index: int) -> str:
+    if isinstance(record, Mapping) and isinstance(record.get("id"), str) and record["id"]:
+        return str(record["id"])
+    return f"#{index}"
+
+
+def _require(obj: Any, key: str, kind: type | tuple[type, ...], *, file: Path, record: str, field: str) -> Any:
+    if not isinstance(obj, Mapping) or key not in obj:
+        raise InputError("missing field", file=file, record=record, field=field)
+    value = obj[key]
+    if not isinstance(value, kind):
+        names = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
+        raise InputError(f"expected {names}", file=file, record=record, field=field, value=value)
+    return value
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, list):
+        return " ".join(str(v) for v in value)
+    return str(value) if value is not None else ""
+
+
+def _from_derived(
+    record: Any, *, index: int, split: str, file: Path
+) -> tuple[Conversation, list[InputError]]:
+    rid = _record_id(record, index)
+    if not isinstance(record, Mapping):
+        raise InputError("record is not an object", file=file, record=rid, value=type(record).__name__)
+    _require(record, "id", str, file=file, record=rid, field="id")
+    doc = _require(record, "doc", Mapping, file=file, record=rid, field="doc")
+    dialogue = _require(record, "dialogue", Mapping, file=file, record=rid, field="dialogue")
+    columns = _require(doc, "table", Mapping, file=file, record=rid, field="doc.table")
+    table: dict[str, dict[str, float | str]] = {}
+    for column, rows in columns.items():
+        if not isinstance(rows, Mapping):
+            raise InputError("expected an object of rows", file=file, record=rid, field=f"doc.table[{column!r}]", value=rows)
+        for row, cell in rows.items():
+            if not isinstance(cell, int | float | str) or isinstance(cell, bool):
+                raise InputError("cell is not a number or text", file=file, record=rid, field=f"doc.table[{column!r}][{row!r}]", value=cell)
+            table.setdefault(str(row), {})[str(column)] = float(cell) if isinstance(cell, int | float) else cell
+    questions = _require(dialogue, "conv_questions", list, file=file, record=rid, field="dialogue.conv_questions")
+    n = len(questions)
+    answers = _turn_list(dialogue, "conv_answers", n, file=file, record=rid, prefix="dialogue", required=False)
+    programs = _turn_list(dialogue, "turn_program", n, file=file, record=rid, prefix="dialogue", required=False)
+    executed = _turn_list(dialogue, "executed_answers", n, file=file, record=rid, prefix="dialogue", required=False)
+    splits = _turn_list(dialogue, "qa_split", n, file=file, record=rid, prefix="dialogue", required=False)
+    raw_features = record.get("features")
+    turns, warnings = _build_turns(
+        questions, answers, programs, executed, splits, file=file, record=rid, prefix="dialogue"
+    )
+    features = _derive_features(rid, table, turns, has_duplicate_columns=None)
+    if isinstance(raw_features, Mapping):
+        try:
+            features = Features.model_validate({**features.model_dump(), **raw_features})
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            raise InputError(
+                first["msg"],
+                file=file,
+                record=rid,
+                field="features." + ".".join(str(p) for p in first["loc"]),
+                value=first.get("input"),
+            ) from exc
+        if features.num_dialogue_turns != n:
+            warnings.append(
+                InputError(
+                    f"says {features.num_dialogue_turns} turns but the dialogue has {n}",
+                    file=file,
+                    record=rid,
+                    field="features.num_dialogue_turns",
+                )
+            )
+    conversation = Conversation(
+        id=rid,
+        split=split,
+        source_format="derived",
+        doc=Document(pre_text=_text(doc.get("pre_text")), post_text=_text(doc.get("post_text")), table=table),
+        turns=tuple(turns),
+        features=features,
+    )
+    return conversation, warnings
+
+
+def _from_original(
+    record: Any, *, index: int, split: str, file: Path
+) -> tuple[Conversation, list[InputError]]:
+    rid = _record_id(record, index)
+    if not isinstance(record, Mapping):
+        raise InputError("record is not an object", file=file, record=rid, value=type(record).__name__)
+    _require(record, "id", str, file=file, record=rid, field="id")
+    annotation = _require(record, "annotation", Mapping, file=file, record=rid, field="annotation")
+    questions = _require(annotation, "dialogue_break", list, file=file, record=rid, field="annotation.dialogue_break")
+    n = len(questions)
+    programs = _turn_list(annotation, "turn_program", n, file=file, record=rid, prefix="annotation", required=False)
+    executed = _turn_list(annotation, "exe_ans_list", n, file=file, record=rid, prefix="annotation", required=False)
+    splits = _turn_list(annotation, "qa_split", n, file=file, record=rid, prefix="annotation", required=False)
+    answers = _turn_list(annotation, "answer_list", n, file=file, record=rid, prefix="annotation", required=False)
+    if answers is not None and any(isinstance(a, str) and a.startswith("A") for a in answers):
+        answers = None  # the original answer_list holds step names ("A0"), not answers
+    rows = _require(record, "table", list, file=file, record=rid, field="table")
+    table, duplicate_columns = _table_from_rows(rows, file=file, record=rid)
+    turns, warnings = _build_turns(
+        questions, answers, programs, executed, splits, file=file, record=rid, prefix="annotation"
+    )
+    features = _derive_features(rid, table, turns, has_duplicate_columns=duplicate_columns)
+    conversation = Conversation(
+        id=rid,
+        split=split,
+        source_format="original",
+        doc=Document(pre_text=_text(record.get("pre_text")), post_text=_text(record.get("post_text")), table=table),
+        turns=tuple(turns),
+        features=features,
+    )
+    return conversation, warnings
+
+
+def _turn_list(
+    obj: Mapping[str, Any], key: str, n: int, *, file: Path, record: str, prefix: str, required: bool
+) -> list[Any] | None:
+    field = f"{prefix}.{key}"
+    if key not in obj:
+        if required:
+            raise InputError("missing field", file=file, record=record, field=field)
+        return None
+    value = obj[key]
+    if not isinstance(value, list):
+        raise InputError("expected a list (one entry per turn)", file=file, record=record, field=field, value=value)
+    if len(value) != n:
+        raise InputError(f"has {len(value)} entries but the dialogue has {n} questions", file=file, record=record, field=field)
+    return value
+
+
+def _build_turns(
+    questions: Sequence[Any],
+    answers: Sequence[Any] | None,
+    programs: Sequence[Any] | None,
+    executed: Sequence[Any] | None,
+    splits: Sequence[Any] | None,
+    *,
+    file: Path,
+    record: str,
+    prefix: str,
+) -> tuple[list[Turn], list[InputError]]:
+    program_key = "turn_program"
+    executed_key = "executed_answers" if prefix == "dialogue" else "exe_ans_list"
+    questions_key = "conv_questions" if prefix == "dialogue" else "dialogue_break"
+    turns: list[Turn] = []
+    warnings: list[InputError] = []
+    for i, question in enumerate(questions):
+        if not isinstance(question, str):
+            raise InputError("question is not text", file=file, record=record, field=f"{prefix}.{questions_key}[{i}]", value=question)
+        program = programs[i] if programs is not None else None
+        if program is not None and not isinstance(program, str):
+            raise InputError("program is not text", file=file, record=record, field=f"{prefix}.{program_key}[{i}]", value=program)
+        if program is not None:
+            try:
+                parse_program(program)
+            except ProgramParseError as exc:
+                warnings.append(InputError(str(exc), file=file, record=record, field=f"{prefix}.{program_key}[{i}]"))
+        gold = executed[i] if executed is not None else None
+        if gold is not None and (isinstance(gold, bool) or not isinstance(gold, int | float | str)):
+            raise InputError("answer is not a number or text", file=file, record=record, field=f"{prefix}.{executed_key}[{i}]", value=gold)
+        split_flag = splits[i] if splits is not None else None
+        turns.append(
+            Turn(
+                index=i,
+                question=question,
+                answer=str(answers[i]) if answers is not None and answers[i] is not None else None,
+                program=program,
+                executed_answer=float(gold) if isinstance(gold, int | float) else gold,
+                qa_split=bool(split_flag) if split_flag is not None else None,
+            )
+        )
+    return turns, warnings
+
+
+def _table_from_rows(
+    rows: Sequence[Any], *, file: Path, record: str
+) -> tuple[dict[str, dict[str, float | str]], bool]:
+    """The original list-of-rows table (first row = header) as row -> column -> cell."""
+    if not rows:
+        return {}, False
+    for r, row in enumerate(rows):
+        if not isinstance(row, list) or not all(isinstance(c, str | int | float) for c in row):
+            raise InputError("table row is not a list of cells", file=file, record=record, field=f"table[{r}]", value=row)
+    header = [str(c) for c in rows[0][1:]]
+    duplicate = len(set(header)) != len(header)
+    columns = _disambiguate(header)
+    table: dict[str, dict[str, float | str]] = {}
+    for row in rows[1:]:
+        if not row:
+            continue
+        name = str(row[0])
+        base, k = name, 2
+        while name in table:
+            name, k = f"{base} ({k})", k + 1
+        cells: dict[str, float | str] = {}
+        for j, cell in enumerate(row[1:]):
+            column = columns[j] if j < len(columns) else f"column {j + 1}"
+            number = cell_number(cell)
+            cells[column] = number if number is not None else str(cell)
+        table[name] = cells
+    return table, duplicate
+
+
+def _disambiguate(names: Sequence[str]) -> list[str]:
+    counts: dict[str, int] = {}
+    for name in names:
+        counts[name] = counts.get(name, 0) + 1
+    seen: dict[str, int] = {}
+    out: list[str] = []
+    for name in names:
+        if counts[name] > 1:
+            seen[name] = seen.get(name, 0) + 1
+            out.append(f"{name} ({seen[name]})")
+        else:
+            out.append(name)
+    return out
+
+
+def _derive_features(
+    record: str,
+    table: Mapping[str, Mapping[str, float | str]],
+    turns: Sequence[Turn],
+    *,
+    has_duplicate_columns: bool | None,
+) -> Features:
+    """Features of a record that has none: type-2 = any ``qa_split`` (or a ``Double_`` id when the
+    file has no ``qa_split``); non-numeric = any cell that is not a number; duplicate columns =
+    the header repeats a name."""
+    flags = [t.qa_split for t in turns if t.qa_split is not None]
+    type2 = any(flags) if flags else record.startswith("Double_")
+    non_numeric = any(cell_number(cell) is None for cells in table.values() for cell in cells.values())
+    return Features(
+        num_dialogue_turns=len(turns),
+        has_type2_question=type2,
+        has_duplicate_columns=bool(has_duplicate_columns),
+        has_non_numeric_values=non_numeric,
+    )

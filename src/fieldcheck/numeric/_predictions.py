@@ -1,0 +1,138 @@
+"""The predictions JSONL format: one line per (conversation, turn), written by the agent under test.
+
+```
+{"conversation_id": "...", "turn": 0, "answer": "14.1%", "plan": {"steps": [...]} | null,
+ "input_tokens": 812, "output_tokens": 64, "latency_s": 1.9,
+ "error": null | {"type": "...", "message": "..."},
+ "validation": [{"check": "...", "passed": true, "message": "..."}]}
+```
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from fieldcheck._util.errors import InputError
+from fieldcheck._util.jsonio import iter_jsonl
+
+
+class PlanStep(BaseModel):
+    """A plan step: ``extract`` (read a value) or ``compute`` (``operation`` over ``args``)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    tool: Literal["extract", "compute"]
+    operation: str | None = None
+    args: list[Any] = Field(default_factory=list)
+
+
+class Plan(BaseModel):
+    """The model's plan for one turn."""
+
+    model_config = ConfigDict(extra="allow")
+
+    steps: list[PlanStep] = Field(default_factory=list)
+
+    @property
+    def operations(self) -> list[str]:
+        """Raw operation names of the compute steps (normalise with ``normalise_operation``)."""
+        return [s.operation or "" for s in self.steps if s.tool == "compute"]
+
+
+class PredictionError(BaseModel):
+    """An error the agent reported for the turn (timeout, tool failure, ...)."""
+
+    type: str
+    message: str = ""
+
+
+class ValidationEntry(BaseModel):
+    """One validator log line."""
+
+    model_config = ConfigDict(extra="allow")
+
+    check: str
+    passed: bool
+    message: str = ""
+
+
+class Prediction(BaseModel):
+    """One predictions line. ``answer`` may be text or a number; ``None`` means no answer."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    conversation_id: str = Field(min_length=1)
+    turn: int = Field(ge=0)
+    answer: str | float | None = None
+    plan: Plan | None = None
+    input_tokens: int = Field(default=0, ge=0)
+    output_tokens: int = Field(default=0, ge=0)
+    latency_s: float | None = Field(default=None, ge=0)
+    error: PredictionError | None = None
+    validation: list[ValidationEntry] = Field(default_factory=list)
+
+    @field_validator("answer", mode="before")
+    @classmethod
+    def _no_bool(cls, value: Any) -> Any:
+        if isinstance(value, bool):
+            return "yes" if value else "no"
+        return value
+
+
+class PredictionsResult(BaseModel):
+    """Predictions keyed by (conversation id, turn), and one InputError per bad line."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    path: str
+    predictions: dict[tuple[str, int], Prediction]
+    lines: dict[tuple[str, int], int]
+    errors: list[InputError]
+
+
+def load_predictions(path: str | Path) -> PredictionsResult:
+    """Read a predictions JSONL file; a bad or duplicate line becomes an InputError naming
+    ``file:line``, the conversation id and the field, and reading goes on."""
+    file = Path(path)
+    predictions: dict[tuple[str, int], Prediction] = {}
+    lines: dict[tuple[str, int], int] = {}
+    errors: list[InputError] = []
+    for number, value in iter_jsonl(file):
+        if isinstance(value, InputError):
+            errors.append(value)
+            continue
+        record = value.get("conversation_id") if isinstance(value, dict) else None
+        try:
+            prediction = Prediction.model_validate(value)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            errors.append(
+                InputError(
+                    first["msg"],
+                    file=file,
+                    line=number,
+                    record=str(record) if record is not None else None,
+                    field=".".join(str(p) for p in first["loc"]) or None,
+                    value=first.get("input"),
+                )
+            )
+            continue
+        key = (prediction.conversation_id, prediction.turn)
+        if key in predictions:
+            errors.append(
+                InputError(
+                    f"duplicate prediction for turn {prediction.turn} (first on line {lines[key]}); ignored",
+                    file=file,
+                    line=number,
+                    record=prediction.conversation_id,
+                    field="turn",
+                    value=prediction.turn,
+                )
+            )
+            continue
+        predictions[key] = prediction
+        lines[key] = number
+    return PredictionsResult(path=str(file), predictions=predictions, lines=lines, errors=errors)

@@ -1,0 +1,65 @@
+"""ConvFinQA records: one conversation over one document, whatever file format it came from."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+SourceFormat = Literal["derived", "original"]
+
+
+class Document(BaseModel):
+    """The report page: text before and after the table, and the table itself.
+
+    ``table`` maps ROW name -> column name -> cell (a number, or text such as ``"nm"``), so the
+    ``table_*`` operations read one row. The derived format stores columns first; the loader
+    turns it around. Duplicate column names are told apart with `` (1)``, `` (2)`` suffixes.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    pre_text: str = ""
+    post_text: str = ""
+    table: dict[str, dict[str, float | str]] = Field(default_factory=dict)
+
+
+class Features(BaseModel):
+    """Per-conversation features (spec "Dataset Features Tracking")."""
+
+    model_config = ConfigDict(frozen=True)
+
+    num_dialogue_turns: int = Field(ge=0)
+    has_type2_question: bool
+    has_duplicate_columns: bool
+    has_non_numeric_values: bool
+
+
+class Turn(BaseModel):
+    """One question of a conversation with its gold program and answer.
+
+    ``executed_answer`` is the gold (a float, percentages as fractions, or ``"yes"``/``"no"``);
+    ``None`` when the file has no answers (the private test set).
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    index: int = Field(ge=0)
+    question: str
+    answer: str | None = None
+    program: str | None = None
+    executed_answer: float | str | None = None
+    qa_split: bool | None = None
+
+
+class Conversation(BaseModel):
+    """A ConvFinQA record: id, split, document, turns and features."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str = Field(min_length=1)
+    split: str
+    source_format: SourceFormat
+    doc: Document
+    turns: tuple[Turn, ...]
+    features: Features

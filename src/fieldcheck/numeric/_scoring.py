@@ -1,0 +1,420 @@
+"""Scoring a model's predictions against a ConvFinQA dataset: per turn, per conversation, overall.
+
+Layer 3: it joins records and predictions and calls the pure metric functions of
+``fieldcheck.metrics._numbers`` and ``fieldcheck.metrics._programs``. Spec: numeric-qa-evaluation.md.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from fieldcheck._util.errors import InputError
+from fieldcheck._util.paths import safe_filename
+from fieldcheck._util.signature import Signature
+from fieldcheck.metrics._numbers import (
+    ABSOLUTE_TOLERANCE,
+    RELATIVE_TOLERANCE,
+    FailureMode,
+    match_answer,
+    parse_answer,
+)
+from fieldcheck.metrics._programs import (
+    ProgramParseError,
+    logic_order_score,
+    logic_precision,
+    logic_recall,
+    parse_program,
+    plan_operations,
+)
+from fieldcheck.metrics._stats import Interval, bootstrap_ci, latency_stats, safe_div
+from fieldcheck.numeric._loaders import LoadResult
+from fieldcheck.numeric._predictions import Prediction, PredictionsResult
+from fieldcheck.numeric._records import Conversation
+
+MISSING_PREDICTION = "missing_prediction"
+
+
+class TurnScore(BaseModel):
+    """Everything known about one turn: gold, prediction, the five matches, logic scores, cost.
+
+    Match fields are ``None`` when the turn has no gold answer (not scored); logic scores are
+    ``None`` without a plan or without a parsable gold program.
+    """
+
+    conversation_id: str
+    turn_idx: int
+    question: str
+    expected_answer: float | str | None
+    predicted_answer: str | float | None
+    parsed_answer: float | str | None
+    scored: bool
+    numerical_match: bool | None
+    soft_match: bool | None
+    unit_agnostic_match: bool | None
+    sign_agnostic_match: bool | None
+    general_match: bool | None
+    failure_mode: FailureMode | None
+    ground_truth_program: str | None
+    ground_truth_operations: list[str] | None
+    plan: dict[str, Any] | None
+    plan_steps: int | None
+    plan_operations: list[str] | None
+    operations_per_turn: int | None
+    logic_recall: float | None
+    logic_precision: float | None
+    logic_order_score: float | None
+    qa_split: bool | None
+    input_tokens: int
+    output_tokens: int
+    latency_s: float | None
+    error_type: str | None
+    error_message: str | None
+    validation: list[dict[str, Any]]
+
+
+class ConversationScore(BaseModel):
+    """One conversation's turns and its per-conversation aggregates (summary.csv row)."""
+
+    conversation_id: str
+    trace_id: str
+    features: dict[str, Any]
+    turns: list[TurnScore]
+
+    def _scored(self) -> list[TurnScore]:
+        return [t for t in self.turns if t.scored]
+
+    def accuracy(self, field: str) -> float | None:
+        """Share of scored turns where ``field`` (a match type) is True; ``None`` if none scored."""
+        scored = self._scored()
+        if not scored:
+            return None
+        return sum(bool(getattr(t, field)) for t in scored) / len(scored)
+
+    @property
+    def success(self) -> bool | None:
+        """Every scored turn is a numerical match; ``None`` when no turn has a gold answer."""
+        scored = self._scored()
+        return all(t.numerical_match for t in scored) if scored else None
+
+    @property
+    def input_tokens(self) -> int:
+        return sum(t.input_tokens for t in self.turns)
+
+    @property
+    def output_tokens(self) -> int:
+        return sum(t.output_tokens for t in self.turns)
+
+
+class NumericResult(BaseModel):
+    """The whole scoring run: conversations, every input problem, statistics and signature."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    conversations: list[ConversationScore]
+    input_errors: list[InputError]
+    statistics: dict[str, Any]
+    signature: Signature
+
+
+def _mean(values: Sequence[float | int | bool | None]) -> float | None:
+    present = [float(v) for v in values if v is not None]
+    return math.fsum(present) / len(present) if present else None
+
+
+def _gold_operations(program: str | None) -> list[str] | None:
+    if program is None:
+        return None
+    try:
+        return parse_program(program).operations
+    except ProgramParseError:
+        return None
+
+
+def score_turn(conversation: Conversation, turn_idx: int, prediction: Prediction | None) -> TurnScore:
+    """Score one turn (``prediction`` None = the predictions file has no line for it)."""
+    turn = conversation.turns[turn_idx]
+    gold = turn.executed_answer
+    scored = gold is not None
+    gold_ops = _gold_operations(turn.program)
+    if prediction is None:
+        error_type: str | None = MISSING_PREDICTION
+        error_message: str | None = "no prediction for this turn"
+        raw_answer: str | float | None = None
+        plan: dict[str, Any] | None = None
+    else:
+        error_type = prediction.error.type if prediction.error else None
+        error_message = prediction.error.message if prediction.error else None
+        raw_answer = prediction.answer
+        plan = prediction.plan.model_dump(mode="json") if prediction.plan is not None else None
+    parsed = parse_answer(raw_answer)
+    parsed_value: float | str | None = None
+    if parsed is not None:
+        parsed_value = parsed.value if parsed.boolean is None else ("yes" if parsed.boolean else "no")
+    matches = match_answer(parsed, gold, error=error_type is not None) if scored else None
+    plan_ops = plan_operations(plan)
+    has_logic = plan_ops is not None and gold_ops is not None
+    return TurnScore(
+        conversation_id=conversation.id,
+        turn_idx=turn_idx,
+        question=turn.question,
+        expected_answer=gold,
+        predicted_answer=raw_answer,
+        parsed_answer=parsed_value,
+        scored=scored,
+        numerical_match=matches.numerical_match if matches else None,
+        soft_match=matches.soft_match if matches else None,
+        unit_agnostic_match=matches.unit_agnostic_match if matches else None,
+        sign_agnostic_match=matches.sign_agnostic_match if matches else None,
+        general_match=matches.general_match if matches else None,
+        failure_mode=matches.failure_mode if matches else None,
+        ground_truth_program=turn.program,
+        ground_truth_operations=gold_ops,
+        plan=plan,
+        plan_steps=len(plan.get("steps") or []) if plan is not None else None,
+        plan_operations=plan_ops,
+        operations_per_turn=len(plan_ops) if plan_ops is not None else None,
+        logic_recall=logic_recall(plan_ops, gold_ops) if has_logic and plan_ops is not None and gold_ops is not None else None,
+        logic_precision=logic_precision(plan_ops, gold_ops) if plan_ops is not None and gold_ops is not None else None,
+        logic_order_score=logic_order_score(plan_ops, gold_ops) if plan_ops is not None and gold_ops is not None else None,
+        qa_split=turn.qa_split,
+        input_tokens=prediction.input_tokens if prediction else 0,
+        output_tokens=prediction.output_tokens if prediction else 0,
+        latency_s=prediction.latency_s if prediction else None,
+        error_type=error_type,
+        error_message=error_message,
+        validation=[v.model_dump(mode="json") for v in prediction.validation] if prediction else [],
+    )
+
+
+def trace_ids(conversation_ids: Sequence[str]) -> dict[str, str]:
+    """A file-safe, unique trace id per conversation id (``safe_filename``, ``-2`` on collision)."""
+    out: dict[str, str] = {}
+    used: set[str] = set()
+    for cid in conversation_ids:
+        base = safe_filename(cid)
+        name, k = base, 2
+        while name.lower() in used:
+            name, k = f"{base}-{k}", k + 1
+        used.add(name.lower())
+        out[cid] = name
+    return out
+
+
+def score_numeric(
+    data: LoadResult,
+    predictions: PredictionsResult,
+    *,
+    price_in: float | None = None,
+    price_out: float | None = None,
+    bootstrap: int = 1000,
+    seed: int = 0,
+    sample_size: int | None = None,
+    sample_seed: int | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> NumericResult:
+    """Score every turn of ``data`` against ``predictions``; return turns, aggregates, statistics.
+
+    A conversation turn without a prediction counts as a failure (``missing_prediction``); a
+    prediction for an unknown conversation or a turn out of range is an input error and ignored.
+    Both are listed in ``input_errors`` with file, line, record id and field.
+    ``price_in``/``price_out`` are US dollars per million tokens (both or neither).
+    """
+    if (price_in is None) != (price_out is None):
+        raise ValueError("give both price_in and price_out, or neither")
+    errors: list[InputError] = [*data.errors, *predictions.errors]
+    by_id = {c.id: c for c in data.conversations}
+    for (cid, turn), _ in sorted(predictions.predictions.items()):
+        line = predictions.lines.get((cid, turn))
+        conversation = by_id.get(cid)
+        if conversation is None:
+            if cid not in data.all_ids:
+                errors.append(
+                    InputError(
+                        f"unknown conversation id (not in split {data.split!r} of {Path(data.path).name})",
+                        file=predictions.path,
+                        line=line,
+                        record=cid,
+                        field="conversation_id",
+                        value=cid,
+                    )
+                )
+            continue
+        if turn >= len(conversation.turns):
+            errors.append(
+                InputError(
+                    f"turn out of range: the conversation has {len(conversation.turns)} turns",
+                    file=predictions.path,
+                    line=line,
+                    record=cid,
+                    field="turn",
+                    value=turn,
+                )
+            )
+    ids = trace_ids([c.id for c in data.conversations])
+    conversations: list[ConversationScore] = []
+    for n, conversation in enumerate(data.conversations, start=1):
+        turns: list[TurnScore] = []
+        for i in range(len(conversation.turns)):
+            prediction = predictions.predictions.get((conversation.id, i))
+            if prediction is None:
+                errors.append(
+                    InputError(
+                        "missing turn: no prediction for this turn; scored as a failure",
+                        file=predictions.path,
+                        record=conversation.id,
+                        field="turn",
+                        value=i,
+                    )
+                )
+            turns.append(score_turn(conversation, i, prediction))
+        conversations.append(
+            ConversationScore(
+                conversation_id=conversation.id,
+                trace_id=ids[conversation.id],
+                features=conversation.features.model_dump(),
+                turns=turns,
+            )
+        )
+        if progress is not None:
+            progress(n)
+    signature = Signature(
+        system="numeric",
+        settings={
+            "data": Path(data.path).name,
+            "format": data.source_format,
+            "split": data.split,
+            "sample_size": sample_size if sample_size is not None else "all",
+            "sample_seed": sample_seed if sample_seed is not None else "first",
+            "predictions": Path(predictions.path).name,
+            "numerical_match": f"rel<={RELATIVE_TOLERANCE},abs<{ABSOLUTE_TOLERANCE}",
+            "bootstrap": bootstrap,
+            "bootstrap_seed": seed,
+        },
+    )
+    statistics = compute_statistics(
+        conversations,
+        price_in=price_in,
+        price_out=price_out,
+        bootstrap=bootstrap,
+        seed=seed,
+    )
+    statistics["num_input_errors"] = len(errors)
+    statistics["signature"] = signature.format()
+    statistics["signature_settings"] = signature.model_dump(mode="json")
+    return NumericResult(conversations=conversations, input_errors=errors, statistics=statistics, signature=signature)
+
+
+_MATCHES = {
+    "numerical_match_accuracy": "numerical_match",
+    "soft_match_accuracy": "soft_match",
+    "unit_agnostic_accuracy": "unit_agnostic_match",
+    "sign_agnostic_accuracy": "sign_agnostic_match",
+    "general_match_accuracy": "general_match",
+}
+
+
+def _turn_accuracy(field: str) -> Callable[[Sequence[ConversationScore]], float]:
+    def statistic(units: Sequence[ConversationScore]) -> float:
+        scored = [t for c in units for t in c.turns if t.scored]
+        return safe_div(sum(bool(getattr(t, field)) for t in scored), len(scored))
+
+    return statistic
+
+
+def _turn_mean(field: str) -> Callable[[Sequence[ConversationScore]], float]:
+    def statistic(units: Sequence[ConversationScore]) -> float:
+        values = [getattr(t, field) for c in units for t in c.turns if getattr(t, field) is not None]
+        return safe_div(math.fsum(values), len(values))
+
+    return statistic
+
+
+def _success_rate(units: Sequence[ConversationScore]) -> float:
+    flags = [c.success for c in units if c.success is not None]
+    return safe_div(sum(bool(f) for f in flags), len(flags))
+
+
+def compute_statistics(
+    conversations: Sequence[ConversationScore],
+    *,
+    price_in: float | None = None,
+    price_out: float | None = None,
+    bootstrap: int = 1000,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """statistics.json: per-turn accuracies, logic scores, cost, by-turn tables, intervals.
+
+    Accuracies are over scored turns (turns with a gold answer); ``None`` when there are none.
+    ``cost_per_correct_answer`` = total tokens / successful conversations (every scored turn a
+    numerical match), ``None`` when none succeeded.
+    """
+    turns = [t for c in conversations for t in c.turns]
+    scored = [t for t in turns if t.scored]
+    stats: dict[str, Any] = {}
+    for key, field in _MATCHES.items():
+        stats[key] = _mean([getattr(t, field) for t in scored])
+    stats["avg_logic_recall"] = _mean([t.logic_recall for t in turns])
+    stats["avg_logic_precision"] = _mean([t.logic_precision for t in turns])
+    stats["avg_logic_order_score"] = _mean([t.logic_order_score for t in turns])
+    stats["avg_operations_per_turn"] = _mean([t.operations_per_turn for t in turns])
+
+    flags = [c.success for c in conversations if c.success is not None]
+    successes = sum(bool(f) for f in flags)
+    total_in = sum(t.input_tokens for t in turns)
+    total_out = sum(t.output_tokens for t in turns)
+    stats["num_conversations"] = len(conversations)
+    stats["num_turns"] = len(turns)
+    stats["num_scored_turns"] = len(scored)
+    stats["num_successful_conversations"] = successes
+    stats["conversation_success_rate"] = successes / len(flags) if flags else None
+    stats["total_input_tokens"] = total_in
+    stats["total_output_tokens"] = total_out
+    stats["total_tokens"] = total_in + total_out
+    stats["cost_per_correct_answer"] = (total_in + total_out) / successes if successes else None
+    if price_in is not None and price_out is not None:
+        dollars = (total_in * price_in + total_out * price_out) / 1_000_000
+        stats["total_cost_usd"] = dollars
+        stats["cost_per_correct_answer_usd"] = dollars / successes if successes else None
+        stats["price_in_usd_per_1m"] = price_in
+        stats["price_out_usd_per_1m"] = price_out
+
+    by_turn: dict[int, list[TurnScore]] = {}
+    for t in scored:
+        by_turn.setdefault(t.turn_idx, []).append(t)
+    stats["accuracy_by_turn_number"] = {
+        str(k): _mean([t.numerical_match for t in v]) for k, v in sorted(by_turn.items())
+    }
+    stats["avg_operations_by_turn"] = {
+        str(k): _mean([t.operations_per_turn for t in v]) for k, v in sorted(by_turn.items())
+    }
+    stats["turns_by_turn_number"] = {str(k): len(v) for k, v in sorted(by_turn.items())}
+    modes = Counter(t.failure_mode for t in scored if t.failure_mode is not None)
+    stats["failure_modes"] = {mode: modes[mode] for mode in sorted(modes)}
+    stats["num_prediction_errors"] = sum(
+        1 for t in turns if t.error_type is not None and t.error_type != MISSING_PREDICTION
+    )
+    stats["num_missing_predictions"] = sum(1 for t in turns if t.error_type == MISSING_PREDICTION)
+    latency = latency_stats([t.latency_s for t in turns if t.latency_s is not None])
+    stats["latency_s"] = latency.model_dump() if latency else None
+
+    intervals: dict[str, Any] = {}
+    statistics: dict[str, Callable[[Sequence[ConversationScore]], float]] = {
+        key: _turn_accuracy(field) for key, field in _MATCHES.items()
+    }
+    if any(t.logic_recall is not None for t in turns):
+        statistics["avg_logic_recall"] = _turn_mean("logic_recall")
+        statistics["avg_logic_precision"] = _turn_mean("logic_precision")
+        statistics["avg_logic_order_score"] = _turn_mean("logic_order_score")
+    statistics["conversation_success_rate"] = _success_rate
+    units = [c for c in conversations if c.success is not None]
+    for key, statistic in statistics.items():
+        interval: Interval | None = bootstrap_ci(units, statistic, resamples=bootstrap, seed=seed)
+        intervals[key] = interval.model_dump() if interval else None
+    stats["bootstrap_95_ci"] = intervals if bootstrap > 0 else None
+    return stats

@@ -1,0 +1,276 @@
+"""Writing every output file of the spec's "Output Files" section into one directory.
+
+summary.csv, turns.csv, validation.csv, errors.csv, statistics.json, traces/<id>.json,
+accuracy_by_turn.png, plus input_errors.csv (every bad input line). Every CSV goes through
+``fieldcheck.reports.write_csv``, which neutralises spreadsheet formulas.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from fieldcheck._util.jsonio import write_json
+from fieldcheck.numeric._records import Conversation
+from fieldcheck.numeric._scoring import ConversationScore, NumericResult, TurnScore
+from fieldcheck.reports._csv import write_csv
+
+SUMMARY_COLUMNS = (
+    "conversation_id",
+    "trace_id",
+    "num_turns",
+    "num_dialogue_turns",
+    "has_type2_question",
+    "has_duplicate_columns",
+    "has_non_numeric_values",
+    "numerical_match_accuracy",
+    "soft_match_accuracy",
+    "unit_agnostic_accuracy",
+    "sign_agnostic_accuracy",
+    "general_match_accuracy",
+    "avg_logic_recall",
+    "avg_logic_precision",
+    "avg_logic_order_score",
+    "avg_operations_per_turn",
+    "conversation_success",
+    "input_tokens",
+    "output_tokens",
+    "total_tokens",
+    "total_latency_s",
+    "mean_latency_s",
+    "failed_turns",
+)
+TURN_COLUMNS = (
+    "conversation_id",
+    "turn_idx",
+    "question",
+    "expected_answer",
+    "predicted_answer",
+    "parsed_answer",
+    "numerical_match",
+    "soft_match",
+    "unit_agnostic_match",
+    "sign_agnostic_match",
+    "general_match",
+    "failure_mode",
+    "logic_recall",
+    "logic_precision",
+    "logic_order_score",
+    "operations_per_turn",
+    "plan_steps",
+    "plan_operations",
+    "ground_truth_program",
+    "ground_truth_operations",
+    "qa_split",
+    "has_type2_question",
+    "has_non_numeric_values",
+    "input_tokens",
+    "output_tokens",
+    "latency_s",
+    "error_type",
+    "error_message",
+)
+VALIDATION_COLUMNS = ("conversation_id", "turn_idx", "check", "passed", "message")
+# Exactly the spec's columns ("Error CSV Output"), in its order.
+ERROR_COLUMNS = (
+    "trace_id",
+    "conversation_id",
+    "turn_idx",
+    "question",
+    "expected_answer",
+    "error_type",
+    "error_message",
+    "has_type2_question",
+    "has_non_numeric_values",
+    "plan_steps",
+    "operations_per_turn",
+    "error_context",
+)
+INPUT_ERROR_COLUMNS = ("file", "line", "record", "field", "reason", "value", "message")
+
+
+def _mean(values: Sequence[float | None]) -> float | None:
+    present = [v for v in values if v is not None]
+    return sum(present) / len(present) if present else None
+
+
+def summary_rows(result: NumericResult) -> list[dict[str, Any]]:
+    """One row per conversation (summary.csv)."""
+    rows = []
+    for c in result.conversations:
+        latencies = [t.latency_s for t in c.turns if t.latency_s is not None]
+        rows.append(
+            {
+                "conversation_id": c.conversation_id,
+                "trace_id": c.trace_id,
+                "num_turns": len(c.turns),
+                **c.features,
+                "numerical_match_accuracy": c.accuracy("numerical_match"),
+                "soft_match_accuracy": c.accuracy("soft_match"),
+                "unit_agnostic_accuracy": c.accuracy("unit_agnostic_match"),
+                "sign_agnostic_accuracy": c.accuracy("sign_agnostic_match"),
+                "general_match_accuracy": c.accuracy("general_match"),
+                "avg_logic_recall": _mean([t.logic_recall for t in c.turns]),
+                "avg_logic_precision": _mean([t.logic_precision for t in c.turns]),
+                "avg_logic_order_score": _mean([t.logic_order_score for t in c.turns]),
+                "avg_operations_per_turn": _mean([t.operations_per_turn for t in c.turns]),
+                "conversation_success": c.success,
+                "input_tokens": c.input_tokens,
+                "output_tokens": c.output_tokens,
+                "total_tokens": c.input_tokens + c.output_tokens,
+                "total_latency_s": sum(latencies) if latencies else None,
+                "mean_latency_s": _mean(latencies),
+                "failed_turns": sum(1 for t in c.turns if t.scored and not t.numerical_match),
+            }
+        )
+    return rows
+
+
+def _turn_row(c: ConversationScore, t: TurnScore) -> dict[str, Any]:
+    row = t.model_dump(mode="json")
+    row["has_type2_question"] = c.features["has_type2_question"]
+    row["has_non_numeric_values"] = c.features["has_non_numeric_values"]
+    row["plan_operations"] = " ".join(t.plan_operations) if t.plan_operations is not None else None
+    row["ground_truth_operations"] = (
+        " ".join(t.ground_truth_operations) if t.ground_truth_operations is not None else None
+    )
+    return row
+
+
+def turn_rows(result: NumericResult) -> list[dict[str, Any]]:
+    """One row per turn (turns.csv)."""
+    return [_turn_row(c, t) for c in result.conversations for t in c.turns]
+
+
+def error_rows(result: NumericResult) -> list[dict[str, Any]]:
+    """Every failed scored turn (not a numerical match, or an error), spec columns (errors.csv).
+
+    ``error_type`` is the agent's error type for errored turns, ``missing_prediction`` for a
+    turn without a prediction, else the failure mode (``scale``, ``sign``, ``rounding``,
+    ``wrong``, ``no_answer``)."""
+    rows = []
+    for c in result.conversations:
+        for t in c.turns:
+            if not t.scored or (t.numerical_match and t.error_type is None):
+                continue
+            if t.error_type is not None:
+                error_type = t.error_type
+                message = t.error_message or ""
+            else:
+                error_type = t.failure_mode or "wrong"
+                message = f"expected {t.expected_answer!r}, got {t.predicted_answer!r}"
+            rows.append(
+                {
+                    "trace_id": c.trace_id,
+                    "conversation_id": c.conversation_id,
+                    "turn_idx": t.turn_idx,
+                    "question": t.question,
+                    "expected_answer": t.expected_answer,
+                    "error_type": error_type,
+                    "error_message": message,
+                    "has_type2_question": c.features["has_type2_question"],
+                    "has_non_numeric_values": c.features["has_non_numeric_values"],
+                    "plan_steps": t.plan_steps,
+                    "operations_per_turn": t.operations_per_turn,
+                    "error_context": {
+                        "failure_mode": t.failure_mode,
+                        "predicted_answer": t.predicted_answer,
+                        "parsed_answer": t.parsed_answer,
+                        "ground_truth_program": t.ground_truth_program,
+                        "ground_truth_operations": t.ground_truth_operations,
+                        "plan_operations": t.plan_operations,
+                        "logic_recall": t.logic_recall,
+                        "soft_match": t.soft_match,
+                        "unit_agnostic_match": t.unit_agnostic_match,
+                        "sign_agnostic_match": t.sign_agnostic_match,
+                        "general_match": t.general_match,
+                        "qa_split": t.qa_split,
+                        "has_duplicate_columns": c.features["has_duplicate_columns"],
+                    },
+                }
+            )
+    return rows
+
+
+def validation_rows(result: NumericResult) -> list[dict[str, Any]]:
+    """The validator log lines of every turn (validation.csv)."""
+    return [
+        {"conversation_id": c.conversation_id, "turn_idx": t.turn_idx, **entry}
+        for c in result.conversations
+        for t in c.turns
+        for entry in t.validation
+    ]
+
+
+def trace_document(c: ConversationScore, conversation: Conversation | None) -> dict[str, Any]:
+    """traces/<trace_id>.json: the conversation, its features, and every scored turn."""
+    return {
+        "trace_id": c.trace_id,
+        "conversation_id": c.conversation_id,
+        "features": c.features,
+        "document": conversation.doc.model_dump(mode="json") if conversation else None,
+        "conversation_success": c.success,
+        "turns": [t.model_dump(mode="json") for t in c.turns],
+    }
+
+
+def write_accuracy_plot(statistics: dict[str, Any], path: Path) -> None:
+    """accuracy_by_turn.png: accuracy and average operations by turn number (spec's
+    complexity-ceiling plot). matplotlib (Agg) is imported here only."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    turns = sorted(statistics["accuracy_by_turn_number"], key=int)
+    accuracy = [statistics["accuracy_by_turn_number"][t] for t in turns]
+    operations = [statistics["avg_operations_by_turn"].get(t) for t in turns]
+    fig, ax = plt.subplots(figsize=(6, 4))
+    ax.plot(turns, accuracy, marker="o", label="Accuracy (numerical match)")
+    ax.set_xlabel("Turn number")
+    ax.set_ylabel("Accuracy")
+    ax.set_ylim(0, 1.05)
+    ops_axis = ax.twinx()
+    ops_axis.plot(turns, [o if o is not None else float("nan") for o in operations], marker="s", color="tab:orange", label="Avg operations")
+    ops_axis.set_ylabel("Average operations per turn")
+    lines = ax.get_legend_handles_labels()
+    more = ops_axis.get_legend_handles_labels()
+    ax.legend(lines[0] + more[0], lines[1] + more[1], loc="lower left")
+    ax.set_title("Accuracy and operations by turn number")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def write_outputs(
+    result: NumericResult,
+    out_dir: str | Path,
+    *,
+    conversations: Sequence[Conversation] = (),
+) -> dict[str, Path]:
+    """Write every output file into ``out_dir`` (created); return name -> path."""
+    out = Path(out_dir)
+    traces = out / "traces"
+    traces.mkdir(parents=True, exist_ok=True)
+    paths = {
+        "summary.csv": out / "summary.csv",
+        "turns.csv": out / "turns.csv",
+        "validation.csv": out / "validation.csv",
+        "errors.csv": out / "errors.csv",
+        "input_errors.csv": out / "input_errors.csv",
+        "statistics.json": out / "statistics.json",
+        "accuracy_by_turn.png": out / "accuracy_by_turn.png",
+        "traces": traces,
+    }
+    write_csv(paths["summary.csv"], summary_rows(result), SUMMARY_COLUMNS)
+    write_csv(paths["turns.csv"], turn_rows(result), TURN_COLUMNS)
+    write_csv(paths["validation.csv"], validation_rows(result), VALIDATION_COLUMNS)
+    write_csv(paths["errors.csv"], error_rows(result), ERROR_COLUMNS)
+    write_csv(paths["input_errors.csv"], (e.to_dict() for e in result.input_errors), INPUT_ERROR_COLUMNS)
+    write_json(paths["statistics.json"], result.statistics)
+    by_id = {c.id: c for c in conversations}
+    for c in result.conversations:
+        write_json(traces / f"{c.trace_id}.json", trace_document(c, by_id.get(c.conversation_id)))
+    write_accuracy_plot(result.statistics, paths["accuracy_by_turn.png"])
+    return paths
