@@ -84,6 +84,48 @@ __all__ += [
     "wildcard_path",
 ]
 
+from fieldcheck.metrics._slots import (
+    SessionCounts,
+    SlotCounts,
+    SlotKey,
+    aggregate_sessions,
+    canonical_set,
+    score_session,
+    slot_exact_match,
+    sum_counts,
+)
+from fieldcheck.metrics._text import (
+    CANONICALIZE_VERSION,
+    NON_ASCII_RE,
+    PUNCT_RE,
+    TokenOverlap,
+    bleu1_score,
+    canonicalize,
+    token_overlap,
+    tokenize,
+    tokenize_values,
+)
+
+__all__ += [
+    "CANONICALIZE_VERSION",
+    "NON_ASCII_RE",
+    "PUNCT_RE",
+    "SessionCounts",
+    "SlotCounts",
+    "SlotKey",
+    "TokenOverlap",
+    "aggregate_sessions",
+    "bleu1_score",
+    "canonical_set",
+    "canonicalize",
+    "score_session",
+    "slot_exact_match",
+    "sum_counts",
+    "token_overlap",
+    "tokenize",
+    "tokenize_values",
+]
+
 # Numeric QA (numeric-qa-evaluation.md): answer parsing, match types, programs, logic scores.
 from fieldcheck.metrics._numbers import (  # noqa: E402
     AnswerMatches,

@@ -1,0 +1,94 @@
+"""Text normalisation and token metrics of the slot benchmark: canonicalize, token overlap, BLEU-1.
+
+Pure functions, no I/O (slot spec §4 "Normalization", §6-9 "Token-Level Metrics").
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+CANONICALIZE_VERSION = "canon-v1"
+
+# The spec names these two patterns without showing them (slot spec §4):
+# NON_ASCII_RE drops every character outside 7-bit ASCII (after accents are folded, see below);
+# PUNCT_RE matches every ASCII character that is neither a letter, a digit nor whitespace.
+NON_ASCII_RE = re.compile(r"[^\x00-\x7f]")
+PUNCT_RE = re.compile(r"[^A-Za-z0-9\s]")
+_SPACE_RE = re.compile(r"\s+")
+
+
+def _fold_accents(value: str) -> str:
+    """NFKD-decompose and drop combining marks, so "José" keeps its "e" instead of losing it."""
+    decomposed = unicodedata.normalize("NFKD", value)
+    return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+
+
+def canonicalize(value: str) -> str:
+    """Normalise a slot value for comparison (slot spec §4 ``canonicalize``); returns ``str``.
+
+    The spec's steps in the spec's order: drop non-ASCII, ``_`` to space, collapse whitespace,
+    punctuation to space, lowercase and trim. Two decisions (docs/decisions.md): accents are
+    folded before non-ASCII is dropped ("Zoë" -> "zoe", not "zo"), and whitespace is collapsed
+    once more at the end, because punctuation removed after the first collapse would leave a
+    double space ("reading, hiking" -> "reading hiking", not "reading  hiking"). Empty in, empty out.
+    """
+    text = NON_ASCII_RE.sub("", _fold_accents(value))
+    text = text.replace("_", " ")
+    text = _SPACE_RE.sub(" ", text)
+    text = PUNCT_RE.sub(" ", text)
+    text = _SPACE_RE.sub(" ", text)
+    return text.lower().strip()
+
+
+def tokenize(value: str) -> list[str]:
+    """Whitespace tokens of ``canonicalize(value)`` (slot spec §6); ``[]`` for empty input."""
+    return canonicalize(value).split()
+
+
+def tokenize_values(values: Sequence[str]) -> list[str]:
+    """Tokens of every value of a slot, in order: the slot's token multiset (slot spec §6)."""
+    return [token for value in values for token in tokenize(value)]
+
+
+@dataclass(frozen=True, slots=True)
+class TokenOverlap:
+    """Token counts of one prediction against one reference (slot spec §6-7).
+
+    ``matched`` is the multiset overlap ``Counter(pred) & Counter(ref)``; precision is
+    ``matched / predicted`` and recall ``matched / reference`` once summed over slots.
+    """
+
+    matched: int
+    predicted: int
+    reference: int
+
+
+def token_overlap(
+    prediction_tokens: Sequence[str], reference_tokens: Sequence[str]
+) -> TokenOverlap:
+    """Multiset overlap of two token lists (slot spec §6 ``Counter(gt) & Counter(pred)``)."""
+    matched = sum((Counter(prediction_tokens) & Counter(reference_tokens)).values())
+    return TokenOverlap(matched, len(prediction_tokens), len(reference_tokens))
+
+
+def bleu1_score(prediction_tokens: Sequence[str], reference_tokens: Sequence[str]) -> float:
+    """BLEU-1: clipped unigram precision times the brevity penalty (slot spec §9). Range [0, 1].
+
+    An empty prediction scores 0.0. The brevity penalty is ``exp(1 - ref_len / pred_len)`` when
+    the prediction is not longer than the reference, else 1 (``pred_len``/``ref_len`` are the
+    token counts the spec's code leaves undefined).
+    """
+    if not prediction_tokens:
+        return 0.0
+    pred_counts = Counter(prediction_tokens)
+    overlap = sum((pred_counts & Counter(reference_tokens)).values())
+    pred_len = len(prediction_tokens)
+    ref_len = len(reference_tokens)
+    precision = overlap / pred_len
+    bp = math.exp(1 - ref_len / pred_len) if pred_len <= ref_len else 1.0
+    return precision * bp

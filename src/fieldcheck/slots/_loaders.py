@@ -1,0 +1,153 @@
+"""Loading gold slots, predictions, latencies and judge scores from JSONL.
+
+A bad line becomes an ``InputError`` naming file, line, field and value; loading goes on. A slot
+line repeated within one file is an error (the first line wins), never a silent overwrite.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from fieldcheck._util.errors import InputError
+from fieldcheck._util.jsonio import iter_jsonl
+from fieldcheck.metrics._text import canonicalize
+from fieldcheck.slots._records import JudgeRecord, LatencyRecord, SlotRecord
+
+log = logging.getLogger("fieldcheck")
+
+SessionKey = tuple[str, int]
+SlotKey = tuple[str, str]
+R = TypeVar("R", bound=BaseModel)
+
+
+@dataclass
+class SlotFile:
+    """Slots of one file by session, with the line each came from and the errors met."""
+
+    path: Path
+    sessions: dict[SessionKey, dict[SlotKey, list[str]]] = field(default_factory=dict)
+    lines: dict[tuple[SessionKey, SlotKey], int] = field(default_factory=dict)
+    errors: list[InputError] = field(default_factory=list)
+
+    @property
+    def slot_count(self) -> int:
+        return sum(len(slots) for slots in self.sessions.values())
+
+
+@dataclass
+class LatencyFile:
+    path: Path
+    seconds: dict[SessionKey, float] = field(default_factory=dict)
+    errors: list[InputError] = field(default_factory=list)
+
+
+@dataclass
+class JudgeFile:
+    path: Path
+    scores: dict[SessionKey, dict[SlotKey, float]] = field(default_factory=dict)
+    errors: list[InputError] = field(default_factory=list)
+
+
+def validation_error(exc: ValidationError, *, file: Path, line: int) -> InputError:
+    """The first problem of a pydantic error as one located line."""
+    first = exc.errors()[0]
+    loc = ".".join(str(part) for part in first["loc"]) or None
+    value: Any = first.get("input", ...)
+    if first["type"] == "missing":
+        value = ...
+    return InputError(first["msg"], file=file, line=line, field=loc, value=value)
+
+
+def _records(path: Path, model: type[R], errors: list[InputError]) -> Iterator[tuple[int, R]]:
+    for line, raw in iter_jsonl(path):
+        if isinstance(raw, InputError):
+            errors.append(raw)
+            continue
+        if not isinstance(raw, dict):
+            errors.append(InputError("expected a JSON object", file=path, line=line, value=raw))
+            continue
+        try:
+            yield line, model.model_validate(raw)
+        except ValidationError as exc:
+            errors.append(validation_error(exc, file=path, line=line))
+
+
+def load_slots(path: str | Path) -> SlotFile:
+    """Read a gold or prediction JSONL file (one slot per line; see docs/formats.md)."""
+    out = SlotFile(Path(path))
+    for line, rec in _records(out.path, SlotRecord, out.errors):
+        key = (rec.session_key, rec.slot_key)
+        if key in out.lines:
+            out.errors.append(
+                InputError(
+                    f"duplicate slot of user {rec.user!r} session {rec.session}, first at line "
+                    f"{out.lines[key]}; this line is ignored",
+                    file=out.path,
+                    line=line,
+                    field="field",
+                    value=f"{rec.topic}/{rec.field}",
+                )
+            )
+            continue
+        for value in rec.values:
+            if value.strip() and not canonicalize(value):
+                log.warning(
+                    "%s:%d: value %r is empty once canonicalised (non-ASCII or punctuation only); "
+                    "it cannot match anything exactly",
+                    out.path,
+                    line,
+                    value,
+                )
+        out.lines[key] = line
+        out.sessions.setdefault(rec.session_key, {})[rec.slot_key] = list(rec.values)
+    return out
+
+
+def load_latencies(path: str | Path) -> LatencyFile:
+    """Read a latency JSONL file (one session per line, ``seconds`` >= 0)."""
+    out = LatencyFile(Path(path))
+    first_line: dict[SessionKey, int] = {}
+    for line, rec in _records(out.path, LatencyRecord, out.errors):
+        if rec.session_key in first_line:
+            out.errors.append(
+                InputError(
+                    f"duplicate latency of user {rec.user!r} session {rec.session}, first at line "
+                    f"{first_line[rec.session_key]}; this line is ignored",
+                    file=out.path,
+                    line=line,
+                    field="session",
+                    value=rec.session,
+                )
+            )
+            continue
+        first_line[rec.session_key] = line
+        out.seconds[rec.session_key] = float(rec.seconds)
+    return out
+
+
+def load_judge_scores(path: str | Path) -> JudgeFile:
+    """Read precomputed judge scores (one slot per line, ``score`` in [0, 1])."""
+    out = JudgeFile(Path(path))
+    first_line: dict[tuple[SessionKey, SlotKey], int] = {}
+    for line, rec in _records(out.path, JudgeRecord, out.errors):
+        key = (rec.session_key, rec.slot_key)
+        if key in first_line:
+            out.errors.append(
+                InputError(
+                    f"duplicate judge score, first at line {first_line[key]}; this line is ignored",
+                    file=out.path,
+                    line=line,
+                    field="field",
+                    value=f"{rec.topic}/{rec.field}",
+                )
+            )
+            continue
+        first_line[key] = line
+        out.scores.setdefault(rec.session_key, {})[rec.slot_key] = float(rec.score)
+    return out

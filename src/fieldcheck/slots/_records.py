@@ -1,0 +1,52 @@
+"""Records of the slot benchmark's files (docs/formats.md "Slot extraction benchmark")."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr
+
+NonEmpty = Annotated[StrictStr, Field(min_length=1)]
+Number = StrictInt | StrictFloat
+
+
+class _Record(BaseModel):
+    # Unknown keys (for example a "comment") are ignored, so files can carry provenance notes.
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    user: NonEmpty
+    session: StrictInt
+
+    @property
+    def session_key(self) -> tuple[str, int]:
+        return (self.user, self.session)
+
+
+class SlotRecord(_Record):
+    """One slot of one session, gold or predicted: ``values`` empty means "no value"."""
+
+    topic: NonEmpty
+    field: NonEmpty
+    values: list[StrictStr]
+
+    @property
+    def slot_key(self) -> tuple[str, str]:
+        return (self.topic, self.field)
+
+
+class LatencyRecord(_Record):
+    """Seconds one model took for one session."""
+
+    seconds: Annotated[Number, Field(ge=0, allow_inf_nan=False)]
+
+
+class JudgeRecord(_Record):
+    """A precomputed judge score in [0, 1] for one predicted slot."""
+
+    topic: NonEmpty
+    field: NonEmpty
+    score: Annotated[Number, Field(ge=0, le=1, allow_inf_nan=False)]
+
+    @property
+    def slot_key(self) -> tuple[str, str]:
+        return (self.topic, self.field)

@@ -1,0 +1,456 @@
+"""Writing a scored run: metrics.json, CSVs, report.md, report.html (all values escaped), plots."""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from fieldcheck._util.jsonio import write_json, write_jsonl
+from fieldcheck.metrics._stats import Interval
+from fieldcheck.reports import write_csv
+from fieldcheck.slots._score import CI_METRICS, ModelResult, SlotsRun
+from fieldcheck.slots._summary import Finding, Item, SummaryRow, key_findings, results_summary
+
+METRIC_COLUMNS = (
+    "precision",
+    "recall",
+    "f1",
+    "exact_match_rate",
+    "token_precision",
+    "token_recall",
+    "token_f1",
+    "bleu1",
+    "llm_judge",
+)
+CSV_COLUMNS = [
+    "model",
+    *METRIC_COLUMNS,
+    "latency_mean",
+    "latency_median",
+    "latency_p95",
+    "latency_total",
+    "extra_slots",
+    "extra_values",
+    "tp",
+    "fp",
+    "fn",
+    "gold_slots",
+    "sessions",
+    *[f"{m}_ci_{end}" for m in CI_METRICS for end in ("low", "high")],
+]
+TOPIC_COLUMNS = [
+    "model",
+    "topic",
+    "precision",
+    "recall",
+    "f1",
+    "exact_match_rate",
+    "extra_slots",
+    "extra_values",
+]
+PLOTS = {
+    "prf1": "plot_prf1.png",
+    "topic_f1": "plot_topic_f1_heatmap.png",
+    "latency": "plot_latency.png",
+    "extra": "plot_extra_slots_by_topic.png",
+}
+
+
+def topic_lines(result: ModelResult) -> list[str]:
+    """The spec's per-topic printout: ``  topic  P=0.000 R=0.000 F1=0.000`` sorted by topic."""
+    return [
+        f"  {topic:20s} P={t.precision:.3f} R={t.recall:.3f} F1={t.f1:.3f}"
+        for topic, t in sorted(result.per_topic.items())
+    ]
+
+
+def metrics_rows(run: SlotsRun) -> list[dict[str, Any]]:
+    rows = []
+    for m in run.models:
+        r = m.result
+        row: dict[str, Any] = {"model": m.name, **{k: getattr(r, k) for k in METRIC_COLUMNS}}
+        if r.latency is not None:
+            row |= {f"latency_{k}": v for k, v in r.latency.model_dump().items()}
+        row |= {
+            "extra_slots": r.extra_slots,
+            "extra_values": r.extra_values,
+            **r.counts.model_dump(),
+        }
+        for name, ci in r.ci.items():
+            if ci is not None:
+                row[f"{name}_ci_low"], row[f"{name}_ci_high"] = ci.low, ci.high
+        rows.append(row)
+    return rows
+
+
+def topic_rows(run: SlotsRun) -> list[dict[str, Any]]:
+    return [
+        {"model": m.name, "topic": topic, **t.model_dump()}
+        for m in run.models
+        for topic, t in m.result.per_topic.items()
+    ]
+
+
+def write_outputs(run: SlotsRun, out_dir: str | Path, *, plots: bool = True) -> dict[str, Path]:
+    """Write every output file of a run into ``out_dir``; returns name -> path."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    files = {
+        "metrics.json": out / "metrics.json",
+        "metrics.csv": out / "metrics.csv",
+        "per_topic.csv": out / "per_topic.csv",
+        "errors.jsonl": out / "errors.jsonl",
+        "report.md": out / "report.md",
+        "report.html": out / "report.html",
+    }
+    write_json(files["metrics.json"], run.metrics_json())
+    write_csv(files["metrics.csv"], metrics_rows(run), CSV_COLUMNS)
+    write_csv(files["per_topic.csv"], topic_rows(run), TOPIC_COLUMNS)
+    write_jsonl(files["errors.jsonl"], [e.to_dict() for e in run.errors])
+    images = write_plots(run, out) if plots else {}
+    files |= {p.name: p for p in images.values()}
+    files["report.md"].write_text(render_markdown(run, images), encoding="utf-8")
+    files["report.html"].write_text(render_html(run, images), encoding="utf-8")
+    return files
+
+
+# ---------------------------------------------------------------- formatting helpers
+
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]<>|#])")
+
+
+def md(text: str) -> str:
+    """Escape Markdown syntax (and table pipes) in text that comes from the data."""
+    return _MD_SPECIAL.sub(r"\\\1", text.replace("\n", " "))
+
+
+def _num(value: float | None, digits: int = 3) -> str:
+    return "n/a" if value is None else f"{value:.{digits}f}"
+
+
+def _ci(ci: Interval | None) -> str:
+    return "" if ci is None else f" [{ci.low:.3f}, {ci.high:.3f}]"
+
+
+def _latency_text(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.1f}s"
+
+
+def _items(items: Sequence[Item], *, html_mode: bool) -> str:
+    if not items:
+        return "-"
+    if html_mode:
+        return ", ".join(
+            f"<strong>{html.escape(i.text)}</strong>" if i.bold else html.escape(i.text)
+            for i in items
+        )
+    return ", ".join(f"**{md(i.text)}**" if i.bold else md(i.text) for i in items)
+
+
+def _metric_table(run: SlotsRun) -> tuple[list[str], list[list[str]]]:
+    head = [
+        "Model",
+        "Precision",
+        "Recall",
+        "F1",
+        "Exact match",
+        "Token P",
+        "Token R",
+        "Token F1",
+        "BLEU-1",
+        "LLM judge",
+        "Latency mean / median / p95 / total",
+        "Extra slots",
+        "Extra values",
+    ]
+    rows = []
+    for m in run.models:
+        r = m.result
+        lat = (
+            "n/a"
+            if r.latency is None
+            else f"{r.latency.mean:.1f} / {r.latency.median:.1f} / {r.latency.p95:.1f} / {r.latency.total:.1f}s"
+        )
+        rows.append(
+            [
+                m.name,
+                _num(r.precision) + _ci(r.ci.get("precision")),
+                _num(r.recall) + _ci(r.ci.get("recall")),
+                _num(r.f1) + _ci(r.ci.get("f1")),
+                _num(r.exact_match_rate) + _ci(r.ci.get("exact_match_rate")),
+                _num(r.token_precision),
+                _num(r.token_recall),
+                _num(r.token_f1) + _ci(r.ci.get("token_f1")),
+                _num(r.bleu1),
+                _num(r.llm_judge),
+                lat,
+                str(r.extra_slots),
+                str(r.extra_values),
+            ]
+        )
+    return head, rows
+
+
+def _topic_table(run: SlotsRun) -> tuple[list[str], list[list[str]]]:
+    head = [
+        "Model",
+        "Topic",
+        "Precision",
+        "Recall",
+        "F1",
+        "Exact match",
+        "Extra slots",
+        "Extra values",
+    ]
+    rows = [
+        [
+            m.name,
+            topic,
+            _num(t.precision),
+            _num(t.recall),
+            _num(t.f1),
+            _num(t.exact_match_rate),
+            str(t.extra_slots),
+            str(t.extra_values),
+        ]
+        for m in run.models
+        for topic, t in m.result.per_topic.items()
+    ]
+    return head, rows
+
+
+def _summary_cells(row: SummaryRow, *, html_mode: bool) -> list[str]:
+    esc = html.escape if html_mode else md
+    name, f1 = esc(row.model), f"{row.f1:.3f}"
+    lat = _latency_text(row.latency_mean)
+    if row.best_f1:
+        name = f"<strong>{name}</strong>" if html_mode else f"**{name}**"
+        f1 = f"<strong>{f1}</strong>" if html_mode else f"**{f1}**"
+    return [
+        name,
+        f1,
+        lat,
+        _items(row.strengths, html_mode=html_mode),
+        _items(row.weaknesses, html_mode=html_mode),
+    ]
+
+
+def _md_table(head: Sequence[str], rows: Sequence[Sequence[str]], *, text_columns: int = 0) -> str:
+    """A Markdown table; the first ``text_columns`` cells of a row come from the data and are
+    escaped, the others are numbers or already-formatted Markdown."""
+    lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
+    lines += [
+        "| " + " | ".join(md(c) if i < text_columns else c for i, c in enumerate(row)) + " |"
+        for row in rows
+    ]
+    return "\n".join(lines)
+
+
+def _findings_md(findings: Sequence[Finding]) -> str:
+    lines = []
+    for i, f in enumerate(findings, 1):
+        lines.append(f"{i}. **{md(f.title)}**")
+        lines += [f"   - {md(b)}" for b in f.bullets]
+    return "\n".join(lines)
+
+
+def render_markdown(run: SlotsRun, images: dict[str, Path] | None = None) -> str:
+    """The Markdown report: Results Summary, Key findings, metric tables, p-values, plots, issues."""
+    images = images or {}
+    parts = [
+        "# Slot extraction benchmark",
+        "",
+        "Signature: `" + run.signature.format().replace("`", "'") + "`",
+        "",
+        "## Results Summary",
+        "",
+        _md_table(
+            ["Model", "F1", "Latency", "Strengths", "Weaknesses"],
+            [_summary_cells(r, html_mode=False) for r in results_summary(run)],
+        ),
+        "",
+        "Latency is the mean seconds per session. The rules that write Strengths, Weaknesses and",
+        "Key findings are listed in docs/slots.md.",
+        "",
+        "### Key findings",
+        "",
+        _findings_md(key_findings(run)),
+        "",
+        "## Metrics",
+        "",
+        "Brackets: 95% bootstrap interval over sessions.",
+        "",
+        _md_table(*_metric_table(run), text_columns=1),
+        "",
+        "## Per topic",
+        "",
+        _md_table(*_topic_table(run), text_columns=2),
+        "",
+    ]
+    if images:
+        parts += ["## Plots", ""]
+        parts += [f"![{md(key)}]({p.name})" for key, p in images.items()]
+        parts.append("")
+    parts += _issues_md(run)
+    return "\n".join(parts) + "\n"
+
+
+def _issues_md(run: SlotsRun) -> list[str]:
+    if not run.errors and not run.warnings:
+        return []
+    lines = ["## Input problems", ""]
+    lines += [f"- warning: {md(w)}" for w in run.warnings]
+    lines += [f"- error: {md(e.one_line())}" for e in run.errors[:50]]
+    if len(run.errors) > 50:
+        lines.append(f"- ... {len(run.errors) - 50} more errors in errors.jsonl")
+    lines.append("")
+    return lines
+
+
+def _html_table(head: Sequence[str], rows: Sequence[Sequence[str]], *, escape: bool = True) -> str:
+    cell = html.escape if escape else (lambda s: s)
+    out = [
+        "<table>",
+        "<thead><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in head) + "</tr></thead>",
+        "<tbody>",
+    ]
+    out += ["<tr>" + "".join(f"<td>{cell(c)}</td>" for c in row) + "</tr>" for row in rows]
+    out += ["</tbody>", "</table>"]
+    return "\n".join(out)
+
+
+_CSS = (
+    "body{font-family:sans-serif;margin:2em;max-width:80em}table{border-collapse:collapse;margin:1em 0}"
+    "th,td{border:1px solid #ccc;padding:4px 8px;text-align:left}th{background:#f4f4f4}"
+    "img{max-width:48%;margin:0.5em}code{background:#f4f4f4}"
+)
+
+
+def render_html(run: SlotsRun, images: dict[str, Path] | None = None) -> str:
+    """The same report as a standalone HTML page; every value from the data is HTML-escaped."""
+    images = images or {}
+    findings = []
+    for f in key_findings(run):
+        bullets = "".join(f"<li>{html.escape(b)}</li>" for b in f.bullets)
+        findings.append(f"<li><strong>{html.escape(f.title)}</strong><ul>{bullets}</ul></li>")
+    body = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8"><title>Slot extraction benchmark</title>',
+        f"<style>{_CSS}</style></head><body>",
+        "<h1>Slot extraction benchmark</h1>",
+        f"<p>Signature: <code>{html.escape(run.signature.format())}</code></p>",
+        "<h2>Results Summary</h2>",
+        _html_table(
+            ["Model", "F1", "Latency", "Strengths", "Weaknesses"],
+            [_summary_cells(r, html_mode=True) for r in results_summary(run)],
+            escape=False,
+        ),
+        "<p>Latency is the mean seconds per session. The rules that write Strengths, Weaknesses "
+        "and Key findings are listed in docs/slots.md.</p>",
+        "<h3>Key findings</h3>",
+        "<ol>" + "".join(findings) + "</ol>",
+        "<h2>Metrics</h2>",
+        "<p>Brackets: 95% bootstrap interval over sessions.</p>",
+        _html_table(*_metric_table(run)),
+        "<h2>Per topic</h2>",
+        _html_table(*_topic_table(run)),
+    ]
+    if images:
+        body.append("<h2>Plots</h2>")
+        body += [
+            f'<img src="{html.escape(p.name, quote=True)}" alt="{html.escape(key, quote=True)}">'
+            for key, p in images.items()
+        ]
+    if run.errors or run.warnings:
+        items = [f"<li>warning: {html.escape(w)}</li>" for w in run.warnings]
+        items += [f"<li>error: {html.escape(e.one_line())}</li>" for e in run.errors[:50]]
+        body += ["<h2>Input problems</h2>", "<ul>" + "".join(items) + "</ul>"]
+    body.append("</body></html>")
+    return "\n".join(body) + "\n"
+
+
+# ---------------------------------------------------------------- plots
+
+
+def _label(text: str) -> str:
+    """A plot label safe from matplotlib's mathtext (``$`` would start a formula)."""
+    return text.replace("$", r"\$")
+
+
+def write_plots(run: SlotsRun, out: Path) -> dict[str, Path]:
+    """PNG plots with the Agg backend (imported here, never at module load); returns key -> path."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    written: dict[str, Path] = {}
+    if not run.models:
+        return written
+    names = [_label(m.name) for m in run.models]
+    x = np.arange(len(names))
+
+    fig, ax = plt.subplots(figsize=(max(5, 1.6 * len(names)), 4))
+    width = 0.27
+    for i, key in enumerate(("precision", "recall", "f1")):
+        ax.bar(x + (i - 1) * width, [getattr(m.result, key) for m in run.models], width, label=key)
+    ax.set_xticks(x, names, rotation=20, ha="right")
+    ax.set_ylim(0, 1)
+    ax.set_title("Precision, recall and F1 per model")
+    ax.legend()
+    fig.tight_layout()
+    written["prf1"] = _save(fig, out / PLOTS["prf1"], plt)
+
+    topics = run.topics
+    if topics:
+        grid = np.array([[m.result.per_topic[t].f1 for t in topics] for m in run.models])
+        fig, ax = plt.subplots(figsize=(max(5, 1.8 * len(topics)), max(3, 0.7 * len(names) + 1.5)))
+        image = ax.imshow(grid, vmin=0, vmax=1, cmap="viridis", aspect="auto")
+        ax.set_xticks(np.arange(len(topics)), [_label(t) for t in topics], rotation=20, ha="right")
+        ax.set_yticks(x, names)
+        for (i, j), value in np.ndenumerate(grid):
+            ax.text(
+                j, i, f"{value:.2f}", ha="center", va="center", color="w" if value < 0.6 else "k"
+            )
+        fig.colorbar(image, ax=ax, label="F1")
+        ax.set_title("F1 per topic")
+        fig.tight_layout()
+        written["topic_f1"] = _save(fig, out / PLOTS["topic_f1"], plt)
+
+        fig, ax = plt.subplots(figsize=(max(5, 1.8 * len(topics)), 4))
+        tx = np.arange(len(topics))
+        width = 0.8 / len(run.models)
+        for i, m in enumerate(run.models):
+            ax.bar(
+                tx + i * width - 0.4 + width / 2,
+                [m.result.per_topic[t].extra_slots for t in topics],
+                width,
+                label=names[i],
+            )
+        ax.set_xticks(tx, [_label(t) for t in topics], rotation=20, ha="right")
+        ax.set_ylabel("extra slots")
+        ax.set_title("Extra (hallucinated) slots per topic")
+        ax.legend()
+        fig.tight_layout()
+        written["extra"] = _save(fig, out / PLOTS["extra"], plt)
+
+    timed = [(names[i], m.latency_seconds) for i, m in enumerate(run.models) if m.latency_seconds]
+    if timed:
+        fig, ax = plt.subplots(figsize=(max(5, 1.6 * len(timed)), 4))
+        ax.boxplot([secs for _, secs in timed])
+        ax.set_xticks(np.arange(1, len(timed) + 1), [n for n, _ in timed], rotation=20, ha="right")
+        ax.set_ylabel("seconds per session")
+        ax.set_title("Latency distribution per model")
+        fig.tight_layout()
+        written["latency"] = _save(fig, out / PLOTS["latency"], plt)
+    return written
+
+
+def _save(fig: Any, path: Path, plt: Any) -> Path:
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

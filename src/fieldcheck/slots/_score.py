@@ -1,0 +1,497 @@
+"""Scoring several models against one gold file: counts per session, metrics, intervals, p-values.
+
+The runner layer over ``fieldcheck.metrics._slots``: it pairs files by session, asks the value
+matcher and the judge (when chosen) in one batch per model, then only sums per-session counts.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from itertools import combinations
+from typing import Any, Literal
+
+from pydantic import BaseModel
+
+from fieldcheck._util.errors import InputError
+from fieldcheck._util.signature import Signature
+from fieldcheck.matchers import DiskCache, ExactMatcher, FuzzyMatcher, Matcher, SemanticMatcher
+from fieldcheck.metrics._slots import (
+    SessionCounts,
+    SlotCounts,
+    aggregate_sessions,
+    canonical_set,
+    score_session,
+)
+from fieldcheck.metrics._stats import (
+    Interval,
+    bootstrap_ci,
+    f1_from_pr,
+    latency_stats,
+    paired_bootstrap_pvalue,
+    safe_div,
+)
+from fieldcheck.metrics._text import CANONICALIZE_VERSION
+from fieldcheck.slots._loaders import JudgeFile, LatencyFile, SessionKey, SlotFile, SlotKey
+
+log = logging.getLogger("fieldcheck")
+
+TPMode = Literal["presence", "exact", "fuzzy", "semantic"]
+DEFAULT_THRESHOLDS: dict[TPMode, float] = {"exact": 1.0, "fuzzy": 0.8, "semantic": 0.8}
+CI_METRICS = ("precision", "recall", "f1", "exact_match_rate", "token_f1")
+
+
+@dataclass
+class ModelInput:
+    """One model's files: predictions, and optionally latencies and precomputed judge scores."""
+
+    name: str
+    predictions: SlotFile
+    latencies: LatencyFile | None = None
+    judge_scores: JudgeFile | None = None
+
+
+class TopicResult(BaseModel):
+    precision: float
+    recall: float
+    f1: float
+    exact_match_rate: float
+    extra_slots: int
+    extra_values: int
+
+
+class Counts(BaseModel):
+    tp: int
+    fp: int
+    fn: int
+    gold_slots: int
+    sessions: int
+
+
+class LatencySummary(BaseModel):
+    mean: float
+    median: float
+    p95: float
+    total: float
+
+
+class ModelResult(BaseModel):
+    """The per-model object of ``metrics.json`` (exactly the keys of docs/formats.md)."""
+
+    precision: float
+    recall: float
+    f1: float
+    exact_match_rate: float
+    token_precision: float
+    token_recall: float
+    token_f1: float
+    bleu1: float
+    llm_judge: float | None
+    latency: LatencySummary | None
+    extra_slots: int
+    extra_values: int
+    per_topic: dict[str, TopicResult]
+    counts: Counts
+    ci: dict[str, Interval | None]
+
+
+class PairedF1(BaseModel):
+    """Paired bootstrap test of the F1 difference ``f1_a - f1_b`` over the same sessions."""
+
+    model_a: str
+    model_b: str
+    f1_a: float
+    f1_b: float
+    difference: float
+    p_value: float | None
+
+
+@dataclass
+class ModelScore:
+    """A model's result with what reports need beyond ``metrics.json``."""
+
+    name: str
+    result: ModelResult
+    sessions: list[SessionCounts]
+    latency_seconds: list[float] = field(default_factory=list)
+
+
+@dataclass
+class SlotsRun:
+    """Everything one ``slots score`` produced; ``metrics_json()`` is the file's object."""
+
+    models: list[ModelScore]
+    paired_f1: list[PairedF1]
+    signature: Signature
+    topics: list[str]
+    errors: list[InputError] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    def metrics_json(self) -> dict[str, Any]:
+        return {
+            "models": {m.name: m.result.model_dump(mode="json") for m in self.models},
+            "paired_f1": [p.model_dump(mode="json") for p in self.paired_f1],
+            "signature": self.signature.model_dump(mode="json"),
+        }
+
+
+def make_matcher(tp: TPMode) -> Matcher | None:
+    """The value matcher of a ``--tp`` mode; ``None`` for ``presence`` (no value check)."""
+    if tp == "exact":
+        return ExactMatcher()
+    if tp == "fuzzy":
+        return FuzzyMatcher()
+    if tp == "semantic":
+        return SemanticMatcher(cache=DiskCache())
+    return None
+
+
+def slot_text(values: Sequence[str], *, canonical: bool = False) -> str:
+    """The one string a matcher or judge sees for a slot: its values sorted, joined by ", "."""
+    if canonical:
+        return ", ".join(sorted(canonical_set(values)))
+    return ", ".join(sorted(v.strip() for v in values))
+
+
+# Fast sums for the bootstrap: one tuple per session instead of a dataclass addition.
+_UNIT_FIELDS = (
+    "tp",
+    "fp",
+    "fn",
+    "gold_slots",
+    "exact_match",
+    "token_matched",
+    "token_predicted",
+    "token_gold",
+)
+Unit = tuple[int, ...]
+
+
+def _unit(c: SlotCounts) -> Unit:
+    return tuple(getattr(c, name) for name in _UNIT_FIELDS)
+
+
+def _sums(units: Sequence[Unit]) -> list[int]:
+    return [sum(col) for col in zip(*units, strict=True)] if units else [0] * len(_UNIT_FIELDS)
+
+
+def _stat_precision(units: Sequence[Unit]) -> float:
+    s = _sums(units)
+    return safe_div(s[0], s[0] + s[1])
+
+
+def _stat_recall(units: Sequence[Unit]) -> float:
+    s = _sums(units)
+    return safe_div(s[0], s[0] + s[2])
+
+
+def _stat_f1(units: Sequence[Unit]) -> float:
+    s = _sums(units)
+    return f1_from_pr(safe_div(s[0], s[0] + s[1]), safe_div(s[0], s[0] + s[2]))
+
+
+def _stat_exact(units: Sequence[Unit]) -> float:
+    s = _sums(units)
+    return safe_div(s[4], s[3])
+
+
+def _stat_token_f1(units: Sequence[Unit]) -> float:
+    s = _sums(units)
+    return f1_from_pr(safe_div(s[5], s[6]), safe_div(s[5], s[7]))
+
+
+STATISTICS: dict[str, Callable[[Sequence[Unit]], float]] = {
+    "precision": _stat_precision,
+    "recall": _stat_recall,
+    "f1": _stat_f1,
+    "exact_match_rate": _stat_exact,
+    "token_f1": _stat_token_f1,
+}
+
+
+def score_models(
+    gold: SlotFile,
+    models: Sequence[ModelInput],
+    *,
+    tp: TPMode = "presence",
+    threshold: float | None = None,
+    matcher: Matcher | None = None,
+    judge: Matcher | None = None,
+    bootstrap: int = 1000,
+    seed: int = 0,
+    progress: Callable[[str], None] | None = None,
+) -> SlotsRun:
+    """Score every model on the gold's sessions (slot spec, all sections; docs/slots.md).
+
+    ``tp`` picks when a predicted gold slot is a TP (``presence`` as the spec, or a value match
+    through ``matcher`` at ``threshold``). Precomputed judge scores of a model win over ``judge``.
+    Bootstrap intervals resample sessions (seeded); ``bootstrap=0`` skips them.
+    """
+    names = [m.name for m in models]
+    if len(set(names)) != len(names):
+        raise ValueError(f"model names must be unique (got {names})")
+    if tp != "presence" and matcher is None:
+        matcher = make_matcher(tp)
+    cut = threshold if threshold is not None else DEFAULT_THRESHOLDS.get(tp, 1.0)
+    session_keys = sorted(gold.sessions)
+    errors: list[InputError] = list(gold.errors)
+    warnings: list[str] = []
+
+    def warn(message: str) -> None:
+        warnings.append(message)
+        log.warning("%s", message)
+
+    scores: list[ModelScore] = []
+    for model in models:
+        if progress is not None:
+            progress(f"scoring {model.name}")
+        errors += model.predictions.errors
+        scores.append(
+            _score_model(
+                gold,
+                model,
+                session_keys,
+                tp=tp,
+                cut=cut,
+                matcher=matcher,
+                judge=judge,
+                warn=warn,
+                errors=errors,
+            )
+        )
+
+    topics = sorted({t for s in scores for t in s.result.per_topic})
+    for s in scores:  # every model lists every topic, so tables stay rectangular
+        for t in topics:
+            s.result.per_topic.setdefault(t, _topic_result(SlotCounts()))
+        s.result.per_topic = dict(sorted(s.result.per_topic.items()))
+
+    if bootstrap > 0:
+        for i, s in enumerate(scores):
+            if progress is not None:
+                progress(f"bootstrap {s.name}")
+            units = [_unit(c.total) for c in s.sessions]
+            s.result.ci = {
+                name: bootstrap_ci(units, STATISTICS[name], resamples=bootstrap, seed=seed + i)
+                for name in CI_METRICS
+            }
+    else:
+        for s in scores:
+            s.result.ci = {name: None for name in CI_METRICS}
+
+    paired: list[PairedF1] = []
+    for a, b in combinations(scores, 2):
+        if progress is not None:
+            progress(f"paired bootstrap {a.name} vs {b.name}")
+        ua = [_unit(c.total) for c in a.sessions]
+        ub = [_unit(c.total) for c in b.sessions]
+        p_value = (
+            paired_bootstrap_pvalue(ua, ub, _stat_f1, resamples=bootstrap, seed=seed)
+            if bootstrap > 0
+            else None
+        )
+        paired.append(
+            PairedF1(
+                model_a=a.name,
+                model_b=b.name,
+                f1_a=a.result.f1,
+                f1_b=b.result.f1,
+                difference=a.result.f1 - b.result.f1,
+                p_value=p_value,
+            )
+        )
+
+    settings: dict[str, Any] = {
+        "tp": tp,
+        "canonicalize": CANONICALIZE_VERSION,
+        "bootstrap": bootstrap,
+        "seed": seed,
+        "judge": _judge_signature(models, judge),
+    }
+    if tp != "presence" and matcher is not None:
+        settings["matcher"] = matcher.signature()
+        settings["threshold"] = cut
+    signature = Signature(system="slots", settings=settings)
+    return SlotsRun(scores, paired, signature, topics, errors, warnings)
+
+
+def _judge_signature(models: Sequence[ModelInput], judge: Matcher | None) -> str:
+    sources = []
+    for m in models:
+        if m.judge_scores is not None:
+            sources.append(f"{m.name}=file")
+        elif judge is not None:
+            sources.append(f"{m.name}={judge.name}")
+    return ";".join(sources) if sources else "none"
+
+
+def _topic_result(c: SlotCounts) -> TopicResult:
+    return TopicResult(
+        precision=c.precision,
+        recall=c.recall,
+        f1=c.f1,
+        exact_match_rate=c.exact_match_rate,
+        extra_slots=c.extra_slots,
+        extra_values=c.extra_values,
+    )
+
+
+def _score_model(
+    gold: SlotFile,
+    model: ModelInput,
+    session_keys: list[SessionKey],
+    *,
+    tp: TPMode,
+    cut: float,
+    matcher: Matcher | None,
+    judge: Matcher | None,
+    warn: Callable[[str], None],
+    errors: list[InputError],
+) -> ModelScore:
+    preds = model.predictions
+    gold_set = set(session_keys)
+    unknown = sorted(k for k in preds.sessions if k not in gold_set)
+    if unknown:
+        first = min(preds.lines[(k, s)] for k in unknown for s in preds.sessions[k])
+        lines = sum(len(preds.sessions[k]) for k in unknown)
+        shown = ", ".join(f"{u}/{s}" for u, s in unknown[:5]) + (" ..." if len(unknown) > 5 else "")
+        warn(
+            f"{preds.path}:{first}: model {model.name!r}: {len(unknown)} session(s) not in the gold "
+            f"file ({shown}); their {lines} slot line(s) are not scored"
+        )
+    absent = [k for k in session_keys if k not in preds.sessions]
+    if absent:
+        warn(
+            f"model {model.name!r} has no prediction for {len(absent)} of {len(session_keys)} gold "
+            "session(s); their gold slots count as missed"
+        )
+
+    # The gold slots with a predicted value: the pairs a matcher or a judge has to see.
+    pairs: list[tuple[SessionKey, SlotKey]] = [
+        (sk, slot)
+        for sk in session_keys
+        for slot, values in gold.sessions[sk].items()
+        if values and preds.sessions.get(sk, {}).get(slot)
+    ]
+
+    matches: dict[tuple[SessionKey, SlotKey], bool] | None = None
+    if tp != "presence" and matcher is not None:
+        canonical = tp == "exact"
+        sims = matcher.similarities(
+            [slot_text(preds.sessions[sk][slot], canonical=canonical) for sk, slot in pairs],
+            [slot_text(gold.sessions[sk][slot], canonical=canonical) for sk, slot in pairs],
+        )
+        failed = [s.error for s in sims if not s.ok]
+        if failed:
+            warn(
+                f"model {model.name!r}: {len(failed)} value comparison(s) failed ({failed[0]}); counted as no match"
+            )
+        matches = {pair: bool(s.passes(cut)) for pair, s in zip(pairs, sims, strict=True)}
+
+    judged: dict[tuple[SessionKey, SlotKey], float] | None = None
+    if model.judge_scores is not None:
+        errors += model.judge_scores.errors
+        judged = {
+            (sk, slot): score
+            for sk, slots in model.judge_scores.scores.items()
+            for slot, score in slots.items()
+        }
+        stray = [k for k in judged if k[0] not in gold_set]
+        if stray:
+            warn(
+                f"{model.judge_scores.path}: {len(stray)} judge score(s) for sessions not in the gold file are ignored"
+            )
+    elif judge is not None and pairs:
+        sims = judge.similarities(
+            [slot_text(preds.sessions[sk][slot]) for sk, slot in pairs],
+            [slot_text(gold.sessions[sk][slot]) for sk, slot in pairs],
+        )
+        failed = [s.error for s in sims if not s.ok]
+        if failed:
+            warn(
+                f"model {model.name!r}: {len(failed)} judge call(s) failed ({failed[0]}); left out of the judge mean"
+            )
+        judged = {
+            pair: s.score
+            for pair, s in zip(pairs, sims, strict=True)
+            if s.ok and s.score is not None
+        }
+    elif judge is not None:
+        judged = {}
+
+    sessions: list[SessionCounts] = []
+    for sk in session_keys:
+        sessions.append(
+            score_session(
+                preds.sessions.get(sk, {}),
+                gold.sessions[sk],
+                value_matches=None
+                if matches is None
+                else {slot: v for (s, slot), v in matches.items() if s == sk},
+                judge_scores=None
+                if judged is None
+                else {slot: v for (s, slot), v in judged.items() if s == sk},
+            )
+        )
+    pooled = aggregate_sessions(sessions)
+    total = pooled.total
+
+    llm_judge = total.llm_judge
+    if judged is not None and pairs and total.judge_missing == len(pairs):
+        warn(
+            f"model {model.name!r}: no judge score for any predicted gold slot; the judge score is absent"
+        )
+        llm_judge = None
+    elif judged is not None and total.judge_missing:
+        source = model.judge_scores.path if model.judge_scores is not None else "the judge"
+        warn(
+            f"model {model.name!r}: {total.judge_missing} predicted gold slot(s) have no score from "
+            f"{source}; the judge mean leaves them out"
+        )
+
+    seconds: list[float] = []
+    latency: LatencySummary | None = None
+    if model.latencies is not None:
+        errors += model.latencies.errors
+        stray_latency = [k for k in model.latencies.seconds if k not in gold_set]
+        if stray_latency:
+            warn(
+                f"{model.latencies.path}: {len(stray_latency)} latency line(s) for sessions not in the "
+                "gold file are ignored"
+            )
+        seconds = [model.latencies.seconds[k] for k in session_keys if k in model.latencies.seconds]
+        if len(seconds) < len(session_keys):
+            warn(
+                f"model {model.name!r}: latency known for {len(seconds)} of {len(session_keys)} gold sessions"
+            )
+        stats = latency_stats(seconds)
+        if stats is not None:
+            latency = LatencySummary(
+                mean=stats.mean, median=stats.median, p95=stats.p95, total=stats.total
+            )
+
+    result = ModelResult(
+        precision=total.precision,
+        recall=total.recall,
+        f1=total.f1,
+        exact_match_rate=total.exact_match_rate,
+        token_precision=total.token_precision,
+        token_recall=total.token_recall,
+        token_f1=total.token_f1,
+        bleu1=total.bleu1,
+        llm_judge=llm_judge,
+        latency=latency,
+        extra_slots=total.extra_slots,
+        extra_values=total.extra_values,
+        per_topic={t: _topic_result(c) for t, c in pooled.per_topic.items()},
+        counts=Counts(
+            tp=total.tp,
+            fp=total.fp,
+            fn=total.fn,
+            gold_slots=total.gold_slots,
+            sessions=total.sessions,
+        ),
+        ci={},
+    )
+    return ModelScore(model.name, result, sessions, seconds)

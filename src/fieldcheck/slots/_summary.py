@@ -1,0 +1,234 @@
+"""The report's "Results Summary" and "Key findings", generated from the numbers by fixed rules.
+
+The rules are written out in docs/slots.md ("How the summary is written"); every number shown is
+rounded only here, from full-precision results.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from fieldcheck.slots._score import ModelScore, SlotsRun
+
+BALANCE_GAP = 0.15
+"""Recall above precision by this much is "High recall" / "Low precision" (and vice versa)."""
+
+
+@dataclass(frozen=True)
+class Item:
+    """A phrase of the summary; ``bold`` marks the spec's emphasised verdicts."""
+
+    text: str
+    bold: bool = False
+
+
+@dataclass
+class SummaryRow:
+    model: str
+    f1: float
+    best_f1: bool
+    latency_mean: float | None
+    fastest: bool
+    strengths: list[Item] = field(default_factory=list)
+    weaknesses: list[Item] = field(default_factory=list)
+
+
+@dataclass
+class Finding:
+    title: str
+    bullets: list[str] = field(default_factory=list)
+
+
+def _extremes(
+    models: Sequence[ModelScore], value: Callable[[ModelScore], float | None]
+) -> tuple[set[str], set[str]]:
+    """Names holding the max and the min of ``value``; empty when fewer than two models have
+    a value or all values are equal (nobody is best when everyone is the same)."""
+    known = [(m.name, v) for m in models if (v := value(m)) is not None]
+    if len(known) < 2:
+        return set(), set()
+    values = [v for _, v in known]
+    hi, lo = max(values), min(values)
+    if hi == lo:
+        return set(), set()
+    return {n for n, v in known if v == hi}, {n for n, v in known if v == lo}
+
+
+def _latency(m: ModelScore) -> float | None:
+    return m.result.latency.mean if m.result.latency is not None else None
+
+
+def _topic_f1(topic: str) -> Callable[[ModelScore], float]:
+    return lambda m: m.result.per_topic[topic].f1
+
+
+def gold_topics(run: SlotsRun) -> list[str]:
+    """Topics with at least one gold slot (topics seen only in extra slots are left out)."""
+    if not run.models:
+        return []
+    with_gold: set[str] = set()
+    for s in run.models[0].sessions:
+        with_gold |= {t for t, c in s.per_topic.items() if c.gold_slots}
+    return sorted(with_gold)
+
+
+def results_summary(run: SlotsRun) -> list[SummaryRow]:
+    """One row per model: F1, mean latency, strengths and weaknesses by the documented rules."""
+    models = run.models
+    best_f1, _ = _extremes(models, lambda m: m.result.f1)
+    hi_p, lo_p = _extremes(models, lambda m: m.result.precision)
+    hi_r, lo_r = _extremes(models, lambda m: m.result.recall)
+    slowest, fastest = _extremes(models, _latency)
+    most_extra, fewest_extra = _extremes(models, lambda m: m.result.extra_slots)
+    hi_j, lo_j = _extremes(models, lambda m: m.result.llm_judge)
+    topics = gold_topics(run)
+    best_in_topic = {t: _extremes(models, _topic_f1(t))[0] for t in topics}
+
+    rows = []
+    for m in models:
+        r = m.result
+        p, rc = f"{r.precision:.2f}", f"{r.recall:.2f}"
+        row = SummaryRow(m.name, r.f1, m.name in best_f1, _latency(m), m.name in fastest)
+        s, w = row.strengths, row.weaknesses
+        if m.name in best_f1:
+            s.append(Item("Best overall", bold=True))
+        if m.name in hi_p and m.name in hi_r:
+            s.append(Item(f"highest precision ({p}) & recall ({rc})"))
+        elif m.name in hi_p:
+            s.append(Item(f"highest precision ({p})"))
+        elif m.name in hi_r:
+            s.append(Item(f"highest recall ({rc})"))
+        if r.recall - r.precision >= BALANCE_GAP and m.name not in hi_r:
+            s.append(Item(f"High recall ({rc})"))
+        if r.precision - r.recall >= BALANCE_GAP and m.name not in hi_p:
+            s.append(Item(f"High precision ({p})"))
+        if m.name in fastest:
+            s.append(Item("Fastest", bold=True))
+        if m.name in fewest_extra:
+            s.append(Item(f"fewest hallucinations ({r.extra_slots} extra slots)"))
+        if m.name in hi_j and r.llm_judge is not None:
+            s.append(Item(f"highest LLM judge score ({r.llm_judge:.2f})"))
+        won = [t for t in topics if m.name in best_in_topic[t]]
+        if topics and len(won) == len(topics):
+            s.append(Item("best per-topic performance"))
+        elif won:
+            s.append(Item(f"best F1 on {', '.join(won)}"))
+
+        if m.name in lo_p and m.name in lo_r:
+            w.append(Item(f"Lowest precision ({p}) & recall ({rc})"))
+        elif m.name in lo_p:
+            w.append(Item(f"Lowest precision ({p})"))
+        elif m.name in lo_r:
+            w.append(Item(f"Lowest recall ({rc})"))
+        if r.recall - r.precision >= BALANCE_GAP and m.name not in lo_p:
+            w.append(Item(f"Low precision ({p})"))
+        if r.precision - r.recall >= BALANCE_GAP and m.name not in lo_r:
+            w.append(Item(f"Low recall ({rc})"))
+        if m.name in slowest:
+            w.append(Item("slowest"))
+        if m.name in most_extra:
+            w.append(Item(f"most hallucinations ({r.extra_slots} extra slots)"))
+        elif most_extra and m.name not in fewest_extra:
+            w.append(Item(f"moderate hallucinations ({r.extra_slots} extra slots)"))
+        if m.name in lo_j and r.llm_judge is not None:
+            w.append(Item(f"lowest LLM judge score ({r.llm_judge:.2f})"))
+        rows.append(row)
+    return rows
+
+
+def _pct(x: float) -> str:
+    return f"{x * 100:.0f}%"
+
+
+def key_findings(run: SlotsRun) -> list[Finding]:
+    """Best overall, fastest, most and fewest hallucinations, topic difficulty, F1 differences."""
+    models = run.models
+    out: list[Finding] = []
+    if not models:
+        return out
+    topics = gold_topics(run)
+
+    by_f1 = sorted(models, key=lambda m: m.result.f1, reverse=True)
+    best = by_f1[0]
+    tied = [m.name for m in by_f1 if m.result.f1 == best.result.f1]
+    if len(tied) == 1:
+        f = Finding(f"{best.name} is the best overall (F1 {best.result.f1:.3f})")
+        if len(by_f1) > 1:
+            second = by_f1[1]
+            if second.result.f1 > 0:
+                gain = (best.result.f1 - second.result.f1) / second.result.f1
+                f.bullets.append(
+                    f"{_pct(gain)} better F1 than the next best, {second.name} ({second.result.f1:.3f})"
+                )
+        if topics:
+            f1s = [best.result.per_topic[t].f1 for t in topics]
+            f.bullets.append(f"per-topic F1 from {min(f1s):.2f} to {max(f1s):.2f}")
+        f.bullets.append(f"{_pct(best.result.exact_match_rate)} exact match coverage")
+        out.append(f)
+    else:
+        out.append(
+            Finding(f"No single best model: {', '.join(tied)} tie at F1 {best.result.f1:.3f}")
+        )
+
+    timed = sorted(
+        (m for m in models if m.result.latency is not None), key=lambda m: _latency(m) or 0.0
+    )
+    if len(timed) >= 2 and _latency(timed[0]) != _latency(timed[1]):
+        fast = timed[0]
+        fast_s = _latency(fast) or 0.0
+        f = Finding(f"{fast.name} is the fastest ({fast_s:.1f}s mean per session)")
+        f.bullets.append(
+            ", ".join(
+                f"{_pct(1 - fast_s / (_latency(o) or 1.0))} faster than {o.name}" for o in timed[1:]
+            )
+        )
+        out.append(f)
+
+    most, fewest = _extremes(models, lambda m: m.result.extra_slots)
+    if most:
+        fewest_m = min(models, key=lambda m: m.result.extra_slots)
+        for m in models:
+            if m.name not in most:
+                continue
+            f = Finding(
+                f"{m.name} has the most hallucinations ({m.result.extra_slots} extra slots)"
+            )
+            if fewest_m.result.extra_slots > 0:
+                more = m.result.extra_slots / fewest_m.result.extra_slots - 1
+                f.bullets.append(
+                    f"{_pct(more)} more than {fewest_m.name} ({fewest_m.result.extra_slots})"
+                )
+            f.bullets.append(
+                f"{m.result.extra_values} extra values; precision {m.result.precision:.3f}"
+            )
+            out.append(f)
+        for m in models:
+            if m.name in fewest:
+                out.append(
+                    Finding(
+                        f"{m.name} has the fewest hallucinations ({m.result.extra_slots} extra slots, "
+                        f"{m.result.extra_values} extra values)"
+                    )
+                )
+
+    if topics:
+        mean_f1 = {t: sum(m.result.per_topic[t].f1 for m in models) / len(models) for t in topics}
+        ranked = sorted(topics, key=lambda t: (-mean_f1[t], t))
+        f = Finding("Topic difficulty ranking (by mean F1 over models, easiest first)")
+        for i, t in enumerate(ranked):
+            label = "Easiest" if i == 0 else "Hardest" if i == len(ranked) - 1 else "Moderate"
+            if len(ranked) == 1:
+                label = "Only topic"
+            f1s = [m.result.per_topic[t].f1 for m in models]
+            spread = f"{min(f1s):.2f}-{max(f1s):.2f}" if len(models) > 1 else f"{f1s[0]:.2f}"
+            f.bullets.append(f"{label}: {t} (mean F1 {mean_f1[t]:.2f}; F1 {spread})")
+        out.append(f)
+
+    if run.paired_f1:
+        f = Finding("F1 differences (paired bootstrap over sessions, two-sided)")
+        for pair in run.paired_f1:
+            p = "n/a" if pair.p_value is None else f"{pair.p_value:.3f}"
+            f.bullets.append(f"{pair.model_a} - {pair.model_b}: {pair.difference:+.3f} (p = {p})")
+        out.append(f)
+    return out
