@@ -1,7 +1,436 @@
-"""`fieldcheck json ...` commands."""
+"""`fieldcheck json ...`: score one output or a batch against ground truth (json-evaluation.md).
+
+A thin shell: parse options, call ``fieldcheck.jsoneval``, format. Exit status 0 when everything
+was scored, 3 when some records (or the output) could not be scored, 2 on usage errors.
+"""
 
 from __future__ import annotations
 
-import typer
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any
 
-app = typer.Typer(help="json evaluation.", no_args_is_help=True)
+import orjson
+import typer
+from pydantic import ValidationError
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from fieldcheck._util.errors import InputError
+from fieldcheck._util.jsonio import dumps, read_json
+from fieldcheck.jsoneval import (
+    BatchSummary,
+    EvalConfig,
+    JsonEvalResult,
+    MatcherError,
+    evaluate,
+    evaluate_batch,
+    load_strategies,
+    parse_weights,
+    read_batch,
+    record_error,
+    write_batch_outputs,
+)
+from fieldcheck.metrics._json_fields import BUCKET_NAMES
+
+app = typer.Typer(
+    help=(
+        "Score a model's JSON output against ground truth: completeness, hallucination, accuracy, "
+        "safety and the Response Quality Score (RQS)."
+    ),
+    no_args_is_help=True,
+)
+EXIT_OK, EXIT_USAGE, EXIT_FAILED = 0, 2, 3
+_SCORES = ("completeness", "hallucination", "accuracy", "safety_score", "rqs")
+
+StrategiesOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--strategies",
+        help=(
+            "JSON file mapping field (or dotted path with --flatten, e.g. 'items[*].sku') to "
+            "EXACT, FUZZY, SEMANTIC or IGNORE. Fields not listed are auto-detected: numbers, "
+            "booleans, dates, emails, arrays and objects EXACT, other text SEMANTIC."
+        ),
+    ),
+]
+WeightsOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--weights",
+        help=(
+            "RQS weights as name=value pairs, e.g. "
+            "'accuracy=0.45,completeness=0.25,hallucination=0.15,safety=0.15' (the defaults); "
+            "names left out keep their default."
+        ),
+    ),
+]
+FuzzyOpt = Annotated[
+    float,
+    typer.Option(
+        "--fuzzy-threshold", min=0.0, max=1.0, help="A FUZZY field matches when similarity >= this."
+    ),
+]
+SemanticOpt = Annotated[
+    float,
+    typer.Option(
+        "--semantic-threshold",
+        min=0.0,
+        max=1.0,
+        help="A SEMANTIC field matches when similarity >= this.",
+    ),
+]
+MatcherOpt = Annotated[
+    str,
+    typer.Option(
+        "--matcher",
+        help=(
+            "Similarity for FUZZY and SEMANTIC fields: 'local' (rapidfuzz token_sort_ratio and "
+            "the offline all-MiniLM-L6-v2 cosine) or 'llm' (a judge model; needs --judge-base-url "
+            "and --judge-model, key from FIELDCHECK_JUDGE_API_KEY or OPENAI_API_KEY)."
+        ),
+    ),
+]
+JudgeUrlOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--judge-base-url", help="OpenAI-compatible base URL of the judge (--matcher llm)."
+    ),
+]
+JudgeModelOpt = Annotated[
+    str | None, typer.Option("--judge-model", help="Model name of the judge (--matcher llm).")
+]
+FlattenOpt = Annotated[
+    bool,
+    typer.Option(
+        "--flatten",
+        help=(
+            "Score nested objects leaf by leaf under dotted paths ('address.city', "
+            "'items[0].sku') instead of comparing each top-level value as a whole (the spec's default)."
+        ),
+    ),
+]
+SafetyOpt = Annotated[
+    str,
+    typer.Option(
+        "--safety-check",
+        help=(
+            "'off' (safety_score 1.0, or the record's own) or 'leaks': safety_score 0 when the "
+            "output contains e-mail addresses, card numbers, SSNs or secrets absent from the ground truth."
+        ),
+    ),
+]
+
+
+@dataclass
+class _Options:
+    strategies: Path | None
+    weights: str | None
+    fuzzy_threshold: float
+    semantic_threshold: float
+    matcher: str
+    judge_base_url: str | None
+    judge_model: str | None
+    flatten: bool
+    safety_check: str
+
+
+def _err(console: Console, message: str) -> None:
+    console.print(f"[red]error:[/red] {escape(message)}", highlight=False, soft_wrap=True)
+
+
+def _config(opts: _Options, console: Console) -> EvalConfig:
+    """Options -> EvalConfig, or exit 2 with one line saying what is wrong."""
+    try:
+        strategies = load_strategies(opts.strategies) if opts.strategies else {}
+        weights = parse_weights(opts.weights) if opts.weights else None
+        if opts.matcher not in ("local", "llm"):
+            raise InputError("--matcher must be 'local' or 'llm'", value=opts.matcher)
+        if opts.safety_check not in ("off", "leaks"):
+            raise InputError("--safety-check must be 'off' or 'leaks'", value=opts.safety_check)
+        if opts.matcher == "llm" and not (opts.judge_base_url and opts.judge_model):
+            raise InputError("--matcher llm needs --judge-base-url and --judge-model")
+        settings: dict[str, Any] = {
+            "strategies": strategies,
+            "fuzzy_threshold": opts.fuzzy_threshold,
+            "semantic_threshold": opts.semantic_threshold,
+            "matcher": opts.matcher,
+            "judge_base_url": opts.judge_base_url,
+            "judge_model": opts.judge_model,
+            "flatten": opts.flatten,
+            "safety_check": opts.safety_check,
+        }
+        if weights is not None:
+            settings["weights"] = weights
+        return EvalConfig.model_validate(settings)
+    except InputError as exc:
+        _err(console, str(exc))
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        _err(console, f"{'.'.join(map(str, first['loc']))}: {first['msg']}")
+    raise typer.Exit(EXIT_USAGE)
+
+
+def _read_output(path: Path, console: Console) -> Any:
+    """The output file as JSON, or its raw text when it is not valid JSON (scored, not rejected)."""
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        _err(console, f"{path}: cannot read file: {exc.strerror}")
+        raise typer.Exit(EXIT_USAGE) from None
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return raw.decode("utf-8", errors="replace")
+
+
+def _fmt(value: float | None) -> str:
+    return "-" if value is None else f"{value:.4f}"
+
+
+def print_result(console: Console, result: JsonEvalResult) -> None:
+    """The readable form of one result: buckets, fields, the four scores and RQS."""
+    buckets = Table(title="Key buckets", show_header=True, header_style="bold")
+    buckets.add_column("bucket")
+    buckets.add_column("n", justify="right")
+    buckets.add_column("keys")
+    for name in BUCKET_NAMES:
+        keys = result.buckets[name]
+        buckets.add_row(name, str(len(keys)), escape(", ".join(keys)))
+    console.print(buckets)
+    fields = Table(title="Fields scored for accuracy (both_non_null)", header_style="bold")
+    for column, justify in (
+        ("field", "left"),
+        ("strategy", "left"),
+        ("similarity", "right"),
+        ("score", "right"),
+    ):
+        fields.add_column(column, justify=justify)  # type: ignore[arg-type]
+    for name, field in result.fields.items():
+        fields.add_row(escape(name), field.strategy, _fmt(field.similarity), _fmt(field.score))
+    console.print(fields)
+    scores = Table(title="Scores", header_style="bold")
+    scores.add_column("score")
+    scores.add_column("value", justify="right")
+    for name in _SCORES:
+        scores.add_row("RQS" if name == "rqs" else name, _fmt(getattr(result, name)))
+    console.print(scores)
+    if result.flags:
+        console.print(
+            f"[yellow]flags:[/yellow] {escape(', '.join(result.flags))} (output kind: {result.output_kind})"
+        )
+    console.print(f"[dim]{escape(result.signature.format())}[/dim]", soft_wrap=True)
+
+
+def print_summary(
+    console: Console, summary: BatchSummary, paths: dict[str, Path] | None = None
+) -> None:
+    """Means of the scores, counts, the weakest fields and where the files are."""
+    console.print(
+        f"[bold]JSON evaluation:[/bold] {summary.scored} of {summary.records} records scored"
+    )
+    table = Table(header_style="bold")
+    table.add_column("score")
+    table.add_column("mean", justify="right")
+    for name in _SCORES:
+        table.add_row("RQS" if name == "rqs" else name, _fmt(summary.means[name]))
+    console.print(table)
+    console.print(
+        f"failed: {summary.failed}   not an object: {summary.not_an_object}   "
+        f"safety leaks: {summary.safety_flagged}   distinct pairs matched: "
+        f"FUZZY {summary.matcher_pairs.get('FUZZY', 0)}, SEMANTIC {summary.matcher_pairs.get('SEMANTIC', 0)}"
+    )
+    scored = [(n, f) for n, f in summary.fields.items() if f.scored]
+    if scored:
+        worst = sorted(scored, key=lambda nf: (nf[1].match_rate or 0.0, nf[0]))[:8]
+        fields = Table(title="Fields with the lowest match rate", header_style="bold")
+        fields.add_column("field", overflow="fold")
+        fields.add_column("strategy", overflow="fold")
+        for column in ("scored", "matched", "rate", "missing", "halluc."):
+            fields.add_column(column, justify="right")
+        for name, f in worst:
+            fields.add_row(
+                escape(name),
+                ",".join(f.strategies),
+                str(f.scored),
+                str(f.matched),
+                _fmt(f.match_rate),
+                str(f.missing),
+                str(f.hallucinated),
+            )
+        console.print(fields)
+    if paths:
+        for name, path in paths.items():
+            console.print(f"{name:>8}: {escape(str(path))}")
+
+
+@app.command("score")
+def score(
+    ground_truth: Annotated[Path, typer.Argument(help="Ground-truth JSON file (a JSON object).")],
+    output: Annotated[
+        Path,
+        typer.Argument(
+            help="Model output file: a JSON object; anything else is scored as a non-object and flagged."
+        ),
+    ],
+    strategies: StrategiesOpt = None,
+    weights: WeightsOpt = None,
+    fuzzy_threshold: FuzzyOpt = 0.85,
+    semantic_threshold: SemanticOpt = 0.80,
+    matcher: MatcherOpt = "local",
+    judge_base_url: JudgeUrlOpt = None,
+    judge_model: JudgeModelOpt = None,
+    flatten: FlattenOpt = False,
+    safety_check: SafetyOpt = "off",
+    as_json: Annotated[
+        bool,
+        typer.Option(
+            "--json",
+            help="Print one JSON object (scores, buckets, fields, signature) instead of tables.",
+        ),
+    ] = False,
+) -> None:
+    """Score one output against one ground truth and print the buckets, fields, scores and RQS."""
+    console, errors = Console(), Console(stderr=True)
+    config = _config(
+        _Options(
+            strategies,
+            weights,
+            fuzzy_threshold,
+            semantic_threshold,
+            matcher,
+            judge_base_url,
+            judge_model,
+            flatten,
+            safety_check,
+        ),
+        errors,
+    )
+    try:
+        gt = read_json(ground_truth)
+    except InputError as exc:
+        _err(errors, str(exc))
+        raise typer.Exit(EXIT_USAGE) from None
+    if not isinstance(gt, dict):
+        _err(
+            errors,
+            str(InputError("ground truth must be a JSON object", file=ground_truth, value=gt)),
+        )
+        raise typer.Exit(EXIT_USAGE)
+    value = _read_output(output, errors)
+    try:
+        result = evaluate(value, gt, config)
+    except MatcherError as exc:
+        _err(errors, f"{output}: {exc}")
+        raise typer.Exit(EXIT_FAILED) from None
+    if result.not_an_object:
+        errors.print(
+            f"[yellow]warning:[/yellow] {escape(str(output))}: output is not a JSON object "
+            f"({result.output_kind}); scored by the non-object rule (completeness 0, accuracy 0, hallucination 1)",
+            highlight=False,
+            soft_wrap=True,
+        )
+    if as_json:
+        sys.stdout.write(dumps(result.public_dict()) + "\n")
+    else:
+        print_result(console, result)
+
+
+def run_batch(
+    data: Path, config: EvalConfig, out: Path, *, console: Console, errors: Console
+) -> int:
+    """Read, score and write a batch; print errors, the summary and the files; return the exit status."""
+    try:
+        records, read_errors = read_batch(data)
+    except InputError as exc:
+        _err(errors, str(exc))
+        return EXIT_USAGE
+    for problem in read_errors:
+        _err(errors, str(problem))
+    if not records and not read_errors:
+        _err(errors, f"{data}: no records (the file is empty)")
+        return EXIT_USAGE
+    with Progress(
+        TextColumn("{task.description:<10}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=errors,
+        transient=True,
+    ) as bar:
+        tasks: dict[str, Any] = {}
+
+        def progress(phase: str, done: int, total: int) -> None:
+            if phase not in tasks:
+                tasks[phase] = bar.add_task(phase, total=total or 1)
+            bar.update(tasks[phase], completed=done if total else 1, total=total or 1)
+
+        batch = evaluate_batch(
+            records, config, errors=[record_error(e) for e in read_errors], progress=progress
+        )
+    for failure in batch.errors[len(read_errors) :]:
+        _err(errors, f"{data}:{failure.line}: record {failure.record}: {failure.reason}")
+    paths = write_batch_outputs(out, batch)
+    print_summary(console, batch.summary, paths)
+    return EXIT_FAILED if batch.errors else EXIT_OK
+
+
+@app.command("batch")
+def batch(
+    data: Annotated[
+        Path,
+        typer.Argument(
+            help='JSONL file: one {"id", "ground_truth": {...}, "output": ..., "safety_score"?} per line.'
+        ),
+    ],
+    out: Annotated[
+        Path,
+        typer.Option(
+            "--out", help="Directory for records.jsonl, summary.json, fields.csv, errors.jsonl."
+        ),
+    ],
+    strategies: StrategiesOpt = None,
+    weights: WeightsOpt = None,
+    fuzzy_threshold: FuzzyOpt = 0.85,
+    semantic_threshold: SemanticOpt = 0.80,
+    matcher: MatcherOpt = "local",
+    judge_base_url: JudgeUrlOpt = None,
+    judge_model: JudgeModelOpt = None,
+    flatten: FlattenOpt = False,
+    safety_check: SafetyOpt = "off",
+) -> None:
+    """Score every line of DATA.jsonl; write the four output files into --out. Exit 0 when every line
+    scored, 3 when some failed (each named file:line in errors.jsonl), 2 on usage errors."""
+    console, errors = Console(), Console(stderr=True)
+    config = _config(
+        _Options(
+            strategies,
+            weights,
+            fuzzy_threshold,
+            semantic_threshold,
+            matcher,
+            judge_base_url,
+            judge_model,
+            flatten,
+            safety_check,
+        ),
+        errors,
+    )
+    raise typer.Exit(run_batch(data, config, out, console=console, errors=errors))
+
+
+def run_demo(out_dir: Path) -> int:
+    """``make demo``: the batch on the bundled invoice example (flattened, with its strategy config)."""
+    from fieldcheck.jsoneval._example import bundled_example
+
+    console = Console()
+    data, strategies = bundled_example(out_dir / "input")
+    config = EvalConfig(strategies=load_strategies(strategies), flatten=True, safety_check="leaks")
+    console.print(
+        f"Scoring {escape(str(data))} with {escape(str(strategies))} "
+        "(--flatten, --safety-check leaks, local matchers)"
+    )
+    return run_batch(data, config, out_dir, console=console, errors=Console(stderr=True))

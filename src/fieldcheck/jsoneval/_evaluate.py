@@ -213,12 +213,12 @@ def _match_all(
     if progress:
         progress("match", 0, total)
     found: dict[tuple[str, str, str], Similarity] = {}
-    for strategy, pairs in distinct.items():
+    for family, pairs in distinct.items():
         for start in range(0, len(pairs), MATCH_CHUNK):
             chunk = pairs[start : start + MATCH_CHUNK]
-            sims = matchers[strategy].similarities([p for p, _ in chunk], [r for _, r in chunk])
+            sims = matchers[family].similarities([p for p, _ in chunk], [r for _, r in chunk])
             for (p, r), sim in zip(chunk, sims, strict=True):
-                found[(strategy, p, r)] = sim
+                found[(family, p, r)] = sim
             done += len(chunk)
             if progress:
                 progress("match", done, total)

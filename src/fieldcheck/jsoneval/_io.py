@@ -44,6 +44,8 @@ def _validation_error(
     first = exc.errors()[0]
     loc = [str(p) for p in first["loc"] if str(p) not in ("str", "int")]
     reason = _REASONS.get(first["type"], first["msg"].removeprefix("Value error, "))
+    if loc == ["safety_score"]:
+        reason = "must be a number in [0, 1] or null"
     value = ... if first["type"] == "missing" else first["input"]
     return InputError(
         reason, file=file, line=line, record=record, field=".".join(loc) or None, value=value

@@ -133,12 +133,14 @@ def rqs(
 ) -> float:
     """Phase 4 Response Quality Score: weighted sum minus weighted hallucination, clamped to [0, 1]."""
     w = weights or RqsWeights()
-    value = (
-        w.accuracy * accuracy
-        + w.completeness * completeness
-        + w.safety * safety_score
-        - w.hallucination * hallucination
-    )
+    value = math.fsum(
+        [
+            w.accuracy * accuracy,
+            w.completeness * completeness,
+            w.safety * safety_score,
+            -w.hallucination * hallucination,
+        ]
+    )  # fsum rounds once: the walkthrough gives 0.7375, not 0.7374999999999999
     return min(1.0, max(0.0, value))
 
 
