@@ -60,7 +60,9 @@ def _gold(value: Any) -> Any:
     return round(value, 5)
 
 
-def _make_table(rng: random.Random, *, non_numeric: bool, duplicate: bool) -> dict[str, dict[str, Any]]:
+def _make_table(
+    rng: random.Random, *, non_numeric: bool, duplicate: bool
+) -> dict[str, dict[str, Any]]:
     metrics = rng.sample(METRICS, 4)
     columns: dict[str, dict[str, Any]] = {}
     base = {m: rng.randint(200, 9000) for m in metrics}
@@ -88,7 +90,9 @@ def _numeric_metrics(table: dict[str, dict[str, Any]]) -> list[str]:
     return [m for m in metrics if all(isinstance(col.get(m), float) for col in table.values())]
 
 
-def _change_turns(rng: random.Random, table: dict[str, dict[str, Any]], company: str) -> list[tuple[str, str]]:
+def _change_turns(
+    rng: random.Random, table: dict[str, dict[str, Any]], company: str
+) -> list[tuple[str, str]]:
     metric = rng.choice(_numeric_metrics(table))
     y0, y1 = "2022", "2023"
     a, b = _num(_cell(table, y1, metric)), _num(_cell(table, y0, metric))
@@ -100,7 +104,9 @@ def _change_turns(rng: random.Random, table: dict[str, dict[str, Any]], company:
     ]
 
 
-def _sum_turns(rng: random.Random, table: dict[str, dict[str, Any]], company: str) -> list[tuple[str, str]]:
+def _sum_turns(
+    rng: random.Random, table: dict[str, dict[str, Any]], company: str
+) -> list[tuple[str, str]]:
     m1, m2 = rng.sample(_numeric_metrics(table), 2)
     year = rng.choice(YEARS[1:])
     a, b = _num(_cell(table, year, m1)), _num(_cell(table, year, m2))
@@ -112,12 +118,17 @@ def _sum_turns(rng: random.Random, table: dict[str, dict[str, Any]], company: st
     ]
 
 
-def _table_turns(rng: random.Random, table: dict[str, dict[str, Any]], company: str) -> list[tuple[str, str]]:
+def _table_turns(
+    rng: random.Random, table: dict[str, dict[str, Any]], company: str
+) -> list[tuple[str, str]]:
     metric = rng.choice(_numeric_metrics(table))
     return [
         (f"what is the total {metric} over the three years?", f"table_sum({metric}, none)"),
         (f"and the average {metric}?", f"table_average({metric}, none)"),
-        (f"what was the highest yearly {metric}, in thousands?", f"table_max({metric}, none), multiply(#0, const_1000)"),
+        (
+            f"what was the highest yearly {metric}, in thousands?",
+            f"table_max({metric}, none), multiply(#0, const_1000)",
+        ),
     ]
 
 
@@ -180,7 +191,13 @@ def gold_plan(program: str) -> dict[str, Any]:
         for arg in step.args:
             if arg.kind in ("number", "row"):
                 steps.append({"tool": "extract", "source": "table", "value": arg.model_dump()})
-        steps.append({"tool": "compute", "operation": step.operation, "args": [a.model_dump() for a in step.args]})
+        steps.append(
+            {
+                "tool": "compute",
+                "operation": step.operation,
+                "args": [a.model_dump() for a in step.args],
+            }
+        )
     return {"steps": steps}
 
 
@@ -196,7 +213,12 @@ def predict(record: dict[str, Any], model: str, rng: random.Random) -> list[dict
     dialogue = record["dialogue"]
     lines = []
     for turn, (question, program, gold) in enumerate(
-        zip(dialogue["conv_questions"], dialogue["turn_program"], dialogue["executed_answers"], strict=True)
+        zip(
+            dialogue["conv_questions"],
+            dialogue["turn_program"],
+            dialogue["executed_answers"],
+            strict=True,
+        )
     ):
         percent = "percentage" in question or "ratio" in question
         plan: dict[str, Any] | None = gold_plan(program)
@@ -229,7 +251,9 @@ def predict(record: dict[str, Any], model: str, rng: random.Random) -> list[dict
             answer = '=HYPERLINK("http://example.invalid")' if rng.random() < 0.5 else ""
         if model == "model_a":
             if rng.random() < 0.1 and len(ops) > 1 and plan is not None:
-                plan["steps"] = [s for s in plan["steps"] if s is not ops[-1]]  # forgot the last step
+                plan["steps"] = [
+                    s for s in plan["steps"] if s is not ops[-1]
+                ]  # forgot the last step
         else:
             if plan is not None and ops:
                 renamed = {"divide": "percentage_change", "subtract": "difference", "add": "sum"}
@@ -246,7 +270,8 @@ def predict(record: dict[str, Any], model: str, rng: random.Random) -> list[dict
         validation = [
             {
                 "check": "answer_is_number",
-                "passed": answer is not None and any(ch.isdigit() for ch in str(answer)) or answer in ("yes", "no"),
+                "passed": (answer is not None and any(ch.isdigit() for ch in str(answer)))
+                or answer in ("yes", "no"),
                 "message": "" if answer is not None else "empty answer",
             }
         ]
@@ -266,20 +291,27 @@ def predict(record: dict[str, Any], model: str, rng: random.Random) -> list[dict
     return lines
 
 
-def main() -> None:
+def build() -> dict[str, str]:
+    """Every example file's name and text (deterministic)."""
     rng = random.Random(20240611)
     data = {
         "train": [make_record(rng, i, split="train") for i in range(12, 16)],
         "dev": [make_record(rng, i, split="dev") for i in range(12)],
     }
-    (HERE / "data.json").write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+    files = {"data.json": json.dumps(data, indent=1) + "\n"}
     for model, seed in (("model_a", 1), ("model_b", 2)):
         model_rng = random.Random(seed)
-        with (HERE / f"predictions_{model}.jsonl").open("w", encoding="utf-8") as handle:
-            for record in data["dev"]:
-                for line in predict(record, model, model_rng):
-                    handle.write(json.dumps(line, sort_keys=True) + "\n")
-    print(f"wrote {HERE / 'data.json'} and predictions of {2} models")
+        lines = [line for record in data["dev"] for line in predict(record, model, model_rng)]
+        files[f"predictions_{model}.jsonl"] = "".join(
+            json.dumps(x, sort_keys=True) + "\n" for x in lines
+        )
+    return files
+
+
+def main() -> None:
+    for name, text in build().items():
+        (HERE / name).write_text(text, encoding="utf-8")
+        print(f"wrote {HERE / name}")
 
 
 if __name__ == "__main__":

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -91,7 +91,9 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
-def show_result(result: NumericResult, out: Path, console: Console, *, title: str = "numeric QA") -> None:
+def show_result(
+    result: NumericResult, out: Path, console: Console, *, title: str = "numeric QA"
+) -> None:
     """A Rich table of the headline statistics, the problems found, and where the files are."""
     stats = result.statistics
     ci = stats.get("bootstrap_95_ci") or {}
@@ -107,11 +109,21 @@ def show_result(result: NumericResult, out: Path, console: Console, *, title: st
             "" if not interval else f"[{interval['low']:.3f}, {interval['high']:.3f}]",
         )
     table.add_row("avg operations per turn", _fmt(stats.get("avg_operations_per_turn")), "")
-    table.add_row("tokens (in / out)", f"{stats['total_input_tokens']} / {stats['total_output_tokens']}", "")
-    table.add_row("cost per correct answer (tokens)", _fmt(stats.get("cost_per_correct_answer")), "")
+    table.add_row(
+        "tokens (in / out)", f"{stats['total_input_tokens']} / {stats['total_output_tokens']}", ""
+    )
+    table.add_row(
+        "cost per correct answer (tokens)", _fmt(stats.get("cost_per_correct_answer")), ""
+    )
     if "cost_per_correct_answer_usd" in stats:
-        table.add_row("cost per correct answer (USD)", _fmt(stats.get("cost_per_correct_answer_usd")), "")
-    table.add_row("failure modes", ", ".join(f"{k}={v}" for k, v in stats["failure_modes"].items()) or "none", "")
+        table.add_row(
+            "cost per correct answer (USD)", _fmt(stats.get("cost_per_correct_answer_usd")), ""
+        )
+    table.add_row(
+        "failure modes",
+        ", ".join(f"{k}={v}" for k, v in stats["failure_modes"].items()) or "none",
+        "",
+    )
     table.add_row(
         "conversations / turns", f"{stats['num_conversations']} / {stats['num_turns']}", ""
     )
@@ -121,42 +133,86 @@ def show_result(result: NumericResult, out: Path, console: Console, *, title: st
         for error in result.input_errors[:5]:
             console.print("  " + error.one_line(), markup=False, highlight=False)
     console.print(f"signature: {result.signature.format()}", markup=False, highlight=False)
-    console.print(f"outputs in {out}/ (summary.csv, turns.csv, errors.csv, statistics.json, ...)", markup=False)
+    console.print(
+        f"outputs in {out}/ (summary.csv, turns.csv, errors.csv, statistics.json, ...)",
+        markup=False,
+    )
 
 
 @app.command("score")
 def score_command(
-    data: Path = typer.Option(
-        ..., "--data", exists=True, dir_okay=False, readable=True,
-        help="ConvFinQA file: the derived {'train','dev'} format or the original list format.",
-    ),
-    predictions: Path = typer.Option(
-        ..., "--predictions", exists=True, dir_okay=False, readable=True,
-        help="Predictions JSONL, one line per (conversation_id, turn); see docs/formats.md.",
-    ),
-    out: Path = typer.Option(..., "--out", file_okay=False, help="Directory for every output file (created)."),
-    split: str | None = typer.Option(
-        None, "--split", help="Split to score in the derived format (default 'dev'); only a label for the original format."
-    ),
-    sample_size: int | None = typer.Option(
-        None, "--sample-size", min=0, help="Score only N conversations: the first N, or a random N with --seed."
-    ),
-    seed: int | None = typer.Option(None, "--seed", help="Seed of the random sample for --sample-size."),
-    price_in: float | None = typer.Option(
-        None, "--price-in", min=0.0, help="USD per 1M input tokens (with --price-out) for dollar costs."
-    ),
-    price_out: float | None = typer.Option(
-        None, "--price-out", min=0.0, help="USD per 1M output tokens (with --price-in)."
-    ),
-    bootstrap: int = typer.Option(
-        1000, "--bootstrap", min=0, help="Bootstrap resamples of conversations for 95% intervals (0: none)."
-    ),
+    data: Annotated[
+        Path,
+        typer.Option(
+            "--data",
+            exists=True,
+            dir_okay=False,
+            readable=True,
+            help="ConvFinQA file: the derived {'train','dev'} format or the original list format.",
+        ),
+    ],
+    predictions: Annotated[
+        Path,
+        typer.Option(
+            "--predictions",
+            exists=True,
+            dir_okay=False,
+            readable=True,
+            help="Predictions JSONL, one line per (conversation_id, turn); see docs/formats.md.",
+        ),
+    ],
+    out: Annotated[
+        Path,
+        typer.Option("--out", file_okay=False, help="Directory for every output file (created)."),
+    ],
+    split: Annotated[
+        str | None,
+        typer.Option(
+            "--split",
+            help="Split to score in the derived format (default 'dev'); only a label for the original format.",
+        ),
+    ] = None,
+    sample_size: Annotated[
+        int | None,
+        typer.Option(
+            "--sample-size",
+            min=0,
+            help="Score only N conversations: the first N, or a random N with --seed.",
+        ),
+    ] = None,
+    seed: Annotated[
+        int | None, typer.Option("--seed", help="Seed of the random sample for --sample-size.")
+    ] = None,
+    price_in: Annotated[
+        float | None,
+        typer.Option(
+            "--price-in",
+            min=0.0,
+            help="USD per 1M input tokens (with --price-out) for dollar costs.",
+        ),
+    ] = None,
+    price_out: Annotated[
+        float | None,
+        typer.Option("--price-out", min=0.0, help="USD per 1M output tokens (with --price-in)."),
+    ] = None,
+    bootstrap: Annotated[
+        int,
+        typer.Option(
+            "--bootstrap",
+            min=0,
+            help="Bootstrap resamples of conversations for 95% intervals (0: none).",
+        ),
+    ] = 1000,
 ) -> None:
     """Score predictions against a ConvFinQA dataset and write every output file."""
     if (price_in is None) != (price_out is None):
-        raise typer.BadParameter("give --price-in and --price-out together", param_hint="--price-in/--price-out")
+        raise typer.BadParameter(
+            "give --price-in and --price-out together", param_hint="--price-in/--price-out"
+        )
     if seed is not None and sample_size is None:
-        raise typer.BadParameter("--seed only chooses the sample of --sample-size", param_hint="--seed")
+        raise typer.BadParameter(
+            "--seed only chooses the sample of --sample-size", param_hint="--seed"
+        )
     console = Console()
     try:
         result = run_score(
@@ -189,7 +245,12 @@ def run_demo(out_dir: Path) -> int:
     for model in EXAMPLE_MODELS:
         target = out_dir / model
         result = run_score(
-            data, EXAMPLES / f"predictions_{model}.jsonl", target, bootstrap=200, console=console, show_progress=False
+            data,
+            EXAMPLES / f"predictions_{model}.jsonl",
+            target,
+            bootstrap=200,
+            console=console,
+            show_progress=False,
         )
         rows.append((model, result, target))
     table = Table(title="ConvFinQA-style example (synthetic data, 2 models)", header_style="bold")

@@ -98,7 +98,9 @@ def parse_answer(text: str | float | int | bool | None) -> ParsedAnswer | None:
     if isinstance(text, int | float):
         if not math.isfinite(text):
             return None
-        return ParsedAnswer(value=float(text), written=float(text), decimals=_decimals(repr(float(text))))
+        return ParsedAnswer(
+            value=float(text), written=float(text), decimals=_decimals(repr(float(text)))
+        )
     cleaned = text.strip()
     if not cleaned:
         return None
@@ -168,6 +170,15 @@ def _expected(reference: float | str | bool | None) -> float | bool | None:
     return parsed.value if parsed is not None else None
 
 
+def _same_boolean(prediction: ParsedAnswer, expected: float | bool) -> bool:
+    """yes/no answers match only a yes/no gold, and only the same one (True is not 1.0)."""
+    return (
+        isinstance(expected, bool)
+        and prediction.boolean is not None
+        and prediction.boolean is expected
+    )
+
+
 def _any_close(candidates: Iterable[float], reference: float) -> bool:
     return any(_close(c, reference) for c in candidates)
 
@@ -181,7 +192,7 @@ def numerical_match(prediction: ParsedAnswer | None, reference: float | str | bo
     if prediction is None or expected is None:
         return False
     if isinstance(expected, bool) or prediction.boolean is not None:
-        return prediction.boolean is not None and prediction.boolean == expected
+        return _same_boolean(prediction, expected)
     return prediction.value is not None and _close(prediction.value, expected)
 
 
@@ -192,13 +203,15 @@ def soft_match(prediction: ParsedAnswer | None, reference: float | str | bool | 
     if prediction is None or expected is None:
         return False
     if isinstance(expected, bool) or prediction.boolean is not None:
-        return prediction.boolean is not None and prediction.boolean == expected
+        return _same_boolean(prediction, expected)
     if prediction.value is None:
         return False
     return abs(prediction.value - expected) <= abs(expected) * RELATIVE_TOLERANCE
 
 
-def unit_agnostic_match(prediction: ParsedAnswer | None, reference: float | str | bool | None) -> bool:
+def unit_agnostic_match(
+    prediction: ParsedAnswer | None, reference: float | str | bool | None
+) -> bool:
     """Numerical match of any reading (as parsed, percent sign ignored, scale word ignored)
     times 1, 100 or 0.01. So 0.10, 10 and 10% all match 0.1. Spec: 2. Unit-Agnostic Accuracy."""
     expected = _expected(reference)
@@ -209,7 +222,9 @@ def unit_agnostic_match(prediction: ParsedAnswer | None, reference: float | str 
     return _any_close((r * f for r in prediction.readings for f in UNIT_FACTORS), expected)
 
 
-def sign_agnostic_match(prediction: ParsedAnswer | None, reference: float | str | bool | None) -> bool:
+def sign_agnostic_match(
+    prediction: ParsedAnswer | None, reference: float | str | bool | None
+) -> bool:
     """Numerical match of |p| against |r|: -33.3 matches 33.3. Spec: 3. Sign-Agnostic Accuracy."""
     expected = _expected(reference)
     if prediction is None or expected is None:
@@ -238,7 +253,12 @@ def is_rounding_of(prediction: ParsedAnswer | None, reference: float | str | boo
     """True when the prediction equals the gold rounded to the decimals the prediction shows
     (0.1 for 0.14136; 14% for 0.14136 read in percent), but is not a numerical match."""
     expected = _expected(reference)
-    if prediction is None or prediction.written is None or expected is None or isinstance(expected, bool):
+    if (
+        prediction is None
+        or prediction.written is None
+        or expected is None
+        or isinstance(expected, bool)
+    ):
         return False
     if numerical_match(prediction, reference):
         return False

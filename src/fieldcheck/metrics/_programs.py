@@ -132,7 +132,9 @@ def _parse_value(text: str, *, program: str, position: int) -> NumberArg | Const
         percent = token.endswith("%")
         number = float(token.rstrip("%"))
         if not math.isfinite(number):
-            raise ProgramParseError(f"number out of range: {token!r}", program=program, position=position)
+            raise ProgramParseError(
+                f"number out of range: {token!r}", program=program, position=position
+            )
         return NumberArg(value=number / 100 if percent else number, percent=percent, text=token)
     const = _CONST.match(token)
     if const:
@@ -145,7 +147,7 @@ def _parse_value(text: str, *, program: str, position: int) -> NumberArg | Const
 
 
 def _find_close(text: str, start: int) -> int:
-    """Index of the ``)`` closing the step whose arguments start at ``start``.
+    """Index of the ``)`` closing a ``table_*`` step whose arguments start at ``start``.
 
     Parentheses inside arguments (row names such as ``net income ( loss )``) are balanced;
     the step ends at the first unbalanced ``)`` that is followed by the end or by ``, name(``.
@@ -192,12 +194,19 @@ def parse_program(text: str) -> Program:
     while True:
         match = _STEP_START.match(text, pos)
         if not match:
-            raise ProgramParseError("expected an operation name and '('", program=text, position=pos)
+            raise ProgramParseError(
+                "expected an operation name and '('", program=text, position=pos
+            )
         name = match.group(1)
         if name not in OPERATIONS:
-            raise ProgramParseError(f"unknown operation {name!r}", program=text, position=match.start(1))
+            raise ProgramParseError(
+                f"unknown operation {name!r}", program=text, position=match.start(1)
+            )
         args_start = match.end()
-        close = _find_close(text, args_start)
+        if name in TABLE_OPERATIONS:
+            close = _find_close(text, args_start)
+        else:  # arithmetic arguments never hold parentheses
+            close = text.find(")", args_start)
         if close < 0:
             raise ProgramParseError("missing ')'", program=text, position=len(text))
         inner = text[args_start:close]
@@ -220,7 +229,9 @@ def _parse_step(name: str, inner: str, *, index: int, program: str, position: in
         if tail:
             row = row[: tail.start()].strip()
         if not row:
-            raise ProgramParseError(f"{name} needs a table row name", program=program, position=position)
+            raise ProgramParseError(
+                f"{name} needs a table row name", program=program, position=position
+            )
         return Step(operation=name, args=(RowArg(name=row),))  # type: ignore[arg-type]
     parts = inner.split(",")
     if len(parts) != 2:
@@ -263,10 +274,8 @@ def cell_number(cell: float | str | None) -> float | None:
         return float(cell) if math.isfinite(cell) else None
     text = cell.strip().replace("$", "").replace(",", "").replace("%", "").strip()
     paren = re.fullmatch(r"\(\s*([\d.]+)\s*\)", text)
-    if paren:
-        text = "-" + paren.group(1)
-    else:
-        text = re.sub(r"\s*\(\s*[\d.]+\s*\)\s*$", "", text)  # "-2913 ( 2913 )"
+    # "( 45 )" is -45; in "-2913 ( 2913 )" the bracket repeats the magnitude and is dropped
+    text = "-" + paren.group(1) if paren else re.sub(r"\s*\(\s*[\d.]+\s*\)\s*$", "", text)
     text = text.replace(" ", "")
     if not re.fullmatch(r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)", text):
         return None

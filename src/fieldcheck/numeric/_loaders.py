@@ -61,14 +61,18 @@ def load_convfinqa(
         chosen = _choose_split(data, split, file)
         raw = data[chosen]
         if not isinstance(raw, list):
-            raise InputError("split is not a list of records", file=file, field=chosen, value=type(raw).__name__)
+            raise InputError(
+                "split is not a list of records", file=file, field=chosen, value=type(raw).__name__
+            )
     elif isinstance(data, list):
         fmt = "original"
         chosen = split or DEFAULT_SPLIT
         raw = data
     else:
         raise InputError(
-            'expected {"train": [...], "dev": [...]} or a list of records', file=file, value=type(data).__name__
+            'expected {"train": [...], "dev": [...]} or a list of records',
+            file=file,
+            value=type(data).__name__,
         )
 
     indices = list(range(len(raw)))
@@ -92,7 +96,14 @@ def load_convfinqa(
             errors.append(exc)
             continue
         if conversation.id in seen:
-            errors.append(InputError("duplicate conversation id; later record skipped", file=file, record=conversation.id, field="id"))
+            errors.append(
+                InputError(
+                    "duplicate conversation id; later record skipped",
+                    file=file,
+                    record=conversation.id,
+                    field="id",
+                )
+            )
             continue
         seen.add(conversation.id)
         errors.extend(warnings)
@@ -114,7 +125,9 @@ def _choose_split(data: Mapping[str, Any], split: str | None, file: Path) -> str
     keys = sorted(data)
     if split is not None:
         if split not in data:
-            raise InputError(f"no split {split!r} in file; it has {keys}", file=file, field="split", value=split)
+            raise InputError(
+                f"no split {split!r} in file; it has {keys}", file=file, field="split", value=split
+            )
         return split
     if DEFAULT_SPLIT in data:
         return DEFAULT_SPLIT
@@ -129,7 +142,9 @@ def _record_id(record: Any, index: int) -> str:
     return f"#{index}"
 
 
-def _require(obj: Any, key: str, kind: type | tuple[type, ...], *, file: Path, record: str, field: str) -> Any:
+def _require(
+    obj: Any, key: str, kind: type | tuple[type, ...], *, file: Path, record: str, field: str
+) -> Any:
     if not isinstance(obj, Mapping) or key not in obj:
         raise InputError("missing field", file=file, record=record, field=field)
     value = obj[key]
@@ -150,7 +165,9 @@ def _from_derived(
 ) -> tuple[Conversation, list[InputError]]:
     rid = _record_id(record, index)
     if not isinstance(record, Mapping):
-        raise InputError("record is not an object", file=file, record=rid, value=type(record).__name__)
+        raise InputError(
+            "record is not an object", file=file, record=rid, value=type(record).__name__
+        )
     _require(record, "id", str, file=file, record=rid, field="id")
     doc = _require(record, "doc", Mapping, file=file, record=rid, field="doc")
     dialogue = _require(record, "dialogue", Mapping, file=file, record=rid, field="dialogue")
@@ -158,17 +175,41 @@ def _from_derived(
     table: dict[str, dict[str, float | str]] = {}
     for column, rows in columns.items():
         if not isinstance(rows, Mapping):
-            raise InputError("expected an object of rows", file=file, record=rid, field=f"doc.table[{column!r}]", value=rows)
+            raise InputError(
+                "expected an object of rows",
+                file=file,
+                record=rid,
+                field=f"doc.table[{column!r}]",
+                value=rows,
+            )
         for row, cell in rows.items():
             if not isinstance(cell, int | float | str) or isinstance(cell, bool):
-                raise InputError("cell is not a number or text", file=file, record=rid, field=f"doc.table[{column!r}][{row!r}]", value=cell)
-            table.setdefault(str(row), {})[str(column)] = float(cell) if isinstance(cell, int | float) else cell
-    questions = _require(dialogue, "conv_questions", list, file=file, record=rid, field="dialogue.conv_questions")
+                raise InputError(
+                    "cell is not a number or text",
+                    file=file,
+                    record=rid,
+                    field=f"doc.table[{column!r}][{row!r}]",
+                    value=cell,
+                )
+            table.setdefault(str(row), {})[str(column)] = (
+                float(cell) if isinstance(cell, int | float) else cell
+            )
+    questions = _require(
+        dialogue, "conv_questions", list, file=file, record=rid, field="dialogue.conv_questions"
+    )
     n = len(questions)
-    answers = _turn_list(dialogue, "conv_answers", n, file=file, record=rid, prefix="dialogue", required=False)
-    programs = _turn_list(dialogue, "turn_program", n, file=file, record=rid, prefix="dialogue", required=False)
-    executed = _turn_list(dialogue, "executed_answers", n, file=file, record=rid, prefix="dialogue", required=False)
-    splits = _turn_list(dialogue, "qa_split", n, file=file, record=rid, prefix="dialogue", required=False)
+    answers = _turn_list(
+        dialogue, "conv_answers", n, file=file, record=rid, prefix="dialogue", required=False
+    )
+    programs = _turn_list(
+        dialogue, "turn_program", n, file=file, record=rid, prefix="dialogue", required=False
+    )
+    executed = _turn_list(
+        dialogue, "executed_answers", n, file=file, record=rid, prefix="dialogue", required=False
+    )
+    splits = _turn_list(
+        dialogue, "qa_split", n, file=file, record=rid, prefix="dialogue", required=False
+    )
     raw_features = record.get("features")
     turns, warnings = _build_turns(
         questions, answers, programs, executed, splits, file=file, record=rid, prefix="dialogue"
@@ -199,7 +240,9 @@ def _from_derived(
         id=rid,
         split=split,
         source_format="derived",
-        doc=Document(pre_text=_text(doc.get("pre_text")), post_text=_text(doc.get("post_text")), table=table),
+        doc=Document(
+            pre_text=_text(doc.get("pre_text")), post_text=_text(doc.get("post_text")), table=table
+        ),
         turns=tuple(turns),
         features=features,
     )
@@ -211,15 +254,27 @@ def _from_original(
 ) -> tuple[Conversation, list[InputError]]:
     rid = _record_id(record, index)
     if not isinstance(record, Mapping):
-        raise InputError("record is not an object", file=file, record=rid, value=type(record).__name__)
+        raise InputError(
+            "record is not an object", file=file, record=rid, value=type(record).__name__
+        )
     _require(record, "id", str, file=file, record=rid, field="id")
     annotation = _require(record, "annotation", Mapping, file=file, record=rid, field="annotation")
-    questions = _require(annotation, "dialogue_break", list, file=file, record=rid, field="annotation.dialogue_break")
+    questions = _require(
+        annotation, "dialogue_break", list, file=file, record=rid, field="annotation.dialogue_break"
+    )
     n = len(questions)
-    programs = _turn_list(annotation, "turn_program", n, file=file, record=rid, prefix="annotation", required=False)
-    executed = _turn_list(annotation, "exe_ans_list", n, file=file, record=rid, prefix="annotation", required=False)
-    splits = _turn_list(annotation, "qa_split", n, file=file, record=rid, prefix="annotation", required=False)
-    answers = _turn_list(annotation, "answer_list", n, file=file, record=rid, prefix="annotation", required=False)
+    programs = _turn_list(
+        annotation, "turn_program", n, file=file, record=rid, prefix="annotation", required=False
+    )
+    executed = _turn_list(
+        annotation, "exe_ans_list", n, file=file, record=rid, prefix="annotation", required=False
+    )
+    splits = _turn_list(
+        annotation, "qa_split", n, file=file, record=rid, prefix="annotation", required=False
+    )
+    answers = _turn_list(
+        annotation, "answer_list", n, file=file, record=rid, prefix="annotation", required=False
+    )
     if answers is not None and any(isinstance(a, str) and a.startswith("A") for a in answers):
         answers = None  # the original answer_list holds step names ("A0"), not answers
     rows = _require(record, "table", list, file=file, record=rid, field="table")
@@ -232,7 +287,11 @@ def _from_original(
         id=rid,
         split=split,
         source_format="original",
-        doc=Document(pre_text=_text(record.get("pre_text")), post_text=_text(record.get("post_text")), table=table),
+        doc=Document(
+            pre_text=_text(record.get("pre_text")),
+            post_text=_text(record.get("post_text")),
+            table=table,
+        ),
         turns=tuple(turns),
         features=features,
     )
@@ -240,7 +299,14 @@ def _from_original(
 
 
 def _turn_list(
-    obj: Mapping[str, Any], key: str, n: int, *, file: Path, record: str, prefix: str, required: bool
+    obj: Mapping[str, Any],
+    key: str,
+    n: int,
+    *,
+    file: Path,
+    record: str,
+    prefix: str,
+    required: bool,
 ) -> list[Any] | None:
     field = f"{prefix}.{key}"
     if key not in obj:
@@ -249,9 +315,20 @@ def _turn_list(
         return None
     value = obj[key]
     if not isinstance(value, list):
-        raise InputError("expected a list (one entry per turn)", file=file, record=record, field=field, value=value)
+        raise InputError(
+            "expected a list (one entry per turn)",
+            file=file,
+            record=record,
+            field=field,
+            value=value,
+        )
     if len(value) != n:
-        raise InputError(f"has {len(value)} entries but the dialogue has {n} questions", file=file, record=record, field=field)
+        raise InputError(
+            f"has {len(value)} entries but the dialogue has {n} questions",
+            file=file,
+            record=record,
+            field=field,
+        )
     return value
 
 
@@ -273,18 +350,40 @@ def _build_turns(
     warnings: list[InputError] = []
     for i, question in enumerate(questions):
         if not isinstance(question, str):
-            raise InputError("question is not text", file=file, record=record, field=f"{prefix}.{questions_key}[{i}]", value=question)
+            raise InputError(
+                "question is not text",
+                file=file,
+                record=record,
+                field=f"{prefix}.{questions_key}[{i}]",
+                value=question,
+            )
         program = programs[i] if programs is not None else None
         if program is not None and not isinstance(program, str):
-            raise InputError("program is not text", file=file, record=record, field=f"{prefix}.{program_key}[{i}]", value=program)
+            raise InputError(
+                "program is not text",
+                file=file,
+                record=record,
+                field=f"{prefix}.{program_key}[{i}]",
+                value=program,
+            )
         if program is not None:
             try:
                 parse_program(program)
             except ProgramParseError as exc:
-                warnings.append(InputError(str(exc), file=file, record=record, field=f"{prefix}.{program_key}[{i}]"))
+                warnings.append(
+                    InputError(
+                        str(exc), file=file, record=record, field=f"{prefix}.{program_key}[{i}]"
+                    )
+                )
         gold = executed[i] if executed is not None else None
         if gold is not None and (isinstance(gold, bool) or not isinstance(gold, int | float | str)):
-            raise InputError("answer is not a number or text", file=file, record=record, field=f"{prefix}.{executed_key}[{i}]", value=gold)
+            raise InputError(
+                "answer is not a number or text",
+                file=file,
+                record=record,
+                field=f"{prefix}.{executed_key}[{i}]",
+                value=gold,
+            )
         split_flag = splits[i] if splits is not None else None
         turns.append(
             Turn(
@@ -307,7 +406,13 @@ def _table_from_rows(
         return {}, False
     for r, row in enumerate(rows):
         if not isinstance(row, list) or not all(isinstance(c, str | int | float) for c in row):
-            raise InputError("table row is not a list of cells", file=file, record=record, field=f"table[{r}]", value=row)
+            raise InputError(
+                "table row is not a list of cells",
+                file=file,
+                record=record,
+                field=f"table[{r}]",
+                value=row,
+            )
     header = [str(c) for c in rows[0][1:]]
     duplicate = len(set(header)) != len(header)
     columns = _disambiguate(header)
@@ -355,7 +460,9 @@ def _derive_features(
     the header repeats a name."""
     flags = [t.qa_split for t in turns if t.qa_split is not None]
     type2 = any(flags) if flags else record.startswith("Double_")
-    non_numeric = any(cell_number(cell) is None for cells in table.values() for cell in cells.values())
+    non_numeric = any(
+        cell_number(cell) is None for cells in table.values() for cell in cells.values()
+    )
     return Features(
         num_dialogue_turns=len(turns),
         has_type2_question=type2,

@@ -136,7 +136,9 @@ def _gold_operations(program: str | None) -> list[str] | None:
         return None
 
 
-def score_turn(conversation: Conversation, turn_idx: int, prediction: Prediction | None) -> TurnScore:
+def score_turn(
+    conversation: Conversation, turn_idx: int, prediction: Prediction | None
+) -> TurnScore:
     """Score one turn (``prediction`` None = the predictions file has no line for it)."""
     turn = conversation.turns[turn_idx]
     gold = turn.executed_answer
@@ -155,7 +157,9 @@ def score_turn(conversation: Conversation, turn_idx: int, prediction: Prediction
     parsed = parse_answer(raw_answer)
     parsed_value: float | str | None = None
     if parsed is not None:
-        parsed_value = parsed.value if parsed.boolean is None else ("yes" if parsed.boolean else "no")
+        parsed_value = (
+            parsed.value if parsed.boolean is None else ("yes" if parsed.boolean else "no")
+        )
     matches = match_answer(parsed, gold, error=error_type is not None) if scored else None
     plan_ops = plan_operations(plan)
     has_logic = plan_ops is not None and gold_ops is not None
@@ -179,9 +183,15 @@ def score_turn(conversation: Conversation, turn_idx: int, prediction: Prediction
         plan_steps=len(plan.get("steps") or []) if plan is not None else None,
         plan_operations=plan_ops,
         operations_per_turn=len(plan_ops) if plan_ops is not None else None,
-        logic_recall=logic_recall(plan_ops, gold_ops) if has_logic and plan_ops is not None and gold_ops is not None else None,
-        logic_precision=logic_precision(plan_ops, gold_ops) if plan_ops is not None and gold_ops is not None else None,
-        logic_order_score=logic_order_score(plan_ops, gold_ops) if plan_ops is not None and gold_ops is not None else None,
+        logic_recall=logic_recall(plan_ops, gold_ops)
+        if has_logic and plan_ops is not None and gold_ops is not None
+        else None,
+        logic_precision=logic_precision(plan_ops, gold_ops)
+        if plan_ops is not None and gold_ops is not None
+        else None,
+        logic_order_score=logic_order_score(plan_ops, gold_ops)
+        if plan_ops is not None and gold_ops is not None
+        else None,
         qa_split=turn.qa_split,
         input_tokens=prediction.input_tokens if prediction else 0,
         output_tokens=prediction.output_tokens if prediction else 0,
@@ -307,7 +317,9 @@ def score_numeric(
     statistics["num_input_errors"] = len(errors)
     statistics["signature"] = signature.format()
     statistics["signature_settings"] = signature.model_dump(mode="json")
-    return NumericResult(conversations=conversations, input_errors=errors, statistics=statistics, signature=signature)
+    return NumericResult(
+        conversations=conversations, input_errors=errors, statistics=statistics, signature=signature
+    )
 
 
 _MATCHES = {
@@ -329,7 +341,9 @@ def _turn_accuracy(field: str) -> Callable[[Sequence[ConversationScore]], float]
 
 def _turn_mean(field: str) -> Callable[[Sequence[ConversationScore]], float]:
     def statistic(units: Sequence[ConversationScore]) -> float:
-        values = [getattr(t, field) for c in units for t in c.turns if getattr(t, field) is not None]
+        values = [
+            getattr(t, field) for c in units for t in c.turns if getattr(t, field) is not None
+        ]
         return safe_div(math.fsum(values), len(values))
 
     return statistic

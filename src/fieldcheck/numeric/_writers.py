@@ -232,7 +232,13 @@ def write_accuracy_plot(statistics: dict[str, Any], path: Path) -> None:
     ax.set_ylabel("Accuracy")
     ax.set_ylim(0, 1.05)
     ops_axis = ax.twinx()
-    ops_axis.plot(turns, [o if o is not None else float("nan") for o in operations], marker="s", color="tab:orange", label="Avg operations")
+    ops_axis.plot(
+        turns,
+        [o if o is not None else float("nan") for o in operations],
+        marker="s",
+        color="tab:orange",
+        label="Avg operations",
+    )
     ops_axis.set_ylabel("Average operations per turn")
     lines = ax.get_legend_handles_labels()
     more = ops_axis.get_legend_handles_labels()
@@ -267,7 +273,9 @@ def write_outputs(
     write_csv(paths["turns.csv"], turn_rows(result), TURN_COLUMNS)
     write_csv(paths["validation.csv"], validation_rows(result), VALIDATION_COLUMNS)
     write_csv(paths["errors.csv"], error_rows(result), ERROR_COLUMNS)
-    write_csv(paths["input_errors.csv"], (e.to_dict() for e in result.input_errors), INPUT_ERROR_COLUMNS)
+    write_csv(
+        paths["input_errors.csv"], (e.to_dict() for e in result.input_errors), INPUT_ERROR_COLUMNS
+    )
     write_json(paths["statistics.json"], result.statistics)
     by_id = {c.id: c for c in conversations}
     for c in result.conversations:

@@ -1,0 +1,204 @@
+"""Bad input: unparsable program, missing turn, unknown conversation id, bad lines and records."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from fieldcheck._cli.main import app
+from fieldcheck._util.errors import InputError
+from fieldcheck.numeric import load_convfinqa, load_predictions, score_numeric
+
+
+def _record(rid: str, programs: list[str], answers: list[Any]) -> dict[str, Any]:
+    return {
+        "id": rid,
+        "doc": {"pre_text": "", "post_text": "", "table": {"2020": {"sales": 10.0}}},
+        "dialogue": {
+            "conv_questions": [f"q{i}?" for i in range(len(programs))],
+            "conv_answers": [str(a) for a in answers],
+            "turn_program": programs,
+            "executed_answers": answers,
+            "qa_split": [False] * len(programs),
+        },
+        "features": {
+            "num_dialogue_turns": len(programs),
+            "has_type2_question": False,
+            "has_duplicate_columns": False,
+            "has_non_numeric_values": False,
+        },
+    }
+
+
+@pytest.fixture
+def data_file(tmp_path: Path) -> Path:
+    path = tmp_path / "data.json"
+    records = [
+        _record("conv-1", ["add(1, 2)", "add(1, 2) multiply(#0, 2)"], [3.0, 6.0]),  # 2nd unparsable
+        _record("conv-2", ["10", "subtract(10, 4)"], [10.0, 6.0]),
+        {**_record("conv-3", ["1", "2"], [1.0, 2.0])},
+    ]
+    records[2]["dialogue"]["executed_answers"] = [1.0]  # wrong length: record skipped
+    path.write_text(json.dumps({"dev": records}))
+    return path
+
+
+def _write_predictions(path: Path, lines: list[Any]) -> Path:
+    path.write_text("\n".join(x if isinstance(x, str) else json.dumps(x) for x in lines) + "\n")
+    return path
+
+
+def test_loader_names_file_record_and_field(data_file: Path) -> None:
+    loaded = load_convfinqa(data_file)
+    assert [c.id for c in loaded.conversations] == ["conv-1", "conv-2"]
+    messages = [e.one_line() for e in loaded.errors]
+    assert messages[0].startswith(
+        f"{data_file}: record conv-1: field 'dialogue.turn_program[1]': cannot parse program at character 9:"
+    )
+    assert "expected ',' between steps" in messages[0]
+    assert messages[1] == (
+        f"{data_file}: record conv-3: field 'dialogue.executed_answers': has 1 entries but the dialogue has 2 questions"
+    )
+
+
+def test_unparsable_gold_program_has_no_logic_scores(data_file: Path, tmp_path: Path) -> None:
+    preds = _write_predictions(
+        tmp_path / "p.jsonl",
+        [
+            {
+                "conversation_id": "conv-1",
+                "turn": 0,
+                "answer": "3",
+                "plan": {"steps": [{"tool": "compute", "operation": "add"}]},
+            },
+            {
+                "conversation_id": "conv-1",
+                "turn": 1,
+                "answer": "6",
+                "plan": {"steps": [{"tool": "compute", "operation": "add"}]},
+            },
+            {"conversation_id": "conv-2", "turn": 0, "answer": "10"},
+            {"conversation_id": "conv-2", "turn": 1, "answer": "6"},
+        ],
+    )
+    result = score_numeric(load_convfinqa(data_file), load_predictions(preds), bootstrap=0)
+    turn = result.conversations[0].turns[1]
+    assert turn.numerical_match is True  # the answer is still scored
+    assert turn.ground_truth_operations is None and turn.logic_recall is None
+    assert result.conversations[0].turns[0].logic_recall == 1.0
+    assert result.statistics["avg_logic_recall"] == 1.0  # only conv-1 turn 0 has both
+    assert result.statistics["bootstrap_95_ci"] is None
+
+
+def test_missing_turn_and_unknown_conversation(data_file: Path, tmp_path: Path) -> None:
+    preds = _write_predictions(
+        tmp_path / "p.jsonl",
+        [
+            {"conversation_id": "conv-1", "turn": 0, "answer": "3"},
+            {"conversation_id": "conv-1", "turn": 1, "answer": "6"},
+            {"conversation_id": "conv-2", "turn": 0, "answer": "10"},
+            {"conversation_id": "conv-9", "turn": 0, "answer": "1"},
+            {"conversation_id": "conv-2", "turn": 5, "answer": "1"},
+            {"conversation_id": "conv-3", "turn": 0, "answer": "1"},  # in the file, skipped record
+        ],
+    )
+    result = score_numeric(load_convfinqa(data_file), load_predictions(preds), bootstrap=0)
+    messages = [e.one_line() for e in result.input_errors[2:]]
+    assert messages == [
+        f"{preds}:5: record conv-2: field 'turn': turn out of range: the conversation has 2 turns (got 5)",
+        f"{preds}:4: record conv-9: field 'conversation_id': unknown conversation id "
+        f"(not in split 'dev' of data.json) (got 'conv-9')",
+        f"{preds}: record conv-2: field 'turn': missing turn: no prediction for this turn; "
+        "scored as a failure (got 1)",
+    ]
+    missing = result.conversations[1].turns[1]
+    assert missing.error_type == "missing_prediction" and missing.failure_mode == "error"
+    assert missing.numerical_match is False
+    assert result.statistics["numerical_match_accuracy"] == pytest.approx(3 / 4)
+    assert result.statistics["num_missing_predictions"] == 1
+
+
+def test_bad_prediction_lines(tmp_path: Path) -> None:
+    preds = _write_predictions(
+        tmp_path / "p.jsonl",
+        [
+            {"conversation_id": "c", "turn": 0, "answer": "1"},
+            "{not json",
+            {"turn": 1, "answer": "1"},
+            {"conversation_id": "c", "turn": 1, "input_tokens": -5},
+            {"conversation_id": "c", "turn": 0, "answer": "2"},
+            {"conversation_id": "c", "turn": 2, "plan": {"steps": [{"tool": "guess"}]}},
+        ],
+    )
+    loaded = load_predictions(preds)
+    assert list(loaded.predictions) == [("c", 0)]
+    messages = [e.one_line() for e in loaded.errors]
+    assert messages[0].startswith(f"{preds}:2: invalid JSON")
+    assert (
+        messages[1]
+        == f"{preds}:3: field 'conversation_id': Field required (got {{'turn': 1, 'answer': '1'}})"
+    )
+    assert (
+        messages[2]
+        == f"{preds}:4: record c: field 'input_tokens': Input should be greater than or equal to 0 (got -5)"
+    )
+    assert (
+        messages[3]
+        == f"{preds}:5: record c: field 'turn': duplicate prediction for turn 0 (first on line 1); ignored (got 0)"
+    )
+    assert messages[4].startswith(
+        f"{preds}:6: record c: field 'plan.steps.0.tool': Input should be 'extract' or 'compute'"
+    )
+
+
+def test_unreadable_data_files(tmp_path: Path) -> None:
+    broken = tmp_path / "broken.json"
+    broken.write_text('{"dev": [')
+    with pytest.raises(InputError, match="invalid JSON"):
+        load_convfinqa(broken)
+    scalar = tmp_path / "scalar.json"
+    scalar.write_text("3")
+    with pytest.raises(InputError, match="expected"):
+        load_convfinqa(scalar)
+    two = tmp_path / "two.json"
+    two.write_text('{"a": [], "b": []}')
+    with pytest.raises(InputError, match="several splits"):
+        load_convfinqa(two)
+
+
+def test_cli_usage_errors_exit_2(data_file: Path, tmp_path: Path) -> None:
+    preds = _write_predictions(
+        tmp_path / "p.jsonl", [{"conversation_id": "conv-1", "turn": 0, "answer": "3"}]
+    )
+    runner = CliRunner()
+    base = [
+        "numeric",
+        "score",
+        "--data",
+        str(data_file),
+        "--predictions",
+        str(preds),
+        "--out",
+        str(tmp_path / "o"),
+    ]
+    assert runner.invoke(app, [*base, "--price-in", "1"]).exit_code == 2
+    assert runner.invoke(app, [*base, "--seed", "3"]).exit_code == 2
+    assert runner.invoke(app, [*base, "--split", "train"]).exit_code == 2
+    missing = [
+        "numeric",
+        "score",
+        "--data",
+        str(tmp_path / "nope.json"),
+        "--predictions",
+        str(preds),
+        "--out",
+        "o",
+    ]
+    assert runner.invoke(app, missing).exit_code == 2
+    ok = runner.invoke(app, base)
+    assert ok.exit_code == 0, ok.output
+    assert "missing turn" in ok.output

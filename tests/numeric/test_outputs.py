@@ -1,0 +1,161 @@
+"""The command on the bundled example: every output file, formula safety, the spec's pandas snippets."""
+
+from __future__ import annotations
+
+import csv
+import importlib.util
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from fieldcheck._cli.main import app
+from fieldcheck._cli.numeric_cmd import EXAMPLES, run_demo
+from fieldcheck.numeric import ERROR_COLUMNS
+
+OUTPUT_FILES = (
+    "summary.csv",
+    "turns.csv",
+    "validation.csv",
+    "errors.csv",
+    "statistics.json",
+    "accuracy_by_turn.png",
+    "input_errors.csv",
+)
+
+
+@pytest.fixture(scope="module")
+def out_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("numeric") / "model_b"
+    result = CliRunner().invoke(
+        app,
+        [
+            "numeric",
+            "score",
+            "--data",
+            str(EXAMPLES / "data.json"),
+            "--predictions",
+            str(EXAMPLES / "predictions_model_b.jsonl"),
+            "--out",
+            str(out),
+            "--price-in",
+            "3",
+            "--price-out",
+            "15",
+            "--bootstrap",
+            "100",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    assert "numerical match" in result.output
+    return out
+
+
+def test_every_output_file(out_dir: Path) -> None:
+    for name in OUTPUT_FILES:
+        assert (out_dir / name).is_file(), name
+    traces = sorted(p.name for p in (out_dir / "traces").iterdir())
+    assert len(traces) == 12 and "Single_EX00_2023_page_10.pdf.json" in traces
+    stats = json.loads((out_dir / "statistics.json").read_text())
+    for key in (
+        "soft_match_accuracy",
+        "unit_agnostic_accuracy",
+        "sign_agnostic_accuracy",
+        "avg_logic_recall",
+        "cost_per_correct_answer",
+        "accuracy_by_turn_number",
+        "avg_operations_by_turn",
+        "numerical_match_accuracy",
+        "general_match_accuracy",
+        "conversation_success_rate",
+        "total_input_tokens",
+        "total_output_tokens",
+        "bootstrap_95_ci",
+        "signature",
+        "cost_per_correct_answer_usd",
+    ):
+        assert key in stats, key
+    # cost per correct answer: all tokens / successful conversations
+    assert stats["cost_per_correct_answer"] == pytest.approx(
+        stats["total_tokens"] / stats["num_successful_conversations"]
+    )
+    with (out_dir / "errors.csv").open() as handle:
+        assert next(csv.reader(handle)) == list(ERROR_COLUMNS)
+    with (out_dir / "turns.csv").open() as handle:
+        turns = list(csv.DictReader(handle))
+    assert len(turns) == stats["num_turns"] == 51
+    for column in (
+        "soft_match",
+        "unit_agnostic_match",
+        "sign_agnostic_match",
+        "logic_recall",
+        "operations_per_turn",
+        "ground_truth_program",
+        "numerical_match",
+        "failure_mode",
+    ):
+        assert column in turns[0]
+
+
+def test_formula_cells_are_neutralised(out_dir: Path) -> None:
+    with (out_dir / "turns.csv").open() as handle:
+        answers = [row["predicted_answer"] for row in csv.DictReader(handle)]
+    hostile = [a for a in answers if "HYPERLINK" in a]
+    assert hostile == ['\'=HYPERLINK("http://example.invalid")']
+    assert not any(a.startswith(("=", "+", "@")) for a in answers)
+
+
+def _analysis_snippets(spec: str) -> str:
+    section = spec.split("## Analysis Workflows", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"```python\n(.*?)```", section, flags=re.DOTALL)
+    assert len(blocks) == 3
+    return "\n".join(blocks)
+
+
+def test_spec_analysis_snippets_run_unchanged(out_dir: Path, shared_dir: Path) -> None:
+    code = _analysis_snippets((shared_dir / "spec" / "numeric-qa-evaluation.md").read_text())
+    checks = (
+        "\nprint('OPS', turns.groupby('operations_per_turn')['numerical_match'].mean().to_dict())"
+        "\nprint('TYPES', errors['error_type'].value_counts().to_dict())"
+        "\nprint('TURNS', turn_nums)\n"
+    )
+    script = out_dir / "analysis.py"
+    script.write_text(code + checks)
+    env = {**os.environ, "MPLBACKEND": "Agg"}
+    done = subprocess.run(
+        [sys.executable, str(script)],
+        cwd=out_dir,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    stats = json.loads((out_dir / "statistics.json").read_text())
+    assert f"TURNS {sorted(stats['accuracy_by_turn_number'])}" in done.stdout
+    assert "TYPES {" in done.stdout and "'TimeoutError'" in done.stdout
+
+
+def test_demo_runs(tmp_path: Path) -> None:
+    assert run_demo(tmp_path) == 0
+    for model in ("model_a", "model_b"):
+        assert (tmp_path / model / "statistics.json").is_file()
+    a = json.loads((tmp_path / "model_a" / "statistics.json").read_text())
+    b = json.loads((tmp_path / "model_b" / "statistics.json").read_text())
+    assert a["numerical_match_accuracy"] > b["numerical_match_accuracy"]
+
+
+def test_example_files_are_what_the_generator_writes() -> None:
+    spec = importlib.util.spec_from_file_location(
+        "numeric_example_generate", EXAMPLES / "generate.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    for name, text in module.build().items():
+        assert (EXAMPLES / name).read_text(encoding="utf-8") == text, name
