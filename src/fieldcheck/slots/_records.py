@@ -7,7 +7,6 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr
 
 NonEmpty = Annotated[StrictStr, Field(min_length=1)]
-Number = StrictInt | StrictFloat
 
 
 class _Record(BaseModel):
@@ -37,7 +36,7 @@ class SlotRecord(_Record):
 class LatencyRecord(_Record):
     """Seconds one model took for one session."""
 
-    seconds: Annotated[Number, Field(ge=0, allow_inf_nan=False)]
+    seconds: Annotated[StrictFloat, Field(ge=0, allow_inf_nan=False)]
 
 
 class JudgeRecord(_Record):
@@ -45,7 +44,7 @@ class JudgeRecord(_Record):
 
     topic: NonEmpty
     field: NonEmpty
-    score: Annotated[Number, Field(ge=0, le=1, allow_inf_nan=False)]
+    score: Annotated[StrictFloat, Field(ge=0, le=1, allow_inf_nan=False)]
 
     @property
     def slot_key(self) -> tuple[str, str]:

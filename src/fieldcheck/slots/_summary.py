@@ -99,9 +99,9 @@ def results_summary(run: SlotsRun) -> list[SummaryRow]:
             s.append(Item(f"highest precision ({p})"))
         elif m.name in hi_r:
             s.append(Item(f"highest recall ({rc})"))
-        if r.recall - r.precision >= BALANCE_GAP and m.name not in hi_r:
+        if r.recall - r.precision >= BALANCE_GAP and m.name not in hi_r | lo_r:
             s.append(Item(f"High recall ({rc})"))
-        if r.precision - r.recall >= BALANCE_GAP and m.name not in hi_p:
+        if r.precision - r.recall >= BALANCE_GAP and m.name not in hi_p | lo_p:
             s.append(Item(f"High precision ({p})"))
         if m.name in fastest:
             s.append(Item("Fastest", bold=True))
@@ -121,9 +121,9 @@ def results_summary(run: SlotsRun) -> list[SummaryRow]:
             w.append(Item(f"Lowest precision ({p})"))
         elif m.name in lo_r:
             w.append(Item(f"Lowest recall ({rc})"))
-        if r.recall - r.precision >= BALANCE_GAP and m.name not in lo_p:
+        if r.recall - r.precision >= BALANCE_GAP and m.name not in lo_p | hi_p:
             w.append(Item(f"Low precision ({p})"))
-        if r.precision - r.recall >= BALANCE_GAP and m.name not in lo_r:
+        if r.precision - r.recall >= BALANCE_GAP and m.name not in lo_r | hi_r:
             w.append(Item(f"Low recall ({rc})"))
         if m.name in slowest:
             w.append(Item("slowest"))

@@ -1,0 +1,69 @@
+"""Builders for the slot benchmark tests (imported by name: the folder is put on sys.path)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fieldcheck.metrics import SlotCounts
+from fieldcheck.metrics._slots import SessionCounts
+from fieldcheck.slots._score import Counts, LatencySummary, ModelResult, ModelScore, TopicResult
+
+
+def slot(user: str, session: int, topic: str, field: str, *values: str) -> dict[str, Any]:
+    return {
+        "user": user,
+        "session": session,
+        "topic": topic,
+        "field": field,
+        "values": list(values),
+    }
+
+
+def model_score(
+    name: str,
+    *,
+    tp: int,
+    fp: int,
+    fn: int,
+    extra_slots: int = 0,
+    latency: float | None = None,
+    judge: float | None = None,
+    topics: dict[str, tuple[int, int, int]] | None = None,
+) -> ModelScore:
+    """A ModelScore whose metrics follow from the given counts (as the scorer derives them)."""
+    c = SlotCounts(
+        tp=tp, fp=fp, fn=fn, gold_slots=tp + fn, extra_slots=extra_slots, extra_values=extra_slots
+    )
+    per_topic = {
+        t: SlotCounts(tp=a, fp=b, fn=d, gold_slots=a + d) for t, (a, b, d) in (topics or {}).items()
+    }
+    result = ModelResult(
+        precision=c.precision,
+        recall=c.recall,
+        f1=c.f1,
+        exact_match_rate=c.exact_match_rate,
+        token_precision=0.0,
+        token_recall=0.0,
+        token_f1=0.0,
+        bleu1=0.0,
+        llm_judge=judge,
+        latency=None
+        if latency is None
+        else LatencySummary(mean=latency, median=latency, p95=latency, total=latency),
+        extra_slots=extra_slots,
+        extra_values=extra_slots,
+        per_topic={
+            t: TopicResult(
+                precision=x.precision,
+                recall=x.recall,
+                f1=x.f1,
+                exact_match_rate=0.0,
+                extra_slots=0,
+                extra_values=0,
+            )
+            for t, x in per_topic.items()
+        },
+        counts=Counts(tp=tp, fp=fp, fn=fn, gold_slots=tp + fn, sessions=1),
+        ci={},
+    )
+    return ModelScore(name, result, [SessionCounts(total=c, per_topic=per_topic)])
