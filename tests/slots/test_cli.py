@@ -1,0 +1,213 @@
+"""`fieldcheck slots score` end to end, outputs and their safety, usage errors, the demo."""
+
+from __future__ import annotations
+
+import csv
+import importlib.util
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from slots_helpers import slot
+from typer.testing import CliRunner
+
+from fieldcheck._cli.main import app
+from fieldcheck._cli.slots_cmd import EXAMPLES, run_demo
+
+Jsonl = Callable[[str, list[Any]], Path]
+MODEL_KEYS = {
+    "precision",
+    "recall",
+    "f1",
+    "exact_match_rate",
+    "token_precision",
+    "token_recall",
+    "token_f1",
+    "bleu1",
+    "llm_judge",
+    "latency",
+    "extra_slots",
+    "extra_values",
+    "per_topic",
+    "counts",
+    "ci",
+}
+GOLD = [
+    slot("u1", 1, "basic_info", "name", "Alice"),
+    slot("u1", 1, "interests", "hobbies", "chess"),
+    slot("u1", 2, "mental_state", "mood", "tired"),
+]
+PRED_A = [
+    slot("u1", 1, "basic_info", "name", "Alice"),
+    slot("u1", 2, "mental_state", "mood", "calm"),
+]
+PRED_B = [*GOLD, slot("u1", 2, "interests", "dream_job", "surgeon", "pilot")]
+
+
+def _invoke(*args: str) -> Any:
+    return CliRunner().invoke(app, ["slots", "score", *args])
+
+
+def _files(jsonl: Jsonl) -> dict[str, Path]:
+    return {
+        "gold": jsonl("gold.jsonl", GOLD),
+        "a": jsonl("a.jsonl", PRED_A),
+        "b": jsonl("b.jsonl", PRED_B),
+        "lat": jsonl(
+            "lat.jsonl",
+            [
+                {"user": "u1", "session": 1, "seconds": 2.0},
+                {"user": "u1", "session": 2, "seconds": 4.0},
+            ],
+        ),
+    }
+
+
+def test_score_writes_every_output(jsonl: Jsonl, tmp_path: Path) -> None:
+    f, out = _files(jsonl), tmp_path / "out"
+    result = _invoke(
+        "--gold", str(f["gold"]), "--pred", f"a={f['a']}", "--pred", f"b={f['b']}",
+        "--latency", f"b={f['lat']}", "--bootstrap", "200", "--out", str(out), "--json",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data == json.loads((out / "metrics.json").read_text())
+    assert set(data) == {"models", "paired_f1", "signature"}
+    assert list(data["models"]) == ["a", "b"]
+    for model in data["models"].values():
+        assert set(model) == MODEL_KEYS
+        assert set(model["counts"]) == {"tp", "fp", "fn", "gold_slots", "sessions"}
+        assert set(model["per_topic"]["basic_info"]) == {
+            "precision", "recall", "f1", "exact_match_rate", "extra_slots", "extra_values",
+        }  # fmt: skip
+    a, b = data["models"]["a"], data["models"]["b"]
+    assert a["counts"] == {"tp": 2, "fp": 0, "fn": 1, "gold_slots": 3, "sessions": 2}
+    assert a["latency"] is None and a["llm_judge"] is None
+    assert b["latency"] == {"mean": 3.0, "median": 3.0, "p95": 2.0, "total": 6.0}
+    assert (b["extra_slots"], b["extra_values"]) == (1, 2)
+    assert (
+        data["signature"]["system"] == "slots" and data["signature"]["settings"]["bootstrap"] == 200
+    )
+    assert data["paired_f1"][0]["model_a"] == "a" and data["paired_f1"][0]["p_value"] is not None
+    # the spec's per-topic printout lines go to the console (stderr with --json)
+    assert "  basic_info           P=1.000 R=1.000 F1=1.000" in result.stderr
+    assert "  interests            P=0.000 R=0.000 F1=0.000" in result.stderr
+    for name in ("metrics.csv", "per_topic.csv", "report.md", "report.html", "errors.jsonl",
+                 "plot_prf1.png", "plot_topic_f1_heatmap.png", "plot_latency.png",
+                 "plot_extra_slots_by_topic.png"):  # fmt: skip
+        assert (out / name).exists(), name
+    assert (out / "plot_prf1.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    rows = list(csv.DictReader((out / "per_topic.csv").open()))
+    assert len(rows) == 2 * 3 and {r["topic"] for r in rows} == {
+        "basic_info",
+        "interests",
+        "mental_state",
+    }
+    metrics = list(csv.DictReader((out / "metrics.csv").open()))
+    assert [r["model"] for r in metrics] == ["a", "b"] and metrics[0]["llm_judge"] == ""
+    report = (out / "report.md").read_text()
+    assert "## Results Summary" in report and "### Key findings" in report
+
+
+def test_hostile_model_names_are_escaped(jsonl: Jsonl, tmp_path: Path) -> None:
+    f, out = _files(jsonl), tmp_path / "out"
+    evil = "<script>alert(1)</script>"
+    formula = "@SUM(A1)+cmd"  # NAME=FILE splits at the first '=', so a name cannot hold one
+    hostile_pred = [*PRED_B, slot("u1", 1, "<img src=x onerror=alert(2)>", "f", "<b>v</b>")]
+    result = _invoke(
+        "--gold", str(f["gold"]), "--pred", f"{evil}={f['a']}",
+        "--pred", f"{formula}={jsonl('h.jsonl', hostile_pred)}", "--bootstrap", "0", "--out", str(out),
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    page = (out / "report.html").read_text()
+    assert "<script>" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert "<img src=x" not in page and "&lt;img src=x onerror=alert(2)&gt;" in page
+    md = (out / "report.md").read_text()
+    assert "\\<script\\>" in md and "<script>" not in md
+    cells = [r["model"] for r in csv.DictReader((out / "metrics.csv").open())]
+    assert cells[1] == "'" + formula
+
+
+def test_input_errors_exit_1_and_are_listed(jsonl: Jsonl, tmp_path: Path) -> None:
+    f, out = _files(jsonl), tmp_path / "out"
+    bad = jsonl("bad.jsonl", [*PRED_A, '{"user": "u1", "session": 1}', PRED_A[0]])
+    result = _invoke(
+        "--gold", str(f["gold"]), "--pred", f"a={bad}", "--bootstrap", "0", "--out", str(out)
+    )
+    assert result.exit_code == 1
+    errors = [json.loads(line) for line in (out / "errors.jsonl").read_text().splitlines()]
+    assert [(e["line"], e["field"]) for e in errors] == [(3, "topic"), (4, "field")]
+    assert "duplicate slot" in errors[1]["reason"]
+    assert f"{bad}:3: field 'topic'" in result.output
+    assert json.loads((out / "metrics.json").read_text())["models"]["a"]["counts"]["tp"] == 2
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--latency", "nobody=lat.jsonl"], "unknown model 'nobody'"),
+        (["--judge", "ghost=x.jsonl"], "unknown model 'ghost'"),
+        (["--pred", "no-equals-sign"], "expected NAME=FILE"),
+        (["--pred", "a=b.jsonl"], "model names must be unique"),
+        (["--tp", "sometimes"], "must be presence, exact, fuzzy or semantic"),
+        (["--judge-model", "m"], "give both --judge-base-url and --judge-model"),
+    ],
+)
+def test_usage_errors_exit_2(jsonl: Jsonl, tmp_path: Path, extra: list[str], message: str) -> None:
+    f = _files(jsonl)
+    result = _invoke(
+        "--gold", str(f["gold"]), "--pred", f"a={f['a']}", "--out", str(tmp_path / "o"), *extra
+    )
+    assert result.exit_code == 2
+    assert message in " ".join(result.output.replace("│", " ").split())
+
+
+def test_unreadable_file_is_a_usage_error(jsonl: Jsonl, tmp_path: Path) -> None:
+    f = _files(jsonl)
+    result = _invoke(
+        "--gold",
+        str(f["gold"]),
+        "--pred",
+        f"a={tmp_path / 'missing.jsonl'}",
+        "--out",
+        str(tmp_path / "o"),
+    )
+    assert result.exit_code == 2 and "cannot read file" in result.output
+
+
+def test_run_demo_is_fast_and_complete(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    start = time.perf_counter()
+    assert run_demo(tmp_path / "demo") == 0
+    assert time.perf_counter() - start < 30
+    data = json.loads((tmp_path / "demo" / "metrics.json").read_text())
+    assert set(data["models"]) == {"synthetic-careful", "synthetic-fast", "synthetic-eager"}
+    assert all(
+        m["counts"]["sessions"] == 15 and m["llm_judge"] is not None
+        for m in data["models"].values()
+    )
+    assert "report.html" in capsys.readouterr().out
+
+
+def test_example_generator_is_deterministic(tmp_path: Path) -> None:
+    spec = importlib.util.spec_from_file_location(
+        "slots_example_generate", EXAMPLES / "generate.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    module.build(tmp_path)
+    bundled = sorted(p.name for p in EXAMPLES.glob("*.jsonl"))
+    assert bundled == sorted(p.name for p in tmp_path.glob("*.jsonl")) and len(bundled) == 11
+    assert all("synthetic" in name for name in bundled)
+    for name in bundled:
+        assert (tmp_path / name).read_bytes() == (EXAMPLES / name).read_bytes(), name
+    gold = [
+        json.loads(line) for line in (EXAMPLES / "gold.synthetic.jsonl").read_text().splitlines()
+    ]
+    assert {(g["user"], g["session"]) for g in gold} == {
+        (u, s) for u in ("u1", "u2", "u3") for s in range(1, 6)
+    }
+    assert {g["topic"] for g in gold} == {"basic_info", "interests", "mental_state"}
