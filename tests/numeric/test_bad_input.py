@@ -112,8 +112,8 @@ def test_missing_turn_and_unknown_conversation(data_file: Path, tmp_path: Path) 
         f"{preds}:5: record conv-2: field 'turn': turn out of range: the conversation has 2 turns (got 5)",
         f"{preds}:4: record conv-9: field 'conversation_id': unknown conversation id "
         f"(not in split 'dev' of data.json) (got 'conv-9')",
-        f"{preds}: record conv-2: field 'turn': missing turn: no prediction for this turn; "
-        "scored as a failure (got 1)",
+        f"{preds}: record conv-2: field 'turn': missing turn: no prediction for this turn "
+        "(a failure when it has a gold answer) (got 1)",
     ]
     missing = result.conversations[1].turns[1]
     assert missing.error_type == "missing_prediction" and missing.failure_mode == "error"

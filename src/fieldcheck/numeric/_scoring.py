@@ -6,6 +6,7 @@ Layer 3: it joins records and predictions and calls the pure metric functions of
 
 from __future__ import annotations
 
+import logging
 import math
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -38,6 +39,7 @@ from fieldcheck.numeric._predictions import Prediction, PredictionsResult
 from fieldcheck.numeric._records import Conversation
 
 MISSING_PREDICTION = "missing_prediction"
+logger = logging.getLogger("fieldcheck")
 
 
 class TurnScore(BaseModel):
@@ -162,7 +164,11 @@ def score_turn(
         )
     matches = match_answer(parsed, gold, error=error_type is not None) if scored else None
     plan_ops = plan_operations(plan)
-    has_logic = plan_ops is not None and gold_ops is not None
+    recall = precision = order = None
+    if plan_ops is not None and gold_ops is not None:
+        recall = logic_recall(plan_ops, gold_ops)
+        precision = logic_precision(plan_ops, gold_ops)
+        order = logic_order_score(plan_ops, gold_ops)
     return TurnScore(
         conversation_id=conversation.id,
         turn_idx=turn_idx,
@@ -183,15 +189,9 @@ def score_turn(
         plan_steps=len(plan.get("steps") or []) if plan is not None else None,
         plan_operations=plan_ops,
         operations_per_turn=len(plan_ops) if plan_ops is not None else None,
-        logic_recall=logic_recall(plan_ops, gold_ops)
-        if has_logic and plan_ops is not None and gold_ops is not None
-        else None,
-        logic_precision=logic_precision(plan_ops, gold_ops)
-        if plan_ops is not None and gold_ops is not None
-        else None,
-        logic_order_score=logic_order_score(plan_ops, gold_ops)
-        if plan_ops is not None and gold_ops is not None
-        else None,
+        logic_recall=recall,
+        logic_precision=precision,
+        logic_order_score=order,
         qa_split=turn.qa_split,
         input_tokens=prediction.input_tokens if prediction else 0,
         output_tokens=prediction.output_tokens if prediction else 0,
@@ -266,6 +266,9 @@ def score_numeric(
                     value=turn,
                 )
             )
+    unscored = sum(1 for c in data.conversations for t in c.turns if t.executed_answer is None)
+    if unscored:
+        logger.warning("%d turn(s) have no gold answer (e.g. the private test set): not scored", unscored)
     ids = trace_ids([c.id for c in data.conversations])
     conversations: list[ConversationScore] = []
     for n, conversation in enumerate(data.conversations, start=1):
@@ -275,7 +278,7 @@ def score_numeric(
             if prediction is None:
                 errors.append(
                     InputError(
-                        "missing turn: no prediction for this turn; scored as a failure",
+                        "missing turn: no prediction for this turn (a failure when it has a gold answer)",
                         file=predictions.path,
                         record=conversation.id,
                         field="turn",
