@@ -253,19 +253,14 @@ def run_demo(out_dir: Path) -> int:
             show_progress=False,
         )
         rows.append((model, result, target))
-    table = Table(title="ConvFinQA-style example (synthetic data, 2 models)", header_style="bold")
-    table.add_column("model")
-    for _, label in _SHOWN[:6]:
-        table.add_column(label, justify="right")
-    table.add_column("failure modes")
-    table.add_column("outputs")
-    for model, result, target in rows:
-        s = result.statistics
-        table.add_row(
-            model,
-            *(_fmt(s.get(key)) for key, _ in _SHOWN[:6]),
-            ", ".join(f"{k}={v}" for k, v in s["failure_modes"].items()),
-            str(target),
-        )
+    table = Table(title="ConvFinQA-style example (synthetic data)", header_style="bold")
+    table.add_column("metric")
+    for model, _, _ in rows:
+        table.add_column(model, justify="right")
+    for key, label in (*_SHOWN, ("cost_per_correct_answer", "tokens per successful conversation")):
+        table.add_row(label, *(_fmt(result.statistics.get(key)) for _, result, _ in rows))
     console.print(table)
+    for model, result, target in rows:
+        modes = ", ".join(f"{k}={v}" for k, v in result.statistics["failure_modes"].items())
+        console.print(f"{model}: failure modes {modes or 'none'}; files in {target}/", markup=False)
     return 0
