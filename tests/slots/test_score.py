@@ -243,6 +243,10 @@ def test_bootstrap_is_seeded_and_paired_pvalues_exist(jsonl: Jsonl) -> None:
     for name, interval in ci.items():
         assert interval is not None and interval.resamples == 300
         assert interval.low <= getattr(a.models[0].result, name) <= interval.high
+    swapped = score_models(
+        g, [_model(jsonl, "bad", bad), _model(jsonl, "good", good)], bootstrap=300, seed=1
+    )
+    assert swapped.models[1].result.ci == a.models[0].result.ci  # independent of --pred order
     (pair,) = a.paired_f1
     assert (pair.model_a, pair.model_b) == ("good", "bad")
     assert pair.difference == pytest.approx(a.models[0].result.f1 - a.models[1].result.f1)

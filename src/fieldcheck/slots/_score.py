@@ -268,12 +268,12 @@ def score_models(
         s.result.per_topic = dict(sorted(s.result.per_topic.items()))
 
     if bootstrap > 0:
-        for i, s in enumerate(scores):
+        for s in scores:
             if progress is not None:
                 progress(f"bootstrap {s.name}")
             units = [_unit(c.total) for c in s.sessions]
             s.result.ci = {
-                name: bootstrap_ci(units, STATISTICS[name], resamples=bootstrap, seed=seed + i)
+                name: bootstrap_ci(units, STATISTICS[name], resamples=bootstrap, seed=seed)
                 for name in CI_METRICS
             }
     else:
