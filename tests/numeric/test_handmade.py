@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from fieldcheck.metrics import bootstrap_ci
 from fieldcheck.numeric import load_convfinqa, load_predictions, score_numeric, write_outputs
 
 
@@ -203,10 +204,59 @@ def test_statistics_by_hand(files: tuple[Path, Path], tmp_path: Path) -> None:
         assert ci[key]["estimate"] == pytest.approx(s[key])
         assert ci[key]["low"] <= ci[key]["estimate"] <= ci[key]["high"]
         assert ci[key]["resamples"] == 200 and ci[key]["level"] == 0.95
+    # the same resamples by hand: units are conversations, (numerical matches, scored turns)
+    units = [(2, 2), (1, 3), (0, 3)]
+    by_hand = bootstrap_ci(
+        units, lambda us: sum(m for m, _ in us) / sum(n for _, n in us), resamples=200, seed=3
+    )
+    assert by_hand is not None
+    assert ci["numerical_match_accuracy"]["low"] == pytest.approx(by_hand.low)
+    assert ci["numerical_match_accuracy"]["high"] == pytest.approx(by_hand.high)
+    success = bootstrap_ci([1, 0, 0], lambda us: sum(us) / len(us), resamples=200, seed=3)
+    assert success is not None
+    assert ci["conversation_success_rate"]["low"] == pytest.approx(success.low)
+    assert ci["conversation_success_rate"]["high"] == pytest.approx(success.high)
     assert s["signature"].startswith(
         "numeric|bootstrap:200|bootstrap_seed:3|data:data.json|format:derived"
     )
     assert s["signature_settings"]["settings"]["split"] == "dev"
+
+    # nothing above left unchecked
+    assert set(s) == {
+        "numerical_match_accuracy",
+        "soft_match_accuracy",
+        "unit_agnostic_accuracy",
+        "sign_agnostic_accuracy",
+        "general_match_accuracy",
+        "avg_logic_recall",
+        "avg_logic_precision",
+        "avg_logic_order_score",
+        "avg_operations_per_turn",
+        "num_conversations",
+        "num_turns",
+        "num_scored_turns",
+        "num_successful_conversations",
+        "conversation_success_rate",
+        "total_input_tokens",
+        "total_output_tokens",
+        "total_tokens",
+        "cost_per_correct_answer",
+        "total_cost_usd",
+        "cost_per_correct_answer_usd",
+        "price_in_usd_per_1m",
+        "price_out_usd_per_1m",
+        "accuracy_by_turn_number",
+        "avg_operations_by_turn",
+        "turns_by_turn_number",
+        "failure_modes",
+        "num_prediction_errors",
+        "num_missing_predictions",
+        "num_input_errors",
+        "latency_s",
+        "bootstrap_95_ci",
+        "signature",
+        "signature_settings",
+    }
 
     # the files
     out = tmp_path / "out"
