@@ -268,7 +268,9 @@ def score_numeric(
             )
     unscored = sum(1 for c in data.conversations for t in c.turns if t.executed_answer is None)
     if unscored:
-        logger.warning("%d turn(s) have no gold answer (e.g. the private test set): not scored", unscored)
+        logger.warning(
+            "%d turn(s) have no gold answer (e.g. the private test set): not scored", unscored
+        )
     ids = trace_ids([c.id for c in data.conversations])
     conversations: list[ConversationScore] = []
     for n, conversation in enumerate(data.conversations, start=1):
