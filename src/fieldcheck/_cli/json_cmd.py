@@ -264,7 +264,7 @@ def print_summary(
         console.print(fields)
     if paths:
         for name, path in paths.items():
-            console.print(f"{name:>8}: {escape(str(path))}")
+            console.print(f"{name:>8}: {escape(str(path))}", soft_wrap=True, highlight=False)
 
 
 @app.command("score")
@@ -431,6 +431,8 @@ def run_demo(out_dir: Path) -> int:
     config = EvalConfig(strategies=load_strategies(strategies), flatten=True, safety_check="leaks")
     console.print(
         f"Scoring {escape(str(data))} with {escape(str(strategies))} "
-        "(--flatten, --safety-check leaks, local matchers)"
+        "(--flatten, --safety-check leaks, local matchers)",
+        soft_wrap=True,
+        highlight=False,
     )
     return run_batch(data, config, out_dir, console=console, errors=Console(stderr=True))

@@ -1,0 +1,73 @@
+"""The local matchers with the real all-MiniLM-L6-v2 model (loaded once for this module) and the demo."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fieldcheck._cli.json_cmd import run_demo
+from fieldcheck.jsoneval import BatchRecord, EvalConfig, evaluate, evaluate_batch
+from fieldcheck.matchers import DiskCache, FuzzyMatcher, SemanticMatcher
+from fieldcheck.matchers._semantic import load_model
+
+pytestmark = pytest.mark.slow
+Walk = tuple[dict[str, Any], dict[str, Any], dict[str, str]]
+
+
+@pytest.fixture(scope="module")
+def model() -> Any:
+    return load_model()  # ~8 s once; every SemanticMatcher of this process reuses it
+
+
+def test_walkthrough_with_local_matchers(model: Any, walkthrough: Walk) -> None:
+    aio, gt, strategies = walkthrough
+    r = evaluate(aio, gt, EvalConfig(strategies=strategies))  # the default: --matcher local
+    assert r.completeness == 0.75
+    assert abs(r.hallucination - 2 / 6) < 1e-12
+    assert r.accuracy == 1.0
+    assert r.rqs == 0.7375
+    assert r.fields["name"].similarity == 0.9  # token_sort_ratio: one letter of ten differs
+    bio = r.fields["bio"].similarity
+    assert bio is not None and 0.80 <= bio <= 1.0  # MiniLM cosine of the two bios (about 0.945)
+    assert r.signature.settings["semantic"]["model"] == "sentence-transformers/all-MiniLM-L6-v2"
+
+
+def test_semantic_encodes_each_distinct_string_once(model: Any, tmp_path: Path) -> None:
+    semantic = SemanticMatcher(cache=DiskCache(tmp_path / "cache.sqlite3"))
+    matchers = {"FUZZY": FuzzyMatcher(), "SEMANTIC": semantic}
+    gt = {"a": "The invoice was paid in full", "b": "Delivered to the back door"}
+    outputs = [
+        {"a": "Payment received in full", "b": "Left at the rear entrance"},
+        {"a": "Payment received in full", "b": "Delivered to the back door"},
+        {"a": "Not paid yet", "b": "Left at the rear entrance"},
+    ]
+    records = [BatchRecord(id=i, ground_truth=gt, output=o) for i, o in enumerate(outputs)]
+    batch = evaluate_batch(records, EvalConfig(), matchers=matchers)
+    # distinct strings: 2 GT texts + 3 distinct outputs that differ from their GT
+    assert semantic.encoded_count == 5
+    assert batch.summary.matcher_pairs == {"FUZZY": 0, "SEMANTIC": 3}
+    assert batch.results[2].result.fields["a"].score == 0.0  # "Not paid yet" is not a paraphrase
+    again = SemanticMatcher(cache=DiskCache(tmp_path / "cache.sqlite3"))
+    evaluate_batch(records, EvalConfig(), matchers={"FUZZY": FuzzyMatcher(), "SEMANTIC": again})
+    assert again.encoded_count == 0  # all embeddings came from the on-disk cache
+
+
+def test_demo_runs_fast_and_exits_0(
+    model: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    start = time.perf_counter()
+    status = run_demo(tmp_path / "json")
+    elapsed = time.perf_counter() - start
+    assert status == 0
+    assert elapsed < 30  # the model is already loaded; the budget for `make demo` is a minute
+    summary = json.loads((tmp_path / "json" / "summary.json").read_text())
+    assert summary["records"] == 300 and summary["scored"] == 300 and summary["failed"] == 0
+    assert summary["not_an_object"] > 0 and summary["safety_flagged"] > 0
+    assert summary["fields"]["line_items[*].description"]["strategies"] == ["SEMANTIC"]
+    assert 0.5 < summary["means"]["rqs"] < 0.85
+    out = capsys.readouterr().out
+    assert "300 of 300 records scored" in out and "summary.json" in out
