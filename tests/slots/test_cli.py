@@ -211,3 +211,25 @@ def test_example_generator_is_deterministic(tmp_path: Path) -> None:
         (u, s) for u in ("u1", "u2", "u3") for s in range(1, 6)
     }
     assert {g["topic"] for g in gold} == {"basic_info", "interests", "mental_state"}
+
+
+def test_judge_endpoint_from_the_command_line(
+    jsonl: Jsonl, tmp_path: Path, chat_server: Any
+) -> None:
+    server = chat_server(lambda _request: '{"score": 0.25}')
+    f, out = _files(jsonl), tmp_path / "out"
+    judge_file = jsonl(
+        "judge.jsonl",
+        [{"user": "u1", "session": 1, "topic": "basic_info", "field": "name", "score": 1.0}],
+    )
+    result = _invoke(
+        "--gold", str(f["gold"]), "--pred", f"a={f['a']}", "--pred", f"b={f['b']}", "--judge", f"a={judge_file}",
+        "--judge-base-url", server.base_url, "--judge-model", "judge-x", "--bootstrap", "0", "--out", str(out),
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    models = json.loads((out / "metrics.json").read_text())["models"]
+    # a: file wins; name 1.0, mood predicted but unscored (left out), hobbies missed 0 -> 1.0 / 2
+    assert models["a"]["llm_judge"] == 0.5
+    # b: the endpoint scores its 3 predicted gold slots 0.25 each; the extra slot is not judged
+    assert models["b"]["llm_judge"] == 0.25 and len(server.requests) == 3
+    assert "OPENAI_API_KEY" not in (out / "report.md").read_text()
