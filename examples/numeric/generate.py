@@ -16,7 +16,7 @@ import random
 from pathlib import Path
 from typing import Any
 
-from fieldcheck.metrics import numerical_match, parse_answer, parse_program, run_program
+from fieldcheck.metrics import failure_mode, parse_answer, parse_program, run_program
 
 HERE = Path(__file__).resolve().parent
 YEARS = ("2021", "2022", "2023")
@@ -133,6 +133,7 @@ def _table_turns(
 
 
 TEMPLATES = (_change_turns, _sum_turns, _table_turns)
+MODEL_B_CYCLE = ("scale", "sign", "error", "wrong", "rounding", "no_answer")
 
 
 def make_record(rng: random.Random, index: int, *, split: str) -> dict[str, Any]:
@@ -209,7 +210,20 @@ def _answer_text(value: Any, *, percent: bool) -> str:
     return f"{value:,.2f}"
 
 
-def predict(record: dict[str, Any], model: str, rng: random.Random) -> list[dict[str, Any]]:
+def _rounded_answer(gold: float) -> str | None:
+    """An answer rounded so coarsely that it is no longer a numerical match, if one exists."""
+    options = [f"{gold * 100:.0f}%"] if abs(gold) < 1 else []
+    options += [f"{gold:.1f}", f"{gold:.0f}"]
+    for text in options:
+        if failure_mode(parse_answer(text), gold) == "rounding":
+            return text
+    return None
+
+
+def predict(
+    record: dict[str, Any], model: str, rng: random.Random, counter: list[int]
+) -> list[dict[str, Any]]:
+    """One model's prediction lines for a record; ``counter`` counts turns across records."""
     dialogue = record["dialogue"]
     lines = []
     for turn, (question, program, gold) in enumerate(
@@ -224,18 +238,23 @@ def predict(record: dict[str, Any], model: str, rng: random.Random) -> list[dict
         plan: dict[str, Any] | None = gold_plan(program)
         answer: Any = _answer_text(gold, percent=percent and not isinstance(gold, str))
         error = None
-        roll = rng.random()
         ops = [s for s in (plan or {}).get("steps", []) if s["tool"] == "compute"]
         numeric = not isinstance(gold, str)
         modes = ["wrong", "error", "no_answer"]
         if numeric and gold:
             modes += ["sign", "scale"]
-            if not numerical_match(parse_answer(f"{gold:.1f}"), gold):
+            rounded = _rounded_answer(gold)
+            if rounded is not None:
                 modes.append("rounding")
-        mistake_rate = 0.12 if model == "model_a" else 0.3
-        mistake = rng.choice(modes) if roll < mistake_rate else None
-        if model == "model_a" and mistake in ("error", "no_answer", "sign"):
-            mistake = "wrong"
+        # mistakes come in a fixed cycle, on every 7th turn (model_a) or every 4th (model_b)
+        every, cycle = (
+            (7, ("rounding", "scale", "wrong")) if model == "model_a" else (4, MODEL_B_CYCLE)
+        )
+        mistake = None
+        if counter[0] % every == every - 1:
+            wanted = cycle[(counter[0] // every) % len(cycle)]
+            mistake = wanted if wanted in modes else "wrong"
+        counter[0] += 1
         if mistake == "wrong":
             answer = f"{gold * 1.25 + 3:.2f}" if numeric else ("no" if gold == "yes" else "yes")
         elif mistake == "sign":
@@ -243,14 +262,14 @@ def predict(record: dict[str, Any], model: str, rng: random.Random) -> list[dict
         elif mistake == "scale":
             answer = f"{gold * 100:.2f}" if abs(gold) < 1 else f"{gold / 100:.4f}"
         elif mistake == "rounding":
-            answer = f"{gold:.1f}"
+            answer = _rounded_answer(gold)
         elif mistake == "error":
             answer = None
             error = {"type": "TimeoutError", "message": "model did not answer within 30 s"}
         elif mistake == "no_answer":
             answer = '=HYPERLINK("http://example.invalid")' if rng.random() < 0.5 else ""
         if model == "model_a":
-            if rng.random() < 0.1 and len(ops) > 1 and plan is not None:
+            if len(ops) > 1 and plan is not None and (turn + len(record["id"])) % 3 == 0:
                 plan["steps"] = [
                     s for s in plan["steps"] if s is not ops[-1]
                 ]  # forgot the last step
@@ -301,7 +320,10 @@ def build() -> dict[str, str]:
     files = {"data.json": json.dumps(data, indent=1) + "\n"}
     for model, seed in (("model_a", 1), ("model_b", 2)):
         model_rng = random.Random(seed)
-        lines = [line for record in data["dev"] for line in predict(record, model, model_rng)]
+        counter = [0]
+        lines = [
+            line for record in data["dev"] for line in predict(record, model, model_rng, counter)
+        ]
         files[f"predictions_{model}.jsonl"] = "".join(
             json.dumps(x, sort_keys=True) + "\n" for x in lines
         )
