@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import json
 from pathlib import Path
 from typing import Any
@@ -11,7 +12,7 @@ from typer.testing import CliRunner
 
 from fieldcheck._cli.main import app
 from fieldcheck._util.errors import InputError
-from fieldcheck.numeric import load_convfinqa, load_predictions, score_numeric
+from fieldcheck.numeric import load_convfinqa, load_predictions, score_numeric, write_outputs
 
 
 def _record(rid: str, programs: list[str], answers: list[Any]) -> dict[str, Any]:
@@ -202,3 +203,41 @@ def test_cli_usage_errors_exit_2(data_file: Path, tmp_path: Path) -> None:
     ok = runner.invoke(app, base)
     assert ok.exit_code == 0, ok.output
     assert "missing turn" in ok.output
+
+
+def test_turns_without_gold_are_not_scored_but_errors_are_listed(tmp_path: Path) -> None:
+    record = _record("conv-x", ["1", "2"], [1.0, 2.0])
+    del record["dialogue"]["executed_answers"]
+    record["features"]["num_dialogue_turns"] = 3  # disagrees with the dialogue: a warning
+    data = tmp_path / "d.json"
+    data.write_text(json.dumps({"test": [record]}))
+    preds = _write_predictions(
+        tmp_path / "p.jsonl",
+        [
+            {"conversation_id": "conv-x", "turn": 0, "answer": "1"},
+            {
+                "conversation_id": "conv-x",
+                "turn": 1,
+                "error": {"type": "RateLimit", "message": "429"},
+            },
+        ],
+    )
+    loaded = load_convfinqa(data)
+    assert loaded.split == "test"  # the only key
+    assert [e.one_line() for e in loaded.errors] == [
+        f"{data}: record conv-x: field 'features.num_dialogue_turns': says 3 turns but the dialogue has 2"
+    ]
+    result = score_numeric(loaded, load_predictions(preds), bootstrap=10)
+    s = result.statistics
+    assert s["num_scored_turns"] == 0 and s["numerical_match_accuracy"] is None
+    assert s["conversation_success_rate"] is None and s["cost_per_correct_answer"] is None
+    assert s["accuracy_by_turn_number"] == {}
+    assert s["num_prediction_errors"] == 1
+    out = tmp_path / "out"
+    write_outputs(result, out)
+    with (out / "errors.csv").open() as handle:
+        rows = list(csv.DictReader(handle))
+    assert [(r["turn_idx"], r["error_type"], r["error_message"]) for r in rows] == [
+        ("1", "RateLimit", "429")
+    ]
+    assert (out / "accuracy_by_turn.png").is_file()

@@ -144,7 +144,8 @@ def turn_rows(result: NumericResult) -> list[dict[str, Any]]:
 
 
 def error_rows(result: NumericResult) -> list[dict[str, Any]]:
-    """Every failed scored turn (not a numerical match, or an error), spec columns (errors.csv).
+    """Every failed turn (an error, a missing prediction, or a scored turn that is not a
+    numerical match), with exactly the spec's columns (errors.csv).
 
     ``error_type`` is the agent's error type for errored turns, ``missing_prediction`` for a
     turn without a prediction, else the failure mode (``scale``, ``sign``, ``rounding``,
@@ -152,7 +153,8 @@ def error_rows(result: NumericResult) -> list[dict[str, Any]]:
     rows = []
     for c in result.conversations:
         for t in c.turns:
-            if not t.scored or (t.numerical_match and t.error_type is None):
+            failed = t.error_type is not None or (t.scored and not t.numerical_match)
+            if not failed:
                 continue
             if t.error_type is not None:
                 error_type = t.error_type
