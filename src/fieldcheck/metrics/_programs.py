@@ -11,7 +11,7 @@ import math
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Literal, get_args
+from typing import Literal, cast, get_args
 
 from pydantic import BaseModel, ConfigDict
 
@@ -232,7 +232,7 @@ def _parse_step(name: str, inner: str, *, index: int, program: str, position: in
             raise ProgramParseError(
                 f"{name} needs a table row name", program=program, position=position
             )
-        return Step(operation=name, args=(RowArg(name=row),))  # type: ignore[arg-type]
+        return Step(operation=cast(Operation, name), args=(RowArg(name=row),))
     parts = inner.split(",")
     if len(parts) != 2:
         raise ProgramParseError(
@@ -258,7 +258,7 @@ def _parse_step(name: str, inner: str, *, index: int, program: str, position: in
             )
         args.append(value)
         offset += len(part) + 1
-    return Step(operation=name, args=tuple(args))  # type: ignore[arg-type]
+    return Step(operation=cast(Operation, name), args=tuple(args))
 
 
 # ---------------------------------------------------------------------------------------------
