@@ -140,3 +140,43 @@ def test_original_test_private_without_answers(sample_dir: Path) -> None:
     assert mas.doc.table["masco"]["2012"] == 92.49
     double = next(c for c in loaded.conversations if c.id == "Double_UNP/2007/page_25.pdf")
     assert double.features.has_type2_question  # no qa_split: a Double_ id
+
+
+def test_scoring_the_answer_texts_finds_exactly_the_quirks(
+    sample_dir: Path, tmp_path: Path
+) -> None:
+    """Predict every turn's own conv_answers text with the gold program as plan: every turn
+    matches except the 11 documented answer-text quirks, and logic recall is 1.0 throughout."""
+    import json
+
+    from fieldcheck.metrics import parse_program
+    from fieldcheck.numeric import load_predictions, score_numeric
+
+    loaded = load_convfinqa(sample_dir / "sample_dev.json")
+    lines = []
+    for c in loaded.conversations:
+        for t in c.turns:
+            assert t.program is not None
+            steps = [
+                {"tool": "compute", "operation": op} for op in parse_program(t.program).operations
+            ]
+            plan = {"steps": steps or [{"tool": "extract"}]}
+            lines.append(
+                json.dumps(
+                    {"conversation_id": c.id, "turn": t.index, "answer": t.answer, "plan": plan}
+                )
+            )
+    preds = tmp_path / "oracle.jsonl"
+    preds.write_text("\n".join(lines) + "\n")
+    result = score_numeric(loaded, load_predictions(preds), bootstrap=0)
+    failed = {
+        (t.conversation_id, t.turn_idx)
+        for c in result.conversations
+        for t in c.turns
+        if not t.numerical_match
+    }
+    assert failed == ANSWER_TEXT_QUIRKS
+    assert result.statistics["numerical_match_accuracy"] == (166 - 11) / 166
+    assert result.statistics["avg_logic_recall"] == 1.0
+    assert result.statistics["avg_logic_order_score"] == 1.0
+    assert result.input_errors == []
