@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from fieldcheck._cli.json_cmd import run_demo
-from fieldcheck.jsoneval import BatchRecord, EvalConfig, evaluate, evaluate_batch
+from fieldcheck.jsoneval import BatchRecord, EvalConfig, _evaluate, evaluate, evaluate_batch
 from fieldcheck.matchers import DiskCache, FuzzyMatcher, SemanticMatcher
 from fieldcheck.matchers._semantic import load_model
 
@@ -36,8 +36,11 @@ def test_walkthrough_with_local_matchers(model: Any, walkthrough: Walk) -> None:
     assert r.signature.settings["semantic"]["model"] == "sentence-transformers/all-MiniLM-L6-v2"
 
 
-def test_semantic_encodes_each_distinct_string_once(model: Any, tmp_path: Path) -> None:
-    semantic = SemanticMatcher(cache=DiskCache(tmp_path / "cache.sqlite3"))
+def test_semantic_encodes_each_distinct_string_once(
+    model: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_evaluate, "MATCH_CHUNK", 1)  # other matchers would get one pair per call
+    semantic = SemanticMatcher(cache=None)  # no cache to hide a second encoding
     matchers = {"FUZZY": FuzzyMatcher(), "SEMANTIC": semantic}
     gt = {"a": "The invoice was paid in full", "b": "Delivered to the back door"}
     outputs = [
@@ -51,9 +54,12 @@ def test_semantic_encodes_each_distinct_string_once(model: Any, tmp_path: Path) 
     assert semantic.encoded_count == 5
     assert batch.summary.matcher_pairs == {"FUZZY": 0, "SEMANTIC": 3}
     assert batch.results[2].result.fields["a"].score == 0.0  # "Not paid yet" is not a paraphrase
-    again = SemanticMatcher(cache=DiskCache(tmp_path / "cache.sqlite3"))
+    cache = DiskCache(tmp_path / "cache.sqlite3")
+    first = SemanticMatcher(cache=cache)
+    evaluate_batch(records, EvalConfig(), matchers={"FUZZY": FuzzyMatcher(), "SEMANTIC": first})
+    again = SemanticMatcher(cache=cache)
     evaluate_batch(records, EvalConfig(), matchers={"FUZZY": FuzzyMatcher(), "SEMANTIC": again})
-    assert again.encoded_count == 0  # all embeddings came from the on-disk cache
+    assert (first.encoded_count, again.encoded_count) == (5, 0)  # then all from the on-disk cache
 
 
 def test_demo_runs_fast_and_exits_0(

@@ -214,8 +214,11 @@ def _match_all(
         progress("match", 0, total)
     found: dict[tuple[str, str, str], Similarity] = {}
     for family, pairs in distinct.items():
-        for start in range(0, len(pairs), MATCH_CHUNK):
-            chunk = pairs[start : start + MATCH_CHUNK]
+        # A semantic encoder gets the whole batch in one call, so each distinct string is encoded
+        # once even without a cache; judges and fuzzy go in chunks so the progress bar moves.
+        size = len(pairs) if isinstance(matchers[family], SemanticMatcher) else MATCH_CHUNK
+        for start in range(0, len(pairs), max(1, size)):
+            chunk = pairs[start : start + max(1, size)]
             sims = matchers[family].similarities([p for p, _ in chunk], [r for _, r in chunk])
             for (p, r), sim in zip(chunk, sims, strict=True):
                 found[(family, p, r)] = sim
