@@ -39,8 +39,8 @@ def load_model(model_path: str | None = None) -> Any:
             from sentence_transformers import SentenceTransformer
             from transformers.utils import logging as hf_logging
 
-            hf_logging.disable_progress_bar()
-            hf_logging.set_verbosity_error()
+            hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
+            hf_logging.set_verbosity_error()  # type: ignore[no-untyped-call]
             _models[model_path] = SentenceTransformer(str(model_path), device="cpu")
         return _models[model_path]
 
