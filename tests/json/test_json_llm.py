@@ -166,3 +166,26 @@ def test_judge_batch_asks_each_distinct_pair_once_and_caches(chat_server: StartS
     second = evaluate_batch(records, cfg)
     assert len(server.requests) == 3  # every reply came from the on-disk cache
     assert [r.result.rqs for r in second.results] == [r.result.rqs for r in first.results]
+
+
+def test_score_judge_failure_exits_3(
+    walkthrough: Walk, chat_server: StartServer, tmp_path: Path
+) -> None:
+    aio, gt, strategies = walkthrough
+    server = chat_server(lambda request: "1.5")  # out of range: a judge error, not a score
+    for name, value in (("gt.json", gt), ("out.json", aio)):
+        (tmp_path / name).write_text(json.dumps(value))
+    result = CliRunner().invoke(
+        app,
+        [
+            "json", "score", str(tmp_path / "gt.json"), str(tmp_path / "out.json"),
+            "--strategies", _write(tmp_path, strategies), "--matcher", "llm",
+            "--judge-base-url", server.base_url, "--judge-model", "judge-1", "--json",
+        ],
+    )  # fmt: skip
+    assert result.exit_code == 3
+    assert result.stdout == ""
+    assert (
+        "field 'bio': SEMANTIC matcher failed: judge_error: judge score 1.5 is outside [0, 1]"
+        in result.stderr
+    )
