@@ -241,3 +241,19 @@ def test_turns_without_gold_are_not_scored_but_errors_are_listed(tmp_path: Path)
         ("1", "RateLimit", "429")
     ]
     assert (out / "accuracy_by_turn.png").is_file()
+
+
+def test_derived_record_without_features_gets_derived_ones(tmp_path: Path) -> None:
+    record = _record("Double_X", ["1", "2"], [1.0, 2.0])
+    del record["features"]
+    record["dialogue"]["qa_split"] = [False, True]
+    record["doc"]["table"] = {"2020 (1)": {"sales": 1.0}, "2020 (2)": {"sales": "n/a"}}
+    data = tmp_path / "d.json"
+    data.write_text(json.dumps({"dev": [record]}))
+    features = load_convfinqa(data).conversations[0].features
+    assert features.model_dump() == {
+        "num_dialogue_turns": 2,
+        "has_type2_question": True,
+        "has_duplicate_columns": True,
+        "has_non_numeric_values": True,
+    }

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import random
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -214,7 +215,9 @@ def _from_derived(
     turns, warnings = _build_turns(
         questions, answers, programs, executed, splits, file=file, record=rid, prefix="dialogue"
     )
-    features = _derive_features(rid, table, turns, has_duplicate_columns=None)
+    # without a features object: the derived format marks repeated headers "name (1)", "name (2)"
+    suffixed = [str(c) for c in columns if re.search(r" \(\d+\)$", str(c))]
+    features = _derive_features(rid, table, turns, has_duplicate_columns=len(suffixed) > 1)
     if isinstance(raw_features, Mapping):
         try:
             features = Features.model_validate({**features.model_dump(), **raw_features})
