@@ -380,3 +380,26 @@ def test_read_batch_errors_name_file_line_and_reason(tmp_path: Path) -> None:
         f"{data}:8: record d: field 'safety_score': must be a number in [0, 1] or null (got 2)",
         f"{data}:9: field 'id': must be a string or an integer (got True)",
     ]
+
+
+def test_batch_warns_about_strategies_for_unknown_fields(
+    table_matchers: dict[str, Any], caplog: pytest.LogCaptureFixture
+) -> None:
+    records = [BatchRecord(id=1, ground_truth={"customer": {"name": "A"}, "n": 1}, output={"n": 1})]
+    with caplog.at_level("WARNING", logger="fieldcheck"):
+        evaluate_batch(
+            records,
+            EvalConfig(strategies={"custmer": "FUZZY", "customer.name": "FUZZY"}),
+            matchers=table_matchers,
+        )
+    assert (
+        "no ground truth has: 'custmer', 'customer.name' (nested paths need --flatten)"
+        in caplog.text
+    )
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="fieldcheck"):
+        cfg = EvalConfig(
+            flatten=True, strategies={"customer.name": "FUZZY", "items[*].sku": "EXACT"}
+        )
+        evaluate_batch(records, cfg, matchers=table_matchers)
+    assert "'items[*].sku'" in caplog.text and "customer.name" not in caplog.text

@@ -202,13 +202,10 @@ def print_result(console: Console, result: JsonEvalResult) -> None:
         buckets.add_row(name, str(len(keys)), escape(", ".join(keys)))
     console.print(buckets)
     fields = Table(title="Fields scored for accuracy (both_non_null)", header_style="bold")
-    for column, justify in (
-        ("field", "left"),
-        ("strategy", "left"),
-        ("similarity", "right"),
-        ("score", "right"),
-    ):
-        fields.add_column(column, justify=justify)  # type: ignore[arg-type]
+    fields.add_column("field")
+    fields.add_column("strategy")
+    fields.add_column("similarity", justify="right")
+    fields.add_column("score", justify="right")
     for name, field in result.fields.items():
         fields.add_row(escape(name), field.strategy, _fmt(field.similarity), _fmt(field.score))
     console.print(fields)
@@ -240,8 +237,11 @@ def print_summary(
     console.print(table)
     console.print(
         f"failed: {summary.failed}   not an object: {summary.not_an_object}   "
-        f"safety leaks: {summary.safety_flagged}   distinct pairs matched: "
-        f"FUZZY {summary.matcher_pairs.get('FUZZY', 0)}, SEMANTIC {summary.matcher_pairs.get('SEMANTIC', 0)}"
+        f"safety leaks: {summary.safety_flagged}"
+    )
+    console.print(
+        f"distinct pairs sent to the matcher: FUZZY {summary.matcher_pairs.get('FUZZY', 0)}, "
+        f"SEMANTIC {summary.matcher_pairs.get('SEMANTIC', 0)}"
     )
     scored = [(n, f) for n, f in summary.fields.items() if f.scored]
     if scored:

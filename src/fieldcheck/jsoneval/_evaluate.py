@@ -7,6 +7,7 @@ semantic matcher then encodes each distinct string once); assemble the per-recor
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -52,6 +53,7 @@ from fieldcheck.metrics._json_fields import (
     wildcard_path,
 )
 
+logger = logging.getLogger("fieldcheck")
 Matchers = Mapping[str, Matcher]  # "FUZZY" and "SEMANTIC" -> matcher
 Progress = Callable[[str, int, int], None]  # (phase, done, total)
 MATCH_CHUNK = 256
@@ -148,6 +150,7 @@ class _Prepared:
     exact: dict[str, FieldResult]
     pending: dict[str, tuple[Strategy, str, str]]  # field -> (strategy, output text, gt text)
     safety_score: float
+    gt_keys: list[str] = field(default_factory=list)
     findings: list[SafetyFinding] = field(default_factory=list)
 
 
@@ -192,6 +195,7 @@ def _prepare(record: BatchRecord, config: EvalConfig) -> _Prepared:
         exact=exact,
         pending=pending,
         safety_score=safety,
+        gt_keys=list(gt),
         findings=findings,
     )
 
@@ -328,6 +332,23 @@ def summarize(
     )
 
 
+def _warn_unused_strategies(config: EvalConfig, prepared: Sequence[_Prepared]) -> None:
+    """A strategy naming a field no ground truth has is probably a typo: warn once per batch."""
+    if not config.strategies or not prepared:
+        return
+    seen: set[str] = set()
+    for prep in prepared:
+        seen.update(prep.gt_keys)
+    seen |= {wildcard_path(k) for k in seen}
+    unused = sorted(k for k in config.strategies if k not in seen)
+    if unused:
+        logger.warning(
+            "the strategy config names fields that no ground truth has: %s%s",
+            ", ".join(repr(k) for k in unused),
+            "" if config.flatten else " (nested paths need --flatten)",
+        )
+
+
 def evaluate_batch(
     records: Iterable[BatchRecord],
     config: EvalConfig | None = None,
@@ -350,6 +371,7 @@ def evaluate_batch(
         prepared.append(_prepare(record, config))
         if progress:
             progress("prepare", i, len(records))
+    _warn_unused_strategies(config, prepared)
     found, pair_counts = _match_all(prepared, matchers, progress)
     results: list[RecordResult] = []
     failures = list(errors)
