@@ -129,7 +129,9 @@ def show_result(
     )
     console.print(table)
     if result.input_errors:
-        console.print(f"[yellow]{len(result.input_errors)} input problem(s); first ones:[/yellow]")
+        console.print(
+            f"[yellow]{len(result.input_errors)} input problem(s), all in input_errors.csv; first:[/yellow]"
+        )
         for error in result.input_errors[:5]:
             console.print("  " + error.one_line(), markup=False, highlight=False)
     console.print(f"signature: {result.signature.format()}", markup=False, highlight=False)
