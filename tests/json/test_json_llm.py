@@ -134,7 +134,10 @@ def test_judge_error_fails_the_record_never_zero(
         f"{data}:1: record walk: field 'name': FUZZY matcher failed: judge_error" in result.stderr
     )
     errors = [json.loads(line) for line in (out / "errors.jsonl").read_text().splitlines()]
-    assert [(e["line"], e["record"]) for e in errors] == [(1, "walk")]
+    assert [(e["file"], e["line"], e["record"]) for e in errors] == [(str(data), 1, "walk")]
+    assert errors[0]["message"].startswith(
+        f"{data}:1: record walk: field 'name': FUZZY matcher failed"
+    )
     assert [
         json.loads(line)["id"] for line in (out / "records.jsonl").read_text().splitlines()
     ] == ["ok"]

@@ -369,10 +369,14 @@ def run_batch(
             bar.update(tasks[phase], completed=done if total else 1, total=total or 1)
 
         batch = evaluate_batch(
-            records, config, errors=[record_error(e) for e in read_errors], progress=progress
+            records,
+            config,
+            errors=[record_error(e) for e in read_errors],
+            progress=progress,
+            source=str(data),
         )
     for failure in batch.errors[len(read_errors) :]:
-        _err(errors, f"{data}:{failure.line}: record {failure.record}: {failure.reason}")
+        _err(errors, failure.message)
     paths = write_batch_outputs(out, batch)
     print_summary(console, batch.summary, paths)
     return EXIT_FAILED if batch.errors else EXIT_OK

@@ -356,10 +356,12 @@ def evaluate_batch(
     matchers: Matchers | None = None,
     errors: Sequence[RecordError] = (),
     progress: Progress | None = None,
+    source: str | None = None,
 ) -> BatchResult:
     """Score many records; each distinct FUZZY/SEMANTIC pair goes to its matcher once per batch.
 
-    ``errors`` (lines that failed to load) are carried into the result and the summary's counts.
+    ``errors`` (lines that failed to load) are carried into the result and the summary's counts;
+    ``source`` (the batch file) names the file in the errors of records that fail here.
     A record whose matcher fails (judge error) is moved to the errors, never scored as 0.
     """
     config = config or EvalConfig()
@@ -379,9 +381,8 @@ def evaluate_batch(
         try:
             result = _assemble(prep, found, config, signature)
         except MatcherError as exc:
-            failures.append(
-                RecordError(line=prep.line, record=prep.key, reason=str(exc), message=str(exc))
-            )
+            located = InputError(str(exc), file=source, line=prep.line, record=prep.key)
+            failures.append(RecordError.model_validate(located.to_dict()))
         else:
             results.append(RecordResult(id=prep.key, line=prep.line, result=result))
         if progress:
