@@ -9,7 +9,21 @@ from benchmarks._harness import Comparison, measure
 from fieldcheck.matchers import FuzzyMatcher, SemanticMatcher
 from fieldcheck.matchers._semantic import load_model
 
-WORDS = "alpha beta gamma delta invoice total amount customer street city order paid due".split()
+WORDS = [
+    "alpha",
+    "beta",
+    "gamma",
+    "delta",
+    "invoice",
+    "total",
+    "amount",
+    "customer",
+    "street",
+    "city",
+    "order",
+    "paid",
+    "due",
+]
 
 
 def _phrases(rng: random.Random, n: int) -> list[str]:
@@ -23,7 +37,9 @@ def run() -> list[Comparison]:
     fuzzy = FuzzyMatcher()
     ours = measure(lambda: fuzzy.similarities(preds, refs), n)
     base = measure(
-        lambda: [difflib.SequenceMatcher(None, p, r).ratio() for p, r in zip(preds, refs, strict=True)],
+        lambda: [
+            difflib.SequenceMatcher(None, p, r).ratio() for p, r in zip(preds, refs, strict=True)
+        ],
         n,
     )
     out = [Comparison("fuzzy similarity", "pairs", ours, base, "difflib.SequenceMatcher")]

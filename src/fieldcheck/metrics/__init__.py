@@ -1,35 +1,10 @@
-"""Pure metric functions: no I/O, no model calls. One private module per spec area."""
+"""Pure metric functions: no I/O, no model calls. One private module per spec area.
 
-from fieldcheck.metrics._stats import (
-    Interval,
-    LatencyStats,
-    bootstrap_ci,
-    f1,
-    f1_from_pr,
-    latency_stats,
-    median,
-    p95_nearest_rank,
-    paired_bootstrap_pvalue,
-    precision,
-    recall,
-    safe_div,
-)
+Every metric is named as its spec names it, so one search finds it.
+"""
 
-__all__ = [
-    "Interval",
-    "LatencyStats",
-    "bootstrap_ci",
-    "f1",
-    "f1_from_pr",
-    "latency_stats",
-    "median",
-    "p95_nearest_rank",
-    "paired_bootstrap_pvalue",
-    "precision",
-    "recall",
-    "safe_div",
-]
-
+# Shared statistics: P/R/F1, latency, bootstrap.
+# JSON evaluation (json-evaluation.md): null rule, key buckets, completeness, hallucination, accuracy, RQS.
 from fieldcheck.metrics._json_fields import (
     BUCKET_NAMES,
     STRATEGIES,
@@ -57,77 +32,8 @@ from fieldcheck.metrics._json_fields import (
     wildcard_path,
 )
 
-__all__ += [
-    "BUCKET_NAMES",
-    "STRATEGIES",
-    "BucketName",
-    "KeyBuckets",
-    "RqsWeights",
-    "Strategy",
-    "ValueType",
-    "accuracy",
-    "auto_strategy",
-    "canonical_text",
-    "classify_keys",
-    "completeness",
-    "detect_value_type",
-    "exact_match",
-    "flatten",
-    "flatten_pair",
-    "hallucination",
-    "is_date_text",
-    "is_email_text",
-    "is_null",
-    "is_number_text",
-    "resolve_strategy",
-    "rqs",
-    "wildcard_path",
-]
-
-from fieldcheck.metrics._slots import (
-    SessionCounts,
-    SlotCounts,
-    SlotKey,
-    aggregate_sessions,
-    canonical_set,
-    score_session,
-    slot_exact_match,
-    sum_counts,
-)
-from fieldcheck.metrics._text import (
-    CANONICALIZE_VERSION,
-    NON_ASCII_RE,
-    PUNCT_RE,
-    TokenOverlap,
-    bleu1_score,
-    canonicalize,
-    token_overlap,
-    tokenize,
-    tokenize_values,
-)
-
-__all__ += [
-    "CANONICALIZE_VERSION",
-    "NON_ASCII_RE",
-    "PUNCT_RE",
-    "SessionCounts",
-    "SlotCounts",
-    "SlotKey",
-    "TokenOverlap",
-    "aggregate_sessions",
-    "bleu1_score",
-    "canonical_set",
-    "canonicalize",
-    "score_session",
-    "slot_exact_match",
-    "sum_counts",
-    "token_overlap",
-    "tokenize",
-    "tokenize_values",
-]
-
-# Numeric QA (numeric-qa-evaluation.md): answer parsing, match types, programs, logic scores.
-from fieldcheck.metrics._numbers import (  # noqa: E402
+# Numbers (numeric-qa-evaluation.md): answer parsing, the five match types, failure modes.
+from fieldcheck.metrics._numbers import (
     AnswerMatches,
     FailureMode,
     ParsedAnswer,
@@ -141,7 +47,9 @@ from fieldcheck.metrics._numbers import (  # noqa: E402
     soft_match,
     unit_agnostic_match,
 )
-from fieldcheck.metrics._programs import (  # noqa: E402
+
+# Programs (numeric-qa-evaluation.md): parse and execute, logic recall/precision/order.
+from fieldcheck.metrics._programs import (
     OPERATION_ALIASES,
     Program,
     ProgramExecutionError,
@@ -158,31 +66,123 @@ from fieldcheck.metrics._programs import (  # noqa: E402
     run_program,
 )
 
-__all__ += [
+# Slots (slot-extraction-benchmark.md): TP/FP/FN, exact match, extras, per topic.
+from fieldcheck.metrics._slots import (
+    SessionCounts,
+    SlotCounts,
+    SlotKey,
+    aggregate_sessions,
+    canonical_set,
+    score_session,
+    slot_exact_match,
+    sum_counts,
+)
+from fieldcheck.metrics._stats import (
+    Interval,
+    LatencyStats,
+    bootstrap_ci,
+    f1,
+    f1_from_pr,
+    latency_stats,
+    median,
+    p95_nearest_rank,
+    paired_bootstrap_pvalue,
+    precision,
+    recall,
+    safe_div,
+)
+
+# Text and tokens (slot-extraction-benchmark.md): canonicalize, token overlap, BLEU-1.
+from fieldcheck.metrics._text import (
+    CANONICALIZE_VERSION,
+    NON_ASCII_RE,
+    PUNCT_RE,
+    TokenOverlap,
+    bleu1_score,
+    canonicalize,
+    token_overlap,
+    tokenize,
+    tokenize_values,
+)
+
+__all__ = [
+    "BUCKET_NAMES",
+    "CANONICALIZE_VERSION",
+    "NON_ASCII_RE",
     "OPERATION_ALIASES",
+    "PUNCT_RE",
+    "STRATEGIES",
     "AnswerMatches",
+    "BucketName",
     "FailureMode",
+    "Interval",
+    "KeyBuckets",
+    "LatencyStats",
     "ParsedAnswer",
     "Program",
     "ProgramExecutionError",
     "ProgramParseError",
+    "RqsWeights",
+    "SessionCounts",
+    "SlotCounts",
+    "SlotKey",
     "Step",
+    "Strategy",
+    "TokenOverlap",
+    "ValueType",
+    "accuracy",
+    "aggregate_sessions",
+    "auto_strategy",
+    "bleu1_score",
+    "bootstrap_ci",
+    "canonical_set",
+    "canonical_text",
+    "canonicalize",
+    "classify_keys",
+    "completeness",
+    "detect_value_type",
+    "exact_match",
     "execute_program",
+    "f1",
+    "f1_from_pr",
     "failure_mode",
+    "flatten",
+    "flatten_pair",
     "general_match",
+    "hallucination",
+    "is_date_text",
+    "is_email_text",
+    "is_null",
+    "is_number_text",
     "is_rounding_of",
+    "latency_stats",
     "logic_order_score",
     "logic_precision",
     "logic_recall",
     "longest_common_subsequence",
     "match_answer",
+    "median",
     "normalise_operation",
     "numerical_match",
+    "p95_nearest_rank",
+    "paired_bootstrap_pvalue",
     "parse_answer",
     "parse_program",
     "plan_operations",
+    "precision",
+    "recall",
+    "resolve_strategy",
+    "rqs",
     "run_program",
+    "safe_div",
+    "score_session",
     "sign_agnostic_match",
+    "slot_exact_match",
     "soft_match",
+    "sum_counts",
+    "token_overlap",
+    "tokenize",
+    "tokenize_values",
     "unit_agnostic_match",
+    "wildcard_path",
 ]
