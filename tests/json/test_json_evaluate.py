@@ -403,3 +403,18 @@ def test_batch_warns_about_strategies_for_unknown_fields(
         )
         evaluate_batch(records, cfg, matchers=table_matchers)
     assert "'items[*].sku'" in caplog.text and "customer.name" not in caplog.text
+
+
+def test_signature_names_every_setting(walkthrough: Walk, table_matchers: dict[str, Any]) -> None:
+    aio, gt, strategies = walkthrough
+    base = evaluate(aio, gt, EvalConfig(strategies=strategies), matchers=table_matchers).signature
+    assert base.system == "json"
+    assert base.settings["strategies"].startswith("2 fields sha256:")
+    assert base.settings["fuzzy"] == {"matcher": "table-fuzzy"}
+    assert (base.settings["fuzzy_threshold"], base.settings["semantic_threshold"]) == (0.85, 0.80)
+    other = EvalConfig(strategies=dict(strategies, bio="FUZZY"))
+    changed = evaluate(aio, gt, other, matchers=table_matchers).signature
+    assert changed.settings["strategies"] != base.settings["strategies"]
+    plain = evaluate(aio, gt, EvalConfig(), matchers=table_matchers).signature
+    assert plain.settings["strategies"] == "none"
+    assert "strategies:none" in plain.format() and "version:" in plain.format()

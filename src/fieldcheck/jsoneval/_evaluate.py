@@ -37,6 +37,7 @@ from fieldcheck.matchers import (
     Matcher,
     SemanticMatcher,
     Similarity,
+    cache_key,
 )
 from fieldcheck.metrics._json_fields import (
     KeyBuckets,
@@ -97,8 +98,16 @@ def make_signature(config: EvalConfig, matchers: Matchers) -> Signature:
             "weights": config.weights.model_dump(),
             "flatten": config.flatten,
             "safety_check": config.safety_check,
+            "strategies": strategies_digest(config.strategies),
         },
     )
+
+
+def strategies_digest(strategies: Mapping[str, str]) -> str:
+    """``none``, or ``<n> fields sha256:<12 hex>`` of the sorted mapping: same config, same digest."""
+    if not strategies:
+        return "none"
+    return f"{len(strategies)} fields sha256:{cache_key(sorted(strategies.items()))[:12]}"
 
 
 def _strip_fence(text: str) -> str:
