@@ -131,13 +131,13 @@ def test_hostile_model_names_are_escaped(jsonl: Jsonl, tmp_path: Path) -> None:
     assert cells[1] == "'" + formula
 
 
-def test_input_errors_exit_1_and_are_listed(jsonl: Jsonl, tmp_path: Path) -> None:
+def test_input_errors_exit_3_and_are_listed(jsonl: Jsonl, tmp_path: Path) -> None:
     f, out = _files(jsonl), tmp_path / "out"
     bad = jsonl("bad.jsonl", [*PRED_A, '{"user": "u1", "session": 1}', PRED_A[0]])
     result = _invoke(
         "--gold", str(f["gold"]), "--pred", f"a={bad}", "--bootstrap", "0", "--out", str(out)
     )
-    assert result.exit_code == 1
+    assert result.exit_code == 3
     errors = [json.loads(line) for line in (out / "errors.jsonl").read_text().splitlines()]
     assert [(e["line"], e["field"]) for e in errors] == [(3, "topic"), (4, "field")]
     assert "duplicate slot" in errors[1]["reason"]

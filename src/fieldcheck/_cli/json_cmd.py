@@ -19,6 +19,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from fieldcheck._cli._exit import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from fieldcheck._util.errors import InputError
 from fieldcheck._util.jsonio import dumps, read_json
 from fieldcheck.jsoneval import (
@@ -43,7 +44,6 @@ app = typer.Typer(
     ),
     no_args_is_help=True,
 )
-EXIT_OK, EXIT_USAGE, EXIT_FAILED = 0, 2, 3
 _SCORES = ("completeness", "hallucination", "accuracy", "safety_score", "rqs")
 
 StrategiesOpt = Annotated[

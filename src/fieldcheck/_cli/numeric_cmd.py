@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from fieldcheck._cli._exit import EXIT_FAILED
 from fieldcheck._util.errors import InputError
 from fieldcheck.numeric import (
     LoadResult,
@@ -232,8 +233,8 @@ def score_command(
     except InputError as exc:
         raise typer.BadParameter(exc.one_line()) from None
     show_result(result, out, console)
-    if not result.conversations:
-        raise typer.Exit(1)
+    if not result.conversations or result.input_errors:
+        raise typer.Exit(EXIT_FAILED)
 
 
 def run_demo(out_dir: Path) -> int:

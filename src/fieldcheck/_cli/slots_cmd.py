@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from fieldcheck._cli._exit import EXIT_FAILED
 from fieldcheck._util.errors import InputError
 from fieldcheck._util.jsonio import dumps
 from fieldcheck.slots import (
@@ -309,7 +310,7 @@ def score(
     if as_json:
         sys.stdout.write(dumps(run.metrics_json(), indent=True) + "\n")
     if run.errors:
-        raise typer.Exit(1)
+        raise typer.Exit(EXIT_FAILED)
 
 
 def run_demo(out_dir: Path) -> int:
