@@ -1,0 +1,77 @@
+"""Numeric QA: answer parsing and the five match types against a bare ``float()`` after stripping
+symbols (the minimum any scorer does); the program parser against CPython's ``ast.parse``."""
+
+from __future__ import annotations
+
+import ast
+import random
+import re
+
+from benchmarks._harness import Comparison, measure
+from fieldcheck.metrics import match_answer, parse_answer, parse_program
+
+_STRIP = re.compile(r"[^0-9.\-]")
+
+
+def _answers(rng: random.Random, n: int) -> list[tuple[str, float]]:
+    out = []
+    for _ in range(n):
+        gold = rng.uniform(-5000, 5000)
+        form = rng.randrange(5)
+        text = (
+            f"{gold:,.2f}",
+            f"${gold:.1f}",
+            f"{gold / 100:.1%}",
+            f"the answer is {gold:.3f}",
+            f"({abs(gold):.0f})",
+        )[form]
+        out.append((text, gold))
+    return out
+
+
+def _programs(rng: random.Random, n: int) -> list[str]:
+    ops = ["add", "subtract", "multiply", "divide"]
+    out = []
+    for _ in range(n):
+        steps = [f"{rng.choice(ops)}({rng.randint(1, 9999)}, {rng.randint(1, 9999)})"]
+        for k in range(rng.randint(0, 3)):
+            steps.append(f"{rng.choice(ops)}(#{k}, {rng.uniform(1, 100):.2f})")
+        out.append(", ".join(steps))
+    return out
+
+
+def run() -> list[Comparison]:
+    rng = random.Random(5)
+    answers = _answers(rng, 20_000)
+
+    def ours() -> None:
+        for text, gold in answers:
+            match_answer(parse_answer(text), gold)
+
+    def naive() -> int:
+        hits = 0
+        for text, gold in answers:
+            try:
+                value = float(_STRIP.sub("", text))
+            except ValueError:
+                continue
+            hits += abs(value - gold) <= 0.01 * abs(gold)
+        return hits
+
+    programs = _programs(rng, 20_000)
+    return [
+        Comparison(
+            "parse answer + five match types",
+            "answers",
+            measure(ours, len(answers)),
+            measure(naive, len(answers)),
+            "strip symbols + float() + one tolerance",
+        ),
+        Comparison(
+            "parse turn_program",
+            "programs",
+            measure(lambda: [parse_program(p) for p in programs], len(programs)),
+            measure(lambda: [ast.parse(p.replace("#", "ref_")) for p in programs], len(programs)),
+            "ast.parse (syntax tree only, #k renamed)",
+        ),
+    ]

@@ -1,0 +1,107 @@
+"""Slot benchmark: bootstrap intervals from per-session sufficient statistics against re-scoring
+every resample from the raw slots; and our BLEU-1 against NLTK's ``sentence_bleu``."""
+
+from __future__ import annotations
+
+import random
+import warnings
+from pathlib import Path
+
+from benchmarks._harness import Comparison, measure
+from fieldcheck.metrics import bleu1_score, tokenize_values
+from fieldcheck.slots import ModelInput, score_models
+from fieldcheck.slots._loaders import SlotFile
+
+WORDS = [
+    "reading",
+    "hiking",
+    "chess",
+    "anxious",
+    "calm",
+    "tired",
+    "alice",
+    "chen",
+    "engineer",
+    "boston",
+    "cooking",
+    "jazz",
+]
+TOPICS = ("basic_info", "interests", "mental_state")
+
+
+def _files(rng: random.Random, users: int, sessions: int) -> tuple[SlotFile, SlotFile]:
+    gold, pred = SlotFile(Path("gold.jsonl")), SlotFile(Path("pred.jsonl"))
+    for u in range(users):
+        for s in range(sessions):
+            key = (f"u{u}", s)
+            g = gold.sessions.setdefault(key, {})
+            p = pred.sessions.setdefault(key, {})
+            for f in range(12):
+                slot = (TOPICS[f % 3], f"field{f}")
+                value = [" ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 4)))]
+                g[slot] = value
+                roll = rng.random()
+                if roll < 0.6:
+                    p[slot] = value
+                elif roll < 0.85:
+                    p[slot] = [rng.choice(WORDS)]
+            for extra in range(rng.randint(0, 3)):
+                p[(TOPICS[extra], f"extra{extra}")] = [rng.choice(WORDS)]
+    return gold, pred
+
+
+def run() -> list[Comparison]:
+    rng = random.Random(3)
+    gold, pred = _files(rng, users=40, sessions=5)  # 200 sessions, 2,400 gold slots
+    resamples = 100
+    sessions = list(gold.sessions)
+
+    def ours() -> None:
+        score_models(gold, [ModelInput("m", pred)], bootstrap=resamples, seed=0)
+
+    def naive() -> None:
+        # the obvious way: build each resample's gold and predictions, then score it from scratch
+        boot = random.Random(0)
+        score_models(gold, [ModelInput("m", pred)], bootstrap=0)
+        for _ in range(resamples):
+            g, p = SlotFile(Path("g")), SlotFile(Path("p"))
+            for i in range(len(sessions)):
+                key = sessions[boot.randrange(len(sessions))]
+                g.sessions[(f"{key[0]}#{i}", key[1])] = gold.sessions[key]
+                p.sessions[(f"{key[0]}#{i}", key[1])] = pred.sessions.get(key, {})
+            score_models(g, [ModelInput("m", p)], bootstrap=0)
+
+    out = [
+        Comparison(
+            f"slots score with {resamples} bootstrap resamples (200 sessions)",
+            "runs",
+            measure(ours, 1, repeat=1),
+            measure(naive, 1, repeat=1),
+            "re-score every resample",
+        )
+    ]
+
+    from nltk.translate.bleu_score import sentence_bleu
+
+    pairs = []
+    for session in gold.sessions.values():
+        for values in session.values():
+            pairs.append((tokenize_values(values), tokenize_values([rng.choice(WORDS)])))
+    pairs = pairs * 4
+
+    def nltk_bleu() -> None:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            for ref, hyp in pairs:
+                sentence_bleu([ref], hyp, weights=(1, 0, 0, 0))
+
+    out.append(
+        Comparison(
+            "BLEU-1 per slot",
+            "slots",
+            measure(lambda: [bleu1_score(h, r) for r, h in pairs], len(pairs)),
+            measure(nltk_bleu, len(pairs), repeat=1),
+            "nltk sentence_bleu (1,0,0,0)",
+        )
+    )
+    return out
