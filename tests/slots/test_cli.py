@@ -48,7 +48,8 @@ PRED_B = [*GOLD, slot("u1", 2, "interests", "dream_job", "surgeon", "pilot")]
 
 
 def _invoke(*args: str) -> Any:
-    return CliRunner().invoke(app, ["slots", "score", *args])
+    # wide, so that Rich does not wrap long paths inside the error box
+    return CliRunner().invoke(app, ["slots", "score", *args], env={"COLUMNS": "400"})
 
 
 def _files(jsonl: Jsonl) -> dict[str, Path]:
@@ -152,7 +153,10 @@ def test_input_errors_exit_3_and_are_listed(jsonl: Jsonl, tmp_path: Path) -> Non
         (["--judge", "ghost=x.jsonl"], "unknown model 'ghost'"),
         (["--pred", "no-equals-sign"], "expected NAME=FILE"),
         (["--pred", "a=b.jsonl"], "model names must be unique"),
-        (["--tp", "sometimes"], "must be presence, exact, fuzzy or semantic"),
+        (
+            ["--tp", "sometimes"],
+            "'sometimes' is not one of 'presence', 'exact', 'fuzzy', 'semantic'",
+        ),
         (["--judge-model", "m"], "give both --judge-base-url and --judge-model"),
     ],
 )
@@ -163,6 +167,65 @@ def test_usage_errors_exit_2(jsonl: Jsonl, tmp_path: Path, extra: list[str], mes
     )
     assert result.exit_code == 2
     assert message in " ".join(result.output.replace("│", " ").split())
+
+
+def test_out_that_is_a_file_is_a_usage_error(jsonl: Jsonl, tmp_path: Path) -> None:
+    f = _files(jsonl)
+    a_file = tmp_path / "taken"
+    a_file.write_text("not a directory")
+    for out, message in [
+        (a_file, f"{a_file} is a file, not a directory"),
+        (a_file / "below", "cannot create directory"),
+    ]:
+        result = _invoke("--gold", str(f["gold"]), "--pred", f"a={f['a']}", "--out", str(out))
+        assert result.exit_code == 2, result.output
+        assert message in " ".join(result.output.replace("│", " ").split())
+        assert "Traceback" not in result.output
+    assert a_file.read_text() == "not a directory"
+
+
+def test_output_file_that_cannot_be_written_is_a_usage_error(jsonl: Jsonl, tmp_path: Path) -> None:
+    f, out = _files(jsonl), tmp_path / "out"
+    (out / "metrics.json").mkdir(parents=True)  # a directory where a file has to go
+    result = _invoke(
+        "--gold", str(f["gold"]), "--pred", f"a={f['a']}", "--bootstrap", "0", "--out", str(out)
+    )
+    assert result.exit_code == 2
+    text = " ".join(result.output.replace("│", " ").split())
+    assert "Invalid value for --out: cannot write" in text and "metrics.json" in text
+
+
+def test_model_names_with_rich_markup_spaces_and_slashes(jsonl: Jsonl, tmp_path: Path) -> None:
+    f, out = _files(jsonl), tmp_path / "out"
+    result = _invoke(
+        "--gold", str(f["gold"]), "--pred", f"[/bold]x={f['a']}", "--pred", f"my model/v2={f['b']}",
+        "--latency", f"my model/v2={f['lat']}", "--bootstrap", "0", "--out", str(out),
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "[/bold]x" in result.output  # printed as text, not parsed as a closing tag
+    assert list(json.loads((out / "metrics.json").read_text())["models"]) == [
+        "[/bold]x",
+        "my model/v2",
+    ]
+    # plot files have fixed names, so a model name never becomes a path
+    assert sorted(p.name for p in out.glob("*.png")) == [
+        "plot_extra_slots_by_topic.png",
+        "plot_latency.png",
+        "plot_prf1.png",
+        "plot_topic_f1_heatmap.png",
+    ]
+
+
+def test_help_explains_every_option_and_the_exit_statuses() -> None:
+    result = CliRunner().invoke(app, ["slots", "score", "--help"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0
+    text = " ".join(result.output.replace("│", " ").split())
+    for option in ("--gold", "--pred", "--out", "--latency", "--judge", "--judge-base-url",
+                   "--judge-model", "--tp", "--threshold", "--bootstrap", "--seed", "--json"):  # fmt: skip
+        assert option in text, option
+    assert "presence|exact|fuzzy|semantic" in text
+    assert "3 when some lines were invalid" in text and "2 on usage errors" in text
+    assert "one of the --pred names" in text and "absent, never 0" in text
 
 
 def test_unreadable_file_is_a_usage_error(jsonl: Jsonl, tmp_path: Path) -> None:

@@ -10,8 +10,9 @@ import typer
 from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from rich.text import Text
 
-from fieldcheck._cli._exit import EXIT_FAILED
+from fieldcheck._cli._exit import EXIT_FAILED, EXIT_OK
 from fieldcheck._util.errors import InputError
 from fieldcheck._util.jsonio import dumps
 from fieldcheck.slots import (
@@ -60,6 +61,19 @@ def _checked_names(
     return seen
 
 
+def _out_dir(out: Path) -> Path:
+    """Create ``--out`` before any work, so a bad path is a usage error, not a late traceback."""
+    if out.exists() and not out.is_dir():
+        raise typer.BadParameter(f"{out} is a file, not a directory", param_hint="--out")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise typer.BadParameter(
+            f"cannot create directory {out}: {exc.strerror or exc}", param_hint="--out"
+        ) from None
+    return out
+
+
 def _load(loader: Any, path: Path, option: str) -> Any:
     try:
         return loader(path)
@@ -70,7 +84,7 @@ def _load(loader: Any, path: Path, option: str) -> Any:
 def _model_table(name: str, run: SlotsRun) -> Table:
     score = next(m for m in run.models if m.name == name)
     r = score.result
-    table = Table(title=f"{name}", show_header=True, header_style="bold")
+    table = Table(title=Text(name), show_header=True, header_style="bold")  # no markup
     table.add_column("metric")
     table.add_column("value", justify="right")
     table.add_column("95% CI", justify="right")
@@ -189,7 +203,12 @@ def score_files(
             progress=lambda text: progress.update(task, description=text),
         )
         progress.update(task, description="writing report and plots")
-        files = write_outputs(run, out)
+        try:
+            files = write_outputs(run, out)
+        except OSError as exc:
+            raise typer.BadParameter(
+                f"cannot write {exc.filename or out}: {exc.strerror or exc}", param_hint="--out"
+            ) from None
     return run, files
 
 
@@ -198,48 +217,61 @@ def score(
     gold: Annotated[
         Path,
         typer.Option(
-            "--gold", help="Gold slots, JSONL: one {user, session, topic, field, values} per line."
+            "--gold",
+            help="Gold slots, JSONL: one {user, session, topic, field, values} per line. Its "
+            "sessions (user, session) are the ones scored; values [] means 'nothing to extract'.",
         ),
     ],
     pred: Annotated[
         list[str],
         typer.Option(
             "--pred",
-            help="NAME=FILE: a model's predicted slots (same format as --gold). Repeat for each model.",
+            help="NAME=FILE: a model's predicted slots (same format as --gold). Repeat for each "
+            "model; NAME ends at the first '=' and names the model in every output.",
         ),
     ],
     out: Annotated[
         Path,
-        typer.Option("--out", help="Directory for metrics.json, CSVs, report.md/html and plots."),
+        typer.Option(
+            "--out",
+            help="Output directory (created if missing; files in it are overwritten): "
+            "metrics.json, metrics.csv, per_topic.csv, errors.jsonl, report.md/html, plot_*.png.",
+        ),
     ],
     latency: Annotated[
         list[str] | None,
         typer.Option(
             "--latency",
-            help="NAME=FILE: seconds per session of model NAME, JSONL {user, session, seconds}.",
+            help="NAME=FILE: seconds per session of model NAME (one of the --pred names), JSONL "
+            "{user, session, seconds >= 0}. Gives mean, median, p95 and total latency.",
         ),
     ] = None,
     judge: Annotated[
         list[str] | None,
         typer.Option(
             "--judge",
-            help="NAME=FILE: precomputed judge scores of model NAME, JSONL "
-            "{user, session, topic, field, score in [0,1]}.",
+            help="NAME=FILE: precomputed judge scores of model NAME (one of the --pred names), "
+            "JSONL {user, session, topic, field, score in [0,1]}. Wins over --judge-base-url.",
         ),
     ] = None,
     judge_base_url: Annotated[
         str | None,
         typer.Option(
             "--judge-base-url",
-            help="OpenAI-compatible endpoint of a judge model, used for models without --judge. "
-            "Key from FIELDCHECK_JUDGE_API_KEY or OPENAI_API_KEY.",
+            help="OpenAI-compatible endpoint of a judge model (with --judge-model), asked to "
+            "score every predicted gold slot of models without --judge (prompt slot-v1, cached). "
+            "Key from FIELDCHECK_JUDGE_API_KEY or OPENAI_API_KEY. Without a judge the LLM judge "
+            "score is absent, never 0.",
         ),
     ] = None,
     judge_model: Annotated[
-        str | None, typer.Option("--judge-model", help="Judge model name at --judge-base-url.")
+        str | None,
+        typer.Option(
+            "--judge-model", help="Judge model name at --judge-base-url (both or neither)."
+        ),
     ] = None,
     tp: Annotated[
-        str,
+        TPMode,
         typer.Option(
             "--tp",
             help="When a predicted gold slot is a true positive: presence (any value, the spec's "
@@ -254,7 +286,8 @@ def score(
             "--threshold",
             min=0.0,
             max=1.0,
-            help="Similarity threshold for --tp fuzzy|semantic (default 0.8).",
+            help="Similarity threshold in [0,1] for --tp fuzzy|semantic (default 0.8); "
+            "ignored, with a warning, by presence and exact.",
         ),
     ] = None,
     bootstrap: Annotated[
@@ -262,7 +295,8 @@ def score(
         typer.Option(
             "--bootstrap",
             min=0,
-            help="Bootstrap resamples of sessions for 95% intervals and p-values (0: none).",
+            help="Bootstrap resamples of sessions for the 95% intervals (P, R, F1, exact match, "
+            "token F1) and the paired F1 p-values (0: none; cost grows with sessions x N).",
         ),
     ] = 1000,
     seed: Annotated[
@@ -274,11 +308,10 @@ def score(
 ) -> None:
     """Score one or more models' predicted slots against gold slots and write the report.
 
-    Exit status: 0 when every input line was valid, 1 when some lines had errors (the scores of
-    the valid lines are still written, errors are listed in DIR/errors.jsonl), 2 on usage errors.
+    Exit status: 0 when every input line was valid; 3 when some lines were invalid (the valid
+    lines are scored, every output is written, the bad lines are in DIR/errors.jsonl); 2 on
+    usage errors (bad option, unknown model name, unreadable file, unusable --out).
     """
-    if tp not in ("presence", "exact", "fuzzy", "semantic"):
-        raise typer.BadParameter("must be presence, exact, fuzzy or semantic", param_hint="--tp")
     if bool(judge_base_url) != bool(judge_model):
         raise typer.BadParameter(
             "give both --judge-base-url and --judge-model, or neither", param_hint="--judge-model"
@@ -291,6 +324,7 @@ def score(
         )
     lat = _checked_names(_pairs(latency or [], "--latency"), names, "--latency")
     jud = _checked_names(_pairs(judge or [], "--judge"), names, "--judge")
+    _out_dir(out)
     console = Console(stderr=as_json)
     run, files = score_files(
         gold,
@@ -298,7 +332,7 @@ def score(
         lat,
         jud,
         out=out,
-        tp=tp,  # type: ignore[arg-type]
+        tp=tp,
         threshold=threshold,
         judge_base_url=judge_base_url,
         judge_model=judge_model,
@@ -323,7 +357,7 @@ def run_demo(out_dir: Path) -> int:
             markup=False,
             soft_wrap=True,
         )
-        return 1
+        return EXIT_FAILED
     preds = {m: EXAMPLES / f"pred_{m}.synthetic.jsonl" for m in EXAMPLE_MODELS}
     lats = {m: EXAMPLES / f"latency_{m}.synthetic.jsonl" for m in EXAMPLE_MODELS}
     judges = {m: EXAMPLES / f"judge_{m}.synthetic.jsonl" for m in EXAMPLE_MODELS}
@@ -357,4 +391,4 @@ def run_demo(out_dir: Path) -> int:
         markup=False,
         soft_wrap=True,
     )
-    return 1 if run.errors else 0
+    return EXIT_FAILED if run.errors else EXIT_OK
