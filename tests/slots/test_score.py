@@ -257,3 +257,59 @@ def test_duplicate_model_names_are_refused(jsonl: Jsonl) -> None:
     g = load_slots(jsonl("gold.jsonl", GOLD))
     with pytest.raises(ValueError, match="unique"):
         score_models(g, [_model(jsonl, "m", PRED), _model(jsonl, "m", PRED)])
+
+
+def test_gold_lines_without_values_warn_and_are_not_gold_slots(jsonl: Jsonl) -> None:
+    # decision (docs/decisions.md): values [] in the gold = nothing to extract, not a gold slot
+    gold = [*GOLD, slot("u1", 1, "basic_info", "age"), slot("u1", 2, "interests", "music")]
+    pred = [*PRED, slot("u1", 2, "interests", "music", "jazz")]  # predicted where gold says none
+    run = score_models(
+        load_slots(jsonl("gold.jsonl", gold)), [_model(jsonl, "m", pred)], bootstrap=0
+    )
+    r = run.models[0].result
+    # as test_presence_counts_end_to_end, plus music: an FP and an extra slot; age: nothing
+    assert r.counts.model_dump() == {"tp": 4, "fp": 2, "fn": 1, "gold_slots": 5, "sessions": 3}
+    assert (r.extra_slots, r.per_topic["interests"].extra_slots) == (2, 1)
+    assert any(
+        "2 gold line(s) with values [] are not gold slots" in w
+        and "the spec's code would count them as FN or TP" in w
+        for w in run.warnings
+    )
+
+
+def test_gold_without_any_slot_warns(jsonl: Jsonl) -> None:
+    run = score_models(
+        load_slots(jsonl("gold.jsonl", ["{broken"])), [_model(jsonl, "m", PRED)], bootstrap=0
+    )
+    assert any("gold.jsonl: no gold slot with a value; every score is 0" in w for w in run.warnings)
+    assert run.models[0].result.counts.gold_slots == 0 and len(run.errors) == 1
+
+
+def test_threshold_without_effect_warns(jsonl: Jsonl) -> None:
+    gold = load_slots(jsonl("gold.jsonl", GOLD))
+    run = score_models(gold, [_model(jsonl, "m", PRED)], tp="exact", threshold=0.5, bootstrap=0)
+    assert run.warnings == [
+        "--threshold 0.5 has no effect with --tp exact (only fuzzy and semantic use it)"
+    ]
+    assert run.models[0].result.counts.tp == 2  # exact is unaffected by the threshold
+
+
+def test_judge_scores_for_slots_that_are_not_predicted_gold_slots_warn(jsonl: Jsonl) -> None:
+    judge = jsonl(
+        "judge.jsonl",
+        [
+            {"user": "u1", "session": 1, "topic": "basic_info", "field": "name", "score": 1.0},
+            {"user": "u1", "session": 2, "topic": "mental_state", "field": "mood", "score": 0.9},
+            {"user": "u1", "session": 2, "topic": "mental_state", "field": "stress", "score": 0.9},
+            {"user": "u8", "session": 1, "topic": "basic_info", "field": "name", "score": 0.9},
+        ],
+    )
+    run = score_models(
+        load_slots(jsonl("gold.jsonl", GOLD)), [_model(jsonl, "m", PRED, judge=judge)], bootstrap=0
+    )
+    text = "\n".join(run.warnings)
+    assert "1 judge score(s) for sessions not in the gold file are ignored" in text
+    # mood was missed (scores 0 whatever the file says), stress is an extra slot (not judged)
+    assert "2 judge score(s) for slots that are not predicted gold slots" in text
+    # name 1.0, mood 0 (missed); hobbies, occupation, Marcus unscored and left out -> 1.0 / 2
+    assert run.models[0].result.llm_judge == pytest.approx(0.5)

@@ -10,7 +10,7 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from itertools import combinations
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel
 
@@ -242,6 +242,20 @@ def score_models(
         warnings.append(message)
         log.warning("%s", message)
 
+    if threshold is not None and tp in ("presence", "exact"):
+        warn(
+            f"--threshold {threshold} has no effect with --tp {tp} (only fuzzy and semantic use it)"
+        )
+    empty = sum(1 for slots in gold.sessions.values() for values in slots.values() if not values)
+    if not any(values for slots in gold.sessions.values() for values in slots.values()):
+        warn(f"{gold.path}: no gold slot with a value; every score is 0")
+    elif empty:
+        warn(
+            f"{gold.path}: {empty} gold line(s) with values [] are not gold slots (nothing to "
+            "extract: not a miss when unpredicted, an extra slot when predicted); the spec's "
+            "code would count them as FN or TP"
+        )
+
     scores: list[ModelScore] = []
     for model in models:
         if progress is not None:
@@ -326,6 +340,21 @@ def _judge_signature(models: Sequence[ModelInput], judge: Matcher | None) -> str
     return ";".join(sources) if sources else "none"
 
 
+V = TypeVar("V")
+
+
+def _by_session(
+    values: dict[tuple[SessionKey, SlotKey], V] | None,
+) -> dict[SessionKey, dict[SlotKey, V]] | None:
+    """Group per-slot values by session once (a scan per session would be quadratic)."""
+    if values is None:
+        return None
+    grouped: dict[SessionKey, dict[SlotKey, V]] = {}
+    for (sk, slot), value in values.items():
+        grouped.setdefault(sk, {})[slot] = value
+    return grouped
+
+
 def _topic_result(c: SlotCounts) -> TopicResult:
     return TopicResult(
         precision=c.precision,
@@ -397,10 +426,17 @@ def _score_model(
             for sk, slots in model.judge_scores.scores.items()
             for slot, score in slots.items()
         }
-        stray = [k for k in judged if k[0] not in gold_set]
+        stray = sum(1 for k in judged if k[0] not in gold_set)
+        unused = len(set(judged) - set(pairs)) - stray
         if stray:
             warn(
-                f"{model.judge_scores.path}: {len(stray)} judge score(s) for sessions not in the gold file are ignored"
+                f"{model.judge_scores.path}: {stray} judge score(s) for sessions not in the gold "
+                "file are ignored"
+            )
+        if unused:
+            warn(
+                f"{model.judge_scores.path}: {unused} judge score(s) for slots that are not "
+                "predicted gold slots (missed slots score 0, extra slots are not judged) are ignored"
             )
     elif judge is not None and pairs:
         sims = judge.similarities(
@@ -420,20 +456,17 @@ def _score_model(
     elif judge is not None:
         judged = {}
 
-    sessions: list[SessionCounts] = []
-    for sk in session_keys:
-        sessions.append(
-            score_session(
-                preds.sessions.get(sk, {}),
-                gold.sessions[sk],
-                value_matches=None
-                if matches is None
-                else {slot: v for (s, slot), v in matches.items() if s == sk},
-                judge_scores=None
-                if judged is None
-                else {slot: v for (s, slot), v in judged.items() if s == sk},
-            )
+    match_by = _by_session(matches)
+    judged_by = _by_session(judged)
+    sessions = [
+        score_session(
+            preds.sessions.get(sk, {}),
+            gold.sessions[sk],
+            value_matches=None if match_by is None else match_by.get(sk, {}),
+            judge_scores=None if judged_by is None else judged_by.get(sk, {}),
         )
+        for sk in session_keys
+    ]
     pooled = aggregate_sessions(sessions)
     total = pooled.total
 
