@@ -296,3 +296,92 @@ def test_judge_endpoint_from_the_command_line(
     # b: the endpoint scores its 3 predicted gold slots 0.25 each; the extra slot is not judged
     assert models["b"]["llm_judge"] == 0.25 and len(server.requests) == 3
     assert "OPENAI_API_KEY" not in (out / "report.md").read_text()
+
+
+def test_plot_legends_never_hide_a_bar(
+    jsonl: Jsonl, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from fieldcheck.slots import _report
+
+    seen: dict[str, tuple[int, int]] = {}
+    original = _report._save
+
+    def check(fig: Any, path: Path, plt: Any) -> Path:
+        fig.canvas.draw()
+        renderer = fig.canvas.get_renderer()
+        for ax in fig.axes:
+            legend = ax.get_legend()
+            if legend is None:
+                continue
+            box = legend.get_window_extent(renderer)
+            bars = [p for p in ax.patches if p.get_height() > 0]
+            hidden = [p for p in bars if box.overlaps(p.get_window_extent(renderer))]
+            seen[path.name] = (len(bars), len(hidden))
+        return original(fig, path, plt)
+
+    monkeypatch.setattr(_report, "_save", check)
+    f = _files(jsonl)
+    # tall bars on the right, where an inside legend would sit
+    many = [*PRED_B, *(slot("u1", 2, "mental_state", f"x{i}", "v") for i in range(9))]
+    result = _invoke(
+        "--gold", str(f["gold"]), "--pred", f"a={f['a']}", "--pred", f"b={jsonl('m.jsonl', many)}",
+        "--bootstrap", "0", "--out", str(tmp_path / "out"),
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert set(seen) == {"plot_prf1.png", "plot_extra_slots_by_topic.png"}
+    assert all(bars > 0 and hidden == 0 for bars, hidden in seen.values()), seen
+
+
+def test_report_html_has_summary_findings_tables_and_plots(jsonl: Jsonl, tmp_path: Path) -> None:
+    f, out = _files(jsonl), tmp_path / "out"
+    result = _invoke(
+        "--gold", str(f["gold"]), "--pred", f"a={f['a']}", "--pred", f"b={f['b']}",
+        "--latency", f"a={f['lat']}", "--latency", f"b={f['lat']}", "--bootstrap", "50", "--out", str(out),
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    page = (out / "report.html").read_text()
+    summary = page.split("<h2>Results Summary</h2>")[1].split("</table>")[0]
+    assert (
+        "<th>Model</th><th>F1</th><th>Latency</th><th>Strengths</th><th>Weaknesses</th>" in summary
+    )
+    # b finds all 3 gold slots plus 1 extra: P 0.75, R 1, F1 6/7 = 0.857; a: P 1, R 2/3, F1 0.8
+    assert "<tr><td><strong>b</strong></td><td><strong>0.857</strong></td><td>3.0s</td>" in summary
+    assert "<strong>Best overall</strong>" in summary
+    findings = page.split("<h3>Key findings</h3>")[1].split("<h2>")[0]
+    assert "<strong>b is the best overall (F1 0.857)</strong>" in findings
+    assert "7% better F1 than the next best, a (0.800)" in findings  # (6/7 - 0.8) / 0.8
+    assert "Topic difficulty ranking" in findings and "F1 differences" in findings
+    assert "<ul></ul>" not in page
+    for name in ("plot_prf1.png", "plot_topic_f1_heatmap.png", "plot_latency.png",
+                 "plot_extra_slots_by_topic.png"):  # fmt: skip
+        assert f'<img src="{name}"' in page and f"]({name})" in (out / "report.md").read_text()
+    assert "<h2>Metrics</h2>" in page and "<h2>Per topic</h2>" in page
+
+
+def test_hostile_users_topics_fields_and_values_are_escaped(jsonl: Jsonl, tmp_path: Path) -> None:
+    f, out = _files(jsonl), tmp_path / "out"
+    topic = '=HYPERLINK("http://x")\r\n## <i>owned</i> | ~~x~~'
+    hostile = [
+        *PRED_A,
+        slot("u1", 2, topic, "<img src=x onerror=alert(1)>", "<script>v</script>"),
+        slot("<script>alert(3)</script>", 1, "t", "f", "x"),  # a session not in the gold
+        slot("u1", 1, "basic_info", "name", "dup"),  # duplicate of line 1
+    ]
+    result = _invoke(
+        "--gold", str(f["gold"]), "--pred", f"a={jsonl('h.jsonl', hostile)}", "--bootstrap", "0",
+        "--out", str(out),
+    )  # fmt: skip
+    assert result.exit_code == 3  # the duplicate is an input error; everything is still written
+    page = (out / "report.html").read_text()
+    for raw in ("<script>", "<img src=x", "<i>owned"):
+        assert raw not in page
+    assert "&lt;script&gt;alert(3)&lt;/script&gt;" in page  # in the unknown-session warning
+    report = (out / "report.md").read_text()
+    assert "<script>" not in report and "<i>" not in report
+    assert "\n## " not in report.replace("\n## Results", "").replace("\n## Metrics", "").replace(
+        "\n## Per topic", ""
+    ).replace("\n## Plots", "").replace("\n## Input problems", "")
+    assert "\\~\\~x\\~\\~" in report and "\\| \\~" in report
+    assert "\r" not in report  # a line break in a value cannot end a table row
+    cells = {r["topic"] for r in csv.DictReader((out / "per_topic.csv").open(newline=""))}
+    assert "'" + topic in cells  # a formula cell is neutralised

@@ -119,7 +119,9 @@ def test_single_model_has_no_comparisons() -> None:
     (row,) = results_summary(run)
     assert [i.text for i in row.strengths] == ["High precision (1.00)"]
     assert [i.text for i in row.weaknesses] == ["Low recall (0.50)"]
-    assert [f.title for f in key_findings(run)] == ["only is the best overall (F1 0.667)"]
+    (finding,) = key_findings(run)
+    assert finding.title == "only: F1 0.667 (the only model)"
+    assert finding.bullets == ["0% exact match coverage"]
 
 
 def test_ties_name_nobody_best() -> None:

@@ -119,12 +119,14 @@ def write_outputs(run: SlotsRun, out_dir: str | Path, *, plots: bool = True) -> 
 
 # ---------------------------------------------------------------- formatting helpers
 
-_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]<>|#])")
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]<>|#~])")
+_LINE_BREAKS = re.compile(r"[\r\n\v\f\x85\u2028\u2029]")
 
 
 def md(text: str) -> str:
-    """Escape Markdown syntax (and table pipes) in text that comes from the data."""
-    return _MD_SPECIAL.sub(r"\\\1", text.replace("\n", " "))
+    """Escape Markdown syntax (and table pipes) in text that comes from the data; line breaks
+    become spaces, so a value can never end a table row or start a heading."""
+    return _MD_SPECIAL.sub(r"\\\1", _LINE_BREAKS.sub(" ", text))
 
 
 def _num(value: float | None, digits: int = 3) -> str:
@@ -263,7 +265,7 @@ def render_markdown(run: SlotsRun, images: dict[str, Path] | None = None) -> str
     parts = [
         "# Slot extraction benchmark",
         "",
-        "Signature: `" + run.signature.format().replace("`", "'") + "`",
+        "Signature: `" + _LINE_BREAKS.sub(" ", run.signature.format()).replace("`", "'") + "`",
         "",
         "## Results Summary",
         "",
@@ -335,7 +337,8 @@ def render_html(run: SlotsRun, images: dict[str, Path] | None = None) -> str:
     findings = []
     for f in key_findings(run):
         bullets = "".join(f"<li>{html.escape(b)}</li>" for b in f.bullets)
-        findings.append(f"<li><strong>{html.escape(f.title)}</strong><ul>{bullets}</ul></li>")
+        sub = f"<ul>{bullets}</ul>" if bullets else ""
+        findings.append(f"<li><strong>{html.escape(f.title)}</strong>{sub}</li>")
     body = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8"><title>Slot extraction benchmark</title>',
@@ -375,9 +378,16 @@ def render_html(run: SlotsRun, images: dict[str, Path] | None = None) -> str:
 # ---------------------------------------------------------------- plots
 
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
 def _label(text: str) -> str:
-    """A plot label safe from matplotlib's mathtext (``$`` would start a formula)."""
-    return text.replace("$", r"\$")
+    """A plot label safe from matplotlib's mathtext (``$`` would start a formula) and one line."""
+    return _CONTROL.sub(" ", text).replace("$", r"\$")
+
+
+# Legends go right of the axes, so they never hide a bar (tight_layout makes room for them).
+_LEGEND_OUTSIDE: dict[str, Any] = {"loc": "upper left", "bbox_to_anchor": (1.01, 1.0)}
 
 
 def write_plots(run: SlotsRun, out: Path) -> dict[str, Path]:
@@ -394,14 +404,15 @@ def write_plots(run: SlotsRun, out: Path) -> dict[str, Path]:
     names = [_label(m.name) for m in run.models]
     x = np.arange(len(names))
 
-    fig, ax = plt.subplots(figsize=(max(5, 1.6 * len(names)), 4))
+    fig, ax = plt.subplots(figsize=(max(6.5, 1.6 * len(names) + 1.5), 4))
     width = 0.27
     for i, key in enumerate(("precision", "recall", "f1")):
         ax.bar(x + (i - 1) * width, [getattr(m.result, key) for m in run.models], width, label=key)
     ax.set_xticks(x, names, rotation=20, ha="right")
     ax.set_ylim(0, 1)
+    ax.set_ylabel("score (0-1)")
     ax.set_title("Precision, recall and F1 per model")
-    ax.legend()
+    ax.legend(**_LEGEND_OUTSIDE)
     fig.tight_layout()
     written["prf1"] = _save(fig, out / PLOTS["prf1"], plt)
 
@@ -421,7 +432,7 @@ def write_plots(run: SlotsRun, out: Path) -> dict[str, Path]:
         fig.tight_layout()
         written["topic_f1"] = _save(fig, out / PLOTS["topic_f1"], plt)
 
-        fig, ax = plt.subplots(figsize=(max(5, 1.8 * len(topics)), 4))
+        fig, ax = plt.subplots(figsize=(max(6.5, 1.8 * len(topics) + 1.5), 4))
         tx = np.arange(len(topics))
         width = 0.8 / len(run.models)
         for i, m in enumerate(run.models):
@@ -434,7 +445,7 @@ def write_plots(run: SlotsRun, out: Path) -> dict[str, Path]:
         ax.set_xticks(tx, [_label(t) for t in topics], rotation=20, ha="right")
         ax.set_ylabel("extra slots")
         ax.set_title("Extra (hallucinated) slots per topic")
-        ax.legend()
+        ax.legend(title="model", **_LEGEND_OUTSIDE)
         fig.tight_layout()
         written["extra"] = _save(fig, out / PLOTS["extra"], plt)
 

@@ -153,7 +153,10 @@ def key_findings(run: SlotsRun) -> list[Finding]:
     best = by_f1[0]
     tied = [m.name for m in by_f1 if m.result.f1 == best.result.f1]
     if len(tied) == 1:
-        f = Finding(f"{best.name} is the best overall (F1 {best.result.f1:.3f})")
+        if len(by_f1) == 1:  # "best" compares models; one model is only described
+            f = Finding(f"{best.name}: F1 {best.result.f1:.3f} (the only model)")
+        else:
+            f = Finding(f"{best.name} is the best overall (F1 {best.result.f1:.3f})")
         if len(by_f1) > 1:
             second = by_f1[1]
             if second.result.f1 > 0:
