@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import importlib.util
 import json
+import re
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -93,7 +94,9 @@ def test_score_writes_every_output(jsonl: Jsonl, tmp_path: Path) -> None:
         data["signature"]["system"] == "slots" and data["signature"]["settings"]["bootstrap"] == 200
     )
     assert data["paired_f1"][0]["model_a"] == "a" and data["paired_f1"][0]["p_value"] is not None
-    # the spec's per-topic printout lines go to the console (stderr with --json)
+    # a Rich table per model and the spec's per-topic printout lines go to the console (stderr
+    # with --json)
+    assert re.search(r"│ tp / fp / fn\s+│\s+2 / 0 / 1 │", result.stderr)  # model a's table
     assert "  basic_info           P=1.000 R=1.000 F1=1.000" in result.stderr
     assert "  interests            P=0.000 R=0.000 F1=0.000" in result.stderr
     for name in ("metrics.csv", "per_topic.csv", "report.md", "report.html", "errors.jsonl",

@@ -313,3 +313,21 @@ def test_judge_scores_for_slots_that_are_not_predicted_gold_slots_warn(jsonl: Js
     assert "2 judge score(s) for slots that are not predicted gold slots" in text
     # name 1.0, mood 0 (missed); hobbies, occupation, Marcus unscored and left out -> 1.0 / 2
     assert run.models[0].result.llm_judge == pytest.approx(0.5)
+
+
+def test_judge_endpoint_answers_are_cached(jsonl: Jsonl, chat_server: Any) -> None:
+    server = chat_server(lambda _request: "0.5")
+    gold = load_slots(jsonl("gold.jsonl", GOLD))
+
+    def run() -> Any:
+        judge = LLMJudge(model="j", base_url=server.base_url, kind="slot", cache=DiskCache())
+        return score_models(gold, [_model(jsonl, "m", PRED)], judge=judge, bootstrap=0)
+
+    first = run()
+    assert len(server.requests) == 4  # the 4 predicted gold slots
+    second = run()
+    assert len(server.requests) == 4  # a second run asks nothing again
+    # 4 x 0.5 + 0 for the missed mood, over 5 gold slots
+    assert (
+        first.models[0].result.llm_judge == second.models[0].result.llm_judge == pytest.approx(0.4)
+    )

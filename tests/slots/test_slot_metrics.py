@@ -40,8 +40,11 @@ def test_spec_recall_and_f1_example() -> None:
     c = score_session(_slots(12), _slots(15)).total
     assert (c.tp, c.fn) == (12, 3) and c.recall == 0.80
     # P 0.70, R 0.80: F1 = 2 * 0.56 / 1.5 = 0.74666...
-    pooled = SlotCounts(tp=7, fp=3, fn=0) + SlotCounts()
-    assert round(f1_from_pr(pooled.precision, 0.80), 3) == 0.747
+    assert round(f1_from_pr(0.70, 0.80), 3) == 0.747
+    # the same through counts: 28 / (28 + 12) = 0.70, 28 / (28 + 7) = 0.80
+    both = SlotCounts(tp=28, fp=12, fn=7)
+    assert math.isclose(both.precision, 0.70) and math.isclose(both.recall, 0.80)
+    assert math.isclose(both.f1, 2 * 0.70 * 0.80 / 1.5) and round(both.f1, 3) == 0.747
 
 
 @pytest.mark.parametrize(
@@ -180,9 +183,13 @@ def _naive(pred: dict, gold: dict) -> tuple[int, int, int, int, int]:  # type: i
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.tuples(slot_maps, slot_maps), min_size=1, max_size=5))
-def test_counts_agree_with_naive_reference_and_stay_in_bounds(sessions: list) -> None:  # type: ignore[type-arg]
-    scored = [score_session(p, g) for p, g in sessions]
+@given(
+    st.lists(st.tuples(slot_maps, slot_maps), min_size=1, max_size=5),
+    st.floats(min_value=0.0, max_value=1.0),
+)
+def test_counts_agree_with_naive_reference_and_stay_in_bounds(sessions: list, score: float) -> None:  # type: ignore[type-arg]
+    # every predicted slot gets the judge score ``score``; every metric, the judge's too, is in [0, 1]
+    scored = [score_session(p, g, judge_scores=dict.fromkeys(p, score)) for p, g in sessions]
     pooled = aggregate_sessions(scored)
     t = pooled.total
     expected = [sum(x) for x in zip(*(_naive(p, g) for p, g in sessions), strict=True)]
@@ -198,6 +205,8 @@ def test_counts_agree_with_naive_reference_and_stay_in_bounds(sessions: list) ->
         "bleu1",
     ):
         assert 0.0 <= getattr(t, name) <= 1.0
+    judge = t.llm_judge
+    assert judge is None if t.gold_slots == 0 else judge is not None and 0 <= judge <= score + 1e-12
     assert min(t.precision, t.recall) - 1e-12 <= t.f1 <= max(t.precision, t.recall) + 1e-12
     # per-topic counts sum to the totals
     for name in (
