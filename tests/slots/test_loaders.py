@@ -139,3 +139,11 @@ def test_latency_and_judge_files(jsonl: Jsonl) -> None:
         and jf.errors[0].field == "score"
         and "(got 1.5)" in str(jf.errors[0])
     )
+
+
+def test_blank_value_warns(jsonl: Jsonl, caplog: pytest.LogCaptureFixture) -> None:
+    path = jsonl("p.jsonl", [slot("u1", 1, "t", "name", "Ann", "  ")])
+    with caplog.at_level(logging.WARNING, logger="fieldcheck"):
+        f = load_slots(path)
+    assert f"{path}:1: field 'values': blank value '  ' counts as no value" in caplog.text
+    assert f.sessions[("u1", 1)][("t", "name")] == ["Ann", "  "]  # kept as read; scoring skips it

@@ -119,6 +119,16 @@ def test_empty_prediction_values_are_a_miss_and_not_an_extra() -> None:
     assert (c.tp, c.fp, c.fn, c.extra_slots) == (0, 0, 1, 0)
 
 
+def test_blank_values_are_no_value() -> None:
+    # issue: a TP needs "any non-empty value"; "" and "  " say nothing, in gold or prediction
+    gold = {("t", "a"): ["x"], ("t", "b"): ["  "]}
+    c = score_session({("t", "a"): ["", " "], ("t", "c"): ["", "y", "\t"]}, gold).total
+    assert (c.gold_slots, c.tp, c.fp, c.fn) == (1, 0, 1, 1)
+    assert (c.extra_slots, c.extra_values) == (1, 1)  # c is extra with its one real value
+    assert not slot_exact_match([""], ["李明"])  # both canonicalise to nothing, yet no match
+    assert score_session({("t", "b"): ["z"]}, gold).total.extra_slots == 1
+
+
 def test_gold_slot_without_values_is_not_a_gold_slot() -> None:
     # decision: a gold line with values [] says "nothing to extract"; predicting a value there
     # is a hallucination (FP, extra slot), predicting nothing is not a miss.
@@ -165,20 +175,26 @@ slot_maps = st.dictionaries(
 
 
 def _naive(pred: dict, gold: dict) -> tuple[int, int, int, int, int]:  # type: ignore[type-arg]
-    """Slow reference written from the spec's prose: (tp, fp, fn, extra_slots, extra_values)."""
+    """Slow reference written from the issue's prose: (tp, fp, fn, extra_slots, extra_values).
+
+    A slot has a value when one of its values is not blank ("any non-empty value")."""
     tp = fp = fn = extra = extra_values = 0
+
+    def said(values: list[str] | None) -> list[str]:
+        return [v for v in values or [] if v.strip()]
+
     for key, g in gold.items():
-        if not g:
+        if not said(g):
             continue
-        if pred.get(key):
+        if said(pred.get(key)):
             tp += 1
         else:
             fn += 1
     for key, p in pred.items():
-        if p and not gold.get(key):
+        if said(p) and not said(gold.get(key)):
             fp += 1
             extra += 1
-            extra_values += len(p)
+            extra_values += len(said(p))
     return tp, fp, fn, extra, extra_values
 
 
@@ -233,7 +249,7 @@ def test_token_counts_agree_with_naive_reference(pred: dict, gold: dict) -> None
     matched = predicted = gold_n = 0
     bleu = 0.0
     for key, g in gold.items():
-        if not g:
+        if not any(v.strip() for v in g):  # no non-blank value: not a gold slot
             continue
         gt, pt = tokenize_values(g), tokenize_values(pred.get(key) or [])
         matched += sum((Counter(gt) & Counter(pt)).values())

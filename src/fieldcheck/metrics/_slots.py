@@ -106,14 +106,20 @@ class SessionCounts:
     per_topic: Mapping[str, SlotCounts] = field(default_factory=dict)
 
 
+def slot_values(values: Sequence[str]) -> tuple[str, ...]:
+    """The values that say something: blank strings (``""``, ``"  "``) are no value, so a slot
+    "has a value" only with a non-blank one (issue: "any non-empty value"). ``()`` for none."""
+    return tuple(v for v in values if v.strip())
+
+
 def canonical_set(values: Sequence[str]) -> frozenset[str]:
     """The set of canonicalised non-empty values: what exact match compares (slot spec §4)."""
     return frozenset(c for c in (canonicalize(v) for v in values) if c)
 
 
 def slot_exact_match(prediction: Sequence[str], reference: Sequence[str]) -> bool:
-    """True when the canonicalised values are equal as sets and the prediction has values."""
-    return bool(prediction) and canonical_set(prediction) == canonical_set(reference)
+    """True when the prediction has a value and the canonicalised value sets are equal (§4)."""
+    return bool(slot_values(prediction)) and canonical_set(prediction) == canonical_set(reference)
 
 
 def score_session(
@@ -125,8 +131,8 @@ def score_session(
 ) -> SessionCounts:
     """Count one session's slots (slot spec "True Positives (TP), False Positives (FP), ...").
 
-    A gold slot (a reference slot with at least one value) is a TP when the prediction has a
-    value for it, else an FN. With ``value_matches`` (``--tp exact|fuzzy|semantic``) a predicted
+    A gold slot (a reference slot with at least one non-blank value, see ``slot_values``) is a
+    TP when the prediction has a value for it, else an FN. With ``value_matches`` (``--tp exact|fuzzy|semantic``) a predicted
     gold slot is a TP only when ``value_matches[key]`` is true; a present-but-wrong slot is then
     an FP (a wrong value was asserted) and an FN (the gold value was missed). A predicted slot
     with values that is not a gold slot is an FP and an extra slot, its values extra values.
@@ -141,11 +147,12 @@ def score_session(
         for name, delta in deltas.items():
             slot[name] = slot.get(name, 0) + delta
 
-    for key, gold_values in reference.items():
+    for key, raw_gold in reference.items():
+        gold_values = slot_values(raw_gold)
         if not gold_values:
             continue  # "no value" in the gold: not a gold slot (docs/decisions.md)
         topic = key[0]
-        pred_values = prediction.get(key) or ()
+        pred_values = slot_values(prediction.get(key, ()))
         gold_tokens = tokenize_values(gold_values)
         pred_tokens = tokenize_values(pred_values)
         overlap = token_overlap(pred_tokens, gold_tokens)
@@ -173,8 +180,9 @@ def score_session(
             else:
                 bump(topic, judge_missing=1)
 
-    for key, pred_values in prediction.items():
-        if pred_values and not reference.get(key):
+    for key, raw_pred in prediction.items():
+        pred_values = slot_values(raw_pred)
+        if pred_values and not slot_values(reference.get(key, ())):
             bump(key[0], fp=1, extra_slots=1, extra_values=len(pred_values))
 
     per_topic = {t: _counts(d) for t, d in sorted(topics.items())}

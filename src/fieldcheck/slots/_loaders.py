@@ -96,7 +96,14 @@ def load_slots(path: str | Path) -> SlotFile:
             )
             continue
         for value in rec.values:
-            if value.strip() and not canonicalize(value):
+            if not value.strip():
+                log.warning(
+                    "%s:%d: field 'values': blank value %r counts as no value",
+                    out.path,
+                    line,
+                    value,
+                )
+            elif not canonicalize(value):
                 log.warning(
                     "%s:%d: value %r is empty once canonicalised (non-ASCII or punctuation only); "
                     "it cannot match anything exactly",

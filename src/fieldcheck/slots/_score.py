@@ -23,6 +23,7 @@ from fieldcheck.metrics._slots import (
     aggregate_sessions,
     canonical_set,
     score_session,
+    slot_values,
 )
 from fieldcheck.metrics._stats import (
     Interval,
@@ -151,7 +152,7 @@ def slot_text(values: Sequence[str], *, canonical: bool = False) -> str:
     """The one string a matcher or judge sees for a slot: its values sorted, joined by ", "."""
     if canonical:
         return ", ".join(sorted(canonical_set(values)))
-    return ", ".join(sorted(v.strip() for v in values))
+    return ", ".join(sorted(v.strip() for v in slot_values(values)))
 
 
 # Fast sums for the bootstrap: one tuple per session instead of a dataclass addition.
@@ -246,12 +247,14 @@ def score_models(
         warn(
             f"--threshold {threshold} has no effect with --tp {tp} (only fuzzy and semantic use it)"
         )
-    empty = sum(1 for slots in gold.sessions.values() for values in slots.values() if not values)
-    if not any(values for slots in gold.sessions.values() for values in slots.values()):
+    gold_values = [slot_values(v) for slots in gold.sessions.values() for v in slots.values()]
+    empty = sum(1 for values in gold_values if not values)
+    if not any(gold_values):
         warn(f"{gold.path}: no gold slot with a value; every score is 0")
     elif empty:
         warn(
-            f"{gold.path}: {empty} gold line(s) with values [] are not gold slots (nothing to "
+            f"{gold.path}: {empty} gold line(s) with values [] (or only blank values) are not gold "
+            "slots (nothing to "
             "extract: not a miss when unpredicted, an extra slot when predicted); the spec's "
             "code would count them as FN or TP"
         )
@@ -401,7 +404,7 @@ def _score_model(
         (sk, slot)
         for sk in session_keys
         for slot, values in gold.sessions[sk].items()
-        if values and preds.sessions.get(sk, {}).get(slot)
+        if slot_values(values) and slot_values(preds.sessions.get(sk, {}).get(slot, ()))
     ]
 
     matches: dict[tuple[SessionKey, SlotKey], bool] | None = None
