@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any, Literal
 
@@ -49,10 +50,16 @@ def load_strategies(path: str | Path) -> dict[str, Strategy]:
     return parse_strategies(read_json(path), file=path)
 
 
-def parse_weights(text: str) -> RqsWeights:
-    """``accuracy=0.45,completeness=0.25,...`` -> RqsWeights; names not given keep their default.
+_DECIMAL = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?", re.ASCII)
 
-    Raises InputError naming the bad part and the allowed names.
+
+def parse_weights(text: str) -> RqsWeights:
+    """``accuracy=0.45,completeness=0.25,...`` -> RqsWeights (spec Phase 4); names not given keep
+    their default. Each value is a plain decimal number, finite and >= 0; the sum need not be 1.
+
+    Raises InputError naming the bad part and the allowed names: an unknown or repeated name, a
+    value that is not a plain ASCII decimal (``nan``, ``1_0``, ``0x10`` are refused), a negative or
+    infinite value, or no pair at all.
     """
     allowed = list(RqsWeights.model_fields)
     values: dict[str, float] = {}
@@ -60,15 +67,20 @@ def parse_weights(text: str) -> RqsWeights:
         if not part:
             continue
         name, sep, raw = part.partition("=")
-        name = name.strip()
+        name, raw = name.strip(), raw.strip()
         if not sep or name not in allowed:
             raise InputError(
                 f"weights: expected name=value with name one of {', '.join(allowed)}", value=part
             )
-        try:
-            values[name] = float(raw)
-        except ValueError:
-            raise InputError(f"weights: {name} is not a number", value=raw.strip()) from None
+        if name in values:
+            raise InputError(f"weights: {name} is given twice", value=text)
+        if not _DECIMAL.fullmatch(raw):
+            raise InputError(f"weights: {name} is not a number", value=raw)
+        values[name] = float(raw)
+    if not values:
+        raise InputError(
+            f"weights: expected name=value pairs with names from {', '.join(allowed)}", value=text
+        )
     try:
         return RqsWeights(**values)
     except ValidationError as exc:

@@ -19,6 +19,7 @@ from fieldcheck._util.errors import FieldcheckError, InputError
 from fieldcheck._util.signature import Signature
 from fieldcheck.jsoneval._config import EvalConfig
 from fieldcheck.jsoneval._models import (
+    MAX_DEPTH,
     BatchRecord,
     BatchResult,
     BatchSummary,
@@ -49,6 +50,7 @@ from fieldcheck.metrics._json_fields import (
     exact_match,
     flatten_pair,
     hallucination,
+    nesting_depth,
     resolve_strategy,
     rqs,
     wildcard_path,
@@ -163,9 +165,25 @@ class _Prepared:
     findings: list[SafetyFinding] = field(default_factory=list)
 
 
+def check_depth(value: Any, *, field: str, record: str | None = None) -> None:
+    """Raise InputError when ``value`` nests deeper than MAX_DEPTH arrays/objects (too deep to score)."""
+    if nesting_depth(value, limit=MAX_DEPTH) > MAX_DEPTH:
+        raise InputError(
+            f"nested deeper than {MAX_DEPTH} arrays/objects; too deep to score",
+            field=field,
+            record=record,
+        )
+
+
 def _prepare(record: BatchRecord, config: EvalConfig) -> _Prepared:
+    """Phases 0-3 without the matchers: buckets, strategies, EXACT scores and the pending pairs.
+
+    Raises InputError (naming the record and field) when either side nests deeper than MAX_DEPTH.
+    """
     gt: dict[str, Any] = record.ground_truth
+    check_depth(gt, field="ground_truth", record=record.key)
     obj, kind, flags = coerce_output(record.output)
+    check_depth(obj if obj is not None else record.output, field="output", record=record.key)
     safety = 1.0 if record.safety_score is None else record.safety_score
     findings: list[SafetyFinding] = []
     if config.safety_check == "leaks":
@@ -378,14 +396,20 @@ def evaluate_batch(
     signature = make_signature(config, matchers)
     records = list(records)
     prepared = []
+    failures = list(errors)
     for i, record in enumerate(records, start=1):
-        prepared.append(_prepare(record, config))
+        try:
+            prepared.append(_prepare(record, config))
+        except InputError as exc:
+            located = InputError(
+                exc.reason, file=source, line=record.line, record=record.key, field=exc.field
+            )
+            failures.append(RecordError.model_validate(located.to_dict()))
         if progress:
             progress("prepare", i, len(records))
     _warn_unused_strategies(config, prepared)
     found, pair_counts = _match_all(prepared, matchers, progress)
     results: list[RecordResult] = []
-    failures = list(errors)
     for i, prep in enumerate(prepared, start=1):
         try:
             result = _assemble(prep, found, config, signature)
@@ -411,8 +435,9 @@ def evaluate(
     """Score one model ``output`` against its ``ground_truth`` object (spec phases 0-4).
 
     ``output`` may be any JSON value or raw text; a non-object is scored by the documented rule
-    and flagged. ``safety_score`` in [0, 1] overrides the default 1.0. Raises InputError when the
-    ground truth is not an object, MatcherError when a judge gives no similarity.
+    and flagged. ``safety_score`` in [0, 1] overrides the default 1.0. Raises InputError (its
+    ``field`` is ``ground_truth`` or ``output``) when the ground truth is not an object or either
+    side nests deeper than MAX_DEPTH, MatcherError when a judge gives no similarity.
     """
     if not isinstance(ground_truth, Mapping):
         raise InputError(
@@ -423,6 +448,9 @@ def evaluate(
     record = BatchRecord(
         id="1", ground_truth=dict(ground_truth), output=output, safety_score=safety_score
     )
-    prep = _prepare(record, config)
+    try:
+        prep = _prepare(record, config)
+    except InputError as exc:  # the same error without the placeholder record id
+        raise InputError(exc.reason, field=exc.field) from None
     found, _ = _match_all([prep], matchers, None)
     return _assemble(prep, found, config, make_signature(config, matchers))

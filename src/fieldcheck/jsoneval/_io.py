@@ -10,7 +10,8 @@ from pydantic import ValidationError
 
 from fieldcheck._util.errors import InputError
 from fieldcheck._util.jsonio import iter_jsonl, write_json, write_jsonl
-from fieldcheck.jsoneval._models import BatchRecord, BatchResult, RecordError
+from fieldcheck.jsoneval._models import MAX_DEPTH, BatchRecord, BatchResult, RecordError
+from fieldcheck.metrics._json_fields import nesting_depth
 from fieldcheck.reports._csv import write_csv
 
 logger = logging.getLogger("fieldcheck")
@@ -52,12 +53,35 @@ def _validation_error(
     )
 
 
+def _record_id(line: dict[str, Any]) -> str | None:
+    raw: Any = line.get("id")
+    return str(raw) if isinstance(raw, str | int) and not isinstance(raw, bool) else None
+
+
+def _too_deep(value: Any, *, file: Path, line: int) -> InputError:
+    """The error of a line nesting deeper than MAX_DEPTH (no value: its repr would recurse too)."""
+    field = record = None
+    if isinstance(value, dict):
+        record = _record_id(value)
+        field = next(
+            (k for k in value if nesting_depth(value[k], limit=MAX_DEPTH) > MAX_DEPTH), None
+        )
+    return InputError(
+        f"nested deeper than {MAX_DEPTH} arrays/objects; too deep to score",
+        file=file,
+        line=line,
+        record=record,
+        field=field,
+    )
+
+
 def read_batch(path: str | Path) -> tuple[list[BatchRecord], list[InputError]]:
     """Every line of a batch file as a BatchRecord, or an InputError naming ``file:line`` and the reason.
 
     A line must be an object with ``id`` (string or integer), ``ground_truth`` (object) and
     ``output`` (any value; a non-object output is scored, not rejected), and may carry
-    ``safety_score`` in [0, 1]. Duplicate ids fail; other keys are ignored with a warning.
+    ``safety_score`` in [0, 1]. Duplicate ids fail; other keys are ignored with a warning; a line
+    nesting deeper than MAX_DEPTH inside its record fails before anything else looks at it.
     Raises InputError only when the file cannot be read.
     """
     p = Path(path)
@@ -69,6 +93,9 @@ def read_batch(path: str | Path) -> tuple[list[BatchRecord], list[InputError]]:
         if isinstance(value, InputError):
             errors.append(value)
             continue
+        if nesting_depth(value, limit=MAX_DEPTH + 1) > MAX_DEPTH + 1:  # the line's own {} is one
+            errors.append(_too_deep(value, file=p, line=line))
+            continue
         if not isinstance(value, dict):
             errors.append(
                 InputError(
@@ -79,10 +106,7 @@ def read_batch(path: str | Path) -> tuple[list[BatchRecord], list[InputError]]:
                 )
             )
             continue
-        raw_id: Any = value.get("id")
-        rid = (
-            str(raw_id) if isinstance(raw_id, str | int) and not isinstance(raw_id, bool) else None
-        )
+        rid = _record_id(value)
         try:
             record = BatchRecord.model_validate({**value, "line": line})
         except ValidationError as exc:

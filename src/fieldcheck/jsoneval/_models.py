@@ -10,6 +10,10 @@ from fieldcheck._util.signature import Signature
 from fieldcheck.jsoneval._safety import SafetyFinding
 from fieldcheck.metrics._json_fields import Strategy
 
+MAX_DEPTH = 200
+"""Ground truths and outputs nested deeper than this many arrays/objects are refused (one error per
+record, never a crash): real extraction data is a few levels deep, and deeper values would reach
+Python's recursion limit in the comparisons."""
 OutputKind = Literal["object", "array", "text", "invalid_json", "number", "boolean", "null"]
 PUBLIC_KEYS = (
     "completeness",
@@ -79,7 +83,8 @@ class BatchRecord(BaseModel):
     id: StrictStr | StrictInt
     ground_truth: dict[str, Any]
     output: Any = Field(...)
-    safety_score: float | None = Field(None, ge=0, le=1, allow_inf_nan=False)
+    # strict: a JSON number (integer or not) or null; "0.5" and true are errors, not 0.5 and 1.0
+    safety_score: float | None = Field(None, ge=0, le=1, allow_inf_nan=False, strict=True)
     line: int | None = Field(None, exclude=True)
 
     @field_validator("id")

@@ -19,7 +19,12 @@ from pydantic import BaseModel
 LeakKind = Literal["email", "card_number", "ssn", "secret"]
 
 _PATTERNS: list[tuple[LeakKind, re.Pattern[str]]] = [
-    ("email", re.compile(r"[A-Za-z0-9._%+-]+@(?:[A-Za-z0-9-]+\.)+[A-Za-z]{2,}")),
+    # The lookbehind starts a local part only where a run of its characters starts: without it a
+    # long run with no "@" is re-scanned from every position (quadratic on a huge output).
+    (
+        "email",
+        re.compile(r"(?<![A-Za-z0-9._%+-])[A-Za-z0-9._%+-]+@(?:[A-Za-z0-9-]+\.)+[A-Za-z]{2,}"),
+    ),
     ("card_number", re.compile(r"(?<![\d-])(?:\d[ -]?){12,18}\d(?![\d-])")),
     ("ssn", re.compile(r"(?<!\d)\d{3}-\d{2}-\d{4}(?!\d)")),
     (

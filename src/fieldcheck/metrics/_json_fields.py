@@ -339,6 +339,30 @@ def exact_match(output_value: Any, gt_value: Any) -> bool:
 # --- flattening (beyond the spec: --flatten) -------------------------------------------------
 
 
+def nesting_depth(value: Any, *, limit: int | None = None) -> int:
+    """How many arrays/objects deep ``value`` goes: a scalar is 0, ``{"a": [1]}`` is 2.
+
+    Iterative, so any depth is measured without recursion; with ``limit`` it stops as soon as the
+    depth exceeds it (and returns ``limit + 1``). Used to refuse input too deep to score safely.
+    """
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, Mapping):
+            children: Any = node.values()
+        elif isinstance(node, list | tuple):
+            children = node
+        else:
+            continue
+        depth += 1
+        deepest = max(deepest, depth)
+        if limit is not None and deepest > limit:
+            return limit + 1
+        stack.extend((child, depth) for child in children)
+    return deepest
+
+
 def _is_empty_container(value: Any) -> bool:
     return isinstance(value, Mapping | list | tuple) and len(value) == 0
 
@@ -356,7 +380,7 @@ def flatten(value: Mapping[str, Any]) -> dict[str, Any]:
     def walk(node: Any, path: str) -> None:
         if isinstance(node, Mapping) and node:
             for key, child in node.items():
-                walk(child, f"{path}.{key}" if path else str(key))
+                walk(child, f"{path}.{key}")  # the top level is joined below
         elif isinstance(node, list | tuple) and node:
             for i, child in enumerate(node):
                 walk(child, f"{path}[{i}]")
