@@ -267,16 +267,32 @@ def test_batch_safety_check_leaks(tmp_path: Path, files: dict[str, str]) -> None
     assert "jane@private.example" not in (out / "records.jsonl").read_text()
 
 
-def test_help_texts_explain_the_options() -> None:
-    result = run("batch", "--help")
+SHARED_OPTIONS = {
+    "--strategies": "EXACT, FUZZY, SEMANTIC or IGNORE",
+    "--weights": "need not sum to 1",
+    "--fuzzy-threshold": "A FUZZY field scores 1",
+    "--semantic-threshold": "A SEMANTIC field scores 1",
+    "--matcher": "'local'",
+    "--judge-base-url": "OpenAI-compatible base URL",
+    "--judge-model": "never written anywhere",
+    "--flatten": "dotted paths",
+    "--safety-check": "'leaks'",
+}
+
+
+@pytest.mark.parametrize(
+    ("command", "own"),
+    [
+        ("score", {"--json": "Print one JSON object"}),
+        ("batch", {"--out": "records.jsonl, summary.json, fields.csv, errors.jsonl"}),
+    ],
+)
+def test_help_texts_explain_every_option(command: str, own: dict[str, str]) -> None:
+    result = CliRunner().invoke(app, ["json", command, "--help"], env={"COLUMNS": "400"})
     assert result.exit_code == 0
-    for option in (
-        "--strategies",
-        "--weights",
-        "--fuzzy-threshold",
-        "--matcher",
-        "--judge-base-url",
-        "--flatten",
-        "--out",
-    ):
-        assert option in result.stdout
+    lines = result.stdout.splitlines()
+    for option, words in {**SHARED_OPTIONS, **own}.items():
+        # one row per option when wide; the row starts with the option's name
+        line = next(x for x in lines if x.lstrip("│ *").startswith(f"{option} "))
+        assert words in line, (option, line)
+    assert "Exit 0" in result.stdout and "2 on usage errors" in result.stdout

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass
+from dataclasses import fields as dataclass_fields
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -62,16 +63,20 @@ WeightsOpt = Annotated[
     typer.Option(
         "--weights",
         help=(
-            "RQS weights as name=value pairs, e.g. "
-            "'accuracy=0.45,completeness=0.25,hallucination=0.15,safety=0.15' (the defaults); "
-            "names left out keep their default."
+            "RQS weights as comma-separated name=value pairs; the defaults are "
+            "'accuracy=0.45, completeness=0.25, hallucination=0.15, safety=0.15'. Names left out "
+            "keep their default; each value must be a number >= 0 (they need not sum to 1). "
+            "RQS is clamped to [0, 1]."
         ),
     ),
 ]
 FuzzyOpt = Annotated[
     float,
     typer.Option(
-        "--fuzzy-threshold", min=0.0, max=1.0, help="A FUZZY field matches when similarity >= this."
+        "--fuzzy-threshold",
+        min=0.0,
+        max=1.0,
+        help="A FUZZY field scores 1 when its similarity (0-1) is >= this, else 0.",
     ),
 ]
 SemanticOpt = Annotated[
@@ -80,7 +85,7 @@ SemanticOpt = Annotated[
         "--semantic-threshold",
         min=0.0,
         max=1.0,
-        help="A SEMANTIC field matches when similarity >= this.",
+        help="A SEMANTIC field scores 1 when its similarity (0-1) is >= this, else 0.",
     ),
 ]
 MatcherOpt = Annotated[
@@ -97,11 +102,19 @@ MatcherOpt = Annotated[
 JudgeUrlOpt = Annotated[
     str | None,
     typer.Option(
-        "--judge-base-url", help="OpenAI-compatible base URL of the judge (--matcher llm)."
+        "--judge-base-url",
+        help="OpenAI-compatible base URL of the judge, e.g. http://127.0.0.1:8000/v1 (--matcher llm).",
     ),
 ]
 JudgeModelOpt = Annotated[
-    str | None, typer.Option("--judge-model", help="Model name of the judge (--matcher llm).")
+    str | None,
+    typer.Option(
+        "--judge-model",
+        help=(
+            "Model name of the judge (--matcher llm). Replies are cached on disk by model, prompt "
+            "version, strategy and both values; the API key is never written anywhere."
+        ),
+    ),
 ]
 FlattenOpt = Annotated[
     bool,
@@ -137,6 +150,11 @@ class _Options:
     flatten: bool
     safety_check: str
 
+    @classmethod
+    def of(cls, arguments: dict[str, Any]) -> _Options:
+        """The shared options out of a command's arguments (``locals()``), named as above."""
+        return cls(**{f.name: arguments[f.name] for f in dataclass_fields(cls)})
+
 
 def _err(console: Console, message: str) -> None:
     console.print(f"[red]error:[/red] {escape(message)}", highlight=False, soft_wrap=True)
@@ -146,7 +164,7 @@ def _config(opts: _Options, console: Console) -> EvalConfig:
     """Options -> EvalConfig, or exit 2 with one line saying what is wrong."""
     try:
         strategies = load_strategies(opts.strategies) if opts.strategies else {}
-        weights = parse_weights(opts.weights) if opts.weights else None
+        weights = parse_weights(opts.weights) if opts.weights is not None else None
         if opts.matcher not in ("local", "llm"):
             raise InputError("--matcher must be 'local' or 'llm'", value=opts.matcher)
         if opts.safety_check not in ("off", "leaks"):
@@ -181,6 +199,7 @@ def _read_output(path: Path, console: Console) -> Any:
     except OSError as exc:
         _err(console, f"{path}: cannot read file: {exc.strerror}")
         raise typer.Exit(EXIT_USAGE) from None
+    raw = raw.removeprefix(b"\xef\xbb\xbf")  # a UTF-8 byte order mark is not part of the JSON
     try:
         return orjson.loads(raw)
     except orjson.JSONDecodeError:
@@ -293,22 +312,11 @@ def score(
         ),
     ] = False,
 ) -> None:
-    """Score one output against one ground truth and print the buckets, fields, scores and RQS."""
+    """Score one output against one ground truth and print the buckets, fields, scores and RQS.
+    Exit 0 when scored, 3 when the output could not be scored (judge error, nesting too deep),
+    2 on usage errors (bad option, unreadable file, ground truth not an object)."""
     console, errors = Console(), Console(stderr=True)
-    config = _config(
-        _Options(
-            strategies,
-            weights,
-            fuzzy_threshold,
-            semantic_threshold,
-            matcher,
-            judge_base_url,
-            judge_model,
-            flatten,
-            safety_check,
-        ),
-        errors,
-    )
+    config = _config(_Options.of(locals()), errors)
     try:
         gt = read_json(ground_truth)
     except InputError as exc:
@@ -323,6 +331,12 @@ def score(
     value = _read_output(output, errors)
     try:
         result = evaluate(value, gt, config)
+    except (
+        InputError
+    ) as exc:  # a side too deep to score: the GT is a usage error, the output failed
+        gt_side = exc.field == "ground_truth"
+        _err(errors, f"{ground_truth if gt_side else output}: {exc}")
+        raise typer.Exit(EXIT_USAGE if gt_side else EXIT_FAILED) from None
     except MatcherError as exc:
         _err(errors, f"{output}: {exc}")
         raise typer.Exit(EXIT_FAILED) from None
@@ -343,6 +357,9 @@ def run_batch(
     data: Path, config: EvalConfig, out: Path, *, console: Console, errors: Console
 ) -> int:
     """Read, score and write a batch; print errors, the summary and the files; return the exit status."""
+    if out.exists() and not out.is_dir():
+        _err(errors, f"{out}: --out must be a directory (it is a file)")
+        return EXIT_USAGE
     try:
         records, read_errors = read_batch(data)
     except InputError as exc:
@@ -377,7 +394,11 @@ def run_batch(
         )
     for failure in batch.errors[len(read_errors) :]:
         _err(errors, failure.message)
-    paths = write_batch_outputs(out, batch)
+    try:
+        paths = write_batch_outputs(out, batch)
+    except OSError as exc:
+        _err(errors, f"{exc.filename or out}: cannot write the outputs: {exc.strerror}")
+        return EXIT_USAGE
     print_summary(console, batch.summary, paths)
     return EXIT_FAILED if batch.errors else EXIT_OK
 
@@ -409,20 +430,7 @@ def batch(
     """Score every line of DATA.jsonl; write the four output files into --out. Exit 0 when every line
     scored, 3 when some failed (each named file:line in errors.jsonl), 2 on usage errors."""
     console, errors = Console(), Console(stderr=True)
-    config = _config(
-        _Options(
-            strategies,
-            weights,
-            fuzzy_threshold,
-            semantic_threshold,
-            matcher,
-            judge_base_url,
-            judge_model,
-            flatten,
-            safety_check,
-        ),
-        errors,
-    )
+    config = _config(_Options.of(locals()), errors)
     raise typer.Exit(run_batch(data, config, out, console=console, errors=errors))
 
 
