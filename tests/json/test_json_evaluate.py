@@ -418,3 +418,20 @@ def test_signature_names_every_setting(walkthrough: Walk, table_matchers: dict[s
     plain = evaluate(aio, gt, EvalConfig(), matchers=table_matchers).signature
     assert plain.settings["strategies"] == "none"
     assert "strategies:none" in plain.format() and "version:" in plain.format()
+
+
+def test_batch_progress_reports_every_phase_to_its_total(table_matchers: dict[str, Any]) -> None:
+    records = [
+        BatchRecord(id=i, ground_truth={"bio": "Engineer"}, output={"bio": bio})
+        for i, bio in enumerate(["An engineer", "A cook", "Engineer"])
+    ]
+    calls: list[tuple[str, int, int]] = []
+    evaluate_batch(
+        records, EvalConfig(), matchers=table_matchers, progress=lambda *c: calls.append(c)
+    )
+    # prepare each record, send the 2 distinct pairs (one starting call, one chunk), score each
+    assert calls == [
+        ("prepare", 1, 3), ("prepare", 2, 3), ("prepare", 3, 3),
+        ("match", 0, 2), ("match", 2, 2),
+        ("score", 1, 3), ("score", 2, 3), ("score", 3, 3),
+    ]  # fmt: skip

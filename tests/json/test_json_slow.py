@@ -8,8 +8,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from typer.testing import CliRunner
 
 from fieldcheck._cli.json_cmd import run_demo
+from fieldcheck._cli.main import app
 from fieldcheck.jsoneval import BatchRecord, EvalConfig, _evaluate, evaluate, evaluate_batch
 from fieldcheck.matchers import DiskCache, FuzzyMatcher, SemanticMatcher
 from fieldcheck.matchers._semantic import load_model
@@ -34,6 +36,29 @@ def test_walkthrough_with_local_matchers(model: Any, walkthrough: Walk) -> None:
     bio = r.fields["bio"].similarity
     assert bio is not None and 0.80 <= bio <= 1.0  # MiniLM cosine of the two bios (about 0.945)
     assert r.signature.settings["semantic"]["model"] == "sentence-transformers/all-MiniLM-L6-v2"
+
+
+def test_walkthrough_cli_json_with_local_matchers(
+    model: Any, walkthrough: Walk, tmp_path: Path
+) -> None:
+    aio, gt, strategies = walkthrough
+    for name, value in (("gt.json", gt), ("out.json", aio), ("s.json", strategies)):
+        (tmp_path / name).write_text(json.dumps(value))
+    result = CliRunner().invoke(
+        app,
+        [
+            "json", "score", str(tmp_path / "gt.json"), str(tmp_path / "out.json"),
+            "--strategies", str(tmp_path / "s.json"), "--json",
+        ],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert (data["completeness"], data["accuracy"], data["safety_score"], data["rqs"]) == (
+        0.75, 1.0, 1.0, 0.7375,
+    )  # fmt: skip
+    assert data["hallucination"] == 2 / 6
+    assert data["signature"]["settings"]["matcher"] == "local"
+    assert data["fields"]["name"] == {"strategy": "FUZZY", "similarity": 0.9, "score": 1.0}
 
 
 def test_semantic_encodes_each_distinct_string_once(
