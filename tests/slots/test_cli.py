@@ -388,3 +388,22 @@ def test_hostile_users_topics_fields_and_values_are_escaped(jsonl: Jsonl, tmp_pa
     assert "\r" not in report  # a line break in a value cannot end a table row
     cells = {r["topic"] for r in csv.DictReader((out / "per_topic.csv").open(newline=""))}
     assert "'" + topic in cells  # a formula cell is neutralised
+
+
+def test_judge_failures_exit_3_and_are_listed(
+    jsonl: Jsonl, tmp_path: Path, chat_server: Any
+) -> None:
+    server = chat_server(lambda request: "1.5")  # outside [0, 1]: a judge error, not a score
+    f, out = _files(jsonl), tmp_path / "out"
+    result = _invoke(
+        "--gold", str(f["gold"]), "--pred", f"a={f['a']}", "--judge-base-url", server.base_url,
+        "--judge-model", "j", "--bootstrap", "0", "--out", str(out),
+    )  # fmt: skip
+    assert result.exit_code == 3
+    errors = [json.loads(line) for line in (out / "errors.jsonl").read_text().splitlines()]
+    assert [(e["line"], e["record"]) for e in errors] == [
+        (1, "u1/1 basic_info/name"),
+        (2, "u1/2 mental_state/mood"),
+    ]
+    assert all("judge failed" in e["reason"] for e in errors)
+    assert json.loads((out / "metrics.json").read_text())["models"]["a"]["llm_judge"] is None

@@ -308,9 +308,10 @@ def score(
 ) -> None:
     """Score one or more models' predicted slots against gold slots and write the report.
 
-    Exit status: 0 when every input line was valid; 3 when some lines were invalid (the valid
-    lines are scored, every output is written, the bad lines are in DIR/errors.jsonl); 2 on
-    usage errors (bad option, unknown model name, unreadable file, unusable --out).
+    Exit status: 0 when every input line was valid; 3 when some lines were invalid or a judge
+    call failed (the rest is scored, every output is written, each failure is in
+    DIR/errors.jsonl); 2 on usage errors (bad option, unknown model name, unreadable file,
+    unusable --out).
     """
     if bool(judge_base_url) != bool(judge_model):
         raise typer.BadParameter(

@@ -16,7 +16,14 @@ from pydantic import BaseModel
 
 from fieldcheck._util.errors import InputError
 from fieldcheck._util.signature import Signature
-from fieldcheck.matchers import DiskCache, ExactMatcher, FuzzyMatcher, Matcher, SemanticMatcher
+from fieldcheck.matchers import (
+    DiskCache,
+    ExactMatcher,
+    FuzzyMatcher,
+    Matcher,
+    SemanticMatcher,
+    Similarity,
+)
 from fieldcheck.metrics._slots import (
     SessionCounts,
     SlotCounts,
@@ -346,6 +353,33 @@ def _judge_signature(models: Sequence[ModelInput], judge: Matcher | None) -> str
 V = TypeVar("V")
 
 
+def _failures(
+    preds: SlotFile,
+    pairs: Sequence[tuple[SessionKey, SlotKey]],
+    sims: Sequence[Similarity],
+    *,
+    what: str,
+    errors: list[InputError],
+) -> int:
+    """Record every failed comparison as an error at its prediction line (never a score of 0),
+    so the run exits 3 and ``errors.jsonl`` lists it; returns how many failed."""
+    count = 0
+    for (sk, slot), sim in zip(pairs, sims, strict=True):
+        if sim.ok:
+            continue
+        count += 1
+        errors.append(
+            InputError(
+                f"{what}: {sim.error or 'no score'}",
+                file=preds.path,
+                line=preds.lines.get((sk, slot)),
+                record=f"{sk[0]}/{sk[1]} {slot[0]}/{slot[1]}",
+                field="values",
+            )
+        )
+    return count
+
+
 def _by_session(
     values: dict[tuple[SessionKey, SlotKey], V] | None,
 ) -> dict[SessionKey, dict[SlotKey, V]] | None:
@@ -414,11 +448,9 @@ def _score_model(
             [slot_text(preds.sessions[sk][slot], canonical=canonical) for sk, slot in pairs],
             [slot_text(gold.sessions[sk][slot], canonical=canonical) for sk, slot in pairs],
         )
-        failed = [s.error for s in sims if not s.ok]
+        failed = _failures(preds, pairs, sims, what="value comparison failed", errors=errors)
         if failed:
-            warn(
-                f"model {model.name!r}: {len(failed)} value comparison(s) failed ({failed[0]}); counted as no match"
-            )
+            warn(f"model {model.name!r}: {failed} value comparison(s) failed; counted as no match")
         matches = {pair: bool(s.passes(cut)) for pair, s in zip(pairs, sims, strict=True)}
 
     judged: dict[tuple[SessionKey, SlotKey], float] | None = None
@@ -446,11 +478,9 @@ def _score_model(
             [slot_text(preds.sessions[sk][slot]) for sk, slot in pairs],
             [slot_text(gold.sessions[sk][slot]) for sk, slot in pairs],
         )
-        failed = [s.error for s in sims if not s.ok]
+        failed = _failures(preds, pairs, sims, what="judge failed", errors=errors)
         if failed:
-            warn(
-                f"model {model.name!r}: {len(failed)} judge call(s) failed ({failed[0]}); left out of the judge mean"
-            )
+            warn(f"model {model.name!r}: {failed} judge call(s) failed; left out of the judge mean")
         judged = {
             pair: s.score
             for pair, s in zip(pairs, sims, strict=True)
