@@ -205,7 +205,7 @@ def test_batch_writes_files_exit_0(tmp_path: Path, files: dict[str, str]) -> Non
         and rows["name"]["matched"] == "2"
         and rows["extra"]["hallucinated"] == "1"
     )
-    assert (out / "errors.jsonl").read_text() == ""
+    assert (out / "errors.jsonl").read_text() == "" and summary["errors"] == []
     assert "3 of 3 records scored" in result.stdout and "records.jsonl" in result.stdout
 
 
@@ -234,6 +234,7 @@ def test_batch_malformed_lines_exit_3(tmp_path: Path, files: dict[str, str]) -> 
     assert len((out / "records.jsonl").read_text().splitlines()) == 3  # the rest went on
     summary = json.loads((out / "summary.json").read_text())
     assert (summary["records"], summary["scored"], summary["failed"]) == (5, 3, 2)
+    assert summary["errors"] == [e["message"] for e in errors]  # the same lines, in file order
 
 
 def test_batch_usage_errors_exit_2(tmp_path: Path, files: dict[str, str]) -> None:

@@ -350,6 +350,7 @@ def summarize(
         records=n + len(errors),
         scored=n,
         failed=len(errors),
+        errors=[e.message for e in errors],
         not_an_object=sum(r.result.not_an_object for r in results),
         safety_flagged=sum("safety_leak" in r.result.flags for r in results),
         means=means,

@@ -129,11 +129,16 @@ class FieldSummary(BaseModel):
 
 
 class BatchSummary(BaseModel):
-    """Means of each score over the scored records, counts, errors and per-field counts."""
+    """Means of each score over the scored records, counts, errors and per-field counts.
+
+    ``errors`` holds the one-line message of every failed line or record (``failed`` of them; the
+    located fields are in errors.jsonl).
+    """
 
     records: int
     scored: int
     failed: int
+    errors: list[str] = Field(default_factory=list)
     not_an_object: int
     safety_flagged: int
     means: dict[str, float | None]
