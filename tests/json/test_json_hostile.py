@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 from fieldcheck._cli.main import app
 from fieldcheck._util.errors import InputError
 from fieldcheck.jsoneval import (
+    MAX_DEPTH,
     BatchRecord,
     EvalConfig,
     evaluate,
@@ -23,7 +24,6 @@ from fieldcheck.jsoneval import (
     parse_weights,
     read_batch,
 )
-from fieldcheck.jsoneval._models import MAX_DEPTH
 from fieldcheck.metrics._json_fields import flatten, nesting_depth
 
 TOO_DEEP = "nested deeper than 200 arrays/objects; too deep to score"

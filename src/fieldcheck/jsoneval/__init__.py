@@ -29,6 +29,7 @@ from fieldcheck.jsoneval._io import (
     write_batch_outputs,
 )
 from fieldcheck.jsoneval._models import (
+    MAX_DEPTH,
     PUBLIC_KEYS,
     BatchRecord,
     BatchResult,
@@ -45,6 +46,7 @@ from fieldcheck.metrics._json_fields import RqsWeights, Strategy
 
 __all__ = [
     "FIELDS_CSV_COLUMNS",
+    "MAX_DEPTH",
     "PUBLIC_KEYS",
     "BatchRecord",
     "BatchResult",

@@ -20,6 +20,7 @@ from fieldcheck._util.signature import Signature
 from fieldcheck.jsoneval._config import EvalConfig
 from fieldcheck.jsoneval._models import (
     MAX_DEPTH,
+    TOO_DEEP,
     BatchRecord,
     BatchResult,
     BatchSummary,
@@ -165,11 +166,11 @@ class _Prepared:
     findings: list[SafetyFinding] = field(default_factory=list)
 
 
-def check_depth(value: Any, *, field: str, record: str | None = None) -> None:
+def _check_depth(value: Any, *, field: str, record: str | None = None) -> None:
     """Raise InputError when ``value`` nests deeper than MAX_DEPTH arrays/objects (too deep to score)."""
     if nesting_depth(value, limit=MAX_DEPTH) > MAX_DEPTH:
         raise InputError(
-            f"nested deeper than {MAX_DEPTH} arrays/objects; too deep to score",
+            TOO_DEEP,
             field=field,
             record=record,
         )
@@ -181,9 +182,9 @@ def _prepare(record: BatchRecord, config: EvalConfig) -> _Prepared:
     Raises InputError (naming the record and field) when either side nests deeper than MAX_DEPTH.
     """
     gt: dict[str, Any] = record.ground_truth
-    check_depth(gt, field="ground_truth", record=record.key)
+    _check_depth(gt, field="ground_truth", record=record.key)
     obj, kind, flags = coerce_output(record.output)
-    check_depth(obj if obj is not None else record.output, field="output", record=record.key)
+    _check_depth(obj if obj is not None else record.output, field="output", record=record.key)
     safety = 1.0 if record.safety_score is None else record.safety_score
     findings: list[SafetyFinding] = []
     if config.safety_check == "leaks":

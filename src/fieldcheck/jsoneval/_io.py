@@ -10,7 +10,13 @@ from pydantic import ValidationError
 
 from fieldcheck._util.errors import InputError
 from fieldcheck._util.jsonio import iter_jsonl, write_json, write_jsonl
-from fieldcheck.jsoneval._models import MAX_DEPTH, BatchRecord, BatchResult, RecordError
+from fieldcheck.jsoneval._models import (
+    MAX_DEPTH,
+    TOO_DEEP,
+    BatchRecord,
+    BatchResult,
+    RecordError,
+)
 from fieldcheck.metrics._json_fields import nesting_depth
 from fieldcheck.reports._csv import write_csv
 
@@ -67,7 +73,7 @@ def _too_deep(value: Any, *, file: Path, line: int) -> InputError:
             (k for k in value if nesting_depth(value[k], limit=MAX_DEPTH) > MAX_DEPTH), None
         )
     return InputError(
-        f"nested deeper than {MAX_DEPTH} arrays/objects; too deep to score",
+        TOO_DEEP,
         file=file,
         line=line,
         record=record,

@@ -14,6 +14,7 @@ MAX_DEPTH = 200
 """Ground truths and outputs nested deeper than this many arrays/objects are refused (one error per
 record, never a crash): real extraction data is a few levels deep, and deeper values would reach
 Python's recursion limit in the comparisons."""
+TOO_DEEP = f"nested deeper than {MAX_DEPTH} arrays/objects; too deep to score"
 OutputKind = Literal["object", "array", "text", "invalid_json", "number", "boolean", "null"]
 PUBLIC_KEYS = (
     "completeness",
