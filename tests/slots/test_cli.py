@@ -407,3 +407,11 @@ def test_judge_failures_exit_3_and_are_listed(
     ]
     assert all("judge failed" in e["reason"] for e in errors)
     assert json.loads((out / "metrics.json").read_text())["models"]["a"]["llm_judge"] is None
+
+
+def test_plot_labels_are_short_single_lines_without_mathtext() -> None:
+    from fieldcheck.slots._report import _label
+
+    assert _label("a$b\nc") == "a\\$b c"
+    long = _label("M" * 500)
+    assert len(long) == 24 and long.endswith("\u2026")

@@ -378,12 +378,17 @@ def render_html(run: SlotsRun, images: dict[str, Path] | None = None) -> str:
 # ---------------------------------------------------------------- plots
 
 
+_LABEL_CHARS = 24
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 
 
 def _label(text: str) -> str:
-    """A plot label safe from matplotlib's mathtext (``$`` would start a formula) and one line."""
-    return _CONTROL.sub(" ", text).replace("$", r"\$")
+    """A plot label: one line, at most ``_LABEL_CHARS`` characters (a long name would squeeze
+    the axes away), safe from matplotlib's mathtext (``$`` would start a formula)."""
+    text = _CONTROL.sub(" ", text)
+    if len(text) > _LABEL_CHARS:
+        text = text[: _LABEL_CHARS - 1] + "\u2026"
+    return text.replace("$", r"\$")
 
 
 # Legends go right of the axes, so they never hide a bar (tight_layout makes room for them).
@@ -419,7 +424,12 @@ def write_plots(run: SlotsRun, out: Path) -> dict[str, Path]:
     topics = run.topics
     if topics:
         grid = np.array([[m.result.per_topic[t].f1 for t in topics] for m in run.models])
-        fig, ax = plt.subplots(figsize=(max(5, 1.8 * len(topics)), max(3, 0.7 * len(names) + 1.5)))
+        # room for the longest model name on the left and the slanted topic names below
+        wide = 0.09 * max(len(n) for n in names)
+        tall = 0.05 * max(len(_label(t)) for t in topics)
+        fig, ax = plt.subplots(
+            figsize=(max(5, 1.8 * len(topics) + wide + 1.5), max(3, 0.7 * len(names) + 1.5 + tall))
+        )
         image = ax.imshow(grid, vmin=0, vmax=1, cmap="viridis", aspect="auto")
         ax.set_xticks(np.arange(len(topics)), [_label(t) for t in topics], rotation=20, ha="right")
         ax.set_yticks(x, names)
@@ -452,10 +462,10 @@ def write_plots(run: SlotsRun, out: Path) -> dict[str, Path]:
     timed = [(names[i], m.latency_seconds) for i, m in enumerate(run.models) if m.latency_seconds]
     if timed:
         fig, ax = plt.subplots(figsize=(max(5, 1.6 * len(timed)), 4))
-        ax.boxplot([secs for _, secs in timed])
+        ax.boxplot([secs for _, secs in timed], showmeans=True)
         ax.set_xticks(np.arange(1, len(timed) + 1), [n for n, _ in timed], rotation=20, ha="right")
         ax.set_ylabel("seconds per session")
-        ax.set_title("Latency distribution per model")
+        ax.set_title("Latency per session (line: median, triangle: mean)")
         fig.tight_layout()
         written["latency"] = _save(fig, out / PLOTS["latency"], plt)
     return written
