@@ -46,6 +46,8 @@ app = typer.Typer(
     no_args_is_help=True,
 )
 _SCORES = ("completeness", "hallucination", "accuracy", "safety_score", "rqs")
+_DEFAULTS = EvalConfig()  # option defaults come from the library's config (one source)
+_DEFAULT_WEIGHTS = ", ".join(f"{k}={v}" for k, v in _DEFAULTS.weights.model_dump().items())
 
 StrategiesOpt = Annotated[
     Path | None,
@@ -64,8 +66,7 @@ WeightsOpt = Annotated[
         "--weights",
         help=(
             "RQS weights as comma-separated name=value pairs; the defaults are "
-            "'accuracy=0.45, completeness=0.25, hallucination=0.15, safety=0.15'. Names left out "
-            "keep their default; each value must be a number >= 0 (they need not sum to 1). "
+            f"'{_DEFAULT_WEIGHTS}'. Names left out keep their default; each value must be a number >= 0 (they need not sum to 1). "
             "RQS is clamped to [0, 1]."
         ),
     ),
@@ -297,13 +298,13 @@ def score(
     ],
     strategies: StrategiesOpt = None,
     weights: WeightsOpt = None,
-    fuzzy_threshold: FuzzyOpt = 0.85,
-    semantic_threshold: SemanticOpt = 0.80,
-    matcher: MatcherOpt = "local",
+    fuzzy_threshold: FuzzyOpt = _DEFAULTS.fuzzy_threshold,
+    semantic_threshold: SemanticOpt = _DEFAULTS.semantic_threshold,
+    matcher: MatcherOpt = _DEFAULTS.matcher,
     judge_base_url: JudgeUrlOpt = None,
     judge_model: JudgeModelOpt = None,
     flatten: FlattenOpt = False,
-    safety_check: SafetyOpt = "off",
+    safety_check: SafetyOpt = _DEFAULTS.safety_check,
     as_json: Annotated[
         bool,
         typer.Option(
@@ -419,13 +420,13 @@ def batch(
     ],
     strategies: StrategiesOpt = None,
     weights: WeightsOpt = None,
-    fuzzy_threshold: FuzzyOpt = 0.85,
-    semantic_threshold: SemanticOpt = 0.80,
-    matcher: MatcherOpt = "local",
+    fuzzy_threshold: FuzzyOpt = _DEFAULTS.fuzzy_threshold,
+    semantic_threshold: SemanticOpt = _DEFAULTS.semantic_threshold,
+    matcher: MatcherOpt = _DEFAULTS.matcher,
     judge_base_url: JudgeUrlOpt = None,
     judge_model: JudgeModelOpt = None,
     flatten: FlattenOpt = False,
-    safety_check: SafetyOpt = "off",
+    safety_check: SafetyOpt = _DEFAULTS.safety_check,
 ) -> None:
     """Score every line of DATA.jsonl; write the four output files into --out. Exit 0 when every line
     scored, 3 when some failed (each named file:line in errors.jsonl), 2 on usage errors."""
