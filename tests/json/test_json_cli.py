@@ -261,6 +261,7 @@ def test_batch_safety_check_leaks(tmp_path: Path, files: dict[str, str]) -> None
     )
     assert result.exit_code == 0, result.output
     record = json.loads((out / "records.jsonl").read_text())
+    assert record["id"] == 1  # the line's integer id, not "1"
     assert record["safety_score"] == 0.0 and record["safety_findings"] == [
         {"field": "extra", "kind": "email"}
     ]

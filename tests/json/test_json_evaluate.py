@@ -323,7 +323,7 @@ def test_batch_sends_each_distinct_pair_once(table_matchers: dict[str, Any]) -> 
     ]
     assert table_matchers["SEMANTIC"].pairs == [("An engineer", "Engineer")]
     assert batch.summary.matcher_pairs == {"FUZZY": 2, "SEMANTIC": 1}
-    assert [r.id for r in batch.results] == ["0", "1", "2", "3"]
+    assert [r.id for r in batch.results] == [0, 1, 2, 3]  # integer ids stay integers
 
 
 def test_batch_summary_counts(table_matchers: dict[str, Any]) -> None:

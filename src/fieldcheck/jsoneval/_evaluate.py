@@ -153,6 +153,7 @@ def coerce_output(output: Any) -> tuple[dict[str, Any] | None, OutputKind, list[
 
 @dataclass
 class _Prepared:
+    id: str | int
     key: str
     line: int | None
     kind: OutputKind
@@ -214,6 +215,7 @@ def _prepare(record: BatchRecord, config: EvalConfig) -> _Prepared:
             else:
                 pending[name] = (strategy, out_text, gt_text)
     return _Prepared(
+        id=record.id,
         key=record.key,
         line=record.line,
         kind=kind,
@@ -419,7 +421,7 @@ def evaluate_batch(
             located = InputError(str(exc), file=source, line=prep.line, record=prep.key)
             failures.append(RecordError.model_validate(located.to_dict()))
         else:
-            results.append(RecordResult(id=prep.key, line=prep.line, result=result))
+            results.append(RecordResult(id=prep.id, line=prep.line, result=result))
         if progress:
             progress("score", i, len(prepared))
     summary = summarize(results, errors=failures, signature=signature, matcher_pairs=pair_counts)

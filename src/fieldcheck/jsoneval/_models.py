@@ -63,7 +63,7 @@ class JsonEvalResult(BaseModel):
         data = self.model_dump(mode="json")
         return {k: data[k] for k in PUBLIC_KEYS}
 
-    def record_dict(self, record_id: str) -> dict[str, Any]:
+    def record_dict(self, record_id: str | int) -> dict[str, Any]:
         """One line of ``records.jsonl``: ``id``, the public keys, ``output_kind``, ``flags``, findings."""
         data = self.model_dump(mode="json")
         return {
@@ -157,7 +157,7 @@ class BatchSummary(BaseModel):
 class RecordResult(BaseModel):
     """A scored record of a batch."""
 
-    id: str
+    id: StrictStr | StrictInt  # the line's own id, type kept (an integer stays an integer)
     line: int | None = None
     result: JsonEvalResult
 
