@@ -258,3 +258,16 @@ def test_leak_scan_is_linear_on_huge_strings() -> None:
     assert time.perf_counter() - start < 1
     found = find_leaks({"t": "x" * 1000 + " mail jane.doe@private.example now"}, {})
     assert [(f.kind, f.field) for f in found] == [("email", "t")]
+
+
+def test_cli_batch_where_every_line_fails_exits_3_with_null_means(tmp_path: Path) -> None:
+    data = write(tmp_path, "bad.jsonl", '42\n{oops\n{"id": 1, "output": {}}\n')
+    out = tmp_path / "out"
+    result = run("batch", data, "--out", str(out))
+    assert result.exit_code == 3, result.output
+    assert len(result.stderr.strip().splitlines()) == 3  # one error line each
+    summary = json.loads((out / "summary.json").read_text())
+    assert (summary["records"], summary["scored"], summary["failed"]) == (3, 0, 3)
+    assert set(summary["means"].values()) == {None}  # nothing scored: no mean, not 0
+    assert (out / "records.jsonl").read_text() == ""
+    assert len((out / "errors.jsonl").read_text().splitlines()) == 3
