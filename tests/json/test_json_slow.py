@@ -25,7 +25,7 @@ def model() -> Any:
     return load_model()  # ~8 s once; every SemanticMatcher of this process reuses it
 
 
-def test_walkthrough_with_local_matchers(model: Any, walkthrough: Walk) -> None:
+def test_walkthrough_with_local_matchers(model: Any, walkthrough: Walk, tmp_path: Path) -> None:
     aio, gt, strategies = walkthrough
     r = evaluate(aio, gt, EvalConfig(strategies=strategies))  # the default: --matcher local
     assert r.completeness == 0.75
@@ -36,12 +36,7 @@ def test_walkthrough_with_local_matchers(model: Any, walkthrough: Walk) -> None:
     bio = r.fields["bio"].similarity
     assert bio is not None and 0.80 <= bio <= 1.0  # MiniLM cosine of the two bios (about 0.945)
     assert r.signature.settings["semantic"]["model"] == "sentence-transformers/all-MiniLM-L6-v2"
-
-
-def test_walkthrough_cli_json_with_local_matchers(
-    model: Any, walkthrough: Walk, tmp_path: Path
-) -> None:
-    aio, gt, strategies = walkthrough
+    # the same numbers through `fieldcheck json score --json` (the default --matcher local)
     for name, value in (("gt.json", gt), ("out.json", aio), ("s.json", strategies)):
         (tmp_path / name).write_text(json.dumps(value))
     result = CliRunner().invoke(
