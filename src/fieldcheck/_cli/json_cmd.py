@@ -10,7 +10,7 @@ import sys
 from dataclasses import dataclass
 from dataclasses import fields as dataclass_fields
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, get_args
 
 import orjson
 import typer
@@ -28,6 +28,8 @@ from fieldcheck.jsoneval import (
     EvalConfig,
     JsonEvalResult,
     MatcherError,
+    MatcherFamily,
+    SafetyCheck,
     evaluate,
     evaluate_batch,
     load_strategies,
@@ -166,9 +168,9 @@ def _config(opts: _Options, console: Console) -> EvalConfig:
     try:
         strategies = load_strategies(opts.strategies) if opts.strategies else {}
         weights = parse_weights(opts.weights) if opts.weights is not None else None
-        if opts.matcher not in ("local", "llm"):
+        if opts.matcher not in get_args(MatcherFamily):
             raise InputError("--matcher must be 'local' or 'llm'", value=opts.matcher)
-        if opts.safety_check not in ("off", "leaks"):
+        if opts.safety_check not in get_args(SafetyCheck):
             raise InputError("--safety-check must be 'off' or 'leaks'", value=opts.safety_check)
         if opts.matcher == "llm" and not (opts.judge_base_url and opts.judge_model):
             raise InputError("--matcher llm needs --judge-base-url and --judge-model")
@@ -332,9 +334,8 @@ def score(
     value = _read_output(output, errors)
     try:
         result = evaluate(value, gt, config)
-    except (
-        InputError
-    ) as exc:  # a side too deep to score: the GT is a usage error, the output failed
+    except InputError as exc:
+        # a side too deep to score: for the ground truth a usage error, for the output a failure
         gt_side = exc.field == "ground_truth"
         _err(errors, f"{ground_truth if gt_side else output}: {exc}")
         raise typer.Exit(EXIT_USAGE if gt_side else EXIT_FAILED) from None
