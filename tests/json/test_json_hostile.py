@@ -254,10 +254,13 @@ def test_leak_scan_is_linear_on_huge_strings() -> None:
     # A run with no "@" used to be re-scanned from every position: ~15 s for these 120,000
     # characters (quadratic), about 0.02 s now.
     start = time.perf_counter()
-    assert find_leaks({"t": "x" * 60_000, "d": "7" * 60_000}, {}) == []
+    assert find_leaks({"t": "x" * 60_000, "d": "7" * 60_000, "j": "eyJ" * 20_000}, {}) == []
     assert time.perf_counter() - start < 1
-    found = find_leaks({"t": "x" * 1000 + " mail jane.doe@private.example now"}, {})
-    assert [(f.kind, f.field) for f in found] == [("email", "t")]
+    jwt = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U"
+    found = find_leaks(
+        {"t": "x" * 1000 + " mail jane.doe@private.example now", "k": f"Bearer {jwt}"}, {}
+    )
+    assert [(f.kind, f.field) for f in found] == [("email", "t"), ("secret", "k")]
 
 
 def test_cli_batch_where_every_line_fails_exits_3_with_null_means(tmp_path: Path) -> None:

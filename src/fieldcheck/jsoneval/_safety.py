@@ -19,8 +19,8 @@ from pydantic import BaseModel
 LeakKind = Literal["email", "card_number", "ssn", "secret"]
 
 _PATTERNS: list[tuple[LeakKind, re.Pattern[str]]] = [
-    # The lookbehind starts a local part only where a run of its characters starts: without it a
-    # long run with no "@" is re-scanned from every position (quadratic on a huge output).
+    # Lookbehinds here and for JWTs start a match only where a run of its characters starts:
+    # without them a long run is re-scanned from every position (quadratic on a huge output).
     (
         "email",
         re.compile(r"(?<![A-Za-z0-9._%+-])[A-Za-z0-9._%+-]+@(?:[A-Za-z0-9-]+\.)+[A-Za-z]{2,}"),
@@ -31,7 +31,7 @@ _PATTERNS: list[tuple[LeakKind, re.Pattern[str]]] = [
         "secret",
         re.compile(
             r"AKIA[0-9A-Z]{16}|sk-[A-Za-z0-9_-]{20,}|gh[pousr]_[A-Za-z0-9]{36,}"
-            r"|eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"
+            r"|(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"
             r"|-----BEGIN [A-Z ]*PRIVATE KEY-----"
         ),
     ),
