@@ -5,18 +5,24 @@ from __future__ import annotations
 import math
 import statistics
 
+import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fieldcheck.metrics import (
     bootstrap_ci,
+    bootstrap_totals_ci,
     f1,
     f1_from_pr,
+    f1_from_pr_array,
     latency_stats,
     p95_nearest_rank,
     paired_bootstrap_pvalue,
+    paired_bootstrap_totals_pvalue,
     precision,
     recall,
+    safe_div,
+    safe_div_array,
 )
 
 
@@ -79,5 +85,60 @@ def test_paired_bootstrap_detects_a_real_difference() -> None:
     worse = [1.0] * 10 + [0.0] * 40
     p = paired_bootstrap_pvalue(better, worse, statistics.fmean, resamples=300, seed=1)
     same = paired_bootstrap_pvalue(better, better, statistics.fmean, resamples=300, seed=1)
+    assert p is not None and p < 0.01
+    assert same == 1.0
+
+
+def _precision_totals(t: np.ndarray) -> np.ndarray:
+    return safe_div_array(t[:, 0], t[:, 0] + t[:, 1])
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.one_of(st.just(0.0), st.floats(1e-6, 100)), min_size=1, max_size=20),
+    st.lists(st.one_of(st.just(0.0), st.floats(1e-6, 100)), min_size=1, max_size=20),
+)
+def test_vectorised_helpers_agree_with_scalar_ones(ps: list[float], rs: list[float]) -> None:
+    n = min(len(ps), len(rs))
+    p, r = np.array(ps[:n]), np.array(rs[:n])
+    assert np.allclose(safe_div_array(p, r), [safe_div(a, b) for a, b in zip(p, r, strict=True)])
+    assert np.allclose(
+        f1_from_pr_array(p, r), [f1_from_pr(a, b) for a, b in zip(p, r, strict=True)]
+    )
+
+
+def test_bootstrap_totals_matches_the_per_unit_bootstrap() -> None:
+    # 60 sessions of (tp, fp): the vectorised bootstrap and the generic one estimate the same
+    # sampling distribution (different random streams, so compare within Monte Carlo error)
+    units = [(3, 1)] * 20 + [(1, 2)] * 20 + [(2, 0)] * 20
+
+    def precision_of(sample: list[tuple[int, int]]) -> float:
+        return precision(sum(u[0] for u in sample), sum(u[1] for u in sample))
+
+    fast = bootstrap_totals_ci(units, {"p": _precision_totals}, resamples=4000, seed=1)
+    slow = bootstrap_ci(units, precision_of, resamples=4000, seed=1)
+    assert fast is not None and slow is not None
+    # point estimate: 120 / (120 + 60) = 2/3, from the full totals, not a resample
+    assert fast["p"].estimate == slow.estimate == 2 / 3
+    assert abs(fast["p"].low - slow.low) < 0.02 and abs(fast["p"].high - slow.high) < 0.02
+    assert fast["p"].low < 2 / 3 < fast["p"].high
+
+
+def test_bootstrap_totals_is_seeded_and_shares_resamples() -> None:
+    units = [(1, 0), (0, 1), (1, 1), (2, 0)] * 5
+    stats = {"p": _precision_totals, "p_again": _precision_totals}
+    a = bootstrap_totals_ci(units, stats, resamples=300, seed=4)
+    b = bootstrap_totals_ci(units, stats, resamples=300, seed=4)
+    assert a == b and a is not None
+    assert a["p"] == a["p_again"]  # one set of resamples for every statistic
+    assert bootstrap_totals_ci([], stats) is None
+    assert bootstrap_totals_ci(units, stats, resamples=0) is None
+
+
+def test_paired_totals_pvalue() -> None:
+    better = [(1, 0)] * 45 + [(0, 1)] * 5
+    worse = [(1, 0)] * 10 + [(0, 1)] * 40
+    p = paired_bootstrap_totals_pvalue(better, worse, _precision_totals, resamples=300, seed=1)
+    same = paired_bootstrap_totals_pvalue(better, better, _precision_totals, resamples=300, seed=1)
     assert p is not None and p < 0.01
     assert same == 1.0

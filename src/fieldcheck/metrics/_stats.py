@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TypeVar
 
+import numpy as np
 from pydantic import BaseModel
 
 T = TypeVar("T")
@@ -149,4 +150,94 @@ def paired_bootstrap_pvalue(
         delta = statistic([units_a[i] for i in idx]) - statistic([units_b[i] for i in idx])
         if abs(delta - observed) >= abs(observed) - 1e-12:
             extreme += 1
+    return (extreme + 1) / (resamples + 1)
+
+
+TotalsStatistic = Callable[[np.ndarray], np.ndarray]
+
+
+def safe_div_array(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
+    """Element-wise ``safe_div``: 0.0 wherever the denominator is 0."""
+    num = np.asarray(numerator, dtype=float)
+    den = np.asarray(denominator, dtype=float)
+    out: np.ndarray = np.zeros(np.broadcast(num, den).shape)
+    np.divide(num, den, out=out, where=den != 0)
+    return out
+
+
+def f1_from_pr_array(p: np.ndarray, r: np.ndarray) -> np.ndarray:
+    """Element-wise ``f1_from_pr``: 0.0 where both precision and recall are 0."""
+    return safe_div_array(2 * p * r, p + r)
+
+
+def _resample_weights(n: int, resamples: int, seed: int) -> np.ndarray:
+    """How often each of ``n`` units is drawn in each resample: multinomial counts summing to n.
+
+    The same distribution as drawing n units with replacement, as a (resamples, n) matrix, so
+    resampled totals are one matrix product.
+    """
+    rng = np.random.default_rng(seed)
+    return rng.multinomial(n, np.full(n, 1.0 / n), size=resamples).astype(float)
+
+
+def _percentile_interval(values: np.ndarray, estimate: float, level: float) -> Interval:
+    ordered = np.sort(values)
+    resamples = len(ordered)
+    alpha = (1 - level) / 2
+    return Interval(
+        estimate=estimate,
+        low=float(ordered[math.floor(alpha * (resamples - 1))]),
+        high=float(ordered[math.ceil((1 - alpha) * (resamples - 1))]),
+        level=level,
+        resamples=resamples,
+    )
+
+
+def bootstrap_totals_ci(
+    units: Sequence[Sequence[float]],
+    statistics: Mapping[str, TotalsStatistic],
+    *,
+    resamples: int = 1000,
+    level: float = 0.95,
+    seed: int = 0,
+) -> dict[str, Interval] | None:
+    """Percentile bootstrap intervals of statistics of summed per-unit counts (sacrebleu's way).
+
+    ``units[i]`` is unit i's vector of sufficient statistics (for example tp, fp, fn of a
+    session); each statistic maps an (m, k) array of column totals to m values, vectorised. All
+    statistics share one seeded set of resamples, drawn once, so a resample costs a matrix
+    product. ``None`` for no units or ``resamples < 1``.
+    """
+    if len(units) == 0 or resamples < 1:
+        return None
+    matrix = np.asarray(units, dtype=float)
+    totals = _resample_weights(len(matrix), resamples, seed) @ matrix
+    full = matrix.sum(axis=0, keepdims=True)
+    return {
+        name: _percentile_interval(stat(totals), float(stat(full)[0]), level)
+        for name, stat in statistics.items()
+    }
+
+
+def paired_bootstrap_totals_pvalue(
+    units_a: Sequence[Sequence[float]],
+    units_b: Sequence[Sequence[float]],
+    statistic: TotalsStatistic,
+    *,
+    resamples: int = 1000,
+    seed: int = 0,
+) -> float | None:
+    """``paired_bootstrap_pvalue`` for statistics of summed counts, vectorised (same test)."""
+    if len(units_a) != len(units_b):
+        raise ValueError("paired bootstrap needs the same examples for both systems")
+    if len(units_a) == 0 or resamples < 1:
+        return None
+    a = np.asarray(units_a, dtype=float)
+    b = np.asarray(units_b, dtype=float)
+    weights = _resample_weights(len(a), resamples, seed)
+    observed = float(
+        statistic(a.sum(axis=0, keepdims=True))[0] - statistic(b.sum(axis=0, keepdims=True))[0]
+    )
+    deltas = statistic(weights @ a) - statistic(weights @ b)
+    extreme = int(np.count_nonzero(np.abs(deltas - observed) >= abs(observed) - 1e-12))
     return (extreme + 1) / (resamples + 1)

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from itertools import combinations
 from typing import Any, Literal, TypeVar
 
+import numpy as np
 from pydantic import BaseModel
 
 from fieldcheck._util.errors import InputError
@@ -34,11 +35,12 @@ from fieldcheck.metrics._slots import (
 )
 from fieldcheck.metrics._stats import (
     Interval,
-    bootstrap_ci,
-    f1_from_pr,
+    TotalsStatistic,
+    bootstrap_totals_ci,
+    f1_from_pr_array,
     latency_stats,
-    paired_bootstrap_pvalue,
-    safe_div,
+    paired_bootstrap_totals_pvalue,
+    safe_div_array,
 )
 from fieldcheck.metrics._text import CANONICALIZE_VERSION
 from fieldcheck.slots._loaders import JudgeFile, LatencyFile, SessionKey, SlotFile, SlotKey
@@ -162,7 +164,8 @@ def slot_text(values: Sequence[str], *, canonical: bool = False) -> str:
     return ", ".join(sorted(v.strip() for v in slot_values(values)))
 
 
-# Fast sums for the bootstrap: one tuple per session instead of a dataclass addition.
+# Bootstrap: each session is a vector of sufficient statistics; a resample's totals are one
+# matrix product (fieldcheck.metrics.bootstrap_totals_ci), and each statistic is vectorised.
 _UNIT_FIELDS = (
     "tp",
     "fp",
@@ -173,43 +176,37 @@ _UNIT_FIELDS = (
     "token_predicted",
     "token_gold",
 )
-Unit = tuple[int, ...]
+TP, FP, FN, GOLD, EXACT, TOK_MATCHED, TOK_PRED, TOK_GOLD = range(len(_UNIT_FIELDS))
 
 
-def _unit(c: SlotCounts) -> Unit:
+def _unit(c: SlotCounts) -> tuple[int, ...]:
     return tuple(getattr(c, name) for name in _UNIT_FIELDS)
 
 
-def _sums(units: Sequence[Unit]) -> list[int]:
-    return [sum(col) for col in zip(*units, strict=True)] if units else [0] * len(_UNIT_FIELDS)
+def _stat_precision(t: np.ndarray) -> np.ndarray:
+    return safe_div_array(t[:, TP], t[:, TP] + t[:, FP])
 
 
-def _stat_precision(units: Sequence[Unit]) -> float:
-    s = _sums(units)
-    return safe_div(s[0], s[0] + s[1])
+def _stat_recall(t: np.ndarray) -> np.ndarray:
+    return safe_div_array(t[:, TP], t[:, TP] + t[:, FN])
 
 
-def _stat_recall(units: Sequence[Unit]) -> float:
-    s = _sums(units)
-    return safe_div(s[0], s[0] + s[2])
+def _stat_f1(t: np.ndarray) -> np.ndarray:
+    return f1_from_pr_array(_stat_precision(t), _stat_recall(t))
 
 
-def _stat_f1(units: Sequence[Unit]) -> float:
-    s = _sums(units)
-    return f1_from_pr(safe_div(s[0], s[0] + s[1]), safe_div(s[0], s[0] + s[2]))
+def _stat_exact(t: np.ndarray) -> np.ndarray:
+    return safe_div_array(t[:, EXACT], t[:, GOLD])
 
 
-def _stat_exact(units: Sequence[Unit]) -> float:
-    s = _sums(units)
-    return safe_div(s[4], s[3])
+def _stat_token_f1(t: np.ndarray) -> np.ndarray:
+    return f1_from_pr_array(
+        safe_div_array(t[:, TOK_MATCHED], t[:, TOK_PRED]),
+        safe_div_array(t[:, TOK_MATCHED], t[:, TOK_GOLD]),
+    )
 
 
-def _stat_token_f1(units: Sequence[Unit]) -> float:
-    s = _sums(units)
-    return f1_from_pr(safe_div(s[5], s[6]), safe_div(s[5], s[7]))
-
-
-STATISTICS: dict[str, Callable[[Sequence[Unit]], float]] = {
+STATISTICS: dict[str, TotalsStatistic] = {
     "precision": _stat_precision,
     "recall": _stat_recall,
     "f1": _stat_f1,
@@ -296,10 +293,8 @@ def score_models(
             if progress is not None:
                 progress(f"bootstrap {s.name}")
             units = [_unit(c.total) for c in s.sessions]
-            s.result.ci = {
-                name: bootstrap_ci(units, STATISTICS[name], resamples=bootstrap, seed=seed)
-                for name in CI_METRICS
-            }
+            intervals = bootstrap_totals_ci(units, STATISTICS, resamples=bootstrap, seed=seed)
+            s.result.ci = {name: (intervals or {}).get(name) for name in CI_METRICS}
     else:
         for s in scores:
             s.result.ci = {name: None for name in CI_METRICS}
@@ -311,7 +306,7 @@ def score_models(
         ua = [_unit(c.total) for c in a.sessions]
         ub = [_unit(c.total) for c in b.sessions]
         p_value = (
-            paired_bootstrap_pvalue(ua, ub, _stat_f1, resamples=bootstrap, seed=seed)
+            paired_bootstrap_totals_pvalue(ua, ub, _stat_f1, resamples=bootstrap, seed=seed)
             if bootstrap > 0
             else None
         )
