@@ -24,7 +24,7 @@ from fieldcheck.jsoneval import (
     parse_weights,
     read_batch,
 )
-from fieldcheck.metrics._json_fields import flatten, nesting_depth
+from fieldcheck.metrics._json_fields import flatten, flatten_pair, nesting_depth
 
 TOO_DEEP = "nested deeper than 200 arrays/objects; too deep to score"
 
@@ -121,11 +121,13 @@ def test_read_batch_hostile_lines(tmp_path: Path) -> None:
     data.write_text("\n".join(lines) + "\n", encoding="utf-8")
     records, errors = read_batch(data)
     assert [r.key for r in records] == ["ok", "huge", "uni"]
-    assert [str(e) for e in errors] == [
+    messages = [str(e) for e in errors]
+    # NaN and Infinity: orjson's own reason or the foundation's clearer one, located either way
+    assert messages[2].startswith(f"{data}:4: invalid JSON: ")
+    assert messages[3].startswith(f"{data}:5: invalid JSON: ")
+    assert messages[:2] + messages[4:] == [
         f"{data}:2: a line must be a JSON object with id, ground_truth and output (got 42)",
         f"{data}:3: record nogt: field 'ground_truth': missing",
-        f"{data}:4: invalid JSON: unexpected character, expected a JSON value at column 37",
-        f"{data}:5: invalid JSON: unexpected character, expected a JSON value at column 37",
         f"{data}:6: invalid JSON: number is infinity when parsed as double at column 37",
         f"{data}:7: record dl: field 'ground_truth': {TOO_DEEP}",
         f"{data}:8: {TOO_DEEP}",
@@ -153,10 +155,9 @@ def test_cli_batch_hostile_file_exit_3_and_files(tmp_path: Path) -> None:
     out = tmp_path / "out"
     result = run("batch", data, "--out", str(out), "--strategies", strategies, "--flatten")
     assert result.exit_code == 3, result.output
-    assert result.stderr.splitlines()[:2] == [
-        f"error: {data}:2: invalid JSON: unexpected character, expected a JSON value at column 37",
-        f"error: {data}:3: record deep: field 'output': {TOO_DEEP}",
-    ]
+    first, second = result.stderr.splitlines()[:2]
+    assert first.startswith(f"error: {data}:2: invalid JSON: ")
+    assert second == f"error: {data}:3: record deep: field 'output': {TOO_DEEP}"
     assert "Traceback" not in result.output
     records = [json.loads(x) for x in (out / "records.jsonl").read_text("utf-8").splitlines()]
     assert [r["id"] for r in records] == ["ok", "uni"]
@@ -180,9 +181,8 @@ def test_cli_score_too_deep_and_nan(tmp_path: Path) -> None:
     nan = write(tmp_path, "nan.json", '{"a": NaN}')
     result = run("score", nan, gt)
     assert result.exit_code == 2
-    assert result.stderr.strip() == (
-        f"error: {nan}:1: invalid JSON: unexpected character, expected a JSON value at column 7"
-    )
+    assert result.stderr.strip().startswith(f"error: {nan}:1: invalid JSON: ")
+    assert len(result.stderr.strip().splitlines()) == 1
     # in the output file the same text is not JSON: scored by the non-object rule, flagged
     result = run("score", gt, nan, "--json")
     assert result.exit_code == 0 and json.loads(result.stdout)["rqs"] == 0.0
@@ -274,3 +274,19 @@ def test_cli_batch_where_every_line_fails_exits_3_with_null_means(tmp_path: Path
     assert set(summary["means"].values()) == {None}  # nothing scored: no mean, not 0
     assert (out / "records.jsonl").read_text() == ""
     assert len((out / "errors.jsonl").read_text().splitlines()) == 3
+
+
+def test_flatten_dotted_keys_are_not_subtrees_and_cost_linear_time() -> None:
+    # "a.b" is one key, not a subtree "a": the output's null "a" is not dropped as its parent
+    assert flatten_pair({"a": None}, {"a.b": 1}) == ({"a": None}, {"a.b": 1})
+    # a real subtree still drops the null that stands for it, on either side
+    assert flatten_pair({"a": None, "po": {"n": 1}}, {"a": {"b": [1]}, "po": None}) == (
+        {"po.n": 1},
+        {"a.b[0]": 1},
+    )
+    # subtrees were re-derived from every "." of every path: a 40 KB key of dots took 0.8 s and
+    # 400 MB; a 1 MB one ran out of memory
+    key = "a." * 20_000
+    start = time.perf_counter()
+    assert flatten_pair({key: 1}, {key: 1}) == ({key: 1}, {key: 1})
+    assert time.perf_counter() - start < 0.25
