@@ -32,6 +32,8 @@ Operation = Literal[
 OPERATIONS: tuple[str, ...] = get_args(Operation)
 ARITHMETIC_OPERATIONS = ("add", "subtract", "multiply", "divide", "exp", "greater")
 TABLE_OPERATIONS = ("table_max", "table_min", "table_sum", "table_average")
+# Real ConvFinQA programs are under 200 characters; a longer one is refused, not run (hostile input)
+MAX_PROGRAM_CHARS = 10_000
 
 # A table as the records hold it: row name -> column name -> cell (number or text).
 Table = Mapping[str, Mapping[str, float | str]]
@@ -124,6 +126,9 @@ _NUMBER = re.compile(r"^[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:e[-+]?\d+)?%?$", re.IGNOR
 _CONST = re.compile(r"^const_(m1|\d+(?:\.\d+)?)$")
 _REF = re.compile(r"^#(\d+)$")
 _STEP_START = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)\s*\(")
+_NEXT_STEP = re.compile(r"\s*,\s*[A-Za-z_][A-Za-z0-9_]*\s*\(")
+_END = re.compile(r"\s*$")
+_COMMA = re.compile(r"\s*,")
 
 
 def _parse_value(text: str, *, program: str, position: int) -> NumberArg | ConstArg | RefArg | None:
@@ -139,7 +144,12 @@ def _parse_value(text: str, *, program: str, position: int) -> NumberArg | Const
     const = _CONST.match(token)
     if const:
         raw = const.group(1)
-        return ConstArg(value=-1.0 if raw == "m1" else float(raw), text=token)
+        number = -1.0 if raw == "m1" else float(raw)
+        if not math.isfinite(number):
+            raise ProgramParseError(
+                f"constant out of range: {token!r}", program=program, position=position
+            )
+        return ConstArg(value=number, text=token)
     ref = _REF.match(token)
     if ref:
         return RefArg(index=int(ref.group(1)))
@@ -160,8 +170,8 @@ def _find_close(text: str, start: int) -> int:
             depth += 1
         elif ch == ")":
             if depth == 0:
-                rest = text[i + 1 :]
-                if not rest.strip() or re.match(r"\s*,\s*[A-Za-z_][A-Za-z0-9_]*\s*\(", rest):
+                # matched in place (no slicing), so a long program parses in linear time
+                if _END.match(text, i + 1) or _NEXT_STEP.match(text, i + 1):
                     return i
                 # an unbalanced ")" inside a row name: keep scanning
             else:
@@ -176,13 +186,20 @@ def parse_program(text: str) -> Program:
     Grammar: ``step (", " step)*`` with ``step = op "(" arg ("," arg)* ")"``, or one bare value.
     Arithmetic operations take exactly two of number (``5``, ``.3``, ``-3363``, ``13.4%``),
     ``const_N``/``const_m1`` or ``#k`` (k an earlier step); ``table_*`` take a row name and an
-    optional ``none``. Raises ProgramParseError (with the character position) otherwise.
+    optional ``none``. Raises ProgramParseError (with the character position) otherwise, and for
+    a program longer than ``MAX_PROGRAM_CHARS``. Runs in time linear in the program's length.
     """
     if not isinstance(text, str):
         raise ProgramParseError("program is not text", program=repr(text))
     stripped = text.strip()
     if not stripped:
         raise ProgramParseError("empty program", program=text, position=0)
+    if len(text) > MAX_PROGRAM_CHARS:
+        raise ProgramParseError(
+            f"program longer than {MAX_PROGRAM_CHARS} characters ({len(text)})",
+            program=text[:60] + "...",
+            position=MAX_PROGRAM_CHARS,
+        )
     if "(" not in stripped and ")" not in stripped:
         bare = _parse_value(stripped, program=text, position=0)
         if isinstance(bare, NumberArg | ConstArg):
@@ -212,13 +229,12 @@ def parse_program(text: str) -> Program:
         inner = text[args_start:close]
         steps.append(_parse_step(name, inner, index=len(steps), program=text, position=args_start))
         pos = close + 1
-        rest = text[pos:]
-        if not rest.strip():
+        if _END.match(text, pos):
             break
-        comma = re.match(r"\s*,", rest)
+        comma = _COMMA.match(text, pos)
         if not comma:
             raise ProgramParseError("expected ',' between steps", program=text, position=pos)
-        pos += comma.end()
+        pos = comma.end()
     return Program(text=text, steps=tuple(steps))
 
 
@@ -267,7 +283,8 @@ def _parse_step(name: str, inner: str, *, index: int, program: str, position: in
 
 def cell_number(cell: float | str | None) -> float | None:
     """A table cell as a number: ``"$ 103102"`` -> 103102, ``"-2913 ( 2913 )"`` -> -2913,
-    ``"( 45 )"`` -> -45, ``"14%"`` -> 14 (cells keep the table's unit); ``None`` if not a number."""
+    ``"( 45 )"`` -> -45, ``"14%"`` -> 14 (cells keep the table's unit); ``None`` if not a finite
+    number."""
     if cell is None or isinstance(cell, bool):
         return None
     if isinstance(cell, int | float):
@@ -279,7 +296,8 @@ def cell_number(cell: float | str | None) -> float | None:
     text = text.replace(" ", "")
     if not re.fullmatch(r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)", text):
         return None
-    return float(text)
+    number = float(text)
+    return number if math.isfinite(number) else None  # 400 digits are "inf", not a number
 
 
 def _norm_row(name: str) -> str:
@@ -311,13 +329,20 @@ def execute_program(program: Program, *, table: Table | None = None) -> Value:
     """Run a parsed program; returns a float, or a bool for ``greater`` (True = "yes").
 
     ``table`` maps row names to cells, for the ``table_*`` operations (numeric cells of the row).
-    Raises ProgramExecutionError on division by zero, overflow or an unknown row.
+    Raises ProgramExecutionError (never a bare Python exception) on division by zero, a step
+    whose result overflows to infinity, ``exp`` without a real value, an unknown row, or a yes/no
+    used as a number.
     """
     if program.value is not None:
         return program.value.value
     results: list[Value] = []
-    for step in program.steps:
-        results.append(_execute_step(step, results, table))
+    for index, step in enumerate(program.steps):
+        result = _execute_step(step, results, table)
+        if not isinstance(result, bool) and not math.isfinite(result):
+            raise ProgramExecutionError(
+                f"step {index} ({step.operation}) overflows: the result is not a finite number"
+            )
+        results.append(result)
     if not results:
         raise ProgramExecutionError("program has no steps and no value")
     return results[-1]
@@ -334,9 +359,11 @@ def _execute_step(step: Step, results: Sequence[Value], table: Table | None) -> 
             return max(row)
         if op == "table_min":
             return min(row)
-        if op == "table_sum":
-            return math.fsum(row)
-        return math.fsum(row) / len(row)
+        try:
+            total = math.fsum(row)
+        except OverflowError as exc:
+            raise ProgramExecutionError(f"{op}({arg.name}) overflows: {exc}") from exc
+        return total if op == "table_sum" else total / len(row)
 
     values: list[Value] = []
     for arg in step.args:
