@@ -89,7 +89,9 @@ def parse_answer(text: str | float | int | bool | None) -> ParsedAnswer | None:
 
     Accepts ``"$1,234.5"``, ``"12.5%"`` (0.125), ``"-3"``, ``"(45)"`` (-45), ``"1.2 million"``,
     ``"0.10"``, ``"yes"``/``"no"`` (also as the first word: "Yes, 5 > 3"). In longer text the LAST
-    number is the answer (models end with it: "... so the change is 14.1%"). Numbers pass through.
+    number is the answer (models end with it: "... so the change is 14.1%"; "1,2,3" is 3). Repeated
+    signs count as one minus ("--5" is -5). A number that is not finite (``"1e309"``; ``"nan"``
+    and ``"inf"`` hold no digits) is no answer. Numbers pass through.
     """
     if text is None:
         return None
@@ -101,14 +103,17 @@ def parse_answer(text: str | float | int | bool | None) -> ParsedAnswer | None:
         return ParsedAnswer(
             value=float(text), written=float(text), decimals=_decimals(repr(float(text)))
         )
-    cleaned = text.strip()
+    # one space per whitespace run: the number pattern's optional spaces then cannot backtrack
+    # over a long run (a hostile answer of 100,000 spaces would take minutes)
+    cleaned = " ".join(text.split())
     if not cleaned:
         return None
-    word = re.sub(r"[^a-z]", "", cleaned.lower())
-    if word in _YES:
-        return ParsedAnswer(boolean=True)
-    if word in _NO:
-        return ParsedAnswer(boolean=False)
+    if not any(ch.isdigit() for ch in cleaned):  # "yes." / "N" but not "5 yes"
+        word = re.sub(r"[^a-z]", "", cleaned.lower())
+        if word in _YES:
+            return ParsedAnswer(boolean=True)
+        if word in _NO:
+            return ParsedAnswer(boolean=False)
     first_word = re.match(r"^\W*([A-Za-z]+)\b", cleaned)
     if first_word and first_word.group(1).lower() in {"yes", "no"}:
         return ParsedAnswer(boolean=first_word.group(1).lower() == "yes")
@@ -133,6 +138,8 @@ def parse_answer(text: str | float | int | bool | None) -> ParsedAnswer | None:
     value = written * scale
     if percent:
         value /= 100
+    if not math.isfinite(value):  # "1e309", "1e300 trillion": not an answer
+        return None
     return ParsedAnswer(
         value=value,
         written=written,
