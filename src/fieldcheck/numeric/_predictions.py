@@ -65,7 +65,7 @@ class Prediction(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     conversation_id: str = Field(min_length=1)
-    turn: int = Field(ge=0)
+    turn: int = Field(ge=0, strict=True)  # true/1.0/"1" are not turn numbers
     answer: str | float | None = None
     plan: Plan | None = None
     input_tokens: int = Field(default=0, ge=0)
@@ -94,8 +94,9 @@ class PredictionsResult(BaseModel):
 
 
 def load_predictions(path: str | Path) -> PredictionsResult:
-    """Read a predictions JSONL file; a bad or duplicate line becomes an InputError naming
-    ``file:line``, the conversation id and the field, and reading goes on."""
+    """Read a predictions JSONL file; a bad line (invalid JSON, not an object, a field of the wrong
+    type) or a duplicate becomes an InputError naming ``file:line``, the conversation id and the
+    field, and reading goes on. Spec: the predictions format of issue 5 (docs/formats.md)."""
     file = Path(path)
     predictions: dict[tuple[str, int], Prediction] = {}
     lines: dict[tuple[str, int], int] = {}
@@ -104,7 +105,14 @@ def load_predictions(path: str | Path) -> PredictionsResult:
         if isinstance(value, InputError):
             errors.append(value)
             continue
-        record = value.get("conversation_id") if isinstance(value, dict) else None
+        if not isinstance(value, dict):
+            errors.append(
+                InputError(
+                    "a predictions line must be a JSON object", file=file, line=number, value=value
+                )
+            )
+            continue
+        record = value.get("conversation_id")
         try:
             prediction = Prediction.model_validate(value)
         except ValidationError as exc:
