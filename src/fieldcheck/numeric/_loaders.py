@@ -12,7 +12,7 @@ import random
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -24,6 +24,25 @@ from fieldcheck.numeric._records import Conversation, Document, Features, Source
 logger = logging.getLogger("fieldcheck")
 
 DEFAULT_SPLIT = "dev"
+
+
+class _TurnKeys(NamedTuple):
+    """Where a format keeps its per-turn lists (one entry per question)."""
+
+    container: str
+    questions: str
+    answers: str
+    programs: str
+    executed: str
+    splits: str
+
+
+_DERIVED = _TurnKeys(
+    "dialogue", "conv_questions", "conv_answers", "turn_program", "executed_answers", "qa_split"
+)
+_ORIGINAL = _TurnKeys(
+    "annotation", "dialogue_break", "answer_list", "turn_program", "exe_ans_list", "qa_split"
+)
 
 
 class LoadResult(BaseModel):
@@ -161,17 +180,45 @@ def _text(value: Any) -> str:
     return str(value) if value is not None else ""
 
 
-def _from_derived(
-    record: Any, *, index: int, split: str, file: Path
-) -> tuple[Conversation, list[InputError]]:
+def _record_start(record: Any, index: int, file: Path) -> tuple[str, Mapping[str, Any]]:
+    """The record's id (or ``#index``) and the record itself, checked to be an object with an id."""
     rid = _record_id(record, index)
     if not isinstance(record, Mapping):
         raise InputError(
             "record is not an object", file=file, record=rid, value=type(record).__name__
         )
     _require(record, "id", str, file=file, record=rid, field="id")
+    return rid, record
+
+
+def _conversation(
+    rid: str,
+    split: str,
+    fmt: SourceFormat,
+    texts: Mapping[str, Any],
+    table: dict[str, dict[str, float | str]],
+    turns: Sequence[Turn],
+    features: Features,
+) -> Conversation:
+    return Conversation(
+        id=rid,
+        split=split,
+        source_format=fmt,
+        doc=Document(
+            pre_text=_text(texts.get("pre_text")),
+            post_text=_text(texts.get("post_text")),
+            table=table,
+        ),
+        turns=tuple(turns),
+        features=features,
+    )
+
+
+def _from_derived(
+    record: Any, *, index: int, split: str, file: Path
+) -> tuple[Conversation, list[InputError]]:
+    rid, record = _record_start(record, index, file)
     doc = _require(record, "doc", Mapping, file=file, record=rid, field="doc")
-    dialogue = _require(record, "dialogue", Mapping, file=file, record=rid, field="dialogue")
     columns = _require(doc, "table", Mapping, file=file, record=rid, field="doc.table")
     table: dict[str, dict[str, float | str]] = {}
     for column, rows in columns.items():
@@ -195,29 +242,11 @@ def _from_derived(
             table.setdefault(str(row), {})[str(column)] = (
                 float(cell) if isinstance(cell, int | float) else cell
             )
-    questions = _require(
-        dialogue, "conv_questions", list, file=file, record=rid, field="dialogue.conv_questions"
-    )
-    n = len(questions)
-    answers = _turn_list(
-        dialogue, "conv_answers", n, file=file, record=rid, prefix="dialogue", required=False
-    )
-    programs = _turn_list(
-        dialogue, "turn_program", n, file=file, record=rid, prefix="dialogue", required=False
-    )
-    executed = _turn_list(
-        dialogue, "executed_answers", n, file=file, record=rid, prefix="dialogue", required=False
-    )
-    splits = _turn_list(
-        dialogue, "qa_split", n, file=file, record=rid, prefix="dialogue", required=False
-    )
-    raw_features = record.get("features")
-    turns, warnings = _build_turns(
-        questions, answers, programs, executed, splits, file=file, record=rid, prefix="dialogue"
-    )
+    turns, warnings = _read_turns(record, _DERIVED, file=file, record=rid)
     # without a features object: the derived format marks repeated headers "name (1)", "name (2)"
     suffixed = [str(c) for c in columns if re.search(r" \(\d+\)$", str(c))]
     features = _derive_features(rid, table, turns, has_duplicate_columns=len(suffixed) > 1)
+    raw_features = record.get("features")
     if isinstance(raw_features, Mapping):
         try:
             features = Features.model_validate({**features.model_dump(), **raw_features})
@@ -230,91 +259,59 @@ def _from_derived(
                 field="features." + ".".join(str(p) for p in first["loc"]),
                 value=first.get("input"),
             ) from exc
-        if features.num_dialogue_turns != n:
+        if features.num_dialogue_turns != len(turns):
             warnings.append(
                 InputError(
-                    f"says {features.num_dialogue_turns} turns but the dialogue has {n}",
+                    f"says {features.num_dialogue_turns} turns but the dialogue has {len(turns)}",
                     file=file,
                     record=rid,
                     field="features.num_dialogue_turns",
                 )
             )
-    conversation = Conversation(
-        id=rid,
-        split=split,
-        source_format="derived",
-        doc=Document(
-            pre_text=_text(doc.get("pre_text")), post_text=_text(doc.get("post_text")), table=table
-        ),
-        turns=tuple(turns),
-        features=features,
-    )
-    return conversation, warnings
+    return _conversation(rid, split, "derived", doc, table, turns, features), warnings
 
 
 def _from_original(
     record: Any, *, index: int, split: str, file: Path
 ) -> tuple[Conversation, list[InputError]]:
-    rid = _record_id(record, index)
-    if not isinstance(record, Mapping):
-        raise InputError(
-            "record is not an object", file=file, record=rid, value=type(record).__name__
-        )
-    _require(record, "id", str, file=file, record=rid, field="id")
-    annotation = _require(record, "annotation", Mapping, file=file, record=rid, field="annotation")
-    questions = _require(
-        annotation, "dialogue_break", list, file=file, record=rid, field="annotation.dialogue_break"
-    )
-    n = len(questions)
-    programs = _turn_list(
-        annotation, "turn_program", n, file=file, record=rid, prefix="annotation", required=False
-    )
-    executed = _turn_list(
-        annotation, "exe_ans_list", n, file=file, record=rid, prefix="annotation", required=False
-    )
-    splits = _turn_list(
-        annotation, "qa_split", n, file=file, record=rid, prefix="annotation", required=False
-    )
-    answers = _turn_list(
-        annotation, "answer_list", n, file=file, record=rid, prefix="annotation", required=False
-    )
-    if answers is not None and any(isinstance(a, str) and a.startswith("A") for a in answers):
-        answers = None  # the original answer_list holds step names ("A0"), not answers
+    rid, record = _record_start(record, index, file)
+    turns, warnings = _read_turns(record, _ORIGINAL, file=file, record=rid)
     rows = _require(record, "table", list, file=file, record=rid, field="table")
     table, duplicate_columns = _table_from_rows(rows, file=file, record=rid)
-    turns, warnings = _build_turns(
-        questions, answers, programs, executed, splits, file=file, record=rid, prefix="annotation"
-    )
     features = _derive_features(rid, table, turns, has_duplicate_columns=duplicate_columns)
-    conversation = Conversation(
-        id=rid,
-        split=split,
-        source_format="original",
-        doc=Document(
-            pre_text=_text(record.get("pre_text")),
-            post_text=_text(record.get("post_text")),
-            table=table,
-        ),
-        turns=tuple(turns),
-        features=features,
+    return _conversation(rid, split, "original", record, table, turns, features), warnings
+
+
+def _read_turns(
+    obj: Mapping[str, Any], keys: _TurnKeys, *, file: Path, record: str
+) -> tuple[list[Turn], list[InputError]]:
+    """The per-turn lists of ``obj[keys.container]`` (each as long as the questions) as Turns."""
+    rid = record
+    box = _require(obj, keys.container, Mapping, file=file, record=rid, field=keys.container)
+    questions = _require(
+        box, keys.questions, list, file=file, record=rid, field=f"{keys.container}.{keys.questions}"
     )
-    return conversation, warnings
+    lists = [
+        _turn_list(box, key, len(questions), file=file, record=rid, prefix=keys.container)
+        for key in (keys.answers, keys.programs, keys.executed, keys.splits)
+    ]
+    answers, programs, executed, splits = lists
+    step_names = answers is not None and any(
+        isinstance(a, str) and re.fullmatch(r"A\d+", a) for a in answers
+    )
+    if keys is _ORIGINAL and step_names:
+        answers = None  # the original answer_list holds step names ("A0"), not answers
+    return _build_turns(
+        questions, answers, programs, executed, splits, file=file, record=rid, keys=keys
+    )
 
 
 def _turn_list(
-    obj: Mapping[str, Any],
-    key: str,
-    n: int,
-    *,
-    file: Path,
-    record: str,
-    prefix: str,
-    required: bool,
+    obj: Mapping[str, Any], key: str, n: int, *, file: Path, record: str, prefix: str
 ) -> list[Any] | None:
+    """``obj[key]``, a list of ``n`` entries (one per turn); ``None`` when the key is absent."""
     field = f"{prefix}.{key}"
     if key not in obj:
-        if required:
-            raise InputError("missing field", file=file, record=record, field=field)
         return None
     value = obj[key]
     if not isinstance(value, list):
@@ -344,49 +341,28 @@ def _build_turns(
     *,
     file: Path,
     record: str,
-    prefix: str,
+    keys: _TurnKeys,
 ) -> tuple[list[Turn], list[InputError]]:
-    program_key = "turn_program"
-    executed_key = "executed_answers" if prefix == "dialogue" else "exe_ans_list"
-    questions_key = "conv_questions" if prefix == "dialogue" else "dialogue_break"
+    def bad(reason: str, key: str, i: int, value: Any = ...) -> InputError:
+        field = f"{keys.container}.{key}[{i}]"
+        return InputError(reason, file=file, record=record, field=field, value=value)
+
     turns: list[Turn] = []
     warnings: list[InputError] = []
     for i, question in enumerate(questions):
         if not isinstance(question, str):
-            raise InputError(
-                "question is not text",
-                file=file,
-                record=record,
-                field=f"{prefix}.{questions_key}[{i}]",
-                value=question,
-            )
+            raise bad("question is not text", keys.questions, i, question)
         program = programs[i] if programs is not None else None
         if program is not None and not isinstance(program, str):
-            raise InputError(
-                "program is not text",
-                file=file,
-                record=record,
-                field=f"{prefix}.{program_key}[{i}]",
-                value=program,
-            )
+            raise bad("program is not text", keys.programs, i, program)
         if program is not None:
             try:
                 parse_program(program)
             except ProgramParseError as exc:
-                warnings.append(
-                    InputError(
-                        str(exc), file=file, record=record, field=f"{prefix}.{program_key}[{i}]"
-                    )
-                )
+                warnings.append(bad(str(exc), keys.programs, i))
         gold = executed[i] if executed is not None else None
         if gold is not None and (isinstance(gold, bool) or not isinstance(gold, int | float | str)):
-            raise InputError(
-                "answer is not a number or text",
-                file=file,
-                record=record,
-                field=f"{prefix}.{executed_key}[{i}]",
-                value=gold,
-            )
+            raise bad("answer is not a number or text", keys.executed, i, gold)
         split_flag = splits[i] if splits is not None else None
         turns.append(
             Turn(
