@@ -218,35 +218,45 @@ def trace_document(c: ConversationScore, conversation: Conversation | None) -> d
 
 
 def write_accuracy_plot(statistics: dict[str, Any], path: Path) -> None:
-    """accuracy_by_turn.png: accuracy and average operations by turn number (spec's
-    complexity-ceiling plot). matplotlib (Agg) is imported here only."""
+    """accuracy_by_turn.png: numerical-match accuracy (left axis, 0-1) and average operations
+    per turn (right axis, from 0) by turn number, each tick labelled with its number of scored
+    turns (spec "Complexity Ceiling Analysis"). matplotlib (Agg) is imported here only."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    turns = sorted(statistics["accuracy_by_turn_number"], key=int)
-    accuracy = [statistics["accuracy_by_turn_number"][t] for t in turns]
-    operations = [statistics["avg_operations_by_turn"].get(t) for t in turns]
-    fig, ax = plt.subplots(figsize=(6, 4))
-    ax.plot(turns, accuracy, marker="o", label="Accuracy (numerical match)")
-    ax.set_xlabel("Turn number")
-    ax.set_ylabel("Accuracy")
+    keys = sorted(statistics["accuracy_by_turn_number"], key=int)
+    turns = [int(k) for k in keys]
+    accuracy = [statistics["accuracy_by_turn_number"][k] for k in keys]
+    operations = [statistics["avg_operations_by_turn"].get(k) for k in keys]
+    counts = statistics.get("turns_by_turn_number", {})
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    ax.plot(turns, accuracy, marker="o", color="tab:blue", label="Accuracy (numerical match)")
+    ax.set_xlabel("Turn number (n = scored turns)")
+    ax.set_ylabel("Accuracy (numerical match)", color="tab:blue")
     ax.set_ylim(0, 1.05)
+    ax.set_xticks(turns, [f"{t}\n(n={counts.get(str(t), '?')})" for t in turns])
+    ax.grid(axis="y", alpha=0.3)
     ops_axis = ax.twinx()
     ops_axis.plot(
         turns,
         [o if o is not None else float("nan") for o in operations],
         marker="s",
+        linestyle="--",
         color="tab:orange",
-        label="Avg operations",
+        label="Avg operations per turn",
     )
-    ops_axis.set_ylabel("Average operations per turn")
+    ops_axis.set_ylabel("Avg operations per turn (compute steps)", color="tab:orange")
+    highest = max((o for o in operations if o is not None), default=0.0)
+    ops_axis.set_ylim(0, max(1.0, highest) * 1.1)
     lines = ax.get_legend_handles_labels()
     more = ops_axis.get_legend_handles_labels()
-    ax.legend(lines[0] + more[0], lines[1] + more[1], loc="lower left")
+    fig.legend(lines[0] + more[0], lines[1] + more[1], loc="lower center", ncol=2, frameon=False)
+    if not turns:
+        ax.text(0.5, 0.5, "no scored turns", ha="center", va="center", transform=ax.transAxes)
     ax.set_title("Accuracy and operations by turn number")
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
     fig.savefig(path, dpi=100)
     plt.close(fig)
 
