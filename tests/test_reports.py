@@ -80,3 +80,19 @@ def test_paths_stay_inside_root(tmp_path: Path) -> None:
 def test_signature_format_is_stable() -> None:
     sig = Signature(system="json", settings={"matcher": "local", "weights": {"b": 0.2, "a": 0.8}})
     assert sig.format().startswith("json|matcher:local|weights:a=0.8,b=0.2|version:")
+
+
+def test_jsonl_names_nan_and_accepts_a_bom(tmp_path: Path) -> None:
+    path = tmp_path / "d.jsonl"
+    path.write_bytes(b'\xef\xbb\xbf{"a": 1}\n{"a": NaN}\n{"a": "NaN is fine in a string"}\n')
+    got = list(iter_jsonl(path))
+    assert got[0] == (1, {"a": 1})
+    assert (
+        str(got[1][1])
+        == f"{path}:2: invalid JSON: NaN and Infinity are not JSON numbers (write null or a number)"
+    )
+    assert got[2] == (3, {"a": "NaN is fine in a string"})
+    doc = tmp_path / "g.json"
+    doc.write_bytes(b'\xef\xbb\xbf{"x": -Infinity}')
+    with pytest.raises(InputError, match="NaN and Infinity are not JSON numbers"):
+        read_json(doc)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -9,6 +10,15 @@ from typing import Any
 import orjson
 
 from fieldcheck._util.errors import InputError
+
+_BOM = b"\xef\xbb\xbf"
+_NON_FINITE = re.compile(rb"(?<![\w\"])-?(NaN|Infinity)(?![\w\"])")
+
+
+def _reason(exc: orjson.JSONDecodeError, raw: bytes) -> str:
+    if _NON_FINITE.search(raw):
+        return "invalid JSON: NaN and Infinity are not JSON numbers (write null or a number)"
+    return f"invalid JSON: {exc.msg} at column {exc.colno}"
 
 
 def read_json(path: str | Path) -> Any:
@@ -18,12 +28,11 @@ def read_json(path: str | Path) -> Any:
         data = p.read_bytes()
     except OSError as exc:
         raise InputError(f"cannot read file: {exc.strerror}", file=p) from exc
+    data = data.removeprefix(_BOM)
     try:
         return orjson.loads(data)
     except orjson.JSONDecodeError as exc:
-        raise InputError(
-            f"invalid JSON: {exc.msg} at column {exc.colno}", file=p, line=exc.lineno
-        ) from exc
+        raise InputError(_reason(exc, data), file=p, line=exc.lineno) from exc
 
 
 def iter_jsonl(path: str | Path) -> Iterator[tuple[int, Any | InputError]]:
@@ -38,17 +47,14 @@ def iter_jsonl(path: str | Path) -> Iterator[tuple[int, Any | InputError]]:
         raise InputError(f"cannot read file: {exc.strerror}", file=p) from exc
     with handle:
         for number, raw in enumerate(handle, start=1):
+            if number == 1:
+                raw = raw.removeprefix(_BOM)
             if not raw.strip():
                 continue
             try:
                 yield number, orjson.loads(raw)
             except orjson.JSONDecodeError as exc:
-                yield (
-                    number,
-                    InputError(
-                        f"invalid JSON: {exc.msg} at column {exc.colno}", file=p, line=number
-                    ),
-                )
+                yield number, InputError(_reason(exc, raw), file=p, line=number)
 
 
 def dumps(value: Any, *, indent: bool = False) -> str:
