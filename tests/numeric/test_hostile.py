@@ -314,3 +314,23 @@ def test_outputs_have_every_column_the_issue_lists() -> None:
     }
     assert summary <= set(SUMMARY_COLUMNS)
     assert turns <= set(TURN_COLUMNS)
+
+
+def test_help_explains_every_option_and_the_exit_statuses() -> None:
+    result = CliRunner().invoke(app, ["numeric", "score", "--help"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0
+    text = " ".join(result.output.split())
+    for option, words in (
+        ("--data", "derived"),
+        ("--predictions", "JSONL"),
+        ("--out", "Directory"),
+        ("--split", "default 'dev'"),
+        ("--sample-size", "first N"),
+        ("--seed", "needs --sample-size"),
+        ("--price-in", "USD per 1M input tokens"),
+        ("--price-out", "USD per 1M output tokens"),
+        ("--bootstrap", "95% intervals"),
+    ):
+        assert option in text and words in text, option
+    assert "0 every turn scored; 3 some input failed" in text
+    assert "2 usage error" in text

@@ -184,7 +184,12 @@ def score_command(
         ),
     ] = None,
     seed: Annotated[
-        int | None, typer.Option("--seed", help="Seed of the random sample for --sample-size.")
+        int | None,
+        typer.Option(
+            "--seed",
+            help="Draw the --sample-size conversations at random with this seed (kept in file "
+            "order); needs --sample-size.",
+        ),
     ] = None,
     price_in: Annotated[
         float | None,
@@ -207,7 +212,15 @@ def score_command(
         ),
     ] = 1000,
 ) -> None:
-    """Score predictions against a ConvFinQA dataset and write every output file."""
+    """Score predictions against a ConvFinQA dataset and write every output file.
+
+    Files in --out: summary.csv, turns.csv, validation.csv, errors.csv,
+    input_errors.csv, statistics.json, traces/, accuracy_by_turn.png.
+
+    Exit status: 0 every turn scored; 3 some input failed (the rest is
+    scored and written; the failures are in input_errors.csv); 2 usage
+    error (bad option, unreadable file, unknown split).
+    """
     if (price_in is None) != (price_out is None):
         raise typer.BadParameter(
             "give --price-in and --price-out together", param_hint="--price-in/--price-out"
