@@ -14,7 +14,6 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 FailureMode = Literal["scale", "sign", "rounding", "wrong", "no_answer", "error"]
-MatchType = Literal["numerical", "soft", "unit_agnostic", "sign_agnostic", "general"]
 
 RELATIVE_TOLERANCE = 0.01  # numerical and soft match: within 1 % of the expected value
 ABSOLUTE_TOLERANCE = 0.001  # numerical match also accepts |difference| < 0.001

@@ -30,7 +30,6 @@ Operation = Literal[
     "table_average",
 ]
 OPERATIONS: tuple[str, ...] = get_args(Operation)
-ARITHMETIC_OPERATIONS = ("add", "subtract", "multiply", "divide", "exp", "greater")
 TABLE_OPERATIONS = ("table_max", "table_min", "table_sum", "table_average")
 # Real ConvFinQA programs are under 200 characters; a longer one is refused, not run (hostile input)
 MAX_PROGRAM_CHARS = 10_000

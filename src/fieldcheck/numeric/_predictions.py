@@ -36,11 +36,6 @@ class Plan(BaseModel):
 
     steps: list[PlanStep] = Field(default_factory=list)
 
-    @property
-    def operations(self) -> list[str]:
-        """Raw operation names of the compute steps (normalise with ``normalise_operation``)."""
-        return [s.operation or "" for s in self.steps if s.tool == "compute"]
-
 
 class PredictionError(BaseModel):
     """An error the agent reported for the turn (timeout, tool failure, ...)."""

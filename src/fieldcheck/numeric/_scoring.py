@@ -98,6 +98,11 @@ class ConversationScore(BaseModel):
             return None
         return sum(bool(getattr(t, field)) for t in scored) / len(scored)
 
+    def mean(self, field: str) -> float | None:
+        """Mean of a per-turn number (logic scores, operations, latency) over the turns that have
+        it; ``None`` if none has it (a turn without a plan has no logic scores, never 0)."""
+        return _mean([getattr(t, field) for t in self.turns])
+
     @property
     def success(self) -> bool | None:
         """Every scored turn is a numerical match; ``None`` when no turn has a gold answer."""

@@ -90,11 +90,6 @@ ERROR_COLUMNS = (
 INPUT_ERROR_COLUMNS = ("file", "line", "record", "field", "reason", "value", "message")
 
 
-def _mean(values: Sequence[float | None]) -> float | None:
-    present = [v for v in values if v is not None]
-    return sum(present) / len(present) if present else None
-
-
 def summary_rows(result: NumericResult) -> list[dict[str, Any]]:
     """One row per conversation (summary.csv)."""
     rows = []
@@ -111,16 +106,16 @@ def summary_rows(result: NumericResult) -> list[dict[str, Any]]:
                 "unit_agnostic_accuracy": c.accuracy("unit_agnostic_match"),
                 "sign_agnostic_accuracy": c.accuracy("sign_agnostic_match"),
                 "general_match_accuracy": c.accuracy("general_match"),
-                "avg_logic_recall": _mean([t.logic_recall for t in c.turns]),
-                "avg_logic_precision": _mean([t.logic_precision for t in c.turns]),
-                "avg_logic_order_score": _mean([t.logic_order_score for t in c.turns]),
-                "avg_operations_per_turn": _mean([t.operations_per_turn for t in c.turns]),
+                "avg_logic_recall": c.mean("logic_recall"),
+                "avg_logic_precision": c.mean("logic_precision"),
+                "avg_logic_order_score": c.mean("logic_order_score"),
+                "avg_operations_per_turn": c.mean("operations_per_turn"),
                 "conversation_success": c.success,
                 "input_tokens": c.input_tokens,
                 "output_tokens": c.output_tokens,
                 "total_tokens": c.input_tokens + c.output_tokens,
                 "total_latency_s": sum(latencies) if latencies else None,
-                "mean_latency_s": _mean(latencies),
+                "mean_latency_s": c.mean("latency_s"),
                 "failed_turns": sum(1 for t in c.turns if t.scored and not t.numerical_match),
             }
         )
