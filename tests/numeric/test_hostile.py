@@ -247,6 +247,25 @@ def test_hostile_ids_and_cells_end_to_end(tmp_path: Path) -> None:
     )
     ids = {json.loads((traces / n).read_text())["conversation_id"] for n in names}
     assert ids == set(HOSTILE_IDS)
+    # a trace holds the conversation, its features and every turn with all it is scored on
+    trace = json.loads((traces / "escape.json").read_text())
+    assert trace["document"]["table"] == {"sales": {"2020": 10.0}}
+    assert set(trace["features"]) == {
+        "num_dialogue_turns",
+        "has_type2_question",
+        "has_duplicate_columns",
+        "has_non_numeric_values",
+    }
+    turn = trace["turns"][0]
+    assert turn["plan"] == plan and turn["predicted_answer"] == "=1+2"
+    assert turn["numerical_match"] is False and turn["failure_mode"] == "wrong"
+    for key in ("soft_match", "unit_agnostic_match", "sign_agnostic_match", "general_match"):
+        assert turn[key] is False, key
+    assert (turn["input_tokens"], turn["output_tokens"], turn["latency_s"]) == (0, 0, None)
+    assert turn["logic_recall"] == 0.0 and turn["plan_operations"] == ["=evil()"]
+    errored = json.loads((traces / "a_b_c.json").read_text())["turns"][0]
+    assert (errored["error_type"], errored["error_message"]) == ("=bad", "+oops")
+    assert errored["validation"] == [{"check": "@x", "passed": False, "message": "-2+3"}]
 
     # no cell a spreadsheet would run as a formula
     for name in ("summary.csv", "turns.csv", "errors.csv", "validation.csv", "input_errors.csv"):
