@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 from collections import Counter
 
 import pytest
@@ -23,7 +24,14 @@ from fieldcheck.metrics import (
     plan_operations,
     run_program,
 )
-from fieldcheck.metrics._programs import ConstArg, NumberArg, RefArg, RowArg, cell_number
+from fieldcheck.metrics._programs import (
+    ConstArg,
+    NumberArg,
+    RefArg,
+    RowArg,
+    cell_number,
+    program_from_plan,
+)
 
 TABLE = {
     "net income": {"2009": 103102.0, "2008": "$ 104222", "2007": "-2913 ( 2913 )"},
@@ -257,3 +265,48 @@ def test_executor_agrees_with_naive_fold(steps: list[tuple[str, int]]) -> None:
         text += f", {op}(#{i}, {n})"
         expected = {"add": expected + n, "subtract": expected - n, "multiply": expected * n}[op]
     assert execute_program(parse_program(text)) == expected
+
+
+# --- plans run on the same engine ------------------------------------------------------------
+
+DOC_PLAN = {
+    "steps": [
+        {"tool": "extract", "value": 6135.4},
+        {"tool": "compute", "operation": "subtract", "args": [6135.4, 5105.6]},
+        {"tool": "compute", "operation": "Percentage", "args": ["#0", 5105.6]},
+    ]
+}
+
+
+def test_plans_run_on_the_program_engine() -> None:
+    program = program_from_plan(DOC_PLAN)
+    assert program.operations == ["subtract", "divide"]
+    assert math.isclose(float(execute_program(program)), (6135.4 - 5105.6) / 5105.6)
+    extract_only = program_from_plan({"steps": [{"tool": "extract", "value": 60.94}]})
+    assert extract_only.is_extract_only and execute_program(extract_only) == 60.94
+    table = program_from_plan(
+        {"steps": [{"tool": "compute", "operation": "mean", "args": ["revenue, net ( loss )"]}]}
+    )
+    assert execute_program(table, table=TABLE) == 15.0
+    with pytest.raises(ProgramExecutionError, match="division by zero"):
+        execute_program(
+            program_from_plan({"steps": [{"tool": "compute", "operation": "div", "args": [1, 0]}]})
+        )
+
+
+@pytest.mark.parametrize(
+    ("steps", "reason"),
+    [
+        ([{"tool": "compute", "operation": "eval", "args": [1, 2]}], "unknown operation 'eval'"),
+        ([{"tool": "compute", "operation": "add", "args": ["#0", 2]}], "#0 refers to step 0"),
+        ([{"tool": "compute", "operation": "add", "args": ["1), add(2", 3]}], "holds ','"),
+        ([{"tool": "compute", "operation": "add", "args": [1]}], "add takes 2 arguments"),
+        ([{"tool": "compute", "operation": "add", "args": "1, 2"}], "needs a list of args"),
+        ([{"tool": "compute", "operation": "table_max", "args": [3]}], "takes a row name"),
+        ([{"tool": "extract", "value": "x"}], "no compute step and no extracted number"),
+        (["add(1, 2)"], "plan step is not an object"),
+    ],
+)
+def test_bad_plans_are_parse_errors(steps: list[object], reason: str) -> None:
+    with pytest.raises(ProgramParseError, match=re.escape(reason)):
+        program_from_plan({"steps": steps})

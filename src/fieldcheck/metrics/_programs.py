@@ -399,6 +399,75 @@ def run_program(text: str, *, table: Table | None = None) -> Value:
     return execute_program(parse_program(text), table=table)
 
 
+def program_from_plan(plan: Mapping[str, object]) -> Program:
+    """A model's plan as a Program, so that plans run on the same safe engine as gold programs.
+
+    Compute steps become steps (operation names normalised with ``normalise_operation``); their
+    ``args`` are numbers or the argument texts of the program grammar (``"#0"`` = the first
+    compute step's result, ``"const_100"``, ``"13.4%"``, or a row name for ``table_*``). Extract
+    steps are skipped; a plan without compute steps is the value of its last extract step.
+    Raises ProgramParseError for anything the grammar does not allow. Spec: "Logic Recall"
+    (plans share the gold programs' operations).
+    """
+    text = repr(dict(plan))[:200]
+    steps_raw = plan.get("steps")
+    if not isinstance(steps_raw, list):
+        raise ProgramParseError("plan has no list of steps", program=text)
+    steps: list[Step] = []
+    extracted: NumberArg | None = None
+    for position, raw in enumerate(steps_raw):
+        if not isinstance(raw, Mapping):
+            raise ProgramParseError("plan step is not an object", program=text, position=position)
+        if raw.get("tool") == "extract":
+            value = raw.get("value")
+            number = cell_number(value) if isinstance(value, int | float) else None
+            if number is not None:
+                extracted = NumberArg(value=number, text=repr(value))
+            continue
+        name = raw.get("operation")
+        operation = normalise_operation(name) if isinstance(name, str) else ""
+        if operation not in OPERATIONS:
+            raise ProgramParseError(f"unknown operation {name!r}", program=text, position=position)
+        args = raw.get("args")
+        if not isinstance(args, list):
+            raise ProgramParseError(
+                f"{operation} needs a list of args", program=text, position=position
+            )
+        if operation in TABLE_OPERATIONS:  # a row name may hold commas and brackets
+            row = args[0] if args else None
+            if not isinstance(row, str) or not row.strip() or args[1:] not in ([], ["none"]):
+                raise ProgramParseError(
+                    f"{operation} takes a row name (and optionally 'none'), got {args!r}",
+                    program=text,
+                    position=position,
+                )
+            step = Step(operation=cast(Operation, operation), args=(RowArg(name=row.strip()),))
+        else:
+            inner = ", ".join(_plan_arg(a, program=text, position=position) for a in args)
+            step = _parse_step(operation, inner, index=len(steps), program=text, position=position)
+        steps.append(step)
+    if steps:
+        return Program(text=text, steps=tuple(steps))
+    if extracted is None:
+        raise ProgramParseError("plan has no compute step and no extracted number", program=text)
+    return Program(text=text, value=extracted)
+
+
+def _plan_arg(arg: object, *, program: str, position: int) -> str:
+    """One plan argument as program text; commas and brackets may not smuggle in more args."""
+    if isinstance(arg, bool) or not isinstance(arg, int | float | str):
+        raise ProgramParseError(f"argument {arg!r} is not a number or text", program=program)
+    if isinstance(arg, str):
+        if any(ch in arg for ch in ",()"):
+            raise ProgramParseError(
+                f"argument {arg!r} holds ',', '(' or ')'", program=program, position=position
+            )
+        return arg
+    if not math.isfinite(arg):
+        raise ProgramParseError(f"argument {arg!r} is not finite", program=program)
+    return repr(float(arg))
+
+
 # ---------------------------------------------------------------------------------------------
 # Operations and logic scores
 
