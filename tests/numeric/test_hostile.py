@@ -14,6 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 from fieldcheck._cli.main import app
+from fieldcheck._cli.numeric_cmd import EXAMPLES
 from fieldcheck.metrics import (
     ProgramExecutionError,
     ProgramParseError,
@@ -353,3 +354,36 @@ def test_help_explains_every_option_and_the_exit_statuses() -> None:
         assert option in text and words in text, option
     assert "0 every turn scored; 3 some input failed" in text
     assert "2 usage error" in text
+
+
+def test_unwritable_out_is_a_usage_error(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    result = CliRunner().invoke(
+        app,
+        [
+            "numeric",
+            "score",
+            "--data",
+            str(EXAMPLES / "data.json"),
+            "--predictions",
+            str(EXAMPLES / "predictions_model_a.jsonl"),
+            "--out",
+            str(blocker / "sub"),
+        ],
+    )
+    assert result.exit_code == 2 and isinstance(result.exception, SystemExit)
+    assert "cannot create" in " ".join(result.output.split())
+
+
+def test_sample_size_and_seed_through_the_command(tmp_path: Path) -> None:
+    args = ["numeric", "score", "--data", str(EXAMPLES / "data.json")]
+    args += ["--predictions", str(EXAMPLES / "predictions_model_a.jsonl")]
+    args += ["--out", str(tmp_path), "--bootstrap", "0", "--sample-size", "2", "--seed", "1"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    stats = json.loads((tmp_path / "statistics.json").read_text())
+    assert stats["num_conversations"] == 2
+    assert stats["signature_settings"]["settings"]["sample_size"] == 2
+    assert stats["signature_settings"]["settings"]["sample_seed"] == 1
+    assert len(list((tmp_path / "traces").iterdir())) == 2

@@ -229,6 +229,12 @@ def score_command(
         raise typer.BadParameter(
             "--seed only chooses the sample of --sample-size", param_hint="--seed"
         )
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise typer.BadParameter(
+            f"cannot create {out}: {exc.strerror}", param_hint="--out"
+        ) from None
     console = Console()
     try:
         result = run_score(
@@ -245,6 +251,10 @@ def score_command(
         )
     except InputError as exc:
         raise typer.BadParameter(exc.one_line()) from None
+    except OSError as exc:  # an output file cannot be written
+        raise typer.BadParameter(
+            f"cannot write {exc.filename}: {exc.strerror}", param_hint="--out"
+        ) from None
     show_result(result, out, console)
     if not result.conversations or result.input_errors:
         raise typer.Exit(EXIT_FAILED)
