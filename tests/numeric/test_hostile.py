@@ -25,6 +25,7 @@ from fieldcheck.metrics import (
 )
 from fieldcheck.metrics._programs import MAX_PROGRAM_CHARS, cell_number
 from fieldcheck.numeric import SUMMARY_COLUMNS, TURN_COLUMNS, load_predictions
+from fieldcheck.numeric._writers import plot_series, write_accuracy_plot
 
 HUGE_DIGITS = "9" * 400  # float() of this is inf, not an error
 
@@ -387,3 +388,22 @@ def test_sample_size_and_seed_through_the_command(tmp_path: Path) -> None:
     assert stats["signature_settings"]["settings"]["sample_size"] == 2
     assert stats["signature_settings"]["settings"]["sample_seed"] == 1
     assert len(list((tmp_path / "traces").iterdir())) == 2
+
+
+def test_plot_orders_turns_as_numbers(tmp_path: Path) -> None:
+    stats = {
+        "accuracy_by_turn_number": {"0": 0.5, "10": 0.2, "2": 0.9},
+        "avg_operations_by_turn": {"0": None, "10": 3.0, "2": 1.0},
+        "turns_by_turn_number": {"0": 3, "10": 1, "2": 2},
+    }
+    assert plot_series(stats) == (
+        [0, 2, 10],
+        [0.5, 0.9, 0.2],
+        [None, 1.0, 3.0],
+        ["0\n(n=3)", "2\n(n=2)", "10\n(n=1)"],
+    )
+    write_accuracy_plot(stats, tmp_path / "plot.png")
+    empty = {"accuracy_by_turn_number": {}, "avg_operations_by_turn": {}}
+    write_accuracy_plot(empty, tmp_path / "empty.png")
+    for name in ("plot.png", "empty.png"):
+        assert (tmp_path / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -212,6 +212,21 @@ def trace_document(c: ConversationScore, conversation: Conversation | None) -> d
     }
 
 
+def plot_series(
+    statistics: dict[str, Any],
+) -> tuple[list[int], list[float], list[float | None], list[str]]:
+    """The plot's data: turn numbers in numeric order (the spec's snippet sorts them as text, so
+    "10" before "2"), accuracy, average operations, and tick labels with the turn count."""
+    keys = sorted(statistics["accuracy_by_turn_number"], key=int)
+    counts = statistics.get("turns_by_turn_number", {})
+    return (
+        [int(k) for k in keys],
+        [float(statistics["accuracy_by_turn_number"][k]) for k in keys],
+        [statistics["avg_operations_by_turn"].get(k) for k in keys],
+        [f"{k}\n(n={counts.get(k, '?')})" for k in keys],
+    )
+
+
 def write_accuracy_plot(statistics: dict[str, Any], path: Path) -> None:
     """accuracy_by_turn.png: numerical-match accuracy (left axis, 0-1) and average operations
     per turn (right axis, from 0) by turn number, each tick labelled with its number of scored
@@ -221,17 +236,13 @@ def write_accuracy_plot(statistics: dict[str, Any], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    keys = sorted(statistics["accuracy_by_turn_number"], key=int)
-    turns = [int(k) for k in keys]
-    accuracy = [statistics["accuracy_by_turn_number"][k] for k in keys]
-    operations = [statistics["avg_operations_by_turn"].get(k) for k in keys]
-    counts = statistics.get("turns_by_turn_number", {})
+    turns, accuracy, operations, ticks = plot_series(statistics)
     fig, ax = plt.subplots(figsize=(7, 4.5))
     ax.plot(turns, accuracy, marker="o", color="tab:blue", label="Accuracy (numerical match)")
     ax.set_xlabel("Turn number (n = scored turns)")
     ax.set_ylabel("Accuracy (numerical match)", color="tab:blue")
     ax.set_ylim(0, 1.05)
-    ax.set_xticks(turns, [f"{t}\n(n={counts.get(str(t), '?')})" for t in turns])
+    ax.set_xticks(turns, ticks)
     ax.grid(axis="y", alpha=0.3)
     ops_axis = ax.twinx()
     ops_axis.plot(
