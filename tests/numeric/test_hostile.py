@@ -205,7 +205,7 @@ def test_hostile_ids_and_cells_end_to_end(tmp_path: Path) -> None:
             "validation": [{"check": "@x", "passed": False, "message": "-2+3"}],
         },
         {"conversation_id": HOSTILE_IDS[2], "turn": 0, "answer": "--5"},
-        {"conversation_id": HOSTILE_IDS[3], "turn": 0, "answer": "nan"},
+        {"conversation_id": HOSTILE_IDS[3], "turn": 0, "answer": "nan " + "x" * 100_000},
         {"conversation_id": HOSTILE_IDS[4], "turn": 0, "answer": "3"},
         {"conversation_id": HOSTILE_IDS[5], "turn": 0, "answer": "3"},
     ]
@@ -283,6 +283,7 @@ def test_hostile_ids_and_cells_end_to_end(tmp_path: Path) -> None:
     assert errors["a/b/c"]["error_type"] == "'=bad"
     assert errors["a/b/c"]["expected_answer"] == "'=cmd|' /C calc'!A0"
     assert errors["/abs"]["error_type"] == "no_answer"  # "nan" is no answer
+    assert errors["/abs"]["error_message"] == "expected 1.0, got 'nan " + "x" * 72 + "..."
     assert errors[".."]["error_type"] == "wrong"  # "--5" is -5
     assert errors["'=cmd|' /C calc'!A0"]["error_type"] == "missing_prediction"
     stats = json.loads((out / "statistics.json").read_text())

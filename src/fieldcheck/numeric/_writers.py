@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from fieldcheck._util.errors import short_repr
 from fieldcheck._util.jsonio import write_json
 from fieldcheck.numeric._records import Conversation
 from fieldcheck.numeric._scoring import ConversationScore, NumericResult, TurnScore
@@ -156,7 +157,9 @@ def error_rows(result: NumericResult) -> list[dict[str, Any]]:
                 message = t.error_message or ""
             else:
                 error_type = t.failure_mode or "wrong"
-                message = f"expected {t.expected_answer!r}, got {t.predicted_answer!r}"
+                # cut: the full answer is in turns.csv, error_context and the trace
+                expected, got = short_repr(t.expected_answer), short_repr(t.predicted_answer)
+                message = f"expected {expected}, got {got}"
             rows.append(
                 {
                     "trace_id": c.trace_id,
