@@ -20,7 +20,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from fieldcheck._cli._exit import EXIT_FAILED, EXIT_OK, EXIT_USAGE
+from fieldcheck._cli._common import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from fieldcheck._util.errors import InputError
 from fieldcheck._util.jsonio import dumps, read_json
 from fieldcheck.jsoneval import (

@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from fieldcheck._cli._exit import EXIT_FAILED
+from fieldcheck._cli._common import EXIT_FAILED, out_dir
 from fieldcheck._util.errors import InputError
 from fieldcheck.numeric import (
     LoadResult,
@@ -229,12 +229,7 @@ def score_command(
         raise typer.BadParameter(
             "--seed only chooses the sample of --sample-size", param_hint="--seed"
         )
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise typer.BadParameter(
-            f"cannot create {out}: {exc.strerror}", param_hint="--out"
-        ) from None
+    out_dir(out)
     console = Console()
     try:
         result = run_score(

@@ -12,7 +12,7 @@ from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from rich.text import Text
 
-from fieldcheck._cli._exit import EXIT_FAILED, EXIT_OK
+from fieldcheck._cli._common import EXIT_FAILED, EXIT_OK, out_dir
 from fieldcheck._util.errors import InputError
 from fieldcheck._util.jsonio import dumps
 from fieldcheck.slots import (
@@ -59,19 +59,6 @@ def _checked_names(
             raise typer.BadParameter(f"model {name!r} given twice", param_hint=option)
         seen[name] = path
     return seen
-
-
-def _out_dir(out: Path) -> Path:
-    """Create ``--out`` before any work, so a bad path is a usage error, not a late traceback."""
-    if out.exists() and not out.is_dir():
-        raise typer.BadParameter(f"{out} is a file, not a directory", param_hint="--out")
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise typer.BadParameter(
-            f"cannot create directory {out}: {exc.strerror or exc}", param_hint="--out"
-        ) from None
-    return out
 
 
 def _load(loader: Any, path: Path, option: str) -> Any:
@@ -325,7 +312,7 @@ def score(
         )
     lat = _checked_names(_pairs(latency or [], "--latency"), names, "--latency")
     jud = _checked_names(_pairs(judge or [], "--judge"), names, "--judge")
-    _out_dir(out)
+    out_dir(out)
     console = Console(stderr=as_json)
     run, files = score_files(
         gold,

@@ -50,6 +50,7 @@ from fieldcheck.metrics._numbers import (
 
 # Programs (numeric-qa-evaluation.md): parse and execute, logic recall/precision/order.
 from fieldcheck.metrics._programs import (
+    MAX_PROGRAM_CHARS,
     OPERATION_ALIASES,
     Program,
     ProgramExecutionError,
@@ -63,6 +64,7 @@ from fieldcheck.metrics._programs import (
     normalise_operation,
     parse_program,
     plan_operations,
+    program_from_plan,
     run_program,
 )
 
@@ -113,6 +115,7 @@ from fieldcheck.metrics._text import (
 __all__ = [
     "BUCKET_NAMES",
     "CANONICALIZE_VERSION",
+    "MAX_PROGRAM_CHARS",
     "NON_ASCII_RE",
     "OPERATION_ALIASES",
     "PUNCT_RE",
@@ -179,6 +182,7 @@ __all__ = [
     "parse_program",
     "plan_operations",
     "precision",
+    "program_from_plan",
     "recall",
     "resolve_strategy",
     "rqs",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -30,12 +31,13 @@ def neutralise_cell(value: Any) -> Any:
     return text
 
 
+_PLAIN_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+
+
 def _is_plain_number(text: str) -> bool:
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return text.strip() == text
+    """Digits with an optional sign, point and exponent; not ``-inf`` or ``nan``, which Python's
+    ``float`` reads but a spreadsheet takes for a formula."""
+    return _PLAIN_NUMBER.fullmatch(text) is not None
 
 
 def write_csv(path: str | Path, rows: Iterable[Mapping[str, Any]], columns: Sequence[str]) -> int:
