@@ -15,6 +15,11 @@ import benchmarks
 from benchmarks._harness import Comparison
 
 
+def _rate(value: float) -> str:
+    """Thousands separators for large figures, three significant digits for small ones."""
+    return f"{value:,.0f}" if value >= 100 else f"{value:.3g}"
+
+
 def main() -> int:
     results: list[Comparison] = []
     for info in sorted(pkgutil.iter_modules(benchmarks.__path__), key=lambda m: m.name):
@@ -23,14 +28,15 @@ def main() -> int:
             print(f"running {info.name} ...", file=sys.stderr, flush=True)
             results.extend(module.run())
     print(f"python {platform.python_version()} on {platform.machine()}, {os.cpu_count()} cores")
+    print("peak MiB: peak Python heap during one run (tracemalloc); ratio: ours / baseline items/s")
     header = "| benchmark | ours (items/s) | peak MiB | baseline | baseline (items/s) | peak MiB | ratio |"
     print(header)
     print("|---|---:|---:|---|---:|---:|---:|")
     for c in results:
         print(
-            f"| {c.name} ({c.unit}) | {c.ours.per_second:,.0f} | {c.ours.peak_mib:.1f} | "
-            f"{c.baseline_name} | {c.baseline.per_second:,.0f} | {c.baseline.peak_mib:.1f} | "
-            f"{c.speedup:.1f}x |"
+            f"| {c.name} ({c.unit}) | {_rate(c.ours.per_second)} | {c.ours.peak_mib:.1f} | "
+            f"{c.baseline_name} | {_rate(c.baseline.per_second)} | {c.baseline.peak_mib:.1f} | "
+            f"{_rate(c.speedup)}x |"
         )
     return 0
 
