@@ -66,6 +66,15 @@ def test_iter_jsonl_reports_bad_lines_and_goes_on(tmp_path: Path) -> None:
     assert got[2][1] == {"a": 2}
 
 
+def test_jsonl_column_points_into_an_unfinished_line(tmp_path: Path) -> None:
+    path = tmp_path / "d.jsonl"
+    path.write_text('{"id": "é", "output": {"a": 1}\n{"a": 2}\n')
+    (_, err), second = list(iter_jsonl(path))
+    # the line has 29 characters; the missing "}" is reported just past its end, on line 1
+    assert str(err) == f"{path}:1: invalid JSON: unexpected end of data at column 30"
+    assert second == (2, {"a": 2})
+
+
 def test_read_json_names_line(tmp_path: Path) -> None:
     path = tmp_path / "g.json"
     path.write_text('{\n"a": 1,\n}\n')

@@ -15,10 +15,10 @@ _BOM = b"\xef\xbb\xbf"
 _NON_FINITE = re.compile(rb"(?<![\w\"])-?(NaN|Infinity)(?![\w\"])")
 
 
-def _reason(exc: orjson.JSONDecodeError, raw: bytes) -> str:
+def _reason(exc: orjson.JSONDecodeError, raw: bytes, *, column: int | None = None) -> str:
     if _NON_FINITE.search(raw):
         return "invalid JSON: NaN and Infinity are not JSON numbers (write null or a number)"
-    return f"invalid JSON: {exc.msg} at column {exc.colno}"
+    return f"invalid JSON: {exc.msg} at column {column if column is not None else exc.colno}"
 
 
 def read_json(path: str | Path) -> Any:
@@ -49,12 +49,14 @@ def iter_jsonl(path: str | Path) -> Iterator[tuple[int, Any | InputError]]:
         for number, raw in enumerate(handle, start=1):
             if number == 1:
                 raw = raw.removeprefix(_BOM)
+            raw = raw.rstrip(b"\r\n")  # so an unfinished line's error points into the line
             if not raw.strip():
                 continue
             try:
                 yield number, orjson.loads(raw)
             except orjson.JSONDecodeError as exc:
-                yield number, InputError(_reason(exc, raw), file=p, line=number)
+                column = len(raw[: exc.pos].decode("utf-8", "replace")) + 1
+                yield number, InputError(_reason(exc, raw, column=column), file=p, line=number)
 
 
 def dumps(value: Any, *, indent: bool = False) -> str:
