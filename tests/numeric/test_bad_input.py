@@ -114,7 +114,7 @@ def test_missing_turn_and_unknown_conversation(data_file: Path, tmp_path: Path) 
         f"{preds}:4: record conv-9: field 'conversation_id': unknown conversation id "
         f"(not in split 'dev' of data.json) (got 'conv-9')",
         f"{preds}: record conv-2: field 'turn': missing turn: no prediction for this turn "
-        "(a failure when it has a gold answer) (got 1)",
+        "(counted as a failure) (got 1)",
     ]
     missing = result.conversations[1].turns[1]
     assert missing.error_type == "missing_prediction" and missing.failure_mode == "error"
@@ -259,3 +259,17 @@ def test_derived_record_without_features_gets_derived_ones(tmp_path: Path) -> No
         "has_duplicate_columns": True,
         "has_non_numeric_values": True,
     }
+
+
+def test_unpredicted_turns_without_gold_are_not_input_errors(tmp_path: Path) -> None:
+    # the private test set has no answers: predicting only some of its turns is not a failure
+    record = _record("conv-p", ["1", "2"], [1.0, 2.0])
+    del record["dialogue"]["executed_answers"]
+    data = tmp_path / "d.json"
+    data.write_text(json.dumps({"test": [record]}))
+    preds = _write_predictions(
+        tmp_path / "p.jsonl", [{"conversation_id": "conv-p", "turn": 0, "answer": "1"}]
+    )
+    result = score_numeric(load_convfinqa(data), load_predictions(preds), bootstrap=0)
+    assert result.input_errors == []
+    assert result.statistics["num_input_errors"] == 0
