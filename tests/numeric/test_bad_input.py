@@ -188,6 +188,7 @@ def test_cli_usage_errors_exit_2(data_file: Path, tmp_path: Path) -> None:
     ]
     assert runner.invoke(app, [*base, "--price-in", "1"]).exit_code == 2
     assert runner.invoke(app, [*base, "--seed", "3"]).exit_code == 2
+    assert runner.invoke(app, [*base, "--sample-size", "0"]).exit_code == 2  # would score nothing
     assert runner.invoke(app, [*base, "--split", "train"]).exit_code == 2
     missing = [
         "numeric",

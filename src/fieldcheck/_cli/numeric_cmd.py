@@ -179,7 +179,7 @@ def score_command(
         int | None,
         typer.Option(
             "--sample-size",
-            min=0,
+            min=1,
             help="Score only N conversations: the first N, or a random N with --seed.",
         ),
     ] = None,
