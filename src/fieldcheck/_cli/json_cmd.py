@@ -123,6 +123,7 @@ FlattenOpt = Annotated[
     bool,
     typer.Option(
         "--flatten",
+        metavar="",
         help=(
             "Score nested objects leaf by leaf under dotted paths ('address.city', "
             "'items[0].sku') instead of comparing each top-level value as a whole (the spec's default)."
@@ -291,11 +292,14 @@ def print_summary(
 
 @app.command("score")
 def score(
-    ground_truth: Annotated[Path, typer.Argument(help="Ground-truth JSON file (a JSON object).")],
+    ground_truth: Annotated[
+        Path, typer.Argument(metavar="GT.json", help="Ground-truth JSON file (a JSON object).")
+    ],
     output: Annotated[
         Path,
         typer.Argument(
-            help="Model output file: a JSON object; anything else is scored as a non-object and flagged."
+            metavar="OUTPUT.json",
+            help="Model output file: a JSON object; anything else is scored as a non-object and flagged.",
         ),
     ],
     strategies: StrategiesOpt = None,
@@ -311,6 +315,7 @@ def score(
         bool,
         typer.Option(
             "--json",
+            metavar="",
             help="Print one JSON object (scores, buckets, fields, signature) instead of tables.",
         ),
     ] = False,
@@ -410,7 +415,8 @@ def batch(
     data: Annotated[
         Path,
         typer.Argument(
-            help='JSONL file: one {"id", "ground_truth": {...}, "output": ..., "safety_score"?} per line.'
+            metavar="DATA.jsonl",
+            help='JSONL file: one {"id", "ground_truth": {...}, "output": ..., "safety_score"?} per line.',
         ),
     ],
     out: Annotated[

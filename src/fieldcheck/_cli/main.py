@@ -36,11 +36,14 @@ def _root(
     version: bool = typer.Option(
         False,
         "--version",
+        metavar="",
         callback=_version_callback,
         is_eager=True,
         help="Print the version and exit.",
     ),
-    verbose: bool = typer.Option(False, "--verbose", "-v", help="Log details on stderr."),
+    verbose: bool = typer.Option(
+        False, "--verbose", "-v", metavar="", help="Log details on stderr."
+    ),
 ) -> None:
     logging.basicConfig(
         level=logging.INFO if verbose else logging.WARNING,

@@ -213,6 +213,7 @@ def score(
         list[str],
         typer.Option(
             "--pred",
+            metavar="NAME=FILE",
             help="NAME=FILE: a model's predicted slots (same format as --gold). Repeat for each "
             "model; NAME ends at the first '=' and names the model in every output.",
         ),
@@ -229,6 +230,7 @@ def score(
         list[str] | None,
         typer.Option(
             "--latency",
+            metavar="NAME=FILE",
             help="NAME=FILE: seconds per session of model NAME (one of the --pred names), JSONL "
             "{user, session, seconds >= 0}. Gives mean, median, p95 and total latency.",
         ),
@@ -237,6 +239,7 @@ def score(
         list[str] | None,
         typer.Option(
             "--judge",
+            metavar="NAME=FILE",
             help="NAME=FILE: precomputed judge scores of model NAME (one of the --pred names), "
             "JSONL {user, session, topic, field, score in [0,1]}. Wins over --judge-base-url.",
         ),
@@ -290,7 +293,10 @@ def score(
         int, typer.Option("--seed", help="Seed of the bootstrap (same seed, same intervals).")
     ] = 0,
     as_json: Annotated[
-        bool, typer.Option("--json", help="Print metrics.json on stdout (tables go to stderr).")
+        bool,
+        typer.Option(
+            "--json", metavar="", help="Print metrics.json on stdout (tables go to stderr)."
+        ),
     ] = False,
 ) -> None:
     """Score one or more models' predicted slots against gold slots and write the report.
