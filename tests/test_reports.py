@@ -110,3 +110,12 @@ def test_jsonl_names_nan_and_accepts_a_bom(tmp_path: Path) -> None:
     doc.write_bytes(b'\xef\xbb\xbf{"x": -Infinity}')
     with pytest.raises(InputError, match="NaN and Infinity are not JSON numbers"):
         read_json(doc)
+
+
+def test_format_pvalue() -> None:
+    from fieldcheck.reports import format_pvalue
+
+    assert format_pvalue(1 / 1001) == "p < 0.001"  # the floor of a 1,000-resample bootstrap
+    assert format_pvalue(0.001) == "p = 0.001"
+    assert format_pvalue(0.0234) == "p = 0.023"
+    assert format_pvalue(None) == "p = n/a"

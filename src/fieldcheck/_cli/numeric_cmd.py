@@ -117,8 +117,9 @@ def show_result(
         "cost per correct answer (tokens)", _fmt(stats.get("cost_per_correct_answer")), ""
     )
     if "cost_per_correct_answer_usd" in stats:
+        usd = stats.get("cost_per_correct_answer_usd")
         table.add_row(
-            "cost per correct answer (USD)", _fmt(stats.get("cost_per_correct_answer_usd")), ""
+            "cost per correct answer (USD)", "absent" if usd is None else f"{usd:.4g}", ""
         )
     table.add_row(
         "failure modes",
@@ -130,11 +131,12 @@ def show_result(
     )
     console.print(table)
     if result.input_errors:
-        console.print(
+        problems = Console(stderr=True)
+        problems.print(
             f"[yellow]{len(result.input_errors)} input problem(s), all in input_errors.csv; first:[/yellow]"
         )
         for error in result.input_errors[:5]:
-            console.print("  " + error.one_line(), markup=False, highlight=False)
+            problems.print("  " + error.one_line(), markup=False, highlight=False, soft_wrap=True)
     console.print(f"signature: {result.signature.format()}", markup=False, highlight=False)
     console.print(
         f"outputs in {out}/ (summary.csv, turns.csv, errors.csv, statistics.json, ...)",

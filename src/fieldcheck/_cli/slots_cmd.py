@@ -15,6 +15,7 @@ from rich.text import Text
 from fieldcheck._cli._common import EXIT_FAILED, EXIT_OK, out_dir
 from fieldcheck._util.errors import InputError
 from fieldcheck._util.jsonio import dumps
+from fieldcheck.reports import format_pvalue
 from fieldcheck.slots import (
     ModelInput,
     SlotsRun,
@@ -109,26 +110,30 @@ def _model_table(name: str, run: SlotsRun) -> Table:
     return table
 
 
-def show_run(run: SlotsRun, files: dict[str, Path], console: Console) -> None:
-    """Rich tables per model, the spec's per-topic lines, the problems and the output files."""
+def show_run(
+    run: SlotsRun, files: dict[str, Path], console: Console, problems: Console | None = None
+) -> None:
+    """Rich tables per model and the spec's per-topic lines on ``console``; warnings and input
+    errors on ``problems`` (stderr by default); then the output files."""
+    problems = problems or Console(stderr=True)
     for m in run.models:
         console.print(_model_table(m.name, run))
         console.print("Per topic:", markup=False, soft_wrap=True)
         for line in topic_lines(m.result):
             console.print(line, markup=False, soft_wrap=True, highlight=False)
     for p in run.paired_f1:
-        pv = "n/a" if p.p_value is None else f"{p.p_value:.3f}"
         console.print(
-            f"F1 {p.model_a} - {p.model_b}: {p.difference:+.3f} (paired bootstrap p = {pv})",
+            f"F1 {p.model_a} - {p.model_b}: {p.difference:+.3f} "
+            f"(paired bootstrap {format_pvalue(p.p_value)})",
             markup=False,
             soft_wrap=True,
         )
     for w in run.warnings:
-        console.print(f"warning: {w}", style="yellow", markup=False, soft_wrap=True)
+        problems.print(f"warning: {w}", style="yellow", markup=False, soft_wrap=True)
     for e in run.errors[:20]:
-        console.print(f"error: {e.one_line()}", style="red", markup=False, soft_wrap=True)
+        problems.print(f"error: {e.one_line()}", style="red", markup=False, soft_wrap=True)
     if len(run.errors) > 20:
-        console.print(
+        problems.print(
             f"... {len(run.errors) - 20} more errors in {files['errors.jsonl']}",
             markup=False,
             soft_wrap=True,

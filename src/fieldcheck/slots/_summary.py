@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from fieldcheck.reports._format import format_pvalue
 from fieldcheck.slots._score import ModelScore, SlotsRun
 
 BALANCE_GAP = 0.15
@@ -231,7 +232,9 @@ def key_findings(run: SlotsRun) -> list[Finding]:
     if run.paired_f1:
         f = Finding("F1 differences (paired bootstrap over sessions, two-sided)")
         for pair in run.paired_f1:
-            p = "n/a" if pair.p_value is None else f"{pair.p_value:.3f}"
-            f.bullets.append(f"{pair.model_a} - {pair.model_b}: {pair.difference:+.3f} (p = {p})")
+            f.bullets.append(
+                f"{pair.model_a} - {pair.model_b}: {pair.difference:+.3f} "
+                f"({format_pvalue(pair.p_value)})"
+            )
         out.append(f)
     return out
