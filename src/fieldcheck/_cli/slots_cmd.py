@@ -113,8 +113,8 @@ def _model_table(name: str, run: SlotsRun) -> Table:
 def show_run(
     run: SlotsRun, files: dict[str, Path], console: Console, problems: Console | None = None
 ) -> None:
-    """Rich tables per model and the spec's per-topic lines on ``console``; warnings and input
-    errors on ``problems`` (stderr by default); then the output files."""
+    """Rich tables per model and the spec's per-topic lines on ``console``; input errors on
+    ``problems`` (stderr by default); then the output files."""
     problems = problems or Console(stderr=True)
     for m in run.models:
         console.print(_model_table(m.name, run))
@@ -128,8 +128,7 @@ def show_run(
             markup=False,
             soft_wrap=True,
         )
-    for w in run.warnings:
-        problems.print(f"warning: {w}", style="yellow", markup=False, soft_wrap=True)
+    # run.warnings were logged on the 'fieldcheck' logger as they arose; not printed twice
     for e in run.errors[:20]:
         problems.print(f"error: {e.one_line()}", style="red", markup=False, soft_wrap=True)
     if len(run.errors) > 20:
