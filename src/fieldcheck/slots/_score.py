@@ -288,12 +288,14 @@ def score_models(
             s.result.per_topic.setdefault(t, _topic_result(SlotCounts()))
         s.result.per_topic = dict(sorted(s.result.per_topic.items()))
 
+    units = {s.name: [_unit(c.total) for c in s.sessions] for s in scores} if bootstrap > 0 else {}
     if bootstrap > 0:
         for s in scores:
             if progress is not None:
                 progress(f"bootstrap {s.name}")
-            units = [_unit(c.total) for c in s.sessions]
-            intervals = bootstrap_totals_ci(units, STATISTICS, resamples=bootstrap, seed=seed)
+            intervals = bootstrap_totals_ci(
+                units[s.name], STATISTICS, resamples=bootstrap, seed=seed
+            )
             s.result.ci = {name: (intervals or {}).get(name) for name in CI_METRICS}
     else:
         for s in scores:
@@ -303,10 +305,10 @@ def score_models(
     for a, b in combinations(scores, 2):
         if progress is not None:
             progress(f"paired bootstrap {a.name} vs {b.name}")
-        ua = [_unit(c.total) for c in a.sessions]
-        ub = [_unit(c.total) for c in b.sessions]
         p_value = (
-            paired_bootstrap_totals_pvalue(ua, ub, _stat_f1, resamples=bootstrap, seed=seed)
+            paired_bootstrap_totals_pvalue(
+                units[a.name], units[b.name], _stat_f1, resamples=bootstrap, seed=seed
+            )
             if bootstrap > 0
             else None
         )
