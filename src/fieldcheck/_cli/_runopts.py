@@ -1,0 +1,213 @@
+"""Options shared by every command that calls a model (``slots run``, ``numeric evaluate``,
+``json run``): the same names, meanings and defaults everywhere, and one way to build the runner.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Coroutine
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import typer
+from rich.console import Console
+
+from fieldcheck._cli._common import EXIT_USAGE
+from fieldcheck._util.errors import InputError
+from fieldcheck.runner import (
+    ModelSpec,
+    RunInterrupted,
+    Runner,
+    RunnerSettings,
+    load_model_specs,
+)
+from fieldcheck.store import DATABASE_ENV, Store, default_database_path, describe_url
+
+T = TypeVar("T")
+EXIT_INTERRUPTED = 130
+
+STORE_HELP = (
+    f"Runs and cached replies are kept in the store: ${DATABASE_ENV} (any SQLAlchemy URL), "
+    f"default {default_database_path()}. The API key is read from $FIELDCHECK_API_KEY or "
+    "$OPENAI_API_KEY (or the variable a --models entry names) and never written anywhere."
+)
+
+BaseUrlOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--base-url",
+        help="OpenAI-compatible endpoint, e.g. https://api.openai.com/v1 or http://127.0.0.1:8000/v1.",
+    ),
+]
+ModelsFileOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--models",
+        exists=True,
+        dir_okay=False,
+        readable=True,
+        metavar="FILE",
+        help="YAML or JSON list of {name, model, base_url, api_key_env, temperature, max_tokens, "
+        "price_in, price_out}: models behind different endpoints in one run.",
+    ),
+]
+ConcurrencyOpt = Annotated[
+    int, typer.Option("--concurrency", min=1, max=1024, help="Requests in flight at once.")
+]
+TimeoutOpt = Annotated[
+    float, typer.Option("--timeout", min=0.1, help="Seconds before one request times out.")
+]
+MaxRetriesOpt = Annotated[
+    int,
+    typer.Option(
+        "--max-retries",
+        min=0,
+        help="Retries on 429, 5xx, timeouts and connection errors (0: none); never on other 4xx.",
+    ),
+]
+TemperatureOpt = Annotated[
+    float, typer.Option("--temperature", min=0.0, max=2.0, help="Sampling temperature.")
+]
+MaxTokensOpt = Annotated[
+    int | None, typer.Option("--max-tokens", min=1, help="Most tokens a reply may have.")
+]
+ModelSeedOpt = Annotated[
+    int | None,
+    typer.Option("--model-seed", help="The 'seed' sent to the endpoint (where it takes one)."),
+]
+JsonModeOpt = Annotated[
+    bool,
+    typer.Option(
+        "--json-mode",
+        metavar="",
+        help="Send response_format={'type': 'json_object'} (where the endpoint takes it).",
+    ),
+]
+NoCacheOpt = Annotated[
+    bool, typer.Option("--no-cache", metavar="", help="Neither read nor write the reply cache.")
+]
+CacheNonzeroOpt = Annotated[
+    bool,
+    typer.Option(
+        "--cache-nonzero-temperature",
+        metavar="",
+        help="Cache replies at temperature > 0 too (by default only temperature 0 is cached).",
+    ),
+]
+PriceInOpt = Annotated[
+    float | None,
+    typer.Option("--price-in", min=0.0, help="USD per 1M input tokens (with --price-out)."),
+]
+PriceOutOpt = Annotated[
+    float | None,
+    typer.Option("--price-out", min=0.0, help="USD per 1M output tokens (with --price-in)."),
+]
+NoProgressOpt = Annotated[bool, typer.Option("--no-progress", metavar="", help="No progress bar.")]
+
+
+def model_specs(
+    *,
+    models: list[str] | None,
+    models_file: Path | None,
+    base_url: str | None,
+    temperature: float = 0.0,
+    max_tokens: int | None = None,
+    model_seed: int | None = None,
+    price_in: float | None = None,
+    price_out: float | None = None,
+) -> list[ModelSpec]:
+    """The models of a run: ``--models FILE``, or each ``--model [NAME=]MODEL`` at ``--base-url``.
+
+    Raises ``typer.BadParameter`` (exit 2, one line) when they are missing or malformed.
+    """
+    if (price_in is None) != (price_out is None):
+        raise typer.BadParameter(
+            "give --price-in and --price-out together", param_hint="--price-in/--price-out"
+        )
+    if models_file is not None:
+        if models:
+            raise typer.BadParameter("give --model or --models, not both", param_hint="--models")
+        try:
+            return load_model_specs(models_file)
+        except InputError as exc:
+            raise typer.BadParameter(exc.one_line(), param_hint="--models") from None
+    if not models:
+        raise typer.BadParameter("give --model MODEL (with --base-url) or --models FILE")
+    if not base_url:
+        raise typer.BadParameter("--model needs --base-url", param_hint="--base-url")
+    specs: list[ModelSpec] = []
+    for text in models:
+        name, sep, model = text.partition("=")
+        if not sep:
+            name, model = text, text
+        if not name.strip() or not model.strip():
+            raise typer.BadParameter(
+                f"expected NAME=MODEL or MODEL, got {text!r}", param_hint="--model"
+            )
+        specs.append(
+            ModelSpec(
+                name=name.strip(),
+                model=model.strip(),
+                base_url=base_url,
+                temperature=temperature,
+                max_tokens=max_tokens,
+                seed=model_seed,
+                price_in=price_in,
+                price_out=price_out,
+            )
+        )
+    names = [s.name for s in specs]
+    if len(set(names)) != len(names):
+        raise typer.BadParameter("model names must be unique", param_hint="--model")
+    return specs
+
+
+def make_runner(
+    *,
+    concurrency: int = 8,
+    timeout: float = 60.0,
+    max_retries: int = 3,
+    no_cache: bool = False,
+    cache_nonzero_temperature: bool = False,
+    json_mode: bool = False,
+) -> Runner:
+    """A runner on the store (``FIELDCHECK_DATABASE_URL`` or the default SQLite file)."""
+    try:
+        store = Store()
+    except Exception as exc:  # a bad URL or an unreachable database is the user's to fix
+        raise typer.BadParameter(
+            f"cannot open the store: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}",
+            param_hint=DATABASE_ENV,
+        ) from None
+    return Runner(
+        RunnerSettings(
+            concurrency=concurrency,
+            timeout=timeout,
+            max_retries=max_retries,
+            use_cache=not no_cache,
+            cache_nonzero_temperature=cache_nonzero_temperature,
+            json_mode=json_mode,
+        ),
+        store=store,
+    )
+
+
+def run_async(coro: Coroutine[Any, Any, T], *, console: Console | None = None) -> T:
+    """Run a coroutine; on Ctrl-C print one line (what is stored, how to resume) and exit 130."""
+    err = console or Console(stderr=True)
+    try:
+        return asyncio.run(coro)
+    except RunInterrupted as exc:
+        err.print(str(exc), markup=False, highlight=False, soft_wrap=True)
+        raise typer.Exit(EXIT_INTERRUPTED) from None
+    except KeyboardInterrupt:
+        err.print("interrupted before any run started; nothing was stored", markup=False)
+        raise typer.Exit(EXIT_INTERRUPTED) from None
+
+
+def store_line(runner: Runner) -> str:
+    store = runner.store
+    return f"store: {describe_url(store.url)}" if store is not None else "store: none"
+
+
+__all__ = ["EXIT_INTERRUPTED", "EXIT_USAGE", "STORE_HELP"]

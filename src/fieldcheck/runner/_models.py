@@ -1,0 +1,109 @@
+"""Which model to call and how: one ``ModelSpec`` per model, from the CLI or a ``--models`` file."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from fieldcheck._util.errors import InputError
+
+API_KEY_ENV = ("FIELDCHECK_API_KEY", "OPENAI_API_KEY")
+
+
+def redact_url(url: str) -> str:
+    """``url`` without user, password, query or fragment: what may be stored and printed."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if parts.port is not None:
+        host = f"{host}:{parts.port}"
+    return urlunsplit((parts.scheme, host, parts.path.rstrip("/"), "", ""))
+
+
+class ModelSpec(BaseModel):
+    """A model behind an OpenAI-compatible chat-completions endpoint.
+
+    ``name`` labels the model in every output; ``api_key_env`` names the environment variable
+    holding its key (default ``FIELDCHECK_API_KEY``, then ``OPENAI_API_KEY``). The key itself is
+    never a field, so it cannot be written with the spec.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(min_length=1, max_length=200)
+    model: str = Field(min_length=1)
+    base_url: str = Field(min_length=1)
+    api_key_env: str | None = None
+    temperature: float = Field(default=0.0, ge=0.0, le=2.0)
+    max_tokens: int | None = Field(default=None, ge=1)
+    seed: int | None = None
+    price_in: float | None = Field(default=None, ge=0.0)  # USD per 1M input tokens
+    price_out: float | None = Field(default=None, ge=0.0)  # USD per 1M output tokens
+
+    @property
+    def endpoint(self) -> str:
+        return redact_url(self.base_url)
+
+    def api_key(self) -> str:
+        """The key from the environment; local servers accept any, so a placeholder if none."""
+        names = (self.api_key_env,) if self.api_key_env else API_KEY_ENV
+        for name in names:
+            value = os.environ.get(name) if name else None
+            if value:
+                return value
+        return "not-set"
+
+    def public(self) -> dict[str, Any]:
+        """What may be stored and printed (the endpoint without credentials)."""
+        data = self.model_dump()
+        data["base_url"] = self.endpoint
+        return data
+
+
+def load_model_specs(path: str | Path) -> list[ModelSpec]:
+    """Read a ``--models`` file: YAML or JSON, a list of ``{name, model, base_url, ...}``."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"cannot read models file: {exc}", file=p) from exc
+    data: Any
+    if p.suffix.lower() == ".json":
+        import orjson
+
+        try:
+            data = orjson.loads(text)
+        except orjson.JSONDecodeError as exc:
+            raise InputError(f"invalid JSON: {exc.msg}", file=p, line=exc.lineno) from exc
+    else:
+        import yaml
+
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            raise InputError(
+                f"invalid YAML: {getattr(exc, 'problem', exc)}",
+                file=p,
+                line=mark.line + 1 if mark is not None else None,
+            ) from exc
+    if isinstance(data, dict) and isinstance(data.get("models"), list):
+        data = data["models"]
+    if not isinstance(data, list) or not data:
+        raise InputError("a models file is a non-empty list of models", file=p)
+    specs: list[ModelSpec] = []
+    for index, entry in enumerate(data):
+        try:
+            specs.append(ModelSpec.model_validate(entry))
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            field = ".".join(str(x) for x in first["loc"]) or None
+            raise InputError(first["msg"], file=p, record=f"#{index + 1}", field=field) from None
+    names = [s.name for s in specs]
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        raise InputError(f"model names must be unique: {', '.join(duplicates)}", file=p)
+    return specs

@@ -1,0 +1,321 @@
+"""Runs: a task's items called through the runner, each committed to the store as it finishes.
+
+Re-running the same command finds the unfinished run with the same key and resumes it: finished
+items are read back, never called again. Ctrl-C marks the run interrupted; a killed process's run
+is marked interrupted the next time the store is opened.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shlex
+import sys
+import time
+from collections import Counter
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
+from fieldcheck._util.signature import Signature
+from fieldcheck.runner._client import ChatClient, Runner
+from fieldcheck.runner._models import ModelSpec
+from fieldcheck.store import RunInfo, StoredItem, sha256_file
+
+U = TypeVar("U")
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """What defines a run: system, task, dataset, model and every setting that changes results."""
+
+    system: str
+    task: str
+    dataset: Path
+    model: ModelSpec
+    settings: dict[str, Any] = field(default_factory=dict)
+
+    def signature(self, runner_settings: dict[str, Any]) -> Signature:
+        return Signature(
+            system=self.system,
+            settings={
+                "task": self.task,
+                "model": self.model.model,
+                "endpoint": self.model.endpoint,
+                "temperature": self.model.temperature,
+                **({"seed": self.model.seed} if self.model.seed is not None else {}),
+                **self.settings,
+                **runner_settings,
+            },
+        )
+
+
+class RunHandle:
+    """A run in progress: read finished items (resume) and save new ones (committed at once)."""
+
+    def __init__(self, runner: Runner, info: RunInfo, resumed: bool, client: ChatClient) -> None:
+        self.runner = runner
+        self.info = info
+        self.id = info.id
+        self.resumed = resumed
+        self.client = client
+        store = runner.store
+        self._done: dict[str, StoredItem] = (
+            {item.key: item for item in store.iter_items(info.id)} if store is not None else {}
+        )
+        self.resumed_items = len(self._done)
+        self.errors: Counter[str] = Counter(
+            item.error_type for item in self._done.values() if item.error_type
+        )
+        self.on_save: Callable[[], None] | None = None
+
+    def result(self, key: str) -> dict[str, Any] | None:
+        """A finished item's stored result, or None when it still has to run."""
+        item = self._done.get(key)
+        return item.result if item is not None else None
+
+    def save(
+        self,
+        key: str,
+        result: dict[str, Any],
+        *,
+        error_type: str | None = None,
+        calls: int = 0,
+        cached_calls: int = 0,
+        latency_s: float = 0.0,
+    ) -> None:
+        """Commit a finished item now, so a crash after this line loses nothing."""
+        store = self.runner.store
+        if store is not None:
+            store.save_item(
+                self.id,
+                key,
+                result,
+                error_type=error_type,
+                calls=calls,
+                cached_calls=cached_calls,
+                latency_s=latency_s,
+            )
+        self._done[key] = StoredItem(
+            key=key,
+            seq=len(self._done),
+            error_type=error_type,
+            calls=calls,
+            cached_calls=cached_calls,
+            latency_s=latency_s,
+            result=result,
+        )
+        if error_type:
+            self.errors[error_type] += 1
+        if self.on_save is not None:
+            self.on_save()
+
+    @property
+    def done(self) -> int:
+        return len(self._done)
+
+    def items(self) -> list[StoredItem]:
+        """Every finished item, in completion order."""
+        return sorted(self._done.values(), key=lambda i: i.seq)
+
+
+class RunInterrupted(Exception):
+    """Ctrl-C during a run: what was stored is kept and the run can be resumed."""
+
+    def __init__(self, handles: Sequence[RunHandle], total: int) -> None:
+        self.handles = list(handles)
+        self.total = total
+        done = sum(h.done for h in handles)
+        ids = ", ".join(h.id for h in handles)
+        super().__init__(
+            f"interrupted: {done} of {total} items finished and stored (run {ids}); "
+            f"resume with: {resume_command()}"
+        )
+
+
+def resume_command() -> str:
+    """The command line that resumes this run: the same command."""
+    argv = list(sys.argv)
+    if argv and Path(argv[0]).name in {"__main__.py", "fieldcheck"}:
+        argv[0] = "fieldcheck"
+    return shlex.join(argv)
+
+
+def _progress(console: Console | None, disable: bool) -> Progress:
+    return Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[rate]}"),
+        TimeElapsedColumn(),
+        TextColumn("eta"),
+        TimeRemainingColumn(),
+        TextColumn("{task.fields[extra]}", markup=False),
+        console=console,
+        disable=disable,
+        transient=False,
+    )
+
+
+def estimate_line(calls: int, input_tokens: int, output_tokens: int, spec: ModelSpec) -> str:
+    """One line: the expected calls and, with prices, the expected cost in USD."""
+    line = f"about {calls} model calls for {spec.name}"
+    line += f" (~{input_tokens:,} input / ~{output_tokens:,} output tokens, estimated)"
+    if spec.price_in is not None and spec.price_out is not None:
+        cost = input_tokens / 1e6 * spec.price_in + output_tokens / 1e6 * spec.price_out
+        line += f"; about ${cost:.4g} at the given prices"
+    return line
+
+
+async def run_task(
+    runner: Runner,
+    spec: RunSpec,
+    units: Sequence[U],
+    work: Callable[[U, RunHandle], Awaitable[None]],
+    *,
+    total_items: int,
+    estimate: tuple[int, int, int] | None = None,
+    console: Console | None = None,
+    show_progress: bool = True,
+) -> RunHandle:
+    """Run ``work(unit, handle)`` over ``units`` for one model and return the finished handle.
+
+    A unit is what must run in order (a user's sessions, a conversation's turns, one record);
+    units run concurrently, bounded by the runner's in-flight limit. ``work`` reads
+    ``handle.result(key)`` to skip finished items and calls ``handle.save`` for each new one.
+    ``estimate`` is ``(calls, input_tokens, output_tokens)`` for the line printed before a run of
+    more than 100 calls.
+    """
+    console = console or Console(stderr=True)
+    store = runner.store
+    settings_public = {
+        "concurrency": runner.settings.concurrency,
+        "max_retries": runner.settings.max_retries,
+        "timeout": runner.settings.timeout,
+        "json_mode": runner.settings.json_mode,
+    }
+    signature = spec.signature({"json_mode": runner.settings.json_mode})
+    defining = {
+        **spec.settings,
+        "model_spec": spec.model.public(),
+        "json_mode": runner.settings.json_mode,
+    }
+    if store is not None:
+        info, resumed = store.open_run(
+            system=spec.system,
+            task=spec.task,
+            dataset=str(spec.dataset),
+            dataset_sha256=sha256_file(spec.dataset),
+            model=spec.model.name,
+            endpoint=spec.model.endpoint,
+            settings=defining,
+            signature=signature.format(),
+            n_items=total_items,
+        )
+    else:
+        info = _memory_run(spec, signature.format(), total_items, settings_public)
+        resumed = False
+    handle = RunHandle(runner, info, resumed, runner.client(spec.model))
+    if resumed and handle.resumed_items:
+        console.print(
+            f"resuming run {info.id}: {handle.resumed_items} of {total_items} items already "
+            "finished are not called again",
+            markup=False,
+            highlight=False,
+        )
+    if estimate is not None and estimate[0] > 100:
+        console.print(estimate_line(*estimate, spec.model), markup=False, highlight=False)
+    start = time.perf_counter()
+    stats = runner.stats
+    with _progress(console, not show_progress) as bar:
+        task: TaskID = bar.add_task(
+            spec.model.name, total=total_items, completed=handle.done, rate="", extra=""
+        )
+        first_done = handle.done
+
+        def refresh() -> None:
+            elapsed = max(time.perf_counter() - start, 1e-9)
+            fresh = handle.done - first_done
+            errors = " ".join(f"{k}={v}" for k, v in sorted(handle.errors.items()))
+            extra = f"calls {stats.calls}, cache hits {stats.cache_hits}"
+            if errors:
+                extra += f", errors {errors}"
+            bar.update(task, completed=handle.done, rate=f"{fresh / elapsed:.1f}/s", extra=extra)
+
+        handle.on_save = refresh
+        try:
+            await _gather_bounded(units, work, handle, runner.settings.concurrency)
+        except (KeyboardInterrupt, asyncio.CancelledError):
+            if store is not None:
+                store.set_status(info.id, "interrupted")
+            raise RunInterrupted([handle], total_items) from None
+        finally:
+            handle.on_save = None
+            refresh()
+    if store is not None:
+        store.set_status(info.id, "finished")
+    return handle
+
+
+async def _gather_bounded(
+    units: Sequence[U],
+    work: Callable[[U, RunHandle], Awaitable[None]],
+    handle: RunHandle,
+    concurrency: int,
+) -> None:
+    """Run units with at most ``2 * concurrency`` in progress (the runner bounds requests)."""
+    queue: asyncio.Queue[U] = asyncio.Queue()
+    for unit in units:
+        queue.put_nowait(unit)
+
+    async def worker() -> None:
+        while True:
+            try:
+                unit = queue.get_nowait()
+            except asyncio.QueueEmpty:
+                return
+            await work(unit, handle)
+
+    workers = [
+        asyncio.create_task(worker()) for _ in range(max(1, min(len(units), 2 * concurrency)))
+    ]
+    try:
+        await asyncio.gather(*workers)
+    finally:
+        for w in workers:
+            w.cancel()
+
+
+def _memory_run(spec: RunSpec, signature: str, total: int, settings: dict[str, Any]) -> RunInfo:
+    import uuid
+    from datetime import UTC, datetime
+
+    return RunInfo(
+        id=uuid.uuid4().hex[:12],
+        run_key="",
+        system=spec.system,
+        task=spec.task,
+        dataset=str(spec.dataset),
+        dataset_sha256="",
+        model=spec.model.name,
+        endpoint=spec.model.endpoint,
+        settings=settings,
+        signature=signature,
+        status="running",
+        started_at=datetime.now(UTC),
+        finished_at=None,
+        n_items=total,
+        n_done=0,
+        n_errors=0,
+    )

@@ -1,0 +1,70 @@
+"""The store's tables (SQLAlchemy 2.0): runs, their items, and the model-response cache.
+
+The schema is created and upgraded only by the Alembic migrations in ``migrations/``; these
+classes mirror them for queries.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import DateTime, Float, ForeignKey, Integer, String, Text
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class RunRow(Base):
+    """One run of one task for one model: what ran, on what, with which settings, how it went."""
+
+    __tablename__ = "runs"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    run_key: Mapped[str] = mapped_column(String(64), index=True)
+    system: Mapped[str] = mapped_column(String(32))
+    task: Mapped[str] = mapped_column(String(64))
+    dataset: Mapped[str] = mapped_column(Text)
+    dataset_sha256: Mapped[str] = mapped_column(String(64))
+    model: Mapped[str] = mapped_column(Text)
+    endpoint: Mapped[str] = mapped_column(Text)
+    settings: Mapped[str] = mapped_column(Text)  # JSON
+    signature: Mapped[str] = mapped_column(Text)
+    status: Mapped[str] = mapped_column(String(16))  # running | interrupted | finished
+    pid: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    host: Mapped[str | None] = mapped_column(String(255), nullable=True)
+    started_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), nullable=True)
+    n_items: Mapped[int] = mapped_column(Integer, default=0)
+    n_done: Mapped[int] = mapped_column(Integer, default=0)
+    n_errors: Mapped[int] = mapped_column(Integer, default=0)
+
+
+class ItemRow(Base):
+    """One finished item of a run (a slot session, a ConvFinQA turn, a JSON record)."""
+
+    __tablename__ = "run_items"
+
+    run_id: Mapped[str] = mapped_column(
+        String(32), ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True
+    )
+    item_key: Mapped[str] = mapped_column(Text, primary_key=True)
+    seq: Mapped[int] = mapped_column(Integer)
+    error_type: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    calls: Mapped[int] = mapped_column(Integer, default=0)
+    cached_calls: Mapped[int] = mapped_column(Integer, default=0)
+    latency_s: Mapped[float] = mapped_column(Float, default=0.0)
+    result: Mapped[str] = mapped_column(Text)  # JSON
+    finished_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class CacheRow(Base):
+    """A model reply keyed on endpoint, model, messages and parameters (never the API key)."""
+
+    __tablename__ = "response_cache"
+
+    key: Mapped[str] = mapped_column(String(64), primary_key=True)
+    model: Mapped[str] = mapped_column(Text)
+    value: Mapped[str] = mapped_column(Text)  # JSON: text, tokens, latency
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
