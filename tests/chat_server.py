@@ -25,6 +25,9 @@ class Reply:
     prompt_tokens: int = 10
     completion_tokens: int = 5
     delay_s: float = 0.0
+    headers: dict[str, str] = field(default_factory=dict)  # extra response headers
+    usage: bool = True  # False: the reply carries no "usage" object
+    no_choices: bool = False  # True: "choices" is empty
 
 
 Script = Callable[[dict[str, Any]], "str | Reply"]
@@ -35,8 +38,15 @@ class ChatServer:
     script: Script
     requests: list[dict[str, Any]] = field(default_factory=list)
     headers: list[dict[str, str]] = field(default_factory=list)
+    in_flight: int = 0  # requests being answered right now
+    max_in_flight: int = 0  # the most answered at once since start
     _httpd: ThreadingHTTPServer | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def chat_requests(self) -> list[dict[str, Any]]:
+        """Bodies of the requests that reached /chat/completions."""
+        return [r for r in self.requests if "messages" in r]
 
     @property
     def base_url(self) -> str:
@@ -60,6 +70,16 @@ class ChatServer:
                 if not self.path.endswith("/chat/completions"):
                     self._send(404, {"error": {"message": "not found", "type": "invalid_request"}})
                     return
+                with server._lock:
+                    server.in_flight += 1
+                    server.max_in_flight = max(server.max_in_flight, server.in_flight)
+                try:
+                    self._answer(body)
+                finally:
+                    with server._lock:
+                        server.in_flight -= 1
+
+            def _answer(self, body: dict[str, Any]) -> None:
                 reply = server.script(body)
                 if isinstance(reply, str):
                     reply = Reply(content=reply)
@@ -70,37 +90,46 @@ class ChatServer:
                         reply.status,
                         reply.error_body
                         or {"error": {"message": "scripted failure", "type": "server_error"}},
+                        reply.headers,
                     )
                     return
-                self._send(
-                    200,
-                    {
-                        "id": f"chatcmpl-{len(server.requests)}",
-                        "object": "chat.completion",
-                        "created": int(time.time()),
-                        "model": body.get("model", "scripted"),
-                        "choices": [
-                            {
-                                "index": 0,
-                                "message": {"role": "assistant", "content": reply.content},
-                                "finish_reason": "stop",
-                            }
-                        ],
-                        "usage": {
-                            "prompt_tokens": reply.prompt_tokens,
-                            "completion_tokens": reply.completion_tokens,
-                            "total_tokens": reply.prompt_tokens + reply.completion_tokens,
-                        },
-                    },
-                )
+                payload: dict[str, Any] = {
+                    "id": f"chatcmpl-{len(server.requests)}",
+                    "object": "chat.completion",
+                    "created": int(time.time()),
+                    "model": body.get("model", "scripted"),
+                    "choices": []
+                    if reply.no_choices
+                    else [
+                        {
+                            "index": 0,
+                            "message": {"role": "assistant", "content": reply.content},
+                            "finish_reason": "stop",
+                        }
+                    ],
+                }
+                if reply.usage:
+                    payload["usage"] = {
+                        "prompt_tokens": reply.prompt_tokens,
+                        "completion_tokens": reply.completion_tokens,
+                        "total_tokens": reply.prompt_tokens + reply.completion_tokens,
+                    }
+                self._send(200, payload, reply.headers)
 
-            def _send(self, status: int, payload: dict[str, Any]) -> None:
+            def _send(
+                self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None
+            ) -> None:
                 data = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    for name, value in (headers or {}).items():
+                        self.send_header(name, value)
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up (a timeout test)
 
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         threading.Thread(target=self._httpd.serve_forever, daemon=True).start()

@@ -1,4 +1,5 @@
-"""Shared fixtures: an isolated cache directory and the scripted chat-completions server."""
+"""Shared fixtures: an isolated cache directory and store (a fresh SQLite file per test), and the
+scripted chat-completions server."""
 
 from __future__ import annotations
 
@@ -22,8 +23,11 @@ SHARED = Path(__file__).resolve().parents[2] / "shared"
 def _isolated_cache(
     tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("FIELDCHECK_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
-    for name in ("FIELDCHECK_JUDGE_API_KEY", "OPENAI_API_KEY"):
+    cache = tmp_path_factory.mktemp("cache")
+    monkeypatch.setenv("FIELDCHECK_CACHE_DIR", str(cache))
+    monkeypatch.setenv("FIELDCHECK_DATABASE_URL", f"sqlite:///{cache / 'store.sqlite3'}")
+    monkeypatch.setenv("XDG_DATA_HOME", str(cache / "data"))
+    for name in ("FIELDCHECK_JUDGE_API_KEY", "OPENAI_API_KEY", "FIELDCHECK_API_KEY"):
         monkeypatch.delenv(name, raising=False)
 
 
