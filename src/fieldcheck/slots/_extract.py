@@ -1,0 +1,423 @@
+"""Running a model over conversations: each user's sessions in order, a slot memory carried along.
+
+Spec: slot-extraction-benchmark.md ("extract structured information (slots) from conversational
+data and store them in a memory"); user guide: docs/slots.md "Running models".
+
+Memory semantics (prompt ``slot-memory-v1``): the model sees the user's current memory and one
+session and replies with an *update*: the slots this session states, ``{topic: {field: [values]}}``.
+Each slot of the update replaces that slot in the memory (``[]`` removes it). The session's
+prediction is the update, because the gold of a session is the slots that session states (not
+everything known so far). An invalid reply or a failed call leaves the memory unchanged.
+Every session is a run item (key ``[user, session]``) whose stored result holds the update and
+the memory after it, so a resumed run rebuilds each user's memory without calling the model.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import orjson
+from pydantic import BaseModel, ConfigDict, Field, RootModel, StrictInt, StrictStr, ValidationError
+
+from fieldcheck._util.errors import InputError
+from fieldcheck._util.jsonio import iter_jsonl
+from fieldcheck.runner import (
+    Message,
+    ModelSpec,
+    RunHandle,
+    Runner,
+    RunSpec,
+    messages_tokens,
+    run_task,
+)
+
+Memory = dict[str, dict[str, list[str]]]
+
+PROMPT_ID = "slot-memory-v1"
+
+# Limits of one reply: bigger is an invalid reply, never a memory that grows without bound.
+MAX_REPLY_CHARS = 100_000
+MAX_TOPICS = 20
+MAX_FIELDS = 50  # per topic
+MAX_VALUES = 20  # per slot
+MAX_KEY_CHARS = 100
+MAX_VALUE_CHARS = 500
+MAX_MEMORY_SLOTS = 500  # after merging
+
+SYSTEM_PROMPT = f"""You keep a memory of facts about one user, organised as slots. (prompt {PROMPT_ID})
+You get the user's current memory and the transcript of one new conversation session.
+Extract every fact the user states about themselves in this session into slots: topic -> field -> list of values.
+Topics: basic_info (name, age, gender, location, occupation, family, ...), interests (hobbies, music, food, sports, books, likes and dislikes, ...), mental_state (mood, stress_level, sleep, worries, ...).
+Use short snake_case field names and reuse the memory's field names for the same kind of fact. Values are short phrases in the user's own words.
+Reply with only a JSON object holding the slots this session states: {{"topic": {{"field": ["value", ...]}}}}.
+- Include a slot whenever the session states or restates it, even if the memory already holds the same value.
+- A slot you give replaces that slot in the memory: give its complete list of values (memory values that still hold plus the new ones).
+- Give [] for a slot the user says no longer holds.
+- Leave out slots the session does not mention. Never add facts the user did not state.
+- No prose, no Markdown. Reply {{}} when the session states nothing about the user."""
+
+USER_TEMPLATE = """Current memory (JSON):
+<memory>
+{memory}
+</memory>
+
+Session {session} transcript:
+<session>
+{transcript}
+</session>"""
+
+NonEmpty = Annotated[StrictStr, Field(min_length=1)]
+
+
+class Turn(BaseModel):
+    """One turn of a session."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    role: Literal["user", "assistant", "system"]
+    content: StrictStr
+
+
+class Conversation(BaseModel):
+    """One session of one user: ``{user, session, turns: [{role, content}]}`` (docs/formats.md)."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    user: NonEmpty
+    session: StrictInt
+    turns: list[Turn]
+
+    @property
+    def key(self) -> tuple[str, int]:
+        return (self.user, self.session)
+
+
+def load_conversations(path: str | Path) -> list[Conversation]:
+    """Read the conversations JSONL; the first bad or repeated line is an ``InputError``.
+
+    A bad line stops the run (a silently skipped session would change every later memory).
+    """
+    p = Path(path)
+    out: list[Conversation] = []
+    first_line: dict[tuple[str, int], int] = {}
+    for line, raw in iter_jsonl(p):
+        if isinstance(raw, InputError):
+            raise raw
+        if not isinstance(raw, dict):
+            raise InputError("expected a JSON object", file=p, line=line, value=raw)
+        try:
+            conv = Conversation.model_validate(raw)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            loc = ".".join(str(part) for part in first["loc"]) or None
+            value = ... if first["type"] == "missing" else first.get("input", ...)
+            raise InputError(first["msg"], file=p, line=line, field=loc, value=value) from None
+        if conv.key in first_line:
+            raise InputError(
+                f"user {conv.user!r} session {conv.session} repeats line {first_line[conv.key]}",
+                file=p,
+                line=line,
+                field="session",
+                value=conv.session,
+            )
+        first_line[conv.key] = line
+        out.append(conv)
+    if not out:
+        raise InputError("no conversation in the file", file=p)
+    return out
+
+
+def render_transcript(turns: Sequence[Turn]) -> str:
+    """The session as the model reads it: one ``role: content`` line per turn."""
+    return "\n".join(f"{t.role}: {t.content}" for t in turns)
+
+
+def transcript_digest(transcript: str) -> str:
+    """What the synthetic responder indexes sessions by (sha256 of the rendered transcript)."""
+    return hashlib.sha256(transcript.encode("utf-8")).hexdigest()
+
+
+def memory_json(memory: Memory) -> str:
+    """The memory in the prompt: sorted JSON with ``<`` and ``>`` escaped, so text a model wrote
+    into the memory can never open or close a ``<session>`` block."""
+    text = json.dumps(memory, ensure_ascii=False, sort_keys=True)
+    return text.replace("<", "\\u003c").replace(">", "\\u003e")
+
+
+def build_messages(memory: Memory, conv: Conversation) -> list[Message]:
+    """System prompt ``slot-memory-v1`` and the user message: memory, then the session."""
+    user = USER_TEMPLATE.format(
+        memory=memory_json(memory), session=conv.session, transcript=render_transcript(conv.turns)
+    )
+    return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
+
+
+class ReplyError(ValueError):
+    """The model's reply is not a valid slot update (recorded as ``invalid_reply``)."""
+
+
+_Key = Annotated[StrictStr, Field(min_length=1, max_length=MAX_KEY_CHARS)]
+_Values = Annotated[
+    list[Annotated[StrictStr, Field(max_length=MAX_VALUE_CHARS)]], Field(max_length=MAX_VALUES)
+]
+_Fields = Annotated[dict[_Key, _Values], Field(max_length=MAX_FIELDS)]
+
+
+class SlotUpdate(RootModel[Annotated[dict[_Key, _Fields], Field(max_length=MAX_TOPICS)]]):
+    """A reply: ``{topic: {field: [values]}}``, strings only, bounded sizes."""
+
+
+_FENCE = re.compile(r"^```(?:json)?\s*\n?(.*?)\n?```$", re.DOTALL)
+
+
+def _short(part: Any, limit: int = 40) -> str:
+    text = str(part)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def parse_reply(text: str | None) -> Memory:
+    """A reply as a slot update, or ``ReplyError`` with a one-line reason.
+
+    A Markdown code fence around the JSON is tolerated; prose is not. Keys and values are
+    trimmed; blank values dropped; repeated values kept once (first order). Keys that are blank,
+    or equal once trimmed, are errors.
+    """
+    if text is None:
+        raise ReplyError("the reply is empty")
+    if len(text) > MAX_REPLY_CHARS:
+        raise ReplyError(f"the reply has {len(text)} characters (at most {MAX_REPLY_CHARS})")
+    body = text.strip()
+    fence = _FENCE.match(body)
+    if fence:
+        body = fence.group(1).strip()
+    try:
+        data = orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        raise ReplyError(f"the reply is not JSON: {exc.msg} (got {body[:60]!r})") from None
+    if not isinstance(data, dict):
+        raise ReplyError(f"the reply is not a JSON object (got {type(data).__name__})")
+    try:
+        update = SlotUpdate.model_validate(data).root
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = ".".join(_short(part) for part in first["loc"])
+        raise ReplyError(f"{loc or 'reply'}: {first['msg']}") from None
+    out: Memory = {}
+    for topic, fields in update.items():
+        t = topic.strip()
+        if not t:
+            raise ReplyError(f"blank topic name {_short(topic)!r}")
+        if t in out:
+            raise ReplyError(f"topic {_short(t)!r} given twice")
+        slots: dict[str, list[str]] = {}
+        for name, values in fields.items():
+            f = name.strip()
+            if not f:
+                raise ReplyError(f"{_short(t)}: blank field name {_short(name)!r}")
+            if f in slots:
+                raise ReplyError(f"{_short(t)}: field {_short(f)!r} given twice")
+            kept: list[str] = []
+            for v in values:
+                v = v.strip()
+                if v and v not in kept:
+                    kept.append(v)
+            slots[f] = kept
+        out[t] = slots
+    return out
+
+
+def merge(memory: Memory, update: Memory) -> Memory:
+    """A new memory: each slot of ``update`` replaces the memory's; ``[]`` removes the slot."""
+    merged: Memory = {topic: dict(fields) for topic, fields in memory.items()}
+    for topic, fields in update.items():
+        target = merged.setdefault(topic, {})
+        for name, values in fields.items():
+            if values:
+                target[name] = list(values)
+            else:
+                target.pop(name, None)
+        if not target:
+            del merged[topic]
+    size = sum(len(fields) for fields in merged.values())
+    if size > MAX_MEMORY_SLOTS:
+        raise ReplyError(f"the memory would hold {size} slots (at most {MAX_MEMORY_SLOTS})")
+    return merged
+
+
+def item_key(user: str, session: int) -> str:
+    """The run item of a session: ``["u1", 3]`` (JSON, so any user name is unambiguous)."""
+    return json.dumps([user, session], ensure_ascii=False)
+
+
+@dataclass(frozen=True)
+class SessionOutcome:
+    """One session of one model: the update (the session's prediction) and the memory after it.
+
+    ``answered`` is true when the model replied (valid or not): only then is ``latency_s`` a
+    measurement of the model; an infrastructure error (timeout, 5xx, ...) is not.
+    """
+
+    user: str
+    session: int
+    update: Memory
+    memory: Memory
+    error_type: str | None
+    error_message: str | None
+    latency_s: float
+    answered: bool
+    calls: int
+    cached: bool
+    input_tokens: int
+    output_tokens: int
+
+    @classmethod
+    def from_result(cls, r: dict[str, Any]) -> SessionOutcome:
+        return cls(**{k: r[k] for k in cls.__dataclass_fields__})
+
+    def to_result(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+
+@dataclass
+class Extraction:
+    """Every session of one model's run, in the conversations file's order."""
+
+    model: str
+    run_id: str
+    resumed_items: int
+    sessions: list[SessionOutcome] = field(default_factory=list)
+
+    @property
+    def failed(self) -> list[SessionOutcome]:
+        return [s for s in self.sessions if s.error_type]
+
+    def pred_records(self) -> list[dict[str, Any]]:
+        """The predictions in the slot format: one line per slot with values of each update."""
+        return [
+            {"user": s.user, "session": s.session, "topic": t, "field": f, "values": v}
+            for s in self.sessions
+            for t, fields in s.update.items()
+            for f, v in fields.items()
+            if v
+        ]
+
+    def latency_records(self) -> list[dict[str, Any]]:
+        """Seconds per session the model answered (infrastructure failures have no line)."""
+        return [
+            {"user": s.user, "session": s.session, "seconds": s.latency_s}
+            for s in self.sessions
+            if s.answered
+        ]
+
+    def memory_records(self) -> list[dict[str, Any]]:
+        return [{"user": s.user, "session": s.session, "memory": s.memory} for s in self.sessions]
+
+    def error_records(self) -> list[dict[str, Any]]:
+        return [
+            {
+                "model": self.model,
+                "user": s.user,
+                "session": s.session,
+                "error_type": s.error_type,
+                "error_message": s.error_message,
+            }
+            for s in self.failed
+        ]
+
+
+def by_user(conversations: Sequence[Conversation]) -> list[list[Conversation]]:
+    """Units of the run: each user's sessions in session order (users in first-seen order)."""
+    users: dict[str, list[Conversation]] = {}
+    for conv in conversations:
+        users.setdefault(conv.user, []).append(conv)
+    return [sorted(sessions, key=lambda c: c.session) for sessions in users.values()]
+
+
+async def _run_user(sessions: list[Conversation], handle: RunHandle) -> None:
+    memory: Memory = {}
+    for conv in sessions:
+        key = item_key(conv.user, conv.session)
+        stored = handle.result(key)
+        if stored is not None:
+            memory = stored["memory"]
+            continue
+        r = await handle.client.complete(build_messages(memory, conv))
+        update: Memory = {}
+        error_type, error_message = r.error_type, r.error_message
+        if r.ok:
+            try:
+                update = parse_reply(r.text)
+                memory = merge(memory, update)
+            except ReplyError as exc:
+                update, error_type, error_message = {}, "invalid_reply", str(exc)
+        outcome = SessionOutcome(
+            user=conv.user,
+            session=conv.session,
+            update=update,
+            memory=memory,
+            error_type=error_type,
+            error_message=error_message,
+            latency_s=r.latency_s,
+            answered=r.text is not None,
+            calls=1,
+            cached=r.cached,
+            input_tokens=r.input_tokens,
+            output_tokens=r.output_tokens,
+        )
+        handle.save(
+            key,
+            outcome.to_result(),
+            error_type=error_type,
+            calls=1,
+            cached_calls=int(r.cached),
+            latency_s=r.latency_s,
+        )
+
+
+def estimate(conversations: Sequence[Conversation]) -> tuple[int, int, int]:
+    """``(calls, input_tokens, output_tokens)``: one call per session, memory of ~200 tokens."""
+    tokens = 0
+    for conv in conversations:
+        tokens += messages_tokens(build_messages({}, conv)) + 200
+    return len(conversations), tokens, 150 * len(conversations)
+
+
+async def run_extraction(
+    runner: Runner,
+    spec: ModelSpec,
+    conversations_path: Path,
+    conversations: Sequence[Conversation],
+    *,
+    console: Any = None,
+    show_progress: bool = True,
+) -> Extraction:
+    """Run model ``spec`` over every session (users concurrently, sessions in order), resumable."""
+    handle = await run_task(
+        runner,
+        RunSpec(
+            system="slots",
+            task="slot-memory",
+            dataset=conversations_path,
+            model=spec,
+            settings={"prompt": PROMPT_ID, "memory": "update-merge"},
+        ),
+        by_user(conversations),
+        _run_user,
+        total_items=len(conversations),
+        estimate=estimate(conversations),
+        console=console,
+        show_progress=show_progress,
+    )
+    stored = {item.key: item.result for item in handle.items()}
+    out = Extraction(model=spec.name, run_id=handle.id, resumed_items=handle.resumed_items)
+    for conv in conversations:
+        result = stored.get(item_key(conv.user, conv.session))
+        if result is not None:
+            out.sessions.append(SessionOutcome.from_result(result))
+    return out
