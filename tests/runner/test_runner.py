@@ -1,0 +1,363 @@
+"""The runner against a real scripted chat-completions server on 127.0.0.1 (issue 8's list)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from email.utils import format_datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from chat_server import ChatServer, Reply, Script, user_text
+from fieldcheck.runner import (
+    CallResult,
+    ModelSpec,
+    RunHandle,
+    Runner,
+    RunnerSettings,
+    RunSpec,
+    estimate_tokens,
+    messages_tokens,
+    retry_after_seconds,
+    run_task,
+)
+from fieldcheck.store import Store
+
+Start = Callable[[Script], ChatServer]
+HERE = Path(__file__).resolve().parent
+
+
+def _spec(server: ChatServer, **kw: Any) -> ModelSpec:
+    return ModelSpec(name="m", model="scripted", base_url=server.base_url, **kw)
+
+
+def _ask(runner: Runner, spec: ModelSpec, texts: list[str]) -> list[CallResult]:
+    async def go() -> list[CallResult]:
+        client = runner.client(spec)
+        try:
+            return list(
+                await asyncio.gather(
+                    *(client.complete([{"role": "user", "content": t}]) for t in texts)
+                )
+            )
+        finally:
+            await runner.aclose()
+
+    return asyncio.run(go())
+
+
+def test_concurrency_limit_seen_by_the_server(chat_server: Start) -> None:
+    server = chat_server(lambda req: Reply(content="ok", delay_s=0.15))
+    runner = Runner(RunnerSettings(concurrency=3, use_cache=False))
+    results = _ask(runner, _spec(server), [f"q{i}" for i in range(12)])
+    assert [r.text for r in results] == ["ok"] * 12
+    assert server.max_in_flight == 3  # never more, and the limit is used
+
+
+def test_429_with_retry_after_is_waited_for(chat_server: Start) -> None:
+    seen: list[float] = []
+
+    def script(req: dict[str, Any]) -> Reply:
+        seen.append(time.monotonic())
+        if len(seen) == 1:
+            return Reply(status=429, headers={"Retry-After": "1"})
+        return Reply(content="fine")
+
+    server = chat_server(script)
+    [result] = _ask(Runner(RunnerSettings(max_retries=2, use_cache=False)), _spec(server), ["q"])
+    assert result.text == "fine" and result.attempts == 2 and result.error_type is None
+    assert seen[1] - seen[0] >= 0.95
+    assert result.latency_s >= 0.95
+
+
+def test_retry_after_forms() -> None:
+    assert retry_after_seconds({"retry-after": "2.5"}) == 2.5
+    assert retry_after_seconds({"retry-after-ms": "1500"}) == 1.5
+    when = format_datetime(datetime.now(UTC) + timedelta(seconds=30), usegmt=True)
+    assert 28 <= (retry_after_seconds({"retry-after": when}) or 0) <= 30.5
+    assert retry_after_seconds({"retry-after": "soon"}) is None
+    assert retry_after_seconds({}) is None
+
+
+def test_500_is_retried_and_exhausted_retries_are_a_server_error(chat_server: Start) -> None:
+    calls = Counter[str]()
+
+    def script(req: dict[str, Any]) -> Reply:
+        text = user_text(req)
+        calls[text] += 1
+        if text == "always" or calls[text] == 1:
+            return Reply(status=500)
+        return Reply(content="second time")
+
+    server = chat_server(script)
+    runner = Runner(RunnerSettings(max_retries=2, use_cache=False))
+    once, always = _ask(runner, _spec(server), ["once", "always"])
+    assert (once.text, once.attempts, once.error_type) == ("second time", 2, None)
+    assert (always.text, always.attempts, always.error_type) == (None, 3, "server_error")
+    assert calls == {"once": 2, "always": 3}
+
+
+def test_400_is_not_retried(chat_server: Start) -> None:
+    server = chat_server(lambda req: Reply(status=400))
+    [result] = _ask(Runner(RunnerSettings(max_retries=5, use_cache=False)), _spec(server), ["q"])
+    assert (result.error_type, result.attempts, len(server.chat_requests)) == ("bad_request", 1, 1)
+    assert result.error_message and "400" in result.error_message
+
+
+def test_max_retries_zero_means_one_attempt(chat_server: Start) -> None:
+    server = chat_server(lambda req: Reply(status=503))
+    [result] = _ask(Runner(RunnerSettings(max_retries=0, use_cache=False)), _spec(server), ["q"])
+    assert (result.error_type, result.attempts, len(server.chat_requests)) == ("server_error", 1, 1)
+
+
+def test_a_hang_hits_the_timeout(chat_server: Start) -> None:
+    server = chat_server(lambda req: Reply(content="late", delay_s=3))
+    runner = Runner(RunnerSettings(timeout=0.3, max_retries=1, use_cache=False))
+    start = time.perf_counter()
+    [result] = _ask(runner, _spec(server), ["q"])
+    assert (result.error_type, result.attempts, result.text) == ("timeout", 2, None)
+    assert time.perf_counter() - start < 2.5
+
+
+def test_connection_refused_is_a_connection_error() -> None:
+    spec = ModelSpec(name="m", model="x", base_url="http://127.0.0.1:9/v1")
+    [result] = _ask(Runner(RunnerSettings(max_retries=1, use_cache=False)), spec, ["q"])
+    assert (result.error_type, result.attempts) == ("connection", 2)
+
+
+def test_usage_missing_is_estimated_and_marked(chat_server: Start) -> None:
+    server = chat_server(lambda req: Reply(content="twelve chars", usage=False))
+    [result] = _ask(Runner(RunnerSettings(use_cache=False)), _spec(server), ["abcdefgh"])
+    assert result.tokens_estimated is True
+    assert result.output_tokens == estimate_tokens("twelve chars") == 3
+    assert result.input_tokens == messages_tokens([{"role": "user", "content": "abcdefgh"}]) == 6
+
+
+def test_usage_present_is_taken_as_sent(chat_server: Start) -> None:
+    server = chat_server(lambda req: Reply(content="x", prompt_tokens=123, completion_tokens=7))
+    [result] = _ask(Runner(RunnerSettings(use_cache=False)), _spec(server), ["q"])
+    assert (result.input_tokens, result.output_tokens, result.tokens_estimated) == (123, 7, False)
+
+
+def test_no_choices_is_an_invalid_reply(chat_server: Start) -> None:
+    server = chat_server(lambda req: Reply(no_choices=True))
+    [result] = _ask(Runner(RunnerSettings(use_cache=False)), _spec(server), ["q"])
+    assert result.error_type == "invalid_reply" and result.attempts == 1
+
+
+def test_parameters_and_json_mode_are_sent(chat_server: Start) -> None:
+    server = chat_server(lambda req: "{}")
+    runner = Runner(RunnerSettings(json_mode=True, use_cache=False))
+    _ask(runner, _spec(server, temperature=0.3, max_tokens=50, seed=7), ["q"])
+    [body] = server.chat_requests
+    assert body["response_format"] == {"type": "json_object"}
+    assert (body["temperature"], body["max_tokens"], body["seed"], body["model"]) == (
+        0.3,
+        50,
+        7,
+        "scripted",
+    )
+
+
+def test_cache_serves_a_rerun_with_zero_calls(chat_server: Start) -> None:
+    server = chat_server(lambda req: Reply(content="a:" + user_text(req), delay_s=0.05))
+    store = Store()
+    first = _ask(Runner(store=store), _spec(server), ["x", "y"])
+    assert len(server.chat_requests) == 2
+    runner = Runner(store=store)
+    again = _ask(runner, _spec(server), ["x", "y"])
+    assert len(server.chat_requests) == 2  # nothing new reached the server
+    assert [r.text for r in again] == ["a:x", "a:y"] and all(r.cached for r in again)
+    assert [r.latency_s for r in again] == [r.latency_s for r in first]
+    assert runner.stats.cache_hits == 2
+    _ask(Runner(RunnerSettings(use_cache=False), store=store), _spec(server), ["x"])
+    assert len(server.chat_requests) == 3  # --no-cache asks again
+
+
+def test_nonzero_temperature_is_not_cached_unless_asked(chat_server: Start) -> None:
+    server = chat_server(lambda req: "r")
+    store = Store()
+    spec = _spec(server, temperature=0.7)
+    _ask(Runner(store=store), spec, ["x"])
+    _ask(Runner(store=store), spec, ["x"])
+    assert len(server.chat_requests) == 2
+    settings = RunnerSettings(cache_nonzero_temperature=True)
+    _ask(Runner(settings, store=store), spec, ["x"])
+    _ask(Runner(settings, store=store), spec, ["x"])
+    assert len(server.chat_requests) == 3
+
+
+def test_errors_are_not_cached(chat_server: Start) -> None:
+    state = {"n": 0}
+
+    def script(req: dict[str, Any]) -> Reply:
+        state["n"] += 1
+        return Reply(status=400) if state["n"] == 1 else Reply(content="ok")
+
+    server = chat_server(script)
+    store = Store()
+    [bad] = _ask(Runner(store=store), _spec(server), ["x"])
+    [good] = _ask(Runner(store=store), _spec(server), ["x"])
+    assert (bad.error_type, good.text, good.cached) == ("bad_request", "ok", False)
+
+
+def _echo_work(unit: list[str], handle: RunHandle) -> Any:
+    async def go() -> None:
+        for item in unit:
+            if handle.result(item) is not None:
+                continue
+            r = await handle.client.complete([{"role": "user", "content": item}])
+            handle.save(item, {"text": r.text}, error_type=r.error_type, calls=1)
+
+    return go()
+
+
+def _run(runner: Runner, spec: ModelSpec, dataset: Path, units: list[list[str]]) -> RunHandle:
+    async def go() -> RunHandle:
+        try:
+            return await run_task(
+                runner,
+                RunSpec(system="test", task="echo", dataset=dataset, model=spec),
+                units,
+                _echo_work,
+                total_items=sum(map(len, units)),
+                show_progress=False,
+            )
+        finally:
+            await runner.aclose()
+
+    return asyncio.run(go())
+
+
+def test_run_is_stored_and_a_finished_run_is_not_resumed(
+    chat_server: Start, tmp_path: Path
+) -> None:
+    server = chat_server(lambda req: "r:" + user_text(req))
+    dataset = tmp_path / "d.jsonl"
+    dataset.write_text("x\n")
+    store = Store()
+    handle = _run(Runner(store=store), _spec(server), dataset, [["a", "b"], ["c"]])
+    info = store.get_run(handle.id)
+    assert info is not None
+    assert (info.status, info.n_items, info.n_done, info.n_errors) == ("finished", 3, 3, 0)
+    assert sorted(i.key for i in store.items(handle.id)) == ["a", "b", "c"]
+    assert {i.key: i.result["text"] for i in store.items(handle.id)}["b"] == "r:b"
+    again = _run(Runner(store=store), _spec(server), dataset, [["a", "b"], ["c"]])
+    assert again.id != handle.id and not again.resumed  # a new run, served from the cache
+    assert len(server.chat_requests) == 3
+
+
+def _pid_file_wait(predicate: Callable[[], bool], seconds: float = 20) -> None:
+    deadline = time.monotonic() + seconds
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError("timed out waiting")
+        time.sleep(0.02)
+
+
+def _target(server: ChatServer, dataset: Path, n: int) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, str(HERE / "_kill_target.py"), server.base_url, str(dataset), str(n)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "FIELDCHECK_API_KEY": "sk-test-secret-0123456789"},
+    )
+
+
+@pytest.mark.parametrize("how", ["SIGKILL", "SIGINT"])
+def test_killed_run_resumes_every_item_exactly_once(
+    chat_server: Start, tmp_path: Path, how: str
+) -> None:
+    """Kill mid-run (item 7 in flight), re-run: each item once in the store, one answered call each."""
+    phase = {"n": 1}
+    reached = threading.Event()
+    release = threading.Event()
+    unanswered: list[str] = []
+
+    def script(req: dict[str, Any]) -> Reply:
+        item = user_text(req)
+        if phase["n"] == 1 and item == "item-7":
+            unanswered.append(item)
+            reached.set()
+            release.wait(30)  # the client is killed while this request is in flight
+            return Reply(status=500)
+        return Reply(content="answer " + item, delay_s=0.01)
+
+    server = chat_server(script)
+    dataset = tmp_path / "items.txt"
+    dataset.write_text("20 items\n")
+    proc = _target(server, dataset, 20)
+    assert reached.wait(60), proc.stderr.read() if proc.stderr else ""
+    proc.send_signal(signal.SIGKILL if how == "SIGKILL" else signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    release.set()
+    store = Store()
+    [run] = store.list_runs(system="test")
+    assert run.status == "interrupted"
+    assert sorted(i.key for i in store.items(run.id)) == sorted(f"item-{i}" for i in range(7))
+    if how == "SIGINT":
+        assert proc.returncode == 130
+        assert "7 of 20 items finished and stored" in err
+        assert "resume with:" in err and "_kill_target.py" in err
+    else:
+        assert proc.returncode == -signal.SIGKILL
+
+    phase["n"] = 2
+    proc = _target(server, dataset, 20)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert "done 20" in out and "resuming run" in err
+    [run2] = store.list_runs(system="test")
+    assert run2.id == run.id and run2.status == "finished"
+    items = store.items(run.id)
+    assert sorted(i.key for i in items) == sorted(f"item-{i}" for i in range(20))
+    assert len(items) == 20 and all(i.result["text"] == f"answer {i.key}" for i in items)
+    answered = Counter(user_text(r) for r in server.chat_requests) - Counter(unanswered)
+    assert answered == Counter(f"item-{i}" for i in range(20))
+
+
+def test_api_key_is_never_written(
+    chat_server: Start, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    secret = "sk-live-DO-NOT-WRITE-4242"
+    monkeypatch.setenv("FIELDCHECK_API_KEY", secret)
+
+    def script(req: dict[str, Any]) -> Reply:
+        if user_text(req) == "echo":  # a hostile server echoes the key into its error
+            return Reply(status=400, error_body={"error": {"message": f"bad key {secret}"}})
+        return Reply(content="fine")
+
+    server = chat_server(script)
+    dataset = tmp_path / "d.txt"
+    dataset.write_text("x")
+    handle = _run(Runner(store=Store()), _spec(server), dataset, [["echo", "fine"]])
+    assert handle.errors == {"bad_request": 1}
+    assert server.headers[0]["authorization"] == f"Bearer {secret}"  # it was used...
+    password = "pw-in-the-url-777"  # credentials in the URL are never stored either
+    base = server.base_url.replace("http://", f"http://user:{password}@")
+    spec = ModelSpec(name="m2", model="scripted", base_url=base)
+    second = _run(Runner(store=Store()), spec, dataset, [["fine"]])
+    stored = [i.result for i in Store().items(handle.id)]
+    assert stored  # ...and written nowhere: not the store, the cache, any file under the test dirs
+    db_dir = Path(os.environ["FIELDCHECK_DATABASE_URL"].removeprefix("sqlite:///")).parent
+    for root in (db_dir, tmp_path):
+        for path in root.rglob("*"):
+            if path.is_file():
+                data = path.read_bytes()
+                assert secret.encode() not in data and password.encode() not in data, path
+    [echoed] = _ask(Runner(RunnerSettings(use_cache=False)), _spec(server), ["echo"])
+    assert echoed.error_message is not None and "bad key ***" in echoed.error_message
+    assert password not in repr(spec.public()) and secret not in repr(handle.client)
+    info = Store().get_run(second.id)
+    assert info is not None and info.endpoint == server.base_url
