@@ -1,8 +1,12 @@
-"""`fieldcheck slots ...`: score slot extraction predictions of several models (thin shell)."""
+"""`fieldcheck slots ...`: run models over conversations with a slot memory, and score slot
+extraction predictions of several models (thin shell)."""
 
 from __future__ import annotations
 
+import re
 import sys
+from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -13,16 +17,43 @@ from rich.table import Table
 from rich.text import Text
 
 from fieldcheck._cli._common import EXIT_FAILED, EXIT_OK, out_dir
+from fieldcheck._cli._runopts import (
+    STORE_HELP,
+    BaseUrlOpt,
+    CacheNonzeroOpt,
+    ConcurrencyOpt,
+    JsonModeOpt,
+    MaxRetriesOpt,
+    MaxTokensOpt,
+    ModelSeedOpt,
+    ModelsFileOpt,
+    NoCacheOpt,
+    NoProgressOpt,
+    PriceInOpt,
+    PriceOutOpt,
+    TemperatureOpt,
+    TimeoutOpt,
+    make_runner,
+    model_specs,
+    run_async,
+    store_line,
+)
 from fieldcheck._util.errors import InputError
-from fieldcheck._util.jsonio import dumps
+from fieldcheck._util.jsonio import dumps, write_json, write_jsonl
 from fieldcheck.reports import format_pvalue
+from fieldcheck.runner import ModelSpec, Runner
 from fieldcheck.slots import (
+    PROMPT_ID,
+    Conversation,
+    Extraction,
     ModelInput,
     SlotsRun,
     TPMode,
+    load_conversations,
     load_judge_scores,
     load_latencies,
     load_slots,
+    run_extraction,
     score_models,
     topic_lines,
     write_outputs,
@@ -390,3 +421,333 @@ def run_demo(out_dir: Path) -> int:
         soft_wrap=True,
     )
     return EXIT_FAILED if run.errors else EXIT_OK
+
+
+# ---------------------------------------------------------------------------------------------
+# slots run: call models, then score them
+
+
+def file_stems(names: Sequence[str]) -> dict[str, str]:
+    """A file-name-safe stem per model name (other characters become ``_``; clashes get ``-2``)."""
+    stems: dict[str, str] = {}
+    used: set[str] = set()
+    for name in names:
+        base = re.sub(r"[^A-Za-z0-9._-]", "_", name).strip(".") or "model"
+        stem, n = base, 1
+        while stem.lower() in used:
+            n += 1
+            stem = f"{base}-{n}"
+        used.add(stem.lower())
+        stems[name] = stem
+    return stems
+
+
+async def _extract_all(
+    runner: Runner,
+    specs: Sequence[ModelSpec],
+    conversations_path: Path,
+    conversations: Sequence[Conversation],
+    *,
+    console: Console,
+    show_progress: bool,
+) -> list[Extraction]:
+    """Each model in turn (one progress bar at a time); the runner's limit bounds requests."""
+    try:
+        return [
+            await run_extraction(
+                runner,
+                spec,
+                conversations_path,
+                conversations,
+                console=console,
+                show_progress=show_progress,
+            )
+            for spec in specs
+        ]
+    finally:
+        await runner.aclose()
+
+
+def write_extractions(
+    extractions: Sequence[Extraction], out: Path, specs: Sequence[ModelSpec]
+) -> tuple[dict[str, Path], dict[str, Path], Path]:
+    """``pred_<name>.jsonl``, ``latency_<name>.jsonl``, ``memory_<name>.jsonl`` per model,
+    ``session_errors.jsonl`` (every failed session) and ``runs.json`` (run ids and counts)."""
+    stems = file_stems([e.model for e in extractions])
+    preds: dict[str, Path] = {}
+    lats: dict[str, Path] = {}
+    runs: dict[str, Any] = {}
+    by_name = {s.name: s for s in specs}
+    try:
+        for ex in extractions:
+            stem = stems[ex.model]
+            preds[ex.model] = out / f"pred_{stem}.jsonl"
+            lats[ex.model] = out / f"latency_{stem}.jsonl"
+            write_jsonl(preds[ex.model], ex.pred_records())
+            write_jsonl(lats[ex.model], ex.latency_records())
+            write_jsonl(out / f"memory_{stem}.jsonl", ex.memory_records())
+            runs[ex.model] = {
+                "run_id": ex.run_id,
+                "model": by_name[ex.model].public(),
+                "sessions": len(ex.sessions),
+                "failed": len(ex.failed),
+                "errors": dict(Counter(s.error_type for s in ex.failed if s.error_type)),
+                "resumed": ex.resumed_items,
+                "cached": sum(s.cached for s in ex.sessions),
+                "input_tokens": sum(s.input_tokens for s in ex.sessions),
+                "output_tokens": sum(s.output_tokens for s in ex.sessions),
+                "files": {"pred": preds[ex.model].name, "latency": lats[ex.model].name},
+            }
+        errors_path = out / "session_errors.jsonl"
+        write_jsonl(errors_path, [r for ex in extractions for r in ex.error_records()])
+        write_json(out / "runs.json", {"prompt": PROMPT_ID, "memory": "update-merge", "runs": runs})
+    except OSError as exc:
+        raise typer.BadParameter(
+            f"cannot write {exc.filename or out}: {exc.strerror or exc}", param_hint="--out"
+        ) from None
+    return preds, lats, errors_path
+
+
+def runs_table(extractions: Sequence[Extraction]) -> Table:
+    """Per model: sessions, failed sessions by error type, resumed and cached replies, tokens."""
+    table = Table(title="Model runs", show_header=True, header_style="bold")
+    for col in ("model", "sessions", "failed", "errors", "resumed", "cached", "tokens in/out"):
+        table.add_column(col, justify="left" if col in ("model", "errors") else "right")
+    for ex in extractions:
+        errors = Counter(s.error_type for s in ex.failed if s.error_type)
+        table.add_row(
+            Text(ex.model),
+            str(len(ex.sessions)),
+            str(len(ex.failed)),
+            Text(" ".join(f"{k}={v}" for k, v in sorted(errors.items())) or "-"),
+            str(ex.resumed_items),
+            str(sum(s.cached for s in ex.sessions)),
+            f"{sum(s.input_tokens for s in ex.sessions):,} / "
+            f"{sum(s.output_tokens for s in ex.sessions):,}",
+        )
+    return table
+
+
+def _conversations(path: Path) -> list[Conversation]:
+    try:
+        return load_conversations(path)
+    except InputError as exc:
+        raise typer.BadParameter(exc.one_line(), param_hint="--conversations") from None
+
+
+RUN_HELP = f"""Run one or more models over conversations with a slot memory, then score them.
+
+For each user, sessions in order: the model gets the session and the user's memory and replies
+with the slots the session states (prompt {PROMPT_ID}, docs/slots.md "Running models"); they
+update the memory and are the session's prediction. Writes DIR/pred_NAME.jsonl,
+latency_NAME.jsonl, memory_NAME.jsonl, session_errors.jsonl, runs.json and the report of
+'slots score'. Running the same command again resumes: finished sessions are not called again.
+
+Exit status: 0 when every session got a valid reply and every input line was valid; 3 when some
+session failed (invalid reply or call error, listed in DIR/session_errors.jsonl; its memory is
+unchanged and its slots count as missed) or some gold line was invalid; 2 on usage errors;
+130 on Ctrl-C (what finished is stored).
+
+{STORE_HELP}"""
+
+
+@app.command("run", help=RUN_HELP)
+def run(
+    conversations: Annotated[
+        Path,
+        typer.Option(
+            "--conversations",
+            metavar="FILE",
+            help="Conversations JSONL: one session per line, {user, session, turns: [{role, "
+            "content}]}; each user's sessions run in session order.",
+        ),
+    ],
+    gold: Annotated[
+        Path,
+        typer.Option(
+            "--gold",
+            metavar="FILE",
+            help="Gold slots JSONL, one {user, session, topic, field, values} per line: the "
+            "slots each session states.",
+        ),
+    ],
+    out: Annotated[
+        Path,
+        typer.Option(
+            "--out",
+            help="Output directory (created if missing; files in it are overwritten).",
+        ),
+    ],
+    model: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--model",
+            metavar="[NAME=]MODEL",
+            help="A model at --base-url; NAME labels it in every output (default MODEL). Repeat "
+            "for several models.",
+        ),
+    ] = None,
+    models_file: ModelsFileOpt = None,
+    base_url: BaseUrlOpt = None,
+    concurrency: ConcurrencyOpt = 8,
+    timeout: TimeoutOpt = 60.0,
+    max_retries: MaxRetriesOpt = 3,
+    temperature: TemperatureOpt = 0.0,
+    max_tokens: MaxTokensOpt = None,
+    model_seed: ModelSeedOpt = None,
+    json_mode: JsonModeOpt = False,
+    no_cache: NoCacheOpt = False,
+    cache_nonzero_temperature: CacheNonzeroOpt = False,
+    price_in: PriceInOpt = None,
+    price_out: PriceOutOpt = None,
+    no_progress: NoProgressOpt = False,
+    judge_base_url: Annotated[
+        str | None,
+        typer.Option(
+            "--judge-base-url",
+            help="Endpoint of the judge model (default: --base-url). Key from "
+            "FIELDCHECK_JUDGE_API_KEY or OPENAI_API_KEY.",
+        ),
+    ] = None,
+    judge_model: Annotated[
+        str | None,
+        typer.Option(
+            "--judge-model",
+            help="Judge model (prompt slot-v1, cached) that scores every predicted gold slot; "
+            "without it the LLM judge score is absent, never 0.",
+        ),
+    ] = None,
+    tp: Annotated[
+        TPMode,
+        typer.Option(
+            "--tp",
+            help="When a predicted gold slot is a true positive: presence (the spec), exact, "
+            "fuzzy or semantic (as in 'slots score').",
+        ),
+    ] = "presence",
+    threshold: Annotated[
+        float | None,
+        typer.Option(
+            "--threshold", min=0.0, max=1.0, help="Threshold of --tp fuzzy|semantic (0.8)."
+        ),
+    ] = None,
+    bootstrap: Annotated[
+        int,
+        typer.Option("--bootstrap", min=0, help="Bootstrap resamples of sessions (0: none)."),
+    ] = 1000,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the bootstrap.")] = 0,
+) -> None:
+    if judge_base_url and not judge_model:
+        raise typer.BadParameter("--judge-base-url needs --judge-model", param_hint="--judge-model")
+    judge_url = judge_base_url or base_url
+    if judge_model and not judge_url:
+        raise typer.BadParameter(
+            "--judge-model needs --judge-base-url (or --base-url)", param_hint="--judge-base-url"
+        )
+    specs = model_specs(
+        models=model,
+        models_file=models_file,
+        base_url=base_url,
+        temperature=temperature,
+        max_tokens=max_tokens,
+        model_seed=model_seed,
+        price_in=price_in,
+        price_out=price_out,
+    )
+    convs = _conversations(conversations)
+    _load(load_slots, gold, "--gold")  # unreadable gold: a usage error before any model call
+    out_dir(out)
+    runner = make_runner(
+        concurrency=concurrency,
+        timeout=timeout,
+        max_retries=max_retries,
+        no_cache=no_cache,
+        cache_nonzero_temperature=cache_nonzero_temperature,
+        json_mode=json_mode,
+    )
+    console = Console()
+    err = Console(stderr=True)
+    err.print(store_line(runner), markup=False, highlight=False, soft_wrap=True)
+    extractions = run_async(
+        _extract_all(
+            runner, specs, conversations, convs, console=err, show_progress=not no_progress
+        ),
+        console=err,
+    )
+    preds, lats, errors_path = write_extractions(extractions, out, specs)
+    scored, files = score_files(
+        gold,
+        preds,
+        lats,
+        {},
+        out=out,
+        tp=tp,
+        threshold=threshold,
+        judge_base_url=judge_url if judge_model else None,
+        judge_model=judge_model,
+        bootstrap=bootstrap,
+        seed=seed,
+        console=err,
+    )
+    show_run(scored, files, console, err)
+    console.print(runs_table(extractions))
+    failed = sum(len(ex.failed) for ex in extractions)
+    if failed:
+        err.print(
+            f"{failed} session(s) failed; listed in {errors_path} (memory unchanged, slots missed)",
+            style="red",
+            markup=False,
+            soft_wrap=True,
+        )
+    if failed or scored.errors:
+        raise typer.Exit(EXIT_FAILED)
+
+
+def run_model_demo(base_url: str, out_dir: Path, models: list[str], *, console: Console) -> int:
+    """``make demo``: run the synthetic models at ``base_url`` (serve-model) over the bundled
+    synthetic conversations, score them and print one line per model.
+
+    Returns 0 when the run finished (the synthetic models' invalid replies are part of the
+    demo: counted, not a failure), 3 when a call failed for another reason or an input was bad.
+    """
+    conversations_path = EXAMPLES / "conversations.synthetic.jsonl"
+    gold = EXAMPLES / "gold.synthetic.jsonl"
+    if not conversations_path.exists() or not gold.exists():
+        console.print(
+            f"slots demo: example data not found in {EXAMPLES}", style="red", markup=False
+        )
+        return EXIT_FAILED
+    out_dir.mkdir(parents=True, exist_ok=True)
+    specs = [ModelSpec(name=m, model=m, base_url=base_url) for m in models]
+    convs = load_conversations(conversations_path)
+    runner = make_runner()
+    extractions = run_async(
+        _extract_all(
+            runner, specs, conversations_path, convs, console=console, show_progress=False
+        ),
+        console=console,
+    )
+    preds, lats, _ = write_extractions(extractions, out_dir, specs)
+    scored, files = score_files(
+        gold, preds, lats, {}, out=out_dir, bootstrap=200, seed=0, console=console
+    )
+    table = Table(title="slots run (synthetic models, examples/slots)", header_style="bold")
+    for col in ("model", "P", "R", "F1", "exact", "extra slots", "failed sessions", "latency"):
+        table.add_column(col, justify="left" if col == "model" else "right")
+    for ex, m in zip(extractions, scored.models, strict=True):
+        r = m.result
+        errors = Counter(s.error_type for s in ex.failed if s.error_type)
+        table.add_row(
+            Text(m.name),
+            f"{r.precision:.3f}",
+            f"{r.recall:.3f}",
+            f"{r.f1:.3f}",
+            f"{r.exact_match_rate:.3f}",
+            str(r.extra_slots),
+            " ".join(f"{k}={v}" for k, v in sorted(errors.items())) or "0",
+            "n/a" if r.latency is None else f"{r.latency.mean * 1000:.1f} ms",
+        )
+    console.print(table)
+    console.print(f"  report: {files['report.html']}", markup=False, soft_wrap=True)
+    infra = sum(1 for ex in extractions for s in ex.failed if s.error_type != "invalid_reply")
+    return EXIT_FAILED if infra or scored.errors else EXIT_OK

@@ -1,8 +1,23 @@
-"""The slot extraction benchmark: load gold and predictions, score several models, write reports.
+"""The slot extraction benchmark: run models over conversations with a slot memory, load gold and
+predictions, score several models, write reports.
 
 Spec: slot-extraction-benchmark.md; user guide: docs/slots.md; file formats: docs/formats.md.
 """
 
+from fieldcheck.slots._extract import (
+    PROMPT_ID,
+    SYSTEM_PROMPT,
+    Conversation,
+    Extraction,
+    Memory,
+    ReplyError,
+    SessionOutcome,
+    build_messages,
+    load_conversations,
+    merge,
+    parse_reply,
+    run_extraction,
+)
 from fieldcheck.slots._loaders import (
     JudgeFile,
     LatencyFile,
@@ -35,29 +50,41 @@ from fieldcheck.slots._summary import Finding, Item, SummaryRow, key_findings, r
 
 __all__ = [
     "DEFAULT_THRESHOLDS",
+    "PROMPT_ID",
+    "SYSTEM_PROMPT",
+    "Conversation",
+    "Extraction",
     "Finding",
     "Item",
     "JudgeFile",
     "JudgeRecord",
     "LatencyFile",
     "LatencyRecord",
+    "Memory",
     "ModelInput",
     "ModelResult",
     "ModelScore",
     "PairedF1",
+    "ReplyError",
+    "SessionOutcome",
     "SlotFile",
     "SlotRecord",
     "SlotsRun",
     "SummaryRow",
     "TPMode",
+    "build_messages",
     "key_findings",
+    "load_conversations",
     "load_judge_scores",
     "load_latencies",
     "load_slots",
     "make_matcher",
+    "merge",
+    "parse_reply",
     "render_html",
     "render_markdown",
     "results_summary",
+    "run_extraction",
     "score_models",
     "slot_text",
     "topic_lines",
