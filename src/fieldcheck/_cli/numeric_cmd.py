@@ -1,7 +1,10 @@
-"""`fieldcheck numeric ...`: score ConvFinQA predictions (thin shell: parse, call, format)."""
+"""`fieldcheck numeric ...`: run the plan-and-execute agent on ConvFinQA and score predictions
+(thin shell: parse, call, format)."""
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -10,8 +13,31 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from fieldcheck._cli._common import EXIT_FAILED, out_dir
+from fieldcheck._cli._common import EXIT_FAILED, EXIT_OK, out_dir
+from fieldcheck._cli._runopts import (
+    STORE_HELP,
+    BaseUrlOpt,
+    CacheNonzeroOpt,
+    ConcurrencyOpt,
+    JsonModeOpt,
+    MaxRetriesOpt,
+    MaxTokensOpt,
+    ModelSeedOpt,
+    ModelsFileOpt,
+    NoCacheOpt,
+    NoProgressOpt,
+    PriceInOpt,
+    PriceOutOpt,
+    TemperatureOpt,
+    TimeoutOpt,
+    make_runner,
+    model_specs,
+    run_async,
+    store_line,
+)
 from fieldcheck._util.errors import InputError
+from fieldcheck._util.jsonio import write_jsonl
+from fieldcheck._util.paths import safe_filename
 from fieldcheck.numeric import (
     LoadResult,
     NumericResult,
@@ -21,9 +47,12 @@ from fieldcheck.numeric import (
     score_numeric,
     write_outputs,
 )
+from fieldcheck.numeric._agent import PROMPT_ID, evaluate_model, prediction_lines
+from fieldcheck.runner import ModelSpec, RunHandle, Runner
 
 app = typer.Typer(
-    help="ConvFinQA numeric QA: score a model's per-turn answers and plans.", no_args_is_help=True
+    help="ConvFinQA numeric QA: run a model's plan-and-execute agent, score per-turn answers and plans.",
+    no_args_is_help=True,
 )
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "numeric"
@@ -287,3 +316,344 @@ def run_demo(out_dir: Path) -> int:
         modes = ", ".join(f"{k}={v}" for k, v in result.statistics["failure_modes"].items())
         console.print(f"{model}: failure modes {modes or 'none'}; files in {target}/", markup=False)
     return 0
+
+
+# ---------------------------------------------------------------------------------------------
+# numeric evaluate: run the plan-and-execute agent, then score it
+
+CONVFINQA_DEV = Path(__file__).resolve().parents[3] / "examples" / "convfinqa" / "dev.json"
+# Call failures that say nothing about the model's answers: the evaluation is incomplete (exit 3)
+INFRASTRUCTURE_ERRORS = ("rate_limited", "server_error", "timeout", "connection", "bad_request")
+
+
+class ModelOutcome:
+    """One model's run and its scores."""
+
+    def __init__(
+        self, spec: ModelSpec, handle: RunHandle, out: Path, result: NumericResult
+    ) -> None:
+        self.spec = spec
+        self.handle = handle
+        self.out = out
+        self.result = result
+        self.errors: Counter[str] = Counter(
+            item.error_type for item in handle.items() if item.error_type
+        )
+
+    @property
+    def infrastructure_errors(self) -> int:
+        return sum(n for kind, n in self.errors.items() if kind in INFRASTRUCTURE_ERRORS)
+
+
+def model_dirs(out: Path, names: Sequence[str], *, always: bool = False) -> dict[str, Path]:
+    """``out`` for a single model, else ``out/<file-safe name>`` (clashes get ``-2``, ``-3``)."""
+    if len(names) == 1 and not always:
+        return {names[0]: out}
+    dirs: dict[str, Path] = {}
+    used: set[str] = set()
+    for name in names:
+        base = safe_filename(name)
+        stem, n = base, 1
+        while stem.lower() in used:
+            n += 1
+            stem = f"{base}-{n}"
+        used.add(stem.lower())
+        dirs[name] = out / stem
+    return dirs
+
+
+async def _evaluate_all(
+    runner: Runner,
+    specs: Sequence[ModelSpec],
+    loaded: LoadResult,
+    data: Path,
+    *,
+    sample_size: int | None,
+    seed: int | None,
+    show_progress: bool,
+) -> list[RunHandle]:
+    """Each model in turn (one progress bar at a time); conversations run concurrently."""
+    try:
+        return [
+            await evaluate_model(
+                runner,
+                spec,
+                loaded,
+                data,
+                sample_size=sample_size,
+                seed=seed,
+                console=Console(stderr=True),
+                show_progress=show_progress,
+            )
+            for spec in specs
+        ]
+    finally:
+        await runner.aclose()
+
+
+def evaluate_and_score(
+    runner: Runner,
+    specs: Sequence[ModelSpec],
+    data: Path,
+    out: Path,
+    *,
+    split: str | None = None,
+    sample_size: int | None = None,
+    seed: int | None = None,
+    bootstrap: int = 1000,
+    console: Console | None = None,
+    show_progress: bool = True,
+    dir_per_model: bool = False,
+) -> list[ModelOutcome]:
+    """Run the agent for every model, write each ``predictions.jsonl`` and score it with
+    ``run_score`` (every output file of ``numeric score``). Raises InputError for a bad data file."""
+    loaded = load_convfinqa(data, split=split, sample_size=sample_size, seed=seed)
+    handles = run_async(
+        _evaluate_all(
+            runner,
+            specs,
+            loaded,
+            data,
+            sample_size=sample_size,
+            seed=seed,
+            show_progress=show_progress,
+        )
+    )
+    dirs = model_dirs(out, [s.name for s in specs], always=dir_per_model)
+    outcomes: list[ModelOutcome] = []
+    for spec, handle in zip(specs, handles, strict=True):
+        target = dirs[spec.name]
+        target.mkdir(parents=True, exist_ok=True)
+        predictions = target / "predictions.jsonl"
+        write_jsonl(predictions, prediction_lines(handle, loaded.conversations))
+        result = run_score(
+            data,
+            predictions,
+            target,
+            split=split,
+            sample_size=sample_size,
+            seed=seed,
+            price_in=spec.price_in,
+            price_out=spec.price_out,
+            bootstrap=bootstrap,
+            console=console,
+            show_progress=show_progress,
+        )
+        outcomes.append(ModelOutcome(spec, handle, target, result))
+    return outcomes
+
+
+def run_line(outcome: ModelOutcome) -> str:
+    """The model's run: id, resumed items, calls and cache hits, error types."""
+    handle = outcome.handle
+    errors = " ".join(f"{k}={v}" for k, v in sorted(outcome.errors.items())) or "none"
+    resumed = f", {handle.resumed_items} resumed" if handle.resumed_items else ""
+    return (
+        f"{outcome.spec.name}: run {handle.id} ({handle.done} turns{resumed}); "
+        f"turn errors: {errors}"
+    )
+
+
+EVALUATE_HELP = f"""Run a model as a plan-and-execute agent on ConvFinQA conversations, then score it.
+
+Per turn the model gets the document (text and the table as Markdown), the earlier questions
+with its own earlier answers, and the question, and replies with a JSON plan of extract and
+compute steps (prompt {PROMPT_ID}, shown in docs/numeric.md "Running a model"). The validator
+checks the plan (schema, operations, arguments, #k references, values in the document, table
+cells, that it runs); a failed plan gets one repair round with the validator's messages. The
+answer is computed by the safe program engine, never eval.
+
+Writes predictions.jsonl (with several models: in --out/NAME/) and every output file of
+'numeric score'. Running the same command again resumes an unfinished run: finished turns are
+not called again.
+
+Exit status: 0 every turn scored; 3 some input failed (see input_errors.csv) or some turn hit a
+call error (rate_limited, server_error, timeout, connection, bad_request; counted in
+errors.csv); 2 usage error; 130 Ctrl-C (finished turns are stored).
+
+{STORE_HELP}"""
+
+
+@app.command("evaluate", help=EVALUATE_HELP)
+def evaluate_command(
+    data: Annotated[
+        Path,
+        typer.Option(
+            "--data",
+            exists=True,
+            dir_okay=False,
+            readable=True,
+            help="ConvFinQA file: the derived {'train','dev'} format or the original list format "
+            "(the real dev split: examples/convfinqa/dev.json).",
+        ),
+    ],
+    out: Annotated[
+        Path,
+        typer.Option(
+            "--out",
+            file_okay=False,
+            help="Directory for predictions.jsonl and every output file (created).",
+        ),
+    ],
+    model: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--model",
+            metavar="[NAME=]MODEL",
+            help="A model at --base-url; NAME labels it in every output (default MODEL). Repeat "
+            "for several models.",
+        ),
+    ] = None,
+    models_file: ModelsFileOpt = None,
+    base_url: BaseUrlOpt = None,
+    split: Annotated[
+        str | None,
+        typer.Option(
+            "--split",
+            help="Split of the derived format (default 'dev'); only a label for the original format.",
+        ),
+    ] = None,
+    sample_size: Annotated[
+        int | None,
+        typer.Option(
+            "--sample-size",
+            min=1,
+            help="Run only N conversations: the first N, or a random N with --seed.",
+        ),
+    ] = None,
+    seed: Annotated[
+        int | None,
+        typer.Option(
+            "--seed",
+            help="Draw the --sample-size conversations at random with this seed (kept in file "
+            "order); needs --sample-size.",
+        ),
+    ] = None,
+    concurrency: ConcurrencyOpt = 8,
+    timeout: TimeoutOpt = 60.0,
+    max_retries: MaxRetriesOpt = 3,
+    temperature: TemperatureOpt = 0.0,
+    max_tokens: MaxTokensOpt = None,
+    model_seed: ModelSeedOpt = None,
+    json_mode: JsonModeOpt = False,
+    no_cache: NoCacheOpt = False,
+    cache_nonzero_temperature: CacheNonzeroOpt = False,
+    price_in: PriceInOpt = None,
+    price_out: PriceOutOpt = None,
+    bootstrap: Annotated[
+        int,
+        typer.Option(
+            "--bootstrap",
+            min=0,
+            help="Bootstrap resamples of conversations for 95% intervals (0: none).",
+        ),
+    ] = 1000,
+    no_progress: NoProgressOpt = False,
+) -> None:
+    if seed is not None and sample_size is None:
+        raise typer.BadParameter(
+            "--seed only chooses the sample of --sample-size", param_hint="--seed"
+        )
+    specs = model_specs(
+        models=model,
+        models_file=models_file,
+        base_url=base_url,
+        temperature=temperature,
+        max_tokens=max_tokens,
+        model_seed=model_seed,
+        price_in=price_in,
+        price_out=price_out,
+    )
+    out_dir(out)
+    runner = make_runner(
+        concurrency=concurrency,
+        timeout=timeout,
+        max_retries=max_retries,
+        no_cache=no_cache,
+        cache_nonzero_temperature=cache_nonzero_temperature,
+        json_mode=json_mode,
+    )
+    console = Console()
+    try:
+        outcomes = evaluate_and_score(
+            runner,
+            specs,
+            data,
+            out,
+            split=split,
+            sample_size=sample_size,
+            seed=seed,
+            bootstrap=bootstrap,
+            console=console,
+            show_progress=not no_progress,
+        )
+    except InputError as exc:
+        raise typer.BadParameter(exc.one_line()) from None
+    except OSError as exc:  # an output file cannot be written
+        raise typer.BadParameter(
+            f"cannot write {exc.filename}: {exc.strerror}", param_hint="--out"
+        ) from None
+    for outcome in outcomes:
+        show_result(outcome.result, outcome.out, console, title=f"numeric QA: {outcome.spec.name}")
+        console.print(run_line(outcome), markup=False, highlight=False)
+    console.print(store_line(runner), markup=False, highlight=False)
+    failed = any(
+        not o.result.conversations or o.result.input_errors or o.infrastructure_errors
+        for o in outcomes
+    )
+    if failed:
+        raise typer.Exit(EXIT_FAILED)
+
+
+def run_model_demo(base_url: str, out_dir: Path, models: list[str], *, console: Console) -> int:
+    """``make demo``: the agent on 30 conversations of the real dev split (seed 0) for each
+    synthetic model at ``base_url``; outputs in ``out_dir/<model>/``; a comparison table."""
+    if not CONVFINQA_DEV.exists():
+        console.print(f"[red]ConvFinQA dev split missing: {CONVFINQA_DEV}[/red]")
+        return 1
+    specs = [ModelSpec(name=m, model=m, base_url=base_url) for m in models]
+    runner = make_runner(concurrency=16, timeout=30.0, max_retries=2)
+    outcomes = evaluate_and_score(
+        runner,
+        specs,
+        CONVFINQA_DEV,
+        out_dir,
+        sample_size=30,
+        seed=0,
+        bootstrap=200,
+        console=console,
+        show_progress=False,
+        dir_per_model=True,
+    )
+    table = Table(
+        title="ConvFinQA dev (30 conversations, seed 0): plan-and-execute agent",
+        header_style="bold",
+    )
+    table.add_column("metric")
+    for o in outcomes:
+        table.add_column(o.spec.name, justify="right")
+    for key, label in (*_SHOWN, ("cost_per_correct_answer", "tokens per successful conversation")):
+        table.add_row(label, *(_fmt(o.result.statistics.get(key)) for o in outcomes))
+    table.add_row(
+        "turns with errors",
+        *(" ".join(f"{k}={v}" for k, v in sorted(o.errors.items())) or "none" for o in outcomes),
+    )
+    table.add_row(
+        "failed validation checks",
+        *(str(_failed_checks(o)) for o in outcomes),
+    )
+    console.print(table)
+    for o in outcomes:
+        console.print(run_line(o) + f"; files in {o.out}/", markup=False, highlight=False)
+    console.print(store_line(runner), markup=False, highlight=False)
+    return EXIT_FAILED if any(o.infrastructure_errors for o in outcomes) else EXIT_OK
+
+
+def _failed_checks(outcome: ModelOutcome) -> int:
+    return sum(
+        1
+        for c in outcome.result.conversations
+        for t in c.turns
+        for entry in t.validation
+        if not entry.get("passed")
+    )

@@ -1,17 +1,298 @@
-"""Synthetic numeric responder (placeholder until the numeric task runner lands)."""
+"""Synthetic ConvFinQA responder: answers the plan prompt (``convfinqa-plan-v1``) of
+``fieldcheck numeric evaluate`` with plans derived from the gold programs of the dev split.
+
+The document block and the first question of the request name the conversation (the dev split
+``<responses_dir>/convfinqa/dev.json`` is indexed by a digest of both); the number of earlier
+questions is the turn. The gold program becomes a plan (one extract step per number it uses,
+found in the table when a cell holds it, else in the text; one compute step per operation),
+then mistakes are made with these per-turn rates, drawn from a generator seeded by the model
+name, the conversation and the turn (so the repair round knows what went wrong the first time):
+
+| model | wrong operation | sign | scale (x100) | extra step | value not in document (fixed by the repair round) | invalid JSON |
+|---|---|---|---|---|---|---|
+| synthetic-careful | 2% | 1% | 2% | 0% | 3% (90%) | 0% |
+| synthetic-eager | 5% | 3% | 10% | 25% | 8% (70%) | 1% |
+| synthetic-fast | 12% | 8% | 8% | 0% | 12% (50%) | 5% |
+
+Wrong operation: the last compute step's operation swapped (add/subtract, multiply/divide,
+exp -> multiply, greater -> subtract, table_max/table_min, table_sum/table_average). Sign: the
+last subtract's arguments swapped, else a final ``multiply(#k, const_m1)``. Scale: a final
+``multiply(#k, const_100)``. Extra step: a harmless final ``multiply(#k, const_1)`` (lowers logic
+precision, not the answer). Value not in document: the first extracted number changed (it fails
+the validator's ``values_in_document`` check; the repair round fixes it with the given chance,
+using the server's seeded generator). Invalid JSON: the plan cut in half. Extract-only turns
+take the scale and sign mistakes as a compute step on the value. Unknown model names answer like
+synthetic-careful. Unknown documents get a valid but naive plan: the first number of the
+document as the answer. A few gold programs use numbers that are not in the document (35 of
+the 2,721 numbers of the dev split); their plans fail validation for every model.
+"""
 
 from __future__ import annotations
 
+import hashlib
+import json
+import random
+import re
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from fieldcheck.serve_model._base import Responder
+from fieldcheck.metrics._programs import (
+    ConstArg,
+    NumberArg,
+    ProgramParseError,
+    RefArg,
+    RowArg,
+    cell_number,
+    parse_program,
+)
+from fieldcheck.numeric._agent import DOC_END, DOC_START, PROMPT_ID, REPAIR_INTRO, render_document
+from fieldcheck.numeric._loaders import load_convfinqa
+from fieldcheck.numeric._records import Conversation
+from fieldcheck.numeric._validator import DocumentNumbers
+from fieldcheck.serve_model._base import Message, Responder
+
+DATA_PATH = Path("convfinqa") / "dev.json"
+
+
+@dataclass(frozen=True)
+class Rates:
+    """Per-turn chances of each mistake of a synthetic model."""
+
+    wrong_operation: float
+    sign: float
+    scale: float
+    extra_step: float
+    ungrounded: float
+    repair_fixes: float
+    invalid_json: float
+
+
+RATES: dict[str, Rates] = {
+    "synthetic-careful": Rates(0.02, 0.01, 0.02, 0.0, 0.03, 0.9, 0.0),
+    "synthetic-eager": Rates(0.05, 0.03, 0.10, 0.25, 0.08, 0.7, 0.01),
+    "synthetic-fast": Rates(0.12, 0.08, 0.08, 0.0, 0.12, 0.5, 0.05),
+}
+DEFAULT_MODEL = "synthetic-careful"
+NO_MISTAKES = Rates(0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0)
+
+_SWAP = {
+    "add": "subtract",
+    "subtract": "add",
+    "multiply": "divide",
+    "divide": "multiply",
+    "exp": "multiply",
+    "greater": "subtract",
+    "table_max": "table_min",
+    "table_min": "table_max",
+    "table_sum": "table_average",
+    "table_average": "table_sum",
+}
+_Q_LINE = re.compile(r"^Q(\d+): (.*)$", re.MULTILINE)
+_QUESTION = re.compile(r"^Question: (.*)$", re.MULTILINE)
+_FIRST_NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?")
+
+
+def conversation_key(document: str, first_question: str) -> str:
+    """Digest of a rendered document and the conversation's first question (whitespace-normalised)."""
+    text = document + "\n\x00" + " ".join(first_question.split())
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _plain(value: float) -> float | int:
+    return int(value) if value == int(value) and abs(value) < 1e15 else value
+
+
+def gold_plan(conversation: Conversation, turn: int) -> dict[str, Any] | None:
+    """The plan that a perfect model would write for the turn's gold program (None: no program)."""
+    program_text = conversation.turns[turn].program
+    if not program_text:
+        return None
+    try:
+        program = parse_program(program_text)
+    except ProgramParseError:
+        return None
+    table = conversation.doc.table
+
+    def extract(value: float) -> dict[str, Any]:
+        for row, cells in table.items():
+            for column, cell in cells.items():
+                number = cell_number(cell)
+                if number is not None and abs(abs(number) - abs(value)) <= 1e-9 * max(
+                    1.0, abs(value)
+                ):
+                    return {
+                        "tool": "extract",
+                        "value": _plain(value),
+                        "source": "table",
+                        "row": row,
+                        "column": column,
+                    }
+        return {"tool": "extract", "value": _plain(value), "source": "text"}
+
+    if program.value is not None:
+        return {"steps": [extract(program.value.value)]}
+    extracts: list[dict[str, Any]] = []
+    seen: set[float] = set()
+    computes: list[dict[str, Any]] = []
+    for step in program.steps:
+        args: list[Any] = []
+        for arg in step.args:
+            if isinstance(arg, NumberArg):
+                shown = arg.value * 100 if arg.percent else arg.value
+                if shown not in seen:
+                    seen.add(shown)
+                    extracts.append(extract(shown))
+                args.append(arg.text if arg.percent else _plain(arg.value))
+            elif isinstance(arg, ConstArg):
+                args.append(arg.text)
+            elif isinstance(arg, RefArg):
+                args.append(f"#{arg.index}")
+            elif isinstance(arg, RowArg):
+                args.append(arg.name)
+        computes.append({"tool": "compute", "operation": step.operation, "args": args})
+    return {"steps": extracts + computes}
+
+
+def _append(plan: dict[str, Any], operation: str, constant: str) -> None:
+    steps = plan["steps"]
+    computed = sum(1 for s in steps if s["tool"] == "compute")
+    if computed:
+        first: Any = f"#{computed - 1}"
+    else:
+        first = steps[-1]["value"]
+    steps.append({"tool": "compute", "operation": operation, "args": [first, constant]})
+
+
+def _ungrounded(plan: dict[str, Any], known: DocumentNumbers) -> None:
+    """Change the first extracted number (and its uses) to one the document does not hold."""
+    steps = plan["steps"]
+    target = next((s for s in steps if s["tool"] == "extract"), None)
+    if target is None:
+        return
+    old = target["value"]
+    new = round(float(old) * 1.07 + 0.31, 2)
+    while new in known:
+        new = round(new + 0.17, 2)
+    target["value"] = new
+    for step in steps:
+        if step["tool"] == "compute":
+            step["args"] = [new if a == old and not isinstance(a, str) else a for a in step["args"]]
+
+
+@dataclass(frozen=True)
+class Draws:
+    wrong_operation: bool
+    sign: bool
+    scale: bool
+    extra_step: bool
+    ungrounded: bool
+    invalid_json: bool
+
+
+def draws(rates: Rates, seed_text: str) -> Draws:
+    """The turn's mistakes: a generator seeded by model, conversation and turn."""
+    rng = random.Random(int.from_bytes(hashlib.sha256(seed_text.encode()).digest()[:8], "big"))
+    return Draws(
+        wrong_operation=rng.random() < rates.wrong_operation,
+        sign=rng.random() < rates.sign,
+        scale=rng.random() < rates.scale,
+        extra_step=rng.random() < rates.extra_step,
+        ungrounded=rng.random() < rates.ungrounded,
+        invalid_json=rng.random() < rates.invalid_json,
+    )
+
+
+def mistaken_plan(
+    conversation: Conversation, turn: int, drawn: Draws, *, ungrounded: bool
+) -> dict[str, Any] | None:
+    """The gold plan with the drawn mistakes (``ungrounded`` decides that one separately)."""
+    plan = gold_plan(conversation, turn)
+    if plan is None:
+        return None
+    steps = plan["steps"]
+    computes = [s for s in steps if s["tool"] == "compute"]
+    if drawn.wrong_operation and computes:
+        computes[-1]["operation"] = _SWAP.get(computes[-1]["operation"], "add")
+    if drawn.sign:
+        subtracts = [s for s in computes if s["operation"] == "subtract" and len(s["args"]) == 2]
+        if subtracts:
+            subtracts[-1]["args"] = subtracts[-1]["args"][::-1]
+        else:
+            _append(plan, "multiply", "const_m1")
+    if drawn.scale:
+        _append(plan, "multiply", "const_100")
+    if drawn.extra_step and computes:
+        _append(plan, "multiply", "const_1")
+    if ungrounded:
+        _ungrounded(plan, DocumentNumbers(conversation.doc))
+    return plan
+
+
+def naive_plan(document: str) -> dict[str, Any]:
+    """An unknown document: its first number as the answer (valid, usually wrong)."""
+    match = _FIRST_NUMBER.search(document)
+    if match is None:
+        return {"steps": [{"tool": "compute", "operation": "add", "args": ["const_0", "const_0"]}]}
+    value = float(match.group().replace(",", ""))
+    return {"steps": [{"tool": "extract", "value": _plain(value), "source": "text"}]}
+
+
+class NumericResponder:
+    """Answers ``convfinqa-plan-v1`` requests from the indexed dev split."""
+
+    prompt_id = PROMPT_ID
+
+    def __init__(self, conversations: list[Conversation]) -> None:
+        self.conversations: dict[str, Conversation] = {}
+        for conversation in conversations:
+            if conversation.turns:
+                key = conversation_key(
+                    render_document(conversation.doc), conversation.turns[0].question
+                )
+                self.conversations.setdefault(key, conversation)
+
+    def respond(self, messages: list[Message], model: str, rng: random.Random) -> str:
+        users = [m.get("content") or "" for m in messages if m.get("role") == "user"]
+        first = users[0] if users else ""
+        start, end = first.find(DOC_START + "\n"), first.find("\n" + DOC_END)
+        document = first[start + len(DOC_START) + 1 : end] if 0 <= start < end else ""
+        rest = first[end:] if end >= 0 else first
+        earlier = _Q_LINE.findall(rest)
+        asked = _QUESTION.search(rest)
+        turn = len(earlier)
+        first_question = earlier[0][1] if earlier else (asked.group(1) if asked else "")
+        key = conversation_key(document, first_question)
+        conversation = self.conversations.get(key)
+        if conversation is None or turn >= len(conversation.turns):
+            return json.dumps(naive_plan(document))
+        rates = RATES.get(model, RATES[DEFAULT_MODEL])
+        drawn = draws(rates, f"{model}|{key}|{turn}")
+        repair = len(users) > 1 and users[-1].startswith(REPAIR_INTRO)
+        ungrounded = drawn.ungrounded and not (repair and rng.random() < rates.repair_fixes)
+        plan = mistaken_plan(conversation, turn, drawn, ungrounded=ungrounded)
+        if plan is None:
+            return json.dumps(naive_plan(document))
+        text = json.dumps(plan)
+        if drawn.invalid_json and not repair:
+            return text[: len(text) // 2]
+        return text
+
+
+def build(responses_dir: Path) -> list[Responder]:
+    """The numeric responder over ``<responses_dir>/convfinqa/dev.json`` (empty index if missing)."""
+    path = Path(responses_dir) / DATA_PATH
+    conversations: list[Conversation] = []
+    if path.is_file():
+        try:
+            conversations = load_convfinqa(path).conversations
+        except Exception:  # a broken file: the responder still answers (naive plans)
+            conversations = []
+    return [NumericResponder(conversations)]
+
 
 FACTORIES: list[object] = []
 
 
 def factories() -> list[object]:
     return FACTORIES
-
-
-def build(responses_dir: Path) -> list[Responder]:
-    return []

@@ -1,0 +1,334 @@
+"""The ConvFinQA plan-and-execute agent: per turn the model writes a plan, the validator checks it,
+the safe program engine runs it (never eval). One repair round-trip for a plan that fails a check.
+
+Per turn the model sees the document (pre_text, the table as a Markdown table, post_text), the
+conversation's earlier questions with its OWN earlier answers, and the question; it replies with
+``{"steps": [...]}`` (``SYSTEM_PROMPT``). Every turn becomes one predictions line (docs/formats.md)
+and one stored run item (key ``<conversation id>#<turn>``): turns of a conversation run in order,
+conversations concurrently, and a resumed run rebuilds the history from the stored items.
+Spec: numeric-qa-evaluation.md ("Run evaluation": ``evaluate --sample-size 100``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from fieldcheck.numeric._loaders import LoadResult
+from fieldcheck.numeric._records import Conversation, Document
+from fieldcheck.numeric._validator import validate_reply
+from fieldcheck.runner import (
+    ChatClient,
+    Message,
+    ModelSpec,
+    RunHandle,
+    Runner,
+    RunSpec,
+    estimate_tokens,
+    run_task,
+)
+
+PROMPT_ID = "convfinqa-plan-v1"
+TASK = "convfinqa-plan"
+REPAIR_ROUNDS = 1
+DOC_START = "<document>"
+DOC_END = "</document>"
+REPAIR_INTRO = "Your plan did not pass these checks:"
+MAX_ECHOED_REPLY_CHARS = 8000  # the bad reply sent back in the repair round, cut to this
+OUTPUT_TOKENS_PER_CALL = 120  # for the estimate printed before a large run
+
+SYSTEM_PROMPT = f"""\
+You answer questions about one page of a company's financial report, one turn of a conversation \
+at a time (prompt {PROMPT_ID}). You do not write the answer: you write a plan, and a calculator \
+runs it.
+
+Reply with ONE JSON object and nothing else:
+{{"steps": [
+  {{"tool": "extract", "value": 206588, "source": "table", "row": "net revenue", "column": "2008"}},
+  {{"tool": "extract", "value": 181001, "source": "text"}},
+  {{"tool": "compute", "operation": "subtract", "args": [206588, 181001]}},
+  {{"tool": "compute", "operation": "divide", "args": ["#0", 181001]}}
+]}}
+
+Rules:
+- An extract step copies one number exactly as the document shows it, without $, commas or %. \
+"source" is "table" (then give the "row" name from the first column and the "column" header, as \
+written in the table) or "text".
+- Operations of compute steps: add, subtract, multiply, divide, exp (the first argument to the \
+power of the second), greater ("yes" when the first is larger), each with two arguments; \
+table_max, table_min, table_sum, table_average, each with one argument: a row name of the table.
+- An argument is a number from the document, "#k" for the result of compute step k (compute \
+steps are counted from 0; extract steps do not count), or a constant written as "const_100", \
+"const_1000" or "const_m1" (-1).
+- The answer is the result of the last compute step, or the value of the last extract step when \
+there is no compute step.
+- Give ratios, changes and percentages as fractions: a 14% increase is 0.14. Do not multiply by 100.
+- The earlier answers are yours; you may use their numbers as arguments.
+"""
+
+
+def _cell_text(cell: float | str) -> str:
+    if isinstance(cell, float):
+        return format_number(cell)
+    return " ".join(str(cell).split()).replace("|", "\\|")
+
+
+def render_table(table: dict[str, dict[str, float | str]]) -> str:
+    """The table as Markdown: the first column holds the row names, then one column per header.
+
+    Columns are the union of every row's columns in first-seen order; a missing cell is empty.
+    """
+    if not table:
+        return ""
+    columns: list[str] = []
+    for cells in table.values():
+        for column in cells:
+            if column not in columns:
+                columns.append(column)
+    head = "| | " + " | ".join(_cell_text(c) for c in columns) + " |"
+    rule = "|---|" + "---|" * len(columns)
+    lines = [head, rule]
+    for row, cells in table.items():
+        values = [_cell_text(cells[c]) if c in cells else "" for c in columns]
+        lines.append("| " + _cell_text(row) + " | " + " | ".join(values) + " |")
+    return "\n".join(lines)
+
+
+def render_document(doc: Document) -> str:
+    """pre_text, the Markdown table, post_text, separated by blank lines (empty parts left out)."""
+    parts = [doc.pre_text.strip(), render_table(doc.table), doc.post_text.strip()]
+    return "\n\n".join(p for p in parts if p)
+
+
+def format_number(value: float) -> str:
+    """A number for the prompt: integers without ``.0``, others with at most 6 decimals."""
+    if not math.isfinite(value):
+        return str(value)
+    if value == int(value) and abs(value) < 1e15:
+        return str(int(value))
+    if abs(value) >= 1e-3:
+        return f"{value:.6f}".rstrip("0").rstrip(".")
+    return f"{value:.6g}"
+
+
+def format_answer(answer: float | str | None) -> str:
+    if answer is None:
+        return "(no answer)"
+    if isinstance(answer, str):
+        return " ".join(answer.split())[:200]
+    return format_number(answer)
+
+
+def user_message(conversation: Conversation, turn: int, earlier: Sequence[Any]) -> str:
+    """The turn's user message: the document, earlier questions with the model's answers, the question."""
+    lines = [DOC_START, render_document(conversation.doc), DOC_END, ""]
+    if turn:
+        lines.append("Earlier questions and your answers:")
+        for i in range(turn):
+            question = " ".join(conversation.turns[i].question.split())
+            lines.append(f"Q{i}: {question}")
+            lines.append(f"A{i}: {format_answer(earlier[i] if i < len(earlier) else None)}")
+        lines.append("")
+    lines.append(f"Question: {' '.join(conversation.turns[turn].question.split())}")
+    lines.append("Reply with the plan: one JSON object.")
+    return "\n".join(lines)
+
+
+def repair_message(failures: Sequence[dict[str, Any]]) -> str:
+    """The repair round's user message: the validator's messages of the failed checks."""
+    lines = [REPAIR_INTRO]
+    lines.extend(f"- {f['check']}: {f['message']}" for f in failures)
+    lines.append("Reply with a corrected plan: one JSON object.")
+    return "\n".join(lines)
+
+
+def _numbers(answers: Sequence[Any]) -> list[float]:
+    """Earlier numeric answers, exact and as shown in the prompt (both count as grounded)."""
+    out: list[float] = []
+    for answer in answers:
+        if isinstance(answer, int | float) and not isinstance(answer, bool):
+            out.append(float(answer))
+            shown = format_number(float(answer))
+            if math.isfinite(float(answer)):
+                out.append(float(shown))
+    return out
+
+
+@dataclass
+class TurnOutcome:
+    """A predictions line and what it cost (calls and cache hits) for the run item."""
+
+    line: dict[str, Any]
+    calls: int
+    cached_calls: int
+    latency_s: float
+
+    @property
+    def error_type(self) -> str | None:
+        error = self.line.get("error")
+        return error["type"] if error else None
+
+
+async def run_turn(
+    client: ChatClient, conversation: Conversation, turn: int, earlier: Sequence[Any]
+) -> TurnOutcome:
+    """Ask for a plan, validate it, repair once if needed, run it; never raises for a bad reply.
+
+    Error types: the runner's (``rate_limited``, ``server_error``, ``timeout``, ``connection``,
+    ``bad_request``, ``invalid_reply``) for a failed call; ``invalid_reply`` for a reply that is not
+    a JSON object; ``invalid_plan`` for a plan that fails a check after the repair round.
+    """
+    messages: list[Message] = [
+        {"role": "system", "content": SYSTEM_PROMPT},
+        {"role": "user", "content": user_message(conversation, turn, earlier)},
+    ]
+    known = _numbers(earlier[:turn])
+    line: dict[str, Any] = {
+        "conversation_id": conversation.id,
+        "turn": turn,
+        "answer": None,
+        "plan": None,
+        "input_tokens": 0,
+        "output_tokens": 0,
+        "latency_s": 0.0,
+        "error": None,
+        "validation": [],
+    }
+    calls = cached = 0
+    for round_ in range(REPAIR_ROUNDS + 1):
+        result = await client.complete(messages)
+        calls += 1
+        cached += int(result.cached)
+        line["input_tokens"] += result.input_tokens
+        line["output_tokens"] += result.output_tokens
+        line["latency_s"] += result.latency_s
+        if not result.ok or result.text is None:
+            line["error"] = {
+                "type": result.error_type or "invalid_reply",
+                "message": result.error_message or "",
+            }
+            break
+        checked = validate_reply(result.text, conversation.doc, known)
+        for entry in checked.log:
+            if round_:
+                entry["message"] = "repair round" + (
+                    f": {entry['message']}" if entry["message"] else ""
+                )
+            line["validation"].append(entry)
+        line["plan"] = checked.plan
+        if not checked.is_json:
+            line["error"] = {"type": "invalid_reply", "message": checked.failures[0]["message"]}
+            break
+        if checked.ok:
+            line["answer"] = checked.answer
+            break
+        if round_ == REPAIR_ROUNDS:
+            failed = "; ".join(f"{f['check']}: {f['message']}" for f in checked.failures)
+            line["error"] = {"type": "invalid_plan", "message": failed[:500]}
+            break
+        messages = [
+            *messages,
+            {"role": "assistant", "content": result.text[:MAX_ECHOED_REPLY_CHARS]},
+            {"role": "user", "content": repair_message(checked.failures)},
+        ]
+    line["latency_s"] = round(line["latency_s"], 6)
+    return TurnOutcome(line=line, calls=calls, cached_calls=cached, latency_s=line["latency_s"])
+
+
+def item_key(conversation_id: str, turn: int) -> str:
+    return f"{conversation_id}#{turn}"
+
+
+async def conversation_work(conversation: Conversation, handle: RunHandle) -> None:
+    """Run a conversation's turns in order; finished turns (resume) are read back, not called."""
+    earlier: list[Any] = []
+    for turn in conversation.turns:
+        key = item_key(conversation.id, turn.index)
+        stored = handle.result(key)
+        if stored is not None:
+            earlier.append(stored.get("answer"))
+            continue
+        outcome = await run_turn(handle.client, conversation, turn.index, earlier)
+        handle.save(
+            key,
+            outcome.line,
+            error_type=outcome.error_type,
+            calls=outcome.calls,
+            cached_calls=outcome.cached_calls,
+            latency_s=outcome.latency_s,
+        )
+        earlier.append(outcome.line["answer"])
+
+
+def estimate(conversations: Sequence[Conversation]) -> tuple[int, int, int]:
+    """(calls, input tokens, output tokens) expected without repairs, for the line before a run."""
+    calls = input_tokens = 0
+    system = estimate_tokens(SYSTEM_PROMPT) + 4
+    for conversation in conversations:
+        doc = estimate_tokens(render_document(conversation.doc)) + 40
+        asked = 0
+        for turn in conversation.turns:
+            asked += estimate_tokens(turn.question) + 8
+            calls += 1
+            input_tokens += system + doc + asked
+    return calls, input_tokens, calls * OUTPUT_TOKENS_PER_CALL
+
+
+def run_settings(loaded: LoadResult, sample_size: int | None, seed: int | None) -> dict[str, Any]:
+    """Everything besides model and dataset that changes the results (part of the run's key)."""
+    return {
+        "prompt": PROMPT_ID,
+        "split": loaded.split,
+        "sample_size": sample_size,
+        "seed": seed,
+        "repair_rounds": REPAIR_ROUNDS,
+    }
+
+
+async def evaluate_model(
+    runner: Runner,
+    spec: ModelSpec,
+    loaded: LoadResult,
+    data: Path,
+    *,
+    sample_size: int | None = None,
+    seed: int | None = None,
+    console: Console | None = None,
+    show_progress: bool = True,
+) -> RunHandle:
+    """Run (or resume) the agent on every loaded conversation for one model."""
+    conversations = loaded.conversations
+    return await run_task(
+        runner,
+        RunSpec(
+            system="numeric",
+            task=TASK,
+            dataset=Path(data),
+            model=spec,
+            settings=run_settings(loaded, sample_size, seed),
+        ),
+        conversations,
+        conversation_work,
+        total_items=sum(len(c.turns) for c in conversations),
+        estimate=estimate(conversations),
+        console=console,
+        show_progress=show_progress,
+    )
+
+
+def prediction_lines(
+    handle: RunHandle, conversations: Sequence[Conversation]
+) -> list[dict[str, Any]]:
+    """The predictions lines of a finished run, in conversation and turn order."""
+    lines: list[dict[str, Any]] = []
+    for conversation in conversations:
+        for turn in conversation.turns:
+            stored = handle.result(item_key(conversation.id, turn.index))
+            if stored is not None:
+                lines.append(stored)
+    return lines

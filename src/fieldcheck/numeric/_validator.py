@@ -1,0 +1,350 @@
+"""The plan validator of the ConvFinQA agent: checks a model's plan before it is run, and logs
+every check it makes as ``{"check", "passed", "message"}`` (these rows become validation.csv).
+
+Checks, in order (docs/numeric.md, "Running a model"):
+
+- ``json``: the reply is one JSON object (a Markdown code fence around it is allowed);
+- ``schema``: ``{"steps": [...]}`` with 1 to ``MAX_STEPS`` steps; an extract step has a finite
+  number ``value`` and ``source`` ``"table"`` (with ``row`` and ``column`` texts) or ``"text"``;
+  a compute step has an ``operation`` text and a list of ``args``;
+- ``operations``: every compute operation is one the engine knows (aliases allowed);
+- ``arguments``: two arguments for arithmetic, one existing row name for ``table_*``; each is a
+  number, ``"#k"``, ``"const_N"`` or a percentage text such as ``"13.4%"``;
+- ``references``: ``#k`` names an earlier compute step (compute steps count from 0);
+- ``values_in_document``: every extracted value and every literal number argument appears in the
+  document (text, table cells or headers; sign ignored, ``14%`` may be written 0.14), among the
+  model's own earlier answers, or is one of ``COMMON_CONSTANTS``;
+- ``table_cells``: a table extract names a row and a column of the table whose cell holds the value;
+- ``executes``: the plan runs on the safe program engine (``program_from_plan``; no eval) and
+  gives a finite number or yes/no.
+
+A check that cannot be made because an earlier one failed (everything after ``schema``; ``executes``
+after a failed ``operations``, ``arguments`` or ``references``) is not logged. Spec:
+numeric-qa-evaluation.md ("validation.csv - Validator logs").
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from bisect import bisect_left
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from fieldcheck.metrics._programs import (
+    OPERATIONS,
+    TABLE_OPERATIONS,
+    ProgramExecutionError,
+    ProgramParseError,
+    cell_number,
+    execute_program,
+    normalise_operation,
+    program_from_plan,
+)
+from fieldcheck.numeric._records import Document
+
+MAX_STEPS = 20
+MAX_MESSAGE_CHARS = 400
+# Plain numbers a plan may use without finding them in the document (unit conversions).
+COMMON_CONSTANTS = (1.0, 100.0, 1000.0, 1_000_000.0)
+CHECKS = (
+    "json",
+    "schema",
+    "operations",
+    "arguments",
+    "references",
+    "values_in_document",
+    "table_cells",
+    "executes",
+)
+
+_NUMBER_IN_TEXT = re.compile(r"\d[\d,]*(?:\.\d+)?|\.\d+")
+_ARG_NUMBER = re.compile(r"^[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:e[-+]?\d+)?%?$", re.IGNORECASE)
+_ARG_CONST = re.compile(r"^const_(m1|\d+(?:\.\d+)?)$")
+_ARG_REF = re.compile(r"^#(\d+)$")
+_FENCE = re.compile(r"^```[A-Za-z]*\s*\n?(.*?)\n?```$", re.DOTALL)
+
+
+@dataclass
+class Validation:
+    """The outcome of validating one reply: the log, the plan (when its schema held), the answer."""
+
+    log: list[dict[str, Any]] = field(default_factory=list)
+    plan: dict[str, Any] | None = None
+    answer: float | str | None = None
+    is_json: bool = True
+
+    @property
+    def ok(self) -> bool:
+        return self.is_json and all(entry["passed"] for entry in self.log)
+
+    @property
+    def failures(self) -> list[dict[str, Any]]:
+        return [entry for entry in self.log if not entry["passed"]]
+
+    def add(self, check: str, problems: Sequence[str]) -> bool:
+        message = "; ".join(problems)
+        if len(message) > MAX_MESSAGE_CHARS:
+            message = message[: MAX_MESSAGE_CHARS - 3] + "..."
+        self.log.append({"check": check, "passed": not problems, "message": message})
+        return not problems
+
+
+def _norm(name: str) -> str:
+    return " ".join(name.lower().split())
+
+
+def _close(a: float, b: float) -> bool:
+    return abs(a - b) <= 1e-9 * max(1.0, abs(a), abs(b))
+
+
+class DocumentNumbers:
+    """Every number of a document (absolute values), for the ``values_in_document`` check.
+
+    A number in the text or in a cell is also known divided by 100, so that ``14%`` (or a table
+    cell 14 in a column of percentages) may be used as the fraction 0.14.
+    """
+
+    def __init__(self, doc: Document, extra: Iterable[float] = ()) -> None:
+        values: set[float] = set()
+
+        def add(number: float, percent_too: bool = True) -> None:
+            if math.isfinite(number):
+                values.add(abs(number))
+                if percent_too:
+                    values.add(abs(number) / 100)
+
+        for text in (doc.pre_text, doc.post_text):
+            for match in _NUMBER_IN_TEXT.finditer(text):
+                add(float(match.group().replace(",", "")))
+        for row, cells in doc.table.items():
+            for match in _NUMBER_IN_TEXT.finditer(row):
+                add(float(match.group().replace(",", "")), percent_too=False)
+            for column, cell in cells.items():
+                for match in _NUMBER_IN_TEXT.finditer(column):
+                    add(float(match.group().replace(",", "")), percent_too=False)
+                number = cell_number(cell)
+                if number is not None:
+                    add(number)
+                elif isinstance(cell, str):
+                    for match in _NUMBER_IN_TEXT.finditer(cell):
+                        add(float(match.group().replace(",", "")))
+        for number in (*COMMON_CONSTANTS, *extra):
+            add(number, percent_too=False)
+        self._sorted = sorted(values)
+
+    def __contains__(self, number: object) -> bool:
+        if not isinstance(number, int | float) or isinstance(number, bool):
+            return False
+        target = abs(float(number))
+        if not math.isfinite(target):
+            return False
+        i = bisect_left(self._sorted, target)
+        return any(
+            _close(target, self._sorted[j]) for j in (i - 1, i) if 0 <= j < len(self._sorted)
+        )
+
+
+def parse_reply(text: str) -> Any:
+    """The reply as JSON (one optional Markdown code fence removed); raises ValueError if not JSON.
+
+    orjson refuses NaN, Infinity and nesting deeper than 1024 levels, so a hostile reply is a
+    ValueError, never a crash.
+    """
+    stripped = text.strip()
+    fenced = _FENCE.match(stripped)
+    if fenced:
+        stripped = fenced.group(1).strip()
+    try:
+        return orjson.loads(stripped)
+    except orjson.JSONDecodeError as exc:
+        raise ValueError(f"not JSON: {exc.msg} at column {exc.colno}") from None
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _schema_problems(data: Any) -> list[str]:
+    if not isinstance(data, dict):
+        return [f"the reply is a JSON {type(data).__name__}, not an object with 'steps'"]
+    steps = data.get("steps")
+    if not isinstance(steps, list):
+        return ["'steps' is missing or not a list"]
+    if not steps:
+        return ["'steps' is empty"]
+    if len(steps) > MAX_STEPS:
+        return [f"{len(steps)} steps; at most {MAX_STEPS} are allowed"]
+    problems: list[str] = []
+    for i, step in enumerate(steps):
+        if not isinstance(step, dict):
+            problems.append(f"step {i} is not an object")
+            continue
+        tool = step.get("tool")
+        if tool == "extract":
+            if not isinstance(step.get("operation"), str | None):
+                problems.append(f"step {i}: 'operation' of an extract must be text if given")
+            if not isinstance(step.get("args", []), list):
+                problems.append(f"step {i}: 'args' of an extract must be a list if given")
+            if not _is_number(step.get("value")):
+                problems.append(f"step {i}: extract needs a number 'value'")
+            source = step.get("source")
+            if source not in ("table", "text"):
+                problems.append(f"step {i}: extract 'source' must be 'table' or 'text'")
+            elif source == "table" and not (
+                isinstance(step.get("row"), str) and isinstance(step.get("column"), str)
+            ):
+                problems.append(f"step {i}: a table extract needs 'row' and 'column' texts")
+        elif tool == "compute":
+            if not isinstance(step.get("operation"), str):
+                problems.append(f"step {i}: compute needs an 'operation' text")
+            if not isinstance(step.get("args"), list):
+                problems.append(f"step {i}: compute needs a list 'args'")
+        else:
+            problems.append(f"step {i}: 'tool' must be 'extract' or 'compute', got {tool!r:.40}")
+    return problems
+
+
+def _arg_number(arg: Any) -> float | None:
+    """A literal number argument's value (``"13.4%"`` -> 0.134); None for refs, consts, rows."""
+    if _is_number(arg):
+        return float(arg)
+    if isinstance(arg, str) and _ARG_NUMBER.match(arg.strip()):
+        text = arg.strip()
+        number = float(text.rstrip("%"))
+        if not math.isfinite(number):
+            return None
+        return number / 100 if text.endswith("%") else number
+    return None
+
+
+def _find_row(doc: Document, name: str) -> Mapping[str, float | str] | None:
+    row = doc.table.get(name)
+    if row is not None:
+        return row
+    wanted = _norm(name)
+    return next((cells for key, cells in doc.table.items() if _norm(key) == wanted), None)
+
+
+def _find_cell(row: Mapping[str, float | str], column: str) -> tuple[bool, float | str | None]:
+    if column in row:
+        return True, row[column]
+    wanted = _norm(column)
+    for key, cell in row.items():
+        if _norm(key) == wanted:
+            return True, cell
+    return False, None
+
+
+def validate_reply(text: str, doc: Document, earlier_answers: Sequence[float] = ()) -> Validation:
+    """Validate one model reply against the document; log each check; compute the answer."""
+    result = Validation()
+    try:
+        data = parse_reply(text)
+    except ValueError as exc:
+        result.is_json = False
+        result.add("json", [str(exc)])
+        return result
+    if not isinstance(data, dict):
+        result.is_json = False
+        result.add("json", [f"the reply is a JSON {type(data).__name__}, not an object"])
+        return result
+    result.add("json", [])
+    if not result.add("schema", _schema_problems(data)):
+        return result
+    steps: list[dict[str, Any]] = data["steps"]
+    result.plan = {"steps": steps}
+
+    operations: list[str] = []
+    arguments: list[str] = []
+    references: list[str] = []
+    ungrounded: list[str] = []
+    cells: list[str] = []
+    known = DocumentNumbers(doc, earlier_answers)
+    computed = 0
+    for i, step in enumerate(steps):
+        if step["tool"] == "extract":
+            value = float(step["value"])
+            if value not in known:
+                ungrounded.append(f"step {i}: extracted value {value:g} is not in the document")
+            if step["source"] == "table":
+                cells.extend(_cell_problems(i, step, value, doc))
+            continue
+        name = step["operation"]
+        operation = normalise_operation(name)
+        args: list[Any] = step["args"]
+        if operation not in OPERATIONS:
+            operations.append(f"step {i}: unknown operation {name!r:.60}")
+        elif operation in TABLE_OPERATIONS:
+            row = args[0] if args else None
+            if len(args) != 1 or not isinstance(row, str):
+                arguments.append(f"step {i}: {operation} takes one argument, a table row name")
+            elif _find_row(doc, row) is None:
+                arguments.append(f"step {i}: {operation}: no table row named {row!r:.60}")
+        else:
+            if len(args) != 2:
+                arguments.append(f"step {i}: {operation} takes 2 arguments, got {len(args)}")
+            for arg in args:
+                arguments.extend(_arg_problems(i, arg))
+                ref = _ARG_REF.match(arg.strip()) if isinstance(arg, str) else None
+                if ref and int(ref.group(1)) >= computed:
+                    references.append(
+                        f"step {i}: {arg} refers to compute step {ref.group(1)}, but "
+                        f"{_count(computed, 'compute step')} come before it"
+                    )
+                number = _arg_number(arg)
+                if number is not None and number not in known:
+                    ungrounded.append(f"step {i}: argument {arg} is not in the document")
+        computed += 1
+    result.add("operations", operations)
+    result.add("arguments", arguments)
+    result.add("references", references)
+    result.add("values_in_document", ungrounded)
+    result.add("table_cells", cells)
+    if operations or arguments or references:
+        return result
+    try:
+        value = execute_program(program_from_plan(result.plan), table=doc.table)
+    except (ProgramParseError, ProgramExecutionError) as exc:
+        result.add("executes", [getattr(exc, "reason", None) or str(exc)])
+        return result
+    result.add("executes", [])
+    result.answer = ("yes" if value else "no") if isinstance(value, bool) else value
+    return result
+
+
+def _count(n: int, noun: str) -> str:
+    if n == 0:
+        return f"no {noun}s"
+    return f"only {n} {noun}" + ("s" if n != 1 else "")
+
+
+def _arg_problems(i: int, arg: Any) -> list[str]:
+    if _is_number(arg):
+        return []
+    if isinstance(arg, str):
+        token = arg.strip()
+        if _ARG_NUMBER.match(token) or _ARG_CONST.match(token) or _ARG_REF.match(token):
+            return []
+    return [f"step {i}: argument {str(arg)[:40]!r} is not a number, '#k' or 'const_N'"]
+
+
+def _cell_problems(i: int, step: Mapping[str, Any], value: float, doc: Document) -> list[str]:
+    row_name, column = str(step["row"]), str(step["column"])
+    row = _find_row(doc, row_name)
+    if row is None:
+        return [f"step {i}: no table row named {row_name!r:.60}"]
+    found, cell = _find_cell(row, column)
+    if not found:
+        return [f"step {i}: row {row_name!r:.60} has no column {column!r:.40}"]
+    number = cell_number(cell)
+    if number is None or not (
+        _close(abs(number), abs(value)) or _close(abs(number), abs(value) * 100)
+    ):
+        return [
+            f"step {i}: the cell ({row_name:.60}, {column:.40}) holds {cell!r:.40}, not {value:g}"
+        ]
+    return []
