@@ -6,7 +6,8 @@ import logging
 
 import typer
 
-from fieldcheck._cli import json_cmd, numeric_cmd, slots_cmd
+from fieldcheck._cli import json_cmd, numeric_cmd, serve_model_cmd, slots_cmd
+from fieldcheck._cli._runopts import STORE_HELP
 from fieldcheck._version import __version__
 
 app = typer.Typer(
@@ -14,7 +15,7 @@ app = typer.Typer(
     help=(
         "Score how well language models extract structured information and answer numeric "
         "questions. Systems: 'json' (JSON output vs ground truth), 'slots' (slot extraction "
-        "benchmark), 'numeric' (ConvFinQA numeric QA)."
+        "benchmark), 'numeric' (ConvFinQA numeric QA). " + STORE_HELP
     ),
     no_args_is_help=True,
     add_completion=False,
@@ -23,6 +24,7 @@ app = typer.Typer(
 app.add_typer(json_cmd.app, name="json")
 app.add_typer(slots_cmd.app, name="slots")
 app.add_typer(numeric_cmd.app, name="numeric")
+app.command("serve-model")(serve_model_cmd.serve_model_command)
 
 
 def _version_callback(value: bool) -> None:

@@ -1,0 +1,153 @@
+"""serve-model: a real HTTP server on 127.0.0.1, called through the runner's openai client."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from fieldcheck.matchers._llm import PROMPTS
+from fieldcheck.runner import CallResult, ModelSpec, Runner, RunnerSettings
+from fieldcheck.serve_model import (
+    FINGERPRINT,
+    BackgroundServer,
+    create_app,
+    free_port,
+    parse_fail_rates,
+)
+
+
+@pytest.fixture
+def server() -> Iterator[BackgroundServer]:
+    with BackgroundServer(create_app()) as running:
+        yield running
+
+
+def _ask(base_url: str, messages: list[list[dict[str, str]]], **settings: Any) -> list[CallResult]:
+    runner = Runner(RunnerSettings(use_cache=False, **settings))
+    spec = ModelSpec(name="c", model="synthetic-careful", base_url=base_url)
+
+    async def go() -> list[CallResult]:
+        try:
+            return list(await asyncio.gather(*(runner.client(spec).complete(m) for m in messages)))
+        finally:
+            await runner.aclose()
+
+    return asyncio.run(go())
+
+
+def _judge_messages(prediction: str, reference: str) -> list[dict[str, str]]:
+    prompt = PROMPTS["fuzzy"]
+    return [
+        {"role": "system", "content": prompt.system},
+        {"role": "user", "content": prompt.user.format(prediction=prediction, reference=reference)},
+    ]
+
+
+def test_judge_prompts_get_a_score_with_usage(server: BackgroundServer) -> None:
+    same, other = _ask(
+        server.base_url,
+        [_judge_messages("John Smith", "smith john"), _judge_messages("apple", "zebra")],
+    )
+    assert same.text == "1.00" and other.text is not None and float(other.text) < 0.5
+    assert same.input_tokens > 20 and same.output_tokens == 1 and not same.tokens_estimated
+
+
+def test_replies_are_deterministic_and_labelled(server: BackgroundServer) -> None:
+    messages = [{"role": "user", "content": "hello"}]
+    body = {"model": "synthetic-fast", "messages": messages}
+    first = httpx.post(server.base_url + "/chat/completions", json=body).json()
+    second = httpx.post(server.base_url + "/chat/completions", json=body).json()
+    assert first["choices"] == second["choices"]
+    assert first["system_fingerprint"] == FINGERPRINT
+    assert first["choices"][0]["message"]["content"].startswith("synthetic model:")
+    models = httpx.get(server.base_url + "/models").json()
+    assert [m["id"] for m in models["data"]] == [
+        "synthetic-careful",
+        "synthetic-eager",
+        "synthetic-fast",
+    ]
+
+
+@pytest.mark.parametrize(
+    "body",
+    [b"not json", b"[1, 2]", b'{"model": 3, "messages": []}', b'{"model": "m", "messages": [1]}'],
+)
+def test_bad_requests_are_400(server: BackgroundServer, body: bytes) -> None:
+    response = httpx.post(
+        server.base_url + "/chat/completions",
+        content=body,
+        headers={"content-type": "application/json"},
+    )
+    assert response.status_code == 400 and "error" in response.json()
+
+
+def test_injected_faults_are_retried_by_the_runner() -> None:
+    app = create_app(fail_rates={429: 0.3, 500: 0.2}, seed=3)
+    with BackgroundServer(app) as running:
+        results = _ask(
+            running.base_url,
+            [_judge_messages(f"v{i}", f"v{i}") for i in range(30)],
+            max_retries=10,
+        )
+        assert all(r.text == "1.00" for r in results)
+        assert sum(r.attempts - 1 for r in results) == app.state.serve.faults > 0
+    with BackgroundServer(create_app(fail_rates={500: 1.0})) as failing:
+        [result] = _ask(failing.base_url, [_judge_messages("a", "a")], max_retries=1)
+        assert (result.error_type, result.attempts) == ("server_error", 2)
+
+
+def test_latency_is_added() -> None:
+    with BackgroundServer(create_app(latency_ms=200)) as running:
+        [result] = _ask(running.base_url, [_judge_messages("a", "a")])
+    assert 0.13 <= result.latency_s < 1.5  # 200 ms x [0.7, 1.3] for synthetic-careful
+
+
+def test_parse_fail_rates() -> None:
+    assert parse_fail_rates("429=0.1, 500=0.05") == {429: 0.1, 500: 0.05}
+    assert parse_fail_rates("") == {}
+    for bad in ("429", "404=0.1", "500=2", "500=x", "429=0.6,500=0.6"):
+        with pytest.raises(ValueError):
+            parse_fail_rates(bad)
+
+
+def test_serve_model_command_serves_until_stopped() -> None:
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "fieldcheck._cli.main", "serve-model", "--port", str(port)],
+        stderr=subprocess.PIPE,
+        text=True,
+        env=os.environ,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                response = httpx.get(f"http://127.0.0.1:{port}/v1/models", timeout=1)
+                break
+            except httpx.TransportError:
+                if time.monotonic() > deadline or proc.poll() is not None:
+                    raise
+                time.sleep(0.1)
+        assert response.status_code == 200
+    finally:
+        proc.terminate()
+        _, err = proc.communicate(timeout=10)
+    assert f"http://127.0.0.1:{port}/v1" in err
+
+
+def test_serve_model_rejects_a_bad_fail_rate() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "fieldcheck._cli.main", "serve-model", "--fail-rate", "404=1"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 2 and "status must be one of" in proc.stderr
