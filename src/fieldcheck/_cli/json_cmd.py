@@ -6,6 +6,7 @@ was scored, 3 when some records (or the output) could not be scored, 2 on usage 
 
 from __future__ import annotations
 
+import re
 import sys
 from dataclasses import dataclass
 from dataclasses import fields as dataclass_fields
@@ -20,25 +21,57 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from fieldcheck._cli._common import EXIT_FAILED, EXIT_OK, EXIT_USAGE
+from fieldcheck._cli._common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, out_dir
+from fieldcheck._cli._runopts import (
+    STORE_HELP,
+    BaseUrlOpt,
+    CacheNonzeroOpt,
+    ConcurrencyOpt,
+    JsonModeOpt,
+    MaxRetriesOpt,
+    MaxTokensOpt,
+    ModelSeedOpt,
+    ModelsFileOpt,
+    NoCacheOpt,
+    NoProgressOpt,
+    PriceInOpt,
+    PriceOutOpt,
+    TemperatureOpt,
+    TimeoutOpt,
+    make_runner,
+    model_specs,
+    run_async,
+    store_line,
+)
 from fieldcheck._util.errors import InputError
-from fieldcheck._util.jsonio import dumps, read_json
+from fieldcheck._util.jsonio import dumps, read_json, write_json, write_jsonl
 from fieldcheck.jsoneval import (
+    BatchRecord,
+    BatchResult,
     BatchSummary,
     EvalConfig,
     JsonEvalResult,
     MatcherError,
     MatcherFamily,
+    ModelRun,
+    RecordError,
     SafetyCheck,
+    build_matchers,
     evaluate,
     evaluate_batch,
+    load_schema,
     load_strategies,
     parse_weights,
     read_batch,
+    read_documents,
     record_error,
+    run_extraction,
     write_batch_outputs,
 )
+from fieldcheck.matchers import Matcher
 from fieldcheck.metrics._json_fields import BUCKET_NAMES
+from fieldcheck.reports._csv import write_csv
+from fieldcheck.runner import ModelSpec, Runner
 
 app = typer.Typer(
     help=(
@@ -360,23 +393,16 @@ def score(
         print_result(console, result)
 
 
-def run_batch(
-    data: Path, config: EvalConfig, out: Path, *, console: Console, errors: Console
-) -> int:
-    """Read, score and write a batch; print errors, the summary and the files; return the exit status."""
-    if out.exists() and not out.is_dir():
-        _err(errors, f"{out}: --out must be a directory (it is a file)")
-        return EXIT_USAGE
-    try:
-        records, read_errors = read_batch(data)
-    except InputError as exc:
-        _err(errors, str(exc))
-        return EXIT_USAGE
-    for problem in read_errors:
-        _err(errors, str(problem))
-    if not records and not read_errors:
-        _err(errors, f"{data}: no records (the file is empty)")
-        return EXIT_USAGE
+def _score(
+    records: list[BatchRecord],
+    failures: list[RecordError],
+    config: EvalConfig,
+    *,
+    errors: Console,
+    source: str,
+    matchers: dict[str, Matcher] | None = None,
+) -> BatchResult:
+    """Score records with a transient progress bar; print each record that fails here."""
     with Progress(
         TextColumn("{task.description:<10}"),
         BarColumn(),
@@ -395,12 +421,36 @@ def run_batch(
         batch = evaluate_batch(
             records,
             config,
-            errors=[record_error(e) for e in read_errors],
+            matchers=matchers,
+            errors=failures,
             progress=progress,
-            source=str(data),
+            source=source,
         )
-    for failure in batch.errors[len(read_errors) :]:
+    for failure in batch.errors[len(failures) :]:
         _err(errors, failure.message)
+    return batch
+
+
+def run_batch(
+    data: Path, config: EvalConfig, out: Path, *, console: Console, errors: Console
+) -> int:
+    """Read, score and write a batch; print errors, the summary and the files; return the exit status."""
+    if out.exists() and not out.is_dir():
+        _err(errors, f"{out}: --out must be a directory (it is a file)")
+        return EXIT_USAGE
+    try:
+        records, read_errors = read_batch(data)
+    except InputError as exc:
+        _err(errors, str(exc))
+        return EXIT_USAGE
+    for problem in read_errors:
+        _err(errors, str(problem))
+    if not records and not read_errors:
+        _err(errors, f"{data}: no records (the file is empty)")
+        return EXIT_USAGE
+    batch = _score(
+        records, [record_error(e) for e in read_errors], config, errors=errors, source=str(data)
+    )
     try:
         paths = write_batch_outputs(out, batch)
     except OSError as exc:
@@ -440,6 +490,322 @@ def batch(
     console, errors = Console(), Console(stderr=True)
     config = _config(_Options.of(locals()), errors)
     raise typer.Exit(run_batch(data, config, out, console=console, errors=errors))
+
+
+ModelOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--model",
+        metavar="[NAME=]MODEL",
+        help="A model at --base-url (repeatable); NAME labels it in every output (default MODEL).",
+    ),
+]
+SchemaOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--schema",
+        metavar="FILE",
+        help="JSON Schema of the target object, shown to the model in the prompt.",
+    ),
+]
+COMPARISON_COLUMNS = (
+    "model",
+    "run_id",
+    "records",
+    "with_output",
+    "call_errors",
+    "not_an_object",
+    "failed",
+    "completeness",
+    "hallucination",
+    "accuracy",
+    "rqs",
+    "input_tokens",
+    "output_tokens",
+    "cost_usd",
+    "latency_s_mean",
+)
+
+
+def model_folder(name: str) -> str:
+    """A model name as a folder name: letters, digits, '.', '_' and '-' only, never hidden."""
+    folder = re.sub(r"[^A-Za-z0-9._-]+", "_", name)
+    return "_" + folder if folder.startswith(".") or not folder else folder
+
+
+def _comparison_row(run: ModelRun, summary: BatchSummary) -> dict[str, Any]:
+    info = run.info()
+    return {
+        "model": run.spec.name,
+        "run_id": run.run_id,
+        "records": info["records"],
+        "with_output": info["with_output"],
+        "call_errors": len(run.call_errors),
+        "not_an_object": summary.not_an_object,
+        "failed": summary.failed,
+        **{
+            name: summary.means[name]
+            for name in ("completeness", "hallucination", "accuracy", "rqs")
+        },
+        "input_tokens": run.input_tokens,
+        "output_tokens": run.output_tokens,
+        "cost_usd": run.cost_usd,
+        "latency_s_mean": info["latency_s_mean"],
+    }
+
+
+def print_comparison(console: Console, rows: list[dict[str, Any]]) -> None:
+    """One line per model: outputs, call errors, mean scores and latency (tokens: comparison.csv)."""
+    table = Table(title="Models (means over the records with an output)", header_style="bold")
+    heads = ("output", "call err.", "compl.", "halluc.", "acc.", "RQS", "latency s")
+    table.add_column("model", overflow="fold")
+    for head in heads:
+        table.add_column(head, justify="right", no_wrap=True)
+    for row in rows:
+        latency = row["latency_s_mean"]
+        table.add_row(
+            escape(row["model"]),
+            f"{row['with_output']}/{row['records']}",
+            str(row["call_errors"]),
+            *(_fmt(row[k]) for k in ("completeness", "hallucination", "accuracy", "rqs")),
+            "-" if latency is None else f"{latency:.3f}",
+        )
+    console.print(table)
+
+
+def run_models(
+    data: Path,
+    specs: list[ModelSpec],
+    runner: Runner,
+    config: EvalConfig,
+    out: Path,
+    *,
+    schema_text: str | None,
+    console: Console,
+    errors: Console,
+    show_progress: bool = True,
+) -> int:
+    """``json run``: each model extracts every document (through the runner, resumable), then its
+    outputs are scored by the ``json batch`` code path into ``out/<model>/``; return the exit status
+    (0 all scored, 3 when a line, a record or a call failed, 2 on usage errors)."""
+    folders = [model_folder(s.name) for s in specs]
+    if len(set(folders)) != len(folders):
+        raise typer.BadParameter(
+            f"model names give the same folder name: {', '.join(folders)}", param_hint="--model"
+        )
+    try:
+        records, read_errors = read_documents(data)
+    except InputError as exc:
+        raise typer.BadParameter(str(exc), param_hint="DATA") from None
+    for problem in read_errors:
+        _err(errors, str(problem))
+    if not records:
+        if not read_errors:
+            raise typer.BadParameter(f"{data}: no records (the file is empty)", param_hint="DATA")
+        _err(errors, f"{data}: no valid record; nothing to run")
+        return EXIT_FAILED
+
+    async def every_model() -> list[ModelRun]:
+        try:
+            return [
+                await run_extraction(
+                    runner,
+                    spec,
+                    data,
+                    records,
+                    schema_text=schema_text,
+                    console=errors,
+                    show_progress=show_progress,
+                )
+                for spec in specs
+            ]
+        finally:
+            await runner.aclose()
+
+    runs = run_async(every_model(), console=errors)
+    matchers = build_matchers(config)  # once for every model: each model's pairs reuse the cache
+    data_failures = [record_error(e) for e in read_errors]
+    status = EXIT_FAILED if read_errors else EXIT_OK
+    comparison: list[dict[str, Any]] = []
+    for run, folder_name in zip(runs, folders, strict=True):
+        folder = out / folder_name
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            outputs = folder / "outputs.jsonl"
+            write_jsonl(outputs, run.rows)
+            call_errors = folder / "call_errors.jsonl"
+            write_jsonl(call_errors, run.call_errors)
+            run_json = folder / "run.json"
+            write_json(run_json, run.info())
+        except OSError as exc:
+            _err(errors, f"{exc.filename or folder}: cannot write the outputs: {exc.strerror}")
+            return EXIT_USAGE
+        batch_records, batch_errors = read_batch(outputs)
+        for problem in batch_errors:
+            _err(errors, str(problem))
+        batch = _score(
+            batch_records,
+            data_failures + [record_error(e) for e in batch_errors],
+            config,
+            errors=errors,
+            source=str(outputs),
+            matchers=matchers,
+        )
+        try:
+            paths = write_batch_outputs(folder, batch)
+        except OSError as exc:
+            _err(errors, f"{exc.filename or folder}: cannot write the outputs: {exc.strerror}")
+            return EXIT_USAGE
+        console.rule(f"[bold]{escape(run.spec.name)}[/bold] ({escape(run.spec.model)})")
+        print_summary(
+            console,
+            batch.summary,
+            {"outputs": outputs, **paths, "calls": call_errors, "run": run_json},
+        )
+        counts = ", ".join(f"{k} {v}" for k, v in run.error_counts.items())
+        console.print(
+            f"no output (call errors, not scored): {len(run.call_errors)}"
+            + (f" ({counts}; see {call_errors})" if counts else ""),
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
+        resumed = f", {run.resumed_items} items resumed" if run.resumed_items else ""
+        console.print(
+            f"run {run.run_id}{resumed}; {run.calls} calls, {run.cached_calls} from the cache; "
+            f"{store_line(runner)}",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
+        if batch.errors or run.call_errors:
+            status = EXIT_FAILED
+        comparison.append(_comparison_row(run, batch.summary))
+    write_csv(out / "comparison.csv", comparison, COMPARISON_COLUMNS)
+    if len(comparison) > 1:
+        print_comparison(console, comparison)
+    console.print(f"comparison: {out / 'comparison.csv'}", markup=False, highlight=False)
+    return status
+
+
+@app.command("run")
+def run(
+    data: Annotated[
+        Path,
+        typer.Argument(
+            metavar="DATA.jsonl",
+            help='JSONL file: one {"id", "document": "...", "ground_truth": {...}} per line.',
+        ),
+    ],
+    out: Annotated[
+        Path,
+        typer.Option(
+            "--out",
+            help="Directory: one folder per model with outputs.jsonl (the batch file), "
+            "records.jsonl, summary.json, fields.csv, errors.jsonl, call_errors.jsonl and run.json; "
+            "comparison.csv for all models.",
+        ),
+    ],
+    model: ModelOpt = None,
+    base_url: BaseUrlOpt = None,
+    models_file: ModelsFileOpt = None,
+    schema: SchemaOpt = None,
+    concurrency: ConcurrencyOpt = 8,
+    timeout: TimeoutOpt = 60.0,
+    max_retries: MaxRetriesOpt = 3,
+    temperature: TemperatureOpt = 0.0,
+    max_tokens: MaxTokensOpt = None,
+    model_seed: ModelSeedOpt = None,
+    json_mode: JsonModeOpt = False,
+    no_cache: NoCacheOpt = False,
+    cache_nonzero_temperature: CacheNonzeroOpt = False,
+    price_in: PriceInOpt = None,
+    price_out: PriceOutOpt = None,
+    no_progress: NoProgressOpt = False,
+    strategies: StrategiesOpt = None,
+    weights: WeightsOpt = None,
+    fuzzy_threshold: FuzzyOpt = _DEFAULTS.fuzzy_threshold,
+    semantic_threshold: SemanticOpt = _DEFAULTS.semantic_threshold,
+    matcher: MatcherOpt = _DEFAULTS.matcher,
+    judge_base_url: JudgeUrlOpt = None,
+    judge_model: JudgeModelOpt = None,
+    flatten: FlattenOpt = False,
+    safety_check: SafetyOpt = _DEFAULTS.safety_check,
+) -> None:
+    """Ask each model to extract a JSON object from every document (prompt json-extract-v1), then
+    score its outputs exactly as `json batch` does. A re-run resumes an interrupted run; a failed
+    call (timeout, 5xx, 400) gives no output and is listed apart, never scored. Exit 0 when every
+    record was scored, 3 when a line, a record or a call failed, 2 on usage errors, 130 on Ctrl-C.
+
+    Runs and cached replies are kept in the store (see below)."""
+    console, errors = Console(), Console(stderr=True)
+    config = _config(_Options.of(locals()), errors)
+    specs = model_specs(
+        models=model,
+        models_file=models_file,
+        base_url=base_url,
+        temperature=temperature,
+        max_tokens=max_tokens,
+        model_seed=model_seed,
+        price_in=price_in,
+        price_out=price_out,
+    )
+    try:
+        schema_text = load_schema(schema) if schema is not None else None
+    except InputError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--schema") from None
+    out_dir(out)
+    runner = make_runner(
+        concurrency=concurrency,
+        timeout=timeout,
+        max_retries=max_retries,
+        no_cache=no_cache,
+        cache_nonzero_temperature=cache_nonzero_temperature,
+        json_mode=json_mode,
+    )
+    status = run_models(
+        data,
+        specs,
+        runner,
+        config,
+        out,
+        schema_text=schema_text,
+        console=console,
+        errors=errors,
+        show_progress=not no_progress,
+    )
+    raise typer.Exit(status)
+
+
+run.__doc__ = f"{run.__doc__}\n\n{STORE_HELP}"
+
+
+def run_model_demo(base_url: str, out_dir: Path, models: list[str], *, console: Console) -> int:
+    """``make demo``: the synthetic models extract the 60 bundled invoices (with the invoice schema)
+    and are scored with the bundled strategies (--flatten, --safety-check leaks); outputs in
+    ``out_dir/<model>/``, a comparison table on ``console``."""
+    examples = Path(__file__).resolve().parents[3] / "examples" / "json"
+    data, strategies = examples / "documents.jsonl", examples / "strategies.json"
+    config = EvalConfig(strategies=load_strategies(strategies), flatten=True, safety_check="leaks")
+    specs = [ModelSpec(name=m, model=m, base_url=base_url) for m in models]
+    console.print(
+        f"Extracting {escape(str(data))} with {', '.join(models)}; scored with "
+        f"{escape(str(strategies))} (--flatten, --safety-check leaks, local matchers)",
+        soft_wrap=True,
+        highlight=False,
+    )
+    out_dir.mkdir(parents=True, exist_ok=True)
+    return run_models(
+        data,
+        specs,
+        make_runner(concurrency=16),
+        config,
+        out_dir,
+        schema_text=load_schema(examples / "invoice.schema.json"),
+        console=console,
+        errors=Console(stderr=True),
+        show_progress=False,
+    )
 
 
 def run_demo(out_dir: Path) -> int:

@@ -1,7 +1,8 @@
 """JSON evaluation (json-evaluation.md): score a model's JSON output against ground truth.
 
 ``evaluate(output, ground_truth, config)`` scores one output; ``evaluate_batch`` scores many with
-every distinct FUZZY/SEMANTIC pair matched once; ``read_batch``/``write_batch_outputs`` handle files.
+every distinct FUZZY/SEMANTIC pair matched once; ``read_batch``/``write_batch_outputs`` handle files;
+``run_extraction`` asks a model to extract JSON from documents (``fieldcheck json run``).
 """
 
 from fieldcheck.jsoneval._config import (
@@ -21,6 +22,18 @@ from fieldcheck.jsoneval._evaluate import (
     evaluate_batch,
     make_signature,
     summarize,
+)
+from fieldcheck.jsoneval._extract import (
+    PROMPT_ID,
+    ExtractRecord,
+    ModelRun,
+    build_messages,
+    document_digest,
+    document_from_prompt,
+    load_schema,
+    parse_reply,
+    read_documents,
+    run_extraction,
 )
 from fieldcheck.jsoneval._io import (
     FIELDS_CSV_COLUMNS,
@@ -47,17 +60,20 @@ from fieldcheck.metrics._json_fields import RqsWeights, Strategy
 __all__ = [
     "FIELDS_CSV_COLUMNS",
     "MAX_DEPTH",
+    "PROMPT_ID",
     "PUBLIC_KEYS",
     "BatchRecord",
     "BatchResult",
     "BatchSummary",
     "EvalConfig",
+    "ExtractRecord",
     "FieldResult",
     "FieldSummary",
     "JsonEvalResult",
     "LeakKind",
     "MatcherError",
     "MatcherFamily",
+    "ModelRun",
     "OutputKind",
     "RecordError",
     "RecordResult",
@@ -67,16 +83,23 @@ __all__ = [
     "Strategy",
     "StrategyConfig",
     "build_matchers",
+    "build_messages",
     "coerce_output",
+    "document_digest",
+    "document_from_prompt",
     "evaluate",
     "evaluate_batch",
     "find_leaks",
+    "load_schema",
     "load_strategies",
     "make_signature",
+    "parse_reply",
     "parse_strategies",
     "parse_weights",
     "read_batch",
+    "read_documents",
     "record_error",
+    "run_extraction",
     "summarize",
     "write_batch_outputs",
 ]

@@ -1,17 +1,207 @@
-"""Synthetic json responder (placeholder until the json task runner lands)."""
+"""Synthetic JSON-extraction responder (prompt ``json-extract-v1``) for ``fieldcheck serve-model``.
+
+It finds the document by the sha256 of the text between ``<document>`` and ``</document>`` in the
+user message (``fieldcheck.jsoneval._extract.document_from_prompt``), looks up its ground truth in
+``examples/json/documents.jsonl`` and answers it as JSON, with seeded errors:
+
+| rate (per request)                                   | careful | eager    | fast |
+|------------------------------------------------------|---------|----------|------|
+| a typo in a name (vendor, customer or street)        | 0.05    | 0.05     | 0.20 |
+| a wrong amount (subtotal, tax or total off by 10%)   | 0       | 0        | 0.15 |
+| the invoice date as DD/MM/YYYY instead of ISO        | 0       | 0        | 0.10 |
+| a key left out (each of 4: due_date, purchase_order, | 0       | 0        | 0.05 |
+|   payment_terms, customer)                           |         |          |      |
+| the last line item dropped (invoices with 2+ items)  | 0       | 0        | 0.10 |
+| a field null in the ground truth filled in (invented)| 0       | 0.30     | 0    |
+| a hallucinated extra key (per draw)                  | 0       | 0.5, 0.3 | 0.05 |
+| the JSON in a Markdown code fence                    | 0       | 0.05     | 0.05 |
+| prose around the JSON                                | 0       | 0        | 0.06 |
+| invalid JSON (the reply cut in half)                 | 0       | 0        | 0.05 |
+
+The last three are exclusive (one draw). Extra keys come from a fixed pool no ground truth has;
+an invented value is a due date 30 days after the invoice date, a purchase order number or a
+note. No error rewrites free text (line-item descriptions, payment terms): those fields are
+SEMANTIC in the bundled strategies, so the demo needs no embedding model. Unknown model names
+answer as ``synthetic-careful``; unknown documents (or a missing examples file) get ``{}``. Rates
+are drawn from the server's ``rng`` in a fixed order, so a reply depends only on
+(messages, model, rng).
+"""
 
 from __future__ import annotations
 
+import copy
+import json
+import random
+import string
+from dataclasses import dataclass
+from datetime import date, timedelta
 from pathlib import Path
+from typing import Any
 
-from fieldcheck.serve_model._base import Responder
+from fieldcheck._util.errors import InputError
+from fieldcheck.jsoneval._extract import (
+    PROMPT_ID,
+    document_digest,
+    document_from_prompt,
+    read_documents,
+)
+from fieldcheck.serve_model._base import Message, Responder, last_user_text
 
-FACTORIES: list[object] = []
+DOCUMENTS_FILE = Path("json") / "documents.jsonl"
+OPTIONAL_KEYS = ("due_date", "purchase_order", "payment_terms", "customer")
+EXTRA_KEYS: tuple[tuple[str, Any], ...] = (
+    ("confidence", 0.93),
+    ("vendor_vat_id", "GB123456789"),
+    ("bank_iban", "DE89370400440532013000"),
+    ("document_type", "invoice"),
+    ("language", "en"),
+    ("page_count", 1),
+)
 
 
-def factories() -> list[object]:
-    return FACTORIES
+@dataclass(frozen=True)
+class Profile:
+    """Error rates of one synthetic model (see the module docstring's table)."""
+
+    typo: float = 0.0
+    wrong_amount: float = 0.0
+    date_format: float = 0.0
+    missing_key: float = 0.0
+    drop_item: float = 0.0
+    invent_null: float = 0.0
+    extra_key_draws: tuple[float, ...] = ()
+    fence: float = 0.0
+    prose: float = 0.0
+    invalid_json: float = 0.0
+
+
+PROFILES: dict[str, Profile] = {
+    "synthetic-careful": Profile(typo=0.05),
+    "synthetic-eager": Profile(typo=0.05, invent_null=0.30, extra_key_draws=(0.5, 0.3), fence=0.05),
+    "synthetic-fast": Profile(
+        typo=0.20,
+        wrong_amount=0.15,
+        date_format=0.10,
+        missing_key=0.05,
+        drop_item=0.10,
+        extra_key_draws=(0.05,),
+        fence=0.05,
+        prose=0.06,
+        invalid_json=0.05,
+    ),
+}
+
+
+def typo(text: str, rng: random.Random) -> str:
+    """``text`` with one letter replaced, dropped or swapped with the next (not the first or last)."""
+    if len(text) < 4:
+        return text
+    i = rng.randrange(1, len(text) - 2)
+    kind = rng.randrange(3)
+    if kind == 0:
+        letter = rng.choice([c for c in string.ascii_lowercase if c != text[i].lower()])
+        return text[:i] + letter + text[i + 1 :]
+    if kind == 1:
+        return text[:i] + text[i + 1 :]
+    if text[i] == text[i + 1]:
+        return text[:i] + text[i + 1 :]
+    return text[:i] + text[i + 1] + text[i] + text[i + 2 :]
+
+
+def _is_null(value: Any) -> bool:
+    return value is None or (isinstance(value, str) and not value.strip())
+
+
+def _invent(key: str, out: dict[str, Any], rng: random.Random) -> Any:
+    if key == "due_date" and isinstance(out.get("invoice_date"), str):
+        try:
+            return (date.fromisoformat(out["invoice_date"]) + timedelta(days=30)).isoformat()
+        except ValueError:
+            pass
+    if key == "purchase_order":
+        return f"PO-{rng.randrange(10000, 99999)}"
+    return "Thank you for your business."
+
+
+def answer(gt: dict[str, Any], profile: Profile, rng: random.Random) -> str:
+    """The reply of a model with ``profile`` for a document whose ground truth is ``gt``."""
+    out = copy.deepcopy(gt)
+    if rng.random() < profile.typo:
+        names = [
+            ("vendor", "name"),
+            ("customer", "name"),
+            ("vendor", "address", "street"),
+        ]
+        path = rng.choice(names)
+        holder: Any = out
+        for part in path[:-1]:
+            holder = holder.get(part) if isinstance(holder, dict) else None
+        if isinstance(holder, dict) and isinstance(holder.get(path[-1]), str):
+            holder[path[-1]] = typo(holder[path[-1]], rng)
+    if rng.random() < profile.wrong_amount:
+        key = rng.choice(["subtotal", "tax", "total"])
+        if isinstance(out.get(key), int | float):
+            out[key] = round(out[key] * 1.1, 2)
+    if rng.random() < profile.date_format and isinstance(out.get("invoice_date"), str):
+        y, _, rest = out["invoice_date"].partition("-")
+        m, _, d = rest.partition("-")
+        out["invoice_date"] = f"{d}/{m}/{y}"
+    for key in OPTIONAL_KEYS:
+        if rng.random() < profile.missing_key:
+            out.pop(key, None)
+    items = out.get("line_items")
+    if rng.random() < profile.drop_item and isinstance(items, list) and len(items) > 1:
+        items.pop()
+    if rng.random() < profile.invent_null:
+        nulls = sorted(k for k, v in out.items() if _is_null(v))
+        if nulls:
+            key = rng.choice(nulls)
+            out[key] = _invent(key, out, rng)
+    for chance in profile.extra_key_draws:
+        if rng.random() < chance:
+            key, value = rng.choice(EXTRA_KEYS)
+            out[key] = value
+    text = json.dumps(out, ensure_ascii=False)
+    roll = rng.random()
+    if roll < profile.invalid_json:
+        return text[: len(text) // 2]
+    roll -= profile.invalid_json
+    if roll < profile.prose:
+        return (
+            f"Here is the data I extracted from the invoice:\n{text}\nLet me know if you need more."
+        )
+    roll -= profile.prose
+    if roll < profile.fence:
+        return f"```json\n{json.dumps(out, ensure_ascii=False, indent=2)}\n```"
+    return text
+
+
+class JsonExtractResponder:
+    """Answers ``json-extract-v1`` requests from the example's ground truths."""
+
+    prompt_id = PROMPT_ID
+
+    def __init__(self, documents: dict[str, dict[str, Any]]) -> None:
+        self.documents = documents  # document digest -> ground truth
+
+    def respond(self, messages: list[Message], model: str, rng: random.Random) -> str:
+        document = document_from_prompt(last_user_text(messages))
+        gt = self.documents.get(document_digest(document)) if document is not None else None
+        if gt is None:
+            return "{}"
+        profile = PROFILES.get(model, PROFILES["synthetic-careful"])
+        return answer(gt, profile, rng)
+
+
+def index(responses_dir: Path) -> dict[str, dict[str, Any]]:
+    """Document digest -> ground truth; empty when the examples file is missing or unreadable."""
+    try:
+        records, _ = read_documents(responses_dir / DOCUMENTS_FILE)
+    except InputError:
+        return {}
+    return {document_digest(r.document): r.ground_truth for r in records}
 
 
 def build(responses_dir: Path) -> list[Responder]:
-    return []
+    """The JSON-extraction responder over ``responses_dir`` (default: the repository's examples/)."""
+    return [JsonExtractResponder(index(responses_dir))]

@@ -1,0 +1,362 @@
+"""Run a model on documents to extract JSON (``fieldcheck json run``), for json-evaluation.md scoring.
+
+Each input line ``{"id", "document", "ground_truth"}`` is one run item (key = id): the model sees the
+versioned prompt ``json-extract-v1`` (with the target JSON Schema when given) and the document, and
+its reply becomes the batch line ``{"id", "ground_truth", "output"}`` that ``json batch`` scores. A
+reply that is bare JSON is stored parsed; any other reply is stored as its raw text, which the
+scorer then judges (a fenced object is parsed and flagged, prose is not an object). A call that
+failed (timeout, 5xx, 400, ...) gives no output: it is kept apart with its error type, never scored.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import statistics
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError
+from rich.console import Console
+
+from fieldcheck._util.errors import InputError
+from fieldcheck._util.jsonio import dumps, iter_jsonl, read_json
+from fieldcheck.runner import (
+    Message,
+    ModelSpec,
+    RunHandle,
+    Runner,
+    RunSpec,
+    estimate_tokens,
+    messages_tokens,
+    run_task,
+)
+
+SYSTEM = "json"
+TASK = "json-extract"
+PROMPT_ID = "json-extract-v1"
+DOCUMENT_OPEN = "<document>\n"
+DOCUMENT_CLOSE = "\n</document>"
+
+SYSTEM_PROMPT = f"""You extract structured data from documents. (prompt {PROMPT_ID})
+Reply with exactly one JSON object and nothing else: no prose, no Markdown code fence.
+Use null for a field the document does not state; never invent a value.
+Copy names, identifiers and free text exactly as the document writes them.
+Write dates as YYYY-MM-DD and amounts as JSON numbers, without currency symbols or thousands separators."""
+
+SCHEMA_INTRO = "The object must follow this JSON Schema:"
+NO_SCHEMA_NOTE = "Use short snake_case keys for the fields you find."
+USER_INTRO = "Extract the data from this document."
+
+
+def system_prompt(schema_text: str | None) -> str:
+    """The system message: the fixed instructions, then the schema (or a note on naming keys)."""
+    if schema_text is None:
+        return f"{SYSTEM_PROMPT}\n{NO_SCHEMA_NOTE}"
+    return f"{SYSTEM_PROMPT}\n{SCHEMA_INTRO}\n{schema_text}"
+
+
+def build_messages(document: str, schema_text: str | None = None) -> list[Message]:
+    """The chat messages of one document (prompt ``json-extract-v1``)."""
+    return [
+        {"role": "system", "content": system_prompt(schema_text)},
+        {"role": "user", "content": f"{USER_INTRO}\n{DOCUMENT_OPEN}{document}{DOCUMENT_CLOSE}"},
+    ]
+
+
+def document_from_prompt(user_text: str) -> str | None:
+    """The document inside a user message made by ``build_messages`` (None if it is not one).
+
+    The first opening and the last closing marker are used, so a document that itself contains
+    the markers comes back whole.
+    """
+    start = user_text.find(DOCUMENT_OPEN)
+    end = user_text.rfind(DOCUMENT_CLOSE)
+    if start < 0 or end < start + len(DOCUMENT_OPEN):
+        return None
+    return user_text[start + len(DOCUMENT_OPEN) : end]
+
+
+def document_digest(document: str) -> str:
+    """sha256 of the document text (how the synthetic models recognise a document)."""
+    return hashlib.sha256(document.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def parse_reply(text: str) -> tuple[Any, bool]:
+    """``(value, parsed)``: the reply as JSON when the whole reply (trimmed) is strict JSON, else
+    the raw text for the scorer's non-object rule (a fenced object is parsed there and flagged)."""
+    try:
+        return orjson.loads(text.strip()), True
+    except orjson.JSONDecodeError:
+        return text, False
+
+
+class ExtractRecord(BaseModel):
+    """One input line: ``{"id", "document": str, "ground_truth": {...}}`` (other keys ignored)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    id: StrictStr | StrictInt
+    document: StrictStr
+    ground_truth: dict[str, Any]
+    line: int | None = Field(None, exclude=True)
+
+    @property
+    def key(self) -> str:
+        return str(self.id)
+
+
+_REASONS = {
+    "missing": "missing",
+    "dict_type": "must be a JSON object",
+    "string_type": "must be a string",
+}
+
+
+def read_documents(path: str | Path) -> tuple[list[ExtractRecord], list[InputError]]:
+    """Every good line of a documents file, and a one-line InputError (``file:line``) per bad line.
+
+    A line must be an object with ``id`` (non-empty string or integer, unique), ``document``
+    (string) and ``ground_truth`` (object). Raises InputError only when the file cannot be read.
+    """
+    p = Path(path)
+    records: list[ExtractRecord] = []
+    errors: list[InputError] = []
+    first: dict[str, int] = {}
+    for line, value in iter_jsonl(p):
+        if isinstance(value, InputError):
+            errors.append(value)
+            continue
+        if not isinstance(value, dict):
+            errors.append(
+                InputError(
+                    "a line must be a JSON object with id, document and ground_truth",
+                    file=p,
+                    line=line,
+                    value=value,
+                )
+            )
+            continue
+        raw_id = value.get("id")
+        rid = (
+            str(raw_id) if isinstance(raw_id, str | int) and not isinstance(raw_id, bool) else None
+        )
+        try:
+            record = ExtractRecord.model_validate({**value, "line": line})
+        except ValidationError as exc:
+            problem = exc.errors()[0]
+            loc = ".".join(str(x) for x in problem["loc"] if str(x) not in ("str", "int"))
+            reason = _REASONS.get(problem["type"], problem["msg"])
+            if loc == "id" and problem["type"] != "missing":
+                reason = "must be a string or an integer"
+            errors.append(
+                InputError(
+                    reason,
+                    file=p,
+                    line=line,
+                    record=rid,
+                    field=loc or None,
+                    value=... if problem["type"] == "missing" else problem["input"],
+                )
+            )
+            continue
+        if isinstance(record.id, str) and not record.id.strip():
+            errors.append(
+                InputError("must not be empty", file=p, line=line, field="id", value=record.id)
+            )
+            continue
+        if record.key in first:
+            errors.append(
+                InputError(
+                    f"duplicate id (first on line {first[record.key]})",
+                    file=p,
+                    line=line,
+                    record=record.key,
+                    field="id",
+                )
+            )
+            continue
+        first[record.key] = line
+        records.append(record)
+    return records, errors
+
+
+def load_schema(path: str | Path) -> str:
+    """The target JSON Schema file as the compact, key-sorted JSON text shown to the model.
+
+    Raises InputError when the file cannot be read, is not JSON or is not a JSON object.
+    """
+    schema = read_json(path)
+    if not isinstance(schema, dict):
+        raise InputError("a JSON Schema must be a JSON object", file=path, value=schema)
+    return dumps(schema)
+
+
+def schema_digest(schema_text: str | None) -> str:
+    return "none" if schema_text is None else "sha256:" + document_digest(schema_text)[:12]
+
+
+@dataclass
+class ModelRun:
+    """One model's finished run: batch lines (records with an output), call errors and counts.
+
+    ``rows`` and ``call_errors`` follow the input order. Tokens and latency sum every item (cached
+    ones carry the tokens and latency of the call that filled the cache).
+    """
+
+    spec: ModelSpec
+    run_id: str
+    resumed_items: int
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    call_errors: list[dict[str, Any]] = field(default_factory=list)
+    calls: int = 0
+    cached_calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    tokens_estimated: bool = False
+    latencies: list[float] = field(default_factory=list)
+    unparsed: int = 0
+
+    @property
+    def error_counts(self) -> dict[str, int]:
+        return dict(sorted(Counter(e["error_type"] for e in self.call_errors).items()))
+
+    @property
+    def cost_usd(self) -> float | None:
+        spec = self.spec
+        if spec.price_in is None or spec.price_out is None:
+            return None
+        return self.input_tokens / 1e6 * spec.price_in + self.output_tokens / 1e6 * spec.price_out
+
+    def info(self) -> dict[str, Any]:
+        """``run.json``: what ran, where it is stored, and the counts (no timestamps or keys)."""
+        lat = self.latencies
+        return {
+            "run_id": self.run_id,
+            "resumed_items": self.resumed_items,
+            "model": self.spec.public(),
+            "task": TASK,
+            "prompt": PROMPT_ID,
+            "records": len(self.rows) + len(self.call_errors),
+            "with_output": len(self.rows),
+            "unparsed_replies": self.unparsed,
+            "call_errors": self.error_counts,
+            "calls": self.calls,
+            "cached_calls": self.cached_calls,
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "tokens_estimated": self.tokens_estimated,
+            "cost_usd": self.cost_usd,
+            "latency_s_mean": math.fsum(lat) / len(lat) if lat else None,
+            "latency_s_median": statistics.median(lat) if lat else None,
+        }
+
+
+def _run_settings(schema_text: str | None) -> dict[str, Any]:
+    return {"prompt": PROMPT_ID, "schema": schema_digest(schema_text)}
+
+
+async def run_extraction(
+    runner: Runner,
+    spec: ModelSpec,
+    data: Path,
+    records: list[ExtractRecord],
+    *,
+    schema_text: str | None = None,
+    console: Console | None = None,
+    show_progress: bool = True,
+) -> ModelRun:
+    """Ask ``spec`` for every record (resuming a stored unfinished run) and collect the results.
+
+    Never raises for a model or transport error: such a record is saved with its error type and
+    appears in ``call_errors``; ``RunInterrupted`` on Ctrl-C (what finished is stored).
+    """
+    prompts = {r.key: build_messages(r.document, schema_text) for r in records}
+
+    async def work(record: ExtractRecord, handle: RunHandle) -> None:
+        if handle.result(record.key) is not None:
+            return  # finished in an earlier, interrupted run: never called again
+        reply = await handle.client.complete(prompts[record.key])
+        result: dict[str, Any] = {
+            "input_tokens": reply.input_tokens,
+            "output_tokens": reply.output_tokens,
+            "tokens_estimated": reply.tokens_estimated,
+            "attempts": reply.attempts,
+        }
+        if reply.ok and reply.text is not None:
+            value, parsed = parse_reply(reply.text)
+            result.update(output=value, parsed=parsed)
+        else:
+            result.update(error_type=reply.error_type, error_message=reply.error_message)
+        handle.save(
+            record.key,
+            result,
+            error_type=None if reply.ok else reply.error_type,
+            calls=1,
+            cached_calls=int(reply.cached),
+            latency_s=reply.latency_s,
+        )
+
+    estimate = (
+        len(records),
+        sum(messages_tokens(m) for m in prompts.values()),
+        sum(estimate_tokens(dumps(r.ground_truth)) for r in records),
+    )
+    handle = await run_task(
+        runner,
+        RunSpec(
+            system=SYSTEM, task=TASK, dataset=data, model=spec, settings=_run_settings(schema_text)
+        ),
+        records,
+        work,
+        total_items=len(records),
+        estimate=estimate,
+        console=console,
+        show_progress=show_progress,
+    )
+    return collect(handle, spec, records)
+
+
+def collect(handle: RunHandle, spec: ModelSpec, records: list[ExtractRecord]) -> ModelRun:
+    """The run's items in input order: batch lines for outputs, ``call_errors`` for failed calls."""
+    done = {item.key: item for item in handle.items()}
+    run = ModelRun(spec=spec, run_id=handle.id, resumed_items=handle.resumed_items)
+    for record in records:
+        item = done.get(record.key)
+        if item is None:  # cannot happen after a finished run_task; kept apart, never scored
+            run.call_errors.append(
+                {
+                    "id": record.id,
+                    "line": record.line,
+                    "error_type": "not_run",
+                    "error_message": "no result stored",
+                    "attempts": 0,
+                }
+            )
+            continue
+        res = item.result
+        run.calls += item.calls
+        run.cached_calls += item.cached_calls
+        run.input_tokens += int(res.get("input_tokens", 0))
+        run.output_tokens += int(res.get("output_tokens", 0))
+        run.tokens_estimated |= bool(res.get("tokens_estimated", False))
+        run.latencies.append(item.latency_s)
+        if item.error_type is None and "output" in res:
+            run.rows.append(
+                {"id": record.id, "ground_truth": record.ground_truth, "output": res["output"]}
+            )
+            run.unparsed += not res.get("parsed", True)
+        else:
+            run.call_errors.append(
+                {
+                    "id": record.id,
+                    "line": record.line,
+                    "error_type": item.error_type or res.get("error_type") or "invalid_reply",
+                    "error_message": res.get("error_message"),
+                    "attempts": res.get("attempts"),
+                }
+            )
+    return run
