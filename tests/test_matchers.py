@@ -166,3 +166,22 @@ def test_semantic_in_unit_interval(tmp_path: Path) -> None:
     again = fresh.similarities([p for p, _ in pairs], [r for _, r in pairs])
     assert fresh.encoded_count == 0  # all from the persistent cache
     assert [s.score for s in again] == pytest.approx([s.score for s in got], abs=1e-6)
+
+
+def test_llm_judge_runs_on_the_runner(chat_server) -> None:  # type: ignore[no-untyped-def]
+    """The judge shares the runner's retry policy, in-flight limit and store cache."""
+    from fieldcheck.store import Store
+
+    seen: list[str] = []
+
+    def script(request: dict) -> str | Reply:  # type: ignore[type-arg]
+        seen.append(user_text(request))
+        return Reply(status=429, headers={"Retry-After": "0"}) if len(seen) == 1 else "0.7"
+
+    server = chat_server(script)
+    judge = LLMJudge(model="j", base_url=server.base_url, kind="fuzzy", max_retries=1)
+    got = judge.similarities(["a", "a", "b"], ["x", "x", "y"])
+    assert [s.score for s in got] == [0.7, 0.7, 0.7]
+    assert len(seen) == 3  # two distinct pairs, one of them retried once after the 429
+    assert Store().cache_count() == 2
+    assert judge.request_count == 2

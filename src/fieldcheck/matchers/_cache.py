@@ -6,25 +6,21 @@ Keys are SHA-256 digests of their parts, so values never leak into file names.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import sqlite3
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
-import orjson
+from fieldcheck._util.digest import cache_key
+
+__all__ = ["DiskCache", "cache_key", "default_cache_path"]
 
 
 def default_cache_path() -> Path:
     root = os.environ.get("FIELDCHECK_CACHE_DIR")
     base = Path(root) if root else Path.home() / ".cache" / "fieldcheck"
     return base / "cache.sqlite3"
-
-
-def cache_key(*parts: object) -> str:
-    """A stable digest of ``parts`` (JSON-encoded, so ``("a", "b")`` and ``("ab",)`` differ)."""
-    return hashlib.sha256(orjson.dumps(list(parts), option=orjson.OPT_SORT_KEYS)).hexdigest()
 
 
 class DiskCache:

@@ -2,13 +2,14 @@
 
 This is the json spec's literal "LLM fuzzy/semantic similarity" (Phase 3) and the slot spec's
 "LLM Judge Score" (§5). Prompts are versioned; replies are parsed strictly into [0, 1]; replies
-are cached keyed on model, prompt version, kind and both values. A failed call or an unparsable
-reply is a judge error, never a score of 0. The API key is read from the environment and never
-written anywhere.
+go through the runner (its in-flight limit, retries, typed errors and the store's response cache,
+keyed on endpoint, model and the full prompt). A failed call or an unparsable reply is a judge
+error, never a score of 0. The API key is read from the environment and never written anywhere.
 """
 
 from __future__ import annotations
 
+import asyncio
 import math
 import os
 import re
@@ -20,7 +21,9 @@ from typing import Any, Literal
 import orjson
 
 from fieldcheck.matchers._base import Similarity, check_pairs
-from fieldcheck.matchers._cache import DiskCache, cache_key
+from fieldcheck.matchers._cache import DiskCache
+from fieldcheck.runner import CallResult, ModelSpec, Runner, RunnerSettings
+from fieldcheck.store import Store
 
 JudgeKind = Literal["fuzzy", "semantic", "slot"]
 API_KEY_ENV = ("FIELDCHECK_JUDGE_API_KEY", "OPENAI_API_KEY")
@@ -119,7 +122,11 @@ def resolve_api_key(explicit: str | None = None) -> str:
 
 
 class LLMJudge:
-    """Rates (prediction, reference) pairs with a chat model; one request per uncached pair."""
+    """Rates (prediction, reference) pairs with a chat model through the runner.
+
+    One request per distinct uncached pair; the runner gives the judge the same in-flight limit,
+    retry policy, typed errors and response cache (in the store) as every other model call.
+    """
 
     def __init__(
         self,
@@ -129,6 +136,8 @@ class LLMJudge:
         kind: JudgeKind = "semantic",
         api_key: str | None = None,
         cache: DiskCache | None = None,
+        use_cache: bool = True,
+        store: Store | None = None,
         max_concurrency: int = 4,
         timeout: float = 60.0,
         max_retries: int = 2,
@@ -139,85 +148,86 @@ class LLMJudge:
         self.base_url = base_url
         self.kind: JudgeKind = kind
         self.prompt = PROMPTS[kind]
-        self.cache = cache
+        # ``cache`` is accepted for callers of the first release; replies are cached in the store.
+        self.use_cache = use_cache
+        self._store = store
         self.max_concurrency = max(1, max_concurrency)
         self._api_key = resolve_api_key(api_key)
         self._timeout = timeout
         self._max_retries = max_retries
-        self._client: Any = None
         self.request_count = 0
         self.name = f"llm:{model}:{self.prompt.version}"
+        self._spec = ModelSpec(name=f"judge:{model}", model=model, base_url=base_url)
 
     def __repr__(self) -> str:  # never show the key
-        return f"LLMJudge(model={self.model!r}, base_url={self.base_url!r}, kind={self.kind!r})"
+        return (
+            f"LLMJudge(model={self.model!r}, base_url={self._spec.endpoint!r}, kind={self.kind!r})"
+        )
 
-    def _get_client(self) -> Any:
-        if self._client is None:
-            from openai import OpenAI
-
-            self._client = OpenAI(
-                base_url=self.base_url,
-                api_key=self._api_key,
+    def _runner(self) -> Runner:
+        if self.use_cache and self._store is None:
+            self._store = Store()
+        return Runner(
+            RunnerSettings(
+                concurrency=self.max_concurrency,
                 timeout=self._timeout,
                 max_retries=self._max_retries,
-            )
-        return self._client
+                use_cache=self.use_cache,
+            ),
+            store=self._store if self.use_cache else None,
+        )
 
-    def _key(self, prediction: str, reference: str) -> str:
-        return cache_key(self.model, self.prompt.version, self.kind, prediction, reference)
+    def _messages(self, prediction: str, reference: str) -> list[dict[str, str]]:
+        return [
+            {"role": "system", "content": self.prompt.system},
+            {
+                "role": "user",
+                "content": self.prompt.user.format(prediction=prediction, reference=reference),
+            },
+        ]
 
-    def _ask(self, prediction: str, reference: str) -> Similarity:
+    async def asimilarities(
+        self, predictions: Sequence[str], references: Sequence[str]
+    ) -> list[Similarity]:
+        """The async core: each distinct pair asked once, concurrently, through the runner."""
+        check_pairs(predictions, references)
+        pairs = list(zip(predictions, references, strict=True))
+        distinct = list(dict.fromkeys(pairs))
+        runner = self._runner()
+        client = runner.client(self._spec, api_key=self._api_key)
         try:
-            response = self._get_client().chat.completions.create(
-                model=self.model,
-                temperature=0,
-                messages=[
-                    {"role": "system", "content": self.prompt.system},
-                    {
-                        "role": "user",
-                        "content": self.prompt.user.format(
-                            prediction=prediction, reference=reference
-                        ),
-                    },
-                ],
+            replies = await asyncio.gather(
+                *(client.complete(self._messages(p, r)) for p, r in distinct)
             )
-            self.request_count += 1
-            text = response.choices[0].message.content if response.choices else None
-            return Similarity(parse_judge_reply(text))
-        except JudgeReplyError as exc:
-            return Similarity(None, f"judge_error: {exc}")
-        except Exception as exc:  # any transport or API failure is a judge error, not a 0
-            return Similarity(
-                None, f"judge_error: {type(exc).__name__}: {_redact(str(exc), self._api_key)}"
-            )
+        finally:
+            await runner.aclose()
+        self.request_count += runner.stats.calls - runner.stats.cache_hits
+        answers = {pair: _similarity(reply) for pair, reply in zip(distinct, replies, strict=True)}
+        return [answers[pair] for pair in pairs]
 
     def similarities(
         self, predictions: Sequence[str], references: Sequence[str]
     ) -> list[Similarity]:
         check_pairs(predictions, references)
-        pairs = list(zip(predictions, references, strict=True))
-        keys = [self._key(p, r) for p, r in pairs]
-        namespace = "judge"
-        cached = self.cache.get_many(namespace, keys) if self.cache is not None else {}
-        results: dict[str, Similarity] = {
-            k: Similarity(float(cached[k])) for k in keys if k in cached
-        }
-        todo = {k: pair for k, pair in zip(keys, pairs, strict=True) if k not in results}
-        if todo:
-            with ThreadPoolExecutor(max_workers=self.max_concurrency) as pool:
-                answers = list(pool.map(lambda kp: self._ask(*kp[1]), todo.items()))
-            fresh = dict(zip(todo, answers, strict=True))
-            results.update(fresh)
-            if self.cache is not None:
-                self.cache.put_many(
-                    namespace,
-                    [(k, repr(s.score).encode()) for k, s in fresh.items() if s.ok],
-                )
-        return [results[k] for k in keys]
+        if not predictions:
+            return []
+        coro = self.asimilarities(predictions, references)
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(coro)
+        with ThreadPoolExecutor(max_workers=1) as pool:  # called from async code: own loop
+            return pool.submit(asyncio.run, coro).result()
 
     def signature(self) -> dict[str, Any]:
         return {"matcher": "llm", "judge_model": self.model, "prompt_version": self.prompt.version}
 
 
-def _redact(text: str, secret: str) -> str:
-    return text.replace(secret, "***") if secret and secret != "not-set" else text
+def _similarity(reply: CallResult) -> Similarity:
+    """A judge reply as a score; a failed call or unparsable reply is a judge error, never 0."""
+    if reply.error_type is not None:
+        return Similarity(None, f"judge_error: {reply.error_type}: {reply.error_message}")
+    try:
+        return Similarity(parse_judge_reply(reply.text))
+    except JudgeReplyError as exc:
+        return Similarity(None, f"judge_error: {exc}")

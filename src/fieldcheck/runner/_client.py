@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 import openai
 
-from fieldcheck.matchers._cache import cache_key
+from fieldcheck._util.digest import cache_key
 from fieldcheck.runner._models import ModelSpec
 from fieldcheck.store import Store
 
@@ -146,9 +146,10 @@ class CallStats:
 class ChatClient:
     """Calls one model; every client of a ``Runner`` shares its in-flight limit and cache."""
 
-    def __init__(self, spec: ModelSpec, runner: Runner) -> None:
+    def __init__(self, spec: ModelSpec, runner: Runner, *, api_key: str | None = None) -> None:
         self.spec = spec
         self._runner = runner
+        self._api_key = api_key or spec.api_key()
         self._client: openai.AsyncOpenAI | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
@@ -158,7 +159,7 @@ class ChatClient:
         if self._client is None or self._loop is not loop:
             self._client = openai.AsyncOpenAI(
                 base_url=self.spec.base_url,
-                api_key=self.spec.api_key(),
+                api_key=self._api_key,
                 timeout=self._runner.settings.timeout,
                 max_retries=0,
             )
@@ -280,7 +281,7 @@ class ChatClient:
 
     def _message(self, exc: BaseException) -> str:
         text = f"{type(exc).__name__}: {exc}".replace("\n", " ")[:300]
-        key = self.spec.api_key()
+        key = self._api_key
         return text.replace(key, "***") if key and key != "not-set" else text
 
     async def aclose(self) -> None:
@@ -308,11 +309,12 @@ class Runner:
             self._loop = loop
         return self._semaphore
 
-    def client(self, spec: ModelSpec) -> ChatClient:
-        """The client of ``spec`` (one per model name, made once)."""
+    def client(self, spec: ModelSpec, *, api_key: str | None = None) -> ChatClient:
+        """The client of ``spec`` (one per model name, made once); ``api_key`` overrides the
+        key ``spec`` names (the LLM judge reads its own variable)."""
         existing = self._clients.get(spec.name)
         if existing is None or existing.spec != spec:
-            existing = ChatClient(spec, self)
+            existing = ChatClient(spec, self, api_key=api_key)
             self._clients[spec.name] = existing
         return existing
 
