@@ -595,8 +595,8 @@ def evaluate_command(
         ) from None
     for outcome in outcomes:
         show_result(outcome.result, outcome.out, console, title=f"numeric QA: {outcome.spec.name}")
-        console.print(run_line(outcome), markup=False, highlight=False)
-    console.print(store_line(runner), markup=False, highlight=False)
+        console.print(run_line(outcome), markup=False, highlight=False, soft_wrap=True)
+    console.print(store_line(runner), markup=False, highlight=False, soft_wrap=True)
     failed = any(
         not o.result.conversations or o.result.input_errors or o.infrastructure_errors
         for o in outcomes
@@ -644,8 +644,10 @@ def run_model_demo(base_url: str, out_dir: Path, models: list[str], *, console: 
     )
     console.print(table)
     for o in outcomes:
-        console.print(run_line(o) + f"; files in {o.out}/", markup=False, highlight=False)
-    console.print(store_line(runner), markup=False, highlight=False)
+        console.print(
+            run_line(o) + f"; files in {o.out}/", markup=False, highlight=False, soft_wrap=True
+        )
+    console.print(store_line(runner), markup=False, highlight=False, soft_wrap=True)
     return EXIT_FAILED if any(o.infrastructure_errors for o in outcomes) else EXIT_OK
 
 

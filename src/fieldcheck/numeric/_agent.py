@@ -215,11 +215,10 @@ async def run_turn(
             break
         checked = validate_reply(result.text, conversation.doc, known)
         for entry in checked.log:
-            if round_:
-                entry["message"] = "repair round" + (
-                    f": {entry['message']}" if entry["message"] else ""
-                )
-            line["validation"].append(entry)
+            message = entry["message"]
+            if round_:  # the repair round's log lines say so
+                message = "repair round" + (f": {message}" if message else "")
+            line["validation"].append({**entry, "message": message})
         line["plan"] = checked.plan
         if not checked.is_json:
             line["error"] = {"type": "invalid_reply", "message": checked.failures[0]["message"]}
