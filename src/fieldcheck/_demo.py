@@ -1,35 +1,111 @@
-"""``make demo``: every system scored on the bundled example data, outputs under ``demo-out/``."""
+"""``make demo``: the three systems run end to end through the real runner against serve-model.
+
+Starts ``serve-model`` (synthetic models, labelled so) on a free loopback port, runs slot memory
+extraction, the ConvFinQA plan-and-execute agent (30 conversations of the real dev split) and JSON
+extraction for three models, scores them, writes reports and plots under ``demo-out/``, stops the
+server and says where everything is. Runs and replies go to ``demo-out/fieldcheck.sqlite3`` unless
+``FIELDCHECK_DATABASE_URL`` is set, so a second ``make demo`` is served from the cache.
+"""
 
 from __future__ import annotations
 
 import importlib
+import os
+import socket
 import sys
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 from rich.console import Console
 
+from fieldcheck.serve_model import SYNTHETIC_MODELS, BackgroundServer, create_app, free_port
+from fieldcheck.store import DATABASE_ENV, Store, describe_url
+
+# The cache is keyed on the endpoint too, so the demo's server keeps one port when it can.
+DEMO_PORT = 18437
+
 PARTS = [
-    ("JSON evaluation", "fieldcheck._cli.json_cmd", "json"),
     ("Slot extraction benchmark", "fieldcheck._cli.slots_cmd", "slots"),
-    ("Numeric QA (ConvFinQA)", "fieldcheck._cli.numeric_cmd", "numeric"),
+    ("Numeric QA (ConvFinQA dev, 30 conversations)", "fieldcheck._cli.numeric_cmd", "numeric"),
+    ("JSON extraction", "fieldcheck._cli.json_cmd", "json"),
 ]
 
 
 def main(root: Path = Path("demo-out")) -> int:
     console = Console()
+    root.mkdir(parents=True, exist_ok=True)
+    if not os.environ.get(DATABASE_ENV):
+        os.environ[DATABASE_ENV] = f"sqlite:///{(root / 'fieldcheck.sqlite3').resolve()}"
+    store = Store()
+    began = datetime.now(UTC)
+    models = list(SYNTHETIC_MODELS)
     status = 0
-    for title, module_name, sub in PARTS:
-        run_demo = getattr(importlib.import_module(module_name), "run_demo", None)
-        if run_demo is None:
-            continue
-        console.rule(f"[bold]{title}")
-        start = time.perf_counter()
-        status = max(status, int(run_demo(root / sub) or 0))
+    start_all = time.perf_counter()
+    app = create_app(latency_ms=20)
+    port = DEMO_PORT if _port_free(DEMO_PORT) else free_port()
+    if port != DEMO_PORT:
         console.print(
-            f"[dim]{title}: {time.perf_counter() - start:.1f}s, outputs in {root / sub}[/dim]"
+            f"port {DEMO_PORT} is busy: serve-model on {port}, so the cache of an "
+            "earlier demo does not apply",
+            markup=False,
         )
+    with BackgroundServer(app, port=port) as server:
+        console.print(
+            f"serve-model: synthetic models {', '.join(models)} at {server.base_url} "
+            "(every number below is from synthetic models, not real ones)",
+            markup=False,
+            highlight=False,
+        )
+        for title, module_name, sub in PARTS:
+            run_model_demo = importlib.import_module(module_name).run_model_demo
+            console.rule(f"[bold]{title}")
+            start = time.perf_counter()
+            status = max(
+                status,
+                int(run_model_demo(server.base_url, root / sub, models, console=console) or 0),
+            )
+            console.print(
+                f"[dim]{title}: {time.perf_counter() - start:.1f}s, outputs in {root / sub}[/dim]"
+            )
+        requests = app.state.serve.requests
+    runs = [r for r in store.list_runs() if r.started_at.replace(tzinfo=UTC) >= began]
+    calls = cached = 0
+    for run in runs:
+        for item in store.iter_items(run.id):
+            calls += item.calls
+            cached += item.cached_calls
+    console.rule("[bold]Done")
+    if calls and cached == calls:
+        source = f"all {calls} model calls were served from the cache"
+    elif cached:
+        source = f"{cached} of {calls} model calls were served from the cache"
+    else:
+        source = f"{calls} model calls, none from the cache (a second `make demo` will be)"
+    console.print(
+        f"{len(runs)} runs in {time.perf_counter() - start_all:.1f}s; {source}; serve-model "
+        f"answered {requests} requests.",
+        markup=False,
+        highlight=False,
+    )
+    console.print(f"store: {describe_url(store.url)}", markup=False, highlight=False)
+    console.print(
+        f"outputs: {root}/slots (report.md, report.html, plots), {root}/numeric/<model> "
+        f"(summary.csv, turns.csv, validation.csv, errors.csv, statistics.json, traces/), "
+        f"{root}/json/<model> (records.jsonl, summary.json, fields.csv)",
+        markup=False,
+        highlight=False,
+    )
     return status
+
+
+def _port_free(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
 
 
 if __name__ == "__main__":
