@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import random
 import signal
 import subprocess
 import sys
@@ -29,6 +30,7 @@ from fieldcheck.runner import (
     estimate_tokens,
     messages_tokens,
     retry_after_seconds,
+    retry_wait,
     run_task,
 )
 from fieldcheck.store import Store
@@ -87,6 +89,15 @@ def test_retry_after_forms() -> None:
     assert 28 <= (retry_after_seconds({"retry-after": when}) or 0) <= 30.5
     assert retry_after_seconds({"retry-after": "soon"}) is None
     assert retry_after_seconds({}) is None
+
+
+def test_retry_wait_backoff_and_cap() -> None:
+    rng = random.Random(1)
+    waits = [retry_wait(a, None, rng) for a in (1, 2, 3, 10, 10, 10)]
+    assert all(0 <= w <= cap for w, cap in zip(waits, [1, 2, 4, 30, 30, 30], strict=True))
+    assert max(waits[3:]) > 4  # the range grows with the attempt
+    assert retry_wait(1, {"retry-after": "7"}) == 7.0
+    assert retry_wait(1, {"retry-after": "99999"}) == 120.0  # a hostile Retry-After is capped
 
 
 def test_500_is_retried_and_exhausted_retries_are_a_server_error(chat_server: Start) -> None:

@@ -13,6 +13,7 @@ from fieldcheck.runner._client import (
     estimate_tokens,
     messages_tokens,
     retry_after_seconds,
+    retry_wait,
 )
 from fieldcheck.runner._models import API_KEY_ENV, ModelSpec, load_model_specs, redact_url
 from fieldcheck.runner._run import (
@@ -45,5 +46,6 @@ __all__ = [
     "redact_url",
     "resume_command",
     "retry_after_seconds",
+    "retry_wait",
     "run_task",
 ]

@@ -114,6 +114,15 @@ def retry_after_seconds(headers: Any) -> float | None:
     return max(0.0, when.timestamp() - time.time())
 
 
+def retry_wait(attempt: int, headers: Any = None, rng: random.Random | None = None) -> float:
+    """Seconds to wait before retry number ``attempt``: the server's ``Retry-After`` when it sends
+    one (at most 120 s), else full-jitter exponential backoff (0.5 s x 2^attempt, at most 30 s)."""
+    wait = retry_after_seconds(headers)
+    if wait is None:
+        wait = (rng or random).uniform(0, min(BACKOFF_CAP_S, BACKOFF_BASE_S * 2**attempt))
+    return min(wait, RETRY_AFTER_CAP_S)
+
+
 def classify(exc: BaseException) -> tuple[str, bool]:
     """``(error_type, retryable)`` for an exception from the ``openai`` client."""
     if isinstance(exc, openai.APITimeoutError):
@@ -238,10 +247,7 @@ class ChatClient:
                 error_type, retryable = classify(exc)
                 if retryable and attempts <= retries:
                     headers = getattr(getattr(exc, "response", None), "headers", None)
-                    wait = retry_after_seconds(headers)
-                    if wait is None:
-                        wait = random.uniform(0, min(BACKOFF_CAP_S, BACKOFF_BASE_S * 2**attempts))
-                    await asyncio.sleep(min(wait, RETRY_AFTER_CAP_S))
+                    await asyncio.sleep(retry_wait(attempts, headers))
                     continue
                 return CallResult(
                     text=None,
