@@ -511,15 +511,19 @@ def write_extractions(
 def runs_table(extractions: Sequence[Extraction]) -> Table:
     """Per model: sessions, failed sessions by error type, resumed and cached replies, tokens."""
     table = Table(title="Model runs", show_header=True, header_style="bold")
-    for col in ("model", "sessions", "failed", "errors", "resumed", "cached", "tokens in/out"):
-        table.add_column(col, justify="left" if col in ("model", "errors") else "right")
+    table.add_column("model", overflow="fold")
+    for col in ("sessions", "failed"):
+        table.add_column(col, justify="right")
+    table.add_column("errors", min_width=17, overflow="fold")  # "invalid_reply=NNN"
+    for col in ("resumed", "cached", "tokens in/out"):
+        table.add_column(col, justify="right")
     for ex in extractions:
         errors = Counter(s.error_type for s in ex.failed if s.error_type)
         table.add_row(
             Text(ex.model),
             str(len(ex.sessions)),
             str(len(ex.failed)),
-            Text(" ".join(f"{k}={v}" for k, v in sorted(errors.items())) or "-"),
+            Text("\n".join(f"{k}={v}" for k, v in sorted(errors.items())) or "-"),
             str(ex.resumed_items),
             str(sum(s.cached for s in ex.sessions)),
             f"{sum(s.input_tokens for s in ex.sessions):,} / "

@@ -1,0 +1,358 @@
+"""`fieldcheck slots run` against the scripted chat server: predictions, latencies, memory carried
+between sessions, every error type, several models, exact scores, the judge, resume."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import threading
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from chat_server import ChatServer, Reply, Script
+from fieldcheck._cli.main import app
+from fieldcheck._cli.slots_cmd import file_stems
+from fieldcheck.runner import ModelSpec, RunInterrupted, Runner, RunnerSettings
+from fieldcheck.slots import load_conversations, run_extraction
+from fieldcheck.store import Store
+
+StartServer = Callable[[Script], ChatServer]
+
+CONVERSATIONS = [
+    {"user": "a", "session": 1, "turns": [{"role": "user", "content": "I am Ann, 30."}]},
+    {"user": "a", "session": 2, "turns": [{"role": "user", "content": "I moved to Oslo."}]},
+    {"user": "b", "session": 1, "turns": [{"role": "user", "content": "I like chess."}]},
+]
+REPLIES = {
+    "I am Ann, 30.": {"basic_info": {"name": ["Ann"], "age": ["30"]}},
+    "I moved to Oslo.": {"basic_info": {"location": ["Oslo"], "age": []}},
+    "I like chess.": {"interests": {"hobbies": ["chess"], "travel": ["Rome"]}},
+}
+GOLD = [
+    {"user": "a", "session": 1, "topic": "basic_info", "field": "name", "values": ["Ann"]},
+    {"user": "a", "session": 1, "topic": "basic_info", "field": "age", "values": ["30"]},
+    {"user": "a", "session": 2, "topic": "basic_info", "field": "location", "values": ["Oslo"]},
+    {"user": "a", "session": 2, "topic": "mental_state", "field": "mood", "values": ["calm"]},
+    {"user": "b", "session": 1, "topic": "interests", "field": "hobbies", "values": ["chess"]},
+]
+
+
+def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def flat(output: str, sep: str = " ") -> str:
+    """Console output without box lines and line breaks (Rich wraps long messages)."""
+    return sep.join(output.replace("│", " ").split())
+
+
+def is_memory_request(body: dict[str, Any]) -> bool:
+    return "(prompt slot-memory-v1)" in body["messages"][0]["content"]
+
+
+def transcript(body: dict[str, Any]) -> str:
+    """The user turn of the (one-turn) session in a request."""
+    text = body["messages"][1]["content"]
+    return text.split("<session>\nuser: ", 1)[1].split("\n</session>", 1)[0]
+
+
+def memory_in(body: dict[str, Any]) -> Any:
+    text = body["messages"][1]["content"]
+    return json.loads(text.split("<memory>\n", 1)[1].split("\n</memory>", 1)[0])
+
+
+def scripted(body: dict[str, Any]) -> str | Reply:
+    return Reply(content=json.dumps(REPLIES[transcript(body)]), delay_s=0.05)
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> dict[str, Path]:
+    return {
+        "conv": write_jsonl(tmp_path / "conv.jsonl", CONVERSATIONS),
+        "gold": write_jsonl(tmp_path / "gold.jsonl", GOLD),
+        "out": tmp_path / "out",
+    }
+
+
+def invoke(files: dict[str, Path], url: str, *extra: str, out: Path | None = None) -> Any:
+    args = [
+        "slots", "run", "--conversations", str(files["conv"]), "--gold", str(files["gold"]),
+        "--base-url", url, "--out", str(out or files["out"]), "--bootstrap", "0", "--no-progress",
+        *extra,
+    ]  # fmt: skip
+    return CliRunner().invoke(app, args)
+
+
+def test_predictions_latencies_memory_and_exact_scores(
+    chat_server: StartServer, files: dict[str, Path]
+) -> None:
+    server = chat_server(scripted)
+    result = invoke(files, server.base_url, "--model", "m=model-x", "--concurrency", "2")
+    assert result.exit_code == 0, result.output
+    out = files["out"]
+    assert sorted(read_jsonl(out / "pred_m.jsonl"), key=lambda r: (r["user"], r["session"])) == [
+        {"user": "a", "session": 1, "topic": "basic_info", "field": "name", "values": ["Ann"]},
+        {"user": "a", "session": 1, "topic": "basic_info", "field": "age", "values": ["30"]},
+        {"user": "a", "session": 2, "topic": "basic_info", "field": "location", "values": ["Oslo"]},
+        {"user": "b", "session": 1, "topic": "interests", "field": "hobbies", "values": ["chess"]},
+        {"user": "b", "session": 1, "topic": "interests", "field": "travel", "values": ["Rome"]},
+    ]
+    latencies = read_jsonl(out / "latency_m.jsonl")
+    assert [(r["user"], r["session"]) for r in latencies] == [("a", 1), ("a", 2), ("b", 1)]
+    assert all(0.05 <= r["seconds"] < 5 for r in latencies)
+    # the memory after each session: a/2 set location and removed age ([])
+    assert read_jsonl(out / "memory_m.jsonl") == [
+        {"user": "a", "session": 1, "memory": {"basic_info": {"name": ["Ann"], "age": ["30"]}}},
+        {"user": "a", "session": 2, "memory": {"basic_info": {"name": ["Ann"], "location": ["Oslo"]}}},
+        {"user": "b", "session": 1, "memory": {"interests": {"hobbies": ["chess"], "travel": ["Rome"]}}},
+    ]  # fmt: skip
+    # each request saw the memory left by the user's previous session
+    seen = {transcript(b): memory_in(b) for b in server.chat_requests}
+    assert seen == {
+        "I am Ann, 30.": {},
+        "I moved to Oslo.": {"basic_info": {"age": ["30"], "name": ["Ann"]}},
+        "I like chess.": {},
+    }
+    assert all(b["model"] == "model-x" and b["temperature"] == 0.0 for b in server.chat_requests)
+    # TP 4 (name, age, location, hobbies), FN 1 (mood), FP 1 (travel, an extra slot)
+    m = json.loads((out / "metrics.json").read_text())["models"]["m"]
+    assert m["counts"] == {"tp": 4, "fp": 1, "fn": 1, "gold_slots": 5, "sessions": 3}
+    assert (m["precision"], m["recall"], m["exact_match_rate"]) == (0.8, 0.8, 0.8)
+    assert m["f1"] == pytest.approx(0.8, abs=1e-12)
+    assert (m["extra_slots"], m["extra_values"], m["llm_judge"]) == (1, 1, None)
+    assert m["token_precision"] == 1.0 and m["token_recall"] == 0.8
+    assert m["latency"]["total"] == pytest.approx(sum(r["seconds"] for r in latencies))
+    assert read_jsonl(out / "session_errors.jsonl") == []
+    runs = json.loads((out / "runs.json").read_text())
+    assert runs["prompt"] == "slot-memory-v1" and runs["memory"] == "update-merge"
+    assert runs["runs"]["m"]["sessions"] == 3 and runs["runs"]["m"]["failed"] == 0
+    assert runs["runs"]["m"]["input_tokens"] == 30 and runs["runs"]["m"]["output_tokens"] == 15
+    assert "Model runs" in result.output and (out / "report.html").exists()
+
+
+def test_every_failure_is_typed_listed_and_leaves_the_memory_unchanged(
+    chat_server: StartServer, tmp_path: Path
+) -> None:
+    texts = ["name Eve", "bad json", "bad schema", "flaky", "bad request", "down", "age 40"]
+    conv = write_jsonl(
+        tmp_path / "conv.jsonl",
+        [
+            {"user": "e", "session": i + 1, "turns": [{"role": "user", "content": t}]}
+            for i, t in enumerate(texts)
+        ],
+    )
+    gold = write_jsonl(
+        tmp_path / "gold.jsonl",
+        [{"user": "e", "session": 1, "topic": "basic_info", "field": "name", "values": ["Eve"]}],
+    )
+    attempts: Counter[str] = Counter()
+
+    def script(body: dict[str, Any]) -> str | Reply:
+        text = transcript(body)
+        attempts[text] += 1
+        if text == "name Eve":
+            return '{"basic_info": {"name": ["Eve"]}}'
+        if text == "bad json":
+            return '{"basic_info": {"name": ["Mallory"]'
+        if text == "bad schema":
+            return '{"basic_info": {"age": 30}}'
+        if text == "flaky":
+            if attempts[text] == 1:
+                return Reply(status=500, headers={"retry-after": "0"})
+            return '{"interests": {"music": ["jazz"]}}'
+        if text == "bad request":
+            return Reply(status=400)
+        if text == "down":
+            return Reply(status=503, headers={"retry-after": "0"})
+        return '{"basic_info": {"age": ["40"]}}'
+
+    server = chat_server(script)
+    out = tmp_path / "out"
+    args = (
+        f"--conversations {conv} --gold {gold} --model m --base-url {server.base_url} --out {out}"
+    )
+    args += " --max-retries 1 --bootstrap 0 --no-progress"
+    result = CliRunner().invoke(app, ["slots", "run", *args.split()])
+    assert result.exit_code == 3, result.output
+    errors = read_jsonl(out / "session_errors.jsonl")
+    assert [(e["session"], e["error_type"]) for e in errors] == [
+        (2, "invalid_reply"),
+        (3, "invalid_reply"),
+        (5, "bad_request"),
+        (6, "server_error"),
+    ]
+    assert all(e["model"] == "m" and e["user"] == "e" for e in errors)
+    assert errors[0]["error_message"].startswith("the reply is not JSON")
+    assert errors[1]["error_message"] == "basic_info.age: Input should be a valid list"
+    assert "400" in errors[2]["error_message"] and "503" in errors[3]["error_message"]
+    assert attempts == {
+        "name Eve": 1, "bad json": 1, "bad schema": 1, "flaky": 2, "bad request": 1, "down": 2,
+        "age 40": 1,
+    }  # fmt: skip
+    eve = {"basic_info": {"name": ["Eve"]}}
+    with_music = {"basic_info": {"name": ["Eve"]}, "interests": {"music": ["jazz"]}}
+    assert [r["memory"] for r in read_jsonl(out / "memory_m.jsonl")] == [
+        eve, eve, eve, with_music, with_music, with_music,
+        {"basic_info": {"name": ["Eve"], "age": ["40"]}, "interests": {"music": ["jazz"]}},
+    ]  # fmt: skip
+    # the failed sessions predicted nothing; only infrastructure failures have no latency line
+    assert [(r["session"], r["field"]) for r in read_jsonl(out / "pred_m.jsonl")] == [
+        (1, "name"), (4, "music"), (7, "age"),
+    ]  # fmt: skip
+    assert [r["session"] for r in read_jsonl(out / "latency_m.jsonl")] == [1, 2, 3, 4, 7]
+    runs = json.loads((out / "runs.json").read_text())["runs"]["m"]
+    assert runs["failed"] == 4
+    assert runs["errors"] == {"invalid_reply": 2, "bad_request": 1, "server_error": 1}
+    table = result.output.split("Model runs")[1]
+    assert all(f" {t} " in table for t in ("bad_request=1", "invalid_reply=2", "server_error=1"))
+    assert re.search(r"│ m\s+│\s+7 │\s+4 │ bad_request=1", table)
+    assert "4 session(s) failed; listed in" in flat(result.output)
+
+
+def test_several_models_and_a_second_run_makes_no_calls(
+    chat_server: StartServer, files: dict[str, Path]
+) -> None:
+    def script(body: dict[str, Any]) -> str:
+        if body["model"] == "y":  # y misses every hobby
+            update = {k: v for k, v in REPLIES[transcript(body)].items() if k != "interests"}
+            return json.dumps(update)
+        return json.dumps(REPLIES[transcript(body)])
+
+    server = chat_server(script)
+    models = ("--model", "A=x", "--model", "B/1=y")
+    result = invoke(files, server.base_url, *models)
+    assert result.exit_code == 0, result.output
+    out = files["out"]
+    metrics = json.loads((out / "metrics.json").read_text())["models"]
+    assert list(metrics) == ["A", "B/1"]
+    assert metrics["A"]["counts"]["tp"] == 4 and metrics["B/1"]["counts"]["tp"] == 3
+    assert (metrics["B/1"]["precision"], metrics["B/1"]["recall"]) == (1.0, 0.6)
+    assert {b["model"] for b in server.chat_requests} == {"x", "y"}
+    assert len(server.chat_requests) == 6
+    first = {p.name: p.read_bytes() for p in sorted(out.glob("*_*.jsonl"))}
+    assert sorted(first) == [
+        "latency_A.jsonl", "latency_B_1.jsonl", "memory_A.jsonl", "memory_B_1.jsonl",
+        "pred_A.jsonl", "pred_B_1.jsonl", "session_errors.jsonl",
+    ]  # fmt: skip
+    again = invoke(files, server.base_url, *models)
+    assert again.exit_code == 0, again.output
+    assert len(server.chat_requests) == 6  # every reply came from the store
+    assert {p.name: p.read_bytes() for p in sorted(out.glob("*_*.jsonl"))} == first
+
+
+def test_the_judge_scores_predicted_gold_slots_through_the_same_endpoint(
+    chat_server: StartServer, files: dict[str, Path]
+) -> None:
+    def script(body: dict[str, Any]) -> str | Reply:
+        return scripted(body) if is_memory_request(body) else "0.5"
+
+    server = chat_server(script)
+    result = invoke(files, server.base_url, "--model", "m=x", "--judge-model", "judge-x")
+    assert result.exit_code == 0, result.output
+    m = json.loads((files["out"] / "metrics.json").read_text())["models"]["m"]
+    # 4 predicted gold slots scored 0.5 each, the missed one 0: 2.0 / 5
+    assert m["llm_judge"] == 0.4
+    judged = [b for b in server.chat_requests if not is_memory_request(b)]
+    assert len(judged) == 4 and {b["model"] for b in judged} == {"judge-x"}
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--judge-base-url", "http://127.0.0.1:9/v1"], "--judge-base-url needs --judge-model"),
+        (["--model", "m=x", "--model", "m=y"], "model names must be unique"),
+        (["--price-in", "1"], "give --price-in and --price-out together"),
+    ],
+)
+def test_usage_errors_exit_2_before_any_call(
+    chat_server: StartServer, files: dict[str, Path], args: list[str], message: str
+) -> None:
+    server = chat_server(scripted)
+    extra = args if "--model" in args else ["--model", "m", *args]
+    result = invoke(files, server.base_url, *extra)
+    assert result.exit_code == 2 and message in flat(result.output)
+    assert server.chat_requests == []
+
+
+def test_a_bad_conversations_line_is_a_usage_error_naming_file_and_line(
+    chat_server: StartServer, files: dict[str, Path]
+) -> None:
+    files["conv"].write_text(
+        json.dumps(CONVERSATIONS[0]) + '\n{"user": "a", "session": 2, "turns": "hi"}\n'
+    )
+    server = chat_server(scripted)
+    result = invoke(files, server.base_url, "--model", "m")
+    assert result.exit_code == 2
+    assert "conv.jsonl:2:field'turns':Inputshouldbeavalidlist" in flat(result.output, "")
+    assert server.chat_requests == []
+
+
+def test_file_stems_are_safe_and_distinct() -> None:
+    assert file_stems(["a/b", "a_b", "A_B", "..", "ok-1.2"]) == {
+        "a/b": "a_b", "a_b": "a_b-2", "A_B": "A_B-3", "..": "model", "ok-1.2": "ok-1.2",
+    }  # fmt: skip
+
+
+def test_an_interrupted_run_resumes_with_each_users_memory_from_the_store(
+    chat_server: StartServer, files: dict[str, Path]
+) -> None:
+    """Session a/1 finishes, the run is cancelled while a/2 and b/1 wait; the second run calls
+    only a/2 and b/1, and a/2 still sees a/1's memory (rebuilt from the stored item)."""
+    release = threading.Event()
+
+    def blocking(body: dict[str, Any]) -> str:
+        if transcript(body) != "I am Ann, 30.":
+            release.wait(10)
+        return json.dumps(REPLIES[transcript(body)])
+
+    server = chat_server(blocking)
+    spec = ModelSpec(name="m", model="x", base_url=server.base_url)
+    convs = load_conversations(files["conv"])
+    settings = RunnerSettings(concurrency=4, max_retries=0, use_cache=False)
+
+    async def interrupted() -> None:
+        runner = Runner(settings, store=Store())
+        task = asyncio.create_task(
+            run_extraction(runner, spec, files["conv"], convs, show_progress=False)
+        )
+        while len(server.chat_requests) < 3:  # a/1 answered, a/2 and b/1 waiting
+            await asyncio.sleep(0.01)
+        task.cancel()
+        with pytest.raises(RunInterrupted):
+            await task
+        await runner.aclose()
+
+    asyncio.run(interrupted())
+    release.set()
+    first_calls = len(server.chat_requests)
+    assert first_calls == 3
+
+    async def resumed() -> Any:
+        runner = Runner(settings, store=Store())
+        try:
+            return await run_extraction(runner, spec, files["conv"], convs, show_progress=False)
+        finally:
+            await runner.aclose()
+
+    ex = asyncio.run(resumed())
+    again = server.chat_requests[first_calls:]
+    assert sorted(transcript(b) for b in again) == ["I like chess.", "I moved to Oslo."]
+    assert [memory_in(b) for b in again if transcript(b) == "I moved to Oslo."] == [
+        {"basic_info": {"age": ["30"], "name": ["Ann"]}}
+    ]
+    assert ex.resumed_items == 1 and not ex.failed
+    assert [s.memory for s in ex.sessions][1] == {
+        "basic_info": {"name": ["Ann"], "location": ["Oslo"]}
+    }
+    assert len(server.chat_requests) == 5
