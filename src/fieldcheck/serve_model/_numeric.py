@@ -289,10 +289,3 @@ def build(responses_dir: Path) -> list[Responder]:
         except Exception:  # a broken file: the responder still answers (naive plans)
             conversations = []
     return [NumericResponder(conversations)]
-
-
-FACTORIES: list[object] = []
-
-
-def factories() -> list[object]:
-    return FACTORIES
