@@ -1,9 +1,18 @@
-"""ConvFinQA numeric QA: records, loaders for both file formats, predictions, scoring, outputs.
+"""ConvFinQA numeric QA: records, loaders for both file formats, the plan-and-execute agent and
+its validator, predictions, scoring, outputs.
 
 Spec: numeric-qa-evaluation.md. The pure metrics live in ``fieldcheck.metrics`` (answer parsing,
 match types, program parser and executor, logic recall); this package joins data and predictions.
 """
 
+from fieldcheck.numeric._agent import (
+    PROMPT_ID,
+    SYSTEM_PROMPT,
+    evaluate_model,
+    prediction_lines,
+    render_document,
+    run_turn,
+)
 from fieldcheck.numeric._loaders import LoadResult, load_convfinqa
 from fieldcheck.numeric._predictions import (
     Plan,
@@ -24,11 +33,15 @@ from fieldcheck.numeric._scoring import (
     score_turn,
     trace_ids,
 )
+from fieldcheck.numeric._validator import CHECKS, Validation, validate_reply
 from fieldcheck.numeric._writers import ERROR_COLUMNS, SUMMARY_COLUMNS, TURN_COLUMNS, write_outputs
 
 __all__ = [
+    "CHECKS",
     "ERROR_COLUMNS",
+    "PROMPT_ID",
     "SUMMARY_COLUMNS",
+    "SYSTEM_PROMPT",
     "TURN_COLUMNS",
     "Conversation",
     "ConversationScore",
@@ -43,12 +56,18 @@ __all__ = [
     "PredictionsResult",
     "Turn",
     "TurnScore",
+    "Validation",
     "ValidationEntry",
     "compute_statistics",
+    "evaluate_model",
     "load_convfinqa",
     "load_predictions",
+    "prediction_lines",
+    "render_document",
+    "run_turn",
     "score_numeric",
     "score_turn",
     "trace_ids",
+    "validate_reply",
     "write_outputs",
 ]
