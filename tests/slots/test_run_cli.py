@@ -356,3 +356,36 @@ def test_an_interrupted_run_resumes_with_each_users_memory_from_the_store(
         "basic_info": {"name": ["Ann"], "location": ["Oslo"]}
     }
     assert len(server.chat_requests) == 5
+
+
+def test_model_demo_against_serve_model(tmp_path: Path) -> None:
+    """``make demo``'s slots part: the three synthetic models through serve-model; their replies
+    are seeded per (model, request), so the counts are fixed."""
+    from rich.console import Console
+
+    from fieldcheck._cli.slots_cmd import run_model_demo
+    from fieldcheck.serve_model import SYNTHETIC_MODELS, BackgroundServer, create_app
+
+    console = Console(record=True, width=100)
+    with BackgroundServer(create_app()) as server:
+        status = run_model_demo(server.base_url, tmp_path, list(SYNTHETIC_MODELS), console=console)
+    assert status == 0
+    metrics = json.loads((tmp_path / "metrics.json").read_text())["models"]
+    counts = {
+        name: (m["counts"]["tp"], m["counts"]["fp"], m["counts"]["fn"])
+        for name, m in metrics.items()
+    }
+    assert counts == {
+        "synthetic-careful": (67, 0, 2),
+        "synthetic-eager": (64, 10, 5),
+        "synthetic-fast": (55, 1, 14),
+    }
+    # fast's documented invalid JSON: counted, not a demo failure (status 0)
+    assert [
+        (e["model"], e["user"], e["session"], e["error_type"])
+        for e in read_jsonl(tmp_path / "session_errors.jsonl")
+    ] == [("synthetic-fast", "u2", 2, "invalid_reply")]
+    text = console.export_text()
+    assert "│ synthetic-careful │ 1.000 │ 0.971 │" in text
+    assert re.search(r"│ synthetic-fast +│.*│ invalid_reply=1 │", text)
+    assert (tmp_path / "report.html").exists() and (tmp_path / "pred_synthetic-fast.jsonl").exists()

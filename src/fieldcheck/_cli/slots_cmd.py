@@ -736,8 +736,9 @@ def run_model_demo(base_url: str, out_dir: Path, models: list[str], *, console: 
         gold, preds, lats, {}, out=out_dir, bootstrap=200, seed=0, console=console
     )
     table = Table(title="slots run (synthetic models, examples/slots)", header_style="bold")
-    for col in ("model", "P", "R", "F1", "exact", "extra slots", "failed sessions", "latency"):
-        table.add_column(col, justify="left" if col == "model" else "right")
+    table.add_column("model", min_width=17, overflow="fold")
+    for col in ("P", "R", "F1", "exact", "extra slots", "failed sessions", "latency"):
+        table.add_column(col, justify="right")
     for ex, m in zip(extractions, scored.models, strict=True):
         r = m.result
         errors = Counter(s.error_type for s in ex.failed if s.error_type)
