@@ -275,3 +275,34 @@ def test_parse_reply_strips_one_fence() -> None:
     assert parse_reply('```\n{"a": 1}\n```') == {"a": 1}
     with pytest.raises(ValueError, match="not JSON"):
         parse_reply("{'a': 1}")
+
+
+def test_docs_show_the_prompt_in_full_and_the_synthetic_rates() -> None:
+    import re
+    from pathlib import Path
+
+    from fieldcheck.numeric._agent import SYSTEM_PROMPT
+    from fieldcheck.serve_model._numeric import RATES
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "numeric.md").read_text()
+    assert f"```text\n{SYSTEM_PROMPT}```" in doc
+    rows = re.findall(
+        r"^\| (synthetic-\w+) \| (\d+)% \| (\d+)% \| (\d+)% \| (\d+)% \| (\d+)% \((\d+)%\) \| (\d+)% \|$",
+        doc,
+        flags=re.MULTILINE,
+    )
+    documented = {name: tuple(int(x) / 100 for x in rest) for name, *rest in rows}
+    assert documented == {
+        name: (
+            r.wrong_operation,
+            r.sign,
+            r.scale,
+            r.extra_step,
+            r.ungrounded,
+            r.repair_fixes,
+            r.invalid_json,
+        )
+        for name, r in RATES.items()
+    }
+    for check in CHECKS:
+        assert f"| `{check}` |" in doc
