@@ -684,7 +684,9 @@ def run_models(
     write_csv(out / "comparison.csv", comparison, COMPARISON_COLUMNS)
     if len(comparison) > 1:
         print_comparison(console, comparison)
-    console.print(f"comparison: {out / 'comparison.csv'}", markup=False, highlight=False)
+    console.print(
+        f"comparison: {out / 'comparison.csv'}", markup=False, highlight=False, soft_wrap=True
+    )
     return status
 
 

@@ -9,8 +9,7 @@ user message (``fieldcheck.jsoneval._extract.document_from_prompt``), looks up i
 | a typo in a name (vendor, customer or street)        | 0.05    | 0.05     | 0.20 |
 | a wrong amount (subtotal, tax or total off by 10%)   | 0       | 0        | 0.15 |
 | the invoice date as DD/MM/YYYY instead of ISO        | 0       | 0        | 0.10 |
-| a key left out (each of 4: due_date, purchase_order, | 0       | 0        | 0.05 |
-|   payment_terms, customer)                           |         |          |      |
+| a key left out (each of due_date, purchase_order, payment_terms, customer) | 0 | 0 | 0.05 |
 | the last line item dropped (invoices with 2+ items)  | 0       | 0        | 0.10 |
 | a field null in the ground truth filled in (invented)| 0       | 0.30     | 0    |
 | a hallucinated extra key (per draw)                  | 0       | 0.5, 0.3 | 0.05 |
@@ -18,7 +17,7 @@ user message (``fieldcheck.jsoneval._extract.document_from_prompt``), looks up i
 | prose around the JSON                                | 0       | 0        | 0.06 |
 | invalid JSON (the reply cut in half)                 | 0       | 0        | 0.05 |
 
-The last three are exclusive (one draw). Extra keys come from a fixed pool no ground truth has;
+The last three are exclusive (one draw). The same table is in docs/json.md. Extra keys come from a fixed pool no ground truth has;
 an invented value is a due date 30 days after the invoice date, a purchase order number or a
 note. No error rewrites free text (line-item descriptions, payment terms): those fields are
 SEMANTIC in the bundled strategies, so the demo needs no embedding model. Unknown model names

@@ -1,0 +1,330 @@
+"""`fieldcheck json run` against the scripted chat server: exact batch lines, call errors kept apart
+from wrong answers, exact scores, --json-mode, --schema in the prompt, resume, several models.
+
+Text fields are FUZZY here so no test in this file loads the sentence-transformers model."""
+
+from __future__ import annotations
+
+import csv
+import json
+import threading
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from chat_server import ChatServer, Reply, Script
+from fieldcheck._cli.json_cmd import model_folder
+from fieldcheck._cli.main import app
+from fieldcheck.jsoneval import document_from_prompt
+from fieldcheck.jsoneval._extract import NO_SCHEMA_NOTE, SCHEMA_INTRO, SYSTEM_PROMPT, USER_INTRO
+from fieldcheck.store import Store
+
+StartServer = Callable[[Script], ChatServer]
+STRATEGIES = {"name": "FUZZY", "city": "FUZZY"}
+GT = {
+    "r1": {"name": "Ann Lee", "age": 30, "city": "Oslo", "note": None},
+    "r2": {"name": "Bo Chen", "age": 41, "city": "Rome"},
+    "r3": {"name": "Cy Dahl", "age": 22},
+    "r4": {"name": "Di Eck", "age": 50},
+    "r5": {"name": "Ed Fox", "age": 5, "city": "Paris"},
+    "r6": {"name": "Flo Gil", "age": 61},
+    "r7": {"name": "Gus Hu", "age": 70},
+}
+OK_REPLIES = {
+    "doc r1": '{"name": "Ann Lee", "age": 30, "city": "Oslo", "note": null}',
+    "doc r2": '```json\n{"name": "Bo Chen", "age": 41}\n```',
+    "doc r3": "Sure! The name is Cy Dahl.",
+    "doc r4": '{"name": "Di Eck"',
+    "doc r5": '{"name": "Ed Fox", "age": 5, "city": "Paris", "extra": 1}',
+}
+RQS = {
+    "r1": 0.45 + 0.25 + 0.15,
+    "r2": 0.45 + 0.25 * 2 / 3 + 0.15,
+    "r3": 0.0,
+    "r4": 0.0,
+    "r5": 0.45 + 0.25 + 0.15 - 0.15 * 1 / 4,
+}
+
+
+def write_jsonl(path: Path, lines: list[Any]) -> Path:
+    path.write_text(
+        "".join((x if isinstance(x, str) else json.dumps(x)) + "\n" for x in lines),
+        encoding="utf-8",
+    )
+    return path
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def document(body: dict[str, Any]) -> str:
+    text = document_from_prompt(body["messages"][1]["content"])
+    assert text is not None
+    return text
+
+
+class Scripted:
+    """Replies by document: r5 fails with 500 once, r6 is a 400, r7 never answers in time."""
+
+    def __init__(self) -> None:
+        self.seen: Counter[str] = Counter()
+        self.lock = threading.Lock()
+
+    def __call__(self, body: dict[str, Any]) -> str | Reply:
+        doc = document(body)
+        with self.lock:
+            self.seen[doc] += 1
+            n = self.seen[doc]
+        if doc == "doc r5" and n == 1:
+            return Reply(status=500)
+        if doc == "doc r6":
+            return Reply(status=400, error_body={"error": {"message": "bad", "type": "invalid"}})
+        if doc == "doc r7":
+            return Reply(content="{}", delay_s=1.5)
+        return Reply(content=OK_REPLIES[doc])
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> dict[str, Path]:
+    lines: list[Any] = [{"id": k, "document": f"doc {k}", "ground_truth": v} for k, v in GT.items()]
+    lines.insert(2, "not json")
+    lines.insert(4, {"id": "r0", "ground_truth": {"a": 1}})
+    strategies = tmp_path / "strategies.json"
+    strategies.write_text(json.dumps(STRATEGIES))
+    return {
+        "data": write_jsonl(tmp_path / "docs.jsonl", lines),
+        "strategies": strategies,
+        "out": tmp_path / "out",
+    }
+
+
+def run(*args: str) -> Any:
+    return CliRunner().invoke(app, ["json", "run", *args], env={"COLUMNS": "400"})
+
+
+def common(files: dict[str, Path], server: ChatServer, *extra: str) -> list[str]:
+    return [
+        str(files["data"]),
+        "--base-url",
+        server.base_url,
+        "--strategies",
+        str(files["strategies"]),
+        "--out",
+        str(files["out"]),
+        "--no-progress",
+        *extra,
+    ]
+
+
+def test_every_kind_of_reply_and_error(files: dict[str, Path], chat_server: StartServer) -> None:
+    server = chat_server(Scripted())
+    result = run(*common(files, server, "--model", "m", "--timeout", "0.5", "--max-retries", "1"))
+    assert result.exit_code == 3, result.output
+    folder = files["out"] / "m"
+    data = str(files["data"])
+    # the batch file: records with an output, in input order, exactly as json batch reads it
+    assert read_jsonl(folder / "outputs.jsonl") == [
+        {"id": "r1", "ground_truth": GT["r1"], "output": json.loads(OK_REPLIES["doc r1"])},
+        {"id": "r2", "ground_truth": GT["r2"], "output": OK_REPLIES["doc r2"]},
+        {"id": "r3", "ground_truth": GT["r3"], "output": OK_REPLIES["doc r3"]},
+        {"id": "r4", "ground_truth": GT["r4"], "output": OK_REPLIES["doc r4"]},
+        {"id": "r5", "ground_truth": GT["r5"], "output": json.loads(OK_REPLIES["doc r5"])},
+    ]
+    # failed calls: no output, never scored, their type kept
+    call_errors = read_jsonl(folder / "call_errors.jsonl")
+    assert [(e["id"], e["line"], e["error_type"], e["attempts"]) for e in call_errors] == [
+        ("r6", 8, "bad_request", 1),
+        ("r7", 9, "timeout", 2),
+    ]
+    assert "400" in call_errors[0]["error_message"]
+    records = {r["id"]: r for r in read_jsonl(folder / "records.jsonl")}
+    assert sorted(records) == ["r1", "r2", "r3", "r4", "r5"]
+    for rid, rqs in RQS.items():
+        assert records[rid]["rqs"] == pytest.approx(rqs, abs=1e-12), rid
+    assert (records["r2"]["output_kind"], records["r2"]["flags"]) == (
+        "object",
+        ["parsed_from_text"],
+    )
+    assert (records["r3"]["output_kind"], records["r3"]["flags"]) == ("text", ["not_an_object"])
+    assert (records["r4"]["output_kind"], records["r4"]["flags"]) == (
+        "invalid_json",
+        ["not_an_object"],
+    )
+    assert records["r5"]["buckets"]["extra_keys"] == ["extra"]
+    summary = json.loads((folder / "summary.json").read_text())
+    assert (summary["records"], summary["scored"], summary["failed"]) == (7, 5, 2)
+    assert summary["not_an_object"] == 2
+    assert summary["means"]["rqs"] == pytest.approx(sum(RQS.values()) / 5, abs=1e-12)
+    assert summary["means"]["completeness"] == pytest.approx((1 + 2 / 3 + 0 + 0 + 1) / 5)
+    # the bad DATA lines are in errors.jsonl, located in DATA
+    errors = read_jsonl(folder / "errors.jsonl")
+    assert [(e["file"], e["line"], e["field"]) for e in errors] == [
+        (data, 3, None),
+        (data, 5, "document"),
+    ]
+    assert errors[1]["message"] == f"{data}:5: record r0: field 'document': missing"
+    info = json.loads((folder / "run.json").read_text())
+    assert (info["records"], info["with_output"], info["unparsed_replies"]) == (7, 5, 3)
+    assert info["call_errors"] == {"bad_request": 1, "timeout": 1}
+    assert (info["calls"], info["cached_calls"], info["prompt"]) == (7, 0, "json-extract-v1")
+    assert (info["input_tokens"], info["output_tokens"]) == (50, 25)  # 10 + 5 per answered call
+    assert len(server.chat_requests) == 1 + 1 + 1 + 1 + 2 + 1 + 2  # r5 retried, r7 timed out twice
+    text = result.stdout
+    assert "JSON evaluation: 5 of 7 records scored" in text
+    assert "no output (call errors, not scored): 2 (bad_request 1, timeout 1;" in text
+    assert f"run {info['run_id']}; 7 calls, 0 from the cache; store: sqlite:///" in text
+    assert f"error: {data}:3: invalid JSON" in result.stderr
+    assert (files["out"] / "comparison.csv").is_file()
+
+
+def test_json_mode_and_schema_reach_the_model(
+    files: dict[str, Path], chat_server: StartServer, tmp_path: Path
+) -> None:
+    server = chat_server(lambda body: OK_REPLIES["doc r1"])
+    schema = tmp_path / "schema.json"
+    schema.write_text('{"type": "object",\n "properties": {"name": {"type": "string"}}}')
+    result = run(*common(files, server, "--model", "m", "--json-mode", "--schema", str(schema)))
+    assert result.exit_code == 3, result.output  # the two bad DATA lines
+    bodies = server.chat_requests
+    assert len(bodies) == 7
+    assert all(b["response_format"] == {"type": "json_object"} for b in bodies)
+    system, user = bodies[0]["messages"]
+    assert system == {
+        "role": "system",
+        "content": SYSTEM_PROMPT
+        + f"\n{SCHEMA_INTRO}\n"
+        + '{"properties":{"name":{"type":"string"}},"type":"object"}',
+    }
+    assert "(prompt json-extract-v1)" in system["content"]
+    assert user["content"] in {f"{USER_INTRO}\n<document>\ndoc {k}\n</document>" for k in GT}
+
+
+def test_without_json_mode_or_schema(files: dict[str, Path], chat_server: StartServer) -> None:
+    server = chat_server(lambda body: "{}")
+    result = run(*common(files, server, "--model", "m"))
+    assert result.exit_code == 3, result.output  # the two bad DATA lines
+    body = server.chat_requests[0]
+    assert "response_format" not in body
+    assert body["messages"][0]["content"] == f"{SYSTEM_PROMPT}\n{NO_SCHEMA_NOTE}"
+    assert (body["model"], body["temperature"]) == ("m", 0.0)
+
+
+SCORED_FILES = (
+    "outputs.jsonl",
+    "records.jsonl",
+    "summary.json",
+    "fields.csv",
+    "errors.jsonl",
+    "call_errors.jsonl",
+)
+
+
+def snapshot(folder: Path) -> dict[str, bytes]:
+    return {name: (folder / name).read_bytes() for name in SCORED_FILES}
+
+
+def test_second_run_makes_no_calls_and_writes_the_same_files(
+    files: dict[str, Path], chat_server: StartServer
+) -> None:
+    server = chat_server(lambda body: OK_REPLIES.get(document(body), '{"name": "x"}'))
+    first = run(*common(files, server, "--model", "m"))
+    assert first.exit_code == 3, first.output
+    before = snapshot(files["out"] / "m")
+    assert len(server.chat_requests) == 7
+    second = run(*common(files, server, "--model", "m"))
+    assert second.exit_code == 3, second.output
+    assert len(server.chat_requests) == 7  # every reply from the cache
+    assert snapshot(files["out"] / "m") == before
+    assert "7 calls, 7 from the cache" in second.stdout
+
+
+def test_an_interrupted_run_resumes_without_calling_again(
+    files: dict[str, Path], chat_server: StartServer
+) -> None:
+    server = chat_server(lambda body: OK_REPLIES.get(document(body), '{"name": "x"}'))
+    assert run(*common(files, server, "--model", "m")).exit_code == 3
+    before = snapshot(files["out"] / "m")
+    run_id = json.loads((files["out"] / "m" / "run.json").read_text())["run_id"]
+    store = Store()
+    store.set_status(run_id, "interrupted")  # as Ctrl-C leaves it
+    store.close()
+    again = run(*common(files, server, "--model", "m", "--no-cache"))
+    assert again.exit_code == 3, again.output
+    assert len(server.chat_requests) == 7  # --no-cache, yet nothing is asked again
+    assert f"resuming run {run_id}: 7 of 7 items already finished" in again.stderr
+    assert f"run {run_id}, 7 items resumed;" in again.stdout
+    assert snapshot(files["out"] / "m") == before
+
+
+def test_several_models_get_a_folder_each_and_a_comparison(
+    files: dict[str, Path], chat_server: StartServer
+) -> None:
+    def script(body: dict[str, Any]) -> str:
+        doc = document(body)
+        if body["model"] == "good-model":
+            return json.dumps(GT[doc.removeprefix("doc ")])
+        return "I cannot help with that."
+
+    server = chat_server(script)
+    result = run(*common(files, server, "--model", "good=good-model", "--model", "org/bad"))
+    assert result.exit_code == 3, result.output  # the bad DATA lines
+    assert sorted(p.name for p in files["out"].iterdir()) == ["comparison.csv", "good", "org_bad"]
+    with (files["out"] / "comparison.csv").open() as handle:
+        rows = {r["model"]: r for r in csv.DictReader(handle)}
+    assert list(rows) == ["good", "org/bad"]
+    assert (rows["good"]["with_output"], rows["good"]["rqs"], rows["good"]["accuracy"]) == (
+        "7",
+        "0.85",
+        "1.0",
+    )
+    assert (rows["org/bad"]["not_an_object"], rows["org/bad"]["rqs"]) == ("7", "0.0")
+    assert rows["good"]["failed"] == "2"
+    assert "Models (means over the records with an output)" in result.stdout
+    assert Counter(b["model"] for b in server.chat_requests) == {"good-model": 7, "org/bad": 7}
+
+
+def test_model_folder_names() -> None:
+    assert model_folder("gpt-4o") == "gpt-4o"
+    assert model_folder("org/model:v1") == "org_model_v1"
+    assert model_folder("..") == "_.."
+    assert model_folder(".hidden") == "_.hidden"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--model", "a/b", "--model", "a:b"], "same folder name"),
+        (["--model", "m", "--schema", "SCHEMA"], "a JSON Schema must be a JSON object"),
+        ([], "give --model MODEL"),
+        (["--model", "m", "--weights", "bogus=1"], "bogus"),
+    ],
+)
+def test_usage_errors_exit_2(
+    files: dict[str, Path],
+    chat_server: StartServer,
+    tmp_path: Path,
+    args: list[str],
+    message: str,
+) -> None:
+    server = chat_server(lambda body: "{}")
+    schema = tmp_path / "schema.json"
+    schema.write_text("[1, 2]")
+    args = [str(schema) if a == "SCHEMA" else a for a in args]
+    result = run(*common(files, server, *args))
+    assert result.exit_code == 2, result.output
+    assert message in " ".join(result.output.replace("│", " ").split())
+    assert server.chat_requests == []
+
+
+def test_an_empty_data_file_is_a_usage_error(tmp_path: Path, chat_server: StartServer) -> None:
+    server = chat_server(lambda body: "{}")
+    data = tmp_path / "empty.jsonl"
+    data.write_text("\n")
+    result = run(str(data), "--model", "m", "--base-url", server.base_url, "--out", str(tmp_path))
+    assert result.exit_code == 2, result.output
+    assert "no records" in result.output
