@@ -175,6 +175,7 @@ def evaluate(server: ChatServer, data: Path, out: Path, *extra: str) -> Any:
             "--no-progress",
             *extra,
         ],
+        env={"COLUMNS": "400"},
     )
 
 
@@ -415,3 +416,33 @@ def test_interrupted_run_resumes_from_stored_turns(
     assert [(p["conversation_id"], p["turn"]) for p in lines] == [
         (c, t) for c in ("conv-A", "conv-B") for t in range(4)
     ]
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--seed", "1"], "--seed only chooses the sample of --sample-size"),
+        (["--split", "train"], "no split 'train' in file"),
+        (["--price-in", "1"], "give --price-in and --price-out together"),
+    ],
+)
+def test_usage_errors_exit_2(
+    chat_server: Server, tmp_path: Path, extra: list[str], message: str
+) -> None:
+    server = chat_server(clean_script)
+    result = evaluate(server, write_data(tmp_path), tmp_path / "out", *extra)
+    assert result.exit_code == 2, result.output
+    assert message in " ".join(result.output.split())
+    assert server.chat_requests == []
+
+
+def test_no_model_is_a_usage_error(tmp_path: Path) -> None:
+    result = CliRunner().invoke(
+        app,
+        ["numeric", "evaluate", "--data", str(write_data(tmp_path)), "--out", str(tmp_path / "o")],
+        env={"COLUMNS": "400"},
+    )
+    assert result.exit_code == 2
+    assert "give --model MODEL (with --base-url) or --models FILE" in " ".join(
+        result.output.split()
+    )

@@ -454,24 +454,25 @@ def run_line(outcome: ModelOutcome) -> str:
     )
 
 
-EVALUATE_HELP = f"""Run a model as a plan-and-execute agent on ConvFinQA conversations, then score it.
-
-Per turn the model gets the document (text and the table as Markdown), the earlier questions
-with its own earlier answers, and the question, and replies with a JSON plan of extract and
-compute steps (prompt {PROMPT_ID}, shown in docs/numeric.md "Running a model"). The validator
-checks the plan (schema, operations, arguments, #k references, values in the document, table
-cells, that it runs); a failed plan gets one repair round with the validator's messages. The
-answer is computed by the safe program engine, never eval.
-
-Writes predictions.jsonl (with several models: in --out/NAME/) and every output file of
-'numeric score'. Running the same command again resumes an unfinished run: finished turns are
-not called again.
-
-Exit status: 0 every turn scored; 3 some input failed (see input_errors.csv) or some turn hit a
-call error (rate_limited, server_error, timeout, connection, bad_request; counted in
-errors.csv); 2 usage error; 130 Ctrl-C (finished turns are stored).
-
-{STORE_HELP}"""
+EVALUATE_HELP = "\n\n".join(
+    (
+        "Run a model as a plan-and-execute agent on ConvFinQA conversations, then score it.",
+        "Per turn the model gets the document (text and the table as Markdown), the earlier "
+        "questions with its own earlier answers, and the question, and replies with a JSON plan "
+        f"of extract and compute steps (prompt {PROMPT_ID}, shown in docs/numeric.md 'Running a "
+        "model'). The validator checks the plan (schema, operations, arguments, #k references, "
+        "values in the document, table cells, that it runs); a failed plan gets one repair round "
+        "with the validator's messages. The answer is computed by the safe program engine, "
+        "never eval.",
+        "Writes predictions.jsonl (with several models: in --out/NAME/) and every output file of "
+        "'numeric score'. Running the same command again resumes an unfinished run: finished "
+        "turns are not called again.",
+        "Exit status: 0 every turn scored; 3 some input failed (see input_errors.csv) or some "
+        "turn hit a call error (rate_limited, server_error, timeout, connection, bad_request; "
+        "listed in errors.csv); 2 usage error; 130 Ctrl-C (finished turns are stored).",
+        STORE_HELP,
+    )
+)
 
 
 @app.command("evaluate", help=EVALUATE_HELP)
