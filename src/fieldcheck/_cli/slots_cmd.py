@@ -509,14 +509,15 @@ def write_extractions(
 
 
 def runs_table(extractions: Sequence[Extraction]) -> Table:
-    """Per model: sessions, failed sessions by error type, resumed and cached replies, tokens."""
+    """Per model: sessions, failed sessions by error type, sessions resumed from the store and
+    replies from the cache, tokens (fits 80 columns)."""
     table = Table(title="Model runs", show_header=True, header_style="bold")
     table.add_column("model", overflow="fold")
     for col in ("sessions", "failed"):
         table.add_column(col, justify="right")
-    table.add_column("errors", min_width=17, overflow="fold")  # "invalid_reply=NNN"
-    for col in ("resumed", "cached", "tokens in/out"):
-        table.add_column(col, justify="right")
+    table.add_column("errors", no_wrap=True)
+    table.add_column("resumed\n/ cached", justify="right", no_wrap=True)
+    table.add_column("tokens\nin / out", justify="right", no_wrap=True)
     for ex in extractions:
         errors = Counter(s.error_type for s in ex.failed if s.error_type)
         table.add_row(
@@ -524,9 +525,8 @@ def runs_table(extractions: Sequence[Extraction]) -> Table:
             str(len(ex.sessions)),
             str(len(ex.failed)),
             Text("\n".join(f"{k}={v}" for k, v in sorted(errors.items())) or "-"),
-            str(ex.resumed_items),
-            str(sum(s.cached for s in ex.sessions)),
-            f"{sum(s.input_tokens for s in ex.sessions):,} / "
+            f"{ex.resumed_items} / {sum(s.cached for s in ex.sessions)}",
+            f"{sum(s.input_tokens for s in ex.sessions):,} /\n"
             f"{sum(s.output_tokens for s in ex.sessions):,}",
         )
     return table
