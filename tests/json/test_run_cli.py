@@ -328,3 +328,51 @@ def test_an_empty_data_file_is_a_usage_error(tmp_path: Path, chat_server: StartS
     result = run(str(data), "--model", "m", "--base-url", server.base_url, "--out", str(tmp_path))
     assert result.exit_code == 2, result.output
     assert "no records" in result.output
+
+
+def test_hostile_replies_are_stored_and_scored_never_a_crash(
+    tmp_path: Path, chat_server: StartServer
+) -> None:
+    deep_object = '{"a":' * 250 + "1" + "}" * 250
+    deep_array = "[" * 300 + "]" * 300
+    replies = {
+        "d0": '{"a": "\\ud800"}',  # strict JSON has no lone surrogates: kept as text
+        "d1": '{"a": "x\udfff"}',  # a lone surrogate in the reply itself
+        "d2": deep_array,
+        "d3": deep_object,
+    }
+    server = chat_server(lambda body: replies[document(body)])
+    data = write_jsonl(
+        tmp_path / "d.jsonl",
+        [{"id": i, "document": f"d{i}", "ground_truth": {"a": "b"}} for i in range(4)],
+    )
+    # --no-cache: the runner's reply cache cannot store a lone surrogate yet (reported to the lead)
+    result = run(
+        str(data),
+        "--model",
+        "m",
+        "--base-url",
+        server.base_url,
+        "--no-cache",
+        "--no-progress",
+        "--strategies",
+        write_jsonl(tmp_path / "s.json", [{"a": "FUZZY"}]).as_posix(),
+        "--out",
+        str(tmp_path / "o"),
+    )
+    assert result.exit_code == 3, result.output
+    rows = read_jsonl(tmp_path / "o" / "m" / "outputs.jsonl")
+    assert [r["output"] for r in rows] == [
+        '{"a": "\\ud800"}',
+        {"a": "x\ufffd\ufffd\ufffd"},
+        deep_array,  # too deep to keep parsed: kept as text
+        deep_object,
+    ]
+    records = {r["id"]: r for r in read_jsonl(tmp_path / "o" / "m" / "records.jsonl")}
+    assert [records[i]["output_kind"] for i in range(3)] == ["invalid_json", "object", "array"]
+    (error,) = read_jsonl(tmp_path / "o" / "m" / "errors.jsonl")
+    assert (error["record"], error["line"], error["reason"]) == (
+        "3",
+        4,
+        "nested deeper than 200 arrays/objects; too deep to score",
+    )

@@ -24,6 +24,8 @@ from rich.console import Console
 
 from fieldcheck._util.errors import InputError
 from fieldcheck._util.jsonio import dumps, iter_jsonl, read_json
+from fieldcheck.jsoneval._models import MAX_DEPTH
+from fieldcheck.metrics._json_fields import nesting_depth
 from fieldcheck.runner import (
     Message,
     ModelSpec,
@@ -85,13 +87,26 @@ def document_digest(document: str) -> str:
     return hashlib.sha256(document.encode("utf-8", "surrogatepass")).hexdigest()
 
 
+def clean_text(text: str) -> str:
+    """``text`` with lone surrogates (from a JSON ``"\\ud800"`` escape) as U+FFFD: storable UTF-8."""
+    return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+
+
 def parse_reply(text: str) -> tuple[Any, bool]:
     """``(value, parsed)``: the reply as JSON when the whole reply (trimmed) is strict JSON, else
-    the raw text for the scorer's non-object rule (a fenced object is parsed there and flagged)."""
+    the raw text for the scorer's non-object rule (a fenced object is parsed there and flagged).
+
+    A value nested deeper than MAX_DEPTH stays text too (the scorer refuses it as one record
+    error; parsed, it could not even be stored).
+    """
+    text = clean_text(text)
     try:
-        return orjson.loads(text.strip()), True
+        value = orjson.loads(text.strip())
     except orjson.JSONDecodeError:
         return text, False
+    if nesting_depth(value, limit=MAX_DEPTH + 1) > MAX_DEPTH:
+        return text, False
+    return value, True
 
 
 class ExtractRecord(BaseModel):
@@ -290,7 +305,11 @@ async def run_extraction(
             value, parsed = parse_reply(reply.text)
             result.update(output=value, parsed=parsed)
         else:
-            result.update(error_type=reply.error_type, error_message=reply.error_message)
+            message = reply.error_message
+            result.update(
+                error_type=reply.error_type,
+                error_message=clean_text(message) if message is not None else None,
+            )
         handle.save(
             record.key,
             result,
