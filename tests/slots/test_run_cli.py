@@ -389,3 +389,40 @@ def test_model_demo_against_serve_model(tmp_path: Path) -> None:
     assert "│ synthetic-careful │ 1.000 │ 0.971 │" in text
     assert re.search(r"│ synthetic-fast +│.*│ invalid_reply=1 │", text)
     assert (tmp_path / "report.html").exists() and (tmp_path / "pred_synthetic-fast.jsonl").exists()
+
+
+def test_help_lists_the_shared_runner_options_and_the_store() -> None:
+    result = CliRunner().invoke(app, ["slots", "run", "--help"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0
+    for option in (
+        "--conversations", "--gold", "--out", "--model", "--models", "--base-url",
+        "--concurrency", "--timeout", "--max-retries", "--temperature", "--max-tokens",
+        "--model-seed", "--json-mode", "--no-cache", "--cache-nonzero-temperature", "--price-in",
+        "--price-out", "--no-progress", "--judge-base-url", "--judge-model", "--tp",
+        "--threshold", "--bootstrap", "--seed",
+    ):  # fmt: skip
+        assert option in result.output, option
+    assert "FIELDCHECK_DATABASE_URL" in flat(result.output)
+
+
+def test_models_file_names_each_model(
+    chat_server: StartServer, files: dict[str, Path], tmp_path: Path
+) -> None:
+    server = chat_server(scripted)
+    models = tmp_path / "models.yaml"
+    models.write_text(
+        f"- {{name: first, model: x, base_url: '{server.base_url}'}}\n"
+        f"- {{name: second, model: y, base_url: '{server.base_url}', temperature: 0.5}}\n"
+    )
+    args = [
+        "slots", "run", "--conversations", str(files["conv"]), "--gold", str(files["gold"]),
+        "--models", str(models), "--out", str(files["out"]), "--bootstrap", "0", "--no-progress",
+    ]  # fmt: skip
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert sorted(json.loads((files["out"] / "runs.json").read_text())["runs"]) == [
+        "first",
+        "second",
+    ]
+    temps = sorted((b["model"], b["temperature"]) for b in server.chat_requests)
+    assert temps == [("x", 0.0)] * 3 + [("y", 0.5)] * 3

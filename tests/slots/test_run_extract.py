@@ -128,3 +128,11 @@ def test_bad_conversation_files_are_one_located_error(
     with pytest.raises(InputError) as info:
         load_conversations(path)
     assert str(info.value).startswith(str(path)) and message in str(info.value)
+
+
+def test_docs_show_the_prompt_in_full() -> None:
+    from fieldcheck.slots._extract import USER_TEMPLATE
+
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "slots.md").read_text(encoding="utf-8")
+    assert f"```text\n{SYSTEM_PROMPT}\n```" in docs
+    assert f"```text\n{USER_TEMPLATE}\n```" in docs
