@@ -737,9 +737,7 @@ def run(
     """Ask each model to extract a JSON object from every document (prompt json-extract-v1), then
     score its outputs exactly as `json batch` does. A re-run resumes an interrupted run; a failed
     call (timeout, 5xx, 400) gives no output and is listed apart, never scored. Exit 0 when every
-    record was scored, 3 when a line, a record or a call failed, 2 on usage errors, 130 on Ctrl-C.
-
-    Runs and cached replies are kept in the store (see below)."""
+    record was scored, 3 when a line, a record or a call failed, 2 on usage errors, 130 on Ctrl-C."""
     console, errors = Console(), Console(stderr=True)
     config = _config(_Options.of(locals()), errors)
     specs = model_specs(
