@@ -151,3 +151,30 @@ def test_serve_model_rejects_a_bad_fail_rate() -> None:
         timeout=60,
     )
     assert proc.returncode == 2 and "status must be one of" in proc.stderr
+
+
+def test_answers_do_not_depend_on_latency() -> None:
+    """The responder's generator is not drawn from for the latency jitter."""
+    from fieldcheck.serve_model import EXAMPLES
+    from fieldcheck.slots._extract import build_messages, load_conversations
+
+    conversations = load_conversations(EXAMPLES / "slots" / "conversations.synthetic.jsonl")
+    messages = [build_messages({}, c) for c in conversations]
+
+    def answers(latency_ms: float) -> list[str | None]:
+        with BackgroundServer(create_app(latency_ms=latency_ms)) as running:
+            runner = Runner(RunnerSettings(use_cache=False, concurrency=16))
+            spec = ModelSpec(name="f", model="synthetic-fast", base_url=running.base_url)
+
+            async def go() -> list[CallResult]:
+                try:
+                    return list(
+                        await asyncio.gather(*(runner.client(spec).complete(m) for m in messages))
+                    )
+                finally:
+                    await runner.aclose()
+
+            return [r.text for r in asyncio.run(go())]
+
+    plain, delayed = answers(0), answers(5)
+    assert plain == delayed and len(set(plain)) > 5

@@ -157,10 +157,12 @@ def create_app(
             state.faults += 1
             kind = "rate_limit_error" if status == 429 else "server_error"
             return _error(status, f"injected fault {status}", kind)
-        rng = random.Random(_digest_seed(model, messages))
+        seed = _digest_seed(model, messages)
+        rng = random.Random(seed)  # the answer does not depend on --latency-ms
         if state.latency_ms:
             factor = LATENCY_FACTOR.get(model, 1.0)
-            await asyncio.sleep(state.latency_ms / 1000 * factor * rng.uniform(0.7, 1.3))
+            jitter = random.Random(seed ^ 0x5EED).uniform(0.7, 1.3)
+            await asyncio.sleep(state.latency_ms / 1000 * factor * jitter)
         responder = state.responder(messages)
         if responder is None:
             text = "synthetic model: no responder knows this prompt"
