@@ -173,7 +173,13 @@ def test_every_kind_of_reply_and_error(files: dict[str, Path], chat_server: Star
     assert info["call_errors"] == {"bad_request": 1, "timeout": 1}
     assert (info["calls"], info["cached_calls"], info["prompt"]) == (7, 0, "json-extract-v1")
     assert (info["input_tokens"], info["output_tokens"]) == (50, 25)  # 10 + 5 per answered call
-    assert len(server.chat_requests) == 1 + 1 + 1 + 1 + 2 + 1 + 2  # r5 retried, r7 timed out twice
+    asked = Counter(document(b) for b in server.chat_requests)
+    # r5 is asked again after its 500; r7's two timed-out attempts are counted by the client
+    # (attempts 2 above): on a loaded machine one may time out before the server reads it
+    assert asked - Counter({"doc r7": asked["doc r7"]}) == Counter(
+        {"doc r1": 1, "doc r2": 1, "doc r3": 1, "doc r4": 1, "doc r5": 2, "doc r6": 1}
+    )
+    assert asked["doc r7"] in (1, 2)
     text = result.stdout
     assert "JSON evaluation: 5 of 7 records scored" in text
     assert "no output (call errors, not scored): 2 (bad_request 1, timeout 1;" in text
