@@ -160,6 +160,14 @@ def test_usage_present_is_taken_as_sent(chat_server: Start) -> None:
     assert (result.input_tokens, result.output_tokens, result.tokens_estimated) == (123, 7, False)
 
 
+def test_lone_surrogate_in_a_reply_is_replaced_and_cached(chat_server: Start) -> None:
+    server = chat_server(lambda req: "ok \udfff end")  # json.dumps writes it as \\udfff
+    store = Store()
+    [first] = _ask(Runner(store=store), _spec(server), ["q"])
+    [again] = _ask(Runner(store=store), _spec(server), ["q"])
+    assert first.text == again.text == "ok \ufffd end" and again.cached
+
+
 def test_no_choices_is_an_invalid_reply(chat_server: Start) -> None:
     server = chat_server(lambda req: Reply(no_choices=True))
     [result] = _ask(Runner(RunnerSettings(use_cache=False)), _spec(server), ["q"])

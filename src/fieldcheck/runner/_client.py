@@ -12,6 +12,7 @@ import asyncio
 import email.utils
 import math
 import random
+import re
 import time
 from collections import Counter
 from collections.abc import Sequence
@@ -121,6 +122,21 @@ def retry_wait(attempt: int, headers: Any = None, rng: random.Random | None = No
     if wait is None:
         wait = (rng or random).uniform(0, min(BACKOFF_CAP_S, BACKOFF_BASE_S * 2**attempt))
     return min(wait, RETRY_AFTER_CAP_S)
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _clean_text(text: str | None) -> str | None:
+    """A reply as valid Unicode: a lone surrogate (JSON allows ``"\\udfff"``) becomes U+FFFD, so
+    the reply can be cached, stored and written like any other."""
+    if text is None:
+        return None
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return _SURROGATE.sub("\ufffd", text)
+    return text
 
 
 def classify(exc: BaseException) -> tuple[str, bool]:
@@ -260,7 +276,7 @@ class ChatClient:
                 )
             latency = time.perf_counter() - start
             choice = response.choices[0] if response.choices else None
-            text = choice.message.content if choice is not None else None
+            text = _clean_text(choice.message.content) if choice is not None else None
             usage = response.usage
             estimated = usage is None
             input_tokens = usage.prompt_tokens if usage else messages_tokens(messages)
