@@ -60,8 +60,9 @@ class CallResult:
     """One model call: the reply or the error, with tokens, latency and attempts.
 
     ``tokens_estimated`` is true when the endpoint sent no ``usage`` and the counts are the
-    tokenizer-free estimate (characters / 4). ``latency_s`` is the wall time of every attempt and
-    wait; a cache hit carries the latency of the call that filled the cache.
+    tokenizer-free estimate (characters / 4). ``latency_s`` is the wall time spent in requests, over
+    every attempt (not the wait for a free slot, not the backoff between attempts); a cache hit
+    carries the latency of the call that filled the cache.
     """
 
     text: str | None
@@ -247,18 +248,22 @@ class ChatClient:
     async def _call(self, messages: list[Message], params: dict[str, Any]) -> CallResult:
         runner = self._runner
         retries = max(0, runner.settings.max_retries)
-        start = time.perf_counter()
+        in_requests = 0.0  # time in requests: not waiting for a free slot, not backing off
         attempts = 0
         while True:
             attempts += 1
             try:
                 async with runner.limit():
                     runner.stats.requests += 1
-                    response = await self._openai().chat.completions.create(
-                        model=self.spec.model,
-                        messages=messages,  # type: ignore[arg-type]
-                        **params,
-                    )
+                    sent = time.perf_counter()
+                    try:
+                        response = await self._openai().chat.completions.create(
+                            model=self.spec.model,
+                            messages=messages,  # type: ignore[arg-type]
+                            **params,
+                        )
+                    finally:
+                        in_requests += time.perf_counter() - sent
             except Exception as exc:
                 error_type, retryable = classify(exc)
                 if retryable and attempts <= retries:
@@ -269,12 +274,12 @@ class ChatClient:
                     text=None,
                     input_tokens=0,
                     output_tokens=0,
-                    latency_s=time.perf_counter() - start,
+                    latency_s=in_requests,
                     attempts=attempts,
                     error_type=error_type,
                     error_message=self._message(exc),
                 )
-            latency = time.perf_counter() - start
+            latency = in_requests
             choice = response.choices[0] if response.choices else None
             text = _clean_text(choice.message.content) if choice is not None else None
             usage = response.usage
