@@ -317,6 +317,7 @@ async def run_extraction(
             calls=1,
             cached_calls=int(reply.cached),
             latency_s=reply.latency_s,
+            call_log=[reply],
         )
 
     estimate = (

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +23,7 @@ from fieldcheck.numeric._loaders import LoadResult
 from fieldcheck.numeric._records import Conversation, Document
 from fieldcheck.numeric._validator import validate_reply
 from fieldcheck.runner import (
+    CallResult,
     ChatClient,
     Message,
     ModelSpec,
@@ -167,6 +168,7 @@ class TurnOutcome:
     calls: int
     cached_calls: int
     latency_s: float
+    call_log: list[CallResult] = field(default_factory=list)
 
     @property
     def error_type(self) -> str | None:
@@ -200,8 +202,10 @@ async def run_turn(
         "validation": [],
     }
     calls = cached = 0
+    log: list[CallResult] = []
     for round_ in range(REPAIR_ROUNDS + 1):
         result = await client.complete(messages)
+        log.append(result)
         calls += 1
         cached += int(result.cached)
         line["input_tokens"] += result.input_tokens
@@ -236,7 +240,9 @@ async def run_turn(
             {"role": "user", "content": repair_message(checked.failures)},
         ]
     line["latency_s"] = round(line["latency_s"], 6)
-    return TurnOutcome(line=line, calls=calls, cached_calls=cached, latency_s=line["latency_s"])
+    return TurnOutcome(
+        line=line, calls=calls, cached_calls=cached, latency_s=line["latency_s"], call_log=log
+    )
 
 
 def item_key(conversation_id: str, turn: int) -> str:
@@ -260,6 +266,7 @@ async def conversation_work(conversation: Conversation, handle: RunHandle) -> No
             calls=outcome.calls,
             cached_calls=outcome.cached_calls,
             latency_s=outcome.latency_s,
+            call_log=outcome.call_log,
         )
         earlier.append(outcome.line["answer"])
 

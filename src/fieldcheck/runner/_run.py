@@ -29,7 +29,7 @@ from rich.progress import (
 )
 
 from fieldcheck._util.signature import Signature
-from fieldcheck.runner._client import ChatClient, Runner
+from fieldcheck.runner._client import CallResult, ChatClient, Runner
 from fieldcheck.runner._models import ModelSpec
 from fieldcheck.store import RunInfo, StoredItem, sha256_file
 
@@ -94,8 +94,19 @@ class RunHandle:
         calls: int = 0,
         cached_calls: int = 0,
         latency_s: float = 0.0,
+        call_log: Sequence[CallResult] = (),
     ) -> None:
-        """Commit a finished item now, so a crash after this line loses nothing."""
+        """Commit a finished item now, so a crash after this line loses nothing.
+
+        ``call_log``: the item's model calls (latency, tokens, attempts, reply, error), kept with
+        it in the store; when given, ``calls``, ``cached_calls`` and ``latency_s`` default to
+        what it says.
+        """
+        if call_log and not calls:
+            calls = len(call_log)
+            cached_calls = sum(c.cached for c in call_log)
+            latency_s = latency_s or sum(c.latency_s for c in call_log)
+        log = [c.to_dict() for c in call_log]
         store = self.runner.store
         if store is not None:
             store.save_item(
@@ -106,6 +117,7 @@ class RunHandle:
                 calls=calls,
                 cached_calls=cached_calls,
                 latency_s=latency_s,
+                call_log=log,
             )
         self._done[key] = StoredItem(
             key=key,
@@ -115,6 +127,7 @@ class RunHandle:
             cached_calls=cached_calls,
             latency_s=latency_s,
             result=result,
+            call_log=log,
         )
         if error_type:
             self.errors[error_type] += 1

@@ -377,6 +377,7 @@ async def _run_user(sessions: list[Conversation], handle: RunHandle) -> None:
             calls=1,
             cached_calls=int(r.cached),
             latency_s=r.latency_s,
+            call_log=[r],
         )
 
 

@@ -56,6 +56,7 @@ class ItemRow(Base):
     cached_calls: Mapped[int] = mapped_column(Integer, default=0)
     latency_s: Mapped[float] = mapped_column(Float, default=0.0)
     result: Mapped[str] = mapped_column(Text)  # JSON
+    call_log: Mapped[str | None] = mapped_column(Text, nullable=True)  # JSON list, one per call
     finished_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
 
 

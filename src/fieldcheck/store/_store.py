@@ -13,7 +13,7 @@ import os
 import socket
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -121,6 +121,7 @@ class StoredItem:
     cached_calls: int
     latency_s: float
     result: dict[str, Any]
+    call_log: list[dict[str, Any]] = field(default_factory=list)
 
 
 def _pid_alive(pid: int) -> bool:
@@ -255,6 +256,7 @@ class Store:
                     cached_calls=row.cached_calls,
                     latency_s=row.latency_s,
                     result=orjson.loads(row.result),
+                    call_log=orjson.loads(row.call_log) if row.call_log else [],
                 )
 
     def save_item(
@@ -267,8 +269,10 @@ class Store:
         calls: int = 0,
         cached_calls: int = 0,
         latency_s: float = 0.0,
+        call_log: list[dict[str, Any]] | None = None,
     ) -> None:
-        """Commit one finished item and the run's counts, in one transaction."""
+        """Commit one finished item (its result and the log of its model calls) and the run's
+        counts, in one transaction."""
         with self.session() as s:
             seq = s.scalar(
                 select(func.coalesce(func.max(ItemRow.seq), -1)).where(ItemRow.run_id == run_id)
@@ -283,6 +287,7 @@ class Store:
                     cached_calls=cached_calls,
                     latency_s=latency_s,
                     result=_dumps(result),
+                    call_log=_dumps(call_log) if call_log else None,
                     finished_at=_now(),
                 )
             )
