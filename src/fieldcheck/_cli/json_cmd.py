@@ -556,9 +556,16 @@ def _comparison_row(run: ModelRun, summary: BatchSummary) -> dict[str, Any]:
 
 def print_comparison(console: Console, rows: list[dict[str, Any]]) -> None:
     """One line per model: outputs, call errors, mean scores and latency (tokens: comparison.csv)."""
-    table = Table(title="Models (means over the records with an output)", header_style="bold")
-    heads = ("output", "call err.", "compl.", "halluc.", "acc.", "RQS", "latency s")
-    table.add_column("model", overflow="fold")
+    table = Table(
+        title="Models (means over the records with an output)",
+        header_style="bold",
+        box=None,
+        pad_edge=False,
+    )
+    heads = ("output", "call err", "compl", "halluc", "acc", "RQS", "lat s")
+    table.add_column(
+        "model", overflow="fold", min_width=min(20, max(len(r["model"]) for r in rows))
+    )
     for head in heads:
         table.add_column(head, justify="right", no_wrap=True)
     for row in rows:
@@ -584,10 +591,12 @@ def run_models(
     console: Console,
     errors: Console,
     show_progress: bool = True,
+    detail: bool = True,
 ) -> int:
     """``json run``: each model extracts every document (through the runner, resumable), then its
     outputs are scored by the ``json batch`` code path into ``out/<model>/``; return the exit status
-    (0 all scored, 3 when a line, a record or a call failed, 2 on usage errors)."""
+    (0 all scored, 3 when a line, a record or a call failed, 2 on usage errors). ``detail=False``
+    prints only the comparison table (the demo)."""
     folders = [model_folder(s.name) for s in specs]
     if len(set(folders)) != len(folders):
         raise typer.BadParameter(
@@ -656,6 +665,11 @@ def run_models(
         except OSError as exc:
             _err(errors, f"{exc.filename or folder}: cannot write the outputs: {exc.strerror}")
             return EXIT_USAGE
+        if batch.errors or run.call_errors:
+            status = EXIT_FAILED
+        comparison.append(_comparison_row(run, batch.summary))
+        if not detail:
+            continue
         console.rule(f"[bold]{escape(run.spec.name)}[/bold] ({escape(run.spec.model)})")
         print_summary(
             console,
@@ -678,9 +692,6 @@ def run_models(
             highlight=False,
             soft_wrap=True,
         )
-        if batch.errors or run.call_errors:
-            status = EXIT_FAILED
-        comparison.append(_comparison_row(run, batch.summary))
     write_csv(out / "comparison.csv", comparison, COMPARISON_COLUMNS)
     if len(comparison) > 1:
         print_comparison(console, comparison)
@@ -805,6 +816,7 @@ def run_model_demo(base_url: str, out_dir: Path, models: list[str], *, console: 
         console=console,
         errors=Console(stderr=True),
         show_progress=False,
+        detail=False,
     )
 
 
