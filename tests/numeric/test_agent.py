@@ -342,8 +342,11 @@ def test_errors_csv_and_scores(error_run: tuple[ChatServer, Path, Any]) -> None:
         ("conv-B", "3", "sign"),
     ]
     stats = json.loads((out / "statistics.json").read_text())
-    assert stats["numerical_match_accuracy"] == 0.5
-    assert stats["sign_agnostic_accuracy"] == 0.625
+    # B1's call failed (bad_request): not scored, so 7 scored turns; right: A0, A2, B0, B2
+    assert stats["num_scored_turns"] == 7
+    assert stats["turns_not_scored_call_errors"] == {"bad_request": 1}
+    assert stats["numerical_match_accuracy"] == 4 / 7
+    assert stats["sign_agnostic_accuracy"] == 5 / 7  # + B3
     assert stats["conversation_success_rate"] == 0.0
     assert stats["total_input_tokens"] == 100
     assert stats["total_output_tokens"] == 50

@@ -165,6 +165,12 @@ def test_statistics_by_hand(files: tuple[Path, Path], tmp_path: Path) -> None:
     assert s["num_conversations"] == 3
     assert s["num_turns"] == 8
     assert s["num_scored_turns"] == 8
+    # "TimeoutError" is this agent's own error type, not a runner call error: scored as a failure
+    assert s["num_turns_not_scored_call_errors"] == 0
+    assert s["turns_not_scored_call_errors"] == {}
+    assert s["num_turns_not_scored_no_gold"] == 0
+    assert s["nothing_scored"] is False
+    assert s["nothing_scored_reason"] is None
     assert s["num_successful_conversations"] == 1
     assert s["conversation_success_rate"] == pytest.approx(1 / 3)
     # tokens: A 300/30, B 300/30, C 150/10
@@ -235,6 +241,11 @@ def test_statistics_by_hand(files: tuple[Path, Path], tmp_path: Path) -> None:
         "num_conversations",
         "num_turns",
         "num_scored_turns",
+        "num_turns_not_scored_call_errors",
+        "turns_not_scored_call_errors",
+        "num_turns_not_scored_no_gold",
+        "nothing_scored",
+        "nothing_scored_reason",
         "num_successful_conversations",
         "conversation_success_rate",
         "total_input_tokens",

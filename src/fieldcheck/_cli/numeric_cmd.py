@@ -48,6 +48,7 @@ from fieldcheck.numeric import (
     write_outputs,
 )
 from fieldcheck.numeric._agent import PROMPT_ID, evaluate_model, prediction_lines
+from fieldcheck.numeric._scoring import CALL_ERRORS
 from fieldcheck.runner import ModelSpec, RunHandle, Runner
 
 app = typer.Typer(
@@ -121,31 +122,46 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
+def call_errors_text(stats: dict[str, Any]) -> str:
+    """``"2 (server_error=1, timeout=1)"``: turns not scored because their model call failed."""
+    kinds = stats.get("turns_not_scored_call_errors") or {}
+    total = stats.get("num_turns_not_scored_call_errors", 0)
+    if not total:
+        return "0"
+    return f"{total} (" + ", ".join(f"{k}={v}" for k, v in kinds.items()) + ")"
+
+
 def show_result(
     result: NumericResult, out: Path, console: Console, *, title: str = "numeric QA"
 ) -> None:
-    """A Rich table of the headline statistics, the problems found, and where the files are."""
+    """A Rich table of the headline statistics, the problems found, and where the files are.
+
+    Turns lost to a call error are counted, not scored; when nothing was scored the table
+    shows no metric at all (never a 0.000) and says so."""
     stats = result.statistics
     ci = stats.get("bootstrap_95_ci") or {}
-    table = Table(title=title, header_style="bold")
+    nothing = bool(stats.get("nothing_scored"))
+    table = Table(title=title + (": NOTHING SCORED" if nothing else ""), header_style="bold")
     table.add_column("metric")
     table.add_column("value", justify="right")
     table.add_column("95% CI", justify="right")
-    for key, label in _SHOWN:
+    for key, label in () if nothing else _SHOWN:
         interval = ci.get(key)
         table.add_row(
             label,
             _fmt(stats.get(key)),
             "" if not interval else f"[{interval['low']:.3f}, {interval['high']:.3f}]",
         )
-    table.add_row("avg operations per turn", _fmt(stats.get("avg_operations_per_turn")), "")
+    if not nothing:
+        table.add_row("avg operations per turn", _fmt(stats.get("avg_operations_per_turn")), "")
     table.add_row(
         "tokens (in / out)", f"{stats['total_input_tokens']} / {stats['total_output_tokens']}", ""
     )
-    table.add_row(
-        "cost per correct answer (tokens)", _fmt(stats.get("cost_per_correct_answer")), ""
-    )
-    if "cost_per_correct_answer_usd" in stats:
+    if not nothing:
+        table.add_row(
+            "cost per correct answer (tokens)", _fmt(stats.get("cost_per_correct_answer")), ""
+        )
+    if "cost_per_correct_answer_usd" in stats and not nothing:
         usd = stats.get("cost_per_correct_answer_usd")
         table.add_row(
             "cost per correct answer (USD)", "absent" if usd is None else f"{usd:.4g}", ""
@@ -158,7 +174,13 @@ def show_result(
     table.add_row(
         "conversations / turns", f"{stats['num_conversations']} / {stats['num_turns']}", ""
     )
+    table.add_row("scored turns", str(stats["num_scored_turns"]), "")
+    table.add_row("turns not scored: call errors", call_errors_text(stats), "")
     console.print(table)
+    if nothing:
+        console.print(
+            f"[bold red]{stats.get('nothing_scored_reason') or 'nothing was scored'}[/bold red]"
+        )
     if result.input_errors:
         problems = Console(stderr=True)
         problems.print(
@@ -248,9 +270,15 @@ def score_command(
     Files in --out: summary.csv, turns.csv, validation.csv, errors.csv,
     input_errors.csv, statistics.json, traces/, accuracy_by_turn.png.
 
+    A turn whose prediction has a call error (error.type rate_limited,
+    server_error, timeout, connection or bad_request) is not scored: it is
+    listed in turns.csv and errors.csv and counted in statistics.json
+    (turns_not_scored_call_errors), never a wrong answer.
+
     Exit status: 0 every turn scored; 3 some input failed (the rest is
-    scored and written; the failures are in input_errors.csv); 2 usage
-    error (bad option, unreadable file, unknown split).
+    scored and written; the failures are in input_errors.csv) or some turn
+    was not scored because of a call error; 2 usage error (bad option,
+    unreadable file, unknown split).
     """
     if (price_in is None) != (price_out is None):
         raise typer.BadParameter(
@@ -282,7 +310,11 @@ def score_command(
             f"cannot write {exc.filename}: {exc.strerror}", param_hint="--out"
         ) from None
     show_result(result, out, console)
-    if not result.conversations or result.input_errors:
+    if (
+        not result.conversations
+        or result.input_errors
+        or result.statistics["num_turns_not_scored_call_errors"]
+    ):
         raise typer.Exit(EXIT_FAILED)
 
 
@@ -322,8 +354,9 @@ def run_demo(out_dir: Path) -> int:
 # numeric evaluate: run the plan-and-execute agent, then score it
 
 CONVFINQA_DEV = Path(__file__).resolve().parents[3] / "examples" / "convfinqa" / "dev.json"
-# Call failures that say nothing about the model's answers: the evaluation is incomplete (exit 3)
-INFRASTRUCTURE_ERRORS = ("rate_limited", "server_error", "timeout", "connection", "bad_request")
+# Call failures that say nothing about the model's answers: not scored; the evaluation is
+# incomplete (exit 3)
+INFRASTRUCTURE_ERRORS = CALL_ERRORS
 
 
 class ModelOutcome:
@@ -467,9 +500,12 @@ EVALUATE_HELP = "\n\n".join(
         "Writes predictions.jsonl (with several models: in --out/NAME/) and every output file of "
         "'numeric score'. Running the same command again resumes an unfinished run: finished "
         "turns are not called again.",
+        "A turn whose model call failed (rate_limited, server_error, timeout, connection, "
+        "bad_request) is not scored, never a wrong answer: listed in turns.csv and errors.csv, "
+        "counted in the table and in statistics.json (turns_not_scored_call_errors).",
         "Exit status: 0 every turn scored; 3 some input failed (see input_errors.csv) or some "
-        "turn hit a call error (rate_limited, server_error, timeout, connection, bad_request; "
-        "listed in errors.csv); 2 usage error; 130 Ctrl-C (finished turns are stored).",
+        "turn hit a call error (nothing scored at all when every call failed); 2 usage error; "
+        "130 Ctrl-C (finished turns are stored).",
         STORE_HELP,
     )
 )
@@ -635,6 +671,10 @@ def run_model_demo(base_url: str, out_dir: Path, models: list[str], *, console: 
         table.add_column(o.spec.name, justify="right")
     for key, label in (*_SHOWN, ("cost_per_correct_answer", "tokens per successful conversation")):
         table.add_row(label, *(_fmt(o.result.statistics.get(key)) for o in outcomes))
+    table.add_row(
+        "turns not scored: call errors",
+        *(call_errors_text(o.result.statistics) for o in outcomes),
+    )
     table.add_row(
         "turns with errors",
         *(" ".join(f"{k}={v}" for k, v in sorted(o.errors.items())) or "none" for o in outcomes),

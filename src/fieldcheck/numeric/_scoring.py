@@ -11,7 +11,7 @@ import math
 from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -37,16 +37,22 @@ from fieldcheck.metrics._stats import Interval, bootstrap_ci, latency_stats, saf
 from fieldcheck.numeric._loaders import LoadResult
 from fieldcheck.numeric._predictions import Prediction, PredictionsResult
 from fieldcheck.numeric._records import Conversation
+from fieldcheck.runner import ERROR_TYPES
 
 MISSING_PREDICTION = "missing_prediction"
+# A model call that failed (issue 8): says nothing about the model's answers, so the turn is not
+# scored. ``invalid_reply`` (and the agent's ``invalid_plan``) are the model's own failures.
+CALL_ERRORS: tuple[str, ...] = tuple(t for t in ERROR_TYPES if t != "invalid_reply")
 logger = logging.getLogger("fieldcheck")
 
 
 class TurnScore(BaseModel):
     """Everything known about one turn: gold, prediction, the five matches, logic scores, cost.
 
-    Match fields are ``None`` when the turn has no gold answer (not scored); logic scores are
-    ``None`` without a plan or without a parsable gold program.
+    Match fields are ``None`` when the turn is not scored: no gold answer (``not_scored`` =
+    ``no_gold``) or its model call failed (``call_error``, issue 8: an infrastructure error is
+    not a wrong answer); logic scores are ``None`` then too, and without a plan or without a
+    parsable gold program.
     """
 
     conversation_id: str
@@ -56,6 +62,7 @@ class TurnScore(BaseModel):
     predicted_answer: str | float | None
     parsed_answer: float | str | None
     scored: bool
+    not_scored: Literal["no_gold", "call_error"] | None = None
     numerical_match: bool | None
     soft_match: bool | None
     unit_agnostic_match: bool | None
@@ -79,6 +86,12 @@ class TurnScore(BaseModel):
     error_message: str | None
     validation: list[dict[str, Any]]
 
+    @property
+    def call_error(self) -> bool:
+        """The turn's model call failed (rate_limited, server_error, timeout, connection,
+        bad_request): listed everywhere, scored nowhere."""
+        return self.not_scored == "call_error"
+
 
 class ConversationScore(BaseModel):
     """One conversation's turns and its per-conversation aggregates (summary.csv row)."""
@@ -100,12 +113,14 @@ class ConversationScore(BaseModel):
 
     def mean(self, field: str) -> float | None:
         """Mean of a per-turn number (logic scores, operations, latency) over the turns that have
-        it; ``None`` if none has it (a turn without a plan has no logic scores, never 0)."""
-        return _mean([getattr(t, field) for t in self.turns])
+        it, call-error turns left out; ``None`` if none has it (a turn without a plan has no
+        logic scores, never 0)."""
+        return _mean([getattr(t, field) for t in self.turns if not t.call_error])
 
     @property
     def success(self) -> bool | None:
-        """Every scored turn is a numerical match; ``None`` when no turn has a gold answer."""
+        """Every scored turn is a numerical match; ``None`` when no turn is scored (no gold
+        answers, or every call failed)."""
         scored = self._scored()
         return all(t.numerical_match for t in scored) if scored else None
 
@@ -149,7 +164,6 @@ def score_turn(
     """Score one turn (``prediction`` None = the predictions file has no line for it)."""
     turn = conversation.turns[turn_idx]
     gold = turn.executed_answer
-    scored = gold is not None
     gold_ops = _gold_operations(turn.program)
     if prediction is None:
         error_type: str | None = MISSING_PREDICTION
@@ -167,10 +181,17 @@ def score_turn(
         parsed_value = (
             parsed.value if parsed.boolean is None else ("yes" if parsed.boolean else "no")
         )
+    not_scored: Literal["no_gold", "call_error"] | None = None
+    if error_type in CALL_ERRORS:
+        not_scored = "call_error"
+    elif gold is None:
+        not_scored = "no_gold"
+    scored = not_scored is None
     matches = match_answer(parsed, gold, error=error_type is not None) if scored else None
     plan_ops = plan_operations(plan)
     recall = precision = order = None
-    if plan_ops is not None and gold_ops is not None:
+    # a plan cut short by a failed repair call is listed but not scored
+    if plan_ops is not None and gold_ops is not None and not_scored != "call_error":
         recall = logic_recall(plan_ops, gold_ops)
         precision = logic_precision(plan_ops, gold_ops)
         order = logic_order_score(plan_ops, gold_ops)
@@ -182,6 +203,7 @@ def score_turn(
         predicted_answer=raw_answer,
         parsed_answer=parsed_value,
         scored=scored,
+        not_scored=not_scored,
         numerical_match=matches.numerical_match if matches else None,
         soft_match=matches.soft_match if matches else None,
         unit_agnostic_match=matches.unit_agnostic_match if matches else None,
@@ -193,7 +215,9 @@ def score_turn(
         plan=plan,
         plan_steps=len(plan.get("steps") or []) if plan is not None else None,
         plan_operations=plan_ops,
-        operations_per_turn=len(plan_ops) if plan_ops is not None else None,
+        operations_per_turn=(
+            len(plan_ops) if plan_ops is not None and not_scored != "call_error" else None
+        ),
         logic_recall=recall,
         logic_precision=precision,
         logic_order_score=order,
@@ -364,6 +388,21 @@ def _success_rate(units: Sequence[ConversationScore]) -> float:
     return safe_div(sum(bool(f) for f in flags), len(flags))
 
 
+def _nothing_scored_reason(turns: int, call_errors: Counter[str], no_gold: int) -> str | None:
+    """One plain sentence when no turn was scored (so no metric exists), else ``None``."""
+    if turns == 0:
+        return "no turns: nothing was scored"
+    lost = sum(call_errors.values())
+    if lost + no_gold < turns:
+        return None
+    if lost == turns:
+        kinds = ", ".join(f"{k}={call_errors[k]}" for k in sorted(call_errors))
+        return f"nothing was scored: every turn's model call failed ({kinds})"
+    if no_gold == turns:
+        return "nothing was scored: no turn has a gold answer"
+    return f"nothing was scored: {lost} turn(s) hit a call error, {no_gold} have no gold answer"
+
+
 def compute_statistics(
     conversations: Sequence[ConversationScore],
     *,
@@ -374,37 +413,52 @@ def compute_statistics(
 ) -> dict[str, Any]:
     """statistics.json: per-turn accuracies, logic scores, cost, by-turn tables, intervals.
 
-    Accuracies are over scored turns (turns with a gold answer); ``None`` when there are none.
-    ``cost_per_correct_answer`` = total tokens / successful conversations (every scored turn a
-    numerical match), ``None`` when none succeeded.
+    Accuracies are over scored turns (turns with a gold answer whose model call did not fail);
+    ``None`` when there are none. A turn whose call failed (``CALL_ERRORS``, issue 8) is left out
+    of every metric, of latency and of the cost per correct answer, and counted in
+    ``turns_not_scored_call_errors``; ``nothing_scored`` says when no turn is left to score.
+    ``cost_per_correct_answer`` = tokens of the turns not lost to a call error / successful
+    conversations (every scored turn a numerical match), ``None`` when none succeeded; the
+    ``total_*_tokens`` count every token spent.
     """
     turns = [t for c in conversations for t in c.turns]
+    answered = [t for t in turns if not t.call_error]
     scored = [t for t in turns if t.scored]
     stats: dict[str, Any] = {}
     for key, field in _MATCHES.items():
         stats[key] = _mean([getattr(t, field) for t in scored])
-    stats["avg_logic_recall"] = _mean([t.logic_recall for t in turns])
-    stats["avg_logic_precision"] = _mean([t.logic_precision for t in turns])
-    stats["avg_logic_order_score"] = _mean([t.logic_order_score for t in turns])
-    stats["avg_operations_per_turn"] = _mean([t.operations_per_turn for t in turns])
+    stats["avg_logic_recall"] = _mean([t.logic_recall for t in answered])
+    stats["avg_logic_precision"] = _mean([t.logic_precision for t in answered])
+    stats["avg_logic_order_score"] = _mean([t.logic_order_score for t in answered])
+    stats["avg_operations_per_turn"] = _mean([t.operations_per_turn for t in answered])
 
     flags = [c.success for c in conversations if c.success is not None]
     successes = sum(bool(f) for f in flags)
     total_in = sum(t.input_tokens for t in turns)
     total_out = sum(t.output_tokens for t in turns)
+    counted_in = sum(t.input_tokens for t in answered)
+    counted_out = sum(t.output_tokens for t in answered)
+    call_errors = Counter(str(t.error_type) for t in turns if t.call_error)
+    no_gold = sum(1 for t in turns if t.not_scored == "no_gold")
     stats["num_conversations"] = len(conversations)
     stats["num_turns"] = len(turns)
     stats["num_scored_turns"] = len(scored)
+    stats["num_turns_not_scored_call_errors"] = sum(call_errors.values())
+    stats["turns_not_scored_call_errors"] = {k: call_errors[k] for k in sorted(call_errors)}
+    stats["num_turns_not_scored_no_gold"] = no_gold
+    stats["nothing_scored"] = not scored
+    stats["nothing_scored_reason"] = _nothing_scored_reason(len(turns), call_errors, no_gold)
     stats["num_successful_conversations"] = successes
     stats["conversation_success_rate"] = successes / len(flags) if flags else None
     stats["total_input_tokens"] = total_in
     stats["total_output_tokens"] = total_out
     stats["total_tokens"] = total_in + total_out
-    stats["cost_per_correct_answer"] = (total_in + total_out) / successes if successes else None
+    stats["cost_per_correct_answer"] = (counted_in + counted_out) / successes if successes else None
     if price_in is not None and price_out is not None:
         dollars = (total_in * price_in + total_out * price_out) / 1_000_000
+        counted = (counted_in * price_in + counted_out * price_out) / 1_000_000
         stats["total_cost_usd"] = dollars
-        stats["cost_per_correct_answer_usd"] = dollars / successes if successes else None
+        stats["cost_per_correct_answer_usd"] = counted / successes if successes else None
         stats["price_in_usd_per_1m"] = price_in
         stats["price_out_usd_per_1m"] = price_out
 
@@ -424,7 +478,7 @@ def compute_statistics(
         1 for t in turns if t.error_type is not None and t.error_type != MISSING_PREDICTION
     )
     stats["num_missing_predictions"] = sum(1 for t in turns if t.error_type == MISSING_PREDICTION)
-    latency = latency_stats([t.latency_s for t in turns if t.latency_s is not None])
+    latency = latency_stats([t.latency_s for t in answered if t.latency_s is not None])
     stats["latency_s"] = latency.model_dump() if latency else None
 
     intervals: dict[str, Any] = {}

@@ -71,6 +71,7 @@ TURN_COLUMNS = (
     "latency_s",
     "error_type",
     "error_message",
+    "not_scored",
 )
 VALIDATION_COLUMNS = ("conversation_id", "turn_idx", "check", "passed", "message")
 # Exactly the spec's columns ("Error CSV Output"), in its order.
@@ -95,7 +96,7 @@ def summary_rows(result: NumericResult) -> list[dict[str, Any]]:
     """One row per conversation (summary.csv)."""
     rows = []
     for c in result.conversations:
-        latencies = [t.latency_s for t in c.turns if t.latency_s is not None]
+        latencies = [t.latency_s for t in c.turns if t.latency_s is not None and not t.call_error]
         rows.append(
             {
                 "conversation_id": c.conversation_id,
@@ -143,9 +144,10 @@ def error_rows(result: NumericResult) -> list[dict[str, Any]]:
     """Every failed turn (an error, a missing prediction, or a scored turn that is not a
     numerical match), with exactly the spec's columns (errors.csv).
 
-    ``error_type`` is the agent's error type for errored turns, ``missing_prediction`` for a
-    turn without a prediction, else the failure mode (``scale``, ``sign``, ``rounding``,
-    ``wrong``, ``no_answer``)."""
+    ``error_type`` is the agent's error type for errored turns (a failed call keeps the
+    runner's type, ``server_error``, ``timeout``, ...: not scored, but listed, so
+    ``value_counts()`` shows it apart), ``missing_prediction`` for a turn without a prediction,
+    else the failure mode (``scale``, ``sign``, ``rounding``, ``wrong``, ``no_answer``)."""
     rows = []
     for c in result.conversations:
         for t in c.turns:
