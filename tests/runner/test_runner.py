@@ -59,13 +59,14 @@ def _ask(runner: Runner, spec: ModelSpec, texts: list[str]) -> list[CallResult]:
 
 
 def test_concurrency_limit_seen_by_the_server(chat_server: Start) -> None:
-    server = chat_server(lambda req: Reply(content="ok", delay_s=0.15))
+    server = chat_server(lambda req: Reply(content="ok", delay_s=0.3))
     runner = Runner(RunnerSettings(concurrency=3, use_cache=False))
     results = _ask(runner, _spec(server), [f"q{i}" for i in range(12)])
     assert [r.text for r in results] == ["ok"] * 12
     assert server.max_in_flight == 3  # never more, and the limit is used
-    # latency is each call's own time, not its wait for a free slot (12 calls / 3 = 4 rounds)
-    assert all(0.14 <= r.latency_s < 0.45 for r in results), [r.latency_s for r in results]
+    # latency is each call's own time, not its wait for a free slot: 12 calls / 3 = 4 rounds of
+    # 0.3 s, so a wait counted in would put the last round at 1.2 s or more
+    assert all(0.29 <= r.latency_s < 0.9 for r in results), [r.latency_s for r in results]
 
 
 def test_429_with_retry_after_is_waited_for(chat_server: Start) -> None:
@@ -365,10 +366,14 @@ def test_api_key_is_never_written(
     handle = _run(Runner(store=Store()), _spec(server), dataset, [["echo", "fine"]])
     assert handle.errors == {"bad_request": 1}
     assert server.headers[0]["authorization"] == f"Bearer {secret}"  # it was used...
-    password = "pw-in-the-url-777"  # credentials in the URL are never stored either
-    base = server.base_url.replace("http://", f"http://user:{password}@")
-    spec = ModelSpec(name="m2", model="scripted", base_url=base)
-    second = _run(Runner(store=Store()), spec, dataset, [["fine"]])
+    password = "pw-in-the-url-777"  # credentials in a URL are refused, never stored
+    for base in (
+        server.base_url.replace("http://", f"http://user:{password}@"),
+        server.base_url + f"?key={password}",
+    ):
+        with pytest.raises(ValueError, match="must not carry") as refused:
+            ModelSpec(name="m2", model="scripted", base_url=base)
+        assert "user or password" in str(refused.value) or "query" in str(refused.value)
     stored = [i.result for i in Store().items(handle.id)]
     assert stored  # ...and written nowhere: not the store, the cache, any file under the test dirs
     db_dir = Path(os.environ["FIELDCHECK_DATABASE_URL"].removeprefix("sqlite:///")).parent
@@ -376,9 +381,82 @@ def test_api_key_is_never_written(
         for path in root.rglob("*"):
             if path.is_file():
                 data = path.read_bytes()
-                assert secret.encode() not in data and password.encode() not in data, path
+                assert secret.encode() not in data, path
     [echoed] = _ask(Runner(RunnerSettings(use_cache=False)), _spec(server), ["echo"])
     assert echoed.error_message is not None and "bad key ***" in echoed.error_message
-    assert password not in repr(spec.public()) and secret not in repr(handle.client)
-    info = Store().get_run(second.id)
+    assert secret not in repr(handle.client)
+    info = Store().get_run(handle.id)
     assert info is not None and info.endpoint == server.base_url
+
+
+def test_a_200_that_is_not_json_is_an_invalid_reply_not_retried(tmp_path: Path) -> None:
+    """A server that answers 200 with a body that is not a chat completion."""
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    hits: list[str] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args: Any) -> None:
+            pass
+
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length", "0")))
+            hits.append(self.path)
+            body = b"<html>not json</html>"
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        spec = ModelSpec(name="m", model="x", base_url=f"http://127.0.0.1:{httpd.server_port}/v1")
+        [result] = _ask(Runner(RunnerSettings(max_retries=3, use_cache=False)), spec, ["q"])
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+    assert (result.error_type, result.attempts, len(hits)) == ("invalid_reply", 1, 1)
+
+
+def test_an_unreachable_endpoint_stops_the_run_early(tmp_path: Path) -> None:
+    from fieldcheck.runner import RunAborted
+
+    dataset = tmp_path / "d.txt"
+    dataset.write_text("x")
+    spec = ModelSpec(name="m", model="x", base_url="http://127.0.0.1:9/v1")
+    store = Store()
+    units = [[f"i{n}"] for n in range(20)]
+    with pytest.raises(RunAborted) as stopped:
+        _run(
+            Runner(RunnerSettings(concurrency=1, max_retries=0), store=store), spec, dataset, units
+        )
+    message = str(stopped.value)
+    assert "first 3 items of m all failed with connection at http://127.0.0.1:9/v1" in message
+    [run] = store.list_runs(system="test")
+    assert (run.status, run.n_done) == ("failed", 3)  # 17 items never tried
+    with pytest.raises(RunAborted):  # a failed run is not resumed: the next run asks again
+        _run(
+            Runner(RunnerSettings(concurrency=1, max_retries=0), store=store), spec, dataset, units
+        )
+    assert len(store.list_runs(system="test")) == 2
+
+
+def test_a_run_that_reaches_the_endpoint_is_not_stopped(chat_server: Start, tmp_path: Path) -> None:
+    state = {"n": 0}
+
+    def script(req: dict[str, Any]) -> Reply:
+        state["n"] += 1
+        return Reply(content="ok") if state["n"] == 2 else Reply(status=400)
+
+    server = chat_server(script)
+    dataset = tmp_path / "d.txt"
+    dataset.write_text("x")
+    handle = _run(
+        Runner(RunnerSettings(concurrency=1), store=Store()),
+        _spec(server),
+        dataset,
+        [[f"i{n}"] for n in range(6)],
+    )
+    assert handle.errors == {"bad_request": 5} and handle.done == 6

@@ -5,17 +5,22 @@
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Coroutine
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
+from urllib.parse import urlsplit
 
 import typer
+from pydantic import ValidationError
 from rich.console import Console
 
 from fieldcheck._cli._common import EXIT_USAGE
 from fieldcheck._util.errors import InputError
 from fieldcheck.runner import (
+    API_KEY_ENV,
     ModelSpec,
+    RunAborted,
     RunInterrupted,
     Runner,
     RunnerSettings,
@@ -26,11 +31,18 @@ from fieldcheck.store import DATABASE_ENV, Store, default_database_path, describ
 T = TypeVar("T")
 EXIT_INTERRUPTED = 130
 
-STORE_HELP = (
-    f"Runs and cached replies are kept in the store: ${DATABASE_ENV} (any SQLAlchemy URL), "
-    f"default {default_database_path()}. The API key is read from $FIELDCHECK_API_KEY or "
-    "$OPENAI_API_KEY (or the variable a --models entry names) and never written anywhere."
-)
+
+def _store_help() -> str:
+    now = os.environ.get(DATABASE_ENV)
+    where = f"now {describe_url(now)}" if now else f"default {default_database_path()}"
+    return (
+        f"Runs and cached replies are kept in the store: ${DATABASE_ENV} (any SQLAlchemy URL; "
+        f"{where}). The API key is read from $FIELDCHECK_API_KEY or $OPENAI_API_KEY (or the "
+        "variable a --models entry names) and never written anywhere."
+    )
+
+
+STORE_HELP = _store_help()
 
 BaseUrlOpt = Annotated[
     str | None,
@@ -128,7 +140,7 @@ def model_specs(
         if models:
             raise typer.BadParameter("give --model or --models, not both", param_hint="--models")
         try:
-            return load_model_specs(models_file)
+            return check_keys(load_model_specs(models_file))
         except InputError as exc:
             raise typer.BadParameter(exc.one_line(), param_hint="--models") from None
     if not models:
@@ -136,6 +148,11 @@ def model_specs(
     if not base_url:
         raise typer.BadParameter("--model needs --base-url", param_hint="--base-url")
     specs: list[ModelSpec] = []
+    try:
+        ModelSpec(name="x", model="x", base_url=base_url)
+    except ValidationError as exc:
+        message = str(exc.errors()[0]["msg"]).removeprefix("Value error, ")
+        raise typer.BadParameter(message, param_hint="--base-url") from None
     for text in models:
         name, sep, model = text.partition("=")
         if not sep:
@@ -159,6 +176,34 @@ def model_specs(
     names = [s.name for s in specs]
     if len(set(names)) != len(names):
         raise typer.BadParameter("model names must be unique", param_hint="--model")
+    return check_keys(specs)
+
+
+_LOOPBACK = ("127.", "localhost", "::1", "[::1]")
+
+
+def check_keys(specs: list[ModelSpec]) -> list[ModelSpec]:
+    """A model whose ``api_key_env`` is unset is a usage error; no key at all for a remote
+    endpoint gets one warning line (local servers take any key)."""
+    for spec in specs:
+        if spec.api_key_env and not os.environ.get(spec.api_key_env):
+            raise typer.BadParameter(
+                f"model {spec.name!r}: ${spec.api_key_env} (its api_key_env) is not set",
+                param_hint="--models",
+            )
+    remote = [
+        s
+        for s in specs
+        if not s.api_key_env
+        and not any(os.environ.get(n) for n in API_KEY_ENV)
+        and not (urlsplit(s.base_url).hostname or "").startswith(_LOOPBACK)
+    ]
+    if remote:
+        typer.echo(
+            f"warning: no API key set (${' or $'.join(API_KEY_ENV)}) for "
+            f"{', '.join(s.name for s in remote)} at {remote[0].endpoint}",
+            err=True,
+        )
     return specs
 
 
@@ -200,6 +245,9 @@ def run_async(coro: Coroutine[Any, Any, T], *, console: Console | None = None) -
     except RunInterrupted as exc:
         err.print(str(exc), markup=False, highlight=False, soft_wrap=True)
         raise typer.Exit(EXIT_INTERRUPTED) from None
+    except RunAborted as exc:
+        err.print(str(exc), markup=False, highlight=False, soft_wrap=True)
+        raise typer.Exit(EXIT_USAGE) from None
     except KeyboardInterrupt:
         err.print("interrupted before any run started; nothing was stored", markup=False)
         raise typer.Exit(EXIT_INTERRUPTED) from None

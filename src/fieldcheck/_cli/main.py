@@ -54,7 +54,15 @@ def _root(
 
 
 def main() -> None:
-    app()
+    try:
+        app()
+    except KeyboardInterrupt:  # outside a model run (which prints its own line): while scoring
+        typer.echo(
+            "interrupted: the output folder may be incomplete; model replies already stored are "
+            "kept, so the same command finishes from the store and the cache",
+            err=True,
+        )
+        raise SystemExit(130) from None
 
 
 if __name__ == "__main__":

@@ -59,9 +59,15 @@ def serve_model_command(
     import uvicorn
 
     app = create_app(responses_dir=responses, latency_ms=latency_ms, fail_rates=rates, seed=seed)
+    extras = []
+    if latency_ms:
+        extras.append(f"latency ~{latency_ms:g} ms")
+    if rates:
+        extras.append("faults " + ",".join(f"{k}={v:g}" for k, v in rates.items()))
     typer.echo(
-        f"serving synthetic models {', '.join(SYNTHETIC_MODELS)} at http://{host}:{port}/v1 "
-        "(Ctrl-C stops)",
+        f"serving synthetic models {', '.join(SYNTHETIC_MODELS)} at http://{host}:{port}/v1"
+        + (f" ({'; '.join(extras)})" if extras else "")
+        + "; Ctrl-C stops",
         err=True,
     )
     uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False)

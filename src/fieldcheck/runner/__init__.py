@@ -17,6 +17,7 @@ from fieldcheck.runner._client import (
 )
 from fieldcheck.runner._models import API_KEY_ENV, ModelSpec, load_model_specs, redact_url
 from fieldcheck.runner._run import (
+    RunAborted,
     RunHandle,
     RunInterrupted,
     RunSpec,
@@ -34,6 +35,7 @@ __all__ = [
     "ErrorType",
     "Message",
     "ModelSpec",
+    "RunAborted",
     "RunHandle",
     "RunInterrupted",
     "RunSpec",

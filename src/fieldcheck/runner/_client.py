@@ -152,6 +152,8 @@ def classify(exc: BaseException) -> tuple[str, bool]:
         if exc.status_code >= 500:
             return "server_error", True
         return "bad_request", False
+    if isinstance(exc, openai.APIResponseValidationError | ValueError):
+        return "invalid_reply", False  # a 200 whose body is not a chat completion
     if isinstance(exc, asyncio.TimeoutError | TimeoutError):
         return "timeout", True
     return "connection", True
@@ -253,11 +255,12 @@ class ChatClient:
         while True:
             attempts += 1
             try:
+                client = self._openai()
                 async with runner.limit():
                     runner.stats.requests += 1
                     sent = time.perf_counter()
                     try:
-                        response = await self._openai().chat.completions.create(
+                        response = await client.chat.completions.create(
                             model=self.spec.model,
                             messages=messages,  # type: ignore[arg-type]
                             **params,
@@ -308,6 +311,13 @@ class ChatClient:
 
     def _message(self, exc: BaseException) -> str:
         text = f"{type(exc).__name__}: {exc}".replace("\n", " ")[:300]
+        status = getattr(exc, "status_code", None)
+        if isinstance(exc, openai.APIConnectionError | openai.APITimeoutError):
+            text = f"{self.spec.endpoint}: {text}"
+        elif status in (404, 405):
+            text = f"{self.spec.endpoint}/chat/completions: {text} (does --base-url end in /v1?)"
+        elif status in (401, 403):
+            text = f"{self.spec.endpoint}: {text} (is the API key set?)"
         key = self._api_key
         return text.replace(key, "***") if key and key != "not-set" else text
 

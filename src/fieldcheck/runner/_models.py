@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from fieldcheck._util.errors import InputError
 
@@ -42,6 +42,24 @@ class ModelSpec(BaseModel):
     seed: int | None = None
     price_in: float | None = Field(default=None, ge=0.0)  # USD per 1M input tokens
     price_out: float | None = Field(default=None, ge=0.0)  # USD per 1M output tokens
+
+    @field_validator("base_url")
+    @classmethod
+    def _plain_http_url(cls, value: str) -> str:
+        """An http(s) URL with a host and no credentials, query or fragment: the key travels in
+        its environment variable, never in a URL that could be stored or echoed."""
+        parts = urlsplit(value.strip())
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(
+                f"base_url must be an http:// or https:// URL with a host, got {value!r}"
+            )
+        if parts.username or parts.password:
+            raise ValueError(
+                "base_url must not carry a user or password; put the key in an environment variable"
+            )
+        if parts.query or parts.fragment:
+            raise ValueError("base_url must not carry a query string or fragment")
+        return value.strip()
 
     @property
     def endpoint(self) -> str:
@@ -96,6 +114,13 @@ def load_model_specs(path: str | Path) -> list[ModelSpec]:
         raise InputError("a models file is a non-empty list of models", file=p)
     specs: list[ModelSpec] = []
     for index, entry in enumerate(data):
+        if not isinstance(entry, dict):
+            raise InputError(
+                "each model is an object {name, model, base_url, ...}",
+                file=p,
+                record=f"#{index + 1}",
+                value=entry,
+            )
         try:
             specs.append(ModelSpec.model_validate(entry))
         except ValidationError as exc:

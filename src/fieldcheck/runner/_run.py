@@ -79,6 +79,11 @@ class RunHandle:
             item.error_type for item in self._done.values() if item.error_type
         )
         self.on_save: Callable[[], None] | None = None
+        self.new_items = 0  # finished in this process (not resumed)
+        self.new_calls = 0
+        self.new_cached_calls = 0
+        self._answered = False  # some new item got past the endpoint
+        self._unreachable: Counter[str] = Counter()
 
     def result(self, key: str) -> dict[str, Any] | None:
         """A finished item's stored result, or None when it still has to run."""
@@ -131,8 +136,17 @@ class RunHandle:
         )
         if error_type:
             self.errors[error_type] += 1
+        self.new_items += 1
+        self.new_calls += calls
+        self.new_cached_calls += cached_calls
+        if error_type in UNREACHABLE:
+            self._unreachable[error_type] += 1
+        else:
+            self._answered = True
         if self.on_save is not None:
             self.on_save()
+        if not self._answered and sum(self._unreachable.values()) >= ABORT_AFTER:
+            raise RunAborted(self, self._unreachable.most_common(1)[0][0])
 
     @property
     def done(self) -> int:
@@ -141,6 +155,36 @@ class RunHandle:
     def items(self) -> list[StoredItem]:
         """Every finished item, in completion order."""
         return sorted(self._done.values(), key=lambda i: i.seq)
+
+
+# Error types that mean the endpoint cannot answer at all (nothing listening, wrong URL, model
+# or key): when the first ABORT_AFTER items of a run all end so, the run stops instead of
+# spending every retry on every item.
+UNREACHABLE = frozenset({"connection", "bad_request"})
+ABORT_AFTER = 3
+
+
+class RunAborted(Exception):
+    """The endpoint answered none of the first items (connection refused, 4xx): stop early."""
+
+    def __init__(self, handle: RunHandle, error_type: str) -> None:
+        self.handle = handle
+        self.error_type = error_type
+        last = next(
+            (
+                c.get("error_message")
+                for item in reversed(handle.items())
+                for c in item.call_log
+                if c.get("error_message")
+            ),
+            None,
+        )
+        super().__init__(
+            f"stopped: the first {ABORT_AFTER} items of {handle.client.spec.name} all failed "
+            f"with {error_type} at {handle.client.spec.endpoint}"
+            + (f" ({last})" if last else "")
+            + "; check --base-url, --model and the API key"
+        )
 
 
 class RunInterrupted(Exception):
@@ -183,7 +227,7 @@ def _progress(console: Console | None, disable: bool) -> Progress:
 
 def estimate_line(calls: int, input_tokens: int, output_tokens: int, spec: ModelSpec) -> str:
     """One line: the expected calls and, with prices, the expected cost in USD."""
-    line = f"about {calls} model calls for {spec.name}"
+    line = f"about {calls} model calls for {spec.name} (fewer if replies are cached)"
     line += f" (~{input_tokens:,} input / ~{output_tokens:,} output tokens, estimated)"
     if spec.price_in is not None and spec.price_out is not None:
         cost = input_tokens / 1e6 * spec.price_in + output_tokens / 1e6 * spec.price_out
@@ -250,7 +294,6 @@ async def run_task(
     if estimate is not None and estimate[0] > 100:
         console.print(estimate_line(*estimate, spec.model), markup=False, highlight=False)
     start = time.perf_counter()
-    stats = runner.stats
     with _progress(console, not show_progress) as bar:
         task: TaskID = bar.add_task(
             spec.model.name, total=total_items, completed=handle.done, rate="", extra=""
@@ -261,7 +304,7 @@ async def run_task(
             elapsed = max(time.perf_counter() - start, 1e-9)
             fresh = handle.done - first_done
             errors = " ".join(f"{k}={v}" for k, v in sorted(handle.errors.items()))
-            extra = f"calls {stats.calls}, cache hits {stats.cache_hits}"
+            extra = f"calls {handle.new_calls} ({handle.new_cached_calls} cached)"
             if errors:
                 extra += f", errors {errors}"
             bar.update(task, completed=handle.done, rate=f"{fresh / elapsed:.1f}/s", extra=extra)
@@ -269,6 +312,10 @@ async def run_task(
         handle.on_save = refresh
         try:
             await _gather_bounded(units, work, handle, runner.settings.concurrency)
+        except RunAborted:
+            if store is not None:
+                store.set_status(info.id, "failed")  # never resumed: the next run asks again
+            raise
         except (KeyboardInterrupt, asyncio.CancelledError):
             if store is not None:
                 store.set_status(info.id, "interrupted")
@@ -278,7 +325,23 @@ async def run_task(
             refresh()
     if store is not None:
         store.set_status(info.id, "finished")
+    console.print(summary_line(handle), markup=False, highlight=False, soft_wrap=True)
     return handle
+
+
+def summary_line(handle: RunHandle) -> str:
+    """One line after a run: items, resumed items, calls, how many the cache answered, errors."""
+    resumed = f" ({handle.resumed_items} resumed)" if handle.resumed_items else ""
+    calls = handle.new_calls
+    if calls and handle.new_cached_calls == calls:
+        source = f"{calls} calls, all answered from the cache"
+    else:
+        source = f"{calls} calls, {handle.new_cached_calls} answered from the cache"
+    errors = ", ".join(f"{k} {v}" for k, v in sorted(handle.errors.items())) or "none"
+    return (
+        f"{handle.client.spec.name}: run {handle.id} finished: {handle.done} items{resumed}; "
+        f"{source}; errors: {errors}"
+    )
 
 
 async def _gather_bounded(

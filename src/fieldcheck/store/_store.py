@@ -177,7 +177,7 @@ class Store:
         with self.session() as s:
             row = s.scalars(
                 select(RunRow)
-                .where(RunRow.run_key == run_key, RunRow.status != "finished")
+                .where(RunRow.run_key == run_key, RunRow.status.in_(("running", "interrupted")))
                 .order_by(RunRow.started_at.desc())
             ).first()
             resumed = row is not None
@@ -335,8 +335,12 @@ def _engine(url: str) -> Engine:
 
 def upgrade(engine: Engine) -> None:
     """Bring the schema to the newest Alembic revision."""
+    import logging
+
     from alembic import command
     from alembic.config import Config
+
+    logging.getLogger("alembic").setLevel(logging.WARNING)  # not its INFO lines under -v
 
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS))
