@@ -343,7 +343,13 @@ async def run_extraction(
 def collect(handle: RunHandle, spec: ModelSpec, records: list[ExtractRecord]) -> ModelRun:
     """The run's items in input order: batch lines for outputs, ``call_errors`` for failed calls."""
     done = {item.key: item for item in handle.items()}
-    run = ModelRun(spec=spec, run_id=handle.id, resumed_items=handle.resumed_items)
+    run = ModelRun(
+        spec=spec,
+        run_id=handle.id,
+        resumed_items=handle.resumed_items,
+        calls=handle.new_calls,  # made by this command; resumed items' calls were made before
+        cached_calls=handle.new_cached_calls,
+    )
     for record in records:
         item = done.get(record.key)
         if item is None:  # cannot happen after a finished run_task; kept apart, never scored
@@ -358,8 +364,6 @@ def collect(handle: RunHandle, spec: ModelSpec, records: list[ExtractRecord]) ->
             )
             continue
         res = item.result
-        run.calls += item.calls
-        run.cached_calls += item.cached_calls
         run.input_tokens += int(res.get("input_tokens", 0))
         run.output_tokens += int(res.get("output_tokens", 0))
         run.tokens_estimated |= bool(res.get("tokens_estimated", False))
