@@ -35,6 +35,7 @@ MODEL_KEYS = {
     "per_topic",
     "counts",
     "ci",
+    "sessions_not_scored",  # {} for plain files: only `slots run` leaves sessions out
 }
 GOLD = [
     slot("u1", 1, "basic_info", "name", "Alice"),
@@ -80,7 +81,7 @@ def test_score_writes_every_output(jsonl: Jsonl, tmp_path: Path) -> None:
     assert set(data) == {"models", "paired_f1", "signature"}
     assert list(data["models"]) == ["a", "b"]
     for model in data["models"].values():
-        assert set(model) == MODEL_KEYS
+        assert set(model) == MODEL_KEYS and model["sessions_not_scored"] == {}
         assert set(model["counts"]) == {"tp", "fp", "fn", "gold_slots", "sessions"}
         assert set(model["per_topic"]["basic_info"]) == {
             "precision", "recall", "f1", "exact_match_rate", "extra_slots", "extra_values",
@@ -94,6 +95,7 @@ def test_score_writes_every_output(jsonl: Jsonl, tmp_path: Path) -> None:
         data["signature"]["system"] == "slots" and data["signature"]["settings"]["bootstrap"] == 200
     )
     assert data["paired_f1"][0]["model_a"] == "a" and data["paired_f1"][0]["p_value"] is not None
+    assert data["paired_f1"][0]["sessions"] == 2  # every gold session
     # a Rich table per model and the spec's per-topic printout lines go to the console (stderr
     # with --json)
     assert re.search(r"│ tp / fp / fn\s+│\s+2 / 0 / 1 │", result.stderr)  # model a's table

@@ -138,6 +138,9 @@ def _model_table(name: str, run: SlotsRun) -> Table:
     c = r.counts
     table.add_row("tp / fp / fn", f"{c.tp} / {c.fp} / {c.fn}", "")
     table.add_row("gold slots / sessions", f"{c.gold_slots} / {c.sessions}", "")
+    if score.not_scored:
+        reasons = " ".join(f"{k}={v}" for k, v in r.sessions_not_scored.items())
+        table.add_row("sessions not scored (call errors)", f"{score.not_scored} ({reasons})", "")
     return table
 
 
@@ -147,14 +150,34 @@ def show_run(
     """Rich tables per model and the spec's per-topic lines on ``console``; input errors on
     ``problems`` (stderr by default); then the output files."""
     problems = problems or Console(stderr=True)
-    for m in run.models:
+    unscored = {u.name: u for u in run.unscored}
+    scored = {m.name: m for m in run.models}
+    for name in run.names or list(scored):
+        if name in unscored:
+            u = unscored[name]
+            reasons = ", ".join(f"{k}={v}" for k, v in u.sessions_not_scored.items())
+            console.print(
+                Text(
+                    f"{name}: nothing scored: the call failed for all {u.not_scored} "
+                    f"session(s) ({reasons}); no metrics",
+                    style="red",
+                ),
+                soft_wrap=True,
+            )
+            continue
+        m = scored[name]
         console.print(_model_table(m.name, run))
         console.print("Per topic:", markup=False, soft_wrap=True)
         for line in topic_lines(m.result):
             console.print(line, markup=False, soft_wrap=True, highlight=False)
     for p in run.paired_f1:
+        common = ""
+        if p.sessions != len(scored[p.model_a].sessions) or p.sessions != len(
+            scored[p.model_b].sessions
+        ):
+            common = f" on the {p.sessions} session(s) both were scored on"
         console.print(
-            f"F1 {p.model_a} - {p.model_b}: {p.difference:+.3f} "
+            f"F1 {p.model_a} - {p.model_b}: {p.difference:+.3f}{common} "
             f"(paired bootstrap {format_pvalue(p.p_value)})",
             markup=False,
             soft_wrap=True,
@@ -189,8 +212,11 @@ def score_files(
     bootstrap: int = 1000,
     seed: int = 0,
     console: Console,
+    not_scored: dict[str, dict[tuple[str, int], str]] | None = None,
 ) -> tuple[SlotsRun, dict[str, Path]]:
-    """Load, score and write; shared by the command and ``run_demo``."""
+    """Load, score and write; shared by the commands and the demos. ``not_scored``: per model,
+    the sessions whose call failed (``slots run``), left out of that model's scores."""
+    not_scored = not_scored or {}
     gold_file = _load(load_slots, gold, "--gold")
     models = [
         ModelInput(
@@ -198,6 +224,7 @@ def score_files(
             _load(load_slots, path, "--pred"),
             _load(load_latencies, latencies[name], "--latency") if name in latencies else None,
             _load(load_judge_scores, judges[name], "--judge") if name in judges else None,
+            not_scored.get(name, {}),
         )
         for name, path in preds.items()
     ]
@@ -509,13 +536,14 @@ def write_extractions(
 
 
 def runs_table(extractions: Sequence[Extraction]) -> Table:
-    """Per model: sessions, failed sessions by error type, sessions resumed from the store and
-    replies from the cache, tokens (fits 80 columns)."""
+    """Per model: sessions, failed sessions by error type, those not scored (call errors),
+    sessions resumed from the store and replies from the cache, tokens (fits 80 columns)."""
     table = Table(title="Model runs", show_header=True, header_style="bold")
     table.add_column("model", overflow="fold")
     for col in ("sessions", "failed"):
         table.add_column(col, justify="right")
     table.add_column("errors", no_wrap=True)
+    table.add_column("not\nscored\n(call\nerrors)", justify="right", no_wrap=True)
     table.add_column("resumed\n/ cached", justify="right", no_wrap=True)
     table.add_column("tokens\nin / out", justify="right", no_wrap=True)
     for ex in extractions:
@@ -525,6 +553,7 @@ def runs_table(extractions: Sequence[Extraction]) -> Table:
             str(len(ex.sessions)),
             str(len(ex.failed)),
             Text("\n".join(f"{k}={v}" for k, v in sorted(errors.items())) or "-"),
+            str(len(ex.not_scored())),
             f"{ex.resumed_items} / {sum(s.cached for s in ex.sessions)}",
             f"{sum(s.input_tokens for s in ex.sessions):,} /\n"
             f"{sum(s.output_tokens for s in ex.sessions):,}",
@@ -547,10 +576,15 @@ update the memory and are the session's prediction. Writes DIR/pred_NAME.jsonl,
 latency_NAME.jsonl, memory_NAME.jsonl, session_errors.jsonl, runs.json and the report of
 'slots score'. Running the same command again resumes: finished sessions are not called again.
 
+A session whose call failed (rate_limited, server_error, timeout, connection, bad_request) is not
+scored for that model: its gold slots are not counted as missed; the tables, metrics.json and
+the report say how many sessions were not scored and why (a model with none scored has no
+metrics). An invalid reply is the model's failure: its gold slots count as missed.
+
 Exit status: 0 when every session got a valid reply and every input line was valid; 3 when some
 session failed (invalid reply or call error, listed in DIR/session_errors.jsonl; its memory is
-unchanged and its slots count as missed) or some gold line was invalid; 2 on usage errors;
-130 on Ctrl-C (what finished is stored).
+unchanged) or some gold line was invalid; 2 on usage errors; 130 on Ctrl-C (what finished is
+stored).
 
 {STORE_HELP}"""
 
@@ -692,15 +726,27 @@ def run(
         bootstrap=bootstrap,
         seed=seed,
         console=err,
+        not_scored={ex.model: ex.not_scored() for ex in extractions},
     )
     show_run(scored, files, console, err)
     console.print(runs_table(extractions))
     failed = sum(len(ex.failed) for ex in extractions)
     if failed:
+        calls = sum(len(ex.not_scored()) for ex in extractions)
         err.print(
-            f"{failed} session(s) failed; listed in {errors_path} (memory unchanged, slots missed)",
+            f"{failed} session(s) failed; listed in {errors_path} (memory unchanged): "
+            f"{failed - calls} invalid repl(ies), slots missed; {calls} call error(s), not scored",
             style="red",
             markup=False,
+            soft_wrap=True,
+        )
+    for u in scored.unscored:
+        err.print(
+            Text(
+                f"{u.name}: nothing scored: every gold session's call failed; check --base-url, "
+                "the model name and the server",
+                style="red",
+            ),
             soft_wrap=True,
         )
     if failed or scored.errors:
@@ -733,23 +779,36 @@ def run_model_demo(base_url: str, out_dir: Path, models: list[str], *, console: 
     )
     preds, lats, _ = write_extractions(extractions, out_dir, specs)
     scored, files = score_files(
-        gold, preds, lats, {}, out=out_dir, bootstrap=200, seed=0, console=console
+        gold,
+        preds,
+        lats,
+        {},
+        out=out_dir,
+        bootstrap=200,
+        seed=0,
+        console=console,
+        not_scored={ex.model: ex.not_scored() for ex in extractions},
     )
     table = Table(title="slots run (synthetic models, examples/slots)", header_style="bold")
     table.add_column("model", min_width=17, overflow="fold")
     for col in ("P", "R", "F1", "exact", "extra slots", "failed sessions", "latency"):
         table.add_column(col, justify="right")
-    for ex, m in zip(extractions, scored.models, strict=True):
-        r = m.result
+    results = {m.name: m.result for m in scored.models}
+    for ex in extractions:
         errors = Counter(s.error_type for s in ex.failed if s.error_type)
+        failed = " ".join(f"{k}={v}" for k, v in sorted(errors.items())) or "0"
+        r = results.get(ex.model)
+        if r is None:  # every call failed: nothing scored, no numbers
+            table.add_row(Text(ex.model), "not scored", "-", "-", "-", "-", failed, "n/a")
+            continue
         table.add_row(
-            Text(m.name),
+            Text(ex.model),
             f"{r.precision:.3f}",
             f"{r.recall:.3f}",
             f"{r.f1:.3f}",
             f"{r.exact_match_rate:.3f}",
             str(r.extra_slots),
-            " ".join(f"{k}={v}" for k, v in sorted(errors.items())) or "0",
+            failed,
             "n/a" if r.latency is None else f"{r.latency.mean * 1000:.1f} ms",
         )
     console.print(table)

@@ -42,11 +42,19 @@ from fieldcheck.slots._score import (
     PairedF1,
     SlotsRun,
     TPMode,
+    UnscoredModel,
     make_matcher,
     score_models,
     slot_text,
 )
-from fieldcheck.slots._summary import Finding, Item, SummaryRow, key_findings, results_summary
+from fieldcheck.slots._summary import (
+    Finding,
+    Item,
+    SummaryRow,
+    key_findings,
+    not_scored_lines,
+    results_summary,
+)
 
 __all__ = [
     "DEFAULT_THRESHOLDS",
@@ -72,6 +80,7 @@ __all__ = [
     "SlotsRun",
     "SummaryRow",
     "TPMode",
+    "UnscoredModel",
     "build_messages",
     "key_findings",
     "load_conversations",
@@ -80,6 +89,7 @@ __all__ = [
     "load_slots",
     "make_matcher",
     "merge",
+    "not_scored_lines",
     "parse_reply",
     "render_html",
     "render_markdown",

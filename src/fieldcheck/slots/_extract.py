@@ -7,7 +7,8 @@ Memory semantics (prompt ``slot-memory-v1``): the model sees the user's current 
 session and replies with an *update*: the slots this session states, ``{topic: {field: [values]}}``.
 Each slot of the update replaces that slot in the memory (``[]`` removes it). The session's
 prediction is the update, because the gold of a session is the slots that session states (not
-everything known so far). An invalid reply or a failed call leaves the memory unchanged.
+everything known so far). An invalid reply or a failed call leaves the memory unchanged; a
+session whose call failed (an infrastructure error) is then not scored for that model.
 Every session is a run item (key ``[user, session]``) whose stored result holds the update and
 the memory after it, so a resumed run rebuilds each user's memory without calling the model.
 """
@@ -276,6 +277,12 @@ class SessionOutcome:
     input_tokens: int
     output_tokens: int
 
+    @property
+    def call_failed(self) -> bool:
+        """An infrastructure error (no usable reply): the session is not scored for the model,
+        unlike ``invalid_reply``, the model's own failure, whose gold slots are missed."""
+        return self.error_type is not None and self.error_type != "invalid_reply"
+
     @classmethod
     def from_result(cls, r: dict[str, Any]) -> SessionOutcome:
         return cls(**{k: r[k] for k in cls.__dataclass_fields__})
@@ -296,6 +303,14 @@ class Extraction:
     @property
     def failed(self) -> list[SessionOutcome]:
         return [s for s in self.sessions if s.error_type]
+
+    def not_scored(self) -> dict[tuple[str, int], str]:
+        """The sessions whose call failed, with the error type: left out of the scores."""
+        return {
+            (s.user, s.session): s.error_type
+            for s in self.sessions
+            if s.error_type and s.call_failed
+        }
 
     def pred_records(self) -> list[dict[str, Any]]:
         """The predictions in the slot format: one line per slot with values of each update."""

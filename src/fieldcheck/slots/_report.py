@@ -12,7 +12,14 @@ from fieldcheck._util.jsonio import write_json, write_jsonl
 from fieldcheck.metrics._stats import Interval
 from fieldcheck.reports import write_csv
 from fieldcheck.slots._score import CI_METRICS, ModelResult, SlotsRun
-from fieldcheck.slots._summary import Finding, Item, SummaryRow, key_findings, results_summary
+from fieldcheck.slots._summary import (
+    Finding,
+    Item,
+    SummaryRow,
+    key_findings,
+    not_scored_lines,
+    results_summary,
+)
 
 METRIC_COLUMNS = (
     "precision",
@@ -40,6 +47,7 @@ CSV_COLUMNS = [
     "gold_slots",
     "sessions",
     *[f"{m}_ci_{end}" for m in CI_METRICS for end in ("low", "high")],
+    "sessions_not_scored",
 ]
 TOPIC_COLUMNS = [
     "model",
@@ -68,7 +76,10 @@ def topic_lines(result: ModelResult) -> list[str]:
 
 
 def metrics_rows(run: SlotsRun) -> list[dict[str, Any]]:
-    rows = []
+    """A row per model in the given order; a model with nothing scored has empty metrics."""
+    rows: dict[str, dict[str, Any]] = {}
+    for u in run.unscored:
+        rows[u.name] = {"model": u.name, "sessions": 0, "sessions_not_scored": u.not_scored}
     for m in run.models:
         r = m.result
         row: dict[str, Any] = {"model": m.name, **{k: getattr(r, k) for k in METRIC_COLUMNS}}
@@ -82,8 +93,9 @@ def metrics_rows(run: SlotsRun) -> list[dict[str, Any]]:
         for name, ci in r.ci.items():
             if ci is not None:
                 row[f"{name}_ci_low"], row[f"{name}_ci_high"] = ci.low, ci.high
-        rows.append(row)
-    return rows
+        row["sessions_not_scored"] = m.not_scored
+        rows[m.name] = row
+    return [rows[n] for n in run.names or list(rows) if n in rows]
 
 
 def topic_rows(run: SlotsRun) -> list[dict[str, Any]]:
@@ -240,6 +252,54 @@ def _summary_cells(row: SummaryRow, *, html_mode: bool) -> list[str]:
     ]
 
 
+def _unscored_cells(run: SlotsRun, *, html_mode: bool) -> list[list[str]]:
+    """Results Summary rows of models with nothing scored: no F1, the reason instead."""
+    esc = html.escape if html_mode else md
+    return [
+        [
+            esc(u.name),
+            "not scored",
+            "n/a",
+            "-",
+            esc(
+                f"nothing scored: the call failed for all {u.not_scored} session(s) ("
+                + ", ".join(f"{k}={v}" for k, v in sorted(u.sessions_not_scored.items()))
+                + ")"
+            ),
+        ]
+        for u in run.unscored
+    ]
+
+
+_NOT_SCORED_NOTE = (
+    "A session whose model call failed (rate_limited, server_error, timeout, connection, "
+    "bad_request) is not scored for that model: its gold slots are not counted as missed. "
+    "An invalid reply is the model's failure and is scored (its gold slots are missed)."
+)
+
+
+def _not_scored_md(run: SlotsRun) -> list[str]:
+    lines = not_scored_lines(run)
+    if not lines:
+        return []
+    return [
+        "### Sessions not scored",
+        "",
+        *[f"- {md(line)}" for line in lines],
+        "",
+        _NOT_SCORED_NOTE,
+        "",
+    ]
+
+
+def _not_scored_html(run: SlotsRun) -> list[str]:
+    lines = not_scored_lines(run)
+    if not lines:
+        return []
+    items = "".join(f"<li>{html.escape(line)}</li>" for line in lines)
+    return ["<h3>Sessions not scored</h3>", f"<ul>{items}</ul>", f"<p>{_NOT_SCORED_NOTE}</p>"]
+
+
 def _md_table(head: Sequence[str], rows: Sequence[Sequence[str]], *, text_columns: int = 0) -> str:
     """A Markdown table; the first ``text_columns`` cells of a row come from the data and are
     escaped, the others are numbers or already-formatted Markdown."""
@@ -271,12 +331,14 @@ def render_markdown(run: SlotsRun, images: dict[str, Path] | None = None) -> str
         "",
         _md_table(
             ["Model", "F1", "Latency", "Strengths", "Weaknesses"],
-            [_summary_cells(r, html_mode=False) for r in results_summary(run)],
+            [_summary_cells(r, html_mode=False) for r in results_summary(run)]
+            + _unscored_cells(run, html_mode=False),
         ),
         "",
         "Latency is the mean seconds per session. The rules that write Strengths, Weaknesses and",
         "Key findings are listed in docs/slots.md.",
         "",
+        *_not_scored_md(run),
         "### Key findings",
         "",
         _findings_md(key_findings(run)),
@@ -348,11 +410,13 @@ def render_html(run: SlotsRun, images: dict[str, Path] | None = None) -> str:
         "<h2>Results Summary</h2>",
         _html_table(
             ["Model", "F1", "Latency", "Strengths", "Weaknesses"],
-            [_summary_cells(r, html_mode=True) for r in results_summary(run)],
+            [_summary_cells(r, html_mode=True) for r in results_summary(run)]
+            + _unscored_cells(run, html_mode=True),
             escape=False,
         ),
         "<p>Latency is the mean seconds per session. The rules that write Strengths, Weaknesses "
         "and Key findings are listed in docs/slots.md.</p>",
+        *_not_scored_html(run),
         "<h3>Key findings</h3>",
         "<ol>" + "".join(findings) + "</ol>",
         "<h2>Metrics</h2>",

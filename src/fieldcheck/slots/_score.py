@@ -7,7 +7,8 @@ matcher and the judge (when chosen) in one batch per model, then only sums per-s
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import combinations
 from typing import Any, Literal, TypeVar
@@ -54,12 +55,17 @@ CI_METRICS = ("precision", "recall", "f1", "exact_match_rate", "token_f1")
 
 @dataclass
 class ModelInput:
-    """One model's files: predictions, and optionally latencies and precomputed judge scores."""
+    """One model's files: predictions, and optionally latencies and precomputed judge scores.
+
+    ``not_scored`` maps a session to why it is left out for this model (a call error type of
+    ``slots run``): its gold slots are not counted, so a failed call is never a miss.
+    """
 
     name: str
     predictions: SlotFile
     latencies: LatencyFile | None = None
     judge_scores: JudgeFile | None = None
+    not_scored: Mapping[SessionKey, str] = field(default_factory=dict)
 
 
 class TopicResult(BaseModel):
@@ -104,10 +110,12 @@ class ModelResult(BaseModel):
     per_topic: dict[str, TopicResult]
     counts: Counts
     ci: dict[str, Interval | None]
+    sessions_not_scored: dict[str, int] = {}
 
 
 class PairedF1(BaseModel):
-    """Paired bootstrap test of the F1 difference ``f1_a - f1_b`` over the same sessions."""
+    """Paired bootstrap test of the F1 difference ``f1_a - f1_b`` over the same sessions: the
+    sessions both models were scored on (``sessions``); the F1s are over those sessions."""
 
     model_a: str
     model_b: str
@@ -115,6 +123,7 @@ class PairedF1(BaseModel):
     f1_b: float
     difference: float
     p_value: float | None
+    sessions: int
 
 
 @dataclass
@@ -125,11 +134,44 @@ class ModelScore:
     result: ModelResult
     sessions: list[SessionCounts]
     latency_seconds: list[float] = field(default_factory=list)
+    keys: list[SessionKey] = field(default_factory=list)  # the session of each ``sessions`` item
+
+    @property
+    def not_scored(self) -> int:
+        return sum(self.result.sessions_not_scored.values())
+
+
+@dataclass
+class UnscoredModel:
+    """A model none of whose gold sessions could be scored (every call failed): no metrics."""
+
+    name: str
+    sessions_not_scored: dict[str, int]
+
+    @property
+    def not_scored(self) -> int:
+        return sum(self.sessions_not_scored.values())
+
+    def metrics_json(self) -> dict[str, Any]:
+        """The keys of a scored model with every metric null and zero counts, so no reader can
+        take a model that was never scored for one that scored 0."""
+        out: dict[str, Any] = {k: None for k in ModelResult.model_fields}
+        out |= {
+            "per_topic": {},
+            "counts": Counts(tp=0, fp=0, fn=0, gold_slots=0, sessions=0).model_dump(),
+            "ci": {name: None for name in CI_METRICS},
+            "sessions_not_scored": dict(self.sessions_not_scored),
+        }
+        return out
 
 
 @dataclass
 class SlotsRun:
-    """Everything one ``slots score`` produced; ``metrics_json()`` is the file's object."""
+    """Everything one ``slots score`` produced; ``metrics_json()`` is the file's object.
+
+    ``models`` are the scored models; ``unscored`` those with nothing scored (left out of every
+    comparison, table and plot, and listed as such); ``names`` is the order models were given.
+    """
 
     models: list[ModelScore]
     paired_f1: list[PairedF1]
@@ -137,10 +179,17 @@ class SlotsRun:
     topics: list[str]
     errors: list[InputError] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    unscored: list[UnscoredModel] = field(default_factory=list)
+    names: list[str] = field(default_factory=list)
 
     def metrics_json(self) -> dict[str, Any]:
+        entries: dict[str, dict[str, Any]] = {
+            m.name: m.result.model_dump(mode="json") for m in self.models
+        }
+        entries |= {u.name: u.metrics_json() for u in self.unscored}
+        order = self.names or list(entries)
         return {
-            "models": {m.name: m.result.model_dump(mode="json") for m in self.models},
+            "models": {name: entries[name] for name in order if name in entries},
             "paired_f1": [p.model_dump(mode="json") for p in self.paired_f1],
             "signature": self.signature.model_dump(mode="json"),
         }
@@ -264,23 +313,40 @@ def score_models(
         )
 
     scores: list[ModelScore] = []
+    unscored: list[UnscoredModel] = []
     for model in models:
         if progress is not None:
             progress(f"scoring {model.name}")
         errors += model.predictions.errors
-        scores.append(
-            _score_model(
-                gold,
-                model,
-                session_keys,
-                tp=tp,
-                cut=cut,
-                matcher=matcher,
-                judge=judge,
-                warn=warn,
-                errors=errors,
+        left_out = {k: model.not_scored[k] for k in session_keys if k in model.not_scored}
+        reasons = dict(sorted(Counter(left_out.values()).items()))
+        keys = [k for k in session_keys if k not in left_out]
+        if left_out and not keys:
+            warn(
+                f"model {model.name!r}: nothing scored: the call failed for all {len(left_out)} "
+                f"gold session(s) ({_reasons(reasons)})"
             )
+            unscored.append(UnscoredModel(model.name, reasons))
+            continue
+        if left_out:
+            warn(
+                f"model {model.name!r}: {len(left_out)} of {len(session_keys)} gold session(s) not "
+                f"scored, the call failed ({_reasons(reasons)}); their gold slots are not counted"
+            )
+        score = _score_model(
+            gold,
+            model,
+            keys,
+            left_out,
+            tp=tp,
+            cut=cut,
+            matcher=matcher,
+            judge=judge,
+            warn=warn,
+            errors=errors,
         )
+        score.result.sessions_not_scored = reasons
+        scores.append(score)
 
     topics = sorted({t for s in scores for t in s.result.per_topic})
     for s in scores:  # every model lists every topic, so tables stay rectangular
@@ -305,23 +371,11 @@ def score_models(
     for a, b in combinations(scores, 2):
         if progress is not None:
             progress(f"paired bootstrap {a.name} vs {b.name}")
-        p_value = (
-            paired_bootstrap_totals_pvalue(
-                units[a.name], units[b.name], _stat_f1, resamples=bootstrap, seed=seed
-            )
-            if bootstrap > 0
-            else None
-        )
-        paired.append(
-            PairedF1(
-                model_a=a.name,
-                model_b=b.name,
-                f1_a=a.result.f1,
-                f1_b=b.result.f1,
-                difference=a.result.f1 - b.result.f1,
-                p_value=p_value,
-            )
-        )
+        pair = _paired(a, b, bootstrap=bootstrap, seed=seed)
+        if pair is None:
+            warn(f"models {a.name!r} and {b.name!r} share no scored session; F1 not compared")
+        else:
+            paired.append(pair)
 
     settings: dict[str, Any] = {
         "tp": tp,
@@ -334,7 +388,41 @@ def score_models(
         settings["matcher"] = matcher.signature()
         settings["threshold"] = cut
     signature = Signature(system="slots", settings=settings)
-    return SlotsRun(scores, paired, signature, topics, errors, warnings)
+    return SlotsRun(scores, paired, signature, topics, errors, warnings, unscored, names)
+
+
+def _reasons(reasons: Mapping[str, int]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in reasons.items())
+
+
+def _paired(a: ModelScore, b: ModelScore, *, bootstrap: int, seed: int) -> PairedF1 | None:
+    """F1 of ``a`` and ``b`` on the sessions both were scored on, and the paired bootstrap
+    p-value of the difference on those sessions; ``None`` when they share no session."""
+    b_at = {k: i for i, k in enumerate(b.keys)}
+    common = [(i, b_at[k]) for i, k in enumerate(a.keys) if k in b_at]
+    if not common:
+        return None
+    units_a = [_unit(a.sessions[i].total) for i, _ in common]
+    units_b = [_unit(b.sessions[j].total) for _, j in common]
+    if len(common) == len(a.keys) == len(b.keys):
+        f1_a, f1_b = a.result.f1, b.result.f1  # every session: the models' own F1
+    else:
+        f1_a = float(_stat_f1(np.asarray(units_a, dtype=float).sum(axis=0, keepdims=True))[0])
+        f1_b = float(_stat_f1(np.asarray(units_b, dtype=float).sum(axis=0, keepdims=True))[0])
+    p_value = (
+        paired_bootstrap_totals_pvalue(units_a, units_b, _stat_f1, resamples=bootstrap, seed=seed)
+        if bootstrap > 0
+        else None
+    )
+    return PairedF1(
+        model_a=a.name,
+        model_b=b.name,
+        f1_a=f1_a,
+        f1_b=f1_b,
+        difference=f1_a - f1_b,
+        p_value=p_value,
+        sessions=len(common),
+    )
 
 
 def _judge_signature(models: Sequence[ModelInput], judge: Matcher | None) -> str:
@@ -404,6 +492,7 @@ def _score_model(
     gold: SlotFile,
     model: ModelInput,
     session_keys: list[SessionKey],
+    left_out: Mapping[SessionKey, str],
     *,
     tp: TPMode,
     cut: float,
@@ -412,8 +501,9 @@ def _score_model(
     warn: Callable[[str], None],
     errors: list[InputError],
 ) -> ModelScore:
+    """Score ``model`` on ``session_keys`` (the gold sessions not ``left_out``)."""
     preds = model.predictions
-    gold_set = set(session_keys)
+    gold_set = set(gold.sessions)
     unknown = sorted(k for k in preds.sessions if k not in gold_set)
     if unknown:
         first = min(preds.lines[(k, s)] for k in unknown for s in preds.sessions[k])
@@ -422,6 +512,12 @@ def _score_model(
         warn(
             f"{preds.path}:{first}: model {model.name!r}: {len(unknown)} session(s) not in the gold "
             f"file ({shown}); their {lines} slot line(s) are not scored"
+        )
+    dropped = [k for k in preds.sessions if k in left_out]
+    if dropped:
+        warn(
+            f"model {model.name!r}: {len(dropped)} session(s) with prediction lines are not scored "
+            "(their call failed); those lines are ignored"
         )
     absent = [k for k in session_keys if k not in preds.sessions]
     if absent:
@@ -557,4 +653,4 @@ def _score_model(
         ),
         ci={},
     )
-    return ModelScore(model.name, result, sessions, seconds)
+    return ModelScore(model.name, result, sessions, seconds, list(session_keys))

@@ -66,11 +66,10 @@ def _topic_f1(topic: str) -> Callable[[ModelScore], float]:
 
 def gold_topics(run: SlotsRun) -> list[str]:
     """Topics with at least one gold slot (topics seen only in extra slots are left out)."""
-    if not run.models:
-        return []
     with_gold: set[str] = set()
-    for s in run.models[0].sessions:
-        with_gold |= {t for t, c in s.per_topic.items() if c.gold_slots}
+    for m in run.models:  # every model: a model may have sessions left out (call errors)
+        for s in m.sessions:
+            with_gold |= {t for t, c in s.per_topic.items() if c.gold_slots}
     return sorted(with_gold)
 
 
@@ -134,6 +133,8 @@ def results_summary(run: SlotsRun) -> list[SummaryRow]:
             w.append(Item(f"moderate hallucinations ({r.extra_slots} extra slots)"))
         if m.name in lo_j and r.llm_judge is not None:
             w.append(Item(f"lowest LLM judge score ({r.llm_judge:.2f})"))
+        if m.not_scored:
+            w.append(Item(f"{m.not_scored} session(s) not scored (call errors)", bold=True))
         rows.append(row)
     return rows
 
@@ -145,7 +146,13 @@ def _pct(x: float) -> str:
 def key_findings(run: SlotsRun) -> list[Finding]:
     """Best overall, fastest, most and fewest hallucinations, topic difficulty, F1 differences."""
     models = run.models
-    out: list[Finding] = []
+    out: list[Finding] = [
+        Finding(
+            f"Nothing scored for {u.name}: the call failed for all {u.not_scored} session(s) "
+            f"({_reasons(u.sessions_not_scored)}); it has no metrics"
+        )
+        for u in run.unscored
+    ]
     if not models:
         return out
     topics = gold_topics(run)
@@ -169,6 +176,11 @@ def key_findings(run: SlotsRun) -> list[Finding]:
             f1s = [best.result.per_topic[t].f1 for t in topics]
             f.bullets.append(f"per-topic F1 from {min(f1s):.2f} to {max(f1s):.2f}")
         f.bullets.append(f"{_pct(best.result.exact_match_rate)} exact match coverage")
+        if best.not_scored:
+            f.bullets.append(
+                f"scored on {best.result.counts.sessions} session(s); {best.not_scored} not "
+                f"scored (call errors: {_reasons(best.result.sessions_not_scored)})"
+            )
         out.append(f)
     else:
         out.append(
@@ -231,10 +243,38 @@ def key_findings(run: SlotsRun) -> list[Finding]:
 
     if run.paired_f1:
         f = Finding("F1 differences (paired bootstrap over sessions, two-sided)")
+        scored = {m.name: len(m.sessions) for m in models}
         for pair in run.paired_f1:
+            common = ""
+            if pair.sessions != scored[pair.model_a] or pair.sessions != scored[pair.model_b]:
+                common = f" on the {pair.sessions} session(s) both were scored on"
             f.bullets.append(
-                f"{pair.model_a} - {pair.model_b}: {pair.difference:+.3f} "
+                f"{pair.model_a} - {pair.model_b}: {pair.difference:+.3f}{common} "
                 f"({format_pvalue(pair.p_value)})"
             )
         out.append(f)
     return out
+
+
+def _reasons(reasons: dict[str, int]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in sorted(reasons.items()))
+
+
+def not_scored_lines(run: SlotsRun) -> list[str]:
+    """A line per model with sessions left out because their call failed (none: no lines)."""
+    lines = []
+    for name in run.names or [m.name for m in run.models]:
+        m = next((m for m in run.models if m.name == name), None)
+        if m is not None and m.not_scored:
+            reasons = _reasons(m.result.sessions_not_scored)
+            lines.append(
+                f"{name}: {m.not_scored} session(s) not scored, the call failed ({reasons}); "
+                f"its metrics cover the other {m.result.counts.sessions} session(s)"
+            )
+        u = next((u for u in run.unscored if u.name == name), None)
+        if u is not None:
+            lines.append(
+                f"{name}: nothing scored, the call failed for all {u.not_scored} session(s) "
+                f"({_reasons(u.sessions_not_scored)}); no metrics"
+            )
+    return lines
