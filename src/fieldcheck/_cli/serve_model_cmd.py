@@ -7,8 +7,6 @@ from typing import Annotated
 
 import typer
 
-from fieldcheck.serve_model import EXAMPLES, SYNTHETIC_MODELS, create_app, parse_fail_rates
-
 
 def serve_model_command(
     port: Annotated[
@@ -32,7 +30,8 @@ def serve_model_command(
             exists=True,
             file_okay=False,
             metavar="DIR",
-            help=f"Folder of the gold data the synthetic models answer from (default {EXAMPLES}).",
+            help="Folder of the gold data the synthetic models answer from (default: the "
+            "examples/ folder of this installation).",
         ),
     ] = None,
     fail_rate: Annotated[
@@ -52,6 +51,8 @@ def serve_model_command(
     seeded, documented error rates (docs/running.md), so every pipeline runs with no model and
     no network. Replies are deterministic per (model, request). Stop with Ctrl-C.
     """
+    from fieldcheck.serve_model import SYNTHETIC_MODELS, create_app, parse_fail_rates
+
     try:
         rates = parse_fail_rates(fail_rate)
     except ValueError as exc:

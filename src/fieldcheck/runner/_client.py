@@ -17,13 +17,15 @@ import time
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
-
-import openai
+from typing import TYPE_CHECKING, Any, Literal
 
 from fieldcheck._util.digest import cache_key
 from fieldcheck.runner._models import ModelSpec
-from fieldcheck.store import Store
+
+if TYPE_CHECKING:  # openai is imported on the first call: a second off every command's start
+    import openai
+
+    from fieldcheck.store import Store
 
 ErrorType = Literal[
     "rate_limited", "server_error", "timeout", "connection", "bad_request", "invalid_reply"
@@ -142,6 +144,8 @@ def _clean_text(text: str | None) -> str | None:
 
 def classify(exc: BaseException) -> tuple[str, bool]:
     """``(error_type, retryable)`` for an exception from the ``openai`` client."""
+    import openai
+
     if isinstance(exc, openai.APITimeoutError):
         return "timeout", True
     if isinstance(exc, openai.APIConnectionError):
@@ -183,6 +187,8 @@ class ChatClient:
 
     def _openai(self) -> openai.AsyncOpenAI:
         """The ``openai`` client of the running loop (its connections belong to one loop)."""
+        import openai
+
         loop = asyncio.get_running_loop()
         if self._client is None or self._loop is not loop:
             self._client = openai.AsyncOpenAI(
@@ -310,6 +316,8 @@ class ChatClient:
             )
 
     def _message(self, exc: BaseException) -> str:
+        import openai
+
         text = f"{type(exc).__name__}: {exc}".replace("\n", " ")[:300]
         status = getattr(exc, "status_code", None)
         if isinstance(exc, openai.APIConnectionError | openai.APITimeoutError):
