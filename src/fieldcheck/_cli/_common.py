@@ -10,6 +10,10 @@ from pathlib import Path
 
 import typer
 
+from fieldcheck._util.term import install_log_filter
+
+install_log_filter()  # warnings quote data: control characters escaped (issue 9)
+
 EXIT_OK = 0
 EXIT_USAGE = 2
 EXIT_FAILED = 3

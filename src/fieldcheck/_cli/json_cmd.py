@@ -17,7 +17,6 @@ import orjson
 import typer
 from pydantic import ValidationError
 from rich.console import Console
-from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -45,6 +44,7 @@ from fieldcheck._cli._runopts import (
 )
 from fieldcheck._util.errors import InputError
 from fieldcheck._util.jsonio import dumps, read_json, write_json, write_jsonl
+from fieldcheck._util.term import SafeConsole, safe_json_text, safe_markup, safe_text
 from fieldcheck.jsoneval import (
     BatchRecord,
     BatchResult,
@@ -194,7 +194,7 @@ class _Options:
 
 
 def _err(console: Console, message: str) -> None:
-    console.print(f"[red]error:[/red] {escape(message)}", highlight=False, soft_wrap=True)
+    console.print(f"[red]error:[/red] {safe_markup(message)}", highlight=False, soft_wrap=True)
 
 
 def _config(opts: _Options, console: Console) -> EvalConfig:
@@ -255,7 +255,7 @@ def print_result(console: Console, result: JsonEvalResult) -> None:
     buckets.add_column("keys")
     for name in BUCKET_NAMES:
         keys = result.buckets[name]
-        buckets.add_row(name, str(len(keys)), escape(", ".join(keys)))
+        buckets.add_row(name, str(len(keys)), safe_markup(", ".join(keys)))
     console.print(buckets)
     fields = Table(title="Fields scored for accuracy (both_non_null)", header_style="bold")
     fields.add_column("field")
@@ -263,7 +263,7 @@ def print_result(console: Console, result: JsonEvalResult) -> None:
     fields.add_column("similarity", justify="right")
     fields.add_column("score", justify="right")
     for name, field in result.fields.items():
-        fields.add_row(escape(name), field.strategy, _fmt(field.similarity), _fmt(field.score))
+        fields.add_row(safe_markup(name), field.strategy, _fmt(field.similarity), _fmt(field.score))
     console.print(fields)
     scores = Table(title="Scores", header_style="bold")
     scores.add_column("score")
@@ -273,9 +273,9 @@ def print_result(console: Console, result: JsonEvalResult) -> None:
     console.print(scores)
     if result.flags:
         console.print(
-            f"[yellow]flags:[/yellow] {escape(', '.join(result.flags))} (output kind: {result.output_kind})"
+            f"[yellow]flags:[/yellow] {safe_markup(', '.join(result.flags))} (output kind: {result.output_kind})"
         )
-    console.print(f"[dim]{escape(result.signature.format())}[/dim]", soft_wrap=True)
+    console.print(f"[dim]{safe_markup(result.signature.format())}[/dim]", soft_wrap=True)
 
 
 def print_summary(
@@ -309,7 +309,7 @@ def print_summary(
             fields.add_column(column, justify="right")
         for name, f in worst:
             fields.add_row(
-                escape(name),
+                safe_markup(name),
                 ",".join(f.strategies),
                 str(f.scored),
                 str(f.matched),
@@ -320,7 +320,7 @@ def print_summary(
         console.print(fields)
     if paths:
         for name, path in paths.items():
-            console.print(f"{name:>8}: {escape(str(path))}", soft_wrap=True, highlight=False)
+            console.print(f"{name:>8}: {safe_markup(str(path))}", soft_wrap=True, highlight=False)
 
 
 @app.command("score")
@@ -356,7 +356,7 @@ def score(
     """Score one output against one ground truth and print the buckets, fields, scores and RQS.
     Exit 0 when scored, 3 when the output could not be scored (judge error, nesting too deep),
     2 on usage errors (bad option, unreadable file, ground truth not an object)."""
-    console, errors = Console(), Console(stderr=True)
+    console, errors = SafeConsole(), SafeConsole(stderr=True)
     config = _config(_Options.of(locals()), errors)
     try:
         gt = read_json(ground_truth)
@@ -382,13 +382,13 @@ def score(
         raise typer.Exit(EXIT_FAILED) from None
     if result.not_an_object:
         errors.print(
-            f"[yellow]warning:[/yellow] {escape(str(output))}: output is not a JSON object "
+            f"[yellow]warning:[/yellow] {safe_markup(str(output))}: output is not a JSON object "
             f"({result.output_kind}); scored by the non-object rule (completeness 0, accuracy 0, hallucination 1)",
             highlight=False,
             soft_wrap=True,
         )
     if as_json:
-        sys.stdout.write(dumps(result.public_dict()) + "\n")
+        sys.stdout.write(safe_json_text(dumps(result.public_dict())) + "\n")
     else:
         print_result(console, result)
 
@@ -487,7 +487,7 @@ def batch(
 ) -> None:
     """Score every line of DATA.jsonl; write the four output files into --out. Exit 0 when every line
     scored, 3 when some failed (each named file:line in errors.jsonl), 2 on usage errors."""
-    console, errors = Console(), Console(stderr=True)
+    console, errors = SafeConsole(), SafeConsole(stderr=True)
     config = _config(_Options.of(locals()), errors)
     raise typer.Exit(run_batch(data, config, out, console=console, errors=errors))
 
@@ -571,7 +571,7 @@ def print_comparison(console: Console, rows: list[dict[str, Any]]) -> None:
     for row in rows:
         latency = row["latency_s_mean"]
         table.add_row(
-            escape(row["model"]),
+            safe_markup(row["model"]),
             f"{row['with_output']}/{row['records']}",
             str(row["call_errors"]),
             *(_fmt(row[k]) for k in ("completeness", "hallucination", "accuracy", "rqs")),
@@ -605,7 +605,7 @@ def run_models(
     try:
         records, read_errors = read_documents(data)
     except InputError as exc:
-        raise typer.BadParameter(str(exc), param_hint="DATA") from None
+        raise typer.BadParameter(safe_text(exc), param_hint="DATA") from None
     for problem in read_errors:
         _err(errors, str(problem))
     if not records:
@@ -670,7 +670,7 @@ def run_models(
         comparison.append(_comparison_row(run, batch.summary))
         if not detail:
             continue
-        console.rule(f"[bold]{escape(run.spec.name)}[/bold] ({escape(run.spec.model)})")
+        console.rule(f"[bold]{safe_markup(run.spec.name)}[/bold] ({safe_markup(run.spec.model)})")
         print_summary(
             console,
             batch.summary,
@@ -749,7 +749,7 @@ def run(
     score its outputs exactly as `json batch` does. A re-run resumes an interrupted run; a failed
     call (timeout, 5xx, 400) gives no output and is listed apart, never scored. Exit 0 when every
     record was scored, 3 when a line, a record or a call failed, 2 on usage errors, 130 on Ctrl-C."""
-    console, errors = Console(), Console(stderr=True)
+    console, errors = SafeConsole(), SafeConsole(stderr=True)
     config = _config(_Options.of(locals()), errors)
     specs = model_specs(
         models=model,
@@ -764,7 +764,7 @@ def run(
     try:
         schema_text = load_schema(schema) if schema is not None else None
     except InputError as exc:
-        raise typer.BadParameter(str(exc), param_hint="--schema") from None
+        raise typer.BadParameter(safe_text(exc), param_hint="--schema") from None
     out_dir(out)
     runner = make_runner(
         concurrency=concurrency,
@@ -800,8 +800,8 @@ def run_model_demo(base_url: str, out_dir: Path, models: list[str], *, console: 
     config = EvalConfig(strategies=load_strategies(strategies), flatten=True, safety_check="leaks")
     specs = [ModelSpec(name=m, model=m, base_url=base_url) for m in models]
     console.print(
-        f"Extracting {escape(str(data))} with {', '.join(models)}; scored with "
-        f"{escape(str(strategies))} (--flatten, --safety-check leaks, local matchers)",
+        f"Extracting {safe_markup(str(data))} with {', '.join(models)}; scored with "
+        f"{safe_markup(str(strategies))} (--flatten, --safety-check leaks, local matchers)",
         soft_wrap=True,
         highlight=False,
     )
@@ -814,7 +814,7 @@ def run_model_demo(base_url: str, out_dir: Path, models: list[str], *, console: 
         out_dir,
         schema_text=load_schema(examples / "invoice.schema.json"),
         console=console,
-        errors=Console(stderr=True),
+        errors=SafeConsole(stderr=True),
         show_progress=False,
         detail=False,
     )
@@ -824,13 +824,13 @@ def run_demo(out_dir: Path) -> int:
     """``make demo``: the batch on the bundled invoice example (flattened, with its strategy config)."""
     from fieldcheck.jsoneval._example import bundled_example
 
-    console = Console()
+    console = SafeConsole()
     data, strategies = bundled_example(out_dir / "input")
     config = EvalConfig(strategies=load_strategies(strategies), flatten=True, safety_check="leaks")
     console.print(
-        f"Scoring {escape(str(data))} with {escape(str(strategies))} "
+        f"Scoring {safe_markup(str(data))} with {safe_markup(str(strategies))} "
         "(--flatten, --safety-check leaks, local matchers)",
         soft_wrap=True,
         highlight=False,
     )
-    return run_batch(data, config, out_dir, console=console, errors=Console(stderr=True))
+    return run_batch(data, config, out_dir, console=console, errors=SafeConsole(stderr=True))

@@ -38,6 +38,7 @@ from fieldcheck._cli._runopts import (
 from fieldcheck._util.errors import InputError
 from fieldcheck._util.jsonio import write_jsonl
 from fieldcheck._util.paths import safe_filename
+from fieldcheck._util.term import SafeConsole, safe_text
 from fieldcheck.numeric import (
     LoadResult,
     NumericResult,
@@ -182,12 +183,14 @@ def show_result(
             f"[bold red]{stats.get('nothing_scored_reason') or 'nothing was scored'}[/bold red]"
         )
     if result.input_errors:
-        problems = Console(stderr=True)
+        problems = SafeConsole(stderr=True)
         problems.print(
             f"[yellow]{len(result.input_errors)} input problem(s), all in input_errors.csv; first:[/yellow]"
         )
         for error in result.input_errors[:5]:
-            problems.print("  " + error.one_line(), markup=False, highlight=False, soft_wrap=True)
+            problems.print(
+                "  " + safe_text(error.one_line()), markup=False, highlight=False, soft_wrap=True
+            )
     console.print(f"signature: {result.signature.format()}", markup=False, highlight=False)
     console.print(
         f"outputs in {out}/ (summary.csv, turns.csv, errors.csv, statistics.json, ...)",
@@ -289,7 +292,7 @@ def score_command(
             "--seed only chooses the sample of --sample-size", param_hint="--seed"
         )
     out_dir(out)
-    console = Console()
+    console = SafeConsole()
     try:
         result = run_score(
             data,
@@ -304,7 +307,7 @@ def score_command(
             console=console,
         )
     except InputError as exc:
-        raise typer.BadParameter(exc.one_line()) from None
+        raise typer.BadParameter(safe_text(exc.one_line())) from None
     except OSError as exc:  # an output file cannot be written
         raise typer.BadParameter(
             f"cannot write {exc.filename}: {exc.strerror}", param_hint="--out"
@@ -320,7 +323,7 @@ def score_command(
 
 def run_demo(out_dir: Path) -> int:
     """``make demo``: score the bundled example predictions of two models; print a summary."""
-    console = Console()
+    console = SafeConsole()
     data = EXAMPLES / "data.json"
     if not data.exists():
         console.print(f"[red]example data missing: {data}[/red]")
@@ -415,7 +418,7 @@ async def _evaluate_all(
                 data,
                 sample_size=sample_size,
                 seed=seed,
-                console=Console(stderr=True),
+                console=SafeConsole(stderr=True),
                 show_progress=show_progress,
             )
             for spec in specs
@@ -610,7 +613,7 @@ def evaluate_command(
         cache_nonzero_temperature=cache_nonzero_temperature,
         json_mode=json_mode,
     )
-    console = Console()
+    console = SafeConsole()
     try:
         outcomes = evaluate_and_score(
             runner,
@@ -625,7 +628,7 @@ def evaluate_command(
             show_progress=not no_progress,
         )
     except InputError as exc:
-        raise typer.BadParameter(exc.one_line()) from None
+        raise typer.BadParameter(safe_text(exc.one_line())) from None
     except OSError as exc:  # an output file cannot be written
         raise typer.BadParameter(
             f"cannot write {exc.filename}: {exc.strerror}", param_hint="--out"

@@ -40,6 +40,7 @@ from fieldcheck._cli._runopts import (
 )
 from fieldcheck._util.errors import InputError
 from fieldcheck._util.jsonio import dumps, write_json, write_jsonl
+from fieldcheck._util.term import SafeConsole, safe_json_text, safe_text
 from fieldcheck.reports import format_pvalue
 from fieldcheck.runner import ModelSpec, Runner
 from fieldcheck.slots import (
@@ -97,13 +98,13 @@ def _load(loader: Any, path: Path, option: str) -> Any:
     try:
         return loader(path)
     except InputError as exc:  # the file itself cannot be read
-        raise typer.BadParameter(exc.one_line(), param_hint=option) from None
+        raise typer.BadParameter(safe_text(exc.one_line()), param_hint=option) from None
 
 
 def _model_table(name: str, run: SlotsRun) -> Table:
     score = next(m for m in run.models if m.name == name)
     r = score.result
-    table = Table(title=Text(name), show_header=True, header_style="bold")  # no markup
+    table = Table(title=Text(safe_text(name)), show_header=True, header_style="bold")  # no markup
     table.add_column("metric")
     table.add_column("value", justify="right")
     table.add_column("95% CI", justify="right")
@@ -149,7 +150,7 @@ def show_run(
 ) -> None:
     """Rich tables per model and the spec's per-topic lines on ``console``; input errors on
     ``problems`` (stderr by default); then the output files."""
-    problems = problems or Console(stderr=True)
+    problems = problems or SafeConsole(stderr=True)
     unscored = {u.name: u for u in run.unscored}
     scored = {m.name: m for m in run.models}
     for name in run.names or list(scored):
@@ -169,7 +170,7 @@ def show_run(
         console.print(_model_table(m.name, run))
         console.print("Per topic:", markup=False, soft_wrap=True)
         for line in topic_lines(m.result):
-            console.print(line, markup=False, soft_wrap=True, highlight=False)
+            console.print(safe_text(line), markup=False, soft_wrap=True, highlight=False)
     for p in run.paired_f1:
         common = ""
         if p.sessions != len(scored[p.model_a].sessions) or p.sessions != len(
@@ -184,7 +185,9 @@ def show_run(
         )
     # run.warnings were logged on the 'fieldcheck' logger as they arose; not printed twice
     for e in run.errors[:20]:
-        problems.print(f"error: {e.one_line()}", style="red", markup=False, soft_wrap=True)
+        problems.print(
+            f"error: {safe_text(e.one_line())}", style="red", markup=False, soft_wrap=True
+        )
     if len(run.errors) > 20:
         problems.print(
             f"... {len(run.errors) - 20} more errors in {files['errors.jsonl']}",
@@ -381,7 +384,7 @@ def score(
     lat = _checked_names(_pairs(latency or [], "--latency"), names, "--latency")
     jud = _checked_names(_pairs(judge or [], "--judge"), names, "--judge")
     out_dir(out)
-    console = Console(stderr=as_json)
+    console = SafeConsole(stderr=as_json)
     run, files = score_files(
         gold,
         dict(pred_pairs),
@@ -398,14 +401,14 @@ def score(
     )
     show_run(run, files, console)
     if as_json:
-        sys.stdout.write(dumps(run.metrics_json(), indent=True) + "\n")
+        sys.stdout.write(safe_json_text(dumps(run.metrics_json(), indent=True)) + "\n")
     if run.errors:
         raise typer.Exit(EXIT_FAILED)
 
 
 def run_demo(out_dir: Path) -> int:
     """``make demo``: score the bundled synthetic example (3 models) and write the report."""
-    console = Console()
+    console = SafeConsole()
     if not (EXAMPLES / "gold.synthetic.jsonl").exists():
         console.print(
             f"slots demo: example data not found in {EXAMPLES}",
@@ -565,7 +568,7 @@ def _conversations(path: Path) -> list[Conversation]:
     try:
         return load_conversations(path)
     except InputError as exc:
-        raise typer.BadParameter(exc.one_line(), param_hint="--conversations") from None
+        raise typer.BadParameter(safe_text(exc.one_line()), param_hint="--conversations") from None
 
 
 RUN_HELP = f"""Run one or more models over conversations with a slot memory, then score them.
@@ -703,8 +706,8 @@ def run(
         cache_nonzero_temperature=cache_nonzero_temperature,
         json_mode=json_mode,
     )
-    console = Console()
-    err = Console(stderr=True)
+    console = SafeConsole()
+    err = SafeConsole(stderr=True)
     err.print(store_line(runner), markup=False, highlight=False, soft_wrap=True)
     extractions = run_async(
         _extract_all(

@@ -1,0 +1,85 @@
+"""Printing text that came from data: control characters are shown escaped, never sent raw.
+
+A JSON key, a slot topic or a conversation id can hold ``\\x1b[2J`` (clear screen) or
+``\\x1b]0;TITLE\\x1b\\\\`` (window title). Everything the CLI prints goes through ``safe_text``
+(data values) and ``SafeConsole`` (a Rich console that escapes whatever control character is
+left in the text it renders, keeping only the styles Rich itself adds); log warnings go through
+``SafeLogFilter``.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Iterable
+
+from rich.console import Console
+from rich.markup import escape as _markup_escape
+from rich.segment import Segment
+
+# C0 controls, DEL, C1 controls, the Unicode line/paragraph separators and the bidirectional
+# overrides and isolates (which reorder what a terminal shows).
+_UNSAFE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+# The same, keeping the newline (the line breaks Rich itself writes between lines and rows).
+_UNSAFE_BUT_NEWLINE = re.compile(
+    r"[\x00-\x09\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]"
+)
+# In JSON text only string contents can hold these; \\uXXXX keeps the JSON equal.
+_UNSAFE_JSON = re.compile(r"[\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+_SHORT = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _escape_char(match: re.Match[str]) -> str:
+    ch = match.group()
+    if ch in _SHORT:
+        return _SHORT[ch]
+    code = ord(ch)
+    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
+
+
+def safe_text(value: object, *, markup: bool = False) -> str:
+    """``str(value)`` with every control character written as a visible escape (``\\x1b``,
+    ``\\n``, ``\\u202e``); with ``markup=True`` also Rich markup escaped (``[red]`` stays text)."""
+    text = _UNSAFE.sub(_escape_char, str(value))
+    return _markup_escape(text) if markup else text
+
+
+def safe_markup(value: object) -> str:
+    """``safe_text(value, markup=True)``: data placed inside a Rich markup string."""
+    return safe_text(value, markup=True)
+
+
+def safe_json_text(text: str) -> str:
+    """JSON text for a terminal: orjson leaves DEL, C1 and the separators raw; written as
+    ``\\u00XX`` they are the same JSON and cannot act on the terminal."""
+    return _UNSAFE_JSON.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+class SafeConsole(Console):
+    """A Rich console that escapes control characters in every text segment it writes (Rich's
+    own styles and cursor controls are separate segments and stay). The last line of defence:
+    data is also passed through ``safe_text`` where it is printed."""
+
+    def _render_buffer(self, buffer: Iterable[Segment]) -> str:
+        return super()._render_buffer(
+            segment
+            if segment.control
+            else Segment(_UNSAFE_BUT_NEWLINE.sub(_escape_char, segment.text), segment.style)
+            for segment in buffer
+        )
+
+
+class SafeLogFilter(logging.Filter):
+    """Escapes control characters in a log record's message (warnings quote data)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        record.msg, record.args = safe_text(message), None
+        return True
+
+
+def install_log_filter(name: str = "fieldcheck") -> None:
+    """Add ``SafeLogFilter`` to the ``name`` logger once."""
+    logger = logging.getLogger(name)
+    if not any(isinstance(f, SafeLogFilter) for f in logger.filters):
+        logger.addFilter(SafeLogFilter())
