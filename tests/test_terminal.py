@@ -111,9 +111,9 @@ def test_warning_of_a_real_command_is_escaped(tmp_path: Path) -> None:
         tmp_path / "d.jsonl",
         [{"id": 1, "ground_truth": {"a": 1}, "output": {"a": 1}, CLEAR + TITLE: 1}],
     )
+    out = str(tmp_path / "out")
     done = subprocess.run(
-        [sys.executable, "-m", "fieldcheck._cli.main", "json", "batch", data]
-        + ["--out", str(tmp_path / "out")],
+        [sys.executable, "-m", "fieldcheck._cli.main", "json", "batch", data, "--out", out],
         capture_output=True,
         text=True,
         timeout=120,
