@@ -18,6 +18,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from fieldcheck._util.errors import InputError
 from fieldcheck._util.jsonio import iter_jsonl
 
+# Bounds on one line's counts (issue 9): a turn's call cannot take more than 1e6 s (11.6 days) or
+# spend more than 1e9 tokens. A line past them is refused with its file:line, so every sum over
+# the turns stays finite and inside 64 bits (statistics.json stays writable).
+MAX_TOKENS = 1_000_000_000
+MAX_LATENCY_S = 1_000_000.0
+
 
 class PlanStep(BaseModel):
     """A plan step: ``extract`` (read a value) or ``compute`` (``operation`` over ``args``)."""
@@ -63,9 +69,9 @@ class Prediction(BaseModel):
     turn: int = Field(ge=0, strict=True)  # true/1.0/"1" are not turn numbers
     answer: str | float | None = None
     plan: Plan | None = None
-    input_tokens: int = Field(default=0, ge=0)
-    output_tokens: int = Field(default=0, ge=0)
-    latency_s: float | None = Field(default=None, ge=0)
+    input_tokens: int = Field(default=0, ge=0, le=MAX_TOKENS)
+    output_tokens: int = Field(default=0, ge=0, le=MAX_TOKENS)
+    latency_s: float | None = Field(default=None, ge=0, le=MAX_LATENCY_S)
     error: PredictionError | None = None
     validation: list[ValidationEntry] = Field(default_factory=list)
 

@@ -1,0 +1,104 @@
+"""Issue 9 (hardening), the numeric system: each test uses the exact input quoted in the issue."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+from typing import Any
+
+import orjson
+from typer.testing import CliRunner
+
+from fieldcheck._cli.main import app
+from fieldcheck.numeric import load_convfinqa, load_predictions, score_numeric, write_outputs
+
+
+def _data(tmp_path: Path, *, gold: bool = True) -> Path:
+    """One conversation ``c`` of three turns, gold 1, 2, 3 (``gold=False``: none, as in the
+    private test split)."""
+    dialogue: dict[str, Any] = {"conv_questions": ["a?", "b?", "c?"]}
+    if gold:
+        dialogue |= {"turn_program": ["1", "2", "3"], "executed_answers": [1.0, 2.0, 3.0]}
+    record = {"id": "c", "doc": {"table": {"2020": {"sales": 10.0}}}, "dialogue": dialogue}
+    path = tmp_path / "data.json"
+    path.write_text(json.dumps({"dev": [record]}))
+    return path
+
+
+def _lines(path: Path, rows: list[dict[str, Any]]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def _score(data: Path, preds: Path, out: Path) -> tuple[int, str]:
+    args = ["numeric", "score", "--data", str(data), "--predictions", str(preds)]
+    result = CliRunner().invoke(app, [*args, "--out", str(out), "--bootstrap", "0"])
+    return result.exit_code, result.output
+
+
+# --- 1. sums that could overflow: refused at load time with file:line --------------------------
+
+
+def test_two_latencies_of_1e308_are_refused_on_their_lines(tmp_path: Path) -> None:
+    rows = [
+        {"conversation_id": "c", "turn": i, "answer": str(i + 1), "latency_s": 1e308}
+        for i in (0, 1)
+    ]
+    preds = _lines(tmp_path / "p.jsonl", rows)
+    loaded = load_predictions(preds)
+    assert loaded.predictions == {}
+    assert [e.one_line() for e in loaded.errors] == [
+        f"{preds}:{n}: record c: field 'latency_s': Input should be less than or equal to "
+        "1000000 (got 1e+308)"
+        for n in (1, 2)
+    ]
+    code, output = _score(_data(tmp_path), preds, tmp_path / "out")
+    assert code == 3, output
+    stats = orjson.loads((tmp_path / "out" / "statistics.json").read_bytes())
+    assert stats["latency_s"] is None
+    assert stats["num_input_errors"] == 2 + 3  # two refused lines, three turns without a prediction
+
+
+def test_three_turns_of_9e18_input_tokens_leave_statistics_writable(tmp_path: Path) -> None:
+    rows = [
+        {
+            "conversation_id": "c",
+            "turn": i,
+            "answer": str(i + 1),
+            "input_tokens": 9000000000000000000,
+        }
+        for i in range(3)
+    ]
+    preds = _lines(tmp_path / "p.jsonl", rows)
+    code, output = _score(_data(tmp_path), preds, tmp_path / "out")
+    assert code == 3, output
+    stats = orjson.loads((tmp_path / "out" / "statistics.json").read_bytes())
+    assert stats["total_input_tokens"] == 0
+    assert stats["num_missing_predictions"] == 3
+    with (tmp_path / "out" / "input_errors.csv").open() as handle:
+        refused = [r for r in csv.DictReader(handle) if r["field"] == "input_tokens"]
+    assert [(r["line"], r["value"]) for r in refused] == [
+        ("1", "9000000000000000000"),
+        ("2", "9000000000000000000"),
+        ("3", "9000000000000000000"),
+    ]
+
+
+def test_counts_at_the_bounds_are_accepted_and_summed_exactly(tmp_path: Path) -> None:
+    rows = [
+        {
+            "conversation_id": "c",
+            "turn": i,
+            "answer": str(i + 1),
+            "input_tokens": 1_000_000_000,
+            "latency_s": 1_000_000.0,
+        }
+        for i in range(3)
+    ]
+    preds = _lines(tmp_path / "p.jsonl", rows)
+    result = score_numeric(load_convfinqa(_data(tmp_path)), load_predictions(preds), bootstrap=0)
+    write_outputs(result, tmp_path / "out")
+    stats = orjson.loads((tmp_path / "out" / "statistics.json").read_bytes())
+    assert stats["total_input_tokens"] == 3_000_000_000
+    assert stats["latency_s"]["total"] == 3_000_000.0
