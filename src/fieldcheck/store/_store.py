@@ -233,9 +233,11 @@ class Store:
 
     # cache --------------------------------------------------------------------------------
     def cache_get(self, key: str) -> dict[str, Any] | None:
-        with self.session() as s:
-            row = s.get(CacheRow, key)
-            return orjson.loads(row.value) if row is not None else None
+        with self.engine.connect() as connection:  # Core, not an ORM session: the hot path
+            value = connection.execute(
+                select(CacheRow.value).where(CacheRow.key == key)
+            ).scalar_one_or_none()
+        return orjson.loads(value) if value is not None else None
 
     def cache_put(self, key: str, model: str, value: dict[str, Any]) -> None:
         with self.session() as s:
