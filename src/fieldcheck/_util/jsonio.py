@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +12,12 @@ import orjson
 from fieldcheck._util.errors import InputError
 
 _BOM = b"\xef\xbb\xbf"
+MAX_DEPTH = 200
+"""The one depth limit of every input line and file of every system: a value inside a line (a
+record's field) nested deeper than this many arrays/objects is refused on its own line. Real data
+is a few levels deep; deeper values would reach Python's recursion limit in comparisons and
+orjson's serialisation limit (254) when outputs are written."""
+TOO_DEEP = f"nested deeper than {MAX_DEPTH} arrays/objects; too deep to score"
 _NON_FINITE = re.compile(rb"(?<![\w\"])-?(NaN|Infinity)(?![\w\"])")
 
 
@@ -21,8 +27,66 @@ def _reason(exc: orjson.JSONDecodeError, raw: bytes, *, column: int | None = Non
     return f"invalid JSON: {exc.msg} at column {column if column is not None else exc.colno}"
 
 
+def nesting_depth(value: Any, *, limit: int | None = None) -> int:
+    """How many arrays/objects deep ``value`` goes: a scalar is 0, ``{"a": [1]}`` is 2.
+
+    Iterative, so any depth is measured without recursion; with ``limit`` it stops as soon as the
+    depth exceeds it (and returns ``limit + 1``). Used to refuse input too deep to score safely.
+    """
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, Mapping):
+            children: Any = node.values()
+        elif isinstance(node, list | tuple):
+            children = node
+        else:
+            continue
+        depth += 1
+        deepest = max(deepest, depth)
+        if limit is not None and deepest > limit:
+            return limit + 1
+        stack.extend((child, depth) for child in children)
+    return deepest
+
+
+def too_deep(raw: bytes | None, value: Any) -> bool:
+    """Whether ``value`` nests more than MAX_DEPTH levels inside its own top-level array/object.
+
+    ``raw`` (the bytes it was parsed from) gives a fast answer: fewer openers than the limit
+    cannot be too deep, so ordinary lines are never walked.
+    """
+    if raw is not None and raw.count(b"[") + raw.count(b"{") <= MAX_DEPTH + 1:
+        return False
+    return nesting_depth(value, limit=MAX_DEPTH + 1) > MAX_DEPTH + 1
+
+
+def too_deep_error(
+    value: Any,
+    *,
+    file: str | Path | None = None,
+    line: int | None = None,
+    record_key: str | None = None,
+) -> InputError:
+    """The error of a too deep value: names the first too deep key and, with ``record_key``, the
+    record (never the value: its repr would recurse too)."""
+    record = field = None
+    if isinstance(value, Mapping):
+        raw_id = value.get(record_key) if record_key is not None else None
+        if isinstance(raw_id, str | int) and not isinstance(raw_id, bool):
+            record = str(raw_id)
+        field = next(
+            (str(k) for k in value if nesting_depth(value[k], limit=MAX_DEPTH) > MAX_DEPTH), None
+        )
+    return InputError(TOO_DEEP, file=file, line=line, record=record, field=field)
+
+
 def read_json(path: str | Path) -> Any:
-    """Parse one JSON document; a syntax error names the file, line and column."""
+    """Parse one JSON document; a syntax error names the file, line and column.
+
+    A document nesting more than MAX_DEPTH levels inside its top level is refused (file, key).
+    """
     p = Path(path)
     try:
         data = p.read_bytes()
@@ -30,15 +94,22 @@ def read_json(path: str | Path) -> Any:
         raise InputError(f"cannot read file: {exc.strerror}", file=p) from exc
     data = data.removeprefix(_BOM)
     try:
-        return orjson.loads(data)
+        value = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
         raise InputError(_reason(exc, data), file=p, line=exc.lineno) from exc
+    if too_deep(data, value):
+        raise too_deep_error(value, file=p)
+    return value
 
 
-def iter_jsonl(path: str | Path) -> Iterator[tuple[int, Any | InputError]]:
+def iter_jsonl(
+    path: str | Path, *, record_key: str | None = None
+) -> Iterator[tuple[int, Any | InputError]]:
     """Yield ``(line_number, value)`` for every non-blank line; a bad line yields an InputError.
 
-    The caller decides whether an error stops the run; reading always goes on to the next line.
+    A line nesting more than MAX_DEPTH levels inside its own object is a bad line (TOO_DEEP,
+    naming the key and, by ``record_key``, the record). The caller decides whether an error stops
+    the run; reading always goes on to the next line.
     """
     p = Path(path)
     try:
@@ -53,10 +124,15 @@ def iter_jsonl(path: str | Path) -> Iterator[tuple[int, Any | InputError]]:
             if not raw.strip():
                 continue
             try:
-                yield number, orjson.loads(raw)
+                value = orjson.loads(raw)
             except orjson.JSONDecodeError as exc:
                 column = len(raw[: exc.pos].decode("utf-8", "replace")) + 1
                 yield number, InputError(_reason(exc, raw, column=column), file=p, line=number)
+                continue
+            if too_deep(raw, value):
+                yield number, too_deep_error(value, file=p, line=number, record_key=record_key)
+                continue
+            yield number, value
 
 
 def dumps(value: Any, *, indent: bool = False) -> str:

@@ -10,14 +10,7 @@ from pydantic import ValidationError
 
 from fieldcheck._util.errors import InputError
 from fieldcheck._util.jsonio import iter_jsonl, write_json, write_jsonl
-from fieldcheck.jsoneval._models import (
-    MAX_DEPTH,
-    TOO_DEEP,
-    BatchRecord,
-    BatchResult,
-    RecordError,
-)
-from fieldcheck.metrics._json_fields import nesting_depth
+from fieldcheck.jsoneval._models import BatchRecord, BatchResult, RecordError
 from fieldcheck.reports._csv import write_csv
 
 logger = logging.getLogger("fieldcheck")
@@ -64,23 +57,6 @@ def _record_id(line: dict[str, Any]) -> str | None:
     return str(raw) if isinstance(raw, str | int) and not isinstance(raw, bool) else None
 
 
-def _too_deep(value: Any, *, file: Path, line: int) -> InputError:
-    """The error of a line nesting deeper than MAX_DEPTH (no value: its repr would recurse too)."""
-    field = record = None
-    if isinstance(value, dict):
-        record = _record_id(value)
-        field = next(
-            (k for k in value if nesting_depth(value[k], limit=MAX_DEPTH) > MAX_DEPTH), None
-        )
-    return InputError(
-        TOO_DEEP,
-        file=file,
-        line=line,
-        record=record,
-        field=field,
-    )
-
-
 def read_batch(path: str | Path) -> tuple[list[BatchRecord], list[InputError]]:
     """Every line of a batch file as a BatchRecord, or an InputError naming ``file:line`` and the reason.
 
@@ -95,12 +71,9 @@ def read_batch(path: str | Path) -> tuple[list[BatchRecord], list[InputError]]:
     errors: list[InputError] = []
     first_line: dict[str, int] = {}
     warned_extra = False
-    for line, value in iter_jsonl(p):
+    for line, value in iter_jsonl(p, record_key="id"):  # refuses lines too deep (MAX_DEPTH)
         if isinstance(value, InputError):
             errors.append(value)
-            continue
-        if nesting_depth(value, limit=MAX_DEPTH + 1) > MAX_DEPTH + 1:  # the line's own {} is one
-            errors.append(_too_deep(value, file=p, line=line))
             continue
         if not isinstance(value, dict):
             errors.append(

@@ -6,15 +6,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, field_validator
 
+from fieldcheck._util.jsonio import MAX_DEPTH as MAX_DEPTH
+from fieldcheck._util.jsonio import TOO_DEEP as TOO_DEEP
 from fieldcheck._util.signature import Signature
 from fieldcheck.jsoneval._safety import SafetyFinding
 from fieldcheck.metrics._json_fields import Strategy
 
-MAX_DEPTH = 200
-"""Ground truths and outputs nested deeper than this many arrays/objects are refused (one error per
-record, never a crash): real extraction data is a few levels deep, and deeper values would reach
-Python's recursion limit in the comparisons."""
-TOO_DEEP = f"nested deeper than {MAX_DEPTH} arrays/objects; too deep to score"
 OutputKind = Literal["object", "array", "text", "invalid_json", "number", "boolean", "null"]
 PUBLIC_KEYS = (
     "completeness",

@@ -18,6 +18,8 @@ from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from fieldcheck._util.jsonio import nesting_depth as nesting_depth
+
 logger = logging.getLogger("fieldcheck")
 
 Strategy = Literal["EXACT", "FUZZY", "SEMANTIC", "IGNORE"]
@@ -337,30 +339,6 @@ def exact_match(output_value: Any, gt_value: Any) -> bool:
 
 
 # --- flattening (beyond the spec: --flatten) -------------------------------------------------
-
-
-def nesting_depth(value: Any, *, limit: int | None = None) -> int:
-    """How many arrays/objects deep ``value`` goes: a scalar is 0, ``{"a": [1]}`` is 2.
-
-    Iterative, so any depth is measured without recursion; with ``limit`` it stops as soon as the
-    depth exceeds it (and returns ``limit + 1``). Used to refuse input too deep to score safely.
-    """
-    deepest = 0
-    stack: list[tuple[Any, int]] = [(value, 0)]
-    while stack:
-        node, depth = stack.pop()
-        if isinstance(node, Mapping):
-            children: Any = node.values()
-        elif isinstance(node, list | tuple):
-            children = node
-        else:
-            continue
-        depth += 1
-        deepest = max(deepest, depth)
-        if limit is not None and deepest > limit:
-            return limit + 1
-        stack.extend((child, depth) for child in children)
-    return deepest
 
 
 def _is_empty_container(value: Any) -> bool:
