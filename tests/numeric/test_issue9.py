@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import csv
 import json
+import logging
 from pathlib import Path
 from typing import Any
 
 import orjson
+import pytest
 from typer.testing import CliRunner
 
 from fieldcheck._cli.main import app
@@ -102,3 +104,55 @@ def test_counts_at_the_bounds_are_accepted_and_summed_exactly(tmp_path: Path) ->
     stats = orjson.loads((tmp_path / "out" / "statistics.json").read_bytes())
     assert stats["total_input_tokens"] == 3_000_000_000
     assert stats["latency_s"]["total"] == 3_000_000.0
+
+
+# --- 2. unknown keys warn once per key; a file without any answer fails ----------------------
+
+
+def test_prediction_instead_of_answer_warns_once_and_exits_3(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    rows = [{"conversation_id": "c", "turn": i, "prediction": str(i + 1)} for i in range(3)]
+    preds = _lines(tmp_path / "p.jsonl", rows)
+    with caplog.at_level(logging.WARNING, logger="fieldcheck"):
+        loaded = load_predictions(preds)
+    assert [r.getMessage() for r in caplog.records] == [
+        f"{preds}:1: unknown key 'prediction' ignored (on 3 lines)"
+    ]
+    assert loaded.unknown_keys == {"prediction": (1, 3)}
+    assert [e.one_line() for e in loaded.errors] == [
+        f"{preds}: field 'answer': no line has an answer (3 lines read; unknown keys: 'prediction')"
+    ]
+    code, output = _score(_data(tmp_path), preds, tmp_path / "out")
+    assert code == 3
+    assert "no line has an answer (3 lines read; unknown keys: 'prediction')" in output
+
+
+def test_unknown_keys_name_their_first_line_and_count(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    rows = [
+        {"conversation_id": "c", "turn": 0, "answer": "1", "note": "x"},
+        {"conversation_id": "c", "turn": 1, "answer": "2", "model": "m", "note": "y"},
+        {"conversation_id": "c", "turn": 2, "answer": "3", "note": "z"},
+    ]
+    preds = _lines(tmp_path / "p.jsonl", rows)
+    with caplog.at_level(logging.WARNING, logger="fieldcheck"):
+        loaded = load_predictions(preds)
+    assert [r.getMessage() for r in caplog.records] == [
+        f"{preds}:1: unknown key 'note' ignored (on 3 lines)",
+        f"{preds}:2: unknown key 'model' ignored (on 1 line)",
+    ]
+    assert loaded.errors == []  # an answer is there: the keys are only warnings
+    code, _ = _score(_data(tmp_path), preds, tmp_path / "out")
+    assert code == 0
+
+
+def test_lines_that_report_errors_need_no_answer(tmp_path: Path) -> None:
+    rows = [
+        {"conversation_id": "c", "turn": i, "answer": None, "error": {"type": "timeout"}}
+        for i in range(3)
+    ]
+    loaded = load_predictions(_lines(tmp_path / "p.jsonl", rows))
+    assert loaded.errors == []
+    assert len(loaded.predictions) == 3

@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any, Literal
 
@@ -17,6 +18,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from fieldcheck._util.errors import InputError
 from fieldcheck._util.jsonio import iter_jsonl
+
+logger = logging.getLogger("fieldcheck")
 
 # Bounds on one line's counts (issue 9): a turn's call cannot take more than 1e6 s (11.6 days) or
 # spend more than 1e9 tokens. A line past them is refused with its file:line, so every sum over
@@ -92,16 +95,26 @@ class PredictionsResult(BaseModel):
     predictions: dict[tuple[str, int], Prediction]
     lines: dict[tuple[str, int], int]
     errors: list[InputError]
+    # unknown top-level key -> (line of its first occurrence, number of lines that carry it)
+    unknown_keys: dict[str, tuple[int, int]] = Field(default_factory=dict)
 
 
 def load_predictions(path: str | Path) -> PredictionsResult:
     """Read a predictions JSONL file; a bad line (invalid JSON, not an object, a field of the wrong
     type) or a duplicate becomes an InputError naming ``file:line``, the conversation id and the
-    field, and reading goes on. Spec: the predictions format of issue 5 (docs/formats.md)."""
+    field, and reading goes on. Spec: the predictions format of issue 5 (docs/formats.md).
+
+    Unknown top-level keys are ignored with one warning per key (its first line and how many
+    lines carry it). A file where no line has an answer nor reports an error (say
+    ``"prediction"`` instead of ``"answer"``) gets one InputError for the whole file, after the line errors (issue 9), so the run
+    does not pass for a model that was simply never read.
+    """
     file = Path(path)
     predictions: dict[tuple[str, int], Prediction] = {}
     lines: dict[tuple[str, int], int] = {}
     errors: list[InputError] = []
+    unknown: dict[str, tuple[int, int]] = {}
+    objects = answered = 0
     for number, value in iter_jsonl(file):
         if isinstance(value, InputError):
             errors.append(value)
@@ -113,6 +126,12 @@ def load_predictions(path: str | Path) -> PredictionsResult:
                 )
             )
             continue
+        objects += 1
+        # a line reporting an error (a failed call) has no answer by right
+        answered += value.get("answer") is not None or value.get("error") is not None
+        for key in value.keys() - _KNOWN_KEYS:
+            first, count = unknown.get(key, (number, 0))
+            unknown[key] = (first, count + 1)
         record = value.get("conversation_id")
         try:
             prediction = Prediction.model_validate(value)
@@ -144,4 +163,27 @@ def load_predictions(path: str | Path) -> PredictionsResult:
             continue
         predictions[key] = prediction
         lines[key] = number
-    return PredictionsResult(path=str(file), predictions=predictions, lines=lines, errors=errors)
+    for key, (first, count) in sorted(unknown.items(), key=lambda item: item[1]):
+        logger.warning(
+            "%s:%d: unknown key %r ignored (on %d line%s)",
+            file,
+            first,
+            key,
+            count,
+            "" if count == 1 else "s",
+        )
+    if objects and not answered:
+        hint = f"; unknown keys: {', '.join(repr(k) for k in sorted(unknown))}" if unknown else ""
+        errors.append(
+            InputError(
+                f"no line has an answer ({objects} line{'' if objects == 1 else 's'} read{hint})",
+                file=file,
+                field="answer",
+            )
+        )
+    return PredictionsResult(
+        path=str(file), predictions=predictions, lines=lines, errors=errors, unknown_keys=unknown
+    )
+
+
+_KNOWN_KEYS = frozenset(Prediction.model_fields)
