@@ -106,8 +106,8 @@ def load_predictions(path: str | Path) -> PredictionsResult:
 
     Unknown top-level keys are ignored with one warning per key (its first line and how many
     lines carry it). A file where no line has an answer nor reports an error (say
-    ``"prediction"`` instead of ``"answer"``) gets one InputError for the whole file, after the line errors (issue 9), so the run
-    does not pass for a model that was simply never read.
+    ``"prediction"`` instead of ``"answer"``) gets one InputError for the whole file, after the
+    line errors (issue 9): a model that was never read does not pass as one that scores 0.
     """
     file = Path(path)
     predictions: dict[tuple[str, int], Prediction] = {}
@@ -130,8 +130,8 @@ def load_predictions(path: str | Path) -> PredictionsResult:
         # a line reporting an error (a failed call) has no answer by right
         answered += value.get("answer") is not None or value.get("error") is not None
         for key in value.keys() - _KNOWN_KEYS:
-            first, count = unknown.get(key, (number, 0))
-            unknown[key] = (first, count + 1)
+            seen_on, count = unknown.get(key, (number, 0))
+            unknown[key] = (seen_on, count + 1)
         record = value.get("conversation_id")
         try:
             prediction = Prediction.model_validate(value)
@@ -163,11 +163,11 @@ def load_predictions(path: str | Path) -> PredictionsResult:
             continue
         predictions[key] = prediction
         lines[key] = number
-    for key, (first, count) in sorted(unknown.items(), key=lambda item: item[1]):
+    for key, (seen_on, count) in sorted(unknown.items(), key=lambda item: item[1]):
         logger.warning(
             "%s:%d: unknown key %r ignored (on %d line%s)",
             file,
-            first,
+            seen_on,
             key,
             count,
             "" if count == 1 else "s",
