@@ -7,6 +7,9 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr
 
 NonEmpty = Annotated[StrictStr, Field(min_length=1)]
+MAX_LATENCY_S = 1_000_000.0
+"""A session cannot take more than 1e6 s (11.6 days): a latency line past it is refused with its
+file:line (issue 9), so sums over any number of sessions stay finite. Same bound as numeric."""
 
 
 class _Record(BaseModel):
@@ -36,7 +39,7 @@ class SlotRecord(_Record):
 class LatencyRecord(_Record):
     """Seconds one model took for one session."""
 
-    seconds: Annotated[StrictFloat, Field(ge=0, allow_inf_nan=False)]
+    seconds: Annotated[StrictFloat, Field(ge=0, le=MAX_LATENCY_S, allow_inf_nan=False)]
 
 
 class JudgeRecord(_Record):

@@ -135,6 +135,7 @@ class ModelScore:
     sessions: list[SessionCounts]
     latency_seconds: list[float] = field(default_factory=list)
     keys: list[SessionKey] = field(default_factory=list)  # the session of each ``sessions`` item
+    session_seconds: dict[SessionKey, float] = field(default_factory=dict)  # latency by session
 
     @property
     def not_scored(self) -> int:
@@ -653,4 +654,9 @@ def _score_model(
         ),
         ci={},
     )
-    return ModelScore(model.name, result, sessions, seconds, list(session_keys))
+    by_session = {
+        k: model.latencies.seconds[k]
+        for k in session_keys
+        if model.latencies is not None and k in model.latencies.seconds
+    }
+    return ModelScore(model.name, result, sessions, seconds, list(session_keys), by_session)

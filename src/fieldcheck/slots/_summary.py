@@ -6,6 +6,7 @@ rounded only here, from full-precision results.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -60,6 +61,32 @@ def _latency(m: ModelScore) -> float | None:
     return m.result.latency.mean if m.result.latency is not None else None
 
 
+def compared_latency(models: Sequence[ModelScore]) -> tuple[dict[str, float], int | None]:
+    """Mean latency per model as the comparisons use it ("Fastest", "slowest", the finding).
+
+    Models timed on different sessions are compared on the sessions timed for all of them (issue
+    9: 3 vs 4 sessions is no comparison); returns the means and that session count, or the
+    models' own means and None when every timed model has the same sessions.
+    """
+    timed = [m for m in models if m.result.latency is not None]
+    own = {m.name: m.result.latency.mean for m in timed if m.result.latency is not None}
+    if len(timed) < 2 or any(not m.session_seconds for m in timed):
+        return own, None
+    common = set(timed[0].session_seconds).intersection(*(m.session_seconds for m in timed[1:]))
+    if all(set(m.session_seconds) == common for m in timed):
+        return own, None
+    if not common:
+        return {}, 0
+    keys = sorted(common)
+    return {m.name: math.fsum(m.session_seconds[k] for k in keys) / len(keys) for m in timed}, len(
+        keys
+    )
+
+
+def _common_text(n: int, timed: int) -> str:
+    return f"on the {n} session(s) timed for {'both' if timed == 2 else 'all'} models"
+
+
 def _topic_f1(topic: str) -> Callable[[ModelScore], float]:
     return lambda m: m.result.per_topic[topic].f1
 
@@ -79,7 +106,8 @@ def results_summary(run: SlotsRun) -> list[SummaryRow]:
     best_f1, _ = _extremes(models, lambda m: m.result.f1)
     hi_p, lo_p = _extremes(models, lambda m: m.result.precision)
     hi_r, lo_r = _extremes(models, lambda m: m.result.recall)
-    slowest, fastest = _extremes(models, _latency)
+    compared, _ = compared_latency(models)
+    slowest, fastest = _extremes(models, lambda m: compared.get(m.name))
     most_extra, fewest_extra = _extremes(models, lambda m: m.result.extra_slots)
     hi_j, lo_j = _extremes(models, lambda m: m.result.llm_judge)
     topics = gold_topics(run)
@@ -187,16 +215,20 @@ def key_findings(run: SlotsRun) -> list[Finding]:
             Finding(f"No single best model: {', '.join(tied)} tie at F1 {best.result.f1:.3f}")
         )
 
-    timed = sorted(
-        (m for m in models if m.result.latency is not None), key=lambda m: _latency(m) or 0.0
-    )
-    if len(timed) >= 2 and _latency(timed[0]) != _latency(timed[1]):
+    compared, n_common = compared_latency(models)
+    timed = sorted((m for m in models if m.name in compared), key=lambda m: compared[m.name])
+    n_timed = sum(1 for m in models if m.result.latency is not None)
+    if n_common == 0:
+        out.append(Finding("Latency not compared: no session is timed for every model"))
+    elif len(timed) >= 2 and compared[timed[0].name] != compared[timed[1].name]:
         fast = timed[0]
-        fast_s = _latency(fast) or 0.0
-        f = Finding(f"{fast.name} is the fastest ({fast_s:.1f}s mean per session)")
+        fast_s = compared[fast.name]
+        where = f" {_common_text(n_common, n_timed)}" if n_common is not None else ""
+        f = Finding(f"{fast.name} is the fastest ({fast_s:.1f}s mean per session{where})")
         f.bullets.append(
             ", ".join(
-                f"{_pct(1 - fast_s / (_latency(o) or 1.0))} faster than {o.name}" for o in timed[1:]
+                f"{_pct(1 - fast_s / (compared[o.name] or 1.0))} faster than {o.name}"
+                for o in timed[1:]
             )
         )
         out.append(f)
