@@ -6,12 +6,15 @@ import csv
 from pathlib import Path
 
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from fieldcheck._util.errors import InputError
 from fieldcheck._util.jsonio import iter_jsonl, read_json
 from fieldcheck._util.paths import resolve_inside, safe_filename
 from fieldcheck._util.signature import Signature
 from fieldcheck.reports import neutralise_cell, write_csv
+from fieldcheck.reports._csv import is_plain_number
 
 
 @pytest.mark.parametrize(
@@ -38,6 +41,68 @@ from fieldcheck.reports import neutralise_cell, write_csv
 )
 def test_neutralise_cell(cell: object, expected: object) -> None:
     assert neutralise_cell(cell) == expected
+
+
+@pytest.mark.parametrize(
+    "cell",
+    [
+        "-9.7%",  # issue 9: a real answer, not a formula
+        "-9.7 %",
+        "+12.5%",
+        "-$1,234.50",
+        "$-1,234",
+        "-€3.2 million",
+        "-1,234,567",
+        "+3.2 billion",
+        "-0.5bn",
+        "-12K",
+        "-.5",
+        "-1.5e-3",
+    ],
+)
+def test_plain_numbers_are_data_never_altered(cell: str) -> None:
+    assert is_plain_number(cell)
+    assert neutralise_cell(cell) == cell
+
+
+@pytest.mark.parametrize(
+    "cell",
+    [
+        "=1+1",
+        "-2+3",
+        "@SUM(A1)",
+        "+cmd|' /C calc'!A0",
+        "-9.7%+1",
+        "-1,23",  # not a thousands group
+        "-9.7% ",
+        "%5",
+        "|x",
+        "-٣",  # Arabic-Indic digit: not a plain (ASCII) number
+        "-5\n=1+1",
+        "-1e5+1",
+    ],
+)
+def test_formulas_are_still_neutralised(cell: str) -> None:
+    assert not is_plain_number(cell)
+    assert neutralise_cell(cell) == "'" + cell
+
+
+_DANGEROUS = ("=", "+", "-", "@", "|", "%", "\t", "\r", "\n")
+_PLAIN_CHARS = set("0123456789,.%$€£¥₹+- eE") | set("thousandmilionbrk" + "THOUSANDMILIONBRK")
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.one_of(st.text(), st.text(alphabet="=+-@|%\t\r\n0123456789,.$e %kmbn")))
+@example("-9.7%")
+@example("+cmd|' /C calc'!A0")
+def test_no_neutralised_cell_starts_like_a_formula_unless_a_plain_number(text: str) -> None:
+    cell = neutralise_cell(text)
+    assert cell in (text, "'" + text)
+    if cell.startswith(_DANGEROUS):
+        assert cell == text and is_plain_number(cell)
+        # a plain number carries no formula syntax: no operator but signs, no cell reference
+        assert set(cell) <= _PLAIN_CHARS
+        assert "|" not in cell and "=" not in cell and "@" not in cell and "\n" not in cell
 
 
 def test_write_csv_round_trip(tmp_path: Path) -> None:

@@ -16,8 +16,10 @@ _FORMULA_START = ("=", "+", "-", "@", "\t", "\r", "\n", "\x00", "|", "%")
 def neutralise_cell(value: Any) -> Any:
     """Prefix ``'`` to a text cell that a spreadsheet would run as a formula (OWASP CSV injection).
 
-    Numbers stay numbers (so ``-3`` stays a number); text starting with ``= + - @`` or a control
-    character is prefixed. ``None`` becomes an empty cell; dicts and lists become compact JSON.
+    Numbers stay numbers (so ``-3`` stays a number); text starting with ``= + - @ | %`` or a
+    control character is prefixed, unless it is a plain number (``-9.7%``, ``-$1,234.5``,
+    ``+3.2 million``: data, never altered; issue 9). ``None`` becomes an empty cell; dicts and
+    lists become compact JSON.
     """
     if value is None:
         return ""
@@ -26,17 +28,27 @@ def neutralise_cell(value: Any) -> Any:
     if isinstance(value, Mapping | list | tuple):
         value = orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS | orjson.OPT_SORT_KEYS).decode()
     text = str(value)
-    if text.startswith(_FORMULA_START) and not _is_plain_number(text):
+    if text.startswith(_FORMULA_START) and not is_plain_number(text):
         return "'" + text
     return text
 
 
-_PLAIN_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+_CURRENCY = "$€£¥₹"
+_PLAIN_NUMBER = re.compile(
+    rf"(?:[+-][{_CURRENCY}]?|[{_CURRENCY}][+-]?)?"  # sign and currency, either order
+    r"(?:[0-9]{1,3}(?:,[0-9]{3})+(?:\.[0-9]*)?|[0-9]+\.?[0-9]*|\.[0-9]+)"  # 1,234.5 or 12.5 or .5
+    r"(?:[eE][+-]?[0-9]+)?"
+    r"(?: ?%| ?(?:thousands?|millions?|billions?|trillions?|k|m|mm|mn|bn|tn))?",
+    re.IGNORECASE,
+)
 
 
-def _is_plain_number(text: str) -> bool:
-    """Digits with an optional sign, point and exponent; not ``-inf`` or ``nan``, which Python's
-    ``float`` reads but a spreadsheet takes for a formula."""
+def is_plain_number(text: str) -> bool:
+    """A number as data: optional sign and currency symbol, digits (``,`` thousands separators,
+    point, exponent), then optionally ``%`` or a scale word (million, bn, k...). ASCII digits
+    only; not ``-inf`` or ``nan``, which Python's ``float`` reads but a spreadsheet takes for a
+    formula. Its only ``+``/``-`` are a leading sign and an exponent's sign, so no formula
+    (``-2+3``, ``+cmd|...``) is a plain number."""
     return _PLAIN_NUMBER.fullmatch(text) is not None
 
 
