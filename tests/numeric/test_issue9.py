@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import json
 import logging
+import math
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 from fieldcheck._cli.main import app
+from fieldcheck.metrics._numbers import parse_answer
 from fieldcheck.numeric import load_convfinqa, load_predictions, score_numeric, write_outputs
 
 
@@ -156,3 +158,49 @@ def test_lines_that_report_errors_need_no_answer(tmp_path: Path) -> None:
     loaded = load_predictions(_lines(tmp_path / "p.jsonl", rows))
     assert loaded.errors == []
     assert len(loaded.predictions) == 3
+
+
+# --- 3. the last number in prose: years give way, a parenthesised year is not negative ---------
+
+
+@pytest.mark.parametrize(
+    ("text", "value", "rule"),
+    [
+        ("It fell by 21.1% from 2016 to 2017", 0.211, "preferred_over_year"),
+        ("35.8 (2009)", 35.8, "preferred_over_year"),
+        ("from 100 in 2016 to 120 in 2017", 120.0, "preferred_over_year"),
+        ("(2009)", 2009.0, "number"),  # only a year: it is the answer, and not negative
+        ("2017", 2017.0, "number"),
+        ("(45)", -45.0, "number"),  # an accounting negative is still one
+        ("$ 2017", 2017.0, "number"),
+        ("in 2016 it was 1950", 1950.0, "last_number"),  # all year-like: the last
+        ("up 2,017 from 2016", 2017.0, "preferred_over_year"),  # a comma: not a year
+        ("so the change is 14.1%", 0.141, "number"),
+        ("1,2,3", 3.0, "last_number"),
+        ("Yes, 5 > 3", None, "yes_no"),
+        (12.5, 12.5, "number"),
+    ],
+)
+def test_answer_rules(text: str | float, value: float | None, rule: str) -> None:
+    parsed = parse_answer(text)
+    assert parsed is not None
+    assert parsed.rule == rule
+    if value is None:
+        assert parsed.value is None
+    else:
+        assert parsed.value is not None and math.isclose(parsed.value, value)
+
+
+def test_turns_csv_says_which_rule_read_the_answer(tmp_path: Path) -> None:
+    answers = ["It fell by 21.1% from 2016 to 2017", "35.8 (2009)", None]
+    rows = [{"conversation_id": "c", "turn": i, "answer": a} for i, a in enumerate(answers)]
+    preds = _lines(tmp_path / "p.jsonl", rows)
+    code, _ = _score(_data(tmp_path), preds, tmp_path / "out")
+    assert code == 0
+    with (tmp_path / "out" / "turns.csv").open() as handle:
+        turns = list(csv.DictReader(handle))
+    assert [(t["parsed_answer"], t["answer_rule"]) for t in turns] == [
+        ("0.21100000000000002", "preferred_over_year"),
+        ("35.8", "preferred_over_year"),
+        ("", ""),
+    ]

@@ -14,6 +14,10 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 FailureMode = Literal["scale", "sign", "rounding", "wrong", "no_answer", "error"]
+# Which rule of ``parse_answer`` produced the parsed answer (turns.csv ``answer_rule``):
+# yes_no; number (a JSON number, or text holding one number); last_number (the last of several);
+# preferred_over_year (the text ends in year-like integers, an earlier number was taken).
+AnswerRule = Literal["yes_no", "number", "last_number", "preferred_over_year"]
 
 RELATIVE_TOLERANCE = 0.01  # numerical and soft match: within 1 % of the expected value
 ABSOLUTE_TOLERANCE = 0.001  # numerical match also accepts |difference| < 0.001
@@ -38,7 +42,7 @@ _NUMBER_TOKEN = re.compile(
     r"""
     (?P<open>\()?\s*
     (?P<sign>[-+\u2212])?\s*
-    (?:[$\u20ac\u00a3]\s*)?
+    (?:(?P<cur>[$\u20ac\u00a3])\s*)?
     (?P<sign2>[-+\u2212])?\s*
     (?P<num>(?:(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|\.\d+)(?:e[-+]?\d+\b)?)
     (?:\s*(?P<pct>%|percent\b|pct\b))?
@@ -64,6 +68,7 @@ class ParsedAnswer(BaseModel):
     scale: float = 1.0
     decimals: int = 0
     boolean: bool | None = None
+    rule: AnswerRule = "number"
 
     @property
     def readings(self) -> tuple[float, ...]:
@@ -88,14 +93,18 @@ def parse_answer(text: str | float | int | bool | None) -> ParsedAnswer | None:
 
     Accepts ``"$1,234.5"``, ``"12.5%"`` (0.125), ``"-3"``, ``"(45)"`` (-45), ``"1.2 million"``,
     ``"0.10"``, ``"yes"``/``"no"`` (also as the first word: "Yes, 5 > 3"). In longer text the LAST
-    number is the answer (models end with it: "... so the change is 14.1%"; "1,2,3" is 3). Repeated
+    number is the answer (models end with it: "... so the change is 14.1%"; "1,2,3" is 3), except
+    that trailing year-like integers (1900-2099, four digits, no sign, currency, % or scale word,
+    bare or in parentheses) give way to an earlier number: "It fell by 21.1% from 2016 to 2017"
+    is 21.1%, "35.8 (2009)" is 35.8 (issue 9); a parenthesised year is never a negative. Repeated
     signs count as one minus ("--5" is -5). A number that is not finite (``"1e309"``; ``"nan"``
-    and ``"inf"`` hold no digits) is no answer. Numbers pass through.
+    and ``"inf"`` hold no digits) is no answer. Numbers pass through. ``rule`` says which rule
+    gave the answer.
     """
     if text is None:
         return None
     if isinstance(text, bool):
-        return ParsedAnswer(boolean=text)
+        return ParsedAnswer(boolean=text, rule="yes_no")
     if isinstance(text, int | float):
         if not math.isfinite(text):
             return None
@@ -110,20 +119,25 @@ def parse_answer(text: str | float | int | bool | None) -> ParsedAnswer | None:
     if not any(ch.isdigit() for ch in cleaned):  # "yes." / "N" but not "5 yes"
         word = re.sub(r"[^a-z]", "", cleaned.lower())
         if word in _YES:
-            return ParsedAnswer(boolean=True)
+            return ParsedAnswer(boolean=True, rule="yes_no")
         if word in _NO:
-            return ParsedAnswer(boolean=False)
+            return ParsedAnswer(boolean=False, rule="yes_no")
     first_word = re.match(r"^\W*([A-Za-z]+)\b", cleaned)
     if first_word and first_word.group(1).lower() in {"yes", "no"}:
-        return ParsedAnswer(boolean=first_word.group(1).lower() == "yes")
+        return ParsedAnswer(boolean=first_word.group(1).lower() == "yes", rule="yes_no")
     matches = list(_NUMBER_TOKEN.finditer(cleaned))
     if not matches:
         return None
+    rule: AnswerRule = "number" if len(matches) == 1 else "last_number"
     m = matches[-1]
+    if _year_like(m):
+        earlier = next((x for x in reversed(matches) if not _year_like(x)), None)
+        if earlier is not None:
+            m, rule = earlier, "preferred_over_year"
     digits = m.group("num").replace(",", "")
     written = float(digits)
     negative = bool(
-        (m.group("open") and m.group("close"))
+        (m.group("open") and m.group("close") and not _year_like(m))
         or (m.group("sign") in ("-", "\u2212"))
         or (m.group("sign2") in ("-", "\u2212"))
     )
@@ -145,7 +159,18 @@ def parse_answer(text: str | float | int | bool | None) -> ParsedAnswer | None:
         percent=percent,
         scale=scale,
         decimals=_decimals(digits),
+        rule=rule,
     )
+
+
+def _year_like(m: re.Match[str]) -> bool:
+    """A bare four-digit integer 1900-2099 (no sign, currency, %, scale word), maybe in
+    parentheses: read as a year, not as the answer or an accounting negative."""
+    if m.group("sign") or m.group("sign2") or m.group("cur") or m.group("pct") or m.group("scale"):
+        return False
+    if bool(m.group("open")) != bool(m.group("close")):  # "(2009" or "2009)"
+        return False
+    return re.fullmatch(r"(?:19|20)\d\d", m.group("num")) is not None
 
 
 def _decimals(digits: str) -> int:

@@ -21,6 +21,7 @@ from fieldcheck._util.signature import Signature
 from fieldcheck.metrics._numbers import (
     ABSOLUTE_TOLERANCE,
     RELATIVE_TOLERANCE,
+    AnswerRule,
     FailureMode,
     match_answer,
     parse_answer,
@@ -61,6 +62,7 @@ class TurnScore(BaseModel):
     expected_answer: float | str | None
     predicted_answer: str | float | None
     parsed_answer: float | str | None
+    answer_rule: AnswerRule | None = None  # which parse_answer rule read the answer (issue 9)
     scored: bool
     not_scored: Literal["no_gold", "call_error"] | None = None
     numerical_match: bool | None
@@ -202,6 +204,7 @@ def score_turn(
         expected_answer=gold,
         predicted_answer=raw_answer,
         parsed_answer=parsed_value,
+        answer_rule=parsed.rule if parsed is not None else None,
         scored=scored,
         not_scored=not_scored,
         numerical_match=matches.numerical_match if matches else None,

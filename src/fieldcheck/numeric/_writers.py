@@ -49,6 +49,7 @@ TURN_COLUMNS = (
     "expected_answer",
     "predicted_answer",
     "parsed_answer",
+    "answer_rule",
     "numerical_match",
     "soft_match",
     "unit_agnostic_match",
