@@ -184,7 +184,7 @@ def test_rqs_weights_must_be_non_negative() -> None:
         ("1,200.50", "number"),
         ("$99", "number"),
         ("12%", "number"),
-        ("e5", "text"),
+        ("e5", "identifier"),  # one token with a digit (issue 9)
         ("2024-03-05", "date"),
         ("2024-03-05T14:30:00Z", "date"),
         ("2024-03-05 14:30", "date"),
@@ -196,9 +196,10 @@ def test_rqs_weights_must_be_non_negative() -> None:
         ("5 March 2024", "date"),
         ("March 5, 2024", "date"),
         ("Sept 5 2024", "date"),
-        ("2024-02-30", "text"),  # not in the calendar
-        ("2024-13-01", "text"),
-        ("13/13/2024", "text"),
+        ("2024-02-30", "identifier"),  # not in the calendar: not a date, an id-like token
+        ("2024-13-01", "identifier"),
+        ("13/13/2024", "identifier"),
+        ("next 2024-02-30", "text"),  # two tokens: not an identifier
         ("next Tuesday", "text"),
         ("john@example.com", "email"),
         (" j.o+tag@mail.example.co.uk ", "email"),

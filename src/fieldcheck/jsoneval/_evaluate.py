@@ -364,7 +364,8 @@ def summarize(
 
 
 def _warn_unused_strategies(config: EvalConfig, prepared: Sequence[_Prepared]) -> None:
-    """A strategy naming a field no ground truth has is probably a typo: warn once per batch."""
+    """A strategy naming a field no ground truth has is probably a typo: warn once per batch
+    (or per ``evaluate`` call, as ``json score`` does)."""
     if not config.strategies or not prepared:
         return
     seen: set[str] = set()
@@ -456,5 +457,6 @@ def evaluate(
         prep = _prepare(record, config)
     except InputError as exc:  # the same error without the placeholder record id
         raise InputError(exc.reason, field=exc.field) from None
+    _warn_unused_strategies(config, [prep])  # the same warning as a batch (issue 9)
     found, _ = _match_all([prep], matchers, None)
     return _assemble(prep, found, config, make_signature(config, matchers))

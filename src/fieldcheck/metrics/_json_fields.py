@@ -24,7 +24,9 @@ logger = logging.getLogger("fieldcheck")
 
 Strategy = Literal["EXACT", "FUZZY", "SEMANTIC", "IGNORE"]
 STRATEGIES: tuple[str, ...] = get_args(Strategy)
-ValueType = Literal["null", "number", "boolean", "date", "email", "array", "object", "text"]
+ValueType = Literal[
+    "null", "number", "boolean", "date", "email", "identifier", "array", "object", "text"
+]
 BucketName = Literal[
     "extra_keys", "gt_null_aio_has_value", "gt_non_null", "aio_missing_or_null", "both_non_null"
 ]
@@ -239,12 +241,31 @@ def is_number_text(text: str) -> bool:
     return bool(s) and any(c.isdigit() for c in s) and bool(_NUMBER_TEXT.match(s))
 
 
+_CODE = re.compile(r"[A-Z][A-Z0-9_./#:-]*[A-Z0-9]")
+IDENTIFIER_MAX_CHARS = 64
+
+
+def is_identifier_text(text: str) -> bool:
+    """True for an identifier or code: one token (no whitespace inside) of at most 64 characters
+    that has a digit (``SKU-1001``, ``A-1001``, ``abc123``, ``+1-555-0100``) or is written in
+    capitals (``USD``, ``EXW``, ``N/A``; 2+ characters, ASCII letters, digits and ``_./#:-``).
+
+    Embedding similarity reads such strings as near-synonyms (``SKU-1001`` / ``SKU-1007`` 0.93),
+    so auto-detection scores them EXACT (issue 9; docs/json.md "Strategies").
+    """
+    s = text.strip()
+    if not s or len(s) > IDENTIFIER_MAX_CHARS or any(c.isspace() for c in s):
+        return False
+    return any(c.isdigit() for c in s) or _CODE.fullmatch(s) is not None
+
+
 def detect_value_type(value: Any) -> ValueType:
     """The spec's auto-detection type of a JSON value (Phase 3 "Strategy Resolution").
 
     bool -> boolean; int/float -> number; list -> array; dict -> object; a string is number when
     it writes a number (``is_number_text``), date (``is_date_text``), email (``is_email_text``),
-    else text; null values (``is_null``) -> null.
+    identifier (``is_identifier_text``: a decision of issue 9, not in the spec), else text; null
+    values (``is_null``) -> null.
     """
     if is_null(value):
         return "null"
@@ -263,11 +284,14 @@ def detect_value_type(value: Any) -> ValueType:
         return "date"
     if is_email_text(text):
         return "email"
+    if is_identifier_text(text):
+        return "identifier"
     return "text"
 
 
 def auto_strategy(value: Any) -> Strategy:
-    """number, boolean, date, email, array, object -> EXACT; text -> SEMANTIC (spec Phase 3)."""
+    """number, boolean, date, email, identifier, array, object -> EXACT; text -> SEMANTIC (spec
+    Phase 3, plus identifiers: issue 9)."""
     return "SEMANTIC" if detect_value_type(value) == "text" else "EXACT"
 
 
