@@ -279,7 +279,12 @@ def test_several_models_get_a_folder_each_and_a_comparison(
     server = chat_server(script)
     result = run(*common(files, server, "--model", "good=good-model", "--model", "org/bad"))
     assert result.exit_code == 3, result.output  # the bad DATA lines
-    assert sorted(p.name for p in files["out"].iterdir()) == ["comparison.csv", "good", "org_bad"]
+    assert sorted(p.name for p in files["out"].iterdir()) == [
+        ".fieldcheck-manifest.jsonl",  # what fieldcheck wrote (issue 9)
+        "comparison.csv",
+        "good",
+        "org_bad",
+    ]
     with (files["out"] / "comparison.csv").open() as handle:
         rows = {r["model"]: r for r in csv.DictReader(handle)}
     assert list(rows) == ["good", "org/bad"]
@@ -331,7 +336,8 @@ def test_an_empty_data_file_is_a_usage_error(tmp_path: Path, chat_server: StartS
     server = chat_server(lambda body: "{}")
     data = tmp_path / "empty.jsonl"
     data.write_text("\n")
-    result = run(str(data), "--model", "m", "--base-url", server.base_url, "--out", str(tmp_path))
+    out = str(tmp_path / "out")  # not tmp_path: it holds the data, not fieldcheck's (issue 9)
+    result = run(str(data), "--model", "m", "--base-url", server.base_url, "--out", out)
     assert result.exit_code == 2, result.output
     assert "no records" in result.output
 

@@ -78,7 +78,7 @@ def test_score_writes_every_output(jsonl: Jsonl, tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     assert data == json.loads((out / "metrics.json").read_text())
-    assert set(data) == {"models", "paired_f1", "signature"}
+    assert set(data) == {"models", "paired_f1", "signature", "complete"}  # complete: issue 9
     assert list(data["models"]) == ["a", "b"]
     for model in data["models"].values():
         assert set(model) == MODEL_KEYS and model["sessions_not_scored"] == {}
@@ -193,8 +193,9 @@ def test_output_file_that_cannot_be_written_is_a_usage_error(jsonl: Jsonl, tmp_p
     f, out = _files(jsonl), tmp_path / "out"
     (out / "metrics.json").mkdir(parents=True)  # a directory where a file has to go
     result = _invoke(
-        "--gold", str(f["gold"]), "--pred", f"a={f['a']}", "--bootstrap", "0", "--out", str(out)
-    )
+        "--gold", str(f["gold"]), "--pred", f"a={f['a']}", "--bootstrap", "0", "--out", str(out),
+        "--force",  # not fieldcheck's: refused without --force (issue 9)
+    )  # fmt: skip
     assert result.exit_code == 2
     text = " ".join(result.output.replace("│", " ").split())
     assert "Invalid value for --out: cannot write" in text and "metrics.json" in text

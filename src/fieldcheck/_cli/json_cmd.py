@@ -20,7 +20,15 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from fieldcheck._cli._common import EXIT_FAILED, EXIT_OK, EXIT_USAGE, out_dir
+from fieldcheck._cli._common import (
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_USAGE,
+    ForceOpt,
+    out_dir,
+    out_option,
+    writing,
+)
 from fieldcheck._cli._runopts import (
     STORE_HELP,
     BaseUrlOpt,
@@ -71,6 +79,7 @@ from fieldcheck.jsoneval import (
 from fieldcheck.matchers import Matcher
 from fieldcheck.metrics._json_fields import BUCKET_NAMES
 from fieldcheck.reports._csv import write_csv
+from fieldcheck.reports._outdir import OutputFolder, OutputFolderError
 from fieldcheck.runner import ModelSpec, Runner
 
 app = typer.Typer(
@@ -432,7 +441,13 @@ def _score(
 
 
 def run_batch(
-    data: Path, config: EvalConfig, out: Path, *, console: Console, errors: Console
+    data: Path,
+    config: EvalConfig,
+    out: Path,
+    *,
+    console: Console,
+    errors: Console,
+    force: bool = False,
 ) -> int:
     """Read, score and write a batch; print errors, the summary and the files; return the exit status."""
     if out.exists() and not out.is_dir():
@@ -448,14 +463,25 @@ def run_batch(
     if not records and not read_errors:
         _err(errors, f"{data}: no records (the file is empty)")
         return EXIT_USAGE
-    batch = _score(
-        records, [record_error(e) for e in read_errors], config, errors=errors, source=str(data)
-    )
     try:
-        paths = write_batch_outputs(out, batch)
-    except OSError as exc:
-        _err(errors, f"{exc.filename or out}: cannot write the outputs: {exc.strerror}")
+        folder = OutputFolder.prepare(out, force=force)
+    except OutputFolderError as exc:
+        _err(errors, f"{out}: cannot write the outputs: {exc.reason}" if exc.reason else str(exc))
         return EXIT_USAGE
+    with writing(folder):
+        batch = _score(
+            records,
+            [record_error(e) for e in read_errors],
+            config,
+            errors=errors,
+            source=str(data),
+        )
+        try:
+            paths = write_batch_outputs(folder, batch)
+        except OSError as exc:
+            _err(errors, f"{exc.filename or out}: cannot write the outputs: {exc.strerror}")
+            return EXIT_USAGE
+        folder.finish()
     print_summary(console, batch.summary, paths)
     return EXIT_FAILED if batch.errors else EXIT_OK
 
@@ -470,10 +496,7 @@ def batch(
         ),
     ],
     out: Annotated[
-        Path,
-        typer.Option(
-            "--out", help="Directory for records.jsonl, summary.json, fields.csv, errors.jsonl."
-        ),
+        Path, out_option("Directory for records.jsonl, summary.json, fields.csv, errors.jsonl.")
     ],
     strategies: StrategiesOpt = None,
     weights: WeightsOpt = None,
@@ -484,12 +507,13 @@ def batch(
     judge_model: JudgeModelOpt = None,
     flatten: FlattenOpt = False,
     safety_check: SafetyOpt = _DEFAULTS.safety_check,
+    force: ForceOpt = False,
 ) -> None:
     """Score every line of DATA.jsonl; write the four output files into --out. Exit 0 when every line
     scored, 3 when some failed (each named file:line in errors.jsonl), 2 on usage errors."""
     console, errors = SafeConsole(), SafeConsole(stderr=True)
     config = _config(_Options.of(locals()), errors)
-    raise typer.Exit(run_batch(data, config, out, console=console, errors=errors))
+    raise typer.Exit(run_batch(data, config, out, console=console, errors=errors, force=force))
 
 
 ModelOpt = Annotated[
@@ -585,7 +609,7 @@ def run_models(
     specs: list[ModelSpec],
     runner: Runner,
     config: EvalConfig,
-    out: Path,
+    out: Path | OutputFolder,
     *,
     schema_text: str | None,
     console: Console,
@@ -632,22 +656,28 @@ def run_models(
             await runner.aclose()
 
     runs = run_async(every_model(), console=errors)
+    root = OutputFolder.of(out)
     matchers = build_matchers(config)  # once for every model: each model's pairs reuse the cache
     data_failures = [record_error(e) for e in read_errors]
     status = EXIT_FAILED if read_errors else EXIT_OK
     comparison: list[dict[str, Any]] = []
     for run, folder_name in zip(runs, folders, strict=True):
-        folder = out / folder_name
         try:
-            folder.mkdir(parents=True, exist_ok=True)
-            outputs = folder / "outputs.jsonl"
-            write_jsonl(outputs, run.rows)
-            call_errors = folder / "call_errors.jsonl"
-            write_jsonl(call_errors, run.call_errors)
-            run_json = folder / "run.json"
-            write_json(run_json, run.info())
+            folder = root.sub(folder_name)
+            folder.expect("outputs.jsonl", "call_errors.jsonl", "run.json")
+            outputs, call_errors, run_json = (
+                folder / "outputs.jsonl",
+                folder / "call_errors.jsonl",
+                folder / "run.json",
+            )
+            with folder.atomic("outputs.jsonl") as tmp:
+                write_jsonl(tmp, run.rows)
+            with folder.atomic("call_errors.jsonl") as tmp:
+                write_jsonl(tmp, run.call_errors)
+            with folder.atomic("run.json") as tmp:
+                write_json(tmp, run.info())
         except OSError as exc:
-            _err(errors, f"{exc.filename or folder}: cannot write the outputs: {exc.strerror}")
+            _err(errors, f"{exc.filename or root}: cannot write the outputs: {exc.strerror}")
             return EXIT_USAGE
         batch_records, batch_errors = read_batch(outputs)
         for problem in batch_errors:
@@ -692,11 +722,17 @@ def run_models(
             highlight=False,
             soft_wrap=True,
         )
-    write_csv(out / "comparison.csv", comparison, COMPARISON_COLUMNS)
+    try:
+        with root.atomic("comparison.csv") as tmp:
+            write_csv(tmp, comparison, COMPARISON_COLUMNS)
+    except OSError as exc:
+        _err(errors, f"{exc.filename or root}: cannot write the outputs: {exc.strerror}")
+        return EXIT_USAGE
+    root.finish()
     if len(comparison) > 1:
         print_comparison(console, comparison)
     console.print(
-        f"comparison: {out / 'comparison.csv'}", markup=False, highlight=False, soft_wrap=True
+        f"comparison: {root / 'comparison.csv'}", markup=False, highlight=False, soft_wrap=True
     )
     return status
 
@@ -712,11 +748,10 @@ def run(
     ],
     out: Annotated[
         Path,
-        typer.Option(
-            "--out",
-            help="Directory: one folder per model with outputs.jsonl (the batch file), "
+        out_option(
+            "Directory: one folder per model with outputs.jsonl (the batch file), "
             "records.jsonl, summary.json, fields.csv, errors.jsonl, call_errors.jsonl and run.json; "
-            "comparison.csv for all models.",
+            "comparison.csv for all models."
         ),
     ],
     model: ModelOpt = None,
@@ -744,6 +779,7 @@ def run(
     judge_model: JudgeModelOpt = None,
     flatten: FlattenOpt = False,
     safety_check: SafetyOpt = _DEFAULTS.safety_check,
+    force: ForceOpt = False,
 ) -> None:
     """Ask each model to extract a JSON object from every document (prompt json-extract-v1), then
     score its outputs exactly as `json batch` does. A re-run resumes an interrupted run; a failed
@@ -765,7 +801,7 @@ def run(
         schema_text = load_schema(schema) if schema is not None else None
     except InputError as exc:
         raise typer.BadParameter(safe_text(exc), param_hint="--schema") from None
-    out_dir(out)
+    folder = out_dir(out, force=force)
     runner = make_runner(
         concurrency=concurrency,
         timeout=timeout,
@@ -774,17 +810,18 @@ def run(
         cache_nonzero_temperature=cache_nonzero_temperature,
         json_mode=json_mode,
     )
-    status = run_models(
-        data,
-        specs,
-        runner,
-        config,
-        out,
-        schema_text=schema_text,
-        console=console,
-        errors=errors,
-        show_progress=not no_progress,
-    )
+    with writing(folder):
+        status = run_models(
+            data,
+            specs,
+            runner,
+            config,
+            folder,
+            schema_text=schema_text,
+            console=console,
+            errors=errors,
+            show_progress=not no_progress,
+        )
     raise typer.Exit(status)
 
 
@@ -805,13 +842,12 @@ def run_model_demo(base_url: str, out_dir: Path, models: list[str], *, console: 
         soft_wrap=True,
         highlight=False,
     )
-    out_dir.mkdir(parents=True, exist_ok=True)
     return run_models(
         data,
         specs,
         make_runner(concurrency=16),
         config,
-        out_dir,
+        OutputFolder.prepare(out_dir, force=True),
         schema_text=load_schema(examples / "invoice.schema.json"),
         console=console,
         errors=SafeConsole(stderr=True),
@@ -833,4 +869,6 @@ def run_demo(out_dir: Path) -> int:
         soft_wrap=True,
         highlight=False,
     )
-    return run_batch(data, config, out_dir, console=console, errors=SafeConsole(stderr=True))
+    return run_batch(
+        data, config, out_dir, console=console, errors=SafeConsole(stderr=True), force=True
+    )

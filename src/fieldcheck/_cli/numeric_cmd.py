@@ -13,7 +13,14 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from fieldcheck._cli._common import EXIT_FAILED, EXIT_OK, out_dir
+from fieldcheck._cli._common import (
+    EXIT_FAILED,
+    EXIT_OK,
+    ForceOpt,
+    out_dir,
+    out_option,
+    writing,
+)
 from fieldcheck._cli._runopts import (
     STORE_HELP,
     BaseUrlOpt,
@@ -50,6 +57,7 @@ from fieldcheck.numeric import (
 )
 from fieldcheck.numeric._agent import PROMPT_ID, evaluate_model, prediction_lines
 from fieldcheck.numeric._scoring import CALL_ERRORS
+from fieldcheck.reports._outdir import OutputFolder
 from fieldcheck.runner import ModelSpec, RunHandle, Runner
 
 app = typer.Typer(
@@ -76,7 +84,7 @@ _SHOWN = (
 def run_score(
     data: Path,
     predictions: Path,
-    out: Path,
+    out: Path | OutputFolder,
     *,
     split: str | None = None,
     sample_size: int | None = None,
@@ -133,7 +141,7 @@ def call_errors_text(stats: dict[str, Any]) -> str:
 
 
 def show_result(
-    result: NumericResult, out: Path, console: Console, *, title: str = "numeric QA"
+    result: NumericResult, out: Path | OutputFolder, console: Console, *, title: str = "numeric QA"
 ) -> None:
     """A Rich table of the headline statistics, the problems found, and where the files are.
 
@@ -220,10 +228,7 @@ def score_command(
             help="Predictions JSONL, one line per (conversation_id, turn); see docs/formats.md.",
         ),
     ],
-    out: Annotated[
-        Path,
-        typer.Option("--out", file_okay=False, help="Directory for every output file (created)."),
-    ],
+    out: Annotated[Path, out_option("Directory for every output file (created).")],
     split: Annotated[
         str | None,
         typer.Option(
@@ -267,6 +272,7 @@ def score_command(
             help="Bootstrap resamples of conversations for 95% intervals (0: none).",
         ),
     ] = 1000,
+    force: ForceOpt = False,
 ) -> None:
     """Score predictions against a ConvFinQA dataset and write every output file.
 
@@ -291,21 +297,23 @@ def score_command(
         raise typer.BadParameter(
             "--seed only chooses the sample of --sample-size", param_hint="--seed"
         )
-    out_dir(out)
+    folder = out_dir(out, force=force)
     console = SafeConsole()
     try:
-        result = run_score(
-            data,
-            predictions,
-            out,
-            split=split,
-            sample_size=sample_size,
-            seed=seed,
-            price_in=price_in,
-            price_out=price_out,
-            bootstrap=bootstrap,
-            console=console,
-        )
+        with writing(folder):
+            result = run_score(
+                data,
+                predictions,
+                folder,
+                split=split,
+                sample_size=sample_size,
+                seed=seed,
+                price_in=price_in,
+                price_out=price_out,
+                bootstrap=bootstrap,
+                console=console,
+            )
+            folder.finish()
     except InputError as exc:
         raise typer.BadParameter(safe_text(exc.one_line())) from None
     except OSError as exc:  # an output file cannot be written
@@ -329,8 +337,9 @@ def run_demo(out_dir: Path) -> int:
         console.print(f"[red]example data missing: {data}[/red]")
         return 1
     rows = []
+    root = OutputFolder.prepare(out_dir, force=True)
     for model in EXAMPLE_MODELS:
-        target = out_dir / model
+        target = root.sub(model)
         result = run_score(
             data,
             EXAMPLES / f"predictions_{model}.jsonl",
@@ -340,6 +349,7 @@ def run_demo(out_dir: Path) -> int:
             show_progress=False,
         )
         rows.append((model, result, target))
+    root.finish()
     table = Table(title="ConvFinQA-style example (synthetic data)", header_style="bold")
     table.add_column("metric")
     for model, _, _ in rows:
@@ -431,7 +441,7 @@ def evaluate_and_score(
     runner: Runner,
     specs: Sequence[ModelSpec],
     data: Path,
-    out: Path,
+    out: Path | OutputFolder,
     *,
     split: str | None = None,
     sample_size: int | None = None,
@@ -455,13 +465,15 @@ def evaluate_and_score(
             show_progress=show_progress,
         )
     )
-    dirs = model_dirs(out, [s.name for s in specs], always=dir_per_model)
+    root = OutputFolder.of(out)
+    dirs = model_dirs(root.path, [s.name for s in specs], always=dir_per_model)
     outcomes: list[ModelOutcome] = []
     for spec, handle in zip(specs, handles, strict=True):
-        target = dirs[spec.name]
-        target.mkdir(parents=True, exist_ok=True)
+        target = root if dirs[spec.name] == root.path else root.sub(dirs[spec.name].name)
+        target.expect("predictions.jsonl")
         predictions = target / "predictions.jsonl"
-        write_jsonl(predictions, prediction_lines(handle, loaded.conversations))
+        with target.atomic("predictions.jsonl") as tmp:
+            write_jsonl(tmp, prediction_lines(handle, loaded.conversations))
         result = run_score(
             data,
             predictions,
@@ -475,7 +487,8 @@ def evaluate_and_score(
             console=console,
             show_progress=show_progress,
         )
-        outcomes.append(ModelOutcome(spec, handle, target, result))
+        outcomes.append(ModelOutcome(spec, handle, target.path, result))
+    root.finish()
     return outcomes
 
 
@@ -528,12 +541,7 @@ def evaluate_command(
         ),
     ],
     out: Annotated[
-        Path,
-        typer.Option(
-            "--out",
-            file_okay=False,
-            help="Directory for predictions.jsonl and every output file (created).",
-        ),
+        Path, out_option("Directory for predictions.jsonl and every output file (created).")
     ],
     model: Annotated[
         list[str] | None,
@@ -589,6 +597,7 @@ def evaluate_command(
         ),
     ] = 1000,
     no_progress: NoProgressOpt = False,
+    force: ForceOpt = False,
 ) -> None:
     if seed is not None and sample_size is None:
         raise typer.BadParameter(
@@ -604,7 +613,7 @@ def evaluate_command(
         price_in=price_in,
         price_out=price_out,
     )
-    out_dir(out)
+    folder = out_dir(out, force=force)
     runner = make_runner(
         concurrency=concurrency,
         timeout=timeout,
@@ -615,18 +624,19 @@ def evaluate_command(
     )
     console = SafeConsole()
     try:
-        outcomes = evaluate_and_score(
-            runner,
-            specs,
-            data,
-            out,
-            split=split,
-            sample_size=sample_size,
-            seed=seed,
-            bootstrap=bootstrap,
-            console=console,
-            show_progress=not no_progress,
-        )
+        with writing(folder):
+            outcomes = evaluate_and_score(
+                runner,
+                specs,
+                data,
+                folder,
+                split=split,
+                sample_size=sample_size,
+                seed=seed,
+                bootstrap=bootstrap,
+                console=console,
+                show_progress=not no_progress,
+            )
     except InputError as exc:
         raise typer.BadParameter(safe_text(exc.one_line())) from None
     except OSError as exc:  # an output file cannot be written
@@ -657,7 +667,7 @@ def run_model_demo(base_url: str, out_dir: Path, models: list[str], *, console: 
         runner,
         specs,
         CONVFINQA_DEV,
-        out_dir,
+        OutputFolder.prepare(out_dir, force=True),
         sample_size=30,
         seed=0,
         bootstrap=200,

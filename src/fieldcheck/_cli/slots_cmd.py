@@ -16,7 +16,14 @@ from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from rich.text import Text
 
-from fieldcheck._cli._common import EXIT_FAILED, EXIT_OK, out_dir
+from fieldcheck._cli._common import (
+    EXIT_FAILED,
+    EXIT_OK,
+    ForceOpt,
+    out_dir,
+    out_option,
+    writing,
+)
 from fieldcheck._cli._runopts import (
     STORE_HELP,
     BaseUrlOpt,
@@ -42,6 +49,7 @@ from fieldcheck._util.errors import InputError
 from fieldcheck._util.jsonio import dumps, write_json, write_jsonl
 from fieldcheck._util.term import SafeConsole, safe_json_text, safe_text
 from fieldcheck.reports import format_pvalue
+from fieldcheck.reports._outdir import OutputFolder
 from fieldcheck.runner import ModelSpec, Runner
 from fieldcheck.slots import (
     PROMPT_ID,
@@ -207,7 +215,7 @@ def score_files(
     latencies: dict[str, Path],
     judges: dict[str, Path],
     *,
-    out: Path,
+    out: Path | OutputFolder,
     tp: TPMode = "presence",
     threshold: float | None = None,
     judge_base_url: str | None = None,
@@ -285,10 +293,9 @@ def score(
     ],
     out: Annotated[
         Path,
-        typer.Option(
-            "--out",
-            help="Output directory (created if missing; files in it are overwritten): "
-            "metrics.json, metrics.csv, per_topic.csv, errors.jsonl, report.md/html, plot_*.png.",
+        out_option(
+            "Output directory (created if missing; the files of an earlier run are replaced): "
+            "metrics.json, metrics.csv, per_topic.csv, errors.jsonl, report.md/html, plot_*.png."
         ),
     ],
     latency: Annotated[
@@ -363,6 +370,7 @@ def score(
             "--json", metavar="", help="Print metrics.json on stdout (tables go to stderr)."
         ),
     ] = False,
+    force: ForceOpt = False,
 ) -> None:
     """Score one or more models' predicted slots against gold slots and write the report.
 
@@ -383,25 +391,28 @@ def score(
         )
     lat = _checked_names(_pairs(latency or [], "--latency"), names, "--latency")
     jud = _checked_names(_pairs(judge or [], "--judge"), names, "--judge")
-    out_dir(out)
+    folder = out_dir(out, force=force)
     console = SafeConsole(stderr=as_json)
-    run, files = score_files(
-        gold,
-        dict(pred_pairs),
-        lat,
-        jud,
-        out=out,
-        tp=tp,
-        threshold=threshold,
-        judge_base_url=judge_base_url,
-        judge_model=judge_model,
-        bootstrap=bootstrap,
-        seed=seed,
-        console=console,
-    )
+    with writing(folder):
+        run, files = score_files(
+            gold,
+            dict(pred_pairs),
+            lat,
+            jud,
+            out=folder,
+            tp=tp,
+            threshold=threshold,
+            judge_base_url=judge_base_url,
+            judge_model=judge_model,
+            bootstrap=bootstrap,
+            seed=seed,
+            console=console,
+        )
+        folder.finish()
     show_run(run, files, console)
-    if as_json:
-        sys.stdout.write(safe_json_text(dumps(run.metrics_json(), indent=True)) + "\n")
+    if as_json:  # metrics.json as written
+        metrics = {**run.metrics_json(), "complete": True}
+        sys.stdout.write(safe_json_text(dumps(metrics, indent=True)) + "\n")
     if run.errors:
         raise typer.Exit(EXIT_FAILED)
 
@@ -425,11 +436,12 @@ def run_demo(out_dir: Path) -> int:
         preds,
         lats,
         judges,
-        out=out_dir,
+        out=(folder := OutputFolder.prepare(out_dir, force=True)),
         bootstrap=1000,
         seed=0,
         console=console,
     )
+    folder.finish()
     console.print(
         "Synthetic example data (examples/slots/README.md): 3 users x 5 sessions, 3 models.",
         markup=False,
@@ -499,7 +511,7 @@ async def _extract_all(
 
 
 def write_extractions(
-    extractions: Sequence[Extraction], out: Path, specs: Sequence[ModelSpec]
+    extractions: Sequence[Extraction], out_folder: Path | OutputFolder, specs: Sequence[ModelSpec]
 ) -> tuple[dict[str, Path], dict[str, Path], Path]:
     """``pred_<name>.jsonl``, ``latency_<name>.jsonl``, ``memory_<name>.jsonl`` per model,
     ``session_errors.jsonl`` (every failed session) and ``runs.json`` (run ids and counts)."""
@@ -508,14 +520,19 @@ def write_extractions(
     lats: dict[str, Path] = {}
     runs: dict[str, Any] = {}
     by_name = {s.name: s for s in specs}
+    out = OutputFolder.of(out_folder)
     try:
         for ex in extractions:
             stem = stems[ex.model]
             preds[ex.model] = out / f"pred_{stem}.jsonl"
             lats[ex.model] = out / f"latency_{stem}.jsonl"
-            write_jsonl(preds[ex.model], ex.pred_records())
-            write_jsonl(lats[ex.model], ex.latency_records())
-            write_jsonl(out / f"memory_{stem}.jsonl", ex.memory_records())
+            for name, rows in (
+                (f"pred_{stem}.jsonl", ex.pred_records()),
+                (f"latency_{stem}.jsonl", ex.latency_records()),
+                (f"memory_{stem}.jsonl", ex.memory_records()),
+            ):
+                with out.atomic(name) as tmp:
+                    write_jsonl(tmp, rows)
             runs[ex.model] = {
                 "run_id": ex.run_id,
                 "model": by_name[ex.model].public(),
@@ -529,8 +546,10 @@ def write_extractions(
                 "files": {"pred": preds[ex.model].name, "latency": lats[ex.model].name},
             }
         errors_path = out / "session_errors.jsonl"
-        write_jsonl(errors_path, [r for ex in extractions for r in ex.error_records()])
-        write_json(out / "runs.json", {"prompt": PROMPT_ID, "memory": "update-merge", "runs": runs})
+        with out.atomic("session_errors.jsonl") as tmp:
+            write_jsonl(tmp, [r for ex in extractions for r in ex.error_records()])
+        with out.atomic("runs.json") as tmp:
+            write_json(tmp, {"prompt": PROMPT_ID, "memory": "update-merge", "runs": runs})
     except OSError as exc:
         raise typer.BadParameter(
             f"cannot write {exc.filename or out}: {exc.strerror or exc}", param_hint="--out"
@@ -614,9 +633,8 @@ def run(
     ],
     out: Annotated[
         Path,
-        typer.Option(
-            "--out",
-            help="Output directory (created if missing; files in it are overwritten).",
+        out_option(
+            "Output directory (created if missing; the files of an earlier run are replaced)."
         ),
     ],
     model: Annotated[
@@ -677,6 +695,7 @@ def run(
         typer.Option("--bootstrap", min=0, help="Bootstrap resamples of sessions (0: none)."),
     ] = 1000,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the bootstrap.")] = 0,
+    force: ForceOpt = False,
 ) -> None:
     if judge_base_url and not judge_model:
         raise typer.BadParameter("--judge-base-url needs --judge-model", param_hint="--judge-model")
@@ -697,7 +716,7 @@ def run(
     )
     convs = _conversations(conversations)
     _load(load_slots, gold, "--gold")  # unreadable gold: a usage error before any model call
-    out_dir(out)
+    folder = out_dir(out, force=force)
     runner = make_runner(
         concurrency=concurrency,
         timeout=timeout,
@@ -715,22 +734,24 @@ def run(
         ),
         console=err,
     )
-    preds, lats, errors_path = write_extractions(extractions, out, specs)
-    scored, files = score_files(
-        gold,
-        preds,
-        lats,
-        {},
-        out=out,
-        tp=tp,
-        threshold=threshold,
-        judge_base_url=judge_url if judge_model else None,
-        judge_model=judge_model,
-        bootstrap=bootstrap,
-        seed=seed,
-        console=err,
-        not_scored={ex.model: ex.not_scored() for ex in extractions},
-    )
+    with writing(folder):
+        preds, lats, errors_path = write_extractions(extractions, folder, specs)
+        scored, files = score_files(
+            gold,
+            preds,
+            lats,
+            {},
+            out=folder,
+            tp=tp,
+            threshold=threshold,
+            judge_base_url=judge_url if judge_model else None,
+            judge_model=judge_model,
+            bootstrap=bootstrap,
+            seed=seed,
+            console=err,
+            not_scored={ex.model: ex.not_scored() for ex in extractions},
+        )
+        folder.finish()
     show_run(scored, files, console, err)
     console.print(runs_table(extractions))
     failed = sum(len(ex.failed) for ex in extractions)
@@ -770,7 +791,7 @@ def run_model_demo(base_url: str, out_dir: Path, models: list[str], *, console: 
             f"slots demo: example data not found in {EXAMPLES}", style="red", markup=False
         )
         return EXIT_FAILED
-    out_dir.mkdir(parents=True, exist_ok=True)
+    folder = OutputFolder.prepare(out_dir, force=True)
     specs = [ModelSpec(name=m, model=m, base_url=base_url) for m in models]
     convs = load_conversations(conversations_path)
     runner = make_runner()
@@ -780,18 +801,19 @@ def run_model_demo(base_url: str, out_dir: Path, models: list[str], *, console: 
         ),
         console=console,
     )
-    preds, lats, _ = write_extractions(extractions, out_dir, specs)
+    preds, lats, _ = write_extractions(extractions, folder, specs)
     scored, files = score_files(
         gold,
         preds,
         lats,
         {},
-        out=out_dir,
+        out=folder,
         bootstrap=200,
         seed=0,
         console=console,
         not_scored={ex.model: ex.not_scored() for ex in extractions},
     )
+    folder.finish()
     table = Table(title="slots run (synthetic models, examples/slots)", header_style="bold")
     table.add_column("model", min_width=17, overflow="fold")
     for col in ("P", "R", "F1", "exact", "extra slots", "failed sessions", "latency"):

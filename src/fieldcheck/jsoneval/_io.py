@@ -9,9 +9,10 @@ from typing import Any
 from pydantic import ValidationError
 
 from fieldcheck._util.errors import InputError
-from fieldcheck._util.jsonio import iter_jsonl, write_json, write_jsonl
+from fieldcheck._util.jsonio import iter_jsonl, write_jsonl
 from fieldcheck.jsoneval._models import BatchRecord, BatchResult, RecordError
 from fieldcheck.reports._csv import write_csv
+from fieldcheck.reports._outdir import OutputFolder
 
 logger = logging.getLogger("fieldcheck")
 
@@ -111,18 +112,19 @@ def read_batch(path: str | Path) -> tuple[list[BatchRecord], list[InputError]]:
     return records, errors
 
 
-def write_batch_outputs(out_dir: str | Path, batch: BatchResult) -> dict[str, Path]:
-    """Write the four output files into ``out_dir`` (created); return their paths by name."""
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+def write_batch_outputs(out_dir: str | Path | OutputFolder, batch: BatchResult) -> dict[str, Path]:
+    """Write the four output files into ``out_dir`` (created), each under a temporary name then
+    renamed, summary.json last with ``complete: true``; return their paths by name."""
+    out = OutputFolder.of(out_dir)
+    out.expect("records.jsonl", "fields.csv", "errors.jsonl", "summary.json")
     paths = {
         "records": out / "records.jsonl",
         "summary": out / "summary.json",
         "fields": out / "fields.csv",
         "errors": out / "errors.jsonl",
     }
-    write_jsonl(paths["records"], (r.result.record_dict(r.id) for r in batch.results))
-    write_json(paths["summary"], batch.summary.to_json())
+    with out.atomic("records.jsonl") as tmp:
+        write_jsonl(tmp, (r.result.record_dict(r.id) for r in batch.results))
     rows = [
         {
             "field": name,
@@ -137,6 +139,9 @@ def write_batch_outputs(out_dir: str | Path, batch: BatchResult) -> dict[str, Pa
         }
         for name, s in batch.summary.fields.items()
     ]
-    write_csv(paths["fields"], rows, FIELDS_CSV_COLUMNS)
-    write_jsonl(paths["errors"], (e.model_dump(mode="json") for e in batch.errors))
+    with out.atomic("fields.csv") as tmp:
+        write_csv(tmp, rows, FIELDS_CSV_COLUMNS)
+    with out.atomic("errors.jsonl") as tmp:
+        write_jsonl(tmp, (e.model_dump(mode="json") for e in batch.errors))
+    out.write_summary("summary.json", batch.summary.to_json())
     return paths

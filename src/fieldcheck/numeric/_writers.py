@@ -16,6 +16,7 @@ from fieldcheck._util.jsonio import write_json
 from fieldcheck.numeric._records import Conversation
 from fieldcheck.numeric._scoring import ConversationScore, NumericResult, TurnScore
 from fieldcheck.reports._csv import write_csv
+from fieldcheck.reports._outdir import OutputFolder
 
 SUMMARY_COLUMNS = (
     "conversation_id",
@@ -275,34 +276,41 @@ def write_accuracy_plot(statistics: dict[str, Any], path: Path) -> None:
 
 def write_outputs(
     result: NumericResult,
-    out_dir: str | Path,
+    out_dir: str | Path | OutputFolder,
     *,
     conversations: Sequence[Conversation] = (),
 ) -> dict[str, Path]:
-    """Write every output file into ``out_dir`` (created); return name -> path."""
-    out = Path(out_dir)
-    traces = out / "traces"
-    traces.mkdir(parents=True, exist_ok=True)
-    paths = {
-        "summary.csv": out / "summary.csv",
-        "turns.csv": out / "turns.csv",
-        "validation.csv": out / "validation.csv",
-        "errors.csv": out / "errors.csv",
-        "input_errors.csv": out / "input_errors.csv",
-        "statistics.json": out / "statistics.json",
-        "accuracy_by_turn.png": out / "accuracy_by_turn.png",
-        "traces": traces,
-    }
-    write_csv(paths["summary.csv"], summary_rows(result), SUMMARY_COLUMNS)
-    write_csv(paths["turns.csv"], turn_rows(result), TURN_COLUMNS)
-    write_csv(paths["validation.csv"], validation_rows(result), VALIDATION_COLUMNS)
-    write_csv(paths["errors.csv"], error_rows(result), ERROR_COLUMNS)
-    write_csv(
-        paths["input_errors.csv"], (e.to_dict() for e in result.input_errors), INPUT_ERROR_COLUMNS
+    """Write every output file into ``out_dir`` (created), each under a temporary name then
+    renamed, statistics.json last with ``complete: true``; return name -> path."""
+    out = OutputFolder.of(out_dir)
+    traces = out.sub("traces")
+    names = [
+        "summary.csv",
+        "turns.csv",
+        "validation.csv",
+        "errors.csv",
+        "input_errors.csv",
+        "accuracy_by_turn.png",
+        "statistics.json",
+    ]
+    out.expect(*names[:-1], "traces/", "statistics.json")
+    paths: dict[str, Path] = {name: out / name for name in names}
+    paths["traces"] = traces.path
+    tables = (
+        ("summary.csv", summary_rows(result), SUMMARY_COLUMNS),
+        ("turns.csv", turn_rows(result), TURN_COLUMNS),
+        ("validation.csv", validation_rows(result), VALIDATION_COLUMNS),
+        ("errors.csv", error_rows(result), ERROR_COLUMNS),
+        ("input_errors.csv", [e.to_dict() for e in result.input_errors], INPUT_ERROR_COLUMNS),
     )
-    write_json(paths["statistics.json"], result.statistics)
+    for name, rows, columns in tables:
+        with out.atomic(name) as tmp:
+            write_csv(tmp, rows, columns)
     by_id = {c.id: c for c in conversations}
     for c in result.conversations:
-        write_json(traces / f"{c.trace_id}.json", trace_document(c, by_id.get(c.conversation_id)))
-    write_accuracy_plot(result.statistics, paths["accuracy_by_turn.png"])
+        with traces.atomic(f"{c.trace_id}.json") as tmp:
+            write_json(tmp, trace_document(c, by_id.get(c.conversation_id)))
+    with out.atomic("accuracy_by_turn.png") as tmp:
+        write_accuracy_plot(result.statistics, tmp)
+    out.write_summary("statistics.json", result.statistics)
     return paths

@@ -8,9 +8,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from fieldcheck._util.jsonio import write_json, write_jsonl
+from fieldcheck._util.jsonio import write_jsonl
 from fieldcheck.metrics._stats import Interval
 from fieldcheck.reports import write_csv
+from fieldcheck.reports._outdir import OutputFolder
 from fieldcheck.slots._score import CI_METRICS, ModelResult, SlotsRun
 from fieldcheck.slots._summary import (
     Finding,
@@ -106,26 +107,26 @@ def topic_rows(run: SlotsRun) -> list[dict[str, Any]]:
     ]
 
 
-def write_outputs(run: SlotsRun, out_dir: str | Path, *, plots: bool = True) -> dict[str, Path]:
-    """Write every output file of a run into ``out_dir``; returns name -> path."""
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    files = {
-        "metrics.json": out / "metrics.json",
-        "metrics.csv": out / "metrics.csv",
-        "per_topic.csv": out / "per_topic.csv",
-        "errors.jsonl": out / "errors.jsonl",
-        "report.md": out / "report.md",
-        "report.html": out / "report.html",
-    }
-    write_json(files["metrics.json"], run.metrics_json())
-    write_csv(files["metrics.csv"], metrics_rows(run), CSV_COLUMNS)
-    write_csv(files["per_topic.csv"], topic_rows(run), TOPIC_COLUMNS)
-    write_jsonl(files["errors.jsonl"], [e.to_dict() for e in run.errors])
+def write_outputs(
+    run: SlotsRun, out_dir: str | Path | OutputFolder, *, plots: bool = True
+) -> dict[str, Path]:
+    """Write every output file of a run into ``out_dir``, each under a temporary name then
+    renamed, metrics.json last with ``complete: true``; returns name -> path."""
+    out = OutputFolder.of(out_dir)
+    names = ("metrics.csv", "per_topic.csv", "errors.jsonl", "report.md", "report.html")
+    out.expect(*names, "metrics.json")
+    files = {name: out / name for name in ("metrics.json", *names)}
+    with out.atomic("metrics.csv") as tmp:
+        write_csv(tmp, metrics_rows(run), CSV_COLUMNS)
+    with out.atomic("per_topic.csv") as tmp:
+        write_csv(tmp, topic_rows(run), TOPIC_COLUMNS)
+    with out.atomic("errors.jsonl") as tmp:
+        write_jsonl(tmp, [e.to_dict() for e in run.errors])
     images = write_plots(run, out) if plots else {}
     files |= {p.name: p for p in images.values()}
-    files["report.md"].write_text(render_markdown(run, images), encoding="utf-8")
-    files["report.html"].write_text(render_html(run, images), encoding="utf-8")
+    out.write_text("report.md", render_markdown(run, images))
+    out.write_text("report.html", render_html(run, images))
+    out.write_summary("metrics.json", run.metrics_json())
     return files
 
 
@@ -459,7 +460,7 @@ def _label(text: str) -> str:
 _LEGEND_OUTSIDE: dict[str, Any] = {"loc": "upper left", "bbox_to_anchor": (1.01, 1.0)}
 
 
-def write_plots(run: SlotsRun, out: Path) -> dict[str, Path]:
+def write_plots(run: SlotsRun, out: Path | OutputFolder) -> dict[str, Path]:
     """PNG plots with the Agg backend (imported here, never at module load); returns key -> path."""
     import matplotlib
 
@@ -467,6 +468,7 @@ def write_plots(run: SlotsRun, out: Path) -> dict[str, Path]:
     import matplotlib.pyplot as plt
     import numpy as np
 
+    folder = OutputFolder.of(out)  # the prepared folder when ``out`` is its path
     written: dict[str, Path] = {}
     if not run.models:
         return written
@@ -483,7 +485,7 @@ def write_plots(run: SlotsRun, out: Path) -> dict[str, Path]:
     ax.set_title("Precision, recall and F1 per model")
     ax.legend(**_LEGEND_OUTSIDE)
     fig.tight_layout()
-    written["prf1"] = _save(fig, out / PLOTS["prf1"], plt)
+    written["prf1"] = _save(fig, folder / PLOTS["prf1"], plt)
 
     topics = run.topics
     if topics:
@@ -504,7 +506,7 @@ def write_plots(run: SlotsRun, out: Path) -> dict[str, Path]:
         fig.colorbar(image, ax=ax, label="F1")
         ax.set_title("F1 per topic")
         fig.tight_layout()
-        written["topic_f1"] = _save(fig, out / PLOTS["topic_f1"], plt)
+        written["topic_f1"] = _save(fig, folder / PLOTS["topic_f1"], plt)
 
         fig, ax = plt.subplots(figsize=(max(6.5, 1.8 * len(topics) + 1.5), 4))
         tx = np.arange(len(topics))
@@ -521,7 +523,7 @@ def write_plots(run: SlotsRun, out: Path) -> dict[str, Path]:
         ax.set_title("Extra (hallucinated) slots per topic")
         ax.legend(title="model", **_LEGEND_OUTSIDE)
         fig.tight_layout()
-        written["extra"] = _save(fig, out / PLOTS["extra"], plt)
+        written["extra"] = _save(fig, folder / PLOTS["extra"], plt)
 
     timed = [(names[i], m.latency_seconds) for i, m in enumerate(run.models) if m.latency_seconds]
     if timed:
@@ -531,11 +533,15 @@ def write_plots(run: SlotsRun, out: Path) -> dict[str, Path]:
         ax.set_ylabel("seconds per session")
         ax.set_title("Latency per session (line: median, triangle: mean)")
         fig.tight_layout()
-        written["latency"] = _save(fig, out / PLOTS["latency"], plt)
+        written["latency"] = _save(fig, folder / PLOTS["latency"], plt)
     return written
 
 
 def _save(fig: Any, path: Path, plt: Any) -> Path:
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    """Save under a temporary name, then rename (reports/_outdir.py)."""
+    try:
+        with OutputFolder.of(path.parent).atomic(path.name) as tmp:
+            fig.savefig(tmp, dpi=110)
+    finally:
+        plt.close(fig)
     return path

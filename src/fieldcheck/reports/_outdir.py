@@ -1,0 +1,340 @@
+"""The ``--out`` folder: what fieldcheck wrote there, written safely (issue 9, docs/formats.md
+"Output folders").
+
+- Every file is written to a temporary name in its own folder and renamed when complete
+  (``os.replace``): a kill leaves the old file or the new one, never half of one; the rename
+  replaces a symlink planted under the name, never the file it points to.
+- ``.fieldcheck-manifest.jsonl`` lists every file fieldcheck wrote (a line is appended before the
+  file takes its name, so no file of ours is ever unlisted) and ends with ``{"complete": true}``
+  when the run wrote everything. A new run removes exactly the listed files first (the summaries
+  first, so a half-removed folder never claims completeness), never following a link.
+- A folder holding anything else is refused unless ``force`` (the other files are then kept).
+- The run's summary (json ``summary.json``, slots ``metrics.json``, numeric ``statistics.json``)
+  is written last with ``"complete": true``: present only when every other file was written.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+import orjson
+
+from fieldcheck._util.jsonio import dumps
+
+MANIFEST = ".fieldcheck-manifest.jsonl"
+# prepared folders (and their subfolders) by absolute path: ``OutputFolder.of(path)`` finds them
+_ACTIVE: dict[str, OutputFolder] = {}
+TMP_MARK = ".fieldcheck-tmp-"
+_SHOWN = 5
+
+
+class OutputFolderError(Exception):
+    """The folder cannot be used (a file, not creatable, or holding other files): a usage error.
+    ``reason``: the system's reason when the folder cannot be created."""
+
+    def __init__(self, message: str, *, reason: str | None = None) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+def _check_name(name: str) -> PurePosixPath:
+    rel = PurePosixPath(name)
+    if not name or rel.is_absolute() or any(p in ("", ".", "..") for p in rel.parts):
+        raise ValueError(f"not a relative file name inside the output folder: {name!r}")
+    return rel
+
+
+def _is_link(path: Path) -> bool:
+    try:
+        return stat.S_ISLNK(os.lstat(path).st_mode)
+    except FileNotFoundError:
+        return False
+
+
+def _listing(root: Path) -> tuple[set[str], set[str]]:
+    """Files (and links, and anything not a directory) and directories under ``root``, relative,
+    without following a link."""
+    files: set[str] = set()
+    dirs: set[str] = set()
+    for top, subdirs, names in os.walk(root, followlinks=False):
+        base = Path(top).relative_to(root)
+        for d in list(subdirs):
+            rel = (base / d).as_posix()
+            if _is_link(Path(top) / d):  # os.walk lists a link to a folder as a folder
+                files.add(rel)
+                subdirs.remove(d)
+            else:
+                dirs.add(rel)
+        files.update((base / n).as_posix() for n in names)
+    return files, dirs
+
+
+def _read_manifest(path: Path) -> tuple[list[str], list[str]]:
+    """(files, summaries) listed in a manifest; lines that are not ours (or torn) are skipped."""
+    files: list[str] = []
+    summaries: list[str] = []
+    try:
+        if not stat.S_ISREG(os.lstat(path).st_mode):
+            return files, summaries
+        raw = path.read_bytes()
+    except OSError:
+        return files, summaries
+    for line in raw.splitlines():
+        try:
+            entry = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            continue
+        name = entry.get("file") if isinstance(entry, dict) else None
+        if not isinstance(name, str):
+            continue
+        try:
+            _check_name(name)
+        except ValueError:
+            continue
+        files.append(name)
+        if entry.get("summary") is True:
+            summaries.append(name)
+    return files, summaries
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" + ("" if n == 1 else "s")
+
+
+def _some(names: Iterable[str]) -> str:
+    names = sorted(names)
+    shown = ", ".join(names[:_SHOWN])
+    return shown + (f" and {len(names) - _SHOWN} more" if len(names) > _SHOWN else "")
+
+
+class OutputFolder:
+    """A prepared output folder, or a view of one of its subfolders (``sub``)."""
+
+    def __init__(self, root: Path, *, managed: bool, prefix: str = "", shared: Any = None) -> None:
+        self.root = root
+        self.managed = managed
+        self.prefix = prefix
+        self._state: _State = shared if shared is not None else _State()
+
+    # ------------------------------------------------------------------ opening
+
+    @classmethod
+    def prepare(cls, path: str | Path, *, force: bool = False) -> OutputFolder:
+        """Create ``path`` or check it; remove what an earlier run listed in its manifest.
+
+        Raises OutputFolderError when ``path`` is a file, cannot be created, or holds anything
+        fieldcheck did not write (unless ``force``: those are kept, ours are replaced)."""
+        root = Path(path)
+        if root.exists() and not root.is_dir():
+            raise OutputFolderError(f"{root} is a file, not a directory")
+        try:
+            root.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            reason = exc.strerror or str(exc)
+            raise OutputFolderError(
+                f"cannot create directory {root}: {reason}", reason=reason
+            ) from None
+        manifest = root / MANIFEST
+        old_files, summaries = _read_manifest(manifest)
+        files, dirs = _listing(root)
+        ours = set(old_files) | {MANIFEST} | {f for f in files if TMP_MARK in f.rsplit("/", 1)[-1]}
+        parents = {p.as_posix() for f in old_files for p in PurePosixPath(f).parents} - {"."}
+        foreign = (files - ours) | (dirs - parents)
+        if _is_link(manifest) and MANIFEST in files:
+            foreign.add(MANIFEST)
+        if foreign and not force:
+            raise OutputFolderError(
+                f"{root} holds {len(foreign)} {'entry' if len(foreign) == 1 else 'entries'} "
+                f"fieldcheck did not write ({_some(foreign)}); give an empty or new folder, or "
+                "--force to write beside them"
+            )
+        folder = cls(root, managed=True)
+        try:
+            # 1. the manifest stops claiming completeness, 2. summaries go, 3. the rest
+            folder._write_manifest(old_files, summaries)
+            for name in [*summaries, *sorted(set(old_files) - set(summaries))]:
+                folder._remove(name)
+            for name in sorted(f for f in files if TMP_MARK in f.rsplit("/", 1)[-1]):
+                folder._remove(name)
+            for d in sorted(parents, key=lambda d: -d.count("/")):
+                folder._remove_dir(d)
+            folder._write_manifest([], [])
+        except OSError as exc:
+            raise OutputFolderError(
+                f"cannot clean {root}: {exc.filename or ''} {exc.strerror or exc}".strip()
+            ) from None
+        folder._state.before = files - ours
+        _ACTIVE[os.path.abspath(root)] = folder
+        return folder
+
+    @classmethod
+    def of(cls, out: str | Path | OutputFolder) -> OutputFolder:
+        """``out`` itself, or a plain path as an unmanaged folder (atomic writes, no manifest:
+        for library callers that give a path)."""
+        if isinstance(out, OutputFolder):
+            return out
+        root = Path(out)
+        active = _ACTIVE.get(os.path.abspath(root))
+        if active is not None:  # the path of a prepared folder: keep its manifest
+            return active
+        root.mkdir(parents=True, exist_ok=True)
+        return cls(root, managed=False)
+
+    def sub(self, name: str) -> OutputFolder:
+        """The subfolder ``name`` (created), sharing this folder's manifest."""
+        _check_name(name)
+        view = OutputFolder(
+            self.root, managed=self.managed, prefix=self._rel(name), shared=self._state
+        )
+        view._mkdirs(view._rel("x"))
+        if self.managed:
+            _ACTIVE[os.path.abspath(view.path)] = view
+        return view
+
+    @property
+    def path(self) -> Path:
+        """The folder on disk (a subfolder for a ``sub`` view)."""
+        return self.root / self.prefix if self.prefix else self.root
+
+    def __truediv__(self, name: str) -> Path:
+        return self.path / name
+
+    def __str__(self) -> str:
+        return str(self.path)
+
+    # ------------------------------------------------------------------ writing
+
+    def expect(self, *names: str) -> None:
+        """Files this run means to write (named in the Ctrl-C line when they are not written)."""
+        for name in names:
+            self._state.expected.setdefault(self._rel(name), None)
+
+    @contextmanager
+    def atomic(self, name: str, *, summary: bool = False) -> Iterator[Path]:
+        """A temporary path beside ``name`` to write; renamed to ``name`` when the block ends
+        without an error (removed otherwise). Returns via the block; the final path is
+        ``self / name``."""
+        rel = self._rel(name)
+        final = self.root / rel
+        self._mkdirs(rel)
+        tmp = final.with_name(f".{final.name}{TMP_MARK}{os.getpid()}{final.suffix}")
+        if os.path.lexists(tmp):
+            os.unlink(tmp)
+        try:
+            yield tmp
+            if self.managed:
+                self._append({"file": rel, "summary": summary} if summary else {"file": rel})
+            os.replace(tmp, final)
+        except BaseException:
+            if os.path.lexists(tmp):
+                os.unlink(tmp)
+            raise
+        self._state.written[rel] = None
+
+    def write_text(self, name: str, text: str, *, summary: bool = False) -> Path:
+        with self.atomic(name, summary=summary) as tmp:
+            tmp.write_text(text, encoding="utf-8")
+        return self / name
+
+    def write_summary(self, name: str, value: dict[str, Any]) -> Path:
+        """The run's summary, written last: ``value`` with ``"complete": true``."""
+        return self.write_text(
+            name, dumps({**value, "complete": True}, indent=True) + "\n", summary=True
+        )
+
+    def finish(self) -> None:
+        """Mark the folder complete: every file of the run was written. Files that appeared
+        during the run without ``atomic`` are listed too, so a next run removes them."""
+        if not self.managed:
+            return
+        files, _ = _listing(self.root)
+        known = set(self._state.written) | {MANIFEST}
+        for rel in sorted(files - known - self._state.before):
+            if TMP_MARK not in rel.rsplit("/", 1)[-1]:
+                self._append({"file": rel})
+        self._append({"complete": True})
+
+    def interrupted_line(self) -> str:
+        """What a Ctrl-C left: the files written and those not."""
+        written = list(self._state.written)
+        missing = [n for n in self._state.expected if n not in self._state.written]
+        text = f"interrupted: {self.root} is not complete; "
+        text += f"written: {_plural(len(written), 'file')}"
+        text += f" ({_some(written)})" if written else ""
+        text += f"; not written: {_some(missing)}" if missing else "; the rest was not written"
+        return text + " (no summary says complete: true; run the command again)"
+
+    # ------------------------------------------------------------------ internals
+
+    def _rel(self, name: str) -> str:
+        _check_name(name)
+        return f"{self.prefix}/{name}" if self.prefix else name
+
+    def _mkdirs(self, rel: str) -> None:
+        """Real directories for every parent of ``rel``: a link in their place is replaced
+        (managed folders only; the folder was checked or --force given), never followed."""
+        current = self.root
+        for part in PurePosixPath(rel).parts[:-1]:
+            current = current / part
+            if _is_link(current):
+                if not self.managed:
+                    raise OSError(0, "a link where a folder should be", str(current))
+                os.unlink(current)
+            if not current.is_dir():
+                current.mkdir()
+
+    def _inside(self, rel: str) -> Path | None:
+        """``root / rel`` when no parent of it is a link (else None: never delete through one)."""
+        current = self.root
+        for part in PurePosixPath(rel).parts[:-1]:
+            current = current / part
+            if _is_link(current) or not current.is_dir():
+                return None
+        return self.root / rel
+
+    def _remove(self, rel: str) -> None:
+        path = self._inside(rel)
+        if path is None or not os.path.lexists(path):
+            return
+        if _is_link(path) or not path.is_dir():
+            os.unlink(path)
+
+    def _remove_dir(self, rel: str) -> None:
+        path = self._inside(rel)
+        if path is not None and not _is_link(path) and path.is_dir():
+            with contextlib.suppress(OSError):  # not empty: others' files, kept under --force
+                path.rmdir()
+
+    def _write_manifest(self, files: list[str], summaries: list[str]) -> None:
+        lines = [{"fieldcheck": "output folder manifest", "complete": False}]
+        lines += [{"file": f, "summary": True} if f in summaries else {"file": f} for f in files]
+        path = self.root / MANIFEST
+        tmp = path.with_name(path.name + TMP_MARK + str(os.getpid()))
+        tmp.write_bytes(b"".join(orjson.dumps(x) + b"\n" for x in lines))
+        os.replace(tmp, path)
+
+    def _append(self, entry: dict[str, Any]) -> None:
+        path = self.root / MANIFEST
+        if _is_link(path):
+            os.unlink(path)
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
+        fd = os.open(path, flags, 0o644)
+        try:
+            os.write(fd, orjson.dumps(entry) + b"\n")
+        finally:
+            os.close(fd)
+
+
+class _State:
+    """What a folder and its subfolder views share: files written, expected, and present before."""
+
+    def __init__(self) -> None:
+        self.written: dict[str, None] = {}
+        self.expected: dict[str, None] = {}
+        self.before: set[str] = set()

@@ -1,0 +1,331 @@
+"""Issue 9, file-system safety of ``--out`` (reports/_outdir.py): links inside the folder are
+never followed, every file is written under a temporary name and renamed, the summary says
+``complete: true`` only when everything was written (a killed run never claims it), a re-run
+removes exactly what fieldcheck wrote, other files need ``--force``, ``--out ''`` is refused."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from fieldcheck._cli.main import app
+from fieldcheck.reports._outdir import MANIFEST, OutputFolder, OutputFolderError
+
+
+def _invoke(*args: str) -> Any:
+    return CliRunner().invoke(app, list(args), env={"COLUMNS": "300"})
+
+
+def _text(result: Any) -> str:
+    return " ".join(result.output.replace("│", " ").split())
+
+
+def _jsonl(path: Path, rows: list[Any]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def _batch(tmp_path: Path, n: int = 3) -> Path:
+    return _jsonl(
+        tmp_path / "d.jsonl",
+        [{"id": i, "ground_truth": {"a": i}, "output": {"a": i}} for i in range(n)],
+    )
+
+
+def _manifest(folder: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (folder / MANIFEST).read_text().splitlines()]
+
+
+# ------------------------------------------------------------------ symlinks
+
+
+def test_planted_link_in_a_new_folder_is_refused_and_its_target_untouched(tmp_path: Path) -> None:
+    """`summary.json -> ~/.bashrc` in an otherwise empty folder: the folder is not ours (exit 2,
+    one line); with --force the link itself is replaced, never the file it points to."""
+    victim = tmp_path / "bashrc"
+    victim.write_text("export SAFE=1\n")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "summary.json").symlink_to(victim)
+    data = _batch(tmp_path)
+    result = _invoke("json", "batch", str(data), "--out", str(out))
+    assert result.exit_code == 2
+    assert result.stderr.strip() == (
+        f"error: {out} holds 1 entry fieldcheck did not write (summary.json); give an empty or "
+        "new folder, or --force to write beside them"
+    )
+    assert victim.read_text() == "export SAFE=1\n"
+    result = _invoke("json", "batch", str(data), "--out", str(out), "--force")
+    assert result.exit_code == 0, result.output
+    assert victim.read_text() == "export SAFE=1\n"
+    assert not (out / "summary.json").is_symlink()
+    assert json.loads((out / "summary.json").read_text())["records"] == 3
+
+
+def test_link_swapped_in_for_our_own_file_is_replaced_not_followed(tmp_path: Path) -> None:
+    """A file of an earlier run turned into a link: the re-run removes the link (it is ours by
+    name), the target keeps its content."""
+    victim = tmp_path / "bashrc"
+    victim.write_text("keep me\n")
+    out, data = tmp_path / "out", _batch(tmp_path)
+    assert _invoke("json", "batch", str(data), "--out", str(out)).exit_code == 0
+    for name in ("summary.json", "records.jsonl"):
+        (out / name).unlink()
+        (out / name).symlink_to(victim)
+    result = _invoke("json", "batch", str(data), "--out", str(out))
+    assert result.exit_code == 0, result.output
+    assert victim.read_text() == "keep me\n"
+    assert not (out / "summary.json").is_symlink() and not (out / "records.jsonl").is_symlink()
+    assert len((out / "records.jsonl").read_text().splitlines()) == 3
+
+
+def test_linked_subfolder_is_never_written_or_cleaned_through(tmp_path: Path) -> None:
+    """numeric's traces/ replaced by a link to another folder: refused without --force; with it
+    the link becomes a real folder and nothing in the linked folder is deleted or written."""
+    elsewhere = tmp_path / "home"
+    elsewhere.mkdir()
+    (elsewhere / "conv-1.json").write_text("mine")
+    out = tmp_path / "out"
+    data, preds = _numeric_files(tmp_path, ["conv-1"])
+    args = ("numeric", "score", "--data", str(data), "--predictions", str(preds))
+    assert _invoke(*args, "--out", str(out), "--bootstrap", "0").exit_code == 0
+    trace = next((out / "traces").iterdir()).name
+    (elsewhere / trace).write_text("mine too")
+    for f in (out / "traces").iterdir():
+        f.unlink()
+    (out / "traces").rmdir()
+    (out / "traces").symlink_to(elsewhere, target_is_directory=True)
+    result = _invoke(*args, "--out", str(out), "--bootstrap", "0")
+    assert result.exit_code == 2
+    assert "holds 1 entry fieldcheck did not write (traces)" in _text(result)
+    result = _invoke(*args, "--out", str(out), "--bootstrap", "0", "--force")
+    assert result.exit_code == 0, result.output
+    assert sorted(p.name for p in elsewhere.iterdir()) == sorted({"conv-1.json", trace})
+    assert (elsewhere / trace).read_text() == "mine too"
+    assert not (out / "traces").is_symlink() and (out / "traces" / trace).is_file()
+
+
+# ------------------------------------------------------------------ stale files, --force, --out ''
+
+
+def _conversation(cid: str) -> dict[str, Any]:
+    return {
+        "id": cid,
+        "doc": {"pre_text": "", "post_text": "", "table": {"2020": {"sales": 10.0}}},
+        "dialogue": {
+            "conv_questions": ["q?"],
+            "conv_answers": ["10"],
+            "turn_program": ["10"],
+            "executed_answers": [10.0],
+            "qa_split": [False],
+        },
+        "features": {
+            "num_dialogue_turns": 1,
+            "has_type2_question": False,
+            "has_duplicate_columns": False,
+            "has_non_numeric_values": False,
+        },
+    }
+
+
+def _numeric_files(tmp_path: Path, ids: list[str]) -> tuple[Path, Path]:
+    data = tmp_path / f"data{len(ids)}.json"
+    data.write_text(json.dumps({"dev": [_conversation(c) for c in ids]}))
+    preds = _jsonl(
+        tmp_path / f"p{len(ids)}.jsonl",
+        [{"conversation_id": c, "turn": 0, "answer": "10"} for c in ids],
+    )
+    return data, preds
+
+
+def test_rerun_removes_the_stale_traces_of_the_earlier_run(tmp_path: Path) -> None:
+    """44 old traces beside 2 new: the second run leaves exactly its own 2."""
+    out = tmp_path / "out"
+    old = [f"conv-{i}" for i in range(44)]
+    data, preds = _numeric_files(tmp_path, old)
+    args = ("numeric", "score", "--bootstrap", "0", "--out", str(out))
+    assert _invoke(*args, "--data", str(data), "--predictions", str(preds)).exit_code == 0
+    assert len(list((out / "traces").iterdir())) == 44
+    data, preds = _numeric_files(tmp_path, ["conv-new-1", "conv-new-2"])
+    assert _invoke(*args, "--data", str(data), "--predictions", str(preds)).exit_code == 0
+    traces = sorted(p.name for p in (out / "traces").iterdir())
+    assert len(traces) == 2 and all("new" in t for t in traces), traces
+    assert json.loads((out / "statistics.json").read_text())["complete"] is True
+    assert json.loads((out / "statistics.json").read_text())["num_conversations"] == 2
+
+
+def test_rerun_removes_an_old_plot(tmp_path: Path) -> None:
+    """plot_latency.png of a run with --latency is gone after a run without it."""
+    gold = _jsonl(
+        tmp_path / "gold.jsonl",
+        [{"user": "u", "session": 1, "topic": "t", "field": "f", "values": ["v"]}],
+    )
+    lat = _jsonl(tmp_path / "lat.jsonl", [{"user": "u", "session": 1, "seconds": 1.5}])
+    out = tmp_path / "out"
+    args = ("slots", "score", "--gold", str(gold), "--pred", f"a={gold}", "--out", str(out))
+    assert _invoke(*args, "--bootstrap", "0", "--latency", f"a={lat}").exit_code == 0
+    assert (out / "plot_latency.png").exists()
+    assert _invoke(*args, "--bootstrap", "0").exit_code == 0
+    assert not (out / "plot_latency.png").exists()
+    assert (out / "plot_prf1.png").exists()
+    assert json.loads((out / "metrics.json").read_text())["complete"] is True
+
+
+def test_folder_with_other_files_needs_force_and_keeps_them(tmp_path: Path) -> None:
+    out, data = tmp_path / "out", _batch(tmp_path)
+    out.mkdir()
+    (out / "notes.txt").write_text("my notes")
+    result = _invoke("json", "batch", str(data), "--out", str(out))
+    assert result.exit_code == 2
+    assert result.stderr.count("\n") == 1 and "(notes.txt)" in result.stderr
+    assert not (out / "summary.json").exists()
+    for _ in range(2):  # the first run with --force, then again: ours replaced, notes kept
+        assert _invoke("json", "batch", str(data), "--out", str(out), "--force").exit_code == 0
+    assert (out / "notes.txt").read_text() == "my notes"
+    listed = {e["file"] for e in _manifest(out) if "file" in e}
+    assert listed == {"records.jsonl", "fields.csv", "errors.jsonl", "summary.json"}
+    assert _manifest(out)[-1] == {"complete": True}
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("json", "batch", "d.jsonl"),
+        ("json", "run", "d.jsonl", "--model", "m", "--base-url", "http://127.0.0.1:9/v1"),
+        ("slots", "score", "--gold", "g", "--pred", "a=g"),
+        ("slots", "run", "--conversations", "c", "--gold", "g", "--model", "m"),
+        ("numeric", "score", "--data", "x", "--predictions", "x"),
+        ("numeric", "evaluate", "--data", "x", "--model", "m"),
+    ],
+)
+def test_empty_out_is_a_usage_error_and_force_is_offered(
+    command: tuple[str, ...], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    for name in ("d.jsonl", "g", "c", "x"):
+        Path(name).write_text("{}\n")
+    result = _invoke(*command, "--out", "")
+    assert result.exit_code == 2
+    assert "must name a folder (use '.' for the current one)" in _text(result)
+    assert sorted(os.listdir(tmp_path)) == ["c", "d.jsonl", "g", "x"]  # nothing written
+    help_text = _text(_invoke(*command[:2], "--help"))
+    assert "--force" in help_text and "fieldcheck did not write" in help_text
+
+
+def test_manifest_outside_names_are_ignored(tmp_path: Path) -> None:
+    """A planted manifest cannot make a re-run delete files outside the folder."""
+    victim = tmp_path / "victim.txt"
+    victim.write_text("x")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / MANIFEST).write_text(
+        '{"file": "../victim.txt"}\n{"file": "/etc/hostname"}\n{"file": "a/../../victim.txt"}\n'
+    )
+    folder = OutputFolder.prepare(out)
+    folder.write_text("x.txt", "y")
+    folder.finish()
+    assert victim.read_text() == "x"
+    assert [e.get("file") for e in _manifest(out)] == [None, "x.txt", None]
+
+
+def test_prepare_refuses_a_file(tmp_path: Path) -> None:
+    a_file = tmp_path / "f"
+    a_file.write_text("x")
+    with pytest.raises(OutputFolderError, match="is a file, not a directory"):
+        OutputFolder.prepare(a_file)
+
+
+# ------------------------------------------------------------------ killed while writing
+
+
+def _check_never_claims_more(out: Path, n: int) -> str:
+    """The folder's state after a kill: 'complete', 'incomplete' or 'empty'; asserts that a
+    summary (or the manifest) claiming completeness comes with every file whole."""
+    summary = out / "summary.json"
+    records = out / "records.jsonl"
+    if records.exists():  # never half a file under its final name
+        assert len(records.read_bytes().splitlines()) == n
+    manifest_complete = (out / MANIFEST).exists() and _manifest(out)[-1] == {"complete": True}
+    if summary.exists():
+        assert json.loads(summary.read_text())["complete"] is True
+        for name in ("records.jsonl", "fields.csv", "errors.jsonl"):
+            assert (out / name).exists(), name
+        return "complete"
+    assert not manifest_complete
+    return "incomplete" if any(p.name != MANIFEST for p in out.iterdir()) else "empty"
+
+
+def _wait_for_temporary_file(out: Path, proc: subprocess.Popen[str], *, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and proc.poll() is None:
+        mark = f".fieldcheck-tmp-{proc.pid}"  # this process's (a killed one leaves its own)
+        if out.exists() and any(
+            mark in p.name and not p.name.startswith(MANIFEST) for p in out.iterdir()
+        ):
+            return
+        time.sleep(0.001)
+
+
+@pytest.mark.slow
+def test_killed_while_writing_never_claims_completeness(tmp_path: Path) -> None:
+    """json batch over 6,000 records into the same folder, killed (SIGKILL, then SIGINT) at
+    random moments: the folder never says complete unless every file is there and whole; a
+    Ctrl-C prints one line saying what was and was not written."""
+    n = 6000
+    data = _jsonl(
+        tmp_path / "big.jsonl",
+        [
+            {"id": i, "ground_truth": {"a": i, "b": [1, 2]}, "output": {"a": i, "b": [1, 3]}}
+            for i in range(n)
+        ],
+    )
+    out = tmp_path / "out"
+    command = [sys.executable, "-m", "fieldcheck._cli.main", "json", "batch", str(data)]
+    command += ["--out", str(out)]
+    start = time.monotonic()
+    subprocess.run(command, check=True, capture_output=True, timeout=300)
+    full = time.monotonic() - start
+    assert _check_never_claims_more(out, n) == "complete"
+    rng = random.Random(9)
+    states = []
+    for i in range(8):
+        sig = signal.SIGKILL if i % 2 == 0 else signal.SIGINT
+        proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        if i < 4:  # at a random moment (start-up is most of a run)
+            time.sleep(rng.uniform(full * 0.5, full))
+        else:  # while a file is being written: once a temporary file shows, after a random pause
+            _wait_for_temporary_file(out, proc, timeout=full * 3)
+            time.sleep(rng.uniform(0, 0.05))
+        proc.send_signal(sig)
+        _, stderr = proc.communicate(timeout=120)
+        states.append(_check_never_claims_more(out, n))
+        if sig == signal.SIGINT and i >= 4:  # interrupted while writing: one line, exit 130
+            assert proc.returncode == 130, stderr
+            lines = stderr.strip().splitlines()
+            assert len(lines) == 1, stderr
+            assert lines[0].startswith(f"interrupted: {out} is not complete; written: "), stderr
+            assert "not written: " in lines[0] and "summary.json" in lines[0], stderr
+    assert "incomplete" in states, states  # some kill hit the run while it wrote
+    assert subprocess.run(command, capture_output=True, timeout=300).returncode == 0
+    assert _check_never_claims_more(out, n) == "complete"
+
+
+def test_ctrl_c_line_names_what_was_and_was_not_written(tmp_path: Path) -> None:
+    folder = OutputFolder.prepare(tmp_path / "out")
+    folder.expect("records.jsonl", "fields.csv", "summary.json")
+    folder.write_text("records.jsonl", "{}\n")
+    assert folder.interrupted_line() == (
+        f"interrupted: {tmp_path / 'out'} is not complete; written: 1 file (records.jsonl); "
+        "not written: fields.csv, summary.json (no summary says complete: true; run the command "
+        "again)"
+    )
