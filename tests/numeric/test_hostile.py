@@ -71,7 +71,7 @@ TABLE = {"big": {"a": 1e308, "b": 1e308}, "text": {"a": "nm"}}
         ("table_sum(big, none)", "table_sum\\(big\\) overflows"),
         ("table_average(big, none)", "table_average\\(big\\) overflows"),
         ("table_max(missing row, none)", "no table row named 'missing row'"),
-        ("table_max(text, none)", "has no numeric cells"),
+        ("table_max(text, none)", "has a cell that is not a number: 'nm'"),
     ],
 )
 def test_division_by_zero_and_overflow_are_typed_errors(program: str, reason: str) -> None:

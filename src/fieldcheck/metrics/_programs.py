@@ -280,23 +280,55 @@ def _parse_step(name: str, inner: str, *, index: int, program: str, position: in
 # Execution
 
 
+def _cell_head(cell: str) -> str | None:
+    """The number text of a table cell, read as the upstream ConvFinQA/FinQA executor does
+    (``process_row``: drop ``$``, keep what comes before the first ``(``; ``str_to_num``: drop
+    ``,``), so ``"-2913 ( 2913 )"``, ``"135696 ( a )"`` and ``"19.3% ( 19.3 % )"`` keep their
+    number. A cell that is only a bracketed number (``"( 45 )"``) is an accounting negative
+    (upstream refuses it). ``None`` when there is no number text."""
+    text = cell.strip().replace("$", "").replace(",", "").strip()
+    paren = re.fullmatch(r"\(\s*([\d.]+)\s*\)", text)
+    if paren:
+        return "-" + paren.group(1)
+    head = text.split("(", 1)[0].replace(" ", "")
+    return head or None
+
+
+_CELL_NUMBER = re.compile(r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)%?")
+
+
 def cell_number(cell: float | str | None) -> float | None:
-    """A table cell as a number: ``"$ 103102"`` -> 103102, ``"-2913 ( 2913 )"`` -> -2913,
-    ``"( 45 )"`` -> -45, ``"14%"`` -> 14 (cells keep the table's unit); ``None`` if not a finite
-    number."""
+    """A table cell as a number in the table's own unit: ``"$ 103102"`` -> 103102,
+    ``"-2913 ( 2913 )"`` -> -2913, ``"135696 ( a )"`` -> 135696 (a footnote mark), ``"( 45 )"``
+    -> -45, ``"14%"`` -> 14; ``None`` if not a finite number. For display, features and the
+    validator; the ``table_*`` operations use ``table_cell_value`` (``"14%"`` is 0.14 there)."""
+    value = _cell_value(cell)
+    return None if value is None else value[0]
+
+
+def table_cell_value(cell: float | str | None) -> float | None:
+    """A table cell as the ``table_*`` operations read it, following the upstream executor
+    (czyssrs ConvFinQA ``eval_program`` / FinQA ``str_to_num``): like ``cell_number`` but a
+    percentage is a fraction, ``"19.3% ( 19.3 % )"`` -> 0.193. ``None`` if not a number."""
+    value = _cell_value(cell)
+    if value is None:
+        return None
+    number, percent = value
+    return number / 100 if percent else number
+
+
+def _cell_value(cell: float | str | None) -> tuple[float, bool] | None:
+    """(number as written, had a ``%``) of a cell; ``None`` if it holds no finite number."""
     if cell is None or isinstance(cell, bool):
         return None
     if isinstance(cell, int | float):
-        return float(cell) if math.isfinite(cell) else None
-    text = cell.strip().replace("$", "").replace(",", "").replace("%", "").strip()
-    paren = re.fullmatch(r"\(\s*([\d.]+)\s*\)", text)
-    # "( 45 )" is -45; in "-2913 ( 2913 )" the bracket repeats the magnitude and is dropped
-    text = "-" + paren.group(1) if paren else re.sub(r"\s*\(\s*[\d.]+\s*\)\s*$", "", text)
-    text = text.replace(" ", "")
-    if not re.fullmatch(r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)", text):
+        return (float(cell), False) if math.isfinite(cell) else None
+    head = _cell_head(cell)
+    if head is None or not _CELL_NUMBER.fullmatch(head):
         return None
-    number = float(text)
-    return number if math.isfinite(number) else None  # 400 digits are "inf", not a number
+    number = float(head.rstrip("%"))
+    # 400 digits are "inf", not a number
+    return (number, head.endswith("%")) if math.isfinite(number) else None
 
 
 def _norm_row(name: str) -> str:
@@ -304,6 +336,10 @@ def _norm_row(name: str) -> str:
 
 
 def _table_row(table: Table | None, name: str) -> list[float]:
+    """The numbers of row ``name`` (exact name, else the same words ignoring case and spaces).
+
+    As upstream: every cell must be a number (``table_cell_value``), else the operation fails
+    (a text cell such as ``"nm"`` or an empty one would silently change an average)."""
     if table is None:
         raise ProgramExecutionError(f"table row {name!r} asked for, but there is no table")
     row = table.get(name)
@@ -312,9 +348,17 @@ def _table_row(table: Table | None, name: str) -> list[float]:
         row = next((cells for key, cells in table.items() if _norm_row(key) == wanted), None)
     if row is None:
         raise ProgramExecutionError(f"no table row named {name!r}")
-    numbers = [n for n in (cell_number(c) for c in row.values()) if n is not None]
-    if not numbers:
-        raise ProgramExecutionError(f"table row {name!r} has no numeric cells")
+    if not row:
+        raise ProgramExecutionError(f"table row {name!r} has no cells")
+    numbers: list[float] = []
+    for column, cell in row.items():
+        number = table_cell_value(cell)
+        if number is None:
+            raise ProgramExecutionError(
+                f"table row {name!r} has a cell that is not a number: {cell!r:.40} "
+                f"(column {column!r:.40})"
+            )
+        numbers.append(number)
     return numbers
 
 

@@ -395,21 +395,45 @@ def _table_from_rows(
     header = [str(c) for c in rows[0][1:]]
     duplicate = len(set(header)) != len(header)
     columns = _disambiguate(header)
-    table: dict[str, dict[str, float | str]] = {}
+    entries: list[tuple[str, dict[str, float | str]]] = []
     for row in rows[1:]:
         if not row:
             continue
-        name = str(row[0])
-        base, k = name, 2
-        while name in table:
-            name, k = f"{base} ({k})", k + 1
         cells: dict[str, float | str] = {}
         for j, cell in enumerate(row[1:]):
             column = columns[j] if j < len(columns) else f"column {j + 1}"
             number = cell_number(cell)
-            cells[column] = number if number is not None else str(cell)
-        table[name] = cells
-    return table, duplicate
+            # a percentage keeps its text: the table_* operations read "19.3% ( 19.3 % )" as
+            # 0.193, as the upstream executor does (cell_number would say 19.3)
+            if number is None or (isinstance(cell, str) and "%" in cell):
+                cells[column] = str(cell)
+            else:
+                cells[column] = number
+        entries.append((str(row[0]), cells))
+    return _rows_by_name(entries), duplicate
+
+
+def _rows_by_name(
+    entries: Sequence[tuple[str, dict[str, float | str]]],
+) -> dict[str, dict[str, float | str]]:
+    """Rows by name. A repeated row name means its LAST row, as in the upstream executor
+    (``table_dict[row[0]] = row[1:]``); the earlier ones are kept as ``name (1)``, ``name (2)``
+    (a further number when that name is taken), in table order."""
+    last = {name: i for i, (name, _) in enumerate(entries)}
+    taken = set(last)
+    table: dict[str, dict[str, float | str]] = {}
+    counts: dict[str, int] = {}
+    for i, (name, cells) in enumerate(entries):
+        key = name
+        if last[name] != i:
+            while True:
+                counts[name] = counts.get(name, 0) + 1
+                key = f"{name} ({counts[name]})"
+                if key not in taken:
+                    break
+            taken.add(key)
+        table[key] = cells
+    return table
 
 
 def _disambiguate(names: Sequence[str]) -> list[str]:
