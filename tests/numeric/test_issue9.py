@@ -25,12 +25,13 @@ from fieldcheck.metrics._programs import (
 from fieldcheck.numeric import load_convfinqa, load_predictions, score_numeric, write_outputs
 
 
-def _data(tmp_path: Path, *, gold: bool = True) -> Path:
-    """One conversation ``c`` of three turns, gold 1, 2, 3 (``gold=False``: none, as in the
-    private test split)."""
-    dialogue: dict[str, Any] = {"conv_questions": ["a?", "b?", "c?"]}
-    if gold:
-        dialogue |= {"turn_program": ["1", "2", "3"], "executed_answers": [1.0, 2.0, 3.0]}
+def _data(tmp_path: Path) -> Path:
+    """One conversation ``c`` of three turns, gold 1, 2, 3."""
+    dialogue = {
+        "conv_questions": ["a?", "b?", "c?"],
+        "turn_program": ["1", "2", "3"],
+        "executed_answers": [1.0, 2.0, 3.0],
+    }
     record = {"id": "c", "doc": {"table": {"2020": {"sales": 10.0}}}, "dialogue": dialogue}
     path = tmp_path / "data.json"
     path.write_text(json.dumps({"dev": [record]}))
@@ -303,3 +304,27 @@ def test_every_dev_gold_program_reproduces_its_executed_answer() -> None:
                 assert isinstance(gold, float)
                 reproduced += math.isclose(result, gold, rel_tol=0, abs_tol=1e-5)
     assert (checked, reproduced) == (1490, 1490)
+
+
+# --- 5. the private test split with partial predictions: unscored turns are not errors -------
+
+
+def test_private_split_with_partial_predictions_lists_no_errors(
+    shared_dir: Path, tmp_path: Path
+) -> None:
+    data = shared_dir / "data" / "convfinqa" / "sample_test_private_original.json"
+    loaded = load_convfinqa(data, split="test")
+    turns = [(c.id, t.index) for c in loaded.conversations for t in c.turns]
+    assert len(turns) == 42
+    rows = [{"conversation_id": cid, "turn": i, "answer": "1"} for cid, i in turns[:21]]
+    code, output = _score(data, _lines(tmp_path / "p.jsonl", rows), tmp_path / "out")
+    assert code == 0, output
+    with (tmp_path / "out" / "errors.csv").open() as handle:
+        assert list(csv.DictReader(handle)) == []
+    with (tmp_path / "out" / "turns.csv").open() as handle:
+        listed = list(csv.DictReader(handle))
+    assert len(listed) == 42
+    assert {(t["not_scored"], t["error_type"]) for t in listed[21:]} == {
+        ("no_gold", "missing_prediction")
+    }
+    assert {(t["not_scored"], t["error_type"]) for t in listed[:21]} == {("no_gold", "")}
