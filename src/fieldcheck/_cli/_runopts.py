@@ -17,6 +17,7 @@ from rich.console import Console
 
 from fieldcheck._cli._common import EXIT_USAGE
 from fieldcheck._util.errors import InputError
+from fieldcheck._util.term import SafeConsole
 from fieldcheck.runner import (
     API_KEY_ENV,
     ModelSpec,
@@ -239,7 +240,7 @@ def make_runner(
 
 def run_async(coro: Coroutine[Any, Any, T], *, console: Console | None = None) -> T:
     """Run a coroutine; on Ctrl-C print one line (what is stored, how to resume) and exit 130."""
-    err = console or Console(stderr=True)
+    err = console or SafeConsole(stderr=True)
     try:
         return asyncio.run(coro)
     except RunInterrupted as exc:

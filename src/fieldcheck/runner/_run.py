@@ -29,6 +29,7 @@ from rich.progress import (
 )
 
 from fieldcheck._util.signature import Signature
+from fieldcheck._util.term import SafeConsole
 from fieldcheck.runner._client import CallResult, ChatClient, Runner
 from fieldcheck.runner._models import ModelSpec
 from fieldcheck.store import RunInfo, StoredItem, sha256_file
@@ -254,7 +255,7 @@ async def run_task(
     ``estimate`` is ``(calls, input_tokens, output_tokens)`` for the line printed before a run of
     more than 100 calls.
     """
-    console = console or Console(stderr=True)
+    console = console or SafeConsole(stderr=True)
     store = runner.store
     settings_public = {
         "concurrency": runner.settings.concurrency,
