@@ -124,6 +124,7 @@ class RunHandle:
                 cached_calls=cached_calls,
                 latency_s=latency_s,
                 call_log=log,
+                seq=len(self._done),
             )
         self._done[key] = StoredItem(
             key=key,

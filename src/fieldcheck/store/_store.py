@@ -200,18 +200,21 @@ class Store:
         cached_calls: int = 0,
         latency_s: float = 0.0,
         call_log: list[dict[str, Any]] | None = None,
+        seq: int | None = None,
     ) -> None:
         """Commit one finished item (its result and the log of its model calls) and the run's
         counts, in one transaction."""
         with self.session() as s:
-            seq = s.scalar(
-                select(func.coalesce(func.max(ItemRow.seq), -1)).where(ItemRow.run_id == run_id)
-            )
+            if seq is None:  # a caller that counts its items (RunHandle) saves this query
+                last = s.scalar(
+                    select(func.coalesce(func.max(ItemRow.seq), -1)).where(ItemRow.run_id == run_id)
+                )
+                seq = int(last if last is not None else -1) + 1
             s.add(
                 ItemRow(
                     run_id=run_id,
                     item_key=key,
-                    seq=int(seq if seq is not None else -1) + 1,
+                    seq=seq,
                     error_type=error_type,
                     calls=calls,
                     cached_calls=cached_calls,
