@@ -310,9 +310,9 @@ def test_plot_legends_never_hide_a_bar(
     from fieldcheck.slots import _report
 
     seen: dict[str, tuple[int, int]] = {}
-    original = _report._save
+    original = _report.save_figure
 
-    def check(fig: Any, path: Path, plt: Any) -> Path:
+    def check(fig: Any, path: Path) -> Path:
         fig.canvas.draw()
         renderer = fig.canvas.get_renderer()
         for ax in fig.axes:
@@ -323,9 +323,9 @@ def test_plot_legends_never_hide_a_bar(
             bars = [p for p in ax.patches if p.get_height() > 0]
             hidden = [p for p in bars if box.overlaps(p.get_window_extent(renderer))]
             seen[path.name] = (len(bars), len(hidden))
-        return original(fig, path, plt)
+        return original(fig, path)
 
-    monkeypatch.setattr(_report, "_save", check)
+    monkeypatch.setattr(_report, "save_figure", check)
     f = _files(jsonl)
     # tall bars on the right, where an inside legend would sit
     many = [*PRED_B, *(slot("u1", 2, "mental_state", f"x{i}", "v") for i in range(9))]
@@ -413,7 +413,7 @@ def test_judge_failures_exit_3_and_are_listed(
 
 
 def test_plot_labels_are_short_single_lines_without_mathtext() -> None:
-    from fieldcheck.slots._report import _label
+    from fieldcheck.reports._document import label as _label
 
     assert _label("a$b\nc") == "a\\$b c"
     long = _label("M" * 500)

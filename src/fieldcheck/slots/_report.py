@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import html
-import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -11,6 +10,16 @@ from typing import Any
 from fieldcheck._util.jsonio import write_jsonl
 from fieldcheck.metrics._stats import Interval
 from fieldcheck.reports import write_csv
+from fieldcheck.reports._document import (
+    CSS,
+    LEGEND_OUTSIDE,
+    LINE_BREAKS,
+    html_table,
+    label,
+    md,
+    md_table,
+    save_figure,
+)
 from fieldcheck.reports._outdir import OutputFolder
 from fieldcheck.slots._score import CI_METRICS, ModelResult, SlotsRun
 from fieldcheck.slots._summary import (
@@ -131,15 +140,6 @@ def write_outputs(
 
 
 # ---------------------------------------------------------------- formatting helpers
-
-_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]<>|#~])")
-_LINE_BREAKS = re.compile(r"[\r\n\v\f\x85\u2028\u2029]")
-
-
-def md(text: str) -> str:
-    """Escape Markdown syntax (and table pipes) in text that comes from the data; line breaks
-    become spaces, so a value can never end a table row or start a heading."""
-    return _MD_SPECIAL.sub(r"\\\1", _LINE_BREAKS.sub(" ", text))
 
 
 def _num(value: float | None, digits: int = 3) -> str:
@@ -301,17 +301,6 @@ def _not_scored_html(run: SlotsRun) -> list[str]:
     return ["<h3>Sessions not scored</h3>", f"<ul>{items}</ul>", f"<p>{_NOT_SCORED_NOTE}</p>"]
 
 
-def _md_table(head: Sequence[str], rows: Sequence[Sequence[str]], *, text_columns: int = 0) -> str:
-    """A Markdown table; the first ``text_columns`` cells of a row come from the data and are
-    escaped, the others are numbers or already-formatted Markdown."""
-    lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
-    lines += [
-        "| " + " | ".join(md(c) if i < text_columns else c for i, c in enumerate(row)) + " |"
-        for row in rows
-    ]
-    return "\n".join(lines)
-
-
 def _findings_md(findings: Sequence[Finding]) -> str:
     lines = []
     for i, f in enumerate(findings, 1):
@@ -326,11 +315,11 @@ def render_markdown(run: SlotsRun, images: dict[str, Path] | None = None) -> str
     parts = [
         "# Slot extraction benchmark",
         "",
-        "Signature: `" + _LINE_BREAKS.sub(" ", run.signature.format()).replace("`", "'") + "`",
+        "Signature: `" + LINE_BREAKS.sub(" ", run.signature.format()).replace("`", "'") + "`",
         "",
         "## Results Summary",
         "",
-        _md_table(
+        md_table(
             ["Model", "F1", "Latency", "Strengths", "Weaknesses"],
             [_summary_cells(r, html_mode=False) for r in results_summary(run)]
             + _unscored_cells(run, html_mode=False),
@@ -348,11 +337,11 @@ def render_markdown(run: SlotsRun, images: dict[str, Path] | None = None) -> str
         "",
         "Brackets: 95% bootstrap interval over sessions.",
         "",
-        _md_table(*_metric_table(run), text_columns=1),
+        md_table(*_metric_table(run), text_columns=1),
         "",
         "## Per topic",
         "",
-        _md_table(*_topic_table(run), text_columns=2),
+        md_table(*_topic_table(run), text_columns=2),
         "",
     ]
     if images:
@@ -375,25 +364,6 @@ def _issues_md(run: SlotsRun) -> list[str]:
     return lines
 
 
-def _html_table(head: Sequence[str], rows: Sequence[Sequence[str]], *, escape: bool = True) -> str:
-    cell = html.escape if escape else (lambda s: s)
-    out = [
-        "<table>",
-        "<thead><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in head) + "</tr></thead>",
-        "<tbody>",
-    ]
-    out += ["<tr>" + "".join(f"<td>{cell(c)}</td>" for c in row) + "</tr>" for row in rows]
-    out += ["</tbody>", "</table>"]
-    return "\n".join(out)
-
-
-_CSS = (
-    "body{font-family:sans-serif;margin:2em;max-width:80em}table{border-collapse:collapse;margin:1em 0}"
-    "th,td{border:1px solid #ccc;padding:4px 8px;text-align:left}th{background:#f4f4f4}"
-    "img{max-width:48%;margin:0.5em}code{background:#f4f4f4}"
-)
-
-
 def render_html(run: SlotsRun, images: dict[str, Path] | None = None) -> str:
     """The same report as a standalone HTML page; every value from the data is HTML-escaped."""
     images = images or {}
@@ -405,11 +375,11 @@ def render_html(run: SlotsRun, images: dict[str, Path] | None = None) -> str:
     body = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8"><title>Slot extraction benchmark</title>',
-        f"<style>{_CSS}</style></head><body>",
+        f"<style>{CSS}</style></head><body>",
         "<h1>Slot extraction benchmark</h1>",
         f"<p>Signature: <code>{html.escape(run.signature.format())}</code></p>",
         "<h2>Results Summary</h2>",
-        _html_table(
+        html_table(
             ["Model", "F1", "Latency", "Strengths", "Weaknesses"],
             [_summary_cells(r, html_mode=True) for r in results_summary(run)]
             + _unscored_cells(run, html_mode=True),
@@ -422,9 +392,9 @@ def render_html(run: SlotsRun, images: dict[str, Path] | None = None) -> str:
         "<ol>" + "".join(findings) + "</ol>",
         "<h2>Metrics</h2>",
         "<p>Brackets: 95% bootstrap interval over sessions.</p>",
-        _html_table(*_metric_table(run)),
+        html_table(*_metric_table(run)),
         "<h2>Per topic</h2>",
-        _html_table(*_topic_table(run)),
+        html_table(*_topic_table(run)),
     ]
     if images:
         body.append("<h2>Plots</h2>")
@@ -443,23 +413,6 @@ def render_html(run: SlotsRun, images: dict[str, Path] | None = None) -> str:
 # ---------------------------------------------------------------- plots
 
 
-_LABEL_CHARS = 24
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
-
-
-def _label(text: str) -> str:
-    """A plot label: one line, at most ``_LABEL_CHARS`` characters (a long name would squeeze
-    the axes away), safe from matplotlib's mathtext (``$`` would start a formula)."""
-    text = _CONTROL.sub(" ", text)
-    if len(text) > _LABEL_CHARS:
-        text = text[: _LABEL_CHARS - 1] + "\u2026"
-    return text.replace("$", r"\$")
-
-
-# Legends go right of the axes, so they never hide a bar (tight_layout makes room for them).
-_LEGEND_OUTSIDE: dict[str, Any] = {"loc": "upper left", "bbox_to_anchor": (1.01, 1.0)}
-
-
 def write_plots(run: SlotsRun, out: Path | OutputFolder) -> dict[str, Path]:
     """PNG plots with the Agg backend (imported here, never at module load); returns key -> path."""
     import matplotlib
@@ -472,7 +425,7 @@ def write_plots(run: SlotsRun, out: Path | OutputFolder) -> dict[str, Path]:
     written: dict[str, Path] = {}
     if not run.models:
         return written
-    names = [_label(m.name) for m in run.models]
+    names = [label(m.name) for m in run.models]
     x = np.arange(len(names))
 
     fig, ax = plt.subplots(figsize=(max(6.5, 1.6 * len(names) + 1.5), 4))
@@ -483,21 +436,21 @@ def write_plots(run: SlotsRun, out: Path | OutputFolder) -> dict[str, Path]:
     ax.set_ylim(0, 1)
     ax.set_ylabel("score (0-1)")
     ax.set_title("Precision, recall and F1 per model")
-    ax.legend(**_LEGEND_OUTSIDE)
+    ax.legend(**LEGEND_OUTSIDE)
     fig.tight_layout()
-    written["prf1"] = _save(fig, folder / PLOTS["prf1"], plt)
+    written["prf1"] = save_figure(fig, folder / PLOTS["prf1"])
 
     topics = run.topics
     if topics:
         grid = np.array([[m.result.per_topic[t].f1 for t in topics] for m in run.models])
         # room for the longest model name on the left and the slanted topic names below
         wide = 0.09 * max(len(n) for n in names)
-        tall = 0.05 * max(len(_label(t)) for t in topics)
+        tall = 0.05 * max(len(label(t)) for t in topics)
         fig, ax = plt.subplots(
             figsize=(max(5, 1.8 * len(topics) + wide + 1.5), max(3, 0.7 * len(names) + 1.5 + tall))
         )
         image = ax.imshow(grid, vmin=0, vmax=1, cmap="viridis", aspect="auto")
-        ax.set_xticks(np.arange(len(topics)), [_label(t) for t in topics], rotation=20, ha="right")
+        ax.set_xticks(np.arange(len(topics)), [label(t) for t in topics], rotation=20, ha="right")
         ax.set_yticks(x, names)
         for (i, j), value in np.ndenumerate(grid):
             ax.text(
@@ -506,7 +459,7 @@ def write_plots(run: SlotsRun, out: Path | OutputFolder) -> dict[str, Path]:
         fig.colorbar(image, ax=ax, label="F1")
         ax.set_title("F1 per topic")
         fig.tight_layout()
-        written["topic_f1"] = _save(fig, folder / PLOTS["topic_f1"], plt)
+        written["topic_f1"] = save_figure(fig, folder / PLOTS["topic_f1"])
 
         fig, ax = plt.subplots(figsize=(max(6.5, 1.8 * len(topics) + 1.5), 4))
         tx = np.arange(len(topics))
@@ -518,12 +471,12 @@ def write_plots(run: SlotsRun, out: Path | OutputFolder) -> dict[str, Path]:
                 width,
                 label=names[i],
             )
-        ax.set_xticks(tx, [_label(t) for t in topics], rotation=20, ha="right")
+        ax.set_xticks(tx, [label(t) for t in topics], rotation=20, ha="right")
         ax.set_ylabel("extra slots")
         ax.set_title("Extra (hallucinated) slots per topic")
-        ax.legend(title="model", **_LEGEND_OUTSIDE)
+        ax.legend(title="model", **LEGEND_OUTSIDE)
         fig.tight_layout()
-        written["extra"] = _save(fig, folder / PLOTS["extra"], plt)
+        written["extra"] = save_figure(fig, folder / PLOTS["extra"])
 
     timed = [(names[i], m.latency_seconds) for i, m in enumerate(run.models) if m.latency_seconds]
     if timed:
@@ -533,15 +486,5 @@ def write_plots(run: SlotsRun, out: Path | OutputFolder) -> dict[str, Path]:
         ax.set_ylabel("seconds per session")
         ax.set_title("Latency per session (line: median, triangle: mean)")
         fig.tight_layout()
-        written["latency"] = _save(fig, folder / PLOTS["latency"], plt)
+        written["latency"] = save_figure(fig, folder / PLOTS["latency"])
     return written
-
-
-def _save(fig: Any, path: Path, plt: Any) -> Path:
-    """Save under a temporary name, then rename (reports/_outdir.py)."""
-    try:
-        with OutputFolder.of(path.parent).atomic(path.name) as tmp:
-            fig.savefig(tmp, dpi=110)
-    finally:
-        plt.close(fig)
-    return path

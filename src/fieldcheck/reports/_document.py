@@ -1,0 +1,240 @@
+"""The report skeleton every system shares: one description rendered as ``report.md`` and a
+standalone ``report.html`` (every value from the data escaped), plus plot helpers.
+
+A system builds a :class:`Report` (headings, paragraphs, tables, lists, plots, a glossary of its
+metrics with the spec's formulas) and calls :func:`write_report`; the layout is the same for
+slots, JSON and numeric QA (issue 9, "Reports and gating").
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from fieldcheck.reports._outdir import OutputFolder
+
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]<>|#~])")
+LINE_BREAKS = re.compile(r"[\r\n\v\f\x85\u2028\u2029]")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+LABEL_CHARS = 24
+
+CSS = (
+    "body{font-family:sans-serif;margin:2em;max-width:80em}table{border-collapse:collapse;margin:1em 0}"
+    "th,td{border:1px solid #ccc;padding:4px 8px;text-align:left}th{background:#f4f4f4}"
+    "img{max-width:48%;margin:0.5em}code{background:#f4f4f4}dt{font-weight:bold;margin-top:.5em}"
+)
+
+
+def md(text: str) -> str:
+    """Escape Markdown syntax (and table pipes) in text that comes from the data; line breaks
+    become spaces, so a value can never end a table row or start a heading."""
+    return _MD_SPECIAL.sub(r"\\\1", LINE_BREAKS.sub(" ", text))
+
+
+def md_code(text: str) -> str:
+    """Inline code in Markdown: one line, no backtick that could close it early."""
+    return "`" + LINE_BREAKS.sub(" ", text).replace("`", "'") + "`"
+
+
+def md_table(head: Sequence[str], rows: Sequence[Sequence[str]], *, text_columns: int = 0) -> str:
+    """A Markdown table; the first ``text_columns`` cells of a row come from the data and are
+    escaped, the others are numbers or already-formatted Markdown."""
+    lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
+    lines += [
+        "| " + " | ".join(md(c) if i < text_columns else c for i, c in enumerate(row)) + " |"
+        for row in rows
+    ]
+    return "\n".join(lines)
+
+
+def html_table(head: Sequence[str], rows: Sequence[Sequence[str]], *, escape: bool = True) -> str:
+    """An HTML table; cells are escaped unless ``escape=False`` (already-escaped HTML)."""
+    cell = html.escape if escape else (lambda s: s)
+    out = [
+        "<table>",
+        "<thead><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in head) + "</tr></thead>",
+        "<tbody>",
+    ]
+    out += ["<tr>" + "".join(f"<td>{cell(c)}</td>" for c in row) + "</tr>" for row in rows]
+    out += ["</tbody>", "</table>"]
+    return "\n".join(out)
+
+
+@dataclass(frozen=True)
+class Term:
+    """A glossary entry: the metric's name, its formula as the spec writes it, what it tells."""
+
+    name: str
+    formula: str
+    meaning: str
+
+
+@dataclass
+class Report:
+    """An ordered list of blocks rendered twice (Markdown, HTML). Every text argument is plain
+    text from any source: the renderers escape it."""
+
+    title: str
+    signature: str = ""
+    _blocks: list[tuple[str, Any]] = field(default_factory=list)
+
+    def heading(self, text: str, level: int = 2) -> Report:
+        self._blocks.append(("heading", (level, text)))
+        return self
+
+    def paragraph(self, text: str) -> Report:
+        self._blocks.append(("paragraph", text))
+        return self
+
+    def table(
+        self, head: Sequence[str], rows: Sequence[Sequence[str]], *, text_columns: int | None = None
+    ) -> Report:
+        """``text_columns``: how many leading columns hold data text (Markdown-escaped); by
+        default every column is escaped."""
+        columns = len(head) if text_columns is None else text_columns
+        self._blocks.append(("table", (list(head), [list(r) for r in rows], columns)))
+        return self
+
+    def bullets(self, items: Sequence[str]) -> Report:
+        self._blocks.append(("bullets", list(items)))
+        return self
+
+    def images(self, images: Mapping[str, Path]) -> Report:
+        """Plots written beside the report (referenced by file name)."""
+        if images:
+            self._blocks.append(("images", dict(images)))
+        return self
+
+    def glossary(self, terms: Sequence[Term]) -> Report:
+        self._blocks.append(("glossary", list(terms)))
+        return self
+
+    def markdown(self) -> str:
+        parts = [f"# {md(self.title)}", ""]
+        if self.signature:
+            parts += ["Signature: " + md_code(self.signature), ""]
+        for kind, value in self._blocks:
+            if kind == "heading":
+                level, text = value
+                parts += ["#" * level + " " + md(text), ""]
+            elif kind == "paragraph":
+                parts += [md(value), ""]
+            elif kind == "table":
+                head, rows, columns = value
+                parts += [md_table([md(h) for h in head], rows, text_columns=columns), ""]
+            elif kind == "bullets":
+                parts += [*(f"- {md(item)}" for item in value), ""]
+            elif kind == "images":
+                parts += [*(f"![{md(key)}]({path.name})" for key, path in value.items()), ""]
+            elif kind == "glossary":
+                parts += [
+                    *(f"- **{md(t.name)}** {md_code(t.formula)}: {md(t.meaning)}" for t in value),
+                    "",
+                ]
+        return "\n".join(parts).rstrip("\n") + "\n"
+
+    def html(self) -> str:
+        e = html.escape
+        body = [
+            "<!DOCTYPE html>",
+            f'<html lang="en"><head><meta charset="utf-8"><title>{e(self.title)}</title>',
+            f"<style>{CSS}</style></head><body>",
+            f"<h1>{e(self.title)}</h1>",
+        ]
+        if self.signature:
+            body.append(f"<p>Signature: <code>{e(self.signature)}</code></p>")
+        for kind, value in self._blocks:
+            if kind == "heading":
+                level, text = value
+                body.append(f"<h{level}>{e(text)}</h{level}>")
+            elif kind == "paragraph":
+                body.append(f"<p>{e(value)}</p>")
+            elif kind == "table":
+                head, rows, _ = value
+                body.append(html_table(head, rows))
+            elif kind == "bullets":
+                body.append("<ul>" + "".join(f"<li>{e(item)}</li>" for item in value) + "</ul>")
+            elif kind == "images":
+                body += [
+                    f'<img src="{e(path.name, quote=True)}" alt="{e(key, quote=True)}">'
+                    for key, path in value.items()
+                ]
+            elif kind == "glossary":
+                body.append(
+                    "<dl>"
+                    + "".join(
+                        f"<dt>{e(t.name)}</dt><dd><code>{e(t.formula)}</code>: {e(t.meaning)}</dd>"
+                        for t in value
+                    )
+                    + "</dl>"
+                )
+        body.append("</body></html>")
+        return "\n".join(body) + "\n"
+
+
+def write_report(out: Path | OutputFolder, report: Report) -> dict[str, Path]:
+    """``report.md`` and ``report.html`` in ``out``, each written under a temporary name."""
+    folder = OutputFolder.of(out)
+    written = {}
+    for name, text in (("report.md", report.markdown()), ("report.html", report.html())):
+        with folder.atomic(name) as tmp:
+            tmp.write_text(text, encoding="utf-8")
+        written[name] = folder / name
+    return written
+
+
+# ---------------------------------------------------------------- plots
+
+
+def label(text: str, chars: int = LABEL_CHARS) -> str:
+    """A plot label: one line, at most ``chars`` characters (a long name would squeeze the axes
+    away), safe from matplotlib's mathtext (``$`` would start a formula)."""
+    text = _CONTROL.sub(" ", text)
+    if len(text) > chars:
+        text = text[: chars - 1] + "\u2026"
+    return text.replace("$", r"\$")
+
+
+# Legends go right of the axes, so they never hide a bar (tight_layout makes room for them).
+LEGEND_OUTSIDE: dict[str, Any] = {"loc": "upper left", "bbox_to_anchor": (1.01, 1.0)}
+
+
+def pyplot() -> Any:
+    """matplotlib.pyplot on the Agg backend, imported on first use (never at module load)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+@contextmanager
+def figure(path: Path, **subplots: Any) -> Iterator[tuple[Any, Any]]:
+    """``with figure(folder / 'plot_x.png', figsize=...) as (fig, ax):`` draws, then saves under a
+    temporary name and renames (reports/_outdir.py); the figure is always closed."""
+    plt = pyplot()
+    fig, ax = plt.subplots(**subplots)
+    try:
+        yield fig, ax
+        fig.tight_layout()
+        with OutputFolder.of(path.parent).atomic(path.name) as tmp:
+            fig.savefig(tmp, dpi=110)
+    finally:
+        plt.close(fig)
+
+
+def save_figure(fig: Any, path: Path) -> Path:
+    """Save an already drawn figure under a temporary name, then rename; always closes it."""
+    plt = pyplot()
+    try:
+        with OutputFolder.of(path.parent).atomic(path.name) as tmp:
+            fig.savefig(tmp, dpi=110)
+    finally:
+        plt.close(fig)
+    return path

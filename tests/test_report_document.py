@@ -1,0 +1,48 @@
+"""The shared report skeleton (reports/_document.py): one description, two escaped renderings."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from fieldcheck.reports._document import Report, Term, write_report
+from fieldcheck.reports._outdir import OutputFolder
+
+HOSTILE = "<img src=x onerror=alert(1)> | # *x*\n## not a heading"
+
+
+def _report() -> Report:
+    return (
+        Report("Title <b>", signature="sys|a:1`x")
+        .heading(HOSTILE)
+        .paragraph(HOSTILE)
+        .table(["name", "value"], [[HOSTILE, "0.500 [0.1, 0.9]"]], text_columns=1)
+        .bullets([HOSTILE])
+        .glossary([Term("F1", "2PR/(P+R)", HOSTILE)])
+    )
+
+
+def test_markdown_escapes_data_and_keeps_numbers() -> None:
+    text = _report().markdown()
+    assert not re.search(r"(?<!\\)<img", text) and "\\<img src=x onerror=alert(1)\\>" in text
+    assert "\n## not a heading" not in text  # a line break in data never starts a heading
+    assert "| 0.500 [0.1, 0.9] |" in text  # a number column is left as formatted
+    assert "\\| \\# \\*x\\*" in text  # pipes cannot split a table row
+    assert "Signature: `sys|a:1'x`" in text
+    assert "- **F1** `2PR/(P+R)`: " in text
+
+
+def test_html_escapes_every_value() -> None:
+    page = _report().html()
+    assert "<img src=x" not in page
+    assert page.count("&lt;img src=x onerror=alert(1)&gt;") == 5
+    assert "<title>Title &lt;b&gt;</title>" in page
+    assert "<dt>F1</dt><dd><code>2PR/(P+R)</code>" in page
+
+
+def test_write_report_writes_both_files_through_the_folder(tmp_path: Path) -> None:
+    folder = OutputFolder.prepare(tmp_path / "out")
+    paths = write_report(folder, Report("T").paragraph("p"))
+    assert sorted(p.name for p in paths.values()) == ["report.html", "report.md"]
+    assert (tmp_path / "out" / "report.md").read_text() == "# T\n\np\n"
+    assert not list((tmp_path / "out").glob("*.tmp*"))
