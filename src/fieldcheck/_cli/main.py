@@ -7,11 +7,13 @@ import logging
 import typer
 
 from fieldcheck._cli import json_cmd, numeric_cmd, serve_model_cmd, slots_cmd
+from fieldcheck._cli._common import FieldcheckGroup
 from fieldcheck._cli._runopts import STORE_HELP
 from fieldcheck._version import __version__
 
 app = typer.Typer(
     name="fieldcheck",
+    cls=FieldcheckGroup,
     help=(
         "Score how well language models extract structured information and answer numeric "
         "questions. Systems: 'json' (JSON output vs ground truth), 'slots' (slot extraction "
@@ -44,7 +46,11 @@ def _root(
         help="Print the version and exit.",
     ),
     verbose: bool = typer.Option(
-        False, "--verbose", "-v", metavar="", help="Log details on stderr."
+        False,
+        "--verbose",
+        "-v",
+        metavar="",
+        help="Log details on stderr (accepted anywhere on the line).",
     ),
 ) -> None:
     logging.basicConfig(

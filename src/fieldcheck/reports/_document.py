@@ -180,12 +180,10 @@ class Report:
 def write_report(out: Path | OutputFolder, report: Report) -> dict[str, Path]:
     """``report.md`` and ``report.html`` in ``out``, each written under a temporary name."""
     folder = OutputFolder.of(out)
-    written = {}
-    for name, text in (("report.md", report.markdown()), ("report.html", report.html())):
-        with folder.atomic(name) as tmp:
-            tmp.write_text(text, encoding="utf-8")
-        written[name] = folder / name
-    return written
+    return {
+        name: folder.write_text(name, text)
+        for name, text in (("report.md", report.markdown()), ("report.html", report.html()))
+    }
 
 
 # ---------------------------------------------------------------- plots

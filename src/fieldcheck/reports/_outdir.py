@@ -231,9 +231,11 @@ class OutputFolder:
             if self.managed:
                 self._append({"file": rel, "summary": summary} if summary else {"file": rel})
             os.replace(tmp, final)
-        except BaseException:
+        except BaseException as exc:
             if os.path.lexists(tmp):
                 os.unlink(tmp)
+            if isinstance(exc, OSError) and exc.filename in (tmp, str(tmp)):
+                exc.filename = str(final)  # the user knows the file, not our temporary name
             raise
         self._state.written[rel] = None
 
