@@ -74,7 +74,7 @@ class FieldcheckGroup(TyperGroup):
         except click.ClickException as exc:
             typer.echo(usage_line(exc), err=True)
             status = exc.exit_code
-        except click.Abort:
+        except typer.Abort:
             typer.echo("error: aborted", err=True)
             status = 1
         if not standalone_mode:
