@@ -241,3 +241,44 @@ def paired_bootstrap_totals_pvalue(
     deltas = statistic(weights @ a) - statistic(weights @ b)
     extreme = int(np.count_nonzero(np.abs(deltas - observed) >= abs(observed) - 1e-12))
     return (extreme + 1) / (resamples + 1)
+
+
+def bootstrap_means_ci(
+    values: Mapping[str, np.ndarray],
+    *,
+    resamples: int = 1000,
+    level: float = 0.95,
+    seed: int = 0,
+) -> dict[str, Interval]:
+    """Percentile bootstrap intervals of the mean of each per-unit array (unit i is the same
+    example in every array); NaN marks a unit left out of that array's mean.
+
+    A mean is a total over a count, so each resample is one matrix product of the shared seeded
+    weights (``_resample_weights``) with the values and with the counted flags: same seed, same
+    intervals. A resample that draws no counted unit of an array has no mean and is left out of
+    that array's percentiles (``Interval.resamples`` says how many counted). The estimate is the
+    plain mean (``math.fsum``). An array with no counted unit, no units, or ``resamples < 1``
+    gives no interval. Raises ValueError when the arrays differ in length.
+    """
+    arrays = {name: np.asarray(v, dtype=float).reshape(-1) for name, v in values.items()}
+    lengths = {len(a) for a in arrays.values()}
+    if len(lengths) > 1:
+        raise ValueError(f"per-unit arrays differ in length: {sorted(lengths)}")
+    n = lengths.pop() if lengths else 0
+    if n == 0 or resamples < 1:
+        return {}
+    names = [name for name, a in arrays.items() if not np.isnan(a).all()]
+    if not names:
+        return {}
+    stacked = np.column_stack([arrays[name] for name in names])
+    counted = ~np.isnan(stacked)
+    weights = _resample_weights(n, resamples, seed)
+    totals = weights @ np.where(counted, stacked, 0.0)
+    counts = weights @ counted.astype(float)
+    out: dict[str, Interval] = {}
+    for j, name in enumerate(names):
+        keep = counts[:, j] > 0
+        column = stacked[counted[:, j], j]
+        estimate = math.fsum(column.tolist()) / len(column)
+        out[name] = _percentile_interval(totals[keep, j] / counts[keep, j], estimate, level)
+    return out
