@@ -1,7 +1,8 @@
 """JSON evaluation (json-evaluation.md): score a model's JSON output against ground truth.
 
 ``evaluate(output, ground_truth, config)`` scores one output; ``evaluate_batch`` scores many with
-every distinct FUZZY/SEMANTIC pair matched once; ``read_batch``/``write_batch_outputs`` handle files;
+every distinct FUZZY/SEMANTIC pair matched once (with bootstrap intervals on its means);
+``read_batch``/``write_batch_outputs`` handle files (``write_batch_report``: report.md/.html, plots);
 ``run_extraction`` asks a model to extract JSON from documents (``fieldcheck json run``).
 """
 
@@ -21,6 +22,7 @@ from fieldcheck.jsoneval._evaluate import (
     evaluate,
     evaluate_batch,
     make_signature,
+    score_arrays,
     summarize,
 )
 from fieldcheck.jsoneval._extract import (
@@ -54,6 +56,7 @@ from fieldcheck.jsoneval._models import (
     RecordError,
     RecordResult,
 )
+from fieldcheck.jsoneval._report import write_batch_report
 from fieldcheck.jsoneval._safety import LeakKind, SafetyFinding, find_leaks
 from fieldcheck.metrics._json_fields import RqsWeights, Strategy
 
@@ -100,6 +103,8 @@ __all__ = [
     "read_documents",
     "record_error",
     "run_extraction",
+    "score_arrays",
     "summarize",
     "write_batch_outputs",
+    "write_batch_report",
 ]

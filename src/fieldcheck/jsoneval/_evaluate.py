@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import orjson
 
 from fieldcheck._util.errors import FieldcheckError, InputError
@@ -56,6 +57,7 @@ from fieldcheck.metrics._json_fields import (
     rqs,
     wildcard_path,
 )
+from fieldcheck.metrics._stats import bootstrap_means_ci
 
 logger = logging.getLogger("fieldcheck")
 Matchers = Mapping[str, Matcher]  # "FUZZY" and "SEMANTIC" -> matcher
@@ -88,8 +90,19 @@ def build_matchers(config: EvalConfig, *, cache: DiskCache | None = None) -> dic
     return {"FUZZY": FuzzyMatcher(), "SEMANTIC": SemanticMatcher(cache=cache)}
 
 
-def make_signature(config: EvalConfig, matchers: Matchers) -> Signature:
-    """What produced the numbers: matcher family and names, model or judge, thresholds, weights."""
+def make_signature(
+    config: EvalConfig,
+    matchers: Matchers,
+    *,
+    bootstrap: int | None = None,
+    seed: int | None = None,
+) -> Signature:
+    """What produced the numbers: matcher family and names, model or judge, thresholds, weights.
+
+    A batch's summary adds ``bootstrap`` and ``seed`` (its intervals depend on them); without
+    them (one record, ``json score``) the signature is exactly as before.
+    """
+    batch = {} if bootstrap is None else {"bootstrap": bootstrap, "seed": seed or 0}
     return Signature(
         system="json",
         settings={
@@ -102,6 +115,7 @@ def make_signature(config: EvalConfig, matchers: Matchers) -> Signature:
             "flatten": config.flatten,
             "safety_check": config.safety_check,
             "strategies": strategies_digest(config.strategies),
+            **batch,
         },
     )
 
@@ -230,6 +244,14 @@ def _prepare(record: BatchRecord, config: EvalConfig) -> _Prepared:
     )
 
 
+def _loading(progress: Progress | None) -> Callable[[str], None] | None:
+    """``progress("loading <model>", 0, 0)``: the phase shown while a matcher's model loads."""
+    if progress is None:
+        return None
+    report = progress
+    return lambda model: report(f"loading {model}", 0, 0)
+
+
 def _match_all(
     prepared: Sequence[_Prepared], matchers: Matchers, progress: Progress | None
 ) -> tuple[dict[tuple[str, str, str], Similarity], dict[str, int]]:
@@ -250,10 +272,16 @@ def _match_all(
     for family, pairs in distinct.items():
         # A semantic encoder gets the whole batch in one call, so each distinct string is encoded
         # once even without a cache; judges and fuzzy go in chunks so the progress bar moves.
-        size = len(pairs) if isinstance(matchers[family], SemanticMatcher) else MATCH_CHUNK
+        matcher = matchers[family]
+        size = len(pairs) if isinstance(matcher, SemanticMatcher) else MATCH_CHUNK
         for start in range(0, len(pairs), max(1, size)):
             chunk = pairs[start : start + max(1, size)]
-            sims = matchers[family].similarities([p for p, _ in chunk], [r for _, r in chunk])
+            predictions, references = [p for p, _ in chunk], [r for _, r in chunk]
+            if isinstance(matcher, SemanticMatcher):
+                # the model loads on its first encode (seconds): say so, as its own phase
+                sims = matcher.similarities(predictions, references, on_load=_loading(progress))
+            else:
+                sims = matcher.similarities(predictions, references)
             for (p, r), sim in zip(chunk, sims, strict=True):
                 found[(family, p, r)] = sim
             done += len(chunk)
@@ -309,20 +337,37 @@ def _assemble(
     )
 
 
+def score_arrays(results: Sequence[RecordResult]) -> dict[str, np.ndarray]:
+    """Each score of every scored record, in record order, as a compact float array (NaN where a
+    score is absent, left out of that mean): the per-example statistics of the batch means."""
+    return {
+        s: np.fromiter(
+            (math.nan if (v := getattr(r.result, s)) is None else v for r in results),
+            dtype=float,
+            count=len(results),
+        )
+        for s in SCORES
+    }
+
+
 def summarize(
     results: Sequence[RecordResult],
     *,
     errors: Sequence[RecordError] = (),
     signature: Signature,
     matcher_pairs: Mapping[str, int] | None = None,
+    bootstrap: int = 1000,
+    seed: int = 0,
 ) -> BatchSummary:
     """Means of each score over the scored records, counts, and per field (``[*]`` paths) how often
     GT expected it and it was scored, matched, missing, hallucinated or ignored. Means are None
-    when nothing was scored."""
+    when nothing was scored. ``ci``: a 95% percentile bootstrap interval of each mean over the
+    scored records (``bootstrap`` resamples, seeded by ``seed``; none when ``bootstrap`` is 0)."""
     n = len(results)
     means: dict[str, float | None] = {
         s: (math.fsum(getattr(r.result, s) for r in results) / n if n else None) for s in SCORES
     }
+    ci = bootstrap_means_ci(score_arrays(results), resamples=bootstrap, seed=seed)
     fields: dict[str, FieldSummary] = {}
     strategies: dict[str, set[str]] = {}
 
@@ -357,6 +402,7 @@ def summarize(
         not_an_object=sum(r.result.not_an_object for r in results),
         safety_flagged=sum("safety_leak" in r.result.flags for r in results),
         means=means,
+        ci=ci,
         fields=dict(sorted(fields.items())),
         matcher_pairs=dict(matcher_pairs or {"FUZZY": 0, "SEMANTIC": 0}),
         signature=signature,
@@ -389,13 +435,19 @@ def evaluate_batch(
     errors: Sequence[RecordError] = (),
     progress: Progress | None = None,
     source: str | None = None,
+    bootstrap: int = 1000,
+    seed: int = 0,
 ) -> BatchResult:
     """Score many records; each distinct FUZZY/SEMANTIC pair goes to its matcher once per batch.
 
     ``errors`` (lines that failed to load) are carried into the result and the summary's counts;
     ``source`` (the batch file) names the file in the errors of records that fail here.
     A record whose matcher fails (judge error) is moved to the errors, never scored as 0.
+    ``bootstrap`` resamples (0: none) seeded by ``seed`` give the summary's 95% intervals; both
+    go into the summary's signature. Raises ValueError when either is negative.
     """
+    if bootstrap < 0 or seed < 0:
+        raise ValueError(f"bootstrap and seed must be >= 0 (got {bootstrap}, {seed})")
     config = config or EvalConfig()
     matchers = matchers if matchers is not None else build_matchers(config)
     signature = make_signature(config, matchers)
@@ -425,7 +477,14 @@ def evaluate_batch(
             results.append(RecordResult(id=prep.id, line=prep.line, result=result))
         if progress:
             progress("score", i, len(prepared))
-    summary = summarize(results, errors=failures, signature=signature, matcher_pairs=pair_counts)
+    summary = summarize(
+        results,
+        errors=failures,
+        signature=make_signature(config, matchers, bootstrap=bootstrap, seed=seed),
+        matcher_pairs=pair_counts,
+        bootstrap=bootstrap,
+        seed=seed,
+    )
     return BatchResult(results=results, errors=failures, summary=summary)
 
 

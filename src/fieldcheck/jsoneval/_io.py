@@ -11,6 +11,7 @@ from pydantic import ValidationError
 from fieldcheck._util.errors import InputError
 from fieldcheck._util.jsonio import iter_jsonl, write_jsonl
 from fieldcheck.jsoneval._models import BatchRecord, BatchResult, RecordError
+from fieldcheck.jsoneval._report import expected_files, write_batch_report
 from fieldcheck.reports._csv import write_csv
 from fieldcheck.reports._outdir import OutputFolder
 
@@ -113,10 +114,14 @@ def read_batch(path: str | Path) -> tuple[list[BatchRecord], list[InputError]]:
 
 
 def write_batch_outputs(out_dir: str | Path | OutputFolder, batch: BatchResult) -> dict[str, Path]:
-    """Write the four output files into ``out_dir`` (created), each under a temporary name then
-    renamed, summary.json last with ``complete: true``; return their paths by name."""
+    """Write the output files into ``out_dir`` (created), each under a temporary name then
+    renamed, summary.json last with ``complete: true``; return their paths by name (``records``,
+    ``fields``, ``errors``, ``summary``, ``report_md``, ``report_html`` and the plots drawn,
+    ``plot_field_match_rate`` and ``plot_score_distribution``)."""
     out = OutputFolder.of(out_dir)
-    out.expect("records.jsonl", "fields.csv", "errors.jsonl", "summary.json")
+    out.expect(
+        "records.jsonl", "fields.csv", "errors.jsonl", *expected_files(batch), "summary.json"
+    )
     paths = {
         "records": out / "records.jsonl",
         "summary": out / "summary.json",
@@ -143,5 +148,6 @@ def write_batch_outputs(out_dir: str | Path | OutputFolder, batch: BatchResult) 
         write_csv(tmp, rows, FIELDS_CSV_COLUMNS)
     with out.atomic("errors.jsonl") as tmp:
         write_jsonl(tmp, (e.model_dump(mode="json") for e in batch.errors))
+    paths |= write_batch_report(out, batch)
     out.write_summary("summary.json", batch.summary.to_json())
     return paths

@@ -11,6 +11,7 @@ from fieldcheck._util.jsonio import TOO_DEEP as TOO_DEEP
 from fieldcheck._util.signature import Signature
 from fieldcheck.jsoneval._safety import SafetyFinding
 from fieldcheck.metrics._json_fields import Strategy
+from fieldcheck.metrics._stats import Interval
 
 OutputKind = Literal["object", "array", "text", "invalid_json", "number", "boolean", "null"]
 PUBLIC_KEYS = (
@@ -130,7 +131,8 @@ class BatchSummary(BaseModel):
     """Means of each score over the scored records, counts, errors and per-field counts.
 
     ``errors`` holds the one-line message of every failed line or record (``failed`` of them; the
-    located fields are in errors.jsonl).
+    located fields are in errors.jsonl). ``ci`` holds a 95% percentile bootstrap interval of each
+    mean over the scored records (none when ``bootstrap=0`` or nothing was scored).
     """
 
     records: int
@@ -140,6 +142,7 @@ class BatchSummary(BaseModel):
     not_an_object: int
     safety_flagged: int
     means: dict[str, float | None]
+    ci: dict[str, Interval] = Field(default_factory=dict)
     fields: dict[str, FieldSummary]
     matcher_pairs: dict[str, int]
     signature: Signature

@@ -1,0 +1,328 @@
+"""The JSON batch report: report.md and report.html (the shared skeleton, every value from the
+data escaped), plots of per-field match rates and score distributions, and a glossary of the
+metrics with json-evaluation.md's formulas (issue 9, "Reports and gating")."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from fieldcheck.jsoneval._models import BatchResult, BatchSummary, FieldSummary, RecordResult
+from fieldcheck.metrics._stats import Interval
+from fieldcheck.reports._document import Report, Term, figure, label, write_report
+from fieldcheck.reports._outdir import OutputFolder
+
+PLOTS = {
+    "plot_field_match_rate": "plot_field_match_rate.png",
+    "plot_score_distribution": "plot_score_distribution.png",
+}
+SCORE_NAMES = {
+    "completeness": "completeness",
+    "hallucination": "hallucination",
+    "accuracy": "accuracy",
+    "safety_score": "safety_score",
+    "rqs": "RQS",
+}
+HISTOGRAMS = ("completeness", "hallucination", "accuracy", "rqs")
+PLOT_FIELDS = 30  # the match-rate plot shows at most this many fields (the lowest rates)
+WORST_RECORDS = 10
+ERRORS_SHOWN = 20
+
+
+def _num(value: float | None, digits: int = 3) -> str:
+    return "n/a" if value is None else f"{value:.{digits}f}"
+
+
+def _interval(ci: Interval | None) -> str:
+    return "n/a" if ci is None else f"[{ci.low:.3f}, {ci.high:.3f}]"
+
+
+def fields_by_match_rate(summary: BatchSummary) -> list[tuple[str, FieldSummary]]:
+    """Every field, the lowest match rate first; fields never scored (no rate) last, by name."""
+    return sorted(
+        summary.fields.items(),
+        key=lambda nf: (nf[1].match_rate is None, nf[1].match_rate or 0.0, nf[0]),
+    )
+
+
+def worst_records(results: Sequence[RecordResult], n: int = WORST_RECORDS) -> list[RecordResult]:
+    """The ``n`` records with the lowest RQS (ties keep the batch order)."""
+    return sorted(results, key=lambda r: r.result.rqs)[:n]
+
+
+def _unmatched(record: RecordResult) -> str:
+    result = record.result
+    if result.not_an_object:
+        return f"(not an object: {result.output_kind})"
+    return ", ".join(name for name, f in result.fields.items() if f.score == 0.0) or "-"
+
+
+def plotted_fields(summary: BatchSummary) -> tuple[list[tuple[str, FieldSummary]], int]:
+    """The scored fields the match-rate plot shows (the PLOT_FIELDS lowest rates, lowest first)
+    and how many scored fields it leaves out."""
+    rated = [(n, f) for n, f in fields_by_match_rate(summary) if f.match_rate is not None]
+    return rated[:PLOT_FIELDS], max(0, len(rated) - PLOT_FIELDS)
+
+
+def match_rate_title(shown: int, left_out: int) -> str:
+    title = "Match rate per field"
+    return title + (f" (the {shown} lowest; {left_out} more not shown)" if left_out else "")
+
+
+@contextmanager
+def _no_glyph_warnings() -> Iterator[None]:
+    """A field name in a script the font lacks draws as boxes; matplotlib's warning about it
+    would only add noise on stderr."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r"Glyph \d+ .*missing from", category=UserWarning)
+        yield
+
+
+def write_plots(batch: BatchResult, out: OutputFolder) -> dict[str, Path]:
+    """``plot_field_match_rate.png`` (when a field was scored) and ``plot_score_distribution.png``
+    (when a record was scored), each saved under a temporary name then renamed."""
+    with _no_glyph_warnings():
+        return _draw(batch, out)
+
+
+def _draw(batch: BatchResult, out: OutputFolder) -> dict[str, Path]:
+    written: dict[str, Path] = {}
+    shown, left_out = plotted_fields(batch.summary)
+    if shown:
+        path = out / PLOTS["plot_field_match_rate"]
+        with figure(path, figsize=(8, max(2.5, 0.32 * len(shown) + 1.3))) as (_, ax):
+            ax.barh(range(len(shown)), [f.match_rate for _, f in shown], color="#4c72b0")
+            ax.set_yticks(range(len(shown)), [label(n, 36) for n, _ in shown])
+            ax.invert_yaxis()  # the lowest rate on top
+            ax.set_xlim(0, 1)
+            ax.set_xlabel("match rate (matched / scored)")
+            ax.set_title(match_rate_title(len(shown), left_out))
+        written["plot_field_match_rate"] = path
+    if batch.results:
+        path = out / PLOTS["plot_score_distribution"]
+        with figure(path, nrows=2, ncols=2, figsize=(9, 6)) as (fig, axes):
+            for ax, score in zip(axes.flat, HISTOGRAMS, strict=True):
+                values = [getattr(r.result, score) for r in batch.results]
+                ax.hist(values, bins=20, range=(0.0, 1.0), color="#4c72b0", edgecolor="white")
+                ax.set_title(SCORE_NAMES[score])
+                ax.set_xlim(0, 1)
+                ax.set_ylabel("records")
+            fig.suptitle(f"Per-record scores ({len(batch.results)} scored records)")
+        written["plot_score_distribution"] = path
+    return written
+
+
+def _matcher(settings: dict[str, Any], family: str) -> str:
+    described = settings.get(family)
+    if not isinstance(described, dict):
+        return "the matcher"
+    return ", ".join(f"{k}={v}" for k, v in described.items())
+
+
+def glossary(summary: BatchSummary) -> list[Term]:
+    """The metrics with json-evaluation.md's formulas, the weights and thresholds of this run."""
+    settings: dict[str, Any] = summary.signature.settings
+    w = settings.get("weights", {})
+    weights = ", ".join(
+        f"w_{k}={w[k]:g}" for k in ("accuracy", "completeness", "hallucination", "safety") if k in w
+    )
+    fuzzy = settings.get("fuzzy_threshold", "fuzzy_threshold")
+    semantic = settings.get("semantic_threshold", "semantic_threshold")
+    resamples = settings.get("bootstrap")
+    return [
+        Term(
+            "completeness",
+            "completeness = aio_matched_non_null_count / gt_non_null_count",
+            "aio_matched_non_null_count = len(both_non_null), gt_non_null_count = len(gt_non_null);"
+            " 1.0 when gt_non_null_count == 0 (nothing expected, fully complete). Higher is better."
+            " Spec Phase 1.",
+        ),
+        Term(
+            "hallucination",
+            "hallucination = hallucination_count / total_distinct",
+            "hallucination_count = len(extra_keys) + len(gt_null_aio_has_value); total_distinct ="
+            " len(gt_keys ∪ aio_keys), regardless of null status; 0.0 when total_distinct == 0."
+            " Lower is better. Spec Phase 2.",
+        ),
+        Term(
+            "accuracy",
+            "accuracy = total_acc_score / scorable_count",
+            "over both_non_null keys: scorable_count = len(both_non_null) - len(ignored),"
+            " total_acc_score = sum of individual field scores (0 or 1 each); 1.0 when"
+            " scorable_count == 0 (nothing to score). Spec Phase 3.",
+        ),
+        Term(
+            "safety_score",
+            "safety_score in [0, 1]",
+            "used by RQS, not defined by the spec: 1.0 unless the record carries its own"
+            " safety_score or --safety-check leaks finds a leak (then 0.0).",
+        ),
+        Term(
+            "RQS",
+            "rqs = (w_accuracy × accuracy) + (w_completeness × completeness)"
+            " + (w_safety × safety_score) - (w_hallucination × hallucination);"
+            " rqs = clamp(rqs, 0.0, 1.0)",
+            f"Response Quality Score. Weights used: {weights or 'n/a'} (spec defaults"
+            " w_accuracy=0.45, w_completeness=0.25, w_hallucination=0.15, w_safety=0.15)."
+            " Spec Phase 4.",
+        ),
+        Term("extra_keys", "Key in AIO but not in GT", "hallucination numerator. Spec Phase 0."),
+        Term(
+            "gt_null_aio_has_value",
+            "Key in GT, GT value is null, key in AIO, AIO value is not null",
+            "hallucination numerator. Null: None, empty or whitespace-only string. Spec Phase 0.",
+        ),
+        Term("gt_non_null", "Key in GT and GT value is not null", "completeness denominator."),
+        Term(
+            "aio_missing_or_null",
+            "Key in gt_non_null but (key not in AIO or AIO value is null)",
+            "completeness numerator loss (the 'missing' column).",
+        ),
+        Term(
+            "both_non_null",
+            "Key in both GT and AIO, both values are not null",
+            "the accuracy candidates.",
+        ),
+        Term(
+            "EXACT",
+            "str(gt).lower() == str(aio).lower() (JSON-sorted for dict/list)",
+            "score 0 or 1.",
+        ),
+        Term(
+            "FUZZY",
+            "LLM fuzzy similarity → score vs fuzzy_threshold",
+            f"score 1 when the similarity is >= fuzzy_threshold = {fuzzy} in this run, else 0;"
+            f" similarity from {_matcher(settings, 'fuzzy')}.",
+        ),
+        Term(
+            "SEMANTIC",
+            "LLM semantic similarity → score vs semantic_threshold",
+            f"score 1 when the similarity is >= semantic_threshold = {semantic} in this run,"
+            f" else 0; similarity from {_matcher(settings, 'semantic')}.",
+        ),
+        Term("IGNORE", "Field excluded from accuracy denominator entirely", "no score."),
+        Term(
+            "match rate",
+            "matched / scored",
+            "per field over the batch (fieldcheck's, not the spec's); n/a when never scored.",
+        ),
+        Term(
+            "95% CI",
+            "2.5th and 97.5th percentiles of the resampled means",
+            f"percentile bootstrap over the scored records ({resamples} resamples, seed"
+            f" {settings.get('seed')}); absent with --bootstrap 0.",
+        ),
+    ]
+
+
+def build_report(batch: BatchResult, images: dict[str, Path]) -> Report:
+    """The report of a scored batch (plots already written; ``images`` by key)."""
+    s = batch.summary
+    report = Report("JSON evaluation", signature=s.signature.format())
+    report.heading("Scores")
+    if s.scored:
+        report.paragraph(f"Means over {s.scored} scored records, with 95% bootstrap intervals.")
+        report.table(
+            ["score", "mean", "95% CI"],
+            [[SCORE_NAMES[k], _num(s.means[k]), _interval(s.ci.get(k))] for k in SCORE_NAMES],
+            text_columns=1,
+        )
+    else:
+        report.paragraph("No record was scored: no means, intervals or plots.")
+    report.bullets(
+        [
+            f"records: {s.records}",
+            f"scored: {s.scored}",
+            f"failed: {s.failed}",
+            f"not an object: {s.not_an_object}",
+            f"safety leaks: {s.safety_flagged}",
+        ]
+    )
+    report.heading("Fields")
+    fields = fields_by_match_rate(s)
+    if fields:
+        report.paragraph("Every field, the lowest match rate first.")
+        report.table(
+            [
+                "field",
+                "strategies",
+                "expected",
+                "scored",
+                "matched",
+                "match rate",
+                "missing",
+                "hallucinated",
+            ],
+            [
+                [
+                    name,
+                    ",".join(f.strategies),
+                    str(f.expected),
+                    str(f.scored),
+                    str(f.matched),
+                    _num(f.match_rate),
+                    str(f.missing),
+                    str(f.hallucinated),
+                ]
+                for name, f in fields
+            ],
+            text_columns=2,
+        )
+    else:
+        report.paragraph("No field in any scored record.")
+    if "plot_field_match_rate" not in images:
+        report.paragraph("No field was scored: no match-rate plot.")
+    worst = worst_records(batch.results)
+    if worst:
+        report.heading("Worst records")
+        report.paragraph(f"The {len(worst)} lowest RQS.")
+        report.table(
+            ["id", "fields not matched", "RQS", "completeness", "hallucination", "accuracy"],
+            [
+                [
+                    str(r.id),
+                    _unmatched(r),
+                    _num(r.result.rqs),
+                    _num(r.result.completeness),
+                    _num(r.result.hallucination),
+                    _num(r.result.accuracy),
+                ]
+                for r in worst
+            ],
+            text_columns=2,
+        )
+    if s.errors:
+        report.heading("Input problems")
+        items = list(s.errors[:ERRORS_SHOWN])
+        if len(s.errors) > ERRORS_SHOWN:
+            items.append(f"{len(s.errors) - ERRORS_SHOWN} more in errors.jsonl")
+        report.bullets(items)
+    if images:
+        report.heading("Plots")
+        report.images(images)
+    report.heading("Glossary")
+    report.glossary(glossary(s))
+    return report
+
+
+def write_batch_report(out: str | Path | OutputFolder, batch: BatchResult) -> dict[str, Path]:
+    """Plots, report.md and report.html of a scored batch into ``out``; their paths by name
+    (``plot_field_match_rate``, ``plot_score_distribution`` when drawn, ``report_md``,
+    ``report_html``)."""
+    folder = OutputFolder.of(out)
+    images = write_plots(batch, folder)
+    written = write_report(folder, build_report(batch, images))
+    return {**images, "report_md": written["report.md"], "report_html": written["report.html"]}
+
+
+def expected_files(batch: BatchResult) -> list[str]:
+    """The report's files this batch will write (plots only when there is something to draw)."""
+    names = ["report.md", "report.html"]
+    if any(f.scored for f in batch.summary.fields.values()):
+        names.append(PLOTS["plot_field_match_rate"])
+    if batch.results:
+        names.append(PLOTS["plot_score_distribution"])
+    return names

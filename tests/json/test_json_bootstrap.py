@@ -1,0 +1,207 @@
+"""Bootstrap intervals on the JSON batch means (issue 9): the pure interval function against a
+slow loop over the same resample weights, hand-checkable small batches, seeds and signatures."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from fieldcheck.jsoneval import (
+    BatchRecord,
+    EvalConfig,
+    evaluate,
+    evaluate_batch,
+    score_arrays,
+    write_batch_outputs,
+)
+from fieldcheck.metrics._stats import _resample_weights, bootstrap_means_ci
+
+Walk = tuple[dict[str, Any], dict[str, Any], dict[str, str]]
+GT = {"a": 1, "b": 2}
+# r1 all right; r2 b wrong; r3 b missing.
+# completeness 1, 1, 0.5; hallucination 0, 0, 0; accuracy 1, 0.5, 1 (r3 scores a only);
+# RQS 0.45 + 0.25 + 0.15 = 0.85; 0.225 + 0.25 + 0.15 = 0.625; 0.45 + 0.125 + 0.15 = 0.725
+THREE = [
+    BatchRecord(id="r1", ground_truth=GT, output={"a": 1, "b": 2}),
+    BatchRecord(id="r2", ground_truth=GT, output={"a": 1, "b": 3}),
+    BatchRecord(id="r3", ground_truth=GT, output={"a": 1}),
+]
+
+
+def loop_reference(
+    values: list[float], resamples: int, seed: int
+) -> tuple[float, float, int] | None:
+    """The interval written out slowly: for each resample row of the same weights, the mean of the
+    drawn counted values; sort; take the floor/ceil percentile ranks (NaN: not counted)."""
+    weights = _resample_weights(len(values), resamples, seed)  # the same draws, by construction
+    means = []
+    for row in weights:
+        total = count = 0.0
+        for w, v in zip(row, values, strict=True):
+            if not math.isnan(v):
+                total += w * v
+                count += w
+        if count:
+            means.append(total / count)
+    if not means:
+        return None
+    means.sort()
+    k = len(means)
+    return means[math.floor(0.025 * (k - 1))], means[math.ceil(0.975 * (k - 1))], k
+
+
+def test_two_values_zero_and_one_give_the_whole_range() -> None:
+    # a resample of 2 is {0,0}, {0,1} or {1,1}: means 0, 0.5, 1 with chance 1/4, 1/2, 1/4, so
+    # about 250 of 1000 sit at each end, far more than the 25 the 2.5% rank skips
+    ci = bootstrap_means_ci({"x": np.array([0.0, 1.0])}, resamples=1000, seed=0)["x"]
+    assert (ci.estimate, ci.low, ci.high, ci.level, ci.resamples) == (0.5, 0.0, 1.0, 0.95, 1000)
+
+
+def test_constant_values_give_a_point_interval() -> None:
+    ci = bootstrap_means_ci({"x": np.full(5, 0.7)}, resamples=200, seed=3)["x"]
+    assert (ci.estimate, ci.low, ci.high) == (0.7, 0.7, 0.7)
+
+
+@pytest.mark.parametrize(
+    ("values", "seed"),
+    [
+        ([0.2, 0.5, 0.9], 0),
+        ([0.2, 0.5, 0.9], 7),
+        ([1.0, math.nan, 0.0], 1),  # the NaN unit is left out of the mean and of every resample
+        ([0.85, 0.625, 0.725, 0.1, 0.0, 1.0, 0.33], 11),
+    ],
+)
+def test_intervals_agree_with_a_slow_loop_over_the_same_weights(
+    values: list[float], seed: int
+) -> None:
+    ci = bootstrap_means_ci({"x": np.array(values)}, resamples=300, seed=seed)["x"]
+    ref = loop_reference(values, 300, seed)
+    assert ref is not None
+    low, high, counted = ref
+    assert math.isclose(ci.low, low, abs_tol=1e-12) and math.isclose(ci.high, high, abs_tol=1e-12)
+    assert ci.resamples == counted
+    kept = [v for v in values if not math.isnan(v)]
+    assert ci.estimate == math.fsum(kept) / len(kept)
+
+
+def test_a_nan_unit_drops_the_resamples_that_draw_only_it() -> None:
+    values = [1.0, math.nan, 0.0]
+    weights = _resample_weights(3, 1000, 1)
+    only_nan = int(np.count_nonzero(weights[:, 1] == 3))  # about 1000 / 27
+    ci = bootstrap_means_ci({"x": np.array(values)}, resamples=1000, seed=1)["x"]
+    assert only_nan > 0 and ci.resamples == 1000 - only_nan
+    assert ci.estimate == 0.5
+
+
+def test_no_interval_without_units_resamples_or_counted_values() -> None:
+    assert bootstrap_means_ci({"x": np.array([])}) == {}
+    assert bootstrap_means_ci({"x": np.array([0.5, 1.0])}, resamples=0) == {}
+    assert bootstrap_means_ci({"x": np.array([math.nan]), "y": np.array([1.0])}).keys() == {"y"}
+    with pytest.raises(ValueError, match="differ in length"):
+        bootstrap_means_ci({"x": np.array([1.0]), "y": np.array([1.0, 0.0])})
+
+
+def test_batch_means_have_intervals_equal_to_the_loop(table_matchers: dict[str, Any]) -> None:
+    batch = evaluate_batch(THREE, EvalConfig(), matchers=table_matchers, bootstrap=500, seed=4)
+    s = batch.summary
+    assert s.means["completeness"] == 2.5 / 3 and s.means["accuracy"] == 2.5 / 3
+    assert math.isclose(s.means["rqs"] or 0.0, 2.2 / 3)
+    assert set(s.ci) == {"completeness", "hallucination", "accuracy", "safety_score", "rqs"}
+    per_record = {
+        "completeness": [1.0, 1.0, 0.5],
+        "hallucination": [0.0, 0.0, 0.0],
+        "accuracy": [1.0, 0.5, 1.0],
+        "safety_score": [1.0, 1.0, 1.0],
+        "rqs": [0.85, 0.625, 0.725],
+    }
+    arrays = score_arrays(batch.results)
+    for name, values in per_record.items():
+        assert np.allclose(arrays[name], values, rtol=0, atol=1e-12)
+        assert arrays[name].dtype == np.float64
+        ci = s.ci[name]
+        ref = loop_reference(list(arrays[name]), 500, 4)
+        assert ref is not None
+        assert (ci.low, ci.high, ci.resamples) == pytest.approx(ref, abs=1e-12)
+        assert ci.estimate == pytest.approx(s.means[name], abs=1e-15)
+        assert ci.low <= ci.estimate <= ci.high
+    assert (s.ci["hallucination"].low, s.ci["hallucination"].high) == (0.0, 0.0)
+    # completeness is 0.5 only when all three draws are r3 (1/27 = 3.7% > 2.5%) and 1.0 when
+    # none is (8/27 = 30% > 2.5%): the interval is [0.5, 1.0]
+    assert (s.ci["completeness"].low, s.ci["completeness"].high) == (0.5, 1.0)
+
+
+def test_same_seed_same_intervals_other_seed_other_intervals(
+    table_matchers: dict[str, Any],
+) -> None:
+    records = [
+        BatchRecord(id=i, ground_truth={"a": 1, "b": 2, "c": 3}, output=out)
+        for i, out in enumerate(
+            [{"a": 1}, {"a": 1, "b": 2}, {"a": 1, "b": 2, "c": 3}, {"a": 2}, {"c": 3}] * 4
+        )
+    ]
+
+    def ci(seed: int) -> dict[str, tuple[float, float]]:
+        s = evaluate_batch(records, matchers=table_matchers, seed=seed).summary
+        return {k: (v.low, v.high) for k, v in s.ci.items()}
+
+    assert ci(0) == ci(0)
+    assert ci(0)["rqs"] != ci(1)["rqs"]
+
+
+def test_bootstrap_zero_gives_no_intervals_and_the_same_means(
+    table_matchers: dict[str, Any],
+) -> None:
+    with_ci = evaluate_batch(THREE, matchers=table_matchers).summary
+    without = evaluate_batch(THREE, matchers=table_matchers, bootstrap=0).summary
+    assert without.ci == {} and without.means == with_ci.means
+    assert without.signature.settings["bootstrap"] == 0
+    with pytest.raises(ValueError, match="must be >= 0"):
+        evaluate_batch(THREE, matchers=table_matchers, bootstrap=-1)
+
+
+def test_signature_adds_bootstrap_and_seed_to_the_summary_only(
+    walkthrough: Walk, table_matchers: dict[str, Any]
+) -> None:
+    aio, gt, strategies = walkthrough
+    config = EvalConfig(strategies=strategies)
+    single = evaluate(aio, gt, config, matchers=table_matchers)
+    batch = evaluate_batch(
+        [BatchRecord(id=1, ground_truth=gt, output=aio)],
+        config,
+        matchers=table_matchers,
+        bootstrap=200,
+        seed=9,
+    )
+    record = batch.results[0].result
+    assert record.rqs == single.rqs == 0.7375  # the walkthrough does not move
+    assert record.signature == single.signature  # a record's signature is as before
+    assert "bootstrap" not in single.signature.settings
+    summary_sig = batch.summary.signature
+    assert (summary_sig.settings["bootstrap"], summary_sig.settings["seed"]) == (200, 9)
+    # only fields added: the rest of the string is the record's, unchanged
+    parts = summary_sig.format().split("|")
+    assert [p for p in parts if not p.startswith(("bootstrap:", "seed:"))] == (
+        single.signature.format().split("|")
+    )
+    assert "bootstrap:200" in parts and "seed:9" in parts
+
+
+def test_summary_json_carries_the_intervals(tmp_path: Path, table_matchers: dict[str, Any]) -> None:
+    batch = evaluate_batch(THREE, matchers=table_matchers, bootstrap=100, seed=2)
+    write_batch_outputs(tmp_path / "out", batch)
+    data = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert set(data["ci"]) == {"completeness", "hallucination", "accuracy", "safety_score", "rqs"}
+    assert data["ci"]["rqs"] == {
+        "estimate": batch.summary.ci["rqs"].estimate,
+        "low": batch.summary.ci["rqs"].low,
+        "high": batch.summary.ci["rqs"].high,
+        "level": 0.95,
+        "resamples": 100,
+    }
+    assert data["signature"]["settings"]["bootstrap"] == 100
+    assert data["complete"] is True
