@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Callable, Mapping, Sequence
-from typing import TypeVar
+from typing import NamedTuple, TypeVar
 
 import numpy as np
 from pydantic import BaseModel
@@ -281,4 +281,66 @@ def bootstrap_means_ci(
         column = stacked[counted[:, j], j]
         estimate = math.fsum(column.tolist()) / len(column)
         out[name] = _percentile_interval(totals[keep, j] / counts[keep, j], estimate, level)
+    return out
+
+
+class TotalsGroup(NamedTuple):
+    """Per-unit sufficient statistics of some of the units, for :func:`bootstrap_groups_ci`.
+
+    ``rows[j]`` is the count vector of unit ``units[j]`` (an index below ``n``); a unit not listed
+    adds nothing to this group's totals. Each statistic maps an (m, k) array of totals to m values.
+    """
+
+    units: Sequence[int]
+    rows: Sequence[Sequence[float]]
+    statistics: Mapping[str, TotalsStatistic]
+
+
+def bootstrap_groups_ci(
+    n: int,
+    groups: Sequence[TotalsGroup],
+    *,
+    resamples: int = 1000,
+    level: float = 0.95,
+    seed: int = 0,
+    max_cells: int = 2_000_000,
+) -> dict[str, Interval] | None:
+    """``bootstrap_totals_ci`` for several groups of the same ``n`` units (all units; the units
+    of each turn position), every group resampled by the same seeded draws of units.
+
+    The resample weights are exactly ``bootstrap_totals_ci``'s for the same ``n`` and seed, drawn
+    ``max_cells // n`` resamples at a time, so memory stays at about ``max_cells`` weights plus
+    ``resamples`` values per statistic, whatever ``n``. The estimate is the statistic of the full
+    totals. Statistic names must be unique across groups. ``None`` for ``n < 1`` or
+    ``resamples < 1``.
+    """
+    if n < 1 or resamples < 1:
+        return None
+    prepared: list[tuple[np.ndarray, np.ndarray, Mapping[str, TotalsStatistic]]] = []
+    names: set[str] = set()
+    for group in groups:
+        idx = np.asarray(group.units, dtype=np.intp).reshape(-1)
+        rows = np.asarray(group.rows, dtype=float).reshape(len(idx), -1)
+        if len(idx) and (idx.min() < 0 or idx.max() >= n):
+            raise ValueError(f"a unit index is outside 0..{n - 1}")
+        if names & set(group.statistics):
+            raise ValueError(f"statistic names repeat: {sorted(names & set(group.statistics))}")
+        names |= set(group.statistics)
+        prepared.append((idx, rows, group.statistics))
+    values = {name: np.empty(resamples) for name in names}
+    rng = np.random.default_rng(seed)
+    probabilities = np.full(n, 1.0 / n)
+    step = max(1, max_cells // n)
+    for start in range(0, resamples, step):
+        size = min(step, resamples - start)
+        weights = rng.multinomial(n, probabilities, size=size).astype(float)
+        for idx, rows, statistics in prepared:
+            totals = weights[:, idx] @ rows
+            for name, stat in statistics.items():
+                values[name][start : start + size] = stat(totals)
+    out: dict[str, Interval] = {}
+    for _, rows, statistics in prepared:
+        full = rows.sum(axis=0, keepdims=True)
+        for name, stat in statistics.items():
+            out[name] = _percentile_interval(values[name], float(stat(full)[0]), level)
     return out
