@@ -7,9 +7,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
-from fieldcheck.metrics import bootstrap_ci
 from fieldcheck.numeric import load_convfinqa, load_predictions, score_numeric, write_outputs
 
 
@@ -134,6 +134,24 @@ def files(tmp_path: Path) -> tuple[Path, Path]:
     return data, preds
 
 
+def _slow_interval(weights: Any, values: dict[str, list[float]]) -> tuple[float, float]:
+    """Percentile interval by a plain loop: resample r draws conversation u ``weights[r][u]``
+    times (u in A, B, C order); its value is the mean of the drawn conversations' per-turn values
+    (0.0 when it drew none); then the sorted values at floor(0.025 * 199) and ceil(0.975 * 199)."""
+    order = ["A", "B", "C"]
+    resampled = []
+    for row in weights:
+        drawn = [
+            v
+            for u, times in zip(order, row, strict=True)
+            for _ in range(times)
+            for v in values.get(u, [])
+        ]
+        resampled.append(sum(drawn) / len(drawn) if drawn else 0.0)
+    resampled.sort()
+    return resampled[4], resampled[195]
+
+
 def test_statistics_by_hand(files: tuple[Path, Path], tmp_path: Path) -> None:
     data, preds = files
     result = score_numeric(
@@ -210,18 +228,33 @@ def test_statistics_by_hand(files: tuple[Path, Path], tmp_path: Path) -> None:
         assert ci[key]["estimate"] == pytest.approx(s[key])
         assert ci[key]["low"] <= ci[key]["estimate"] <= ci[key]["high"]
         assert ci[key]["resamples"] == 200 and ci[key]["level"] == 0.95
-    # the same resamples by hand: units are conversations, (numerical matches, scored turns)
-    units = [(2, 2), (1, 3), (0, 3)]
-    by_hand = bootstrap_ci(
-        units, lambda us: sum(m for m, _ in us) / sum(n for _, n in us), resamples=200, seed=3
-    )
-    assert by_hand is not None
-    assert ci["numerical_match_accuracy"]["low"] == pytest.approx(by_hand.low)
-    assert ci["numerical_match_accuracy"]["high"] == pytest.approx(by_hand.high)
-    success = bootstrap_ci([1, 0, 0], lambda us: sum(us) / len(us), resamples=200, seed=3)
-    assert success is not None
-    assert ci["conversation_success_rate"]["low"] == pytest.approx(success.low)
-    assert ci["conversation_success_rate"]["high"] == pytest.approx(success.high)
+    # the same resamples by an independent slow loop: units are the conversations A, B, C, drawn
+    # by the weights bootstrap_totals_ci uses (seeded multinomial counts); each resample's value
+    # is recomputed from the drawn conversations' turns
+    weights = np.random.default_rng(3).multinomial(3, [1 / 3] * 3, size=200)
+    numerical = {"A": [1, 1], "B": [0, 0, 1], "C": [0, 0, 0]}  # scored turns, in order
+    recall = {"A": [1.0, 1.0], "B": [1.0, 0.5, 1.0], "C": [1.0]}  # turns with a plan
+    success = {"A": [1], "B": [0], "C": [0]}
+    by_turn = {"0": {"A": [1], "B": [0], "C": [0]}, "2": {"B": [1], "C": [0]}}
+    for key, values in (
+        ("numerical_match_accuracy", numerical),
+        ("avg_logic_recall", recall),
+        ("conversation_success_rate", success),
+    ):
+        low, high = _slow_interval(weights, values)
+        assert ci[key]["low"] == pytest.approx(low), key
+        assert ci[key]["high"] == pytest.approx(high), key
+    per_turn = s["bootstrap_95_ci_by_turn_number"]
+    assert set(per_turn) == {"0", "1", "2"}
+    for turn, values in by_turn.items():
+        low, high = _slow_interval(weights, values)
+        assert per_turn[turn]["estimate"] == pytest.approx(s["accuracy_by_turn_number"][turn])
+        assert (per_turn[turn]["low"], per_turn[turn]["high"]) == pytest.approx((low, high))
+    # the values (200 resamples, seed 3): numerical 1/9 (B once, C twice: 1 match in 9 turns)
+    # to 1 (A three times); logic recall 2.5/3 (B three times) to 1
+    assert ci["numerical_match_accuracy"]["low"] == pytest.approx(1 / 9)
+    assert ci["numerical_match_accuracy"]["high"] == 1.0
+    assert ci["avg_logic_recall"]["low"] == pytest.approx(2.5 / 3)
     assert s["signature"].startswith(
         "numeric|bootstrap:200|bootstrap_seed:3|data:data.json|format:derived"
     )
@@ -265,6 +298,7 @@ def test_statistics_by_hand(files: tuple[Path, Path], tmp_path: Path) -> None:
         "num_input_errors",
         "latency_s",
         "bootstrap_95_ci",
+        "bootstrap_95_ci_by_turn_number",
         "signature",
         "signature_settings",
     }

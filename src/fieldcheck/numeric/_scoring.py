@@ -11,8 +11,9 @@ import math
 from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from fieldcheck._util.errors import InputError
@@ -34,7 +35,14 @@ from fieldcheck.metrics._programs import (
     parse_program,
     plan_operations,
 )
-from fieldcheck.metrics._stats import Interval, bootstrap_ci, latency_stats, safe_div
+from fieldcheck.metrics._stats import (
+    Interval,
+    TotalsGroup,
+    TotalsStatistic,
+    bootstrap_groups_ci,
+    latency_stats,
+    safe_div_array,
+)
 from fieldcheck.numeric._loaders import LoadResult
 from fieldcheck.numeric._predictions import Prediction, PredictionsResult
 from fieldcheck.numeric._records import Conversation
@@ -368,27 +376,92 @@ _MATCHES = {
 }
 
 
-def _turn_accuracy(field: str) -> Callable[[Sequence[ConversationScore]], float]:
-    def statistic(units: Sequence[ConversationScore]) -> float:
-        scored = [t for c in units for t in c.turns if t.scored]
-        return safe_div(sum(bool(getattr(t, field)) for t in scored), len(scored))
+_LOGIC = {
+    "avg_logic_recall": "logic_recall",
+    "avg_logic_precision": "logic_precision",
+    "avg_logic_order_score": "logic_order_score",
+}
+# Per-turn-position intervals for the first positions only: ConvFinQA has at most a few turns,
+# and a hostile conversation of 100,000 turns must not hold 100,000 x resamples values.
+MAX_TURN_INTERVALS = 100
+_SCORED = len(_MATCHES)  # column of the scored-turn count in a conversation's totals
+_SUCCESS = _SCORED + 1 + 2 * len(_LOGIC)  # columns: successful (0/1), judged (0/1)
+
+
+class Intervals(NamedTuple):
+    """Bootstrap intervals: the headline statistics (``None`` where nothing is counted) and the
+    numerical-match accuracy per turn position."""
+
+    overall: dict[str, Interval | None]
+    by_turn: dict[int, Interval]
+
+
+def conversation_totals(conversation: ConversationScore) -> list[float]:
+    """A conversation's sufficient statistics for the bootstrap: its turns matching under each of
+    the five types, its scored turns, the sum and the count of each logic score (turns that have
+    one), and whether it succeeded and was judged (0/1 each)."""
+    scored = [t for t in conversation.turns if t.scored]
+    row = [float(sum(bool(getattr(t, f)) for t in scored)) for f in _MATCHES.values()]
+    row.append(float(len(scored)))
+    for field in _LOGIC.values():
+        values = [getattr(t, field) for t in conversation.turns if getattr(t, field) is not None]
+        row += [math.fsum(values), float(len(values))]
+    success = conversation.success
+    row += [float(bool(success)), float(success is not None)]
+    return row
+
+
+def _ratio(numerator: int, denominator: int) -> TotalsStatistic:
+    def statistic(totals: np.ndarray) -> np.ndarray:
+        return safe_div_array(totals[:, numerator], totals[:, denominator])
 
     return statistic
 
 
-def _turn_mean(field: str) -> Callable[[Sequence[ConversationScore]], float]:
-    def statistic(units: Sequence[ConversationScore]) -> float:
-        values = [
-            getattr(t, field) for c in units for t in c.turns if getattr(t, field) is not None
-        ]
-        return safe_div(math.fsum(values), len(values))
-
-    return statistic
-
-
-def _success_rate(units: Sequence[ConversationScore]) -> float:
-    flags = [c.success for c in units if c.success is not None]
-    return safe_div(sum(bool(f) for f in flags), len(flags))
+def bootstrap_intervals(
+    conversations: Sequence[ConversationScore], *, resamples: int = 1000, seed: int = 0
+) -> Intervals:
+    """95% percentile bootstrap intervals resampling conversations (spec "Reasoning Quality" and
+    "Complexity Analysis"; docs/numeric.md): each statistic is a ratio of summed per-conversation
+    counts (``conversation_totals``), so a resample is a matrix product
+    (``bootstrap_groups_ci``, seeded). The units are the conversations with a scored turn or a
+    logic score; a statistic with nothing counted has no interval. Per turn position (the first
+    ``MAX_TURN_INTERVALS``): numerical-match accuracy over the conversations scored there.
+    """
+    rows = [conversation_totals(c) for c in conversations]
+    keep = [i for i, row in enumerate(rows) if row[_SCORED] or any(row[_SCORED + 2 : _SUCCESS : 2])]
+    units = [rows[i] for i in keep]
+    full = [math.fsum(column) for column in zip(*units, strict=True)] if units else []
+    statistics: dict[str, TotalsStatistic] = {}
+    overall: dict[str, Interval | None] = {}
+    for k, key in enumerate(_MATCHES):
+        overall[key] = None
+        if full and full[_SCORED]:
+            statistics[key] = _ratio(k, _SCORED)
+    for j, key in enumerate(_LOGIC):
+        column = _SCORED + 1 + 2 * j
+        if full and full[column + 1]:
+            overall[key] = None
+            statistics[key] = _ratio(column, column + 1)
+    overall["conversation_success_rate"] = None
+    if full and full[_SUCCESS + 1]:
+        statistics["conversation_success_rate"] = _ratio(_SUCCESS, _SUCCESS + 1)
+    groups = [TotalsGroup(range(len(units)), units, statistics)]
+    positions: dict[int, tuple[list[int], list[list[float]]]] = {}
+    for unit, i in enumerate(keep):
+        for t in conversations[i].turns:
+            if t.scored and (t.turn_idx in positions or len(positions) < MAX_TURN_INTERVALS):
+                members, counts = positions.setdefault(t.turn_idx, ([], []))
+                members.append(unit)
+                counts.append([float(bool(t.numerical_match)), 1.0])
+    groups += [
+        TotalsGroup(members, counts, {f"turn {k}": _ratio(0, 1)})
+        for k, (members, counts) in positions.items()
+    ]
+    found = bootstrap_groups_ci(len(units), groups, resamples=resamples, seed=seed) or {}
+    overall |= {key: found[key] for key in statistics}
+    by_turn = {k: found[f"turn {k}"] for k in sorted(positions)}
+    return Intervals(overall=overall, by_turn=by_turn)
 
 
 def _nothing_scored_reason(turns: int, call_errors: Counter[str], no_gold: int) -> str | None:
@@ -484,18 +557,16 @@ def compute_statistics(
     latency = latency_stats([t.latency_s for t in answered if t.latency_s is not None])
     stats["latency_s"] = latency.model_dump() if latency else None
 
-    intervals: dict[str, Any] = {}
-    statistics: dict[str, Callable[[Sequence[ConversationScore]], float]] = {
-        key: _turn_accuracy(field) for key, field in _MATCHES.items()
-    }
-    if any(t.logic_recall is not None for t in turns):
-        statistics["avg_logic_recall"] = _turn_mean("logic_recall")
-        statistics["avg_logic_precision"] = _turn_mean("logic_precision")
-        statistics["avg_logic_order_score"] = _turn_mean("logic_order_score")
-    statistics["conversation_success_rate"] = _success_rate
-    units = [c for c in conversations if c.success is not None]
-    for key, statistic in statistics.items():
-        interval: Interval | None = bootstrap_ci(units, statistic, resamples=bootstrap, seed=seed)
-        intervals[key] = interval.model_dump() if interval else None
-    stats["bootstrap_95_ci"] = intervals if bootstrap > 0 else None
+    if bootstrap > 0:
+        intervals = bootstrap_intervals(conversations, resamples=bootstrap, seed=seed)
+        stats["bootstrap_95_ci"] = {
+            key: (ci.model_dump() if ci is not None else None)
+            for key, ci in intervals.overall.items()
+        }
+        stats["bootstrap_95_ci_by_turn_number"] = {
+            str(k): ci.model_dump() for k, ci in intervals.by_turn.items()
+        }
+    else:
+        stats["bootstrap_95_ci"] = None
+        stats["bootstrap_95_ci_by_turn_number"] = None
     return stats
