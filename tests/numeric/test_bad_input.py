@@ -187,7 +187,7 @@ def test_cli_usage_errors_exit_2(data_file: Path, tmp_path: Path) -> None:
         str(tmp_path / "o"),
     ]
     assert runner.invoke(app, [*base, "--price-in", "1"]).exit_code == 2
-    assert runner.invoke(app, [*base, "--seed", "3"]).exit_code == 2
+    assert runner.invoke(app, [*base, "--seed", "x"]).exit_code == 2  # not an integer
     assert runner.invoke(app, [*base, "--sample-size", "0"]).exit_code == 2  # would score nothing
     assert runner.invoke(app, [*base, "--split", "train"]).exit_code == 2
     missing = [
@@ -208,7 +208,7 @@ def test_cli_usage_errors_exit_2(data_file: Path, tmp_path: Path) -> None:
     assert (tmp_path / "o" / "statistics.json").is_file()
 
 
-def test_turns_without_gold_are_not_scored_but_errors_are_listed(tmp_path: Path) -> None:
+def test_turns_without_gold_are_not_scored_nor_listed_as_errors(tmp_path: Path) -> None:
     record = _record("conv-x", ["1", "2"], [1.0, 2.0])
     del record["dialogue"]["executed_answers"]
     record["features"]["num_dialogue_turns"] = 3  # disagrees with the dialogue: a warning
@@ -240,8 +240,12 @@ def test_turns_without_gold_are_not_scored_but_errors_are_listed(tmp_path: Path)
     write_outputs(result, out)
     with (out / "errors.csv").open() as handle:
         rows = list(csv.DictReader(handle))
-    assert [(r["turn_idx"], r["error_type"], r["error_message"]) for r in rows] == [
-        ("1", "RateLimit", "429")
+    assert rows == []  # turn 1's RateLimit has no gold to be wrong against: not an error
+    with (out / "turns.csv").open() as handle:
+        turns = list(csv.DictReader(handle))
+    assert [(t["turn_idx"], t["not_scored"], t["error_type"]) for t in turns] == [
+        ("0", "no_gold", ""),
+        ("1", "no_gold", "RateLimit"),
     ]
     assert (out / "accuracy_by_turn.png").is_file()
 

@@ -14,12 +14,7 @@ from typing import Any
 from fieldcheck._util.errors import short_repr
 from fieldcheck._util.jsonio import write_json
 from fieldcheck.numeric._records import Conversation
-from fieldcheck.numeric._scoring import (
-    MISSING_PREDICTION,
-    ConversationScore,
-    NumericResult,
-    TurnScore,
-)
+from fieldcheck.numeric._scoring import ConversationScore, NumericResult, TurnScore
 from fieldcheck.reports._csv import write_csv
 from fieldcheck.reports._outdir import OutputFolder
 
@@ -148,21 +143,19 @@ def turn_rows(result: NumericResult) -> list[dict[str, Any]]:
 
 
 def error_rows(result: NumericResult) -> list[dict[str, Any]]:
-    """Every failed turn (an error, a missing prediction, or a scored turn that is not a
+    """Every failed scored turn (an error, a missing prediction, or an answer that is not a
     numerical match), with exactly the spec's columns (errors.csv).
 
-    ``error_type`` is the agent's error type for errored turns (a failed call keeps the
-    runner's type, ``server_error``, ``timeout``, ...: not scored, but listed, so
-    ``value_counts()`` shows it apart), ``missing_prediction`` for a turn without a prediction,
-    else the failure mode (``scale``, ``sign``, ``rounding``, ``wrong``, ``no_answer``).
-    A turn without gold (the private test split) and without a prediction is not scored and
-    not an error: it is left out (issue 9); turns.csv still lists it."""
+    ``error_type`` is the agent's error type for errored turns (``invalid_reply``,
+    ``invalid_plan``, an agent's own name), ``missing_prediction`` for a turn without a
+    prediction, else the failure mode (``scale``, ``sign``, ``rounding``, ``wrong``,
+    ``no_answer``). A turn that is not scored is not an error and is left out (issue 9): no gold
+    answer (the private test split), whatever its prediction, or a failed model call (issue 8);
+    turns.csv lists it with ``not_scored`` and statistics.json counts it."""
     rows = []
     for c in result.conversations:
         for t in c.turns:
-            failed = t.error_type is not None or (t.scored and not t.numerical_match)
-            unscorable = t.not_scored == "no_gold" and t.error_type == MISSING_PREDICTION
-            if not failed or unscorable:
+            if not t.scored or t.numerical_match:
                 continue
             if t.error_type is not None:
                 error_type = t.error_type
