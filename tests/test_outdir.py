@@ -193,7 +193,16 @@ def test_folder_with_other_files_needs_force_and_keeps_them(tmp_path: Path) -> N
         assert _invoke("json", "batch", str(data), "--out", str(out), "--force").exit_code == 0
     assert (out / "notes.txt").read_text() == "my notes"
     listed = {e["file"] for e in _manifest(out) if "file" in e}
-    assert listed == {"records.jsonl", "fields.csv", "errors.jsonl", "summary.json"}
+    assert listed == {
+        "records.jsonl",
+        "fields.csv",
+        "errors.jsonl",
+        "summary.json",
+        "report.md",
+        "report.html",
+        "plot_field_match_rate.png",
+        "plot_score_distribution.png",
+    }
     assert _manifest(out)[-1] == {"complete": True}
 
 

@@ -263,17 +263,21 @@ def test_leak_scan_is_linear_on_huge_strings() -> None:
     assert [(f.kind, f.field) for f in found] == [("email", "t"), ("secret", "k")]
 
 
-def test_cli_batch_where_every_line_fails_exits_3_with_null_means(tmp_path: Path) -> None:
+def test_cli_batch_where_every_line_fails_is_a_usage_error_naming_the_first(
+    tmp_path: Path,
+) -> None:
+    # issue 9: the same rule in every system: a file with no valid line is the wrong file (exit 2,
+    # one line, nothing written); some bad lines are listed and the rest is scored (exit 3)
     data = write(tmp_path, "bad.jsonl", '42\n{oops\n{"id": 1, "output": {}}\n')
     out = tmp_path / "out"
     result = run("batch", data, "--out", str(out))
-    assert result.exit_code == 3, result.output
-    assert len(result.stderr.strip().splitlines()) == 3  # one error line each
-    summary = json.loads((out / "summary.json").read_text())
-    assert (summary["records"], summary["scored"], summary["failed"]) == (3, 0, 3)
-    assert set(summary["means"].values()) == {None}  # nothing scored: no mean, not 0
-    assert (out / "records.jsonl").read_text() == ""
-    assert len((out / "errors.jsonl").read_text().splitlines()) == 3
+    assert result.exit_code == 2, result.output
+    assert result.stderr.strip().splitlines() == [
+        f"error: DATA.jsonl: {data}: no valid record (3 problems; first: {data}:1: a line must "
+        "be a JSON object with id, ground_truth and output (got 42)) (see 'fieldcheck json "
+        "batch --help')"
+    ]
+    assert not out.exists()
 
 
 def test_flatten_dotted_keys_are_not_subtrees_and_cost_linear_time() -> None:

@@ -424,7 +424,7 @@ def test_interrupted_run_resumes_from_stored_turns(
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
-        (["--seed", "1"], "--seed only chooses the sample of --sample-size"),
+        (["--seed", "x"], "--seed: Input should be a valid integer"),
         (["--split", "train"], "no split 'train' in file"),
         (["--price-in", "1"], "give --price-in and --price-out together"),
     ],

@@ -25,7 +25,7 @@ from fieldcheck.metrics import (
 )
 from fieldcheck.metrics._programs import MAX_PROGRAM_CHARS, cell_number
 from fieldcheck.numeric import SUMMARY_COLUMNS, TURN_COLUMNS, load_predictions
-from fieldcheck.numeric._writers import plot_series, write_accuracy_plot
+from fieldcheck.numeric._report import plot_series, write_accuracy_plot
 
 HUGE_DIGITS = "9" * 400  # float() of this is inf, not an error
 
@@ -347,15 +347,17 @@ def test_help_explains_every_option_and_the_exit_statuses() -> None:
         ("--predictions", "JSONL"),
         ("--out", "Directory"),
         ("--split", "default 'dev'"),
-        ("--sample-size", "first N"),
-        ("--seed", "needs --sample-size"),
+        ("--sample-size", "at random with --seed"),
+        ("--seed", "the bootstrap resamples and, with --sample-size, which items are drawn"),
+        ("--json", "on stdout"),
+        ("--fail-under", "Exit 4 when a metric is below its floor"),
         ("--price-in", "USD per 1M input tokens"),
         ("--price-out", "USD per 1M output tokens"),
         ("--bootstrap", "95% intervals"),
     ):
         assert option in text and words in text, option
     assert "0 every turn scored; 3 some input failed" in text
-    assert "2 usage error" in text
+    assert "2 usage error" in text and "4 a --fail-under floor not met" in text
 
 
 def test_unwritable_out_is_a_usage_error(tmp_path: Path) -> None:

@@ -57,9 +57,10 @@ def test_two_latencies_of_1e308_are_refused_on_their_lines(tmp_path: Path) -> No
         {"conversation_id": "c", "turn": i, "answer": str(i + 1), "latency_s": 1e308}
         for i in (0, 1)
     ]
+    rows.append({"conversation_id": "c", "turn": 2, "answer": "3"})  # one valid line: exit 3
     preds = _lines(tmp_path / "p.jsonl", rows)
     loaded = load_predictions(preds)
-    assert loaded.predictions == {}
+    assert list(loaded.predictions) == [("c", 2)]
     assert [e.one_line() for e in loaded.errors] == [
         f"{preds}:{n}: record c: field 'latency_s': Input should be less than or equal to "
         "1000000 (got 1e+308)"
@@ -69,7 +70,7 @@ def test_two_latencies_of_1e308_are_refused_on_their_lines(tmp_path: Path) -> No
     assert code == 3, output
     stats = orjson.loads((tmp_path / "out" / "statistics.json").read_bytes())
     assert stats["latency_s"] is None
-    assert stats["num_input_errors"] == 2 + 3  # two refused lines, three turns without a prediction
+    assert stats["num_input_errors"] == 2 + 2  # two refused lines, two turns without a prediction
 
 
 def test_three_turns_of_9e18_input_tokens_leave_statistics_writable(tmp_path: Path) -> None:
@@ -82,18 +83,18 @@ def test_three_turns_of_9e18_input_tokens_leave_statistics_writable(tmp_path: Pa
         }
         for i in range(3)
     ]
+    rows[2] = {"conversation_id": "c", "turn": 2, "answer": "3"}  # one valid line: exit 3
     preds = _lines(tmp_path / "p.jsonl", rows)
     code, output = _score(_data(tmp_path), preds, tmp_path / "out")
     assert code == 3, output
     stats = orjson.loads((tmp_path / "out" / "statistics.json").read_bytes())
     assert stats["total_input_tokens"] == 0
-    assert stats["num_missing_predictions"] == 3
+    assert stats["num_missing_predictions"] == 2
     with (tmp_path / "out" / "input_errors.csv").open() as handle:
         refused = [r for r in csv.DictReader(handle) if r["field"] == "input_tokens"]
     assert [(r["line"], r["value"]) for r in refused] == [
         ("1", "9000000000000000000"),
         ("2", "9000000000000000000"),
-        ("3", "9000000000000000000"),
     ]
 
 

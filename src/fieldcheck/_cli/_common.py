@@ -18,6 +18,8 @@ import typer
 from typer._click import exceptions as click  # typer vendors Click (pinned in requirements.lock)
 from typer.core import TyperGroup
 
+from fieldcheck._util.errors import InputError
+from fieldcheck._util.sniff import likely_cause
 from fieldcheck._util.term import install_log_filter, safe_text
 from fieldcheck.reports._outdir import OutputFolder, OutputFolderError
 
@@ -127,3 +129,151 @@ def writing(folder: OutputFolder) -> Iterator[OutputFolder]:
     except KeyboardInterrupt:
         typer.echo(safe_text(folder.interrupted_line()), err=True)
         raise typer.Exit(EXIT_INTERRUPTED) from None
+
+
+SHOWN_PROBLEMS = 5
+
+
+def check_input_file(
+    path: Path,
+    *,
+    records: int,
+    errors: Sequence[InputError],
+    option: str,
+    expected: str,
+    others: dict[str, str] | None = None,
+) -> None:
+    """The same rule in every system (issue 9): an input file that gives no usable record is a
+    usage error (exit 2, nothing written): empty, or every line failed, with the first problem
+    and what the file looks like instead (``_util/sniff.py``). Some bad lines are not: they are
+    listed and the rest is scored (exit 3)."""
+    if records:
+        return
+    if not errors:
+        message = f"{path}: no records (the file is empty)"
+    else:
+        lines = f"{len(errors)} problem{'s' if len(errors) != 1 else ''}"
+        message = (
+            f"{path}: no valid record ({lines}; first: {errors[0].one_line()})"
+            + likely_cause(path, expected, others)
+        )
+    raise typer.BadParameter(safe_text(message), param_hint=option)
+
+
+def show_problems(console: Any, errors: Sequence[InputError | str], listed_in: str) -> None:
+    """The first few input problems on stderr and how many more there are, never thousands of
+    lines (issue 9); every one is in ``listed_in`` (errors.jsonl, input_errors.csv, ...)."""
+    for error in errors[:SHOWN_PROBLEMS]:
+        text = error if isinstance(error, str) else error.one_line()
+        console.print(
+            f"error: {safe_text(text)}", style="red", markup=False, highlight=False, soft_wrap=True
+        )
+    if len(errors) > SHOWN_PROBLEMS:
+        console.print(
+            f"... and {len(errors) - SHOWN_PROBLEMS} more ({len(errors)} problems in all, "
+            f"each in {safe_text(listed_in)})",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
+
+
+# ------------------------------------------------------------------ options every system shares
+
+
+def seed_option() -> Any:
+    """``--seed``: one meaning everywhere (issue 9)."""
+    return typer.Option(
+        "--seed",
+        help="Seed of every random draw of the command: the bootstrap resamples and, with "
+        "--sample-size, which items are drawn. Same seed, same numbers.",
+    )
+
+
+def bootstrap_option(unit: str) -> Any:
+    """``--bootstrap N``: resamples of ``unit`` (sessions, conversations, records)."""
+    return typer.Option(
+        "--bootstrap",
+        min=0,
+        help=f"Bootstrap resamples of {unit} for the 95% intervals (0: no intervals).",
+    )
+
+
+JSON_HELP = "Print the run's summary file as JSON on stdout (tables go to stderr)."
+JsonOpt = Annotated[bool, typer.Option("--json", metavar="", help=JSON_HELP)]
+
+
+def fail_under_option(metrics: Sequence[str]) -> Any:
+    """``--fail-under METRIC=VALUE[,...]``: the CI gate, exit 4 when a floor is not met."""
+    return typer.Option(
+        "--fail-under",
+        metavar="METRIC=VALUE[,...]",
+        help="Exit 4 when a metric is below its floor, printing which (every model must meet "
+        "every floor; an absent metric fails). Use it to gate CI on a model. Metrics: "
+        + ", ".join(metrics)
+        + ".",
+    )
+
+
+def parse_fail_under(
+    text: str | None, metrics: Sequence[str], *, lower_is_better: Sequence[str] = ()
+) -> dict[str, float]:
+    """``"f1=0.7,recall=0.6"`` -> floors; a usage error names the bad part."""
+    if text is None:
+        return {}
+    floors: dict[str, float] = {}
+    for part in (p.strip() for p in text.split(",")):
+        name, sep, value = part.partition("=")
+        name = name.strip()
+        if name in lower_is_better:
+            raise typer.BadParameter(
+                f"{name} is lower-is-better, so a floor cannot gate it; gate one of: "
+                + ", ".join(metrics),
+                param_hint="--fail-under",
+            )
+        if not sep or name not in metrics:
+            raise typer.BadParameter(
+                f"expected METRIC=VALUE with METRIC one of {', '.join(metrics)} (got {part!r})",
+                param_hint="--fail-under",
+            )
+        try:
+            floor = float(value)
+        except ValueError:
+            floor = float("nan")
+        if not 0.0 <= floor <= 1.0:
+            raise typer.BadParameter(
+                f"{name}: the floor must be a number in [0, 1] (got {value.strip()!r})",
+                param_hint="--fail-under",
+            )
+        floors[name] = floor
+    return floors
+
+
+def gate(
+    floors: dict[str, float],
+    values: dict[str, dict[str, float | None]],
+    console: Any,
+    status: int,
+) -> int:
+    """Check every model's ``values`` against ``floors``; print one line per miss (or one line
+    saying all were met) and return 4 on a miss, else ``status``. ``values``: model (or ``""``
+    for a single-model command) -> metric -> value."""
+    if not floors:
+        return status
+    misses = []
+    for model, metrics in values.items():
+        for name, floor in floors.items():
+            value = metrics.get(name)
+            if value is None or value < floor:
+                who = f"{model}: " if model else ""
+                shown = "absent" if value is None else f"{value:.4f}"
+                misses.append(f"{who}{name} {shown} < {floor:g}")
+    wanted = ", ".join(f"{k} >= {v:g}" for k, v in floors.items())
+    if misses:
+        for miss in misses:
+            console.print(
+                f"fail-under: {safe_text(miss)}", style="red", markup=False, highlight=False
+            )
+        return EXIT_GATE
+    console.print(f"fail-under: every floor met ({wanted})", markup=False, highlight=False)
+    return status

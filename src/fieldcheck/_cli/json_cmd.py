@@ -25,8 +25,16 @@ from fieldcheck._cli._common import (
     EXIT_OK,
     EXIT_USAGE,
     ForceOpt,
+    JsonOpt,
+    bootstrap_option,
+    check_input_file,
+    fail_under_option,
+    gate,
     out_dir,
     out_option,
+    parse_fail_under,
+    seed_option,
+    show_problems,
     writing,
 )
 from fieldcheck._cli._runopts import (
@@ -90,6 +98,11 @@ app = typer.Typer(
     no_args_is_help=True,
 )
 _SCORES = ("completeness", "hallucination", "accuracy", "safety_score", "rqs")
+GATED = ("completeness", "accuracy", "safety_score", "rqs")  # higher is better
+LOWER_IS_BETTER = ("hallucination",)
+FailUnderOpt = Annotated[str | None, fail_under_option(GATED)]
+BootstrapOpt = Annotated[int, bootstrap_option("records")]
+SeedOpt = Annotated[int, seed_option()]
 _DEFAULTS = EvalConfig()  # option defaults come from the library's config (one source)
 _DEFAULT_WEIGHTS = ", ".join(f"{k}={v}" for k, v in _DEFAULTS.weights.model_dump().items())
 
@@ -297,8 +310,14 @@ def print_summary(
     table = Table(header_style="bold")
     table.add_column("score")
     table.add_column("mean", justify="right")
+    table.add_column("95% CI", justify="right")
     for name in _SCORES:
-        table.add_row("RQS" if name == "rqs" else name, _fmt(summary.means[name]))
+        ci = summary.ci.get(name)
+        table.add_row(
+            "RQS" if name == "rqs" else name,
+            _fmt(summary.means[name]),
+            "" if ci is None else f"[{ci.low:.4f}, {ci.high:.4f}]",
+        )
     console.print(table)
     console.print(
         f"failed: {summary.failed}   not an object: {summary.not_an_object}   "
@@ -327,9 +346,17 @@ def print_summary(
                 str(f.hallucinated),
             )
         console.print(fields)
-    if paths:
-        for name, path in paths.items():
-            console.print(f"{name:>8}: {safe_markup(str(path))}", soft_wrap=True, highlight=False)
+    if paths:  # grouped by folder: "files in DIR/: report.html, summary.json, ..."
+        folders: dict[Path, list[str]] = {}
+        for path in paths.values():
+            folders.setdefault(path.parent, []).append(path.name)
+        for parent, names in folders.items():
+            console.print(
+                f"files in {parent}/: {', '.join(names)}",
+                markup=False,
+                soft_wrap=True,
+                highlight=False,
+            )
 
 
 @app.command("score")
@@ -361,11 +388,14 @@ def score(
             help="Print one JSON object (scores, buckets, fields, signature) instead of tables.",
         ),
     ] = False,
+    fail_under: FailUnderOpt = None,
 ) -> None:
     """Score one output against one ground truth and print the buckets, fields, scores and RQS.
     Exit 0 when scored, 3 when the output could not be scored (judge error, nesting too deep),
-    2 on usage errors (bad option, unreadable file, ground truth not an object)."""
+    4 when a --fail-under floor is not met, 2 on usage errors (bad option, unreadable file,
+    ground truth not an object)."""
     console, errors = SafeConsole(), SafeConsole(stderr=True)
+    floors = parse_fail_under(fail_under, GATED, lower_is_better=LOWER_IS_BETTER)
     config = _config(_Options.of(locals()), errors)
     try:
         gt = read_json(ground_truth)
@@ -400,6 +430,8 @@ def score(
         sys.stdout.write(safe_json_text(dumps(result.public_dict())) + "\n")
     else:
         print_result(console, result)
+    values = {"": {name: getattr(result, name) for name in GATED}}
+    raise typer.Exit(gate(floors, values, errors if as_json else console, EXIT_OK))
 
 
 def _score(
@@ -410,8 +442,10 @@ def _score(
     errors: Console,
     source: str,
     matchers: dict[str, Matcher] | None = None,
+    bootstrap: int = 1000,
+    seed: int = 0,
 ) -> BatchResult:
-    """Score records with a transient progress bar; print each record that fails here."""
+    """Score records with a transient progress bar (problems are shown by the caller)."""
     with Progress(
         TextColumn("{task.description:<10}"),
         BarColumn(),
@@ -419,13 +453,18 @@ def _score(
         TimeElapsedColumn(),
         console=errors,
         transient=True,
+        disable=not errors.is_terminal,  # in a log, a final bar is noise (and a blank line)
     ) as bar:
         tasks: dict[str, Any] = {}
 
         def progress(phase: str, done: int, total: int) -> None:
+            # total 0: a phase of unknown length (loading a model): a pulsing bar with its time
             if phase not in tasks:
-                tasks[phase] = bar.add_task(phase, total=total or 1)
-            bar.update(tasks[phase], completed=done if total else 1, total=total or 1)
+                for task in tasks.values():  # a new phase ends the one of unknown length
+                    if bar.tasks[task].total is None:
+                        bar.update(task, total=1, completed=1)
+                tasks[phase] = bar.add_task(phase, total=total or None)
+            bar.update(tasks[phase], completed=done, total=total or None)
 
         batch = evaluate_batch(
             records,
@@ -434,9 +473,9 @@ def _score(
             errors=failures,
             progress=progress,
             source=source,
+            bootstrap=bootstrap,
+            seed=seed,
         )
-    for failure in batch.errors[len(failures) :]:
-        _err(errors, failure.message)
     return batch
 
 
@@ -448,8 +487,13 @@ def run_batch(
     console: Console,
     errors: Console,
     force: bool = False,
+    bootstrap: int = 1000,
+    seed: int = 0,
+    as_json: bool = False,
+    floors: dict[str, float] | None = None,
 ) -> int:
-    """Read, score and write a batch; print errors, the summary and the files; return the exit status."""
+    """Read, score and write a batch; print errors, the summary and the files; return the exit
+    status (``--fail-under`` floors checked last: 4 when one is not met)."""
     if out.exists() and not out.is_dir():
         _err(errors, f"{out}: --out must be a directory (it is a file)")
         return EXIT_USAGE
@@ -458,11 +502,9 @@ def run_batch(
     except InputError as exc:
         _err(errors, str(exc))
         return EXIT_USAGE
-    for problem in read_errors:
-        _err(errors, str(problem))
-    if not records and not read_errors:
-        _err(errors, f"{data}: no records (the file is empty)")
-        return EXIT_USAGE
+    check_input_file(
+        data, records=len(records), errors=read_errors, option="DATA.jsonl", expected="json-batch"
+    )
     try:
         folder = OutputFolder.prepare(out, force=force)
     except OutputFolderError as exc:
@@ -475,6 +517,8 @@ def run_batch(
             config,
             errors=errors,
             source=str(data),
+            bootstrap=bootstrap,
+            seed=seed,
         )
         try:
             paths = write_batch_outputs(folder, batch)
@@ -482,8 +526,17 @@ def run_batch(
             _err(errors, f"{exc.filename or out}: cannot write the outputs: {exc.strerror}")
             return EXIT_USAGE
         folder.finish()
+    show_problems(errors, [e.message for e in batch.errors], str(paths["errors"]))
     print_summary(console, batch.summary, paths)
-    return EXIT_FAILED if batch.errors else EXIT_OK
+    if as_json:  # summary.json as written
+        print_json({**batch.summary.to_json(), "complete": True})
+    status = EXIT_FAILED if batch.errors else EXIT_OK
+    return gate(floors or {}, {"": dict(batch.summary.means)}, console, status)
+
+
+def print_json(value: Any) -> None:
+    """``--json``: a result file as written, on stdout (control characters escaped)."""
+    sys.stdout.write(safe_json_text(dumps(value, indent=True)) + "\n")
 
 
 @app.command("batch")
@@ -507,13 +560,33 @@ def batch(
     judge_model: JudgeModelOpt = None,
     flatten: FlattenOpt = False,
     safety_check: SafetyOpt = _DEFAULTS.safety_check,
+    bootstrap: BootstrapOpt = 1000,
+    seed: SeedOpt = 0,
+    as_json: JsonOpt = False,
+    fail_under: FailUnderOpt = None,
     force: ForceOpt = False,
 ) -> None:
-    """Score every line of DATA.jsonl; write the four output files into --out. Exit 0 when every line
-    scored, 3 when some failed (each named file:line in errors.jsonl), 2 on usage errors."""
-    console, errors = SafeConsole(), SafeConsole(stderr=True)
+    """Score every line of DATA.jsonl; write records.jsonl, summary.json, fields.csv,
+    errors.jsonl, report.md, report.html and plots into --out. Exit 0 when every line scored, 3
+    when some failed (each named file:line in errors.jsonl), 4 when a --fail-under floor is not
+    met, 2 on usage errors (bad option, unreadable file or one with no valid line)."""
+    console, errors = SafeConsole(stderr=as_json), SafeConsole(stderr=True)
+    floors = parse_fail_under(fail_under, GATED, lower_is_better=LOWER_IS_BETTER)
     config = _config(_Options.of(locals()), errors)
-    raise typer.Exit(run_batch(data, config, out, console=console, errors=errors, force=force))
+    raise typer.Exit(
+        run_batch(
+            data,
+            config,
+            out,
+            console=console,
+            errors=errors,
+            force=force,
+            bootstrap=bootstrap,
+            seed=seed,
+            as_json=as_json,
+            floors=floors,
+        )
+    )
 
 
 ModelOpt = Annotated[
@@ -616,6 +689,10 @@ def run_models(
     errors: Console,
     show_progress: bool = True,
     detail: bool = True,
+    bootstrap: int = 1000,
+    seed: int = 0,
+    as_json: bool = False,
+    floors: dict[str, float] | None = None,
 ) -> int:
     """``json run``: each model extracts every document (through the runner, resumable), then its
     outputs are scored by the ``json batch`` code path into ``out/<model>/``; return the exit status
@@ -629,14 +706,14 @@ def run_models(
     try:
         records, read_errors = read_documents(data)
     except InputError as exc:
-        raise typer.BadParameter(safe_text(exc), param_hint="DATA") from None
-    for problem in read_errors:
-        _err(errors, str(problem))
-    if not records:
-        if not read_errors:
-            raise typer.BadParameter(f"{data}: no records (the file is empty)", param_hint="DATA")
-        _err(errors, f"{data}: no valid record; nothing to run")
-        return EXIT_FAILED
+        raise typer.BadParameter(safe_text(exc), param_hint="DATA.jsonl") from None
+    check_input_file(
+        data,
+        records=len(records),
+        errors=read_errors,
+        option="DATA.jsonl",
+        expected="json-documents",
+    )
 
     async def every_model() -> list[ModelRun]:
         try:
@@ -661,6 +738,7 @@ def run_models(
     data_failures = [record_error(e) for e in read_errors]
     status = EXIT_FAILED if read_errors else EXIT_OK
     comparison: list[dict[str, Any]] = []
+    summaries: dict[str, BatchSummary] = {}
     for run, folder_name in zip(runs, folders, strict=True):
         try:
             folder = root.sub(folder_name)
@@ -680,8 +758,6 @@ def run_models(
             _err(errors, f"{exc.filename or root}: cannot write the outputs: {exc.strerror}")
             return EXIT_USAGE
         batch_records, batch_errors = read_batch(outputs)
-        for problem in batch_errors:
-            _err(errors, str(problem))
         batch = _score(
             batch_records,
             data_failures + [record_error(e) for e in batch_errors],
@@ -689,12 +765,16 @@ def run_models(
             errors=errors,
             source=str(outputs),
             matchers=matchers,
+            bootstrap=bootstrap,
+            seed=seed,
         )
+        summaries[run.spec.name] = batch.summary
         try:
             paths = write_batch_outputs(folder, batch)
         except OSError as exc:
             _err(errors, f"{exc.filename or folder}: cannot write the outputs: {exc.strerror}")
             return EXIT_USAGE
+        show_problems(errors, [e.message for e in batch.errors], str(paths["errors"]))
         if batch.errors or run.call_errors:
             status = EXIT_FAILED
         comparison.append(_comparison_row(run, batch.summary))
@@ -734,7 +814,10 @@ def run_models(
     console.print(
         f"comparison: {root / 'comparison.csv'}", markup=False, highlight=False, soft_wrap=True
     )
-    return status
+    if as_json:  # every model's summary.json as written
+        print_json({"models": {n: {**b.to_json(), "complete": True} for n, b in summaries.items()}})
+    values = {name: dict(summary.means) for name, summary in summaries.items()}
+    return gate(floors or {}, values, console, status)
 
 
 @app.command("run")
@@ -779,13 +862,19 @@ def run(
     judge_model: JudgeModelOpt = None,
     flatten: FlattenOpt = False,
     safety_check: SafetyOpt = _DEFAULTS.safety_check,
+    bootstrap: BootstrapOpt = 1000,
+    seed: SeedOpt = 0,
+    as_json: JsonOpt = False,
+    fail_under: FailUnderOpt = None,
     force: ForceOpt = False,
 ) -> None:
     """Ask each model to extract a JSON object from every document (prompt json-extract-v1), then
     score its outputs exactly as `json batch` does. A re-run resumes an interrupted run; a failed
     call (timeout, 5xx, 400) gives no output and is listed apart, never scored. Exit 0 when every
-    record was scored, 3 when a line, a record or a call failed, 2 on usage errors, 130 on Ctrl-C."""
-    console, errors = SafeConsole(), SafeConsole(stderr=True)
+    record was scored, 3 when a line, a record or a call failed, 4 when a --fail-under floor is not
+    met, 2 on usage errors, 130 on Ctrl-C."""
+    console, errors = SafeConsole(stderr=as_json), SafeConsole(stderr=True)
+    floors = parse_fail_under(fail_under, GATED, lower_is_better=LOWER_IS_BETTER)
     config = _config(_Options.of(locals()), errors)
     specs = model_specs(
         models=model,
@@ -821,6 +910,10 @@ def run(
             console=console,
             errors=errors,
             show_progress=not no_progress,
+            bootstrap=bootstrap,
+            seed=seed,
+            as_json=as_json,
+            floors=floors,
         )
     raise typer.Exit(status)
 

@@ -29,6 +29,13 @@ app.add_typer(numeric_cmd.app, name="numeric")
 app.command("serve-model")(serve_model_cmd.serve_model_command)
 
 
+class _LowerLevelFormatter(logging.Formatter):
+    """``warning: ...`` like ``error: ...``: one style for every message on stderr."""
+
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        return super().formatMessage(record).replace(record.levelname, record.levelname.lower(), 1)
+
+
 def _version_callback(value: bool) -> None:
     if value:
         typer.echo(f"fieldcheck {__version__}")
@@ -53,10 +60,9 @@ def _root(
         help="Log details on stderr (accepted anywhere on the line).",
     ),
 ) -> None:
-    logging.basicConfig(
-        level=logging.INFO if verbose else logging.WARNING,
-        format="%(levelname)s %(name)s: %(message)s",
-    )
+    handler = logging.StreamHandler()
+    handler.setFormatter(_LowerLevelFormatter("%(levelname)s: %(message)s"))
+    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, handlers=[handler])
 
 
 def main() -> None:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
@@ -17,8 +18,15 @@ from fieldcheck._cli._common import (
     EXIT_FAILED,
     EXIT_OK,
     ForceOpt,
+    JsonOpt,
+    bootstrap_option,
+    check_input_file,
+    fail_under_option,
+    gate,
     out_dir,
     out_option,
+    parse_fail_under,
+    seed_option,
     writing,
 )
 from fieldcheck._cli._runopts import (
@@ -43,9 +51,10 @@ from fieldcheck._cli._runopts import (
     store_line,
 )
 from fieldcheck._util.errors import InputError
-from fieldcheck._util.jsonio import write_jsonl
+from fieldcheck._util.jsonio import dumps, write_jsonl
 from fieldcheck._util.paths import safe_filename
-from fieldcheck._util.term import SafeConsole, safe_text
+from fieldcheck._util.sniff import likely_cause
+from fieldcheck._util.term import SafeConsole, safe_json_text, safe_text
 from fieldcheck.numeric import (
     LoadResult,
     NumericResult,
@@ -67,6 +76,18 @@ app = typer.Typer(
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "numeric"
 EXAMPLE_MODELS = ("model_a", "model_b")
+# the statistics --fail-under gates (higher is better), named as in statistics.json
+GATED = (
+    "numerical_match_accuracy",
+    "soft_match_accuracy",
+    "unit_agnostic_accuracy",
+    "sign_agnostic_accuracy",
+    "general_match_accuracy",
+    "avg_logic_recall",
+    "avg_logic_precision",
+    "avg_logic_order_score",
+    "conversation_success_rate",
+)
 
 _SHOWN = (
     ("numerical_match_accuracy", "numerical match"),
@@ -81,6 +102,36 @@ _SHOWN = (
 )
 
 
+def load_inputs(
+    data: Path,
+    predictions: Path,
+    *,
+    split: str | None = None,
+    sample_size: int | None = None,
+    seed: int = 0,
+) -> tuple[LoadResult, PredictionsResult]:
+    """Both input files, before any output is touched. A file that cannot be read or gives no
+    valid line is a usage error naming its option and what the file looks like instead."""
+    try:
+        loaded = load_convfinqa(data, split=split, sample_size=sample_size, seed=seed)
+    except InputError as exc:
+        cause = likely_cause(data, "convfinqa", {"--predictions": "numeric-predictions"})
+        raise typer.BadParameter(safe_text(exc.one_line() + cause), param_hint="--data") from None
+    try:
+        preds = load_predictions(predictions)
+    except InputError as exc:
+        raise typer.BadParameter(safe_text(exc.one_line()), param_hint="--predictions") from None
+    check_input_file(
+        predictions,
+        records=len(preds.predictions),
+        errors=preds.errors,
+        option="--predictions",
+        expected="numeric-predictions",
+        others={"--data": "convfinqa"},
+    )
+    return loaded, preds
+
+
 def run_score(
     data: Path,
     predictions: Path,
@@ -88,16 +139,18 @@ def run_score(
     *,
     split: str | None = None,
     sample_size: int | None = None,
-    seed: int | None = None,
+    seed: int = 0,
     price_in: float | None = None,
     price_out: float | None = None,
     bootstrap: int = 1000,
     console: Console | None = None,
     show_progress: bool = True,
+    inputs: tuple[LoadResult, PredictionsResult] | None = None,
 ) -> NumericResult:
-    """Load, score, write; raises InputError when a file itself cannot be read."""
-    loaded: LoadResult = load_convfinqa(data, split=split, sample_size=sample_size, seed=seed)
-    preds: PredictionsResult = load_predictions(predictions)
+    """Load (unless ``inputs`` were loaded already), score, write."""
+    loaded, preds = inputs or load_inputs(
+        data, predictions, split=split, sample_size=sample_size, seed=seed
+    )
     total = len(loaded.conversations)
     with Progress(
         TextColumn("scoring"),
@@ -105,7 +158,7 @@ def run_score(
         MofNCompleteColumn(),
         TimeElapsedColumn(),
         console=console,
-        disable=not show_progress,
+        disable=not show_progress or not (console or SafeConsole(stderr=True)).is_terminal,
         transient=True,
     ) as bar:
         task = bar.add_task("score", total=total)
@@ -115,8 +168,9 @@ def run_score(
             price_in=price_in,
             price_out=price_out,
             bootstrap=bootstrap,
+            seed=seed,
             sample_size=sample_size,
-            sample_seed=seed,
+            sample_seed=seed if sample_size is not None else None,
             progress=lambda n: bar.update(task, completed=n),
         )
     write_outputs(result, out, conversations=loaded.conversations)
@@ -241,17 +295,10 @@ def score_command(
         typer.Option(
             "--sample-size",
             min=1,
-            help="Score only N conversations: the first N, or a random N with --seed.",
+            help="Score only N conversations, drawn at random with --seed (kept in file order).",
         ),
     ] = None,
-    seed: Annotated[
-        int | None,
-        typer.Option(
-            "--seed",
-            help="Draw the --sample-size conversations at random with this seed (kept in file "
-            "order); needs --sample-size.",
-        ),
-    ] = None,
+    seed: Annotated[int, seed_option()] = 0,
     price_in: Annotated[
         float | None,
         typer.Option(
@@ -264,14 +311,9 @@ def score_command(
         float | None,
         typer.Option("--price-out", min=0.0, help="USD per 1M output tokens (with --price-in)."),
     ] = None,
-    bootstrap: Annotated[
-        int,
-        typer.Option(
-            "--bootstrap",
-            min=0,
-            help="Bootstrap resamples of conversations for 95% intervals (0: none).",
-        ),
-    ] = 1000,
+    bootstrap: Annotated[int, bootstrap_option("conversations")] = 1000,
+    as_json: JsonOpt = False,
+    fail_under: Annotated[str | None, fail_under_option(GATED)] = None,
     force: ForceOpt = False,
 ) -> None:
     """Score predictions against a ConvFinQA dataset and write every output file.
@@ -286,19 +328,18 @@ def score_command(
 
     Exit status: 0 every turn scored; 3 some input failed (the rest is
     scored and written; the failures are in input_errors.csv) or some turn
-    was not scored because of a call error; 2 usage error (bad option,
-    unreadable file, unknown split).
+    was not scored because of a call error; 4 a --fail-under floor not met;
+    2 usage error (bad option, unreadable file or one with no valid line,
+    unknown split).
     """
+    floors = parse_fail_under(fail_under, GATED)
     if (price_in is None) != (price_out is None):
         raise typer.BadParameter(
             "give --price-in and --price-out together", param_hint="--price-in/--price-out"
         )
-    if seed is not None and sample_size is None:
-        raise typer.BadParameter(
-            "--seed only chooses the sample of --sample-size", param_hint="--seed"
-        )
+    inputs = load_inputs(data, predictions, split=split, sample_size=sample_size, seed=seed)
     folder = out_dir(out, force=force)
-    console = SafeConsole()
+    console = SafeConsole(stderr=as_json)
     try:
         with writing(folder):
             result = run_score(
@@ -312,21 +353,24 @@ def score_command(
                 price_out=price_out,
                 bootstrap=bootstrap,
                 console=console,
+                inputs=inputs,
             )
             folder.finish()
-    except InputError as exc:
-        raise typer.BadParameter(safe_text(exc.one_line())) from None
     except OSError as exc:  # an output file cannot be written
         raise typer.BadParameter(
             f"cannot write {exc.filename}: {exc.strerror}", param_hint="--out"
         ) from None
     show_result(result, out, console)
-    if (
+    if as_json:  # statistics.json as written
+        statistics = {**result.statistics, "complete": True}
+        sys.stdout.write(safe_json_text(dumps(statistics, indent=True)) + "\n")
+    failed = (
         not result.conversations
         or result.input_errors
         or result.statistics["num_turns_not_scored_call_errors"]
-    ):
-        raise typer.Exit(EXIT_FAILED)
+    )
+    values = {"": {name: result.statistics.get(name) for name in GATED}}
+    raise typer.Exit(gate(floors, values, console, EXIT_FAILED if failed else EXIT_OK))
 
 
 def run_demo(out_dir: Path) -> int:
@@ -415,7 +459,7 @@ async def _evaluate_all(
     data: Path,
     *,
     sample_size: int | None,
-    seed: int | None,
+    seed: int,
     show_progress: bool,
 ) -> list[RunHandle]:
     """Each model in turn (one progress bar at a time); conversations run concurrently."""
@@ -445,7 +489,7 @@ def evaluate_and_score(
     *,
     split: str | None = None,
     sample_size: int | None = None,
-    seed: int | None = None,
+    seed: int = 0,
     bootstrap: int = 1000,
     console: Console | None = None,
     show_progress: bool = True,
@@ -520,8 +564,8 @@ EVALUATE_HELP = "\n\n".join(
         "bad_request) is not scored, never a wrong answer: listed in turns.csv and errors.csv, "
         "counted in the table and in statistics.json (turns_not_scored_call_errors).",
         "Exit status: 0 every turn scored; 3 some input failed (see input_errors.csv) or some "
-        "turn hit a call error (nothing scored at all when every call failed); 2 usage error; "
-        "130 Ctrl-C (finished turns are stored).",
+        "turn hit a call error (nothing scored at all when every call failed); 4 a --fail-under "
+        "floor not met; 2 usage error; 130 Ctrl-C (finished turns are stored).",
         STORE_HELP,
     )
 )
@@ -566,17 +610,10 @@ def evaluate_command(
         typer.Option(
             "--sample-size",
             min=1,
-            help="Run only N conversations: the first N, or a random N with --seed.",
+            help="Run only N conversations, drawn at random with --seed (kept in file order).",
         ),
     ] = None,
-    seed: Annotated[
-        int | None,
-        typer.Option(
-            "--seed",
-            help="Draw the --sample-size conversations at random with this seed (kept in file "
-            "order); needs --sample-size.",
-        ),
-    ] = None,
+    seed: Annotated[int, seed_option()] = 0,
     concurrency: ConcurrencyOpt = 8,
     timeout: TimeoutOpt = 60.0,
     max_retries: MaxRetriesOpt = 3,
@@ -588,21 +625,13 @@ def evaluate_command(
     cache_nonzero_temperature: CacheNonzeroOpt = False,
     price_in: PriceInOpt = None,
     price_out: PriceOutOpt = None,
-    bootstrap: Annotated[
-        int,
-        typer.Option(
-            "--bootstrap",
-            min=0,
-            help="Bootstrap resamples of conversations for 95% intervals (0: none).",
-        ),
-    ] = 1000,
+    bootstrap: Annotated[int, bootstrap_option("conversations")] = 1000,
+    as_json: JsonOpt = False,
+    fail_under: Annotated[str | None, fail_under_option(GATED)] = None,
     no_progress: NoProgressOpt = False,
     force: ForceOpt = False,
 ) -> None:
-    if seed is not None and sample_size is None:
-        raise typer.BadParameter(
-            "--seed only chooses the sample of --sample-size", param_hint="--seed"
-        )
+    floors = parse_fail_under(fail_under, GATED)
     specs = model_specs(
         models=model,
         models_file=models_file,
@@ -622,7 +651,7 @@ def evaluate_command(
         cache_nonzero_temperature=cache_nonzero_temperature,
         json_mode=json_mode,
     )
-    console = SafeConsole()
+    console = SafeConsole(stderr=as_json)
     try:
         with writing(folder):
             outcomes = evaluate_and_score(
@@ -638,7 +667,8 @@ def evaluate_command(
                 show_progress=not no_progress,
             )
     except InputError as exc:
-        raise typer.BadParameter(safe_text(exc.one_line())) from None
+        cause = likely_cause(data, "convfinqa")
+        raise typer.BadParameter(safe_text(exc.one_line() + cause), param_hint="--data") from None
     except OSError as exc:  # an output file cannot be written
         raise typer.BadParameter(
             f"cannot write {exc.filename}: {exc.strerror}", param_hint="--out"
@@ -647,12 +677,15 @@ def evaluate_command(
         show_result(outcome.result, outcome.out, console, title=f"numeric QA: {outcome.spec.name}")
         console.print(run_line(outcome), markup=False, highlight=False, soft_wrap=True)
     console.print(store_line(runner), markup=False, highlight=False, soft_wrap=True)
+    if as_json:  # every model's statistics.json as written
+        statistics = {o.spec.name: {**o.result.statistics, "complete": True} for o in outcomes}
+        sys.stdout.write(safe_json_text(dumps({"models": statistics}, indent=True)) + "\n")
     failed = any(
         not o.result.conversations or o.result.input_errors or o.infrastructure_errors
         for o in outcomes
     )
-    if failed:
-        raise typer.Exit(EXIT_FAILED)
+    values = {o.spec.name: {k: o.result.statistics.get(k) for k in GATED} for o in outcomes}
+    raise typer.Exit(gate(floors, values, console, EXIT_FAILED if failed else EXIT_OK))
 
 
 def run_model_demo(base_url: str, out_dir: Path, models: list[str], *, console: Console) -> int:

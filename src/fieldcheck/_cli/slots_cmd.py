@@ -3,6 +3,7 @@ extraction predictions of several models (thin shell)."""
 
 from __future__ import annotations
 
+import logging
 import re
 import sys
 from collections import Counter
@@ -20,8 +21,16 @@ from fieldcheck._cli._common import (
     EXIT_FAILED,
     EXIT_OK,
     ForceOpt,
+    JsonOpt,
+    bootstrap_option,
+    check_input_file,
+    fail_under_option,
+    gate,
     out_dir,
     out_option,
+    parse_fail_under,
+    seed_option,
+    show_problems,
     writing,
 )
 from fieldcheck._cli._runopts import (
@@ -74,6 +83,18 @@ app = typer.Typer(
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "slots"
 EXAMPLE_MODELS = ("synthetic-careful", "synthetic-fast", "synthetic-eager")
+# the metrics --fail-under gates (higher is better), named as in metrics.json
+GATED = (
+    "precision",
+    "recall",
+    "f1",
+    "exact_match_rate",
+    "token_precision",
+    "token_recall",
+    "token_f1",
+    "bleu1",
+    "llm_judge",
+)
 
 
 def _pairs(values: list[str], option: str) -> list[tuple[str, Path]]:
@@ -102,11 +123,39 @@ def _checked_names(
     return seen
 
 
-def _load(loader: Any, path: Path, option: str) -> Any:
+_KINDS = {
+    "--gold": "slots",
+    "--pred": "slots",
+    "--latency": "slot-latency",
+    "--judge": "slot-judge",
+}
+
+
+def _load(loader: Any, path: Path, option: str, *, check: bool = True) -> Any:
+    """Load one input file; a file that cannot be read, or (with ``check``, for the user's
+    files) gives no valid line, is a usage error (``check_input_file``). An empty --pred file
+    is a model that predicted no slot."""
     try:
-        return loader(path)
+        loaded = loader(path)
     except InputError as exc:  # the file itself cannot be read
         raise typer.BadParameter(safe_text(exc.one_line()), param_hint=option) from None
+    if not check:  # files fieldcheck wrote itself (slots run): a dead model's are empty
+        return loaded
+    if option == "--pred" and not loaded.records and not loaded.errors:
+        logging.getLogger("fieldcheck").warning(
+            "%s: the file is empty: this model predicted no slot", path
+        )
+        return loaded
+    others = {o: k for o, k in _KINDS.items() if o != option and k != _KINDS[option]}
+    check_input_file(
+        path,
+        records=loaded.records,
+        errors=loaded.errors,
+        option=option,
+        expected=_KINDS[option],
+        others=others,
+    )
+    return loaded
 
 
 def _model_table(name: str, run: SlotsRun) -> Table:
@@ -192,21 +241,42 @@ def show_run(
             soft_wrap=True,
         )
     # run.warnings were logged on the 'fieldcheck' logger as they arose; not printed twice
-    for e in run.errors[:20]:
-        problems.print(
-            f"error: {safe_text(e.one_line())}", style="red", markup=False, soft_wrap=True
-        )
-    if len(run.errors) > 20:
-        problems.print(
-            f"... {len(run.errors) - 20} more errors in {files['errors.jsonl']}",
-            markup=False,
-            soft_wrap=True,
-        )
+    show_problems(problems, run.errors, str(files["errors.jsonl"]))
     console.print(
         f"Report: {files['report.html']} (also report.md, metrics.json, metrics.csv, per_topic.csv)",
         markup=False,
         soft_wrap=True,
     )
+
+
+def load_inputs(
+    gold: Path,
+    preds: dict[str, Path],
+    latencies: dict[str, Path],
+    judges: dict[str, Path],
+    not_scored: dict[str, dict[tuple[str, int], str]] | None = None,
+    *,
+    check: bool = True,
+) -> tuple[Any, list[ModelInput]]:
+    """Every input file, before any output is touched (a bad file is a usage error; ``check``
+    False for the model files ``slots run`` wrote itself)."""
+    not_scored = not_scored or {}
+    gold_file = _load(load_slots, gold, "--gold")
+    models = [
+        ModelInput(
+            name,
+            _load(load_slots, path, "--pred", check=check),
+            _load(load_latencies, latencies[name], "--latency", check=check)
+            if name in latencies
+            else None,
+            _load(load_judge_scores, judges[name], "--judge", check=check)
+            if name in judges
+            else None,
+            not_scored.get(name, {}),
+        )
+        for name, path in preds.items()
+    ]
+    return gold_file, models
 
 
 def score_files(
@@ -224,21 +294,14 @@ def score_files(
     seed: int = 0,
     console: Console,
     not_scored: dict[str, dict[tuple[str, int], str]] | None = None,
+    inputs: tuple[Any, list[ModelInput]] | None = None,
 ) -> tuple[SlotsRun, dict[str, Path]]:
-    """Load, score and write; shared by the commands and the demos. ``not_scored``: per model,
-    the sessions whose call failed (``slots run``), left out of that model's scores."""
-    not_scored = not_scored or {}
-    gold_file = _load(load_slots, gold, "--gold")
-    models = [
-        ModelInput(
-            name,
-            _load(load_slots, path, "--pred"),
-            _load(load_latencies, latencies[name], "--latency") if name in latencies else None,
-            _load(load_judge_scores, judges[name], "--judge") if name in judges else None,
-            not_scored.get(name, {}),
-        )
-        for name, path in preds.items()
-    ]
+    """Load (unless ``inputs`` were loaded already), score and write; shared by the commands
+    and the demos. ``not_scored``: per model, the sessions whose call failed (``slots run``),
+    left out of that model's scores."""
+    gold_file, models = inputs or load_inputs(
+        gold, preds, latencies, judges, not_scored, check=False
+    )
     judge = None
     if judge_base_url and judge_model:
         from fieldcheck.matchers import DiskCache, LLMJudge
@@ -250,6 +313,7 @@ def score_files(
         TimeElapsedColumn(),
         console=console,
         transient=True,
+        disable=not console.is_terminal,
     ) as progress:
         task = progress.add_task("loading", total=None)
         run = score_models(
@@ -352,33 +416,20 @@ def score(
             "ignored, with a warning, by presence and exact.",
         ),
     ] = None,
-    bootstrap: Annotated[
-        int,
-        typer.Option(
-            "--bootstrap",
-            min=0,
-            help="Bootstrap resamples of sessions for the 95% intervals (P, R, F1, exact match, "
-            "token F1) and the paired F1 p-values (0: none; cost grows with sessions x N).",
-        ),
-    ] = 1000,
-    seed: Annotated[
-        int, typer.Option("--seed", help="Seed of the bootstrap (same seed, same intervals).")
-    ] = 0,
-    as_json: Annotated[
-        bool,
-        typer.Option(
-            "--json", metavar="", help="Print metrics.json on stdout (tables go to stderr)."
-        ),
-    ] = False,
+    bootstrap: Annotated[int, bootstrap_option("sessions")] = 1000,
+    seed: Annotated[int, seed_option()] = 0,
+    as_json: JsonOpt = False,
+    fail_under: Annotated[str | None, fail_under_option(GATED)] = None,
     force: ForceOpt = False,
 ) -> None:
     """Score one or more models' predicted slots against gold slots and write the report.
 
     Exit status: 0 when every input line was valid; 3 when some lines were invalid or a judge
     call failed (the rest is scored, every output is written, each failure is in
-    DIR/errors.jsonl); 2 on usage errors (bad option, unknown model name, unreadable file,
-    unusable --out).
+    DIR/errors.jsonl); 4 when a --fail-under floor is not met; 2 on usage errors (bad option,
+    unknown model name, unreadable file or one with no valid line, unusable --out).
     """
+    floors = parse_fail_under(fail_under, GATED)
     if bool(judge_base_url) != bool(judge_model):
         raise typer.BadParameter(
             "give both --judge-base-url and --judge-model, or neither", param_hint="--judge-model"
@@ -391,6 +442,7 @@ def score(
         )
     lat = _checked_names(_pairs(latency or [], "--latency"), names, "--latency")
     jud = _checked_names(_pairs(judge or [], "--judge"), names, "--judge")
+    inputs = load_inputs(gold, dict(pred_pairs), lat, jud)
     folder = out_dir(out, force=force)
     console = SafeConsole(stderr=as_json)
     with writing(folder):
@@ -407,14 +459,28 @@ def score(
             bootstrap=bootstrap,
             seed=seed,
             console=console,
+            inputs=inputs,
         )
         folder.finish()
     show_run(run, files, console)
     if as_json:  # metrics.json as written
-        metrics = {**run.metrics_json(), "complete": True}
-        sys.stdout.write(safe_json_text(dumps(metrics, indent=True)) + "\n")
-    if run.errors:
-        raise typer.Exit(EXIT_FAILED)
+        print_metrics_json(run)
+    status = EXIT_FAILED if run.errors else EXIT_OK
+    raise typer.Exit(gate(floors, gate_values(run), console, status))
+
+
+def gate_values(run: SlotsRun) -> dict[str, dict[str, float | None]]:
+    """Per model the metrics ``--fail-under`` can gate; a model with nothing scored has none."""
+    values: dict[str, dict[str, float | None]] = {u.name: {} for u in run.unscored}
+    for m in run.models:
+        values[m.name] = {name: getattr(m.result, name) for name in GATED}
+    return values
+
+
+def print_metrics_json(run: SlotsRun) -> None:
+    """``--json``: metrics.json as written, on stdout."""
+    metrics = {**run.metrics_json(), "complete": True}
+    sys.stdout.write(safe_json_text(dumps(metrics, indent=True)) + "\n")
 
 
 def run_demo(out_dir: Path) -> int:
@@ -605,8 +671,8 @@ metrics). An invalid reply is the model's failure: its gold slots count as misse
 
 Exit status: 0 when every session got a valid reply and every input line was valid; 3 when some
 session failed (invalid reply or call error, listed in DIR/session_errors.jsonl; its memory is
-unchanged) or some gold line was invalid; 2 on usage errors; 130 on Ctrl-C (what finished is
-stored).
+unchanged) or some gold line was invalid; 4 when a --fail-under floor is not met; 2 on usage
+errors; 130 on Ctrl-C (what finished is stored).
 
 {STORE_HELP}"""
 
@@ -690,13 +756,13 @@ def run(
             "--threshold", min=0.0, max=1.0, help="Threshold of --tp fuzzy|semantic (0.8)."
         ),
     ] = None,
-    bootstrap: Annotated[
-        int,
-        typer.Option("--bootstrap", min=0, help="Bootstrap resamples of sessions (0: none)."),
-    ] = 1000,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the bootstrap.")] = 0,
+    bootstrap: Annotated[int, bootstrap_option("sessions")] = 1000,
+    seed: Annotated[int, seed_option()] = 0,
+    as_json: JsonOpt = False,
+    fail_under: Annotated[str | None, fail_under_option(GATED)] = None,
     force: ForceOpt = False,
 ) -> None:
+    floors = parse_fail_under(fail_under, GATED)
     if judge_base_url and not judge_model:
         raise typer.BadParameter("--judge-base-url needs --judge-model", param_hint="--judge-model")
     judge_url = judge_base_url or base_url
@@ -725,7 +791,7 @@ def run(
         cache_nonzero_temperature=cache_nonzero_temperature,
         json_mode=json_mode,
     )
-    console = SafeConsole()
+    console = SafeConsole(stderr=as_json)
     err = SafeConsole(stderr=True)
     err.print(store_line(runner), markup=False, highlight=False, soft_wrap=True)
     extractions = run_async(
@@ -773,8 +839,10 @@ def run(
             ),
             soft_wrap=True,
         )
-    if failed or scored.errors:
-        raise typer.Exit(EXIT_FAILED)
+    if as_json:
+        print_metrics_json(scored)
+    status = EXIT_FAILED if failed or scored.errors else EXIT_OK
+    raise typer.Exit(gate(floors, gate_values(scored), console, status))
 
 
 def run_model_demo(base_url: str, out_dir: Path, models: list[str], *, console: Console) -> int:

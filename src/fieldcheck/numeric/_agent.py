@@ -291,7 +291,7 @@ def run_settings(loaded: LoadResult, sample_size: int | None, seed: int | None) 
         "prompt": PROMPT_ID,
         "split": loaded.split,
         "sample_size": sample_size,
-        "seed": seed,
+        "seed": seed if sample_size is not None else None,  # it picks the sample, nothing else
         "repair_rounds": REPAIR_ROUNDS,
     }
 

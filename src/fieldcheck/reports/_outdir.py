@@ -108,9 +108,12 @@ def _plural(n: int, word: str) -> str:
 
 
 def _some(names: Iterable[str]) -> str:
+    """Every name when there are few (a run's own files, ~10), else the first ones and a count
+    (traces of thousands of conversations)."""
     names = sorted(names)
-    shown = ", ".join(names[:_SHOWN])
-    return shown + (f" and {len(names) - _SHOWN} more" if len(names) > _SHOWN else "")
+    if len(names) <= 2 * _SHOWN:
+        return ", ".join(names)
+    return ", ".join(names[:_SHOWN]) + f" and {len(names) - _SHOWN} more"
 
 
 class OutputFolder:

@@ -39,6 +39,11 @@ class SlotFile:
     def slot_count(self) -> int:
         return sum(len(slots) for slots in self.sessions.values())
 
+    @property
+    def records(self) -> int:
+        """Valid lines read."""
+        return len(self.lines)
+
 
 @dataclass
 class LatencyFile:
@@ -46,12 +51,22 @@ class LatencyFile:
     seconds: dict[SessionKey, float] = field(default_factory=dict)
     errors: list[InputError] = field(default_factory=list)
 
+    @property
+    def records(self) -> int:
+        """Valid lines read."""
+        return len(self.seconds)
+
 
 @dataclass
 class JudgeFile:
     path: Path
     scores: dict[SessionKey, dict[SlotKey, float]] = field(default_factory=dict)
     errors: list[InputError] = field(default_factory=list)
+
+    @property
+    def records(self) -> int:
+        """Valid lines read."""
+        return sum(len(slots) for slots in self.scores.values())
 
 
 def validation_error(exc: ValidationError, *, file: Path, line: int) -> InputError:

@@ -1,0 +1,112 @@
+"""What an input file looks like, to name the likely cause when a file gives no usable record
+(issue 9: swapping ``--data`` and ``--predictions`` said only "invalid JSON").
+
+Only called on the error path; reads the first line (and the whole file when it may be one JSON
+document, such as a ConvFinQA dataset)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+KINDS = {  # kind -> (what it is, which option takes it)
+    "convfinqa": ("a ConvFinQA dataset", "numeric score --data"),
+    "numeric-predictions": ("numeric predictions (JSONL)", "numeric score --predictions"),
+    "slots": ("slot lines (JSONL)", "slots score --gold or --pred"),
+    "slot-latency": ("slot latencies (JSONL)", "slots score --latency"),
+    "slot-judge": ("slot judge scores (JSONL)", "slots score --judge"),
+    "slot-conversations": ("conversations (JSONL)", "slots run --conversations"),
+    "json-batch": ("a JSON batch (JSONL)", "json batch DATA.jsonl"),
+    "json-documents": ("documents to extract (JSONL)", "json run DATA.jsonl"),
+    "json-object": ("one JSON object, not JSONL (one object per line)", ""),
+    "json-array": ("one JSON array, not JSONL (one object per line)", ""),
+    "csv": ("CSV or TSV text, not JSON", ""),
+    "text": ("plain text, not JSON", ""),
+}
+_FIRST_BYTES = 1 << 16
+_WHOLE_FILE_LIMIT = 256 << 20  # bytes: a larger single JSON document is not parsed to guess
+
+
+def _line_kind(value: Any) -> str | None:
+    if not isinstance(value, dict):
+        return None
+    keys = set(value)
+    if {"conversation_id", "turn"} <= keys:
+        return "numeric-predictions"
+    if {"user", "session"} <= keys:
+        if "turns" in keys or "messages" in keys:
+            return "slot-conversations"
+        if "seconds" in keys:
+            return "slot-latency"
+        if {"topic", "field", "score"} <= keys:
+            return "slot-judge"
+        if {"topic", "field"} <= keys:
+            return "slots"
+    if "document" in keys:
+        return "json-documents"
+    if {"ground_truth", "output"} & keys:
+        return "json-batch"
+    if {"pre_text", "table"} <= keys or {"doc", "dialogue"} & keys or "annotation" in keys:
+        return "convfinqa"
+    return None
+
+
+def _document_kind(value: Any) -> str:
+    if isinstance(value, dict):
+        splits = [value.get(s) for s in ("train", "dev", "test", "test_private")]
+        if any(isinstance(s, list) for s in splits):
+            return "convfinqa"
+        return _line_kind(value) or "json-object"
+    if isinstance(value, list) and value and _line_kind(value[0]) == "convfinqa":
+        return "convfinqa"
+    return "json-array" if isinstance(value, list) else "text"
+
+
+def sniff(path: str | Path) -> str | None:
+    """A key of :data:`KINDS` saying what ``path`` looks like, or None when unsure/unreadable."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(_FIRST_BYTES)
+            size = handle.seek(0, 2)
+    except OSError:
+        return None
+    text = head.removeprefix(b"\xef\xbb\xbf").lstrip()
+    if not text:
+        return None
+    first, _, rest = text.partition(b"\n")
+    try:
+        value = orjson.loads(first)
+    except orjson.JSONDecodeError:
+        pass
+    else:  # a JSONL line, or a whole document on one line
+        kind = _line_kind(value)
+        if kind is None and not rest.strip() and size <= len(head):
+            kind = _document_kind(value)
+        return None if kind in ("json-object", "text") else kind
+    if text[:1] in (b"{", b"[") and size <= _WHOLE_FILE_LIMIT:
+        try:
+            return _document_kind(
+                orjson.loads(Path(path).read_bytes().removeprefix(b"\xef\xbb\xbf"))
+            )
+        except (OSError, orjson.JSONDecodeError):
+            return None
+    if b"," in first or b"\t" in first:  # a JSON value would have parsed above
+        return "csv"
+    return "text"
+
+
+def likely_cause(path: str | Path, expected: str, others: dict[str, str] | None = None) -> str:
+    """``"; it looks like X; did you swap --data and --predictions?"`` or ``""``.
+
+    ``expected``: the kind the option wants; ``others``: the command's other file options and
+    the kinds they want, so a file meant for one of them is named as a swap."""
+    kind = sniff(path)
+    if kind is None or kind == expected:
+        return ""
+    what, used_by = KINDS[kind]
+    for option, wanted in (others or {}).items():
+        if wanted == kind:
+            return f"; it looks like {what}, the file of {option}: are the two swapped?"
+    return f"; it looks like {what}" + (f", for `fieldcheck {used_by}`" if used_by else "")
