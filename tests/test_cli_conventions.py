@@ -59,3 +59,233 @@ def test_verbose_is_accepted_after_the_subcommand(tmp_path: Path) -> None:
     also = _run("json", "score", "--verbose", str(gt), str(out), "--json")
     assert before[0] == after[0] == also[0] == 0
     assert json.loads(after[1])["completeness"] == 1.0 and before[1] == after[1] == also[1]
+
+
+# ---------------------------------------------------------------- input files: one rule everywhere
+
+SLOTS, NUMERIC, JSON = EXAMPLES / "slots", EXAMPLES / "numeric", EXAMPLES / "json"
+GOLD, PRED = SLOTS / "gold.synthetic.jsonl", SLOTS / "pred_synthetic-fast.synthetic.jsonl"
+DATA, PREDICTIONS = NUMERIC / "data.json", NUMERIC / "predictions_model_a.jsonl"
+
+
+def _commands(bad: Path, out: Path) -> dict[str, list[str]]:
+    """Each system with ``bad`` as its main input file."""
+    return {
+        "json": ["json", "batch", str(bad), "--out", str(out)],
+        "slots": ["slots", "score", "--gold", str(bad), "--pred", f"a={PRED}", "--out", str(out)],
+        "numeric": ["numeric", "score", "--data", str(DATA), "--predictions", str(bad), "--out", str(out)],
+    }  # fmt: skip
+
+
+OPTION = {"json": "DATA.jsonl", "slots": "--gold", "numeric": "--predictions"}
+
+
+@pytest.mark.parametrize("system", ["json", "slots", "numeric"])
+def test_an_empty_file_is_a_usage_error_in_every_system(tmp_path: Path, system: str) -> None:
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("\n  \n")
+    status, output = _run(*_commands(empty, tmp_path / "out")[system], "--bootstrap", "0")
+    assert status == 2
+    assert output.strip().splitlines() == [
+        f"error: {OPTION[system]}: {empty}: no records (the file is empty) "
+        f"(see 'fieldcheck {system} score --help')".replace("json score", "json batch")
+    ]
+    assert not (tmp_path / "out").exists()  # nothing written, nothing of an earlier run removed
+
+
+@pytest.mark.parametrize("system", ["json", "slots", "numeric"])
+def test_a_csv_file_is_a_usage_error_naming_its_format(tmp_path: Path, system: str) -> None:
+    csv = tmp_path / "w.csv"
+    csv.write_text("a,b,c\n" + "".join(f"{i},x,y\n" for i in range(3000)))
+    status, output = _run(*_commands(csv, tmp_path / "out")[system], "--bootstrap", "0")
+    assert status == 2
+    (line,) = output.strip().splitlines()
+    assert line.startswith(
+        f"error: {OPTION[system]}: {csv}: no valid record (3001 problems; first: {csv}:1: invalid JSON"
+    )
+    assert "; it looks like CSV or TSV text, not JSON (see 'fieldcheck " in line
+
+
+def test_swapped_numeric_files_are_named_as_swapped(tmp_path: Path) -> None:
+    out = str(tmp_path / "out")
+    status, output = _run(
+        "numeric", "score", "--data", str(PREDICTIONS), "--predictions", str(DATA), "--out", out
+    )
+    assert status == 2
+    assert output.startswith(f"error: --data: {PREDICTIONS}:2: invalid JSON")
+    assert (
+        "it looks like numeric predictions (JSONL), the file of --predictions: are the two swapped?"
+        in output
+    )
+    status, output = _run(
+        "numeric", "score", "--data", str(DATA), "--predictions", str(DATA), "--out", out
+    )
+    assert status == 2
+    assert "it looks like a ConvFinQA dataset, the file of --data: are the two swapped?" in output
+
+
+def test_slots_gold_given_a_latency_file_is_named(tmp_path: Path) -> None:
+    latency = SLOTS / "latency_synthetic-fast.synthetic.jsonl"
+    status, output = _run(
+        "slots",
+        "score",
+        "--gold",
+        str(latency),
+        "--pred",
+        f"a={PRED}",
+        "--out",
+        str(tmp_path / "o"),
+    )
+    assert status == 2
+    assert (
+        "it looks like slot latencies (JSONL), the file of --latency: are the two swapped?"
+        in output
+    )
+
+
+@pytest.mark.parametrize("system", ["json", "slots", "numeric"])
+def test_stderr_shows_five_problems_and_a_count(tmp_path: Path, system: str) -> None:
+    good = {"json": JSON / "invoices.jsonl", "slots": GOLD, "numeric": PREDICTIONS}[system]
+    mixed = tmp_path / "mixed.jsonl"
+    mixed.write_text(good.read_text() + "".join(f"{i},x,y\n" for i in range(3000)))
+    result = CliRunner().invoke(
+        app, [*_commands(mixed, tmp_path / "out")[system], "--bootstrap", "0"], env=WIDE
+    )
+    assert result.exit_code == 3
+    lines = [x for x in result.stderr.splitlines() if x.startswith(("error: ", "... and"))]
+    assert len(lines) == 6 and all(x.startswith(f"error: {mixed}:") for x in lines[:5])
+    assert lines[5].startswith("... and 2995 more (3000 problems in all, each in ")
+    assert len(result.stderr.splitlines()) < 20
+
+
+def test_an_empty_pred_file_is_a_model_that_predicted_nothing(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    empty = tmp_path / "none.jsonl"
+    empty.write_text("")
+    out = tmp_path / "out"
+    result = CliRunner().invoke(
+        app,
+        [
+            "slots",
+            "score",
+            "--gold",
+            str(GOLD),
+            "--pred",
+            f"a={empty}",
+            "--out",
+            str(out),
+            "--bootstrap",
+            "0",
+        ],
+        env=WIDE,
+    )
+    assert result.exit_code == 0
+    assert f"{empty}: the file is empty: this model predicted no slot" in caplog.messages
+    metrics = json.loads((out / "metrics.json").read_text())["models"]["a"]
+    assert (metrics["recall"], metrics["counts"]["fp"]) == (0.0, 0)
+
+
+# ---------------------------------------------------------------- --fail-under, --json, --seed
+
+
+def _gate_commands(out: Path) -> dict[str, list[str]]:
+    return {
+        "json": ["json", "batch", str(JSON / "invoices.jsonl"), "--out", str(out)],
+        "slots": ["slots", "score", "--gold", str(GOLD), "--pred", f"a={PRED}", "--out", str(out)],
+        "numeric": ["numeric", "score", "--data", str(DATA), "--predictions", str(PREDICTIONS), "--out", str(out)],
+    }  # fmt: skip
+
+
+SUMMARY = {"json": "summary.json", "slots": "metrics.json", "numeric": "statistics.json"}
+METRIC = {"json": "rqs", "slots": "f1", "numeric": "numerical_match_accuracy"}
+
+
+def _value(system: str, out: Path) -> float:
+    summary = json.loads((out / SUMMARY[system]).read_text())
+    if system == "json":
+        return float(summary["means"]["rqs"])
+    if system == "slots":
+        return float(summary["models"]["a"]["f1"])
+    return float(summary["numerical_match_accuracy"])
+
+
+@pytest.mark.parametrize("system", ["json", "slots", "numeric"])
+def test_fail_under_exits_4_below_the_floor_and_0_at_it(tmp_path: Path, system: str) -> None:
+    first = tmp_path / "first"
+    status, _ = _run(*_gate_commands(first)[system], "--bootstrap", "0")
+    assert status == 0
+    value = _value(system, first)
+    above = f"{METRIC[system]}={value + 0.001:.6f}"
+    status, output = _run(
+        *_gate_commands(tmp_path / "a")[system], "--bootstrap", "0", "--fail-under", above
+    )
+    who = "a: " if system == "slots" else ""
+    assert status == 4
+    assert f"fail-under: {who}{METRIC[system]} {value:.4f} < {value + 0.001:g}" in output
+    at = f"{METRIC[system]}={value - 1e-9:.12f}"
+    status, output = _run(
+        *_gate_commands(tmp_path / "b")[system], "--bootstrap", "0", "--fail-under", at
+    )
+    assert status == 0
+    assert "fail-under: every floor met" in output
+
+
+@pytest.mark.parametrize(
+    ("system", "floor", "message"),
+    [
+        (
+            "json",
+            "hallucination=0.1",
+            "hallucination is lower-is-better, so a floor cannot gate it",
+        ),
+        ("slots", "f2=0.5", "expected METRIC=VALUE with METRIC one of precision, recall, f1,"),
+        (
+            "numeric",
+            "numerical_match_accuracy=1.5",
+            "the floor must be a number in [0, 1] (got '1.5')",
+        ),
+    ],
+)
+def test_a_bad_floor_is_a_usage_error(
+    tmp_path: Path, system: str, floor: str, message: str
+) -> None:
+    status, output = _run(*_gate_commands(tmp_path / "o")[system], "--fail-under", floor)
+    assert status == 2 and output.startswith("error: --fail-under: ") and message in output
+    assert not (tmp_path / "o").exists()
+
+
+def test_json_score_gates_one_output(tmp_path: Path) -> None:
+    gt, out = tmp_path / "gt.json", tmp_path / "out.json"
+    gt.write_text('{"a": 1, "b": 2}')
+    out.write_text('{"a": 1}')
+    status, output = _run("json", "score", str(gt), str(out), "--fail-under", "completeness=0.6")
+    assert status == 4 and "fail-under: completeness 0.5000 < 0.6" in output
+
+
+@pytest.mark.parametrize("system", ["json", "slots", "numeric"])
+def test_json_prints_the_summary_file_as_written(tmp_path: Path, system: str) -> None:
+    out = tmp_path / "out"
+    result = CliRunner().invoke(
+        app, [*_gate_commands(out)[system], "--bootstrap", "50", "--json"], env=WIDE
+    )
+    assert result.exit_code == 0
+    assert json.loads(result.stdout) == json.loads((out / SUMMARY[system]).read_text())
+
+
+def _intervals(system: str, out: Path) -> object:
+    summary = json.loads((out / SUMMARY[system]).read_text())
+    return {"json": lambda: summary["ci"], "slots": lambda: summary["models"]["a"]["ci"],
+            "numeric": lambda: summary["bootstrap_95_ci"]}[system]()  # fmt: skip
+
+
+@pytest.mark.parametrize("system", ["json", "slots", "numeric"])
+def test_seed_means_the_bootstrap_seed_everywhere(tmp_path: Path, system: str) -> None:
+    runs = {}
+    for name, seed in (("a", "1"), ("b", "1"), ("c", "2")):
+        status, _ = _run(
+            *_gate_commands(tmp_path / name)[system], "--bootstrap", "200", "--seed", seed
+        )
+        assert status == 0
+        runs[name] = _intervals(system, tmp_path / name)
+    assert runs["a"] == runs["b"] and runs["a"] != runs["c"] and runs["a"]

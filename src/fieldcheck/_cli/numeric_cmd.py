@@ -27,6 +27,7 @@ from fieldcheck._cli._common import (
     out_option,
     parse_fail_under,
     seed_option,
+    show_problems,
     writing,
 )
 from fieldcheck._cli._runopts import (
@@ -244,15 +245,7 @@ def show_result(
         console.print(
             f"[bold red]{stats.get('nothing_scored_reason') or 'nothing was scored'}[/bold red]"
         )
-    if result.input_errors:
-        problems = SafeConsole(stderr=True)
-        problems.print(
-            f"[yellow]{len(result.input_errors)} input problem(s), all in input_errors.csv; first:[/yellow]"
-        )
-        for error in result.input_errors[:5]:
-            problems.print(
-                "  " + safe_text(error.one_line()), markup=False, highlight=False, soft_wrap=True
-            )
+    show_problems(SafeConsole(stderr=True), result.input_errors, f"{out}/input_errors.csv")
     console.print(f"signature: {result.signature.format()}", markup=False, highlight=False)
     console.print(
         f"outputs in {out}/ (summary.csv, turns.csv, errors.csv, statistics.json, ...)",
