@@ -247,7 +247,9 @@ def test_turns_without_gold_are_not_scored_nor_listed_as_errors(tmp_path: Path) 
         ("0", "no_gold", ""),
         ("1", "no_gold", "RateLimit"),
     ]
-    assert (out / "accuracy_by_turn.png").is_file()
+    # nothing scored: no plot of zeros; the report says so
+    assert not list(out.glob("*.png"))
+    assert "NOTHING SCORED: nothing was scored:" in (out / "report.md").read_text()
 
 
 def test_derived_record_without_features_gets_derived_ones(tmp_path: Path) -> None:

@@ -24,10 +24,13 @@ from fieldcheck.numeric._predictions import (
     load_predictions,
 )
 from fieldcheck.numeric._records import Conversation, Document, Features, Turn
+from fieldcheck.numeric._report import build_report, write_numeric_report
 from fieldcheck.numeric._scoring import (
     ConversationScore,
+    Intervals,
     NumericResult,
     TurnScore,
+    bootstrap_intervals,
     compute_statistics,
     score_numeric,
     score_turn,
@@ -47,6 +50,7 @@ __all__ = [
     "ConversationScore",
     "Document",
     "Features",
+    "Intervals",
     "LoadResult",
     "NumericResult",
     "Plan",
@@ -58,6 +62,8 @@ __all__ = [
     "TurnScore",
     "Validation",
     "ValidationEntry",
+    "bootstrap_intervals",
+    "build_report",
     "compute_statistics",
     "evaluate_model",
     "load_convfinqa",
@@ -69,5 +75,6 @@ __all__ = [
     "score_turn",
     "trace_ids",
     "validate_reply",
+    "write_numeric_report",
     "write_outputs",
 ]

@@ -1,7 +1,8 @@
 """Writing every output file of the spec's "Output Files" section into one directory.
 
 summary.csv, turns.csv, validation.csv, errors.csv, statistics.json, traces/<id>.json,
-accuracy_by_turn.png, plus input_errors.csv (every bad input line). Every CSV goes through
+accuracy_by_turn.png, plus input_errors.csv (every bad input line), report.md, report.html and
+the report's plots (numeric/_report.py). Every CSV goes through
 ``fieldcheck.reports.write_csv``, which neutralises spreadsheet formulas.
 """
 
@@ -14,6 +15,7 @@ from typing import Any
 from fieldcheck._util.errors import short_repr
 from fieldcheck._util.jsonio import write_json
 from fieldcheck.numeric._records import Conversation
+from fieldcheck.numeric._report import PLOTS, write_numeric_report
 from fieldcheck.numeric._scoring import ConversationScore, NumericResult, TurnScore
 from fieldcheck.reports._csv import write_csv
 from fieldcheck.reports._outdir import OutputFolder
@@ -220,61 +222,6 @@ def trace_document(c: ConversationScore, conversation: Conversation | None) -> d
     }
 
 
-def plot_series(
-    statistics: dict[str, Any],
-) -> tuple[list[int], list[float], list[float | None], list[str]]:
-    """The plot's data: turn numbers in numeric order (the spec's snippet sorts them as text, so
-    "10" before "2"), accuracy, average operations, and tick labels with the turn count."""
-    keys = sorted(statistics["accuracy_by_turn_number"], key=int)
-    counts = statistics.get("turns_by_turn_number", {})
-    return (
-        [int(k) for k in keys],
-        [float(statistics["accuracy_by_turn_number"][k]) for k in keys],
-        [statistics["avg_operations_by_turn"].get(k) for k in keys],
-        [f"{k}\n(n={counts.get(k, '?')})" for k in keys],
-    )
-
-
-def write_accuracy_plot(statistics: dict[str, Any], path: Path) -> None:
-    """accuracy_by_turn.png: numerical-match accuracy (left axis, 0-1) and average operations
-    per turn (right axis, from 0) by turn number, each tick labelled with its number of scored
-    turns (spec "Complexity Ceiling Analysis"). matplotlib (Agg) is imported here only."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    turns, accuracy, operations, ticks = plot_series(statistics)
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    ax.plot(turns, accuracy, marker="o", color="tab:blue", label="Accuracy (numerical match)")
-    ax.set_xlabel("Turn number (n = scored turns)")
-    ax.set_ylabel("Accuracy (numerical match)", color="tab:blue")
-    ax.set_ylim(0, 1.05)
-    ax.set_xticks(turns, ticks)
-    ax.grid(axis="y", alpha=0.3)
-    ops_axis = ax.twinx()
-    ops_axis.plot(
-        turns,
-        [o if o is not None else float("nan") for o in operations],
-        marker="s",
-        linestyle="--",
-        color="tab:orange",
-        label="Avg operations per turn",
-    )
-    ops_axis.set_ylabel("Avg operations per turn (compute steps)", color="tab:orange")
-    highest = max((o for o in operations if o is not None), default=0.0)
-    ops_axis.set_ylim(0, max(1.0, highest) * 1.1)
-    lines = ax.get_legend_handles_labels()
-    more = ops_axis.get_legend_handles_labels()
-    fig.legend(lines[0] + more[0], lines[1] + more[1], loc="lower center", ncol=2, frameon=False)
-    if not turns:
-        ax.text(0.5, 0.5, "no scored turns", ha="center", va="center", transform=ax.transAxes)
-    ax.set_title("Accuracy and operations by turn number")
-    fig.tight_layout(rect=(0, 0.07, 1, 1))
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-
-
 def write_outputs(
     result: NumericResult,
     out_dir: str | Path | OutputFolder,
@@ -282,7 +229,8 @@ def write_outputs(
     conversations: Sequence[Conversation] = (),
 ) -> dict[str, Path]:
     """Write every output file into ``out_dir`` (created), each under a temporary name then
-    renamed, statistics.json last with ``complete: true``; return name -> path."""
+    renamed, statistics.json last with ``complete: true``; return name -> path. The plots
+    (accuracy_by_turn.png, plot_*.png) are written only when a turn was scored."""
     out = OutputFolder.of(out_dir)
     traces = out.sub("traces")
     names = [
@@ -291,12 +239,12 @@ def write_outputs(
         "validation.csv",
         "errors.csv",
         "input_errors.csv",
-        "accuracy_by_turn.png",
-        "statistics.json",
+        "report.md",
+        "report.html",
     ]
-    out.expect(*names[:-1], "traces/", "statistics.json")
-    paths: dict[str, Path] = {name: out / name for name in names}
-    paths["traces"] = traces.path
+    nothing = result.statistics.get("nothing_scored", True)
+    plots = [] if nothing else [PLOTS["accuracy_by_turn"], PLOTS["match_types"]]
+    out.expect(*names, *plots, "traces/", "statistics.json")
     tables = (
         ("summary.csv", summary_rows(result), SUMMARY_COLUMNS),
         ("turns.csv", turn_rows(result), TURN_COLUMNS),
@@ -311,7 +259,8 @@ def write_outputs(
     for c in result.conversations:
         with traces.atomic(f"{c.trace_id}.json") as tmp:
             write_json(tmp, trace_document(c, by_id.get(c.conversation_id)))
-    with out.atomic("accuracy_by_turn.png") as tmp:
-        write_accuracy_plot(result.statistics, tmp)
-    out.write_summary("statistics.json", result.statistics)
+    paths: dict[str, Path] = {name: out / name for name in names[:5]}
+    paths |= write_numeric_report(result, out)
+    paths["traces"] = traces.path
+    paths["statistics.json"] = out.write_summary("statistics.json", result.statistics)
     return paths

@@ -1,0 +1,628 @@
+"""report.md and report.html of a numeric QA run, with their plots (issue 9, "Reports and
+gating"): the headline metrics with 95% intervals, accuracy by turn, the five match types,
+failure modes, the spec's "Analysis Workflows" readings, the worst conversations, input problems
+and a glossary. Built on the shared skeleton ``fieldcheck.reports._document``; every value from
+the data is escaped there. Spec: numeric-qa-evaluation.md; rules of the readings: docs/numeric.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from fieldcheck.metrics._numbers import ABSOLUTE_TOLERANCE, RELATIVE_TOLERANCE, UNIT_FACTORS
+from fieldcheck.numeric._scoring import MAX_TURN_INTERVALS, ConversationScore, NumericResult
+from fieldcheck.reports._document import Report, Term, figure, write_report
+from fieldcheck.reports._outdir import OutputFolder
+
+TITLE = "Numeric QA (ConvFinQA)"
+PLOTS = {
+    "accuracy_by_turn": "accuracy_by_turn.png",
+    "match_types": "plot_match_types.png",
+    "failure_modes": "plot_failure_modes.png",
+    "operations": "plot_operations_vs_accuracy.png",
+}
+MATCH_TYPES = (
+    ("numerical_match_accuracy", "numerical"),
+    ("soft_match_accuracy", "soft"),
+    ("unit_agnostic_accuracy", "unit-agnostic"),
+    ("sign_agnostic_accuracy", "sign-agnostic"),
+    ("general_match_accuracy", "general"),
+)
+HEADLINE = (
+    ("numerical_match_accuracy", "Accuracy, numerical match (baseline)"),
+    ("soft_match_accuracy", "Accuracy, soft match"),
+    ("unit_agnostic_accuracy", "Accuracy, unit-agnostic"),
+    ("sign_agnostic_accuracy", "Accuracy, sign-agnostic"),
+    ("general_match_accuracy", "Accuracy, general match"),
+    ("avg_logic_recall", "Logic recall"),
+    ("avg_logic_precision", "Logic precision"),
+    ("avg_logic_order_score", "Logic order score"),
+    ("conversation_success_rate", "Conversation success"),
+    ("avg_operations_per_turn", "Operations per turn (plan compute steps)"),
+)
+FAILURE_MEANING = {
+    "error": "the prediction reports an error or is missing",
+    "no_answer": "no number or yes/no could be read",
+    "scale": "right up to a factor of 100 or 0.01 (unit-agnostic match)",
+    "sign": "right but for the sign (sign-agnostic match)",
+    "rounding": "the gold rounded to the prediction's decimals, or a soft match",
+    "wrong": "none of the above",
+}
+WORST = 10
+# A reading comparing two rates is stated as a finding from this gap on (10 percentage points).
+READING_GAP = 0.1
+INPUT_PROBLEMS = 20
+
+
+def _num(value: float | None, digits: int = 3) -> str:
+    return "n/a" if value is None else f"{value:.{digits}f}"
+
+
+def _interval(ci: Mapping[str, Any] | None) -> str:
+    return "" if not ci else f"[{ci['low']:.3f}, {ci['high']:.3f}]"
+
+
+def _points(difference: float) -> str:
+    return f"{100 * difference:.1f} percentage points"
+
+
+class TurnPosition(NamedTuple):
+    """One turn position (0, 1, 2, ...): scored turns, numerical accuracy, its interval, and the
+    average plan operations there."""
+
+    turn: int
+    scored: int
+    accuracy: float
+    low: float | None
+    high: float | None
+    operations: float | None
+
+
+def turn_positions(statistics: Mapping[str, Any]) -> list[TurnPosition]:
+    """statistics.json's by-turn tables joined, in numeric turn order (not as text)."""
+    accuracy = statistics.get("accuracy_by_turn_number") or {}
+    counts = statistics.get("turns_by_turn_number") or {}
+    operations = statistics.get("avg_operations_by_turn") or {}
+    intervals = statistics.get("bootstrap_95_ci_by_turn_number") or {}
+    out = []
+    for key in sorted(accuracy, key=int):
+        ci = intervals.get(key)
+        out.append(
+            TurnPosition(
+                turn=int(key),
+                scored=int(counts.get(key, 0)),
+                accuracy=float(accuracy[key]),
+                low=ci["low"] if ci else None,
+                high=ci["high"] if ci else None,
+                operations=operations.get(key),
+            )
+        )
+    return out
+
+
+def plot_series(
+    statistics: dict[str, Any],
+) -> tuple[list[int], list[float], list[float | None], list[str]]:
+    """The accuracy plot's data: turn numbers in numeric order (the spec's snippet sorts them as
+    text, so "10" before "2"), accuracy, average operations, tick labels with the turn count."""
+    keys = sorted(statistics["accuracy_by_turn_number"], key=int)
+    counts = statistics.get("turns_by_turn_number", {})
+    return (
+        [int(k) for k in keys],
+        [float(statistics["accuracy_by_turn_number"][k]) for k in keys],
+        [statistics["avg_operations_by_turn"].get(k) for k in keys],
+        [f"{k}\n(n={counts.get(k, '?')})" for k in keys],
+    )
+
+
+def write_accuracy_plot(statistics: dict[str, Any], path: Path) -> Path:
+    """accuracy_by_turn.png: numerical-match accuracy with its 95% bootstrap interval as error
+    bars (left axis, 0-1) and average plan operations (right axis) by turn number, each tick
+    labelled with its number of scored turns (spec "Complexity Ceiling Analysis"). The first
+    ``MAX_TURN_INTERVALS`` turn positions only."""
+    turns, accuracy, operations, ticks = plot_series(statistics)
+    n = min(len(turns), MAX_TURN_INTERVALS)
+    turns, accuracy, operations, ticks = turns[:n], accuracy[:n], operations[:n], ticks[:n]
+    intervals = statistics.get("bootstrap_95_ci_by_turn_number") or {}
+    with figure(path, figsize=(max(7.0, 0.6 * len(turns) + 2), 4.5)) as (_, ax):
+        below = [
+            a - intervals[str(t)]["low"] if str(t) in intervals else 0.0
+            for t, a in zip(turns, accuracy, strict=True)
+        ]
+        above = [
+            intervals[str(t)]["high"] - a if str(t) in intervals else 0.0
+            for t, a in zip(turns, accuracy, strict=True)
+        ]
+        ax.errorbar(
+            turns,
+            accuracy,
+            yerr=[below, above] if intervals else None,
+            marker="o",
+            capsize=4,
+            color="tab:blue",
+            label="Accuracy (numerical match)" + (", 95% interval" if intervals else ""),
+        )
+        ax.set_xlabel("Turn number (n = scored turns)")
+        ax.set_ylabel("Accuracy (numerical match)", color="tab:blue")
+        ax.set_ylim(0, 1.05)
+        ax.set_xticks(turns, ticks)
+        ax.grid(axis="y", alpha=0.3)
+        ops_axis = ax.twinx()
+        ops_axis.plot(
+            turns,
+            [o if o is not None else float("nan") for o in operations],
+            marker="s",
+            linestyle="--",
+            color="tab:orange",
+            label="Avg operations per turn",
+        )
+        ops_axis.set_ylabel("Avg operations per turn (compute steps)", color="tab:orange")
+        highest = max((o for o in operations if o is not None), default=0.0)
+        ops_axis.set_ylim(0, max(1.0, highest) * 1.1)
+        lines, labels = ax.get_legend_handles_labels()
+        more, more_labels = ops_axis.get_legend_handles_labels()
+        ax.legend(lines + more, labels + more_labels, loc="lower left", fontsize="small")
+        if not turns:
+            ax.text(0.5, 0.5, "no scored turns", ha="center", va="center", transform=ax.transAxes)
+        ax.set_title("Accuracy and operations by turn number")
+    return path
+
+
+class OperationsRow(NamedTuple):
+    """Scored turns whose plan has ``operations`` compute steps, and how many were right."""
+
+    operations: int
+    scored: int
+    correct: int
+
+
+def accuracy_by_operations(conversations: Sequence[ConversationScore]) -> list[OperationsRow]:
+    """Numerical-match accuracy by the plan's number of operations over scored turns with a plan:
+    the spec's ``turns.groupby("operations_per_turn")["numerical_match"].mean()``."""
+    groups: dict[int, list[int]] = {}
+    for c in conversations:
+        for t in c.turns:
+            if t.scored and t.operations_per_turn is not None:
+                group = groups.setdefault(t.operations_per_turn, [0, 0])
+                group[0] += 1
+                group[1] += bool(t.numerical_match)
+    return [OperationsRow(k, n, right) for k, (n, right) in sorted(groups.items())]
+
+
+def write_plots(result: NumericResult, out: Path | OutputFolder) -> dict[str, Path]:
+    """The four PNG plots (Agg, imported on first use); none when nothing was scored (a plot of
+    zeros would look like a result). Returns key -> path."""
+    stats = result.statistics
+    if stats.get("nothing_scored", True):
+        return {}
+    folder = OutputFolder.of(out)
+    written = {"accuracy_by_turn": write_accuracy_plot(stats, folder / PLOTS["accuracy_by_turn"])}
+    ci = stats.get("bootstrap_95_ci") or {}
+    names = [name for _, name in MATCH_TYPES]
+    values = [float(stats[key]) for key, _ in MATCH_TYPES]
+    with figure(folder / PLOTS["match_types"], figsize=(7, 4)) as (_, ax):
+        below = [
+            v - ci[k]["low"] if ci.get(k) else 0.0
+            for (k, _), v in zip(MATCH_TYPES, values, strict=True)
+        ]
+        above = [
+            ci[k]["high"] - v if ci.get(k) else 0.0
+            for (k, _), v in zip(MATCH_TYPES, values, strict=True)
+        ]
+        ax.bar(names, values, color="tab:blue", yerr=[below, above] if ci else None, capsize=4)
+        for x, v in enumerate(values):
+            ax.text(x, 0.02, f"{v:.3f}", ha="center", va="bottom", color="white", fontsize="small")
+        ax.set_ylim(0, 1.1)
+        ax.set_ylabel("accuracy over scored turns (0-1)")
+        ax.set_title(f"The five match types ({stats['num_scored_turns']} scored turns)")
+    written["match_types"] = folder / PLOTS["match_types"]
+
+    modes = stats.get("failure_modes") or {}
+    if modes:
+        ordered = sorted(modes.items(), key=lambda kv: (-kv[1], kv[0]))
+        with figure(folder / PLOTS["failure_modes"], figsize=(7, 4)) as (_, ax):
+            ax.bar([m for m, _ in ordered], [n for _, n in ordered], color="tab:red")
+            ax.set_ylabel("failed scored turns")
+            ax.set_title(f"Failure modes ({sum(modes.values())} failed scored turns)")
+        written["failure_modes"] = folder / PLOTS["failure_modes"]
+
+    rows = accuracy_by_operations(result.conversations)
+    if rows:
+        with figure(folder / PLOTS["operations"], figsize=(max(6.0, 0.6 * len(rows) + 2), 4)) as (
+            _,
+            ax,
+        ):
+            xs = [str(r.operations) for r in rows]
+            accuracy = [r.correct / r.scored for r in rows]
+            ax.bar(xs, accuracy, color="tab:green")
+            for x, r in enumerate(rows):
+                ax.text(
+                    x,
+                    min(r.correct / r.scored + 0.02, 1.02),
+                    f"n={r.scored}",
+                    ha="center",
+                    fontsize="small",
+                )
+            ax.set_ylim(0, 1.1)
+            ax.set_xlabel("operations in the plan (compute steps)")
+            ax.set_ylabel("accuracy, numerical match (0-1)")
+            ax.set_title("Accuracy by number of plan operations")
+        written["operations"] = folder / PLOTS["operations"]
+    return written
+
+
+def _turn_counts(conversations: Sequence[ConversationScore]) -> dict[str, int]:
+    """Scored turns matching each type but not the numerical match (the readings' N)."""
+    fields = {
+        "unit_agnostic": "unit_agnostic_match",
+        "sign_agnostic": "sign_agnostic_match",
+        "general": "general_match",
+        "soft": "soft_match",
+    }
+    counts = dict.fromkeys(fields, 0)
+    for c in conversations:
+        for t in c.turns:
+            if t.scored and not t.numerical_match:
+                for name, field in fields.items():
+                    counts[name] += bool(getattr(t, field))
+    return counts
+
+
+def readings(result: NumericResult) -> list[str]:
+    """The spec's "Analysis Workflows" readings that apply, each stated from the numbers (rules in
+    docs/numeric.md, "Report"). Empty when nothing was scored."""
+    stats = result.statistics
+    if stats.get("nothing_scored", True):
+        return []
+    scored = int(stats["num_scored_turns"])
+    numerical = float(stats["numerical_match_accuracy"])
+    extra = _turn_counts(result.conversations)
+    modes = stats.get("failure_modes") or {}
+    out = []
+    for key, name, cause in (
+        (
+            "unit_agnostic",
+            "Unit-agnostic",
+            "scaling issues (a percentage as a fraction, or 100x off)",
+        ),
+        ("sign_agnostic", "Sign-agnostic", "sign/direction confusion"),
+        ("general", "General match", "percentage points given for a fraction"),
+    ):
+        if extra[key]:
+            out.append(
+                f"{name} exceeds numerical by {_points(extra[key] / scored)} "
+                f"({extra[key]} of {scored} scored turns): {cause}."
+            )
+    rounding = int(modes.get("rounding", 0))
+    if rounding:
+        out.append(
+            f"{rounding} of {scored} scored turns ({_points(rounding / scored)}) fail only by "
+            "rounding: rounding precision issues (soft match never exceeds numerical here, so "
+            "the rounding failure mode carries the spec's soft-match reading)."
+        )
+    positions = [p for p in turn_positions(stats) if p.scored]
+    if len(positions) >= 2:
+        first, last = positions[0], positions[-1]
+        change = last.accuracy - first.accuracy
+        text = (
+            f"Accuracy is {first.accuracy:.3f} at turn {first.turn} (n={first.scored}) and "
+            f"{last.accuracy:.3f} at turn {last.turn} (n={last.scored})"
+        )
+        if first.low is None or first.high is None or last.low is None or last.high is None:
+            text += " (no intervals: bootstrap off)."
+        elif last.high < first.low:
+            text += (
+                f", {_points(-change)} lower, their 95% intervals apart: "
+                "later turns are harder (complexity ceiling)."
+            )
+        elif last.low > first.high:
+            text += f", {_points(change)} higher, their 95% intervals apart."
+        else:
+            text += ": their 95% intervals overlap, so no change between them is shown."
+        out.append(text)
+    by_ops = accuracy_by_operations(result.conversations)
+    if len(by_ops) >= 2:
+        few, many = by_ops[0], by_ops[-1]
+        a, b = few.correct / few.scored, many.correct / many.scored
+        out.append(
+            f"Turns whose plan has {few.operations} operation(s) are right {a:.3f} of the time "
+            f"(n={few.scored}), {many.operations} operations {b:.3f} (n={many.scored})"
+            + (
+                f": {_points(a - b)} lower with the longest plans (complexity ceiling)."
+                if a - b >= READING_GAP
+                else "."
+            )
+        )
+    recall = stats.get("avg_logic_recall")
+    if recall is not None and recall - numerical >= READING_GAP:
+        out.append(
+            f"Logic recall ({recall:.3f}) exceeds numerical accuracy ({numerical:.3f}) by "
+            f"{_points(recall - numerical)}: the model often chooses the right operations but "
+            "the wrong numbers (extraction or arithmetic)."
+        )
+    return out
+
+
+def _headline_rows(stats: Mapping[str, Any]) -> list[list[str]]:
+    ci = stats.get("bootstrap_95_ci") or {}
+    rows = [[label, _num(stats.get(key)), _interval(ci.get(key))] for key, label in HEADLINE]
+    rows.append(
+        [
+            "Tokens (input / output / total)",
+            f"{stats['total_input_tokens']} / {stats['total_output_tokens']} / {stats['total_tokens']}",
+            "",
+        ]
+    )
+    rows.append(
+        ["Cost per correct answer (tokens)", _num(stats.get("cost_per_correct_answer"), 1), ""]
+    )
+    if "cost_per_correct_answer_usd" in stats:
+        rows.append(
+            ["Cost per correct answer (USD)", _num(stats.get("cost_per_correct_answer_usd"), 6), ""]
+        )
+        rows.append(["Total cost (USD)", _num(stats.get("total_cost_usd"), 6), ""])
+    latency = stats.get("latency_s")
+    if latency:
+        rows.append(
+            [
+                "Latency per turn, mean / median / p95 (s)",
+                f"{latency['mean']:.2f} / {latency['median']:.2f} / {latency['p95']:.2f}",
+                "",
+            ]
+        )
+    return rows
+
+
+def _count_rows(stats: Mapping[str, Any], input_problems: int) -> list[list[str]]:
+    kinds = stats.get("turns_not_scored_call_errors") or {}
+    call_errors = str(stats["num_turns_not_scored_call_errors"])
+    if kinds:
+        call_errors += " (" + ", ".join(f"{k}={v}" for k, v in kinds.items()) + ")"
+    return [
+        ["Conversations", str(stats["num_conversations"])],
+        ["Turns", str(stats["num_turns"])],
+        ["Scored turns", str(stats["num_scored_turns"])],
+        ["Turns not scored: no gold answer", str(stats["num_turns_not_scored_no_gold"])],
+        ["Turns not scored: model call failed", call_errors],
+        ["Successful conversations", str(stats["num_successful_conversations"])],
+        ["Turns without a prediction", str(stats["num_missing_predictions"])],
+        ["Turns whose prediction reports an error", str(stats["num_prediction_errors"])],
+        ["Input problems", str(input_problems)],
+    ]
+
+
+def worst_conversations(result: NumericResult, limit: int = WORST) -> list[list[str]]:
+    """The ``limit`` scored conversations of lowest numerical accuracy (ties: more scored turns
+    first, then id): id, turns, scored turns, accuracy, the first failure (turn: mode)."""
+    scored = [(c, c.accuracy("numerical_match")) for c in result.conversations]
+    ranked = sorted(
+        ((c, a) for c, a in scored if a is not None),
+        key=lambda ca: (ca[1], -sum(t.scored for t in ca[0].turns), ca[0].conversation_id),
+    )
+    rows = []
+    for c, accuracy in ranked[:limit]:
+        first = next((t for t in c.turns if t.scored and not t.numerical_match), None)
+        rows.append(
+            [
+                c.conversation_id,
+                str(len(c.turns)),
+                str(sum(t.scored for t in c.turns)),
+                f"{accuracy:.3f}",
+                f"turn {first.turn_idx}: {first.failure_mode}" if first else "none",
+            ]
+        )
+    return rows
+
+
+def glossary(stats: Mapping[str, Any]) -> list[Term]:
+    """Every metric of the report with the spec's formula, tolerances as implemented."""
+    rel, tol = RELATIVE_TOLERANCE, ABSOLUTE_TOLERANCE
+    factors = ", ".join(f"{f:g}" for f in UNIT_FACTORS)
+    resamples = next(
+        (ci["resamples"] for ci in (stats.get("bootstrap_95_ci") or {}).values() if ci), None
+    )
+    return [
+        Term(
+            "Numerical match (baseline)",
+            f"|p - r| < {tol} or |p - r| <= {rel} * |r|",
+            "p is the parsed prediction, r the gold (executed_answers; percentages as fractions); "
+            "yes/no answers match only the same yes/no.",
+        ),
+        Term(
+            "Soft match",
+            f"|p - r| <= {rel} * |r|",
+            "The spec's formula with no absolute tolerance, so every soft match is a numerical "
+            "match.",
+        ),
+        Term(
+            "Unit-agnostic match",
+            f"numerical(q * f, r) for f in ({factors}), q any reading of p",
+            "Readings: as parsed, percent sign ignored, scale word ignored. Forgives 10% vs 0.10.",
+        ),
+        Term("Sign-agnostic match", "numerical(|p|, |r|)", "Forgives the sign: -33.3 vs 33.3."),
+        Term(
+            "General match",
+            "numerical(q, r) or numerical(q' / 100, r)",
+            "q any reading of p, q' a reading without a percent sign: percentage points for a "
+            "fraction gold (14.1 for 0.141).",
+        ),
+        Term(
+            "Accuracy (each match type)",
+            "matching scored turns / scored turns",
+            "A scored turn has a gold answer and a model call that did not fail.",
+        ),
+        Term(
+            "Logic recall",
+            "shared operations / ground-truth operations",
+            "Operations of the plan's compute steps against the gold turn_program's, as "
+            "multisets (order ignored); extract-only gold: 1 if the plan is extract-only, else 0. "
+            "Averaged over turns with a plan and a parsable gold program.",
+        ),
+        Term("Logic precision", "shared operations / plan operations", "Both empty: 1."),
+        Term(
+            "Logic order score",
+            "LCS(plan operations, gold operations) / max(len(plan), len(gold))",
+            "Only the same sequence scores 1.",
+        ),
+        Term(
+            "Operations per turn",
+            "compute steps in the turn's plan",
+            "Averaged over turns with a plan.",
+        ),
+        Term(
+            "Conversation success",
+            "conversations whose every scored turn is a numerical match / conversations with a scored turn",
+            "A conversation with no scored turn is left out.",
+        ),
+        Term(
+            "Cost per correct answer",
+            "total tokens (input + output) / successful conversations",
+            "The spec's formula; tokens of turns whose model call failed are left out; n/a when "
+            "no conversation succeeded.",
+        ),
+        Term(
+            "95% interval",
+            f"percentile bootstrap over conversations, {resamples or 'no'} resamples, seeded",
+            "Each resample draws the conversations with replacement and recomputes the statistic "
+            "from their summed counts; the interval is its 2.5th to 97.5th percentile.",
+        ),
+        Term(
+            "Failure mode",
+            "error > no_answer > scale > sign > rounding > wrong",
+            "The first that applies to a failed scored turn.",
+        ),
+    ]
+
+
+def build_report(result: NumericResult, images: Mapping[str, Path]) -> Report:
+    """The report of a scored run (everything from ``result``; ``images`` from ``write_plots``)."""
+    stats = result.statistics
+    report = Report(TITLE, signature=str(stats.get("signature", "")))
+    nothing = bool(stats.get("nothing_scored", True))
+    if nothing:
+        report.paragraph(
+            "NOTHING SCORED: "
+            + str(stats.get("nothing_scored_reason") or "no turn was scored")
+            + ". No metric exists for this run, so none is shown."
+        )
+    else:
+        report.heading("Headline")
+        report.table(["Metric", "Value", "95% interval"], _headline_rows(stats), text_columns=0)
+    report.heading("Counts")
+    report.table(["What", "Count"], _count_rows(stats, len(result.input_errors)), text_columns=0)
+    if not nothing:
+        positions = turn_positions(stats)
+        report.heading("Accuracy by turn")
+        report.paragraph(
+            "Numerical-match accuracy of the scored turns at each turn position, with its 95% "
+            "bootstrap interval, and the average number of operations in the plans there."
+        )
+        report.table(
+            ["Turn", "Scored turns", "Accuracy", "95% interval", "Avg operations"],
+            [
+                [
+                    str(p.turn),
+                    str(p.scored),
+                    f"{p.accuracy:.3f}",
+                    "" if p.low is None or p.high is None else f"[{p.low:.3f}, {p.high:.3f}]",
+                    _num(p.operations, 2),
+                ]
+                for p in positions[:MAX_TURN_INTERVALS]
+            ],
+            text_columns=0,
+        )
+        if len(positions) > MAX_TURN_INTERVALS:
+            report.paragraph(
+                f"{len(positions) - MAX_TURN_INTERVALS} later turn positions are left out of "
+                "this table and the plot (statistics.json has them all)."
+            )
+        report.heading("Match types")
+        numerical = float(stats["numerical_match_accuracy"])
+        ci = stats.get("bootstrap_95_ci") or {}
+        report.table(
+            ["Match type", "Accuracy", "95% interval", "Above numerical"],
+            [
+                [name, f"{stats[key]:.3f}", _interval(ci.get(key)), _points(stats[key] - numerical)]
+                for key, name in MATCH_TYPES
+            ],
+            text_columns=0,
+        )
+        modes = stats.get("failure_modes") or {}
+        report.heading("Failure modes")
+        failed = sum(modes.values())
+        if failed:
+            report.table(
+                [
+                    "Failure mode",
+                    "Turns",
+                    "Share of failed turns",
+                    "Share of scored turns",
+                    "Meaning",
+                ],
+                [
+                    [
+                        mode,
+                        str(count),
+                        f"{count / failed:.3f}",
+                        f"{count / stats['num_scored_turns']:.3f}",
+                        FAILURE_MEANING.get(mode, ""),
+                    ]
+                    for mode, count in sorted(modes.items(), key=lambda kv: (-kv[1], kv[0]))
+                ],
+                text_columns=0,
+            )
+        else:
+            report.paragraph("No scored turn failed.")
+        by_ops = accuracy_by_operations(result.conversations)
+        if by_ops:
+            report.heading("Operations and accuracy")
+            report.paragraph(
+                "Numerical-match accuracy by the number of operations in the model's plan (the "
+                "spec's operations per turn; its Analysis Workflow 2 groups turns.csv this way)."
+            )
+            report.table(
+                ["Plan operations", "Scored turns", "Accuracy"],
+                [[str(r.operations), str(r.scored), f"{r.correct / r.scored:.3f}"] for r in by_ops],
+                text_columns=0,
+            )
+        report.heading("What the numbers say")
+        found = readings(result)
+        if found:
+            report.bullets(found)
+        else:
+            report.paragraph("None of the spec's analysis readings applies.")
+        report.heading("Worst conversations")
+        report.table(
+            ["Conversation", "Turns", "Scored", "Accuracy", "First failure"],
+            worst_conversations(result),
+            text_columns=1,
+        )
+    report.heading("Input problems")
+    if result.input_errors:
+        shown = [e.one_line() for e in result.input_errors[:INPUT_PROBLEMS]]
+        more = len(result.input_errors) - len(shown)
+        report.paragraph(
+            f"{len(result.input_errors)} input problem(s)"
+            + (f"; the first {len(shown)}:" if more else ":")
+            + " every one is in input_errors.csv."
+        )
+        report.bullets(shown)
+    else:
+        report.paragraph("None.")
+    if images:
+        report.heading("Plots")
+        report.images(images)
+    report.heading("Glossary")
+    report.glossary(glossary(stats))
+    return report
+
+
+def write_numeric_report(result: NumericResult, out: Path | OutputFolder) -> dict[str, Path]:
+    """The plots (none when nothing was scored), report.md and report.html in ``out``, each
+    under a temporary name; returns file name -> path."""
+    images = write_plots(result, out)
+    written = {path.name: path for path in images.values()}
+    written |= write_report(OutputFolder.of(out), build_report(result, images))
+    return written
