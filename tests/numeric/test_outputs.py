@@ -26,6 +26,11 @@ OUTPUT_FILES = (
     "statistics.json",
     "accuracy_by_turn.png",
     "input_errors.csv",
+    "report.md",
+    "report.html",
+    "plot_match_types.png",
+    "plot_failure_modes.png",
+    "plot_operations_vs_accuracy.png",
 )
 
 
