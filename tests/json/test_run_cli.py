@@ -17,8 +17,8 @@ import pytest
 from typer.testing import CliRunner
 
 from chat_server import ChatServer, Reply, Script
-from fieldcheck._cli.json_cmd import model_folder
 from fieldcheck._cli.main import app
+from fieldcheck._util.paths import unique_filenames
 from fieldcheck.jsoneval import document_from_prompt
 from fieldcheck.jsoneval._extract import NO_SCHEMA_NOTE, SCHEMA_INTRO, SYSTEM_PROMPT, USER_INTRO
 from fieldcheck.store import Store
@@ -300,16 +300,18 @@ def test_several_models_get_a_folder_each_and_a_comparison(
 
 
 def test_model_folder_names() -> None:
-    assert model_folder("gpt-4o") == "gpt-4o"
-    assert model_folder("org/model:v1") == "org_model_v1"
-    assert model_folder("..") == "_.."
-    assert model_folder(".hidden") == "_.hidden"
+    # one rule in every system (_util/paths.py unique_filenames)
+    assert unique_filenames(["gpt-4o", "org/model:v1", "..", ".hidden"]) == {
+        "gpt-4o": "gpt-4o",
+        "org/model:v1": "org_model_v1",
+        "..": "unnamed",
+        ".hidden": "hidden",
+    }
 
 
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--model", "a/b", "--model", "a:b"], "same folder name"),
         (["--model", "m", "--schema", "SCHEMA"], "a JSON Schema must be a JSON object"),
         ([], "give --model MODEL"),
         (["--model", "m", "--weights", "bogus=1"], "bogus"),

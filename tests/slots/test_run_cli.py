@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 
 from chat_server import ChatServer, Reply, Script
 from fieldcheck._cli.main import app
-from fieldcheck._cli.slots_cmd import file_stems
+from fieldcheck._util.paths import unique_filenames
 from fieldcheck.runner import ModelSpec, RunInterrupted, Runner, RunnerSettings
 from fieldcheck.slots import load_conversations, run_extraction
 from fieldcheck.store import Store
@@ -299,8 +299,9 @@ def test_a_bad_conversations_line_is_a_usage_error_naming_file_and_line(
 
 
 def test_file_stems_are_safe_and_distinct() -> None:
-    assert file_stems(["a/b", "a_b", "A_B", "..", "ok-1.2"]) == {
-        "a/b": "a_b", "a_b": "a_b-2", "A_B": "A_B-3", "..": "model", "ok-1.2": "ok-1.2",
+    assert unique_filenames(["a/b", "a_b", "A_B", "..", "ok-1.2", "a-2", "a", "A"]) == {
+        "a/b": "a_b", "a_b": "a_b-2", "A_B": "A_B-3", "..": "unnamed", "ok-1.2": "ok-1.2",
+        "a-2": "a-2", "a": "a", "A": "A-3",  # a made-up "-2" never takes a real name
     }  # fmt: skip
 
 

@@ -6,7 +6,6 @@ was scored, 3 when some records (or the output) could not be scored, 2 on usage 
 
 from __future__ import annotations
 
-import re
 import sys
 from dataclasses import dataclass
 from dataclasses import fields as dataclass_fields
@@ -60,6 +59,7 @@ from fieldcheck._cli._runopts import (
 )
 from fieldcheck._util.errors import InputError
 from fieldcheck._util.jsonio import dumps, read_json, write_json, write_jsonl
+from fieldcheck._util.paths import unique_filenames
 from fieldcheck._util.term import SafeConsole, safe_json_text, safe_markup, safe_text
 from fieldcheck.jsoneval import (
     BatchRecord,
@@ -624,12 +624,6 @@ COMPARISON_COLUMNS = (
 )
 
 
-def model_folder(name: str) -> str:
-    """A model name as a folder name: letters, digits, '.', '_' and '-' only, never hidden."""
-    folder = re.sub(r"[^A-Za-z0-9._-]+", "_", name)
-    return "_" + folder if folder.startswith(".") or not folder else folder
-
-
 def _comparison_row(run: ModelRun, summary: BatchSummary) -> dict[str, Any]:
     info = run.info()
     return {
@@ -698,11 +692,8 @@ def run_models(
     outputs are scored by the ``json batch`` code path into ``out/<model>/``; return the exit status
     (0 all scored, 3 when a line, a record or a call failed, 2 on usage errors). ``detail=False``
     prints only the comparison table (the demo)."""
-    folders = [model_folder(s.name) for s in specs]
-    if len(set(folders)) != len(folders):
-        raise typer.BadParameter(
-            f"model names give the same folder name: {', '.join(folders)}", param_hint="--model"
-        )
+    folder_of = unique_filenames(s.name for s in specs)
+    folders = [folder_of[s.name] for s in specs]
     try:
         records, read_errors = read_documents(data)
     except InputError as exc:

@@ -53,7 +53,7 @@ from fieldcheck._cli._runopts import (
 )
 from fieldcheck._util.errors import InputError
 from fieldcheck._util.jsonio import dumps, write_jsonl
-from fieldcheck._util.paths import safe_filename
+from fieldcheck._util.paths import unique_filenames
 from fieldcheck._util.sniff import likely_cause
 from fieldcheck._util.term import SafeConsole, safe_json_text, safe_text
 from fieldcheck.numeric import (
@@ -432,17 +432,7 @@ def model_dirs(out: Path, names: Sequence[str], *, always: bool = False) -> dict
     """``out`` for a single model, else ``out/<file-safe name>`` (clashes get ``-2``, ``-3``)."""
     if len(names) == 1 and not always:
         return {names[0]: out}
-    dirs: dict[str, Path] = {}
-    used: set[str] = set()
-    for name in names:
-        base = safe_filename(name)
-        stem, n = base, 1
-        while stem.lower() in used:
-            n += 1
-            stem = f"{base}-{n}"
-        used.add(stem.lower())
-        dirs[name] = out / stem
-    return dirs
+    return {name: out / stem for name, stem in unique_filenames(names).items()}
 
 
 async def _evaluate_all(

@@ -4,7 +4,6 @@ extraction predictions of several models (thin shell)."""
 from __future__ import annotations
 
 import logging
-import re
 import sys
 from collections import Counter
 from collections.abc import Sequence
@@ -56,6 +55,7 @@ from fieldcheck._cli._runopts import (
 )
 from fieldcheck._util.errors import InputError
 from fieldcheck._util.jsonio import dumps, write_json, write_jsonl
+from fieldcheck._util.paths import unique_filenames
 from fieldcheck._util.term import SafeConsole, safe_json_text, safe_text
 from fieldcheck.reports import format_pvalue
 from fieldcheck.reports._outdir import OutputFolder
@@ -535,21 +535,6 @@ def run_demo(out_dir: Path) -> int:
 # slots run: call models, then score them
 
 
-def file_stems(names: Sequence[str]) -> dict[str, str]:
-    """A file-name-safe stem per model name (other characters become ``_``; clashes get ``-2``)."""
-    stems: dict[str, str] = {}
-    used: set[str] = set()
-    for name in names:
-        base = re.sub(r"[^A-Za-z0-9._-]", "_", name).strip(".") or "model"
-        stem, n = base, 1
-        while stem.lower() in used:
-            n += 1
-            stem = f"{base}-{n}"
-        used.add(stem.lower())
-        stems[name] = stem
-    return stems
-
-
 async def _extract_all(
     runner: Runner,
     specs: Sequence[ModelSpec],
@@ -581,7 +566,7 @@ def write_extractions(
 ) -> tuple[dict[str, Path], dict[str, Path], Path]:
     """``pred_<name>.jsonl``, ``latency_<name>.jsonl``, ``memory_<name>.jsonl`` per model,
     ``session_errors.jsonl`` (every failed session) and ``runs.json`` (run ids and counts)."""
-    stems = file_stems([e.model for e in extractions])
+    stems = unique_filenames(e.model for e in extractions)
     preds: dict[str, Path] = {}
     lats: dict[str, Path] = {}
     runs: dict[str, Any] = {}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from pathlib import Path
 
 from fieldcheck._util.errors import InputError
@@ -23,3 +24,25 @@ def safe_filename(name: str, *, max_len: int = 120) -> str:
     """A file-safe version of an id: only ``[A-Za-z0-9._-]``, no leading dot, bounded length."""
     cleaned = _UNSAFE.sub("_", name).strip("._") or "unnamed"
     return cleaned[:max_len]
+
+
+def unique_filenames(names: Iterable[str], *, max_len: int = 120) -> dict[str, str]:
+    """One file-safe name per name (``safe_filename``), distinct even on a case-insensitive
+    file system: a clash gets ``-2``, ``-3``, ... The one rule for model folders and files in
+    every system."""
+    out: dict[str, str] = {}
+    used: set[str] = set()
+    tried: dict[str, int] = {}  # base -> last suffix tried, so many clashes stay linear
+    for name in names:
+        if name in out:
+            continue
+        base = safe_filename(name, max_len=max_len)
+        stem, n = base, tried.get(base.lower(), 1)
+        if n > 1 or stem.lower() in used:
+            while (stem := f"{base}-{n + 1}").lower() in used:
+                n += 1
+            n += 1
+        tried[base.lower()] = n
+        used.add(stem.lower())
+        out[name] = stem
+    return out
