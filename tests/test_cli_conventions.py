@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -289,3 +291,18 @@ def test_seed_means_the_bootstrap_seed_everywhere(tmp_path: Path, system: str) -
         assert status == 0
         runs[name] = _intervals(system, tmp_path / name)
     assert runs["a"] == runs["b"] and runs["a"] != runs["c"] and runs["a"]
+
+
+def test_warnings_print_like_errors_in_a_real_process(tmp_path: Path) -> None:
+    empty = tmp_path / "none.jsonl"
+    empty.write_text("")
+    args = ["slots", "score", "--gold", str(GOLD), "--pred", f"a={empty}", "--bootstrap", "0"]
+    done = subprocess.run(
+        [sys.executable, "-m", "fieldcheck._cli.main", *args, "--out", str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert f"warning: {empty}: the file is empty: this model predicted no slot\n" in done.stderr
+    assert "WARNING" not in done.stderr and not done.stderr.startswith("\n")
