@@ -4,15 +4,20 @@ metrics with json-evaluation.md's formulas (issue 9, "Reports and gating")."""
 
 from __future__ import annotations
 
-import warnings
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from fieldcheck.jsoneval._models import BatchResult, BatchSummary, FieldSummary, RecordResult
 from fieldcheck.metrics._stats import Interval
-from fieldcheck.reports._document import Report, Term, figure, label, write_report
+from fieldcheck.reports._document import (
+    Report,
+    Term,
+    figure,
+    label,
+    no_glyph_warnings,
+    write_report,
+)
 from fieldcheck.reports._outdir import OutputFolder
 
 PLOTS = {
@@ -72,19 +77,10 @@ def match_rate_title(shown: int, left_out: int) -> str:
     return title + (f" (the {shown} lowest; {left_out} more not shown)" if left_out else "")
 
 
-@contextmanager
-def _no_glyph_warnings() -> Iterator[None]:
-    """A field name in a script the font lacks draws as boxes; matplotlib's warning about it
-    would only add noise on stderr."""
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=r"Glyph \d+ .*missing from", category=UserWarning)
-        yield
-
-
 def write_plots(batch: BatchResult, out: OutputFolder) -> dict[str, Path]:
     """``plot_field_match_rate.png`` (when a field was scored) and ``plot_score_distribution.png``
     (when a record was scored), each saved under a temporary name then renamed."""
-    with _no_glyph_warnings():
+    with no_glyph_warnings():
         return _draw(batch, out)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import html
 import re
+import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -213,16 +214,26 @@ def pyplot() -> Any:
 
 
 @contextmanager
+def no_glyph_warnings() -> Iterator[None]:
+    """A name in a script the font lacks draws as boxes; matplotlib's warning about each missing
+    glyph would only add noise on stderr."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r"Glyph \d+ .*missing from", category=UserWarning)
+        yield
+
+
+@contextmanager
 def figure(path: Path, **subplots: Any) -> Iterator[tuple[Any, Any]]:
     """``with figure(folder / 'plot_x.png', figsize=...) as (fig, ax):`` draws, then saves under a
     temporary name and renames (reports/_outdir.py); the figure is always closed."""
     plt = pyplot()
     fig, ax = plt.subplots(**subplots)
     try:
-        yield fig, ax
-        fig.tight_layout()
-        with OutputFolder.of(path.parent).atomic(path.name) as tmp:
-            fig.savefig(tmp, dpi=110)
+        with no_glyph_warnings():
+            yield fig, ax
+            fig.tight_layout()
+            with OutputFolder.of(path.parent).atomic(path.name) as tmp:
+                fig.savefig(tmp, dpi=110)
     finally:
         plt.close(fig)
 
@@ -231,7 +242,7 @@ def save_figure(fig: Any, path: Path) -> Path:
     """Save an already drawn figure under a temporary name, then rename; always closes it."""
     plt = pyplot()
     try:
-        with OutputFolder.of(path.parent).atomic(path.name) as tmp:
+        with no_glyph_warnings(), OutputFolder.of(path.parent).atomic(path.name) as tmp:
             fig.savefig(tmp, dpi=110)
     finally:
         plt.close(fig)

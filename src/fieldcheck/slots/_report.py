@@ -18,6 +18,7 @@ from fieldcheck.reports._document import (
     label,
     md,
     md_table,
+    no_glyph_warnings,
     save_figure,
 )
 from fieldcheck.reports._outdir import OutputFolder
@@ -415,6 +416,11 @@ def render_html(run: SlotsRun, images: dict[str, Path] | None = None) -> str:
 
 def write_plots(run: SlotsRun, out: Path | OutputFolder) -> dict[str, Path]:
     """PNG plots with the Agg backend (imported here, never at module load); returns key -> path."""
+    with no_glyph_warnings():
+        return _draw_plots(run, out)
+
+
+def _draw_plots(run: SlotsRun, out: Path | OutputFolder) -> dict[str, Path]:
     import matplotlib
 
     matplotlib.use("Agg")
