@@ -248,7 +248,8 @@ def show_result(
     show_problems(SafeConsole(stderr=True), result.input_errors, f"{out}/input_errors.csv")
     console.print(f"signature: {result.signature.format()}", markup=False, highlight=False)
     console.print(
-        f"outputs in {out}/ (summary.csv, turns.csv, errors.csv, statistics.json, ...)",
+        f"report: {out}/report.html (also report.md, summary.csv, turns.csv, errors.csv, "
+        "statistics.json, traces/ and plots)",
         markup=False,
     )
 
@@ -312,12 +313,14 @@ def score_command(
     """Score predictions against a ConvFinQA dataset and write every output file.
 
     Files in --out: summary.csv, turns.csv, validation.csv, errors.csv,
-    input_errors.csv, statistics.json, traces/, accuracy_by_turn.png.
+    input_errors.csv, statistics.json, traces/, report.md, report.html and
+    plots (accuracy_by_turn.png, plot_match_types.png, and when there is
+    something to draw plot_failure_modes.png, plot_operations_vs_accuracy.png).
 
     A turn whose prediction has a call error (error.type rate_limited,
     server_error, timeout, connection or bad_request) is not scored: it is
-    listed in turns.csv and errors.csv and counted in statistics.json
-    (turns_not_scored_call_errors), never a wrong answer.
+    listed in turns.csv (not_scored) and counted in statistics.json
+    (turns_not_scored_call_errors), never a wrong answer nor an errors.csv row.
 
     Exit status: 0 every turn scored; 3 some input failed (the rest is
     scored and written; the failures are in input_errors.csv) or some turn
