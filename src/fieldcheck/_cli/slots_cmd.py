@@ -76,6 +76,7 @@ from fieldcheck.slots import (
     topic_lines,
     write_outputs,
 )
+from fieldcheck.slots._report import METRIC_COLUMNS
 
 app = typer.Typer(
     help="Slot extraction benchmark: score models' slots against gold slots.", no_args_is_help=True
@@ -84,17 +85,7 @@ app = typer.Typer(
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "slots"
 EXAMPLE_MODELS = ("synthetic-careful", "synthetic-fast", "synthetic-eager")
 # the metrics --fail-under gates (higher is better), named as in metrics.json
-GATED = (
-    "precision",
-    "recall",
-    "f1",
-    "exact_match_rate",
-    "token_precision",
-    "token_recall",
-    "token_f1",
-    "bleu1",
-    "llm_judge",
-)
+GATED = METRIC_COLUMNS
 
 
 def _pairs(values: list[str], option: str) -> list[tuple[str, Path]]:
