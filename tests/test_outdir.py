@@ -164,6 +164,22 @@ def test_rerun_removes_the_stale_traces_of_the_earlier_run(tmp_path: Path) -> No
     assert json.loads((out / "statistics.json").read_text())["num_conversations"] == 2
 
 
+def test_an_empty_subfolder_of_ours_does_not_block_the_next_run(tmp_path: Path) -> None:
+    """A run whose traces/ ended empty (the tester's case: an earlier run's traces removed, or
+    nothing to trace) left a folder the next run refused as not ours."""
+    out = tmp_path / "out"
+    first = OutputFolder.prepare(out)
+    first.sub("traces")  # created, never written into
+    first.finish()
+    assert (out / "traces").is_dir() and not any((out / "traces").iterdir())
+    again = OutputFolder.prepare(out)  # no OutputFolderError: traces/ is listed as ours
+    assert not (out / "traces").exists()  # removed with the rest of the earlier run
+    again.finish()
+    (out / "traces").mkdir()  # a folder fieldcheck did not create is still foreign
+    with pytest.raises(OutputFolderError, match="traces"):
+        OutputFolder.prepare(out)
+
+
 def test_rerun_removes_an_old_plot(tmp_path: Path) -> None:
     """plot_latency.png of a run with --latency is gone after a run without it."""
     gold = _jsonl(

@@ -75,32 +75,38 @@ def _listing(root: Path) -> tuple[set[str], set[str]]:
     return files, dirs
 
 
-def _read_manifest(path: Path) -> tuple[list[str], list[str]]:
-    """(files, summaries) listed in a manifest; lines that are not ours (or torn) are skipped."""
+def _read_manifest(path: Path) -> tuple[list[str], list[str], list[str]]:
+    """(files, summaries, folders) listed in a manifest; lines that are not ours (or torn) are
+    skipped. Folders are listed so an empty one (``traces/`` of a run that scored nothing) is
+    still known as ours."""
     files: list[str] = []
     summaries: list[str] = []
+    folders: list[str] = []
     try:
         if not stat.S_ISREG(os.lstat(path).st_mode):
-            return files, summaries
+            return files, summaries, folders
         raw = path.read_bytes()
     except OSError:
-        return files, summaries
+        return files, summaries, folders
     for line in raw.splitlines():
         try:
             entry = orjson.loads(line)
         except orjson.JSONDecodeError:
             continue
-        name = entry.get("file") if isinstance(entry, dict) else None
-        if not isinstance(name, str):
+        if not isinstance(entry, dict):
             continue
-        try:
-            _check_name(name)
-        except ValueError:
-            continue
-        files.append(name)
-        if entry.get("summary") is True:
-            summaries.append(name)
-    return files, summaries
+        name, folder = entry.get("file"), entry.get("dir")
+        for value, into in ((name, files), (folder, folders)):
+            if not isinstance(value, str):
+                continue
+            try:
+                _check_name(value)
+            except ValueError:
+                continue
+            into.append(value)
+            if into is files and entry.get("summary") is True:
+                summaries.append(value)
+    return files, summaries, folders
 
 
 def _plural(n: int, word: str) -> str:
@@ -144,10 +150,13 @@ class OutputFolder:
                 f"cannot create directory {root}: {reason}", reason=reason
             ) from None
         manifest = root / MANIFEST
-        old_files, summaries = _read_manifest(manifest)
+        old_files, summaries, old_dirs = _read_manifest(manifest)
         files, dirs = _listing(root)
         ours = set(old_files) | {MANIFEST} | {f for f in files if TMP_MARK in f.rsplit("/", 1)[-1]}
         parents = {p.as_posix() for f in old_files for p in PurePosixPath(f).parents} - {"."}
+        parents |= {
+            p.as_posix() for d in old_dirs for p in (PurePosixPath(d), *PurePosixPath(d).parents)
+        } - {"."}
         foreign = (files - ours) | (dirs - parents)
         if _is_link(manifest) and MANIFEST in files:
             foreign.add(MANIFEST)
@@ -198,6 +207,7 @@ class OutputFolder:
         view._mkdirs(view._rel("x"))
         if self.managed:
             _ACTIVE[os.path.abspath(view.path)] = view
+            self._append({"dir": view.prefix})  # an empty subfolder is ours too
         return view
 
     @property
