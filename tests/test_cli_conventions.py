@@ -306,3 +306,45 @@ def test_warnings_print_like_errors_in_a_real_process(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert f"warning: {empty}: the file is empty: this model predicted no slot\n" in done.stderr
     assert "WARNING" not in done.stderr and not done.stderr.startswith("\n")
+
+
+def test_repeated_fail_under_floors_add_up_and_a_twice_given_metric_is_refused(
+    tmp_path: Path,
+) -> None:
+    # the tester's case: f1 0.6034 passed because the second --fail-under replaced the first
+    base = ["slots", "score", "--gold", str(GOLD), "--pred", f"fast={PRED}", "--bootstrap", "0"]
+    status, output = _run(
+        *base, "--out", str(tmp_path / "a"), "--fail-under", "f1=0.9", "--fail-under=recall=0.1"
+    )
+    assert status == 4 and "fail-under: fast: f1 0.6034 < 0.9" in output
+    status, output = _run(*base, "--out", str(tmp_path / "b"), "--fail-under", "f1=0.5,f1=0.9")
+    assert status == 2 and "error: --fail-under: f1 is given two floors" in output
+
+
+def test_ctrl_c_before_any_output_still_says_so(tmp_path: Path) -> None:
+    script = (
+        "import signal, sys\n"
+        "from fieldcheck._cli import slots_cmd\n"
+        "from fieldcheck._cli.main import main\n"
+        "def interrupt(*a, **k):\n"
+        "    raise KeyboardInterrupt\n"
+        "slots_cmd.load_inputs = interrupt  # Ctrl-C while the input is read\n"
+        "sys.argv = ['fieldcheck', *sys.argv[1:]]\n"
+        "main()\n"
+    )
+    args = [
+        "slots",
+        "score",
+        "--gold",
+        str(GOLD),
+        "--pred",
+        f"a={PRED}",
+        "--out",
+        str(tmp_path / "o"),
+    ]
+    done = subprocess.run(
+        [sys.executable, "-c", script, *args], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 130
+    assert done.stderr.strip() == "interrupted before any output was written"
+    assert not (tmp_path / "o").exists()

@@ -51,6 +51,46 @@ def usage_line(exc: click.ClickException) -> str:
     return "error: " + safe_text(" ".join(message.split())) + see
 
 
+_INTERRUPT_REPORTED: set[bool] = set()  # non-empty once a line said what Ctrl-C left
+_REPEATABLE = ("--fail-under",)  # options whose repeats add up (Click would keep the last)
+
+
+def _global_flags_first(words: list[str]) -> list[str]:
+    end = words.index("--") if "--" in words else len(words)
+    flags = [w for w in words[:end] if w in _GLOBAL_FLAGS]
+    return flags + [w for w in words[:end] if w not in _GLOBAL_FLAGS] + words[end:]
+
+
+def _merge_repeated(words: list[str]) -> list[str]:
+    """``--fail-under f1=0.7 --fail-under recall=0.5`` -> one ``--fail-under f1=0.7,recall=0.5``:
+    a second floor must never silently replace the first (a CI gate that passes a bad model)."""
+    end = words.index("--") if "--" in words else len(words)
+    for option in _REPEATABLE:
+        values: list[str] = []
+        first: int | None = None
+        i = 0
+        rest: list[str] = []
+        while i < end:
+            word = words[i]
+            if word == option and i + 1 < end:
+                values.append(words[i + 1])
+                first = len(rest) if first is None else first
+                i += 2
+                continue
+            if word.startswith(option + "="):
+                values.append(word.split("=", 1)[1])
+                first = len(rest) if first is None else first
+                i += 1
+                continue
+            rest.append(word)
+            i += 1
+        if first is not None:
+            rest[first:first] = [option, ",".join(values)]
+        words = rest + words[end:]
+        end = len(rest)
+    return words
+
+
 class FieldcheckGroup(TyperGroup):
     """The root command: ``-v``/``--verbose`` is accepted anywhere on the line (it is moved
     before the sub-command), and a usage error is one line on stderr, exit 2, instead of
@@ -64,10 +104,8 @@ class FieldcheckGroup(TyperGroup):
         standalone_mode: bool = True,
         **extra: Any,
     ) -> Any:
-        words = list(sys.argv[1:] if args is None else args)
-        end = words.index("--") if "--" in words else len(words)
-        flags = [w for w in words[:end] if w in _GLOBAL_FLAGS]
-        words = flags + [w for w in words[:end] if w not in _GLOBAL_FLAGS] + words[end:]
+        words = _merge_repeated(_global_flags_first(list(sys.argv[1:] if args is None else args)))
+        _INTERRUPT_REPORTED.clear()
         try:
             status = super().main(words, prog_name, complete_var, standalone_mode=False, **extra)
         except click.NoArgsIsHelpError as exc:
@@ -79,6 +117,8 @@ class FieldcheckGroup(TyperGroup):
         except typer.Abort:
             typer.echo("error: aborted", err=True)
             status = 1
+        if status == EXIT_INTERRUPTED and not _INTERRUPT_REPORTED:
+            typer.echo("interrupted before any output was written", err=True)
         if not standalone_mode:
             return status
         sys.exit(status if isinstance(status, int) else 0)
@@ -128,7 +168,14 @@ def writing(folder: OutputFolder) -> Iterator[OutputFolder]:
         yield folder
     except KeyboardInterrupt:
         typer.echo(safe_text(folder.interrupted_line()), err=True)
+        interrupt_reported()
         raise typer.Exit(EXIT_INTERRUPTED) from None
+
+
+def interrupt_reported() -> None:
+    """Called by whatever printed the line that says what a Ctrl-C left (the root command
+    prints a generic one otherwise)."""
+    _INTERRUPT_REPORTED.add(True)
 
 
 SHOWN_PROBLEMS = 5
@@ -225,6 +272,10 @@ def parse_fail_under(
     for part in (p.strip() for p in text.split(",")):
         name, sep, value = part.partition("=")
         name = name.strip()
+        if name in floors:
+            raise typer.BadParameter(
+                f"{name} is given two floors; give each metric once", param_hint="--fail-under"
+            )
         if name in lower_is_better:
             raise typer.BadParameter(
                 f"{name} is lower-is-better, so a floor cannot gate it; gate one of: "

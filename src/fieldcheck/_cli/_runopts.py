@@ -15,7 +15,7 @@ import typer
 from pydantic import ValidationError
 from rich.console import Console
 
-from fieldcheck._cli._common import EXIT_USAGE
+from fieldcheck._cli._common import EXIT_USAGE, interrupt_reported
 from fieldcheck._util.errors import InputError
 from fieldcheck._util.term import SafeConsole
 from fieldcheck.runner import (
@@ -245,12 +245,14 @@ def run_async(coro: Coroutine[Any, Any, T], *, console: Console | None = None) -
         return asyncio.run(coro)
     except RunInterrupted as exc:
         err.print(str(exc), markup=False, highlight=False, soft_wrap=True)
+        interrupt_reported()
         raise typer.Exit(EXIT_INTERRUPTED) from None
     except RunAborted as exc:
         err.print(str(exc), markup=False, highlight=False, soft_wrap=True)
         raise typer.Exit(EXIT_USAGE) from None
     except KeyboardInterrupt:
         err.print("interrupted before any run started; nothing was stored", markup=False)
+        interrupt_reported()
         raise typer.Exit(EXIT_INTERRUPTED) from None
 
 

@@ -62,7 +62,9 @@ def _root(
 ) -> None:
     handler = logging.StreamHandler()
     handler.setFormatter(_LowerLevelFormatter("%(levelname)s: %(message)s"))
-    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, handlers=[handler])
+    logging.basicConfig(level=logging.WARNING, handlers=[handler])
+    # -v: fieldcheck's own details; libraries' INFO lines (matplotlib's units) stay out
+    logging.getLogger("fieldcheck").setLevel(logging.INFO if verbose else logging.NOTSET)
 
 
 def main() -> None:
