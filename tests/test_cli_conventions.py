@@ -348,3 +348,37 @@ def test_ctrl_c_before_any_output_still_says_so(tmp_path: Path) -> None:
     assert done.returncode == 130
     assert done.stderr.strip() == "interrupted before any output was written"
     assert not (tmp_path / "o").exists()
+
+
+def test_predictions_of_another_dataset_and_an_empty_dataset_are_usage_errors(
+    tmp_path: Path,
+) -> None:
+    # the tester's case: 51 predictions against the real dev split scored 1,490 turns as 0
+    dev = EXAMPLES / "convfinqa" / "dev.json"
+    out = str(tmp_path / "o")
+    status, output = _run(
+        "numeric", "score", "--data", str(dev), "--predictions", str(PREDICTIONS), "--out", out
+    )
+    assert status == 2
+    assert output.startswith(
+        f"error: --predictions: {PREDICTIONS}: no prediction matches a conversation of {dev}"
+    )
+    assert "are --data and --predictions for the same dataset and split?" in output
+    empty = tmp_path / "empty.json"
+    empty.write_text("[]")
+    status, output = _run(
+        "numeric", "score", "--data", str(empty), "--predictions", str(PREDICTIONS), "--out", out
+    )
+    assert (status, output.split(" (see")[0]) == (
+        2,
+        f"error: --data: {empty}: no conversations (the dataset is empty)",
+    )
+    assert not (tmp_path / "o").exists()
+
+
+def test_seed_help_names_the_sample_only_where_there_is_one() -> None:
+    for command, sample in ((["numeric", "score"], True), (["slots", "score"], False)):
+        _, text = _run(*command, "--help")
+        text = " ".join(text.split())
+        assert "Seed of every random draw of the command: the bootstrap resamples" in text
+        assert ("which items are drawn" in text) is sample

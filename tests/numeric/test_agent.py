@@ -448,3 +448,13 @@ def test_no_model_is_a_usage_error(tmp_path: Path) -> None:
     assert "give --model MODEL (with --base-url) or --models FILE" in " ".join(
         result.output.split()
     )
+
+
+def test_json_of_one_model_is_its_statistics_file(chat_server: Server, tmp_path: Path) -> None:
+    """`--json` prints the summary file as written; {"models": ...} only for several models."""
+    server = chat_server(clean_script)
+    result = evaluate(server, write_data(tmp_path), tmp_path / "out", "--json", "--bootstrap", "0")
+    assert result.exit_code == 0, result.output
+    printed = json.loads(result.stdout)
+    assert printed == json.loads((tmp_path / "out" / "statistics.json").read_text())
+    assert printed["numerical_match_accuracy"] == 1.0

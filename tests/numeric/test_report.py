@@ -280,3 +280,23 @@ def test_groups_refuse_repeated_names_and_foreign_units() -> None:
         bootstrap_groups_ci(1, [TotalsGroup([1], [(1.0, 1.0)], {"acc": _accuracy})])
     assert bootstrap_groups_ci(0, [group]) is None
     assert bootstrap_groups_ci(2, [group], resamples=0) is None
+
+
+def test_worst_conversations_never_lists_a_perfect_one() -> None:
+    from fieldcheck.numeric import load_convfinqa, load_predictions, score_numeric
+    from fieldcheck.numeric._report import worst_conversations
+
+    examples = Path(__file__).resolve().parents[2] / "examples" / "numeric"
+    result = score_numeric(
+        load_convfinqa(examples / "data.json"),
+        load_predictions(examples / "predictions_model_a.jsonl"),
+        bootstrap=0,
+    )
+    rows = worst_conversations(result, limit=1000)
+    imperfect = [
+        c
+        for c in result.conversations
+        if (a := c.accuracy("numerical_match")) is not None and a < 1
+    ]
+    assert 0 < len(rows) == len(imperfect) < len(result.conversations)
+    assert all(float(row[3]) < 1.0 for row in rows)

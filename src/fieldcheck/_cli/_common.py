@@ -228,12 +228,14 @@ def show_problems(console: Any, errors: Sequence[InputError | str], listed_in: s
 # ------------------------------------------------------------------ options every system shares
 
 
-def seed_option() -> Any:
-    """``--seed``: one meaning everywhere (issue 9)."""
+def seed_option(*, sample: bool = False) -> Any:
+    """``--seed``: one meaning everywhere (issue 9): the seed of every random draw."""
+    what = "the bootstrap resamples" + (
+        " and, with --sample-size, which items are drawn" if sample else ""
+    )
     return typer.Option(
         "--seed",
-        help="Seed of every random draw of the command: the bootstrap resamples and, with "
-        "--sample-size, which items are drawn. Same seed, same numbers.",
+        help=f"Seed of every random draw of the command: {what}. Same seed, same numbers.",
     )
 
 

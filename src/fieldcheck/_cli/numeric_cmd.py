@@ -122,6 +122,10 @@ def load_inputs(
         preds = load_predictions(predictions)
     except InputError as exc:
         raise typer.BadParameter(safe_text(exc.one_line()), param_hint="--predictions") from None
+    if not loaded.conversations and not loaded.errors:
+        raise typer.BadParameter(
+            safe_text(f"{data}: no conversations (the dataset is empty)"), param_hint="--data"
+        )
     check_input_file(
         predictions,
         records=len(preds.predictions),
@@ -130,6 +134,17 @@ def load_inputs(
         expected="numeric-predictions",
         others={"--data": "convfinqa"},
     )
+    ids = {c.id for c in loaded.conversations}
+    if loaded.conversations and not any(cid in ids for cid, _ in preds.predictions):
+        example = next(iter(preds.predictions))[0]
+        raise typer.BadParameter(
+            safe_text(
+                f"{predictions}: no prediction matches a conversation of {data} (first "
+                f"prediction: {example!r}; first conversation: {loaded.conversations[0].id!r}): "
+                "are --data and --predictions for the same dataset and split?"
+            ),
+            param_hint="--predictions",
+        )
     return loaded, preds
 
 
@@ -186,6 +201,11 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
+def _tokens(value: float | None) -> str:
+    """A token count (a mean may be fractional): whole tokens with thousands separators."""
+    return "absent" if value is None else f"{value:,.0f}"
+
+
 def call_errors_text(stats: dict[str, Any]) -> str:
     """``"2 (server_error=1, timeout=1)"``: turns not scored because their model call failed."""
     kinds = stats.get("turns_not_scored_call_errors") or {}
@@ -223,7 +243,9 @@ def show_result(
     )
     if not nothing:
         table.add_row(
-            "cost per correct answer (tokens)", _fmt(stats.get("cost_per_correct_answer")), ""
+            "cost per correct answer (tokens)",
+            _tokens(stats.get("cost_per_correct_answer")),
+            "",
         )
     if "cost_per_correct_answer_usd" in stats and not nothing:
         usd = stats.get("cost_per_correct_answer_usd")
@@ -292,7 +314,7 @@ def score_command(
             help="Score only N conversations, drawn at random with --seed (kept in file order).",
         ),
     ] = None,
-    seed: Annotated[int, seed_option()] = 0,
+    seed: Annotated[int, seed_option(sample=True)] = 0,
     price_in: Annotated[
         float | None,
         typer.Option(
@@ -599,7 +621,7 @@ def evaluate_command(
             help="Run only N conversations, drawn at random with --seed (kept in file order).",
         ),
     ] = None,
-    seed: Annotated[int, seed_option()] = 0,
+    seed: Annotated[int, seed_option(sample=True)] = 0,
     concurrency: ConcurrencyOpt = 8,
     timeout: TimeoutOpt = 60.0,
     max_retries: MaxRetriesOpt = 3,
@@ -663,9 +685,10 @@ def evaluate_command(
         show_result(outcome.result, outcome.out, console, title=f"numeric QA: {outcome.spec.name}")
         console.print(run_line(outcome), markup=False, highlight=False, soft_wrap=True)
     console.print(store_line(runner), markup=False, highlight=False, soft_wrap=True)
-    if as_json:  # every model's statistics.json as written
+    if as_json:  # statistics.json as written; {"models": {name: ...}} for several models
         statistics = {o.spec.name: {**o.result.statistics, "complete": True} for o in outcomes}
-        sys.stdout.write(safe_json_text(dumps({"models": statistics}, indent=True)) + "\n")
+        shown = next(iter(statistics.values())) if len(statistics) == 1 else {"models": statistics}
+        sys.stdout.write(safe_json_text(dumps(shown, indent=True)) + "\n")
     failed = any(
         not o.result.conversations or o.result.input_errors or o.infrastructure_errors
         for o in outcomes

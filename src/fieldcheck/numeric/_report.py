@@ -394,11 +394,12 @@ def _count_rows(stats: Mapping[str, Any], input_problems: int) -> list[list[str]
 
 
 def worst_conversations(result: NumericResult, limit: int = WORST) -> list[list[str]]:
-    """The ``limit`` scored conversations of lowest numerical accuracy (ties: more scored turns
-    first, then id): id, turns, scored turns, accuracy, the first failure (turn: mode)."""
+    """The ``limit`` scored conversations of lowest numerical accuracy below 1 (ties: more scored
+    turns first, then id): id, turns, scored turns, accuracy, the first failure (turn: mode).
+    Perfect conversations are never listed as "worst"."""
     scored = [(c, c.accuracy("numerical_match")) for c in result.conversations]
     ranked = sorted(
-        ((c, a) for c, a in scored if a is not None),
+        ((c, a) for c, a in scored if a is not None and a < 1.0),
         key=lambda ca: (ca[1], -sum(t.scored for t in ca[0].turns), ca[0].conversation_id),
     )
     rows = []
@@ -594,11 +595,15 @@ def build_report(result: NumericResult, images: Mapping[str, Path]) -> Report:
         else:
             report.paragraph("None of the spec's analysis readings applies.")
         report.heading("Worst conversations")
-        report.table(
-            ["Conversation", "Turns", "Scored", "Accuracy", "First failure"],
-            worst_conversations(result),
-            text_columns=1,
-        )
+        worst = worst_conversations(result)
+        if worst:
+            report.table(
+                ["Conversation", "Turns", "Scored", "Accuracy", "First failure"],
+                worst,
+                text_columns=1,
+            )
+        else:
+            report.paragraph("Every scored conversation is a numerical match on every turn.")
     report.heading("Input problems")
     if result.input_errors:
         shown = [e.one_line() for e in result.input_errors[:INPUT_PROBLEMS]]
