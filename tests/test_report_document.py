@@ -46,3 +46,11 @@ def test_write_report_writes_both_files_through_the_folder(tmp_path: Path) -> No
     assert sorted(p.name for p in paths.values()) == ["report.html", "report.md"]
     assert (tmp_path / "out" / "report.md").read_text() == "# T\n\np\n"
     assert not list((tmp_path / "out").glob("*.tmp*"))
+
+
+def test_control_characters_from_data_are_visible_not_raw() -> None:
+    # the tester's case: `cat report.md` must not clear the screen or set the window title
+    report = Report("t").table(["id"], [["a\x1b[2J\x1b]0;TITLE\x1b\\b\u202e"]]).paragraph("\x07")
+    for text in (report.markdown(), report.html()):
+        assert not any(ch in text for ch in "\x1b\x07\u202e")
+    assert "x1b[2J" in report.html().replace("\\\\", "\\") and "\\u202e" in report.html()

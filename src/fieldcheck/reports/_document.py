@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from fieldcheck._util.term import safe_text
 from fieldcheck.reports._outdir import OutputFolder
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]<>|#~])")
@@ -31,15 +32,26 @@ CSS = (
 )
 
 
+def visible(text: str) -> str:
+    """One line with every other control character shown as an escape (``\\x1b``): a report
+    opened with ``cat`` must not act on the terminal (issue 9)."""
+    return safe_text(LINE_BREAKS.sub(" ", text))
+
+
 def md(text: str) -> str:
     """Escape Markdown syntax (and table pipes) in text that comes from the data; line breaks
     become spaces, so a value can never end a table row or start a heading."""
-    return _MD_SPECIAL.sub(r"\\\1", LINE_BREAKS.sub(" ", text))
+    return _MD_SPECIAL.sub(r"\\\1", visible(text))
+
+
+def esc(text: str) -> str:
+    """HTML-escape text from the data, on one line, control characters visible."""
+    return html.escape(visible(text))
 
 
 def md_code(text: str) -> str:
     """Inline code in Markdown: one line, no backtick that could close it early."""
-    return "`" + LINE_BREAKS.sub(" ", text).replace("`", "'") + "`"
+    return "`" + visible(text).replace("`", "'") + "`"
 
 
 def md_table(head: Sequence[str], rows: Sequence[Sequence[str]], *, text_columns: int = 0) -> str:
@@ -55,10 +67,10 @@ def md_table(head: Sequence[str], rows: Sequence[Sequence[str]], *, text_columns
 
 def html_table(head: Sequence[str], rows: Sequence[Sequence[str]], *, escape: bool = True) -> str:
     """An HTML table; cells are escaped unless ``escape=False`` (already-escaped HTML)."""
-    cell = html.escape if escape else (lambda s: s)
+    cell = esc if escape else (lambda s: s)
     out = [
         "<table>",
-        "<thead><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in head) + "</tr></thead>",
+        "<thead><tr>" + "".join(f"<th>{esc(h)}</th>" for h in head) + "</tr></thead>",
         "<tbody>",
     ]
     out += ["<tr>" + "".join(f"<td>{cell(c)}</td>" for c in row) + "</tr>" for row in rows]
@@ -140,7 +152,7 @@ class Report:
         return "\n".join(parts).rstrip("\n") + "\n"
 
     def html(self) -> str:
-        e = html.escape
+        e = esc
         body = [
             "<!DOCTYPE html>",
             f'<html lang="en"><head><meta charset="utf-8"><title>{e(self.title)}</title>',
@@ -162,7 +174,8 @@ class Report:
                 body.append("<ul>" + "".join(f"<li>{e(item)}</li>" for item in value) + "</ul>")
             elif kind == "images":
                 body += [
-                    f'<img src="{e(path.name, quote=True)}" alt="{e(key, quote=True)}">'
+                    f'<img src="{html.escape(path.name, quote=True)}" '
+                    f'alt="{html.escape(visible(key), quote=True)}">'
                     for key, path in value.items()
                 ]
             elif kind == "glossary":
