@@ -70,6 +70,9 @@ TOPIC_COLUMNS = [
     "extra_slots",
     "extra_values",
 ]
+PLOT_TOPICS = 30
+"""At most this many topics in a per-topic plot (a figure per topic column would grow without
+bound: 3,000 topics made a 594,174 px wide heatmap); tables and CSVs keep every topic."""
 PLOTS = {
     "prf1": "plot_prf1.png",
     "topic_f1": "plot_topic_f1_heatmap.png",
@@ -414,6 +417,30 @@ def render_html(run: SlotsRun, images: dict[str, Path] | None = None) -> str:
 # ---------------------------------------------------------------- plots
 
 
+def plot_topics(run: SlotsRun, *, by: str) -> list[str]:
+    """The topics a per-topic plot shows, in topic order: all of them when at most PLOT_TOPICS,
+    else the PLOT_TOPICS with the most gold slots (``by="gold"``, the F1 heatmap: a topic's F1
+    weighs as much as it has gold slots) or the most extra slots over all models (``by="extra"``),
+    ties broken by the other count, then by name (docs/slots.md, "Plots of many topics")."""
+    topics = run.topics
+    if len(topics) <= PLOT_TOPICS:
+        return list(topics)
+    gold = run.topic_gold_slots
+    extra = {t: sum(m.result.per_topic[t].extra_slots for m in run.models) for t in topics}
+    first, second = (gold, extra) if by == "gold" else (extra, gold)
+    ranked = sorted(topics, key=lambda t: (-first.get(t, 0), -second.get(t, 0), t))
+    return sorted(ranked[:PLOT_TOPICS])
+
+
+def topics_title(title: str, shown: int, total: int, ranked_by: str) -> str:
+    if shown == total:
+        return title
+    return (
+        f"{title}: the {shown} of {total:,} topics with the most {ranked_by}\n"
+        f"({total - shown:,} left out; every topic is in per_topic.csv and the report's table)"
+    )
+
+
 def write_plots(run: SlotsRun, out: Path | OutputFolder) -> dict[str, Path]:
     """PNG plots with the Agg backend (imported here, never at module load); returns key -> path."""
     with no_glyph_warnings():
@@ -446,14 +473,15 @@ def _draw_plots(run: SlotsRun, out: Path | OutputFolder) -> dict[str, Path]:
     fig.tight_layout()
     written["prf1"] = save_figure(fig, folder / PLOTS["prf1"])
 
-    topics = run.topics
-    if topics:
+    if run.topics:
+        topics = plot_topics(run, by="gold")
         grid = np.array([[m.result.per_topic[t].f1 for t in topics] for m in run.models])
         # room for the longest model name on the left and the slanted topic names below
         wide = 0.09 * max(len(n) for n in names)
         tall = 0.05 * max(len(label(t)) for t in topics)
+        per = 1.8 if len(topics) <= 10 else 1.0
         fig, ax = plt.subplots(
-            figsize=(max(5, 1.8 * len(topics) + wide + 1.5), max(3, 0.7 * len(names) + 1.5 + tall))
+            figsize=(max(5, per * len(topics) + wide + 1.5), max(3, 0.7 * len(names) + 1.5 + tall))
         )
         image = ax.imshow(grid, vmin=0, vmax=1, cmap="viridis", aspect="auto")
         ax.set_xticks(np.arange(len(topics)), [label(t) for t in topics], rotation=20, ha="right")
@@ -463,11 +491,12 @@ def _draw_plots(run: SlotsRun, out: Path | OutputFolder) -> dict[str, Path]:
                 j, i, f"{value:.2f}", ha="center", va="center", color="w" if value < 0.6 else "k"
             )
         fig.colorbar(image, ax=ax, label="F1")
-        ax.set_title("F1 per topic")
+        ax.set_title(topics_title("F1 per topic", len(topics), len(run.topics), "gold slots"))
         fig.tight_layout()
         written["topic_f1"] = save_figure(fig, folder / PLOTS["topic_f1"])
 
-        fig, ax = plt.subplots(figsize=(max(6.5, 1.8 * len(topics) + 1.5), 4))
+        topics = plot_topics(run, by="extra")
+        fig, ax = plt.subplots(figsize=(max(6.5, per * len(topics) + 1.5), 4))
         tx = np.arange(len(topics))
         width = 0.8 / len(run.models)
         for i, m in enumerate(run.models):
@@ -479,7 +508,14 @@ def _draw_plots(run: SlotsRun, out: Path | OutputFolder) -> dict[str, Path]:
             )
         ax.set_xticks(tx, [label(t) for t in topics], rotation=20, ha="right")
         ax.set_ylabel("extra slots")
-        ax.set_title("Extra (hallucinated) slots per topic")
+        ax.set_title(
+            topics_title(
+                "Extra (hallucinated) slots per topic",
+                len(topics),
+                len(run.topics),
+                "extra slots over all models",
+            )
+        )
         ax.legend(title="model", **LEGEND_OUTSIDE)
         fig.tight_layout()
         written["extra"] = save_figure(fig, folder / PLOTS["extra"])

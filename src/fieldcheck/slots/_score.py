@@ -182,6 +182,7 @@ class SlotsRun:
     warnings: list[str] = field(default_factory=list)
     unscored: list[UnscoredModel] = field(default_factory=list)
     names: list[str] = field(default_factory=list)
+    topic_gold_slots: dict[str, int] = field(default_factory=dict)  # gold slots with a value
 
     def metrics_json(self) -> dict[str, Any]:
         entries: dict[str, dict[str, Any]] = {
@@ -389,7 +390,15 @@ def score_models(
         settings["matcher"] = matcher.signature()
         settings["threshold"] = cut
     signature = Signature(system="slots", settings=settings)
-    return SlotsRun(scores, paired, signature, topics, errors, warnings, unscored, names)
+    topic_gold = Counter(
+        slot[0]
+        for slots in gold.sessions.values()
+        for slot, values in slots.items()
+        if slot_values(values)
+    )
+    return SlotsRun(
+        scores, paired, signature, topics, errors, warnings, unscored, names, dict(topic_gold)
+    )
 
 
 def _reasons(reasons: Mapping[str, int]) -> str:
