@@ -344,3 +344,36 @@ def bootstrap_groups_ci(
         for name, stat in statistics.items():
             out[name] = _percentile_interval(values[name], float(stat(full)[0]), level)
     return out
+
+
+def paired_bootstrap_groups_pvalue(
+    units_a: Sequence[Sequence[float]] | np.ndarray,
+    units_b: Sequence[Sequence[float]] | np.ndarray,
+    statistic: TotalsStatistic,
+    *,
+    resamples: int = 1000,
+    seed: int = 0,
+    max_cells: int = 2_000_000,
+) -> float | None:
+    """``paired_bootstrap_totals_pvalue`` with the weights drawn as ``bootstrap_groups_ci`` draws
+    them, ``max_cells // n`` resamples at a time: the same p-value for the same units and seed,
+    with memory of about ``max_cells`` weights whatever the number of units ``n``."""
+    if len(units_a) != len(units_b):
+        raise ValueError("paired bootstrap needs the same examples for both systems")
+    n = len(units_a)
+    if n == 0 or resamples < 1:
+        return None
+    a = np.asarray(units_a, dtype=float).reshape(n, -1)
+    b = np.asarray(units_b, dtype=float).reshape(n, -1)
+    observed = float(
+        statistic(a.sum(axis=0, keepdims=True))[0] - statistic(b.sum(axis=0, keepdims=True))[0]
+    )
+    rng = np.random.default_rng(seed)
+    probabilities = np.full(n, 1.0 / n)
+    step = max(1, max_cells // n)
+    extreme = 0
+    for start in range(0, resamples, step):
+        weights = rng.multinomial(n, probabilities, size=min(step, resamples - start)).astype(float)
+        deltas = statistic(weights @ a) - statistic(weights @ b)
+        extreme += int(np.count_nonzero(np.abs(deltas - observed) >= abs(observed) - 1e-12))
+    return (extreme + 1) / (resamples + 1)

@@ -11,7 +11,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import combinations
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, TypeVar, cast
 
 import numpy as np
 from pydantic import BaseModel
@@ -36,11 +36,12 @@ from fieldcheck.metrics._slots import (
 )
 from fieldcheck.metrics._stats import (
     Interval,
+    TotalsGroup,
     TotalsStatistic,
-    bootstrap_totals_ci,
+    bootstrap_groups_ci,
     f1_from_pr_array,
     latency_stats,
-    paired_bootstrap_totals_pvalue,
+    paired_bootstrap_groups_pvalue,
     safe_div_array,
 )
 from fieldcheck.metrics._text import CANONICALIZE_VERSION
@@ -216,7 +217,8 @@ def slot_text(values: Sequence[str], *, canonical: bool = False) -> str:
 
 
 # Bootstrap: each session is a vector of sufficient statistics; a resample's totals are one
-# matrix product (fieldcheck.metrics.bootstrap_totals_ci), and each statistic is vectorised.
+# matrix product, and each statistic is vectorised. The resample weights are drawn a chunk at a
+# time (bootstrap_groups_ci), so memory does not grow with the number of sessions.
 _UNIT_FIELDS = (
     "tp",
     "fp",
@@ -232,6 +234,14 @@ TP, FP, FN, GOLD, EXACT, TOK_MATCHED, TOK_PRED, TOK_GOLD = range(len(_UNIT_FIELD
 
 def _unit(c: SlotCounts) -> tuple[int, ...]:
     return tuple(getattr(c, name) for name in _UNIT_FIELDS)
+
+
+def session_units(sessions: Sequence[SessionCounts]) -> np.ndarray:
+    """The (sessions, 8) float array of each session's sufficient statistics (``_UNIT_FIELDS``)."""
+    units = np.empty((len(sessions), len(_UNIT_FIELDS)))
+    for i, s in enumerate(sessions):
+        units[i] = _unit(s.total)
+    return units
 
 
 def _stat_precision(t: np.ndarray) -> np.ndarray:
@@ -264,6 +274,22 @@ STATISTICS: dict[str, TotalsStatistic] = {
     "exact_match_rate": _stat_exact,
     "token_f1": _stat_token_f1,
 }
+
+
+def session_intervals(
+    units: np.ndarray, *, resamples: int, seed: int, max_cells: int = 2_000_000
+) -> dict[str, Interval]:
+    """Percentile bootstrap intervals of STATISTICS over sessions (``units``, one row each): the
+    same intervals as ``bootstrap_totals_ci`` for the same seed, with the resample weights drawn
+    ``max_cells // sessions`` resamples at a time, so memory stays flat in the sessions."""
+    rows = cast("Sequence[Sequence[float]]", units)  # an array: bootstrap_groups_ci takes it as is
+    group = TotalsGroup(range(len(units)), rows, STATISTICS)
+    return (
+        bootstrap_groups_ci(
+            len(units), [group], resamples=resamples, seed=seed, max_cells=max_cells
+        )
+        or {}
+    )
 
 
 def score_models(
@@ -356,24 +382,22 @@ def score_models(
             s.result.per_topic.setdefault(t, _topic_result(SlotCounts()))
         s.result.per_topic = dict(sorted(s.result.per_topic.items()))
 
-    units = {s.name: [_unit(c.total) for c in s.sessions] for s in scores} if bootstrap > 0 else {}
-    if bootstrap > 0:
-        for s in scores:
-            if progress is not None:
-                progress(f"bootstrap {s.name}")
-            intervals = bootstrap_totals_ci(
-                units[s.name], STATISTICS, resamples=bootstrap, seed=seed
-            )
-            s.result.ci = {name: (intervals or {}).get(name) for name in CI_METRICS}
-    else:
-        for s in scores:
-            s.result.ci = {name: None for name in CI_METRICS}
+    units = {s.name: session_units(s.sessions) for s in scores}
+    for s in scores:
+        if bootstrap > 0 and progress is not None:
+            progress(f"bootstrap {s.name}")
+        intervals = (
+            session_intervals(units[s.name], resamples=bootstrap, seed=seed)
+            if bootstrap > 0
+            else {}
+        )
+        s.result.ci = {name: intervals.get(name) for name in CI_METRICS}
 
     paired: list[PairedF1] = []
     for a, b in combinations(scores, 2):
         if progress is not None:
             progress(f"paired bootstrap {a.name} vs {b.name}")
-        pair = _paired(a, b, bootstrap=bootstrap, seed=seed)
+        pair = _paired(a, b, units[a.name], units[b.name], bootstrap=bootstrap, seed=seed)
         if pair is None:
             warn(f"models {a.name!r} and {b.name!r} share no scored session; F1 not compared")
         else:
@@ -405,22 +429,31 @@ def _reasons(reasons: Mapping[str, int]) -> str:
     return ", ".join(f"{k}={v}" for k, v in reasons.items())
 
 
-def _paired(a: ModelScore, b: ModelScore, *, bootstrap: int, seed: int) -> PairedF1 | None:
+def _paired(
+    a: ModelScore,
+    b: ModelScore,
+    units_a: np.ndarray,
+    units_b: np.ndarray,
+    *,
+    bootstrap: int,
+    seed: int,
+) -> PairedF1 | None:
     """F1 of ``a`` and ``b`` on the sessions both were scored on, and the paired bootstrap
-    p-value of the difference on those sessions; ``None`` when they share no session."""
+    p-value of the difference on those sessions; ``None`` when they share no session.
+    ``units_a`` and ``units_b`` are the models' ``session_units``."""
     b_at = {k: i for i, k in enumerate(b.keys)}
     common = [(i, b_at[k]) for i, k in enumerate(a.keys) if k in b_at]
     if not common:
         return None
-    units_a = [_unit(a.sessions[i].total) for i, _ in common]
-    units_b = [_unit(b.sessions[j].total) for _, j in common]
     if len(common) == len(a.keys) == len(b.keys):
         f1_a, f1_b = a.result.f1, b.result.f1  # every session: the models' own F1
     else:
-        f1_a = float(_stat_f1(np.asarray(units_a, dtype=float).sum(axis=0, keepdims=True))[0])
-        f1_b = float(_stat_f1(np.asarray(units_b, dtype=float).sum(axis=0, keepdims=True))[0])
+        index = np.asarray(common, dtype=np.intp)
+        units_a, units_b = units_a[index[:, 0]], units_b[index[:, 1]]
+        f1_a = float(_stat_f1(units_a.sum(axis=0, keepdims=True))[0])
+        f1_b = float(_stat_f1(units_b.sum(axis=0, keepdims=True))[0])
     p_value = (
-        paired_bootstrap_totals_pvalue(units_a, units_b, _stat_f1, resamples=bootstrap, seed=seed)
+        paired_bootstrap_groups_pvalue(units_a, units_b, _stat_f1, resamples=bootstrap, seed=seed)
         if bootstrap > 0
         else None
     )
