@@ -1,5 +1,7 @@
-"""Bootstrap intervals on the JSON batch means (issue 9): the pure interval function against a
-slow loop over the same resample weights, hand-checkable small batches, seeds and signatures."""
+"""Bootstrap intervals on the JSON batch means (issue 9; Poisson(1) and streamed since issue 10):
+the pure interval function against a slow loop over the same per-record weights, the same
+intervals whatever the chunks, exact running sums, hand-checkable small batches, seeds and
+signatures."""
 
 from __future__ import annotations
 
@@ -19,7 +21,14 @@ from fieldcheck.jsoneval import (
     score_arrays,
     write_batch_outputs,
 )
-from fieldcheck.metrics._stats import _resample_weights, bootstrap_means_ci
+from fieldcheck.metrics._stats import (
+    _POISSON,
+    BOOTSTRAP_BLOCK,
+    ExactSum,
+    MeansBootstrap,
+    bootstrap_means_ci,
+    poisson_weights,
+)
 
 Walk = tuple[dict[str, Any], dict[str, Any], dict[str, str]]
 GT = {"a": 1, "b": 2}
@@ -33,19 +42,25 @@ THREE = [
 ]
 
 
+def weights_of(n: int, resamples: int, seed: int) -> np.ndarray:
+    """Record i's weights: column i % BLOCK of block i // BLOCK (seeded by (seed, block))."""
+    blocks = [poisson_weights(seed, b, resamples) for b in range(-(-n // BOOTSTRAP_BLOCK))]
+    return np.concatenate(blocks, axis=1)[:, :n] if blocks else np.zeros((resamples, 0))
+
+
 def loop_reference(
     values: list[float], resamples: int, seed: int
 ) -> tuple[float, float, int] | None:
-    """The interval written out slowly: for each resample row of the same weights, the mean of the
-    drawn counted values; sort; take the floor/ceil percentile ranks (NaN: not counted)."""
-    weights = _resample_weights(len(values), resamples, seed)  # the same draws, by construction
+    """The interval written out slowly: for each resample row of the same weights, the weighted
+    mean of the counted values; sort; take the floor/ceil percentile ranks (NaN: not counted)."""
+    weights = weights_of(len(values), resamples, seed)
     means = []
     for row in weights:
         total = count = 0.0
         for w, v in zip(row, values, strict=True):
             if not math.isnan(v):
-                total += w * v
-                count += w
+                total += float(w) * v
+                count += float(w)
         if count:
             means.append(total / count)
     if not means:
@@ -55,16 +70,31 @@ def loop_reference(
     return means[math.floor(0.025 * (k - 1))], means[math.ceil(0.975 * (k - 1))], k
 
 
+def test_poisson_table_is_poisson_one_to_two_to_the_minus_16() -> None:
+    # P(k) = e^-1 / k!: 0.367879, 0.367879, 0.183940, 0.061313, ...; each mass is a count of the
+    # 65,536 16-bit draws, so within 2^-16 of the exact probability
+    masses = np.bincount(_POISSON, minlength=12) / 65536
+    for k in range(12):
+        assert abs(masses[k] - math.exp(-1) / math.factorial(k)) <= 2**-16
+    assert masses.sum() == 1.0
+
+
 def test_two_values_zero_and_one_give_the_whole_range() -> None:
-    # a resample of 2 is {0,0}, {0,1} or {1,1}: means 0, 0.5, 1 with chance 1/4, 1/2, 1/4, so
-    # about 250 of 1000 sit at each end, far more than the 25 the 2.5% rank skips
+    # each of the 2 units has weight 0 with chance e^-1: a resample weighing neither (e^-2, about
+    # 135 of 1000) has no mean and is dropped; of the rest, one unit alone is about 27% each, far
+    # more than the 2.5% rank skips, so the interval is [0, 1]
     ci = bootstrap_means_ci({"x": np.array([0.0, 1.0])}, resamples=1000, seed=0)["x"]
-    assert (ci.estimate, ci.low, ci.high, ci.level, ci.resamples) == (0.5, 0.0, 1.0, 0.95, 1000)
+    weights = weights_of(2, 1000, 0)
+    counted = int(np.count_nonzero(weights.sum(axis=1)))
+    assert 800 < counted < 920
+    assert (ci.estimate, ci.low, ci.high, ci.level, ci.resamples) == (0.5, 0.0, 1.0, 0.95, counted)
 
 
 def test_constant_values_give_a_point_interval() -> None:
+    # every resampled mean is (w * 0.7 summed) / (w summed): 0.7 up to one rounding of the sum
     ci = bootstrap_means_ci({"x": np.full(5, 0.7)}, resamples=200, seed=3)["x"]
-    assert (ci.estimate, ci.low, ci.high) == (0.7, 0.7, 0.7)
+    assert ci.estimate == 0.7
+    assert ci.low == pytest.approx(0.7, abs=2e-16) and ci.high == pytest.approx(0.7, abs=2e-16)
 
 
 @pytest.mark.parametrize(
@@ -89,13 +119,41 @@ def test_intervals_agree_with_a_slow_loop_over_the_same_weights(
     assert ci.estimate == math.fsum(kept) / len(kept)
 
 
-def test_a_nan_unit_drops_the_resamples_that_draw_only_it() -> None:
+def test_a_nan_unit_drops_the_resamples_that_weigh_only_it() -> None:
     values = [1.0, math.nan, 0.0]
-    weights = _resample_weights(3, 1000, 1)
-    only_nan = int(np.count_nonzero(weights[:, 1] == 3))  # about 1000 / 27
+    weights = weights_of(3, 1000, 1)
+    no_counted = int(np.count_nonzero(weights[:, [0, 2]].sum(axis=1) == 0))  # about 1000 e^-2
     ci = bootstrap_means_ci({"x": np.array(values)}, resamples=1000, seed=1)["x"]
-    assert only_nan > 0 and ci.resamples == 1000 - only_nan
+    assert no_counted > 0 and ci.resamples == 1000 - no_counted
     assert ci.estimate == 0.5
+
+
+@pytest.mark.parametrize("chunk", [1, 7, 10_000])
+def test_streamed_intervals_are_identical_whatever_the_chunks(chunk: int) -> None:
+    # 2,500 records span three weight blocks; chunks of 1, 7 and 10,000 give the very same floats
+    rng = np.random.default_rng(5)
+    rows = rng.random((2500, 3))
+    rows[rng.random(2500) < 0.1, 1] = math.nan
+    whole = bootstrap_means_ci(
+        {"a": rows[:, 0], "b": rows[:, 1], "c": rows[:, 2]}, resamples=200, seed=3
+    )
+    streamed = MeansBootstrap(["a", "b", "c"], resamples=200, seed=3)
+    for start in range(0, len(rows), chunk):
+        streamed.add(rows[start : start + chunk])
+    assert streamed.intervals() == whole
+    ref = loop_reference(rows[:, 1].tolist(), 200, 3)
+    assert ref is not None
+    assert (whole["b"].low, whole["b"].high, whole["b"].resamples) == pytest.approx(ref, abs=1e-12)
+
+
+def test_exact_sum_is_fsum_whatever_the_chunks() -> None:
+    values = [1e100, 1.0, -1e100, 0.1, 0.2, 0.3, 1e-300, -0.6] * 50
+    for size in (1, 3, 7, len(values)):
+        total = ExactSum()
+        for start in range(0, len(values), size):
+            total.add(values[start : start + size])
+        assert total.value == math.fsum(values)  # 50.0 + 50e-300, not what a plain sum gives
+    assert sum(values) != math.fsum(values)
 
 
 def test_no_interval_without_units_resamples_or_counted_values() -> None:
@@ -130,8 +188,8 @@ def test_batch_means_have_intervals_equal_to_the_loop(table_matchers: dict[str, 
         assert ci.estimate == pytest.approx(s.means[name], abs=1e-15)
         assert ci.low <= ci.estimate <= ci.high
     assert (s.ci["hallucination"].low, s.ci["hallucination"].high) == (0.0, 0.0)
-    # completeness is 0.5 only when all three draws are r3 (1/27 = 3.7% > 2.5%) and 1.0 when
-    # none is (8/27 = 30% > 2.5%): the interval is [0.5, 1.0]
+    # completeness is 0.5 only when r3 alone has weight (e^-2 (1 - e^-1) = 8.6% > 2.5%) and 1.0
+    # when r3 has none (e^-1 = 37% > 2.5%): the interval is [0.5, 1.0]
     assert (s.ci["completeness"].low, s.ci["completeness"].high) == (0.5, 1.0)
 
 
@@ -201,7 +259,7 @@ def test_summary_json_carries_the_intervals(tmp_path: Path, table_matchers: dict
         "low": batch.summary.ci["rqs"].low,
         "high": batch.summary.ci["rqs"].high,
         "level": 0.95,
-        "resamples": 100,
+        "resamples": int(np.count_nonzero(weights_of(3, 100, 2).sum(axis=1))),  # 88 here
     }
     assert data["signature"]["settings"]["bootstrap"] == 100
     assert data["complete"] is True

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from fieldcheck._cli.json_cmd import run_demo
 from fieldcheck._cli.main import app
-from fieldcheck.jsoneval import BatchRecord, EvalConfig, _evaluate, evaluate, evaluate_batch
+from fieldcheck.jsoneval import BatchRecord, EvalConfig, _stream, evaluate, evaluate_batch
 from fieldcheck.matchers import DiskCache, FuzzyMatcher, SemanticMatcher
 from fieldcheck.matchers._semantic import load_model
 
@@ -59,7 +59,7 @@ def test_walkthrough_with_local_matchers(model: Any, walkthrough: Walk, tmp_path
 def test_semantic_encodes_each_distinct_string_once(
     model: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(_evaluate, "MATCH_CHUNK", 1)  # other matchers would get one pair per call
+    monkeypatch.setattr(_stream, "MATCH_CHUNK", 1)  # other matchers would get one pair per call
     semantic = SemanticMatcher(cache=None)  # no cache to hide a second encoding
     matchers = {"FUZZY": FuzzyMatcher(), "SEMANTIC": semantic}
     gt = {"a": "The invoice was paid in full", "b": "Delivered to the back door"}

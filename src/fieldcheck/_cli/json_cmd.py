@@ -6,7 +6,9 @@ was scored, 3 when some records (or the output) could not be scored, 2 on usage 
 
 from __future__ import annotations
 
+import itertools
 import sys
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from dataclasses import fields as dataclass_fields
 from pathlib import Path
@@ -62,8 +64,8 @@ from fieldcheck._util.jsonio import dumps, read_json, write_json, write_jsonl
 from fieldcheck._util.paths import unique_filenames
 from fieldcheck._util.term import SafeConsole, safe_json_text, safe_markup, safe_text
 from fieldcheck.jsoneval import (
-    BatchRecord,
-    BatchResult,
+    CHUNK_LINES,
+    BatchReader,
     BatchSummary,
     EvalConfig,
     JsonEvalResult,
@@ -74,16 +76,16 @@ from fieldcheck.jsoneval import (
     SafetyCheck,
     build_matchers,
     evaluate,
-    evaluate_batch,
     load_schema,
     load_strategies,
     parse_weights,
-    read_batch,
     read_documents,
     record_error,
     run_extraction,
-    write_batch_outputs,
+    stream_batch_outputs,
 )
+from fieldcheck.jsoneval._io import StreamedBatch
+from fieldcheck.jsoneval._stream import Failed, Item, Throttle
 from fieldcheck.matchers import Matcher
 from fieldcheck.metrics._json_fields import BUCKET_NAMES
 from fieldcheck.reports._csv import write_csv
@@ -434,49 +436,83 @@ def score(
     raise typer.Exit(gate(floors, values, errors if as_json else console, EXIT_OK))
 
 
+class _Bar:
+    """A transient progress bar on ``errors`` (only on a terminal), updated a few times a second
+    (``Throttle``); ``callback`` is the library's ``progress(phase, done, total)``."""
+
+    def __init__(self, errors: Console) -> None:
+        self.bar = Progress(
+            TextColumn("{task.description:<10}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=errors,
+            transient=True,
+            disable=not errors.is_terminal,  # in a log, a final bar is noise (and a blank line)
+        )
+        self.tasks: dict[str, Any] = {}
+        self.callback = Throttle(self._update)
+
+    def _update(self, phase: str, done: int, total: int) -> None:
+        bar, tasks = self.bar, self.tasks
+        # total 0: a phase of unknown length (loading a model): a pulsing bar with its time
+        if phase not in tasks:
+            for task in tasks.values():  # a new phase ends the one of unknown length
+                if bar.tasks[task].total is None:
+                    bar.update(task, total=1, completed=1)
+            tasks[phase] = bar.add_task(phase, total=total or None)
+        bar.update(tasks[phase], completed=done, total=total or None)
+
+
 def _score(
-    records: list[BatchRecord],
-    failures: list[RecordError],
+    data: Path,
+    chunks: Iterable[Sequence[Item | Failed]],
+    reader: BatchReader,
+    folder: OutputFolder,
     config: EvalConfig,
     *,
     errors: Console,
-    source: str,
     matchers: dict[str, Matcher] | None = None,
+    prior_errors: Sequence[RecordError] = (),
     bootstrap: int = 1000,
     seed: int = 0,
-) -> BatchResult:
-    """Score records with a transient progress bar (problems are shown by the caller)."""
-    with Progress(
-        TextColumn("{task.description:<10}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=errors,
-        transient=True,
-        disable=not errors.is_terminal,  # in a log, a final bar is noise (and a blank line)
-    ) as bar:
-        tasks: dict[str, Any] = {}
+) -> StreamedBatch:
+    """Score and write a batch file chunk by chunk with a transient progress bar (problems are
+    shown by the caller); the bar's "read" phase is the share of the file read, in percent."""
+    progress = _Bar(errors)
 
-        def progress(phase: str, done: int, total: int) -> None:
-            # total 0: a phase of unknown length (loading a model): a pulsing bar with its time
-            if phase not in tasks:
-                for task in tasks.values():  # a new phase ends the one of unknown length
-                    if bar.tasks[task].total is None:
-                        bar.update(task, total=1, completed=1)
-                tasks[phase] = bar.add_task(phase, total=total or None)
-            bar.update(tasks[phase], completed=done, total=total or None)
+    def read(chunks: Iterable[Sequence[Item | Failed]]) -> Iterator[Sequence[Item | Failed]]:
+        for chunk in chunks:
+            yield chunk
+            if reader.size:
+                progress.callback("read %", reader.bytes_read * 100 // reader.size, 100)
 
-        batch = evaluate_batch(
-            records,
+    with progress.bar:
+        return stream_batch_outputs(
+            folder,
+            read(chunks),
             config,
             matchers=matchers,
-            errors=failures,
-            progress=progress,
-            source=source,
+            prior_errors=prior_errors,
+            source=str(data),
+            progress=progress.callback,
             bootstrap=bootstrap,
             seed=seed,
         )
-    return batch
+
+
+def _first_chunks(
+    reader: BatchReader,
+) -> tuple[list[Sequence[Item | Failed]], Iterator[Sequence[Item | Failed]]]:
+    """Read until the first valid record (or the end): the chunks read, and the rest to come.
+    So a file with no valid record is refused before the output folder is touched."""
+    chunks = reader.chunks()
+    first: list[Sequence[Item | Failed]] = []
+    for chunk in chunks:
+        first.append(chunk)
+        if reader.records:
+            break
+    return first, chunks
 
 
 def run_batch(
@@ -491,19 +527,26 @@ def run_batch(
     seed: int = 0,
     as_json: bool = False,
     floors: dict[str, float] | None = None,
+    chunk_lines: int = CHUNK_LINES,
 ) -> int:
-    """Read, score and write a batch; print errors, the summary and the files; return the exit
-    status (``--fail-under`` floors checked last: 4 when one is not met)."""
+    """Read, score and write a batch in chunks of ``chunk_lines`` lines (flat memory); print
+    errors, the summary and the files; return the exit status (``--fail-under`` floors checked
+    last: 4 when one is not met)."""
     if out.exists() and not out.is_dir():
         _err(errors, f"{out}: --out must be a directory (it is a file)")
         return EXIT_USAGE
+    reader = BatchReader(data, chunk_lines=chunk_lines)
     try:
-        records, read_errors = read_batch(data)
+        first, rest = _first_chunks(reader)
     except InputError as exc:
         _err(errors, str(exc))
         return EXIT_USAGE
     check_input_file(
-        data, records=len(records), errors=read_errors, option="DATA.jsonl", expected="json-batch"
+        data,
+        records=reader.records,
+        errors=reader.first_errors,
+        option="DATA.jsonl",
+        expected="json-batch",
     )
     try:
         folder = OutputFolder.prepare(out, force=force)
@@ -511,27 +554,28 @@ def run_batch(
         _err(errors, f"{out}: cannot write the outputs: {exc.reason}" if exc.reason else str(exc))
         return EXIT_USAGE
     with writing(folder):
-        batch = _score(
-            records,
-            [record_error(e) for e in read_errors],
-            config,
-            errors=errors,
-            source=str(data),
-            bootstrap=bootstrap,
-            seed=seed,
-        )
         try:
-            paths = write_batch_outputs(folder, batch)
+            batch = _score(
+                data,
+                itertools.chain(first, rest),
+                reader,
+                folder,
+                config,
+                errors=errors,
+                bootstrap=bootstrap,
+                seed=seed,
+            )
         except OSError as exc:
             _err(errors, f"{exc.filename or out}: cannot write the outputs: {exc.strerror}")
             return EXIT_USAGE
         folder.finish()
-    show_problems(errors, [e.message for e in batch.errors], str(paths["errors"]))
-    print_summary(console, batch.summary, paths)
+    summary, paths = batch.summary, batch.paths
+    show_problems(errors, summary.errors, str(paths["errors"]))
+    print_summary(console, summary, paths)
     if as_json:  # summary.json as written
-        print_json({**batch.summary.to_json(), "complete": True})
-    status = EXIT_FAILED if batch.errors else EXIT_OK
-    return gate(floors or {}, {"": dict(batch.summary.means)}, console, status)
+        print_json({**summary.to_json(), "complete": True})
+    status = EXIT_FAILED if summary.failed else EXIT_OK
+    return gate(floors or {}, {"": dict(summary.means)}, console, status)
 
 
 def print_json(value: Any) -> None:
@@ -748,25 +792,27 @@ def run_models(
         except OSError as exc:
             _err(errors, f"{exc.filename or root}: cannot write the outputs: {exc.strerror}")
             return EXIT_USAGE
-        batch_records, batch_errors = read_batch(outputs)
-        batch = _score(
-            batch_records,
-            data_failures + [record_error(e) for e in batch_errors],
-            config,
-            errors=errors,
-            source=str(outputs),
-            matchers=matchers,
-            bootstrap=bootstrap,
-            seed=seed,
-        )
-        summaries[run.spec.name] = batch.summary
+        reader = BatchReader(outputs)
         try:
-            paths = write_batch_outputs(folder, batch)
+            batch = _score(
+                outputs,
+                reader.chunks(),
+                reader,
+                folder,
+                config,
+                errors=errors,
+                matchers=matchers,
+                prior_errors=data_failures,
+                bootstrap=bootstrap,
+                seed=seed,
+            )
         except OSError as exc:
             _err(errors, f"{exc.filename or folder}: cannot write the outputs: {exc.strerror}")
             return EXIT_USAGE
-        show_problems(errors, [e.message for e in batch.errors], str(paths["errors"]))
-        if batch.errors or run.call_errors:
+        summaries[run.spec.name] = batch.summary
+        paths = batch.paths
+        show_problems(errors, batch.summary.errors, str(paths["errors"]))
+        if batch.summary.failed or run.call_errors:
             status = EXIT_FAILED
         comparison.append(_comparison_row(run, batch.summary))
         if not detail:

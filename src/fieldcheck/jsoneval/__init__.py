@@ -3,6 +3,8 @@
 ``evaluate(output, ground_truth, config)`` scores one output; ``evaluate_batch`` scores many with
 every distinct FUZZY/SEMANTIC pair matched once (with bootstrap intervals on its means);
 ``read_batch``/``write_batch_outputs`` handle files (``write_batch_report``: report.md/.html, plots);
+``BatchReader(path).chunks()`` + ``stream_batch_outputs`` score and write a batch file in chunks
+with flat memory (``json batch``);
 ``run_extraction`` asks a model to extract JSON from documents (``fieldcheck json run``).
 """
 
@@ -39,8 +41,10 @@ from fieldcheck.jsoneval._extract import (
 )
 from fieldcheck.jsoneval._io import (
     FIELDS_CSV_COLUMNS,
+    StreamedBatch,
     read_batch,
     record_error,
+    stream_batch_outputs,
     write_batch_outputs,
 )
 from fieldcheck.jsoneval._models import (
@@ -58,13 +62,16 @@ from fieldcheck.jsoneval._models import (
 )
 from fieldcheck.jsoneval._report import write_batch_report
 from fieldcheck.jsoneval._safety import LeakKind, SafetyFinding, find_leaks
+from fieldcheck.jsoneval._stream import CHUNK_LINES, BatchReader, Throttle
 from fieldcheck.metrics._json_fields import RqsWeights, Strategy
 
 __all__ = [
+    "CHUNK_LINES",
     "FIELDS_CSV_COLUMNS",
     "MAX_DEPTH",
     "PROMPT_ID",
     "PUBLIC_KEYS",
+    "BatchReader",
     "BatchRecord",
     "BatchResult",
     "BatchSummary",
@@ -85,6 +92,8 @@ __all__ = [
     "SafetyFinding",
     "Strategy",
     "StrategyConfig",
+    "StreamedBatch",
+    "Throttle",
     "build_matchers",
     "build_messages",
     "coerce_output",
@@ -104,6 +113,7 @@ __all__ = [
     "record_error",
     "run_extraction",
     "score_arrays",
+    "stream_batch_outputs",
     "summarize",
     "write_batch_outputs",
     "write_batch_report",

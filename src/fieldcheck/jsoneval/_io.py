@@ -1,28 +1,42 @@
-"""Reading batch files and writing batch outputs (records.jsonl, summary.json, fields.csv, errors.jsonl)."""
+"""Reading batch files and writing batch outputs (records.jsonl, summary.json, fields.csv,
+errors.jsonl, the report): in memory (``read_batch``, ``write_batch_outputs``) or streamed in
+chunks with flat memory (``stream_batch_outputs``, issue 10)."""
 
 from __future__ import annotations
 
+import itertools
 import logging
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-from pydantic import ValidationError
 
 from fieldcheck._util.errors import InputError
-from fieldcheck._util.jsonio import iter_jsonl, write_jsonl
-from fieldcheck.jsoneval._models import BatchRecord, BatchResult, RecordError
-from fieldcheck.jsoneval._report import expected_files, write_batch_report
+from fieldcheck._util.jsonio import write_jsonl
+from fieldcheck._util.signature import Signature
+from fieldcheck.jsoneval._config import EvalConfig
+from fieldcheck.jsoneval._evaluate import build_matchers, make_signature, warn_unused_strategies
+from fieldcheck.jsoneval._models import (
+    BatchRecord,
+    BatchResult,
+    BatchSummary,
+    RecordError,
+)
+from fieldcheck.jsoneval._report import ReportData, expected_files, write_batch_report
+from fieldcheck.jsoneval._stream import (
+    CHUNK_LINES,
+    BatchReader,
+    Failed,
+    Item,
+    Matchers,
+    Progress,
+    Scorer,
+    run_stream,
+)
 from fieldcheck.reports._csv import write_csv
 from fieldcheck.reports._outdir import OutputFolder
 
 logger = logging.getLogger("fieldcheck")
 
-_REASONS = {
-    "missing": "missing",
-    "dict_type": "must be a JSON object",
-    "string_type": "must be a string or an integer",
-    "int_type": "must be a string or an integer",
-}
 FIELDS_CSV_COLUMNS = (
     "field",
     "strategies",
@@ -40,25 +54,6 @@ def record_error(exc: InputError) -> RecordError:
     return RecordError.model_validate(exc.to_dict())
 
 
-def _validation_error(
-    exc: ValidationError, *, file: Path, line: int, record: str | None
-) -> InputError:
-    first = exc.errors()[0]
-    loc = [str(p) for p in first["loc"] if str(p) not in ("str", "int")]
-    reason = _REASONS.get(first["type"], first["msg"].removeprefix("Value error, "))
-    if loc == ["safety_score"]:
-        reason = "must be a number in [0, 1] or null"
-    value = ... if first["type"] == "missing" else first["input"]
-    return InputError(
-        reason, file=file, line=line, record=record, field=".".join(loc) or None, value=value
-    )
-
-
-def _record_id(line: dict[str, Any]) -> str | None:
-    raw: Any = line.get("id")
-    return str(raw) if isinstance(raw, str | int) and not isinstance(raw, bool) else None
-
-
 def read_batch(path: str | Path) -> tuple[list[BatchRecord], list[InputError]]:
     """Every line of a batch file as a BatchRecord, or an InputError naming ``file:line`` and the reason.
 
@@ -66,71 +61,39 @@ def read_batch(path: str | Path) -> tuple[list[BatchRecord], list[InputError]]:
     ``output`` (any value; a non-object output is scored, not rejected), and may carry
     ``safety_score`` in [0, 1]. Duplicate ids fail; other keys are ignored with a warning; a line
     nesting deeper than MAX_DEPTH inside its record fails before anything else looks at it.
+    The rules of the streamed reader (``BatchReader``), all lines kept in memory.
     Raises InputError only when the file cannot be read.
     """
-    p = Path(path)
     records: list[BatchRecord] = []
     errors: list[InputError] = []
-    first_line: dict[str, int] = {}
-    warned_extra = False
-    for line, value in iter_jsonl(p, record_key="id"):  # refuses lines too deep (MAX_DEPTH)
-        if isinstance(value, InputError):
-            errors.append(value)
-            continue
-        if not isinstance(value, dict):
-            errors.append(
-                InputError(
-                    "a line must be a JSON object with id, ground_truth and output",
-                    file=p,
-                    line=line,
-                    value=value,
+    for chunk in BatchReader(path).chunks():
+        for x in chunk:
+            if isinstance(x, Item):
+                records.append(
+                    BatchRecord.model_construct(
+                        id=x.id,
+                        ground_truth=x.ground_truth,
+                        output=x.output,
+                        safety_score=x.safety_score,
+                        line=x.line,
+                    )
                 )
-            )
-            continue
-        rid = _record_id(value)
-        try:
-            record = BatchRecord.model_validate({**value, "line": line})
-        except ValidationError as exc:
-            errors.append(_validation_error(exc, file=p, line=line, record=rid))
-            continue
-        if record.key in first_line:
-            errors.append(
-                InputError(
-                    f"duplicate id (first on line {first_line[record.key]})",
-                    file=p,
-                    line=line,
-                    record=record.key,
-                    field="id",
-                )
-            )
-            continue
-        first_line[record.key] = line
-        extra = set(value) - {"id", "ground_truth", "output", "safety_score"}
-        if extra and not warned_extra:
-            warned_extra = True
-            logger.warning("%s:%d: ignoring unknown keys %s", p, line, ", ".join(sorted(extra)))
-        records.append(record)
+            elif x.problem is not None:
+                errors.append(x.problem)
     return records, errors
 
 
-def write_batch_outputs(out_dir: str | Path | OutputFolder, batch: BatchResult) -> dict[str, Path]:
-    """Write the output files into ``out_dir`` (created), each under a temporary name then
-    renamed, summary.json last with ``complete: true``; return their paths by name (``records``,
-    ``fields``, ``errors``, ``summary``, ``report_md``, ``report_html`` and the plots drawn,
-    ``plot_field_match_rate`` and ``plot_score_distribution``)."""
-    out = OutputFolder.of(out_dir)
-    out.expect(
-        "records.jsonl", "fields.csv", "errors.jsonl", *expected_files(batch), "summary.json"
-    )
-    paths = {
-        "records": out / "records.jsonl",
-        "summary": out / "summary.json",
-        "fields": out / "fields.csv",
-        "errors": out / "errors.jsonl",
-    }
-    with out.atomic("records.jsonl") as tmp:
-        write_jsonl(tmp, (r.result.record_dict(r.id) for r in batch.results))
-    rows = [
+_PATH_ORDER = ("records", "summary", "fields", "errors")
+
+
+def _ordered(paths: dict[str, Path]) -> dict[str, Path]:
+    """records, summary, fields, errors, then the report's files as written (the order the
+    command lists them)."""
+    return {**{k: paths[k] for k in _PATH_ORDER if k in paths}, **paths}
+
+
+def _fields_rows(summary: BatchSummary) -> list[dict[str, object]]:
+    return [
         {
             "field": name,
             "strategies": ";".join(s.strategies),
@@ -142,12 +105,108 @@ def write_batch_outputs(out_dir: str | Path | OutputFolder, batch: BatchResult) 
             "hallucinated": s.hallucinated,
             "ignored": s.ignored,
         }
-        for name, s in batch.summary.fields.items()
+        for name, s in summary.fields.items()
     ]
+
+
+def _finish(out: OutputFolder, report: ReportData) -> dict[str, Path]:
+    """fields.csv, the report and, last, summary.json (``complete: true``)."""
     with out.atomic("fields.csv") as tmp:
-        write_csv(tmp, rows, FIELDS_CSV_COLUMNS)
+        write_csv(tmp, _fields_rows(report.summary), FIELDS_CSV_COLUMNS)
+    paths = {"fields": out / "fields.csv"}
+    paths |= write_batch_report(out, report)
+    out.write_summary("summary.json", report.summary.to_json())
+    paths["summary"] = out / "summary.json"
+    return paths
+
+
+def write_batch_outputs(out_dir: str | Path | OutputFolder, batch: BatchResult) -> dict[str, Path]:
+    """Write the output files into ``out_dir`` (created), each under a temporary name then
+    renamed, summary.json last with ``complete: true``; return their paths by name (``records``,
+    ``fields``, ``errors``, ``summary``, ``report_md``, ``report_html`` and the plots drawn,
+    ``plot_field_match_rate`` and ``plot_score_distribution``)."""
+    out = OutputFolder.of(out_dir)
+    out.expect(
+        "records.jsonl",
+        "fields.csv",
+        "errors.jsonl",
+        *expected_files(batch.summary),
+        "summary.json",
+    )
+    with out.atomic("records.jsonl") as tmp:
+        write_jsonl(tmp, (r.result.record_dict(r.id) for r in batch.results))
     with out.atomic("errors.jsonl") as tmp:
         write_jsonl(tmp, (e.model_dump(mode="json") for e in batch.errors))
-    paths |= write_batch_report(out, batch)
-    out.write_summary("summary.json", batch.summary.to_json())
-    return paths
+    paths = {"records": out / "records.jsonl", "errors": out / "errors.jsonl"}
+    return _ordered(paths | _finish(out, ReportData.of_batch(batch)))
+
+
+@dataclass
+class StreamedBatch:
+    """A batch scored and written in chunks: its summary, files, and the read counts."""
+
+    summary: BatchSummary
+    paths: dict[str, Path]
+
+
+def stream_batch_outputs(
+    out_dir: str | Path | OutputFolder,
+    chunks: Iterable[Sequence[Item | Failed]],
+    config: EvalConfig,
+    *,
+    matchers: Matchers | None = None,
+    prior_errors: Sequence[RecordError] = (),
+    source: str | None = None,
+    progress: Progress | None = None,
+    bootstrap: int = 1000,
+    seed: int = 0,
+) -> StreamedBatch:
+    """Score ``chunks`` (from ``BatchReader(path).chunks()``) and write every output file of
+    ``json batch`` into ``out_dir`` with memory independent of the number of records: result and
+    error lines appended as each chunk is scored (under temporary names, renamed at the end),
+    the rest from the running aggregates. ``prior_errors`` (e.g. the documents file's) come
+    first. Raises ValueError when ``bootstrap`` or ``seed`` is negative, OSError when a file
+    cannot be written."""
+    if bootstrap < 0 or seed < 0:
+        raise ValueError(f"bootstrap and seed must be >= 0 (got {bootstrap}, {seed})")
+    out = OutputFolder.of(out_dir)
+    out.expect(
+        "records.jsonl", "errors.jsonl", "fields.csv", "report.md", "report.html", "summary.json"
+    )
+    matchers = matchers if matchers is not None else build_matchers(config)
+    signature = make_signature(config, matchers)
+    summary_signature: Signature = make_signature(config, matchers, bootstrap=bootstrap, seed=seed)
+    scorer = Scorer(config, matchers, signature, source=source, progress=progress)
+    prior: list[Item | Failed] = [Failed(-1, e) for e in prior_errors]
+    with (
+        out.atomic("records.jsonl") as records_tmp,
+        out.atomic("errors.jsonl") as errors_tmp,
+        records_tmp.open("wb") as records_out,
+        errors_tmp.open("wb") as errors_out,
+    ):
+        stream = run_stream(
+            itertools.chain([prior], chunks),
+            scorer,
+            records_out=records_out,
+            errors_out=errors_out,
+            bootstrap=bootstrap,
+            seed=seed,
+            summary_signature=summary_signature,
+        )
+    warn_unused_strategies(
+        config, stream.unused_strategies if stream.summary.scored or stream.summary.failed else []
+    )
+    paths = {"records": out / "records.jsonl", "errors": out / "errors.jsonl"}
+    paths |= _finish(out, ReportData.of(stream.summary, stream.aggregate))
+    return StreamedBatch(stream.summary, _ordered(paths))
+
+
+__all__ = [
+    "CHUNK_LINES",
+    "FIELDS_CSV_COLUMNS",
+    "StreamedBatch",
+    "read_batch",
+    "record_error",
+    "stream_batch_outputs",
+    "write_batch_outputs",
+]

@@ -5,10 +5,14 @@ metrics with json-evaluation.md's formulas (issue 9, "Reports and gating")."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from fieldcheck.jsoneval._models import BatchResult, BatchSummary, FieldSummary, RecordResult
+from fieldcheck.jsoneval._stream import HISTOGRAM_BINS, HISTOGRAMS, Aggregate, aggregate_results
 from fieldcheck.metrics._stats import Interval
 from fieldcheck.reports._document import (
     Report,
@@ -31,7 +35,6 @@ SCORE_NAMES = {
     "safety_score": "safety_score",
     "rqs": "RQS",
 }
-HISTOGRAMS = ("completeness", "hallucination", "accuracy", "rqs")
 PLOT_FIELDS = 30  # the match-rate plot shows at most this many fields (the lowest rates)
 WORST_RECORDS = 10
 ERRORS_SHOWN = 20
@@ -58,11 +61,27 @@ def worst_records(results: Sequence[RecordResult], n: int = WORST_RECORDS) -> li
     return sorted(results, key=lambda r: r.result.rqs)[:n]
 
 
-def _unmatched(record: RecordResult) -> str:
-    result = record.result
-    if result.not_an_object:
-        return f"(not an object: {result.output_kind})"
-    return ", ".join(name for name, f in result.fields.items() if f.score == 0.0) or "-"
+@dataclass
+class ReportData:
+    """What the report shows, all of it bounded: the summary, the worst records (id, fields not
+    matched, RQS, completeness, hallucination, accuracy) and HISTOGRAM_BINS-bin histograms over
+    [0, 1] of each score in HISTOGRAMS, accumulated chunk by chunk."""
+
+    summary: BatchSummary
+    worst: list[tuple[str, str, float, float, float, float]]
+    histograms: dict[str, np.ndarray]
+
+    @classmethod
+    def of(cls, summary: BatchSummary, agg: Aggregate) -> ReportData:
+        worst = [
+            (str(r.id), r.unmatched(), r.scores[4], r.scores[0], r.scores[1], r.scores[2])
+            for r in agg.worst()
+        ]
+        return cls(summary, worst, agg.histograms)
+
+    @classmethod
+    def of_batch(cls, batch: BatchResult) -> ReportData:
+        return cls.of(batch.summary, aggregate_results(batch.results, bootstrap=0))
 
 
 def plotted_fields(summary: BatchSummary) -> tuple[list[tuple[str, FieldSummary]], int]:
@@ -77,14 +96,14 @@ def match_rate_title(shown: int, left_out: int) -> str:
     return title + (f" (the {shown} lowest; {left_out} more not shown)" if left_out else "")
 
 
-def write_plots(batch: BatchResult, out: OutputFolder) -> dict[str, Path]:
+def write_plots(batch: ReportData, out: OutputFolder) -> dict[str, Path]:
     """``plot_field_match_rate.png`` (when a field was scored) and ``plot_score_distribution.png``
     (when a record was scored), each saved under a temporary name then renamed."""
     with no_glyph_warnings():
         return _draw(batch, out)
 
 
-def _draw(batch: BatchResult, out: OutputFolder) -> dict[str, Path]:
+def _draw(batch: ReportData, out: OutputFolder) -> dict[str, Path]:
     written: dict[str, Path] = {}
     shown, left_out = plotted_fields(batch.summary)
     if shown:
@@ -97,16 +116,17 @@ def _draw(batch: BatchResult, out: OutputFolder) -> dict[str, Path]:
             ax.set_xlabel("match rate (matched / scored)")
             ax.set_title(match_rate_title(len(shown), left_out))
         written["plot_field_match_rate"] = path
-    if batch.results:
+    if batch.summary.scored:
         path = out / PLOTS["plot_score_distribution"]
+        edges = np.linspace(0.0, 1.0, HISTOGRAM_BINS + 1)
         with figure(path, nrows=2, ncols=2, figsize=(9, 6)) as (fig, axes):
             for ax, score in zip(axes.flat, HISTOGRAMS, strict=True):
-                values = [getattr(r.result, score) for r in batch.results]
-                ax.hist(values, bins=20, range=(0.0, 1.0), color="#4c72b0", edgecolor="white")
+                counts = batch.histograms[score]
+                ax.hist(edges[:-1], bins=edges, weights=counts, color="#4c72b0", edgecolor="white")
                 ax.set_title(SCORE_NAMES[score])
                 ax.set_xlim(0, 1)
                 ax.set_ylabel("records")
-            fig.suptitle(f"Per-record scores ({len(batch.results)} scored records)")
+            fig.suptitle(f"Per-record scores ({batch.summary.scored} scored records)")
         written["plot_score_distribution"] = path
     return written
 
@@ -208,13 +228,13 @@ def glossary(summary: BatchSummary) -> list[Term]:
         Term(
             "95% CI",
             "2.5th and 97.5th percentiles of the resampled means",
-            f"percentile bootstrap over the scored records ({resamples} resamples, seed"
+            f"percentile Poisson bootstrap over the scored records ({resamples} resamples, seed"
             f" {settings.get('seed')}); absent with --bootstrap 0.",
         ),
     ]
 
 
-def build_report(batch: BatchResult, images: dict[str, Path]) -> Report:
+def build_report(batch: ReportData, images: dict[str, Path]) -> Report:
     """The report of a scored batch (plots already written; ``images`` by key)."""
     s = batch.summary
     report = Report("JSON evaluation", signature=s.signature.format())
@@ -271,22 +291,15 @@ def build_report(batch: BatchResult, images: dict[str, Path]) -> Report:
         report.paragraph("No field in any scored record.")
     if "plot_field_match_rate" not in images:
         report.paragraph("No field was scored: no match-rate plot.")
-    worst = worst_records(batch.results)
+    worst = batch.worst
     if worst:
         report.heading("Worst records")
         report.paragraph(f"The {len(worst)} lowest RQS.")
         report.table(
             ["id", "fields not matched", "RQS", "completeness", "hallucination", "accuracy"],
             [
-                [
-                    str(r.id),
-                    _unmatched(r),
-                    _num(r.result.rqs),
-                    _num(r.result.completeness),
-                    _num(r.result.hallucination),
-                    _num(r.result.accuracy),
-                ]
-                for r in worst
+                [rid, unmatched, _num(rqs), _num(comp), _num(hall), _num(acc)]
+                for rid, unmatched, rqs, comp, hall, acc in worst
             ],
             text_columns=2,
         )
@@ -304,21 +317,25 @@ def build_report(batch: BatchResult, images: dict[str, Path]) -> Report:
     return report
 
 
-def write_batch_report(out: str | Path | OutputFolder, batch: BatchResult) -> dict[str, Path]:
+def write_batch_report(
+    out: str | Path | OutputFolder, batch: BatchResult | ReportData
+) -> dict[str, Path]:
     """Plots, report.md and report.html of a scored batch into ``out``; their paths by name
     (``plot_field_match_rate``, ``plot_score_distribution`` when drawn, ``report_md``,
     ``report_html``)."""
     folder = OutputFolder.of(out)
+    if isinstance(batch, BatchResult):
+        batch = ReportData.of_batch(batch)
     images = write_plots(batch, folder)
     written = write_report(folder, build_report(batch, images))
     return {**images, "report_md": written["report.md"], "report_html": written["report.html"]}
 
 
-def expected_files(batch: BatchResult) -> list[str]:
+def expected_files(summary: BatchSummary) -> list[str]:
     """The report's files this batch will write (plots only when there is something to draw)."""
     names = ["report.md", "report.html"]
-    if any(f.scored for f in batch.summary.fields.values()):
+    if any(f.scored for f in summary.fields.values()):
         names.append(PLOTS["plot_field_match_rate"])
-    if batch.results:
+    if summary.scored:
         names.append(PLOTS["plot_score_distribution"])
     return names

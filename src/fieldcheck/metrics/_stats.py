@@ -243,6 +243,141 @@ def paired_bootstrap_totals_pvalue(
     return (extreme + 1) / (resamples + 1)
 
 
+class ExactSum:
+    """A running sum of floats that ends exactly where ``math.fsum`` of all of them would.
+
+    The state is a few non-overlapping partials whose exact total is the exact sum so far (each
+    ``add`` compresses them with ``math.fsum`` and its exact residuals), so a stream summed in any
+    chunks gives the same, correctly rounded, total as one ``math.fsum`` over everything.
+    """
+
+    __slots__ = ("partials",)
+
+    def __init__(self) -> None:
+        self.partials: list[float] = []
+
+    def add(self, values: Sequence[float]) -> None:
+        terms = self.partials + list(values)
+        partials: list[float] = []
+        while True:
+            # the exact sum of floats is a multiple of 2**-1074, so a residual that rounds to 0 is 0
+            s = math.fsum(terms + [-p for p in partials])
+            if s == 0.0:
+                break
+            partials.append(s)
+        self.partials = partials
+
+    @property
+    def value(self) -> float:
+        return math.fsum(self.partials)
+
+
+BOOTSTRAP_BLOCK = 1024
+"""Records per block of bootstrap weights: block b's weights come from a generator seeded by
+(seed, b) alone, so every record's weights depend only on (seed, its index)."""
+_U16 = 1 << 16
+
+
+def _poisson_table() -> np.ndarray:
+    """Poisson(1) inverse CDF over the 65,536 values of a 16-bit draw: value u maps to the k
+    with CDF(k - 1) <= u / 2**16 < CDF(k); each probability is exact to 2**-16."""
+    cdf = np.cumsum([math.exp(-1) / math.factorial(k) for k in range(20)])
+    bounds = np.round(cdf * _U16).astype(np.int64)
+    return np.searchsorted(bounds, np.arange(_U16), side="right").astype(np.uint8)
+
+
+_POISSON = _poisson_table()
+_POISSON_FLOAT = _POISSON.astype(float)
+
+
+def poisson_weights(seed: int, block: int, resamples: int) -> np.ndarray:
+    """The (resamples, BOOTSTRAP_BLOCK) Poisson(1) bootstrap weights of block ``block`` (small
+    integers, as floats): column j is record ``block * BOOTSTRAP_BLOCK + j``, drawn from a
+    generator seeded by (seed, block)."""
+    rng = np.random.default_rng([seed, block])
+    draws = rng.integers(0, _U16, size=(resamples, BOOTSTRAP_BLOCK), dtype=np.uint16)
+    return _POISSON_FLOAT[draws]
+
+
+class MeansBootstrap:
+    """Streaming percentile bootstrap of the means of several per-unit values (Poisson(1)).
+
+    ``add`` takes the next units' values (rows, one column per name, NaN: left out of that mean);
+    units are buffered up to a block of BOOTSTRAP_BLOCK and folded in with that block's weights,
+    so memory is one block whatever the number of units, and the intervals are the same however
+    the units were split into ``add`` calls. ``intervals`` gives the same as ``bootstrap_means_ci``
+    on all the values at once.
+    """
+
+    def __init__(
+        self, names: Sequence[str], *, resamples: int = 1000, level: float = 0.95, seed: int = 0
+    ) -> None:
+        self.names = list(names)
+        self.resamples, self.level, self.seed = resamples, level, seed
+        k = len(self.names)
+        self.totals = np.zeros((max(resamples, 0), k))
+        self.counts = np.zeros((max(resamples, 0), k))
+        self.sums = [ExactSum() for _ in self.names]
+        self.counted = [0] * k
+        self.units = 0
+        self._buffer = np.empty((BOOTSTRAP_BLOCK, k))
+        self._filled = 0
+
+    def add(self, rows: np.ndarray) -> None:
+        rows = np.asarray(rows, dtype=float).reshape(-1, len(self.names))
+        for j in range(len(self.names)):
+            column = rows[:, j]
+            kept = column[~np.isnan(column)]
+            self.sums[j].add(kept.tolist())
+            self.counted[j] += len(kept)
+        start = 0
+        while start < len(rows):
+            take = min(BOOTSTRAP_BLOCK - self._filled, len(rows) - start)
+            self._buffer[self._filled : self._filled + take] = rows[start : start + take]
+            self._filled += take
+            start += take
+            if self._filled == BOOTSTRAP_BLOCK:
+                self._fold()
+
+    def _fold(self) -> None:
+        if self._filled == 0:
+            return
+        if self.resamples > 0:
+            block = self.units // BOOTSTRAP_BLOCK
+            weights = poisson_weights(self.seed, block, self.resamples)[:, : self._filled]
+            values = self._buffer[: self._filled]
+            present = ~np.isnan(values)
+            columns = np.ascontiguousarray(np.where(present, values, 0.0).T)
+            # one matrix-vector product per column: a matrix product was 3-10x slower on a
+            # busy 2-core machine (BLAS threads), and each row's dot product stays in one thread
+            everyone = weights.sum(axis=1) if present.all() else None
+            for j in range(len(self.names)):
+                self.totals[:, j] += weights.dot(columns[j])
+                if everyone is not None:
+                    self.counts[:, j] += everyone
+                else:
+                    self.counts[:, j] += weights.dot(present[:, j].astype(float))
+        self.units += self._filled
+        self._filled = 0
+
+    def intervals(self) -> dict[str, Interval]:
+        """95% (``level``) percentile intervals of each mean with at least one counted unit; a
+        resample whose weights count no unit of a name is left out of that name's percentiles.
+        None for no units or ``resamples < 1``."""
+        self._fold()
+        out: dict[str, Interval] = {}
+        if self.resamples < 1:
+            return out
+        for j, name in enumerate(self.names):
+            if not self.counted[j]:
+                continue
+            keep = self.counts[:, j] > 0
+            estimate = self.sums[j].value / self.counted[j]
+            means = self.totals[keep, j] / self.counts[keep, j]
+            out[name] = _percentile_interval(means, estimate, self.level)
+        return out
+
+
 def bootstrap_means_ci(
     values: Mapping[str, np.ndarray],
     *,
@@ -253,12 +388,12 @@ def bootstrap_means_ci(
     """Percentile bootstrap intervals of the mean of each per-unit array (unit i is the same
     example in every array); NaN marks a unit left out of that array's mean.
 
-    A mean is a total over a count, so each resample is one matrix product of the shared seeded
-    weights (``_resample_weights``) with the values and with the counted flags: same seed, same
-    intervals. A resample that draws no counted unit of an array has no mean and is left out of
-    that array's percentiles (``Interval.resamples`` says how many counted). The estimate is the
-    plain mean (``math.fsum``). An array with no counted unit, no units, or ``resamples < 1``
-    gives no interval. Raises ValueError when the arrays differ in length.
+    Poisson(1) bootstrap (``MeansBootstrap``): unit i's weight in each resample depends only on
+    (seed, i), so the same values and seed give the same intervals, all at once or streamed. A
+    resample that weighs no counted unit of an array has no mean and is left out of that array's
+    percentiles (``Interval.resamples`` says how many counted). The estimate is the plain mean
+    (``math.fsum``). An array with no counted unit, no units, or ``resamples < 1`` gives no
+    interval. Raises ValueError when the arrays differ in length.
     """
     arrays = {name: np.asarray(v, dtype=float).reshape(-1) for name, v in values.items()}
     lengths = {len(a) for a in arrays.values()}
@@ -270,18 +405,9 @@ def bootstrap_means_ci(
     names = [name for name, a in arrays.items() if not np.isnan(a).all()]
     if not names:
         return {}
-    stacked = np.column_stack([arrays[name] for name in names])
-    counted = ~np.isnan(stacked)
-    weights = _resample_weights(n, resamples, seed)
-    totals = weights @ np.where(counted, stacked, 0.0)
-    counts = weights @ counted.astype(float)
-    out: dict[str, Interval] = {}
-    for j, name in enumerate(names):
-        keep = counts[:, j] > 0
-        column = stacked[counted[:, j], j]
-        estimate = math.fsum(column.tolist()) / len(column)
-        out[name] = _percentile_interval(totals[keep, j] / counts[keep, j], estimate, level)
-    return out
+    accumulator = MeansBootstrap(names, resamples=resamples, level=level, seed=seed)
+    accumulator.add(np.column_stack([arrays[name] for name in names]))
+    return accumulator.intervals()
 
 
 class TotalsGroup(NamedTuple):

@@ -1,0 +1,1015 @@
+"""The JSON batch scorer, streamed (issue 10, "Streaming everywhere", "A fast hot path").
+
+A batch is read in chunks of lines; each chunk is scored (phases 0-4 of json-evaluation.md on
+plain data, each distinct FUZZY/SEMANTIC pair of the chunk sent to its matcher once), its result
+lines are appended to records.jsonl and errors.jsonl, and it is folded into running aggregates
+(exact sums, per-field tallies, the Poisson bootstrap's totals, a bounded heap of the worst
+records, fixed-bin histograms). Memory depends on the chunk, not on the number of records; the
+numbers do not depend on the chunk size. ``evaluate_batch`` is the same code with one chunk.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import heapq
+import itertools
+import logging
+import math
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+import numpy as np
+import orjson
+from pydantic import ValidationError
+
+from fieldcheck._util.errors import FieldcheckError, InputError
+from fieldcheck._util.jsonio import _reason, dumps, too_deep, too_deep_error
+from fieldcheck._util.signature import Signature
+from fieldcheck.jsoneval._config import EvalConfig
+from fieldcheck.jsoneval._models import (
+    MAX_DEPTH,
+    TOO_DEEP,
+    BatchRecord,
+    BatchSummary,
+    FieldResult,
+    FieldSummary,
+    JsonEvalResult,
+    OutputKind,
+    RecordError,
+    RecordResult,
+)
+from fieldcheck.jsoneval._safety import SafetyFinding, find_leaks
+from fieldcheck.matchers import Matcher, SemanticMatcher, Similarity
+from fieldcheck.metrics._json_fields import (
+    Strategy,
+    auto_strategy,
+    canonical_text,
+    exact_match,
+    flatten_pair,
+    nesting_depth,
+    wildcard_path,
+)
+from fieldcheck.metrics._stats import MeansBootstrap
+
+logger = logging.getLogger("fieldcheck")
+Matchers = Mapping[str, Matcher]
+Progress = Callable[[str, int, int], None]  # (phase, done, total)
+CHUNK_LINES = 4096
+MATCH_CHUNK = 256
+SCORES = ("completeness", "hallucination", "accuracy", "safety_score", "rqs")
+HISTOGRAMS = ("completeness", "hallucination", "accuracy", "rqs")
+HISTOGRAM_BINS = 20
+WORST_RECORDS = 10
+_BOM = b"\xef\xbb\xbf"
+_KNOWN_KEYS = frozenset(("id", "ground_truth", "output", "safety_score"))
+_REASONS = {
+    "missing": "missing",
+    "dict_type": "must be a JSON object",
+    "string_type": "must be a string or an integer",
+    "int_type": "must be a string or an integer",
+}
+_INT64 = 1 << 63
+
+
+class MatcherError(FieldcheckError):
+    """A FUZZY/SEMANTIC matcher (e.g. the LLM judge) gave no similarity for a field."""
+
+
+# ------------------------------------------------------------------ plain records
+
+
+@dataclass(slots=True)
+class Item:
+    """One record to score, plain: its position in the batch, id, line, both sides.
+
+    ``checked``: the line's depth was already checked when it was read (one check per record).
+    """
+
+    index: int
+    id: str | int
+    line: int | None
+    ground_truth: dict[str, Any]
+    output: Any
+    safety_score: float | None
+    checked: bool = False
+
+    @property
+    def key(self) -> str:
+        return str(self.id)
+
+
+@dataclass(slots=True)
+class Failed:
+    """A line or record that could not be scored, at its position in the batch."""
+
+    index: int
+    error: RecordError
+    problem: InputError | None = None  # the reader's error itself (``read_batch`` returns it)
+
+
+@dataclass(slots=True)
+class Scored:
+    """A scored record as plain data: buckets in BUCKET_NAMES order, fields by sorted name as
+    (strategy, similarity, score), the five scores in SCORES order."""
+
+    index: int
+    id: str | int
+    line: int | None
+    kind: OutputKind
+    flags: list[str]
+    buckets: tuple[list[str], list[str], list[str], list[str], list[str]]
+    total_distinct: int
+    fields: dict[str, tuple[Strategy, float | None, float | None]]
+    scores: tuple[float, float, float, float, float]
+    findings: list[SafetyFinding] = field(default_factory=list)
+
+    @property
+    def rqs(self) -> float:
+        return self.scores[4]
+
+    def bucket_dict(self) -> dict[str, list[str]]:
+        return dict(zip(_BUCKETS, self.buckets, strict=True))
+
+    def result(self, signature: Signature) -> JsonEvalResult:
+        """The public pydantic result (the API's; the hot path writes lines without it)."""
+        c, h, a, s, r = self.scores
+        return JsonEvalResult(
+            completeness=c,
+            hallucination=h,
+            accuracy=a,
+            safety_score=s,
+            rqs=r,
+            buckets=self.bucket_dict(),
+            fields={
+                name: FieldResult(strategy=st, similarity=sim, score=sc)
+                for name, (st, sim, sc) in self.fields.items()
+            },
+            signature=signature,
+            output_kind=self.kind,
+            flags=self.flags,
+            safety_findings=self.findings,
+        )
+
+    def line_dict(self, signature: Any) -> dict[str, Any]:
+        """One line of records.jsonl, exactly ``JsonEvalResult.record_dict(id)`` as written."""
+        c, h, a, s, r = self.scores
+        return {
+            "id": self.id,
+            "completeness": c,
+            "hallucination": h,
+            "accuracy": a,
+            "safety_score": s,
+            "rqs": r,
+            "buckets": self.bucket_dict(),
+            "fields": {
+                name: {"strategy": st, "similarity": sim, "score": sc}
+                for name, (st, sim, sc) in self.fields.items()
+            },
+            "signature": signature,
+            "output_kind": self.kind,
+            "flags": self.flags,
+            "safety_findings": [f.model_dump(mode="json") for f in self.findings],
+        }
+
+    def unmatched(self) -> str:
+        """The fields scored 0 (the report's "fields not matched")."""
+        if "not_an_object" in self.flags:
+            return f"(not an object: {self.kind})"
+        return ", ".join(name for name, f in self.fields.items() if f[2] == 0.0) or "-"
+
+
+_BUCKETS = (
+    "extra_keys",
+    "gt_null_aio_has_value",
+    "gt_non_null",
+    "aio_missing_or_null",
+    "both_non_null",
+)
+
+
+@dataclass(slots=True)
+class _Prep:
+    item: Item
+    kind: OutputKind
+    flags: list[str]
+    buckets: tuple[list[str], list[str], list[str], list[str], list[str]]
+    total_distinct: int
+    fields: dict[str, tuple[Strategy, float | None, float | None]]
+    pending: dict[str, tuple[Strategy, str, str]]
+    safety: float
+    findings: list[SafetyFinding]
+
+
+def record_items(records: Iterable[BatchRecord], *, start: int = 0) -> Iterator[Item]:
+    """Validated BatchRecords (the API's input) as plain items, depth not yet checked."""
+    for i, r in enumerate(records, start=start):
+        yield Item(i, r.id, r.line, r.ground_truth, r.output, r.safety_score)
+
+
+# ------------------------------------------------------------------ phases 0-4 on plain data
+
+
+def _strip_fence(text: str) -> str:
+    if text.startswith("```") and text.endswith("```") and len(text) >= 6:
+        body = text[3:-3]
+        first, _, rest = body.partition("\n")
+        return (rest if first.strip().isalpha() or not first.strip() else body).strip()
+    return text
+
+
+def coerce_output(output: Any) -> tuple[dict[str, Any] | None, OutputKind, list[str]]:
+    """The output as an object, its kind, and flags (the documented non-object rule's first step).
+
+    A dict is used as it is. A string holding a JSON object (optionally in a Markdown code fence)
+    is parsed and flagged ``parsed_from_text``. Anything else is not an object: kind ``array``,
+    ``invalid_json`` (text starting with ``{`` or ``[`` that does not parse), ``text``, ``number``,
+    ``boolean`` or ``null``, flagged ``not_an_object``.
+    """
+    if isinstance(output, Mapping):
+        return dict(output), "object", []
+    if isinstance(output, str):
+        text = _strip_fence(output.strip())
+        if text.startswith(("{", "[")):
+            try:
+                parsed = orjson.loads(text)
+            except orjson.JSONDecodeError:
+                return None, "invalid_json", ["not_an_object"]
+            if isinstance(parsed, dict):
+                return parsed, "object", ["parsed_from_text"]
+            return None, "array", ["not_an_object"]
+        return None, "text", ["not_an_object"]
+    if isinstance(output, list | tuple):
+        return None, "array", ["not_an_object"]
+    if isinstance(output, bool):
+        return None, "boolean", ["not_an_object"]
+    if output is None:
+        return None, "null", ["not_an_object"]
+    return None, "number", ["not_an_object"]
+
+
+_ABSENT = object()
+
+
+def _too_deep(value: Any, *, field: str, record: str) -> None:
+    if nesting_depth(value, limit=MAX_DEPTH) > MAX_DEPTH:
+        raise InputError(TOO_DEEP, field=field, record=record)
+
+
+class Scorer:
+    """Phases 0-4 of json-evaluation.md for chunks of plain items, one config and matchers."""
+
+    def __init__(
+        self,
+        config: EvalConfig,
+        matchers: Matchers,
+        signature: Signature,
+        *,
+        source: str | None = None,
+        progress: Progress | None = None,
+    ) -> None:
+        self.config, self.matchers, self.signature = config, matchers, signature
+        self.source, self.progress = source, progress
+        w = config.weights
+        self._weights = (w.accuracy, w.completeness, w.safety, w.hallucination)
+        self._strategies = config.strategies
+        self._wild = any("[" in k for k in self._strategies)
+        self.unseen = set(config.strategies)  # strategy keys no ground truth has had yet
+        self.total = 0  # records to score, when known (progress); 0: unknown
+        self.prepared = self.scored = 0
+
+    def _strategy(self, name: str, gt_value: Any) -> Strategy:
+        strategies = self._strategies
+        if strategies:
+            found = strategies.get(name)
+            if found is not None:
+                return found
+            if self._wild and "[" in name:
+                found = strategies.get(wildcard_path(name))
+                if found is not None:
+                    return found
+        return auto_strategy(gt_value)
+
+    def prepare(self, item: Item) -> _Prep:
+        """Phases 0-3 without the matchers. Raises InputError (field ``ground_truth`` or
+        ``output``) when a side nests deeper than MAX_DEPTH."""
+        gt = item.ground_truth
+        if not item.checked:
+            _too_deep(gt, field="ground_truth", record=item.key)
+        if type(item.output) is dict:
+            obj: dict[str, Any] | None = item.output
+            kind: OutputKind = "object"
+            flags: list[str] = []
+            if not item.checked:
+                _too_deep(obj, field="output", record=item.key)
+        else:
+            obj, kind, flags = coerce_output(item.output)
+            if not item.checked or flags == ["parsed_from_text"]:
+                _too_deep(obj if obj is not None else item.output, field="output", record=item.key)
+        safety = 1.0 if item.safety_score is None else float(item.safety_score)
+        findings: list[SafetyFinding] = []
+        if self.config.safety_check == "leaks":
+            findings = find_leaks(obj if obj is not None else item.output, gt)
+            if findings:
+                safety = 0.0
+                flags.append("safety_leak")
+        aio: dict[str, Any] = obj if obj is not None else {}
+        if self.config.flatten:
+            aio, gt = flatten_pair(aio, gt)
+        if self.unseen:
+            for key in gt:
+                self.unseen.discard(key)
+                if "[" in key:
+                    self.unseen.discard(wildcard_path(key))
+        extra = [k for k in aio if k not in gt]
+        gt_null_value: list[str] = []
+        gt_non_null: list[str] = []
+        missing: list[str] = []
+        both: list[str] = []
+        fields: dict[str, tuple[Strategy, float | None, float | None]] = {}
+        pending: dict[str, tuple[Strategy, str, str]] = {}
+        strategies = self._strategies
+        for k, gv in gt.items():
+            av = aio.get(k, _ABSENT)
+            out_null = av is _ABSENT or av is None or (isinstance(av, str) and not av.strip())
+            if gv is None or (isinstance(gv, str) and not gv.strip()):
+                if not out_null:
+                    gt_null_value.append(k)
+                continue
+            gt_non_null.append(k)
+            if out_null:
+                missing.append(k)
+                continue
+            both.append(k)
+            strategy = strategies.get(k) if strategies else None
+            if strategy is None:
+                strategy = self._strategy(k, gv)
+            if strategy == "EXACT":
+                t = type(av)
+                if t is type(gv) and (t is str or t is int):
+                    same = av == gv or (t is str and av.lower() == gv.lower())
+                else:
+                    same = exact_match(av, gv)
+                hit = 1.0 if same else 0.0
+                fields[k] = (strategy, hit, hit)
+            elif strategy == "IGNORE":
+                fields[k] = (strategy, None, None)
+            else:
+                out_text, gt_text = canonical_text(av), canonical_text(gv)
+                if out_text == gt_text:  # identical text needs no matcher: similarity 1
+                    fields[k] = (strategy, 1.0, 1.0)
+                else:
+                    pending[k] = (strategy, out_text, gt_text)
+        # keys of a JSON line are strings; an API caller's output may have others (by their text)
+        by_text = None if item.checked else str
+        buckets = (
+            sorted(extra, key=by_text),
+            sorted(gt_null_value, key=by_text),
+            sorted(gt_non_null, key=by_text),
+            sorted(missing, key=by_text),
+            sorted(both, key=by_text),
+        )
+        return _Prep(
+            item, kind, flags, buckets, len(gt) + len(extra), fields, pending, safety, findings
+        )
+
+    def match(
+        self, prepared: Sequence[_Prep]
+    ) -> tuple[dict[tuple[str, str, str], Similarity], dict[str, int]]:
+        """Every distinct (strategy, output text, gt text) of the chunk, sent once."""
+        distinct: dict[str, list[tuple[str, str]]] = {"FUZZY": [], "SEMANTIC": []}
+        seen: set[tuple[str, str, str]] = set()
+        for prep in prepared:
+            for strategy, out_text, gt_text in prep.pending.values():
+                key = (strategy, out_text, gt_text)
+                if key not in seen:
+                    seen.add(key)
+                    distinct[strategy].append((out_text, gt_text))
+        counts = {k: len(v) for k, v in distinct.items()}
+        total = sum(counts.values())
+        found: dict[tuple[str, str, str], Similarity] = {}
+        if not total:
+            return found, counts
+        progress = self.progress
+        done = 0
+        if progress:
+            progress("match", 0, total)
+        for family, pairs in distinct.items():
+            # a semantic encoder gets the whole chunk in one call (each distinct string encoded
+            # once); judges and fuzzy go in smaller pieces so the progress bar moves
+            matcher = self.matchers[family]
+            size = max(1, len(pairs) if isinstance(matcher, SemanticMatcher) else MATCH_CHUNK)
+            for start in range(0, len(pairs), size):
+                piece = pairs[start : start + size]
+                predictions, references = [p for p, _ in piece], [r for _, r in piece]
+                if isinstance(matcher, SemanticMatcher):
+                    loading = (lambda m: progress(f"loading {m}", 0, 0)) if progress else None
+                    sims = matcher.similarities(predictions, references, on_load=loading)
+                else:
+                    sims = matcher.similarities(predictions, references)
+                for (p, r), sim in zip(piece, sims, strict=True):
+                    found[(family, p, r)] = sim
+                done += len(piece)
+                if progress:
+                    progress("match", done, total)
+        return found, counts
+
+    def assemble(self, prep: _Prep, found: Mapping[tuple[str, str, str], Similarity]) -> Scored:
+        """Phase 3's matched fields and phase 4. Raises MatcherError when a matcher failed."""
+        fields = prep.fields
+        if prep.pending:
+            fields = dict(fields)
+            for name in sorted(prep.pending):
+                strategy, out_text, gt_text = prep.pending[name]
+                sim = found[(strategy, out_text, gt_text)]
+                if not sim.ok or sim.score is None:
+                    raise MatcherError(f"field {name!r}: {strategy} matcher failed: {sim.error}")
+                threshold = (
+                    self.config.fuzzy_threshold
+                    if strategy == "FUZZY"
+                    else self.config.semantic_threshold
+                )
+                fields[name] = (strategy, sim.score, 1.0 if sim.score >= threshold else 0.0)
+        fields = {name: fields[name] for name in sorted(fields)}
+        extra, gt_null_value, gt_non_null, _, both = prep.buckets
+        if prep.kind != "object":
+            # documented rule: nothing can be compared, so every score is at its worst
+            comp, hall, acc = 0.0, 1.0, 0.0
+        else:
+            scored = [f[2] for f in fields.values() if f[2] is not None]
+            comp = len(both) / len(gt_non_null) if gt_non_null else 1.0
+            count = len(extra) + len(gt_null_value)
+            hall = count / prep.total_distinct if prep.total_distinct else 0.0
+            acc = math.fsum(scored) / len(scored) if scored else 1.0
+        wa, wc, ws, wh = self._weights
+        total = math.fsum([wa * acc, wc * comp, ws * prep.safety, -wh * hall])
+        rqs = min(1.0, max(0.0, total))
+        item = prep.item
+        return Scored(
+            item.index,
+            item.id,
+            item.line,
+            prep.kind,
+            prep.flags,
+            prep.buckets,
+            prep.total_distinct,
+            fields,
+            (comp, hall, acc, prep.safety, rqs),
+            prep.findings,
+        )
+
+    def _failure(self, item: Item, reason: str, field: str | None = None) -> Failed:
+        located = InputError(reason, file=self.source, line=item.line, record=item.key, field=field)
+        return Failed(item.index, RecordError.model_validate(located.to_dict()))
+
+    def score(self, items: Sequence[Item]) -> tuple[list[Scored], list[Failed], dict[str, int]]:
+        """Score a chunk: its scored records and its failures, each in batch order, and the
+        distinct pairs sent to each matcher."""
+        prepared: list[_Prep] = []
+        failed: list[Failed] = []
+        for item in items:
+            try:
+                prepared.append(self.prepare(item))
+            except InputError as exc:
+                failed.append(self._failure(item, exc.reason, exc.field))
+        self.prepared += len(items)
+        if self.progress and items:
+            self.progress("prepare", self.prepared, self.total)
+        found, counts = self.match(prepared)
+        scored: list[Scored] = []
+        for prep in prepared:
+            try:
+                scored.append(self.assemble(prep, found))
+            except MatcherError as exc:
+                failed.append(self._failure(prep.item, str(exc)))
+        self.scored += len(prepared)
+        if self.progress and prepared:
+            self.progress("score", self.scored, self.total)
+        failed.sort(key=lambda f: f.index)
+        return scored, failed, counts
+
+
+# ------------------------------------------------------------------ running aggregates
+
+
+class Aggregate:
+    """Everything the summary and the report need, folded chunk by chunk in batch order: exact
+    sums and the Poisson bootstrap of each score, per-field tallies, counts, the worst records
+    (a heap of WORST_RECORDS) and fixed-bin histograms of the scores."""
+
+    def __init__(self, *, bootstrap: int = 1000, seed: int = 0) -> None:
+        self.means = MeansBootstrap(SCORES, resamples=bootstrap, seed=seed)
+        self.scored = 0
+        self.errors: list[str] = []
+        self.not_an_object = 0
+        self.safety_flagged = 0
+        self.matcher_pairs = {"FUZZY": 0, "SEMANTIC": 0}
+        self.expected: Counter[str] = Counter()
+        self.missing: Counter[str] = Counter()
+        self.hallucinated: Counter[str] = Counter()
+        self.field_scores: Counter[tuple[str, str, float | None]] = Counter()
+        self._worst: list[tuple[float, int, Scored]] = []  # max-heap of (-rqs, -index)
+        self.histograms = {s: np.zeros(HISTOGRAM_BINS, dtype=np.int64) for s in HISTOGRAMS}
+
+    def add_failures(self, failed: Iterable[RecordError]) -> None:
+        self.errors.extend(e.message for e in failed)
+
+    def add(self, scored: Sequence[Scored], pair_counts: Mapping[str, int] | None = None) -> None:
+        for family, n in (pair_counts or {}).items():
+            self.matcher_pairs[family] = self.matcher_pairs.get(family, 0) + n
+        if not scored:
+            return
+        self.scored += len(scored)
+        rows = np.array([r.scores for r in scored], dtype=float)
+        self.means.add(rows)
+        for j, name in enumerate(SCORES):
+            if name in self.histograms:
+                self.histograms[name] += np.histogram(
+                    rows[:, j], bins=HISTOGRAM_BINS, range=(0.0, 1.0)
+                )[0]
+        # counted by the field's own name (C-speed Counter updates); [*] paths at the summary
+        flat = itertools.chain.from_iterable
+        self.expected.update(flat(r.buckets[2] for r in scored))
+        self.missing.update(flat(r.buckets[3] for r in scored))
+        self.hallucinated.update(flat(r.buckets[0] for r in scored))
+        self.hallucinated.update(flat(r.buckets[1] for r in scored))
+        self.field_scores.update((name, f[0], f[2]) for r in scored for name, f in r.fields.items())
+        for r in scored:
+            if r.flags:
+                self.not_an_object += "not_an_object" in r.flags
+                self.safety_flagged += "safety_leak" in r.flags
+        worst = self._worst
+        for i in np.argsort(rows[:, 4], kind="stable")[:WORST_RECORDS].tolist():
+            r = scored[i]
+            entry = (-r.scores[4], -r.index, r)
+            if len(worst) < WORST_RECORDS:
+                heapq.heappush(worst, entry)
+            elif entry[:2] > worst[0][:2]:
+                heapq.heapreplace(worst, entry)
+
+    def fields(self) -> dict[str, FieldSummary]:
+        """Per field (``[*]`` paths), sorted by name."""
+        out: dict[str, FieldSummary] = {}
+        strategies: dict[str, set[str]] = {}
+
+        def entry(name: str) -> FieldSummary:
+            key = wildcard_path(name) if "[" in name else name
+            strategies.setdefault(key, set())
+            return out.setdefault(key, FieldSummary())
+
+        for name, n in self.expected.items():
+            entry(name).expected += n
+        for name, n in self.missing.items():
+            entry(name).missing += n
+        for name, n in self.hallucinated.items():
+            entry(name).hallucinated += n
+        for (name, strategy, score), n in self.field_scores.items():
+            summary = entry(name)
+            strategies[wildcard_path(name) if "[" in name else name].add(strategy)
+            if score is None:
+                summary.ignored += n
+            else:
+                summary.scored += n
+                summary.matched += n if score == 1.0 else 0
+        for key, summary in out.items():
+            summary.strategies = sorted(strategies[key])
+        return dict(sorted(out.items()))
+
+    def worst(self) -> list[Scored]:
+        """The WORST_RECORDS lowest RQS, lowest first (ties: batch order)."""
+        return [e[2] for e in sorted(self._worst, key=lambda e: (-e[0], -e[1]))]
+
+    def summary(self, signature: Signature) -> BatchSummary:
+        means: dict[str, float | None] = {
+            name: (self.means.sums[j].value / self.scored if self.scored else None)
+            for j, name in enumerate(SCORES)
+        }
+        fields = self.fields()
+        return BatchSummary(
+            records=self.scored + len(self.errors),
+            scored=self.scored,
+            failed=len(self.errors),
+            errors=list(self.errors),
+            not_an_object=self.not_an_object,
+            safety_flagged=self.safety_flagged,
+            means=means,
+            ci=self.means.intervals(),
+            fields=fields,
+            matcher_pairs=dict(self.matcher_pairs),
+            signature=signature,
+        )
+
+
+def aggregate_results(
+    results: Sequence[RecordResult], *, bootstrap: int = 0, seed: int = 0
+) -> Aggregate:
+    """The aggregates of already scored public results (``write_batch_outputs`` of a
+    BatchResult built by hand): the same folding as the stream."""
+    agg = Aggregate(bootstrap=bootstrap, seed=seed)
+    agg.add([plain(r, i) for i, r in enumerate(results)])
+    return agg
+
+
+def plain(record: RecordResult, index: int) -> Scored:
+    """A public RecordResult back as plain data."""
+    r = record.result
+    b = r.buckets
+    return Scored(
+        index,
+        record.id,
+        record.line,
+        r.output_kind,
+        list(r.flags),
+        (
+            list(b["extra_keys"]),
+            list(b["gt_null_aio_has_value"]),
+            list(b["gt_non_null"]),
+            list(b["aio_missing_or_null"]),
+            list(b["both_non_null"]),
+        ),
+        len(set(b["gt_non_null"]) | set(b["extra_keys"])),
+        {n: (f.strategy, f.similarity, f.score) for n, f in r.fields.items()},
+        (r.completeness, r.hallucination, r.accuracy, r.safety_score, r.rqs),
+        list(r.safety_findings),
+    )
+
+
+# ------------------------------------------------------------------ reading a batch file
+
+
+def _validation_error(
+    exc: ValidationError, *, file: Path, line: int, record: str | None
+) -> InputError:
+    first = exc.errors()[0]
+    loc = [str(p) for p in first["loc"] if str(p) not in ("str", "int")]
+    reason = _REASONS.get(first["type"], first["msg"].removeprefix("Value error, "))
+    if loc == ["safety_score"]:
+        reason = "must be a number in [0, 1] or null"
+    value = ... if first["type"] == "missing" else first["input"]
+    return InputError(
+        reason, file=file, line=line, record=record, field=".".join(loc) or None, value=value
+    )
+
+
+def _record_id(line: dict[str, Any]) -> str | None:
+    raw: Any = line.get("id")
+    return str(raw) if isinstance(raw, str | int) and not isinstance(raw, bool) else None
+
+
+def _plain_shape(value: dict[str, Any]) -> bool:
+    """The common valid line, checked on the dict (pydantic only for the others, whose errors
+    it words): id a non-empty string or a 64-bit integer, ground_truth an object, output
+    present, safety_score absent, null or a number in [0, 1]."""
+    rid: Any = value.get("id")
+    t = type(rid)
+    if not ((t is str and rid.strip()) or (t is int and -_INT64 <= rid < _INT64)):
+        return False
+    if type(value.get("ground_truth")) is not dict or "output" not in value:
+        return False
+    s = value.get("safety_score")
+    return s is None or (type(s) in (float, int) and 0 <= s <= 1)
+
+
+class _SeenIds:
+    """The ids read so far, in flat-ish memory: the last few thousand by key, older ones as
+    sorted 64-bit hashes with their line and byte offset (a hash hit is confirmed by reading
+    that line again), so a duplicate id is found exactly at ~24 bytes per record."""
+
+    RECENT = 65536
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.recent: dict[str, tuple[int, int]] = {}
+        self.hashes = np.empty(0, dtype=np.int64)
+        self.lines = np.empty(0, dtype=np.int64)
+        self.offsets = np.empty(0, dtype=np.int64)
+        self._handle: IO[bytes] | None = None
+
+    def close(self) -> None:
+        if self._handle is not None:
+            self._handle.close()
+
+    def _key_at(self, offset: int) -> str | None:
+        if self._handle is None:
+            self._handle = self.path.open("rb")
+        self._handle.seek(offset)
+        raw = self._handle.readline()
+        if offset == 0:
+            raw = raw.removeprefix(_BOM)
+        try:
+            return _record_id(orjson.loads(raw))
+        except (orjson.JSONDecodeError, AttributeError):
+            return None
+
+    def candidates(self, keys: Sequence[str]) -> list[bool]:
+        """For each key, whether an older (merged) id may equal it (one vectorised lookup)."""
+        if not len(self.hashes) or not keys:
+            return [False] * len(keys)
+        wanted = np.fromiter((hash(k) for k in keys), dtype=np.int64, count=len(keys))
+        pos = np.searchsorted(self.hashes, wanted)
+        hit = self.hashes[np.minimum(pos, len(self.hashes) - 1)] == wanted
+        return [bool(h) for h in hit]
+
+    def first_line(self, key: str, maybe_old: bool) -> int | None:
+        """The line where ``key`` was first seen, or None (then it is added by ``add``)."""
+        found = self.recent.get(key)
+        if found is not None:
+            return found[0]
+        if maybe_old:
+            h = hash(key)
+            i = int(np.searchsorted(self.hashes, h))
+            while i < len(self.hashes) and self.hashes[i] == h:
+                if self._key_at(int(self.offsets[i])) == key:
+                    return int(self.lines[i])
+                i += 1
+        return None
+
+    def add(self, key: str, line: int, offset: int) -> None:
+        self.recent[key] = (line, offset)
+
+    def merge(self) -> None:
+        """Move the recent keys to the sorted arrays once there are many of them."""
+        if len(self.recent) < max(self.RECENT, len(self.hashes) // 4):
+            return
+        n = len(self.recent)
+        hashes = np.fromiter((hash(k) for k in self.recent), dtype=np.int64, count=n)
+        lines = np.fromiter((v[0] for v in self.recent.values()), dtype=np.int64, count=n)
+        offsets = np.fromiter((v[1] for v in self.recent.values()), dtype=np.int64, count=n)
+        hashes = np.concatenate([self.hashes, hashes])
+        order = np.argsort(hashes, kind="stable")
+        self.hashes = hashes[order]
+        self.lines = np.concatenate([self.lines, lines])[order]
+        self.offsets = np.concatenate([self.offsets, offsets])[order]
+        self.recent = {}
+
+
+class BatchReader:
+    """A batch file read in chunks of lines: each chunk as plain items (valid records) and
+    failures (a line that is not JSON, too deep, not a valid record, or a duplicate id), in
+    file order. The same rules and messages as ``read_batch``."""
+
+    def __init__(self, path: str | Path, *, chunk_lines: int = CHUNK_LINES) -> None:
+        self.path = Path(path)
+        self.chunk_lines = max(1, chunk_lines)
+        self.records = 0
+        self.failures = 0
+        self.bytes_read = 0
+        self.size = 0
+        self.warned_extra = False
+        self.first_errors: list[InputError] = []  # until the first valid record (check_input_file)
+
+    def chunks(self) -> Iterator[list[Item | Failed]]:
+        """Raises InputError when the file cannot be read."""
+        p = self.path
+        try:
+            handle = p.open("rb")
+            self.size = p.stat().st_size
+        except OSError as exc:
+            raise InputError(f"cannot read file: {exc.strerror}", file=p) from exc
+        seen = _SeenIds(p)
+        try:
+            with handle:
+                offset = 0
+                number = 0
+                while True:
+                    raws: list[tuple[int, int, bytes]] = []
+                    for raw in handle:
+                        number += 1
+                        raws.append((number, offset, raw))
+                        offset += len(raw)
+                        if len(raws) >= self.chunk_lines:
+                            break
+                    if not raws:
+                        return
+                    self.bytes_read = offset
+                    yield self._chunk(raws, seen)
+                    seen.merge()
+        finally:
+            seen.close()
+
+    def _fail(self, index: int, error: InputError) -> Failed:
+        self.failures += 1
+        if not self.records:
+            self.first_errors.append(error)
+        return Failed(index, RecordError.model_validate(error.to_dict()), error)
+
+    def _chunk(self, raws: list[tuple[int, int, bytes]], seen: _SeenIds) -> list[Item | Failed]:
+        p = self.path
+        parsed: list[tuple[int, int, Any, InputError | None]] = []
+        for number, offset, raw in raws:
+            if number == 1:
+                raw = raw.removeprefix(_BOM)
+            raw = raw.rstrip(b"\r\n")  # so an unfinished line's error points into the line
+            if not raw.strip():
+                continue
+            try:
+                value = orjson.loads(raw)
+            except orjson.JSONDecodeError as exc:
+                column = len(raw[: exc.pos].decode("utf-8", "replace")) + 1
+                error = InputError(_reason(exc, raw, column=column), file=p, line=number)
+                parsed.append((number, offset, None, error))
+                continue
+            if too_deep(raw, value):  # the one depth check of a record
+                error = too_deep_error(value, file=p, line=number, record_key="id")
+                parsed.append((number, offset, None, error))
+                continue
+            parsed.append((number, offset, value, None))
+        out: list[Item | Failed] = []
+        keys = [_record_id(v) if type(v) is dict else None for _, _, v, _ in parsed]
+        maybe_old = seen.candidates([k or "" for k in keys])
+        for (number, offset, value, problem), key, old in zip(parsed, keys, maybe_old, strict=True):
+            if problem is not None:
+                out.append(self._fail(number, problem))
+                continue
+            if type(value) is not dict:
+                error = InputError(
+                    "a line must be a JSON object with id, ground_truth and output",
+                    file=p,
+                    line=number,
+                    value=value,
+                )
+                out.append(self._fail(number, error))
+                continue
+            if _plain_shape(value):
+                rid = value["id"]
+                s = value.get("safety_score")
+                item = Item(
+                    number,
+                    rid,
+                    number,
+                    value["ground_truth"],
+                    value["output"],
+                    None if s is None else float(s),
+                    True,
+                )
+            else:
+                try:
+                    record = BatchRecord.model_validate({**value, "line": number})
+                except ValidationError as exc:
+                    out.append(
+                        self._fail(number, _validation_error(exc, file=p, line=number, record=key))
+                    )
+                    continue
+                item = Item(
+                    number,
+                    record.id,
+                    number,
+                    record.ground_truth,
+                    record.output,
+                    record.safety_score,
+                    True,
+                )
+            k = item.key
+            first = seen.first_line(k, old and k == key)
+            if first is not None:
+                error = InputError(
+                    f"duplicate id (first on line {first})",
+                    file=p,
+                    line=number,
+                    record=k,
+                    field="id",
+                )
+                out.append(self._fail(number, error))
+                continue
+            seen.add(k, number, offset)
+            if not self.warned_extra and not _KNOWN_KEYS.issuperset(value):
+                self.warned_extra = True
+                extra = sorted(set(value) - _KNOWN_KEYS)
+                logger.warning("%s:%d: ignoring unknown keys %s", p, number, ", ".join(extra))
+            self.records += 1
+            out.append(item)
+        return out
+
+
+# ------------------------------------------------------------------ the streamed batch
+
+
+class Throttle:
+    """A progress callback passed on at most every ``interval`` seconds per phase (and always
+    at a phase's start, end and its unknown-length steps)."""
+
+    def __init__(self, progress: Progress, interval: float = 0.25) -> None:
+        self.progress, self.interval = progress, interval
+        self._last: dict[str, float] = {}
+
+    def __call__(self, phase: str, done: int, total: int) -> None:
+        now = time.monotonic()
+        last = self._last.get(phase)
+        if last is None or done in (0, total) or now - last >= self.interval:
+            self._last[phase] = now
+            self.progress(phase, done, total)
+
+
+@dataclass
+class StreamResult:
+    """What a streamed batch leaves in memory: the aggregates, the summary, the worst records."""
+
+    aggregate: Aggregate
+    summary: BatchSummary
+    worst: list[Scored]
+    unused_strategies: list[str]
+
+
+def record_line(scored: Scored, signature: Any) -> bytes:
+    return orjson.dumps(
+        scored.line_dict(signature),
+        option=orjson.OPT_NON_STR_KEYS | orjson.OPT_SORT_KEYS | orjson.OPT_APPEND_NEWLINE,
+    )
+
+
+def error_line(error: RecordError) -> bytes:
+    return (dumps(error.model_dump(mode="json")) + "\n").encode()
+
+
+def run_stream(
+    chunks: Iterable[Sequence[Item | Failed]],
+    scorer: Scorer,
+    *,
+    records_out: IO[bytes] | None,
+    errors_out: IO[bytes] | None,
+    bootstrap: int,
+    seed: int,
+    summary_signature: Signature,
+    keep: list[Scored] | None = None,
+    kept_errors: list[RecordError] | None = None,
+    on_chunk: Callable[[], None] | None = None,
+) -> StreamResult:
+    """Score every chunk; append result and error lines; fold into the aggregates. ``keep`` and
+    ``kept_errors`` (the in-memory API) collect every record and error too."""
+    with _few_collections():
+        return _run_stream(
+            chunks,
+            scorer,
+            records_out=records_out,
+            errors_out=errors_out,
+            bootstrap=bootstrap,
+            seed=seed,
+            summary_signature=summary_signature,
+            keep=keep,
+            kept_errors=kept_errors,
+            on_chunk=on_chunk,
+        )
+
+
+@contextlib.contextmanager
+def _few_collections() -> Iterator[None]:
+    """Fewer cyclic garbage collections while scoring: a chunk allocates millions of small
+    containers (freed by reference counting), and each full collection walks every object of
+    the process; the default thresholds spent ~40% of a batch's time there."""
+    before = gc.get_threshold()
+    gc.set_threshold(max(before[0], 100_000), before[1], max(before[2], 100))
+    try:
+        yield
+    finally:
+        gc.set_threshold(*before)
+
+
+def _run_stream(
+    chunks: Iterable[Sequence[Item | Failed]],
+    scorer: Scorer,
+    *,
+    records_out: IO[bytes] | None,
+    errors_out: IO[bytes] | None,
+    bootstrap: int,
+    seed: int,
+    summary_signature: Signature,
+    keep: list[Scored] | None,
+    kept_errors: list[RecordError] | None,
+    on_chunk: Callable[[], None] | None,
+) -> StreamResult:
+    agg = Aggregate(bootstrap=bootstrap, seed=seed)
+    signature_json = orjson.Fragment(dumps(scorer.signature.model_dump(mode="json")))
+    for chunk in chunks:
+        items = [x for x in chunk if isinstance(x, Item)]
+        read_failed = [x for x in chunk if isinstance(x, Failed)]
+        scored, failed, counts = scorer.score(items)
+        failures = sorted(read_failed + failed, key=lambda f: f.index)
+        agg.add_failures(f.error for f in failures)
+        agg.add(scored, counts)
+        if records_out is not None and scored:
+            records_out.write(b"".join(record_line(r, signature_json) for r in scored))
+        if errors_out is not None and failures:
+            errors_out.write(b"".join(error_line(f.error) for f in failures))
+        if keep is not None:
+            keep.extend(scored)
+        if kept_errors is not None:
+            kept_errors.extend(f.error for f in failures)
+        if on_chunk is not None:
+            on_chunk()
+    unused = sorted(scorer.unseen)
+    return StreamResult(agg, agg.summary(summary_signature), agg.worst(), unused)
+
+
+def in_chunks(items: Iterable[Item], size: int) -> Iterator[list[Item | Failed]]:
+    chunk: list[Item | Failed] = []
+    for item in items:
+        chunk.append(item)
+        if len(chunk) >= size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk

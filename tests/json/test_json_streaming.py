@@ -1,0 +1,327 @@
+"""Identical numbers (issue 10): the streamed batch (chunks of 1, 7 and 10,000 lines), the
+in-memory ``evaluate_batch`` and a literal reference of json-evaluation.md's pseudocode kept
+here, on seeded random batches: the same records.jsonl lines, summary.json (minus the matcher
+pair count, which is per chunk), fields.csv and report.md; flat memory; the CLI's behaviour."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from fieldcheck._cli.main import app
+from fieldcheck.jsoneval import (
+    BatchReader,
+    EvalConfig,
+    evaluate_batch,
+    read_batch,
+    record_error,
+    stream_batch_outputs,
+    write_batch_outputs,
+)
+
+from .conftest import TableMatcher
+
+STRATEGIES = {"name": "FUZZY", "note": "IGNORE", "code": "EXACT", "qty": "EXACT"}
+KEYS = ["name", "note", "code", "qty", "tags", "when", "flag", "misc"]
+WEIGHTS = {"accuracy": 0.45, "completeness": 0.25, "hallucination": 0.15, "safety": 0.15}
+
+
+def _value(rng: random.Random) -> Any:
+    return rng.choice(
+        [
+            None,
+            "",
+            "  ",
+            rng.randrange(5),
+            float(rng.randrange(3)),  # 1.0 is the JSON number 1
+            rng.choice(["Alpha", "alpha", "ALPHA", "beta", "Beta Gamma", "gamma beta"]),
+            rng.choice([True, False]),
+            [rng.randrange(3), "x"],
+            {"b": rng.randrange(2), "a": "y"},
+            "2024-03-05",
+            "SKU-1",
+        ]
+    )
+
+
+def random_batch(seed: int, n: int) -> list[str]:
+    """JSONL lines: random objects (nulls, case variants, numbers written as floats, arrays and
+    objects, missing and extra keys), outputs that are not objects or sit in text, some
+    safety scores, and bad lines (invalid JSON, a missing output, a duplicate id)."""
+    rng = random.Random(seed)
+    lines = []
+    for i in range(n):
+        gt = {k: _value(rng) for k in rng.sample(KEYS, rng.randrange(0, 6))}
+        out: Any = {k: (v if rng.random() < 0.6 else _value(rng)) for k, v in gt.items()}
+        for k in list(out):
+            if rng.random() < 0.1:
+                del out[k]
+        if rng.random() < 0.2:
+            out[rng.choice([*KEYS, "extra"])] = _value(rng)
+        r = rng.random()
+        if r < 0.05:
+            out = rng.choice(["plain text", [1, 2], 3, None, True, "{broken"])
+        elif r < 0.1:
+            out = "```json\n" + json.dumps(out) + "\n```"
+        record: dict[str, Any] = {"id": i if rng.random() < 0.5 else f"r{i}", "ground_truth": gt}
+        if rng.random() > 0.02:
+            record["output"] = out
+        if rng.random() < 0.1:
+            record["safety_score"] = rng.choice([0, 0.5, 1, 0.25])
+        line = json.dumps(record)
+        if rng.random() < 0.02:
+            line = line[:-3]
+        lines.append(line)
+        if rng.random() < 0.02:
+            lines.append(line)  # a duplicate id (or the same bad line again)
+    return lines
+
+
+# --- the literal reference: json-evaluation.md's pseudocode, one record at a time ------------
+
+
+def is_null(value: Any) -> bool:
+    if value is None:
+        return True
+    if isinstance(value, str) and value.strip() == "":  # noqa: SIM103 (the spec's code, verbatim)
+        return True
+    return False
+
+
+def canonical(value: Any) -> str:
+    """``str(v)`` with the documented JSON rules: sorted JSON for dict/list, integral floats as
+    integers, ``true``/``false`` (docs/json.md "EXACT")."""
+
+    def norm(v: Any) -> Any:
+        if isinstance(v, float) and v.is_integer():
+            return int(v)
+        if isinstance(v, dict):
+            return {k: norm(x) for k, x in v.items()}
+        if isinstance(v, list):
+            return [norm(x) for x in v]
+        return v
+
+    v = norm(value)
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, dict | list):
+        return json.dumps(v, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return str(v)
+
+
+def reference_scores(aio: Any, gt: dict[str, Any], safety: float | None) -> tuple[float, ...]:
+    """Phases 0-4 as the spec writes them (FUZZY: rapidfuzz's similarity >= 0.85; text outputs
+    holding an object are parsed; any other non-object scores 0, 1, 0)."""
+    safety_score = 1.0 if safety is None else float(safety)
+    if isinstance(aio, str):
+        text = aio.strip()
+        if text.startswith("```"):
+            text = text.split("\n", 1)[1].rsplit("```", 1)[0].strip()
+        with contextlib.suppress(ValueError):
+            aio = json.loads(text)
+    if not isinstance(aio, dict):
+        completeness, hallucination, accuracy = 0.0, 1.0, 0.0
+    else:
+        gt_keys, aio_keys = set(gt), set(aio)
+        extra_keys = aio_keys - gt_keys
+        gt_null_aio_has_value = {
+            k for k in gt_keys & aio_keys if is_null(gt[k]) and not is_null(aio[k])
+        }
+        gt_non_null = {k for k in gt_keys if not is_null(gt[k])}
+        aio_missing_or_null = {k for k in gt_non_null if k not in aio or is_null(aio[k])}
+        both_non_null = gt_non_null - aio_missing_or_null
+        completeness = len(both_non_null) / len(gt_non_null) if gt_non_null else 1.0
+        total_distinct = len(gt_keys | aio_keys)
+        count = len(extra_keys) + len(gt_null_aio_has_value)
+        hallucination = count / total_distinct if total_distinct else 0.0
+        scores = []
+        for k in sorted(both_non_null):
+            strategy = STRATEGIES.get(k, "EXACT")  # every other generated value is EXACT
+            if strategy == "IGNORE":
+                continue
+            if strategy == "EXACT":
+                scores.append(1.0 if canonical(gt[k]).lower() == canonical(aio[k]).lower() else 0.0)
+            else:
+                same = canonical(aio[k]) == canonical(gt[k])
+                sim = (
+                    1.0
+                    if same
+                    else TableMatcher("f")
+                    .similarities([canonical(aio[k])], [canonical(gt[k])])[0]
+                    .score
+                )
+                scores.append(1.0 if (sim or 0.0) >= 0.85 else 0.0)
+        accuracy = math.fsum(scores) / len(scores) if scores else 1.0
+    rqs = math.fsum(
+        [
+            WEIGHTS["accuracy"] * accuracy,
+            WEIGHTS["completeness"] * completeness,
+            WEIGHTS["safety"] * safety_score,
+            -WEIGHTS["hallucination"] * hallucination,
+        ]
+    )
+    return completeness, hallucination, accuracy, safety_score, min(1.0, max(0.0, rqs))
+
+
+# --- the three paths -------------------------------------------------------------------------
+
+
+def matchers() -> dict[str, TableMatcher]:
+    return {"FUZZY": TableMatcher("table-fuzzy"), "SEMANTIC": TableMatcher("table-semantic")}
+
+
+def streamed(data: Path, out: Path, chunk: int) -> dict[str, bytes]:
+    config = EvalConfig(strategies=STRATEGIES)
+    reader = BatchReader(data, chunk_lines=chunk)
+    stream_batch_outputs(
+        out, reader.chunks(), config, matchers=matchers(), source=str(data), bootstrap=200, seed=3
+    )
+    return _files(out)
+
+
+def in_memory(data: Path, out: Path) -> dict[str, bytes]:
+    records, errors = read_batch(data)
+    batch = evaluate_batch(
+        records,
+        EvalConfig(strategies=STRATEGIES),
+        matchers=matchers(),
+        errors=[record_error(e) for e in errors],
+        source=str(data),
+        bootstrap=200,
+        seed=3,
+    )
+    write_batch_outputs(out, batch)
+    return _files(out)
+
+
+def _files(out: Path) -> dict[str, bytes]:
+    names = ("records.jsonl", "summary.json", "fields.csv", "report.md", "errors.jsonl")
+    return {name: (out / name).read_bytes() for name in names}
+
+
+def _summary(files: dict[str, bytes]) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(files["summary.json"])
+    data.pop("matcher_pairs")  # pairs sent: de-duplicated per chunk, so it depends on the chunk
+    return data
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_streamed_in_memory_and_the_spec_reference_give_identical_numbers(
+    tmp_path: Path, seed: int
+) -> None:
+    lines = random_batch(seed, 400)
+    data = tmp_path / "data.jsonl"
+    data.write_text("\n".join(lines) + "\n")
+    memory = in_memory(data, tmp_path / "memory")
+    for chunk in (1, 7, 10_000):
+        files = streamed(data, tmp_path / f"chunk{chunk}", chunk)
+        for name in ("records.jsonl", "fields.csv", "report.md", "errors.jsonl"):
+            assert files[name] == memory[name], (chunk, name)
+        assert _summary(files) == _summary(memory), chunk
+    one_chunk = json.loads(streamed(data, tmp_path / "again", 10_000)["summary.json"])
+    assert one_chunk["matcher_pairs"] == json.loads(memory["summary.json"])["matcher_pairs"]
+
+    # the reference, record by record, and its means (fsum / n)
+    by_id: dict[str, dict[str, Any]] = {}
+    for line in lines:
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if "output" in record and str(record["id"]) not in by_id:
+            by_id[str(record["id"])] = record
+    rows = [json.loads(line) for line in memory["records.jsonl"].splitlines()]
+    assert [str(r["id"]) for r in rows] == list(by_id)  # every valid, first-seen record, in order
+    names = ("completeness", "hallucination", "accuracy", "safety_score", "rqs")
+    expected = [
+        reference_scores(r["output"], r["ground_truth"], r.get("safety_score"))
+        for r in by_id.values()
+    ]
+    for row, ref in zip(rows, expected, strict=True):
+        assert tuple(row[n] for n in names) == ref, row["id"]
+    summary = json.loads(memory["summary.json"])
+    for j, name in enumerate(names):
+        assert summary["means"][name] == math.fsum(e[j] for e in expected) / len(expected)
+    assert (
+        summary["scored"] == len(expected)
+        and summary["records"] == len(expected) + summary["failed"]
+    )
+
+
+def test_random_batches_have_every_kind_of_line(tmp_path: Path) -> None:
+    # the generator is worth its name: each seed has failures, non-objects, text objects, IGNORE
+    # fields and FUZZY fields that need the matcher
+    for seed in (0, 1, 2):
+        data = tmp_path / f"d{seed}.jsonl"
+        data.write_text("\n".join(random_batch(seed, 400)) + "\n")
+        memory = in_memory(data, tmp_path / f"m{seed}")
+        summary = json.loads(memory["summary.json"])
+        assert summary["failed"] > 0 and summary["not_an_object"] > 0
+        assert b"parsed_from_text" in memory["records.jsonl"]
+        assert summary["fields"]["note"]["ignored"] > 0
+        assert summary["matcher_pairs"]["FUZZY"] > 0
+        assert b"duplicate id" in memory["errors.jsonl"]
+
+
+def test_memory_of_the_aggregates_does_not_grow_with_the_records(tmp_path: Path) -> None:
+    # the streamed path keeps a chunk, the aggregates and 10 worst records: the same data
+    # repeated 10x ends with the same number of kept records and the same field tallies x10
+    line = {"ground_truth": {"a": 1, "b": "x"}, "output": {"a": 1, "b": "y"}}
+    data = tmp_path / "d.jsonl"
+    data.write_text("".join(json.dumps({"id": i, **line}) + "\n" for i in range(3000)))
+    reader = BatchReader(data, chunk_lines=100)
+    batch = stream_batch_outputs(
+        tmp_path / "o", reader.chunks(), EvalConfig(), matchers=matchers(), bootstrap=50
+    )
+    fields = batch.summary.fields
+    assert (fields["a"].matched, fields["b"].matched, fields["b"].scored) == (3000, 0, 3000)
+    assert batch.summary.means["accuracy"] == 0.5
+    report = (tmp_path / "o" / "report.md").read_text()
+    worst = [line.split(" | ")[0][2:] for line in report.splitlines() if " | b | " in line]
+    assert worst == [str(i) for i in range(10)]  # the 10 worst (all tie): the first 10, in order
+
+
+def test_cli_all_bad_file_is_refused_before_the_folder_is_touched(tmp_path: Path) -> None:
+    data = tmp_path / "bad.jsonl"
+    data.write_text("\n".join(["{oops"] * 5000) + "\n")  # more than one chunk of bad lines
+    out = tmp_path / "out"
+    result = CliRunner().invoke(app, ["json", "batch", str(data), "--out", str(out)])
+    assert result.exit_code == 2
+    assert "no valid record (5000 problems; first:" in result.output
+    assert not out.exists()
+
+
+def test_cli_chunks_give_the_numbers_of_one_chunk(tmp_path: Path) -> None:
+    from fieldcheck._cli.json_cmd import run_batch
+    from fieldcheck._util.term import SafeConsole
+
+    data = tmp_path / "d.jsonl"
+    data.write_text("\n".join(random_batch(5, 300)) + "\n")
+    config = EvalConfig(strategies={"name": "EXACT"})
+    statuses = []
+    for chunk in (3, 10_000):
+        statuses.append(
+            run_batch(
+                data,
+                config,
+                tmp_path / f"o{chunk}",
+                console=SafeConsole(),
+                errors=SafeConsole(stderr=True),
+                chunk_lines=chunk,
+                bootstrap=100,
+            )
+        )
+    assert statuses == [3, 3]  # some lines failed
+    for name in ("records.jsonl", "fields.csv", "errors.jsonl", "report.md"):
+        assert (tmp_path / "o3" / name).read_bytes() == (tmp_path / "o10000" / name).read_bytes()
+    first = json.loads((tmp_path / "o3" / "summary.json").read_text())
+    second = json.loads((tmp_path / "o10000" / "summary.json").read_text())
+    assert first.pop("matcher_pairs") != second.pop("matcher_pairs")  # sent per chunk of 3
+    assert first == second and first["complete"] is True
