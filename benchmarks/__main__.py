@@ -1,44 +1,74 @@
-"""Run every ``benchmarks/bench_*.py`` and print a table; ``--markdown`` prints it for docs."""
+"""``make bench``: run every ``benchmarks/bench_*.py`` and print ONE table (benchmark, ours,
+baseline, ratio, target, holds, peak memory); exit 1 when any target does not hold.
+
+``python -m benchmarks [--quick] [--only NAME ...]``: ``--quick`` runs smaller sizes (for trying;
+its figures are not the ones that count), ``--only json`` runs ``bench_json.py`` alone.
+"""
 
 from __future__ import annotations
 
+import argparse
 import importlib
 import os
 import pkgutil
 import platform
 import sys
+import time
+import traceback
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 
 import benchmarks
-from benchmarks._harness import Comparison
+from benchmarks._table import Row, Target, exit_status, failing, format_table
 
 
-def _rate(value: float) -> str:
-    """Thousands separators for large figures, three significant digits for small ones."""
-    return f"{value:,.0f}" if value >= 100 else f"{value:.3g}"
+def names() -> list[str]:
+    return sorted(
+        m.name.removeprefix("bench_")
+        for m in pkgutil.iter_modules(benchmarks.__path__)
+        if m.name.startswith("bench_")
+    )
 
 
-def main() -> int:
-    results: list[Comparison] = []
-    for info in sorted(pkgutil.iter_modules(benchmarks.__path__), key=lambda m: m.name):
-        if info.name.startswith("bench_"):
-            module = importlib.import_module(f"benchmarks.{info.name}")
-            print(f"running {info.name} ...", file=sys.stderr, flush=True)
-            results.extend(module.run())
-    print(f"python {platform.python_version()} on {platform.machine()}, {os.cpu_count()} cores")
-    print("peak MiB: peak Python heap during one run (tracemalloc); ratio: ours / baseline items/s")
-    header = "| benchmark | ours (items/s) | peak MiB | baseline | baseline (items/s) | peak MiB | ratio |"
-    print(header)
-    print("|---|---:|---:|---|---:|---:|---:|")
-    for c in results:
-        print(
-            f"| {c.name} ({c.unit}) | {_rate(c.ours.per_second)} | {c.ours.peak_mib:.1f} | "
-            f"{c.baseline_name} | {_rate(c.baseline.per_second)} | {c.baseline.peak_mib:.1f} | "
-            f"{_rate(c.speedup)}x |"
-        )
-    return 0
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="smaller sizes, for trying")
+    parser.add_argument(
+        "--only",
+        action="append",
+        choices=names(),
+        metavar="NAME",
+        help=f"run only this benchmark module (repeatable): {', '.join(names())}",
+    )
+    args = parser.parse_args(argv)
+    rows: list[Row] = []
+    start = time.monotonic()
+    for name in args.only or names():
+        print(f"running bench_{name} ...", file=sys.stderr, flush=True)
+        try:
+            module = importlib.import_module(f"benchmarks.bench_{name}")
+            done = module.run(quick=args.quick)
+        except Exception as exc:  # one broken module must not lose the other rows
+            traceback.print_exc()
+            note = f"{type(exc).__name__}: {exc}"
+            done = [Row(f"bench_{name}", "-", "-", float("nan"), Target(">=", 1.0), note=note)]
+        print(format_table(done), file=sys.stderr, flush=True)  # each module's rows as they come
+        rows.extend(done)
+    print(
+        f"python {platform.python_version()} on {platform.machine()}, {os.cpu_count()} cores"
+        f"{', --quick' if args.quick else ''}; {time.monotonic() - start:,.0f} s"
+    )
+    print(
+        "ratio: ours / baseline throughput (memory rows: peak RSS at the large size / the small "
+        "one); '<' or '>' a bound from a run stopped at its limit; RSS: peak resident memory of "
+        "the process, heap: peak Python heap (tracemalloc) of an in-process run"
+    )
+    print(format_table(rows))
+    bad = failing(rows)
+    if bad:
+        print(f"\n{len(bad)} target(s) do not hold: " + "; ".join(r.name for r in bad))
+    return exit_status(rows)
 
 
 if __name__ == "__main__":

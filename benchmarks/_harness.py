@@ -9,6 +9,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from benchmarks._table import Row, Target, rate
+
 
 @dataclass
 class Measurement:
@@ -48,3 +50,16 @@ def measure(fn: Callable[[], Any], items: int, *, repeat: int = 3) -> Measuremen
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     return Measurement(seconds=best, items=items, peak_mib=peak / 2**20)
+
+
+def row_of(c: Comparison, target: Target | None = None) -> Row:
+    """An in-process comparison as a table row (memory: peak Python heap, tracemalloc)."""
+    return Row(
+        f"{c.name} ({c.unit})",
+        f"{rate(c.ours.per_second)} {c.unit}/s",
+        f"{c.baseline_name}: {rate(c.baseline.per_second)} {c.unit}/s",
+        c.speedup,
+        target,
+        f"{c.ours.peak_mib:.1f} heap" if c.ours.peak_mib else "",
+        f"{c.baseline.peak_mib:.1f} heap" if c.baseline.peak_mib else "",
+    )

@@ -1,42 +1,160 @@
-"""JSON evaluation: ``evaluate_batch`` (every distinct FUZZY/SEMANTIC pair matched once per batch)
-against scoring the same records one by one with ``evaluate`` (the matcher called per record)."""
+"""JSON batch at scale (issue 10, figures 1 and 2), each side in its own process.
+
+1. EXACT/IGNORE only, 100k and 1M generated records streamed from disk through the real
+   ``fieldcheck json batch`` (defaults, output files written under /tmp): records/s vs orjson
+   parsing the same lines and nothing else (>= 0.2) and vs ``literal_json``, the spec's pseudocode
+   streaming one result line per record (>= 3x); peak RSS of 1M within 1.2x of 100k.
+2. SEMANTIC, 10k records over a few thousand distinct strings, cold embedding cache, model loaded
+   before the clock on every side: wall time vs one batched ``encode`` of the distinct strings
+   (>= 0.8) and vs encoding each pair separately (>= 10x; timed on a sample of pairs).
+"""
 
 from __future__ import annotations
 
-from benchmarks._harness import Comparison, measure
-from fieldcheck.jsoneval import BatchRecord, EvalConfig, evaluate, evaluate_batch
-from fieldcheck.jsoneval._example import STRATEGIES, generate_records
-from fieldcheck.matchers import FuzzyMatcher, Matcher, SemanticMatcher
-from fieldcheck.matchers._semantic import load_model
+import json
+import math
+import tempfile
+from pathlib import Path
+
+from benchmarks import _data
+from benchmarks._proc import TIME_LIMIT, run_child
+from benchmarks._scale import memory_row, speed_row
+from benchmarks._table import Row, Target
+
+OUT = _data.DATA_DIR / "out"
 
 
-def run() -> list[Comparison]:
-    n = 600
-    raw = generate_records(n, seed=11)
-    records = [BatchRecord.model_validate(r) for r in raw]
-    config = EvalConfig(strategies=STRATEGIES, flatten=True)
-    load_model()  # model load is start-up, not throughput
-
-    def fresh() -> dict[str, Matcher]:
-        # no disk cache: every run pays for its own encoding
-        return {"FUZZY": FuzzyMatcher(), "SEMANTIC": SemanticMatcher(cache=None)}
-
-    def batched() -> None:
-        evaluate_batch(records, config, matchers=fresh())
-
-    def one_by_one() -> None:
-        matchers = fresh()
-        for r in records:
-            evaluate(
-                r.output, r.ground_truth, config, matchers=matchers, safety_score=r.safety_score
-            )
-
+def _batch(data: Path, strategies: Path, out: Path) -> list[str]:
     return [
-        Comparison(
-            "json evaluate_batch, local matchers, --flatten",
-            "records",
-            measure(batched, n, repeat=2),
-            measure(one_by_one, n, repeat=1),
-            "evaluate() record by record",
-        )
+        "json",
+        "batch",
+        str(data),
+        "--strategies",
+        str(strategies),
+        "--out",
+        str(out),
+        "--force",
     ]
+
+
+def _same_means(ours_out: Path, literal_summary: Path) -> str:
+    """'' when ``json batch`` and the literal reference agree on every mean (to 1e-9 relative:
+    the literal sums a million floats naively, fieldcheck does not), else what differs."""
+    try:
+        ours = json.loads((ours_out / "summary.json").read_text())["means"]
+        ref = json.loads(literal_summary.read_text())["means"]
+    except (OSError, KeyError, ValueError) as exc:
+        return f"means not compared ({exc.__class__.__name__})"
+    differ = [
+        k
+        for k, v in ref.items()
+        if ours.get(k) is None or not math.isclose(ours[k], v, rel_tol=1e-9, abs_tol=1e-12)
+    ]
+    return f"means differ from the literal reference: {differ}" if differ else ""
+
+
+def exact_rows(quick: bool) -> list[Row]:
+    small_n, large_n = (5_000, 50_000) if quick else (100_000, 1_000_000)
+    rows: list[Row] = []
+    runs = {}
+    for n in (small_n, large_n):
+        data, strategies = _data.json_flat(n)
+        out = OUT / f"json_{n}"
+        ours = run_child("fieldcheck", _batch(data, strategies, out), timeout=TIME_LIMIT)
+        runs[n] = ours
+        parse = run_child("baseline_orjson", [str(data)])
+        literal_out = OUT / f"json_literal_{n}.jsonl"
+        literal = run_child("literal_json", [str(data), str(strategies), str(literal_out)])
+        label = f"{n:,}"
+        rows.append(
+            speed_row(
+                f"json batch EXACT, {label} records vs orjson parse",
+                n,
+                "records",
+                ours,
+                parse,
+                "orjson.loads per line",
+                Target(">=", 0.2),
+            )
+        )
+        row = speed_row(
+            f"json batch EXACT, {label} records vs literal spec",
+            n,
+            "records",
+            ours,
+            literal,
+            "literal pseudocode",
+            Target(">=", 3.0),
+        )
+        if (
+            ours.ok
+            and literal.ok
+            and (diff := _same_means(out, Path(f"{literal_out}.summary.json")))
+        ):
+            row = Row(**{**row.__dict__, "note": diff})
+        rows.append(row)
+    rows.append(
+        memory_row(
+            f"json batch peak RSS, {large_n:,} vs {small_n:,} records",
+            f"{small_n:,}",
+            f"{large_n:,}",
+            runs[small_n],
+            runs[large_n],
+            Target("<=", 1.2),
+        )
+    )
+    return rows
+
+
+def semantic_rows(quick: bool) -> list[Row]:
+    n, distinct, sample = (1_000, 600, 100) if quick else (10_000, 3_000, 500)
+    data, strategies = _data.json_semantic(n, distinct=distinct)
+    with tempfile.TemporaryDirectory(prefix="fieldcheck-bench-cache-") as cache:
+        ours = run_child(
+            "fieldcheck",
+            _batch(data, strategies, OUT / f"json_semantic_{n}"),
+            env={"FIELDCHECK_CACHE_DIR": cache},  # cold: a new, empty embedding cache
+            preload_model=True,
+        )
+    counts = OUT / "semantic_counts.json"
+    batched = run_child(
+        "baseline_semantic",
+        [str(data), str(strategies), "batched", str(counts)],
+        preload_model=True,
+    )
+    strings = json.loads(counts.read_text())["strings"] if batched.ok else 0
+    per_pair = run_child(
+        "baseline_semantic",
+        [str(data), str(strategies), f"per-pair {sample}", str(counts)],
+        preload_model=True,
+    )
+    pairs = json.loads(counts.read_text())["pairs"] if per_pair.ok else 0
+    # the per-pair baseline encodes `sample` of the `pairs` pairs: its time for all of them is
+    # seconds * pairs / sample, i.e. n records in that time
+    label = f"{n:,} records, {strings:,} distinct strings"
+    return [
+        speed_row(
+            f"json batch SEMANTIC, {label}, cold cache vs one batched encode",
+            n,
+            "records",
+            ours,
+            batched,
+            "encode distinct strings once",
+            Target(">=", 0.8),
+        ),
+        speed_row(
+            f"json batch SEMANTIC, {label}, cold cache vs encode per pair",
+            n,
+            "records",
+            ours,
+            per_pair,
+            f"encode each pair ({sample} of {pairs:,} timed)",
+            Target(">=", 10.0),
+            base_items=round(n * sample / pairs) if pairs else None,
+        ),
+    ]
+
+
+def run(quick: bool = False) -> list[Row]:
+    OUT.mkdir(parents=True, exist_ok=True)
+    return exact_rows(quick) + semantic_rows(quick)

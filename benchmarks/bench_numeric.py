@@ -1,4 +1,6 @@
-"""Numeric QA: answer parsing and the five match types against a bare ``float()`` after stripping
+"""Numeric QA: ``fieldcheck numeric score`` on 100k turns (issue 10, figure 4; defaults) against
+``literal_numeric``, a per-turn reference of the five match types (>= 1x), peak RSS flat from 10k
+to 100k turns (<= 1.2x); answer parsing and the five match types against a bare ``float()`` after stripping
 symbols (the minimum any scorer does); the program parser against CPython's ``ast.parse``."""
 
 from __future__ import annotations
@@ -7,7 +9,11 @@ import ast
 import random
 import re
 
-from benchmarks._harness import Comparison, measure
+from benchmarks import _data
+from benchmarks._harness import Comparison, measure, row_of
+from benchmarks._proc import TIME_LIMIT, run_child
+from benchmarks._scale import memory_row, speed_row
+from benchmarks._table import Row, Target
 from fieldcheck.metrics import match_answer, parse_answer, parse_program
 
 _STRIP = re.compile(r"[^0-9.\-]")
@@ -40,7 +46,7 @@ def _programs(rng: random.Random, n: int) -> list[str]:
     return out
 
 
-def run() -> list[Comparison]:
+def _in_process() -> list[Comparison]:
     rng = random.Random(5)
     answers = _answers(rng, 20_000)
 
@@ -75,3 +81,44 @@ def run() -> list[Comparison]:
             "ast.parse (syntax tree only, #k renamed)",
         ),
     ]
+
+
+def scale_rows(quick: bool) -> list[Row]:
+    small_n, large_n = (1_000, 10_000) if quick else (10_000, 100_000)
+    out = _data.DATA_DIR / "out"
+    rows: list[Row] = []
+    runs = {}
+    for n in (small_n, large_n):
+        data, preds = _data.numeric(n)
+        argv = ["numeric", "score", "--data", str(data), "--predictions", str(preds)]
+        argv += ["--out", str(out / f"numeric_{n}"), "--force"]
+        runs[n] = ours = run_child("fieldcheck", argv, timeout=TIME_LIMIT)
+        literal = run_child(
+            "literal_numeric", [str(data), str(preds), str(out / f"numeric_literal_{n}.csv"), "dev"]
+        )
+        rows.append(
+            speed_row(
+                f"numeric score, {n:,} turns vs literal five match types",
+                n,
+                "turns",
+                ours,
+                literal,
+                "literal per-turn loop",
+                Target(">=", 1.0) if n == large_n else None,
+            )
+        )
+    rows.append(
+        memory_row(
+            f"numeric score peak RSS, {large_n:,} vs {small_n:,} turns",
+            f"{small_n:,}",
+            f"{large_n:,}",
+            runs[small_n],
+            runs[large_n],
+            Target("<=", 1.2),
+        )
+    )
+    return rows
+
+
+def run(quick: bool = False) -> list[Row]:
+    return [row_of(c) for c in _in_process()] + scale_rows(quick)

@@ -4,6 +4,8 @@
   (the client's own limit), zero added latency, 64 in flight;
 - with 50 ms latency: calls/s vs the ideal concurrency / latency;
 - a fully cached re-run (replies from the store) vs the first run.
+
+Targets (issue 10, figure 5): 0.8, 0.8 and 20x.
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ from pathlib import Path
 
 import httpx
 
-from benchmarks._harness import Comparison, Measurement, measure
+from benchmarks._harness import Comparison, Measurement, measure, row_of
+from benchmarks._table import Row, Target, format_table
 from fieldcheck.matchers._llm import PROMPTS
 from fieldcheck.runner import ModelSpec, Runner, RunnerSettings
 from fieldcheck.serve_model import free_port
@@ -110,8 +113,7 @@ def _bare_calls(base_url: str, batches: list[list[dict[str, str]]]) -> None:
     asyncio.run(go())
 
 
-def run() -> list[Comparison]:
-    n = 2000
+def _in_process(n: int = 2000, m: int = 1000) -> list[Comparison]:
     out: list[Comparison] = []
     server = _Server()
     try:
@@ -142,7 +144,6 @@ def run() -> list[Comparison]:
         server.stop()
     slow = _Server(latency_ms=50)
     try:
-        m = 1000
         batches = _messages(m, "s")
         settings = RunnerSettings(concurrency=CONCURRENCY, use_cache=False)
         ours = measure(lambda: _runner_calls(slow.base_url, batches, Runner(settings)), m, repeat=1)
@@ -153,9 +154,18 @@ def run() -> list[Comparison]:
     return out
 
 
+TARGETS = {
+    "runner, 64 in flight": Target(">=", 0.8),
+    "runner, cached re-run": Target(">=", 20.0),
+    "runner, 50 ms latency": Target(">=", 0.8),
+}
+
+
+def run(quick: bool = False) -> list[Row]:
+    comparisons = _in_process(500, 300) if quick else _in_process()
+    return [row_of(c, TARGETS[c.name]) for c in comparisons]
+
+
 if __name__ == "__main__":
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    for c in run():
-        print(
-            c.name, f"{c.ours.per_second:.0f}/s vs {c.baseline.per_second:.0f}/s = {c.speedup:.2f}x"
-        )
+    print(format_table(run()))

@@ -1,4 +1,6 @@
-"""Slot benchmark: bootstrap intervals from per-session sufficient statistics against re-scoring
+"""Slot benchmark: ``fieldcheck slots score`` at scale (issue 10, figure 3: 100k and 1M gold slot
+lines, 3 models of as many lines each, defaults) against ``literal_slots``, the spec's TP/FP/FN
+loop (>= 1x), with peak RSS flat from 100k to 1M (<= 1.2x); bootstrap intervals from per-session sufficient statistics against re-scoring
 every resample from the raw slots; and our BLEU-1 against NLTK's ``sentence_bleu``."""
 
 from __future__ import annotations
@@ -7,7 +9,11 @@ import random
 import warnings
 from pathlib import Path
 
-from benchmarks._harness import Comparison, measure
+from benchmarks import _data
+from benchmarks._harness import Comparison, measure, row_of
+from benchmarks._proc import TIME_LIMIT, run_child
+from benchmarks._scale import memory_row, speed_row
+from benchmarks._table import Row, Target
 from fieldcheck.metrics import bleu1_score, tokenize_values
 from fieldcheck.slots import ModelInput, score_models
 from fieldcheck.slots._loaders import SlotFile
@@ -50,7 +56,7 @@ def _files(rng: random.Random, users: int, sessions: int) -> tuple[SlotFile, Slo
     return gold, pred
 
 
-def run() -> list[Comparison]:
+def _in_process() -> list[Comparison]:
     rng = random.Random(3)
     gold, pred = _files(rng, users=40, sessions=5)  # 200 sessions, 2,400 gold slots
     resamples = 100
@@ -105,3 +111,45 @@ def run() -> list[Comparison]:
         )
     )
     return out
+
+
+def scale_rows(quick: bool) -> list[Row]:
+    small_n, large_n = (5_000, 50_000) if quick else (100_000, 1_000_000)
+    out = _data.DATA_DIR / "out"
+    rows: list[Row] = []
+    runs = {}
+    for n in (small_n, large_n):
+        gold, preds = _data.slots(n)
+        argv = ["slots", "score", "--gold", str(gold), "--out", str(out / f"slots_{n}"), "--force"]
+        for i, p in enumerate(preds):
+            argv += ["--pred", f"m{i}={p}"]
+        runs[n] = ours = run_child("fieldcheck", argv, timeout=TIME_LIMIT)
+        literal = run_child(
+            "literal_slots", [str(gold), str(out / f"slots_literal_{n}.json"), *map(str, preds)]
+        )
+        rows.append(
+            speed_row(
+                f"slots score, {n:,} gold slot lines x 3 models vs literal TP/FP/FN loop",
+                n,
+                "gold slots",
+                ours,
+                literal,
+                "literal loop",
+                Target(">=", 1.0) if n == large_n else None,
+            )
+        )
+    rows.append(
+        memory_row(
+            f"slots score peak RSS, {large_n:,} vs {small_n:,} lines",
+            f"{small_n:,}",
+            f"{large_n:,}",
+            runs[small_n],
+            runs[large_n],
+            Target("<=", 1.2),
+        )
+    )
+    return rows
+
+
+def run(quick: bool = False) -> list[Row]:
+    return [row_of(c) for c in _in_process()] + scale_rows(quick)

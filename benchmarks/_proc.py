@@ -1,0 +1,107 @@
+"""Run one benchmark side in its own process: wall time of its work (imports excluded, see
+``_driver``) and its peak resident memory (VmHWM, read by the child itself when its work is done).
+
+A run is stopped at ``timeout`` seconds or when its RSS passes ``rss_cap_mib`` (so a run whose
+memory grows with its input cannot take the machine down); the result then says so and its time
+or memory is only a bound.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_RSS_CAP_MIB = 6144.0
+TIME_LIMIT = 300.0  # seconds; a run stopped there gives a bound ("<" in the ratio)
+
+
+@dataclass(frozen=True)
+class ProcRun:
+    seconds: float  # the work only; for a stopped run, the time until it was stopped
+    peak_rss_mib: float
+    status: int
+    stopped: str = ""  # "" when it finished; else why it was stopped
+    stderr_tail: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return not self.stopped and self.status == 0
+
+    def problem(self) -> str:
+        """One line on what went wrong, '' when nothing did."""
+        if self.stopped:
+            return self.stopped
+        if self.status:
+            return f"exit status {self.status}: {self.stderr_tail}"
+        return ""
+
+
+def _rss_mib(pid: int, key: str = "VmRSS:") -> float:
+    try:
+        text = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return 0.0
+    for line in text.splitlines():
+        if line.startswith(key):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def run_child(
+    target: str,
+    argv: Sequence[str],
+    *,
+    env: Mapping[str, str] | None = None,
+    preload_model: bool = False,
+    timeout: float = TIME_LIMIT,
+    rss_cap_mib: float = DEFAULT_RSS_CAP_MIB,
+) -> ProcRun:
+    """Run ``target`` (``fieldcheck`` or a ``benchmarks`` module) with ``argv`` in a child."""
+    with tempfile.TemporaryDirectory(prefix="fieldcheck-bench-") as tmp:
+        out = Path(tmp) / "time.json"
+        err_path = Path(tmp) / "stderr.txt"
+        cmd = [sys.executable, "-m", "benchmarks._driver", str(out)]
+        cmd += ["--preload-model"] if preload_model else []
+        cmd += ["--", target, *argv]
+        child_env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+        child_env["PYTHONPATH"] = os.pathsep.join(
+            p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p
+        )
+        child_env.update(env or {})
+        with open(err_path, "wb") as err:
+            proc = subprocess.Popen(
+                cmd, stdout=subprocess.DEVNULL, stderr=err, env=child_env, cwd=tmp
+            )
+            start = time.monotonic()
+            stopped = ""
+            peak_seen = 0.0
+            while True:
+                pid, wstatus = os.waitpid(proc.pid, os.WNOHANG)
+                if pid:
+                    break
+                rss = _rss_mib(proc.pid, "VmHWM:")
+                peak_seen = max(peak_seen, rss)
+                elapsed = time.monotonic() - start
+                if not stopped and rss > rss_cap_mib:
+                    stopped = f"stopped at {rss:,.0f} MiB RSS (cap {rss_cap_mib:,.0f})"
+                elif not stopped and elapsed > timeout:
+                    stopped = f"stopped after {elapsed:,.0f} s (time limit)"
+                if stopped:
+                    proc.kill()
+                time.sleep(0.05)
+        proc.returncode = os.waitstatus_to_exitcode(wstatus)
+        tail = " ".join(err_path.read_text(errors="replace").split()[-40:])
+        if stopped or not out.exists():
+            status = proc.returncode or -1  # a finished run that wrote no timing failed
+            return ProcRun(time.monotonic() - start, peak_seen, status, stopped, tail)
+        timing = json.loads(out.read_text())
+        peak = max(float(timing["peak_rss_mib"]), peak_seen)
+        return ProcRun(float(timing["seconds"]), peak, int(timing["status"]), "", tail)

@@ -1,0 +1,126 @@
+"""The ``make bench`` table (benchmarks/_table.py, _scale.py) on fake rows and fake runs: which
+rows hold, the exit status, bounds from stopped runs; and the literal JSON reference of the
+benchmark agrees with fieldcheck on hand-checked records. No timing here."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from benchmarks import literal_json
+from benchmarks._proc import ProcRun
+from benchmarks._scale import memory_row, speed_row
+from benchmarks._table import Row, Target, exit_status, failing, format_table
+
+from fieldcheck.jsoneval import EvalConfig, evaluate
+
+
+def _line(table: str, name: str) -> list[str]:
+    (line,) = [x for x in table.splitlines() if x.startswith(f"| {name} |")]
+    return [c.strip() for c in line.strip("|").split(" | ")]
+
+
+def test_holds_and_exit_status() -> None:
+    rows = [
+        Row("fast", "10/s", "b: 2/s", 5.0, Target(">=", 3.0)),
+        Row("slow", "1/s", "b: 2/s", 0.5, Target(">=", 3.0)),
+        Row("flat", "1M: 120 RSS", "100k: 110 RSS", 120 / 110, Target("<=", 1.2)),
+        Row("info", "1/s", "b: 1/s", 0.01),  # no target: never fails
+    ]
+    table = format_table(rows)
+    assert _line(table, "fast")[3:6] == ["5x", ">= 3", "yes"]
+    assert _line(table, "slow")[3:6] == ["0.5x", ">= 3", "NO"]
+    assert _line(table, "flat")[3:6] == ["1.09x", "<= 1.2", "yes"]
+    assert _line(table, "info")[3:6] == ["0.01x", "-", "-"]
+    assert [r.name for r in failing(rows)] == ["slow"]
+    assert exit_status(rows) == 1
+    assert exit_status([rows[0], rows[2], rows[3]]) == 0
+
+
+def test_target_edges_and_missing_ratio() -> None:
+    assert Target(">=", 0.2).holds(0.2) and not Target(">=", 0.2).holds(0.19999)
+    assert Target("<=", 1.2).holds(1.2) and not Target("<=", 1.2).holds(1.2001)
+    assert not Target(">=", 1.0).holds(math.nan)  # a run that failed never holds
+    row = Row("broken", "-", "-", math.nan, Target(">=", 1.0), note="ours exit status 2")
+    table = format_table([row])
+    assert _line(table, "broken")[3] == "n/a" and _line(table, "broken")[5] == "NO"
+    assert "- broken: ours exit status 2" in table
+    assert exit_status([row]) == 1
+
+
+def test_pipe_in_a_name_does_not_break_the_table() -> None:
+    table = format_table([Row("a|b", "1/s", "2/s", 0.5)])
+    assert r"| a\|b |" in table
+
+
+def test_speed_row_ratio_and_bounds() -> None:
+    ours = ProcRun(seconds=2.0, peak_rss_mib=100.0, status=0)
+    base = ProcRun(seconds=0.5, peak_rss_mib=20.0, status=0)
+    row = speed_row("x", 1000, "records", ours, base, "literal", Target(">=", 3.0))
+    assert row.ratio == 0.25  # 500/s over 2000/s
+    assert row.ours == "500 records/s" and row.baseline == "literal: 2,000 records/s"
+    assert row.holds is False
+    stopped = ProcRun(seconds=300.0, peak_rss_mib=6200.0, status=-9, stopped="time limit")
+    bound = speed_row("y", 3000, "records", stopped, base, "literal", Target(">=", 0.001))
+    assert bound.bound == "<" and bound.ratio == 10 / 6000  # at most 10/s over 6000/s
+    assert bound.ours == "<10 records/s" and "ours time limit" in bound.note
+    failed = ProcRun(seconds=0.1, peak_rss_mib=50.0, status=2, stderr_tail="error: bad")
+    assert math.isnan(speed_row("z", 10, "r", failed, base, "b", Target(">=", 1.0)).ratio)
+    # a baseline timed on a sample: 100 of 1000 records in 0.5 s is 200 records/s
+    sampled = speed_row("s", 1000, "records", ours, base, "b", None, base_items=100)
+    assert sampled.ratio == 500 / 200
+
+
+def test_memory_row_ratio_and_bound() -> None:
+    small = ProcRun(seconds=1.0, peak_rss_mib=200.0, status=0)
+    large = ProcRun(seconds=9.0, peak_rss_mib=230.0, status=0)
+    row = memory_row("m", "100k", "1M", small, large, Target("<=", 1.2))
+    assert row.ratio == 230 / 200 and row.holds is True
+    capped = ProcRun(seconds=80.0, peak_rss_mib=6144.5, status=-9, stopped="RSS cap")
+    bound = memory_row("m", "100k", "1M", small, capped, Target("<=", 1.2))
+    assert bound.bound == ">" and bound.ratio == 6144.5 / 200 and bound.holds is False
+
+
+def test_literal_json_reference_matches_fieldcheck(tmp_path: Path) -> None:
+    records: list[dict[str, Any]] = [
+        # extra d: hallucination 1/4; b wrong: accuracy 1/2; safety default 1.0
+        # rqs = 0.45*0.5 + 0.25*1 + 0.15*1 - 0.15*0.25 = 0.5875
+        {
+            "id": 1,
+            "ground_truth": {"a": 1, "b": "x", "c": None},
+            "output": {"a": 1, "b": "Y", "d": 5},
+        },
+        # all right, e ignored, f missing: completeness 2/3, accuracy 1 (e not scorable)
+        # rqs = 0.45 + 0.25*2/3 + 0.15*0.5 = 0.691666...
+        {
+            "id": 2,
+            "ground_truth": {"a": [2, 1], "e": "z", "f": 3},
+            "output": {"a": [2, 1], "e": "q"},
+            "safety_score": 0.5,
+        },
+    ]
+    data = tmp_path / "data.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in records))
+    strategies = {"a": "EXACT", "b": "EXACT", "e": "IGNORE", "f": "EXACT"}
+    (tmp_path / "s.json").write_text(json.dumps(strategies))
+    out = tmp_path / "out.jsonl"
+    assert literal_json.main([str(data), str(tmp_path / "s.json"), str(out)]) == 0
+    lines = [json.loads(x) for x in out.read_text().splitlines()]
+    assert math.isclose(lines[0]["rqs"], 0.5875)
+    assert math.isclose(lines[1]["rqs"], 0.45 + 0.25 * 2 / 3 + 0.075)
+    assert lines[1]["completeness"] == 2 / 3 and lines[1]["accuracy"] == 1.0
+    config = EvalConfig(strategies=strategies)
+    for record, line in zip(records, lines, strict=True):
+        ours = evaluate(
+            record["output"],
+            record["ground_truth"],
+            config,
+            safety_score=record.get("safety_score"),
+        )
+        for key in ("completeness", "hallucination", "accuracy", "rqs"):
+            assert math.isclose(getattr(ours, key), line[key], abs_tol=1e-15), key
+    summary = json.loads((tmp_path / "out.jsonl.summary.json").read_text())
+    assert summary["records"] == 2
+    assert math.isclose(summary["means"]["rqs"], (0.5875 + 0.45 + 0.25 * 2 / 3 + 0.075) / 2)
