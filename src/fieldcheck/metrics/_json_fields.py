@@ -8,6 +8,7 @@ Calling convention: the model's output (prediction) first, then the ground truth
 from __future__ import annotations
 
 import datetime as _dt
+import hashlib
 import json
 import logging
 import math
@@ -380,32 +381,92 @@ def flatten(value: Mapping[str, Any]) -> dict[str, Any]:
     return _flatten(value)[0]
 
 
-def _flatten(value: Mapping[str, Any]) -> tuple[dict[str, Any], set[str]]:
-    """``flatten`` plus the paths of the non-empty arrays/objects it went through (the subtrees).
+# A subtree path longer than this is remembered by its SHA-256 (of the UTF-8 text), not its text:
+# a chain of 200 keys of 10 KB held every prefix (200 MB), and building each prefix copied it.
+_SHORT_PATH = 1024
+
+
+def _path_key(path: str) -> str | bytes:
+    """How a subtree path is remembered: itself when short, else its digest (see ``_SHORT_PATH``)."""
+    if len(path) <= _SHORT_PATH:
+        return path
+    return hashlib.sha256(path.encode("utf-8", "surrogatepass")).digest()
+
+
+class _Path:
+    """A path being walked: its parts (joined once, at a leaf) and its ``_path_key`` so far,
+    the text while short, then a running SHA-256 extended by each part (no prefix is copied)."""
+
+    __slots__ = ("digest", "parts", "text")
+
+    def __init__(self, first: str) -> None:
+        self.parts = [first]
+        self.text: str | None = first
+        self.digest: Any = None
+        if len(first) > _SHORT_PATH:
+            self._to_digest()
+
+    def _to_digest(self) -> None:
+        self.digest = hashlib.sha256("".join(self.parts).encode("utf-8", "surrogatepass"))
+        self.text = None
+
+    def key(self) -> str | bytes:
+        return self.text if self.text is not None else self.digest.digest()
+
+    def leaf(self) -> str:
+        return self.text if self.text is not None else "".join(self.parts)
+
+    def push(self, part: str) -> tuple[str | None, Any]:
+        """Append ``part``; returns the state ``pop`` restores."""
+        saved = (self.text, self.digest)
+        self.parts.append(part)
+        if self.text is not None and len(self.text) + len(part) <= _SHORT_PATH:
+            self.text += part
+        elif self.text is not None:
+            self._to_digest()
+        else:
+            self.digest = self.digest.copy()
+            self.digest.update(part.encode("utf-8", "surrogatepass"))
+        return saved
+
+    def pop(self, saved: tuple[str | None, Any]) -> None:
+        self.parts.pop()
+        self.text, self.digest = saved
+
+
+def _flatten(value: Mapping[str, Any]) -> tuple[dict[str, Any], set[str | bytes]]:
+    """``flatten`` plus the ``_path_key`` of every non-empty array/object it went through.
 
     The subtrees are recorded while walking, not re-derived by splitting paths at ``.`` and ``[``:
     a key that itself holds dots is not a subtree, and a long key costs its length once, not once
-    per dot (a 40 KB key of dots took 400 MB that way).
+    per dot (a 40 KB key of dots took 400 MB that way). Paths are built from parts joined once at
+    a leaf, so a deep chain of long keys costs its total length, not its length times its depth.
     """
     out: dict[str, Any] = {}
-    subtrees: set[str] = set()
+    subtrees: set[str | bytes] = set()
 
-    def walk(node: Any, path: str) -> None:
+    def walk(node: Any, path: _Path) -> None:
         if isinstance(node, Mapping) and node:
-            subtrees.add(path)
+            subtrees.add(path.key())
             for key, child in node.items():
-                walk(child, f"{path}.{key}")  # the top level is joined below
+                saved = path.push(f".{key}")
+                walk(child, path)
+                path.pop(saved)
         elif isinstance(node, list | tuple) and node:
-            subtrees.add(path)
+            subtrees.add(path.key())
             for i, child in enumerate(node):
-                walk(child, f"{path}[{i}]")
-        elif path in out:
-            logger.warning("flatten: path %r occurs twice; keeping the first value", path)
+                saved = path.push(f"[{i}]")
+                walk(child, path)
+                path.pop(saved)
         else:
-            out[path] = node
+            leaf = path.leaf()
+            if leaf in out:
+                logger.warning("flatten: path %r occurs twice; keeping the first value", leaf)
+            else:
+                out[leaf] = node
 
     for key, child in value.items():
-        walk(child, str(key))
+        walk(child, _Path(str(key)))
     return out, subtrees
 
 
@@ -417,11 +478,11 @@ def flatten_pair(
     per missing leaf (not an extra hallucinated key) and invented sub-keys count as extra keys."""
     (flat_out, out_subtrees), (flat_gt, gt_subtrees) = _flatten(output), _flatten(ground_truth)
 
-    def prune(flat: dict[str, Any], subtrees: set[str]) -> dict[str, Any]:
+    def prune(flat: dict[str, Any], subtrees: set[str | bytes]) -> dict[str, Any]:
         return {
             p: v
             for p, v in flat.items()
-            if not ((is_null(v) or _is_empty_container(v)) and p in subtrees)
+            if not ((is_null(v) or _is_empty_container(v)) and _path_key(p) in subtrees)
         }
 
     return prune(flat_out, gt_subtrees), prune(flat_gt, out_subtrees)

@@ -17,7 +17,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from fieldcheck._util.errors import InputError
-from fieldcheck._util.paths import safe_filename
+from fieldcheck._util.paths import unique_filenames
 from fieldcheck._util.signature import Signature
 from fieldcheck.metrics._numbers import (
     ABSOLUTE_TOLERANCE,
@@ -243,17 +243,12 @@ def score_turn(
 
 
 def trace_ids(conversation_ids: Sequence[str]) -> dict[str, str]:
-    """A file-safe, unique trace id per conversation id (``safe_filename``, ``-2`` on collision)."""
-    out: dict[str, str] = {}
-    used: set[str] = set()
-    for cid in conversation_ids:
-        base = safe_filename(cid)
-        name, k = base, 2
-        while name.lower() in used:
-            name, k = f"{base}-{k}", k + 1
-        used.add(name.lower())
-        out[cid] = name
-    return out
+    """A file-safe, unique trace id per conversation id (``safe_filename``, ``-2`` on collision).
+
+    ``unique_filenames``: linear however many ids share their first 120 characters (the search
+    from ``-2`` on every clash took 44 s for 20k such ids).
+    """
+    return unique_filenames(conversation_ids)
 
 
 def score_numeric(
