@@ -5,9 +5,51 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 from rapidfuzz import fuzz, utils
 
 from fieldcheck.matchers._base import Similarity, check_pairs
+
+# Beyond this many characters (the longer value, after processing) FUZZY compares by 3-grams:
+# rapidfuzz's Indel distance is quadratic (10k characters 2.5 ms, 300k 1.4 s, 3M 104 s).
+LONG_VALUE_CHARS = 10_000
+
+
+def compared_linearly(prediction: str, reference: str) -> bool:
+    """Whether ``fuzzy_similarity`` of this pair uses ``long_value_similarity`` (a value longer
+    than ``LONG_VALUE_CHARS`` after processing), so results can say so."""
+    a, b = utils.default_process(prediction), utils.default_process(reference)
+    return max(len(a), len(b)) > LONG_VALUE_CHARS
+
+
+def _trigrams(text: str) -> np.ndarray:
+    """Every 3-gram of ``text`` as one integer (three 21-bit code points), a 1- or 2-character
+    text as its single short gram."""
+    codes = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    codes = codes.astype(np.uint64)
+    if len(codes) < 3:
+        gram = 0
+        for c in codes.tolist():
+            gram = (gram << 21) | c
+        return np.array([gram | (1 << 63)], dtype=np.uint64)  # never equal to a full 3-gram
+    return (codes[:-2] << np.uint64(42)) | (codes[1:-1] << np.uint64(21)) | codes[2:]
+
+
+def long_value_similarity(a: str, b: str) -> float:
+    """FUZZY for long values, in O(n log n): the Dice coefficient of the multisets of character
+    3-grams of the two texts with their words sorted (``2 |A & B| / (|A| + |B|)``).
+
+    ``a`` and ``b`` are already processed (``default_process``) and not both empty. Like
+    token_sort_ratio it ignores word order and is at most ``2 min / (len a + len b)``-ish for
+    values of different lengths; one changed letter costs three 3-grams instead of one character.
+    """
+    x = _trigrams(" ".join(sorted(a.split())))
+    y = _trigrams(" ".join(sorted(b.split())))
+    ux, cx = np.unique(x, return_counts=True)
+    uy, cy = np.unique(y, return_counts=True)
+    _, ix, iy = np.intersect1d(ux, uy, assume_unique=True, return_indices=True)
+    common = int(np.minimum(cx[ix], cy[iy]).sum())
+    return 2.0 * common / (len(x) + len(y))
 
 
 def fuzzy_similarity(prediction: str, reference: str) -> float:
@@ -17,11 +59,15 @@ def fuzzy_similarity(prediction: str, reference: str) -> float:
     one changed letter in "John Smith"/"John Smyth" gives 0.90, "Smith, John"/"John Smith" gives
     1.0, and unlike partial_ratio it does not call a short string a match for a long one that
     merely contains it. Strings that are empty after processing (punctuation only) score 1.0
-    when equal ignoring case and surrounding space, else 0.0.
+    when equal ignoring case and surrounding space, else 0.0. A value longer than
+    ``LONG_VALUE_CHARS`` after processing is compared by ``long_value_similarity`` (linear in
+    effect; the edit distance is quadratic), which identical texts also score 1.0.
     """
     a, b = utils.default_process(prediction), utils.default_process(reference)
     if not a and not b:
         return 1.0 if prediction.strip().lower() == reference.strip().lower() else 0.0
+    if max(len(a), len(b)) > LONG_VALUE_CHARS:
+        return long_value_similarity(a, b)
     return float(fuzz.token_sort_ratio(a, b)) / 100.0
 
 
@@ -39,4 +85,4 @@ class FuzzyMatcher:
         ]
 
     def signature(self) -> dict[str, Any]:
-        return {"matcher": self.name}
+        return {"matcher": self.name, "long_values": f"3gram_dice_over_{LONG_VALUE_CHARS}_chars"}

@@ -19,12 +19,14 @@ from pydantic import BaseModel
 from fieldcheck._util.errors import InputError
 from fieldcheck._util.signature import Signature
 from fieldcheck.matchers import (
+    LONG_VALUE_CHARS,
     DiskCache,
     ExactMatcher,
     FuzzyMatcher,
     Matcher,
     SemanticMatcher,
     Similarity,
+    compared_linearly,
 )
 from fieldcheck.metrics._slots import (
     SessionCounts,
@@ -580,13 +582,19 @@ def _score_model(
     matches: dict[tuple[SessionKey, SlotKey], bool] | None = None
     if tp != "presence" and matcher is not None:
         canonical = tp == "exact"
-        sims = matcher.similarities(
-            [slot_text(preds.sessions[sk][slot], canonical=canonical) for sk, slot in pairs],
-            [slot_text(gold.sessions[sk][slot], canonical=canonical) for sk, slot in pairs],
-        )
+        predicted = [slot_text(preds.sessions[sk][slot], canonical=canonical) for sk, slot in pairs]
+        golden = [slot_text(gold.sessions[sk][slot], canonical=canonical) for sk, slot in pairs]
+        sims = matcher.similarities(predicted, golden)
         failed = _failures(preds, pairs, sims, what="value comparison failed", errors=errors)
         if failed:
             warn(f"model {model.name!r}: {failed} value comparison(s) failed; counted as no match")
+        if isinstance(matcher, FuzzyMatcher):
+            long = sum(map(compared_linearly, predicted, golden))
+            if long:
+                warn(
+                    f"model {model.name!r}: {long} slot value(s) longer than {LONG_VALUE_CHARS:,} "
+                    "characters compared by 3-gram similarity, not edit distance (docs/slots.md)"
+                )
         matches = {pair: bool(s.passes(cut)) for pair, s in zip(pairs, sims, strict=True)}
 
     judged: dict[tuple[SessionKey, SlotKey], float] | None = None
