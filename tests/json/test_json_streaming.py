@@ -325,3 +325,31 @@ def test_cli_chunks_give_the_numbers_of_one_chunk(tmp_path: Path) -> None:
     second = json.loads((tmp_path / "o10000" / "summary.json").read_text())
     assert first.pop("matcher_pairs") != second.pop("matcher_pairs")  # sent per chunk of 3
     assert first == second and first["complete"] is True
+
+
+def test_duplicate_ids_are_found_across_the_older_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # older ids sit in sorted runs of hashes (RECENT of them each): a duplicate of any of them
+    # names the first line exactly, and 1 and "1" are the same id
+    from fieldcheck.jsoneval import _stream
+
+    monkeypatch.setattr(_stream._SeenIds, "RECENT", 4)
+    rows = [{"id": i, "ground_truth": {"a": 1}, "output": {"a": 1}} for i in range(20)]
+    rows += [
+        {"id": "3", "ground_truth": {}, "output": {}},
+        {"id": 17, "ground_truth": {}, "output": {}},
+    ]
+    data = tmp_path / "d.jsonl"
+    data.write_text("\ufeff" + "".join(json.dumps(r) + "\n" for r in rows))  # a BOM on line 1
+    rows.append({"id": 0, "ground_truth": {}, "output": {}})
+    with data.open("a") as handle:
+        handle.write(json.dumps(rows[-1]) + "\n")
+    reader = BatchReader(data, chunk_lines=3)
+    failed = [x.error.message for c in reader.chunks() for x in c if isinstance(x, _stream.Failed)]
+    assert failed == [
+        f"{data}:21: record 3: field 'id': duplicate id (first on line 4)",
+        f"{data}:22: record 17: field 'id': duplicate id (first on line 18)",
+        f"{data}:23: record 0: field 'id': duplicate id (first on line 1)",
+    ]
+    assert reader.records == 20

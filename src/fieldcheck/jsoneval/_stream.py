@@ -675,18 +675,17 @@ def _plain_shape(value: dict[str, Any]) -> bool:
 
 
 class _SeenIds:
-    """The ids read so far, in flat-ish memory: the last few thousand by key, older ones as
-    sorted 64-bit hashes with their line and byte offset (a hash hit is confirmed by reading
-    that line again), so a duplicate id is found exactly at ~24 bytes per record."""
+    """The ids read so far in flat-ish memory: the last RECENT by key, older ones as sorted runs
+    of 64-bit hashes with their line and byte offset (a hash hit is confirmed by reading that
+    line again), so a duplicate id is found exactly at 20 bytes per record and no merge ever
+    copies the whole table."""
 
     RECENT = 65536
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self.recent: dict[str, tuple[int, int]] = {}
-        self.hashes = np.empty(0, dtype=np.int64)
-        self.lines = np.empty(0, dtype=np.int64)
-        self.offsets = np.empty(0, dtype=np.int64)
+        self.runs: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # hashes, lines, offsets
         self._handle: IO[bytes] | None = None
 
     def close(self) -> None:
@@ -706,12 +705,14 @@ class _SeenIds:
             return None
 
     def candidates(self, keys: Sequence[str]) -> list[bool]:
-        """For each key, whether an older (merged) id may equal it (one vectorised lookup)."""
-        if not len(self.hashes) or not keys:
+        """For each key, whether an older id may equal it (one vectorised lookup per run)."""
+        if not self.runs or not keys:
             return [False] * len(keys)
         wanted = np.fromiter((hash(k) for k in keys), dtype=np.int64, count=len(keys))
-        pos = np.searchsorted(self.hashes, wanted)
-        hit = self.hashes[np.minimum(pos, len(self.hashes) - 1)] == wanted
+        hit = np.zeros(len(keys), dtype=bool)
+        for hashes, _, _ in self.runs:
+            pos = np.minimum(np.searchsorted(hashes, wanted), len(hashes) - 1)
+            hit |= hashes[pos] == wanted
         return [bool(h) for h in hit]
 
     def first_line(self, key: str, maybe_old: bool) -> int | None:
@@ -721,29 +722,27 @@ class _SeenIds:
             return found[0]
         if maybe_old:
             h = hash(key)
-            i = int(np.searchsorted(self.hashes, h))
-            while i < len(self.hashes) and self.hashes[i] == h:
-                if self._key_at(int(self.offsets[i])) == key:
-                    return int(self.lines[i])
-                i += 1
+            for hashes, lines, offsets in self.runs:
+                i = int(np.searchsorted(hashes, h))
+                while i < len(hashes) and hashes[i] == h:
+                    if self._key_at(int(offsets[i])) == key:
+                        return int(lines[i])
+                    i += 1
         return None
 
     def add(self, key: str, line: int, offset: int) -> None:
         self.recent[key] = (line, offset)
 
     def merge(self) -> None:
-        """Move the recent keys to the sorted arrays once there are many of them."""
-        if len(self.recent) < max(self.RECENT, len(self.hashes) // 4):
-            return
+        """Turn the recent keys into a new sorted run once there are RECENT of them."""
         n = len(self.recent)
+        if n < self.RECENT:
+            return
         hashes = np.fromiter((hash(k) for k in self.recent), dtype=np.int64, count=n)
-        lines = np.fromiter((v[0] for v in self.recent.values()), dtype=np.int64, count=n)
+        lines = np.fromiter((v[0] for v in self.recent.values()), dtype=np.uint32, count=n)
         offsets = np.fromiter((v[1] for v in self.recent.values()), dtype=np.int64, count=n)
-        hashes = np.concatenate([self.hashes, hashes])
         order = np.argsort(hashes, kind="stable")
-        self.hashes = hashes[order]
-        self.lines = np.concatenate([self.lines, lines])[order]
-        self.offsets = np.concatenate([self.offsets, offsets])[order]
+        self.runs.append((hashes[order], lines[order], offsets[order]))
         self.recent = {}
 
 
