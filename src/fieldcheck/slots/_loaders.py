@@ -7,6 +7,7 @@ line repeated within one file is an error (the first line wins), never a silent 
 from __future__ import annotations
 
 import logging
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -96,8 +97,16 @@ def _records(path: Path, model: type[R], errors: list[InputError]) -> Iterator[t
 def load_slots(path: str | Path) -> SlotFile:
     """Read a gold or prediction JSONL file (one slot per line; see docs/formats.md)."""
     out = SlotFile(Path(path))
+    # One object per distinct session key and slot key (and their names), shared by every line
+    # that names it: a million lines hold a few thousand names, not three million strings.
+    session_keys: dict[SessionKey, SessionKey] = {}
+    slot_keys: dict[SlotKey, SlotKey] = {}
     for line, rec in _records(out.path, SlotRecord, out.errors):
-        key = (rec.session_key, rec.slot_key)
+        sk = session_keys.setdefault(rec.session_key, rec.session_key)
+        slot = slot_keys.get(rec.slot_key)
+        if slot is None:
+            slot = slot_keys[rec.slot_key] = (sys.intern(rec.topic), sys.intern(rec.field))
+        key = (sk, slot)
         if key in out.lines:
             out.errors.append(
                 InputError(
@@ -127,7 +136,7 @@ def load_slots(path: str | Path) -> SlotFile:
                     value,
                 )
         out.lines[key] = line
-        out.sessions.setdefault(rec.session_key, {})[rec.slot_key] = list(rec.values)
+        out.sessions.setdefault(sk, {})[slot] = list(rec.values)
     return out
 
 
