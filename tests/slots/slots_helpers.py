@@ -66,4 +66,5 @@ def model_score(
         counts=Counts(tp=tp, fp=fp, fn=fn, gold_slots=tp + fn, sessions=1),
         ci={},
     )
-    return ModelScore(name, result, [SessionCounts(total=c, per_topic=per_topic)])
+    topic_gold = {t: x.gold_slots for t, x in per_topic.items()}
+    return ModelScore(name, result, [SessionCounts(total=c)], topic_gold_slots=topic_gold)

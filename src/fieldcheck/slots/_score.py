@@ -11,6 +11,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import combinations
+from types import MappingProxyType
 from typing import Any, Literal, TypeVar, cast
 
 import numpy as np
@@ -139,6 +140,7 @@ class ModelScore:
     latency_seconds: list[float] = field(default_factory=list)
     keys: list[SessionKey] = field(default_factory=list)  # the session of each ``sessions`` item
     session_seconds: dict[SessionKey, float] = field(default_factory=dict)  # latency by session
+    topic_gold_slots: dict[str, int] = field(default_factory=dict)  # over the scored sessions
 
     @property
     def not_scored(self) -> int:
@@ -481,6 +483,7 @@ def _judge_signature(models: Sequence[ModelInput], judge: Matcher | None) -> str
 
 
 V = TypeVar("V")
+_NO_TOPICS: Mapping[str, SlotCounts] = MappingProxyType({})
 
 
 def _failures(
@@ -646,6 +649,8 @@ def _score_model(
     ]
     pooled = aggregate_sessions(sessions)
     total = pooled.total
+    # kept per session: the totals (bootstrap, reports); the per-topic counts live on pooled
+    sessions = [SessionCounts(total=c.total, per_topic=_NO_TOPICS) for c in sessions]
 
     llm_judge = total.llm_judge
     if judged is not None and pairs and total.judge_missing == len(pairs):
@@ -709,4 +714,7 @@ def _score_model(
         for k in session_keys
         if model.latencies is not None and k in model.latencies.seconds
     }
-    return ModelScore(model.name, result, sessions, seconds, list(session_keys), by_session)
+    topic_gold = {t: c.gold_slots for t, c in pooled.per_topic.items()}
+    return ModelScore(
+        model.name, result, sessions, seconds, list(session_keys), by_session, topic_gold
+    )

@@ -95,8 +95,7 @@ def gold_topics(run: SlotsRun) -> list[str]:
     """Topics with at least one gold slot (topics seen only in extra slots are left out)."""
     with_gold: set[str] = set()
     for m in run.models:  # every model: a model may have sessions left out (call errors)
-        for s in m.sessions:
-            with_gold |= {t for t, c in s.per_topic.items() if c.gold_slots}
+        with_gold |= {t for t, n in m.topic_gold_slots.items() if n}
     return sorted(with_gold)
 
 
