@@ -148,7 +148,8 @@ def test_score_usage_errors_exit_2(tmp_path: Path, files: dict[str, str]) -> Non
     result = run("score", files["gt"], files["out"], "--strategies", bad)
     assert result.exit_code == 2
     assert result.stderr.strip() == (
-        f"error: {bad}: field 'bio': strategy must be one of EXACT, FUZZY, SEMANTIC, IGNORE (got 'SEMANTICS')"
+        f"error: --strategies: {bad}: field 'bio': strategy must be one of EXACT, FUZZY, SEMANTIC, "
+        "IGNORE (got 'SEMANTICS') (see 'fieldcheck json score --help')"
     )
     gt_array = write(tmp_path, "gt-array.json", [GT])
     result = run("score", gt_array, files["out"])
@@ -164,7 +165,8 @@ def test_score_usage_errors_exit_2(tmp_path: Path, files: dict[str, str]) -> Non
     assert run("score", files["gt"], files["out"], "--semantic-threshold", "1.5").exit_code == 2
     result = run("score", files["gt"], files["out"], "--weights", "accuracy=lots")
     assert (
-        result.exit_code == 2 and "weights: accuracy is not a number (got 'lots')" in result.stderr
+        result.exit_code == 2
+        and "error: --weights: accuracy is not a number (got 'lots')" in result.stderr
     )
 
 

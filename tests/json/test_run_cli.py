@@ -388,3 +388,16 @@ def test_hostile_replies_are_stored_and_scored_never_a_crash(
         4,
         "nested deeper than 200 arrays/objects; too deep to score",
     )
+
+
+def test_json_of_one_model_is_its_summary_and_of_two_is_keyed_by_model(
+    files: dict[str, Path], chat_server: StartServer
+) -> None:
+    server = chat_server(lambda body: OK_REPLIES.get(document(body), '{"name": "x"}'))
+    one = run(*common(files, server, "--model", "m", "--json", "--bootstrap", "0"))
+    printed = json.loads(one.stdout)
+    assert printed == json.loads((files["out"] / "m" / "summary.json").read_text())
+    two = run(*common(files, server, "--model", "a=m", "--model", "b=m", "--json", "--force"))
+    printed = json.loads(two.stdout)
+    assert sorted(printed["models"]) == ["a", "b"]
+    assert printed["models"]["a"] == json.loads((files["out"] / "a" / "summary.json").read_text())

@@ -6,6 +6,7 @@ was scored, 3 when some records (or the output) could not be scored, 2 on usage 
 
 from __future__ import annotations
 
+import inspect
 import itertools
 import sys
 from collections.abc import Iterable, Iterator, Sequence
@@ -62,6 +63,7 @@ from fieldcheck._cli._runopts import (
 from fieldcheck._util.errors import InputError
 from fieldcheck._util.jsonio import dumps, read_json, write_json, write_jsonl
 from fieldcheck._util.paths import unique_filenames
+from fieldcheck._util.sniff import likely_cause
 from fieldcheck._util.term import SafeConsole, safe_json_text, safe_markup, safe_text
 from fieldcheck.jsoneval import (
     CHUNK_LINES,
@@ -222,35 +224,47 @@ def _err(console: Console, message: str) -> None:
 
 
 def _config(opts: _Options, console: Console) -> EvalConfig:
-    """Options -> EvalConfig, or exit 2 with one line saying what is wrong."""
+    """Options -> EvalConfig, or a one-line usage error naming the option (exit 2)."""
     try:
         strategies = load_strategies(opts.strategies) if opts.strategies else {}
-        weights = parse_weights(opts.weights) if opts.weights is not None else None
-        if opts.matcher not in get_args(MatcherFamily):
-            raise InputError("--matcher must be 'local' or 'llm'", value=opts.matcher)
-        if opts.safety_check not in get_args(SafetyCheck):
-            raise InputError("--safety-check must be 'off' or 'leaks'", value=opts.safety_check)
-        if opts.matcher == "llm" and not (opts.judge_base_url and opts.judge_model):
-            raise InputError("--matcher llm needs --judge-base-url and --judge-model")
-        settings: dict[str, Any] = {
-            "strategies": strategies,
-            "fuzzy_threshold": opts.fuzzy_threshold,
-            "semantic_threshold": opts.semantic_threshold,
-            "matcher": opts.matcher,
-            "judge_base_url": opts.judge_base_url,
-            "judge_model": opts.judge_model,
-            "flatten": opts.flatten,
-            "safety_check": opts.safety_check,
-        }
-        if weights is not None:
-            settings["weights"] = weights
-        return EvalConfig.model_validate(settings)
     except InputError as exc:
-        _err(console, str(exc))
+        cause = likely_cause(opts.strategies, "json-object") if opts.strategies else ""
+        raise typer.BadParameter(safe_text(str(exc) + cause), param_hint="--strategies") from None
+    try:
+        weights = parse_weights(opts.weights) if opts.weights is not None else None
+    except InputError as exc:  # the option names itself: only the reason and the value
+        reason = InputError(exc.reason.removeprefix("weights: "), value=exc.value).one_line()
+        raise typer.BadParameter(safe_text(reason), param_hint="--weights") from None
+    if opts.matcher not in get_args(MatcherFamily):
+        raise typer.BadParameter(
+            f"must be 'local' or 'llm' (got {opts.matcher!r})", param_hint="--matcher"
+        )
+    if opts.safety_check not in get_args(SafetyCheck):
+        raise typer.BadParameter(
+            f"must be 'off' or 'leaks' (got {opts.safety_check!r})", param_hint="--safety-check"
+        )
+    if opts.matcher == "llm" and not (opts.judge_base_url and opts.judge_model):
+        raise typer.BadParameter(
+            "--matcher llm needs --judge-base-url and --judge-model", param_hint="--matcher"
+        )
+    settings: dict[str, Any] = {
+        "strategies": strategies,
+        "fuzzy_threshold": opts.fuzzy_threshold,
+        "semantic_threshold": opts.semantic_threshold,
+        "matcher": opts.matcher,
+        "judge_base_url": opts.judge_base_url,
+        "judge_model": opts.judge_model,
+        "flatten": opts.flatten,
+        "safety_check": opts.safety_check,
+    }
+    if weights is not None:
+        settings["weights"] = weights
+    try:
+        return EvalConfig.model_validate(settings)
     except ValidationError as exc:
         first = exc.errors()[0]
-        _err(console, f"{'.'.join(map(str, first['loc']))}: {first['msg']}")
-    raise typer.Exit(EXIT_USAGE)
+        option = "--" + str(first["loc"][0]).replace("_", "-") if first["loc"] else None
+        raise typer.BadParameter(safe_text(first["msg"]), param_hint=option) from None
 
 
 def _read_output(path: Path, console: Console) -> Any:
@@ -402,8 +416,8 @@ def score(
     try:
         gt = read_json(ground_truth)
     except InputError as exc:
-        _err(errors, str(exc))
-        raise typer.Exit(EXIT_USAGE) from None
+        cause = likely_cause(ground_truth, "json-object")
+        raise typer.BadParameter(safe_text(str(exc) + cause), param_hint="GT.json") from None
     if not isinstance(gt, dict):
         _err(
             errors,
@@ -551,8 +565,7 @@ def run_batch(
     try:
         folder = OutputFolder.prepare(out, force=force)
     except OutputFolderError as exc:
-        _err(errors, f"{out}: cannot write the outputs: {exc.reason}" if exc.reason else str(exc))
-        return EXIT_USAGE
+        raise typer.BadParameter(safe_text(exc), param_hint="--out") from None
     with writing(folder):
         try:
             batch = _score(
@@ -593,7 +606,11 @@ def batch(
         ),
     ],
     out: Annotated[
-        Path, out_option("Directory for records.jsonl, summary.json, fields.csv, errors.jsonl.")
+        Path,
+        out_option(
+            "Directory for records.jsonl, summary.json, fields.csv, errors.jsonl, report.md, "
+            "report.html and plots (created if missing; an earlier run's files are replaced)."
+        ),
     ],
     strategies: StrategiesOpt = None,
     weights: WeightsOpt = None,
@@ -851,8 +868,9 @@ def run_models(
     console.print(
         f"comparison: {root / 'comparison.csv'}", markup=False, highlight=False, soft_wrap=True
     )
-    if as_json:  # every model's summary.json as written
-        print_json({"models": {n: {**b.to_json(), "complete": True} for n, b in summaries.items()}})
+    if as_json:  # summary.json as written; {"models": {name: ...}} for several models
+        shown = {n: {**b.to_json(), "complete": True} for n, b in summaries.items()}
+        print_json(next(iter(shown.values())) if len(shown) == 1 else {"models": shown})
     values = {name: dict(summary.means) for name, summary in summaries.items()}
     return gate(floors or {}, values, console, status)
 
@@ -955,7 +973,7 @@ def run(
     raise typer.Exit(status)
 
 
-run.__doc__ = f"{run.__doc__}\n\n{STORE_HELP}"
+run.__doc__ = f"{inspect.cleandoc(run.__doc__ or '')}\n\n{STORE_HELP}"
 
 
 def run_model_demo(base_url: str, out_dir: Path, models: list[str], *, console: Console) -> int:
