@@ -61,8 +61,8 @@ def test_planted_link_in_a_new_folder_is_refused_and_its_target_untouched(tmp_pa
     result = _invoke("json", "batch", str(data), "--out", str(out))
     assert result.exit_code == 2
     assert result.stderr.strip() == (
-        f"error: {out} holds 1 entry fieldcheck did not write (summary.json); give an empty or "
-        "new folder, or --force to write beside them"
+        f"error: --out: {out} holds 1 entry fieldcheck did not write (summary.json); give an "
+        "empty or new folder, or --force to write beside them (see 'fieldcheck json batch --help')"
     )
     assert victim.read_text() == "export SAFE=1\n"
     result = _invoke("json", "batch", str(data), "--out", str(out), "--force")
