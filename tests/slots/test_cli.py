@@ -420,3 +420,17 @@ def test_plot_labels_are_short_single_lines_without_mathtext() -> None:
     assert _label("a$b\nc") == "a\\$b c"
     long = _label("M" * 500)
     assert len(long) == 24 and long.endswith("\u2026")
+
+
+def test_report_has_the_spec_glossary(jsonl: Jsonl, tmp_path: Path) -> None:
+    f = _files(jsonl)
+    out = tmp_path / "out"
+    result = _invoke(
+        "--gold", str(f["gold"]), "--pred", f"a={f['a']}", "--bootstrap", "0", "--out", str(out)
+    )
+    assert result.exit_code in (0, 3), result.output
+    md_text = (out / "report.md").read_text()
+    page = (out / "report.html").read_text()
+    assert "## Glossary" in md_text and "<h2>Glossary</h2>" in page
+    assert "- **F1** `F1 = 2 × (Precision × Recall) / (Precision + Recall)`" in md_text
+    assert "<dt>BLEU-1</dt><dd><code>BLEU-1 = Precision × Brevity Penalty</code>" in page

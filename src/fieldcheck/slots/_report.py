@@ -14,9 +14,12 @@ from fieldcheck.reports._document import (
     CSS,
     LEGEND_OUTSIDE,
     LINE_BREAKS,
+    Term,
+    esc,
     html_table,
     label,
     md,
+    md_code,
     md_table,
     no_glyph_warnings,
     save_figure,
@@ -142,6 +145,20 @@ def write_outputs(
     out.write_summary("metrics.json", run.metrics_json())
     return files
 
+
+# The spec's metrics (slot-extraction-benchmark.md, sections 1-15), quoted as it writes them.
+GLOSSARY = (
+    Term("Precision", "Precision = TP / (TP + FP)", "share of predicted gold slots that are true positives (spec 1)"),
+    Term("Recall", "Recall = TP / (TP + FN)", "share of gold slots the model predicted (spec 2)"),
+    Term("F1", "F1 = 2 × (Precision × Recall) / (Precision + Recall)", "harmonic mean, computed from the counts (spec 3)"),
+    Term("Exact match", "Exact Match = (Number of slots with exact match) / (Total slots)", "value sets equal after canonicalisation, over the predicted gold slots (spec 4)"),
+    Term("LLM judge", "mean judge score in [0, 1]", "a judge model's score of each predicted gold slot; absent without a judge, never 0 (spec 5)"),
+    Term("Token precision / recall / F1", "Matched Tokens / Total Predicted Tokens; Matched Tokens / Total Ground Truth Tokens", "token overlap of the values, F1 as above (spec 6-8)"),
+    Term("BLEU-1", "BLEU-1 = Precision × Brevity Penalty", "unigram precision times exp(1 - r/c) when the prediction is shorter (spec 9)"),
+    Term("Latency", "mean, median, p95 = sorted[max(int(n × 0.95) - 1, 0)], total", "seconds per session (spec 10-13)"),
+    Term("Extra slots / values", "predicted slots (values) absent from the gold", "hallucinated slots and values (spec 14-15)"),
+    Term("95% interval", "percentile bootstrap over sessions", "seeded (--seed), --bootstrap resamples; paired p-values resample both models' sessions together"),
+)  # fmt: skip
 
 # ---------------------------------------------------------------- formatting helpers
 
@@ -352,6 +369,9 @@ def render_markdown(run: SlotsRun, images: dict[str, Path] | None = None) -> str
         parts += ["## Plots", ""]
         parts += [f"![{md(key)}]({p.name})" for key, p in images.items()]
         parts.append("")
+    parts += ["## Glossary", ""]
+    parts += [f"- **{md(t.name)}** {md_code(t.formula)}: {md(t.meaning)}" for t in GLOSSARY]
+    parts.append("")
     parts += _issues_md(run)
     return "\n".join(parts) + "\n"
 
@@ -406,6 +426,15 @@ def render_html(run: SlotsRun, images: dict[str, Path] | None = None) -> str:
             f'<img src="{html.escape(p.name, quote=True)}" alt="{html.escape(key, quote=True)}">'
             for key, p in images.items()
         ]
+    body.append("<h2>Glossary</h2>")
+    body.append(
+        "<dl>"
+        + "".join(
+            f"<dt>{esc(t.name)}</dt><dd><code>{esc(t.formula)}</code>: {esc(t.meaning)}</dd>"
+            for t in GLOSSARY
+        )
+        + "</dl>"
+    )
     if run.errors or run.warnings:
         items = [f"<li>warning: {html.escape(w)}</li>" for w in run.warnings]
         items += [f"<li>error: {html.escape(e.one_line())}</li>" for e in run.errors[:50]]
