@@ -52,7 +52,7 @@ def usage_line(exc: click.ClickException) -> str:
 
 
 _INTERRUPT_REPORTED: set[bool] = set()  # non-empty once a line said what Ctrl-C left
-_REPEATABLE = ("--fail-under",)  # options whose repeats add up (Click would keep the last)
+_FLOORS = "--fail-under"  # repeats add up (Click would keep only the last)
 
 
 def _global_flags_first(words: list[str]) -> list[str]:
@@ -65,30 +65,26 @@ def _merge_repeated(words: list[str]) -> list[str]:
     """``--fail-under f1=0.7 --fail-under recall=0.5`` -> one ``--fail-under f1=0.7,recall=0.5``:
     a second floor must never silently replace the first (a CI gate that passes a bad model)."""
     end = words.index("--") if "--" in words else len(words)
-    for option in _REPEATABLE:
-        values: list[str] = []
-        first: int | None = None
-        i = 0
-        rest: list[str] = []
-        while i < end:
-            word = words[i]
-            if word == option and i + 1 < end:
-                values.append(words[i + 1])
-                first = len(rest) if first is None else first
-                i += 2
-                continue
-            if word.startswith(option + "="):
-                values.append(word.split("=", 1)[1])
-                first = len(rest) if first is None else first
-                i += 1
-                continue
+    rest: list[str] = []
+    values: list[str] = []
+    at: int | None = None
+    i = 0
+    while i < end:
+        word = words[i]
+        if word == _FLOORS and i + 1 < end:
+            values.append(words[i + 1])
+            i += 2
+        elif word.startswith(_FLOORS + "="):
+            values.append(word.split("=", 1)[1])
+            i += 1
+        else:
             rest.append(word)
             i += 1
-        if first is not None:
-            rest[first:first] = [option, ",".join(values)]
-        words = rest + words[end:]
-        end = len(rest)
-    return words
+            continue
+        at = len(rest) if at is None else at
+    if at is not None:
+        rest[at:at] = [_FLOORS, ",".join(values)]
+    return rest + words[end:]
 
 
 class FieldcheckGroup(TyperGroup):

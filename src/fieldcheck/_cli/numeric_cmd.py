@@ -77,18 +77,6 @@ app = typer.Typer(
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "numeric"
 EXAMPLE_MODELS = ("model_a", "model_b")
-# the statistics --fail-under gates (higher is better), named as in statistics.json
-GATED = (
-    "numerical_match_accuracy",
-    "soft_match_accuracy",
-    "unit_agnostic_accuracy",
-    "sign_agnostic_accuracy",
-    "general_match_accuracy",
-    "avg_logic_recall",
-    "avg_logic_precision",
-    "avg_logic_order_score",
-    "conversation_success_rate",
-)
 
 _SHOWN = (
     ("numerical_match_accuracy", "numerical match"),
@@ -101,6 +89,8 @@ _SHOWN = (
     ("avg_logic_order_score", "logic order (LCS)"),
     ("conversation_success_rate", "conversation success"),
 )
+# --fail-under gates the statistics of the table (higher is better), named as in statistics.json
+GATED = tuple(key for key, _ in _SHOWN)
 
 
 def load_inputs(

@@ -118,21 +118,34 @@ def iter_jsonl(
         raise InputError(f"cannot read file: {exc.strerror}", file=p) from exc
     with handle:
         for number, raw in enumerate(handle, start=1):
-            if number == 1:
-                raw = raw.removeprefix(_BOM)
-            raw = raw.rstrip(b"\r\n")  # so an unfinished line's error points into the line
-            if not raw.strip():
-                continue
-            try:
-                value = orjson.loads(raw)
-            except orjson.JSONDecodeError as exc:
-                column = len(raw[: exc.pos].decode("utf-8", "replace")) + 1
-                yield number, InputError(_reason(exc, raw, column=column), file=p, line=number)
-                continue
-            if too_deep(raw, value):
-                yield number, too_deep_error(value, file=p, line=number, record_key=record_key)
-                continue
-            yield number, value
+            value = parse_jsonl_line(raw, number, p, record_key=record_key)
+            if value is not BLANK:
+                yield number, value
+
+
+BLANK: Any = object()
+"""What ``parse_jsonl_line`` returns for a blank line (``None`` is the JSON value null)."""
+
+
+def parse_jsonl_line(
+    raw: bytes, number: int, file: Path, *, record_key: str | None = None
+) -> Any | InputError:
+    """One JSONL line: its value, an InputError naming ``file:number`` (invalid JSON, nested
+    too deep), or BLANK. The one parser of every JSONL reader (``iter_jsonl``, the streamed
+    JSON batch)."""
+    if number == 1:
+        raw = raw.removeprefix(_BOM)
+    raw = raw.rstrip(b"\r\n")  # so an unfinished line's error points into the line
+    if not raw.strip():
+        return BLANK
+    try:
+        value = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        column = len(raw[: exc.pos].decode("utf-8", "replace")) + 1
+        return InputError(_reason(exc, raw, column=column), file=file, line=number)
+    if too_deep(raw, value):
+        return too_deep_error(value, file=file, line=number, record_key=record_key)
+    return value
 
 
 def dumps(value: Any, *, indent: bool = False) -> str:

@@ -28,7 +28,7 @@ import orjson
 from pydantic import ValidationError
 
 from fieldcheck._util.errors import FieldcheckError, InputError
-from fieldcheck._util.jsonio import _reason, dumps, too_deep, too_deep_error
+from fieldcheck._util.jsonio import _BOM, BLANK, dumps, parse_jsonl_line
 from fieldcheck._util.signature import Signature
 from fieldcheck.jsoneval._config import EvalConfig
 from fieldcheck.jsoneval._models import (
@@ -65,7 +65,6 @@ SCORES = ("completeness", "hallucination", "accuracy", "safety_score", "rqs")
 HISTOGRAMS = ("completeness", "hallucination", "accuracy", "rqs")
 HISTOGRAM_BINS = 20
 WORST_RECORDS = 10
-_BOM = b"\xef\xbb\xbf"
 _KNOWN_KEYS = frozenset(("id", "ground_truth", "output", "safety_score"))
 _REASONS = {
     "missing": "missing",
@@ -800,23 +799,13 @@ class BatchReader:
         p = self.path
         parsed: list[tuple[int, int, Any, InputError | None]] = []
         for number, offset, raw in raws:
-            if number == 1:
-                raw = raw.removeprefix(_BOM)
-            raw = raw.rstrip(b"\r\n")  # so an unfinished line's error points into the line
-            if not raw.strip():
+            value = parse_jsonl_line(raw, number, p, record_key="id")  # the one depth check
+            if value is BLANK:
                 continue
-            try:
-                value = orjson.loads(raw)
-            except orjson.JSONDecodeError as exc:
-                column = len(raw[: exc.pos].decode("utf-8", "replace")) + 1
-                error = InputError(_reason(exc, raw, column=column), file=p, line=number)
-                parsed.append((number, offset, None, error))
-                continue
-            if too_deep(raw, value):  # the one depth check of a record
-                error = too_deep_error(value, file=p, line=number, record_key="id")
-                parsed.append((number, offset, None, error))
-                continue
-            parsed.append((number, offset, value, None))
+            if isinstance(value, InputError):
+                parsed.append((number, offset, None, value))
+            else:
+                parsed.append((number, offset, value, None))
         out: list[Item | Failed] = []
         keys = [_record_id(v) if type(v) is dict else None for _, _, v, _ in parsed]
         maybe_old = seen.candidates([k or "" for k in keys])
@@ -924,6 +913,19 @@ def error_line(error: RecordError) -> bytes:
     return (dumps(error.model_dump(mode="json")) + "\n").encode()
 
 
+@contextlib.contextmanager
+def _few_collections() -> Iterator[None]:
+    """Fewer cyclic garbage collections while scoring: a chunk allocates millions of small
+    containers (freed by reference counting), and each full collection walks every object of
+    the process; the default thresholds spent ~40% of a batch's time there."""
+    before = gc.get_threshold()
+    gc.set_threshold(max(before[0], 100_000), before[1], max(before[2], 100))
+    try:
+        yield
+    finally:
+        gc.set_threshold(*before)
+
+
 def run_stream(
     chunks: Iterable[Sequence[Item | Failed]],
     scorer: Scorer,
@@ -939,66 +941,26 @@ def run_stream(
 ) -> StreamResult:
     """Score every chunk; append result and error lines; fold into the aggregates. ``keep`` and
     ``kept_errors`` (the in-memory API) collect every record and error too."""
-    with _few_collections():
-        return _run_stream(
-            chunks,
-            scorer,
-            records_out=records_out,
-            errors_out=errors_out,
-            bootstrap=bootstrap,
-            seed=seed,
-            summary_signature=summary_signature,
-            keep=keep,
-            kept_errors=kept_errors,
-            on_chunk=on_chunk,
-        )
-
-
-@contextlib.contextmanager
-def _few_collections() -> Iterator[None]:
-    """Fewer cyclic garbage collections while scoring: a chunk allocates millions of small
-    containers (freed by reference counting), and each full collection walks every object of
-    the process; the default thresholds spent ~40% of a batch's time there."""
-    before = gc.get_threshold()
-    gc.set_threshold(max(before[0], 100_000), before[1], max(before[2], 100))
-    try:
-        yield
-    finally:
-        gc.set_threshold(*before)
-
-
-def _run_stream(
-    chunks: Iterable[Sequence[Item | Failed]],
-    scorer: Scorer,
-    *,
-    records_out: IO[bytes] | None,
-    errors_out: IO[bytes] | None,
-    bootstrap: int,
-    seed: int,
-    summary_signature: Signature,
-    keep: list[Scored] | None,
-    kept_errors: list[RecordError] | None,
-    on_chunk: Callable[[], None] | None,
-) -> StreamResult:
     agg = Aggregate(bootstrap=bootstrap, seed=seed)
     signature_json = orjson.Fragment(dumps(scorer.signature.model_dump(mode="json")))
-    for chunk in chunks:
-        items = [x for x in chunk if isinstance(x, Item)]
-        read_failed = [x for x in chunk if isinstance(x, Failed)]
-        scored, failed, counts = scorer.score(items)
-        failures = sorted(read_failed + failed, key=lambda f: f.index)
-        agg.add_failures(f.error for f in failures)
-        agg.add(scored, counts)
-        if records_out is not None and scored:
-            records_out.write(b"".join(record_line(r, signature_json) for r in scored))
-        if errors_out is not None and failures:
-            errors_out.write(b"".join(error_line(f.error) for f in failures))
-        if keep is not None:
-            keep.extend(scored)
-        if kept_errors is not None:
-            kept_errors.extend(f.error for f in failures)
-        if on_chunk is not None:
-            on_chunk()
+    with _few_collections():
+        for chunk in chunks:
+            items = [x for x in chunk if isinstance(x, Item)]
+            read_failed = [x for x in chunk if isinstance(x, Failed)]
+            scored, failed, counts = scorer.score(items)
+            failures = sorted(read_failed + failed, key=lambda f: f.index)
+            agg.add_failures(f.error for f in failures)
+            agg.add(scored, counts)
+            if records_out is not None and scored:
+                records_out.write(b"".join(record_line(r, signature_json) for r in scored))
+            if errors_out is not None and failures:
+                errors_out.write(b"".join(error_line(f.error) for f in failures))
+            if keep is not None:
+                keep.extend(scored)
+            if kept_errors is not None:
+                kept_errors.extend(f.error for f in failures)
+            if on_chunk is not None:
+                on_chunk()
     unused = sorted(scorer.unseen)
     return StreamResult(agg, agg.summary(summary_signature), agg.worst(), unused)
 
