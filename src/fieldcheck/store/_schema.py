@@ -1,4 +1,5 @@
-"""The store's tables (SQLAlchemy 2.0): runs, their items, and the model-response cache.
+"""The store's tables (SQLAlchemy 2.0): runs, their items, the model-response cache and the
+saved configuration.
 
 The schema is created and upgraded only by the Alembic migrations in ``migrations/``; these
 classes mirror them for queries.
@@ -69,3 +70,14 @@ class CacheRow(Base):
     model: Mapped[str] = mapped_column(Text)
     value: Mapped[str] = mapped_column(Text)  # JSON: text, tokens, latency
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class ConfigRow(Base):
+    """One section of the saved configuration (``strategies``, ``thresholds``, ``weights``) as
+    JSON: what the API and the pages use when a request brings none of its own."""
+
+    __tablename__ = "saved_config"
+
+    section: Mapped[str] = mapped_column(String(64), primary_key=True)
+    value: Mapped[str] = mapped_column(Text)  # JSON
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))

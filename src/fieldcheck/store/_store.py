@@ -30,7 +30,7 @@ from fieldcheck.store._records import (
     describe_url,
     sha256_file,
 )
-from fieldcheck.store._schema import CacheRow, ItemRow, RunRow
+from fieldcheck.store._schema import CacheRow, ConfigRow, ItemRow, RunRow
 
 __all__ = [
     "DATABASE_ENV",
@@ -250,6 +250,19 @@ class Store:
     def cache_count(self) -> int:
         with self.session() as s:
             return int(s.scalar(select(func.count()).select_from(CacheRow)) or 0)
+
+    # saved configuration ------------------------------------------------------------------
+    def get_config(self, section: str) -> Any | None:
+        """The saved JSON value of a configuration section, or None when never saved."""
+        with self.session() as s:
+            row = s.get(ConfigRow, section)
+            return orjson.loads(row.value) if row is not None else None
+
+    def put_config(self, section: str, value: Any) -> None:
+        """Save (replace) a configuration section; the caller validates it first."""
+        with self.session() as s:
+            s.merge(ConfigRow(section=section, value=_dumps(value), updated_at=_now()))
+            s.commit()
 
 
 def _engine(url: str) -> Engine:

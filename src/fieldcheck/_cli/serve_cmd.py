@@ -1,0 +1,104 @@
+"""`fieldcheck serve`: the HTTP API and the web pages (Configuration, Test evaluation) on uvicorn."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, get_args
+
+import typer
+
+from fieldcheck._cli._common import EXIT_USAGE
+from fieldcheck._util.term import safe_text
+from fieldcheck.jsoneval import MatcherFamily
+
+
+def serve_command(
+    host: Annotated[
+        str,
+        typer.Option(
+            "--host",
+            help="Address to bind. Loopback by default; any other address needs "
+            "FIELDCHECK_API_TOKEN, which every request must then send as a bearer token.",
+        ),
+    ] = "127.0.0.1",
+    port: Annotated[
+        int, typer.Option("--port", min=1, max=65535, help="Port to listen on.")
+    ] = 8000,
+    data_root: Annotated[
+        Path | None,
+        typer.Option(
+            "--data-root",
+            metavar="DIR",
+            help="The only folder POST /api/json/batch-path reads batch files from (default: "
+            "none, that route refused).",
+        ),
+    ] = None,
+    matcher: Annotated[
+        str,
+        typer.Option(
+            "--matcher",
+            help="Similarity for FUZZY and SEMANTIC fields, as 'fieldcheck json score': "
+            "'local' or 'llm' (needs --judge-base-url and --judge-model).",
+        ),
+    ] = "local",
+    judge_base_url: Annotated[
+        str | None,
+        typer.Option(
+            "--judge-base-url", help="OpenAI-compatible base URL of the judge (--matcher llm)."
+        ),
+    ] = None,
+    judge_model: Annotated[
+        str | None, typer.Option("--judge-model", help="Model name of the judge (--matcher llm).")
+    ] = None,
+    max_upload_mb: Annotated[
+        float,
+        typer.Option("--max-upload-mb", min=0.001, help="Largest upload accepted (413 beyond)."),
+    ] = 50.0,
+    max_json_mb: Annotated[
+        float,
+        typer.Option("--max-json-mb", min=0.001, help="Largest JSON request body (413 beyond)."),
+    ] = 1.0,
+) -> None:
+    """Serve the API (OpenAPI at /openapi.json) and the pages at http://HOST:PORT/. The saved
+    configuration lives in the store (FIELDCHECK_DATABASE_URL or the default SQLite file).
+    Stop with Ctrl-C. Exit 2 on usage errors (a bad option, a non-loopback --host without a
+    token, a --data-root that is not a folder)."""
+    from fieldcheck.api import ApiSettings, create_app
+    from fieldcheck.api._settings import MB, check_binding
+
+    if matcher not in get_args(MatcherFamily):
+        raise typer.BadParameter(
+            f"must be 'local' or 'llm' (got {matcher!r})", param_hint="--matcher"
+        )
+    if matcher == "llm" and not (judge_base_url and judge_model):
+        raise typer.BadParameter(
+            "--matcher llm needs --judge-base-url and --judge-model", param_hint="--matcher"
+        )
+    if data_root is not None and not data_root.is_dir():
+        raise typer.BadParameter(safe_text(f"{data_root}: not a folder"), param_hint="--data-root")
+    settings = ApiSettings.from_env(
+        host=host,
+        port=port,
+        data_root=data_root.resolve() if data_root is not None else None,
+        matcher=matcher,
+        judge_base_url=judge_base_url,
+        judge_model=judge_model,
+        max_upload_bytes=int(max_upload_mb * MB),
+        max_json_bytes=int(max_json_mb * MB),
+    )
+    try:
+        check_binding(settings.host, settings.token)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--host") from None
+    import uvicorn
+
+    try:
+        app = create_app(settings)
+    except Exception as exc:  # the store cannot be opened: one line, never a traceback
+        typer.echo(f"error: cannot open the store: {safe_text(exc)}", err=True)
+        raise typer.Exit(EXIT_USAGE) from None
+    shown = f"[{host}]" if ":" in host else host
+    typer.echo(
+        f"serving fieldcheck at http://{shown}:{port}/ (API docs: /docs); Ctrl-C stops", err=True
+    )
+    uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False)

@@ -1,0 +1,66 @@
+"""``create_app``: the FastAPI app of ``fieldcheck serve`` (json-evaluation.md's API and its
+Configuration and Test evaluation pages), one router per area over one shared context."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from fastapi import FastAPI
+from fastapi.staticfiles import StaticFiles
+from fastapi.templating import Jinja2Templates
+
+from fieldcheck._version import __version__
+from fieldcheck.api._config import SavedConfig
+from fieldcheck.api._deps import AppContext
+from fieldcheck.api._errors import install_error_handlers
+from fieldcheck.api._evaluation import Matchers
+from fieldcheck.api._guard import Guard
+from fieldcheck.api._settings import ApiSettings, check_binding
+from fieldcheck.api.routes import config, json, pages
+from fieldcheck.store import Store
+
+WEB = Path(__file__).resolve().parents[1] / "web"
+NAV: list[tuple[str, str]] = [("Test evaluation", "/evaluate"), ("Configuration", "/configuration")]
+
+
+def templates() -> Jinja2Templates:
+    """The web app's Jinja2 templates, autoescaped (Starlette turns it on for .html)."""
+    found = Jinja2Templates(directory=str(WEB / "templates"))
+    found.env.autoescape = True
+    found.env.globals["nav"] = NAV
+    found.env.globals["version"] = __version__
+    return found
+
+
+def create_app(settings: ApiSettings | None = None, *, store: Store | None = None) -> FastAPI:
+    """The app for ``settings`` (default: loopback, token from the environment). Raises
+    ValueError when bound beyond loopback without a token. Later parts add routers with
+    ``app.include_router`` and pages with a link in ``NAV``; both reach the shared context
+    through ``fieldcheck.api._deps.Context``."""
+    settings = settings or ApiSettings.from_env()
+    check_binding(settings.host, settings.token)
+    store = store or Store(settings.database_url)
+    base_config = settings.matcher_config()
+    app = FastAPI(
+        title="fieldcheck",
+        version=__version__,
+        description=(
+            "Score JSON output against ground truth (completeness, hallucination, accuracy, "
+            "safety, RQS) and keep the configuration the pages and calls use."
+        ),
+    )
+    app.state.fieldcheck = AppContext(
+        settings=settings,
+        store=store,
+        saved=SavedConfig(store),
+        base_config=base_config,
+        matchers=Matchers(base_config),
+        templates=templates(),
+    )
+    install_error_handlers(app)
+    app.add_middleware(Guard, settings=settings)
+    app.mount("/static", StaticFiles(directory=str(WEB / "static")), name="static")
+    app.include_router(json.router)
+    app.include_router(config.router)
+    app.include_router(pages.router)
+    return app

@@ -1,0 +1,159 @@
+"""The saved configuration (json-evaluation.md "Field Strategy Config File"; thresholds; RQS
+weights): validated with the library's own rules, kept in the store, and merged into the
+``EvalConfig`` of a request that brings none of its own."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import orjson
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from fieldcheck._util.errors import InputError
+from fieldcheck.api._errors import ApiError
+from fieldcheck.jsoneval import EvalConfig, RqsWeights, parse_strategies
+from fieldcheck.store import Store
+
+Section = Literal["strategies", "thresholds", "weights"]
+SECTIONS: tuple[Section, ...] = ("strategies", "thresholds", "weights")
+_DEFAULTS = EvalConfig()
+
+
+class Thresholds(BaseModel):
+    """The FUZZY and SEMANTIC thresholds (spec Phase 3): a field scores 1 at or above its own."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    fuzzy_threshold: float = Field(_DEFAULTS.fuzzy_threshold, ge=0, le=1, allow_inf_nan=False)
+    semantic_threshold: float = Field(_DEFAULTS.semantic_threshold, ge=0, le=1, allow_inf_nan=False)
+
+
+def _pydantic_error(exc: ValidationError) -> InputError:
+    """``field 'accuracy': input should be greater than or equal to 0 (got -1)``."""
+    first = exc.errors()[0]
+    name = ".".join(str(p) for p in first["loc"]) or None
+    return InputError(first["msg"].lower(), field=name, value=first.get("input", ...))
+
+
+def parse_thresholds(data: Any) -> dict[str, float]:
+    """``{"fuzzy_threshold": 0.85, "semantic_threshold": 0.8}`` (names left out keep their
+    default); raises InputError naming the bad name and value."""
+    if not isinstance(data, dict):
+        raise InputError("thresholds must be a JSON object", value=data)
+    try:
+        return Thresholds.model_validate(data).model_dump()
+    except ValidationError as exc:
+        raise _pydantic_error(exc) from None
+
+
+def parse_weight_map(data: Any) -> dict[str, float]:
+    """``{"accuracy": 0.45, ...}`` -> the RQS weights (names left out keep their default, as
+    ``--weights``); raises InputError naming the bad name and value."""
+    if not isinstance(data, dict):
+        raise InputError("weights must be a JSON object", value=data)
+    if any(isinstance(v, bool) for v in data.values()):
+        name = next(k for k, v in data.items() if isinstance(v, bool))
+        raise InputError("input should be a valid number", field=name, value=data[name])
+    try:
+        return RqsWeights.model_validate(data).model_dump()
+    except ValidationError as exc:
+        raise _pydantic_error(exc) from None
+
+
+def parse_section(section: Section, data: Any) -> dict[str, Any]:
+    """A section's value validated (strategies upper-cased), or InputError with the CLI's line."""
+    parsers: dict[Section, Callable[[Any], dict[str, Any]]] = {
+        "strategies": lambda d: dict(parse_strategies(d)),
+        "thresholds": parse_thresholds,
+        "weights": parse_weight_map,
+    }
+    return parsers[section](data)
+
+
+def parse_json_file(raw: bytes, *, name: str) -> Any:
+    """An uploaded JSON file's content (a UTF-8 byte order mark allowed), or InputError."""
+    try:
+        return orjson.loads(raw.removeprefix(b"\xef\xbb\xbf"))
+    except orjson.JSONDecodeError as exc:
+        raise InputError(f"invalid JSON: {exc.msg}", file=name) from None
+
+
+def strategy_rows(rows: Iterable[tuple[str, str]]) -> dict[str, Any]:
+    """The Configuration page's table (field, strategy) as a mapping for ``parse_strategies``:
+    an empty field name or one listed twice is refused."""
+    mapping: dict[str, Any] = {}
+    for field, strategy in rows:
+        if not field.strip():
+            raise InputError("a field name must not be empty", value=strategy)
+        if field in mapping:
+            raise InputError("the field is listed twice", field=field)
+        mapping[field] = strategy
+    return mapping
+
+
+@dataclass
+class SavedConfig:
+    """The configuration sections in the store, with defaults when never saved."""
+
+    store: Store
+
+    def get(self, section: Section) -> dict[str, Any]:
+        saved = self.store.get_config(section)
+        if saved is not None:
+            return dict(saved)
+        if section == "strategies":
+            return {}
+        if section == "thresholds":
+            return Thresholds().model_dump()
+        return RqsWeights().model_dump()
+
+    def put(self, section: Section, data: Any) -> dict[str, Any]:
+        """Validate and save a section; returns what was saved. Raises InputError."""
+        value = parse_section(section, data)
+        self.store.put_config(section, value)
+        return value
+
+    def eval_config(
+        self,
+        base: EvalConfig,
+        *,
+        strategies: Mapping[str, Any] | None = None,
+        thresholds: Mapping[str, Any] | None = None,
+        weights: Mapping[str, Any] | None = None,
+        flatten: bool = False,
+        safety_check: Literal["off", "leaks"] = "off",
+    ) -> EvalConfig:
+        """``base`` (the server's matcher settings) with each section from the request, or the
+        saved one when the request gives none. Raises ApiError (422) with the library's one-line
+        message, its ``field`` naming the request's part (``field_strategies.<name>``)."""
+        values: dict[str, dict[str, Any]] = {}
+        for section, given in (
+            ("strategies", strategies),
+            ("thresholds", thresholds),
+            ("weights", weights),
+        ):
+            if given is None:
+                values[section] = self.get(section)  # type: ignore[arg-type]
+                continue
+            try:
+                values[section] = parse_section(section, given)  # type: ignore[arg-type]
+            except InputError as exc:
+                part = _REQUEST[section]
+                raise ApiError.invalid(
+                    exc, field=f"{part}.{exc.field}" if exc.field else part
+                ) from None
+        return base.model_copy(
+            update={
+                "strategies": values["strategies"],
+                "weights": RqsWeights(**values["weights"]),
+                "fuzzy_threshold": values["thresholds"]["fuzzy_threshold"],
+                "semantic_threshold": values["thresholds"]["semantic_threshold"],
+                "flatten": flatten,
+                "safety_check": safety_check,
+            }
+        )
+
+
+_REQUEST = {"strategies": "field_strategies", "thresholds": "thresholds", "weights": "weights"}

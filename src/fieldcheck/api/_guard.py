@@ -1,0 +1,150 @@
+"""What stands before every route: the body size limit (413), the bearer token, and on a
+loopback server the Host and Origin checks that keep other web sites out (DNS rebinding, forms
+posted from another origin)."""
+
+from __future__ import annotations
+
+import hmac
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+from urllib.parse import urlsplit
+
+import orjson
+from fastapi import HTTPException
+
+from fieldcheck.api._errors import error_body
+from fieldcheck.api._settings import ApiSettings, is_loopback
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+TOKEN_COOKIE = "fieldcheck_token"
+OPEN_PATHS = frozenset({"/login"})  # the page where a browser gives the token
+UNSAFE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+
+
+class BodyTooLarge(HTTPException):
+    """Raised while the body is read; an HTTPException so FastAPI's body parsing passes it on."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(413, too_large(limit))
+
+
+def too_large(limit: int) -> str:
+    return f"the request body is larger than {limit} bytes"
+
+
+async def _reply(send: Send, status: int, message: str, headers: list[tuple[bytes, bytes]]) -> None:
+    body = orjson.dumps(error_body(message))
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                *headers,
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
+def _headers(scope: Scope) -> dict[str, str]:
+    return {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
+
+
+def _cookie(header: str, name: str) -> str | None:
+    for part in header.split(";"):
+        key, _, value = part.strip().partition("=")
+        if key == name:
+            return value
+    return None
+
+
+class Guard:
+    """ASGI middleware: every request passes the token, host, origin and size checks."""
+
+    def __init__(self, app: ASGIApp, settings: ApiSettings) -> None:
+        self.app = app
+        self.settings = settings
+        self.loopback = is_loopback(settings.host)
+
+    def limit(self, headers: dict[str, str]) -> int:
+        """Uploads (multipart forms) get the upload limit, every other body the JSON one."""
+        multipart = headers.get("content-type", "").startswith("multipart/form-data")
+        return self.settings.max_upload_bytes if multipart else self.settings.max_json_bytes
+
+    def authorized(self, headers: dict[str, str]) -> bool:
+        token = self.settings.token
+        if not token:
+            return True
+        given = headers.get("authorization", "")
+        scheme, _, value = given.partition(" ")
+        if scheme.lower() == "bearer" and hmac.compare_digest(value.strip(), token):
+            return True
+        cookie = _cookie(headers.get("cookie", ""), TOKEN_COOKIE)
+        return cookie is not None and hmac.compare_digest(cookie, token)
+
+    def host_allowed(self, headers: dict[str, str]) -> bool:
+        """On loopback only a loopback Host (a rebound DNS name pointing here is refused)."""
+        if not self.loopback:
+            return True
+        host = urlsplit("//" + headers.get("host", "")).hostname or ""
+        return is_loopback(host) or host in self.settings.extra_hosts
+
+    @staticmethod
+    def same_origin(method: str, headers: dict[str, str]) -> bool:
+        """A browser's unsafe request must come from this server's own pages."""
+        origin = headers.get("origin")
+        if method not in UNSAFE_METHODS or origin is None:
+            return True
+        return urlsplit(origin).netloc == headers.get("host", "")
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = _headers(scope)
+        if not self.host_allowed(headers):
+            await _reply(send, 400, "this server answers only on a loopback host name", [])
+            return
+        if scope["path"] not in OPEN_PATHS and not self.authorized(headers):
+            await _reply(
+                send, 401, "a bearer token is required", [(b"www-authenticate", b"Bearer")]
+            )
+            return
+        if not self.same_origin(scope["method"], headers):
+            await _reply(send, 403, "requests from another origin are refused", [])
+            return
+        limit = self.limit(headers)
+        length = headers.get("content-length")
+        if length is not None and length.isdigit() and int(length) > limit:
+            await _reply(send, 413, too_large(limit), [])
+            return
+        received = 0
+        started = False
+
+        async def counted_receive() -> Message:
+            nonlocal received
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > limit:
+                    raise BodyTooLarge(limit)
+            return message
+
+        async def tracked_send(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        try:
+            await self.app(scope, counted_receive, tracked_send)
+        except BodyTooLarge:
+            if not started:
+                await _reply(send, 413, too_large(limit), [])

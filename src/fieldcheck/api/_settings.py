@@ -1,0 +1,81 @@
+"""How the app is served: bind address, data root, size limits, token and matcher settings.
+
+The server binds to 127.0.0.1 unless told otherwise; bound anywhere else it refuses to start
+without a bearer token (``FIELDCHECK_API_TOKEN``), and with one it asks for it on every route.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from fieldcheck.jsoneval import EvalConfig, MatcherFamily
+
+TOKEN_ENV = "FIELDCHECK_API_TOKEN"
+MB = 1024 * 1024
+DEFAULT_MAX_UPLOAD_BYTES = 50 * MB
+DEFAULT_MAX_JSON_BYTES = 1 * MB
+LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
+
+
+def is_loopback(host: str) -> bool:
+    """True for ``localhost`` and any loopback address (127.0.0.0/8, ::1)."""
+    name = host.strip().lower()
+    if name in LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(name.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def needs_token(host: str) -> bool:
+    """Whether a server bound to ``host`` must ask for a bearer token: anywhere but loopback."""
+    return not is_loopback(host)
+
+
+def check_binding(host: str, token: str | None) -> None:
+    """Refuse to serve beyond loopback without a token: raises ValueError saying how to set one."""
+    if needs_token(host) and not token:
+        raise ValueError(
+            f"binding to {host} (not loopback) needs a bearer token: set {TOKEN_ENV} to a long "
+            "random string; clients send it as 'Authorization: Bearer <token>'"
+        )
+
+
+@dataclass(frozen=True)
+class ApiSettings:
+    """Everything ``create_app`` needs; ``fieldcheck serve`` fills it from its options.
+
+    ``token``: None on loopback means no authentication; when set it is required on every
+    route wherever the server is bound. ``data_root``: the only folder ``batch-path`` reads
+    from (None: that route is refused). ``database_url``: None means the store's default
+    (``FIELDCHECK_DATABASE_URL`` or the SQLite file). The matcher settings are the server's,
+    never a request's (a request cannot point the server at another judge URL).
+    """
+
+    host: str = "127.0.0.1"
+    port: int = 8000
+    data_root: Path | None = None
+    database_url: str | None = None
+    token: str | None = None
+    max_upload_bytes: int = DEFAULT_MAX_UPLOAD_BYTES
+    max_json_bytes: int = DEFAULT_MAX_JSON_BYTES
+    matcher: MatcherFamily = "local"
+    judge_base_url: str | None = None
+    judge_model: str | None = None
+    extra_hosts: tuple[str, ...] = field(default_factory=tuple)
+
+    @classmethod
+    def from_env(cls, **values: object) -> ApiSettings:
+        """Settings with ``token`` from ``FIELDCHECK_API_TOKEN`` unless given."""
+        values.setdefault("token", os.environ.get(TOKEN_ENV) or None)
+        return cls(**values)  # type: ignore[arg-type]
+
+    def matcher_config(self) -> EvalConfig:
+        """The matcher part of every evaluation this server runs (validated like the CLI's)."""
+        return EvalConfig(
+            matcher=self.matcher, judge_base_url=self.judge_base_url, judge_model=self.judge_model
+        )

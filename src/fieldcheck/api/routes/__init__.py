@@ -1,0 +1,1 @@
+"""One router per area: ``json`` (evaluation), ``config`` (saved configuration), ``pages``."""

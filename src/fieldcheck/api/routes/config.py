@@ -1,0 +1,95 @@
+"""``/api/config``: the saved strategies, thresholds and RQS weights; each section can be read,
+replaced, imported from a JSON file and exported as one."""
+
+import os
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Body, File, UploadFile
+from fastapi.responses import Response
+
+from fieldcheck._util.errors import InputError
+from fieldcheck._util.jsonio import dumps
+from fieldcheck.api._config import Section, parse_json_file
+from fieldcheck.api._deps import Context
+from fieldcheck.api._errors import ApiError
+
+router = APIRouter(prefix="/api/config", tags=["config"])
+
+# section, URL part, download name, what the body is
+_SECTIONS: tuple[tuple[Section, str, str, str], ...] = (
+    (
+        "strategies",
+        "strategies",
+        "field_strategies.json",
+        "field -> EXACT | FUZZY | SEMANTIC | IGNORE (values case-insensitive)",
+    ),
+    (
+        "thresholds",
+        "thresholds",
+        "thresholds.json",
+        "{fuzzy_threshold, semantic_threshold}, each in [0, 1]",
+    ),
+    ("weights", "weights", "rqs_weights.json", "{accuracy, completeness, hallucination, safety}"),
+)
+
+
+def save_section(ctx: Context, section: Section, data: Any) -> dict[str, Any]:
+    """Validate and save; a bad value is a 422 with the CLI's one-line message."""
+    try:
+        return ctx.saved.put(section, data)
+    except InputError as exc:
+        raise ApiError.invalid(exc, field=exc.field or section) from None
+
+
+def read_upload(file: UploadFile) -> Any:
+    """An uploaded JSON file's value (read from its spooled copy), or a 422 naming ``file``."""
+    name = os.path.basename(file.filename or "") or "upload.json"
+    try:
+        return parse_json_file(file.file.read(), name=name)
+    except InputError as exc:
+        raise ApiError.invalid(exc, field="file") from None
+
+
+def _add_section(section: Section, part: str, filename: str, shape: str) -> None:
+    def get_section(ctx: Context) -> dict[str, Any]:
+        return ctx.saved.get(section)
+
+    def put_section(
+        ctx: Context, body: Annotated[dict[str, Any], Body(description=shape)]
+    ) -> dict[str, Any]:
+        return save_section(ctx, section, body)
+
+    def import_section(
+        ctx: Context, file: Annotated[UploadFile, File(description=f"A JSON file: {shape}.")]
+    ) -> dict[str, Any]:
+        return save_section(ctx, section, read_upload(file))
+
+    def export_section(ctx: Context) -> Response:
+        return Response(
+            dumps(ctx.saved.get(section), indent=True) + "\n",
+            media_type="application/json",
+            headers={"content-disposition": f'attachment; filename="{filename}"'},
+        )
+
+    router.add_api_route(f"/{part}", get_section, methods=["GET"], summary=f"The saved {section}")
+    router.add_api_route(
+        f"/{part}", put_section, methods=["PUT"], summary=f"Replace the saved {section}"
+    )
+    router.add_api_route(
+        f"/{part}/import",
+        import_section,
+        methods=["POST"],
+        summary=f"Replace the saved {section} from a JSON file",
+    )
+    router.add_api_route(
+        f"/{part}/export",
+        export_section,
+        methods=["GET"],
+        summary=f"The saved {section} as a JSON file",
+        response_class=Response,
+        responses={200: {"content": {"application/json": {}}}},
+    )
+
+
+for _section in _SECTIONS:
+    _add_section(*_section)

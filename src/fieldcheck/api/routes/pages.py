@@ -1,0 +1,236 @@
+"""The web pages (server-rendered, autoescaped): Configuration and Test evaluation, and the
+login form a browser uses when the server asks for a token. Pages only parse forms, call the
+same functions as the API and render."""
+
+from __future__ import annotations
+
+import hmac
+import math
+from typing import Annotated, Any
+
+from fastapi import APIRouter, File, Form, Request, UploadFile
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from starlette.datastructures import UploadFile as StarletteUpload
+
+from fieldcheck._util.errors import InputError
+from fieldcheck.api._config import Section, parse_json_file, strategy_rows
+from fieldcheck.api._deps import AppContext, Context
+from fieldcheck.api._errors import ApiError
+from fieldcheck.api._evaluation import evaluate_one, parse_ground_truth_text, parse_output_text
+from fieldcheck.api._guard import TOKEN_COOKIE
+from fieldcheck.jsoneval import RqsWeights
+from fieldcheck.metrics._json_fields import BUCKET_NAMES, STRATEGIES
+
+router = APIRouter(include_in_schema=False)
+SCORES = (
+    ("completeness", "Completeness"),
+    ("hallucination", "Hallucination"),
+    ("accuracy", "Accuracy"),
+    ("safety_score", "Safety"),
+    ("rqs", "RQS"),
+)
+SAVED = {
+    "strategies": "Saved the field strategies.",
+    "thresholds": "Saved the thresholds.",
+    "weights": "Saved the RQS weights.",
+}
+
+
+def _render(
+    ctx: AppContext, request: Request, name: str, status: int = 200, **values: Any
+) -> HTMLResponse:
+    return ctx.templates.TemplateResponse(request, name, values, status_code=status)
+
+
+@router.get("/")
+def home() -> RedirectResponse:
+    return RedirectResponse("/evaluate", status_code=307)
+
+
+# login (only when the server asks for a token) ---------------------------------------------
+@router.get("/login")
+def login_page(request: Request, ctx: Context) -> HTMLResponse:
+    return _render(ctx, request, "login.html", active="")
+
+
+@router.post("/login")
+def login(request: Request, ctx: Context, token: Annotated[str, Form()] = "") -> Response:
+    expected = ctx.settings.token
+    if not expected or not hmac.compare_digest(token, expected):
+        return _render(
+            ctx, request, "login.html", 401, active="", error="That is not the server's token."
+        )
+    response = RedirectResponse("/evaluate", status_code=303)
+    response.set_cookie(TOKEN_COOKIE, token, httponly=True, samesite="strict")
+    return response
+
+
+# configuration ------------------------------------------------------------------------------
+def _configuration(
+    ctx: AppContext,
+    request: Request,
+    *,
+    status: int = 200,
+    error: str | None = None,
+    error_section: str | None = None,
+    rows: list[tuple[str, str]] | None = None,
+    saved: str | None = None,
+) -> HTMLResponse:
+    strategies = ctx.saved.get("strategies")
+    return _render(
+        ctx,
+        request,
+        "configuration.html",
+        status,
+        active="/configuration",
+        rows=rows if rows is not None else list(strategies.items()),
+        strategy_names=STRATEGIES,
+        thresholds=ctx.saved.get("thresholds"),
+        weights=ctx.saved.get("weights"),
+        weight_names=list(RqsWeights.model_fields),
+        error=error,
+        error_section=error_section,
+        saved=SAVED.get(saved or ""),
+    )
+
+
+@router.get("/configuration")
+def configuration_page(request: Request, ctx: Context, saved: str | None = None) -> HTMLResponse:
+    return _configuration(ctx, request, saved=saved)
+
+
+def _save(
+    ctx: AppContext,
+    request: Request,
+    section: Section,
+    data: Any,
+    rows: list[tuple[str, str]] | None = None,
+) -> Response:
+    try:
+        ctx.saved.put(section, data)
+    except InputError as exc:
+        return _configuration(
+            ctx, request, status=400, error=exc.one_line(), error_section=section, rows=rows
+        )
+    return RedirectResponse(f"/configuration?saved={section}", status_code=303)
+
+
+@router.post("/configuration/strategies")
+async def save_strategies(request: Request, ctx: Context) -> Response:
+    form = await request.form()
+    fields = [str(v) for v in form.getlist("field")]
+    values = [str(v) for v in form.getlist("strategy")]
+    rows = list(zip(fields, values, strict=False))
+    try:
+        mapping = strategy_rows(rows)
+    except InputError as exc:
+        return _configuration(
+            ctx, request, status=400, error=exc.one_line(), error_section="strategies", rows=rows
+        )
+    return _save(ctx, request, "strategies", mapping, rows)
+
+
+@router.post("/configuration/{section}/import")
+async def import_section(section: Section, request: Request, ctx: Context) -> Response:
+    form = await request.form()
+    upload = form.get("file")
+    if not isinstance(upload, StarletteUpload) or not upload.filename:
+        return _configuration(
+            ctx, request, status=400, error="choose a JSON file to import", error_section=section
+        )
+    try:
+        data = parse_json_file(await upload.read(), name=upload.filename)
+    except InputError as exc:
+        return _configuration(ctx, request, status=400, error=exc.one_line(), error_section=section)
+    return _save(ctx, request, section, data)
+
+
+_NOT_A_NUMBER = "input should be a valid number"
+
+
+def _numbers(form: dict[str, str], names: list[str]) -> dict[str, float]:
+    """Form fields as numbers; an empty field keeps its default, text that is no number is an
+    InputError naming the field."""
+    values: dict[str, float] = {}
+    for name in names:
+        text = form.get(name, "").strip()
+        if not text:
+            continue
+        try:
+            number = float(text)
+        except ValueError:
+            raise InputError(_NOT_A_NUMBER, field=name, value=text) from None
+        if not math.isfinite(number):
+            raise InputError(_NOT_A_NUMBER, field=name, value=text)
+        values[name] = number
+    return values
+
+
+@router.post("/configuration/thresholds")
+async def save_thresholds(request: Request, ctx: Context) -> Response:
+    form = {k: str(v) for k, v in (await request.form()).items()}
+    try:
+        data = _numbers(form, ["fuzzy_threshold", "semantic_threshold"])
+    except InputError as exc:
+        return _configuration(
+            ctx, request, status=400, error=exc.one_line(), error_section="thresholds"
+        )
+    return _save(ctx, request, "thresholds", data)
+
+
+@router.post("/configuration/weights")
+async def save_weights(request: Request, ctx: Context) -> Response:
+    form = {k: str(v) for k, v in (await request.form()).items()}
+    try:
+        data = _numbers(form, list(RqsWeights.model_fields))
+    except InputError as exc:
+        return _configuration(
+            ctx, request, status=400, error=exc.one_line(), error_section="weights"
+        )
+    return _save(ctx, request, "weights", data)
+
+
+# test evaluation ----------------------------------------------------------------------------
+@router.get("/evaluate")
+def evaluate_page(request: Request, ctx: Context) -> HTMLResponse:
+    return _render(ctx, request, "evaluate.html", active="/evaluate", ground_truth="", output="")
+
+
+async def _text(pasted: str, upload: UploadFile | None) -> str:
+    """An uploaded file wins over the pasted text."""
+    if upload is not None and upload.filename:
+        return (await upload.read()).decode("utf-8", errors="replace")
+    return pasted
+
+
+@router.post("/evaluate")
+async def run_evaluation(
+    request: Request,
+    ctx: Context,
+    ground_truth: Annotated[str, Form()] = "",
+    output: Annotated[str, Form()] = "",
+    ground_truth_file: Annotated[UploadFile | None, File()] = None,
+    output_file: Annotated[UploadFile | None, File()] = None,
+) -> HTMLResponse:
+    gt_text = await _text(ground_truth, ground_truth_file)
+    out_text = await _text(output, output_file)
+    page: dict[str, Any] = {
+        "active": "/evaluate",
+        "ground_truth": gt_text,
+        "output": out_text,
+    }
+    try:
+        gt = parse_ground_truth_text(gt_text)
+        config = ctx.saved.eval_config(ctx.base_config)
+        result = evaluate_one(parse_output_text(out_text), gt, config, ctx.matchers)
+    except ApiError as exc:
+        return _render(ctx, request, "evaluate.html", exc.status, error=exc.message, **page)
+    return _render(
+        ctx,
+        request,
+        "evaluate.html",
+        result=result,
+        buckets=[(name, result.buckets[name]) for name in BUCKET_NAMES],
+        scores=[(label, getattr(result, name)) for name, label in SCORES],
+        **page,
+    )

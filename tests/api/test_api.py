@@ -1,0 +1,385 @@
+"""The HTTP API against a real uvicorn server on loopback (json-evaluation.md's API): the same
+numbers as the CLI, the saved configuration, validation messages, 413, the data root, the token."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from live_server import WALK_AIO, WALK_GT, WALK_STRATEGIES, Serve
+from typer.testing import CliRunner
+
+from chat_server import ChatServer, Reply
+from fieldcheck._cli.main import app as cli
+from fieldcheck.api import ApiSettings, check_binding, create_app, is_loopback, needs_token
+
+ALLOWED = "EXACT, FUZZY, SEMANTIC, IGNORE"
+
+
+def walk_body(**extra: Any) -> dict[str, Any]:
+    return {"ground_truth": WALK_GT, "output": WALK_AIO, **extra}
+
+
+def cli_json(judge: ChatServer, *args: str) -> Any:
+    result = CliRunner().invoke(
+        cli,
+        [*args, "--matcher", "llm", "--judge-base-url", judge.base_url, "--judge-model", "judge-1"],
+    )
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def write(path: Path, value: Any) -> Path:
+    path.write_text(value if isinstance(value, str) else json.dumps(value))
+    return path
+
+
+def batch_lines() -> str:
+    """Three records: the walkthrough (RQS 0.7375), a perfect one (1.0), a text output (0.0)."""
+    rows = [
+        {"id": "walk", "ground_truth": WALK_GT, "output": WALK_AIO},
+        {"id": "same", "ground_truth": {"email": "a@b.c"}, "output": {"email": "A@b.c"}},
+        {"id": "text", "ground_truth": {"email": "a@b.c"}, "output": "no JSON here"},
+    ]
+    return "".join(json.dumps(r) + "\n" for r in rows)
+
+
+# evaluate --------------------------------------------------------------------------------------
+def test_evaluate_is_the_cli_score_json(
+    client: httpx.Client, judge: ChatServer, tmp_path: Path
+) -> None:
+    response = client.post("/api/json/evaluate", json=walk_body(field_strategies=WALK_STRATEGIES))
+    assert response.status_code == 200, response.text
+    data = response.json()
+    # completeness 3/4, hallucination 2/6, accuracy 3/3: 0.45 + 0.1875 + 0.15 - 0.05
+    assert data["rqs"] == 0.7375
+    assert data["buckets"]["extra_keys"] == ["extra_field"]
+    assert data["fields"]["name"] == {"strategy": "FUZZY", "similarity": 0.92, "score": 1.0}
+    expected = cli_json(
+        judge,
+        "json",
+        "score",
+        str(write(tmp_path / "gt.json", WALK_GT)),
+        str(write(tmp_path / "out.json", WALK_AIO)),
+        "--strategies",
+        str(write(tmp_path / "s.json", WALK_STRATEGIES)),
+        "--json",
+    )
+    assert data == expected
+
+
+def test_evaluate_uses_the_saved_configuration_when_the_request_has_none(
+    client: httpx.Client,
+) -> None:
+    assert client.put("/api/config/strategies", json=WALK_STRATEGIES).status_code == 200
+    saved = client.post("/api/json/evaluate", json=walk_body()).json()
+    assert saved["fields"]["name"]["strategy"] == "FUZZY" and saved["rqs"] == 0.7375
+    # the request's own (empty) strategies win: name auto-detected as text -> SEMANTIC
+    own = client.post("/api/json/evaluate", json=walk_body(field_strategies={})).json()
+    assert own["fields"]["name"]["strategy"] == "SEMANTIC"
+    # saved thresholds: FUZZY 0.95 > 0.92 -> name scores 0, accuracy 2/3
+    client.put("/api/config/thresholds", json={"fuzzy_threshold": 0.95})
+    strict = client.post("/api/json/evaluate", json=walk_body()).json()
+    assert strict["accuracy"] == 2 / 3
+    assert abs(strict["rqs"] - (0.45 * 2 / 3 + 0.1875 + 0.15 - 0.05)) < 1e-12
+    # saved weights: only accuracy counts -> RQS = accuracy
+    client.put(
+        "/api/config/weights",
+        json={"accuracy": 1, "completeness": 0, "hallucination": 0, "safety": 0},
+    )
+    weighted = client.post("/api/json/evaluate", json=walk_body()).json()
+    assert weighted["rqs"] == weighted["accuracy"] == 2 / 3
+    # a request's thresholds and weights win over the saved ones
+    given = client.post(
+        "/api/json/evaluate",
+        json=walk_body(thresholds={"fuzzy_threshold": 0.9}, weights={"accuracy": 0.45}),
+    ).json()
+    assert given["accuracy"] == 1.0 and given["rqs"] == 0.7375
+
+
+def test_a_bad_strategy_gets_the_cli_message(
+    client: httpx.Client, judge: ChatServer, tmp_path: Path
+) -> None:
+    bad = {"name": "FUZZY", "bio": "SEMANTICX"}
+    response = client.post("/api/json/evaluate", json=walk_body(field_strategies=bad))
+    assert response.status_code == 422
+    body = response.json()
+    message = f"field 'bio': strategy must be one of {ALLOWED} (got 'SEMANTICX')"
+    assert body == {"detail": message, "field": "field_strategies.bio"}
+    result = CliRunner().invoke(
+        cli,
+        [
+            "json", "score", str(write(tmp_path / "gt.json", WALK_GT)),
+            str(write(tmp_path / "out.json", WALK_AIO)),
+            "--strategies", str(write(tmp_path / "bad.json", bad)),
+        ],
+    )  # fmt: skip
+    assert result.exit_code == 2 and message in " ".join(result.stderr.split())
+    put = client.put("/api/config/strategies", json=bad)
+    assert put.status_code == 422 and put.json() == {"detail": message, "field": "bio"}
+    assert client.get("/api/config/strategies").json() == {}  # nothing saved
+
+
+def test_validation_errors_name_the_field(client: httpx.Client) -> None:
+    missing = client.post("/api/json/evaluate", json={"output": {}})
+    assert missing.status_code == 422 and missing.json()["field"] == "ground_truth"
+    weights = client.post("/api/json/evaluate", json=walk_body(weights={"accuracy": -1}))
+    assert weights.json() == {
+        "detail": "field 'accuracy': input should be greater than or equal to 0 (got -1)",
+        "field": "weights.accuracy",
+    }
+    thresholds = client.put("/api/config/thresholds", json={"fuzzy_threshold": 1.5})
+    assert thresholds.status_code == 422 and thresholds.json()["field"] == "fuzzy_threshold"
+    unknown = client.put("/api/config/weights", json={"acuracy": 0.5})
+    assert unknown.status_code == 422 and unknown.json()["field"] == "acuracy"
+    not_json = client.post(
+        "/api/json/evaluate", content=b"{", headers={"content-type": "application/json"}
+    )
+    assert not_json.status_code == 422 and "Traceback" not in not_json.text
+
+
+def test_a_failing_judge_is_a_502_without_the_key(
+    serve: Serve, chat_server: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FIELDCHECK_JUDGE_API_KEY", "sk-very-secret-key-123")
+    down = chat_server(lambda _req: Reply(status=401, error_body={"error": "bad key"}))
+    live = serve(judge_base_url=down.base_url)
+    response = httpx.post(
+        f"{live.base_url}/api/json/evaluate", json=walk_body(field_strategies=WALK_STRATEGIES)
+    )
+    assert response.status_code == 502
+    assert response.json()["detail"].startswith("the matcher failed")
+    assert "sk-very-secret" not in response.text and "Traceback" not in response.text
+
+
+# configuration ----------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("section", "value", "saved", "filename"),
+    [
+        ("strategies", {"b": "fuzzy", "a": "IGNORE"}, {"a": "IGNORE", "b": "FUZZY"}, "field_strategies.json"),
+        ("thresholds", {"semantic_threshold": 0.5}, {"fuzzy_threshold": 0.85, "semantic_threshold": 0.5}, "thresholds.json"),
+        ("weights", {"safety": 0}, {"accuracy": 0.45, "completeness": 0.25, "hallucination": 0.15, "safety": 0.0}, "rqs_weights.json"),
+    ],
+)  # fmt: skip
+def test_config_put_get_export_import_round_trip(
+    client: httpx.Client,
+    tmp_path: Path,
+    section: str,
+    value: dict[str, Any],
+    saved: dict[str, Any],
+    filename: str,
+) -> None:
+    put = client.put(f"/api/config/{section}", json=value)
+    assert put.status_code == 200 and put.json() == saved
+    assert client.get(f"/api/config/{section}").json() == saved
+    export = client.get(f"/api/config/{section}/export")
+    assert export.headers["content-disposition"] == f'attachment; filename="{filename}"'
+    assert json.loads(export.content) == saved
+    (tmp_path / filename).write_bytes(export.content)
+    client.put(f"/api/config/{section}", json={})  # back to defaults (strategies: none)
+    imported = client.post(
+        f"/api/config/{section}/import",
+        files={"file": (filename, (tmp_path / filename).read_bytes(), "application/json")},
+    )
+    assert imported.status_code == 200 and imported.json() == saved
+    assert client.get(f"/api/config/{section}/export").content == export.content
+
+
+def test_config_defaults_before_anything_is_saved(client: httpx.Client) -> None:
+    assert client.get("/api/config/strategies").json() == {}
+    assert client.get("/api/config/thresholds").json() == {
+        "fuzzy_threshold": 0.85,
+        "semantic_threshold": 0.8,
+    }
+    assert client.get("/api/config/weights").json() == {
+        "accuracy": 0.45,
+        "completeness": 0.25,
+        "hallucination": 0.15,
+        "safety": 0.15,
+    }
+
+
+def test_import_of_a_bad_file_names_it(client: httpx.Client) -> None:
+    broken = client.post(
+        "/api/config/strategies/import", files={"file": ("s.json", b'{"a": ', "application/json")}
+    )
+    assert broken.status_code == 422 and broken.json()["field"] == "file"
+    assert broken.json()["detail"].startswith("s.json: invalid JSON")
+    bad = client.post(
+        "/api/config/strategies/import", files={"file": ("s.json", b'{"a": "NEAR"}', "x/y")}
+    )
+    assert bad.json()["detail"] == f"field 'a': strategy must be one of {ALLOWED} (got 'NEAR')"
+
+
+# batches ---------------------------------------------------------------------------------------
+def test_batch_upload_and_batch_path_give_the_cli_summary(
+    serve: Serve, judge: ChatServer, tmp_path: Path
+) -> None:
+    live = serve()
+    data = tmp_path / "data" / "walk.jsonl"
+    data.write_text(batch_lines())
+    strategies = write(tmp_path / "s.json", WALK_STRATEGIES)
+    expected = cli_json(
+        judge, "json", "batch", str(data), "--out", str(tmp_path / "out"),
+        "--strategies", str(strategies), "--json",
+    )  # fmt: skip
+    expected.pop("complete")
+    with httpx.Client(base_url=live.base_url, timeout=60) as http:
+        http.put("/api/config/strategies", json=WALK_STRATEGIES)
+        upload = http.post(
+            "/api/json/batch", files={"file": ("walk.jsonl", data.read_bytes(), "text/plain")}
+        )
+        by_path = http.post("/api/json/batch-path", json={"path": "walk.jsonl"})
+    assert upload.status_code == 200, upload.text
+    assert by_path.status_code == 200, by_path.text
+    # means of 0.7375, 1.0 and 0.0 (a text output scores 0 everywhere but safety 1 - ...)
+    assert upload.json() == by_path.json() == expected
+    assert expected["records"] == 3 and expected["scored"] == 3
+
+
+def test_batch_errors_name_the_upload_not_a_server_path(client: httpx.Client) -> None:
+    lines = batch_lines() + "{not json\n"
+    response = client.post("/api/json/batch", files={"file": ("mine.jsonl", lines.encode())})
+    assert response.status_code == 200
+    summary = response.json()
+    assert summary["failed"] == 1 and summary["errors"][0].startswith("mine.jsonl:4: ")
+    assert "fieldcheck-upload" not in response.text
+    empty = client.post("/api/json/batch", files={"file": ("none.jsonl", b"[1]\n")})
+    assert empty.status_code == 422 and empty.json()["detail"].startswith("no valid record")
+    assert "none.jsonl:1" in empty.json()["detail"]
+
+
+def test_batch_path_stays_inside_the_data_root(
+    serve: Serve, client: httpx.Client, tmp_path: Path
+) -> None:
+    outside = tmp_path / "secret.jsonl"
+    outside.write_text(batch_lines())
+    (tmp_path / "data" / "sub").mkdir()
+    (tmp_path / "data" / "link.jsonl").symlink_to(outside)
+    (tmp_path / "data" / "dir-link").symlink_to(tmp_path)
+    refused = [
+        "../secret.jsonl",
+        "sub/../../secret.jsonl",
+        str(outside),
+        "link.jsonl",
+        "dir-link/secret.jsonl",
+        "/etc/passwd",
+        "../nothing-here.jsonl",
+    ]
+    for path in refused:
+        response = client.post("/api/json/batch-path", json={"path": path})
+        assert response.status_code == 403, (path, response.text)
+        # the path as given, never where a symlink leads
+        assert response.json() == {"detail": f"{path}: outside the data root", "field": "path"}
+    missing = client.post("/api/json/batch-path", json={"path": "sub/nothing.jsonl"})
+    assert missing.status_code == 404
+    folder = client.post("/api/json/batch-path", json={"path": "sub"})
+    assert folder.status_code == 422
+    no_root = serve(data_root=None)
+    refused_all = httpx.post(f"{no_root.base_url}/api/json/batch-path", json={"path": "a"})
+    assert refused_all.status_code == 403 and "--data-root" in refused_all.json()["detail"]
+
+
+# limits and access -----------------------------------------------------------------------------
+def test_bodies_over_the_limits_are_refused_with_413(serve: Serve) -> None:
+    live = serve(max_json_bytes=2_000, max_upload_bytes=20_000)
+    big_gt = {f"k{i}": "x" * 50 for i in range(100)}  # ~6 KB of JSON
+    with httpx.Client(base_url=live.base_url) as http:
+        json_body = http.post("/api/json/evaluate", json={"ground_truth": big_gt, "output": {}})
+        assert json_body.status_code == 413
+        assert json_body.json() == {
+            "detail": "the request body is larger than 2000 bytes",
+            "field": None,
+        }
+
+        def chunks() -> Any:  # no Content-Length: counted as it arrives
+            for _ in range(10):
+                yield b" " * 500
+
+        streamed = http.put(
+            "/api/config/strategies", content=chunks(), headers={"content-type": "application/json"}
+        )
+        assert streamed.status_code == 413
+        upload = http.post("/api/json/batch", files={"file": ("big.jsonl", b"x" * 30_000)})
+        assert upload.status_code == 413
+        small = http.post("/api/json/batch", files={"file": ("small.jsonl", b"x" * 5_000)})
+        assert small.status_code == 422  # under the upload limit: read, and no valid line
+
+
+def test_token_decision() -> None:
+    assert is_loopback("127.0.0.1") and is_loopback("localhost") and is_loopback("::1")
+    assert is_loopback("127.0.0.2")
+    assert not is_loopback("0.0.0.0") and not is_loopback("192.168.1.5")
+    assert needs_token("0.0.0.0") and not needs_token("127.0.0.1")
+    check_binding("127.0.0.1", None)
+    check_binding("0.0.0.0", "t0ken")
+    with pytest.raises(ValueError, match="FIELDCHECK_API_TOKEN"):
+        check_binding("0.0.0.0", None)
+    with pytest.raises(ValueError, match="needs a bearer token"):
+        create_app(ApiSettings(host="192.168.1.5"))
+
+
+def test_the_token_is_required_on_every_route_when_bound_beyond_loopback(
+    serve: Serve,
+) -> None:
+    # the app decides from its settings' host (0.0.0.0); the test serves it on loopback
+    live = serve(host="0.0.0.0", token="t0ken-of-the-test")
+    routes = [("GET", "/openapi.json"), ("GET", "/configuration"), ("GET", "/evaluate")]
+    routes += [("GET", "/static/app.css"), ("GET", "/docs"), ("POST", "/evaluate")]
+    routes += [("POST", "/configuration/strategies"), ("POST", "/configuration/weights")]
+    schema = httpx.get(
+        f"{live.base_url}/openapi.json", headers={"authorization": "Bearer t0ken-of-the-test"}
+    ).json()
+    for path, methods in schema["paths"].items():
+        routes += [(method.upper(), path) for method in methods]
+    assert len(routes) == 8 + 3 + 3 * 4  # pages; json; GET, PUT, import, export per section
+    for method, path in routes:
+        for headers in (
+            {},
+            {"authorization": "Bearer wrong"},
+            {"authorization": "t0ken-of-the-test"},
+        ):
+            response = httpx.request(method, live.base_url + path, headers=headers)
+            assert response.status_code == 401, (method, path, headers)
+    good = {"authorization": "Bearer t0ken-of-the-test"}
+    assert httpx.get(f"{live.base_url}/api/config/weights", headers=good).status_code == 200
+    ok = httpx.post(
+        f"{live.base_url}/api/json/evaluate",
+        json=walk_body(field_strategies=WALK_STRATEGIES),
+        headers=good,
+    )
+    assert ok.json()["rqs"] == 0.7375
+
+
+def test_loopback_server_refuses_other_host_names_and_origins(client: httpx.Client) -> None:
+    rebound = client.get("/api/config/weights", headers={"host": "evil.example:8000"})
+    assert rebound.status_code == 400
+    other_origin = client.put(
+        "/api/config/strategies", json={}, headers={"origin": "http://evil.example"}
+    )
+    assert other_origin.status_code == 403
+    assert client.get("/api/config/weights", headers={"host": "localhost"}).status_code == 200
+
+
+def test_openapi_lists_every_route(client: httpx.Client) -> None:
+    paths = client.get("/openapi.json").json()["paths"]
+    assert set(paths) == {
+        "/api/json/evaluate",
+        "/api/json/batch-path",
+        "/api/json/batch",
+        *(f"/api/config/{s}{tail}" for s in ("strategies", "thresholds", "weights") for tail in ("", "/import", "/export")),
+    }  # fmt: skip
+
+
+def test_serve_refuses_a_public_host_without_a_token(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("FIELDCHECK_API_TOKEN", raising=False)
+    result = CliRunner().invoke(cli, ["serve", "--host", "0.0.0.0", "--port", "8765"])
+    assert result.exit_code == 2
+    line = " ".join(result.stderr.split())
+    assert line.startswith("error: --host: binding to 0.0.0.0 (not loopback) needs a bearer token")
+    missing = CliRunner().invoke(cli, ["serve", "--data-root", os.devnull + "/nope"])
+    assert missing.exit_code == 2 and "--data-root" in missing.stderr
