@@ -212,7 +212,10 @@ def test_import_of_a_bad_file_names_it(client: httpx.Client) -> None:
     bad = client.post(
         "/api/config/strategies/import", files={"file": ("s.json", b'{"a": "NEAR"}', "x/y")}
     )
-    assert bad.json()["detail"] == f"field 'a': strategy must be one of {ALLOWED} (got 'NEAR')"
+    assert bad.json() == {
+        "detail": f"s.json: field 'a': strategy must be one of {ALLOWED} (got 'NEAR')",
+        "field": "a",
+    }
 
 
 # batches ---------------------------------------------------------------------------------------

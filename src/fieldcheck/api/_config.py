@@ -4,7 +4,7 @@ weights): validated with the library's own rules, kept in the store, and merged 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -30,46 +30,46 @@ class Thresholds(BaseModel):
     semantic_threshold: float = Field(_DEFAULTS.semantic_threshold, ge=0, le=1, allow_inf_nan=False)
 
 
-def _pydantic_error(exc: ValidationError) -> InputError:
+def _pydantic_error(exc: ValidationError, file: str | None) -> InputError:
     """``field 'accuracy': input should be greater than or equal to 0 (got -1)``."""
     first = exc.errors()[0]
     name = ".".join(str(p) for p in first["loc"]) or None
-    return InputError(first["msg"].lower(), field=name, value=first.get("input", ...))
+    return InputError(first["msg"].lower(), file=file, field=name, value=first.get("input", ...))
 
 
-def parse_thresholds(data: Any) -> dict[str, float]:
+def parse_thresholds(data: Any, *, file: str | None = None) -> dict[str, float]:
     """``{"fuzzy_threshold": 0.85, "semantic_threshold": 0.8}`` (names left out keep their
     default); raises InputError naming the bad name and value."""
     if not isinstance(data, dict):
-        raise InputError("thresholds must be a JSON object", value=data)
+        raise InputError("thresholds must be a JSON object", file=file, value=data)
     try:
         return Thresholds.model_validate(data).model_dump()
     except ValidationError as exc:
-        raise _pydantic_error(exc) from None
+        raise _pydantic_error(exc, file) from None
 
 
-def parse_weight_map(data: Any) -> dict[str, float]:
+def parse_weight_map(data: Any, *, file: str | None = None) -> dict[str, float]:
     """``{"accuracy": 0.45, ...}`` -> the RQS weights (names left out keep their default, as
     ``--weights``); raises InputError naming the bad name and value."""
     if not isinstance(data, dict):
-        raise InputError("weights must be a JSON object", value=data)
+        raise InputError("weights must be a JSON object", file=file, value=data)
     if any(isinstance(v, bool) for v in data.values()):
         name = next(k for k, v in data.items() if isinstance(v, bool))
-        raise InputError("input should be a valid number", field=name, value=data[name])
+        raise InputError("input should be a valid number", file=file, field=name, value=data[name])
     try:
         return RqsWeights.model_validate(data).model_dump()
     except ValidationError as exc:
-        raise _pydantic_error(exc) from None
+        raise _pydantic_error(exc, file) from None
 
 
-def parse_section(section: Section, data: Any) -> dict[str, Any]:
-    """A section's value validated (strategies upper-cased), or InputError with the CLI's line."""
-    parsers: dict[Section, Callable[[Any], dict[str, Any]]] = {
-        "strategies": lambda d: dict(parse_strategies(d)),
-        "thresholds": parse_thresholds,
-        "weights": parse_weight_map,
-    }
-    return parsers[section](data)
+def parse_section(section: Section, data: Any, *, file: str | None = None) -> dict[str, Any]:
+    """A section's value validated (strategies upper-cased), or InputError with the CLI's line
+    (naming ``file`` when it came from one, as ``--strategies FILE`` does)."""
+    if section == "strategies":
+        return dict(parse_strategies(data, file=file))
+    if section == "thresholds":
+        return parse_thresholds(data, file=file)
+    return parse_weight_map(data, file=file)
 
 
 def parse_json_file(raw: bytes, *, name: str) -> Any:
@@ -109,9 +109,9 @@ class SavedConfig:
             return Thresholds().model_dump()
         return RqsWeights().model_dump()
 
-    def put(self, section: Section, data: Any) -> dict[str, Any]:
+    def put(self, section: Section, data: Any, *, file: str | None = None) -> dict[str, Any]:
         """Validate and save a section; returns what was saved. Raises InputError."""
-        value = parse_section(section, data)
+        value = parse_section(section, data, file=file)
         self.store.put_config(section, value)
         return value
 

@@ -33,19 +33,24 @@ _SECTIONS: tuple[tuple[Section, str, str, str], ...] = (
 )
 
 
-def save_section(ctx: Context, section: Section, data: Any) -> dict[str, Any]:
+def save_section(
+    ctx: Context, section: Section, data: Any, *, file: str | None = None
+) -> dict[str, Any]:
     """Validate and save; a bad value is a 422 with the CLI's one-line message."""
     try:
-        return ctx.saved.put(section, data)
+        return ctx.saved.put(section, data, file=file)
     except InputError as exc:
         raise ApiError.invalid(exc, field=exc.field or section) from None
 
 
+def upload_name(file: UploadFile) -> str:
+    return os.path.basename(file.filename or "") or "upload.json"
+
+
 def read_upload(file: UploadFile) -> Any:
     """An uploaded JSON file's value (read from its spooled copy), or a 422 naming ``file``."""
-    name = os.path.basename(file.filename or "") or "upload.json"
     try:
-        return parse_json_file(file.file.read(), name=name)
+        return parse_json_file(file.file.read(), name=upload_name(file))
     except InputError as exc:
         raise ApiError.invalid(exc, field="file") from None
 
@@ -62,7 +67,7 @@ def _add_section(section: Section, part: str, filename: str, shape: str) -> None
     def import_section(
         ctx: Context, file: Annotated[UploadFile, File(description=f"A JSON file: {shape}.")]
     ) -> dict[str, Any]:
-        return save_section(ctx, section, read_upload(file))
+        return save_section(ctx, section, read_upload(file), file=upload_name(file))
 
     def export_section(ctx: Context) -> Response:
         return Response(

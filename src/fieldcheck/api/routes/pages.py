@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hmac
 import math
+import os
 from typing import Annotated, Any
 
 from fastapi import APIRouter, File, Form, Request, UploadFile
@@ -105,9 +106,11 @@ def _save(
     section: Section,
     data: Any,
     rows: list[tuple[str, str]] | None = None,
+    *,
+    file: str | None = None,
 ) -> Response:
     try:
-        ctx.saved.put(section, data)
+        ctx.saved.put(section, data, file=file)
     except InputError as exc:
         return _configuration(
             ctx, request, status=400, error=exc.one_line(), error_section=section, rows=rows
@@ -138,11 +141,12 @@ async def import_section(section: Section, request: Request, ctx: Context) -> Re
         return _configuration(
             ctx, request, status=400, error="choose a JSON file to import", error_section=section
         )
+    name = os.path.basename(upload.filename)
     try:
-        data = parse_json_file(await upload.read(), name=upload.filename)
+        data = parse_json_file(await upload.read(), name=name)
     except InputError as exc:
         return _configuration(ctx, request, status=400, error=exc.one_line(), error_section=section)
-    return _save(ctx, request, section, data)
+    return _save(ctx, request, section, data, file=name)
 
 
 _NOT_A_NUMBER = "input should be a valid number"
