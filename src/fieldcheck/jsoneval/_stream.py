@@ -13,9 +13,9 @@ from __future__ import annotations
 import contextlib
 import gc
 import heapq
-import itertools
 import logging
 import math
+import operator
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -73,6 +73,7 @@ _REASONS = {
     "int_type": "must be a string or an integer",
 }
 _INT64 = 1 << 63
+_MAX_PLANS = 4096  # key sequences (and outcomes per sequence) remembered by the kernel
 
 
 class MatcherError(FieldcheckError):
@@ -126,6 +127,8 @@ class Scored:
     fields: dict[str, tuple[Strategy, float | None, float | None]]
     scores: tuple[float, float, float, float, float]
     findings: list[SafetyFinding] = field(default_factory=list)
+    # buckets and fields already serialised (the EXACT/IGNORE kernel shares them between records)
+    fragments: tuple[orjson.Fragment, orjson.Fragment] | None = None
 
     @property
     def rqs(self) -> float:
@@ -157,6 +160,12 @@ class Scored:
     def line_dict(self, signature: Any) -> dict[str, Any]:
         """One line of records.jsonl, exactly ``JsonEvalResult.record_dict(id)`` as written."""
         c, h, a, s, r = self.scores
+        buckets: Any
+        fields: Any
+        if self.fragments is not None:
+            buckets, fields = self.fragments
+        else:
+            buckets, fields = self.bucket_dict(), _fields_dict(self.fields)
         return {
             "id": self.id,
             "completeness": c,
@@ -164,11 +173,8 @@ class Scored:
             "accuracy": a,
             "safety_score": s,
             "rqs": r,
-            "buckets": self.bucket_dict(),
-            "fields": {
-                name: {"strategy": st, "similarity": sim, "score": sc}
-                for name, (st, sim, sc) in self.fields.items()
-            },
+            "buckets": buckets,
+            "fields": fields,
             "signature": signature,
             "output_kind": self.kind,
             "flags": self.flags,
@@ -189,6 +195,37 @@ _BUCKETS = (
     "aio_missing_or_null",
     "both_non_null",
 )
+
+
+def _fields_dict(
+    fields: Mapping[str, tuple[Strategy, float | None, float | None]],
+) -> dict[str, dict[str, Any]]:
+    return {
+        name: {"strategy": st, "similarity": sim, "score": sc}
+        for name, (st, sim, sc) in fields.items()
+    }
+
+
+_LINE_OPTIONS = orjson.OPT_NON_STR_KEYS | orjson.OPT_SORT_KEYS | orjson.OPT_APPEND_NEWLINE
+_FIELD_RESULTS: dict[int, tuple[Strategy, float | None, float | None]] = {
+    3: ("EXACT", 1.0, 1.0),
+    4: ("EXACT", 0.0, 0.0),
+    5: ("IGNORE", None, None),
+}
+_SAME_TEXT = (str, int, float, bool)  # equal values of one of these types have equal text
+
+
+@dataclass(slots=True)
+class _Plan:
+    """What a record's two key sequences decide, shared by every record with the same ones: the
+    ground-truth keys in sorted order with their configured strategy (None: detected from the
+    value), the sorted extra keys, and the results already built for each outcome."""
+
+    keys: tuple[str, ...]
+    configured: tuple[Strategy | None, ...]
+    extra: list[str]
+    total_distinct: int
+    outcomes: dict[tuple[tuple[int, ...], float], Scored] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -280,6 +317,9 @@ class Scorer:
         self.unseen = set(config.strategies)  # strategy keys no ground truth has had yet
         self.total = 0  # records to score, when known (progress); 0: unknown
         self.prepared = self.scored = 0
+        # the EXACT/IGNORE kernel serves records read from a file (depth checked), object outputs
+        self._kernel = not config.flatten and config.safety_check == "off"
+        self._plans: dict[tuple[tuple[str, ...], tuple[str, ...]], _Plan] = {}
 
     def _strategy(self, name: str, gt_value: Any) -> Strategy:
         strategies = self._strategies
@@ -292,6 +332,99 @@ class Scorer:
                 if found is not None:
                     return found
         return auto_strategy(gt_value)
+
+    def _plan(self, gt: dict[str, Any], aio: dict[str, Any]) -> _Plan:
+        keys = tuple(sorted(gt))
+        configured: list[Strategy | None] = []
+        strategies = self._strategies
+        for k in keys:
+            found = strategies.get(k) if strategies else None
+            if found is None and self._wild and "[" in k:
+                found = strategies.get(wildcard_path(k))
+            configured.append(found)
+        if self.unseen:
+            for key in keys:
+                self.unseen.discard(key)
+                if "[" in key:
+                    self.unseen.discard(wildcard_path(key))
+        extra = sorted(k for k in aio if k not in gt)
+        return _Plan(keys, tuple(configured), extra, len(keys) + len(extra))
+
+    def _outcome(self, plan: _Plan, codes: tuple[int, ...], safety: float) -> Scored:
+        """Phases 0-4 of a record from its per-key outcome codes (see ``fast``)."""
+        pairs = list(zip(plan.keys, codes, strict=True))
+        gt_null_value = [k for k, c in pairs if c == 1]
+        gt_non_null = [k for k, c in pairs if c >= 2]
+        missing = [k for k, c in pairs if c == 2]
+        both = [k for k, c in pairs if c >= 3]
+        fields = {k: _FIELD_RESULTS[c] for k, c in pairs if c >= 3}
+        buckets = (plan.extra, gt_null_value, gt_non_null, missing, both)
+        comp = len(both) / len(gt_non_null) if gt_non_null else 1.0
+        count = len(plan.extra) + len(gt_null_value)
+        hall = count / plan.total_distinct if plan.total_distinct else 0.0
+        scored = [f[2] for f in fields.values() if f[2] is not None]
+        acc = math.fsum(scored) / len(scored) if scored else 1.0
+        wa, wc, ws, wh = self._weights
+        rqs = min(1.0, max(0.0, math.fsum([wa * acc, wc * comp, ws * safety, -wh * hall])))
+        options = orjson.OPT_NON_STR_KEYS | orjson.OPT_SORT_KEYS
+        fragments = (
+            orjson.Fragment(
+                orjson.dumps(dict(zip(_BUCKETS, buckets, strict=True)), option=options)
+            ),
+            orjson.Fragment(orjson.dumps(_fields_dict(fields), option=options)),
+        )
+        return Scored(
+            -1, "", None, "object", [], buckets, plan.total_distinct, fields,
+            (comp, hall, acc, safety, rqs), [], fragments,
+        )  # fmt: skip
+
+    def fast(self, item: Item) -> Scored | None:
+        """Phases 0-4 of a record whose compared fields are all EXACT or IGNORE, with results
+        shared by every record of the same key sequences and per-key outcomes; None when the
+        record needs the general path (a FUZZY/SEMANTIC field to compare). Only for an item
+        read from a file (``checked``) with an object output, no flatten, no safety check."""
+        gt = item.ground_truth
+        aio: dict[str, Any] = item.output
+        shape = (tuple(gt), tuple(aio))
+        plan = self._plans.get(shape)
+        if plan is None:
+            plan = self._plan(gt, aio)
+            if len(self._plans) < _MAX_PLANS:
+                self._plans[shape] = plan
+        codes: list[int] = []
+        add = codes.append
+        for k, strategy in zip(plan.keys, plan.configured, strict=True):
+            gv = gt[k]
+            av = aio.get(k, _ABSENT)
+            out_null = av is _ABSENT or av is None or (av.__class__ is str and not av.strip())
+            if gv is None or (gv.__class__ is str and not gv.strip()):
+                add(0 if out_null else 1)
+            elif out_null:
+                add(2)
+            else:
+                if strategy is None:
+                    strategy = auto_strategy(gv)
+                if strategy == "EXACT":
+                    t = av.__class__
+                    same = (t is gv.__class__ and t in _SAME_TEXT and av == gv) or exact_match(
+                        av, gv
+                    )
+                    add(3 if same else 4)
+                elif strategy == "IGNORE":
+                    add(5)
+                else:
+                    return None
+        safety = 1.0 if item.safety_score is None else float(item.safety_score)
+        key = (tuple(codes), safety)
+        done = plan.outcomes.get(key)
+        if done is None:
+            done = self._outcome(plan, key[0], safety)
+            if len(plan.outcomes) < _MAX_PLANS:
+                plan.outcomes[key] = done
+        return Scored(
+            item.index, item.id, item.line, "object", [], done.buckets, done.total_distinct,
+            done.fields, done.scores, [], done.fragments,
+        )  # fmt: skip
 
     def prepare(self, item: Item) -> _Prep:
         """Phases 0-3 without the matchers. Raises InputError (field ``ground_truth`` or
@@ -469,22 +602,35 @@ class Scorer:
         """Score a chunk: its scored records and its failures, each in batch order, and the
         distinct pairs sent to each matcher."""
         prepared: list[_Prep] = []
+        done: list[Scored | _Prep] = []
         failed: list[Failed] = []
+        kernel = self.fast if self._kernel else None
         for item in items:
+            if kernel is not None and item.checked and item.output.__class__ is dict:
+                result = kernel(item)
+                if result is not None:
+                    done.append(result)
+                    continue
             try:
-                prepared.append(self.prepare(item))
+                prep = self.prepare(item)
             except InputError as exc:
                 failed.append(self._failure(item, exc.reason, exc.field))
+                continue
+            prepared.append(prep)
+            done.append(prep)
         self.prepared += len(items)
         if self.progress and items:
             self.progress("prepare", self.prepared, self.total)
         found, counts = self.match(prepared)
         scored: list[Scored] = []
-        for prep in prepared:
+        for x in done:
+            if isinstance(x, Scored):
+                scored.append(x)
+                continue
             try:
-                scored.append(self.assemble(prep, found))
+                scored.append(self.assemble(x, found))
             except MatcherError as exc:
-                failed.append(self._failure(prep.item, str(exc)))
+                failed.append(self._failure(x.item, str(exc)))
         self.scored += len(prepared)
         if self.progress and prepared:
             self.progress("score", self.scored, self.total)
@@ -493,6 +639,18 @@ class Scorer:
 
 
 # ------------------------------------------------------------------ running aggregates
+
+
+_BUCKETS_OF = operator.attrgetter("buckets")
+_FIELDS_OF = operator.attrgetter("fields")
+_FLAGS_OF = operator.attrgetter("flags")
+
+
+def _distinct(objects: list[Any]) -> Iterator[tuple[Any, int]]:
+    """Each distinct object (by identity) of ``objects`` and how often it occurs."""
+    by_id = dict(zip(map(id, objects), objects, strict=True))
+    for key, n in Counter(map(id, objects)).items():
+        yield by_id[key], n
 
 
 class Aggregate:
@@ -530,17 +688,25 @@ class Aggregate:
                 self.histograms[name] += np.histogram(
                     rows[:, j], bins=HISTOGRAM_BINS, range=(0.0, 1.0)
                 )[0]
-        # counted by the field's own name (C-speed Counter updates); [*] paths at the summary
-        flat = itertools.chain.from_iterable
-        self.expected.update(flat(r.buckets[2] for r in scored))
-        self.missing.update(flat(r.buckets[3] for r in scored))
-        self.hallucinated.update(flat(r.buckets[0] for r in scored))
-        self.hallucinated.update(flat(r.buckets[1] for r in scored))
-        self.field_scores.update((name, f[0], f[2]) for r in scored for name, f in r.fields.items())
-        for r in scored:
-            if r.flags:
-                self.not_an_object += "not_an_object" in r.flags
-                self.safety_flagged += "safety_leak" in r.flags
+        # counted by the field's own name, once per distinct buckets/fields object of the chunk
+        # (the kernel shares them between records); [*] paths at the summary
+        for buckets, n in _distinct(list(map(_BUCKETS_OF, scored))):
+            extra, gt_null_value, gt_non_null, missing, _ = buckets
+            for counter, names in (
+                (self.expected, gt_non_null),
+                (self.missing, missing),
+                (self.hallucinated, extra),
+                (self.hallucinated, gt_null_value),
+            ):
+                for name in names:
+                    counter[name] += n
+        field_scores = self.field_scores
+        for fields, n in _distinct(list(map(_FIELDS_OF, scored))):
+            for name, f in fields.items():
+                field_scores[(name, f[0], f[2])] += n
+        for flags in filter(None, map(_FLAGS_OF, scored)):
+            self.not_an_object += "not_an_object" in flags
+            self.safety_flagged += "safety_leak" in flags
         worst = self._worst
         for i in np.argsort(rows[:, 4], kind="stable")[:WORST_RECORDS].tolist():
             r = scored[i]
