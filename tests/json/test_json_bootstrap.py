@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import struct
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,7 @@ from fieldcheck.metrics._stats import (
     MeansBootstrap,
     bootstrap_means_ci,
     poisson_weights,
+    value_classes,
 )
 
 Walk = tuple[dict[str, Any], dict[str, Any], dict[str, str]]
@@ -42,32 +44,77 @@ THREE = [
 ]
 
 
-def weights_of(n: int, resamples: int, seed: int) -> np.ndarray:
-    """Record i's weights: column i % BLOCK of block i // BLOCK (seeded by (seed, block))."""
-    blocks = [poisson_weights(seed, b, resamples) for b in range(-(-n // BOOTSTRAP_BLOCK))]
-    return np.concatenate(blocks, axis=1)[:, :n] if blocks else np.zeros((resamples, 0))
+Rows = list[tuple[float, ...]]
+
+
+# the scores of THREE in SCORES order (completeness, hallucination, accuracy, safety, rqs)
+THREE_ROWS = [
+    (1.0, 0.0, 1.0, 1.0, 0.85),
+    (1.0, 0.0, 0.5, 1.0, 0.625),
+    (0.5, 0.0, 1.0, 1.0, 0.725),
+]
+
+
+def block_classes(rows: Rows, resamples: int, seed: int) -> list[tuple[Rows, np.ndarray]]:
+    """Each block of BOOTSTRAP_BLOCK rows as its distinct rows (ordered by their bytes) and their
+    (resamples, classes) weights, written out slowly: a generator seeded by (seed, block) draws
+    16-bit values for the one-row classes (mapped through the Poisson(1) table), then
+    Poisson(count) for the classes of several rows."""
+    out = []
+    for b, start in enumerate(range(0, len(rows), BOOTSTRAP_BLOCK)):
+        counts: dict[bytes, int] = {}
+        first: dict[bytes, tuple[float, ...]] = {}
+        for row in rows[start : start + BOOTSTRAP_BLOCK]:
+            key = b"".join(struct.pack("=d", v) for v in row)
+            counts[key] = counts.get(key, 0) + 1
+            first.setdefault(key, row)
+        keys = sorted(counts)
+        rng = np.random.default_rng([seed, b])
+        singles = [i for i, k in enumerate(keys) if counts[k] == 1]
+        many = [i for i, k in enumerate(keys) if counts[k] > 1]
+        weights = np.zeros((resamples, len(keys)))
+        draws = rng.integers(0, 65536, size=(resamples, len(singles)), dtype=np.uint16)
+        for r in range(resamples):
+            for j, i in enumerate(singles):
+                weights[r, i] = _POISSON[draws[r, j]]
+        if many:
+            lam = [float(counts[keys[i]]) for i in many]
+            drawn = rng.poisson(lam, size=(resamples, len(many)))
+            for j, i in enumerate(many):
+                weights[:, i] = drawn[:, j]
+        out.append(([first[k] for k in keys], weights))
+    return out
+
+
+def resampled_means(rows: Rows, column: int, resamples: int, seed: int) -> list[float]:
+    """Each resample's weighted mean of the counted values of ``column`` (a resample counting
+    none has no mean), summed class by class in a plain loop."""
+    totals = [0.0] * resamples
+    counted = [0.0] * resamples
+    for classes, weights in block_classes(rows, resamples, seed):
+        for r in range(resamples):
+            for row, w in zip(classes, weights[r], strict=True):
+                if not math.isnan(row[column]):
+                    totals[r] += float(w) * row[column]
+                    counted[r] += float(w)
+    return [t / c for t, c in zip(totals, counted, strict=True) if c]
 
 
 def loop_reference(
-    values: list[float], resamples: int, seed: int
+    rows: Rows | list[float], resamples: int, seed: int, column: int = 0
 ) -> tuple[float, float, int] | None:
-    """The interval written out slowly: for each resample row of the same weights, the weighted
-    mean of the counted values; sort; take the floor/ceil percentile ranks (NaN: not counted)."""
-    weights = weights_of(len(values), resamples, seed)
-    means = []
-    for row in weights:
-        total = count = 0.0
-        for w, v in zip(row, values, strict=True):
-            if not math.isnan(v):
-                total += float(w) * v
-                count += float(w)
-        if count:
-            means.append(total / count)
+    """The interval written out slowly: sort the resampled means, take the floor/ceil percentile
+    ranks."""
+    table = [r if isinstance(r, tuple) else (r,) for r in rows]
+    means = sorted(resampled_means(table, column, resamples, seed))
     if not means:
         return None
-    means.sort()
     k = len(means)
     return means[math.floor(0.025 * (k - 1))], means[math.ceil(0.975 * (k - 1))], k
+
+
+def counted_resamples(rows: Rows, resamples: int, seed: int, column: int = 0) -> int:
+    return len(resampled_means(rows, column, resamples, seed))
 
 
 def test_poisson_table_is_poisson_one_to_two_to_the_minus_16() -> None:
@@ -84,8 +131,7 @@ def test_two_values_zero_and_one_give_the_whole_range() -> None:
     # 135 of 1000) has no mean and is dropped; of the rest, one unit alone is about 27% each, far
     # more than the 2.5% rank skips, so the interval is [0, 1]
     ci = bootstrap_means_ci({"x": np.array([0.0, 1.0])}, resamples=1000, seed=0)["x"]
-    weights = weights_of(2, 1000, 0)
-    counted = int(np.count_nonzero(weights.sum(axis=1)))
+    counted = counted_resamples([(0.0,), (1.0,)], 1000, 0)
     assert 800 < counted < 920
     assert (ci.estimate, ci.low, ci.high, ci.level, ci.resamples) == (0.5, 0.0, 1.0, 0.95, counted)
 
@@ -121,8 +167,7 @@ def test_intervals_agree_with_a_slow_loop_over_the_same_weights(
 
 def test_a_nan_unit_drops_the_resamples_that_weigh_only_it() -> None:
     values = [1.0, math.nan, 0.0]
-    weights = weights_of(3, 1000, 1)
-    no_counted = int(np.count_nonzero(weights[:, [0, 2]].sum(axis=1) == 0))  # about 1000 e^-2
+    no_counted = 1000 - counted_resamples([(v,) for v in values], 1000, 1)  # about 1000 e^-2
     ci = bootstrap_means_ci({"x": np.array(values)}, resamples=1000, seed=1)["x"]
     assert no_counted > 0 and ci.resamples == 1000 - no_counted
     assert ci.estimate == 0.5
@@ -141,9 +186,34 @@ def test_streamed_intervals_are_identical_whatever_the_chunks(chunk: int) -> Non
     for start in range(0, len(rows), chunk):
         streamed.add(rows[start : start + chunk])
     assert streamed.intervals() == whole
-    ref = loop_reference(rows[:, 1].tolist(), 200, 3)
+    ref = loop_reference([tuple(r) for r in rows.tolist()], 200, 3, column=1)
     assert ref is not None
     assert (whole["b"].low, whole["b"].high, whole["b"].resamples) == pytest.approx(ref, abs=1e-12)
+
+
+@pytest.mark.parametrize("levels", [3, 10**9])
+def test_class_weights_give_the_spread_of_the_per_record_poisson_bootstrap(levels: int) -> None:
+    # a random batch of 3,000 records (few distinct rows: classes of many records drawn
+    # Poisson(count); or all distinct: one Poisson(1) per record): the standard errors of the
+    # resampled means are those of the per-record Poisson(1) bootstrap within 10% (4,000
+    # resamples estimate each to about 1.1%)
+    rng = np.random.default_rng(levels)
+    rows = rng.integers(0, levels, size=(3000, 2)) / (levels - 1)
+    rows[rng.random(3000) < 0.2, 1] = math.nan
+    ours = MeansBootstrap(["a", "b"], resamples=4000, seed=1)
+    ours.add(rows)
+    ours.intervals()
+    weights = np.concatenate([poisson_weights(9, b, 4000) for b in range(3)], axis=1)[:, :3000]
+    for j in range(2):
+        present = ~np.isnan(rows[:, j])
+        ours_means = ours.totals[:, j] / ours.counts[:, j]
+        per_record = (weights @ np.where(present, rows[:, j], 0.0)) / (weights @ present)
+        ratio = ours_means.std() / per_record.std()
+        assert 0.9 < ratio < 1.1, (j, ratio)
+        assert abs(ours_means.mean() - per_record.mean()) < 0.1 * per_record.std()
+    classes, counts = value_classes(rows[:BOOTSTRAP_BLOCK])
+    assert counts.sum() == BOOTSTRAP_BLOCK
+    assert (len(classes) < 20) if levels == 3 else (len(classes) == BOOTSTRAP_BLOCK)
 
 
 def test_exact_sum_is_fsum_whatever_the_chunks() -> None:
@@ -178,11 +248,13 @@ def test_batch_means_have_intervals_equal_to_the_loop(table_matchers: dict[str, 
         "rqs": [0.85, 0.625, 0.725],
     }
     arrays = score_arrays(batch.results)
-    for name, values in per_record.items():
+    names = list(per_record)
+    table = list(zip(*(arrays[name].tolist() for name in names), strict=True))
+    for j, (name, values) in enumerate(per_record.items()):
         assert np.allclose(arrays[name], values, rtol=0, atol=1e-12)
         assert arrays[name].dtype == np.float64
         ci = s.ci[name]
-        ref = loop_reference(list(arrays[name]), 500, 4)
+        ref = loop_reference(table, 500, 4, column=j)
         assert ref is not None
         assert (ci.low, ci.high, ci.resamples) == pytest.approx(ref, abs=1e-12)
         assert ci.estimate == pytest.approx(s.means[name], abs=1e-15)
@@ -259,7 +331,7 @@ def test_summary_json_carries_the_intervals(tmp_path: Path, table_matchers: dict
         "low": batch.summary.ci["rqs"].low,
         "high": batch.summary.ci["rqs"].high,
         "level": 0.95,
-        "resamples": int(np.count_nonzero(weights_of(3, 100, 2).sum(axis=1))),  # 88 here
+        "resamples": counted_resamples(THREE_ROWS, 100, 2),  # 98 here
     }
     assert data["signature"]["settings"]["bootstrap"] == 100
     assert data["complete"] is True

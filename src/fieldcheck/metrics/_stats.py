@@ -293,17 +293,47 @@ _POISSON_FLOAT = _POISSON.astype(float)
 def poisson_weights(seed: int, block: int, resamples: int) -> np.ndarray:
     """The (resamples, BOOTSTRAP_BLOCK) Poisson(1) bootstrap weights of block ``block`` (small
     integers, as floats): column j is record ``block * BOOTSTRAP_BLOCK + j``, drawn from a
-    generator seeded by (seed, block)."""
+    generator seeded by (seed, block). (Per record; ``class_weights`` is what the means use.)"""
     rng = np.random.default_rng([seed, block])
     draws = rng.integers(0, _U16, size=(resamples, BOOTSTRAP_BLOCK), dtype=np.uint16)
     return _POISSON_FLOAT[draws]
+
+
+def value_classes(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct rows of ``rows`` (by their bytes, so NaN rows group too), in byte order, and
+    how many rows each stands for."""
+    rows = np.ascontiguousarray(rows, dtype=float)
+    keys = rows.view(np.dtype((np.void, rows.itemsize * rows.shape[1]))).ravel()
+    _, first, counts = np.unique(keys, return_index=True, return_counts=True)
+    return rows[first], counts
+
+
+def class_weights(seed: int, block: int, resamples: int, counts: np.ndarray) -> np.ndarray:
+    """(resamples, classes) bootstrap weights of block ``block``'s value classes: a class of
+    ``c`` records is drawn Poisson(c), the sum of its records' independent Poisson(1) weights, so
+    each resampled total has the per-record Poisson bootstrap's distribution. From a generator
+    seeded by (seed, block): first 16-bit draws through the Poisson(1) table for the classes of
+    one record (in class order), then ``Generator.poisson`` for the others."""
+    rng = np.random.default_rng([seed, block])
+    counts = np.asarray(counts, dtype=np.int64)
+    single = counts == 1
+    weights = np.empty((resamples, len(counts)))
+    draws = rng.integers(0, _U16, size=(resamples, int(single.sum())), dtype=np.uint16)
+    weights[:, single] = _POISSON_FLOAT[draws]
+    many = ~single
+    if many.any():
+        weights[:, many] = rng.poisson(
+            counts[many].astype(float), size=(resamples, int(many.sum()))
+        )
+    return weights
 
 
 class MeansBootstrap:
     """Streaming percentile bootstrap of the means of several per-unit values (Poisson(1)).
 
     ``add`` takes the next units' values (rows, one column per name, NaN: left out of that mean);
-    units are buffered up to a block of BOOTSTRAP_BLOCK and folded in with that block's weights,
+    units are buffered up to a block of BOOTSTRAP_BLOCK and folded in with that block's weights
+    (one Poisson weight per distinct row of the block, ``class_weights``),
     so memory is one block whatever the number of units, and the intervals are the same however
     the units were split into ``add`` calls. ``intervals`` gives the same as ``bootstrap_means_ci``
     on all the values at once.
@@ -344,8 +374,8 @@ class MeansBootstrap:
             return
         if self.resamples > 0:
             block = self.units // BOOTSTRAP_BLOCK
-            weights = poisson_weights(self.seed, block, self.resamples)[:, : self._filled]
-            values = self._buffer[: self._filled]
+            values, counts = value_classes(self._buffer[: self._filled])
+            weights = class_weights(self.seed, block, self.resamples, counts)
             present = ~np.isnan(values)
             columns = np.ascontiguousarray(np.where(present, values, 0.0).T)
             # one matrix-vector product per column: a matrix product was 3-10x slower on a
@@ -388,8 +418,9 @@ def bootstrap_means_ci(
     """Percentile bootstrap intervals of the mean of each per-unit array (unit i is the same
     example in every array); NaN marks a unit left out of that array's mean.
 
-    Poisson(1) bootstrap (``MeansBootstrap``): unit i's weight in each resample depends only on
-    (seed, i), so the same values and seed give the same intervals, all at once or streamed. A
+    Poisson(1) bootstrap (``MeansBootstrap``): the weights of the units of block i //
+    BOOTSTRAP_BLOCK depend only on (seed, that block, the block's values), so the same values and
+    seed give the same intervals, all at once or streamed. A
     resample that weighs no counted unit of an array has no mean and is left out of that array's
     percentiles (``Interval.resamples`` says how many counted). The estimate is the plain mean
     (``math.fsum``). An array with no counted unit, no units, or ``resamples < 1`` gives no
