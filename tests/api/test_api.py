@@ -5,6 +5,10 @@ from __future__ import annotations
 
 import json
 import os
+import socket
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -386,3 +390,30 @@ def test_serve_refuses_a_public_host_without_a_token(monkeypatch: pytest.MonkeyP
     assert line.startswith("error: --host: binding to 0.0.0.0 (not loopback) needs a bearer token")
     missing = CliRunner().invoke(cli, ["serve", "--data-root", os.devnull + "/nope"])
     assert missing.exit_code == 2 and "--data-root" in missing.stderr
+
+
+def test_fieldcheck_serve_starts_uvicorn_and_answers(tmp_path: Path) -> None:
+    """The real command in a child process: it serves, prints where, and stops on SIGTERM."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = {**os.environ, "FIELDCHECK_DATABASE_URL": f"sqlite:///{tmp_path / 'cli.sqlite3'}"}
+    child = subprocess.Popen(
+        [sys.executable, "-m", "fieldcheck._cli.main", "serve", "--port", str(port),
+         "--data-root", str(tmp_path)],
+        env=env, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                response = httpx.get(f"http://127.0.0.1:{port}/api/config/weights", timeout=1)
+                break
+            except httpx.TransportError:
+                assert child.poll() is None and time.monotonic() < deadline
+                time.sleep(0.2)
+        assert response.json()["accuracy"] == 0.45
+    finally:
+        child.terminate()
+        _, stderr = child.communicate(timeout=30)
+    assert f"serving fieldcheck at http://127.0.0.1:{port}/" in stderr
