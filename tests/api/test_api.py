@@ -417,3 +417,17 @@ def test_fieldcheck_serve_starts_uvicorn_and_answers(tmp_path: Path) -> None:
         child.terminate()
         _, stderr = child.communicate(timeout=30)
     assert f"serving fieldcheck at http://127.0.0.1:{port}/" in stderr
+
+
+def test_a_browser_signs_in_once_with_the_token(serve: Serve) -> None:
+    live = serve(host="0.0.0.0", token="t0ken-of-the-test")
+    with httpx.Client(base_url=live.base_url) as browser:
+        assert browser.get("/login").status_code == 200  # the one open page
+        wrong = browser.post("/login", data={"token": "guess"})
+        assert wrong.status_code == 401 and "not the server&#39;s token" in wrong.text
+        assert browser.get("/configuration").status_code == 401
+        right = browser.post("/login", data={"token": "t0ken-of-the-test"})
+        assert right.status_code == 303
+        cookie = right.headers["set-cookie"].lower()
+        assert "httponly" in cookie and "samesite=strict" in cookie
+        assert browser.get("/configuration").status_code == 200
