@@ -22,7 +22,14 @@ $(STAMP): requirements.lock pyproject.toml
 demo: $(STAMP)
 	$(PY) -m fieldcheck._demo
 
-test: $(STAMP)
+# The browser tests drive Debian's Chromium (never a downloaded browser); installed when missing.
+CHROMIUM := /usr/bin/chromium
+SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
+
+$(CHROMIUM):
+	$(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium
+
+test: $(STAMP) $(CHROMIUM)
 	$(PY) -m ruff check src tests benchmarks
 	$(PY) -m mypy
 	$(PY) -m pytest -n 2
