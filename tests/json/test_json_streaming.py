@@ -353,3 +353,25 @@ def test_duplicate_ids_are_found_across_the_older_runs(
         f"{data}:23: record 0: field 'id': duplicate id (first on line 1)",
     ]
     assert reader.records == 20
+
+
+def test_the_streamed_random_batches_use_the_exact_ignore_kernel_and_the_general_path(
+    tmp_path: Path,
+) -> None:
+    # the identical-numbers test above covers both: records whose compared fields are all
+    # EXACT/IGNORE go through Scorer.fast, the others (a FUZZY field to compare, auto-detected
+    # text) through prepare/assemble
+    from fieldcheck.jsoneval._evaluate import make_signature
+    from fieldcheck.jsoneval._stream import Item, Scorer
+
+    data = tmp_path / "d.jsonl"
+    data.write_text("\n".join(random_batch(0, 400)) + "\n")
+    config = EvalConfig(strategies=STRATEGIES)
+    scorer = Scorer(config, matchers(), make_signature(config, matchers()))
+    served = [
+        scorer.fast(x) is not None
+        for chunk in BatchReader(data).chunks()
+        for x in chunk
+        if isinstance(x, Item) and isinstance(x.output, dict)
+    ]
+    assert min(served.count(True), served.count(False)) > 50

@@ -73,6 +73,7 @@ _REASONS = {
     "int_type": "must be a string or an integer",
 }
 _INT64 = 1 << 63
+_FEW_OPENERS = MAX_DEPTH + 1  # a line with no more "{" and "[" cannot nest too deep (too_deep)
 _MAX_PLANS = 4096  # key sequences (and outcomes per sequence) remembered by the kernel
 
 
@@ -127,8 +128,9 @@ class Scored:
     fields: dict[str, tuple[Strategy, float | None, float | None]]
     scores: tuple[float, float, float, float, float]
     findings: list[SafetyFinding] = field(default_factory=list)
-    # buckets and fields already serialised (the EXACT/IGNORE kernel shares them between records)
-    fragments: tuple[orjson.Fragment, orjson.Fragment] | None = None
+    # the kernel's records: their records.jsonl line before and after the id (the scorer's
+    # signature), shared by every record of the same outcome
+    line_parts: tuple[bytes, bytes] | None = None
 
     @property
     def rqs(self) -> float:
@@ -160,12 +162,6 @@ class Scored:
     def line_dict(self, signature: Any) -> dict[str, Any]:
         """One line of records.jsonl, exactly ``JsonEvalResult.record_dict(id)`` as written."""
         c, h, a, s, r = self.scores
-        buckets: Any
-        fields: Any
-        if self.fragments is not None:
-            buckets, fields = self.fragments
-        else:
-            buckets, fields = self.bucket_dict(), _fields_dict(self.fields)
         return {
             "id": self.id,
             "completeness": c,
@@ -173,8 +169,8 @@ class Scored:
             "accuracy": a,
             "safety_score": s,
             "rqs": r,
-            "buckets": buckets,
-            "fields": fields,
+            "buckets": self.bucket_dict(),
+            "fields": _fields_dict(self.fields),
             "signature": signature,
             "output_kind": self.kind,
             "flags": self.flags,
@@ -212,6 +208,8 @@ _FIELD_RESULTS: dict[int, tuple[Strategy, float | None, float | None]] = {
     4: ("EXACT", 0.0, 0.0),
     5: ("IGNORE", None, None),
 }
+_ID_MARK = "\x00fieldcheck id\x00"  # where the id goes in a kernel record's line
+_ID_MARK_JSON = orjson.dumps(_ID_MARK)
 _SAME_TEXT = (str, int, float, bool)  # equal values of one of these types have equal text
 
 
@@ -320,6 +318,7 @@ class Scorer:
         # the EXACT/IGNORE kernel serves records read from a file (depth checked), object outputs
         self._kernel = not config.flatten and config.safety_check == "off"
         self._plans: dict[tuple[tuple[str, ...], tuple[str, ...]], _Plan] = {}
+        self._signature_json: orjson.Fragment | None = None
 
     def _strategy(self, name: str, gt_value: Any) -> Strategy:
         strategies = self._strategies
@@ -366,17 +365,16 @@ class Scorer:
         acc = math.fsum(scored) / len(scored) if scored else 1.0
         wa, wc, ws, wh = self._weights
         rqs = min(1.0, max(0.0, math.fsum([wa * acc, wc * comp, ws * safety, -wh * hall])))
-        options = orjson.OPT_NON_STR_KEYS | orjson.OPT_SORT_KEYS
-        fragments = (
-            orjson.Fragment(
-                orjson.dumps(dict(zip(_BUCKETS, buckets, strict=True)), option=options)
-            ),
-            orjson.Fragment(orjson.dumps(_fields_dict(fields), option=options)),
-        )
-        return Scored(
-            -1, "", None, "object", [], buckets, plan.total_distinct, fields,
-            (comp, hall, acc, safety, rqs), [], fragments,
+        done = Scored(
+            -1, _ID_MARK, None, "object", [], buckets, plan.total_distinct, fields,
+            (comp, hall, acc, safety, rqs),
         )  # fmt: skip
+        if self._signature_json is None:
+            self._signature_json = orjson.Fragment(dumps(self.signature.model_dump(mode="json")))
+        parts = record_line(done, self._signature_json).split(_ID_MARK_JSON)
+        if len(parts) == 2:  # else a key holds the mark's text: the line is built each time
+            done.line_parts = (parts[0], parts[1])
+        return done
 
     def fast(self, item: Item) -> Scored | None:
         """Phases 0-4 of a record whose compared fields are all EXACT or IGNORE, with results
@@ -423,7 +421,7 @@ class Scorer:
                 plan.outcomes[key] = done
         return Scored(
             item.index, item.id, item.line, "object", [], done.buckets, done.total_distinct,
-            done.fields, done.scores, [], done.fragments,
+            done.fields, done.scores, [], done.line_parts,
         )  # fmt: skip
 
     def prepare(self, item: Item) -> _Prep:
@@ -964,10 +962,20 @@ class BatchReader:
     def _chunk(self, raws: list[tuple[int, int, bytes]], seen: _SeenIds) -> list[Item | Failed]:
         p = self.path
         parsed: list[tuple[int, int, Any, InputError | None]] = []
+        loads, invalid = orjson.loads, orjson.JSONDecodeError
         for number, offset, raw in raws:
-            value = parse_jsonl_line(raw, number, p, record_key="id")  # the one depth check
+            # the common line (not the first, with too few brackets to nest too deep, valid
+            # JSON) parsed here; any other through parse_jsonl_line, the one depth check
+            value: Any = BLANK
+            if number != 1 and raw.count(b"{") + raw.count(b"[") <= _FEW_OPENERS:
+                try:
+                    value = loads(raw)
+                except invalid:
+                    value = BLANK
             if value is BLANK:
-                continue
+                value = parse_jsonl_line(raw, number, p, record_key="id")
+                if value is BLANK:
+                    continue
             if isinstance(value, InputError):
                 parsed.append((number, offset, None, value))
             else:
@@ -1069,10 +1077,11 @@ class StreamResult:
 
 
 def record_line(scored: Scored, signature: Any) -> bytes:
-    return orjson.dumps(
-        scored.line_dict(signature),
-        option=orjson.OPT_NON_STR_KEYS | orjson.OPT_SORT_KEYS | orjson.OPT_APPEND_NEWLINE,
-    )
+    """One line of records.jsonl; ``signature``: the scorer's, as JSON (``orjson.Fragment``)."""
+    if scored.line_parts is not None:
+        before, after = scored.line_parts
+        return before + orjson.dumps(scored.id) + after
+    return orjson.dumps(scored.line_dict(signature), option=_LINE_OPTIONS)
 
 
 def error_line(error: RecordError) -> bytes:
