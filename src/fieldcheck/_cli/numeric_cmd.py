@@ -62,8 +62,8 @@ from fieldcheck.numeric import (
     PredictionsResult,
     load_convfinqa,
     load_predictions,
-    score_numeric,
-    write_outputs,
+    report_tallies,
+    score_to_folder,
 )
 from fieldcheck.numeric._agent import PROMPT_ID, evaluate_model, prediction_lines
 from fieldcheck.numeric._scoring import CALL_ERRORS
@@ -168,9 +168,10 @@ def run_score(
         transient=True,
     ) as bar:
         task = bar.add_task("score", total=total)
-        result = score_numeric(
+        result = score_to_folder(
             loaded,
             preds,
+            out,
             price_in=price_in,
             price_out=price_out,
             bootstrap=bootstrap,
@@ -179,7 +180,6 @@ def run_score(
             sample_seed=seed if sample_size is not None else None,
             progress=lambda n: bar.update(task, completed=n),
         )
-    write_outputs(result, out, conversations=loaded.conversations)
     return result
 
 
@@ -373,7 +373,7 @@ def score_command(
         statistics = {**result.statistics, "complete": True}
         sys.stdout.write(safe_json_text(dumps(statistics, indent=True)) + "\n")
     failed = (
-        not result.conversations
+        not result.statistics["num_conversations"]
         or result.input_errors
         or result.statistics["num_turns_not_scored_call_errors"]
     )
@@ -680,7 +680,9 @@ def evaluate_command(
         shown = next(iter(statistics.values())) if len(statistics) == 1 else {"models": statistics}
         sys.stdout.write(safe_json_text(dumps(shown, indent=True)) + "\n")
     failed = any(
-        not o.result.conversations or o.result.input_errors or o.infrastructure_errors
+        not o.result.statistics["num_conversations"]
+        or o.result.input_errors
+        or o.infrastructure_errors
         for o in outcomes
     )
     values = {o.spec.name: {k: o.result.statistics.get(k) for k in GATED} for o in outcomes}
@@ -738,10 +740,4 @@ def run_model_demo(base_url: str, out_dir: Path, models: list[str], *, console: 
 
 
 def _failed_checks(outcome: ModelOutcome) -> int:
-    return sum(
-        1
-        for c in outcome.result.conversations
-        for t in c.turns
-        for entry in t.validation
-        if not entry.get("passed")
-    )
+    return report_tallies(outcome.result).failed_checks

@@ -24,20 +24,29 @@ from fieldcheck.numeric._predictions import (
     load_predictions,
 )
 from fieldcheck.numeric._records import Conversation, Document, Features, Turn
-from fieldcheck.numeric._report import build_report, write_numeric_report
+from fieldcheck.numeric._report import build_report, report_tallies, write_numeric_report
 from fieldcheck.numeric._scoring import (
     ConversationScore,
     Intervals,
     NumericResult,
+    ReportTallies,
     TurnScore,
     bootstrap_intervals,
     compute_statistics,
     score_numeric,
     score_turn,
     trace_ids,
+    turn_record,
+)
+from fieldcheck.numeric._stream import (
+    ERROR_COLUMNS,
+    SUMMARY_COLUMNS,
+    TURN_COLUMNS,
+    Tally,
+    score_to_folder,
 )
 from fieldcheck.numeric._validator import CHECKS, Validation, validate_reply
-from fieldcheck.numeric._writers import ERROR_COLUMNS, SUMMARY_COLUMNS, TURN_COLUMNS, write_outputs
+from fieldcheck.numeric._writers import write_outputs
 
 __all__ = [
     "CHECKS",
@@ -58,6 +67,8 @@ __all__ = [
     "Prediction",
     "PredictionError",
     "PredictionsResult",
+    "ReportTallies",
+    "Tally",
     "Turn",
     "TurnScore",
     "Validation",
@@ -70,10 +81,13 @@ __all__ = [
     "load_predictions",
     "prediction_lines",
     "render_document",
+    "report_tallies",
     "run_turn",
     "score_numeric",
+    "score_to_folder",
     "score_turn",
     "trace_ids",
+    "turn_record",
     "validate_reply",
     "write_numeric_report",
     "write_outputs",

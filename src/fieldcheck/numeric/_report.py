@@ -12,7 +12,12 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from fieldcheck.metrics._numbers import ABSOLUTE_TOLERANCE, RELATIVE_TOLERANCE, UNIT_FACTORS
-from fieldcheck.numeric._scoring import MAX_TURN_INTERVALS, ConversationScore, NumericResult
+from fieldcheck.numeric._scoring import (
+    MAX_TURN_INTERVALS,
+    ConversationScore,
+    NumericResult,
+    ReportTallies,
+)
 from fieldcheck.reports._document import Report, Term, figure, write_report
 from fieldcheck.reports._outdir import OutputFolder
 
@@ -191,6 +196,30 @@ def accuracy_by_operations(conversations: Sequence[ConversationScore]) -> list[O
     return [OperationsRow(k, n, right) for k, (n, right) in sorted(groups.items())]
 
 
+def report_tallies(result: NumericResult) -> ReportTallies:
+    """The result's tallies (a streamed run folds them while scoring), else counted from its
+    conversations (the in-memory ``score_numeric``)."""
+    if result.tallies is not None:
+        return result.tallies
+    checks = sum(
+        1
+        for c in result.conversations
+        for t in c.turns
+        for entry in t.validation
+        if not entry.get("passed")
+    )
+    return ReportTallies(
+        by_operations=list(accuracy_by_operations(result.conversations)),
+        extra=_turn_counts(result.conversations),
+        worst=_worst_conversations(result.conversations),
+        failed_checks=checks,
+    )
+
+
+def _operations_rows(result: NumericResult) -> list[OperationsRow]:
+    return [OperationsRow(*row) for row in report_tallies(result).by_operations]
+
+
 def write_plots(result: NumericResult, out: Path | OutputFolder) -> dict[str, Path]:
     """The four PNG plots (Agg, imported on first use); none when nothing was scored (a plot of
     zeros would look like a result). Returns key -> path."""
@@ -228,7 +257,7 @@ def write_plots(result: NumericResult, out: Path | OutputFolder) -> dict[str, Pa
             ax.set_title(f"Failure modes ({sum(modes.values())} failed scored turns)")
         written["failure_modes"] = folder / PLOTS["failure_modes"]
 
-    rows = accuracy_by_operations(result.conversations)
+    rows = _operations_rows(result)
     if rows:
         with figure(folder / PLOTS["operations"], figsize=(max(6.0, 0.6 * len(rows) + 2), 4)) as (
             _,
@@ -278,7 +307,7 @@ def readings(result: NumericResult) -> list[str]:
         return []
     scored = int(stats["num_scored_turns"])
     numerical = float(stats["numerical_match_accuracy"])
-    extra = _turn_counts(result.conversations)
+    extra = report_tallies(result).extra
     modes = stats.get("failure_modes") or {}
     out = []
     for key, name, cause in (
@@ -322,7 +351,7 @@ def readings(result: NumericResult) -> list[str]:
         else:
             text += ": their 95% intervals overlap, so no change between them is shown."
         out.append(text)
-    by_ops = accuracy_by_operations(result.conversations)
+    by_ops = _operations_rows(result)
     if len(by_ops) >= 2:
         few, many = by_ops[0], by_ops[-1]
         a, b = few.correct / few.scored, many.correct / many.scored
@@ -397,7 +426,13 @@ def worst_conversations(result: NumericResult, limit: int = WORST) -> list[list[
     """The ``limit`` scored conversations of lowest numerical accuracy below 1 (ties: more scored
     turns first, then id): id, turns, scored turns, accuracy, the first failure (turn: mode).
     Perfect conversations are never listed as "worst"."""
-    scored = [(c, c.accuracy("numerical_match")) for c in result.conversations]
+    return report_tallies(result).worst[:limit]
+
+
+def _worst_conversations(
+    conversations: Sequence[ConversationScore], limit: int = WORST
+) -> list[list[str]]:
+    scored = [(c, c.accuracy("numerical_match")) for c in conversations]
     ranked = sorted(
         ((c, a) for c, a in scored if a is not None and a < 1.0),
         key=lambda ca: (ca[1], -sum(t.scored for t in ca[0].turns), ca[0].conversation_id),
@@ -576,7 +611,7 @@ def build_report(result: NumericResult, images: Mapping[str, Path]) -> Report:
             )
         else:
             report.paragraph("No scored turn failed.")
-        by_ops = accuracy_by_operations(result.conversations)
+        by_ops = _operations_rows(result)
         if by_ops:
             report.heading("Operations and accuracy")
             report.paragraph(

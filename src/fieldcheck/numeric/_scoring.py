@@ -6,12 +6,14 @@ Layer 3: it joins records and predictions and calls the pure metric functions of
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
+from array import array
 from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Literal, NamedTuple
+from typing import Any, Literal, NamedTuple, cast
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
@@ -143,8 +145,22 @@ class ConversationScore(BaseModel):
         return sum(t.output_tokens for t in self.turns)
 
 
+class ReportTallies(NamedTuple):
+    """What the report reads beyond statistics.json, folded while scoring (issue 10): scored turns
+    and numerical matches by plan operations, scored turns matching each looser type but not the
+    numerical match, the worst conversations' rows, and the failed validator checks."""
+
+    by_operations: list[tuple[int, int, int]]
+    extra: dict[str, int]
+    worst: list[list[str]]
+    failed_checks: int
+
+
 class NumericResult(BaseModel):
-    """The whole scoring run: conversations, every input problem, statistics and signature."""
+    """The whole scoring run: conversations, every input problem, statistics and signature.
+
+    ``conversations`` is empty for a streamed run (``numeric score``), which keeps ``tallies``
+    instead; the in-memory ``score_numeric`` keeps every turn and no tallies."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
@@ -152,6 +168,7 @@ class NumericResult(BaseModel):
     input_errors: list[InputError]
     statistics: dict[str, Any]
     signature: Signature
+    tallies: ReportTallies | None = None
 
 
 def _mean(values: Sequence[float | int | bool | None]) -> float | None:
@@ -159,32 +176,47 @@ def _mean(values: Sequence[float | int | bool | None]) -> float | None:
     return math.fsum(present) / len(present) if present else None
 
 
-def _gold_operations(program: str | None) -> list[str] | None:
-    if program is None:
-        return None
+@functools.lru_cache(maxsize=4096)
+def _program_operations(program: str) -> tuple[str, ...] | None:
     try:
-        return parse_program(program).operations
+        return tuple(parse_program(program).operations)
     except ProgramParseError:
         return None
 
 
-def score_turn(
+def _gold_operations(program: str | None) -> list[str] | None:
+    if program is None:
+        return None
+    ops = _program_operations(program)
+    return list(ops) if ops is not None else None
+
+
+def turn_record(
     conversation: Conversation, turn_idx: int, prediction: Prediction | None
-) -> TurnScore:
-    """Score one turn (``prediction`` None = the predictions file has no line for it)."""
+) -> dict[str, Any]:
+    """One turn scored as plain data: exactly ``TurnScore.model_dump(mode="json")``, built without
+    a model (the hot path of ``numeric score``; issue 10). ``prediction`` None = no line for it."""
     turn = conversation.turns[turn_idx]
     gold = turn.executed_answer
     gold_ops = _gold_operations(turn.program)
+    validation: list[dict[str, Any]] = []
     if prediction is None:
         error_type: str | None = MISSING_PREDICTION
         error_message: str | None = "no prediction for this turn"
         raw_answer: str | float | None = None
         plan: dict[str, Any] | None = None
+        tokens_in = tokens_out = 0
+        latency: float | None = None
     else:
-        error_type = prediction.error.type if prediction.error else None
-        error_message = prediction.error.message if prediction.error else None
+        error = prediction.error
+        error_type = error.type if error else None
+        error_message = error.message if error else None
         raw_answer = prediction.answer
         plan = prediction.plan.model_dump(mode="json") if prediction.plan is not None else None
+        tokens_in, tokens_out = prediction.input_tokens, prediction.output_tokens
+        latency = prediction.latency_s
+        if prediction.validation:
+            validation = [v.model_dump(mode="json") for v in prediction.validation]
     parsed = parse_answer(raw_answer)
     parsed_value: float | str | None = None
     if parsed is not None:
@@ -196,8 +228,9 @@ def score_turn(
         not_scored = "call_error"
     elif gold is None:
         not_scored = "no_gold"
-    scored = not_scored is None
-    matches = match_answer(parsed, gold, error=error_type is not None) if scored else None
+    matches = (
+        match_answer(parsed, gold, error=error_type is not None) if not_scored is None else None
+    )
     plan_ops = plan_operations(plan)
     recall = precision = order = None
     # a plan cut short by a failed repair call is listed but not scored
@@ -205,41 +238,48 @@ def score_turn(
         recall = logic_recall(plan_ops, gold_ops)
         precision = logic_precision(plan_ops, gold_ops)
         order = logic_order_score(plan_ops, gold_ops)
-    return TurnScore(
-        conversation_id=conversation.id,
-        turn_idx=turn_idx,
-        question=turn.question,
-        expected_answer=gold,
-        predicted_answer=raw_answer,
-        parsed_answer=parsed_value,
-        answer_rule=parsed.rule if parsed is not None else None,
-        scored=scored,
-        not_scored=not_scored,
-        numerical_match=matches.numerical_match if matches else None,
-        soft_match=matches.soft_match if matches else None,
-        unit_agnostic_match=matches.unit_agnostic_match if matches else None,
-        sign_agnostic_match=matches.sign_agnostic_match if matches else None,
-        general_match=matches.general_match if matches else None,
-        failure_mode=matches.failure_mode if matches else None,
-        ground_truth_program=turn.program,
-        ground_truth_operations=gold_ops,
-        plan=plan,
-        plan_steps=len(plan.get("steps") or []) if plan is not None else None,
-        plan_operations=plan_ops,
-        operations_per_turn=(
+    return {
+        "conversation_id": conversation.id,
+        "turn_idx": turn_idx,
+        "question": turn.question,
+        "expected_answer": gold,
+        "predicted_answer": raw_answer,
+        "parsed_answer": parsed_value,
+        "answer_rule": parsed.rule if parsed is not None else None,
+        "scored": not_scored is None,
+        "not_scored": not_scored,
+        "numerical_match": matches.numerical_match if matches else None,
+        "soft_match": matches.soft_match if matches else None,
+        "unit_agnostic_match": matches.unit_agnostic_match if matches else None,
+        "sign_agnostic_match": matches.sign_agnostic_match if matches else None,
+        "general_match": matches.general_match if matches else None,
+        "failure_mode": matches.failure_mode if matches else None,
+        "ground_truth_program": turn.program,
+        "ground_truth_operations": gold_ops,
+        "plan": plan,
+        "plan_steps": len(plan.get("steps") or []) if plan is not None else None,
+        "plan_operations": plan_ops,
+        "operations_per_turn": (
             len(plan_ops) if plan_ops is not None and not_scored != "call_error" else None
         ),
-        logic_recall=recall,
-        logic_precision=precision,
-        logic_order_score=order,
-        qa_split=turn.qa_split,
-        input_tokens=prediction.input_tokens if prediction else 0,
-        output_tokens=prediction.output_tokens if prediction else 0,
-        latency_s=prediction.latency_s if prediction else None,
-        error_type=error_type,
-        error_message=error_message,
-        validation=[v.model_dump(mode="json") for v in prediction.validation] if prediction else [],
-    )
+        "logic_recall": recall,
+        "logic_precision": precision,
+        "logic_order_score": order,
+        "qa_split": turn.qa_split,
+        "input_tokens": tokens_in,
+        "output_tokens": tokens_out,
+        "latency_s": latency,
+        "error_type": error_type,
+        "error_message": error_message,
+        "validation": validation,
+    }
+
+
+def score_turn(
+    conversation: Conversation, turn_idx: int, prediction: Prediction | None
+) -> TurnScore:
+    """Score one turn (``prediction`` None = the predictions file has no line for it)."""
+    return TurnScore.model_validate(turn_record(conversation, turn_idx, prediction))
 
 
 def trace_ids(conversation_ids: Sequence[str]) -> dict[str, str]:
@@ -249,6 +289,85 @@ def trace_ids(conversation_ids: Sequence[str]) -> dict[str, str]:
     from ``-2`` on every clash took 44 s for 20k such ids).
     """
     return unique_filenames(conversation_ids)
+
+
+def prediction_errors(data: LoadResult, predictions: PredictionsResult) -> list[InputError]:
+    """The input errors known before scoring: the loaders', then each prediction for an unknown
+    conversation (not in the split) or a turn out of range, in (id, turn) order."""
+    errors: list[InputError] = [*data.errors, *predictions.errors]
+    turns_of = {c.id: len(c.turns) for c in data.conversations}
+    for cid, turn in sorted(predictions.predictions):
+        line = predictions.lines.get((cid, turn))
+        count = turns_of.get(cid)
+        if count is None:
+            if cid not in data.all_ids:
+                errors.append(
+                    InputError(
+                        f"unknown conversation id (not in split {data.split!r} of {Path(data.path).name})",
+                        file=predictions.path,
+                        line=line,
+                        record=cid,
+                        field="conversation_id",
+                        value=cid,
+                    )
+                )
+            continue
+        if turn >= count:
+            errors.append(
+                InputError(
+                    f"turn out of range: the conversation has {count} turns",
+                    file=predictions.path,
+                    line=line,
+                    record=cid,
+                    field="turn",
+                    value=turn,
+                )
+            )
+    unscored = sum(1 for c in data.conversations for t in c.turns if t.executed_answer is None)
+    if unscored:
+        logger.warning(
+            "%d turn(s) have no gold answer (e.g. the private test set): not scored", unscored
+        )
+    return errors
+
+
+def missing_turn_error(
+    predictions: PredictionsResult, conversation_id: str, turn: int
+) -> InputError:
+    """A turn with a gold answer and no prediction line (it counts as a failure)."""
+    return InputError(
+        "missing turn: no prediction for this turn (counted as a failure)",
+        file=predictions.path,
+        record=conversation_id,
+        field="turn",
+        value=turn,
+    )
+
+
+def run_signature(
+    data: LoadResult,
+    predictions: PredictionsResult,
+    *,
+    bootstrap: int,
+    seed: int,
+    sample_size: int | None,
+    sample_seed: int | None,
+) -> Signature:
+    """The run's signature: the files, the sample, the tolerance and the bootstrap."""
+    return Signature(
+        system="numeric",
+        settings={
+            "data": Path(data.path).name,
+            "format": data.source_format,
+            "split": data.split,
+            "sample_size": sample_size if sample_size is not None else "all",
+            "sample_seed": sample_seed if sample_seed is not None else "first",
+            "predictions": Path(predictions.path).name,
+            "numerical_match": f"rel<={RELATIVE_TOLERANCE},abs<{ABSOLUTE_TOLERANCE}",
+            "bootstrap": bootstrap,
+            "bootstrap_seed": seed,
+        },
+    )
 
 
 def score_numeric(
@@ -265,47 +384,16 @@ def score_numeric(
 ) -> NumericResult:
     """Score every turn of ``data`` against ``predictions``; return turns, aggregates, statistics.
 
-    A conversation turn without a prediction counts as a failure (``missing_prediction``); a
-    prediction for an unknown conversation or a turn out of range is an input error and ignored.
-    Both are listed in ``input_errors`` with file, line, record id and field.
-    ``price_in``/``price_out`` are US dollars per million tokens (both or neither).
+    The in-memory path (every TurnScore kept; ``numeric score`` streams with
+    ``numeric._stream.score_to_folder``). A conversation turn without a prediction counts as a
+    failure (``missing_prediction``); a prediction for an unknown conversation or a turn out of
+    range is an input error and ignored. Both are listed in ``input_errors`` with file, line,
+    record id and field. ``price_in``/``price_out`` are US dollars per million tokens (both or
+    neither).
     """
     if (price_in is None) != (price_out is None):
         raise ValueError("give both price_in and price_out, or neither")
-    errors: list[InputError] = [*data.errors, *predictions.errors]
-    by_id = {c.id: c for c in data.conversations}
-    for (cid, turn), _ in sorted(predictions.predictions.items()):
-        line = predictions.lines.get((cid, turn))
-        conversation = by_id.get(cid)
-        if conversation is None:
-            if cid not in data.all_ids:
-                errors.append(
-                    InputError(
-                        f"unknown conversation id (not in split {data.split!r} of {Path(data.path).name})",
-                        file=predictions.path,
-                        line=line,
-                        record=cid,
-                        field="conversation_id",
-                        value=cid,
-                    )
-                )
-            continue
-        if turn >= len(conversation.turns):
-            errors.append(
-                InputError(
-                    f"turn out of range: the conversation has {len(conversation.turns)} turns",
-                    file=predictions.path,
-                    line=line,
-                    record=cid,
-                    field="turn",
-                    value=turn,
-                )
-            )
-    unscored = sum(1 for c in data.conversations for t in c.turns if t.executed_answer is None)
-    if unscored:
-        logger.warning(
-            "%d turn(s) have no gold answer (e.g. the private test set): not scored", unscored
-        )
+    errors = prediction_errors(data, predictions)
     ids = trace_ids([c.id for c in data.conversations])
     conversations: list[ConversationScore] = []
     for n, conversation in enumerate(data.conversations, start=1):
@@ -313,15 +401,7 @@ def score_numeric(
         for i in range(len(conversation.turns)):
             prediction = predictions.predictions.get((conversation.id, i))
             if prediction is None and conversation.turns[i].executed_answer is not None:
-                errors.append(
-                    InputError(
-                        "missing turn: no prediction for this turn (counted as a failure)",
-                        file=predictions.path,
-                        record=conversation.id,
-                        field="turn",
-                        value=i,
-                    )
-                )
+                errors.append(missing_turn_error(predictions, conversation.id, i))
             turns.append(score_turn(conversation, i, prediction))
         conversations.append(
             ConversationScore(
@@ -333,19 +413,13 @@ def score_numeric(
         )
         if progress is not None:
             progress(n)
-    signature = Signature(
-        system="numeric",
-        settings={
-            "data": Path(data.path).name,
-            "format": data.source_format,
-            "split": data.split,
-            "sample_size": sample_size if sample_size is not None else "all",
-            "sample_seed": sample_seed if sample_seed is not None else "first",
-            "predictions": Path(predictions.path).name,
-            "numerical_match": f"rel<={RELATIVE_TOLERANCE},abs<{ABSOLUTE_TOLERANCE}",
-            "bootstrap": bootstrap,
-            "bootstrap_seed": seed,
-        },
+    signature = run_signature(
+        data,
+        predictions,
+        bootstrap=bootstrap,
+        seed=seed,
+        sample_size=sample_size,
+        sample_seed=sample_seed,
     )
     statistics = compute_statistics(
         conversations,
@@ -423,43 +497,74 @@ def bootstrap_intervals(
     logic score; a statistic with nothing counted has no interval. Per turn position (the first
     ``MAX_TURN_INTERVALS``): numerical-match accuracy over the conversations scored there.
     """
-    rows = [conversation_totals(c) for c in conversations]
-    keep = [i for i, row in enumerate(rows) if row[_SCORED] or any(row[_SCORED + 2 : _SUCCESS : 2])]
-    units = [rows[i] for i in keep]
-    full = [math.fsum(column) for column in zip(*units, strict=True)] if units else []
-    statistics: dict[str, TotalsStatistic] = {}
-    overall: dict[str, Interval | None] = {}
-    for k, key in enumerate(_MATCHES):
-        overall[key] = None
-        if full and full[_SCORED]:
-            statistics[key] = _ratio(k, _SCORED)
-    for j, key in enumerate(_LOGIC):
-        column = _SCORED + 1 + 2 * j
-        if full and full[column + 1]:
-            overall[key] = None
-            statistics[key] = _ratio(column, column + 1)
-    overall["conversation_success_rate"] = None
-    if full and full[_SUCCESS + 1]:
-        statistics["conversation_success_rate"] = _ratio(_SUCCESS, _SUCCESS + 1)
-    groups = [TotalsGroup(range(len(units)), units, statistics)]
-    positions: dict[int, tuple[list[int], list[list[float]]]] = {}
-    for unit, i in enumerate(keep):
-        for t in conversations[i].turns:
-            if t.scored and (t.turn_idx in positions or len(positions) < MAX_TURN_INTERVALS):
-                members, counts = positions.setdefault(t.turn_idx, ([], []))
+    units = BootstrapUnits()
+    for c in conversations:
+        units.add(
+            conversation_totals(c),
+            [(t.turn_idx, bool(t.numerical_match)) for t in c.turns if t.scored],
+        )
+    return units.intervals(resamples=resamples, seed=seed)
+
+
+Rows = Sequence[Sequence[float]]
+
+
+class BootstrapUnits:
+    """The bootstrap's units folded one conversation at a time: each kept conversation's totals
+    (``conversation_totals``, 14 floats) and, per turn position, which units were scored there
+    and whether they matched. A few floats per conversation: the seeded multinomial draws of
+    ``bootstrap_groups_ci`` need every unit's totals at once."""
+
+    def __init__(self) -> None:
+        self.rows = array("d")
+        self.count = 0
+        self.positions: dict[int, tuple[array[int], array[float]]] = {}
+
+    def add(self, row: Sequence[float], scored_turns: Sequence[tuple[int, bool]]) -> None:
+        """One conversation: its totals and its scored turns as (turn index, numerical match)."""
+        if not (row[_SCORED] or any(row[_SCORED + 2 : _SUCCESS : 2])):
+            return
+        unit = self.count
+        self.count += 1
+        self.rows.extend(row)
+        positions = self.positions
+        for idx, match in scored_turns:
+            if idx in positions or len(positions) < MAX_TURN_INTERVALS:
+                members, flags = positions.setdefault(idx, (array("q"), array("d")))
                 members.append(unit)
-                counts.append([float(bool(t.numerical_match)), 1.0])
-    groups += [
-        TotalsGroup(members, counts, {f"turn {k}": _ratio(0, 1)})
-        for k, (members, counts) in positions.items()
-    ]
-    found = bootstrap_groups_ci(len(units), groups, resamples=resamples, seed=seed) or {}
-    overall |= {key: found[key] for key in statistics}
-    by_turn = {k: found[f"turn {k}"] for k in sorted(positions)}
-    return Intervals(overall=overall, by_turn=by_turn)
+                flags.append(1.0 if match else 0.0)
+
+    def intervals(self, *, resamples: int, seed: int) -> Intervals:
+        width = _SUCCESS + 2
+        units = np.frombuffer(self.rows, dtype=float).reshape(self.count, width)
+        full = [math.fsum(units[:, j].tolist()) for j in range(width)] if self.count else []
+        statistics: dict[str, TotalsStatistic] = {}
+        overall: dict[str, Interval | None] = {}
+        for k, key in enumerate(_MATCHES):
+            overall[key] = None
+            if full and full[_SCORED]:
+                statistics[key] = _ratio(k, _SCORED)
+        for j, key in enumerate(_LOGIC):
+            column = _SCORED + 1 + 2 * j
+            if full and full[column + 1]:
+                overall[key] = None
+                statistics[key] = _ratio(column, column + 1)
+        overall["conversation_success_rate"] = None
+        if full and full[_SUCCESS + 1]:
+            statistics["conversation_success_rate"] = _ratio(_SUCCESS, _SUCCESS + 1)
+        # bootstrap_groups_ci reads any array-like through np.asarray
+        groups = [TotalsGroup(range(self.count), cast(Rows, units), statistics)]
+        for k, (members, flags) in self.positions.items():
+            counts = np.ones((len(flags), 2))
+            counts[:, 0] = np.frombuffer(flags, dtype=float)
+            groups.append(TotalsGroup(members, cast(Rows, counts), {f"turn {k}": _ratio(0, 1)}))
+        found = bootstrap_groups_ci(self.count, groups, resamples=resamples, seed=seed) or {}
+        overall |= {key: found[key] for key in statistics}
+        by_turn = {k: found[f"turn {k}"] for k in sorted(self.positions)}
+        return Intervals(overall=overall, by_turn=by_turn)
 
 
-def _nothing_scored_reason(turns: int, call_errors: Counter[str], no_gold: int) -> str | None:
+def nothing_scored_reason(turns: int, call_errors: Counter[str], no_gold: int) -> str | None:
     """One plain sentence when no turn was scored (so no metric exists), else ``None``."""
     if turns == 0:
         return "no turns: nothing was scored"
@@ -518,7 +623,7 @@ def compute_statistics(
     stats["turns_not_scored_call_errors"] = {k: call_errors[k] for k in sorted(call_errors)}
     stats["num_turns_not_scored_no_gold"] = no_gold
     stats["nothing_scored"] = not scored
-    stats["nothing_scored_reason"] = _nothing_scored_reason(len(turns), call_errors, no_gold)
+    stats["nothing_scored_reason"] = nothing_scored_reason(len(turns), call_errors, no_gold)
     stats["num_successful_conversations"] = successes
     stats["conversation_success_rate"] = successes / len(flags) if flags else None
     stats["total_input_tokens"] = total_in

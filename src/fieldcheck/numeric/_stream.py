@@ -1,0 +1,621 @@
+"""``numeric score`` streamed (issue 10): each conversation is scored into plain dicts, its rows are
+appended to summary.csv, turns.csv, validation.csv and errors.csv and its trace is written, and it
+is folded into running aggregates (``Tally``); no turn is kept once its conversation is done.
+
+The numbers are those of the in-memory ``score_numeric`` + ``compute_statistics`` to the last
+digit (tests/numeric/test_streamed.py): accuracies are exact counts, logic means exact sums
+(``ExactSum``), the bootstrap draws the same seeded multinomial weights over the same
+per-conversation totals. Spec: numeric-qa-evaluation.md, "Output Files".
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from array import array
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+from typing import Any
+
+from fieldcheck._util.errors import short_repr
+from fieldcheck._util.jsonio import write_json
+from fieldcheck.metrics._stats import ExactSum, latency_stats
+from fieldcheck.numeric._loaders import LoadResult
+from fieldcheck.numeric._predictions import PredictionsResult
+from fieldcheck.numeric._records import Conversation
+from fieldcheck.numeric._report import PLOTS, WORST, write_numeric_report
+from fieldcheck.numeric._scoring import (
+    MISSING_PREDICTION,
+    BootstrapUnits,
+    NumericResult,
+    ReportTallies,
+    missing_turn_error,
+    nothing_scored_reason,
+    prediction_errors,
+    run_signature,
+    trace_ids,
+    turn_record,
+)
+from fieldcheck.reports._csv import neutralise_cell, write_csv
+from fieldcheck.reports._outdir import OutputFolder
+
+Turn = dict[str, Any]  # turn_record(): TurnScore.model_dump(mode="json") as plain data
+
+SUMMARY_COLUMNS = (
+    "conversation_id",
+    "trace_id",
+    "num_turns",
+    "num_dialogue_turns",
+    "has_type2_question",
+    "has_duplicate_columns",
+    "has_non_numeric_values",
+    "numerical_match_accuracy",
+    "soft_match_accuracy",
+    "unit_agnostic_accuracy",
+    "sign_agnostic_accuracy",
+    "general_match_accuracy",
+    "avg_logic_recall",
+    "avg_logic_precision",
+    "avg_logic_order_score",
+    "avg_operations_per_turn",
+    "conversation_success",
+    "input_tokens",
+    "output_tokens",
+    "total_tokens",
+    "total_latency_s",
+    "mean_latency_s",
+    "failed_turns",
+)
+TURN_COLUMNS = (
+    "conversation_id",
+    "turn_idx",
+    "question",
+    "expected_answer",
+    "predicted_answer",
+    "parsed_answer",
+    "answer_rule",
+    "numerical_match",
+    "soft_match",
+    "unit_agnostic_match",
+    "sign_agnostic_match",
+    "general_match",
+    "failure_mode",
+    "logic_recall",
+    "logic_precision",
+    "logic_order_score",
+    "operations_per_turn",
+    "plan_steps",
+    "plan_operations",
+    "ground_truth_program",
+    "ground_truth_operations",
+    "qa_split",
+    "has_type2_question",
+    "has_non_numeric_values",
+    "input_tokens",
+    "output_tokens",
+    "latency_s",
+    "error_type",
+    "error_message",
+    "not_scored",
+)
+INPUT_ERROR_COLUMNS = ("file", "line", "record", "field", "reason", "value", "message")
+VALIDATION_COLUMNS = ("conversation_id", "turn_idx", "check", "passed", "message")
+# Exactly the spec's columns ("Error CSV Output"), in its order.
+ERROR_COLUMNS = (
+    "trace_id",
+    "conversation_id",
+    "turn_idx",
+    "question",
+    "expected_answer",
+    "error_type",
+    "error_message",
+    "has_type2_question",
+    "has_non_numeric_values",
+    "plan_steps",
+    "operations_per_turn",
+    "error_context",
+)
+MATCH_FIELDS = (
+    "numerical_match",
+    "soft_match",
+    "unit_agnostic_match",
+    "sign_agnostic_match",
+    "general_match",
+)
+MATCH_KEYS = (
+    "numerical_match_accuracy",
+    "soft_match_accuracy",
+    "unit_agnostic_accuracy",
+    "sign_agnostic_accuracy",
+    "general_match_accuracy",
+)
+LOGIC_FIELDS = ("logic_recall", "logic_precision", "logic_order_score")
+EXTRA_FIELDS = {
+    "unit_agnostic": "unit_agnostic_match",
+    "sign_agnostic": "sign_agnostic_match",
+    "general": "general_match",
+    "soft": "soft_match",
+}
+_PLAIN = (int, float, bool)
+
+
+def _mean(values: Iterable[Any]) -> float | None:
+    present = [float(v) for v in values if v is not None]
+    return math.fsum(present) / len(present) if present else None
+
+
+def _cells(row: Mapping[str, Any], columns: Sequence[str]) -> list[Any]:
+    """``neutralise_cell`` of each column, with the common cells (empty, numbers) inline."""
+    out: list[Any] = []
+    for column in columns:
+        value = row.get(column)
+        if value is None:
+            out.append("")
+        elif type(value) in _PLAIN:
+            out.append(value)
+        else:
+            out.append(neutralise_cell(value))
+    return out
+
+
+def summary_row(
+    conversation_id: str, trace_id: str, features: Mapping[str, Any], turns: Sequence[Turn]
+) -> dict[str, Any]:
+    """One conversation's summary.csv row."""
+    scored = [t for t in turns if t["scored"]]
+    answered = [t for t in turns if t["not_scored"] != "call_error"]
+    latencies = [t["latency_s"] for t in answered if t["latency_s"] is not None]
+    success = all(t["numerical_match"] for t in scored) if scored else None
+    tokens_in = sum(t["input_tokens"] for t in turns)
+    tokens_out = sum(t["output_tokens"] for t in turns)
+    row: dict[str, Any] = {
+        "conversation_id": conversation_id,
+        "trace_id": trace_id,
+        "num_turns": len(turns),
+        **features,
+    }
+    for key, field in zip(MATCH_KEYS, MATCH_FIELDS, strict=True):
+        row[key] = sum(bool(t[field]) for t in scored) / len(scored) if scored else None
+    for field in (*LOGIC_FIELDS, "operations_per_turn"):
+        row["avg_" + field] = _mean(t[field] for t in answered)
+    row["conversation_success"] = success
+    row["input_tokens"] = tokens_in
+    row["output_tokens"] = tokens_out
+    row["total_tokens"] = tokens_in + tokens_out
+    row["total_latency_s"] = sum(latencies) if latencies else None
+    row["mean_latency_s"] = _mean(t["latency_s"] for t in answered)
+    row["failed_turns"] = sum(1 for t in scored if not t["numerical_match"])
+    return row
+
+
+def turn_row(features: Mapping[str, Any], t: Turn) -> dict[str, Any]:
+    """One turn's turns.csv row."""
+    row = dict(t)
+    row["has_type2_question"] = features["has_type2_question"]
+    row["has_non_numeric_values"] = features["has_non_numeric_values"]
+    plan_ops, gold_ops = t["plan_operations"], t["ground_truth_operations"]
+    row["plan_operations"] = " ".join(plan_ops) if plan_ops is not None else None
+    row["ground_truth_operations"] = " ".join(gold_ops) if gold_ops is not None else None
+    return row
+
+
+def error_row(
+    trace_id: str, conversation_id: str, features: Mapping[str, Any], t: Turn
+) -> dict[str, Any] | None:
+    """The errors.csv row of a failed scored turn (``None`` for any other turn): the agent's
+    error type, ``missing_prediction``, or else the failure mode; see ``_writers.error_rows``."""
+    if not t["scored"] or t["numerical_match"]:
+        return None
+    if t["error_type"] is not None:
+        error_type = t["error_type"]
+        message = t["error_message"] or ""
+    else:
+        error_type = t["failure_mode"] or "wrong"
+        # cut: the full answer is in turns.csv, error_context and the trace
+        expected, got = short_repr(t["expected_answer"]), short_repr(t["predicted_answer"])
+        message = f"expected {expected}, got {got}"
+    return {
+        "trace_id": trace_id,
+        "conversation_id": conversation_id,
+        "turn_idx": t["turn_idx"],
+        "question": t["question"],
+        "expected_answer": t["expected_answer"],
+        "error_type": error_type,
+        "error_message": message,
+        "has_type2_question": features["has_type2_question"],
+        "has_non_numeric_values": features["has_non_numeric_values"],
+        "plan_steps": t["plan_steps"],
+        "operations_per_turn": t["operations_per_turn"],
+        "error_context": {
+            "failure_mode": t["failure_mode"],
+            "predicted_answer": t["predicted_answer"],
+            "parsed_answer": t["parsed_answer"],
+            "ground_truth_program": t["ground_truth_program"],
+            "ground_truth_operations": t["ground_truth_operations"],
+            "plan_operations": t["plan_operations"],
+            "logic_recall": t["logic_recall"],
+            "soft_match": t["soft_match"],
+            "unit_agnostic_match": t["unit_agnostic_match"],
+            "sign_agnostic_match": t["sign_agnostic_match"],
+            "general_match": t["general_match"],
+            "qa_split": t["qa_split"],
+            "has_duplicate_columns": features["has_duplicate_columns"],
+        },
+    }
+
+
+class _Sum:
+    """``ExactSum`` fed in blocks (one ``add`` per few thousand values, not per turn)."""
+
+    __slots__ = ("count", "exact", "pending")
+
+    def __init__(self) -> None:
+        self.exact = ExactSum()
+        self.pending: list[float] = []
+        self.count = 0
+
+    def add(self, value: float) -> None:
+        self.pending.append(value)
+        self.count += 1
+        if len(self.pending) >= 4096:
+            self.exact.add(self.pending)
+            self.pending = []
+
+    def mean(self) -> float | None:
+        if self.pending:
+            self.exact.add(self.pending)
+            self.pending = []
+        return self.exact.value / self.count if self.count else None
+
+
+class Tally:
+    """Running aggregates of a scoring run, one conversation at a time: every statistics.json
+    value of ``compute_statistics`` and the report's ``ReportTallies``. Memory: the bootstrap's
+    totals (14 floats per conversation) and one float per turn with a latency (the median and
+    p95 need them all); everything else is a count or an exact sum."""
+
+    def __init__(self) -> None:
+        self.conversations = self.turns = self.scored = 0
+        self.matches = [0] * len(MATCH_FIELDS)
+        self.logic = {field: _Sum() for field in LOGIC_FIELDS}
+        self.operations = [0, 0]  # sum, turns with a count (answered)
+        self.successes = self.judged = 0
+        self.total_in = self.total_out = self.counted_in = self.counted_out = 0
+        self.call_errors: Counter[str] = Counter()
+        self.no_gold = self.prediction_errors = self.missing = 0
+        self.by_turn: dict[int, list[int]] = {}  # scored, numerical, ops sum, ops count
+        self.failure_modes: Counter[str] = Counter()
+        self.latencies = array("d")
+        self.units = BootstrapUnits()
+        self.by_operations: dict[int, list[int]] = {}
+        self.extra = dict.fromkeys(EXTRA_FIELDS, 0)
+        self.worst: list[tuple[float, int, str, list[str]]] = []
+        self.failed_checks = 0
+
+    def add(self, conversation_id: str, turns: Sequence[Turn]) -> None:
+        """Fold one conversation's turns (``turn_record`` dicts)."""
+        self.conversations += 1
+        self.turns += len(turns)
+        scored_turns: list[tuple[int, bool]] = []
+        totals = [0.0] * (len(MATCH_FIELDS) + 1)
+        logic_values: list[list[float]] = [[], [], []]
+        first_failure = ""
+        for t in turns:
+            call_error = t["not_scored"] == "call_error"
+            self.total_in += t["input_tokens"]
+            self.total_out += t["output_tokens"]
+            error_type = t["error_type"]
+            if error_type is not None:
+                if error_type == MISSING_PREDICTION:
+                    self.missing += 1
+                else:
+                    self.prediction_errors += 1
+            for entry in t["validation"]:
+                if not entry.get("passed"):
+                    self.failed_checks += 1
+            if call_error:
+                self.call_errors[str(error_type)] += 1
+            else:
+                self.counted_in += t["input_tokens"]
+                self.counted_out += t["output_tokens"]
+                for j, field in enumerate(LOGIC_FIELDS):
+                    value = t[field]
+                    if value is not None:
+                        self.logic[field].add(float(value))
+                        logic_values[j].append(float(value))
+                ops = t["operations_per_turn"]
+                if ops is not None:
+                    self.operations[0] += ops
+                    self.operations[1] += 1
+                if t["latency_s"] is not None:
+                    self.latencies.append(t["latency_s"])
+            if t["not_scored"] == "no_gold":
+                self.no_gold += 1
+            if not t["scored"]:
+                continue
+            numerical = bool(t["numerical_match"])
+            for k, field in enumerate(MATCH_FIELDS):
+                if t[field]:
+                    self.matches[k] += 1
+                    totals[k] += 1.0
+            totals[-1] += 1.0
+            idx = t["turn_idx"]
+            scored_turns.append((idx, numerical))
+            position = self.by_turn.setdefault(idx, [0, 0, 0, 0])
+            position[0] += 1
+            position[1] += numerical
+            ops = t["operations_per_turn"]
+            if ops is not None:
+                position[2] += ops
+                position[3] += 1
+                group = self.by_operations.setdefault(ops, [0, 0])
+                group[0] += 1
+                group[1] += numerical
+            if t["failure_mode"] is not None:
+                self.failure_modes[t["failure_mode"]] += 1
+            if not numerical:
+                for name, field in EXTRA_FIELDS.items():
+                    self.extra[name] += bool(t[field])
+                if not first_failure:
+                    first_failure = f"turn {idx}: {t['failure_mode']}"
+        scored = len(scored_turns)
+        self.scored += scored
+        success = all(m for _, m in scored_turns) if scored else None
+        if success is not None:
+            self.judged += 1
+            self.successes += success
+        row = totals
+        for values in logic_values:
+            row += [math.fsum(values), float(len(values))]
+        row += [float(bool(success)), float(success is not None)]
+        self.units.add(row, scored_turns)
+        if scored:
+            accuracy = totals[0] / scored
+            if accuracy < 1.0:
+                self._worst(accuracy, scored, conversation_id, len(turns), first_failure)
+
+    def _worst(self, accuracy: float, scored: int, cid: str, turns: int, first: str) -> None:
+        row = [cid, str(turns), str(scored), f"{accuracy:.3f}", first or "none"]
+        self.worst.append((accuracy, -scored, cid, row))
+        if len(self.worst) >= 8 * WORST:
+            self.worst.sort(key=lambda w: w[:3])
+            del self.worst[WORST:]
+
+    def report_tallies(self) -> ReportTallies:
+        worst = sorted(self.worst, key=lambda w: w[:3])[:WORST]
+        return ReportTallies(
+            by_operations=[(k, n, right) for k, (n, right) in sorted(self.by_operations.items())],
+            extra=dict(self.extra),
+            worst=[w[3] for w in worst],
+            failed_checks=self.failed_checks,
+        )
+
+    def statistics(
+        self,
+        *,
+        price_in: float | None = None,
+        price_out: float | None = None,
+        bootstrap: int = 1000,
+        seed: int = 0,
+    ) -> dict[str, Any]:
+        """statistics.json as ``compute_statistics`` gives it for the same turns."""
+        stats: dict[str, Any] = {}
+        scored = self.scored
+        for key, count in zip(MATCH_KEYS, self.matches, strict=True):
+            stats[key] = float(count) / scored if scored else None
+        for field in LOGIC_FIELDS:
+            stats["avg_" + field] = self.logic[field].mean()
+        ops_sum, ops_count = self.operations
+        stats["avg_operations_per_turn"] = float(ops_sum) / ops_count if ops_count else None
+        successes = self.successes
+        lost = sum(self.call_errors.values())
+        stats["num_conversations"] = self.conversations
+        stats["num_turns"] = self.turns
+        stats["num_scored_turns"] = scored
+        stats["num_turns_not_scored_call_errors"] = lost
+        stats["turns_not_scored_call_errors"] = {
+            k: self.call_errors[k] for k in sorted(self.call_errors)
+        }
+        stats["num_turns_not_scored_no_gold"] = self.no_gold
+        stats["nothing_scored"] = not scored
+        stats["nothing_scored_reason"] = nothing_scored_reason(
+            self.turns, self.call_errors, self.no_gold
+        )
+        stats["num_successful_conversations"] = successes
+        stats["conversation_success_rate"] = successes / self.judged if self.judged else None
+        total_in, total_out = self.total_in, self.total_out
+        counted = self.counted_in + self.counted_out
+        stats["total_input_tokens"] = total_in
+        stats["total_output_tokens"] = total_out
+        stats["total_tokens"] = total_in + total_out
+        stats["cost_per_correct_answer"] = counted / successes if successes else None
+        if price_in is not None and price_out is not None:
+            dollars = (total_in * price_in + total_out * price_out) / 1_000_000
+            spent = (self.counted_in * price_in + self.counted_out * price_out) / 1_000_000
+            stats["total_cost_usd"] = dollars
+            stats["cost_per_correct_answer_usd"] = spent / successes if successes else None
+            stats["price_in_usd_per_1m"] = price_in
+            stats["price_out_usd_per_1m"] = price_out
+        positions = sorted(self.by_turn.items())
+        stats["accuracy_by_turn_number"] = {str(k): float(v[1]) / v[0] for k, v in positions}
+        stats["avg_operations_by_turn"] = {
+            str(k): float(v[2]) / v[3] if v[3] else None for k, v in positions
+        }
+        stats["turns_by_turn_number"] = {str(k): v[0] for k, v in positions}
+        stats["failure_modes"] = {m: self.failure_modes[m] for m in sorted(self.failure_modes)}
+        stats["num_prediction_errors"] = self.prediction_errors
+        stats["num_missing_predictions"] = self.missing
+        latency = latency_stats(self.latencies.tolist())
+        stats["latency_s"] = latency.model_dump() if latency else None
+        if bootstrap > 0:
+            intervals = self.units.intervals(resamples=bootstrap, seed=seed)
+            stats["bootstrap_95_ci"] = {
+                key: (ci.model_dump() if ci is not None else None)
+                for key, ci in intervals.overall.items()
+            }
+            stats["bootstrap_95_ci_by_turn_number"] = {
+                str(k): ci.model_dump() for k, ci in intervals.by_turn.items()
+            }
+        else:
+            stats["bootstrap_95_ci"] = None
+            stats["bootstrap_95_ci_by_turn_number"] = None
+        return stats
+
+
+@contextmanager
+def _csv_writer(folder: OutputFolder, name: str) -> Iterator[Any]:
+    """A csv writer on ``name``'s temporary file, renamed to ``name`` when the block ends."""
+    with folder.atomic(name) as tmp, Path(tmp).open("w", newline="", encoding="utf-8") as handle:
+        yield csv.writer(handle)
+
+
+class OutputStreams:
+    """summary.csv, turns.csv, validation.csv and errors.csv open for appending, and traces/,
+    each written under a temporary name and renamed when the ``ExitStack`` closes without an
+    error. ``chunk`` conversations' rows are buffered between writes."""
+
+    def __init__(self, folder: OutputFolder, stack: ExitStack, *, chunk: int = 256) -> None:
+        self.traces = folder.sub("traces")
+        self.chunk = max(1, chunk)
+        self.pending = 0
+        self.files: dict[str, tuple[Any, Sequence[str], list[list[Any]]]] = {}
+        for name, columns in (
+            ("summary.csv", SUMMARY_COLUMNS),
+            ("turns.csv", TURN_COLUMNS),
+            ("validation.csv", VALIDATION_COLUMNS),
+            ("errors.csv", ERROR_COLUMNS),
+        ):
+            writer = stack.enter_context(_csv_writer(folder, name))
+            writer.writerow(columns)
+            self.files[name] = (writer, columns, [])
+        stack.callback(self.flush)
+
+    def write(
+        self,
+        conversation_id: str,
+        trace_id: str,
+        features: Mapping[str, Any],
+        turns: Sequence[Turn],
+        conversation: Conversation | None,
+    ) -> None:
+        """Append one conversation's rows and write its trace."""
+        files = self.files
+        summary = summary_row(conversation_id, trace_id, features, turns)
+        files["summary.csv"][2].append(_cells(summary, SUMMARY_COLUMNS))
+        rows, validation, errors = (
+            files["turns.csv"][2],
+            files["validation.csv"][2],
+            files["errors.csv"][2],
+        )
+        for t in turns:
+            rows.append(_cells(turn_row(features, t), TURN_COLUMNS))
+            for entry in t["validation"]:
+                line = {"conversation_id": conversation_id, "turn_idx": t["turn_idx"], **entry}
+                validation.append(_cells(line, VALIDATION_COLUMNS))
+            error = error_row(trace_id, conversation_id, features, t)
+            if error is not None:
+                errors.append(_cells(error, ERROR_COLUMNS))
+        with self.traces.atomic(f"{trace_id}.json") as tmp:
+            write_json(
+                tmp,
+                {
+                    "trace_id": trace_id,
+                    "conversation_id": conversation_id,
+                    "features": features,
+                    "document": conversation.doc.model_dump(mode="json") if conversation else None,
+                    "conversation_success": summary["conversation_success"],
+                    "turns": turns,
+                },
+            )
+        self.pending += 1
+        if self.pending >= self.chunk:
+            self.flush()
+
+    def flush(self) -> None:
+        for writer, _, rows in self.files.values():
+            writer.writerows(rows)
+            rows.clear()
+        self.pending = 0
+
+
+def finish_outputs(result: NumericResult, out: OutputFolder) -> dict[str, Path]:
+    """After the row files: input_errors.csv, the report and its plots, statistics.json (last,
+    with ``complete: true``); returns name -> path of every output."""
+    names = ["summary.csv", "turns.csv", "validation.csv", "errors.csv", "input_errors.csv"]
+    nothing = result.statistics.get("nothing_scored", True)
+    plots = [] if nothing else [PLOTS["accuracy_by_turn"], PLOTS["match_types"]]
+    out.expect("input_errors.csv", "report.md", "report.html", *plots, "statistics.json")
+    with out.atomic("input_errors.csv") as tmp:
+        write_csv(tmp, [e.to_dict() for e in result.input_errors], INPUT_ERROR_COLUMNS)
+    paths: dict[str, Path] = {name: out / name for name in names}
+    paths |= write_numeric_report(result, out)
+    paths["traces"] = out / "traces"
+    paths["statistics.json"] = out.write_summary("statistics.json", result.statistics)
+    return paths
+
+
+def score_to_folder(
+    data: LoadResult,
+    predictions: PredictionsResult,
+    out: Path | OutputFolder,
+    *,
+    price_in: float | None = None,
+    price_out: float | None = None,
+    bootstrap: int = 1000,
+    seed: int = 0,
+    sample_size: int | None = None,
+    sample_seed: int | None = None,
+    progress: Callable[[int], None] | None = None,
+    chunk: int = 256,
+) -> NumericResult:
+    """Score every turn of ``data`` against ``predictions`` and write every output file of
+    ``write_outputs`` into ``out``, streaming: a conversation's rows are written (in blocks of
+    ``chunk`` conversations) and folded, then dropped. Returns the statistics, input errors,
+    signature and report tallies (``conversations`` empty). statistics.json is written last."""
+    if (price_in is None) != (price_out is None):
+        raise ValueError("give both price_in and price_out, or neither")
+    folder = OutputFolder.of(out)
+    errors = prediction_errors(data, predictions)
+    ids = trace_ids([c.id for c in data.conversations])
+    tally = Tally()
+    found = predictions.predictions
+    with ExitStack() as stack:
+        streams = OutputStreams(folder, stack, chunk=chunk)
+        for n, conversation in enumerate(data.conversations, start=1):
+            cid = conversation.id
+            turns: list[Turn] = []
+            for i, gold in enumerate(conversation.turns):
+                prediction = found.get((cid, i))
+                if prediction is None and gold.executed_answer is not None:
+                    errors.append(missing_turn_error(predictions, cid, i))
+                turns.append(turn_record(conversation, i, prediction))
+            features = conversation.features.model_dump()
+            streams.write(cid, ids[cid], features, turns, conversation)
+            tally.add(cid, turns)
+            if progress is not None and (n % 256 == 0 or n == len(data.conversations)):
+                progress(n)
+    signature = run_signature(
+        data,
+        predictions,
+        bootstrap=bootstrap,
+        seed=seed,
+        sample_size=sample_size,
+        sample_seed=sample_seed,
+    )
+    statistics = tally.statistics(
+        price_in=price_in, price_out=price_out, bootstrap=bootstrap, seed=seed
+    )
+    statistics["num_input_errors"] = len(errors)
+    statistics["signature"] = signature.format()
+    statistics["signature_settings"] = signature.model_dump(mode="json")
+    result = NumericResult(
+        conversations=[],
+        input_errors=errors,
+        statistics=statistics,
+        signature=signature,
+        tallies=tally.report_tallies(),
+    )
+    finish_outputs(result, folder)
+    return result
