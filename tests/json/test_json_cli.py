@@ -188,7 +188,10 @@ def test_batch_writes_files_exit_0(tmp_path: Path, files: dict[str, str]) -> Non
     assert records[0]["rqs"] == 0.7375
     assert records[1]["rqs"] == 0.775  # 0.45 + 0.25 + 0.15 * 0.5
     assert records[2]["flags"] == ["not_an_object"] and records[2]["output_kind"] == "text"
+    # the run's signature is once in summary.json, not on every line
+    assert all("signature" not in r for r in records)
     summary = json.loads((out / "summary.json").read_text())
+    assert summary["signature"]["system"] == "json"
     assert (summary["records"], summary["scored"], summary["failed"], summary["not_an_object"]) == (
         3,
         3,

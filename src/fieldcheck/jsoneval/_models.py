@@ -62,11 +62,12 @@ class JsonEvalResult(BaseModel):
         return {k: data[k] for k in PUBLIC_KEYS}
 
     def record_dict(self, record_id: str | int) -> dict[str, Any]:
-        """One line of ``records.jsonl``: ``id``, the public keys, ``output_kind``, ``flags``, findings."""
+        """One line of ``records.jsonl``: ``id``, the public keys but ``signature`` (the run's,
+        once in summary.json), ``output_kind``, ``flags``, findings."""
         data = self.model_dump(mode="json")
         return {
             "id": record_id,
-            **self.public_dict(),
+            **{k: data[k] for k in PUBLIC_KEYS if k != "signature"},
             **{k: data[k] for k in ("output_kind", "flags", "safety_findings")},
         }
 

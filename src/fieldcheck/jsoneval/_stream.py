@@ -128,8 +128,8 @@ class Scored:
     fields: dict[str, tuple[Strategy, float | None, float | None]]
     scores: tuple[float, float, float, float, float]
     findings: list[SafetyFinding] = field(default_factory=list)
-    # the kernel's records: their records.jsonl line before and after the id (the scorer's
-    # signature), shared by every record of the same outcome
+    # the kernel's records: their records.jsonl line before and after the id, shared by every
+    # record of the same outcome
     line_parts: tuple[bytes, bytes] | None = None
 
     @property
@@ -159,8 +159,9 @@ class Scored:
             safety_findings=self.findings,
         )
 
-    def line_dict(self, signature: Any) -> dict[str, Any]:
-        """One line of records.jsonl, exactly ``JsonEvalResult.record_dict(id)`` as written."""
+    def line_dict(self) -> dict[str, Any]:
+        """One line of records.jsonl, exactly ``JsonEvalResult.record_dict(id)`` as written (no
+        signature: the run's is in summary.json)."""
         c, h, a, s, r = self.scores
         return {
             "id": self.id,
@@ -171,7 +172,6 @@ class Scored:
             "rqs": r,
             "buckets": self.bucket_dict(),
             "fields": _fields_dict(self.fields),
-            "signature": signature,
             "output_kind": self.kind,
             "flags": self.flags,
             "safety_findings": [f.model_dump(mode="json") for f in self.findings],
@@ -318,7 +318,6 @@ class Scorer:
         # the EXACT/IGNORE kernel serves records read from a file (depth checked), object outputs
         self._kernel = not config.flatten and config.safety_check == "off"
         self._plans: dict[tuple[tuple[str, ...], tuple[str, ...]], _Plan] = {}
-        self._signature_json: orjson.Fragment | None = None
 
     def _strategy(self, name: str, gt_value: Any) -> Strategy:
         strategies = self._strategies
@@ -369,9 +368,7 @@ class Scorer:
             -1, _ID_MARK, None, "object", [], buckets, plan.total_distinct, fields,
             (comp, hall, acc, safety, rqs),
         )  # fmt: skip
-        if self._signature_json is None:
-            self._signature_json = orjson.Fragment(dumps(self.signature.model_dump(mode="json")))
-        parts = record_line(done, self._signature_json).split(_ID_MARK_JSON)
+        parts = record_line(done).split(_ID_MARK_JSON)
         if len(parts) == 2:  # else a key holds the mark's text: the line is built each time
             done.line_parts = (parts[0], parts[1])
         return done
@@ -1076,12 +1073,12 @@ class StreamResult:
     unused_strategies: list[str]
 
 
-def record_line(scored: Scored, signature: Any) -> bytes:
-    """One line of records.jsonl; ``signature``: the scorer's, as JSON (``orjson.Fragment``)."""
+def record_line(scored: Scored) -> bytes:
+    """One line of records.jsonl."""
     if scored.line_parts is not None:
         before, after = scored.line_parts
         return before + orjson.dumps(scored.id) + after
-    return orjson.dumps(scored.line_dict(signature), option=_LINE_OPTIONS)
+    return orjson.dumps(scored.line_dict(), option=_LINE_OPTIONS)
 
 
 def error_line(error: RecordError) -> bytes:
@@ -1117,7 +1114,6 @@ def run_stream(
     """Score every chunk; append result and error lines; fold into the aggregates. ``keep`` and
     ``kept_errors`` (the in-memory API) collect every record and error too."""
     agg = Aggregate(bootstrap=bootstrap, seed=seed)
-    signature_json = orjson.Fragment(dumps(scorer.signature.model_dump(mode="json")))
     with _few_collections():
         for chunk in chunks:
             items = [x for x in chunk if isinstance(x, Item)]
@@ -1127,7 +1123,7 @@ def run_stream(
             agg.add_failures(f.error for f in failures)
             agg.add(scored, counts)
             if records_out is not None and scored:
-                records_out.write(b"".join(record_line(r, signature_json) for r in scored))
+                records_out.write(b"".join(map(record_line, scored)))
             if errors_out is not None and failures:
                 errors_out.write(b"".join(error_line(f.error) for f in failures))
             if keep is not None:
