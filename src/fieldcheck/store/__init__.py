@@ -1,4 +1,5 @@
-"""The run store (layer 2): runs, their finished items and the model-response cache.
+"""The run store (layer 2): runs (model runs and scored runs), their items, the model-response
+cache and the saved configuration; ``RunRecorder`` is the sink scoring commands write into.
 
 SQLite by default, any SQLAlchemy URL through ``FIELDCHECK_DATABASE_URL``; schema by Alembic.
 ``Store`` (and SQLAlchemy with it) is imported on first use, so commands that never open the
@@ -20,6 +21,7 @@ from fieldcheck.store._records import (
 )
 
 if TYPE_CHECKING:
+    from fieldcheck.store._recorder import RunRecorder
     from fieldcheck.store._store import Store
 
 
@@ -28,12 +30,17 @@ def __getattr__(name: str) -> Any:
         from fieldcheck.store._store import Store
 
         return Store
+    if name == "RunRecorder":
+        from fieldcheck.store._recorder import RunRecorder
+
+        return RunRecorder
     raise AttributeError(f"module 'fieldcheck.store' has no attribute {name!r}")
 
 
 __all__ = [
     "DATABASE_ENV",
     "RunInfo",
+    "RunRecorder",
     "Store",
     "StoredItem",
     "database_url",

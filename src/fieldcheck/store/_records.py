@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import os
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -68,6 +68,12 @@ class RunInfo:
     n_items: int
     n_done: int
     n_errors: int
+    kind: str = "model-run"
+    parent_id: str | None = None
+    out_dir: str | None = None
+    inputs: list[dict[str, Any]] = field(default_factory=list)
+    metrics: dict[str, Any] | None = None
+    intervals: dict[str, Any] | None = None
 
     @classmethod
     def of(cls, row: RunRow) -> RunInfo:  # a RunRow of _schema
@@ -88,7 +94,45 @@ class RunInfo:
             n_items=row.n_items,
             n_done=row.n_done,
             n_errors=row.n_errors,
+            kind=row.kind or "model-run",
+            parent_id=row.parent_id,
+            out_dir=row.out_dir,
+            inputs=orjson.loads(row.inputs) if row.inputs else [],
+            metrics=orjson.loads(row.metrics) if row.metrics else None,
+            intervals=orjson.loads(row.intervals) if row.intervals else None,
         )
+
+    def public_dict(self) -> dict[str, Any]:
+        """The run as JSON for ``runs show --json`` and the API (times in ISO 8601)."""
+        return {
+            "id": self.id,
+            "kind": self.kind,
+            "system": self.system,
+            "task": self.task,
+            "model": self.model,
+            "dataset": self.dataset,
+            "dataset_sha256": self.dataset_sha256,
+            "inputs": self.inputs,
+            "settings": self.settings,
+            "signature": self.signature,
+            "status": self.status,
+            "parent_id": self.parent_id,
+            "out_dir": self.out_dir,
+            "started_at": _iso(self.started_at),
+            "finished_at": _iso(self.finished_at) if self.finished_at else None,
+            "n_items": self.n_items,
+            "n_done": self.n_done,
+            "n_errors": self.n_errors,
+            "metrics": self.metrics,
+            "intervals": self.intervals,
+        }
+
+
+def _iso(moment: datetime) -> str:
+    """UTC ISO 8601: SQLite gives naive datetimes back, PostgreSQL aware ones."""
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC).isoformat()
 
 
 @dataclass(frozen=True)
@@ -103,3 +147,18 @@ class StoredItem:
     latency_s: float
     result: dict[str, Any]
     call_log: list[dict[str, Any]] = field(default_factory=list)
+    failed: bool | None = None
+    model: str | None = None
+    turn: int | None = None
+
+    def public_dict(self) -> dict[str, Any]:
+        """A scored item as JSON (export and API): its key, order, indexed columns, result."""
+        return {
+            "key": self.key,
+            "seq": self.seq,
+            "failed": self.failed,
+            "model": self.model,
+            "turn": self.turn,
+            "error_type": self.error_type,
+            "result": self.result,
+        }

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import DateTime, Float, ForeignKey, Integer, String, Text
+from sqlalchemy import Boolean, DateTime, Float, ForeignKey, Integer, String, Text
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 
@@ -40,6 +40,13 @@ class RunRow(Base):
     n_items: Mapped[int] = mapped_column(Integer, default=0)
     n_done: Mapped[int] = mapped_column(Integer, default=0)
     n_errors: Mapped[int] = mapped_column(Integer, default=0)
+    # scored runs (migration 0004); a model run of the runner keeps the defaults
+    kind: Mapped[str] = mapped_column(String(16), default="model-run")  # model-run | scored
+    parent_id: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    out_dir: Mapped[str | None] = mapped_column(Text, nullable=True)
+    inputs: Mapped[str | None] = mapped_column(Text, nullable=True)  # JSON [{name, path, sha256}]
+    metrics: Mapped[str | None] = mapped_column(Text, nullable=True)  # JSON
+    intervals: Mapped[str | None] = mapped_column(Text, nullable=True)  # JSON
 
 
 class ItemRow(Base):
@@ -59,6 +66,23 @@ class ItemRow(Base):
     result: Mapped[str] = mapped_column(Text)  # JSON
     call_log: Mapped[str | None] = mapped_column(Text, nullable=True)  # JSON list, one per call
     finished_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    failed: Mapped[bool | None] = mapped_column(Boolean, nullable=True)
+    model: Mapped[str | None] = mapped_column(String(255), nullable=True)
+    turn: Mapped[int | None] = mapped_column(Integer, nullable=True)
+
+
+class TagRow(Base):
+    """A field (JSON record) or topic (slot session) of a scored item, and whether it failed
+    there: what the items filters ``field``/``topic`` look up."""
+
+    __tablename__ = "run_item_tags"
+
+    run_id: Mapped[str] = mapped_column(
+        String(32), ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True
+    )
+    name: Mapped[str] = mapped_column(String(512), primary_key=True)
+    seq: Mapped[int] = mapped_column(Integer, primary_key=True)
+    failed: Mapped[bool] = mapped_column(Boolean)
 
 
 class CacheRow(Base):

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from sqlalchemy import Engine, create_engine, event, func, select, update
+from sqlalchemy import Engine, create_engine, delete, event, func, insert, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from fieldcheck.store._records import (
@@ -30,7 +30,7 @@ from fieldcheck.store._records import (
     describe_url,
     sha256_file,
 )
-from fieldcheck.store._schema import CacheRow, ConfigRow, ItemRow, RunRow
+from fieldcheck.store._schema import CacheRow, ConfigRow, ItemRow, RunRow, TagRow
 
 __all__ = [
     "DATABASE_ENV",
@@ -161,13 +161,251 @@ class Store:
             row = s.get(RunRow, run_id)
             return RunInfo.of(row) if row is not None else None
 
-    def list_runs(self, *, system: str | None = None) -> list[RunInfo]:
+    def list_runs(
+        self,
+        *,
+        system: str | None = None,
+        model: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        kind: str | None = None,
+        limit: int | None = None,
+        offset: int = 0,
+        newest_first: bool = False,
+    ) -> list[RunInfo]:
+        """Runs by start time (oldest first unless ``newest_first``), filtered by system, model
+        (one of a run's models: a slot run names several, ``", "``-joined), start time and kind."""
         self.mark_stale_runs()
         with self.session() as s:
-            query = select(RunRow).order_by(RunRow.started_at)
-            if system is not None:
-                query = query.where(RunRow.system == system)
+            order = RunRow.started_at.desc() if newest_first else RunRow.started_at
+            query = _run_filters(
+                select(RunRow), system=system, model=model, since=since, until=until, kind=kind
+            ).order_by(order, RunRow.id)
+            if limit is not None:
+                query = query.limit(limit).offset(offset)
             return [RunInfo.of(r) for r in s.scalars(query)]
+
+    def count_runs(
+        self,
+        *,
+        system: str | None = None,
+        model: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        kind: str | None = None,
+    ) -> int:
+        with self.session() as s:
+            query = _run_filters(
+                select(func.count()).select_from(RunRow),
+                system=system,
+                model=model,
+                since=since,
+                until=until,
+                kind=kind,
+            )
+            return int(s.scalar(query) or 0)
+
+    def find_run(self, prefix: str) -> RunInfo | None:
+        """The run whose id is ``prefix`` or the only one starting with it (as git names commits)."""
+        run = self.get_run(prefix)
+        if run is not None or not prefix:
+            return run
+        with self.session() as s:
+            pattern = _like_escape(prefix) + "%"
+            rows = s.scalars(
+                select(RunRow).where(RunRow.id.like(pattern, escape="\\")).limit(2)
+            ).all()
+            return RunInfo.of(rows[0]) if len(rows) == 1 else None
+
+    def delete_run(self, run_id: str) -> bool:
+        """Delete a run with its items and tags; False when there is no such run."""
+        with self.session() as s:
+            s.execute(delete(TagRow).where(TagRow.run_id == run_id))
+            s.execute(delete(ItemRow).where(ItemRow.run_id == run_id))
+            gone = s.execute(delete(RunRow).where(RunRow.id == run_id)).rowcount  # type: ignore[attr-defined]
+            s.commit()
+            return bool(gone)
+
+    # scored runs ----------------------------------------------------------------------------
+    def create_scored_run(
+        self,
+        *,
+        system: str,
+        model: str,
+        task: str,
+        inputs: list[dict[str, Any]],
+        settings: dict[str, Any],
+        signature: str,
+        out_dir: str | None,
+        parent_id: str | None = None,
+    ) -> RunInfo:
+        """A new ``scored`` run, ``running`` until ``finish_scored_run``: its first input names
+        the dataset."""
+        first = inputs[0] if inputs else {"path": "", "sha256": ""}
+        run_id = uuid.uuid4().hex[:12]
+        with self.session() as s:
+            row = RunRow(
+                id=run_id,
+                run_key=hashlib.sha256(_dumps(["scored", run_id]).encode()).hexdigest(),
+                system=system,
+                task=task,
+                dataset=str(first.get("path") or ""),
+                dataset_sha256=str(first.get("sha256") or ""),
+                model=model,
+                endpoint="",
+                settings=_dumps(settings),
+                signature=signature,
+                status="running",
+                pid=os.getpid(),
+                host=socket.gethostname(),
+                started_at=_now(),
+                n_items=0,
+                n_done=0,
+                n_errors=0,
+                kind="scored",
+                parent_id=parent_id,
+                out_dir=out_dir,
+                inputs=_dumps(inputs),
+            )
+            s.add(row)
+            s.commit()
+            return RunInfo.of(row)
+
+    def add_scored_items(self, run_id: str, rows: list[dict[str, Any]]) -> None:
+        """Insert a chunk of scored items (``run_items`` columns plus ``tags``: name -> failed)
+        and count them on the run, in one transaction."""
+        if not rows:
+            return
+        now = _now()
+        items = []
+        tags = []
+        for row in rows:
+            for name, failed in row.pop("tags", {}).items():
+                tags.append({"run_id": run_id, "name": name, "seq": row["seq"], "failed": failed})
+            items.append(
+                {
+                    "run_id": run_id,
+                    "calls": 0,
+                    "cached_calls": 0,
+                    "latency_s": 0.0,
+                    "call_log": None,
+                    "finished_at": now,
+                    **row,
+                }
+            )
+        errors = sum(1 for r in items if r.get("error_type"))
+        with self.session() as s:
+            s.execute(insert(ItemRow), items)
+            if tags:
+                s.execute(insert(TagRow), tags)
+            s.execute(
+                update(RunRow)
+                .where(RunRow.id == run_id)
+                .values(
+                    n_done=RunRow.n_done + len(items),
+                    n_items=RunRow.n_items + len(items),
+                    n_errors=RunRow.n_errors + errors,
+                )
+            )
+            s.commit()
+
+    def finish_scored_run(
+        self,
+        run_id: str,
+        *,
+        metrics: dict[str, Any] | None,
+        intervals: dict[str, Any] | None,
+        status: str = "finished",
+    ) -> RunInfo:
+        with self.session() as s:
+            row = s.get(RunRow, run_id)
+            if row is None:
+                raise KeyError(run_id)
+            if metrics is not None:
+                row.metrics = _dumps(metrics)
+            if intervals is not None:
+                row.intervals = _dumps(intervals)
+            row.status = status
+            row.finished_at = _now()
+            s.commit()
+            return RunInfo.of(row)
+
+    def page_items(
+        self,
+        run_id: str,
+        *,
+        after: int = -1,
+        limit: int = 100,
+        failed: bool | None = None,
+        tag: str | None = None,
+        model: str | None = None,
+        turn: int | None = None,
+    ) -> list[StoredItem]:
+        """Up to ``limit`` items with ``seq > after`` in order (keyset paging: as fast on page
+        1000 as on page 1), filtered by the indexed columns. ``tag``: a field of a JSON record
+        or a topic of a slot session; with ``failed`` it means failed on that tag."""
+        query = self._item_filters(
+            select(ItemRow), run_id, failed=failed, tag=tag, model=model, turn=turn
+        )
+        query = query.where(ItemRow.seq > after).order_by(ItemRow.seq).limit(limit)
+        with self.session() as s:
+            return [_stored(row) for row in s.scalars(query)]
+
+    def count_items(
+        self,
+        run_id: str,
+        *,
+        failed: bool | None = None,
+        tag: str | None = None,
+        model: str | None = None,
+        turn: int | None = None,
+    ) -> int:
+        query = self._item_filters(
+            select(func.count()).select_from(ItemRow),
+            run_id,
+            failed=failed,
+            tag=tag,
+            model=model,
+            turn=turn,
+        )
+        with self.session() as s:
+            return int(s.scalar(query) or 0)
+
+    def item_tags(self, run_id: str, *, limit: int = 1000) -> list[str]:
+        """The distinct tag names of a run (fields or topics), sorted: the filter's choices."""
+        with self.session() as s:
+            query = (
+                select(TagRow.name)
+                .where(TagRow.run_id == run_id)
+                .distinct()
+                .order_by(TagRow.name)
+                .limit(limit)
+            )
+            return list(s.scalars(query))
+
+    @staticmethod
+    def _item_filters(
+        query: Any,
+        run_id: str,
+        *,
+        failed: bool | None,
+        tag: str | None,
+        model: str | None,
+        turn: int | None,
+    ) -> Any:
+        query = query.where(ItemRow.run_id == run_id)
+        if tag is not None:
+            on = (TagRow.run_id == ItemRow.run_id) & (TagRow.seq == ItemRow.seq)
+            query = query.join(TagRow, on).where(TagRow.name == tag)
+            if failed is not None:
+                query = query.where(TagRow.failed == failed)
+        elif failed is not None:
+            query = query.where(ItemRow.failed == failed)
+        if model is not None:
+            query = query.where(ItemRow.model == model)
+        if turn is not None:
+            query = query.where(ItemRow.turn == turn)
+        return query
 
     # items --------------------------------------------------------------------------------
     def items(self, run_id: str) -> list[StoredItem]:
@@ -177,17 +415,8 @@ class Store:
     def iter_items(self, run_id: str) -> Iterator[StoredItem]:
         with self.session() as s:
             query = select(ItemRow).where(ItemRow.run_id == run_id).order_by(ItemRow.seq)
-            for row in s.scalars(query):
-                yield StoredItem(
-                    key=row.item_key,
-                    seq=row.seq,
-                    error_type=row.error_type,
-                    calls=row.calls,
-                    cached_calls=row.cached_calls,
-                    latency_s=row.latency_s,
-                    result=orjson.loads(row.result),
-                    call_log=orjson.loads(row.call_log) if row.call_log else [],
-                )
+            for row in s.scalars(query.execution_options(yield_per=1000)):
+                yield _stored(row)
 
     def save_item(
         self,
@@ -263,6 +492,54 @@ class Store:
         with self.session() as s:
             s.merge(ConfigRow(section=section, value=_dumps(value), updated_at=_now()))
             s.commit()
+
+
+def _stored(row: ItemRow) -> StoredItem:
+    return StoredItem(
+        key=row.item_key,
+        seq=row.seq,
+        error_type=row.error_type,
+        calls=row.calls,
+        cached_calls=row.cached_calls,
+        latency_s=row.latency_s,
+        result=orjson.loads(row.result),
+        call_log=orjson.loads(row.call_log) if row.call_log else [],
+        failed=row.failed,
+        model=row.model,
+        turn=row.turn,
+    )
+
+
+def _like_escape(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+def _run_filters(
+    query: Any,
+    *,
+    system: str | None,
+    model: str | None,
+    since: datetime | None,
+    until: datetime | None,
+    kind: str | None,
+) -> Any:
+    if system is not None:
+        query = query.where(RunRow.system == system)
+    if kind is not None:
+        query = query.where(RunRow.kind == kind)
+    if model is not None:  # one of the ", "-joined names of a slot run, or the whole name
+        m = _like_escape(model)
+        query = query.where(
+            (RunRow.model == model)
+            | RunRow.model.like(f"{m}, %", escape="\\")
+            | RunRow.model.like(f"%, {m}", escape="\\")
+            | RunRow.model.like(f"%, {m}, %", escape="\\")
+        )
+    if since is not None:
+        query = query.where(RunRow.started_at >= since)
+    if until is not None:
+        query = query.where(RunRow.started_at < until)
+    return query
 
 
 def _engine(url: str) -> Engine:

@@ -1,0 +1,166 @@
+"""Runs of one system side by side: each metric with its 95% interval per run (per run and model
+for slots), the system's table (JSON per-field match rates, slot per-topic F1, numeric accuracy
+and operations by turn), and for slots the paired F1 p-values each run stored. Numbers only read
+from the store: nothing is re-scored here."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from fieldcheck._util.errors import InputError
+from fieldcheck.store import RunInfo
+
+METRICS: dict[str, tuple[str, ...]] = {
+    "json": ("completeness", "hallucination", "accuracy", "safety_score", "rqs"),
+    "slots": (
+        "precision",
+        "recall",
+        "f1",
+        "exact_match_rate",
+        "token_precision",
+        "token_recall",
+        "token_f1",
+        "bleu1",
+        "llm_judge",
+    ),
+    "numeric": (
+        "numerical_match_accuracy",
+        "soft_match_accuracy",
+        "unit_agnostic_accuracy",
+        "sign_agnostic_accuracy",
+        "general_match_accuracy",
+        "avg_logic_recall",
+        "avg_logic_precision",
+        "avg_logic_order_score",
+        "conversation_success_rate",
+        "avg_operations_per_turn",
+    ),
+}
+
+
+def _cell(estimate: Any, interval: Any) -> dict[str, Any] | None:
+    if estimate is None and not interval:
+        return None
+    cell: dict[str, Any] = {"estimate": estimate, "low": None, "high": None}
+    if isinstance(interval, dict):
+        cell["low"], cell["high"] = interval.get("low"), interval.get("high")
+    return cell
+
+
+def _columns(run: RunInfo) -> list[tuple[str, dict[str, Any], dict[str, Any]]]:
+    """(model, metrics, intervals) of each column a run contributes."""
+    metrics = run.metrics or {}
+    intervals = run.intervals or {}
+    if run.system == "slots":
+        return [
+            (name, m, intervals.get(name) or {})
+            for name, m in (metrics.get("models") or {}).items()
+        ]
+    return [(run.model, metrics, intervals)]
+
+
+def _estimate(system: str, metrics: dict[str, Any], name: str) -> Any:
+    if system == "json":
+        return (metrics.get("means") or {}).get(name)
+    return metrics.get(name)
+
+
+def _interval(system: str, intervals: dict[str, Any], name: str) -> Any:
+    if system == "numeric":
+        return (intervals.get("overall") or {}).get(name)
+    return intervals.get(name)
+
+
+def _table(
+    title: str, row_label: str, columns: Sequence[dict[str, Any]], values: list[dict[str, Any]]
+) -> dict[str, Any]:
+    names: list[str] = []
+    for by_row in values:
+        names += [n for n in by_row if n not in names]
+    names.sort(key=_natural)
+    rows = [{"name": n, "values": [v.get(n) for v in values]} for n in names]
+    return {"title": title, "row_label": row_label, "columns": len(columns), "rows": rows}
+
+
+def _natural(name: str) -> tuple[int, Any]:
+    return (0, int(name)) if name.isdigit() else (1, name)
+
+
+def compare_runs(runs: Sequence[RunInfo]) -> dict[str, Any]:
+    """The comparison of ``runs`` (all of one system; InputError naming them otherwise)."""
+    if not runs:
+        raise InputError("give at least one run to compare")
+    systems = sorted({r.system for r in runs})
+    if len(systems) > 1:
+        listed = ", ".join(f"{r.id} ({r.system})" for r in runs)
+        raise InputError(f"runs of different systems cannot be compared: {listed}")
+    system = systems[0]
+    columns: list[dict[str, Any]] = []
+    cells: list[tuple[dict[str, Any], dict[str, Any]]] = []
+    for run in runs:
+        for model, metrics, intervals in _columns(run):
+            columns.append({"run": run.id, "model": model, "label": f"{run.id[:8]} {model}"})
+            cells.append((metrics, intervals))
+    rows = [
+        {
+            "name": name,
+            "values": [
+                _cell(_estimate(system, m, name), _interval(system, i, name)) for m, i in cells
+            ],
+        }
+        for name in METRICS.get(system, ())
+    ]
+    tables: list[dict[str, Any]] = []
+    if system == "json":
+        per_field = [
+            {f: s.get("match_rate") for f, s in (m.get("fields") or {}).items()} for m, _ in cells
+        ]
+        tables.append(_table("Per-field match rate", "field", columns, per_field))
+    elif system == "slots":
+        per_topic = [
+            {t: s.get("f1") for t, s in (m.get("per_topic") or {}).items()} for m, _ in cells
+        ]
+        tables.append(_table("Per-topic F1", "topic", columns, per_topic))
+    elif system == "numeric":
+        accuracy = [dict(m.get("accuracy_by_turn_number") or {}) for m, _ in cells]
+        operations = [dict(m.get("avg_operations_by_turn") or {}) for m, _ in cells]
+        tables.append(_table("Accuracy by turn", "turn", columns, accuracy))
+        tables.append(_table("Operations by turn", "turn", columns, operations))
+    paired = [
+        {"run": run.id, **pair}
+        for run in runs
+        if run.system == "slots"
+        for pair in (run.metrics or {}).get("paired_f1") or []
+    ]
+    return {
+        "system": system,
+        "runs": [
+            {
+                "id": r.id,
+                "model": r.model,
+                "status": r.status,
+                "parent_id": r.parent_id,
+                "signature": r.signature,
+            }
+            for r in runs
+        ],
+        "columns": columns,
+        "metrics": rows,
+        "tables": tables,
+        "paired_f1": paired,
+    }
+
+
+def format_cell(cell: dict[str, Any] | None) -> str:
+    """``0.9853 [0.9630, 1.0000]``; ``-`` when absent (rounded only here, for display)."""
+    if cell is None or cell.get("estimate") is None:
+        return "-"
+    text = f"{cell['estimate']:.4f}"
+    if cell.get("low") is not None and cell.get("high") is not None:
+        text += f" [{cell['low']:.4f}, {cell['high']:.4f}]"
+    return text
+
+
+def format_number(value: Any) -> str:
+    return "-" if value is None else f"{value:.4f}"

@@ -1,0 +1,78 @@
+"""A run's items as CSV or JSONL, streamed a page at a time (flat memory at any size). The bytes
+depend only on the stored items, never on the backend or the run's id, so the same run stored in
+SQLite and in PostgreSQL exports identically. CSV cells go through the formula neutraliser."""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Iterator
+from typing import Any, Literal
+
+import orjson
+
+from fieldcheck.reports._csv import neutralise_cell
+from fieldcheck.store import Store, StoredItem
+
+ExportFormat = Literal["csv", "jsonl"]
+PAGE = 1000
+COMMON = ("key", "seq", "failed", "model", "turn", "error_type")
+SYSTEM_COLUMNS: dict[str, tuple[str, ...]] = {
+    "json": ("completeness", "hallucination", "accuracy", "safety_score", "rqs", "output_kind"),
+    "slots": ("user", "session", "tp", "fp", "fn", "not_scored"),
+    "numeric": ("conversation_id", "turn_idx", "general_match", "numerical_match", "failure_mode"),
+}
+
+
+def export_columns(system: str) -> tuple[str, ...]:
+    return (*COMMON, *SYSTEM_COLUMNS.get(system, ()), "result")
+
+
+def _row(system: str, item: StoredItem) -> list[Any]:
+    result = item.result
+    extra: list[Any] = []
+    for name in SYSTEM_COLUMNS.get(system, ()):
+        if system == "slots" and name in ("tp", "fp", "fn"):
+            extra.append((result.get("counts") or {}).get(name))
+        else:
+            extra.append(result.get(name))
+    values = [item.key, item.seq, item.failed, item.model, item.turn, item.error_type, *extra]
+    return [neutralise_cell(v) for v in (*values, result)]
+
+
+def iter_items(store: Store, run_id: str) -> Iterator[StoredItem]:
+    after = -1
+    while True:
+        page = store.page_items(run_id, after=after, limit=PAGE)
+        yield from page
+        if len(page) < PAGE:
+            return
+        after = page[-1].seq
+
+
+def iter_export(store: Store, run_id: str, fmt: ExportFormat) -> Iterator[bytes]:
+    """The export of run ``run_id`` in blocks of bytes (KeyError when there is no such run)."""
+    run = store.get_run(run_id)
+    if run is None:
+        raise KeyError(run_id)
+    if fmt == "jsonl":
+        option = orjson.OPT_SORT_KEYS | orjson.OPT_APPEND_NEWLINE
+        block: list[bytes] = []
+        for item in iter_items(store, run_id):
+            block.append(orjson.dumps(item.public_dict(), option=option))
+            if len(block) >= PAGE:
+                yield b"".join(block)
+                block = []
+        if block:
+            yield b"".join(block)
+        return
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(export_columns(run.system))
+    for n, item in enumerate(iter_items(store, run_id), 1):
+        writer.writerow(_row(run.system, item))
+        if n % PAGE == 0:
+            yield buffer.getvalue().encode()
+            buffer.seek(0)
+            buffer.truncate()
+    yield buffer.getvalue().encode()

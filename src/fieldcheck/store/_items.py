@@ -1,0 +1,123 @@
+"""The indexed columns of a scored item, derived from the plain dict a scoring command hands the
+recorder: its key, whether it failed, its model and turn, and its tags (the fields of a JSON
+record, the topics of a slot session) with whether it failed there.
+
+Plain dicts only (no import of the systems): the store sits below them.
+
+- json: a ``records.jsonl`` line (``id``, scores, ``buckets``, ``fields``) plus the raw
+  ``ground_truth`` and ``output`` (what ``rescore`` needs); or an ``errors.jsonl`` line under
+  ``error`` with its ``id``. Failed: not scored, not an object, or a field not fully matched,
+  missing or hallucinated. Tags: the fields with ``[n]`` written ``[*]``, as fields.csv names them.
+- slots: ``model``, ``user``, ``session``, ``counts`` (tp, fp, fn, ...), ``per_topic`` (topic ->
+  {slots, differ}), ``gold`` and ``pred`` (``[[topic, field, values], ...]``), optional ``not_scored``
+  (why), ``latency_s``, ``judge``. Failed: an FP or FN, or not scored. Tags: topics, failed
+  where a slot of that topic differs from gold (``per_topic[t]["differ"]``).
+- numeric: a ``turns.csv`` row (``conversation_id``, ``turn_idx``, ``general_match``,
+  ``error_type``, ...). Failed: no general match, or an error. Turn: ``turn_idx``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+TAG_CHARS = 512
+MODEL_CHARS = 255
+_INDEX = re.compile(r"\[\d+\]")
+
+
+@dataclass(frozen=True)
+class ItemColumns:
+    key: str
+    failed: bool | None
+    model: str | None = None
+    turn: int | None = None
+    error_type: str | None = None
+    tags: dict[str, bool] = field(default_factory=dict)
+
+
+def field_name(path: str) -> str:
+    """``items[3].sku`` -> ``items[*].sku``: one name for every index, as fields.csv has it."""
+    return _INDEX.sub("[*]", path)
+
+
+def _truthy(value: Any) -> bool:
+    """A boolean from JSON or a CSV cell (``True``/``true``/``1``)."""
+    if isinstance(value, str):
+        return value.strip().lower() in ("true", "1", "yes")
+    return bool(value)
+
+
+def _add(tags: dict[str, bool], name: str, failed: bool) -> None:
+    name = name[:TAG_CHARS]
+    tags[name] = tags.get(name, False) or failed
+
+
+def json_columns(item: Mapping[str, Any]) -> ItemColumns:
+    key = str(item.get("id", item.get("key", "")))
+    error = item.get("error")
+    if error is not None:
+        reason = error.get("reason") if isinstance(error, Mapping) else None
+        return ItemColumns(key, True, error_type=str(reason or "error")[:32])
+    tags: dict[str, bool] = {}
+    for name, result in (item.get("fields") or {}).items():
+        score = result.get("score") if isinstance(result, Mapping) else None
+        _add(tags, field_name(name), score is not None and score < 1)  # None: IGNORE
+    buckets = item.get("buckets") or {}
+    for bucket in ("aio_missing_or_null", "gt_null_aio_has_value", "extra_keys"):
+        for name in buckets.get(bucket) or ():
+            _add(tags, field_name(str(name)), True)
+    failed = any(tags.values()) or item.get("output_kind", "object") != "object"
+    return ItemColumns(key, failed, tags=tags)
+
+
+def slot_columns(item: Mapping[str, Any]) -> ItemColumns:
+    model = str(item.get("model", ""))
+    key = f"{model}/{item.get('user')}/{item.get('session')}"
+    not_scored = item.get("not_scored")
+    counts = item.get("counts") or {}
+    failed = bool(not_scored) or bool(counts.get("fp") or counts.get("fn"))
+    tags: dict[str, bool] = {}
+    for topic, c in (item.get("per_topic") or {}).items():
+        _add(tags, str(topic), bool(c.get("differ") or c.get("fp") or c.get("fn")))
+    error_type = str(not_scored)[:32] if not_scored else None
+    return ItemColumns(key, failed, model=model[:MODEL_CHARS], error_type=error_type, tags=tags)
+
+
+def numeric_columns(item: Mapping[str, Any]) -> ItemColumns:
+    turn_text = item.get("turn_idx")
+    try:
+        turn = int(turn_text) if turn_text not in (None, "") else None  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        turn = None
+    key = f"{item.get('conversation_id')}#{turn_text}"
+    error = item.get("error_type") or None
+    failed = bool(error) or not _truthy(item.get("general_match"))
+    if _truthy(item.get("not_scored")):
+        failed = True
+    return ItemColumns(key, failed, turn=turn, error_type=str(error)[:32] if error else None)
+
+
+def item_columns(system: str, item: Mapping[str, Any]) -> ItemColumns:
+    """The indexed columns of ``item`` for ``system`` (``key`` given by the caller wins)."""
+    if system == "json":
+        columns = json_columns(item)
+    elif system == "slots":
+        columns = slot_columns(item)
+    elif system == "numeric":
+        columns = numeric_columns(item)
+    else:
+        failed = item.get("failed")
+        columns = ItemColumns(str(item.get("key", "")), None if failed is None else bool(failed))
+    if system != "json" and "key" in item:
+        columns = ItemColumns(
+            str(item["key"]),
+            columns.failed,
+            columns.model,
+            columns.turn,
+            columns.error_type,
+            columns.tags,
+        )
+    return columns

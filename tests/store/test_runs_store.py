@@ -1,0 +1,159 @@
+"""Scored runs in the store on SQLite and PostgreSQL: recorded from the output folders of the
+three systems, listed, filtered, paged, compared, exported and re-scored; the same run gives
+byte-identical exports on both backends."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+from runs_data import EXACT, HOSTILE, json_folder, numeric_folder, slots_folder
+
+from fieldcheck.runs import compare_runs, iter_export, record_folder, rescore
+from fieldcheck.store import RunRecorder, Store
+
+
+def test_json_folder_is_stored_with_filterable_items(store: Store, tmp_path: Path) -> None:
+    out, batch = json_folder(tmp_path)
+    run = record_folder(store, out, inputs=[("batch", batch)], model="m1")
+    assert (run.system, run.kind, run.status, run.model, run.n_items) == (
+        "json",
+        "scored",
+        "finished",
+        "m1",
+        3,
+    )
+    assert run.inputs[0]["name"] == "batch" and len(run.inputs[0]["sha256"]) == 64
+    # accuracy: r1 2/2, r2 1/2 (city differs), r3 1/1 -> (1 + 0.5 + 1) / 3
+    assert math.isclose(run.metrics["means"]["accuracy"], 2.5 / 3)
+    # completeness: r3 misses one of its two fields -> (1 + 1 + 0.5) / 3
+    assert math.isclose(run.metrics["means"]["completeness"], 2.5 / 3)
+    assert run.intervals["accuracy"]["estimate"] == run.metrics["means"]["accuracy"]
+    assert run.out_dir == str(out.resolve())
+    assert [i.key for i in store.page_items(run.id)] == ["r1", "r2", "r3"]
+    assert [i.key for i in store.page_items(run.id, failed=True)] == ["r2", "r3"]
+    assert [i.key for i in store.page_items(run.id, tag="city", failed=True)] == ["r2"]
+    assert [i.key for i in store.page_items(run.id, tag=HOSTILE, failed=True)] == ["r3"]
+    assert store.count_items(run.id, tag="name", failed=True) == 0
+    assert store.item_tags(run.id) == sorted([HOSTILE, "city", "name"])
+    # keyset paging: after the first item's seq
+    assert [i.key for i in store.page_items(run.id, after=0, limit=1)] == ["r2"]
+
+
+def test_json_rescore_is_a_child_run_without_a_model_call(store: Store, tmp_path: Path) -> None:
+    out, batch = json_folder(tmp_path)
+    run = record_folder(store, out, inputs=[("batch", batch)])
+    child = rescore(store, run.id, strategies={**EXACT, "city": "IGNORE"})
+    assert (child.parent_id, child.system, child.n_items) == (run.id, "json", 3)
+    # city ignored: r2 scores 1/1 -> accuracy 1.0; completeness unchanged
+    assert child.metrics["means"]["accuracy"] == 1.0
+    assert math.isclose(child.metrics["means"]["completeness"], 2.5 / 3)
+    assert child.settings["config"]["strategies"]["city"] == "IGNORE"
+    assert store.count_items(child.id, failed=True) == 1  # only r3 is left
+
+
+def test_slot_folder_and_rescore_with_another_tp_rule(store: Store, tmp_path: Path) -> None:
+    out, inputs = slots_folder(tmp_path)
+    run = record_folder(store, out, inputs=inputs)
+    assert (run.model, run.n_items) == ("a, b", 4)  # 2 models x 2 gold sessions
+    models = run.metrics["models"]
+    assert models["a"]["f1"] == 1.0  # presence: every gold slot predicted
+    assert math.isclose(models["b"]["f1"], 0.8)  # P 1, R 2/3 -> 2 * (2/3) / (5/3)
+    assert [i.key for i in store.page_items(run.id, failed=True)] == ["b/u1/1"]
+    assert [i.key for i in store.page_items(run.id, tag="work", failed=True)] == [
+        "a/u1/1",
+        "b/u1/1",
+    ]
+    assert store.count_items(run.id, model="b") == 2
+    assert len(run.metrics["paired_f1"]) == 1
+    exact = rescore(store, run.id, tp="exact")
+    # exact: a's job "doctor" != "nurse" -> tp 2, fp 1, fn 1 -> P = R = F1 = 2/3
+    assert math.isclose(exact.metrics["models"]["a"]["f1"], 2 / 3)
+    assert math.isclose(exact.metrics["models"]["b"]["f1"], 0.8)
+    assert exact.settings["tp"] == "exact" and exact.parent_id == run.id
+
+
+def test_numeric_folder_items_by_turn(store: Store, tmp_path: Path) -> None:
+    run = record_folder(store, numeric_folder(tmp_path), model="model_a")
+    assert run.n_items == 51
+    assert math.isclose(run.metrics["general_match_accuracy"], 44 / 51)
+    assert store.count_items(run.id, failed=True) == 7  # 51 - 44 general matches
+    assert store.count_items(run.id, turn=0) == sum(
+        1 for i in store.page_items(run.id, limit=500) if i.result["turn_idx"] == 0
+    )
+    with pytest.raises(Exception, match="numeric runs cannot be re-scored"):
+        rescore(store, run.id)
+
+
+def test_list_filters_compare_and_delete(store: Store, tmp_path: Path) -> None:
+    a = record_folder(store, json_folder(tmp_path, "a")[0], model="alpha")
+    b = record_folder(store, json_folder(tmp_path, "b")[0], model="beta")
+    s = record_folder(store, slots_folder(tmp_path)[0])
+    assert [r.id for r in store.list_runs(system="json")] == [a.id, b.id]
+    assert [r.id for r in store.list_runs(model="beta")] == [b.id]
+    assert [r.id for r in store.list_runs(model="b")] == [s.id]  # one of "a, b"
+    assert [r.id for r in store.list_runs(newest_first=True, limit=1)] == [s.id]
+    assert store.count_runs(system="slots") == 1
+    assert store.find_run(a.id[:6]) is not None
+    table = compare_runs([a, b])
+    rates = {row["name"]: row["values"] for row in table["tables"][0]["rows"]}
+    assert rates["city"] == [0.5, 0.5] and rates["name"] == [1.0, 1.0]
+    with pytest.raises(Exception, match="different systems"):
+        compare_runs([a, s])
+    assert store.delete_run(a.id) and store.get_run(a.id) is None
+    assert store.count_items(a.id) == 0 and not store.delete_run(a.id)
+
+
+def test_recorder_chunks_and_abort(store: Store, tmp_path: Path) -> None:
+    with (
+        pytest.raises(KeyboardInterrupt),
+        RunRecorder.open(
+            store, system="numeric", inputs=[], settings={}, signature="s", out=tmp_path
+        ) as recorder,
+    ):
+        recorder.add_items(
+            [{"conversation_id": "c", "turn_idx": t, "general_match": t == 0} for t in range(3)]
+        )
+        raise KeyboardInterrupt
+    run = store.get_run(recorder.id)
+    assert run is not None and (run.status, run.n_items) == ("interrupted", 3)
+    assert [i.turn for i in store.page_items(run.id, failed=True)] == [1, 2]
+
+
+def _exports(store: Store, run_id: str) -> tuple[bytes, bytes]:
+    return b"".join(iter_export(store, run_id, "csv")), b"".join(
+        iter_export(store, run_id, "jsonl")
+    )
+
+
+def test_same_run_exports_byte_identical_on_both_backends(tmp_path: Path, pg_url: str) -> None:
+    out, batch = json_folder(tmp_path)
+    slots_out, inputs = slots_folder(tmp_path)
+    results = []
+    for url in (f"sqlite:///{tmp_path / 'same.sqlite3'}", pg_url):
+        store = Store(url)
+        run = record_folder(store, out, inputs=[("batch", batch)], model="m")
+        child = rescore(store, run.id, strategies={**EXACT, "city": "IGNORE"})
+        slot = record_folder(store, slots_out, inputs=inputs)
+        slot_child = rescore(store, slot.id, tp="exact")
+        listed = [(r.system, r.model, r.n_items) for r in store.list_runs()]
+        compared = compare_runs([run, child])
+        for entry in compared["runs"]:
+            entry.pop("id"), entry.pop("parent_id")
+        for column in compared["columns"]:
+            column.pop("run"), column.pop("label")
+        results.append(
+            (
+                listed,
+                compared,
+                *_exports(store, run.id),
+                *_exports(store, child.id),
+                *_exports(store, slot_child.id),
+            )
+        )
+        store.close()
+    sqlite, postgres = results
+    assert sqlite == postgres
+    assert sqlite[2].startswith(b"key,seq,failed,model,turn,error_type,completeness")
+    assert sqlite[2].count(b"\n") == 4  # header + 3 records
