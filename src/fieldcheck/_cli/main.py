@@ -6,7 +6,7 @@ import logging
 
 import typer
 
-from fieldcheck._cli import json_cmd, numeric_cmd, serve_cmd, serve_model_cmd, slots_cmd
+from fieldcheck._cli import json_cmd, numeric_cmd, runs_cmd, serve_cmd, serve_model_cmd, slots_cmd
 from fieldcheck._cli._common import FieldcheckGroup
 from fieldcheck._cli._runopts import STORE_HELP
 from fieldcheck._version import __version__
@@ -26,6 +26,7 @@ app = typer.Typer(
 app.add_typer(json_cmd.app, name="json")
 app.add_typer(slots_cmd.app, name="slots")
 app.add_typer(numeric_cmd.app, name="numeric")
+app.add_typer(runs_cmd.app, name="runs")
 app.command("serve-model")(serve_model_cmd.serve_model_command)
 app.command("serve")(serve_cmd.serve_command)
 

@@ -1,0 +1,382 @@
+"""``fieldcheck runs``: list, show, compare, export, re-score, import and delete the scored runs
+in the store (docs/runs.md). Thin: parse, call ``fieldcheck.runs`` and the store, print."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from fieldcheck._cli._common import EXIT_OK, FieldcheckGroup
+from fieldcheck._util.errors import InputError
+from fieldcheck._util.jsonio import dumps
+from fieldcheck._util.term import SafeConsole, safe_json_text, safe_text
+
+app = typer.Typer(
+    cls=FieldcheckGroup,
+    help=(
+        "The scored runs in the store (FIELDCHECK_DATABASE_URL or the default SQLite file): "
+        "list, show, compare, export, re-score, import an output folder, delete. RUN is a run id "
+        "or its unique prefix."
+    ),
+    no_args_is_help=True,
+)
+
+JsonOpt = Annotated[
+    bool, typer.Option("--json", help="Print machine output only (JSON) on stdout.")
+]
+RunArg = Annotated[str, typer.Argument(metavar="RUN", help="A run id or its unique prefix.")]
+
+
+def _store() -> Any:
+    from fieldcheck.store import Store
+
+    return Store()
+
+
+def _run(store: Any, ref: str, hint: str = "RUN") -> Any:
+    run = store.find_run(ref)
+    if run is None:
+        raise typer.BadParameter(
+            safe_text(f"no run {ref!r} in the store ('fieldcheck runs list' lists them)"),
+            param_hint=hint,
+        )
+    return run
+
+
+def _print_json(value: Any) -> None:
+    sys.stdout.write(safe_json_text(dumps(value, indent=True)) + "\n")
+
+
+def _console() -> SafeConsole:
+    return SafeConsole(highlight=False, emoji=False)
+
+
+@app.command("list")
+def list_command(
+    system: Annotated[
+        str | None, typer.Option("--system", help="Only runs of json, slots or numeric.")
+    ] = None,
+    model: Annotated[str | None, typer.Option("--model", help="Only runs of this model.")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """List the runs, newest first. Exit 0; 2 on a bad option."""
+    if system is not None and system not in ("json", "slots", "numeric"):
+        raise typer.BadParameter(
+            safe_text(f"must be json, slots or numeric (got {system!r})"), param_hint="--system"
+        )
+    runs = _store().list_runs(system=system, model=model, newest_first=True)
+    if as_json:
+        _print_json([_summary(r) for r in runs])
+        return
+    table = Table(header_style="bold")
+    for head in ("id", "system", "kind", "model", "status", "started", "items", "parent"):
+        table.add_column(head, overflow="fold", no_wrap=head in ("id", "parent"))
+    for r in runs:
+        s = _summary(r)
+        table.add_row(
+            *(
+                safe_text(v)
+                for v in (
+                    s["id"],
+                    s["system"],
+                    s["kind"],
+                    s["model"],
+                    s["status"],
+                    s["started_at"][:19],
+                    s["n_items"],
+                    s["parent_id"] or "",
+                )
+            )
+        )
+    console = _console()
+    console.print(table)
+    console.print(f"{len(runs)} run(s)", markup=False)
+
+
+def _summary(run: Any) -> dict[str, Any]:
+    data = run.public_dict()
+    return {
+        k: data[k]
+        for k in (
+            "id",
+            "system",
+            "kind",
+            "model",
+            "status",
+            "started_at",
+            "n_items",
+            "n_errors",
+            "parent_id",
+            "out_dir",
+        )
+    }
+
+
+@app.command("show")
+def show_command(run: RunArg, as_json: JsonOpt = False) -> None:
+    """A run: what it scored (inputs and their sha256), its settings, signature, metrics with
+    their 95% intervals, item counts. Exit 0; 2 for an unknown RUN."""
+    store = _store()
+    info = _run(store, run)
+    data = info.public_dict()
+    data["failed_items"] = store.count_items(info.id, failed=True)
+    if as_json:
+        _print_json(data)
+        return
+    console = _console()
+    for key in ("id", "system", "kind", "model", "status", "started_at", "parent_id", "out_dir"):
+        console.print(f"{key}: {safe_text(data[key] or '')}", markup=False)
+    console.print(
+        f"items: {data['n_items']} ({data['failed_items']} failed)", markup=False, highlight=False
+    )
+    for entry in data["inputs"]:
+        console.print(
+            f"input {safe_text(entry['name'])}: {safe_text(entry['path'])} "
+            f"sha256:{safe_text(entry['sha256'])}",
+            markup=False,
+        )
+    console.print(f"signature: {safe_text(data['signature'])}", markup=False, soft_wrap=True)
+    from fieldcheck.runs import compare_runs
+
+    _print_comparison(compare_runs([info]), console)
+
+
+def _print_comparison(table: dict[str, Any], console: SafeConsole) -> None:
+    from fieldcheck.runs import format_cell, format_number
+
+    labels = [safe_text(c["label"]) for c in table["columns"]]
+    metrics = Table(title="Metrics (95% interval)", header_style="bold")
+    metrics.add_column("metric")
+    for label in labels:
+        metrics.add_column(label)
+    for row in table["metrics"]:
+        metrics.add_row(row["name"], *(format_cell(v) for v in row["values"]))
+    console.print(metrics)
+    for extra in table["tables"]:
+        grid = Table(title=extra["title"], header_style="bold")
+        grid.add_column(extra["row_label"])
+        for label in labels:
+            grid.add_column(label)
+        for row in extra["rows"]:
+            grid.add_row(safe_text(row["name"]), *(format_number(v) for v in row["values"]))
+        console.print(grid)
+    if table["paired_f1"]:
+        paired = Table(title="Paired bootstrap of F1 (slots)", header_style="bold")
+        for head in ("run", "model a", "model b", "F1 a - F1 b", "p-value", "sessions"):
+            paired.add_column(head)
+        for p in table["paired_f1"]:
+            paired.add_row(
+                safe_text(p["run"][:8]),
+                safe_text(p["model_a"]),
+                safe_text(p["model_b"]),
+                format_number(p["difference"]),
+                format_number(p["p_value"]),
+                str(p["sessions"]),
+            )
+        console.print(paired)
+
+
+@app.command("compare")
+def compare_command(
+    runs: Annotated[
+        list[str], typer.Argument(metavar="RUN...", help="Two or more runs of one system.")
+    ],
+    as_json: JsonOpt = False,
+) -> None:
+    """Runs of one system side by side: each metric with its 95% interval, the per-field match
+    rates (json), per-topic F1 and the paired F1 p-values stored with each run (slots), accuracy
+    and operations by turn (numeric). Exit 0; 2 for an unknown RUN or runs of mixed systems."""
+    from fieldcheck.runs import compare_runs
+
+    store = _store()
+    infos = [_run(store, ref) for ref in runs]
+    try:
+        table = compare_runs(infos)
+    except InputError as exc:
+        raise typer.BadParameter(exc.one_line(), param_hint="RUN") from None
+    if as_json:
+        _print_json(table)
+        return
+    _print_comparison(table, _console())
+
+
+@app.command("export")
+def export_command(
+    run: RunArg,
+    fmt: Annotated[
+        str, typer.Option("--format", metavar="csv|jsonl", help="csv or jsonl.")
+    ] = "csv",
+    out: Annotated[
+        Path | None,
+        typer.Option("--out", metavar="FILE", help="Write here (default: stdout)."),
+    ] = None,
+) -> None:
+    """A run's items, one a row (CSV, formula-like text cells neutralised with a leading ') or a
+    line (JSONL): key, order, failed, model, turn, error and the item's result. Exit 0; 2 for an
+    unknown RUN, a bad --format or an unwritable --out."""
+    from fieldcheck.runs import iter_export
+
+    if fmt not in ("csv", "jsonl"):
+        raise typer.BadParameter(f"must be csv or jsonl (got {fmt!r})", param_hint="--format")
+    store = _store()
+    info = _run(store, run)
+    blocks = iter_export(store, info.id, fmt)  # type: ignore[arg-type]
+    if out is None:
+        for block in blocks:
+            sys.stdout.buffer.write(block)
+        sys.stdout.flush()
+        return
+    tmp = out.with_name(out.name + ".part")
+    try:
+        with tmp.open("wb") as handle:
+            for block in blocks:
+                handle.write(block)
+        tmp.replace(out)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise typer.BadParameter(
+            safe_text(f"cannot write {out}: {exc.strerror or exc}"), param_hint="--out"
+        ) from None
+
+
+@app.command("rescore")
+def rescore_command(
+    run: RunArg,
+    strategies: Annotated[
+        Path | None,
+        typer.Option(
+            "--strategies",
+            metavar="FILE",
+            help="json runs: a field strategy config (JSON field -> EXACT|FUZZY|SEMANTIC|IGNORE).",
+        ),
+    ] = None,
+    weights: Annotated[
+        str | None,
+        typer.Option(
+            "--weights",
+            metavar="NAME=V,...",
+            help="json runs: RQS weights, e.g. accuracy=0.5,completeness=0.3.",
+        ),
+    ] = None,
+    tp: Annotated[
+        str | None,
+        typer.Option("--tp", help="slot runs: presence, exact, fuzzy or semantic."),
+    ] = None,
+    threshold: Annotated[
+        float | None,
+        typer.Option(
+            "--threshold", min=0.0, max=1.0, help="slot runs: threshold of --tp fuzzy|semantic."
+        ),
+    ] = None,
+    bootstrap: Annotated[
+        int | None,
+        typer.Option("--bootstrap", min=0, help="Resamples (default: the run's)."),
+    ] = None,
+    seed: Annotated[
+        int | None, typer.Option("--seed", min=0, help="Seed (default: the run's).")
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Score a stored json or slot run again under a new configuration, from the raw values
+    its items keep (no model call), and store the result as a new run whose parent is RUN.
+    Numeric runs cannot be re-scored (not required: their turns keep no plan to re-execute).
+    Exit 0; 2 for an unknown RUN, a bad option, or a run that cannot be re-scored."""
+    from fieldcheck.jsoneval import load_strategies, parse_weights
+    from fieldcheck.runs import rescore
+
+    store = _store()
+    info = _run(store, run)
+    try:
+        mapping = load_strategies(strategies) if strategies is not None else None
+    except InputError as exc:
+        raise typer.BadParameter(exc.one_line(), param_hint="--strategies") from None
+    try:
+        rqs = parse_weights(weights) if weights is not None else None
+    except InputError as exc:
+        raise typer.BadParameter(exc.one_line(), param_hint="--weights") from None
+    if tp is not None and tp not in ("presence", "exact", "fuzzy", "semantic"):
+        raise typer.BadParameter(
+            safe_text(f"must be presence, exact, fuzzy or semantic (got {tp!r})"),
+            param_hint="--tp",
+        )
+    try:
+        child = rescore(
+            store,
+            info.id,
+            strategies=mapping,
+            weights=rqs,
+            tp=tp,  # type: ignore[arg-type]
+            threshold=threshold,
+            bootstrap=bootstrap,
+            seed=seed,
+        )
+    except InputError as exc:
+        raise typer.BadParameter(exc.one_line(), param_hint="RUN") from None
+    if as_json:
+        _print_json(child.public_dict())
+        return
+    console = _console()
+    console.print(f"re-scored {info.id} as {child.id}", markup=False)
+    from fieldcheck.runs import compare_runs
+
+    _print_comparison(compare_runs([info, child]), console)
+
+
+@app.command("import")
+def import_command(
+    folder: Annotated[
+        Path, typer.Argument(metavar="DIR", help="A finished output folder of any system.")
+    ],
+    inputs: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--input",
+            metavar="NAME=FILE",
+            help="A file it was scored from: batch=FILE (json: makes it re-scorable), "
+            "gold=FILE and pred:NAME=FILE (slots: stores the sessions). Repeat.",
+        ),
+    ] = None,
+    model: Annotated[str | None, typer.Option("--model", help="The model's name.")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Store a finished output folder (json batch, slots score, numeric score) as a run, for
+    folders of older runs. Exit 0; 2 when DIR is not an output folder or an --input is bad."""
+    from fieldcheck.runs import record_folder
+
+    pairs: list[tuple[str, str | Path]] = []
+    for text in inputs or []:
+        name, sep, path = text.partition("=")
+        if not sep or not name or not Path(path).is_file():
+            raise typer.BadParameter(
+                safe_text(f"expected NAME=FILE with an existing file (got {text!r})"),
+                param_hint="--input",
+            )
+        pairs.append((name, path))
+    if not folder.is_dir():
+        raise typer.BadParameter(safe_text(f"{folder}: not a folder"), param_hint="DIR")
+    try:
+        run = record_folder(_store(), folder, inputs=pairs, model=model)
+    except InputError as exc:
+        raise typer.BadParameter(exc.one_line(), param_hint="DIR") from None
+    if as_json:
+        _print_json(_summary(run))
+        return
+    _console().print(
+        f"stored {safe_text(folder)} as run {run.id} ({run.system}, {run.n_items} items)",
+        markup=False,
+    )
+
+
+@app.command("delete")
+def delete_command(run: RunArg) -> None:
+    """Delete a run and its items from the store (its output folder stays). Exit 0; 2 for an
+    unknown RUN."""
+    store = _store()
+    info = _run(store, run)
+    store.delete_run(info.id)
+    _console().print(f"deleted run {info.id}", markup=False)
+    raise typer.Exit(EXIT_OK)

@@ -1,0 +1,105 @@
+"""``fieldcheck runs``: list, show, compare, export, rescore, import and delete, with the CLI's
+conventions (one-line usage errors naming the option, exit 2, --json prints JSON only)."""
+
+from __future__ import annotations
+
+import csv
+import io
+from pathlib import Path
+
+import orjson
+from runs_data import HOSTILE, json_folder, numeric_folder, slots_folder
+from typer.testing import CliRunner
+
+from fieldcheck._cli.main import app
+from fieldcheck.runs import record_folder
+from fieldcheck.store import Store
+
+
+def runs(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(app, ["runs", *args])
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_list_show_and_json_output(tmp_path: Path) -> None:
+    out, batch = json_folder(tmp_path)
+    code, stdout, _ = runs(
+        "import", str(out), "--input", f"batch={batch}", "--model", "m1", "--json"
+    )
+    assert code == 0
+    run_id = orjson.loads(stdout)["id"]
+    code, stdout, _ = runs("list", "--json")
+    listed = orjson.loads(stdout)
+    assert code == 0 and [(r["id"], r["model"], r["n_items"]) for r in listed] == [
+        (run_id, "m1", 3)
+    ]
+    code, stdout, _ = runs("show", run_id[:6], "--json")
+    shown = orjson.loads(stdout)
+    assert (shown["id"], shown["failed_items"], shown["inputs"][0]["name"]) == (run_id, 2, "batch")
+    code, stdout, _ = runs("show", run_id)
+    assert code == 0 and "accuracy" in stdout and "0.8333" in stdout
+    assert runs("list", "--system", "slots", "--json")[1].strip() == "[]"
+
+
+def test_usage_errors_are_one_line_naming_the_option(tmp_path: Path) -> None:
+    code, _, stderr = runs("show", "nope")
+    assert code == 2 and stderr.startswith("error: RUN: no run 'nope' in the store")
+    assert len(stderr.strip().splitlines()) == 1
+    code, _, stderr = runs("list", "--system", "other")
+    assert code == 2 and "error: --system: must be json, slots or numeric" in stderr
+    out, _ = json_folder(tmp_path)
+    run_id = orjson.loads(runs("import", str(out), "--json")[1])["id"]
+    code, _, stderr = runs("export", run_id, "--format", "xml")
+    assert code == 2 and "error: --format: must be csv or jsonl" in stderr
+    code, _, stderr = runs("rescore", run_id, "--weights", "speed=1")
+    assert code == 2 and stderr.startswith("error: --weights: weights: expected name=value")
+    code, _, stderr = runs("import", str(tmp_path), "--json")
+    assert code == 2 and "error: DIR:" in stderr and "not an output folder" in stderr
+
+
+def test_compare_refuses_mixed_systems_and_shows_paired_p_values(tmp_path: Path) -> None:
+    store = Store()
+    a = record_folder(store, json_folder(tmp_path, "a")[0])
+    slots_out, inputs = slots_folder(tmp_path)
+    s1 = record_folder(store, slots_out, inputs=inputs)
+    code, _, stderr = runs("compare", a.id, s1.id)
+    assert code == 2 and "runs of different systems cannot be compared" in stderr
+    code, stdout, _ = runs("rescore", s1.id, "--tp", "exact", "--json")
+    s2 = orjson.loads(stdout)
+    assert code == 0 and s2["parent_id"] == s1.id and s2["settings"]["tp"] == "exact"
+    code, stdout, _ = runs("compare", s1.id, s2["id"], "--json")
+    table = orjson.loads(stdout)
+    f1 = next(r for r in table["metrics"] if r["name"] == "f1")["values"]
+    # presence a, b then exact a, b: 1, 0.8, 2/3, 0.8
+    assert [round(v["estimate"], 4) for v in f1] == [1.0, 0.8, 0.6667, 0.8]
+    assert [p["run"] for p in table["paired_f1"]] == [s1.id, s2["id"]]
+    code, stdout, _ = runs("compare", s1.id, s2["id"])
+    assert code == 0 and "Paired bootstrap of F1" in stdout and "Per-topic F1" in stdout
+
+
+def test_export_csv_neutralises_formulas_and_jsonl_round_trips(tmp_path: Path) -> None:
+    records = [
+        {"id": '=HYPERLINK("x")', "ground_truth": {"a": "1"}, "output": {"a": "1"}},
+        {"id": "r2", "ground_truth": {HOSTILE: "v"}, "output": {}},
+    ]
+    out, batch = json_folder(tmp_path, "f", records)
+    run_id = orjson.loads(runs("import", str(out), "--input", f"batch={batch}", "--json")[1])["id"]
+    target = tmp_path / "items.csv"
+    assert runs("export", run_id, "--format", "csv", "--out", str(target))[0] == 0
+    rows = list(csv.DictReader(io.StringIO(target.read_text())))
+    assert [r["key"] for r in rows] == ['\'=HYPERLINK("x")', "r2"]
+    assert [r["failed"] for r in rows] == ["False", "True"]
+    code, stdout, _ = runs("export", run_id, "--format", "jsonl")
+    assert code == 0
+    lines = [orjson.loads(line) for line in stdout.splitlines()]
+    assert [line["key"] for line in lines] == ['=HYPERLINK("x")', "r2"]
+    assert lines[1]["result"]["ground_truth"] == {HOSTILE: "v"}
+
+
+def test_rescore_numeric_is_refused_and_delete(tmp_path: Path) -> None:
+    run = record_folder(Store(), numeric_folder(tmp_path))
+    code, _, stderr = runs("rescore", run.id)
+    assert code == 2 and "numeric runs cannot be re-scored" in stderr
+    code, stdout, _ = runs("delete", run.id)
+    assert code == 0 and f"deleted run {run.id}" in stdout
+    assert runs("show", run.id)[0] == 2
