@@ -16,11 +16,15 @@ from fieldcheck.api._errors import install_error_handlers
 from fieldcheck.api._evaluation import Matchers
 from fieldcheck.api._guard import Guard
 from fieldcheck.api._settings import ApiSettings, check_binding
-from fieldcheck.api.routes import config, json, pages
+from fieldcheck.api.routes import config, json, pages, runs
 from fieldcheck.store import Store
 
 WEB = Path(__file__).resolve().parents[1] / "web"
-NAV: list[tuple[str, str]] = [("Test evaluation", "/evaluate"), ("Configuration", "/configuration")]
+NAV: list[tuple[str, str]] = [
+    ("Test evaluation", "/evaluate"),
+    ("Configuration", "/configuration"),
+    ("Runs", "/runs"),
+]
 
 
 def templates() -> Jinja2Templates:
@@ -63,4 +67,6 @@ def create_app(settings: ApiSettings | None = None, *, store: Store | None = Non
     app.include_router(json.router)
     app.include_router(config.router)
     app.include_router(pages.router)
+    app.include_router(runs.router)
+    app.include_router(runs.pages)
     return app

@@ -1,0 +1,362 @@
+"""``/api/runs`` and the Runs pages: the scored runs in the store, listed, shown, their items
+paged and filtered (keyset on the indexed columns), compared, exported (streamed) and re-scored.
+Thin shells over ``fieldcheck.runs`` and the store; every page value is autoescaped."""
+
+from __future__ import annotations
+
+import os
+from datetime import datetime
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import FileResponse, HTMLResponse, StreamingResponse
+from pydantic import BaseModel, ConfigDict, Field
+from starlette.concurrency import run_in_threadpool
+
+from fieldcheck._util.errors import InputError
+from fieldcheck.api._deps import AppContext, Context
+from fieldcheck.api._errors import ApiError
+from fieldcheck.runs import compare_runs, format_cell, format_number, iter_export, rescore
+from fieldcheck.store import RunInfo, StoredItem
+
+router = APIRouter(prefix="/api/runs", tags=["runs"])
+pages = APIRouter(include_in_schema=False)
+MAX_PAGE = 500
+MAX_COMPARE = 20
+PLOT_SUFFIXES = (".png",)
+
+
+class RescoreRequest(BaseModel):
+    """A new configuration for a stored run (what is left out stays as the run had it)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    field_strategies: dict[str, str] | None = Field(None, description="json: field -> strategy.")
+    weights: dict[str, float] | None = Field(None, description="json: RQS weights.")
+    thresholds: dict[str, float] | None = Field(
+        None, description="json: {fuzzy_threshold, semantic_threshold} in [0, 1]."
+    )
+    tp: Literal["presence", "exact", "fuzzy", "semantic"] | None = Field(
+        None, description="slots: the TP rule."
+    )
+    threshold: float | None = Field(None, ge=0, le=1, description="slots: --tp threshold.")
+    bootstrap: int | None = Field(None, ge=0, le=100_000)
+    seed: int | None = Field(None, ge=0, le=2**32 - 1)
+
+
+def _get(ctx: AppContext, run_id: str) -> RunInfo:
+    run = ctx.store.get_run(run_id) if len(run_id) <= 64 else None
+    if run is None:
+        raise ApiError(404, f"no run {run_id!r}", field="id")
+    return run
+
+
+def _page(
+    ctx: AppContext,
+    run: RunInfo,
+    *,
+    failed: bool | None,
+    tag: str | None,
+    model: str | None,
+    turn: int | None,
+    after: int,
+    limit: int,
+) -> dict[str, Any]:
+    filters: dict[str, Any] = {"failed": failed, "tag": tag, "model": model, "turn": turn}
+    items = ctx.store.page_items(run.id, after=after, limit=limit, **filters)
+    return {
+        "items": items,
+        "total": ctx.store.count_items(run.id, **filters),
+        "next_after": items[-1].seq if len(items) == limit else None,
+    }
+
+
+def _ids(ids: list[str]) -> list[str]:
+    found = [i for part in ids for i in part.split(",") if i.strip()]
+    if not found:
+        raise ApiError(422, "ids: give the runs to compare", field="ids")
+    if len(found) > MAX_COMPARE:
+        raise ApiError(422, f"ids: at most {MAX_COMPARE} runs", field="ids")
+    return [i.strip() for i in found]
+
+
+def _compare(ctx: AppContext, ids: list[str]) -> dict[str, Any]:
+    runs = [_get(ctx, i) for i in _ids(ids)]
+    try:
+        return compare_runs(runs)
+    except InputError as exc:
+        raise ApiError(422, exc.one_line(), field="ids") from None
+
+
+FailedQ = Annotated[bool | None, Query(description="Only failed items (true) or only passed.")]
+FieldQ = Annotated[str | None, Query(max_length=512, description="json: records with this field.")]
+TopicQ = Annotated[str | None, Query(max_length=512, description="slots: sessions of a topic.")]
+ModelQ = Annotated[str | None, Query(max_length=255, description="slots: one model's sessions.")]
+TurnQ = Annotated[int | None, Query(ge=0, le=10_000, description="numeric: turns of index.")]
+AfterQ = Annotated[int, Query(ge=-1, le=2**31 - 1, description="Keyset: items after this seq.")]
+LimitQ = Annotated[int, Query(ge=1, le=MAX_PAGE)]
+
+
+@router.get("", summary="The runs, newest first, paged and filtered")
+def list_runs(
+    ctx: Context,
+    system: Annotated[Literal["json", "slots", "numeric"] | None, Query()] = None,
+    model: Annotated[str | None, Query(max_length=255)] = None,
+    since: Annotated[datetime | None, Query(description="Started at or after (ISO 8601).")] = None,
+    until: Annotated[datetime | None, Query(description="Started before (ISO 8601).")] = None,
+    limit: LimitQ = 50,
+    offset: Annotated[int, Query(ge=0, le=10_000_000)] = 0,
+) -> dict[str, Any]:
+    filters: dict[str, Any] = {"system": system, "model": model, "since": since, "until": until}
+    runs = ctx.store.list_runs(**filters, limit=limit, offset=offset, newest_first=True)
+    return {
+        "total": ctx.store.count_runs(**filters),
+        "limit": limit,
+        "offset": offset,
+        "runs": [r.public_dict() for r in runs],
+    }
+
+
+@router.get("/compare", summary="Runs of one system side by side")
+def compare_route(
+    ctx: Context,
+    ids: Annotated[list[str], Query(description="Run ids, repeated or comma-separated.")],
+) -> dict[str, Any]:
+    """Each metric with its 95% interval per run (and model), the system's table and the slot
+    runs' paired F1 p-values; 422 for runs of mixed systems."""
+    return _compare(ctx, ids)
+
+
+@router.get("/{run_id}", summary="One run")
+def get_run(run_id: str, ctx: Context) -> dict[str, Any]:
+    run = _get(ctx, run_id)
+    data = run.public_dict()
+    data["failed_items"] = ctx.store.count_items(run.id, failed=True)
+    return data
+
+
+@router.get("/{run_id}/items", summary="A run's items, paged (keyset) and filtered")
+def list_items(
+    run_id: str,
+    ctx: Context,
+    failed: FailedQ = None,
+    field: FieldQ = None,
+    topic: TopicQ = None,
+    model: ModelQ = None,
+    turn: TurnQ = None,
+    after: AfterQ = -1,
+    limit: LimitQ = 100,
+) -> dict[str, Any]:
+    """Items in order with ``seq > after``; ``next_after`` gives the next page (null: last)."""
+    run = _get(ctx, run_id)
+    page = _page(
+        ctx,
+        run,
+        failed=failed,
+        tag=field if field is not None else topic,
+        model=model,
+        turn=turn,
+        after=after,
+        limit=limit,
+    )
+    page["items"] = [i.public_dict() for i in page["items"]]
+    return page
+
+
+@router.post("/{run_id}/rescore", summary="Re-score a json or slot run as a new run")
+async def rescore_route(run_id: str, body: RescoreRequest, ctx: Context) -> dict[str, Any]:
+    """No model call: the run's stored raw values scored again; the new run's parent is it."""
+    run = _get(ctx, run_id)
+    try:
+        strategies = None
+        if body.field_strategies is not None:
+            from fieldcheck.jsoneval import parse_strategies
+
+            strategies = parse_strategies(body.field_strategies)
+        child = await run_in_threadpool(
+            rescore,
+            ctx.store,
+            run.id,
+            strategies=strategies,
+            weights=body.weights,
+            thresholds=body.thresholds,
+            tp=body.tp,
+            threshold=body.threshold,
+            bootstrap=body.bootstrap,
+            seed=body.seed,
+        )
+    except InputError as exc:
+        raise ApiError(422, exc.one_line(), field=exc.field or "id") from None
+    except ValueError as exc:  # the configuration's validation
+        raise ApiError(422, " ".join(str(exc).split())[:300], field="body") from None
+    return child.public_dict()
+
+
+@router.get(
+    "/{run_id}/export",
+    summary="A run's items as CSV or JSONL (streamed)",
+    response_class=StreamingResponse,
+    responses={200: {"content": {"text/csv": {}, "application/x-ndjson": {}}}},
+)
+def export_route(
+    run_id: str, ctx: Context, format: Annotated[Literal["csv", "jsonl"], Query()] = "csv"
+) -> StreamingResponse:
+    run = _get(ctx, run_id)
+    media = "text/csv" if format == "csv" else "application/x-ndjson"
+    return StreamingResponse(
+        iter_export(ctx.store, run.id, format),
+        media_type=media,
+        headers={"content-disposition": f'attachment; filename="run-{run.id}.{format}"'},
+    )
+
+
+# pages ------------------------------------------------------------------------------------
+def _render(ctx: AppContext, request: Request, name: str, **values: Any) -> HTMLResponse:
+    return ctx.templates.TemplateResponse(request, name, {"active": "/runs", **values})
+
+
+def _plots(run: RunInfo) -> list[str]:
+    """The plot files directly inside the run's output folder (none when it is gone)."""
+    if not run.out_dir or not os.path.isdir(run.out_dir):
+        return []
+    return sorted(
+        p.name for p in Path(run.out_dir).iterdir() if p.suffix in PLOT_SUFFIXES and p.is_file()
+    )
+
+
+def _summary(system: str, item: StoredItem) -> list[tuple[str, Any]]:
+    """The few values of an item shown in its row (the rest under its details)."""
+    r = item.result
+    if system == "json":
+        if "error" in r:
+            return [("error", (r["error"] or {}).get("message"))]
+        return [(k, format_number(r.get(k))) for k in ("completeness", "accuracy", "rqs")]
+    if system == "slots":
+        counts = r.get("counts") or {}
+        if r.get("not_scored"):
+            return [("not scored", r["not_scored"])]
+        return [(k, counts.get(k)) for k in ("tp", "fp", "fn")]
+    if system == "numeric":
+        return [(k, r.get(k)) for k in ("question", "expected_answer", "predicted_answer")]
+    return []
+
+
+def _heat(value: Any) -> str:
+    """A cell colour for a rate in [0, 1]: red (0) to green (1)."""
+    if not isinstance(value, int | float):
+        return ""
+    hue = round(120 * max(0.0, min(1.0, float(value))))
+    return f"background: hsl({hue}, 70%, 85%)"
+
+
+@pages.get("/runs")
+def runs_page(
+    request: Request,
+    ctx: Context,
+    system: Annotated[str | None, Query(max_length=16)] = None,
+    model: Annotated[str | None, Query(max_length=255)] = None,
+    offset: Annotated[int, Query(ge=0, le=10_000_000)] = 0,
+) -> HTMLResponse:
+    system = system if system in ("json", "slots", "numeric") else None
+    model = model or None
+    runs = ctx.store.list_runs(
+        system=system, model=model, limit=50, offset=offset, newest_first=True
+    )
+    total = ctx.store.count_runs(system=system, model=model)
+    return _render(
+        ctx,
+        request,
+        "runs.html",
+        runs=runs,
+        total=total,
+        system=system or "",
+        model=model or "",
+        offset=offset,
+        next_offset=offset + 50 if offset + 50 < total else None,
+    )
+
+
+@pages.get("/runs/compare")
+def compare_page(
+    request: Request, ctx: Context, ids: Annotated[list[str] | None, Query()] = None
+) -> HTMLResponse:
+    try:
+        table = _compare(ctx, ids or [])
+    except ApiError as exc:
+        response = _render(ctx, request, "compare.html", error=exc.message, table=None)
+        response.status_code = exc.status
+        return response
+    return _render(
+        ctx,
+        request,
+        "compare.html",
+        table=table,
+        error=None,
+        cell=format_cell,
+        number=format_number,
+        heat=_heat,
+    )
+
+
+@pages.get("/runs/{run_id}")
+def run_page(
+    request: Request,
+    ctx: Context,
+    run_id: str,
+    failed: Annotated[str | None, Query(max_length=8)] = None,
+    tag: Annotated[str | None, Query(max_length=512)] = None,
+    model: Annotated[str | None, Query(max_length=255)] = None,
+    turn: Annotated[str | None, Query(max_length=8)] = None,
+    after: AfterQ = -1,
+) -> HTMLResponse:
+    try:
+        run = _get(ctx, run_id)
+    except ApiError as exc:
+        response = _render(ctx, request, "run.html", run=None, error=exc.message)
+        response.status_code = 404
+        return response
+    turn_number = int(turn) if turn and turn.isdigit() else None
+    filters: dict[str, Any] = {
+        "failed": True if failed else None,
+        "tag": tag or None,
+        "model": model or None,
+        "turn": turn_number,
+    }
+    page = _page(ctx, run, **filters, after=after, limit=50)
+    query = {k: v for k, v in (("failed", failed), ("tag", tag), ("model", model)) if v}
+    if turn_number is not None:
+        query["turn"] = str(turn_number)
+    models = (run.metrics or {}).get("models") if run.system == "slots" else None
+    return _render(
+        ctx,
+        request,
+        "run.html",
+        run=run,
+        error=None,
+        table=compare_runs([run]),
+        cell=format_cell,
+        number=format_number,
+        plots=_plots(run),
+        items=[(i, _summary(run.system, i)) for i in page["items"]],
+        total=page["total"],
+        next_after=page["next_after"],
+        query=query,
+        filters={"failed": bool(failed), "tag": tag or "", "model": model or "", "turn": turn},
+        tags=ctx.store.item_tags(run.id),
+        models=list(models or {}),
+        failed_items=ctx.store.count_items(run.id, failed=True),
+    )
+
+
+@pages.get("/runs/{run_id}/files/{name}")
+def run_file(run_id: str, name: str, ctx: Context) -> FileResponse:
+    """A plot of the run's output folder: a plain file name listed there, never a path out."""
+    run = _get(ctx, run_id)
+    if name not in _plots(run):
+        raise ApiError(404, f"no plot {name!r} in the run's output folder", field="name")
+    folder = Path(run.out_dir or "").resolve()
+    path = (folder / name).resolve()
+    if not path.is_relative_to(folder):
+        raise ApiError(403, "outside the run's output folder", field="name")
+    return FileResponse(path, media_type="image/png")

@@ -1,0 +1,97 @@
+"""``/api/runs`` against uvicorn: list (paged, filtered), one run, its items (keyset pages,
+filters), compare, rescore, streamed export; plots served only from inside a run's folder."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import httpx
+import orjson
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "store"))
+
+from live_server import LiveServer
+from runs_data import EXACT, HOSTILE, json_folder, slots_folder
+
+from fieldcheck.runs import record_folder
+from fieldcheck.store import RunInfo, Store
+
+
+def _stored(tmp_path: Path) -> tuple[RunInfo, RunInfo, RunInfo]:
+    store = Store(f"sqlite:///{tmp_path / 'api.sqlite3'}")
+    out, batch = json_folder(tmp_path, "a")
+    a = record_folder(store, out, inputs=[("batch", batch)], model="alpha")
+    b = record_folder(store, json_folder(tmp_path, "b")[0], model="beta")
+    slots_out, inputs = slots_folder(tmp_path)
+    s = record_folder(store, slots_out, inputs=inputs)
+    store.close()
+    return a, b, s
+
+
+def test_list_get_and_items(serve: object, tmp_path: Path) -> None:
+    a, b, s = _stored(tmp_path)
+    live: LiveServer = serve()  # type: ignore[operator]
+    with httpx.Client(base_url=live.base_url, timeout=30) as http:
+        listed = http.get("/api/runs", params={"limit": 2}).json()
+        assert listed["total"] == 3 and [r["id"] for r in listed["runs"]] == [s.id, b.id]
+        assert [r["id"] for r in http.get("/api/runs?system=json&model=alpha").json()["runs"]] == [
+            a.id
+        ]
+        assert http.get("/api/runs?since=2999-01-01T00:00:00Z").json()["total"] == 0
+        run = http.get(f"/api/runs/{a.id}").json()
+        assert (run["system"], run["n_items"], run["failed_items"]) == ("json", 3, 2)
+        page = http.get(f"/api/runs/{a.id}/items", params={"limit": 2}).json()
+        assert [i["key"] for i in page["items"]] == ["r1", "r2"] and page["next_after"] == 1
+        rest = http.get(f"/api/runs/{a.id}/items", params={"after": 1}).json()
+        assert [i["key"] for i in rest["items"]] == ["r3"] and rest["next_after"] is None
+        failed = http.get(
+            f"/api/runs/{a.id}/items", params={"failed": "true", "field": HOSTILE}
+        ).json()
+        assert (failed["total"], failed["items"][0]["key"]) == (1, "r3")
+        topic = http.get(f"/api/runs/{s.id}/items", params={"topic": "work", "model": "b"})
+        assert [i["key"] for i in topic.json()["items"]] == ["b/u1/1"]
+        missing = http.get("/api/runs/nope")
+        assert missing.status_code == 404 and missing.json()["field"] == "id"
+        too_many = http.get(f"/api/runs/{a.id}/items", params={"limit": 501})
+        assert too_many.status_code == 422 and too_many.json()["field"] == "limit"
+
+
+def test_compare_rescore_and_export(serve: object, tmp_path: Path) -> None:
+    a, b, s = _stored(tmp_path)
+    live: LiveServer = serve()  # type: ignore[operator]
+    with httpx.Client(base_url=live.base_url, timeout=60) as http:
+        table = http.get("/api/runs/compare", params={"ids": f"{a.id},{b.id}"}).json()
+        rates = {r["name"]: r["values"] for r in table["tables"][0]["rows"]}
+        assert table["system"] == "json" and rates["city"] == [0.5, 0.5]
+        mixed = http.get("/api/runs/compare", params=[("ids", a.id), ("ids", s.id)])
+        assert mixed.status_code == 422 and "different systems" in mixed.json()["detail"]
+        child = http.post(
+            f"/api/runs/{a.id}/rescore", json={"field_strategies": {**EXACT, "city": "IGNORE"}}
+        ).json()
+        assert child["parent_id"] == a.id and child["metrics"]["means"]["accuracy"] == 1.0
+        bad = http.post(f"/api/runs/{a.id}/rescore", json={"field_strategies": {"city": "NEAR"}})
+        assert bad.status_code == 422 and "strategy must be one of" in bad.json()["detail"]
+        wrong = http.post(f"/api/runs/{a.id}/rescore", json={"tp": "exact"})
+        assert wrong.status_code == 422
+        exact = http.post(f"/api/runs/{s.id}/rescore", json={"tp": "exact"}).json()
+        assert round(exact["metrics"]["models"]["a"]["f1"], 4) == 0.6667
+        with http.stream("GET", f"/api/runs/{a.id}/export", params={"format": "jsonl"}) as r:
+            assert r.headers["content-type"] == "application/x-ndjson"
+            lines = [orjson.loads(line) for line in r.iter_lines() if line]
+        assert [line["key"] for line in lines] == ["r1", "r2", "r3"]
+        csv_text = http.get(f"/api/runs/{a.id}/export?format=csv").text
+        assert csv_text.splitlines()[0].startswith("key,seq,failed,model,turn,error_type")
+
+
+def test_plots_only_from_inside_the_output_folder(serve: object, tmp_path: Path) -> None:
+    a, _, _ = _stored(tmp_path)
+    (tmp_path / "secret.png").write_bytes(b"\x89PNG secret")
+    live: LiveServer = serve()  # type: ignore[operator]
+    with httpx.Client(base_url=live.base_url, timeout=30) as http:
+        plots = sorted(p.name for p in (tmp_path / "a").glob("*.png"))
+        assert plots, "json batch draws plots"
+        ok = http.get(f"/runs/{a.id}/files/{plots[0]}")
+        assert ok.status_code == 200 and ok.content.startswith(b"\x89PNG")
+        for name in ("..%2Fsecret.png", "%2E%2E%2Fsecret.png", "summary.json"):
+            assert http.get(f"/runs/{a.id}/files/{name}").status_code == 404
