@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from alembic.script import ScriptDirectory
 from sqlalchemy import inspect, text
 
 from fieldcheck.store import Store
+from fieldcheck.store._store import MIGRATIONS
 
 
 def test_saved_config_round_trip_and_reopen(tmp_path: Path) -> None:
@@ -26,4 +28,4 @@ def test_saved_config_round_trip_and_reopen(tmp_path: Path) -> None:
     with again.engine.connect() as connection:
         version = connection.execute(text("SELECT version_num FROM alembic_version")).scalar()
         rows = connection.execute(text("SELECT count(*) FROM saved_config")).scalar()
-    assert (version, rows) == ("0003", 2)
+    assert (version, rows) == (ScriptDirectory(str(MIGRATIONS)).get_current_head(), 2)
