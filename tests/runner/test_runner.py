@@ -137,6 +137,8 @@ def test_max_retries_zero_means_one_attempt(chat_server: Start) -> None:
 def test_a_hang_hits_the_timeout(chat_server: Start) -> None:
     server = chat_server(lambda req: Reply(content="late", delay_s=3))
     runner = Runner(RunnerSettings(timeout=0.3, max_retries=1, use_cache=False))
+    import openai  # noqa: F401  # imported before the clock: on a loaded machine it takes a second
+
     start = time.perf_counter()
     [result] = _ask(runner, _spec(server), ["q"])
     assert (result.error_type, result.attempts, result.text) == ("timeout", 2, None)
@@ -460,3 +462,80 @@ def test_a_run_that_reaches_the_endpoint_is_not_stopped(chat_server: Start, tmp_
         [[f"i{n}"] for n in range(6)],
     )
     assert handle.errors == {"bad_request": 5} and handle.done == 6
+
+
+def test_a_resumed_run_calls_failed_items_again_and_what_was_built_on_them(
+    chat_server: Start, tmp_path: Path
+) -> None:
+    """An interrupted run whose item "b" failed (500): the resume calls "b" again and runs "c"
+    after it in the same unit (its reply comes from the cache), not "a" nor the other unit's
+    "d"; the store keeps one row per item, with the run's counts."""
+    failing = {"b"}
+
+    def script(req: dict[str, Any]) -> Reply:
+        text = user_text(req)
+        return Reply(status=500) if text in failing else Reply(content="r:" + text)
+
+    server = chat_server(script)
+    dataset = tmp_path / "d.jsonl"
+    dataset.write_text("x\n")
+    store = Store()
+    settings = RunnerSettings(max_retries=0)
+    units = [["a", "b", "c"], ["d"]]
+    first = _run(Runner(settings, store=store), _spec(server), dataset, units)
+    assert first.errors == {"server_error": 1}
+    store.set_status(first.id, "interrupted")  # as Ctrl-C leaves it
+    failing.clear()
+    asked = len(server.chat_requests)
+    again = _run(Runner(settings, store=store), _spec(server), dataset, units)
+    assert again.id == first.id and again.resumed and again.resumed_items == 3
+    assert [user_text(r) for r in server.chat_requests[asked:]] == ["b"]
+    assert (again.new_items, again.errors, again.done) == (2, {}, 4)
+    items = {i.key: (i.error_type, i.result["text"]) for i in store.items(first.id)}
+    assert items == {"a": (None, "r:a"), "b": (None, "r:b"), "c": (None, "r:c"), "d": (None, "r:d")}
+    info = store.get_run(first.id)
+    assert info is not None and (info.status, info.n_done, info.n_errors) == ("finished", 4, 0)
+
+
+def test_a_reply_that_did_not_parse_is_not_called_again_on_resume(
+    chat_server: Start, tmp_path: Path
+) -> None:
+    """An item saved with invalid_reply after a successful call (its log says the call was
+    answered) is finished: a resume reads it back."""
+    server = chat_server(lambda req: "r:" + user_text(req))
+    dataset = tmp_path / "d.jsonl"
+    dataset.write_text("x\n")
+    store = Store()
+
+    def work(unit: list[str], handle: RunHandle) -> Any:
+        async def go() -> None:
+            for item in unit:
+                if handle.result(item) is not None:
+                    continue
+                r = await handle.client.complete([{"role": "user", "content": item}])
+                handle.save(item, {"text": r.text}, error_type="invalid_reply", call_log=[r])
+
+        return go()
+
+    def run() -> RunHandle:
+        async def go() -> RunHandle:
+            runner = Runner(store=store)
+            try:
+                return await run_task(
+                    runner,
+                    RunSpec(system="test", task="parse", dataset=dataset, model=_spec(server)),
+                    [["a"]],
+                    work,
+                    total_items=1,
+                    show_progress=False,
+                )
+            finally:
+                await runner.aclose()
+
+        return asyncio.run(go())
+
+    first = run()
+    store.set_status(first.id, "interrupted")
+    again = run()
+    assert again.resumed and again.resumed_items == 1 and again.errors == {"invalid_reply": 1}
+    assert len(server.chat_requests) == 1

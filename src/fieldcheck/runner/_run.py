@@ -1,13 +1,16 @@
 """Runs: a task's items called through the runner, each committed to the store as it finishes.
 
 Re-running the same command finds the unfinished run with the same key and resumes it: finished
-items are read back, never called again. Ctrl-C marks the run interrupted; a killed process's run
-is marked interrupted the next time the store is opened.
+items are read back, never called again, except items whose model call failed (a transport or
+endpoint error is not an answer): those are called again, with every later item of their unit
+(a later session or turn was built on the failed one). Ctrl-C marks the run interrupted; a
+killed process's run is marked interrupted the next time the store is opened.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import shlex
 import sys
 import time
@@ -15,7 +18,7 @@ from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from rich.console import Console
 from rich.progress import (
@@ -33,6 +36,9 @@ from fieldcheck._util.term import SafeConsole
 from fieldcheck.runner._client import CallResult, ChatClient, Runner
 from fieldcheck.runner._models import ModelSpec
 from fieldcheck.store import RunInfo, StoredItem, sha256_file
+
+if TYPE_CHECKING:
+    from fieldcheck.store import Store
 
 U = TypeVar("U")
 
@@ -72,9 +78,11 @@ class RunHandle:
         self.resumed = resumed
         self.client = client
         store = runner.store
-        self._done: dict[str, StoredItem] = (
-            {item.key: item for item in store.iter_items(info.id)} if store is not None else {}
-        )
+        stored = list(store.iter_items(info.id)) if store is not None else []
+        # an item whose call failed is not finished: it runs again and its row is replaced
+        self._done: dict[str, StoredItem] = {i.key: i for i in stored if not call_failed(i)}
+        self._in_store = {i.key for i in stored}  # rows a new save of the same key replaces
+        self._next_seq = max((i.seq for i in stored), default=-1) + 1
         self.resumed_items = len(self._done)
         self.errors: Counter[str] = Counter(
             item.error_type for item in self._done.values() if item.error_type
@@ -87,8 +95,16 @@ class RunHandle:
         self._unreachable: Counter[str] = Counter()
 
     def result(self, key: str) -> dict[str, Any] | None:
-        """A finished item's stored result, or None when it still has to run."""
+        """A finished item's stored result, or None when it still has to run.
+
+        Inside a unit of ``run_task``, once an item has to run every later item of the unit
+        runs too (None): it was built on what the earlier one gave.
+        """
         item = self._done.get(key)
+        unit = _UNIT.get()
+        if unit is not None and (item is None or unit.rerun):
+            unit.rerun = True
+            return None
         return item.result if item is not None else None
 
     def save(
@@ -114,7 +130,12 @@ class RunHandle:
             latency_s = latency_s or sum(c.latency_s for c in call_log)
         log = [c.to_dict() for c in call_log]
         store = self.runner.store
+        seq = self._next_seq
+        self._next_seq += 1
         if store is not None:
+            if key in self._in_store:  # a failed item (or one built on it) run again
+                _forget_item(store, self.id, key)
+                self._in_store.discard(key)
             store.save_item(
                 self.id,
                 key,
@@ -124,11 +145,16 @@ class RunHandle:
                 cached_calls=cached_calls,
                 latency_s=latency_s,
                 call_log=log,
-                seq=len(self._done),
+                seq=seq,
             )
+        if key in self._done:  # a resumed item run again: count it once
+            old = self._done[key].error_type
+            if old:
+                self.errors[old] -= 1
+                self.errors += Counter()  # drop zero counts
         self._done[key] = StoredItem(
             key=key,
-            seq=len(self._done),
+            seq=seq,
             error_type=error_type,
             calls=calls,
             cached_calls=cached_calls,
@@ -157,6 +183,49 @@ class RunHandle:
     def items(self) -> list[StoredItem]:
         """Every finished item, in completion order."""
         return sorted(self._done.values(), key=lambda i: i.seq)
+
+
+# Error types only a failed call gives (never a reply that did not parse).
+CALL_ERRORS = frozenset({"rate_limited", "server_error", "timeout", "connection", "bad_request"})
+
+
+def call_failed(item: StoredItem) -> bool:
+    """Whether a stored item ended in a failed model call (not an answer, so not finished):
+    its error type is a call error, or a call of its log failed."""
+    return item.error_type in CALL_ERRORS or (
+        item.error_type is not None and any(c.get("error_type") for c in item.call_log)
+    )
+
+
+@dataclass
+class _Unit:
+    rerun: bool = False  # an item of this unit has run in this process: later ones run too
+
+
+_UNIT: contextvars.ContextVar[_Unit | None] = contextvars.ContextVar(
+    "fieldcheck_unit", default=None
+)
+
+
+def _forget_item(store: Store, run_id: str, key: str) -> None:
+    """Delete a stored item of ``run_id`` and take it off the run's counts (before it is saved
+    again)."""
+    from sqlalchemy import delete, update
+
+    from fieldcheck.store._schema import ItemRow, RunRow
+
+    with store.session() as s:
+        row = s.get(ItemRow, (run_id, key))
+        if row is None:
+            return
+        failed = 1 if row.error_type else 0
+        s.execute(delete(ItemRow).where(ItemRow.run_id == run_id, ItemRow.item_key == key))
+        s.execute(
+            update(RunRow)
+            .where(RunRow.id == run_id)
+            .values(n_done=RunRow.n_done - 1, n_errors=RunRow.n_errors - failed)
+        )
+        s.commit()
 
 
 # Error types that mean the endpoint cannot answer at all (nothing listening, wrong URL, model
@@ -363,7 +432,11 @@ async def _gather_bounded(
                 unit = queue.get_nowait()
             except asyncio.QueueEmpty:
                 return
-            await work(unit, handle)
+            token = _UNIT.set(_Unit())
+            try:
+                await work(unit, handle)
+            finally:
+                _UNIT.reset(token)
 
     workers = [
         asyncio.create_task(worker()) for _ in range(max(1, min(len(units), 2 * concurrency)))
