@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import heapq
+import itertools
 import logging
 import math
 import operator
@@ -935,15 +936,15 @@ class BatchReader:
                 offset = 0
                 number = 0
                 while True:
-                    raws: list[tuple[int, int, bytes]] = []
-                    for raw in handle:
-                        number += 1
-                        raws.append((number, offset, raw))
-                        offset += len(raw)
-                        if len(raws) >= self.chunk_lines:
-                            break
-                    if not raws:
+                    lines = list(itertools.islice(handle, self.chunk_lines))
+                    if not lines:
                         return
+                    offsets = list(itertools.accumulate(map(len, lines), initial=offset))
+                    numbers = range(number + 1, number + 1 + len(lines))
+                    # offsets: each line's start, then the end (left over)
+                    raws = list(zip(numbers, offsets, lines, strict=False))
+                    number += len(lines)
+                    offset = offsets[-1]
                     self.bytes_read = offset
                     yield self._chunk(raws, seen)
                     seen.merge()
@@ -1035,7 +1036,9 @@ class BatchReader:
                 out.append(self._fail(number, error))
                 continue
             seen.add(k, number, offset)
-            if not self.warned_extra and not _KNOWN_KEYS.issuperset(value):
+            # a valid record has id, ground_truth and output: more keys than those and
+            # safety_score are unknown ones
+            if not self.warned_extra and len(value) > 3 + ("safety_score" in value):
                 self.warned_extra = True
                 extra = sorted(set(value) - _KNOWN_KEYS)
                 logger.warning("%s:%d: ignoring unknown keys %s", p, number, ", ".join(extra))
