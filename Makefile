@@ -35,7 +35,7 @@ test: $(STAMP) $(CHROMIUM)
 	$(PY) -m pytest -n 2
 
 bench: $(STAMP)
-	$(PY) -m benchmarks
+	$(PY) -m benchmarks $(BENCH_ARGS)
 
 lint: $(STAMP)
 	$(PY) -m ruff check src tests benchmarks

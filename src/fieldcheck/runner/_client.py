@@ -234,9 +234,14 @@ class ChatClient:
         params = self._params(
             runner.settings.json_mode if json_mode is None else json_mode, max_tokens
         )
-        key = cache_key(self.spec.endpoint, self.spec.model, list(messages), params)
         store = runner.store
-        if self._cacheable() and store is not None:
+        cacheable = store is not None and self._cacheable()
+        key = (
+            cache_key(self.spec.endpoint, self.spec.model, list(messages), params)
+            if cacheable
+            else ""
+        )
+        if cacheable and store is not None:
             hit = store.cache_get(key)
             if hit is not None:
                 stats.cache_hits += 1
@@ -249,7 +254,7 @@ class ChatClient:
         stats.output_tokens += result.output_tokens
         if result.error_type:
             stats.errors[result.error_type] += 1
-        elif self._cacheable() and store is not None:
+        elif cacheable and store is not None:
             store.cache_put(key, self.spec.model, {**result.to_dict(), "cached": False})
         return result
 
