@@ -354,3 +354,56 @@ def test_ctrl_c_line_names_what_was_and_was_not_written(tmp_path: Path) -> None:
         "not written: fields.csv, summary.json (no summary says complete: true; run the command "
         "again)"
     )
+
+
+# ------------------------------------------------------------------ bulk folders (issue 10)
+
+
+def test_bulk_folder_appears_whole_or_not_at_all(tmp_path: Path) -> None:
+    """Files written into ``bulk("traces")`` show under traces/ only once the block ends; an
+    error inside the block leaves neither traces/ nor the temporary folder; the manifest lists
+    the folder once, as wholly ours."""
+    out = tmp_path / "out"
+    folder = OutputFolder.prepare(out)
+    with pytest.raises(RuntimeError), folder.bulk("traces") as tmp:
+        (tmp / "a.json").write_text("1")
+        assert tmp.parent == out and not (out / "traces").exists()
+        raise RuntimeError("killed mid-way")
+    assert sorted(p.name for p in out.iterdir()) == [MANIFEST]
+    with folder.bulk("traces") as tmp:
+        for i in range(3):
+            (tmp / f"c{i}.json").write_text(str(i))
+        assert not (out / "traces").exists()
+    folder.finish()
+    assert sorted(p.name for p in (out / "traces").iterdir()) == ["c0.json", "c1.json", "c2.json"]
+    assert [e for e in _manifest(out) if "dir" in e or "file" in e] == [
+        {"dir": "traces", "all": True}
+    ]
+
+
+def test_next_run_removes_a_bulk_folder_whole_without_following_links(tmp_path: Path) -> None:
+    """A later run removes the earlier traces/ with all it holds (a file dropped in, a link to
+    a folder elsewhere: unlinked, its target kept) and a killed run's temporary folder, and
+    neither makes the folder foreign."""
+    elsewhere = tmp_path / "home"
+    elsewhere.mkdir()
+    (elsewhere / "keep.json").write_text("mine")
+    out = tmp_path / "out"
+    first = OutputFolder.prepare(out)
+    with first.bulk("traces") as tmp:
+        (tmp / "c1.json").write_text("1")
+    first.finish()
+    (out / "traces" / "extra.json").write_text("dropped in")
+    (out / "traces" / "link").symlink_to(elsewhere, target_is_directory=True)
+    stale = out / ".traces.fieldcheck-tmp-999999"  # a run killed inside its bulk block
+    stale.mkdir()
+    (stale / "c9.json").write_text("half")
+    again = OutputFolder.prepare(out)  # no OutputFolderError
+    assert sorted(p.name for p in out.iterdir()) == [MANIFEST]
+    assert sorted(p.name for p in elsewhere.iterdir()) == ["keep.json"]
+    with again.bulk("traces") as tmp:
+        (tmp / "c2.json").write_text("2")
+    again.finish()
+    assert [p.name for p in (out / "traces").iterdir()] == ["c2.json"]
+    assert _manifest(out)[-1] == {"complete": True}
+    assert not any("traces/" in e.get("file", "") for e in _manifest(out))

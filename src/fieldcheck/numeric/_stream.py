@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import csv
 import math
+import os
 from array import array
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -19,8 +20,9 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from fieldcheck._util.errors import short_repr
-from fieldcheck._util.jsonio import write_json
 from fieldcheck.metrics._stats import ExactSum, latency_stats
 from fieldcheck.numeric._loaders import LoadResult
 from fieldcheck.numeric._predictions import PredictionsResult
@@ -139,6 +141,13 @@ EXTRA_FIELDS = {
     "soft": "soft_match",
 }
 _PLAIN = (int, float, bool)
+# write_json's options (dumps(indent=True)): the traces are the same bytes
+_TRACE_OPTIONS = (
+    orjson.OPT_NON_STR_KEYS
+    | orjson.OPT_SORT_KEYS
+    | orjson.OPT_SERIALIZE_NUMPY
+    | orjson.OPT_INDENT_2
+)
 
 
 def _mean(values: Iterable[Any]) -> float | None:
@@ -477,7 +486,6 @@ class OutputStreams:
     error. ``chunk`` conversations' rows are buffered between writes."""
 
     def __init__(self, folder: OutputFolder, stack: ExitStack, *, chunk: int = 256) -> None:
-        self.traces = folder.sub("traces")
         self.chunk = max(1, chunk)
         self.pending = 0
         self.files: dict[str, tuple[Any, Sequence[str], list[list[Any]]]] = {}
@@ -490,6 +498,8 @@ class OutputStreams:
             writer = stack.enter_context(_csv_writer(folder, name))
             writer.writerow(columns)
             self.files[name] = (writer, columns, [])
+        # one plain write per trace into a temporary folder renamed to traces/ at the end
+        self.traces = str(stack.enter_context(folder.bulk("traces"))) + os.sep
         stack.callback(self.flush)
 
     def write(
@@ -517,18 +527,16 @@ class OutputStreams:
             error = error_row(trace_id, conversation_id, features, t)
             if error is not None:
                 errors.append(_cells(error, ERROR_COLUMNS))
-        with self.traces.atomic(f"{trace_id}.json") as tmp:
-            write_json(
-                tmp,
-                {
-                    "trace_id": trace_id,
-                    "conversation_id": conversation_id,
-                    "features": features,
-                    "document": conversation.doc.model_dump(mode="json") if conversation else None,
-                    "conversation_success": summary["conversation_success"],
-                    "turns": turns,
-                },
-            )
+        trace = {
+            "trace_id": trace_id,
+            "conversation_id": conversation_id,
+            "features": features,
+            "document": conversation.doc.model_dump(mode="json") if conversation else None,
+            "conversation_success": summary["conversation_success"],
+            "turns": turns,
+        }
+        with open(f"{self.traces}{trace_id}.json", "wb") as handle:
+            handle.write(orjson.dumps(trace, option=_TRACE_OPTIONS) + b"\n")
         self.pending += 1
         if self.pending >= self.chunk:
             self.flush()

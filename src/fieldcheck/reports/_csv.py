@@ -11,6 +11,7 @@ from typing import Any
 import orjson
 
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r", "\n", "\x00", "|", "%")
+_FORMULA_CHARS = frozenset(_FORMULA_START)
 
 
 def neutralise_cell(value: Any) -> Any:
@@ -21,9 +22,12 @@ def neutralise_cell(value: Any) -> Any:
     ``+3.2 million``: data, never altered; issue 9). ``None`` becomes an empty cell; dicts and
     lists become compact JSON.
     """
-    if value is None:
+    if type(value) is str:  # the common cell: text that cannot start a formula
+        if not value or value[0] not in _FORMULA_CHARS:
+            return value
+    elif value is None:
         return ""
-    if isinstance(value, bool | int | float):
+    elif isinstance(value, bool | int | float):
         return value
     if isinstance(value, Mapping | list | tuple):
         value = orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS | orjson.OPT_SORT_KEYS).decode()

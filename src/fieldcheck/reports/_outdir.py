@@ -57,13 +57,18 @@ def _is_link(path: Path) -> bool:
         return False
 
 
-def _listing(root: Path) -> tuple[set[str], set[str]]:
+def _listing(root: Path, *, skip: Iterable[str] = ()) -> tuple[set[str], set[str]]:
     """Files (and links, and anything not a directory) and directories under ``root``, relative,
-    without following a link."""
+    without following a link. The contents of the real folders ``skip`` (bulk folders, ours
+    with everything in them) are not listed."""
     files: set[str] = set()
     dirs: set[str] = set()
+    skipped = set(skip)
     for top, subdirs, names in os.walk(root, followlinks=False):
         base = Path(top).relative_to(root)
+        if base.as_posix() in skipped and not _is_link(Path(top)):
+            subdirs.clear()
+            continue
         for d in list(subdirs):
             rel = (base / d).as_posix()
             if _is_link(Path(top) / d):  # os.walk lists a link to a folder as a folder
@@ -75,19 +80,21 @@ def _listing(root: Path) -> tuple[set[str], set[str]]:
     return files, dirs
 
 
-def _read_manifest(path: Path) -> tuple[list[str], list[str], list[str]]:
-    """(files, summaries, folders) listed in a manifest; lines that are not ours (or torn) are
-    skipped. Folders are listed so an empty one (``traces/`` of a run that scored nothing) is
-    still known as ours."""
+def _read_manifest(path: Path) -> tuple[list[str], list[str], list[str], list[str]]:
+    """(files, summaries, folders, bulk folders) listed in a manifest; lines that are not ours
+    (or torn) are skipped. Folders are listed so an empty one (``traces/`` of a run that scored
+    nothing) is still known as ours; a bulk folder (``"all": true``, written by ``bulk``) is
+    ours with everything in it."""
     files: list[str] = []
     summaries: list[str] = []
     folders: list[str] = []
+    bulk: list[str] = []
     try:
         if not stat.S_ISREG(os.lstat(path).st_mode):
-            return files, summaries, folders
+            return files, summaries, folders, bulk
         raw = path.read_bytes()
     except OSError:
-        return files, summaries, folders
+        return files, summaries, folders, bulk
     for line in raw.splitlines():
         try:
             entry = orjson.loads(line)
@@ -106,7 +113,26 @@ def _read_manifest(path: Path) -> tuple[list[str], list[str], list[str]]:
             into.append(value)
             if into is files and entry.get("summary") is True:
                 summaries.append(value)
-    return files, summaries, folders
+            if into is folders and entry.get("all") is True:
+                bulk.append(value)
+    return files, summaries, folders, bulk
+
+
+def _inside_any(rel: str, folders: Iterable[str]) -> bool:
+    return any(rel.startswith(folder + "/") for folder in folders)
+
+
+def _remove_tree(path: Path) -> None:
+    """Delete the real folder ``path`` and everything in it, never following a link: a link
+    inside is unlinked, its target untouched (``os.scandir`` tells links from folders without a
+    ``stat`` per file)."""
+    with os.scandir(path) as entries:
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                _remove_tree(Path(entry.path))
+            else:
+                os.unlink(entry.path)
+    os.rmdir(path)
 
 
 def _plural(n: int, word: str) -> str:
@@ -150,14 +176,17 @@ class OutputFolder:
                 f"cannot create directory {root}: {reason}", reason=reason
             ) from None
         manifest = root / MANIFEST
-        old_files, summaries, old_dirs = _read_manifest(manifest)
-        files, dirs = _listing(root)
+        old_files, summaries, old_dirs, old_bulk = _read_manifest(manifest)
+        files, dirs = _listing(root, skip=old_bulk)
+        temporary = {d for d in dirs if TMP_MARK in d.rsplit("/", 1)[-1]}
+        dirs -= {d for d in dirs if _inside_any(d, temporary)}
+        files -= {f for f in files if _inside_any(f, temporary)}
         ours = set(old_files) | {MANIFEST} | {f for f in files if TMP_MARK in f.rsplit("/", 1)[-1]}
         parents = {p.as_posix() for f in old_files for p in PurePosixPath(f).parents} - {"."}
         parents |= {
             p.as_posix() for d in old_dirs for p in (PurePosixPath(d), *PurePosixPath(d).parents)
         } - {"."}
-        foreign = (files - ours) | (dirs - parents)
+        foreign = (files - ours) | (dirs - parents - temporary)
         if _is_link(manifest) and MANIFEST in files:
             foreign.add(MANIFEST)
         if foreign and not force:
@@ -174,6 +203,8 @@ class OutputFolder:
                 folder._remove(name)
             for name in sorted(f for f in files if TMP_MARK in f.rsplit("/", 1)[-1]):
                 folder._remove(name)
+            for name in sorted({*old_bulk, *temporary}, key=lambda d: -d.count("/")):
+                folder._remove_bulk(name)
             for d in sorted(parents, key=lambda d: -d.count("/")):
                 folder._remove_dir(d)
             folder._write_manifest([], [])
@@ -252,6 +283,31 @@ class OutputFolder:
             raise
         self._state.written[rel] = None
 
+    @contextmanager
+    def bulk(self, name: str) -> Iterator[Path]:
+        """A new, empty temporary folder beside the subfolder ``name``, for many files written
+        with plain writes (numeric's ``traces/``: one file per conversation); renamed to
+        ``name`` when the block ends without an error, removed otherwise, so a folder under
+        ``name`` is always complete. The manifest lists it as ``{"dir": name, "all": true}``
+        (before the rename): ours with everything in it, removed whole by the next run. An
+        earlier ``name`` (a link: unlinked, never followed) is removed first."""
+        rel = self._rel(name)
+        final = self.root / rel
+        self._mkdirs(rel)
+        tmp = final.with_name(f".{final.name}{TMP_MARK}{os.getpid()}")
+        self._clear(tmp)
+        tmp.mkdir()
+        try:
+            yield tmp
+            if self.managed:
+                self._append({"dir": rel, "all": True})
+            self._clear(final)
+            os.rename(tmp, final)
+        except BaseException:
+            self._clear(tmp)
+            raise
+        self._state.bulk[rel] = None
+
     def write_text(self, name: str, text: str, *, summary: bool = False) -> Path:
         with self.atomic(name, summary=summary) as tmp:
             tmp.write_text(text, encoding="utf-8")
@@ -268,7 +324,7 @@ class OutputFolder:
         during the run without ``atomic`` are listed too, so a next run removes them."""
         if not self.managed:
             return
-        files, _ = _listing(self.root)
+        files, _ = _listing(self.root, skip=self._state.bulk)
         known = set(self._state.written) | {MANIFEST}
         for rel in sorted(files - known - self._state.before):
             if TMP_MARK not in rel.rsplit("/", 1)[-1]:
@@ -320,6 +376,23 @@ class OutputFolder:
         if _is_link(path) or not path.is_dir():
             os.unlink(path)
 
+    def _remove_bulk(self, rel: str) -> None:
+        path = self._inside(rel)
+        if path is not None:
+            self._clear(path)
+
+    @staticmethod
+    def _clear(path: Path) -> None:
+        """Remove ``path``: a link or file unlinked, a real folder with everything in it."""
+        try:
+            mode = os.lstat(path).st_mode
+        except FileNotFoundError:
+            return
+        if stat.S_ISDIR(mode):
+            _remove_tree(path)
+        else:
+            os.unlink(path)
+
     def _remove_dir(self, rel: str) -> None:
         path = self._inside(rel)
         if path is not None and not _is_link(path) and path.is_dir():
@@ -353,3 +426,4 @@ class _State:
         self.written: dict[str, None] = {}
         self.expected: dict[str, None] = {}
         self.before: set[str] = set()
+        self.bulk: dict[str, None] = {}  # bulk folders written (``OutputFolder.bulk``)
