@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import itertools
 import logging
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,7 +21,6 @@ from fieldcheck.jsoneval._models import (
     BatchSummary,
     RecordError,
 )
-from fieldcheck.jsoneval._plots import PlotWorker
 from fieldcheck.jsoneval._report import ReportData, expected_files, write_batch_report
 from fieldcheck.jsoneval._stream import (
     CHUNK_LINES,
@@ -37,9 +36,6 @@ from fieldcheck.reports._csv import write_csv
 from fieldcheck.reports._outdir import OutputFolder
 
 logger = logging.getLogger("fieldcheck")
-# a batch with more lines than this draws its plots in a child process started while it is
-# scored (``_plots.PlotWorker``: matplotlib's import overlaps the scoring); a smaller one here
-PLOT_WORKER_LINES = 20_000
 
 FIELDS_CSV_COLUMNS = (
     "field",
@@ -113,14 +109,12 @@ def _fields_rows(summary: BatchSummary) -> list[dict[str, object]]:
     ]
 
 
-def _finish(
-    out: OutputFolder, report: ReportData, worker: PlotWorker | None = None
-) -> dict[str, Path]:
+def _finish(out: OutputFolder, report: ReportData) -> dict[str, Path]:
     """fields.csv, the report and, last, summary.json (``complete: true``)."""
     with out.atomic("fields.csv") as tmp:
         write_csv(tmp, _fields_rows(report.summary), FIELDS_CSV_COLUMNS)
     paths = {"fields": out / "fields.csv"}
-    paths |= write_batch_report(out, report, worker=worker)
+    paths |= write_batch_report(out, report)
     out.write_summary("summary.json", report.summary.to_json())
     paths["summary"] = out / "summary.json"
     return paths
@@ -184,42 +178,26 @@ def stream_batch_outputs(
     summary_signature: Signature = make_signature(config, matchers, bootstrap=bootstrap, seed=seed)
     scorer = Scorer(config, matchers, signature, source=source, progress=progress)
     prior: list[Item | Failed] = [Failed(-1, e) for e in prior_errors]
-    workers: list[PlotWorker] = []
-
-    def counted(chunks: Iterable[Sequence[Item | Failed]]) -> Iterator[Sequence[Item | Failed]]:
-        lines = 0
-        for chunk in chunks:
-            yield chunk
-            lines += len(chunk)
-            if lines > PLOT_WORKER_LINES and not workers:
-                workers.append(PlotWorker())
-
-    try:
-        with (
-            out.atomic("records.jsonl") as records_tmp,
-            out.atomic("errors.jsonl") as errors_tmp,
-            records_tmp.open("wb") as records_out,
-            errors_tmp.open("wb") as errors_out,
-        ):
-            stream = run_stream(
-                counted(itertools.chain([prior], chunks)),
-                scorer,
-                records_out=records_out,
-                errors_out=errors_out,
-                bootstrap=bootstrap,
-                seed=seed,
-                summary_signature=summary_signature,
-            )
-        warn_unused_strategies(
-            config,
-            stream.unused_strategies if stream.summary.scored or stream.summary.failed else [],
+    with (
+        out.atomic("records.jsonl") as records_tmp,
+        out.atomic("errors.jsonl") as errors_tmp,
+        records_tmp.open("wb") as records_out,
+        errors_tmp.open("wb") as errors_out,
+    ):
+        stream = run_stream(
+            itertools.chain([prior], chunks),
+            scorer,
+            records_out=records_out,
+            errors_out=errors_out,
+            bootstrap=bootstrap,
+            seed=seed,
+            summary_signature=summary_signature,
         )
-        paths = {"records": out / "records.jsonl", "errors": out / "errors.jsonl"}
-        report = ReportData.of(stream.summary, stream.aggregate)
-        paths |= _finish(out, report, workers[0] if workers else None)
-    finally:
-        for worker in workers:
-            worker.close()
+    warn_unused_strategies(
+        config, stream.unused_strategies if stream.summary.scored or stream.summary.failed else []
+    )
+    paths = {"records": out / "records.jsonl", "errors": out / "errors.jsonl"}
+    paths |= _finish(out, ReportData.of(stream.summary, stream.aggregate))
     return StreamedBatch(stream.summary, _ordered(paths))
 
 

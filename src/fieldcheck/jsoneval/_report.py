@@ -4,19 +4,24 @@ metrics with json-evaluation.md's formulas (issue 9, "Reports and gating")."""
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from fieldcheck.jsoneval import _plots
 from fieldcheck.jsoneval._models import BatchResult, BatchSummary, FieldSummary, RecordResult
 from fieldcheck.jsoneval._stream import HISTOGRAM_BINS, HISTOGRAMS, Aggregate, aggregate_results
 from fieldcheck.metrics._stats import Interval
-from fieldcheck.reports._document import Report, Term, label, write_report
+from fieldcheck.reports._document import (
+    Report,
+    Term,
+    figure,
+    label,
+    no_glyph_warnings,
+    write_report,
+)
 from fieldcheck.reports._outdir import OutputFolder
 
 PLOTS = {
@@ -91,48 +96,39 @@ def match_rate_title(shown: int, left_out: int) -> str:
     return title + (f" (the {shown} lowest; {left_out} more not shown)" if left_out else "")
 
 
-def plot_spec(batch: ReportData) -> tuple[dict[str, Any], list[str]]:
-    """What the plots show, as plain data (``_plots.draw``), and the plots to draw:
-    ``plot_field_match_rate`` when a field was scored, ``plot_score_distribution`` when a
-    record was."""
-    shown, left_out = plotted_fields(batch.summary)
-    spec: dict[str, Any] = {
-        "bars": [[label(n, 36), f.match_rate] for n, f in shown],
-        "bars_title": match_rate_title(len(shown), left_out),
-        "edges": np.linspace(0.0, 1.0, HISTOGRAM_BINS + 1).tolist(),
-        "histograms": [[SCORE_NAMES[s], batch.histograms[s].tolist()] for s in HISTOGRAMS],
-        "scored": batch.summary.scored,
-    }
-    names = [_plots.MATCH_RATE] if shown else []
-    return spec, names + ([_plots.SCORES] if batch.summary.scored else [])
-
-
-def write_plots(
-    batch: ReportData, out: OutputFolder, *, worker: _plots.PlotWorker | None = None
-) -> dict[str, Path]:
+def write_plots(batch: ReportData, out: OutputFolder) -> dict[str, Path]:
     """``plot_field_match_rate.png`` (when a field was scored) and ``plot_score_distribution.png``
-    (when a record was scored), each saved under a temporary name then renamed; drawn by
-    ``worker`` (a child with matplotlib already imported) when given, else here."""
-    with contextlib.ExitStack() as stack:
-        return _plots_drawn(batch, out, stack, worker, lambda: None)
+    (when a record was scored), each saved under a temporary name then renamed."""
+    with no_glyph_warnings():
+        return _draw(batch, out)
 
 
-def _plots_drawn(
-    batch: ReportData,
-    out: OutputFolder,
-    stack: contextlib.ExitStack,
-    worker: _plots.PlotWorker | None,
-    meanwhile: Callable[[], None],
-) -> dict[str, Path]:
-    """The plots, under temporary names renamed when ``stack`` closes; ``meanwhile`` runs
-    while the worker draws."""
-    spec, names = plot_spec(batch)
-    paths = {name: stack.enter_context(out.atomic(PLOTS[name])) for name in names}
-    asked = worker is not None and bool(names) and worker.start(spec, paths)
-    meanwhile()
-    if not (asked and worker is not None and worker.wait()):
-        _plots.draw(spec, paths)
-    return {name: out / PLOTS[name] for name in names}
+def _draw(batch: ReportData, out: OutputFolder) -> dict[str, Path]:
+    written: dict[str, Path] = {}
+    shown, left_out = plotted_fields(batch.summary)
+    if shown:
+        path = out / PLOTS["plot_field_match_rate"]
+        with figure(path, figsize=(8, max(2.5, 0.32 * len(shown) + 1.3))) as (_, ax):
+            ax.barh(range(len(shown)), [f.match_rate for _, f in shown], color="#4c72b0")
+            ax.set_yticks(range(len(shown)), [label(n, 36) for n, _ in shown])
+            ax.invert_yaxis()  # the lowest rate on top
+            ax.set_xlim(0, 1)
+            ax.set_xlabel("match rate (matched / scored)")
+            ax.set_title(match_rate_title(len(shown), left_out))
+        written["plot_field_match_rate"] = path
+    if batch.summary.scored:
+        path = out / PLOTS["plot_score_distribution"]
+        edges = np.linspace(0.0, 1.0, HISTOGRAM_BINS + 1)
+        with figure(path, nrows=2, ncols=2, figsize=(9, 6)) as (fig, axes):
+            for ax, score in zip(axes.flat, HISTOGRAMS, strict=True):
+                counts = batch.histograms[score]
+                ax.hist(edges[:-1], bins=edges, weights=counts, color="#4c72b0", edgecolor="white")
+                ax.set_title(SCORE_NAMES[score])
+                ax.set_xlim(0, 1)
+                ax.set_ylabel("records")
+            fig.suptitle(f"Per-record scores ({batch.summary.scored} scored records)")
+        written["plot_score_distribution"] = path
+    return written
 
 
 def _matcher(settings: dict[str, Any], family: str) -> str:
@@ -322,26 +318,16 @@ def build_report(batch: ReportData, images: dict[str, Path]) -> Report:
 
 
 def write_batch_report(
-    out: str | Path | OutputFolder,
-    batch: BatchResult | ReportData,
-    *,
-    worker: _plots.PlotWorker | None = None,
+    out: str | Path | OutputFolder, batch: BatchResult | ReportData
 ) -> dict[str, Path]:
     """Plots, report.md and report.html of a scored batch into ``out``; their paths by name
     (``plot_field_match_rate``, ``plot_score_distribution`` when drawn, ``report_md``,
-    ``report_html``). ``worker``: a child process to draw the plots in (``_plots``)."""
+    ``report_html``)."""
     folder = OutputFolder.of(out)
     if isinstance(batch, BatchResult):
         batch = ReportData.of_batch(batch)
-    report = batch
-    written: dict[str, Path] = {}
-
-    def the_report() -> None:  # while the plots are drawn (their names are known already)
-        images = {name: folder / PLOTS[name] for name in plot_spec(report)[1]}
-        written.update(write_report(folder, build_report(report, images)))
-
-    with contextlib.ExitStack() as stack:
-        images = _plots_drawn(batch, folder, stack, worker, the_report)
+    images = write_plots(batch, folder)
+    written = write_report(folder, build_report(batch, images))
     return {**images, "report_md": written["report.md"], "report_html": written["report.html"]}
 
 
