@@ -9,7 +9,7 @@ FIND_LINKS := $(if $(wildcard /opt/wheels),--find-links /opt/wheels)
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: demo test bench lint install clean
+.PHONY: demo test bench lint install clean postgresql
 
 install: $(STAMP)
 
@@ -29,7 +29,11 @@ SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 $(CHROMIUM):
 	$(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium
 
-test: $(STAMP) $(CHROMIUM)
+# The store tests also run on a real PostgreSQL server (pytest-postgresql starts it on loopback).
+postgresql:
+	@ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1 || ($(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq postgresql)
+
+test: $(STAMP) $(CHROMIUM) postgresql
 	$(PY) -m ruff check src tests benchmarks
 	$(PY) -m mypy
 	$(PY) -m pytest -n 2
