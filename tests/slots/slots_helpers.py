@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from fieldcheck.metrics import SlotCounts
-from fieldcheck.metrics._slots import SessionCounts
 from fieldcheck.slots._score import Counts, LatencySummary, ModelResult, ModelScore, TopicResult
 
 
@@ -67,4 +68,5 @@ def model_score(
         ci={},
     )
     topic_gold = {t: x.gold_slots for t, x in per_topic.items()}
-    return ModelScore(name, result, [SessionCounts(total=c)], topic_gold_slots=topic_gold)
+    units = np.array([[tp, fp, fn, tp + fn, 0, 0, 0, 0]], dtype=float)
+    return ModelScore(name, result, units, keys=[("u", 0)], topic_gold_slots=topic_gold)

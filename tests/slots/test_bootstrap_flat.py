@@ -19,7 +19,7 @@ from fieldcheck.metrics._stats import (
     paired_bootstrap_totals_pvalue,
 )
 from fieldcheck.slots import ModelInput, load_slots, score_models
-from fieldcheck.slots._score import STATISTICS, _stat_f1, session_intervals, session_units
+from fieldcheck.slots._score import STATISTICS, _stat_f1, session_intervals
 
 Jsonl = Callable[[str, list[Any]], Path]
 
@@ -101,7 +101,7 @@ def test_score_models_intervals_and_pvalue_equal_the_whole_matrix(jsonl: Jsonl) 
         ModelInput("b", load_slots(jsonl("b.jsonl", preds["b"])), not_scored=left_out),
     ]
     run = score_models(load_slots(jsonl("gold.jsonl", gold)), models, bootstrap=150, seed=4)
-    units = {m.name: session_units(m.sessions) for m in run.models}
+    units = {m.name: m.units for m in run.models}
     assert units["a"].shape == (60, 8) and units["b"].shape == (58, 8)
     assert units["a"][:, 0].sum() == run.models[0].result.counts.tp
     for m in run.models:

@@ -72,11 +72,13 @@ from fieldcheck.slots import (
     load_latencies,
     load_slots,
     run_extraction,
-    score_models,
     topic_lines,
     write_outputs,
 )
+from fieldcheck.slots._loaders import SlotFile
 from fieldcheck.slots._report import METRIC_COLUMNS
+from fieldcheck.slots._score import SlotScorer
+from fieldcheck.slots._stream import Partition, SlotInput, partitioned
 
 app = typer.Typer(
     help="Slot extraction benchmark: score models' slots against gold slots.", no_args_is_help=True
@@ -221,9 +223,7 @@ def show_run(
             console.print(safe_text(line), markup=False, soft_wrap=True, highlight=False)
     for p in run.paired_f1:
         common = ""
-        if p.sessions != len(scored[p.model_a].sessions) or p.sessions != len(
-            scored[p.model_b].sessions
-        ):
+        if p.sessions != len(scored[p.model_a].keys) or p.sessions != len(scored[p.model_b].keys):
             common = f" on the {p.sessions} session(s) both were scored on"
         console.print(
             f"F1 {p.model_a} - {p.model_b}: {p.difference:+.3f}{common} "
@@ -241,22 +241,24 @@ def show_run(
 
 
 def load_inputs(
-    gold: Path,
+    part: Partition,
     preds: dict[str, Path],
     latencies: dict[str, Path],
     judges: dict[str, Path],
     not_scored: dict[str, dict[tuple[str, int], str]] | None = None,
     *,
     check: bool = True,
-) -> tuple[Any, list[ModelInput]]:
-    """Every input file, before any output is touched (a bad file is a usage error; ``check``
-    False for the model files ``slots run`` wrote itself)."""
+) -> tuple[SlotFile, list[ModelInput]]:
+    """Every input file, read (the slot files by ``part``, split by session) before any output
+    is touched (a bad file is a usage error; ``check`` False for the model files ``slots run``
+    wrote itself). The slot files come back as headers: path and bad lines, no sessions."""
     not_scored = not_scored or {}
-    gold_file = _load(load_slots, gold, "--gold")
+    gold_item, *pred_items = part.inputs
+    gold_file = _header(_load(_read(gold_item), gold_item.path, "--gold"))
     models = [
         ModelInput(
             name,
-            _load(load_slots, path, "--pred", check=check),
+            _header(_load(_read(item), item.path, "--pred", check=check)),
             _load(load_latencies, latencies[name], "--latency", check=check)
             if name in latencies
             else None,
@@ -265,9 +267,24 @@ def load_inputs(
             else None,
             not_scored.get(name, {}),
         )
-        for name, path in preds.items()
+        for name, item in zip(preds, pred_items, strict=True)
     ]
     return gold_file, models
+
+
+def _read(item: SlotInput) -> Any:
+    """A loader giving what the partition read of a file (or the error that stopped it)."""
+
+    def loader(_: Path) -> SlotInput:
+        if item.failure is not None:
+            raise item.failure
+        return item
+
+    return loader
+
+
+def _header(item: SlotInput) -> SlotFile:
+    return SlotFile(item.path, errors=item.errors)
 
 
 def score_files(
@@ -285,14 +302,33 @@ def score_files(
     seed: int = 0,
     console: Console,
     not_scored: dict[str, dict[tuple[str, int], str]] | None = None,
-    inputs: tuple[Any, list[ModelInput]] | None = None,
+    partition: Partition | None = None,
+    inputs: tuple[SlotFile, list[ModelInput]] | None = None,
 ) -> tuple[SlotsRun, dict[str, Path]]:
-    """Load (unless ``inputs`` were loaded already), score and write; shared by the commands
-    and the demos. ``not_scored``: per model, the sessions whose call failed (``slots run``),
-    left out of that model's scores."""
-    gold_file, models = inputs or load_inputs(
-        gold, preds, latencies, judges, not_scored, check=False
-    )
+    """Read (unless ``partition`` and its ``inputs`` were read already), score bucket by bucket
+    and write; shared by the commands and the demos. ``not_scored``: per model, the sessions
+    whose call failed (``slots run``), left out of that model's scores."""
+    if partition is None or inputs is None:
+        beside = out.root if isinstance(out, OutputFolder) else Path(out)
+        with partitioned([gold, *preds.values()], beside=beside) as part:
+            loaded = load_inputs(part, preds, latencies, judges, not_scored, check=False)
+            return score_files(
+                gold,
+                preds,
+                latencies,
+                judges,
+                out=out,
+                tp=tp,
+                threshold=threshold,
+                judge_base_url=judge_base_url,
+                judge_model=judge_model,
+                bootstrap=bootstrap,
+                seed=seed,
+                console=console,
+                partition=part,
+                inputs=loaded,
+            )
+    gold_file, models = inputs
     judge = None
     if judge_base_url and judge_model:
         from fieldcheck.matchers import DiskCache, LLMJudge
@@ -306,8 +342,8 @@ def score_files(
         transient=True,
         disable=not console.is_terminal,
     ) as progress:
-        task = progress.add_task("loading", total=None)
-        run = score_models(
+        task = progress.add_task("scoring", total=None)
+        scorer = SlotScorer(
             gold_file,
             models,
             tp=tp,
@@ -317,14 +353,18 @@ def score_files(
             seed=seed,
             progress=lambda text: progress.update(task, description=text),
         )
+        for i, files in enumerate(partition.buckets(), start=1):
+            progress.update(task, description=f"scoring sessions: part {i} of {partition.k}")
+            scorer.add(files[0], files[1:])
+        run = scorer.finish()
         progress.update(task, description="writing report and plots")
         try:
-            files = write_outputs(run, out)
+            written = write_outputs(run, out)
         except OSError as exc:
             raise typer.BadParameter(
                 f"cannot write {exc.filename or out}: {exc.strerror or exc}", param_hint="--out"
             ) from None
-    return run, files
+    return run, written
 
 
 @app.command("score")
@@ -433,26 +473,28 @@ def score(
         )
     lat = _checked_names(_pairs(latency or [], "--latency"), names, "--latency")
     jud = _checked_names(_pairs(judge or [], "--judge"), names, "--judge")
-    inputs = load_inputs(gold, dict(pred_pairs), lat, jud)
-    folder = out_dir(out, force=force)
-    console = SafeConsole(stderr=as_json)
-    with writing(folder):
-        run, files = score_files(
-            gold,
-            dict(pred_pairs),
-            lat,
-            jud,
-            out=folder,
-            tp=tp,
-            threshold=threshold,
-            judge_base_url=judge_base_url,
-            judge_model=judge_model,
-            bootstrap=bootstrap,
-            seed=seed,
-            console=console,
-            inputs=inputs,
-        )
-        folder.finish()
+    with partitioned([gold, *(p for _, p in pred_pairs)], beside=out) as part:
+        inputs = load_inputs(part, dict(pred_pairs), lat, jud)
+        folder = out_dir(out, force=force)
+        console = SafeConsole(stderr=as_json)
+        with writing(folder):
+            run, files = score_files(
+                gold,
+                dict(pred_pairs),
+                lat,
+                jud,
+                out=folder,
+                tp=tp,
+                threshold=threshold,
+                judge_base_url=judge_base_url,
+                judge_model=judge_model,
+                bootstrap=bootstrap,
+                seed=seed,
+                console=console,
+                partition=part,
+                inputs=inputs,
+            )
+            folder.finish()
     show_run(run, files, console)
     if as_json:  # metrics.json as written
         print_metrics_json(run)

@@ -24,6 +24,8 @@ _SPACE_RE = re.compile(r"\s+")
 
 def _fold_accents(value: str) -> str:
     """NFKD-decompose and drop combining marks, so "José" keeps its "e" instead of losing it."""
+    if value.isascii():  # NFKD leaves ASCII as it is and ASCII has no combining marks
+        return value
     decomposed = unicodedata.normalize("NFKD", value)
     return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
 

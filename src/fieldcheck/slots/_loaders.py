@@ -7,6 +7,7 @@ line repeated within one file is an error (the first line wins), never a silent 
 from __future__ import annotations
 
 import logging
+import re
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -35,6 +36,10 @@ class SlotFile:
     sessions: dict[SessionKey, dict[SlotKey, list[str]]] = field(default_factory=dict)
     lines: dict[tuple[SessionKey, SlotKey], int] = field(default_factory=dict)
     errors: list[InputError] = field(default_factory=list)
+    # One object per distinct session key and slot key (and their names), shared by every line
+    # that names it: a million lines hold a few thousand names, not three million strings.
+    session_keys: dict[SessionKey, SessionKey] = field(default_factory=dict, repr=False)
+    slot_keys: dict[SlotKey, SlotKey] = field(default_factory=dict, repr=False)
 
     @property
     def slot_count(self) -> int:
@@ -94,49 +99,108 @@ def _records(path: Path, model: type[R], errors: list[InputError]) -> Iterator[t
             errors.append(validation_error(exc, file=path, line=line))
 
 
+_ALNUM = re.compile(r"[A-Za-z0-9]")
+SlotRow = tuple[str, int, str, str, list[str]]
+"""A valid slot line as plain values: ``(user, session, topic, field, values)``."""
+
+
+def slot_row(raw: Any) -> SlotRow | None:
+    """The values of a slot line that is plainly valid (the checks of ``SlotRecord`` on exact
+    JSON types), or ``None`` when pydantic has to decide (and name the problem)."""
+    if type(raw) is not dict:
+        return None
+    user, session, topic, name, values = (
+        raw.get("user"),
+        raw.get("session"),
+        raw.get("topic"),
+        raw.get("field"),
+        raw.get("values"),
+    )
+    if (
+        type(user) is str
+        and user
+        and type(session) is int
+        and type(topic) is str
+        and topic
+        and type(name) is str
+        and name
+        and type(values) is list
+        and all(type(v) is str for v in values)
+    ):
+        return user, session, topic, name, values
+    return None
+
+
+def read_slot_rows(path: Path, errors: list[InputError]) -> Iterator[tuple[int, SlotRow]]:
+    """``(line, row)`` of every valid line of a slot file; a bad line goes to ``errors``."""
+    for line, raw in iter_jsonl(path):
+        if isinstance(raw, InputError):
+            errors.append(raw)
+            continue
+        row = slot_row(raw)
+        if row is None:
+            if not isinstance(raw, dict):
+                errors.append(InputError("expected a JSON object", file=path, line=line, value=raw))
+                continue
+            try:
+                rec = SlotRecord.model_validate(raw)
+            except ValidationError as exc:
+                errors.append(validation_error(exc, file=path, line=line))
+                continue
+            row = (rec.user, rec.session, rec.topic, rec.field, list(rec.values))
+        yield line, row
+
+
+def add_slot(out: SlotFile, line: int, row: SlotRow) -> None:
+    """Add one valid line to ``out``; a slot already read is an error naming its first line."""
+    user, session, topic, name, values = row
+    sk = out.session_keys.get((user, session))
+    if sk is None:
+        sk = out.session_keys[(user, session)] = (user, session)
+    slot = out.slot_keys.get((topic, name))
+    if slot is None:
+        slot = out.slot_keys[(topic, name)] = (sys.intern(topic), sys.intern(name))
+    key = (sk, slot)
+    first = out.lines.get(key)
+    if first is not None:
+        out.errors.append(
+            InputError(
+                f"duplicate slot of user {user!r} session {session}, first at line "
+                f"{first}; this line is ignored",
+                file=out.path,
+                line=line,
+                field="field",
+                value=f"{topic}/{name}",
+            )
+        )
+        return
+    for value in values:
+        if value.isascii() and _ALNUM.search(value):
+            continue  # an ASCII letter or digit: neither blank nor empty once canonicalised
+        if not value.strip():
+            log.warning(
+                "%s:%d: field 'values': blank value %r counts as no value", out.path, line, value
+            )
+        elif not canonicalize(value):
+            log.warning(
+                "%s:%d: value %r is empty once canonicalised (non-ASCII or punctuation only); "
+                "it cannot match anything exactly",
+                out.path,
+                line,
+                value,
+            )
+    out.lines[key] = line
+    slots = out.sessions.get(sk)
+    if slots is None:
+        slots = out.sessions[sk] = {}
+    slots[slot] = values
+
+
 def load_slots(path: str | Path) -> SlotFile:
     """Read a gold or prediction JSONL file (one slot per line; see docs/formats.md)."""
     out = SlotFile(Path(path))
-    # One object per distinct session key and slot key (and their names), shared by every line
-    # that names it: a million lines hold a few thousand names, not three million strings.
-    session_keys: dict[SessionKey, SessionKey] = {}
-    slot_keys: dict[SlotKey, SlotKey] = {}
-    for line, rec in _records(out.path, SlotRecord, out.errors):
-        sk = session_keys.setdefault(rec.session_key, rec.session_key)
-        slot = slot_keys.get(rec.slot_key)
-        if slot is None:
-            slot = slot_keys[rec.slot_key] = (sys.intern(rec.topic), sys.intern(rec.field))
-        key = (sk, slot)
-        if key in out.lines:
-            out.errors.append(
-                InputError(
-                    f"duplicate slot of user {rec.user!r} session {rec.session}, first at line "
-                    f"{out.lines[key]}; this line is ignored",
-                    file=out.path,
-                    line=line,
-                    field="field",
-                    value=f"{rec.topic}/{rec.field}",
-                )
-            )
-            continue
-        for value in rec.values:
-            if not value.strip():
-                log.warning(
-                    "%s:%d: field 'values': blank value %r counts as no value",
-                    out.path,
-                    line,
-                    value,
-                )
-            elif not canonicalize(value):
-                log.warning(
-                    "%s:%d: value %r is empty once canonicalised (non-ASCII or punctuation only); "
-                    "it cannot match anything exactly",
-                    out.path,
-                    line,
-                    value,
-                )
-        out.lines[key] = line
-        out.sessions.setdefault(sk, {})[slot] = list(rec.values)
+    for line, row in read_slot_rows(out.path, out.errors):
+        add_slot(out, line, row)
     return out
 
 

@@ -274,7 +274,7 @@ def key_findings(run: SlotsRun) -> list[Finding]:
 
     if run.paired_f1:
         f = Finding("F1 differences (paired bootstrap over sessions, two-sided)")
-        scored = {m.name: len(m.sessions) for m in models}
+        scored = {m.name: len(m.keys) for m in models}
         for pair in run.paired_f1:
             common = ""
             if pair.sessions != scored[pair.model_a] or pair.sessions != scored[pair.model_b]:

@@ -1,0 +1,149 @@
+"""``slots score`` on files of any size: the slot files are split by session into buckets that
+fit a fixed budget, and ``SlotScorer`` scores one bucket at a time (docs/slots.md "Large files").
+
+Gold and prediction files need not be sorted: each line goes to bucket
+``crc32(user) + session mod K``, so a session's every line, from every file, lands in the same
+bucket, with its file and line number. K is the slot files' total size over ``BUCKET_BYTES``;
+with K = 1 nothing is written. Bucket files live in a temporary folder removed at the end, on an
+error or on Ctrl-C alike.
+"""
+
+from __future__ import annotations
+
+import marshal
+import shutil
+import tempfile
+import zlib
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO
+
+from fieldcheck._util.errors import InputError
+from fieldcheck.slots._loaders import SlotFile, SlotRow, add_slot, read_slot_rows
+
+BUCKET_BYTES = 8 << 20
+"""Input bytes per bucket: about 40 MB of Python objects while a bucket is scored."""
+_PENDING_ROWS = 16_384
+"""Rows held in memory over all buckets before being appended to their files (each bucket
+holds ``_PENDING_ROWS // K``), so the reading pass uses the same memory whatever K."""
+
+Batch = tuple[int, list[tuple[int, SlotRow]]]  # (file index, [(line, row), ...])
+
+
+@dataclass
+class SlotInput:
+    """What the partition read of one slot file: its valid lines and its bad lines (in order).
+    ``records`` and ``errors`` serve the same usage checks as a loaded ``SlotFile``."""
+
+    path: Path
+    records: int = 0
+    errors: list[InputError] = field(default_factory=list)
+    failure: InputError | None = None  # the file could not be read at all
+
+
+class Partition:
+    """Slot files split into ``k`` buckets by session; ``buckets()`` yields, per bucket, one
+    ``SlotFile`` per input file (in input order) with that bucket's sessions."""
+
+    def __init__(self, paths: Sequence[Path], folder: Path, k: int) -> None:
+        self.inputs = [SlotInput(Path(p)) for p in paths]
+        self.k = k
+        self.folder = folder
+        self._memory: list[Batch] = []  # k == 1: the one bucket, in memory
+        handles: list[IO[bytes]] = []
+        try:
+            if k > 1:
+                handles = [(folder / f"bucket{b}.bin").open("wb") for b in range(k)]
+            for index, item in enumerate(self.inputs):
+                try:
+                    self._read(index, item, handles)
+                except InputError as exc:
+                    item.failure = exc
+        finally:
+            for h in handles:
+                h.close()
+
+    def _read(self, index: int, item: SlotInput, handles: list[IO[bytes]]) -> None:
+        k = self.k
+        pending: list[list[tuple[int, SlotRow]]] = [[] for _ in range(k)]
+        records = 0
+        flush = max(16, _PENDING_ROWS // k)
+        crc: dict[str, int] = {}
+        for line, row in read_slot_rows(item.path, item.errors):
+            records += 1
+            if k == 1:
+                pending[0].append((line, row))
+                continue
+            user = row[0]
+            h = crc.get(user)
+            if h is None:
+                if len(crc) > 100_000:
+                    crc.clear()
+                h = crc[user] = zlib.crc32(user.encode("utf-8", "surrogatepass"))
+            b = (h + row[1]) % k
+            rows = pending[b]
+            rows.append((line, row))
+            if len(rows) >= flush:
+                _write(handles[b], (index, rows))
+                pending[b] = []
+        item.records = records
+        if k == 1:
+            self._memory.append((index, pending[0]))
+            return
+        for b, rows in enumerate(pending):
+            if rows:
+                _write(handles[b], (index, rows))
+
+    def buckets(self) -> Iterator[list[SlotFile]]:
+        for b in range(self.k):
+            files = [SlotFile(item.path) for item in self.inputs]
+            for index, rows in self._batches(b):
+                out = files[index]
+                for line, row in rows:
+                    add_slot(out, line, row)
+            yield files
+
+    def _batches(self, b: int) -> Iterator[Batch]:
+        if self.k == 1:
+            yield from self._memory
+            self._memory = []
+            return
+        path = self.folder / f"bucket{b}.bin"
+        with path.open("rb") as handle:
+            while size := handle.read(8):
+                yield marshal.loads(handle.read(int.from_bytes(size, "little")))
+        path.unlink()
+
+
+def _write(handle: IO[bytes], batch: Batch) -> None:
+    # length-prefixed: marshal.load on a file reads in tiny pieces, marshal.loads does not
+    data = marshal.dumps(batch)
+    handle.write(len(data).to_bytes(8, "little") + data)
+
+
+def bucket_count(paths: Sequence[Path], bucket_bytes: int = BUCKET_BYTES) -> int:
+    """K: the slot files' total size over ``bucket_bytes``, at least 1."""
+    total = 0
+    for p in paths:
+        with suppress(OSError):  # an unreadable file is reported when it is read
+            total += Path(p).stat().st_size
+    return max(1, -(-total // bucket_bytes))
+
+
+@contextmanager
+def partitioned(
+    paths: Sequence[Path], *, beside: Path, bucket_bytes: int = BUCKET_BYTES, k: int | None = None
+) -> Iterator[Partition]:
+    """``Partition`` of ``paths`` in a temporary folder in ``beside``'s nearest existing folder,
+    removed when the block ends however it ends. ``k`` overrides the bucket count (tests)."""
+    k = k if k is not None else bucket_count(paths, bucket_bytes)
+    where = Path(beside).absolute()
+    while not where.is_dir() and where != where.parent:
+        where = where.parent
+    folder = Path(tempfile.mkdtemp(prefix=".fieldcheck-slots-", dir=where if k > 1 else None))
+    try:
+        yield Partition(paths, folder, k)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)

@@ -1,0 +1,125 @@
+"""``slots score`` bucket by bucket (issue 10): shuffled files split into any number of buckets
+give byte-identical outputs, equal to the spec's per-session counts summed by hand."""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+from rich.console import Console
+
+from fieldcheck._cli.slots_cmd import load_inputs, score_files
+from fieldcheck.metrics._slots import score_session, slot_values
+from fieldcheck.metrics._text import bleu1_score, tokenize_values
+from fieldcheck.slots import load_slots
+from fieldcheck.slots._stream import bucket_count, partitioned
+
+WORDS = ["Reading", "hiking!", "chess", "café", "calm", "a b", "", "  ", "jazz", "<img src=x onerror=alert(1)>"]  # fmt: skip
+OUTPUTS = ("metrics.json", "metrics.csv", "per_topic.csv", "errors.jsonl", "report.md")
+
+
+def _files(folder: Path, seed: int, *, shuffle: bool) -> dict[str, Path]:
+    """Gold and two models: wrong, missing, extra and blank values, a repeated slot, bad lines,
+    a session not in the gold; lines shuffled (or grouped by session)."""
+    rng = random.Random(seed)
+    rows: dict[str, list[str]] = {"gold": [], "a": [], "b": []}
+    for s in range(80):
+        user = f"u{s % 7}"
+        for k in range(rng.randint(0, 6)):
+            topic = rng.choice(["t1", "t2", "<b>t3</b>"])
+            values = [rng.choice(WORDS) for _ in range(rng.randint(0, 3))]
+            head = {"user": user, "session": s, "topic": topic, "field": f"f{k}"}
+            rows["gold"].append(json.dumps({**head, "values": values}))
+            for m in ("a", "b"):
+                roll = rng.random()
+                if roll < 0.8:
+                    guess = values if roll < 0.5 else [rng.choice(WORDS)]
+                    rows[m].append(json.dumps({**head, "values": guess}))
+        for m in ("a", "b"):
+            if rng.random() < 0.3:
+                extra = {"user": user, "session": s, "topic": "t1", "field": "x", "values": ["y z"]}
+                rows[m].append(json.dumps(extra))
+    rows["a"].append(json.dumps({"user": "zz", "session": 9, "topic": "t", "field": "f", "values": ["v"]}))  # fmt: skip
+    paths = {}
+    for name, lines in rows.items():
+        lines.insert(rng.randrange(len(lines)), lines[rng.randrange(len(lines))])  # repeated slot
+        lines.insert(rng.randrange(len(lines)), '{"user": "u1", "session": "x"}')
+        lines.insert(rng.randrange(len(lines)), "not json")
+        if shuffle:
+            rng.shuffle(lines)
+        paths[name] = folder / f"{name}.jsonl"
+        paths[name].write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return paths
+
+
+def _score(paths: dict[str, Path], out: Path, k: int | None, **options: Any) -> dict[str, bytes]:
+    preds = {"a": paths["a"], "b": paths["b"]}
+    console = Console(file=io.StringIO())
+    with partitioned([paths["gold"], *preds.values()], beside=out, k=k) as part:
+        assert part.k == (k or 1)
+        inputs = load_inputs(part, preds, {}, {})
+        score_files(
+            paths["gold"], preds, {}, {}, out=out, bootstrap=60, seed=2, console=console,
+            partition=part, inputs=inputs, **options,
+        )  # fmt: skip
+    return {name: (out / name).read_bytes() for name in OUTPUTS}
+
+
+@pytest.mark.parametrize("shuffle", [True, False])
+@pytest.mark.parametrize("tp", ["presence", "exact"])
+def test_any_bucket_count_gives_the_same_bytes(tmp_path: Path, shuffle: bool, tp: str) -> None:
+    paths = _files(tmp_path, seed=5, shuffle=shuffle)
+    one = _score(paths, tmp_path / "k1", None, tp=tp)
+    for k in (2, 7, 64):
+        assert _score(paths, tmp_path / f"k{k}", k, tp=tp) == one
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".fieldcheck-slots-")]
+    errors = [json.loads(line) for line in one["errors.jsonl"].decode().splitlines()]
+    assert len(errors) == 9  # 2 bad lines and a repeated slot per file, in line order per file
+    assert [e["line"] for e in errors[:3]] == sorted(e["line"] for e in errors[:3])
+
+
+def test_counts_equal_the_per_session_reference(tmp_path: Path) -> None:
+    paths = _files(tmp_path, seed=9, shuffle=True)
+    metrics = json.loads(_score(paths, tmp_path / "out", 5)["metrics.json"])
+    gold = load_slots(paths["gold"])
+    for name in ("a", "b"):
+        pred = load_slots(paths[name])
+        sessions = [
+            score_session(pred.sessions.get(k, {}), gold.sessions[k]).total for k in gold.sessions
+        ]
+        got = metrics["models"][name]["counts"]
+        assert got["tp"] == sum(s.tp for s in sessions)
+        assert got["fp"] == sum(s.fp for s in sessions)
+        assert got["fn"] == sum(s.fn for s in sessions)
+        assert got["sessions"] == len(gold.sessions)
+        bleu = [
+            bleu1_score(
+                tokenize_values(slot_values(pred.sessions.get(k, {}).get(slot, ()))),
+                tokenize_values(slot_values(values)),
+            )
+            for k, slots in gold.sessions.items()
+            for slot, values in slots.items()
+            if slot_values(values)
+        ]
+        assert metrics["models"][name]["bleu1"] == math.fsum(bleu) / len(bleu)
+
+
+def test_bucket_count_follows_the_file_size(tmp_path: Path) -> None:
+    small = tmp_path / "s.jsonl"
+    small.write_bytes(b"x" * 1000)
+    assert bucket_count([small, small], bucket_bytes=1000) == 2
+    assert bucket_count([small], bucket_bytes=1001) == 1
+    assert bucket_count([tmp_path / "missing.jsonl"], bucket_bytes=10) == 1
+
+
+def test_bucket_files_are_removed_on_an_error(tmp_path: Path) -> None:
+    paths = _files(tmp_path, seed=1, shuffle=True)
+    with pytest.raises(RuntimeError), partitioned([paths["gold"]], beside=tmp_path, k=4):
+        assert [p for p in tmp_path.iterdir() if p.name.startswith(".fieldcheck-slots-")]
+        raise RuntimeError
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".fieldcheck-slots-")]
