@@ -9,33 +9,16 @@ from collections.abc import Sequence
 from typing import Any
 
 from fieldcheck._util.errors import InputError
+from fieldcheck.jsoneval._stream import SCORES
+from fieldcheck.numeric._report import HEADLINE
+from fieldcheck.slots._report import METRIC_COLUMNS
 from fieldcheck.store import RunInfo
 
+# each system's own headline metrics, in its report's order (one list per system, not a copy)
 METRICS: dict[str, tuple[str, ...]] = {
-    "json": ("completeness", "hallucination", "accuracy", "safety_score", "rqs"),
-    "slots": (
-        "precision",
-        "recall",
-        "f1",
-        "exact_match_rate",
-        "token_precision",
-        "token_recall",
-        "token_f1",
-        "bleu1",
-        "llm_judge",
-    ),
-    "numeric": (
-        "numerical_match_accuracy",
-        "soft_match_accuracy",
-        "unit_agnostic_accuracy",
-        "sign_agnostic_accuracy",
-        "general_match_accuracy",
-        "avg_logic_recall",
-        "avg_logic_precision",
-        "avg_logic_order_score",
-        "conversation_success_rate",
-        "avg_operations_per_turn",
-    ),
+    "json": SCORES,
+    "slots": METRIC_COLUMNS,
+    "numeric": tuple(key for key, _ in HEADLINE),
 }
 
 
