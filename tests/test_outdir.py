@@ -399,11 +399,12 @@ def test_next_run_removes_a_bulk_folder_whole_without_following_links(tmp_path: 
     stale.mkdir()
     (stale / "c9.json").write_text("half")
     again = OutputFolder.prepare(out)  # no OutputFolderError
-    assert sorted(p.name for p in out.iterdir()) == [MANIFEST]
-    assert sorted(p.name for p in elsewhere.iterdir()) == ["keep.json"]
+    assert not (out / "traces").exists() and not stale.exists()
     with again.bulk("traces") as tmp:
         (tmp / "c2.json").write_text("2")
-    again.finish()
+    again.finish()  # waits for the earlier folders' removal
+    assert sorted(p.name for p in out.iterdir()) == [MANIFEST, "traces"]
+    assert sorted(p.name for p in elsewhere.iterdir()) == ["keep.json"]
     assert [p.name for p in (out / "traces").iterdir()] == ["c2.json"]
     assert _manifest(out)[-1] == {"complete": True}
     assert not any("traces/" in e.get("file", "") for e in _manifest(out))

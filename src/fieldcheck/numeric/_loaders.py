@@ -57,6 +57,8 @@ class LoadResult(BaseModel):
     errors: list[InputError]
     total_records: int
     all_ids: set[str]
+    # each gold program's operations (None: it does not parse), parsed once while loading
+    operations: dict[str, tuple[str, ...] | None] = {}
 
 
 def load_convfinqa(
@@ -107,11 +109,14 @@ def load_convfinqa(
     conversations: list[Conversation] = []
     errors: list[InputError] = []
     seen: set[str] = set()
+    operations: dict[str, tuple[str, ...] | None] = {}
     for i in indices:
         record = raw[i]
         convert = _from_derived if fmt == "derived" else _from_original
         try:
-            conversation, warnings = convert(record, index=i, split=chosen, file=file)
+            conversation, warnings = convert(
+                record, index=i, split=chosen, file=file, operations=operations
+            )
         except InputError as exc:
             errors.append(exc)
             continue
@@ -138,6 +143,7 @@ def load_convfinqa(
         errors=errors,
         total_records=len(raw),
         all_ids={_record_id(r, i) for i, r in enumerate(raw)},
+        operations=operations,
     )
 
 
@@ -215,7 +221,12 @@ def _conversation(
 
 
 def _from_derived(
-    record: Any, *, index: int, split: str, file: Path
+    record: Any,
+    *,
+    index: int,
+    split: str,
+    file: Path,
+    operations: dict[str, tuple[str, ...] | None],
 ) -> tuple[Conversation, list[InputError]]:
     rid, record = _record_start(record, index, file)
     doc = _require(record, "doc", Mapping, file=file, record=rid, field="doc")
@@ -242,7 +253,7 @@ def _from_derived(
             table.setdefault(str(row), {})[str(column)] = (
                 float(cell) if isinstance(cell, int | float) else cell
             )
-    turns, warnings = _read_turns(record, _DERIVED, file=file, record=rid)
+    turns, warnings = _read_turns(record, _DERIVED, file=file, record=rid, operations=operations)
     # without a features object: the derived format marks repeated headers "name (1)", "name (2)"
     suffixed = [str(c) for c in columns if re.search(r" \(\d+\)$", str(c))]
     features = _derive_features(rid, table, turns, has_duplicate_columns=len(suffixed) > 1)
@@ -272,10 +283,15 @@ def _from_derived(
 
 
 def _from_original(
-    record: Any, *, index: int, split: str, file: Path
+    record: Any,
+    *,
+    index: int,
+    split: str,
+    file: Path,
+    operations: dict[str, tuple[str, ...] | None],
 ) -> tuple[Conversation, list[InputError]]:
     rid, record = _record_start(record, index, file)
-    turns, warnings = _read_turns(record, _ORIGINAL, file=file, record=rid)
+    turns, warnings = _read_turns(record, _ORIGINAL, file=file, record=rid, operations=operations)
     rows = _require(record, "table", list, file=file, record=rid, field="table")
     table, duplicate_columns = _table_from_rows(rows, file=file, record=rid)
     features = _derive_features(rid, table, turns, has_duplicate_columns=duplicate_columns)
@@ -283,7 +299,12 @@ def _from_original(
 
 
 def _read_turns(
-    obj: Mapping[str, Any], keys: _TurnKeys, *, file: Path, record: str
+    obj: Mapping[str, Any],
+    keys: _TurnKeys,
+    *,
+    file: Path,
+    record: str,
+    operations: dict[str, tuple[str, ...] | None],
 ) -> tuple[list[Turn], list[InputError]]:
     """The per-turn lists of ``obj[keys.container]`` (each as long as the questions) as Turns."""
     rid = record
@@ -302,7 +323,15 @@ def _read_turns(
     if keys is _ORIGINAL and step_names:
         answers = None  # the original answer_list holds step names ("A0"), not answers
     return _build_turns(
-        questions, answers, programs, executed, splits, file=file, record=rid, keys=keys
+        questions,
+        answers,
+        programs,
+        executed,
+        splits,
+        file=file,
+        record=rid,
+        keys=keys,
+        operations=operations,
     )
 
 
@@ -342,6 +371,7 @@ def _build_turns(
     file: Path,
     record: str,
     keys: _TurnKeys,
+    operations: dict[str, tuple[str, ...] | None],
 ) -> tuple[list[Turn], list[InputError]]:
     def bad(reason: str, key: str, i: int, value: Any = ...) -> InputError:
         field = f"{keys.container}.{key}[{i}]"
@@ -357,8 +387,9 @@ def _build_turns(
             raise bad("program is not text", keys.programs, i, program)
         if program is not None:
             try:
-                parse_program(program)
+                operations[program] = tuple(parse_program(program).operations)
             except ProgramParseError as exc:
+                operations[program] = None
                 warnings.append(bad(str(exc), keys.programs, i))
         gold = executed[i] if executed is not None else None
         if gold is not None and (isinstance(gold, bool) or not isinstance(gold, int | float | str)):

@@ -11,8 +11,9 @@ import logging
 import math
 from array import array
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, Literal, NamedTuple, cast
 
 import numpy as np
@@ -184,21 +185,27 @@ def _program_operations(program: str) -> tuple[str, ...] | None:
         return None
 
 
-def _gold_operations(program: str | None) -> list[str] | None:
+def _gold_operations(
+    program: str | None, known: Mapping[str, tuple[str, ...] | None]
+) -> list[str] | None:
     if program is None:
         return None
-    ops = _program_operations(program)
+    ops = known[program] if program in known else _program_operations(program)
     return list(ops) if ops is not None else None
 
 
 def turn_record(
-    conversation: Conversation, turn_idx: int, prediction: Prediction | None
+    conversation: Conversation,
+    turn_idx: int,
+    prediction: Prediction | None,
+    operations: Mapping[str, tuple[str, ...] | None] = MappingProxyType({}),
 ) -> dict[str, Any]:
     """One turn scored as plain data: exactly ``TurnScore.model_dump(mode="json")``, built without
-    a model (the hot path of ``numeric score``; issue 10). ``prediction`` None = no line for it."""
+    a model (the hot path of ``numeric score``; issue 10). ``prediction`` None = no line for it.
+    ``operations``: gold programs already parsed (``LoadResult.operations``), not parsed again."""
     turn = conversation.turns[turn_idx]
     gold = turn.executed_answer
-    gold_ops = _gold_operations(turn.program)
+    gold_ops = _gold_operations(turn.program, operations)
     validation: list[dict[str, Any]] = []
     if prediction is None:
         error_type: str | None = MISSING_PREDICTION

@@ -598,7 +598,7 @@ def score_to_folder(
                 prediction = found.get((cid, i))
                 if prediction is None and gold.executed_answer is not None:
                     errors.append(missing_turn_error(predictions, cid, i))
-                turns.append(turn_record(conversation, i, prediction))
+                turns.append(turn_record(conversation, i, prediction, data.operations))
             features = conversation.features.model_dump()
             streams.write(cid, ids[cid], features, turns, conversation)
             tally.add(cid, turns)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
+import threading
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
@@ -203,8 +204,7 @@ class OutputFolder:
                 folder._remove(name)
             for name in sorted(f for f in files if TMP_MARK in f.rsplit("/", 1)[-1]):
                 folder._remove(name)
-            for name in sorted({*old_bulk, *temporary}, key=lambda d: -d.count("/")):
-                folder._remove_bulk(name)
+            folder._discard([*old_bulk, *temporary])
             for d in sorted(parents, key=lambda d: -d.count("/")):
                 folder._remove_dir(d)
             folder._write_manifest([], [])
@@ -324,6 +324,7 @@ class OutputFolder:
         during the run without ``atomic`` are listed too, so a next run removes them."""
         if not self.managed:
             return
+        self._wait()
         files, _ = _listing(self.root, skip=self._state.bulk)
         known = set(self._state.written) | {MANIFEST}
         for rel in sorted(files - known - self._state.before):
@@ -376,10 +377,36 @@ class OutputFolder:
         if _is_link(path) or not path.is_dir():
             os.unlink(path)
 
-    def _remove_bulk(self, rel: str) -> None:
-        path = self._inside(rel)
-        if path is not None:
-            self._clear(path)
+    def _discard(self, folders: list[str]) -> None:
+        """Remove whole folders (an earlier run's bulk folders, killed runs' temporary ones):
+        each is renamed at once to a temporary name in the root (never followed if a link) and
+        deleted by a thread while the run goes on (thousands of traces took seconds to
+        unlink); ``finish`` waits for it. A folder left half-deleted by a kill keeps its
+        temporary name, which the next run removes."""
+        trash: list[Path] = []
+        for n, rel in enumerate(sorted(folders, key=lambda d: -d.count("/"))):
+            path = self._inside(rel)
+            if path is None or not os.path.lexists(path):
+                continue
+            if _is_link(path) or not path.is_dir():
+                os.unlink(path)
+                continue
+            target = self.root / f".trash{TMP_MARK}{os.getpid()}-{n}"
+            self._clear(target)
+            os.rename(path, target)
+            trash.append(target)
+        if trash:
+            thread = threading.Thread(
+                target=lambda: [self._clear(t) for t in trash], name="fieldcheck-trash"
+            )
+            thread.start()
+            self._state.cleaning = thread
+
+    def _wait(self) -> None:
+        thread = self._state.cleaning
+        if thread is not None:
+            thread.join()
+            self._state.cleaning = None
 
     @staticmethod
     def _clear(path: Path) -> None:
@@ -427,3 +454,4 @@ class _State:
         self.expected: dict[str, None] = {}
         self.before: set[str] = set()
         self.bulk: dict[str, None] = {}  # bulk folders written (``OutputFolder.bulk``)
+        self.cleaning: threading.Thread | None = None  # removing an earlier run's folders
