@@ -18,21 +18,7 @@ from fieldcheck.metrics import bleu1_score, tokenize_values
 from fieldcheck.slots import ModelInput, score_models
 from fieldcheck.slots._loaders import SlotFile
 
-WORDS = [
-    "reading",
-    "hiking",
-    "chess",
-    "anxious",
-    "calm",
-    "tired",
-    "alice",
-    "chen",
-    "engineer",
-    "boston",
-    "cooking",
-    "jazz",
-]
-TOPICS = ("basic_info", "interests", "mental_state")
+WORDS, TOPICS = _data.SLOT_WORDS, _data.TOPICS
 
 
 def _files(rng: random.Random, users: int, sessions: int) -> tuple[SlotFile, SlotFile]:

@@ -14,22 +14,6 @@ from fastapi import FastAPI
 
 from chat_server import user_text
 
-WALK_GT: dict[str, Any] = {
-    "name": "John Smith",
-    "email": "john@example.com",
-    "bio": "Senior engineer with 10 years of experience...",
-    "internal_id": None,
-    "status": "active",
-}
-WALK_AIO: dict[str, Any] = {
-    "name": "John Smyth",
-    "email": "john@example.com",
-    "bio": "Experienced senior engineer, 10+ years...",
-    "internal_id": "abc123",
-    "extra_field": "surprise",
-}
-WALK_STRATEGIES = {"name": "FUZZY", "bio": "SEMANTIC"}
-
 
 def walkthrough_judge(request: dict[str, Any]) -> str:
     """The spec walkthrough's LLM similarities: 0.92 for name, 0.88 for bio, else 0."""

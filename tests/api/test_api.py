@@ -14,12 +14,13 @@ from typing import Any
 
 import httpx
 import pytest
-from live_server import WALK_AIO, WALK_GT, WALK_STRATEGIES, Serve
+from live_server import Serve
 from typer.testing import CliRunner
 
 from chat_server import ChatServer, Reply
 from fieldcheck._cli.main import app as cli
 from fieldcheck.api import ApiSettings, check_binding, create_app, is_loopback, needs_token
+from walkthrough import WALK_AIO, WALK_GT, WALK_STRATEGIES
 
 ALLOWED = "EXACT, FUZZY, SEMANTIC, IGNORE"
 

@@ -8,22 +8,7 @@ from typing import Any
 import pytest
 
 from fieldcheck.matchers import Similarity, fuzzy_similarity
-
-WALK_GT: dict[str, Any] = {
-    "name": "John Smith",
-    "email": "john@example.com",
-    "bio": "Senior engineer with 10 years of experience...",
-    "internal_id": None,
-    "status": "active",
-}
-WALK_AIO: dict[str, Any] = {
-    "name": "John Smyth",
-    "email": "john@example.com",
-    "bio": "Experienced senior engineer, 10+ years...",
-    "internal_id": "abc123",
-    "extra_field": "surprise",
-}
-WALK_STRATEGIES = {"name": "FUZZY", "bio": "SEMANTIC"}
+from walkthrough import WALK_AIO, WALK_GT, WALK_STRATEGIES
 
 
 class TableMatcher:

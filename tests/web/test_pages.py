@@ -9,8 +9,10 @@ import json
 from pathlib import Path
 
 import httpx
-from live_server import WALK_AIO, WALK_GT, WALK_STRATEGIES, LiveServer
+from live_server import LiveServer
 from playwright.sync_api import Page, expect
+
+from walkthrough import WALK_AIO, WALK_GT, WALK_STRATEGIES
 
 HOSTILE = "<img src=x onerror=alert(1)>"
 ALLOWED = "EXACT, FUZZY, SEMANTIC, IGNORE"

@@ -664,16 +664,25 @@ def compute_statistics(
     latency = latency_stats([t.latency_s for t in answered if t.latency_s is not None])
     stats["latency_s"] = latency.model_dump() if latency else None
 
-    if bootstrap > 0:
-        intervals = bootstrap_intervals(conversations, resamples=bootstrap, seed=seed)
-        stats["bootstrap_95_ci"] = {
+    intervals = (
+        bootstrap_intervals(conversations, resamples=bootstrap, seed=seed)
+        if bootstrap > 0
+        else None
+    )
+    return stats | interval_statistics(intervals)
+
+
+def interval_statistics(intervals: Intervals | None) -> dict[str, Any]:
+    """statistics.json's ``bootstrap_95_ci`` and ``bootstrap_95_ci_by_turn_number`` (null
+    without a bootstrap), for the in-memory and the streamed path alike."""
+    if intervals is None:
+        return {"bootstrap_95_ci": None, "bootstrap_95_ci_by_turn_number": None}
+    return {
+        "bootstrap_95_ci": {
             key: (ci.model_dump() if ci is not None else None)
             for key, ci in intervals.overall.items()
-        }
-        stats["bootstrap_95_ci_by_turn_number"] = {
+        },
+        "bootstrap_95_ci_by_turn_number": {
             str(k): ci.model_dump() for k, ci in intervals.by_turn.items()
-        }
-    else:
-        stats["bootstrap_95_ci"] = None
-        stats["bootstrap_95_ci_by_turn_number"] = None
-    return stats
+        },
+    }

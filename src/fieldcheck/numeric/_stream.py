@@ -33,6 +33,7 @@ from fieldcheck.numeric._scoring import (
     BootstrapUnits,
     NumericResult,
     ReportTallies,
+    interval_statistics,
     missing_turn_error,
     nothing_scored_reason,
     prediction_errors,
@@ -458,19 +459,8 @@ class Tally:
         stats["num_missing_predictions"] = self.missing
         latency = latency_stats(self.latencies.tolist())
         stats["latency_s"] = latency.model_dump() if latency else None
-        if bootstrap > 0:
-            intervals = self.units.intervals(resamples=bootstrap, seed=seed)
-            stats["bootstrap_95_ci"] = {
-                key: (ci.model_dump() if ci is not None else None)
-                for key, ci in intervals.overall.items()
-            }
-            stats["bootstrap_95_ci_by_turn_number"] = {
-                str(k): ci.model_dump() for k, ci in intervals.by_turn.items()
-            }
-        else:
-            stats["bootstrap_95_ci"] = None
-            stats["bootstrap_95_ci_by_turn_number"] = None
-        return stats
+        intervals = self.units.intervals(resamples=bootstrap, seed=seed) if bootstrap > 0 else None
+        return stats | interval_statistics(intervals)
 
 
 @contextmanager
