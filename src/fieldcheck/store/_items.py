@@ -7,7 +7,9 @@ Plain dicts only (no import of the systems): the store sits below them.
 - json: a ``records.jsonl`` line (``id``, scores, ``buckets``, ``fields``) plus the raw
   ``ground_truth`` and ``output`` (what ``rescore`` needs); or an ``errors.jsonl`` line under
   ``error`` with its ``id``. Failed: not scored, not an object, or a field not fully matched,
-  missing or hallucinated. Tags: the fields with ``[n]`` written ``[*]``, as fields.csv names them.
+  missing or hallucinated. Tags: the fields it failed on, with ``[n]`` written ``[*]`` as
+  fields.csv names them (only those: a tag row for every field of every record would cost more
+  than the record).
 - slots: ``model``, ``user``, ``session``, ``counts`` (tp, fp, fn, ...), ``per_topic`` (topic ->
   {slots, differ}), ``gold`` and ``pred`` (``[[topic, field, values], ...]``), optional ``not_scored``
   (why), ``latency_s``, ``judge``. Failed: an FP or FN, or not scored. Tags: topics, failed
@@ -64,12 +66,13 @@ def json_columns(item: Mapping[str, Any]) -> ItemColumns:
     tags: dict[str, bool] = {}
     for name, result in (item.get("fields") or {}).items():
         score = result.get("score") if isinstance(result, Mapping) else None
-        _add(tags, field_name(name), score is not None and score < 1)  # None: IGNORE
+        if score is not None and score < 1:  # None: IGNORE
+            _add(tags, field_name(name), True)
     buckets = item.get("buckets") or {}
     for bucket in ("aio_missing_or_null", "gt_null_aio_has_value", "extra_keys"):
         for name in buckets.get(bucket) or ():
             _add(tags, field_name(str(name)), True)
-    failed = any(tags.values()) or item.get("output_kind", "object") != "object"
+    failed = bool(tags) or item.get("output_kind", "object") != "object"
     return ItemColumns(key, failed, tags=tags)
 
 

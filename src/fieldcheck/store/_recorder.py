@@ -3,6 +3,7 @@
     recorder = RunRecorder.open(store, system="json", inputs=[("batch", path)],
                                 settings=..., signature=..., out=folder, model=name)
     recorder.add_items(chunk)        # plain dicts, one transaction per chunk
+    recorder.add_prepared(rows)      # or (ItemColumns, result JSON text): the hot paths
     recorder.finish(metrics=..., intervals=...)
     # on an error or Ctrl-C: recorder.abort() marks the run interrupted (``with`` does it)
 
@@ -11,6 +12,9 @@ The files on disk are untouched: the store holds a copy for listing, comparing a
 
 from __future__ import annotations
 
+import contextlib
+import queue
+import threading
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
@@ -18,7 +22,7 @@ from typing import Any
 
 import orjson
 
-from fieldcheck.store._items import item_columns
+from fieldcheck.store._items import ItemColumns, item_columns
 from fieldcheck.store._records import RunInfo, sha256_file
 from fieldcheck.store._store import Store
 
@@ -41,6 +45,49 @@ def _plain(value: Any) -> Any:
     return value
 
 
+_Row = tuple[str, int, str | None, bool | None, str | None, int | None, str]
+_Tag = tuple[str, int, bool]
+_QUEUED_CHUNKS = 2
+
+
+class _Writer:
+    """Inserts queued chunks in a thread of its own, so the database's work (the driver
+    releases the GIL) overlaps the scoring; at most ``_QUEUED_CHUNKS`` wait, so memory stays
+    flat. An insert's error is raised again in the scoring thread at its next call."""
+
+    def __init__(self, store: Store, run_id: str) -> None:
+        self._queue: queue.Queue[tuple[list[_Row], list[_Tag]] | None] = queue.Queue(_QUEUED_CHUNKS)
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(
+            target=self._loop, args=(store, run_id), name="fieldcheck-store", daemon=True
+        )
+        self._thread.start()
+
+    def _loop(self, store: Store, run_id: str) -> None:
+        while (chunk := self._queue.get()) is not None:
+            if self._error is None:
+                try:
+                    store.insert_scored_rows(run_id, *chunk)
+                except BaseException as error:  # handed to the scoring thread
+                    self._error = error
+
+    def put(self, items: list[_Row], tags: list[_Tag]) -> None:
+        self.check()
+        self._queue.put((items, tags))
+
+    def check(self) -> None:
+        if self._error is not None:
+            error, self._error = self._error, None
+            raise error
+
+    def close(self) -> None:
+        """Wait until every queued chunk is in the database."""
+        if self._thread.is_alive():
+            self._queue.put(None)
+            self._thread.join()
+        self.check()
+
+
 class RunRecorder:
     """One scored run being written: open, add items chunk by chunk, finish (or abort)."""
 
@@ -48,7 +95,7 @@ class RunRecorder:
         self.store = store
         self.run = run
         self.seq = 0
-        self._keys: set[str] = set()
+        self._writer: _Writer | None = None
         self._closed = False
 
     @classmethod
@@ -92,35 +139,44 @@ class RunRecorder:
         return self.run.id
 
     def add_items(self, chunk: Iterable[Mapping[str, Any]]) -> int:
-        """Store a chunk of items (plain dicts, see ``fieldcheck.store._items``) in one
-        transaction; returns how many. A key seen before in this run gets ``~<seq>`` appended."""
-        rows = []
-        for item in chunk:
-            columns = item_columns(self.run.system, item)
-            key = columns.key
-            if key in self._keys:
-                key = f"{key}~{self.seq}"
-            self._keys.add(key)
-            rows.append(
-                {
-                    "item_key": key,
-                    "seq": self.seq,
-                    "error_type": columns.error_type,
-                    "failed": columns.failed,
-                    "model": columns.model,
-                    "turn": columns.turn,
-                    "result": _json(dict(item)),
-                    "tags": columns.tags,
-                }
-            )
-            self.seq += 1
-        self.store.add_scored_items(self.run.id, rows)
-        return len(rows)
+        """Store a chunk of items (plain dicts, see ``fieldcheck.store._items``): their
+        columns are derived here. Returns how many."""
+        system = self.run.system
+        return self.add_prepared((item_columns(system, item), _json(dict(item))) for item in chunk)
+
+    def add_prepared(self, rows: Iterable[tuple[ItemColumns, str | bytes]]) -> int:
+        """Store a chunk of items given as (columns, result JSON text): the hot paths' way,
+        without a dict per item. Queued for the writer thread (one transaction per chunk); a
+        key stored before in this run gets ``~<seq>`` appended. Returns how many."""
+        items: list[_Row] = []
+        tags: list[_Tag] = []
+        seq = self.seq
+        for columns, result in rows:
+            text = result.decode() if isinstance(result, bytes) else result
+            c = columns
+            items.append((c.key, seq, c.error_type, c.failed, c.model, c.turn, text))
+            if c.tags:
+                tags.extend((name, seq, failed) for name, failed in c.tags.items())
+            seq += 1
+        self.seq = seq
+        if items:
+            if self._writer is None:
+                self._writer = _Writer(self.store, self.run.id)
+            self._writer.put(items, tags)
+        return len(items)
+
+    def flush(self) -> None:
+        """Wait until every item added so far is in the database."""
+        if self._writer is not None:
+            writer, self._writer = self._writer, None
+            writer.close()
 
     def finish(
         self, *, metrics: Mapping[str, Any] | None, intervals: Mapping[str, Any] | None = None
     ) -> RunInfo:
-        """Mark the run finished with its metrics and confidence intervals (JSON values)."""
+        """Mark the run finished with its metrics and confidence intervals (JSON values), once
+        every item is in the database."""
+        self.flush()
         self.run = self.store.finish_scored_run(
             self.run.id,
             metrics=orjson.loads(_json(_plain(metrics))) if metrics is not None else None,
@@ -130,8 +186,10 @@ class RunRecorder:
         return self.run
 
     def abort(self) -> None:
-        """Mark the run ``interrupted`` (an error or Ctrl-C); its items so far stay."""
+        """Mark the run ``interrupted`` (an error or Ctrl-C); the items added so far stay."""
         if not self._closed:
+            with contextlib.suppress(Exception):  # the run's own error is the one to report
+                self.flush()
             self.store.finish_scored_run(
                 self.run.id, metrics=None, intervals=None, status="interrupted"
             )

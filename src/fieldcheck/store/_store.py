@@ -18,7 +18,9 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from sqlalchemy import Engine, create_engine, delete, event, func, insert, select, update
+from sqlalchemy import Engine, create_engine, delete, event, func, select, update
+from sqlalchemy.engine import Dialect
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
 from fieldcheck.store._records import (
@@ -274,40 +276,86 @@ class Store:
     def add_scored_items(self, run_id: str, rows: list[dict[str, Any]]) -> None:
         """Insert a chunk of scored items (``run_items`` columns plus ``tags``: name -> failed)
         and count them on the run, in one transaction."""
-        if not rows:
+        items = [
+            (
+                r["item_key"],
+                r["seq"],
+                r.get("error_type"),
+                r.get("failed"),
+                r.get("model"),
+                r.get("turn"),
+                r["result"],
+            )
+            for r in rows
+        ]
+        tags = [(name, r["seq"], bool(f)) for r in rows for name, f in r.get("tags", {}).items()]
+        self.insert_scored_rows(run_id, items, tags)
+
+    def insert_scored_rows(
+        self,
+        run_id: str,
+        items: list[tuple[str, int, str | None, bool | None, str | None, int | None, str]],
+        tags: list[tuple[str, int, bool]],
+    ) -> None:
+        """Insert a chunk of scored items, ``(key, seq, error_type, failed, model, turn,
+        result)``, and their tags ``(name, seq, failed)``, and count them on the run, in one
+        transaction. Through the driver's ``executemany`` (the ORM's per-row work cost more
+        than the database's); a key already stored in the run gets ``~<seq>`` appended."""
+        if not items:
             return
-        now = _now()
-        items = []
-        tags = []
-        for row in rows:
-            for name, failed in row.pop("tags", {}).items():
-                tags.append({"run_id": run_id, "name": name, "seq": row["seq"], "failed": failed})
-            items.append(
-                {
-                    "run_id": run_id,
-                    "calls": 0,
-                    "cached_calls": 0,
-                    "latency_s": 0.0,
-                    "call_log": None,
-                    "finished_at": now,
-                    **row,
-                }
+        dialect = self.engine.dialect
+        mark = "?" if dialect.paramstyle == "qmark" else "%s"
+        as_time = _bind(ItemRow, "finished_at", dialect)
+        as_bool = _bind(ItemRow, "failed", dialect)
+        now = as_time(_now())
+        item_sql = (
+            "INSERT INTO run_items (run_id, item_key, seq, error_type, failed, model, turn, "
+            "result, calls, cached_calls, latency_s, finished_at) VALUES "
+            f"({', '.join([mark] * 12)})"
+        )
+        rows = [
+            (run_id, k, q, e, None if f is None else as_bool(f), m, t, r, 0, 0, 0.0, now)
+            for k, q, e, f, m, t, r in items
+        ]
+        tag_sql = f"INSERT INTO run_item_tags (run_id, name, seq, failed) VALUES ({mark}, {mark}, {mark}, {mark})"
+        tag_rows = [(run_id, n, q, as_bool(f)) for n, q, f in tags]
+        errors = sum(1 for i in items if i[2])
+        count = (
+            update(RunRow)
+            .where(RunRow.id == run_id)
+            .values(
+                n_done=RunRow.n_done + len(items),
+                n_items=RunRow.n_items + len(items),
+                n_errors=RunRow.n_errors + errors,
             )
-        errors = sum(1 for r in items if r.get("error_type"))
-        with self.session() as s:
-            s.execute(insert(ItemRow), items)
-            if tags:
-                s.execute(insert(TagRow), tags)
-            s.execute(
-                update(RunRow)
-                .where(RunRow.id == run_id)
-                .values(
-                    n_done=RunRow.n_done + len(items),
-                    n_items=RunRow.n_items + len(items),
-                    n_errors=RunRow.n_errors + errors,
+        )
+        try:
+            with self.engine.begin() as conn:
+                conn.exec_driver_sql(item_sql, rows)  # type: ignore[arg-type]
+                if tag_rows:
+                    conn.exec_driver_sql(tag_sql, tag_rows)  # type: ignore[arg-type]
+                conn.execute(count)
+            return
+        except IntegrityError:
+            pass
+        # a key seen before in this run (rare: e.g. an error item named after a scored record)
+        with self.engine.begin() as conn:
+            keys = [row[1] for row in rows]
+            seen: set[str] = set()
+            for start in range(0, len(keys), 500):
+                query = select(ItemRow.item_key).where(
+                    ItemRow.run_id == run_id, ItemRow.item_key.in_(keys[start : start + 500])
                 )
-            )
-            s.commit()
+                seen.update(conn.scalars(query))
+            renamed = []
+            for row in rows:
+                key = row[1] if row[1] not in seen else f"{row[1]}~{row[2]}"
+                seen.add(key)
+                renamed.append((row[0], key, *row[2:]))
+            conn.exec_driver_sql(item_sql, renamed)  # type: ignore[arg-type]
+            if tag_rows:
+                conn.exec_driver_sql(tag_sql, tag_rows)  # type: ignore[arg-type]
+            conn.execute(count)
 
     def finish_scored_run(
         self,
@@ -540,6 +588,13 @@ def _run_filters(
     if until is not None:
         query = query.where(RunRow.started_at < until)
     return query
+
+
+def _bind(table: type[Any], column: str, dialect: Dialect) -> Any:
+    """The driver value of ``column``'s Python values (a datetime is text in SQLite)."""
+    kind = table.__table__.c[column].type
+    process = kind.dialect_impl(dialect).bind_processor(dialect)
+    return process if process is not None else (lambda value: value)
 
 
 def _engine(url: str) -> Engine:

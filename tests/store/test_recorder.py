@@ -1,0 +1,77 @@
+"""RunRecorder: items written by a writer thread, chunk by chunk, on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+
+from fieldcheck.store import RunRecorder, Store
+from fieldcheck.store._items import ItemColumns
+
+
+def _open(store: Store, tmp_path: Path, system: str = "json") -> RunRecorder:
+    return RunRecorder.open(
+        store, system=system, inputs=[], settings={}, signature="s", out=tmp_path
+    )
+
+
+def test_prepared_items_are_stored_in_order_with_their_columns(
+    store: Store, tmp_path: Path
+) -> None:
+    recorder = _open(store, tmp_path)
+    rows = [
+        (
+            ItemColumns(f"r{i}", i % 3 == 0, tags={"city": True} if i % 3 == 0 else {}),
+            f'{{"i":{i}}}',
+        )
+        for i in range(2500)
+    ]
+    for start in range(0, 2500, 1000):  # three chunks, queued to the writer thread
+        assert recorder.add_prepared(rows[start : start + 1000]) == min(1000, 2500 - start)
+    recorder.add_prepared([(ItemColumns("b", False), b'{"bytes":true}')])
+    run = recorder.finish(metrics={"n": 2501})
+    assert (run.status, run.n_items, run.metrics) == ("finished", 2501, {"n": 2501})
+    items = store.items(run.id)
+    assert [i.key for i in items[:3]] == ["r0", "r1", "r2"] and items[-1].key == "b"
+    assert [i.seq for i in items] == list(range(2501))
+    assert items[1234].result == {"i": 1234} and items[-1].result == {"bytes": True}
+    assert store.count_items(run.id, failed=True) == 834  # i % 3 == 0 for i < 2500
+    assert store.count_items(run.id, tag="city") == 834
+    assert [i.key for i in store.page_items(run.id, tag="city", after=3, limit=2)] == ["r6", "r9"]
+
+
+def test_a_key_seen_before_gets_its_seq_appended(store: Store, tmp_path: Path) -> None:
+    recorder = _open(store, tmp_path)
+    recorder.add_items([{"id": "a", "fields": {}}, {"id": "b", "fields": {}}])
+    # a duplicate in a later chunk and one inside the same chunk
+    recorder.add_items([{"id": "a", "error": {"reason": "duplicate_id"}}, {"id": "c"}, {"id": "c"}])
+    run = recorder.finish(metrics=None)
+    assert [i.key for i in store.items(run.id)] == ["a", "b", "a~2", "c", "c~4"]
+    assert run.n_items == 5 and run.n_errors == 1
+
+
+def test_the_writer_threads_error_reaches_the_scoring_thread(store: Store, tmp_path: Path) -> None:
+    recorder = _open(store, tmp_path)
+    store.delete_run(recorder.id)  # its items now violate the foreign key (or count nothing)
+    recorder.add_items([{"id": "x"}])
+    # SQLite's foreign keys are on, as PostgreSQL's: the insert fails in the writer thread
+    with pytest.raises(Exception, match=r"(?i)foreign key"):
+        recorder.flush()
+
+
+def test_abort_keeps_what_was_queued_and_stops_the_thread(store: Store, tmp_path: Path) -> None:
+    before = threading.active_count()
+    with pytest.raises(KeyboardInterrupt), _open(store, tmp_path, "numeric") as recorder:
+        for chunk in range(4):
+            recorder.add_items(
+                [
+                    {"conversation_id": f"c{chunk}", "turn_idx": t, "general_match": t == 0}
+                    for t in range(3)
+                ]
+            )
+        raise KeyboardInterrupt
+    run = store.get_run(recorder.id)
+    assert run is not None and (run.status, run.n_items) == ("interrupted", 12)
+    assert threading.active_count() == before
