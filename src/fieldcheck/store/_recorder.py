@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import queue
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -91,12 +91,28 @@ class _Writer:
 class RunRecorder:
     """One scored run being written: open, add items chunk by chunk, finish (or abort)."""
 
-    def __init__(self, store: Store, run: RunInfo) -> None:
+    def __init__(
+        self,
+        store: Store,
+        run: RunInfo,
+        on_error: Callable[[BaseException], None] | None = None,
+    ) -> None:
         self.store = store
         self.run = run
         self.seq = 0
+        self.on_error = on_error
+        self.broken = False
         self._writer: _Writer | None = None
         self._closed = False
+
+    def _failed(self, error: BaseException) -> None:
+        """Raise ``error``; or, with ``on_error`` (a command whose files matter more than its
+        copy in the store), report it once and store nothing more."""
+        if self.on_error is None or not isinstance(error, Exception):
+            raise error
+        if not self.broken:
+            self.broken = True
+            self.on_error(error)
 
     @classmethod
     def open(
@@ -112,16 +128,16 @@ class RunRecorder:
         task: str = "score",
         parent_id: str | None = None,
         input_digests: Sequence[Mapping[str, Any]] | None = None,
+        on_error: Callable[[BaseException], None] | None = None,
     ) -> RunRecorder:
         """Start a ``scored`` run of ``system`` (json | slots | numeric): ``inputs`` as (name,
         path) pairs (their sha256 is taken now), ``settings`` what ``rescore`` needs to score it
         again, ``signature`` a Signature, its dict or its text, ``out`` the output folder,
         ``model`` the model (several: ``", "``-joined). ``input_digests`` (``[{name, path,
-        sha256}]``, a re-scored run's parent's) are kept as given, after ``inputs``."""
+        sha256}]``, a re-scored run's parent's) are kept as given, after ``inputs``. With
+        ``on_error``, a failing store later is reported to it once (see ``_failed``)."""
         store = store if store is not None else Store()
-        if hasattr(signature, "model_dump"):
-            signature = signature.model_dump(mode="json")
-        text = signature if isinstance(signature, str) else _json(signature)
+        text = _signature_text(signature)
         run = store.create_scored_run(
             system=system,
             model=model,
@@ -132,7 +148,7 @@ class RunRecorder:
             out_dir=str(Path(out).resolve()) if out is not None else None,
             parent_id=parent_id,
         )
-        return cls(store, run)
+        return cls(store, run, on_error)
 
     @property
     def id(self) -> str:
@@ -159,41 +175,60 @@ class RunRecorder:
                 tags.extend((name, seq, failed) for name, failed in c.tags.items())
             seq += 1
         self.seq = seq
-        if items:
-            if self._writer is None:
-                self._writer = _Writer(self.store, self.run.id)
-            self._writer.put(items, tags)
+        if items and not self.broken:
+            try:
+                if self._writer is None:
+                    self._writer = _Writer(self.store, self.run.id)
+                self._writer.put(items, tags)
+            except BaseException as error:
+                self._failed(error)
         return len(items)
 
     def flush(self) -> None:
         """Wait until every item added so far is in the database."""
         if self._writer is not None:
             writer, self._writer = self._writer, None
-            writer.close()
+            try:
+                writer.close()
+            except BaseException as error:
+                self._failed(error)
 
     def finish(
-        self, *, metrics: Mapping[str, Any] | None, intervals: Mapping[str, Any] | None = None
+        self,
+        *,
+        metrics: Mapping[str, Any] | None,
+        intervals: Mapping[str, Any] | None = None,
+        signature: Any = None,
     ) -> RunInfo:
         """Mark the run finished with its metrics and confidence intervals (JSON values), once
-        every item is in the database."""
+        every item is in the database; ``signature`` replaces the one given to ``open`` (a
+        command knows its full signature only once scored)."""
         self.flush()
-        self.run = self.store.finish_scored_run(
-            self.run.id,
-            metrics=orjson.loads(_json(_plain(metrics))) if metrics is not None else None,
-            intervals=orjson.loads(_json(_plain(intervals))) if intervals is not None else None,
-        )
+        if self.broken:
+            self._closed = True
+            return self.run
+        try:
+            self.run = self.store.finish_scored_run(
+                self.run.id,
+                metrics=orjson.loads(_json(_plain(metrics))) if metrics is not None else None,
+                intervals=orjson.loads(_json(_plain(intervals))) if intervals is not None else None,
+                signature=None if signature is None else _signature_text(signature),
+            )
+        except Exception as error:
+            self._failed(error)
         self._closed = True
         return self.run
 
     def abort(self) -> None:
         """Mark the run ``interrupted`` (an error or Ctrl-C); the items added so far stay."""
         if not self._closed:
+            self._closed = True
             with contextlib.suppress(Exception):  # the run's own error is the one to report
                 self.flush()
-            self.store.finish_scored_run(
-                self.run.id, metrics=None, intervals=None, status="interrupted"
-            )
-            self._closed = True
+            with contextlib.suppress(Exception):
+                self.store.finish_scored_run(
+                    self.run.id, metrics=None, intervals=None, status="interrupted"
+                )
 
     def __enter__(self) -> RunRecorder:
         return self
@@ -206,6 +241,13 @@ class RunRecorder:
     ) -> None:
         if exc_type is not None:
             self.abort()
+
+
+def _signature_text(signature: Any) -> str:
+    """A Signature, its dict or its text, as stored."""
+    if hasattr(signature, "model_dump"):
+        signature = signature.model_dump(mode="json")
+    return signature if isinstance(signature, str) else _json(signature)
 
 
 def _json(value: Any) -> str:

@@ -364,11 +364,14 @@ class Store:
         metrics: dict[str, Any] | None,
         intervals: dict[str, Any] | None,
         status: str = "finished",
+        signature: str | None = None,
     ) -> RunInfo:
         with self.session() as s:
             row = s.get(RunRow, run_id)
             if row is None:
                 raise KeyError(run_id)
+            if signature is not None:
+                row.signature = signature
             if metrics is not None:
                 row.metrics = _dumps(metrics)
             if intervals is not None:

@@ -1,0 +1,106 @@
+"""Recording a scored run in the store (issue 11, docs/runs.md): the ``--no-store`` option and
+the recorder every scoring command opens. The files on disk come first: a store that cannot be
+opened or written is one warning on stderr, and the command goes on with the same exit status."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+from rich.console import Console
+
+from fieldcheck._util.term import safe_text
+from fieldcheck.store import DATABASE_ENV
+
+if TYPE_CHECKING:
+    from fieldcheck.store import RunRecorder
+
+NO_STORE_HELP = (
+    f"Do not record this run in the store (${DATABASE_ENV} or the default SQLite file), and do "
+    "not read the configuration saved there; the output files are the same either way."
+)
+NoStoreOpt = Annotated[bool, typer.Option("--no-store", metavar="", help=NO_STORE_HELP)]
+
+
+def _reason(exc: BaseException) -> str:
+    first = (str(exc).splitlines() or [""])[0][:200]
+    return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+
+
+def open_recorder(
+    no_store: bool,
+    errors: Console,
+    *,
+    system: str,
+    inputs: Sequence[tuple[str, str | Path]],
+    settings: Mapping[str, Any],
+    out: str | Path,
+    model: str = "",
+    task: str = "score",
+) -> RunRecorder | None:
+    """The run's recorder, or None with ``--no-store`` or when the store cannot be opened
+    (then one warning). The signature is given to ``finish``, once known."""
+    if no_store:
+        return None
+
+    def warn(exc: BaseException) -> None:
+        errors.print(
+            safe_text(f"warning: the run is not stored ({_reason(exc)}); its files are complete"),
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
+
+    try:
+        from fieldcheck.store import RunRecorder
+
+        return RunRecorder.open(
+            None,
+            system=system,
+            inputs=inputs,
+            settings=settings,
+            signature="",
+            out=out,
+            model=model,
+            task=task,
+            on_error=warn,
+        )
+    except Exception as exc:  # a bad URL, an unreachable or read-only database
+        warn(exc)
+        return None
+
+
+@contextmanager
+def recording(recorder: RunRecorder | None) -> Iterator[RunRecorder | None]:
+    """Around the scoring: an exception or Ctrl-C marks the run ``interrupted`` in the store
+    (its items so far stay) before the command reports it."""
+    if recorder is None:
+        yield None
+        return
+    with recorder:
+        yield recorder
+
+
+def finish_recorder(
+    recorder: RunRecorder | None,
+    *,
+    metrics: Mapping[str, Any] | None,
+    intervals: Mapping[str, Any] | None,
+    signature: Any,
+) -> str | None:
+    """Finish the run in the store; the line saying where it is (None when not stored)."""
+    if recorder is None:
+        return None
+    run = recorder.finish(metrics=metrics, intervals=intervals, signature=signature)
+    if recorder.broken:
+        return None
+    return f"stored as run {run.id}: fieldcheck runs show {run.id}"
+
+
+def stored_line(console: Console, line: str | None) -> None:
+    """Print ``finish_recorder``'s line (not in ``--json`` mode: stdout is the JSON)."""
+    if line is not None:
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
