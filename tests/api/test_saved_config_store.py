@@ -17,11 +17,12 @@ def test_saved_config_round_trip_and_reopen(tmp_path: Path) -> None:
     store = Store(url)
     assert store.get_config("strategies") is None
     store.put_config("strategies", {"name": "FUZZY"})
-    store.put_config("strategies", {"bio": "SEMANTIC", "name": "EXACT"})
+    store.put_config("strategies", {"name": "EXACT", "bio": "SEMANTIC"})
     store.put_config("weights", {"accuracy": 1.0})
     store.close()
     again = Store(url)
     assert again.get_config("strategies") == {"bio": "SEMANTIC", "name": "EXACT"}
+    assert list(again.get_config("strategies")) == ["name", "bio"]  # the user's order, kept
     assert again.get_config("weights") == {"accuracy": 1.0}
     tables = set(inspect(again.engine).get_table_names())
     assert {"runs", "run_items", "response_cache", "saved_config"} <= tables

@@ -18,7 +18,7 @@ from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from rich.console import Console
 from rich.progress import (
@@ -36,9 +36,6 @@ from fieldcheck._util.term import SafeConsole
 from fieldcheck.runner._client import CallResult, ChatClient, Runner
 from fieldcheck.runner._models import ModelSpec
 from fieldcheck.store import RunInfo, StoredItem, sha256_file
-
-if TYPE_CHECKING:
-    from fieldcheck.store import Store
 
 U = TypeVar("U")
 
@@ -134,7 +131,7 @@ class RunHandle:
         self._next_seq += 1
         if store is not None:
             if key in self._in_store:  # a failed item (or one built on it) run again
-                _forget_item(store, self.id, key)
+                store.forget_item(self.id, key)
                 self._in_store.discard(key)
             store.save_item(
                 self.id,
@@ -205,27 +202,6 @@ class _Unit:
 _UNIT: contextvars.ContextVar[_Unit | None] = contextvars.ContextVar(
     "fieldcheck_unit", default=None
 )
-
-
-def _forget_item(store: Store, run_id: str, key: str) -> None:
-    """Delete a stored item of ``run_id`` and take it off the run's counts (before it is saved
-    again)."""
-    from sqlalchemy import delete, update
-
-    from fieldcheck.store._schema import ItemRow, RunRow
-
-    with store.session() as s:
-        row = s.get(ItemRow, (run_id, key))
-        if row is None:
-            return
-        failed = 1 if row.error_type else 0
-        s.execute(delete(ItemRow).where(ItemRow.run_id == run_id, ItemRow.item_key == key))
-        s.execute(
-            update(RunRow)
-            .where(RunRow.id == run_id)
-            .values(n_done=RunRow.n_done - 1, n_errors=RunRow.n_errors - failed)
-        )
-        s.commit()
 
 
 # Error types that mean the endpoint cannot answer at all (nothing listening, wrong URL, model

@@ -469,6 +469,22 @@ class Store:
             for row in s.scalars(query.execution_options(yield_per=1000)):
                 yield _stored(row)
 
+    def forget_item(self, run_id: str, key: str) -> None:
+        """Delete a stored item of ``run_id`` and take it off the run's counts (a resumed run
+        calls it again before saving it anew)."""
+        with self.session() as s:
+            row = s.get(ItemRow, (run_id, key))
+            if row is None:
+                return
+            failed = 1 if row.error_type else 0
+            s.execute(delete(ItemRow).where(ItemRow.run_id == run_id, ItemRow.item_key == key))
+            s.execute(
+                update(RunRow)
+                .where(RunRow.id == run_id)
+                .values(n_done=RunRow.n_done - 1, n_errors=RunRow.n_errors - failed)
+            )
+            s.commit()
+
     def save_item(
         self,
         run_id: str,
@@ -541,7 +557,8 @@ class Store:
     def put_config(self, section: str, value: Any) -> None:
         """Save (replace) a configuration section; the caller validates it first."""
         with self.session() as s:
-            s.merge(ConfigRow(section=section, value=_dumps(value), updated_at=_now()))
+            text = orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()  # order kept
+            s.merge(ConfigRow(section=section, value=text, updated_at=_now()))
             s.commit()
 
 
