@@ -1,5 +1,6 @@
-"""The slots bootstrap draws its resample weights in chunks (flat memory) and gives exactly the
-intervals and paired p-values of the whole-matrix functions for the same seed."""
+"""The slots bootstrap is a Poisson bootstrap over classes of equal session rows: its cost and
+memory follow the distinct rows, not the sessions; its results depend only on the rows (not their
+order or chunks) and estimate the spread of the multinomial bootstrap it replaced."""
 
 from __future__ import annotations
 
@@ -10,16 +11,19 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pytest
 from slots_helpers import slot
 
 from fieldcheck.metrics._stats import (
+    Interval,
+    RowClasses,
+    bootstrap_classes_ci,
     bootstrap_totals_ci,
-    paired_bootstrap_groups_pvalue,
+    paired_bootstrap_classes_pvalue,
     paired_bootstrap_totals_pvalue,
+    safe_div_array,
 )
 from fieldcheck.slots import ModelInput, load_slots, score_models
-from fieldcheck.slots._score import STATISTICS, _stat_f1, session_intervals
+from fieldcheck.slots._score import CI_GROUPS, STATISTICS, _on_columns, _stat_f1
 
 Jsonl = Callable[[str, list[Any]], Path]
 
@@ -43,48 +47,103 @@ def _units(rng: np.random.Generator, n: int) -> np.ndarray:
     ).astype(float)
 
 
-@pytest.mark.parametrize("n", [1, 2, 37, 300])
-@pytest.mark.parametrize("chunk", ["one resample", "seven resamples", "all at once"])
-def test_chunked_intervals_and_pvalues_equal_the_whole_matrix(n: int, chunk: str) -> None:
-    max_cells = {"one resample": 1, "seven resamples": 7 * n, "all at once": 10**9}[chunk]
-    rng = np.random.default_rng(n)
-    a, b = _units(rng, n), _units(rng, n)
-    for seed, resamples in ((0, 200), (11, 57)):
-        expected = bootstrap_totals_ci(a.tolist(), STATISTICS, resamples=resamples, seed=seed)
-        got = session_intervals(a, resamples=resamples, seed=seed, max_cells=max_cells)
-        assert expected is not None and got == expected
-        p_expected = paired_bootstrap_totals_pvalue(
-            a.tolist(), b.tolist(), _stat_f1, resamples=resamples, seed=seed
-        )
-        p_got = paired_bootstrap_groups_pvalue(
-            a, b, _stat_f1, resamples=resamples, seed=seed, max_cells=max_cells
-        )
-        assert p_got == p_expected
-    # a pair with a real difference: the p-value is small, and still the same
-    better = a.copy()
-    better[:, 1] = 0  # no false positives: precision 1
-    p_whole = paired_bootstrap_totals_pvalue(better.tolist(), a.tolist(), _stat_f1, resamples=99)
-    p_chunked = paired_bootstrap_groups_pvalue(
-        better, a, _stat_f1, resamples=99, max_cells=max_cells
+def _classes(rows: np.ndarray, chunks: list[int] | None = None) -> RowClasses:
+    classes = RowClasses(rows.shape[1])
+    start = 0
+    for size in chunks or [len(rows)]:
+        classes.add(rows[start : start + size])
+        start += size
+    classes.add(rows[start:])
+    return classes
+
+
+def test_row_classes_count_equal_rows_whatever_the_chunks() -> None:
+    rows = np.array([[1, 0, 2], [0, 0, 0], [1, 0, 2], [3, 1, 0], [1, 0, 2], [0, 0, 0]])
+    for chunks in ([6], [1, 1, 1, 1, 1, 1], [4, 2]):
+        classes = _classes(rows, chunks)
+        got, counts = classes.classes()
+        # (1, 0, 2) three times, (0, 0, 0) twice, (3, 1, 0) once
+        assert sorted(zip(map(tuple, got.tolist()), counts.tolist(), strict=True)) == [
+            ((0, 0, 0), 2),
+            ((1, 0, 2), 3),
+            ((3, 1, 0), 1),
+        ]
+        assert classes.units == 6 and classes.totals().tolist() == [[6, 1, 6]]
+
+
+def test_class_bootstrap_depends_only_on_the_rows_not_their_order_or_chunks() -> None:
+    rng = np.random.default_rng(7)
+    a, b = _units(rng, 5_000).astype(np.int64), _units(rng, 5_000).astype(np.int64)
+    statistics = {"precision": STATISTICS["precision"], "token_f1": STATISTICS["token_f1"]}
+    first = bootstrap_classes_ci(_classes(a), statistics, resamples=200, seed=3)
+    order = rng.permutation(len(a))
+    shuffled = _classes(a[order], [1, 7, 3000, 13])  # compacted several times
+    assert bootstrap_classes_ci(shuffled, statistics, resamples=200, seed=3) == first
+    assert bootstrap_classes_ci(shuffled, statistics, resamples=200, seed=4) != first
+    joined = np.hstack([a, b])
+    p = paired_bootstrap_classes_pvalue(_classes(joined), 8, _stat_f1, resamples=200, seed=3)
+    p_shuffled = paired_bootstrap_classes_pvalue(
+        _classes(joined[order], [999, 1]), 8, _stat_f1, resamples=200, seed=3
     )
-    assert p_chunked == p_whole
-    if n == 300:
-        assert p_whole == 1 / 100
+    assert p is not None and p == p_shuffled
 
 
-def test_pvalue_edge_cases() -> None:
-    assert paired_bootstrap_groups_pvalue([], [], _stat_f1) is None
-    assert (
-        paired_bootstrap_groups_pvalue([[1, 0, 0, 1, 1, 1, 1, 1]], [[0] * 8], _stat_f1, resamples=0)
-        is None
+def test_empty_resamples_are_left_out_and_edge_cases() -> None:
+    # one session (tp=1, fp=1): every drawn resample has precision 1/2; the Poisson(1) weight
+    # is 0 in about e^-1 = 37% of 1,000 resamples, and those are left out
+    one = _classes(np.array([[1, 1, 0]]))
+    found = bootstrap_classes_ci(one, {"p": _precision3}, resamples=1000, seed=0)
+    assert found is not None
+    p = found["p"]
+    assert (p.estimate, p.low, p.high) == (0.5, 0.5, 0.5)
+    assert 560 < p.resamples < 700  # 1000 * (1 - e^-1) = 632
+    assert bootstrap_classes_ci(RowClasses(3), {"p": _precision3}) is None
+    assert bootstrap_classes_ci(one, {"p": _precision3}, resamples=0) is None
+    assert paired_bootstrap_classes_pvalue(RowClasses(6), 3, _precision3) is None
+
+
+def _precision3(t: np.ndarray) -> np.ndarray:
+    return safe_div_array(t[:, 0], t[:, 0] + t[:, 1])
+
+
+def test_spread_matches_the_multinomial_bootstrap() -> None:
+    """The Poisson bootstrap over classes estimates the same sampling spread as the seeded
+    multinomial bootstrap it replaced: each interval's width within 10% on a fixed input, and
+    the paired p-values alike (2,000 resamples each)."""
+    rng = np.random.default_rng(11)
+    a = _units(rng, 3_000)
+    b = a.copy()
+    flip = rng.random(len(b)) < 0.08  # model b: a few more misses than a
+    b[flip, 0] -= np.minimum(b[flip, 0], 1)
+    b[flip, 2] += 1
+    multinomial = bootstrap_totals_ci(a.tolist(), STATISTICS, resamples=2000, seed=1)
+    assert multinomial is not None
+    found: dict[str, Interval] = {}
+    for stream, (columns, statistics) in enumerate(CI_GROUPS):
+        classes = _classes(a[:, list(columns)].astype(np.int64))
+        found |= (
+            bootstrap_classes_ci(classes, statistics, resamples=2000, seed=1, stream=stream) or {}
+        )
+    assert set(found) == set(multinomial)
+    for name, expected in multinomial.items():
+        got = found[name]
+        assert got.estimate == expected.estimate
+        width, expected_width = got.high - got.low, expected.high - expected.low
+        assert abs(width - expected_width) <= 0.1 * expected_width, (name, width, expected_width)
+    cols = [0, 1, 2]
+    joined = _classes(np.hstack([a[:, cols], b[:, cols]]).astype(np.int64))
+    pair_f1 = _on_columns((0, 1, 2), _stat_f1)
+    p = paired_bootstrap_classes_pvalue(joined, 3, pair_f1, resamples=2000, seed=1)
+    p_multinomial = paired_bootstrap_totals_pvalue(
+        a.tolist(), b.tolist(), _stat_f1, resamples=2000, seed=1
     )
-    with pytest.raises(ValueError, match="same examples"):
-        paired_bootstrap_groups_pvalue([[1.0] * 8], [], _stat_f1)
+    assert p is not None and p_multinomial is not None
+    assert abs(p - p_multinomial) <= 0.1 * max(p_multinomial, 0.01), (p, p_multinomial)
 
 
-def test_score_models_intervals_and_pvalue_equal_the_whole_matrix(jsonl: Jsonl) -> None:
-    """End to end with a left-out session: intervals over each model's sessions, the p-value over
-    the sessions both were scored on, each equal to the whole-matrix function's."""
+def test_score_models_intervals_and_pvalue_are_the_class_bootstrap(jsonl: Jsonl) -> None:
+    """End to end with a left-out session: each model's intervals are the class bootstrap of its
+    sessions' counts, the p-value that of the sessions both models were scored on."""
     rnd = random.Random(3)
     gold = [
         slot(f"u{i % 9}", i, rnd.choice("tq"), f"f{j}", f"v{j}")
@@ -101,36 +160,44 @@ def test_score_models_intervals_and_pvalue_equal_the_whole_matrix(jsonl: Jsonl) 
         ModelInput("b", load_slots(jsonl("b.jsonl", preds["b"])), not_scored=left_out),
     ]
     run = score_models(load_slots(jsonl("gold.jsonl", gold)), models, bootstrap=150, seed=4)
-    units = {m.name: m.units for m in run.models}
+    units = {m.name: m.units.astype(np.int64) for m in run.models}
     assert units["a"].shape == (60, 8) and units["b"].shape == (58, 8)
     assert units["a"][:, 0].sum() == run.models[0].result.counts.tp
     for m in run.models:
-        expected = bootstrap_totals_ci(units[m.name].tolist(), STATISTICS, resamples=150, seed=4)
-        assert expected is not None and m.result.ci == expected
+        expected: dict[str, Interval] = {}
+        for stream, (columns, statistics) in enumerate(CI_GROUPS):
+            classes = _classes(units[m.name][:, list(columns)])
+            expected |= (
+                bootstrap_classes_ci(classes, statistics, resamples=150, seed=4, stream=stream)
+                or {}
+            )
+        assert m.result.ci == expected
+        assert all(i is not None and i.low <= i.estimate <= i.high for i in m.result.ci.values())
     common = [i for i, k in enumerate(run.models[0].keys) if k not in left_out]
-    p = paired_bootstrap_totals_pvalue(
-        units["a"][common].tolist(), units["b"].tolist(), _stat_f1, resamples=150, seed=4
+    joined = np.hstack([units["a"][common][:, :3], units["b"][:, :3]])
+    p = paired_bootstrap_classes_pvalue(
+        _classes(joined), 3, _on_columns((0, 1, 2), _stat_f1), resamples=150, seed=4, stream=3
     )
     (pair,) = run.paired_f1
     assert pair.sessions == 58 and pair.p_value == p
 
 
-def _peak(n: int) -> int:
-    units = _units(np.random.default_rng(0), n)
+def _peak(n: int) -> tuple[int, int]:
+    units = _units(np.random.default_rng(0), n).astype(np.int64)
     tracemalloc.start()
     try:
-        session_intervals(units, resamples=100, seed=0, max_cells=500_000)
-        paired_bootstrap_groups_pvalue(
-            units, units[::-1], _stat_f1, resamples=100, max_cells=500_000
-        )
-        return tracemalloc.get_traced_memory()[1]
+        classes = _classes(units[:, :3], [1000] * (n // 1000))
+        bootstrap_classes_ci(classes, {"p": _precision3}, resamples=1000, seed=0)
+        paired = _classes(np.hstack([units[:, :3], units[::-1, :3]]), [1000] * (n // 1000))
+        paired_bootstrap_classes_pvalue(paired, 3, _precision3, resamples=1000)
+        return tracemalloc.get_traced_memory()[1], len(paired.classes()[1])
     finally:
         tracemalloc.stop()
 
 
 def test_bootstrap_memory_is_flat_in_sessions() -> None:
-    # 100 resamples of 100,000 sessions as one matrix: 80 MB of integer draws and 80 MB of float
-    # weights; in chunks of 500,000 weights about 12 MB whatever the number of sessions
-    small, large = _peak(10_000), _peak(100_000)
-    assert large < 20 * 2**20, large
-    assert large < 1.5 * small, (small, large)
+    # the classes of (tp, fp, fn) rows: 5 x 3 x 3 = 45 at most, (a, b) pairs 45^2 = 2,025; the
+    # sessions are folded in 1,000 at a time, so memory is the classes and 1,000 x 1,000 weights
+    (small, small_classes), (large, large_classes) = _peak(10_000), _peak(200_000)
+    assert small_classes <= 2025 and large_classes <= 2025
+    assert large < 1.3 * small, (small, large)

@@ -314,7 +314,10 @@ def class_weights(seed: int, block: int, resamples: int, counts: np.ndarray) -> 
     each resampled total has the per-record Poisson bootstrap's distribution. From a generator
     seeded by (seed, block): first 16-bit draws through the Poisson(1) table for the classes of
     one record (in class order), then ``Generator.poisson`` for the others."""
-    rng = np.random.default_rng([seed, block])
+    return _class_weights(np.random.default_rng([seed, block]), resamples, counts)
+
+
+def _class_weights(rng: np.random.Generator, resamples: int, counts: np.ndarray) -> np.ndarray:
     counts = np.asarray(counts, dtype=np.int64)
     single = counts == 1
     weights = np.empty((resamples, len(counts)))
@@ -503,34 +506,125 @@ def bootstrap_groups_ci(
     return out
 
 
-def paired_bootstrap_groups_pvalue(
-    units_a: Sequence[Sequence[float]] | np.ndarray,
-    units_b: Sequence[Sequence[float]] | np.ndarray,
+class RowClasses:
+    """Distinct integer rows of per-unit sufficient statistics, each with how many units it
+    stands for, folded as units arrive: memory grows with the distinct rows, not the units.
+
+    ``classes()`` gives them in one order whatever order and chunks the units came in, so a
+    bootstrap drawn over the classes depends only on the multiset of rows.
+    """
+
+    def __init__(self, width: int) -> None:
+        self.width = width
+        self.units = 0
+        self._rows = np.empty((0, width), dtype=np.int64)
+        self._counts = np.empty(0, dtype=np.int64)
+        self._pending: list[np.ndarray] = []
+        self._waiting = 0
+
+    def add(self, rows: np.ndarray) -> None:
+        """Count each row of ``rows`` (an (m, width) array of integers) as one unit."""
+        rows = np.asarray(rows, dtype=np.int64).reshape(-1, self.width)
+        if not len(rows):
+            return
+        self.units += len(rows)
+        self._pending.append(rows)
+        self._waiting += len(rows)
+        if self._waiting > max(8192, 2 * len(self._counts)):
+            self._compact()
+
+    def _compact(self) -> None:
+        if not self._pending:
+            return
+        rows = np.concatenate([self._rows, *self._pending])
+        counts = np.concatenate([self._counts, np.ones(self._waiting, dtype=np.int64)])
+        self._pending, self._waiting = [], 0
+        keys = np.ascontiguousarray(rows).view(np.dtype((np.void, 8 * self.width))).ravel()
+        _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+        self._rows = rows[first]
+        self._counts = np.bincount(inverse.reshape(-1), weights=counts).astype(np.int64)
+
+    def classes(self) -> tuple[np.ndarray, np.ndarray]:
+        """(rows, counts): the distinct rows in byte order and how many units each stands for."""
+        self._compact()
+        return self._rows, self._counts
+
+    def totals(self) -> np.ndarray:
+        """The (1, width) column totals over every unit (exact integers)."""
+        rows, counts = self.classes()
+        totals: np.ndarray = (counts @ rows).reshape(1, self.width)
+        return totals
+
+
+def _class_totals(
+    rows: np.ndarray, counts: np.ndarray, *, resamples: int, seed: int, stream: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """(totals, mass) of ``resamples`` Poisson bootstrap resamples of the units behind the
+    classes: a class of ``c`` units weighs Poisson(c) (``class_weights``), so a total has the
+    per-unit Poisson(1) bootstrap's distribution; classes go BOOTSTRAP_BLOCK at a time, block b
+    drawn from a generator seeded by (seed, stream, b). ``mass`` is each resample's number of
+    units drawn (0: an empty resample)."""
+    width = rows.shape[1]
+    totals = np.zeros((resamples, width))
+    mass = np.zeros(resamples)
+    columns = np.ascontiguousarray(rows.T, dtype=float)
+    for block, start in enumerate(range(0, len(counts), BOOTSTRAP_BLOCK)):
+        end = start + BOOTSTRAP_BLOCK
+        rng = np.random.default_rng([seed, stream, block])
+        weights = _class_weights(rng, resamples, counts[start:end])
+        mass += weights.sum(axis=1)
+        for j in range(width):  # matrix-vector products: see MeansBootstrap._fold
+            totals[:, j] += weights.dot(columns[j, start:end])
+    return totals, mass
+
+
+def bootstrap_classes_ci(
+    classes: RowClasses,
+    statistics: Mapping[str, TotalsStatistic],
+    *,
+    resamples: int = 1000,
+    level: float = 0.95,
+    seed: int = 0,
+    stream: int = 0,
+) -> dict[str, Interval] | None:
+    """Percentile intervals of statistics of summed per-unit counts by the Poisson bootstrap over
+    ``classes`` (each statistic maps an (m, width) array of totals to m values): its cost and
+    memory grow with the distinct rows, not the units, and the result depends only on the
+    multiset of rows and (seed, stream). A resample that draws no unit is left out
+    (``Interval.resamples`` counts the others). ``None`` for no units or ``resamples < 1``."""
+    if classes.units == 0 or resamples < 1:
+        return None
+    rows, counts = classes.classes()
+    totals, mass = _class_totals(rows, counts, resamples=resamples, seed=seed, stream=stream)
+    kept = totals[mass > 0]
+    full = classes.totals()
+    return {
+        name: _percentile_interval(stat(kept), float(stat(full)[0]), level)
+        for name, stat in statistics.items()
+    }
+
+
+def paired_bootstrap_classes_pvalue(
+    classes: RowClasses,
+    width: int,
     statistic: TotalsStatistic,
     *,
     resamples: int = 1000,
     seed: int = 0,
-    max_cells: int = 2_000_000,
+    stream: int = 0,
 ) -> float | None:
-    """``paired_bootstrap_totals_pvalue`` with the weights drawn as ``bootstrap_groups_ci`` draws
-    them, ``max_cells // n`` resamples at a time: the same p-value for the same units and seed,
-    with memory of about ``max_cells`` weights whatever the number of units ``n``."""
-    if len(units_a) != len(units_b):
-        raise ValueError("paired bootstrap needs the same examples for both systems")
-    n = len(units_a)
-    if n == 0 or resamples < 1:
+    """Two-sided paired bootstrap p-value that ``statistic`` differs between systems A and B,
+    over classes of joined rows (A's ``width`` columns, then B's) of the units both scored:
+    the test of ``paired_bootstrap_totals_pvalue`` (deltas centred on the observed one, +1
+    smoothing) with ``bootstrap_classes_ci``'s Poisson draws; empty resamples are left out.
+    ``None`` for no units or ``resamples < 1``."""
+    if classes.units == 0 or resamples < 1:
         return None
-    a = np.asarray(units_a, dtype=float).reshape(n, -1)
-    b = np.asarray(units_b, dtype=float).reshape(n, -1)
-    observed = float(
-        statistic(a.sum(axis=0, keepdims=True))[0] - statistic(b.sum(axis=0, keepdims=True))[0]
-    )
-    rng = np.random.default_rng(seed)
-    probabilities = np.full(n, 1.0 / n)
-    step = max(1, max_cells // n)
-    extreme = 0
-    for start in range(0, resamples, step):
-        weights = rng.multinomial(n, probabilities, size=min(step, resamples - start)).astype(float)
-        deltas = statistic(weights @ a) - statistic(weights @ b)
-        extreme += int(np.count_nonzero(np.abs(deltas - observed) >= abs(observed) - 1e-12))
-    return (extreme + 1) / (resamples + 1)
+    rows, counts = classes.classes()
+    totals, mass = _class_totals(rows, counts, resamples=resamples, seed=seed, stream=stream)
+    totals = totals[mass > 0]
+    full = classes.totals()
+    observed = float(statistic(full[:, :width])[0] - statistic(full[:, width:])[0])
+    deltas = statistic(totals[:, :width]) - statistic(totals[:, width:])
+    extreme = int(np.count_nonzero(np.abs(deltas - observed) >= abs(observed) - 1e-12))
+    return (extreme + 1) / (len(totals) + 1)

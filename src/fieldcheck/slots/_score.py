@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import combinations
-from typing import Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 import numpy as np
+import orjson
 from pydantic import BaseModel
 
 from fieldcheck._util.errors import InputError
@@ -38,12 +39,12 @@ from fieldcheck.metrics._slots import (
 from fieldcheck.metrics._stats import (
     ExactSum,
     Interval,
-    TotalsGroup,
+    RowClasses,
     TotalsStatistic,
-    _percentile_interval,
-    bootstrap_groups_ci,
+    bootstrap_classes_ci,
     f1_from_pr_array,
     latency_stats,
+    paired_bootstrap_classes_pvalue,
     safe_div_array,
 )
 from fieldcheck.metrics._text import (
@@ -53,6 +54,10 @@ from fieldcheck.metrics._text import (
     tokenize_values,
 )
 from fieldcheck.slots._loaders import JudgeFile, LatencyFile, SessionKey, SlotFile, SlotKey
+from fieldcheck.store._items import slot_columns
+
+if TYPE_CHECKING:
+    from fieldcheck.store import RunRecorder
 
 log = logging.getLogger("fieldcheck")
 
@@ -134,21 +139,55 @@ class PairedF1(BaseModel):
     sessions: int
 
 
+class SessionCount(Sequence[SessionKey]):
+    """The scored sessions of a streamed model, counted but not kept (memory flat in sessions):
+    ``len`` works; reading a key raises, so no caller mistakes it for an empty list."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+    def __len__(self) -> int:
+        return self.n
+
+    @overload
+    def __getitem__(self, index: int) -> SessionKey: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[SessionKey]: ...
+    def __getitem__(self, index: int | slice) -> SessionKey | Sequence[SessionKey]:
+        raise TypeError(
+            "a streamed slot run keeps no session keys (score_models keeps them; the store's "
+            "items carry each session)"
+        )
+
+    def __iter__(self) -> Iterator[SessionKey]:
+        return self.__getitem__(0)  # type: ignore[return-value]  # raises
+
+    def __repr__(self) -> str:
+        return f"SessionCount({self.n})"
+
+
 @dataclass
 class ModelScore:
-    """A model's result with what reports need beyond ``metrics.json``."""
+    """A model's result with what reports need beyond ``metrics.json``. ``units`` and ``keys``
+    (each scored session's bootstrap counts and key, in sorted order) are kept by
+    ``score_models`` only; a streamed ``SlotScorer`` gives no units and a ``SessionCount``."""
 
     name: str
     result: ModelResult
     units: np.ndarray  # (sessions, 8): each scored session's bootstrap statistics (_UNIT_FIELDS)
     latency_seconds: list[float] = field(default_factory=list)
-    keys: list[SessionKey] = field(default_factory=list)  # the session of each ``units`` row
+    keys: Sequence[SessionKey] = field(default_factory=list)  # the session of each ``units`` row
     session_seconds: dict[SessionKey, float] = field(default_factory=dict)  # latency by session
     topic_gold_slots: dict[str, int] = field(default_factory=dict)  # over the scored sessions
 
     @property
     def not_scored(self) -> int:
         return sum(self.result.sessions_not_scored.values())
+
+    @property
+    def sessions(self) -> int:
+        """How many sessions were scored (``result.counts.sessions``)."""
+        return self.result.counts.sessions
 
 
 @dataclass
@@ -224,9 +263,8 @@ def slot_text(values: Sequence[str], *, canonical: bool = False) -> str:
     return ", ".join(sorted(v.strip() for v in slot_values(values)))
 
 
-# Bootstrap: each session is a vector of sufficient statistics; a resample's totals are one
-# matrix product, and each statistic is vectorised. The resample weights are drawn a chunk at a
-# time (bootstrap_groups_ci), so memory does not grow with the number of sessions.
+# Bootstrap: each session is a vector of sufficient statistics; a resample's totals are a
+# weighted sum of them, and each statistic is vectorised over resamples.
 _UNIT_FIELDS = (
     "tp",
     "fp",
@@ -284,20 +322,31 @@ STATISTICS: dict[str, TotalsStatistic] = {
 }
 
 
-def session_intervals(
-    units: np.ndarray, *, resamples: int, seed: int, max_cells: int = 2_000_000
-) -> dict[str, Interval]:
-    """Percentile bootstrap intervals of STATISTICS over sessions (``units``, one row each): the
-    same intervals as ``bootstrap_totals_ci`` for the same seed, with the resample weights drawn
-    ``max_cells // sessions`` resamples at a time, so memory stays flat in the sessions."""
-    rows = cast("Sequence[Sequence[float]]", units)  # an array: bootstrap_groups_ci takes it as is
-    group = TotalsGroup(range(len(units)), rows, STATISTICS)
-    return (
-        bootstrap_groups_ci(
-            len(units), [group], resamples=resamples, seed=seed, max_cells=max_cells
-        )
-        or {}
+def _on_columns(columns: tuple[int, ...], stat: TotalsStatistic) -> TotalsStatistic:
+    """``stat`` of totals given only at ``columns`` (the others are not needed by it)."""
+
+    def on(totals: np.ndarray) -> np.ndarray:
+        full = np.zeros((len(totals), len(_UNIT_FIELDS)))
+        full[:, columns] = totals
+        return stat(full)
+
+    return on
+
+
+# The intervals draw over classes of equal rows (RowClasses), so each group of statistics keeps
+# only the columns it reads: few distinct rows (tp, fp, fn), whatever the number of sessions.
+CI_GROUPS: tuple[tuple[tuple[int, ...], dict[str, TotalsStatistic]], ...] = tuple(
+    (columns, {name: _on_columns(columns, STATISTICS[name]) for name in names})
+    for columns, names in (
+        ((TP, FP, FN), ("precision", "recall", "f1")),
+        ((EXACT, GOLD), ("exact_match_rate",)),
+        ((TOK_MATCHED, TOK_PRED, TOK_GOLD), ("token_f1",)),
     )
+)
+PAIR_COLUMNS = (TP, FP, FN)
+_PAIR_F1 = _on_columns(PAIR_COLUMNS, _stat_f1)
+_PAIR_STREAM = len(CI_GROUPS)
+"""The paired test's draws come from their own stream (the groups' are 0, 1, 2)."""
 
 
 # Per-topic counts in a list while scoring (no per-slot objects): the first eight are the
@@ -382,7 +431,16 @@ class _ModelFold:
     model: ModelInput
     topics: dict[str, _Topic] = field(default_factory=dict)
     total: _Topic = field(default_factory=_Topic)
-    rows: list[np.ndarray] = field(default_factory=list)  # units of the scored sessions
+    classes: list[RowClasses] = field(
+        default_factory=lambda: [RowClasses(len(c)) for c, _ in CI_GROUPS]
+    )
+    scored: int = 0
+    left_out: Counter[str] = field(default_factory=Counter)  # gold sessions not scored: why
+    seconds: list[float] = field(default_factory=list)  # latency of the scored sessions
+    session_seconds: dict[SessionKey, float] = field(default_factory=dict)
+    latency_in_gold: int = 0  # latency lines of gold sessions
+    judge_in_gold: int = 0  # judge scores of gold sessions
+    rows: list[np.ndarray] = field(default_factory=list)  # keep_sessions: the units
     at: list[np.ndarray] = field(default_factory=list)  # their index in SlotScorer.keys
     unknown: int = 0
     unknown_first: int | None = None
@@ -403,8 +461,15 @@ class _ModelFold:
 class SlotScorer:
     """Scores models on gold sessions fed in buckets (any partition of the sessions, each bucket
     holding a session's every gold and predicted line), folding counts, per-topic tallies and
-    one row of bootstrap statistics per session; ``finish`` gives the ``SlotsRun``. The result
-    does not depend on how sessions are split into buckets (tests/slots/test_streamed.py)."""
+    classes of equal bootstrap rows (``RowClasses``); ``finish`` gives the ``SlotsRun``. The
+    result does not depend on how sessions are split into buckets (tests/slots/test_streamed.py)
+    and the memory does not grow with the sessions (latencies aside: one float per session).
+
+    ``recorder``: each bucket's items, one per (model, gold session) as ``runs.slot_items``
+    documents them, go to ``recorder.add_prepared`` as the bucket is scored (issue 11).
+    ``keep_sessions``: keep each session's key and counts (``ModelScore.units``/``keys``), as the
+    in-memory ``score_models`` does.
+    """
 
     def __init__(
         self,
@@ -418,6 +483,8 @@ class SlotScorer:
         bootstrap: int = 1000,
         seed: int = 0,
         progress: Callable[[str], None] | None = None,
+        recorder: RunRecorder | None = None,
+        keep_sessions: bool = False,
     ) -> None:
         names = [m.name for m in models]
         if len(set(names)) != len(names):
@@ -429,12 +496,19 @@ class SlotScorer:
         self.cut = threshold if threshold is not None else DEFAULT_THRESHOLDS.get(tp, 1.0)
         self.bootstrap, self.seed, self.progress = bootstrap, seed, progress
         self.folds = [_ModelFold(m) for m in models]
-        self.keys: list[SessionKey] = []  # every gold session, in the order buckets gave them
+        self.recorder, self.keep_sessions = recorder, keep_sessions
+        self.sessions = 0  # gold sessions so far
+        self.keys: list[SessionKey] = []  # keep_sessions: every gold session, in bucket order
+        self.pairs = {
+            (i, j): RowClasses(2 * len(PAIR_COLUMNS))
+            for i, j in combinations(range(len(self.folds)), 2)
+        }
         self.gold_errors: list[InputError] = []
         self.empty_gold = 0
         self.any_gold_value = False
         self.topic_gold: Counter[str] = Counter()
         self.cache = _PairCache()
+        self.canonical = _CanonicalCache()
 
     def add(self, gold: SlotFile, predictions: Sequence[SlotFile]) -> None:
         """Score one bucket: ``gold`` and each model's ``predictions`` (in model order) hold the
@@ -449,11 +523,64 @@ class SlotScorer:
                 else:
                     self.empty_gold += 1
         keys = sorted(gold.sessions)
-        base = len(self.keys)
-        self.keys += keys
+        base = self.sessions
+        self.sessions += len(keys)
+        if self.keep_sessions:
+            self.keys += keys
+        bucket: list[tuple[np.ndarray, np.ndarray]] = []
         for fold, preds in zip(self.folds, predictions, strict=True):
             fold.file_errors += preds.errors
-            self._score_bucket(fold, gold, preds, keys, base)
+            bucket.append(self._score_bucket(fold, gold, preds, keys, base))
+        for (i, j), classes in self.pairs.items():
+            (units_a, scored_a), (units_b, scored_b) = bucket[i], bucket[j]
+            both = scored_a & scored_b
+            if both.any():
+                cols = list(PAIR_COLUMNS)
+                classes.add(np.hstack([units_a[both][:, cols], units_b[both][:, cols]]))
+        if self.recorder is not None:
+            self.recorder.add_prepared(
+                (slot_columns(item), orjson.dumps(item, option=orjson.OPT_SORT_KEYS))
+                for item in self._items(gold, predictions, keys, bucket)
+            )
+
+    def _items(
+        self,
+        gold: SlotFile,
+        predictions: Sequence[SlotFile],
+        keys: list[SessionKey],
+        bucket: list[tuple[np.ndarray, np.ndarray]],
+    ) -> Iterator[dict[str, Any]]:
+        """The bucket's items, model by model, each over the sessions in sorted order: its
+        counts (or why it was not scored), the gold and predicted slots, per topic how many
+        slots differ from gold, its latency and judge scores (docs/runs.md)."""
+        canonical = self.canonical.get
+        golds = [_slot_list(gold.sessions[k]) for k in keys]
+        gold_sets = [{(t, f): canonical(v) for t, f, v in g} for g in golds]
+        for fold, preds, (units, scored) in zip(self.folds, predictions, bucket, strict=True):
+            model = fold.model
+            name = model.name
+            seconds = model.latencies.seconds if model.latencies is not None else None
+            judged = model.judge_scores.scores if model.judge_scores is not None else None
+            counts = units.tolist()
+            for i, key in enumerate(keys):
+                pred = _slot_list(preds.sessions.get(key, {}))
+                item: dict[str, Any] = {
+                    "model": name,
+                    "user": key[0],
+                    "session": key[1],
+                    "gold": golds[i],
+                    "pred": pred,
+                    "per_topic": _differ(gold_sets[i], {(t, f): canonical(v) for t, f, v in pred}),
+                }
+                if seconds is not None and key in seconds:
+                    item["latency_s"] = seconds[key]
+                if judged is not None and key in judged:
+                    item["judge"] = [[t, f, s] for (t, f), s in sorted(judged[key].items())]
+                if scored[i]:
+                    item["counts"] = dict(zip(_UNIT_FIELDS, counts[i], strict=True))
+                else:
+                    item["not_scored"] = model.not_scored.get(key, "not scored")
+                yield item
 
     def _score_bucket(
         self,
@@ -462,7 +589,9 @@ class SlotScorer:
         preds: SlotFile,
         keys: list[SessionKey],
         base: int,
-    ) -> None:
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Fold one model's bucket in; returns the (len(keys), 8) counts of each session (0 when
+        not scored) and which sessions were scored."""
         model = fold.model
         not_scored = model.not_scored
         unknown = [k for k in preds.sessions if k not in gold.sessions]
@@ -475,7 +604,20 @@ class SlotScorer:
         if not_scored:
             fold.dropped += sum(1 for k in preds.sessions if k in not_scored and k in gold.sessions)
         scored = [(i, k) for i, k in enumerate(keys) if k not in not_scored]
+        if len(scored) < len(keys):
+            fold.left_out.update(not_scored[k] for k in keys if k in not_scored)
+        fold.scored += len(scored)
         fold.absent += sum(1 for _, k in scored if k not in preds.sessions)
+        if model.latencies is not None:
+            timed = model.latencies.seconds
+            fold.latency_in_gold += sum(1 for k in keys if k in timed)
+            for _, k in scored:
+                if k in timed:
+                    fold.seconds.append(timed[k])
+                    fold.session_seconds[k] = timed[k]
+        if model.judge_scores is not None:
+            scores = model.judge_scores.scores
+            fold.judge_in_gold += sum(len(scores[k]) for k in keys if k in scores)
         empty: dict[SlotKey, list[str]] = {}
         # the gold slots with a predicted value: the pairs a matcher or a judge has to see
         count = self.cache.count
@@ -494,10 +636,10 @@ class SlotScorer:
 
         stats = self.cache.stats
         topics = fold.topics
-        units = np.zeros((len(scored), len(_UNIT_FIELDS)), dtype=np.int32)  # counts of a session
+        units = np.zeros((len(keys), len(_UNIT_FIELDS)), dtype=np.int64)  # counts of a session
         bleu: dict[str, list[float]] = {}
         judge_sums: dict[str, list[float]] = {}
-        for row, (_, sk) in enumerate(scored):
+        for row, sk in scored:
             g = gold.sessions[sk]
             p = preds.sessions.get(sk, empty)
             m = None if matches is None else matches.get(sk, {})
@@ -566,8 +708,14 @@ class SlotScorer:
         for topic, values in judge_sums.items():
             topics[topic].judge.add(values)
             fold.total.judge.add(values)
-        fold.rows.append(units)
-        fold.at.append(np.asarray([base + i for i, _ in scored], dtype=np.int32))
+        mask = np.zeros(len(keys), dtype=bool)
+        mask[[i for i, _ in scored]] = True
+        for classes, (columns, _) in zip(fold.classes, CI_GROUPS, strict=True):
+            classes.add(units[mask][:, list(columns)])
+        if self.keep_sessions:
+            fold.rows.append(units[mask])
+            fold.at.append(np.asarray([base + i for i, _ in scored], dtype=np.int64))
+        return units, mask
 
     def _value_matches(
         self,
@@ -647,36 +795,37 @@ class SlotScorer:
                 "extract: not a miss when unpredicted, an extra slot when predicted); the spec's "
                 "code would count them as FN or TP"
             )
-        # sessions in sorted order: the order of the bootstrap rows, the latencies, the pairs
-        order = sorted(range(len(self.keys)), key=self.keys.__getitem__)
-        rank = np.empty(len(order), dtype=np.int64)
-        rank[np.asarray(order, dtype=np.int64)] = np.arange(len(order))
-        session_keys = [self.keys[i] for i in order]
-        gold_set = set(self.keys)
+        rank: np.ndarray | None = None
+        if self.keep_sessions:  # the sessions in sorted order: the order of ModelScore.units
+            order = sorted(range(len(self.keys)), key=self.keys.__getitem__)
+            rank = np.empty(len(order), dtype=np.int64)
+            rank[np.asarray(order, dtype=np.int64)] = np.arange(len(order))
 
         scores: list[ModelScore] = []
+        scored_folds: list[int] = []
         unscored: list[UnscoredModel] = []
-        for fold in self.folds:
+        for index, fold in enumerate(self.folds):
             model = fold.model
             errors += _by_line(model.predictions.errors + fold.file_errors)
-            left_out = {k: model.not_scored[k] for k in session_keys if k in model.not_scored}
-            reasons = dict(sorted(Counter(left_out.values()).items()))
-            if left_out and len(left_out) == len(session_keys):
+            left_out = sum(fold.left_out.values())
+            reasons = dict(sorted(fold.left_out.items()))
+            if left_out and left_out == self.sessions:
                 warn(
                     f"model {model.name!r}: nothing scored: the call failed for all "
-                    f"{len(left_out)} gold session(s) ({_reasons(reasons)})"
+                    f"{left_out} gold session(s) ({_reasons(reasons)})"
                 )
                 unscored.append(UnscoredModel(model.name, reasons))
                 continue
             if left_out:
                 warn(
-                    f"model {model.name!r}: {len(left_out)} of {len(session_keys)} gold session(s) "
+                    f"model {model.name!r}: {left_out} of {self.sessions} gold session(s) "
                     f"not scored, the call failed ({_reasons(reasons)}); their gold slots are not "
                     "counted"
                 )
-            score = self._model_score(fold, session_keys, rank, gold_set, left_out, warn, errors)
+            score = self._model_score(fold, rank, warn, errors)
             score.result.sessions_not_scored = reasons
             scores.append(score)
+            scored_folds.append(index)
 
         topics = sorted({t for s in scores for t in s.result.per_topic})
         for s in scores:  # every model lists every topic, so tables stay rectangular
@@ -684,7 +833,7 @@ class SlotScorer:
                 s.result.per_topic.setdefault(t, _topic_result(SlotCounts()))
             s.result.per_topic = dict(sorted(s.result.per_topic.items()))
 
-        paired = _bootstrap(scores, self.bootstrap, self.seed, self.progress, warn)
+        paired = self._bootstrap(scores, scored_folds, warn)
         settings: dict[str, Any] = {
             "tp": tp,
             "canonicalize": CANONICALIZE_VERSION,
@@ -712,15 +861,12 @@ class SlotScorer:
     def _model_score(
         self,
         fold: _ModelFold,
-        session_keys: list[SessionKey],
-        rank: np.ndarray,
-        gold_set: set[SessionKey],
-        left_out: Mapping[SessionKey, str],
+        rank: np.ndarray | None,
         warn: Callable[[str], None],
         errors: list[InputError],
     ) -> ModelScore:
         model, preds = fold.model, fold.model.predictions
-        keys = [k for k in session_keys if k not in left_out]
+        n_scored = fold.scored
         if fold.unknown:
             shown = ", ".join(f"{u}/{s}" for u, s in fold.unknown_shown[:5]) + (
                 " ..." if fold.unknown > 5 else ""
@@ -737,7 +883,7 @@ class SlotScorer:
             )
         if fold.absent:
             warn(
-                f"model {model.name!r} has no prediction for {fold.absent} of {len(keys)} gold "
+                f"model {model.name!r} has no prediction for {fold.absent} of {n_scored} gold "
                 "session(s); their gold slots count as missed"
             )
         errors += [e for *_, e in sorted(fold.value_failures, key=lambda f: (f[0], f[1]))]
@@ -756,7 +902,7 @@ class SlotScorer:
         if model.judge_scores is not None:
             errors += model.judge_scores.errors
             scores = model.judge_scores.scores
-            stray = sum(len(v) for k, v in scores.items() if k not in gold_set)
+            stray = sum(len(v) for v in scores.values()) - fold.judge_in_gold
             unused = sum(len(v) for v in scores.values()) - stray - fold.judged_pairs
             if stray:
                 warn(
@@ -780,7 +926,7 @@ class SlotScorer:
         for t in fold.topics.values():
             for i, n in enumerate(t.counts):
                 fold.total.counts[i] += n
-        total = fold.total.slot_counts(sessions=len(keys))
+        total = fold.total.slot_counts(sessions=n_scored)
         llm_judge = total.llm_judge
         if judged and fold.pairs and total.judge_missing == fold.pairs:
             warn(
@@ -795,23 +941,19 @@ class SlotScorer:
                 f"score from {source}; the judge mean leaves them out"
             )
 
-        seconds: list[float] = []
+        seconds = fold.seconds
         latency: LatencySummary | None = None
-        by_session: dict[SessionKey, float] = {}
         if model.latencies is not None:
             errors += model.latencies.errors
-            known = model.latencies.seconds
-            stray_latency = sum(1 for k in known if k not in gold_set)
+            stray_latency = len(model.latencies.seconds) - fold.latency_in_gold
             if stray_latency:
                 warn(
                     f"{model.latencies.path}: {stray_latency} latency line(s) for sessions not in "
                     "the gold file are ignored"
                 )
-            by_session = {k: known[k] for k in keys if k in known}
-            seconds = list(by_session.values())
-            if len(seconds) < len(keys):
+            if len(seconds) < n_scored:
                 warn(
-                    f"model {model.name!r}: latency known for {len(seconds)} of {len(keys)} gold "
+                    f"model {model.name!r}: latency known for {len(seconds)} of {n_scored} gold "
                     "sessions"
                 )
             stats = latency_stats(seconds)
@@ -844,13 +986,109 @@ class SlotScorer:
             ),
             ci={},
         )
-        # the bootstrap rows in sorted session order
-        at = rank[np.concatenate(fold.at)] if fold.at else np.empty(0, dtype=np.int64)
-        rows = np.concatenate(fold.rows) if fold.rows else np.empty((0, len(_UNIT_FIELDS)))
-        units = rows[np.argsort(at, kind="stable")].astype(float)
-        fold.rows, fold.at = [], []
         topic_gold = {t: c.gold_slots for t, c in per_topic.items()}
-        return ModelScore(model.name, result, units, seconds, keys, by_session, topic_gold)
+        units = np.empty((0, len(_UNIT_FIELDS)))
+        keys: Sequence[SessionKey] = SessionCount(n_scored)
+        if rank is not None:  # keep_sessions: the rows in sorted session order
+            at = rank[np.concatenate(fold.at)] if fold.at else np.empty(0, dtype=np.int64)
+            rows = np.concatenate(fold.rows) if fold.rows else units
+            order = np.argsort(at, kind="stable")
+            units = rows[order].astype(float)
+            keys = (
+                [self.keys[i] for i in np.concatenate(fold.at)[order].tolist()] if fold.at else []
+            )
+            fold.rows, fold.at = [], []
+        return ModelScore(
+            model.name, result, units, seconds, keys, fold.session_seconds, topic_gold
+        )
+
+    def _bootstrap(
+        self, scores: list[ModelScore], folds: list[int], warn: Callable[[str], None]
+    ) -> list[PairedF1]:
+        """Each model's intervals (one Poisson bootstrap per group of statistics, over its
+        classes of equal rows) and each pair's paired F1 p-value over the sessions both were
+        scored on; cost and memory grow with the distinct rows, not the sessions."""
+        bootstrap, seed = self.bootstrap, self.seed
+        if bootstrap > 0 and self.progress is not None:
+            self.progress("bootstrap")
+        for score, index in zip(scores, folds, strict=True):
+            found: dict[str, Interval] = {}
+            if bootstrap > 0:
+                for stream, (classes, (_, statistics)) in enumerate(
+                    zip(self.folds[index].classes, CI_GROUPS, strict=True)
+                ):
+                    found |= (
+                        bootstrap_classes_ci(
+                            classes, statistics, resamples=bootstrap, seed=seed, stream=stream
+                        )
+                        or {}
+                    )
+            score.result.ci = {name: found.get(name) for name in CI_METRICS}
+        paired: list[PairedF1] = []
+        for (ia, a), (ib, b) in combinations(zip(folds, scores, strict=True), 2):
+            classes = self.pairs[(ia, ib)]
+            if not classes.units:
+                warn(f"models {a.name!r} and {b.name!r} share no scored session; F1 not compared")
+                continue
+            n = len(PAIR_COLUMNS)
+            if classes.units == a.sessions == b.sessions:
+                f1_a, f1_b = a.result.f1, b.result.f1  # every session: the models' own F1
+            else:
+                full = classes.totals()
+                f1_a = float(_PAIR_F1(full[:, :n])[0])
+                f1_b = float(_PAIR_F1(full[:, n:])[0])
+            p_value = None
+            if bootstrap > 0:
+                p_value = paired_bootstrap_classes_pvalue(
+                    classes, n, _PAIR_F1, resamples=bootstrap, seed=seed, stream=_PAIR_STREAM
+                )
+            paired.append(
+                PairedF1(
+                    model_a=a.name,
+                    model_b=b.name,
+                    f1_a=f1_a,
+                    f1_b=f1_b,
+                    difference=f1_a - f1_b,
+                    p_value=p_value,
+                    sessions=classes.units,
+                )
+            )
+        return paired
+
+
+def _slot_list(slots: Mapping[SlotKey, Sequence[str]]) -> list[list[Any]]:
+    """``[[topic, field, values], ...]`` in slot order: a session's slots in an item."""
+    return [[t, f, list(v)] for (t, f), v in sorted(slots.items())]
+
+
+def _differ(
+    gold: Mapping[SlotKey, frozenset[str]], pred: Mapping[SlotKey, frozenset[str]]
+) -> dict[str, dict[str, int]]:
+    """Per topic of a session, how many of its slots differ between gold and prediction
+    (missing, extra, or other values once canonicalised): what the store's topic filter flags.
+    A plain comparison, not the metric (the TP rule is the scorer's)."""
+    topics: dict[str, dict[str, int]] = {}
+    for slot in sorted(gold.keys() | pred.keys()):
+        entry = topics.setdefault(slot[0], {"slots": 0, "differ": 0})
+        entry["slots"] += 1
+        entry["differ"] += int(gold.get(slot) != pred.get(slot))
+    return topics
+
+
+class _CanonicalCache:
+    """``canonical_set`` of value lists, remembered up to _CACHE_LIMIT distinct lists."""
+
+    def __init__(self) -> None:
+        self.sets: dict[tuple[str, ...], frozenset[str]] = {}
+
+    def get(self, values: Sequence[str]) -> frozenset[str]:
+        key = tuple(values)
+        found = self.sets.get(key)
+        if found is None:
+            if len(self.sets) >= _CACHE_LIMIT:
+                self.sets.clear()
+            found = self.sets[key] = canonical_set(values)
+        return found
 
 
 def _by_line(errors: list[InputError]) -> list[InputError]:
@@ -869,9 +1107,11 @@ def score_models(
     bootstrap: int = 1000,
     seed: int = 0,
     progress: Callable[[str], None] | None = None,
+    recorder: RunRecorder | None = None,
 ) -> SlotsRun:
     """Score every model on the gold's sessions (slot spec, all sections; docs/slots.md), the
-    files in memory: one bucket of ``SlotScorer``.
+    files in memory: one bucket of ``SlotScorer``, keeping each session's counts
+    (``ModelScore.units`` and ``keys``); ``recorder`` gets every (model, session) item.
 
     ``tp`` picks when a predicted gold slot is a TP (``presence`` as the spec, or a value match
     through ``matcher`` at ``threshold``). Precomputed judge scores of a model win over ``judge``.
@@ -889,6 +1129,8 @@ def score_models(
         bootstrap=bootstrap,
         seed=seed,
         progress=progress,
+        recorder=recorder,
+        keep_sessions=True,
     )
     if progress is not None:
         progress("scoring")
@@ -898,115 +1140,6 @@ def score_models(
 
 def _reasons(reasons: Mapping[str, int]) -> str:
     return ", ".join(f"{k}={v}" for k, v in reasons.items())
-
-
-def _bootstrap(
-    scores: list[ModelScore],
-    bootstrap: int,
-    seed: int,
-    progress: Callable[[str], None] | None,
-    warn: Callable[[str], None],
-) -> list[PairedF1]:
-    """Each model's intervals and each pair's paired p-value. Every one of them draws the same
-    seeded weights for the same number of sessions, so the weights are drawn once per number of
-    sessions and shared: the same values as ``session_intervals`` and
-    ``paired_bootstrap_groups_pvalue`` one by one, at a fraction of the draws."""
-    ci_jobs: list[tuple[ModelScore, np.ndarray]] = [(s, s.units) for s in scores]
-    pairs: list[tuple[ModelScore, ModelScore, np.ndarray, np.ndarray, float, float, int]] = []
-    for a, b in combinations(scores, 2):
-        b_at = {k: i for i, k in enumerate(b.keys)}
-        common = [(i, b_at[k]) for i, k in enumerate(a.keys) if k in b_at]
-        if not common:
-            warn(f"models {a.name!r} and {b.name!r} share no scored session; F1 not compared")
-            continue
-        units_a, units_b = a.units, b.units
-        if len(common) == len(a.keys) == len(b.keys):
-            f1_a, f1_b = a.result.f1, b.result.f1  # every session: the models' own F1
-        else:
-            index = np.asarray(common, dtype=np.intp)
-            units_a, units_b = units_a[index[:, 0]], units_b[index[:, 1]]
-            f1_a = float(_stat_f1(units_a.sum(axis=0, keepdims=True))[0])
-            f1_b = float(_stat_f1(units_b.sum(axis=0, keepdims=True))[0])
-        pairs.append((a, b, units_a, units_b, f1_a, f1_b, len(common)))
-    intervals: dict[str, dict[str, Interval]] = {s.name: {} for s in scores}
-    p_values: list[float | None] = [None] * len(pairs)
-    if bootstrap > 0:
-        if progress is not None:
-            progress("bootstrap")
-        sizes = sorted({len(u) for _, u in ci_jobs} | {len(p[2]) for p in pairs})
-        for n in sizes:
-            cis = [(s.name, u) for s, u in ci_jobs if len(u) == n]
-            tests = [(i, p[2], p[3]) for i, p in enumerate(pairs) if len(p[2]) == n]
-            found, p_found = _shared_draws(n, cis, tests, resamples=bootstrap, seed=seed)
-            intervals |= found
-            for i, p in p_found.items():
-                p_values[i] = p
-    for s in scores:
-        s.result.ci = {name: intervals[s.name].get(name) for name in CI_METRICS}
-    return [
-        PairedF1(
-            model_a=a.name,
-            model_b=b.name,
-            f1_a=f1_a,
-            f1_b=f1_b,
-            difference=f1_a - f1_b,
-            p_value=p_values[i],
-            sessions=n,
-        )
-        for i, (a, b, _, _, f1_a, f1_b, n) in enumerate(pairs)
-    ]
-
-
-def _shared_draws(
-    n: int,
-    cis: list[tuple[str, np.ndarray]],
-    tests: list[tuple[int, np.ndarray, np.ndarray]],
-    *,
-    resamples: int,
-    seed: int,
-    max_cells: int = 2_000_000,
-) -> tuple[dict[str, dict[str, Interval]], dict[int, float]]:
-    """``session_intervals`` of each ``cis`` entry and ``paired_bootstrap_groups_pvalue`` (of
-    F1) of each ``tests`` entry, all over ``n`` sessions, from one stream of weights drawn
-    exactly as those functions draw them (``max_cells // n`` resamples at a time)."""
-    if n < 1:
-        return {}, {}
-    values = {name: {s: np.empty(resamples) for s in STATISTICS} for name, _ in cis}
-    observed = {
-        i: float(
-            _stat_f1(a.sum(axis=0, keepdims=True))[0] - _stat_f1(b.sum(axis=0, keepdims=True))[0]
-        )
-        for i, a, b in tests
-    }
-    extreme = dict.fromkeys(observed, 0)
-    rng = np.random.default_rng(seed)
-    probabilities = np.full(n, 1.0 / n)
-    idx = np.arange(n, dtype=np.intp)
-    step = max(1, max_cells // n)
-    for start in range(0, resamples, step):
-        size = min(step, resamples - start)
-        weights = rng.multinomial(n, probabilities, size=size).astype(float)
-        if cis:
-            picked = weights[:, idx]
-            for name, rows in cis:
-                totals = picked @ rows
-                for stat_name, stat in STATISTICS.items():
-                    values[name][stat_name][start : start + size] = stat(totals)
-        for i, a, b in tests:
-            deltas = _stat_f1(weights @ a) - _stat_f1(weights @ b)
-            extreme[i] += int(
-                np.count_nonzero(np.abs(deltas - observed[i]) >= abs(observed[i]) - 1e-12)
-            )
-    intervals = {
-        name: {
-            s: _percentile_interval(
-                values[name][s], float(stat(rows.sum(axis=0, keepdims=True))[0]), 0.95
-            )
-            for s, stat in STATISTICS.items()
-        }
-        for name, rows in cis
-    }
-    return intervals, {i: (k + 1) / (resamples + 1) for i, k in extreme.items()}
 
 
 def _judge_signature(models: Sequence[ModelInput], judge: Matcher | None) -> str:
