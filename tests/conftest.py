@@ -4,6 +4,7 @@ scripted chat-completions server."""
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -19,11 +20,25 @@ from chat_server import ChatServer, Script
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 
 
+@pytest.fixture(scope="session")
+def _migrated_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An empty store at the newest migration, made once: each test starts from a copy (every
+    scoring command records its run, and migrating a fresh file per test costs more)."""
+    from fieldcheck.store import Store
+
+    path = tmp_path_factory.mktemp("store-template") / "store.sqlite3"
+    Store(f"sqlite:///{path}").close()
+    return path
+
+
 @pytest.fixture(autouse=True)
 def _isolated_cache(
-    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+    tmp_path_factory: pytest.TempPathFactory,
+    monkeypatch: pytest.MonkeyPatch,
+    _migrated_store: Path,
 ) -> None:
     cache = tmp_path_factory.mktemp("cache")
+    shutil.copyfile(_migrated_store, cache / "store.sqlite3")
     monkeypatch.setenv("FIELDCHECK_CACHE_DIR", str(cache))
     monkeypatch.setenv("FIELDCHECK_DATABASE_URL", f"sqlite:///{cache / 'store.sqlite3'}")
     monkeypatch.setenv("XDG_DATA_HOME", str(cache / "data"))

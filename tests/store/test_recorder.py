@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -75,3 +77,15 @@ def test_abort_keeps_what_was_queued_and_stops_the_thread(store: Store, tmp_path
     run = store.get_run(recorder.id)
     assert run is not None and (run.status, run.n_items) == ("interrupted", 12)
     assert threading.active_count() == before
+
+
+def test_a_current_store_opens_without_importing_alembic(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'current.sqlite3'}"
+    code = (
+        "import sys; from fieldcheck.store import Store; "
+        f"Store({url!r}); print('alembic' in sys.modules)"
+    )
+    first = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    again = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    # a new file is migrated by Alembic; once at the newest revision, it is not imported
+    assert (first.stdout.strip(), again.stdout.strip()) == ("True", "False")

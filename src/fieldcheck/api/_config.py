@@ -1,75 +1,36 @@
-"""The saved configuration (json-evaluation.md "Field Strategy Config File"; thresholds; RQS
-weights): validated with the library's own rules, kept in the store, and merged into the
-``EvalConfig`` of a request that brings none of its own."""
+"""The saved configuration as the API serves it: the library's (``jsoneval._saved``) with its
+errors as 422 responses naming the request's part, plus the uploads and the page's table."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any, Literal
 
 import orjson
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from fieldcheck._util.errors import InputError
 from fieldcheck.api._errors import ApiError
-from fieldcheck.jsoneval import EvalConfig, RqsWeights, parse_strategies
-from fieldcheck.store import Store
+from fieldcheck.jsoneval import EvalConfig
+from fieldcheck.jsoneval._saved import (
+    SECTIONS,
+    Section,
+    SectionError,
+    Thresholds,
+    parse_section,
+)
+from fieldcheck.jsoneval._saved import (
+    SavedConfig as _SavedConfig,
+)
 
-Section = Literal["strategies", "thresholds", "weights"]
-SECTIONS: tuple[Section, ...] = ("strategies", "thresholds", "weights")
-_DEFAULTS = EvalConfig()
-
-
-class Thresholds(BaseModel):
-    """The FUZZY and SEMANTIC thresholds (spec Phase 3): a field scores 1 at or above its own."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    fuzzy_threshold: float = Field(_DEFAULTS.fuzzy_threshold, ge=0, le=1, allow_inf_nan=False)
-    semantic_threshold: float = Field(_DEFAULTS.semantic_threshold, ge=0, le=1, allow_inf_nan=False)
-
-
-def _pydantic_error(exc: ValidationError, file: str | None) -> InputError:
-    """``field 'accuracy': input should be greater than or equal to 0 (got -1)``."""
-    first = exc.errors()[0]
-    name = ".".join(str(p) for p in first["loc"]) or None
-    return InputError(first["msg"].lower(), file=file, field=name, value=first.get("input", ...))
-
-
-def parse_thresholds(data: Any, *, file: str | None = None) -> dict[str, float]:
-    """``{"fuzzy_threshold": 0.85, "semantic_threshold": 0.8}`` (names left out keep their
-    default); raises InputError naming the bad name and value."""
-    if not isinstance(data, dict):
-        raise InputError("thresholds must be a JSON object", file=file, value=data)
-    try:
-        return Thresholds.model_validate(data).model_dump()
-    except ValidationError as exc:
-        raise _pydantic_error(exc, file) from None
-
-
-def parse_weight_map(data: Any, *, file: str | None = None) -> dict[str, float]:
-    """``{"accuracy": 0.45, ...}`` -> the RQS weights (names left out keep their default, as
-    ``--weights``); raises InputError naming the bad name and value."""
-    if not isinstance(data, dict):
-        raise InputError("weights must be a JSON object", file=file, value=data)
-    if any(isinstance(v, bool) for v in data.values()):
-        name = next(k for k, v in data.items() if isinstance(v, bool))
-        raise InputError("input should be a valid number", file=file, field=name, value=data[name])
-    try:
-        return RqsWeights.model_validate(data).model_dump()
-    except ValidationError as exc:
-        raise _pydantic_error(exc, file) from None
-
-
-def parse_section(section: Section, data: Any, *, file: str | None = None) -> dict[str, Any]:
-    """A section's value validated (strategies upper-cased), or InputError with the CLI's line
-    (naming ``file`` when it came from one, as ``--strategies FILE`` does)."""
-    if section == "strategies":
-        return dict(parse_strategies(data, file=file))
-    if section == "thresholds":
-        return parse_thresholds(data, file=file)
-    return parse_weight_map(data, file=file)
+__all__ = [
+    "SECTIONS",
+    "SavedConfig",
+    "Section",
+    "Thresholds",
+    "parse_json_file",
+    "parse_section",
+    "strategy_rows",
+]
 
 
 def parse_json_file(raw: bytes, *, name: str) -> Any:
@@ -93,27 +54,9 @@ def strategy_rows(rows: Iterable[tuple[str, str]]) -> dict[str, Any]:
     return mapping
 
 
-@dataclass
-class SavedConfig:
-    """The configuration sections in the store, with defaults when never saved."""
-
-    store: Store
-
-    def get(self, section: Section) -> dict[str, Any]:
-        saved = self.store.get_config(section)
-        if saved is not None:
-            return dict(saved)
-        if section == "strategies":
-            return {}
-        if section == "thresholds":
-            return Thresholds().model_dump()
-        return RqsWeights().model_dump()
-
-    def put(self, section: Section, data: Any, *, file: str | None = None) -> dict[str, Any]:
-        """Validate and save a section; returns what was saved. Raises InputError."""
-        value = parse_section(section, data, file=file)
-        self.store.put_config(section, value)
-        return value
+class SavedConfig(_SavedConfig):
+    """The saved configuration; a bad section given in a request is a 422 whose ``field`` names
+    the request's part (``field_strategies.<name>``)."""
 
     def eval_config(
         self,
@@ -125,35 +68,19 @@ class SavedConfig:
         flatten: bool = False,
         safety_check: Literal["off", "leaks"] = "off",
     ) -> EvalConfig:
-        """``base`` (the server's matcher settings) with each section from the request, or the
-        saved one when the request gives none. Raises ApiError (422) with the library's one-line
-        message, its ``field`` naming the request's part (``field_strategies.<name>``)."""
-        values: dict[str, dict[str, Any]] = {}
-        for section, given in (
-            ("strategies", strategies),
-            ("thresholds", thresholds),
-            ("weights", weights),
-        ):
-            if given is None:
-                values[section] = self.get(section)  # type: ignore[arg-type]
-                continue
-            try:
-                values[section] = parse_section(section, given)  # type: ignore[arg-type]
-            except InputError as exc:
-                part = _REQUEST[section]
-                raise ApiError.invalid(
-                    exc, field=f"{part}.{exc.field}" if exc.field else part
-                ) from None
-        return base.model_copy(
-            update={
-                "strategies": values["strategies"],
-                "weights": RqsWeights(**values["weights"]),
-                "fuzzy_threshold": values["thresholds"]["fuzzy_threshold"],
-                "semantic_threshold": values["thresholds"]["semantic_threshold"],
-                "flatten": flatten,
-                "safety_check": safety_check,
-            }
-        )
+        try:
+            return super().eval_config(
+                base,
+                strategies=strategies,
+                thresholds=thresholds,
+                weights=weights,
+                flatten=flatten,
+                safety_check=safety_check,
+            )
+        except SectionError as exc:
+            part = _REQUEST[exc.section]
+            field = f"{part}.{exc.error.field}" if exc.error.field else part
+            raise ApiError.invalid(exc.error, field=field) from None
 
 
 _REQUEST = {"strategies": "field_strategies", "thresholds": "thresholds", "weights": "weights"}

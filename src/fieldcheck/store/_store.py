@@ -633,8 +633,26 @@ def _engine(url: str) -> Engine:
     return create_engine(url, pool_pre_ping=True)
 
 
+def _newest_revision() -> str:
+    """The newest migration's revision id: each file of ``versions/`` is named after its id."""
+    return max(p.name.split("_", 1)[0] for p in (MIGRATIONS / "versions").glob("[0-9]*_*.py"))
+
+
+def _at_revision(engine: Engine) -> str | None:
+    """The database's Alembic revision (None: none yet), read without importing Alembic."""
+    from sqlalchemy import inspect, text
+
+    with engine.connect() as connection:
+        if not inspect(connection).has_table("alembic_version"):
+            return None
+        return connection.execute(text("SELECT version_num FROM alembic_version")).scalar()
+
+
 def upgrade(engine: Engine) -> None:
-    """Bring the schema to the newest Alembic revision."""
+    """Bring the schema to the newest Alembic revision (Alembic is imported only when the
+    database is behind: every command opens the store, most find it current)."""
+    if _at_revision(engine) == _newest_revision():
+        return
     import logging
 
     from alembic import command

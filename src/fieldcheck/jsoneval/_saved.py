@@ -1,0 +1,147 @@
+"""The saved configuration of the JSON evaluation (json-evaluation.md "Field Strategy Config
+File"; thresholds; RQS weights): validated with the library's own rules, kept in the store, and
+merged into the ``EvalConfig`` of a call (an API request, a command) that brings none of its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from fieldcheck._util.errors import InputError
+from fieldcheck.jsoneval._config import EvalConfig, parse_strategies
+from fieldcheck.metrics import RqsWeights
+
+if TYPE_CHECKING:
+    from fieldcheck.store import Store
+
+Section = Literal["strategies", "thresholds", "weights"]
+SECTIONS: tuple[Section, ...] = ("strategies", "thresholds", "weights")
+_DEFAULTS = EvalConfig()
+
+
+class Thresholds(BaseModel):
+    """The FUZZY and SEMANTIC thresholds (spec Phase 3): a field scores 1 at or above its own."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    fuzzy_threshold: float = Field(_DEFAULTS.fuzzy_threshold, ge=0, le=1, allow_inf_nan=False)
+    semantic_threshold: float = Field(_DEFAULTS.semantic_threshold, ge=0, le=1, allow_inf_nan=False)
+
+
+def _pydantic_error(exc: ValidationError, file: str | None) -> InputError:
+    """``field 'accuracy': input should be greater than or equal to 0 (got -1)``."""
+    first = exc.errors()[0]
+    name = ".".join(str(p) for p in first["loc"]) or None
+    return InputError(first["msg"].lower(), file=file, field=name, value=first.get("input", ...))
+
+
+def parse_thresholds(data: Any, *, file: str | None = None) -> dict[str, float]:
+    """``{"fuzzy_threshold": 0.85, "semantic_threshold": 0.8}`` (names left out keep their
+    default); raises InputError naming the bad name and value."""
+    if not isinstance(data, dict):
+        raise InputError("thresholds must be a JSON object", file=file, value=data)
+    try:
+        return Thresholds.model_validate(data).model_dump()
+    except ValidationError as exc:
+        raise _pydantic_error(exc, file) from None
+
+
+def parse_weight_map(data: Any, *, file: str | None = None) -> dict[str, float]:
+    """``{"accuracy": 0.45, ...}`` -> the RQS weights (names left out keep their default, as
+    ``--weights``); raises InputError naming the bad name and value."""
+    if not isinstance(data, dict):
+        raise InputError("weights must be a JSON object", file=file, value=data)
+    if any(isinstance(v, bool) for v in data.values()):
+        name = next(k for k, v in data.items() if isinstance(v, bool))
+        raise InputError("input should be a valid number", file=file, field=name, value=data[name])
+    try:
+        return RqsWeights.model_validate(data).model_dump()
+    except ValidationError as exc:
+        raise _pydantic_error(exc, file) from None
+
+
+def parse_section(section: Section, data: Any, *, file: str | None = None) -> dict[str, Any]:
+    """A section's value validated (strategies upper-cased), or InputError with the CLI's line
+    (naming ``file`` when it came from one, as ``--strategies FILE`` does)."""
+    if section == "strategies":
+        return dict(parse_strategies(data, file=file))
+    if section == "thresholds":
+        return parse_thresholds(data, file=file)
+    return parse_weight_map(data, file=file)
+
+
+class SectionError(Exception):
+    """A given section that is not valid: which one, and the library's one-line error."""
+
+    def __init__(self, section: Section, error: InputError) -> None:
+        super().__init__(str(error))
+        self.section = section
+        self.error = error
+
+
+@dataclass
+class SavedConfig:
+    """The configuration sections in the store, with defaults when never saved."""
+
+    store: Store
+
+    def saved(self) -> list[Section]:
+        """The sections saved in the store (the others are their defaults)."""
+        return [s for s in SECTIONS if self.store.get_config(s) is not None]
+
+    def get(self, section: Section) -> dict[str, Any]:
+        saved = self.store.get_config(section)
+        if saved is not None:
+            return dict(saved)
+        if section == "strategies":
+            return {}
+        if section == "thresholds":
+            return Thresholds().model_dump()
+        return RqsWeights().model_dump()
+
+    def put(self, section: Section, data: Any, *, file: str | None = None) -> dict[str, Any]:
+        """Validate and save a section; returns what was saved. Raises InputError."""
+        value = parse_section(section, data, file=file)
+        self.store.put_config(section, value)
+        return value
+
+    def eval_config(
+        self,
+        base: EvalConfig,
+        *,
+        strategies: Mapping[str, Any] | None = None,
+        thresholds: Mapping[str, Any] | None = None,
+        weights: Mapping[str, Any] | None = None,
+        flatten: bool = False,
+        safety_check: Literal["off", "leaks"] = "off",
+    ) -> EvalConfig:
+        """``base`` (the matcher settings) with each section given, or the saved one when none is
+        given. Raises SectionError naming the section and the library's one-line message."""
+        values: dict[str, dict[str, Any]] = {}
+        given_sections: tuple[tuple[Section, Mapping[str, Any] | None], ...] = (
+            ("strategies", strategies),
+            ("thresholds", thresholds),
+            ("weights", weights),
+        )
+        for section, given in given_sections:
+            if given is None:
+                values[section] = self.get(section)
+                continue
+            try:
+                values[section] = parse_section(section, given)
+            except InputError as exc:
+                raise SectionError(section, exc) from None
+        return base.model_copy(
+            update={
+                "strategies": values["strategies"],
+                "weights": RqsWeights(**values["weights"]),
+                "fuzzy_threshold": values["thresholds"]["fuzzy_threshold"],
+                "semantic_threshold": values["thresholds"]["semantic_threshold"],
+                "flatten": flatten,
+                "safety_check": safety_check,
+            }
+        )
