@@ -1,4 +1,5 @@
-"""Slots with many topics: plots show at most PLOT_TOPICS topics and say so; tables keep all."""
+"""Slots with many topics: plots show at most PLOT_TOPICS topics and the summary's prose names at
+most PROSE_TOPICS, each saying how many were left out; tables keep all."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from slots_helpers import slot
 
 from fieldcheck.slots import ModelInput, load_slots, score_models
 from fieldcheck.slots._report import PLOT_TOPICS, PLOTS, plot_topics, topics_title, write_outputs
+from fieldcheck.slots._summary import PROSE_TOPICS, key_findings, results_summary
 
 Jsonl = Callable[[str, list[Any]], Path]
 
@@ -103,3 +105,29 @@ def test_three_thousand_topics_bounded_plots_full_tables(jsonl: Jsonl, tmp_path:
     assert by_key[("b", "topic_2997")] == 1.0 and by_key[("b", "topic_2998")] == 0.0
     report = (tmp_path / "out" / "report.md").read_text(encoding="utf-8")
     assert report.count("| a | topic\\_") == topics
+
+
+def test_summary_and_findings_name_at_most_ten_topics(jsonl: Jsonl) -> None:
+    # 24 topics t00..t23, topic i with i + 1 gold slots; model a gets every slot right, model b
+    # only the slots of t00..t03: a is best on t04..t23 (20 topics), both tie on t00..t03
+    gold = [slot("u", 1, f"t{i:02d}", f"f{j}", "v") for i in range(24) for j in range(i + 1)]
+    models = [
+        ModelInput("a", load_slots(jsonl("a.jsonl", gold))),
+        ModelInput("b", load_slots(jsonl("b.jsonl", [g for g in gold if g["topic"] < "t04"]))),
+    ]
+    run = score_models(load_slots(jsonl("gold.jsonl", gold)), models, bootstrap=0)
+    assert PROSE_TOPICS == 10
+    (a, _) = results_summary(run)
+    # the 10 of a's 20 topics with the most gold slots: t14..t23, then how many more
+    best = [s.text for s in a.strengths if s.text.startswith("best F1 on")]
+    assert best == [f"best F1 on {', '.join(f't{i}' for i in range(14, 24))} and 10 more topics"]
+    (ranking,) = [f for f in key_findings(run) if f.title.startswith("Topic difficulty")]
+    # mean F1 easiest first: t00..t03 (1.0 for both), then t04..t23 (a 1.0, b 0.0: 0.5 each)
+    assert len(ranking.bullets) == 11
+    assert ranking.bullets[0] == "Easiest: t00 (mean F1 1.00; F1 1.00-1.00)"
+    assert ranking.bullets[4] == "Moderate: t04 (mean F1 0.50; F1 0.00-1.00)"
+    assert ranking.bullets[5] == (
+        "... 14 more topics between them (every topic is in the per-topic table and per_topic.csv)"
+    )
+    assert ranking.bullets[6] == "Moderate: t19 (mean F1 0.50; F1 0.00-1.00)"
+    assert ranking.bullets[10] == "Hardest: t23 (mean F1 0.50; F1 0.00-1.00)"

@@ -15,6 +15,9 @@ from fieldcheck.slots._score import ModelScore, SlotsRun
 
 BALANCE_GAP = 0.15
 """Recall above precision by this much is "High recall" / "Low precision" (and vice versa)."""
+PROSE_TOPICS = 10
+"""Topics named at most in one phrase of the summary or the findings (the tables name them all):
+3,000 topics made a summary cell of 3,000 names and a ranking of 3,000 bullets."""
 
 
 @dataclass(frozen=True)
@@ -99,6 +102,15 @@ def gold_topics(run: SlotsRun) -> list[str]:
     return sorted(with_gold)
 
 
+def _named(topics: Sequence[str], gold: dict[str, int]) -> str:
+    """``topics`` joined by ", ", at most PROSE_TOPICS of them (those with the most gold slots,
+    in topic order) and how many more."""
+    if len(topics) <= PROSE_TOPICS:
+        return ", ".join(topics)
+    shown = sorted(sorted(topics, key=lambda t: (-gold.get(t, 0), t))[:PROSE_TOPICS])
+    return f"{', '.join(shown)} and {len(topics) - PROSE_TOPICS:,} more topics"
+
+
 def results_summary(run: SlotsRun) -> list[SummaryRow]:
     """One row per model: F1, mean latency, strengths and weaknesses by the documented rules."""
     models = run.models
@@ -140,7 +152,7 @@ def results_summary(run: SlotsRun) -> list[SummaryRow]:
         if topics and len(won) == len(topics):
             s.append(Item("best per-topic performance"))
         elif won:
-            s.append(Item(f"best F1 on {', '.join(won)}"))
+            s.append(Item(f"best F1 on {_named(won, run.topic_gold_slots)}"))
 
         if m.name in lo_p and m.name in lo_r:
             w.append(Item(f"Lowest precision ({p}) & recall ({rc})"))
@@ -263,7 +275,15 @@ def key_findings(run: SlotsRun) -> list[Finding]:
         mean_f1 = {t: sum(m.result.per_topic[t].f1 for m in models) / len(models) for t in topics}
         ranked = sorted(topics, key=lambda t: (-mean_f1[t], t))
         f = Finding("Topic difficulty ranking (by mean F1 over models, easiest first)")
+        half = PROSE_TOPICS // 2
         for i, t in enumerate(ranked):
+            if len(ranked) > PROSE_TOPICS and half <= i < len(ranked) - half:
+                if i == half:  # the easiest and the hardest few are named, the middle counted
+                    f.bullets.append(
+                        f"... {len(ranked) - 2 * half:,} more topics between them (every topic "
+                        "is in the per-topic table and per_topic.csv)"
+                    )
+                continue
             label = "Easiest" if i == 0 else "Hardest" if i == len(ranked) - 1 else "Moderate"
             if len(ranked) == 1:
                 label = "Only topic"
@@ -274,7 +294,7 @@ def key_findings(run: SlotsRun) -> list[Finding]:
 
     if run.paired_f1:
         f = Finding("F1 differences (paired bootstrap over sessions, two-sided)")
-        scored = {m.name: len(m.keys) for m in models}
+        scored = {m.name: m.sessions for m in models}
         for pair in run.paired_f1:
             common = ""
             if pair.sessions != scored[pair.model_a] or pair.sessions != scored[pair.model_b]:
