@@ -51,10 +51,36 @@ def _value(rng: random.Random) -> Any:
     )
 
 
+# equal in Python (==) but not the same JSON value: a copied output with one of these swapped
+# in looks identical to a dict comparison; EXACT tells them apart (1 vs true) or not (1 vs 1.0)
+LOOK_ALIKE = [
+    (1, True),
+    (0, False),
+    (1, 1.0),
+    (0.0, -0.0),
+    ([1, "x"], [True, "x"]),
+    ({"a": 1}, {"a": 1.0}),
+]
+
+
+def _copied(rng: random.Random) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A ground truth over mostly EXACT/IGNORE keys and an output that copies it (the columnar
+    kernel's identical records), sometimes with a null or blank value, a look-alike swapped in
+    or a key whose strategy is detected."""
+    gt = {k: _value(rng) for k in rng.sample(["code", "qty", "note", "when"], rng.randrange(0, 4))}
+    out = dict(gt)
+    if gt and rng.random() < 0.3:
+        k = rng.choice(list(gt))
+        a, b = rng.choice(LOOK_ALIKE)
+        gt[k], out[k] = (a, b) if rng.random() < 0.5 else (b, a)
+    return gt, out
+
+
 def random_batch(seed: int, n: int) -> list[str]:
     """JSONL lines: random objects (nulls, case variants, numbers written as floats, arrays and
-    objects, missing and extra keys), outputs that are not objects or sit in text, some
-    safety scores, and bad lines (invalid JSON, a missing output, a duplicate id)."""
+    objects, missing and extra keys), outputs that copy their ground truth (or seem to), outputs
+    that are not objects or sit in text, some safety scores, and bad lines (invalid JSON, a
+    missing output, a duplicate id)."""
     rng = random.Random(seed)
     lines = []
     for i in range(n):
@@ -65,6 +91,8 @@ def random_batch(seed: int, n: int) -> list[str]:
                 del out[k]
         if rng.random() < 0.2:
             out[rng.choice([*KEYS, "extra"])] = _value(rng)
+        if rng.random() < 0.3:
+            gt, out = _copied(rng)
         r = rng.random()
         if r < 0.05:
             out = rng.choice(["plain text", [1, 2], 3, None, True, "{broken"])
@@ -303,7 +331,7 @@ def test_cli_chunks_give_the_numbers_of_one_chunk(tmp_path: Path) -> None:
     from fieldcheck._util.term import SafeConsole
 
     data = tmp_path / "d.jsonl"
-    data.write_text("\n".join(random_batch(5, 300)) + "\n")
+    data.write_text("\n".join(random_batch(10, 300)) + "\n")
     config = EvalConfig(strategies={"name": "EXACT"})
     statuses = []
     for chunk in (3, 10_000):
@@ -375,3 +403,28 @@ def test_the_streamed_random_batches_use_the_exact_ignore_kernel_and_the_general
         if isinstance(x, Item) and isinstance(x.output, dict)
     ]
     assert min(served.count(True), served.count(False)) > 50
+
+
+@pytest.mark.parametrize("chunk", [1, 7, 10_000])
+def test_the_streamed_random_batches_reach_the_columnar_kernel(tmp_path: Path, chunk: int) -> None:
+    # the identical-numbers test above reads chunks of 1, 7 and 10,000 lines: in each, records
+    # whose output copies the ground truth are scored by Scorer.columnar without ``fast``, with
+    # the result ``fast`` gives record by record (copies with a null, a look-alike value or a
+    # detected strategy go to ``fast``)
+    from fieldcheck.jsoneval._evaluate import make_signature
+    from fieldcheck.jsoneval._stream import Item, Scorer, record_line
+
+    data = tmp_path / "d.jsonl"
+    data.write_text("\n".join(random_batch(0, 400)) + "\n")
+    config = EvalConfig(strategies=STRATEGIES)
+    columnar = Scorer(config, matchers(), make_signature(config, matchers()))
+    one_by_one = Scorer(config, matchers(), make_signature(config, matchers()))
+    for part in BatchReader(data, chunk_lines=chunk).chunks():
+        items = [x for x in part if isinstance(x, Item) and isinstance(x.output, dict)]
+        got = columnar.columnar(items)
+        want = [one_by_one.fast(x) for x in items]
+        assert [None if r is None else record_line(r) for r in got] == [
+            None if r is None else record_line(r) for r in want
+        ]
+    assert columnar.identical > 50
+    assert one_by_one.identical == 0

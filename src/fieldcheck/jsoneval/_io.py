@@ -9,6 +9,7 @@ import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from fieldcheck._util.errors import InputError
 from fieldcheck._util.jsonio import write_jsonl
@@ -34,6 +35,9 @@ from fieldcheck.jsoneval._stream import (
 )
 from fieldcheck.reports._csv import write_csv
 from fieldcheck.reports._outdir import OutputFolder
+
+if TYPE_CHECKING:
+    from fieldcheck.store import RunRecorder
 
 logger = logging.getLogger("fieldcheck")
 
@@ -160,12 +164,14 @@ def stream_batch_outputs(
     progress: Progress | None = None,
     bootstrap: int = 1000,
     seed: int = 0,
+    recorder: RunRecorder | None = None,
 ) -> StreamedBatch:
     """Score ``chunks`` (from ``BatchReader(path).chunks()``) and write every output file of
     ``json batch`` into ``out_dir`` with memory independent of the number of records: result and
     error lines appended as each chunk is scored (under temporary names, renamed at the end),
     the rest from the running aggregates. ``prior_errors`` (e.g. the documents file's) come
-    first. Raises ValueError when ``bootstrap`` or ``seed`` is negative, OSError when a file
+    first. ``recorder`` (the run store, issue 11) gets each chunk's records and errors as they
+    are scored; the caller opens and finishes it. Raises ValueError when ``bootstrap`` or ``seed`` is negative, OSError when a file
     cannot be written."""
     if bootstrap < 0 or seed < 0:
         raise ValueError(f"bootstrap and seed must be >= 0 (got {bootstrap}, {seed})")
@@ -192,6 +198,7 @@ def stream_batch_outputs(
             bootstrap=bootstrap,
             seed=seed,
             summary_signature=summary_signature,
+            recorder=recorder,
         )
     warn_unused_strategies(
         config, stream.unused_strategies if stream.summary.scored or stream.summary.failed else []

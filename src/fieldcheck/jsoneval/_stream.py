@@ -17,12 +17,13 @@ import itertools
 import logging
 import math
 import operator
+import re
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import numpy as np
 import orjson
@@ -56,6 +57,10 @@ from fieldcheck.metrics._json_fields import (
     wildcard_path,
 )
 from fieldcheck.metrics._stats import MeansBootstrap
+
+if TYPE_CHECKING:
+    from fieldcheck.store import RunRecorder
+    from fieldcheck.store._items import ItemColumns
 
 logger = logging.getLogger("fieldcheck")
 Matchers = Mapping[str, Matcher]
@@ -212,6 +217,7 @@ _FIELD_RESULTS: dict[int, tuple[Strategy, float | None, float | None]] = {
 _ID_MARK = "\x00fieldcheck id\x00"  # where the id goes in a kernel record's line
 _ID_MARK_JSON = orjson.dumps(_ID_MARK)
 _SAME_TEXT = (str, int, float, bool)  # equal values of one of these types have equal text
+_SAME_TEXT_TYPES = frozenset(_SAME_TEXT)
 
 
 @dataclass(slots=True)
@@ -224,6 +230,9 @@ class _Plan:
     configured: tuple[Strategy | None, ...]
     extra: list[str]
     total_distinct: int
+    # the codes of a record whose output is its ground truth with no null value (every key
+    # EXACT or IGNORE), or None
+    identical: tuple[int, ...] | None = None
     outcomes: dict[tuple[tuple[int, ...], float], Scored] = field(default_factory=dict)
 
 
@@ -295,6 +304,17 @@ def _too_deep(value: Any, *, field: str, record: str) -> None:
         raise InputError(TOO_DEEP, field=field, record=record)
 
 
+# where a top-level value may be null or blank in orjson's text of an object: ``:null``, or a
+# string opening with a quote, a backslash escape or the first byte of a space in ASCII or UTF-8
+# (U+0085, U+00A0, U+1680, U+2000-U+205F, U+3000); a match only sends records to ``fast``
+_MAYBE_NULL = re.compile(rb':(?:null|"[ "\\\xc2\xe1\xe2\xe3])')
+
+
+def _identical(gt: dict[str, Any], aio: dict[str, Any]) -> bool:
+    text = orjson.dumps(gt)
+    return text == orjson.dumps(aio) and _MAYBE_NULL.search(text) is None
+
+
 class Scorer:
     """Phases 0-4 of json-evaluation.md for chunks of plain items, one config and matchers."""
 
@@ -316,6 +336,7 @@ class Scorer:
         self.unseen = set(config.strategies)  # strategy keys no ground truth has had yet
         self.total = 0  # records to score, when known (progress); 0: unknown
         self.prepared = self.scored = 0
+        self.identical = 0  # records ``columnar`` scored from their key sequence alone
         # the EXACT/IGNORE kernel serves records read from a file (depth checked), object outputs
         self._kernel = not config.flatten and config.safety_check == "off"
         self._plans: dict[tuple[tuple[str, ...], tuple[str, ...]], _Plan] = {}
@@ -347,7 +368,10 @@ class Scorer:
                 if "[" in key:
                     self.unseen.discard(wildcard_path(key))
         extra = sorted(k for k in aio if k not in gt)
-        return _Plan(keys, tuple(configured), extra, len(keys) + len(extra))
+        identical = None
+        if not extra and all(c in ("EXACT", "IGNORE") for c in configured):
+            identical = tuple(3 if c == "EXACT" else 5 for c in configured)
+        return _Plan(keys, tuple(configured), extra, len(keys) + len(extra), identical)
 
     def _outcome(self, plan: _Plan, codes: tuple[int, ...], safety: float) -> Scored:
         """Phases 0-4 of a record from its per-key outcome codes (see ``fast``)."""
@@ -411,16 +435,59 @@ class Scorer:
                 else:
                     return None
         safety = 1.0 if item.safety_score is None else float(item.safety_score)
-        key = (tuple(codes), safety)
-        done = plan.outcomes.get(key)
-        if done is None:
-            done = self._outcome(plan, key[0], safety)
-            if len(plan.outcomes) < _MAX_PLANS:
-                plan.outcomes[key] = done
+        done = self._shared(plan, tuple(codes), safety)
         return Scored(
             item.index, item.id, item.line, "object", [], done.buckets, done.total_distinct,
             done.fields, done.scores, [], done.line_parts,
         )  # fmt: skip
+
+    def _shared(self, plan: _Plan, codes: tuple[int, ...], safety: float) -> Scored:
+        """The result shared by every record of ``plan`` with these outcome codes and safety."""
+        key = (codes, safety)
+        done = plan.outcomes.get(key)
+        if done is None:
+            done = self._outcome(plan, codes, safety)
+            if len(plan.outcomes) < _MAX_PLANS:
+                plan.outcomes[key] = done
+        return done
+
+    def columnar(self, items: Sequence[Item]) -> list[Scored | None]:
+        """``fast`` over a chunk of items read from a file with object outputs: a record whose
+        output is its ground truth to the byte (the common case), no value null or blank,
+        matches on every compared key, so its result depends on its key sequence and safety
+        alone and is taken from the plan without looking at its values; those records are
+        found for the whole chunk at once (dict equality, then one orjson text of each side and
+        one search for a possible null). The others go through ``fast``. Results identical to
+        ``fast``, record by record."""
+        gts = [it.ground_truth for it in items]
+        aios = [it.output for it in items]
+        same = list(itertools.compress(range(len(items)), map(operator.eq, gts, aios)))
+        if same:
+            text = orjson.dumps([gts[i] for i in same])
+            if text != orjson.dumps([aios[i] for i in same]) or _MAYBE_NULL.search(text):
+                same = [i for i in same if _identical(gts[i], aios[i])]
+        out: list[Scored | None] = [None] * len(items)
+        plans = self._plans
+        for i in same:
+            keys = tuple(gts[i])
+            plan = plans.get((keys, keys))
+            if plan is None:
+                plan = self._plan(gts[i], aios[i])
+                if len(plans) < _MAX_PLANS:
+                    plans[(keys, keys)] = plan
+            codes = plan.identical
+            if codes is None:
+                continue
+            item = items[i]
+            s = item.safety_score
+            t = self._shared(plan, codes, 1.0 if s is None else float(s))
+            out[i] = Scored(
+                item.index, item.id, item.line, "object", [], t.buckets, t.total_distinct,
+                t.fields, t.scores, [], t.line_parts,
+            )  # fmt: skip
+            self.identical += 1
+        fast = self.fast
+        return [fast(items[i]) if r is None else r for i, r in enumerate(out)]
 
     def prepare(self, item: Item) -> _Prep:
         """Phases 0-3 without the matchers. Raises InputError (field ``ground_truth`` or
@@ -600,13 +667,18 @@ class Scorer:
         prepared: list[_Prep] = []
         done: list[Scored | _Prep] = []
         failed: list[Failed] = []
-        kernel = self.fast if self._kernel else None
-        for item in items:
-            if kernel is not None and item.checked and item.output.__class__ is dict:
-                result = kernel(item)
-                if result is not None:
-                    done.append(result)
-                    continue
+        fast: list[Scored | None] = []
+        if self._kernel:
+            eligible = [it.checked and it.output.__class__ is dict for it in items]
+            if all(eligible):
+                fast = self.columnar(items)
+            else:
+                kernel = iter(self.columnar(list(itertools.compress(items, eligible))))
+                fast = [next(kernel) if e else None for e in eligible]
+        for item, result in itertools.zip_longest(items, fast):
+            if result is not None:
+                done.append(result)
+                continue
             try:
                 prep = self.prepare(item)
             except InputError as exc:
@@ -1101,6 +1173,79 @@ def _few_collections() -> Iterator[None]:
         gc.set_threshold(*before)
 
 
+class StoreRows:
+    """A chunk's items for the run store (issue 11, ``RunRecorder.add_prepared``), as
+    ``runs._items.json_item`` / ``json_error_item`` build them, without a dict per record: the
+    result text is the records.jsonl line with ``ground_truth``, ``output`` and
+    ``safety_score_given`` added; the tags are only the fields the record failed on (scored
+    below 1, missing, hallucinated or extra), named as fields.csv names them."""
+
+    NAMES = 65536  # distinct field paths whose tag name is remembered
+
+    def __init__(self) -> None:
+        from fieldcheck.store._items import TAG_CHARS, ItemColumns, field_name
+
+        self._columns, self._field_name, self._chars = ItemColumns, field_name, TAG_CHARS
+        self._names: dict[str, str] = {}
+
+    def _name(self, path: str) -> str:
+        name = self._names.get(path)
+        if name is None:
+            name = self._field_name(path)[: self._chars]
+            if len(self._names) < self.NAMES:
+                self._names[path] = name
+        return name
+
+    def _tags(self, scored: Scored) -> dict[str, bool]:
+        names = [n for n, f in scored.fields.items() if f[2] is not None and f[2] < 1]
+        extra, gt_null_value, _, missing, _ = scored.buckets
+        names += [*missing, *gt_null_value, *extra]
+        return dict.fromkeys(map(self._name, map(str, names)), True)
+
+    def rows(
+        self, scored: Sequence[Scored], lines: Sequence[bytes], items: Sequence[Item]
+    ) -> list[tuple[ItemColumns, bytes]]:
+        """(columns, result text) of each scored record; ``lines`` are their records.jsonl
+        lines, ``items`` the chunk's items they were scored from."""
+        by_index = {it.index: it for it in items}
+        shared: dict[tuple[int, int, str], tuple[bool, dict[str, bool]]] = {}
+        columns = self._columns
+        dumps = orjson.dumps
+        rows = []
+        for r, line in zip(scored, lines, strict=True):
+            # kernel records share their fields and buckets: their tags are worked out once
+            outcome = (id(r.fields), id(r.buckets), r.kind)
+            found = shared.get(outcome)
+            if found is None:
+                tags = self._tags(r)
+                found = shared[outcome] = (bool(tags) or r.kind != "object", tags)
+            item = by_index[r.index]
+            text = b"".join(
+                (
+                    line[:-2],  # the line without its closing brace and newline
+                    b',"ground_truth":',
+                    dumps(item.ground_truth, option=orjson.OPT_NON_STR_KEYS),
+                    b',"output":',
+                    dumps(item.output, option=orjson.OPT_NON_STR_KEYS),
+                    b"}"
+                    if item.safety_score is None
+                    else b',"safety_score_given":' + dumps(item.safety_score) + b"}",
+                )
+            )
+            rows.append((columns(str(r.id), found[0], tags=found[1]), text))
+        return rows
+
+    def errors(self, failures: Sequence[Failed]) -> list[tuple[ItemColumns, bytes]]:
+        """(columns, result text) of each record or line that could not be scored."""
+        rows = []
+        for f in failures:
+            body = f.error.model_dump()
+            key = body.get("record") or f"line {body.get('line')}"
+            text = orjson.dumps({"id": key, "error": body})
+            rows.append((self._columns(str(key), True, error_type=str(f.error.reason)[:32]), text))
+        return rows
+
+
 def run_stream(
     chunks: Iterable[Sequence[Item | Failed]],
     scorer: Scorer,
@@ -1113,10 +1258,14 @@ def run_stream(
     keep: list[Scored] | None = None,
     kept_errors: list[RecordError] | None = None,
     on_chunk: Callable[[], None] | None = None,
+    recorder: RunRecorder | None = None,
 ) -> StreamResult:
-    """Score every chunk; append result and error lines; fold into the aggregates. ``keep`` and
-    ``kept_errors`` (the in-memory API) collect every record and error too."""
+    """Score every chunk; append result and error lines; fold into the aggregates; hand each
+    chunk's records and errors to ``recorder`` (the run store, issue 11), which writes them in
+    its own thread. ``keep`` and ``kept_errors`` (the in-memory API) collect every record and
+    error too."""
     agg = Aggregate(bootstrap=bootstrap, seed=seed)
+    store = StoreRows() if recorder is not None else None
     with _few_collections():
         for chunk in chunks:
             items = [x for x in chunk if isinstance(x, Item)]
@@ -1125,8 +1274,11 @@ def run_stream(
             failures = sorted(read_failed + failed, key=lambda f: f.index)
             agg.add_failures(f.error for f in failures)
             agg.add(scored, counts)
+            lines = list(map(record_line, scored))
             if records_out is not None and scored:
-                records_out.write(b"".join(map(record_line, scored)))
+                records_out.write(b"".join(lines))
+            if recorder is not None and store is not None and (scored or failures):
+                recorder.add_prepared(store.rows(scored, lines, items) + store.errors(failures))
             if errors_out is not None and failures:
                 errors_out.write(b"".join(error_line(f.error) for f in failures))
             if keep is not None:
