@@ -1,0 +1,148 @@
+"""The JSON batch's store hook (issue 11): ``stream_batch_outputs(..., recorder=...)`` stores each
+chunk's records and errors as they are scored, the same items ``runs._items.json_item`` and
+``json_error_item`` build from the in-memory results, tagged with the fields each record failed
+on; ``runs rescore`` of the stored run gives the original's metrics."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from fieldcheck.jsoneval import (
+    BatchReader,
+    EvalConfig,
+    evaluate_batch,
+    read_batch,
+    record_error,
+    stream_batch_outputs,
+)
+from fieldcheck.runs import json_error_item, json_item, json_metrics
+from fieldcheck.runs._rescore import rescore
+from fieldcheck.store import RunRecorder, Store
+from fieldcheck.store._items import json_columns
+
+from .test_json_streaming import STRATEGIES, matchers, random_batch
+
+XSS = "<img src=x onerror=alert(1)>"
+
+
+def _text(value: Any) -> bytes:
+    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+
+
+def _store_run(
+    tmp_path: Path, data: Path, config: EvalConfig, chunk: int
+) -> tuple[Store, str, dict[str, Any]]:
+    store = Store(f"sqlite:///{tmp_path}/s.db")
+    folder = tmp_path / f"out{chunk}"
+    recorder = RunRecorder.open(
+        store,
+        system="json",
+        inputs=[("batch", data)],
+        settings={"config": config.model_dump(mode="json"), "bootstrap": 200, "seed": 3},
+        signature="",
+        out=folder,
+    )
+    batch = stream_batch_outputs(
+        folder,
+        BatchReader(data, chunk_lines=chunk).chunks(),
+        config,
+        matchers=matchers(),
+        source=str(data),
+        bootstrap=200,
+        seed=3,
+        recorder=recorder,
+    )
+    summary = batch.summary.to_json()
+    metrics, intervals = json_metrics(summary)
+    run = recorder.finish(metrics=metrics, intervals=intervals)
+    return store, run.id, summary
+
+
+def _expected(data: Path, config: EvalConfig) -> list[dict[str, Any]]:
+    """What the in-memory builder of runs/_items.py gives for the same file."""
+    records, errors = read_batch(data)
+    batch = evaluate_batch(
+        records,
+        config,
+        matchers=matchers(),
+        errors=[record_error(e) for e in errors],
+        source=str(data),
+        bootstrap=200,
+        seed=3,
+    )
+    by_id = {str(r.id): r for r in records}
+    items = [json_item(r, by_id[str(r.id)]) for r in batch.results]
+    return items + [json_error_item(e) for e in batch.errors]
+
+
+@pytest.mark.parametrize("chunk", [7, 10_000])
+def test_stored_items_are_those_of_the_in_memory_builder(tmp_path: Path, chunk: int) -> None:
+    lines = random_batch(1, 400)
+    lines.append(json.dumps({"id": 9999, "ground_truth": {XSS: 1, "a[3].b": 2}, "output": {}}))
+    data = tmp_path / "data.jsonl"
+    data.write_text("\n".join(lines) + "\n")
+    config = EvalConfig(strategies=STRATEGIES)
+    store, run_id, _ = _store_run(tmp_path, data, config, chunk)
+    expected = _expected(data, config)
+    stored = store.items(run_id)
+    # the same results (a duplicate id's error is stored under its key with ~seq appended)
+    assert sorted(_text(i.result) for i in stored) == sorted(map(_text, expected))
+    assert len(stored) == len(expected) > 400
+    # each item's failed flag and tags are the store's own reading of the builder's dict
+    want = {_text(e): json_columns(e) for e in expected}
+    tags: Counter[str] = Counter()
+    for item in stored:
+        columns = want[_text(item.result)]
+        assert item.failed == columns.failed, item.key
+        assert item.error_type == columns.error_type, item.key
+        tags.update(columns.tags)
+    assert all(tags.values()) and {XSS, "a[*].b"} <= set(tags)  # only fields failed on
+    for name, n in tags.items():
+        assert store.count_items(run_id, tag=name) == n, name
+    assert store.count_items(run_id, failed=True) == sum(
+        bool(want[_text(i.result)].failed) for i in stored
+    )
+
+
+def test_a_perfect_record_is_stored_untagged_and_not_failed(tmp_path: Path) -> None:
+    # 1 perfect record (the columnar kernel's), 1 with a wrong and a missing field, 1 bad line
+    data = tmp_path / "d.jsonl"
+    data.write_text(
+        '{"id": "a", "ground_truth": {"x": 1, "y": "k"}, "output": {"x": 1, "y": "k"}}\n'
+        '{"id": "b", "ground_truth": {"x": 1, "y": "k"}, "output": {"x": 2}}\n'
+        "{oops\n"
+    )
+    config = EvalConfig(strategies={"x": "EXACT", "y": "EXACT"})
+    store, run_id, _ = _store_run(tmp_path, data, config, 10_000)
+    items = {i.key: i for i in store.items(run_id)}
+    assert set(items) == {"a", "b", "line 3"}
+    assert items["a"].failed is False and store.count_items(run_id, failed=False) == 1
+    assert items["a"].result["ground_truth"] == {"x": 1, "y": "k"}
+    assert items["a"].result["rqs"] == 0.85  # 0.45 * 1 + 0.25 * 1 + 0.15 * 1 - 0.15 * 0
+    assert items["b"].failed is True and items["b"].result["output"] == {"x": 2}
+    assert [i.key for i in store.page_items(run_id, tag="y")] == ["b"]  # missing
+    assert [i.key for i in store.page_items(run_id, tag="x")] == ["b"]  # scored 0
+    bad = items["line 3"]
+    assert bad.failed is True and bad.error_type == bad.result["error"]["reason"][:32]
+    assert str(bad.error_type).startswith("invalid JSON: ")  # the reason, cut to the column's 32
+    assert items["line 3"].result["error"]["line"] == 3
+
+
+def test_rescore_of_a_stored_run_gives_its_metrics(tmp_path: Path) -> None:
+    data = tmp_path / "data.jsonl"
+    data.write_text("\n".join(random_batch(2, 300)) + "\n")
+    config = EvalConfig(strategies=STRATEGIES)
+    store, run_id, summary = _store_run(tmp_path, data, config, 10_000)
+    again = rescore(store, run_id, matchers=matchers())
+    assert again.parent_id == run_id
+    original = store.get_run(run_id)
+    assert original is not None and again.metrics is not None and original.metrics is not None
+    for key in ("means", "fields", "scored", "not_an_object", "safety_flagged"):
+        assert again.metrics[key] == original.metrics[key], key
+    assert again.intervals == original.intervals == summary["ci"]
