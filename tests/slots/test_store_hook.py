@@ -160,7 +160,7 @@ def test_rescore_of_a_streamed_run_gives_its_metrics(jsonl: Jsonl, tmp_path: Pat
     assert child.parent_id == info.id and child.n_items == info.n_items == 24
     assert child.metrics == info.metrics
     assert child.intervals == info.intervals
-    assert info.metrics["paired_f1"][0]["p_value"] is not None
+    assert info.metrics is not None and info.metrics["paired_f1"][0]["p_value"] is not None
 
 
 def test_no_recorder_no_items_and_the_same_run(jsonl: Jsonl, tmp_path: Path) -> None:

@@ -7,6 +7,7 @@ import io
 import json
 import math
 import random
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,15 @@ from rich.console import Console
 from fieldcheck._cli.slots_cmd import load_inputs, score_files
 from fieldcheck.metrics._slots import score_session, slot_values
 from fieldcheck.metrics._text import bleu1_score, tokenize_values
-from fieldcheck.slots import load_slots
+from fieldcheck.slots import (
+    ModelInput,
+    load_judge_scores,
+    load_latencies,
+    load_slots,
+    write_outputs,
+)
+from fieldcheck.slots._loaders import JudgeFile, LatencyFile, SlotFile
+from fieldcheck.slots._score import SlotScorer, model_sides
 from fieldcheck.slots._stream import bucket_count, partitioned
 
 WORDS = ["Reading", "hiking!", "chess", "café", "calm", "a b", "", "  ", "jazz", "<img src=x onerror=alert(1)>"]  # fmt: skip
@@ -123,3 +132,81 @@ def test_bucket_files_are_removed_on_an_error(tmp_path: Path) -> None:
         assert [p for p in tmp_path.iterdir() if p.name.startswith(".fieldcheck-slots-")]
         raise RuntimeError
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".fieldcheck-slots-")]
+
+
+def _sides(folder: Path, paths: dict[str, Path]) -> dict[str, Path]:
+    """Latencies of model a and judge scores of model b for the gold's sessions, shuffled, with
+    a repeated line, a bad line and a session not in the gold in each."""
+    rng = random.Random(4)
+    gold = load_slots(paths["gold"])
+    latency = [{"user": u, "session": s, "seconds": rng.random() * 9} for u, s in gold.sessions]
+    judge = [
+        {"user": u, "session": s, "topic": t, "field": f, "score": rng.choice([0.0, 0.5, 1.0])}
+        for (u, s), slots in gold.sessions.items()
+        for t, f in slots
+    ]
+    out = {}
+    for name, rows in (("latency", latency), ("judge", judge)):
+        lines = [json.dumps(r) for r in rows]
+        lines.append(json.dumps({**rows[0], "user": "stranger"}))
+        lines.insert(rng.randrange(len(lines)), lines[rng.randrange(len(lines))])
+        lines.insert(rng.randrange(len(lines)), '{"user": "u1", "session": 1, "seconds": -1}')
+        rng.shuffle(lines)
+        out[name] = folder / f"{name}.jsonl"
+        out[name].write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return out
+
+
+def _score_with_sides(
+    paths: dict[str, Path], sides: dict[str, Path], out: Path, k: int | None
+) -> dict[str, bytes]:
+    """Latency and judge files whole (k None: ``ModelInput`` files loaded whole) or split with
+    the slot files into k buckets (``model_sides``, ``SlotScorer.add_part``)."""
+    models = [
+        ModelInput("a", load_slots(paths["a"]), latencies=load_latencies(sides["latency"])),
+        ModelInput("b", load_slots(paths["b"]), judge_scores=load_judge_scores(sides["judge"])),
+    ]
+    slot_paths = [paths["gold"], paths["a"], paths["b"]]
+    with partitioned(slot_paths, beside=out, k=k or 1, sides=model_sides(models)) as part:
+        gold, *preds = [SlotFile(i.path, errors=i.errors) for i in part.inputs]
+        models = [replace(m, predictions=p) for m, p in zip(models, preds, strict=True)]
+        if k is None:  # the side files as loaded whole
+            scorer = SlotScorer(gold, models, bootstrap=60, seed=2)
+            for bucket in part.buckets():
+                scorer.add(bucket[0], bucket[1:])
+        else:
+            headers = [
+                replace(
+                    m,
+                    latencies=None if m.latencies is None else LatencyFile(m.latencies.path, errors=side.errors),
+                    judge_scores=None if m.judge_scores is None else JudgeFile(m.judge_scores.path, errors=side.errors),
+                )
+                for m, side in zip(models, part.sides, strict=True)
+            ]  # fmt: skip
+            scorer = SlotScorer(gold, headers, bootstrap=60, seed=2)
+            for p in part.parts():
+                scorer.add_part(p)
+        run = scorer.finish()
+    write_outputs(run, out)
+    files = {name: (out / name).read_bytes() for name in (*OUTPUTS, "report.html")}
+    return files | {"warnings": "\n".join(run.warnings).encode()}
+
+
+def test_latency_and_judge_files_split_with_the_buckets_give_the_same_bytes(
+    tmp_path: Path,
+) -> None:
+    paths = _files(tmp_path, seed=6, shuffle=True)
+    sides = _sides(tmp_path, paths)
+    whole = _score_with_sides(paths, sides, tmp_path / "whole", None)
+    for k in (1, 3, 16):
+        assert _score_with_sides(paths, sides, tmp_path / f"k{k}", k) == whole
+    metrics = json.loads(whole["metrics.json"])
+    assert metrics["models"]["a"]["latency"]["total"] > 0
+    assert metrics["models"]["b"]["llm_judge"] is not None
+    errors = [json.loads(line) for line in whole["errors.jsonl"].decode().splitlines()]
+    side_errors = [e for e in errors if e["file"].endswith(("latency.jsonl", "judge.jsonl"))]
+    # per side file: the bad line and the repeated line, in line order
+    assert len(side_errors) == 4
+    warnings = whole["warnings"].decode()
+    assert "latency.jsonl: 1 latency line(s) for sessions not in the gold file" in warnings
+    assert "judge.jsonl: 1 judge score(s) for sessions not in the gold file" in warnings

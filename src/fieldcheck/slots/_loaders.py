@@ -56,6 +56,7 @@ class LatencyFile:
     path: Path
     seconds: dict[SessionKey, float] = field(default_factory=dict)
     errors: list[InputError] = field(default_factory=list)
+    lines: dict[SessionKey, int] = field(default_factory=dict, repr=False)  # first line of each
 
     @property
     def records(self) -> int:
@@ -68,6 +69,7 @@ class JudgeFile:
     path: Path
     scores: dict[SessionKey, dict[SlotKey, float]] = field(default_factory=dict)
     errors: list[InputError] = field(default_factory=list)
+    lines: dict[tuple[SessionKey, SlotKey], int] = field(default_factory=dict, repr=False)
 
     @property
     def records(self) -> int:
@@ -204,45 +206,76 @@ def load_slots(path: str | Path) -> SlotFile:
     return out
 
 
+LatencyRow = tuple[str, int, float]
+"""A valid latency line as plain values: ``(user, session, seconds)``."""
+JudgeRow = tuple[str, int, str, str, float]
+"""A valid judge line as plain values: ``(user, session, topic, field, score)``."""
+
+
+def read_latency_rows(path: Path, errors: list[InputError]) -> Iterator[tuple[int, LatencyRow]]:
+    """``(line, row)`` of every valid line of a latency file; a bad line goes to ``errors``."""
+    for line, rec in _records(path, LatencyRecord, errors):
+        yield line, (rec.user, rec.session, float(rec.seconds))
+
+
+def read_judge_rows(path: Path, errors: list[InputError]) -> Iterator[tuple[int, JudgeRow]]:
+    """``(line, row)`` of every valid line of a judge file; a bad line goes to ``errors``."""
+    for line, rec in _records(path, JudgeRecord, errors):
+        yield line, (rec.user, rec.session, rec.topic, rec.field, float(rec.score))
+
+
+def add_latency(out: LatencyFile, line: int, row: LatencyRow) -> None:
+    """Add one valid latency line; a session already timed is an error naming its first line."""
+    user, session, seconds = row
+    key = (user, session)
+    first = out.lines.get(key)
+    if first is not None:
+        out.errors.append(
+            InputError(
+                f"duplicate latency of user {user!r} session {session}, first at line "
+                f"{first}; this line is ignored",
+                file=out.path,
+                line=line,
+                field="session",
+                value=session,
+            )
+        )
+        return
+    out.lines[key] = line
+    out.seconds[key] = seconds
+
+
+def add_judge(out: JudgeFile, line: int, row: JudgeRow) -> None:
+    """Add one valid judge line; a slot already scored is an error naming its first line."""
+    user, session, topic, name, score = row
+    key = ((user, session), (topic, name))
+    first = out.lines.get(key)
+    if first is not None:
+        out.errors.append(
+            InputError(
+                f"duplicate judge score, first at line {first}; this line is ignored",
+                file=out.path,
+                line=line,
+                field="field",
+                value=f"{topic}/{name}",
+            )
+        )
+        return
+    out.lines[key] = line
+    out.scores.setdefault(key[0], {})[key[1]] = score
+
+
 def load_latencies(path: str | Path) -> LatencyFile:
     """Read a latency JSONL file (one session per line, ``seconds`` >= 0)."""
     out = LatencyFile(Path(path))
-    first_line: dict[SessionKey, int] = {}
-    for line, rec in _records(out.path, LatencyRecord, out.errors):
-        if rec.session_key in first_line:
-            out.errors.append(
-                InputError(
-                    f"duplicate latency of user {rec.user!r} session {rec.session}, first at line "
-                    f"{first_line[rec.session_key]}; this line is ignored",
-                    file=out.path,
-                    line=line,
-                    field="session",
-                    value=rec.session,
-                )
-            )
-            continue
-        first_line[rec.session_key] = line
-        out.seconds[rec.session_key] = float(rec.seconds)
+    for line, row in read_latency_rows(out.path, out.errors):
+        add_latency(out, line, row)
     return out
 
 
 def load_judge_scores(path: str | Path) -> JudgeFile:
     """Read precomputed judge scores (one slot per line, ``score`` in [0, 1])."""
     out = JudgeFile(Path(path))
-    first_line: dict[tuple[SessionKey, SlotKey], int] = {}
-    for line, rec in _records(out.path, JudgeRecord, out.errors):
-        key = (rec.session_key, rec.slot_key)
-        if key in first_line:
-            out.errors.append(
-                InputError(
-                    f"duplicate judge score, first at line {first_line[key]}; this line is ignored",
-                    file=out.path,
-                    line=line,
-                    field="field",
-                    value=f"{rec.topic}/{rec.field}",
-                )
-            )
-            continue
-        first_line[key] = line
-        out.scores.setdefault(rec.session_key, {})[rec.slot_key] = float(rec.score)
+    for line, row in read_judge_rows(out.path, out.errors):
+        add_judge(out, line, row)
     return out

@@ -11,7 +11,8 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import combinations
-from typing import TYPE_CHECKING, Any, Literal, overload
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
 import numpy as np
 import orjson
@@ -54,6 +55,7 @@ from fieldcheck.metrics._text import (
     tokenize_values,
 )
 from fieldcheck.slots._loaders import JudgeFile, LatencyFile, SessionKey, SlotFile, SlotKey
+from fieldcheck.slots._stream import Part, SideKind
 from fieldcheck.store._items import slot_columns
 
 if TYPE_CHECKING:
@@ -61,6 +63,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("fieldcheck")
 
+F = TypeVar("F", LatencyFile, JudgeFile)
 TPMode = Literal["presence", "exact", "fuzzy", "semantic"]
 DEFAULT_THRESHOLDS: dict[TPMode, float] = {"exact": 1.0, "fuzzy": 0.8, "semantic": 0.8}
 CI_METRICS = ("precision", "recall", "f1", "exact_match_rate", "token_f1")
@@ -440,6 +443,12 @@ class _ModelFold:
     session_seconds: dict[SessionKey, float] = field(default_factory=dict)
     latency_in_gold: int = 0  # latency lines of gold sessions
     judge_in_gold: int = 0  # judge scores of gold sessions
+    latency: LatencyFile | None = None  # the bucket's latencies (the model's, or a part's)
+    judge_scores: JudgeFile | None = None  # the bucket's judge scores
+    latency_lines: int | None = None  # bucketed latencies: valid lines over the buckets
+    judge_lines: int | None = None  # bucketed judge scores: valid lines over the buckets
+    latency_errors: list[InputError] = field(default_factory=list)  # the buckets' duplicates
+    judge_errors: list[InputError] = field(default_factory=list)
     rows: list[np.ndarray] = field(default_factory=list)  # keep_sessions: the units
     at: list[np.ndarray] = field(default_factory=list)  # their index in SlotScorer.keys
     unknown: int = 0
@@ -510,9 +519,38 @@ class SlotScorer:
         self.cache = _PairCache()
         self.canonical = _CanonicalCache()
 
-    def add(self, gold: SlotFile, predictions: Sequence[SlotFile]) -> None:
+    def add_part(self, part: Part) -> None:
+        """Score one bucket of a ``Partition`` made with ``sides=model_sides(models)``: its
+        slot files (gold, then each model's) and each model's latency and judge files."""
+        sides = iter(part.sides)
+        latencies: list[LatencyFile | None] = []
+        judges: list[JudgeFile | None] = []
+        for model in self.models:
+            latencies.append(_next(sides, LatencyFile) if model.latencies is not None else None)
+            judges.append(_next(sides, JudgeFile) if model.judge_scores is not None else None)
+        self.add(part.slots[0], part.slots[1:], latencies=latencies, judges=judges)
+
+    def add(
+        self,
+        gold: SlotFile,
+        predictions: Sequence[SlotFile],
+        *,
+        latencies: Sequence[LatencyFile | None] | None = None,
+        judges: Sequence[JudgeFile | None] | None = None,
+    ) -> None:
         """Score one bucket: ``gold`` and each model's ``predictions`` (in model order) hold the
-        same sessions' lines; their ``errors`` are the bucket's duplicate lines."""
+        same sessions' lines; their ``errors`` are the bucket's duplicate lines. ``latencies``
+        and ``judges``, per model, the bucket's lines of its latency and judge files (a model
+        with ``None`` there, or without these lists, uses its ``ModelInput`` files whole)."""
+        for i, fold in enumerate(self.folds):
+            fold.latency = _side(fold.model.latencies, latencies, i)
+            fold.judge_scores = _side(fold.model.judge_scores, judges, i)
+            if fold.latency is not None and fold.latency is not fold.model.latencies:
+                fold.latency_lines = (fold.latency_lines or 0) + len(fold.latency.seconds)
+                fold.latency_errors += fold.latency.errors
+            if fold.judge_scores is not None and fold.judge_scores is not fold.model.judge_scores:
+                fold.judge_lines = (fold.judge_lines or 0) + fold.judge_scores.records
+                fold.judge_errors += fold.judge_scores.errors
         self.gold_errors += gold.errors
         count = self.cache.count
         for slots in gold.sessions.values():
@@ -559,8 +597,8 @@ class SlotScorer:
         for fold, preds, (units, scored) in zip(self.folds, predictions, bucket, strict=True):
             model = fold.model
             name = model.name
-            seconds = model.latencies.seconds if model.latencies is not None else None
-            judged = model.judge_scores.scores if model.judge_scores is not None else None
+            seconds = fold.latency.seconds if fold.latency is not None else None
+            judged = fold.judge_scores.scores if fold.judge_scores is not None else None
             counts = units.tolist()
             for i, key in enumerate(keys):
                 pred = _slot_list(preds.sessions.get(key, {}))
@@ -608,22 +646,22 @@ class SlotScorer:
             fold.left_out.update(not_scored[k] for k in keys if k in not_scored)
         fold.scored += len(scored)
         fold.absent += sum(1 for _, k in scored if k not in preds.sessions)
-        if model.latencies is not None:
-            timed = model.latencies.seconds
+        if fold.latency is not None:
+            timed = fold.latency.seconds
             fold.latency_in_gold += sum(1 for k in keys if k in timed)
             for _, k in scored:
                 if k in timed:
                     fold.seconds.append(timed[k])
                     fold.session_seconds[k] = timed[k]
-        if model.judge_scores is not None:
-            scores = model.judge_scores.scores
+        if fold.judge_scores is not None:
+            scores = fold.judge_scores.scores
             fold.judge_in_gold += sum(len(scores[k]) for k in keys if k in scores)
         empty: dict[SlotKey, list[str]] = {}
         # the gold slots with a predicted value: the pairs a matcher or a judge has to see
         count = self.cache.count
         checked = self.matcher is not None and self.tp != "presence"
         pairs: list[tuple[SessionKey, SlotKey]] = []
-        if checked or model.judge_scores is not None or self.judge is not None:
+        if checked or fold.judge_scores is not None or self.judge is not None:
             pairs = [
                 (sk, slot)
                 for _, sk in scored
@@ -748,9 +786,8 @@ class SlotScorer:
         preds: SlotFile,
         pairs: list[tuple[SessionKey, SlotKey]],
     ) -> dict[SessionKey, dict[SlotKey, float]] | None:
-        model = fold.model
-        if model.judge_scores is not None:
-            scores = model.judge_scores.scores
+        if fold.judge_scores is not None:
+            scores = fold.judge_scores.scores
             fold.judged_pairs += sum(1 for sk, slot in pairs if slot in scores.get(sk, {}))
             return {sk: scores[sk] for sk in gold.sessions if sk in scores}
         if self.judge is None:
@@ -900,10 +937,11 @@ class SlotScorer:
             )
         judged = model.judge_scores is not None or self.judge is not None
         if model.judge_scores is not None:
-            errors += model.judge_scores.errors
-            scores = model.judge_scores.scores
-            stray = sum(len(v) for v in scores.values()) - fold.judge_in_gold
-            unused = sum(len(v) for v in scores.values()) - stray - fold.judged_pairs
+            errors += _by_line(model.judge_scores.errors + fold.judge_errors)
+            lines = fold.judge_lines
+            judge_lines = model.judge_scores.records if lines is None else lines
+            stray = judge_lines - fold.judge_in_gold
+            unused = judge_lines - stray - fold.judged_pairs
             if stray:
                 warn(
                     f"{model.judge_scores.path}: {stray} judge score(s) for sessions not in the "
@@ -944,8 +982,11 @@ class SlotScorer:
         seconds = fold.seconds
         latency: LatencySummary | None = None
         if model.latencies is not None:
-            errors += model.latencies.errors
-            stray_latency = len(model.latencies.seconds) - fold.latency_in_gold
+            errors += _by_line(model.latencies.errors + fold.latency_errors)
+            lines = fold.latency_lines
+            stray_latency = (
+                len(model.latencies.seconds) if lines is None else lines
+            ) - fold.latency_in_gold
             if stray_latency:
                 warn(
                     f"{model.latencies.path}: {stray_latency} latency line(s) for sessions not in "
@@ -1089,6 +1130,34 @@ class _CanonicalCache:
                 self.sets.clear()
             found = self.sets[key] = canonical_set(values)
         return found
+
+
+def _side(whole: F | None, bucket: Sequence[F | None] | None, i: int) -> F | None:
+    """Model ``i``'s latency or judge file for a bucket: the bucket's when given, else its own."""
+    if whole is None:
+        return None
+    if bucket is not None and bucket[i] is not None:
+        return bucket[i]
+    return whole
+
+
+def _next(sides: Iterator[LatencyFile | JudgeFile], kind: type[F]) -> F:
+    side = next(sides)
+    if not isinstance(side, kind):
+        raise ValueError(f"expected a {kind.__name__} in the part (see model_sides)")
+    return side
+
+
+def model_sides(models: Sequence[ModelInput]) -> list[tuple[SideKind, Path]]:
+    """The ``sides`` of ``partitioned`` for ``models``: each model's latency file, then its
+    judge file, where it has them (``SlotScorer.add_part`` reads them in this order)."""
+    sides: list[tuple[SideKind, Path]] = []
+    for m in models:
+        if m.latencies is not None:
+            sides.append(("latency", m.latencies.path))
+        if m.judge_scores is not None:
+            sides.append(("judge", m.judge_scores.path))
+    return sides
 
 
 def _by_line(errors: list[InputError]) -> list[InputError]:
