@@ -3,7 +3,8 @@
 Starts ``serve-model`` (synthetic models, labelled so) on a free loopback port, runs slot memory
 extraction, the ConvFinQA plan-and-execute agent (30 conversations of the real dev split) and JSON
 extraction for three models, scores them, writes reports and plots under ``demo-out/``, stops the
-server and says where everything is. Runs and replies go to ``demo-out/fieldcheck.sqlite3`` unless
+server and says where everything is, ending with the ``fieldcheck serve`` command that shows
+its scored runs. Runs and replies go to ``demo-out/fieldcheck.sqlite3`` unless
 ``FIELDCHECK_DATABASE_URL`` is set, so a second ``make demo`` is served from the cache.
 """
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import shlex
 import socket
 import sys
 import time
@@ -96,7 +98,23 @@ def main(root: Path = Path("demo-out")) -> int:
         markup=False,
         highlight=False,
     )
+    scored = [r for r in runs if r.kind == "scored"]
+    console.print(
+        f"{len(scored)} scored runs are in the store; to browse and compare them "
+        "(http://127.0.0.1:8000/runs):",
+        markup=False,
+        highlight=False,
+    )
+    console.print(f"  {serve_command(store.url)}", markup=False, highlight=False, soft_wrap=True)
     return status
+
+
+def serve_command(url: str) -> str:
+    """The shell command that serves the demo's store (the database URL is the demo's own
+    SQLite file, never one with a password)."""
+    venv = Path(".venv/bin/fieldcheck")
+    program = str(venv) if venv.exists() else "fieldcheck"
+    return f"{DATABASE_ENV}={shlex.quote(url)} {program} serve"
 
 
 def _port_free(port: int) -> bool:

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from dataclasses import fields as dataclass_fields
 from pathlib import Path
-from typing import Annotated, Any, get_args
+from typing import TYPE_CHECKING, Annotated, Any, get_args
 
 import orjson
 import typer
@@ -38,6 +38,17 @@ from fieldcheck._cli._common import (
     seed_option,
     show_problems,
     writing,
+)
+
+if TYPE_CHECKING:
+    from fieldcheck.store import RunRecorder
+
+from fieldcheck._cli._record import (
+    NoStoreOpt,
+    finish_recorder,
+    open_recorder,
+    recording,
+    stored_line,
 )
 from fieldcheck._cli._runopts import (
     STORE_HELP,
@@ -75,6 +86,7 @@ from fieldcheck.jsoneval import (
     MatcherFamily,
     ModelRun,
     RecordError,
+    RqsWeights,
     SafetyCheck,
     build_matchers,
     evaluate,
@@ -133,21 +145,25 @@ WeightsOpt = Annotated[
     ),
 ]
 FuzzyOpt = Annotated[
-    float,
+    float | None,
     typer.Option(
         "--fuzzy-threshold",
         min=0.0,
         max=1.0,
-        help="A FUZZY field scores 1 when its similarity (0-1) is >= this, else 0.",
+        show_default=False,
+        help="A FUZZY field scores 1 when its similarity (0-1) is >= this, else 0. "
+        f"[default: the saved threshold, else {_DEFAULTS.fuzzy_threshold}]",
     ),
 ]
 SemanticOpt = Annotated[
-    float,
+    float | None,
     typer.Option(
         "--semantic-threshold",
         min=0.0,
         max=1.0,
-        help="A SEMANTIC field scores 1 when its similarity (0-1) is >= this, else 0.",
+        show_default=False,
+        help="A SEMANTIC field scores 1 when its similarity (0-1) is >= this, else 0. "
+        f"[default: the saved threshold, else {_DEFAULTS.semantic_threshold}]",
     ),
 ]
 MatcherOpt = Annotated[
@@ -205,13 +221,14 @@ SafetyOpt = Annotated[
 class _Options:
     strategies: Path | None
     weights: str | None
-    fuzzy_threshold: float
-    semantic_threshold: float
+    fuzzy_threshold: float | None
+    semantic_threshold: float | None
     matcher: str
     judge_base_url: str | None
     judge_model: str | None
     flatten: bool
     safety_check: str
+    no_store: bool
 
     @classmethod
     def of(cls, arguments: dict[str, Any]) -> _Options:
@@ -247,10 +264,16 @@ def _config(opts: _Options, console: Console) -> EvalConfig:
         raise typer.BadParameter(
             "--matcher llm needs --judge-base-url and --judge-model", param_hint="--matcher"
         )
+    saved = _saved_sections(opts, weights, console)
+    if opts.strategies is None and "strategies" in saved:
+        strategies = saved["strategies"]
+    if weights is None and "weights" in saved:
+        weights = RqsWeights(**saved["weights"])
+    thresholds = saved.get("thresholds", {})
     settings: dict[str, Any] = {
         "strategies": strategies,
-        "fuzzy_threshold": opts.fuzzy_threshold,
-        "semantic_threshold": opts.semantic_threshold,
+        "fuzzy_threshold": _first(opts.fuzzy_threshold, thresholds.get("fuzzy_threshold")),
+        "semantic_threshold": _first(opts.semantic_threshold, thresholds.get("semantic_threshold")),
         "matcher": opts.matcher,
         "judge_base_url": opts.judge_base_url,
         "judge_model": opts.judge_model,
@@ -259,12 +282,70 @@ def _config(opts: _Options, console: Console) -> EvalConfig:
     }
     if weights is not None:
         settings["weights"] = weights
+    settings = {k: v for k, v in settings.items() if v is not None or k.startswith("judge")}
     try:
         return EvalConfig.model_validate(settings)
     except ValidationError as exc:
         first = exc.errors()[0]
         option = "--" + str(first["loc"][0]).replace("_", "-") if first["loc"] else None
         raise typer.BadParameter(safe_text(first["msg"]), param_hint=option) from None
+
+
+def _first(given: float | None, saved: float | None) -> float | None:
+    """An option given, else the saved value; None leaves EvalConfig's default."""
+    return given if given is not None else saved
+
+
+def _saved_sections(
+    opts: _Options, weights: RqsWeights | None, console: Console
+) -> dict[str, dict[str, Any]]:
+    """The sections saved in the store (the API's Configuration page, ``PUT /api/config/...``)
+    that this command was not given: used in their place, and said so on stderr. None with
+    ``--no-store``; a store that cannot be read is a warning and the built-in defaults."""
+    if opts.no_store:
+        return {}
+    wanted = []
+    if opts.strategies is None:
+        wanted.append("strategies")
+    if opts.fuzzy_threshold is None or opts.semantic_threshold is None:
+        wanted.append("thresholds")
+    if weights is None:
+        wanted.append("weights")
+    if not wanted:
+        return {}
+    try:
+        from fieldcheck.jsoneval._saved import SavedConfig
+        from fieldcheck.store import Store
+
+        saved = SavedConfig(Store())
+        found: dict[str, dict[str, Any]] = {
+            name: saved.get(name) for name in saved.saved() if name in wanted
+        }
+    except Exception as exc:  # an unreachable or unreadable store: the defaults, said once
+        first = (str(exc).splitlines() or [""])[0][:200]
+        console.print(
+            safe_text(
+                f"warning: cannot read the saved configuration ({type(exc).__name__}: "
+                f"{first}); using the built-in defaults"
+            ),
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
+        return {}
+    if found:
+        parts = [
+            f"strategies ({len(found['strategies'])} fields)" if n == "strategies" else n
+            for n in found
+        ]
+        console.print(
+            f"using the configuration saved in the store: {', '.join(parts)} "
+            "(an option given wins; --no-store ignores the store)",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
+    return found
 
 
 def _read_output(path: Path, console: Console) -> Any:
@@ -389,8 +470,9 @@ def score(
     ],
     strategies: StrategiesOpt = None,
     weights: WeightsOpt = None,
-    fuzzy_threshold: FuzzyOpt = _DEFAULTS.fuzzy_threshold,
-    semantic_threshold: SemanticOpt = _DEFAULTS.semantic_threshold,
+    no_store: NoStoreOpt = False,
+    fuzzy_threshold: FuzzyOpt = None,
+    semantic_threshold: SemanticOpt = None,
     matcher: MatcherOpt = _DEFAULTS.matcher,
     judge_base_url: JudgeUrlOpt = None,
     judge_model: JudgeModelOpt = None,
@@ -490,6 +572,7 @@ def _score(
     prior_errors: Sequence[RecordError] = (),
     bootstrap: int = 1000,
     seed: int = 0,
+    recorder: RunRecorder | None = None,
 ) -> StreamedBatch:
     """Score and write a batch file chunk by chunk with a transient progress bar (problems are
     shown by the caller); the bar's "read" phase is the share of the file read, in percent."""
@@ -512,6 +595,7 @@ def _score(
             progress=progress.callback,
             bootstrap=bootstrap,
             seed=seed,
+            recorder=recorder,
         )
 
 
@@ -529,6 +613,24 @@ def _first_chunks(
     return first, chunks
 
 
+def _stored_settings(config: EvalConfig, bootstrap: int, seed: int) -> dict[str, Any]:
+    """What ``fieldcheck runs rescore`` needs to score a stored JSON run again."""
+    return {"config": config.model_dump(mode="json"), "bootstrap": bootstrap, "seed": seed}
+
+
+def _finish_json_run(recorder: RunRecorder | None, summary: BatchSummary) -> str | None:
+    """Finish a stored JSON run with summary.json's metrics and intervals."""
+    if recorder is None:
+        return None
+    from fieldcheck.runs import json_metrics
+
+    data = summary.to_json()
+    metrics, intervals = json_metrics(data)
+    return finish_recorder(
+        recorder, metrics=metrics, intervals=intervals, signature=data.get("signature")
+    )
+
+
 def run_batch(
     data: Path,
     config: EvalConfig,
@@ -542,6 +644,7 @@ def run_batch(
     as_json: bool = False,
     floors: dict[str, float] | None = None,
     chunk_lines: int = CHUNK_LINES,
+    no_store: bool = False,
 ) -> int:
     """Read, score and write a batch in chunks of ``chunk_lines`` lines (flat memory); print
     errors, the summary and the files; return the exit status (``--fail-under`` floors checked
@@ -566,7 +669,16 @@ def run_batch(
         folder = OutputFolder.prepare(out, force=force)
     except OutputFolderError as exc:
         raise typer.BadParameter(safe_text(exc), param_hint="--out") from None
-    with writing(folder):
+    recorder = open_recorder(
+        no_store,
+        errors,
+        system="json",
+        inputs=[("batch", data)],
+        settings=_stored_settings(config, bootstrap, seed),
+        out=out,
+        model=data.stem,
+    )
+    with writing(folder), recording(recorder):
         try:
             batch = _score(
                 data,
@@ -577,14 +689,17 @@ def run_batch(
                 errors=errors,
                 bootstrap=bootstrap,
                 seed=seed,
+                recorder=recorder,
             )
         except OSError as exc:
             _err(errors, f"{exc.filename or out}: cannot write the outputs: {exc.strerror}")
             return EXIT_USAGE
         folder.finish()
+        stored = _finish_json_run(recorder, batch.summary)
     summary, paths = batch.summary, batch.paths
     show_problems(errors, summary.errors, str(paths["errors"]))
     print_summary(console, summary, paths)
+    stored_line(console, stored)
     if as_json:  # summary.json as written
         print_json({**summary.to_json(), "complete": True})
     status = EXIT_FAILED if summary.failed else EXIT_OK
@@ -614,8 +729,9 @@ def batch(
     ],
     strategies: StrategiesOpt = None,
     weights: WeightsOpt = None,
-    fuzzy_threshold: FuzzyOpt = _DEFAULTS.fuzzy_threshold,
-    semantic_threshold: SemanticOpt = _DEFAULTS.semantic_threshold,
+    no_store: NoStoreOpt = False,
+    fuzzy_threshold: FuzzyOpt = None,
+    semantic_threshold: SemanticOpt = None,
     matcher: MatcherOpt = _DEFAULTS.matcher,
     judge_base_url: JudgeUrlOpt = None,
     judge_model: JudgeModelOpt = None,
@@ -646,6 +762,7 @@ def batch(
             seed=seed,
             as_json=as_json,
             floors=floors,
+            no_store=no_store,
         )
     )
 
@@ -748,6 +865,7 @@ def run_models(
     seed: int = 0,
     as_json: bool = False,
     floors: dict[str, float] | None = None,
+    no_store: bool = False,
 ) -> int:
     """``json run``: each model extracts every document (through the runner, resumable), then its
     outputs are scored by the ``json batch`` code path into ``out/<model>/``; return the exit status
@@ -810,19 +928,32 @@ def run_models(
             _err(errors, f"{exc.filename or root}: cannot write the outputs: {exc.strerror}")
             return EXIT_USAGE
         reader = BatchReader(outputs)
+        recorder = open_recorder(
+            no_store,
+            errors,
+            system="json",
+            inputs=[("documents", data), ("outputs", outputs)],
+            settings=_stored_settings(config, bootstrap, seed),
+            out=folder.path,
+            model=run.spec.name,
+            task="run",
+        )
         try:
-            batch = _score(
-                outputs,
-                reader.chunks(),
-                reader,
-                folder,
-                config,
-                errors=errors,
-                matchers=matchers,
-                prior_errors=data_failures,
-                bootstrap=bootstrap,
-                seed=seed,
-            )
+            with recording(recorder):
+                batch = _score(
+                    outputs,
+                    reader.chunks(),
+                    reader,
+                    folder,
+                    config,
+                    errors=errors,
+                    matchers=matchers,
+                    prior_errors=data_failures,
+                    bootstrap=bootstrap,
+                    seed=seed,
+                    recorder=recorder,
+                )
+                stored = _finish_json_run(recorder, batch.summary)
         except OSError as exc:
             _err(errors, f"{exc.filename or folder}: cannot write the outputs: {exc.strerror}")
             return EXIT_USAGE
@@ -856,6 +987,7 @@ def run_models(
             highlight=False,
             soft_wrap=True,
         )
+        stored_line(console, stored)
     try:
         with root.atomic("comparison.csv") as tmp:
             write_csv(tmp, comparison, COMPARISON_COLUMNS)
@@ -910,8 +1042,9 @@ def run(
     no_progress: NoProgressOpt = False,
     strategies: StrategiesOpt = None,
     weights: WeightsOpt = None,
-    fuzzy_threshold: FuzzyOpt = _DEFAULTS.fuzzy_threshold,
-    semantic_threshold: SemanticOpt = _DEFAULTS.semantic_threshold,
+    no_store: NoStoreOpt = False,
+    fuzzy_threshold: FuzzyOpt = None,
+    semantic_threshold: SemanticOpt = None,
     matcher: MatcherOpt = _DEFAULTS.matcher,
     judge_base_url: JudgeUrlOpt = None,
     judge_model: JudgeModelOpt = None,
@@ -969,6 +1102,7 @@ def run(
             seed=seed,
             as_json=as_json,
             floors=floors,
+            no_store=no_store,
         )
     raise typer.Exit(status)
 
