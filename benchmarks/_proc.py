@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+DATABASE_ENV = "FIELDCHECK_DATABASE_URL"
 DEFAULT_RSS_CAP_MIB = 6144.0
 TIME_LIMIT = 300.0  # seconds; a run stopped there gives a bound ("<" in the ratio)
 
@@ -75,6 +76,8 @@ def run_child(
         child_env["PYTHONPATH"] = os.pathsep.join(
             p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p
         )
+        # a store of its own (every scoring command records its run), never the user's
+        child_env[DATABASE_ENV] = f"sqlite:///{Path(tmp) / 'store.sqlite3'}"
         child_env.update(env or {})
         with open(err_path, "wb") as err:
             proc = subprocess.Popen(
