@@ -10,15 +10,17 @@ from __future__ import annotations
 import logging
 import random
 import re
-from collections.abc import Mapping, Sequence
+from array import array
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, overload
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, SkipValidation, ValidationError
 
 from fieldcheck._util.errors import InputError
 from fieldcheck._util.jsonio import read_json
 from fieldcheck.metrics._programs import ProgramParseError, cell_number, parse_program
+from fieldcheck.numeric import _scan
 from fieldcheck.numeric._records import Conversation, Document, Features, SourceFormat, Turn
 
 logger = logging.getLogger("fieldcheck")
@@ -53,12 +55,34 @@ class LoadResult(BaseModel):
     path: str
     source_format: SourceFormat
     split: str
-    conversations: list[Conversation]
+    # a list, or StoredConversations (read again from the file when iterated)
+    conversations: SkipValidation[Sequence[Conversation]]
     errors: list[InputError]
     total_records: int
     all_ids: set[str]
     # each gold program's operations (None: it does not parse), parsed once while loading
     operations: dict[str, tuple[str, ...] | None] = {}
+
+    def conversation_ids(self) -> list[str]:
+        """The kept conversations' ids, in order (without reading the records again)."""
+        found = self.conversations
+        if isinstance(found, StoredConversations):
+            return found.ids
+        return [c.id for c in found]
+
+    def turn_counts(self) -> dict[str, int]:
+        """Each kept conversation's number of turns."""
+        found = self.conversations
+        if isinstance(found, StoredConversations):
+            return dict(zip(found.ids, found.turn_counts, strict=True))
+        return {c.id: len(c.turns) for c in found}
+
+    def no_gold_turns(self) -> int:
+        """Turns without a gold answer (not scored)."""
+        found = self.conversations
+        if isinstance(found, StoredConversations):
+            return found.no_gold
+        return sum(1 for c in found for t in c.turns if t.executed_answer is None)
 
 
 def load_convfinqa(
@@ -75,9 +99,65 @@ def load_convfinqa(
     ``split`` only labels it (default ``"dev"``). ``sample_size`` keeps the first N records, or with
     ``seed`` a seeded random N (kept in file order). Raises InputError if the file is unreadable
     or of neither shape.
+
+    The file is read one record at a time (issue 10): every record is checked now (so ``errors``
+    is complete), and ``conversations`` reads the kept ones again from the file when iterated
+    (``StoredConversations``), so memory does not grow with the file. A file this reader cannot
+    follow (a syntax error, a record near the depth limit) is read whole, as before.
     """
     file = Path(path)
-    data = read_json(file)
+    try:
+        found = _scan.shape(file)
+    except _scan.Broken:
+        return _load_whole(file, read_json(file), split=split, sample_size=sample_size, seed=seed)
+    if found.kind == "object":
+        members = found.members
+        chosen = _choose_split(members, split, file)
+        offset = members[chosen]
+        if offset is None:
+            # only the type name is shown: read that one value
+            return _load_whole(
+                file, read_json(file), split=split, sample_size=sample_size, seed=seed
+            )
+        fmt: SourceFormat = "derived"
+        total = found.counts[chosen]
+    else:
+        fmt, chosen = "original", split or DEFAULT_SPLIT
+        offset, total = _scan.array_offset(file), found.counts[""]
+    stored = StoredConversations(file, fmt, chosen, offset)
+    try:
+        return _load_records(
+            file,
+            fmt,
+            chosen,
+            total,
+            ((i, r) for i, (r, _, _) in enumerate(_scan.records(file, offset))),
+            _selected(total, sample_size, seed),
+            stored=stored,
+        )
+    except _scan.Broken:  # the file changed under us
+        return _load_whole(file, read_json(file), split=split, sample_size=sample_size, seed=seed)
+
+
+def _selected(total: int, sample_size: int | None, seed: int | None) -> range | set[int]:
+    if sample_size is not None and sample_size < 0:
+        raise InputError("sample size must be >= 0", field="sample_size", value=sample_size)
+    if sample_size is None:
+        return range(total)
+    if seed is None:
+        return range(min(sample_size, total))
+    return set(random.Random(seed).sample(range(total), min(sample_size, total)))
+
+
+def _load_whole(
+    file: Path,
+    data: Any,
+    *,
+    split: str | None,
+    sample_size: int | None,
+    seed: int | None,
+) -> LoadResult:
+    """``load_convfinqa`` over a file read whole (``read_json``)."""
     if isinstance(data, Mapping):
         fmt: SourceFormat = "derived"
         chosen = _choose_split(data, split, file)
@@ -96,23 +176,34 @@ def load_convfinqa(
             file=file,
             value=type(data).__name__,
         )
+    selected = _selected(len(raw), sample_size, seed)
+    return _load_records(file, fmt, chosen, len(raw), enumerate(raw), selected, stored=None)
 
-    indices = list(range(len(raw)))
-    if sample_size is not None:
-        if sample_size < 0:
-            raise InputError("sample size must be >= 0", field="sample_size", value=sample_size)
-        if seed is None:
-            indices = indices[:sample_size]
-        else:
-            indices = sorted(random.Random(seed).sample(indices, min(sample_size, len(indices))))
 
+def _load_records(
+    file: Path,
+    fmt: SourceFormat,
+    chosen: str,
+    total: int,
+    raw: Iterable[tuple[int, Any]],
+    selected: range | set[int],
+    *,
+    stored: StoredConversations | None,
+) -> LoadResult:
+    """Check every selected record in file order; keep the conversations (or, with ``stored``,
+    where they are in the file) and one InputError per problem."""
     conversations: list[Conversation] = []
     errors: list[InputError] = []
     seen: set[str] = set()
+    all_ids: set[str] = set()
     operations: dict[str, tuple[str, ...] | None] = {}
-    for i in indices:
-        record = raw[i]
-        convert = _from_derived if fmt == "derived" else _from_original
+    convert = _from_derived if fmt == "derived" else _from_original
+    for i, record in raw:
+        all_ids.add(_record_id(record, i))
+        if i not in selected:
+            continue
+        if stored is not None:
+            operations = {}
         try:
             conversation, warnings = convert(
                 record, index=i, split=chosen, file=file, operations=operations
@@ -132,19 +223,83 @@ def load_convfinqa(
             continue
         seen.add(conversation.id)
         errors.extend(warnings)
-        conversations.append(conversation)
+        if stored is None:
+            conversations.append(conversation)
+        else:
+            stored.keep(i, conversation)
     for error in errors:
         logger.warning("%s", error)
     return LoadResult(
         path=str(file),
         source_format=fmt,
         split=chosen,
-        conversations=conversations,
+        conversations=conversations if stored is None else stored,
         errors=errors,
-        total_records=len(raw),
-        all_ids={_record_id(r, i) for i, r in enumerate(raw)},
-        operations=operations,
+        total_records=total,
+        all_ids=all_ids,
+        operations=operations if stored is None else {},
     )
+
+
+class StoredConversations(Sequence[Conversation]):
+    """The kept conversations of a file, read again from it (one record at a time) whenever they
+    are iterated: their record numbers, ids and turn counts are kept, not the records.
+    ``operations`` holds the gold programs' operations of the last conversation read."""
+
+    def __init__(self, file: Path, fmt: SourceFormat, split: str, offset: int) -> None:
+        self.file = file
+        self.fmt: SourceFormat = fmt
+        self.split = split
+        self.offset = offset
+        self.indices = array("q")
+        self.ids: list[str] = []
+        self.turn_counts = array("q")
+        self.no_gold = 0
+        self.operations: dict[str, tuple[str, ...] | None] = {}
+
+    def keep(self, index: int, conversation: Conversation) -> None:
+        self.indices.append(index)
+        self.ids.append(conversation.id)
+        self.turn_counts.append(len(conversation.turns))
+        self.no_gold += sum(1 for t in conversation.turns if t.executed_answer is None)
+
+    def _convert(self, record: Any, index: int) -> Conversation:
+        self.operations = {}
+        convert = _from_derived if self.fmt == "derived" else _from_original
+        conversation, _ = convert(
+            record, index=index, split=self.split, file=self.file, operations=self.operations
+        )
+        return conversation
+
+    def __len__(self) -> int:
+        return len(self.indices)
+
+    def __iter__(self) -> Iterator[Conversation]:
+        wanted = self.indices
+        if not wanted:
+            return
+        k = 0
+        for i, (record, _, _) in enumerate(_scan.records(self.file, self.offset)):
+            if i == wanted[k]:
+                yield self._convert(record, i)
+                k += 1
+                if k == len(wanted):
+                    return
+
+    @overload
+    def __getitem__(self, position: int) -> Conversation: ...
+
+    @overload
+    def __getitem__(self, position: slice) -> list[Conversation]: ...
+
+    def __getitem__(self, position: int | slice) -> Conversation | list[Conversation]:
+        if isinstance(position, slice):
+            return [self[k] for k in range(*position.indices(len(self)))]
+        index = self.indices[position]
+        for i, (record, _, _) in enumerate(_scan.records(self.file, self.offset)):
+            if i == index:
+                return self._convert(record, i)
+        raise IndexError(position)  # pragma: no cover (the file changed under us)
 
 
 def _choose_split(data: Mapping[str, Any], split: str | None, file: Path) -> str:

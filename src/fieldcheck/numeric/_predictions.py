@@ -11,13 +11,15 @@
 from __future__ import annotations
 
 import logging
+from array import array
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import IO, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SkipValidation, ValidationError, field_validator
 
 from fieldcheck._util.errors import InputError
-from fieldcheck._util.jsonio import iter_jsonl
+from fieldcheck._util.jsonio import BLANK, parse_jsonl_line
 
 logger = logging.getLogger("fieldcheck")
 
@@ -86,14 +88,135 @@ class Prediction(BaseModel):
         return value
 
 
+class PredictionIndex(Mapping[tuple[str, int], Prediction]):
+    """Where each valid prediction line is in the file, by (conversation id, turn); a prediction
+    is read again (one line) when asked for, so memory holds four integers per line, not the
+    lines (issue 10). ``conversation(cid)`` reads one conversation's lines at once."""
+
+    _BIG = 32  # a conversation with more turns gets a turn -> position dict
+
+    def __init__(self, file: Path) -> None:
+        self.file = file
+        self.by_conversation: dict[str, array[int]] = {}
+        self._big: dict[str, dict[int, int]] = {}
+        self._count = 0
+        self._handle: IO[bytes] | None = None
+
+    def add(self, cid: str, turn: int, line: int, offset: int, length: int) -> None:
+        entries = self.by_conversation.get(cid)
+        if entries is None:
+            entries = self.by_conversation[cid] = array("q")
+        entries.extend((turn, line, offset, length))
+        self._count += 1
+        big = self._big.get(cid)
+        if big is not None:
+            big[turn] = len(entries) - 4
+        elif len(entries) > 4 * self._BIG:
+            self._big[cid] = {entries[k]: k for k in range(0, len(entries), 4)}
+
+    def _position(self, cid: str, turn: int) -> int | None:
+        entries = self.by_conversation.get(cid)
+        if entries is None:
+            return None
+        big = self._big.get(cid)
+        if big is not None:
+            return big.get(turn)
+        for k in range(0, len(entries), 4):
+            if entries[k] == turn:
+                return k
+        return None
+
+    def line_of(self, key: tuple[str, int]) -> int | None:
+        k = self._position(*key)
+        return None if k is None else self.by_conversation[key[0]][k + 1]
+
+    def _read(self, line: int, offset: int, length: int) -> Prediction:
+        if self._handle is None:
+            self._handle = self.file.open("rb", buffering=1 << 20)
+        self._handle.seek(offset)
+        value = parse_jsonl_line(self._handle.read(length), line, self.file)
+        return Prediction.model_validate(value)
+
+    def conversation(self, cid: str) -> dict[int, Prediction]:
+        """Every prediction of conversation ``cid`` by turn."""
+        entries = self.by_conversation.get(cid)
+        if entries is None:
+            return {}
+        return {
+            entries[k]: self._read(entries[k + 1], entries[k + 2], entries[k + 3])
+            for k in range(0, len(entries), 4)
+        }
+
+    def sorted_keys(self) -> Iterator[tuple[str, int]]:
+        """The keys in (conversation id, turn) order, one conversation's at a time."""
+        for cid in sorted(self.by_conversation):
+            entries = self.by_conversation[cid]
+            for turn in sorted(entries[0::4]):
+                yield cid, turn
+
+    def close(self) -> None:
+        if self._handle is not None:
+            self._handle.close()
+            self._handle = None
+
+    def __del__(self) -> None:
+        self.close()
+
+    def __getitem__(self, key: tuple[str, int]) -> Prediction:
+        k = self._position(*key)
+        if k is None:
+            raise KeyError(key)
+        entries = self.by_conversation[key[0]]
+        return self._read(entries[k + 1], entries[k + 2], entries[k + 3])
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, tuple) and len(key) == 2 and self._position(*key) is not None
+
+    def __iter__(self) -> Iterator[tuple[str, int]]:
+        for cid, entries in self.by_conversation.items():
+            for k in range(0, len(entries), 4):
+                yield cid, entries[k]
+
+    def __len__(self) -> int:
+        return self._count
+
+
+class _Lines(Mapping[tuple[str, int], int]):
+    """Each prediction's line number, from a ``PredictionIndex``."""
+
+    def __init__(self, index: PredictionIndex) -> None:
+        self.index = index
+
+    def __getitem__(self, key: tuple[str, int]) -> int:
+        line = self.index.line_of(key)
+        if line is None:
+            raise KeyError(key)
+        return line
+
+    def __iter__(self) -> Iterator[tuple[str, int]]:
+        return iter(self.index)
+
+    def __len__(self) -> int:
+        return len(self.index)
+
+
+def sorted_keys(predictions: Mapping[tuple[str, int], Prediction]) -> Iterable[tuple[str, int]]:
+    """The prediction keys in (conversation id, turn) order."""
+    if isinstance(predictions, PredictionIndex):
+        return predictions.sorted_keys()
+    return sorted(predictions)
+
+
 class PredictionsResult(BaseModel):
-    """Predictions keyed by (conversation id, turn), and one InputError per bad line."""
+    """Predictions keyed by (conversation id, turn), and one InputError per bad line.
+
+    ``load_predictions`` gives a ``PredictionIndex`` (each line read again when asked for)."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
     path: str
-    predictions: dict[tuple[str, int], Prediction]
-    lines: dict[tuple[str, int], int]
+    predictions: SkipValidation[Mapping[tuple[str, int], Prediction]]
+    lines: SkipValidation[Mapping[tuple[str, int], int]]
     errors: list[InputError]
     # unknown top-level key -> (line of its first occurrence, number of lines that carry it)
     unknown_keys: dict[str, tuple[int, int]] = Field(default_factory=dict)
@@ -108,61 +231,75 @@ def load_predictions(path: str | Path) -> PredictionsResult:
     lines carry it). A file where no line has an answer nor reports an error (say
     ``"prediction"`` instead of ``"answer"``) gets one InputError for the whole file, after the
     line errors (issue 9): a model that was never read does not pass as one that scores 0.
+    The valid lines are indexed (``PredictionIndex``), not kept.
     """
     file = Path(path)
-    predictions: dict[tuple[str, int], Prediction] = {}
-    lines: dict[tuple[str, int], int] = {}
+    index = PredictionIndex(file)
     errors: list[InputError] = []
     unknown: dict[str, tuple[int, int]] = {}
     objects = answered = 0
-    for number, value in iter_jsonl(file):
-        if isinstance(value, InputError):
-            errors.append(value)
-            continue
-        if not isinstance(value, dict):
-            errors.append(
-                InputError(
-                    "a predictions line must be a JSON object", file=file, line=number, value=value
+    try:
+        handle = file.open("rb", buffering=1 << 20)
+    except OSError as exc:
+        raise InputError(f"cannot read file: {exc.strerror}", file=file) from exc
+    offset = 0
+    with handle:
+        for number, raw in enumerate(handle, start=1):
+            start = offset
+            offset += len(raw)
+            value = parse_jsonl_line(raw, number, file)
+            if value is BLANK:
+                continue
+            if isinstance(value, InputError):
+                errors.append(value)
+                continue
+            if not isinstance(value, dict):
+                errors.append(
+                    InputError(
+                        "a predictions line must be a JSON object",
+                        file=file,
+                        line=number,
+                        value=value,
+                    )
                 )
-            )
-            continue
-        objects += 1
-        # a line reporting an error (a failed call) has no answer by right
-        answered += value.get("answer") is not None or value.get("error") is not None
-        for key in value.keys() - _KNOWN_KEYS:
-            seen_on, count = unknown.get(key, (number, 0))
-            unknown[key] = (seen_on, count + 1)
-        record = value.get("conversation_id")
-        try:
-            prediction = Prediction.model_validate(value)
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            errors.append(
-                InputError(
-                    first["msg"],
-                    file=file,
-                    line=number,
-                    record=str(record) if record is not None else None,
-                    field=".".join(str(p) for p in first["loc"]) or None,
-                    value=first.get("input"),
+                continue
+            objects += 1
+            # a line reporting an error (a failed call) has no answer by right
+            answered += value.get("answer") is not None or value.get("error") is not None
+            for key in value.keys() - _KNOWN_KEYS:
+                seen_on, count = unknown.get(key, (number, 0))
+                unknown[key] = (seen_on, count + 1)
+            record = value.get("conversation_id")
+            try:
+                prediction = Prediction.model_validate(value)
+            except ValidationError as exc:
+                first = exc.errors()[0]
+                errors.append(
+                    InputError(
+                        first["msg"],
+                        file=file,
+                        line=number,
+                        record=str(record) if record is not None else None,
+                        field=".".join(str(p) for p in first["loc"]) or None,
+                        value=first.get("input"),
+                    )
                 )
-            )
-            continue
-        key = (prediction.conversation_id, prediction.turn)
-        if key in predictions:
-            errors.append(
-                InputError(
-                    f"duplicate prediction for turn {prediction.turn} (first on line {lines[key]}); ignored",
-                    file=file,
-                    line=number,
-                    record=prediction.conversation_id,
-                    field="turn",
-                    value=prediction.turn,
+                continue
+            key = (prediction.conversation_id, prediction.turn)
+            first_line = index.line_of(key)
+            if first_line is not None:
+                errors.append(
+                    InputError(
+                        f"duplicate prediction for turn {prediction.turn} (first on line {first_line}); ignored",
+                        file=file,
+                        line=number,
+                        record=prediction.conversation_id,
+                        field="turn",
+                        value=prediction.turn,
+                    )
                 )
-            )
-            continue
-        predictions[key] = prediction
-        lines[key] = number
+                continue
+            index.add(key[0], key[1], number, start, len(raw))
     for key, (seen_on, count) in sorted(unknown.items(), key=lambda item: item[1]):
         logger.warning(
             "%s:%d: unknown key %r ignored (on %d line%s)",
@@ -182,7 +319,7 @@ def load_predictions(path: str | Path) -> PredictionsResult:
             )
         )
     return PredictionsResult(
-        path=str(file), predictions=predictions, lines=lines, errors=errors, unknown_keys=unknown
+        path=str(file), predictions=index, lines=_Lines(index), errors=errors, unknown_keys=unknown
     )
 
 

@@ -47,7 +47,7 @@ from fieldcheck.metrics._stats import (
     safe_div_array,
 )
 from fieldcheck.numeric._loaders import LoadResult
-from fieldcheck.numeric._predictions import Prediction, PredictionsResult
+from fieldcheck.numeric._predictions import Prediction, PredictionsResult, sorted_keys
 from fieldcheck.numeric._records import Conversation
 from fieldcheck.runner import ERROR_TYPES
 
@@ -302,8 +302,8 @@ def prediction_errors(data: LoadResult, predictions: PredictionsResult) -> list[
     """The input errors known before scoring: the loaders', then each prediction for an unknown
     conversation (not in the split) or a turn out of range, in (id, turn) order."""
     errors: list[InputError] = [*data.errors, *predictions.errors]
-    turns_of = {c.id: len(c.turns) for c in data.conversations}
-    for cid, turn in sorted(predictions.predictions):
+    turns_of = data.turn_counts()
+    for cid, turn in sorted_keys(predictions.predictions):
         line = predictions.lines.get((cid, turn))
         count = turns_of.get(cid)
         if count is None:
@@ -330,7 +330,7 @@ def prediction_errors(data: LoadResult, predictions: PredictionsResult) -> list[
                     value=turn,
                 )
             )
-    unscored = sum(1 for c in data.conversations for t in c.turns if t.executed_answer is None)
+    unscored = data.no_gold_turns()
     if unscored:
         logger.warning(
             "%d turn(s) have no gold answer (e.g. the private test set): not scored", unscored
@@ -401,7 +401,7 @@ def score_numeric(
     if (price_in is None) != (price_out is None):
         raise ValueError("give both price_in and price_out, or neither")
     errors = prediction_errors(data, predictions)
-    ids = trace_ids([c.id for c in data.conversations])
+    ids = trace_ids(data.conversation_ids())
     conversations: list[ConversationScore] = []
     for n, conversation in enumerate(data.conversations, start=1):
         turns: list[TurnScore] = []

@@ -25,7 +25,7 @@ import orjson
 from fieldcheck._util.errors import short_repr
 from fieldcheck.metrics._stats import ExactSum, latency_stats
 from fieldcheck.numeric._loaders import LoadResult
-from fieldcheck.numeric._predictions import PredictionsResult
+from fieldcheck.numeric._predictions import PredictionIndex, PredictionsResult
 from fieldcheck.numeric._records import Conversation
 from fieldcheck.numeric._report import PLOTS, WORST, write_numeric_report
 from fieldcheck.numeric._scoring import (
@@ -43,6 +43,7 @@ from fieldcheck.numeric._scoring import (
 )
 from fieldcheck.reports._csv import neutralise_cell, write_csv
 from fieldcheck.reports._outdir import OutputFolder
+from fieldcheck.store import RunRecorder
 
 Turn = dict[str, Any]  # turn_record(): TurnScore.model_dump(mode="json") as plain data
 
@@ -209,6 +210,27 @@ def turn_row(features: Mapping[str, Any], t: Turn) -> dict[str, Any]:
     row["plan_operations"] = " ".join(plan_ops) if plan_ops is not None else None
     row["ground_truth_operations"] = " ".join(gold_ops) if gold_ops is not None else None
     return row
+
+
+def _stored_cell(value: Any) -> Any:
+    """A turns.csv cell as the store keeps it: the value the CSV text reads back as (``''`` is
+    null, ``True``/``False`` booleans, number text a number), as ``runs`` reads a folder."""
+    if type(value) is not str:
+        return value
+    if value == "":
+        return None
+    if value in ("True", "False"):
+        return value == "True"
+    try:
+        number = float(value)
+    except ValueError:
+        return value
+    return int(number) if number.is_integer() and "." not in value and "e" not in value else number
+
+
+def stored_item(cells: Sequence[Any]) -> dict[str, Any]:
+    """A turn's item for the store (issue 11): its turns.csv row, cell by cell as read back."""
+    return {column: _stored_cell(c) for column, c in zip(TURN_COLUMNS, cells, strict=True)}
 
 
 def error_row(
@@ -475,9 +497,18 @@ class OutputStreams:
     each written under a temporary name and renamed when the ``ExitStack`` closes without an
     error. ``chunk`` conversations' rows are buffered between writes."""
 
-    def __init__(self, folder: OutputFolder, stack: ExitStack, *, chunk: int = 256) -> None:
+    def __init__(
+        self,
+        folder: OutputFolder,
+        stack: ExitStack,
+        *,
+        chunk: int = 256,
+        recorder: RunRecorder | None = None,
+    ) -> None:
         self.chunk = max(1, chunk)
         self.pending = 0
+        self.recorder = recorder
+        self.items: list[dict[str, Any]] = []
         self.files: dict[str, tuple[Any, Sequence[str], list[list[Any]]]] = {}
         for name, columns in (
             ("summary.csv", SUMMARY_COLUMNS),
@@ -509,8 +540,12 @@ class OutputStreams:
             files["validation.csv"][2],
             files["errors.csv"][2],
         )
+        items = self.items if self.recorder is not None else None
         for t in turns:
-            rows.append(_cells(turn_row(features, t), TURN_COLUMNS))
+            cells = _cells(turn_row(features, t), TURN_COLUMNS)
+            rows.append(cells)
+            if items is not None:
+                items.append(stored_item(cells))
             for entry in t["validation"]:
                 line = {"conversation_id": conversation_id, "turn_idx": t["turn_idx"], **entry}
                 validation.append(_cells(line, VALIDATION_COLUMNS))
@@ -535,6 +570,9 @@ class OutputStreams:
         for writer, _, rows in self.files.values():
             writer.writerows(rows)
             rows.clear()
+        if self.recorder is not None and self.items:
+            self.recorder.add_items(self.items)
+            self.items = []
         self.pending = 0
 
 
@@ -567,32 +605,40 @@ def score_to_folder(
     sample_seed: int | None = None,
     progress: Callable[[int], None] | None = None,
     chunk: int = 256,
+    recorder: RunRecorder | None = None,
 ) -> NumericResult:
     """Score every turn of ``data`` against ``predictions`` and write every output file of
     ``write_outputs`` into ``out``, streaming: a conversation's rows are written (in blocks of
     ``chunk`` conversations) and folded, then dropped. Returns the statistics, input errors,
-    signature and report tallies (``conversations`` empty). statistics.json is written last."""
+    signature and report tallies (``conversations`` empty). statistics.json is written last.
+    ``recorder``: each block's turns.csv rows are also stored as items (``stored_item``), as
+    they are written (issue 11); the caller opens and finishes the run."""
     if (price_in is None) != (price_out is None):
         raise ValueError("give both price_in and price_out, or neither")
     folder = OutputFolder.of(out)
     errors = prediction_errors(data, predictions)
-    ids = trace_ids([c.id for c in data.conversations])
+    ids = trace_ids(data.conversation_ids())
     tally = Tally()
     found = predictions.predictions
+    stored = data.conversations
+    total = len(stored)
     with ExitStack() as stack:
-        streams = OutputStreams(folder, stack, chunk=chunk)
-        for n, conversation in enumerate(data.conversations, start=1):
+        streams = OutputStreams(folder, stack, chunk=chunk, recorder=recorder)
+        for n, conversation in enumerate(stored, start=1):
             cid = conversation.id
+            # a stored file: this conversation's lines read at once, its programs parsed once
+            mine = found.conversation(cid) if isinstance(found, PredictionIndex) else None
+            operations = getattr(stored, "operations", data.operations)
             turns: list[Turn] = []
             for i, gold in enumerate(conversation.turns):
-                prediction = found.get((cid, i))
+                prediction = mine.get(i) if mine is not None else found.get((cid, i))
                 if prediction is None and gold.executed_answer is not None:
                     errors.append(missing_turn_error(predictions, cid, i))
-                turns.append(turn_record(conversation, i, prediction, data.operations))
+                turns.append(turn_record(conversation, i, prediction, operations))
             features = conversation.features.model_dump()
             streams.write(cid, ids[cid], features, turns, conversation)
             tally.add(cid, turns)
-            if progress is not None and (n % 256 == 0 or n == len(data.conversations)):
+            if progress is not None and (n % 256 == 0 or n == total):
                 progress(n)
     signature = run_signature(
         data,

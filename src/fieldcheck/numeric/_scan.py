@@ -1,0 +1,194 @@
+"""An incremental reader of a ConvFinQA file: the records of a top-level JSON array, or of one
+array member of a top-level object (the derived ``{"dev": [...]}`` format), one at a time with
+their byte offsets, so a dataset of any size is read in a window of a few kilobytes (issue 10).
+
+Each record is found with orjson itself: parsing a window that starts at the record stops with
+"unexpected content after document" at the record's end. Anything else (a syntax error, a record
+nested near the depth limit, a stray byte) raises ``Broken`` and the caller reads the file whole
+with ``read_json``, so its error names file, line and column exactly as before.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Any
+
+import orjson
+
+from fieldcheck._util.errors import InputError
+from fieldcheck._util.jsonio import MAX_DEPTH
+
+_NON_WS = re.compile(rb"[^ \t\r\n]")
+_BOM = b"\xef\xbb\xbf"
+_AFTER = "unexpected content after document"
+_BLOCK = 1 << 20
+_FIRST_WINDOW = 4096
+# a record this deep (with the array and the object around it) is checked by read_json instead
+_DEPTH_MARGIN = MAX_DEPTH - 4
+
+
+class Broken(Exception):
+    """The file is not the simple shape this reader follows; read it whole instead."""
+
+
+class _Window:
+    """Bytes of a file from offset ``base``: ``buf[pos:]`` is not read yet."""
+
+    def __init__(self, handle: IO[bytes], start: int) -> None:
+        handle.seek(start)
+        self.handle = handle
+        self.base = start
+        self.buf = b""
+        self.pos = 0
+        self.eof = False
+        self.window = _FIRST_WINDOW
+
+    def more(self, at_least: int = _BLOCK) -> None:
+        data = self.handle.read(max(_BLOCK, at_least))
+        if not data:
+            self.eof = True
+        self.base += self.pos
+        self.buf = self.buf[self.pos :] + data
+        self.pos = 0
+
+    def peek(self) -> int | None:
+        """The next byte that is not white space (``None`` at the end of the file)."""
+        while True:
+            found = _NON_WS.search(self.buf, self.pos)
+            if found is not None:
+                self.pos = found.start()
+                return self.buf[self.pos]
+            self.pos = len(self.buf)
+            if self.eof:
+                return None
+            self.more()
+
+    def take(self, byte: int) -> None:
+        if self.peek() != byte:
+            raise Broken
+        self.pos += 1
+
+    def value(self) -> tuple[Any, int, int]:
+        """The JSON value starting here (white space skipped): (value, file offset, length)."""
+        self.peek()
+        while True:
+            end = self.pos + self.window
+            if end > len(self.buf) and not self.eof:
+                self.more(end - len(self.buf))
+                continue
+            end = min(end, len(self.buf))
+            buf = self.buf
+            while end < len(buf) and buf[end] & 0xC0 == 0x80:
+                end -= 1  # never cut a UTF-8 character
+            try:
+                orjson.loads(memoryview(buf)[self.pos : end])
+            except orjson.JSONDecodeError as exc:
+                if exc.msg != _AFTER:
+                    if end >= len(buf) and self.eof:
+                        raise Broken from None
+                    self.window *= 2
+                    continue
+                doc = exc.doc
+                size = exc.pos if len(doc) == end - self.pos else len(doc[: exc.pos].encode())
+                raw = buf[self.pos : self.pos + size].rstrip(b" \t\r\n")
+            else:
+                if not (end >= len(buf) and self.eof):
+                    self.window *= 2
+                    continue  # a number may go on past the window
+                raw = buf[self.pos : end].rstrip(b" \t\r\n")
+            if raw.count(b"[") + raw.count(b"{") > _DEPTH_MARGIN:
+                raise Broken
+            start = self.base + self.pos
+            self.pos += len(raw)
+            self.window = max(_FIRST_WINDOW, 2 * len(raw))
+            return orjson.loads(raw), start, len(raw)
+
+    def elements(self) -> Iterator[tuple[Any, int, int]]:
+        """The elements of the array starting here, each (value, file offset, length)."""
+        self.take(ord("["))
+        if self.peek() == ord("]"):
+            self.pos += 1
+            return
+        while True:
+            yield self.value()
+            nxt = self.peek()
+            self.pos += 1
+            if nxt == ord("]"):
+                return
+            if nxt != ord(","):
+                raise Broken
+
+
+class Shape:
+    """Where a file's records are: ``kind`` "array" (a top-level array, ``members`` empty) or
+    "object" (``members``: each key -> the offset of its value, ``None`` when not an array;
+    ``counts``: each array's length)."""
+
+    def __init__(self, kind: str, members: dict[str, int | None], counts: dict[str, int]) -> None:
+        self.kind = kind
+        self.members = members
+        self.counts = counts
+
+
+def _open(file: Path) -> IO[bytes]:
+    try:
+        return file.open("rb", buffering=_BLOCK)
+    except OSError as exc:
+        raise InputError(f"cannot read file: {exc.strerror}", file=file) from exc
+
+
+def shape(file: Path) -> Shape:
+    """The file's top level: an array, or an object with its members' offsets (every member
+    value read once, one element at a time). Raises ``Broken`` for anything else."""
+    with _open(file) as handle:
+        start = len(_BOM) if handle.read(3) == _BOM else 0
+        window = _Window(handle, start)
+        first = window.peek()
+        if first == ord("["):
+            count = sum(1 for _ in window.elements())
+            if window.peek() is not None:
+                raise Broken
+            return Shape("array", {}, {"": count})
+        if first != ord("{"):
+            raise Broken
+        window.pos += 1
+        members: dict[str, int | None] = {}
+        counts: dict[str, int] = {}
+        if window.peek() == ord("}"):
+            window.pos += 1
+        else:
+            while True:
+                key, _, _ = window.value()
+                if not isinstance(key, str):
+                    raise Broken
+                window.take(ord(":"))
+                members.pop(key, None)  # a repeated key: the last one counts, as in orjson
+                if window.peek() == ord("["):
+                    members[key] = window.base + window.pos
+                    counts[key] = sum(1 for _ in window.elements())
+                else:
+                    window.value()
+                    members[key] = None
+                nxt = window.peek()
+                window.pos += 1
+                if nxt == ord("}"):
+                    break
+                if nxt != ord(","):
+                    raise Broken
+        if window.peek() is not None:
+            raise Broken
+        return Shape("object", members, counts)
+
+
+def records(file: Path, offset: int) -> Iterator[tuple[Any, int, int]]:
+    """The elements of the array at ``offset`` of ``file``: (value, file offset, length)."""
+    with _open(file) as handle:
+        yield from _Window(handle, offset).elements()
+
+
+def array_offset(file: Path) -> int:
+    """The offset of a top-level array (after a byte order mark)."""
+    with _open(file) as handle:
+        return len(_BOM) if handle.read(3) == _BOM else 0
