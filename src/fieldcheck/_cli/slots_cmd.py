@@ -32,6 +32,13 @@ from fieldcheck._cli._common import (
     show_problems,
     writing,
 )
+from fieldcheck._cli._record import (
+    NoStoreOpt,
+    finish_recorder,
+    open_recorder,
+    recording,
+    stored_line,
+)
 from fieldcheck._cli._runopts import (
     STORE_HELP,
     BaseUrlOpt,
@@ -304,10 +311,12 @@ def score_files(
     not_scored: dict[str, dict[tuple[str, int], str]] | None = None,
     partition: Partition | None = None,
     inputs: tuple[SlotFile, list[ModelInput]] | None = None,
+    record: str | None = "score",
 ) -> tuple[SlotsRun, dict[str, Path]]:
     """Read (unless ``partition`` and its ``inputs`` were read already), score bucket by bucket
     and write; shared by the commands and the demos. ``not_scored``: per model, the sessions
-    whose call failed (``slots run``), left out of that model's scores."""
+    whose call failed (``slots run``), left out of that model's scores. ``record``: the task
+    the run is stored as in the store (None: ``--no-store``), its sessions as they are scored."""
     if partition is None or inputs is None:
         beside = out.root if isinstance(out, OutputFolder) else Path(out)
         with partitioned([gold, *preds.values()], beside=beside) as part:
@@ -327,22 +336,39 @@ def score_files(
                 console=console,
                 partition=part,
                 inputs=loaded,
+                record=record,
             )
     gold_file, models = inputs
+    recorder = open_recorder(
+        record is None,
+        SafeConsole(stderr=True),
+        system="slots",
+        inputs=[
+            ("gold", gold),
+            *((f"pred:{n}", p) for n, p in preds.items()),
+            *((f"latency:{n}", p) for n, p in latencies.items()),
+            *((f"judge:{n}", p) for n, p in judges.items()),
+        ],
+        settings={"tp": tp, "threshold": threshold, "bootstrap": bootstrap, "seed": seed},
+        out=out.path if isinstance(out, OutputFolder) else out,
+        model=", ".join(preds),
+        task=record or "score",
+    )
     judge = None
     if judge_base_url and judge_model:
         from fieldcheck.matchers import DiskCache, LLMJudge
 
         judge = LLMJudge(model=judge_model, base_url=judge_base_url, kind="slot", cache=DiskCache())
-    with Progress(
+    progress_bar = Progress(
         SpinnerColumn(),
         TextColumn("{task.description}"),
         TimeElapsedColumn(),
         console=console,
         transient=True,
         disable=not console.is_terminal,
-    ) as progress:
-        task = progress.add_task("scoring", total=None)
+    )
+    with progress_bar, recording(recorder):
+        task = progress_bar.add_task("scoring", total=None)
         scorer = SlotScorer(
             gold_file,
             models,
@@ -351,19 +377,28 @@ def score_files(
             judge=judge,
             bootstrap=bootstrap,
             seed=seed,
-            progress=lambda text: progress.update(task, description=text),
+            progress=lambda text: progress_bar.update(task, description=text),
+            recorder=recorder,
         )
         for i, files in enumerate(partition.buckets(), start=1):
-            progress.update(task, description=f"scoring sessions: part {i} of {partition.k}")
+            progress_bar.update(task, description=f"scoring sessions: part {i} of {partition.k}")
             scorer.add(files[0], files[1:])
         run = scorer.finish()
-        progress.update(task, description="writing report and plots")
+        progress_bar.update(task, description="writing report and plots")
         try:
             written = write_outputs(run, out)
         except OSError as exc:
             raise typer.BadParameter(
                 f"cannot write {exc.filename or out}: {exc.strerror or exc}", param_hint="--out"
             ) from None
+        if recorder is not None:
+            from fieldcheck.runs import slot_metrics
+
+            metrics, intervals = slot_metrics(run)
+            line = finish_recorder(
+                recorder, metrics=metrics, intervals=intervals, signature=run.signature
+            )
+            stored_line(console, line)
     return run, written
 
 
@@ -452,6 +487,7 @@ def score(
     as_json: JsonOpt = False,
     fail_under: Annotated[str | None, fail_under_option(GATED)] = None,
     force: ForceOpt = False,
+    no_store: NoStoreOpt = False,
 ) -> None:
     """Score one or more models' predicted slots against gold slots and write the report.
 
@@ -493,6 +529,7 @@ def score(
                 console=console,
                 partition=part,
                 inputs=inputs,
+                record=None if no_store else "score",
             )
             folder.finish()
     show_run(run, files, console)
@@ -779,6 +816,7 @@ def run(
     as_json: JsonOpt = False,
     fail_under: Annotated[str | None, fail_under_option(GATED)] = None,
     force: ForceOpt = False,
+    no_store: NoStoreOpt = False,
 ) -> None:
     floors = parse_fail_under(fail_under, GATED)
     if judge_base_url and not judge_model:
@@ -834,6 +872,7 @@ def run(
             seed=seed,
             console=err,
             not_scored={ex.model: ex.not_scored() for ex in extractions},
+            record=None if no_store else "run",
         )
         folder.finish()
     show_run(scored, files, console, err)
@@ -898,6 +937,7 @@ def run_model_demo(base_url: str, out_dir: Path, models: list[str], *, console: 
         seed=0,
         console=console,
         not_scored={ex.model: ex.not_scored() for ex in extractions},
+        record="run",
     )
     folder.finish()
     table = Table(title="slots run (synthetic models, examples/slots)", header_style="bold")
