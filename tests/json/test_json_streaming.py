@@ -25,6 +25,7 @@ from fieldcheck.jsoneval import (
     stream_batch_outputs,
     write_batch_outputs,
 )
+from fieldcheck.jsoneval._stream import Item
 
 from .conftest import TableMatcher
 
@@ -428,3 +429,43 @@ def test_the_streamed_random_batches_reach_the_columnar_kernel(tmp_path: Path, c
         ]
     assert columnar.identical > 50
     assert one_by_one.identical == 0
+
+
+@pytest.mark.parametrize("chunk", [1, 7])
+def test_the_random_batches_reach_the_plain_chunk_reader(tmp_path: Path, chunk: int) -> None:
+    # the identical-numbers test reads its random batches in chunks of 1, 7 and 10,000 lines:
+    # the chunks of plain lines go through BatchReader._plain_chunk (no loop per record), the
+    # others line by line; both give the same items
+    data = tmp_path / "d.jsonl"
+    data.write_text("\n".join(random_batch(0, 400)) + "\n")
+    reader = BatchReader(data, chunk_lines=chunk)
+    chunks = list(reader.chunks())
+    assert 10 < reader.plain_chunks < len(chunks)
+    assert reader.records == sum(isinstance(x, Item) for c in chunks for x in c)
+
+
+def test_the_plain_chunk_reader_gives_the_items_of_the_line_reader(tmp_path: Path) -> None:
+    lines = [
+        json.dumps({"id": i, "ground_truth": {"a": i}, "output": {"a": [i]}}) for i in range(9)
+    ]
+    lines += [json.dumps({"id": f"s{i}", "ground_truth": {}, "output": "x"}) for i in range(5)]
+    data = tmp_path / "d.jsonl"
+    data.write_text("\n".join(lines) + "\n")
+    plain = BatchReader(data, chunk_lines=3)
+    records = [json.loads(line) for line in lines]
+    assert [x for c in plain.chunks() for x in c] == [
+        Item(n, r["id"], n, r["ground_truth"], r["output"], None, True)
+        for n, r in enumerate(records, start=1)
+    ]
+    assert plain.plain_chunks == 4  # lines 4-6, 7-9, 10-12, 13-14 (1-3 holds the first line)
+    # a duplicate id, an id that is a boolean, a safety score: each chunk read line by line
+    for bad in (
+        {"id": 3, "ground_truth": {}, "output": 1},
+        {"id": True, "ground_truth": {}, "output": 1},
+        {"id": 99, "ground_truth": {}, "output": 1, "safety_score": 0.5},
+    ):
+        data.write_text("\n".join([*lines, json.dumps(bad)]) + "\n")
+        reader = BatchReader(data, chunk_lines=3)
+        last = list(reader.chunks())[-1]
+        assert reader.plain_chunks == 3, bad  # the last chunk (lines 13-15) read line by line
+        assert isinstance(last[-1], Item) == ("safety_score" in bad), bad

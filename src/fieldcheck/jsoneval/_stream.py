@@ -992,6 +992,7 @@ class BatchReader:
         self.bytes_read = 0
         self.size = 0
         self.warned_extra = False
+        self.plain_chunks = 0  # chunks read by ``_plain_chunk``
         self.first_errors: list[InputError] = []  # until the first valid record (check_input_file)
 
     def chunks(self) -> Iterator[list[Item | Failed]]:
@@ -1013,12 +1014,14 @@ class BatchReader:
                         return
                     offsets = list(itertools.accumulate(map(len, lines), initial=offset))
                     numbers = range(number + 1, number + 1 + len(lines))
-                    # offsets: each line's start, then the end (left over)
-                    raws = list(zip(numbers, offsets, lines, strict=False))
                     number += len(lines)
                     offset = offsets[-1]
                     self.bytes_read = offset
-                    yield self._chunk(raws, seen)
+                    chunk = self._plain_chunk(numbers, offsets, lines, seen)
+                    if chunk is None:
+                        # offsets: each line's start, then the end (left over)
+                        chunk = self._chunk(list(zip(numbers, offsets, lines, strict=False)), seen)
+                    yield chunk
                     seen.merge()
         finally:
             seen.close()
@@ -1028,6 +1031,60 @@ class BatchReader:
         if not self.records:
             self.first_errors.append(error)
         return Failed(index, RecordError.model_validate(error.to_dict()), error)
+
+    def _plain_chunk(
+        self, numbers: range, offsets: list[int], lines: list[bytes], seen: _SeenIds
+    ) -> list[Item | Failed] | None:
+        """The common chunk read with C-level maps over its lines, no loop per record: every
+        line (none the first) valid JSON with too few brackets to nest too deep, an object with
+        an id (a non-blank string or a 64-bit integer), an object ground truth and an output, no
+        safety score, no unknown key (once warned, any), no id seen before. None for any other
+        chunk (then read line by line, with the same rules and messages)."""
+        if numbers[0] == 1:
+            return None
+        opens = map(operator.add, map(bytes.count, lines, itertools.repeat(b"{")),
+                    map(bytes.count, lines, itertools.repeat(b"[")))  # fmt: skip
+        if max(opens) > _FEW_OPENERS:
+            return None
+        try:
+            values = list(map(orjson.loads, lines))
+        except orjson.JSONDecodeError:
+            return None
+        if set(map(type, values)) != {dict}:
+            return None
+        get = dict.get
+        ids: list[Any] = list(map(get, values, itertools.repeat("id")))
+        id_types = set(map(type, ids))
+        if not id_types <= {int, str}:
+            return None
+        ints = ids if id_types == {int} else [i for i in ids if i.__class__ is int]
+        if ints and (min(ints) < -_INT64 or max(ints) >= _INT64):
+            return None
+        texts = ids if id_types == {str} else [i for i in ids if i.__class__ is str]
+        if not all(map(str.strip, texts)):
+            return None
+        keys: list[str] = ids if id_types == {str} else list(map(str, ids))
+        gts = list(map(get, values, itertools.repeat("ground_truth")))
+        if set(map(type, gts)) != {dict}:
+            return None
+        if not all(map(dict.__contains__, values, itertools.repeat("output"))):
+            return None
+        if not self.warned_extra and max(map(len, values)) > 3:
+            return None  # a safety score or an unknown key: line by line
+        if self.warned_extra and any(
+            map(dict.__contains__, values, itertools.repeat("safety_score"))
+        ):
+            return None
+        if len(set(keys)) < len(keys) or not seen.recent.keys().isdisjoint(keys):
+            return None
+        if any(seen.candidates(keys)):
+            return None
+        seen.recent.update(zip(keys, zip(numbers, offsets, strict=False), strict=True))
+        self.records += len(values)
+        self.plain_chunks += 1
+        outputs = list(map(get, values, itertools.repeat("output")))
+        none, true = itertools.repeat(None), itertools.repeat(True)
+        return list(map(Item, numbers, ids, numbers, gts, outputs, none, true))
 
     def _chunk(self, raws: list[tuple[int, int, bytes]], seen: _SeenIds) -> list[Item | Failed]:
         p = self.path
