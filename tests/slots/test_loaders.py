@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 from slots_helpers import slot
 
+from fieldcheck._util.errors import InputError
+from fieldcheck._util.jsonio import iter_jsonl
 from fieldcheck.slots import load_judge_scores, load_latencies, load_slots
+from fieldcheck.slots._loaders import read_slot_rows, slot_row, validation_error
+from fieldcheck.slots._records import SlotRecord
 
 Jsonl = Callable[[str, list[Any]], Path]
 
@@ -147,3 +153,65 @@ def test_blank_value_warns(jsonl: Jsonl, caplog: pytest.LogCaptureFixture) -> No
         f = load_slots(path)
     assert f"{path}:1: field 'values': blank value '  ' counts as no value" in caplog.text
     assert f.sessions[("u1", 1)][("t", "name")] == ["Ann", "  "]  # kept as read; scoring skips it
+
+
+def _reference_rows(path: Path) -> tuple[list[tuple[int, Any]], list[str]]:
+    """The slot lines of ``path`` read as before the fast path: ``iter_jsonl``, then
+    ``slot_row`` or ``SlotRecord``; the errors as their one-line text."""
+    rows, errors = [], []
+    for line, raw in iter_jsonl(path):
+        if isinstance(raw, InputError):
+            errors.append(raw.one_line())
+            continue
+        row = slot_row(raw)
+        if row is None:
+            if not isinstance(raw, dict):
+                errors.append(
+                    InputError("expected a JSON object", file=path, line=line, value=raw).one_line()
+                )
+                continue
+            try:
+                rec = SlotRecord.model_validate(raw)
+            except ValidationError as exc:
+                errors.append(validation_error(exc, file=path, line=line).one_line())
+                continue
+            row = (rec.user, rec.session, rec.topic, rec.field, list(rec.values))
+        rows.append((line, row))
+    return rows, errors
+
+
+def test_fast_reader_gives_the_rows_and_errors_of_the_line_parser(tmp_path: Path) -> None:
+    good = {"user": "u", "session": 1, "topic": "t", "field": "f", "values": ["a", ""]}
+    deep: Any = ["x"]
+    for _ in range(250):
+        deep = [deep]
+    lines = [
+        b"\xef\xbb\xbf" + json.dumps(good).encode(),  # a BOM on line 1
+        json.dumps({**good, "field": "g"}).encode() + b"\r",  # CRLF
+        b"",
+        b"   ",
+        b"not json",
+        b'{"user": "u", "session": NaN}',
+        b"[1, 2]",
+        json.dumps({**good, "session": "1"}).encode(),  # a string session: pydantic refuses
+        json.dumps({**good, "session": True}).encode(),
+        json.dumps({**good, "values": "a"}).encode(),
+        json.dumps({**good, "user": ""}).encode(),
+        json.dumps({**good, "field": "h", "note": "extra keys are ignored"}).encode(),
+        json.dumps({**good, "field": "deep", "values": deep}).encode(),
+        json.dumps({**good, "field": "<img src=x onerror=alert(1)>", "values": []}).encode(),
+        '{"user": "ü", "session": 2, "topic": "t", "field": "f", "values": ["café"]}'.encode(),
+        b'{"user": "u", "session": 3, "topic": "t", "field": "f", "values": ["\xff"]}',
+        json.dumps({**good, "session": 2**70}).encode(),
+    ]
+    path = tmp_path / "slots.jsonl"
+    path.write_bytes(b"\n".join(lines))  # no newline after the last line
+    errors: list[InputError] = []
+    rows = list(read_slot_rows(path, errors))
+    expected_rows, expected_errors = _reference_rows(path)
+    assert rows == expected_rows
+    assert [e.one_line() for e in errors] == expected_errors
+    # valid: the BOM line, the CRLF line, extra keys, values [], non-ASCII; 2**70 is past
+    # orjson's 64-bit integers, an error on both paths
+    assert [line for line, _ in rows] == [1, 2, 12, 14, 15]
+    assert [e.line for e in errors] == [5, 6, 7, 8, 9, 10, 11, 13, 16, 17]

@@ -14,10 +14,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+import orjson
 from pydantic import BaseModel, ValidationError
 
 from fieldcheck._util.errors import InputError
-from fieldcheck._util.jsonio import iter_jsonl
+from fieldcheck._util.jsonio import BLANK, iter_jsonl, parse_jsonl_line
 from fieldcheck.metrics._text import canonicalize
 from fieldcheck.slots._records import JudgeRecord, LatencyRecord, SlotRecord
 
@@ -134,23 +135,50 @@ def slot_row(raw: Any) -> SlotRow | None:
 
 
 def read_slot_rows(path: Path, errors: list[InputError]) -> Iterator[tuple[int, SlotRow]]:
-    """``(line, row)`` of every valid line of a slot file; a bad line goes to ``errors``."""
-    for line, raw in iter_jsonl(path):
-        if isinstance(raw, InputError):
-            errors.append(raw)
-            continue
-        row = slot_row(raw)
-        if row is None:
-            if not isinstance(raw, dict):
-                errors.append(InputError("expected a JSON object", file=path, line=line, value=raw))
-                continue
+    """``(line, row)`` of every valid line of a slot file; a bad line goes to ``errors``.
+
+    A line is parsed once with orjson; only a line that is not plainly a valid slot goes through
+    ``parse_jsonl_line`` (blank lines, a BOM, invalid JSON, too deep) and pydantic, so every
+    error is theirs (a valid slot line nests 2 levels: the depth check cannot refuse it)."""
+    try:
+        handle = path.open("rb")
+    except OSError as exc:
+        raise InputError(f"cannot read file: {exc.strerror}", file=path) from exc
+    loads, decode_error = orjson.loads, orjson.JSONDecodeError
+    with handle:
+        for line, text in enumerate(handle, start=1):
             try:
-                rec = SlotRecord.model_validate(raw)
-            except ValidationError as exc:
-                errors.append(validation_error(exc, file=path, line=line))
+                row = slot_row(loads(text))
+            except decode_error:
+                row = None
+            if row is not None:
+                yield line, row
                 continue
-            row = (rec.user, rec.session, rec.topic, rec.field, list(rec.values))
-        yield line, row
+            raw = parse_jsonl_line(text, line, path)
+            if raw is BLANK:
+                continue
+            checked = _checked_slot(raw, path, line, errors)
+            if checked is not None:
+                yield line, checked
+
+
+def _checked_slot(raw: Any, path: Path, line: int, errors: list[InputError]) -> SlotRow | None:
+    """The row of a line the fast path could not take, or None with its error in ``errors``."""
+    if isinstance(raw, InputError):
+        errors.append(raw)
+        return None
+    row = slot_row(raw)
+    if row is None:
+        if not isinstance(raw, dict):
+            errors.append(InputError("expected a JSON object", file=path, line=line, value=raw))
+            return None
+        try:
+            rec = SlotRecord.model_validate(raw)
+        except ValidationError as exc:
+            errors.append(validation_error(exc, file=path, line=line))
+            return None
+        row = (rec.user, rec.session, rec.topic, rec.field, list(rec.values))
+    return row
 
 
 def add_slot(out: SlotFile, line: int, row: SlotRow) -> None:

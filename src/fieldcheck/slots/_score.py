@@ -55,7 +55,7 @@ from fieldcheck.metrics._text import (
     tokenize_values,
 )
 from fieldcheck.slots._loaders import JudgeFile, LatencyFile, SessionKey, SlotFile, SlotKey
-from fieldcheck.slots._stream import Part, SideKind
+from fieldcheck.slots._stream import Part, SideKind, gc_paused
 from fieldcheck.store._items import slot_columns
 
 if TYPE_CHECKING:
@@ -542,6 +542,16 @@ class SlotScorer:
         same sessions' lines; their ``errors`` are the bucket's duplicate lines. ``latencies``
         and ``judges``, per model, the bucket's lines of its latency and judge files (a model
         with ``None`` there, or without these lists, uses its ``ModelInput`` files whole)."""
+        with gc_paused():
+            self._add(gold, predictions, latencies, judges)
+
+    def _add(
+        self,
+        gold: SlotFile,
+        predictions: Sequence[SlotFile],
+        latencies: Sequence[LatencyFile | None] | None,
+        judges: Sequence[JudgeFile | None] | None,
+    ) -> None:
         for i, fold in enumerate(self.folds):
             fold.latency = _side(fold.model.latencies, latencies, i)
             fold.judge_scores = _side(fold.model.judge_scores, judges, i)
@@ -1107,12 +1117,23 @@ def _differ(
 ) -> dict[str, dict[str, int]]:
     """Per topic of a session, how many of its slots differ between gold and prediction
     (missing, extra, or other values once canonicalised): what the store's topic filter flags.
-    A plain comparison, not the metric (the TP rule is the scorer's)."""
+    A plain comparison, not the metric (the TP rule is the scorer's). Stored with sorted keys,
+    so the order here does not matter."""
     topics: dict[str, dict[str, int]] = {}
-    for slot in sorted(gold.keys() | pred.keys()):
-        entry = topics.setdefault(slot[0], {"slots": 0, "differ": 0})
+    for slot, values in gold.items():
+        entry = topics.get(slot[0])
+        if entry is None:
+            entry = topics[slot[0]] = {"slots": 0, "differ": 0}
         entry["slots"] += 1
-        entry["differ"] += int(gold.get(slot) != pred.get(slot))
+        if pred.get(slot) != values:
+            entry["differ"] += 1
+    for slot in pred:
+        if slot not in gold:
+            entry = topics.get(slot[0])
+            if entry is None:
+                entry = topics[slot[0]] = {"slots": 0, "differ": 0}
+            entry["slots"] += 1
+            entry["differ"] += 1
     return topics
 
 
