@@ -672,6 +672,11 @@ class Scorer:
             eligible = [it.checked and it.output.__class__ is dict for it in items]
             if all(eligible):
                 fast = self.columnar(items)
+                if all(fast):  # every record scored by the kernel
+                    self.prepared += len(items)
+                    if self.progress and items:
+                        self.progress("prepare", self.prepared, self.total)
+                    return fast, [], self.match([])[1]  # type: ignore[return-value]
             else:
                 kernel = iter(self.columnar(list(itertools.compress(items, eligible))))
                 fast = [next(kernel) if e else None for e in eligible]
@@ -712,13 +717,24 @@ class Scorer:
 _BUCKETS_OF = operator.attrgetter("buckets")
 _FIELDS_OF = operator.attrgetter("fields")
 _FLAGS_OF = operator.attrgetter("flags")
+_SCORES_OF = operator.attrgetter("scores")
 
 
-def _distinct(objects: list[Any]) -> Iterator[tuple[Any, int]]:
+def _by_identity(objects: Sequence[Any]) -> tuple[list[int], np.ndarray, np.ndarray]:
+    """The first position of each distinct object (by identity) of ``objects``, how often it
+    occurs, and which distinct object each position holds."""
+    keys = np.fromiter(map(id, objects), dtype=np.uint64, count=len(objects))
+    _, first, inverse, counts = np.unique(
+        keys, return_index=True, return_inverse=True, return_counts=True
+    )
+    return first.tolist(), counts, inverse.reshape(-1)
+
+
+def _distinct(objects: Sequence[Any]) -> Iterator[tuple[Any, int]]:
     """Each distinct object (by identity) of ``objects`` and how often it occurs."""
-    by_id = dict(zip(map(id, objects), objects, strict=True))
-    for key, n in Counter(map(id, objects)).items():
-        yield by_id[key], n
+    first, counts, _ = _by_identity(objects)
+    for i, n in zip(first, counts.tolist(), strict=True):
+        yield objects[i], n
 
 
 class Aggregate:
@@ -749,7 +765,9 @@ class Aggregate:
         if not scored:
             return
         self.scored += len(scored)
-        rows = np.array([r.scores for r in scored], dtype=float)
+        # the kernel's records share their scores tuple: each distinct one converted once
+        first, _, inverse = _by_identity(list(map(_SCORES_OF, scored)))
+        rows = np.array([scored[i].scores for i in first], dtype=float)[inverse]
         self.means.add(rows)
         for j, name in enumerate(SCORES):
             if name in self.histograms:
@@ -1213,6 +1231,17 @@ def record_line(scored: Scored) -> bytes:
     return orjson.dumps(scored.line_dict(), option=_LINE_OPTIONS)
 
 
+def record_lines(scored: Sequence[Scored]) -> list[bytes]:
+    """``record_line`` of each record (the kernel's without a call per record)."""
+    dumps = orjson.dumps
+    return [
+        r.line_parts[0] + dumps(r.id) + r.line_parts[1]
+        if r.line_parts is not None
+        else record_line(r)
+        for r in scored
+    ]
+
+
 def error_line(error: RecordError) -> bytes:
     return (dumps(error.model_dump(mode="json")) + "\n").encode()
 
@@ -1325,13 +1354,17 @@ def run_stream(
     store = StoreRows() if recorder is not None else None
     with _few_collections():
         for chunk in chunks:
-            items = [x for x in chunk if isinstance(x, Item)]
-            read_failed = [x for x in chunk if isinstance(x, Failed)]
+            if set(map(type, chunk)) == {Item}:
+                items: Sequence[Item] = chunk  # type: ignore[assignment]
+                read_failed: list[Failed] = []
+            else:
+                items = [x for x in chunk if isinstance(x, Item)]
+                read_failed = [x for x in chunk if isinstance(x, Failed)]
             scored, failed, counts = scorer.score(items)
             failures = sorted(read_failed + failed, key=lambda f: f.index)
             agg.add_failures(f.error for f in failures)
             agg.add(scored, counts)
-            lines = list(map(record_line, scored))
+            lines = record_lines(scored)
             if records_out is not None and scored:
                 records_out.write(b"".join(lines))
             if recorder is not None and store is not None and (scored or failures):
