@@ -1,11 +1,12 @@
 """Re-score a stored JSON or slot run under a new configuration from the raw values its items
 keep (JSON: ground truth and output; slots: gold and predicted slots), with no model call, by the
-library's own scoring (``jsoneval.evaluate_batch``, ``slots.score_models``); the result is a new
+library's own scoring (``jsoneval.evaluate_batch``, ``slots.SlotScorer``); the result is a new
 run whose parent is the old one. Numeric runs are not re-scored (their turns keep no plan)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -17,10 +18,10 @@ from fieldcheck.runs._items import (
     json_error_item,
     json_item,
     json_metrics,
-    slot_items,
     slot_metrics,
 )
-from fieldcheck.slots import JudgeFile, LatencyFile, ModelInput, SlotFile, TPMode, score_models
+from fieldcheck.slots import JudgeFile, LatencyFile, ModelInput, SlotFile, TPMode
+from fieldcheck.slots._score import SlotScorer
 from fieldcheck.store import RunInfo, Store
 from fieldcheck.store._recorder import RunRecorder
 
@@ -214,11 +215,14 @@ def _rescore_slots(
         cut = None
     boot = int(parent.settings.get("bootstrap", 1000)) if bootstrap is None else bootstrap
     draw = int(parent.settings.get("seed", 0)) if seed is None else seed
-    run = score_models(gold, inputs, tp=mode, threshold=cut, bootstrap=boot, seed=draw)
+    headers = [replace(m, predictions=SlotFile(m.predictions.path)) for m in inputs]
+    scorer = SlotScorer(
+        SlotFile(gold.path), headers, tp=mode, threshold=cut, bootstrap=boot, seed=draw
+    )
     settings = {"tp": mode, "threshold": cut, "bootstrap": boot, "seed": draw}
-    recorder = _open(store, parent, settings, run.signature)
+    recorder = _open(store, parent, settings, scorer.signature())
     with recorder:
-        for chunk in _chunks(slot_items(run, gold, inputs)):
-            recorder.add_items(chunk)
-        metrics, intervals = slot_metrics(run)
+        scorer.recorder = recorder  # the sessions' items are stored as they are scored
+        scorer.add(gold, [m.predictions for m in inputs])
+        metrics, intervals = slot_metrics(scorer.finish())
         return recorder.finish(metrics=metrics, intervals=intervals)

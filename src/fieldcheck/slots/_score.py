@@ -519,6 +519,21 @@ class SlotScorer:
         self.cache = _PairCache()
         self.canonical = _CanonicalCache()
 
+    def signature(self) -> Signature:
+        """The run's signature (its settings), known before any session is scored, so a
+        recorder can be opened with it first."""
+        settings: dict[str, Any] = {
+            "tp": self.tp,
+            "canonicalize": CANONICALIZE_VERSION,
+            "bootstrap": self.bootstrap,
+            "seed": self.seed,
+            "judge": _judge_signature(self.models, self.judge),
+        }
+        if self.tp != "presence" and self.matcher is not None:
+            settings["matcher"] = self.matcher.signature()
+            settings["threshold"] = self.cut
+        return Signature(system="slots", settings=settings)
+
     def add_part(self, part: Part) -> None:
         """Score one bucket of a ``Partition`` made with ``sides=model_sides(models)``: its
         slot files (gold, then each model's) and each model's latency and judge files."""
@@ -881,22 +896,11 @@ class SlotScorer:
             s.result.per_topic = dict(sorted(s.result.per_topic.items()))
 
         paired = self._bootstrap(scores, scored_folds, warn)
-        settings: dict[str, Any] = {
-            "tp": tp,
-            "canonicalize": CANONICALIZE_VERSION,
-            "bootstrap": self.bootstrap,
-            "seed": self.seed,
-            "judge": _judge_signature(self.models, self.judge),
-        }
-        if tp != "presence" and self.matcher is not None:
-            settings["matcher"] = self.matcher.signature()
-            settings["threshold"] = self.cut
-        signature = Signature(system="slots", settings=settings)
         names = [m.name for m in self.models]
         return SlotsRun(
             scores,
             paired,
-            signature,
+            self.signature(),
             topics,
             errors,
             warnings,
