@@ -469,3 +469,16 @@ def test_the_plain_chunk_reader_gives_the_items_of_the_line_reader(tmp_path: Pat
         last = list(reader.chunks())[-1]
         assert reader.plain_chunks == 3, bad  # the last chunk (lines 13-15) read line by line
         assert isinstance(last[-1], Item) == ("safety_score" in bad), bad
+
+
+def test_the_columnar_kernel_leaves_a_value_orjson_cannot_write_to_fast() -> None:
+    # a 70-bit integer (not from a file: orjson reads one as a float) equal on both sides
+    from fieldcheck.jsoneval._evaluate import make_signature
+    from fieldcheck.jsoneval._stream import Scorer
+
+    config = EvalConfig(strategies={"n": "EXACT"})
+    scorer = Scorer(config, matchers(), make_signature(config, matchers()))
+    items = [Item(1, "a", 1, {"n": 2**70}, {"n": 2**70}, None, True)]
+    (scored,) = scorer.columnar(items)
+    assert scorer.identical == 0
+    assert scored is not None and scored.fields == {"n": ("EXACT", 1.0, 1.0)}

@@ -463,9 +463,12 @@ class Scorer:
         aios = [it.output for it in items]
         same = list(itertools.compress(range(len(items)), map(operator.eq, gts, aios)))
         if same:
-            text = orjson.dumps([gts[i] for i in same])
-            if text != orjson.dumps([aios[i] for i in same]) or _MAYBE_NULL.search(text):
-                same = [i for i in same if _identical(gts[i], aios[i])]
+            try:
+                text = orjson.dumps([gts[i] for i in same])
+                if text != orjson.dumps([aios[i] for i in same]) or _MAYBE_NULL.search(text):
+                    same = [i for i in same if _identical(gts[i], aios[i])]
+            except orjson.JSONEncodeError:  # a value orjson cannot write: ``fast`` decides
+                same = []
         out: list[Scored | None] = [None] * len(items)
         plans = self._plans
         for i in same:
