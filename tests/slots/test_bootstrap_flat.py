@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 from slots_helpers import slot
 
 from fieldcheck.metrics._stats import (
@@ -130,15 +131,21 @@ def test_spread_matches_the_multinomial_bootstrap() -> None:
         assert got.estimate == expected.estimate
         width, expected_width = got.high - got.low, expected.high - expected.low
         assert abs(width - expected_width) <= 0.1 * expected_width, (name, width, expected_width)
-    cols = [0, 1, 2]
-    joined = _classes(np.hstack([a[:, cols], b[:, cols]]).astype(np.int64))
+    # paired p-values: a real difference (both at their floor, 1 / 2,001), and two models of
+    # the same quality whose p-values the two bootstraps put within 10% of each other
     pair_f1 = _on_columns((0, 1, 2), _stat_f1)
-    p = paired_bootstrap_classes_pvalue(joined, 3, pair_f1, resamples=2000, seed=1)
-    p_multinomial = paired_bootstrap_totals_pvalue(
-        a.tolist(), b.tolist(), _stat_f1, resamples=2000, seed=1
-    )
-    assert p is not None and p_multinomial is not None
-    assert abs(p - p_multinomial) <= 0.1 * max(p_multinomial, 0.01), (p, p_multinomial)
+    cases = [(a, b, 1 / 2001)]
+    for seed, expected in ((12, 0.2374), (13, 0.3783)):  # multinomial p-values, 2,000 resamples
+        other = np.random.default_rng(seed)
+        cases.append((_units(other, 3_000), _units(other, 3_000), expected))
+    for x, y, expected_p in cases:
+        joined = _classes(np.hstack([x[:, :3], y[:, :3]]).astype(np.int64))
+        p = paired_bootstrap_classes_pvalue(joined, 3, pair_f1, resamples=2000, seed=1)
+        p_multinomial = paired_bootstrap_totals_pvalue(
+            x.tolist(), y.tolist(), _stat_f1, resamples=2000, seed=1
+        )
+        assert p_multinomial == pytest.approx(expected_p, abs=5e-5)
+        assert p is not None and abs(p - p_multinomial) <= 0.1 * p_multinomial, (p, p_multinomial)
 
 
 def test_score_models_intervals_and_pvalue_are_the_class_bootstrap(jsonl: Jsonl) -> None:
