@@ -51,7 +51,8 @@ def _jsonl(path: Path, rows: list[dict[str, object]]) -> Path:
 
 
 def _cli(*args: str) -> None:
-    result = CliRunner().invoke(app, list(args))
+    """Run a scoring command without recording it (the tests store its folder themselves)."""
+    result = CliRunner().invoke(app, [*args, "--no-store"])
     if result.exit_code not in (0, 3):
         raise AssertionError(
             f"fieldcheck {' '.join(args)}: exit {result.exit_code}\n{result.output}"

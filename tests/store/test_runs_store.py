@@ -8,7 +8,7 @@ import math
 from pathlib import Path
 
 import pytest
-from runs_data import EXACT, HOSTILE, json_folder, numeric_folder, slots_folder
+from runs_data import EXACT, HOSTILE, JSON_RECORDS, json_folder, numeric_folder, slots_folder
 
 from fieldcheck.runs import compare_runs, iter_export, record_folder, rescore
 from fieldcheck.store import RunRecorder, Store
@@ -53,6 +53,19 @@ def test_json_rescore_is_a_child_run_without_a_model_call(store: Store, tmp_path
     assert math.isclose(child.metrics["means"]["completeness"], 2.5 / 3)
     assert child.settings["config"]["strategies"]["city"] == "IGNORE"
     assert store.count_items(child.id, failed=True) == 1  # only r3 is left
+
+
+def test_json_rescore_keeps_the_records_that_could_not_be_scored(
+    store: Store, tmp_path: Path
+) -> None:
+    records = [*JSON_RECORDS, {"id": "r4", "ground_truth": "not an object", "output": {}}]
+    out, batch = json_folder(tmp_path, records=records)
+    run = record_folder(store, out, inputs=[("batch", batch)])
+    assert (run.metrics["records"], run.metrics["failed"]) == (4, 1)
+    child = rescore(store, run.id, strategies={**EXACT, "city": "IGNORE"})
+    # the failed line is counted again, and stored again as an error item
+    assert (child.metrics["records"], child.metrics["failed"], child.n_items) == (4, 1, 4)
+    assert child.n_errors == 1
 
 
 def test_slot_folder_and_rescore_with_another_tp_rule(store: Store, tmp_path: Path) -> None:

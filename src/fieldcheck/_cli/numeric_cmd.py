@@ -30,6 +30,13 @@ from fieldcheck._cli._common import (
     show_problems,
     writing,
 )
+from fieldcheck._cli._record import (
+    NoStoreOpt,
+    finish_recorder,
+    open_recorder,
+    recording,
+    stored_line,
+)
 from fieldcheck._cli._runopts import (
     STORE_HELP,
     BaseUrlOpt,
@@ -152,21 +159,45 @@ def run_score(
     console: Console | None = None,
     show_progress: bool = True,
     inputs: tuple[LoadResult, PredictionsResult] | None = None,
+    record: str | None = "score",
+    model: str | None = None,
 ) -> NumericResult:
-    """Load (unless ``inputs`` were loaded already), score, write."""
+    """Load (unless ``inputs`` were loaded already), score, write. ``record``: the task the run
+    is stored as in the store, its turns as they are scored (None: ``--no-store``); ``model``
+    names it (default: the predictions file's name)."""
     loaded, preds = inputs or load_inputs(
         data, predictions, split=split, sample_size=sample_size, seed=seed
     )
+    recorder = open_recorder(
+        record is None,
+        SafeConsole(stderr=True),
+        system="numeric",
+        inputs=[("data", data), ("predictions", predictions)],
+        settings={
+            "split": split,
+            "sample_size": sample_size,
+            "seed": seed,
+            "price_in": price_in,
+            "price_out": price_out,
+            "bootstrap": bootstrap,
+        },
+        out=out.path if isinstance(out, OutputFolder) else out,
+        model=model or predictions.stem,
+        task=record or "score",
+    )
     total = len(loaded.conversations)
-    with Progress(
-        TextColumn("scoring"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=console,
-        disable=not show_progress or not (console or SafeConsole(stderr=True)).is_terminal,
-        transient=True,
-    ) as bar:
+    with (
+        Progress(
+            TextColumn("scoring"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=console,
+            disable=not show_progress or not (console or SafeConsole(stderr=True)).is_terminal,
+            transient=True,
+        ) as bar,
+        recording(recorder),
+    ):
         task = bar.add_task("score", total=total)
         result = score_to_folder(
             loaded,
@@ -179,7 +210,16 @@ def run_score(
             sample_size=sample_size,
             sample_seed=seed if sample_size is not None else None,
             progress=lambda n: bar.update(task, completed=n),
+            recorder=recorder,
         )
+        if recorder is not None:
+            from fieldcheck.runs import numeric_metrics
+
+            metrics, intervals = numeric_metrics(result.statistics)
+            line = finish_recorder(
+                recorder, metrics=metrics, intervals=intervals, signature=result.signature
+            )
+            stored_line(console or SafeConsole(), line)
     return result
 
 
@@ -321,6 +361,7 @@ def score_command(
     as_json: JsonOpt = False,
     fail_under: Annotated[str | None, fail_under_option(GATED)] = None,
     force: ForceOpt = False,
+    no_store: NoStoreOpt = False,
 ) -> None:
     """Score predictions against a ConvFinQA dataset and write every output file.
 
@@ -362,6 +403,7 @@ def score_command(
                 bootstrap=bootstrap,
                 console=console,
                 inputs=inputs,
+                record=None if no_store else "score",
             )
             folder.finish()
     except OSError as exc:  # an output file cannot be written
@@ -399,6 +441,7 @@ def run_demo(out_dir: Path) -> int:
             bootstrap=200,
             console=console,
             show_progress=False,
+            model=model,
         )
         rows.append((model, result, target))
     root.finish()
@@ -492,6 +535,7 @@ def evaluate_and_score(
     console: Console | None = None,
     show_progress: bool = True,
     dir_per_model: bool = False,
+    no_store: bool = False,
 ) -> list[ModelOutcome]:
     """Run the agent for every model, write each ``predictions.jsonl`` and score it with
     ``run_score`` (every output file of ``numeric score``). Raises InputError for a bad data file."""
@@ -528,6 +572,8 @@ def evaluate_and_score(
             bootstrap=bootstrap,
             console=console,
             show_progress=show_progress,
+            record=None if no_store else "run",
+            model=spec.name,
         )
         outcomes.append(ModelOutcome(spec, handle, target.path, result))
     root.finish()
@@ -628,6 +674,7 @@ def evaluate_command(
     fail_under: Annotated[str | None, fail_under_option(GATED)] = None,
     no_progress: NoProgressOpt = False,
     force: ForceOpt = False,
+    no_store: NoStoreOpt = False,
 ) -> None:
     floors = parse_fail_under(fail_under, GATED)
     specs = model_specs(
@@ -663,6 +710,7 @@ def evaluate_command(
                 bootstrap=bootstrap,
                 console=console,
                 show_progress=not no_progress,
+                no_store=no_store,
             )
     except InputError as exc:
         cause = likely_cause(data, "convfinqa")

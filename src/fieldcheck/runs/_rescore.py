@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from fieldcheck._util.errors import InputError
-from fieldcheck.jsoneval import BatchRecord, EvalConfig, RqsWeights, evaluate_batch
+from fieldcheck.jsoneval import BatchRecord, EvalConfig, RecordError, RqsWeights, evaluate_batch
 from fieldcheck.matchers import Matcher
 from fieldcheck.runs._export import iter_items
 from fieldcheck.runs._items import (
@@ -135,14 +135,16 @@ def _rescore_json(
                 safety_score=result.get("safety_score_given"),
             )
         )
-    batch = evaluate_batch(records, config, matchers=matchers, bootstrap=boot, seed=draw)
+    prior = [RecordError.model_validate(e) for e in failed]  # counted again, as the parent did
+    batch = evaluate_batch(
+        records, config, matchers=matchers, errors=prior, bootstrap=boot, seed=draw
+    )
     by_id = {str(r.id): r for r in records}
     settings = {"config": config.model_dump(mode="json"), "bootstrap": boot, "seed": draw}
     summary = batch.summary.to_json()
     recorder = _open(store, parent, settings, summary.get("signature"))
     with recorder:
         items = [json_item(r, by_id.get(str(r.id))) for r in batch.results]
-        items += [json_error_item(e) for e in failed]
         items += [json_error_item(e) for e in batch.errors]
         for chunk in _chunks(items):
             recorder.add_items(chunk)

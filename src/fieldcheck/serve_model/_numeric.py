@@ -285,7 +285,7 @@ def build(responses_dir: Path) -> list[Responder]:
     conversations: list[Conversation] = []
     if path.is_file():
         try:
-            conversations = load_convfinqa(path).conversations
+            conversations = list(load_convfinqa(path).conversations)
         except Exception:  # a broken file: the responder still answers (naive plans)
             conversations = []
     return [NumericResponder(conversations)]

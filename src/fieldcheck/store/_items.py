@@ -22,22 +22,24 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from types import MappingProxyType
+from typing import Any, NamedTuple
 
 TAG_CHARS = 512
 MODEL_CHARS = 255
 _INDEX = re.compile(r"\[\d+\]")
 
 
-@dataclass(frozen=True)
-class ItemColumns:
+class ItemColumns(NamedTuple):
+    """An item's indexed columns (a tuple: the hot paths build one per item). ``tags`` maps a
+    field or topic to whether the item failed there; the shared default is never mutated."""
+
     key: str
     failed: bool | None
     model: str | None = None
     turn: int | None = None
     error_type: str | None = None
-    tags: dict[str, bool] = field(default_factory=dict)
+    tags: Mapping[str, bool] = MappingProxyType({})
 
 
 def field_name(path: str) -> str:

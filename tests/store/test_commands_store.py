@@ -1,0 +1,221 @@
+"""Every scoring command records its run in the store (issue 11): the run, its inputs and
+metrics, one item per record, session or turn; ``--no-store`` records nothing and leaves the
+files the same; a store that cannot be written is one warning, not a failed run. JSON commands
+use the configuration saved in the store when not given their own."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+import pytest
+from runs_data import EXACT, JSON_RECORDS, _jsonl
+from typer.testing import CliRunner
+
+from fieldcheck._cli.main import app
+from fieldcheck.store import Store
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def cli(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(app, list(args))
+    return result.exit_code, result.stdout, result.stderr
+
+
+def scored_runs(store: Store) -> list:  # type: ignore[type-arg]
+    return [r for r in store.list_runs() if r.kind == "scored"]
+
+
+def _outputs(out: Path) -> dict[str, bytes]:
+    return {
+        name: (out / name).read_bytes()
+        for name in ("records.jsonl", "errors.jsonl", "fields.csv", "summary.json")
+    }
+
+
+def test_json_batch_records_its_run_and_no_store_records_nothing(tmp_path: Path) -> None:
+    batch = _jsonl(tmp_path / "batch.jsonl", JSON_RECORDS)
+    strategies = tmp_path / "strategies.json"
+    strategies.write_bytes(orjson.dumps(EXACT))
+    common = ("--bootstrap", "50", "--strategies", str(strategies))
+    code, stdout, _ = cli("json", "batch", str(batch), "--out", str(tmp_path / "a"), *common)
+    assert code == 0
+    store = Store()
+    [run] = scored_runs(store)
+    summary = orjson.loads((tmp_path / "a" / "summary.json").read_bytes())
+    assert (run.system, run.status, run.model, run.n_items) == ("json", "finished", "batch", 3)
+    assert run.metrics["means"] == summary["means"]
+    assert run.intervals["accuracy"] == summary["ci"]["accuracy"]
+    assert orjson.loads(run.signature) == summary["signature"]
+    assert run.inputs[0]["name"] == "batch" and run.out_dir == str((tmp_path / "a").resolve())
+    # r2 fails on city, r3 misses the hostile field: the items and their filters
+    assert [i.key for i in store.page_items(run.id, failed=True)] == ["r2", "r3"]
+    assert [i.key for i in store.page_items(run.id, tag="city")] == ["r2"]
+    assert store.items(run.id)[1].result["ground_truth"] == {"name": "Bob", "city": "Rome"}
+    assert f"stored as run {run.id}" in stdout
+
+    code, stdout, _ = cli(
+        "json", "batch", str(batch), "--out", str(tmp_path / "b"), *common, "--no-store"
+    )
+    assert code == 0 and "stored as run" not in stdout
+    assert [r.id for r in scored_runs(store)] == [run.id]
+    assert _outputs(tmp_path / "a") == _outputs(tmp_path / "b")
+
+
+def test_a_store_that_cannot_be_written_is_a_warning(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    batch = _jsonl(tmp_path / "batch.jsonl", JSON_RECORDS)
+    monkeypatch.setenv("FIELDCHECK_DATABASE_URL", f"sqlite:///{tmp_path}/no/such/dir/s.sqlite3")
+    code, stdout, stderr = cli(
+        "json", "batch", str(batch), "--out", str(tmp_path / "out"), "--bootstrap", "0"
+    )
+    assert code == 0, stderr
+    assert "warning: the run is not stored" in stderr and "stored as run" not in stdout
+    assert len((tmp_path / "out" / "records.jsonl").read_bytes().splitlines()) == 3
+
+
+def test_json_score_uses_the_saved_strategies_unless_given_or_no_store(tmp_path: Path) -> None:
+    Store().put_config("strategies", {"city": "IGNORE"})
+    gt, out = tmp_path / "gt.json", tmp_path / "out.json"
+    gt.write_bytes(orjson.dumps({"name": "Bob", "city": "Rome"}))
+    out.write_bytes(orjson.dumps({"name": "Bob", "city": "Roma"}))
+
+    code, stdout, stderr = cli("json", "score", str(gt), str(out), "--json")
+    assert code == 0
+    assert orjson.loads(stdout)["fields"]["city"]["strategy"] == "IGNORE"
+    assert "using the configuration saved in the store: strategies (1 fields)" in stderr
+
+    code, stdout, stderr = cli("json", "score", str(gt), str(out), "--json", "--no-store")
+    assert code == 0 and orjson.loads(stdout)["fields"]["city"]["strategy"] != "IGNORE"
+    assert "saved" not in stderr
+
+    given = tmp_path / "given.json"
+    given.write_bytes(orjson.dumps({"city": "EXACT"}))
+    code, stdout, _ = cli("json", "score", str(gt), str(out), "--json", "--strategies", str(given))
+    assert code == 0 and orjson.loads(stdout)["fields"]["city"] == {
+        "strategy": "EXACT",
+        "similarity": 0.0,
+        "score": 0.0,
+    }
+
+
+def test_saved_thresholds_apply_only_where_no_option_is_given(tmp_path: Path) -> None:
+    Store().put_config("thresholds", {"fuzzy_threshold": 0.5, "semantic_threshold": 0.6})
+    gt, out = tmp_path / "gt.json", tmp_path / "out.json"
+    gt.write_bytes(orjson.dumps({"city": "Rome"}))
+    out.write_bytes(orjson.dumps({"city": "Roma"}))  # FUZZY similarity 0.75
+    strategies = tmp_path / "s.json"
+    strategies.write_bytes(orjson.dumps({"city": "FUZZY"}))
+    base = ("json", "score", str(gt), str(out), "--json", "--strategies", str(strategies))
+    code, stdout, _ = cli(*base)
+    assert code == 0 and orjson.loads(stdout)["fields"]["city"]["score"] == 1.0  # 0.75 >= 0.5
+    code, stdout, _ = cli(*base, "--fuzzy-threshold", "0.8")
+    assert code == 0 and orjson.loads(stdout)["fields"]["city"]["score"] == 0.0  # 0.75 < given 0.8
+
+
+def test_slots_score_records_a_session_item_per_model(tmp_path: Path) -> None:
+    from runs_data import GOLD, PRED_A, PRED_B
+
+    gold = _jsonl(tmp_path / "gold.jsonl", GOLD)
+    a, b = _jsonl(tmp_path / "a.jsonl", PRED_A), _jsonl(tmp_path / "b.jsonl", PRED_B)
+    out = tmp_path / "out"
+    args = ("--gold", str(gold), "--pred", f"a={a}", "--pred", f"b={b}", "--bootstrap", "50")
+    code, stdout, stderr = cli("slots", "score", *args, "--out", str(out))
+    assert code == 0, stderr
+    assert "stored as run" in stdout
+    store = Store()
+    [run] = scored_runs(store)
+    metrics = orjson.loads((out / "metrics.json").read_bytes())
+    assert (run.system, run.model, run.n_items) == ("slots", "a, b", 4)  # 2 models x 2 sessions
+    assert run.metrics["models"]["a"]["f1"] == metrics["models"]["a"]["f1"]
+    assert run.intervals["b"] == metrics["models"]["b"]["ci"]
+    # a: u1's job differs (work), still a TP under --tp presence; b misses u1's job (an FN)
+    assert [i.key for i in store.page_items(run.id, failed=True)] == ["b/u1/1"]
+    assert [i.key for i in store.page_items(run.id, tag="work", failed=True)] == [
+        "a/u1/1",
+        "b/u1/1",
+    ]
+    assert [i.key for i in store.page_items(run.id, model="b")] == ["b/u1/1", "b/u2/1"]
+    assert [name for name, _ in [(i["name"], 0) for i in run.inputs]] == [
+        "gold",
+        "pred:a",
+        "pred:b",
+    ]
+    code, _, _ = cli("slots", "score", *args, "--out", str(tmp_path / "o2"), "--no-store")
+    assert code == 0 and len(scored_runs(store)) == 1
+
+
+def test_every_run_command_records_one_scored_run_per_model(tmp_path: Path) -> None:
+    """json run, slots run and numeric evaluate against serve-model (synthetic models): each
+    model's scored run is in the store beside the runner's model run, with the summary file's
+    numbers; --no-store adds none."""
+    from fieldcheck.serve_model import BackgroundServer, create_app
+
+    examples = ROOT / "examples"
+    with BackgroundServer(create_app(latency_ms=0)) as server:
+        url = server.base_url
+        model = ("--base-url", url, "--model", "careful", "--bootstrap", "20")
+        code, _, err = cli(
+            "json",
+            "run",
+            str(examples / "json" / "documents.jsonl"),
+            "--out",
+            str(tmp_path / "json"),
+            *model,
+        )
+        assert code in (0, 3), err
+        code, _, err = cli(
+            "slots",
+            "run",
+            "--conversations",
+            str(examples / "slots" / "conversations.synthetic.jsonl"),
+            "--gold",
+            str(examples / "slots" / "gold.synthetic.jsonl"),
+            "--out",
+            str(tmp_path / "slots"),
+            *model,
+        )
+        assert code in (0, 3), err
+        dev = ROOT.parent / "shared" / "data" / "convfinqa" / "dev.json"
+        code, _, err = cli(
+            "numeric",
+            "evaluate",
+            "--data",
+            str(dev),
+            "--sample-size",
+            "3",
+            "--out",
+            str(tmp_path / "numeric"),
+            *model,
+        )
+        assert code in (0, 3), err
+        store = Store()
+        runs = {r.system: r for r in scored_runs(store)}
+        assert sorted(runs) == ["json", "numeric", "slots"]
+        assert {r.task for r in runs.values()} == {"run"}
+        json_summary = orjson.loads((tmp_path / "json" / "careful" / "summary.json").read_bytes())
+        assert runs["json"].metrics["means"] == json_summary["means"]
+        assert runs["json"].n_items == json_summary["records"]
+        slots_metrics = orjson.loads((tmp_path / "slots" / "metrics.json").read_bytes())
+        assert runs["slots"].metrics["models"]["careful"]["f1"] == (
+            slots_metrics["models"]["careful"]["f1"]
+        )
+        statistics = orjson.loads((tmp_path / "numeric" / "statistics.json").read_bytes())
+        assert runs["numeric"].metrics["num_turns"] == statistics["num_turns"]
+        assert runs["numeric"].n_items == statistics["num_turns"]
+        model_runs = [r for r in store.list_runs() if r.kind != "scored"]
+        assert len(model_runs) == 3  # the runner's own runs are untouched
+
+        code, _, err = cli(
+            "json",
+            "run",
+            str(examples / "json" / "documents.jsonl"),
+            "--out",
+            str(tmp_path / "json2"),
+            *model,
+            "--no-store",
+        )
+        assert code in (0, 3), err
+        assert len(scored_runs(store)) == 3
