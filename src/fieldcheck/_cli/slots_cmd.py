@@ -75,17 +75,15 @@ from fieldcheck.slots import (
     SlotsRun,
     TPMode,
     load_conversations,
-    load_judge_scores,
-    load_latencies,
     load_slots,
     run_extraction,
     topic_lines,
     write_outputs,
 )
-from fieldcheck.slots._loaders import SlotFile
+from fieldcheck.slots._loaders import JudgeFile, LatencyFile, SlotFile
 from fieldcheck.slots._report import METRIC_COLUMNS
 from fieldcheck.slots._score import SlotScorer
-from fieldcheck.slots._stream import Partition, SlotInput, partitioned
+from fieldcheck.slots._stream import Partition, SideKind, SlotInput, partitioned
 
 app = typer.Typer(
     help="Slot extraction benchmark: score models' slots against gold slots.", no_args_is_help=True
@@ -230,7 +228,7 @@ def show_run(
             console.print(safe_text(line), markup=False, soft_wrap=True, highlight=False)
     for p in run.paired_f1:
         common = ""
-        if p.sessions != len(scored[p.model_a].keys) or p.sessions != len(scored[p.model_b].keys):
+        if p.sessions != scored[p.model_a].sessions or p.sessions != scored[p.model_b].sessions:
             common = f" on the {p.sessions} session(s) both were scored on"
         console.print(
             f"F1 {p.model_a} - {p.model_b}: {p.difference:+.3f}{common} "
@@ -247,6 +245,20 @@ def show_run(
     )
 
 
+def side_files(
+    preds: dict[str, Path], latencies: dict[str, Path], judges: dict[str, Path]
+) -> list[tuple[SideKind, Path]]:
+    """The ``sides`` of ``partitioned``: per model in order, its latency then its judge file,
+    where given (the order ``SlotScorer.add_part`` reads them in, as ``model_sides``)."""
+    sides: list[tuple[SideKind, Path]] = []
+    for name in preds:
+        if name in latencies:
+            sides.append(("latency", latencies[name]))
+        if name in judges:
+            sides.append(("judge", judges[name]))
+    return sides
+
+
 def load_inputs(
     part: Partition,
     preds: dict[str, Path],
@@ -256,26 +268,32 @@ def load_inputs(
     *,
     check: bool = True,
 ) -> tuple[SlotFile, list[ModelInput]]:
-    """Every input file, read (the slot files by ``part``, split by session) before any output
-    is touched (a bad file is a usage error; ``check`` False for the model files ``slots run``
-    wrote itself). The slot files come back as headers: path and bad lines, no sessions."""
+    """Every input file, read (split by session by ``part``, latency and judge files too: see
+    ``side_files``) before any output is touched (a bad file is a usage error; ``check`` False
+    for the model files ``slots run`` wrote itself). The files come back as headers: path and
+    bad lines, no sessions (each bucket brings its own)."""
     not_scored = not_scored or {}
     gold_item, *pred_items = part.inputs
+    sides = iter(part.sides)
     gold_file = _header(_load(_read(gold_item), gold_item.path, "--gold"))
-    models = [
-        ModelInput(
-            name,
-            _header(_load(_read(item), item.path, "--pred", check=check)),
-            _load(load_latencies, latencies[name], "--latency", check=check)
-            if name in latencies
-            else None,
-            _load(load_judge_scores, judges[name], "--judge", check=check)
-            if name in judges
-            else None,
-            not_scored.get(name, {}),
+    models = []
+    for name, item in zip(preds, pred_items, strict=True):
+        latency = judge = None
+        if name in latencies:
+            side = _load(_read(next(sides)), latencies[name], "--latency", check=check)
+            latency = LatencyFile(side.path, errors=side.errors)
+        if name in judges:
+            side = _load(_read(next(sides)), judges[name], "--judge", check=check)
+            judge = JudgeFile(side.path, errors=side.errors)
+        models.append(
+            ModelInput(
+                name,
+                _header(_load(_read(item), item.path, "--pred", check=check)),
+                latency,
+                judge,
+                not_scored.get(name, {}),
+            )
         )
-        for name, item in zip(preds, pred_items, strict=True)
-    ]
     return gold_file, models
 
 
@@ -319,7 +337,8 @@ def score_files(
     the run is stored as in the store (None: ``--no-store``), its sessions as they are scored."""
     if partition is None or inputs is None:
         beside = out.root if isinstance(out, OutputFolder) else Path(out)
-        with partitioned([gold, *preds.values()], beside=beside) as part:
+        sides = side_files(preds, latencies, judges)
+        with partitioned([gold, *preds.values()], beside=beside, sides=sides) as part:
             loaded = load_inputs(part, preds, latencies, judges, not_scored, check=False)
             return score_files(
                 gold,
@@ -380,9 +399,9 @@ def score_files(
             progress=lambda text: progress_bar.update(task, description=text),
             recorder=recorder,
         )
-        for i, files in enumerate(partition.buckets(), start=1):
+        for i, files in enumerate(partition.parts(), start=1):
             progress_bar.update(task, description=f"scoring sessions: part {i} of {partition.k}")
-            scorer.add(files[0], files[1:])
+            scorer.add_part(files)
         run = scorer.finish()
         progress_bar.update(task, description="writing report and plots")
         try:
@@ -509,7 +528,8 @@ def score(
         )
     lat = _checked_names(_pairs(latency or [], "--latency"), names, "--latency")
     jud = _checked_names(_pairs(judge or [], "--judge"), names, "--judge")
-    with partitioned([gold, *(p for _, p in pred_pairs)], beside=out) as part:
+    sides = side_files(dict(pred_pairs), lat, jud)
+    with partitioned([gold, *(p for _, p in pred_pairs)], beside=out, sides=sides) as part:
         inputs = load_inputs(part, dict(pred_pairs), lat, jud)
         folder = out_dir(out, force=force)
         console = SafeConsole(stderr=as_json)
