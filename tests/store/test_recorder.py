@@ -1,4 +1,5 @@
-"""RunRecorder: items written by a writer thread, chunk by chunk, on SQLite and PostgreSQL."""
+"""RunRecorder: items written chunk by chunk by a writer thread (a large run: a writer process), on
+SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import pytest
 
 from fieldcheck.store import RunRecorder, Store
 from fieldcheck.store._items import ItemColumns
+from fieldcheck.store._recorder import StoreWriteError
 
 
 def _open(store: Store, tmp_path: Path, system: str = "json") -> RunRecorder:
@@ -89,3 +91,27 @@ def test_a_current_store_opens_without_importing_alembic(tmp_path: Path) -> None
     again = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     # a new file is migrated by Alembic; once at the newest revision, it is not imported
     assert (first.stdout.strip(), again.stdout.strip()) == ("True", "False")
+
+
+def test_a_large_run_moves_its_inserts_to_a_writer_process(store: Store, tmp_path: Path) -> None:
+    recorder = _open(store, tmp_path)
+    recorder.process_after = 1_500  # past 1,500 items the chunks go to a child process
+    for start in range(0, 4_000, 1_000):
+        recorder.add_prepared(
+            (ItemColumns(f"r{i}", i % 2 == 0), f'{{"i":{i}}}') for i in range(start, start + 1_000)
+        )
+    run = recorder.finish(metrics={"n": 4_000})
+    assert (run.status, run.n_items) == ("finished", 4_000)
+    assert store.count_items(run.id, failed=True) == 2_000
+    assert [i.result["i"] for i in store.page_items(run.id, after=3_997)] == [3_998, 3_999]
+
+
+def test_the_writer_processs_error_reaches_the_scoring_process(
+    store: Store, tmp_path: Path
+) -> None:
+    recorder = _open(store, tmp_path)
+    recorder.process_after = 0
+    store.delete_run(recorder.id)  # the items now violate the foreign key
+    recorder.add_items([{"id": "x"}])
+    with pytest.raises(StoreWriteError, match=r"(?i)foreign key"):
+        recorder.flush()
