@@ -71,7 +71,8 @@ def main(root: Path = Path("demo-out")) -> int:
                 f"[dim]{title}: {time.perf_counter() - start:.1f}s, outputs in {root / sub}[/dim]"
             )
         requests = app.state.serve.requests
-    runs = [r for r in store.list_runs() if r.started_at.replace(tzinfo=UTC) >= began]
+    made = [r for r in store.list_runs() if r.started_at.replace(tzinfo=UTC) >= began]
+    runs = [r for r in made if r.kind != "scored"]  # the runner's model runs
     calls = cached = 0
     for run in runs:
         for item in store.iter_items(run.id):
@@ -85,7 +86,7 @@ def main(root: Path = Path("demo-out")) -> int:
     else:
         source = f"{calls} model calls, none from the cache (a second `make demo` will be)"
     console.print(
-        f"{len(runs)} runs in {time.perf_counter() - start_all:.1f}s; {source}; serve-model "
+        f"{len(runs)} model runs in {time.perf_counter() - start_all:.1f}s; {source}; serve-model "
         f"answered {requests} requests.",
         markup=False,
         highlight=False,
@@ -98,7 +99,7 @@ def main(root: Path = Path("demo-out")) -> int:
         markup=False,
         highlight=False,
     )
-    scored = [r for r in runs if r.kind == "scored"]
+    scored = [r for r in made if r.kind == "scored"]
     console.print(
         f"{len(scored)} scored runs are in the store; to browse and compare them "
         "(http://127.0.0.1:8000/runs):",

@@ -199,8 +199,9 @@ def test_every_run_command_records_one_scored_run_per_model(tmp_path: Path) -> N
         assert runs["json"].metrics["means"] == json_summary["means"]
         assert runs["json"].n_items == json_summary["records"]
         slots_metrics = orjson.loads((tmp_path / "slots" / "metrics.json").read_bytes())
-        assert runs["slots"].metrics["models"]["careful"]["f1"] == (
-            slots_metrics["models"]["careful"]["f1"]
+        assert (
+            runs["slots"].metrics["models"]["careful"]["f1"]
+            == (slots_metrics["models"]["careful"]["f1"])
         )
         statistics = orjson.loads((tmp_path / "numeric" / "statistics.json").read_bytes())
         assert runs["numeric"].metrics["num_turns"] == statistics["num_turns"]
@@ -219,3 +220,13 @@ def test_every_run_command_records_one_scored_run_per_model(tmp_path: Path) -> N
         )
         assert code in (0, 3), err
         assert len(scored_runs(store)) == 3
+
+
+def test_the_demos_serve_command_opens_its_own_store() -> None:
+    import shlex
+
+    from fieldcheck._demo import serve_command
+
+    words = shlex.split(serve_command("sqlite:////tmp/demo out/fieldcheck.sqlite3"))
+    assert words[0] == "FIELDCHECK_DATABASE_URL=sqlite:////tmp/demo out/fieldcheck.sqlite3"
+    assert words[1].endswith("fieldcheck") and words[2:] == ["serve"]
