@@ -4,10 +4,10 @@ conventions (one-line usage errors naming the option, exit 2, --json prints JSON
 from __future__ import annotations
 
 import csv
-import io
 from pathlib import Path
 
 import orjson
+import pytest
 from runs_data import HOSTILE, json_folder, numeric_folder, slots_folder
 from typer.testing import CliRunner
 
@@ -81,18 +81,21 @@ def test_export_csv_neutralises_formulas_and_jsonl_round_trips(tmp_path: Path) -
     records = [
         {"id": '=HYPERLINK("x")', "ground_truth": {"a": "1"}, "output": {"a": "1"}},
         {"id": "r2", "ground_truth": {HOSTILE: "v"}, "output": {}},
+        {"id": "\r=1+1", "ground_truth": {"a": "1"}, "output": {"a": "1"}},  # a lone CR
     ]
     out, batch = json_folder(tmp_path, "f", records)
     run_id = orjson.loads(runs("import", str(out), "--input", f"batch={batch}", "--json")[1])["id"]
     target = tmp_path / "items.csv"
     assert runs("export", run_id, "--format", "csv", "--out", str(target))[0] == 0
-    rows = list(csv.DictReader(io.StringIO(target.read_text())))
-    assert [r["key"] for r in rows] == ['\'=HYPERLINK("x")', "r2"]
-    assert [r["failed"] for r in rows] == ["False", "True"]
+    with target.open(newline="", encoding="utf-8") as handle:  # as a spreadsheet reads it
+        rows = list(csv.DictReader(handle))
+    # the CR is quoted inside its cell: one row per item, no row starting with "=1+1"
+    assert [r["key"] for r in rows] == ['\'=HYPERLINK("x")', "r2", "'\r=1+1"]
+    assert [r["failed"] for r in rows] == ["False", "True", "False"]
     code, stdout, _ = runs("export", run_id, "--format", "jsonl")
     assert code == 0
     lines = [orjson.loads(line) for line in stdout.splitlines()]
-    assert [line["key"] for line in lines] == ['=HYPERLINK("x")', "r2"]
+    assert [line["key"] for line in lines] == ['=HYPERLINK("x")', "r2", "\r=1+1"]
     assert lines[1]["result"]["ground_truth"] == {HOSTILE: "v"}
 
 
@@ -103,3 +106,43 @@ def test_rescore_numeric_is_refused_and_delete(tmp_path: Path) -> None:
     code, stdout, _ = runs("delete", run.id)
     assert code == 0 and f"deleted run {run.id}" in stdout
     assert runs("show", run.id)[0] == 2
+
+
+def test_a_broken_store_is_a_one_line_usage_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for url in (f"sqlite:///{tmp_path}", "nosuchdialect://x", f"sqlite:///{tmp_path}/no/s.db"):
+        monkeypatch.setenv("FIELDCHECK_DATABASE_URL", url)
+        for args in (["list"], ["show", "abcd"], ["delete", "abcd"]):
+            code, _, stderr = runs(*args)
+            assert code == 2 and "FIELDCHECK_DATABASE_URL: cannot open the store" in stderr
+            assert len(stderr.strip().splitlines()) == 1 and "Traceback" not in stderr
+
+
+def test_a_prefix_must_name_one_run_and_have_four_characters(tmp_path: Path) -> None:
+    from sqlalchemy import text
+
+    store = Store()
+    ids = []
+    for name in ("abcd0001", "abcd0002", "abce0003"):
+        run = store.create_scored_run(
+            system="json",
+            model="m",
+            task="score",
+            inputs=[],
+            settings={},
+            signature="s",
+            out_dir=None,
+        )
+        with store.engine.begin() as connection:
+            connection.execute(
+                text("UPDATE runs SET id = :new WHERE id = :old"), {"new": name, "old": run.id}
+            )
+        ids.append(name)
+    code, _, stderr = runs("show", "abcd")
+    assert code == 2 and "'abcd' names several runs: abcd0001, abcd0002" in stderr
+    assert runs("show", "abce")[0] == 0
+    assert runs("show", "ABCE")[0] == 2  # case-sensitive on every backend
+    code, _, stderr = runs("delete", "abc")
+    assert code == 2 and "a prefix needs at least 4 characters" in stderr
+    assert store.get_run("abce0003") is not None

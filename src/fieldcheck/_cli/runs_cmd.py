@@ -3,9 +3,11 @@ in the store (docs/runs.md). Thin: parse, call ``fieldcheck.runs`` and the store
 
 from __future__ import annotations
 
+import functools
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar, cast
 
 import typer
 from rich.table import Table
@@ -25,23 +27,65 @@ app = typer.Typer(
     no_args_is_help=True,
 )
 
+F = TypeVar("F", bound=Callable[..., Any])
+
 JsonOpt = Annotated[
     bool, typer.Option("--json", help="Print machine output only (JSON) on stdout.")
 ]
 RunArg = Annotated[str, typer.Argument(metavar="RUN", help="A run id or its unique prefix.")]
 
 
-def _store() -> Any:
-    from fieldcheck.store import Store
+def _database_errors(command: F) -> F:
+    """A command whose database fails midway (read-only, gone, unreachable) ends with one line
+    naming ``FIELDCHECK_DATABASE_URL`` (exit 2), never a traceback."""
 
-    return Store()
+    @functools.wraps(command)
+    def guarded(*args: Any, **kwargs: Any) -> Any:
+        from sqlalchemy.exc import SQLAlchemyError
+
+        from fieldcheck.store import DATABASE_ENV
+
+        try:
+            return command(*args, **kwargs)
+        except SQLAlchemyError as exc:
+            first = (str(exc.orig if hasattr(exc, "orig") else exc).splitlines() or [""])[0]
+            raise typer.BadParameter(
+                safe_text(f"the store failed: {type(exc).__name__}: {first[:200]}"),
+                param_hint=DATABASE_ENV,
+            ) from None
+
+    return cast(F, guarded)
+
+
+def _store() -> Any:
+    """The store, or a one-line usage error naming ``FIELDCHECK_DATABASE_URL`` (exit 2)."""
+    from fieldcheck.store import DATABASE_ENV, Store
+
+    try:
+        return Store()
+    except Exception as exc:  # a bad URL, an unreachable, unreadable or read-only database
+        first = (str(exc).splitlines() or [""])[0][:200]
+        raise typer.BadParameter(
+            safe_text(f"cannot open the store: {type(exc).__name__}: {first}"),
+            param_hint=DATABASE_ENV,
+        ) from None
 
 
 def _run(store: Any, ref: str, hint: str = "RUN") -> Any:
-    run = store.find_run(ref)
-    if run is None:
+    from fieldcheck.store._store import MIN_PREFIX, AmbiguousRunError
+
+    try:
+        run = store.find_run(ref)
+    except AmbiguousRunError as exc:
         raise typer.BadParameter(
-            safe_text(f"no run {ref!r} in the store ('fieldcheck runs list' lists them)"),
+            safe_text(f"{exc}: give more of the id"), param_hint=hint
+        ) from None
+    if run is None:
+        short = (
+            f" (a prefix needs at least {MIN_PREFIX} characters)" if len(ref) < MIN_PREFIX else ""
+        )
+        raise typer.BadParameter(
+            safe_text(f"no run {ref!r} in the store{short} ('fieldcheck runs list' lists them)"),
             param_hint=hint,
         )
     return run
@@ -56,6 +100,7 @@ def _console() -> SafeConsole:
 
 
 @app.command("list")
+@_database_errors
 def list_command(
     system: Annotated[
         str | None, typer.Option("--system", help="Only runs of json, slots or numeric.")
@@ -117,6 +162,7 @@ def _summary(run: Any) -> dict[str, Any]:
 
 
 @app.command("show")
+@_database_errors
 def show_command(run: RunArg, as_json: JsonOpt = False) -> None:
     """A run: what it scored (inputs and their sha256), its settings, signature, metrics with
     their 95% intervals, item counts. Exit 0; 2 for an unknown RUN."""
@@ -181,6 +227,7 @@ def _print_comparison(table: dict[str, Any], console: SafeConsole) -> None:
 
 
 @app.command("compare")
+@_database_errors
 def compare_command(
     runs: Annotated[
         list[str], typer.Argument(metavar="RUN...", help="Two or more runs of one system.")
@@ -205,6 +252,7 @@ def compare_command(
 
 
 @app.command("export")
+@_database_errors
 def export_command(
     run: RunArg,
     fmt: Annotated[
@@ -244,6 +292,7 @@ def export_command(
 
 
 @app.command("rescore")
+@_database_errors
 def rescore_command(
     run: RunArg,
     strategies: Annotated[
@@ -327,6 +376,7 @@ def rescore_command(
 
 
 @app.command("import")
+@_database_errors
 def import_command(
     folder: Annotated[
         Path, typer.Argument(metavar="DIR", help="A finished output folder of any system.")
@@ -372,6 +422,7 @@ def import_command(
 
 
 @app.command("delete")
+@_database_errors
 def delete_command(run: RunArg) -> None:
     """Delete a run and its items from the store (its output folder stays). Exit 0; 2 for an
     unknown RUN."""

@@ -67,7 +67,7 @@ def iter_export(store: Store, run_id: str, fmt: ExportFormat) -> Iterator[bytes]
             yield b"".join(block)
         return
     buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
+    writer = csv.writer(buffer)  # "\r\n" (RFC 4180): a cell with a lone "\r" is quoted too
     writer.writerow(export_columns(run.system))
     for n, item in enumerate(iter_items(store, run_id), 1):
         writer.writerow(_row(run.system, item))

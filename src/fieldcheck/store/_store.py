@@ -48,6 +48,20 @@ __all__ = [
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 
 
+# The fewest characters of a run id that name it (a shorter prefix is too easy to mistype into
+# another run, and ``runs delete`` acts at once).
+MIN_PREFIX = 4
+
+
+class AmbiguousRunError(LookupError):
+    """Several runs start with the prefix given."""
+
+    def __init__(self, prefix: str, ids: list[str]) -> None:
+        more = ", ..." if len(ids) >= 5 else ""
+        super().__init__(f"{prefix!r} names several runs: {', '.join(ids)}{more}")
+        self.prefix, self.ids = prefix, ids
+
+
 def _now() -> datetime:
     return datetime.now(UTC)
 
@@ -208,16 +222,22 @@ class Store:
             return int(s.scalar(query) or 0)
 
     def find_run(self, prefix: str) -> RunInfo | None:
-        """The run whose id is ``prefix`` or the only one starting with it (as git names commits)."""
+        """The run whose id is ``prefix``, or the only one starting with it when ``prefix`` has
+        at least ``MIN_PREFIX`` characters (as git names commits; case-sensitive on every
+        backend). Raises AmbiguousRunError when several runs start with it."""
         run = self.get_run(prefix)
-        if run is not None or not prefix:
+        if run is not None or len(prefix) < MIN_PREFIX:
             return run
         with self.session() as s:
-            pattern = _like_escape(prefix) + "%"
             rows = s.scalars(
-                select(RunRow).where(RunRow.id.like(pattern, escape="\\")).limit(2)
+                select(RunRow)
+                .where(func.substr(RunRow.id, 1, len(prefix)) == prefix)
+                .order_by(RunRow.id)
+                .limit(5)
             ).all()
-            return RunInfo.of(rows[0]) if len(rows) == 1 else None
+        if len(rows) > 1:
+            raise AmbiguousRunError(prefix, [r.id for r in rows])
+        return RunInfo.of(rows[0]) if rows else None
 
     def delete_run(self, run_id: str) -> bool:
         """Delete a run with its items and tags; False when there is no such run."""
