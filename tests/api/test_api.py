@@ -3,6 +3,7 @@ numbers as the CLI, the saved configuration, validation messages, 413, the data 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import socket
@@ -244,9 +245,29 @@ def test_batch_upload_and_batch_path_give_the_cli_summary(
         by_path = http.post("/api/json/batch-path", json={"path": "walk.jsonl"})
     assert upload.status_code == 200, upload.text
     assert by_path.status_code == 200, by_path.text
+    uploaded, by_path_summary = upload.json(), by_path.json()
+    run_ids = [uploaded.pop("run_id"), by_path_summary.pop("run_id")]
     # means of 0.7375, 1.0 and 0.0 (a text output scores 0 everywhere but safety 1 - ...)
-    assert upload.json() == by_path.json() == expected
+    assert uploaded == by_path_summary == expected
     assert expected["records"] == 3 and expected["scored"] == 3
+    # each batch is a stored run with its items, as json batch's would be
+    with httpx.Client(base_url=live.base_url, timeout=60) as http:
+        for run_id, name in zip(run_ids, ("walk.jsonl", "walk.jsonl"), strict=True):
+            run = http.get(f"/api/runs/{run_id}").json()
+            assert (run["system"], run["task"], run["n_items"]) == ("json", "api", 3)
+            assert run["metrics"]["means"] == expected["means"]
+            assert run["inputs"] == [
+                {
+                    "name": "batch",
+                    "path": name,
+                    "sha256": hashlib.sha256(data.read_bytes()).hexdigest(),
+                }
+            ]
+            items = http.get(f"/api/runs/{run_id}/items", params={"failed": "true"}).json()
+            # the scripted judge scores the email 0, so every record failed somewhere
+            assert [i["key"] for i in items["items"]] == ["walk", "same", "text"]
+            on_status = http.get(f"/api/runs/{run_id}/items", params={"field": "status"}).json()
+            assert [i["key"] for i in on_status["items"]] == ["walk"]  # its output has no status
 
 
 def test_batch_errors_name_the_upload_not_a_server_path(client: httpx.Client) -> None:

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import tempfile
 import threading
 from collections.abc import Mapping
@@ -23,6 +25,9 @@ from fieldcheck.jsoneval import (
     stream_batch_outputs,
 )
 from fieldcheck.matchers import Matcher
+from fieldcheck.store import RunRecorder, Store, sha256_file
+
+_log = logging.getLogger("fieldcheck")
 
 
 class Matchers:
@@ -97,15 +102,38 @@ def score_batch_file(
     shown_as: str,
     bootstrap: int = 1000,
     seed: int = 0,
+    store: Store | None = None,
 ) -> dict[str, Any]:
-    """``json batch`` on a JSONL file: its summary (as summary.json holds it). The output files
-    go to a temporary folder removed afterwards (storing runs is issue 11 part B). Messages name
-    the file ``shown_as`` (never a server path). A file with no valid line is a 422 naming the
-    first problem, as the CLI's usage error."""
+    """``json batch`` on a JSONL file: its summary (as summary.json holds it) and, with a
+    ``store``, the id of the run recorded there (``run_id``; None when the store failed, which
+    is logged). The output files go to a temporary folder removed afterwards, so the run has no
+    folder. Messages name the file ``shown_as`` (never a server path). A file with no valid
+    line is a 422 naming the first problem, as the CLI's usage error."""
     prefix = str(path)
     reader = BatchReader(path)
+    recorder = None
+    if store is not None and _has_a_record(reader):
+        recorder = _open_recorder(
+            store,
+            system="json",
+            inputs=[],
+            input_digests=[{"name": "batch", "path": shown_as, "sha256": sha256_file(path)}],
+            settings={
+                "config": config.model_dump(mode="json"),
+                "bootstrap": bootstrap,
+                "seed": seed,
+            },
+            signature="",
+            out=None,
+            model=Path(shown_as).stem,
+            task="api",
+        )
     try:
-        with _BATCH_LOCK, tempfile.TemporaryDirectory(prefix="fieldcheck-api-") as out:
+        with (
+            _BATCH_LOCK,
+            tempfile.TemporaryDirectory(prefix="fieldcheck-api-") as out,
+            recorder if recorder is not None else contextlib.nullcontext(),
+        ):
             batch = stream_batch_outputs(
                 Path(out),
                 reader.chunks(),
@@ -114,7 +142,19 @@ def score_batch_file(
                 source=shown_as,
                 bootstrap=bootstrap,
                 seed=seed,
+                recorder=recorder,
             )
+            summary = batch.summary.to_json()
+            summary["errors"] = [m.replace(prefix, shown_as) for m in summary["errors"]]
+            run_id = None
+            if recorder is not None:
+                metrics = {k: v for k, v in summary.items() if k not in ("ci", "signature")}
+                run = recorder.finish(
+                    metrics=metrics,
+                    intervals=summary.get("ci") or {},
+                    signature=summary.get("signature"),
+                )
+                run_id = None if recorder.broken else run.id
     except InputError as exc:
         raise ApiError(422, exc.one_line().replace(prefix, shown_as), field="path") from None
     except MatcherError as exc:
@@ -124,6 +164,30 @@ def score_batch_file(
         raise ApiError(
             422, f"no valid record: {first}".replace(prefix, shown_as), field="file"
         ) from None
-    summary = batch.summary.to_json()
-    summary["errors"] = [m.replace(prefix, shown_as) for m in summary["errors"]]
-    return summary
+    return {**summary, **({"run_id": run_id} if store is not None else {})}
+
+
+def _not_stored(exc: BaseException) -> None:
+    _log.warning("the batch run is not stored: %s: %s", type(exc).__name__, exc)
+
+
+def _open_recorder(store: Store, **kwargs: Any) -> RunRecorder | None:
+    """The batch's recorder; a store that fails is logged and the batch is scored anyway."""
+    try:
+        return RunRecorder.open(store, on_error=_not_stored, **kwargs)
+    except Exception as exc:  # the database is unreachable or read-only
+        _not_stored(exc)
+        return None
+
+
+def _has_a_record(reader: BatchReader) -> bool:
+    """Whether the file has a line that parses as an object (a file with none is refused
+    before a run is opened, so the store keeps no empty run)."""
+    with reader.path.open("rb") as handle:
+        for line in handle:
+            try:
+                if isinstance(orjson.loads(line), dict):
+                    return True
+            except orjson.JSONDecodeError:
+                continue
+    return False

@@ -61,7 +61,8 @@ def resolve_under(root: Path, given: str) -> Path:
 @router.post("/batch-path", summary="Score a JSONL batch file under the data root")
 def batch_path_route(body: BatchPathRequest, ctx: Context) -> dict[str, Any]:
     """``fieldcheck json batch`` on a file inside ``--data-root``: its summary (means with 95%
-    intervals, counts, per-field counts, error lines, signature)."""
+    intervals, counts, per-field counts, error lines, signature) and ``run_id``, the run stored
+    with its items (``GET /api/runs/{run_id}``)."""
     root = ctx.settings.data_root
     if root is None:
         raise ApiError(
@@ -83,6 +84,7 @@ def batch_path_route(body: BatchPathRequest, ctx: Context) -> dict[str, Any]:
         shown_as=body.path,
         bootstrap=body.bootstrap,
         seed=body.seed,
+        store=ctx.store,
     )
 
 
@@ -93,7 +95,8 @@ async def batch_upload_route(
     bootstrap: Annotated[int, Query(ge=0, le=100_000)] = 1000,
     seed: Annotated[int, Query(ge=0, le=2**32 - 1)] = 0,
 ) -> dict[str, Any]:
-    """``fieldcheck json batch`` on the uploaded file with the saved configuration: its summary."""
+    """``fieldcheck json batch`` on the uploaded file with the saved configuration: its summary
+    and ``run_id``, the run stored with its items (``GET /api/runs/{run_id}``)."""
     name = os.path.basename(file.filename or "") or "upload.jsonl"
     config = ctx.saved.eval_config(ctx.base_config)
     with tempfile.TemporaryDirectory(prefix="fieldcheck-upload-") as folder:
@@ -109,4 +112,5 @@ async def batch_upload_route(
             shown_as=name,
             bootstrap=bootstrap,
             seed=seed,
+            store=ctx.store,
         )
