@@ -345,9 +345,11 @@ def test_token_decision() -> None:
     assert not is_loopback("0.0.0.0") and not is_loopback("192.168.1.5")
     assert needs_token("0.0.0.0") and not needs_token("127.0.0.1")
     check_binding("127.0.0.1", None)
-    check_binding("0.0.0.0", "t0ken")
+    check_binding("0.0.0.0", "t0ken-of-16-chars")
     with pytest.raises(ValueError, match="FIELDCHECK_API_TOKEN"):
         check_binding("0.0.0.0", None)
+    with pytest.raises(ValueError, match=r"at least 16 characters \(it has 5 characters\)"):
+        check_binding("0.0.0.0", "t0ken")  # guessed by trying
     with pytest.raises(ValueError, match="needs a bearer token"):
         create_app(ApiSettings(host="192.168.1.5"))
 
@@ -374,8 +376,13 @@ def test_the_token_is_required_on_every_route_when_bound_beyond_loopback(
         ):
             response = httpx.request(method, live.base_url + path, headers=headers)
             assert response.status_code == 401, (method, path, headers)
+    # a browser asking for a page is sent to the page that takes the token
+    browser = httpx.get(f"{live.base_url}/runs", headers={"accept": "text/html,*/*"})
+    assert (browser.status_code, browser.headers["location"]) == (303, "/login")
     good = {"authorization": "Bearer t0ken-of-the-test"}
     assert httpx.get(f"{live.base_url}/api/config/weights", headers=good).status_code == 200
+    # no browsable docs: FastAPI's would load Swagger UI from a CDN
+    assert httpx.get(f"{live.base_url}/docs", headers=good).status_code == 404
     ok = httpx.post(
         f"{live.base_url}/api/json/evaluate",
         json=walk_body(field_strategies=WALK_STRATEGIES),
@@ -413,6 +420,17 @@ def test_serve_refuses_a_public_host_without_a_token(monkeypatch: pytest.MonkeyP
     assert line.startswith("error: --host: binding to 0.0.0.0 (not loopback) needs a bearer token")
     missing = CliRunner().invoke(cli, ["serve", "--data-root", os.devnull + "/nope"])
     assert missing.exit_code == 2 and "--data-root" in missing.stderr
+
+
+def test_serve_on_a_busy_port_is_a_usage_error() -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        result = CliRunner().invoke(cli, ["serve", "--port", str(port)])
+    assert result.exit_code == 2
+    assert f"--port: 127.0.0.1:{port} cannot be used: " in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
 
 
 def test_fieldcheck_serve_starts_uvicorn_and_answers(tmp_path: Path) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 from typing import Annotated, get_args
 
@@ -92,13 +93,36 @@ def serve_command(
         raise typer.BadParameter(str(exc), param_hint="--host") from None
     import uvicorn
 
+    in_use = _port_in_use(host, port)
+    if in_use:
+        raise typer.BadParameter(
+            f"{shown_address(host, port)} cannot be used: {in_use}", param_hint="--port"
+        )
     try:
         app = create_app(settings)
     except Exception as exc:  # the store cannot be opened: one line, never a traceback
         typer.echo(f"error: cannot open the store: {safe_text(exc)}", err=True)
         raise typer.Exit(EXIT_USAGE) from None
-    shown = f"[{host}]" if ":" in host else host
     typer.echo(
-        f"serving fieldcheck at http://{shown}:{port}/ (API docs: /docs); Ctrl-C stops", err=True
+        f"serving fieldcheck at http://{shown_address(host, port)}/ (API schema: /openapi.json); "
+        "Ctrl-C stops",
+        err=True,
     )
     uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False)
+
+
+def shown_address(host: str, port: int) -> str:
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def _port_in_use(host: str, port: int) -> str:
+    """Why the server could not listen on ``host:port`` ('' when it can): checked before the
+    app starts, so a busy port is a usage error, not uvicorn's log line and exit 3."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+        except OSError as exc:
+            return exc.strerror or str(exc)
+    return ""

@@ -52,6 +52,8 @@ def create_app(settings: ApiSettings | None = None, *, store: Store | None = Non
             "Score JSON output against ground truth (completeness, hallucination, accuracy, "
             "safety, RQS) and keep the configuration the pages and calls use."
         ),
+        docs_url=None,  # FastAPI's browsable docs load Swagger UI from a CDN: nothing may
+        redoc_url=None,  # (the schema stays at /openapi.json)
     )
     app.state.fieldcheck = AppContext(
         settings=settings,

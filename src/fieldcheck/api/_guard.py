@@ -65,6 +65,17 @@ def _cookie(header: str, name: str) -> str | None:
     return None
 
 
+async def _redirect(send: Send, location: str) -> None:
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 303,
+            "headers": [(b"location", location.encode()), (b"content-length", b"0")],
+        }
+    )
+    await send({"type": "http.response.body", "body": b""})
+
+
 class Guard:
     """ASGI middleware: every request passes the token, host, origin and size checks."""
 
@@ -113,6 +124,9 @@ class Guard:
             await _reply(send, 400, "this server answers only on a loopback host name", [])
             return
         if scope["path"] not in OPEN_PATHS and not self.authorized(headers):
+            if scope["method"] == "GET" and "text/html" in headers.get("accept", ""):
+                await _redirect(send, "/login")  # a browser: the page that asks for the token
+                return
             await _reply(
                 send, 401, "a bearer token is required", [(b"www-authenticate", b"Bearer")]
             )

@@ -36,12 +36,20 @@ def needs_token(host: str) -> bool:
     return not is_loopback(host)
 
 
+# The shortest token accepted beyond loopback (a short one is guessed by trying).
+MIN_TOKEN_CHARS = 16
+
+
 def check_binding(host: str, token: str | None) -> None:
-    """Refuse to serve beyond loopback without a token: raises ValueError saying how to set one."""
-    if needs_token(host) and not token:
+    """Refuse to serve beyond loopback without a token of ``MIN_TOKEN_CHARS`` or more: raises
+    ValueError saying how to set one."""
+    if needs_token(host) and (not token or len(token) < MIN_TOKEN_CHARS):
+        given = f" (it has {len(token)} characters)" if token else ""
         raise ValueError(
-            f"binding to {host} (not loopback) needs a bearer token: set {TOKEN_ENV} to a long "
-            "random string; clients send it as 'Authorization: Bearer <token>'"
+            f"binding to {host} (not loopback) needs a bearer token: set {TOKEN_ENV} to a random "
+            f"string of at least {MIN_TOKEN_CHARS} characters{given}, e.g. "
+            "'python -c \"import secrets; print(secrets.token_urlsafe())\"'; clients send it as "
+            "'Authorization: Bearer <token>'"
         )
 
 
