@@ -111,10 +111,14 @@ def main(root: Path = Path("demo-out")) -> int:
 
 
 def serve_command(url: str) -> str:
-    """The shell command that serves the demo's store (the database URL is the demo's own
-    SQLite file, never one with a password)."""
+    """The shell command that serves the demo's store: with its URL when it is the demo's own
+    SQLite file or another URL without a password; a URL with one is never printed."""
+    from sqlalchemy.engine import make_url
+
     venv = Path(".venv/bin/fieldcheck")
     program = str(venv) if venv.exists() else "fieldcheck"
+    if make_url(url).password:
+        return f"{program} serve   # with the same {DATABASE_ENV} as this demo"
     return f"{DATABASE_ENV}={shlex.quote(url)} {program} serve"
 
 

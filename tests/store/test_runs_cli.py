@@ -146,3 +146,18 @@ def test_a_prefix_must_name_one_run_and_have_four_characters(tmp_path: Path) -> 
     code, _, stderr = runs("delete", "abc")
     assert code == 2 and "a prefix needs at least 4 characters" in stderr
     assert store.get_run("abce0003") is not None
+
+
+def test_rescore_takes_the_json_thresholds(tmp_path: Path) -> None:
+    out, batch = json_folder(tmp_path)
+    run_id = orjson.loads(runs("import", str(out), "--input", f"batch={batch}", "--json")[1])["id"]
+    fuzzy = tmp_path / "fuzzy.json"
+    fuzzy.write_bytes(orjson.dumps({"name": "EXACT", "city": "FUZZY"}))
+    base = ("rescore", run_id, "--strategies", str(fuzzy), "--bootstrap", "0", "--json")
+    strict = orjson.loads(runs(*base)[1])  # Rome/Roma: similarity 0.75 < 0.85
+    loose = orjson.loads(runs(*base, "--fuzzy-threshold", "0.7")[1])
+    assert strict["metrics"]["means"]["accuracy"] == pytest.approx(2.5 / 3)
+    assert loose["metrics"]["means"]["accuracy"] == 1.0
+    assert loose["settings"]["config"]["fuzzy_threshold"] == 0.7
+    code, _, stderr = runs("rescore", run_id, "--tp", "exact")
+    assert code == 2 and "--tp and --threshold re-score slot runs" in stderr

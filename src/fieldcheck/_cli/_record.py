@@ -25,6 +25,27 @@ NO_STORE_HELP = (
 NoStoreOpt = Annotated[bool, typer.Option("--no-store", metavar="", help=NO_STORE_HELP)]
 
 
+# The store URLs this process already warned about (one warning per command, not one per use).
+_FAILED: set[str] = set()
+
+
+def store_unavailable(errors: Console, exc: BaseException) -> None:
+    """The one warning of a command whose store cannot be opened: neither the saved
+    configuration nor the run's record, and ``open_recorder`` then stays silent."""
+    from fieldcheck.store import database_url
+
+    _FAILED.add(database_url())
+    errors.print(
+        safe_text(
+            f"warning: the store cannot be used ({_reason(exc)}): the saved configuration is "
+            "not read and the run is not stored; its files are complete"
+        ),
+        markup=False,
+        highlight=False,
+        soft_wrap=True,
+    )
+
+
 def _reason(exc: BaseException) -> str:
     first = (str(exc).splitlines() or [""])[0][:200]
     return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
@@ -44,6 +65,10 @@ def open_recorder(
     """The run's recorder, or None with ``--no-store`` or when the store cannot be opened
     (then one warning). The signature is given to ``finish``, once known."""
     if no_store:
+        return None
+    from fieldcheck.store import database_url
+
+    if database_url() in _FAILED:
         return None
 
     def warn(exc: BaseException) -> None:

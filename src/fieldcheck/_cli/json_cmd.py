@@ -48,6 +48,7 @@ from fieldcheck._cli._record import (
     finish_recorder,
     open_recorder,
     recording,
+    store_unavailable,
     stored_line,
 )
 from fieldcheck._cli._runopts import (
@@ -322,16 +323,7 @@ def _saved_sections(
             name: saved.get(name) for name in saved.saved() if name in wanted
         }
     except Exception as exc:  # an unreachable or unreadable store: the defaults, said once
-        first = (str(exc).splitlines() or [""])[0][:200]
-        console.print(
-            safe_text(
-                f"warning: cannot read the saved configuration ({type(exc).__name__}: "
-                f"{first}); using the built-in defaults"
-            ),
-            markup=False,
-            highlight=False,
-            soft_wrap=True,
-        )
+        store_unavailable(console, exc)
         return {}
     if found:
         parts = [

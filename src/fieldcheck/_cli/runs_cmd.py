@@ -311,6 +311,16 @@ def rescore_command(
             help="json runs: RQS weights, e.g. accuracy=0.5,completeness=0.3.",
         ),
     ] = None,
+    fuzzy_threshold: Annotated[
+        float | None,
+        typer.Option("--fuzzy-threshold", min=0.0, max=1.0, help="json runs: the FUZZY threshold."),
+    ] = None,
+    semantic_threshold: Annotated[
+        float | None,
+        typer.Option(
+            "--semantic-threshold", min=0.0, max=1.0, help="json runs: the SEMANTIC threshold."
+        ),
+    ] = None,
     tp: Annotated[
         str | None,
         typer.Option("--tp", help="slot runs: presence, exact, fuzzy or semantic."),
@@ -358,6 +368,15 @@ def rescore_command(
             info.id,
             strategies=mapping,
             weights=rqs,
+            thresholds={
+                name: value
+                for name, value in (
+                    ("fuzzy_threshold", fuzzy_threshold),
+                    ("semantic_threshold", semantic_threshold),
+                )
+                if value is not None
+            }
+            or None,
             tp=tp,  # type: ignore[arg-type]
             threshold=threshold,
             bootstrap=bootstrap,

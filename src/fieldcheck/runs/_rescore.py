@@ -88,7 +88,10 @@ def rescore(
         )
     if parent.system == "slots":
         if strategies is not None or weights is not None or thresholds is not None:
-            raise InputError("--strategies, --weights and --thresholds re-score JSON runs")
+            raise InputError(
+                "--strategies, --weights, --fuzzy-threshold and --semantic-threshold re-score "
+                "JSON runs"
+            )
         return _rescore_slots(store, parent, tp, threshold, bootstrap, seed)
     raise InputError(f"{parent.system} runs cannot be re-scored (only json and slots runs)")
 
