@@ -336,6 +336,59 @@ class AnswerMatches(BaseModel):
     failure_mode: FailureMode | None
 
 
+Matches = tuple[bool, bool, bool, bool, bool, FailureMode | None]
+_ERROR_MATCHES: Matches = (False, False, False, False, False, "error")
+
+
+def match_values(
+    prediction: ParsedAnswer | None,
+    reference: float | str | bool | None,
+    *,
+    error: bool = False,
+) -> Matches:
+    """``match_answer`` as a tuple (numerical, soft, unit-agnostic, sign-agnostic, general,
+    failure mode): the same rules with the gold read once, for the scoring loop (issue 10)."""
+    if error:
+        return _ERROR_MATCHES
+    if prediction is None:
+        return (False, False, False, False, False, "no_answer")
+    expected = _expected(reference)
+    if expected is None:
+        return (False, False, False, False, False, "wrong")
+    if isinstance(expected, bool) or prediction.boolean is not None:
+        same = _same_boolean(prediction, expected)
+        if same:
+            return (True, True, True, True, True, None)
+        unread: FailureMode = "rounding" if is_rounding_of(prediction, reference) else "wrong"
+        return (False, False, False, False, False, unread)
+    value = prediction.value
+    if value is None:
+        unread = "rounding" if is_rounding_of(prediction, reference) else "wrong"
+        return (False, False, False, False, False, unread)
+    diff = abs(value - expected)
+    bound = abs(expected) * RELATIVE_TOLERANCE
+    numerical = diff < ABSOLUTE_TOLERANCE or diff <= bound
+    soft = diff <= bound
+    readings = prediction.readings
+    unit = _any_close((r * f for r in readings for f in UNIT_FACTORS), expected)
+    sign = _close(abs(value), abs(expected))
+    general = _any_close(readings, expected) or (
+        not prediction.percent and _any_close([r / 100 for r in readings], expected)
+    )
+    mode: FailureMode | None
+    if numerical:
+        mode = None
+    elif unit:
+        mode = "scale"
+    elif sign:
+        mode = "sign"
+    elif soft or is_rounding_of(prediction, reference):
+        mode = "rounding"
+    else:
+        mode = "wrong"
+    return (numerical, soft, unit, sign, general, mode)
+
+
 def match_answer(
     prediction: ParsedAnswer | None,
     reference: float | str | bool | None,
@@ -343,6 +396,25 @@ def match_answer(
     error: bool = False,
 ) -> AnswerMatches:
     """Every match type at once. A turn with an error matches nothing (its answer is not trusted)."""
+    numerical, soft, unit, sign, general, mode = match_values(prediction, reference, error=error)
+    return AnswerMatches(
+        numerical_match=numerical,
+        soft_match=soft,
+        unit_agnostic_match=unit,
+        sign_agnostic_match=sign,
+        general_match=general,
+        failure_mode=mode,
+    )
+
+
+def match_answer_reference(
+    prediction: ParsedAnswer | None,
+    reference: float | str | bool | None,
+    *,
+    error: bool = False,
+) -> AnswerMatches:
+    """``match_answer`` from the five match functions and ``failure_mode`` one by one: the
+    definition ``match_values`` is tested against."""
     if error:
         return AnswerMatches(
             numerical_match=False,

@@ -237,6 +237,35 @@ def parse_program(text: str) -> Program:
     return Program(text=text, steps=tuple(steps))
 
 
+# The plain arithmetic programs nearly every ConvFinQA turn has ("5", "subtract(5, 2), divide(#0,
+# 2)"): numbers of at most 20 + 20 digits (always finite), const_N, #k; one optional space after
+# each comma. Anything else goes to ``parse_program``.
+_PLAIN_ARG = r"(?:-?\d{1,20}(?:\.\d{1,20})?%?|const_(?:m1|\d{1,20})|#\d{1,3})"
+_PLAIN_STEP = rf"(?:add|subtract|multiply|divide|exp|greater)\({_PLAIN_ARG}, ?{_PLAIN_ARG}\)"
+_PLAIN_PROGRAM = re.compile(rf"{_PLAIN_STEP}(?:, ?{_PLAIN_STEP})*")
+_PLAIN_VALUE = re.compile(r"-?\d{1,20}(?:\.\d{1,20})?%?|const_(?:m1|\d{1,20})")
+_STEP_PARTS = re.compile(r"([a-z]+)\(([^)]*)\)")
+_REF_INDEX = re.compile(r"#(\d+)")
+
+
+def program_operations(text: str) -> tuple[str, ...]:
+    """``tuple(parse_program(text).operations)``, without building the program for a plain
+    arithmetic one (the loader needs only the operations; issue 10). Raises ProgramParseError
+    exactly when ``parse_program`` does (then from it, with its message)."""
+    if len(text) <= MAX_PROGRAM_CHARS:
+        if _PLAIN_VALUE.fullmatch(text):
+            return ()
+        if _PLAIN_PROGRAM.fullmatch(text):
+            ops: list[str] = []
+            for index, (name, inner) in enumerate(_STEP_PARTS.findall(text)):
+                if any(int(k) >= index for k in _REF_INDEX.findall(inner)):
+                    break  # a reference to a later step: parse_program says which
+                ops.append(name)
+            else:
+                return tuple(ops)
+    return tuple(parse_program(text).operations)
+
+
 def _parse_step(name: str, inner: str, *, index: int, program: str, position: int) -> Step:
     if name in TABLE_OPERATIONS:
         row = inner.strip()

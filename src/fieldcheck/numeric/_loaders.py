@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, SkipValidation, ValidationError
 
 from fieldcheck._util.errors import InputError
 from fieldcheck._util.jsonio import read_json
-from fieldcheck.metrics._programs import ProgramParseError, cell_number, parse_program
+from fieldcheck.metrics._programs import ProgramParseError, cell_number, program_operations
 from fieldcheck.numeric import _scan
 from fieldcheck.numeric._records import Conversation, Document, Features, SourceFormat, Turn
 
@@ -542,7 +542,7 @@ def _build_turns(
             raise bad("program is not text", keys.programs, i, program)
         if program is not None:
             try:
-                operations[program] = tuple(parse_program(program).operations)
+                operations[program] = program_operations(program)
             except ProgramParseError as exc:
                 operations[program] = None
                 warnings.append(bad(str(exc), keys.programs, i))

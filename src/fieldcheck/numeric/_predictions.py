@@ -14,7 +14,7 @@ import logging
 from array import array
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import IO, Any, Literal
+from typing import IO, Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, SkipValidation, ValidationError, field_validator
 
@@ -88,6 +88,127 @@ class Prediction(BaseModel):
         return value
 
 
+class PredictionValues(NamedTuple):
+    """What scoring reads of a prediction, as plain data (``Prediction`` dumped to JSON types):
+    the hot path of ``numeric score`` keeps no model per turn (issue 10)."""
+
+    answer: str | float | None
+    plan: dict[str, Any] | None
+    input_tokens: int
+    output_tokens: int
+    latency_s: float | None
+    error_type: str | None
+    error_message: str | None
+    validation: list[dict[str, Any]]
+
+
+def prediction_values(prediction: Prediction) -> PredictionValues:
+    """A validated prediction's values for scoring."""
+    error = prediction.error
+    plan = prediction.plan
+    return PredictionValues(
+        prediction.answer,
+        plan.model_dump(mode="json") if plan is not None else None,
+        prediction.input_tokens,
+        prediction.output_tokens,
+        prediction.latency_s,
+        error.type if error is not None else None,
+        error.message if error is not None else None,
+        [v.model_dump(mode="json") for v in prediction.validation],
+    )
+
+
+_STEP_FIELDS = frozenset(("tool", "operation", "args"))
+_TOOLS = ("extract", "compute")
+_ENTRY_FIELDS = frozenset(("check", "passed", "message"))
+
+
+def _plain_steps(steps: Any) -> list[dict[str, Any]] | None:
+    if type(steps) is not list:
+        return None
+    out: list[dict[str, Any]] = []
+    for step in steps:
+        if type(step) is not dict:
+            return None
+        tool, operation, args = step.get("tool"), step.get("operation"), step.get("args", [])
+        if type(tool) is not str or tool not in _TOOLS or type(args) is not list:
+            return None
+        if operation is not None and type(operation) is not str:
+            return None
+        dumped = {"tool": tool, "operation": operation, "args": args}
+        if not step.keys() <= _STEP_FIELDS:
+            dumped |= {k: v for k, v in step.items() if k not in _STEP_FIELDS}
+        out.append(dumped)
+    return out
+
+
+def _plain_validation(entries: Any) -> list[dict[str, Any]] | None:
+    if type(entries) is not list:
+        return None
+    out: list[dict[str, Any]] = []
+    for entry in entries:
+        if type(entry) is not dict:
+            return None
+        check, passed, message = entry.get("check"), entry.get("passed"), entry.get("message", "")
+        if type(check) is not str or type(passed) is not bool or type(message) is not str:
+            return None
+        dumped = {"check": check, "passed": passed, "message": message}
+        if not entry.keys() <= _ENTRY_FIELDS:
+            dumped |= {k: v for k, v in entry.items() if k not in _ENTRY_FIELDS}
+        out.append(dumped)
+    return out
+
+
+def plain_values(value: dict[str, Any]) -> PredictionValues | None:
+    """``prediction_values(Prediction.model_validate(value))`` for a line of plain JSON types
+    that is plainly valid, read without pydantic; ``None`` for any other line (then validate
+    it). A shortcut, never a rule of its own: tests/numeric/test_fast_paths.py."""
+    cid, turn = value.get("conversation_id"), value.get("turn")
+    if type(cid) is not str or not cid or type(turn) is not int or turn < 0:
+        return None
+    answer = value.get("answer")
+    if answer is not None and type(answer) is not str and type(answer) is not float:
+        return None
+    tokens_in, tokens_out = value.get("input_tokens", 0), value.get("output_tokens", 0)
+    if type(tokens_in) is not int or type(tokens_out) is not int:
+        return None
+    if not (0 <= tokens_in <= MAX_TOKENS and 0 <= tokens_out <= MAX_TOKENS):
+        return None
+    latency = value.get("latency_s")
+    if latency is not None and (type(latency) is not float or not 0 <= latency <= MAX_LATENCY_S):
+        return None
+    raw_plan = value.get("plan")
+    plan: dict[str, Any] | None = None
+    if raw_plan is not None:
+        if type(raw_plan) is not dict:
+            return None
+        steps = _plain_steps(raw_plan.get("steps", []))
+        if steps is None:
+            return None
+        plan = {"steps": steps} | {k: v for k, v in raw_plan.items() if k != "steps"}
+    error = value.get("error")
+    error_type = error_message = None
+    if error is not None:
+        if type(error) is not dict:
+            return None
+        error_type, error_message = error.get("type"), error.get("message", "")
+        if type(error_type) is not str or type(error_message) is not str:
+            return None
+    validation = value.get("validation")
+    checks = _plain_validation(validation) if "validation" in value else []
+    if checks is None:
+        return None
+    return PredictionValues(
+        answer, plan, tokens_in, tokens_out, latency, error_type, error_message, checks
+    )
+
+
+def line_values(value: Any) -> PredictionValues:
+    """A line already found valid, as values: read plainly, or through ``Prediction``."""
+    plain = plain_values(value) if type(value) is dict else None
+    return plain if plain is not None else prediction_values(Prediction.model_validate(value))
+
+
 class PredictionIndex(Mapping[tuple[str, int], Prediction]):
     """Where each valid prediction line is in the file, by (conversation id, turn); a prediction
     is read again (one line) when asked for, so memory holds four integers per line, not the
@@ -136,6 +257,21 @@ class PredictionIndex(Mapping[tuple[str, int], Prediction]):
         self._handle.seek(offset)
         value = parse_jsonl_line(self._handle.read(length), line, self.file)
         return Prediction.model_validate(value)
+
+    def conversation_values(self, cid: str) -> dict[int, PredictionValues]:
+        """Every prediction of conversation ``cid`` by turn, as values (``line_values``)."""
+        entries = self.by_conversation.get(cid)
+        if entries is None:
+            return {}
+        if self._handle is None:
+            self._handle = self.file.open("rb", buffering=1 << 20)
+        handle, file = self._handle, self.file
+        found: dict[int, PredictionValues] = {}
+        for k in range(0, len(entries), 4):
+            handle.seek(entries[k + 2])
+            value = parse_jsonl_line(handle.read(entries[k + 3]), entries[k + 1], file)
+            found[entries[k]] = line_values(value)
+        return found
 
     def conversation(self, cid: str) -> dict[int, Prediction]:
         """Every prediction of conversation ``cid`` by turn."""
@@ -270,36 +406,38 @@ def load_predictions(path: str | Path) -> PredictionsResult:
                 seen_on, count = unknown.get(key, (number, 0))
                 unknown[key] = (seen_on, count + 1)
             record = value.get("conversation_id")
-            try:
-                prediction = Prediction.model_validate(value)
-            except ValidationError as exc:
-                first = exc.errors()[0]
-                errors.append(
-                    InputError(
-                        first["msg"],
-                        file=file,
-                        line=number,
-                        record=str(record) if record is not None else None,
-                        field=".".join(str(p) for p in first["loc"]) or None,
-                        value=first.get("input"),
+            if plain_values(value) is not None:
+                where: tuple[str, int] = (value["conversation_id"], value["turn"])
+            else:
+                try:
+                    where = _key(Prediction.model_validate(value))
+                except ValidationError as exc:
+                    first = exc.errors()[0]
+                    errors.append(
+                        InputError(
+                            first["msg"],
+                            file=file,
+                            line=number,
+                            record=str(record) if record is not None else None,
+                            field=".".join(str(p) for p in first["loc"]) or None,
+                            value=first.get("input"),
+                        )
                     )
-                )
-                continue
-            key = (prediction.conversation_id, prediction.turn)
-            first_line = index.line_of(key)
+                    continue
+            first_line = index.line_of(where)
             if first_line is not None:
                 errors.append(
                     InputError(
-                        f"duplicate prediction for turn {prediction.turn} (first on line {first_line}); ignored",
+                        f"duplicate prediction for turn {where[1]} (first on line {first_line}); ignored",
                         file=file,
                         line=number,
-                        record=prediction.conversation_id,
+                        record=where[0],
                         field="turn",
-                        value=prediction.turn,
+                        value=where[1],
                     )
                 )
                 continue
-            index.add(key[0], key[1], number, start, len(raw))
+            index.add(where[0], where[1], number, start, len(raw))
     for key, (seen_on, count) in sorted(unknown.items(), key=lambda item: item[1]):
         logger.warning(
             "%s:%d: unknown key %r ignored (on %d line%s)",
@@ -324,3 +462,7 @@ def load_predictions(path: str | Path) -> PredictionsResult:
 
 
 _KNOWN_KEYS = frozenset(Prediction.model_fields)
+
+
+def _key(prediction: Prediction) -> tuple[str, int]:
+    return prediction.conversation_id, prediction.turn

@@ -27,7 +27,7 @@ from fieldcheck.metrics._numbers import (
     RELATIVE_TOLERANCE,
     AnswerRule,
     FailureMode,
-    match_answer,
+    match_values,
     parse_answer,
 )
 from fieldcheck.metrics._programs import (
@@ -35,8 +35,8 @@ from fieldcheck.metrics._programs import (
     logic_order_score,
     logic_precision,
     logic_recall,
-    parse_program,
     plan_operations,
+    program_operations,
 )
 from fieldcheck.metrics._stats import (
     Interval,
@@ -47,8 +47,14 @@ from fieldcheck.metrics._stats import (
     safe_div_array,
 )
 from fieldcheck.numeric._loaders import LoadResult
-from fieldcheck.numeric._predictions import Prediction, PredictionsResult, sorted_keys
-from fieldcheck.numeric._records import Conversation
+from fieldcheck.numeric._predictions import (
+    Prediction,
+    PredictionsResult,
+    PredictionValues,
+    prediction_values,
+    sorted_keys,
+)
+from fieldcheck.numeric._records import Conversation, Turn
 from fieldcheck.runner import ERROR_TYPES
 
 MISSING_PREDICTION = "missing_prediction"
@@ -180,14 +186,16 @@ def _mean(values: Sequence[float | int | bool | None]) -> float | None:
 @functools.lru_cache(maxsize=4096)
 def _program_operations(program: str) -> tuple[str, ...] | None:
     try:
-        return tuple(parse_program(program).operations)
+        return program_operations(program)
     except ProgramParseError:
         return None
 
 
-def _gold_operations(
+def gold_operations(
     program: str | None, known: Mapping[str, tuple[str, ...] | None]
 ) -> list[str] | None:
+    """A gold program's operations (``known``: parsed while loading); ``None`` without a
+    program or for one that does not parse."""
     if program is None:
         return None
     ops = known[program] if program in known else _program_operations(program)
@@ -204,26 +212,33 @@ def turn_record(
     a model (the hot path of ``numeric score``; issue 10). ``prediction`` None = no line for it.
     ``operations``: gold programs already parsed (``LoadResult.operations``), not parsed again."""
     turn = conversation.turns[turn_idx]
+    return turn_values(
+        conversation.id,
+        turn_idx,
+        turn,
+        prediction_values(prediction) if prediction is not None else None,
+        gold_operations(turn.program, operations),
+    )
+
+
+_NO_PREDICTION = PredictionValues(
+    None, None, 0, 0, None, MISSING_PREDICTION, "no prediction for this turn", []
+)
+
+
+def turn_values(
+    conversation_id: str,
+    turn_idx: int,
+    turn: Turn,
+    prediction: PredictionValues | None,
+    gold_ops: list[str] | None,
+) -> dict[str, Any]:
+    """``turn_record`` from plain values: the prediction's (``None``: no line for the turn) and
+    the gold program's operations (``None``: no program, or one that does not parse)."""
     gold = turn.executed_answer
-    gold_ops = _gold_operations(turn.program, operations)
-    validation: list[dict[str, Any]] = []
-    if prediction is None:
-        error_type: str | None = MISSING_PREDICTION
-        error_message: str | None = "no prediction for this turn"
-        raw_answer: str | float | None = None
-        plan: dict[str, Any] | None = None
-        tokens_in = tokens_out = 0
-        latency: float | None = None
-    else:
-        error = prediction.error
-        error_type = error.type if error else None
-        error_message = error.message if error else None
-        raw_answer = prediction.answer
-        plan = prediction.plan.model_dump(mode="json") if prediction.plan is not None else None
-        tokens_in, tokens_out = prediction.input_tokens, prediction.output_tokens
-        latency = prediction.latency_s
-        if prediction.validation:
-            validation = [v.model_dump(mode="json") for v in prediction.validation]
+    raw_answer, plan, tokens_in, tokens_out, latency, error_type, error_message, validation = (
+        prediction if prediction is not None else _NO_PREDICTION._replace(validation=[])
+    )
     parsed = parse_answer(raw_answer)
     parsed_value: float | str | None = None
     if parsed is not None:
@@ -236,7 +251,7 @@ def turn_record(
     elif gold is None:
         not_scored = "no_gold"
     matches = (
-        match_answer(parsed, gold, error=error_type is not None) if not_scored is None else None
+        match_values(parsed, gold, error=error_type is not None) if not_scored is None else None
     )
     plan_ops = plan_operations(plan)
     recall = precision = order = None
@@ -245,8 +260,13 @@ def turn_record(
         recall = logic_recall(plan_ops, gold_ops)
         precision = logic_precision(plan_ops, gold_ops)
         order = logic_order_score(plan_ops, gold_ops)
+    if matches is None:
+        numerical = soft = unit = sign = general = None
+        mode: FailureMode | None = None
+    else:
+        numerical, soft, unit, sign, general, mode = matches
     return {
-        "conversation_id": conversation.id,
+        "conversation_id": conversation_id,
         "turn_idx": turn_idx,
         "question": turn.question,
         "expected_answer": gold,
@@ -255,12 +275,12 @@ def turn_record(
         "answer_rule": parsed.rule if parsed is not None else None,
         "scored": not_scored is None,
         "not_scored": not_scored,
-        "numerical_match": matches.numerical_match if matches else None,
-        "soft_match": matches.soft_match if matches else None,
-        "unit_agnostic_match": matches.unit_agnostic_match if matches else None,
-        "sign_agnostic_match": matches.sign_agnostic_match if matches else None,
-        "general_match": matches.general_match if matches else None,
-        "failure_mode": matches.failure_mode if matches else None,
+        "numerical_match": numerical,
+        "soft_match": soft,
+        "unit_agnostic_match": unit,
+        "sign_agnostic_match": sign,
+        "general_match": general,
+        "failure_mode": mode,
         "ground_truth_program": turn.program,
         "ground_truth_operations": gold_ops,
         "plan": plan,

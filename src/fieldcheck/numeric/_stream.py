@@ -13,11 +13,14 @@ from __future__ import annotations
 import csv
 import math
 import os
+import queue
+import threading
 from array import array
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
+from types import TracebackType
 from typing import Any
 
 import orjson
@@ -25,7 +28,11 @@ import orjson
 from fieldcheck._util.errors import short_repr
 from fieldcheck.metrics._stats import ExactSum, latency_stats
 from fieldcheck.numeric._loaders import LoadResult
-from fieldcheck.numeric._predictions import PredictionIndex, PredictionsResult
+from fieldcheck.numeric._predictions import (
+    PredictionIndex,
+    PredictionsResult,
+    prediction_values,
+)
 from fieldcheck.numeric._records import Conversation
 from fieldcheck.numeric._report import PLOTS, WORST, write_numeric_report
 from fieldcheck.numeric._scoring import (
@@ -33,13 +40,14 @@ from fieldcheck.numeric._scoring import (
     BootstrapUnits,
     NumericResult,
     ReportTallies,
+    gold_operations,
     interval_statistics,
     missing_turn_error,
     nothing_scored_reason,
     prediction_errors,
     run_signature,
     trace_ids,
-    turn_record,
+    turn_values,
 )
 from fieldcheck.reports._csv import neutralise_cell, write_csv
 from fieldcheck.reports._outdir import OutputFolder
@@ -485,6 +493,69 @@ class Tally:
         return stats | interval_statistics(intervals)
 
 
+_TRACE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_BINARY", 0)
+
+
+class TraceWriter:
+    """traces/ written by a thread (issue 10): creating a file is a system call that releases the
+    GIL, so scoring goes on while the files of the previous block are made. A bounded queue keeps
+    memory flat; a failure is raised in the caller at the next block or at ``close``."""
+
+    def __init__(self, folder: str) -> None:
+        self.folder = folder
+        self.queue: queue.Queue[list[tuple[str, bytes]] | None] = queue.Queue(maxsize=4)
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._run, name="fieldcheck-traces", daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        while True:
+            batch = self.queue.get()
+            if batch is None:
+                return
+            if self.error is not None:
+                continue
+            try:
+                for name, data in batch:
+                    fd = os.open(self.folder + name, _TRACE_FLAGS, 0o666)
+                    try:
+                        view = memoryview(data)
+                        while view:
+                            view = view[os.write(fd, view) :]
+                    finally:
+                        os.close(fd)
+            except BaseException as error:
+                self.error = error
+
+    def put(self, batch: list[tuple[str, bytes]]) -> None:
+        if self.error is not None:
+            raise self.error
+        if batch:
+            self.queue.put(batch)
+
+    def close(self) -> None:
+        """Wait for every file; raise the thread's error, if any."""
+        if self.thread.is_alive():
+            self.queue.put(None)
+            self.thread.join()
+        if self.error is not None:
+            raise self.error
+
+    def exit(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> bool:
+        """``ExitStack.push`` hook: close; an error already on its way wins over the thread's."""
+        try:
+            self.close()
+        except BaseException:
+            if kind is None:
+                raise
+        return False
+
+
 @contextmanager
 def _csv_writer(folder: OutputFolder, name: str) -> Iterator[Any]:
     """A csv writer on ``name``'s temporary file, renamed to ``name`` when the block ends."""
@@ -520,7 +591,9 @@ class OutputStreams:
             writer.writerow(columns)
             self.files[name] = (writer, columns, [])
         # one plain write per trace into a temporary folder renamed to traces/ at the end
-        self.traces = str(stack.enter_context(folder.bulk("traces"))) + os.sep
+        self.traces = TraceWriter(str(stack.enter_context(folder.bulk("traces"))) + os.sep)
+        self.trace_batch: list[tuple[str, bytes]] = []
+        stack.push(self.traces.exit)
         stack.callback(self.flush)
 
     def write(
@@ -560,8 +633,9 @@ class OutputStreams:
             "conversation_success": summary["conversation_success"],
             "turns": turns,
         }
-        with open(f"{self.traces}{trace_id}.json", "wb") as handle:
-            handle.write(orjson.dumps(trace, option=_TRACE_OPTIONS) + b"\n")
+        self.trace_batch.append(
+            (f"{trace_id}.json", orjson.dumps(trace, option=_TRACE_OPTIONS) + b"\n")
+        )
         self.pending += 1
         if self.pending >= self.chunk:
             self.flush()
@@ -570,6 +644,8 @@ class OutputStreams:
         for writer, _, rows in self.files.values():
             writer.writerows(rows)
             rows.clear()
+        self.traces.put(self.trace_batch)
+        self.trace_batch = []
         if self.recorder is not None and self.items:
             self.recorder.add_items(self.items)
             self.items = []
@@ -624,17 +700,26 @@ def score_to_folder(
     total = len(stored)
     with ExitStack() as stack:
         streams = OutputStreams(folder, stack, chunk=chunk, recorder=recorder)
+        indexed = found if isinstance(found, PredictionIndex) else None
         for n, conversation in enumerate(stored, start=1):
             cid = conversation.id
             # a stored file: this conversation's lines read at once, its programs parsed once
-            mine = found.conversation(cid) if isinstance(found, PredictionIndex) else None
+            if indexed is not None:
+                mine = indexed.conversation_values(cid)
+            else:
+                mine = {
+                    i: prediction_values(p)
+                    for i in range(len(conversation.turns))
+                    if (p := found.get((cid, i))) is not None
+                }
             operations = getattr(stored, "operations", data.operations)
             turns: list[Turn] = []
             for i, gold in enumerate(conversation.turns):
-                prediction = mine.get(i) if mine is not None else found.get((cid, i))
+                prediction = mine.get(i)
                 if prediction is None and gold.executed_answer is not None:
                     errors.append(missing_turn_error(predictions, cid, i))
-                turns.append(turn_record(conversation, i, prediction, operations))
+                gold_ops = gold_operations(gold.program, operations)
+                turns.append(turn_values(cid, i, gold, prediction, gold_ops))
             features = conversation.features.model_dump()
             streams.write(cid, ids[cid], features, turns, conversation)
             tally.add(cid, turns)
