@@ -27,6 +27,7 @@ from fieldcheck.numeric._predictions import (
     plain_values,
     prediction_values,
 )
+from fieldcheck.numeric._stream import _stored_cell
 
 # ---------------------------------------------------------------------------------------------
 # programs
@@ -246,3 +247,30 @@ def test_a_plain_line_skips_pydantic_with_the_models_values() -> None:
     # an integer latency, a boolean answer: pydantic decides (2 -> 2.0, True -> "yes")
     assert plain_values(line | {"latency_s": 2}) is None
     assert plain_values(line | {"answer": True}) is None
+
+
+# ---------------------------------------------------------------------------------------------
+# stored cells
+
+
+def _read_back(value: str) -> object:
+    """A CSV cell read back, the long way: every text through float()."""
+    if value == "":
+        return None
+    if value in ("True", "False"):
+        return value == "True"
+    try:
+        number = float(value)
+    except ValueError:
+        return value
+    return int(number) if number.is_integer() and "." not in value and "e" not in value else number
+
+
+_CELLS = [chr(i) + tail for i in range(1, 128) for tail in ("", "5", "5.5", "nf", "an", "e3")]
+_CELLS += ["True", "False", "true", "Yes", "\u0661\u0662", "\u20035", "-1e3", "1_000", " 7 "]
+
+
+@pytest.mark.parametrize("cell", _CELLS)
+def test_stored_cell_skips_float_only_for_text_it_refuses(cell: str) -> None:
+    got, expected = _stored_cell(cell), _read_back(cell)
+    assert (type(got), got) == (type(expected), expected) or got != got  # NaN

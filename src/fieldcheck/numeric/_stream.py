@@ -13,14 +13,11 @@ from __future__ import annotations
 import csv
 import math
 import os
-import queue
-import threading
 from array import array
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 import orjson
@@ -52,6 +49,7 @@ from fieldcheck.numeric._scoring import (
 from fieldcheck.reports._csv import neutralise_cell, write_csv
 from fieldcheck.reports._outdir import OutputFolder
 from fieldcheck.store import RunRecorder
+from fieldcheck.store._items import ItemColumns, numeric_columns
 
 Turn = dict[str, Any]  # turn_record(): TurnScore.model_dump(mode="json") as plain data
 
@@ -151,6 +149,8 @@ EXTRA_FIELDS = {
     "soft": "soft_match",
 }
 _PLAIN = (int, float, bool)
+# RunRecorder.add_items' JSON options (sorted keys): the stored text is the same bytes
+_STORE_OPTIONS = orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY
 # write_json's options (dumps(indent=True)): the traces are the same bytes
 _TRACE_OPTIONS = (
     orjson.OPT_NON_STR_KEYS
@@ -220,6 +220,10 @@ def turn_row(features: Mapping[str, Any], t: Turn) -> dict[str, Any]:
     return row
 
 
+# the ASCII characters float() can start with (white space, sign, digits, point, inf, nan)
+_FLOAT_START = frozenset("0123456789+-. \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f_iInN")
+
+
 def _stored_cell(value: Any) -> Any:
     """A turns.csv cell as the store keeps it: the value the CSV text reads back as (``''`` is
     null, ``True``/``False`` booleans, number text a number), as ``runs`` reads a folder."""
@@ -227,6 +231,8 @@ def _stored_cell(value: Any) -> Any:
         return value
     if value == "":
         return None
+    if value[0] not in _FLOAT_START and value[0].isascii() and value not in ("True", "False"):
+        return value  # not a number: float() would refuse it
     if value in ("True", "False"):
         return value == "True"
     try:
@@ -238,7 +244,17 @@ def _stored_cell(value: Any) -> Any:
 
 def stored_item(cells: Sequence[Any]) -> dict[str, Any]:
     """A turn's item for the store (issue 11): its turns.csv row, cell by cell as read back."""
-    return {column: _stored_cell(c) for column, c in zip(TURN_COLUMNS, cells, strict=True)}
+    return {
+        column: c if type(c) is not str else _stored_cell(c)
+        for column, c in zip(TURN_COLUMNS, cells, strict=True)
+    }
+
+
+def stored_row(cells: Sequence[Any]) -> tuple[ItemColumns, bytes]:
+    """``stored_item`` ready for ``RunRecorder.add_prepared``: the columns ``add_items`` would
+    derive (``numeric_columns``) and the JSON text it would store (the same orjson options)."""
+    item = stored_item(cells)
+    return numeric_columns(item), orjson.dumps(item, option=_STORE_OPTIONS)
 
 
 def error_row(
@@ -493,69 +509,6 @@ class Tally:
         return stats | interval_statistics(intervals)
 
 
-_TRACE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_BINARY", 0)
-
-
-class TraceWriter:
-    """traces/ written by a thread (issue 10): creating a file is a system call that releases the
-    GIL, so scoring goes on while the files of the previous block are made. A bounded queue keeps
-    memory flat; a failure is raised in the caller at the next block or at ``close``."""
-
-    def __init__(self, folder: str) -> None:
-        self.folder = folder
-        self.queue: queue.Queue[list[tuple[str, bytes]] | None] = queue.Queue(maxsize=4)
-        self.error: BaseException | None = None
-        self.thread = threading.Thread(target=self._run, name="fieldcheck-traces", daemon=True)
-        self.thread.start()
-
-    def _run(self) -> None:
-        while True:
-            batch = self.queue.get()
-            if batch is None:
-                return
-            if self.error is not None:
-                continue
-            try:
-                for name, data in batch:
-                    fd = os.open(self.folder + name, _TRACE_FLAGS, 0o666)
-                    try:
-                        view = memoryview(data)
-                        while view:
-                            view = view[os.write(fd, view) :]
-                    finally:
-                        os.close(fd)
-            except BaseException as error:
-                self.error = error
-
-    def put(self, batch: list[tuple[str, bytes]]) -> None:
-        if self.error is not None:
-            raise self.error
-        if batch:
-            self.queue.put(batch)
-
-    def close(self) -> None:
-        """Wait for every file; raise the thread's error, if any."""
-        if self.thread.is_alive():
-            self.queue.put(None)
-            self.thread.join()
-        if self.error is not None:
-            raise self.error
-
-    def exit(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        trace: TracebackType | None,
-    ) -> bool:
-        """``ExitStack.push`` hook: close; an error already on its way wins over the thread's."""
-        try:
-            self.close()
-        except BaseException:
-            if kind is None:
-                raise
-        return False
-
-
 @contextmanager
 def _csv_writer(folder: OutputFolder, name: str) -> Iterator[Any]:
     """A csv writer on ``name``'s temporary file, renamed to ``name`` when the block ends."""
@@ -579,7 +532,7 @@ class OutputStreams:
         self.chunk = max(1, chunk)
         self.pending = 0
         self.recorder = recorder
-        self.items: list[dict[str, Any]] = []
+        self.items: list[tuple[ItemColumns, bytes]] = []
         self.files: dict[str, tuple[Any, Sequence[str], list[list[Any]]]] = {}
         for name, columns in (
             ("summary.csv", SUMMARY_COLUMNS),
@@ -591,9 +544,7 @@ class OutputStreams:
             writer.writerow(columns)
             self.files[name] = (writer, columns, [])
         # one plain write per trace into a temporary folder renamed to traces/ at the end
-        self.traces = TraceWriter(str(stack.enter_context(folder.bulk("traces"))) + os.sep)
-        self.trace_batch: list[tuple[str, bytes]] = []
-        stack.push(self.traces.exit)
+        self.traces = str(stack.enter_context(folder.bulk("traces"))) + os.sep
         stack.callback(self.flush)
 
     def write(
@@ -618,7 +569,7 @@ class OutputStreams:
             cells = _cells(turn_row(features, t), TURN_COLUMNS)
             rows.append(cells)
             if items is not None:
-                items.append(stored_item(cells))
+                items.append(stored_row(cells))
             for entry in t["validation"]:
                 line = {"conversation_id": conversation_id, "turn_idx": t["turn_idx"], **entry}
                 validation.append(_cells(line, VALIDATION_COLUMNS))
@@ -633,9 +584,8 @@ class OutputStreams:
             "conversation_success": summary["conversation_success"],
             "turns": turns,
         }
-        self.trace_batch.append(
-            (f"{trace_id}.json", orjson.dumps(trace, option=_TRACE_OPTIONS) + b"\n")
-        )
+        with open(f"{self.traces}{trace_id}.json", "wb") as handle:
+            handle.write(orjson.dumps(trace, option=_TRACE_OPTIONS) + b"\n")
         self.pending += 1
         if self.pending >= self.chunk:
             self.flush()
@@ -644,10 +594,8 @@ class OutputStreams:
         for writer, _, rows in self.files.values():
             writer.writerows(rows)
             rows.clear()
-        self.traces.put(self.trace_batch)
-        self.trace_batch = []
         if self.recorder is not None and self.items:
-            self.recorder.add_items(self.items)
+            self.recorder.add_prepared(self.items)
             self.items = []
         self.pending = 0
 
