@@ -109,8 +109,9 @@ SlotRow = tuple[str, int, str, str, list[str]]
 
 def slot_row(raw: Any) -> SlotRow | None:
     """The values of a slot line that is plainly valid (the checks of ``SlotRecord`` on exact
-    JSON types), or ``None`` when pydantic has to decide (and name the problem)."""
-    if type(raw) is not dict:
+    JSON types, and no key but its five, so it nests 2 levels), or ``None`` when the depth
+    check and pydantic have to decide (and name the problem)."""
+    if type(raw) is not dict or len(raw) != 5:
         return None
     get = raw.get
     user, session, topic, name, values = (
@@ -142,7 +143,8 @@ def read_slot_rows(path: Path, errors: list[InputError]) -> Iterator[tuple[int, 
 
     A line is parsed once with orjson; only a line that is not plainly a valid slot goes through
     ``parse_jsonl_line`` (blank lines, a BOM, invalid JSON, too deep) and pydantic, so every
-    error is theirs (a valid slot line nests 2 levels: the depth check cannot refuse it)."""
+    error is theirs (a line the fast path takes has only the five keys and nests 2 levels: the
+    depth check cannot refuse it)."""
     try:
         handle = path.open("rb")
     except OSError as exc:
