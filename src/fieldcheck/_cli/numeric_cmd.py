@@ -131,13 +131,14 @@ def load_inputs(
         expected="numeric-predictions",
         others={"--data": "convfinqa"},
     )
-    ids = {c.id for c in loaded.conversations}
+    order = loaded.conversation_ids()  # from the index: no second read of the dataset
+    ids = set(order)
     if loaded.conversations and not any(cid in ids for cid, _ in preds.predictions):
         example = next(iter(preds.predictions))[0]
         raise typer.BadParameter(
             safe_text(
                 f"{predictions}: no prediction matches a conversation of {data} (first "
-                f"prediction: {example!r}; first conversation: {loaded.conversations[0].id!r}): "
+                f"prediction: {example!r}; first conversation: {order[0]!r}): "
                 "are --data and --predictions for the same dataset and split?"
             ),
             param_hint="--predictions",
