@@ -18,7 +18,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -48,8 +48,10 @@ from fieldcheck.numeric._scoring import (
 )
 from fieldcheck.reports._csv import neutralise_cell, write_csv
 from fieldcheck.reports._outdir import OutputFolder
-from fieldcheck.store import RunRecorder
 from fieldcheck.store._items import ItemColumns, numeric_columns
+
+if TYPE_CHECKING:  # the store (SQLAlchemy) is imported only by a run that records
+    from fieldcheck.store import RunRecorder
 
 Turn = dict[str, Any]  # turn_record(): TurnScore.model_dump(mode="json") as plain data
 
