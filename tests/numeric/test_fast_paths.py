@@ -27,7 +27,7 @@ from fieldcheck.numeric._predictions import (
     plain_values,
     prediction_values,
 )
-from fieldcheck.numeric._stream import _stored_cell
+from fieldcheck.numeric._stream import stored_cell
 
 # ---------------------------------------------------------------------------------------------
 # programs
@@ -272,5 +272,5 @@ _CELLS += ["True", "False", "true", "Yes", "\u0661\u0662", "\u20035", "-1e3", "1
 
 @pytest.mark.parametrize("cell", _CELLS)
 def test_stored_cell_skips_float_only_for_text_it_refuses(cell: str) -> None:
-    got, expected = _stored_cell(cell), _read_back(cell)
+    got, expected = stored_cell(cell), _read_back(cell)
     assert (type(got), got) == (type(expected), expected) or got != got  # NaN

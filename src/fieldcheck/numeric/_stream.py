@@ -226,7 +226,7 @@ def turn_row(features: Mapping[str, Any], t: Turn) -> dict[str, Any]:
 _FLOAT_START = frozenset("0123456789+-. \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f_iInN")
 
 
-def _stored_cell(value: Any) -> Any:
+def stored_cell(value: Any) -> Any:
     """A turns.csv cell as the store keeps it: the value the CSV text reads back as (``''`` is
     null, ``True``/``False`` booleans, number text a number), as ``runs`` reads a folder."""
     if type(value) is not str:
@@ -247,7 +247,7 @@ def _stored_cell(value: Any) -> Any:
 def stored_item(cells: Sequence[Any]) -> dict[str, Any]:
     """A turn's item for the store (issue 11): its turns.csv row, cell by cell as read back."""
     return {
-        column: c if type(c) is not str else _stored_cell(c)
+        column: c if type(c) is not str else stored_cell(c)
         for column, c in zip(TURN_COLUMNS, cells, strict=True)
     }
 

@@ -12,6 +12,7 @@ from typing import Any
 import orjson
 
 from fieldcheck._util.errors import InputError
+from fieldcheck.numeric._stream import stored_cell
 from fieldcheck.runs._items import json_metrics, numeric_metrics, slot_items, slot_metrics
 from fieldcheck.store import RunInfo, Store
 from fieldcheck.store._items import field_name
@@ -238,19 +239,6 @@ def _record_slots(
     )
 
 
-def _cell(value: str) -> Any:
-    """A turns.csv cell as JSON: booleans and numbers back to their type, '' to null."""
-    if value == "":
-        return None
-    if value in ("True", "False"):
-        return value == "True"
-    try:
-        number = float(value)
-    except ValueError:
-        return value
-    return int(number) if number.is_integer() and "." not in value and "e" not in value else number
-
-
 def _record_numeric(
     store: Store,
     folder: Path,
@@ -264,7 +252,7 @@ def _record_numeric(
     def items() -> Iterator[dict[str, Any]]:
         with (folder / "turns.csv").open(newline="", encoding="utf-8") as handle:
             for row in csv.DictReader(handle):
-                yield {k: _cell(v) for k, v in row.items()}
+                yield {k: stored_cell(v) for k, v in row.items()}
 
     metrics, intervals = numeric_metrics(statistics)
     return _store_run(
