@@ -36,14 +36,20 @@ class Comparison:
         return self.ours.per_second / self.baseline.per_second
 
 
-def measure(fn: Callable[[], Any], items: int, *, repeat: int = 3) -> Measurement:
-    """Best wall time of ``repeat`` runs; peak traced memory of one further run."""
+def best_seconds(fn: Callable[[], Any], *, repeat: int = 3) -> float:
+    """Best wall time of ``repeat`` runs of ``fn`` (a collection before each)."""
     best = float("inf")
     for _ in range(repeat):
         gc.collect()
         start = time.perf_counter()
         fn()
         best = min(best, time.perf_counter() - start)
+    return best
+
+
+def measure(fn: Callable[[], Any], items: int, *, repeat: int = 3) -> Measurement:
+    """Best wall time of ``repeat`` runs; peak traced memory of one further run."""
+    best = best_seconds(fn, repeat=repeat)
     gc.collect()
     tracemalloc.start()
     fn()

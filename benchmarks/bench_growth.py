@@ -25,20 +25,11 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks._harness import best_seconds
 from benchmarks._proc import ProcRun, run_child
 from benchmarks._table import Row, Target
 
 LINEAR = Target("<=", 2)
-
-
-def _best(fn: Callable[[], object], repeat: int) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        gc.collect()
-        start = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - start)
-    return best
 
 
 def _peak_bytes(fn: Callable[[], object]) -> int:
@@ -90,8 +81,8 @@ def fuzzy_row(chars: int) -> Row:
 
     small, large = pair(chars), pair(10 * chars)
     assert compared_linearly(*small) and compared_linearly(*large)
-    t_small = _best(lambda: fuzzy_similarity(*small), 3)
-    t_large = _best(lambda: fuzzy_similarity(*large), 2)
+    t_small = best_seconds(lambda: fuzzy_similarity(*small), repeat=3)
+    t_large = best_seconds(lambda: fuzzy_similarity(*large), repeat=2)
     return _time_row(
         "FUZZY similarity, long values", f"{chars:,} chars", f"{10 * chars:,}", t_small, t_large
     )
@@ -131,7 +122,7 @@ def trace_ids_row(n: int) -> Row:
     times = []
     for size in (n, 10 * n):
         ids = [f"{prefix}{i}" for i in range(size)]
-        times.append(_best(partial(trace_ids, ids), 3))
+        times.append(best_seconds(partial(trace_ids, ids), repeat=3))
     return _time_row(
         "numeric trace ids sharing 120 chars",
         f"{n:,} ids",
@@ -171,7 +162,7 @@ def repeated_rows_row(n: int) -> Row:
             path = _original_file(Path(tmp) / f"rows{size}.json", size)
             (conversation,) = load_convfinqa(path).conversations
             assert len(conversation.doc.table) == size
-            times.append(_best(partial(load_convfinqa, path), 3))
+            times.append(best_seconds(partial(load_convfinqa, path), repeat=3))
     return _time_row(
         "original-format table, rows of one name (load)",
         f"{n:,} rows",
@@ -210,7 +201,7 @@ def numeric_bootstrap_row(n: int) -> Row:
         units = _numeric_units(size)
         found = units.intervals(resamples=1000, seed=0)
         assert found.overall["numerical_match_accuracy"] is not None
-        times.append(_best(partial(units.intervals, resamples=1000, seed=0), 2))
+        times.append(best_seconds(partial(units.intervals, resamples=1000, seed=0), repeat=2))
     return _time_row(
         "numeric default bootstrap (1,000 resamples)",
         f"{n:,} conversations",

@@ -30,6 +30,7 @@ import orjson
 from pydantic import ValidationError
 
 from fieldcheck._util.errors import FieldcheckError, InputError
+from fieldcheck._util.iters import chunked
 from fieldcheck._util.jsonio import _BOM, BLANK, dumps, parse_jsonl_line
 from fieldcheck._util.signature import Signature
 from fieldcheck.jsoneval._config import EvalConfig
@@ -1384,12 +1385,5 @@ def run_stream(
     return StreamResult(agg, agg.summary(summary_signature), agg.worst(), unused)
 
 
-def in_chunks(items: Iterable[Item], size: int) -> Iterator[list[Item | Failed]]:
-    chunk: list[Item | Failed] = []
-    for item in items:
-        chunk.append(item)
-        if len(chunk) >= size:
-            yield chunk
-            chunk = []
-    if chunk:
-        yield chunk
+def in_chunks(items: Iterable[Item | Failed], size: int) -> Iterator[list[Item | Failed]]:
+    return chunked(items, size)

@@ -12,6 +12,7 @@ from typing import Any
 import orjson
 
 from fieldcheck._util.errors import InputError
+from fieldcheck._util.iters import chunked
 from fieldcheck.numeric._stream import stored_cell
 from fieldcheck.runs._items import json_metrics, numeric_metrics, slot_items, slot_metrics
 from fieldcheck.store import RunInfo, Store
@@ -49,17 +50,6 @@ def _jsonl(path: Path) -> Iterator[dict[str, Any]]:
                 value = orjson.loads(line)
                 if isinstance(value, dict):
                     yield value
-
-
-def _chunks(items: Iterator[dict[str, Any]], size: int = CHUNK) -> Iterator[list[dict[str, Any]]]:
-    chunk: list[dict[str, Any]] = []
-    for item in items:
-        chunk.append(item)
-        if len(chunk) >= size:
-            yield chunk
-            chunk = []
-    if chunk:
-        yield chunk
 
 
 def record_folder(
@@ -173,7 +163,7 @@ def _store_run(
         task="import",
     )
     with recorder:
-        for chunk in _chunks(items):
+        for chunk in chunked(items, CHUNK):
             recorder.add_items(chunk)
         return recorder.finish(metrics=metrics, intervals=intervals)
 

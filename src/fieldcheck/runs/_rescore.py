@@ -5,12 +5,13 @@ run whose parent is the old one. Numeric runs are not re-scored (their turns kee
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from fieldcheck._util.errors import InputError
+from fieldcheck._util.iters import chunked
 from fieldcheck.jsoneval import BatchRecord, EvalConfig, RecordError, RqsWeights, evaluate_batch
 from fieldcheck.matchers import Matcher
 from fieldcheck.runs._export import iter_items
@@ -26,17 +27,6 @@ from fieldcheck.store import RunInfo, Store
 from fieldcheck.store._recorder import RunRecorder
 
 CHUNK = 1000
-
-
-def _chunks(items: Iterable[dict[str, Any]]) -> Iterable[list[dict[str, Any]]]:
-    chunk: list[dict[str, Any]] = []
-    for item in items:
-        chunk.append(item)
-        if len(chunk) >= CHUNK:
-            yield chunk
-            chunk = []
-    if chunk:
-        yield chunk
 
 
 def _open(store: Store, parent: RunInfo, settings: dict[str, Any], signature: Any) -> RunRecorder:
@@ -149,7 +139,7 @@ def _rescore_json(
     with recorder:
         items = [json_item(r, by_id.get(str(r.id))) for r in batch.results]
         items += [json_error_item(e) for e in batch.errors]
-        for chunk in _chunks(items):
+        for chunk in chunked(items, CHUNK):
             recorder.add_items(chunk)
         metrics, intervals = json_metrics(summary)
         return recorder.finish(metrics=metrics, intervals=intervals)
