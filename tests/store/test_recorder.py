@@ -115,3 +115,45 @@ def test_the_writer_processs_error_reaches_the_scoring_process(
     recorder.add_items([{"id": "x"}])
     with pytest.raises(StoreWriteError, match=r"(?i)foreign key"):
         recorder.flush()
+
+
+def test_large_inputs_start_the_writer_process_when_the_run_opens(
+    store: Store, tmp_path: Path
+) -> None:
+    from fieldcheck.store._recorder import PROCESS_INPUT_BYTES, _ProcessWriter
+
+    big, small = tmp_path / "big.jsonl", tmp_path / "small.jsonl"
+    with big.open("wb") as handle:
+        handle.truncate(PROCESS_INPUT_BYTES)  # sparse: its size is what counts
+    small.write_bytes(b"{}\n")
+    opened = RunRecorder.open(
+        store, system="json", inputs=[("batch", big)], settings={}, signature="s", out=tmp_path
+    )
+    writer = opened._writer
+    assert isinstance(writer, _ProcessWriter)
+    # the database URL (it may hold a password) is not on the writer's command line
+    cmdline = Path(f"/proc/{writer._process.pid}/cmdline").read_bytes()
+    assert b"fieldcheck.store._writer" in cmdline and store.url.encode() not in cmdline
+    opened.add_prepared((ItemColumns(f"r{i}", False), b'{"b":1}') for i in range(10))
+    run = opened.finish(metrics=None)
+    assert run.n_items == 10 and store.items(run.id)[9].result == {"b": 1}
+    assert writer._process.returncode == 0  # stopped once its items were in
+    smaller = RunRecorder.open(
+        store, system="json", inputs=[("batch", small)], settings={}, signature="s", out=tmp_path
+    )
+    assert smaller._writer is None  # a small run's inserts go through the thread
+    smaller.abort()
+
+
+def test_a_writer_process_that_dies_is_reported(store: Store, tmp_path: Path) -> None:
+    from fieldcheck.store._recorder import _ProcessWriter
+
+    recorder = _open(store, tmp_path)
+    recorder.start_process()
+    writer = recorder._writer
+    assert isinstance(writer, _ProcessWriter)
+    writer._process.kill()
+    writer._process.wait()
+    recorder.add_items([{"id": "x"}])
+    with pytest.raises(StoreWriteError, match=r"writer process ended \(exit status -9\)"):
+        recorder.flush()

@@ -13,13 +13,13 @@ The files on disk are untouched: the store holds a copy for listing, comparing a
 from __future__ import annotations
 
 import contextlib
-import multiprocessing
+import os
 import pickle
 import queue
-import signal
+import subprocess
+import sys
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from multiprocessing.connection import Connection
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -49,7 +49,7 @@ def _plain(value: Any) -> Any:
     return value
 
 
-_Row = tuple[str, int, str | None, bool | None, str | None, int | None, str]
+_Row = tuple[str, int, str | None, bool | None, str | None, int | None, str | bytes]
 _Tag = tuple[str, int, bool]
 _QUEUED_CHUNKS = 2
 
@@ -97,72 +97,99 @@ class StoreWriteError(Exception):
     stays in the child)."""
 
 
-def _writer_process(url: str, run_id: str, conn: Connection) -> None:
-    """The writer process: insert each chunk received until the empty message, answering each
-    with None or the error's text (then storing nothing more). Ctrl-C goes to the scoring
-    process, which tells this one when to stop."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    store = Store(url)
-    failed: str | None = None
-    try:
-        while data := conn.recv_bytes():
-            if failed is None:
-                try:
-                    store.insert_scored_rows(run_id, *pickle.loads(data))
-                except Exception as error:  # sent back to the scoring process
-                    failed = f"{type(error).__name__}: {str(error).splitlines()[0][:300]}"
-            conn.send(failed)
-    except EOFError:  # the scoring process is gone
-        pass
-    finally:
-        store.close()
+# Chunks pickled and waiting for the writer process: a few chunks' memory, and room for the
+# scoring to go on while the process starts (about 0.4 s) or a slow insert finishes.
+_PROCESS_QUEUED_CHUNKS = 6
 
 
 class _ProcessWriter:
-    """Inserts chunks in a process of its own: a large run's inserts then cost the scoring
-    process only the pickling (a writer thread competed with the scoring for the GIL and
-    made a 100k-record JSON batch 65% slower). The pipe holds one chunk, so memory stays
-    flat; each chunk is answered, and an error is raised at the next call."""
+    """Inserts chunks in a process of its own (``fieldcheck.store._writer``): a large run's
+    inserts then cost the scoring process only the pickling (a writer thread competed with the
+    scoring for the GIL and made a 100k-record JSON batch 65% slower). A sender thread hands
+    the pickled chunks to the process and reads each answer, so the scoring never waits on the
+    process's start or on an insert unless ``_PROCESS_QUEUED_CHUNKS`` chunks are waiting; an
+    error is raised at the next call."""
 
     def __init__(self, store: Store, run_id: str) -> None:
-        context = multiprocessing.get_context("spawn")  # no fork of a threaded process
-        self._conn, child = context.Pipe()
-        self._process = context.Process(
-            target=_writer_process,
-            args=(store.url, run_id, child),
-            name="fieldcheck-store",
-            daemon=True,
-        )
-        self._process.start()
-        child.close()
-        self._unanswered = 0
+        from fieldcheck.store._writer import write_frame
 
-    def _answers(self, *, wait: bool) -> None:
-        while self._unanswered and (wait or self._conn.poll()):
-            failed = self._conn.recv()
-            self._unanswered -= 1
-            if failed is not None:
-                raise StoreWriteError(failed)
+        self._process = subprocess.Popen(
+            [sys.executable, "-m", "fieldcheck.store._writer"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,  # out of the terminal's Ctrl-C: the scoring process decides
+        )
+        assert self._process.stdin is not None
+        write_frame(self._process.stdin, orjson.dumps({"url": store.url, "run_id": run_id}))
+        self._queue: queue.Queue[bytes | None] = queue.Queue(_PROCESS_QUEUED_CHUNKS)
+        self._error: StoreWriteError | None = None
+        self._thread = threading.Thread(target=self._send, name="fieldcheck-store", daemon=True)
+        self._thread.start()
+
+    def _send(self) -> None:
+        from fieldcheck.store._writer import write_frame
+
+        stdin, stdout = self._process.stdin, self._process.stdout
+        assert stdin is not None and stdout is not None
+        while (data := self._queue.get()) is not None:
+            if self._error is not None:
+                continue
+            try:
+                write_frame(stdin, data)
+                answer = stdout.readline()
+            except OSError:  # a broken pipe: the process is gone
+                answer = b""
+            if not answer.endswith(b"\n"):
+                try:
+                    code: int | None = self._process.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    code = None
+                self._error = StoreWriteError(
+                    f"the store's writer process ended (exit status {code})"
+                )
+            elif answer != b"\n":
+                self._error = StoreWriteError(answer.decode(errors="replace").strip())
+
+    def check(self) -> None:
+        if self._error is not None:
+            error, self._error = self._error, None
+            raise error
 
     def put(self, items: list[_Row], tags: list[_Tag]) -> None:
-        self._answers(wait=self._unanswered >= _QUEUED_CHUNKS)
-        self._conn.send_bytes(pickle.dumps((items, tags), protocol=pickle.HIGHEST_PROTOCOL))
-        self._unanswered += 1
+        self.check()
+        self._queue.put(pickle.dumps((items, tags), protocol=pickle.HIGHEST_PROTOCOL))
 
     def close(self) -> None:
         """Wait until every chunk sent is in the database; stop the process."""
+        from fieldcheck.store._writer import write_frame
+
         try:
-            self._answers(wait=True)
+            if self._thread.is_alive():
+                self._queue.put(None)
+                self._thread.join()
+            self.check()
         finally:
-            with contextlib.suppress(OSError):
-                self._conn.send_bytes(b"")
-            self._process.join(timeout=60)
-            self._conn.close()
+            stdin = self._process.stdin
+            with contextlib.suppress(OSError, ValueError):
+                if stdin is not None:
+                    write_frame(stdin, b"")
+                    stdin.close()
+            try:
+                self._process.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self._process.kill()
+                self._process.wait()
+            if self._process.stdout is not None:
+                self._process.stdout.close()
 
 
 # Items written through a thread before a run moves its inserts to a writer process (small
-# runs never pay the process's start, about 0.5 s).
+# runs never pay the process's start, about 0.4 s).
 PROCESS_AFTER = 20_000
+# Inputs this large (in all) start the writer process when the run opens: about 20,000 JSON
+# records of 8 fields, 150,000 slot lines or 60,000 numeric turns.
+PROCESS_INPUT_BYTES = 8 << 20
 
 
 class RunRecorder:
@@ -226,7 +253,21 @@ class RunRecorder:
             out_dir=str(Path(out).resolve()) if out is not None else None,
             parent_id=parent_id,
         )
-        return cls(store, run, on_error)
+        recorder = cls(store, run, on_error)
+        if _input_bytes(inputs) >= PROCESS_INPUT_BYTES:
+            recorder.start_process()
+        return recorder
+
+    def start_process(self) -> None:
+        """Insert through the writer process from now on (once the items queued so far are
+        in); a process that cannot be started leaves the inserts in the thread."""
+        if isinstance(self._writer, _ProcessWriter) or self.broken:
+            return
+        self.flush()
+        try:
+            self._writer = _ProcessWriter(self.store, self.run.id)
+        except OSError:
+            self._writer = None
 
     @property
     def id(self) -> str:
@@ -240,25 +281,22 @@ class RunRecorder:
 
     def add_prepared(self, rows: Iterable[tuple[ItemColumns, str | bytes]]) -> int:
         """Store a chunk of items given as (columns, result JSON text): the hot paths' way,
-        without a dict per item. Queued for the writer thread, or past ``process_after`` items
-        the writer process (one transaction per chunk); a key stored before in this run gets
+        without a dict per item. Queued for the writer thread, or (past ``process_after`` items,
+        or from the start for large inputs) the writer process; one transaction per chunk; a key stored before in this run gets
         ``~<seq>`` appended. Returns how many."""
         items: list[_Row] = []
         tags: list[_Tag] = []
         seq = self.seq
-        for columns, result in rows:
-            text = result.decode() if isinstance(result, bytes) else result
-            c = columns
-            items.append((c.key, seq, c.error_type, c.failed, c.model, c.turn, text))
+        for c, result in rows:  # bytes are decoded by the writer
+            items.append((c.key, seq, c.error_type, c.failed, c.model, c.turn, result))
             if c.tags:
                 tags.extend((name, seq, failed) for name, failed in c.tags.items())
             seq += 1
         self.seq = seq
         if items and not self.broken:
             try:
-                if seq > self.process_after and not isinstance(self._writer, _ProcessWriter):
-                    self.flush()
-                    self._writer = _ProcessWriter(self.store, self.run.id)
+                if seq > self.process_after:
+                    self.start_process()
                 if self._writer is None:
                     self._writer = _Writer(self.store, self.run.id)
                 self._writer.put(items, tags)
@@ -323,6 +361,15 @@ class RunRecorder:
     ) -> None:
         if exc_type is not None:
             self.abort()
+
+
+def _input_bytes(inputs: Sequence[tuple[str, str | Path]]) -> int:
+    """The inputs' total size in bytes (0 for a path that is no file)."""
+    total = 0
+    for _, path in inputs:
+        with contextlib.suppress(OSError):
+            total += os.stat(path).st_size
+    return total
 
 
 def _signature_text(signature: Any) -> str:

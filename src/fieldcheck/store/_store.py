@@ -314,7 +314,7 @@ class Store:
     def insert_scored_rows(
         self,
         run_id: str,
-        items: list[tuple[str, int, str | None, bool | None, str | None, int | None, str]],
+        items: list[tuple[str, int, str | None, bool | None, str | None, int | None, str | bytes]],
         tags: list[tuple[str, int, bool]],
     ) -> None:
         """Insert a chunk of scored items, ``(key, seq, error_type, failed, model, turn,
@@ -334,7 +334,20 @@ class Store:
             f"({', '.join([mark] * 12)})"
         )
         rows = [
-            (run_id, k, q, e, None if f is None else as_bool(f), m, t, r, 0, 0, 0.0, now)
+            (
+                run_id,
+                k,
+                q,
+                e,
+                None if f is None else as_bool(f),
+                m,
+                t,
+                r.decode() if type(r) is bytes else r,
+                0,
+                0,
+                0.0,
+                now,
+            )
             for k, q, e, f, m, t, r in items
         ]
         tag_sql = f"INSERT INTO run_item_tags (run_id, name, seq, failed) VALUES ({mark}, {mark}, {mark}, {mark})"

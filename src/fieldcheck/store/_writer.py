@@ -1,0 +1,83 @@
+"""The store's writer process (``python -m fieldcheck.store._writer``): it inserts a large
+run's chunks of items, so the scoring process spends on them only the pickling.
+
+Started by ``RunRecorder`` (``_recorder._ProcessWriter``) in a session of its own (a Ctrl-C
+reaches the scoring process only, which then tells this one when to stop). Its standard input
+carries frames, each an 8-byte little-endian length and that many bytes: first
+``{"url": ..., "run_id": ...}`` as JSON (the URL may hold a password: it is never on the command
+line), then one pickled ``(items, tags)`` per chunk (``Store.insert_scored_rows``'s arguments);
+an empty frame or the end of input stops it. Each chunk is answered with one line on standard
+output: empty when stored, else the first error's type and message (nothing more is stored).
+"""
+
+from __future__ import annotations
+
+import pickle
+import signal
+import struct
+import sys
+from typing import IO, Any
+
+import orjson
+
+HEADER = struct.Struct("<Q")
+
+
+def write_frame(stream: IO[bytes], data: bytes) -> None:
+    """One frame: the length of ``data``, then ``data`` (``b""``: stop)."""
+    stream.write(HEADER.pack(len(data)))
+    if data:
+        stream.write(data)
+    stream.flush()
+
+
+def read_frame(stream: IO[bytes]) -> bytes | None:
+    """The next frame's bytes; None at an empty frame or the end of input."""
+    head = stream.read(HEADER.size)
+    if len(head) < HEADER.size:
+        return None
+    (size,) = HEADER.unpack(head)
+    data = stream.read(size) if size else b""
+    return data if size and len(data) == size else None
+
+
+def describe(error: BaseException) -> str:
+    """An error as one line: its type and the first line of its message."""
+    lines = str(error).splitlines()
+    return f"{type(error).__name__}: {lines[0][:300] if lines else ''}".rstrip(": ")
+
+
+def main() -> int:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
+    head = read_frame(stdin)
+    if head is None:
+        return 0
+    config = orjson.loads(head)
+    failed: str | None = None
+    store: Any = None
+    try:
+        from fieldcheck.store._store import Store
+
+        store = Store(config["url"])
+    except Exception as error:  # answered to every chunk
+        failed = describe(error)
+    try:
+        while (data := read_frame(stdin)) is not None:
+            if failed is None:
+                try:
+                    store.insert_scored_rows(config["run_id"], *pickle.loads(data))
+                except Exception as error:  # sent back to the scoring process
+                    failed = describe(error)
+            stdout.write((failed or "").encode() + b"\n")
+            stdout.flush()
+    except BrokenPipeError:  # the scoring process is gone
+        pass
+    finally:
+        if store is not None:
+            store.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
