@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import gc
 import json
+import logging
 import tempfile
 import time
 import tracemalloc
@@ -86,6 +87,42 @@ def fuzzy_row(chars: int) -> Row:
     return _time_row(
         "FUZZY similarity, long values", f"{chars:,} chars", f"{10 * chars:,}", t_small, t_large
     )
+
+
+def slots_fuzzy_row(chars: int) -> Row:
+    """``slots score --tp fuzzy``'s scoring (``score_models``, files read) of one session whose
+    gold and predicted notes are ``chars`` and 10 x ``chars`` characters, every word one letter
+    off, beside a short slot: FUZZY match, exact match, token P/R/F1 and BLEU-1 of each."""
+    from fieldcheck.slots import ModelInput, load_slots, score_models
+
+    def files(folder: Path, n: int) -> tuple[Path, Path]:
+        gold, pred = folder / f"gold_{n}.jsonl", folder / f"pred_{n}.jsonl"
+        for path, notes in ((gold, "abcd " * (n // 5)), (pred, "ABCE " * (n // 5))):
+            rows = [
+                {"user": "u", "session": 1, "topic": "t", "field": "notes", "values": [notes]},
+                {"user": "u", "session": 1, "topic": "t", "field": "name", "values": ["Alice"]},
+            ]
+            path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+        return gold, pred
+
+    def score(gold: Path, pred: Path) -> None:
+        run = score_models(
+            load_slots(gold), [ModelInput("m", load_slots(pred))], tp="fuzzy", bootstrap=0
+        )
+        assert "3-gram" in run.warnings[-1]  # the long value was compared linearly
+
+    logger = logging.getLogger("fieldcheck")
+    level = logger.level
+    logger.setLevel(logging.ERROR)  # the run's warning is expected: not in the table
+    with tempfile.TemporaryDirectory() as folder:
+        small, large = files(Path(folder), chars), files(Path(folder), 10 * chars)
+        t_small = best_seconds(lambda: score(*small), repeat=3)
+        t_large = best_seconds(lambda: score(*large), repeat=2)
+    logger.setLevel(level)
+    return _time_row(
+        "slots score --tp fuzzy, one long value", f"{chars:,} chars", f"{10 * chars:,}",
+        t_small, t_large,
+    )  # fmt: skip
 
 
 # --- --flatten on a chain of 10 KB keys ----------------------------------------------------------
@@ -355,6 +392,7 @@ def run(quick: bool = False) -> list[Row]:
         sizes |= {"conv": 1_000, "topics": 300, "sessions": 30_000}
     return [
         fuzzy_row(sizes["fuzzy"]),
+        slots_fuzzy_row(sizes["fuzzy"]),
         flatten_row(sizes["depth"]),
         trace_ids_row(sizes["ids"]),
         repeated_rows_row(sizes["rows"]),

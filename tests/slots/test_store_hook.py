@@ -134,6 +134,13 @@ def test_stored_items_are_the_slot_items_of_the_in_memory_run(
             columns.model,
             columns.error_type,
         )
+    # and so are its tags: per topic, the items failed there and all items with the topic
+    derived = [slot_columns(s.result).tags for s in stored]
+    for topic in ("t1", HOSTILE):
+        failed_there = sum(1 for tags in derived if tags.get(topic))
+        having = sum(1 for tags in derived if topic in tags)
+        assert store.count_items(info.id, tag=topic, failed=True) == failed_there
+        assert store.count_items(info.id, tag=topic) == having
     by_key = {s.key: s for s in stored}
     timed_out = by_key[f"{HOSTILE}/u1/5"]
     assert timed_out.result["not_scored"] == "timeout" and timed_out.failed

@@ -56,7 +56,7 @@ from fieldcheck.metrics._text import (
 )
 from fieldcheck.slots._loaders import JudgeFile, LatencyFile, SessionKey, SlotFile, SlotKey
 from fieldcheck.slots._stream import Part, SideKind, gc_paused
-from fieldcheck.store._items import slot_columns
+from fieldcheck.store._items import MODEL_CHARS, TAG_CHARS, ItemColumns
 
 if TYPE_CHECKING:
     from fieldcheck.store import RunRecorder
@@ -601,49 +601,66 @@ class SlotScorer:
                 cols = list(PAIR_COLUMNS)
                 classes.add(np.hstack([units_a[both][:, cols], units_b[both][:, cols]]))
         if self.recorder is not None:
-            self.recorder.add_prepared(
-                (slot_columns(item), orjson.dumps(item, option=orjson.OPT_SORT_KEYS))
-                for item in self._items(gold, predictions, keys, bucket)
-            )
+            self.recorder.add_prepared(self._rows(gold, predictions, keys, bucket))
 
-    def _items(
+    def _rows(
         self,
         gold: SlotFile,
         predictions: Sequence[SlotFile],
         keys: list[SessionKey],
         bucket: list[tuple[np.ndarray, np.ndarray]],
-    ) -> Iterator[dict[str, Any]]:
-        """The bucket's items, model by model, each over the sessions in sorted order: its
-        counts (or why it was not scored), the gold and predicted slots, per topic how many
-        slots differ from gold, its latency and judge scores (docs/runs.md)."""
+    ) -> Iterator[tuple[ItemColumns, bytes]]:
+        """The bucket's items for the store, model by model, each over the sessions in sorted
+        order: its counts (or why it was not scored), the gold and predicted slots, per topic
+        how many slots differ from gold, its latency and judge scores (docs/runs.md); with the
+        columns ``store._items.slot_columns`` derives from such an item. A session's gold is
+        serialised once for every model."""
         canonical = self.canonical.get
+        dumps, fragment, sort = orjson.dumps, orjson.Fragment, orjson.OPT_SORT_KEYS
         golds = [_slot_list(gold.sessions[k]) for k in keys]
+        gold_texts = [fragment(dumps(g)) for g in golds]
         gold_sets = [{(t, f): canonical(v) for t, f, v in g} for g in golds]
         for fold, preds, (units, scored) in zip(self.folds, predictions, bucket, strict=True):
             model = fold.model
             name = model.name
+            column = name[:MODEL_CHARS]
             seconds = fold.latency.seconds if fold.latency is not None else None
             judged = fold.judge_scores.scores if fold.judge_scores is not None else None
             counts = units.tolist()
+            sessions = preds.sessions
             for i, key in enumerate(keys):
-                pred = _slot_list(preds.sessions.get(key, {}))
+                slots = sessions.get(key)
+                pred = _slot_list(slots) if slots else []
+                per_topic = _differ(gold_sets[i], {(t, f): canonical(v) for t, f, v in pred})
                 item: dict[str, Any] = {
                     "model": name,
                     "user": key[0],
                     "session": key[1],
-                    "gold": golds[i],
+                    "gold": gold_texts[i],
                     "pred": pred,
-                    "per_topic": _differ(gold_sets[i], {(t, f): canonical(v) for t, f, v in pred}),
+                    "per_topic": per_topic,
                 }
                 if seconds is not None and key in seconds:
                     item["latency_s"] = seconds[key]
                 if judged is not None and key in judged:
                     item["judge"] = [[t, f, s] for (t, f), s in sorted(judged[key].items())]
+                error_type = None
                 if scored[i]:
-                    item["counts"] = dict(zip(_UNIT_FIELDS, counts[i], strict=True))
+                    c = counts[i]
+                    item["counts"] = dict(zip(_UNIT_FIELDS, c, strict=True))
+                    failed = bool(c[FP] or c[FN])
                 else:
-                    item["not_scored"] = model.not_scored.get(key, "not scored")
-                yield item
+                    why = item["not_scored"] = model.not_scored.get(key, "not scored")
+                    failed = bool(why)
+                    error_type = str(why)[:32] if why else None
+                tags: dict[str, bool] = {}
+                for topic, d in per_topic.items():
+                    topic = topic[:TAG_CHARS]
+                    tags[topic] = tags.get(topic, False) or bool(d["differ"])
+                columns = ItemColumns(
+                    f"{name}/{key[0]}/{key[1]}", failed, column, None, error_type, tags
+                )
+                yield columns, dumps(item, option=sort)
 
     def _score_bucket(
         self,
