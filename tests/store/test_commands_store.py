@@ -234,3 +234,77 @@ def test_the_demos_serve_command_opens_its_own_store() -> None:
     assert words[1].endswith("fieldcheck") and words[2:] == ["serve"]
     secret = serve_command("postgresql+psycopg://me:s3cret@db.example/fc")
     assert "s3cret" not in secret and "FIELDCHECK_DATABASE_URL" in secret
+
+
+def _writer_pids(parent: int) -> list[int]:
+    """The store writer processes started by ``parent``."""
+    pids = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            cmdline = (stat.parent / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if int(fields[1]) == parent and b"fieldcheck.store._writer" in cmdline:
+            pids.append(int(stat.parent.name))
+    return pids
+
+
+def _gone(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True
+
+
+@pytest.mark.slow
+def test_a_ctrl_c_stops_the_writer_process_and_keeps_the_items_written(tmp_path: Path) -> None:
+    """json batch of 9 MiB (its inserts go to the writer process from the start), stopped by
+    SIGINT once items are in the store: exit 130, the run interrupted with the items stored so
+    far, the writer process stopped; a second run killed outright leaves no writer behind."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from fieldcheck.store._recorder import PROCESS_INPUT_BYTES
+
+    data = tmp_path / "big.jsonl"
+    gt = {"a": "x" * 150, "b": [1, 2], "c": "Osaka"}
+    with data.open("wb") as handle:
+        i = 0
+        while handle.tell() < PROCESS_INPUT_BYTES + 4096:
+            output = gt if i % 3 else {**gt, "c": "Kyoto"}
+            handle.write(orjson.dumps({"id": i, "ground_truth": gt, "output": output}) + b"\n")
+            i += 1
+    url = f"sqlite:///{tmp_path}/s.sqlite3"
+    env = {**os.environ, "FIELDCHECK_DATABASE_URL": url}
+    command = [sys.executable, "-m", "fieldcheck._cli.main", "json", "batch", str(data)]
+    store = Store(url)
+    for sig in (signal.SIGINT, signal.SIGKILL):
+        out = tmp_path / f"out{sig}"
+        proc = subprocess.Popen(
+            [*command, "--out", str(out)], env=env, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        deadline, writers, stored = time.monotonic() + 60, [], 0
+        while time.monotonic() < deadline and proc.poll() is None and not stored:
+            writers = writers or _writer_pids(proc.pid)
+            runs = store.list_runs(system="json")
+            stored = runs[0].n_items if runs and runs[0].status == "running" else 0
+            time.sleep(0.01)
+        assert writers and stored, "the run ended before items were stored: make it larger"
+        proc.send_signal(sig)
+        _, stderr = proc.communicate(timeout=120)
+        run = store.list_runs(system="json")[0]
+        if sig == signal.SIGINT:
+            assert proc.returncode == 130, stderr
+            assert run.status == "interrupted" and 0 < run.n_items < i
+            assert store.count_items(run.id) == run.n_items
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and not all(map(_gone, writers)):
+            time.sleep(0.05)
+        assert all(map(_gone, writers))  # stopped with its run, or at the end of its input
+        store.delete_run(run.id)
+    store.close()

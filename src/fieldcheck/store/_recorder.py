@@ -138,7 +138,7 @@ class _ProcessWriter:
             try:
                 write_frame(stdin, data)
                 answer = stdout.readline()
-            except OSError:  # a broken pipe: the process is gone
+            except (OSError, ValueError):  # a broken pipe (the process is gone) or closed
                 answer = b""
             if not answer.endswith(b"\n"):
                 try:
@@ -150,6 +150,9 @@ class _ProcessWriter:
                 )
             elif answer != b"\n":
                 self._error = StoreWriteError(answer.decode(errors="replace").strip())
+        with contextlib.suppress(OSError, ValueError):  # the end of input stops the process
+            write_frame(stdin, b"")
+            stdin.close()
 
     def check(self) -> None:
         if self._error is not None:
@@ -161,27 +164,24 @@ class _ProcessWriter:
         self._queue.put(pickle.dumps((items, tags), protocol=pickle.HIGHEST_PROTOCOL))
 
     def close(self) -> None:
-        """Wait until every chunk sent is in the database; stop the process."""
-        from fieldcheck.store._writer import write_frame
-
+        """Wait until every chunk sent is in the database; stop the process (the sender
+        thread ends its input). Interrupted while waiting (a second Ctrl-C), it kills it."""
+        process = self._process
         try:
             if self._thread.is_alive():
                 self._queue.put(None)
                 self._thread.join()
             self.check()
         finally:
-            stdin = self._process.stdin
-            with contextlib.suppress(OSError, ValueError):
-                if stdin is not None:
-                    write_frame(stdin, b"")
-                    stdin.close()
+            if self._thread.is_alive():
+                process.kill()
             try:
-                self._process.wait(timeout=60)
+                process.wait(timeout=60)
             except subprocess.TimeoutExpired:
-                self._process.kill()
-                self._process.wait()
-            if self._process.stdout is not None:
-                self._process.stdout.close()
+                process.kill()
+                process.wait()
+            if process.stdout is not None:
+                process.stdout.close()
 
 
 # Items written through a thread before a run moves its inserts to a writer process (small
