@@ -153,10 +153,12 @@ class Partition:
             yield part.slots
 
     def parts(self) -> Iterator[Part]:
-        for b in range(self.k):
-            with gc_paused():
-                part = self._part(b)
-            yield part
+        # the collector stays off across the buckets (the consumer scores each under its own
+        # pause): turned on between them, it walked every object of each new bucket, 6 of 46 s
+        # of a million slot lines x 3 models; what the scoring frees goes by reference counting
+        with gc_paused():
+            for b in range(self.k):
+                yield self._part(b)
 
     def _part(self, b: int) -> Part:
         """Bucket ``b``'s files, read back from its bucket file (or memory)."""
