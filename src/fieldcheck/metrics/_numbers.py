@@ -40,6 +40,7 @@ _SCALE_WORDS = {
 }
 _NUMBER_TOKEN = re.compile(
     r"""
+    (?=[\s(\-+\u2212$\u20ac\u00a3\d.])  # what a match can start with: skips other positions fast
     (?P<open>\()?\s*
     (?P<sign>[-+\u2212])?\s*
     (?:(?P<cur>[$\u20ac\u00a3])\s*)?
@@ -53,6 +54,12 @@ _NUMBER_TOKEN = re.compile(
 )
 _YES = {"yes", "true", "y"}
 _NO = {"no", "false", "n"}
+# the answer is one plain decimal number ("3967.00", "-0.217"): read without _NUMBER_TOKEN
+_PLAIN_DECIMAL = re.compile(r"-?(?:[0-9]+(?:\.[0-9]+)?|\.[0-9]+)")
+_ASCII_DIGIT = re.compile(r"[0-9]")
+_NOT_LETTER = re.compile(r"[^a-z]")
+_FIRST_WORD = re.compile(r"^\W*([A-Za-z]+)\b")
+_YEAR = re.compile(r"(?:19|20)\d\d")
 
 
 class ParsedAnswer(BaseModel):
@@ -111,18 +118,23 @@ def parse_answer(text: str | float | int | bool | None) -> ParsedAnswer | None:
         return ParsedAnswer(
             value=float(text), written=float(text), decimals=_decimals(repr(float(text)))
         )
+    if _PLAIN_DECIMAL.fullmatch(text):  # what the rules below give for it, sooner
+        written = float(text)
+        if not math.isfinite(written):
+            return None
+        return ParsedAnswer(value=written, written=written, decimals=_decimals(text))
     # one space per whitespace run: the number pattern's optional spaces then cannot backtrack
     # over a long run (a hostile answer of 100,000 spaces would take minutes)
     cleaned = " ".join(text.split())
     if not cleaned:
         return None
-    if not any(ch.isdigit() for ch in cleaned):  # "yes." / "N" but not "5 yes"
-        word = re.sub(r"[^a-z]", "", cleaned.lower())
+    if not _has_digit(cleaned):  # "yes." / "N" but not "5 yes"
+        word = _NOT_LETTER.sub("", cleaned.lower())
         if word in _YES:
             return ParsedAnswer(boolean=True, rule="yes_no")
         if word in _NO:
             return ParsedAnswer(boolean=False, rule="yes_no")
-    first_word = re.match(r"^\W*([A-Za-z]+)\b", cleaned)
+    first_word = _FIRST_WORD.match(cleaned)
     if first_word and first_word.group(1).lower() in {"yes", "no"}:
         return ParsedAnswer(boolean=first_word.group(1).lower() == "yes", rule="yes_no")
     matches = list(_NUMBER_TOKEN.finditer(cleaned))
@@ -163,6 +175,13 @@ def parse_answer(text: str | float | int | bool | None) -> ParsedAnswer | None:
     )
 
 
+def _has_digit(text: str) -> bool:
+    """``any(ch.isdigit() for ch in text)``; in ASCII text only 0-9 are digits."""
+    if text.isascii():
+        return _ASCII_DIGIT.search(text) is not None
+    return any(ch.isdigit() for ch in text)
+
+
 def _year_like(m: re.Match[str]) -> bool:
     """A bare four-digit integer 1900-2099 (no sign, currency, %, scale word), maybe in
     parentheses: read as a year, not as the answer or an accounting negative."""
@@ -170,7 +189,7 @@ def _year_like(m: re.Match[str]) -> bool:
         return False
     if bool(m.group("open")) != bool(m.group("close")):  # "(2009" or "2009)"
         return False
-    return re.fullmatch(r"(?:19|20)\d\d", m.group("num")) is not None
+    return _YEAR.fullmatch(m.group("num")) is not None
 
 
 def _decimals(digits: str) -> int:

@@ -7,6 +7,7 @@ Spec: numeric-qa-evaluation.md, "Logic Recall (Reasoning Trace Score)" and "Futu
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections import Counter
@@ -601,8 +602,16 @@ def normalise_operation(name: str) -> str:
     Case, spaces and hyphens are ignored (``"Percentage Change"`` -> ``divide``); an unknown
     name is returned lower-cased and then simply matches nothing.
     """
-    key = re.sub(r"[\s\-]+", "_", name.strip().lower())
+    return _normalised(name) if len(name) <= 64 else _normalise(name)
+
+
+def _normalise(name: str) -> str:
+    key = _SEPARATORS.sub("_", name.strip().lower())
     return OPERATION_ALIASES.get(key, key)
+
+
+_normalised = functools.lru_cache(maxsize=1024)(_normalise)  # the few names plans use
+_SEPARATORS = re.compile(r"[\s\-]+")
 
 
 def plan_operations(plan: Mapping[str, object] | None) -> list[str] | None:

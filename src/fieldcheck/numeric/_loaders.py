@@ -241,6 +241,139 @@ def _load_records(
     )
 
 
+class PlainTurn(NamedTuple):
+    """A ``Turn``'s values as plain data (the same names, ``index`` as ``turn_index``): what
+    scoring reads of a turn."""
+
+    turn_index: int
+    question: str
+    answer: str | None
+    program: str | None
+    executed_answer: float | str | None
+    qa_split: bool | None
+
+
+class PlainConversation(NamedTuple):
+    """What ``numeric score`` reads of a conversation, as plain data: ``features`` is
+    ``Features.model_dump()``, ``document`` ``Document.model_dump(mode="json")``."""
+
+    id: str
+    turns: Sequence[PlainTurn | Turn]
+    features: dict[str, Any]
+    document: dict[str, Any]
+
+
+def plain_conversation(conversation: Conversation) -> PlainConversation:
+    """A validated conversation as plain data."""
+    return PlainConversation(
+        conversation.id,
+        conversation.turns,
+        conversation.features.model_dump(),
+        conversation.doc.model_dump(mode="json"),
+    )
+
+
+_SUFFIXED = re.compile(r" \(\d+\)$")
+_TURN_LISTS = ("conv_answers", "turn_program", "executed_answers", "qa_split")
+
+
+def plain_derived(
+    record: Any, operations: dict[str, tuple[str, ...] | None]
+) -> PlainConversation | None:
+    """``plain_conversation(_from_derived(record, ...)[0])`` for a record of plain JSON types
+    that is plainly valid, read without the models (gold programs parsed into ``operations``);
+    ``None`` for any other record (then convert it in full). A shortcut, never a rule of its
+    own: tests/numeric/test_fast_paths.py."""
+    if type(record) is not dict:
+        return None
+    rid, doc, box = record.get("id"), record.get("doc"), record.get("dialogue")
+    if type(rid) is not str or not rid or type(doc) is not dict or type(box) is not dict:
+        return None
+    columns = doc.get("table")
+    if type(columns) is not dict:
+        return None
+    table: dict[str, dict[str, float | str]] = {}
+    non_numeric = False
+    for column, rows in columns.items():
+        if type(rows) is not dict:
+            return None
+        for row, cell in rows.items():
+            kind = type(cell)
+            if kind is float or kind is int:
+                cell = float(cell)
+            elif kind is not str:
+                return None
+            if not non_numeric and cell_number(cell) is None:
+                non_numeric = True
+            table.setdefault(row, {})[column] = cell
+    questions = box.get("conv_questions")
+    if type(questions) is not list:
+        return None
+    lists: list[list[Any] | None] = []
+    for key in _TURN_LISTS:
+        if key not in box:
+            lists.append(None)
+            continue
+        value = box[key]
+        if type(value) is not list or len(value) != len(questions):
+            return None
+        lists.append(value)
+    answers, programs, executed, splits = lists
+    turns: list[PlainTurn] = []
+    for i, question in enumerate(questions):
+        program = programs[i] if programs is not None else None
+        gold: Any = executed[i] if executed is not None else None
+        kind = type(gold)
+        if kind is float or kind is int:
+            gold = float(gold)
+        elif gold is not None and kind is not str:
+            return None
+        if type(question) is not str or (program is not None and type(program) is not str):
+            return None
+        if program is not None:
+            try:
+                operations[program] = program_operations(program)
+            except ProgramParseError:
+                operations[program] = None
+        answer = answers[i] if answers is not None else None
+        flag = splits[i] if splits is not None else None
+        turns.append(
+            PlainTurn(
+                i,
+                question,
+                str(answer) if answer is not None else None,
+                program,
+                gold,
+                bool(flag) if flag is not None else None,
+            )
+        )
+    flags = [t.qa_split for t in turns if t.qa_split is not None]
+    suffixed = sum(1 for c in columns if _SUFFIXED.search(c))
+    features: dict[str, Any] = {
+        "num_dialogue_turns": len(turns),
+        "has_type2_question": any(flags) if flags else rid.startswith("Double_"),
+        "has_duplicate_columns": suffixed > 1,
+        "has_non_numeric_values": non_numeric,
+    }
+    raw = record.get("features")
+    if type(raw) is dict:
+        for key, value in raw.items():
+            if key not in features:
+                continue  # ignored, as the model ignores it
+            kind = type(value)
+            if key == "num_dialogue_turns" and (kind is not int or value < 0):
+                return None
+            if key != "num_dialogue_turns" and kind is not bool:
+                return None
+            features[key] = value
+    document: dict[str, Any] = {
+        "pre_text": _text(doc.get("pre_text")),
+        "post_text": _text(doc.get("post_text")),
+        "table": table,
+    }
+    return PlainConversation(rid, turns, features, document)
+
+
 class StoredConversations(Sequence[Conversation]):
     """The kept conversations of a file, read again from it (one record at a time) whenever they
     are iterated: their record numbers, ids and turn counts are kept, not the records.
@@ -270,6 +403,22 @@ class StoredConversations(Sequence[Conversation]):
             record, index=index, split=self.split, file=self.file, operations=self.operations
         )
         return conversation
+
+    def plain(self) -> Iterator[PlainConversation]:
+        """The kept conversations as plain data (``plain_derived``, else in full)."""
+        wanted = self.indices
+        if not wanted:
+            return
+        k = 0
+        derived = self.fmt == "derived"
+        for i, (record, _, _) in enumerate(_scan.records(self.file, self.offset)):
+            if i == wanted[k]:
+                self.operations = {}
+                found = plain_derived(record, self.operations) if derived else None
+                yield found if found is not None else plain_conversation(self._convert(record, i))
+                k += 1
+                if k == len(wanted):
+                    return
 
     def __len__(self) -> int:
         return len(self.indices)

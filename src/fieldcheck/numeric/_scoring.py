@@ -46,7 +46,7 @@ from fieldcheck.metrics._stats import (
     latency_stats,
     safe_div_array,
 )
-from fieldcheck.numeric._loaders import LoadResult
+from fieldcheck.numeric._loaders import LoadResult, PlainTurn
 from fieldcheck.numeric._predictions import (
     Prediction,
     PredictionsResult,
@@ -221,6 +221,20 @@ def turn_record(
     )
 
 
+_LOGIC_CACHED = 64  # longer plans and programs are scored without the cache (bounded memory)
+
+
+@functools.lru_cache(maxsize=4096)
+def _logic_scores(plan_ops: Sequence[str], gold_ops: Sequence[str]) -> tuple[float, float, float]:
+    """Logic recall, precision and order score; the few distinct (plan, gold) pairs of a run
+    are scored once."""
+    return (
+        logic_recall(plan_ops, gold_ops),
+        logic_precision(plan_ops, gold_ops),
+        logic_order_score(plan_ops, gold_ops),
+    )
+
+
 _NO_PREDICTION = PredictionValues(
     None, None, 0, 0, None, MISSING_PREDICTION, "no prediction for this turn", []
 )
@@ -229,7 +243,7 @@ _NO_PREDICTION = PredictionValues(
 def turn_values(
     conversation_id: str,
     turn_idx: int,
-    turn: Turn,
+    turn: Turn | PlainTurn,
     prediction: PredictionValues | None,
     gold_ops: list[str] | None,
 ) -> dict[str, Any]:
@@ -257,9 +271,10 @@ def turn_values(
     recall = precision = order = None
     # a plan cut short by a failed repair call is listed but not scored
     if plan_ops is not None and gold_ops is not None and not_scored != "call_error":
-        recall = logic_recall(plan_ops, gold_ops)
-        precision = logic_precision(plan_ops, gold_ops)
-        order = logic_order_score(plan_ops, gold_ops)
+        if len(plan_ops) + len(gold_ops) <= _LOGIC_CACHED:
+            recall, precision, order = _logic_scores(tuple(plan_ops), tuple(gold_ops))
+        else:
+            recall, precision, order = _logic_scores.__wrapped__(plan_ops, gold_ops)
     if matches is None:
         numerical = soft = unit = sign = general = None
         mode: FailureMode | None = None

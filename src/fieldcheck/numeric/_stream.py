@@ -17,6 +17,7 @@ from array import array
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
+from operator import itemgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -24,13 +25,12 @@ import orjson
 
 from fieldcheck._util.errors import short_repr
 from fieldcheck.metrics._stats import ExactSum, latency_stats
-from fieldcheck.numeric._loaders import LoadResult
+from fieldcheck.numeric._loaders import LoadResult, StoredConversations, plain_conversation
 from fieldcheck.numeric._predictions import (
     PredictionIndex,
     PredictionsResult,
     prediction_values,
 )
-from fieldcheck.numeric._records import Conversation
 from fieldcheck.numeric._report import PLOTS, WORST, write_numeric_report
 from fieldcheck.numeric._scoring import (
     MISSING_PREDICTION,
@@ -151,6 +151,8 @@ EXTRA_FIELDS = {
     "soft": "soft_match",
 }
 _PLAIN = (int, float, bool)
+# neutralise_cell's JSON text of a dict cell
+_CELL_JSON = orjson.OPT_NON_STR_KEYS | orjson.OPT_SORT_KEYS
 # RunRecorder.add_items' JSON options (sorted keys): the stored text is the same bytes
 _STORE_OPTIONS = orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY
 # write_json's options (dumps(indent=True)): the traces are the same bytes
@@ -220,6 +222,85 @@ def turn_row(features: Mapping[str, Any], t: Turn) -> dict[str, Any]:
     row["plan_operations"] = " ".join(plan_ops) if plan_ops is not None else None
     row["ground_truth_operations"] = " ".join(gold_ops) if gold_ops is not None else None
     return row
+
+
+def _cell_list(values: Iterable[Any]) -> list[Any]:
+    """``_cells`` of values already in column order."""
+    return ["" if v is None else v if type(v) in _PLAIN else neutralise_cell(v) for v in values]
+
+
+_TURN_HEAD = itemgetter(*TURN_COLUMNS[: TURN_COLUMNS.index("plan_operations")])
+_TURN_TAIL = itemgetter(*TURN_COLUMNS[TURN_COLUMNS.index("input_tokens") :])
+_AVERAGED = (*LOGIC_FIELDS, "operations_per_turn", "latency_s")
+
+
+def turn_cells(features: Mapping[str, Any], t: Turn) -> list[Any]:
+    """``_cells(turn_row(features, t), TURN_COLUMNS)`` of a full turn record, without the row
+    dict (tests/numeric/test_fast_paths.py)."""
+    plan_ops, gold_ops = t["plan_operations"], t["ground_truth_operations"]
+    return _cell_list(
+        (
+            *_TURN_HEAD(t),
+            " ".join(plan_ops) if plan_ops is not None else None,
+            t["ground_truth_program"],
+            " ".join(gold_ops) if gold_ops is not None else None,
+            t["qa_split"],
+            features["has_type2_question"],
+            features["has_non_numeric_values"],
+            *_TURN_TAIL(t),
+        )
+    )
+
+
+def summary_cells(
+    conversation_id: str, trace_id: str, features: Mapping[str, Any], turns: Sequence[Turn]
+) -> tuple[list[Any], bool | None]:
+    """``_cells(summary_row(...), SUMMARY_COLUMNS)`` in one pass over the turns, and the
+    conversation's success (tests/numeric/test_fast_paths.py)."""
+    scored = failed = tokens_in = tokens_out = 0
+    hits = [0] * len(MATCH_FIELDS)
+    present: list[list[float]] = [[] for _ in _AVERAGED]
+    latencies: list[Any] = []
+    for t in turns:
+        tokens_in += t["input_tokens"]
+        tokens_out += t["output_tokens"]
+        if t["not_scored"] != "call_error":
+            for values, field in zip(present, _AVERAGED, strict=True):
+                value = t[field]
+                if value is not None:
+                    values.append(float(value))
+            if t["latency_s"] is not None:
+                latencies.append(t["latency_s"])
+        if t["scored"]:
+            scored += 1
+            for k, field in enumerate(MATCH_FIELDS):
+                if t[field]:
+                    hits[k] += 1
+            if not t["numerical_match"]:
+                failed += 1
+    success = failed == 0 if scored else None
+    means = [math.fsum(v) / len(v) if v else None for v in present]
+    cells = _cell_list(
+        (
+            conversation_id,
+            trace_id,
+            len(turns),
+            features["num_dialogue_turns"],
+            features["has_type2_question"],
+            features["has_duplicate_columns"],
+            features["has_non_numeric_values"],
+            *((h / scored if scored else None) for h in hits),
+            *means[:-1],
+            success,
+            tokens_in,
+            tokens_out,
+            tokens_in + tokens_out,
+            sum(latencies) if latencies else None,
+            means[-1],
+            failed,
+        )
+    )
+    return cells, success
 
 
 # the ASCII characters float() can start with (white space, sign, digits, point, inf, nan)
@@ -302,6 +383,53 @@ def error_row(
             "has_duplicate_columns": features["has_duplicate_columns"],
         },
     }
+
+
+def error_cells(
+    trace_id: str, conversation_id: str, features: Mapping[str, Any], t: Turn
+) -> list[Any] | None:
+    """``_cells(error_row(...), ERROR_COLUMNS)`` without the row dict, or ``None``
+    (tests/numeric/test_fast_paths.py)."""
+    if not t["scored"] or t["numerical_match"]:
+        return None
+    error_type = t["error_type"]
+    if error_type is not None:
+        message = t["error_message"] or ""
+    else:
+        error_type = t["failure_mode"] or "wrong"
+        expected, got = short_repr(t["expected_answer"]), short_repr(t["predicted_answer"])
+        message = f"expected {expected}, got {got}"
+    context = {
+        "failure_mode": t["failure_mode"],
+        "predicted_answer": t["predicted_answer"],
+        "parsed_answer": t["parsed_answer"],
+        "ground_truth_program": t["ground_truth_program"],
+        "ground_truth_operations": t["ground_truth_operations"],
+        "plan_operations": t["plan_operations"],
+        "logic_recall": t["logic_recall"],
+        "soft_match": t["soft_match"],
+        "unit_agnostic_match": t["unit_agnostic_match"],
+        "sign_agnostic_match": t["sign_agnostic_match"],
+        "general_match": t["general_match"],
+        "qa_split": t["qa_split"],
+        "has_duplicate_columns": features["has_duplicate_columns"],
+    }
+    return _cell_list(
+        (
+            trace_id,
+            conversation_id,
+            t["turn_idx"],
+            t["question"],
+            t["expected_answer"],
+            error_type,
+            message,
+            features["has_type2_question"],
+            features["has_non_numeric_values"],
+            t["plan_steps"],
+            t["operations_per_turn"],
+            orjson.dumps(context, option=_CELL_JSON).decode(),
+        )
+    )
 
 
 class _Sum:
@@ -555,12 +683,12 @@ class OutputStreams:
         trace_id: str,
         features: Mapping[str, Any],
         turns: Sequence[Turn],
-        conversation: Conversation | None,
+        document: dict[str, Any] | None,
     ) -> None:
         """Append one conversation's rows and write its trace."""
         files = self.files
-        summary = summary_row(conversation_id, trace_id, features, turns)
-        files["summary.csv"][2].append(_cells(summary, SUMMARY_COLUMNS))
+        summary, success = summary_cells(conversation_id, trace_id, features, turns)
+        files["summary.csv"][2].append(summary)
         rows, validation, errors = (
             files["turns.csv"][2],
             files["validation.csv"][2],
@@ -568,22 +696,22 @@ class OutputStreams:
         )
         items = self.items if self.recorder is not None else None
         for t in turns:
-            cells = _cells(turn_row(features, t), TURN_COLUMNS)
+            cells = turn_cells(features, t)
             rows.append(cells)
             if items is not None:
                 items.append(stored_row(cells))
             for entry in t["validation"]:
                 line = {"conversation_id": conversation_id, "turn_idx": t["turn_idx"], **entry}
                 validation.append(_cells(line, VALIDATION_COLUMNS))
-            error = error_row(trace_id, conversation_id, features, t)
+            error = error_cells(trace_id, conversation_id, features, t)
             if error is not None:
-                errors.append(_cells(error, ERROR_COLUMNS))
+                errors.append(error)
         trace = {
             "trace_id": trace_id,
             "conversation_id": conversation_id,
             "features": features,
-            "document": conversation.doc.model_dump(mode="json") if conversation else None,
-            "conversation_success": summary["conversation_success"],
+            "document": document,
+            "conversation_success": success,
             "turns": turns,
         }
         with open(f"{self.traces}{trace_id}.json", "wb") as handle:
@@ -651,7 +779,12 @@ def score_to_folder(
     with ExitStack() as stack:
         streams = OutputStreams(folder, stack, chunk=chunk, recorder=recorder)
         indexed = found if isinstance(found, PredictionIndex) else None
-        for n, conversation in enumerate(stored, start=1):
+        plain = (
+            stored.plain()
+            if isinstance(stored, StoredConversations)
+            else map(plain_conversation, stored)
+        )
+        for n, conversation in enumerate(plain, start=1):
             cid = conversation.id
             # a stored file: this conversation's lines read at once, its programs parsed once
             if indexed is not None:
@@ -670,8 +803,8 @@ def score_to_folder(
                     errors.append(missing_turn_error(predictions, cid, i))
                 gold_ops = gold_operations(gold.program, operations)
                 turns.append(turn_values(cid, i, gold, prediction, gold_ops))
-            features = conversation.features.model_dump()
-            streams.write(cid, ids[cid], features, turns, conversation)
+            features = conversation.features
+            streams.write(cid, ids[cid], features, turns, conversation.document)
             tally.add(cid, turns)
             if progress is not None and (n % 256 == 0 or n == total):
                 progress(n)

@@ -103,9 +103,9 @@ def write_outputs(
         streams = OutputStreams(out, stack)
         for c in result.conversations:
             turns = _dumped(c)
-            streams.write(
-                c.conversation_id, c.trace_id, c.features, turns, by_id.get(c.conversation_id)
-            )
+            conversation = by_id.get(c.conversation_id)
+            document = conversation.doc.model_dump(mode="json") if conversation else None
+            streams.write(c.conversation_id, c.trace_id, c.features, turns, document)
             tally.add(c.conversation_id, turns)
     if result.tallies is None:
         result = result.model_copy(update={"tallies": tally.report_tallies()})

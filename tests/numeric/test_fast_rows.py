@@ -1,0 +1,304 @@
+"""The session-6 shortcuts of ``numeric score``'s hot path give what the full definitions give
+(issue 10): ``parse_answer``'s plain-decimal shortcut and its faster number pattern, the row
+cells built without row dicts (``turn_cells``, ``summary_cells``, ``error_cells``), and the
+conversations re-read as plain data (``plain_derived``). Each on generated inputs, and each
+shortcut shown to be taken on the plain inputs it is for."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from fieldcheck._util.errors import InputError
+from fieldcheck.metrics import _numbers
+from fieldcheck.metrics._numbers import parse_answer
+from fieldcheck.numeric._loaders import _from_derived, plain_conversation, plain_derived
+from fieldcheck.numeric._stream import (
+    ERROR_COLUMNS,
+    SUMMARY_COLUMNS,
+    TURN_COLUMNS,
+    _cells,
+    error_cells,
+    error_row,
+    summary_cells,
+    summary_row,
+    turn_cells,
+    turn_row,
+)
+
+# ---------------------------------------------------------------------------------------------
+# answers
+
+_ANSWER_CHARS = "0123456789.,-+()$%  eEmkb\u2212\u00a3\u0663\u00b2yesnotha\t"
+_LOOKAHEAD = "(?=[\\s(\\-+\\u2212$\\u20ac\\u00a3\\d.])"
+
+
+@settings(max_examples=3000, deadline=None)
+@given(
+    st.one_of(
+        st.from_regex(r"-?(?:[0-9]{1,400}(?:\.[0-9]{1,6})?|\.[0-9]{1,6})", fullmatch=True),
+        st.text(_ANSWER_CHARS, max_size=30),
+    )
+)
+def test_the_plain_decimal_shortcut_gives_the_full_rules(text: str) -> None:
+    # a leading space: the shortcut is skipped, the rules see the same cleaned text
+    assert parse_answer(text) == parse_answer(" " + text)
+
+
+def test_plain_decimals_take_the_shortcut() -> None:
+    for text in ("3967.00", "-5069.00", "-.5", "1999", "0", "-0"):
+        assert _numbers._PLAIN_DECIMAL.fullmatch(text)
+    parsed = parse_answer("-5069.00")
+    assert parsed is not None
+    assert (parsed.value, parsed.written, parsed.decimals, parsed.rule) == (
+        -5069.0,
+        -5069.0,
+        2,
+        "number",
+    )
+    assert parse_answer("1" * 400) is None  # inf: no answer, as the full rules say
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.text(_ANSWER_CHARS, max_size=40))
+def test_the_number_pattern_lookahead_changes_no_match(text: str) -> None:
+    assert _LOOKAHEAD in _numbers._NUMBER_TOKEN.pattern
+    slow = re.compile(
+        _numbers._NUMBER_TOKEN.pattern.replace(_LOOKAHEAD, ""), _numbers._NUMBER_TOKEN.flags
+    )
+    fast = [(m.span(), m.groupdict()) for m in _numbers._NUMBER_TOKEN.finditer(text)]
+    assert fast == [(m.span(), m.groupdict()) for m in slow.finditer(text)]
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.text(_ANSWER_CHARS + "\u0661\u00bd\u2155x", max_size=12))
+def test_has_digit_is_any_isdigit(text: str) -> None:
+    assert _numbers._has_digit(text) == any(ch.isdigit() for ch in text)
+
+
+# ---------------------------------------------------------------------------------------------
+# row cells
+
+_HOSTILE = ["=cmd|' /C calc'!A0", "-1+2", "+3", "@x", "", "plain", "-9.7%", "<img src=x>", "\tx"]
+_TEXT = st.one_of(st.sampled_from(_HOSTILE), st.text(max_size=4))
+_MAYBE_NUMBER = st.one_of(st.none(), st.integers(0, 5), st.floats(0, 1), st.booleans())
+_OPS = st.one_of(st.none(), st.lists(st.sampled_from(["add", "=sum", "-x", ""]), max_size=3))
+
+
+@st.composite
+def _turn(draw: st.DrawFn) -> dict[str, Any]:
+    not_scored = draw(st.sampled_from([None, None, "no_gold", "call_error"]))
+    match = st.one_of(st.none(), st.booleans()) if not_scored else st.booleans()
+    return {
+        "conversation_id": draw(_TEXT),
+        "turn_idx": draw(st.integers(0, 5)),
+        "question": draw(_TEXT),
+        "expected_answer": draw(st.one_of(st.none(), st.floats(-5, 5), _TEXT)),
+        "predicted_answer": draw(st.one_of(st.none(), st.floats(-5, 5), _TEXT)),
+        "parsed_answer": draw(st.one_of(st.none(), st.floats(-5, 5), st.sampled_from(["yes"]))),
+        "answer_rule": draw(st.sampled_from([None, "number", "yes_no"])),
+        "scored": not_scored is None,
+        "not_scored": not_scored,
+        "numerical_match": draw(match),
+        "soft_match": draw(match),
+        "unit_agnostic_match": draw(match),
+        "sign_agnostic_match": draw(match),
+        "general_match": draw(match),
+        "failure_mode": draw(st.sampled_from([None, "scale", "wrong", "error"])),
+        "ground_truth_program": draw(st.one_of(st.none(), _TEXT)),
+        "ground_truth_operations": draw(_OPS),
+        "plan": None,
+        "plan_steps": draw(st.one_of(st.none(), st.integers(0, 3))),
+        "plan_operations": draw(_OPS),
+        "operations_per_turn": draw(st.one_of(st.none(), st.integers(0, 3))),
+        "logic_recall": draw(_MAYBE_NUMBER),
+        "logic_precision": draw(_MAYBE_NUMBER),
+        "logic_order_score": draw(_MAYBE_NUMBER),
+        "qa_split": draw(st.one_of(st.none(), st.booleans())),
+        "input_tokens": draw(st.integers(0, 1000)),
+        "output_tokens": draw(st.integers(0, 100)),
+        "latency_s": draw(st.one_of(st.none(), st.floats(0, 3), st.integers(0, 3))),
+        "error_type": draw(st.one_of(st.none(), st.sampled_from(["timeout", "=x", "missing"]))),
+        "error_message": draw(st.one_of(st.none(), _TEXT)),
+        "validation": [],
+    }
+
+
+_FEATURES = st.fixed_dictionaries(
+    {
+        "num_dialogue_turns": st.integers(0, 5),
+        "has_type2_question": st.booleans(),
+        "has_duplicate_columns": st.booleans(),
+        "has_non_numeric_values": st.booleans(),
+    }
+)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(_FEATURES, st.lists(_turn(), max_size=5), _TEXT, _TEXT)
+def test_row_cells_are_the_cells_of_the_full_rows(
+    features: dict[str, Any], turns: list[dict[str, Any]], cid: str, trace_id: str
+) -> None:
+    full = summary_row(cid, trace_id, features, turns)
+    assert summary_cells(cid, trace_id, features, turns) == (
+        _cells(full, SUMMARY_COLUMNS),
+        full["conversation_success"],
+    )
+    for t in turns:
+        assert turn_cells(features, t) == _cells(turn_row(features, t), TURN_COLUMNS)
+        row = error_row(trace_id, cid, features, t)
+        expected = _cells(row, ERROR_COLUMNS) if row is not None else None
+        assert error_cells(trace_id, cid, features, t) == expected
+
+
+# ---------------------------------------------------------------------------------------------
+# conversations re-read as plain data
+
+_CELL = st.one_of(
+    st.integers(-5, 5),
+    st.floats(-1e3, 1e3),
+    st.sampled_from(["nm", "$ 10", "14%", "( 45 )", ""]),
+)
+_BAD_CELL = st.one_of(st.none(), st.booleans(), st.lists(st.integers(), max_size=1))
+_PROGRAMS = st.sampled_from(["subtract(5, 3), divide(#0, 3)", "60.94", "sum(1, 2)", "add(1"])
+_LIST_ITEM = st.one_of(_PROGRAMS, st.floats(-5, 5), st.integers(0, 3), st.booleans(), st.none())
+
+
+@st.composite
+def _record(draw: st.DrawFn) -> Any:
+    n = draw(st.integers(0, 4))
+
+    def rarely() -> bool:
+        return draw(st.integers(0, 29)) == 0
+
+    def per_turn(item: st.SearchStrategy[Any]) -> Any:
+        if rarely():
+            return draw(st.one_of(st.none(), st.text(max_size=1)))
+        length = n + 1 if rarely() else n
+        return draw(st.lists(item, min_size=length, max_size=length))
+
+    box: dict[str, Any] = {"conv_questions": [f"q{i}?" for i in range(n)]}
+    if rarely():
+        box["conv_questions"] = draw(st.lists(st.one_of(st.text(max_size=2), st.integers())))
+    for key, item in (
+        ("conv_answers", st.one_of(st.text(max_size=3), st.floats(-5, 5), st.none())),
+        ("turn_program", st.one_of(_PROGRAMS, st.none())),
+        (
+            "executed_answers",
+            _LIST_ITEM if rarely() else st.one_of(st.floats(-5, 5), st.integers(-5, 5), _TEXT),
+        ),
+        ("qa_split", st.one_of(st.booleans(), st.none(), st.integers(0, 1))),
+    ):
+        if draw(st.booleans()):
+            box[key] = per_turn(item)
+    columns = draw(
+        st.sampled_from(["2019", "2018", "a (1)", "a (2)", "b (3)"]).flatmap(
+            lambda _: st.lists(
+                st.sampled_from(["2019", "2018", "a (1)", "a (2)", "b (3)"]),
+                unique=True,
+                max_size=4,
+            )
+        )
+    )
+    cell = _BAD_CELL if rarely() else _CELL
+    table = {
+        c: draw(st.dictionaries(st.sampled_from(["rev", "cost"]), cell, max_size=2))
+        for c in columns
+    }
+    record: dict[str, Any] = {
+        "id": "" if rarely() else draw(st.sampled_from(["c1", "Double_x"])),
+        "doc": {
+            "pre_text": draw(st.one_of(st.text(max_size=3), st.lists(st.integers(), max_size=2))),
+            "table": table,
+        },
+        "dialogue": box,
+    }
+    if draw(st.booleans()):
+        record["doc"]["post_text"] = draw(st.one_of(st.none(), st.text(max_size=3)))
+    if draw(st.booleans()):
+        record["features"] = draw(
+            st.one_of(
+                st.dictionaries(
+                    st.sampled_from(
+                        [
+                            "num_dialogue_turns",
+                            "has_type2_question",
+                            "has_non_numeric_values",
+                            "has_duplicate_columns",
+                            "other",
+                        ]
+                    ),
+                    st.sampled_from([-1, "true", 1.0])
+                    if rarely()
+                    else st.one_of(st.booleans(), st.integers(0, 5)),
+                ),
+                st.lists(st.integers(), max_size=1),
+                st.none(),
+            )
+        )
+    if rarely():
+        record = draw(st.sampled_from([[record], "x", {"id": "c2"}]))
+    return record
+
+
+@settings(max_examples=2000, deadline=None)
+@given(_record())
+def test_plain_derived_is_the_full_conversion(record: Any) -> None:
+    operations: dict[str, tuple[str, ...] | None] = {}
+    plain = plain_derived(record, operations)
+    if plain is None:
+        return
+    expected_ops: dict[str, tuple[str, ...] | None] = {}
+    conversation, _ = _from_derived(
+        record, index=0, split="dev", file=Path("d.json"), operations=expected_ops
+    )
+    full = plain_conversation(conversation)
+    assert plain.id == full.id
+    assert [tuple(t) for t in plain.turns] == [
+        (t.index, t.question, t.answer, t.program, t.executed_answer, t.qa_split)
+        for t in conversation.turns
+    ]
+    assert list(plain.features.items()) == list(full.features.items())
+    assert plain.document == full.document
+    assert operations == expected_ops
+
+
+def test_a_plain_record_is_read_without_the_models() -> None:
+    record = {
+        "id": "c1",
+        "doc": {"pre_text": "p", "table": {"2019": {"rev": 5, "note": "nm"}}},
+        "dialogue": {
+            "conv_questions": ["a?", "b?"],
+            "turn_program": ["5", "subtract(5, 3)"],
+            "executed_answers": [5, 2.0],
+            "qa_split": [False, True],
+        },
+        "features": {"has_duplicate_columns": True, "other": 1},
+    }
+    operations: dict[str, tuple[str, ...] | None] = {}
+    plain = plain_derived(record, operations)
+    assert plain is not None
+    assert plain.turns[0].executed_answer == 5.0
+    assert plain.features == {
+        "num_dialogue_turns": 2,
+        "has_type2_question": True,
+        "has_duplicate_columns": True,
+        "has_non_numeric_values": True,
+    }
+    assert plain.document == {
+        "pre_text": "p",
+        "post_text": "",
+        "table": {"rev": {"2019": 5.0}, "note": {"2019": "nm"}},
+    }
+    assert operations == {"5": (), "subtract(5, 3)": ("subtract",)}
+    # a field the models would coerce or refuse: the full conversion decides
+    assert plain_derived(record | {"features": {"has_type2_question": "true"}}, {}) is None
+    bad = record | {"dialogue": {"conv_questions": ["a?"], "executed_answers": [True]}}
+    assert plain_derived(bad, {}) is None
+    with pytest.raises(InputError, match="answer is not a number or text"):
+        _from_derived(bad, index=0, split="dev", file=Path("d.json"), operations={})
