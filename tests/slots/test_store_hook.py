@@ -103,10 +103,12 @@ def _plain(value: Any) -> Any:
     return orjson.loads(orjson.dumps(value))
 
 
-@pytest.mark.parametrize("k", [1, 3])
+@pytest.mark.parametrize(("k", "writer"), [(1, "thread"), (3, "thread"), (3, "process")])
 def test_stored_items_are_the_slot_items_of_the_in_memory_run(
-    jsonl: Jsonl, tmp_path: Path, k: int
+    jsonl: Jsonl, tmp_path: Path, k: int, writer: str
 ) -> None:
+    """The items are built by ``store_rows`` in the writer: a thread of this process, or (a
+    large run) the store's writer process."""
     paths = _inputs(jsonl)
     gold = load_slots(paths["gold"])
     models = _models(paths, load_slots(paths["a"]), load_slots(paths["b"]))
@@ -116,6 +118,8 @@ def test_stored_items_are_the_slot_items_of_the_in_memory_run(
 
     store = Store(f"sqlite:///{tmp_path}/s.db")
     with _record(store) as recorder:
+        if writer == "process":
+            recorder.start_process()
         run = _streamed(paths, k, recorder, tmp_path)
         metrics, intervals = slot_metrics(run)
         info = recorder.finish(metrics=metrics, intervals=intervals)

@@ -185,3 +185,29 @@ def test_turn_and_model_indexes_hold_only_items_that_have_them(store: Store) -> 
     assert "turn IS NOT NULL" in defs["ix_run_items_turn"]
     assert "model IS NOT NULL" in defs["ix_run_items_model"]
     assert "NOT NULL" not in defs["ix_run_items_failed"]
+
+
+@pytest.mark.parametrize("writer", ["thread", "process"])
+def test_items_built_by_the_writer_are_numbered_after_the_others(
+    store: Store, tmp_path: Path, writer: str
+) -> None:
+    recorder = _open(store, tmp_path)
+    if writer == "process":
+        recorder.start_process()
+    recorder.add_prepared([(ItemColumns("a", False), b'{"n":0}')])
+    built = [(ItemColumns(f"b{i}", i == 1, tags={"t": True}), f'{{"n":{i + 1}}}') for i in range(2)]
+    assert recorder.add_built("builtins:list", built, 2) == 2  # list(payload) builds them
+    recorder.add_prepared([(ItemColumns("c", False), b'{"n":3}')])
+    run = recorder.finish(metrics=None)
+    items = store.items(run.id)
+    assert [(i.key, i.seq, i.result["n"]) for i in items] == [
+        ("a", 0, 0), ("b0", 1, 1), ("b1", 2, 2), ("c", 3, 3),
+    ]  # fmt: skip
+    assert store.count_items(run.id, failed=True) == 1 and store.count_items(run.id, tag="t") == 2
+    # a builder that makes another number of items than announced stores nothing more
+    broken = _open(store, tmp_path)
+    if writer == "process":
+        broken.start_process()
+    broken.add_built("builtins:list", [], 1)
+    with pytest.raises(Exception, match="built 0 items where 1 were announced"):
+        broken.flush()

@@ -601,66 +601,42 @@ class SlotScorer:
                 cols = list(PAIR_COLUMNS)
                 classes.add(np.hstack([units_a[both][:, cols], units_b[both][:, cols]]))
         if self.recorder is not None:
-            self.recorder.add_prepared(self._rows(gold, predictions, keys, bucket))
+            payload = self._store_payload(gold, predictions, keys, bucket)
+            self.recorder.add_built(STORE_ROWS, payload, len(keys) * len(self.folds))
 
-    def _rows(
+    def _store_payload(
         self,
         gold: SlotFile,
         predictions: Sequence[SlotFile],
         keys: list[SessionKey],
         bucket: list[tuple[np.ndarray, np.ndarray]],
-    ) -> Iterator[tuple[ItemColumns, bytes]]:
-        """The bucket's items for the store, model by model, each over the sessions in sorted
-        order: its counts (or why it was not scored), the gold and predicted slots, per topic
-        how many slots differ from gold, its latency and judge scores (docs/runs.md); with the
-        columns ``store._items.slot_columns`` derives from such an item. A session's gold is
-        serialised once for every model."""
-        canonical = self.canonical.get
-        dumps, fragment, sort = orjson.dumps, orjson.Fragment, orjson.OPT_SORT_KEYS
-        golds = [_slot_list(gold.sessions[k]) for k in keys]
-        gold_texts = [fragment(dumps(g)) for g in golds]
-        gold_sets = [{(t, f): canonical(v) for t, f, v in g} for g in golds]
+    ) -> StorePayload:
+        """What ``store_rows`` makes the bucket's items of (picklable: in a large run they are
+        built in the store's writer process): the sessions, their gold slots, and per model its
+        name, predicted slots, counts, which were scored, and its latencies, judge scores and
+        reasons for the sessions not scored."""
+        models = []
         for fold, preds, (units, scored) in zip(self.folds, predictions, bucket, strict=True):
             model = fold.model
-            name = model.name
-            column = name[:MODEL_CHARS]
+            flags = scored.tolist()
             seconds = fold.latency.seconds if fold.latency is not None else None
             judged = fold.judge_scores.scores if fold.judge_scores is not None else None
-            counts = units.tolist()
-            sessions = preds.sessions
-            for i, key in enumerate(keys):
-                slots = sessions.get(key)
-                pred = _slot_list(slots) if slots else []
-                per_topic = _differ(gold_sets[i], {(t, f): canonical(v) for t, f, v in pred})
-                item: dict[str, Any] = {
-                    "model": name,
-                    "user": key[0],
-                    "session": key[1],
-                    "gold": gold_texts[i],
-                    "pred": pred,
-                    "per_topic": per_topic,
-                }
-                if seconds is not None and key in seconds:
-                    item["latency_s"] = seconds[key]
-                if judged is not None and key in judged:
-                    item["judge"] = [[t, f, s] for (t, f), s in sorted(judged[key].items())]
-                error_type = None
-                if scored[i]:
-                    c = counts[i]
-                    item["counts"] = dict(zip(_UNIT_FIELDS, c, strict=True))
-                    failed = bool(c[FP] or c[FN])
-                else:
-                    why = item["not_scored"] = model.not_scored.get(key, "not scored")
-                    failed = bool(why)
-                    error_type = str(why)[:32] if why else None
-                tags: dict[str, bool] = {}
-                for topic, d in per_topic.items():
-                    topic = topic[:TAG_CHARS]
-                    tags[topic] = tags.get(topic, False) or bool(d["differ"])
-                columns = ItemColumns(
-                    f"{name}/{key[0]}/{key[1]}", failed, column, None, error_type, tags
+            models.append(
+                (
+                    model.name,
+                    [preds.sessions.get(k) for k in keys],
+                    units.tolist(),
+                    flags,
+                    None if seconds is None else {k: seconds[k] for k in keys if k in seconds},
+                    None if judged is None else {k: judged[k] for k in keys if k in judged},
+                    {
+                        k: model.not_scored.get(k, "not scored")
+                        for k, done in zip(keys, flags, strict=True)
+                        if not done
+                    },
                 )
-                yield columns, dumps(item, option=sort)
+            )
+        return keys, [gold.sessions[k] for k in keys], models
 
     def _score_bucket(
         self,
@@ -1158,6 +1134,59 @@ def _differ(
     return topics
 
 
+StorePayload = tuple[list[SessionKey], list[Any], list[tuple[Any, ...]]]
+STORE_ROWS = "fieldcheck.slots._score:store_rows"
+
+
+def store_rows(payload: StorePayload) -> Iterator[tuple[ItemColumns, bytes]]:
+    """A bucket's items for the run store (``SlotScorer._store_payload``), model by model, each
+    over the sessions in sorted order: its counts (or why it was not scored), the gold and
+    predicted slots, per topic how many slots differ from gold, its latency and judge scores
+    (docs/runs.md); with the columns ``store._items.slot_columns`` derives from such an item.
+    A session's gold is serialised once for every model."""
+    keys, gold_slots, models = payload
+    canonical = _STORE_CANONICAL.get
+    dumps, fragment, sort = orjson.dumps, orjson.Fragment, orjson.OPT_SORT_KEYS
+    golds = [_slot_list(g) for g in gold_slots]
+    gold_texts = [fragment(dumps(g)) for g in golds]
+    gold_sets = [{(t, f): canonical(v) for t, f, v in g} for g in golds]
+    for name, predicted, counts, scored, seconds, judged, not_scored in models:
+        column = name[:MODEL_CHARS]
+        for i, key in enumerate(keys):
+            slots = predicted[i]
+            pred = _slot_list(slots) if slots else []
+            per_topic = _differ(gold_sets[i], {(t, f): canonical(v) for t, f, v in pred})
+            item: dict[str, Any] = {
+                "model": name,
+                "user": key[0],
+                "session": key[1],
+                "gold": gold_texts[i],
+                "pred": pred,
+                "per_topic": per_topic,
+            }
+            if seconds is not None and key in seconds:
+                item["latency_s"] = seconds[key]
+            if judged is not None and key in judged:
+                item["judge"] = [[t, f, s] for (t, f), s in sorted(judged[key].items())]
+            error_type = None
+            if scored[i]:
+                c = counts[i]
+                item["counts"] = dict(zip(_UNIT_FIELDS, c, strict=True))
+                failed = bool(c[FP] or c[FN])
+            else:
+                why = item["not_scored"] = not_scored[key]
+                failed = bool(why)
+                error_type = str(why)[:32] if why else None
+            tags: dict[str, bool] = {}
+            for topic, d in per_topic.items():
+                topic = topic[:TAG_CHARS]
+                tags[topic] = tags.get(topic, False) or bool(d["differ"])
+            columns = ItemColumns(
+                f"{name}/{key[0]}/{key[1]}", failed, column, None, error_type, tags
+            )
+            yield columns, dumps(item, option=sort)
+
+
 class _CanonicalCache:
     """``canonical_set`` of value lists, remembered up to _CACHE_LIMIT distinct lists."""
 
@@ -1172,6 +1201,9 @@ class _CanonicalCache:
                 self.sets.clear()
             found = self.sets[key] = canonical_set(values)
         return found
+
+
+_STORE_CANONICAL = _CanonicalCache()  # store_rows's, in whichever process builds the items
 
 
 def _side(whole: F | None, bucket: Sequence[F | None] | None, i: int) -> F | None:

@@ -13,6 +13,7 @@ The files on disk are untouched: the store holds a copy for listing, comparing a
 from __future__ import annotations
 
 import contextlib
+import importlib
 import os
 import pickle
 import queue
@@ -52,6 +53,37 @@ def _plain(value: Any) -> Any:
 _Row = tuple[str, int, str | None, bool | None, str | None, int | None, str | bytes]
 _Tag = tuple[str, int, bool]
 _QUEUED_CHUNKS = 2
+# what a writer receives: ("rows", items, tags), or ("build", "module:function", payload,
+# first seq, count), items the writer builds itself with that function (``add_built``)
+_Chunk = tuple[Any, ...]
+
+
+def flat_rows(
+    rows: Iterable[tuple[ItemColumns, str | bytes]], seq: int
+) -> tuple[list[_Row], list[_Tag], int]:
+    """(columns, result) pairs as the items and tags rows ``Store.insert_scored_rows`` takes,
+    numbered from ``seq``; and the next seq."""
+    items: list[_Row] = []
+    tags: list[_Tag] = []
+    for c, result in rows:  # bytes are decoded by the writer
+        items.append((c.key, seq, c.error_type, c.failed, c.model, c.turn, result))
+        if c.tags:
+            tags.extend((name, seq, failed) for name, failed in c.tags.items())
+        seq += 1
+    return items, tags, seq
+
+
+def resolve(chunk: _Chunk) -> tuple[list[_Row], list[_Tag]]:
+    """A chunk's items and tags rows; a ``build`` chunk's built here (in the writer)."""
+    if chunk[0] == "rows":
+        return chunk[1], chunk[2]
+    _, builder, payload, seq, count = chunk
+    module, _, name = builder.partition(":")
+    build = getattr(importlib.import_module(module), name)
+    items, tags, end = flat_rows(build(payload), seq)
+    if end - seq != count:
+        raise ValueError(f"{builder} built {end - seq} items where {count} were announced")
+    return items, tags
 
 
 class _Writer:
@@ -60,7 +92,7 @@ class _Writer:
     flat. An insert's error is raised again in the scoring thread at its next call."""
 
     def __init__(self, store: Store, run_id: str) -> None:
-        self._queue: queue.Queue[tuple[list[_Row], list[_Tag]] | None] = queue.Queue(_QUEUED_CHUNKS)
+        self._queue: queue.Queue[_Chunk | None] = queue.Queue(_QUEUED_CHUNKS)
         self._error: BaseException | None = None
         self._thread = threading.Thread(
             target=self._loop, args=(store, run_id), name="fieldcheck-store", daemon=True
@@ -71,13 +103,13 @@ class _Writer:
         while (chunk := self._queue.get()) is not None:
             if self._error is None:
                 try:
-                    store.insert_scored_rows(run_id, *chunk)
+                    store.insert_scored_rows(run_id, *resolve(chunk))
                 except BaseException as error:  # handed to the scoring thread
                     self._error = error
 
-    def put(self, items: list[_Row], tags: list[_Tag]) -> None:
+    def put(self, chunk: _Chunk) -> None:
         self.check()
-        self._queue.put((items, tags))
+        self._queue.put(chunk)
 
     def check(self) -> None:
         if self._error is not None:
@@ -159,9 +191,9 @@ class _ProcessWriter:
             error, self._error = self._error, None
             raise error
 
-    def put(self, items: list[_Row], tags: list[_Tag]) -> None:
+    def put(self, chunk: _Chunk) -> None:
         self.check()
-        self._queue.put(pickle.dumps((items, tags), protocol=pickle.HIGHEST_PROTOCOL))
+        self._queue.put(pickle.dumps(chunk, protocol=pickle.HIGHEST_PROTOCOL))
 
     def close(self) -> None:
         """Wait until every chunk sent is in the database; stop the process (the sender
@@ -281,28 +313,36 @@ class RunRecorder:
 
     def add_prepared(self, rows: Iterable[tuple[ItemColumns, str | bytes]]) -> int:
         """Store a chunk of items given as (columns, result JSON text): the hot paths' way,
-        without a dict per item. Queued for the writer thread, or (past ``process_after`` items,
-        or from the start for large inputs) the writer process; one transaction per chunk; a key stored before in this run gets
-        ``~<seq>`` appended. Returns how many."""
-        items: list[_Row] = []
-        tags: list[_Tag] = []
-        seq = self.seq
-        for c, result in rows:  # bytes are decoded by the writer
-            items.append((c.key, seq, c.error_type, c.failed, c.model, c.turn, result))
-            if c.tags:
-                tags.extend((name, seq, failed) for name, failed in c.tags.items())
-            seq += 1
+        without a dict per item. Queued for the writer thread, or (past ``process_after``
+        items, or from the start for large inputs) the writer process; one transaction per
+        chunk; a key stored before in this run gets ``~<seq>`` appended. Returns how many."""
+        items, tags, seq = flat_rows(rows, self.seq)
         self.seq = seq
-        if items and not self.broken:
-            try:
-                if seq > self.process_after:
-                    self.start_process()
-                if self._writer is None:
-                    self._writer = _Writer(self.store, self.run.id)
-                self._writer.put(items, tags)
-            except BaseException as error:
-                self._failed(error)
+        if items:
+            self._put(("rows", items, tags))
         return len(items)
+
+    def add_built(self, builder: str, payload: Any, count: int) -> int:
+        """Store ``count`` items that ``builder`` (``"module:function"``, importable) makes of
+        ``payload`` (picklable) as (columns, result) pairs, in the writer: in a large run, the
+        writer process then spends the CPU of building them, not the scoring. Returns
+        ``count``."""
+        if count:
+            self._put(("build", builder, payload, self.seq, count))
+            self.seq += count
+        return count
+
+    def _put(self, chunk: _Chunk) -> None:
+        if self.broken:
+            return
+        try:
+            if self.seq > self.process_after:
+                self.start_process()
+            if self._writer is None:
+                self._writer = _Writer(self.store, self.run.id)
+            self._writer.put(chunk)
+        except BaseException as error:
+            self._failed(error)
 
     def flush(self) -> None:
         """Wait until every item added so far is in the database."""

@@ -5,13 +5,15 @@ Started by ``RunRecorder`` (``_recorder._ProcessWriter``) in a session of its ow
 reaches the scoring process only, which then tells this one when to stop). Its standard input
 carries frames, each an 8-byte little-endian length and that many bytes: first
 ``{"url": ..., "run_id": ...}`` as JSON (the URL may hold a password: it is never on the command
-line), then one pickled ``(items, tags)`` per chunk (``Store.insert_scored_rows``'s arguments);
+line), then one pickled chunk each (``_recorder.resolve``: the items and tags rows of
+``Store.insert_scored_rows``, or what to build them with);
 an empty frame or the end of input stops it. Each chunk is answered with one line on standard
 output: empty when stored, else the first error's type and message (nothing more is stored).
 """
 
 from __future__ import annotations
 
+import gc
 import pickle
 import signal
 import struct
@@ -49,6 +51,9 @@ def describe(error: BaseException) -> str:
 
 def main() -> int:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # what it unpickles and builds is acyclic and freed by reference counting: the collector's
+    # passes over each chunk's objects doubled the cost of a slots bucket (2.0 s against 1.0 s)
+    gc.disable()
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     head = read_frame(stdin)
     if head is None:
@@ -66,7 +71,9 @@ def main() -> int:
         while (data := read_frame(stdin)) is not None:
             if failed is None:
                 try:
-                    store.insert_scored_rows(config["run_id"], *pickle.loads(data))
+                    from fieldcheck.store._recorder import resolve
+
+                    store.insert_scored_rows(config["run_id"], *resolve(pickle.loads(data)))
                 except Exception as error:  # sent back to the scoring process
                     failed = describe(error)
             stdout.write((failed or "").encode() + b"\n")
