@@ -57,8 +57,10 @@ def _items(store: Store, run_id: str) -> list[tuple[object, ...]]:
     ]
 
 
-@pytest.mark.parametrize("chunk", [1, 2, 256])
-def test_recorded_items_are_the_folder_items(tmp_path: Path, chunk: int) -> None:
+@pytest.mark.parametrize(("chunk", "writer"), [(1, "thread"), (2, "thread"), (256, "process")])
+def test_recorded_items_are_the_folder_items(tmp_path: Path, chunk: int, writer: str) -> None:
+    """The items are built by the store's writer (``stored_rows``): a thread, or in a large
+    run the writer process."""
     data_path, preds_path = _inputs(tmp_path)
     inputs = [("data", data_path), ("predictions", preds_path)]
     folder = tmp_path / "out"
@@ -67,6 +69,8 @@ def test_recorded_items_are_the_folder_items(tmp_path: Path, chunk: int) -> None
         streamed, system="numeric", inputs=inputs, settings={}, signature=None, out=folder
     )
     assert recorder is not None
+    if writer == "process":
+        recorder.start_process()
     data, preds = load_convfinqa(data_path), load_predictions(preds_path)
     result = score_to_folder(data, preds, folder, bootstrap=20, chunk=chunk, recorder=recorder)
     metrics, intervals = numeric_metrics(result.statistics)

@@ -340,6 +340,14 @@ def stored_row(cells: Sequence[Any]) -> tuple[ItemColumns, bytes]:
     return numeric_columns(item), orjson.dumps(item, option=_STORE_OPTIONS)
 
 
+STORED_ROWS = "fieldcheck.numeric._stream:stored_rows"
+
+
+def stored_rows(turns: Sequence[Sequence[Any]]) -> Iterator[tuple[ItemColumns, bytes]]:
+    """``stored_row`` of each turns.csv row: what the store's writer builds the items with."""
+    return map(stored_row, turns)
+
+
 def error_row(
     trace_id: str, conversation_id: str, features: Mapping[str, Any], t: Turn
 ) -> dict[str, Any] | None:
@@ -662,7 +670,7 @@ class OutputStreams:
         self.chunk = max(1, chunk)
         self.pending = 0
         self.recorder = recorder
-        self.items: list[tuple[ItemColumns, bytes]] = []
+        self.items: list[list[Any]] = []  # turns.csv rows, made items by the writer
         self.files: dict[str, tuple[Any, Sequence[str], list[list[Any]]]] = {}
         for name, columns in (
             ("summary.csv", SUMMARY_COLUMNS),
@@ -699,7 +707,7 @@ class OutputStreams:
             cells = turn_cells(features, t)
             rows.append(cells)
             if items is not None:
-                items.append(stored_row(cells))
+                items.append(cells)
             for entry in t["validation"]:
                 line = {"conversation_id": conversation_id, "turn_idx": t["turn_idx"], **entry}
                 validation.append(_cells(line, VALIDATION_COLUMNS))
@@ -725,7 +733,8 @@ class OutputStreams:
             writer.writerows(rows)
             rows.clear()
         if self.recorder is not None and self.items:
-            self.recorder.add_prepared(self.items)
+            # built by the store's writer (in a large run, its process): not the scoring's CPU
+            self.recorder.add_built(STORED_ROWS, self.items, len(self.items))
             self.items = []
         self.pending = 0
 
