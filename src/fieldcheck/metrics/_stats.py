@@ -476,7 +476,8 @@ def bootstrap_groups_ci(
     """
     if n < 1 or resamples < 1:
         return None
-    prepared: list[tuple[np.ndarray, np.ndarray, Mapping[str, TotalsStatistic]]] = []
+    # a group of every unit in order is multiplied without copying the weights' columns
+    prepared: list[tuple[np.ndarray | None, np.ndarray, Mapping[str, TotalsStatistic]]] = []
     names: set[str] = set()
     for group in groups:
         idx = np.asarray(group.units, dtype=np.intp).reshape(-1)
@@ -486,7 +487,8 @@ def bootstrap_groups_ci(
         if names & set(group.statistics):
             raise ValueError(f"statistic names repeat: {sorted(names & set(group.statistics))}")
         names |= set(group.statistics)
-        prepared.append((idx, rows, group.statistics))
+        whole = len(idx) == n and bool((idx == np.arange(n)).all())
+        prepared.append((None if whole else idx, rows, group.statistics))
     values = {name: np.empty(resamples) for name in names}
     rng = np.random.default_rng(seed)
     probabilities = np.full(n, 1.0 / n)
@@ -494,8 +496,8 @@ def bootstrap_groups_ci(
     for start in range(0, resamples, step):
         size = min(step, resamples - start)
         weights = rng.multinomial(n, probabilities, size=size).astype(float)
-        for idx, rows, statistics in prepared:
-            totals = weights[:, idx] @ rows
+        for columns, rows, statistics in prepared:
+            totals = (weights if columns is None else weights[:, columns]) @ rows
             for name, stat in statistics.items():
                 values[name][start : start + size] = stat(totals)
     out: dict[str, Interval] = {}
