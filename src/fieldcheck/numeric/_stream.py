@@ -348,66 +348,19 @@ def stored_rows(turns: Sequence[Sequence[Any]]) -> Iterator[tuple[ItemColumns, b
     return map(stored_row, turns)
 
 
-def error_row(
-    trace_id: str, conversation_id: str, features: Mapping[str, Any], t: Turn
-) -> dict[str, Any] | None:
-    """The errors.csv row of a failed scored turn (``None`` for any other turn): the agent's
-    error type, ``missing_prediction``, or else the failure mode; see ``_writers.error_rows``."""
-    if not t["scored"] or t["numerical_match"]:
-        return None
+def _error_kind(t: Turn) -> tuple[str, str]:
+    """A failed scored turn's error type and message: the agent's error, else the failure
+    mode with both answers cut short (the full ones are in turns.csv, error_context and the
+    trace)."""
     if t["error_type"] is not None:
-        error_type = t["error_type"]
-        message = t["error_message"] or ""
-    else:
-        error_type = t["failure_mode"] or "wrong"
-        # cut: the full answer is in turns.csv, error_context and the trace
-        expected, got = short_repr(t["expected_answer"]), short_repr(t["predicted_answer"])
-        message = f"expected {expected}, got {got}"
+        return t["error_type"], t["error_message"] or ""
+    expected, got = short_repr(t["expected_answer"]), short_repr(t["predicted_answer"])
+    return t["failure_mode"] or "wrong", f"expected {expected}, got {got}"
+
+
+def _error_context(features: Mapping[str, Any], t: Turn) -> dict[str, Any]:
+    """errors.csv's ``error_context`` of a turn."""
     return {
-        "trace_id": trace_id,
-        "conversation_id": conversation_id,
-        "turn_idx": t["turn_idx"],
-        "question": t["question"],
-        "expected_answer": t["expected_answer"],
-        "error_type": error_type,
-        "error_message": message,
-        "has_type2_question": features["has_type2_question"],
-        "has_non_numeric_values": features["has_non_numeric_values"],
-        "plan_steps": t["plan_steps"],
-        "operations_per_turn": t["operations_per_turn"],
-        "error_context": {
-            "failure_mode": t["failure_mode"],
-            "predicted_answer": t["predicted_answer"],
-            "parsed_answer": t["parsed_answer"],
-            "ground_truth_program": t["ground_truth_program"],
-            "ground_truth_operations": t["ground_truth_operations"],
-            "plan_operations": t["plan_operations"],
-            "logic_recall": t["logic_recall"],
-            "soft_match": t["soft_match"],
-            "unit_agnostic_match": t["unit_agnostic_match"],
-            "sign_agnostic_match": t["sign_agnostic_match"],
-            "general_match": t["general_match"],
-            "qa_split": t["qa_split"],
-            "has_duplicate_columns": features["has_duplicate_columns"],
-        },
-    }
-
-
-def error_cells(
-    trace_id: str, conversation_id: str, features: Mapping[str, Any], t: Turn
-) -> list[Any] | None:
-    """``_cells(error_row(...), ERROR_COLUMNS)`` without the row dict, or ``None``
-    (tests/numeric/test_fast_paths.py)."""
-    if not t["scored"] or t["numerical_match"]:
-        return None
-    error_type = t["error_type"]
-    if error_type is not None:
-        message = t["error_message"] or ""
-    else:
-        error_type = t["failure_mode"] or "wrong"
-        expected, got = short_repr(t["expected_answer"]), short_repr(t["predicted_answer"])
-        message = f"expected {expected}, got {got}"
-    context = {
         "failure_mode": t["failure_mode"],
         "predicted_answer": t["predicted_answer"],
         "parsed_answer": t["parsed_answer"],
@@ -422,6 +375,40 @@ def error_cells(
         "qa_split": t["qa_split"],
         "has_duplicate_columns": features["has_duplicate_columns"],
     }
+
+
+def error_row(
+    trace_id: str, conversation_id: str, features: Mapping[str, Any], t: Turn
+) -> dict[str, Any] | None:
+    """The errors.csv row of a failed scored turn (``None`` for any other turn): the agent's
+    error type, ``missing_prediction``, or else the failure mode; see ``_writers.error_rows``."""
+    if not t["scored"] or t["numerical_match"]:
+        return None
+    error_type, message = _error_kind(t)
+    return {
+        "trace_id": trace_id,
+        "conversation_id": conversation_id,
+        "turn_idx": t["turn_idx"],
+        "question": t["question"],
+        "expected_answer": t["expected_answer"],
+        "error_type": error_type,
+        "error_message": message,
+        "has_type2_question": features["has_type2_question"],
+        "has_non_numeric_values": features["has_non_numeric_values"],
+        "plan_steps": t["plan_steps"],
+        "operations_per_turn": t["operations_per_turn"],
+        "error_context": _error_context(features, t),
+    }
+
+
+def error_cells(
+    trace_id: str, conversation_id: str, features: Mapping[str, Any], t: Turn
+) -> list[Any] | None:
+    """``_cells(error_row(...), ERROR_COLUMNS)`` without the row dict, or ``None``
+    (tests/numeric/test_fast_rows.py)."""
+    if not t["scored"] or t["numerical_match"]:
+        return None
+    error_type, message = _error_kind(t)
     return _cell_list(
         (
             trace_id,
@@ -435,7 +422,7 @@ def error_cells(
             features["has_non_numeric_values"],
             t["plan_steps"],
             t["operations_per_turn"],
-            orjson.dumps(context, option=_CELL_JSON).decode(),
+            orjson.dumps(_error_context(features, t), option=_CELL_JSON).decode(),
         )
     )
 

@@ -146,7 +146,9 @@ class _ProcessWriter:
         from fieldcheck.store._writer import write_frame
 
         self._process = subprocess.Popen(
-            [sys.executable, "-m", "fieldcheck.store._writer"],
+            # -P: the working folder is not put on sys.path (a "fieldcheck" package there
+            # must not stand in for this one)
+            [sys.executable, "-P", "-m", "fieldcheck.store._writer"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
