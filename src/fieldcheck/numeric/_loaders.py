@@ -283,7 +283,7 @@ def plain_derived(
     """``plain_conversation(_from_derived(record, ...)[0])`` for a record of plain JSON types
     that is plainly valid, read without the models (gold programs parsed into ``operations``);
     ``None`` for any other record (then convert it in full). A shortcut, never a rule of its
-    own: tests/numeric/test_fast_paths.py."""
+    own: tests/numeric/test_fast_rows.py."""
     if type(record) is not dict:
         return None
     rid, doc, box = record.get("id"), record.get("doc"), record.get("dialogue")

@@ -236,7 +236,7 @@ _AVERAGED = (*LOGIC_FIELDS, "operations_per_turn", "latency_s")
 
 def turn_cells(features: Mapping[str, Any], t: Turn) -> list[Any]:
     """``_cells(turn_row(features, t), TURN_COLUMNS)`` of a full turn record, without the row
-    dict (tests/numeric/test_fast_paths.py)."""
+    dict (tests/numeric/test_fast_rows.py)."""
     plan_ops, gold_ops = t["plan_operations"], t["ground_truth_operations"]
     return _cell_list(
         (
@@ -256,7 +256,7 @@ def summary_cells(
     conversation_id: str, trace_id: str, features: Mapping[str, Any], turns: Sequence[Turn]
 ) -> tuple[list[Any], bool | None]:
     """``_cells(summary_row(...), SUMMARY_COLUMNS)`` in one pass over the turns, and the
-    conversation's success (tests/numeric/test_fast_paths.py)."""
+    conversation's success (tests/numeric/test_fast_rows.py)."""
     scored = failed = tokens_in = tokens_out = 0
     hits = [0] * len(MATCH_FIELDS)
     present: list[list[float]] = [[] for _ in _AVERAGED]
