@@ -330,8 +330,8 @@ class RunRecorder:
         writer process then spends the CPU of building them, not the scoring. Returns
         ``count``."""
         if count:
-            self._put(("build", builder, payload, self.seq, count))
-            self.seq += count
+            seq, self.seq = self.seq, self.seq + count
+            self._put(("build", builder, payload, seq, count))
         return count
 
     def _put(self, chunk: _Chunk) -> None:

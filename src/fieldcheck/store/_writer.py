@@ -62,6 +62,7 @@ def main() -> int:
     failed: str | None = None
     store: Any = None
     try:
+        from fieldcheck.store._recorder import resolve
         from fieldcheck.store._store import Store
 
         store = Store(config["url"])
@@ -71,8 +72,6 @@ def main() -> int:
         while (data := read_frame(stdin)) is not None:
             if failed is None:
                 try:
-                    from fieldcheck.store._recorder import resolve
-
                     store.insert_scored_rows(config["run_id"], *resolve(pickle.loads(data)))
                 except Exception as error:  # sent back to the scoring process
                     failed = describe(error)
