@@ -5,8 +5,12 @@ from __future__ import annotations
 
 import io
 import json
+import logging
 import math
+import os
 import random
+import subprocess
+import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -19,6 +23,7 @@ from fieldcheck.metrics._slots import score_session, slot_values
 from fieldcheck.metrics._text import bleu1_score, tokenize_values
 from fieldcheck.slots import (
     ModelInput,
+    _stream,
     load_judge_scores,
     load_latencies,
     load_slots,
@@ -66,10 +71,30 @@ def _files(folder: Path, seed: int, *, shuffle: bool) -> dict[str, Path]:
     return paths
 
 
-def _score(paths: dict[str, Path], out: Path, k: int | None, **options: Any) -> dict[str, bytes]:
+def _spy_helpers(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """Helpers for any input size, splitting by bytes alone; the list gets what each one's
+    ``join`` returned (``True``: it read its files)."""
+    monkeypatch.setattr(_stream, "_HELPER_START_BYTES", 0)
+    joined: list[bool] = []
+    join = _stream._Helper.join
+
+    def spy(self: _stream._Helper) -> bool:
+        joined.append(join(self))
+        return joined[-1]
+
+    monkeypatch.setattr(_stream._Helper, "join", spy)
+    return joined
+
+
+def _score(
+    paths: dict[str, Path], out: Path, k: int | None, parallel: int | None = None, **options: Any
+) -> dict[str, bytes]:
+    """Outputs of ``paths`` scored in ``k`` buckets; ``parallel``: ``parallel_bytes``."""
     preds = {"a": paths["a"], "b": paths["b"]}
     console = Console(file=io.StringIO())
-    with partitioned([paths["gold"], *preds.values()], beside=out, k=k) as part:
+    with partitioned(
+        [paths["gold"], *preds.values()], beside=out, k=k, parallel_bytes=parallel
+    ) as part:
         assert part.k == (k or 1)
         inputs = load_inputs(part, preds, {}, {})
         score_files(
@@ -81,11 +106,17 @@ def _score(paths: dict[str, Path], out: Path, k: int | None, **options: Any) -> 
 
 @pytest.mark.parametrize("shuffle", [True, False])
 @pytest.mark.parametrize("tp", ["presence", "exact"])
-def test_any_bucket_count_gives_the_same_bytes(tmp_path: Path, shuffle: bool, tp: str) -> None:
+def test_any_bucket_count_gives_the_same_bytes(
+    tmp_path: Path, shuffle: bool, tp: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     paths = _files(tmp_path, seed=5, shuffle=shuffle)
     one = _score(paths, tmp_path / "k1", None, tp=tp)
     for k in (2, 7, 64):
         assert _score(paths, tmp_path / f"k{k}", k, tp=tp) == one
+    # a helper process reads the last files (the split evens out bytes when its start is free)
+    joined = _spy_helpers(monkeypatch)
+    assert _score(paths, tmp_path / "helper", 7, parallel=0, tp=tp) == one
+    assert joined == [True]
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".fieldcheck-slots-")]
     errors = [json.loads(line) for line in one["errors.jsonl"].decode().splitlines()]
     assert len(errors) == 9  # 2 bad lines and a repeated slot per file, in line order per file
@@ -158,7 +189,11 @@ def _sides(folder: Path, paths: dict[str, Path]) -> dict[str, Path]:
 
 
 def _score_with_sides(
-    paths: dict[str, Path], sides: dict[str, Path], out: Path, k: int | None
+    paths: dict[str, Path],
+    sides: dict[str, Path],
+    out: Path,
+    k: int | None,
+    parallel: int | None = None,
 ) -> dict[str, bytes]:
     """Latency and judge files whole (k None: ``ModelInput`` files loaded whole) or split with
     the slot files into k buckets (``model_sides``, ``SlotScorer.add_part``)."""
@@ -167,7 +202,9 @@ def _score_with_sides(
         ModelInput("b", load_slots(paths["b"]), judge_scores=load_judge_scores(sides["judge"])),
     ]
     slot_paths = [paths["gold"], paths["a"], paths["b"]]
-    with partitioned(slot_paths, beside=out, k=k or 1, sides=model_sides(models)) as part:
+    with partitioned(
+        slot_paths, beside=out, k=k or 1, sides=model_sides(models), parallel_bytes=parallel
+    ) as part:
         gold, *preds = [SlotFile(i.path, errors=i.errors) for i in part.inputs]
         models = [replace(m, predictions=p) for m, p in zip(models, preds, strict=True)]
         if k is None:  # the side files as loaded whole
@@ -193,13 +230,16 @@ def _score_with_sides(
 
 
 def test_latency_and_judge_files_split_with_the_buckets_give_the_same_bytes(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     paths = _files(tmp_path, seed=6, shuffle=True)
     sides = _sides(tmp_path, paths)
     whole = _score_with_sides(paths, sides, tmp_path / "whole", None)
     for k in (1, 3, 16):
         assert _score_with_sides(paths, sides, tmp_path / f"k{k}", k) == whole
+    joined = _spy_helpers(monkeypatch)  # a helper reads the last files
+    assert _score_with_sides(paths, sides, tmp_path / "helper", 3, parallel=0) == whole
+    assert joined == [True]
     metrics = json.loads(whole["metrics.json"])
     assert metrics["models"]["a"]["latency"]["total"] > 0
     assert metrics["models"]["b"]["llm_judge"] is not None
@@ -210,3 +250,65 @@ def test_latency_and_judge_files_split_with_the_buckets_give_the_same_bytes(
     warnings = whole["warnings"].decode()
     assert "latency.jsonl: 1 latency line(s) for sessions not in the gold file" in warnings
     assert "judge.jsonl: 1 judge score(s) for sessions not in the gold file" in warnings
+
+
+def test_a_failed_helper_is_replaced_by_this_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    paths = _files(tmp_path, seed=5, shuffle=True)
+    one = _score(paths, tmp_path / "alone", 4)
+    joined = _spy_helpers(monkeypatch)
+    script = "import sys; sys.stdin.readline(); print('boom', file=sys.stderr); sys.exit(5)"
+    monkeypatch.setattr(_stream._Helper, "COMMAND", (sys.executable, "-c", script))
+    with caplog.at_level(logging.WARNING, logger="fieldcheck.slots._stream"):
+        assert _score(paths, tmp_path / "fallback", 4, parallel=0) == one
+    assert joined == [False]
+    assert "the second reader of the slot files failed (exit status 5: boom)" in caplog.text
+
+
+def test_an_error_while_reading_stops_the_helper(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    paths = _files(tmp_path, seed=5, shuffle=True)
+    _spy_helpers(monkeypatch)
+    stopped: list[subprocess.Popen[bytes] | None] = []
+    stop, read_into = _stream._Helper.stop, _stream.read_into
+
+    def spy_stop(self: _stream._Helper) -> None:
+        stopped.append(self._process)
+        stop(self)
+
+    def interrupted(index: int, *args: Any) -> Any:
+        if index == 0:
+            raise KeyboardInterrupt
+        return read_into(index, *args)
+
+    monkeypatch.setattr(_stream._Helper, "stop", spy_stop)
+    monkeypatch.setattr(_stream, "read_into", interrupted)
+    with (
+        pytest.raises(KeyboardInterrupt),
+        partitioned(
+            [paths["gold"], paths["a"], paths["b"]], beside=tmp_path, k=4, parallel_bytes=0
+        ),
+    ):
+        pass
+    process = stopped[0]
+    assert process is not None and process.returncode is not None  # killed and waited for
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".fieldcheck-slots-")]
+
+
+def test_the_helper_stops_when_its_input_ends(tmp_path: Path) -> None:
+    """The scoring process gone (its end of the pipe closed), the helper stops (exit status 3)
+    even while blocked on a file: here a named pipe nobody writes."""
+    fifo = tmp_path / "never.jsonl"
+    os.mkfifo(fifo)
+    spec = {"folder": str(tmp_path), "k": 2, "name": "b{}.bin", "items": [[1, str(fifo), "slots"]]}
+    process = subprocess.Popen(
+        _stream._Helper.COMMAND, stdin=subprocess.PIPE, stdout=subprocess.PIPE
+    )
+    assert process.stdin is not None
+    process.stdin.write(json.dumps(spec).encode() + b"\n")
+    process.stdin.close()
+    assert process.wait(timeout=60) == 3
+    assert process.stdout is not None and process.stdout.read() == b""
+    process.stdout.close()

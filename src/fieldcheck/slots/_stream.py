@@ -11,8 +11,14 @@ in a temporary folder removed at the end, on an error or on Ctrl-C alike.
 from __future__ import annotations
 
 import gc
+import logging
 import marshal
+import os
+import pickle
 import shutil
+import stat
+import subprocess
+import sys
 import tempfile
 import zlib
 from collections.abc import Iterator, Sequence
@@ -20,6 +26,8 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Literal
+
+import orjson
 
 from fieldcheck._util.errors import InputError
 from fieldcheck.slots._loaders import (
@@ -40,7 +48,16 @@ _PENDING_ROWS = 16_384
 """Rows held in memory over all buckets before being appended to their files (each bucket
 holds ``_PENDING_ROWS // K``), so the reading pass uses the same memory whatever K."""
 
+PARALLEL_BYTES = 64 << 20
+"""Inputs (two files or more, all regular files) at least this large in all are read by two
+processes: this one and a helper (``fieldcheck.slots._reader``) on the other core."""
+_HELPER_START_BYTES = 24 << 20
+"""About what this process reads while the helper starts (0.8 s): the split gives the helper
+that much less to read."""
+
 Batch = tuple[int, list[tuple[int, Any]]]  # (file index, [(line, row), ...])
+
+log = logging.getLogger(__name__)
 
 
 @contextmanager
@@ -90,63 +107,49 @@ class Partition:
         folder: Path,
         k: int,
         sides: Sequence[tuple[SideKind, Path]] = (),
+        *,
+        parallel_bytes: int | None = None,
     ) -> None:
         self.inputs = [SlotInput(Path(p)) for p in paths]
         self.sides = [SlotInput(Path(p), kind=kind) for kind, p in sides]
         self.k = k
         self.folder = folder
         self._memory: list[Batch] = []  # k == 1: the one bucket, in memory
+        self._names = ["bucket{}.bin"]  # each reader's bucket files, in input order
+        items = [*self.inputs, *self.sides]
+        if parallel_bytes is None:
+            parallel_bytes = PARALLEL_BYTES
+        split = _split(items, parallel_bytes) if k > 1 else len(items)
         handles: list[IO[bytes]] = []
+        helper = None
         try:
             if k > 1:
                 handles = [(folder / f"bucket{b}.bin").open("wb") for b in range(k)]
-            for index, item in enumerate([*self.inputs, *self.sides]):
-                try:
-                    with gc_paused():
-                        self._read(index, item, handles)
-                except InputError as exc:
-                    item.failure = exc
+            if split < len(items):
+                helper = _Helper(folder, k, items, split)
+            for index, item in enumerate(items[:split]):
+                self._read_item(index, item, handles)
+            if helper is not None:
+                if helper.join():
+                    self._names.append(_Helper.NAME)
+                else:  # the helper failed: its files are read here, after this reader's
+                    for index, item in enumerate(items[split:], start=split):
+                        self._read_item(index, item, handles)
         finally:
+            if helper is not None:
+                helper.stop()
             for h in handles:
                 h.close()
 
-    def _read(self, index: int, item: SlotInput, handles: list[IO[bytes]]) -> None:
-        k = self.k
-        pending: list[list[tuple[int, Any]]] = [[] for _ in range(k)]
-        records = 0
-        flush = max(16, _PENDING_ROWS // k)
-        crc: dict[str, int] = {}
-        source: Iterator[tuple[int, Any]] = (
-            read_slot_rows(item.path, item.errors)
-            if item.kind == "slots"
-            else read_latency_rows(item.path, item.errors)
-            if item.kind == "latency"
-            else read_judge_rows(item.path, item.errors)
-        )
-        for line, row in source:
-            records += 1
-            if k == 1:
-                pending[0].append((line, row))
-                continue
-            user = row[0]
-            h = crc.get(user)
-            if h is None:
-                if len(crc) > 100_000:
-                    crc.clear()
-                h = crc[user] = zlib.crc32(user.encode("utf-8", "surrogatepass"))
-            b = (h + row[1]) % k
-            rows = pending[b]
-            rows.append((line, row))
-            if len(rows) >= flush:
-                _write(handles[b], (index, rows))
-                pending[b] = []
-        item.records = records
-        if k == 1:
-            self._memory.append((index, pending[0]))
+    def _read_item(self, index: int, item: SlotInput, handles: list[IO[bytes]]) -> None:
+        try:
+            with gc_paused():
+                rows = read_into(index, item, handles, self.k)
+        except InputError as exc:
+            item.failure = exc
             return
-        for b, rows in enumerate(pending):
-            if rows:
-                _write(handles[b], (index, rows))
+        if rows is not None:
+            self._memory.append((index, rows))
 
     def buckets(self) -> Iterator[list[SlotFile]]:
         for part in self.parts():
@@ -188,17 +191,164 @@ class Partition:
             yield from self._memory
             self._memory = []
             return
-        path = self.folder / f"bucket{b}.bin"
-        with path.open("rb") as handle:
-            while size := handle.read(8):
-                yield marshal.loads(handle.read(int.from_bytes(size, "little")))
-        path.unlink()
+        for name in self._names:
+            path = self.folder / name.format(b)
+            with path.open("rb") as handle:
+                while size := handle.read(8):
+                    yield marshal.loads(handle.read(int.from_bytes(size, "little")))
+            path.unlink()
+
+
+def read_into(
+    index: int, item: SlotInput, handles: Sequence[IO[bytes]], k: int
+) -> list[tuple[int, Any]] | None:
+    """Read ``item``'s file (input number ``index``) into the ``k`` bucket files ``handles``,
+    setting its ``records`` and ``errors``; with ``k == 1``, return its rows instead."""
+    pending: list[list[tuple[int, Any]]] = [[] for _ in range(k)]
+    records = 0
+    flush = max(16, _PENDING_ROWS // k)
+    crc: dict[str, int] = {}
+    source: Iterator[tuple[int, Any]] = (
+        read_slot_rows(item.path, item.errors)
+        if item.kind == "slots"
+        else read_latency_rows(item.path, item.errors)
+        if item.kind == "latency"
+        else read_judge_rows(item.path, item.errors)
+    )
+    for line, row in source:
+        records += 1
+        if k == 1:
+            pending[0].append((line, row))
+            continue
+        user = row[0]
+        h = crc.get(user)
+        if h is None:
+            if len(crc) > 100_000:
+                crc.clear()
+            h = crc[user] = zlib.crc32(user.encode("utf-8", "surrogatepass"))
+        b = (h + row[1]) % k
+        rows = pending[b]
+        rows.append((line, row))
+        if len(rows) >= flush:
+            _write(handles[b], (index, rows))
+            pending[b] = []
+    item.records = records
+    if k == 1:
+        return pending[0]
+    for b, rows in enumerate(pending):
+        if rows:
+            _write(handles[b], (index, rows))
+    return None
 
 
 def _write(handle: IO[bytes], batch: Batch) -> None:
     # length-prefixed: marshal.load on a file reads in tiny pieces, marshal.loads does not
     data = marshal.dumps(batch)
     handle.write(len(data).to_bytes(8, "little") + data)
+
+
+def _split(items: Sequence[SlotInput], parallel_bytes: int) -> int:
+    """How many of ``items`` this process reads; a helper reads the rest. The split evens out
+    the two readers' bytes; ``len(items)`` (no helper) for small inputs, a single file, or any
+    input that is not a regular file (a pipe could not be read again if the helper failed)."""
+    sizes = []
+    for item in items:
+        try:
+            st = os.stat(item.path)
+        except OSError:
+            return len(items)
+        if not stat.S_ISREG(st.st_mode):
+            return len(items)
+        sizes.append(st.st_size)
+    total = sum(sizes)
+    if len(items) < 2 or total < parallel_bytes:
+        return len(items)
+    best, best_cost, head = len(items), total, 0
+    for m in range(1, len(items)):
+        head += sizes[m - 1]
+        cost = max(head, total - head + _HELPER_START_BYTES)
+        if cost < best_cost:
+            best, best_cost = m, cost
+    return best
+
+
+class _Helper:
+    """The helper reader (``python -P -m fieldcheck.slots._reader``) of ``items[split:]``: it
+    writes bucket files of its own (``NAME``) and hands back each file's line count, errors and
+    failure. It ends when this process closes its input or is gone; ``stop`` kills it."""
+
+    NAME = "bucket{}.2.bin"
+    # -P: the working folder is not put on sys.path (a "fieldcheck" package there must not
+    # stand in for this one)
+    COMMAND = (sys.executable, "-P", "-m", "fieldcheck.slots._reader")
+
+    def __init__(self, folder: Path, k: int, items: Sequence[SlotInput], split: int) -> None:
+        self._folder, self._k, self._items = folder, k, list(items[split:])
+        self._log = folder / "reader.log"
+        self._process: subprocess.Popen[bytes] | None = None
+        try:
+            with self._log.open("wb") as err:
+                self._process = subprocess.Popen(
+                    self.COMMAND,
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=err,
+                    start_new_session=True,  # a Ctrl-C reaches this process, which stops it
+                )
+            spec = {
+                "folder": str(folder),
+                "k": k,
+                "name": self.NAME,
+                "items": [
+                    [i, str(item.path), item.kind] for i, item in enumerate(self._items, split)
+                ],
+            }
+            assert self._process.stdin is not None
+            self._process.stdin.write(orjson.dumps(spec) + b"\n")
+            self._process.stdin.flush()
+        except OSError as exc:
+            self._failed(f"could not start: {exc}")
+
+    def join(self) -> bool:
+        """Wait for the helper; ``True`` when it read every file it was given. Else (a warning
+        says why) its bucket files are removed and the caller reads its files itself."""
+        process = self._process
+        if process is None:
+            return False
+        assert process.stdout is not None
+        try:
+            data = process.stdout.read()
+            status = process.wait()
+            results = pickle.loads(data) if status == 0 else None
+        except (OSError, EOFError, pickle.UnpicklingError) as exc:
+            self._failed(str(exc))
+            return False
+        if not isinstance(results, list) or len(results) != len(self._items):
+            tail = self._log.read_text(errors="replace").strip().splitlines()[-1:]
+            self._failed(f"exit status {status}" + (f": {tail[0]}" if tail else ""))
+            return False
+        for item, (records, errors, failure) in zip(self._items, results, strict=True):
+            item.records, item.errors, item.failure = records, errors, failure
+        return True
+
+    def _failed(self, why: str) -> None:
+        log.warning("the second reader of the slot files failed (%s); reading them here", why)
+        self.stop()
+        for b in range(self._k):
+            (self._folder / self.NAME.format(b)).unlink(missing_ok=True)
+
+    def stop(self) -> None:
+        """Stop the helper (killed if still reading) and close its pipes."""
+        process, self._process = self._process, None
+        if process is None:
+            return
+        if process.poll() is None:
+            process.kill()
+        process.wait()
+        for pipe in (process.stdin, process.stdout):
+            if pipe is not None:
+                with suppress(OSError):
+                    pipe.close()
 
 
 def bucket_count(paths: Sequence[Path], bucket_bytes: int = BUCKET_BYTES) -> int:
@@ -218,16 +368,18 @@ def partitioned(
     bucket_bytes: int = BUCKET_BYTES,
     k: int | None = None,
     sides: Sequence[tuple[SideKind, Path]] = (),
+    parallel_bytes: int | None = None,
 ) -> Iterator[Partition]:
     """``Partition`` of ``paths`` (slot files) and ``sides`` (``("latency" | "judge", path)``)
     in a temporary folder in ``beside``'s nearest existing folder, removed when the block ends
-    however it ends. ``k`` overrides the bucket count (tests)."""
+    however it ends. ``k`` overrides the bucket count, ``parallel_bytes`` ``PARALLEL_BYTES``
+    (tests)."""
     k = k if k is not None else bucket_count([*paths, *(p for _, p in sides)], bucket_bytes)
     where = Path(beside).absolute()
     while not where.is_dir() and where != where.parent:
         where = where.parent
     folder = Path(tempfile.mkdtemp(prefix=".fieldcheck-slots-", dir=where if k > 1 else None))
     try:
-        yield Partition(paths, folder, k, sides)
+        yield Partition(paths, folder, k, sides, parallel_bytes=parallel_bytes)
     finally:
         shutil.rmtree(folder, ignore_errors=True)

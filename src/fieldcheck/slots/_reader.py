@@ -1,0 +1,63 @@
+"""The helper reader of a large slot ``Partition`` (``python -P -m fieldcheck.slots._reader``):
+while the scoring process reads the first input files into buckets, this one reads the others
+into bucket files of its own, on the other core (``_stream._Helper`` starts it).
+
+Its standard input carries one JSON line, ``{"folder", "k", "name", "items": [[index, path,
+kind], ...]}``; its standard output, at the end, the pickled ``[(records, errors, failure)]`` of
+each item. It stops at once when its input ends before it is done (the scoring process closed
+it, or is gone)."""
+
+from __future__ import annotations
+
+import gc
+import os
+import pickle
+import sys
+import threading
+from pathlib import Path
+
+import orjson
+
+from fieldcheck._util.errors import InputError
+from fieldcheck.slots._stream import SlotInput, read_into
+
+
+def main() -> int:
+    gc.disable()  # many small acyclic rows, as in Partition (gc_paused)
+    stdin = sys.stdin.buffer
+    spec = orjson.loads(stdin.readline())
+    done = threading.Event()
+
+    def watch() -> None:
+        # the file descriptor, not sys.stdin: a daemon thread blocked in a buffered reader holds
+        # its lock, which the interpreter's shutdown then cannot take (a fatal error)
+        while os.read(fd, 1 << 16):
+            pass
+        if not done.is_set():
+            os._exit(3)
+
+    fd = stdin.fileno()
+
+    threading.Thread(target=watch, daemon=True).start()
+    folder, k = Path(spec["folder"]), spec["k"]
+    handles = [(folder / spec["name"].format(b)).open("wb") for b in range(k)]
+    results = []
+    try:
+        for index, path, kind in spec["items"]:
+            item = SlotInput(Path(path), kind=kind)
+            try:
+                read_into(index, item, handles, k)
+            except InputError as exc:
+                item.failure = exc
+            results.append((item.records, item.errors, item.failure))
+    finally:
+        for h in handles:
+            h.close()
+    sys.stdout.buffer.write(pickle.dumps(results, protocol=pickle.HIGHEST_PROTOCOL))
+    sys.stdout.buffer.flush()
+    done.set()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
