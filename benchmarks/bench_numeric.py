@@ -8,10 +8,12 @@ from __future__ import annotations
 import ast
 import random
 import re
+import shutil
+from pathlib import Path
 
 from benchmarks import _data
 from benchmarks._harness import Comparison, measure, row_of
-from benchmarks._proc import TIME_LIMIT, run_child
+from benchmarks._proc import TIME_LIMIT, ProcRun, run_child
 from benchmarks._scale import memory_row, speed_row
 from benchmarks._table import Row, Target
 from fieldcheck.metrics import match_answer, parse_answer, parse_program
@@ -83,6 +85,26 @@ def _in_process() -> list[Comparison]:
     ]
 
 
+def _traces_row(n: int, traces: Path, literal: ProcRun) -> Row:
+    """What the >= 1x target is up against: as many files of the same size as ``numeric score``
+    wrote in ``traces`` (one per conversation), written alone, against the same literal run."""
+    sizes = [p.stat().st_size for p in traces.iterdir()]
+    size = round(sum(sizes) / len(sizes)) if sizes else 0
+    folder = traces.parent.parent / "numeric_traces_alone"
+    shutil.rmtree(folder, ignore_errors=True)
+    alone = run_child("baseline_traces", [str(folder), str(len(sizes)), str(size)])
+    shutil.rmtree(folder, ignore_errors=True)
+    return speed_row(
+        f"writing traces/ alone, {len(sizes):,} files of {size:,} bytes ({n:,} turns) vs literal",
+        n,
+        "turns",
+        alone,
+        literal,
+        "literal per-turn loop",
+        None,
+    )
+
+
 def scale_rows(quick: bool) -> list[Row]:
     small_n, large_n = (1_000, 10_000) if quick else (10_000, 100_000)
     out = _data.DATA_DIR / "out"
@@ -107,6 +129,8 @@ def scale_rows(quick: bool) -> list[Row]:
                 Target(">=", 1.0) if n == large_n else None,
             )
         )
+        if n == large_n and ours.ok:
+            rows.append(_traces_row(n, out / f"numeric_{n}" / "traces", literal))
     rows.append(
         memory_row(
             f"numeric score peak RSS, {large_n:,} vs {small_n:,} turns",
