@@ -12,7 +12,7 @@ import pytest
 
 from fieldcheck.store import RunRecorder, Store
 from fieldcheck.store._items import ItemColumns
-from fieldcheck.store._recorder import StoreWriteError
+from fieldcheck.store._recorder import StoreWriteError, decode_chunk, encode_chunk
 
 
 def _open(store: Store, tmp_path: Path, system: str = "json") -> RunRecorder:
@@ -211,3 +211,14 @@ def test_items_built_by_the_writer_are_numbered_after_the_others(
     broken.add_built("builtins:list", [], 1)
     with pytest.raises(Exception, match="built 0 items where 1 were announced"):
         broken.flush()
+
+
+def test_plain_chunks_are_marshalled_and_decode_to_the_same_values() -> None:
+    chunk = ("build", "m:f", [(("u", 1), {("t", "f"): ["v", ""]}, 2.5, None, True, b"x")], 7, 1)
+    for plain in (True, False):
+        data = encode_chunk(chunk, plain)
+        assert data[:1] == (b"M" if plain else b"P")
+        assert decode_chunk(data) == chunk
+    # plain=True on what marshal cannot write fails at once, not in the writer process
+    with pytest.raises(ValueError, match="unmarshallable"):
+        encode_chunk(("build", "m:f", [ItemColumns("a", False)], 0, 1), plain=True)

@@ -602,7 +602,7 @@ class SlotScorer:
                 classes.add(np.hstack([units_a[both][:, cols], units_b[both][:, cols]]))
         if self.recorder is not None:
             payload = self._store_payload(gold, predictions, keys, bucket)
-            self.recorder.add_built(STORE_ROWS, payload, len(keys) * len(self.folds))
+            self.recorder.add_built(STORE_ROWS, payload, len(keys) * len(self.folds), plain=True)
 
     def _store_payload(
         self,

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import marshal
 import os
 import pickle
 import queue
@@ -73,6 +74,24 @@ def flat_rows(
     return items, tags, seq
 
 
+def encode_chunk(chunk: _Chunk, plain: bool = False) -> bytes:
+    """A chunk as the writer process reads it (``decode_chunk``). ``plain``: it holds only
+    None, bool, int, float, str, bytes, and lists, tuples and dicts of them, of exactly those
+    types, and is marshalled, about twice as fast as pickling both ways (a million slot lines:
+    1 s less in the scoring). marshal would write a NumPy scalar as its bytes: never pass
+    ``plain`` for data that may hold one."""
+    if plain:
+        return b"M" + marshal.dumps(chunk)
+    return b"P" + pickle.dumps(chunk, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def decode_chunk(data: bytes) -> _Chunk:
+    """The chunk ``encode_chunk`` made ``data`` of."""
+    body = memoryview(data)[1:]
+    chunk: _Chunk = marshal.loads(body) if data[:1] == b"M" else pickle.loads(body)
+    return chunk
+
+
 def resolve(chunk: _Chunk) -> tuple[list[_Row], list[_Tag]]:
     """A chunk's items and tags rows; a ``build`` chunk's built here (in the writer)."""
     if chunk[0] == "rows":
@@ -107,7 +126,7 @@ class _Writer:
                 except BaseException as error:  # handed to the scoring thread
                     self._error = error
 
-    def put(self, chunk: _Chunk) -> None:
+    def put(self, chunk: _Chunk, plain: bool = False) -> None:
         self.check()
         self._queue.put(chunk)
 
@@ -193,9 +212,9 @@ class _ProcessWriter:
             error, self._error = self._error, None
             raise error
 
-    def put(self, chunk: _Chunk) -> None:
+    def put(self, chunk: _Chunk, plain: bool = False) -> None:
         self.check()
-        self._queue.put(pickle.dumps(chunk, protocol=pickle.HIGHEST_PROTOCOL))
+        self._queue.put(encode_chunk(chunk, plain))
 
     def close(self) -> None:
         """Wait until every chunk sent is in the database; stop the process (the sender
@@ -324,17 +343,17 @@ class RunRecorder:
             self._put(("rows", items, tags))
         return len(items)
 
-    def add_built(self, builder: str, payload: Any, count: int) -> int:
+    def add_built(self, builder: str, payload: Any, count: int, *, plain: bool = False) -> int:
         """Store ``count`` items that ``builder`` (``"module:function"``, importable) makes of
         ``payload`` (picklable) as (columns, result) pairs, in the writer: in a large run, the
-        writer process then spends the CPU of building them, not the scoring. Returns
-        ``count``."""
+        writer process then spends the CPU of building them, not the scoring. ``plain``: the
+        payload is plain data (``encode_chunk``), sent marshalled. Returns ``count``."""
         if count:
             seq, self.seq = self.seq, self.seq + count
-            self._put(("build", builder, payload, seq, count))
+            self._put(("build", builder, payload, seq, count), plain)
         return count
 
-    def _put(self, chunk: _Chunk) -> None:
+    def _put(self, chunk: _Chunk, plain: bool = False) -> None:
         if self.broken:
             return
         try:
@@ -342,7 +361,7 @@ class RunRecorder:
                 self.start_process()
             if self._writer is None:
                 self._writer = _Writer(self.store, self.run.id)
-            self._writer.put(chunk)
+            self._writer.put(chunk, plain)
         except BaseException as error:
             self._failed(error)
 

@@ -1,12 +1,12 @@
 """The store's writer process (``python -m fieldcheck.store._writer``): it inserts a large
-run's chunks of items, so the scoring process spends on them only the pickling.
+run's chunks of items, so the scoring process spends on them only the pickling (or marshalling).
 
 Started by ``RunRecorder`` (``_recorder._ProcessWriter``) in a session of its own (a Ctrl-C
 reaches the scoring process only, which then tells this one when to stop). Its standard input
 carries frames, each an 8-byte little-endian length and that many bytes: first
 ``{"url": ..., "run_id": ...}`` as JSON (the URL may hold a password: it is never on the command
-line), then one pickled chunk each (``_recorder.resolve``: the items and tags rows of
-``Store.insert_scored_rows``, or what to build them with);
+line), then one chunk each (``_recorder.encode_chunk``: pickled, or marshalled if plain data;
+``resolve`` makes it the items and tags rows of ``Store.insert_scored_rows``, or builds them);
 an empty frame or the end of input stops it. Each chunk is answered with one line on standard
 output: empty when stored, else the first error's type and message (nothing more is stored).
 """
@@ -14,7 +14,6 @@ output: empty when stored, else the first error's type and message (nothing more
 from __future__ import annotations
 
 import gc
-import pickle
 import signal
 import struct
 import sys
@@ -51,7 +50,7 @@ def describe(error: BaseException) -> str:
 
 def main() -> int:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    # what it unpickles and builds is acyclic and freed by reference counting: the collector's
+    # what it decodes and builds is acyclic and freed by reference counting: the collector's
     # passes over each chunk's objects doubled the cost of a slots bucket (2.0 s against 1.0 s)
     gc.disable()
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
@@ -62,7 +61,7 @@ def main() -> int:
     failed: str | None = None
     store: Any = None
     try:
-        from fieldcheck.store._recorder import resolve
+        from fieldcheck.store._recorder import decode_chunk, resolve
         from fieldcheck.store._store import Store
 
         store = Store(config["url"])
@@ -72,7 +71,7 @@ def main() -> int:
         while (data := read_frame(stdin)) is not None:
             if failed is None:
                 try:
-                    store.insert_scored_rows(config["run_id"], *resolve(pickle.loads(data)))
+                    store.insert_scored_rows(config["run_id"], *resolve(decode_chunk(data)))
                 except Exception as error:  # sent back to the scoring process
                     failed = describe(error)
             stdout.write((failed or "").encode() + b"\n")
