@@ -434,3 +434,21 @@ def test_report_has_the_spec_glossary(jsonl: Jsonl, tmp_path: Path) -> None:
     assert "## Glossary" in md_text and "<h2>Glossary</h2>" in page
     assert "- **F1** `F1 = 2 × (Precision × Recall) / (Precision + Recall)`" in md_text
     assert "<dt>BLEU-1</dt><dd><code>BLEU-1 = Precision × Brevity Penalty</code>" in page
+
+
+def test_reading_the_files_shows_a_spinner_on_a_terminal_only(tmp_path: Path) -> None:
+    import io
+
+    from fieldcheck._cli.slots_cmd import reading
+    from fieldcheck._util.term import SafeConsole
+
+    gold = tmp_path / "gold.jsonl"
+    gold.write_text(json.dumps(slot("u", 1, "t", "f", "v")) + "\n")
+    shown = io.StringIO()
+    with reading(SafeConsole(file=shown, force_terminal=True), [gold, gold], beside=tmp_path) as p:
+        assert [i.records for i in p.inputs] == [1, 1]
+    assert "reading 2 slot file(s)" in shown.getvalue()
+    piped = io.StringIO()
+    with reading(SafeConsole(file=piped), [gold], beside=tmp_path):
+        pass
+    assert piped.getvalue() == ""
