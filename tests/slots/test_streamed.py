@@ -8,6 +8,7 @@ import json
 import logging
 import math
 import os
+import pickle
 import random
 import subprocess
 import sys
@@ -258,7 +259,10 @@ def test_a_failed_helper_is_replaced_by_this_process(
     paths = _files(tmp_path, seed=5, shuffle=True)
     one = _score(paths, tmp_path / "alone", 4)
     joined = _spy_helpers(monkeypatch)
-    script = "import sys; sys.stdin.readline(); print('boom', file=sys.stderr); sys.exit(5)"
+    script = (
+        "import sys; d = sys.stdin.buffer; d.read(int.from_bytes(d.read(8), 'little')); "
+        "print('boom', file=sys.stderr); sys.exit(5)"
+    )
     monkeypatch.setattr(_stream._Helper, "COMMAND", (sys.executable, "-c", script))
     with caplog.at_level(logging.WARNING, logger="fieldcheck.slots._stream"):
         assert _score(paths, tmp_path / "fallback", 4, parallel=0) == one
@@ -302,13 +306,26 @@ def test_the_helper_stops_when_its_input_ends(tmp_path: Path) -> None:
     even while blocked on a file: here a named pipe nobody writes."""
     fifo = tmp_path / "never.jsonl"
     os.mkfifo(fifo)
-    spec = {"folder": str(tmp_path), "k": 2, "name": "b{}.bin", "items": [[1, str(fifo), "slots"]]}
+    spec = {"folder": tmp_path, "k": 2, "name": "b{}.bin", "items": [(1, fifo, "slots")]}
     process = subprocess.Popen(
         _stream._Helper.COMMAND, stdin=subprocess.PIPE, stdout=subprocess.PIPE
     )
     assert process.stdin is not None
-    process.stdin.write(json.dumps(spec).encode() + b"\n")
+    data = pickle.dumps(spec)
+    process.stdin.write(len(data).to_bytes(8, "little") + data)
     process.stdin.close()
     assert process.wait(timeout=60) == 3
     assert process.stdout is not None and process.stdout.read() == b""
     process.stdout.close()
+
+
+def test_a_file_name_that_is_not_utf8_is_read_by_the_helper(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    paths = _files(tmp_path, seed=5, shuffle=True)
+    odd = tmp_path / os.fsdecode(b"b\xff.jsonl")
+    odd.write_bytes(paths["b"].read_bytes())
+    joined = _spy_helpers(monkeypatch)
+    with partitioned([paths["gold"], paths["a"], odd], beside=tmp_path, k=3, parallel_bytes=0) as p:
+        assert [i.records for i in p.inputs][2] > 0 and p.inputs[2].path == odd
+    assert joined == [True]

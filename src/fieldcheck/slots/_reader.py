@@ -2,10 +2,10 @@
 while the scoring process reads the first input files into buckets, this one reads the others
 into bucket files of its own, on the other core (``_stream._Helper`` starts it).
 
-Its standard input carries one JSON line, ``{"folder", "k", "name", "items": [[index, path,
-kind], ...]}``; its standard output, at the end, the pickled ``[(records, errors, failure)]`` of
-each item. It stops at once when its input ends before it is done (the scoring process closed
-it, or is gone)."""
+Its standard input carries ``{"folder", "k", "name", "items": [(index, path, kind), ...]}``
+pickled, after its length (8 bytes, little-endian); its standard output, at the end, the
+pickled ``[(records, errors, failure)]`` of each item. It stops at once when its input ends
+before it is done (the scoring process closed it, or is gone)."""
 
 from __future__ import annotations
 
@@ -14,9 +14,6 @@ import os
 import pickle
 import sys
 import threading
-from pathlib import Path
-
-import orjson
 
 from fieldcheck._util.errors import InputError
 from fieldcheck.slots._stream import SlotInput, read_into
@@ -25,7 +22,8 @@ from fieldcheck.slots._stream import SlotInput, read_into
 def main() -> int:
     gc.disable()  # many small acyclic rows, as in Partition (gc_paused)
     stdin = sys.stdin.buffer
-    spec = orjson.loads(stdin.readline())
+    size = int.from_bytes(stdin.read(8), "little")
+    spec = pickle.loads(stdin.read(size))
     done = threading.Event()
 
     def watch() -> None:
@@ -37,14 +35,13 @@ def main() -> int:
             os._exit(3)
 
     fd = stdin.fileno()
-
     threading.Thread(target=watch, daemon=True).start()
-    folder, k = Path(spec["folder"]), spec["k"]
+    folder, k = spec["folder"], spec["k"]
     handles = [(folder / spec["name"].format(b)).open("wb") for b in range(k)]
     results = []
     try:
         for index, path, kind in spec["items"]:
-            item = SlotInput(Path(path), kind=kind)
+            item = SlotInput(path, kind=kind)
             try:
                 read_into(index, item, handles, k)
             except InputError as exc:

@@ -27,8 +27,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Literal
 
-import orjson
-
 from fieldcheck._util.errors import InputError
 from fieldcheck.slots._loaders import (
     JudgeFile,
@@ -296,17 +294,16 @@ class _Helper:
                     start_new_session=True,  # a Ctrl-C reaches this process, which stops it
                 )
             spec = {
-                "folder": str(folder),
+                "folder": folder,
                 "k": k,
                 "name": self.NAME,
-                "items": [
-                    [i, str(item.path), item.kind] for i, item in enumerate(self._items, split)
-                ],
+                "items": [(i, item.path, item.kind) for i, item in enumerate(self._items, split)],
             }
             assert self._process.stdin is not None
-            self._process.stdin.write(orjson.dumps(spec) + b"\n")
+            data = pickle.dumps(spec)  # pickled: a path need not be valid UTF-8
+            self._process.stdin.write(len(data).to_bytes(8, "little") + data)
             self._process.stdin.flush()
-        except OSError as exc:
+        except Exception as exc:  # whatever stops the helper, this process reads its files
             self._failed(f"could not start: {exc}")
 
     def join(self) -> bool:
@@ -378,7 +375,10 @@ def partitioned(
     where = Path(beside).absolute()
     while not where.is_dir() and where != where.parent:
         where = where.parent
-    folder = Path(tempfile.mkdtemp(prefix=".fieldcheck-slots-", dir=where if k > 1 else None))
+    try:
+        folder = Path(tempfile.mkdtemp(prefix=".fieldcheck-slots-", dir=where if k > 1 else None))
+    except OSError:  # not writable there: the system's temporary folder (--out is checked later)
+        folder = Path(tempfile.mkdtemp(prefix=".fieldcheck-slots-"))
     try:
         yield Partition(paths, folder, k, sides, parallel_bytes=parallel_bytes)
     finally:
