@@ -14,6 +14,17 @@ def short_repr(value: Any) -> str:
     return text if len(text) <= _MAX_VALUE_CHARS else text[: _MAX_VALUE_CHARS - 3] + "..."
 
 
+def shown_path(path: str | Path) -> str:
+    """``path`` as text every output can hold: a byte of a file name that is not UTF-8 (a lone
+    surrogate in Python's str) becomes U+FFFD, which JSON, CSV and reports can write."""
+    text = str(path)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return "".join("\ufffd" if "\ud800" <= c <= "\udfff" else c for c in text)
+    return text
+
+
 class FieldcheckError(Exception):
     """Base class of every error fieldcheck raises on purpose."""
 
@@ -35,7 +46,7 @@ class InputError(FieldcheckError, ValueError):
         record: str | None = None,
     ) -> None:
         self.reason = reason
-        self.file = str(file) if file is not None else None
+        self.file = shown_path(file) if file is not None else None
         self.line = line
         self.field = field
         self.value = value

@@ -9,7 +9,7 @@ from typing import Any
 
 import orjson
 
-from fieldcheck._util.errors import InputError
+from fieldcheck._util.errors import InputError, shown_path
 
 _BOM = b"\xef\xbb\xbf"
 MAX_DEPTH = 200
@@ -162,7 +162,24 @@ def dumps(value: Any, *, indent: bool = False) -> str:
     option = orjson.OPT_NON_STR_KEYS | orjson.OPT_SORT_KEYS | orjson.OPT_SERIALIZE_NUMPY
     if indent:
         option |= orjson.OPT_INDENT_2
-    return orjson.dumps(value, option=option).decode()
+    try:
+        return orjson.dumps(value, option=option).decode()
+    except TypeError as exc:  # a file name that is not UTF-8 (lone surrogates): shown as U+FFFD
+        if "surrogates" not in str(exc):
+            raise
+        return orjson.dumps(shown_value(value), option=option).decode()
+
+
+def shown_value(value: Any) -> Any:
+    """``value`` with every str passed through ``shown_path`` (for orjson, which refuses a lone
+    surrogate: only a file name that is not UTF-8 brings one)."""
+    if isinstance(value, str):
+        return shown_path(value)
+    if isinstance(value, dict):
+        return {shown_value(k): shown_value(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [shown_value(v) for v in value]
+    return value
 
 
 def write_json(path: str | Path, value: Any) -> None:

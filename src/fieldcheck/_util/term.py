@@ -17,12 +17,13 @@ from rich.console import Console
 from rich.markup import escape as _markup_escape
 from rich.segment import Segment
 
-# C0 controls, DEL, C1 controls, the Unicode line/paragraph separators and the bidirectional
-# overrides and isolates (which reorder what a terminal shows).
-_UNSAFE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+# C0 controls, DEL, C1 controls, the Unicode line/paragraph separators, the bidirectional
+# overrides and isolates (which reorder what a terminal shows), and lone surrogates (a file
+# name's byte that is not UTF-8: a UTF-8 stream cannot write them).
+_UNSAFE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 # The same, keeping the newline (the line breaks Rich itself writes between lines and rows).
 _UNSAFE_BUT_NEWLINE = re.compile(
-    r"[\x00-\x09\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]"
+    r"[\x00-\x09\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
 )
 # In JSON text only string contents can hold these; \\uXXXX keeps the JSON equal.
 _UNSAFE_JSON = re.compile(r"[\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")

@@ -26,6 +26,7 @@ from typing import Any
 
 import orjson
 
+from fieldcheck._util.errors import shown_path
 from fieldcheck._util.jsonio import dumps
 
 MANIFEST = ".fieldcheck-manifest.jsonl"
@@ -309,8 +310,9 @@ class OutputFolder:
         self._state.bulk[rel] = None
 
     def write_text(self, name: str, text: str, *, summary: bool = False) -> Path:
+        """``text`` as UTF-8 (a file name's byte that is not UTF-8 shown as U+FFFD)."""
         with self.atomic(name, summary=summary) as tmp:
-            tmp.write_text(text, encoding="utf-8")
+            tmp.write_text(shown_path(text), encoding="utf-8")
         return self / name
 
     def write_summary(self, name: str, value: dict[str, Any]) -> Path:

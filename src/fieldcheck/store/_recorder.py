@@ -28,6 +28,8 @@ from typing import Any
 
 import orjson
 
+from fieldcheck._util.errors import shown_path
+from fieldcheck._util.jsonio import shown_value
 from fieldcheck.store._items import ItemColumns, item_columns
 from fieldcheck.store._records import RunInfo, sha256_file
 from fieldcheck.store._store import Store
@@ -39,7 +41,7 @@ def describe_inputs(inputs: Sequence[tuple[str, str | Path]]) -> list[dict[str, 
     for name, path in inputs:
         p = Path(path)
         digest = sha256_file(p) if p.is_file() else None
-        described.append({"name": name, "path": str(p.resolve()), "sha256": digest})
+        described.append({"name": name, "path": shown_path(p.resolve()), "sha256": digest})
     return described
 
 
@@ -442,11 +444,13 @@ def _signature_text(signature: Any) -> str:
 
 def _json(value: Any) -> str:
     """Sorted-key JSON text (the same bytes on every backend); NaN and infinities are null."""
-    return orjson.dumps(
-        value,
-        option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY,
-        default=_plain_default,
-    ).decode()
+    option = orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY
+    try:
+        return orjson.dumps(value, option=option, default=_plain_default).decode()
+    except TypeError as exc:  # a file name that is not UTF-8: shown as U+FFFD
+        if "surrogates" not in str(exc):
+            raise
+        return orjson.dumps(shown_value(value), option=option, default=_plain_default).decode()
 
 
 def _plain_default(value: Any) -> Any:
