@@ -246,3 +246,27 @@ def test_numeric_score_prints_data_escaped(tmp_path: Path, cid: str, other: str)
     )
     assert code == 3, output
     _assert_clean(output)
+
+
+def test_a_warning_under_a_spinner_is_printed_through_the_display() -> None:
+    """The CLI's log handler looks up ``sys.stderr`` per record: under a Rich progress display
+    (which swaps in a proxy on a terminal) a warning goes through the display, above the
+    spinner; a handler holding the stream it started with would write onto the spinner's line."""
+    import io
+    import logging
+
+    from rich.progress import Progress
+
+    from fieldcheck._cli.main import StderrHandler
+
+    shown = io.StringIO()
+    console = SafeConsole(file=shown, force_terminal=True, width=80)
+    logger = logging.getLogger("fieldcheck.test_terminal")
+    handler = StderrHandler()
+    logger.addHandler(handler)
+    try:
+        with Progress(console=console, transient=True):
+            logger.warning("the helper failed")
+    finally:
+        logger.removeHandler(handler)
+    assert "the helper failed" in shown.getvalue()

@@ -261,7 +261,8 @@ def _gone(pid: int) -> bool:
 def test_a_ctrl_c_stops_the_writer_process_and_keeps_the_items_written(tmp_path: Path) -> None:
     """json batch of 9 MiB (its inserts go to the writer process from the start), stopped by
     SIGINT once items are in the store: exit 130, the run interrupted with the items stored so
-    far, the writer process stopped; a second run killed outright leaves no writer behind."""
+    far, the writer process stopped; SIGTERM (timeout, a cancelled CI job) the same; a run
+    killed outright leaves no writer behind."""
     import os
     import signal
     import subprocess
@@ -282,7 +283,7 @@ def test_a_ctrl_c_stops_the_writer_process_and_keeps_the_items_written(tmp_path:
     env = {**os.environ, "FIELDCHECK_DATABASE_URL": url}
     command = [sys.executable, "-m", "fieldcheck._cli.main", "json", "batch", str(data)]
     store = Store(url)
-    for sig in (signal.SIGINT, signal.SIGKILL):
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGKILL):
         out = tmp_path / f"out{sig}"
         proc = subprocess.Popen(
             [*command, "--out", str(out)], env=env, stdout=subprocess.PIPE,
@@ -298,8 +299,9 @@ def test_a_ctrl_c_stops_the_writer_process_and_keeps_the_items_written(tmp_path:
         proc.send_signal(sig)
         _, stderr = proc.communicate(timeout=120)
         run = store.list_runs(system="json")[0]
-        if sig == signal.SIGINT:
+        if sig != signal.SIGKILL:
             assert proc.returncode == 130, stderr
+            assert "interrupted" in stderr and not list(out.glob("*.fieldcheck-tmp-*"))
             assert run.status == "interrupted" and 0 < run.n_items < i
             assert store.count_items(run.id) == run.n_items
         deadline = time.monotonic() + 20

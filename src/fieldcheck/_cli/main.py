@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import logging
+import signal
+import sys
+from typing import Any
 
 import typer
 
@@ -62,14 +65,37 @@ def _root(
         help="Log details on stderr (accepted anywhere on the line).",
     ),
 ) -> None:
-    handler = logging.StreamHandler()
+    handler = StderrHandler()
     handler.setFormatter(_LowerLevelFormatter("%(levelname)s: %(message)s"))
     logging.basicConfig(level=logging.WARNING, handlers=[handler])
     # -v: fieldcheck's own details; libraries' INFO lines (matplotlib's units) stay out
     logging.getLogger("fieldcheck").setLevel(logging.INFO if verbose else logging.NOTSET)
 
 
+class StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """Writes each record to ``sys.stderr`` as it is then: under a Rich progress display that
+    is the display's proxy, so a warning is printed above the spinner, not onto its line."""
+
+    @property  # type: ignore[override]
+    def stream(self) -> Any:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value: Any) -> None:
+        pass
+
+
+def _as_ctrl_c(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
 def main() -> None:
+    # SIGTERM (timeout, a CI job cancelled) and SIGHUP (the terminal closed) stop a command as
+    # Ctrl-C does: temporary files and folders removed, the run marked interrupted, exit 130
+    for name in ("SIGTERM", "SIGHUP"):
+        sig = getattr(signal, name, None)
+        if sig is not None and signal.getsignal(sig) == signal.SIG_DFL:
+            signal.signal(sig, _as_ctrl_c)
     try:
         app()
     except KeyboardInterrupt:  # outside a model run (which prints its own line): while scoring
