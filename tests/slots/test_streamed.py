@@ -329,3 +329,29 @@ def test_a_file_name_that_is_not_utf8_is_read_by_the_helper(
     with partitioned([paths["gold"], paths["a"], odd], beside=tmp_path, k=3, parallel_bytes=0) as p:
         assert [i.records for i in p.inputs][2] > 0 and p.inputs[2].path == odd
     assert joined == [True]
+
+
+def test_buckets_go_to_the_system_temp_folder_when_out_is_not_writable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As root a folder cannot be made read-only, so the refusal is the operating system's
+    answer replayed: mkdtemp beside --out fails; the buckets go to the system's temp folder
+    and --out is then checked (and refused) by the command as usual."""
+    import tempfile
+
+    paths = _files(tmp_path, seed=5, shuffle=True)
+    mkdtemp, made = tempfile.mkdtemp, []
+
+    def refused(*args: Any, **kwargs: Any) -> str:
+        if kwargs.get("dir") is not None:
+            raise PermissionError(13, "Permission denied")
+        made.append(mkdtemp(*args, **kwargs))
+        return made[-1]
+
+    monkeypatch.setattr(_stream.tempfile, "mkdtemp", refused)
+    with partitioned([paths["gold"], paths["a"]], beside=tmp_path / "out", k=3) as part:
+        assert sum(len(b[0].sessions) for b in part.buckets()) == len(
+            load_slots(paths["gold"]).sessions
+        )
+    assert made and Path(made[0]).parent == Path(tempfile.gettempdir())
+    assert not Path(made[0]).exists()
