@@ -56,3 +56,14 @@ def test_slots_and_numeric_write_every_file_for_such_a_name(tmp_path: Path) -> N
     assert "d\ufffd.json" in statistics and '"complete": true' in statistics
     # the report's signature goes through safe_text, which writes the byte as a visible escape
     assert "data:d\\udcff.json" in (tmp_path / "n" / "report.md").read_text(encoding="utf-8")
+
+
+def test_a_line_that_is_not_utf8_is_reported_as_such_with_its_column() -> None:
+    """orjson says "str is not valid UTF-8: surrogates not allowed" at column 1 for any bad
+    byte; the message names the byte and where it is (a tester's finding, session 7)."""
+    from fieldcheck._util.jsonio import parse_jsonl_line
+
+    where = Path("f.jsonl")
+    bad = parse_jsonl_line('{"a": "éx'.encode() + b'\xffy"}', 2, where)
+    assert str(bad) == "f.jsonl:2: invalid JSON: not UTF-8 text (byte 0xff at column 10)"
+    assert str(parse_jsonl_line(b"\x80", 1, where)).endswith("(byte 0x80 at column 1)")

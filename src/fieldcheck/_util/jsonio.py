@@ -24,6 +24,12 @@ _NON_FINITE = re.compile(rb"(?<![\w\"])-?(NaN|Infinity)(?![\w\"])")
 def _reason(exc: orjson.JSONDecodeError, raw: bytes, *, column: int | None = None) -> str:
     if _NON_FINITE.search(raw):
         return "invalid JSON: NaN and Infinity are not JSON numbers (write null or a number)"
+    if "not valid UTF-8" in exc.msg:  # orjson's words speak of surrogates the user never wrote
+        try:
+            raw.decode("utf-8")
+        except UnicodeDecodeError as bad:
+            at = len(raw[: bad.start].decode("utf-8")) + 1
+            return f"invalid JSON: not UTF-8 text (byte 0x{raw[bad.start]:02x} at column {at})"
     return f"invalid JSON: {exc.msg} at column {column if column is not None else exc.colno}"
 
 
