@@ -5,7 +5,9 @@ bucket at a time (docs/slots.md "Large files").
 The files need not be sorted: each line goes to bucket ``crc32(user) + session mod K``, so a
 session's every line, from every file, lands in the same bucket, with its file and line number.
 K is the files' total size over ``BUCKET_BYTES``; with K = 1 nothing is written. Bucket files live
-in a temporary folder removed at the end, on an error or on Ctrl-C alike.
+in a temporary folder removed at the end, on an error or on Ctrl-C alike. Inputs of
+``PARALLEL_BYTES`` or more are read by two processes (``_Helper``): each writes its own bucket
+files, read back in input order, so the buckets hold the same rows in the same order.
 """
 
 from __future__ import annotations
