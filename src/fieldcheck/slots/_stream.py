@@ -51,8 +51,9 @@ holds ``_PENDING_ROWS // K``), so the reading pass uses the same memory whatever
 PARALLEL_BYTES = 64 << 20
 """Inputs (two files or more, all regular files) at least this large in all are read by two
 processes: this one and a helper (``fieldcheck.slots._reader``) on the other core."""
-_HELPER_START_BYTES = 24 << 20
-"""About what this process reads while the helper starts (0.8 s): the split gives the helper
+_HELPER_START_BYTES = 10 << 20
+"""About what this process reads while the helper starts (0.3 s: ``fieldcheck.slots`` imports
+its modules on first use, and the helper needs only the readers): the split gives the helper
 that much less to read."""
 
 Batch = tuple[int, list[tuple[int, Any]]]  # (file index, [(line, row), ...])
