@@ -379,14 +379,7 @@ def score_files(
         from fieldcheck.matchers import DiskCache, LLMJudge
 
         judge = LLMJudge(model=judge_model, base_url=judge_base_url, kind="slot", cache=DiskCache())
-    progress_bar = Progress(
-        SpinnerColumn(),
-        TextColumn("{task.description}"),
-        TimeElapsedColumn(),
-        console=console,
-        transient=True,
-        disable=not console.is_terminal,
-    )
+    progress_bar = _spinner(console)
     with progress_bar, recording(recorder):
         task = progress_bar.add_task("scoring", total=None)
         scorer = SlotScorer(
@@ -561,6 +554,18 @@ def score(
     raise typer.Exit(gate(floors, gate_values(run), console, status))
 
 
+def _spinner(console: Console) -> Progress:
+    """A transient spinner with a text and the time elapsed, shown on a terminal only."""
+    return Progress(
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+        disable=not console.is_terminal,
+    )
+
+
 @contextmanager
 def reading(
     console: Console,
@@ -571,14 +576,7 @@ def reading(
 ) -> Iterator[Partition]:
     """``partitioned``, with a spinner on a terminal while the files are read and split (a
     million slot lines x 4 files: about 6 s)."""
-    spinner = Progress(
-        SpinnerColumn(),
-        TextColumn("{task.description}"),
-        TimeElapsedColumn(),
-        console=console,
-        transient=True,
-        disable=not console.is_terminal,
-    )
+    spinner = _spinner(console)
     with ExitStack() as stack:
         with spinner:
             spinner.add_task(f"reading {len(paths) + len(sides)} slot file(s)", total=None)
