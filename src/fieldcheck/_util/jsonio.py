@@ -168,12 +168,18 @@ def dumps(value: Any, *, indent: bool = False) -> str:
     option = orjson.OPT_NON_STR_KEYS | orjson.OPT_SORT_KEYS | orjson.OPT_SERIALIZE_NUMPY
     if indent:
         option |= orjson.OPT_INDENT_2
+    return dumps_bytes(value, option).decode()
+
+
+def dumps_bytes(value: Any, option: int, default: Any = None) -> bytes:
+    """``orjson.dumps``, with a file name that is not UTF-8 (lone surrogates, which orjson
+    refuses) written with U+FFFD (``shown_value``)."""
     try:
-        return orjson.dumps(value, option=option).decode()
-    except TypeError as exc:  # a file name that is not UTF-8 (lone surrogates): shown as U+FFFD
+        return orjson.dumps(value, option=option, default=default)
+    except TypeError as exc:
         if "surrogates" not in str(exc):
             raise
-        return orjson.dumps(shown_value(value), option=option).decode()
+        return orjson.dumps(shown_value(value), option=option, default=default)
 
 
 def shown_value(value: Any) -> Any:

@@ -3,7 +3,7 @@ while the scoring process reads the first input files into buckets, this one rea
 into bucket files of its own, on the other core (``_stream._Helper`` starts it).
 
 Its standard input carries ``{"folder", "k", "name", "items": [(index, path, kind), ...]}``
-pickled, after its length (8 bytes, little-endian); its standard output, at the end, the
+pickled, in one frame (``fieldcheck._util.frames``); its standard output, at the end, the
 pickled ``[(records, errors, failure)]`` of each item. It stops at once when its input ends
 before it is done (the scoring process closed it, or is gone)."""
 
@@ -16,14 +16,17 @@ import sys
 import threading
 
 from fieldcheck._util.errors import InputError
+from fieldcheck._util.frames import read_frame
 from fieldcheck.slots._stream import SlotInput, read_into
 
 
 def main() -> int:
     gc.disable()  # many small acyclic rows, as in Partition (gc_paused)
     stdin = sys.stdin.buffer
-    size = int.from_bytes(stdin.read(8), "little")
-    spec = pickle.loads(stdin.read(size))
+    data = read_frame(stdin)
+    if data is None:  # no work given: the scoring process is gone
+        return 3
+    spec = pickle.loads(data)
     done = threading.Event()
 
     def watch() -> None:

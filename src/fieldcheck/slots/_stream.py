@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import IO, Any, Literal
 
 from fieldcheck._util.errors import InputError
+from fieldcheck._util.frames import read_frame, write_frame
 from fieldcheck.slots._loaders import (
     JudgeFile,
     LatencyFile,
@@ -195,8 +196,8 @@ class Partition:
         for name in self._names:
             path = self.folder / name.format(b)
             with path.open("rb") as handle:
-                while size := handle.read(8):
-                    yield marshal.loads(handle.read(int.from_bytes(size, "little")))
+                while (data := read_frame(handle)) is not None:
+                    yield marshal.loads(data)
             path.unlink()
 
 
@@ -243,9 +244,8 @@ def read_into(
 
 
 def _write(handle: IO[bytes], batch: Batch) -> None:
-    # length-prefixed: marshal.load on a file reads in tiny pieces, marshal.loads does not
-    data = marshal.dumps(batch)
-    handle.write(len(data).to_bytes(8, "little") + data)
+    # framed: marshal.load on a file reads in tiny pieces, marshal.loads does not
+    write_frame(handle, marshal.dumps(batch))
 
 
 def _split(items: Sequence[SlotInput], parallel_bytes: int) -> int:
@@ -303,9 +303,7 @@ class _Helper:
                 "items": [(i, item.path, item.kind) for i, item in enumerate(self._items, split)],
             }
             assert self._process.stdin is not None
-            data = pickle.dumps(spec)  # pickled: a path need not be valid UTF-8
-            self._process.stdin.write(len(data).to_bytes(8, "little") + data)
-            self._process.stdin.flush()
+            write_frame(self._process.stdin, pickle.dumps(spec))  # a path need not be UTF-8
         except Exception as exc:  # whatever stops the helper, this process reads its files
             self._failed(f"could not start: {exc}")
 

@@ -29,7 +29,8 @@ from typing import Any
 import orjson
 
 from fieldcheck._util.errors import shown_path
-from fieldcheck._util.jsonio import shown_value
+from fieldcheck._util.frames import write_frame
+from fieldcheck._util.jsonio import dumps_bytes
 from fieldcheck.store._items import ItemColumns, item_columns
 from fieldcheck.store._records import RunInfo, sha256_file
 from fieldcheck.store._store import Store
@@ -164,8 +165,6 @@ class _ProcessWriter:
     error is raised at the next call."""
 
     def __init__(self, store: Store, run_id: str) -> None:
-        from fieldcheck.store._writer import write_frame
-
         self._process = subprocess.Popen(
             # -P: the working folder is not put on sys.path (a "fieldcheck" package there
             # must not stand in for this one)
@@ -183,8 +182,6 @@ class _ProcessWriter:
         self._thread.start()
 
     def _send(self) -> None:
-        from fieldcheck.store._writer import write_frame
-
         stdin, stdout = self._process.stdin, self._process.stdout
         assert stdin is not None and stdout is not None
         while (data := self._queue.get()) is not None:
@@ -445,12 +442,7 @@ def _signature_text(signature: Any) -> str:
 def _json(value: Any) -> str:
     """Sorted-key JSON text (the same bytes on every backend); NaN and infinities are null."""
     option = orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY
-    try:
-        return orjson.dumps(value, option=option, default=_plain_default).decode()
-    except TypeError as exc:  # a file name that is not UTF-8: shown as U+FFFD
-        if "surrogates" not in str(exc):
-            raise
-        return orjson.dumps(shown_value(value), option=option, default=_plain_default).decode()
+    return dumps_bytes(value, option, _plain_default).decode()
 
 
 def _plain_default(value: Any) -> Any:

@@ -15,31 +15,12 @@ from __future__ import annotations
 
 import gc
 import signal
-import struct
 import sys
-from typing import IO, Any
+from typing import Any
 
 import orjson
 
-HEADER = struct.Struct("<Q")
-
-
-def write_frame(stream: IO[bytes], data: bytes) -> None:
-    """One frame: the length of ``data``, then ``data`` (``b""``: stop)."""
-    stream.write(HEADER.pack(len(data)))
-    if data:
-        stream.write(data)
-    stream.flush()
-
-
-def read_frame(stream: IO[bytes]) -> bytes | None:
-    """The next frame's bytes; None at an empty frame or the end of input."""
-    head = stream.read(HEADER.size)
-    if len(head) < HEADER.size:
-        return None
-    (size,) = HEADER.unpack(head)
-    data = stream.read(size) if size else b""
-    return data if size and len(data) == size else None
+from fieldcheck._util.frames import read_frame
 
 
 def describe(error: BaseException) -> str:
