@@ -57,10 +57,16 @@ def _items(store: Store, run_id: str) -> list[tuple[object, ...]]:
     ]
 
 
-@pytest.mark.parametrize(("chunk", "writer"), [(1, "thread"), (2, "thread"), (256, "process")])
-def test_recorded_items_are_the_folder_items(tmp_path: Path, chunk: int, writer: str) -> None:
-    """The items are built by the store's writer (``stored_rows``): a thread, or in a large
-    run the writer process."""
+@pytest.mark.parametrize(
+    ("chunk", "writer", "outputs"),
+    [(1, "thread", False), (2, "thread", False), (256, "process", False), (2, "thread", True)],
+)
+def test_recorded_items_are_the_folder_items(
+    tmp_path: Path, chunk: int, writer: str, outputs: bool
+) -> None:
+    """The items are built by the store's writer (``stored_turns``): a thread, or in a large
+    run the writer process; the same whether the row files are written by the numeric writer
+    process (``outputs``) or not."""
     data_path, preds_path = _inputs(tmp_path)
     inputs = [("data", data_path), ("predictions", preds_path)]
     folder = tmp_path / "out"
@@ -72,7 +78,9 @@ def test_recorded_items_are_the_folder_items(tmp_path: Path, chunk: int, writer:
     if writer == "process":
         recorder.start_process()
     data, preds = load_convfinqa(data_path), load_predictions(preds_path)
-    result = score_to_folder(data, preds, folder, bootstrap=20, chunk=chunk, recorder=recorder)
+    result = score_to_folder(
+        data, preds, folder, bootstrap=20, chunk=chunk, recorder=recorder, writer_process=outputs
+    )
     metrics, intervals = numeric_metrics(result.statistics)
     run = recorder.finish(metrics=metrics, intervals=intervals, signature=result.signature)
 

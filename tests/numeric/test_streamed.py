@@ -1,6 +1,7 @@
 """``numeric score`` streams (issue 10): the streamed ``score_to_folder`` writes byte for byte the
 files of the in-memory ``score_numeric`` + ``write_outputs`` (whose statistics come from the
-list-based ``compute_statistics``), whatever the chunk size, on random data with every kind of
+list-based ``compute_statistics``), whatever the chunk size and whether the writer process
+writes the row files and traces, on random data with every kind of
 turn: right, wrong, scaled, missing, call errors, no gold, plans, validator lines, latencies."""
 
 from __future__ import annotations
@@ -142,8 +143,9 @@ def test_streamed_files_are_byte_identical_to_the_in_memory_path(tmp_path: Path,
     assert stats["bootstrap_95_ci"]["numerical_match_accuracy"] is not None
     assert expected["validation.csv"].count(b"\n") > 1
     assert b"<img src=x onerror=alert(1)>" not in (tmp_path / "memory" / "report.html").read_bytes()
-    for chunk in (1, 7, 10_000):
-        folder = tmp_path / f"streamed_{chunk}"
+    # the row files and traces written here or by the writer process (a large run's)
+    for chunk, process in ((1, False), (7, False), (10_000, False), (1, True), (7, True)):
+        folder = tmp_path / f"streamed_{chunk}_{process}"
         streamed = score_to_folder(
             data,
             preds,
@@ -153,6 +155,7 @@ def test_streamed_files_are_byte_identical_to_the_in_memory_path(tmp_path: Path,
             bootstrap=200,
             seed=5,
             chunk=chunk,
+            writer_process=process,
         )
         assert streamed.conversations == []
         assert streamed.statistics == reference.statistics
@@ -162,7 +165,7 @@ def test_streamed_files_are_byte_identical_to_the_in_memory_path(tmp_path: Path,
         got = _files(folder)
         assert got.keys() == expected.keys()
         for name in expected:
-            assert got[name] == expected[name], (chunk, name)
+            assert got[name] == expected[name], (chunk, process, name)
 
 
 def test_turn_record_is_the_turn_score_dump(tmp_path: Path) -> None:

@@ -16,7 +16,7 @@ import os
 from array import array
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack
 from operator import itemgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -51,6 +51,7 @@ from fieldcheck.reports._outdir import OutputFolder
 from fieldcheck.store._items import ItemColumns, numeric_columns
 
 if TYPE_CHECKING:  # the store (SQLAlchemy) is imported only by a run that records
+    from fieldcheck.numeric._writer import WriterProcess
     from fieldcheck.store import RunRecorder
 
 Turn = dict[str, Any]  # turn_record(): TurnScore.model_dump(mode="json") as plain data
@@ -340,12 +341,17 @@ def stored_row(cells: Sequence[Any]) -> tuple[ItemColumns, bytes]:
     return numeric_columns(item), orjson.dumps(item, option=_STORE_OPTIONS)
 
 
-STORED_ROWS = "fieldcheck.numeric._stream:stored_rows"
+STORED_TURNS = "fieldcheck.numeric._stream:stored_turns"
 
 
-def stored_rows(turns: Sequence[Sequence[Any]]) -> Iterator[tuple[ItemColumns, bytes]]:
-    """``stored_row`` of each turns.csv row: what the store's writer builds the items with."""
-    return map(stored_row, turns)
+def stored_turns(
+    conversations: Iterable[tuple[Mapping[str, Any], Sequence[Turn]]],
+) -> Iterator[tuple[ItemColumns, bytes]]:
+    """``stored_row`` of the turns.csv row of each turn of ``(features, turns)``: what the
+    store's writer builds the items with (their cells are its CPU, not the scoring's)."""
+    for features, turns in conversations:
+        for t in turns:
+            yield stored_row(turn_cells(features, t))
 
 
 def _error_kind(t: Turn) -> tuple[str, str]:
@@ -634,43 +640,35 @@ class Tally:
         return stats | interval_statistics(intervals)
 
 
-@contextmanager
-def _csv_writer(folder: OutputFolder, name: str) -> Iterator[Any]:
-    """A csv writer on ``name``'s temporary file, renamed to ``name`` when the block ends."""
-    with folder.atomic(name) as tmp, Path(tmp).open("w", newline="", encoding="utf-8") as handle:
-        yield csv.writer(handle)
+ROW_FILES = (
+    ("summary.csv", SUMMARY_COLUMNS),
+    ("turns.csv", TURN_COLUMNS),
+    ("validation.csv", VALIDATION_COLUMNS),
+    ("errors.csv", ERROR_COLUMNS),
+)
+"""The row files of a run, in the order ``RowSink`` opens them."""
+
+WRITER_CONVERSATIONS = 2_000
+"""Runs of at least this many conversations write their row files and traces in a writer
+process (``_writer``), on the other core; smaller ones do not pay its start."""
 
 
-class OutputStreams:
-    """summary.csv, turns.csv, validation.csv and errors.csv open for appending, and traces/,
-    each written under a temporary name and renamed when the ``ExitStack`` closes without an
-    error. ``chunk`` conversations' rows are buffered between writes."""
+class RowSink:
+    """summary.csv, turns.csv, validation.csv, errors.csv (at the temporary paths ``files``)
+    and one trace per conversation in the folder ``traces``, written from each conversation's
+    values: in this process or in the writer process. Rows are buffered until ``flush``."""
 
-    def __init__(
-        self,
-        folder: OutputFolder,
-        stack: ExitStack,
-        *,
-        chunk: int = 256,
-        recorder: RunRecorder | None = None,
-    ) -> None:
-        self.chunk = max(1, chunk)
-        self.pending = 0
-        self.recorder = recorder
-        self.items: list[list[Any]] = []  # turns.csv rows, made items by the writer
-        self.files: dict[str, tuple[Any, Sequence[str], list[list[Any]]]] = {}
-        for name, columns in (
-            ("summary.csv", SUMMARY_COLUMNS),
-            ("turns.csv", TURN_COLUMNS),
-            ("validation.csv", VALIDATION_COLUMNS),
-            ("errors.csv", ERROR_COLUMNS),
-        ):
-            writer = stack.enter_context(_csv_writer(folder, name))
-            writer.writerow(columns)
-            self.files[name] = (writer, columns, [])
-        # one plain write per trace into a temporary folder renamed to traces/ at the end
-        self.traces = str(stack.enter_context(folder.bulk("traces"))) + os.sep
-        stack.callback(self.flush)
+    def __init__(self, files: Mapping[str, str | Path], traces: str | Path) -> None:
+        self.traces = f"{traces}{os.sep}"
+        self.files: dict[str, tuple[Any, Any, list[list[Any]]]] = {}
+        try:
+            for name, columns in ROW_FILES:
+                handle = open(files[name], "w", newline="", encoding="utf-8")  # noqa: SIM115
+                self.files[name] = (handle, csv.writer(handle), [])
+                self.files[name][1].writerow(columns)
+        except BaseException:
+            self.close(flush=False)
+            raise
 
     def write(
         self,
@@ -680,7 +678,7 @@ class OutputStreams:
         turns: Sequence[Turn],
         document: dict[str, Any] | None,
     ) -> None:
-        """Append one conversation's rows and write its trace."""
+        """Buffer one conversation's rows and write its trace."""
         files = self.files
         summary, success = summary_cells(conversation_id, trace_id, features, turns)
         files["summary.csv"][2].append(summary)
@@ -689,12 +687,8 @@ class OutputStreams:
             files["validation.csv"][2],
             files["errors.csv"][2],
         )
-        items = self.items if self.recorder is not None else None
         for t in turns:
-            cells = turn_cells(features, t)
-            rows.append(cells)
-            if items is not None:
-                items.append(cells)
+            rows.append(turn_cells(features, t))
             for entry in t["validation"]:
                 line = {"conversation_id": conversation_id, "turn_idx": t["turn_idx"], **entry}
                 validation.append(_cells(line, VALIDATION_COLUMNS))
@@ -711,24 +705,102 @@ class OutputStreams:
         }
         with open(f"{self.traces}{trace_id}.json", "wb") as handle:
             handle.write(orjson.dumps(trace, option=_TRACE_OPTIONS) + b"\n")
+
+    def flush(self) -> None:
+        for _, writer, rows in self.files.values():
+            writer.writerows(rows)
+            rows.clear()
+
+    def close(self, *, flush: bool = True) -> None:
+        """Write the buffered rows (``flush``) and close the files."""
+        try:
+            if flush:
+                self.flush()
+        finally:
+            for handle, _, _ in self.files.values():
+                handle.close()
+
+
+class OutputStreams:
+    """The row files and traces/ of a run, each written under a temporary name and renamed
+    when the ``ExitStack`` closes without an error. ``chunk`` conversations are buffered
+    between writes. With ``process`` (a large run), a writer process (``_writer``) writes them
+    from the conversations' values while this one scores; if it cannot start, this one does."""
+
+    def __init__(
+        self,
+        folder: OutputFolder,
+        stack: ExitStack,
+        *,
+        chunk: int = 256,
+        recorder: RunRecorder | None = None,
+        process: bool = False,
+    ) -> None:
+        self.chunk = max(1, chunk)
+        self.pending = 0
+        self.recorder = recorder
+        self.items: list[tuple[Mapping[str, Any], Sequence[Turn]]] = []  # for the store
+        self.turns = 0
+        self.batch: list[tuple[Any, ...]] = []  # for the writer process
+        files = {name: stack.enter_context(folder.atomic(name)) for name, _ in ROW_FILES}
+        traces = stack.enter_context(folder.bulk("traces"))
+        self.writer: WriterProcess | None = None
+        if process:  # imported here: ``python -m`` runs the module, the package must not load it
+            from fieldcheck.numeric._writer import WriterProcess
+
+            self.writer = WriterProcess.start(files, traces)
+        self.sink = RowSink(files, traces) if self.writer is None else None
+        stack.push(self._exit)
+
+    def write(
+        self,
+        conversation_id: str,
+        trace_id: str,
+        features: Mapping[str, Any],
+        turns: Sequence[Turn],
+        document: dict[str, Any] | None,
+    ) -> None:
+        """Append one conversation's rows and write its trace (or hand them to the writer)."""
+        if self.sink is not None:
+            self.sink.write(conversation_id, trace_id, features, turns, document)
+        else:
+            self.batch.append((conversation_id, trace_id, features, turns, document))
+        if self.recorder is not None:
+            self.items.append((features, turns))
+            self.turns += len(turns)
         self.pending += 1
         if self.pending >= self.chunk:
             self.flush()
 
     def flush(self) -> None:
-        for writer, _, rows in self.files.values():
-            writer.writerows(rows)
-            rows.clear()
+        if self.sink is not None:
+            self.sink.flush()
+        elif self.writer is not None and self.batch:
+            self.writer.send(self.batch)
+            self.batch = []
         if self.recorder is not None and self.items:
             # built by the store's writer (in a large run, its process): not the scoring's CPU
-            self.recorder.add_built(STORED_ROWS, self.items, len(self.items))
-            self.items = []
+            self.recorder.add_built(STORED_TURNS, self.items, self.turns)
+            self.items, self.turns = [], 0
         self.pending = 0
 
+    def _exit(self, kind: type[BaseException] | None, *_: object) -> None:
+        """Everything written and closed (the writer process waited for), or, on an error,
+        the files closed and the writer process stopped, before the temporary names go."""
+        ok = kind is None
+        try:
+            if ok:
+                self.flush()
+        finally:
+            if self.sink is not None:
+                self.sink.close(flush=ok)
+            if self.writer is not None:
+                self.writer.close(discard=not ok)
 
-def finish_outputs(result: NumericResult, out: OutputFolder) -> dict[str, Path]:
-    """After the row files: input_errors.csv, the report and its plots, statistics.json (last,
-    with ``complete: true``); returns name -> path of every output."""
+
+def write_report_files(result: NumericResult, out: OutputFolder) -> dict[str, Path]:
+    """input_errors.csv, the report and its plots (the row files may still be being written);
+    returns name -> path of every output but statistics.json."""
     names = ["summary.csv", "turns.csv", "validation.csv", "errors.csv", "input_errors.csv"]
     nothing = result.statistics.get("nothing_scored", True)
     plots = [] if nothing else [PLOTS["accuracy_by_turn"], PLOTS["match_types"]]
@@ -738,6 +810,13 @@ def finish_outputs(result: NumericResult, out: OutputFolder) -> dict[str, Path]:
     paths: dict[str, Path] = {name: out / name for name in names}
     paths |= write_numeric_report(result, out)
     paths["traces"] = out / "traces"
+    return paths
+
+
+def finish_outputs(result: NumericResult, out: OutputFolder) -> dict[str, Path]:
+    """After the row files: ``write_report_files``, then statistics.json (last, with
+    ``complete: true``); returns name -> path of every output."""
+    paths = write_report_files(result, out)
     paths["statistics.json"] = out.write_summary("statistics.json", result.statistics)
     return paths
 
@@ -756,13 +835,16 @@ def score_to_folder(
     progress: Callable[[int], None] | None = None,
     chunk: int = 256,
     recorder: RunRecorder | None = None,
+    writer_process: bool | None = None,
 ) -> NumericResult:
     """Score every turn of ``data`` against ``predictions`` and write every output file of
     ``write_outputs`` into ``out``, streaming: a conversation's rows are written (in blocks of
     ``chunk`` conversations) and folded, then dropped. Returns the statistics, input errors,
     signature and report tallies (``conversations`` empty). statistics.json is written last.
     ``recorder``: each block's turns.csv rows are also stored as items (``stored_item``), as
-    they are written (issue 11); the caller opens and finishes the run."""
+    they are written (issue 11); the caller opens and finishes the run. ``writer_process``:
+    write the row files and traces in a writer process (default: when there are at least
+    ``WRITER_CONVERSATIONS`` conversations)."""
     if (price_in is None) != (price_out is None):
         raise ValueError("give both price_in and price_out, or neither")
     folder = OutputFolder.of(out)
@@ -773,7 +855,13 @@ def score_to_folder(
     stored = data.conversations
     total = len(stored)
     with ExitStack() as stack:
-        streams = OutputStreams(folder, stack, chunk=chunk, recorder=recorder)
+        streams = OutputStreams(
+            folder,
+            stack,
+            chunk=chunk,
+            recorder=recorder,
+            process=total >= WRITER_CONVERSATIONS if writer_process is None else writer_process,
+        )
         indexed = found if isinstance(found, PredictionIndex) else None
         plain = (
             stored.plain()
@@ -804,26 +892,28 @@ def score_to_folder(
             tally.add(cid, turns)
             if progress is not None and (n % 256 == 0 or n == total):
                 progress(n)
-    signature = run_signature(
-        data,
-        predictions,
-        bootstrap=bootstrap,
-        seed=seed,
-        sample_size=sample_size,
-        sample_seed=sample_seed,
-    )
-    statistics = tally.statistics(
-        price_in=price_in, price_out=price_out, bootstrap=bootstrap, seed=seed
-    )
-    statistics["num_input_errors"] = len(errors)
-    statistics["signature"] = signature.format()
-    statistics["signature_settings"] = signature.model_dump(mode="json")
-    result = NumericResult(
-        conversations=[],
-        input_errors=errors,
-        statistics=statistics,
-        signature=signature,
-        tallies=tally.report_tallies(),
-    )
-    finish_outputs(result, folder)
+        # while the writer process (a large run) finishes the row files and traces
+        signature = run_signature(
+            data,
+            predictions,
+            bootstrap=bootstrap,
+            seed=seed,
+            sample_size=sample_size,
+            sample_seed=sample_seed,
+        )
+        statistics = tally.statistics(
+            price_in=price_in, price_out=price_out, bootstrap=bootstrap, seed=seed
+        )
+        statistics["num_input_errors"] = len(errors)
+        statistics["signature"] = signature.format()
+        statistics["signature_settings"] = signature.model_dump(mode="json")
+        result = NumericResult(
+            conversations=[],
+            input_errors=errors,
+            statistics=statistics,
+            signature=signature,
+            tallies=tally.report_tallies(),
+        )
+        write_report_files(result, folder)
+    folder.write_summary("statistics.json", result.statistics)
     return result

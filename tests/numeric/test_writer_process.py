@@ -1,0 +1,142 @@
+"""The writer process of a large ``numeric score`` (``fieldcheck.numeric._writer``): its failures
+are the run's (the process's own error raised here, nothing half written left behind), a start
+that fails falls back to writing here, and Ctrl-C stops it. Its files are compared byte for byte
+with the in-process ones in tests/numeric/test_streamed.py."""
+
+from __future__ import annotations
+
+import errno
+import logging
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from tests.numeric.test_streamed import _files, _write_inputs
+
+from fieldcheck.numeric import load_convfinqa, load_predictions, score_to_folder
+from fieldcheck.numeric._writer import WriterProcess
+
+
+@pytest.fixture
+def started(monkeypatch: pytest.MonkeyPatch) -> list[WriterProcess]:
+    """Every writer process a test starts."""
+    seen: list[WriterProcess] = []
+    real = WriterProcess.__init__
+
+    def init(self: WriterProcess, *args: object) -> None:
+        real(self, *args)  # type: ignore[arg-type]
+        seen.append(self)
+
+    monkeypatch.setattr(WriterProcess, "__init__", init)
+    return seen
+
+
+def _inputs(tmp_path: Path, conversations: int = 40):  # type: ignore[no-untyped-def]
+    data_path, preds_path = _write_inputs(tmp_path, 4, conversations)
+    return load_convfinqa(data_path), load_predictions(preds_path)
+
+
+ROWS_AND_TRACES = {"summary.csv", "turns.csv", "validation.csv", "errors.csv", "traces"}
+
+
+def _left(folder: Path) -> list[str]:
+    """The row files, traces/, statistics.json or temporary names a failed run left in
+    ``folder`` (the report, written while the writer finished, may be there: without
+    statistics.json the folder is not complete)."""
+    return sorted(
+        p.name
+        for p in folder.iterdir()
+        if p.name in ROWS_AND_TRACES | {"statistics.json"} or ".fieldcheck-tmp-" in p.name
+    )
+
+
+def test_a_large_run_uses_the_writer_process_and_a_small_one_does_not(
+    tmp_path: Path, started: list[WriterProcess], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data, preds = _inputs(tmp_path)
+    score_to_folder(data, preds, tmp_path / "small", bootstrap=0)
+    assert started == []
+    monkeypatch.setattr("fieldcheck.numeric._stream.WRITER_CONVERSATIONS", 40)
+    score_to_folder(data, preds, tmp_path / "large", bootstrap=0)
+    assert len(started) == 1
+    assert started[0]._process.returncode == 0
+    assert _files(tmp_path / "large") == _files(tmp_path / "small")
+
+
+def test_a_writer_that_cannot_start_leaves_the_writing_here(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    data, preds = _inputs(tmp_path)
+    score_to_folder(data, preds, tmp_path / "here", bootstrap=0, writer_process=False)
+    monkeypatch.setattr(WriterProcess, "COMMAND", (str(tmp_path / "no-such-python"),))
+    with caplog.at_level(logging.WARNING):
+        score_to_folder(data, preds, tmp_path / "fallback", bootstrap=0, writer_process=True)
+    assert "the output writer process could not start" in caplog.text
+    assert _files(tmp_path / "fallback") == _files(tmp_path / "here")
+
+
+def test_a_writer_that_dies_fails_the_run_and_leaves_no_row_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, started: list[WriterProcess]
+) -> None:
+    data, preds = _inputs(tmp_path, 60)
+    # a real process that reads a little of its input, then ends as a crash would
+    script = "import sys; sys.stdin.buffer.read(64); print('boom', file=sys.stderr); sys.exit(5)"
+    monkeypatch.setattr(WriterProcess, "COMMAND", (sys.executable, "-c", script))
+    folder = tmp_path / "out"
+    with pytest.raises(OSError, match=r"ended \(exit status 5\): boom") as caught:
+        score_to_folder(data, preds, folder, bootstrap=0, chunk=1, writer_process=True)
+    assert caught.value.errno == errno.EIO
+    assert caught.value.filename == str(folder)
+    assert _left(folder) == []  # no row file, no traces/, no temporary name
+    assert started[0]._process.poll() is not None
+
+
+def test_the_writers_own_error_is_raised_here_with_its_file(tmp_path: Path) -> None:
+    files = {name: tmp_path / name for name in ("summary.csv", "turns.csv")}
+    files |= {name: tmp_path / name for name in ("validation.csv", "errors.csv")}
+    writer = WriterProcess(files, tmp_path / "missing-folder")
+    writer.send([("c", "c", {"x": 1}, [], None)])
+    with pytest.raises(KeyError):  # the process's own exception: no "has_type2_question"
+        writer.close()
+    writer = WriterProcess(files, tmp_path / "missing-folder")
+    features = {
+        "num_dialogue_turns": 0,
+        "has_type2_question": False,
+        "has_duplicate_columns": False,
+        "has_non_numeric_values": False,
+    }
+    writer.send([("c", "c", features, [], None)])
+    with pytest.raises(FileNotFoundError) as caught:
+        writer.close()
+    assert caught.value.filename == f"{tmp_path / 'missing-folder'}{os.sep}c.json"
+    assert writer._process.returncode == 1
+
+
+def test_an_interrupt_stops_the_writer_and_keeps_nothing(
+    tmp_path: Path, started: list[WriterProcess]
+) -> None:
+    data, preds = _inputs(tmp_path, 300)
+    folder = tmp_path / "out"
+
+    def stop(done: int) -> None:
+        if done >= 256:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        score_to_folder(
+            data, preds, folder, bootstrap=0, chunk=16, progress=stop, writer_process=True
+        )
+    process = started[0]._process
+    assert process.returncode == -9  # killed, not left writing
+    assert _left(folder) == []
+
+
+def test_the_writer_stops_when_its_input_ends_early(tmp_path: Path) -> None:
+    """A scoring process that is gone: the input ends before its last frame, and the writer
+    stops without saying ``ok`` (exit status 3)."""
+    process = subprocess.run(
+        [*WriterProcess.COMMAND], input=b"", capture_output=True, timeout=60, check=False
+    )
+    assert (process.returncode, process.stdout) == (3, b"")
