@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -43,6 +44,14 @@ class ProcRun:
         if self.status:
             return f"exit status {self.status}: {self.stderr_tail}"
         return ""
+
+
+def fresh(folder: Path) -> Path:
+    """``folder`` removed: a timed run's ``--out``, so that every side starts from an empty
+    output location (removing an earlier bench's files, e.g. numeric's 25,000 traces, which
+    ``--force`` does while the command runs, is not the work measured)."""
+    shutil.rmtree(folder, ignore_errors=True)
+    return folder
 
 
 def _rss_mib(pid: int, key: str = "VmRSS:") -> float:

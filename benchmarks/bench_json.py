@@ -17,7 +17,7 @@ import tempfile
 from pathlib import Path
 
 from benchmarks import _data
-from benchmarks._proc import TIME_LIMIT, run_child
+from benchmarks._proc import TIME_LIMIT, fresh, run_child
 from benchmarks._scale import memory_row, speed_row
 from benchmarks._table import Row, Target
 
@@ -63,7 +63,7 @@ def exact_rows(quick: bool) -> list[Row]:
     for n in (small_n, large_n):
         data, strategies = _data.json_flat(n)
         out = OUT / f"json_{n}"
-        ours = run_child("fieldcheck", _batch(data, strategies, out), timeout=TIME_LIMIT)
+        ours = run_child("fieldcheck", _batch(data, strategies, fresh(out)), timeout=TIME_LIMIT)
         runs[n] = ours
         parse = run_child("baseline_orjson", [str(data)])
         literal_out = OUT / f"json_literal_{n}.jsonl"
@@ -99,7 +99,7 @@ def exact_rows(quick: bool) -> list[Row]:
         # what the >= 3x target is up against: the scoring without the store, and the store's
         # inserts alone (json batch with the store cannot be faster than them)
         bare = run_child(
-            "fieldcheck", [*_batch(data, strategies, out), "--no-store"], timeout=TIME_LIMIT
+            "fieldcheck", [*_batch(data, strategies, fresh(out)), "--no-store"], timeout=TIME_LIMIT
         )
         rows.append(
             speed_row(
@@ -143,7 +143,7 @@ def semantic_rows(quick: bool) -> list[Row]:
     with tempfile.TemporaryDirectory(prefix="fieldcheck-bench-cache-") as cache:
         ours = run_child(
             "fieldcheck",
-            _batch(data, strategies, OUT / f"json_semantic_{n}"),
+            _batch(data, strategies, fresh(OUT / f"json_semantic_{n}")),
             env={"FIELDCHECK_CACHE_DIR": cache},  # cold: a new, empty embedding cache
             preload_model=True,
         )

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from benchmarks import _data
 from benchmarks._harness import Comparison, measure, row_of
-from benchmarks._proc import TIME_LIMIT, ProcRun, run_child
+from benchmarks._proc import TIME_LIMIT, ProcRun, fresh, run_child
 from benchmarks._scale import memory_row, speed_row
 from benchmarks._table import Row, Target
 from fieldcheck.metrics import match_answer, parse_answer, parse_program
@@ -113,7 +113,7 @@ def scale_rows(quick: bool) -> list[Row]:
     for n in (small_n, large_n):
         data, preds = _data.numeric(n)
         argv = ["numeric", "score", "--data", str(data), "--predictions", str(preds)]
-        argv += ["--out", str(out / f"numeric_{n}"), "--force"]
+        argv += ["--out", str(fresh(out / f"numeric_{n}")), "--force"]
         runs[n] = ours = run_child("fieldcheck", argv, timeout=TIME_LIMIT)
         literal = run_child(
             "literal_numeric", [str(data), str(preds), str(out / f"numeric_literal_{n}.csv"), "dev"]

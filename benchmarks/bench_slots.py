@@ -11,7 +11,7 @@ from pathlib import Path
 
 from benchmarks import _data
 from benchmarks._harness import Comparison, measure, row_of
-from benchmarks._proc import TIME_LIMIT, run_child
+from benchmarks._proc import TIME_LIMIT, fresh, run_child
 from benchmarks._scale import memory_row, speed_row
 from benchmarks._table import Row, Target
 from fieldcheck.metrics import bleu1_score, tokenize_values
@@ -106,7 +106,15 @@ def scale_rows(quick: bool) -> list[Row]:
     runs = {}
     for n in (small_n, large_n):
         gold, preds = _data.slots(n)
-        argv = ["slots", "score", "--gold", str(gold), "--out", str(out / f"slots_{n}"), "--force"]
+        argv = [
+            "slots",
+            "score",
+            "--gold",
+            str(gold),
+            "--out",
+            str(fresh(out / f"slots_{n}")),
+            "--force",
+        ]
         for i, p in enumerate(preds):
             argv += ["--pred", f"m{i}={p}"]
         runs[n] = ours = run_child("fieldcheck", argv, timeout=TIME_LIMIT)
