@@ -124,3 +124,22 @@ def test_literal_json_reference_matches_fieldcheck(tmp_path: Path) -> None:
     summary = json.loads((tmp_path / "out.jsonl.summary.json").read_text())
     assert summary["records"] == 2
     assert math.isclose(summary["means"]["rqs"], (0.5875 + 0.45 + 0.25 * 2 / 3 + 0.075) / 2)
+
+
+def test_fresh_removes_a_timed_out_folder_without_following_links(tmp_path: Path) -> None:
+    """Every timed ``--out`` starts empty (docs/decisions.md): an earlier run's files go, a link
+    inside is removed, never followed; a folder that is not there is fine."""
+    from benchmarks._proc import fresh
+
+    kept = tmp_path / "kept"
+    kept.mkdir()
+    (kept / "precious.txt").write_text("x")
+    out = tmp_path / "out"
+    (out / "traces").mkdir(parents=True)
+    for i in range(50):
+        (out / "traces" / f"c{i}.json").write_text("{}")
+    (out / "link").symlink_to(kept, target_is_directory=True)
+    assert fresh(out) == out
+    assert not out.exists()
+    assert (kept / "precious.txt").read_text() == "x"
+    assert fresh(tmp_path / "never-made") == tmp_path / "never-made"
