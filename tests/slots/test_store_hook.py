@@ -5,6 +5,7 @@ any number of buckets, and ``runs rescore`` of the stored run gives back its met
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -22,8 +23,9 @@ from fieldcheck.slots import (
     load_slots,
     score_models,
 )
-from fieldcheck.slots._loaders import SlotFile
-from fieldcheck.slots._score import SlotScorer
+from fieldcheck.slots._loaders import JudgeFile, LatencyFile, SlotFile
+from fieldcheck.slots._score import SlotScorer, model_sides
+from fieldcheck.slots._second import SecondScorer, score_partition
 from fieldcheck.slots._stream import partitioned
 from fieldcheck.store import RunRecorder, Store
 from fieldcheck.store._items import slot_columns
@@ -85,6 +87,34 @@ def _streamed(
         scorer = SlotScorer(headers[0], models, bootstrap=40, seed=2, recorder=recorder)
         for bucket in part.buckets():
             scorer.add(bucket[0], bucket[1:])
+        return scorer.finish()
+
+
+def _parts(
+    paths: dict[str, Path], k: int, recorder: RunRecorder, tmp_path: Path, *, second: bool
+) -> SlotsRun:
+    """As ``slots score``: the latency and judge files split with the slot files, every bucket
+    scored here, or (``second``) the last ones by a second scorer process."""
+    whole = _models(paths, load_slots(paths["a"]), load_slots(paths["b"]))
+    files = [paths["gold"], paths["a"], paths["b"]]
+    with partitioned(files, beside=tmp_path, k=k, sides=model_sides(whole)) as part:
+        gold, a, b = [SlotFile(item.path, errors=item.errors) for item in part.inputs]
+        latency, judge = part.sides
+        models = [
+            replace(
+                whole[0],
+                predictions=a,
+                latencies=LatencyFile(paths["latency"], errors=latency.errors),
+                judge_scores=JudgeFile(paths["judge"], errors=judge.errors),
+            ),
+            replace(whole[1], predictions=b),
+        ]
+        scorer = SlotScorer(gold, models, bootstrap=40, seed=2, recorder=recorder)
+        if second:
+            score_partition(scorer, part)
+        else:
+            for p in part.parts():
+                scorer.add_part(p)
         return scorer.finish()
 
 
@@ -181,3 +211,33 @@ def test_no_recorder_no_items_and_the_same_run(jsonl: Jsonl, tmp_path: Path) -> 
         recorded = _streamed(paths, 2, recorder, tmp_path)
         recorder.finish(metrics=None)
     assert _streamed(paths, 2, None, tmp_path).metrics_json() == recorded.metrics_json()
+
+
+def test_a_second_scorer_stores_the_same_items_in_the_same_order(
+    jsonl: Jsonl, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The last buckets scored by a second process (``_second``): their items are forwarded
+    after this process's own, so the store holds the same items in the same order (seq)."""
+    joined: list[bool] = []
+    join = SecondScorer.join
+
+    def spy(self: SecondScorer) -> Any:
+        state = join(self)
+        joined.append(state is not None)
+        return state
+
+    monkeypatch.setattr(SecondScorer, "join", spy)
+    paths = _inputs(jsonl)
+    got = {}
+    for second in (False, True):
+        store = Store(f"sqlite:///{tmp_path}/{second}.db")
+        with _record(store) as recorder:
+            recorder.start_process()
+            run = _parts(paths, 5, recorder, tmp_path, second=second)
+            metrics, intervals = slot_metrics(run)
+            info = recorder.finish(metrics=metrics, intervals=intervals)
+        items = [(s.key, s.failed, s.result) for s in iter_items(store, info.id)]
+        got[second] = (items, run.metrics_json(), store.count_items(info.id, tag="t1"))
+    assert joined == [True]
+    assert len(got[True][0]) == 2 * 12
+    assert got[True] == got[False]

@@ -24,6 +24,7 @@ from fieldcheck.metrics._slots import score_session, slot_values
 from fieldcheck.metrics._text import bleu1_score, tokenize_values
 from fieldcheck.slots import (
     ModelInput,
+    _second,
     _stream,
     load_judge_scores,
     load_latencies,
@@ -195,9 +196,12 @@ def _score_with_sides(
     out: Path,
     k: int | None,
     parallel: int | None = None,
+    *,
+    second: bool = False,
 ) -> dict[str, bytes]:
     """Latency and judge files whole (k None: ``ModelInput`` files loaded whole) or split with
-    the slot files into k buckets (``model_sides``, ``SlotScorer.add_part``)."""
+    the slot files into k buckets (``model_sides``, ``SlotScorer.add_part``; ``second``: by
+    ``score_partition``, the last buckets by a second scorer process)."""
     models = [
         ModelInput("a", load_slots(paths["a"]), latencies=load_latencies(sides["latency"])),
         ModelInput("b", load_slots(paths["b"]), judge_scores=load_judge_scores(sides["judge"])),
@@ -222,8 +226,11 @@ def _score_with_sides(
                 for m, side in zip(models, part.sides, strict=True)
             ]  # fmt: skip
             scorer = SlotScorer(gold, headers, bootstrap=60, seed=2)
-            for p in part.parts():
-                scorer.add_part(p)
+            if second:
+                _second.score_partition(scorer, part)
+            else:
+                for p in part.parts():
+                    scorer.add_part(p)
         run = scorer.finish()
     write_outputs(run, out)
     files = {name: (out / name).read_bytes() for name in (*OUTPUTS, "report.html")}
@@ -377,3 +384,90 @@ def test_the_helper_starts_without_the_scoring_and_report_modules() -> None:
     assert all(getattr(package, name) is not None for name in package.__all__)
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
         package.nope  # noqa: B018
+
+
+def _spy_second(monkeypatch: pytest.MonkeyPatch) -> list[subprocess.Popen[bytes] | bool]:
+    """What each second scorer did: its process when stopped, and whether ``join`` gave a
+    state (``True``) or the caller scored its buckets (``False``)."""
+    seen: list[subprocess.Popen[bytes] | bool] = []
+    join, stop = _second.SecondScorer.join, _second.SecondScorer.stop
+
+    def spy_join(self: _second.SecondScorer) -> Any:
+        state = join(self)
+        seen.append(state is not None)
+        return state
+
+    def spy_stop(self: _second.SecondScorer) -> None:
+        if self._process is not None:
+            seen.append(self._process)
+        stop(self)
+
+    monkeypatch.setattr(_second.SecondScorer, "join", spy_join)
+    monkeypatch.setattr(_second.SecondScorer, "stop", spy_stop)
+    return seen
+
+
+def test_a_second_scorer_scores_the_last_buckets_to_the_same_bytes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """From ``SPLIT_BUCKETS`` buckets on, a second process scores the last half (presence
+    only); its state absorbed here gives the bytes of one scorer, with and without sides."""
+    paths = _files(tmp_path, seed=8, shuffle=True)
+    one = _score(paths, tmp_path / "k1", None)
+    seen = _spy_second(monkeypatch)
+    assert _score(paths, tmp_path / "k3", 3) == one
+    assert seen == []  # fewer buckets than SPLIT_BUCKETS: no second scorer
+    assert _score(paths, tmp_path / "k9", 9) == one
+    assert seen[0] is True and isinstance(seen[1], subprocess.Popen)
+    assert seen[1].returncode == 0
+    assert _score(paths, tmp_path / "fuzzy", 9, tp="exact") == _score(
+        paths, tmp_path / "fuzzy1", None, tp="exact"
+    )
+    assert len(seen) == 2  # a matcher's settings: one scorer
+    sides = _sides(tmp_path, paths)
+    whole = _score_with_sides(paths, sides, tmp_path / "whole", None)
+    assert _score_with_sides(paths, sides, tmp_path / "split", 6, second=True) == whole
+    assert seen[2] is True
+
+
+def test_a_failed_second_scorer_leaves_its_buckets_to_this_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    paths = _files(tmp_path, seed=5, shuffle=True)
+    one = _score(paths, tmp_path / "alone", None)
+    seen = _spy_second(monkeypatch)
+    script = (
+        "import sys; d = sys.stdin.buffer; d.read(int.from_bytes(d.read(8), 'little')); "
+        "print('boom', file=sys.stderr); sys.exit(5)"
+    )
+    monkeypatch.setattr(_second.SecondScorer, "COMMAND", (sys.executable, "-c", script))
+    with caplog.at_level(logging.WARNING, logger="fieldcheck.slots._second"):
+        assert _score(paths, tmp_path / "fallback", 6) == one
+    assert [s for s in seen if isinstance(s, bool)] == [False]  # its buckets scored here
+    assert "the second slot scorer failed (exit status 5: boom)" in caplog.text
+    monkeypatch.setattr(_second.SecondScorer, "COMMAND", (str(tmp_path / "no-python"),))
+    with caplog.at_level(logging.WARNING, logger="fieldcheck.slots._second"):
+        assert _score(paths, tmp_path / "no-start", 6) == one
+    assert "the second slot scorer failed (could not start:" in caplog.text
+
+
+def test_an_error_while_scoring_stops_the_second_scorer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    paths = _files(tmp_path, seed=5, shuffle=True)
+    seen = _spy_second(monkeypatch)
+
+    def interrupted(text: str) -> None:
+        raise KeyboardInterrupt
+
+    files = [paths["gold"], paths["a"], paths["b"]]
+    with (
+        pytest.raises(KeyboardInterrupt),
+        partitioned(files, beside=tmp_path, k=6) as part,
+    ):
+        inputs = load_inputs(part, {"a": paths["a"], "b": paths["b"]}, {}, {})
+        scorer = SlotScorer(inputs[0], inputs[1], bootstrap=0)
+        _second.score_partition(scorer, part, interrupted)
+    process = seen[0]
+    assert isinstance(process, subprocess.Popen) and process.returncode is not None
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".fieldcheck-slots-")]

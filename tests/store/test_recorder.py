@@ -106,6 +106,29 @@ def test_a_large_run_moves_its_inserts_to_a_writer_process(store: Store, tmp_pat
     assert [i.result["i"] for i in store.page_items(run.id, after=3_997)] == [3_998, 3_999]
 
 
+def test_queued_bytes_are_bounded_and_a_larger_chunk_still_goes(
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """At most ``_PROCESS_QUEUED_BYTES`` of chunks wait for the writer process, but always one:
+    chunks larger than the bound go one at a time, every item arrives, and the count of
+    bytes waiting is back to 0."""
+    from fieldcheck.store import _recorder
+
+    monkeypatch.setattr(_recorder, "_PROCESS_QUEUED_BYTES", 1)
+    recorder = _open(store, tmp_path)
+    recorder.process_after = 0
+    for start in range(0, 3_000, 500):
+        recorder.add_prepared(
+            (ItemColumns(f"r{i}", i % 3 == 0), f'{{"i":{i}}}') for i in range(start, start + 500)
+        )
+    writer = recorder._writer
+    assert isinstance(writer, _recorder._ProcessWriter)
+    run = recorder.finish(metrics={"n": 3_000})
+    assert (run.status, run.n_items) == ("finished", 3_000)
+    assert store.count_items(run.id, failed=True) == 1_000
+    assert writer._queued == 0
+
+
 def test_the_writer_processs_error_reaches_the_scoring_process(
     store: Store, tmp_path: Path
 ) -> None:
@@ -222,3 +245,17 @@ def test_plain_chunks_are_marshalled_and_decode_to_the_same_values() -> None:
     # plain=True on what marshal cannot write fails at once, not in the writer process
     with pytest.raises(ValueError, match="unmarshallable"):
         encode_chunk(("build", "m:f", [ItemColumns("a", False)], 0, 1), plain=True)
+
+
+def test_a_sqlite_store_is_wal_without_an_fsync_per_commit(tmp_path: Path) -> None:
+    """WAL with ``synchronous=NORMAL`` (docs/decisions.md): a commit does not wait for the
+    disk; 8 KiB pages; foreign keys enforced."""
+    from sqlalchemy import text
+
+    store = Store(f"sqlite:///{tmp_path}/s.db")
+    with store.engine.connect() as conn:
+        pragmas = [
+            conn.execute(text(f"PRAGMA {name}")).scalar()
+            for name in ("journal_mode", "synchronous", "page_size", "foreign_keys")
+        ]
+    assert pragmas == ["wal", 1, 8192, 1]

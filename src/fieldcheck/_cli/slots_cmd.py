@@ -84,6 +84,7 @@ from fieldcheck.slots import (
 from fieldcheck.slots._loaders import JudgeFile, LatencyFile, SlotFile
 from fieldcheck.slots._report import METRIC_COLUMNS
 from fieldcheck.slots._score import SlotScorer
+from fieldcheck.slots._second import score_partition
 from fieldcheck.slots._stream import Partition, SideKind, SlotInput, partitioned
 
 app = typer.Typer(
@@ -393,9 +394,7 @@ def score_files(
             progress=lambda text: progress_bar.update(task, description=text),
             recorder=recorder,
         )
-        for i, files in enumerate(partition.parts(), start=1):
-            progress_bar.update(task, description=f"scoring sessions: part {i} of {partition.k}")
-            scorer.add_part(files)
+        score_partition(scorer, partition, lambda text: progress_bar.update(task, description=text))
         run = scorer.finish()
         progress_bar.update(task, description="writing report and plots")
         try:

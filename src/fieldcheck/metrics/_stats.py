@@ -546,6 +546,20 @@ class RowClasses:
         self._rows = rows[first]
         self._counts = np.bincount(inverse.reshape(-1), weights=counts).astype(np.int64)
 
+    def absorb(self, other: RowClasses) -> None:
+        """Count ``other``'s units here too: as if its rows had been added to this one."""
+        rows, counts = other.classes()
+        if not len(counts):
+            return
+        self._compact()
+        both = np.concatenate([self._rows, rows])
+        keys = np.ascontiguousarray(both).view(np.dtype((np.void, 8 * self.width))).ravel()
+        _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+        weights = np.concatenate([self._counts, counts])
+        self._rows = both[first]
+        self._counts = np.bincount(inverse.reshape(-1), weights=weights).astype(np.int64)
+        self.units += other.units
+
     def classes(self) -> tuple[np.ndarray, np.ndarray]:
         """(rows, counts): the distinct rows in byte order and how many units each stands for."""
         self._compact()

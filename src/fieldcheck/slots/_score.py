@@ -7,12 +7,13 @@ matcher and the judge (when chosen) in one batch per model, then only sums per-s
 from __future__ import annotations
 
 import logging
+import marshal
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import combinations
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, overload
 
 import numpy as np
 import orjson
@@ -64,6 +65,14 @@ if TYPE_CHECKING:
 log = logging.getLogger("fieldcheck")
 
 F = TypeVar("F", LatencyFile, JudgeFile)
+
+
+class ItemSink(Protocol):
+    """Where a scorer's items go: a ``RunRecorder``, or a second scorer's items file."""
+
+    def add_built(self, builder: str, payload: Any, count: int, *, plain: bool = False) -> int: ...
+
+
 TPMode = Literal["presence", "exact", "fuzzy", "semantic"]
 DEFAULT_THRESHOLDS: dict[TPMode, float] = {"exact": 1.0, "fuzzy": 0.8, "semantic": 0.8}
 CI_METRICS = ("precision", "recall", "f1", "exact_match_rate", "token_f1")
@@ -376,6 +385,12 @@ class _Topic:
         self.bleu = ExactSum()
         self.judge = ExactSum()
 
+    def absorb(self, other: _Topic) -> None:
+        """Add ``other``'s counts and sums (exactly)."""
+        self.counts = [a + b for a, b in zip(self.counts, other.counts, strict=True)]
+        self.bleu.add(other.bleu.partials)
+        self.judge.add(other.judge.partials)
+
     def slot_counts(self, sessions: int = 0) -> SlotCounts:
         ints = dict(zip(_INT_FIELDS, self.counts, strict=True))
         return SlotCounts(
@@ -467,6 +482,56 @@ class _ModelFold:
     judge_failures: list[tuple[SessionKey, int, InputError]] = field(default_factory=list)
 
 
+_FOLD_SUMS = (
+    "scored", "latency_in_gold", "judge_in_gold", "unknown", "unknown_lines", "dropped",
+    "absent", "pairs", "failed", "long", "judged_pairs", "judge_failed",
+)  # fmt: skip
+_FOLD_LISTS = (
+    "seconds", "latency_errors", "judge_errors", "file_errors", "value_failures",
+    "judge_failures",
+)  # fmt: skip
+
+
+def _absorb_fold(fold: _ModelFold, later: _ModelFold) -> None:
+    """Fold in ``later``, the same model's state over buckets that come after ``fold``'s: the
+    state one fold over all those buckets in order would have (dicts keep that key order)."""
+    for name, topic in later.topics.items():
+        mine = fold.topics.get(name)
+        if mine is None:
+            fold.topics[name] = topic
+        else:
+            mine.absorb(topic)
+    fold.total.absorb(later.total)
+    for classes, more in zip(fold.classes, later.classes, strict=True):
+        classes.absorb(more)
+    for name in _FOLD_SUMS:
+        setattr(fold, name, getattr(fold, name) + getattr(later, name))
+    for name in _FOLD_LISTS:
+        getattr(fold, name).extend(getattr(later, name))
+    fold.left_out.update(later.left_out)
+    fold.session_seconds.update(later.session_seconds)
+    for name in ("latency_lines", "judge_lines"):
+        a, b = getattr(fold, name), getattr(later, name)
+        setattr(fold, name, a if b is None else b if a is None else a + b)
+    firsts = [f for f in (fold.unknown_first, later.unknown_first) if f is not None]
+    fold.unknown_first = min(firsts) if firsts else None
+    fold.unknown_shown = sorted(fold.unknown_shown + later.unknown_shown)[:6]
+
+
+@dataclass
+class ScorerState:
+    """What a ``SlotScorer`` folded over some buckets, without its inputs (picklable): what a
+    second scorer process hands back (``SlotScorer.state``, ``SlotScorer.absorb``)."""
+
+    folds: list[_ModelFold]
+    sessions: int
+    pairs: dict[tuple[int, int], RowClasses]
+    gold_errors: list[InputError]
+    empty_gold: int
+    any_gold_value: bool
+    topic_gold: Counter[str]
+
+
 class SlotScorer:
     """Scores models on gold sessions fed in buckets (any partition of the sessions, each bucket
     holding a session's every gold and predicted line), folding counts, per-topic tallies and
@@ -492,7 +557,7 @@ class SlotScorer:
         bootstrap: int = 1000,
         seed: int = 0,
         progress: Callable[[str], None] | None = None,
-        recorder: RunRecorder | None = None,
+        recorder: ItemSink | None = None,
         keep_sessions: bool = False,
     ) -> None:
         names = [m.name for m in models]
@@ -518,6 +583,9 @@ class SlotScorer:
         self.topic_gold: Counter[str] = Counter()
         self.cache = _PairCache()
         self.canonical = _CanonicalCache()
+        # build the items here (``plain_rows``), not in the store's writer: when two scorer
+        # processes feed one writer, building every item would make it the slowest of three
+        self.build_items = False
 
     def signature(self) -> Signature:
         """The run's signature (its settings), known before any session is scored, so a
@@ -533,6 +601,44 @@ class SlotScorer:
             settings["matcher"] = self.matcher.signature()
             settings["threshold"] = self.cut
         return Signature(system="slots", settings=settings)
+
+    @property
+    def splittable(self) -> bool:
+        """Whether its buckets may be scored by two scorers, one state absorbing the other's:
+        no per-session keys kept, and no matcher or judge (a model or endpoint per process)."""
+        return not self.keep_sessions and self.tp == "presence" and self.judge is None
+
+    def state(self) -> ScorerState:
+        """What it folded so far, without its inputs."""
+        # the model (its inputs) stays here; the absorbing scorer has its own
+        folds = [
+            replace(f, model=None, latency=None, judge_scores=None)  # type: ignore[arg-type]
+            for f in self.folds
+        ]
+        return ScorerState(
+            folds,
+            self.sessions,
+            self.pairs,
+            self.gold_errors,
+            self.empty_gold,
+            self.any_gold_value,
+            self.topic_gold,
+        )
+
+    def absorb(self, later: ScorerState) -> None:
+        """Fold in the state of a scorer of the same inputs and settings over buckets that come
+        after this one's: ``finish`` then gives what one scorer over all of them would."""
+        if not self.splittable or len(later.folds) != len(self.folds):
+            raise ValueError("the scorers' inputs or settings differ")
+        for fold, more in zip(self.folds, later.folds, strict=True):
+            _absorb_fold(fold, more)
+        self.sessions += later.sessions
+        for key, classes in self.pairs.items():
+            classes.absorb(later.pairs[key])
+        self.gold_errors += later.gold_errors
+        self.empty_gold += later.empty_gold
+        self.any_gold_value = self.any_gold_value or later.any_gold_value
+        self.topic_gold.update(later.topic_gold)
 
     def add_part(self, part: Part) -> None:
         """Score one bucket of a ``Partition`` made with ``sides=model_sides(models)``: its
@@ -602,7 +708,12 @@ class SlotScorer:
                 classes.add(np.hstack([units_a[both][:, cols], units_b[both][:, cols]]))
         if self.recorder is not None:
             payload = self._store_payload(gold, predictions, keys, bucket)
-            self.recorder.add_built(STORE_ROWS, payload, len(keys) * len(self.folds), plain=True)
+            n_items = len(keys) * len(self.folds)
+            if self.build_items:
+                rows = marshal.dumps(plain_rows(payload))
+                self.recorder.add_built(PREBUILT_ROWS, rows, n_items, plain=True)
+            else:
+                self.recorder.add_built(STORE_ROWS, payload, n_items, plain=True)
 
     def _store_payload(
         self,
@@ -1136,6 +1247,20 @@ def _differ(
 
 StorePayload = tuple[list[SessionKey], list[Any], list[tuple[Any, ...]]]
 STORE_ROWS = "fieldcheck.slots._score:store_rows"
+PREBUILT_ROWS = "fieldcheck.slots._score:prebuilt_rows"
+
+
+def plain_rows(payload: StorePayload) -> list[tuple[Any, ...]]:
+    """``store_rows`` as plain tuples (the columns, then the result): what a second scorer
+    process builds of its buckets, so that the store's writer only inserts them."""
+    return [(*columns[:5], dict(columns.tags), result) for columns, result in store_rows(payload)]
+
+
+def prebuilt_rows(data: bytes) -> Iterator[tuple[ItemColumns, bytes]]:
+    """The items of ``plain_rows``, marshalled: handed on as bytes, the scoring process never
+    decodes them."""
+    for key, failed, model, turn, error_type, tags, result in marshal.loads(data):
+        yield ItemColumns(key, failed, model, turn, error_type, tags), result
 
 
 def store_rows(payload: StorePayload) -> Iterator[tuple[ItemColumns, bytes]]:

@@ -154,6 +154,9 @@ class StoreWriteError(Exception):
 # Chunks pickled and waiting for the writer process: a few chunks' memory, and room for the
 # scoring to go on while the process starts (about 0.4 s) or a slow insert finishes.
 _PROCESS_QUEUED_CHUNKS = 6
+_PROCESS_QUEUED_BYTES = 12 << 20
+"""And at most this many bytes of them (but always one chunk): chunks of built items (a second
+slot scorer's) are several times larger than the payloads they are built of."""
 
 
 class _ProcessWriter:
@@ -177,6 +180,8 @@ class _ProcessWriter:
         assert self._process.stdin is not None
         write_frame(self._process.stdin, orjson.dumps({"url": store.url, "run_id": run_id}))
         self._queue: queue.Queue[bytes | None] = queue.Queue(_PROCESS_QUEUED_CHUNKS)
+        self._room = threading.Condition()
+        self._queued = 0  # bytes of the chunks queued and not yet answered
         self._error: StoreWriteError | None = None
         self._thread = threading.Thread(target=self._send, name="fieldcheck-store", daemon=True)
         self._thread.start()
@@ -186,12 +191,14 @@ class _ProcessWriter:
         assert stdin is not None and stdout is not None
         while (data := self._queue.get()) is not None:
             if self._error is not None:
+                self._done(data)
                 continue
             try:
                 write_frame(stdin, data)
                 answer = stdout.readline()
             except (OSError, ValueError):  # a broken pipe (the process is gone) or closed
                 answer = b""
+            self._done(data)
             if not answer.endswith(b"\n"):
                 try:
                     code: int | None = self._process.wait(timeout=10)
@@ -211,9 +218,19 @@ class _ProcessWriter:
             error, self._error = self._error, None
             raise error
 
+    def _done(self, data: bytes) -> None:
+        with self._room:
+            self._queued -= len(data)
+            self._room.notify_all()
+
     def put(self, chunk: _Chunk, plain: bool = False) -> None:
         self.check()
-        self._queue.put(encode_chunk(chunk, plain))
+        data = encode_chunk(chunk, plain)
+        with self._room:
+            while self._queued and self._queued + len(data) > _PROCESS_QUEUED_BYTES:
+                self._room.wait()
+            self._queued += len(data)
+        self._queue.put(data)
 
     def close(self) -> None:
         """Wait until every chunk sent is in the database; stop the process (the sender

@@ -1,0 +1,240 @@
+"""The second scorer of a large ``slots score`` (``python -P -m fieldcheck.slots._second``):
+while the scoring process scores the first buckets of a ``Partition``, this one scores the last
+ones, on the other core, and hands back what it folded (``SlotScorer.state``). The scoring
+process absorbs that state and stores these buckets' items after its own, so the run is the one
+a single scorer over every bucket in order gives (tests/slots/test_streamed.py).
+
+Its standard input carries, in one frame (``fieldcheck._util.frames``), the pickled
+``{"partition", "first", "gold", "models", "items"}``; its standard output, at the end, the
+pickled ``ScorerState`` or the exception that stopped it. ``items`` (or ``None`` when the run is
+not stored): a file that gets, per bucket, a frame of the item count (8 bytes, little-endian)
+and its items, built (``plain_rows``) and marshalled. It stops at once when its input ends before it is done (the
+scoring process stopped it, or is gone).
+"""
+
+from __future__ import annotations
+
+import gc
+import logging
+import marshal
+import os
+import pickle
+import subprocess
+import sys
+import threading
+from collections.abc import Callable
+from contextlib import suppress
+from pathlib import Path
+from typing import IO, Any
+
+from fieldcheck._util.frames import read_frame, write_frame
+from fieldcheck.slots._score import (
+    PREBUILT_ROWS,
+    STORE_ROWS,
+    ItemSink,
+    ScorerState,
+    SlotScorer,
+    plain_rows,
+)
+from fieldcheck.slots._stream import Partition
+
+log = logging.getLogger(__name__)
+
+SPLIT_BUCKETS = 4
+"""Partitions of at least this many buckets (32 MiB of input) are scored by two processes."""
+
+
+class _ItemFile:
+    """The second scorer's ``ItemSink``: each bucket's items built here (``plain_rows``: the
+    store's writer would otherwise build every item of the run alone), marshalled, in a
+    file."""
+
+    def __init__(self, handle: IO[bytes]) -> None:
+        self.handle = handle
+
+    def add_built(self, builder: str, payload: Any, count: int, *, plain: bool = False) -> int:
+        if builder != STORE_ROWS or not plain:
+            raise ValueError(f"a second scorer stores only plain {STORE_ROWS} payloads")
+        write_frame(self.handle, count.to_bytes(8, "little") + marshal.dumps(plain_rows(payload)))
+        return count
+
+
+class SecondScorer:
+    """The scoring process's side: started on buckets ``first`` to the last, ``join`` gives
+    their state (``None``, with a warning, when the process failed: the caller scores them),
+    ``forward`` stores their items, ``stop`` kills it if it still runs."""
+
+    # -P: the working folder is not put on sys.path (a "fieldcheck" package there must not
+    # stand in for this one)
+    COMMAND = (sys.executable, "-P", "-m", "fieldcheck.slots._second")
+
+    def __init__(self, scorer: SlotScorer, partition: Partition, first: int) -> None:
+        self.first = first
+        folder = partition.folder
+        self._items = folder / "second-items.bin" if scorer.recorder is not None else None
+        self._log = folder / "second.log"
+        self._process: subprocess.Popen[bytes] | None = None
+        try:
+            with self._log.open("wb") as err:
+                self._process = subprocess.Popen(
+                    self.COMMAND,
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=err,
+                    start_new_session=True,  # a Ctrl-C reaches this process, which stops it
+                )
+            spec = {
+                "partition": partition,
+                "first": first,
+                "gold": scorer.gold,
+                "models": scorer.models,
+                "items": self._items,
+            }
+            assert self._process.stdin is not None
+            write_frame(self._process.stdin, pickle.dumps(spec, protocol=pickle.HIGHEST_PROTOCOL))
+        except Exception as exc:  # whatever stops it, the caller scores these buckets
+            self._failed(f"could not start: {exc}")
+
+    @property
+    def started(self) -> bool:
+        return self._process is not None
+
+    def join(self) -> ScorerState | None:
+        """Wait for the second scorer; its state, or ``None`` when it failed (a warning)."""
+        process = self._process
+        if process is None:
+            return None
+        assert process.stdout is not None
+        try:
+            data = process.stdout.read()
+            status = process.wait()
+            answer = pickle.loads(data) if data else None
+        except (OSError, EOFError, pickle.UnpicklingError) as exc:
+            self._failed(str(exc))
+            return None
+        if status == 0 and isinstance(answer, ScorerState):
+            return answer
+        why = repr(answer) if isinstance(answer, BaseException) else f"exit status {status}"
+        if not isinstance(answer, BaseException):
+            tail = self._log.read_text(errors="replace").strip().splitlines()[-1:]
+            why += f": {tail[0]}" if tail else ""
+        self._failed(why)
+        return None
+
+    def forward(self, sink: ItemSink) -> None:
+        """Store the second scorer's items, bucket by bucket, as it built them (never decoded
+        here: ``prebuilt_rows`` reads them in the store's writer)."""
+        if self._items is None:
+            return
+        with self._items.open("rb") as handle:
+            while (frame := read_frame(handle)) is not None:
+                count = int.from_bytes(frame[:8], "little")
+                sink.add_built(PREBUILT_ROWS, frame[8:], count, plain=True)
+        self._items.unlink()
+
+    def _failed(self, why: str) -> None:
+        log.warning("the second slot scorer failed (%s); scoring its buckets here", why)
+        self.stop()
+        if self._items is not None:
+            self._items.unlink(missing_ok=True)
+
+    def stop(self) -> None:
+        """Stop the process (killed if still scoring) and close its pipes."""
+        process, self._process = self._process, None
+        if process is None:
+            return
+        if process.poll() is None:
+            process.kill()
+        process.wait()
+        for pipe in (process.stdin, process.stdout):
+            if pipe is not None:
+                with suppress(OSError):
+                    pipe.close()
+
+
+def score_partition(
+    scorer: SlotScorer,
+    partition: Partition,
+    progress: Callable[[str], None] | None = None,
+) -> None:
+    """Score every bucket of ``partition`` with ``scorer``, in bucket order: the last half by a
+    second scorer process when the scorer allows it (``SlotScorer.splittable``) and there are
+    at least ``SPLIT_BUCKETS`` buckets (else, or if it fails, here)."""
+    k = partition.k
+    second = None
+    if scorer.splittable and k >= SPLIT_BUCKETS:
+        partition.keep = True  # the second scorer's buckets stay readable here if it fails
+        second = SecondScorer(scorer, partition, k - k // 2)
+        if not second.started:
+            second = None
+    first = k if second is None else second.first
+    scorer.build_items = second is not None
+    try:
+        for b, part in enumerate(partition.parts(stop=first), start=1):
+            if progress is not None:
+                progress(f"scoring sessions: part {b} of {k}")
+            scorer.add_part(part)
+        if second is None:
+            return
+        if progress is not None:
+            progress(f"scoring sessions: parts {first + 1}-{k} of {k} (second process)")
+        state = second.join()
+        if state is None:
+            for b, part in enumerate(partition.parts(start=first), start=first + 1):
+                if progress is not None:
+                    progress(f"scoring sessions: part {b} of {k}")
+                scorer.add_part(part)
+            return
+        if scorer.recorder is not None:
+            second.forward(scorer.recorder)
+        scorer.absorb(state)
+    finally:
+        if second is not None:
+            second.stop()
+
+
+def main() -> int:
+    gc.disable()  # many small acyclic rows, as in Partition.parts (gc_paused)
+    stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
+    data = read_frame(stdin)
+    if data is None:  # no work given: the scoring process is gone
+        return 3
+    done = threading.Event()
+
+    def watch() -> None:
+        # the file descriptor, not sys.stdin (see fieldcheck.slots._reader)
+        while os.read(fd, 1 << 16):
+            pass
+        if not done.is_set():
+            os._exit(3)
+
+    fd = stdin.fileno()
+    threading.Thread(target=watch, daemon=True).start()
+    try:
+        spec = pickle.loads(data)
+        partition: Partition = spec["partition"]
+        partition.keep = True
+        items: Path | None = spec["items"]
+        with open(items, "wb") if items is not None else open(os.devnull, "wb") as handle:
+            sink = _ItemFile(handle) if items is not None else None
+            scorer = SlotScorer(spec["gold"], spec["models"], recorder=sink)
+            for part in partition.parts(start=spec["first"]):
+                scorer.add_part(part)
+        answer = pickle.dumps(scorer.state(), protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception as exc:  # handed to the scoring process, which scores the buckets itself
+        try:
+            answer = pickle.dumps(exc)
+        except Exception:
+            answer = pickle.dumps(RuntimeError(f"{type(exc).__name__}: {exc}"))
+        stdout.write(answer)
+        stdout.flush()
+        done.set()
+        return 1
+    stdout.write(answer)
+    stdout.flush()
+    done.set()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
