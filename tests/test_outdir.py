@@ -356,7 +356,27 @@ def test_ctrl_c_line_names_what_was_and_was_not_written(tmp_path: Path) -> None:
     )
 
 
+def test_ctrl_c_line_counts_a_written_bulk_folder_and_names_a_missing_one(tmp_path: Path) -> None:
+    done = OutputFolder.prepare(tmp_path / "done")
+    done.expect("traces", "summary.csv")
+    with done.bulk("traces") as tmp:
+        (tmp / "a.json").write_text("{}")
+    assert "not written: summary.csv (" in done.interrupted_line()
+    missing = OutputFolder.prepare(tmp_path / "missing")
+    missing.expect("traces", "summary.csv")
+    with pytest.raises(RuntimeError), missing.bulk("traces"):
+        raise RuntimeError
+    assert "not written: summary.csv, traces (" in missing.interrupted_line()
+
+
 # ------------------------------------------------------------------ bulk folders (issue 10)
+
+
+def test_an_error_in_a_bulk_folder_names_the_final_path(tmp_path: Path) -> None:
+    folder = OutputFolder.prepare(tmp_path / "out")
+    with pytest.raises(FileNotFoundError) as caught, folder.bulk("traces") as tmp:
+        (tmp / "no-such-folder" / "a.json").write_text("{}")
+    assert caught.value.filename == str(tmp_path / "out" / "traces" / "no-such-folder" / "a.json")
 
 
 def test_bulk_folder_appears_whole_or_not_at_all(tmp_path: Path) -> None:

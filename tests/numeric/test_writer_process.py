@@ -17,6 +17,7 @@ from tests.numeric.test_streamed import _files, _write_inputs
 
 from fieldcheck.numeric import load_convfinqa, load_predictions, score_to_folder
 from fieldcheck.numeric._writer import WriterProcess
+from fieldcheck.reports._outdir import OutputFolder
 
 
 @pytest.fixture
@@ -118,7 +119,7 @@ def test_an_interrupt_stops_the_writer_and_keeps_nothing(
     tmp_path: Path, started: list[WriterProcess]
 ) -> None:
     data, preds = _inputs(tmp_path, 300)
-    folder = tmp_path / "out"
+    folder = OutputFolder.prepare(tmp_path / "out")  # as the commands prepare --out
 
     def stop(done: int) -> None:
         if done >= 256:
@@ -130,7 +131,10 @@ def test_an_interrupt_stops_the_writer_and_keeps_nothing(
         )
     process = started[0]._process
     assert process.returncode == -9  # killed, not left writing
-    assert _left(folder) == []
+    assert _left(folder.root) == []
+    # the Ctrl-C line names the row files and traces/ among what was not written
+    line = folder.interrupted_line()
+    assert "not written: errors.csv, summary.csv, traces, turns.csv, validation.csv" in line
 
 
 def test_the_writer_stops_when_its_input_ends_early(tmp_path: Path) -> None:
@@ -140,3 +144,30 @@ def test_the_writer_stops_when_its_input_ends_early(tmp_path: Path) -> None:
         [*WriterProcess.COMMAND], input=b"", capture_output=True, timeout=60, check=False
     )
     assert (process.returncode, process.stdout) == (3, b"")
+
+
+def test_the_command_names_the_folder_when_the_writers_error_names_no_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A full disk fails a write() without a file name: the usage error names --out, never
+    ``None``."""
+    from typer.testing import CliRunner
+
+    from fieldcheck._cli.main import app
+
+    data_path, preds_path = _write_inputs(tmp_path, 4, 30)
+    script = (
+        "import pickle, sys; sys.stdin.buffer.read(8); "
+        "sys.stdout.buffer.write(pickle.dumps(OSError(28, 'No space left on device'))); "
+        "sys.exit(1)"
+    )
+    monkeypatch.setattr(WriterProcess, "COMMAND", (sys.executable, "-c", script))
+    monkeypatch.setattr("fieldcheck.numeric._stream.WRITER_CONVERSATIONS", 1)
+    out = tmp_path / "out"
+    argv = ["numeric", "score", "--data", str(data_path), "--predictions", str(preds_path)]
+    result = CliRunner().invoke(
+        app, [*argv, "--out", str(out), "--no-store"], env={"COLUMNS": "400"}
+    )
+    assert result.exit_code == 2
+    assert f"cannot write {out}: No space left on device" in " ".join(result.output.split())
+    assert _left(out) == []

@@ -409,7 +409,7 @@ def score_command(
             folder.finish()
     except OSError as exc:  # an output file cannot be written
         raise typer.BadParameter(
-            f"cannot write {exc.filename}: {exc.strerror}", param_hint="--out"
+            f"cannot write {exc.filename or out}: {exc.strerror or exc}", param_hint="--out"
         ) from None
     show_result(result, out, console)
     if as_json:  # statistics.json as written
@@ -718,7 +718,7 @@ def evaluate_command(
         raise typer.BadParameter(safe_text(exc.one_line() + cause), param_hint="--data") from None
     except OSError as exc:  # an output file cannot be written
         raise typer.BadParameter(
-            f"cannot write {exc.filename}: {exc.strerror}", param_hint="--out"
+            f"cannot write {exc.filename or out}: {exc.strerror or exc}", param_hint="--out"
         ) from None
     for outcome in outcomes:
         show_result(outcome.result, outcome.out, console, title=f"numeric QA: {outcome.spec.name}")

@@ -742,6 +742,7 @@ class OutputStreams:
         self.items: list[tuple[Mapping[str, Any], Sequence[Turn]]] = []  # for the store
         self.turns = 0
         self.batch: list[tuple[Any, ...]] = []  # for the writer process
+        folder.expect(*(name for name, _ in ROW_FILES), "traces")
         files = {name: stack.enter_context(folder.atomic(name)) for name, _ in ROW_FILES}
         traces = stack.enter_context(folder.bulk("traces"))
         self.writer: WriterProcess | None = None

@@ -26,6 +26,7 @@ from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
+from fieldcheck._util.child import child_env
 from fieldcheck._util.frames import read_frame, write_frame
 
 log = logging.getLogger(__name__)
@@ -67,6 +68,7 @@ class WriterProcess:
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=self._log,
+                env=child_env(),
                 start_new_session=True,  # a Ctrl-C reaches the scoring process, which kills it
             )
         except BaseException:

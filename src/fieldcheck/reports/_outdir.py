@@ -304,8 +304,12 @@ class OutputFolder:
                 self._append({"dir": rel, "all": True})
             self._clear(final)
             os.rename(tmp, final)
-        except BaseException:
+        except BaseException as exc:
             self._clear(tmp)
+            if isinstance(exc, OSError) and isinstance(exc.filename, str):
+                inside = exc.filename.removeprefix(f"{tmp}{os.sep}")
+                if inside != exc.filename:  # the name the user knows, not our temporary one
+                    exc.filename = str(final / inside)
             raise
         self._state.bulk[rel] = None
 
@@ -337,7 +341,8 @@ class OutputFolder:
     def interrupted_line(self) -> str:
         """What a Ctrl-C left: the files written and those not."""
         written = list(self._state.written)
-        missing = [n for n in self._state.expected if n not in self._state.written]
+        done = self._state.written.keys() | self._state.bulk.keys()
+        missing = [n for n in self._state.expected if n not in done]
         text = f"interrupted: {self.root} is not complete; "
         text += f"written: {_plural(len(written), 'file')}"
         text += f" ({_some(written)})" if written else ""

@@ -27,6 +27,7 @@ from contextlib import suppress
 from pathlib import Path
 from typing import IO, Any
 
+from fieldcheck._util.child import child_env
 from fieldcheck._util.frames import read_frame, write_frame
 from fieldcheck.slots._score import (
     PREBUILT_ROWS,
@@ -81,6 +82,7 @@ class SecondScorer:
                     stdin=subprocess.PIPE,
                     stdout=subprocess.PIPE,
                     stderr=err,
+                    env=child_env(),
                     start_new_session=True,  # a Ctrl-C reaches this process, which stops it
                 )
             spec = {

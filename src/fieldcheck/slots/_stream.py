@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Literal
 
+from fieldcheck._util.child import child_env
 from fieldcheck._util.errors import InputError
 from fieldcheck._util.frames import read_frame, write_frame
 from fieldcheck.slots._loaders import (
@@ -297,6 +298,7 @@ class _Helper:
                     stdin=subprocess.PIPE,
                     stdout=subprocess.PIPE,
                     stderr=err,
+                    env=child_env(),
                     start_new_session=True,  # a Ctrl-C reaches this process, which stops it
                 )
             spec = {

@@ -28,6 +28,7 @@ from typing import Any
 
 import orjson
 
+from fieldcheck._util.child import child_env
 from fieldcheck._util.errors import shown_path
 from fieldcheck._util.frames import write_frame
 from fieldcheck._util.jsonio import dumps_bytes
@@ -175,6 +176,7 @@ class _ProcessWriter:
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
+            env=child_env(),
             start_new_session=True,  # out of the terminal's Ctrl-C: the scoring process decides
         )
         assert self._process.stdin is not None
