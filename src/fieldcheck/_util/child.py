@@ -1,5 +1,6 @@
-"""The environment of fieldcheck's own helper processes (the store's writer, the slot reader and
-second scorer, the numeric writer), started as ``python -P -m fieldcheck....``: ``-P`` keeps the
+"""fieldcheck's own helper processes (the store's writer, the slot reader and second scorer, the
+numeric writer): how they start, stop and hand back errors, and their environment. They start
+as ``python -P -m fieldcheck....``: ``-P`` keeps the
 working folder off ``sys.path`` (a ``fieldcheck`` package there must not stand in for this one),
 and ``PYTHONPATH`` starts with the folder this process imported fieldcheck from, so a helper runs
 the same code even when fieldcheck is not installed for the interpreter (a source checkout, a
@@ -8,10 +9,18 @@ path a script added)."""
 from __future__ import annotations
 
 import os
+import pickle
 import site
+import subprocess
+import sys
+import threading
+from collections.abc import Sequence
+from contextlib import suppress
 from pathlib import Path
+from typing import IO
 
 import fieldcheck
+from fieldcheck._util.frames import write_frame
 
 ROOT = str(Path(fieldcheck.__file__).resolve().parent.parent)
 """The folder holding the ``fieldcheck`` package this process runs."""
@@ -26,3 +35,63 @@ def child_env() -> dict[str, str]:
         rest = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and p != ROOT]
         env["PYTHONPATH"] = os.pathsep.join([ROOT, *rest])
     return env
+
+
+def start(
+    command: Sequence[str], stderr: IO[bytes] | int, spec: bytes | None = None
+) -> subprocess.Popen[bytes]:
+    """``command`` (a ``python -P -m`` helper) with piped standard input and output, ``stderr``
+    there, ``child_env``, in a session of its own (a Ctrl-C reaches the starting process, which
+    stops it); ``spec``, if given, written as its first frame. Stopped again if that fails."""
+    process = subprocess.Popen(
+        command,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=stderr,
+        env=child_env(),
+        start_new_session=True,
+    )
+    if spec is not None:
+        try:
+            assert process.stdin is not None
+            write_frame(process.stdin, spec)
+        except BaseException:
+            stop(process)
+            raise
+    return process
+
+
+def stop(process: subprocess.Popen[bytes]) -> None:
+    """Kill ``process`` if it still runs, wait for it and close its pipes."""
+    if process.poll() is None:
+        process.kill()
+    process.wait()
+    for pipe in (process.stdin, process.stdout):
+        if pipe is not None:
+            with suppress(OSError):
+                pipe.close()
+
+
+def exit_when_input_ends(done: threading.Event) -> None:
+    """In a helper: exit at once (status 3) when its standard input ends before ``done`` is
+    set, i.e. the process that started it stopped it or is gone."""
+    fd = sys.stdin.buffer.fileno()
+
+    def watch() -> None:
+        # the file descriptor, not sys.stdin: a daemon thread blocked in a buffered reader holds
+        # its lock, which the interpreter's shutdown then cannot take (a fatal error)
+        while os.read(fd, 1 << 16):
+            pass
+        if not done.is_set():
+            os._exit(3)
+
+    threading.Thread(target=watch, daemon=True).start()
+
+
+def error_bytes(error: BaseException) -> bytes:
+    """``error`` pickled for the starting process to raise again (a ``RuntimeError`` with its
+    type and message when it cannot be pickled)."""
+    try:
+        return pickle.dumps(error)
+    except Exception:
+        return pickle.dumps(RuntimeError(f"{type(error).__name__}: {error}"))

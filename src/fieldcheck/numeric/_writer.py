@@ -26,7 +26,7 @@ from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
-from fieldcheck._util.child import child_env
+from fieldcheck._util import child
 from fieldcheck._util.frames import read_frame, write_frame
 
 log = logging.getLogger(__name__)
@@ -63,14 +63,7 @@ class WriterProcess:
         self._broken = self._stopped = self._ok = False
         self._answer, self._status = b"", 0
         try:
-            self._process = subprocess.Popen(
-                self.COMMAND,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=self._log,
-                env=child_env(),
-                start_new_session=True,  # a Ctrl-C reaches the scoring process, which kills it
-            )
+            self._process = child.start(self.COMMAND, self._log)
         except BaseException:
             self._log.close()
             raise
@@ -128,13 +121,9 @@ class WriterProcess:
             self._status = process.wait()
             self._ok = self._status == 0 and self._answer == b"ok"
         finally:  # also when interrupted while waiting
-            if process.poll() is None:
-                process.kill()
-                process.wait()
-            for pipe in (process.stdin, process.stdout, self._log if self._ok else None):
-                if pipe is not None:
-                    with suppress(OSError):
-                        pipe.close()
+            child.stop(process)
+            if self._ok:
+                self._log.close()
 
     def _failure(self) -> BaseException:
         """The process's own exception, else an ``OSError`` saying how it ended."""
@@ -170,11 +159,7 @@ def main() -> int:
         finally:
             sink.close(flush=False)
     except Exception as exc:  # handed to the scoring process, raised there
-        try:
-            answer = pickle.dumps(exc)
-        except Exception:
-            answer = pickle.dumps(RuntimeError(f"{type(exc).__name__}: {exc}"))
-        stdout.write(answer)
+        stdout.write(child.error_bytes(exc))
         stdout.flush()
         return 1
     stdout.write(b"ok")

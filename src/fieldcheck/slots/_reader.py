@@ -10,11 +10,11 @@ before it is done (the scoring process closed it, or is gone)."""
 from __future__ import annotations
 
 import gc
-import os
 import pickle
 import sys
 import threading
 
+from fieldcheck._util import child
 from fieldcheck._util.errors import InputError
 from fieldcheck._util.frames import read_frame
 from fieldcheck.slots._stream import SlotInput, read_into
@@ -28,17 +28,7 @@ def main() -> int:
         return 3
     spec = pickle.loads(data)
     done = threading.Event()
-
-    def watch() -> None:
-        # the file descriptor, not sys.stdin: a daemon thread blocked in a buffered reader holds
-        # its lock, which the interpreter's shutdown then cannot take (a fatal error)
-        while os.read(fd, 1 << 16):
-            pass
-        if not done.is_set():
-            os._exit(3)
-
-    fd = stdin.fileno()
-    threading.Thread(target=watch, daemon=True).start()
+    child.exit_when_input_ends(done)
     folder, k = spec["folder"], spec["k"]
     handles = [(folder / spec["name"].format(b)).open("wb") for b in range(k)]
     results = []

@@ -17,17 +17,16 @@ from __future__ import annotations
 import gc
 import logging
 import marshal
-import os
 import pickle
 import subprocess
 import sys
 import threading
 from collections.abc import Callable
-from contextlib import suppress
+from contextlib import ExitStack
 from pathlib import Path
 from typing import IO, Any
 
-from fieldcheck._util.child import child_env
+from fieldcheck._util import child
 from fieldcheck._util.frames import read_frame, write_frame
 from fieldcheck.slots._score import (
     PREBUILT_ROWS,
@@ -76,15 +75,6 @@ class SecondScorer:
         self._log = folder / "second.log"
         self._process: subprocess.Popen[bytes] | None = None
         try:
-            with self._log.open("wb") as err:
-                self._process = subprocess.Popen(
-                    self.COMMAND,
-                    stdin=subprocess.PIPE,
-                    stdout=subprocess.PIPE,
-                    stderr=err,
-                    env=child_env(),
-                    start_new_session=True,  # a Ctrl-C reaches this process, which stops it
-                )
             spec = {
                 "partition": partition,
                 "first": first,
@@ -92,8 +82,9 @@ class SecondScorer:
                 "models": scorer.models,
                 "items": self._items,
             }
-            assert self._process.stdin is not None
-            write_frame(self._process.stdin, pickle.dumps(spec, protocol=pickle.HIGHEST_PROTOCOL))
+            data = pickle.dumps(spec, protocol=pickle.HIGHEST_PROTOCOL)
+            with self._log.open("wb") as err:
+                self._process = child.start(self.COMMAND, err, data)
         except Exception as exc:  # whatever stops it, the caller scores these buckets
             self._failed(f"could not start: {exc}")
 
@@ -143,15 +134,8 @@ class SecondScorer:
     def stop(self) -> None:
         """Stop the process (killed if still scoring) and close its pipes."""
         process, self._process = self._process, None
-        if process is None:
-            return
-        if process.poll() is None:
-            process.kill()
-        process.wait()
-        for pipe in (process.stdin, process.stdout):
-            if pipe is not None:
-                with suppress(OSError):
-                    pipe.close()
+        if process is not None:
+            child.stop(process)
 
 
 def score_partition(
@@ -202,33 +186,20 @@ def main() -> int:
     if data is None:  # no work given: the scoring process is gone
         return 3
     done = threading.Event()
-
-    def watch() -> None:
-        # the file descriptor, not sys.stdin (see fieldcheck.slots._reader)
-        while os.read(fd, 1 << 16):
-            pass
-        if not done.is_set():
-            os._exit(3)
-
-    fd = stdin.fileno()
-    threading.Thread(target=watch, daemon=True).start()
+    child.exit_when_input_ends(done)
     try:
         spec = pickle.loads(data)
         partition: Partition = spec["partition"]
         partition.keep = True
         items: Path | None = spec["items"]
-        with open(items, "wb") if items is not None else open(os.devnull, "wb") as handle:
-            sink = _ItemFile(handle) if items is not None else None
+        with ExitStack() as stack:
+            sink = _ItemFile(stack.enter_context(items.open("wb"))) if items else None
             scorer = SlotScorer(spec["gold"], spec["models"], recorder=sink)
             for part in partition.parts(start=spec["first"]):
                 scorer.add_part(part)
         answer = pickle.dumps(scorer.state(), protocol=pickle.HIGHEST_PROTOCOL)
     except Exception as exc:  # handed to the scoring process, which scores the buckets itself
-        try:
-            answer = pickle.dumps(exc)
-        except Exception:
-            answer = pickle.dumps(RuntimeError(f"{type(exc).__name__}: {exc}"))
-        stdout.write(answer)
+        stdout.write(child.error_bytes(exc))
         stdout.flush()
         done.set()
         return 1

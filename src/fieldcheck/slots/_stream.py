@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Literal
 
-from fieldcheck._util.child import child_env
+from fieldcheck._util import child
 from fieldcheck._util.errors import InputError
 from fieldcheck._util.frames import read_frame, write_frame
 from fieldcheck.slots._loaders import (
@@ -292,23 +292,14 @@ class _Helper:
         self._log = folder / "reader.log"
         self._process: subprocess.Popen[bytes] | None = None
         try:
-            with self._log.open("wb") as err:
-                self._process = subprocess.Popen(
-                    self.COMMAND,
-                    stdin=subprocess.PIPE,
-                    stdout=subprocess.PIPE,
-                    stderr=err,
-                    env=child_env(),
-                    start_new_session=True,  # a Ctrl-C reaches this process, which stops it
-                )
             spec = {
                 "folder": folder,
                 "k": k,
                 "name": self.NAME,
                 "items": [(i, item.path, item.kind) for i, item in enumerate(self._items, split)],
             }
-            assert self._process.stdin is not None
-            write_frame(self._process.stdin, pickle.dumps(spec))  # a path need not be UTF-8
+            with self._log.open("wb") as err:  # the spec pickled: a path need not be UTF-8
+                self._process = child.start(self.COMMAND, err, pickle.dumps(spec))
         except Exception as exc:  # whatever stops the helper, this process reads its files
             self._failed(f"could not start: {exc}")
 
@@ -343,15 +334,8 @@ class _Helper:
     def stop(self) -> None:
         """Stop the helper (killed if still reading) and close its pipes."""
         process, self._process = self._process, None
-        if process is None:
-            return
-        if process.poll() is None:
-            process.kill()
-        process.wait()
-        for pipe in (process.stdin, process.stdout):
-            if pipe is not None:
-                with suppress(OSError):
-                    pipe.close()
+        if process is not None:
+            child.stop(process)
 
 
 def bucket_count(paths: Sequence[Path], bucket_bytes: int = BUCKET_BYTES) -> int:

@@ -28,7 +28,7 @@ from typing import Any
 
 import orjson
 
-from fieldcheck._util.child import child_env
+from fieldcheck._util import child
 from fieldcheck._util.errors import shown_path
 from fieldcheck._util.frames import write_frame
 from fieldcheck._util.jsonio import dumps_bytes
@@ -169,18 +169,14 @@ class _ProcessWriter:
     error is raised at the next call."""
 
     def __init__(self, store: Store, run_id: str) -> None:
-        self._process = subprocess.Popen(
-            # -P: the working folder is not put on sys.path (a "fieldcheck" package there
-            # must not stand in for this one)
+        # -P: the working folder is not put on sys.path (a "fieldcheck" package there must not
+        # stand in for this one); its own session: out of the terminal's Ctrl-C, this process
+        # decides
+        self._process = child.start(
             [sys.executable, "-P", "-m", "fieldcheck.store._writer"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            env=child_env(),
-            start_new_session=True,  # out of the terminal's Ctrl-C: the scoring process decides
+            subprocess.DEVNULL,
+            orjson.dumps({"url": store.url, "run_id": run_id}),
         )
-        assert self._process.stdin is not None
-        write_frame(self._process.stdin, orjson.dumps({"url": store.url, "run_id": run_id}))
         self._queue: queue.Queue[bytes | None] = queue.Queue(_PROCESS_QUEUED_CHUNKS)
         self._room = threading.Condition()
         self._queued = 0  # bytes of the chunks queued and not yet answered
