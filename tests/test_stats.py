@@ -142,3 +142,31 @@ def test_paired_totals_pvalue() -> None:
     same = paired_bootstrap_totals_pvalue(better, better, _precision_totals, resamples=300, seed=1)
     assert p is not None and p < 0.01
     assert same == 1.0
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 3), st.integers(-2, 2)), max_size=40),
+    st.lists(st.tuples(st.integers(0, 3), st.integers(-2, 2)), max_size=40),
+    st.integers(1, 20),
+)
+def test_row_classes_absorb_is_adding_the_other_rows(
+    first: list[tuple[int, int]], second: list[tuple[int, int]], chunk: int
+) -> None:
+    """``RowClasses.absorb`` (a second slot scorer's classes) gives the classes of one
+    ``RowClasses`` fed every row, in any chunks: the same rows, counts and units."""
+    from fieldcheck.metrics._stats import RowClasses
+
+    def fed(rows: list[tuple[int, int]]) -> RowClasses:
+        classes = RowClasses(2)
+        for start in range(0, len(rows), chunk):
+            classes.add(np.asarray(rows[start : start + chunk], dtype=np.int64).reshape(-1, 2))
+        return classes
+
+    merged = fed(first)
+    merged.absorb(fed(second))
+    whole = fed(first + second)
+    (rows, counts), (rows_ref, counts_ref) = merged.classes(), whole.classes()
+    assert merged.units == whole.units == len(first) + len(second)
+    assert rows.tolist() == rows_ref.tolist() and counts.tolist() == counts_ref.tolist()
+    assert int(counts.sum()) == merged.units
