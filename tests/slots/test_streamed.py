@@ -471,3 +471,18 @@ def test_an_error_while_scoring_stops_the_second_scorer(
     process = seen[0]
     assert isinstance(process, subprocess.Popen) and process.returncode is not None
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".fieldcheck-slots-")]
+
+
+def test_absorb_handles_every_field_of_a_models_fold() -> None:
+    """A field added to ``_ModelFold`` must be merged by ``_absorb_fold`` (or be one it leaves:
+    the model, a bucket's sides, the per-session rows of ``keep_sessions``, never split)."""
+    from dataclasses import fields
+
+    from fieldcheck.slots import _score
+
+    merged = {"topics", "total", "classes", "left_out", "session_seconds", "latency_lines"}
+    merged |= {"judge_lines", "unknown_first", "unknown_shown"}
+    merged |= {*_score._FOLD_SUMS, *_score._FOLD_LISTS}
+    left = {"model", "latency", "judge_scores", "rows", "at"}
+    assert {f.name for f in fields(_score._ModelFold)} == merged | left
+    assert not merged & left

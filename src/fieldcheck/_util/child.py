@@ -88,6 +88,12 @@ def exit_when_input_ends(done: threading.Event) -> None:
     threading.Thread(target=watch, daemon=True).start()
 
 
+def ended(status: int | None, log: str) -> str:
+    """How a helper ended: its exit status and the last line of its standard error ``log``."""
+    lines = log.strip().splitlines()
+    return f"exit status {status}" + (f": {lines[-1]}" if lines else "")
+
+
 def error_bytes(error: BaseException) -> bytes:
     """``error`` pickled for the starting process to raise again (a ``RuntimeError`` with its
     type and message when it cannot be pickled)."""

@@ -8,8 +8,8 @@ Its standard input carries, in one frame (``fieldcheck._util.frames``), the pick
 ``{"partition", "first", "gold", "models", "items"}``; its standard output, at the end, the
 pickled ``ScorerState`` or the exception that stopped it. ``items`` (or ``None`` when the run is
 not stored): a file that gets, per bucket, a frame of the item count (8 bytes, little-endian)
-and its items, built (``plain_rows``) and marshalled. It stops at once when its input ends before it is done (the
-scoring process stopped it, or is gone).
+and its items, built (``plain_rows``) and marshalled. It stops at once when its input ends
+before it is done (the scoring process stopped it, or is gone).
 """
 
 from __future__ import annotations
@@ -107,11 +107,10 @@ class SecondScorer:
             return None
         if status == 0 and isinstance(answer, ScorerState):
             return answer
-        why = repr(answer) if isinstance(answer, BaseException) else f"exit status {status}"
-        if not isinstance(answer, BaseException):
-            tail = self._log.read_text(errors="replace").strip().splitlines()[-1:]
-            why += f": {tail[0]}" if tail else ""
-        self._failed(why)
+        if isinstance(answer, BaseException):
+            self._failed(repr(answer))
+        else:
+            self._failed(child.ended(status, self._log.read_text(errors="replace")))
         return None
 
     def forward(self, sink: ItemSink) -> None:

@@ -318,8 +318,7 @@ class _Helper:
             self._failed(str(exc))
             return False
         if not isinstance(results, list) or len(results) != len(self._items):
-            tail = self._log.read_text(errors="replace").strip().splitlines()[-1:]
-            self._failed(f"exit status {status}" + (f": {tail[0]}" if tail else ""))
+            self._failed(child.ended(status, self._log.read_text(errors="replace")))
             return False
         for item, (records, errors, failure) in zip(self._items, results, strict=True):
             item.records, item.errors, item.failure = records, errors, failure
