@@ -486,3 +486,23 @@ def test_absorb_handles_every_field_of_a_models_fold() -> None:
     left = {"model", "latency", "judge_scores", "rows", "at"}
     assert {f.name for f in fields(_score._ModelFold)} == merged | left
     assert not merged & left
+
+
+@pytest.mark.parametrize("k", [1, 3, 6])
+@pytest.mark.parametrize("parallel", [None, 0])
+def test_partition_sessions_counts_the_gold_sessions_of_the_first_buckets(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, k: int, parallel: int | None
+) -> None:
+    """``Partition.sessions`` numbers the second scorer's items: it must be the count of the
+    gold sessions that scoring the buckets finds, whichever reader read the gold (``parallel``
+    0: a helper reads the last files), with repeated lines, bad lines and shuffled input."""
+    joined = _spy_helpers(monkeypatch)
+    paths = _files(tmp_path, seed=11, shuffle=True)
+    files = [paths["gold"], paths["a"], paths["b"]]
+    with partitioned(files, beside=tmp_path, k=k, parallel_bytes=parallel) as part:
+        part.keep = True
+        counted = [part.sessions(stop) for stop in range(k + 1)]
+        found = [len(p.slots[0].sessions) for p in part.parts()]
+    assert counted == [sum(found[:stop]) for stop in range(k + 1)]
+    assert counted[-1] == len(load_slots(paths["gold"]).sessions) > 60
+    assert joined == ([True] if parallel == 0 and k > 1 else [])

@@ -68,9 +68,14 @@ F = TypeVar("F", LatencyFile, JudgeFile)
 
 
 class ItemSink(Protocol):
-    """Where a scorer's items go: a ``RunRecorder``, or a second scorer's items file."""
+    """Where a scorer's items go: a ``RunRecorder``, or a second scorer's items file. ``seq``:
+    the number the next item gets."""
 
-    def add_built(self, builder: str, payload: Any, count: int, *, plain: bool = False) -> int: ...
+    seq: int
+
+    def add_built(
+        self, builder: str, payload: Any, count: int, *, plain: bool = False, at: int | None = None
+    ) -> int: ...
 
 
 TPMode = Literal["presence", "exact", "fuzzy", "semantic"]
@@ -1215,9 +1220,16 @@ class SlotScorer:
         return paired
 
 
-def _slot_list(slots: Mapping[SlotKey, Sequence[str]]) -> list[list[Any]]:
-    """``[[topic, field, values], ...]`` in slot order: a session's slots in an item."""
-    return [[t, f, list(v)] for (t, f), v in sorted(slots.items())]
+def _slot_list(
+    slots: Mapping[SlotKey, Sequence[str]], order: list[SlotKey]
+) -> list[tuple[str, str, Sequence[str]]]:
+    """``[(topic, field, values), ...]`` in slot order (``order``: the sorted keys): a
+    session's slots in an item, serialised as ``[[topic, field, [values]], ...]``."""
+    out: list[tuple[str, str, Sequence[str]]] = []
+    for k in order:
+        v = slots[k]
+        out.append((k[0], k[1], v if type(v) is list or type(v) is tuple else list(v)))
+    return out
 
 
 def _differ(
@@ -1228,20 +1240,25 @@ def _differ(
     A plain comparison, not the metric (the TP rule is the scorer's). Stored with sorted keys,
     so the order here does not matter."""
     topics: dict[str, dict[str, int]] = {}
+    get = pred.get
     for slot, values in gold.items():
+        other = get(slot)
+        differ = other is not values and other != values  # equal sets are often one object
         entry = topics.get(slot[0])
         if entry is None:
-            entry = topics[slot[0]] = {"slots": 0, "differ": 0}
-        entry["slots"] += 1
-        if pred.get(slot) != values:
-            entry["differ"] += 1
-    for slot in pred:
-        if slot not in gold:
-            entry = topics.get(slot[0])
-            if entry is None:
-                entry = topics[slot[0]] = {"slots": 0, "differ": 0}
+            topics[slot[0]] = {"slots": 1, "differ": int(differ)}
+        else:
             entry["slots"] += 1
-            entry["differ"] += 1
+            entry["differ"] += differ
+    if pred.keys() - gold.keys():
+        for slot in pred:
+            if slot not in gold:
+                entry = topics.get(slot[0])
+                if entry is None:
+                    topics[slot[0]] = {"slots": 1, "differ": 1}
+                else:
+                    entry["slots"] += 1
+                    entry["differ"] += 1
     return topics
 
 
@@ -1253,7 +1270,7 @@ PREBUILT_ROWS = "fieldcheck.slots._score:prebuilt_rows"
 def plain_rows(payload: StorePayload) -> list[tuple[Any, ...]]:
     """``store_rows`` as plain tuples (the columns, then the result): what a second scorer
     process builds of its buckets, so that the store's writer only inserts them."""
-    return [(*columns[:5], dict(columns.tags), result) for columns, result in store_rows(payload)]
+    return list(_item_tuples(payload))
 
 
 def prebuilt_rows(data: bytes) -> Iterator[tuple[ItemColumns, bytes]]:
@@ -1269,18 +1286,32 @@ def store_rows(payload: StorePayload) -> Iterator[tuple[ItemColumns, bytes]]:
     predicted slots, per topic how many slots differ from gold, its latency and judge scores
     (docs/runs.md); with the columns ``store._items.slot_columns`` derives from such an item.
     A session's gold is serialised once for every model."""
+    for *columns, result in _item_tuples(payload):
+        yield ItemColumns(*columns), result
+
+
+def _item_tuples(payload: StorePayload) -> Iterator[tuple[Any, ...]]:
+    """``store_rows``'s items as plain tuples: ``ItemColumns``'s fields, then the result."""
     keys, gold_slots, models = payload
     canonical = _STORE_CANONICAL.get
     dumps, fragment, sort = orjson.dumps, orjson.Fragment, orjson.OPT_SORT_KEYS
-    golds = [_slot_list(g) for g in gold_slots]
-    gold_texts = [fragment(dumps(g)) for g in golds]
-    gold_sets = [{(t, f): canonical(v) for t, f, v in g} for g in golds]
+    gold_texts = []
+    gold_sets = []
+    for g in gold_slots:
+        order = sorted(g)
+        gold_texts.append(fragment(dumps(_slot_list(g, order))))
+        gold_sets.append({k: canonical(g[k]) for k in order})
     for name, predicted, counts, scored, seconds, judged, not_scored in models:
         column = name[:MODEL_CHARS]
         for i, key in enumerate(keys):
             slots = predicted[i]
-            pred = _slot_list(slots) if slots else []
-            per_topic = _differ(gold_sets[i], {(t, f): canonical(v) for t, f, v in pred})
+            if slots:
+                order = sorted(slots)
+                pred = _slot_list(slots, order)
+                per_topic = _differ(gold_sets[i], {k: canonical(slots[k]) for k in order})
+            else:
+                pred = []
+                per_topic = _differ(gold_sets[i], {})
             item: dict[str, Any] = {
                 "model": name,
                 "user": key[0],
@@ -1306,20 +1337,26 @@ def store_rows(payload: StorePayload) -> Iterator[tuple[ItemColumns, bytes]]:
             for topic, d in per_topic.items():
                 topic = topic[:TAG_CHARS]
                 tags[topic] = tags.get(topic, False) or bool(d["differ"])
-            columns = ItemColumns(
-                f"{name}/{key[0]}/{key[1]}", failed, column, None, error_type, tags
+            yield (
+                f"{name}/{key[0]}/{key[1]}",
+                failed,
+                column,
+                None,
+                error_type,
+                tags,
+                dumps(item, option=sort),
             )
-            yield columns, dumps(item, option=sort)
 
 
 class _CanonicalCache:
     """``canonical_set`` of value lists, remembered up to _CACHE_LIMIT distinct lists."""
 
     def __init__(self) -> None:
-        self.sets: dict[tuple[str, ...], frozenset[str]] = {}
+        self.sets: dict[str | tuple[str, ...], frozenset[str]] = {}
 
     def get(self, values: Sequence[str]) -> frozenset[str]:
-        key = tuple(values)
+        # most slots hold one value: the string is its own key (never equal to a tuple key)
+        key: str | tuple[str, ...] = values[0] if len(values) == 1 else tuple(values)
         found = self.sets.get(key)
         if found is None:
             if len(self.sets) >= _CACHE_LIMIT:

@@ -1,8 +1,9 @@
 """The second scorer of a large ``slots score`` (``python -P -m fieldcheck.slots._second``):
 while the scoring process scores the first buckets of a ``Partition``, this one scores the last
 ones, on the other core, and hands back what it folded (``SlotScorer.state``). The scoring
-process absorbs that state and stores these buckets' items after its own, so the run is the one
-a single scorer over every bucket in order gives (tests/slots/test_streamed.py).
+process absorbs that state; it stores these buckets' items while it scores its own, numbered
+after its own, so the run and its stored items are the ones a single scorer over every bucket
+in order gives (tests/slots/test_streamed.py, tests/slots/test_store_hook.py).
 
 Its standard input carries, in one frame (``fieldcheck._util.frames``), the pickled
 ``{"partition", "first", "gold", "models", "items"}``; its standard output, at the end, the
@@ -17,6 +18,7 @@ from __future__ import annotations
 import gc
 import logging
 import marshal
+import os
 import pickle
 import subprocess
 import sys
@@ -27,7 +29,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from fieldcheck._util import child
-from fieldcheck._util.frames import read_frame, write_frame
+from fieldcheck._util.frames import HEADER, read_frame, write_frame
 from fieldcheck.slots._score import (
     PREBUILT_ROWS,
     STORE_ROWS,
@@ -51,18 +53,23 @@ class _ItemFile:
 
     def __init__(self, handle: IO[bytes]) -> None:
         self.handle = handle
+        self.seq = 0
 
-    def add_built(self, builder: str, payload: Any, count: int, *, plain: bool = False) -> int:
-        if builder != STORE_ROWS or not plain:
-            raise ValueError(f"a second scorer stores only plain {STORE_ROWS} payloads")
+    def add_built(
+        self, builder: str, payload: Any, count: int, *, plain: bool = False, at: int | None = None
+    ) -> int:
+        if builder != STORE_ROWS or not plain or at is not None:
+            raise ValueError(f"a second scorer stores only plain {STORE_ROWS} payloads, in order")
         write_frame(self.handle, count.to_bytes(8, "little") + marshal.dumps(plain_rows(payload)))
+        self.seq += count
         return count
 
 
 class SecondScorer:
     """The scoring process's side: started on buckets ``first`` to the last, ``join`` gives
     their state (``None``, with a warning, when the process failed: the caller scores them),
-    ``forward`` stores their items, ``stop`` kills it if it still runs."""
+    ``forward`` stores the items of the buckets it has finished, from seq ``seq``, and ``stop``
+    kills it if it still runs."""
 
     # -P: the working folder is not put on sys.path (a "fieldcheck" package there must not
     # stand in for this one)
@@ -74,6 +81,9 @@ class SecondScorer:
         self._items = folder / "second-items.bin" if scorer.recorder is not None else None
         self._log = folder / "second.log"
         self._process: subprocess.Popen[bytes] | None = None
+        self._reading: IO[bytes] | None = None  # the items file, read as it grows
+        self.seq = 0  # the seq of its next item to store
+        self.forwarded = 0  # how many of its buckets' items are stored
         try:
             spec = {
                 "partition": partition,
@@ -114,27 +124,51 @@ class SecondScorer:
         return None
 
     def forward(self, sink: ItemSink) -> None:
-        """Store the second scorer's items, bucket by bucket, as it built them (never decoded
-        here: ``prebuilt_rows`` reads them in the store's writer)."""
-        if self._items is None:
+        """Store the items of every bucket the second scorer has finished so far (its frames
+        written whole), numbered from ``seq``, as it built them (never decoded here:
+        ``prebuilt_rows`` reads them in the store's writer). Called while both score, so the
+        store's writer inserts them then, not after."""
+        handle = self._reading
+        if handle is None:
+            if self._items is None:
+                return
+            try:
+                handle = self._reading = self._items.open("rb")
+            except FileNotFoundError:  # not created yet
+                return
+        size = os.fstat(handle.fileno()).st_size
+        while True:
+            start = handle.tell()
+            head = handle.read(HEADER.size)
+            if len(head) == HEADER.size:
+                (length,) = HEADER.unpack(head)
+                if length >= 8 and start + HEADER.size + length <= size:
+                    frame = handle.read(length)
+                    count = int.from_bytes(frame[:8], "little")
+                    sink.add_built(PREBUILT_ROWS, frame[8:], count, plain=True, at=self.seq)
+                    self.seq += count
+                    self.forwarded += 1
+                    continue
+            handle.seek(start)  # a frame still being written: read on a later call
             return
-        with self._items.open("rb") as handle:
-            while (frame := read_frame(handle)) is not None:
-                count = int.from_bytes(frame[:8], "little")
-                sink.add_built(PREBUILT_ROWS, frame[8:], count, plain=True)
-        self._items.unlink()
 
     def _failed(self, why: str) -> None:
         log.warning("the second slot scorer failed (%s); scoring its buckets here", why)
-        self.stop()
-        if self._items is not None:
-            self._items.unlink(missing_ok=True)
-
-    def stop(self) -> None:
-        """Stop the process (killed if still scoring) and close its pipes."""
         process, self._process = self._process, None
         if process is not None:
             child.stop(process)
+
+    def stop(self) -> None:
+        """Stop the process (killed if still scoring), close its pipes and remove its items
+        file."""
+        process, self._process = self._process, None
+        if process is not None:
+            child.stop(process)
+        if self._reading is not None:
+            self._reading.close()
+            self._reading = None
+        if self._items is not None:
+            self._items.unlink(missing_ok=True)
 
 
 def score_partition(
@@ -144,7 +178,9 @@ def score_partition(
 ) -> None:
     """Score every bucket of ``partition`` with ``scorer``, in bucket order: the last half by a
     second scorer process when the scorer allows it (``SlotScorer.splittable``) and there are
-    at least ``SPLIT_BUCKETS`` buckets (else, or if it fails, here)."""
+    at least ``SPLIT_BUCKETS`` buckets (else, or if it fails, here). Its items are stored while
+    this process scores its own, numbered after them: it counts its buckets' gold sessions
+    first (``Partition.sessions``)."""
     k = partition.k
     second = None
     if scorer.splittable and k >= SPLIT_BUCKETS:
@@ -154,26 +190,41 @@ def score_partition(
             second = None
     first = k if second is None else second.first
     scorer.build_items = second is not None
+    recorder = scorer.recorder
+    ahead = 0  # the seq of the second scorer's first item
     try:
+        if second is not None and recorder is not None:
+            ahead = second.seq = recorder.seq + len(scorer.models) * partition.sessions(first)
         for b, part in enumerate(partition.parts(stop=first), start=1):
             if progress is not None:
                 progress(f"scoring sessions: part {b} of {k}")
             scorer.add_part(part)
+            if second is not None and recorder is not None:
+                second.forward(recorder)
         if second is None:
             return
         if progress is not None:
             progress(f"scoring sessions: parts {first + 1}-{k} of {k} (second process)")
         state = second.join()
+        if recorder is not None:
+            if recorder.seq != ahead:
+                raise RuntimeError(
+                    f"the second slot scorer's items were numbered from {ahead}, but this "
+                    f"process stored {recorder.seq}: the stored items are misnumbered"
+                )
+            second.forward(recorder)
+            recorder.seq = second.seq
         if state is None:
             for b, part in enumerate(partition.parts(start=first), start=first + 1):
                 if progress is not None:
                     progress(f"scoring sessions: part {b} of {k}")
+                # the buckets whose items the second scorer stored are not stored again
+                scorer.recorder = None if b - first <= second.forwarded else recorder
                 scorer.add_part(part)
             return
-        if scorer.recorder is not None:
-            second.forward(scorer.recorder)
         scorer.absorb(state)
     finally:
+        scorer.recorder = recorder
         if second is not None:
             second.stop()
 

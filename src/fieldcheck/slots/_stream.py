@@ -191,6 +191,27 @@ class Partition:
                     add_judge(side, line, row)
         return Part(slots, sides)
 
+    def sessions(self, stop: int) -> int:
+        """How many sessions the first input (the gold) has in buckets 0 to ``stop`` (each
+        bucket's distinct users and sessions of its valid lines, as ``add_slot`` keys them):
+        read from its rows alone, which come first in each reader's bucket files."""
+        total = 0
+        with gc_paused():
+            for b in range(stop):
+                keys: set[tuple[str, int]] = set()
+                for name in self._names if self.k > 1 else ():
+                    with (self.folder / name.format(b)).open("rb") as handle:
+                        while (data := read_frame(handle)) is not None:
+                            index, rows = marshal.loads(data)
+                            if index:
+                                break
+                            keys.update((row[0], row[1]) for _, row in rows)
+                for index, rows in self._memory:
+                    if index == 0:
+                        keys.update((row[0], row[1]) for _, row in rows)
+                total += len(keys)
+        return total
+
     def _batches(self, b: int) -> Iterator[Batch]:
         if self.k == 1:
             yield from self._memory

@@ -357,14 +357,19 @@ class RunRecorder:
             self._put(("rows", items, tags))
         return len(items)
 
-    def add_built(self, builder: str, payload: Any, count: int, *, plain: bool = False) -> int:
+    def add_built(
+        self, builder: str, payload: Any, count: int, *, plain: bool = False, at: int | None = None
+    ) -> int:
         """Store ``count`` items that ``builder`` (``"module:function"``, importable) makes of
         ``payload`` (picklable) as (columns, result) pairs, in the writer: in a large run, the
         writer process then spends the CPU of building them, not the scoring. ``plain``: the
-        payload is plain data (``encode_chunk``), sent marshalled. Returns ``count``."""
+        payload is plain data (``encode_chunk``), sent marshalled. ``at``: their first seq,
+        for items stored ahead of ones still to come (the next seq is then not moved; the
+        caller keeps the numbers apart). Returns ``count``."""
         if count:
-            seq, self.seq = self.seq, self.seq + count
-            self._put(("build", builder, payload, seq, count), plain)
+            if at is None:
+                at, self.seq = self.seq, self.seq + count
+            self._put(("build", builder, payload, at, count), plain)
         return count
 
     def _put(self, chunk: _Chunk, plain: bool = False) -> None:
