@@ -665,7 +665,6 @@ def _engine(url: str) -> Engine:
             # commits, in order, never the database); the commits of a run's inserts took an
             # eighth of the writer's time
             cursor.execute("PRAGMA synchronous=NORMAL")
-            cursor.execute("PRAGMA cache_size=-65536")
             cursor.execute("PRAGMA foreign_keys=ON")
             cursor.execute("PRAGMA busy_timeout=30000")
             cursor.close()
