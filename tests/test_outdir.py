@@ -428,3 +428,67 @@ def test_next_run_removes_a_bulk_folder_whole_without_following_links(tmp_path: 
     assert [p.name for p in (out / "traces").iterdir()] == ["c2.json"]
     assert _manifest(out)[-1] == {"complete": True}
     assert not any("traces/" in e.get("file", "") for e in _manifest(out))
+
+
+_HOLD = """
+import sys, time
+from fieldcheck.reports._outdir import OutputFolder
+folder = OutputFolder.prepare(sys.argv[1])
+print("prepared", flush=True)
+sys.stdin.readline()
+if sys.argv[2] == "finish":
+    folder.finish()
+    print("finished", flush=True)
+    sys.stdin.readline()
+"""
+
+
+def _holder(out: Path, then: str) -> subprocess.Popen[str]:
+    """Another process that prepares ``out`` and waits for a line (then ``finish``es it or
+    exits)."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _HOLD, str(out), then],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None and proc.stdout.readline() == "prepared\n"
+    return proc
+
+
+def test_a_folder_another_run_is_writing_is_refused_until_it_finishes(tmp_path: Path) -> None:
+    """Two runs into one folder would remove and overwrite each other's files: the second is
+    a usage error naming the folder, until the first finishes or its process ends (killed
+    too)."""
+    out = tmp_path / "out"
+    proc = _holder(out, "finish")
+    with pytest.raises(OutputFolderError, match="is being written by another fieldcheck run"):
+        OutputFolder.prepare(out, force=True)
+    data = _batch(tmp_path)
+    result = _invoke("json", "batch", str(data), "--out", str(out), "--force", "--no-store")
+    assert result.exit_code == 2
+    assert "is being written by another fieldcheck run" in _text(result)
+    assert not (out / "summary.json").exists()
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write("\n")
+    proc.stdin.flush()
+    assert proc.stdout.readline() == "finished\n"
+    result = _invoke("json", "batch", str(data), "--out", str(out), "--no-store")
+    assert result.exit_code == 0, result.output
+    assert json.loads((out / "summary.json").read_text())["complete"] is True
+    proc.kill()
+    proc.wait()
+    killed = _holder(tmp_path / "other", "exit")
+    killed.kill()
+    killed.wait()
+    OutputFolder.prepare(tmp_path / "other").finish()  # the kernel let go of a killed run's lock
+
+
+def test_one_process_may_prepare_its_folder_again(tmp_path: Path) -> None:
+    """The lock is per process: a command that prepares its folder twice (or a library caller
+    re-running into it after an error) is not refused by itself."""
+    first = OutputFolder.prepare(tmp_path / "out")
+    first.write_text("a.txt", "a")
+    again = OutputFolder.prepare(tmp_path / "out")
+    again.finish()
+    assert not (tmp_path / "out" / "a.txt").exists()  # the earlier run's file was removed

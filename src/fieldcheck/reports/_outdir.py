@@ -11,6 +11,7 @@
 - A folder holding anything else is refused unless ``force`` (the other files are then kept).
 - The run's summary (json ``summary.json``, slots ``metrics.json``, numeric ``statistics.json``)
   is written last with ``"complete": true``: present only when every other file was written.
+- One run at a time: a folder being written by another process is refused (``flock``).
 """
 
 from __future__ import annotations
@@ -28,6 +29,11 @@ import orjson
 
 from fieldcheck._util.errors import shown_path
 from fieldcheck._util.jsonio import dumps
+
+try:
+    import fcntl
+except ImportError:  # not on Windows: no lock there
+    fcntl = None  # type: ignore[assignment]
 
 MANIFEST = ".fieldcheck-manifest.jsonl"
 # prepared folders (and their subfolders) by absolute path: ``OutputFolder.of(path)`` finds them
@@ -150,6 +156,41 @@ def _some(names: Iterable[str]) -> str:
     return ", ".join(names[:_SHOWN]) + f" and {len(names) - _SHOWN} more"
 
 
+# folders this process writes, by absolute path: a descriptor of each, holding its lock
+_LOCKS: dict[str, int] = {}
+
+
+def _lock(root: Path) -> None:
+    """Take the folder for this process (``flock`` on the folder itself, released when the run
+    finishes or the process ends, even killed): two runs into one folder would remove and
+    overwrite each other's files. Where the file system has no such locks, none is taken."""
+    key = os.path.abspath(root)
+    if key in _LOCKS or fcntl is None:
+        return
+    try:
+        fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise OutputFolderError(
+            f"{root} is being written by another fieldcheck run; wait for it to end or give "
+            "another folder"
+        ) from None
+    except OSError:  # no locks here (some network file systems)
+        os.close(fd)
+        return
+    _LOCKS[key] = fd
+
+
+def _unlock(root: Path) -> None:
+    fd = _LOCKS.pop(os.path.abspath(root), None)
+    if fd is not None:
+        os.close(fd)
+
+
 class OutputFolder:
     """A prepared output folder, or a view of one of its subfolders (``sub``)."""
 
@@ -177,6 +218,7 @@ class OutputFolder:
             raise OutputFolderError(
                 f"cannot create directory {root}: {reason}", reason=reason
             ) from None
+        _lock(root)
         manifest = root / MANIFEST
         old_files, summaries, old_dirs, old_bulk = _read_manifest(manifest)
         files, dirs = _listing(root, skip=old_bulk)
@@ -327,7 +369,8 @@ class OutputFolder:
 
     def finish(self) -> None:
         """Mark the folder complete: every file of the run was written. Files that appeared
-        during the run without ``atomic`` are listed too, so a next run removes them."""
+        during the run without ``atomic`` are listed too, so a next run removes them. Another
+        run may then use the folder."""
         if not self.managed:
             return
         self._wait()
@@ -337,6 +380,8 @@ class OutputFolder:
             if TMP_MARK not in rel.rsplit("/", 1)[-1]:
                 self._append({"file": rel})
         self._append({"complete": True})
+        if not self.prefix:
+            _unlock(self.root)
 
     def interrupted_line(self) -> str:
         """What a Ctrl-C left: the files written and those not."""
