@@ -280,3 +280,30 @@ def test_unpredicted_turns_without_gold_are_not_input_errors(tmp_path: Path) -> 
     result = score_numeric(load_convfinqa(data), load_predictions(preds), bootstrap=0)
     assert result.input_errors == []
     assert result.statistics["num_input_errors"] == 0
+
+
+def test_a_record_with_an_empty_id_is_an_input_error(tmp_path: Path) -> None:
+    """A prediction names its conversation by a non-empty id, so a record with id "" could
+    never be matched: it is skipped as a bad record (file, record, field), not scored as a
+    conversation whose every turn is unpredicted; in the streamed path too."""
+    path = tmp_path / "data.json"
+    records = [_record("", ["1"], [1.0]), _record("c", ["2"], [2.0])]
+    path.write_text(json.dumps({"dev": records}))
+    loaded = load_convfinqa(path)
+    assert [c.id for c in loaded.conversations] == ["c"]
+    assert [e.one_line() for e in loaded.errors] == [
+        f"{path}: record #0: field 'id': empty id (got '')"
+    ]
+    preds = _write_predictions(
+        tmp_path / "p.jsonl", [{"conversation_id": "c", "turn": 0, "answer": "2"}]
+    )
+    out = tmp_path / "out"
+    result = CliRunner().invoke(
+        app,
+        ["numeric", "score", "--data", str(path), "--predictions", str(preds), "--out", str(out)],
+        env={"COLUMNS": "300", "FIELDCHECK_DATABASE_URL": f"sqlite:///{tmp_path}/s.db"},
+    )
+    assert result.exit_code == 3, result.output
+    rows = list(csv.DictReader((out / "input_errors.csv").open(encoding="utf-8")))
+    assert [(r["record"], r["field"]) for r in rows] == [("#0", "id")]
+    assert json.loads((out / "statistics.json").read_text())["num_conversations"] == 1

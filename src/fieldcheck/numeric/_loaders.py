@@ -497,7 +497,9 @@ def _record_start(record: Any, index: int, file: Path) -> tuple[str, Mapping[str
         raise InputError(
             "record is not an object", file=file, record=rid, value=type(record).__name__
         )
-    _require(record, "id", str, file=file, record=rid, field="id")
+    if not _require(record, "id", str, file=file, record=rid, field="id"):
+        # a prediction names its conversation by a non-empty id: this one could never match
+        raise InputError("empty id", file=file, record=rid, field="id", value="")
     return rid, record
 
 
