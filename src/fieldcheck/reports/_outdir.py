@@ -448,8 +448,10 @@ class OutputFolder:
             os.rename(path, target)
             trash.append(target)
         if trash:
+            # a daemon: a Ctrl-C or an error ends the process at once, not after a silent wait
+            # for the removal; what is left is a temporary folder the next run removes first
             thread = threading.Thread(
-                target=lambda: [self._clear(t) for t in trash], name="fieldcheck-trash"
+                target=lambda: [self._clear(t) for t in trash], name="fieldcheck-trash", daemon=True
             )
             thread.start()
             self._state.cleaning = thread
