@@ -22,6 +22,7 @@ from rich.console import Console
 from fieldcheck._cli.slots_cmd import load_inputs, score_files
 from fieldcheck.metrics._slots import score_session, slot_values
 from fieldcheck.metrics._text import bleu1_score, tokenize_values
+from fieldcheck.reports._outdir import MANIFEST, TMP_MARK, OutputFolder, scratch_prefix
 from fieldcheck.slots import (
     ModelInput,
     _second,
@@ -34,6 +35,8 @@ from fieldcheck.slots import (
 from fieldcheck.slots._loaders import JudgeFile, LatencyFile, SlotFile
 from fieldcheck.slots._score import SlotScorer, model_sides
 from fieldcheck.slots._stream import bucket_count, partitioned
+
+BUCKETS = scratch_prefix()  # the bucket folder's name, beside --out
 
 WORDS = ["Reading", "hiking!", "chess", "café", "calm", "a b", "", "  ", "jazz", "<img src=x onerror=alert(1)>"]  # fmt: skip
 OUTPUTS = ("metrics.json", "metrics.csv", "per_topic.csv", "errors.jsonl", "report.md")
@@ -119,7 +122,7 @@ def test_any_bucket_count_gives_the_same_bytes(
     joined = _spy_helpers(monkeypatch)
     assert _score(paths, tmp_path / "helper", 7, parallel=0, tp=tp) == one
     assert joined == [True]
-    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".fieldcheck-slots-")]
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(BUCKETS)]
     errors = [json.loads(line) for line in one["errors.jsonl"].decode().splitlines()]
     assert len(errors) == 9  # 2 bad lines and a repeated slot per file, in line order per file
     assert [e["line"] for e in errors[:3]] == sorted(e["line"] for e in errors[:3])
@@ -162,9 +165,9 @@ def test_bucket_count_follows_the_file_size(tmp_path: Path) -> None:
 def test_bucket_files_are_removed_on_an_error(tmp_path: Path) -> None:
     paths = _files(tmp_path, seed=1, shuffle=True)
     with pytest.raises(RuntimeError), partitioned([paths["gold"]], beside=tmp_path, k=4):
-        assert [p for p in tmp_path.iterdir() if p.name.startswith(".fieldcheck-slots-")]
+        assert [p for p in tmp_path.iterdir() if p.name.startswith(BUCKETS)]
         raise RuntimeError
-    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".fieldcheck-slots-")]
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(BUCKETS)]
 
 
 def _sides(folder: Path, paths: dict[str, Path]) -> dict[str, Path]:
@@ -305,7 +308,7 @@ def test_an_error_while_reading_stops_the_helper(
         pass
     process = stopped[0]
     assert process is not None and process.returncode is not None  # killed and waited for
-    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".fieldcheck-slots-")]
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(BUCKETS)]
 
 
 def test_the_helper_stops_when_its_input_ends(tmp_path: Path) -> None:
@@ -470,7 +473,7 @@ def test_an_error_while_scoring_stops_the_second_scorer(
         _second.score_partition(scorer, part, interrupted)
     process = seen[0]
     assert isinstance(process, subprocess.Popen) and process.returncode is not None
-    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".fieldcheck-slots-")]
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(BUCKETS)]
 
 
 def test_absorb_handles_every_field_of_a_models_fold() -> None:
@@ -506,3 +509,29 @@ def test_partition_sessions_counts_the_gold_sessions_of_the_first_buckets(
     assert counted == [sum(found[:stop]) for stop in range(k + 1)]
     assert counted[-1] == len(load_slots(paths["gold"]).sessions) > 60
     assert joined == ([True] if parallel == 0 and k > 1 else [])
+
+
+def test_an_existing_out_folder_holds_the_buckets_and_is_not_foreign(tmp_path: Path) -> None:
+    """With ``--out`` an existing folder (an earlier run's, or made empty), the buckets go in
+    it while the files are read: preparing it for the outputs leaves them alone (they were
+    taken for another program's files: exit 2 on every run of 8 MiB or more, a tester's
+    finding), the manifest never lists them, and a killed run's buckets (another process's)
+    are removed by the next run."""
+    paths = _files(tmp_path, seed=3, shuffle=True)
+    out = tmp_path / "out"
+    out.mkdir()
+    stale = out / f".scratch{TMP_MARK}999999-abc"  # the buckets of a run killed while reading
+    stale.mkdir()
+    (stale / "bucket0.bin").write_bytes(b"x")
+    files = [paths["gold"], paths["a"], paths["b"]]
+    with partitioned(files, beside=out, k=3) as part:
+        assert part.folder.parent == out and part.folder.name.startswith(BUCKETS)
+        folder = OutputFolder.prepare(out)  # no OutputFolderError
+        assert part.folder.is_dir() and not stale.exists()
+        folder.write_text("a.txt", "a")
+        folder.finish()
+    assert [json.loads(line) for line in (out / MANIFEST).read_text().splitlines()][1:] == [
+        {"file": "a.txt"},
+        {"complete": True},
+    ]
+    assert sorted(p.name for p in out.iterdir()) == [MANIFEST, "a.txt"]

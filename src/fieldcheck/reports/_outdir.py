@@ -126,6 +126,13 @@ def _read_manifest(path: Path) -> tuple[list[str], list[str], list[str], list[st
     return files, summaries, folders, bulk
 
 
+def scratch_prefix() -> str:
+    """The name prefix of this process's scratch folders inside an output folder (slot
+    buckets): ``prepare`` leaves them alone while this process runs, and removes them as a
+    killed run's leftovers once it has ended."""
+    return f".scratch{TMP_MARK}{os.getpid()}-"
+
+
 def _inside_any(rel: str, folders: Iterable[str]) -> bool:
     return any(rel.startswith(folder + "/") for folder in folders)
 
@@ -222,6 +229,10 @@ class OutputFolder:
         manifest = root / MANIFEST
         old_files, summaries, old_dirs, old_bulk = _read_manifest(manifest)
         files, dirs = _listing(root, skip=old_bulk)
+        # this process's own scratch folders (``scratch_prefix``: slot buckets) are in use
+        live = {d for d in dirs if "/" not in d and scratch_prefix() in d}
+        dirs -= live | {d for d in dirs if _inside_any(d, live)}
+        files -= {f for f in files if _inside_any(f, live)}
         temporary = {d for d in dirs if TMP_MARK in d.rsplit("/", 1)[-1]}
         dirs -= {d for d in dirs if _inside_any(d, temporary)}
         files -= {f for f in files if _inside_any(f, temporary)}
@@ -374,10 +385,11 @@ class OutputFolder:
         if not self.managed:
             return
         self._wait()
-        files, _ = _listing(self.root, skip=self._state.bulk)
+        files, dirs = _listing(self.root, skip=self._state.bulk)
         known = set(self._state.written) | {MANIFEST}
+        temporary = {d for d in dirs if TMP_MARK in d.rsplit("/", 1)[-1]}
         for rel in sorted(files - known - self._state.before):
-            if TMP_MARK not in rel.rsplit("/", 1)[-1]:
+            if TMP_MARK not in rel.rsplit("/", 1)[-1] and not _inside_any(rel, temporary):
                 self._append({"file": rel})
         self._append({"complete": True})
         if not self.prefix:
