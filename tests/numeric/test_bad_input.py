@@ -307,3 +307,27 @@ def test_a_record_with_an_empty_id_is_an_input_error(tmp_path: Path) -> None:
     rows = list(csv.DictReader((out / "input_errors.csv").open(encoding="utf-8")))
     assert [(r["record"], r["field"]) for r in rows] == [("#0", "id")]
     assert json.loads((out / "statistics.json").read_text())["num_conversations"] == 1
+
+
+def test_a_data_file_of_only_bad_records_is_a_usage_error(tmp_path: Path) -> None:
+    """The rule of every input file: no usable record is exit 2 naming the first problem,
+    with nothing written (it was exit 3 with an empty "nothing scored" report)."""
+    path = tmp_path / "data.json"
+    records = [_record("", ["1"], [1.0]), {**_record("x", ["2"], [2.0]), "id": 7}]
+    path.write_text(json.dumps({"dev": records}))
+    preds = _write_predictions(
+        tmp_path / "p.jsonl", [{"conversation_id": "x", "turn": 0, "answer": "2"}]
+    )
+    out = tmp_path / "out"
+    result = CliRunner().invoke(
+        app,
+        ["numeric", "score", "--data", str(path), "--predictions", str(preds), "--out", str(out)],
+        env={"COLUMNS": "400", "FIELDCHECK_DATABASE_URL": f"sqlite:///{tmp_path}/s.db"},
+    )
+    assert result.exit_code == 2, result.output
+    text = " ".join(result.output.replace("│", " ").split())
+    assert (
+        f"--data: {path}: no valid record (2 problems; first: {path}: record #0: field 'id': empty id"
+        in text
+    )
+    assert not out.exists()

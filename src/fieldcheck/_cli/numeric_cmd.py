@@ -119,10 +119,19 @@ def load_inputs(
         preds = load_predictions(predictions)
     except InputError as exc:
         raise typer.BadParameter(safe_text(exc.one_line()), param_hint="--predictions") from None
-    if not loaded.conversations and not loaded.errors:
+    order = loaded.conversation_ids()  # from the index: no second read of the dataset
+    if not order and not loaded.errors:
         raise typer.BadParameter(
             safe_text(f"{data}: no conversations (the dataset is empty)"), param_hint="--data"
         )
+    check_input_file(  # every record bad: the same rule as for any input file
+        data,
+        records=len(order),
+        errors=loaded.errors,
+        option="--data",
+        expected="convfinqa",
+        others={"--predictions": "numeric-predictions"},
+    )
     check_input_file(
         predictions,
         records=len(preds.predictions),
@@ -131,7 +140,6 @@ def load_inputs(
         expected="numeric-predictions",
         others={"--data": "convfinqa"},
     )
-    order = loaded.conversation_ids()  # from the index: no second read of the dataset
     ids = set(order)
     if loaded.conversations and not any(cid in ids for cid, _ in preds.predictions):
         example = next(iter(preds.predictions))[0]
