@@ -469,6 +469,11 @@ def test_a_folder_another_run_is_writing_is_refused_until_it_finishes(tmp_path: 
     assert result.exit_code == 2
     assert "is being written by another fieldcheck run" in _text(result)
     assert not (out / "summary.json").exists()
+    # a folder inside it: that run's manifest would claim the files written there
+    result = _invoke("json", "batch", str(data), "--out", str(out / "sub" / "x"), "--no-store")
+    assert result.exit_code == 2
+    assert f"is inside {out}, which another fieldcheck run is writing" in _text(result)
+    assert not (out / "sub" / "x" / "summary.json").exists()
     assert proc.stdin is not None and proc.stdout is not None
     proc.stdin.write("\n")
     proc.stdin.flush()
@@ -490,6 +495,8 @@ def test_one_process_may_prepare_its_folder_again(tmp_path: Path) -> None:
     first = OutputFolder.prepare(tmp_path / "out")
     first.write_text("a.txt", "a")
     again = OutputFolder.prepare(tmp_path / "out")
+    inner = OutputFolder.prepare(tmp_path / "out" / "model")  # as json run's model folders
+    inner.finish()
     again.finish()
     assert not (tmp_path / "out" / "a.txt").exists()  # the earlier run's file was removed
 

@@ -20,6 +20,7 @@ import contextlib
 import os
 import stat
 import threading
+import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
@@ -178,18 +179,53 @@ def _lock(root: Path) -> None:
         fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
     except OSError:
         return
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(fd)
-        raise OutputFolderError(
-            f"{root} is being written by another fieldcheck run; wait for it to end or give "
-            "another folder"
-        ) from None
-    except OSError:  # no locks here (some network file systems)
-        os.close(fd)
+    for wait in (0.0, 0.01, 0.02, 0.05, 0.1):  # another run's look at its parents is brief
+        time.sleep(wait)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            continue
+        except OSError:  # no locks here (some network file systems)
+            os.close(fd)
+            return
+        _LOCKS[key] = fd
         return
-    _LOCKS[key] = fd
+    os.close(fd)
+    raise OutputFolderError(
+        f"{root} is being written by another fieldcheck run; wait for it to end or give another "
+        "folder"
+    )
+
+
+def _check_parents(root: Path) -> None:
+    """Refuse a folder inside one another run is writing (checked before anything is made):
+    that run's manifest would claim the files written here, and its next run remove them."""
+    if fcntl is None:
+        return
+    for parent in Path(os.path.abspath(root)).parents:
+        if str(parent) not in _LOCKS and _free(parent, fcntl.LOCK_SH | fcntl.LOCK_NB) is False:
+            raise OutputFolderError(
+                f"{root} is inside {parent}, which another fieldcheck run is writing; wait for "
+                "it to end or give a folder outside it"
+            )
+
+
+def _free(folder: Path, how: int) -> bool | None:
+    """Whether ``flock(how)`` on ``folder`` succeeds (it is let go at once); None when it
+    cannot be tried (no such folder, no locks there)."""
+    try:
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, how)
+        return True
+    except BlockingIOError:
+        return False
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 def _unlock(root: Path) -> None:
@@ -218,6 +254,7 @@ class OutputFolder:
         root = Path(path)
         if root.exists() and not root.is_dir():
             raise OutputFolderError(f"{root} is a file, not a directory")
+        _check_parents(root)
         try:
             root.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
