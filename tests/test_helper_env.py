@@ -46,3 +46,14 @@ def test_a_helper_imports_this_fieldcheck_not_the_working_folders(tmp_path: Path
 def test_the_pythonpath_keeps_what_the_user_set_after_ours(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(["/somewhere", ROOT]))
     assert child_env()["PYTHONPATH"].split(os.pathsep) == [ROOT, "/somewhere"]
+
+
+def test_how_a_helper_ended_is_said_in_words() -> None:
+    """A signal is named (Popen gives its number, negated): "exit status -9" read as a code
+    (a tester's finding)."""
+    from fieldcheck._util.child import ended
+
+    assert ended(5, "x\nboom\n") == "exit status 5: boom"
+    assert ended(-9, "") == "killed by SIGKILL"
+    assert ended(-15, "last\n") == "killed by SIGTERM: last"
+    assert ended(-200, "") == "killed by signal 200"

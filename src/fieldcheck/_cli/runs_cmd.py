@@ -264,7 +264,7 @@ def export_command(
     ] = None,
 ) -> None:
     """A run's items, one a row (CSV, formula-like text cells neutralised with a leading ') or a
-    line (JSONL): key, order, failed, model, turn, error and the item's result. Exit 0; 2 for an
+    line (JSONL): key, seq (its order), failed, model, turn, error_type and the item's result. Exit 0; 2 for an
     unknown RUN, a bad --format or an unwritable --out."""
     from fieldcheck.runs import iter_export
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import signal
 import site
 import subprocess
 import sys
@@ -91,7 +92,18 @@ def exit_when_input_ends(done: threading.Event) -> None:
 def ended(status: int | None, log: str) -> str:
     """How a helper ended: its exit status and the last line of its standard error ``log``."""
     lines = log.strip().splitlines()
-    return f"exit status {status}" + (f": {lines[-1]}" if lines else "")
+    return status_text(status) + (f": {lines[-1]}" if lines else "")
+
+
+def status_text(status: int | None) -> str:
+    """A helper's exit status in words: ``exit status 5``, or ``killed by SIGKILL`` (Popen's
+    negative status)."""
+    if status is not None and status < 0:
+        try:
+            return f"killed by {signal.Signals(-status).name}"
+        except ValueError:
+            return f"killed by signal {-status}"
+    return f"exit status {status}"
 
 
 def error_bytes(error: BaseException) -> bytes:

@@ -134,7 +134,7 @@ class WriterProcess:
         self._log.seek(0)
         lines = self._log.read().decode(errors="replace").strip().splitlines()
         tail = f": {lines[-1]}" if lines else ""
-        why = f"the output writer process ended (exit status {self._status}){tail}"
+        why = f"the output writer process ended ({child.status_text(self._status)}){tail}"
         return OSError(errno.EIO, why, self._folder)
 
 

@@ -203,7 +203,7 @@ class _ProcessWriter:
                 except subprocess.TimeoutExpired:
                     code = None
                 self._error = StoreWriteError(
-                    f"the store's writer process ended (exit status {code})"
+                    f"the store's writer process ended ({child.status_text(code)})"
                 )
             elif answer != b"\n":
                 self._error = StoreWriteError(answer.decode(errors="replace").strip())
