@@ -522,3 +522,33 @@ def test_an_earlier_runs_folders_are_removed_by_a_daemon_and_a_killed_ones_next_
     (left / "c1.json").write_text("1")
     OutputFolder.prepare(out).finish()
     assert sorted(p.name for p in out.iterdir()) == [MANIFEST]
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["json", "batch", "missing.jsonl"],
+        ["slots", "score", "--gold", "missing.jsonl", "--pred", "m=missing.jsonl"],
+        ["numeric", "score", "--data", "{empty}", "--predictions", "{empty}"],  # options: exist
+    ],
+)
+def test_an_existing_out_folder_is_taken_before_the_inputs_are_read(
+    tmp_path: Path, command: list[str]
+) -> None:
+    """A long read (a million slot lines: 6-9 s) must not let a run started later take the
+    folder first (a tester's finding): the lock comes before the inputs, so a folder another
+    run writes is refused even before a missing input is noticed. The command lets go of it
+    when it ends, whatever its status."""
+    out, empty = tmp_path / "out", tmp_path / "empty"
+    empty.write_text("")
+    command = [word.format(empty=empty) for word in command]
+    proc = _holder(out, "exit")
+    result = _invoke(*command, "--out", str(out), "--no-store")
+    assert result.exit_code == 2
+    assert "is being written by another fieldcheck run" in _text(result)
+    proc.kill()
+    proc.wait()
+    result = _invoke(*command, "--out", str(out), "--no-store")
+    assert result.exit_code == 2 and "another fieldcheck run" not in _text(result)
+    assert ("missing" if "missing" in " ".join(command) else "empty") in _text(result)
+    OutputFolder.prepare(out).finish()  # the failed command let go of it

@@ -21,7 +21,7 @@ from typer.core import TyperGroup
 from fieldcheck._util.errors import InputError
 from fieldcheck._util.sniff import likely_cause
 from fieldcheck._util.term import install_log_filter, safe_text
-from fieldcheck.reports._outdir import OutputFolder, OutputFolderError
+from fieldcheck.reports._outdir import OutputFolder, OutputFolderError, release_all, reserve
 
 install_log_filter()  # warnings quote data: control characters escaped (issue 9)
 
@@ -113,6 +113,8 @@ class FieldcheckGroup(TyperGroup):
         except typer.Abort:
             typer.echo("error: aborted", err=True)
             status = 1
+        finally:
+            release_all()  # the --out folders the command held (it may have ended early)
         if status == EXIT_INTERRUPTED and not _INTERRUPT_REPORTED:
             typer.echo("interrupted before any output was written", err=True)
         if not standalone_mode:
@@ -151,6 +153,15 @@ def out_dir(out: Path | str, *, force: bool = False) -> OutputFolder:
         )
     try:
         return OutputFolder.prepare(out, force=force)
+    except OutputFolderError as exc:
+        raise typer.BadParameter(safe_text(exc), param_hint="--out") from None
+
+
+def reserve_out(out: Path | str) -> None:
+    """Before reading the inputs: ``--out``'s lock taken when the folder exists, or a usage
+    error when another run writes it (reports/_outdir.py ``reserve``); nothing is changed."""
+    try:
+        reserve(out)
     except OutputFolderError as exc:
         raise typer.BadParameter(safe_text(exc), param_hint="--out") from None
 

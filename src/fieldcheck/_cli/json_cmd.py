@@ -35,6 +35,7 @@ from fieldcheck._cli._common import (
     out_dir,
     out_option,
     parse_fail_under,
+    reserve_out,
     seed_option,
     show_problems,
     writing,
@@ -644,6 +645,7 @@ def run_batch(
     if out.exists() and not out.is_dir():
         _err(errors, f"{out}: --out must be a directory (it is a file)")
         return EXIT_USAGE
+    reserve_out(out)
     reader = BatchReader(data, chunk_lines=chunk_lines)
     try:
         first, rest = _first_chunks(reader)

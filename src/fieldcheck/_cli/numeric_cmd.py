@@ -26,6 +26,7 @@ from fieldcheck._cli._common import (
     out_dir,
     out_option,
     parse_fail_under,
+    reserve_out,
     seed_option,
     show_problems,
     writing,
@@ -395,6 +396,7 @@ def score_command(
         raise typer.BadParameter(
             "give --price-in and --price-out together", param_hint="--price-in/--price-out"
         )
+    reserve_out(out)
     inputs = load_inputs(data, predictions, split=split, sample_size=sample_size, seed=seed)
     folder = out_dir(out, force=force)
     console = SafeConsole(stderr=as_json)

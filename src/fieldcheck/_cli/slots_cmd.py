@@ -29,6 +29,7 @@ from fieldcheck._cli._common import (
     out_dir,
     out_option,
     parse_fail_under,
+    reserve_out,
     seed_option,
     show_problems,
     writing,
@@ -524,6 +525,7 @@ def score(
     sides = side_files(dict(pred_pairs), lat, jud)
     console = SafeConsole(stderr=as_json)
     slot_paths = [gold, *(p for _, p in pred_pairs)]
+    reserve_out(out)
     with reading(console, slot_paths, beside=out, sides=sides) as part:
         inputs = load_inputs(part, dict(pred_pairs), lat, jud)
         folder = out_dir(out, force=force)

@@ -197,6 +197,17 @@ def _lock(root: Path) -> None:
     )
 
 
+def reserve(path: str | Path) -> None:
+    """Take ``path``'s lock now, before a long read of the inputs, when it is a folder already
+    (``prepare`` takes it otherwise), so a run started later cannot take it first; refuse it
+    (``OutputFolderError``) when another run writes it or a folder around it. Nothing is made
+    or changed."""
+    root = Path(path)
+    _check_parents(root)
+    if root.is_dir():
+        _lock(root)
+
+
 def _check_parents(root: Path) -> None:
     """Refuse a folder inside one another run is writing (checked before anything is made):
     that run's manifest would claim the files written here, and its next run remove them."""
@@ -226,6 +237,13 @@ def _free(folder: Path, how: int) -> bool | None:
         return None
     finally:
         os.close(fd)
+
+
+def release_all() -> None:
+    """Let go of every folder this process holds: a command has ended (for the commands run
+    in one process, as tests do; a process that ends lets go anyway)."""
+    while _LOCKS:
+        os.close(_LOCKS.popitem()[1])
 
 
 def _unlock(root: Path) -> None:
