@@ -282,6 +282,18 @@ def test_unpredicted_turns_without_gold_are_not_input_errors(tmp_path: Path) -> 
     assert result.statistics["num_input_errors"] == 0
 
 
+def _score_one_answer(data: Path, conversation: str, out: Path) -> Any:
+    """``numeric score`` of ``data`` with one prediction, turn 0 of ``conversation``."""
+    preds = _write_predictions(
+        data.with_name("p.jsonl"), [{"conversation_id": conversation, "turn": 0, "answer": "2"}]
+    )
+    return CliRunner().invoke(
+        app,
+        ["numeric", "score", "--data", str(data), "--predictions", str(preds), "--out", str(out)],
+        env={"COLUMNS": "400", "FIELDCHECK_DATABASE_URL": f"sqlite:///{data.parent}/s.db"},
+    )
+
+
 def test_a_record_with_an_empty_id_is_an_input_error(tmp_path: Path) -> None:
     """A prediction names its conversation by a non-empty id, so a record with id "" could
     never be matched: it is skipped as a bad record (file, record, field), not scored as a
@@ -294,15 +306,8 @@ def test_a_record_with_an_empty_id_is_an_input_error(tmp_path: Path) -> None:
     assert [e.one_line() for e in loaded.errors] == [
         f"{path}: record #0: field 'id': empty id (got '')"
     ]
-    preds = _write_predictions(
-        tmp_path / "p.jsonl", [{"conversation_id": "c", "turn": 0, "answer": "2"}]
-    )
     out = tmp_path / "out"
-    result = CliRunner().invoke(
-        app,
-        ["numeric", "score", "--data", str(path), "--predictions", str(preds), "--out", str(out)],
-        env={"COLUMNS": "300", "FIELDCHECK_DATABASE_URL": f"sqlite:///{tmp_path}/s.db"},
-    )
+    result = _score_one_answer(path, "c", out)
     assert result.exit_code == 3, result.output
     rows = list(csv.DictReader((out / "input_errors.csv").open(encoding="utf-8")))
     assert [(r["record"], r["field"]) for r in rows] == [("#0", "id")]
@@ -315,15 +320,8 @@ def test_a_data_file_of_only_bad_records_is_a_usage_error(tmp_path: Path) -> Non
     path = tmp_path / "data.json"
     records = [_record("", ["1"], [1.0]), {**_record("x", ["2"], [2.0]), "id": 7}]
     path.write_text(json.dumps({"dev": records}))
-    preds = _write_predictions(
-        tmp_path / "p.jsonl", [{"conversation_id": "x", "turn": 0, "answer": "2"}]
-    )
     out = tmp_path / "out"
-    result = CliRunner().invoke(
-        app,
-        ["numeric", "score", "--data", str(path), "--predictions", str(preds), "--out", str(out)],
-        env={"COLUMNS": "400", "FIELDCHECK_DATABASE_URL": f"sqlite:///{tmp_path}/s.db"},
-    )
+    result = _score_one_answer(path, "x", out)
     assert result.exit_code == 2, result.output
     text = " ".join(result.output.replace("│", " ").split())
     assert (
