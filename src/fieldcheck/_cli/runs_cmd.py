@@ -264,8 +264,8 @@ def export_command(
     ] = None,
 ) -> None:
     """A run's items, one a row (CSV, formula-like text cells neutralised with a leading ') or a
-    line (JSONL): key, seq (its order), failed, model, turn, error_type and the item's result. Exit 0; 2 for an
-    unknown RUN, a bad --format or an unwritable --out."""
+    line (JSONL): key, seq (its order), failed, model, turn, error_type and the item's result.
+    Exit 0; 2 for an unknown RUN, a bad --format or an unwritable --out."""
     from fieldcheck.runs import iter_export
 
     if fmt not in ("csv", "jsonl"):
