@@ -329,3 +329,18 @@ def test_a_data_file_of_only_bad_records_is_a_usage_error(tmp_path: Path) -> Non
         in text
     )
     assert not out.exists()
+
+
+def test_bad_records_are_shown_once_and_at_most_five(tmp_path: Path) -> None:
+    """Each bad record is one ``error:`` line on stderr, the first five of them and how many
+    more: they were also logged as ``warning:`` lines when loaded, every one of them (a
+    tester's finding: each twice, and thousands for a large file)."""
+    path = tmp_path / "data.json"
+    records = [_record("c", ["2"], [2.0]), *(_record("", ["1"], [1.0]) for _ in range(8))]
+    path.write_text(json.dumps({"dev": records}))
+    result = _score_one_answer(path, "c", tmp_path / "out")
+    assert result.exit_code == 3, result.output
+    text = result.output
+    assert text.count("field 'id': empty id") == 5
+    assert "warning:" not in text
+    assert "... and 3 more (8 problems in all" in " ".join(text.split())

@@ -7,7 +7,6 @@ turn simply has no gold operations) and is reported the same way.
 
 from __future__ import annotations
 
-import logging
 import random
 import re
 from array import array
@@ -22,8 +21,6 @@ from fieldcheck._util.jsonio import read_json
 from fieldcheck.metrics._programs import ProgramParseError, cell_number, program_operations
 from fieldcheck.numeric import _scan
 from fieldcheck.numeric._records import Conversation, Document, Features, SourceFormat, Turn
-
-logger = logging.getLogger("fieldcheck")
 
 DEFAULT_SPLIT = "dev"
 
@@ -227,8 +224,6 @@ def _load_records(
             conversations.append(conversation)
         else:
             stored.keep(i, conversation)
-    for error in errors:
-        logger.warning("%s", error)
     return LoadResult(
         path=str(file),
         source_format=fmt,
