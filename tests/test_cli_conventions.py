@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -382,3 +383,26 @@ def test_seed_help_names_the_sample_only_where_there_is_one() -> None:
         text = " ".join(text.split())
         assert "Seed of every random draw of the command: the bootstrap resamples" in text
         assert ("which items are drawn" in text) is sample
+
+
+def test_ctrl_c_while_the_command_line_imports_is_one_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The console script catches a Ctrl-C during its imports (the first second): one line and
+    exit 130, not a traceback (a tester's finding)."""
+    import builtins
+
+    from fieldcheck._cli import entry
+
+    real_import = builtins.__import__
+
+    def interrupted(name: str, *args: Any, **kwargs: Any) -> Any:
+        if name == "fieldcheck._cli.main":
+            raise KeyboardInterrupt
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", interrupted)
+    with pytest.raises(SystemExit) as stopped:
+        entry.main()
+    assert stopped.value.code == 130
+    assert capsys.readouterr().err == "interrupted before any output was written\n"
