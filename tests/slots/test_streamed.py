@@ -76,6 +76,13 @@ def _files(folder: Path, seed: int, *, shuffle: bool) -> dict[str, Path]:
     return paths
 
 
+# a helper that reads its spec, says why it fails on stderr and exits 5
+_FAILS = (
+    "import sys; d = sys.stdin.buffer; d.read(int.from_bytes(d.read(8), 'little')); "
+    "print('boom', file=sys.stderr); sys.exit(5)"
+)
+
+
 def _spy_helpers(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
     """Helpers for any input size, splitting by bytes alone; the list gets what each one's
     ``join`` returned (``True``: it read its files)."""
@@ -269,11 +276,7 @@ def test_a_failed_helper_is_replaced_by_this_process(
     paths = _files(tmp_path, seed=5, shuffle=True)
     one = _score(paths, tmp_path / "alone", 4)
     joined = _spy_helpers(monkeypatch)
-    script = (
-        "import sys; d = sys.stdin.buffer; d.read(int.from_bytes(d.read(8), 'little')); "
-        "print('boom', file=sys.stderr); sys.exit(5)"
-    )
-    monkeypatch.setattr(_stream._Helper, "COMMAND", (sys.executable, "-c", script))
+    monkeypatch.setattr(_stream._Helper, "COMMAND", (sys.executable, "-c", _FAILS))
     with caplog.at_level(logging.WARNING, logger="fieldcheck.slots._stream"):
         assert _score(paths, tmp_path / "fallback", 4, parallel=0) == one
     assert joined == [False]
@@ -439,11 +442,7 @@ def test_a_failed_second_scorer_leaves_its_buckets_to_this_process(
     paths = _files(tmp_path, seed=5, shuffle=True)
     one = _score(paths, tmp_path / "alone", None)
     seen = _spy_second(monkeypatch)
-    script = (
-        "import sys; d = sys.stdin.buffer; d.read(int.from_bytes(d.read(8), 'little')); "
-        "print('boom', file=sys.stderr); sys.exit(5)"
-    )
-    monkeypatch.setattr(_second.SecondScorer, "COMMAND", (sys.executable, "-c", script))
+    monkeypatch.setattr(_second.SecondScorer, "COMMAND", (sys.executable, "-c", _FAILS))
     with caplog.at_level(logging.WARNING, logger="fieldcheck.slots._second"):
         assert _score(paths, tmp_path / "fallback", 6) == one
     assert [s for s in seen if isinstance(s, bool)] == [False]  # its buckets scored here
