@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from sqlalchemy import Engine, create_engine, delete, event, func, select, update
+from sqlalchemy import Engine, bindparam, create_engine, delete, event, func, select, update
 from sqlalchemy.engine import Dialect
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
@@ -566,9 +566,7 @@ class Store:
     # cache --------------------------------------------------------------------------------
     def cache_get(self, key: str) -> dict[str, Any] | None:
         with self.engine.connect() as connection:  # Core, not an ORM session: the hot path
-            value = connection.execute(
-                select(CacheRow.value).where(CacheRow.key == key)
-            ).scalar_one_or_none()
+            value = connection.execute(_CACHE_GET, {"key": key}).scalar_one_or_none()
         return orjson.loads(value) if value is not None else None
 
     def cache_put(self, key: str, model: str, value: dict[str, Any]) -> None:
@@ -593,6 +591,10 @@ class Store:
             text = orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()  # order kept
             s.merge(ConfigRow(section=section, value=text, updated_at=_now()))
             s.commit()
+
+
+# built once: a fully cached re-run looks up every call (issue 10's 20x)
+_CACHE_GET = select(CacheRow.value).where(CacheRow.key == bindparam("key"))
 
 
 def _stored(row: ItemRow) -> StoredItem:
