@@ -19,6 +19,9 @@ from benchmarks._table import Row, Target
 from fieldcheck.metrics import match_answer, parse_answer, parse_program
 
 _STRIP = re.compile(r"[^0-9.\-]")
+# a stored turn of the generated data (its turns.csv row as JSON, issue 11): 719 bytes on
+# average, no tag rows
+ITEM_BYTES = 719
 
 
 def _answers(rng: random.Random, n: int) -> list[tuple[str, float]]:
@@ -105,6 +108,34 @@ def _traces_row(n: int, traces: Path, literal: ProcRun) -> Row:
     )
 
 
+def _store_rows(n: int, argv: list[str], literal: ProcRun) -> list[Row]:
+    """What the >= 1x target is up against, beside the traces: the same command (``argv``, into
+    a fresh folder) without the store, and the store's inserts of as many turn items alone."""
+    fresh(Path(argv[argv.index("--out") + 1]))
+    bare = run_child("fieldcheck", [*argv, "--no-store"], timeout=TIME_LIMIT)
+    inserts = run_child("baseline_store", [str(n), str(ITEM_BYTES), "0"])
+    return [
+        speed_row(
+            f"numeric score --no-store, {n:,} turns vs literal five match types",
+            n,
+            "turns",
+            bare,
+            literal,
+            "literal per-turn loop",
+            None,
+        ),
+        speed_row(
+            f"the store's inserts alone, {n:,} turn items of {ITEM_BYTES:,} bytes vs literal",
+            n,
+            "items",
+            inserts,
+            literal,
+            "literal per-turn loop",
+            None,
+        ),
+    ]
+
+
 def scale_rows(quick: bool) -> list[Row]:
     small_n, large_n = (1_000, 10_000) if quick else (10_000, 100_000)
     out = _data.DATA_DIR / "out"
@@ -131,6 +162,8 @@ def scale_rows(quick: bool) -> list[Row]:
         )
         if n == large_n and ours.ok:
             rows.append(_traces_row(n, out / f"numeric_{n}" / "traces", literal))
+        if n == large_n:
+            rows += _store_rows(n, argv, literal)
     rows.append(
         memory_row(
             f"numeric score peak RSS, {large_n:,} vs {small_n:,} turns",
