@@ -552,3 +552,47 @@ def test_an_existing_out_folder_is_taken_before_the_inputs_are_read(
     assert result.exit_code == 2 and "another fieldcheck run" not in _text(result)
     assert ("missing" if "missing" in " ".join(command) else "empty") in _text(result)
     OutputFolder.prepare(out).finish()  # the failed command let go of it
+
+
+_WRITES_LATER = """
+import sys
+from fieldcheck.reports._outdir import OutputFolder
+folder = OutputFolder.prepare(sys.argv[1])
+print("prepared", flush=True)
+sys.stdin.readline()
+folder.write_text("late.txt", "written while the run around it ran")
+folder.finish()
+print("finished", flush=True)
+"""
+
+
+def test_a_run_around_another_runs_folder_never_claims_its_files(tmp_path: Path) -> None:
+    """A run with ``--force`` into a folder that holds another run's folder (being written, or
+    done) keeps that run's files: its manifest does not list what that run writes meanwhile,
+    so its next run does not remove them; nor does it remove what an older manifest of its
+    own wrongly listed there."""
+    out = tmp_path / "out"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _WRITES_LATER, str(out / "child")],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    assert proc.stdout.readline() == "prepared\n"
+    around = OutputFolder.prepare(out, force=True)
+    around.write_text("mine.txt", "1")
+    proc.stdin.write("\n")
+    proc.stdin.flush()
+    assert proc.stdout.readline() == "finished\n"
+    proc.wait()
+    around.finish()
+    listed = [e.get("file") for e in _manifest(out)]
+    assert "mine.txt" in listed
+    assert not [f for f in listed if f and f.startswith("child/")]
+    # an older manifest of the run around it that listed a file of the inner run
+    with (out / MANIFEST).open("a") as f:
+        f.write(json.dumps({"file": "child/late.txt"}) + "\n")
+    OutputFolder.prepare(out, force=True).finish()
+    assert (out / "child" / "late.txt").read_text() == "written while the run around it ran"
+    assert not (out / "mine.txt").exists()  # its own file was replaced as before

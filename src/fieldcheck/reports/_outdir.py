@@ -221,6 +221,21 @@ def _check_parents(root: Path) -> None:
             )
 
 
+def _other_run(folder: Path) -> bool:
+    """Whether ``folder`` is another run's output folder: it holds its own manifest, or another
+    run is writing it. A run with ``--force`` into a folder around it keeps its files, and
+    never lists in its own manifest the files that run writes meanwhile (its next run would
+    remove them)."""
+    try:
+        if stat.S_ISREG(os.lstat(folder / MANIFEST).st_mode):
+            return True
+    except OSError:
+        pass
+    if fcntl is None or os.path.abspath(folder) in _LOCKS:
+        return False
+    return _free(folder, fcntl.LOCK_SH | fcntl.LOCK_NB) is False
+
+
 def _free(folder: Path, how: int) -> bool | None:
     """Whether ``flock(how)`` on ``folder`` succeeds (it is let go at once); None when it
     cannot be tried (no such folder, no locks there)."""
@@ -291,6 +306,9 @@ class OutputFolder:
         temporary = {d for d in dirs if TMP_MARK in d.rsplit("/", 1)[-1]}
         dirs -= {d for d in dirs if _inside_any(d, temporary)}
         files -= {f for f in files if _inside_any(f, temporary)}
+        # another run's folder inside this one (its own manifest, or being written): never ours
+        nested = {d for d in dirs - temporary if _other_run(root / d)}
+        old_files = [f for f in old_files if not _inside_any(f, nested)]
         ours = set(old_files) | {MANIFEST} | {f for f in files if TMP_MARK in f.rsplit("/", 1)[-1]}
         parents = {p.as_posix() for f in old_files for p in PurePosixPath(f).parents} - {"."}
         parents |= {
@@ -322,6 +340,7 @@ class OutputFolder:
                 f"cannot clean {root}: {exc.filename or ''} {exc.strerror or exc}".strip()
             ) from None
         folder._state.before = files - ours
+        folder._state.nested = nested
         _ACTIVE[os.path.abspath(root)] = folder
         return folder
 
@@ -444,7 +463,9 @@ class OutputFolder:
         known = set(self._state.written) | {MANIFEST}
         temporary = {d for d in dirs if TMP_MARK in d.rsplit("/", 1)[-1]}
         for rel in sorted(files - known - self._state.before):
-            if TMP_MARK not in rel.rsplit("/", 1)[-1] and not _inside_any(rel, temporary):
+            if TMP_MARK in rel.rsplit("/", 1)[-1] or _inside_any(rel, temporary):
+                continue
+            if not _inside_any(rel, self._state.nested):
                 self._append({"file": rel})
         self._append({"complete": True})
         if not self.prefix:
@@ -574,5 +595,6 @@ class _State:
         self.written: dict[str, None] = {}
         self.expected: dict[str, None] = {}
         self.before: set[str] = set()
+        self.nested: set[str] = set()  # other runs' folders inside this one (``_other_run``)
         self.bulk: dict[str, None] = {}  # bulk folders written (``OutputFolder.bulk``)
         self.cleaning: threading.Thread | None = None  # removing an earlier run's folders
