@@ -3,13 +3,15 @@
 ``python -m benchmarks._driver OUT.json [--preload-model] -- TARGET ARG...``: TARGET is
 ``fieldcheck`` (the real CLI, as installed) or a module of ``benchmarks`` with ``main(argv)``.
 Imports (and with ``--preload-model`` the sentence-transformers model) happen before the clock
-starts, on every side alike; OUT.json gets ``{"seconds", "status", "peak_rss_mib"}``.
+starts, on every side alike; OUT.json gets ``{"seconds", "status", "peak_rss_mib",
+"cpu_seconds"}`` (user + system CPU of the work, its ended child processes included).
 """
 
 from __future__ import annotations
 
 import importlib
 import json
+import resource
 import sys
 import time
 
@@ -46,11 +48,31 @@ def main() -> None:
         def call() -> int:
             return int(module.main(argv))
 
+    cpu = _cpu_seconds()
     start = time.perf_counter()
     status = call()
     seconds = time.perf_counter() - start
+    cpu = _cpu_seconds() - cpu
     with open(out, "w", encoding="utf-8") as f:
-        json.dump({"seconds": seconds, "status": status, "peak_rss_mib": _peak_rss_mib()}, f)
+        json.dump(
+            {
+                "seconds": seconds,
+                "status": status,
+                "peak_rss_mib": _peak_rss_mib(),
+                "cpu_seconds": cpu,
+            },
+            f,
+        )
+
+
+def _cpu_seconds() -> float:
+    """User and system CPU of this process and of its children that have ended (a command's
+    writer processes are waited for before it returns)."""
+    own, children = (
+        resource.getrusage(resource.RUSAGE_SELF),
+        resource.getrusage(resource.RUSAGE_CHILDREN),
+    )
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
 def _peak_rss_mib() -> float:

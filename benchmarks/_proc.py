@@ -9,6 +9,7 @@ or memory is only a bound.
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -32,6 +33,7 @@ class ProcRun:
     status: int
     stopped: str = ""  # "" when it finished; else why it was stopped
     stderr_tail: str = ""
+    cpu_seconds: float = math.nan  # user + system of the work, ended child processes included
 
     @property
     def ok(self) -> bool:
@@ -116,4 +118,5 @@ def run_child(
             return ProcRun(time.monotonic() - start, peak_seen, status, stopped, tail)
         timing = json.loads(out.read_text())
         peak = max(float(timing["peak_rss_mib"]), peak_seen)
-        return ProcRun(float(timing["seconds"]), peak, int(timing["status"]), "", tail)
+        cpu = float(timing.get("cpu_seconds", math.nan))
+        return ProcRun(float(timing["seconds"]), peak, int(timing["status"]), "", tail, cpu)

@@ -4,6 +4,7 @@ their own process with imports excluded) and a memory-growth ratio (peak RSS at 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 
 from benchmarks._proc import ProcRun
 from benchmarks._table import Row, Target, rate
@@ -79,4 +80,35 @@ def memory_row(
         mib(small),
         ">" if large.stopped else "",
         note,
+    )
+
+
+def cpu_bound_row(
+    name: str,
+    items: int,
+    unit: str,
+    base: ProcRun,
+    base_name: str,
+    parts: Mapping[str, ProcRun],
+    cores: int,
+) -> Row:
+    """The most any program doing ``base``'s work and each of ``parts`` (each measured alone, in
+    its own process) could reach on ``cores`` cores: their CPU seconds shared perfectly by the
+    cores. Ratio = that rate over ``base``'s; a target above it cannot hold on this machine."""
+    runs = {base_name: base, **parts}
+    problems = [f"{k} {r.problem()}" for k, r in runs.items() if r.problem()]
+    cpu = sum(r.cpu_seconds for r in runs.values())
+    best = cpu / cores
+    ratio = base.seconds / best if best > 0 and not problems else math.nan
+    spent = ", ".join(f"{k} {r.cpu_seconds:.2f} s" for k, r in runs.items())
+    return Row(
+        name,
+        f"at most {rate(items / best) if best > 0 else '-'} {unit}/s",
+        f"{base_name}: {rate(items / base.seconds)} {unit}/s",
+        ratio,
+        None,
+        "-",
+        mib(base),
+        "",
+        "; ".join([f"CPU (user + system): {spent}; shared by {cores} cores", *problems]),
     )

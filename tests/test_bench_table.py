@@ -11,7 +11,7 @@ from typing import Any
 
 from benchmarks import literal_json
 from benchmarks._proc import ProcRun
-from benchmarks._scale import memory_row, speed_row
+from benchmarks._scale import cpu_bound_row, memory_row, speed_row
 from benchmarks._table import Row, Target, exit_status, failing, format_table
 
 from fieldcheck.jsoneval import EvalConfig, evaluate
@@ -71,6 +71,23 @@ def test_speed_row_ratio_and_bounds() -> None:
     # a baseline timed on a sample: 100 of 1000 records in 0.5 s is 200 records/s
     sampled = speed_row("s", 1000, "records", ours, base, "b", None, base_items=100)
     assert sampled.ratio == 500 / 200
+
+
+def test_cpu_bound_row_shares_the_parts_cpu_among_the_cores() -> None:
+    """A literal of 1 s wall (0.9 s CPU) and parts of 1.5 and 0.6 s CPU on 2 cores: no program
+    doing all three finishes before 1.5 s, so it reaches at most 1 / 1.5 of the literal's rate."""
+    literal = ProcRun(seconds=1.0, peak_rss_mib=20.0, status=0, cpu_seconds=0.9)
+    parts = {
+        "traces": ProcRun(seconds=1.4, peak_rss_mib=10.0, status=0, cpu_seconds=1.5),
+        "inserts": ProcRun(seconds=0.7, peak_rss_mib=60.0, status=0, cpu_seconds=0.6),
+    }
+    row = cpu_bound_row("b", 3000, "turns", literal, "literal", parts, 2)
+    assert math.isclose(row.ratio, 1 / 1.5) and row.holds is None
+    assert row.ours == "at most 2,000 turns/s" and row.baseline == "literal: 3,000 turns/s"
+    assert "literal 0.90 s, traces 1.50 s, inserts 0.60 s; shared by 2 cores" in row.note
+    failed = {"traces": ProcRun(seconds=0.1, peak_rss_mib=1.0, status=1, stderr_tail="boom")}
+    row = cpu_bound_row("b", 3000, "turns", literal, "literal", failed, 2)
+    assert math.isnan(row.ratio) and "traces exit status 1: boom" in row.note
 
 
 def test_memory_row_ratio_and_bound() -> None:
