@@ -105,8 +105,8 @@ def _against(n: int, argv: list[str], literal: ProcRun) -> list[Row]:
     """What the >= 1x target is up against, each against the same literal run: the traces
     ``argv``'s run wrote, written alone (the spec asks for one file per conversation); the
     command without the store; the store's inserts of as many turn items alone; and the most
-    any program doing the literal's work, the traces and the inserts could reach on this
-    machine's cores."""
+    a program doing the literal's work, the traces and the inserts (each as costly as alone)
+    could reach on this machine's cores."""
     out = Path(argv[argv.index("--out") + 1])
     files, traces = _traces_alone(out / "traces")
     fresh(out)
@@ -142,8 +142,8 @@ def _against(n: int, argv: list[str], literal: ProcRun) -> list[Row]:
             None,
         ),
         cpu_bound_row(
-            f"numeric score at best: the literal's work + traces/ + the store's inserts, "
-            f"{n:,} turns",
+            f"the literal's work + traces/ + the store's inserts, each alone, their CPU on all "
+            f"cores, {n:,} turns vs literal",
             n,
             "turns",
             literal,
