@@ -351,6 +351,33 @@ def test_killed_run_resumes_every_item_exactly_once(
     assert answered == Counter(f"item-{i}" for i in range(20))
 
 
+def test_two_runs_of_one_command_at_once_are_two_runs(chat_server: Start, tmp_path: Path) -> None:
+    """A run still running (its process alive) is never taken over by the same command started
+    meanwhile: both used to write the same items and one failed with an IntegrityError (a
+    tester's finding). Each is its own run, finished, every item stored once."""
+    first_call = threading.Event()
+
+    def script(req: dict[str, Any]) -> Reply:
+        first_call.set()
+        return Reply(content="answer " + user_text(req), delay_s=0.05)
+
+    server = chat_server(script)
+    dataset = tmp_path / "items.txt"
+    dataset.write_text("20 items\n")
+    first = _target(server, dataset, 20)
+    assert first_call.wait(60)
+    second = _target(server, dataset, 20)
+    results = [proc.communicate(timeout=60) for proc in (first, second)]
+    assert [first.returncode, second.returncode] == [0, 0], [err for _, err in results]
+    assert not any("resuming run" in err for _, err in results)
+    runs = Store().list_runs(system="test")
+    assert len(runs) == 2 and {r.status for r in runs} == {"finished"}
+    for run in runs:
+        assert sorted(i.key for i in Store().items(run.id)) == sorted(
+            f"item-{i}" for i in range(20)
+        )
+
+
 def test_api_key_is_never_written(
     chat_server: Start, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -112,9 +112,11 @@ class Store:
         signature: str,
         n_items: int,
     ) -> tuple[RunInfo, bool]:
-        """The unfinished run with the same key (resumed: True), else a new run (False).
+        """The interrupted run with the same key (resumed: True), else a new run (False).
 
-        A run's key digests everything that defines it, so the same command finds its run.
+        A run's key digests everything that defines it, so the same command finds its run. A run
+        still ``running`` (its process alive, or on another host) is never taken over: two
+        runs of one command at once are two runs (they took each other's items and failed).
         """
         run_key = hashlib.sha256(
             _dumps([system, task, dataset_sha256, model, endpoint, settings]).encode()
@@ -123,7 +125,7 @@ class Store:
         with self.session() as s:
             row = s.scalars(
                 select(RunRow)
-                .where(RunRow.run_key == run_key, RunRow.status.in_(("running", "interrupted")))
+                .where(RunRow.run_key == run_key, RunRow.status == "interrupted")
                 .order_by(RunRow.started_at.desc())
             ).first()
             resumed = row is not None
@@ -570,9 +572,14 @@ class Store:
         return orjson.loads(value) if value is not None else None
 
     def cache_put(self, key: str, model: str, value: dict[str, Any]) -> None:
+        """Cache a reply; when another process cached the same key meanwhile, theirs stays
+        (the same request: an equally good reply)."""
         with self.session() as s:
             s.merge(CacheRow(key=key, model=model, value=_dumps(value), created_at=_now()))
-            s.commit()
+            try:
+                s.commit()
+            except IntegrityError:
+                s.rollback()
 
     def cache_count(self) -> int:
         with self.session() as s:
