@@ -596,3 +596,52 @@ def test_a_run_around_another_runs_folder_never_claims_its_files(tmp_path: Path)
     OutputFolder.prepare(out, force=True).finish()
     assert (out / "child" / "late.txt").read_text() == "written while the run around it ran"
     assert not (out / "mine.txt").exists()  # its own file was replaced as before
+
+
+def _ended_pid() -> int:
+    """The pid of a process that has ended (its temporary files are a killed run's leftovers)."""
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid
+
+
+def test_another_running_runs_temporary_files_are_left_alone(tmp_path: Path) -> None:
+    """A run into a folder leaves alone the temporary files and folders of another process
+    still running (a slot run's scratch folder beside its --out, numeric's traces being
+    written), and anything inside another run's folder: removing them killed that run (a
+    tester's finding). A killed run's leftovers are still removed."""
+    out = tmp_path / "out"
+    proc = _holder(out / "inner", "exit")  # a run writing out/inner
+    scratch = out / f".scratch{TMP_MARK}{proc.pid}-ab12"
+    traces = out / "inner" / f".traces{TMP_MARK}{proc.pid}"
+    dead = out / f".scratch{TMP_MARK}{_ended_pid()}-cd34"
+    dead_inside = out / "inner" / f".traces{TMP_MARK}{_ended_pid()}"
+    for folder in (scratch, traces, dead, dead_inside):
+        folder.mkdir(parents=True)
+        (folder / "part.bin").write_text("1")
+    around = OutputFolder.prepare(out, force=True)
+    around.write_text("mine.txt", "1")
+    around.finish()
+    assert (scratch / "part.bin").exists() and (traces / "part.bin").exists()
+    assert not dead.exists()  # a killed run's leftover
+    assert (dead_inside / "part.bin").exists()  # inside another run's folder: its own to clean
+    assert not [e for e in _manifest(out) if TMP_MARK in e.get("file", "")]
+    proc.kill()
+    proc.wait()
+    OutputFolder.prepare(out, force=True).finish()
+    assert not scratch.exists()  # its process has ended
+
+
+def test_a_killed_slot_runs_scratch_beside_its_out_is_removed_by_the_next(tmp_path: Path) -> None:
+    """A slot run's buckets go in the nearest existing folder of its --out; a kill -9 left them
+    there for good, since the next run into --out looks only inside it (a tester's finding)."""
+    from fieldcheck.slots._stream import partitioned
+
+    left = tmp_path / f".scratch{TMP_MARK}{_ended_pid()}-ef56"
+    left.mkdir()
+    (left / "bucket0.bin").write_bytes(b"x" * 10)
+    gold = tmp_path / "gold.jsonl"
+    gold.write_text("")
+    with partitioned([gold], beside=tmp_path / "out", k=2) as partition:
+        assert partition.folder.parent == tmp_path and partition.folder.exists()
+        assert not left.exists()

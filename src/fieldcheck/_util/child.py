@@ -95,6 +95,17 @@ def ended(status: int | None, log: str) -> str:
     return status_text(status) + (f": {lines[-1]}" if lines else "")
 
 
+def pid_alive(pid: int) -> bool:
+    """Whether a process ``pid`` runs on this host (another user's counts)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def status_text(status: int | None) -> str:
     """A helper's exit status in words: ``exit status 5``, or ``killed by SIGKILL`` (Popen's
     negative status)."""

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import stat
 import threading
 import time
@@ -28,6 +29,7 @@ from typing import Any
 
 import orjson
 
+from fieldcheck._util.child import pid_alive
 from fieldcheck._util.errors import shown_path
 from fieldcheck._util.jsonio import dumps
 
@@ -125,6 +127,36 @@ def _read_manifest(path: Path) -> tuple[list[str], list[str], list[str], list[st
             if into is folders and entry.get("all") is True:
                 bulk.append(value)
     return files, summaries, folders, bulk
+
+
+_TMP_PID = re.compile(re.escape(TMP_MARK) + r"(\d+)")
+
+
+def _running_elsewhere(rel: str) -> bool:
+    """Whether the temporary entry ``rel`` (named ``...fieldcheck-tmp-PID...``) is another
+    process's, still running: a run writing there now, not a killed run's leftover."""
+    found = _TMP_PID.search(rel.rsplit("/", 1)[-1])
+    return found is not None and int(found[1]) != os.getpid() and pid_alive(int(found[1]))
+
+
+def remove_leftover_scratch(folder: Path) -> None:
+    """Remove the scratch folders (``scratch_prefix``) that killed processes left directly in
+    ``folder``: a run's scratch folder may sit beside its ``--out`` (in the nearest folder that
+    exists), where no next run into ``--out`` looks."""
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return
+    for entry in entries:
+        found = _TMP_PID.search(entry.name)
+        if (
+            entry.name.startswith(f".scratch{TMP_MARK}")
+            and found is not None
+            and entry.is_dir(follow_symlinks=False)
+            and not pid_alive(int(found[1]))
+        ):
+            with contextlib.suppress(OSError):  # best effort: another run may be removing it
+                _remove_tree(Path(entry.path))
 
 
 def scratch_prefix() -> str:
@@ -299,16 +331,21 @@ class OutputFolder:
         manifest = root / MANIFEST
         old_files, summaries, old_dirs, old_bulk = _read_manifest(manifest)
         files, dirs = _listing(root, skip=old_bulk)
-        # this process's own scratch folders (``scratch_prefix``: slot buckets) are in use
+        # in use, left alone: this process's own scratch folders (``scratch_prefix``: slot
+        # buckets), the temporary files and folders of another run still writing here, and
+        # another run's folder inside this one (its own manifest, or being written)
         live = {d for d in dirs if "/" not in d and scratch_prefix() in d}
-        dirs -= live | {d for d in dirs if _inside_any(d, live)}
-        files -= {f for f in files if _inside_any(f, live)}
+        live |= {e for e in files | dirs if TMP_MARK in e and _running_elsewhere(e)}
+        files -= live
+        dirs -= live
+        nested = {d for d in dirs if TMP_MARK not in d and _other_run(root / d)}
+        inside = live | nested
+        dirs -= {d for d in dirs if _inside_any(d, inside)}
+        files -= {f for f in files if _inside_any(f, inside)}
+        old_files = [f for f in old_files if not _inside_any(f, nested)]
         temporary = {d for d in dirs if TMP_MARK in d.rsplit("/", 1)[-1]}
         dirs -= {d for d in dirs if _inside_any(d, temporary)}
         files -= {f for f in files if _inside_any(f, temporary)}
-        # another run's folder inside this one (its own manifest, or being written): never ours
-        nested = {d for d in dirs - temporary if _other_run(root / d)}
-        old_files = [f for f in old_files if not _inside_any(f, nested)]
         ours = set(old_files) | {MANIFEST} | {f for f in files if TMP_MARK in f.rsplit("/", 1)[-1]}
         parents = {p.as_posix() for f in old_files for p in PurePosixPath(f).parents} - {"."}
         parents |= {
@@ -462,10 +499,14 @@ class OutputFolder:
         files, dirs = _listing(self.root, skip=self._state.bulk)
         known = set(self._state.written) | {MANIFEST}
         temporary = {d for d in dirs if TMP_MARK in d.rsplit("/", 1)[-1]}
-        for rel in sorted(files - known - self._state.before):
+        new = files - known - self._state.before
+        nested = self._state.nested
+        if new:  # another run's folder made meanwhile (in this process: a separate run too)
+            nested = nested | {d for d in dirs if TMP_MARK not in d and _other_run(self.root / d)}
+        for rel in sorted(new):
             if TMP_MARK in rel.rsplit("/", 1)[-1] or _inside_any(rel, temporary):
                 continue
-            if not _inside_any(rel, self._state.nested):
+            if not _inside_any(rel, nested):
                 self._append({"file": rel})
         self._append({"complete": True})
         if not self.prefix:

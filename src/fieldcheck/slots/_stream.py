@@ -32,7 +32,7 @@ from typing import IO, Any, Literal
 from fieldcheck._util import child
 from fieldcheck._util.errors import InputError
 from fieldcheck._util.frames import read_frame, write_frame
-from fieldcheck.reports._outdir import scratch_prefix
+from fieldcheck.reports._outdir import remove_leftover_scratch, scratch_prefix
 from fieldcheck.slots._loaders import (
     JudgeFile,
     LatencyFile,
@@ -386,9 +386,11 @@ def partitioned(
     where = Path(beside).absolute()
     while not where.is_dir() and where != where.parent:
         where = where.parent
+    if k > 1:
+        remove_leftover_scratch(where)
     try:
         # named as an output folder's scratch: --out may be that folder (an earlier run's), and
-        # a killed run's buckets are removed by the next run into it
+        # a killed run's buckets are removed by the next run into it, or beside it
         folder = Path(tempfile.mkdtemp(prefix=scratch_prefix(), dir=where if k > 1 else None))
     except OSError:  # not writable there: the system's temporary folder (--out is checked later)
         folder = Path(tempfile.mkdtemp(prefix=".fieldcheck-slots-"))

@@ -23,6 +23,7 @@ from sqlalchemy.engine import Dialect
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
+from fieldcheck._util.child import pid_alive
 from fieldcheck.store._records import (
     DATABASE_ENV,
     RunInfo,
@@ -68,16 +69,6 @@ def _now() -> datetime:
 
 def _dumps(value: Any) -> str:
     return orjson.dumps(value, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS).decode()
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 class Store:
@@ -160,7 +151,7 @@ class Store:
             rows = s.scalars(
                 select(RunRow).where(RunRow.status == "running", RunRow.host == host)
             ).all()
-            stale = [r for r in rows if r.pid is None or not _pid_alive(r.pid)]
+            stale = [r for r in rows if r.pid is None or not pid_alive(r.pid)]
             for r in stale:
                 r.status = "interrupted"
             s.commit()
