@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import threading
 from collections import Counter
 from collections.abc import Callable
@@ -401,3 +402,33 @@ def test_json_of_one_model_is_its_summary_and_of_two_is_keyed_by_model(
     printed = json.loads(two.stdout)
     assert sorted(printed["models"]) == ["a", "b"]
     assert printed["models"]["a"] == json.loads((files["out"] / "a" / "summary.json").read_text())
+
+
+@pytest.mark.parametrize("store", ["--no-store", "read-only", "not a URL"])
+def test_a_model_run_without_a_usable_store_writes_its_files_and_stores_nothing(
+    files: dict[str, Path], chat_server: StartServer, monkeypatch: pytest.MonkeyPatch, store: str
+) -> None:
+    """``--no-store`` runs without the store: no reply cached or read, nothing resumed or
+    recorded. A store that cannot be opened or written is one warning and the same run, with
+    the same files and exit status (a tester's finding: ``--no-store`` recorded the run, and a
+    read-only store was a traceback, ``--no-store`` or not)."""
+    server = chat_server(lambda body: OK_REPLIES.get(document(body), '{"name": "x"}'))
+    db = Path(os.environ["FIELDCHECK_DATABASE_URL"].removeprefix("sqlite:///"))
+    extra = ["--model", "m"]
+    if store == "--no-store":
+        extra.append("--no-store")
+    elif store == "read-only":
+        monkeypatch.setenv("FIELDCHECK_DATABASE_URL", f"sqlite:///file:{db}?mode=ro&uri=true")
+    else:
+        monkeypatch.setenv("FIELDCHECK_DATABASE_URL", str(db))  # a path, not a URL
+    for calls in (7, 14):  # nothing cached: the second run asks again
+        result = run(*common(files, server, *extra))
+        assert result.exit_code == 3, result.output  # r3 and r4 fail, as with the store
+        assert len(server.chat_requests) == calls
+        summary = json.loads((files["out"] / "m" / "summary.json").read_text())
+        assert summary["complete"] is True and summary["scored"] == 7
+        assert result.stderr.count("warning: the store cannot be used") == (store != "--no-store")
+        assert "Traceback" not in result.output and "cannot open the store" not in result.stderr
+    kept = Store(f"sqlite:///{db}")
+    assert kept.list_runs() == [] and kept.cache_count() == 0
+    kept.close()

@@ -18,6 +18,7 @@ import typer
 from typer._click import exceptions as click  # typer vendors Click (pinned in requirements.lock)
 from typer.core import TyperGroup
 
+from fieldcheck._cli._record import forget_store_warnings
 from fieldcheck._util.errors import InputError
 from fieldcheck._util.sniff import likely_cause
 from fieldcheck._util.term import install_log_filter, safe_text
@@ -115,6 +116,7 @@ class FieldcheckGroup(TyperGroup):
             status = 1
         finally:
             release_all()  # the --out folders the command held (it may have ended early)
+            forget_store_warnings()
         if status == EXIT_INTERRUPTED and not _INTERRUPT_REPORTED:
             typer.echo("interrupted before any output was written", err=True)
         if not standalone_mode:

@@ -29,6 +29,18 @@ NoStoreOpt = Annotated[bool, typer.Option("--no-store", metavar="", help=NO_STOR
 _FAILED: set[str] = set()
 
 
+def store_failed() -> bool:
+    """Whether this command already found the store unusable (and said so)."""
+    from fieldcheck.store import database_url
+
+    return database_url() in _FAILED
+
+
+def forget_store_warnings() -> None:
+    """A command has ended: the next one (in this process, as tests run them) warns again."""
+    _FAILED.clear()
+
+
 def store_unavailable(errors: Console, exc: BaseException) -> None:
     """The one warning of a command whose store cannot be opened: neither the saved
     configuration nor the run's record, and ``open_recorder`` then stays silent."""
@@ -43,6 +55,23 @@ def store_unavailable(errors: Console, exc: BaseException) -> None:
         markup=False,
         highlight=False,
         soft_wrap=True,
+    )
+
+
+def runner_store_unavailable(exc: BaseException) -> None:
+    """The one warning of a model run whose store cannot be opened or written: it runs
+    without one (no reply cached or read from the cache, nothing to resume, nothing stored),
+    and ``open_recorder`` then stays silent."""
+    from fieldcheck.store import database_url
+
+    _FAILED.add(database_url())
+    typer.echo(
+        safe_text(
+            f"warning: the store cannot be used ({_reason(exc)}): replies are not cached or "
+            "read from the cache, the run cannot be resumed and is not stored; its files are "
+            "complete"
+        ),
+        err=True,
     )
 
 

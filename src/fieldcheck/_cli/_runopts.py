@@ -16,6 +16,7 @@ from pydantic import ValidationError
 from rich.console import Console
 
 from fieldcheck._cli._common import EXIT_USAGE, interrupt_reported
+from fieldcheck._cli._record import runner_store_unavailable, store_failed
 from fieldcheck._util.errors import InputError
 from fieldcheck._util.term import SafeConsole
 from fieldcheck.runner import (
@@ -216,15 +217,19 @@ def make_runner(
     no_cache: bool = False,
     cache_nonzero_temperature: bool = False,
     json_mode: bool = False,
+    no_store: bool = False,
 ) -> Runner:
-    """A runner on the store (``FIELDCHECK_DATABASE_URL`` or the default SQLite file)."""
-    try:
-        store = Store()
-    except Exception as exc:  # a bad URL or an unreachable database is the user's to fix
-        raise typer.BadParameter(
-            f"cannot open the store: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}",
-            param_hint=DATABASE_ENV,
-        ) from None
+    """A runner on the store (``FIELDCHECK_DATABASE_URL`` or the default SQLite file); without
+    one for ``no_store``, or when the store cannot be opened or written (then one warning):
+    the run's files come first, as for every scoring command (docs/runs.md)."""
+    store: Store | None = None
+    if not no_store and not store_failed():  # else the command has warned already
+        try:
+            store = Store()
+            store.check_writable()
+        except Exception as exc:  # a bad URL, an unreachable or read-only database
+            runner_store_unavailable(exc)
+            store = None
     return Runner(
         RunnerSettings(
             concurrency=concurrency,

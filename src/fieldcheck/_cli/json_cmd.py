@@ -1080,6 +1080,7 @@ def run(
         no_cache=no_cache,
         cache_nonzero_temperature=cache_nonzero_temperature,
         json_mode=json_mode,
+        no_store=no_store,
     )
     with writing(folder):
         status = run_models(

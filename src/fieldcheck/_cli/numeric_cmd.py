@@ -706,6 +706,7 @@ def evaluate_command(
         no_cache=no_cache,
         cache_nonzero_temperature=cache_nonzero_temperature,
         json_mode=json_mode,
+        no_store=no_store,
     )
     console = SafeConsole(stderr=as_json)
     try:

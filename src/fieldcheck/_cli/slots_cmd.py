@@ -892,6 +892,7 @@ def run(
         no_cache=no_cache,
         cache_nonzero_temperature=cache_nonzero_temperature,
         json_mode=json_mode,
+        no_store=no_store,
     )
     console = SafeConsole(stderr=as_json)
     err = SafeConsole(stderr=True)

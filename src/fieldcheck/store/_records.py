@@ -34,10 +34,15 @@ def database_url() -> str:
 
 
 def describe_url(url: str) -> str:
-    """The URL without its password, for messages."""
+    """The URL without its password, for messages; one that does not parse is not shown (it
+    may hold a password), and ``--help`` still works with it."""
     from sqlalchemy.engine import make_url  # only when a URL is shown
+    from sqlalchemy.exc import ArgumentError
 
-    return make_url(url).render_as_string(hide_password=True)
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except ArgumentError:
+        return "a value that is not a database URL (a SQLite file is sqlite:////path/to/file)"
 
 
 def sha256_file(path: str | Path) -> str:

@@ -18,7 +18,17 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from sqlalchemy import Engine, bindparam, create_engine, delete, event, func, select, update
+from sqlalchemy import (
+    Engine,
+    bindparam,
+    create_engine,
+    delete,
+    event,
+    false,
+    func,
+    select,
+    update,
+)
 from sqlalchemy.engine import Dialect
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
@@ -82,6 +92,14 @@ class Store:
 
     def __repr__(self) -> str:
         return f"Store({describe_url(self.url)!r})"
+
+    def check_writable(self) -> None:
+        """Raise (an SQLAlchemy error) when this store cannot be written: a read-only file or
+        role is found before a run starts, not at its first write. A delete of no row, rolled
+        back."""
+        with self.engine.connect() as connection:
+            connection.execute(delete(ConfigRow).where(false()))
+            connection.rollback()
 
     def close(self) -> None:
         self.engine.dispose()
