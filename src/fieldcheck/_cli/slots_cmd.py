@@ -395,7 +395,16 @@ def score_files(
             progress=lambda text: progress_bar.update(task, description=text),
             recorder=recorder,
         )
-        score_partition(scorer, partition, lambda text: progress_bar.update(task, description=text))
+        try:
+            score_partition(
+                scorer, partition, lambda text: progress_bar.update(task, description=text)
+            )
+        except OSError as exc:  # the bucket files: removed, or the disk gone, while scoring
+            raise typer.BadParameter(
+                f"cannot read the run's scratch file {exc.filename or partition.folder}: "
+                f"{exc.strerror or exc} (was its folder removed?)",
+                param_hint="--out",
+            ) from None
         run = scorer.finish()
         progress_bar.update(task, description="writing report and plots")
         try:
