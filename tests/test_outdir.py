@@ -580,6 +580,8 @@ def test_a_run_around_another_runs_folder_never_claims_its_files(tmp_path: Path)
     )
     assert proc.stdin is not None and proc.stdout is not None
     assert proc.stdout.readline() == "prepared\n"
+    with pytest.raises(OutputFolderError, match="child: another run's output folder, kept as"):
+        OutputFolder.prepare(out)
     around = OutputFolder.prepare(out, force=True)
     around.write_text("mine.txt", "1")
     proc.stdin.write("\n")
@@ -645,3 +647,16 @@ def test_a_killed_slot_runs_scratch_beside_its_out_is_removed_by_the_next(tmp_pa
     with partitioned([gold], beside=tmp_path / "out", k=2) as partition:
         assert partition.folder.parent == tmp_path and partition.folder.exists()
         assert not left.exists()
+
+
+def test_a_manifest_that_is_a_folder_is_refused_even_with_force(tmp_path: Path) -> None:
+    """A folder where the manifest goes: one plain message naming it, nothing written or left
+    (a tester's finding: the error named an internal temporary file and left it behind)."""
+    out = tmp_path / "out"
+    (out / MANIFEST).mkdir(parents=True)
+    (out / MANIFEST / "keep.txt").write_text("1")
+    for force in (False, True):
+        with pytest.raises(OutputFolderError, match=f"{MANIFEST} is a folder"):
+            OutputFolder.prepare(out, force=force)
+    assert sorted(p.name for p in out.iterdir()) == [MANIFEST]
+    assert (out / MANIFEST / "keep.txt").read_text() == "1"

@@ -354,11 +354,22 @@ class OutputFolder:
         foreign = (files - ours) | (dirs - parents - temporary)
         if _is_link(manifest) and MANIFEST in files:
             foreign.add(MANIFEST)
+        if MANIFEST in dirs:  # not ours, and in the way of ours even with force
+            raise OutputFolderError(
+                f"{manifest} is a folder, where fieldcheck keeps the list of the files it "
+                "wrote; remove it or give another folder"
+            )
         if foreign and not force:
+            runs = sorted(foreign & nested)
+            also = (
+                f" ({_some(runs)}: another run's output folder, kept as it is with --force)"
+                if runs
+                else ""
+            )
             raise OutputFolderError(
                 f"{root} holds {len(foreign)} {'entry' if len(foreign) == 1 else 'entries'} "
-                f"fieldcheck did not write ({_some(foreign)}); give an empty or new folder, or "
-                "--force to write beside them"
+                f"fieldcheck did not write ({_some(foreign)}){also}; give an empty or new "
+                "folder, or --force to write beside them"
             )
         folder = cls(root, managed=True)
         try:
@@ -615,7 +626,11 @@ class OutputFolder:
         path = self.root / MANIFEST
         tmp = path.with_name(path.name + TMP_MARK + str(os.getpid()))
         tmp.write_bytes(b"".join(orjson.dumps(x) + b"\n" for x in lines))
-        os.replace(tmp, path)
+        try:
+            os.replace(tmp, path)
+        except OSError:
+            tmp.unlink(missing_ok=True)
+            raise
 
     def _append(self, entry: dict[str, Any]) -> None:
         path = self.root / MANIFEST
