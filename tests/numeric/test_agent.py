@@ -154,12 +154,14 @@ def write_data(tmp_path: Path) -> Path:
     return path
 
 
-def evaluate(server: ChatServer, data: Path, out: Path, *extra: str) -> Any:
+def evaluate(
+    server: ChatServer, data: Path, out: Path, *extra: str, command: str = "evaluate"
+) -> Any:
     return CliRunner().invoke(
         app,
         [
             "numeric",
-            "evaluate",
+            command,
             "--data",
             str(data),
             "--model",
@@ -458,3 +460,20 @@ def test_json_of_one_model_is_its_statistics_file(chat_server: Server, tmp_path:
     printed = json.loads(result.stdout)
     assert printed == json.loads((tmp_path / "out" / "statistics.json").read_text())
     assert printed["numerical_match_accuracy"] == 1.0
+
+
+def test_numeric_run_is_evaluate(chat_server: Server, tmp_path: Path) -> None:
+    """``numeric run`` (as ``json run`` and ``slots run`` are named; a tester typed it) is
+    ``numeric evaluate``: the same statistics from the same replies."""
+    counts: dict[tuple[str, str], int] = {}
+    server = chat_server(lambda request: scripted(request, counts))
+    data = write_data(tmp_path)
+    first = evaluate(server, data, tmp_path / "a", "--concurrency", "1", "--no-cache")
+    counts.clear()
+    again = evaluate(
+        server, data, tmp_path / "b", "--concurrency", "1", "--no-cache", command="run"
+    )
+    assert again.exit_code == first.exit_code, again.output
+    stats = [json.loads((tmp_path / d / "statistics.json").read_text()) for d in "ab"]
+    assert stats[0]["numerical_match_accuracy"] == stats[1]["numerical_match_accuracy"]
+    assert stats[0]["num_turns"] == stats[1]["num_turns"] > 0

@@ -626,6 +626,8 @@ EVALUATE_HELP = "\n\n".join(
 )
 
 
+# ``run``, as json and slots name theirs (a tester typed it): the same command, not listed twice
+@app.command("run", help=EVALUATE_HELP, hidden=True)
 @app.command("evaluate", help=EVALUATE_HELP)
 def evaluate_command(
     data: Annotated[
