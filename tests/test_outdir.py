@@ -593,10 +593,13 @@ def test_a_run_around_another_runs_folder_never_claims_its_files(tmp_path: Path)
     assert "mine.txt" in listed
     assert not [f for f in listed if f and f.startswith("child/")]
     # an older manifest of the run around it that listed a file of the inner run
+    (out / "child" / "summary.json").write_text("{}")
     with (out / MANIFEST).open("a") as f:
         f.write(json.dumps({"file": "child/late.txt"}) + "\n")
+        f.write(json.dumps({"file": "child/summary.json", "summary": True}) + "\n")
     OutputFolder.prepare(out, force=True).finish()
     assert (out / "child" / "late.txt").read_text() == "written while the run around it ran"
+    assert (out / "child" / "summary.json").read_text() == "{}"
     assert not (out / "mine.txt").exists()  # its own file was replaced as before
 
 

@@ -432,3 +432,24 @@ def test_a_model_run_without_a_usable_store_writes_its_files_and_stores_nothing(
     kept = Store(f"sqlite:///{db}")
     assert kept.list_runs() == [] and kept.cache_count() == 0
     kept.close()
+
+
+def test_a_model_folder_that_is_another_runs_folder_is_refused_before_any_call(
+    files: dict[str, Path], chat_server: StartServer
+) -> None:
+    """A model's folder in --out that another run has made its own output folder (its own
+    manifest) is refused before any model call, even with --force, which keeps other runs'
+    folders as they are (a tester's finding: the run replaced that run's files)."""
+    from fieldcheck.reports._outdir import OutputFolder
+
+    server = chat_server(lambda body: OK_REPLIES.get(document(body), '{"name": "x"}'))
+    assert run(*common(files, server, "--model", "m")).exit_code == 3
+    other = OutputFolder.prepare(files["out"] / "m", force=True)  # another run, into m/
+    other.write_text("mine.txt", "another run's file")
+    other.finish()
+    before = snapshot(files["out"] / "m")
+    again = run(*common(files, server, "--model", "m", "--force"))
+    assert again.exit_code == 2, again.output
+    assert "m is another run's output folder" in again.stderr
+    assert len(server.chat_requests) == 7  # no call made
+    assert snapshot(files["out"] / "m") == before

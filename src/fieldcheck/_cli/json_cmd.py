@@ -868,6 +868,10 @@ def run_models(
     folder_of = unique_filenames(s.name for s in specs)
     folders = [folder_of[s.name] for s in specs]
     try:
+        OutputFolder.of(out).check_subfolders(folders)
+    except OutputFolderError as exc:
+        raise typer.BadParameter(safe_text(exc), param_hint="--out") from None
+    try:
         records, read_errors = read_documents(data)
     except InputError as exc:
         raise typer.BadParameter(safe_text(exc), param_hint="DATA.jsonl") from None

@@ -75,7 +75,7 @@ from fieldcheck.numeric import (
 )
 from fieldcheck.numeric._agent import PROMPT_ID, evaluate_model, prediction_lines
 from fieldcheck.numeric._scoring import CALL_ERRORS
-from fieldcheck.reports._outdir import OutputFolder
+from fieldcheck.reports._outdir import OutputFolder, OutputFolderError
 from fieldcheck.runner import ModelSpec, RunHandle, Runner
 
 app = typer.Typer(
@@ -550,6 +550,12 @@ def evaluate_and_score(
 ) -> list[ModelOutcome]:
     """Run the agent for every model, write each ``predictions.jsonl`` and score it with
     ``run_score`` (every output file of ``numeric score``). Raises InputError for a bad data file."""
+    root = OutputFolder.of(out)
+    dirs = model_dirs(root.path, [s.name for s in specs], always=dir_per_model)
+    try:
+        root.check_subfolders(d.name for d in dirs.values() if d != root.path)
+    except OutputFolderError as exc:
+        raise typer.BadParameter(safe_text(exc), param_hint="--out") from None
     loaded = load_convfinqa(data, split=split, sample_size=sample_size, seed=seed)
     handles = run_async(
         _evaluate_all(
@@ -562,8 +568,6 @@ def evaluate_and_score(
             show_progress=show_progress,
         )
     )
-    root = OutputFolder.of(out)
-    dirs = model_dirs(root.path, [s.name for s in specs], always=dir_per_model)
     outcomes: list[ModelOutcome] = []
     for spec, handle in zip(specs, handles, strict=True):
         target = root if dirs[spec.name] == root.path else root.sub(dirs[spec.name].name)

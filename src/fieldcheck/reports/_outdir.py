@@ -343,6 +343,7 @@ class OutputFolder:
         dirs -= {d for d in dirs if _inside_any(d, inside)}
         files -= {f for f in files if _inside_any(f, inside)}
         old_files = [f for f in old_files if not _inside_any(f, nested)]
+        summaries = [f for f in summaries if not _inside_any(f, nested)]
         temporary = {d for d in dirs if TMP_MARK in d.rsplit("/", 1)[-1]}
         dirs -= {d for d in dirs if _inside_any(d, temporary)}
         files -= {f for f in files if _inside_any(f, temporary)}
@@ -404,6 +405,16 @@ class OutputFolder:
             return active
         root.mkdir(parents=True, exist_ok=True)
         return cls(root, managed=False)
+
+    def check_subfolders(self, names: Iterable[str]) -> None:
+        """Refuse (``OutputFolderError``) a subfolder this run will write that is another run's
+        output folder (found by ``prepare``): writing there would replace that run's files."""
+        for name in names:
+            if self._rel(name) in self._state.nested:
+                raise OutputFolderError(
+                    f"{self.path / name} is another run's output folder (it has its own "
+                    "manifest), where this run would write; give another folder, or remove it"
+                )
 
     def sub(self, name: str) -> OutputFolder:
         """The subfolder ``name`` (created), sharing this folder's manifest."""
