@@ -453,3 +453,28 @@ def test_a_model_folder_that_is_another_runs_folder_is_refused_before_any_call(
     assert "m is another run's output folder" in again.stderr
     assert len(server.chat_requests) == 7  # no call made
     assert snapshot(files["out"] / "m") == before
+
+
+def test_a_store_that_stops_taking_writes_mid_run_is_one_warning(
+    files: dict[str, Path], chat_server: StartServer
+) -> None:
+    """A store that refuses writes once the run has begun (a full disk, a file made read-only;
+    here a trigger of the database itself) is one warning: the run goes on without it and its
+    files are the same as with a working store (a tester's finding: a traceback, exit 1, an
+    empty folder, and the same again on every re-run)."""
+    import sqlite3
+
+    server = chat_server(lambda body: OK_REPLIES.get(document(body), '{"name": "x"}'))
+    assert run(*common(files, server, "--model", "m", "--no-store")).exit_code == 3
+    expected = snapshot(files["out"] / "m")
+    db = os.environ["FIELDCHECK_DATABASE_URL"].removeprefix("sqlite:///")
+    with sqlite3.connect(db) as connection:
+        connection.execute(
+            "CREATE TRIGGER full BEFORE INSERT ON run_items WHEN "
+            "(SELECT count(*) FROM run_items) >= 3 BEGIN SELECT RAISE(ABORT, 'disk full'); END"
+        )
+    result = run(*common(files, server, "--model", "m", "--force"))
+    assert result.exit_code == 3, result.output
+    assert result.stderr.count("warning: the store stopped working") == 1
+    assert "Traceback" not in result.output and "disk full" in result.stderr
+    assert snapshot(files["out"] / "m") == expected

@@ -75,7 +75,28 @@ def runner_store_unavailable(exc: BaseException) -> None:
     )
 
 
+def runner_store_failed(exc: BaseException) -> None:
+    """The one warning of a model run whose store stopped working mid-run (a full disk, a
+    file made read-only): it goes on without it."""
+    from fieldcheck.store import database_url
+
+    _FAILED.add(database_url())
+    typer.echo(
+        safe_text(
+            f"warning: the store stopped working ({_reason(exc)}): the run goes on without it; "
+            "its replies from now on are not cached, it cannot be resumed and is not stored; "
+            "its files are complete"
+        ),
+        err=True,
+    )
+
+
 def _reason(exc: BaseException) -> str:
+    """``Type: first line`` of an error; of a database error, the database's own error (not
+    SQLAlchemy's wrapping, which may start with a note on autoflush)."""
+    inner = getattr(exc, "orig", None)
+    if isinstance(inner, BaseException):
+        exc = inner
     first = (str(exc).splitlines() or [""])[0][:200]
     return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
 

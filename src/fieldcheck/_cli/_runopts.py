@@ -16,7 +16,7 @@ from pydantic import ValidationError
 from rich.console import Console
 
 from fieldcheck._cli._common import EXIT_USAGE, interrupt_reported
-from fieldcheck._cli._record import runner_store_unavailable, store_failed
+from fieldcheck._cli._record import runner_store_failed, runner_store_unavailable, store_failed
 from fieldcheck._util.errors import InputError
 from fieldcheck._util.term import SafeConsole
 from fieldcheck.runner import (
@@ -240,6 +240,7 @@ def make_runner(
             json_mode=json_mode,
         ),
         store=store,
+        on_store_error=runner_store_failed,
     )
 
 

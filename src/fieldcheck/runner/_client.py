@@ -15,9 +15,11 @@ import random
 import re
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
+
+from sqlalchemy.exc import SQLAlchemyError
 
 from fieldcheck._util.digest import cache_key
 from fieldcheck.runner._models import ModelSpec
@@ -43,6 +45,10 @@ Message = dict[str, str]
 BACKOFF_BASE_S = 0.5
 BACKOFF_CAP_S = 30.0
 RETRY_AFTER_CAP_S = 120.0
+
+
+# what a store that stops working raises (a full disk, a file made read-only, a lost server)
+STORE_ERRORS = (SQLAlchemyError, OSError)
 
 
 @dataclass(frozen=True)
@@ -242,7 +248,11 @@ class ChatClient:
             else ""
         )
         if cacheable and store is not None:
-            hit = store.cache_get(key)
+            try:
+                hit = store.cache_get(key)
+            except STORE_ERRORS as error:
+                runner.store_failed(error)
+                hit = None
             if hit is not None:
                 stats.cache_hits += 1
                 result = CallResult(**{**hit, "cached": True})
@@ -254,8 +264,11 @@ class ChatClient:
         stats.output_tokens += result.output_tokens
         if result.error_type:
             stats.errors[result.error_type] += 1
-        elif cacheable and store is not None:
-            store.cache_put(key, self.spec.model, {**result.to_dict(), "cached": False})
+        elif cacheable and runner.store is not None:
+            try:
+                runner.store.cache_put(key, self.spec.model, {**result.to_dict(), "cached": False})
+            except STORE_ERRORS as error:
+                runner.store_failed(error)
         return result
 
     async def _call(self, messages: list[Message], params: dict[str, Any]) -> CallResult:
@@ -343,13 +356,30 @@ class ChatClient:
 class Runner:
     """The model-calling side of a run: settings, store (cache), shared limit, call counts."""
 
-    def __init__(self, settings: RunnerSettings | None = None, *, store: Store | None = None):
+    def __init__(
+        self,
+        settings: RunnerSettings | None = None,
+        *,
+        store: Store | None = None,
+        on_store_error: Callable[[BaseException], None] | None = None,
+    ):
         self.settings = settings or RunnerSettings()
         self.store = store
+        self.on_store_error = on_store_error  # told once when the store stops working
         self.stats = CallStats()
         self._semaphore: asyncio.Semaphore | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._clients: dict[str, ChatClient] = {}
+
+    def store_failed(self, error: BaseException) -> None:
+        """The store failed mid-run (a full disk, a file made read-only): the run goes on
+        without it, as with no store (nothing more cached, stored or resumable); the files are
+        written from what the run holds."""
+        if self.store is None:
+            return
+        self.store = None
+        if self.on_store_error is not None:
+            self.on_store_error(error)
 
     def limit(self) -> asyncio.Semaphore:
         """The semaphore of requests in flight (made in the running loop)."""

@@ -33,7 +33,7 @@ from rich.progress import (
 
 from fieldcheck._util.signature import Signature
 from fieldcheck._util.term import SafeConsole
-from fieldcheck.runner._client import CallResult, ChatClient, Runner
+from fieldcheck.runner._client import STORE_ERRORS, CallResult, ChatClient, Runner
 from fieldcheck.runner._models import ModelSpec
 from fieldcheck.store import RunInfo, StoredItem, sha256_file
 
@@ -74,8 +74,12 @@ class RunHandle:
         self.id = info.id
         self.resumed = resumed
         self.client = client
-        store = runner.store
-        stored = list(store.iter_items(info.id)) if store is not None else []
+        stored: list[StoredItem] = []
+        if runner.store is not None:
+            try:
+                stored = list(runner.store.iter_items(info.id))
+            except STORE_ERRORS as error:
+                runner.store_failed(error)
         # an item whose call failed is not finished: it runs again and its row is replaced
         self._done: dict[str, StoredItem] = {i.key: i for i in stored if not call_failed(i)}
         self._in_store = {i.key for i in stored}  # rows a new save of the same key replaces
@@ -130,20 +134,23 @@ class RunHandle:
         seq = self._next_seq
         self._next_seq += 1
         if store is not None:
-            if key in self._in_store:  # a failed item (or one built on it) run again
-                store.forget_item(self.id, key)
-                self._in_store.discard(key)
-            store.save_item(
-                self.id,
-                key,
-                result,
-                error_type=error_type,
-                calls=calls,
-                cached_calls=cached_calls,
-                latency_s=latency_s,
-                call_log=log,
-                seq=seq,
-            )
+            try:
+                if key in self._in_store:  # a failed item (or one built on it) run again
+                    store.forget_item(self.id, key)
+                    self._in_store.discard(key)
+                store.save_item(
+                    self.id,
+                    key,
+                    result,
+                    error_type=error_type,
+                    calls=calls,
+                    cached_calls=cached_calls,
+                    latency_s=latency_s,
+                    call_log=log,
+                    seq=seq,
+                )
+            except STORE_ERRORS as error:  # kept here: the files are written from ``_done``
+                self.runner.store_failed(error)
         if key in self._done:  # a resumed item run again: count it once
             old = self._done[key].error_type
             if old:
@@ -315,19 +322,24 @@ async def run_task(
         "model_spec": spec.model.public(),
         "json_mode": runner.settings.json_mode,
     }
+    info = None
     if store is not None:
-        info, resumed = store.open_run(
-            system=spec.system,
-            task=spec.task,
-            dataset=str(spec.dataset),
-            dataset_sha256=sha256_file(spec.dataset),
-            model=spec.model.name,
-            endpoint=spec.model.endpoint,
-            settings=defining,
-            signature=signature.format(),
-            n_items=total_items,
-        )
-    else:
+        digest = sha256_file(spec.dataset)
+        try:
+            info, resumed = store.open_run(
+                system=spec.system,
+                task=spec.task,
+                dataset=str(spec.dataset),
+                dataset_sha256=digest,
+                model=spec.model.name,
+                endpoint=spec.model.endpoint,
+                settings=defining,
+                signature=signature.format(),
+                n_items=total_items,
+            )
+        except STORE_ERRORS as error:
+            runner.store_failed(error)
+    if info is None:
         info = _memory_run(spec, signature.format(), total_items, settings_public)
         resumed = False
     handle = RunHandle(runner, info, resumed, runner.client(spec.model))
@@ -360,20 +372,26 @@ async def run_task(
         try:
             await _gather_bounded(units, work, handle, runner.settings.concurrency)
         except RunAborted:
-            if store is not None:
-                store.set_status(info.id, "failed")  # never resumed: the next run asks again
+            _set_status(runner, info.id, "failed")  # never resumed: the next run asks again
             raise
         except (KeyboardInterrupt, asyncio.CancelledError):
-            if store is not None:
-                store.set_status(info.id, "interrupted")
+            _set_status(runner, info.id, "interrupted")
             raise RunInterrupted([handle], total_items) from None
         finally:
             handle.on_save = None
             refresh()
-    if store is not None:
-        store.set_status(info.id, "finished")
+    _set_status(runner, info.id, "finished")
     console.print(summary_line(handle), markup=False, highlight=False, soft_wrap=True)
     return handle
+
+
+def _set_status(runner: Runner, run_id: str, status: str) -> None:
+    """The run's status in the store, when it still has one."""
+    if runner.store is not None:
+        try:
+            runner.store.set_status(run_id, status)
+        except STORE_ERRORS as error:
+            runner.store_failed(error)
 
 
 def summary_line(handle: RunHandle) -> str:
