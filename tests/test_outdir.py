@@ -650,6 +650,9 @@ def test_a_killed_slot_runs_scratch_beside_its_out_is_removed_by_the_next(tmp_pa
     with partitioned([gold], beside=tmp_path / "out", k=2) as partition:
         assert partition.folder.parent == tmp_path and partition.folder.exists()
         assert not left.exists()
+    left.mkdir()  # a small run (one bucket, its scratch in the system's folder) removes it too
+    with partitioned([gold], beside=tmp_path / "out", k=1):
+        assert not left.exists()
 
 
 def test_a_manifest_that_is_a_folder_is_refused_even_with_force(tmp_path: Path) -> None:

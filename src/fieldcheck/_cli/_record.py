@@ -20,7 +20,8 @@ if TYPE_CHECKING:
 
 NO_STORE_HELP = (
     f"Do not record this run in the store (${DATABASE_ENV} or the default SQLite file), and do "
-    "not read the configuration saved there; the output files are the same either way."
+    "not read the configuration saved there; a model run then neither caches replies nor "
+    "resumes. The output files are the same either way."
 )
 NoStoreOpt = Annotated[bool, typer.Option("--no-store", metavar="", help=NO_STORE_HELP)]
 

@@ -386,8 +386,7 @@ def partitioned(
     where = Path(beside).absolute()
     while not where.is_dir() and where != where.parent:
         where = where.parent
-    if k > 1:
-        remove_leftover_scratch(where)
+    remove_leftover_scratch(where)  # a killed run's, whatever the size of this one
     try:
         # named as an output folder's scratch: --out may be that folder (an earlier run's), and
         # a killed run's buckets are removed by the next run into it, or beside it
