@@ -281,6 +281,55 @@ def test_run_is_stored_and_a_finished_run_is_not_resumed(
     assert len(server.chat_requests) == 3
 
 
+def test_the_estimate_counts_only_the_items_still_to_run(
+    chat_server: Start, tmp_path: Path
+) -> None:
+    """The line before a run of over 100 calls estimates the items still to run: a resume of
+    half says half, a resume of all says nothing (a tester's finding: it announced every call
+    right after saying every item was finished). A run the store does not keep says so."""
+    from rich.console import Console
+
+    server = chat_server(lambda req: "r:" + user_text(req))
+    dataset = tmp_path / "d.jsonl"
+    dataset.write_text("x\n")
+    store = Store()
+    spec = RunSpec(system="test", task="echo", dataset=dataset, model=_spec(server))
+
+    def run(units: list[list[str]], runner: Runner) -> tuple[RunHandle, str]:
+        console = Console(record=True, width=300)
+
+        async def go() -> RunHandle:
+            try:
+                return await run_task(
+                    runner,
+                    spec,
+                    units,
+                    _echo_work,
+                    total_items=4,
+                    estimate=(400, 4000, 800),
+                    console=console,
+                    show_progress=False,
+                )
+            finally:
+                await runner.aclose()
+
+        handle = asyncio.run(go())
+        return handle, console.export_text()
+
+    first, text = run([["a", "b"]], Runner(store=store))  # 2 of the 4 items, then stopped
+    assert "about 400 model calls" in text and "~4,000 input / ~800 output tokens" in text
+    store.set_status(first.id, "interrupted")
+    again, text = run([["a", "b"], ["c", "d"]], Runner(store=store))
+    assert again.id == first.id and again.resumed_items == 2
+    assert "about 200 model calls" in text and "~2,000 input / ~400 output tokens" in text
+    assert f"run {again.id} finished: 4 items (2 resumed)" in text
+    store.set_status(first.id, "interrupted")
+    _, text = run([["a", "b"], ["c", "d"]], Runner(store=store))
+    assert "model calls" not in text  # every item resumed: no call to estimate
+    _, text = run([["a", "b"], ["c", "d"]], Runner())
+    assert "(not stored) finished: 4 items;" in text
+
+
 def _pid_file_wait(predicate: Callable[[], bool], seconds: float = 20) -> None:
     deadline = time.monotonic() + seconds
     while not predicate():

@@ -350,8 +350,12 @@ async def run_task(
             markup=False,
             highlight=False,
         )
-    if estimate is not None and estimate[0] > 100:
-        console.print(estimate_line(*estimate, spec.model), markup=False, highlight=False)
+    if estimate is not None and total_items:  # the items still to run (a resume skips some)
+        share = (total_items - handle.resumed_items) / total_items
+        calls, tokens_in, tokens_out = (round(x * share) for x in estimate)
+        if calls > 100:
+            line = estimate_line(calls, tokens_in, tokens_out, spec.model)
+            console.print(line, markup=False, highlight=False)
     start = time.perf_counter()
     with _progress(console, not show_progress) as bar:
         task: TaskID = bar.add_task(
@@ -403,9 +407,10 @@ def summary_line(handle: RunHandle) -> str:
     else:
         source = f"{calls} calls, {handle.new_cached_calls} answered from the cache"
     errors = ", ".join(f"{k} {v}" for k, v in sorted(handle.errors.items())) or "none"
+    stored = "" if handle.runner.store is not None else " (not stored)"
     return (
-        f"{handle.client.spec.name}: run {handle.id} finished: {handle.done} items{resumed}; "
-        f"{source}; errors: {errors}"
+        f"{handle.client.spec.name}: run {handle.id}{stored} finished: {handle.done} items"
+        f"{resumed}; {source}; errors: {errors}"
     )
 
 
