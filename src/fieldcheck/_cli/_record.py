@@ -61,35 +61,29 @@ def store_unavailable(errors: Console, exc: BaseException) -> None:
 
 def runner_store_unavailable(exc: BaseException) -> None:
     """The one warning of a model run whose store cannot be opened or written: it runs
-    without one (no reply cached or read from the cache, nothing to resume, nothing stored),
-    and ``open_recorder`` then stays silent."""
-    from fieldcheck.store import database_url
-
-    _FAILED.add(database_url())
-    typer.echo(
-        safe_text(
-            f"warning: the store cannot be used ({_reason(exc)}): replies are not cached or "
-            "read from the cache, the run cannot be resumed and is not stored; its files are "
-            "complete"
-        ),
-        err=True,
+    without one, and ``open_recorder`` then stays silent."""
+    _give_up_store(
+        f"the store cannot be used ({_reason(exc)}): replies are not cached or read from the "
+        "cache, the run cannot be resumed and is not stored"
     )
 
 
 def runner_store_failed(exc: BaseException) -> None:
     """The one warning of a model run whose store stopped working mid-run (a full disk, a
     file made read-only): it goes on without it."""
+    _give_up_store(
+        f"the store stopped working ({_reason(exc)}): the run goes on without it; its replies "
+        "from now on are not cached, it cannot be resumed and is not stored"
+    )
+
+
+def _give_up_store(what: str) -> None:
+    """``warning: WHAT; its files are complete`` on stderr, and the store is not used again
+    by this command (``store_failed``)."""
     from fieldcheck.store import database_url
 
     _FAILED.add(database_url())
-    typer.echo(
-        safe_text(
-            f"warning: the store stopped working ({_reason(exc)}): the run goes on without it; "
-            "its replies from now on are not cached, it cannot be resumed and is not stored; "
-            "its files are complete"
-        ),
-        err=True,
-    )
+    typer.echo(safe_text(f"warning: {what}; its files are complete"), err=True)
 
 
 def _reason(exc: BaseException) -> str:

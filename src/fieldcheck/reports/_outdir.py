@@ -132,11 +132,17 @@ def _read_manifest(path: Path) -> tuple[list[str], list[str], list[str], list[st
 _TMP_PID = re.compile(re.escape(TMP_MARK) + r"(\d+)")
 
 
+def _tmp_pid(name: str) -> int | None:
+    """The process id in a temporary entry's name (``...fieldcheck-tmp-PID...``)."""
+    found = _TMP_PID.search(name)
+    return int(found[1]) if found is not None else None
+
+
 def _running_elsewhere(rel: str) -> bool:
-    """Whether the temporary entry ``rel`` (named ``...fieldcheck-tmp-PID...``) is another
-    process's, still running: a run writing there now, not a killed run's leftover."""
-    found = _TMP_PID.search(rel.rsplit("/", 1)[-1])
-    return found is not None and int(found[1]) != os.getpid() and pid_alive(int(found[1]))
+    """Whether the temporary entry ``rel`` is another process's, still running: a run writing
+    there now, not a killed run's leftover."""
+    pid = _tmp_pid(rel.rsplit("/", 1)[-1])
+    return pid is not None and pid != os.getpid() and pid_alive(pid)
 
 
 def remove_leftover_scratch(folder: Path) -> None:
@@ -148,12 +154,12 @@ def remove_leftover_scratch(folder: Path) -> None:
     except OSError:
         return
     for entry in entries:
-        found = _TMP_PID.search(entry.name)
+        pid = _tmp_pid(entry.name)
         if (
             entry.name.startswith(f".scratch{TMP_MARK}")
-            and found is not None
+            and pid is not None
             and entry.is_dir(follow_symlinks=False)
-            and not pid_alive(int(found[1]))
+            and not pid_alive(pid)
         ):
             with contextlib.suppress(OSError):  # best effort: another run may be removing it
                 _remove_tree(Path(entry.path))

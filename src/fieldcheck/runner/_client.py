@@ -17,7 +17,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from sqlalchemy.exc import SQLAlchemyError
 
@@ -46,6 +46,8 @@ BACKOFF_BASE_S = 0.5
 BACKOFF_CAP_S = 30.0
 RETRY_AFTER_CAP_S = 120.0
 
+
+T = TypeVar("T")
 
 # what a store that stops working raises (a full disk, a file made read-only, a lost server)
 STORE_ERRORS = (SQLAlchemyError, OSError)
@@ -240,19 +242,14 @@ class ChatClient:
         params = self._params(
             runner.settings.json_mode if json_mode is None else json_mode, max_tokens
         )
-        store = runner.store
-        cacheable = store is not None and self._cacheable()
+        cacheable = runner.store is not None and self._cacheable()
         key = (
             cache_key(self.spec.endpoint, self.spec.model, list(messages), params)
             if cacheable
             else ""
         )
-        if cacheable and store is not None:
-            try:
-                hit = store.cache_get(key)
-            except STORE_ERRORS as error:
-                runner.store_failed(error)
-                hit = None
+        if cacheable:
+            hit = runner.use_store(lambda store: store.cache_get(key))
             if hit is not None:
                 stats.cache_hits += 1
                 result = CallResult(**{**hit, "cached": True})
@@ -264,11 +261,9 @@ class ChatClient:
         stats.output_tokens += result.output_tokens
         if result.error_type:
             stats.errors[result.error_type] += 1
-        elif cacheable and runner.store is not None:
-            try:
-                runner.store.cache_put(key, self.spec.model, {**result.to_dict(), "cached": False})
-            except STORE_ERRORS as error:
-                runner.store_failed(error)
+        elif cacheable:
+            value = {**result.to_dict(), "cached": False}
+            runner.use_store(lambda store: store.cache_put(key, self.spec.model, value))
         return result
 
     async def _call(self, messages: list[Message], params: dict[str, Any]) -> CallResult:
@@ -371,15 +366,20 @@ class Runner:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._clients: dict[str, ChatClient] = {}
 
-    def store_failed(self, error: BaseException) -> None:
-        """The store failed mid-run (a full disk, a file made read-only): the run goes on
-        without it, as with no store (nothing more cached, stored or resumable); the files are
-        written from what the run holds."""
-        if self.store is None:
-            return
-        self.store = None
-        if self.on_store_error is not None:
-            self.on_store_error(error)
+    def use_store(self, call: Callable[[Store], T]) -> T | None:
+        """``call(store)``; None without a store. A store that fails (a full disk, a file made
+        read-only) is dropped: the run goes on as with no store (nothing more cached, stored or
+        resumable; the files are written from what the run holds), ``on_store_error`` told once."""
+        store = self.store
+        if store is None:
+            return None
+        try:
+            return call(store)
+        except STORE_ERRORS as error:
+            self.store = None
+            if self.on_store_error is not None:
+                self.on_store_error(error)
+            return None
 
     def limit(self) -> asyncio.Semaphore:
         """The semaphore of requests in flight (made in the running loop)."""

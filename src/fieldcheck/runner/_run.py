@@ -33,9 +33,9 @@ from rich.progress import (
 
 from fieldcheck._util.signature import Signature
 from fieldcheck._util.term import SafeConsole
-from fieldcheck.runner._client import STORE_ERRORS, CallResult, ChatClient, Runner
+from fieldcheck.runner._client import CallResult, ChatClient, Runner
 from fieldcheck.runner._models import ModelSpec
-from fieldcheck.store import RunInfo, StoredItem, sha256_file
+from fieldcheck.store import RunInfo, Store, StoredItem, sha256_file
 
 U = TypeVar("U")
 
@@ -74,12 +74,7 @@ class RunHandle:
         self.id = info.id
         self.resumed = resumed
         self.client = client
-        stored: list[StoredItem] = []
-        if runner.store is not None:
-            try:
-                stored = list(runner.store.iter_items(info.id))
-            except STORE_ERRORS as error:
-                runner.store_failed(error)
+        stored = runner.use_store(lambda store: list(store.iter_items(info.id))) or []
         # an item whose call failed is not finished: it runs again and its row is replaced
         self._done: dict[str, StoredItem] = {i.key: i for i in stored if not call_failed(i)}
         self._in_store = {i.key for i in stored}  # rows a new save of the same key replaces
@@ -130,27 +125,26 @@ class RunHandle:
             cached_calls = sum(c.cached for c in call_log)
             latency_s = latency_s or sum(c.latency_s for c in call_log)
         log = [c.to_dict() for c in call_log]
-        store = self.runner.store
         seq = self._next_seq
         self._next_seq += 1
-        if store is not None:
-            try:
-                if key in self._in_store:  # a failed item (or one built on it) run again
-                    store.forget_item(self.id, key)
-                    self._in_store.discard(key)
-                store.save_item(
-                    self.id,
-                    key,
-                    result,
-                    error_type=error_type,
-                    calls=calls,
-                    cached_calls=cached_calls,
-                    latency_s=latency_s,
-                    call_log=log,
-                    seq=seq,
-                )
-            except STORE_ERRORS as error:  # kept here: the files are written from ``_done``
-                self.runner.store_failed(error)
+
+        def commit(store: Store) -> None:
+            if key in self._in_store:  # a failed item (or one built on it) run again
+                store.forget_item(self.id, key)
+                self._in_store.discard(key)
+            store.save_item(
+                self.id,
+                key,
+                result,
+                error_type=error_type,
+                calls=calls,
+                cached_calls=cached_calls,
+                latency_s=latency_s,
+                call_log=log,
+                seq=seq,
+            )
+
+        self.runner.use_store(commit)  # kept in ``_done`` too: the files are written from it
         if key in self._done:  # a resumed item run again: count it once
             old = self._done[key].error_type
             if old:
@@ -309,7 +303,6 @@ async def run_task(
     more than 100 calls.
     """
     console = console or SafeConsole(stderr=True)
-    store = runner.store
     settings_public = {
         "concurrency": runner.settings.concurrency,
         "max_retries": runner.settings.max_retries,
@@ -322,24 +315,23 @@ async def run_task(
         "model_spec": spec.model.public(),
         "json_mode": runner.settings.json_mode,
     }
-    info = None
-    if store is not None:
-        digest = sha256_file(spec.dataset)
-        try:
-            info, resumed = store.open_run(
-                system=spec.system,
-                task=spec.task,
-                dataset=str(spec.dataset),
-                dataset_sha256=digest,
-                model=spec.model.name,
-                endpoint=spec.model.endpoint,
-                settings=defining,
-                signature=signature.format(),
-                n_items=total_items,
-            )
-        except STORE_ERRORS as error:
-            runner.store_failed(error)
-    if info is None:
+    digest = sha256_file(spec.dataset) if runner.store is not None else ""
+    opened = runner.use_store(
+        lambda store: store.open_run(
+            system=spec.system,
+            task=spec.task,
+            dataset=str(spec.dataset),
+            dataset_sha256=digest,
+            model=spec.model.name,
+            endpoint=spec.model.endpoint,
+            settings=defining,
+            signature=signature.format(),
+            n_items=total_items,
+        )
+    )
+    if opened is not None:
+        info, resumed = opened
+    else:
         info = _memory_run(spec, signature.format(), total_items, settings_public)
         resumed = False
     handle = RunHandle(runner, info, resumed, runner.client(spec.model))
@@ -391,11 +383,7 @@ async def run_task(
 
 def _set_status(runner: Runner, run_id: str, status: str) -> None:
     """The run's status in the store, when it still has one."""
-    if runner.store is not None:
-        try:
-            runner.store.set_status(run_id, status)
-        except STORE_ERRORS as error:
-            runner.store_failed(error)
+    runner.use_store(lambda store: store.set_status(run_id, status))
 
 
 def summary_line(handle: RunHandle) -> str:
