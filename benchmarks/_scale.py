@@ -92,15 +92,15 @@ def cpu_bound_row(
     parts: Mapping[str, ProcRun],
     cores: int,
 ) -> Row:
-    """The most any program doing ``base``'s work and each of ``parts`` (each measured alone, in
-    its own process) could reach on ``cores`` cores: their CPU seconds shared perfectly by the
-    cores. Ratio = that rate over ``base``'s; a target above it cannot hold on this machine."""
-    runs = {base_name: base, **parts}
-    problems = [f"{k} {r.problem()}" for k, r in runs.items() if r.problem()]
-    cpu = sum(r.cpu_seconds for r in runs.values())
+    """The most any program doing the work of each of ``parts`` (each measured alone, in its own
+    process) could reach on ``cores`` cores: their CPU seconds shared perfectly by the cores.
+    Ratio = that rate over ``base``'s (``base`` is only the yardstick: list it among ``parts`` to
+    count its work); a target above it cannot hold on this machine."""
+    problems = [f"{k} {r.problem()}" for k, r in {base_name: base, **parts}.items() if r.problem()]
+    cpu = sum(r.cpu_seconds for r in parts.values())
     best = cpu / cores
     ratio = base.seconds / best if best > 0 and not problems else math.nan
-    spent = ", ".join(f"{k} {r.cpu_seconds:.2f} s" for k, r in runs.items())
+    spent = ", ".join(f"{k} {r.cpu_seconds:.2f} s" for k, r in parts.items())
     return Row(
         name,
         f"at most {rate(items / best) if best > 0 else '-'} {unit}/s",

@@ -124,6 +124,30 @@ def exact_rows(quick: bool) -> list[Row]:
                 None,
             )
         )
+        if n == large_n:
+            # and SQLite's own limit for the same rows: the store adds next to nothing to it
+            own = run_child("baseline_store", [str(n), str(ITEM_BYTES), str(TAGGED), "sqlite3"])
+            rows += [
+                speed_row(
+                    f"SQLite's own inserts (sqlite3 alone, the store's tables and indexes), "
+                    f"{label} items of {ITEM_BYTES:,} bytes vs literal spec",
+                    n,
+                    "items",
+                    own,
+                    literal,
+                    "literal pseudocode",
+                    None,
+                ),
+                speed_row(
+                    f"SQLite's own inserts, {label} items vs orjson parse",
+                    n,
+                    "items",
+                    own,
+                    parse,
+                    "orjson.loads per line",
+                    None,
+                ),
+            ]
     rows.append(
         memory_row(
             f"json batch peak RSS, {large_n:,} vs {small_n:,} records",

@@ -1,13 +1,20 @@
 """Baseline: a literal per-turn reference of numeric-qa-evaluation.md's five match types
 (numerical, soft +-1%, unit-agnostic x1/x100/x0.01, sign-agnostic, general with percent
 conversions) on the last number of each answer, writing one CSV line per turn and the accuracy
-of each type. ``main([DATA.json, PREDICTIONS.jsonl, OUT.csv, SPLIT])``."""
+of each type. ``main([DATA.json, PREDICTIONS.jsonl, OUT.csv, SPLIT])``; with a fifth argument
+``fast``, the same work read by orjson with the garbage collector off (the literal's reading,
+most of its time, at its cheapest: what no scorer's reading and matching can beat)."""
 
 from __future__ import annotations
 
 import csv
+import gc
 import json
 import re
+from collections.abc import Callable
+from typing import Any
+
+import orjson
 
 _NUMBER = re.compile(r"-?\d[\d,]*\.?\d*|-?\.\d+")
 
@@ -49,22 +56,26 @@ def general(p: float, percent: bool, e: float) -> bool:
 
 
 def main(argv: list[str]) -> int:
-    data_path, pred_path, out, split = argv
-    with open(data_path, encoding="utf-8") as f:
-        data = json.load(f)
+    data_path, pred_path, out, split, *mode = argv
+    fast = mode == ["fast"]
+    loads: Callable[[Any], Any] = orjson.loads if fast else json.loads
+    if fast:
+        gc.disable()
+    with open(data_path, "rb") as source:
+        data = loads(source.read())
     gold = {}
     for record in data[split]:
         for t, answer in enumerate(record["dialogue"]["executed_answers"]):
             gold[(record["id"], t)] = answer
     totals = [0, 0, 0, 0, 0]
     turns = 0
-    with open(pred_path, encoding="utf-8") as src, open(out, "w", newline="") as dst:
+    with open(pred_path, "rb") as src, open(out, "w", newline="") as dst:
         writer = csv.writer(dst)
         writer.writerow(["conversation_id", "turn", "numerical", "soft", "unit", "sign", "general"])
         for line in src:
             if not line.strip():
                 continue
-            p = json.loads(line)
+            p = loads(line)
             expected = gold.get((p["conversation_id"], p["turn"]))
             parsed = parse(p.get("answer"))
             if parsed is None or not isinstance(expected, (int, float)):

@@ -9,7 +9,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from benchmarks import literal_json
+from benchmarks import literal_json, literal_numeric
 from benchmarks._proc import ProcRun
 from benchmarks._scale import cpu_bound_row, memory_row, speed_row
 from benchmarks._table import Row, Target, exit_status, failing, format_table
@@ -78,6 +78,7 @@ def test_cpu_bound_row_shares_the_parts_cpu_among_the_cores() -> None:
     doing all three finishes before 1.5 s, so it reaches at most 1 / 1.5 of the literal's rate."""
     literal = ProcRun(seconds=1.0, peak_rss_mib=20.0, status=0, cpu_seconds=0.9)
     parts = {
+        "literal": literal,
         "traces": ProcRun(seconds=1.4, peak_rss_mib=10.0, status=0, cpu_seconds=1.5),
         "inserts": ProcRun(seconds=0.7, peak_rss_mib=60.0, status=0, cpu_seconds=0.6),
     }
@@ -85,6 +86,11 @@ def test_cpu_bound_row_shares_the_parts_cpu_among_the_cores() -> None:
     assert math.isclose(row.ratio, 1 / 1.5) and row.holds is None
     assert row.ours == "at most 2,000 turns/s" and row.baseline == "literal: 3,000 turns/s"
     assert "literal 0.90 s, traces 1.50 s, inserts 0.60 s; shared by 2 cores" in row.note
+    # the literal only as the yardstick: a faster reader's 0.5 s in its place, 2.6 s on 2 cores
+    del parts["literal"]
+    parts["fast reader"] = ProcRun(seconds=0.6, peak_rss_mib=20.0, status=0, cpu_seconds=0.5)
+    row = cpu_bound_row("b", 3000, "turns", literal, "literal", parts, 2)
+    assert math.isclose(row.ratio, 1 / 1.3) and "literal 0.90" not in row.note
     failed = {"traces": ProcRun(seconds=0.1, peak_rss_mib=1.0, status=1, stderr_tail="boom")}
     row = cpu_bound_row("b", 3000, "turns", literal, "literal", failed, 2)
     assert math.isnan(row.ratio) and "traces exit status 1: boom" in row.note
@@ -160,3 +166,32 @@ def test_fresh_removes_a_timed_out_folder_without_following_links(tmp_path: Path
     assert not out.exists()
     assert (kept / "precious.txt").read_text() == "x"
     assert fresh(tmp_path / "never-made") == tmp_path / "never-made"
+
+
+def test_literal_numeric_reads_alike_with_either_reader(tmp_path: Path) -> None:
+    """The ``fast`` reader (orjson, collector off) is the literal's reading at its cheapest: the
+    same rows and accuracies as the standard one, on answers whose flags are worked by hand."""
+    data = {
+        "dev": [
+            {"id": "c1", "dialogue": {"executed_answers": [100.0, 0.25, -40.0]}},
+            {"id": "c2", "dialogue": {"executed_answers": [5.0]}},
+        ]
+    }
+    preds = [
+        {"conversation_id": "c1", "turn": 0, "answer": "100.5"},  # within 1%: every type
+        {"conversation_id": "c1", "turn": 1, "answer": "25%"},  # unit x0.01 and general (25/100)
+        {"conversation_id": "c1", "turn": 2, "answer": "40"},  # sign-agnostic only
+        {"conversation_id": "c2", "turn": 0, "answer": "none"},  # no number: nothing matches
+    ]
+    (tmp_path / "d.json").write_text(json.dumps(data))
+    (tmp_path / "p.jsonl").write_text("".join(json.dumps(p) + "\n" for p in preds) + "\n")
+    outs = []
+    for mode in ([], ["fast"]):
+        out = tmp_path / f"out{len(mode)}.csv"
+        argv = [str(tmp_path / "d.json"), str(tmp_path / "p.jsonl"), str(out), "dev", *mode]
+        assert literal_numeric.main(argv) == 0
+        outs.append((out.read_text(), json.loads(Path(f"{out}.json").read_text())))
+    assert outs[0] == outs[1]
+    rows = outs[0][0].splitlines()[1:]
+    assert rows == ["c1,0,1,1,1,1,1", "c1,1,0,0,1,0,1", "c1,2,0,0,0,1,0", "c2,0,0,0,0,0,0"]
+    assert outs[0][1] == {"turns": 4, "accuracy": [0.25, 0.25, 0.5, 0.5, 0.5]}
