@@ -224,6 +224,22 @@ def test_cli_directories_and_out_file(tmp_path: Path) -> None:
     )
 
 
+def test_cli_batch_output_that_cannot_be_written_exits_1(tmp_path: Path) -> None:
+    """An output that cannot be written once scoring started (here a folder where summary.json
+    goes, kept by --force) is one line naming the file, exit 1: not the usage status, since
+    the command itself was right (decisions.md)."""
+    data = write(tmp_path, "d.jsonl", '{"id": 1, "ground_truth": {"a": 1}, "output": {"a": 1}}\n')
+    out = tmp_path / "o"
+    (out / "summary.json").mkdir(parents=True)
+    result = run("batch", data, "--out", str(out), "--force", "--no-store")
+    assert result.exit_code == 1
+    assert (
+        result.stderr.strip()
+        == f"error: --out: cannot write {out / 'summary.json'}: Is a directory"
+    )
+    assert (out / "summary.json").is_dir()  # the user's folder is kept
+
+
 @pytest.mark.parametrize(
     ("text", "message"),
     [

@@ -149,8 +149,8 @@ def test_the_writer_stops_when_its_input_ends_early(tmp_path: Path) -> None:
 def test_the_command_names_the_folder_when_the_writers_error_names_no_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A full disk fails a write() without a file name: the usage error names --out, never
-    ``None``."""
+    """A full disk fails a write() without a file name: the one-line error names --out, never
+    ``None``, and exits 1."""
     from typer.testing import CliRunner
 
     from fieldcheck._cli.main import app
@@ -168,6 +168,6 @@ def test_the_command_names_the_folder_when_the_writers_error_names_no_file(
     result = CliRunner().invoke(
         app, [*argv, "--out", str(out), "--no-store"], env={"COLUMNS": "400"}
     )
-    assert result.exit_code == 2
+    assert result.exit_code == 1  # a full disk is not a usage error (decisions.md)
     assert f"cannot write {out}: No space left on device" in " ".join(result.output.split())
     assert _left(out) == []

@@ -189,14 +189,14 @@ def test_out_that_is_a_file_is_a_usage_error(jsonl: Jsonl, tmp_path: Path) -> No
     assert a_file.read_text() == "not a directory"
 
 
-def test_output_file_that_cannot_be_written_is_a_usage_error(jsonl: Jsonl, tmp_path: Path) -> None:
+def test_output_file_that_cannot_be_written_exits_1(jsonl: Jsonl, tmp_path: Path) -> None:
     f, out = _files(jsonl), tmp_path / "out"
     (out / "metrics.json").mkdir(parents=True)  # a directory where a file has to go
     result = _invoke(
         "--gold", str(f["gold"]), "--pred", f"a={f['a']}", "--bootstrap", "0", "--out", str(out),
         "--force",  # not fieldcheck's: refused without --force (issue 9)
     )  # fmt: skip
-    assert result.exit_code == 2
+    assert result.exit_code == 1  # not the usage status: the command was right (decisions.md)
     text = " ".join(result.output.replace("│", " ").split())
     assert text.startswith("error: --out: cannot write ")
     assert len(result.output.strip().splitlines()) == 1  # one line, no usage block or box

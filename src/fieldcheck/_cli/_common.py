@@ -1,9 +1,10 @@
 """What every command shares: exit statuses, the one-line usage error, ``-v`` anywhere, the
 ``--out`` folder check and how input problems are shown.
 
-Exit statuses: 0 everything scored, 2 usage error, 3 some input failed (the rest was scored and
-every output written; the failures are listed in the output folder), 4 a ``--fail-under`` floor
-was not met, 130 interrupted.
+Exit statuses: 0 everything scored, 1 the outputs could not be written part-way (a full disk, a
+folder removed: not the command's fault), 2 usage error, 3 some input failed (the rest was scored
+and every output written; the failures are listed in the output folder), 4 a ``--fail-under``
+floor was not met, 130 interrupted.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from fieldcheck.reports._outdir import OutputFolder, OutputFolderError, release_
 install_log_filter()  # warnings quote data: control characters escaped (issue 9)
 
 EXIT_OK = 0
+EXIT_WRITE = 1
 EXIT_USAGE = 2
 EXIT_FAILED = 3
 EXIT_GATE = 4
@@ -50,6 +52,19 @@ def usage_line(exc: click.ClickException) -> str:
     ctx = getattr(exc, "ctx", None)
     see = f" (see '{ctx.command_path} --help')" if isinstance(exc, click.UsageError) and ctx else ""
     return "error: " + safe_text(" ".join(message.split())) + see
+
+
+class OutputFailed(click.ClickException):
+    """The outputs could not be written part-way (a full disk, the folder removed or made
+    read-only while the command ran): one line, exit 1, not the usage status (the command was
+    right; running it again once the cause is gone works)."""
+
+    exit_code = EXIT_WRITE
+
+
+def cannot_write(exc: OSError, where: object) -> OutputFailed:
+    """``error: --out: cannot write FILE: REASON`` (``where`` when the error names no file)."""
+    return OutputFailed(f"--out: cannot write {exc.filename or where}: {exc.strerror or exc}")
 
 
 _INTERRUPT_REPORTED: set[bool] = set()  # non-empty once a line said what Ctrl-C left

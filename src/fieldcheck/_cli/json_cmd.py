@@ -1,7 +1,8 @@
 """`fieldcheck json ...`: score one output or a batch against ground truth (json-evaluation.md).
 
 A thin shell: parse options, call ``fieldcheck.jsoneval``, format. Exit status 0 when everything
-was scored, 3 when some records (or the output) could not be scored, 2 on usage errors.
+was scored, 3 when some records (or the output) could not be scored, 2 on usage errors, 1 when an
+output could not be written part-way.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from fieldcheck._cli._common import (
     ForceOpt,
     JsonOpt,
     bootstrap_option,
+    cannot_write,
     check_input_file,
     fail_under_option,
     gate,
@@ -686,8 +688,7 @@ def run_batch(
                 recorder=recorder,
             )
         except OSError as exc:
-            _err(errors, f"{exc.filename or out}: cannot write the outputs: {exc.strerror}")
-            return EXIT_USAGE
+            raise cannot_write(exc, out) from None
         folder.finish()
         stored = _finish_json_run(recorder, batch.summary)
     summary, paths = batch.summary, batch.paths
@@ -740,7 +741,8 @@ def batch(
     """Score every line of DATA.jsonl; write records.jsonl, summary.json, fields.csv,
     errors.jsonl, report.md, report.html and plots into --out. Exit 0 when every line scored, 3
     when some failed (each named file:line in errors.jsonl), 4 when a --fail-under floor is not
-    met, 2 on usage errors (bad option, unreadable file or one with no valid line)."""
+    met, 2 on usage errors (bad option, unreadable file or one with no valid line), 1 when an
+    output could not be written part-way (a full disk)."""
     console, errors = SafeConsole(stderr=as_json), SafeConsole(stderr=True)
     floors = parse_fail_under(fail_under, GATED, lower_is_better=LOWER_IS_BETTER)
     config = _config(_Options.of(locals()), errors)
@@ -923,8 +925,7 @@ def run_models(
             with folder.atomic("run.json") as tmp:
                 write_json(tmp, run.info())
         except OSError as exc:
-            _err(errors, f"{exc.filename or root}: cannot write the outputs: {exc.strerror}")
-            return EXIT_USAGE
+            raise cannot_write(exc, root) from None
         reader = BatchReader(outputs)
         recorder = open_recorder(
             no_store,
@@ -953,8 +954,7 @@ def run_models(
                 )
                 stored = _finish_json_run(recorder, batch.summary)
         except OSError as exc:
-            _err(errors, f"{exc.filename or folder}: cannot write the outputs: {exc.strerror}")
-            return EXIT_USAGE
+            raise cannot_write(exc, folder.path) from None
         summaries[run.spec.name] = batch.summary
         paths = batch.paths
         show_problems(errors, batch.summary.errors, str(paths["errors"]))
@@ -990,8 +990,7 @@ def run_models(
         with root.atomic("comparison.csv") as tmp:
             write_csv(tmp, comparison, COMPARISON_COLUMNS)
     except OSError as exc:
-        _err(errors, f"{exc.filename or root}: cannot write the outputs: {exc.strerror}")
-        return EXIT_USAGE
+        raise cannot_write(exc, root) from None
     root.finish()
     if len(comparison) > 1:
         print_comparison(console, comparison)
@@ -1058,7 +1057,7 @@ def run(
     score its outputs exactly as `json batch` does. A re-run resumes an interrupted run; a failed
     call (timeout, 5xx, 400) gives no output and is listed apart, never scored. Exit 0 when every
     record was scored, 3 when a line, a record or a call failed, 4 when a --fail-under floor is not
-    met, 2 on usage errors, 130 on Ctrl-C."""
+    met, 2 on usage errors, 1 when an output could not be written part-way, 130 on Ctrl-C."""
     console, errors = SafeConsole(stderr=as_json), SafeConsole(stderr=True)
     floors = parse_fail_under(fail_under, GATED, lower_is_better=LOWER_IS_BETTER)
     config = _config(_Options.of(locals()), errors)

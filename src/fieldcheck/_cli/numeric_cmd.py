@@ -20,6 +20,7 @@ from fieldcheck._cli._common import (
     ForceOpt,
     JsonOpt,
     bootstrap_option,
+    cannot_write,
     check_input_file,
     fail_under_option,
     gate,
@@ -389,7 +390,7 @@ def score_command(
     scored and written; the failures are in input_errors.csv) or some turn
     was not scored because of a call error; 4 a --fail-under floor not met;
     2 usage error (bad option, unreadable file or one with no valid line,
-    unknown split).
+    unknown split); 1 an output could not be written part-way (a full disk).
     """
     floors = parse_fail_under(fail_under, GATED)
     if (price_in is None) != (price_out is None):
@@ -418,9 +419,7 @@ def score_command(
             )
             folder.finish()
     except OSError as exc:  # an output file cannot be written
-        raise typer.BadParameter(
-            f"cannot write {exc.filename or out}: {exc.strerror or exc}", param_hint="--out"
-        ) from None
+        raise cannot_write(exc, out) from None
     show_result(result, out, console)
     if as_json:  # statistics.json as written
         statistics = {**result.statistics, "complete": True}
@@ -624,7 +623,8 @@ EVALUATE_HELP = "\n\n".join(
         "counted in the table and in statistics.json (turns_not_scored_call_errors).",
         "Exit status: 0 every turn scored; 3 some input failed (see input_errors.csv) or some "
         "turn hit a call error (nothing scored at all when every call failed); 4 a --fail-under "
-        "floor not met; 2 usage error; 130 Ctrl-C (finished turns are stored).",
+        "floor not met; 2 usage error; 1 an output could not be written part-way; 130 Ctrl-C "
+        "(finished turns are stored).",
         STORE_HELP,
     )
 )
@@ -734,9 +734,7 @@ def evaluate_command(
         cause = likely_cause(data, "convfinqa")
         raise typer.BadParameter(safe_text(exc.one_line() + cause), param_hint="--data") from None
     except OSError as exc:  # an output file cannot be written
-        raise typer.BadParameter(
-            f"cannot write {exc.filename or out}: {exc.strerror or exc}", param_hint="--out"
-        ) from None
+        raise cannot_write(exc, out) from None
     for outcome in outcomes:
         show_result(outcome.result, outcome.out, console, title=f"numeric QA: {outcome.spec.name}")
         console.print(run_line(outcome), markup=False, highlight=False, soft_wrap=True)

@@ -22,7 +22,9 @@ from fieldcheck._cli._common import (
     EXIT_OK,
     ForceOpt,
     JsonOpt,
+    OutputFailed,
     bootstrap_option,
+    cannot_write,
     check_input_file,
     fail_under_option,
     gate,
@@ -400,19 +402,16 @@ def score_files(
                 scorer, partition, lambda text: progress_bar.update(task, description=text)
             )
         except OSError as exc:  # the bucket files: removed, or the disk gone, while scoring
-            raise typer.BadParameter(
-                f"cannot read the run's scratch file {exc.filename or partition.folder}: "
-                f"{exc.strerror or exc} (was its folder removed?)",
-                param_hint="--out",
+            raise OutputFailed(
+                f"--out: cannot read the run's scratch file {exc.filename or partition.folder}: "
+                f"{exc.strerror or exc} (was its folder removed?)"
             ) from None
         run = scorer.finish()
         progress_bar.update(task, description="writing report and plots")
         try:
             written = write_outputs(run, out)
         except OSError as exc:
-            raise typer.BadParameter(
-                f"cannot write {exc.filename or out}: {exc.strerror or exc}", param_hint="--out"
-            ) from None
+            raise cannot_write(exc, out) from None
         if recorder is not None:
             from fieldcheck.runs import slot_metrics
 
@@ -516,7 +515,8 @@ def score(
     Exit status: 0 when every input line was valid; 3 when some lines were invalid or a judge
     call failed (the rest is scored, every output is written, each failure is in
     DIR/errors.jsonl); 4 when a --fail-under floor is not met; 2 on usage errors (bad option,
-    unknown model name, unreadable file or one with no valid line, unusable --out).
+    unknown model name, unreadable file or one with no valid line, unusable --out); 1 when an
+    output could not be written part-way (a full disk).
     """
     floors = parse_fail_under(fail_under, GATED)
     if bool(judge_base_url) != bool(judge_model):
@@ -727,9 +727,7 @@ def write_extractions(
         with out.atomic("runs.json") as tmp:
             write_json(tmp, {"prompt": PROMPT_ID, "memory": "update-merge", "runs": runs})
     except OSError as exc:
-        raise typer.BadParameter(
-            f"cannot write {exc.filename or out}: {exc.strerror or exc}", param_hint="--out"
-        ) from None
+        raise cannot_write(exc, out) from None
     return preds, lats, errors_path
 
 
@@ -782,7 +780,7 @@ metrics). An invalid reply is the model's failure: its gold slots count as misse
 Exit status: 0 when every session got a valid reply and every input line was valid; 3 when some
 session failed (invalid reply or call error, listed in DIR/session_errors.jsonl; its memory is
 unchanged) or some gold line was invalid; 4 when a --fail-under floor is not met; 2 on usage
-errors; 130 on Ctrl-C (what finished is stored).
+errors; 1 when an output could not be written part-way; 130 on Ctrl-C (what finished is stored).
 
 {STORE_HELP}"""
 
