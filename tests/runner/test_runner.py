@@ -615,3 +615,72 @@ def test_a_reply_that_did_not_parse_is_not_called_again_on_resume(
     again = run()
     assert again.resumed and again.resumed_items == 1 and again.errors == {"invalid_reply": 1}
     assert len(server.chat_requests) == 1
+
+
+@pytest.mark.parametrize("use_cache", [False, True])
+def test_an_interrupt_after_a_finished_model_says_what_a_resume_calls_again(
+    chat_server: Start, tmp_path: Path, use_cache: bool
+) -> None:
+    """Model a finishes, model b is interrupted after 1 item. The Ctrl-C line names a's run and
+    says the resume command calls a again under --no-cache (its finished run is not resumed, its
+    replies were not cached), or answers it from the cache. A second Ctrl-C that cuts the first's
+    report short (a KeyboardInterrupt while unwinding) still names both runs, marks b
+    interrupted and gives the resume command: it said "nothing was stored" (a tester's finding)."""
+    import typer
+    from rich.console import Console
+
+    from fieldcheck._cli._runopts import run_async
+    from fieldcheck.runner import RunInterrupted
+
+    server = chat_server(lambda req: "r:" + user_text(req))
+    dataset = tmp_path / "d.jsonl"
+    dataset.write_text("x\n")
+    store = Store()
+    quiet = Console(file=open(os.devnull, "w"))  # noqa: SIM115 - the run lines are not asserted
+
+    async def stop_after_one(unit: list[str], handle: RunHandle) -> None:
+        await _echo_work(unit[:1], handle)
+        raise asyncio.CancelledError  # as Ctrl-C cancels the main task mid-run
+
+    def command(second_interrupt: bool) -> tuple[Runner, str]:
+        runner = Runner(RunnerSettings(use_cache=use_cache), store=store)
+
+        async def both() -> None:
+            try:
+                for name, work in (("a", _echo_work), ("b", stop_after_one)):
+                    spec = ModelSpec(name=name, model=f"scripted-{name}", base_url=server.base_url)
+                    run_spec = RunSpec(system="test", task="echo", dataset=dataset, model=spec)
+                    await run_task(
+                        runner, run_spec, [["x", "y"]], work, total_items=2, console=quiet,
+                        show_progress=False,
+                    )  # fmt: skip
+            except RunInterrupted:
+                if not second_interrupt:
+                    raise
+                store.set_status(runner.runs[1].id, "running")  # before the first one marked it
+                raise KeyboardInterrupt from None
+            finally:
+                await runner.aclose()
+
+        err = Console(record=True, width=1000)
+        with pytest.raises(typer.Exit) as stopped:
+            run_async(both(), console=err, runner=runner)
+        assert stopped.value.exit_code == 130
+        return runner, " ".join(err.export_text().split())
+
+    again = "calls it again (--no-cache)" if not use_cache else "answers it from the cache"
+    runner, line = command(second_interrupt=False)
+    a, b = runner.runs
+    assert line.startswith(f"interrupted: 1 of 2 items finished and stored (run {b.id}); ")
+    assert f"; a (run {a.id}) had finished, and the command below {again}; resume with:" in line
+    runner, line = command(second_interrupt=True)
+    a, b = runner.runs
+    info = store.get_run(b.id)
+    assert info is not None and info.status == "interrupted"  # resumable
+    listed = f"interrupted: a (run {a.id}, finished), b (run {b.id}, 1 items stored); "
+    note = (
+        "the command below calls a again (--no-cache)"
+        if not use_cache
+        else ("the command below answers a from the cache")
+    )
+    assert line.startswith(listed + note + "; resume with: ")

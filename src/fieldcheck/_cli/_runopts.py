@@ -26,6 +26,7 @@ from fieldcheck.runner import (
     RunInterrupted,
     Runner,
     RunnerSettings,
+    interrupted_line,
     load_model_specs,
 )
 from fieldcheck.store import DATABASE_ENV, Store, default_database_path, describe_url
@@ -244,8 +245,11 @@ def make_runner(
     )
 
 
-def run_async(coro: Coroutine[Any, Any, T], *, console: Console | None = None) -> T:
-    """Run a coroutine; on Ctrl-C print one line (what is stored, how to resume) and exit 130."""
+def run_async(
+    coro: Coroutine[Any, Any, T], *, console: Console | None = None, runner: Runner | None = None
+) -> T:
+    """Run a coroutine; on Ctrl-C print one line (what is stored, how to resume) and exit 130.
+    ``runner``: the runs it opened are named even when a second Ctrl-C cut the first's report."""
     err = console or SafeConsole(stderr=True)
     try:
         return asyncio.run(coro)
@@ -257,7 +261,9 @@ def run_async(coro: Coroutine[Any, Any, T], *, console: Console | None = None) -
         err.print(str(exc), markup=False, highlight=False, soft_wrap=True)
         raise typer.Exit(EXIT_USAGE) from None
     except KeyboardInterrupt:
-        err.print("interrupted before any run started; nothing was stored", markup=False)
+        line = interrupted_line(runner) if runner is not None else None
+        line = line or "interrupted before any run started; nothing was stored"
+        err.print(line, markup=False, highlight=False, soft_wrap=True)
         interrupt_reported()
         raise typer.Exit(EXIT_INTERRUPTED) from None
 

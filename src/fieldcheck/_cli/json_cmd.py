@@ -902,7 +902,7 @@ def run_models(
         finally:
             await runner.aclose()
 
-    runs = run_async(every_model(), console=errors)
+    runs = run_async(every_model(), console=errors, runner=runner)
     root = OutputFolder.of(out)
     matchers = build_matchers(config)  # once for every model: each model's pairs reuse the cache
     data_failures = [record_error(e) for e in read_errors]

@@ -565,7 +565,8 @@ def evaluate_and_score(
             sample_size=sample_size,
             seed=seed,
             show_progress=show_progress,
-        )
+        ),
+        runner=runner,
     )
     outcomes: list[ModelOutcome] = []
     for spec, handle in zip(specs, handles, strict=True):

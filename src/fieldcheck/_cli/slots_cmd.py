@@ -909,6 +909,7 @@ def run(
             runner, specs, conversations, convs, console=err, show_progress=not no_progress
         ),
         console=err,
+        runner=runner,
     )
     with writing(folder):
         preds, lats, errors_path = write_extractions(extractions, folder, specs)
@@ -979,6 +980,7 @@ def run_model_demo(base_url: str, out_dir: Path, models: list[str], *, console: 
             runner, specs, conversations_path, convs, console=console, show_progress=False
         ),
         console=console,
+        runner=runner,
     )
     preds, lats, _ = write_extractions(extractions, folder, specs)
     scored, files = score_files(

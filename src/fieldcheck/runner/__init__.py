@@ -22,6 +22,7 @@ from fieldcheck.runner._run import (
     RunInterrupted,
     RunSpec,
     estimate_line,
+    interrupted_line,
     resume_command,
     run_task,
 )
@@ -43,6 +44,7 @@ __all__ = [
     "RunnerSettings",
     "estimate_line",
     "estimate_tokens",
+    "interrupted_line",
     "load_model_specs",
     "messages_tokens",
     "redact_url",

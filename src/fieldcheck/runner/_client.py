@@ -27,6 +27,7 @@ from fieldcheck.runner._models import ModelSpec
 if TYPE_CHECKING:  # openai is imported on the first call: a second off every command's start
     import openai
 
+    from fieldcheck.runner._run import RunHandle
     from fieldcheck.store import Store
 
 ErrorType = Literal[
@@ -362,6 +363,7 @@ class Runner:
         self.store = store
         self.on_store_error = on_store_error  # told once when the store stops working
         self.stats = CallStats()
+        self.runs: list[RunHandle] = []  # opened by run_task in this process, in order
         self._semaphore: asyncio.Semaphore | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._clients: dict[str, ChatClient] = {}

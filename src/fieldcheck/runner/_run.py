@@ -84,6 +84,7 @@ class RunHandle:
             item.error_type for item in self._done.values() if item.error_type
         )
         self.on_save: Callable[[], None] | None = None
+        self.finished = False  # every item done (run_task returned it)
         self.new_items = 0  # finished in this process (not resumed)
         self.new_calls = 0
         self.new_cached_calls = 0
@@ -243,10 +244,47 @@ class RunInterrupted(Exception):
         self.total = total
         done = sum(h.done for h in handles)
         ids = ", ".join(h.id for h in handles)
+        runner = handles[0].runner if handles else None
+        others = [h for h in runner.runs if h.finished] if runner is not None else []
         super().__init__(
-            f"interrupted: {done} of {total} items finished and stored (run {ids}); "
-            f"resume with: {resume_command()}"
+            f"interrupted: {done} of {total} items finished and stored (run {ids})"
+            f"{finished_note(others)}; resume with: {resume_command()}"
         )
+
+
+def finished_note(finished: Sequence[RunHandle], *, named: bool = True) -> str:
+    """What a resume does with the models this command had finished: without the cache
+    (``--no-cache``) it calls them again, as their finished runs are not resumed. ``named``:
+    say which runs they were (not when the line lists them already)."""
+    if not finished:
+        return ""
+    names = ", ".join(h.client.spec.name for h in finished)
+    again = finished[0].runner.settings.use_cache is False
+    if not named:
+        if again:
+            return f"; the command below calls {names} again (--no-cache)"
+        return f"; the command below answers {names} from the cache"
+    runs = ", ".join(f"{h.client.spec.name} (run {h.id})" for h in finished)
+    verb, it = ("had", "it") if len(finished) == 1 else ("had all", "them")
+    does = f"calls {it} again (--no-cache)" if again else f"answers {it} from the cache"
+    return f"; {runs} {verb} finished, and the command below {does}"
+
+
+def interrupted_line(runner: Runner) -> str | None:
+    """After a second Ctrl-C cut the first one's report short: the runs this command opened,
+    each unfinished one marked interrupted (resumable), and the command that resumes; None
+    when it opened none."""
+    if not runner.runs:
+        return None
+    parts = []
+    for h in runner.runs:
+        if not h.finished:
+            _set_status(runner, h.id, "interrupted")
+        state = "finished" if h.finished else f"{h.done} items stored"
+        parts.append(f"{h.client.spec.name} (run {h.id}, {state})")
+    finished = [h for h in runner.runs if h.finished]
+    note = finished_note(finished, named=False) if len(finished) < len(runner.runs) else ""
+    return f"interrupted: {', '.join(parts)}{note}; resume with: {resume_command()}"
 
 
 def resume_command() -> str:
@@ -335,6 +373,7 @@ async def run_task(
         info = _memory_run(spec, signature.format(), total_items, settings_public)
         resumed = False
     handle = RunHandle(runner, info, resumed, runner.client(spec.model))
+    runner.runs.append(handle)
     if resumed and handle.resumed_items:
         console.print(
             f"resuming run {info.id}: {handle.resumed_items} of {total_items} items already "
@@ -377,6 +416,7 @@ async def run_task(
             handle.on_save = None
             refresh()
     _set_status(runner, info.id, "finished")
+    handle.finished = True
     console.print(summary_line(handle), markup=False, highlight=False, soft_wrap=True)
     return handle
 
