@@ -135,7 +135,7 @@ def test_spread_matches_the_multinomial_bootstrap() -> None:
     # the same quality whose p-values the two bootstraps put within 10% of each other
     pair_f1 = _on_columns((0, 1, 2), _stat_f1)
     cases = [(a, b, 1 / 2001)]
-    for seed, expected in ((12, 0.2374), (13, 0.3783)):  # multinomial p-values, 2,000 resamples
+    for seed, expected in ((12, 0.2444), (13, 0.3928)):  # multinomial p-values, 2,000 resamples
         other = np.random.default_rng(seed)
         cases.append((_units(other, 3_000), _units(other, 3_000), expected))
     for x, y, expected_p in cases:
