@@ -666,3 +666,29 @@ def test_a_manifest_that_is_a_folder_is_refused_even_with_force(tmp_path: Path) 
             OutputFolder.prepare(out, force=force)
     assert sorted(p.name for p in out.iterdir()) == [MANIFEST]
     assert (out / MANIFEST / "keep.txt").read_text() == "1"
+
+
+def test_error_messages_name_the_output_a_temporary_file_becomes() -> None:
+    """A write that fails on a temporary file names the output it was to become (a tester's
+    finding: `cannot write LJ/.records.jsonl.fieldcheck-tmp-17624.jsonl`); the scratch folder
+    and every other path are shown as they are."""
+    from fieldcheck._cli._common import cannot_write
+    from fieldcheck.reports._outdir import final_path
+
+    cases = {
+        "LJ/.records.jsonl.fieldcheck-tmp-17624.jsonl": "LJ/records.jsonl",
+        "o/.traces.fieldcheck-tmp-55/conv-1.json": "o/traces/conv-1.json",
+        "o/.fieldcheck-manifest.jsonl.fieldcheck-tmp-99": "o/.fieldcheck-manifest.jsonl",
+        "o/a/.plot_x.png.fieldcheck-tmp-7.png": "o/a/plot_x.png",
+        "o/.scratch.fieldcheck-tmp-18-5y8b/bucket2.bin": "o/.scratch.fieldcheck-tmp-18-5y8b/bucket2.bin",
+        "o/.trash.fieldcheck-tmp-12-3": "o/.trash.fieldcheck-tmp-12-3",
+        "o/report.md": "o/report.md",
+    }
+    assert {p: final_path(p) for p in cases} == cases
+    error = cannot_write(
+        PermissionError(13, "Permission denied", "np/.summary.csv.fieldcheck-tmp-9.csv"), "np"
+    )
+    assert error.message == "--out: cannot write np/summary.csv: Permission denied"
+    assert error.exit_code == 1
+    full = cannot_write(OSError(28, "No space left on device"), "np")  # write() names no file
+    assert full.message == "--out: cannot write np: No space left on device"

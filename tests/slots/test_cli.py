@@ -452,3 +452,39 @@ def test_reading_the_files_shows_a_spinner_on_a_terminal_only(tmp_path: Path) ->
     with reading(SafeConsole(file=piped), [gold], beside=tmp_path):
         pass
     assert piped.getvalue() == ""
+
+
+def test_scratch_files_that_cannot_be_written_are_one_line_exit_1(tmp_path: Path) -> None:
+    """A full disk while the inputs are split into the scratch folder's bucket files (a tester's
+    finding: a 69-line traceback): one line naming the bucket file, exit 1, nothing left. The
+    disk is filled for real by a file-size limit on the command's process (RLIMIT_FSIZE, with
+    SIGXFSZ ignored so that write() fails with EFBIG), on inputs big enough for buckets (9 MB)."""
+    import resource
+    import signal
+    import subprocess
+    import sys
+
+    line = (
+        '{{"user": "u{}", "session": 1, "topic": "basic_info", "field": "f{}", "values": ["v"]}}\n'
+    )
+    gold = tmp_path / "gold.jsonl"
+    with gold.open("w") as f:
+        f.writelines(line.format(i // 3, i) for i in range(120_000))
+    assert gold.stat().st_size > 9 << 20  # two buckets (8 MiB each)
+    cap = 2 << 20
+
+    def limited() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (cap, cap))
+
+    out = tmp_path / "out"
+    command = [sys.executable, "-m", "fieldcheck._cli.main", "slots", "score"]
+    command += ["--gold", str(gold), "--pred", f"a={gold}", "--out", str(out), "--no-store"]
+    done = subprocess.run(
+        command, capture_output=True, text=True, preexec_fn=limited, timeout=120, check=False
+    )
+    assert done.returncode == 1, done.stderr
+    [message] = done.stderr.strip().splitlines()
+    assert message.startswith(f"error: --out: cannot write the run's scratch file {tmp_path}/")
+    assert re.search(r"/\.scratch\.fieldcheck-tmp-\d+-\w+/bucket\d\.bin: File too large$", message)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["gold.jsonl"]  # no scratch left

@@ -23,7 +23,13 @@ from fieldcheck._cli._record import forget_store_warnings
 from fieldcheck._util.errors import InputError
 from fieldcheck._util.sniff import likely_cause
 from fieldcheck._util.term import install_log_filter, safe_text
-from fieldcheck.reports._outdir import OutputFolder, OutputFolderError, release_all, reserve
+from fieldcheck.reports._outdir import (
+    OutputFolder,
+    OutputFolderError,
+    final_path,
+    release_all,
+    reserve,
+)
 
 install_log_filter()  # warnings quote data: control characters escaped (issue 9)
 
@@ -63,8 +69,10 @@ class OutputFailed(click.ClickException):
 
 
 def cannot_write(exc: OSError, where: object) -> OutputFailed:
-    """``error: --out: cannot write FILE: REASON`` (``where`` when the error names no file)."""
-    return OutputFailed(f"--out: cannot write {exc.filename or where}: {exc.strerror or exc}")
+    """``error: --out: cannot write FILE: REASON`` (``where`` when the error names no file; a
+    temporary file named by the output it was to become)."""
+    shown = final_path(exc.filename) if exc.filename else where
+    return OutputFailed(f"--out: cannot write {shown}: {exc.strerror or exc}")
 
 
 _INTERRUPT_REPORTED: set[bool] = set()  # non-empty once a line said what Ctrl-C left

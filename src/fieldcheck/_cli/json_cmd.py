@@ -742,7 +742,7 @@ def batch(
     errors.jsonl, report.md, report.html and plots into --out. Exit 0 when every line scored, 3
     when some failed (each named file:line in errors.jsonl), 4 when a --fail-under floor is not
     met, 2 on usage errors (bad option, unreadable file or one with no valid line), 1 when an
-    output could not be written part-way (a full disk)."""
+    output could not be written part-way (a full disk), 130 on Ctrl-C."""
     console, errors = SafeConsole(stderr=as_json), SafeConsole(stderr=True)
     floors = parse_fail_under(fail_under, GATED, lower_is_better=LOWER_IS_BETTER)
     config = _config(_Options.of(locals()), errors)

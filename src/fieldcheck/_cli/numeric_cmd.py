@@ -390,7 +390,8 @@ def score_command(
     scored and written; the failures are in input_errors.csv) or some turn
     was not scored because of a call error; 4 a --fail-under floor not met;
     2 usage error (bad option, unreadable file or one with no valid line,
-    unknown split); 1 an output could not be written part-way (a full disk).
+    unknown split); 1 an output could not be written part-way (a full disk);
+    130 Ctrl-C.
     """
     floors = parse_fail_under(fail_under, GATED)
     if (price_in is None) != (price_out is None):

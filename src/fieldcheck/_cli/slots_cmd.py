@@ -88,7 +88,13 @@ from fieldcheck.slots._loaders import JudgeFile, LatencyFile, SlotFile
 from fieldcheck.slots._report import METRIC_COLUMNS
 from fieldcheck.slots._score import SlotScorer
 from fieldcheck.slots._second import score_partition
-from fieldcheck.slots._stream import Partition, SideKind, SlotInput, partitioned
+from fieldcheck.slots._stream import (
+    Partition,
+    ScratchError,
+    SideKind,
+    SlotInput,
+    partitioned,
+)
 
 app = typer.Typer(
     help="Slot extraction benchmark: score models' slots against gold slots.", no_args_is_help=True
@@ -516,7 +522,7 @@ def score(
     call failed (the rest is scored, every output is written, each failure is in
     DIR/errors.jsonl); 4 when a --fail-under floor is not met; 2 on usage errors (bad option,
     unknown model name, unreadable file or one with no valid line, unusable --out); 1 when an
-    output could not be written part-way (a full disk).
+    output could not be written part-way (a full disk); 130 on Ctrl-C.
     """
     floors = parse_fail_under(fail_under, GATED)
     if bool(judge_base_url) != bool(judge_model):
@@ -590,7 +596,12 @@ def reading(
     with ExitStack() as stack:
         with spinner:
             spinner.add_task(f"reading {len(paths) + len(sides)} slot file(s)", total=None)
-            part = stack.enter_context(partitioned(paths, beside=beside, sides=sides))
+            try:
+                part = stack.enter_context(partitioned(paths, beside=beside, sides=sides))
+            except ScratchError as exc:  # a full disk while splitting the inputs
+                raise OutputFailed(
+                    f"--out: cannot write the run's scratch file {exc.filename}: {exc.strerror}"
+                ) from None
         yield part
 
 

@@ -132,6 +132,22 @@ def _read_manifest(path: Path) -> tuple[list[str], list[str], list[str], list[st
 _TMP_PID = re.compile(re.escape(TMP_MARK) + r"(\d+)")
 
 
+_TMP_NAME = re.compile(r"\.?(.+?)" + re.escape(TMP_MARK) + r"\d+(?:\.[^.]*)?")
+
+
+def final_path(path: str | os.PathLike[str]) -> str:
+    """``path`` as the user knows it: each temporary entry of an output folder in it
+    (``.records.jsonl.fieldcheck-tmp-PID.jsonl``, ``.traces.fieldcheck-tmp-PID``) named by what
+    it becomes (``records.jsonl``, ``traces``); what an error message shows."""
+    parts = []
+    for part in Path(path).parts:
+        found = _TMP_NAME.fullmatch(part)
+        if found is not None and not part.startswith(f".scratch{TMP_MARK}"):
+            part = MANIFEST if found[0].startswith(MANIFEST) else found[1]
+        parts.append(part)
+    return str(Path(*parts)) if parts else str(path)
+
+
 def _tmp_pid(name: str) -> int | None:
     """The process id in a temporary entry's name (``...fieldcheck-tmp-PID...``)."""
     found = _TMP_PID.search(name)

@@ -144,7 +144,7 @@ class Partition:
             if helper is not None:
                 helper.stop()
             for h in handles:
-                h.close()
+                _close(h)
 
     def _read_item(self, index: int, item: SlotInput, handles: list[IO[bytes]]) -> None:
         try:
@@ -269,9 +269,24 @@ def read_into(
     return None
 
 
+class ScratchError(OSError):
+    """A bucket file of the run's scratch folder could not be written (a full disk, the folder
+    removed): not an input's fault. ``filename`` is the bucket file."""
+
+
 def _write(handle: IO[bytes], batch: Batch) -> None:
     # framed: marshal.load on a file reads in tiny pieces, marshal.loads does not
-    write_frame(handle, marshal.dumps(batch))
+    try:
+        write_frame(handle, marshal.dumps(batch))
+    except OSError as exc:
+        raise ScratchError(exc.errno, exc.strerror or str(exc), handle.name) from exc
+
+
+def _close(handle: IO[bytes]) -> None:
+    try:
+        handle.close()  # writes what is buffered
+    except OSError as exc:
+        raise ScratchError(exc.errno, exc.strerror or str(exc), handle.name) from exc
 
 
 def _split(items: Sequence[SlotInput], parallel_bytes: int) -> int:
