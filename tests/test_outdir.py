@@ -19,7 +19,13 @@ import pytest
 from typer.testing import CliRunner
 
 from fieldcheck._cli.main import app
-from fieldcheck.reports._outdir import MANIFEST, TMP_MARK, OutputFolder, OutputFolderError
+from fieldcheck.reports._outdir import (
+    MANIFEST,
+    TMP_MARK,
+    OutputFolder,
+    OutputFolderError,
+    release_all,
+)
 
 
 def _invoke(*args: str) -> Any:
@@ -402,9 +408,10 @@ def test_bulk_folder_appears_whole_or_not_at_all(tmp_path: Path) -> None:
 
 
 def test_next_run_removes_a_bulk_folder_whole_without_following_links(tmp_path: Path) -> None:
-    """A later run removes the earlier traces/ with all it holds (a file dropped in, a link to
-    a folder elsewhere: unlinked, its target kept) and a killed run's temporary folder, and
-    neither makes the folder foreign."""
+    """A later run removes the earlier traces/ with all it holds (a link to a folder elsewhere
+    that the run wrote: unlinked, its target kept) and a killed run's temporary folder, and
+    neither makes the folder foreign. (An entry put in it after the run is refused:
+    ``test_a_users_file_in_a_folder_written_whole_is_never_removed``.)"""
     elsewhere = tmp_path / "home"
     elsewhere.mkdir()
     (elsewhere / "keep.json").write_text("mine")
@@ -412,9 +419,8 @@ def test_next_run_removes_a_bulk_folder_whole_without_following_links(tmp_path: 
     first = OutputFolder.prepare(out)
     with first.bulk("traces") as tmp:
         (tmp / "c1.json").write_text("1")
+        (tmp / "link").symlink_to(elsewhere, target_is_directory=True)
     first.finish()
-    (out / "traces" / "extra.json").write_text("dropped in")
-    (out / "traces" / "link").symlink_to(elsewhere, target_is_directory=True)
     stale = out / ".traces.fieldcheck-tmp-999999"  # a run killed inside its bulk block
     stale.mkdir()
     (stale / "c9.json").write_text("half")
@@ -692,3 +698,50 @@ def test_error_messages_name_the_output_a_temporary_file_becomes() -> None:
     assert error.exit_code == 1
     full = cannot_write(OSError(28, "No space left on device"), "np")  # write() names no file
     assert full.message == "--out: cannot write np: No space left on device"
+
+
+def test_a_users_file_in_a_folder_written_whole_is_never_removed(tmp_path: Path) -> None:
+    """traces/ is written whole and replaced whole. A file a user put in it after the run, or
+    a folder of theirs under that name kept by --force, would go with it (a tester's finding:
+    both were deleted, the first even without --force): refused instead, with or without
+    --force, naming the file; once it is moved out, the run goes on as before."""
+    out = tmp_path / "out"
+    folder = OutputFolder.prepare(out)
+    with folder.bulk("traces") as tmp:
+        (tmp / "c0.json").write_text("{}")
+    folder.finish()
+    release_all()
+    untouched = OutputFolder.prepare(out)  # nothing added: replaced as before
+    with untouched.bulk("traces") as tmp:
+        (tmp / "c1.json").write_text("{}")
+    untouched.finish()
+    release_all()
+    assert sorted(os.listdir(out / "traces")) == ["c1.json"]
+    notes = out / "traces" / "notes.txt"
+    notes.write_text("mine")
+    later = os.lstat(out / MANIFEST).st_mtime_ns + 1_000_000_000
+    os.utime(notes, ns=(later, later))  # after the run, whatever the clock's resolution
+    os.utime(out / "traces", ns=(later, later))
+    for force in (False, True):
+        with pytest.raises(OutputFolderError) as refused:
+            OutputFolder.prepare(out, force=force)
+        assert str(refused.value) == (
+            f"{out / 'traces'} holds 1 entry fieldcheck did not write (traces/notes.txt), and "
+            "fieldcheck replaces that folder whole; move them out of it or give another folder"
+        )
+        release_all()
+    assert notes.read_text() == "mine" and (out / "traces" / "c1.json").exists()
+    notes.unlink()
+    again = OutputFolder.prepare(out)
+    assert not (out / "traces").exists()  # ours, removed as before
+    release_all()
+    # a folder of the user's own where traces/ goes, kept by --force: refused when written
+    theirs = tmp_path / "theirs"
+    (theirs / "traces").mkdir(parents=True)
+    (theirs / "traces" / "keep.txt").write_text("mine")
+    forced = OutputFolder.prepare(theirs, force=True)
+    refusal = r"traces/keep\.txt\), and fieldcheck replaces"
+    with pytest.raises(OutputFolderError, match=refusal), forced.bulk("traces"):
+        pytest.fail("the block must not run")
+    assert (theirs / "traces" / "keep.txt").read_text() == "mine"
+    del again

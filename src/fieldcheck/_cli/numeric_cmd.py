@@ -419,6 +419,8 @@ def score_command(
                 record=None if no_store else "score",
             )
             folder.finish()
+    except OutputFolderError as exc:  # another's folder where traces/ goes (kept by --force)
+        raise typer.BadParameter(safe_text(exc), param_hint="--out") from None
     except OSError as exc:  # an output file cannot be written
         raise cannot_write(exc, out) from None
     show_result(result, out, console)
@@ -735,6 +737,8 @@ def evaluate_command(
     except InputError as exc:
         cause = likely_cause(data, "convfinqa")
         raise typer.BadParameter(safe_text(exc.one_line() + cause), param_hint="--data") from None
+    except OutputFolderError as exc:  # another's folder where traces/ goes (kept by --force)
+        raise typer.BadParameter(safe_text(exc), param_hint="--out") from None
     except OSError as exc:  # an output file cannot be written
         raise cannot_write(exc, out) from None
     for outcome in outcomes:

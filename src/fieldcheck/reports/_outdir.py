@@ -91,6 +91,38 @@ def _listing(root: Path, *, skip: Iterable[str] = ()) -> tuple[set[str], set[str
     return files, dirs
 
 
+def _added_since(root: Path, folder: str, manifest: Path) -> list[str]:
+    """The entries of the bulk folder ``folder`` (ours, written whole) newer than ``manifest``:
+    put there after the run that wrote it (its entries all predate the manifest's last write,
+    and adding an entry changes the folder's time, so an untouched folder is not listed)."""
+    try:
+        since = os.lstat(manifest).st_mtime_ns
+        top = os.lstat(root / folder)
+    except OSError:
+        return []
+    if not stat.S_ISDIR(top.st_mode) or top.st_mtime_ns <= since:
+        return []
+    added = []
+    for top_dir, subdirs, names in os.walk(root / folder, followlinks=False):
+        base = Path(top_dir).relative_to(root)
+        for name in [*subdirs, *names]:
+            try:
+                if os.lstat(Path(top_dir) / name).st_mtime_ns > since:
+                    added.append((base / name).as_posix())
+            except OSError:
+                continue
+    return added
+
+
+def _not_ours_inside(folder: str, names: Iterable[str]) -> OutputFolderError:
+    names = list(names)
+    return OutputFolderError(
+        f"{folder} holds {len(names)} {'entry' if len(names) == 1 else 'entries'} fieldcheck "
+        f"did not write ({_some(names)}), and fieldcheck replaces that folder whole; move them "
+        "out of it or give another folder"
+    )
+
+
 def _read_manifest(path: Path) -> tuple[list[str], list[str], list[str], list[str]]:
     """(files, summaries, folders, bulk folders) listed in a manifest; lines that are not ours
     (or torn) are skipped. Folders are listed so an empty one (``traces/`` of a run that scored
@@ -352,6 +384,9 @@ class OutputFolder:
         _lock(root)
         manifest = root / MANIFEST
         old_files, summaries, old_dirs, old_bulk = _read_manifest(manifest)
+        for name in old_bulk:  # a user's file put in our traces/ would go with it: refused
+            if added := _added_since(root, name, manifest):
+                raise _not_ours_inside(str(root / name), added)
         files, dirs = _listing(root, skip=old_bulk)
         # in use, left alone: this process's own scratch folders (``scratch_prefix``: slot
         # buckets), the temporary files and folders of another run still writing here, and
@@ -502,6 +537,10 @@ class OutputFolder:
         earlier ``name`` (a link: unlinked, never followed) is removed first."""
         rel = self._rel(name)
         final = self.root / rel
+        # a folder there is not ours (``prepare`` removed ours): another's, kept by --force
+        mine = not self.managed or rel in self._state.bulk or _is_link(final)
+        if not mine and final.is_dir() and (found := sorted(os.listdir(final))):
+            raise _not_ours_inside(str(final), [f"{rel}/{f}" for f in found])
         self._mkdirs(rel)
         tmp = final.with_name(f".{final.name}{TMP_MARK}{os.getpid()}")
         self._clear(tmp)
