@@ -259,3 +259,19 @@ def test_a_sqlite_store_is_wal_without_an_fsync_per_commit(tmp_path: Path) -> No
             for name in ("journal_mode", "synchronous", "page_size", "foreign_keys")
         ]
     assert pragmas == ["wal", 1, 8192, 1]
+
+
+def test_an_error_marks_the_run_failed_not_interrupted(store: Store, tmp_path: Path) -> None:
+    """A run stopped by an error (a full disk while writing its files) is ``failed``; only
+    Ctrl-C leaves it ``interrupted`` (a tester's finding: a failed write read as interrupted,
+    and re-scoring it said "a interrupted scored run")."""
+    from fieldcheck._util.errors import InputError
+    from fieldcheck.runs import rescore
+
+    with pytest.raises(OSError), _open(store, tmp_path, "numeric") as recorder:
+        recorder.add_items([{"conversation_id": "c", "turn_idx": 0, "general_match": True}])
+        raise OSError(28, "No space left on device")
+    run = store.get_run(recorder.id)
+    assert run is not None and (run.status, run.n_items) == ("failed", 1)
+    with pytest.raises(InputError, match=rf"^run {run.id} is a failed scored run: only finished"):
+        rescore(store, run.id)

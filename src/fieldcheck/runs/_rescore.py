@@ -67,7 +67,8 @@ def rescore(
         raise KeyError(run_id)
     if parent.kind != "scored" or parent.status != "finished":
         raise InputError(
-            f"run {run_id} is a {parent.status} {parent.kind} run: only finished scored runs "
+            f"run {run_id} is {'an' if parent.status[:1] in 'aeiou' else 'a'} {parent.status} "
+            f"{parent.kind} run: only finished scored runs "
             "can be re-scored"
         )
     if parent.system == "json":

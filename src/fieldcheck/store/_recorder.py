@@ -419,15 +419,16 @@ class RunRecorder:
         self._closed = True
         return self.run
 
-    def abort(self) -> None:
-        """Mark the run ``interrupted`` (an error or Ctrl-C); the items added so far stay."""
+    def abort(self, status: str = "interrupted") -> None:
+        """Mark the run ``interrupted`` (Ctrl-C) or ``failed`` (an error: a full disk); the
+        items added so far stay."""
         if not self._closed:
             self._closed = True
             with contextlib.suppress(Exception):  # the run's own error is the one to report
                 self.flush()
             with contextlib.suppress(Exception):
                 self.store.finish_scored_run(
-                    self.run.id, metrics=None, intervals=None, status="interrupted"
+                    self.run.id, metrics=None, intervals=None, status=status
                 )
 
     def __enter__(self) -> RunRecorder:
@@ -440,7 +441,7 @@ class RunRecorder:
         tb: TracebackType | None,
     ) -> None:
         if exc_type is not None:
-            self.abort()
+            self.abort("interrupted" if issubclass(exc_type, KeyboardInterrupt) else "failed")
 
 
 def _input_bytes(inputs: Sequence[tuple[str, str | Path]]) -> int:

@@ -32,7 +32,7 @@ class RunRow(Base):
     endpoint: Mapped[str] = mapped_column(Text)
     settings: Mapped[str] = mapped_column(Text)  # JSON
     signature: Mapped[str] = mapped_column(Text)
-    status: Mapped[str] = mapped_column(String(16))  # running | interrupted | finished
+    status: Mapped[str] = mapped_column(String(16))  # running | interrupted | failed | finished
     pid: Mapped[int | None] = mapped_column(Integer, nullable=True)
     host: Mapped[str | None] = mapped_column(String(255), nullable=True)
     started_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
