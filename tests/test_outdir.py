@@ -745,3 +745,14 @@ def test_a_users_file_in_a_folder_written_whole_is_never_removed(tmp_path: Path)
         pytest.fail("the block must not run")
     assert (theirs / "traces" / "keep.txt").read_text() == "mine"
     del again
+
+
+def test_a_dangling_link_as_out_says_so(tmp_path: Path) -> None:
+    """--out a link to a folder that does not exist: one plain refusal naming the target (a
+    tester's finding: it said `cannot create directory dangling: File exists`); nothing made."""
+    link = tmp_path / "dangling"
+    link.symlink_to(tmp_path / "gone")
+    with pytest.raises(OutputFolderError) as refused:
+        OutputFolder.prepare(link)
+    assert str(refused.value) == f"{link} is a link to {tmp_path / 'gone'}, which does not exist"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dangling"]

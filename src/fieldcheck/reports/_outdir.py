@@ -373,6 +373,10 @@ class OutputFolder:
         root = Path(path)
         if root.exists() and not root.is_dir():
             raise OutputFolderError(f"{root} is a file, not a directory")
+        if _is_link(root) and not root.exists():
+            raise OutputFolderError(
+                f"{root} is a link to {os.readlink(root)}, which does not exist"
+            )
         _check_parents(root)
         try:
             root.mkdir(parents=True, exist_ok=True)
@@ -442,8 +446,9 @@ class OutputFolder:
                 folder._remove_dir(d)
             folder._write_manifest([], [])
         except OSError as exc:
+            where = f"{final_path(exc.filename)}: " if exc.filename else ""
             raise OutputFolderError(
-                f"cannot clean {root}: {exc.filename or ''} {exc.strerror or exc}".strip()
+                f"cannot prepare {root}: {where}{exc.strerror or exc}"
             ) from None
         folder._state.before = files - ours
         folder._state.nested = nested
@@ -697,11 +702,12 @@ class OutputFolder:
         lines += [{"file": f, "summary": True} if f in summaries else {"file": f} for f in files]
         path = self.root / MANIFEST
         tmp = path.with_name(path.name + TMP_MARK + str(os.getpid()))
-        tmp.write_bytes(b"".join(orjson.dumps(x) + b"\n" for x in lines))
         try:
+            tmp.write_bytes(b"".join(orjson.dumps(x) + b"\n" for x in lines))
             os.replace(tmp, path)
         except OSError:
-            tmp.unlink(missing_ok=True)
+            with contextlib.suppress(OSError):  # a full disk: nothing of ours left behind
+                tmp.unlink(missing_ok=True)
             raise
 
     def _append(self, entry: dict[str, Any]) -> None:
