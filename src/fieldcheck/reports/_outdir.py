@@ -371,9 +371,12 @@ class OutputFolder:
         Raises OutputFolderError when ``path`` is a file, cannot be created, or holds anything
         fieldcheck did not write (unless ``force``: those are kept, ours are replaced)."""
         root = Path(path)
+        dangling = False
         if root.exists() and not root.is_dir():
             raise OutputFolderError(f"{root} is a file, not a directory")
-        if _is_link(root) and not root.exists():
+        with contextlib.suppress(OSError):  # under a file: refused below, when it is made
+            dangling = stat.S_ISLNK(os.lstat(root).st_mode) and not root.exists()
+        if dangling:
             raise OutputFolderError(
                 f"{root} is a link to {os.readlink(root)}, which does not exist"
             )
