@@ -219,6 +219,17 @@ def test_without_bootstrap_the_report_has_no_intervals(tmp_path: Path) -> None:
     assert (out / "accuracy_by_turn.png").read_bytes()[:8] == PNG
 
 
+@pytest.mark.parametrize("resamples", [1, 2, 3])
+def test_a_few_resamples_draw_the_plot(tmp_path: Path, resamples: int) -> None:
+    """With a few resamples a turn's interval need not hold its estimate (1 resample: the
+    interval is that resample's value alone); the error bars are cut at 0 instead of crashing
+    matplotlib (a tester's finding: `'yerr' must not contain negative values`)."""
+    out = _run(tmp_path, DATA, PREDICTIONS, bootstrap=resamples)
+    stats = json.loads((out / "statistics.json").read_text())
+    assert stats["bootstrap_95_ci_by_turn_number"]
+    assert (out / "accuracy_by_turn.png").read_bytes()[:8] == PNG
+
+
 def test_many_turn_positions_keep_intervals_and_tables_bounded(tmp_path: Path) -> None:
     turns = [(str(i), float(i)) for i in range(105)]
     data = {"dev": [_record("long", turns), _record("short", turns[:2])]}

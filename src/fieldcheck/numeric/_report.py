@@ -122,6 +122,20 @@ def plot_series(
     )
 
 
+def _error_bars(
+    estimates: Sequence[float], intervals: Sequence[Mapping[str, Any] | None]
+) -> list[list[float]]:
+    """Matplotlib's ``yerr`` (lengths below, above) of each estimate's interval (none: 0). A
+    percentile interval of a few resamples need not hold the estimate: a length is never < 0."""
+    below = [
+        max(0.0, e - i["low"]) if i else 0.0 for e, i in zip(estimates, intervals, strict=True)
+    ]
+    above = [
+        max(0.0, i["high"] - e) if i else 0.0 for e, i in zip(estimates, intervals, strict=True)
+    ]
+    return [below, above]
+
+
 def write_accuracy_plot(statistics: dict[str, Any], path: Path) -> Path:
     """accuracy_by_turn.png: numerical-match accuracy with its 95% bootstrap interval as error
     bars (left axis, 0-1) and average plan operations (right axis) by turn number, each tick
@@ -132,18 +146,11 @@ def write_accuracy_plot(statistics: dict[str, Any], path: Path) -> Path:
     turns, accuracy, operations, ticks = turns[:n], accuracy[:n], operations[:n], ticks[:n]
     intervals = statistics.get("bootstrap_95_ci_by_turn_number") or {}
     with figure(path, figsize=(max(7.0, 0.6 * len(turns) + 2), 4.5)) as (_, ax):
-        below = [
-            a - intervals[str(t)]["low"] if str(t) in intervals else 0.0
-            for t, a in zip(turns, accuracy, strict=True)
-        ]
-        above = [
-            intervals[str(t)]["high"] - a if str(t) in intervals else 0.0
-            for t, a in zip(turns, accuracy, strict=True)
-        ]
+        bars = _error_bars(accuracy, [intervals.get(str(t)) for t in turns])
         ax.errorbar(
             turns,
             accuracy,
-            yerr=[below, above] if intervals else None,
+            yerr=bars if intervals else None,
             marker="o",
             capsize=4,
             color="tab:blue",
@@ -232,15 +239,8 @@ def write_plots(result: NumericResult, out: Path | OutputFolder) -> dict[str, Pa
     names = [name for _, name in MATCH_TYPES]
     values = [float(stats[key]) for key, _ in MATCH_TYPES]
     with figure(folder / PLOTS["match_types"], figsize=(7, 4)) as (_, ax):
-        below = [
-            v - ci[k]["low"] if ci.get(k) else 0.0
-            for (k, _), v in zip(MATCH_TYPES, values, strict=True)
-        ]
-        above = [
-            ci[k]["high"] - v if ci.get(k) else 0.0
-            for (k, _), v in zip(MATCH_TYPES, values, strict=True)
-        ]
-        ax.bar(names, values, color="tab:blue", yerr=[below, above] if ci else None, capsize=4)
+        bars = _error_bars(values, [ci.get(k) for k, _ in MATCH_TYPES])
+        ax.bar(names, values, color="tab:blue", yerr=bars if ci else None, capsize=4)
         for x, v in enumerate(values):
             ax.text(x, 0.02, f"{v:.3f}", ha="center", va="bottom", color="white", fontsize="small")
         ax.set_ylim(0, 1.1)
