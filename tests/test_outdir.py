@@ -756,3 +756,24 @@ def test_a_dangling_link_as_out_says_so(tmp_path: Path) -> None:
         OutputFolder.prepare(link)
     assert str(refused.value) == f"{link} is a link to {tmp_path / 'gone'}, which does not exist"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["dangling"]
+
+
+def test_a_manifest_that_cannot_be_completed_is_one_line(tmp_path: Path) -> None:
+    """The last write of a run, the manifest's ``complete``, failing (here the folder removed
+    just before; a full disk alike) is the one-line exit-1 error of every command, naming the
+    manifest (a tester's finding: json and slots printed a traceback)."""
+    import shutil
+
+    from fieldcheck._cli._common import OutputFailed, finish
+
+    out = tmp_path / "out"
+    folder = OutputFolder.prepare(out)
+    folder.write_text("a.txt", "1")
+    shutil.rmtree(out)
+    with pytest.raises(OutputFailed) as failed:
+        finish(folder)
+    assert failed.value.exit_code == 1
+    assert failed.value.message == (
+        f"--out: cannot write {out / MANIFEST}: No such file or directory"
+    )
+    release_all()

@@ -75,6 +75,15 @@ def cannot_write(exc: OSError, where: object) -> OutputFailed:
     return OutputFailed(f"--out: cannot write {shown}: {exc.strerror or exc}")
 
 
+def finish(folder: OutputFolder) -> None:
+    """``folder.finish()`` (the manifest says complete); a manifest that cannot be written (a
+    full disk, the folder removed) is the one-line ``cannot write`` error, exit 1."""
+    try:
+        folder.finish()
+    except OSError as exc:
+        raise cannot_write(exc, folder) from None
+
+
 _INTERRUPT_REPORTED: set[bool] = set()  # non-empty once a line said what Ctrl-C left
 _FLOORS = "--fail-under"  # repeats add up (Click would keep only the last)
 

@@ -33,6 +33,7 @@ from fieldcheck._cli._common import (
     cannot_write,
     check_input_file,
     fail_under_option,
+    finish,
     gate,
     out_dir,
     out_option,
@@ -689,7 +690,7 @@ def run_batch(
             )
         except OSError as exc:
             raise cannot_write(exc, out) from None
-        folder.finish()
+        finish(folder)
         stored = _finish_json_run(recorder, batch.summary)
     summary, paths = batch.summary, batch.paths
     show_problems(errors, summary.errors, str(paths["errors"]))
@@ -991,7 +992,7 @@ def run_models(
             write_csv(tmp, comparison, COMPARISON_COLUMNS)
     except OSError as exc:
         raise cannot_write(exc, root) from None
-    root.finish()
+    finish(root)
     if len(comparison) > 1:
         print_comparison(console, comparison)
     console.print(

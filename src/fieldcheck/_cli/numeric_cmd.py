@@ -23,6 +23,7 @@ from fieldcheck._cli._common import (
     cannot_write,
     check_input_file,
     fail_under_option,
+    finish,
     gate,
     out_dir,
     out_option,
@@ -418,7 +419,7 @@ def score_command(
                 inputs=inputs,
                 record=None if no_store else "score",
             )
-            folder.finish()
+            finish(folder)
     except OutputFolderError as exc:  # another's folder where traces/ goes (kept by --force)
         raise typer.BadParameter(safe_text(exc), param_hint="--out") from None
     except OSError as exc:  # an output file cannot be written
@@ -457,7 +458,7 @@ def run_demo(out_dir: Path) -> int:
             model=model,
         )
         rows.append((model, result, target))
-    root.finish()
+    finish(root)
     table = Table(title="ConvFinQA-style example (synthetic data)", header_style="bold")
     table.add_column("metric")
     for model, _, _ in rows:
@@ -594,7 +595,7 @@ def evaluate_and_score(
             model=spec.name,
         )
         outcomes.append(ModelOutcome(spec, handle, target.path, result))
-    root.finish()
+    finish(root)
     return outcomes
 
 

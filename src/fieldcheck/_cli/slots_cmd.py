@@ -27,6 +27,7 @@ from fieldcheck._cli._common import (
     cannot_write,
     check_input_file,
     fail_under_option,
+    finish,
     gate,
     out_dir,
     out_option,
@@ -562,7 +563,7 @@ def score(
                 inputs=inputs,
                 record=None if no_store else "score",
             )
-            folder.finish()
+            finish(folder)
     show_run(run, files, console)
     if as_json:  # metrics.json as written
         print_metrics_json(run)
@@ -643,7 +644,7 @@ def run_demo(out_dir: Path) -> int:
         seed=0,
         console=console,
     )
-    folder.finish()
+    finish(folder)
     console.print(
         "Synthetic example data (examples/slots/README.md): 3 users x 5 sessions, 3 models.",
         markup=False,
@@ -940,7 +941,7 @@ def run(
             not_scored={ex.model: ex.not_scored() for ex in extractions},
             record=None if no_store else "run",
         )
-        folder.finish()
+        finish(folder)
     show_run(scored, files, console, err)
     console.print(runs_table(extractions))
     failed = sum(len(ex.failed) for ex in extractions)
@@ -1006,7 +1007,7 @@ def run_model_demo(base_url: str, out_dir: Path, models: list[str], *, console: 
         not_scored={ex.model: ex.not_scored() for ex in extractions},
         record="run",
     )
-    folder.finish()
+    finish(folder)
     table = Table(title="slots run (synthetic models, examples/slots)", header_style="bold")
     table.add_column("model", min_width=17, overflow="fold")
     for col in ("P", "R", "F1", "exact", "extra slots", "failed sessions", "latency"):
