@@ -91,10 +91,21 @@ def _listing(root: Path, *, skip: Iterable[str] = ()) -> tuple[set[str], set[str
     return files, dirs
 
 
-def _added_since(root: Path, folder: str, manifest: Path) -> list[str]:
-    """The entries of the bulk folder ``folder`` (ours, written whole) newer than ``manifest``:
-    put there after the run that wrote it (its entries all predate the manifest's last write,
-    and adding an entry changes the folder's time, so an untouched folder is not listed)."""
+def _added_since(
+    root: Path, folder: str, manifest: Path, names: frozenset[str] | None
+) -> list[str]:
+    """The entries of the bulk folder ``folder`` (ours, written whole) put there after the run
+    that wrote it: those not among ``names``, the entries the manifest lists it with. A
+    manifest of an earlier version lists none: then the entries newer than the manifest (its
+    entries all predate the manifest's last write, and adding an entry changes the folder's
+    time, so an untouched folder is not listed)."""
+    if names is not None:
+        try:
+            if not stat.S_ISDIR(os.lstat(root / folder).st_mode):
+                return []
+            return sorted(f"{folder}/{e}" for e in set(os.listdir(root / folder)) - names)
+        except OSError:
+            return []
     try:
         since = os.lstat(manifest).st_mtime_ns
         top = os.lstat(root / folder)
@@ -103,9 +114,9 @@ def _added_since(root: Path, folder: str, manifest: Path) -> list[str]:
     if not stat.S_ISDIR(top.st_mode) or top.st_mtime_ns <= since:
         return []
     added = []
-    for top_dir, subdirs, names in os.walk(root / folder, followlinks=False):
+    for top_dir, subdirs, files in os.walk(root / folder, followlinks=False):
         base = Path(top_dir).relative_to(root)
-        for name in [*subdirs, *names]:
+        for name in [*subdirs, *files]:
             try:
                 if os.lstat(Path(top_dir) / name).st_mtime_ns > since:
                     added.append((base / name).as_posix())
@@ -123,7 +134,9 @@ def _not_ours_inside(folder: str, names: Iterable[str]) -> OutputFolderError:
     )
 
 
-def _read_manifest(path: Path) -> tuple[list[str], list[str], list[str], list[str]]:
+def _read_manifest(
+    path: Path,
+) -> tuple[list[str], list[str], list[str], dict[str, frozenset[str] | None]]:
     """(files, summaries, folders, bulk folders) listed in a manifest; lines that are not ours
     (or torn) are skipped. Folders are listed so an empty one (``traces/`` of a run that scored
     nothing) is still known as ours; a bulk folder (``"all": true``, written by ``bulk``) is
@@ -131,7 +144,7 @@ def _read_manifest(path: Path) -> tuple[list[str], list[str], list[str], list[st
     files: list[str] = []
     summaries: list[str] = []
     folders: list[str] = []
-    bulk: list[str] = []
+    bulk: dict[str, frozenset[str] | None] = {}
     try:
         if not stat.S_ISREG(os.lstat(path).st_mode):
             return files, summaries, folders, bulk
@@ -157,7 +170,11 @@ def _read_manifest(path: Path) -> tuple[list[str], list[str], list[str], list[st
             if into is files and entry.get("summary") is True:
                 summaries.append(value)
             if into is folders and entry.get("all") is True:
-                bulk.append(value)
+                listed = entry.get("names")
+                if isinstance(listed, list) and all(isinstance(n, str) for n in listed):
+                    bulk[value] = frozenset(listed)
+                else:
+                    bulk[value] = None
     return files, summaries, folders, bulk
 
 
@@ -391,8 +408,8 @@ class OutputFolder:
         _lock(root)
         manifest = root / MANIFEST
         old_files, summaries, old_dirs, old_bulk = _read_manifest(manifest)
-        for name in old_bulk:  # a user's file put in our traces/ would go with it: refused
-            if added := _added_since(root, name, manifest):
+        for name, listed in old_bulk.items():  # a user's file in our traces/: refused
+            if added := _added_since(root, name, manifest, listed):
                 raise _not_ours_inside(str(root / name), added)
         files, dirs = _listing(root, skip=old_bulk)
         # in use, left alone: this process's own scratch folders (``scratch_prefix``: slot
@@ -555,8 +572,8 @@ class OutputFolder:
         tmp.mkdir()
         try:
             yield tmp
-            if self.managed:
-                self._append({"dir": rel, "all": True})
+            if self.managed:  # with what it holds: anything else found there later is not ours
+                self._append({"dir": rel, "all": True, "names": sorted(os.listdir(tmp))})
             self._clear(final)
             os.rename(tmp, final)
         except BaseException as exc:
