@@ -477,3 +477,22 @@ def test_numeric_run_is_evaluate(chat_server: Server, tmp_path: Path) -> None:
     stats = [json.loads((tmp_path / d / "statistics.json").read_text()) for d in "ab"]
     assert stats[0]["numerical_match_accuracy"] == stats[1]["numerical_match_accuracy"]
     assert stats[0]["num_turns"] == stats[1]["num_turns"] > 0
+
+
+def test_a_users_traces_folder_is_refused_before_any_call(
+    chat_server: Server, tmp_path: Path
+) -> None:
+    """A folder of the user's where a model's traces/ goes, kept by --force, is refused before
+    any model call (a tester's finding: every call was made, then the run stopped, exit 2);
+    the file is kept. ``numeric score`` refuses it before scoring alike."""
+    server = chat_server(clean_script)
+    data, out = write_data(tmp_path), tmp_path / "out"
+    (out / "traces").mkdir(parents=True)
+    (out / "traces" / "mine.txt").write_text("mine")
+    result = evaluate(server, data, out, "--force")
+    assert result.exit_code == 2
+    assert f"{out / 'traces'} holds 1 entry fieldcheck did not write (traces/mine.txt)" in " ".join(
+        result.output.split()
+    )
+    assert server.chat_requests == []
+    assert (out / "traces" / "mine.txt").read_text() == "mine"

@@ -402,6 +402,10 @@ def score_command(
     reserve_out(out)
     inputs = load_inputs(data, predictions, split=split, sample_size=sample_size, seed=seed)
     folder = out_dir(out, force=force)
+    try:
+        folder.check_whole(["traces"])  # before any work: a user's traces/ kept by --force
+    except OutputFolderError as exc:
+        raise typer.BadParameter(safe_text(exc), param_hint="--out") from None
     console = SafeConsole(stderr=as_json)
     try:
         with writing(folder):
@@ -557,6 +561,9 @@ def evaluate_and_score(
     dirs = model_dirs(root.path, [s.name for s in specs], always=dir_per_model)
     try:
         root.check_subfolders(d.name for d in dirs.values() if d != root.path)
+        root.check_whole(  # before any call: a user's traces/ kept by --force
+            "traces" if d == root.path else f"{d.name}/traces" for d in dirs.values()
+        )
     except OutputFolderError as exc:
         raise typer.BadParameter(safe_text(exc), param_hint="--out") from None
     loaded = load_convfinqa(data, split=split, sample_size=sample_size, seed=seed)

@@ -498,6 +498,17 @@ class OutputFolder:
                     "manifest), where this run would write; give another folder, or remove it"
                 )
 
+    def check_whole(self, names: Iterable[str]) -> None:
+        """Refuse (``OutputFolderError``) a folder this run will write whole (``bulk``) where
+        another's non-empty folder is (kept by --force): writing it would delete that folder's
+        files. Called before any work, and again by ``bulk``."""
+        for name in names:
+            rel = self._rel(name)
+            final = self.root / rel
+            mine = not self.managed or rel in self._state.bulk or _is_link(final)
+            if not mine and final.is_dir() and (found := sorted(os.listdir(final))):
+                raise _not_ours_inside(str(final), [f"{rel}/{f}" for f in found])
+
     def sub(self, name: str) -> OutputFolder:
         """The subfolder ``name`` (created), sharing this folder's manifest."""
         _check_name(name)
@@ -562,10 +573,7 @@ class OutputFolder:
         earlier ``name`` (a link: unlinked, never followed) is removed first."""
         rel = self._rel(name)
         final = self.root / rel
-        # a folder there is not ours (``prepare`` removed ours): another's, kept by --force
-        mine = not self.managed or rel in self._state.bulk or _is_link(final)
-        if not mine and final.is_dir() and (found := sorted(os.listdir(final))):
-            raise _not_ours_inside(str(final), [f"{rel}/{f}" for f in found])
+        self.check_whole([name])  # a folder there is not ours (``prepare`` removed ours)
         self._mkdirs(rel)
         tmp = final.with_name(f".{final.name}{TMP_MARK}{os.getpid()}")
         self._clear(tmp)
