@@ -806,3 +806,29 @@ def test_a_manifest_of_an_earlier_version_falls_back_to_times(tmp_path: Path) ->
     with pytest.raises(OutputFolderError, match=r"\(traces/mine\.txt\)"):
         OutputFolder.prepare(out, force=True)
     release_all()
+
+
+@pytest.mark.parametrize("no_cache", [False, True])
+def test_a_ctrl_c_while_scoring_a_no_cache_run_says_the_models_are_called_again(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], no_cache: bool
+) -> None:
+    """Ctrl-C after the model calls, while the outputs are written: under --no-cache nothing
+    was cached and finished runs are not resumed, so "run the command again" calls every model
+    again, and the line says so (a tester's finding: docs said the replies would be reused)."""
+    import typer
+
+    from fieldcheck._cli._common import writing
+
+    folder = OutputFolder.prepare(tmp_path / "out")
+    folder.expect("a.txt", "b.txt")
+    with pytest.raises(typer.Exit) as stopped, writing(folder, no_cache=no_cache):
+        folder.write_text("a.txt", "1")
+        raise KeyboardInterrupt
+    assert stopped.value.exit_code == 130
+    line = capsys.readouterr().err.strip()
+    tail = ", which calls every model again: --no-cache kept no reply)" if no_cache else ")"
+    assert line == (
+        f"interrupted: {tmp_path / 'out'} is not complete; written: 1 file (a.txt); not written: "
+        f"b.txt (no summary says complete: true; run the command again{tail}"
+    )
+    release_all()

@@ -201,14 +201,16 @@ def reserve_out(out: Path | str) -> None:
 
 
 @contextmanager
-def writing(folder: OutputFolder) -> Iterator[OutputFolder]:
+def writing(folder: OutputFolder, *, no_cache: bool = False) -> Iterator[OutputFolder]:
     """Around the work that fills ``folder``: on Ctrl-C one line says what was and was not
-    written (exit 130). The command marks the folder complete itself (``folder.finish()``)
-    once every file is written."""
+    written (exit 130); ``no_cache``: a model run under --no-cache, whose re-run calls every
+    model again. The command marks the folder complete itself (``folder.finish()``) once every
+    file is written."""
     try:
         yield folder
     except KeyboardInterrupt:
-        typer.echo(safe_text(folder.interrupted_line()), err=True)
+        note = ", which calls every model again: --no-cache kept no reply" if no_cache else ""
+        typer.echo(safe_text(folder.interrupted_line(note)), err=True)
         interrupt_reported()
         raise typer.Exit(EXIT_INTERRUPTED) from None
 

@@ -1086,7 +1086,7 @@ def run(
         json_mode=json_mode,
         no_store=no_store,
     )
-    with writing(folder):
+    with writing(folder, no_cache=no_cache):
         status = run_models(
             data,
             specs,

@@ -728,7 +728,7 @@ def evaluate_command(
     )
     console = SafeConsole(stderr=as_json)
     try:
-        with writing(folder):
+        with writing(folder, no_cache=no_cache):
             outcomes = evaluate_and_score(
                 runner,
                 specs,

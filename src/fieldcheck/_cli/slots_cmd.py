@@ -923,7 +923,7 @@ def run(
         console=err,
         runner=runner,
     )
-    with writing(folder):
+    with writing(folder, no_cache=no_cache):
         preds, lats, errors_path = write_extractions(extractions, folder, specs)
         scored, files = score_files(
             gold,

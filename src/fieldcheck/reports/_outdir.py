@@ -628,8 +628,9 @@ class OutputFolder:
         if not self.prefix:
             _unlock(self.root)
 
-    def interrupted_line(self) -> str:
-        """What a Ctrl-C left: the files written and those not."""
+    def interrupted_line(self, note: str = "") -> str:
+        """What a Ctrl-C left: the files written and those not; ``note`` follows "run the
+        command again" (what that costs)."""
         written = list(self._state.written)
         done = self._state.written.keys() | self._state.bulk.keys()
         missing = [n for n in self._state.expected if n not in done]
@@ -637,7 +638,7 @@ class OutputFolder:
         text += f"written: {_plural(len(written), 'file')}"
         text += f" ({_some(written)})" if written else ""
         text += f"; not written: {_some(missing)}" if missing else "; the rest was not written"
-        return text + " (no summary says complete: true; run the command again)"
+        return text + f" (no summary says complete: true; run the command again{note})"
 
     # ------------------------------------------------------------------ internals
 
