@@ -402,12 +402,9 @@ def score_command(
     reserve_out(out)
     inputs = load_inputs(data, predictions, split=split, sample_size=sample_size, seed=seed)
     folder = out_dir(out, force=force)
-    try:
-        folder.check_whole(["traces"])  # before any work: a user's traces/ kept by --force
-    except OutputFolderError as exc:
-        raise typer.BadParameter(safe_text(exc), param_hint="--out") from None
     console = SafeConsole(stderr=as_json)
     try:
+        folder.check_whole(["traces"])  # before any work: a user's traces/ kept by --force
         with writing(folder):
             result = run_score(
                 data,

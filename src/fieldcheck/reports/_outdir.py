@@ -586,10 +586,12 @@ class OutputFolder:
             os.rename(tmp, final)
         except BaseException as exc:
             self._clear(tmp)
-            if isinstance(exc, OSError) and isinstance(exc.filename, str):
-                inside = exc.filename.removeprefix(f"{tmp}{os.sep}")
-                if inside != exc.filename:  # the name the user knows, not our temporary one
-                    exc.filename = str(final / inside)
+            if (
+                isinstance(exc, OSError)
+                and isinstance(exc.filename, str)
+                and TMP_MARK in exc.filename
+            ):
+                exc.filename = final_path(exc.filename)  # the name the user knows
             raise
         self._state.bulk[rel] = None
 
