@@ -73,9 +73,17 @@ class ChatServer:
                 with server._lock:
                     server.in_flight += 1
                     server.max_in_flight = max(server.max_in_flight, server.in_flight)
+                self._counted = True
                 try:
                     self._answer(body)
                 finally:
+                    self._leave()
+
+            def _leave(self) -> None:
+                # the request stops counting before its reply goes out: once the client has the
+                # reply it may send its next request, which must not find this one still counted
+                if getattr(self, "_counted", False):
+                    self._counted = False
                     with server._lock:
                         server.in_flight -= 1
 
@@ -126,6 +134,7 @@ class ChatServer:
                     self.send_header("Content-Length", str(len(data)))
                     for name, value in (headers or {}).items():
                         self.send_header(name, value)
+                    self._leave()
                     self.end_headers()
                     self.wfile.write(data)
                 except (BrokenPipeError, ConnectionResetError):
