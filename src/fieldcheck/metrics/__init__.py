@@ -1,117 +1,230 @@
 """Pure metric functions: no I/O, no model calls. One private module per spec area.
 
 Every metric is named as its spec names it, so one search finds it.
+
+Names are imported on first use (``fieldcheck.metrics.X``): a process that needs one spec area
+loads that module alone.
 """
 
-# Shared statistics: P/R/F1, latency, bootstrap.
-# JSON evaluation (json-evaluation.md): null rule, key buckets, completeness, hallucination, accuracy, RQS.
-from fieldcheck.metrics._json_fields import (
-    BUCKET_NAMES,
-    STRATEGIES,
-    BucketName,
-    KeyBuckets,
-    RqsWeights,
-    Strategy,
-    ValueType,
-    accuracy,
-    auto_strategy,
-    canonical_text,
-    classify_keys,
-    completeness,
-    detect_value_type,
-    exact_match,
-    flatten,
-    flatten_pair,
-    hallucination,
-    is_date_text,
-    is_email_text,
-    is_identifier_text,
-    is_null,
-    is_number_text,
-    resolve_strategy,
-    rqs,
-    wildcard_path,
-)
+import importlib
+from typing import TYPE_CHECKING
 
-# Numbers (numeric-qa-evaluation.md): answer parsing, the five match types, failure modes.
-from fieldcheck.metrics._numbers import (
-    AnswerMatches,
-    FailureMode,
-    ParsedAnswer,
-    failure_mode,
-    general_match,
-    is_rounding_of,
-    match_answer,
-    numerical_match,
-    parse_answer,
-    sign_agnostic_match,
-    soft_match,
-    unit_agnostic_match,
-)
+if TYPE_CHECKING:  # the names as type checkers and editors see them
+    # JSON evaluation (json-evaluation.md): null rule, key buckets, completeness, hallucination,
+    # accuracy, RQS.
+    from fieldcheck.metrics._json_fields import (
+        BUCKET_NAMES,
+        STRATEGIES,
+        BucketName,
+        KeyBuckets,
+        RqsWeights,
+        Strategy,
+        ValueType,
+        accuracy,
+        auto_strategy,
+        canonical_text,
+        classify_keys,
+        completeness,
+        detect_value_type,
+        exact_match,
+        flatten,
+        flatten_pair,
+        hallucination,
+        is_date_text,
+        is_email_text,
+        is_identifier_text,
+        is_null,
+        is_number_text,
+        resolve_strategy,
+        rqs,
+        wildcard_path,
+    )
 
-# Programs (numeric-qa-evaluation.md): parse and execute, logic recall/precision/order.
-from fieldcheck.metrics._programs import (
-    MAX_PROGRAM_CHARS,
-    OPERATION_ALIASES,
-    Program,
-    ProgramExecutionError,
-    ProgramParseError,
-    Step,
-    execute_program,
-    logic_order_score,
-    logic_precision,
-    logic_recall,
-    longest_common_subsequence,
-    normalise_operation,
-    parse_program,
-    plan_operations,
-    program_from_plan,
-    run_program,
-)
+    # Numbers (numeric-qa-evaluation.md): answer parsing, the five match types, failure modes.
+    from fieldcheck.metrics._numbers import (
+        AnswerMatches,
+        FailureMode,
+        ParsedAnswer,
+        failure_mode,
+        general_match,
+        is_rounding_of,
+        match_answer,
+        numerical_match,
+        parse_answer,
+        sign_agnostic_match,
+        soft_match,
+        unit_agnostic_match,
+    )
 
-# Slots (slot-extraction-benchmark.md): TP/FP/FN, exact match, extras, per topic.
-from fieldcheck.metrics._slots import (
-    SessionCounts,
-    SlotCounts,
-    SlotKey,
-    aggregate_sessions,
-    canonical_set,
-    score_session,
-    slot_exact_match,
-    sum_counts,
-)
-from fieldcheck.metrics._stats import (
-    Interval,
-    LatencyStats,
-    TotalsStatistic,
-    bootstrap_ci,
-    bootstrap_totals_ci,
-    f1,
-    f1_from_pr,
-    f1_from_pr_array,
-    latency_stats,
-    median,
-    p95_nearest_rank,
-    paired_bootstrap_pvalue,
-    paired_bootstrap_totals_pvalue,
-    precision,
-    recall,
-    safe_div,
-    safe_div_array,
-)
+    # Programs (numeric-qa-evaluation.md): parse and execute, logic recall/precision/order.
+    from fieldcheck.metrics._programs import (
+        MAX_PROGRAM_CHARS,
+        OPERATION_ALIASES,
+        Program,
+        ProgramExecutionError,
+        ProgramParseError,
+        Step,
+        execute_program,
+        logic_order_score,
+        logic_precision,
+        logic_recall,
+        longest_common_subsequence,
+        normalise_operation,
+        parse_program,
+        plan_operations,
+        program_from_plan,
+        run_program,
+    )
 
-# Text and tokens (slot-extraction-benchmark.md): canonicalize, token overlap, BLEU-1.
-from fieldcheck.metrics._text import (
-    CANONICALIZE_VERSION,
-    NON_ASCII_RE,
-    PUNCT_RE,
-    TokenOverlap,
-    bleu1_score,
-    canonicalize,
-    token_overlap,
-    tokenize,
-    tokenize_values,
-)
+    # Slots (slot-extraction-benchmark.md): TP/FP/FN, exact match, extras, per topic.
+    from fieldcheck.metrics._slots import (
+        SessionCounts,
+        SlotCounts,
+        SlotKey,
+        aggregate_sessions,
+        canonical_set,
+        score_session,
+        slot_exact_match,
+        sum_counts,
+    )
+
+    # Shared statistics: P/R/F1, latency, bootstrap.
+    from fieldcheck.metrics._stats import (
+        Interval,
+        LatencyStats,
+        TotalsStatistic,
+        bootstrap_ci,
+        bootstrap_totals_ci,
+        f1,
+        f1_from_pr,
+        f1_from_pr_array,
+        latency_stats,
+        median,
+        p95_nearest_rank,
+        paired_bootstrap_pvalue,
+        paired_bootstrap_totals_pvalue,
+        precision,
+        recall,
+        safe_div,
+        safe_div_array,
+    )
+
+    # Text and tokens (slot-extraction-benchmark.md): canonicalize, token overlap, BLEU-1.
+    from fieldcheck.metrics._text import (
+        CANONICALIZE_VERSION,
+        NON_ASCII_RE,
+        PUNCT_RE,
+        TokenOverlap,
+        bleu1_score,
+        canonicalize,
+        token_overlap,
+        tokenize,
+        tokenize_values,
+    )
+
+_HOME = {
+    "AnswerMatches": "_numbers",
+    "BUCKET_NAMES": "_json_fields",
+    "BucketName": "_json_fields",
+    "CANONICALIZE_VERSION": "_text",
+    "FailureMode": "_numbers",
+    "Interval": "_stats",
+    "KeyBuckets": "_json_fields",
+    "LatencyStats": "_stats",
+    "MAX_PROGRAM_CHARS": "_programs",
+    "NON_ASCII_RE": "_text",
+    "OPERATION_ALIASES": "_programs",
+    "PUNCT_RE": "_text",
+    "ParsedAnswer": "_numbers",
+    "Program": "_programs",
+    "ProgramExecutionError": "_programs",
+    "ProgramParseError": "_programs",
+    "RqsWeights": "_json_fields",
+    "STRATEGIES": "_json_fields",
+    "SessionCounts": "_slots",
+    "SlotCounts": "_slots",
+    "SlotKey": "_slots",
+    "Step": "_programs",
+    "Strategy": "_json_fields",
+    "TokenOverlap": "_text",
+    "TotalsStatistic": "_stats",
+    "ValueType": "_json_fields",
+    "accuracy": "_json_fields",
+    "aggregate_sessions": "_slots",
+    "auto_strategy": "_json_fields",
+    "bleu1_score": "_text",
+    "bootstrap_ci": "_stats",
+    "bootstrap_totals_ci": "_stats",
+    "canonical_set": "_slots",
+    "canonical_text": "_json_fields",
+    "canonicalize": "_text",
+    "classify_keys": "_json_fields",
+    "completeness": "_json_fields",
+    "detect_value_type": "_json_fields",
+    "exact_match": "_json_fields",
+    "execute_program": "_programs",
+    "f1": "_stats",
+    "f1_from_pr": "_stats",
+    "f1_from_pr_array": "_stats",
+    "failure_mode": "_numbers",
+    "flatten": "_json_fields",
+    "flatten_pair": "_json_fields",
+    "general_match": "_numbers",
+    "hallucination": "_json_fields",
+    "is_date_text": "_json_fields",
+    "is_email_text": "_json_fields",
+    "is_identifier_text": "_json_fields",
+    "is_null": "_json_fields",
+    "is_number_text": "_json_fields",
+    "is_rounding_of": "_numbers",
+    "latency_stats": "_stats",
+    "logic_order_score": "_programs",
+    "logic_precision": "_programs",
+    "logic_recall": "_programs",
+    "longest_common_subsequence": "_programs",
+    "match_answer": "_numbers",
+    "median": "_stats",
+    "normalise_operation": "_programs",
+    "numerical_match": "_numbers",
+    "p95_nearest_rank": "_stats",
+    "paired_bootstrap_pvalue": "_stats",
+    "paired_bootstrap_totals_pvalue": "_stats",
+    "parse_answer": "_numbers",
+    "parse_program": "_programs",
+    "plan_operations": "_programs",
+    "precision": "_stats",
+    "program_from_plan": "_programs",
+    "recall": "_stats",
+    "resolve_strategy": "_json_fields",
+    "rqs": "_json_fields",
+    "run_program": "_programs",
+    "safe_div": "_stats",
+    "safe_div_array": "_stats",
+    "score_session": "_slots",
+    "sign_agnostic_match": "_numbers",
+    "slot_exact_match": "_slots",
+    "soft_match": "_numbers",
+    "sum_counts": "_slots",
+    "token_overlap": "_text",
+    "tokenize": "_text",
+    "tokenize_values": "_text",
+    "unit_agnostic_match": "_numbers",
+    "wildcard_path": "_json_fields",
+}
+
+
+def __getattr__(name: str) -> object:
+    module = _HOME.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])
+
 
 __all__ = [
     "BUCKET_NAMES",

@@ -3,50 +3,134 @@ its validator, predictions, scoring, outputs.
 
 Spec: numeric-qa-evaluation.md. The pure metrics live in ``fieldcheck.metrics`` (answer parsing,
 match types, program parser and executor, logic recall); this package joins data and predictions.
+
+Names are imported on first use (``fieldcheck.numeric.X``), so a process that needs one module
+(the output writer, the store writer) does not load the agent and its model client.
 """
 
-from fieldcheck.numeric._agent import (
-    PROMPT_ID,
-    SYSTEM_PROMPT,
-    evaluate_model,
-    prediction_lines,
-    render_document,
-    run_turn,
-)
-from fieldcheck.numeric._loaders import LoadResult, load_convfinqa
-from fieldcheck.numeric._predictions import (
-    Plan,
-    PlanStep,
-    Prediction,
-    PredictionError,
-    PredictionsResult,
-    ValidationEntry,
-    load_predictions,
-)
-from fieldcheck.numeric._records import Conversation, Document, Features, Turn
-from fieldcheck.numeric._report import build_report, report_tallies, write_numeric_report
-from fieldcheck.numeric._scoring import (
-    ConversationScore,
-    Intervals,
-    NumericResult,
-    ReportTallies,
-    TurnScore,
-    bootstrap_intervals,
-    compute_statistics,
-    score_numeric,
-    score_turn,
-    trace_ids,
-    turn_record,
-)
-from fieldcheck.numeric._stream import (
-    ERROR_COLUMNS,
-    SUMMARY_COLUMNS,
-    TURN_COLUMNS,
-    Tally,
-    score_to_folder,
-)
-from fieldcheck.numeric._validator import CHECKS, Validation, validate_reply
-from fieldcheck.numeric._writers import write_outputs
+import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the names as type checkers and editors see them
+    from fieldcheck.numeric._agent import (
+        PROMPT_ID,
+        SYSTEM_PROMPT,
+        evaluate_model,
+        prediction_lines,
+        render_document,
+        run_turn,
+    )
+    from fieldcheck.numeric._loaders import (
+        LoadResult,
+        load_convfinqa,
+    )
+    from fieldcheck.numeric._predictions import (
+        Plan,
+        PlanStep,
+        Prediction,
+        PredictionError,
+        PredictionsResult,
+        ValidationEntry,
+        load_predictions,
+    )
+    from fieldcheck.numeric._records import (
+        Conversation,
+        Document,
+        Features,
+        Turn,
+    )
+    from fieldcheck.numeric._report import (
+        build_report,
+        report_tallies,
+        write_numeric_report,
+    )
+    from fieldcheck.numeric._scoring import (
+        ConversationScore,
+        Intervals,
+        NumericResult,
+        ReportTallies,
+        TurnScore,
+        bootstrap_intervals,
+        compute_statistics,
+        score_numeric,
+        score_turn,
+        trace_ids,
+        turn_record,
+    )
+    from fieldcheck.numeric._stream import (
+        ERROR_COLUMNS,
+        SUMMARY_COLUMNS,
+        TURN_COLUMNS,
+        Tally,
+        score_to_folder,
+    )
+    from fieldcheck.numeric._validator import (
+        CHECKS,
+        Validation,
+        validate_reply,
+    )
+    from fieldcheck.numeric._writers import (
+        write_outputs,
+    )
+
+_HOME = {
+    "CHECKS": "_validator",
+    "Conversation": "_records",
+    "ConversationScore": "_scoring",
+    "Document": "_records",
+    "ERROR_COLUMNS": "_stream",
+    "Features": "_records",
+    "Intervals": "_scoring",
+    "LoadResult": "_loaders",
+    "NumericResult": "_scoring",
+    "PROMPT_ID": "_agent",
+    "Plan": "_predictions",
+    "PlanStep": "_predictions",
+    "Prediction": "_predictions",
+    "PredictionError": "_predictions",
+    "PredictionsResult": "_predictions",
+    "ReportTallies": "_scoring",
+    "SUMMARY_COLUMNS": "_stream",
+    "SYSTEM_PROMPT": "_agent",
+    "TURN_COLUMNS": "_stream",
+    "Tally": "_stream",
+    "Turn": "_records",
+    "TurnScore": "_scoring",
+    "Validation": "_validator",
+    "ValidationEntry": "_predictions",
+    "bootstrap_intervals": "_scoring",
+    "build_report": "_report",
+    "compute_statistics": "_scoring",
+    "evaluate_model": "_agent",
+    "load_convfinqa": "_loaders",
+    "load_predictions": "_predictions",
+    "prediction_lines": "_agent",
+    "render_document": "_agent",
+    "report_tallies": "_report",
+    "run_turn": "_agent",
+    "score_numeric": "_scoring",
+    "score_to_folder": "_stream",
+    "score_turn": "_scoring",
+    "trace_ids": "_scoring",
+    "turn_record": "_scoring",
+    "validate_reply": "_validator",
+    "write_numeric_report": "_report",
+    "write_outputs": "_writers",
+}
+
+
+def __getattr__(name: str) -> object:
+    module = _HOME.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])
+
 
 __all__ = [
     "CHECKS",

@@ -55,7 +55,7 @@ from fieldcheck.numeric._predictions import (
     sorted_keys,
 )
 from fieldcheck.numeric._records import Conversation, Turn
-from fieldcheck.runner import ERROR_TYPES
+from fieldcheck.runner._errors import ERROR_TYPES
 
 MISSING_PREDICTION = "missing_prediction"
 # A model call that failed (issue 8): says nothing about the model's answers, so the turn is not

@@ -1,31 +1,84 @@
 """The async model runner (layer 2): OpenAI-compatible calls with a shared in-flight limit,
-retries, typed errors, token counts, a response cache in the store, and resumable runs."""
+retries, typed errors, token counts, a response cache in the store, and resumable runs.
 
-from fieldcheck.runner._client import (
-    ERROR_TYPES,
-    CallResult,
-    CallStats,
-    ChatClient,
-    ErrorType,
-    Message,
-    Runner,
-    RunnerSettings,
-    estimate_tokens,
-    messages_tokens,
-    retry_after_seconds,
-    retry_wait,
-)
-from fieldcheck.runner._models import API_KEY_ENV, ModelSpec, load_model_specs, redact_url
-from fieldcheck.runner._run import (
-    RunAborted,
-    RunHandle,
-    RunInterrupted,
-    RunSpec,
-    estimate_line,
-    interrupted_line,
-    resume_command,
-    run_task,
-)
+Names are imported on first use: a process that needs one module of the runner (scoring code
+naming ``ERROR_TYPES``) does not load the store, Rich and the client with it.
+"""
+
+import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the names as type checkers and editors see them
+    from fieldcheck.runner._client import (
+        CallResult,
+        CallStats,
+        ChatClient,
+        Message,
+        Runner,
+        RunnerSettings,
+        estimate_tokens,
+        messages_tokens,
+        retry_after_seconds,
+        retry_wait,
+    )
+    from fieldcheck.runner._errors import ERROR_TYPES, ErrorType
+    from fieldcheck.runner._models import (
+        API_KEY_ENV,
+        ModelSpec,
+        load_model_specs,
+        redact_url,
+    )
+    from fieldcheck.runner._run import (
+        RunAborted,
+        RunHandle,
+        RunInterrupted,
+        RunSpec,
+        estimate_line,
+        interrupted_line,
+        resume_command,
+        run_task,
+    )
+
+_HOME = {
+    "API_KEY_ENV": "_models",
+    "CallResult": "_client",
+    "CallStats": "_client",
+    "ChatClient": "_client",
+    "ERROR_TYPES": "_errors",
+    "ErrorType": "_errors",
+    "Message": "_client",
+    "ModelSpec": "_models",
+    "RunAborted": "_run",
+    "RunHandle": "_run",
+    "RunInterrupted": "_run",
+    "RunSpec": "_run",
+    "Runner": "_client",
+    "RunnerSettings": "_client",
+    "estimate_line": "_run",
+    "estimate_tokens": "_client",
+    "interrupted_line": "_run",
+    "load_model_specs": "_models",
+    "messages_tokens": "_client",
+    "redact_url": "_models",
+    "resume_command": "_run",
+    "retry_after_seconds": "_client",
+    "retry_wait": "_client",
+    "run_task": "_run",
+}
+
+
+def __getattr__(name: str) -> object:
+    module = _HOME.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])
+
 
 __all__ = [
     "API_KEY_ENV",

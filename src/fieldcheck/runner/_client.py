@@ -17,7 +17,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from sqlalchemy.exc import SQLAlchemyError
 
@@ -30,17 +30,6 @@ if TYPE_CHECKING:  # openai is imported on the first call: a second off every co
     from fieldcheck.runner._run import RunHandle
     from fieldcheck.store import Store
 
-ErrorType = Literal[
-    "rate_limited", "server_error", "timeout", "connection", "bad_request", "invalid_reply"
-]
-ERROR_TYPES: tuple[str, ...] = (
-    "rate_limited",
-    "server_error",
-    "timeout",
-    "connection",
-    "bad_request",
-    "invalid_reply",
-)
 Message = dict[str, str]
 
 BACKOFF_BASE_S = 0.5
