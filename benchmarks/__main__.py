@@ -20,6 +20,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 
 import benchmarks
+from benchmarks._proc import empty_trash
 from benchmarks._table import Row, Target, exit_status, failing, format_table
 
 
@@ -44,17 +45,20 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     rows: list[Row] = []
     start = time.monotonic()
-    for name in args.only or names():
-        print(f"running bench_{name} ...", file=sys.stderr, flush=True)
-        try:
-            module = importlib.import_module(f"benchmarks.bench_{name}")
-            done = module.run(quick=args.quick)
-        except Exception as exc:  # one broken module must not lose the other rows
-            traceback.print_exc()
-            note = f"{type(exc).__name__}: {exc}"
-            done = [Row(f"bench_{name}", "-", "-", float("nan"), Target(">=", 1.0), note=note)]
-        print(format_table(done), file=sys.stderr, flush=True)  # each module's rows as they come
-        rows.extend(done)
+    try:
+        for name in args.only or names():
+            print(f"running bench_{name} ...", file=sys.stderr, flush=True)
+            try:
+                module = importlib.import_module(f"benchmarks.bench_{name}")
+                done = module.run(quick=args.quick)
+            except Exception as exc:  # one broken module must not lose the other rows
+                traceback.print_exc()
+                note = f"{type(exc).__name__}: {exc}"
+                done = [Row(f"bench_{name}", "-", "-", float("nan"), Target(">=", 1.0), note=note)]
+            print(format_table(done), file=sys.stderr, flush=True)  # each module's rows at once
+            rows.extend(done)
+    finally:
+        empty_trash()  # the timed runs' earlier outputs, deleted once nothing is timed any more
     print(
         f"python {platform.python_version()} on {platform.machine()}, {os.cpu_count()} cores"
         f"{', --quick' if args.quick else ''}; {time.monotonic() - start:,.0f} s"

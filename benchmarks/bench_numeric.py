@@ -9,7 +9,6 @@ import ast
 import os
 import random
 import re
-import shutil
 from pathlib import Path
 
 from benchmarks import _data
@@ -94,10 +93,9 @@ def _traces_alone(traces: Path) -> tuple[str, ProcRun]:
     conversation), written alone: a label and the run."""
     sizes = [p.stat().st_size for p in traces.iterdir()]
     size = round(sum(sizes) / len(sizes)) if sizes else 0
-    folder = traces.parent.parent / "numeric_traces_alone"
-    shutil.rmtree(folder, ignore_errors=True)
+    folder = fresh(traces.parent.parent / "numeric_traces_alone")
     alone = run_child("baseline_traces", [str(folder), str(len(sizes)), str(size)])
-    shutil.rmtree(folder, ignore_errors=True)
+    fresh(folder)
     return f"{len(sizes):,} files of {size:,} bytes", alone
 
 

@@ -149,10 +149,12 @@ def test_literal_json_reference_matches_fieldcheck(tmp_path: Path) -> None:
     assert math.isclose(summary["means"]["rqs"], (0.5875 + 0.45 + 0.25 * 2 / 3 + 0.075) / 2)
 
 
-def test_fresh_removes_a_timed_out_folder_without_following_links(tmp_path: Path) -> None:
-    """Every timed ``--out`` starts empty (docs/decisions.md): an earlier run's files go, a link
-    inside is removed, never followed; a folder that is not there is fine."""
-    from benchmarks._proc import fresh
+def test_fresh_moves_a_timed_out_folder_aside_and_the_end_deletes_it(tmp_path: Path) -> None:
+    """Every timed ``--out`` starts empty and nothing is deleted while the bench runs
+    (docs/decisions.md): an earlier run's folder is moved into the trash beside it, whole;
+    ``empty_trash`` deletes it at the end, a link inside removed, never followed; a folder that
+    is not there is fine."""
+    from benchmarks._proc import TRASH_NAME, empty_trash, fresh
 
     kept = tmp_path / "kept"
     kept.mkdir()
@@ -164,8 +166,17 @@ def test_fresh_removes_a_timed_out_folder_without_following_links(tmp_path: Path
     (out / "link").symlink_to(kept, target_is_directory=True)
     assert fresh(out) == out
     assert not out.exists()
-    assert (kept / "precious.txt").read_text() == "x"
+    [moved] = (tmp_path / TRASH_NAME).glob("*/out")
+    assert len(list((moved / "traces").iterdir())) == 50  # moved, not yet deleted
+    out.mkdir()
+    (out / "second.txt").write_text("y")
+    assert fresh(out) == out and not out.exists()
+    assert len(list((tmp_path / TRASH_NAME).glob("*/out"))) == 2  # an earlier one is not lost
     assert fresh(tmp_path / "never-made") == tmp_path / "never-made"
+    empty_trash()
+    assert not (tmp_path / TRASH_NAME).exists()
+    assert (kept / "precious.txt").read_text() == "x"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["kept"]
 
 
 def test_literal_numeric_reads_alike_with_either_reader(tmp_path: Path) -> None:
