@@ -127,6 +127,9 @@ def test_slots_score_records_a_session_item_per_model(tmp_path: Path) -> None:
     code, stdout, stderr = cli("slots", "score", *args, "--out", str(out))
     assert code == 0, stderr
     assert "stored as run" in stdout
+    # marked complete once, before the store's finish (the command's own finish does nothing)
+    manifest = (out / ".fieldcheck-manifest.jsonl").read_bytes().splitlines()
+    assert [orjson.loads(line) for line in manifest].count({"complete": True}) == 1
     store = Store()
     [run] = scored_runs(store)
     metrics = orjson.loads((out / "metrics.json").read_bytes())
@@ -310,3 +313,39 @@ def test_a_ctrl_c_stops_the_writer_process_and_keeps_the_items_written(tmp_path:
         assert all(map(_gone, writers))  # stopped with its run, or at the end of its input
         store.delete_run(run.id)
     store.close()
+
+
+@pytest.mark.parametrize("system", ["slots", "numeric"])
+def test_a_run_whose_manifest_cannot_be_completed_is_stored_failed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, system: str
+) -> None:
+    """The manifest's last write failing (the folder removed just before it; a full disk
+    alike) is exit 1, and the stored run is ``failed``: the folder is marked complete before the
+    store says ``finished`` (a tester's finding: slots stored ``finished`` beside exit 1)."""
+    import shutil
+
+    from runs_data import GOLD, PRED_A
+
+    from fieldcheck.reports._outdir import OutputFolder
+
+    real_finish = OutputFolder.finish
+
+    def removed_first(folder: OutputFolder) -> None:
+        shutil.rmtree(folder.root)
+        real_finish(folder)
+
+    monkeypatch.setattr(OutputFolder, "finish", removed_first)
+    out = tmp_path / "out"
+    if system == "slots":
+        gold, a = _jsonl(tmp_path / "gold.jsonl", GOLD), _jsonl(tmp_path / "a.jsonl", PRED_A)
+        args = ["slots", "score", "--gold", str(gold), "--pred", f"a={a}"]
+    else:
+        examples = ROOT / "examples" / "numeric"
+        args = ["numeric", "score", "--data", str(examples / "data.json")]
+        args += ["--predictions", str(examples / "predictions_model_a.jsonl")]
+    code, stdout, stderr = cli(*args, "--bootstrap", "20", "--out", str(out))
+    assert code == 1, stderr
+    assert f"cannot write {out / '.fieldcheck-manifest.jsonl'}" in stderr.replace("\n", "")
+    assert "stored as run" not in stdout
+    [run] = scored_runs(Store())
+    assert (run.system, run.status) == (system, "failed")

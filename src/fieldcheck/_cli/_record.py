@@ -13,6 +13,7 @@ import typer
 from rich.console import Console
 
 from fieldcheck._util.term import safe_text
+from fieldcheck.reports._outdir import OutputFolder
 from fieldcheck.store import DATABASE_ENV
 
 if TYPE_CHECKING:
@@ -160,10 +161,17 @@ def finish_recorder(
     metrics: Mapping[str, Any] | None,
     intervals: Mapping[str, Any] | None,
     signature: Any,
+    folder: OutputFolder | Path | None = None,
 ) -> str | None:
-    """Finish the run in the store; the line saying where it is (None when not stored)."""
+    """Finish the run in the store; the line saying where it is (None when not stored).
+    ``folder``: the run's whole output folder, marked complete first (``finish``), so a run
+    whose manifest cannot be written is stored ``failed``, never ``finished``."""
     if recorder is None:
         return None
+    if isinstance(folder, OutputFolder) and not folder.prefix:
+        from fieldcheck._cli._common import finish  # _common imports this module
+
+        finish(folder)
     run = recorder.finish(metrics=metrics, intervals=intervals, signature=signature)
     if recorder.broken:
         return None

@@ -229,7 +229,11 @@ def run_score(
 
             metrics, intervals = numeric_metrics(result.statistics)
             line = finish_recorder(
-                recorder, metrics=metrics, intervals=intervals, signature=result.signature
+                recorder,
+                metrics=metrics,
+                intervals=intervals,
+                signature=result.signature,
+                folder=out,
             )
             stored_line(console or SafeConsole(), line)
     return result

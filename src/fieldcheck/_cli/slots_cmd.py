@@ -424,7 +424,11 @@ def score_files(
 
             metrics, intervals = slot_metrics(run)
             line = finish_recorder(
-                recorder, metrics=metrics, intervals=intervals, signature=run.signature
+                recorder,
+                metrics=metrics,
+                intervals=intervals,
+                signature=run.signature,
+                folder=out,
             )
             stored_line(console, line)
     return run, written

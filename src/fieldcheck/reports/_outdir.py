@@ -610,8 +610,8 @@ class OutputFolder:
     def finish(self) -> None:
         """Mark the folder complete: every file of the run was written. Files that appeared
         during the run without ``atomic`` are listed too, so a next run removes them. Another
-        run may then use the folder."""
-        if not self.managed:
+        run may then use the folder. A second call does nothing."""
+        if not self.managed or self._state.finished:
             return
         self._wait()
         files, dirs = _listing(self.root, skip=self._state.bulk)
@@ -627,6 +627,7 @@ class OutputFolder:
             if not _inside_any(rel, nested):
                 self._append({"file": rel})
         self._append({"complete": True})
+        self._state.finished = True
         if not self.prefix:
             _unlock(self.root)
 
@@ -763,3 +764,4 @@ class _State:
         self.nested: set[str] = set()  # other runs' folders inside this one (``_other_run``)
         self.bulk: dict[str, None] = {}  # bulk folders written (``OutputFolder.bulk``)
         self.cleaning: threading.Thread | None = None  # removing an earlier run's folders
+        self.finished = False  # the manifest says complete (``finish``)
