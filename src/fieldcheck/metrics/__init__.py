@@ -6,8 +6,9 @@ Names are imported on first use (``fieldcheck.metrics.X``): a process that needs
 loads that module alone.
 """
 
-import importlib
 from typing import TYPE_CHECKING
+
+from fieldcheck._util.lazy import lazy_names
 
 if TYPE_CHECKING:  # the names as type checkers and editors see them
     # JSON evaluation (json-evaluation.md): null rule, key buckets, completeness, hallucination,
@@ -213,18 +214,7 @@ _HOME = {
 }
 
 
-def __getattr__(name: str) -> object:
-    module = _HOME.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *__all__])
-
+__getattr__, __dir__ = lazy_names(__name__, _HOME, globals())
 
 __all__ = [
     "BUCKET_NAMES",

@@ -8,8 +8,9 @@ Names are imported on first use (``fieldcheck.numeric.X``), so a process that ne
 (the output writer, the store writer) does not load the agent and its model client.
 """
 
-import importlib
 from typing import TYPE_CHECKING
+
+from fieldcheck._util.lazy import lazy_names
 
 if TYPE_CHECKING:  # the names as type checkers and editors see them
     from fieldcheck.numeric._agent import (
@@ -119,18 +120,7 @@ _HOME = {
 }
 
 
-def __getattr__(name: str) -> object:
-    module = _HOME.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *__all__])
-
+__getattr__, __dir__ = lazy_names(__name__, _HOME, globals())
 
 __all__ = [
     "CHECKS",

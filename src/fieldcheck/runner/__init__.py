@@ -5,8 +5,9 @@ Names are imported on first use: a process that needs one module of the runner (
 naming ``ERROR_TYPES``) does not load the store, Rich and the client with it.
 """
 
-import importlib
 from typing import TYPE_CHECKING
+
+from fieldcheck._util.lazy import lazy_names
 
 if TYPE_CHECKING:  # the names as type checkers and editors see them
     from fieldcheck.runner._client import (
@@ -67,18 +68,7 @@ _HOME = {
 }
 
 
-def __getattr__(name: str) -> object:
-    module = _HOME.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *__all__])
-
+__getattr__, __dir__ = lazy_names(__name__, _HOME, globals())
 
 __all__ = [
     "API_KEY_ENV",

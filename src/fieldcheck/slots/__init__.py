@@ -4,8 +4,9 @@ predictions, score several models, write reports.
 Spec: slot-extraction-benchmark.md; user guide: docs/slots.md; file formats: docs/formats.md.
 """
 
-import importlib
 from typing import TYPE_CHECKING
+
+from fieldcheck._util.lazy import lazy_names
 
 if TYPE_CHECKING:  # the names as type checkers and editors see them
     from fieldcheck.slots._extract import (
@@ -120,18 +121,7 @@ _HOME = {
 }
 
 
-def __getattr__(name: str) -> object:
-    module = _HOME.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *__all__])
-
+__getattr__, __dir__ = lazy_names(__name__, _HOME, globals())
 
 __all__ = [
     "DEFAULT_THRESHOLDS",
