@@ -748,6 +748,44 @@ def test_a_users_file_in_a_folder_written_whole_is_never_removed(tmp_path: Path)
     del again
 
 
+def _state(folder: Path) -> dict[str, tuple[int, int, bytes | None]]:
+    """Every entry under ``folder`` (itself too): mode, mtime and a file's bytes."""
+    found = {}
+    for path in [folder, *sorted(folder.rglob("*"))]:
+        st = path.lstat()
+        body = path.read_bytes() if path.is_file() and not path.is_symlink() else None
+        found[str(path.relative_to(folder))] = (st.st_mode, st.st_mtime_ns, body)
+    return found
+
+
+def test_a_users_traces_folder_refused_with_force_leaves_the_folder_as_it_was(
+    tmp_path: Path,
+) -> None:
+    """``numeric score --force`` where --out holds a traces/ of the user's: refused (exit 2, one
+    line) before anything is changed (a tester's finding: a manifest stub was left, and an
+    earlier run's files were removed): the same entries, times and contents after."""
+    data, preds = _numeric_files(tmp_path, ["conv-1"])
+    args = ("numeric", "score", "--data", str(data), "--predictions", str(preds), "--force")
+    fresh, earlier = tmp_path / "fresh", tmp_path / "earlier"
+    assert _invoke("json", "batch", str(_batch(tmp_path)), "--out", str(earlier)).exit_code == 0
+    for out in (fresh, earlier):
+        (out / "traces").mkdir(parents=True)
+        (out / "traces" / "notes.txt").write_text("mine")
+        (out / "keep.txt").write_text("mine too")
+        for path in (out / "traces", out):
+            os.utime(path, ns=(10**18, 10**18))  # a change would show
+        before = _state(out)
+        result = _invoke(*args, "--out", str(out))
+        assert result.exit_code == 2, result.output
+        assert result.stderr == (
+            f"error: --out: {out / 'traces'} holds 1 entry fieldcheck did not write "
+            "(traces/notes.txt), and fieldcheck replaces that folder whole; move them out of it "
+            "or give another folder (see 'fieldcheck numeric score --help')\n"
+        )
+        assert _state(out) == before
+    assert not (fresh / MANIFEST).exists() and (earlier / "summary.json").exists()
+
+
 def test_a_dangling_link_as_out_says_so(tmp_path: Path) -> None:
     """--out a link to a folder that does not exist: one plain refusal naming the target (a
     tester's finding: it said `cannot create directory dangling: File exists`); nothing made."""

@@ -484,7 +484,8 @@ def test_a_users_traces_folder_is_refused_before_any_call(
 ) -> None:
     """A folder of the user's where a model's traces/ goes, kept by --force, is refused before
     any model call (a tester's finding: every call was made, then the run stopped, exit 2);
-    the file is kept. ``numeric score`` refuses it before scoring alike."""
+    the file is kept and nothing is added (no manifest). ``numeric score`` refuses it before
+    scoring alike."""
     server = chat_server(clean_script)
     data, out = write_data(tmp_path), tmp_path / "out"
     (out / "traces").mkdir(parents=True)
@@ -496,3 +497,4 @@ def test_a_users_traces_folder_is_refused_before_any_call(
     )
     assert server.chat_requests == []
     assert (out / "traces" / "mine.txt").read_text() == "mine"
+    assert [p.name for p in out.iterdir()] == ["traces"]

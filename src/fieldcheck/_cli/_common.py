@@ -177,16 +177,18 @@ def out_option(help: str) -> Any:
     return typer.Option("--out", parser=_parse_out, metavar="DIR", help=help)
 
 
-def out_dir(out: Path | str, *, force: bool = False) -> OutputFolder:
+def out_dir(out: Path | str, *, force: bool = False, whole: Sequence[str] = ()) -> OutputFolder:
     """Prepare ``--out`` before any work, so a bad folder is a usage error, not a late traceback:
     created if missing; the files an earlier run listed in its manifest removed; a folder
-    holding other files refused unless ``--force`` (reports/_outdir.py)."""
+    holding other files refused unless ``--force``, and a user's entries in a folder ``whole``
+    names (written whole, like ``traces``) refused even with it, the folder left untouched
+    (reports/_outdir.py)."""
     if not str(out).strip():
         raise typer.BadParameter(
             "must name a folder (use '.' for the current one)", param_hint="--out"
         )
     try:
-        return OutputFolder.prepare(out, force=force)
+        return OutputFolder.prepare(out, force=force, whole=whole)
     except OutputFolderError as exc:
         raise typer.BadParameter(safe_text(exc), param_hint="--out") from None
 

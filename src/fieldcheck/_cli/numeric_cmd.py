@@ -405,7 +405,7 @@ def score_command(
         )
     reserve_out(out)
     inputs = load_inputs(data, predictions, split=split, sample_size=sample_size, seed=seed)
-    folder = out_dir(out, force=force)
+    folder = out_dir(out, force=force, whole=["traces"])  # a user's traces/: nothing changed
     console = SafeConsole(stderr=as_json)
     try:
         folder.check_whole(["traces"])  # before any work: a user's traces/ kept by --force
@@ -717,7 +717,11 @@ def evaluate_command(
         price_in=price_in,
         price_out=price_out,
     )
-    folder = out_dir(out, force=force)
+    # a user's traces/ where a model's goes: refused with nothing changed
+    traces = [
+        (d / "traces").as_posix() for d in model_dirs(Path(), [s.name for s in specs]).values()
+    ]
+    folder = out_dir(out, force=force, whole=traces)
     runner = make_runner(
         concurrency=concurrency,
         timeout=timeout,

@@ -382,11 +382,15 @@ class OutputFolder:
     # ------------------------------------------------------------------ opening
 
     @classmethod
-    def prepare(cls, path: str | Path, *, force: bool = False) -> OutputFolder:
+    def prepare(
+        cls, path: str | Path, *, force: bool = False, whole: Iterable[str] = ()
+    ) -> OutputFolder:
         """Create ``path`` or check it; remove what an earlier run listed in its manifest.
 
         Raises OutputFolderError when ``path`` is a file, cannot be created, or holds anything
-        fieldcheck did not write (unless ``force``: those are kept, ours are replaced)."""
+        fieldcheck did not write (unless ``force``: those are kept, ours are replaced), or when
+        a folder ``whole`` names (this run's ``bulk`` folders) holds such entries even with
+        ``force``: refused before anything in ``path`` is changed."""
         root = Path(path)
         dangling = False
         if root.exists() and not root.is_dir():
@@ -453,6 +457,17 @@ class OutputFolder:
                 f"fieldcheck did not write ({_some(foreign)}){also}; give an empty or new "
                 "folder, or --force to write beside them"
             )
+        for name in whole:  # what ``check_whole`` would refuse once ours are removed
+            rel = _check_name(name).as_posix()
+            inside = {
+                f"{rel}/{f[len(rel) + 1 :].split('/')[0]}"
+                for f in foreign
+                if f.startswith(rel + "/")
+            }
+            if rel in nested and rel in foreign:  # another run's folder, not listed inside
+                inside |= {f"{rel}/{e}" for e in os.listdir(root / rel)}
+            if inside:
+                raise _not_ours_inside(str(root / rel), inside)
         folder = cls(root, managed=True)
         try:
             # 1. the manifest stops claiming completeness, 2. summaries go, 3. the rest
