@@ -488,3 +488,51 @@ def test_scratch_files_that_cannot_be_written_are_one_line_exit_1(tmp_path: Path
     assert message.startswith(f"error: --out: cannot write the run's scratch file {tmp_path}/")
     assert re.search(r"/\.scratch\.fieldcheck-tmp-\d+-\w+/bucket\d\.bin: File too large$", message)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["gold.jsonl"]  # no scratch left
+
+
+def test_a_scratch_folder_removed_while_running_is_one_line_exit_1(tmp_path: Path) -> None:
+    """The scratch folder removed while the run goes on (a tester's finding: the second
+    scorer's warning came before the error, two lines): one line, exit 1. The last --pred is a
+    named pipe, so the folder is removed for sure while the inputs are split; three 9 MB slot
+    files make 4 buckets, enough for a second scorer."""
+    import errno
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    line = (
+        '{{"user": "u{}", "session": 1, "topic": "basic_info", "field": "f{}", "values": ["v"]}}\n'
+    )
+    gold = tmp_path / "gold.jsonl"
+    with gold.open("w") as f:
+        f.writelines(line.format(i // 3, i) for i in range(120_000))
+    pipe = tmp_path / "pipe.jsonl"
+    os.mkfifo(pipe)
+    command = [sys.executable, "-m", "fieldcheck._cli.main", "slots", "score", "--gold", str(gold)]
+    command += ["--pred", f"a={gold}", "--pred", f"b={gold}", "--pred", f"c={pipe}"]
+    command += ["--out", str(tmp_path / "out"), "--no-store"]
+    run = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while True:  # until the run reads the pipe: the bucket files are open by then
+            assert run.poll() is None and time.monotonic() < deadline, "the pipe was never read"
+            try:
+                fd = os.open(pipe, os.O_WRONLY | os.O_NONBLOCK)
+                break
+            except OSError as exc:
+                assert exc.errno == errno.ENXIO  # no reader yet
+                time.sleep(0.01)
+        [scratch] = tmp_path.glob(f".scratch.fieldcheck-tmp-{run.pid}-*")
+        shutil.rmtree(scratch)
+        os.write(fd, line.format(0, 0).encode())
+        os.close(fd)
+        _, stderr = run.communicate(timeout=120)
+    finally:
+        run.kill()
+        run.wait()
+    assert run.returncode == 1, stderr
+    assert stderr.splitlines() == [
+        f"error: --out: cannot read the run's scratch file {scratch}: No such file or directory "
+        "(was its folder removed?)"
+    ]

@@ -38,7 +38,7 @@ from fieldcheck.slots._score import (
     SlotScorer,
     plain_rows,
 )
-from fieldcheck.slots._stream import Partition
+from fieldcheck.slots._stream import Partition, check_scratch
 
 log = logging.getLogger(__name__)
 
@@ -103,7 +103,8 @@ class SecondScorer:
         return self._process is not None
 
     def join(self) -> ScorerState | None:
-        """Wait for the second scorer; its state, or ``None`` when it failed (a warning)."""
+        """Wait for the second scorer; its state, or ``None`` when it failed (a warning);
+        ``ScratchError`` when it failed because the scratch folder is gone."""
         process = self._process
         if process is None:
             return None
@@ -153,10 +154,11 @@ class SecondScorer:
             return
 
     def _failed(self, why: str) -> None:
-        log.warning("the second slot scorer failed (%s); scoring its buckets here", why)
         process, self._process = self._process, None
         if process is not None:
             child.stop(process)
+        check_scratch(self._log.parent)  # removed: one error, no warning before it
+        log.warning("the second slot scorer failed (%s); scoring its buckets here", why)
 
     def stop(self) -> None:
         """Stop the process (killed if still scoring), close its pipes and remove its items

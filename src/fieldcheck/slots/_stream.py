@@ -12,6 +12,7 @@ files, read back in input order, so the buckets hold the same rows in the same o
 
 from __future__ import annotations
 
+import errno
 import gc
 import logging
 import marshal
@@ -271,7 +272,14 @@ def read_into(
 
 class ScratchError(OSError):
     """A bucket file of the run's scratch folder could not be written (a full disk, the folder
-    removed): not an input's fault. ``filename`` is the bucket file."""
+    removed): not an input's fault. ``filename`` is the bucket file (the folder: it is gone)."""
+
+
+def check_scratch(folder: Path) -> None:
+    """Raise ``ScratchError`` when the scratch folder ``folder`` is gone (removed while the run
+    went on): a failed helper process is then not replaced here, its bucket files went too."""
+    if not folder.is_dir():
+        raise ScratchError(errno.ENOENT, os.strerror(errno.ENOENT), str(folder))
 
 
 def _write(handle: IO[bytes], batch: Batch) -> None:
@@ -342,7 +350,8 @@ class _Helper:
 
     def join(self) -> bool:
         """Wait for the helper; ``True`` when it read every file it was given. Else (a warning
-        says why) its bucket files are removed and the caller reads its files itself."""
+        says why) its bucket files are removed and the caller reads its files itself;
+        ``ScratchError`` when the scratch folder is gone."""
         process = self._process
         if process is None:
             return False
@@ -362,8 +371,9 @@ class _Helper:
         return True
 
     def _failed(self, why: str) -> None:
-        log.warning("the second reader of the slot files failed (%s); reading them here", why)
         self.stop()
+        check_scratch(self._folder)  # removed: one error, no warning before it
+        log.warning("the second reader of the slot files failed (%s); reading them here", why)
         for b in range(self._k):
             (self._folder / self.NAME.format(b)).unlink(missing_ok=True)
 
