@@ -25,6 +25,7 @@ from fieldcheck.reports._outdir import (
     OutputFolder,
     OutputFolderError,
     release_all,
+    reserve,
 )
 
 
@@ -795,6 +796,35 @@ def test_a_dangling_link_as_out_says_so(tmp_path: Path) -> None:
         OutputFolder.prepare(link)
     assert str(refused.value) == f"{link} is a link to {tmp_path / 'gone'}, which does not exist"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["dangling"]
+
+
+def test_a_link_loop_as_out_says_so(tmp_path: Path) -> None:
+    """--out a link loop (``ln -s loop loop``, a -> b -> a) or a folder inside one: one usage
+    line saying so (a tester's finding: "a link to loop, which does not exist", or "cannot
+    create directory ...: Too many levels of symbolic links"), before the inputs are read
+    (``reserve``) and again by ``prepare``; nothing made."""
+    (tmp_path / "loop").symlink_to("loop")
+    (tmp_path / "a").symlink_to("b")
+    (tmp_path / "b").symlink_to("a")
+    tail = (
+        "a link loop (following its links leads back to them); fix the link or give another folder"
+    )
+    cases = {
+        tmp_path / "loop": f"{tmp_path / 'loop'} is {tail}",
+        tmp_path / "a": f"{tmp_path / 'a'} is {tail}",
+        tmp_path
+        / "loop"
+        / "sub": f"{tmp_path / 'loop' / 'sub'} is inside {tmp_path / 'loop'}, {tail}",
+    }
+    for out, message in cases.items():
+        for step in (reserve, OutputFolder.prepare):
+            with pytest.raises(OutputFolderError) as refused:
+                step(out)
+            assert str(refused.value) == message
+        result = _invoke("json", "batch", str(_batch(tmp_path)), "--out", str(out), "--force")
+        assert result.exit_code == 2
+        assert result.stderr == f"error: --out: {message} (see 'fieldcheck json batch --help')\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a", "b", "d.jsonl", "loop"]
 
 
 def test_a_manifest_that_cannot_be_completed_is_one_line(tmp_path: Path) -> None:

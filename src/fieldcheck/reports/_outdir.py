@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import re
 import stat
@@ -300,12 +301,34 @@ def _lock(root: Path) -> None:
     )
 
 
+def _refuse_link_loop(root: Path) -> None:
+    """Refuse (``OutputFolderError``) ``root`` when it, or a folder it is in, is a link loop
+    (``ln -s loop loop``, a -> b -> a): its links never lead to a folder."""
+    if _errno(root) != errno.ELOOP:
+        return
+    loop = next(p for p in (*reversed(root.parents), root) if _errno(p) == errno.ELOOP)
+    where = f"{root} is a link loop" if loop == root else f"{root} is inside {loop}, a link loop"
+    raise OutputFolderError(
+        f"{where} (following its links leads back to them); fix the link or give another folder"
+    )
+
+
+def _errno(path: Path) -> int | None:
+    """The error ``os.stat(path)`` gives (None: none)."""
+    try:
+        os.stat(path)
+    except OSError as exc:
+        return exc.errno
+    return None
+
+
 def reserve(path: str | Path) -> None:
     """Take ``path``'s lock now, before a long read of the inputs, when it is a folder already
     (``prepare`` takes it otherwise), so a run started later cannot take it first; refuse it
-    (``OutputFolderError``) when another run writes it or a folder around it. Nothing is made
-    or changed."""
+    (``OutputFolderError``) when another run writes it or a folder around it, or it is a link
+    loop. Nothing is made or changed."""
     root = Path(path)
+    _refuse_link_loop(root)
     _check_parents(root)
     if root.is_dir():
         _lock(root)
@@ -387,11 +410,12 @@ class OutputFolder:
     ) -> OutputFolder:
         """Create ``path`` or check it; remove what an earlier run listed in its manifest.
 
-        Raises OutputFolderError when ``path`` is a file, cannot be created, or holds anything
-        fieldcheck did not write (unless ``force``: those are kept, ours are replaced), or when
-        a folder ``whole`` names (this run's ``bulk`` folders) holds such entries even with
-        ``force``: refused before anything in ``path`` is changed."""
+        Raises OutputFolderError when ``path`` is a file or a link loop, cannot be created, or
+        holds anything fieldcheck did not write (unless ``force``: those are kept, ours are
+        replaced), or when a folder ``whole`` names (this run's ``bulk`` folders) holds such
+        entries even with ``force``: refused before anything in ``path`` is changed."""
         root = Path(path)
+        _refuse_link_loop(root)  # before ``exists``, False for a loop: not "does not exist"
         dangling = False
         if root.exists() and not root.is_dir():
             raise OutputFolderError(f"{root} is a file, not a directory")
