@@ -408,7 +408,6 @@ def score_command(
     folder = out_dir(out, force=force, whole=["traces"])  # a user's traces/: nothing changed
     console = SafeConsole(stderr=as_json)
     try:
-        folder.check_whole(["traces"])  # before any work: a user's traces/ kept by --force
         with writing(folder):
             result = run_score(
                 data,
@@ -562,9 +561,6 @@ def evaluate_and_score(
     dirs = model_dirs(root.path, [s.name for s in specs], always=dir_per_model)
     try:
         root.check_subfolders(d.name for d in dirs.values() if d != root.path)
-        root.check_whole(  # before any call: a user's traces/ kept by --force
-            "traces" if d == root.path else f"{d.name}/traces" for d in dirs.values()
-        )
     except OutputFolderError as exc:
         raise typer.BadParameter(safe_text(exc), param_hint="--out") from None
     loaded = load_convfinqa(data, split=split, sample_size=sample_size, seed=seed)
