@@ -11,7 +11,7 @@ import random
 import re
 from pathlib import Path
 
-from benchmarks import _data
+from benchmarks import _data, baseline_rows
 from benchmarks._harness import Comparison, measure, row_of
 from benchmarks._proc import TIME_LIMIT, ProcRun, fresh, run_child
 from benchmarks._scale import cpu_bound_row, memory_row, speed_row
@@ -99,16 +99,29 @@ def _traces_alone(traces: Path) -> tuple[str, ProcRun]:
     return f"{len(sizes):,} files of {size:,} bytes", alone
 
 
+def _rows_alone(out: Path) -> tuple[str, ProcRun]:
+    """The row files (``*.csv``) ``numeric score`` wrote in ``out``, each of the same shape
+    written alone by ``csv.writer`` (``baseline_rows``): a label and the run."""
+    shapes = [baseline_rows.shape_of(p) for p in sorted(out.glob("*.csv"))]
+    folder = fresh(out.parent / "numeric_rows_alone")
+    alone = run_child("baseline_rows", [str(folder), *shapes])
+    fresh(folder)
+    lines = sum(int(s.rsplit(":", 3)[1]) for s in shapes)
+    return f"{len(shapes)} files, {lines:,} rows", alone
+
+
 def _against(n: int, argv: list[str], literal: ProcRun) -> list[Row]:
     """What the >= 1x target is up against, each against the same literal run: the traces
     ``argv``'s run wrote, written alone (the spec asks for one file per conversation); the
     command without the store; the store's inserts of as many turn items alone; the literal
     read at its cheapest (orjson, collector off); and the most a program doing that reading and
-    matching, the traces and the inserts (each as costly as alone) could reach on this
-    machine's cores, with the store and without. The bound leaves out the rest of the command
-    (three more CSVs, logic recall, statistics, the report), so it is generous."""
+    matching, the traces, the row files and the inserts (each as costly as alone) could reach
+    on this machine's cores, with the store and without. The bound leaves out the rest of the
+    command (logic recall, the checks of the input, statistics, the report), so it is
+    generous."""
     out = Path(argv[argv.index("--out") + 1])
     files, traces = _traces_alone(out / "traces")
+    row_files, rows = _rows_alone(out)
     fresh(out)
     bare = run_child("fieldcheck", [*argv, "--no-store"], timeout=TIME_LIMIT)
     inserts = run_child("baseline_store", [str(n), str(ITEM_BYTES), "0"])
@@ -138,6 +151,15 @@ def _against(n: int, argv: list[str], literal: ProcRun) -> list[Row]:
             None,
         ),
         speed_row(
+            f"writing the row files alone, {row_files} ({n:,} turns) vs literal",
+            n,
+            "turns",
+            rows,
+            literal,
+            literal_name,
+            None,
+        ),
+        speed_row(
             f"numeric score --no-store, {n:,} turns vs literal five match types",
             n,
             "turns",
@@ -156,23 +178,23 @@ def _against(n: int, argv: list[str], literal: ProcRun) -> list[Row]:
             None,
         ),
         cpu_bound_row(
-            f"the cheapest literal + traces/ + the store's inserts, each alone, their CPU on all "
-            f"cores, {n:,} turns vs literal",
+            f"the cheapest literal + traces/ + row files + the store's inserts, each alone, their "
+            f"CPU on all cores, {n:,} turns vs literal",
             n,
             "turns",
             literal,
             literal_name,
-            {fast_name: fast, "traces/": traces, "inserts": inserts},
+            {fast_name: fast, "traces/": traces, "row files": rows, "inserts": inserts},
             cores,
         ),
         cpu_bound_row(
-            f"the cheapest literal + traces/, each alone (--no-store), their CPU on all cores, "
-            f"{n:,} turns vs literal",
+            f"the cheapest literal + traces/ + row files, each alone (--no-store), their CPU on "
+            f"all cores, {n:,} turns vs literal",
             n,
             "turns",
             literal,
             literal_name,
-            {fast_name: fast, "traces/": traces},
+            {fast_name: fast, "traces/": traces, "row files": rows},
             cores,
         ),
     ]

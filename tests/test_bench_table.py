@@ -9,7 +9,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from benchmarks import literal_json, literal_numeric
+from benchmarks import baseline_rows, literal_json, literal_numeric
 from benchmarks._proc import ProcRun
 from benchmarks._scale import cpu_bound_row, memory_row, speed_row
 from benchmarks._table import Row, Target, exit_status, failing, format_table
@@ -206,3 +206,16 @@ def test_literal_numeric_reads_alike_with_either_reader(tmp_path: Path) -> None:
     rows = outs[0][0].splitlines()[1:]
     assert rows == ["c1,0,1,1,1,1,1", "c1,1,0,0,1,0,1", "c1,2,0,0,0,1,0", "c2,0,0,0,0,0,0"]
     assert outs[0][1] == {"turns": 4, "accuracy": [0.25, 0.25, 0.5, 0.5, 0.5]}
+
+
+def test_baseline_rows_writes_the_shape_read_off_a_file(tmp_path: Path) -> None:
+    """The row files baseline writes each file in the shape ``shape_of`` read off the original
+    (rows, header columns, mean cell length), quoted cells and an empty file included."""
+    (tmp_path / "a.csv").write_text('h1,h2,h3\nab,"c,d",e\n1234,xy,z\n', encoding="utf-8")
+    (tmp_path / "b.csv").write_text("only,a,header\n", encoding="utf-8")
+    shapes = [baseline_rows.shape_of(tmp_path / n) for n in ("a.csv", "b.csv")]
+    assert shapes == ["a.csv:2:3:2", "b.csv:0:3:0"]  # cells ab, "c,d", e, 1234, xy, z: 12 / 6
+    assert baseline_rows.main([str(tmp_path / "alone"), *shapes]) == 0
+    again = [baseline_rows.shape_of(tmp_path / "alone" / n) for n in ("a.csv", "b.csv")]
+    assert again == shapes
+    assert (tmp_path / "alone" / "a.csv").read_text() == "c0,c1,c2\nxx,xx,xx\nxx,xx,xx\n"
