@@ -439,7 +439,8 @@ def test_a_model_folder_that_is_another_runs_folder_is_refused_before_any_call(
 ) -> None:
     """A model's folder in --out that another run has made its own output folder (its own
     manifest) is refused before any model call, even with --force, which keeps other runs'
-    folders as they are (a tester's finding: the run replaced that run's files)."""
+    folders as they are (a tester's finding: the run replaced that run's files), and before
+    --out is changed: the earlier run's manifest and files stay as they were."""
     from fieldcheck.reports._outdir import OutputFolder
 
     server = chat_server(lambda body: OK_REPLIES.get(document(body), '{"name": "x"}'))
@@ -448,11 +449,13 @@ def test_a_model_folder_that_is_another_runs_folder_is_refused_before_any_call(
     other.write_text("mine.txt", "another run's file")
     other.finish()
     before = snapshot(files["out"] / "m")
+    tree = {p: p.read_bytes() for p in files["out"].rglob("*") if p.is_file()}
     again = run(*common(files, server, "--model", "m", "--force"))
     assert again.exit_code == 2, again.output
     assert "m is another run's output folder" in again.stderr
     assert len(server.chat_requests) == 7  # no call made
     assert snapshot(files["out"] / "m") == before
+    assert {p: p.read_bytes() for p in files["out"].rglob("*") if p.is_file()} == tree
 
 
 def test_a_store_that_stops_taking_writes_mid_run_is_one_warning(

@@ -498,3 +498,28 @@ def test_a_users_traces_folder_is_refused_before_any_call(
     assert server.chat_requests == []
     assert (out / "traces" / "mine.txt").read_text() == "mine"
     assert [p.name for p in out.iterdir()] == ["traces"]
+
+
+def test_a_model_folder_that_is_another_runs_folder_is_refused_before_any_change(
+    chat_server: Server, tmp_path: Path
+) -> None:
+    """A model's folder in --out that another run made its own output folder (its own manifest)
+    is refused, even with --force, before any model call and before --out is changed: the
+    earlier run's manifest and files stay as they were (the check used to come after --out was
+    prepared, which deleted the earlier run's files and left a manifest stub)."""
+    from fieldcheck.reports._outdir import OutputFolder
+
+    server = chat_server(clean_script)
+    data, out = write_data(tmp_path), tmp_path / "out"
+    first = evaluate(server, data, out, "--model", "n=scripted-model")
+    assert first.exit_code == 0, first.output
+    calls = len(server.chat_requests)
+    other = OutputFolder.prepare(out / "n", force=True)  # another run, into n/
+    other.write_text("mine.txt", "another run's file")
+    other.finish()
+    tree = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    again = evaluate(server, data, out, "--model", "n=scripted-model", "--force")
+    assert again.exit_code == 2, again.output
+    assert f"{out / 'n'} is another run's output folder" in " ".join(again.output.split())
+    assert len(server.chat_requests) == calls  # no call made
+    assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == tree

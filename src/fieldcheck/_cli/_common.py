@@ -177,18 +177,25 @@ def out_option(help: str) -> Any:
     return typer.Option("--out", parser=_parse_out, metavar="DIR", help=help)
 
 
-def out_dir(out: Path | str, *, force: bool = False, whole: Sequence[str] = ()) -> OutputFolder:
+def out_dir(
+    out: Path | str,
+    *,
+    force: bool = False,
+    whole: Sequence[str] = (),
+    subfolders: Sequence[str] = (),
+) -> OutputFolder:
     """Prepare ``--out`` before any work, so a bad folder is a usage error, not a late traceback:
     created if missing; the files an earlier run listed in its manifest removed; a folder
-    holding other files refused unless ``--force``, and a user's entries in a folder ``whole``
-    names (written whole, like ``traces``) refused even with it, the folder left untouched
+    holding other files refused unless ``--force``, and, even with it, a user's entries in a
+    folder ``whole`` names (written whole, like ``traces``) or one of ``subfolders`` (a model's
+    folder) that is another run's output folder, the folder left untouched
     (reports/_outdir.py)."""
     if not str(out).strip():
         raise typer.BadParameter(
             "must name a folder (use '.' for the current one)", param_hint="--out"
         )
     try:
-        return OutputFolder.prepare(out, force=force, whole=whole)
+        return OutputFolder.prepare(out, force=force, whole=whole, subfolders=subfolders)
     except OutputFolderError as exc:
         raise typer.BadParameter(safe_text(exc), param_hint="--out") from None
 

@@ -1076,7 +1076,9 @@ def run(
         schema_text = load_schema(schema) if schema is not None else None
     except InputError as exc:
         raise typer.BadParameter(safe_text(exc), param_hint="--schema") from None
-    folder = out_dir(out, force=force)
+    # a model's folder that is another run's output folder: refused with nothing changed
+    models = list(unique_filenames(s.name for s in specs).values())
+    folder = out_dir(out, force=force, subfolders=models)
     runner = make_runner(
         concurrency=concurrency,
         timeout=timeout,

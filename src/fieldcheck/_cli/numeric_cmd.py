@@ -713,11 +713,12 @@ def evaluate_command(
         price_in=price_in,
         price_out=price_out,
     )
-    # a user's traces/ where a model's goes: refused with nothing changed
-    traces = [
-        (d / "traces").as_posix() for d in model_dirs(Path(), [s.name for s in specs]).values()
-    ]
-    folder = out_dir(out, force=force, whole=traces)
+    # a user's traces/ where a model's goes, a model's folder that is another run's output
+    # folder: refused with nothing changed
+    dirs = model_dirs(Path(), [s.name for s in specs]).values()
+    traces = [(d / "traces").as_posix() for d in dirs]
+    models = [d.as_posix() for d in dirs if d != Path()]
+    folder = out_dir(out, force=force, whole=traces, subfolders=models)
     runner = make_runner(
         concurrency=concurrency,
         timeout=timeout,

@@ -126,6 +126,13 @@ def _added_since(
     return added
 
 
+def _another_runs(path: Path) -> OutputFolderError:
+    return OutputFolderError(
+        f"{path} is another run's output folder (it has its own manifest), where this run "
+        "would write; give another folder, or remove it"
+    )
+
+
 def _not_ours_inside(folder: str, names: Iterable[str]) -> OutputFolderError:
     names = list(names)
     return OutputFolderError(
@@ -406,14 +413,21 @@ class OutputFolder:
 
     @classmethod
     def prepare(
-        cls, path: str | Path, *, force: bool = False, whole: Iterable[str] = ()
+        cls,
+        path: str | Path,
+        *,
+        force: bool = False,
+        whole: Iterable[str] = (),
+        subfolders: Iterable[str] = (),
     ) -> OutputFolder:
         """Create ``path`` or check it; remove what an earlier run listed in its manifest.
 
         Raises OutputFolderError when ``path`` is a file or a link loop, cannot be created, or
         holds anything fieldcheck did not write (unless ``force``: those are kept, ours are
-        replaced), or when a folder ``whole`` names (this run's ``bulk`` folders) holds such
-        entries even with ``force``: refused before anything in ``path`` is changed."""
+        replaced), when a folder ``whole`` names (this run's ``bulk`` folders) holds such
+        entries even with ``force``, or when one of ``subfolders`` (where this run will write)
+        is another run's output folder (``check_subfolders``): refused before anything in
+        ``path`` is changed."""
         root = Path(path)
         _refuse_link_loop(root)  # before ``exists``, False for a loop: not "does not exist"
         dangling = False
@@ -453,6 +467,9 @@ class OutputFolder:
         files -= {f for f in files if _inside_any(f, inside)}
         old_files = [f for f in old_files if not _inside_any(f, nested)]
         summaries = [f for f in summaries if not _inside_any(f, nested)]
+        for name in subfolders:
+            if _check_name(name).as_posix() in nested:
+                raise _another_runs(root / name)
         temporary = {d for d in dirs if TMP_MARK in d.rsplit("/", 1)[-1]}
         dirs -= {d for d in dirs if _inside_any(d, temporary)}
         files -= {f for f in files if _inside_any(f, temporary)}
@@ -532,10 +549,7 @@ class OutputFolder:
         output folder (found by ``prepare``): writing there would replace that run's files."""
         for name in names:
             if self._rel(name) in self._state.nested:
-                raise OutputFolderError(
-                    f"{self.path / name} is another run's output folder (it has its own "
-                    "manifest), where this run would write; give another folder, or remove it"
-                )
+                raise _another_runs(self.path / name)
 
     def check_whole(self, names: Iterable[str]) -> None:
         """Refuse (``OutputFolderError``) a folder this run will write whole (``bulk``) where
