@@ -900,3 +900,54 @@ def test_a_ctrl_c_while_scoring_a_no_cache_run_says_the_models_are_called_again(
         f"b.txt (no summary says complete: true; run the command again{tail}"
     )
     release_all()
+
+
+def test_an_input_named_as_an_output_is_never_replaced(tmp_path: Path) -> None:
+    """``json batch records.jsonl --out . --force`` in the input's folder: the output
+    records.jsonl would replace the input (kept by --force as a file fieldcheck did not write).
+    The run stops with the one-line exit-1 error before writing it; the input is unchanged (a
+    tester's finding: it was overwritten)."""
+    out = tmp_path / "here"
+    out.mkdir()
+    data = out / "records.jsonl"
+    data.write_bytes(_batch(tmp_path).read_bytes())
+    before = data.read_bytes()
+    result = _invoke("json", "batch", str(data), "--out", str(out), "--force", "--no-store")
+    assert result.exit_code == 1, result.output
+    assert result.stderr == (
+        f"error: --out: cannot write {data}: it is an input of this run, which this output "
+        "would replace; give another folder\n"
+    )
+    assert data.read_bytes() == before
+    assert not [p for p in out.iterdir() if TMP_MARK in p.name]
+
+
+def test_an_earlier_runs_folder_that_cannot_be_deleted_is_a_warning(tmp_path: Path) -> None:
+    """The earlier run's traces/ cannot be deleted (its folder read-only; as root, the command
+    runs without the capabilities that ignore permissions): the run writes its files, exits 0,
+    and one warning names the folder left behind, never a thread's traceback (a tester's
+    finding)."""
+    data, preds = _numeric_files(tmp_path, ["conv-1", "conv-2"])
+    out = tmp_path / "out"
+    args = ["numeric", "score", "--data", str(data), "--predictions", str(preds)]
+    args += ["--out", str(out), "--bootstrap", "0", "--no-store"]
+    assert _invoke(*args).exit_code == 0
+    (out / "traces").chmod(0o555)
+    command = [sys.executable, "-m", "fieldcheck._cli.main", *args]
+    if os.geteuid() == 0:  # root ignores the mode unless it drops these capabilities
+        command = ["setpriv", "--bounding-set=-dac_override,-dac_read_search,-fowner", *command]
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    finally:
+        for path in out.glob(".trash*"):
+            path.chmod(0o755)
+    assert done.returncode == 0, done.stderr
+    (left,) = out.glob(f".trash{TMP_MARK}*")
+    assert done.stderr == (
+        f"warning: an earlier run's folder could not be deleted and is left as {left} "
+        f"(Permission denied); the next run into {out} tries again\n"
+    )
+    assert sorted(p.name for p in (out / "traces").iterdir()) == ["conv-1.json", "conv-2.json"]
+    assert _manifest(out)[-1] == {"complete": True}
+    assert _invoke(*args).exit_code == 0  # with the permissions back, the next run removes it
+    assert not list(out.glob(".trash*"))

@@ -523,3 +523,26 @@ def test_a_model_folder_that_is_another_runs_folder_is_refused_before_any_change
     assert f"{out / 'n'} is another run's output folder" in " ".join(again.output.split())
     assert len(server.chat_requests) == calls  # no call made
     assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == tree
+
+
+def test_scoring_an_evaluate_folders_predictions_into_that_folder_is_refused(
+    chat_server: Server, tmp_path: Path
+) -> None:
+    """``numeric score --out F`` of the predictions.jsonl ``numeric evaluate`` wrote in F is
+    refused (exit 2, one line) before F is changed: preparing F deletes an earlier run's files,
+    the input among them (a tester's finding: it was deleted, and with --no-store lost for
+    good). Into another folder it is scored."""
+    server = chat_server(clean_script)
+    data, out = write_data(tmp_path), tmp_path / "out"
+    assert evaluate(server, data, out).exit_code == 0
+    predictions = out / "predictions.jsonl"
+    tree = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    args = ["numeric", "score", "--data", str(data), "--predictions", str(predictions)]
+    refused = CliRunner().invoke(app, [*args, "--out", str(out), "--bootstrap", "0"])
+    assert refused.exit_code == 2, refused.output
+    assert f"{predictions} is an input of this run and an output of the earlier run in {out}" in (
+        " ".join(refused.output.split())
+    )
+    assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == tree
+    scored = CliRunner().invoke(app, [*args, "--out", str(tmp_path / "s"), "--bootstrap", "0"])
+    assert scored.exit_code == 0, scored.output

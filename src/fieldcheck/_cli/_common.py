@@ -183,19 +183,22 @@ def out_dir(
     force: bool = False,
     whole: Sequence[str] = (),
     subfolders: Sequence[str] = (),
+    inputs: Sequence[Path] = (),
 ) -> OutputFolder:
     """Prepare ``--out`` before any work, so a bad folder is a usage error, not a late traceback:
     created if missing; the files an earlier run listed in its manifest removed; a folder
     holding other files refused unless ``--force``, and, even with it, a user's entries in a
     folder ``whole`` names (written whole, like ``traces``) or one of ``subfolders`` (a model's
-    folder) that is another run's output folder, the folder left untouched
-    (reports/_outdir.py)."""
+    folder) that is another run's output folder, and an input file (``inputs``) an earlier
+    run wrote there, which would be deleted, the folder left untouched (reports/_outdir.py)."""
     if not str(out).strip():
         raise typer.BadParameter(
             "must name a folder (use '.' for the current one)", param_hint="--out"
         )
     try:
-        return OutputFolder.prepare(out, force=force, whole=whole, subfolders=subfolders)
+        return OutputFolder.prepare(
+            out, force=force, whole=whole, subfolders=subfolders, inputs=inputs
+        )
     except OutputFolderError as exc:
         raise typer.BadParameter(safe_text(exc), param_hint="--out") from None
 

@@ -663,7 +663,7 @@ def run_batch(
         expected="json-batch",
     )
     try:
-        folder = OutputFolder.prepare(out, force=force)
+        folder = OutputFolder.prepare(out, force=force, inputs=[data])
     except OutputFolderError as exc:
         raise typer.BadParameter(safe_text(exc), param_hint="--out") from None
     recorder = open_recorder(
@@ -1078,7 +1078,8 @@ def run(
         raise typer.BadParameter(safe_text(exc), param_hint="--schema") from None
     # a model's folder that is another run's output folder: refused with nothing changed
     models = list(unique_filenames(s.name for s in specs).values())
-    folder = out_dir(out, force=force, subfolders=models)
+    given = [data] if schema is None else [data, schema]
+    folder = out_dir(out, force=force, subfolders=models, inputs=given)
     runner = make_runner(
         concurrency=concurrency,
         timeout=timeout,

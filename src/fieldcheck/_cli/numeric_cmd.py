@@ -405,7 +405,8 @@ def score_command(
         )
     reserve_out(out)
     inputs = load_inputs(data, predictions, split=split, sample_size=sample_size, seed=seed)
-    folder = out_dir(out, force=force, whole=["traces"])  # a user's traces/: nothing changed
+    # a user's traces/, an input an earlier run wrote here: refused with nothing changed
+    folder = out_dir(out, force=force, whole=["traces"], inputs=[data, predictions])
     console = SafeConsole(stderr=as_json)
     try:
         with writing(folder):
@@ -718,7 +719,7 @@ def evaluate_command(
     dirs = model_dirs(Path(), [s.name for s in specs]).values()
     traces = [(d / "traces").as_posix() for d in dirs]
     models = [d.as_posix() for d in dirs if d != Path()]
-    folder = out_dir(out, force=force, whole=traces, subfolders=models)
+    folder = out_dir(out, force=force, whole=traces, subfolders=models, inputs=[data])
     runner = make_runner(
         concurrency=concurrency,
         timeout=timeout,

@@ -548,7 +548,8 @@ def score(
     reserve_out(out)
     with reading(console, slot_paths, beside=out, sides=sides) as part:
         inputs = load_inputs(part, dict(pred_pairs), lat, jud)
-        folder = out_dir(out, force=force)
+        given = [*slot_paths, *lat.values(), *jud.values()]
+        folder = out_dir(out, force=force, inputs=given)
         with writing(folder):
             run, files = score_files(
                 gold,
@@ -907,7 +908,7 @@ def run(
     )
     convs = _conversations(conversations)
     _load(load_slots, gold, "--gold")  # unreadable gold: a usage error before any model call
-    folder = out_dir(out, force=force)
+    folder = out_dir(out, force=force, inputs=[conversations, gold])
     runner = make_runner(
         concurrency=concurrency,
         timeout=timeout,

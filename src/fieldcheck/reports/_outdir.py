@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import logging
 import os
 import re
 import stat
@@ -33,6 +34,8 @@ import orjson
 from fieldcheck._util.child import pid_alive
 from fieldcheck._util.errors import shown_path
 from fieldcheck._util.jsonio import dumps
+
+log = logging.getLogger(__name__)
 
 try:
     import fcntl
@@ -419,6 +422,7 @@ class OutputFolder:
         force: bool = False,
         whole: Iterable[str] = (),
         subfolders: Iterable[str] = (),
+        inputs: Iterable[str | Path] = (),
     ) -> OutputFolder:
         """Create ``path`` or check it; remove what an earlier run listed in its manifest.
 
@@ -426,8 +430,10 @@ class OutputFolder:
         holds anything fieldcheck did not write (unless ``force``: those are kept, ours are
         replaced), when a folder ``whole`` names (this run's ``bulk`` folders) holds such
         entries even with ``force``, or when one of ``subfolders`` (where this run will write)
-        is another run's output folder (``check_subfolders``): refused before anything in
-        ``path`` is changed."""
+        is another run's output folder (``check_subfolders``), or when one of the run's
+        ``inputs`` is an earlier run's output there (it would be deleted before it is read):
+        refused before anything in ``path`` is changed. ``atomic`` refuses to replace an input
+        (kept by ``force``) with an output of the same name."""
         root = Path(path)
         _refuse_link_loop(root)  # before ``exists``, False for a loop: not "does not exist"
         dangling = False
@@ -509,6 +515,19 @@ class OutputFolder:
                 inside |= {f"{rel}/{e}" for e in os.listdir(root / rel)}
             if inside:
                 raise _not_ours_inside(str(root / rel), inside)
+        real_inputs = {os.path.realpath(p) for p in inputs}
+        real_root = os.path.realpath(root)
+        for given in sorted(real_inputs):
+            rel = os.path.relpath(given, real_root)
+            if rel.startswith(".."):
+                continue
+            rel = PurePosixPath(*Path(rel).parts).as_posix()
+            if rel in old_files or _inside_any(rel, old_bulk):
+                raise OutputFolderError(
+                    f"{given} is an input of this run and an output of the earlier run in "
+                    f"{root}, which this run would delete before reading it; copy it elsewhere "
+                    "or give another folder"
+                )
         folder = cls(root, managed=True)
         try:
             # 1. the manifest stops claiming completeness, 2. summaries go, 3. the rest
@@ -527,6 +546,7 @@ class OutputFolder:
                 f"cannot prepare {root}: {where}{exc.strerror or exc}"
             ) from None
         folder._state.before = files - ours
+        folder._state.inputs = real_inputs
         folder._state.nested = nested
         _ACTIVE[os.path.abspath(root)] = folder
         return folder
@@ -599,6 +619,12 @@ class OutputFolder:
         ``self / name``."""
         rel = self._rel(name)
         final = self.root / rel
+        if self._state.inputs and os.path.realpath(final) in self._state.inputs:
+            raise OSError(
+                errno.EEXIST,
+                "it is an input of this run, which this output would replace; give another folder",
+                str(final),
+            )
         self._mkdirs(rel)
         tmp = final.with_name(f".{final.name}{TMP_MARK}{os.getpid()}{final.suffix}")
         if os.path.lexists(tmp):
@@ -753,16 +779,31 @@ class OutputFolder:
             # a daemon: a Ctrl-C or an error ends the process at once, not after a silent wait
             # for the removal; what is left is a temporary folder the next run removes first
             thread = threading.Thread(
-                target=lambda: [self._clear(t) for t in trash], name="fieldcheck-trash", daemon=True
+                target=self._empty, args=(trash,), name="fieldcheck-trash", daemon=True
             )
             thread.start()
             self._state.cleaning = thread
+
+    def _empty(self, trash: list[Path]) -> None:
+        for path in trash:
+            try:
+                self._clear(path)
+            except OSError as exc:
+                self._state.left.append(f"{path} ({exc.strerror or exc})")
 
     def _wait(self) -> None:
         thread = self._state.cleaning
         if thread is not None:
             thread.join()
             self._state.cleaning = None
+        if self._state.left:
+            log.warning(
+                "an earlier run's folder could not be deleted and is left as %s; the next run "
+                "into %s tries again",
+                ", ".join(self._state.left),
+                self.root,
+            )
+            self._state.left = []
 
     @staticmethod
     def _clear(path: Path) -> None:
@@ -818,3 +859,5 @@ class _State:
         self.bulk: dict[str, None] = {}  # bulk folders written (``OutputFolder.bulk``)
         self.cleaning: threading.Thread | None = None  # removing an earlier run's folders
         self.finished = False  # the manifest says complete (``finish``)
+        self.inputs: set[str] = set()  # the run's input files (real paths), never replaced
+        self.left: list[str] = []  # an earlier run's folders ``_discard`` could not delete
