@@ -827,6 +827,36 @@ def test_a_link_loop_as_out_says_so(tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a", "b", "d.jsonl", "loop"]
 
 
+def test_a_chain_of_too_many_links_as_out_is_not_called_a_loop(tmp_path: Path) -> None:
+    """--out a chain of 50 links to a folder, no loop (the system follows 40, ELOOP as for a
+    loop): one usage line saying the chain is too long, not "a link loop" (a tester's finding);
+    a chain of 30 is written through."""
+    (tmp_path / "target").mkdir()
+    previous = "target"
+    for i in range(1, 51):
+        (tmp_path / f"c{i}").symlink_to(previous)
+        previous = f"c{i}"
+    tail = (
+        "a chain of more links than the system follows (40 on Linux); link to the folder itself "
+        "or give another folder"
+    )
+    cases = {
+        tmp_path / "c50": f"{tmp_path / 'c50'} is {tail}",
+        tmp_path
+        / "c50"
+        / "sub": f"{tmp_path / 'c50' / 'sub'} is inside {tmp_path / 'c50'}, {tail}",
+    }
+    for out, message in cases.items():
+        for step in (reserve, OutputFolder.prepare):
+            with pytest.raises(OutputFolderError) as refused:
+                step(out)
+            assert str(refused.value) == message
+    assert os.listdir(tmp_path / "target") == []
+    batch = _batch(tmp_path)
+    assert _invoke("json", "batch", str(batch), "--out", str(tmp_path / "c30")).exit_code == 0
+    assert (tmp_path / "target" / "summary.json").exists()
+
+
 def test_a_manifest_that_cannot_be_completed_is_one_line(tmp_path: Path) -> None:
     """The last write of a run, the manifest's ``complete``, failing (here the folder removed
     just before; a full disk alike) is the one-line exit-1 error of every command, naming the

@@ -317,10 +317,31 @@ def _refuse_link_loop(root: Path) -> None:
     if _errno(root) != errno.ELOOP:
         return
     loop = next(p for p in (*reversed(root.parents), root) if _errno(p) == errno.ELOOP)
-    where = f"{root} is a link loop" if loop == root else f"{root} is inside {loop}, a link loop"
+    where = f"{root} is" if loop == root else f"{root} is inside {loop},"
+    if _is_cycle(loop):
+        raise OutputFolderError(
+            f"{where} a link loop (following its links leads back to them); fix the link or "
+            "give another folder"
+        )
     raise OutputFolderError(
-        f"{where} (following its links leads back to them); fix the link or give another folder"
+        f"{where} a chain of more links than the system follows (40 on Linux); link to the "
+        "folder itself or give another folder"
     )
+
+
+def _is_cycle(path: Path) -> bool:
+    """Whether following the link ``path`` comes back to a link already followed (a loop), not
+    only to more links than the system follows (ELOOP for both)."""
+    seen: set[str] = set()
+    current = os.path.abspath(path)
+    while current not in seen:
+        seen.add(current)
+        try:
+            target = os.readlink(current)
+        except OSError as exc:  # the end of the chain; a folder on the way that loops: a loop
+            return exc.errno == errno.ELOOP
+        current = os.path.normpath(os.path.join(os.path.dirname(current), target))
+    return True
 
 
 def _errno(path: Path) -> int | None:
