@@ -981,3 +981,47 @@ def test_an_earlier_runs_folder_that_cannot_be_deleted_is_a_warning(tmp_path: Pa
     assert _manifest(out)[-1] == {"complete": True}
     assert _invoke(*args).exit_code == 0  # with the permissions back, the next run removes it
     assert not list(out.glob(".trash*"))
+
+
+@pytest.mark.parametrize("where", ["before the manifest is complete", "after the command wrote"])
+def test_a_ctrl_c_once_every_file_is_written_says_the_folder_is_complete(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
+    """A Ctrl-C after summary.json, the run's last file, and before the manifest's last line
+    (here raised in place of that write), or once the folder is complete (raised in place of
+    the printed summary): one line saying the folder is complete, and it is (a tester's
+    finding: "interrupted before any output was written", or "not complete ... no summary says
+    complete: true" beside a summary.json saying complete: true)."""
+    import fieldcheck._cli.json_cmd as json_cmd
+
+    def interrupt(*args: Any, **kwargs: Any) -> None:
+        raise KeyboardInterrupt
+
+    target = "finish" if where.startswith("before") else "print_summary"
+    monkeypatch.setattr(json_cmd, target, interrupt)
+    out = tmp_path / "out"
+    result = _invoke("json", "batch", str(_batch(tmp_path)), "--out", str(out), "--no-store")
+    assert result.exit_code == 130
+    assert result.stderr == f"interrupted after every file was written: {out} is complete\n"
+    assert _manifest(out)[-1] == {"complete": True}
+    assert json.loads((out / "summary.json").read_text())["complete"] is True
+
+
+def test_a_ctrl_c_before_the_summary_still_says_what_was_not_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Ctrl-C while the report is written (after fields.csv, before summary.json): the folder
+    is not marked complete and the line names what is missing."""
+    import fieldcheck.jsoneval._io as io
+
+    def interrupt(*args: Any, **kwargs: Any) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(io, "write_batch_report", interrupt)
+    out = tmp_path / "out"
+    result = _invoke("json", "batch", str(_batch(tmp_path)), "--out", str(out), "--no-store")
+    assert result.exit_code == 130
+    assert result.stderr.startswith(f"interrupted: {out} is not complete; written: ")
+    assert "summary.json" in result.stderr.split("not written: ")[1]
+    assert {"complete": True} not in _manifest(out)
+    assert not (out / "summary.json").exists()

@@ -26,6 +26,8 @@ from fieldcheck._util.term import install_log_filter, safe_text
 from fieldcheck.reports._outdir import (
     OutputFolder,
     OutputFolderError,
+    completed_folders,
+    completed_line,
     final_path,
     release_all,
     reserve,
@@ -135,6 +137,7 @@ class FieldcheckGroup(TyperGroup):
     ) -> Any:
         words = _merge_repeated(_global_flags_first(list(sys.argv[1:] if args is None else args)))
         _INTERRUPT_REPORTED.clear()
+        completed_folders(clear=True)
         try:
             status = super().main(words, prog_name, complete_var, standalone_mode=False, **extra)
         except click.NoArgsIsHelpError as exc:
@@ -150,7 +153,10 @@ class FieldcheckGroup(TyperGroup):
             release_all()  # the --out folders the command held (it may have ended early)
             forget_store_warnings()
         if status == EXIT_INTERRUPTED and not _INTERRUPT_REPORTED:
-            typer.echo("interrupted before any output was written", err=True)
+            if done := completed_folders(clear=True):  # a Ctrl-C after the files were written
+                typer.echo(safe_text(completed_line(done)), err=True)
+            else:
+                typer.echo("interrupted before any output was written", err=True)
         if not standalone_mode:
             return status
         sys.exit(status if isinstance(status, int) else 0)

@@ -45,6 +45,9 @@ except ImportError:  # not on Windows: no lock there
 MANIFEST = ".fieldcheck-manifest.jsonl"
 # prepared folders (and their subfolders) by absolute path: ``OutputFolder.of(path)`` finds them
 _ACTIVE: dict[str, OutputFolder] = {}
+# folders marked complete (``finish``) since ``completed_folders(clear=True)``: what a Ctrl-C
+# after that left
+_COMPLETED: list[Path] = []
 TMP_MARK = ".fieldcheck-tmp-"
 _SHOWN = 5
 
@@ -411,6 +414,21 @@ def _free(folder: Path, how: int) -> bool | None:
         os.close(fd)
 
 
+def completed_folders(*, clear: bool = False) -> list[Path]:
+    """The folders this process marked complete since the last ``clear`` (a command's start)."""
+    found = list(_COMPLETED)
+    if clear:
+        _COMPLETED.clear()
+    return found
+
+
+def completed_line(folders: Iterable[Path]) -> str:
+    """The Ctrl-C line once every file was written: the run's folders are complete."""
+    names = [str(f) for f in folders]
+    verb = "is" if len(names) == 1 else "are"
+    return f"interrupted after every file was written: {', '.join(names)} {verb} complete"
+
+
 def release_all() -> None:
     """Let go of every folder this process holds: a command has ended (for the commands run
     in one process, as tests do; a process that ends lets go anyway)."""
@@ -630,6 +648,7 @@ class OutputFolder:
 
     def expect(self, *names: str) -> None:
         """Files this run means to write (named in the Ctrl-C line when they are not written)."""
+        self._state.summary_last = False
         for name in names:
             self._state.expected.setdefault(self._rel(name), None)
 
@@ -640,6 +659,7 @@ class OutputFolder:
         ``self / name``."""
         rel = self._rel(name)
         final = self.root / rel
+        self._state.summary_last = summary and not self.prefix
         if self._state.inputs and os.path.realpath(final) in self._state.inputs:
             raise OSError(
                 errno.EEXIST,
@@ -673,6 +693,7 @@ class OutputFolder:
         earlier ``name`` (a link: unlinked, never followed) is removed first."""
         rel = self._rel(name)
         final = self.root / rel
+        self._state.summary_last = False
         self.check_whole([name])  # a folder there is not ours (``prepare`` removed ours)
         self._mkdirs(rel)
         tmp = final.with_name(f".{final.name}{TMP_MARK}{os.getpid()}")
@@ -730,10 +751,16 @@ class OutputFolder:
         self._state.finished = True
         if not self.prefix:
             _unlock(self.root)
+            _COMPLETED.append(self.root)
 
     def interrupted_line(self, note: str = "") -> str:
         """What a Ctrl-C left: the files written and those not; ``note`` follows "run the
-        command again" (what that costs)."""
+        command again" (what that costs). A Ctrl-C just after the summary, the last file of a
+        run into this folder, marks the folder complete and says so."""
+        if self.managed and not self.prefix and self._state.summary_last:
+            with contextlib.suppress(OSError):  # not markable: what was not written, below
+                self.finish()
+                return completed_line([self.root])
         written = list(self._state.written)
         done = self._state.written.keys() | self._state.bulk.keys()
         missing = [n for n in self._state.expected if n not in done]
@@ -882,3 +909,6 @@ class _State:
         self.finished = False  # the manifest says complete (``finish``)
         self.inputs: set[str] = set()  # the run's input files (real paths), never replaced
         self.left: list[str] = []  # an earlier run's folders ``_discard`` could not delete
+        # the last file written is the run's summary, in the root folder (``write_summary``):
+        # every file is written, only the manifest's ``complete`` is missing
+        self.summary_last = False
