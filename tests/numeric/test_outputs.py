@@ -164,3 +164,32 @@ def test_example_files_are_what_the_generator_writes() -> None:
     spec.loader.exec_module(module)
     for name, text in module.build().items():
         assert (EXAMPLES / name).read_text(encoding="utf-8") == text, name
+
+
+@pytest.mark.parametrize(
+    ("predictions", "perfect"), [("predictions_model_b.jsonl", False), ("gold", True)]
+)
+def test_plot_files_names_the_plots_write_plots_writes(
+    tmp_path: Path, predictions: str, perfect: bool
+) -> None:
+    """``plot_files`` (what a Ctrl-C line names as not written) is the set ``write_plots``
+    writes: all four with failures and plans; when every answer is right, and no answer has a
+    plan, neither the failure-modes plot nor the operations plot."""
+    from fieldcheck.numeric import load_convfinqa, load_predictions, score_numeric
+    from fieldcheck.numeric._report import plot_files, write_plots
+
+    data = load_convfinqa(EXAMPLES / "data.json")
+    path = tmp_path / "p.jsonl"
+    if predictions == "gold":
+        rows = [
+            {"conversation_id": c.id, "turn": i, "answer": str(a)}
+            for c in data.conversations
+            for i, a in enumerate(t.executed_answer for t in c.turns)
+        ]
+        path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    else:
+        path = EXAMPLES / predictions
+    result = score_numeric(data, load_predictions(path), bootstrap=0)
+    written = sorted(p.name for p in write_plots(result, tmp_path / "plots").values())
+    assert sorted(plot_files(result)) == written
+    assert len(written) == (2 if perfect else 4), written

@@ -227,6 +227,19 @@ def _operations_rows(result: NumericResult) -> list[OperationsRow]:
     return [OperationsRow(*row) for row in report_tallies(result).by_operations]
 
 
+def plot_files(result: NumericResult) -> list[str]:
+    """The files ``write_plots`` writes for ``result`` (what a Ctrl-C line names as missing)."""
+    stats = result.statistics
+    if stats.get("nothing_scored", True):
+        return []
+    names = [PLOTS["accuracy_by_turn"], PLOTS["match_types"]]
+    if stats.get("failure_modes"):
+        names.append(PLOTS["failure_modes"])
+    if _operations_rows(result):
+        names.append(PLOTS["operations"])
+    return names
+
+
 def write_plots(result: NumericResult, out: Path | OutputFolder) -> dict[str, Path]:
     """The four PNG plots (Agg, imported on first use); none when nothing was scored (a plot of
     zeros would look like a result). Returns key -> path."""

@@ -31,7 +31,7 @@ from fieldcheck.numeric._predictions import (
     PredictionsResult,
     prediction_values,
 )
-from fieldcheck.numeric._report import PLOTS, WORST, write_numeric_report
+from fieldcheck.numeric._report import WORST, plot_files, write_numeric_report
 from fieldcheck.numeric._scoring import (
     MISSING_PREDICTION,
     BootstrapUnits,
@@ -742,7 +742,7 @@ class OutputStreams:
         self.items: list[tuple[Mapping[str, Any], Sequence[Turn]]] = []  # for the store
         self.turns = 0
         self.batch: list[tuple[Any, ...]] = []  # for the writer process
-        folder.expect(*(name for name, _ in ROW_FILES), "traces")
+        folder.expect(*(name for name, _ in ROW_FILES), "traces", *_LAST_FILES)
         files = {name: stack.enter_context(folder.atomic(name)) for name, _ in ROW_FILES}
         traces = stack.enter_context(folder.bulk("traces"))
         self.writer: WriterProcess | None = None
@@ -799,13 +799,15 @@ class OutputStreams:
                 self.writer.close(discard=not ok)
 
 
+_LAST_FILES = ("input_errors.csv", "report.md", "report.html", "statistics.json")
+"""Written once every conversation is scored (with the plots), statistics.json last."""
+
+
 def write_report_files(result: NumericResult, out: OutputFolder) -> dict[str, Path]:
     """input_errors.csv, the report and its plots (the row files may still be being written);
     returns name -> path of every output but statistics.json."""
     names = ["summary.csv", "turns.csv", "validation.csv", "errors.csv", "input_errors.csv"]
-    nothing = result.statistics.get("nothing_scored", True)
-    plots = [] if nothing else [PLOTS["accuracy_by_turn"], PLOTS["match_types"]]
-    out.expect("input_errors.csv", "report.md", "report.html", *plots, "statistics.json")
+    out.expect(*_LAST_FILES[:-1], *plot_files(result), _LAST_FILES[-1])
     with out.atomic("input_errors.csv") as tmp:
         write_csv(tmp, [e.to_dict() for e in result.input_errors], INPUT_ERROR_COLUMNS)
     paths: dict[str, Path] = {name: out / name for name in names}
