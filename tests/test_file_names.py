@@ -9,6 +9,7 @@ import os
 import shutil
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from fieldcheck._cli.main import app
@@ -67,3 +68,16 @@ def test_a_line_that_is_not_utf8_is_reported_as_such_with_its_column() -> None:
     bad = parse_jsonl_line('{"a": "éx'.encode() + b'\xffy"}', 2, where)
     assert str(bad) == "f.jsonl:2: invalid JSON: not UTF-8 text (byte 0xff at column 10)"
     assert str(parse_jsonl_line(b"\x80", 1, where)).endswith("(byte 0x80 at column 1)")
+
+
+def test_a_bad_byte_in_a_json_document_names_its_line_and_column(tmp_path: Path) -> None:
+    """A byte that is not UTF-8 on the third line of a JSON document (a --data file): its line
+    and its column on that line, in characters (a tester's finding: line 1, and the byte's
+    offset in the file as the column)."""
+    from fieldcheck._util.jsonio import read_json
+
+    path = tmp_path / "d.json"
+    path.write_bytes('{\n  "a": 1,\n  "é": "x'.encode() + b'\xe9y"\n}\n')
+    with pytest.raises(InputError) as bad:
+        read_json(path)
+    assert str(bad.value) == f"{path}:3: invalid JSON: not UTF-8 text (byte 0xe9 at column 10)"

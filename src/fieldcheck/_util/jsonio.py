@@ -21,15 +21,26 @@ TOO_DEEP = f"nested deeper than {MAX_DEPTH} arrays/objects; too deep to score"
 _NON_FINITE = re.compile(rb"(?<![\w\"])-?(NaN|Infinity)(?![\w\"])")
 
 
+def _bad_utf8(exc: orjson.JSONDecodeError, raw: bytes) -> tuple[int, int, int] | None:
+    """The first byte of ``raw`` that is not UTF-8 when that is ``exc``'s cause: the byte, its
+    line and its column (in characters, from 1), or None."""
+    if "not valid UTF-8" not in exc.msg:
+        return None
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError as bad:
+        before = raw[: bad.start]
+        start = before.rfind(b"\n") + 1
+        return raw[bad.start], before.count(b"\n") + 1, len(before[start:].decode("utf-8")) + 1
+    return None
+
+
 def _reason(exc: orjson.JSONDecodeError, raw: bytes, *, column: int | None = None) -> str:
     if _NON_FINITE.search(raw):
         return "invalid JSON: NaN and Infinity are not JSON numbers (write null or a number)"
-    if "not valid UTF-8" in exc.msg:  # orjson's words speak of surrogates the user never wrote
-        try:
-            raw.decode("utf-8")
-        except UnicodeDecodeError as bad:
-            at = len(raw[: bad.start].decode("utf-8")) + 1
-            return f"invalid JSON: not UTF-8 text (byte 0x{raw[bad.start]:02x} at column {at})"
+    # orjson's words speak of surrogates the user never wrote
+    if (bad := _bad_utf8(exc, raw)) is not None:
+        return f"invalid JSON: not UTF-8 text (byte 0x{bad[0]:02x} at column {bad[2]})"
     return f"invalid JSON: {exc.msg} at column {column if column is not None else exc.colno}"
 
 
@@ -111,7 +122,9 @@ def read_json(path: str | Path) -> Any:
     try:
         value = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
-        raise InputError(_reason(exc, data), file=p, line=exc.lineno) from exc
+        bad = _bad_utf8(exc, data)
+        line = exc.lineno if bad is None else bad[1]
+        raise InputError(_reason(exc, data), file=p, line=line) from exc
     if too_deep(data, value):
         raise too_deep_error(value, file=p)
     return value
