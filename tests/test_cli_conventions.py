@@ -96,6 +96,50 @@ def test_an_empty_file_is_a_usage_error_in_every_system(tmp_path: Path, system: 
     assert not (tmp_path / "out").exists()  # nothing written, nothing of an earlier run removed
 
 
+@pytest.mark.parametrize(
+    ("args", "option"),
+    [
+        (["numeric", "score", "--data", "{empty}", "--predictions", str(PREDICTIONS)], "--data"),
+        (
+            ["json", "batch", str(JSON / "invoices.jsonl"), "--strategies", "{empty}"],
+            "--strategies",
+        ),
+    ],
+)
+def test_an_empty_json_document_is_the_same_empty_file_line(
+    tmp_path: Path, args: list[str], option: str
+) -> None:
+    """An empty --data or --strategies file (one JSON document): the empty-file line of every
+    input, not orjson's "Input is a zero-length, empty document" (a tester's finding)."""
+    empty = tmp_path / "empty.json"
+    empty.write_text(" \n")
+    given = [a.replace("{empty}", str(empty)) for a in args]
+    status, output = _run(*given, "--out", str(tmp_path / "out"))
+    assert status == 2
+    assert output.strip().splitlines() == [
+        f"error: {option}: {empty}: no records (the file is empty) "
+        f"(see 'fieldcheck {' '.join(args[:2])} --help')"
+    ]
+
+
+def test_json_batch_names_its_input_and_out_as_the_other_commands_do(tmp_path: Path) -> None:
+    """A missing DATA.jsonl and an --out that is a file: the usage line of every command, the
+    option named first, the help named last (a tester's finding: json batch had its own)."""
+    missing, afile = tmp_path / "nope.jsonl", tmp_path / "afile"
+    afile.write_text("x")
+    status, output = _run("json", "batch", str(missing), "--out", str(tmp_path / "o"))
+    assert (status, output.strip()) == (
+        2,
+        f"error: DATA.jsonl: {missing}: cannot read file: No such file or directory "
+        "(see 'fieldcheck json batch --help')",
+    )
+    status, output = _run("json", "batch", str(JSON / "invoices.jsonl"), "--out", str(afile))
+    assert (status, output.strip()) == (
+        2,
+        f"error: --out: {afile} is a file, not a directory (see 'fieldcheck json batch --help')",
+    )
+
+
 @pytest.mark.parametrize("system", ["json", "slots", "numeric"])
 def test_a_csv_file_is_a_usage_error_naming_its_format(tmp_path: Path, system: str) -> None:
     csv = tmp_path / "w.csv"

@@ -215,7 +215,9 @@ def test_cli_directories_and_out_file(tmp_path: Path) -> None:
         assert line.startswith("error: ") and f"{folder}: cannot read file: Is a directory" in line
     result = run("batch", data, "--out", data)
     assert result.exit_code == 2
-    assert result.stderr.strip() == f"error: {data}: --out must be a directory (it is a file)"
+    assert result.stderr.strip() == (
+        f"error: --out: {data} is a file, not a directory (see 'fieldcheck json batch --help')"
+    )
     result = run("batch", data, "--out", str(Path(data) / "sub"))
     assert (result.exit_code, result.stderr.strip()) == (
         2,

@@ -645,16 +645,14 @@ def run_batch(
     """Read, score and write a batch in chunks of ``chunk_lines`` lines (flat memory); print
     errors, the summary and the files; return the exit status (``--fail-under`` floors checked
     last: 4 when one is not met)."""
-    if out.exists() and not out.is_dir():
-        _err(errors, f"{out}: --out must be a directory (it is a file)")
-        return EXIT_USAGE
+    if out.exists() and not out.is_dir():  # the words of every command (OutputFolder.prepare)
+        raise typer.BadParameter(safe_text(f"{out} is a file, not a directory"), param_hint="--out")
     reserve_out(out)
     reader = BatchReader(data, chunk_lines=chunk_lines)
     try:
         first, rest = _first_chunks(reader)
     except InputError as exc:
-        _err(errors, str(exc))
-        return EXIT_USAGE
+        raise typer.BadParameter(safe_text(str(exc)), param_hint="DATA.jsonl") from None
     check_input_file(
         data,
         records=reader.records,

@@ -119,6 +119,8 @@ def read_json(path: str | Path) -> Any:
     except OSError as exc:
         raise InputError(f"cannot read file: {exc.strerror}", file=p) from exc
     data = data.removeprefix(_BOM)
+    if not data.strip():  # orjson's words: "Input is a zero-length, empty document"
+        raise InputError("no records (the file is empty)", file=p)
     try:
         value = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
