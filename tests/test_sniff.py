@@ -49,6 +49,23 @@ def test_small_files(tmp_path: Path, text: str, kind: str | None) -> None:
     assert sniff(path) == kind
 
 
+@pytest.mark.parametrize(
+    ("raw", "kind"),
+    [
+        ('{"conversation_id": "c", "turn": 0}\n'.encode("utf-16"), "utf-16"),  # with its BOM
+        ('{"id": 1}\n'.encode("utf-16-le"), "utf-16"),  # without: every other byte 0
+        ('{"id": 1}\n'.encode("utf-16-be"), "utf-16"),
+        (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", "binary"),
+    ],
+)
+def test_utf16_and_binary_files_are_named(tmp_path: Path, raw: bytes, kind: str) -> None:
+    """A UTF-16 file and a binary one (a PNG) are named as such, not "CSV or TSV text" or
+    "plain text" (a tester's finding)."""
+    path = tmp_path / "f"
+    path.write_bytes(raw)
+    assert sniff(path) == kind
+
+
 def test_likely_cause_names_a_swap_only_for_the_other_option(tmp_path: Path) -> None:
     preds = EXAMPLES / "numeric/predictions_model_a.jsonl"
     assert likely_cause(preds, "numeric-predictions") == ""  # the right kind: nothing to say

@@ -24,6 +24,8 @@ KINDS = {  # kind -> (what it is, which option takes it)
     "json-array": ("one JSON array, not JSONL (one object per line)", ""),
     "csv": ("CSV or TSV text, not JSON", ""),
     "text": ("plain text, not JSON", ""),
+    "utf-16": ("UTF-16 text (save it as UTF-8)", ""),
+    "binary": ("a binary file, not text", ""),
 }
 _FIRST_BYTES = 1 << 16
 _WHOLE_FILE_LIMIT = 256 << 20  # bytes: a larger single JSON document is not parsed to guess
@@ -72,6 +74,12 @@ def sniff(path: str | Path) -> str | None:
             size = handle.seek(0, 2)
     except OSError:
         return None
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")) or (
+        b"\x00" in head[:2] and b"\x00\x00" not in head
+    ):
+        return "utf-16"  # a byte-order mark, or ASCII text with every other byte 0
+    if b"\x00" in head:
+        return "binary"
     text = head.removeprefix(b"\xef\xbb\xbf").lstrip()
     if not text:
         return None
