@@ -798,6 +798,15 @@ def test_a_dangling_link_as_out_says_so(tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == ["dangling"]
 
 
+def _refused_before_and_while_prepared(out: Path, message: str) -> None:
+    """``out`` refused with ``message`` before the inputs are read (``reserve``) and again by
+    ``prepare``."""
+    for step in (reserve, OutputFolder.prepare):
+        with pytest.raises(OutputFolderError) as refused:
+            step(out)
+        assert str(refused.value) == message
+
+
 def test_a_link_loop_as_out_says_so(tmp_path: Path) -> None:
     """--out a link loop (``ln -s loop loop``, a -> b -> a) or a folder inside one: one usage
     line saying so (a tester's finding: "a link to loop, which does not exist", or "cannot
@@ -817,10 +826,7 @@ def test_a_link_loop_as_out_says_so(tmp_path: Path) -> None:
         / "sub": f"{tmp_path / 'loop' / 'sub'} is inside {tmp_path / 'loop'}, {tail}",
     }
     for out, message in cases.items():
-        for step in (reserve, OutputFolder.prepare):
-            with pytest.raises(OutputFolderError) as refused:
-                step(out)
-            assert str(refused.value) == message
+        _refused_before_and_while_prepared(out, message)
         result = _invoke("json", "batch", str(_batch(tmp_path)), "--out", str(out), "--force")
         assert result.exit_code == 2
         assert result.stderr == f"error: --out: {message} (see 'fieldcheck json batch --help')\n"
@@ -847,10 +853,7 @@ def test_a_chain_of_too_many_links_as_out_is_not_called_a_loop(tmp_path: Path) -
         / "sub": f"{tmp_path / 'c50' / 'sub'} is inside {tmp_path / 'c50'}, {tail}",
     }
     for out, message in cases.items():
-        for step in (reserve, OutputFolder.prepare):
-            with pytest.raises(OutputFolderError) as refused:
-                step(out)
-            assert str(refused.value) == message
+        _refused_before_and_while_prepared(out, message)
     assert os.listdir(tmp_path / "target") == []
     batch = _batch(tmp_path)
     assert _invoke("json", "batch", str(batch), "--out", str(tmp_path / "c30")).exit_code == 0
