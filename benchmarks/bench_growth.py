@@ -169,6 +169,37 @@ def trace_ids_row(n: int) -> Row:
     )
 
 
+def _seen_ids(chunks: list[list[str]]) -> int:
+    """``json batch``'s duplicate-id index over ``chunks`` of new ids: each chunk looked up among
+    the older ids, then added (``BatchReader.chunks``); the number of sorted runs left."""
+    from fieldcheck.jsoneval._stream import _SeenIds
+
+    seen = _SeenIds(Path("/dev/null"))
+    for keys in chunks:
+        if any(seen.candidates(keys)):
+            raise AssertionError("distinct ids taken for duplicates")
+        seen.recent.update((k, (i, i)) for i, k in enumerate(keys))
+        seen.merge()
+    return len(seen.runs)
+
+
+def seen_ids_row(n: int) -> Row:
+    from fieldcheck.jsoneval._stream import CHUNK_LINES
+
+    times = []
+    for size in (n, 10 * n):
+        ids = [f"INV-{i:09d}" for i in range(size)]
+        chunks = [ids[i : i + CHUNK_LINES] for i in range(0, size, CHUNK_LINES)]
+        times.append(best_seconds(partial(_seen_ids, chunks), repeat=2))
+    return _time_row(
+        f"json batch duplicate-id lookups, chunks of {CHUNK_LINES:,}",
+        f"{n:,} ids",
+        f"{10 * n:,}",
+        times[0],
+        times[1],
+    )
+
+
 # --- original-format tables with repeated row names ----------------------------------------------
 
 
@@ -385,16 +416,17 @@ def topics_rows(n: int) -> list[Row]:
 def run(quick: bool = False) -> list[Row]:
     """Every case at the issue's n and 10n (``quick``: smaller n, same shape)."""
     if quick:
-        sizes = {"fuzzy": 30_000, "depth": 10, "ids": 1_000, "rows": 1_000}
+        sizes = {"fuzzy": 30_000, "depth": 10, "ids": 1_000, "rows": 1_000, "seen": 20_000}
         sizes |= {"conv": 300, "topics": 100, "sessions": 10_000}
     else:
-        sizes = {"fuzzy": 300_000, "depth": 20, "ids": 2_000, "rows": 2_000}
+        sizes = {"fuzzy": 300_000, "depth": 20, "ids": 2_000, "rows": 2_000, "seen": 200_000}
         sizes |= {"conv": 1_000, "topics": 300, "sessions": 30_000}
     return [
         fuzzy_row(sizes["fuzzy"]),
         slots_fuzzy_row(sizes["fuzzy"]),
         flatten_row(sizes["depth"]),
         trace_ids_row(sizes["ids"]),
+        seen_ids_row(sizes["seen"]),
         repeated_rows_row(sizes["rows"]),
         numeric_bootstrap_row(sizes["conv"]),
         *topics_rows(sizes["topics"]),

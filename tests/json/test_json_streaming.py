@@ -384,6 +384,52 @@ def test_duplicate_ids_are_found_across_the_older_runs(
     assert reader.records == 20
 
 
+@pytest.mark.parametrize("seed", range(5))
+def test_duplicate_ids_match_a_naive_reference_and_the_runs_stay_few(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, seed: int
+) -> None:
+    """Random ids, a quarter of them repeats, runs of RECENT = 3 merged as they grow: every
+    duplicate names the line a dict of first lines names, and the runs of N ids number at most
+    log2(N / 3) + 1 (they were one per 3 ids: 10x the records took 25x the lookups' time)."""
+    import math
+    import random
+
+    from fieldcheck.jsoneval import _stream
+
+    monkeypatch.setattr(_stream._SeenIds, "RECENT", 3)
+    rng = random.Random(seed)
+    ids: list[int | str] = []
+    for _ in range(300):
+        fresh = rng.random() > 0.25 or not ids
+        ids.append(rng.randrange(10**6) if fresh else str(rng.choice(ids)))
+    data = tmp_path / "d.jsonl"
+    data.write_text(
+        "".join(json.dumps({"id": i, "ground_truth": {}, "output": {}}) + "\n" for i in ids)
+    )
+    first: dict[str, int] = {}
+    expected = []
+    for line, i in enumerate(ids, 1):
+        if str(i) in first:
+            expected.append(
+                f"{data}:{line}: record {i}: field 'id': duplicate id (first on line {first[str(i)]})"
+            )
+        else:
+            first[str(i)] = line
+    runs: list[int] = []
+    real_merge = _stream._SeenIds.merge
+
+    def merge(self: Any) -> None:
+        real_merge(self)
+        runs.append(len(self.runs))
+
+    monkeypatch.setattr(_stream._SeenIds, "merge", merge)
+    reader = BatchReader(data, chunk_lines=rng.choice([1, 2, 7]))
+    failed = [x.error.message for c in reader.chunks() for x in c if isinstance(x, _stream.Failed)]
+    assert failed == expected
+    assert reader.records == len(first)
+    assert max(runs) <= math.log2(len(first) / 3) + 1
+
+
 def test_the_streamed_random_batches_use_the_exact_ignore_kernel_and_the_general_path(
     tmp_path: Path,
 ) -> None:
