@@ -1028,3 +1028,39 @@ def test_a_ctrl_c_before_the_summary_still_says_what_was_not_written(
     assert "summary.json" in result.stderr.split("not written: ")[1]
     assert {"complete": True} not in _manifest(out)
     assert not (out / "summary.json").exists()
+
+
+def test_a_run_of_another_command_into_a_folder_needs_force(tmp_path: Path) -> None:
+    """``slots score`` into the folder of an earlier ``numeric score`` run is refused without
+    --force (exit 2, the folder unchanged): it would delete the other system's results, which
+    it did silently (a tester's finding). The manifest names its command; the same command
+    again, or --force, replaces the earlier files as before."""
+    data, preds = _numeric_files(tmp_path, ["conv-1"])
+    out = tmp_path / "out"
+    numeric = ["numeric", "score", "--data", str(data), "--predictions", str(preds)]
+    numeric += ["--out", str(out), "--bootstrap", "0", "--no-store"]
+    assert _invoke(*numeric).exit_code == 0
+    assert _manifest(out)[0] == {
+        "fieldcheck": "output folder manifest",
+        "complete": False,
+        "command": "numeric score",
+    }
+    gold = _jsonl(
+        tmp_path / "g.jsonl",
+        [{"user": "u", "session": 1, "topic": "t", "field": "f", "values": ["v"]}],
+    )
+    slots = ["slots", "score", "--gold", str(gold), "--pred", f"m={gold}", "--out", str(out)]
+    slots += ["--bootstrap", "0", "--no-store"]
+    before = _state(out)
+    refused = _invoke(*slots)
+    assert refused.exit_code == 2, refused.output
+    assert refused.stderr == (
+        f"error: --out: {out} holds the files of an earlier `fieldcheck numeric score` run, "
+        "which this `fieldcheck slots score` run would delete; give another folder, or --force "
+        "to replace them (see 'fieldcheck slots score --help')\n"
+    )
+    assert _state(out) == before
+    assert _invoke(*numeric).exit_code == 0  # the same command: replaced as before
+    assert _invoke(*slots, "--force").exit_code == 0
+    assert (out / "metrics.json").exists() and not (out / "statistics.json").exists()
+    assert _manifest(out)[0]["command"] == "slots score"

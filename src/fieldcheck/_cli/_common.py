@@ -17,6 +17,7 @@ from typing import Annotated, Any
 
 import typer
 from typer._click import exceptions as click  # typer vendors Click (pinned in requirements.lock)
+from typer._click.globals import get_current_context
 from typer.core import TyperGroup
 
 from fieldcheck._cli._record import forget_store_warnings
@@ -203,10 +204,26 @@ def out_dir(
         )
     try:
         return OutputFolder.prepare(
-            out, force=force, whole=whole, subfolders=subfolders, inputs=inputs
+            out,
+            force=force,
+            whole=whole,
+            subfolders=subfolders,
+            inputs=inputs,
+            command=command_name(),
         )
     except OutputFolderError as exc:
         raise typer.BadParameter(safe_text(exc), param_hint="--out") from None
+
+
+def command_name() -> str | None:
+    """The running command without the program's name (``numeric score``), or None outside
+    one."""
+    names = []
+    context = get_current_context(silent=True)
+    while context is not None and context.parent is not None:  # the root is the program
+        names.append(context.info_name or "")
+        context = context.parent
+    return " ".join(reversed(names)) or None
 
 
 def reserve_out(out: Path | str) -> None:

@@ -32,6 +32,7 @@ from fieldcheck._cli._common import (
     bootstrap_option,
     cannot_write,
     check_input_file,
+    command_name,
     fail_under_option,
     finish,
     gate,
@@ -661,7 +662,7 @@ def run_batch(
         expected="json-batch",
     )
     try:
-        folder = OutputFolder.prepare(out, force=force, inputs=[data])
+        folder = OutputFolder.prepare(out, force=force, inputs=[data], command=command_name())
     except OutputFolderError as exc:
         raise typer.BadParameter(safe_text(exc), param_hint="--out") from None
     recorder = open_recorder(

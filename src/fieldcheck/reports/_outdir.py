@@ -192,6 +192,20 @@ def _read_manifest(
     return files, summaries, folders, bulk
 
 
+def _manifest_command(path: Path) -> str | None:
+    """The command that wrote the folder, from the manifest's first line (None: not said, as in
+    manifests written before it was, or not readable)."""
+    try:
+        if not stat.S_ISREG(os.lstat(path).st_mode):
+            return None
+        with path.open("rb") as handle:
+            header = orjson.loads(handle.readline())
+    except (OSError, orjson.JSONDecodeError):
+        return None
+    command = header.get("command") if isinstance(header, dict) else None
+    return command if isinstance(command, str) else None
+
+
 _TMP_PID = re.compile(re.escape(TMP_MARK) + r"(\d+)")
 
 
@@ -462,6 +476,7 @@ class OutputFolder:
         whole: Iterable[str] = (),
         subfolders: Iterable[str] = (),
         inputs: Iterable[str | Path] = (),
+        command: str | None = None,
     ) -> OutputFolder:
         """Create ``path`` or check it; remove what an earlier run listed in its manifest.
 
@@ -472,7 +487,9 @@ class OutputFolder:
         is another run's output folder (``check_subfolders``), or when one of the run's
         ``inputs`` is an earlier run's output there (it would be deleted before it is read):
         refused before anything in ``path`` is changed. ``atomic`` refuses to replace an input
-        (kept by ``force``) with an output of the same name."""
+        (kept by ``force``) with an output of the same name. ``command`` (``numeric score``) is
+        written in the manifest; without ``force``, an earlier run of another command is
+        refused too, as its files would be replaced by files of another kind."""
         root = Path(path)
         _refuse_link_loop(root)  # before ``exists``, False for a loop: not "does not exist"
         dangling = False
@@ -567,7 +584,15 @@ class OutputFolder:
                     f"{root}, which this run would delete before reading it; copy it elsewhere "
                     "or give another folder"
                 )
+        earlier = _manifest_command(manifest) if command and not force else None
+        if earlier and earlier != command and (old_files or old_bulk):
+            raise OutputFolderError(
+                f"{root} holds the files of an earlier `fieldcheck {earlier}` run, which this "
+                f"`fieldcheck {command}` run would delete; give another folder, or --force to "
+                "replace them"
+            )
         folder = cls(root, managed=True)
+        folder._state.command = command
         try:
             # 1. the manifest stops claiming completeness, 2. summaries go, 3. the rest
             folder._write_manifest(old_files, summaries)
@@ -872,7 +897,10 @@ class OutputFolder:
                 path.rmdir()
 
     def _write_manifest(self, files: list[str], summaries: list[str]) -> None:
-        lines = [{"fieldcheck": "output folder manifest", "complete": False}]
+        header: dict[str, Any] = {"fieldcheck": "output folder manifest", "complete": False}
+        if self._state.command:
+            header["command"] = self._state.command
+        lines = [header]
         lines += [{"file": f, "summary": True} if f in summaries else {"file": f} for f in files]
         path = self.root / MANIFEST
         tmp = path.with_name(path.name + TMP_MARK + str(os.getpid()))
@@ -912,3 +940,4 @@ class _State:
         # the last file written is the run's summary, in the root folder (``write_summary``):
         # every file is written, only the manifest's ``complete`` is missing
         self.summary_last = False
+        self.command: str | None = None  # the command writing the folder (``prepare``)
