@@ -481,3 +481,25 @@ def test_a_store_that_stops_taking_writes_mid_run_is_one_warning(
     assert result.stderr.count("warning: the store stopped working") == 1
     assert "Traceback" not in result.output and "disk full" in result.stderr
     assert snapshot(files["out"] / "m") == expected
+
+
+@pytest.mark.parametrize("bad", ["empty", "wrong format"])
+def test_a_bad_data_file_is_refused_before_out_is_changed(
+    files: dict[str, Path], chat_server: StartServer, bad: str
+) -> None:
+    """A DATA.jsonl without a usable document (empty, or a JSON batch) is the usage line, exit 2,
+    before --out is prepared: the earlier run's files, the paid-for outputs.jsonl among them,
+    are kept (a tester's finding: they were deleted first)."""
+    server = chat_server(lambda body: OK_REPLIES.get(document(body), '{"name": "x"}'))
+    assert run(*common(files, server, "--model", "m", "--model", "n")).exit_code == 3
+    tree = {p: p.read_bytes() for p in files["out"].rglob("*") if p.is_file()}
+    assert files["out"] / "m" / "outputs.jsonl" in tree
+    calls = len(server.chat_requests)
+    files["data"].write_text(
+        "" if bad == "empty" else '{"id": 1, "ground_truth": {}, "output": {}}\n'
+    )
+    again = run(*common(files, server, "--model", "m", "--model", "n"))
+    assert again.exit_code == 2, again.output
+    assert again.stderr.startswith(f"error: DATA.jsonl: {files['data']}: no")
+    assert len(server.chat_requests) == calls
+    assert {p: p.read_bytes() for p in files["out"].rglob("*") if p.is_file()} == tree

@@ -546,3 +546,25 @@ def test_scoring_an_evaluate_folders_predictions_into_that_folder_is_refused(
     assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == tree
     scored = CliRunner().invoke(app, [*args, "--out", str(tmp_path / "s"), "--bootstrap", "0"])
     assert scored.exit_code == 0, scored.output
+
+
+@pytest.mark.parametrize("bad", ["empty", "unknown split"])
+def test_a_bad_data_file_is_refused_before_out_is_changed(
+    chat_server: Server, tmp_path: Path, bad: str
+) -> None:
+    """``numeric evaluate`` with a --data that gives no conversation (empty, or a split it does
+    not have) is the usage line, exit 2, before --out is prepared: the earlier run's files,
+    predictions.jsonl among them, are kept (a tester's finding: they were deleted first)."""
+    server = chat_server(clean_script)
+    data, out = write_data(tmp_path), tmp_path / "out"
+    assert evaluate(server, data, out).exit_code == 0
+    tree = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    calls = len(server.chat_requests)
+    extra = ["--split", "nosuch"] if bad == "unknown split" else []
+    if bad == "empty":
+        data.write_text("")
+    again = evaluate(server, data, out, *extra)
+    assert again.exit_code == 2, again.output
+    assert " ".join(again.output.split()).startswith(f"error: --data: {data}")
+    assert len(server.chat_requests) == calls
+    assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == tree

@@ -862,28 +862,20 @@ def run_models(
     as_json: bool = False,
     floors: dict[str, float] | None = None,
     no_store: bool = False,
+    documents: tuple[list[Any], list[InputError]] | None = None,
 ) -> int:
     """``json run``: each model extracts every document (through the runner, resumable), then its
     outputs are scored by the ``json batch`` code path into ``out/<model>/``; return the exit status
     (0 all scored, 3 when a line, a record or a call failed, 2 on usage errors). ``detail=False``
-    prints only the comparison table (the demo)."""
+    prints only the comparison table (the demo). ``documents``: ``read_documents(data)``, read
+    and checked by the caller before --out was prepared."""
     folder_of = unique_filenames(s.name for s in specs)
     folders = [folder_of[s.name] for s in specs]
     try:
         OutputFolder.of(out).check_subfolders(folders)
     except OutputFolderError as exc:
         raise typer.BadParameter(safe_text(exc), param_hint="--out") from None
-    try:
-        records, read_errors = read_documents(data)
-    except InputError as exc:
-        raise typer.BadParameter(safe_text(exc), param_hint="DATA.jsonl") from None
-    check_input_file(
-        data,
-        records=len(records),
-        errors=read_errors,
-        option="DATA.jsonl",
-        expected="json-documents",
-    )
+    records, read_errors = _documents(data) if documents is None else documents
 
     async def every_model() -> list[ModelRun]:
         try:
@@ -1077,6 +1069,7 @@ def run(
         raise typer.BadParameter(safe_text(exc), param_hint="--schema") from None
     # a model's folder that is another run's output folder: refused with nothing changed
     models = list(unique_filenames(s.name for s in specs).values())
+    documents = _documents(data)  # a bad DATA.jsonl: refused before --out is prepared
     given = [data] if schema is None else [data, schema]
     folder = out_dir(out, force=force, subfolders=models, inputs=given)
     runner = make_runner(
@@ -1104,11 +1097,28 @@ def run(
             as_json=as_json,
             floors=floors,
             no_store=no_store,
+            documents=documents,
         )
     raise typer.Exit(status)
 
 
 run.__doc__ = f"{inspect.cleandoc(run.__doc__ or '')}\n\n{STORE_HELP}"
+
+
+def _documents(data: Path) -> tuple[list[Any], list[InputError]]:
+    """``read_documents(data)``, a file without a usable document a usage error (exit 2)."""
+    try:
+        records, read_errors = read_documents(data)
+    except InputError as exc:
+        raise typer.BadParameter(safe_text(exc), param_hint="DATA.jsonl") from None
+    check_input_file(
+        data,
+        records=len(records),
+        errors=read_errors,
+        option="DATA.jsonl",
+        expected="json-documents",
+    )
+    return records, read_errors
 
 
 def run_model_demo(base_url: str, out_dir: Path, models: list[str], *, console: Console) -> int:

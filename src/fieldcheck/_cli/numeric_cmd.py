@@ -555,16 +555,20 @@ def evaluate_and_score(
     show_progress: bool = True,
     dir_per_model: bool = False,
     no_store: bool = False,
+    loaded: LoadResult | None = None,
 ) -> list[ModelOutcome]:
     """Run the agent for every model, write each ``predictions.jsonl`` and score it with
-    ``run_score`` (every output file of ``numeric score``). Raises InputError for a bad data file."""
+    ``run_score`` (every output file of ``numeric score``). Raises InputError for a bad data file
+    (``loaded``: the file as the caller loaded it with the same options, before --out was
+    prepared)."""
     root = OutputFolder.of(out)
     dirs = model_dirs(root.path, [s.name for s in specs], always=dir_per_model)
     try:
         root.check_subfolders(d.name for d in dirs.values() if d != root.path)
     except OutputFolderError as exc:
         raise typer.BadParameter(safe_text(exc), param_hint="--out") from None
-    loaded = load_convfinqa(data, split=split, sample_size=sample_size, seed=seed)
+    if loaded is None:
+        loaded = load_convfinqa(data, split=split, sample_size=sample_size, seed=seed)
     handles = run_async(
         _evaluate_all(
             runner,
@@ -714,6 +718,11 @@ def evaluate_command(
         price_in=price_in,
         price_out=price_out,
     )
+    try:  # a bad --data: a usage error before --out is prepared (an earlier run's files kept)
+        loaded = load_convfinqa(data, split=split, sample_size=sample_size, seed=seed)
+    except InputError as exc:
+        cause = likely_cause(data, "convfinqa")
+        raise typer.BadParameter(safe_text(exc.one_line() + cause), param_hint="--data") from None
     # a user's traces/ where a model's goes, a model's folder that is another run's output
     # folder: refused with nothing changed
     dirs = model_dirs(Path(), [s.name for s in specs]).values()
@@ -744,6 +753,7 @@ def evaluate_command(
                 console=console,
                 show_progress=not no_progress,
                 no_store=no_store,
+                loaded=loaded,
             )
     except InputError as exc:
         cause = likely_cause(data, "convfinqa")
