@@ -936,22 +936,62 @@ def test_a_ctrl_c_while_scoring_a_no_cache_run_says_the_models_are_called_again(
 
 
 def test_an_input_named_as_an_output_is_never_replaced(tmp_path: Path) -> None:
-    """``json batch records.jsonl --out . --force`` in the input's folder: the output
-    records.jsonl would replace the input (kept by --force as a file fieldcheck did not write).
-    The run stops with the one-line exit-1 error before writing it; the input is unchanged (a
-    tester's finding: it was overwritten)."""
+    """``json batch records.jsonl --out . --force`` in the input's folder (the output
+    records.jsonl would replace the input, kept by --force as a file fieldcheck did not write),
+    and alike for slots and numeric: refused while --out is prepared, exit 2, the folder as it
+    was (a tester's finding: the input was overwritten; then refused only once an earlier
+    run's files were deleted)."""
     out = tmp_path / "here"
     out.mkdir()
+    (out / "keep.txt").write_text("mine")
     data = out / "records.jsonl"
     data.write_bytes(_batch(tmp_path).read_bytes())
-    before = data.read_bytes()
-    result = _invoke("json", "batch", str(data), "--out", str(out), "--force", "--no-store")
-    assert result.exit_code == 1, result.output
-    assert result.stderr == (
-        f"error: --out: cannot write {data}: it is an input of this run, which this output "
-        "would replace; give another folder\n"
+    gold = _jsonl(
+        out / "metrics.csv",
+        [{"user": "u", "session": 1, "topic": "t", "field": "f", "values": ["v"]}],
     )
-    assert data.read_bytes() == before
+    numeric_data, preds = _numeric_files(tmp_path, ["conv-1"])
+    (out / "turns.csv").write_bytes(preds.read_bytes())
+    commands = {
+        data: ["json", "batch", str(data)],
+        gold: ["slots", "score", "--gold", str(gold), "--pred", f"m={gold}"],
+        out / "turns.csv": [
+            "numeric",
+            "score",
+            "--data",
+            str(numeric_data),
+            "--predictions",
+            str(out / "turns.csv"),
+        ],
+    }
+    for given, args in commands.items():
+        before = _state(out)
+        result = _invoke(*args, "--out", str(out), "--force", "--no-store")
+        assert result.exit_code == 2, result.output
+        assert result.stderr == (
+            f"error: --out: {given} is an input of this run and has the name of one of its "
+            f"outputs, which would replace it; rename it or give another folder (see "
+            f"'fieldcheck {args[0]} {args[1]} --help')\n"
+        )
+        assert _state(out) == before
+
+
+def test_an_output_opened_over_an_input_is_refused(tmp_path: Path) -> None:
+    """The guard at write time, for outputs a command does not name when --out is prepared
+    (a model run's): opening an output whose path is an input of the run raises the OSError of
+    the one-line exit-1 error, the input unchanged and no temporary file left."""
+    out = tmp_path / "out"
+    out.mkdir()
+    given = out / "outputs.jsonl"
+    given.write_text("input")
+    folder = OutputFolder.prepare(out, force=True, inputs=[given])
+    with pytest.raises(OSError) as refused, folder.atomic("outputs.jsonl") as tmp:
+        tmp.write_text("output")
+    assert refused.value.filename == str(given)
+    assert refused.value.strerror == (
+        "it is an input of this run, which this output would replace; give another folder"
+    )
+    assert given.read_text() == "input"
     assert not [p for p in out.iterdir() if TMP_MARK in p.name]
 
 

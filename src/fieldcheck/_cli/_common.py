@@ -191,6 +191,7 @@ def out_dir(
     whole: Sequence[str] = (),
     subfolders: Sequence[str] = (),
     inputs: Sequence[Path] = (),
+    outputs: Sequence[str] = (),
 ) -> OutputFolder:
     """Prepare ``--out`` before any work, so a bad folder is a usage error, not a late traceback:
     created if missing; the files an earlier run listed in its manifest removed; a folder
@@ -209,6 +210,7 @@ def out_dir(
             whole=whole,
             subfolders=subfolders,
             inputs=inputs,
+            outputs=outputs,
             command=command_name(),
         )
     except OutputFolderError as exc:

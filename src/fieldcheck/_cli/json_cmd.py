@@ -104,7 +104,7 @@ from fieldcheck.jsoneval import (
     run_extraction,
     stream_batch_outputs,
 )
-from fieldcheck.jsoneval._io import StreamedBatch
+from fieldcheck.jsoneval._io import OUTPUT_FILES, StreamedBatch
 from fieldcheck.jsoneval._stream import Failed, Item, Throttle
 from fieldcheck.matchers import Matcher
 from fieldcheck.metrics._json_fields import BUCKET_NAMES
@@ -662,7 +662,9 @@ def run_batch(
         expected="json-batch",
     )
     try:
-        folder = OutputFolder.prepare(out, force=force, inputs=[data], command=command_name())
+        folder = OutputFolder.prepare(
+            out, force=force, inputs=[data], outputs=OUTPUT_FILES, command=command_name()
+        )
     except OutputFolderError as exc:
         raise typer.BadParameter(safe_text(exc), param_hint="--out") from None
     recorder = open_recorder(

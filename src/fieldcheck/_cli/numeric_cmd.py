@@ -406,7 +406,11 @@ def score_command(
     reserve_out(out)
     inputs = load_inputs(data, predictions, split=split, sample_size=sample_size, seed=seed)
     # a user's traces/, an input an earlier run wrote here: refused with nothing changed
-    folder = out_dir(out, force=force, whole=["traces"], inputs=[data, predictions])
+    from fieldcheck.numeric._stream import OUTPUT_FILES
+
+    folder = out_dir(
+        out, force=force, whole=["traces"], inputs=[data, predictions], outputs=OUTPUT_FILES
+    )
     console = SafeConsole(stderr=as_json)
     try:
         with writing(folder):

@@ -549,7 +549,9 @@ def score(
     with reading(console, slot_paths, beside=out, sides=sides) as part:
         inputs = load_inputs(part, dict(pred_pairs), lat, jud)
         given = [*slot_paths, *lat.values(), *jud.values()]
-        folder = out_dir(out, force=force, inputs=given)
+        from fieldcheck.slots._report import OUTPUT_FILES
+
+        folder = out_dir(out, force=force, inputs=given, outputs=OUTPUT_FILES)
         with writing(folder):
             run, files = score_files(
                 gold,

@@ -22,7 +22,7 @@ from fieldcheck.jsoneval._models import (
     BatchSummary,
     RecordError,
 )
-from fieldcheck.jsoneval._report import ReportData, expected_files, write_batch_report
+from fieldcheck.jsoneval._report import PLOTS, ReportData, expected_files, write_batch_report
 from fieldcheck.jsoneval._stream import (
     CHUNK_LINES,
     BatchReader,
@@ -122,6 +122,18 @@ def _finish(out: OutputFolder, report: ReportData) -> dict[str, Path]:
     out.write_summary("summary.json", report.summary.to_json())
     paths["summary"] = out / "summary.json"
     return paths
+
+
+OUTPUT_FILES = (
+    "records.jsonl",
+    "errors.jsonl",
+    "fields.csv",
+    "report.md",
+    "report.html",
+    "summary.json",
+    *PLOTS.values(),
+)
+"""Every file ``json batch`` may write in its folder."""
 
 
 def write_batch_outputs(out_dir: str | Path | OutputFolder, batch: BatchResult) -> dict[str, Path]:

@@ -31,7 +31,7 @@ from fieldcheck.numeric._predictions import (
     PredictionsResult,
     prediction_values,
 )
-from fieldcheck.numeric._report import WORST, plot_files, write_numeric_report
+from fieldcheck.numeric._report import PLOTS, WORST, plot_files, write_numeric_report
 from fieldcheck.numeric._scoring import (
     MISSING_PREDICTION,
     BootstrapUnits,
@@ -801,6 +801,10 @@ class OutputStreams:
 
 _LAST_FILES = ("input_errors.csv", "report.md", "report.html", "statistics.json")
 """Written once every conversation is scored (with the plots), statistics.json last."""
+
+
+OUTPUT_FILES = (*(name for name, _ in ROW_FILES), "traces", *_LAST_FILES, *PLOTS.values())
+"""Every file (and traces/) ``numeric score`` may write in its folder."""
 
 
 def write_report_files(result: NumericResult, out: OutputFolder) -> dict[str, Path]:

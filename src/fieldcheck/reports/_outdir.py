@@ -476,6 +476,7 @@ class OutputFolder:
         whole: Iterable[str] = (),
         subfolders: Iterable[str] = (),
         inputs: Iterable[str | Path] = (),
+        outputs: Iterable[str] = (),
         command: str | None = None,
     ) -> OutputFolder:
         """Create ``path`` or check it; remove what an earlier run listed in its manifest.
@@ -486,8 +487,9 @@ class OutputFolder:
         entries even with ``force``, or when one of ``subfolders`` (where this run will write)
         is another run's output folder (``check_subfolders``), or when one of the run's
         ``inputs`` is an earlier run's output there (it would be deleted before it is read):
-        refused before anything in ``path`` is changed. ``atomic`` refuses to replace an input
-        (kept by ``force``) with an output of the same name. ``command`` (``numeric score``) is
+        refused before anything in ``path`` is changed; so is an input (kept by ``force``) that
+        has the name of one of the run's ``outputs`` (or is inside such a folder), which would
+        replace it (``atomic`` refuses that too, for the outputs not named here). ``command`` (``numeric score``) is
         written in the manifest; without ``force``, an earlier run of another command is
         refused too, as its files would be replaced by files of another kind."""
         root = Path(path)
@@ -572,6 +574,7 @@ class OutputFolder:
             if inside:
                 raise _not_ours_inside(str(root / rel), inside)
         real_inputs = {os.path.realpath(p) for p in inputs}
+        outputs = set(outputs)
         real_root = os.path.realpath(root)
         for given in sorted(real_inputs):
             rel = os.path.relpath(given, real_root)
@@ -583,6 +586,11 @@ class OutputFolder:
                     f"{given} is an input of this run and an output of the earlier run in "
                     f"{root}, which this run would delete before reading it; copy it elsewhere "
                     "or give another folder"
+                )
+            if rel in outputs or _inside_any(rel, outputs):
+                raise OutputFolderError(
+                    f"{given} is an input of this run and has the name of one of its outputs, "
+                    "which would replace it; rename it or give another folder"
                 )
         earlier = _manifest_command(manifest) if command and not force else None
         if earlier and earlier != command and (old_files or old_bulk):

@@ -123,6 +123,18 @@ def topic_rows(run: SlotsRun) -> list[dict[str, Any]]:
     ]
 
 
+OUTPUT_FILES = (
+    "metrics.csv",
+    "per_topic.csv",
+    "errors.jsonl",
+    "report.md",
+    "report.html",
+    "metrics.json",
+    *PLOTS.values(),
+)
+"""Every file ``slots score`` may write in its folder."""
+
+
 def write_outputs(
     run: SlotsRun, out_dir: str | Path | OutputFolder, *, plots: bool = True
 ) -> dict[str, Path]:
