@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 from fieldcheck.reports._document import Report, Term, write_report
 from fieldcheck.reports._outdir import OutputFolder
 
@@ -54,3 +56,23 @@ def test_control_characters_from_data_are_visible_not_raw() -> None:
     for text in (report.markdown(), report.html()):
         assert not any(ch in text for ch in "\x1b\x07\u202e")
     assert "x1b[2J" in report.html().replace("\\\\", "\\") and "\\u202e" in report.html()
+
+
+def test_a_ctrl_c_while_a_plot_is_drawn_takes_effect_once_it_is_saved(tmp_path: Path) -> None:
+    """A real SIGINT while a figure is drawn: the figure is finished, saved whole and closed,
+    then KeyboardInterrupt is raised (inside matplotlib it became "ValueError: Invalid bounding
+    box" with a traceback; a tester's finding), and Python's own handler is back."""
+    import os
+    import signal
+
+    from fieldcheck.reports._document import figure
+
+    path = tmp_path / "plot.png"
+    drawn = []
+    with pytest.raises(KeyboardInterrupt), figure(path, figsize=(3, 2)) as (_, ax):
+        os.kill(os.getpid(), signal.SIGINT)
+        ax.bar(["a", "b"], [1, 2])
+        drawn.append(True)
+    assert drawn == [True]
+    assert path.read_bytes().startswith(b"\x89PNG") and not list(tmp_path.glob(".*"))
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler

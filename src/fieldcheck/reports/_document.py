@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import html
 import re
+import signal
+import threading
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -236,27 +238,52 @@ def no_glyph_warnings() -> Iterator[None]:
 
 
 @contextmanager
+def interrupts_deferred() -> Iterator[None]:
+    """A Ctrl-C while a plot is drawn takes effect once it is saved: raised inside matplotlib it
+    became a ``ValueError: Invalid bounding box`` traceback, or was swallowed by a destructor
+    (a tester's finding). Only in the main thread, where signal handlers are set."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[Any] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: caught.append(frame))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if caught:
+        if callable(previous):
+            previous(signal.SIGINT, caught[0])
+        elif previous == signal.SIG_DFL:
+            raise KeyboardInterrupt
+
+
+@contextmanager
 def figure(path: Path, **subplots: Any) -> Iterator[tuple[Any, Any]]:
     """``with figure(folder / 'plot_x.png', figsize=...) as (fig, ax):`` draws, then saves under a
-    temporary name and renames (reports/_outdir.py); the figure is always closed."""
-    plt = pyplot()
-    fig, ax = plt.subplots(**subplots)
-    try:
-        with no_glyph_warnings():
-            yield fig, ax
-            fig.tight_layout()
-            with OutputFolder.of(path.parent).atomic(path.name) as tmp:
-                fig.savefig(tmp, dpi=110)
-    finally:
-        plt.close(fig)
+    temporary name and renames (reports/_outdir.py); the figure is always closed. A Ctrl-C
+    meanwhile takes effect once it is closed (``interrupts_deferred``)."""
+    with interrupts_deferred():
+        plt = pyplot()
+        fig, ax = plt.subplots(**subplots)
+        try:
+            with no_glyph_warnings():
+                yield fig, ax
+                fig.tight_layout()
+                with OutputFolder.of(path.parent).atomic(path.name) as tmp:
+                    fig.savefig(tmp, dpi=110)
+        finally:
+            plt.close(fig)
 
 
 def save_figure(fig: Any, path: Path) -> Path:
-    """Save an already drawn figure under a temporary name, then rename; always closes it."""
-    plt = pyplot()
-    try:
-        with no_glyph_warnings(), OutputFolder.of(path.parent).atomic(path.name) as tmp:
-            fig.savefig(tmp, dpi=110)
-    finally:
-        plt.close(fig)
+    """Save an already drawn figure under a temporary name, then rename; always closes it (a
+    Ctrl-C meanwhile takes effect once it is closed)."""
+    with interrupts_deferred():
+        plt = pyplot()
+        try:
+            with no_glyph_warnings(), OutputFolder.of(path.parent).atomic(path.name) as tmp:
+                fig.savefig(tmp, dpi=110)
+        finally:
+            plt.close(fig)
     return path

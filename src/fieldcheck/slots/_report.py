@@ -17,6 +17,7 @@ from fieldcheck.reports._document import (
     Term,
     esc,
     html_table,
+    interrupts_deferred,
     label,
     md,
     md_code,
@@ -483,8 +484,9 @@ def topics_title(title: str, shown: int, total: int, ranked_by: str) -> str:
 
 
 def write_plots(run: SlotsRun, out: Path | OutputFolder) -> dict[str, Path]:
-    """PNG plots with the Agg backend (imported here, never at module load); returns key -> path."""
-    with no_glyph_warnings():
+    """PNG plots with the Agg backend (imported here, never at module load); returns key -> path.
+    A Ctrl-C meanwhile takes effect once they are written (``interrupts_deferred``)."""
+    with interrupts_deferred(), no_glyph_warnings():
         return _draw_plots(run, out)
 
 
