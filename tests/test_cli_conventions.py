@@ -450,3 +450,21 @@ def test_ctrl_c_while_the_command_line_imports_is_one_line(
         entry.main()
     assert stopped.value.code == 130
     assert capsys.readouterr().err == "interrupted before any output was written\n"
+
+
+def test_signals_are_ignored_once_the_command_has_ended() -> None:
+    """Once a command has returned, a late Ctrl-C, SIGTERM or SIGHUP (while the interpreter
+    exits, when Python has put back their default action) changes nothing: they are ignored
+    from then on (a tester's finding: a complete run ended with status 130 and no line)."""
+    code = (
+        "import signal, sys\n"
+        "from fieldcheck._cli.main import main\n"
+        "sys.argv = ['fieldcheck', '--version']\n"
+        "try:\n"
+        "    main()\n"
+        "except SystemExit as exc:\n"
+        "    names = ('SIGINT', 'SIGTERM', 'SIGHUP')\n"
+        "    print(exc.code, [signal.getsignal(getattr(signal, n)) == signal.SIG_IGN for n in names])\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.stdout.splitlines()[-1] == "0 [True, True, True]", done.stderr

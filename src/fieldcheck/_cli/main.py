@@ -105,6 +105,19 @@ def main() -> None:
             err=True,
         )
         raise SystemExit(130) from None
+    finally:
+        _ignore_late_signals()
+
+
+def _ignore_late_signals() -> None:
+    """The command has ended: a Ctrl-C (or SIGTERM, SIGHUP) from now on changes nothing. While
+    the interpreter exits, Python puts back the default action of the signals it handles, and a
+    Ctrl-C then ended a complete run with status 130 and no line (a tester's finding); an ignored
+    signal stays ignored."""
+    for name in ("SIGINT", "SIGTERM", "SIGHUP"):
+        sig = getattr(signal, name, None)
+        if sig is not None:
+            signal.signal(sig, signal.SIG_IGN)
 
 
 if __name__ == "__main__":
