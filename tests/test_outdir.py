@@ -759,6 +759,15 @@ def _state(folder: Path) -> dict[str, tuple[int, int, bytes | None]]:
     return found
 
 
+def _refused_unchanged(out: Path, args: list[str], stderr: str) -> None:
+    """``args`` refused with exit 2 and exactly ``stderr``, ``out`` as it was (``_state``)."""
+    before = _state(out)
+    result = _invoke(*args)
+    assert result.exit_code == 2, result.output
+    assert result.stderr == stderr
+    assert _state(out) == before
+
+
 def test_a_users_traces_folder_refused_with_force_leaves_the_folder_as_it_was(
     tmp_path: Path,
 ) -> None:
@@ -775,15 +784,13 @@ def test_a_users_traces_folder_refused_with_force_leaves_the_folder_as_it_was(
         (out / "keep.txt").write_text("mine too")
         for path in (out / "traces", out):
             os.utime(path, ns=(10**18, 10**18))  # a change would show
-        before = _state(out)
-        result = _invoke(*args, "--out", str(out))
-        assert result.exit_code == 2, result.output
-        assert result.stderr == (
+        _refused_unchanged(
+            out,
+            [*args, "--out", str(out)],
             f"error: --out: {out / 'traces'} holds 1 entry fieldcheck did not write "
             "(traces/notes.txt), and fieldcheck replaces that folder whole; move them out of it "
-            "or give another folder (see 'fieldcheck numeric score --help')\n"
+            "or give another folder (see 'fieldcheck numeric score --help')\n",
         )
-        assert _state(out) == before
     assert not (fresh / MANIFEST).exists() and (earlier / "summary.json").exists()
 
 
@@ -965,15 +972,13 @@ def test_an_input_named_as_an_output_is_never_replaced(tmp_path: Path) -> None:
         ],
     }
     for given, args in commands.items():
-        before = _state(out)
-        result = _invoke(*args, "--out", str(out), "--force", "--no-store")
-        assert result.exit_code == 2, result.output
-        assert result.stderr == (
+        _refused_unchanged(
+            out,
+            [*args, "--out", str(out), "--force", "--no-store"],
             f"error: --out: {given} is an input of this run and has the name of one of its "
             f"outputs, which would replace it; rename it or give another folder (see "
-            f"'fieldcheck {args[0]} {args[1]} --help')\n"
+            f"'fieldcheck {args[0]} {args[1]} --help')\n",
         )
-        assert _state(out) == before
 
 
 def test_an_output_opened_over_an_input_is_refused(tmp_path: Path) -> None:
@@ -1091,15 +1096,13 @@ def test_a_run_of_another_command_into_a_folder_needs_force(tmp_path: Path) -> N
     )
     slots = ["slots", "score", "--gold", str(gold), "--pred", f"m={gold}", "--out", str(out)]
     slots += ["--bootstrap", "0", "--no-store"]
-    before = _state(out)
-    refused = _invoke(*slots)
-    assert refused.exit_code == 2, refused.output
-    assert refused.stderr == (
+    _refused_unchanged(
+        out,
+        slots,
         f"error: --out: {out} holds the files of an earlier `fieldcheck numeric score` run, "
         "which this `fieldcheck slots score` run would delete; give another folder, or --force "
-        "to replace them (see 'fieldcheck slots score --help')\n"
+        "to replace them (see 'fieldcheck slots score --help')\n",
     )
-    assert _state(out) == before
     assert _invoke(*numeric).exit_code == 0  # the same command: replaced as before
     assert _invoke(*slots, "--force").exit_code == 0
     assert (out / "metrics.json").exists() and not (out / "statistics.json").exists()
