@@ -648,6 +648,9 @@ ROW_FILES = (
 )
 """The row files of a run, in the order ``RowSink`` opens them."""
 
+_LAST_FILES = ("input_errors.csv", "report.md", "report.html", "statistics.json")
+"""Written once every conversation is scored (with the plots), statistics.json last."""
+
 WRITER_CONVERSATIONS = 2_000
 """Runs of at least this many conversations write their row files and traces in a writer
 process (``_writer``), on the other core; smaller ones do not pay its start."""
@@ -797,10 +800,6 @@ class OutputStreams:
                 self.sink.close(flush=ok)
             if self.writer is not None:
                 self.writer.close(discard=not ok)
-
-
-_LAST_FILES = ("input_errors.csv", "report.md", "report.html", "statistics.json")
-"""Written once every conversation is scored (with the plots), statistics.json last."""
 
 
 OUTPUT_FILES = (*(name for name, _ in ROW_FILES), "traces", *_LAST_FILES, *PLOTS.values())

@@ -150,21 +150,23 @@ def _not_ours_inside(folder: str, names: Iterable[str]) -> OutputFolderError:
 
 def _read_manifest(
     path: Path,
-) -> tuple[list[str], list[str], list[str], dict[str, frozenset[str] | None]]:
-    """(files, summaries, folders, bulk folders) listed in a manifest; lines that are not ours
-    (or torn) are skipped. Folders are listed so an empty one (``traces/`` of a run that scored
-    nothing) is still known as ours; a bulk folder (``"all": true``, written by ``bulk``) is
-    ours with everything in it."""
+) -> tuple[list[str], list[str], list[str], dict[str, frozenset[str] | None], str | None]:
+    """(files, summaries, folders, bulk folders, command) of a manifest; lines that are not
+    ours (or torn) are skipped. Folders are listed so an empty one (``traces/`` of a run that
+    scored nothing) is still known as ours; a bulk folder (``"all": true``, written by
+    ``bulk``) is ours with everything in it. ``command``: the one that wrote the folder, named
+    by the first line (None in manifests written before it was)."""
     files: list[str] = []
     summaries: list[str] = []
     folders: list[str] = []
     bulk: dict[str, frozenset[str] | None] = {}
+    command: str | None = None
     try:
         if not stat.S_ISREG(os.lstat(path).st_mode):
-            return files, summaries, folders, bulk
+            return files, summaries, folders, bulk, command
         raw = path.read_bytes()
     except OSError:
-        return files, summaries, folders, bulk
+        return files, summaries, folders, bulk, command
     for line in raw.splitlines():
         try:
             entry = orjson.loads(line)
@@ -172,6 +174,8 @@ def _read_manifest(
             continue
         if not isinstance(entry, dict):
             continue
+        if "fieldcheck" in entry and isinstance(entry.get("command"), str):
+            command = entry["command"]
         name, folder = entry.get("file"), entry.get("dir")
         for value, into in ((name, files), (folder, folders)):
             if not isinstance(value, str):
@@ -189,21 +193,7 @@ def _read_manifest(
                     bulk[value] = frozenset(listed)
                 else:
                     bulk[value] = None
-    return files, summaries, folders, bulk
-
-
-def _manifest_command(path: Path) -> str | None:
-    """The command that wrote the folder, from the manifest's first line (None: not said, as in
-    manifests written before it was, or not readable)."""
-    try:
-        if not stat.S_ISREG(os.lstat(path).st_mode):
-            return None
-        with path.open("rb") as handle:
-            header = orjson.loads(handle.readline())
-    except (OSError, orjson.JSONDecodeError):
-        return None
-    command = header.get("command") if isinstance(header, dict) else None
-    return command if isinstance(command, str) else None
+    return files, summaries, folders, bulk, command
 
 
 _TMP_PID = re.compile(re.escape(TMP_MARK) + r"(\d+)")
@@ -513,7 +503,7 @@ class OutputFolder:
             ) from None
         _lock(root)
         manifest = root / MANIFEST
-        old_files, summaries, old_dirs, old_bulk = _read_manifest(manifest)
+        old_files, summaries, old_dirs, old_bulk, earlier = _read_manifest(manifest)
         for name, listed in old_bulk.items():  # a user's file in our traces/: refused
             if added := _added_since(root, name, manifest, listed):
                 raise _not_ours_inside(str(root / name), added)
@@ -592,8 +582,7 @@ class OutputFolder:
                     f"{given} is an input of this run and has the name of one of its outputs, "
                     "which would replace it; rename it or give another folder"
                 )
-        earlier = _manifest_command(manifest) if command and not force else None
-        if earlier and earlier != command and (old_files or old_bulk):
+        if command and not force and earlier and earlier != command and (old_files or old_bulk):
             raise OutputFolderError(
                 f"{root} holds the files of an earlier `fieldcheck {earlier}` run, which this "
                 f"`fieldcheck {command}` run would delete; give another folder, or --force to "
