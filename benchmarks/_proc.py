@@ -139,3 +139,10 @@ def run_child(
         peak = max(float(timing["peak_rss_mib"]), peak_seen)
         cpu = float(timing.get("cpu_seconds", math.nan))
         return ProcRun(float(timing["seconds"]), peak, int(timing["status"]), "", tail, cpu)
+
+
+def fastest(runs: Sequence[ProcRun]) -> ProcRun:
+    """The quickest of repeated runs of one side (``timeit``'s rule: the slower ones measured
+    the machine's other load, not the work); a failed or stopped run, if any, is the answer."""
+    bad = [r for r in runs if not r.ok]
+    return bad[0] if bad else min(runs, key=lambda r: r.seconds)

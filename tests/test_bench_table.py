@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import baseline_rows, literal_json, literal_numeric
-from benchmarks._proc import ProcRun
+from benchmarks._proc import ProcRun, fastest
 from benchmarks._scale import cpu_bound_row, memory_row, speed_row
 from benchmarks._table import Row, Target, exit_status, failing, format_table
 
@@ -94,6 +94,15 @@ def test_cpu_bound_row_shares_the_parts_cpu_among_the_cores() -> None:
     failed = {"traces": ProcRun(seconds=0.1, peak_rss_mib=1.0, status=1, stderr_tail="boom")}
     row = cpu_bound_row("b", 3000, "turns", literal, "literal", failed, 2)
     assert math.isnan(row.ratio) and "traces exit status 1: boom" in row.note
+
+
+def test_fastest_of_repeated_runs_unless_one_failed() -> None:
+    runs = [ProcRun(5.9, 600, 0), ProcRun(5.1, 650, 0), ProcRun(6.4, 610, 0)]
+    assert fastest(runs) is runs[1]
+    failed = ProcRun(0.2, 100, 3, stderr_tail="error: boom")
+    stopped = ProcRun(300.0, 100, -9, stopped="stopped after 300 s (time limit)")
+    assert fastest([*runs, failed]) is failed  # quicker only because it failed
+    assert fastest([stopped, *runs, failed]) is stopped
 
 
 def test_memory_row_ratio_and_bound() -> None:
