@@ -1107,3 +1107,34 @@ def test_a_run_of_another_command_into_a_folder_needs_force(tmp_path: Path) -> N
     assert _invoke(*slots, "--force").exit_code == 0
     assert (out / "metrics.json").exists() and not (out / "statistics.json").exists()
     assert _manifest(out)[0]["command"] == "slots score"
+
+
+def test_a_folder_an_earlier_runs_manifest_lists_is_never_an_out(tmp_path: Path) -> None:
+    """``numeric score --out RUN/traces`` (a folder that run writes whole) and ``--out RUN/x``
+    where RUN's manifest lists x or files in it: refused, even with --force, before anything
+    is made (RUN's next run would delete what is written there). A folder with its own
+    manifest inside RUN is that run's own, whatever RUN's manifest says (``prepare`` ignores
+    RUN's entries inside it), and a folder RUN's manifest does not list is free."""
+    data, preds = _numeric_files(tmp_path, ["conv-1"])
+    run = tmp_path / "run"
+    args = ["numeric", "score", "--data", str(data), "--predictions", str(preds)]
+    assert _invoke(*args, "--out", str(run)).exit_code == 0
+    before = _state(run)
+    for out in (run / "traces", run / "traces" / "deeper"):
+        result = _invoke(*args, "--out", str(out), "--force")
+        assert result.exit_code == 2, result.output
+        assert result.stderr.startswith(
+            f"error: --out: {out} is inside {run}, an earlier run's output folder whose "
+            "manifest lists traces: that run's next run would delete what is written here; "
+        ), result.stderr
+    assert _state(run) == before
+    with (run / MANIFEST).open("a") as f:
+        f.write(json.dumps({"file": "own/late.txt"}) + "\n")
+    with pytest.raises(OutputFolderError, match=r"manifest lists own/late\.txt: that run's"):
+        OutputFolder.prepare(run / "own", force=True)
+    assert not (run / "own").exists()
+    (run / "own").mkdir()
+    (run / "own" / MANIFEST).write_text("")  # its own run's folder now
+    OutputFolder.prepare(run / "own", force=True).finish()
+    OutputFolder.prepare(run / "free").finish()
+    assert (run / "free" / MANIFEST).exists()

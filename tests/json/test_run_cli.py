@@ -444,18 +444,51 @@ def test_a_model_folder_that_is_another_runs_folder_is_refused_before_any_call(
     from fieldcheck.reports._outdir import OutputFolder
 
     server = chat_server(lambda body: OK_REPLIES.get(document(body), '{"name": "x"}'))
-    assert run(*common(files, server, "--model", "m")).exit_code == 3
-    other = OutputFolder.prepare(files["out"] / "m", force=True)  # another run, into m/
+    assert run(*common(files, server, "--model", "n")).exit_code == 3
+    # another run, into m/ (not a folder of the run in --out: that is refused, see
+    # test_a_folder_an_earlier_run_lists_is_refused_as_out)
+    other = OutputFolder.prepare(files["out"] / "m", force=True)
     other.write_text("mine.txt", "another run's file")
     other.finish()
-    before = snapshot(files["out"] / "m")
     tree = {p: p.read_bytes() for p in files["out"].rglob("*") if p.is_file()}
-    again = run(*common(files, server, "--model", "m", "--force"))
+    again = run(*common(files, server, "--model", "n", "--model", "m", "--force"))
     assert again.exit_code == 2, again.output
     assert "m is another run's output folder" in again.stderr
     assert len(server.chat_requests) == 7  # no call made
-    assert snapshot(files["out"] / "m") == before
+    assert (files["out"] / "m" / "mine.txt").read_text() == "another run's file"
     assert {p: p.read_bytes() for p in files["out"].rglob("*") if p.is_file()} == tree
+
+
+def test_a_folder_an_earlier_run_lists_is_refused_as_out(
+    files: dict[str, Path], chat_server: StartServer, tmp_path: Path
+) -> None:
+    """``json batch --out OUT/m`` where m is a model's folder of an earlier ``json run --out
+    OUT``: refused with one line, even with --force, nothing changed (a tester's finding: it
+    called those files ones "fieldcheck did not write" and with --force replaced them, and the
+    next ``json run`` would have deleted the batch's files, listed in its manifest)."""
+    server = chat_server(lambda body: OK_REPLIES.get(document(body), '{"name": "x"}'))
+    assert run(*common(files, server, "--model", "m")).exit_code == 3
+    batch = write_jsonl(
+        tmp_path / "batch.jsonl", [{"id": "a", "ground_truth": {"x": 1}, "output": {"x": 1}}]
+    )
+    out = files["out"]
+    tree = {p: (p.stat().st_mtime_ns, p.read_bytes()) for p in out.rglob("*") if p.is_file()}
+    for force in ((), ("--force",)):
+        result = CliRunner().invoke(
+            app,
+            ["json", "batch", str(batch), "--out", str(out / "m"), "--no-store", *force],
+            env={"COLUMNS": "400"},
+        )
+        assert result.exit_code == 2, result.output
+        (line,) = result.stderr.splitlines()
+        assert line.startswith(
+            f"error: --out: {out / 'm'} is inside {out}, an earlier run's output folder whose "
+            "manifest lists m, m/call_errors.jsonl, "
+        ), line
+        assert "that run's next run would delete what is written here" in line
+    assert {
+        p: (p.stat().st_mtime_ns, p.read_bytes()) for p in out.rglob("*") if p.is_file()
+    } == tree
 
 
 def test_a_store_that_stops_taking_writes_mid_run_is_one_warning(

@@ -511,14 +511,16 @@ def test_a_model_folder_that_is_another_runs_folder_is_refused_before_any_change
 
     server = chat_server(clean_script)
     data, out = write_data(tmp_path), tmp_path / "out"
-    first = evaluate(server, data, out, "--model", "n=scripted-model")
+    first = evaluate(server, data, out, "--model", "p=scripted-model")
     assert first.exit_code == 0, first.output
     calls = len(server.chat_requests)
-    other = OutputFolder.prepare(out / "n", force=True)  # another run, into n/
+    # another run, into n/ (a folder of the run in --out itself is refused as an --out)
+    other = OutputFolder.prepare(out / "n", force=True)
     other.write_text("mine.txt", "another run's file")
     other.finish()
     tree = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
-    again = evaluate(server, data, out, "--model", "n=scripted-model", "--force")
+    models = ("--model", "p=scripted-model", "--model", "n=scripted-model")
+    again = evaluate(server, data, out, *models, "--force")
     assert again.exit_code == 2, again.output
     assert f"{out / 'n'} is another run's output folder" in " ".join(again.output.split())
     assert len(server.chat_requests) == calls  # no call made

@@ -373,16 +373,45 @@ def reserve(path: str | Path) -> None:
 
 
 def _check_parents(root: Path) -> None:
-    """Refuse a folder inside one another run is writing (checked before anything is made):
-    that run's manifest would claim the files written here, and its next run remove them."""
-    if fcntl is None:
-        return
-    for parent in Path(os.path.abspath(root)).parents:
-        if str(parent) not in _LOCKS and _free(parent, fcntl.LOCK_SH | fcntl.LOCK_NB) is False:
+    """Refuse a folder inside one another run is writing, or inside an earlier run's output
+    folder whose manifest lists it or what is in it (a model's folder of ``json run``),
+    checked before anything is made: that run's manifest would claim the files written here,
+    and its next run remove them. Not even ``--force`` writes there."""
+    here = Path(os.path.abspath(root))
+    # a run's manifest is ignored inside a folder with a manifest of its own (``prepare``)
+    shielded = _has_manifest(here)
+    for parent in here.parents:
+        if str(parent) in _LOCKS:
+            continue
+        if fcntl is not None and _free(parent, fcntl.LOCK_SH | fcntl.LOCK_NB) is False:
             raise OutputFolderError(
                 f"{root} is inside {parent}, which another fieldcheck run is writing; wait for "
                 "it to end or give a folder outside it"
             )
+        if shielded or not _has_manifest(parent):
+            continue
+        shielded = True
+        if claimed := _claimed_by(parent, here.relative_to(parent).as_posix()):
+            raise OutputFolderError(
+                f"{root} is inside {parent}, an earlier run's output folder whose manifest "
+                f"lists {_some(claimed)}: that run's next run would delete what is written "
+                "here; give a folder outside it"
+            )
+
+
+def _has_manifest(folder: Path) -> bool:
+    try:
+        return stat.S_ISREG(os.lstat(folder / MANIFEST).st_mode)
+    except OSError:
+        return False
+
+
+def _claimed_by(parent: Path, rel: str) -> list[str]:
+    """What the manifest in ``parent`` lists at ``rel`` or inside it, or the folder written
+    whole (``bulk``) that ``rel`` is in."""
+    files, _, folders, bulk, _ = _read_manifest(parent / MANIFEST)
+    around = [b for b in bulk if rel == b or _inside_any(rel, [b])]
+    return around or [e for e in (*files, *folders) if e == rel or _inside_any(e, [rel])]
 
 
 def _other_run(folder: Path) -> bool:
@@ -390,11 +419,8 @@ def _other_run(folder: Path) -> bool:
     run is writing it. A run with ``--force`` into a folder around it keeps its files, and
     never lists in its own manifest the files that run writes meanwhile (its next run would
     remove them)."""
-    try:
-        if stat.S_ISREG(os.lstat(folder / MANIFEST).st_mode):
-            return True
-    except OSError:
-        pass
+    if _has_manifest(folder):
+        return True
     if fcntl is None or os.path.abspath(folder) in _LOCKS:
         return False
     return _free(folder, fcntl.LOCK_SH | fcntl.LOCK_NB) is False
@@ -471,16 +497,17 @@ class OutputFolder:
     ) -> OutputFolder:
         """Create ``path`` or check it; remove what an earlier run listed in its manifest.
 
-        Raises OutputFolderError when ``path`` is a file or a link loop, cannot be created, or
-        holds anything fieldcheck did not write (unless ``force``: those are kept, ours are
+        Raises OutputFolderError when ``path`` is a file or a link loop, is inside a folder
+        another run writes or an earlier run's manifest claims (``_check_parents``), cannot be
+        created, or holds anything fieldcheck did not write (unless ``force``: those are kept, ours are
         replaced), when a folder ``whole`` names (this run's ``bulk`` folders) holds such
         entries even with ``force``, or when one of ``subfolders`` (where this run will write)
         is another run's output folder (``check_subfolders``), or when one of the run's
         ``inputs`` is an earlier run's output there (it would be deleted before it is read):
         refused before anything in ``path`` is changed; so is an input (kept by ``force``) that
         has the name of one of the run's ``outputs`` (or is inside such a folder), which would
-        replace it (``atomic`` refuses that too, for the outputs not named here). ``command`` (``numeric score``) is
-        written in the manifest; without ``force``, an earlier run of another command is
+        replace it (``atomic`` refuses that too, for the outputs not named here).
+        ``command`` (``numeric score``) is written in the manifest; without ``force``, an earlier run of another command is
         refused too, as its files would be replaced by files of another kind."""
         root = Path(path)
         _refuse_link_loop(root)  # before ``exists``, False for a loop: not "does not exist"
