@@ -228,3 +228,38 @@ def test_baseline_rows_writes_the_shape_read_off_a_file(tmp_path: Path) -> None:
     again = [baseline_rows.shape_of(tmp_path / "alone" / n) for n in ("a.csv", "b.csv")]
     assert again == shapes
     assert (tmp_path / "alone" / "a.csv").read_text() == "c0,c1,c2\nxx,xx,xx\nxx,xx,xx\n"
+
+
+def test_targets_measure_each_command_with_its_defaults(tmp_path: Path, monkeypatch: Any) -> None:
+    """The targeted json batch and numeric score rows time the command as a user runs it (the
+    run store included, issue 11); the ``--no-store`` rows beside them carry no target
+    (docs/decisions.md). Fake children: a default run takes 2 s, one with --no-store 1 s."""
+    from benchmarks import bench_json, bench_numeric
+
+    def fake_run(target: str, argv: list[str], **_: Any) -> ProcRun:
+        if target == "fieldcheck":
+            return ProcRun(1.0 if "--no-store" in argv else 2.0, 100, 0, cpu_seconds=1.0)
+        return ProcRun(0.5, 50, 0, cpu_seconds=0.5)
+
+    files = (tmp_path / "data.jsonl", tmp_path / "strategies.json")
+    for module in (bench_json, bench_numeric):
+        monkeypatch.setattr(module, "run_child", fake_run)
+        monkeypatch.setattr(module, "fresh", lambda folder: folder)
+    monkeypatch.setattr(bench_json, "OUT", tmp_path)
+    monkeypatch.setattr(bench_json._data, "json_flat", lambda n: files)
+    monkeypatch.setattr(bench_numeric._data, "numeric", lambda n: files)
+    monkeypatch.setattr(bench_numeric, "_against", lambda n, argv, literal: [])
+    rows = bench_json.exact_rows(True) + bench_numeric.scale_rows(True)
+    speed = [r for r in rows if r.target is not None and r.target.direction == ">="]
+    assert {r.name for r in speed} == {
+        "json batch EXACT, 5,000 records vs orjson parse",
+        "json batch EXACT, 5,000 records vs literal spec",
+        "json batch EXACT, 50,000 records vs orjson parse",
+        "json batch EXACT, 50,000 records vs literal spec",
+        "numeric score, 10,000 turns vs literal five match types",
+    }
+    for r in speed:
+        n = int(r.name.split(", ")[1].split()[0].replace(",", ""))
+        assert r.ours.split()[0] == f"{n / 2:,.0f}", r  # the 2-s run: the default command
+    bare = [r for r in rows if "--no-store" in r.name]
+    assert len(bare) == 2 and all(r.target is None for r in bare)
