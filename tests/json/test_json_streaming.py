@@ -528,3 +528,21 @@ def test_the_columnar_kernel_leaves_a_value_orjson_cannot_write_to_fast() -> Non
     (scored,) = scorer.columnar(items)
     assert scorer.identical == 0
     assert scored is not None and scored.fields == {"n": ("EXACT", 1.0, 1.0)}
+
+
+def test_a_blank_id_is_not_named_as_the_record(tmp_path: Path) -> None:
+    """An empty or blank id is the error itself: the line reads ``field 'id': must not be
+    empty``, never ``record : field 'id'`` (a tester's finding), as the documents reader words
+    it, and errors.jsonl gives no record."""
+    data = tmp_path / "ids.jsonl"
+    lines = [{"id": i, "ground_truth": {"x": 1}, "output": {"x": 1}} for i in ("", "b", " ")]
+    data.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    out = tmp_path / "out"
+    result = CliRunner().invoke(app, ["json", "batch", str(data), "--out", str(out), "--no-store"])
+    assert result.exit_code == 3, result.output
+    errors = [json.loads(x) for x in (out / "errors.jsonl").read_text().splitlines()]
+    assert [(e["message"], e["record"]) for e in errors] == [
+        (f"{data}:1: field 'id': must not be empty (got '')", None),
+        (f"{data}:3: field 'id': must not be empty (got ' ')", None),
+    ]
+    assert f"{data}:1: field 'id': must not be empty (got '')" in " ".join(result.stderr.split())

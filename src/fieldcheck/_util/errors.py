@@ -50,7 +50,8 @@ class InputError(FieldcheckError, ValueError):
         self.line = line
         self.field = field
         self.value = value
-        self.record = record
+        # a blank id is the error itself, not a name to locate it by (``record :``)
+        self.record = record if record is None or record.strip() else None
         super().__init__(self.one_line())
 
     @property
