@@ -156,6 +156,35 @@ def test_bad_prediction_lines(tmp_path: Path) -> None:
     )
 
 
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("input_tokens", "10"),
+        ("input_tokens", True),
+        ("input_tokens", 1e3),
+        ("output_tokens", "1_000"),
+        ("output_tokens", 5.0),
+        ("latency_s", "1.5"),
+        ("latency_s", True),
+    ],
+)
+def test_counts_and_latency_of_another_type_are_refused(
+    tmp_path: Path, field: str, value: object
+) -> None:
+    """A token count or a latency given as text, a boolean or (a count) a float is a bad line,
+    never read as a number (a tester's finding: "10", true and "1_000" became 10, 1 and 1000
+    tokens, "1.5" and true 1.5 and 1.0 s, in the totals and the cost), as ``turn`` already
+    was; an integer latency is a number of seconds."""
+    line = {"conversation_id": "c", "turn": 0, "answer": "1", field: value}
+    preds = _write_predictions(tmp_path / "p.jsonl", [line, {**line, "turn": 1, field: 2}])
+    loaded = load_predictions(preds)
+    assert list(loaded.predictions) == [("c", 1)]
+    (error,) = loaded.errors
+    assert error.line == 1 and error.field == field and error.value == value
+    kept = loaded.predictions[("c", 1)]
+    assert getattr(kept, field) == 2
+
+
 def test_unreadable_data_files(tmp_path: Path) -> None:
     broken = tmp_path / "broken.json"
     broken.write_text('{"dev": [')

@@ -74,9 +74,11 @@ class Prediction(BaseModel):
     turn: int = Field(ge=0, strict=True)  # true/1.0/"1" are not turn numbers
     answer: str | float | None = None
     plan: Plan | None = None
-    input_tokens: int = Field(default=0, ge=0, le=MAX_TOKENS)
-    output_tokens: int = Field(default=0, ge=0, le=MAX_TOKENS)
-    latency_s: float | None = Field(default=None, ge=0, le=MAX_LATENCY_S)
+    # "10", true and "1_000" are not counts, nor "1.5" or true a latency (a tester's finding:
+    # they were read as 10, 1 and 1000 tokens, 1.5 and 1.0 s, into the totals and the cost)
+    input_tokens: int = Field(default=0, ge=0, le=MAX_TOKENS, strict=True)
+    output_tokens: int = Field(default=0, ge=0, le=MAX_TOKENS, strict=True)
+    latency_s: float | None = Field(default=None, ge=0, le=MAX_LATENCY_S, strict=True)
     error: PredictionError | None = None
     validation: list[ValidationEntry] = Field(default_factory=list)
 
