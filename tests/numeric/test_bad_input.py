@@ -373,3 +373,30 @@ def test_bad_records_are_shown_once_and_at_most_five(tmp_path: Path) -> None:
     assert text.count("field 'id': empty id") == 5
     assert "warning:" not in text
     assert "... and 3 more (8 problems in all" in " ".join(text.split())
+
+
+def test_predictions_of_conversations_not_drawn_name_the_sample(tmp_path: Path) -> None:
+    """Predictions of one conversation, scored with a --sample-size that drew another: the
+    usage line says the draw missed them and how to draw alike (a tester's finding: it asked
+    whether the files were of the same dataset, which they were)."""
+    path = tmp_path / "data.json"
+    ids = [f"conv-{i}" for i in range(4)]
+    path.write_text(json.dumps({"dev": [_record(i, ["1"], [1.0]) for i in ids]}))
+    preds = _write_predictions(
+        tmp_path / "p.jsonl", [{"conversation_id": "conv-0", "turn": 0, "answer": "1"}]
+    )
+    base = ["numeric", "score", "--data", str(path), "--predictions", str(preds), "--no-store"]
+    seen = {}
+    for seed in range(12):
+        args = [*base, "--out", str(tmp_path / f"o{seed}"), "--sample-size", "1"]
+        result = CliRunner().invoke(app, [*args, "--seed", str(seed)], env={"COLUMNS": "400"})
+        seen[seed] = (result.exit_code, " ".join(result.stderr.split()))
+    drawn_elsewhere = [(s, text) for s, (code, text) in seen.items() if code == 2]
+    assert drawn_elsewhere and any(code == 0 for code, _ in seen.values())
+    seed, text = drawn_elsewhere[0]
+    assert text.startswith(
+        f"error: --predictions: {preds}: no prediction matches the 1 conversation(s) "
+        f"--sample-size 1 --seed {seed} drew from {path} (first prediction: 'conv-0'; first "
+        "drawn: 'conv-"
+    ), text
+    assert "give the --sample-size and --seed the predictions were made with, or neither" in text

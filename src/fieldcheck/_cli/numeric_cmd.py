@@ -146,6 +146,16 @@ def load_inputs(
     ids = set(order)
     if loaded.conversations and not any(cid in ids for cid, _ in preds.predictions):
         example = next(iter(preds.predictions))[0]
+        if sample_size is not None:  # the predictions may well be of conversations not drawn
+            raise typer.BadParameter(
+                safe_text(
+                    f"{predictions}: no prediction matches the {len(order):,} conversation(s) "
+                    f"--sample-size {sample_size} --seed {seed} drew from {data} (first "
+                    f"prediction: {example!r}; first drawn: {order[0]!r}): give the "
+                    "--sample-size and --seed the predictions were made with, or neither"
+                ),
+                param_hint="--predictions",
+            )
         raise typer.BadParameter(
             safe_text(
                 f"{predictions}: no prediction matches a conversation of {data} (first "
