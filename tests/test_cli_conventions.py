@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import json
 import subprocess
 import sys
@@ -468,3 +469,79 @@ def test_signals_are_ignored_once_the_command_has_ended() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.stdout.splitlines()[-1] == "0 [True, True, True]", done.stderr
+
+
+def test_the_three_systems_word_a_missing_field_and_a_wrong_type_alike(tmp_path: Path) -> None:
+    """A line missing a field, and one with text where a whole number belongs, read the same
+    in json batch, slots score and numeric score: ``field 'x': missing`` and ``must be ...``,
+    never pydantic's "Field required" / "Input should be", and errors.jsonl lines have one
+    shape (tester findings: json had its own words, slots and numeric passed pydantic's
+    through; slots left "value" out where json wrote null)."""
+    good = json.loads((EXAMPLES / "slots" / "gold.synthetic.jsonl").read_text().splitlines()[0])
+    gold = tmp_path / "gold.jsonl"
+    no_values = {k: v for k, v in good.items() if k != "values"}
+    gold.write_text(
+        "".join(json.dumps(x) + "\n" for x in (good, {**good, "session": "1"}, no_values))
+    )
+    out = tmp_path / "slots"
+    _run(
+        "slots",
+        "score",
+        "--gold",
+        str(gold),
+        "--pred",
+        f"a={gold}",
+        "--out",
+        str(out),
+        "--no-store",
+    )
+    slots_lines = [json.loads(x) for x in (out / "errors.jsonl").read_text().splitlines()]
+    slots = [x["message"] for x in slots_lines]
+    preds = EXAMPLES / "numeric" / "predictions_model_a.jsonl"
+    first = json.loads(preds.read_text().splitlines()[0])
+    mine = tmp_path / "p.jsonl"
+    mine.write_text(
+        json.dumps({**first, "turn": "1"})
+        + "\n"
+        + json.dumps({k: v for k, v in first.items() if k != "conversation_id"})
+        + "\n"
+        + json.dumps(first)
+        + "\n"
+    )
+    out = tmp_path / "numeric"
+    data = EXAMPLES / "numeric" / "data.json"
+    _run("numeric", "score", "--data", str(data), "--predictions", str(mine), "--out", str(out),
+         "--no-store", "--bootstrap", "0")  # fmt: skip
+    with (out / "input_errors.csv").open(newline="") as f:
+        numeric = [row["message"] for row in csv.DictReader(f)]
+    batch = tmp_path / "b.jsonl"
+    batch.write_text(
+        json.dumps({"id": "a", "output": {}})
+        + "\n"
+        + json.dumps({"id": "b", "ground_truth": {}, "output": {}, "safety_score": "1"})
+        + "\n"
+        + json.dumps({"id": "c", "ground_truth": {}, "output": {}})
+        + "\n"
+    )
+    out = tmp_path / "json"
+    _run("json", "batch", str(batch), "--out", str(out), "--no-store")
+    json_lines = [json.loads(x) for x in (out / "errors.jsonl").read_text().splitlines()]
+    jsons = [x["message"] for x in json_lines]
+    # one shape of errors.jsonl line: "value" is null when none was given (it was left out)
+    assert {tuple(sorted(x)) for x in slots_lines + json_lines} == {
+        ("field", "file", "line", "message", "reason", "record", "value")
+    }
+    assert slots_lines[1]["value"] is None and json_lines[0]["value"] is None
+    assert [m.split(": ", 1)[1] for m in slots[:2]] == [  # the --gold file's (then --pred's)
+        "field 'session': must be a valid integer (got '1')",
+        "field 'values': missing",
+    ]
+    assert [m.split(": ", 1)[1] for m in numeric[:2]] == [
+        f"record {first['conversation_id']}: field 'turn': must be a valid integer (got '1')",
+        "field 'conversation_id': missing",
+    ]
+    assert [m.split(": ", 1)[1] for m in jsons] == [
+        "record a: field 'ground_truth': missing",
+        "record b: field 'safety_score': must be a number in [0, 1] or null (got '1')",
+    ]
+    assert not any("Input should" in m or "Field required" in m for m in slots + numeric + jsons)

@@ -135,7 +135,7 @@ def test_validation_errors_name_the_field(client: httpx.Client) -> None:
     assert missing.status_code == 422 and missing.json()["field"] == "ground_truth"
     weights = client.post("/api/json/evaluate", json=walk_body(weights={"accuracy": -1}))
     assert weights.json() == {
-        "detail": "field 'accuracy': input should be greater than or equal to 0 (got -1)",
+        "detail": "field 'accuracy': must be greater than or equal to 0 (got -1)",
         "field": "weights.accuracy",
     }
     thresholds = client.put("/api/config/thresholds", json={"fuzzy_threshold": 1.5})

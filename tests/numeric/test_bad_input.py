@@ -139,20 +139,17 @@ def test_bad_prediction_lines(tmp_path: Path) -> None:
     assert list(loaded.predictions) == [("c", 0)]
     messages = [e.one_line() for e in loaded.errors]
     assert messages[0].startswith(f"{preds}:2: invalid JSON")
-    assert (
-        messages[1]
-        == f"{preds}:3: field 'conversation_id': Field required (got {{'turn': 1, 'answer': '1'}})"
-    )
+    assert messages[1] == f"{preds}:3: field 'conversation_id': missing"
     assert (
         messages[2]
-        == f"{preds}:4: record c: field 'input_tokens': Input should be greater than or equal to 0 (got -5)"
+        == f"{preds}:4: record c: field 'input_tokens': must be greater than or equal to 0 (got -5)"
     )
     assert (
         messages[3]
         == f"{preds}:5: record c: field 'turn': duplicate prediction for turn 0 (first on line 1); ignored (got 0)"
     )
     assert messages[4].startswith(
-        f"{preds}:6: record c: field 'plan.steps.0.tool': Input should be 'extract' or 'compute'"
+        f"{preds}:6: record c: field 'plan.steps.0.tool': must be 'extract' or 'compute'"
     )
 
 

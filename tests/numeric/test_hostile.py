@@ -152,14 +152,8 @@ def test_predictions_lines_that_are_not_objects(tmp_path: Path) -> None:
         f"{path}:3: a predictions line must be a JSON object (got 'text')",
         f"{path}:4: a predictions line must be a JSON object (got 5)",
     ]
-    assert (
-        messages[4]
-        == f"{path}:6: record c: field 'turn': Input should be a valid integer (got True)"
-    )
-    assert (
-        messages[5]
-        == f"{path}:7: record c: field 'turn': Input should be a valid integer (got '1')"
-    )
+    assert messages[4] == f"{path}:6: record c: field 'turn': must be a valid integer (got True)"
+    assert messages[5] == f"{path}:7: record c: field 'turn': must be a valid integer (got '1')"
 
 
 # --- the command end to end ------------------------------------------------------------------

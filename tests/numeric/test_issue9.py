@@ -62,7 +62,7 @@ def test_two_latencies_of_1e308_are_refused_on_their_lines(tmp_path: Path) -> No
     loaded = load_predictions(preds)
     assert list(loaded.predictions) == [("c", 2)]
     assert [e.one_line() for e in loaded.errors] == [
-        f"{preds}:{n}: record c: field 'latency_s': Input should be less than or equal to "
+        f"{preds}:{n}: record c: field 'latency_s': must be less than or equal to "
         "1000000 (got 1e+308)"
         for n in (1, 2)
     ]

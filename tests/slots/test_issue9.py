@@ -37,7 +37,7 @@ def test_latencies_of_1e308_are_refused_at_load(jsonl: Jsonl) -> None:
     assert loaded.seconds == {("u1", 3): 2.0}
     assert [(e.line, e.field) for e in loaded.errors] == [(1, "seconds"), (2, "seconds")]
     assert str(loaded.errors[0]) == (
-        f"{path}:1: field 'seconds': Input should be less than or equal to 1000000 (got 1e+308)"
+        f"{path}:1: field 'seconds': must be less than or equal to 1000000 (got 1e+308)"
     )
     assert load_latencies(jsonl("max.jsonl", _lat({1: MAX_LATENCY_S}))).errors == []
 

@@ -294,7 +294,7 @@ def test_a_bad_conversations_line_is_a_usage_error_naming_file_and_line(
     server = chat_server(scripted)
     result = invoke(files, server.base_url, "--model", "m")
     assert result.exit_code == 2
-    assert "conv.jsonl:2:field'turns':Inputshouldbeavalidlist" in flat(result.output, "")
+    assert "conv.jsonl:2:field'turns':mustbeavalidlist" in flat(result.output, "")
     assert server.chat_requests == []
 
 

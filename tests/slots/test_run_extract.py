@@ -111,7 +111,7 @@ def test_conversations_load_in_file_order(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("lines", "message"),
     [
-        (['{"user": "a", "session": "1", "turns": []}'], ":1: field 'session': Input should be a valid integer"),
+        (['{"user": "a", "session": "1", "turns": []}'], ":1: field 'session': must be a valid integer"),
         (['{"user": "a", "session": 1, "turns": [{"role": "bot", "content": "x"}]}'], ":1: field 'turns.0.role'"),
         (['{"user": "a", "session": 1, "turns": []}', '{"user": "a", "session": 1, "turns": []}'],
          ":2: field 'session': user 'a' session 1 repeats line 1 (got 1)"),

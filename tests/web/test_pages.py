@@ -130,7 +130,7 @@ def test_thresholds_and_weights_forms(page: Page, live: LiveServer, tmp_path: Pa
     page.fill("input[name=accuracy]", "-1")
     submit(page, "#save-weights")
     expect(page.get_by_test_id("error-weights")).to_have_text(
-        "field 'accuracy': input should be greater than or equal to 0 (got -1.0)"
+        "field 'accuracy': must be greater than or equal to 0 (got -1.0)"
     )
     page.fill("input[name=semantic_threshold]", "high")
     submit(page, "#save-thresholds")

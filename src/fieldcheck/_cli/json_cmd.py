@@ -77,7 +77,7 @@ from fieldcheck._cli._runopts import (
     run_async,
     store_line,
 )
-from fieldcheck._util.errors import InputError
+from fieldcheck._util.errors import InputError, reason_of
 from fieldcheck._util.jsonio import dumps, read_json, write_json, write_jsonl
 from fieldcheck._util.paths import unique_filenames
 from fieldcheck._util.sniff import likely_cause
@@ -294,7 +294,7 @@ def _config(opts: _Options, console: Console) -> EvalConfig:
     except ValidationError as exc:
         first = exc.errors()[0]
         option = "--" + str(first["loc"][0]).replace("_", "-") if first["loc"] else None
-        raise typer.BadParameter(safe_text(first["msg"]), param_hint=option) from None
+        raise typer.BadParameter(safe_text(reason_of(first)), param_hint=option) from None
 
 
 def _first(given: float | None, saved: float | None) -> float | None:

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pydantic import ValidationError
 
 _MAX_VALUE_CHARS = 80
 
@@ -83,7 +87,57 @@ class InputError(FieldcheckError, ValueError):
             "field": self.field,
             "reason": self.reason,
             "message": self.one_line(),
+            # always there, null when none was given: one shape of line in every errors file
+            "value": None if self.value is ... else short_repr(self.value),
         }
-        if self.value is not ...:
-            out["value"] = short_repr(self.value)
         return out
+
+
+# the steps pydantic adds to a location inside a union (``answer.str``): not a field's name
+_UNION_STEPS = frozenset(("str", "int", "float", "bool", "none"))
+
+
+def reason_of(problem: Mapping[str, Any]) -> str:
+    """The reason of one pydantic error in fieldcheck's words, as every system gives it:
+    ``missing``, ``must be a valid integer``, ``must be less than or equal to 1000000``
+    (pydantic's "Field required", "Input should be ..."), a validator's own message as is."""
+    kind, message = problem.get("type"), str(problem.get("msg", "invalid"))
+    if kind == "missing":
+        return "missing"
+    message = message.removeprefix("Value error, ").removeprefix("Assertion failed, ")
+    if message.startswith("Input should "):
+        return "must " + message.removeprefix("Input should ")
+    return message
+
+
+def field_of(problem: Mapping[str, Any]) -> str | None:
+    """The dotted field of one pydantic error (``plan.steps.0.tool``), None at the top."""
+    parts = [
+        str(p) for p in problem.get("loc", ()) if str(p) not in _UNION_STEPS and "[" not in str(p)
+    ]
+    return ".".join(parts) or None
+
+
+def input_error_of(
+    exc: ValidationError,
+    *,
+    file: str | Path | None = None,
+    line: int | None = None,
+    record: str | None = None,
+    prefix: str = "",
+    reasons: Mapping[str, str] | None = None,
+) -> InputError:
+    """The first problem of a pydantic error as one located InputError: its field (after
+    ``prefix``), ``reason_of`` it (or ``reasons[type]``), the value given (none when missing)."""
+    first = exc.errors()[0]
+    field = field_of(first)
+    value: Any = ... if first.get("type") == "missing" else first.get("input", ...)
+    reason = (reasons or {}).get(str(first.get("type"))) or reason_of(first)
+    return InputError(
+        reason,
+        file=file,
+        line=line,
+        record=record,
+        field=prefix + field if field else (prefix.rstrip(".") or None),
+        value=value,
+    )

@@ -11,7 +11,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from fieldcheck._util.errors import InputError
+from fieldcheck._util.errors import InputError, reason_of
 
 logger = logging.getLogger("fieldcheck")
 
@@ -49,7 +49,7 @@ def install_error_handlers(app: FastAPI) -> None:
     async def _validation(_request: Request, exc: RequestValidationError) -> JSONResponse:
         first = exc.errors()[0] if exc.errors() else {"loc": (), "msg": "invalid request"}
         field = _location(first.get("loc", ()))
-        message = f"{field}: {first['msg']}" if field else str(first["msg"])
+        message = f"{field}: {reason_of(first)}" if field else reason_of(first)
         return JSONResponse(error_body(message, field), status_code=422)
 
     @app.exception_handler(StarletteHTTPException)

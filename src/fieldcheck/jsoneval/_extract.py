@@ -22,7 +22,7 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError
 from rich.console import Console
 
-from fieldcheck._util.errors import InputError
+from fieldcheck._util.errors import InputError, reason_of
 from fieldcheck._util.jsonio import dumps, iter_jsonl, read_json
 from fieldcheck.jsoneval._models import MAX_DEPTH
 from fieldcheck.metrics._json_fields import nesting_depth
@@ -164,7 +164,7 @@ def read_documents(path: str | Path) -> tuple[list[ExtractRecord], list[InputErr
         except ValidationError as exc:
             problem = exc.errors()[0]
             loc = ".".join(str(x) for x in problem["loc"] if str(x) not in ("str", "int"))
-            reason = _REASONS.get(problem["type"], problem["msg"])
+            reason = _REASONS.get(problem["type"]) or reason_of(problem)
             if loc == "id" and problem["type"] != "missing":
                 reason = "must be a string or an integer"
             errors.append(

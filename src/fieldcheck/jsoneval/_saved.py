@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from fieldcheck._util.errors import InputError
+from fieldcheck._util.errors import InputError, input_error_of
 from fieldcheck.jsoneval._config import EvalConfig, parse_strategies
 from fieldcheck.metrics import RqsWeights
 
@@ -33,10 +33,8 @@ class Thresholds(BaseModel):
 
 
 def _pydantic_error(exc: ValidationError, file: str | None) -> InputError:
-    """``field 'accuracy': input should be greater than or equal to 0 (got -1)``."""
-    first = exc.errors()[0]
-    name = ".".join(str(p) for p in first["loc"]) or None
-    return InputError(first["msg"].lower(), file=file, field=name, value=first.get("input", ...))
+    """``field 'accuracy': must be greater than or equal to 0 (got -1)``."""
+    return input_error_of(exc, file=file)
 
 
 def parse_thresholds(data: Any, *, file: str | None = None) -> dict[str, float]:

@@ -29,7 +29,7 @@ import numpy as np
 import orjson
 from pydantic import ValidationError
 
-from fieldcheck._util.errors import FieldcheckError, InputError
+from fieldcheck._util.errors import FieldcheckError, InputError, reason_of
 from fieldcheck._util.iters import chunked
 from fieldcheck._util.jsonio import _BOM, BLANK, dumps, parse_jsonl_line
 from fieldcheck._util.signature import Signature
@@ -901,7 +901,7 @@ def _validation_error(
 ) -> InputError:
     first = exc.errors()[0]
     loc = [str(p) for p in first["loc"] if str(p) not in ("str", "int")]
-    reason = _REASONS.get(first["type"], first["msg"].removeprefix("Value error, "))
+    reason = _REASONS.get(first["type"]) or reason_of(first)
     if loc == ["safety_score"]:
         reason = "must be a number in [0, 1] or null"
     value = ... if first["type"] == "missing" else first["input"]

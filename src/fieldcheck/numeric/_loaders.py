@@ -16,7 +16,7 @@ from typing import Any, NamedTuple, overload
 
 from pydantic import BaseModel, ConfigDict, SkipValidation, ValidationError
 
-from fieldcheck._util.errors import InputError
+from fieldcheck._util.errors import InputError, input_error_of
 from fieldcheck._util.jsonio import read_json
 from fieldcheck.metrics._programs import ProgramParseError, cell_number, program_operations
 from fieldcheck.numeric import _scan
@@ -563,14 +563,7 @@ def _from_derived(
         try:
             features = Features.model_validate({**features.model_dump(), **raw_features})
         except ValidationError as exc:
-            first = exc.errors()[0]
-            raise InputError(
-                first["msg"],
-                file=file,
-                record=rid,
-                field="features." + ".".join(str(p) for p in first["loc"]),
-                value=first.get("input"),
-            ) from exc
+            raise input_error_of(exc, file=file, record=rid, prefix="features.") from exc
         if features.num_dialogue_turns != len(turns):
             warnings.append(
                 InputError(

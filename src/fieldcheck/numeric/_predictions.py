@@ -18,7 +18,7 @@ from typing import IO, Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, SkipValidation, ValidationError, field_validator
 
-from fieldcheck._util.errors import InputError
+from fieldcheck._util.errors import InputError, input_error_of
 from fieldcheck._util.jsonio import BLANK, parse_jsonl_line
 
 logger = logging.getLogger("fieldcheck")
@@ -414,15 +414,12 @@ def load_predictions(path: str | Path) -> PredictionsResult:
                 try:
                     where = _key(Prediction.model_validate(value))
                 except ValidationError as exc:
-                    first = exc.errors()[0]
                     errors.append(
-                        InputError(
-                            first["msg"],
+                        input_error_of(
+                            exc,
                             file=file,
                             line=number,
                             record=str(record) if record is not None else None,
-                            field=".".join(str(p) for p in first["loc"]) or None,
-                            value=first.get("input"),
                         )
                     )
                     continue

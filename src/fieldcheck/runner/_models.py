@@ -9,7 +9,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from fieldcheck._util.errors import InputError
+from fieldcheck._util.errors import InputError, input_error_of
 
 API_KEY_ENV = ("FIELDCHECK_API_KEY", "OPENAI_API_KEY")
 
@@ -124,9 +124,9 @@ def load_model_specs(path: str | Path) -> list[ModelSpec]:
         try:
             specs.append(ModelSpec.model_validate(entry))
         except ValidationError as exc:
-            first = exc.errors()[0]
-            field = ".".join(str(x) for x in first["loc"]) or None
-            raise InputError(first["msg"], file=p, record=f"#{index + 1}", field=field) from None
+            error = input_error_of(exc, file=p, record=f"#{index + 1}")
+            # the entry is named by its number, not repeated whole
+            raise InputError(error.reason, file=p, record=error.record, field=error.field) from None
     names = [s.name for s in specs]
     duplicates = sorted({n for n in names if names.count(n) > 1})
     if duplicates:

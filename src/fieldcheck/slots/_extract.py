@@ -26,7 +26,7 @@ from typing import Annotated, Any, Literal
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, RootModel, StrictInt, StrictStr, ValidationError
 
-from fieldcheck._util.errors import InputError
+from fieldcheck._util.errors import InputError, input_error_of
 from fieldcheck._util.jsonio import iter_jsonl
 from fieldcheck.runner import (
     Message,
@@ -115,10 +115,7 @@ def load_conversations(path: str | Path) -> list[Conversation]:
         try:
             conv = Conversation.model_validate(raw)
         except ValidationError as exc:
-            first = exc.errors()[0]
-            loc = ".".join(str(part) for part in first["loc"]) or None
-            value = ... if first["type"] == "missing" else first.get("input", ...)
-            raise InputError(first["msg"], file=p, line=line, field=loc, value=value) from None
+            raise input_error_of(exc, file=p, line=line) from None
         if conv.key in first_line:
             raise InputError(
                 f"user {conv.user!r} session {conv.session} repeats line {first_line[conv.key]}",

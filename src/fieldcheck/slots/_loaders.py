@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 import orjson
 from pydantic import BaseModel, ValidationError
 
-from fieldcheck._util.errors import InputError
+from fieldcheck._util.errors import InputError, input_error_of
 from fieldcheck._util.jsonio import BLANK, iter_jsonl, parse_jsonl_line
 from fieldcheck.metrics._text import canonicalize
 from fieldcheck.slots._records import JudgeRecord, LatencyRecord, SlotRecord
@@ -80,12 +80,7 @@ class JudgeFile:
 
 def validation_error(exc: ValidationError, *, file: Path, line: int) -> InputError:
     """The first problem of a pydantic error as one located line."""
-    first = exc.errors()[0]
-    loc = ".".join(str(part) for part in first["loc"]) or None
-    value: Any = first.get("input", ...)
-    if first["type"] == "missing":
-        value = ...
-    return InputError(first["msg"], file=file, line=line, field=loc, value=value)
+    return input_error_of(exc, file=file, line=line)
 
 
 def _records(path: Path, model: type[R], errors: list[InputError]) -> Iterator[tuple[int, R]]:
