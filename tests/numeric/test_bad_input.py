@@ -397,3 +397,27 @@ def test_predictions_of_conversations_not_drawn_name_the_sample(tmp_path: Path) 
         "drawn: 'conv-"
     ), text
     assert "give the --sample-size and --seed the predictions were made with, or neither" in text
+
+
+def test_predictions_of_few_conversations_warn_that_the_rest_count_as_failures(
+    tmp_path: Path,
+) -> None:
+    """Predictions of one of four conversations, scored against all four: one warning line
+    says most turns have no prediction and count as failures, and how to score a sample (a
+    tester's finding: only a near-zero accuracy and a list of missing turns said so). With
+    most turns predicted there is no such line."""
+    path = tmp_path / "data.json"
+    path.write_text(json.dumps({"dev": [_record(f"conv-{i}", ["1"], [1.0]) for i in range(4)]}))
+    lines = [{"conversation_id": f"conv-{i}", "turn": 0, "answer": "1"} for i in range(4)]
+    for kept, warned in ((1, True), (3, False)):
+        preds = _write_predictions(tmp_path / f"p{kept}.jsonl", lines[:kept])
+        args = ["numeric", "score", "--data", str(path), "--predictions", str(preds)]
+        args += ["--out", str(tmp_path / f"o{kept}"), "--no-store", "--bootstrap", "0"]
+        result = CliRunner().invoke(app, args, env={"COLUMNS": "60"})
+        assert result.exit_code == 3, result.output
+        line = (
+            f"warning: {4 - kept} of 4 turns have no prediction and count as failures; to score "
+            "predictions of some conversations only, give the --sample-size and --seed they "
+            "were made with"
+        )
+        assert (line in result.stderr.splitlines()) is warned, result.stderr

@@ -324,6 +324,16 @@ def show_result(
             f"[bold red]{stats.get('nothing_scored_reason') or 'nothing was scored'}[/bold red]"
         )
     show_problems(SafeConsole(stderr=True), result.input_errors, f"{out}/input_errors.csv")
+    missing, turns = stats.get("num_missing_predictions") or 0, stats["num_turns"]
+    if turns and missing * 2 >= turns:  # predictions of a part of the data, scored against all
+        SafeConsole(stderr=True).print(
+            f"warning: {missing:,} of {turns:,} turns have no prediction and count as failures; "
+            "to score predictions of some conversations only, give the --sample-size and "
+            "--seed they were made with",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
     console.print(f"signature: {result.signature.format()}", markup=False, highlight=False)
     console.print(
         f"report: {out}/report.html (also report.md, summary.csv, turns.csv, errors.csv, "
