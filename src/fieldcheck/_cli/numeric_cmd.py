@@ -323,10 +323,11 @@ def show_result(
         console.print(
             f"[bold red]{stats.get('nothing_scored_reason') or 'nothing was scored'}[/bold red]"
         )
-    show_problems(SafeConsole(stderr=True), result.input_errors, f"{out}/input_errors.csv")
+    problems = SafeConsole(stderr=True)
+    show_problems(problems, result.input_errors, f"{out}/input_errors.csv")
     missing, turns = stats.get("num_missing_predictions") or 0, stats["num_turns"]
     if turns and missing * 2 >= turns:  # predictions of a part of the data, scored against all
-        SafeConsole(stderr=True).print(
+        problems.print(
             f"warning: {missing:,} of {turns:,} turns have no prediction and count as failures; "
             "to score predictions of some conversations only, give the --sample-size and "
             "--seed they were made with",

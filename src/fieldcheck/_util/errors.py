@@ -78,6 +78,12 @@ class InputError(FieldcheckError, ValueError):
             text += f" (got {short_repr(self.value)})"
         return text.replace("\n", " ")
 
+    def replace(self, **changes: Any) -> InputError:
+        """The same error with some of its parts changed (``reason=``, ``value=...``)."""
+        parts = {k: getattr(self, k) for k in ("file", "line", "field", "value", "record")}
+        parts |= changes
+        return InputError(parts.pop("reason", self.reason), **parts)
+
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready record of this error, for ``errors.jsonl`` files."""
         out: dict[str, Any] = {

@@ -22,7 +22,7 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError
 from rich.console import Console
 
-from fieldcheck._util.errors import InputError, reason_of
+from fieldcheck._util.errors import InputError, input_error_of
 from fieldcheck._util.jsonio import dumps, iter_jsonl, read_json
 from fieldcheck.jsoneval._models import MAX_DEPTH
 from fieldcheck.metrics._json_fields import nesting_depth
@@ -162,21 +162,10 @@ def read_documents(path: str | Path) -> tuple[list[ExtractRecord], list[InputErr
         try:
             record = ExtractRecord.model_validate({**value, "line": line})
         except ValidationError as exc:
-            problem = exc.errors()[0]
-            loc = ".".join(str(x) for x in problem["loc"] if str(x) not in ("str", "int"))
-            reason = _REASONS.get(problem["type"]) or reason_of(problem)
-            if loc == "id" and problem["type"] != "missing":
-                reason = "must be a string or an integer"
-            errors.append(
-                InputError(
-                    reason,
-                    file=p,
-                    line=line,
-                    record=rid,
-                    field=loc or None,
-                    value=... if problem["type"] == "missing" else problem["input"],
-                )
-            )
+            error = input_error_of(exc, file=p, line=line, record=rid, reasons=_REASONS)
+            if error.field == "id" and error.reason != "missing":
+                error = error.replace(reason="must be a string or an integer")
+            errors.append(error)
             continue
         if isinstance(record.id, str) and not record.id.strip():
             errors.append(

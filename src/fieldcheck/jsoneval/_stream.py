@@ -29,7 +29,7 @@ import numpy as np
 import orjson
 from pydantic import ValidationError
 
-from fieldcheck._util.errors import FieldcheckError, InputError, reason_of
+from fieldcheck._util.errors import FieldcheckError, InputError, input_error_of
 from fieldcheck._util.iters import chunked
 from fieldcheck._util.jsonio import _BOM, BLANK, dumps, parse_jsonl_line
 from fieldcheck._util.signature import Signature
@@ -899,15 +899,10 @@ def plain(record: RecordResult, index: int) -> Scored:
 def _validation_error(
     exc: ValidationError, *, file: Path, line: int, record: str | None
 ) -> InputError:
-    first = exc.errors()[0]
-    loc = [str(p) for p in first["loc"] if str(p) not in ("str", "int")]
-    reason = _REASONS.get(first["type"]) or reason_of(first)
-    if loc == ["safety_score"]:
-        reason = "must be a number in [0, 1] or null"
-    value = ... if first["type"] == "missing" else first["input"]
-    return InputError(
-        reason, file=file, line=line, record=record, field=".".join(loc) or None, value=value
-    )
+    error = input_error_of(exc, file=file, line=line, record=record, reasons=_REASONS)
+    if error.field == "safety_score":
+        return error.replace(reason="must be a number in [0, 1] or null")
+    return error
 
 
 def _record_id(line: dict[str, Any]) -> str | None:

@@ -499,16 +499,17 @@ class OutputFolder:
 
         Raises OutputFolderError when ``path`` is a file or a link loop, is inside a folder
         another run writes or an earlier run's manifest claims (``_check_parents``), cannot be
-        created, or holds anything fieldcheck did not write (unless ``force``: those are kept, ours are
-        replaced), when a folder ``whole`` names (this run's ``bulk`` folders) holds such
-        entries even with ``force``, or when one of ``subfolders`` (where this run will write)
-        is another run's output folder (``check_subfolders``), or when one of the run's
+        created, or holds anything fieldcheck did not write (unless ``force``: those are kept,
+        ours are replaced), when a folder ``whole`` names (this run's ``bulk`` folders) holds
+        such entries even with ``force``, or when one of ``subfolders`` (where this run will
+        write) is another run's output folder (``check_subfolders``), or when one of the run's
         ``inputs`` is an earlier run's output there (it would be deleted before it is read):
         refused before anything in ``path`` is changed; so is an input (kept by ``force``) that
         has the name of one of the run's ``outputs`` (or is inside such a folder), which would
-        replace it (``atomic`` refuses that too, for the outputs not named here).
-        ``command`` (``numeric score``) is written in the manifest; without ``force``, an earlier run of another command is
-        refused too, as its files would be replaced by files of another kind."""
+        replace it (``atomic`` refuses that too, for the outputs not named here). ``command``
+        (``numeric score``) is written in the manifest; without ``force``, an earlier run of
+        another command is refused too, as its files would be replaced by files of another
+        kind."""
         root = Path(path)
         _refuse_link_loop(root)  # before ``exists``, False for a loop: not "does not exist"
         dangling = False

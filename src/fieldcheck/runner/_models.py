@@ -124,9 +124,8 @@ def load_model_specs(path: str | Path) -> list[ModelSpec]:
         try:
             specs.append(ModelSpec.model_validate(entry))
         except ValidationError as exc:
-            error = input_error_of(exc, file=p, record=f"#{index + 1}")
             # the entry is named by its number, not repeated whole
-            raise InputError(error.reason, file=p, record=error.record, field=error.field) from None
+            raise input_error_of(exc, file=p, record=f"#{index + 1}").replace(value=...) from None
     names = [s.name for s in specs]
     duplicates = sorted({n for n in names if names.count(n) > 1})
     if duplicates:
