@@ -287,17 +287,25 @@ def check_input_file(
     raise typer.BadParameter(safe_text(message), param_hint=option)
 
 
-def show_problems(console: Any, errors: Sequence[InputError | str], listed_in: str) -> None:
+def show_problems(
+    console: Any,
+    errors: Sequence[InputError | str],
+    listed_in: str,
+    *,
+    total: int | None = None,
+) -> None:
     """The first few input problems on stderr and how many more there are, never thousands of
-    lines (issue 9); every one is in ``listed_in`` (errors.jsonl, input_errors.csv, ...)."""
+    lines (issue 9); every one is in ``listed_in`` (errors.jsonl, input_errors.csv, ...).
+    ``total``: how many there are when ``errors`` holds only the first ones (issue 26)."""
+    count = max(len(errors), total or 0)
     for error in errors[:SHOWN_PROBLEMS]:
         text = error if isinstance(error, str) else error.one_line()
         console.print(
             f"error: {safe_text(text)}", style="red", markup=False, highlight=False, soft_wrap=True
         )
-    if len(errors) > SHOWN_PROBLEMS:
+    if count > SHOWN_PROBLEMS:
         console.print(
-            f"... and {len(errors) - SHOWN_PROBLEMS} more ({len(errors)} problems in all, "
+            f"... and {count - SHOWN_PROBLEMS} more ({count} problems in all, "
             f"each in {safe_text(listed_in)})",
             markup=False,
             highlight=False,

@@ -596,18 +596,46 @@ def _score(
         )
 
 
+_HOLD_LINES = 8_192
+"""Lines ``_first_chunks`` holds while looking for the first valid record; past them the chunks
+read are let go and, once a record is found, the file is read again from its start (issue 26:
+a million bad lines first were all held)."""
+
+
 def _first_chunks(
     reader: BatchReader,
-) -> tuple[list[Sequence[Item | Failed]], Iterator[Sequence[Item | Failed]]]:
-    """Read until the first valid record (or the end): the chunks read, and the rest to come.
-    So a file with no valid record is refused before the output folder is touched."""
+) -> tuple[list[Sequence[Item | Failed]] | None, Iterator[Sequence[Item | Failed]]]:
+    """Read until the first valid record (or the end): the chunks read (None when too many to
+    hold: ``_read_again``), and the rest to come. So a file with no valid record is refused
+    before the output folder is touched."""
     chunks = reader.chunks()
     first: list[Sequence[Item | Failed]] = []
+    held: int | None = 0
     for chunk in chunks:
-        first.append(chunk)
+        if held is not None:
+            first.append(chunk)
+            held += len(chunk)
+            if held > _HOLD_LINES:
+                first, held = [], None
         if reader.records:
             break
+    if held is None and reader.records:  # too many held: read again (``_read_again``)
+        chunks.close()
+        return None, chunks
     return first, chunks
+
+
+def _read_again(
+    reader: BatchReader,
+    first: list[Sequence[Item | Failed]] | None,
+    rest: Iterator[Sequence[Item | Failed]],
+) -> Iterator[Sequence[Item | Failed]]:
+    """The chunks of ``_first_chunks`` then the rest, the file read again from its start when
+    ``first`` is None (the chunks were let go)."""
+    if first is None:
+        reader.restart()
+        return reader.chunks()
+    return itertools.chain(first, rest)
 
 
 def _stored_settings(config: EvalConfig, bootstrap: int, seed: int) -> dict[str, Any]:
@@ -680,7 +708,7 @@ def run_batch(
         try:
             batch = _score(
                 data,
-                itertools.chain(first, rest),
+                _read_again(reader, first, rest),
                 reader,
                 folder,
                 config,
@@ -694,7 +722,7 @@ def run_batch(
         finish(folder)
         stored = _finish_json_run(recorder, batch.summary)
     summary, paths = batch.summary, batch.paths
-    show_problems(errors, summary.errors, str(paths["errors"]))
+    show_problems(errors, summary.errors, str(paths["errors"]), total=summary.failed)
     print_summary(console, summary, paths)
     stored_line(console, stored)
     if as_json:  # summary.json as written
@@ -951,7 +979,9 @@ def run_models(
             raise cannot_write(exc, folder.path) from None
         summaries[run.spec.name] = batch.summary
         paths = batch.paths
-        show_problems(errors, batch.summary.errors, str(paths["errors"]))
+        show_problems(
+            errors, batch.summary.errors, str(paths["errors"]), total=batch.summary.failed
+        )
         if batch.summary.failed or run.call_errors:
             status = EXIT_FAILED
         comparison.append(_comparison_row(run, batch.summary))

@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import heapq
+import itertools
+import marshal
+import os
+import struct
+import tempfile
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, overload
 
 if TYPE_CHECKING:
     from pydantic import ValidationError
 
 _MAX_VALUE_CHARS = 80
+_HEADER = struct.Struct("<Q")
 
 
 def short_repr(value: Any) -> str:
@@ -147,3 +154,251 @@ def input_error_of(
         field=prefix + field if field else (prefix.rstrip(".") or None),
         value=value,
     )
+
+
+KEPT_ERRORS = 100
+"""How many input errors of one list are kept in memory as they were found (the terminal, the
+reports and summary.json show these); every later one waits in a temporary file, so a file of a
+million bad lines costs the memory of a hundred (issue 26)."""
+_SORT_RUN = 20_000  # errors sorted in memory at a time by ``ErrorList.by_line``
+
+
+class _Shown:
+    """A value read back from a spilled error: its short repr, shown as is."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __repr__(self) -> str:
+        return self.text
+
+
+_Row = tuple[str, str | None, int | None, str | None, str | None, str | None]
+
+
+def _row(error: InputError) -> _Row:
+    value = None if error.value is ... else short_repr(error.value)
+    return (error.reason, error.file, error.line, error.field, value, error.record)
+
+
+def _error(row: _Row) -> InputError:
+    reason, file, line, field, value, record = row
+    shown: Any = ... if value is None else _Shown(value)
+    return InputError(reason, file=file, line=line, field=field, value=shown, record=record)
+
+
+def _frames(handle: IO[bytes]) -> Iterator[Any]:
+    """The marshalled frames of ``handle`` from its start, read at offsets of their own (the
+    handle's position, which appends move, is left alone)."""
+    handle.flush()
+    fd, offset, buffer, at = handle.fileno(), 0, b"", 0
+    header = _HEADER.size
+    while True:
+        if len(buffer) - at >= header:
+            (size,) = _HEADER.unpack_from(buffer, at)
+            end = at + header + size
+            if end <= len(buffer):
+                yield marshal.loads(buffer[at + header : end])
+                at = end
+                continue
+        more = os.pread(fd, 1 << 20, offset)
+        if not more:
+            return
+        offset += len(more)
+        buffer, at = buffer[at:] + more, 0
+
+
+class ErrorList(Sequence[InputError]):
+    """The input errors of a file (or a run), in the order found, in bounded memory: the first
+    ``KEPT_ERRORS`` as they were raised, every later one written at once to a temporary file
+    (``spill_dir``, or the system's), read back when iterated. ``len`` is the exact count.
+
+    Used like a list: ``append``, ``extend``, ``+=``, ``+``, ``len``, iteration, ``[i]`` and
+    ``[:n]`` (the first ones are in memory). An error read back from the file has its value as
+    its short repr (what every output shows of it). Picklable: a spill file in ``spill_dir`` is
+    passed by its name (the slot reader's helper process), the system's one by its bytes."""
+
+    def __init__(
+        self, errors: Iterable[InputError] = (), *, spill_dir: str | Path | None = None
+    ) -> None:
+        self._kept: list[InputError] = []
+        self._count = 0
+        self._spill: IO[bytes] | None = None
+        self._spill_dir = spill_dir
+        self._last_line = 0
+        self.in_line_order = True
+        """Whether the errors were added in line order (an error without a line as line 0)."""
+        self.extend(errors)
+
+    def _open_spill(self) -> IO[bytes]:
+        # kept open as long as the list (closed, and a system one removed, with it); one in
+        # spill_dir (a scratch folder) goes with that folder
+        if self._spill is None:
+            if self._spill_dir is None:
+                self._spill = tempfile.TemporaryFile(prefix=".fieldcheck-errors-")  # noqa: SIM115
+            else:
+                self._spill = tempfile.NamedTemporaryFile(  # noqa: SIM115
+                    prefix=".fieldcheck-errors-", dir=self._spill_dir, delete=False
+                )
+        return self._spill
+
+    def append(self, error: InputError) -> None:
+        line = error.line or 0
+        if line < self._last_line:
+            self.in_line_order = False
+        self._last_line = line
+        self._count += 1
+        if len(self._kept) < KEPT_ERRORS:
+            self._kept.append(error)
+            return
+        data = marshal.dumps(_row(error))
+        self._open_spill().write(_HEADER.pack(len(data)) + data)
+
+    def _append_rows(self, rows: Iterable[_Row]) -> None:
+        """Add errors given as rows (read back in order): spilled as they are, unparsed."""
+        for row in rows:
+            if len(self._kept) < KEPT_ERRORS:
+                self.append(_error(row))
+                continue
+            line = row[2] or 0
+            if line < self._last_line:
+                self.in_line_order = False
+            self._last_line = line
+            self._count += 1
+            data = marshal.dumps(row)
+            self._open_spill().write(_HEADER.pack(len(data)) + data)
+
+    def _rows(self) -> Iterator[_Row]:
+        yield from map(_row, self._kept[: self._count])
+        if self._spill is not None:
+            yield from _frames(self._spill)
+
+    def extend(self, errors: Iterable[InputError]) -> None:
+        if isinstance(errors, ErrorList):  # the spilled ones copied as they are, unparsed
+            other = ErrorList(errors) if errors is self else errors
+            for error in other._kept[: other._count]:
+                self.append(error)
+            if other._spill is not None:
+                self._append_rows(_frames(other._spill))
+            return
+        for error in errors:
+            self.append(error)
+
+    def __iadd__(self, errors: Iterable[InputError]) -> ErrorList:
+        self.extend(errors)
+        return self
+
+    def __add__(self, errors: Iterable[InputError]) -> ErrorList:
+        out = ErrorList(self, spill_dir=self._spill_dir)
+        out.extend(errors)
+        return out
+
+    def __radd__(self, errors: Iterable[InputError]) -> ErrorList:
+        out = ErrorList(errors, spill_dir=self._spill_dir)
+        out.extend(self)
+        return out
+
+    def __len__(self) -> int:
+        return self._count
+
+    def __bool__(self) -> bool:
+        return self._count > 0
+
+    def __iter__(self) -> Iterator[InputError]:
+        yield from self._kept[: self._count]
+        if self._spill is not None:
+            yield from map(_error, _frames(self._spill))
+
+    @overload
+    def __getitem__(self, index: int) -> InputError: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[InputError]: ...
+    def __getitem__(self, index: int | slice) -> InputError | list[InputError]:
+        if isinstance(index, slice):
+            start, stop, step = index.indices(self._count)
+            if stop <= len(self._kept) and start >= 0:
+                return self._kept[index]
+            return list(itertools.islice(self, start, stop, step))
+        if index < 0:
+            index += self._count
+        if not 0 <= index < self._count:
+            raise IndexError("error index out of range")
+        if index < len(self._kept):
+            return self._kept[index]
+        return next(itertools.islice(self, index, None))
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, ErrorList | list | tuple):
+            return len(self) == len(other) and list(self) == list(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        more = (
+            f", and {self._count - len(self._kept)} more" if self._count > len(self._kept) else ""
+        )
+        return f"ErrorList({self._kept!r}{more})"
+
+    def by_line(self) -> ErrorList:
+        """The same errors ordered by line (stable; no line counts as 0), sorted a run of
+        ``_SORT_RUN`` at a time and merged, so memory stays flat whatever the count."""
+        if self.in_line_order:
+            return self
+        if self._count <= _SORT_RUN:
+            return ErrorList(sorted(self, key=_line_of), spill_dir=self._spill_dir)
+        runs: list[IO[bytes]] = []
+        try:
+            rows = enumerate(self._rows())
+            while chunk := list(itertools.islice(rows, _SORT_RUN)):
+                chunk.sort(key=lambda pair: (pair[1][2] or 0, pair[0]))
+                run = tempfile.TemporaryFile(prefix=".fieldcheck-errors-")  # noqa: SIM115
+                for order, row in chunk:
+                    data = marshal.dumps((order, row))
+                    run.write(_HEADER.pack(len(data)) + data)
+                runs.append(run)
+            merged = heapq.merge(
+                *(_frames(r) for r in runs), key=lambda pair: (pair[1][2] or 0, pair[0])
+            )
+            out = ErrorList(spill_dir=self._spill_dir)
+            out._append_rows(row for _, row in merged)
+            return out
+        finally:
+            for done in runs:
+                done.close()
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: Any) -> Any:
+        """A model's ``ErrorList`` field takes one as is, or any iterable of errors."""
+        from pydantic_core import core_schema
+
+        return core_schema.no_info_plain_validator_function(
+            lambda value: value if isinstance(value, ErrorList) else ErrorList(value)
+        )
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        spill = state.pop("_spill")
+        if spill is not None:
+            spill.flush()
+            if self._spill_dir is not None:
+                state["_spill_name"] = spill.name
+            else:
+                spill.seek(0)
+                state["_spill_bytes"] = spill.read()
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        name, data = state.pop("_spill_name", None), state.pop("_spill_bytes", None)
+        self.__dict__.update(state)
+        self._spill = None
+        if name is not None:
+            self._spill = open(name, "r+b")  # noqa: SIM115 (kept open with the list)
+        elif data is not None:
+            self._open_spill().write(data)
+
+
+def _line_of(error: InputError) -> int:
+    return error.line or 0

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import orjson
 
@@ -19,6 +19,59 @@ is a few levels deep; deeper values would reach Python's recursion limit in comp
 orjson's serialisation limit (254) when outputs are written."""
 TOO_DEEP = f"nested deeper than {MAX_DEPTH} arrays/objects; too deep to score"
 _NON_FINITE = re.compile(rb"(?<![\w\"])-?(NaN|Infinity)(?![\w\"])")
+MAX_LINE_BYTES = 64 << 20
+"""The longest line of any JSONL input of any system (64 MiB; its end of line not counted): a
+longer line is refused on its own line (``line too long``) without being read whole, and
+reading goes on with the next one. Real lines are a few KB; a document to extract, a few MB."""
+_SKIP_BYTES = 1 << 20  # the rest of a too long line is read past this much at a time
+
+
+class LongLine(bytes):
+    """What ``read_lines`` gives for a line over the limit: no content (``parse_jsonl_line``
+    makes it its error), but ``len`` is the line's size in the file, so offsets stay right."""
+
+    size: int  # its bytes in the file, its end of line included
+    limit: int
+    end: int  # the bytes of its end of line
+
+    def __new__(cls, size: int, limit: int, end: int = 0) -> LongLine:
+        line = super().__new__(cls, b"")
+        line.size, line.limit, line.end = size, limit, end
+        return line
+
+    def __len__(self) -> int:
+        return self.size
+
+
+def read_lines(handle: IO[bytes], *, limit: int | None = None) -> Iterator[bytes]:
+    """The lines of ``handle`` as ``for line in handle`` gives them, but a line longer than
+    ``limit`` bytes (default ``MAX_LINE_BYTES``) comes as a ``LongLine``: never more than
+    ``limit`` bytes of a line are held."""
+    limit = MAX_LINE_BYTES if limit is None else limit
+    while raw := handle.readline(limit + 1):
+        if len(raw) <= limit or raw.endswith(b"\n"):
+            yield raw
+            continue
+        size, step = len(raw), min(_SKIP_BYTES, limit + 1)
+        del raw
+        while (more := handle.readline(step)) and not more.endswith(b"\n"):
+            size += len(more)
+        size += len(more)
+        yield LongLine(size, limit, len(more) - len(more.rstrip(b"\r\n")))
+
+
+def long_line_error(line: LongLine, number: int, file: str | Path) -> InputError:
+    """``file:number: line too long: N bytes, over the limit of M bytes a line``."""
+    return InputError(
+        f"line too long: {line.size - line.end:,} bytes, over the limit of {_bytes(line.limit)} a line "
+        "(not read; the next lines are)",
+        file=file,
+        line=number,
+    )
+
+
+def _bytes(n: int) -> str:
+    return f"{n >> 20} MiB" if n >= 1 << 20 and n % (1 << 20) == 0 else f"{n:,} bytes"
 
 
 def _bad_utf8(exc: orjson.JSONDecodeError, raw: bytes) -> tuple[int, int, int] | None:
@@ -147,7 +200,7 @@ def iter_jsonl(
     except OSError as exc:
         raise InputError(f"cannot read file: {exc.strerror}", file=p) from exc
     with handle:
-        for number, raw in enumerate(handle, start=1):
+        for number, raw in enumerate(read_lines(handle), start=1):
             value = parse_jsonl_line(raw, number, p, record_key=record_key)
             if value is not BLANK:
                 yield number, value
@@ -161,8 +214,10 @@ def parse_jsonl_line(
     raw: bytes, number: int, file: Path, *, record_key: str | None = None
 ) -> Any | InputError:
     """One JSONL line: its value, an InputError naming ``file:number`` (invalid JSON, nested
-    too deep), or BLANK. The one parser of every JSONL reader (``iter_jsonl``, the streamed
-    JSON batch)."""
+    too deep, a ``LongLine``), or BLANK. The one parser of every JSONL reader (``iter_jsonl``,
+    the streamed JSON batch)."""
+    if isinstance(raw, LongLine):
+        return long_line_error(raw, number, file)
     if number == 1:
         raw = raw.removeprefix(_BOM)
     raw = raw.rstrip(b"\r\n")  # so an unfinished line's error points into the line

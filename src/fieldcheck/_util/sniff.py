@@ -100,6 +100,8 @@ def sniff(path: str | Path) -> str | None:
             )
         except (OSError, orjson.JSONDecodeError):
             return None
+    if not rest and size > len(head):
+        return None  # a first line longer than what is read: too long to tell (not "CSV")
     if b"," in first or b"\t" in first:  # a JSON value would have parsed above
         return "csv"
     return "text"

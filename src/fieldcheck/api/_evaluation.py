@@ -14,6 +14,7 @@ from typing import Any
 import orjson
 
 from fieldcheck._util.errors import InputError
+from fieldcheck._util.jsonio import read_lines
 from fieldcheck.api._errors import ApiError
 from fieldcheck.jsoneval import (
     BatchReader,
@@ -184,7 +185,7 @@ def _has_a_record(reader: BatchReader) -> bool:
     """Whether the file has a line that parses as an object (a file with none is refused
     before a run is opened, so the store keeps no empty run)."""
     with reader.path.open("rb") as handle:
-        for line in handle:
+        for line in read_lines(handle):
             try:
                 if isinstance(orjson.loads(line), dict):
                     return True

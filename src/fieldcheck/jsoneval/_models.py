@@ -131,8 +131,8 @@ class FieldSummary(BaseModel):
 class BatchSummary(BaseModel):
     """Means of each score over the scored records, counts, errors and per-field counts.
 
-    ``errors`` holds the one-line message of every failed line or record (``failed`` of them; the
-    located fields are in errors.jsonl). ``ci`` holds a 95% percentile bootstrap interval of each
+    ``errors`` holds the one-line messages of the first ``KEPT_ERRORS`` (100) failed lines or
+    records (``failed`` counts them all; every one, located, is in errors.jsonl). ``ci`` holds a 95% percentile bootstrap interval of each
     mean over the scored records (none when ``bootstrap=0`` or nothing was scored).
     """
 

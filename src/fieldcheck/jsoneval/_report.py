@@ -306,8 +306,8 @@ def build_report(batch: ReportData, images: dict[str, Path]) -> Report:
     if s.errors:
         report.heading("Input problems")
         items = list(s.errors[:ERRORS_SHOWN])
-        if len(s.errors) > ERRORS_SHOWN:
-            items.append(f"{len(s.errors) - ERRORS_SHOWN} more in errors.jsonl")
+        if max(s.failed, len(s.errors)) > ERRORS_SHOWN:
+            items.append(f"{max(s.failed, len(s.errors)) - ERRORS_SHOWN} more in errors.jsonl")
         report.bullets(items)
     if images:
         report.heading("Plots")

@@ -20,7 +20,7 @@ import operator
 import re
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
@@ -29,9 +29,15 @@ import numpy as np
 import orjson
 from pydantic import ValidationError
 
-from fieldcheck._util.errors import FieldcheckError, InputError, input_error_of
+from fieldcheck._util.errors import (
+    KEPT_ERRORS,
+    ErrorList,
+    FieldcheckError,
+    InputError,
+    input_error_of,
+)
 from fieldcheck._util.iters import chunked
-from fieldcheck._util.jsonio import _BOM, BLANK, dumps, parse_jsonl_line
+from fieldcheck._util.jsonio import _BOM, BLANK, dumps, parse_jsonl_line, read_lines
 from fieldcheck._util.signature import Signature
 from fieldcheck.jsoneval._config import EvalConfig
 from fieldcheck.jsoneval._models import (
@@ -749,7 +755,8 @@ class Aggregate:
     def __init__(self, *, bootstrap: int = 1000, seed: int = 0) -> None:
         self.means = MeansBootstrap(SCORES, resamples=bootstrap, seed=seed)
         self.scored = 0
-        self.errors: list[str] = []
+        self.failed = 0
+        self.errors: list[str] = []  # the first KEPT_ERRORS messages (all in errors.jsonl)
         self.not_an_object = 0
         self.safety_flagged = 0
         self.matcher_pairs = {"FUZZY": 0, "SEMANTIC": 0}
@@ -761,7 +768,10 @@ class Aggregate:
         self.histograms = {s: np.zeros(HISTOGRAM_BINS, dtype=np.int64) for s in HISTOGRAMS}
 
     def add_failures(self, failed: Iterable[RecordError]) -> None:
-        self.errors.extend(e.message for e in failed)
+        for e in failed:
+            self.failed += 1
+            if len(self.errors) < KEPT_ERRORS:
+                self.errors.append(e.message)
 
     def add(self, scored: Sequence[Scored], pair_counts: Mapping[str, int] | None = None) -> None:
         for family, n in (pair_counts or {}).items():
@@ -845,9 +855,9 @@ class Aggregate:
         }
         fields = self.fields()
         return BatchSummary(
-            records=self.scored + len(self.errors),
+            records=self.scored + self.failed,
             scored=self.scored,
-            failed=len(self.errors),
+            failed=self.failed,
             errors=list(self.errors),
             not_an_object=self.not_an_object,
             safety_flagged=self.safety_flagged,
@@ -1025,9 +1035,16 @@ class BatchReader:
         self.size = 0
         self.warned_extra = False
         self.plain_chunks = 0  # chunks read by ``_plain_chunk``
-        self.first_errors: list[InputError] = []  # until the first valid record (check_input_file)
+        # until the first valid record (check_input_file): the first ones kept, all counted
+        self.first_errors = ErrorList()
 
-    def chunks(self) -> Iterator[list[Item | Failed]]:
+    def restart(self) -> None:
+        """Count again from the start, for a second ``chunks()`` (the extra keys once warned
+        stay warned)."""
+        self.records = self.failures = self.bytes_read = self.plain_chunks = 0
+        self.first_errors = ErrorList()
+
+    def chunks(self) -> Generator[list[Item | Failed]]:
         """Raises InputError when the file cannot be read."""
         p = self.path
         try:
@@ -1040,8 +1057,9 @@ class BatchReader:
             with handle:
                 offset = 0
                 number = 0
+                source = read_lines(handle)
                 while True:
-                    lines = list(itertools.islice(handle, self.chunk_lines))
+                    lines = list(itertools.islice(source, self.chunk_lines))
                     if not lines:
                         return
                     offsets = list(itertools.accumulate(map(len, lines), initial=offset))

@@ -16,7 +16,7 @@ from typing import Any, NamedTuple, overload
 
 from pydantic import BaseModel, ConfigDict, SkipValidation, ValidationError
 
-from fieldcheck._util.errors import InputError, input_error_of
+from fieldcheck._util.errors import ErrorList, InputError, input_error_of
 from fieldcheck._util.jsonio import read_json
 from fieldcheck.metrics._programs import ProgramParseError, cell_number, program_operations
 from fieldcheck.numeric import _scan
@@ -54,7 +54,7 @@ class LoadResult(BaseModel):
     split: str
     # a list, or StoredConversations (read again from the file when iterated)
     conversations: SkipValidation[Sequence[Conversation]]
-    errors: list[InputError]
+    errors: ErrorList
     total_records: int
     all_ids: set[str]
     # each gold program's operations (None: it does not parse), parsed once while loading
@@ -190,7 +190,7 @@ def _load_records(
     """Check every selected record in file order; keep the conversations (or, with ``stored``,
     where they are in the file) and one InputError per problem."""
     conversations: list[Conversation] = []
-    errors: list[InputError] = []
+    errors = ErrorList()
     seen: set[str] = set()
     all_ids: set[str] = set()
     operations: dict[str, tuple[str, ...] | None] = {}

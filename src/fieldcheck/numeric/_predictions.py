@@ -18,8 +18,8 @@ from typing import IO, Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, SkipValidation, ValidationError, field_validator
 
-from fieldcheck._util.errors import InputError, input_error_of
-from fieldcheck._util.jsonio import BLANK, parse_jsonl_line
+from fieldcheck._util.errors import ErrorList, InputError, input_error_of
+from fieldcheck._util.jsonio import BLANK, parse_jsonl_line, read_lines
 
 logger = logging.getLogger("fieldcheck")
 
@@ -355,7 +355,7 @@ class PredictionsResult(BaseModel):
     path: str
     predictions: SkipValidation[Mapping[tuple[str, int], Prediction]]
     lines: SkipValidation[Mapping[tuple[str, int], int]]
-    errors: list[InputError]
+    errors: ErrorList
     # unknown top-level key -> (line of its first occurrence, number of lines that carry it)
     unknown_keys: dict[str, tuple[int, int]] = Field(default_factory=dict)
 
@@ -373,7 +373,7 @@ def load_predictions(path: str | Path) -> PredictionsResult:
     """
     file = Path(path)
     index = PredictionIndex(file)
-    errors: list[InputError] = []
+    errors = ErrorList()
     unknown: dict[str, tuple[int, int]] = {}
     objects = answered = 0
     try:
@@ -382,7 +382,7 @@ def load_predictions(path: str | Path) -> PredictionsResult:
         raise InputError(f"cannot read file: {exc.strerror}", file=file) from exc
     offset = 0
     with handle:
-        for number, raw in enumerate(handle, start=1):
+        for number, raw in enumerate(read_lines(handle), start=1):
             start = offset
             offset += len(raw)
             value = parse_jsonl_line(raw, number, file)

@@ -19,7 +19,7 @@ from typing import Any, Literal, NamedTuple, cast
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from fieldcheck._util.errors import InputError
+from fieldcheck._util.errors import ErrorList, InputError
 from fieldcheck._util.paths import unique_filenames
 from fieldcheck._util.signature import Signature
 from fieldcheck.metrics._numbers import (
@@ -172,7 +172,7 @@ class NumericResult(BaseModel):
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
     conversations: list[ConversationScore]
-    input_errors: list[InputError]
+    input_errors: ErrorList
     statistics: dict[str, Any]
     signature: Signature
     tallies: ReportTallies | None = None
@@ -333,10 +333,10 @@ def trace_ids(conversation_ids: Sequence[str]) -> dict[str, str]:
     return unique_filenames(conversation_ids)
 
 
-def prediction_errors(data: LoadResult, predictions: PredictionsResult) -> list[InputError]:
+def prediction_errors(data: LoadResult, predictions: PredictionsResult) -> ErrorList:
     """The input errors known before scoring: the loaders', then each prediction for an unknown
     conversation (not in the split) or a turn out of range, in (id, turn) order."""
-    errors: list[InputError] = [*data.errors, *predictions.errors]
+    errors = data.errors + predictions.errors
     turns_of = data.turn_counts()
     for cid, turn in sorted_keys(predictions.predictions):
         line = predictions.lines.get((cid, turn))

@@ -812,7 +812,7 @@ def write_report_files(result: NumericResult, out: OutputFolder) -> dict[str, Pa
     names = ["summary.csv", "turns.csv", "validation.csv", "errors.csv", "input_errors.csv"]
     out.expect(*_LAST_FILES[:-1], *plot_files(result), _LAST_FILES[-1])
     with out.atomic("input_errors.csv") as tmp:
-        write_csv(tmp, [e.to_dict() for e in result.input_errors], INPUT_ERROR_COLUMNS)
+        write_csv(tmp, (e.to_dict() for e in result.input_errors), INPUT_ERROR_COLUMNS)
     paths: dict[str, Path] = {name: out / name for name in names}
     paths |= write_numeric_report(result, out)
     paths["traces"] = out / "traces"

@@ -17,8 +17,8 @@ from typing import Any, TypeVar
 import orjson
 from pydantic import BaseModel, ValidationError
 
-from fieldcheck._util.errors import InputError, input_error_of
-from fieldcheck._util.jsonio import BLANK, iter_jsonl, parse_jsonl_line
+from fieldcheck._util.errors import ErrorList, InputError, input_error_of
+from fieldcheck._util.jsonio import BLANK, iter_jsonl, parse_jsonl_line, read_lines
 from fieldcheck.metrics._text import canonicalize
 from fieldcheck.slots._records import JudgeRecord, LatencyRecord, SlotRecord
 
@@ -36,7 +36,7 @@ class SlotFile:
     path: Path
     sessions: dict[SessionKey, dict[SlotKey, list[str]]] = field(default_factory=dict)
     lines: dict[tuple[SessionKey, SlotKey], int] = field(default_factory=dict)
-    errors: list[InputError] = field(default_factory=list)
+    errors: ErrorList = field(default_factory=ErrorList)
     # One object per distinct session key and slot key (and their names), shared by every line
     # that names it: a million lines hold a few thousand names, not three million strings.
     session_keys: dict[SessionKey, SessionKey] = field(default_factory=dict, repr=False)
@@ -56,7 +56,7 @@ class SlotFile:
 class LatencyFile:
     path: Path
     seconds: dict[SessionKey, float] = field(default_factory=dict)
-    errors: list[InputError] = field(default_factory=list)
+    errors: ErrorList = field(default_factory=ErrorList)
     lines: dict[SessionKey, int] = field(default_factory=dict, repr=False)  # first line of each
 
     @property
@@ -69,7 +69,7 @@ class LatencyFile:
 class JudgeFile:
     path: Path
     scores: dict[SessionKey, dict[SlotKey, float]] = field(default_factory=dict)
-    errors: list[InputError] = field(default_factory=list)
+    errors: ErrorList = field(default_factory=ErrorList)
     lines: dict[tuple[SessionKey, SlotKey], int] = field(default_factory=dict, repr=False)
 
     @property
@@ -83,7 +83,7 @@ def validation_error(exc: ValidationError, *, file: Path, line: int) -> InputErr
     return input_error_of(exc, file=file, line=line)
 
 
-def _records(path: Path, model: type[R], errors: list[InputError]) -> Iterator[tuple[int, R]]:
+def _records(path: Path, model: type[R], errors: ErrorList) -> Iterator[tuple[int, R]]:
     for line, raw in iter_jsonl(path):
         if isinstance(raw, InputError):
             errors.append(raw)
@@ -133,7 +133,7 @@ def slot_row(raw: Any) -> SlotRow | None:
     return user, session, topic, name, values
 
 
-def read_slot_rows(path: Path, errors: list[InputError]) -> Iterator[tuple[int, SlotRow]]:
+def read_slot_rows(path: Path, errors: ErrorList) -> Iterator[tuple[int, SlotRow]]:
     """``(line, row)`` of every valid line of a slot file; a bad line goes to ``errors``.
 
     A line is parsed once with orjson; only a line that is not plainly a valid slot goes through
@@ -146,7 +146,7 @@ def read_slot_rows(path: Path, errors: list[InputError]) -> Iterator[tuple[int, 
         raise InputError(f"cannot read file: {exc.strerror}", file=path) from exc
     loads, decode_error = orjson.loads, orjson.JSONDecodeError
     with handle:
-        for line, text in enumerate(handle, start=1):
+        for line, text in enumerate(read_lines(handle), start=1):
             try:
                 row = slot_row(loads(text))
             except decode_error:
@@ -162,7 +162,7 @@ def read_slot_rows(path: Path, errors: list[InputError]) -> Iterator[tuple[int, 
                 yield line, checked
 
 
-def _checked_slot(raw: Any, path: Path, line: int, errors: list[InputError]) -> SlotRow | None:
+def _checked_slot(raw: Any, path: Path, line: int, errors: ErrorList) -> SlotRow | None:
     """The row of a line the fast path could not take, or None with its error in ``errors``."""
     if isinstance(raw, InputError):
         errors.append(raw)
@@ -240,13 +240,13 @@ JudgeRow = tuple[str, int, str, str, float]
 """A valid judge line as plain values: ``(user, session, topic, field, score)``."""
 
 
-def read_latency_rows(path: Path, errors: list[InputError]) -> Iterator[tuple[int, LatencyRow]]:
+def read_latency_rows(path: Path, errors: ErrorList) -> Iterator[tuple[int, LatencyRow]]:
     """``(line, row)`` of every valid line of a latency file; a bad line goes to ``errors``."""
     for line, rec in _records(path, LatencyRecord, errors):
         yield line, (rec.user, rec.session, float(rec.seconds))
 
 
-def read_judge_rows(path: Path, errors: list[InputError]) -> Iterator[tuple[int, JudgeRow]]:
+def read_judge_rows(path: Path, errors: ErrorList) -> Iterator[tuple[int, JudgeRow]]:
     """``(line, row)`` of every valid line of a judge file; a bad line goes to ``errors``."""
     for line, rec in _records(path, JudgeRecord, errors):
         yield line, (rec.user, rec.session, rec.topic, rec.field, float(rec.score))

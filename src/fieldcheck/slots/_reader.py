@@ -15,7 +15,7 @@ import sys
 import threading
 
 from fieldcheck._util import child
-from fieldcheck._util.errors import InputError
+from fieldcheck._util.errors import ErrorList, InputError
 from fieldcheck._util.frames import read_frame
 from fieldcheck.slots._stream import SlotInput, read_into
 
@@ -34,7 +34,8 @@ def main() -> int:
     results = []
     try:
         for index, path, kind in spec["items"]:
-            item = SlotInput(path, kind=kind)
+            # its errors past the first ones in the scratch folder: handed back by name
+            item = SlotInput(path, kind=kind, errors=ErrorList(spill_dir=folder))
             try:
                 read_into(index, item, handles, k)
             except InputError as exc:

@@ -150,7 +150,7 @@ def write_outputs(
     with out.atomic("per_topic.csv") as tmp:
         write_csv(tmp, topic_rows(run), TOPIC_COLUMNS)
     with out.atomic("errors.jsonl") as tmp:
-        write_jsonl(tmp, [e.to_dict() for e in run.errors])
+        write_jsonl(tmp, (e.to_dict() for e in run.errors))
     images = write_plots(run, out) if plots else {}
     files |= {p.name: p for p in images.values()}
     out.write_text("report.md", render_markdown(run, images))

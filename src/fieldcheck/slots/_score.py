@@ -19,7 +19,7 @@ import numpy as np
 import orjson
 from pydantic import BaseModel
 
-from fieldcheck._util.errors import InputError
+from fieldcheck._util.errors import ErrorList, InputError
 from fieldcheck._util.signature import Signature
 from fieldcheck.matchers import (
     LONG_VALUE_CHARS,
@@ -243,7 +243,7 @@ class SlotsRun:
     paired_f1: list[PairedF1]
     signature: Signature
     topics: list[str]
-    errors: list[InputError] = field(default_factory=list)
+    errors: ErrorList = field(default_factory=ErrorList)
     warnings: list[str] = field(default_factory=list)
     unscored: list[UnscoredModel] = field(default_factory=list)
     names: list[str] = field(default_factory=list)
@@ -467,8 +467,8 @@ class _ModelFold:
     judge_scores: JudgeFile | None = None  # the bucket's judge scores
     latency_lines: int | None = None  # bucketed latencies: valid lines over the buckets
     judge_lines: int | None = None  # bucketed judge scores: valid lines over the buckets
-    latency_errors: list[InputError] = field(default_factory=list)  # the buckets' duplicates
-    judge_errors: list[InputError] = field(default_factory=list)
+    latency_errors: ErrorList = field(default_factory=ErrorList)  # the buckets' duplicates
+    judge_errors: ErrorList = field(default_factory=ErrorList)
     rows: list[np.ndarray] = field(default_factory=list)  # keep_sessions: the units
     at: list[np.ndarray] = field(default_factory=list)  # their index in SlotScorer.keys
     unknown: int = 0
@@ -482,7 +482,7 @@ class _ModelFold:
     long: int = 0
     judged_pairs: int = 0
     judge_failed: int = 0
-    file_errors: list[InputError] = field(default_factory=list)
+    file_errors: ErrorList = field(default_factory=ErrorList)
     value_failures: list[tuple[SessionKey, int, InputError]] = field(default_factory=list)
     judge_failures: list[tuple[SessionKey, int, InputError]] = field(default_factory=list)
 
@@ -531,7 +531,7 @@ class ScorerState:
     folds: list[_ModelFold]
     sessions: int
     pairs: dict[tuple[int, int], RowClasses]
-    gold_errors: list[InputError]
+    gold_errors: ErrorList
     empty_gold: int
     any_gold_value: bool
     topic_gold: Counter[str]
@@ -582,7 +582,7 @@ class SlotScorer:
             (i, j): RowClasses(2 * len(PAIR_COLUMNS))
             for i, j in combinations(range(len(self.folds)), 2)
         }
-        self.gold_errors: list[InputError] = []
+        self.gold_errors = ErrorList()
         self.empty_gold = 0
         self.any_gold_value = False
         self.topic_gold: Counter[str] = Counter()
@@ -1023,7 +1023,7 @@ class SlotScorer:
         fold: _ModelFold,
         rank: np.ndarray | None,
         warn: Callable[[str], None],
-        errors: list[InputError],
+        errors: ErrorList,
     ) -> ModelScore:
         model, preds = fold.model, fold.model.predictions
         n_scored = fold.scored
@@ -1396,9 +1396,10 @@ def model_sides(models: Sequence[ModelInput]) -> list[tuple[SideKind, Path]]:
     return sides
 
 
-def _by_line(errors: list[InputError]) -> list[InputError]:
-    """A file's errors in line order (bad lines and repeated slots meet in different passes)."""
-    return sorted(errors, key=lambda e: e.line or 0)
+def _by_line(errors: ErrorList) -> ErrorList:
+    """A file's errors in line order (bad lines and repeated slots meet in different passes),
+    in bounded memory (``ErrorList.by_line``)."""
+    return errors.by_line()
 
 
 def score_models(

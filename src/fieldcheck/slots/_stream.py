@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import IO, Any, Literal
 
 from fieldcheck._util import child
-from fieldcheck._util.errors import InputError
+from fieldcheck._util.errors import ErrorList, InputError
 from fieldcheck._util.frames import read_frame, write_frame
 from fieldcheck.reports._outdir import remove_leftover_scratch, scratch_prefix
 from fieldcheck.slots._loaders import (
@@ -88,7 +88,7 @@ class SlotInput:
 
     path: Path
     records: int = 0
-    errors: list[InputError] = field(default_factory=list)
+    errors: ErrorList = field(default_factory=ErrorList)
     failure: InputError | None = None  # the file could not be read at all
     kind: Literal["slots", "latency", "judge"] = "slots"
 
