@@ -7,7 +7,9 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 import pickle
+import threading
 import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
@@ -53,6 +55,20 @@ def test_error_list_keeps_the_first_counts_all_and_gives_them_back_in_order() ->
     assert [e.line for e in both][-2:] == [250, 7] and len(errors) == 250
     copied = pickle.loads(pickle.dumps(both))
     assert [e.one_line() for e in copied] == [e.one_line() for e in both]
+
+
+def test_error_list_files_go_with_the_lists(tmp_path: Path) -> None:
+    errors = ErrorList(_errors(list(range(1, 251))), spill_dir=tmp_path)
+    assert len(list(tmp_path.iterdir())) == 1  # the 150 after the first 100
+    copied = pickle.loads(pickle.dumps(errors))  # a helper process's copy: the file by name
+    errors.append(InputError("later", line=300))  # the sender goes on; the copy reads its 250
+    copied.append(InputError("copy", line=400))  # and writes its own later errors elsewhere
+    assert [e.line for e in copied][-3:] == [249, 250, 400]
+    assert [e.line for e in errors][-2:] == [250, 300]
+    del copied  # the copy owns the file now: it goes with it, the sender still reads it
+    assert len(errors) == 251 and errors[-2].line == 250
+    del errors
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_error_list_by_line_is_a_stable_merge_of_sorted_runs(
@@ -180,6 +196,26 @@ def test_many_bad_lines_before_the_first_valid_one(tmp_path: Path) -> None:
     summary = json.loads((out / "summary.json").read_text("utf-8"))
     assert (summary["records"], summary["scored"], summary["failed"]) == (10_001, 1, 10_000)
     assert len((out / "errors.jsonl").read_text("utf-8").splitlines()) == 10_000
+
+
+def test_many_bad_lines_before_the_first_valid_one_in_a_pipe(tmp_path: Path) -> None:
+    # a pipe cannot be read again: its lines are held (else the run would score nothing)
+    fifo = tmp_path / "pipe.jsonl"
+    os.mkfifo(fifo)
+
+    def feed() -> None:
+        with fifo.open("w", encoding="utf-8") as handle:
+            handle.writelines("not json\n" for _ in range(10_000))
+            handle.write(GOOD_BATCH)
+
+    writer = threading.Thread(target=feed)
+    writer.start()
+    out = tmp_path / "out"
+    result = CliRunner().invoke(app, ["json", "batch", str(fifo), "--out", str(out)], env=WIDE)
+    writer.join()
+    assert result.exit_code == 3, result.output
+    summary = json.loads((out / "summary.json").read_text("utf-8"))
+    assert (summary["records"], summary["scored"], summary["failed"]) == (10_001, 1, 10_000)
 
 
 # --- a line longer than the limit --------------------------------------------------------------------

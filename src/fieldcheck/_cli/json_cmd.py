@@ -599,7 +599,7 @@ def _score(
 _HOLD_LINES = 8_192
 """Lines ``_first_chunks`` holds while looking for the first valid record; past them the chunks
 read are let go and, once a record is found, the file is read again from its start (issue 26:
-a million bad lines first were all held)."""
+a million bad lines first were all held). A file that is not a regular one (a pipe) is held."""
 
 
 def _first_chunks(
@@ -611,11 +611,12 @@ def _first_chunks(
     chunks = reader.chunks()
     first: list[Sequence[Item | Failed]] = []
     held: int | None = 0
+    again = reader.path.is_file()  # a pipe cannot be read again: all is held
     for chunk in chunks:
         if held is not None:
             first.append(chunk)
             held += len(chunk)
-            if held > _HOLD_LINES:
+            if held > _HOLD_LINES and again:
                 first, held = [], None
         if reader.records:
             break

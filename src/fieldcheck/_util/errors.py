@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import heapq
 import itertools
 import marshal
 import os
 import struct
 import tempfile
+import weakref
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, overload
@@ -175,18 +177,41 @@ class _Shown:
         return self.text
 
 
-_Row = tuple[str, str | None, int | None, str | None, str | None, str | None]
+# reason, file, line, field, value (its short repr; None: none given), record, message
+_Row = tuple[str, str | None, int | None, str | None, str | None, str | None, str]
 
 
 def _row(error: InputError) -> _Row:
     value = None if error.value is ... else short_repr(error.value)
-    return (error.reason, error.file, error.line, error.field, value, error.record)
+    return (
+        error.reason,
+        error.file,
+        error.line,
+        error.field,
+        value,
+        error.record,
+        error.one_line(),
+    )
 
 
 def _error(row: _Row) -> InputError:
-    reason, file, line, field, value, record = row
+    reason, file, line, field, value, record, _ = row
     shown: Any = ... if value is None else _Shown(value)
     return InputError(reason, file=file, line=line, field=field, value=shown, record=record)
+
+
+def _dict(row: _Row) -> dict[str, Any]:
+    """``InputError.to_dict()`` of a spilled error, from its row."""
+    reason, file, line, field, value, record, message = row
+    return {
+        "file": file,
+        "line": line,
+        "record": record,
+        "field": field,
+        "reason": reason,
+        "message": message,
+        "value": value,
+    }
 
 
 def _frames(handle: IO[bytes]) -> Iterator[Any]:
@@ -210,39 +235,64 @@ def _frames(handle: IO[bytes]) -> Iterator[Any]:
         buffer, at = buffer[at:] + more, 0
 
 
+class _Spill:
+    """One file of spilled errors: a handle, the frames of it this list reads, and whether this
+    process removes the file when the list goes (its owner; ownership moves with a pickle)."""
+
+    __slots__ = ("__weakref__", "frames", "handle", "remover")
+
+    def __init__(self, handle: IO[bytes], frames: int = 0, *, owned: bool = True) -> None:
+        self.handle, self.frames = handle, frames
+        self.remover: weakref.finalize[Any, Any] | None = None
+        if owned:
+            self.remover = weakref.finalize(self, _remove, handle, handle.name)
+
+    def rows(self) -> Iterator[_Row]:
+        return itertools.islice(_frames(self.handle), self.frames)
+
+
+def _remove(handle: IO[bytes], name: str) -> None:
+    handle.close()
+    with contextlib.suppress(OSError):
+        os.unlink(name)
+
+
 class ErrorList(Sequence[InputError]):
     """The input errors of a file (or a run), in the order found, in bounded memory: the first
     ``KEPT_ERRORS`` as they were raised, every later one written at once to a temporary file
-    (``spill_dir``, or the system's), read back when iterated. ``len`` is the exact count.
+    (in ``spill_dir``, or the system's), read back when iterated. ``len`` is the exact count.
 
     Used like a list: ``append``, ``extend``, ``+=``, ``+``, ``len``, iteration, ``[i]`` and
     ``[:n]`` (the first ones are in memory). An error read back from the file has its value as
-    its short repr (what every output shows of it). Picklable: a spill file in ``spill_dir`` is
-    passed by its name (the slot reader's helper process), the system's one by its bytes."""
+    its short repr (what every output shows of it). Picklable for fieldcheck's own helper
+    processes: the files go by name (the receiving copy reads them, removes them when it goes,
+    and writes its own later errors to a file of its own)."""
 
     def __init__(
         self, errors: Iterable[InputError] = (), *, spill_dir: str | Path | None = None
     ) -> None:
         self._kept: list[InputError] = []
         self._count = 0
-        self._spill: IO[bytes] | None = None
+        self._read_only: list[_Spill] = []  # files received with a pickle, read first
+        self._spill: _Spill | None = None  # this list's own file
         self._spill_dir = spill_dir
         self._last_line = 0
         self.in_line_order = True
         """Whether the errors were added in line order (an error without a line as line 0)."""
         self.extend(errors)
 
-    def _open_spill(self) -> IO[bytes]:
-        # kept open as long as the list (closed, and a system one removed, with it); one in
-        # spill_dir (a scratch folder) goes with that folder
+    def _write(self, row: _Row) -> None:
         if self._spill is None:
-            if self._spill_dir is None:
-                self._spill = tempfile.TemporaryFile(prefix=".fieldcheck-errors-")  # noqa: SIM115
-            else:
-                self._spill = tempfile.NamedTemporaryFile(  # noqa: SIM115
-                    prefix=".fieldcheck-errors-", dir=self._spill_dir, delete=False
-                )
-        return self._spill
+            handle = tempfile.NamedTemporaryFile(  # noqa: SIM115 (kept open with the list)
+                prefix=".fieldcheck-errors-", dir=self._spill_dir, delete=False
+            )
+            self._spill = _Spill(handle)
+        data = marshal.dumps(row)
+        self._spill.handle.write(_HEADER.pack(len(data)) + data)
+        self._spill.frames += 1
+
+    def _spills(self) -> list[_Spill]:
+        return [*self._read_only, *([self._spill] if self._spill is not None else [])]
 
     def append(self, error: InputError) -> None:
         line = error.line or 0
@@ -253,8 +303,7 @@ class ErrorList(Sequence[InputError]):
         if len(self._kept) < KEPT_ERRORS:
             self._kept.append(error)
             return
-        data = marshal.dumps(_row(error))
-        self._open_spill().write(_HEADER.pack(len(data)) + data)
+        self._write(_row(error))
 
     def _append_rows(self, rows: Iterable[_Row]) -> None:
         """Add errors given as rows (read back in order): spilled as they are, unparsed."""
@@ -267,21 +316,29 @@ class ErrorList(Sequence[InputError]):
                 self.in_line_order = False
             self._last_line = line
             self._count += 1
-            data = marshal.dumps(row)
-            self._open_spill().write(_HEADER.pack(len(data)) + data)
+            self._write(row)
+
+    def _spilled_rows(self) -> Iterator[_Row]:
+        for spill in self._spills():
+            yield from spill.rows()
+
+    def dicts(self) -> Iterator[dict[str, Any]]:
+        """``to_dict()`` of every error, in order (the spilled ones straight from their rows):
+        what errors files are written from."""
+        for error in self._kept[: self._count]:
+            yield error.to_dict()
+        yield from map(_dict, self._spilled_rows())
 
     def _rows(self) -> Iterator[_Row]:
         yield from map(_row, self._kept[: self._count])
-        if self._spill is not None:
-            yield from _frames(self._spill)
+        yield from self._spilled_rows()
 
     def extend(self, errors: Iterable[InputError]) -> None:
         if isinstance(errors, ErrorList):  # the spilled ones copied as they are, unparsed
             other = ErrorList(errors) if errors is self else errors
             for error in other._kept[: other._count]:
                 self.append(error)
-            if other._spill is not None:
-                self._append_rows(_frames(other._spill))
+            self._append_rows(other._spilled_rows())
             return
         for error in errors:
             self.append(error)
@@ -308,8 +365,7 @@ class ErrorList(Sequence[InputError]):
 
     def __iter__(self) -> Iterator[InputError]:
         yield from self._kept[: self._count]
-        if self._spill is not None:
-            yield from map(_error, _frames(self._spill))
+        yield from map(_error, self._spilled_rows())
 
     @overload
     def __getitem__(self, index: int) -> InputError: ...
@@ -380,25 +436,31 @@ class ErrorList(Sequence[InputError]):
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
-        spill = state.pop("_spill")
-        if spill is not None:
-            spill.flush()
-            if self._spill_dir is not None:
-                state["_spill_name"] = spill.name
-            else:
-                spill.seek(0)
-                state["_spill_bytes"] = spill.read()
+        del state["_read_only"], state["_spill"]
+        files = []
+        for spill in self._spills():
+            spill.handle.flush()
+            if spill.remover is not None:
+                spill.remover.detach()  # the receiving copy removes it (ownership moves)
+                spill.remover = None
+            files.append((spill.handle.name, spill.frames))
+        state["_files"] = files
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        name, data = state.pop("_spill_name", None), state.pop("_spill_bytes", None)
+        files = state.pop("_files")
         self.__dict__.update(state)
         self._spill = None
-        if name is not None:
-            self._spill = open(name, "r+b")  # noqa: SIM115 (kept open with the list)
-        elif data is not None:
-            self._open_spill().write(data)
+        # opened at once: the sender may remove its name later, the file stays readable
+        self._read_only = [_Spill(open(name, "rb"), frames) for name, frames in files]  # noqa: SIM115
 
 
 def _line_of(error: InputError) -> int:
     return error.line or 0
+
+
+def error_dicts(errors: Iterable[InputError]) -> Iterator[dict[str, Any]]:
+    """``to_dict()`` of each error (``ErrorList.dicts`` for an ErrorList): an errors file's lines."""
+    if isinstance(errors, ErrorList):
+        return errors.dicts()
+    return (e.to_dict() for e in errors)

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from fieldcheck._util.errors import short_repr
+from fieldcheck._util.errors import error_dicts, short_repr
 from fieldcheck.metrics._stats import ExactSum, latency_stats
 from fieldcheck.numeric._loaders import LoadResult, StoredConversations, plain_conversation
 from fieldcheck.numeric._predictions import (
@@ -812,7 +812,7 @@ def write_report_files(result: NumericResult, out: OutputFolder) -> dict[str, Pa
     names = ["summary.csv", "turns.csv", "validation.csv", "errors.csv", "input_errors.csv"]
     out.expect(*_LAST_FILES[:-1], *plot_files(result), _LAST_FILES[-1])
     with out.atomic("input_errors.csv") as tmp:
-        write_csv(tmp, (e.to_dict() for e in result.input_errors), INPUT_ERROR_COLUMNS)
+        write_csv(tmp, error_dicts(result.input_errors), INPUT_ERROR_COLUMNS)
     paths: dict[str, Path] = {name: out / name for name in names}
     paths |= write_numeric_report(result, out)
     paths["traces"] = out / "traces"

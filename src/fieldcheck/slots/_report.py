@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from fieldcheck._util.errors import error_dicts
 from fieldcheck._util.jsonio import write_jsonl
 from fieldcheck.metrics._stats import Interval
 from fieldcheck.reports import write_csv
@@ -150,7 +151,7 @@ def write_outputs(
     with out.atomic("per_topic.csv") as tmp:
         write_csv(tmp, topic_rows(run), TOPIC_COLUMNS)
     with out.atomic("errors.jsonl") as tmp:
-        write_jsonl(tmp, (e.to_dict() for e in run.errors))
+        write_jsonl(tmp, error_dicts(run.errors))
     images = write_plots(run, out) if plots else {}
     files |= {p.name: p for p in images.values()}
     out.write_text("report.md", render_markdown(run, images))
