@@ -397,7 +397,8 @@ def test_help_lists_the_shared_runner_options_and_the_store() -> None:
     assert result.exit_code == 0
     for option in (
         "--conversations", "--gold", "--out", "--model", "--models", "--base-url",
-        "--concurrency", "--timeout", "--max-retries", "--temperature", "--max-tokens",
+        "--concurrency", "--timeout", "--max-retries", "--max-reply-bytes", "--temperature",
+        "--max-tokens",
         "--model-seed", "--json-mode", "--no-cache", "--cache-nonzero-temperature", "--price-in",
         "--price-out", "--no-progress", "--judge-base-url", "--judge-model", "--tp",
         "--threshold", "--bootstrap", "--seed",
@@ -427,3 +428,64 @@ def test_models_file_names_each_model(
     ]
     temps = sorted((b["model"], b["temperature"]) for b in server.chat_requests)
     assert temps == [("x", 0.0)] * 3 + [("y", 0.5)] * 3
+
+
+def test_context_errors_and_cut_replies_are_typed_counted_and_said(
+    chat_server: StartServer, tmp_path: Path
+) -> None:
+    """Issue 26, items 7, 13, 14 through `slots run`: llama.cpp's context error is a
+    `context_length` call error (asked once, the session not scored), a text/plain 200 an
+    invalid reply; replies cut by max_tokens are counted in the run's summary line."""
+    texts = ["name Eve", "too long", "cut", "cut but whole", "plain"]
+    conv = write_jsonl(
+        tmp_path / "conv.jsonl",
+        [
+            {"user": "e", "session": i + 1, "turns": [{"role": "user", "content": t}]}
+            for i, t in enumerate(texts)
+        ],
+    )
+    gold = write_jsonl(
+        tmp_path / "gold.jsonl",
+        [{"user": "e", "session": 1, "topic": "basic_info", "field": "name", "values": ["Eve"]}],
+    )
+    llama = {
+        "error": {
+            "code": 400,
+            "message": "request (5012 tokens) exceeds the available context size (4096 tokens), "
+            "try increasing it",
+            "type": "exceed_context_size_error",
+            "n_prompt_tokens": 5012,
+            "n_ctx": 4096,
+        }
+    }
+    attempts: Counter[str] = Counter()
+
+    def script(body: dict[str, Any]) -> str | Reply:
+        text = transcript(body)
+        attempts[text] += 1
+        return {
+            "name Eve": Reply(content='{"basic_info": {"name": ["Eve"]}}'),
+            "too long": Reply(status=400, error_body=llama),
+            "cut": Reply(content='{"basic_info": {"na', finish_reason="length"),
+            "cut but whole": Reply(content="{}", finish_reason="length"),
+            "plain": Reply(body=b"Bad gateway", content_type="text/plain"),
+        }[text]
+
+    server = chat_server(script)
+    out = tmp_path / "out"
+    args = f"--conversations {conv} --gold {gold} --model m --base-url {server.base_url}"
+    args += f" --out {out} --max-retries 2 --bootstrap 0 --no-progress --max-tokens 16"
+    result = CliRunner().invoke(app, ["slots", "run", *args.split()])
+    assert result.exit_code == 3, result.output
+    errors = read_jsonl(out / "session_errors.jsonl")
+    assert [(e["session"], e["error_type"]) for e in errors] == [
+        (2, "context_length"),
+        (3, "invalid_reply"),
+        (5, "invalid_reply"),
+    ]
+    assert errors[2]["error_message"].endswith("the reply is not JSON (text/plain): 'Bad gateway'")
+    assert attempts["too long"] == 1
+    runs = json.loads((out / "runs.json").read_text())["runs"]["m"]
+    assert runs["errors"] == {"context_length": 1, "invalid_reply": 2}
+    said = flat(result.output)
+    assert "2 of 5 items had a reply cut by the token limit (finish_reason length): raise --max-tokens" in said  # fmt: skip

@@ -62,6 +62,7 @@ from fieldcheck._cli._runopts import (
     CacheNonzeroOpt,
     ConcurrencyOpt,
     JsonModeOpt,
+    MaxReplyBytesOpt,
     MaxRetriesOpt,
     MaxTokensOpt,
     ModelSeedOpt,
@@ -110,7 +111,7 @@ from fieldcheck.matchers import Matcher
 from fieldcheck.metrics._json_fields import BUCKET_NAMES
 from fieldcheck.reports._csv import write_csv
 from fieldcheck.reports._outdir import OutputFolder, OutputFolderError
-from fieldcheck.runner import ModelSpec, Runner
+from fieldcheck.runner import MAX_REPLY_BYTES, ModelSpec, Runner
 
 app = typer.Typer(
     help=(
@@ -1022,6 +1023,7 @@ def run(
     concurrency: ConcurrencyOpt = 8,
     timeout: TimeoutOpt = 60.0,
     max_retries: MaxRetriesOpt = 3,
+    max_reply_bytes: MaxReplyBytesOpt = MAX_REPLY_BYTES,
     temperature: TemperatureOpt = 0.0,
     max_tokens: MaxTokensOpt = None,
     model_seed: ModelSeedOpt = None,
@@ -1078,6 +1080,7 @@ def run(
         concurrency=concurrency,
         timeout=timeout,
         max_retries=max_retries,
+        max_reply_bytes=max_reply_bytes,
         no_cache=no_cache,
         cache_nonzero_temperature=cache_nonzero_temperature,
         json_mode=json_mode,

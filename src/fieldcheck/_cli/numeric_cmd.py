@@ -46,6 +46,7 @@ from fieldcheck._cli._runopts import (
     CacheNonzeroOpt,
     ConcurrencyOpt,
     JsonModeOpt,
+    MaxReplyBytesOpt,
     MaxRetriesOpt,
     MaxTokensOpt,
     ModelSeedOpt,
@@ -78,7 +79,7 @@ from fieldcheck.numeric import (
 from fieldcheck.numeric._agent import PROMPT_ID, evaluate_model, prediction_lines
 from fieldcheck.numeric._scoring import CALL_ERRORS
 from fieldcheck.reports._outdir import OutputFolder, OutputFolderError
-from fieldcheck.runner import ModelSpec, RunHandle, Runner
+from fieldcheck.runner import MAX_REPLY_BYTES, ModelSpec, RunHandle, Runner
 
 app = typer.Typer(
     help="ConvFinQA numeric QA: run a model's plan-and-execute agent, score per-turn answers and plans.",
@@ -408,7 +409,7 @@ def score_command(
     something to draw plot_failure_modes.png, plot_operations_vs_accuracy.png).
 
     A turn whose prediction has a call error (error.type rate_limited,
-    server_error, timeout, connection or bad_request) is not scored: it is
+    server_error, timeout, connection, bad_request or context_length) is not scored: it is
     listed in turns.csv (not_scored) and counted in statistics.json
     (turns_not_scored_call_errors), never a wrong answer nor an errors.csv row.
 
@@ -658,7 +659,7 @@ EVALUATE_HELP = "\n\n".join(
         "'numeric score'. Running the same command again resumes an unfinished run: finished "
         "turns are not called again.",
         "A turn whose model call failed (rate_limited, server_error, timeout, connection, "
-        "bad_request) is not scored, never a wrong answer: listed in turns.csv and errors.csv, "
+        "bad_request, context_length) is not scored, never a wrong answer: listed in turns.csv and errors.csv, "
         "counted in the table and in statistics.json (turns_not_scored_call_errors).",
         "Exit status: 0 every turn scored; 3 some input failed (see input_errors.csv) or some "
         "turn hit a call error (nothing scored at all when every call failed); 4 a --fail-under "
@@ -717,6 +718,7 @@ def evaluate_command(
     concurrency: ConcurrencyOpt = 8,
     timeout: TimeoutOpt = 60.0,
     max_retries: MaxRetriesOpt = 3,
+    max_reply_bytes: MaxReplyBytesOpt = MAX_REPLY_BYTES,
     temperature: TemperatureOpt = 0.0,
     max_tokens: MaxTokensOpt = None,
     model_seed: ModelSeedOpt = None,
@@ -758,6 +760,7 @@ def evaluate_command(
         concurrency=concurrency,
         timeout=timeout,
         max_retries=max_retries,
+        max_reply_bytes=max_reply_bytes,
         no_cache=no_cache,
         cache_nonzero_temperature=cache_nonzero_temperature,
         json_mode=json_mode,

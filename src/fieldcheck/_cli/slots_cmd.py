@@ -50,6 +50,7 @@ from fieldcheck._cli._runopts import (
     CacheNonzeroOpt,
     ConcurrencyOpt,
     JsonModeOpt,
+    MaxReplyBytesOpt,
     MaxRetriesOpt,
     MaxTokensOpt,
     ModelSeedOpt,
@@ -71,7 +72,7 @@ from fieldcheck._util.paths import unique_filenames
 from fieldcheck._util.term import SafeConsole, safe_json_text, safe_text
 from fieldcheck.reports import format_pvalue
 from fieldcheck.reports._outdir import OutputFolder
-from fieldcheck.runner import ModelSpec, Runner
+from fieldcheck.runner import MAX_REPLY_BYTES, ModelSpec, Runner
 from fieldcheck.slots import (
     PROMPT_ID,
     Conversation,
@@ -791,8 +792,8 @@ update the memory and are the session's prediction. Writes DIR/pred_NAME.jsonl,
 latency_NAME.jsonl, memory_NAME.jsonl, session_errors.jsonl, runs.json and the report of
 'slots score'. Running the same command again resumes: finished sessions are not called again.
 
-A session whose call failed (rate_limited, server_error, timeout, connection, bad_request) is not
-scored for that model: its gold slots are not counted as missed; the tables, metrics.json and
+A session whose call failed (rate_limited, server_error, timeout, connection, bad_request,
+context_length) is not scored for that model: its gold slots are not counted as missed; the tables, metrics.json and
 the report say how many sessions were not scored and why (a model with none scored has no
 metrics). An invalid reply is the model's failure: its gold slots count as missed.
 
@@ -844,6 +845,7 @@ def run(
     concurrency: ConcurrencyOpt = 8,
     timeout: TimeoutOpt = 60.0,
     max_retries: MaxRetriesOpt = 3,
+    max_reply_bytes: MaxReplyBytesOpt = MAX_REPLY_BYTES,
     temperature: TemperatureOpt = 0.0,
     max_tokens: MaxTokensOpt = None,
     model_seed: ModelSeedOpt = None,
@@ -915,6 +917,7 @@ def run(
         concurrency=concurrency,
         timeout=timeout,
         max_retries=max_retries,
+        max_reply_bytes=max_reply_bytes,
         no_cache=no_cache,
         cache_nonzero_temperature=cache_nonzero_temperature,
         json_mode=json_mode,

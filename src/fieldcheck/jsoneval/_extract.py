@@ -223,6 +223,7 @@ class ModelRun:
     tokens_estimated: bool = False
     latencies: list[float] = field(default_factory=list)
     unparsed: int = 0
+    truncated: int = 0  # records whose reply was cut by the token limit
 
     @property
     def error_counts(self) -> dict[str, int]:
@@ -247,6 +248,7 @@ class ModelRun:
             "records": len(self.rows) + len(self.call_errors),
             "with_output": len(self.rows),
             "unparsed_replies": self.unparsed,
+            "truncated_replies": self.truncated,
             "call_errors": self.error_counts,
             "calls": self.calls,
             "cached_calls": self.cached_calls,
@@ -357,6 +359,7 @@ def collect(handle: RunHandle, spec: ModelSpec, records: list[ExtractRecord]) ->
         run.output_tokens += int(res.get("output_tokens", 0))
         run.tokens_estimated |= bool(res.get("tokens_estimated", False))
         run.latencies.append(item.latency_s)
+        run.truncated += any(c.get("truncated") for c in item.call_log)
         if item.error_type is None and "output" in res:
             run.rows.append(
                 {"id": record.id, "ground_truth": record.ground_truth, "output": res["output"]}
