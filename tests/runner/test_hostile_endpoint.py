@@ -330,3 +330,69 @@ def _run(
             await runner.aclose()
 
     return asyncio.run(go())
+
+
+# item 12: SIGTERM takes Ctrl-C's path
+def test_sigterm_during_a_model_run_is_one_line_and_the_run_resumes(
+    chat_server: Start, tmp_path: Path
+) -> None:
+    """`json run` stopped by SIGTERM while item 5 is in flight: exit 130, the one Ctrl-C line (it
+    ended with an "unhandled exception during asyncio.run() shutdown" traceback), the run
+    interrupted; the same command resumes it and asks only the items left."""
+    import json
+    import os
+    import signal
+    import subprocess
+    import sys
+    import threading
+
+    from fieldcheck.jsoneval import document_from_prompt
+
+    reached, release = threading.Event(), threading.Event()
+    phase = {"n": 1}
+
+    def script(req: dict[str, Any]) -> Reply:
+        doc = document_from_prompt(req["messages"][1]["content"])
+        if phase["n"] == 1 and doc == "doc 5":
+            reached.set()
+            release.wait(30)
+            return Reply(status=500)
+        return Reply(content='{"a": 1}')
+
+    server = chat_server(script)
+    data = tmp_path / "d.jsonl"
+    data.write_text(
+        "".join(
+            json.dumps({"id": i, "document": f"doc {i}", "ground_truth": {"a": 1}}) + "\n"
+            for i in range(10)
+        )
+    )
+    command = [
+        sys.executable, "-m", "fieldcheck._cli.main", "json", "run", str(data), "--model", "m",
+        "--base-url", server.base_url, "--out", str(tmp_path / "out"), "--no-progress",
+        "--concurrency", "1", "--force",
+    ]  # fmt: skip
+    proc = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ)
+    )
+    try:
+        assert reached.wait(120), proc.stderr.read() if proc.stderr else ""
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        release.set()
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err and "unhandled exception" not in err, err
+    [line] = err.splitlines()
+    assert line.startswith("interrupted: 5 of 10 items finished and stored (run ")
+    assert "resume with: " in line
+    [run] = Store().list_runs(system="json")
+    assert (run.status, run.n_done) == ("interrupted", 5)
+    phase["n"] = 2
+    asked = len(server.chat_requests)
+    again = subprocess.run(command, capture_output=True, text=True, env=dict(os.environ))
+    assert again.returncode == 0, again.stderr
+    assert f"resuming run {run.id}: 5 of 10 items" in again.stderr
+    assert sorted(
+        document_from_prompt(r["messages"][1]["content"]) for r in server.chat_requests[asked:]
+    ) == [f"doc {i}" for i in range(5, 10)]
