@@ -9,11 +9,12 @@ from fastapi.responses import Response
 
 from fieldcheck._util.errors import InputError
 from fieldcheck._util.jsonio import dumps
+from fieldcheck.api._body import CheckedBodyRoute
 from fieldcheck.api._config import Section, parse_json_file
 from fieldcheck.api._deps import Context
 from fieldcheck.api._errors import ApiError
 
-router = APIRouter(prefix="/api/config", tags=["config"])
+router = APIRouter(prefix="/api/config", tags=["config"], route_class=CheckedBodyRoute)
 
 # section, URL part, download name, what the body is
 _SECTIONS: tuple[tuple[Section, str, str, str], ...] = (

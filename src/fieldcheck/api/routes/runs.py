@@ -15,12 +15,13 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
 from fieldcheck._util.errors import InputError
+from fieldcheck.api._body import CheckedBodyRoute
 from fieldcheck.api._deps import AppContext, Context
 from fieldcheck.api._errors import ApiError
 from fieldcheck.runs import compare_runs, format_cell, format_number, iter_export, rescore
 from fieldcheck.store import RunInfo, StoredItem
 
-router = APIRouter(prefix="/api/runs", tags=["runs"])
+router = APIRouter(prefix="/api/runs", tags=["runs"], route_class=CheckedBodyRoute)
 pages = APIRouter(include_in_schema=False)
 MAX_PAGE = 500
 MAX_COMPARE = 20
