@@ -119,3 +119,16 @@ def test_a_body_that_is_not_json_names_the_body(client: httpx.Client) -> None:
     }
     answer = client.post("/api/json/evaluate", content=b"\xff\xfe{}", headers=JSON)
     assert answer.json() == {"detail": "body: not UTF-8 text (byte 0xff)", "field": "body"}
+
+
+def test_a_broken_multipart_form_names_the_body(client: httpx.Client) -> None:
+    """Starlette's 400 for a form it cannot parse becomes the 422 of any unreadable body."""
+    headers = {"content-type": "multipart/form-data; boundary=b"}
+    body = b'--b\r\nContent-Disposition: form-data; name="file"\r\n[\r\n--b--\r\n'
+    for route in ("/api/config/strategies/import", "/api/json/batch"):
+        answer = client.post(route, content=body, headers=headers)
+        assert answer.status_code == 422, answer.text
+        assert answer.json() == {
+            "detail": "body: cannot be read: Invalid multipart data.",
+            "field": "body",
+        }
