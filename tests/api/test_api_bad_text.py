@@ -132,3 +132,25 @@ def test_a_broken_multipart_form_names_the_body(client: httpx.Client) -> None:
             "detail": "body: cannot be read: Invalid multipart data.",
             "field": "body",
         }
+
+
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_uploads_and_query_parameters_with_such_text_are_answered(
+    client: httpx.Client, kind: str
+) -> None:
+    """Already so before issue 26, pinned beside the bodies: an uploaded file is read by orjson,
+    which refuses such text (422 naming ``file``); a query parameter is decoded with U+FFFD."""
+    bad = KINDS[kind][0]
+    for route in ("/api/config/strategies/import", "/api/config/weights/import"):
+        answer = client.post(route, files={"file": ("f.json", b"{%s: 1}" % bad)})
+        assert answer.status_code == 422 and answer.json()["field"] == "file", answer.text
+        assert answer.json()["detail"].startswith("f.json: invalid JSON: ")
+    line = b'{"id": 1, "ground_truth": {%s: "x"}, "output": {"a": "x"}}\n' % bad
+    answer = client.post("/api/json/batch", files={"file": ("b.jsonl", line)})
+    assert answer.status_code == 422 and answer.json()["field"] == "file", answer.text
+    assert answer.json()["detail"].startswith("no valid record: b.jsonl:1: invalid JSON: ")
+    query = "%ED%A0%80" if kind != "not-utf8" else "%FF"
+    answer = client.get(f"/api/runs?model={query}")
+    assert answer.status_code == 200 and answer.json()["total"] == 0
+    answer = client.get(f"/api/runs/{query}")
+    assert answer.status_code == 404 and answer.json()["field"] == "id"
