@@ -10,12 +10,13 @@ from typing import Annotated, Any
 from fastapi import APIRouter, File, Query, UploadFile
 from starlette.concurrency import run_in_threadpool
 
+from fieldcheck.api._body import JsonNumbersRoute
 from fieldcheck.api._deps import Context
 from fieldcheck.api._errors import ApiError
 from fieldcheck.api._evaluation import evaluate_one, score_batch_file
 from fieldcheck.api._schemas import BatchPathRequest, EvaluateRequest
 
-router = APIRouter(prefix="/api/json", tags=["json"])
+router = APIRouter(prefix="/api/json", tags=["json"], route_class=JsonNumbersRoute)
 _COPY_BLOCK = 1 << 20
 
 
