@@ -5,6 +5,8 @@
    and ``runs rescore``, ``json run``'s replies, the API's bodies and uploads. orjson reads such an
    integer as the nearest double, so 2**64 and 2**64 + 1 were EXACT-equal from the CLI while
    ``evaluate()`` (given Python ints) said they differ.
+6. EXACT between a string and a number: a string that is a JSON number literal is read as the
+   number it writes; before, ``"1"`` equalled ``1.0`` but ``"1.0"`` did not.
 
 Text fields are never compared here, so no test in this file loads the sentence-transformers model.
 """
@@ -12,6 +14,7 @@ Text fields are never compared here, so no test in this file loads the sentence-
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -29,6 +32,7 @@ from fieldcheck._util.jsonio import loads, may_hold_big_int, read_json
 from fieldcheck.jsoneval import BatchReader, EvalConfig, document_from_prompt, evaluate
 from fieldcheck.jsoneval._stream import Item
 from fieldcheck.matchers import FuzzyMatcher
+from fieldcheck.metrics import exact_match
 from fieldcheck.runs import record_folder, rescore
 from fieldcheck.store import Store
 
@@ -207,3 +211,153 @@ def test_json_run_reads_the_replies_integers_exactly(
     assert records == {"a": 0.0, "b": 1.0}
     outputs = [json.loads(x)["output"] for x in (out / "m/outputs.jsonl").open()]
     assert outputs == [{"n": BIG + 1}, {"n": BIG}]
+
+
+# ------------------------------------------------------------------ item 6: string vs number
+
+# (aio, gt, EXACT): numbers by value; a string facing a number read as the number it writes when
+# it is a JSON number literal; two strings as text; booleans as true/false
+EXACT_TABLE: list[tuple[Any, Any, bool]] = [
+    ("1.0", 1.0, True),  # the issue: was 0
+    ("1", 1.0, True),  # the issue: was already 1
+    ("1.0", 1, True),
+    ("1e0", 1, True),
+    ("1E2", 100, True),  # case does not matter in a literal
+    ("-0", 0, True),
+    ("-0.0", 0.0, True),
+    (-0.0, 0, True),
+    ("0.1", 0.1, True),  # the double nearest 0.1, as a JSON file's 0.1
+    ("0.10000000000000001", 0.1, True),  # the same double, as a JSON file would read it
+    ("1.5", 1.50, True),
+    ("1.5", 1.51, False),
+    (1, 1.0, True),
+    (1e20, 10**20, True),
+    ("1e20", 10**20, True),
+    ("100000000000000000000", 1e20, True),
+    (str(BIG + 1), BIG + 1, True),  # integers exact at any size
+    (str(BIG + 1), BIG, False),
+    (BIG + 1, BIG, False),
+    (BIG, float(BIG), True),  # 2.0**64 is exactly 2**64
+    (BIG + 1, float(BIG), False),
+    (2**53 + 1, 2.0**53, False),  # a double is the number it is, not its neighbours
+    ("9007199254740993", 9007199254740993, True),
+    ("9007199254740993.0", 9007199254740993, False),  # a fraction makes a double: 2**53
+    ("1.0", "1", False),  # two strings are text: versions "1.10" and "1.1" differ
+    ("1.10", "1.1", False),
+    ("1", "1", True),
+    ("01", 1, False),  # not a JSON literal: text, and "01" is not "1"
+    ("+1", 1, False),
+    (" 1", 1, False),  # no trimming
+    ("1 ", 1, False),
+    ("1,000", 1000, False),  # thousands separators, currency and % are text here
+    ("$5", 5, False),
+    ("1e400", 1e308, False),  # beyond the double range: text
+    ("NaN", 1.0, False),
+    ("true", True, True),  # the spec's str(...).lower()
+    ("True", True, True),
+    ("1", True, False),  # booleans are not numbers
+    (True, 1, False),
+    (False, 0, False),
+    ("ABC", "abc", True),
+    ([1.0], [1], True),  # inside arrays and objects JSON types count: numbers by value ...
+    (["1"], [1], False),  # ... but a string is not a number there
+    ({"a": True}, {"a": "true"}, False),
+]
+
+
+@pytest.mark.parametrize(("aio", "gt", "same"), EXACT_TABLE)
+def test_exact_string_vs_number_rule(aio: Any, gt: Any, same: bool) -> None:
+    assert exact_match(aio, gt) is same
+    assert exact_match(gt, aio) is same  # symmetric
+
+
+def test_exact_rule_is_the_same_in_evaluate_and_json_batch(tmp_path: Path) -> None:
+    """Every row through ``evaluate()`` and through ``json batch``'s columnar kernel (records
+    read from a file, every field EXACT; the row's values written as JSON), both ways round."""
+    lines = []
+    expected = {}
+    for i, (aio, gt, same) in enumerate(EXACT_TABLE):
+        for side, (o, g) in (("a", (aio, gt)), ("b", (gt, aio))):
+            lines.append(line(f"{i}{side}", {"v": g, "k": 1}, {"v": o, "k": 1}))
+            expected[f"{i}{side}"] = 1.0 if same else 0.0
+            assert evaluate({"v": o, "k": 1}, {"v": g, "k": 1}, EXACT).fields["v"].score == (
+                1.0 if same else 0.0
+            ), (o, g)
+    data = tmp_path / "batch.jsonl"
+    data.write_text("\n".join(lines) + "\n")
+    strategies = tmp_path / "s.json"
+    strategies.write_text(json.dumps({"v": "EXACT", "k": "EXACT"}))
+    out = tmp_path / "out"
+    result = run_cli(
+        "batch", str(data), "--strategies", str(strategies), "--out", str(out), "--no-store",
+        "--bootstrap", "0",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    records = map(json.loads, (out / "records.jsonl").open())
+    assert {r["id"]: r["fields"]["v"]["score"] for r in records} == expected
+
+
+_LITERAL = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
+
+
+def naive_exact(aio: Any, gt: Any) -> bool:
+    """The rule written out slowly, with no shared code: numbers (not booleans) are equal when
+    Python says so (int and float compare exactly); a string facing a number is that number
+    when it is a JSON literal read by the standard library and finite; else str(...).lower()."""
+
+    def number(value: Any) -> bool:
+        return isinstance(value, int | float) and not isinstance(value, bool)
+
+    def read(text: str) -> Any:
+        if _LITERAL.fullmatch(text):
+            value = json.loads(text)
+            if math.isfinite(value):
+                return value
+        return text
+
+    if number(gt) and isinstance(aio, str):
+        aio = read(aio)
+    if number(aio) and isinstance(gt, str):
+        gt = read(gt)
+    if number(aio) and number(gt):
+        return bool(aio == gt)
+    if number(aio) or number(gt):
+        return False  # a finite number's text is a JSON literal, which the string is not
+    return str(aio).lower() == str(gt).lower()
+
+
+NUMBERS = st.one_of(
+    st.integers(-(10**25), 10**25),
+    st.integers(-3, 3),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.sampled_from([0.1, 0.5, -0.0, 1e20, 2.0**64, 2.0**53, 1.0, 3.0]),
+)
+
+
+def writings(n: int | float) -> st.SearchStrategy[str]:
+    """Texts a model may write for ``n``: JSON's, Python's, with a fraction or an exponent."""
+    texts = {json.dumps(n), str(n), repr(n), f"{n}.0" if isinstance(n, int) else f"{n:.3g}"}
+    texts |= {f"{n:e}", f"{n:E}", f" {n}", f"+{n}", f"{n:,}"}
+    return st.sampled_from(sorted(texts))
+
+
+SCALARS = st.one_of(
+    NUMBERS,
+    NUMBERS.flatmap(writings),
+    st.booleans(),
+    st.sampled_from(["true", "False", "abc", "ABC", "", "-", "1e400", "NaN"]),
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(SCALARS, SCALARS)
+def test_exact_agrees_with_a_naive_reference(aio: Any, gt: Any) -> None:
+    assert exact_match(aio, gt) is naive_exact(aio, gt), (aio, gt)
+
+
+@settings(max_examples=300, deadline=None)
+@given(NUMBERS.flatmap(lambda n: st.tuples(st.just(n), writings(n))))
+def test_a_number_equals_its_json_text(pair: tuple[int | float, str]) -> None:
+    number, text = pair
+    assert exact_match(json.dumps(number), number) and exact_match(number, json.dumps(number))
+    assert exact_match(text, number) is naive_exact(text, number)
