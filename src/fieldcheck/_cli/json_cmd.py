@@ -79,7 +79,7 @@ from fieldcheck._cli._runopts import (
     store_line,
 )
 from fieldcheck._util.errors import InputError, reason_of
-from fieldcheck._util.jsonio import dumps, read_json, write_json, write_jsonl
+from fieldcheck._util.jsonio import dumps, loads, read_json, write_json, write_jsonl
 from fieldcheck._util.paths import unique_filenames
 from fieldcheck._util.sniff import likely_cause
 from fieldcheck._util.term import SafeConsole, safe_json_text, safe_markup, safe_text
@@ -355,7 +355,7 @@ def _read_output(path: Path, console: Console) -> Any:
         raise typer.Exit(EXIT_USAGE) from None
     raw = raw.removeprefix(b"\xef\xbb\xbf")  # a UTF-8 byte order mark is not part of the JSON
     try:
-        return orjson.loads(raw)
+        return loads(raw)
     except orjson.JSONDecodeError:
         return raw.decode("utf-8", errors="replace")
 

@@ -4,12 +4,17 @@ multipart form) is a 422 naming ``body`` rather than its 400.
 
 Python's json turns the escape ``"\\ud800"`` (and, in bytes, the three bytes of an encoded
 surrogate) into a str that cannot be encoded again: such a key reached the library and the
-response, and ended as a 500 or a dropped connection."""
+response, and ended as a 500 or a dropped connection.
+
+Numbers are read as ``json score`` and ``json batch`` read files (issue 26, item 3): every
+integer exact (beyond 64 bits too, as Starlette's json then reads it), ``NaN``, ``Infinity``
+and numbers beyond the double range (``1e400``) refused as ``invalid JSON``."""
 
 from __future__ import annotations
 
 import email.message
 import json
+import math
 import re
 from collections.abc import Callable, Coroutine
 from typing import Any
@@ -24,6 +29,29 @@ from fieldcheck.api._errors import ApiError
 _SURROGATES = range(0xD800, 0xE000)
 _ESCAPED_BYTES = range(0xDC80, 0xDD00)  # the bytes that are not UTF-8, as surrogateescape reads
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")  # in JSON text, the only way to write one
+NOT_A_NUMBER = "invalid JSON: NaN and Infinity are not JSON numbers (write null or a number)"
+TOO_LARGE = "invalid JSON: a number beyond the double range (write it as a string)"
+
+
+class _Refused(ValueError):
+    """A number a JSON file may not hold (the CLI refuses it too)."""
+
+
+def _constant(_name: str) -> Any:
+    raise _Refused(NOT_A_NUMBER)
+
+
+def _float(text: str) -> float:
+    value = float(text)
+    if math.isinf(value):
+        raise _Refused(TOO_LARGE)
+    return value
+
+
+def _int(text: str) -> int:
+    if math.isinf(float(text)):  # orjson's limit for an integer (and Python's digit limit)
+        raise _Refused(TOO_LARGE)
+    return int(text)
 
 
 def is_json(content_type: str | None) -> bool:
@@ -96,7 +124,9 @@ def check_json_body(raw: bytes) -> None:
         )
     raw_bytes = not_utf8 is not None
     try:
-        value = json.loads(text)
+        value = json.loads(text, parse_constant=_constant, parse_float=_float, parse_int=_int)
+    except _Refused as exc:
+        raise ApiError(422, f"body: {exc}", field="body") from None
     except json.JSONDecodeError as exc:
         reason = f"invalid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
         raise not_utf8 or ApiError(422, f"body: {reason}", field="body") from None

@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, Validat
 from rich.console import Console
 
 from fieldcheck._util.errors import InputError, input_error_of
-from fieldcheck._util.jsonio import dumps, iter_jsonl, read_json
+from fieldcheck._util.jsonio import dumps, iter_jsonl, loads, read_json
 from fieldcheck.jsoneval._models import MAX_DEPTH
 from fieldcheck.metrics._json_fields import nesting_depth
 from fieldcheck.runner import (
@@ -101,7 +101,7 @@ def parse_reply(text: str) -> tuple[Any, bool]:
     """
     text = clean_text(text)
     try:
-        value = orjson.loads(text.strip())
+        value = loads(text.strip())
     except orjson.JSONDecodeError:
         return text, False
     if nesting_depth(value, limit=MAX_DEPTH + 1) > MAX_DEPTH:

@@ -31,7 +31,15 @@ from pydantic import ValidationError
 
 from fieldcheck._util.errors import FieldcheckError, InputError, input_error_of
 from fieldcheck._util.iters import chunked
-from fieldcheck._util.jsonio import _BOM, BLANK, dumps, parse_jsonl_line
+from fieldcheck._util.jsonio import (
+    _BOM,
+    BLANK,
+    dumps,
+    dumps_bytes,
+    loads,
+    may_hold_big_int,
+    parse_jsonl_line,
+)
 from fieldcheck._util.signature import Signature
 from fieldcheck.jsoneval._config import EvalConfig
 from fieldcheck.jsoneval._models import (
@@ -281,7 +289,7 @@ def coerce_output(output: Any) -> tuple[dict[str, Any] | None, OutputKind, list[
         text = _strip_fence(output.strip())
         if text.startswith(("{", "[")):
             try:
-                parsed = orjson.loads(text)
+                parsed = loads(text)
             except orjson.JSONDecodeError:
                 return None, "invalid_json", ["not_an_object"]
             if isinstance(parsed, dict):
@@ -952,7 +960,7 @@ class _SeenIds:
         if offset == 0:
             raw = raw.removeprefix(_BOM)
         try:
-            return _record_id(orjson.loads(raw))
+            return _record_id(loads(raw))
         except (orjson.JSONDecodeError, AttributeError):
             return None
 
@@ -1082,6 +1090,8 @@ class BatchReader:
             values = list(map(orjson.loads, lines))
         except orjson.JSONDecodeError:
             return None
+        if may_hold_big_int(b"".join(lines)):
+            return None  # an integer beyond 64 bits, read as a double: line by line, exactly
         if set(map(type, values)) != {dict}:
             return None
         get = dict.get
@@ -1121,7 +1131,7 @@ class BatchReader:
     def _chunk(self, raws: list[tuple[int, int, bytes]], seen: _SeenIds) -> list[Item | Failed]:
         p = self.path
         parsed: list[tuple[int, int, Any, InputError | None]] = []
-        loads, invalid = orjson.loads, orjson.JSONDecodeError
+        invalid = orjson.JSONDecodeError
         for number, offset, raw in raws:
             # the common line (not the first, with too few brackets to nest too deep, valid
             # JSON) parsed here; any other through parse_jsonl_line, the one depth check
@@ -1241,19 +1251,22 @@ def record_line(scored: Scored) -> bytes:
     """One line of records.jsonl."""
     if scored.line_parts is not None:
         before, after = scored.line_parts
-        return before + orjson.dumps(scored.id) + after
-    return orjson.dumps(scored.line_dict(), option=_LINE_OPTIONS)
+        return before + dumps_bytes(scored.id, 0) + after
+    return dumps_bytes(scored.line_dict(), _LINE_OPTIONS)
 
 
 def record_lines(scored: Sequence[Scored]) -> list[bytes]:
     """``record_line`` of each record (the kernel's without a call per record)."""
     dumps = orjson.dumps
-    return [
-        r.line_parts[0] + dumps(r.id) + r.line_parts[1]
-        if r.line_parts is not None
-        else record_line(r)
-        for r in scored
-    ]
+    try:
+        return [
+            r.line_parts[0] + dumps(r.id) + r.line_parts[1]
+            if r.line_parts is not None
+            else record_line(r)
+            for r in scored
+        ]
+    except TypeError:  # an id beyond 64 bits, which orjson refuses: written exactly
+        return list(map(record_line, scored))
 
 
 def error_line(error: RecordError) -> bytes:
@@ -1310,7 +1323,6 @@ class StoreRows:
         by_index = {it.index: it for it in items}
         shared: dict[tuple[int, int, str], tuple[bool, dict[str, bool]]] = {}
         columns = self._columns
-        dumps = orjson.dumps
         rows = []
         for r, line in zip(scored, lines, strict=True):
             # kernel records share their fields and buckets: their tags are worked out once
@@ -1324,12 +1336,12 @@ class StoreRows:
                 (
                     line[:-2],  # the line without its closing brace and newline
                     b',"ground_truth":',
-                    dumps(item.ground_truth, option=orjson.OPT_NON_STR_KEYS),
+                    dumps_bytes(item.ground_truth, orjson.OPT_NON_STR_KEYS),
                     b',"output":',
-                    dumps(item.output, option=orjson.OPT_NON_STR_KEYS),
+                    dumps_bytes(item.output, orjson.OPT_NON_STR_KEYS),
                     b"}"
                     if item.safety_score is None
-                    else b',"safety_score_given":' + dumps(item.safety_score) + b"}",
+                    else b',"safety_score_given":' + orjson.dumps(item.safety_score) + b"}",
                 )
             )
             rows.append((columns(str(r.id), found[0], tags=found[1]), text))
