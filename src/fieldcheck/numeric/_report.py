@@ -19,6 +19,7 @@ from fieldcheck.numeric._scoring import (
     ReportTallies,
 )
 from fieldcheck.reports._document import Report, Term, figure, write_report
+from fieldcheck.reports._format import format_seconds
 from fieldcheck.reports._outdir import OutputFolder
 
 TITLE = "Numeric QA (ConvFinQA)"
@@ -420,8 +421,8 @@ def _headline_rows(stats: Mapping[str, Any]) -> list[list[str]]:
     if latency:
         rows.append(
             [
-                "Latency per turn, mean / median / p95 (s)",
-                f"{latency['mean']:.2f} / {latency['median']:.2f} / {latency['p95']:.2f}",
+                "Latency per turn, mean / median / p95",
+                " / ".join(format_seconds(latency[k]) for k in ("mean", "median", "p95")),
                 "",
             ]
         )
