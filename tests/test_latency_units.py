@@ -14,7 +14,7 @@ from rich.console import Console
 from typer.testing import CliRunner
 
 from fieldcheck._cli.main import app
-from fieldcheck.reports import format_seconds
+from fieldcheck.reports import format_seconds, format_seconds_joined
 
 ROOT = Path(__file__).resolve().parents[1]
 SLOTS = ROOT / "examples" / "slots"
@@ -41,6 +41,12 @@ MODELS = ("synthetic-careful", "synthetic-eager", "synthetic-fast")
 )
 def test_format_seconds_keeps_the_digits(seconds: float | None, text: str) -> None:
     assert format_seconds(seconds) == text
+
+
+def test_joined_durations_write_a_shared_unit_once() -> None:
+    assert format_seconds_joined([0.0255, 0.0265, 0.029, 0.3821]) == "25.5 / 26.5 / 29.0 / 382.1 ms"
+    assert format_seconds_joined([0.85, 1.2]) == "850.0 ms / 1.20 s"
+    assert format_seconds_joined([None, 0.01]) == "n/a / 10.0 ms"
 
 
 def _demo_like(tmp_path: Path) -> dict[str, Path]:
@@ -73,13 +79,14 @@ def test_slot_report_and_terminal_show_demo_latency_in_ms(tmp_path: Path) -> Non
     metrics = json.loads((out / "metrics.json").read_text())
     mean = {m: metrics["models"][m]["latency"]["mean"] for m in MODELS}
     assert mean["synthetic-fast"] == pytest.approx(0.0254740)  # seconds in the file, unrounded
-    # terminal: each model's table, mean / median / p95 / total
-    assert "25.5 ms / 26.5 ms / 29.0 ms / 382.1 ms" in terminal
-    assert "34.1 ms / 33.8 ms / 40.6 ms / 510.9 ms" in terminal
+    # terminal: each model's table, mean / median / p95, then the total
+    assert re.search(r"latency mean / median / p95 +│ +25\.5 / 26\.5 / 29\.0 ms", terminal)
+    assert re.search(r"latency total +│ +382\.1 ms", terminal)
+    assert re.search(r"latency mean / median / p95 +│ +34\.1 / 33\.8 / 40\.6 ms", terminal)
     assert not re.search(r"\b0\.0s\b|0\.0 / 0\.0", terminal)
     md = (out / "report.md").read_text()
     assert "| synthetic-fast | 0.603 | 25.5 ms |" in md
-    assert "| 47.1 ms / 48.0 ms / 57.9 ms / 706.3 ms |" in md
+    assert "| 47.1 / 48.0 / 57.9 / 706.3 ms |" in md
     assert "**synthetic-fast is the fastest (25.5 ms mean per session)**" in md
     # "faster" from the unrounded means: 1 - 25.474 / 34.06 = 25%, 1 - 25.474 / 47.089 = 46%
     fast = mean["synthetic-fast"]
@@ -100,8 +107,8 @@ def test_runs_show_prints_the_stored_latency_in_ms(tmp_path: Path) -> None:
     shown = CliRunner().invoke(app, ["runs", "show", run_id], env={"COLUMNS": "300"})
     assert shown.exit_code == 0, shown.output
     row = next(line for line in shown.output.splitlines() if "latency mean" in line)
-    assert "25.5 ms / 26.5 ms / 29.0 ms / 382.1 ms" in row
-    assert "47.1 ms / 48.0 ms / 57.9 ms / 706.3 ms" in row
+    assert "25.5 / 26.5 / 29.0 / 382.1 ms" in row
+    assert "47.1 / 48.0 / 57.9 / 706.3 ms" in row
 
 
 def test_numeric_report_shows_turn_latency_in_ms(tmp_path: Path) -> None:
@@ -131,8 +138,8 @@ def test_numeric_report_shows_turn_latency_in_ms(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     latency = json.loads((out / "statistics.json").read_text())["latency_s"]
     assert latency["mean"] == pytest.approx(0.0137, abs=5e-5)
-    expected = " / ".join(format_seconds(latency[k]) for k in ("mean", "median", "p95"))
-    assert expected == "13.7 ms / 13.3 ms / 19.2 ms"
+    expected = format_seconds_joined([latency[k] for k in ("mean", "median", "p95")])
+    assert expected == "13.7 / 13.3 / 19.2 ms"
     assert f"| Latency per turn, mean / median / p95 | {expected} |" in (
         (out / "report.md").read_text()
     )

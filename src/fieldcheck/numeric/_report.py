@@ -19,7 +19,7 @@ from fieldcheck.numeric._scoring import (
     ReportTallies,
 )
 from fieldcheck.reports._document import Report, Term, figure, write_report
-from fieldcheck.reports._format import format_seconds
+from fieldcheck.reports._format import format_seconds_joined
 from fieldcheck.reports._outdir import OutputFolder
 
 TITLE = "Numeric QA (ConvFinQA)"
@@ -422,7 +422,7 @@ def _headline_rows(stats: Mapping[str, Any]) -> list[list[str]]:
         rows.append(
             [
                 "Latency per turn, mean / median / p95",
-                " / ".join(format_seconds(latency[k]) for k in ("mean", "median", "p95")),
+                format_seconds_joined([latency[k] for k in ("mean", "median", "p95")]),
                 "",
             ]
         )

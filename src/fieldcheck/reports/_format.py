@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 
 def format_pvalue(p: float | None) -> str:
     """``p = 0.023``, ``p < 0.001`` below a thousandth (a 1/1001 bootstrap floor is not 0.001),
@@ -29,3 +31,15 @@ def format_seconds(seconds: float | None) -> str:
     if abs(seconds) < 10:
         return f"{seconds:.2f} s"
     return f"{seconds:.1f} s"
+
+
+def format_seconds_joined(values: Sequence[float | None]) -> str:
+    """Several durations joined by `` / ``, each as ``format_seconds`` gives it, the unit
+    written once at the end when they share it: ``25.5 / 26.5 / 29.0 / 382.1 ms``, but
+    ``850.0 ms / 1.20 s``; ``n/a`` for an absent one."""
+    texts = [format_seconds(v) for v in values]
+    units = {t.rsplit(" ", 1)[1] for t in texts if " " in t}
+    if len(units) == 1 and all(" " in t for t in texts):
+        (unit,) = units
+        return " / ".join(t.rsplit(" ", 1)[0] for t in texts) + f" {unit}"
+    return " / ".join(texts)

@@ -11,7 +11,7 @@ from typing import Any
 from fieldcheck._util.errors import InputError
 from fieldcheck.jsoneval._stream import SCORES
 from fieldcheck.numeric._report import HEADLINE
-from fieldcheck.reports._format import format_seconds
+from fieldcheck.reports._format import format_seconds_joined
 from fieldcheck.slots._report import METRIC_COLUMNS
 from fieldcheck.store import RunInfo
 
@@ -160,11 +160,11 @@ def format_cell(cell: dict[str, Any] | None) -> str:
 
 
 def format_latency(latency: dict[str, float] | None) -> str:
-    """``23.4 ms / 22.0 ms / 41.2 ms / 1.23 s`` (mean / median / p95 / total, in units that keep
-    the digits: ``format_seconds``); ``-`` when absent."""
+    """``23.4 / 22.0 / 41.2 ms / 1.23 s`` (mean / median / p95 / total, in units that keep the
+    digits: ``format_seconds_joined``); ``-`` when absent."""
     if not latency:
         return "-"
-    return " / ".join(format_seconds(latency.get(k)) for k in LATENCY_KEYS if k in latency)
+    return format_seconds_joined([latency[k] for k in LATENCY_KEYS if k in latency])
 
 
 def format_number(value: Any) -> str:

@@ -9,7 +9,7 @@ from typing import Any
 
 from fieldcheck._util.jsonio import write_jsonl
 from fieldcheck.metrics._stats import Interval
-from fieldcheck.reports import format_seconds, write_csv
+from fieldcheck.reports import format_seconds, format_seconds_joined, write_csv
 from fieldcheck.reports._document import (
     CSS,
     LEGEND_OUTSIDE,
@@ -221,9 +221,8 @@ def _metric_table(run: SlotsRun) -> tuple[list[str], list[list[str]]]:
         lat = (
             "n/a"
             if r.latency is None
-            else " / ".join(
-                format_seconds(v)
-                for v in (r.latency.mean, r.latency.median, r.latency.p95, r.latency.total)
+            else format_seconds_joined(
+                [r.latency.mean, r.latency.median, r.latency.p95, r.latency.total]
             )
         )
         rows.append(
