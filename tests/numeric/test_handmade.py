@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -137,7 +138,8 @@ def files(tmp_path: Path) -> tuple[Path, Path]:
 def _slow_interval(weights: Any, values: dict[str, list[float]]) -> tuple[float, float]:
     """Percentile interval by a plain loop: resample r draws conversation u ``weights[r][u]``
     times (u in A, B, C order); its value is the mean of the drawn conversations' per-turn values
-    (0.0 when it drew none); then the sorted values at floor(0.025 * 199) and ceil(0.975 * 199)."""
+    (a resample that drew none is left out: it says nothing); then the k kept values sorted, at
+    floor(0.025 * (k - 1)) and ceil(0.975 * (k - 1))."""
     order = ["A", "B", "C"]
     resampled = []
     for row in weights:
@@ -147,9 +149,11 @@ def _slow_interval(weights: Any, values: dict[str, list[float]]) -> tuple[float,
             for _ in range(times)
             for v in values.get(u, [])
         ]
-        resampled.append(sum(drawn) / len(drawn) if drawn else 0.0)
+        if drawn:
+            resampled.append(sum(drawn) / len(drawn))
     resampled.sort()
-    return resampled[4], resampled[195]
+    k = len(resampled)
+    return resampled[math.floor(0.025 * (k - 1))], resampled[math.ceil(0.975 * (k - 1))]
 
 
 def test_statistics_by_hand(files: tuple[Path, Path], tmp_path: Path) -> None:
@@ -252,6 +256,11 @@ def test_statistics_by_hand(files: tuple[Path, Path], tmp_path: Path) -> None:
         low, high = _slow_interval(weights, values)
         assert per_turn[turn]["estimate"] == pytest.approx(s["accuracy_by_turn_number"][turn])
         assert (per_turn[turn]["low"], per_turn[turn]["high"]) == pytest.approx((low, high))
+    # turn 2 is scored in B and C only: the resamples that drew A alone are left out of it
+    with_turn_2 = sum(1 for w in weights if w[1] + w[2] > 0)
+    assert 190 <= with_turn_2 < 200  # (1/3)^3 of 200 resamples draw A alone: about 7
+    assert (per_turn["2"]["resamples"], per_turn["2"]["drawn"]) == (with_turn_2, 200)
+    assert (per_turn["0"]["resamples"], per_turn["0"]["drawn"]) == (200, 200)
     # the values (200 resamples, seed 3): numerical 0 (C three times, in 6 resamples: the 5th
     # lowest value is one of them) to 1 (A three times, 6 resamples); logic recall 2.5/3 (B three
     # times, 11 resamples) to 1

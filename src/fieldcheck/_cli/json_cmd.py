@@ -110,6 +110,7 @@ from fieldcheck.jsoneval._stream import Failed, Item, Throttle
 from fieldcheck.matchers import Matcher
 from fieldcheck.metrics._json_fields import BUCKET_NAMES
 from fieldcheck.reports._csv import write_csv
+from fieldcheck.reports._format import format_seconds
 from fieldcheck.reports._outdir import OutputFolder, OutputFolderError
 from fieldcheck.runner import MAX_REPLY_BYTES, ModelSpec, Runner
 
@@ -830,7 +831,7 @@ def print_comparison(console: Console, rows: list[dict[str, Any]]) -> None:
         box=None,
         pad_edge=False,
     )
-    heads = ("output", "call err", "compl", "halluc", "acc", "RQS", "lat s")
+    heads = ("output", "call err", "compl", "halluc", "acc", "RQS", "latency")
     table.add_column(
         "model", overflow="fold", min_width=min(20, max(len(r["model"]) for r in rows))
     )
@@ -843,7 +844,7 @@ def print_comparison(console: Console, rows: list[dict[str, Any]]) -> None:
             f"{row['with_output']}/{row['records']}",
             str(row["call_errors"]),
             *(_fmt(row[k]) for k in ("completeness", "hallucination", "accuracy", "rqs")),
-            "-" if latency is None else f"{latency:.3f}",
+            "-" if latency is None else format_seconds(latency),
         )
     console.print(table)
 

@@ -192,7 +192,7 @@ def show_command(run: RunArg, as_json: JsonOpt = False) -> None:
 
 
 def _print_comparison(table: dict[str, Any], console: SafeConsole) -> None:
-    from fieldcheck.runs import format_cell, format_number
+    from fieldcheck.runs import format_cell, format_latency, format_number
 
     labels = [safe_text(c["label"]) for c in table["columns"]]
     metrics = Table(title="Metrics (95% interval)", header_style="bold")
@@ -201,6 +201,12 @@ def _print_comparison(table: dict[str, Any], console: SafeConsole) -> None:
         metrics.add_column(label)
     for row in table["metrics"]:
         metrics.add_row(row["name"], *(format_cell(v) for v in row["values"]))
+    if any(table.get("latency") or []):
+        per = "session" if table["system"] == "slots" else "turn"
+        metrics.add_row(
+            f"latency mean / median / p95 / total per {per}",
+            *(format_latency(lat) for lat in table["latency"]),
+        )
     console.print(metrics)
     for extra in table["tables"]:
         grid = Table(title=extra["title"], header_style="bold")

@@ -70,7 +70,7 @@ from fieldcheck._util.errors import InputError
 from fieldcheck._util.jsonio import dumps, write_json, write_jsonl
 from fieldcheck._util.paths import unique_filenames
 from fieldcheck._util.term import SafeConsole, safe_json_text, safe_text
-from fieldcheck.reports import format_pvalue
+from fieldcheck.reports import format_pvalue, format_seconds, format_seconds_joined
 from fieldcheck.reports._outdir import OutputFolder
 from fieldcheck.runner import MAX_REPLY_BYTES, ModelSpec, Runner
 from fieldcheck.slots import (
@@ -199,10 +199,11 @@ def _model_table(name: str, run: SlotsRun) -> Table:
     else:
         lat = r.latency
         table.add_row(
-            "latency mean/median/p95/total (s)",
-            f"{lat.mean:.1f} / {lat.median:.1f} / {lat.p95:.1f} / {lat.total:.1f}",
+            "latency mean / median / p95",
+            format_seconds_joined([lat.mean, lat.median, lat.p95]),
             "",
         )
+        table.add_row("latency total", format_seconds(lat.total), "")
     table.add_row("extra_slots / extra_values", f"{r.extra_slots} / {r.extra_values}", "")
     c = r.counts
     table.add_row("tp / fp / fn", f"{c.tp} / {c.fp} / {c.fn}", "")
@@ -660,7 +661,7 @@ def run_demo(out_dir: Path) -> int:
     )
     for m in run.models:
         r = m.result
-        lat = "n/a" if r.latency is None else f"{r.latency.mean:.1f}s"
+        lat = format_seconds(r.latency.mean if r.latency is not None else None)
         console.print(
             f"  {m.name:18s} P={r.precision:.3f} R={r.recall:.3f} F1={r.f1:.3f} "
             f"exact={r.exact_match_rate:.3f} extra_slots={r.extra_slots} latency={lat}",
@@ -1038,7 +1039,7 @@ def run_model_demo(base_url: str, out_dir: Path, models: list[str], *, console: 
             f"{r.exact_match_rate:.3f}",
             str(r.extra_slots),
             failed,
-            "n/a" if r.latency is None else f"{r.latency.mean * 1000:.1f} ms",
+            format_seconds(r.latency.mean if r.latency is not None else None),
         )
     console.print(table)
     console.print(f"  report: {files['report.html']}", markup=False, soft_wrap=True)

@@ -19,6 +19,7 @@ from fieldcheck.numeric._scoring import (
     ReportTallies,
 )
 from fieldcheck.reports._document import Report, Term, figure, write_report
+from fieldcheck.reports._format import format_seconds_joined
 from fieldcheck.reports._outdir import OutputFolder
 
 TITLE = "Numeric QA (ConvFinQA)"
@@ -73,6 +74,13 @@ def _points(difference: float) -> str:
     return f"{100 * difference:.1f} percentage points"
 
 
+def _kept(kept: int | None, drawn: int | None) -> str:
+    """``881 of 1000``: the resamples an interval was taken over, of those drawn."""
+    if kept is None:
+        return ""
+    return f"{kept} of {drawn}" if drawn is not None else str(kept)
+
+
 class TurnPosition(NamedTuple):
     """One turn position (0, 1, 2, ...): scored turns, numerical accuracy, its interval, and the
     average plan operations there."""
@@ -83,6 +91,8 @@ class TurnPosition(NamedTuple):
     low: float | None
     high: float | None
     operations: float | None
+    kept: int | None = None  # resamples with a conversation scored here (of those drawn)
+    drawn: int | None = None
 
 
 def turn_positions(statistics: Mapping[str, Any]) -> list[TurnPosition]:
@@ -102,6 +112,8 @@ def turn_positions(statistics: Mapping[str, Any]) -> list[TurnPosition]:
                 low=ci["low"] if ci else None,
                 high=ci["high"] if ci else None,
                 operations=operations.get(key),
+                kept=ci.get("resamples") if ci else None,
+                drawn=ci.get("drawn") if ci else None,
             )
         )
     return out
@@ -409,8 +421,8 @@ def _headline_rows(stats: Mapping[str, Any]) -> list[list[str]]:
     if latency:
         rows.append(
             [
-                "Latency per turn, mean / median / p95 (s)",
-                f"{latency['mean']:.2f} / {latency['median']:.2f} / {latency['p95']:.2f}",
+                "Latency per turn, mean / median / p95",
+                format_seconds_joined([latency[k] for k in ("mean", "median", "p95")]),
                 "",
             ]
         )
@@ -470,7 +482,12 @@ def glossary(stats: Mapping[str, Any]) -> list[Term]:
     rel, tol = RELATIVE_TOLERANCE, ABSOLUTE_TOLERANCE
     factors = ", ".join(f"{f:g}" for f in UNIT_FACTORS)
     resamples = next(
-        (ci["resamples"] for ci in (stats.get("bootstrap_95_ci") or {}).values() if ci), None
+        (
+            ci.get("drawn") or ci["resamples"]
+            for ci in (stats.get("bootstrap_95_ci") or {}).values()
+            if ci
+        ),
+        None,
     )
     return [
         Term(
@@ -535,7 +552,10 @@ def glossary(stats: Mapping[str, Any]) -> list[Term]:
             "95% interval",
             f"percentile bootstrap over conversations, {resamples or 'no'} resamples, seeded",
             "Each resample draws the conversations with replacement and recomputes the statistic "
-            "from their summed counts; the interval is its 2.5th to 97.5th percentile.",
+            "from their summed counts; the interval is its 2.5th to 97.5th percentile. A resample "
+            "that draws no item of a statistic (no conversation scored at that turn position) is "
+            "left out of its interval: statistics.json's resamples says how many were kept of "
+            "those drawn.",
         ),
         Term(
             "Failure mode",
@@ -566,16 +586,19 @@ def build_report(result: NumericResult, images: Mapping[str, Path]) -> Report:
         report.heading("Accuracy by turn")
         report.paragraph(
             "Numerical-match accuracy of the scored turns at each turn position, with its 95% "
-            "bootstrap interval, and the average number of operations in the plans there."
+            "bootstrap interval, and the average number of operations in the plans there. A "
+            "resample that draws no conversation scored at a position says nothing about it and "
+            "is left out of that position's interval: Resamples says how many were kept."
         )
         report.table(
-            ["Turn", "Scored turns", "Accuracy", "95% interval", "Avg operations"],
+            ["Turn", "Scored turns", "Accuracy", "95% interval", "Resamples", "Avg operations"],
             [
                 [
                     str(p.turn),
                     str(p.scored),
                     f"{p.accuracy:.3f}",
                     "" if p.low is None or p.high is None else f"[{p.low:.3f}, {p.high:.3f}]",
+                    _kept(p.kept, p.drawn),
                     _num(p.operations, 2),
                 ]
                 for p in positions[:MAX_TURN_INTERVALS]

@@ -44,7 +44,7 @@ from fieldcheck.metrics._stats import (
     TotalsStatistic,
     bootstrap_groups_ci,
     latency_stats,
-    safe_div_array,
+    ratio_array,
 )
 from fieldcheck.numeric._loaders import LoadResult, PlainTurn
 from fieldcheck.numeric._predictions import (
@@ -523,8 +523,11 @@ def conversation_totals(conversation: ConversationScore) -> list[float]:
 
 
 def _ratio(numerator: int, denominator: int) -> TotalsStatistic:
+    """Summed column ``numerator`` / summed column ``denominator``; NaN for a resample whose
+    denominator is 0 (it drew no item of the statistic: left out of its interval)."""
+
     def statistic(totals: np.ndarray) -> np.ndarray:
-        return safe_div_array(totals[:, numerator], totals[:, denominator])
+        return ratio_array(totals[:, numerator], totals[:, denominator])
 
     return statistic
 
@@ -537,7 +540,10 @@ def bootstrap_intervals(
     counts (``conversation_totals``), so a resample is a matrix product
     (``bootstrap_groups_ci``, seeded). The units are the conversations with a scored turn or a
     logic score; a statistic with nothing counted has no interval. Per turn position (the first
-    ``MAX_TURN_INTERVALS``): numerical-match accuracy over the conversations scored there.
+    ``MAX_TURN_INTERVALS``): numerical-match accuracy over the conversations scored there. A
+    resample that draws no item of a statistic (no conversation scored at that position, no
+    logic score, no judged conversation) is left out of that statistic's interval, whose
+    ``resamples`` counts those kept of the ``drawn``.
     """
     units = BootstrapUnits()
     for c in conversations:
@@ -601,8 +607,8 @@ class BootstrapUnits:
             counts[:, 0] = np.frombuffer(flags, dtype=float)
             groups.append(TotalsGroup(members, cast(Rows, counts), {f"turn {k}": _ratio(0, 1)}))
         found = bootstrap_groups_ci(self.count, groups, resamples=resamples, seed=seed) or {}
-        overall |= {key: found[key] for key in statistics}
-        by_turn = {k: found[f"turn {k}"] for k in sorted(self.positions)}
+        overall |= {key: found.get(key) for key in statistics}
+        by_turn = {k: found[f"turn {k}"] for k in sorted(self.positions) if f"turn {k}" in found}
         return Intervals(overall=overall, by_turn=by_turn)
 
 

@@ -18,7 +18,14 @@ from fieldcheck._util.errors import InputError
 from fieldcheck.api._body import CheckedBodyRoute
 from fieldcheck.api._deps import AppContext, Context
 from fieldcheck.api._errors import INVALID, NO_RUN, ApiError, error_responses
-from fieldcheck.runs import compare_runs, format_cell, format_number, iter_export, rescore
+from fieldcheck.runs import (
+    compare_runs,
+    format_cell,
+    format_latency,
+    format_number,
+    iter_export,
+    rescore,
+)
 from fieldcheck.store import RunInfo, StoredItem
 
 router = APIRouter(
@@ -257,7 +264,8 @@ def export_route(
 
 # pages ------------------------------------------------------------------------------------
 def _render(ctx: AppContext, request: Request, name: str, **values: Any) -> HTMLResponse:
-    return ctx.templates.TemplateResponse(request, name, {"active": "/runs", **values})
+    context = {"active": "/runs", "latency": format_latency, **values}
+    return ctx.templates.TemplateResponse(request, name, context)
 
 
 def _plots(run: RunInfo) -> list[str]:
