@@ -414,8 +414,8 @@ def print_summary(
         )
     console.print(table)
     console.print(
-        f"failed: {summary.failed}   not an object: {summary.not_an_object}   "
-        f"safety leaks: {summary.safety_flagged}"
+        f"failed: {summary.failed}   not scored: {summary.not_scored}   "
+        f"not an object: {summary.not_an_object}   safety leaks: {summary.safety_flagged}"
     )
     console.print(
         f"distinct pairs sent to the matcher: FUZZY {summary.matcher_pairs.get('FUZZY', 0)}, "
@@ -699,7 +699,7 @@ def run_batch(
     stored_line(console, stored)
     if as_json:  # summary.json as written
         print_json({**summary.to_json(), "complete": True})
-    status = EXIT_FAILED if summary.failed else EXIT_OK
+    status = EXIT_FAILED if summary.not_scored else EXIT_OK
     return gate(floors or {}, {"": dict(summary.means)}, console, status)
 
 
@@ -789,6 +789,7 @@ COMPARISON_COLUMNS = (
     "call_errors",
     "not_an_object",
     "failed",
+    "not_scored",
     "completeness",
     "hallucination",
     "accuracy",
@@ -810,6 +811,7 @@ def _comparison_row(run: ModelRun, summary: BatchSummary) -> dict[str, Any]:
         "call_errors": len(run.call_errors),
         "not_an_object": summary.not_an_object,
         "failed": summary.failed,
+        "not_scored": summary.not_scored,
         **{
             name: summary.means[name]
             for name in ("completeness", "hallucination", "accuracy", "rqs")
@@ -829,7 +831,7 @@ def print_comparison(console: Console, rows: list[dict[str, Any]]) -> None:
         box=None,
         pad_edge=False,
     )
-    heads = ("output", "call err", "compl", "halluc", "acc", "RQS", "lat s")
+    heads = ("output", "call err", "failed", "compl", "halluc", "acc", "RQS", "lat s")
     table.add_column(
         "model", overflow="fold", min_width=min(20, max(len(r["model"]) for r in rows))
     )
@@ -841,6 +843,7 @@ def print_comparison(console: Console, rows: list[dict[str, Any]]) -> None:
             safe_markup(row["model"]),
             f"{row['with_output']}/{row['records']}",
             str(row["call_errors"]),
+            str(row["failed"]),
             *(_fmt(row[k]) for k in ("completeness", "hallucination", "accuracy", "rqs")),
             "-" if latency is None else f"{latency:.3f}",
         )
@@ -952,7 +955,7 @@ def run_models(
         summaries[run.spec.name] = batch.summary
         paths = batch.paths
         show_problems(errors, batch.summary.errors, str(paths["errors"]))
-        if batch.summary.failed or run.call_errors:
+        if batch.summary.not_scored or run.call_errors:
             status = EXIT_FAILED
         comparison.append(_comparison_row(run, batch.summary))
         if not detail:

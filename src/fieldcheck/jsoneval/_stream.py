@@ -146,6 +146,20 @@ class Scored:
     def bucket_dict(self) -> dict[str, list[str]]:
         return dict(zip(_BUCKETS, self.buckets, strict=True))
 
+    def failed_on(self) -> list[str]:
+        """The fields (their own paths) this record failed on: scored below 1, missing,
+        hallucinated or extra (docs/json.md, Glossary)."""
+        names = [n for n, f in self.fields.items() if f[2] is not None and f[2] < 1]
+        extra, gt_null_value, _, missing, _ = self.buckets
+        return [*names, *missing, *gt_null_value, *extra]
+
+    @property
+    def failed(self) -> bool:
+        """Whether this scored record failed: a field it failed on, or an output that is not
+        an object. The one definition of a failed record (the summary's ``failed``, the
+        store's ``failed`` column and filter)."""
+        return self.kind != "object" or bool(self.failed_on())
+
     def result(self, signature: Signature) -> JsonEvalResult:
         """The public pydantic result (the API's; the hot path writes lines without it)."""
         c, h, a, s, r = self.scores
@@ -749,6 +763,7 @@ class Aggregate:
     def __init__(self, *, bootstrap: int = 1000, seed: int = 0) -> None:
         self.means = MeansBootstrap(SCORES, resamples=bootstrap, seed=seed)
         self.scored = 0
+        self.failed = 0
         self.errors: list[str] = []
         self.not_an_object = 0
         self.safety_flagged = 0
@@ -794,6 +809,14 @@ class Aggregate:
         for fields, n in _distinct(list(map(_FIELDS_OF, scored))):
             for name, f in fields.items():
                 field_scores[(name, f[0], f[2])] += n
+        # failed records, worked out once per outcome (kernel records share fields and buckets)
+        outcomes: dict[tuple[int, int, str], bool] = {}
+        for r in scored:
+            outcome = (id(r.fields), id(r.buckets), r.kind)
+            failed = outcomes.get(outcome)
+            if failed is None:
+                failed = outcomes[outcome] = r.failed
+            self.failed += failed
         for flags in filter(None, map(_FLAGS_OF, scored)):
             self.not_an_object += "not_an_object" in flags
             self.safety_flagged += "safety_leak" in flags
@@ -847,7 +870,8 @@ class Aggregate:
         return BatchSummary(
             records=self.scored + len(self.errors),
             scored=self.scored,
-            failed=len(self.errors),
+            failed=self.failed,
+            not_scored=len(self.errors),
             errors=list(self.errors),
             not_an_object=self.not_an_object,
             safety_flagged=self.safety_flagged,
@@ -1297,10 +1321,7 @@ class StoreRows:
         return name
 
     def _tags(self, scored: Scored) -> dict[str, bool]:
-        names = [n for n, f in scored.fields.items() if f[2] is not None and f[2] < 1]
-        extra, gt_null_value, _, missing, _ = scored.buckets
-        names += [*missing, *gt_null_value, *extra]
-        return dict.fromkeys(map(self._name, map(str, names)), True)
+        return dict.fromkeys(map(self._name, map(str, scored.failed_on())), True)
 
     def rows(
         self, scored: Sequence[Scored], lines: Sequence[bytes], items: Sequence[Item]
@@ -1318,7 +1339,7 @@ class StoreRows:
             found = shared.get(outcome)
             if found is None:
                 tags = self._tags(r)
-                found = shared[outcome] = (bool(tags) or r.kind != "object", tags)
+                found = shared[outcome] = (r.failed, tags)
             item = by_index[r.index]
             text = b"".join(
                 (
@@ -1336,13 +1357,14 @@ class StoreRows:
         return rows
 
     def errors(self, failures: Sequence[Failed]) -> list[tuple[ItemColumns, bytes]]:
-        """(columns, result text) of each record or line that could not be scored."""
+        """(columns, result text) of each record or line that could not be scored: not
+        scored, so neither failed nor passed (``failed`` null)."""
         rows = []
         for f in failures:
             body = f.error.model_dump()
             key = body.get("record") or f"line {body.get('line')}"
             text = orjson.dumps({"id": key, "error": body})
-            rows.append((self._columns(str(key), True, error_type=str(f.error.reason)[:32]), text))
+            rows.append((self._columns(str(key), None, error_type=str(f.error.reason)[:32]), text))
         return rows
 
 

@@ -89,7 +89,13 @@ def _compare(ctx: AppContext, ids: list[str]) -> dict[str, Any]:
         raise ApiError(422, exc.one_line(), field="ids") from None
 
 
-FailedQ = Annotated[bool | None, Query(description="Only failed items (true) or only passed.")]
+FailedQ = Annotated[
+    bool | None,
+    Query(
+        description="Only failed items (true) or only passed (false), as the system's glossary"
+        " defines failed; items not scored are neither."
+    ),
+]
 FieldQ = Annotated[str | None, Query(max_length=512, description="json: records with this field.")]
 TopicQ = Annotated[str | None, Query(max_length=512, description="slots: sessions of a topic.")]
 ModelQ = Annotated[str | None, Query(max_length=255, description="slots: one model's sessions.")]
@@ -133,6 +139,8 @@ def get_run(run_id: str, ctx: Context) -> dict[str, Any]:
     run = _get(ctx, run_id)
     data = run.public_dict()
     data["failed_items"] = ctx.store.count_items(run.id, failed=True)
+    scored = run.kind == "scored"  # a model run's items are answers, never scored
+    data["not_scored_items"] = ctx.store.count_not_scored(run.id) if scored else None
     return data
 
 
@@ -346,6 +354,7 @@ def run_page(
         tags=ctx.store.item_tags(run.id),
         models=list(models or {}),
         failed_items=ctx.store.count_items(run.id, failed=True),
+        not_scored_items=ctx.store.count_not_scored(run.id) if run.kind == "scored" else None,
     )
 
 
