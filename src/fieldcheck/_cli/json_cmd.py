@@ -742,8 +742,8 @@ def batch(
 ) -> None:
     """Score every line of DATA.jsonl; write records.jsonl, summary.json, fields.csv,
     errors.jsonl, report.md, report.html and plots into --out. Exit 0 when every line scored, 3
-    when some failed (each named file:line in errors.jsonl), 4 when a --fail-under floor is not
-    met, 2 on usage errors (bad option, unreadable file or one with no valid line), 1 when an
+    when some could not be scored (each named file:line in errors.jsonl), 4 when a --fail-under
+    floor is not met, 2 on usage errors (bad option, unreadable file or one with no valid line), 1 when an
     output could not be written part-way (a full disk), 130 on Ctrl-C."""
     console, errors = SafeConsole(stderr=as_json), SafeConsole(stderr=True)
     floors = parse_fail_under(fail_under, GATED, lower_is_better=LOWER_IS_BETTER)
@@ -871,9 +871,9 @@ def run_models(
 ) -> int:
     """``json run``: each model extracts every document (through the runner, resumable), then its
     outputs are scored by the ``json batch`` code path into ``out/<model>/``; return the exit status
-    (0 all scored, 3 when a line, a record or a call failed, 2 on usage errors). ``detail=False``
-    prints only the comparison table (the demo). ``documents``: ``read_documents(data)``, read
-    and checked by the caller before --out was prepared."""
+    (0 all scored, 3 when a line or a record could not be scored or a call failed, 2 on usage
+    errors). ``detail=False`` prints only the comparison table (the demo). ``documents``:
+    ``read_documents(data)``, read and checked by the caller before --out was prepared."""
     folder_of = unique_filenames(s.name for s in specs)
     folders = [folder_of[s.name] for s in specs]
     try:
@@ -1053,8 +1053,8 @@ def run(
     """Ask each model to extract a JSON object from every document (prompt json-extract-v1), then
     score its outputs exactly as `json batch` does. A re-run resumes an interrupted run; a failed
     call (timeout, 5xx, 400) gives no output and is listed apart, never scored. Exit 0 when every
-    record was scored, 3 when a line, a record or a call failed, 4 when a --fail-under floor is not
-    met, 2 on usage errors, 1 when an output could not be written part-way, 130 on Ctrl-C."""
+    record was scored, 3 when a line or a record could not be scored or a call failed, 4 when a
+    --fail-under floor is not met, 2 on usage errors, 1 when an output could not be written part-way, 130 on Ctrl-C."""
     console, errors = SafeConsole(stderr=as_json), SafeConsole(stderr=True)
     floors = parse_fail_under(fail_under, GATED, lower_is_better=LOWER_IS_BETTER)
     config = _config(_Options.of(locals()), errors)
