@@ -26,6 +26,7 @@ from fieldcheck.jsoneval import (
     write_batch_outputs,
 )
 from fieldcheck.jsoneval._stream import Item
+from fieldcheck.store._items import json_columns
 
 from .conftest import TableMatcher
 
@@ -282,6 +283,8 @@ def test_streamed_in_memory_and_the_spec_reference_give_identical_numbers(
         summary["scored"] == len(expected)
         and summary["records"] == len(expected) + summary["not_scored"]
     )
+    # failed: the records the store calls failed, read from their records.jsonl lines (issue 26)
+    assert summary["failed"] == sum(json_columns(r).failed is True for r in rows) > 0
 
 
 def test_random_batches_have_every_kind_of_line(tmp_path: Path) -> None:

@@ -149,9 +149,7 @@ class Scored:
     def failed_on(self) -> list[str]:
         """The fields (their own paths) this record failed on: scored below 1, missing,
         hallucinated or extra (docs/json.md, Glossary)."""
-        names = [n for n, f in self.fields.items() if f[2] is not None and f[2] < 1]
-        extra, gt_null_value, _, missing, _ = self.buckets
-        return [*names, *missing, *gt_null_value, *extra]
+        return [*fields_not_matched(self.fields), *fields_failed_in(self.buckets)]
 
     @property
     def failed(self) -> bool:
@@ -732,9 +730,23 @@ class Scorer:
 # ------------------------------------------------------------------ running aggregates
 
 
+def fields_not_matched(
+    fields: Mapping[str, tuple[Strategy, float | None, float | None]],
+) -> list[str]:
+    """The fields scored below 1 (IGNORE fields have no score)."""
+    return [n for n, f in fields.items() if f[2] is not None and f[2] < 1]
+
+
+def fields_failed_in(buckets: tuple[list[str], ...]) -> list[str]:
+    """The fields missing, hallucinated (a value where the ground truth has null) or extra."""
+    extra, gt_null_value, _, missing, _ = buckets
+    return [*missing, *gt_null_value, *extra]
+
+
 _BUCKETS_OF = operator.attrgetter("buckets")
 _FIELDS_OF = operator.attrgetter("fields")
 _FLAGS_OF = operator.attrgetter("flags")
+_KIND_OF = operator.attrgetter("kind")
 _SCORES_OF = operator.attrgetter("scores")
 
 
@@ -795,7 +807,15 @@ class Aggregate:
                 )[0]
         # counted by the field's own name, once per distinct buckets/fields object of the chunk
         # (the kernel shares them between records); [*] paths at the summary
-        for buckets, n in _distinct(list(map(_BUCKETS_OF, scored))):
+        buckets_of, fields_of = list(map(_BUCKETS_OF, scored)), list(map(_FIELDS_OF, scored))
+        # failed records (Scored.failed), worked out once per distinct fields/buckets object
+        firsts, _, which = _by_identity(buckets_of)
+        failed = np.array([bool(fields_failed_in(buckets_of[i])) for i in firsts])[which]
+        firsts, _, which = _by_identity(fields_of)
+        failed |= np.array([bool(fields_not_matched(fields_of[i])) for i in firsts])[which]
+        failed |= np.fromiter((k != "object" for k in map(_KIND_OF, scored)), bool, len(scored))
+        self.failed += int(np.count_nonzero(failed))
+        for buckets, n in _distinct(buckets_of):
             extra, gt_null_value, gt_non_null, missing, _ = buckets
             for counter, names in (
                 (self.expected, gt_non_null),
@@ -806,17 +826,9 @@ class Aggregate:
                 for name in names:
                     counter[name] += n
         field_scores = self.field_scores
-        for fields, n in _distinct(list(map(_FIELDS_OF, scored))):
+        for fields, n in _distinct(fields_of):
             for name, f in fields.items():
                 field_scores[(name, f[0], f[2])] += n
-        # failed records, worked out once per outcome (kernel records share fields and buckets)
-        outcomes: dict[tuple[int, int, str], bool] = {}
-        for r in scored:
-            outcome = (id(r.fields), id(r.buckets), r.kind)
-            failed = outcomes.get(outcome)
-            if failed is None:
-                failed = outcomes[outcome] = r.failed
-            self.failed += failed
         for flags in filter(None, map(_FLAGS_OF, scored)):
             self.not_an_object += "not_an_object" in flags
             self.safety_flagged += "safety_leak" in flags
