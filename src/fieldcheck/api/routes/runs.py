@@ -89,13 +89,7 @@ def _compare(ctx: AppContext, ids: list[str]) -> dict[str, Any]:
         raise ApiError(422, exc.one_line(), field="ids") from None
 
 
-FailedQ = Annotated[
-    bool | None,
-    Query(
-        description="Only failed items (true) or only passed (false), as the system's glossary"
-        " defines failed; items not scored are neither."
-    ),
-]
+FailedQ = Annotated[bool | None, Query(description="Only failed items (true) or only passed.")]
 FieldQ = Annotated[str | None, Query(max_length=512, description="json: records with this field.")]
 TopicQ = Annotated[str | None, Query(max_length=512, description="slots: sessions of a topic.")]
 ModelQ = Annotated[str | None, Query(max_length=255, description="slots: one model's sessions.")]
