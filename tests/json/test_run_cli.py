@@ -158,7 +158,8 @@ def test_every_kind_of_reply_and_error(files: dict[str, Path], chat_server: Star
     )
     assert records["r5"]["buckets"]["extra_keys"] == ["extra"]
     summary = json.loads((folder / "summary.json").read_text())
-    assert (summary["records"], summary["scored"], summary["failed"]) == (7, 5, 2)
+    assert (summary["records"], summary["scored"], summary["not_scored"]) == (7, 5, 2)
+    assert summary["failed"] == 4  # r2 (city missing), r3, r4 (not objects), r5 (extra key)
     assert summary["not_an_object"] == 2
     assert summary["means"]["rqs"] == pytest.approx(sum(RQS.values()) / 5, abs=1e-12)
     assert summary["means"]["completeness"] == pytest.approx((1 + 2 / 3 + 0 + 0 + 1) / 5)
@@ -295,7 +296,10 @@ def test_several_models_get_a_folder_each_and_a_comparison(
         "1.0",
     )
     assert (rows["org/bad"]["not_an_object"], rows["org/bad"]["rqs"]) == ("7", "0.0")
-    assert rows["good"]["failed"] == "2"
+    # the 2 bad DATA lines are not scored; the good model's 7 outputs are right, the bad one's
+    # are not objects: all 7 failed
+    assert (rows["good"]["not_scored"], rows["good"]["failed"]) == ("2", "0")
+    assert (rows["org/bad"]["not_scored"], rows["org/bad"]["failed"]) == ("2", "7")
     assert "Models (means over the records with an output)" in result.stdout
     assert Counter(b["model"] for b in server.chat_requests) == {"good-model": 7, "org/bad": 7}
 

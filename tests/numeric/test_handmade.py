@@ -199,7 +199,8 @@ def test_statistics_by_hand(files: tuple[Path, Path], tmp_path: Path) -> None:
     assert s["total_input_tokens"] == 750
     assert s["total_output_tokens"] == 70
     assert s["total_tokens"] == 820
-    assert s["cost_per_correct_answer"] == pytest.approx(820 / 1)
+    assert s["cost_per_correct_answer"] == pytest.approx(820 / 1)  # per successful conversation
+    assert s["tokens_per_correct_turn"] == pytest.approx(820 / 3)  # A0, A1, B2
     # dollars: (750 * 2 + 70 * 10) / 1e6 = 0.0022, one successful conversation
     assert s["total_cost_usd"] == pytest.approx(0.0022)
     assert s["cost_per_correct_answer_usd"] == pytest.approx(0.0022)
@@ -210,6 +211,8 @@ def test_statistics_by_hand(files: tuple[Path, Path], tmp_path: Path) -> None:
     assert s["avg_operations_by_turn"] == pytest.approx({"0": 0.5, "1": 1.5, "2": 1.5})
     assert s["turns_by_turn_number"] == {"0": 3, "1": 3, "2": 2}
     assert s["failure_modes"] == {"error": 2, "rounding": 1, "scale": 1, "sign": 1}
+    # failed: the 5 scored turns that are not a numerical match, B1 (a general match) included
+    assert s["num_failed_turns"] == 5 == sum(s["failure_modes"].values())
     assert s["num_prediction_errors"] == 1
     assert s["num_missing_predictions"] == 1
     assert s["num_input_errors"] == 1  # the missing turn C1
@@ -286,6 +289,7 @@ def test_statistics_by_hand(files: tuple[Path, Path], tmp_path: Path) -> None:
         "num_conversations",
         "num_turns",
         "num_scored_turns",
+        "num_failed_turns",
         "num_turns_not_scored_call_errors",
         "turns_not_scored_call_errors",
         "num_turns_not_scored_no_gold",
@@ -297,6 +301,7 @@ def test_statistics_by_hand(files: tuple[Path, Path], tmp_path: Path) -> None:
         "total_output_tokens",
         "total_tokens",
         "cost_per_correct_answer",
+        "tokens_per_correct_turn",
         "total_cost_usd",
         "cost_per_correct_answer_usd",
         "price_in_usd_per_1m",

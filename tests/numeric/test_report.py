@@ -114,11 +114,12 @@ def test_report_numbers_by_hand(hand: Path) -> None:
     assert headline[10] == "| Conversation success | 0.000 | [0.000, 0.000] |"
     # plan operations 0, 2, 1, 1 -> 4/4
     assert headline[11] == "| Operations per turn (plan compute steps) | 1.000 |  |"
-    assert "| Cost per correct answer (tokens) | n/a |  |" in headline
+    assert "| Cost per correct answer: tokens per successful conversation | n/a |  |" in headline
     assert _section(md, "Counts").splitlines()[2:] == [
         "| Conversations | 3 |",
         "| Turns | 6 |",
         "| Scored turns | 6 |",
+        "| Failed turns (scored, not a numerical match) | 3 |",
         "| Turns not scored: no gold answer | 0 |",
         "| Turns not scored: model call failed | 0 |",
         "| Successful conversations | 0 |",

@@ -136,7 +136,7 @@ def test_predictions_latencies_memory_and_exact_scores(
     assert read_jsonl(out / "session_errors.jsonl") == []
     runs = json.loads((out / "runs.json").read_text())
     assert runs["prompt"] == "slot-memory-v1" and runs["memory"] == "update-merge"
-    assert runs["runs"]["m"]["sessions"] == 3 and runs["runs"]["m"]["failed"] == 0
+    assert runs["runs"]["m"]["sessions"] == 3 and runs["runs"]["m"]["session_errors"] == 0
     assert runs["runs"]["m"]["input_tokens"] == 30 and runs["runs"]["m"]["output_tokens"] == 15
     assert "Model runs" in result.output and (out / "report.html").exists()
 
@@ -206,18 +206,18 @@ def test_every_failure_is_typed_listed_and_leaves_the_memory_unchanged(
         eve, eve, eve, with_music, with_music, with_music,
         {"basic_info": {"name": ["Eve"], "age": ["40"]}, "interests": {"music": ["jazz"]}},
     ]  # fmt: skip
-    # the failed sessions predicted nothing; only infrastructure failures have no latency line
+    # the sessions with an error predicted nothing; only call errors have no latency line
     assert [(r["session"], r["field"]) for r in read_jsonl(out / "pred_m.jsonl")] == [
         (1, "name"), (4, "music"), (7, "age"),
     ]  # fmt: skip
     assert [r["session"] for r in read_jsonl(out / "latency_m.jsonl")] == [1, 2, 3, 4, 7]
     runs = json.loads((out / "runs.json").read_text())["runs"]["m"]
-    assert runs["failed"] == 4
+    assert runs["session_errors"] == 4 and "failed" not in runs
     assert runs["errors"] == {"invalid_reply": 2, "bad_request": 1, "server_error": 1}
     table = result.output.split("Model runs")[1]
     assert all(f" {t} " in table for t in ("bad_request=1", "invalid_reply=2", "server_error=1"))
     assert re.search(r"│ m\s+│\s+7 │\s+4 │ bad_request=1", table)
-    assert "4 session(s) failed; listed in" in flat(result.output)
+    assert "4 session error(s); listed in" in flat(result.output)
 
 
 def test_several_models_and_a_second_run_makes_no_calls(

@@ -416,8 +416,8 @@ def print_summary(
         )
     console.print(table)
     console.print(
-        f"failed: {summary.failed}   not an object: {summary.not_an_object}   "
-        f"safety leaks: {summary.safety_flagged}"
+        f"failed: {summary.failed}   not scored: {summary.not_scored}   "
+        f"not an object: {summary.not_an_object}   safety leaks: {summary.safety_flagged}"
     )
     console.print(
         f"distinct pairs sent to the matcher: FUZZY {summary.matcher_pairs.get('FUZZY', 0)}, "
@@ -701,7 +701,7 @@ def run_batch(
     stored_line(console, stored)
     if as_json:  # summary.json as written
         print_json({**summary.to_json(), "complete": True})
-    status = EXIT_FAILED if summary.failed else EXIT_OK
+    status = EXIT_FAILED if summary.not_scored else EXIT_OK
     return gate(floors or {}, {"": dict(summary.means)}, console, status)
 
 
@@ -744,8 +744,8 @@ def batch(
 ) -> None:
     """Score every line of DATA.jsonl; write records.jsonl, summary.json, fields.csv,
     errors.jsonl, report.md, report.html and plots into --out. Exit 0 when every line scored, 3
-    when some failed (each named file:line in errors.jsonl), 4 when a --fail-under floor is not
-    met, 2 on usage errors (bad option, unreadable file or one with no valid line), 1 when an
+    when some could not be scored (each named file:line in errors.jsonl), 4 when a --fail-under
+    floor is not met, 2 on usage errors (bad option, unreadable file or one with no valid line), 1 when an
     output could not be written part-way (a full disk), 130 on Ctrl-C."""
     console, errors = SafeConsole(stderr=as_json), SafeConsole(stderr=True)
     floors = parse_fail_under(fail_under, GATED, lower_is_better=LOWER_IS_BETTER)
@@ -791,6 +791,7 @@ COMPARISON_COLUMNS = (
     "call_errors",
     "not_an_object",
     "failed",
+    "not_scored",
     "completeness",
     "hallucination",
     "accuracy",
@@ -812,6 +813,7 @@ def _comparison_row(run: ModelRun, summary: BatchSummary) -> dict[str, Any]:
         "call_errors": len(run.call_errors),
         "not_an_object": summary.not_an_object,
         "failed": summary.failed,
+        "not_scored": summary.not_scored,
         **{
             name: summary.means[name]
             for name in ("completeness", "hallucination", "accuracy", "rqs")
@@ -831,7 +833,7 @@ def print_comparison(console: Console, rows: list[dict[str, Any]]) -> None:
         box=None,
         pad_edge=False,
     )
-    heads = ("output", "call err", "compl", "halluc", "acc", "RQS", "latency")
+    heads = ("output", "call err", "failed", "compl", "halluc", "acc", "RQS", "latency")
     table.add_column(
         "model", overflow="fold", min_width=min(20, max(len(r["model"]) for r in rows))
     )
@@ -843,6 +845,7 @@ def print_comparison(console: Console, rows: list[dict[str, Any]]) -> None:
             safe_markup(row["model"]),
             f"{row['with_output']}/{row['records']}",
             str(row["call_errors"]),
+            str(row["failed"]),
             *(_fmt(row[k]) for k in ("completeness", "hallucination", "accuracy", "rqs")),
             "-" if latency is None else format_seconds(latency),
         )
@@ -870,9 +873,9 @@ def run_models(
 ) -> int:
     """``json run``: each model extracts every document (through the runner, resumable), then its
     outputs are scored by the ``json batch`` code path into ``out/<model>/``; return the exit status
-    (0 all scored, 3 when a line, a record or a call failed, 2 on usage errors). ``detail=False``
-    prints only the comparison table (the demo). ``documents``: ``read_documents(data)``, read
-    and checked by the caller before --out was prepared."""
+    (0 all scored, 3 when a line or a record could not be scored or a call failed, 2 on usage
+    errors). ``detail=False`` prints only the comparison table (the demo). ``documents``:
+    ``read_documents(data)``, read and checked by the caller before --out was prepared."""
     folder_of = unique_filenames(s.name for s in specs)
     folders = [folder_of[s.name] for s in specs]
     try:
@@ -954,7 +957,7 @@ def run_models(
         summaries[run.spec.name] = batch.summary
         paths = batch.paths
         show_problems(errors, batch.summary.errors, str(paths["errors"]))
-        if batch.summary.failed or run.call_errors:
+        if batch.summary.not_scored or run.call_errors:
             status = EXIT_FAILED
         comparison.append(_comparison_row(run, batch.summary))
         if not detail:
@@ -1053,8 +1056,8 @@ def run(
     """Ask each model to extract a JSON object from every document (prompt json-extract-v1), then
     score its outputs exactly as `json batch` does. A re-run resumes an interrupted run; a failed
     call (timeout, 5xx, 400) gives no output and is listed apart, never scored. Exit 0 when every
-    record was scored, 3 when a line, a record or a call failed, 4 when a --fail-under floor is not
-    met, 2 on usage errors, 1 when an output could not be written part-way, 130 on Ctrl-C."""
+    record was scored, 3 when a line or a record could not be scored or a call failed, 4 when a
+    --fail-under floor is not met, 2 on usage errors, 1 when an output could not be written part-way, 130 on Ctrl-C."""
     console, errors = SafeConsole(stderr=as_json), SafeConsole(stderr=True)
     floors = parse_fail_under(fail_under, GATED, lower_is_better=LOWER_IS_BETTER)
     config = _config(_Options.of(locals()), errors)

@@ -300,14 +300,17 @@ def show_result(
     )
     if not nothing:
         table.add_row(
-            "cost per correct answer (tokens)",
+            "cost per correct answer: tokens per successful conversation",
             _tokens(stats.get("cost_per_correct_answer")),
             "",
         )
+        table.add_row("tokens per correct turn", _tokens(stats.get("tokens_per_correct_turn")), "")
     if "cost_per_correct_answer_usd" in stats and not nothing:
         usd = stats.get("cost_per_correct_answer_usd")
         table.add_row(
-            "cost per correct answer (USD)", "absent" if usd is None else f"{usd:.4g}", ""
+            "cost per correct answer: USD per successful conversation",
+            "absent" if usd is None else f"{usd:.4g}",
+            "",
         )
     table.add_row(
         "failure modes",
@@ -318,6 +321,8 @@ def show_result(
         "conversations / turns", f"{stats['num_conversations']} / {stats['num_turns']}", ""
     )
     table.add_row("scored turns", str(stats["num_scored_turns"]), "")
+    if not nothing:
+        table.add_row("failed turns (not a numerical match)", str(stats["num_failed_turns"]), "")
     table.add_row("turns not scored: call errors", call_errors_text(stats), "")
     console.print(table)
     if nothing:
@@ -494,7 +499,12 @@ def run_demo(out_dir: Path) -> int:
     table.add_column("metric")
     for model, _, _ in rows:
         table.add_column(model, justify="right")
-    for key, label in (*_SHOWN, ("cost_per_correct_answer", "tokens per successful conversation")):
+    for key, label in (
+        *_SHOWN,
+        ("cost_per_correct_answer", "cost per correct answer: tokens per successful conversation"),
+        ("tokens_per_correct_turn", "tokens per correct turn"),
+        ("num_failed_turns", "failed turns (not a numerical match)"),
+    ):
         table.add_row(label, *(_fmt(result.statistics.get(key)) for _, result, _ in rows))
     console.print(table)
     for model, result, target in rows:
@@ -835,7 +845,12 @@ def run_model_demo(base_url: str, out_dir: Path, models: list[str], *, console: 
     table.add_column("metric")
     for o in outcomes:
         table.add_column(o.spec.name, justify="right")
-    for key, label in (*_SHOWN, ("cost_per_correct_answer", "tokens per successful conversation")):
+    for key, label in (
+        *_SHOWN,
+        ("cost_per_correct_answer", "cost per correct answer: tokens per successful conversation"),
+        ("tokens_per_correct_turn", "tokens per correct turn"),
+        ("num_failed_turns", "failed turns (not a numerical match)"),
+    ):
         table.add_row(label, *(_fmt(o.result.statistics.get(key)) for o in outcomes))
     table.add_row(
         "turns not scored: call errors",

@@ -170,14 +170,19 @@ def show_command(run: RunArg, as_json: JsonOpt = False) -> None:
     info = _run(store, run)
     data = info.public_dict()
     data["failed_items"] = store.count_items(info.id, failed=True)
+    scored = info.kind == "scored"  # a model run's items are answers, never scored
+    data["not_scored_items"] = store.count_not_scored(info.id) if scored else None
     if as_json:
         _print_json(data)
         return
     console = _console()
     for key in ("id", "system", "kind", "model", "status", "started_at", "parent_id", "out_dir"):
         console.print(f"{key}: {safe_text(data[key] or '')}", markup=False)
+    not_scored = f", {data['not_scored_items']} not scored" if scored else ""
     console.print(
-        f"items: {data['n_items']} ({data['failed_items']} failed)", markup=False, highlight=False
+        f"items: {data['n_items']} ({data['failed_items']} failed{not_scored})",
+        markup=False,
+        highlight=False,
     )
     for entry in data["inputs"]:
         console.print(

@@ -711,7 +711,7 @@ def write_extractions(
     extractions: Sequence[Extraction], out_folder: Path | OutputFolder, specs: Sequence[ModelSpec]
 ) -> tuple[dict[str, Path], dict[str, Path], Path]:
     """``pred_<name>.jsonl``, ``latency_<name>.jsonl``, ``memory_<name>.jsonl`` per model,
-    ``session_errors.jsonl`` (every failed session) and ``runs.json`` (run ids and counts)."""
+    ``session_errors.jsonl`` (every session error) and ``runs.json`` (run ids and counts)."""
     stems = unique_filenames(e.model for e in extractions)
     preds: dict[str, Path] = {}
     lats: dict[str, Path] = {}
@@ -734,7 +734,7 @@ def write_extractions(
                 "run_id": ex.run_id,
                 "model": by_name[ex.model].public(),
                 "sessions": len(ex.sessions),
-                "failed": len(ex.failed),
+                "session_errors": len(ex.failed),
                 "errors": dict(Counter(s.error_type for s in ex.failed if s.error_type)),
                 "resumed": ex.resumed_items,
                 "cached": sum(s.cached for s in ex.sessions),
@@ -753,11 +753,11 @@ def write_extractions(
 
 
 def runs_table(extractions: Sequence[Extraction]) -> Table:
-    """Per model: sessions, failed sessions by error type, those not scored (call errors),
+    """Per model: sessions, session errors by type, those not scored (call errors),
     sessions resumed from the store and replies from the cache, tokens (fits 80 columns)."""
     table = Table(title="Model runs", show_header=True, header_style="bold")
     table.add_column("model", overflow="fold")
-    for col in ("sessions", "failed"):
+    for col in ("sessions", "session\nerrors"):
         table.add_column(col, justify="right")
     table.add_column("errors", no_wrap=True)
     table.add_column("not\nscored\n(call\nerrors)", justify="right", no_wrap=True)
@@ -959,7 +959,7 @@ def run(
     if failed:
         calls = sum(len(ex.not_scored()) for ex in extractions)
         err.print(
-            f"{failed} session(s) failed; listed in {errors_path} (memory unchanged): "
+            f"{failed} session error(s); listed in {errors_path} (memory unchanged): "
             f"{failed - calls} invalid repl(ies), slots missed; {calls} call error(s), not scored",
             style="red",
             markup=False,
@@ -1021,7 +1021,7 @@ def run_model_demo(base_url: str, out_dir: Path, models: list[str], *, console: 
     finish(folder)
     table = Table(title="slots run (synthetic models, examples/slots)", header_style="bold")
     table.add_column("model", min_width=17, overflow="fold")
-    for col in ("P", "R", "F1", "exact", "extra slots", "failed sessions", "latency"):
+    for col in ("P", "R", "F1", "exact", "extra slots", "session errors", "latency"):
         table.add_column(col, justify="right")
     results = {m.name: m.result for m in scored.models}
     for ex in extractions:

@@ -131,14 +131,18 @@ class FieldSummary(BaseModel):
 class BatchSummary(BaseModel):
     """Means of each score over the scored records, counts, errors and per-field counts.
 
-    ``errors`` holds the one-line message of every failed line or record (``failed`` of them; the
-    located fields are in errors.jsonl). ``ci`` holds a 95% percentile bootstrap interval of each
-    mean over the scored records (none when ``bootstrap=0`` or nothing was scored).
+    ``records`` = ``scored`` + ``not_scored``. ``failed`` counts the scored records that failed
+    (a field scored below 1, missing, hallucinated or extra, or an output that is not an
+    object); ``not_scored`` the lines and records that could not be scored (an invalid line or
+    record, a judge error), whose one-line messages are ``errors`` (the located fields are in
+    errors.jsonl). ``ci`` holds a 95% percentile bootstrap interval of each mean over the scored
+    records (none when ``bootstrap=0`` or nothing was scored).
     """
 
     records: int
     scored: int
     failed: int
+    not_scored: int
     errors: list[str] = Field(default_factory=list)
     not_an_object: int
     safety_flagged: int

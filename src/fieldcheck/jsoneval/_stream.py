@@ -154,6 +154,18 @@ class Scored:
     def bucket_dict(self) -> dict[str, list[str]]:
         return dict(zip(_BUCKETS, self.buckets, strict=True))
 
+    def failed_on(self) -> list[str]:
+        """The fields (their own paths) this record failed on: scored below 1, missing,
+        hallucinated or extra (docs/json.md, Glossary)."""
+        return [*fields_not_matched(self.fields), *fields_failed_in(self.buckets)]
+
+    @property
+    def failed(self) -> bool:
+        """Whether this scored record failed: a field it failed on, or an output that is not
+        an object. The one definition of a failed record (the summary's ``failed``, the
+        store's ``failed`` column and filter)."""
+        return self.kind != "object" or bool(self.failed_on())
+
     def result(self, signature: Signature) -> JsonEvalResult:
         """The public pydantic result (the API's; the hot path writes lines without it)."""
         c, h, a, s, r = self.scores
@@ -726,9 +738,23 @@ class Scorer:
 # ------------------------------------------------------------------ running aggregates
 
 
+def fields_not_matched(
+    fields: Mapping[str, tuple[Strategy, float | None, float | None]],
+) -> list[str]:
+    """The fields scored below 1 (IGNORE fields have no score)."""
+    return [n for n, f in fields.items() if f[2] is not None and f[2] < 1]
+
+
+def fields_failed_in(buckets: tuple[list[str], ...]) -> list[str]:
+    """The fields missing, hallucinated (a value where the ground truth has null) or extra."""
+    extra, gt_null_value, _, missing, _ = buckets
+    return [*missing, *gt_null_value, *extra]
+
+
 _BUCKETS_OF = operator.attrgetter("buckets")
 _FIELDS_OF = operator.attrgetter("fields")
 _FLAGS_OF = operator.attrgetter("flags")
+_KIND_OF = operator.attrgetter("kind")
 _SCORES_OF = operator.attrgetter("scores")
 
 
@@ -757,6 +783,7 @@ class Aggregate:
     def __init__(self, *, bootstrap: int = 1000, seed: int = 0) -> None:
         self.means = MeansBootstrap(SCORES, resamples=bootstrap, seed=seed)
         self.scored = 0
+        self.failed = 0
         self.errors: list[str] = []
         self.not_an_object = 0
         self.safety_flagged = 0
@@ -788,7 +815,15 @@ class Aggregate:
                 )[0]
         # counted by the field's own name, once per distinct buckets/fields object of the chunk
         # (the kernel shares them between records); [*] paths at the summary
-        for buckets, n in _distinct(list(map(_BUCKETS_OF, scored))):
+        buckets_of, fields_of = list(map(_BUCKETS_OF, scored)), list(map(_FIELDS_OF, scored))
+        # failed records (Scored.failed), worked out once per distinct fields/buckets object
+        firsts, _, which = _by_identity(buckets_of)
+        failed = np.array([bool(fields_failed_in(buckets_of[i])) for i in firsts])[which]
+        firsts, _, which = _by_identity(fields_of)
+        failed |= np.array([bool(fields_not_matched(fields_of[i])) for i in firsts])[which]
+        failed |= np.fromiter((k != "object" for k in map(_KIND_OF, scored)), bool, len(scored))
+        self.failed += int(np.count_nonzero(failed))
+        for buckets, n in _distinct(buckets_of):
             extra, gt_null_value, gt_non_null, missing, _ = buckets
             for counter, names in (
                 (self.expected, gt_non_null),
@@ -799,7 +834,7 @@ class Aggregate:
                 for name in names:
                     counter[name] += n
         field_scores = self.field_scores
-        for fields, n in _distinct(list(map(_FIELDS_OF, scored))):
+        for fields, n in _distinct(fields_of):
             for name, f in fields.items():
                 field_scores[(name, f[0], f[2])] += n
         for flags in filter(None, map(_FLAGS_OF, scored)):
@@ -855,7 +890,8 @@ class Aggregate:
         return BatchSummary(
             records=self.scored + len(self.errors),
             scored=self.scored,
-            failed=len(self.errors),
+            failed=self.failed,
+            not_scored=len(self.errors),
             errors=list(self.errors),
             not_an_object=self.not_an_object,
             safety_flagged=self.safety_flagged,
@@ -1310,10 +1346,7 @@ class StoreRows:
         return name
 
     def _tags(self, scored: Scored) -> dict[str, bool]:
-        names = [n for n, f in scored.fields.items() if f[2] is not None and f[2] < 1]
-        extra, gt_null_value, _, missing, _ = scored.buckets
-        names += [*missing, *gt_null_value, *extra]
-        return dict.fromkeys(map(self._name, map(str, names)), True)
+        return dict.fromkeys(map(self._name, map(str, scored.failed_on())), True)
 
     def rows(
         self, scored: Sequence[Scored], lines: Sequence[bytes], items: Sequence[Item]
@@ -1330,7 +1363,7 @@ class StoreRows:
             found = shared.get(outcome)
             if found is None:
                 tags = self._tags(r)
-                found = shared[outcome] = (bool(tags) or r.kind != "object", tags)
+                found = shared[outcome] = (r.failed, tags)
             item = by_index[r.index]
             text = b"".join(
                 (
@@ -1348,13 +1381,14 @@ class StoreRows:
         return rows
 
     def errors(self, failures: Sequence[Failed]) -> list[tuple[ItemColumns, bytes]]:
-        """(columns, result text) of each record or line that could not be scored."""
+        """(columns, result text) of each record or line that could not be scored: not
+        scored, so neither failed nor passed (``failed`` null)."""
         rows = []
         for f in failures:
             body = f.error.model_dump()
             key = body.get("record") or f"line {body.get('line')}"
             text = orjson.dumps({"id": key, "error": body})
-            rows.append((self._columns(str(key), True, error_type=str(f.error.reason)[:32]), text))
+            rows.append((self._columns(str(key), None, error_type=str(f.error.reason)[:32]), text))
         return rows
 
 

@@ -410,11 +410,20 @@ def _headline_rows(stats: Mapping[str, Any]) -> list[list[str]]:
         ]
     )
     rows.append(
-        ["Cost per correct answer (tokens)", _num(stats.get("cost_per_correct_answer"), 1), ""]
+        [
+            "Cost per correct answer: tokens per successful conversation",
+            _num(stats.get("cost_per_correct_answer"), 1),
+            "",
+        ]
     )
+    rows.append(["Tokens per correct turn", _num(stats.get("tokens_per_correct_turn"), 1), ""])
     if "cost_per_correct_answer_usd" in stats:
         rows.append(
-            ["Cost per correct answer (USD)", _num(stats.get("cost_per_correct_answer_usd"), 6), ""]
+            [
+                "Cost per correct answer: USD per successful conversation",
+                _num(stats.get("cost_per_correct_answer_usd"), 6),
+                "",
+            ]
         )
         rows.append(["Total cost (USD)", _num(stats.get("total_cost_usd"), 6), ""])
     latency = stats.get("latency_s")
@@ -438,6 +447,7 @@ def _count_rows(stats: Mapping[str, Any], input_problems: int) -> list[list[str]
         ["Conversations", str(stats["num_conversations"])],
         ["Turns", str(stats["num_turns"])],
         ["Scored turns", str(stats["num_scored_turns"])],
+        ["Failed turns (scored, not a numerical match)", str(stats["num_failed_turns"])],
         ["Turns not scored: no gold answer", str(stats["num_turns_not_scored_no_gold"])],
         ["Turns not scored: model call failed", call_errors],
         ["Successful conversations", str(stats["num_successful_conversations"])],
@@ -545,8 +555,26 @@ def glossary(stats: Mapping[str, Any]) -> list[Term]:
         Term(
             "Cost per correct answer",
             "total tokens (input + output) / successful conversations",
-            "The spec's formula; tokens of turns whose model call failed are left out; n/a when "
-            "no conversation succeeded.",
+            "The spec's formula and name (statistics.json cost_per_correct_answer): tokens per "
+            "successful conversation, not per correct turn; tokens of turns whose model call "
+            "failed are left out; n/a when no conversation succeeded.",
+        ),
+        Term(
+            "Tokens per correct turn",
+            "total tokens (input + output) / turns that are a numerical match",
+            "The same tokens per correct turn (statistics.json tokens_per_correct_turn); n/a "
+            "when no turn is a numerical match.",
+        ),
+        Term(
+            "Failed turn",
+            "a scored turn that is not a numerical match",
+            "It has a failure mode and an errors.csv row; the store's failed items and filter "
+            "count the same turns.",
+        ),
+        Term(
+            "Turn not scored",
+            "no gold answer, or a model call that failed (a call error)",
+            "Neither failed nor correct: left out of every metric, counted apart.",
         ),
         Term(
             "95% interval",

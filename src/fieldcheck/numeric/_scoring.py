@@ -642,8 +642,11 @@ def compute_statistics(
     of every metric, of latency and of the cost per correct answer, and counted in
     ``turns_not_scored_call_errors``; ``nothing_scored`` says when no turn is left to score.
     ``cost_per_correct_answer`` = tokens of the turns not lost to a call error / successful
-    conversations (every scored turn a numerical match), ``None`` when none succeeded; the
-    ``total_*_tokens`` count every token spent.
+    conversations (every scored turn a numerical match), ``None`` when none succeeded: the
+    spec's name for tokens per successful conversation; ``tokens_per_correct_turn`` = the same
+    tokens / turns that are a numerical match, ``None`` when none; the ``total_*_tokens`` count
+    every token spent. ``num_failed_turns``: scored turns that are not a numerical match (each
+    has a failure mode and an errors.csv row).
     """
     turns = [t for c in conversations for t in c.turns]
     answered = [t for t in turns if not t.call_error]
@@ -667,6 +670,8 @@ def compute_statistics(
     stats["num_conversations"] = len(conversations)
     stats["num_turns"] = len(turns)
     stats["num_scored_turns"] = len(scored)
+    correct = sum(1 for t in scored if t.numerical_match)
+    stats["num_failed_turns"] = len(scored) - correct
     stats["num_turns_not_scored_call_errors"] = sum(call_errors.values())
     stats["turns_not_scored_call_errors"] = {k: call_errors[k] for k in sorted(call_errors)}
     stats["num_turns_not_scored_no_gold"] = no_gold
@@ -678,6 +683,7 @@ def compute_statistics(
     stats["total_output_tokens"] = total_out
     stats["total_tokens"] = total_in + total_out
     stats["cost_per_correct_answer"] = (counted_in + counted_out) / successes if successes else None
+    stats["tokens_per_correct_turn"] = (counted_in + counted_out) / correct if correct else None
     if price_in is not None and price_out is not None:
         dollars = (total_in * price_in + total_out * price_out) / 1_000_000
         counted = (counted_in * price_in + counted_out * price_out) / 1_000_000

@@ -1349,16 +1349,17 @@ def _item_tuples(payload: StorePayload) -> Iterator[tuple[Any, ...]]:
             if judged is not None and key in judged:
                 item["judge"] = [[t, f, s] for (t, f), s in sorted(judged[key].items())]
             error_type = None
+            failed: bool | None
             if scored[i]:
                 c = counts[i]
                 item["counts"] = dict(zip(_UNIT_FIELDS, c, strict=True))
                 failed = bool(c[FP] or c[FN])
-            else:
+            else:  # not scored: neither failed nor passed (null), on no topic
                 why = item["not_scored"] = not_scored[key]
-                failed = bool(why)
+                failed = None
                 error_type = str(why)[:32] if why else None
             tags: dict[str, bool] = {}
-            for topic, d in per_topic.items():
+            for topic, d in per_topic.items() if scored[i] else ():
                 topic = topic[:TAG_CHARS]
                 tags[topic] = tags.get(topic, False) or bool(d["differ"])
             yield (

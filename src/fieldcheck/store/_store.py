@@ -468,6 +468,14 @@ class Store:
         with self.session() as s:
             return int(s.scalar(query) or 0)
 
+    def count_not_scored(self, run_id: str) -> int:
+        """The run's items that were not scored (``failed`` null: an input, judge or call
+        error, no gold), neither failed nor passed."""
+        query = select(func.count()).select_from(ItemRow)
+        query = query.where(ItemRow.run_id == run_id, ItemRow.failed.is_(None))
+        with self.session() as s:
+            return int(s.scalar(query) or 0)
+
     def item_tags(self, run_id: str, *, limit: int = 1000) -> list[str]:
         """The distinct tag names of a run (fields or topics), sorted: the filter's choices."""
         with self.session() as s:

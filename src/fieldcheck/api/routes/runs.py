@@ -168,6 +168,8 @@ def get_run(run_id: str, ctx: Context) -> dict[str, Any]:
     run = _get(ctx, run_id)
     data = run.public_dict()
     data["failed_items"] = ctx.store.count_items(run.id, failed=True)
+    scored = run.kind == "scored"  # a model run's items are answers, never scored
+    data["not_scored_items"] = ctx.store.count_not_scored(run.id) if scored else None
     return data
 
 
@@ -398,6 +400,7 @@ def run_page(
         tags=ctx.store.item_tags(run.id),
         models=list(models or {}),
         failed_items=ctx.store.count_items(run.id, failed=True),
+        not_scored_items=ctx.store.count_not_scored(run.id) if run.kind == "scored" else None,
     )
 
 
