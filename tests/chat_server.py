@@ -28,6 +28,12 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)  # extra response headers
     usage: bool = True  # False: the reply carries no "usage" object
     no_choices: bool = False  # True: "choices" is empty
+    finish_reason: str = "stop"
+    fields: dict[str, Any] | None = None  # top-level fields of the completion, set as given
+    body: bytes | None = None  # the body sent as is (a 200 that is not a chat completion)
+    content_type: str = "application/json"
+    trickle_s: float = 0.0  # send the body one byte at a time, this many seconds apart
+    send_length: bool = True  # False: no Content-Length, the body ends when the connection does
 
 
 Script = Callable[[dict[str, Any]], "str | Reply"]
@@ -93,6 +99,11 @@ class ChatServer:
                     reply = Reply(content=reply)
                 if reply.delay_s:
                     time.sleep(reply.delay_s)
+                if reply.body is not None:
+                    self._send_bytes(
+                        200, reply.body, reply.content_type, reply.headers, length=reply.send_length
+                    )
+                    return
                 if reply.status != 200:
                     self._send(
                         reply.status,
@@ -112,7 +123,7 @@ class ChatServer:
                         {
                             "index": 0,
                             "message": {"role": "assistant", "content": reply.content},
-                            "finish_reason": "stop",
+                            "finish_reason": reply.finish_reason,
                         }
                     ],
                 }
@@ -122,21 +133,44 @@ class ChatServer:
                         "completion_tokens": reply.completion_tokens,
                         "total_tokens": reply.prompt_tokens + reply.completion_tokens,
                     }
-                self._send(200, payload, reply.headers)
+                payload.update(reply.fields or {})
+                data = json.dumps(payload).encode()
+                self._send_bytes(
+                    200, data, reply.content_type, reply.headers, reply.trickle_s, reply.send_length
+                )
 
             def _send(
                 self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None
             ) -> None:
-                data = json.dumps(payload).encode()
+                self._send_bytes(status, json.dumps(payload).encode(), "application/json", headers)
+
+            def _send_bytes(
+                self,
+                status: int,
+                data: bytes,
+                content_type: str,
+                headers: dict[str, str] | None = None,
+                trickle_s: float = 0.0,
+                length: bool = True,
+            ) -> None:
                 try:
                     self.send_response(status)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(data)))
+                    self.send_header("Content-Type", content_type)
+                    if length:
+                        self.send_header("Content-Length", str(len(data)))
+                    else:
+                        self.close_connection = True
                     for name, value in (headers or {}).items():
                         self.send_header(name, value)
                     self._leave()
                     self.end_headers()
-                    self.wfile.write(data)
+                    if not trickle_s:
+                        self.wfile.write(data)
+                        return
+                    for i in range(len(data)):
+                        self.wfile.write(data[i : i + 1])
+                        self.wfile.flush()
+                        time.sleep(trickle_s)
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client gave up (a timeout test)
 

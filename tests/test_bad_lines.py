@@ -108,7 +108,7 @@ def _json_batch(tmp_path: Path, n: int) -> Callable[[], None]:
         assert result.exit_code == 3, result.output
         assert f"... and {n - 5} more ({n} problems in all" in result.stderr
         summary = json.loads((out / "summary.json").read_text("utf-8"))
-        assert (summary["records"], summary["failed"]) == (n + 1, n)
+        assert (summary["records"], summary["not_scored"]) == (n + 1, n)
         assert len(summary["errors"]) == KEPT_ERRORS  # the first ones; errors.jsonl has all
         assert (
             summary["errors"][0]
@@ -194,7 +194,7 @@ def test_many_bad_lines_before_the_first_valid_one(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["json", "batch", str(data), "--out", str(out)], env=WIDE)
     assert result.exit_code == 3, result.output
     summary = json.loads((out / "summary.json").read_text("utf-8"))
-    assert (summary["records"], summary["scored"], summary["failed"]) == (10_001, 1, 10_000)
+    assert (summary["records"], summary["scored"], summary["not_scored"]) == (10_001, 1, 10_000)
     assert len((out / "errors.jsonl").read_text("utf-8").splitlines()) == 10_000
 
 
@@ -215,7 +215,7 @@ def test_many_bad_lines_before_the_first_valid_one_in_a_pipe(tmp_path: Path) -> 
     writer.join()
     assert result.exit_code == 3, result.output
     summary = json.loads((out / "summary.json").read_text("utf-8"))
-    assert (summary["records"], summary["scored"], summary["failed"]) == (10_001, 1, 10_000)
+    assert (summary["records"], summary["scored"], summary["not_scored"]) == (10_001, 1, 10_000)
 
 
 # --- a line longer than the limit --------------------------------------------------------------------

@@ -275,7 +275,7 @@ def test_batch_errors_name_the_upload_not_a_server_path(client: httpx.Client) ->
     response = client.post("/api/json/batch", files={"file": ("mine.jsonl", lines.encode())})
     assert response.status_code == 200
     summary = response.json()
-    assert summary["failed"] == 1 and summary["errors"][0].startswith("mine.jsonl:4: ")
+    assert summary["not_scored"] == 1 and summary["errors"][0].startswith("mine.jsonl:4: ")
     assert "fieldcheck-upload" not in response.text
     empty = client.post("/api/json/batch", files={"file": ("none.jsonl", b"[1]\n")})
     assert empty.status_code == 422 and empty.json()["detail"].startswith("no valid record")

@@ -332,6 +332,7 @@ def test_summary_json_carries_the_intervals(tmp_path: Path, table_matchers: dict
         "high": batch.summary.ci["rqs"].high,
         "level": 0.95,
         "resamples": counted_resamples(THREE_ROWS, 100, 2),  # 98 here
+        "drawn": 100,
     }
     assert data["signature"]["settings"]["bootstrap"] == 100
     assert data["complete"] is True

@@ -337,7 +337,8 @@ def test_batch_summary_counts(table_matchers: dict[str, Any]) -> None:
         BatchRecord(id="c", ground_truth={"n": 3}, output="no idea", safety_score=0.0),
     ]
     s = evaluate_batch(records, EvalConfig(), matchers=table_matchers).summary
-    assert (s.records, s.scored, s.failed, s.not_an_object) == (3, 3, 0, 1)
+    # a: d wrong, x hallucinated; b: d missing, e extra; c: not an object -> all three failed
+    assert (s.records, s.scored, s.failed, s.not_scored, s.not_an_object) == (3, 3, 3, 0, 1)
     n, d = s.fields["n"], s.fields["d"]
     assert (n.expected, n.scored, n.matched, n.missing, n.hallucinated) == (3, 2, 2, 1, 0)
     assert (d.expected, d.scored, d.matched, d.missing) == (2, 1, 0, 1)

@@ -90,7 +90,7 @@ def test_depth_limit_fails_one_record_and_the_batch_goes_on(table_matchers: dict
     assert [e.message for e in batch.errors] == [
         f"d.jsonl:1: record deep: field 'output': {TOO_DEEP}"
     ]
-    assert (batch.summary.scored, batch.summary.failed) == (1, 1)
+    assert (batch.summary.scored, batch.summary.not_scored, batch.summary.failed) == (1, 1, 0)
 
 
 def test_read_batch_hostile_lines(tmp_path: Path) -> None:

@@ -117,7 +117,8 @@ def test_judge_error_fails_the_record_never_zero(
     assert [r.id for r in batch.results] == ["ok"] and batch.results[0].result.accuracy == 1.0
     assert [(e.line, e.record) for e in batch.errors] == [(1, "walk")]
     assert "judge_error" in batch.errors[0].reason
-    assert batch.summary.failed == 1 and batch.summary.scored == 1
+    assert batch.summary.not_scored == 1 and batch.summary.scored == 1
+    assert batch.summary.failed == 0  # "ok" is right; "walk" is not scored, so not failed
     # through the CLI: the failure goes to errors.jsonl and the exit status is 3
     data = tmp_path / "data.jsonl"
     data.write_text("\n".join(json.dumps(r.model_dump(exclude={"line"})) for r in records) + "\n")

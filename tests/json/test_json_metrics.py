@@ -244,7 +244,8 @@ def test_auto_strategy_and_config_resolution() -> None:
         ("true", True, True),  # the spec's str(gt).lower() == str(aio).lower()
         ("True", True, True),
         ("1", 1, True),
-        ("1.0", 1, False),  # text is not parsed as a number
+        ("1.0", 1, True),  # a JSON number literal facing a number is that number (issue 26)
+        ("1.0", "1", False),  # two strings are text
         (False, 0, False),
         ("ABC", "abc", True),
         (" abc", "abc", False),  # no trimming

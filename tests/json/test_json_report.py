@@ -75,7 +75,11 @@ def test_report_files_tables_and_plots(tmp_path: Path, table_matchers: dict[str,
     ci = batch.summary.ci["rqs"]
     assert _md_row(text, "RQS") == ["RQS", "0.585", f"[{ci.low:.3f}, {ci.high:.3f}]"]
     assert "Means over 3 scored records, with 95% bootstrap intervals." in text
-    assert "- records: 3\n- scored: 3\n- failed: 0\n- not an object: 0\n- safety leaks: 0" in text
+    # every record failed (a field not matched in each), none not scored
+    assert (
+        "- records: 3\n- scored: 3\n- failed: 3\n- not scored: 0\n- not an object: 0\n"
+        "- safety leaks: 0"
+    ) in text
     # fields, the lowest match rate first; x was never scored (n/a, last)
     evil_md = r"\<img src=x onerror=alert(1)\>"
     assert _md_row(text, evil_md) == [evil_md, "EXACT", "3", "3", "0", "0.000", "0", "0"]
@@ -120,7 +124,7 @@ def test_input_problems_show_twenty_and_a_count(
     text = write_batch_outputs(tmp_path, batch)["report_md"].read_text()
     assert "- f.jsonl:19: bad\n- 5 more in errors.jsonl\n" in text
     assert "f.jsonl:20:" not in text
-    assert "- failed: 25" in text
+    assert "- failed: 3\n- not scored: 25\n" in text
 
 
 def test_worst_records_are_the_ten_lowest(tmp_path: Path, table_matchers: dict[str, Any]) -> None:

@@ -129,7 +129,9 @@ def test_a_perfect_record_is_stored_untagged_and_not_failed(tmp_path: Path) -> N
     assert [i.key for i in store.page_items(run_id, tag="y")] == ["b"]  # missing
     assert [i.key for i in store.page_items(run_id, tag="x")] == ["b"]  # scored 0
     bad = items["line 3"]
-    assert bad.failed is True and bad.error_type == bad.result["error"]["reason"][:32]
+    assert bad.failed is None and bad.error_type  # not scored: neither failed nor passed
+    assert store.count_not_scored(run_id) == 1 and store.count_items(run_id, failed=True) == 1
+    assert bad.error_type == bad.result["error"]["reason"][:32]
     assert str(bad.error_type).startswith("invalid JSON: ")  # the reason, cut to the column's 32
     assert items["line 3"].result["error"]["line"] == 3
 

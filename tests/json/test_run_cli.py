@@ -158,7 +158,8 @@ def test_every_kind_of_reply_and_error(files: dict[str, Path], chat_server: Star
     )
     assert records["r5"]["buckets"]["extra_keys"] == ["extra"]
     summary = json.loads((folder / "summary.json").read_text())
-    assert (summary["records"], summary["scored"], summary["failed"]) == (7, 5, 2)
+    assert (summary["records"], summary["scored"], summary["not_scored"]) == (7, 5, 2)
+    assert summary["failed"] == 4  # r2 (city missing), r3, r4 (not objects), r5 (extra key)
     assert summary["not_an_object"] == 2
     assert summary["means"]["rqs"] == pytest.approx(sum(RQS.values()) / 5, abs=1e-12)
     assert summary["means"]["completeness"] == pytest.approx((1 + 2 / 3 + 0 + 0 + 1) / 5)
@@ -295,7 +296,10 @@ def test_several_models_get_a_folder_each_and_a_comparison(
         "1.0",
     )
     assert (rows["org/bad"]["not_an_object"], rows["org/bad"]["rqs"]) == ("7", "0.0")
-    assert rows["good"]["failed"] == "2"
+    # the 2 bad DATA lines are not scored; the good model's 7 outputs are right, the bad one's
+    # are not objects: all 7 failed
+    assert (rows["good"]["not_scored"], rows["good"]["failed"]) == ("2", "0")
+    assert (rows["org/bad"]["not_scored"], rows["org/bad"]["failed"]) == ("2", "7")
     assert "Models (means over the records with an output)" in result.stdout
     assert Counter(b["model"] for b in server.chat_requests) == {"good-model": 7, "org/bad": 7}
 
@@ -536,3 +540,54 @@ def test_a_bad_data_file_is_refused_before_out_is_changed(
     assert again.stderr.startswith(f"error: DATA.jsonl: {files['data']}: no")
     assert len(server.chat_requests) == calls
     assert {p: p.read_bytes() for p in files["out"].rglob("*") if p.is_file()} == tree
+
+
+def test_cut_replies_context_errors_and_big_replies_are_told_apart(
+    tmp_path: Path, chat_server: StartServer
+) -> None:
+    """Issue 26, items 10, 13, 14 through `json run`: a reply cut by --max-tokens is scored as it
+    came (not an object) but counted and said, with what to do; vLLM's context error is a
+    `context_length` call error asked once; a reply over --max-reply-bytes is an invalid reply."""
+    vllm = {
+        "object": "error",
+        "message": "This model's maximum context length is 4096 tokens. However, you requested "
+        "5000 tokens (4984 in the messages, 16 in the completion). Please reduce the length of "
+        "the messages or completion.",
+        "type": "BadRequestError",
+        "param": None,
+        "code": 400,
+    }
+    replies = {
+        "d0": Reply(content='{"a": "b"}'),
+        "d1": Reply(content='{"a": "a long value th', finish_reason="length"),
+        "d2": Reply(status=400, error_body=vllm),
+        "d3": Reply(content='{"a": "' + "x" * 4000 + '"}'),
+    }
+    server = chat_server(lambda body: replies[document(body)])
+    data = write_jsonl(
+        tmp_path / "d.jsonl",
+        [{"id": i, "document": f"d{i}", "ground_truth": {"a": "b"}} for i in range(4)],
+    )
+    result = run(
+        str(data), "--model", "m", "--base-url", server.base_url, "--no-progress",
+        "--max-tokens", "16", "--max-reply-bytes", "2048", "--max-retries", "2",
+        "--out", str(tmp_path / "o"),
+    )  # fmt: skip
+    assert result.exit_code == 3, result.output
+    folder = tmp_path / "o" / "m"
+    call_errors = read_jsonl(folder / "call_errors.jsonl")
+    assert [(e["id"], e["error_type"], e["attempts"]) for e in call_errors] == [
+        (2, "context_length", 1),
+        (3, "invalid_reply", 1),
+    ]
+    assert "over --max-reply-bytes (2,048 bytes)" in call_errors[1]["error_message"]
+    assert sum(document(b) == "d2" for b in server.chat_requests) == 1
+    records = {r["id"]: r for r in read_jsonl(folder / "records.jsonl")}
+    assert records[1]["flags"] == ["not_an_object"]
+    info = json.loads((folder / "run.json").read_text())
+    assert (info["truncated_replies"], info["call_errors"]) == (
+        1,
+        {"context_length": 1, "invalid_reply": 1},
+    )
+    said = " ".join(result.output.split())
+    assert "1 of 4 items had a reply cut by the token limit (finish_reason length): raise --max-tokens" in said  # fmt: skip

@@ -139,7 +139,14 @@ def read_csv(path: Path) -> list[dict[str, str]]:
 
 
 def test_call_errors_are_the_runner_types_but_invalid_reply() -> None:
-    assert CALL_ERRORS == ("rate_limited", "server_error", "timeout", "connection", "bad_request")
+    assert CALL_ERRORS == (
+        "rate_limited",
+        "server_error",
+        "timeout",
+        "connection",
+        "bad_request",
+        "context_length",
+    )
 
 
 def test_mixed_predictions_by_hand(mix: tuple[Path, Path], tmp_path: Path) -> None:
@@ -465,3 +472,62 @@ def test_flaky_server_scores_the_answered_turns_like_the_healthy_run(
         assert sum(float(r[column]) for r in rows) / len(rows) == f[key], key
     assert f["failure_modes"] == {"sign": 1, "wrong": 1}
     assert h["failure_modes"] == f["failure_modes"]
+
+
+def test_a_hostile_endpoint_gives_predictions_numeric_score_accepts(
+    chat_server: Server, tmp_path: Path
+) -> None:
+    """Issue 26, items 7, 8, 13, 14 through `numeric evaluate`: token counts past 64 bits or
+    negative are estimated (they were written as sent, and `numeric score` refused the lines); a
+    text/plain 200 and a string `choices` are invalid replies; llama.cpp's context error is a
+    `context_length` call error, asked once; a reply cut by max_tokens is counted and said."""
+    context = {"error": {"code": 500, "message": "Context size has been exceeded.", "type": "server_error"}}  # fmt: skip
+    plan = json.dumps({"steps": REPLIES["revenue in 2019?"]})
+    replies = {
+        "revenue in 2019?": Reply(content=plan, fields={"usage": {"prompt_tokens": 2**64, "completion_tokens": 5}}),
+        "revenue in 2018?": Reply(content=plan, fields={"usage": {"prompt_tokens": 10, "completion_tokens": -3}}),
+        "the change?": Reply(status=500, error_body=context),
+        "costs in 2019?": Reply(body=b"upstream said no", content_type="text/plain"),
+        "costs in 2018?": Reply(content=plan, fields={"choices": "not a list"}),
+        "the costs change?": Reply(content='{"steps": [{"tool": "comp', finish_reason="length"),
+    }  # fmt: skip
+    server = chat_server(lambda request: replies[_question(request)])
+    data = tmp_path / "data.json"
+    data.write_text(json.dumps(EVAL_DATA))
+    out = tmp_path / "out"
+    result = CliRunner().invoke(
+        app,
+        [
+            "numeric", "evaluate", "--data", str(data), "--model", "m=scripted-model",
+            "--base-url", server.base_url, "--out", str(out), "--max-retries", "2",
+            "--no-cache", "--bootstrap", "0", "--no-progress", "--max-tokens", "16",
+        ],
+        env={"COLUMNS": "200"},
+    )  # fmt: skip
+    assert result.exit_code == 3, result.output
+    assert len(server.chat_requests) == 6  # nothing retried, no repair round
+    lines = {
+        (p["conversation_id"], p["turn"]): p
+        for p in map(json.loads, (out / "predictions.jsonl").read_text().splitlines())
+    }
+    errors = {k: (p["error"] or {}).get("type") for k, p in lines.items()}
+    assert errors == {
+        ("conv-A", 0): None,
+        ("conv-A", 1): None,
+        ("conv-A", 2): "context_length",
+        ("conv-B", 0): "invalid_reply",
+        ("conv-B", 1): "invalid_reply",
+        ("conv-B", 2): "invalid_reply",
+    }
+    assert all(0 <= p["input_tokens"] < 10**6 for p in lines.values())
+    assert lines[("conv-A", 0)]["output_tokens"] == -(-len(plan) // 4)  # the estimate
+    assert "1 of 6 items had a reply cut by the token limit" in " ".join(result.output.split())
+    rescored = CliRunner().invoke(
+        app,
+        ["numeric", "score", "--data", str(data), "--predictions", str(out / "predictions.jsonl"),
+         "--out", str(tmp_path / "rescored")],
+        env={"COLUMNS": "200"},
+    )  # fmt: skip
+    assert rescored.exit_code == 3, rescored.output  # a call error, no refused line
+    assert read_csv(tmp_path / "rescored" / "input_errors.csv") == []
+    assert table_row(rescored.output, "turns not scored: call errors")[1] == "1 (context_length=1)"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -137,7 +138,8 @@ def files(tmp_path: Path) -> tuple[Path, Path]:
 def _slow_interval(weights: Any, values: dict[str, list[float]]) -> tuple[float, float]:
     """Percentile interval by a plain loop: resample r draws conversation u ``weights[r][u]``
     times (u in A, B, C order); its value is the mean of the drawn conversations' per-turn values
-    (0.0 when it drew none); then the sorted values at floor(0.025 * 199) and ceil(0.975 * 199)."""
+    (a resample that drew none is left out: it says nothing); then the k kept values sorted, at
+    floor(0.025 * (k - 1)) and ceil(0.975 * (k - 1))."""
     order = ["A", "B", "C"]
     resampled = []
     for row in weights:
@@ -147,9 +149,11 @@ def _slow_interval(weights: Any, values: dict[str, list[float]]) -> tuple[float,
             for _ in range(times)
             for v in values.get(u, [])
         ]
-        resampled.append(sum(drawn) / len(drawn) if drawn else 0.0)
+        if drawn:
+            resampled.append(sum(drawn) / len(drawn))
     resampled.sort()
-    return resampled[4], resampled[195]
+    k = len(resampled)
+    return resampled[math.floor(0.025 * (k - 1))], resampled[math.ceil(0.975 * (k - 1))]
 
 
 def test_statistics_by_hand(files: tuple[Path, Path], tmp_path: Path) -> None:
@@ -195,7 +199,8 @@ def test_statistics_by_hand(files: tuple[Path, Path], tmp_path: Path) -> None:
     assert s["total_input_tokens"] == 750
     assert s["total_output_tokens"] == 70
     assert s["total_tokens"] == 820
-    assert s["cost_per_correct_answer"] == pytest.approx(820 / 1)
+    assert s["cost_per_correct_answer"] == pytest.approx(820 / 1)  # per successful conversation
+    assert s["tokens_per_correct_turn"] == pytest.approx(820 / 3)  # A0, A1, B2
     # dollars: (750 * 2 + 70 * 10) / 1e6 = 0.0022, one successful conversation
     assert s["total_cost_usd"] == pytest.approx(0.0022)
     assert s["cost_per_correct_answer_usd"] == pytest.approx(0.0022)
@@ -206,6 +211,8 @@ def test_statistics_by_hand(files: tuple[Path, Path], tmp_path: Path) -> None:
     assert s["avg_operations_by_turn"] == pytest.approx({"0": 0.5, "1": 1.5, "2": 1.5})
     assert s["turns_by_turn_number"] == {"0": 3, "1": 3, "2": 2}
     assert s["failure_modes"] == {"error": 2, "rounding": 1, "scale": 1, "sign": 1}
+    # failed: the 5 scored turns that are not a numerical match, B1 (a general match) included
+    assert s["num_failed_turns"] == 5 == sum(s["failure_modes"].values())
     assert s["num_prediction_errors"] == 1
     assert s["num_missing_predictions"] == 1
     assert s["num_input_errors"] == 1  # the missing turn C1
@@ -252,6 +259,11 @@ def test_statistics_by_hand(files: tuple[Path, Path], tmp_path: Path) -> None:
         low, high = _slow_interval(weights, values)
         assert per_turn[turn]["estimate"] == pytest.approx(s["accuracy_by_turn_number"][turn])
         assert (per_turn[turn]["low"], per_turn[turn]["high"]) == pytest.approx((low, high))
+    # turn 2 is scored in B and C only: the resamples that drew A alone are left out of it
+    with_turn_2 = sum(1 for w in weights if w[1] + w[2] > 0)
+    assert 190 <= with_turn_2 < 200  # (1/3)^3 of 200 resamples draw A alone: about 7
+    assert (per_turn["2"]["resamples"], per_turn["2"]["drawn"]) == (with_turn_2, 200)
+    assert (per_turn["0"]["resamples"], per_turn["0"]["drawn"]) == (200, 200)
     # the values (200 resamples, seed 3): numerical 0 (C three times, in 6 resamples: the 5th
     # lowest value is one of them) to 1 (A three times, 6 resamples); logic recall 2.5/3 (B three
     # times, 11 resamples) to 1
@@ -277,6 +289,7 @@ def test_statistics_by_hand(files: tuple[Path, Path], tmp_path: Path) -> None:
         "num_conversations",
         "num_turns",
         "num_scored_turns",
+        "num_failed_turns",
         "num_turns_not_scored_call_errors",
         "turns_not_scored_call_errors",
         "num_turns_not_scored_no_gold",
@@ -288,6 +301,7 @@ def test_statistics_by_hand(files: tuple[Path, Path], tmp_path: Path) -> None:
         "total_output_tokens",
         "total_tokens",
         "cost_per_correct_answer",
+        "tokens_per_correct_turn",
         "total_cost_usd",
         "cost_per_correct_answer_usd",
         "price_in_usd_per_1m",

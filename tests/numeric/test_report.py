@@ -114,11 +114,12 @@ def test_report_numbers_by_hand(hand: Path) -> None:
     assert headline[10] == "| Conversation success | 0.000 | [0.000, 0.000] |"
     # plan operations 0, 2, 1, 1 -> 4/4
     assert headline[11] == "| Operations per turn (plan compute steps) | 1.000 |  |"
-    assert "| Cost per correct answer (tokens) | n/a |  |" in headline
+    assert "| Cost per correct answer: tokens per successful conversation | n/a |  |" in headline
     assert _section(md, "Counts").splitlines()[2:] == [
         "| Conversations | 3 |",
         "| Turns | 6 |",
         "| Scored turns | 6 |",
+        "| Failed turns (scored, not a numerical match) | 3 |",
         "| Turns not scored: no gold answer | 0 |",
         "| Turns not scored: model call failed | 0 |",
         "| Successful conversations | 0 |",
@@ -131,8 +132,8 @@ def test_report_numbers_by_hand(hand: Path) -> None:
     # turn 0: X right, B sign, C right -> 2/3, ops (0 + 1 + 1) / 3; turn 1: X scale, B right,
     # C missing -> 1/3, ops: only X1's plan, 2
     assert by_turn[-2:] == [
-        f"| 0 | 3 | 0.667 | [{t0['low']:.3f}, {t0['high']:.3f}] | 0.67 |",
-        f"| 1 | 3 | 0.333 | [{t1['low']:.3f}, {t1['high']:.3f}] | 2.00 |",
+        f"| 0 | 3 | 0.667 | [{t0['low']:.3f}, {t0['high']:.3f}] | 200 of 200 | 0.67 |",
+        f"| 1 | 3 | 0.333 | [{t1['low']:.3f}, {t1['high']:.3f}] | 200 of 200 | 2.00 |",
     ]
     assert t0["estimate"] == pytest.approx(2 / 3) and t1["estimate"] == pytest.approx(1 / 3)
     match_types = _section(md, "Match types").splitlines()

@@ -100,5 +100,10 @@ def test_recorded_items_are_the_folder_items(
     assert by_key["1000.0#0"]["conversation_id"] == 1000.0
     assert by_key["1000.0#1"]["error_type"] == "missing_prediction"
     failed = {key for key, failed, _, _, _ in got if failed}
-    # c1#1: -3 vs 3 (sign); the timeout and no-gold turns are not scored; 1e3#1 missing
-    assert failed == {"c1#1", f"{HOSTILE}#0", f"{HOSTILE}#1", "1000.0#1"}
+    # c1#1: -3 vs 3 (sign); 1e3#1 missing; the timeout and no-gold turns are not scored:
+    # neither failed nor passed
+    assert failed == {"c1#1", "1000.0#1"}
+    assert {key for key, failed, _, _, _ in got if failed is None} == {
+        f"{HOSTILE}#0",
+        f"{HOSTILE}#1",
+    }

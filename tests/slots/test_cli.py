@@ -353,7 +353,9 @@ def test_report_html_has_summary_findings_tables_and_plots(jsonl: Jsonl, tmp_pat
         "<th>Model</th><th>F1</th><th>Latency</th><th>Strengths</th><th>Weaknesses</th>" in summary
     )
     # b finds all 3 gold slots plus 1 extra: P 0.75, R 1, F1 6/7 = 0.857; a: P 1, R 2/3, F1 0.8
-    assert "<tr><td><strong>b</strong></td><td><strong>0.857</strong></td><td>3.0s</td>" in summary
+    assert (
+        "<tr><td><strong>b</strong></td><td><strong>0.857</strong></td><td>3.00 s</td>" in summary
+    )
     assert "<strong>Best overall</strong>" in summary
     findings = page.split("<h3>Key findings</h3>")[1].split("<h2>")[0]
     assert "<strong>b is the best overall (F1 0.857)</strong>" in findings

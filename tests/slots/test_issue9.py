@@ -78,7 +78,7 @@ def test_fastest_compares_the_sessions_both_models_have(jsonl: Jsonl) -> None:
     assert compared_latency(run.models) == ({"a": 4.0, "b": 5.0}, 3)
     fastest = next(f for f in key_findings(run) if "fastest" in f.title)
     assert fastest.title == (
-        "a is the fastest (4.0s mean per session on the 3 session(s) timed for both models)"
+        "a is the fastest (4.00 s mean per session on the 3 session(s) timed for both models)"
     )
     assert fastest.bullets == ["20% faster than b"]
     rows = {r.model: r for r in results_summary(run)}
@@ -90,7 +90,7 @@ def test_fastest_on_the_same_sessions_says_nothing_more(jsonl: Jsonl) -> None:
     run = _run(jsonl, {1: 1.0, 2: 1.0}, {1: 2.0, 2: 2.0})
     assert compared_latency(run.models) == ({"a": 1.0, "b": 2.0}, None)
     fastest = next(f for f in key_findings(run) if "fastest" in f.title)
-    assert fastest.title == "a is the fastest (1.0s mean per session)"
+    assert fastest.title == "a is the fastest (1.00 s mean per session)"
     assert fastest.bullets == ["50% faster than b"]
 
 

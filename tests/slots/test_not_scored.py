@@ -189,7 +189,7 @@ def test_a_session_with_a_500_is_not_scored_but_an_invalid_reply_is_missed(
     assert "sessions not scored (call errors) 1 (server_error=1)" in text
     assert "F1 good - bad: +0.000 on the 2 session(s) both were scored on" in text
     assert (
-        "2 session(s) failed; listed in" in text
+        "2 session error(s); listed in" in text
         and "1 invalid repl(ies), slots missed; 1 call error(s), not scored" in text
     )
     runs = result.output.split("Model runs")[1]
@@ -199,7 +199,7 @@ def test_a_session_with_a_500_is_not_scored_but_an_invalid_reply_is_missed(
         for line in runs.splitlines()
         if line.startswith("│") and line.split("│")[1].strip() in ("good", "bad", "junk")
     }
-    # sessions, failed, errors, not scored (call errors)
+    # sessions, session errors, errors, not scored (call errors)
     assert cells == {
         "good": ["3", "0", "-", "0"],
         "bad": ["3", "1", "server_error=1", "1"],

@@ -136,7 +136,7 @@ def test_predictions_latencies_memory_and_exact_scores(
     assert read_jsonl(out / "session_errors.jsonl") == []
     runs = json.loads((out / "runs.json").read_text())
     assert runs["prompt"] == "slot-memory-v1" and runs["memory"] == "update-merge"
-    assert runs["runs"]["m"]["sessions"] == 3 and runs["runs"]["m"]["failed"] == 0
+    assert runs["runs"]["m"]["sessions"] == 3 and runs["runs"]["m"]["session_errors"] == 0
     assert runs["runs"]["m"]["input_tokens"] == 30 and runs["runs"]["m"]["output_tokens"] == 15
     assert "Model runs" in result.output and (out / "report.html").exists()
 
@@ -206,18 +206,18 @@ def test_every_failure_is_typed_listed_and_leaves_the_memory_unchanged(
         eve, eve, eve, with_music, with_music, with_music,
         {"basic_info": {"name": ["Eve"], "age": ["40"]}, "interests": {"music": ["jazz"]}},
     ]  # fmt: skip
-    # the failed sessions predicted nothing; only infrastructure failures have no latency line
+    # the sessions with an error predicted nothing; only call errors have no latency line
     assert [(r["session"], r["field"]) for r in read_jsonl(out / "pred_m.jsonl")] == [
         (1, "name"), (4, "music"), (7, "age"),
     ]  # fmt: skip
     assert [r["session"] for r in read_jsonl(out / "latency_m.jsonl")] == [1, 2, 3, 4, 7]
     runs = json.loads((out / "runs.json").read_text())["runs"]["m"]
-    assert runs["failed"] == 4
+    assert runs["session_errors"] == 4 and "failed" not in runs
     assert runs["errors"] == {"invalid_reply": 2, "bad_request": 1, "server_error": 1}
     table = result.output.split("Model runs")[1]
     assert all(f" {t} " in table for t in ("bad_request=1", "invalid_reply=2", "server_error=1"))
     assert re.search(r"│ m\s+│\s+7 │\s+4 │ bad_request=1", table)
-    assert "4 session(s) failed; listed in" in flat(result.output)
+    assert "4 session error(s); listed in" in flat(result.output)
 
 
 def test_several_models_and_a_second_run_makes_no_calls(
@@ -397,7 +397,8 @@ def test_help_lists_the_shared_runner_options_and_the_store() -> None:
     assert result.exit_code == 0
     for option in (
         "--conversations", "--gold", "--out", "--model", "--models", "--base-url",
-        "--concurrency", "--timeout", "--max-retries", "--temperature", "--max-tokens",
+        "--concurrency", "--timeout", "--max-retries", "--max-reply-bytes", "--temperature",
+        "--max-tokens",
         "--model-seed", "--json-mode", "--no-cache", "--cache-nonzero-temperature", "--price-in",
         "--price-out", "--no-progress", "--judge-base-url", "--judge-model", "--tp",
         "--threshold", "--bootstrap", "--seed",
@@ -427,3 +428,64 @@ def test_models_file_names_each_model(
     ]
     temps = sorted((b["model"], b["temperature"]) for b in server.chat_requests)
     assert temps == [("x", 0.0)] * 3 + [("y", 0.5)] * 3
+
+
+def test_context_errors_and_cut_replies_are_typed_counted_and_said(
+    chat_server: StartServer, tmp_path: Path
+) -> None:
+    """Issue 26, items 7, 13, 14 through `slots run`: llama.cpp's context error is a
+    `context_length` call error (asked once, the session not scored), a text/plain 200 an
+    invalid reply; replies cut by max_tokens are counted in the run's summary line."""
+    texts = ["name Eve", "too long", "cut", "cut but whole", "plain"]
+    conv = write_jsonl(
+        tmp_path / "conv.jsonl",
+        [
+            {"user": "e", "session": i + 1, "turns": [{"role": "user", "content": t}]}
+            for i, t in enumerate(texts)
+        ],
+    )
+    gold = write_jsonl(
+        tmp_path / "gold.jsonl",
+        [{"user": "e", "session": 1, "topic": "basic_info", "field": "name", "values": ["Eve"]}],
+    )
+    llama = {
+        "error": {
+            "code": 400,
+            "message": "request (5012 tokens) exceeds the available context size (4096 tokens), "
+            "try increasing it",
+            "type": "exceed_context_size_error",
+            "n_prompt_tokens": 5012,
+            "n_ctx": 4096,
+        }
+    }
+    attempts: Counter[str] = Counter()
+
+    def script(body: dict[str, Any]) -> str | Reply:
+        text = transcript(body)
+        attempts[text] += 1
+        return {
+            "name Eve": Reply(content='{"basic_info": {"name": ["Eve"]}}'),
+            "too long": Reply(status=400, error_body=llama),
+            "cut": Reply(content='{"basic_info": {"na', finish_reason="length"),
+            "cut but whole": Reply(content="{}", finish_reason="length"),
+            "plain": Reply(body=b"Bad gateway", content_type="text/plain"),
+        }[text]
+
+    server = chat_server(script)
+    out = tmp_path / "out"
+    args = f"--conversations {conv} --gold {gold} --model m --base-url {server.base_url}"
+    args += f" --out {out} --max-retries 2 --bootstrap 0 --no-progress --max-tokens 16"
+    result = CliRunner().invoke(app, ["slots", "run", *args.split()])
+    assert result.exit_code == 3, result.output
+    errors = read_jsonl(out / "session_errors.jsonl")
+    assert [(e["session"], e["error_type"]) for e in errors] == [
+        (2, "context_length"),
+        (3, "invalid_reply"),
+        (5, "invalid_reply"),
+    ]
+    assert errors[2]["error_message"].endswith("the reply is not JSON (text/plain): 'Bad gateway'")
+    assert attempts["too long"] == 1
+    runs = json.loads((out / "runs.json").read_text())["runs"]["m"]
+    assert runs["errors"] == {"context_length": 1, "invalid_reply": 2}
+    said = flat(result.output)
+    assert "2 of 5 items had a reply cut by the token limit (finish_reason length): raise --max-tokens" in said  # fmt: skip

@@ -179,7 +179,9 @@ def test_stored_items_are_the_slot_items_of_the_in_memory_run(
         assert store.count_items(info.id, tag=topic) == having
     by_key = {s.key: s for s in stored}
     timed_out = by_key[f"{HOSTILE}/u1/5"]
-    assert timed_out.result["not_scored"] == "timeout" and timed_out.failed
+    # not scored: neither failed nor passed, and on no topic
+    assert timed_out.result["not_scored"] == "timeout" and timed_out.failed is None
+    assert slot_columns(timed_out.result).tags == {}
     first = by_key["a/u0/0"].result
     # session 0: f0 missed, f1 and f2 right (TP), one extra slot (FP)
     assert first["counts"]["tp"] == 2 and first["counts"]["fn"] == 1 and first["counts"]["fp"] == 1

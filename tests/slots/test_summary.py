@@ -66,9 +66,9 @@ def test_results_summary_f1_is_computed_from_p_and_r() -> None:
     assert math.isclose(rows["Qwen Flash"].f1, f1_from_pr(0.59, 0.90))
     assert math.isclose(rows["Llama Flash"].f1, f1_from_pr(0.377, 0.58))
     report = render_markdown(_spec_like_run())
-    assert "| **Qwen Flash** | **0.713** | 349.9s |" in report
-    assert "| Llama Flash | 0.457 | 460.4s |" in report
-    assert "| Mistral Flash | 0.466 | 258.4s |" in report
+    assert "| **Qwen Flash** | **0.713** | 349.9 s |" in report
+    assert "| Llama Flash | 0.457 | 460.4 s |" in report
+    assert "| Mistral Flash | 0.466 | 258.4 s |" in report
 
 
 def test_results_summary_rules_reproduce_the_spec_rows() -> None:

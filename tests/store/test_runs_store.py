@@ -61,11 +61,14 @@ def test_json_rescore_keeps_the_records_that_could_not_be_scored(
     records = [*JSON_RECORDS, {"id": "r4", "ground_truth": "not an object", "output": {}}]
     out, batch = json_folder(tmp_path, records=records)
     run = record_folder(store, out, inputs=[("batch", batch)])
-    assert (run.metrics["records"], run.metrics["failed"]) == (4, 1)
+    assert (run.metrics["records"], run.metrics["not_scored"], run.metrics["failed"]) == (4, 1, 2)
+    assert (store.count_not_scored(run.id), store.count_items(run.id, failed=True)) == (1, 2)
     child = rescore(store, run.id, strategies={**EXACT, "city": "IGNORE"})
-    # the failed line is counted again, and stored again as an error item
-    assert (child.metrics["records"], child.metrics["failed"], child.n_items) == (4, 1, 4)
-    assert child.n_errors == 1
+    # the line not scored is counted again, and stored again as an error item; city ignored,
+    # only r3 failed
+    assert (child.metrics["records"], child.metrics["not_scored"], child.n_items) == (4, 1, 4)
+    assert child.metrics["failed"] == 1 and store.count_items(child.id, failed=True) == 1
+    assert child.n_errors == 1 and store.count_not_scored(child.id) == 1
 
 
 def test_slot_folder_and_rescore_with_another_tp_rule(store: Store, tmp_path: Path) -> None:
@@ -128,7 +131,7 @@ def test_recorder_chunks_and_abort(store: Store, tmp_path: Path) -> None:
         ) as recorder,
     ):
         recorder.add_items(
-            [{"conversation_id": "c", "turn_idx": t, "general_match": t == 0} for t in range(3)]
+            [{"conversation_id": "c", "turn_idx": t, "numerical_match": t == 0} for t in range(3)]
         )
         raise KeyboardInterrupt
     run = store.get_run(recorder.id)

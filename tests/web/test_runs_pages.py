@@ -3,16 +3,20 @@ filtered and paged), comparing two runs; hostile values render as text. Screensh
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
+import pytest
 from playwright.sync_api import Page
+from typer.testing import CliRunner
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "store"))
 
 from live_server import LiveServer
 from runs_data import HOSTILE, json_folder, slots_folder
 
+from fieldcheck._cli.main import app
 from fieldcheck.runs import record_folder
 from fieldcheck.store import Store
 
@@ -89,3 +93,39 @@ def test_slot_compare_heatmap_and_paired_p_values(
     assert page.locator("#items-count").inner_text() == "2 item(s) match"
     page.goto("/runs/compare?ids=nope")
     assert "no run 'nope'" in page.locator("[data-testid=compare-error]").inner_text()
+
+
+def test_run_and_compare_pages_show_latency_in_ms(
+    page: Page, live: LiveServer, tmp_path: Path
+) -> None:
+    """A slot run of demo-sized latencies (sessions of 19-62 ms) shows them in ms on the run
+    page and the comparison (issue 26: 0.0 s before); the API keeps the seconds unrounded."""
+    examples = Path(__file__).resolve().parents[2] / "examples" / "slots"
+    out = tmp_path / "slots-ms"
+    args = ["slots", "score", "--gold", str(examples / "gold.synthetic.jsonl"), "--out", str(out)]
+    inputs = []
+    for model in ("synthetic-careful", "synthetic-fast"):
+        rows = [json.loads(line) for line in (examples / f"latency_{model}.synthetic.jsonl").open()]
+        lat = tmp_path / f"latency_{model}.jsonl"
+        lat.write_text(
+            "".join(json.dumps(r | {"seconds": r["seconds"] / 10_000}) + "\n" for r in rows)
+        )
+        pred = examples / f"pred_{model}.synthetic.jsonl"
+        args += ["--pred", f"{model}={pred}", "--latency", f"{model}={lat}"]
+        inputs += [(f"pred:{model}", pred), (f"latency:{model}", lat)]
+    result = CliRunner().invoke(app, [*args, "--bootstrap", "0", "--no-store"])
+    assert result.exit_code == 0, result.output
+    store = Store(f"sqlite:///{tmp_path / 'web.sqlite3'}")
+    run = record_folder(store, out, inputs=inputs)
+    store.close()
+
+    page.goto(f"/runs/{run.id}")
+    row = page.locator("#metrics #latency").inner_text()
+    assert "34.1 / 33.8 / 40.6 / 510.9 ms" in row
+    assert "25.5 / 26.5 / 29.0 / 382.1 ms" in row
+    shot(page, tmp_path, "run-latency")
+    page.goto(f"/runs/compare?ids={run.id}")
+    assert "25.5 / 26.5 / 29.0 / 382.1 ms" in page.locator("#metrics #latency").inner_text()
+    data = page.request.get(f"/api/runs/compare?ids={run.id}").json()
+    fast = data["latency"][[c["model"] for c in data["columns"]].index("synthetic-fast")]
+    assert fast["mean"] == pytest.approx(0.025474)  # seconds, unrounded

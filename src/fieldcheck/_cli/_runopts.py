@@ -21,6 +21,7 @@ from fieldcheck._util.errors import InputError
 from fieldcheck._util.term import SafeConsole
 from fieldcheck.runner import (
     API_KEY_ENV,
+    MAX_REPLY_BYTES,
     ModelSpec,
     RunAborted,
     RunInterrupted,
@@ -70,7 +71,20 @@ ConcurrencyOpt = Annotated[
     int, typer.Option("--concurrency", min=1, max=1024, help="Requests in flight at once.")
 ]
 TimeoutOpt = Annotated[
-    float, typer.Option("--timeout", min=0.1, help="Seconds before one request times out.")
+    float,
+    typer.Option(
+        "--timeout",
+        min=0.1,
+        help="Seconds one request may take in all (connecting, waiting, reading the reply).",
+    ),
+]
+MaxReplyBytesOpt = Annotated[
+    int,
+    typer.Option(
+        "--max-reply-bytes",
+        min=1024,
+        help="Largest reply body read, in bytes; a longer one is an invalid_reply (8 MiB).",
+    ),
 ]
 MaxRetriesOpt = Annotated[
     int,
@@ -215,6 +229,7 @@ def make_runner(
     concurrency: int = 8,
     timeout: float = 60.0,
     max_retries: int = 3,
+    max_reply_bytes: int = MAX_REPLY_BYTES,
     no_cache: bool = False,
     cache_nonzero_temperature: bool = False,
     json_mode: bool = False,
@@ -236,6 +251,7 @@ def make_runner(
             concurrency=concurrency,
             timeout=timeout,
             max_retries=max_retries,
+            max_reply_bytes=max_reply_bytes,
             use_cache=not no_cache,
             cache_nonzero_temperature=cache_nonzero_temperature,
             json_mode=json_mode,

@@ -62,6 +62,7 @@ from fieldcheck._cli._runopts import (
     CacheNonzeroOpt,
     ConcurrencyOpt,
     JsonModeOpt,
+    MaxReplyBytesOpt,
     MaxRetriesOpt,
     MaxTokensOpt,
     ModelSeedOpt,
@@ -78,7 +79,7 @@ from fieldcheck._cli._runopts import (
     store_line,
 )
 from fieldcheck._util.errors import InputError, reason_of
-from fieldcheck._util.jsonio import dumps, read_json, write_json, write_jsonl
+from fieldcheck._util.jsonio import dumps, loads, read_json, write_json, write_jsonl
 from fieldcheck._util.paths import unique_filenames
 from fieldcheck._util.sniff import likely_cause
 from fieldcheck._util.term import SafeConsole, safe_json_text, safe_markup, safe_text
@@ -109,8 +110,9 @@ from fieldcheck.jsoneval._stream import Failed, Item, Throttle
 from fieldcheck.matchers import Matcher
 from fieldcheck.metrics._json_fields import BUCKET_NAMES
 from fieldcheck.reports._csv import write_csv
+from fieldcheck.reports._format import format_seconds
 from fieldcheck.reports._outdir import OutputFolder, OutputFolderError
-from fieldcheck.runner import ModelSpec, Runner
+from fieldcheck.runner import MAX_REPLY_BYTES, ModelSpec, Runner
 
 app = typer.Typer(
     help=(
@@ -354,7 +356,7 @@ def _read_output(path: Path, console: Console) -> Any:
         raise typer.Exit(EXIT_USAGE) from None
     raw = raw.removeprefix(b"\xef\xbb\xbf")  # a UTF-8 byte order mark is not part of the JSON
     try:
-        return orjson.loads(raw)
+        return loads(raw)
     except orjson.JSONDecodeError:
         return raw.decode("utf-8", errors="replace")
 
@@ -414,8 +416,8 @@ def print_summary(
         )
     console.print(table)
     console.print(
-        f"failed: {summary.failed}   not an object: {summary.not_an_object}   "
-        f"safety leaks: {summary.safety_flagged}"
+        f"failed: {summary.failed}   not scored: {summary.not_scored}   "
+        f"not an object: {summary.not_an_object}   safety leaks: {summary.safety_flagged}"
     )
     console.print(
         f"distinct pairs sent to the matcher: FUZZY {summary.matcher_pairs.get('FUZZY', 0)}, "
@@ -723,12 +725,12 @@ def run_batch(
         finish(folder)
         stored = _finish_json_run(recorder, batch.summary)
     summary, paths = batch.summary, batch.paths
-    show_problems(errors, summary.errors, str(paths["errors"]), total=summary.failed)
+    show_problems(errors, summary.errors, str(paths["errors"]), total=summary.not_scored)
     print_summary(console, summary, paths)
     stored_line(console, stored)
     if as_json:  # summary.json as written
         print_json({**summary.to_json(), "complete": True})
-    status = EXIT_FAILED if summary.failed else EXIT_OK
+    status = EXIT_FAILED if summary.not_scored else EXIT_OK
     return gate(floors or {}, {"": dict(summary.means)}, console, status)
 
 
@@ -771,8 +773,8 @@ def batch(
 ) -> None:
     """Score every line of DATA.jsonl; write records.jsonl, summary.json, fields.csv,
     errors.jsonl, report.md, report.html and plots into --out. Exit 0 when every line scored, 3
-    when some failed (each named file:line in errors.jsonl), 4 when a --fail-under floor is not
-    met, 2 on usage errors (bad option, unreadable file or one with no valid line), 1 when an
+    when some could not be scored (each named file:line in errors.jsonl), 4 when a --fail-under
+    floor is not met, 2 on usage errors (bad option, unreadable file or one with no valid line), 1 when an
     output could not be written part-way (a full disk), 130 on Ctrl-C."""
     console, errors = SafeConsole(stderr=as_json), SafeConsole(stderr=True)
     floors = parse_fail_under(fail_under, GATED, lower_is_better=LOWER_IS_BETTER)
@@ -818,6 +820,7 @@ COMPARISON_COLUMNS = (
     "call_errors",
     "not_an_object",
     "failed",
+    "not_scored",
     "completeness",
     "hallucination",
     "accuracy",
@@ -839,6 +842,7 @@ def _comparison_row(run: ModelRun, summary: BatchSummary) -> dict[str, Any]:
         "call_errors": len(run.call_errors),
         "not_an_object": summary.not_an_object,
         "failed": summary.failed,
+        "not_scored": summary.not_scored,
         **{
             name: summary.means[name]
             for name in ("completeness", "hallucination", "accuracy", "rqs")
@@ -858,7 +862,7 @@ def print_comparison(console: Console, rows: list[dict[str, Any]]) -> None:
         box=None,
         pad_edge=False,
     )
-    heads = ("output", "call err", "compl", "halluc", "acc", "RQS", "lat s")
+    heads = ("output", "call err", "failed", "compl", "halluc", "acc", "RQS", "latency")
     table.add_column(
         "model", overflow="fold", min_width=min(20, max(len(r["model"]) for r in rows))
     )
@@ -870,8 +874,9 @@ def print_comparison(console: Console, rows: list[dict[str, Any]]) -> None:
             safe_markup(row["model"]),
             f"{row['with_output']}/{row['records']}",
             str(row["call_errors"]),
+            str(row["failed"]),
             *(_fmt(row[k]) for k in ("completeness", "hallucination", "accuracy", "rqs")),
-            "-" if latency is None else f"{latency:.3f}",
+            "-" if latency is None else format_seconds(latency),
         )
     console.print(table)
 
@@ -897,9 +902,9 @@ def run_models(
 ) -> int:
     """``json run``: each model extracts every document (through the runner, resumable), then its
     outputs are scored by the ``json batch`` code path into ``out/<model>/``; return the exit status
-    (0 all scored, 3 when a line, a record or a call failed, 2 on usage errors). ``detail=False``
-    prints only the comparison table (the demo). ``documents``: ``read_documents(data)``, read
-    and checked by the caller before --out was prepared."""
+    (0 all scored, 3 when a line or a record could not be scored or a call failed, 2 on usage
+    errors). ``detail=False`` prints only the comparison table (the demo). ``documents``:
+    ``read_documents(data)``, read and checked by the caller before --out was prepared."""
     folder_of = unique_filenames(s.name for s in specs)
     folders = [folder_of[s.name] for s in specs]
     try:
@@ -981,9 +986,9 @@ def run_models(
         summaries[run.spec.name] = batch.summary
         paths = batch.paths
         show_problems(
-            errors, batch.summary.errors, str(paths["errors"]), total=batch.summary.failed
+            errors, batch.summary.errors, str(paths["errors"]), total=batch.summary.not_scored
         )
-        if batch.summary.failed or run.call_errors:
+        if batch.summary.not_scored or run.call_errors:
             status = EXIT_FAILED
         comparison.append(_comparison_row(run, batch.summary))
         if not detail:
@@ -1053,6 +1058,7 @@ def run(
     concurrency: ConcurrencyOpt = 8,
     timeout: TimeoutOpt = 60.0,
     max_retries: MaxRetriesOpt = 3,
+    max_reply_bytes: MaxReplyBytesOpt = MAX_REPLY_BYTES,
     temperature: TemperatureOpt = 0.0,
     max_tokens: MaxTokensOpt = None,
     model_seed: ModelSeedOpt = None,
@@ -1081,8 +1087,8 @@ def run(
     """Ask each model to extract a JSON object from every document (prompt json-extract-v1), then
     score its outputs exactly as `json batch` does. A re-run resumes an interrupted run; a failed
     call (timeout, 5xx, 400) gives no output and is listed apart, never scored. Exit 0 when every
-    record was scored, 3 when a line, a record or a call failed, 4 when a --fail-under floor is not
-    met, 2 on usage errors, 1 when an output could not be written part-way, 130 on Ctrl-C."""
+    record was scored, 3 when a line or a record could not be scored or a call failed, 4 when a
+    --fail-under floor is not met, 2 on usage errors, 1 when an output could not be written part-way, 130 on Ctrl-C."""
     console, errors = SafeConsole(stderr=as_json), SafeConsole(stderr=True)
     floors = parse_fail_under(fail_under, GATED, lower_is_better=LOWER_IS_BETTER)
     config = _config(_Options.of(locals()), errors)
@@ -1109,6 +1115,7 @@ def run(
         concurrency=concurrency,
         timeout=timeout,
         max_retries=max_retries,
+        max_reply_bytes=max_reply_bytes,
         no_cache=no_cache,
         cache_nonzero_temperature=cache_nonzero_temperature,
         json_mode=json_mode,

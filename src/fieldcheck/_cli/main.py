@@ -85,7 +85,15 @@ class StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
         pass
 
 
-def _as_ctrl_c(signum: int, frame: object) -> None:
+def _as_ctrl_c(signum: int, frame: Any) -> None:
+    """SIGTERM and SIGHUP take Ctrl-C's path: the SIGINT handler in effect, which during a
+    model run is asyncio's (it cancels the run, which is then marked interrupted with one line;
+    a KeyboardInterrupt raised inside the event loop instead ended the run with a traceback),
+    elsewhere Python's (a KeyboardInterrupt)."""
+    handler = signal.getsignal(signal.SIGINT)
+    if callable(handler) and handler is not _as_ctrl_c:
+        handler(signal.SIGINT, frame)
+        return
     raise KeyboardInterrupt
 
 

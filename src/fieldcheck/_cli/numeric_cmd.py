@@ -46,6 +46,7 @@ from fieldcheck._cli._runopts import (
     CacheNonzeroOpt,
     ConcurrencyOpt,
     JsonModeOpt,
+    MaxReplyBytesOpt,
     MaxRetriesOpt,
     MaxTokensOpt,
     ModelSeedOpt,
@@ -78,7 +79,7 @@ from fieldcheck.numeric import (
 from fieldcheck.numeric._agent import PROMPT_ID, evaluate_model, prediction_lines
 from fieldcheck.numeric._scoring import CALL_ERRORS
 from fieldcheck.reports._outdir import OutputFolder, OutputFolderError
-from fieldcheck.runner import ModelSpec, RunHandle, Runner
+from fieldcheck.runner import MAX_REPLY_BYTES, ModelSpec, RunHandle, Runner
 
 app = typer.Typer(
     help="ConvFinQA numeric QA: run a model's plan-and-execute agent, score per-turn answers and plans.",
@@ -299,14 +300,17 @@ def show_result(
     )
     if not nothing:
         table.add_row(
-            "cost per correct answer (tokens)",
+            "cost per correct answer: tokens per successful conversation",
             _tokens(stats.get("cost_per_correct_answer")),
             "",
         )
+        table.add_row("tokens per correct turn", _tokens(stats.get("tokens_per_correct_turn")), "")
     if "cost_per_correct_answer_usd" in stats and not nothing:
         usd = stats.get("cost_per_correct_answer_usd")
         table.add_row(
-            "cost per correct answer (USD)", "absent" if usd is None else f"{usd:.4g}", ""
+            "cost per correct answer: USD per successful conversation",
+            "absent" if usd is None else f"{usd:.4g}",
+            "",
         )
     table.add_row(
         "failure modes",
@@ -317,6 +321,8 @@ def show_result(
         "conversations / turns", f"{stats['num_conversations']} / {stats['num_turns']}", ""
     )
     table.add_row("scored turns", str(stats["num_scored_turns"]), "")
+    if not nothing:
+        table.add_row("failed turns (not a numerical match)", str(stats["num_failed_turns"]), "")
     table.add_row("turns not scored: call errors", call_errors_text(stats), "")
     console.print(table)
     if nothing:
@@ -408,7 +414,7 @@ def score_command(
     something to draw plot_failure_modes.png, plot_operations_vs_accuracy.png).
 
     A turn whose prediction has a call error (error.type rate_limited,
-    server_error, timeout, connection or bad_request) is not scored: it is
+    server_error, timeout, connection, bad_request or context_length) is not scored: it is
     listed in turns.csv (not_scored) and counted in statistics.json
     (turns_not_scored_call_errors), never a wrong answer nor an errors.csv row.
 
@@ -493,7 +499,12 @@ def run_demo(out_dir: Path) -> int:
     table.add_column("metric")
     for model, _, _ in rows:
         table.add_column(model, justify="right")
-    for key, label in (*_SHOWN, ("cost_per_correct_answer", "tokens per successful conversation")):
+    for key, label in (
+        *_SHOWN,
+        ("cost_per_correct_answer", "cost per correct answer: tokens per successful conversation"),
+        ("tokens_per_correct_turn", "tokens per correct turn"),
+        ("num_failed_turns", "failed turns (not a numerical match)"),
+    ):
         table.add_row(label, *(_fmt(result.statistics.get(key)) for _, result, _ in rows))
     console.print(table)
     for model, result, target in rows:
@@ -658,7 +669,7 @@ EVALUATE_HELP = "\n\n".join(
         "'numeric score'. Running the same command again resumes an unfinished run: finished "
         "turns are not called again.",
         "A turn whose model call failed (rate_limited, server_error, timeout, connection, "
-        "bad_request) is not scored, never a wrong answer: listed in turns.csv and errors.csv, "
+        "bad_request, context_length) is not scored, never a wrong answer: listed in turns.csv and errors.csv, "
         "counted in the table and in statistics.json (turns_not_scored_call_errors).",
         "Exit status: 0 every turn scored; 3 some input failed (see input_errors.csv) or some "
         "turn hit a call error (nothing scored at all when every call failed); 4 a --fail-under "
@@ -717,6 +728,7 @@ def evaluate_command(
     concurrency: ConcurrencyOpt = 8,
     timeout: TimeoutOpt = 60.0,
     max_retries: MaxRetriesOpt = 3,
+    max_reply_bytes: MaxReplyBytesOpt = MAX_REPLY_BYTES,
     temperature: TemperatureOpt = 0.0,
     max_tokens: MaxTokensOpt = None,
     model_seed: ModelSeedOpt = None,
@@ -758,6 +770,7 @@ def evaluate_command(
         concurrency=concurrency,
         timeout=timeout,
         max_retries=max_retries,
+        max_reply_bytes=max_reply_bytes,
         no_cache=no_cache,
         cache_nonzero_temperature=cache_nonzero_temperature,
         json_mode=json_mode,
@@ -832,7 +845,12 @@ def run_model_demo(base_url: str, out_dir: Path, models: list[str], *, console: 
     table.add_column("metric")
     for o in outcomes:
         table.add_column(o.spec.name, justify="right")
-    for key, label in (*_SHOWN, ("cost_per_correct_answer", "tokens per successful conversation")):
+    for key, label in (
+        *_SHOWN,
+        ("cost_per_correct_answer", "cost per correct answer: tokens per successful conversation"),
+        ("tokens_per_correct_turn", "tokens per correct turn"),
+        ("num_failed_turns", "failed turns (not a numerical match)"),
+    ):
         table.add_row(label, *(_fmt(o.result.statistics.get(key)) for o in outcomes))
     table.add_row(
         "turns not scored: call errors",

@@ -170,14 +170,19 @@ def show_command(run: RunArg, as_json: JsonOpt = False) -> None:
     info = _run(store, run)
     data = info.public_dict()
     data["failed_items"] = store.count_items(info.id, failed=True)
+    scored = info.kind == "scored"  # a model run's items are answers, never scored
+    data["not_scored_items"] = store.count_not_scored(info.id) if scored else None
     if as_json:
         _print_json(data)
         return
     console = _console()
     for key in ("id", "system", "kind", "model", "status", "started_at", "parent_id", "out_dir"):
         console.print(f"{key}: {safe_text(data[key] or '')}", markup=False)
+    not_scored = f", {data['not_scored_items']} not scored" if scored else ""
     console.print(
-        f"items: {data['n_items']} ({data['failed_items']} failed)", markup=False, highlight=False
+        f"items: {data['n_items']} ({data['failed_items']} failed{not_scored})",
+        markup=False,
+        highlight=False,
     )
     for entry in data["inputs"]:
         console.print(
@@ -192,7 +197,7 @@ def show_command(run: RunArg, as_json: JsonOpt = False) -> None:
 
 
 def _print_comparison(table: dict[str, Any], console: SafeConsole) -> None:
-    from fieldcheck.runs import format_cell, format_number
+    from fieldcheck.runs import format_cell, format_latency, format_number
 
     labels = [safe_text(c["label"]) for c in table["columns"]]
     metrics = Table(title="Metrics (95% interval)", header_style="bold")
@@ -201,6 +206,12 @@ def _print_comparison(table: dict[str, Any], console: SafeConsole) -> None:
         metrics.add_column(label)
     for row in table["metrics"]:
         metrics.add_row(row["name"], *(format_cell(v) for v in row["values"]))
+    if any(table.get("latency") or []):
+        per = "session" if table["system"] == "slots" else "turn"
+        metrics.add_row(
+            f"latency mean / median / p95 / total per {per}",
+            *(format_latency(lat) for lat in table["latency"]),
+        )
     console.print(metrics)
     for extra in table["tables"]:
         grid = Table(title=extra["title"], header_style="bold")

@@ -50,6 +50,7 @@ from fieldcheck._cli._runopts import (
     CacheNonzeroOpt,
     ConcurrencyOpt,
     JsonModeOpt,
+    MaxReplyBytesOpt,
     MaxRetriesOpt,
     MaxTokensOpt,
     ModelSeedOpt,
@@ -69,9 +70,9 @@ from fieldcheck._util.errors import InputError
 from fieldcheck._util.jsonio import dumps, write_json, write_jsonl
 from fieldcheck._util.paths import unique_filenames
 from fieldcheck._util.term import SafeConsole, safe_json_text, safe_text
-from fieldcheck.reports import format_pvalue
+from fieldcheck.reports import format_pvalue, format_seconds, format_seconds_joined
 from fieldcheck.reports._outdir import OutputFolder
-from fieldcheck.runner import ModelSpec, Runner
+from fieldcheck.runner import MAX_REPLY_BYTES, ModelSpec, Runner
 from fieldcheck.slots import (
     PROMPT_ID,
     Conversation,
@@ -198,10 +199,11 @@ def _model_table(name: str, run: SlotsRun) -> Table:
     else:
         lat = r.latency
         table.add_row(
-            "latency mean/median/p95/total (s)",
-            f"{lat.mean:.1f} / {lat.median:.1f} / {lat.p95:.1f} / {lat.total:.1f}",
+            "latency mean / median / p95",
+            format_seconds_joined([lat.mean, lat.median, lat.p95]),
             "",
         )
+        table.add_row("latency total", format_seconds(lat.total), "")
     table.add_row("extra_slots / extra_values", f"{r.extra_slots} / {r.extra_values}", "")
     c = r.counts
     table.add_row("tp / fp / fn", f"{c.tp} / {c.fp} / {c.fn}", "")
@@ -659,7 +661,7 @@ def run_demo(out_dir: Path) -> int:
     )
     for m in run.models:
         r = m.result
-        lat = "n/a" if r.latency is None else f"{r.latency.mean:.1f}s"
+        lat = format_seconds(r.latency.mean if r.latency is not None else None)
         console.print(
             f"  {m.name:18s} P={r.precision:.3f} R={r.recall:.3f} F1={r.f1:.3f} "
             f"exact={r.exact_match_rate:.3f} extra_slots={r.extra_slots} latency={lat}",
@@ -709,7 +711,7 @@ def write_extractions(
     extractions: Sequence[Extraction], out_folder: Path | OutputFolder, specs: Sequence[ModelSpec]
 ) -> tuple[dict[str, Path], dict[str, Path], Path]:
     """``pred_<name>.jsonl``, ``latency_<name>.jsonl``, ``memory_<name>.jsonl`` per model,
-    ``session_errors.jsonl`` (every failed session) and ``runs.json`` (run ids and counts)."""
+    ``session_errors.jsonl`` (every session error) and ``runs.json`` (run ids and counts)."""
     stems = unique_filenames(e.model for e in extractions)
     preds: dict[str, Path] = {}
     lats: dict[str, Path] = {}
@@ -732,7 +734,7 @@ def write_extractions(
                 "run_id": ex.run_id,
                 "model": by_name[ex.model].public(),
                 "sessions": len(ex.sessions),
-                "failed": len(ex.failed),
+                "session_errors": len(ex.failed),
                 "errors": dict(Counter(s.error_type for s in ex.failed if s.error_type)),
                 "resumed": ex.resumed_items,
                 "cached": sum(s.cached for s in ex.sessions),
@@ -751,11 +753,11 @@ def write_extractions(
 
 
 def runs_table(extractions: Sequence[Extraction]) -> Table:
-    """Per model: sessions, failed sessions by error type, those not scored (call errors),
+    """Per model: sessions, session errors by type, those not scored (call errors),
     sessions resumed from the store and replies from the cache, tokens (fits 80 columns)."""
     table = Table(title="Model runs", show_header=True, header_style="bold")
     table.add_column("model", overflow="fold")
-    for col in ("sessions", "failed"):
+    for col in ("sessions", "session\nerrors"):
         table.add_column(col, justify="right")
     table.add_column("errors", no_wrap=True)
     table.add_column("not\nscored\n(call\nerrors)", justify="right", no_wrap=True)
@@ -791,8 +793,8 @@ update the memory and are the session's prediction. Writes DIR/pred_NAME.jsonl,
 latency_NAME.jsonl, memory_NAME.jsonl, session_errors.jsonl, runs.json and the report of
 'slots score'. Running the same command again resumes: finished sessions are not called again.
 
-A session whose call failed (rate_limited, server_error, timeout, connection, bad_request) is not
-scored for that model: its gold slots are not counted as missed; the tables, metrics.json and
+A session whose call failed (rate_limited, server_error, timeout, connection, bad_request,
+context_length) is not scored for that model: its gold slots are not counted as missed; the tables, metrics.json and
 the report say how many sessions were not scored and why (a model with none scored has no
 metrics). An invalid reply is the model's failure: its gold slots count as missed.
 
@@ -844,6 +846,7 @@ def run(
     concurrency: ConcurrencyOpt = 8,
     timeout: TimeoutOpt = 60.0,
     max_retries: MaxRetriesOpt = 3,
+    max_reply_bytes: MaxReplyBytesOpt = MAX_REPLY_BYTES,
     temperature: TemperatureOpt = 0.0,
     max_tokens: MaxTokensOpt = None,
     model_seed: ModelSeedOpt = None,
@@ -915,6 +918,7 @@ def run(
         concurrency=concurrency,
         timeout=timeout,
         max_retries=max_retries,
+        max_reply_bytes=max_reply_bytes,
         no_cache=no_cache,
         cache_nonzero_temperature=cache_nonzero_temperature,
         json_mode=json_mode,
@@ -955,7 +959,7 @@ def run(
     if failed:
         calls = sum(len(ex.not_scored()) for ex in extractions)
         err.print(
-            f"{failed} session(s) failed; listed in {errors_path} (memory unchanged): "
+            f"{failed} session error(s); listed in {errors_path} (memory unchanged): "
             f"{failed - calls} invalid repl(ies), slots missed; {calls} call error(s), not scored",
             style="red",
             markup=False,
@@ -1017,7 +1021,7 @@ def run_model_demo(base_url: str, out_dir: Path, models: list[str], *, console: 
     finish(folder)
     table = Table(title="slots run (synthetic models, examples/slots)", header_style="bold")
     table.add_column("model", min_width=17, overflow="fold")
-    for col in ("P", "R", "F1", "exact", "extra slots", "failed sessions", "latency"):
+    for col in ("P", "R", "F1", "exact", "extra slots", "session errors", "latency"):
         table.add_column(col, justify="right")
     results = {m.name: m.result for m in scored.models}
     for ex in extractions:
@@ -1035,7 +1039,7 @@ def run_model_demo(base_url: str, out_dir: Path, models: list[str], *, console: 
             f"{r.exact_match_rate:.3f}",
             str(r.extra_slots),
             failed,
-            "n/a" if r.latency is None else f"{r.latency.mean * 1000:.1f} ms",
+            format_seconds(r.latency.mean if r.latency is not None else None),
         )
     console.print(table)
     console.print(f"  report: {files['report.html']}", markup=False, soft_wrap=True)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import json
 import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -72,6 +74,40 @@ def long_line_error(line: LongLine, number: int, file: str | Path) -> InputError
 
 def _bytes(n: int) -> str:
     return f"{n >> 20} MiB" if n >= 1 << 20 and n % (1 << 20) == 0 else f"{n:,} bytes"
+
+
+# An integer beyond 64 bits, which orjson reads as a double, is written with at least 19 digits
+# (-9223372036854775809): only text with a run of 19 digits can hold one. Digits map to "0" and
+# a run is found with ``bytes.find`` (an eighth of orjson's time on a batch chunk; a regular
+# expression took more than orjson itself).
+_DIGITS_AS_ZERO = bytes.maketrans(b"123456789", b"000000000")
+_LONG_DIGITS = b"0" * 19
+_LONG_DIGITS_TEXT = re.compile(r"[0-9]{19}")
+
+
+def may_hold_big_int(raw: bytes | str) -> bool:
+    """Whether ``raw`` has a run of 19 ASCII digits (in a number or a string): the only text
+    where an integer beyond 64 bits can be. False for every other text."""
+    if isinstance(raw, str):
+        return _LONG_DIGITS_TEXT.search(raw) is not None
+    return raw.translate(_DIGITS_AS_ZERO).find(_LONG_DIGITS) >= 0
+
+
+def loads(data: bytes | str) -> Any:
+    """The one reader of JSON numbers in user input (files, lines, uploads, model replies):
+    ``orjson.loads``, whose errors it raises, except that a text that may hold an integer beyond
+    64 bits (``may_hold_big_int``; orjson reads such an integer as the nearest double) is read
+    again by the standard library, which keeps every integer exact (Python's int). Floats are
+    the same doubles either way, and what orjson refuses (NaN, Infinity, ``1e400``, invalid
+    UTF-8, lone surrogates) stays refused: orjson reads the text first. A text nested too deep
+    for the standard library (beyond Python's recursion limit) keeps orjson's value: it is
+    refused as too deep anyway (MAX_DEPTH); so does a text the standard library would refuse
+    where orjson did not (none is known: the same grammar)."""
+    value = orjson.loads(data)
+    if may_hold_big_int(data):
+        with contextlib.suppress(RecursionError, ValueError):
+            value = json.loads(data.decode("utf-8") if isinstance(data, bytes) else data)
+    return value
 
 
 def _bad_utf8(exc: orjson.JSONDecodeError, raw: bytes) -> tuple[int, int, int] | None:
@@ -175,7 +211,7 @@ def read_json(path: str | Path) -> Any:
     if not data.strip():  # orjson's words: "Input is a zero-length, empty document"
         raise InputError("no records (the file is empty)", file=p)
     try:
-        value = orjson.loads(data)
+        value = loads(data)
     except orjson.JSONDecodeError as exc:
         bad = _bad_utf8(exc, data)
         line = exc.lineno if bad is None else bad[1]
@@ -224,7 +260,7 @@ def parse_jsonl_line(
     if not raw.strip():
         return BLANK
     try:
-        value = orjson.loads(raw)
+        value = loads(raw)
     except orjson.JSONDecodeError as exc:
         column = len(raw[: exc.pos].decode("utf-8", "replace")) + 1
         return InputError(_reason(exc, raw, column=column), file=file, line=number)
@@ -242,26 +278,39 @@ def dumps(value: Any, *, indent: bool = False) -> str:
 
 
 def dumps_bytes(value: Any, option: int, default: Any = None) -> bytes:
-    """``orjson.dumps``, with a file name that is not UTF-8 (lone surrogates, which orjson
+    """``orjson.dumps``, with an integer beyond 64 bits (which orjson refuses; ``loads`` keeps
+    them) written exactly, and a file name that is not UTF-8 (lone surrogates, which orjson
     refuses) written with U+FFFD (``shown_value``)."""
     try:
         return orjson.dumps(value, option=option, default=default)
     except TypeError as exc:
-        if "surrogates" not in str(exc):
+        if "surrogates" not in str(exc) and "64-bit" not in str(exc):
             raise
         return orjson.dumps(shown_value(value), option=option, default=default)
 
 
 def shown_value(value: Any) -> Any:
-    """``value`` with every str passed through ``shown_path`` (for orjson, which refuses a lone
-    surrogate: only a file name that is not UTF-8 brings one)."""
+    """``value`` as orjson can write it: every str passed through ``shown_path`` (orjson refuses
+    a lone surrogate: only a file name that is not UTF-8 brings one) and every integer beyond 64
+    bits as its exact digits (an ``orjson.Fragment``)."""
     if isinstance(value, str):
         return shown_path(value)
     if isinstance(value, dict):
-        return {shown_value(k): shown_value(v) for k, v in value.items()}
+        return {_shown_key(k): shown_value(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [shown_value(v) for v in value]
+    if type(value) is int and not -_INT64 <= value < 1 << 64:
+        return orjson.Fragment(str(value).encode())
     return value
+
+
+_INT64 = 1 << 63
+
+
+def _shown_key(key: Any) -> Any:
+    if isinstance(key, str):
+        return shown_path(key)
+    return str(key) if type(key) is int and not -_INT64 <= key < 1 << 64 else key
 
 
 def write_json(path: str | Path, value: Any) -> None:

@@ -1,14 +1,16 @@
-"""Errors of the API as JSON ``{"detail": message, "field": name}``: never a stack trace, never a key."""
+"""Errors of the API as JSON ``{"detail": message, "field": name}``: never a stack trace, never a
+key; and the error responses each operation declares in the OpenAPI schema, in that shape."""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from fieldcheck._util.errors import InputError, reason_of
@@ -33,6 +35,44 @@ class ApiError(Exception):
 
 def error_body(message: str, field: str | None = None) -> dict[str, Any]:
     return {"detail": message, "field": field}
+
+
+class ErrorBody(BaseModel):
+    """The body of every error the API answers (what ``error_body`` builds)."""
+
+    detail: str = Field(description="One line: what is wrong, and where.")
+    field: str | None = Field(
+        description="The field at fault: a dotted path into the body (`field_strategies.bio`), a "
+        "query or path parameter, `body`, `file`; null when no field is at fault."
+    )
+
+
+Responses = dict[int | str, dict[str, Any]]
+
+INVALID = "A value is not valid (or the body is not readable JSON): `field` names it."
+NO_RUN = "No stored run has this id."
+JUDGE_FAILED = "The server's judge gave no similarity."
+# What the Guard (``_guard.py``) answers before any route: every operation can get these.
+GUARD: Mapping[int, str] = {
+    400: "Refused: on a loopback server, a Host that is not a loopback name.",
+    401: "A bearer token is required (a server with a token): `WWW-Authenticate: Bearer`.",
+    403: "Refused: a POST or PUT sent by a page of another origin.",
+    413: "The request body is larger than the server's limit.",
+}
+
+
+def error_responses(statuses: Mapping[int, str] | None = None) -> Responses:
+    """OpenAPI ``responses`` declaring ``statuses`` (status -> when) with the error body; with
+    no argument, the Guard's statuses (a router's ``responses``, shared by its routes)."""
+    described = GUARD if statuses is None else statuses
+    declared: Responses = {}
+    for status, why in sorted(described.items()):
+        declared[status] = {"model": ErrorBody, "description": why}
+        if status == 401:
+            declared[status]["headers"] = {
+                "WWW-Authenticate": {"description": "`Bearer`", "schema": {"type": "string"}}
+            }
+    return declared
 
 
 def _location(loc: Sequence[Any]) -> str | None:

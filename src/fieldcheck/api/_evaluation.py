@@ -14,7 +14,7 @@ from typing import Any
 import orjson
 
 from fieldcheck._util.errors import InputError
-from fieldcheck._util.jsonio import read_lines
+from fieldcheck._util.jsonio import loads, read_lines
 from fieldcheck.api._errors import ApiError
 from fieldcheck.jsoneval import (
     BatchReader,
@@ -57,7 +57,7 @@ def parse_output_text(raw: bytes | str) -> Any:
     data = raw.encode() if isinstance(raw, str) else raw
     data = data.removeprefix(b"\xef\xbb\xbf")
     try:
-        return orjson.loads(data)
+        return loads(data)
     except orjson.JSONDecodeError:
         return data.decode("utf-8", errors="replace")
 
@@ -66,7 +66,7 @@ def parse_ground_truth_text(raw: bytes | str, *, name: str = "ground truth") -> 
     """Pasted or uploaded ground truth: a JSON object, else ApiError naming ``ground_truth``."""
     data = raw.encode() if isinstance(raw, str) else raw
     try:
-        value = orjson.loads(data.removeprefix(b"\xef\xbb\xbf"))
+        value = loads(data.removeprefix(b"\xef\xbb\xbf"))
     except orjson.JSONDecodeError as exc:
         raise ApiError(422, f"{name}: invalid JSON: {exc.msg}", field="ground_truth") from None
     if not isinstance(value, dict):

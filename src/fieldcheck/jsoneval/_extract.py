@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, Validat
 from rich.console import Console
 
 from fieldcheck._util.errors import InputError, input_error_of
-from fieldcheck._util.jsonio import dumps, iter_jsonl, read_json
+from fieldcheck._util.jsonio import dumps, iter_jsonl, loads, read_json
 from fieldcheck.jsoneval._models import MAX_DEPTH
 from fieldcheck.metrics._json_fields import nesting_depth
 from fieldcheck.runner import (
@@ -101,7 +101,7 @@ def parse_reply(text: str) -> tuple[Any, bool]:
     """
     text = clean_text(text)
     try:
-        value = orjson.loads(text.strip())
+        value = loads(text.strip())
     except orjson.JSONDecodeError:
         return text, False
     if nesting_depth(value, limit=MAX_DEPTH + 1) > MAX_DEPTH:
@@ -223,6 +223,7 @@ class ModelRun:
     tokens_estimated: bool = False
     latencies: list[float] = field(default_factory=list)
     unparsed: int = 0
+    truncated: int = 0  # records whose reply was cut by the token limit
 
     @property
     def error_counts(self) -> dict[str, int]:
@@ -247,6 +248,7 @@ class ModelRun:
             "records": len(self.rows) + len(self.call_errors),
             "with_output": len(self.rows),
             "unparsed_replies": self.unparsed,
+            "truncated_replies": self.truncated,
             "call_errors": self.error_counts,
             "calls": self.calls,
             "cached_calls": self.cached_calls,
@@ -357,6 +359,7 @@ def collect(handle: RunHandle, spec: ModelSpec, records: list[ExtractRecord]) ->
         run.output_tokens += int(res.get("output_tokens", 0))
         run.tokens_estimated |= bool(res.get("tokens_estimated", False))
         run.latencies.append(item.latency_s)
+        run.truncated += any(c.get("truncated") for c in item.call_log)
         if item.error_type is None and "output" in res:
             run.rows.append(
                 {"id": record.id, "ground_truth": record.ground_truth, "output": res["output"]}

@@ -212,9 +212,7 @@ def stream_batch_outputs(
             summary_signature=summary_signature,
             recorder=recorder,
         )
-    warn_unused_strategies(
-        config, stream.unused_strategies if stream.summary.scored or stream.summary.failed else []
-    )
+    warn_unused_strategies(config, stream.unused_strategies if stream.summary.records else [])
     paths = {"records": out / "records.jsonl", "errors": out / "errors.jsonl"}
     paths |= _finish(out, ReportData.of(stream.summary, stream.aggregate))
     return StreamedBatch(stream.summary, _ordered(paths))

@@ -131,14 +131,19 @@ class FieldSummary(BaseModel):
 class BatchSummary(BaseModel):
     """Means of each score over the scored records, counts, errors and per-field counts.
 
-    ``errors`` holds the one-line messages of the first ``KEPT_ERRORS`` (100) failed lines or
-    records (``failed`` counts them all; every one, located, is in errors.jsonl). ``ci`` holds a 95% percentile bootstrap interval of each
-    mean over the scored records (none when ``bootstrap=0`` or nothing was scored).
+    ``records`` = ``scored`` + ``not_scored``. ``failed`` counts the scored records that failed
+    (a field scored below 1, missing, hallucinated or extra, or an output that is not an
+    object); ``not_scored`` the lines and records that could not be scored (an invalid line or
+    record, a judge error), ``errors`` the one-line messages of the first ``KEPT_ERRORS`` (100)
+    of them (every one, located, is in errors.jsonl). ``ci`` holds a 95% percentile bootstrap
+    interval of each mean over the scored records (none when ``bootstrap=0`` or nothing was
+    scored).
     """
 
     records: int
     scored: int
     failed: int
+    not_scored: int
     errors: list[str] = Field(default_factory=list)
     not_an_object: int
     safety_flagged: int

@@ -221,6 +221,19 @@ def glossary(summary: BatchSummary) -> list[Term]:
         ),
         Term("IGNORE", "Field excluded from accuracy denominator entirely", "no score."),
         Term(
+            "failed",
+            "a scored record with a field scored below 1, missing, hallucinated or extra, or an"
+            " output that is not an object",
+            "counted in summary.json's failed, the store's failed items and their filter; the"
+            " fields it failed on are its tags in the store.",
+        ),
+        Term(
+            "not scored",
+            "a line or record that could not be scored (invalid line or record, judge error)",
+            "listed in errors.jsonl; neither failed nor passed; exit status 3. A json run's call"
+            " errors give no output and are in call_errors.jsonl, not among the records.",
+        ),
+        Term(
             "match rate",
             "matched / scored",
             "per field over the batch (fieldcheck's, not the spec's); n/a when never scored.",
@@ -253,6 +266,7 @@ def build_report(batch: ReportData, images: dict[str, Path]) -> Report:
             f"records: {s.records}",
             f"scored: {s.scored}",
             f"failed: {s.failed}",
+            f"not scored: {s.not_scored}",
             f"not an object: {s.not_an_object}",
             f"safety leaks: {s.safety_flagged}",
         ]
@@ -306,8 +320,8 @@ def build_report(batch: ReportData, images: dict[str, Path]) -> Report:
     if s.errors:
         report.heading("Input problems")
         items = list(s.errors[:ERRORS_SHOWN])
-        if max(s.failed, len(s.errors)) > ERRORS_SHOWN:
-            items.append(f"{max(s.failed, len(s.errors)) - ERRORS_SHOWN} more in errors.jsonl")
+        if max(s.not_scored, len(s.errors)) > ERRORS_SHOWN:
+            items.append(f"{max(s.not_scored, len(s.errors)) - ERRORS_SHOWN} more in errors.jsonl")
         report.bullets(items)
     if images:
         report.heading("Plots")

@@ -37,7 +37,16 @@ from fieldcheck._util.errors import (
     input_error_of,
 )
 from fieldcheck._util.iters import chunked
-from fieldcheck._util.jsonio import _BOM, BLANK, dumps, parse_jsonl_line, read_lines
+from fieldcheck._util.jsonio import (
+    _BOM,
+    BLANK,
+    dumps,
+    dumps_bytes,
+    loads,
+    may_hold_big_int,
+    parse_jsonl_line,
+    read_lines,
+)
 from fieldcheck._util.signature import Signature
 from fieldcheck.jsoneval._config import EvalConfig
 from fieldcheck.jsoneval._models import (
@@ -151,6 +160,18 @@ class Scored:
 
     def bucket_dict(self) -> dict[str, list[str]]:
         return dict(zip(_BUCKETS, self.buckets, strict=True))
+
+    def failed_on(self) -> list[str]:
+        """The fields (their own paths) this record failed on: scored below 1, missing,
+        hallucinated or extra (docs/json.md, Glossary)."""
+        return [*fields_not_matched(self.fields), *fields_failed_in(self.buckets)]
+
+    @property
+    def failed(self) -> bool:
+        """Whether this scored record failed: a field it failed on, or an output that is not
+        an object. The one definition of a failed record (the summary's ``failed``, the
+        store's ``failed`` column and filter)."""
+        return self.kind != "object" or bool(self.failed_on())
 
     def result(self, signature: Signature) -> JsonEvalResult:
         """The public pydantic result (the API's; the hot path writes lines without it)."""
@@ -287,7 +308,7 @@ def coerce_output(output: Any) -> tuple[dict[str, Any] | None, OutputKind, list[
         text = _strip_fence(output.strip())
         if text.startswith(("{", "[")):
             try:
-                parsed = orjson.loads(text)
+                parsed = loads(text)
             except orjson.JSONDecodeError:
                 return None, "invalid_json", ["not_an_object"]
             if isinstance(parsed, dict):
@@ -724,9 +745,23 @@ class Scorer:
 # ------------------------------------------------------------------ running aggregates
 
 
+def fields_not_matched(
+    fields: Mapping[str, tuple[Strategy, float | None, float | None]],
+) -> list[str]:
+    """The fields scored below 1 (IGNORE fields have no score)."""
+    return [n for n, f in fields.items() if f[2] is not None and f[2] < 1]
+
+
+def fields_failed_in(buckets: tuple[list[str], ...]) -> list[str]:
+    """The fields missing, hallucinated (a value where the ground truth has null) or extra."""
+    extra, gt_null_value, _, missing, _ = buckets
+    return [*missing, *gt_null_value, *extra]
+
+
 _BUCKETS_OF = operator.attrgetter("buckets")
 _FIELDS_OF = operator.attrgetter("fields")
 _FLAGS_OF = operator.attrgetter("flags")
+_KIND_OF = operator.attrgetter("kind")
 _SCORES_OF = operator.attrgetter("scores")
 
 
@@ -756,6 +791,7 @@ class Aggregate:
         self.means = MeansBootstrap(SCORES, resamples=bootstrap, seed=seed)
         self.scored = 0
         self.failed = 0
+        self.not_scored = 0
         self.errors: list[str] = []  # the first KEPT_ERRORS messages (all in errors.jsonl)
         self.not_an_object = 0
         self.safety_flagged = 0
@@ -769,7 +805,7 @@ class Aggregate:
 
     def add_failures(self, failed: Iterable[RecordError]) -> None:
         for e in failed:
-            self.failed += 1
+            self.not_scored += 1
             if len(self.errors) < KEPT_ERRORS:
                 self.errors.append(e.message)
 
@@ -790,7 +826,15 @@ class Aggregate:
                 )[0]
         # counted by the field's own name, once per distinct buckets/fields object of the chunk
         # (the kernel shares them between records); [*] paths at the summary
-        for buckets, n in _distinct(list(map(_BUCKETS_OF, scored))):
+        buckets_of, fields_of = list(map(_BUCKETS_OF, scored)), list(map(_FIELDS_OF, scored))
+        # failed records (Scored.failed), worked out once per distinct fields/buckets object
+        firsts, _, which = _by_identity(buckets_of)
+        failed = np.array([bool(fields_failed_in(buckets_of[i])) for i in firsts])[which]
+        firsts, _, which = _by_identity(fields_of)
+        failed |= np.array([bool(fields_not_matched(fields_of[i])) for i in firsts])[which]
+        failed |= np.fromiter((k != "object" for k in map(_KIND_OF, scored)), bool, len(scored))
+        self.failed += int(np.count_nonzero(failed))
+        for buckets, n in _distinct(buckets_of):
             extra, gt_null_value, gt_non_null, missing, _ = buckets
             for counter, names in (
                 (self.expected, gt_non_null),
@@ -801,7 +845,7 @@ class Aggregate:
                 for name in names:
                     counter[name] += n
         field_scores = self.field_scores
-        for fields, n in _distinct(list(map(_FIELDS_OF, scored))):
+        for fields, n in _distinct(fields_of):
             for name, f in fields.items():
                 field_scores[(name, f[0], f[2])] += n
         for flags in filter(None, map(_FLAGS_OF, scored)):
@@ -855,9 +899,10 @@ class Aggregate:
         }
         fields = self.fields()
         return BatchSummary(
-            records=self.scored + self.failed,
+            records=self.scored + self.not_scored,
             scored=self.scored,
             failed=self.failed,
+            not_scored=self.not_scored,
             errors=list(self.errors),
             not_an_object=self.not_an_object,
             safety_flagged=self.safety_flagged,
@@ -962,7 +1007,7 @@ class _SeenIds:
         if offset == 0:
             raw = raw.removeprefix(_BOM)
         try:
-            return _record_id(orjson.loads(raw))
+            return _record_id(loads(raw))
         except (orjson.JSONDecodeError, AttributeError):
             return None
 
@@ -1100,6 +1145,8 @@ class BatchReader:
             values = list(map(orjson.loads, lines))
         except orjson.JSONDecodeError:
             return None
+        if may_hold_big_int(b"".join(lines)):
+            return None  # an integer beyond 64 bits, read as a double: line by line, exactly
         if set(map(type, values)) != {dict}:
             return None
         get = dict.get
@@ -1139,7 +1186,7 @@ class BatchReader:
     def _chunk(self, raws: list[tuple[int, int, bytes]], seen: _SeenIds) -> list[Item | Failed]:
         p = self.path
         parsed: list[tuple[int, int, Any, InputError | None]] = []
-        loads, invalid = orjson.loads, orjson.JSONDecodeError
+        invalid = orjson.JSONDecodeError
         for number, offset, raw in raws:
             # the common line (not the first, with too few brackets to nest too deep, valid
             # JSON) parsed here; any other through parse_jsonl_line, the one depth check
@@ -1259,19 +1306,22 @@ def record_line(scored: Scored) -> bytes:
     """One line of records.jsonl."""
     if scored.line_parts is not None:
         before, after = scored.line_parts
-        return before + orjson.dumps(scored.id) + after
-    return orjson.dumps(scored.line_dict(), option=_LINE_OPTIONS)
+        return before + dumps_bytes(scored.id, 0) + after
+    return dumps_bytes(scored.line_dict(), _LINE_OPTIONS)
 
 
 def record_lines(scored: Sequence[Scored]) -> list[bytes]:
     """``record_line`` of each record (the kernel's without a call per record)."""
     dumps = orjson.dumps
-    return [
-        r.line_parts[0] + dumps(r.id) + r.line_parts[1]
-        if r.line_parts is not None
-        else record_line(r)
-        for r in scored
-    ]
+    try:
+        return [
+            r.line_parts[0] + dumps(r.id) + r.line_parts[1]
+            if r.line_parts is not None
+            else record_line(r)
+            for r in scored
+        ]
+    except TypeError:  # an id beyond 64 bits, which orjson refuses: written exactly
+        return list(map(record_line, scored))
 
 
 def error_line(error: RecordError) -> bytes:
@@ -1315,10 +1365,7 @@ class StoreRows:
         return name
 
     def _tags(self, scored: Scored) -> dict[str, bool]:
-        names = [n for n, f in scored.fields.items() if f[2] is not None and f[2] < 1]
-        extra, gt_null_value, _, missing, _ = scored.buckets
-        names += [*missing, *gt_null_value, *extra]
-        return dict.fromkeys(map(self._name, map(str, names)), True)
+        return dict.fromkeys(map(self._name, map(str, scored.failed_on())), True)
 
     def rows(
         self, scored: Sequence[Scored], lines: Sequence[bytes], items: Sequence[Item]
@@ -1328,7 +1375,6 @@ class StoreRows:
         by_index = {it.index: it for it in items}
         shared: dict[tuple[int, int, str], tuple[bool, dict[str, bool]]] = {}
         columns = self._columns
-        dumps = orjson.dumps
         rows = []
         for r, line in zip(scored, lines, strict=True):
             # kernel records share their fields and buckets: their tags are worked out once
@@ -1336,31 +1382,32 @@ class StoreRows:
             found = shared.get(outcome)
             if found is None:
                 tags = self._tags(r)
-                found = shared[outcome] = (bool(tags) or r.kind != "object", tags)
+                found = shared[outcome] = (r.failed, tags)
             item = by_index[r.index]
             text = b"".join(
                 (
                     line[:-2],  # the line without its closing brace and newline
                     b',"ground_truth":',
-                    dumps(item.ground_truth, option=orjson.OPT_NON_STR_KEYS),
+                    dumps_bytes(item.ground_truth, orjson.OPT_NON_STR_KEYS),
                     b',"output":',
-                    dumps(item.output, option=orjson.OPT_NON_STR_KEYS),
+                    dumps_bytes(item.output, orjson.OPT_NON_STR_KEYS),
                     b"}"
                     if item.safety_score is None
-                    else b',"safety_score_given":' + dumps(item.safety_score) + b"}",
+                    else b',"safety_score_given":' + orjson.dumps(item.safety_score) + b"}",
                 )
             )
             rows.append((columns(str(r.id), found[0], tags=found[1]), text))
         return rows
 
     def errors(self, failures: Sequence[Failed]) -> list[tuple[ItemColumns, bytes]]:
-        """(columns, result text) of each record or line that could not be scored."""
+        """(columns, result text) of each record or line that could not be scored: not
+        scored, so neither failed nor passed (``failed`` null)."""
         rows = []
         for f in failures:
             body = f.error.model_dump()
             key = body.get("record") or f"line {body.get('line')}"
             text = orjson.dumps({"id": key, "error": body})
-            rows.append((self._columns(str(key), True, error_type=str(f.error.reason)[:32]), text))
+            rows.append((self._columns(str(key), None, error_type=str(f.error.reason)[:32]), text))
         return rows
 
 

@@ -354,12 +354,49 @@ def canonical_text(value: Any) -> str:
     return str(value)
 
 
-def exact_match(output_value: Any, gt_value: Any) -> bool:
-    """EXACT: ``canonical_text(gt).lower() == canonical_text(aio).lower()`` (spec Phase 3).
+_JSON_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
 
-    So ``1`` equals ``1.0`` (one JSON number), and ``true`` equals ``"true"`` and ``1`` equals
-    ``"1"`` as the spec's ``str(...).lower()`` gives; no whitespace trimming, no tolerance.
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, Number) and not isinstance(value, bool)
+
+
+def number_of_text(text: str) -> int | float | None:
+    """The number a string writes when it is exactly a JSON number literal (``42``, ``-0``,
+    ``1.0``, ``1e3``; no spaces, no ``+``, no leading zeros, no thousands separators), read as a
+    JSON file's number is read: an integer exactly (also beyond 64 bits), a number with a
+    fraction or an exponent as the nearest double; None for any other string and for a literal
+    beyond the double range (``1e400``, which a JSON file may not hold either)."""
+    if _JSON_NUMBER.fullmatch(text) is None:
+        return None
+    value: int | float
+    if "." in text or "e" in text or "E" in text:
+        value = float(text)
+    else:
+        if math.isinf(float(text)):
+            return None
+        value = int(text)
+    return value if math.isfinite(value) else None
+
+
+def exact_match(output_value: Any, gt_value: Any) -> bool:
+    """EXACT: ``canonical_text(gt).lower() == canonical_text(aio).lower()`` (spec Phase 3), where
+    a string facing a number is read as the number it writes when it is a JSON number literal
+    (``number_of_text``).
+
+    So numbers are equal when their values are (``1`` equals ``1.0`` and ``1e20`` equals
+    ``100000000000000000000``; integers exact at any size), a number equals a string writing the
+    same number (``1.0`` equals ``"1"``, ``"1.0"`` and ``"1e0"``), two strings compare as text
+    (``"1.0"`` and ``"1"`` differ), ``true`` equals ``"true"``; no trimming, no tolerance.
     """
+    if isinstance(output_value, str) and _is_number(gt_value):
+        number = number_of_text(output_value)
+        if number is not None:
+            output_value = number
+    elif isinstance(gt_value, str) and _is_number(output_value):
+        number = number_of_text(gt_value)
+        if number is not None:
+            gt_value = number
     return canonical_text(output_value).lower() == canonical_text(gt_value).lower()
 
 

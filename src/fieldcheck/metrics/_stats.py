@@ -87,13 +87,17 @@ def latency_stats(seconds: Sequence[float]) -> LatencyStats | None:
 
 
 class Interval(BaseModel):
-    """A bootstrap percentile interval around a point estimate."""
+    """A bootstrap percentile interval around a point estimate.
+
+    ``resamples`` is how many resamples the percentiles are taken over: those ``drawn`` less the
+    ones that held no item of the statistic's group (``percentile_interval``)."""
 
     estimate: float
     low: float
     high: float
     level: float = 0.95
     resamples: int
+    drawn: int | None = None
 
 
 def bootstrap_ci(
@@ -107,20 +111,19 @@ def bootstrap_ci(
     """Percentile bootstrap interval of ``statistic`` over ``units`` resampled with replacement.
 
     ``units`` are per-example sufficient statistics (sessions, conversations), so a resample is
-    only a re-aggregation. Seeded: the same input and seed give the same interval. ``None`` for
-    no units or ``resamples < 1``.
+    only a re-aggregation. Seeded: the same input and seed give the same interval. A resample
+    whose statistic is NaN is left out (``percentile_interval``). ``None`` for no units,
+    ``resamples < 1`` or no resample kept.
     """
     if not units or resamples < 1:
         return None
     rng = random.Random(seed)
     n = len(units)
-    values = sorted(
-        statistic([units[rng.randrange(n)] for _ in range(n)]) for _ in range(resamples)
+    values = np.array(
+        [statistic([units[rng.randrange(n)] for _ in range(n)]) for _ in range(resamples)],
+        dtype=float,
     )
-    alpha = (1 - level) / 2
-    low = values[math.floor(alpha * (resamples - 1))]
-    high = values[math.ceil((1 - alpha) * (resamples - 1))]
-    return Interval(estimate=statistic(units), low=low, high=high, level=level, resamples=resamples)
+    return percentile_interval(values, statistic(units), level)
 
 
 def paired_bootstrap_pvalue(
@@ -165,6 +168,17 @@ def safe_div_array(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray
     return out
 
 
+def ratio_array(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
+    """Element-wise ``numerator / denominator``, NaN where the denominator is 0: for a bootstrap
+    statistic, a resample that drew no item it is a ratio over has no value, and
+    ``percentile_interval`` leaves it out (where ``safe_div_array`` would score it 0)."""
+    num = np.asarray(numerator, dtype=float)
+    den = np.asarray(denominator, dtype=float)
+    out: np.ndarray = np.full(np.broadcast(num, den).shape, np.nan)
+    np.divide(num, den, out=out, where=den != 0)
+    return out
+
+
 def f1_from_pr_array(p: np.ndarray, r: np.ndarray) -> np.ndarray:
     """Element-wise ``f1_from_pr``: 0.0 where both precision and recall are 0."""
     return safe_div_array(2 * p * r, p + r)
@@ -189,17 +203,38 @@ def _draw_counts(rng: np.random.Generator, n: int, size: int) -> np.ndarray:
     return np.bincount(picks.ravel(), minlength=size * n).reshape(size, n).astype(float)
 
 
-def _percentile_interval(values: np.ndarray, estimate: float, level: float) -> Interval:
-    ordered = np.sort(values)
-    resamples = len(ordered)
+def percentile_interval(values: np.ndarray, estimate: float, level: float) -> Interval | None:
+    """The percentile interval of one statistic's resampled ``values``, one per resample drawn.
+
+    Every bootstrap of fieldcheck ends here. A NaN value is a resample that held no item of the
+    statistic's group (no conversation scored at that turn position, no counted record, no
+    session: it says nothing about the group) and is left out: the percentiles are taken over
+    the k kept values, sorted, at ``floor(a * (k - 1))`` and ``ceil((1 - a) * (k - 1))``,
+    a = (1 - level) / 2; ``resamples`` is k, ``drawn`` the values given. Below 1 / a kept
+    values (40 at 95%) these are the lowest and the highest kept value. ``None`` when no
+    resample is kept.
+    """
+    values = np.asarray(values, dtype=float).reshape(-1)
+    ordered = np.sort(values[~np.isnan(values)])
+    kept = len(ordered)
+    if not kept:
+        return None
     alpha = (1 - level) / 2
     return Interval(
         estimate=estimate,
-        low=float(ordered[math.floor(alpha * (resamples - 1))]),
-        high=float(ordered[math.ceil((1 - alpha) * (resamples - 1))]),
+        low=float(ordered[math.floor(alpha * (kept - 1))]),
+        high=float(ordered[math.ceil((1 - alpha) * (kept - 1))]),
         level=level,
-        resamples=resamples,
+        resamples=kept,
+        drawn=len(values),
     )
+
+
+def _intervals(
+    found: Mapping[str, Interval | None],
+) -> dict[str, Interval]:
+    """The intervals that exist (a statistic with no kept resample has none)."""
+    return {name: ci for name, ci in found.items() if ci is not None}
 
 
 def bootstrap_totals_ci(
@@ -215,17 +250,20 @@ def bootstrap_totals_ci(
     ``units[i]`` is unit i's vector of sufficient statistics (for example tp, fp, fn of a
     session); each statistic maps an (m, k) array of column totals to m values, vectorised. All
     statistics share one seeded set of resamples, drawn once, so a resample costs a matrix
-    product. ``None`` for no units or ``resamples < 1``.
+    product. A statistic's NaN values (``ratio_array``) are resamples left out of its interval,
+    and a statistic with none kept has no interval. ``None`` for no units or ``resamples < 1``.
     """
     if len(units) == 0 or resamples < 1:
         return None
     matrix = np.asarray(units, dtype=float)
     totals = _resample_weights(len(matrix), resamples, seed) @ matrix
     full = matrix.sum(axis=0, keepdims=True)
-    return {
-        name: _percentile_interval(stat(totals), float(stat(full)[0]), level)
-        for name, stat in statistics.items()
-    }
+    return _intervals(
+        {
+            name: percentile_interval(stat(totals), float(stat(full)[0]), level)
+            for name, stat in statistics.items()
+        }
+    )
 
 
 def paired_bootstrap_totals_pvalue(
@@ -413,10 +451,11 @@ class MeansBootstrap:
         for j, name in enumerate(self.names):
             if not self.counted[j]:
                 continue
-            keep = self.counts[:, j] > 0
             estimate = self.sums[j].value / self.counted[j]
-            means = self.totals[keep, j] / self.counts[keep, j]
-            out[name] = _percentile_interval(means, estimate, self.level)
+            means = ratio_array(self.totals[:, j], self.counts[:, j])
+            found = percentile_interval(means, estimate, self.level)
+            if found is not None:
+                out[name] = found
         return out
 
 
@@ -480,8 +519,10 @@ def bootstrap_groups_ci(
     The resample weights are exactly ``bootstrap_totals_ci``'s for the same ``n`` and seed, drawn
     ``max_cells // n`` resamples at a time, so memory stays at about ``max_cells`` weights plus
     ``resamples`` values per statistic, whatever ``n``. The estimate is the statistic of the full
-    totals. Statistic names must be unique across groups. ``None`` for ``n < 1`` or
-    ``resamples < 1``.
+    totals. A statistic is NaN on a resample that drew no item of its group (``ratio_array``):
+    that resample is left out of its interval (``Interval.resamples`` counts those kept), and a
+    statistic with none kept has no interval. Statistic names must be unique across groups.
+    ``None`` for ``n < 1`` or ``resamples < 1``.
     """
     if n < 1 or resamples < 1:
         return None
@@ -508,12 +549,12 @@ def bootstrap_groups_ci(
             totals = (weights if columns is None else weights[:, columns]) @ rows
             for name, stat in statistics.items():
                 values[name][start : start + size] = stat(totals)
-    out: dict[str, Interval] = {}
+    out: dict[str, Interval | None] = {}
     for _, rows, statistics in prepared:
         full = rows.sum(axis=0, keepdims=True)
         for name, stat in statistics.items():
-            out[name] = _percentile_interval(values[name], float(stat(full)[0]), level)
-    return out
+            out[name] = percentile_interval(values[name], float(stat(full)[0]), level)
+    return _intervals(out)
 
 
 class RowClasses:
@@ -615,17 +656,20 @@ def bootstrap_classes_ci(
     ``classes`` (each statistic maps an (m, width) array of totals to m values): its cost and
     memory grow with the distinct rows, not the units, and the result depends only on the
     multiset of rows and (seed, stream). A resample that draws no unit is left out
-    (``Interval.resamples`` counts the others). ``None`` for no units or ``resamples < 1``."""
+    (``percentile_interval``; ``Interval.resamples`` counts the others). ``None`` for no units
+    or ``resamples < 1``."""
     if classes.units == 0 or resamples < 1:
         return None
     rows, counts = classes.classes()
     totals, mass = _class_totals(rows, counts, resamples=resamples, seed=seed, stream=stream)
-    kept = totals[mass > 0]
+    empty = mass == 0
     full = classes.totals()
-    return {
-        name: _percentile_interval(stat(kept), float(stat(full)[0]), level)
-        for name, stat in statistics.items()
-    }
+    found: dict[str, Interval | None] = {}
+    for name, stat in statistics.items():
+        values = np.asarray(stat(totals), dtype=float)
+        values[empty] = np.nan
+        found[name] = percentile_interval(values, float(stat(full)[0]), level)
+    return _intervals(found)
 
 
 def paired_bootstrap_classes_pvalue(

@@ -19,6 +19,7 @@ from fieldcheck.numeric._scoring import (
     ReportTallies,
 )
 from fieldcheck.reports._document import Report, Term, figure, write_report
+from fieldcheck.reports._format import format_seconds_joined
 from fieldcheck.reports._outdir import OutputFolder
 
 TITLE = "Numeric QA (ConvFinQA)"
@@ -73,6 +74,13 @@ def _points(difference: float) -> str:
     return f"{100 * difference:.1f} percentage points"
 
 
+def _kept(kept: int | None, drawn: int | None) -> str:
+    """``881 of 1000``: the resamples an interval was taken over, of those drawn."""
+    if kept is None:
+        return ""
+    return f"{kept} of {drawn}" if drawn is not None else str(kept)
+
+
 class TurnPosition(NamedTuple):
     """One turn position (0, 1, 2, ...): scored turns, numerical accuracy, its interval, and the
     average plan operations there."""
@@ -83,6 +91,8 @@ class TurnPosition(NamedTuple):
     low: float | None
     high: float | None
     operations: float | None
+    kept: int | None = None  # resamples with a conversation scored here (of those drawn)
+    drawn: int | None = None
 
 
 def turn_positions(statistics: Mapping[str, Any]) -> list[TurnPosition]:
@@ -102,6 +112,8 @@ def turn_positions(statistics: Mapping[str, Any]) -> list[TurnPosition]:
                 low=ci["low"] if ci else None,
                 high=ci["high"] if ci else None,
                 operations=operations.get(key),
+                kept=ci.get("resamples") if ci else None,
+                drawn=ci.get("drawn") if ci else None,
             )
         )
     return out
@@ -398,19 +410,28 @@ def _headline_rows(stats: Mapping[str, Any]) -> list[list[str]]:
         ]
     )
     rows.append(
-        ["Cost per correct answer (tokens)", _num(stats.get("cost_per_correct_answer"), 1), ""]
+        [
+            "Cost per correct answer: tokens per successful conversation",
+            _num(stats.get("cost_per_correct_answer"), 1),
+            "",
+        ]
     )
+    rows.append(["Tokens per correct turn", _num(stats.get("tokens_per_correct_turn"), 1), ""])
     if "cost_per_correct_answer_usd" in stats:
         rows.append(
-            ["Cost per correct answer (USD)", _num(stats.get("cost_per_correct_answer_usd"), 6), ""]
+            [
+                "Cost per correct answer: USD per successful conversation",
+                _num(stats.get("cost_per_correct_answer_usd"), 6),
+                "",
+            ]
         )
         rows.append(["Total cost (USD)", _num(stats.get("total_cost_usd"), 6), ""])
     latency = stats.get("latency_s")
     if latency:
         rows.append(
             [
-                "Latency per turn, mean / median / p95 (s)",
-                f"{latency['mean']:.2f} / {latency['median']:.2f} / {latency['p95']:.2f}",
+                "Latency per turn, mean / median / p95",
+                format_seconds_joined([latency[k] for k in ("mean", "median", "p95")]),
                 "",
             ]
         )
@@ -426,6 +447,7 @@ def _count_rows(stats: Mapping[str, Any], input_problems: int) -> list[list[str]
         ["Conversations", str(stats["num_conversations"])],
         ["Turns", str(stats["num_turns"])],
         ["Scored turns", str(stats["num_scored_turns"])],
+        ["Failed turns (scored, not a numerical match)", str(stats["num_failed_turns"])],
         ["Turns not scored: no gold answer", str(stats["num_turns_not_scored_no_gold"])],
         ["Turns not scored: model call failed", call_errors],
         ["Successful conversations", str(stats["num_successful_conversations"])],
@@ -470,7 +492,12 @@ def glossary(stats: Mapping[str, Any]) -> list[Term]:
     rel, tol = RELATIVE_TOLERANCE, ABSOLUTE_TOLERANCE
     factors = ", ".join(f"{f:g}" for f in UNIT_FACTORS)
     resamples = next(
-        (ci["resamples"] for ci in (stats.get("bootstrap_95_ci") or {}).values() if ci), None
+        (
+            ci.get("drawn") or ci["resamples"]
+            for ci in (stats.get("bootstrap_95_ci") or {}).values()
+            if ci
+        ),
+        None,
     )
     return [
         Term(
@@ -528,14 +555,35 @@ def glossary(stats: Mapping[str, Any]) -> list[Term]:
         Term(
             "Cost per correct answer",
             "total tokens (input + output) / successful conversations",
-            "The spec's formula; tokens of turns whose model call failed are left out; n/a when "
-            "no conversation succeeded.",
+            "The spec's formula and name (statistics.json cost_per_correct_answer): tokens per "
+            "successful conversation, not per correct turn; tokens of turns whose model call "
+            "failed are left out; n/a when no conversation succeeded.",
+        ),
+        Term(
+            "Tokens per correct turn",
+            "total tokens (input + output) / turns that are a numerical match",
+            "The same tokens per correct turn (statistics.json tokens_per_correct_turn); n/a "
+            "when no turn is a numerical match.",
+        ),
+        Term(
+            "Failed turn",
+            "a scored turn that is not a numerical match",
+            "It has a failure mode and an errors.csv row; the store's failed items and filter "
+            "count the same turns.",
+        ),
+        Term(
+            "Turn not scored",
+            "no gold answer, or a model call that failed (a call error)",
+            "Neither failed nor correct: left out of every metric, counted apart.",
         ),
         Term(
             "95% interval",
             f"percentile bootstrap over conversations, {resamples or 'no'} resamples, seeded",
             "Each resample draws the conversations with replacement and recomputes the statistic "
-            "from their summed counts; the interval is its 2.5th to 97.5th percentile.",
+            "from their summed counts; the interval is its 2.5th to 97.5th percentile. A resample "
+            "that draws no item of a statistic (no conversation scored at that turn position) is "
+            "left out of its interval: statistics.json's resamples says how many were kept of "
+            "those drawn.",
         ),
         Term(
             "Failure mode",
@@ -566,16 +614,19 @@ def build_report(result: NumericResult, images: Mapping[str, Path]) -> Report:
         report.heading("Accuracy by turn")
         report.paragraph(
             "Numerical-match accuracy of the scored turns at each turn position, with its 95% "
-            "bootstrap interval, and the average number of operations in the plans there."
+            "bootstrap interval, and the average number of operations in the plans there. A "
+            "resample that draws no conversation scored at a position says nothing about it and "
+            "is left out of that position's interval: Resamples says how many were kept."
         )
         report.table(
-            ["Turn", "Scored turns", "Accuracy", "95% interval", "Avg operations"],
+            ["Turn", "Scored turns", "Accuracy", "95% interval", "Resamples", "Avg operations"],
             [
                 [
                     str(p.turn),
                     str(p.scored),
                     f"{p.accuracy:.3f}",
                     "" if p.low is None or p.high is None else f"[{p.low:.3f}, {p.high:.3f}]",
+                    _kept(p.kept, p.drawn),
                     _num(p.operations, 2),
                 ]
                 for p in positions[:MAX_TURN_INTERVALS]

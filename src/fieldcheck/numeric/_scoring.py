@@ -44,7 +44,7 @@ from fieldcheck.metrics._stats import (
     TotalsStatistic,
     bootstrap_groups_ci,
     latency_stats,
-    safe_div_array,
+    ratio_array,
 )
 from fieldcheck.numeric._loaders import LoadResult, PlainTurn
 from fieldcheck.numeric._predictions import (
@@ -108,7 +108,7 @@ class TurnScore(BaseModel):
     @property
     def call_error(self) -> bool:
         """The turn's model call failed (rate_limited, server_error, timeout, connection,
-        bad_request): listed everywhere, scored nowhere."""
+        bad_request, context_length): listed everywhere, scored nowhere."""
         return self.not_scored == "call_error"
 
 
@@ -523,8 +523,11 @@ def conversation_totals(conversation: ConversationScore) -> list[float]:
 
 
 def _ratio(numerator: int, denominator: int) -> TotalsStatistic:
+    """Summed column ``numerator`` / summed column ``denominator``; NaN for a resample whose
+    denominator is 0 (it drew no item of the statistic: left out of its interval)."""
+
     def statistic(totals: np.ndarray) -> np.ndarray:
-        return safe_div_array(totals[:, numerator], totals[:, denominator])
+        return ratio_array(totals[:, numerator], totals[:, denominator])
 
     return statistic
 
@@ -537,7 +540,10 @@ def bootstrap_intervals(
     counts (``conversation_totals``), so a resample is a matrix product
     (``bootstrap_groups_ci``, seeded). The units are the conversations with a scored turn or a
     logic score; a statistic with nothing counted has no interval. Per turn position (the first
-    ``MAX_TURN_INTERVALS``): numerical-match accuracy over the conversations scored there.
+    ``MAX_TURN_INTERVALS``): numerical-match accuracy over the conversations scored there. A
+    resample that draws no item of a statistic (no conversation scored at that position, no
+    logic score, no judged conversation) is left out of that statistic's interval, whose
+    ``resamples`` counts those kept of the ``drawn``.
     """
     units = BootstrapUnits()
     for c in conversations:
@@ -601,8 +607,8 @@ class BootstrapUnits:
             counts[:, 0] = np.frombuffer(flags, dtype=float)
             groups.append(TotalsGroup(members, cast(Rows, counts), {f"turn {k}": _ratio(0, 1)}))
         found = bootstrap_groups_ci(self.count, groups, resamples=resamples, seed=seed) or {}
-        overall |= {key: found[key] for key in statistics}
-        by_turn = {k: found[f"turn {k}"] for k in sorted(self.positions)}
+        overall |= {key: found.get(key) for key in statistics}
+        by_turn = {k: found[f"turn {k}"] for k in sorted(self.positions) if f"turn {k}" in found}
         return Intervals(overall=overall, by_turn=by_turn)
 
 
@@ -636,8 +642,11 @@ def compute_statistics(
     of every metric, of latency and of the cost per correct answer, and counted in
     ``turns_not_scored_call_errors``; ``nothing_scored`` says when no turn is left to score.
     ``cost_per_correct_answer`` = tokens of the turns not lost to a call error / successful
-    conversations (every scored turn a numerical match), ``None`` when none succeeded; the
-    ``total_*_tokens`` count every token spent.
+    conversations (every scored turn a numerical match), ``None`` when none succeeded: the
+    spec's name for tokens per successful conversation; ``tokens_per_correct_turn`` = the same
+    tokens / turns that are a numerical match, ``None`` when none; the ``total_*_tokens`` count
+    every token spent. ``num_failed_turns``: scored turns that are not a numerical match (each
+    has a failure mode and an errors.csv row).
     """
     turns = [t for c in conversations for t in c.turns]
     answered = [t for t in turns if not t.call_error]
@@ -661,6 +670,8 @@ def compute_statistics(
     stats["num_conversations"] = len(conversations)
     stats["num_turns"] = len(turns)
     stats["num_scored_turns"] = len(scored)
+    correct = sum(1 for t in scored if t.numerical_match)
+    stats["num_failed_turns"] = len(scored) - correct
     stats["num_turns_not_scored_call_errors"] = sum(call_errors.values())
     stats["turns_not_scored_call_errors"] = {k: call_errors[k] for k in sorted(call_errors)}
     stats["num_turns_not_scored_no_gold"] = no_gold
@@ -672,6 +683,7 @@ def compute_statistics(
     stats["total_output_tokens"] = total_out
     stats["total_tokens"] = total_in + total_out
     stats["cost_per_correct_answer"] = (counted_in + counted_out) / successes if successes else None
+    stats["tokens_per_correct_turn"] = (counted_in + counted_out) / correct if correct else None
     if price_in is not None and price_out is not None:
         dollars = (total_in * price_in + total_out * price_out) / 1_000_000
         counted = (counted_in * price_in + counted_out * price_out) / 1_000_000

@@ -601,6 +601,8 @@ class Tally:
         stats["num_conversations"] = self.conversations
         stats["num_turns"] = self.turns
         stats["num_scored_turns"] = scored
+        correct = self.matches[0]  # numerical matches
+        stats["num_failed_turns"] = scored - correct
         stats["num_turns_not_scored_call_errors"] = lost
         stats["turns_not_scored_call_errors"] = {
             k: self.call_errors[k] for k in sorted(self.call_errors)
@@ -618,6 +620,7 @@ class Tally:
         stats["total_output_tokens"] = total_out
         stats["total_tokens"] = total_in + total_out
         stats["cost_per_correct_answer"] = counted / successes if successes else None
+        stats["tokens_per_correct_turn"] = counted / correct if correct else None
         if price_in is not None and price_out is not None:
             dollars = (total_in * price_in + total_out * price_out) / 1_000_000
             spent = (self.counted_in * price_in + self.counted_out * price_out) / 1_000_000

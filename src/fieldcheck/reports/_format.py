@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 
 def format_pvalue(p: float | None) -> str:
     """``p = 0.023``, ``p < 0.001`` below a thousandth (a 1/1001 bootstrap floor is not 0.001),
@@ -9,3 +11,35 @@ def format_pvalue(p: float | None) -> str:
     if p is None:
         return "p = n/a"
     return "p < 0.001" if p < 0.001 else f"p = {p:.3f}"
+
+
+def format_seconds(seconds: float | None) -> str:
+    """A duration for people, in units that keep its digits: ``23.4 ms`` below a second,
+    ``1.23 s`` or ``264.9 s`` above; ``n/a`` when absent.
+
+    Milliseconds: one decimal from 10 ms (``57.0 ms``, ``999.9 ms``), two from 1 ms
+    (``2.35 ms``), three below (``0.412 ms``); seconds: two decimals below 10 s, one from there.
+    A value that would round to 1000.0 ms is shown as ``1.00 s``. Files keep the seconds
+    unrounded; only this rounds."""
+    if seconds is None:
+        return "n/a"
+    ms = seconds * 1000
+    if abs(ms) < 1000 and round(abs(ms), 1) < 1000:
+        if abs(ms) >= 10:
+            return f"{ms:.1f} ms"
+        return f"{ms:.2f} ms" if abs(ms) >= 1 else f"{ms:.3f} ms"
+    if abs(seconds) < 10:
+        return f"{seconds:.2f} s"
+    return f"{seconds:.1f} s"
+
+
+def format_seconds_joined(values: Sequence[float | None]) -> str:
+    """Several durations joined by `` / ``, each as ``format_seconds`` gives it, the unit
+    written once at the end when they share it: ``25.5 / 26.5 / 29.0 / 382.1 ms``, but
+    ``850.0 ms / 1.20 s``; ``n/a`` for an absent one."""
+    texts = [format_seconds(v) for v in values]
+    units = {t.rsplit(" ", 1)[1] for t in texts if " " in t}
+    if len(units) == 1 and all(" " in t for t in texts):
+        (unit,) = units
+        return " / ".join(t.rsplit(" ", 1)[0] for t in texts) + f" {unit}"
+    return " / ".join(texts)

@@ -11,6 +11,7 @@ from fieldcheck._util.lazy import lazy_names
 
 if TYPE_CHECKING:  # the names as type checkers and editors see them
     from fieldcheck.runner._client import (
+        MAX_REPLY_BYTES,
         CallResult,
         CallStats,
         ChatClient,
@@ -42,6 +43,7 @@ if TYPE_CHECKING:  # the names as type checkers and editors see them
 
 _HOME = {
     "API_KEY_ENV": "_models",
+    "MAX_REPLY_BYTES": "_client",
     "CallResult": "_client",
     "CallStats": "_client",
     "ChatClient": "_client",
@@ -73,6 +75,7 @@ __getattr__, __dir__ = lazy_names(__name__, _HOME, globals())
 __all__ = [
     "API_KEY_ENV",
     "ERROR_TYPES",
+    "MAX_REPLY_BYTES",
     "CallResult",
     "CallStats",
     "ChatClient",

@@ -2,14 +2,22 @@
 with backoff, typed errors, token counts and the response cache.
 
 Retries (exponential backoff with full jitter, ``Retry-After`` honoured) happen on 429, 5xx,
-timeouts and connection errors, never on another 4xx. A failure is returned as a ``CallResult``
-with its ``error_type``, never raised, so a task records it apart from a wrong answer.
+timeouts and connection errors, never on another 4xx nor on a prompt over the model's context.
+A failure is returned as a ``CallResult`` with its ``error_type``, never raised, so a task
+records it apart from a wrong answer.
+
+Against an endpoint that misbehaves: ``timeout`` is a deadline for the whole call (connecting,
+waiting and reading the body), not for each read; a body over ``max_reply_bytes`` is not read
+further; a redirect is never followed (the prompt must not go elsewhere); the body is read as
+plain JSON by this module, not by ``openai``, so a 200 that is not a chat completion, or token
+counts that are not counts, never reach a task.
 """
 
 from __future__ import annotations
 
 import asyncio
 import email.utils
+import json
 import math
 import random
 import re
@@ -22,7 +30,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from sqlalchemy.exc import SQLAlchemyError
 
 from fieldcheck._util.digest import cache_key
-from fieldcheck.runner._models import ModelSpec
+from fieldcheck.runner._models import ModelSpec, redact_url
 
 if TYPE_CHECKING:  # openai is imported on the first call: a second off every command's start
     import openai
@@ -35,6 +43,10 @@ Message = dict[str, str]
 BACKOFF_BASE_S = 0.5
 BACKOFF_CAP_S = 30.0
 RETRY_AFTER_CAP_S = 120.0
+MAX_REPLY_BYTES = 8 * 1024 * 1024  # the default cap on one reply's body
+# The most tokens one call's ``usage`` may report: more is not a count any model spends (so
+# numeric's 1e9 per predictions line and every sum stay in range); such a ``usage`` is dropped
+MAX_CALL_TOKENS = 100_000_000
 
 
 T = TypeVar("T")
@@ -53,14 +65,17 @@ class RunnerSettings:
     use_cache: bool = True
     cache_nonzero_temperature: bool = False
     json_mode: bool = False
+    max_reply_bytes: int = MAX_REPLY_BYTES
 
 
 @dataclass(frozen=True)
 class CallResult:
     """One model call: the reply or the error, with tokens, latency and attempts.
 
-    ``tokens_estimated`` is true when the endpoint sent no ``usage`` and the counts are the
-    tokenizer-free estimate (characters / 4). ``latency_s`` is the wall time spent in requests, over
+    ``tokens_estimated`` is true when the endpoint sent no usable ``usage`` (none, or counts
+    that are not integers from 0 to ``MAX_CALL_TOKENS``) and the counts are the tokenizer-free
+    estimate (characters / 4). ``truncated`` is true when the reply was cut by the token limit
+    (``finish_reason: "length"``). ``latency_s`` is the wall time spent in requests, over
     every attempt (not the wait for a free slot, not the backoff between attempts); a cache hit
     carries the latency of the call that filled the cache.
     """
@@ -74,6 +89,7 @@ class CallResult:
     error_type: str | None = None
     error_message: str | None = None
     cached: bool = False
+    truncated: bool = False
 
     @property
     def ok(self) -> bool:
@@ -140,15 +156,51 @@ def _clean_text(text: str | None) -> str | None:
     return text
 
 
+class InvalidReply(Exception):
+    """A reply the endpoint sent that is not a chat completion (or too large to read)."""
+
+
+class ReplyTooLarge(InvalidReply):
+    """A body longer than ``max_reply_bytes``: not read further."""
+
+
+# How servers say the prompt is over the model's context: OpenAI (400, code
+# context_length_exceeded), vLLM (400, "maximum context length"), llama.cpp (500 "Context size
+# has been exceeded." or 400 exceed_context_size_error "... exceeds the available context size")
+_CONTEXT_MARKERS = (
+    "context_length_exceeded",
+    "maximum context length",
+    "context size has been exceeded",
+    "exceed_context_size_error",
+    "exceeds the available context size",
+)
+
+
+def _over_context(exc: Any) -> bool:
+    """Whether an error status says the prompt does not fit the model's context."""
+    try:
+        body = json.dumps(exc.body, default=str)
+    except (TypeError, ValueError, RecursionError):
+        body = ""
+    text = f"{getattr(exc, 'message', '')} {body}".lower()
+    return any(marker in text for marker in _CONTEXT_MARKERS)
+
+
 def classify(exc: BaseException) -> tuple[str, bool]:
     """``(error_type, retryable)`` for an exception from the ``openai`` client."""
     import openai
 
+    if isinstance(exc, InvalidReply):
+        return "invalid_reply", False
     if isinstance(exc, openai.APITimeoutError):
         return "timeout", True
     if isinstance(exc, openai.APIConnectionError):
         return "connection", True
     if isinstance(exc, openai.APIStatusError):
+        if exc.status_code >= 400 and _over_context(exc):
+            return "context_length", False  # the same prompt never fits: not retried
+        if exc.status_code < 400:  # a redirect, never followed
+            return "bad_request", False
         if exc.status_code == 429:
             return "rate_limited", True
         if exc.status_code >= 500:
@@ -159,6 +211,135 @@ def classify(exc: BaseException) -> tuple[str, bool]:
     if isinstance(exc, asyncio.TimeoutError | TimeoutError):
         return "timeout", True
     return "connection", True
+
+
+_CAPPED_CLIENT: type[Any] | None = None
+
+
+def _http_client(max_reply_bytes: int) -> Any:
+    """The ``httpx`` client of the ``openai`` client: ``openai``'s defaults (its connection
+    limits), redirects never followed, and no body read past ``max_reply_bytes``."""
+    global _CAPPED_CLIENT
+    if _CAPPED_CLIENT is None:
+        import openai
+
+        class CappedClient(openai.DefaultAsyncHttpxClient):  # type: ignore[misc,valid-type]
+            """Reads each body itself, up to the cap; a redirect is returned, not followed."""
+
+            max_reply_bytes = MAX_REPLY_BYTES
+
+            async def send(self, request: Any, *, stream: bool = False, **kwargs: Any) -> Any:
+                kwargs["follow_redirects"] = False
+                response = await super().send(request, stream=True, **kwargs)
+                if stream:
+                    return response
+                try:
+                    body = await _read_capped(response, self.max_reply_bytes)
+                finally:
+                    await response.aclose()
+                skip = {"content-encoding", "content-length", "transfer-encoding"}
+                return type(response)(
+                    response.status_code,
+                    headers=[(k, v) for k, v in response.headers.multi_items() if k not in skip],
+                    content=body,
+                    request=request,
+                    extensions=response.extensions,
+                )
+
+        _CAPPED_CLIENT = CappedClient
+    client = _CAPPED_CLIENT(follow_redirects=False)
+    client.max_reply_bytes = max_reply_bytes
+    return client
+
+
+def _size_text(n: int) -> str:
+    return f"{n / 1024 / 1024:g} MiB" if n >= 1024 * 1024 else f"{n:,} bytes"
+
+
+async def _read_capped(response: Any, cap: int) -> bytes:
+    """The body (decoded), or ``ReplyTooLarge`` as soon as it is known to pass ``cap`` bytes."""
+    declared = response.headers.get("content-length")
+    limit = f"--max-reply-bytes ({_size_text(cap)})"
+    if declared is not None and declared.strip().isdigit() and int(declared) > cap:
+        raise ReplyTooLarge(f"the reply is {_size_text(int(declared))}, over {limit}")
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in response.aiter_bytes():
+        size += len(chunk)
+        if size > cap:
+            raise ReplyTooLarge(f"the reply is over {limit}; not read further")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+@dataclass(frozen=True)
+class Completion:
+    """What a chat completion body says: the text (or why there is none), tokens, truncation."""
+
+    text: str | None
+    problem: str | None  # why the reply has no usable text
+    input_tokens: int | None  # None: no usable count (then estimated)
+    output_tokens: int | None
+    truncated: bool
+
+
+def _count(value: Any) -> int | None:
+    """A token count as sent, when it is one: an integer from 0 to ``MAX_CALL_TOKENS``."""
+    if type(value) is int and 0 <= value <= MAX_CALL_TOKENS:
+        return value
+    return None
+
+
+def _kind(value: Any) -> str:
+    names = {dict: "an object", list: "a list", str: "a string", bool: "a boolean"}
+    if value is None:
+        return "null"
+    return names.get(type(value), "a number" if isinstance(value, int | float) else "a value")
+
+
+def read_completion(body: bytes, content_type: str = "") -> Completion:
+    """A chat completion body read by hand, never trusted: ``InvalidReply`` when it is not a
+    JSON object; ``problem`` says what is wrong with one that has no usable text."""
+    try:
+        data = json.loads(body)
+    except (ValueError, RecursionError):
+        shown = body[:80].decode("utf-8", "replace")
+        kind = f" ({content_type})" if content_type else ""
+        raise InvalidReply(f"the reply is not JSON{kind}: {shown!r}") from None
+    if not isinstance(data, dict):
+        raise InvalidReply(f"the reply is {_kind(data)}, not a chat completion object")
+    usage = data.get("usage")
+    tokens_in = tokens_out = None
+    if isinstance(usage, dict):
+        tokens_in, tokens_out = (
+            _count(usage.get("prompt_tokens")),
+            _count(usage.get("completion_tokens")),
+        )
+        if tokens_in is None or tokens_out is None:  # one count wrong: neither is trusted
+            tokens_in = tokens_out = None
+    choices = data.get("choices")
+    problem = None
+    text = None
+    truncated = False
+    if not isinstance(choices, list):
+        problem = f"'choices' is {_kind(choices)}, not a list"
+    elif not choices:
+        problem = "the reply has no message content ('choices' is empty)"
+    elif not isinstance(choices[0], dict):
+        problem = f"'choices[0]' is {_kind(choices[0])}, not an object"
+    else:
+        truncated = choices[0].get("finish_reason") == "length"
+        message = choices[0].get("message")
+        content = message.get("content") if isinstance(message, dict) else None
+        if not isinstance(message, dict):
+            problem = f"'choices[0].message' is {_kind(message)}, not an object"
+        elif content is None:
+            problem = "the reply has no message content"
+        elif not isinstance(content, str):
+            problem = f"'choices[0].message.content' is {_kind(content)}, not a string"
+        else:
+            text = _clean_text(content)
+    return Completion(text, problem, tokens_in, tokens_out, truncated)
 
 
 @dataclass
@@ -189,11 +370,13 @@ class ChatClient:
 
         loop = asyncio.get_running_loop()
         if self._client is None or self._loop is not loop:
+            settings = self._runner.settings
             self._client = openai.AsyncOpenAI(
                 base_url=self.spec.base_url,
                 api_key=self._api_key,
-                timeout=self._runner.settings.timeout,
+                timeout=settings.timeout,
                 max_retries=0,
+                http_client=_http_client(settings.max_reply_bytes),
             )
             self._loop = loop
         return self._client
@@ -269,13 +452,18 @@ class ChatClient:
                     runner.stats.requests += 1
                     sent = time.perf_counter()
                     try:
-                        response = await client.chat.completions.create(
-                            model=self.spec.model,
-                            messages=messages,  # type: ignore[arg-type]
-                            **params,
-                        )
+                        # the deadline covers the whole call: a body sent a byte at a time
+                        # passes every per-read timeout of httpx
+                        async with asyncio.timeout(runner.settings.timeout):
+                            raw = await client.chat.completions.with_raw_response.create(
+                                model=self.spec.model,
+                                messages=messages,  # type: ignore[arg-type]
+                                **params,
+                            )
                     finally:
                         in_requests += time.perf_counter() - sent
+                http = raw.http_response
+                reply = read_completion(http.content, http.headers.get("content-type", ""))
             except Exception as exc:
                 error_type, retryable = classify(exc)
                 if retryable and attempts <= retries:
@@ -291,39 +479,44 @@ class ChatClient:
                     error_type=error_type,
                     error_message=self._message(exc),
                 )
-            latency = in_requests
-            choice = response.choices[0] if response.choices else None
-            text = _clean_text(choice.message.content) if choice is not None else None
-            usage = response.usage
-            estimated = usage is None
-            input_tokens = usage.prompt_tokens if usage else messages_tokens(messages)
-            output_tokens = usage.completion_tokens if usage else estimate_tokens(text or "")
-            if text is None:
-                return CallResult(
-                    text=None,
-                    input_tokens=input_tokens,
-                    output_tokens=output_tokens,
-                    tokens_estimated=estimated,
-                    latency_s=latency,
-                    attempts=attempts,
-                    error_type="invalid_reply",
-                    error_message="the reply has no message content",
-                )
+            estimated = reply.input_tokens is None or reply.output_tokens is None
+            input_tokens = (
+                messages_tokens(messages) if reply.input_tokens is None else reply.input_tokens
+            )
+            output_tokens = (
+                estimate_tokens(reply.text or "")
+                if reply.output_tokens is None
+                else reply.output_tokens
+            )
             return CallResult(
-                text=text,
+                text=reply.text,
                 input_tokens=input_tokens,
                 output_tokens=output_tokens,
                 tokens_estimated=estimated,
-                latency_s=latency,
+                latency_s=in_requests,
                 attempts=attempts,
+                error_type="invalid_reply" if reply.problem else None,
+                error_message=reply.problem,
+                truncated=reply.truncated,
             )
 
     def _message(self, exc: BaseException) -> str:
         import openai
 
+        if isinstance(exc, InvalidReply):
+            return f"{self.spec.endpoint}: {exc}"
+        if isinstance(exc, TimeoutError):  # the deadline of the whole call
+            return f"{self.spec.endpoint}: no complete reply within {self._runner.settings.timeout:g} s"
         text = f"{type(exc).__name__}: {exc}".replace("\n", " ")[:300]
         status = getattr(exc, "status_code", None)
-        if isinstance(exc, openai.APIConnectionError | openai.APITimeoutError):
+        if isinstance(exc, openai.APIStatusError) and 300 <= exc.status_code < 400:
+            where = exc.response.headers.get("location")
+            target = redact_url(where) if where else "no Location"
+            text = (
+                f"{self.spec.endpoint}: redirected ({exc.status_code}) to {target}; not "
+                "followed, so the prompt goes nowhere else (give the final URL as --base-url)"
+            )
+        elif isinstance(exc, openai.APIConnectionError | openai.APITimeoutError):
             text = f"{self.spec.endpoint}: {text}"
         elif status in (404, 405):
             text = f"{self.spec.endpoint}/chat/completions: {text} (does --base-url end in /v1?)"

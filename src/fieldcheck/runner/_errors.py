@@ -4,7 +4,13 @@ module of its own, so scoring code that names them loads nothing else of the run
 from typing import Literal
 
 ErrorType = Literal[
-    "rate_limited", "server_error", "timeout", "connection", "bad_request", "invalid_reply"
+    "rate_limited",
+    "server_error",
+    "timeout",
+    "connection",
+    "bad_request",
+    "context_length",
+    "invalid_reply",
 ]
 ERROR_TYPES: tuple[str, ...] = (
     "rate_limited",
@@ -12,5 +18,6 @@ ERROR_TYPES: tuple[str, ...] = (
     "timeout",
     "connection",
     "bad_request",
+    "context_length",
     "invalid_reply",
 )

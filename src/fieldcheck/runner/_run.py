@@ -179,13 +179,20 @@ class RunHandle:
     def done(self) -> int:
         return len(self._done)
 
+    @property
+    def truncated(self) -> int:
+        """Finished items with a reply cut by the token limit (``finish_reason: "length"``)."""
+        return sum(1 for i in self._done.values() if any(c.get("truncated") for c in i.call_log))
+
     def items(self) -> list[StoredItem]:
         """Every finished item, in completion order."""
         return sorted(self._done.values(), key=lambda i: i.seq)
 
 
 # Error types only a failed call gives (never a reply that did not parse).
-CALL_ERRORS = frozenset({"rate_limited", "server_error", "timeout", "connection", "bad_request"})
+CALL_ERRORS = frozenset(
+    {"rate_limited", "server_error", "timeout", "connection", "bad_request", "context_length"}
+)
 
 
 def call_failed(item: StoredItem) -> bool:
@@ -427,7 +434,8 @@ def _set_status(runner: Runner, run_id: str, status: str) -> None:
 
 
 def summary_line(handle: RunHandle) -> str:
-    """One line after a run: items, resumed items, calls, how many the cache answered, errors."""
+    """One line after a run: items, resumed items, calls, how many the cache answered, errors,
+    and how many items had a reply cut by the token limit."""
     resumed = f" ({handle.resumed_items} resumed)" if handle.resumed_items else ""
     calls = handle.new_calls
     if calls and handle.new_cached_calls == calls:
@@ -436,9 +444,16 @@ def summary_line(handle: RunHandle) -> str:
         source = f"{calls} calls, {handle.new_cached_calls} answered from the cache"
     errors = ", ".join(f"{k} {v}" for k, v in sorted(handle.errors.items())) or "none"
     stored = "" if handle.runner.store is not None else " (not stored)"
+    cut = handle.truncated
+    truncated = (
+        f"; {cut} of {handle.done} items had a reply cut by the token limit (finish_reason "
+        "length): raise --max-tokens"
+        if cut
+        else ""
+    )
     return (
         f"{handle.client.spec.name}: run {handle.id}{stored} finished: {handle.done} items"
-        f"{resumed}; {source}; errors: {errors}"
+        f"{resumed}; {source}; errors: {errors}{truncated}"
     )
 
 

@@ -11,6 +11,7 @@ from typing import Any
 from fieldcheck._util.errors import InputError
 from fieldcheck.jsoneval._stream import SCORES
 from fieldcheck.numeric._report import HEADLINE
+from fieldcheck.reports._format import format_seconds_joined
 from fieldcheck.slots._report import METRIC_COLUMNS
 from fieldcheck.store import RunInfo
 
@@ -64,6 +65,18 @@ def _table(
     names.sort(key=_natural)
     rows = [{"name": n, "values": [v.get(n) for v in values]} for n in names]
     return {"title": title, "row_label": row_label, "columns": len(columns), "rows": rows}
+
+
+LATENCY_KEYS = ("mean", "median", "p95", "total")
+
+
+def _latency(system: str, metrics: dict[str, Any]) -> dict[str, float] | None:
+    """A column's latency summary in seconds (slots: per session; numeric: per turn), unrounded;
+    ``None`` when the run has none (a JSON batch; no latency file)."""
+    found = metrics.get("latency" if system == "slots" else "latency_s")
+    if not isinstance(found, dict):
+        return None
+    return {k: found[k] for k in LATENCY_KEYS if isinstance(found.get(k), int | float)}
 
 
 def _natural(name: str) -> tuple[int, Any]:
@@ -130,6 +143,7 @@ def compare_runs(runs: Sequence[RunInfo]) -> dict[str, Any]:
         ],
         "columns": columns,
         "metrics": rows,
+        "latency": [_latency(system, m) for m, _ in cells],
         "tables": tables,
         "paired_f1": paired,
     }
@@ -143,6 +157,14 @@ def format_cell(cell: dict[str, Any] | None) -> str:
     if cell.get("low") is not None and cell.get("high") is not None:
         text += f" [{cell['low']:.4f}, {cell['high']:.4f}]"
     return text
+
+
+def format_latency(latency: dict[str, float] | None) -> str:
+    """``23.4 / 22.0 / 41.2 ms / 1.23 s`` (mean / median / p95 / total, in units that keep the
+    digits: ``format_seconds_joined``); ``-`` when absent."""
+    if not latency:
+        return "-"
+    return format_seconds_joined([latency[k] for k in LATENCY_KEYS if k in latency])
 
 
 def format_number(value: Any) -> str:

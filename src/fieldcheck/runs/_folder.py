@@ -9,10 +9,9 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from fieldcheck._util.errors import InputError
 from fieldcheck._util.iters import chunked
+from fieldcheck._util.jsonio import loads
 from fieldcheck.numeric._stream import stored_cell
 from fieldcheck.runs._items import json_metrics, numeric_metrics, slot_items, slot_metrics
 from fieldcheck.store import RunInfo, Store
@@ -38,7 +37,7 @@ def system_of(folder: Path) -> str:
 
 
 def _read_json(path: Path) -> Any:
-    return orjson.loads(path.read_bytes())
+    return loads(path.read_bytes())
 
 
 def _jsonl(path: Path) -> Iterator[dict[str, Any]]:
@@ -47,7 +46,7 @@ def _jsonl(path: Path) -> Iterator[dict[str, Any]]:
     with path.open("rb") as handle:
         for line in handle:
             if line.strip():
-                value = orjson.loads(line)
+                value = loads(line)
                 if isinstance(value, dict):
                     yield value
 

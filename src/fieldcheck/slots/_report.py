@@ -10,7 +10,7 @@ from typing import Any
 from fieldcheck._util.errors import error_dicts
 from fieldcheck._util.jsonio import write_jsonl
 from fieldcheck.metrics._stats import Interval
-from fieldcheck.reports import write_csv
+from fieldcheck.reports import format_seconds, format_seconds_joined, write_csv
 from fieldcheck.reports._document import (
     CSS,
     LEGEND_OUTSIDE,
@@ -169,7 +169,7 @@ GLOSSARY = (
     Term("LLM judge", "mean judge score in [0, 1]", "a judge model's score of each predicted gold slot; absent without a judge, never 0 (spec 5)"),
     Term("Token precision / recall / F1", "Matched Tokens / Total Predicted Tokens; Matched Tokens / Total Ground Truth Tokens", "token overlap of the values, F1 as above (spec 6-8)"),
     Term("BLEU-1", "BLEU-1 = Precision × Brevity Penalty", "unigram precision times exp(1 - r/c) when the prediction is shorter (spec 9)"),
-    Term("Latency", "mean, median, p95 = sorted[max(int(n × 0.95) - 1, 0)], total", "seconds per session (spec 10-13)"),
+    Term("Latency", "mean, median, p95 = sorted[max(int(n × 0.95) - 1, 0)], total", "time per session (spec 10-13), shown in ms below a second and in s above; the files keep seconds"),
     Term("Extra slots / values", "predicted slots (values) absent from the gold", "hallucinated slots and values (spec 14-15)"),
     Term("95% interval", "percentile bootstrap over sessions", "seeded (--seed), --bootstrap resamples; paired p-values resample both models' sessions together"),
 )  # fmt: skip
@@ -186,7 +186,7 @@ def _ci(ci: Interval | None) -> str:
 
 
 def _latency_text(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.1f}s"
+    return format_seconds(value)
 
 
 def _items(items: Sequence[Item], *, html_mode: bool) -> str:
@@ -222,7 +222,9 @@ def _metric_table(run: SlotsRun) -> tuple[list[str], list[list[str]]]:
         lat = (
             "n/a"
             if r.latency is None
-            else f"{r.latency.mean:.1f} / {r.latency.median:.1f} / {r.latency.p95:.1f} / {r.latency.total:.1f}s"
+            else format_seconds_joined(
+                [r.latency.mean, r.latency.median, r.latency.p95, r.latency.total]
+            )
         )
         rows.append(
             [
@@ -309,7 +311,7 @@ def _unscored_cells(run: SlotsRun, *, html_mode: bool) -> list[list[str]]:
 
 _NOT_SCORED_NOTE = (
     "A session whose model call failed (rate_limited, server_error, timeout, connection, "
-    "bad_request) is not scored for that model: its gold slots are not counted as missed. "
+    "bad_request, context_length) is not scored for that model: its gold slots are not counted as missed. "
     "An invalid reply is the model's failure and is scored (its gold slots are missed)."
 )
 
@@ -360,8 +362,8 @@ def render_markdown(run: SlotsRun, images: dict[str, Path] | None = None) -> str
             + _unscored_cells(run, html_mode=False),
         ),
         "",
-        "Latency is the mean seconds per session. The rules that write Strengths, Weaknesses and",
-        "Key findings are listed in docs/slots.md.",
+        "Latency is the mean time per session (ms below a second). The rules that write",
+        "Strengths, Weaknesses and Key findings are listed in docs/slots.md.",
         "",
         *_not_scored_md(run),
         "### Key findings",
@@ -423,8 +425,8 @@ def render_html(run: SlotsRun, images: dict[str, Path] | None = None) -> str:
             + _unscored_cells(run, html_mode=True),
             escape=False,
         ),
-        "<p>Latency is the mean seconds per session. The rules that write Strengths, Weaknesses "
-        "and Key findings are listed in docs/slots.md.</p>",
+        "<p>Latency is the mean time per session (ms below a second). The rules that write "
+        "Strengths, Weaknesses and Key findings are listed in docs/slots.md.</p>",
         *_not_scored_html(run),
         "<h3>Key findings</h3>",
         "<ol>" + "".join(findings) + "</ol>",
@@ -567,9 +569,11 @@ def _draw_plots(run: SlotsRun, out: Path | OutputFolder) -> dict[str, Path]:
     timed = [(names[i], m.latency_seconds) for i, m in enumerate(run.models) if m.latency_seconds]
     if timed:
         fig, ax = plt.subplots(figsize=(max(5, 1.6 * len(timed)), 4))
-        ax.boxplot([secs for _, secs in timed], showmeans=True)
+        in_ms = max(max(secs) for _, secs in timed) < 1  # the report's units: ms below a second
+        scale = 1000 if in_ms else 1
+        ax.boxplot([[s * scale for s in secs] for _, secs in timed], showmeans=True)
         ax.set_xticks(np.arange(1, len(timed) + 1), [n for n, _ in timed], rotation=20, ha="right")
-        ax.set_ylabel("seconds per session")
+        ax.set_ylabel("ms per session" if in_ms else "seconds per session")
         ax.set_title("Latency per session (line: median, triangle: mean)")
         fig.tight_layout()
         written["latency"] = save_figure(fig, folder / PLOTS["latency"])

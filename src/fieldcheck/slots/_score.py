@@ -350,10 +350,34 @@ def _on_columns(columns: tuple[int, ...], stat: TotalsStatistic) -> TotalsStatis
     return on
 
 
+ITEMS: dict[str, tuple[int, ...]] = {
+    "precision": (TP, FP),  # predicted slots
+    "recall": (TP, FN),  # gold slots
+    "f1": (TP, FP, FN),  # predicted or gold slots
+    "exact_match_rate": (GOLD,),
+    "token_f1": (TOK_PRED, TOK_GOLD),
+}
+"""The counts of the items each statistic is a ratio over: none in a resample, no value."""
+
+
+def _of_items(name: str) -> TotalsStatistic:
+    """``STATISTICS[name]``, NaN on totals with none of its items (``ITEMS``): a resample that
+    drew no predicted slot has no precision (the spec's 0 is for a model that predicted
+    nothing, not for a resample that drew nothing) and is left out of the interval
+    (``percentile_interval``). The point estimates keep the spec's 0."""
+    stat, items = STATISTICS[name], list(ITEMS[name])
+
+    def of_items(t: np.ndarray) -> np.ndarray:
+        values = np.asarray(stat(t), dtype=float)
+        return np.where(t[:, items].sum(axis=1) > 0, values, np.nan)
+
+    return of_items
+
+
 # The intervals draw over classes of equal rows (RowClasses), so each group of statistics keeps
 # only the columns it reads: few distinct rows (tp, fp, fn), whatever the number of sessions.
 CI_GROUPS: tuple[tuple[tuple[int, ...], dict[str, TotalsStatistic]], ...] = tuple(
-    (columns, {name: _on_columns(columns, STATISTICS[name]) for name in names})
+    (columns, {name: _on_columns(columns, _of_items(name)) for name in names})
     for columns, names in (
         ((TP, FP, FN), ("precision", "recall", "f1")),
         ((EXACT, GOLD), ("exact_match_rate",)),
@@ -1325,16 +1349,17 @@ def _item_tuples(payload: StorePayload) -> Iterator[tuple[Any, ...]]:
             if judged is not None and key in judged:
                 item["judge"] = [[t, f, s] for (t, f), s in sorted(judged[key].items())]
             error_type = None
+            failed: bool | None
             if scored[i]:
                 c = counts[i]
                 item["counts"] = dict(zip(_UNIT_FIELDS, c, strict=True))
                 failed = bool(c[FP] or c[FN])
-            else:
+            else:  # not scored: neither failed nor passed (null), on no topic
                 why = item["not_scored"] = not_scored[key]
-                failed = bool(why)
+                failed = None
                 error_type = str(why)[:32] if why else None
             tags: dict[str, bool] = {}
-            for topic, d in per_topic.items():
+            for topic, d in per_topic.items() if scored[i] else ():
                 topic = topic[:TAG_CHARS]
                 tags[topic] = tags.get(topic, False) or bool(d["differ"])
             yield (

@@ -10,7 +10,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from fieldcheck.reports._format import format_pvalue
+from fieldcheck.reports._format import format_pvalue, format_seconds
 from fieldcheck.slots._score import ModelScore, SlotsRun
 
 BALANCE_GAP = 0.15
@@ -235,7 +235,9 @@ def key_findings(run: SlotsRun) -> list[Finding]:
         fast = timed[0]
         fast_s = compared[fast.name]
         where = f" {_common_text(n_common, n_timed)}" if n_common is not None else ""
-        f = Finding(f"{fast.name} is the fastest ({fast_s:.1f}s mean per session{where})")
+        f = Finding(
+            f"{fast.name} is the fastest ({format_seconds(fast_s)} mean per session{where})"
+        )
         f.bullets.append(
             ", ".join(
                 f"{_pct(1 - fast_s / (compared[o.name] or 1.0))} faster than {o.name}"

@@ -2,20 +2,28 @@
 recorder: its key, whether it failed, its model and turn, and its tags (the fields of a JSON
 record, the topics of a slot session) with whether it failed there.
 
+``failed`` is each system's one definition (its glossary in docs/json.md, slots.md,
+numeric.md): True for a scored item that failed, False for a scored item that did not, and
+None (NULL) for an item that was not scored (an input or judge error, a call error, no gold),
+which is neither; its ``error_type`` says why.
+
 Plain dicts only (no import of the systems): the store sits below them.
 
 - json: a ``records.jsonl`` line (``id``, scores, ``buckets``, ``fields``) plus the raw
   ``ground_truth`` and ``output`` (what ``rescore`` needs); or an ``errors.jsonl`` line under
-  ``error`` with its ``id``. Failed: not scored, not an object, or a field not fully matched,
-  missing or hallucinated. Tags: the fields it failed on, with ``[n]`` written ``[*]`` as
-  fields.csv names them (only those: a tag row for every field of every record would cost more
-  than the record).
+  ``error`` with its ``id`` (not scored). Failed: not an object, or a field scored below 1,
+  missing, hallucinated or extra. Tags: the fields it failed on, with ``[n]`` written ``[*]``
+  as fields.csv names them (only those: a tag row for every field of every record would cost
+  more than the record).
 - slots: ``model``, ``user``, ``session``, ``counts`` (tp, fp, fn, ...), ``per_topic`` (topic ->
   {slots, differ}), ``gold`` and ``pred`` (``[[topic, field, values], ...]``), optional ``not_scored``
-  (why), ``latency_s``, ``judge``. Failed: an FP or FN, or not scored. Tags: topics, failed
-  where a slot of that topic differs from gold (``per_topic[t]["differ"]``).
-- numeric: a ``turns.csv`` row (``conversation_id``, ``turn_idx``, ``general_match``,
-  ``error_type``, ...). Failed: no general match, or an error. Turn: ``turn_idx``.
+  (why: not scored), ``latency_s``, ``judge``. Failed: an FP or FN. Tags: topics, failed
+  where a slot of that topic differs from gold (``per_topic[t]["differ"]``); none when not
+  scored.
+- numeric: a ``turns.csv`` row (``conversation_id``, ``turn_idx``, ``numerical_match``,
+  ``error_type``, ``not_scored``, ...). Failed: not a numerical match (the turns with a failure
+  mode, errors.csv's rows). Not scored: ``not_scored`` set (a call error, no gold). Turn:
+  ``turn_idx``.
 """
 
 from __future__ import annotations
@@ -64,7 +72,7 @@ def json_columns(item: Mapping[str, Any]) -> ItemColumns:
     error = item.get("error")
     if error is not None:
         reason = error.get("reason") if isinstance(error, Mapping) else None
-        return ItemColumns(key, True, error_type=str(reason or "error")[:32])
+        return ItemColumns(key, None, error_type=str(reason or "error")[:32])
     tags: dict[str, bool] = {}
     for name, result in (item.get("fields") or {}).items():
         score = result.get("score") if isinstance(result, Mapping) else None
@@ -83,9 +91,9 @@ def slot_columns(item: Mapping[str, Any]) -> ItemColumns:
     key = f"{model}/{item.get('user')}/{item.get('session')}"
     not_scored = item.get("not_scored")
     counts = item.get("counts") or {}
-    failed = bool(not_scored) or bool(counts.get("fp") or counts.get("fn"))
+    failed = None if not_scored else bool(counts.get("fp") or counts.get("fn"))
     tags: dict[str, bool] = {}
-    for topic, c in (item.get("per_topic") or {}).items():
+    for topic, c in () if not_scored else (item.get("per_topic") or {}).items():
         _add(tags, str(topic), bool(c.get("differ") or c.get("fp") or c.get("fn")))
     error_type = str(not_scored)[:32] if not_scored else None
     return ItemColumns(key, failed, model=model[:MODEL_CHARS], error_type=error_type, tags=tags)
@@ -99,9 +107,8 @@ def numeric_columns(item: Mapping[str, Any]) -> ItemColumns:
         turn = None
     key = f"{item.get('conversation_id')}#{turn_text}"
     error = item.get("error_type") or None
-    failed = bool(error) or not _truthy(item.get("general_match"))
-    if _truthy(item.get("not_scored")):
-        failed = True
+    not_scored = item.get("not_scored")
+    failed = None if not_scored else not _truthy(item.get("numerical_match"))
     return ItemColumns(key, failed, turn=turn, error_type=str(error)[:32] if error else None)
 
 

@@ -34,6 +34,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
 from fieldcheck._util.child import pid_alive
+from fieldcheck._util.jsonio import dumps_bytes, loads
 from fieldcheck.store._records import (
     DATABASE_ENV,
     RunInfo,
@@ -78,7 +79,8 @@ def _now() -> datetime:
 
 
 def _dumps(value: Any) -> str:
-    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS).decode()
+    """JSON text of a stored value (integers beyond 64 bits written exactly: ``dumps_bytes``)."""
+    return dumps_bytes(value, orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS).decode()
 
 
 class Store:
@@ -466,6 +468,14 @@ class Store:
         with self.session() as s:
             return int(s.scalar(query) or 0)
 
+    def count_not_scored(self, run_id: str) -> int:
+        """The run's items that were not scored (``failed`` null: an input, judge or call
+        error, no gold), neither failed nor passed."""
+        query = select(func.count()).select_from(ItemRow)
+        query = query.where(ItemRow.run_id == run_id, ItemRow.failed.is_(None))
+        with self.session() as s:
+            return int(s.scalar(query) or 0)
+
     def item_tags(self, run_id: str, *, limit: int = 1000) -> list[str]:
         """The distinct tag names of a run (fields or topics), sorted: the filter's choices."""
         with self.session() as s:
@@ -621,7 +631,7 @@ def _stored(row: ItemRow) -> StoredItem:
         calls=row.calls,
         cached_calls=row.cached_calls,
         latency_s=row.latency_s,
-        result=orjson.loads(row.result),
+        result=loads(row.result),  # a value's integers beyond 64 bits kept exact
         call_log=orjson.loads(row.call_log) if row.call_log else [],
         failed=row.failed,
         model=row.model,

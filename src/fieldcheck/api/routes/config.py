@@ -9,11 +9,17 @@ from fastapi.responses import Response
 
 from fieldcheck._util.errors import InputError
 from fieldcheck._util.jsonio import dumps
+from fieldcheck.api._body import CheckedBodyRoute
 from fieldcheck.api._config import Section, parse_json_file
 from fieldcheck.api._deps import Context
-from fieldcheck.api._errors import ApiError
+from fieldcheck.api._errors import INVALID, ApiError, error_responses
 
-router = APIRouter(prefix="/api/config", tags=["config"])
+router = APIRouter(
+    prefix="/api/config",
+    tags=["config"],
+    route_class=CheckedBodyRoute,
+    responses=error_responses(),
+)
 
 # section, URL part, download name, what the body is
 _SECTIONS: tuple[tuple[Section, str, str, str], ...] = (
@@ -78,13 +84,18 @@ def _add_section(section: Section, part: str, filename: str, shape: str) -> None
 
     router.add_api_route(f"/{part}", get_section, methods=["GET"], summary=f"The saved {section}")
     router.add_api_route(
-        f"/{part}", put_section, methods=["PUT"], summary=f"Replace the saved {section}"
+        f"/{part}",
+        put_section,
+        methods=["PUT"],
+        summary=f"Replace the saved {section}",
+        responses=error_responses({422: INVALID}),
     )
     router.add_api_route(
         f"/{part}/import",
         import_section,
         methods=["POST"],
         summary=f"Replace the saved {section} from a JSON file",
+        responses=error_responses({422: INVALID}),
     )
     router.add_api_route(
         f"/{part}/export",

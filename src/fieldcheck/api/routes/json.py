@@ -10,16 +10,32 @@ from typing import Annotated, Any
 from fastapi import APIRouter, File, Query, UploadFile
 from starlette.concurrency import run_in_threadpool
 
+from fieldcheck.api._body import CheckedBodyRoute
 from fieldcheck.api._deps import Context
-from fieldcheck.api._errors import ApiError
+from fieldcheck.api._errors import (
+    GUARD,
+    INVALID,
+    JUDGE_FAILED,
+    ApiError,
+    error_responses,
+)
 from fieldcheck.api._evaluation import evaluate_one, score_batch_file
 from fieldcheck.api._schemas import BatchPathRequest, EvaluateRequest
 
-router = APIRouter(prefix="/api/json", tags=["json"])
+router = APIRouter(
+    prefix="/api/json",
+    tags=["json"],
+    route_class=CheckedBodyRoute,
+    responses=error_responses(),
+)
 _COPY_BLOCK = 1 << 20
 
 
-@router.post("/evaluate", summary="Score one output against one ground truth")
+@router.post(
+    "/evaluate",
+    summary="Score one output against one ground truth",
+    responses=error_responses({422: INVALID, 502: JUDGE_FAILED}),
+)
 def evaluate_route(body: EvaluateRequest, ctx: Context) -> dict[str, Any]:
     """The same JSON ``fieldcheck json score --json`` prints: the four scores, RQS, the five
     key buckets, per field the strategy, similarity and score, and the signature."""
@@ -58,7 +74,18 @@ def resolve_under(root: Path, given: str) -> Path:
     return real
 
 
-@router.post("/batch-path", summary="Score a JSONL batch file under the data root")
+@router.post(
+    "/batch-path",
+    summary="Score a JSONL batch file under the data root",
+    responses=error_responses(
+        {
+            403: f"{GUARD[403]} Or no data root is configured, or the path leads outside it.",
+            404: "No such file under the data root.",
+            422: f"{INVALID} Also a path that is not a file, or a file with no valid record.",
+            502: JUDGE_FAILED,
+        }
+    ),
+)
 def batch_path_route(body: BatchPathRequest, ctx: Context) -> dict[str, Any]:
     """``fieldcheck json batch`` on a file inside ``--data-root``: its summary (means with 95%
     intervals, counts, per-field counts, error lines, signature) and ``run_id``, the run stored
@@ -88,7 +115,13 @@ def batch_path_route(body: BatchPathRequest, ctx: Context) -> dict[str, Any]:
     )
 
 
-@router.post("/batch", summary="Score an uploaded JSONL batch file")
+@router.post(
+    "/batch",
+    summary="Score an uploaded JSONL batch file",
+    responses=error_responses(
+        {422: f"{INVALID} Also a file with no valid record.", 502: JUDGE_FAILED}
+    ),
+)
 async def batch_upload_route(
     ctx: Context,
     file: Annotated[UploadFile, File(description="JSONL: one {id, ground_truth, output} a line.")],

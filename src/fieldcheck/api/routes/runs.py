@@ -11,16 +11,29 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import FileResponse, HTMLResponse, StreamingResponse
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
 from fieldcheck._util.errors import InputError
+from fieldcheck.api._body import CheckedBodyRoute
 from fieldcheck.api._deps import AppContext, Context
-from fieldcheck.api._errors import ApiError
-from fieldcheck.runs import compare_runs, format_cell, format_number, iter_export, rescore
+from fieldcheck.api._errors import INVALID, NO_RUN, ApiError, error_responses
+from fieldcheck.runs import (
+    compare_runs,
+    format_cell,
+    format_latency,
+    format_number,
+    iter_export,
+    rescore,
+)
 from fieldcheck.store import RunInfo, StoredItem
 
-router = APIRouter(prefix="/api/runs", tags=["runs"])
+router = APIRouter(
+    prefix="/api/runs",
+    tags=["runs"],
+    route_class=CheckedBodyRoute,
+    responses=error_responses(),
+)
 pages = APIRouter(include_in_schema=False)
 MAX_PAGE = 500
 MAX_COMPARE = 20
@@ -89,6 +102,18 @@ def _compare(ctx: AppContext, ids: list[str]) -> dict[str, Any]:
         raise ApiError(422, exc.one_line(), field="ids") from None
 
 
+def _iso_8601(value: Any) -> Any:
+    """A date-time as its schema says (ISO 8601 text), not the Unix time pydantic also reads
+    from a number (``since=5`` was 1970-01-01T00:00:05Z)."""
+    if isinstance(value, str):
+        try:
+            datetime.fromisoformat(value)
+        except ValueError:
+            raise ValueError("must be an ISO 8601 date-time (2024-05-01T12:00:00Z)") from None
+    return value
+
+
+DateQ = Annotated[datetime | None, BeforeValidator(_iso_8601)]
 FailedQ = Annotated[bool | None, Query(description="Only failed items (true) or only passed.")]
 FieldQ = Annotated[str | None, Query(max_length=512, description="json: records with this field.")]
 TopicQ = Annotated[str | None, Query(max_length=512, description="slots: sessions of a topic.")]
@@ -98,13 +123,17 @@ AfterQ = Annotated[int, Query(ge=-1, le=2**31 - 1, description="Keyset: items af
 LimitQ = Annotated[int, Query(ge=1, le=MAX_PAGE)]
 
 
-@router.get("", summary="The runs, newest first, paged and filtered")
+@router.get(
+    "",
+    summary="The runs, newest first, paged and filtered",
+    responses=error_responses({422: INVALID}),
+)
 def list_runs(
     ctx: Context,
     system: Annotated[Literal["json", "slots", "numeric"] | None, Query()] = None,
     model: Annotated[str | None, Query(max_length=255)] = None,
-    since: Annotated[datetime | None, Query(description="Started at or after (ISO 8601).")] = None,
-    until: Annotated[datetime | None, Query(description="Started before (ISO 8601).")] = None,
+    since: Annotated[DateQ, Query(description="Started at or after (ISO 8601).")] = None,
+    until: Annotated[DateQ, Query(description="Started before (ISO 8601).")] = None,
     limit: LimitQ = 50,
     offset: Annotated[int, Query(ge=0, le=10_000_000)] = 0,
 ) -> dict[str, Any]:
@@ -118,7 +147,13 @@ def list_runs(
     }
 
 
-@router.get("/compare", summary="Runs of one system side by side")
+@router.get(
+    "/compare",
+    summary="Runs of one system side by side",
+    responses=error_responses(
+        {404: NO_RUN, 422: f"{INVALID} Also no id, over {MAX_COMPARE} ids, or mixed systems."}
+    ),
+)
 def compare_route(
     ctx: Context,
     ids: Annotated[list[str], Query(description="Run ids, repeated or comma-separated.")],
@@ -128,15 +163,21 @@ def compare_route(
     return _compare(ctx, ids)
 
 
-@router.get("/{run_id}", summary="One run")
+@router.get("/{run_id}", summary="One run", responses=error_responses({404: NO_RUN, 422: INVALID}))
 def get_run(run_id: str, ctx: Context) -> dict[str, Any]:
     run = _get(ctx, run_id)
     data = run.public_dict()
     data["failed_items"] = ctx.store.count_items(run.id, failed=True)
+    scored = run.kind == "scored"  # a model run's items are answers, never scored
+    data["not_scored_items"] = ctx.store.count_not_scored(run.id) if scored else None
     return data
 
 
-@router.get("/{run_id}/items", summary="A run's items, paged (keyset) and filtered")
+@router.get(
+    "/{run_id}/items",
+    summary="A run's items, paged (keyset) and filtered",
+    responses=error_responses({404: NO_RUN, 422: INVALID}),
+)
 def list_items(
     run_id: str,
     ctx: Context,
@@ -164,7 +205,16 @@ def list_items(
     return page
 
 
-@router.post("/{run_id}/rescore", summary="Re-score a json or slot run as a new run")
+@router.post(
+    "/{run_id}/rescore",
+    summary="Re-score a json or slot run as a new run",
+    responses=error_responses(
+        {
+            404: NO_RUN,
+            422: f"{INVALID} Also a run that cannot be re-scored (numeric, unfinished).",
+        }
+    ),
+)
 async def rescore_route(run_id: str, body: RescoreRequest, ctx: Context) -> dict[str, Any]:
     """No model call: the run's stored raw values scored again; the new run's parent is it."""
     run = _get(ctx, run_id)
@@ -197,7 +247,10 @@ async def rescore_route(run_id: str, body: RescoreRequest, ctx: Context) -> dict
     "/{run_id}/export",
     summary="A run's items as CSV or JSONL (streamed)",
     response_class=StreamingResponse,
-    responses={200: {"content": {"text/csv": {}, "application/x-ndjson": {}}}},
+    responses={
+        200: {"content": {"text/csv": {}, "application/x-ndjson": {}}},
+        **error_responses({404: NO_RUN, 422: INVALID}),
+    },
 )
 def export_route(
     run_id: str, ctx: Context, format: Annotated[Literal["csv", "jsonl"], Query()] = "csv"
@@ -213,7 +266,8 @@ def export_route(
 
 # pages ------------------------------------------------------------------------------------
 def _render(ctx: AppContext, request: Request, name: str, **values: Any) -> HTMLResponse:
-    return ctx.templates.TemplateResponse(request, name, {"active": "/runs", **values})
+    context = {"active": "/runs", "latency": format_latency, **values}
+    return ctx.templates.TemplateResponse(request, name, context)
 
 
 def _plots(run: RunInfo) -> list[str]:
@@ -346,6 +400,7 @@ def run_page(
         tags=ctx.store.item_tags(run.id),
         models=list(models or {}),
         failed_items=ctx.store.count_items(run.id, failed=True),
+        not_scored_items=ctx.store.count_not_scored(run.id) if run.kind == "scored" else None,
     )
 
 

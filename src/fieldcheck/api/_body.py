@@ -1,0 +1,172 @@
+"""Request bodies read before FastAPI reads them: a JSON body must be UTF-8 JSON whose every key
+and string is Unicode text, else a 422 naming the field; a body FastAPI cannot read (a broken
+multipart form) is a 422 naming ``body`` rather than its 400.
+
+Python's json turns the escape ``"\\ud800"`` (and, in bytes, the three bytes of an encoded
+surrogate) into a str that cannot be encoded again: such a key reached the library and the
+response, and ended as a 500 or a dropped connection.
+
+Numbers are read as ``json score`` and ``json batch`` read files (issue 26, item 3): every
+integer exact (beyond 64 bits too, as Starlette's json then reads it), ``NaN``, ``Infinity``
+and numbers beyond the double range (``1e400``) refused as ``invalid JSON``."""
+
+from __future__ import annotations
+
+import email.message
+import json
+import math
+import re
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+from fastapi.routing import APIRoute
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import Request
+from starlette.responses import Response
+
+from fieldcheck.api._errors import ApiError
+
+_SURROGATES = range(0xD800, 0xE000)
+_ESCAPED_BYTES = range(0xDC80, 0xDD00)  # the bytes that are not UTF-8, as surrogateescape reads
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")  # in JSON text, the only way to write one
+NOT_A_NUMBER = "invalid JSON: NaN and Infinity are not JSON numbers (write null or a number)"
+TOO_LARGE = "invalid JSON: a number beyond the double range (write it as a string)"
+
+
+class _Refused(ValueError):
+    """A number a JSON file may not hold (the CLI refuses it too)."""
+
+
+def _constant(_name: str) -> Any:
+    raise _Refused(NOT_A_NUMBER)
+
+
+def _float(text: str) -> float:
+    value = float(text)
+    if math.isinf(value):
+        raise _Refused(TOO_LARGE)
+    return value
+
+
+def _int(text: str) -> int:
+    if math.isinf(float(text)):  # orjson's limit for an integer (and Python's digit limit)
+        raise _Refused(TOO_LARGE)
+    return int(text)
+
+
+def is_json(content_type: str | None) -> bool:
+    """Whether FastAPI parses a body of this type as JSON (``application/json``, ``+json``)."""
+    if not content_type:
+        return False
+    message = email.message.Message()
+    message["content-type"] = content_type
+    subtype = message.get_content_subtype()
+    return message.get_content_maintype() == "application" and (
+        subtype == "json" or subtype.endswith("+json")
+    )
+
+
+def _shown(text: str, *, raw: bool) -> str:
+    """``text`` as one can print it: a lone surrogate as its JSON escape ``\\ud800``, and, in a
+    body that was not UTF-8 (``raw``), a byte that is not UTF-8 as ``\\xff``."""
+    if not any(ord(c) in _SURROGATES for c in text):
+        return text
+    return "".join(
+        (f"\\x{ord(c) - 0xDC00:02x}" if raw and ord(c) in _ESCAPED_BYTES else f"\\u{ord(c):04x}")
+        if ord(c) in _SURROGATES
+        else c
+        for c in text
+    )
+
+
+def _not_text(text: str) -> int | None:
+    """The first lone surrogate's code point in ``text``, or None when it is Unicode text."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return ord(text[exc.start])
+    return None
+
+
+def _first_not_text(value: Any) -> tuple[list[str], int] | None:
+    """The path (keys and indexes) to the first key or string, in document order, that is not
+    Unicode text, with its first bad code point. Iterative: any depth json reads."""
+    stack: list[tuple[list[str], Any]] = [([], value)]
+    while stack:
+        path, node = stack.pop()
+        if isinstance(node, str):
+            if (bad := _not_text(node)) is not None:
+                return path, bad
+        elif isinstance(node, dict):
+            children: list[tuple[list[str], Any]] = []
+            for key, child in node.items():
+                if (bad := _not_text(key)) is not None:
+                    return [*path, key], bad
+                children.append(([*path, key], child))
+            stack.extend(reversed(children))
+        elif isinstance(node, list):
+            stack.extend(([*path, str(i)], child) for i, child in reversed(list(enumerate(node))))
+    return None
+
+
+def check_json_body(raw: bytes) -> None:
+    """Raise a 422 ApiError when ``raw`` is not UTF-8 JSON of Unicode text: the field is the
+    dotted path of the first key or string that is not (``ground_truth.a``, ``output.items.0``,
+    a key shown with its escapes: ``field_strategies.\\ud800``), ``body`` when the body as a
+    whole is not JSON. A UTF-8 byte order mark is allowed, as in every input file."""
+    not_utf8: ApiError | None = None
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        text = raw.decode("utf-8-sig", errors="surrogateescape")
+        not_utf8 = ApiError(
+            422, f"body: not UTF-8 text (byte 0x{raw[exc.start]:02x})", field="body"
+        )
+    raw_bytes = not_utf8 is not None
+    try:
+        value = json.loads(text, parse_constant=_constant, parse_float=_float, parse_int=_int)
+    except _Refused as exc:
+        raise ApiError(422, f"body: {exc}", field="body") from None
+    except json.JSONDecodeError as exc:
+        reason = f"invalid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+        raise not_utf8 or ApiError(422, f"body: {reason}", field="body") from None
+    except RecursionError:
+        raise ApiError(422, "body: nested too deep to read", field="body") from None
+    found = _first_not_text(value) if raw_bytes or _SURROGATE_ESCAPE.search(text) else None
+    if found is None:
+        if not_utf8 is not None:  # not reached: a byte read as a surrogate is inside a string
+            raise not_utf8
+        return
+    path, bad = found
+    field = ".".join(_shown(part, raw=raw_bytes) for part in path) or "body"
+    if raw_bytes and bad in _ESCAPED_BYTES:
+        reason = f"not UTF-8 text (byte 0x{bad - 0xDC00:02x})"
+    else:
+        reason = f"a lone surrogate \\u{bad:04x} is not Unicode text"
+    raise ApiError(422, f"{field}: {reason}", field=field)
+
+
+class CheckedBodyRoute(APIRoute):
+    """A route whose JSON body passes ``check_json_body`` before FastAPI parses it, and whose
+    unreadable body (FastAPI's and Starlette's 400: a broken multipart form, a part too large)
+    is a 422 naming ``body``, like a body that is not JSON."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+        takes_body = self.body_field is not None
+
+        async def checked(request: Request) -> Response:
+            if takes_body and is_json(request.headers.get("content-type")):
+                body = await request.body()
+                if body:
+                    check_json_body(body)
+            try:
+                return await handler(request)
+            except StarletteHTTPException as exc:
+                if takes_body and exc.status_code == 400:
+                    raise ApiError(
+                        422, f"body: cannot be read: {exc.detail}", field="body"
+                    ) from None
+                raise
+
+        return checked
