@@ -154,6 +154,7 @@ def test_json_run_comparison_table_shows_latency_in_ms() -> None:
         "with_output": 3,
         "records": 3,
         "call_errors": 0,
+        "failed": 0,
         "completeness": 1.0,
         "hallucination": 0.0,
         "accuracy": 1.0,
