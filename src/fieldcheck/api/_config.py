@@ -79,7 +79,7 @@ class SavedConfig(_SavedConfig):
             )
         except SectionError as exc:
             part = _REQUEST[exc.section]
-            field = f"{part}.{exc.error.field}" if exc.error.field else part
+            field = f"{part}.{exc.error.field}" if exc.error.field and not exc.saved else part
             raise ApiError.invalid(exc.error, field=field) from None
 
 
