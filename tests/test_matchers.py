@@ -185,3 +185,37 @@ def test_llm_judge_runs_on_the_runner(chat_server) -> None:  # type: ignore[no-u
     assert len(seen) == 3  # two distinct pairs, one of them retried once after the 429
     assert Store().cache_count() == 2
     assert judge.request_count == 2
+
+
+def test_a_judges_call_errors_name_only_what_its_commands_can_change(chat_server) -> None:  # type: ignore[no-untyped-def]
+    """The commands with a judge (json score/batch, serve, slots) have --judge-base-url and no
+    --base-url, --max-reply-bytes or --timeout: the judge's errors named them (a tester's
+    finding). A judge that gives no reply within the deadline is not asked again: a stalled judge
+    held an API request for 3 x 60 s."""
+    cap = 8 * 1024 * 1024
+
+    def script(request: dict) -> str | Reply:  # type: ignore[type-arg]
+        asked = user_text(request)
+        if "big" in asked:
+            return Reply(body=b" " * (cap + 1))
+        if "moved" in asked:
+            return Reply(status=307, headers={"location": "http://127.0.0.1:9/v1/chat/completions"})
+        if "gone" in asked:
+            return Reply(status=404, error_body={"error": {"message": "no such route"}})
+        return Reply(content="0.9", delay_s=3)  # stalled, past the judge's deadline
+
+    server = chat_server(script)
+    judge = LLMJudge(model="j", base_url=server.base_url, kind="fuzzy", timeout=0.5)
+    big, moved, gone, stalled = judge.similarities(
+        ["big", "moved", "gone", "stalled"], ["x", "x", "x", "x"]
+    )
+    assert big.score is None and big.error is not None
+    assert big.error.endswith("the reply is 8 MiB, over the limit of 8 MiB")
+    assert "(give the final URL as --judge-base-url)" in (moved.error or "")
+    assert "(does --judge-base-url end in /v1?)" in (gone.error or "")
+    assert (stalled.error or "").endswith("no complete reply within 0.5 s")
+    for similarity in (big, moved, gone, stalled):
+        assert "--max-reply-bytes" not in (similarity.error or "")
+        assert "--base-url" not in (similarity.error or "").replace("--judge-base-url", "")
+    asked = [user_text(r) for r in server.chat_requests]
+    assert sum("stalled" in a for a in asked) == 1  # a timeout is not asked again

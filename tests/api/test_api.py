@@ -214,7 +214,7 @@ def test_import_of_a_bad_file_names_it(client: httpx.Client) -> None:
         "/api/config/strategies/import", files={"file": ("s.json", b'{"a": ', "application/json")}
     )
     assert broken.status_code == 422 and broken.json()["field"] == "file"
-    assert broken.json()["detail"].startswith("s.json: invalid JSON")
+    assert broken.json()["detail"].startswith("s.json:1: invalid JSON")
     bad = client.post(
         "/api/config/strategies/import", files={"file": ("s.json", b'{"a": "NEAR"}', "x/y")}
     )

@@ -147,7 +147,7 @@ def test_uploads_and_query_parameters_with_such_text_are_answered(
     for route in ("/api/config/strategies/import", "/api/config/weights/import"):
         answer = client.post(route, files={"file": ("f.json", b"{%s: 1}" % bad)})
         assert answer.status_code == 422 and answer.json()["field"] == "file", answer.text
-        assert answer.json()["detail"].startswith("f.json: invalid JSON: ")
+        assert answer.json()["detail"].startswith("f.json:1: invalid JSON: ")
     line = b'{"id": 1, "ground_truth": {%s: "x"}, "output": {"a": "x"}}\n' % bad
     answer = client.post("/api/json/batch", files={"file": ("b.jsonl", line)})
     assert answer.status_code == 422 and answer.json()["field"] == "file", answer.text

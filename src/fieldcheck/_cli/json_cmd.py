@@ -106,6 +106,7 @@ from fieldcheck.jsoneval import (
     stream_batch_outputs,
 )
 from fieldcheck.jsoneval._io import OUTPUT_FILES, StreamedBatch
+from fieldcheck.jsoneval._saved import parse_weight_map
 from fieldcheck.jsoneval._stream import Failed, Item, Throttle
 from fieldcheck.matchers import Matcher
 from fieldcheck.metrics._json_fields import BUCKET_NAMES
@@ -276,7 +277,18 @@ def _config(opts: _Options, console: Console) -> EvalConfig:
     if opts.strategies is None and "strategies" in saved:
         strategies = saved["strategies"]
     if weights is None and "weights" in saved:
-        weights = RqsWeights(**saved["weights"])
+        try:  # saved before a rule was added (a sum beyond the double range): said, not raised
+            weights = RqsWeights(**parse_weight_map(saved["weights"]))
+        except InputError as exc:
+            where = f"weights.{exc.field}" if exc.field else "weights"
+            got = "" if exc.value is ... else f" (got {exc.value!r})"
+            raise typer.BadParameter(
+                safe_text(
+                    f"the weights saved in the store are not valid: {where} {exc.reason}{got}; "
+                    "give --weights, save new ones, or use --no-store"
+                ),
+                param_hint="--weights",
+            ) from None
     thresholds = saved.get("thresholds", {})
     settings: dict[str, Any] = {
         "strategies": strategies,

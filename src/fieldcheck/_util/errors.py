@@ -7,6 +7,7 @@ import heapq
 import itertools
 import marshal
 import os
+import re
 import struct
 import tempfile
 import weakref
@@ -19,6 +20,9 @@ if TYPE_CHECKING:
 
 _MAX_VALUE_CHARS = 80
 _HEADER = struct.Struct("<Q")
+_SHOULD = re.compile(
+    r"^(?:Input|String|List|Dictionary|Tuple|Set|Bytes|Value|Decimal|Data) should "
+)
 
 
 def short_repr(value: Any) -> str:
@@ -115,13 +119,17 @@ _UNION_STEPS = frozenset(("str", "int", "float", "bool", "none"))
 def reason_of(problem: Mapping[str, Any]) -> str:
     """The reason of one pydantic error in fieldcheck's words, as every system gives it:
     ``missing``, ``must be a valid integer``, ``must be less than or equal to 1000000``
-    (pydantic's "Field required", "Input should be ..."), a validator's own message as is."""
+    (pydantic's "Field required", "Input should be ...", "String should have ..."), ``must be a
+    JSON object`` (its "valid dictionary or object to extract fields from"), a validator's own
+    message as is."""
     kind, message = problem.get("type"), str(problem.get("msg", "invalid"))
     if kind == "missing":
         return "missing"
     message = message.removeprefix("Value error, ").removeprefix("Assertion failed, ")
-    if message.startswith("Input should "):
-        return "must " + message.removeprefix("Input should ")
+    if kind in ("model_attributes_type", "dict_type"):  # "... to extract fields from"
+        return "must be a JSON object"
+    if _SHOULD.match(message):  # Input / String / List / Dictionary should ...
+        return "must " + _SHOULD.sub("", message, count=1)
     return message
 
 

@@ -197,6 +197,17 @@ def too_deep_error(
     return InputError(TOO_DEEP, file=file, line=line, record=record, field=field)
 
 
+def document_error(
+    exc: orjson.JSONDecodeError, data: bytes, *, file: str | Path | None = None
+) -> InputError:
+    """orjson's error on the JSON document ``data`` in the CLI's words, at its line: ``invalid
+    JSON: not UTF-8 text (byte 0xff at column 2)`` where orjson says "str is not valid UTF-8:
+    surrogates not allowed" (for a file, an upload)."""
+    bad = _bad_utf8(exc, data)
+    line = exc.lineno if bad is None else bad[1]
+    return InputError(_reason(exc, data), file=file, line=line)
+
+
 def read_json(path: str | Path) -> Any:
     """Parse one JSON document; a syntax error names the file, line and column.
 
@@ -213,9 +224,7 @@ def read_json(path: str | Path) -> Any:
     try:
         value = loads(data)
     except orjson.JSONDecodeError as exc:
-        bad = _bad_utf8(exc, data)
-        line = exc.lineno if bad is None else bad[1]
-        raise InputError(_reason(exc, data), file=p, line=line) from exc
+        raise document_error(exc, data, file=p) from exc
     if too_deep(data, value):
         raise too_deep_error(value, file=p)
     return value

@@ -19,6 +19,7 @@ import re
 from collections.abc import Callable, Coroutine
 from typing import Any
 
+from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import Request
@@ -146,6 +147,20 @@ def check_json_body(raw: bytes) -> None:
     raise ApiError(422, f"{field}: {reason}", field=field)
 
 
+async def _no_part(request: Request) -> bool:
+    """Whether ``request`` is a multipart form of which no part was read (``--XyZ\r\nbroken``,
+    an empty body): Starlette reads such a body as an empty form, which FastAPI then calls a
+    missing ``file``; the body is at fault, not a field."""
+    content_type = request.headers.get("content-type", "")
+    if not content_type.lower().startswith("multipart/form-data"):
+        return False
+    try:
+        form = await request.form()  # the form FastAPI read, kept on the request
+    except Exception:  # unreadable: the body is at fault
+        return True
+    return len(form) == 0
+
+
 class CheckedBodyRoute(APIRoute):
     """A route whose JSON body passes ``check_json_body`` before FastAPI parses it, and whose
     unreadable body (FastAPI's and Starlette's 400: a broken multipart form, a part too large)
@@ -162,6 +177,27 @@ class CheckedBodyRoute(APIRoute):
                     check_json_body(body)
             try:
                 return await handler(request)
+            except RequestValidationError as exc:
+                if takes_body and await _no_part(request):
+                    raise ApiError(
+                        422, "body: not a multipart form (no part could be read)", field="body"
+                    ) from None
+                content_type = request.headers.get("content-type")
+                problems = exc.errors()
+                if (
+                    content_type
+                    and not is_json(content_type)
+                    and problems
+                    and tuple(problems[0].get("loc", ())) == ("body",)
+                    and problems[0].get("type") != "missing"
+                ):  # FastAPI reads JSON only when sent as JSON
+                    shown = ascii(content_type[:100])
+                    raise ApiError(
+                        422,
+                        f"body: must be a JSON object sent as application/json (got {shown})",
+                        field="body",
+                    ) from None
+                raise
             except StarletteHTTPException as exc:
                 if takes_body and exc.status_code == 400:
                     raise ApiError(

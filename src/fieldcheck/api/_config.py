@@ -9,6 +9,7 @@ from typing import Any, Literal
 import orjson
 
 from fieldcheck._util.errors import InputError
+from fieldcheck._util.jsonio import document_error, loads
 from fieldcheck.api._errors import ApiError
 from fieldcheck.jsoneval import EvalConfig
 from fieldcheck.jsoneval._saved import (
@@ -34,11 +35,13 @@ __all__ = [
 
 
 def parse_json_file(raw: bytes, *, name: str) -> Any:
-    """An uploaded JSON file's content (a UTF-8 byte order mark allowed), or InputError."""
+    """An uploaded JSON file's content (a UTF-8 byte order mark allowed), or InputError in the
+    CLI's words (``f.json:1: invalid JSON: not UTF-8 text (byte 0xff at column 2)``)."""
+    data = raw.removeprefix(b"\xef\xbb\xbf")
     try:
-        return orjson.loads(raw.removeprefix(b"\xef\xbb\xbf"))
+        return loads(data)  # integers beyond 64 bits exact, as every JSON input
     except orjson.JSONDecodeError as exc:
-        raise InputError(f"invalid JSON: {exc.msg}", file=name) from None
+        raise document_error(exc, data, file=name) from None
 
 
 def strategy_rows(rows: Iterable[tuple[str, str]]) -> dict[str, Any]:
@@ -79,7 +82,7 @@ class SavedConfig(_SavedConfig):
             )
         except SectionError as exc:
             part = _REQUEST[exc.section]
-            field = f"{part}.{exc.error.field}" if exc.error.field else part
+            field = f"{part}.{exc.error.field}" if exc.error.field and not exc.saved else part
             raise ApiError.invalid(exc.error, field=field) from None
 
 

@@ -75,9 +75,19 @@ def error_responses(statuses: Mapping[int, str] | None = None) -> Responses:
     return declared
 
 
+_SOURCES = ("body", "query", "path", "header", "cookie", "form")
+
+
 def _location(loc: Sequence[Any]) -> str | None:
-    parts = [str(p) for p in loc if p not in ("body", "query", "path", "header", "form")]
-    return ".".join(parts) or None
+    """The field of a request validation error: its location after the source (``body``,
+    ``query``, ...), dotted (``path`` of a body, ``limit`` of a query); ``body`` when the body as
+    a whole is at fault (missing, not an object), None only when nothing is located. Only the
+    first step is a source: a body's field may be called ``path`` or ``body``."""
+    if not loc:
+        return None
+    source, rest = (str(loc[0]), loc[1:]) if str(loc[0]) in _SOURCES else (None, loc)
+    parts = [str(p) for p in rest]
+    return ".".join(parts) or ("body" if source in ("body", "form") else None)
 
 
 def install_error_handlers(app: FastAPI) -> None:

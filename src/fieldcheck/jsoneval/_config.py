@@ -59,7 +59,7 @@ def parse_weights(text: str) -> RqsWeights:
 
     Raises InputError naming the bad part and the allowed names: an unknown or repeated name, a
     value that is not a plain ASCII decimal (``nan``, ``1_0``, ``0x10`` are refused), a negative or
-    infinite value, or no pair at all.
+    infinite value, weights whose sum is beyond the double range, or no pair at all.
     """
     allowed = list(RqsWeights.model_fields)
     values: dict[str, float] = {}
@@ -85,9 +85,8 @@ def parse_weights(text: str) -> RqsWeights:
         return RqsWeights(**values)
     except ValidationError as exc:
         first = exc.errors()[0]
-        raise InputError(
-            f"weights: {first['loc'][0]} {first['msg'].lower()}", value=first["input"]
-        ) from None
+        reason = str(first["msg"]).removeprefix("Value error, ").lower()
+        raise InputError(f"weights: {first['loc'][0]} {reason}", value=first["input"]) from None
 
 
 class EvalConfig(BaseModel):

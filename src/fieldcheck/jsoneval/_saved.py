@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from fieldcheck._util.errors import InputError, input_error_of
+from fieldcheck._util.errors import InputError, input_error_of, short_repr
 from fieldcheck.jsoneval._config import EvalConfig, parse_strategies
 from fieldcheck.metrics import RqsWeights
 
@@ -75,10 +75,11 @@ def parse_section(section: Section, data: Any, *, file: str | None = None) -> di
 class SectionError(Exception):
     """A given section that is not valid: which one, and the library's one-line error."""
 
-    def __init__(self, section: Section, error: InputError) -> None:
+    def __init__(self, section: Section, error: InputError, *, saved: bool = False) -> None:
         super().__init__(str(error))
         self.section = section
         self.error = error
+        self.saved = saved  # the section saved in the store (none given) is the bad one
 
 
 @dataclass
@@ -100,6 +101,21 @@ class SavedConfig:
         if section == "thresholds":
             return Thresholds().model_dump()
         return RqsWeights().model_dump()
+
+    def checked(self, section: Section) -> dict[str, Any]:
+        """The section as ``get`` gives it, validated with today's rules: a value saved before a
+        rule was added (weights whose sum overflows) raises SectionError(saved=True) with a line
+        saying where it comes from and how to replace it."""
+        try:
+            return parse_section(section, self.get(section))
+        except InputError as exc:
+            where = f"{section}.{exc.field}" if exc.field else section
+            got = "" if exc.value is ... else f" (got {short_repr(exc.value)})"
+            reason = (
+                f"the {section} saved in the store are not valid: {where} {exc.reason}{got}; "
+                f"save new ones (the Configuration page, PUT /api/config/{section}) or give them"
+            )
+            raise SectionError(section, InputError(reason), saved=True) from None
 
     def put(self, section: Section, data: Any, *, file: str | None = None) -> dict[str, Any]:
         """Validate and save a section; returns what was saved. Raises InputError."""
@@ -127,7 +143,7 @@ class SavedConfig:
         )
         for section, given in given_sections:
             if given is None:
-                values[section] = self.get(section)
+                values[section] = self.checked(section)
                 continue
             try:
                 values[section] = parse_section(section, given)

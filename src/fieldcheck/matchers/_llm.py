@@ -173,6 +173,13 @@ class LLMJudge:
                 timeout=self._timeout,
                 max_retries=self._max_retries,
                 use_cache=self.use_cache,
+                # the commands with a judge (json score/batch, serve, slots) name its URL so and
+                # have no option for the reply cap
+                base_url_option="--judge-base-url",
+                reply_cap_option=None,
+                # a judge that gave no reply within the deadline is not asked again: a stalled
+                # judge held an API request for 3 x 60 s
+                retry_timeouts=False,
             ),
             store=self._store if self.use_cache else None,
         )

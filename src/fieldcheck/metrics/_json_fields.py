@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from numbers import Number
 from typing import Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from fieldcheck._util.jsonio import nesting_depth as nesting_depth
 
@@ -117,8 +117,12 @@ def accuracy(total_acc_score: float, scorable_count: int) -> float:
     return total_acc_score / scorable_count
 
 
+WEIGHTS_SUM = "must keep the sum of the weights finite (at most 1.7976931348623157e+308)"
+
+
 class RqsWeights(BaseModel):
-    """Phase 4 weights; defaults are the spec's. Each must be finite and >= 0 (they need not sum to 1)."""
+    """Phase 4 weights; defaults are the spec's. Each must be finite and >= 0, and so must their
+    sum (they need not sum to 1)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -126,6 +130,20 @@ class RqsWeights(BaseModel):
     completeness: float = Field(0.25, ge=0, allow_inf_nan=False)
     hallucination: float = Field(0.15, ge=0, allow_inf_nan=False)
     safety: float = Field(0.15, ge=0, allow_inf_nan=False)
+
+    @field_validator("accuracy", "completeness", "hallucination", "safety")
+    @classmethod
+    def _sum_finite(cls, value: float, info: ValidationInfo) -> float:
+        """The weights' sum must be a finite double, so that no weighted sum (RQS) overflows:
+        the first weight that takes the running sum beyond the double range is refused."""
+        earlier = [v for v in info.data.values() if isinstance(v, float | int)]
+        try:
+            total = math.fsum([*earlier, value])
+        except OverflowError:
+            total = math.inf
+        if not math.isfinite(total):
+            raise ValueError(WEIGHTS_SUM)
+        return value
 
 
 def rqs(

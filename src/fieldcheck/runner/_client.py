@@ -66,6 +66,11 @@ class RunnerSettings:
     cache_nonzero_temperature: bool = False
     json_mode: bool = False
     max_reply_bytes: int = MAX_REPLY_BYTES
+    # what the messages of a call error name: the options of the command that sets them (a
+    # judge's command has --judge-base-url and no --max-reply-bytes: None names the limit alone)
+    base_url_option: str = "--base-url"
+    reply_cap_option: str | None = "--max-reply-bytes"
+    retry_timeouts: bool = True  # False: a call that passed its deadline is not asked again
 
 
 @dataclass(frozen=True)
@@ -216,7 +221,7 @@ def classify(exc: BaseException) -> tuple[str, bool]:
 _CAPPED_CLIENT: type[Any] | None = None
 
 
-def _http_client(max_reply_bytes: int) -> Any:
+def _http_client(max_reply_bytes: int, cap_option: str | None = "--max-reply-bytes") -> Any:
     """The ``httpx`` client of the ``openai`` client: ``openai``'s defaults (its connection
     limits), redirects never followed, and no body read past ``max_reply_bytes``."""
     global _CAPPED_CLIENT
@@ -227,6 +232,7 @@ def _http_client(max_reply_bytes: int) -> Any:
             """Reads each body itself, up to the cap; a redirect is returned, not followed."""
 
             max_reply_bytes = MAX_REPLY_BYTES
+            cap_option: str | None = "--max-reply-bytes"
 
             async def send(self, request: Any, *, stream: bool = False, **kwargs: Any) -> Any:
                 kwargs["follow_redirects"] = False
@@ -234,7 +240,7 @@ def _http_client(max_reply_bytes: int) -> Any:
                 if stream:
                     return response
                 try:
-                    body = await _read_capped(response, self.max_reply_bytes)
+                    body = await _read_capped(response, self.max_reply_bytes, self.cap_option)
                 finally:
                     await response.aclose()
                 skip = {"content-encoding", "content-length", "transfer-encoding"}
@@ -249,6 +255,7 @@ def _http_client(max_reply_bytes: int) -> Any:
         _CAPPED_CLIENT = CappedClient
     client = _CAPPED_CLIENT(follow_redirects=False)
     client.max_reply_bytes = max_reply_bytes
+    client.cap_option = cap_option
     return client
 
 
@@ -256,10 +263,11 @@ def _size_text(n: int) -> str:
     return f"{n / 1024 / 1024:g} MiB" if n >= 1024 * 1024 else f"{n:,} bytes"
 
 
-async def _read_capped(response: Any, cap: int) -> bytes:
-    """The body (decoded), or ``ReplyTooLarge`` as soon as it is known to pass ``cap`` bytes."""
+async def _read_capped(response: Any, cap: int, option: str | None = "--max-reply-bytes") -> bytes:
+    """The body (decoded), or ``ReplyTooLarge`` as soon as it is known to pass ``cap`` bytes
+    (the message names ``option``, the command's option that sets the cap, when there is one)."""
     declared = response.headers.get("content-length")
-    limit = f"--max-reply-bytes ({_size_text(cap)})"
+    limit = f"{option} ({_size_text(cap)})" if option else f"the limit of {_size_text(cap)}"
     if declared is not None and declared.strip().isdigit() and int(declared) > cap:
         raise ReplyTooLarge(f"the reply is {_size_text(int(declared))}, over {limit}")
     chunks: list[bytes] = []
@@ -376,7 +384,7 @@ class ChatClient:
                 api_key=self._api_key,
                 timeout=settings.timeout,
                 max_retries=0,
-                http_client=_http_client(settings.max_reply_bytes),
+                http_client=_http_client(settings.max_reply_bytes, settings.reply_cap_option),
             )
             self._loop = loop
         return self._client
@@ -466,6 +474,8 @@ class ChatClient:
                 reply = read_completion(http.content, http.headers.get("content-type", ""))
             except Exception as exc:
                 error_type, retryable = classify(exc)
+                if error_type == "timeout" and not runner.settings.retry_timeouts:
+                    retryable = False
                 if retryable and attempts <= retries:
                     headers = getattr(getattr(exc, "response", None), "headers", None)
                     await asyncio.sleep(retry_wait(attempts, headers))
@@ -514,12 +524,14 @@ class ChatClient:
             target = redact_url(where) if where else "no Location"
             text = (
                 f"{self.spec.endpoint}: redirected ({exc.status_code}) to {target}; not "
-                "followed, so the prompt goes nowhere else (give the final URL as --base-url)"
+                "followed, so the prompt goes nowhere else (give the final URL as "
+                f"{self._runner.settings.base_url_option})"
             )
         elif isinstance(exc, openai.APIConnectionError | openai.APITimeoutError):
             text = f"{self.spec.endpoint}: {text}"
         elif status in (404, 405):
-            text = f"{self.spec.endpoint}/chat/completions: {text} (does --base-url end in /v1?)"
+            option = self._runner.settings.base_url_option
+            text = f"{self.spec.endpoint}/chat/completions: {text} (does {option} end in /v1?)"
         elif status in (401, 403):
             text = f"{self.spec.endpoint}: {text} (is the API key set?)"
         key = self._api_key

@@ -7,10 +7,13 @@ from __future__ import annotations
 import hmac
 import math
 import os
+import re
 from typing import Annotated, Any
+from urllib.parse import parse_qsl
 
-from fastapi import APIRouter, File, Form, Request, UploadFile
+from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from starlette.datastructures import FormData
 from starlette.datastructures import UploadFile as StarletteUpload
 
 from fieldcheck._util.errors import InputError
@@ -35,6 +38,41 @@ SAVED = {
     "thresholds": "Saved the thresholds.",
     "weights": "Saved the RQS weights.",
 }
+
+
+_PART_NAME = re.compile(rb'(?<![A-Za-z])name="([^"\r\n]*)"')
+
+
+def form_text_error(raw: bytes, content_type: str | None) -> InputError | None:
+    """The first form field of ``raw`` whose text is not UTF-8 (a byte such as 0xff, or a lone
+    surrogate's three bytes), as an InputError naming it; None when every field is text.
+
+    Starlette reads such text as U+FFFD (URL-encoded) or as Latin-1 (multipart) without a word,
+    so the raw body is checked: a URL-encoded field after its percent-decoding, a multipart body
+    (text fields and uploaded JSON files alike, all meant as UTF-8) whole, the field being the
+    part the first bad byte is in."""
+    kind = (content_type or "").split(";")[0].strip().lower()
+    if kind == "application/x-www-form-urlencoded":
+        pairs = parse_qsl(raw.decode("latin-1"), keep_blank_values=True, encoding="latin-1")
+        for name, value in pairs:
+            for text in (name, value):
+                data = text.encode("latin-1")
+                try:
+                    data.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    field = name.encode("latin-1").decode("utf-8", errors="replace")
+                    return InputError(_NOT_UTF8.format(data[exc.start]), field=field)
+    elif kind == "multipart/form-data":
+        try:
+            raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            names = _PART_NAME.findall(raw, 0, exc.start)
+            part = names[-1].decode("utf-8", errors="replace") if names else None
+            return InputError(_NOT_UTF8.format(raw[exc.start]), field=part)
+    return None
+
+
+_NOT_UTF8 = "not UTF-8 text (byte 0x{:02x}); nothing was saved or scored"
 
 
 def _render(
@@ -118,8 +156,17 @@ def _save(
     return RedirectResponse(f"/configuration?saved={section}", status_code=303)
 
 
+async def _bad_text(request: Request) -> InputError | None:
+    """``form_text_error`` of the request's body (read once; the form is then read from it)."""
+    return form_text_error(await request.body(), request.headers.get("content-type"))
+
+
 @router.post("/configuration/strategies")
 async def save_strategies(request: Request, ctx: Context) -> Response:
+    if (bad := await _bad_text(request)) is not None:
+        return _configuration(
+            ctx, request, status=400, error=bad.one_line(), error_section="strategies"
+        )
     form = await request.form()
     fields = [str(v) for v in form.getlist("field")]
     values = [str(v) for v in form.getlist("strategy")]
@@ -135,6 +182,8 @@ async def save_strategies(request: Request, ctx: Context) -> Response:
 
 @router.post("/configuration/{section}/import")
 async def import_section(section: Section, request: Request, ctx: Context) -> Response:
+    if (bad := await _bad_text(request)) is not None:
+        return _configuration(ctx, request, status=400, error=bad.one_line(), error_section=section)
     form = await request.form()
     upload = form.get("file")
     if not isinstance(upload, StarletteUpload) or not upload.filename:
@@ -172,6 +221,10 @@ def _numbers(form: dict[str, str], names: list[str]) -> dict[str, float]:
 
 @router.post("/configuration/thresholds")
 async def save_thresholds(request: Request, ctx: Context) -> Response:
+    if (bad := await _bad_text(request)) is not None:
+        return _configuration(
+            ctx, request, status=400, error=bad.one_line(), error_section="thresholds"
+        )
     form = {k: str(v) for k, v in (await request.form()).items()}
     try:
         data = _numbers(form, ["fuzzy_threshold", "semantic_threshold"])
@@ -184,6 +237,10 @@ async def save_thresholds(request: Request, ctx: Context) -> Response:
 
 @router.post("/configuration/weights")
 async def save_weights(request: Request, ctx: Context) -> Response:
+    if (bad := await _bad_text(request)) is not None:
+        return _configuration(
+            ctx, request, status=400, error=bad.one_line(), error_section="weights"
+        )
     form = {k: str(v) for k, v in (await request.form()).items()}
     try:
         data = _numbers(form, list(RqsWeights.model_fields))
@@ -200,22 +257,33 @@ def evaluate_page(request: Request, ctx: Context) -> HTMLResponse:
     return _render(ctx, request, "evaluate.html", active="/evaluate", ground_truth="", output="")
 
 
-async def _text(pasted: str, upload: UploadFile | None) -> str:
+async def _text(pasted: str, upload: StarletteUpload | None) -> str:
     """An uploaded file wins over the pasted text."""
     if upload is not None and upload.filename:
         return (await upload.read()).decode("utf-8", errors="replace")
     return pasted
 
 
+def _part(form: FormData, name: str) -> tuple[str, StarletteUpload | None]:
+    """A form's text field ``name`` ("" when absent) and its upload ``name + '_file'``."""
+    text, upload = form.get(name), form.get(f"{name}_file")
+    return (
+        text if isinstance(text, str) else "",
+        upload if isinstance(upload, StarletteUpload) else None,
+    )
+
+
 @router.post("/evaluate")
-async def run_evaluation(
-    request: Request,
-    ctx: Context,
-    ground_truth: Annotated[str, Form()] = "",
-    output: Annotated[str, Form()] = "",
-    ground_truth_file: Annotated[UploadFile | None, File()] = None,
-    output_file: Annotated[UploadFile | None, File()] = None,
-) -> HTMLResponse:
+async def run_evaluation(request: Request, ctx: Context) -> HTMLResponse:
+    bad = await _bad_text(request)  # before the form is read: it would hide such bytes
+    form = await request.form()
+    ground_truth, ground_truth_file = _part(form, "ground_truth")
+    output, output_file = _part(form, "output")
+    if bad is not None:
+        shown: dict[str, Any] = {"ground_truth": ground_truth, "output": output}
+        return _render(
+            ctx, request, "evaluate.html", 422, error=bad.one_line(), active="/evaluate", **shown
+        )
     gt_text = await _text(ground_truth, ground_truth_file)
     out_text = await _text(output, output_file)
     page: dict[str, Any] = {

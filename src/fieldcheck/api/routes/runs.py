@@ -11,10 +11,10 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import FileResponse, HTMLResponse, StreamingResponse
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 from starlette.concurrency import run_in_threadpool
 
-from fieldcheck._util.errors import InputError
+from fieldcheck._util.errors import InputError, input_error_of
 from fieldcheck.api._body import CheckedBodyRoute
 from fieldcheck.api._deps import AppContext, Context
 from fieldcheck.api._errors import INVALID, NO_RUN, ApiError, error_responses
@@ -238,6 +238,9 @@ async def rescore_route(run_id: str, body: RescoreRequest, ctx: Context) -> dict
         )
     except InputError as exc:
         raise ApiError(422, exc.one_line(), field=exc.field or "id") from None
+    except ValidationError as exc:  # the configuration's validation: the field named
+        error = input_error_of(exc)
+        raise ApiError(422, error.one_line(), field=error.field or "body") from None
     except ValueError as exc:  # the configuration's validation
         raise ApiError(422, " ".join(str(exc).split())[:300], field="body") from None
     return child.public_dict()
