@@ -103,3 +103,32 @@ def test_a_422_names_the_body_or_the_field_in_the_projects_words(
     response = client.request(method, route, **request_args)
     assert response.status_code == 422, response.text
     assert response.json() == {"detail": detail, "field": field}
+
+
+@pytest.mark.parametrize(
+    ("route", "body", "field"),
+    [
+        (
+            "/api/json/evaluate",
+            {"ground_truth": {}, "output": {}, "safety_score": False},
+            "safety_score",
+        ),
+        (
+            "/api/json/evaluate",
+            {"ground_truth": {}, "output": {}, "safety_score": "0.5"},
+            "safety_score",
+        ),
+        ("/api/json/evaluate", {"ground_truth": {}, "output": {}, "flatten": 1}, "flatten"),
+        ("/api/json/batch-path", {"path": "b.jsonl", "bootstrap": "5"}, "bootstrap"),
+        ("/api/json/batch-path", {"path": "b.jsonl", "seed": 1.0}, "seed"),
+    ],
+)
+def test_a_value_of_another_json_type_is_refused_not_coerced(
+    client: httpx.Client, route: str, body: dict[str, Any], field: str
+) -> None:
+    """A request body's numbers and booleans are taken as their JSON type says, as the CLI's
+    files are (a schemathesis run found ``"safety_score": false`` scored as 0.0, a 200 for a
+    body its schema refuses)."""
+    response = client.post(route, json=body)
+    assert response.status_code == 422, response.text
+    assert response.json()["field"] == field

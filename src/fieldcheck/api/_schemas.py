@@ -21,7 +21,7 @@ _WEIGHTS = (
 
 
 class _Config(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     field_strategies: dict[str, Any] | None = Field(None, description=_STRATEGIES)
     thresholds: dict[str, Any] | None = Field(None, description=_THRESHOLDS)
