@@ -333,12 +333,15 @@ def _run(
 
 
 # item 12: SIGTERM takes Ctrl-C's path
+@pytest.mark.parametrize("sigint", ["handled", "ignored"])
 def test_sigterm_during_a_model_run_is_one_line_and_the_run_resumes(
-    chat_server: Start, tmp_path: Path
+    chat_server: Start, tmp_path: Path, sigint: str
 ) -> None:
     """`json run` stopped by SIGTERM while item 5 is in flight: exit 130, the one Ctrl-C line (it
     ended with an "unhandled exception during asyncio.run() shutdown" traceback), the run
-    interrupted; the same command resumes it and asks only the items left."""
+    interrupted; the same command resumes it and asks only the items left. "ignored": started
+    with SIGINT ignored, as a script's `cmd &` starts it (asyncio then installs no SIGINT
+    handler; the same traceback, a tester's finding)."""
     import json
     import os
     import signal
@@ -372,8 +375,18 @@ def test_sigterm_during_a_model_run_is_one_line_and_the_run_resumes(
         "--base-url", server.base_url, "--out", str(tmp_path / "out"), "--no-progress",
         "--concurrency", "1", "--force",
     ]  # fmt: skip
+
+    def ignore_sigint() -> None:
+        if sigint == "ignored":
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+
     proc = subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ)
+        command,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=dict(os.environ),
+        preexec_fn=ignore_sigint,
     )
     try:
         assert reached.wait(120), proc.stderr.read() if proc.stderr else ""
