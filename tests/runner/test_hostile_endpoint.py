@@ -65,12 +65,15 @@ NO_CACHE = RunnerSettings(use_cache=False, max_retries=3)
         (Reply(body=b"[" * 100_000 + b"]" * 100_000), "not JSON"),  # too deep to parse
     ],
 )
-def test_a_200_that_is_not_a_chat_completion_is_an_invalid_reply(
+def test_a_200_that_is_not_a_chat_completion_is_a_bad_response(
     chat_server: Start, reply: Reply, message: str
 ) -> None:
+    """The endpoint's failure (`bad_response`), not the model's (`invalid_reply`, kept for a chat
+    completion with no content): every system leaves it unscored and a resume asks again; it was
+    an `invalid_reply`, scored as a wrong answer by numeric and slots (a tester's finding)."""
     server = chat_server(lambda req: reply)
     result = _ask(NO_CACHE, server)
-    assert (result.error_type, result.attempts, result.text) == ("invalid_reply", 1, None)
+    assert (result.error_type, result.attempts, result.text) == ("bad_response", 1, None)
     assert result.error_message is not None and message in result.error_message
     assert len(server.chat_requests) == 1  # never retried
 
@@ -124,7 +127,7 @@ def test_the_timeout_is_a_deadline_for_the_whole_call(chat_server: Start) -> Non
 
 # item 10: a reply over the cap
 @pytest.mark.parametrize("send_length", [True, False])
-def test_a_reply_over_the_cap_is_an_invalid_reply_and_stores_nothing_of_it(
+def test_a_reply_over_the_cap_is_a_bad_response_and_stores_nothing_of_it(
     chat_server: Start, send_length: bool, tmp_path: Path
 ) -> None:
     big = "x" * (9 * MiB)
@@ -136,14 +139,14 @@ def test_a_reply_over_the_cap_is_an_invalid_reply_and_stores_nothing_of_it(
         )
     )
     result = _ask(NO_CACHE, server, "big")  # the default cap, 8 MiB
-    assert (result.error_type, result.attempts, result.text) == ("invalid_reply", 1, None)
+    assert (result.error_type, result.attempts, result.text) == ("bad_response", 1, None)
     assert result.error_message is not None
     assert "over --max-reply-bytes (8 MiB)" in result.error_message
     capped = RunnerSettings(use_cache=False, max_reply_bytes=1000)
     assert _ask(capped, server, "small").text == "small"
     store = Store()
     handle = _run(Runner(capped, store=store), server, tmp_path, [["big", "small"]])
-    assert (handle.errors, handle.done) == ({"invalid_reply": 1}, 2)
+    assert (handle.errors, handle.done) == ({"bad_response": 1}, 2)
     database = Path(store.url.removeprefix("sqlite:///"))
     assert database.stat().st_size < 2 * MiB  # no copy of the reply in the item, log or cache
 
@@ -288,7 +291,7 @@ def test_a_run_past_every_hostile_reply_finishes_with_each_counted(
         [[k] for k in replies],
     )
     assert handle.done == 6
-    assert handle.errors == {"invalid_reply": 2, "context_length": 1, "bad_request": 1}
+    assert handle.errors == {"bad_response": 2, "context_length": 1, "bad_request": 1}
     [run] = store.list_runs(system="test")
     assert (run.status, run.n_done, run.n_errors) == ("finished", 6, 4)
     assert len(server.chat_requests) == 6  # none retried

@@ -174,9 +174,17 @@ def test_lone_surrogate_in_a_reply_is_replaced_and_cached(chat_server: Start) ->
 
 
 def test_no_choices_is_an_invalid_reply(chat_server: Start) -> None:
-    server = chat_server(lambda req: Reply(no_choices=True))
-    [result] = _ask(Runner(RunnerSettings(use_cache=False)), _spec(server), ["q"])
-    assert result.error_type == "invalid_reply" and result.attempts == 1
+    """A chat completion with no content ('choices' empty, content null) is the model's
+    `invalid_reply`, not the endpoint's `bad_response`."""
+    server = chat_server(
+        lambda req: (
+            Reply(no_choices=True)
+            if user_text(req) == "q"
+            else Reply(content="x", fields={"choices": [{"message": {"content": None}}]})
+        )
+    )
+    results = _ask(Runner(RunnerSettings(use_cache=False)), _spec(server), ["q", "null"])
+    assert [(r.error_type, r.attempts) for r in results] == [("invalid_reply", 1)] * 2
 
 
 def test_parameters_and_json_mode_are_sent(chat_server: Start) -> None:
@@ -467,7 +475,7 @@ def test_api_key_is_never_written(
     assert info is not None and info.endpoint == server.base_url
 
 
-def test_a_200_that_is_not_json_is_an_invalid_reply_not_retried(tmp_path: Path) -> None:
+def test_a_200_that_is_not_json_is_a_bad_response_not_retried(tmp_path: Path) -> None:
     """A server that answers 200 with a body that is not a chat completion."""
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -495,7 +503,7 @@ def test_a_200_that_is_not_json_is_an_invalid_reply_not_retried(tmp_path: Path) 
     finally:
         httpd.shutdown()
         httpd.server_close()
-    assert (result.error_type, result.attempts, len(hits)) == ("invalid_reply", 1, 1)
+    assert (result.error_type, result.attempts, len(hits)) == ("bad_response", 1, 1)
 
 
 def test_an_unreachable_endpoint_stops_the_run_early(tmp_path: Path) -> None:

@@ -83,7 +83,7 @@ MaxReplyBytesOpt = Annotated[
     typer.Option(
         "--max-reply-bytes",
         min=1024,
-        help="Largest reply body read, in bytes; a longer one is an invalid_reply (8 MiB).",
+        help="Largest reply body read, in bytes; a longer one is a bad_response (8 MiB).",
     ),
 ]
 MaxRetriesOpt = Annotated[

@@ -794,7 +794,7 @@ latency_NAME.jsonl, memory_NAME.jsonl, session_errors.jsonl, runs.json and the r
 'slots score'. Running the same command again resumes: finished sessions are not called again.
 
 A session whose call failed (rate_limited, server_error, timeout, connection, bad_request,
-context_length) is not scored for that model: its gold slots are not counted as missed; the tables, metrics.json and
+context_length, bad_response) is not scored for that model: its gold slots are not counted as missed; the tables, metrics.json and
 the report say how many sessions were not scored and why (a model with none scored has no
 metrics). An invalid reply is the model's failure: its gold slots count as missed.
 

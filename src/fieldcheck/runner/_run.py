@@ -191,7 +191,15 @@ class RunHandle:
 
 # Error types only a failed call gives (never a reply that did not parse).
 CALL_ERRORS = frozenset(
-    {"rate_limited", "server_error", "timeout", "connection", "bad_request", "context_length"}
+    {
+        "rate_limited",
+        "server_error",
+        "timeout",
+        "connection",
+        "bad_request",
+        "context_length",
+        "bad_response",
+    }
 )
 
 
@@ -214,9 +222,9 @@ _UNIT: contextvars.ContextVar[_Unit | None] = contextvars.ContextVar(
 
 
 # Error types that mean the endpoint cannot answer at all (nothing listening, wrong URL, model
-# or key): when the first ABORT_AFTER items of a run all end so, the run stops instead of
+# or key, a URL that serves something other than chat completions): when the first ABORT_AFTER items of a run all end so, the run stops instead of
 # spending every retry on every item.
-UNREACHABLE = frozenset({"connection", "bad_request"})
+UNREACHABLE = frozenset({"connection", "bad_request", "bad_response"})
 ABORT_AFTER = 3
 
 
