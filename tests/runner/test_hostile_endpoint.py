@@ -216,6 +216,71 @@ CONTEXT_REPLIES = {
             }
         },
     ),
+    # vLLM's engine (input processing), when the prompt alone is over max_model_len
+    "vllm-engine": Reply(
+        status=400,
+        error_body={
+            "object": "error",
+            "message": "The decoder prompt (length 5000) is longer than the maximum model length "
+            "of 4096. Make sure that `max_model_len` is no smaller than the number of text tokens.",
+            "type": "BadRequestError",
+            "param": None,
+            "code": 400,
+        },
+    ),
+    # Ollama's OpenAI-compatible endpoint (400, or 500 from its runner)
+    "ollama-400": Reply(
+        status=400,
+        error_body={
+            "error": {
+                "message": "the input length exceeds the context length",
+                "type": "invalid_request_error",
+                "param": None,
+                "code": None,
+            }
+        },
+    ),
+    "ollama-500": Reply(
+        status=500,
+        error_body={
+            "error": {
+                "message": "the input length exceeds the context length",
+                "type": "api_error",
+                "param": None,
+                "code": None,
+            }
+        },
+    ),
+    # LiteLLM's proxy, for a provider whose own wording is none of the above
+    "litellm": Reply(
+        status=400,
+        error_body={
+            "error": {
+                "message": "litellm.ContextWindowExceededError: AnthropicException - prompt is "
+                "too long: 210000 tokens > 200000 maximum",
+                "type": None,
+                "param": None,
+                "code": "400",
+            }
+        },
+    ),
+    # Hugging Face TGI (422): the prompt alone, or the prompt with the token budget
+    "tgi-inputs": Reply(
+        status=422,
+        error_body={
+            "error": "Input validation error: `inputs` must have less than 4096 tokens. Given: "
+            "5000",
+            "error_type": "validation",
+        },
+    ),
+    "tgi-total": Reply(
+        status=422,
+        error_body={
+            "error": "Input validation error: `inputs` tokens + `max_new_tokens` must be <= "
+            "4096. Given: 4090 `inputs` tokens and 16 `max_new_tokens`",
+            "error_type": "validation",
+        },
+    ),
 }
 
 
@@ -227,6 +292,19 @@ def test_a_prompt_over_the_context_is_a_context_length_error_never_retried(
     result = _ask(NO_CACHE, server)
     assert (result.error_type, result.attempts) == ("context_length", 1)
     assert len(server.chat_requests) == 1
+
+
+def test_a_run_whose_every_prompt_is_over_the_context_is_not_stopped_as_unreachable(
+    chat_server: Start, tmp_path: Path
+) -> None:
+    """vLLM's engine wording and Ollama's were `bad_request`s, and after three items the run
+    stopped with "check --base-url" (a tester's finding): they are `context_length` errors,
+    each item recorded, the run finished."""
+    kinds = ["vllm-engine", "ollama-400", "ollama-500", "litellm", "tgi-total"]
+    server = chat_server(lambda req: CONTEXT_REPLIES[user_text(req)])
+    handle = _run(Runner(NO_CACHE), server, tmp_path, [kinds])
+    assert (handle.done, handle.errors) == (5, {"context_length": 5})
+    assert len(server.chat_requests) == 5  # none retried
 
 
 def test_other_400s_and_500s_keep_their_types(chat_server: Start) -> None:

@@ -166,14 +166,23 @@ class ReplyTooLarge(InvalidReply):
 
 
 # How servers say the prompt is over the model's context: OpenAI (400, code
-# context_length_exceeded), vLLM (400, "maximum context length"), llama.cpp (500 "Context size
-# has been exceeded." or 400 exceed_context_size_error "... exceeds the available context size")
+# context_length_exceeded), vLLM (400, "maximum context length"; its engine: "The decoder prompt
+# (length N) is longer than the maximum model length of M"), llama.cpp (500 "Context size has
+# been exceeded." or 400 exceed_context_size_error "... exceeds the available context size"),
+# Ollama (400 or 500 "the input length exceeds the context length"), LiteLLM's proxy
+# ("litellm.ContextWindowExceededError: ..."), Hugging Face TGI (422 "`inputs` must have less
+# than N tokens", "`inputs` tokens + `max_new_tokens` must be <= N")
 _CONTEXT_MARKERS = (
     "context_length_exceeded",
     "maximum context length",
+    "is longer than the maximum model length",
     "context size has been exceeded",
     "exceed_context_size_error",
     "exceeds the available context size",
+    "input length exceeds the context length",
+    "contextwindowexceedederror",
+    "`inputs` must have less than",
+    "`inputs` tokens + `max_new_tokens` must be <=",
 )
 
 
