@@ -269,6 +269,40 @@ def test_an_interrupted_run_resumes_without_calling_again(
     assert snapshot(files["out"] / "m") == before
 
 
+def test_a_resume_asks_again_the_records_whose_call_failed(
+    tmp_path: Path, chat_server: StartServer
+) -> None:
+    """An interrupted run whose record d1 got a 500: the resume asks d1 again and not d0, and
+    says "1 of 2 items already finished" and "1 item resumed" (it said "1 items"); docs/json.md
+    said records whose call failed are not asked again (a tester's finding, issue 26)."""
+    failing = {"d1"}
+    server = chat_server(
+        lambda body: Reply(status=500) if document(body) in failing else '{"a": "b"}'
+    )
+    data = write_jsonl(
+        tmp_path / "d.jsonl",
+        [{"id": i, "document": f"d{i}", "ground_truth": {"a": "b"}} for i in range(2)],
+    )
+    args = [str(data), "--model", "m", "--base-url", server.base_url, "--no-progress"]
+    args += ["--max-retries", "0", "--out", str(tmp_path / "o")]
+    assert run(*args).exit_code == 3
+    run_id = json.loads((tmp_path / "o" / "m" / "run.json").read_text())["run_id"]
+    store = Store()
+    store.set_status(run_id, "interrupted")  # as Ctrl-C leaves it
+    store.close()
+    failing.clear()
+    asked = len(server.chat_requests)
+    again = run(*args, "--force")
+    assert again.exit_code == 0, again.output
+    assert [document(b) for b in server.chat_requests[asked:]] == ["d1"]
+    assert f"resuming run {run_id}: 1 of 2 items already finished" in again.stderr
+    assert f"run {run_id}, 1 item resumed;" in again.stdout
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "json.md").read_text()
+    resume = " ".join(doc.split("**Resume.**", 1)[1].split("**", 1)[0].split())
+    assert "records whose call failed (every call error, listed in `call_errors.jsonl`) are asked again" in resume  # fmt: skip
+    assert "are not asked again" not in resume.replace("with an output are not asked again", "")
+
+
 def test_several_models_get_a_folder_each_and_a_comparison(
     files: dict[str, Path], chat_server: StartServer
 ) -> None:

@@ -563,3 +563,13 @@ def test_a_hostile_endpoint_gives_predictions_numeric_score_accepts(
     assert table_row(rescored.output, "turns not scored: call errors")[1] == (
         "3 (bad_response=2, context_length=1)"
     )
+
+
+def test_the_help_says_call_error_turns_are_not_errors_csv_rows() -> None:
+    """`numeric evaluate --help` said call-error turns are "listed in turns.csv and errors.csv";
+    errors.csv lists failed scored turns only, as the spec defines it (a tester's finding)."""
+    result = CliRunner().invoke(app, ["numeric", "evaluate", "--help"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.output.replace("│", " ").split())
+    assert "listed in turns.csv (not_scored, not an errors.csv row)" in text
+    assert "turns.csv and errors.csv" not in text

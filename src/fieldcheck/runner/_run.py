@@ -180,6 +180,12 @@ class RunHandle:
         return len(self._done)
 
     @property
+    def call_errors(self) -> int:
+        """Items this process saved with a failed call: stored, not finished (a resume asks
+        them again, so its count of finished items leaves them out)."""
+        return sum(1 for i in self._done.values() if call_failed(i))
+
+    @property
     def truncated(self) -> int:
         """Finished items with a reply cut by the token limit (``finish_reason: "length"``)."""
         return sum(1 for i in self._done.values() if any(c.get("truncated") for c in i.call_log))
@@ -257,14 +263,26 @@ class RunInterrupted(Exception):
     def __init__(self, handles: Sequence[RunHandle], total: int) -> None:
         self.handles = list(handles)
         self.total = total
-        done = sum(h.done for h in handles)
+        failed = sum(h.call_errors for h in handles)
+        done = sum(h.done for h in handles) - failed
         ids = ", ".join(h.id for h in handles)
         runner = handles[0].runner if handles else None
         others = [h for h in runner.runs if h.finished] if runner is not None else []
-        super().__init__(
-            f"interrupted: {done} of {total} items finished and stored (run {ids})"
-            f"{finished_note(others)}; resume with: {resume_command()}"
+        # "finished" as the resume counts it: items with a call error are asked again
+        asked = (
+            f", {_plural(failed, 'more item')} with a call error, asked again on resume"
+            if failed
+            else ""
         )
+        super().__init__(
+            f"interrupted: {done} of {_plural(total, 'item')} finished and stored{asked} "
+            f"(run {ids}){finished_note(others)}; resume with: {resume_command()}"
+        )
+
+
+def _plural(n: int, noun: str) -> str:
+    """``1 item``, ``2 items``: a count and its noun."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 def finished_note(finished: Sequence[RunHandle], *, named: bool = True) -> str:
@@ -295,7 +313,7 @@ def interrupted_line(runner: Runner) -> str | None:
     for h in runner.runs:
         if not h.finished:
             _set_status(runner, h.id, "interrupted")
-        state = "finished" if h.finished else f"{h.done} items stored"
+        state = "finished" if h.finished else f"{_plural(h.done - h.call_errors, 'item')} finished"
         parts.append(f"{h.client.spec.name} (run {h.id}, {state})")
     finished = [h for h in runner.runs if h.finished]
     note = finished_note(finished, named=False) if len(finished) < len(runner.runs) else ""
@@ -391,8 +409,8 @@ async def run_task(
     runner.runs.append(handle)
     if resumed and handle.resumed_items:
         console.print(
-            f"resuming run {info.id}: {handle.resumed_items} of {total_items} items already "
-            "finished are not called again",
+            f"resuming run {info.id}: {handle.resumed_items} of {_plural(total_items, 'item')} "
+            "already finished are not called again",
             markup=False,
             highlight=False,
         )
