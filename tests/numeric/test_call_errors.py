@@ -551,6 +551,9 @@ def test_a_hostile_endpoint_gives_predictions_numeric_score_accepts(
     }
     assert all(0 <= p["input_tokens"] < 10**6 for p in lines.values())
     assert lines[("conv-A", 0)]["output_tokens"] == -(-len(plan) // 4)  # the estimate
+    estimated = [k for k, p in lines.items() if p.get("tokens_estimated")]
+    assert estimated == [("conv-A", 0), ("conv-A", 1)]  # marked (they were not)
+    assert "tokens of 2 turns estimated (characters / 4" in " ".join(result.output.split())
     assert "1 of 6 items had a reply cut by the token limit" in " ".join(result.output.split())
     rescored = CliRunner().invoke(
         app,

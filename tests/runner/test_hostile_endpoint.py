@@ -110,6 +110,22 @@ def test_usage_that_is_not_a_count_is_dropped_and_estimated(
     assert len(server.chat_requests) == 3
 
 
+def test_estimated_tokens_are_counted_and_said(chat_server: Start, tmp_path: Path) -> None:
+    """One item of two with no usable usage: the run's summary line says its tokens are
+    estimated (numeric and slots outputs showed estimated tokens unmarked; a tester's
+    finding)."""
+    from rich.console import Console
+
+    server = chat_server(
+        lambda req: Reply(content="ok", usage=False) if user_text(req) == "a" else "ok"
+    )
+    console = Console(record=True, width=1000)
+    handle = _run(Runner(NO_CACHE), server, tmp_path, [["a"], ["b"]], console=console)
+    assert handle.tokens_estimated == 1
+    said = " ".join(console.export_text().split())
+    assert "tokens of 1 of 2 items estimated (characters / 4: the endpoint sent no usable usage)" in said  # fmt: skip
+
+
 # item 9: a reply sent a byte at a time
 def test_the_timeout_is_a_deadline_for_the_whole_call(chat_server: Start) -> None:
     """One byte every 2 s passes a per-read timeout of 1 s for ever; the deadline stops it."""

@@ -547,3 +547,22 @@ def test_a_reply_that_is_not_a_chat_completion_is_not_scored(
     # scored: session 1 (TP name) and 4 (FN location); sessions 2 and 3 left out
     assert m["counts"] == {"tp": 1, "fp": 0, "fn": 1, "gold_slots": 2, "sessions": 2}
     assert m["sessions_not_scored"] == {"bad_response": 2}
+
+
+def test_estimated_tokens_are_marked_in_runs_json_and_the_table(
+    chat_server: StartServer, files: dict[str, Path]
+) -> None:
+    """A session whose reply has no usable usage: runs.json counts the sessions with estimated
+    tokens and the runs table marks the tokens (they were shown unmarked; a tester's finding)."""
+
+    def script(body: dict[str, Any]) -> str | Reply:
+        text = json.dumps(REPLIES[transcript(body)])
+        return Reply(content=text, usage=transcript(body) != "I like chess.")
+
+    server = chat_server(script)
+    result = invoke(files, server.base_url, "--model", "m")
+    assert result.exit_code == 0, result.output
+    runs = json.loads((files["out"] / "runs.json").read_text())["runs"]["m"]
+    assert runs["tokens_estimated_sessions"] == 1
+    table = result.output.split("Model runs")[1]
+    assert "(1 est.)" in table

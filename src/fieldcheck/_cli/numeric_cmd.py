@@ -649,9 +649,16 @@ def run_line(outcome: ModelOutcome) -> str:
     handle = outcome.handle
     errors = " ".join(f"{k}={v}" for k, v in sorted(outcome.errors.items())) or "none"
     resumed = f", {handle.resumed_items} resumed" if handle.resumed_items else ""
+    guessed = handle.tokens_estimated
+    estimated = (
+        f"; tokens of {guessed} turns estimated (characters / 4: the endpoint sent no usable "
+        "usage; in predictions.jsonl tokens_estimated)"
+        if guessed
+        else ""
+    )
     return (
         f"{outcome.spec.name}: run {handle.id} ({handle.done} turns{resumed}); "
-        f"turn errors: {errors}"
+        f"turn errors: {errors}{estimated}"
     )
 
 

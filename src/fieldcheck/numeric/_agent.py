@@ -210,6 +210,8 @@ async def run_turn(
         cached += int(result.cached)
         line["input_tokens"] += result.input_tokens
         line["output_tokens"] += result.output_tokens
+        if result.tokens_estimated:  # the endpoint sent no usable usage: characters / 4
+            line["tokens_estimated"] = True
         line["latency_s"] += result.latency_s
         if not result.ok or result.text is None:
             line["error"] = {

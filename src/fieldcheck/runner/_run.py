@@ -180,6 +180,14 @@ class RunHandle:
         return len(self._done)
 
     @property
+    def tokens_estimated(self) -> int:
+        """Finished items with a call whose token counts are the characters / 4 estimate (the
+        endpoint sent no usable ``usage``)."""
+        return sum(
+            1 for i in self._done.values() if any(c.get("tokens_estimated") for c in i.call_log)
+        )
+
+    @property
     def call_errors(self) -> int:
         """Items this process saved with a failed call: stored, not finished (a resume asks
         them again, so its count of finished items leaves them out)."""
@@ -461,7 +469,7 @@ def _set_status(runner: Runner, run_id: str, status: str) -> None:
 
 def summary_line(handle: RunHandle) -> str:
     """One line after a run: items, resumed items, calls, how many the cache answered, errors,
-    and how many items had a reply cut by the token limit."""
+    how many items had a reply cut by the token limit, and how many have estimated tokens."""
     resumed = f" ({handle.resumed_items} resumed)" if handle.resumed_items else ""
     calls = handle.new_calls
     if calls and handle.new_cached_calls == calls:
@@ -477,9 +485,16 @@ def summary_line(handle: RunHandle) -> str:
         if cut
         else ""
     )
+    guessed = handle.tokens_estimated
+    estimated = (
+        f"; tokens of {guessed} of {handle.done} items estimated (characters / 4: the endpoint "
+        "sent no usable usage)"
+        if guessed
+        else ""
+    )
     return (
         f"{handle.client.spec.name}: run {handle.id}{stored} finished: {handle.done} items"
-        f"{resumed}; {source}; errors: {errors}{truncated}"
+        f"{resumed}; {source}; errors: {errors}{truncated}{estimated}"
     )
 
 
