@@ -566,3 +566,29 @@ def test_estimated_tokens_are_marked_in_runs_json_and_the_table(
     assert runs["tokens_estimated_sessions"] == 1
     table = result.output.split("Model runs")[1]
     assert "(1 est.)" in table
+
+
+def test_a_resume_asks_again_a_session_whose_call_failed_not_an_invalid_reply(
+    chat_server: StartServer, files: dict[str, Path]
+) -> None:
+    """An interrupted run where a/2 got a 500 and b/1 an invalid reply: the resume asks a/2 again
+    (a call error is not finished), not b/1 (the model's invalid reply is final for its run).
+    docs/slots.md said every stored session error is final (a tester's finding, issue 26)."""
+    failing = {"I moved to Oslo.": Reply(status=500), "I like chess.": Reply(content="not json")}
+    server = chat_server(
+        lambda body: failing.get(transcript(body)) or json.dumps(REPLIES[transcript(body)])
+    )
+    result = invoke(files, server.base_url, "--model", "m", "--max-retries", "0")
+    assert result.exit_code == 3, result.output
+    run_id = json.loads((files["out"] / "runs.json").read_text())["runs"]["m"]["run_id"]
+    store = Store()
+    store.set_status(run_id, "interrupted")  # as Ctrl-C leaves it
+    store.close()
+    failing.clear()
+    asked = len(server.chat_requests)
+    again = invoke(files, server.base_url, "--model", "m", "--max-retries", "0", "--force")
+    assert f"resuming run {run_id}: 2 of 3 items already finished" in again.output
+    assert [transcript(b) for b in server.chat_requests[asked:]] == ["I moved to Oslo."]
+    doc = " ".join((Path(__file__).resolve().parents[2] / "docs" / "slots.md").read_text().split())
+    assert "a resume asks a session whose call failed again" in doc
+    assert "A stored session error is final for its run" not in doc
