@@ -76,3 +76,32 @@ def test_a_ctrl_c_while_a_plot_is_drawn_takes_effect_once_it_is_saved(tmp_path: 
     assert drawn == [True]
     assert path.read_bytes().startswith(b"\x89PNG") and not list(tmp_path.glob(".*"))
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_a_sigterm_while_a_plot_is_drawn_with_sigint_ignored_takes_effect_once_it_is_saved(
+    tmp_path: Path,
+) -> None:
+    """A command started with SIGINT ignored (a script's `cmd &`) and sent SIGTERM while a plot is
+    drawn: the plot is saved, then the CLI's SIGTERM handler raises KeyboardInterrupt (Ctrl-C's
+    path). The SIGTERM was dropped and the command finished with status 0 (a tester's finding);
+    SIGINT stays ignored meanwhile."""
+    import os
+    import signal
+
+    from fieldcheck._cli.main import _as_ctrl_c
+    from fieldcheck.reports._document import figure
+
+    path = tmp_path / "plot.png"
+    drawn = []
+    before = signal.signal(signal.SIGINT, signal.SIG_IGN), signal.signal(signal.SIGTERM, _as_ctrl_c)
+    try:
+        with pytest.raises(KeyboardInterrupt), figure(path, figsize=(3, 2)) as (_, ax):
+            os.kill(os.getpid(), signal.SIGTERM)
+            ax.bar(["a", "b"], [1, 2])
+            drawn.append(signal.getsignal(signal.SIGINT) == signal.SIG_IGN)
+        assert drawn == [True]
+        assert path.read_bytes().startswith(b"\x89PNG")
+        assert signal.getsignal(signal.SIGTERM) is _as_ctrl_c
+    finally:
+        signal.signal(signal.SIGINT, before[0])
+        signal.signal(signal.SIGTERM, before[1])

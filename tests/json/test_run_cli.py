@@ -269,6 +269,40 @@ def test_an_interrupted_run_resumes_without_calling_again(
     assert snapshot(files["out"] / "m") == before
 
 
+def test_a_resume_asks_again_the_records_whose_call_failed(
+    tmp_path: Path, chat_server: StartServer
+) -> None:
+    """An interrupted run whose record d1 got a 500: the resume asks d1 again and not d0, and
+    says "1 of 2 items already finished" and "1 item resumed" (it said "1 items"); docs/json.md
+    said records whose call failed are not asked again (a tester's finding, issue 26)."""
+    failing = {"d1"}
+    server = chat_server(
+        lambda body: Reply(status=500) if document(body) in failing else '{"a": "b"}'
+    )
+    data = write_jsonl(
+        tmp_path / "d.jsonl",
+        [{"id": i, "document": f"d{i}", "ground_truth": {"a": "b"}} for i in range(2)],
+    )
+    args = [str(data), "--model", "m", "--base-url", server.base_url, "--no-progress"]
+    args += ["--max-retries", "0", "--out", str(tmp_path / "o")]
+    assert run(*args).exit_code == 3
+    run_id = json.loads((tmp_path / "o" / "m" / "run.json").read_text())["run_id"]
+    store = Store()
+    store.set_status(run_id, "interrupted")  # as Ctrl-C leaves it
+    store.close()
+    failing.clear()
+    asked = len(server.chat_requests)
+    again = run(*args, "--force")
+    assert again.exit_code == 0, again.output
+    assert [document(b) for b in server.chat_requests[asked:]] == ["d1"]
+    assert f"resuming run {run_id}: 1 of 2 items already finished" in again.stderr
+    assert f"run {run_id}, 1 item resumed;" in again.stdout
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "json.md").read_text()
+    resume = " ".join(doc.split("**Resume.**", 1)[1].split("**", 1)[0].split())
+    assert "records whose call failed (every call error, listed in `call_errors.jsonl`) are asked again" in resume  # fmt: skip
+    assert "are not asked again" not in resume.replace("with an output are not asked again", "")
+
+
 def test_several_models_get_a_folder_each_and_a_comparison(
     files: dict[str, Path], chat_server: StartServer
 ) -> None:
@@ -547,7 +581,7 @@ def test_cut_replies_context_errors_and_big_replies_are_told_apart(
 ) -> None:
     """Issue 26, items 10, 13, 14 through `json run`: a reply cut by --max-tokens is scored as it
     came (not an object) but counted and said, with what to do; vLLM's context error is a
-    `context_length` call error asked once; a reply over --max-reply-bytes is an invalid reply."""
+    `context_length` call error asked once; a reply over --max-reply-bytes is a bad response."""
     vllm = {
         "object": "error",
         "message": "This model's maximum context length is 4096 tokens. However, you requested "
@@ -578,7 +612,7 @@ def test_cut_replies_context_errors_and_big_replies_are_told_apart(
     call_errors = read_jsonl(folder / "call_errors.jsonl")
     assert [(e["id"], e["error_type"], e["attempts"]) for e in call_errors] == [
         (2, "context_length", 1),
-        (3, "invalid_reply", 1),
+        (3, "bad_response", 1),
     ]
     assert "over --max-reply-bytes (2,048 bytes)" in call_errors[1]["error_message"]
     assert sum(document(b) == "d2" for b in server.chat_requests) == 1
@@ -587,7 +621,42 @@ def test_cut_replies_context_errors_and_big_replies_are_told_apart(
     info = json.loads((folder / "run.json").read_text())
     assert (info["truncated_replies"], info["call_errors"]) == (
         1,
-        {"context_length": 1, "invalid_reply": 1},
+        {"bad_response": 1, "context_length": 1},
     )
     said = " ".join(result.output.split())
     assert "1 of 4 items had a reply cut by the token limit (finish_reason length): raise --max-tokens" in said  # fmt: skip
+
+
+def test_a_reply_that_is_not_a_chat_completion_is_not_scored(
+    tmp_path: Path, chat_server: StartServer
+) -> None:
+    """A text/plain 200 and a string `choices` are the endpoint's `bad_response`, a chat
+    completion without content the model's `invalid_reply`: all three are call errors `json run`
+    does not score, and the run exits 3, as the two other systems do for `bad_response` (the
+    same fault was an `invalid_reply` there, scored as a wrong answer; a tester's finding)."""
+    replies = {
+        "d0": Reply(content='{"a": "b"}'),
+        "d1": Reply(body=b"upstream said no", content_type="text/plain"),
+        "d2": Reply(content="x", fields={"choices": "a string"}),
+        "d3": Reply(content="x", fields={"choices": [{"message": {"content": None}}]}),
+    }
+    server = chat_server(lambda body: replies[document(body)])
+    data = write_jsonl(
+        tmp_path / "d.jsonl",
+        [{"id": i, "document": f"d{i}", "ground_truth": {"a": "b"}} for i in range(4)],
+    )
+    result = run(
+        str(data), "--model", "m", "--base-url", server.base_url, "--no-progress",
+        "--out", str(tmp_path / "o"),
+    )  # fmt: skip
+    assert result.exit_code == 3, result.output
+    folder = tmp_path / "o" / "m"
+    call_errors = read_jsonl(folder / "call_errors.jsonl")
+    assert [(e["id"], e["error_type"]) for e in call_errors] == [
+        (1, "bad_response"),
+        (2, "bad_response"),
+        (3, "invalid_reply"),
+    ]
+    assert [r["id"] for r in read_jsonl(folder / "records.jsonl")] == [0]
+    info = json.loads((folder / "run.json").read_text())
+    assert info["call_errors"] == {"bad_response": 2, "invalid_reply": 1}

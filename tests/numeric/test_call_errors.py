@@ -146,6 +146,7 @@ def test_call_errors_are_the_runner_types_but_invalid_reply() -> None:
         "connection",
         "bad_request",
         "context_length",
+        "bad_response",
     )
 
 
@@ -474,6 +475,35 @@ def test_flaky_server_scores_the_answered_turns_like_the_healthy_run(
     assert h["failure_modes"] == f["failure_modes"]
 
 
+def test_a_reply_that_is_not_a_chat_completion_is_not_scored(
+    chat_server: Server, tmp_path: Path
+) -> None:
+    """The endpoint's garbage on the two flaky turns (a text/plain 200, a string `choices`) is a
+    `bad_response` call error: the turns are not scored, exactly as the 500s of the flaky run,
+    and the run exits 3. They were `invalid_reply`, scored as wrong answers (`failure modes
+    error=2`, exit 0), where `json run` left them unscored (a tester's finding, issue 26)."""
+    garbage = iter(
+        [Reply(body=b"upstream said no", content_type="text/plain"), Reply(content="x", fields={"choices": "s"})]
+    )  # fmt: skip
+    replies: dict[str, Reply] = {}
+
+    def script(request: dict[str, Any]) -> str | Reply:
+        question = _question(request)
+        if question in FLAKY:
+            return replies.setdefault(question, next(garbage))
+        return healthy(request)
+
+    out = tmp_path / "garbage"
+    result = evaluate(chat_server(script), tmp_path, out)
+    assert result.exit_code == 3, result.output
+    stats = json.loads((out / "statistics.json").read_text())
+    assert stats["turns_not_scored_call_errors"] == {"bad_response": 2}
+    assert stats["num_scored_turns"] == 4
+    assert stats["numerical_match_accuracy"] == 2 / 4  # as the flaky run above
+    assert stats["failure_modes"] == {"sign": 1, "wrong": 1}  # no "error"
+    assert table_row(result.output, "turns not scored: call errors")[1] == "2 (bad_response=2)"
+
+
 def test_a_hostile_endpoint_gives_predictions_numeric_score_accepts(
     chat_server: Server, tmp_path: Path
 ) -> None:
@@ -515,12 +545,15 @@ def test_a_hostile_endpoint_gives_predictions_numeric_score_accepts(
         ("conv-A", 0): None,
         ("conv-A", 1): None,
         ("conv-A", 2): "context_length",
-        ("conv-B", 0): "invalid_reply",
-        ("conv-B", 1): "invalid_reply",
-        ("conv-B", 2): "invalid_reply",
+        ("conv-B", 0): "bad_response",
+        ("conv-B", 1): "bad_response",
+        ("conv-B", 2): "invalid_reply",  # the model's cut plan: its own failure
     }
     assert all(0 <= p["input_tokens"] < 10**6 for p in lines.values())
     assert lines[("conv-A", 0)]["output_tokens"] == -(-len(plan) // 4)  # the estimate
+    estimated = [k for k, p in lines.items() if p.get("tokens_estimated")]
+    assert estimated == [("conv-A", 0), ("conv-A", 1)]  # marked (they were not)
+    assert "tokens of 2 turns estimated (characters / 4" in " ".join(result.output.split())
     assert "1 of 6 items had a reply cut by the token limit" in " ".join(result.output.split())
     rescored = CliRunner().invoke(
         app,
@@ -530,4 +563,16 @@ def test_a_hostile_endpoint_gives_predictions_numeric_score_accepts(
     )  # fmt: skip
     assert rescored.exit_code == 3, rescored.output  # a call error, no refused line
     assert read_csv(tmp_path / "rescored" / "input_errors.csv") == []
-    assert table_row(rescored.output, "turns not scored: call errors")[1] == "1 (context_length=1)"
+    assert table_row(rescored.output, "turns not scored: call errors")[1] == (
+        "3 (bad_response=2, context_length=1)"
+    )
+
+
+def test_the_help_says_call_error_turns_are_not_errors_csv_rows() -> None:
+    """`numeric evaluate --help` said call-error turns are "listed in turns.csv and errors.csv";
+    errors.csv lists failed scored turns only, as the spec defines it (a tester's finding)."""
+    result = CliRunner().invoke(app, ["numeric", "evaluate", "--help"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.output.replace("│", " ").split())
+    assert "listed in turns.csv (not_scored, not an errors.csv row)" in text
+    assert "turns.csv and errors.csv" not in text

@@ -65,12 +65,15 @@ NO_CACHE = RunnerSettings(use_cache=False, max_retries=3)
         (Reply(body=b"[" * 100_000 + b"]" * 100_000), "not JSON"),  # too deep to parse
     ],
 )
-def test_a_200_that_is_not_a_chat_completion_is_an_invalid_reply(
+def test_a_200_that_is_not_a_chat_completion_is_a_bad_response(
     chat_server: Start, reply: Reply, message: str
 ) -> None:
+    """The endpoint's failure (`bad_response`), not the model's (`invalid_reply`, kept for a chat
+    completion with no content): every system leaves it unscored and a resume asks again; it was
+    an `invalid_reply`, scored as a wrong answer by numeric and slots (a tester's finding)."""
     server = chat_server(lambda req: reply)
     result = _ask(NO_CACHE, server)
-    assert (result.error_type, result.attempts, result.text) == ("invalid_reply", 1, None)
+    assert (result.error_type, result.attempts, result.text) == ("bad_response", 1, None)
     assert result.error_message is not None and message in result.error_message
     assert len(server.chat_requests) == 1  # never retried
 
@@ -107,6 +110,22 @@ def test_usage_that_is_not_a_count_is_dropped_and_estimated(
     assert len(server.chat_requests) == 3
 
 
+def test_estimated_tokens_are_counted_and_said(chat_server: Start, tmp_path: Path) -> None:
+    """One item of two with no usable usage: the run's summary line says its tokens are
+    estimated (numeric and slots outputs showed estimated tokens unmarked; a tester's
+    finding)."""
+    from rich.console import Console
+
+    server = chat_server(
+        lambda req: Reply(content="ok", usage=False) if user_text(req) == "a" else "ok"
+    )
+    console = Console(record=True, width=1000)
+    handle = _run(Runner(NO_CACHE), server, tmp_path, [["a"], ["b"]], console=console)
+    assert handle.tokens_estimated == 1
+    said = " ".join(console.export_text().split())
+    assert "tokens of 1 of 2 items estimated (characters / 4: the endpoint sent no usable usage)" in said  # fmt: skip
+
+
 # item 9: a reply sent a byte at a time
 def test_the_timeout_is_a_deadline_for_the_whole_call(chat_server: Start) -> None:
     """One byte every 2 s passes a per-read timeout of 1 s for ever; the deadline stops it."""
@@ -124,7 +143,7 @@ def test_the_timeout_is_a_deadline_for_the_whole_call(chat_server: Start) -> Non
 
 # item 10: a reply over the cap
 @pytest.mark.parametrize("send_length", [True, False])
-def test_a_reply_over_the_cap_is_an_invalid_reply_and_stores_nothing_of_it(
+def test_a_reply_over_the_cap_is_a_bad_response_and_stores_nothing_of_it(
     chat_server: Start, send_length: bool, tmp_path: Path
 ) -> None:
     big = "x" * (9 * MiB)
@@ -136,14 +155,14 @@ def test_a_reply_over_the_cap_is_an_invalid_reply_and_stores_nothing_of_it(
         )
     )
     result = _ask(NO_CACHE, server, "big")  # the default cap, 8 MiB
-    assert (result.error_type, result.attempts, result.text) == ("invalid_reply", 1, None)
+    assert (result.error_type, result.attempts, result.text) == ("bad_response", 1, None)
     assert result.error_message is not None
     assert "over --max-reply-bytes (8 MiB)" in result.error_message
     capped = RunnerSettings(use_cache=False, max_reply_bytes=1000)
     assert _ask(capped, server, "small").text == "small"
     store = Store()
     handle = _run(Runner(capped, store=store), server, tmp_path, [["big", "small"]])
-    assert (handle.errors, handle.done) == ({"invalid_reply": 1}, 2)
+    assert (handle.errors, handle.done) == ({"bad_response": 1}, 2)
     database = Path(store.url.removeprefix("sqlite:///"))
     assert database.stat().st_size < 2 * MiB  # no copy of the reply in the item, log or cache
 
@@ -213,6 +232,71 @@ CONTEXT_REPLIES = {
             }
         },
     ),
+    # vLLM's engine (input processing), when the prompt alone is over max_model_len
+    "vllm-engine": Reply(
+        status=400,
+        error_body={
+            "object": "error",
+            "message": "The decoder prompt (length 5000) is longer than the maximum model length "
+            "of 4096. Make sure that `max_model_len` is no smaller than the number of text tokens.",
+            "type": "BadRequestError",
+            "param": None,
+            "code": 400,
+        },
+    ),
+    # Ollama's OpenAI-compatible endpoint (400, or 500 from its runner)
+    "ollama-400": Reply(
+        status=400,
+        error_body={
+            "error": {
+                "message": "the input length exceeds the context length",
+                "type": "invalid_request_error",
+                "param": None,
+                "code": None,
+            }
+        },
+    ),
+    "ollama-500": Reply(
+        status=500,
+        error_body={
+            "error": {
+                "message": "the input length exceeds the context length",
+                "type": "api_error",
+                "param": None,
+                "code": None,
+            }
+        },
+    ),
+    # LiteLLM's proxy, for a provider whose own wording is none of the above
+    "litellm": Reply(
+        status=400,
+        error_body={
+            "error": {
+                "message": "litellm.ContextWindowExceededError: AnthropicException - prompt is "
+                "too long: 210000 tokens > 200000 maximum",
+                "type": None,
+                "param": None,
+                "code": "400",
+            }
+        },
+    ),
+    # Hugging Face TGI (422): the prompt alone, or the prompt with the token budget
+    "tgi-inputs": Reply(
+        status=422,
+        error_body={
+            "error": "Input validation error: `inputs` must have less than 4096 tokens. Given: "
+            "5000",
+            "error_type": "validation",
+        },
+    ),
+    "tgi-total": Reply(
+        status=422,
+        error_body={
+            "error": "Input validation error: `inputs` tokens + `max_new_tokens` must be <= "
+            "4096. Given: 4090 `inputs` tokens and 16 `max_new_tokens`",
+            "error_type": "validation",
+        },
+    ),
 }
 
 
@@ -224,6 +308,19 @@ def test_a_prompt_over_the_context_is_a_context_length_error_never_retried(
     result = _ask(NO_CACHE, server)
     assert (result.error_type, result.attempts) == ("context_length", 1)
     assert len(server.chat_requests) == 1
+
+
+def test_a_run_whose_every_prompt_is_over_the_context_is_not_stopped_as_unreachable(
+    chat_server: Start, tmp_path: Path
+) -> None:
+    """vLLM's engine wording and Ollama's were `bad_request`s, and after three items the run
+    stopped with "check --base-url" (a tester's finding): they are `context_length` errors,
+    each item recorded, the run finished."""
+    kinds = ["vllm-engine", "ollama-400", "ollama-500", "litellm", "tgi-total"]
+    server = chat_server(lambda req: CONTEXT_REPLIES[user_text(req)])
+    handle = _run(Runner(NO_CACHE), server, tmp_path, [kinds])
+    assert (handle.done, handle.errors) == (5, {"context_length": 5})
+    assert len(server.chat_requests) == 5  # none retried
 
 
 def test_other_400s_and_500s_keep_their_types(chat_server: Start) -> None:
@@ -288,7 +385,7 @@ def test_a_run_past_every_hostile_reply_finishes_with_each_counted(
         [[k] for k in replies],
     )
     assert handle.done == 6
-    assert handle.errors == {"invalid_reply": 2, "context_length": 1, "bad_request": 1}
+    assert handle.errors == {"bad_response": 2, "context_length": 1, "bad_request": 1}
     [run] = store.list_runs(system="test")
     assert (run.status, run.n_done, run.n_errors) == ("finished", 6, 4)
     assert len(server.chat_requests) == 6  # none retried
@@ -333,12 +430,15 @@ def _run(
 
 
 # item 12: SIGTERM takes Ctrl-C's path
+@pytest.mark.parametrize("sigint", ["handled", "ignored"])
 def test_sigterm_during_a_model_run_is_one_line_and_the_run_resumes(
-    chat_server: Start, tmp_path: Path
+    chat_server: Start, tmp_path: Path, sigint: str
 ) -> None:
     """`json run` stopped by SIGTERM while item 5 is in flight: exit 130, the one Ctrl-C line (it
     ended with an "unhandled exception during asyncio.run() shutdown" traceback), the run
-    interrupted; the same command resumes it and asks only the items left."""
+    interrupted; the same command resumes it and asks only the items left. "ignored": started
+    with SIGINT ignored, as a script's `cmd &` starts it (asyncio then installs no SIGINT
+    handler; the same traceback, a tester's finding)."""
     import json
     import os
     import signal
@@ -372,8 +472,18 @@ def test_sigterm_during_a_model_run_is_one_line_and_the_run_resumes(
         "--base-url", server.base_url, "--out", str(tmp_path / "out"), "--no-progress",
         "--concurrency", "1", "--force",
     ]  # fmt: skip
+
+    def ignore_sigint() -> None:
+        if sigint == "ignored":
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+
     proc = subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ)
+        command,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=dict(os.environ),
+        preexec_fn=ignore_sigint,
     )
     try:
         assert reached.wait(120), proc.stderr.read() if proc.stderr else ""

@@ -174,9 +174,17 @@ def test_lone_surrogate_in_a_reply_is_replaced_and_cached(chat_server: Start) ->
 
 
 def test_no_choices_is_an_invalid_reply(chat_server: Start) -> None:
-    server = chat_server(lambda req: Reply(no_choices=True))
-    [result] = _ask(Runner(RunnerSettings(use_cache=False)), _spec(server), ["q"])
-    assert result.error_type == "invalid_reply" and result.attempts == 1
+    """A chat completion with no content ('choices' empty, content null) is the model's
+    `invalid_reply`, not the endpoint's `bad_response`."""
+    server = chat_server(
+        lambda req: (
+            Reply(no_choices=True)
+            if user_text(req) == "q"
+            else Reply(content="x", fields={"choices": [{"message": {"content": None}}]})
+        )
+    )
+    results = _ask(Runner(RunnerSettings(use_cache=False)), _spec(server), ["q", "null"])
+    assert [(r.error_type, r.attempts) for r in results] == [("invalid_reply", 1)] * 2
 
 
 def test_parameters_and_json_mode_are_sent(chat_server: Start) -> None:
@@ -467,7 +475,7 @@ def test_api_key_is_never_written(
     assert info is not None and info.endpoint == server.base_url
 
 
-def test_a_200_that_is_not_json_is_an_invalid_reply_not_retried(tmp_path: Path) -> None:
+def test_a_200_that_is_not_json_is_a_bad_response_not_retried(tmp_path: Path) -> None:
     """A server that answers 200 with a body that is not a chat completion."""
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -495,7 +503,7 @@ def test_a_200_that_is_not_json_is_an_invalid_reply_not_retried(tmp_path: Path) 
     finally:
         httpd.shutdown()
         httpd.server_close()
-    assert (result.error_type, result.attempts, len(hits)) == ("invalid_reply", 1, 1)
+    assert (result.error_type, result.attempts, len(hits)) == ("bad_response", 1, 1)
 
 
 def test_an_unreachable_endpoint_stops_the_run_early(tmp_path: Path) -> None:
@@ -617,6 +625,61 @@ def test_a_reply_that_did_not_parse_is_not_called_again_on_resume(
     assert len(server.chat_requests) == 1
 
 
+def test_the_interrupted_line_and_the_resume_count_the_same_items_finished(
+    chat_server: Start, tmp_path: Path
+) -> None:
+    """Interrupted after 3 items, one of them a 500: the line said "3 of 4 items finished and
+    stored" and the resume "2 of 4 items already finished" (a tester's finding). Both count 2
+    finished; the line says the item with a call error is asked again."""
+    from rich.console import Console
+
+    from fieldcheck.runner import RunInterrupted
+
+    server = chat_server(lambda req: Reply(status=500) if user_text(req) == "i1" else "ok")
+    dataset = tmp_path / "d.jsonl"
+    dataset.write_text("x\n")
+    store = Store()
+    spec = ModelSpec(name="m", model="scripted", base_url=server.base_url)
+    run_spec = RunSpec(system="test", task="echo", dataset=dataset, model=spec)
+    units = [[f"i{i}"] for i in range(4)]
+
+    async def stop_at_i3(unit: list[str], handle: RunHandle) -> None:
+        if unit == ["i3"]:
+            while handle.done < 3:  # the other three saved
+                await asyncio.sleep(0.01)
+            raise asyncio.CancelledError  # as Ctrl-C cancels the main task mid-run
+        await _echo_work(unit, handle)
+
+    def command(work: Any) -> tuple[str, RunHandle | None]:
+        runner = Runner(RunnerSettings(concurrency=1, max_retries=0), store=store)
+        err = Console(record=True, width=1000)
+
+        async def go() -> RunHandle:
+            try:
+                return await run_task(
+                    runner, run_spec, units, work, total_items=4, console=err,
+                    show_progress=False,
+                )  # fmt: skip
+            finally:
+                await runner.aclose()
+
+        try:
+            handle = asyncio.run(go())
+        except RunInterrupted as exc:
+            return str(exc), None
+        return " ".join(err.export_text().split()), handle
+
+    line, _ = command(stop_at_i3)
+    assert line.startswith(
+        "interrupted: 2 of 4 items finished and stored, 1 more item with a call error, asked "
+        "again on resume (run "
+    ), line
+    said, handle = command(_echo_work)
+    assert handle is not None and handle.resumed_items == 2
+    assert f"resuming run {handle.id}: 2 of 4 items already finished are not called again" in said
+    assert sorted(user_text(r) for r in server.chat_requests) == ["i0", "i1", "i1", "i2", "i3"]
+
+
 @pytest.mark.parametrize("use_cache", [False, True])
 def test_an_interrupt_after_a_finished_model_says_what_a_resume_calls_again(
     chat_server: Start, tmp_path: Path, use_cache: bool
@@ -677,7 +740,7 @@ def test_an_interrupt_after_a_finished_model_says_what_a_resume_calls_again(
     a, b = runner.runs
     info = store.get_run(b.id)
     assert info is not None and info.status == "interrupted"  # resumable
-    listed = f"interrupted: a (run {a.id}, finished), b (run {b.id}, 1 items stored); "
+    listed = f"interrupted: a (run {a.id}, finished), b (run {b.id}, 1 item finished); "
     note = (
         "the command below calls a again (--no-cache)"
         if not use_cache

@@ -434,8 +434,8 @@ def test_context_errors_and_cut_replies_are_typed_counted_and_said(
     chat_server: StartServer, tmp_path: Path
 ) -> None:
     """Issue 26, items 7, 13, 14 through `slots run`: llama.cpp's context error is a
-    `context_length` call error (asked once, the session not scored), a text/plain 200 an
-    invalid reply; replies cut by max_tokens are counted in the run's summary line."""
+    `context_length` call error (asked once, the session not scored), a text/plain 200 a
+    bad response (not scored); replies cut by max_tokens are counted in the run's summary line."""
     texts = ["name Eve", "too long", "cut", "cut but whole", "plain"]
     conv = write_jsonl(
         tmp_path / "conv.jsonl",
@@ -481,11 +481,114 @@ def test_context_errors_and_cut_replies_are_typed_counted_and_said(
     assert [(e["session"], e["error_type"]) for e in errors] == [
         (2, "context_length"),
         (3, "invalid_reply"),
-        (5, "invalid_reply"),
+        (5, "bad_response"),
     ]
     assert errors[2]["error_message"].endswith("the reply is not JSON (text/plain): 'Bad gateway'")
     assert attempts["too long"] == 1
     runs = json.loads((out / "runs.json").read_text())["runs"]["m"]
-    assert runs["errors"] == {"context_length": 1, "invalid_reply": 2}
+    assert runs["errors"] == {"bad_response": 1, "context_length": 1, "invalid_reply": 1}
     said = flat(result.output)
     assert "2 of 5 items had a reply cut by the token limit (finish_reason length): raise --max-tokens" in said  # fmt: skip
+
+
+def test_a_reply_that_is_not_a_chat_completion_is_not_scored(
+    chat_server: StartServer, tmp_path: Path
+) -> None:
+    """A text/plain 200 and a string `choices` are the endpoint's `bad_response`: those sessions
+    are not scored (their gold slots are not missed), as a 500 would be; only the model's own
+    invalid reply (JSON cut short) misses its gold slot. They were `invalid_reply` and "slots
+    missed", where `json run` left them unscored (a tester's finding, issue 26)."""
+    texts = ["name Eve", "plain", "choices", "bad json"]
+    conv = write_jsonl(
+        tmp_path / "conv.jsonl",
+        [
+            {"user": "e", "session": i + 1, "turns": [{"role": "user", "content": t}]}
+            for i, t in enumerate(texts)
+        ],
+    )
+    gold = write_jsonl(
+        tmp_path / "gold.jsonl",
+        [
+            {"user": "e", "session": 1, "topic": "basic_info", "field": "name", "values": ["Eve"]},
+            {"user": "e", "session": 2, "topic": "basic_info", "field": "age", "values": ["40"]},
+            {"user": "e", "session": 3, "topic": "interests", "field": "music", "values": ["jazz"]},
+            {"user": "e", "session": 4, "topic": "basic_info", "field": "location", "values": ["Oslo"]},
+        ],
+    )  # fmt: skip
+
+    def script(body: dict[str, Any]) -> str | Reply:
+        return {
+            "name Eve": Reply(content='{"basic_info": {"name": ["Eve"]}}'),
+            "plain": Reply(body=b"Bad gateway", content_type="text/plain"),
+            "choices": Reply(content="x", fields={"choices": "a string"}),
+            "bad json": Reply(content='{"basic_info": {"location": ["Os'),
+        }[transcript(body)]
+
+    server = chat_server(script)
+    out = tmp_path / "out"
+    args = f"--conversations {conv} --gold {gold} --model m --base-url {server.base_url}"
+    args += f" --out {out} --max-retries 2 --bootstrap 0 --no-progress"
+    result = CliRunner().invoke(app, ["slots", "run", *args.split()])
+    assert result.exit_code == 3, result.output
+    errors = read_jsonl(out / "session_errors.jsonl")
+    assert [(e["session"], e["error_type"]) for e in errors] == [
+        (2, "bad_response"),
+        (3, "bad_response"),
+        (4, "invalid_reply"),
+    ]
+    assert len(server.chat_requests) == 4  # none retried
+    # the not-scored sessions have no latency line; the model's invalid reply does
+    assert [r["session"] for r in read_jsonl(out / "latency_m.jsonl")] == [1, 4]
+    runs = json.loads((out / "runs.json").read_text())["runs"]["m"]
+    assert runs["errors"] == {"bad_response": 2, "invalid_reply": 1}
+    said = flat(result.output)
+    assert "1 invalid repl(ies), slots missed; 2 call error(s), not scored" in said, said
+    m = json.loads((out / "metrics.json").read_text())["models"]["m"]
+    # scored: session 1 (TP name) and 4 (FN location); sessions 2 and 3 left out
+    assert m["counts"] == {"tp": 1, "fp": 0, "fn": 1, "gold_slots": 2, "sessions": 2}
+    assert m["sessions_not_scored"] == {"bad_response": 2}
+
+
+def test_estimated_tokens_are_marked_in_runs_json_and_the_table(
+    chat_server: StartServer, files: dict[str, Path]
+) -> None:
+    """A session whose reply has no usable usage: runs.json counts the sessions with estimated
+    tokens and the runs table marks the tokens (they were shown unmarked; a tester's finding)."""
+
+    def script(body: dict[str, Any]) -> str | Reply:
+        text = json.dumps(REPLIES[transcript(body)])
+        return Reply(content=text, usage=transcript(body) != "I like chess.")
+
+    server = chat_server(script)
+    result = invoke(files, server.base_url, "--model", "m")
+    assert result.exit_code == 0, result.output
+    runs = json.loads((files["out"] / "runs.json").read_text())["runs"]["m"]
+    assert runs["tokens_estimated_sessions"] == 1
+    table = result.output.split("Model runs")[1]
+    assert "(1 est.)" in table
+
+
+def test_a_resume_asks_again_a_session_whose_call_failed_not_an_invalid_reply(
+    chat_server: StartServer, files: dict[str, Path]
+) -> None:
+    """An interrupted run where a/2 got a 500 and b/1 an invalid reply: the resume asks a/2 again
+    (a call error is not finished), not b/1 (the model's invalid reply is final for its run).
+    docs/slots.md said every stored session error is final (a tester's finding, issue 26)."""
+    failing = {"I moved to Oslo.": Reply(status=500), "I like chess.": Reply(content="not json")}
+    server = chat_server(
+        lambda body: failing.get(transcript(body)) or json.dumps(REPLIES[transcript(body)])
+    )
+    result = invoke(files, server.base_url, "--model", "m", "--max-retries", "0")
+    assert result.exit_code == 3, result.output
+    run_id = json.loads((files["out"] / "runs.json").read_text())["runs"]["m"]["run_id"]
+    store = Store()
+    store.set_status(run_id, "interrupted")  # as Ctrl-C leaves it
+    store.close()
+    failing.clear()
+    asked = len(server.chat_requests)
+    again = invoke(files, server.base_url, "--model", "m", "--max-retries", "0", "--force")
+    assert f"resuming run {run_id}: 2 of 3 items already finished" in again.output
+    assert [transcript(b) for b in server.chat_requests[asked:]] == ["I moved to Oslo."]
+    doc = " ".join((Path(__file__).resolve().parents[2] / "docs" / "slots.md").read_text().split())
+    assert "a resume asks a session whose call failed again" in doc
+    assert "A stored session error is final for its run" not in doc

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 from urllib.parse import urlsplit
@@ -83,7 +83,7 @@ MaxReplyBytesOpt = Annotated[
     typer.Option(
         "--max-reply-bytes",
         min=1024,
-        help="Largest reply body read, in bytes; a longer one is an invalid_reply (8 MiB).",
+        help="Largest reply body read, in bytes; a longer one is a bad_response (8 MiB).",
     ),
 ]
 MaxRetriesOpt = Annotated[
@@ -261,6 +261,40 @@ def make_runner(
     )
 
 
+_RUNNING: list[Callable[[], None]] = []  # while run_async's loop runs: how to interrupt it
+
+
+def interrupt_running_loop() -> bool:
+    """Take Ctrl-C's path into the event loop ``run_async`` is running, as asyncio's own SIGINT
+    handler does: the first call cancels the main task (the run is then marked interrupted, with
+    one line), a later one raises KeyboardInterrupt. For SIGTERM and SIGHUP when SIGINT is
+    ignored (a background job of a script), where asyncio installs no SIGINT handler. False when
+    no loop runs."""
+    if not _RUNNING:
+        return False
+    _RUNNING[-1]()
+    return True
+
+
+async def _interruptible(coro: Coroutine[Any, Any, T]) -> T:
+    task = asyncio.current_task()
+    loop = asyncio.get_running_loop()
+    calls = [0]
+
+    def interrupt() -> None:
+        calls[0] += 1
+        if calls[0] > 1 or task is None or task.done():
+            raise KeyboardInterrupt
+        task.cancel()
+        loop.call_soon_threadsafe(lambda: None)  # wake a select() waiting with a long timeout
+
+    _RUNNING.append(interrupt)
+    try:
+        return await coro
+    finally:
+        _RUNNING.remove(interrupt)
+
+
 def run_async(
     coro: Coroutine[Any, Any, T], *, console: Console | None = None, runner: Runner | None = None
 ) -> T:
@@ -268,7 +302,7 @@ def run_async(
     ``runner``: the runs it opened are named even when a second Ctrl-C cut the first's report."""
     err = console or SafeConsole(stderr=True)
     try:
-        return asyncio.run(coro)
+        return asyncio.run(_interruptible(coro))
     except RunInterrupted as exc:
         err.print(str(exc), markup=False, highlight=False, soft_wrap=True)
         interrupt_reported()

@@ -1019,7 +1019,8 @@ def run_models(
             highlight=False,
             soft_wrap=True,
         )
-        resumed = f", {run.resumed_items} items resumed" if run.resumed_items else ""
+        n = run.resumed_items
+        resumed = f", {n} item{'' if n == 1 else 's'} resumed" if n else ""
         console.print(
             f"run {run.run_id}{resumed}; {run.calls} calls, {run.cached_calls} from the cache; "
             f"{store_line(runner)}",

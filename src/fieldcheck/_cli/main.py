@@ -11,7 +11,7 @@ import typer
 
 from fieldcheck._cli import json_cmd, numeric_cmd, runs_cmd, serve_cmd, serve_model_cmd, slots_cmd
 from fieldcheck._cli._common import FieldcheckGroup
-from fieldcheck._cli._runopts import STORE_HELP
+from fieldcheck._cli._runopts import STORE_HELP, interrupt_running_loop
 from fieldcheck._version import __version__
 
 app = typer.Typer(
@@ -89,10 +89,15 @@ def _as_ctrl_c(signum: int, frame: Any) -> None:
     """SIGTERM and SIGHUP take Ctrl-C's path: the SIGINT handler in effect, which during a
     model run is asyncio's (it cancels the run, which is then marked interrupted with one line;
     a KeyboardInterrupt raised inside the event loop instead ended the run with a traceback),
-    elsewhere Python's (a KeyboardInterrupt)."""
+    while a plot is drawn the one that defers it, elsewhere Python's (a KeyboardInterrupt).
+    With SIGINT ignored (a script's background job), asyncio installs no handler: the model
+    run is then interrupted as asyncio's handler would (``interrupt_running_loop``), and outside
+    one a KeyboardInterrupt is raised, whatever SIGINT's disposition."""
     handler = signal.getsignal(signal.SIGINT)
     if callable(handler) and handler is not _as_ctrl_c:
         handler(signal.SIGINT, frame)
+        return
+    if interrupt_running_loop():
         return
     raise KeyboardInterrupt
 

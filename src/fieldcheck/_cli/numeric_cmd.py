@@ -414,7 +414,7 @@ def score_command(
     something to draw plot_failure_modes.png, plot_operations_vs_accuracy.png).
 
     A turn whose prediction has a call error (error.type rate_limited,
-    server_error, timeout, connection, bad_request or context_length) is not scored: it is
+    server_error, timeout, connection, bad_request, context_length or bad_response) is not scored: it is
     listed in turns.csv (not_scored) and counted in statistics.json
     (turns_not_scored_call_errors), never a wrong answer nor an errors.csv row.
 
@@ -649,9 +649,16 @@ def run_line(outcome: ModelOutcome) -> str:
     handle = outcome.handle
     errors = " ".join(f"{k}={v}" for k, v in sorted(outcome.errors.items())) or "none"
     resumed = f", {handle.resumed_items} resumed" if handle.resumed_items else ""
+    guessed = handle.tokens_estimated
+    estimated = (
+        f"; tokens of {guessed} turns estimated (characters / 4: the endpoint sent no usable "
+        "usage; in predictions.jsonl tokens_estimated)"
+        if guessed
+        else ""
+    )
     return (
         f"{outcome.spec.name}: run {handle.id} ({handle.done} turns{resumed}); "
-        f"turn errors: {errors}"
+        f"turn errors: {errors}{estimated}"
     )
 
 
@@ -669,7 +676,8 @@ EVALUATE_HELP = "\n\n".join(
         "'numeric score'. Running the same command again resumes an unfinished run: finished "
         "turns are not called again.",
         "A turn whose model call failed (rate_limited, server_error, timeout, connection, "
-        "bad_request, context_length) is not scored, never a wrong answer: listed in turns.csv and errors.csv, "
+        "bad_request, context_length, bad_response) is not scored, never a wrong answer: listed in "
+        "turns.csv (not_scored, not an errors.csv row), "
         "counted in the table and in statistics.json (turns_not_scored_call_errors).",
         "Exit status: 0 every turn scored; 3 some input failed (see input_errors.csv) or some "
         "turn hit a call error (nothing scored at all when every call failed); 4 a --fail-under "

@@ -740,6 +740,7 @@ def write_extractions(
                 "cached": sum(s.cached for s in ex.sessions),
                 "input_tokens": sum(s.input_tokens for s in ex.sessions),
                 "output_tokens": sum(s.output_tokens for s in ex.sessions),
+                "tokens_estimated_sessions": ex.tokens_estimated,
                 "files": {"pred": preds[ex.model].name, "latency": lats[ex.model].name},
             }
         errors_path = out / "session_errors.jsonl"
@@ -754,7 +755,8 @@ def write_extractions(
 
 def runs_table(extractions: Sequence[Extraction]) -> Table:
     """Per model: sessions, session errors by type, those not scored (call errors),
-    sessions resumed from the store and replies from the cache, tokens (fits 80 columns)."""
+    sessions resumed from the store and replies from the cache, tokens, with how many sessions
+    have estimated counts (fits 80 columns)."""
     table = Table(title="Model runs", show_header=True, header_style="bold")
     table.add_column("model", overflow="fold")
     for col in ("sessions", "session\nerrors"):
@@ -773,7 +775,8 @@ def runs_table(extractions: Sequence[Extraction]) -> Table:
             str(len(ex.not_scored())),
             f"{ex.resumed_items} / {sum(s.cached for s in ex.sessions)}",
             f"{sum(s.input_tokens for s in ex.sessions):,} /\n"
-            f"{sum(s.output_tokens for s in ex.sessions):,}",
+            f"{sum(s.output_tokens for s in ex.sessions):,}"
+            + (f"\n({ex.tokens_estimated} est.)" if ex.tokens_estimated else ""),
         )
     return table
 
@@ -794,7 +797,7 @@ latency_NAME.jsonl, memory_NAME.jsonl, session_errors.jsonl, runs.json and the r
 'slots score'. Running the same command again resumes: finished sessions are not called again.
 
 A session whose call failed (rate_limited, server_error, timeout, connection, bad_request,
-context_length) is not scored for that model: its gold slots are not counted as missed; the tables, metrics.json and
+context_length, bad_response) is not scored for that model: its gold slots are not counted as missed; the tables, metrics.json and
 the report say how many sessions were not scored and why (a model with none scored has no
 metrics). An invalid reply is the model's failure: its gold slots count as missed.
 

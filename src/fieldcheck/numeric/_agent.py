@@ -182,8 +182,8 @@ async def run_turn(
     """Ask for a plan, validate it, repair once if needed, run it; never raises for a bad reply.
 
     Error types: the runner's (``rate_limited``, ``server_error``, ``timeout``, ``connection``,
-    ``bad_request``, ``context_length``, ``invalid_reply``) for a failed call; ``invalid_reply`` for a reply that is not
-    a JSON object; ``invalid_plan`` for a plan that fails a check after the repair round.
+    ``bad_request``, ``context_length``, ``bad_response``, ``invalid_reply``) for a failed call;
+    ``invalid_reply`` for a reply that is not a JSON object; ``invalid_plan`` for a plan that fails a check after the repair round.
     """
     messages: list[Message] = [
         {"role": "system", "content": SYSTEM_PROMPT},
@@ -210,6 +210,8 @@ async def run_turn(
         cached += int(result.cached)
         line["input_tokens"] += result.input_tokens
         line["output_tokens"] += result.output_tokens
+        if result.tokens_estimated:  # the endpoint sent no usable usage: characters / 4
+            line["tokens_estimated"] = True
         line["latency_s"] += result.latency_s
         if not result.ok or result.text is None:
             line["error"] = {

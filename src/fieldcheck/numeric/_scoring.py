@@ -108,7 +108,7 @@ class TurnScore(BaseModel):
     @property
     def call_error(self) -> bool:
         """The turn's model call failed (rate_limited, server_error, timeout, connection,
-        bad_request, context_length): listed everywhere, scored nowhere."""
+        bad_request, context_length, bad_response): listed everywhere, scored nowhere."""
         return self.not_scored == "call_error"
 
 

@@ -241,20 +241,33 @@ def no_glyph_warnings() -> Iterator[None]:
 def interrupts_deferred() -> Iterator[None]:
     """A Ctrl-C while a plot is drawn takes effect once it is saved: raised inside matplotlib it
     became a ``ValueError: Invalid bounding box`` traceback, or was swallowed by a destructor
-    (a tester's finding). Only in the main thread, where signal handlers are set."""
+    (a tester's finding). So do SIGTERM and SIGHUP where a Python handler takes them (the CLI's
+    sends them Ctrl-C's way): with SIGINT ignored, they were dropped and the command went on
+    (a tester's finding). An ignored SIGINT stays ignored. Only in the main thread, where
+    signal handlers are set."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    caught: list[Any] = []
-    previous = signal.signal(signal.SIGINT, lambda signum, frame: caught.append(frame))
+    caught: list[tuple[int, Any]] = []
+    previous: dict[int, Any] = {}
+    for name in ("SIGINT", "SIGTERM", "SIGHUP"):
+        sig = getattr(signal, name, None)
+        if sig is None:
+            continue
+        handler = signal.getsignal(sig)
+        if callable(handler) or (sig == signal.SIGINT and handler == signal.SIG_DFL):
+            previous[sig] = signal.signal(sig, lambda signum, frame: caught.append((signum, frame)))
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
     if caught:
-        if callable(previous):
-            previous(signal.SIGINT, caught[0])
-        elif previous == signal.SIG_DFL:
+        signum, frame = caught[0]
+        handler = previous[signum]
+        if callable(handler):
+            handler(signum, frame)
+        else:  # SIGINT's default action
             raise KeyboardInterrupt
 
 

@@ -162,7 +162,8 @@ def _clean_text(text: str | None) -> str | None:
 
 
 class InvalidReply(Exception):
-    """A reply the endpoint sent that is not a chat completion (or too large to read)."""
+    """A reply the endpoint sent that is not a chat completion (or too large to read): a
+    ``bad_response``, the endpoint's failure, not the model's."""
 
 
 class ReplyTooLarge(InvalidReply):
@@ -170,14 +171,23 @@ class ReplyTooLarge(InvalidReply):
 
 
 # How servers say the prompt is over the model's context: OpenAI (400, code
-# context_length_exceeded), vLLM (400, "maximum context length"), llama.cpp (500 "Context size
-# has been exceeded." or 400 exceed_context_size_error "... exceeds the available context size")
+# context_length_exceeded), vLLM (400, "maximum context length"; its engine: "The decoder prompt
+# (length N) is longer than the maximum model length of M"), llama.cpp (500 "Context size has
+# been exceeded." or 400 exceed_context_size_error "... exceeds the available context size"),
+# Ollama (400 or 500 "the input length exceeds the context length"), LiteLLM's proxy
+# ("litellm.ContextWindowExceededError: ..."), Hugging Face TGI (422 "`inputs` must have less
+# than N tokens", "`inputs` tokens + `max_new_tokens` must be <= N")
 _CONTEXT_MARKERS = (
     "context_length_exceeded",
     "maximum context length",
+    "is longer than the maximum model length",
     "context size has been exceeded",
     "exceed_context_size_error",
     "exceeds the available context size",
+    "input length exceeds the context length",
+    "contextwindowexceedederror",
+    "`inputs` must have less than",
+    "`inputs` tokens + `max_new_tokens` must be <=",
 )
 
 
@@ -196,7 +206,7 @@ def classify(exc: BaseException) -> tuple[str, bool]:
     import openai
 
     if isinstance(exc, InvalidReply):
-        return "invalid_reply", False
+        return "bad_response", False  # the same prompt gets the same reply: not retried
     if isinstance(exc, openai.APITimeoutError):
         return "timeout", True
     if isinstance(exc, openai.APIConnectionError):
@@ -212,7 +222,7 @@ def classify(exc: BaseException) -> tuple[str, bool]:
             return "server_error", True
         return "bad_request", False
     if isinstance(exc, openai.APIResponseValidationError | ValueError):
-        return "invalid_reply", False  # a 200 whose body is not a chat completion
+        return "bad_response", False  # a 200 whose body is not a chat completion
     if isinstance(exc, asyncio.TimeoutError | TimeoutError):
         return "timeout", True
     return "connection", True
@@ -306,8 +316,9 @@ def _kind(value: Any) -> str:
 
 
 def read_completion(body: bytes, content_type: str = "") -> Completion:
-    """A chat completion body read by hand, never trusted: ``InvalidReply`` when it is not a
-    JSON object; ``problem`` says what is wrong with one that has no usable text."""
+    """A chat completion body read by hand, never trusted: ``InvalidReply`` (a ``bad_response``)
+    when it is not one (not a JSON object, ``choices`` or its message of the wrong shape);
+    ``problem`` says why a chat completion has no usable text (an ``invalid_reply``)."""
     try:
         data = json.loads(body)
     except (ValueError, RecursionError):
@@ -330,21 +341,21 @@ def read_completion(body: bytes, content_type: str = "") -> Completion:
     text = None
     truncated = False
     if not isinstance(choices, list):
-        problem = f"'choices' is {_kind(choices)}, not a list"
-    elif not choices:
+        raise InvalidReply(f"'choices' is {_kind(choices)}, not a list")
+    if not choices:
         problem = "the reply has no message content ('choices' is empty)"
     elif not isinstance(choices[0], dict):
-        problem = f"'choices[0]' is {_kind(choices[0])}, not an object"
+        raise InvalidReply(f"'choices[0]' is {_kind(choices[0])}, not an object")
     else:
         truncated = choices[0].get("finish_reason") == "length"
         message = choices[0].get("message")
         content = message.get("content") if isinstance(message, dict) else None
         if not isinstance(message, dict):
-            problem = f"'choices[0].message' is {_kind(message)}, not an object"
-        elif content is None:
+            raise InvalidReply(f"'choices[0].message' is {_kind(message)}, not an object")
+        if content is None:
             problem = "the reply has no message content"
         elif not isinstance(content, str):
-            problem = f"'choices[0].message.content' is {_kind(content)}, not a string"
+            raise InvalidReply(f"'choices[0].message.content' is {_kind(content)}, not a string")
         else:
             text = _clean_text(content)
     return Completion(text, problem, tokens_in, tokens_out, truncated)

@@ -180,6 +180,20 @@ class RunHandle:
         return len(self._done)
 
     @property
+    def tokens_estimated(self) -> int:
+        """Finished items with a call whose token counts are the characters / 4 estimate (the
+        endpoint sent no usable ``usage``)."""
+        return sum(
+            1 for i in self._done.values() if any(c.get("tokens_estimated") for c in i.call_log)
+        )
+
+    @property
+    def call_errors(self) -> int:
+        """Items this process saved with a failed call: stored, not finished (a resume asks
+        them again, so its count of finished items leaves them out)."""
+        return sum(1 for i in self._done.values() if call_failed(i))
+
+    @property
     def truncated(self) -> int:
         """Finished items with a reply cut by the token limit (``finish_reason: "length"``)."""
         return sum(1 for i in self._done.values() if any(c.get("truncated") for c in i.call_log))
@@ -191,7 +205,15 @@ class RunHandle:
 
 # Error types only a failed call gives (never a reply that did not parse).
 CALL_ERRORS = frozenset(
-    {"rate_limited", "server_error", "timeout", "connection", "bad_request", "context_length"}
+    {
+        "rate_limited",
+        "server_error",
+        "timeout",
+        "connection",
+        "bad_request",
+        "context_length",
+        "bad_response",
+    }
 )
 
 
@@ -214,9 +236,9 @@ _UNIT: contextvars.ContextVar[_Unit | None] = contextvars.ContextVar(
 
 
 # Error types that mean the endpoint cannot answer at all (nothing listening, wrong URL, model
-# or key): when the first ABORT_AFTER items of a run all end so, the run stops instead of
+# or key, a URL that serves something other than chat completions): when the first ABORT_AFTER items of a run all end so, the run stops instead of
 # spending every retry on every item.
-UNREACHABLE = frozenset({"connection", "bad_request"})
+UNREACHABLE = frozenset({"connection", "bad_request", "bad_response"})
 ABORT_AFTER = 3
 
 
@@ -249,14 +271,26 @@ class RunInterrupted(Exception):
     def __init__(self, handles: Sequence[RunHandle], total: int) -> None:
         self.handles = list(handles)
         self.total = total
-        done = sum(h.done for h in handles)
+        failed = sum(h.call_errors for h in handles)
+        done = sum(h.done for h in handles) - failed
         ids = ", ".join(h.id for h in handles)
         runner = handles[0].runner if handles else None
         others = [h for h in runner.runs if h.finished] if runner is not None else []
-        super().__init__(
-            f"interrupted: {done} of {total} items finished and stored (run {ids})"
-            f"{finished_note(others)}; resume with: {resume_command()}"
+        # "finished" as the resume counts it: items with a call error are asked again
+        asked = (
+            f", {_plural(failed, 'more item')} with a call error, asked again on resume"
+            if failed
+            else ""
         )
+        super().__init__(
+            f"interrupted: {done} of {_plural(total, 'item')} finished and stored{asked} "
+            f"(run {ids}){finished_note(others)}; resume with: {resume_command()}"
+        )
+
+
+def _plural(n: int, noun: str) -> str:
+    """``1 item``, ``2 items``: a count and its noun."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 def finished_note(finished: Sequence[RunHandle], *, named: bool = True) -> str:
@@ -287,7 +321,7 @@ def interrupted_line(runner: Runner) -> str | None:
     for h in runner.runs:
         if not h.finished:
             _set_status(runner, h.id, "interrupted")
-        state = "finished" if h.finished else f"{h.done} items stored"
+        state = "finished" if h.finished else f"{_plural(h.done - h.call_errors, 'item')} finished"
         parts.append(f"{h.client.spec.name} (run {h.id}, {state})")
     finished = [h for h in runner.runs if h.finished]
     note = finished_note(finished, named=False) if len(finished) < len(runner.runs) else ""
@@ -383,8 +417,8 @@ async def run_task(
     runner.runs.append(handle)
     if resumed and handle.resumed_items:
         console.print(
-            f"resuming run {info.id}: {handle.resumed_items} of {total_items} items already "
-            "finished are not called again",
+            f"resuming run {info.id}: {handle.resumed_items} of {_plural(total_items, 'item')} "
+            "already finished are not called again",
             markup=False,
             highlight=False,
         )
@@ -435,7 +469,7 @@ def _set_status(runner: Runner, run_id: str, status: str) -> None:
 
 def summary_line(handle: RunHandle) -> str:
     """One line after a run: items, resumed items, calls, how many the cache answered, errors,
-    and how many items had a reply cut by the token limit."""
+    how many items had a reply cut by the token limit, and how many have estimated tokens."""
     resumed = f" ({handle.resumed_items} resumed)" if handle.resumed_items else ""
     calls = handle.new_calls
     if calls and handle.new_cached_calls == calls:
@@ -451,9 +485,16 @@ def summary_line(handle: RunHandle) -> str:
         if cut
         else ""
     )
+    guessed = handle.tokens_estimated
+    estimated = (
+        f"; tokens of {guessed} of {handle.done} items estimated (characters / 4: the endpoint "
+        "sent no usable usage)"
+        if guessed
+        else ""
+    )
     return (
         f"{handle.client.spec.name}: run {handle.id}{stored} finished: {handle.done} items"
-        f"{resumed}; {source}; errors: {errors}{truncated}"
+        f"{resumed}; {source}; errors: {errors}{truncated}{estimated}"
     )
 
 

@@ -296,6 +296,7 @@ class Extraction:
     run_id: str
     resumed_items: int
     sessions: list[SessionOutcome] = field(default_factory=list)
+    tokens_estimated: int = 0  # sessions whose token counts are the characters / 4 estimate
 
     @property
     def failed(self) -> list[SessionOutcome]:
@@ -428,7 +429,12 @@ async def run_extraction(
         show_progress=show_progress,
     )
     stored = {item.key: item.result for item in handle.items()}
-    out = Extraction(model=spec.name, run_id=handle.id, resumed_items=handle.resumed_items)
+    out = Extraction(
+        model=spec.name,
+        run_id=handle.id,
+        resumed_items=handle.resumed_items,
+        tokens_estimated=handle.tokens_estimated,
+    )
     for conv in conversations:
         result = stored.get(item_key(conv.user, conv.session))
         if result is not None:

@@ -311,7 +311,7 @@ def _unscored_cells(run: SlotsRun, *, html_mode: bool) -> list[list[str]]:
 
 _NOT_SCORED_NOTE = (
     "A session whose model call failed (rate_limited, server_error, timeout, connection, "
-    "bad_request, context_length) is not scored for that model: its gold slots are not counted as missed. "
+    "bad_request, context_length, bad_response) is not scored for that model: its gold slots are not counted as missed. "
     "An invalid reply is the model's failure and is scored (its gold slots are missed)."
 )
 
