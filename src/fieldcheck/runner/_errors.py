@@ -7,7 +7,7 @@ scored and a resume asks it again. ``bad_response`` is a reply that is not a cha
 ``--max-reply-bytes``); ``invalid_reply`` is a chat completion with no content the task can use
 (none, or text the task cannot read), which each system scores as its doc says."""
 
-from typing import Literal
+from typing import Literal, get_args
 
 ErrorType = Literal[
     "rate_limited",
@@ -19,13 +19,4 @@ ErrorType = Literal[
     "bad_response",
     "invalid_reply",
 ]
-ERROR_TYPES: tuple[str, ...] = (
-    "rate_limited",
-    "server_error",
-    "timeout",
-    "connection",
-    "bad_request",
-    "context_length",
-    "bad_response",
-    "invalid_reply",
-)
+ERROR_TYPES: tuple[str, ...] = get_args(ErrorType)

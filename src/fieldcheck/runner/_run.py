@@ -34,6 +34,7 @@ from rich.progress import (
 from fieldcheck._util.signature import Signature
 from fieldcheck._util.term import SafeConsole
 from fieldcheck.runner._client import CallResult, ChatClient, Runner
+from fieldcheck.runner._errors import ERROR_TYPES
 from fieldcheck.runner._models import ModelSpec
 from fieldcheck.store import RunInfo, Store, StoredItem, sha256_file
 
@@ -204,17 +205,7 @@ class RunHandle:
 
 
 # Error types only a failed call gives (never a reply that did not parse).
-CALL_ERRORS = frozenset(
-    {
-        "rate_limited",
-        "server_error",
-        "timeout",
-        "connection",
-        "bad_request",
-        "context_length",
-        "bad_response",
-    }
-)
+CALL_ERRORS = frozenset(ERROR_TYPES) - {"invalid_reply"}
 
 
 def call_failed(item: StoredItem) -> bool:
