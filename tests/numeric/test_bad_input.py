@@ -421,3 +421,29 @@ def test_predictions_of_few_conversations_warn_that_the_rest_count_as_failures(
             "were made with"
         )
         assert (line in result.stderr.splitlines()) is warned, result.stderr
+
+
+def test_an_integer_beyond_64_bits_in_a_plan_or_its_checks_is_written_exactly(
+    tmp_path: Path,
+) -> None:
+    """A predictions line's ``plan`` and ``validation`` are the model's own JSON: an integer
+    beyond 64 bits in them (read exactly since issue 26, item 3) is written exactly to the
+    trace and the store; orjson could not write it and ``numeric score`` ended in a traceback
+    with an empty folder (a tester's finding)."""
+    examples = Path(__file__).resolve().parents[2] / "examples" / "numeric"
+    lines = (examples / "predictions_model_a.jsonl").read_text("utf-8").splitlines()
+    first = json.loads(lines[0])
+    big = 2**64 + 1
+    first["validation"] = [{"check": "x", "message": "", "passed": True, "n": big}]
+    first["plan"] = {"steps": [{"tool": "extract", "value": big}]}
+    preds = tmp_path / "p.jsonl"
+    preds.write_text("\n".join([json.dumps(first), *lines[1:]]) + "\n", "utf-8")
+    out = tmp_path / "out"
+    args = ["numeric", "score", "--data", str(examples / "data.json")]
+    args += ["--predictions", str(preds), "--out", str(out), "--bootstrap", "0"]
+    result = CliRunner().invoke(
+        app, args, env={"COLUMNS": "400", "FIELDCHECK_DATABASE_URL": f"sqlite:///{tmp_path}/s.db"}
+    )
+    assert result.exit_code == 0, result.output
+    traces = "".join(p.read_text("utf-8") for p in sorted((out / "traces").glob("*.json")))
+    assert str(big) in traces and "1.8446744073709552e+19" not in traces

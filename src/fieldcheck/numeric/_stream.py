@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from fieldcheck._util.errors import error_dicts, short_repr
+from fieldcheck._util.jsonio import dumps_bytes
 from fieldcheck.metrics._stats import ExactSum, latency_stats
 from fieldcheck.numeric._loaders import LoadResult, StoredConversations, plain_conversation
 from fieldcheck.numeric._predictions import (
@@ -338,7 +339,7 @@ def stored_row(cells: Sequence[Any]) -> tuple[ItemColumns, bytes]:
     """``stored_item`` ready for ``RunRecorder.add_prepared``: the columns ``add_items`` would
     derive (``numeric_columns``) and the JSON text it would store (the same orjson options)."""
     item = stored_item(cells)
-    return numeric_columns(item), orjson.dumps(item, option=_STORE_OPTIONS)
+    return numeric_columns(item), dumps_bytes(item, _STORE_OPTIONS)
 
 
 STORED_TURNS = "fieldcheck.numeric._stream:stored_turns"
@@ -428,7 +429,7 @@ def error_cells(
             features["has_non_numeric_values"],
             t["plan_steps"],
             t["operations_per_turn"],
-            orjson.dumps(_error_context(features, t), option=_CELL_JSON).decode(),
+            dumps_bytes(_error_context(features, t), _CELL_JSON).decode(),
         )
     )
 
@@ -710,7 +711,7 @@ class RowSink:
             "turns": turns,
         }
         with open(f"{self.traces}{trace_id}.json", "wb") as handle:
-            handle.write(orjson.dumps(trace, option=_TRACE_OPTIONS) + b"\n")
+            handle.write(dumps_bytes(trace, _TRACE_OPTIONS) + b"\n")
 
     def flush(self) -> None:
         for _, writer, rows in self.files.values():

@@ -10,6 +10,8 @@ from typing import Any
 
 import orjson
 
+from fieldcheck._util.jsonio import dumps_bytes
+
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r", "\n", "\x00", "|", "%")
 _FORMULA_CHARS = frozenset(_FORMULA_START)
 
@@ -30,7 +32,7 @@ def neutralise_cell(value: Any) -> Any:
     elif isinstance(value, bool | int | float):
         return value
     if isinstance(value, Mapping | list | tuple):
-        value = orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS | orjson.OPT_SORT_KEYS).decode()
+        value = dumps_bytes(value, orjson.OPT_NON_STR_KEYS | orjson.OPT_SORT_KEYS).decode()
     text = str(value)
     if text.startswith(_FORMULA_START) and not is_plain_number(text):
         return "'" + text

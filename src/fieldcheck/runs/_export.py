@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 import orjson
 
+from fieldcheck._util.jsonio import dumps_bytes
 from fieldcheck.reports._csv import neutralise_cell
 from fieldcheck.store import Store, StoredItem
 
@@ -59,7 +60,7 @@ def iter_export(store: Store, run_id: str, fmt: ExportFormat) -> Iterator[bytes]
         option = orjson.OPT_SORT_KEYS | orjson.OPT_APPEND_NEWLINE
         block: list[bytes] = []
         for item in iter_items(store, run_id):
-            block.append(orjson.dumps(item.public_dict(), option=option))
+            block.append(dumps_bytes(item.public_dict(), option))
             if len(block) >= PAGE:
                 yield b"".join(block)
                 block = []
