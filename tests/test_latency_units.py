@@ -37,6 +37,11 @@ MODELS = ("synthetic-careful", "synthetic-eager", "synthetic-fast")
         (1.234, "1.23 s"),
         (12.345, "12.3 s"),
         (264.9, "264.9 s"),
+        (4e-7, "0.0004 ms"),  # below a microsecond: three significant digits, not 0.000 ms
+        (4.123e-7, "0.000412 ms"),
+        (9.996, "10.0 s"),  # rounds to 10 s: one decimal, as from 10 s
+        (float("nan"), "n/a"),
+        (float("inf"), "n/a"),
     ],
 )
 def test_format_seconds_keeps_the_digits(seconds: float | None, text: str) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 
@@ -18,17 +19,21 @@ def format_seconds(seconds: float | None) -> str:
     ``1.23 s`` or ``264.9 s`` above; ``n/a`` when absent.
 
     Milliseconds: one decimal from 10 ms (``57.0 ms``, ``999.9 ms``), two from 1 ms
-    (``2.35 ms``), three below (``0.412 ms``); seconds: two decimals below 10 s, one from there.
+    (``2.35 ms``), three below (``0.412 ms``) and three significant digits below a microsecond
+    (``0.000412 ms``); seconds: two decimals below 10 s, one from there; NaN and infinity are
+    ``n/a``.
     A value that would round to 1000.0 ms is shown as ``1.00 s``. Files keep the seconds
     unrounded; only this rounds."""
-    if seconds is None:
+    if seconds is None or not math.isfinite(seconds):
         return "n/a"
     ms = seconds * 1000
     if abs(ms) < 1000 and round(abs(ms), 1) < 1000:
         if abs(ms) >= 10:
             return f"{ms:.1f} ms"
-        return f"{ms:.2f} ms" if abs(ms) >= 1 else f"{ms:.3f} ms"
-    if abs(seconds) < 10:
+        if abs(ms) >= 1:
+            return f"{ms:.2f} ms"
+        return f"{ms:.3f} ms" if ms == 0 or abs(ms) >= 0.001 else f"{ms:.3g} ms"
+    if round(abs(seconds), 2) < 10:
         return f"{seconds:.2f} s"
     return f"{seconds:.1f} s"
 
