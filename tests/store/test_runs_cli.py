@@ -161,3 +161,20 @@ def test_rescore_takes_the_json_thresholds(tmp_path: Path) -> None:
     assert loose["settings"]["config"]["fuzzy_threshold"] == 0.7
     code, _, stderr = runs("rescore", run_id, "--tp", "exact")
     assert code == 2 and "--tp and --threshold re-score slot runs" in stderr
+
+
+def test_item_counts_say_how_many_are_done_and_a_model_runs_call_errors() -> None:
+    """`runs show`, `runs list` and the run page count a run's items by ``format_items``: an
+    interrupted run says how many of its planned items are done (it showed the planned 40 as
+    its items), and a model run, whose answers are never scored, its call errors (it showed
+    "0 failed" beside 9 bad responses; tester findings)."""
+    from types import SimpleNamespace
+
+    from fieldcheck.runs import format_count, format_items
+
+    scored = SimpleNamespace(kind="scored", n_done=51, n_items=51, n_errors=0)
+    assert format_items(scored, failed=8, not_scored=1) == "51 items (8 failed, 1 not scored)"
+    assert format_items(scored, failed=8, not_scored=1, noun=False) == "51 (8 failed, 1 not scored)"
+    model = SimpleNamespace(kind="model-run", n_done=9, n_items=40, n_errors=3)
+    assert format_items(model, failed=0, not_scored=None) == "9 of 40 items (3 with a call error)"
+    assert format_count(40, 40) == "40" and format_count(9, 40) == "9 of 40"

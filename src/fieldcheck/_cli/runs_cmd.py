@@ -114,6 +114,8 @@ def list_command(
             safe_text(f"must be json, slots or numeric (got {system!r})"), param_hint="--system"
         )
     runs = _store().list_runs(system=system, model=model, newest_first=True)
+    from fieldcheck.runs import format_count
+
     if as_json:
         _print_json([_summary(r) for r in runs])
         return
@@ -132,7 +134,7 @@ def list_command(
                     s["model"],
                     s["status"],
                     s["started_at"][:19],
-                    s["n_items"],
+                    format_count(s["n_done"], s["n_items"]),
                     s["parent_id"] or "",
                 )
             )
@@ -154,6 +156,7 @@ def _summary(run: Any) -> dict[str, Any]:
             "status",
             "started_at",
             "n_items",
+            "n_done",
             "n_errors",
             "parent_id",
             "out_dir",
@@ -178,12 +181,12 @@ def show_command(run: RunArg, as_json: JsonOpt = False) -> None:
     console = _console()
     for key in ("id", "system", "kind", "model", "status", "started_at", "parent_id", "out_dir"):
         console.print(f"{key}: {safe_text(data[key] or '')}", markup=False)
-    not_scored = f", {data['not_scored_items']} not scored" if scored else ""
-    console.print(
-        f"items: {data['n_items']} ({data['failed_items']} failed{not_scored})",
-        markup=False,
-        highlight=False,
+    from fieldcheck.runs import format_items
+
+    counts = format_items(
+        info, failed=data["failed_items"], not_scored=data["not_scored_items"], noun=False
     )
+    console.print(f"items: {counts}", markup=False, highlight=False)
     for entry in data["inputs"]:
         console.print(
             f"input {safe_text(entry['name'])}: {safe_text(entry['path'])} "

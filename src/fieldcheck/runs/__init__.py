@@ -3,7 +3,14 @@
 the systems (it calls ``jsoneval`` and ``slots`` to re-score); ``fieldcheck runs`` and the runs
 API are thin shells over it."""
 
-from fieldcheck.runs._compare import compare_runs, format_cell, format_latency, format_number
+from fieldcheck.runs._compare import (
+    compare_runs,
+    format_cell,
+    format_count,
+    format_items,
+    format_latency,
+    format_number,
+)
 from fieldcheck.runs._export import ExportFormat, export_columns, iter_export, iter_items
 from fieldcheck.runs._folder import record_folder, system_of
 from fieldcheck.runs._items import (
@@ -21,6 +28,8 @@ __all__ = [
     "compare_runs",
     "export_columns",
     "format_cell",
+    "format_count",
+    "format_items",
     "format_latency",
     "format_number",
     "iter_export",

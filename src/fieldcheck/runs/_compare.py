@@ -169,3 +169,27 @@ def format_latency(latency: dict[str, float] | None) -> str:
 
 def format_number(value: Any) -> str:
     return "-" if value is None else f"{value:.4f}"
+
+
+def format_count(n_done: int, n_items: int) -> str:
+    """A run's items: ``40``, or ``9 of 40`` while (or when, interrupted) fewer are done."""
+    return str(n_items) if n_done == n_items else f"{n_done} of {n_items}"
+
+
+def format_items(
+    run: Any,
+    *,
+    failed: int,
+    not_scored: int | None,
+    call_errors: int | None = None,
+    noun: bool = True,
+) -> str:
+    """The item counts of a run as ``runs show`` and the run page give them: a scored run's
+    failed and not scored items (each system's one meaning, docs/runs.md); a model run's
+    answers are never scored, so its call errors (``n_errors``) instead. ``noun``: ``7 items
+    (...)`` for a sentence, ``7 (...)`` after a label."""
+    count = format_count(run.n_done, run.n_items) + (" items" if noun else "")
+    if run.kind == "scored":
+        return f"{count} ({failed} failed, {not_scored or 0} not scored)"
+    errors = run.n_errors if call_errors is None else call_errors
+    return f"{count} ({errors} with a call error)"

@@ -21,6 +21,7 @@ from fieldcheck.api._errors import INVALID, NO_RUN, ApiError, error_responses
 from fieldcheck.runs import (
     compare_runs,
     format_cell,
+    format_items,
     format_latency,
     format_number,
     iter_export,
@@ -402,8 +403,11 @@ def run_page(
         filters={"failed": bool(failed), "tag": tag or "", "model": model or "", "turn": turn},
         tags=ctx.store.item_tags(run.id),
         models=list(models or {}),
-        failed_items=ctx.store.count_items(run.id, failed=True),
-        not_scored_items=ctx.store.count_not_scored(run.id) if run.kind == "scored" else None,
+        item_counts=format_items(
+            run,
+            failed=ctx.store.count_items(run.id, failed=True),
+            not_scored=ctx.store.count_not_scored(run.id) if run.kind == "scored" else None,
+        ),
     )
 
 
