@@ -566,6 +566,11 @@ def test_a_hostile_endpoint_gives_predictions_numeric_score_accepts(
     assert table_row(rescored.output, "turns not scored: call errors")[1] == (
         "3 (bad_response=2, context_length=1)"
     )
+    # the estimate is read and said, not ignored as an unknown key (issue 26, item 8)
+    assert "unknown key" not in rescored.output
+    stats = json.loads((tmp_path / "rescored" / "statistics.json").read_text())
+    assert stats["num_turns_tokens_estimated"] == 2
+    assert table_row(rescored.output, "tokens (in / out) (2 turns estimated: characters / 4)")
 
 
 def test_the_help_says_call_error_turns_are_not_errors_csv_rows() -> None:

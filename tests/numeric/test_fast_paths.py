@@ -189,6 +189,7 @@ def _lines(draw: st.DrawFn) -> dict[str, Any]:
         ),
         "input_tokens": st.one_of(st.integers(-1, 2_000_000_000), st.floats(0, 5), _ANY),
         "output_tokens": st.integers(0, 10),
+        "tokens_estimated": st.one_of(st.booleans(), st.sampled_from([0, 1, "true"]), _ANY),
         "latency_s": st.one_of(st.floats(-1.0, 2e6), st.integers(0, 3), _ANY),
         "error": st.one_of(
             st.none(),

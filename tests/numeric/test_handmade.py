@@ -199,6 +199,7 @@ def test_statistics_by_hand(files: tuple[Path, Path], tmp_path: Path) -> None:
     assert s["total_input_tokens"] == 750
     assert s["total_output_tokens"] == 70
     assert s["total_tokens"] == 820
+    assert s["num_turns_tokens_estimated"] == 0  # no line says its tokens are estimated
     assert s["cost_per_correct_answer"] == pytest.approx(820 / 1)  # per successful conversation
     assert s["tokens_per_correct_turn"] == pytest.approx(820 / 3)  # A0, A1, B2
     # dollars: (750 * 2 + 70 * 10) / 1e6 = 0.0022, one successful conversation
@@ -300,6 +301,7 @@ def test_statistics_by_hand(files: tuple[Path, Path], tmp_path: Path) -> None:
         "total_input_tokens",
         "total_output_tokens",
         "total_tokens",
+        "num_turns_tokens_estimated",
         "cost_per_correct_answer",
         "tokens_per_correct_turn",
         "total_cost_usd",

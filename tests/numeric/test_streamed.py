@@ -92,6 +92,8 @@ def _write_inputs(root: Path, seed: int, conversations: int) -> tuple[Path, Path
                 "output_tokens": rng.randint(0, 90),
                 "latency_s": rng.choice([None, rng.uniform(0.01, 3.0)]),
             }
+            if rng.random() < 0.3:  # the runner's characters / 4 (issue 26)
+                line["tokens_estimated"] = rng.random() < 0.8
             if rng.random() < 0.7:
                 steps: list[dict[str, object]] = [{"tool": "extract", "args": ["r"]}]
                 steps += [
@@ -138,6 +140,7 @@ def test_streamed_files_are_byte_identical_to_the_in_memory_path(tmp_path: Path,
     assert stats["num_turns_not_scored_call_errors"] > 0
     assert stats["num_turns_not_scored_no_gold"] > 0
     assert stats["num_missing_predictions"] > 0
+    assert stats["num_turns_tokens_estimated"] > 0
     assert stats["avg_logic_recall"] is not None
     assert len(stats["failure_modes"]) >= 3
     assert stats["bootstrap_95_ci"]["numerical_match_accuracy"] is not None

@@ -77,6 +77,7 @@ from fieldcheck.numeric import (
     score_to_folder,
 )
 from fieldcheck.numeric._agent import PROMPT_ID, evaluate_model, prediction_lines
+from fieldcheck.numeric._report import estimated_note
 from fieldcheck.numeric._scoring import CALL_ERRORS
 from fieldcheck.reports._outdir import OutputFolder, OutputFolderError
 from fieldcheck.runner import MAX_REPLY_BYTES, ModelSpec, RunHandle, Runner
@@ -295,20 +296,25 @@ def show_result(
         )
     if not nothing:
         table.add_row("avg operations per turn", _fmt(stats.get("avg_operations_per_turn")), "")
+    note = estimated_note(stats)  # some turns' tokens are characters / 4
     table.add_row(
-        "tokens (in / out)", f"{stats['total_input_tokens']} / {stats['total_output_tokens']}", ""
+        "tokens (in / out)" + note,
+        f"{stats['total_input_tokens']} / {stats['total_output_tokens']}",
+        "",
     )
     if not nothing:
         table.add_row(
-            "cost per correct answer: tokens per successful conversation",
+            "cost per correct answer: tokens per successful conversation" + note,
             _tokens(stats.get("cost_per_correct_answer")),
             "",
         )
-        table.add_row("tokens per correct turn", _tokens(stats.get("tokens_per_correct_turn")), "")
+        table.add_row(
+            "tokens per correct turn" + note, _tokens(stats.get("tokens_per_correct_turn")), ""
+        )
     if "cost_per_correct_answer_usd" in stats and not nothing:
         usd = stats.get("cost_per_correct_answer_usd")
         table.add_row(
-            "cost per correct answer: USD per successful conversation",
+            "cost per correct answer: USD per successful conversation" + note,
             "absent" if usd is None else f"{usd:.4g}",
             "",
         )

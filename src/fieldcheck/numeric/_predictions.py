@@ -2,7 +2,7 @@
 
 ```
 {"conversation_id": "...", "turn": 0, "answer": "14.1%", "plan": {"steps": [...]} | null,
- "input_tokens": 812, "output_tokens": 64, "latency_s": 1.9,
+ "input_tokens": 812, "output_tokens": 64, "tokens_estimated": false, "latency_s": 1.9,
  "error": null | {"type": "...", "message": "..."},
  "validation": [{"check": "...", "passed": true, "message": "..."}]}
 ```
@@ -78,6 +78,9 @@ class Prediction(BaseModel):
     # they were read as 10, 1 and 1000 tokens, 1.5 and 1.0 s, into the totals and the cost)
     input_tokens: int = Field(default=0, ge=0, le=MAX_TOKENS, strict=True)
     output_tokens: int = Field(default=0, ge=0, le=MAX_TOKENS, strict=True)
+    # the counts are the runner's characters / 4 estimate (the endpoint sent no usable usage);
+    # only a JSON boolean: "yes", 1 and null are bad lines, as for the counts
+    tokens_estimated: bool = Field(default=False, strict=True)
     latency_s: float | None = Field(default=None, ge=0, le=MAX_LATENCY_S, strict=True)
     error: PredictionError | None = None
     validation: list[ValidationEntry] = Field(default_factory=list)
@@ -102,6 +105,7 @@ class PredictionValues(NamedTuple):
     error_type: str | None
     error_message: str | None
     validation: list[dict[str, Any]]
+    tokens_estimated: bool = False
 
 
 def prediction_values(prediction: Prediction) -> PredictionValues:
@@ -117,6 +121,7 @@ def prediction_values(prediction: Prediction) -> PredictionValues:
         error.type if error is not None else None,
         error.message if error is not None else None,
         [v.model_dump(mode="json") for v in prediction.validation],
+        prediction.tokens_estimated,
     )
 
 
@@ -176,6 +181,9 @@ def plain_values(value: dict[str, Any]) -> PredictionValues | None:
         return None
     if not (0 <= tokens_in <= MAX_TOKENS and 0 <= tokens_out <= MAX_TOKENS):
         return None
+    estimated = value.get("tokens_estimated", False)
+    if type(estimated) is not bool:
+        return None
     latency = value.get("latency_s")
     if latency is not None and (type(latency) is not float or not 0 <= latency <= MAX_LATENCY_S):
         return None
@@ -201,7 +209,7 @@ def plain_values(value: dict[str, Any]) -> PredictionValues | None:
     if checks is None:
         return None
     return PredictionValues(
-        answer, plan, tokens_in, tokens_out, latency, error_type, error_message, checks
+        answer, plan, tokens_in, tokens_out, latency, error_type, error_message, checks, estimated
     )
 
 

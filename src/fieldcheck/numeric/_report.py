@@ -70,6 +70,16 @@ def _interval(ci: Mapping[str, Any] | None) -> str:
     return "" if not ci else f"[{ci['low']:.3f}, {ci['high']:.3f}]"
 
 
+def estimated_note(statistics: Mapping[str, Any]) -> str:
+    """``" (2 turns estimated: characters / 4)"``: said beside every token count and cost when
+    some turns' tokens are the runner's estimate (predictions ``tokens_estimated``); ``""``
+    when none are."""
+    count = statistics.get("num_turns_tokens_estimated") or 0
+    if not count:
+        return ""
+    return f" ({count:,} turn{'' if count == 1 else 's'} estimated: characters / 4)"
+
+
 def _points(difference: float) -> str:
     return f"{100 * difference:.1f} percentage points"
 
@@ -402,30 +412,33 @@ def readings(result: NumericResult) -> list[str]:
 def _headline_rows(stats: Mapping[str, Any]) -> list[list[str]]:
     ci = stats.get("bootstrap_95_ci") or {}
     rows = [[label, _num(stats.get(key)), _interval(ci.get(key))] for key, label in HEADLINE]
+    note = estimated_note(stats)
     rows.append(
         [
-            "Tokens (input / output / total)",
+            "Tokens (input / output / total)" + note,
             f"{stats['total_input_tokens']} / {stats['total_output_tokens']} / {stats['total_tokens']}",
             "",
         ]
     )
     rows.append(
         [
-            "Cost per correct answer: tokens per successful conversation",
+            "Cost per correct answer: tokens per successful conversation" + note,
             _num(stats.get("cost_per_correct_answer"), 1),
             "",
         ]
     )
-    rows.append(["Tokens per correct turn", _num(stats.get("tokens_per_correct_turn"), 1), ""])
+    rows.append(
+        ["Tokens per correct turn" + note, _num(stats.get("tokens_per_correct_turn"), 1), ""]
+    )
     if "cost_per_correct_answer_usd" in stats:
         rows.append(
             [
-                "Cost per correct answer: USD per successful conversation",
+                "Cost per correct answer: USD per successful conversation" + note,
                 _num(stats.get("cost_per_correct_answer_usd"), 6),
                 "",
             ]
         )
-        rows.append(["Total cost (USD)", _num(stats.get("total_cost_usd"), 6), ""])
+        rows.append(["Total cost (USD)" + note, _num(stats.get("total_cost_usd"), 6), ""])
     latency = stats.get("latency_s")
     if latency:
         rows.append(

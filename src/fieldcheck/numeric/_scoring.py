@@ -100,6 +100,7 @@ class TurnScore(BaseModel):
     qa_split: bool | None
     input_tokens: int
     output_tokens: int
+    tokens_estimated: bool = False  # the counts are characters / 4 (no usable usage)
     latency_s: float | None
     error_type: str | None
     error_message: str | None
@@ -250,9 +251,17 @@ def turn_values(
     """``turn_record`` from plain values: the prediction's (``None``: no line for the turn) and
     the gold program's operations (``None``: no program, or one that does not parse)."""
     gold = turn.executed_answer
-    raw_answer, plan, tokens_in, tokens_out, latency, error_type, error_message, validation = (
-        prediction if prediction is not None else _NO_PREDICTION._replace(validation=[])
-    )
+    (
+        raw_answer,
+        plan,
+        tokens_in,
+        tokens_out,
+        latency,
+        error_type,
+        error_message,
+        validation,
+        estimated,
+    ) = prediction if prediction is not None else _NO_PREDICTION._replace(validation=[])
     parsed = parse_answer(raw_answer)
     parsed_value: float | str | None = None
     if parsed is not None:
@@ -310,6 +319,7 @@ def turn_values(
         "qa_split": turn.qa_split,
         "input_tokens": tokens_in,
         "output_tokens": tokens_out,
+        "tokens_estimated": estimated,
         "latency_s": latency,
         "error_type": error_type,
         "error_message": error_message,
@@ -645,7 +655,8 @@ def compute_statistics(
     conversations (every scored turn a numerical match), ``None`` when none succeeded: the
     spec's name for tokens per successful conversation; ``tokens_per_correct_turn`` = the same
     tokens / turns that are a numerical match, ``None`` when none; the ``total_*_tokens`` count
-    every token spent. ``num_failed_turns``: scored turns that are not a numerical match (each
+    every token spent; ``num_turns_tokens_estimated`` counts the turns whose tokens are the
+    runner's characters / 4 estimate (predictions ``tokens_estimated``). ``num_failed_turns``: scored turns that are not a numerical match (each
     has a failure mode and an errors.csv row).
     """
     turns = [t for c in conversations for t in c.turns]
@@ -682,6 +693,7 @@ def compute_statistics(
     stats["total_input_tokens"] = total_in
     stats["total_output_tokens"] = total_out
     stats["total_tokens"] = total_in + total_out
+    stats["num_turns_tokens_estimated"] = sum(1 for t in turns if t.tokens_estimated)
     stats["cost_per_correct_answer"] = (counted_in + counted_out) / successes if successes else None
     stats["tokens_per_correct_turn"] = (counted_in + counted_out) / correct if correct else None
     if price_in is not None and price_out is not None:

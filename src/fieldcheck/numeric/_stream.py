@@ -471,6 +471,7 @@ class Tally:
         self.operations = [0, 0]  # sum, turns with a count (answered)
         self.successes = self.judged = 0
         self.total_in = self.total_out = self.counted_in = self.counted_out = 0
+        self.estimated = 0  # turns whose tokens are estimated (characters / 4)
         self.call_errors: Counter[str] = Counter()
         self.no_gold = self.prediction_errors = self.missing = 0
         self.by_turn: dict[int, list[int]] = {}  # scored, numerical, ops sum, ops count
@@ -494,6 +495,8 @@ class Tally:
             call_error = t["not_scored"] == "call_error"
             self.total_in += t["input_tokens"]
             self.total_out += t["output_tokens"]
+            if t.get("tokens_estimated"):
+                self.estimated += 1
             error_type = t["error_type"]
             if error_type is not None:
                 if error_type == MISSING_PREDICTION:
@@ -620,6 +623,7 @@ class Tally:
         stats["total_input_tokens"] = total_in
         stats["total_output_tokens"] = total_out
         stats["total_tokens"] = total_in + total_out
+        stats["num_turns_tokens_estimated"] = self.estimated
         stats["cost_per_correct_answer"] = counted / successes if successes else None
         stats["tokens_per_correct_turn"] = counted / correct if correct else None
         if price_in is not None and price_out is not None:
