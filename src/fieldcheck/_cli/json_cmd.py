@@ -99,6 +99,7 @@ from fieldcheck.jsoneval import (
     evaluate,
     load_schema,
     load_strategies,
+    parse_weight_map,
     parse_weights,
     read_documents,
     record_error,
@@ -106,12 +107,11 @@ from fieldcheck.jsoneval import (
     stream_batch_outputs,
 )
 from fieldcheck.jsoneval._io import OUTPUT_FILES, StreamedBatch
-from fieldcheck.jsoneval._saved import parse_weight_map
 from fieldcheck.jsoneval._stream import Failed, Item, Throttle
 from fieldcheck.matchers import Matcher
 from fieldcheck.metrics._json_fields import BUCKET_NAMES
+from fieldcheck.reports import format_seconds
 from fieldcheck.reports._csv import write_csv
-from fieldcheck.reports._format import format_seconds
 from fieldcheck.reports._outdir import OutputFolder, OutputFolderError
 from fieldcheck.runner import MAX_REPLY_BYTES, ModelSpec, Runner
 

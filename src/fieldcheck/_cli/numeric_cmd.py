@@ -71,13 +71,13 @@ from fieldcheck.numeric import (
     LoadResult,
     NumericResult,
     PredictionsResult,
+    estimated_note,
     load_convfinqa,
     load_predictions,
     report_tallies,
     score_to_folder,
 )
 from fieldcheck.numeric._agent import PROMPT_ID, evaluate_model, prediction_lines
-from fieldcheck.numeric._report import estimated_note
 from fieldcheck.numeric._scoring import CALL_ERRORS
 from fieldcheck.reports._outdir import OutputFolder, OutputFolderError
 from fieldcheck.runner import MAX_REPLY_BYTES, ModelSpec, RunHandle, Runner

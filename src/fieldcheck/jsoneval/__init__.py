@@ -62,6 +62,7 @@ from fieldcheck.jsoneval._models import (
 )
 from fieldcheck.jsoneval._report import write_batch_report
 from fieldcheck.jsoneval._safety import LeakKind, SafetyFinding, find_leaks
+from fieldcheck.jsoneval._saved import parse_weight_map
 from fieldcheck.jsoneval._stream import CHUNK_LINES, BatchReader, Throttle
 from fieldcheck.metrics._json_fields import RqsWeights, Strategy
 
@@ -107,6 +108,7 @@ __all__ = [
     "make_signature",
     "parse_reply",
     "parse_strategies",
+    "parse_weight_map",
     "parse_weights",
     "read_batch",
     "read_documents",

@@ -42,6 +42,7 @@ if TYPE_CHECKING:  # the names as type checkers and editors see them
     )
     from fieldcheck.numeric._report import (
         build_report,
+        estimated_note,
         report_tallies,
         write_numeric_report,
     )
@@ -101,6 +102,7 @@ _HOME = {
     "ValidationEntry": "_predictions",
     "bootstrap_intervals": "_scoring",
     "build_report": "_report",
+    "estimated_note": "_report",
     "compute_statistics": "_scoring",
     "evaluate_model": "_agent",
     "load_convfinqa": "_loaders",
@@ -150,6 +152,7 @@ __all__ = [
     "bootstrap_intervals",
     "build_report",
     "compute_statistics",
+    "estimated_note",
     "evaluate_model",
     "load_convfinqa",
     "load_predictions",

@@ -18,8 +18,8 @@ from fieldcheck.numeric._scoring import (
     NumericResult,
     ReportTallies,
 )
+from fieldcheck.reports import format_seconds_joined
 from fieldcheck.reports._document import Report, Term, figure, write_report
-from fieldcheck.reports._format import format_seconds_joined
 from fieldcheck.reports._outdir import OutputFolder
 
 TITLE = "Numeric QA (ConvFinQA)"

@@ -11,7 +11,7 @@ from typing import Any
 from fieldcheck._util.errors import InputError
 from fieldcheck.jsoneval._stream import SCORES
 from fieldcheck.numeric._report import HEADLINE
-from fieldcheck.reports._format import format_seconds_joined
+from fieldcheck.reports import format_seconds_joined
 from fieldcheck.slots._report import METRIC_COLUMNS
 from fieldcheck.store import RunInfo
 

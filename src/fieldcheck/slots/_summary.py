@@ -10,7 +10,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from fieldcheck.reports._format import format_pvalue, format_seconds
+from fieldcheck.reports import format_pvalue, format_seconds
 from fieldcheck.slots._score import ModelScore, SlotsRun
 
 BALANCE_GAP = 0.15
