@@ -340,6 +340,7 @@ def collect(handle: RunHandle, spec: ModelSpec, records: list[ExtractRecord]) ->
         resumed_items=handle.resumed_items,
         calls=handle.new_calls,  # made by this command; resumed items' calls were made before
         cached_calls=handle.new_cached_calls,
+        truncated=handle.truncated,
     )
     for record in records:
         item = done.get(record.key)
@@ -359,7 +360,6 @@ def collect(handle: RunHandle, spec: ModelSpec, records: list[ExtractRecord]) ->
         run.output_tokens += int(res.get("output_tokens", 0))
         run.tokens_estimated |= bool(res.get("tokens_estimated", False))
         run.latencies.append(item.latency_s)
-        run.truncated += any(c.get("truncated") for c in item.call_log)
         if item.error_type is None and "output" in res:
             run.rows.append(
                 {"id": record.id, "ground_truth": record.ground_truth, "output": res["output"]}

@@ -775,13 +775,6 @@ def _by_identity(objects: Sequence[Any]) -> tuple[list[int], np.ndarray, np.ndar
     return first.tolist(), counts, inverse.reshape(-1)
 
 
-def _distinct(objects: Sequence[Any]) -> Iterator[tuple[Any, int]]:
-    """Each distinct object (by identity) of ``objects`` and how often it occurs."""
-    first, counts, _ = _by_identity(objects)
-    for i, n in zip(first, counts.tolist(), strict=True):
-        yield objects[i], n
-
-
 class Aggregate:
     """Everything the summary and the report need, folded chunk by chunk in batch order: exact
     sums and the Poisson bootstrap of each score, per-field tallies, counts, the worst records
@@ -828,13 +821,14 @@ class Aggregate:
         # (the kernel shares them between records); [*] paths at the summary
         buckets_of, fields_of = list(map(_BUCKETS_OF, scored)), list(map(_FIELDS_OF, scored))
         # failed records (Scored.failed), worked out once per distinct fields/buckets object
-        firsts, _, which = _by_identity(buckets_of)
-        failed = np.array([bool(fields_failed_in(buckets_of[i])) for i in firsts])[which]
-        firsts, _, which = _by_identity(fields_of)
-        failed |= np.array([bool(fields_not_matched(fields_of[i])) for i in firsts])[which]
+        bucket_firsts, bucket_counts, which = _by_identity(buckets_of)
+        failed = np.array([bool(fields_failed_in(buckets_of[i])) for i in bucket_firsts])[which]
+        field_firsts, field_counts, which = _by_identity(fields_of)
+        failed |= np.array([bool(fields_not_matched(fields_of[i])) for i in field_firsts])[which]
         failed |= np.fromiter((k != "object" for k in map(_KIND_OF, scored)), bool, len(scored))
         self.failed += int(np.count_nonzero(failed))
-        for buckets, n in _distinct(buckets_of):
+        for i, n in zip(bucket_firsts, bucket_counts.tolist(), strict=True):
+            buckets = buckets_of[i]
             extra, gt_null_value, gt_non_null, missing, _ = buckets
             for counter, names in (
                 (self.expected, gt_non_null),
@@ -845,7 +839,8 @@ class Aggregate:
                 for name in names:
                     counter[name] += n
         field_scores = self.field_scores
-        for fields, n in _distinct(fields_of):
+        for i, n in zip(field_firsts, field_counts.tolist(), strict=True):
+            fields = fields_of[i]
             for name, f in fields.items():
                 field_scores[(name, f[0], f[2])] += n
         for flags in filter(None, map(_FLAGS_OF, scored)):

@@ -179,9 +179,8 @@ def format_count(n_done: int, n_items: int) -> str:
 def format_items(
     run: Any,
     *,
-    failed: int,
+    failed: int | None,
     not_scored: int | None,
-    call_errors: int | None = None,
     noun: bool = True,
 ) -> str:
     """The item counts of a run as ``runs show`` and the run page give them: a scored run's
@@ -191,5 +190,4 @@ def format_items(
     count = format_count(run.n_done, run.n_items) + (" items" if noun else "")
     if run.kind == "scored":
         return f"{count} ({failed} failed, {not_scored or 0} not scored)"
-    errors = run.n_errors if call_errors is None else call_errors
-    return f"{count} ({errors} with a call error)"
+    return f"{count} ({run.n_errors} with a call error)"

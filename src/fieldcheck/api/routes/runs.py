@@ -404,8 +404,8 @@ def run_page(
         tags=ctx.store.item_tags(run.id),
         models=list(models or {}),
         item_counts=format_items(
-            run,
-            failed=ctx.store.count_items(run.id, failed=True),
+            run,  # a model run's items are never scored: its call errors are counted instead
+            failed=ctx.store.count_items(run.id, failed=True) if run.kind == "scored" else None,
             not_scored=ctx.store.count_not_scored(run.id) if run.kind == "scored" else None,
         ),
     )
