@@ -64,6 +64,7 @@ from fieldcheck.jsoneval._report import write_batch_report
 from fieldcheck.jsoneval._safety import LeakKind, SafetyFinding, find_leaks
 from fieldcheck.jsoneval._saved import parse_weight_map
 from fieldcheck.jsoneval._stream import CHUNK_LINES, BatchReader, Throttle
+from fieldcheck.jsoneval._system import SYSTEM
 from fieldcheck.metrics._json_fields import RqsWeights, Strategy
 
 __all__ = [
@@ -72,6 +73,7 @@ __all__ = [
     "MAX_DEPTH",
     "PROMPT_ID",
     "PUBLIC_KEYS",
+    "SYSTEM",
     "BatchReader",
     "BatchRecord",
     "BatchResult",

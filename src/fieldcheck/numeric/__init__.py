@@ -66,6 +66,7 @@ if TYPE_CHECKING:  # the names as type checkers and editors see them
         Tally,
         score_to_folder,
     )
+    from fieldcheck.numeric._system import SYSTEM
     from fieldcheck.numeric._validator import (
         CHECKS,
         Validation,
@@ -76,6 +77,7 @@ if TYPE_CHECKING:  # the names as type checkers and editors see them
     )
 
 _HOME = {
+    "SYSTEM": "_system",
     "CHECKS": "_validator",
     "Conversation": "_records",
     "ConversationScore": "_scoring",
@@ -129,6 +131,7 @@ __all__ = [
     "ERROR_COLUMNS",
     "PROMPT_ID",
     "SUMMARY_COLUMNS",
+    "SYSTEM",
     "SYSTEM_PROMPT",
     "TURN_COLUMNS",
     "Conversation",

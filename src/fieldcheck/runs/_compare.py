@@ -5,22 +5,13 @@ from the store: nothing is re-scored here."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from fieldcheck import core
 from fieldcheck._util.errors import InputError
-from fieldcheck.jsoneval._stream import SCORES
-from fieldcheck.numeric._report import HEADLINE
 from fieldcheck.reports import format_seconds_joined
-from fieldcheck.slots._report import METRIC_COLUMNS
 from fieldcheck.store import RunInfo
-
-# each system's own headline metrics, in its report's order (one list per system, not a copy)
-METRICS: dict[str, tuple[str, ...]] = {
-    "json": SCORES,
-    "slots": METRIC_COLUMNS,
-    "numeric": tuple(key for key, _ in HEADLINE),
-}
 
 
 def _cell(estimate: Any, interval: Any) -> dict[str, Any] | None:
@@ -30,30 +21,6 @@ def _cell(estimate: Any, interval: Any) -> dict[str, Any] | None:
     if isinstance(interval, dict):
         cell["low"], cell["high"] = interval.get("low"), interval.get("high")
     return cell
-
-
-def _columns(run: RunInfo) -> list[tuple[str, dict[str, Any], dict[str, Any]]]:
-    """(model, metrics, intervals) of each column a run contributes."""
-    metrics = run.metrics or {}
-    intervals = run.intervals or {}
-    if run.system == "slots":
-        return [
-            (name, m, intervals.get(name) or {})
-            for name, m in (metrics.get("models") or {}).items()
-        ]
-    return [(run.model, metrics, intervals)]
-
-
-def _estimate(system: str, metrics: dict[str, Any], name: str) -> Any:
-    if system == "json":
-        return (metrics.get("means") or {}).get(name)
-    return metrics.get(name)
-
-
-def _interval(system: str, intervals: dict[str, Any], name: str) -> Any:
-    if system == "numeric":
-        return (intervals.get("overall") or {}).get(name)
-    return intervals.get(name)
 
 
 def _table(
@@ -70,11 +37,10 @@ def _table(
 LATENCY_KEYS = ("mean", "median", "p95", "total")
 
 
-def _latency(system: str, metrics: dict[str, Any]) -> dict[str, float] | None:
+def _latency(found: Any) -> dict[str, float] | None:
     """A column's latency summary in seconds (slots: per session; numeric: per turn), unrounded;
     ``None`` when the run has none (a JSON batch; no latency file)."""
-    found = metrics.get("latency" if system == "slots" else "latency_s")
-    if not isinstance(found, dict):
+    if not isinstance(found, Mapping):
         return None
     return {k: found[k] for k in LATENCY_KEYS if isinstance(found.get(k), int | float)}
 
@@ -92,43 +58,29 @@ def compare_runs(runs: Sequence[RunInfo]) -> dict[str, Any]:
         listed = ", ".join(f"{r.id} ({r.system})" for r in runs)
         raise InputError(f"runs of different systems cannot be compared: {listed}")
     system = systems[0]
+    kind = core.find(system)
+    if kind is None:
+        raise InputError(f"runs of system {system!r} cannot be compared: it is not registered")
     columns: list[dict[str, Any]] = []
-    cells: list[tuple[dict[str, Any], dict[str, Any]]] = []
+    cells: list[tuple[Mapping[str, Any], Mapping[str, Any]]] = []
     for run in runs:
-        for model, metrics, intervals in _columns(run):
+        for model, metrics, intervals in kind.columns(
+            run.model, run.metrics or {}, run.intervals or {}
+        ):
             columns.append({"run": run.id, "model": model, "label": f"{run.id[:8]} {model}"})
             cells.append((metrics, intervals))
     rows = [
         {
             "name": name,
-            "values": [
-                _cell(_estimate(system, m, name), _interval(system, i, name)) for m, i in cells
-            ],
+            "values": [_cell(kind.estimate(m, name), kind.interval(i, name)) for m, i in cells],
         }
-        for name in METRICS.get(system, ())
+        for name in kind.headline
     ]
-    tables: list[dict[str, Any]] = []
-    if system == "json":
-        per_field = [
-            {f: s.get("match_rate") for f, s in (m.get("fields") or {}).items()} for m, _ in cells
-        ]
-        tables.append(_table("Per-field match rate", "field", columns, per_field))
-    elif system == "slots":
-        per_topic = [
-            {t: s.get("f1") for t, s in (m.get("per_topic") or {}).items()} for m, _ in cells
-        ]
-        tables.append(_table("Per-topic F1", "topic", columns, per_topic))
-    elif system == "numeric":
-        accuracy = [dict(m.get("accuracy_by_turn_number") or {}) for m, _ in cells]
-        operations = [dict(m.get("avg_operations_by_turn") or {}) for m, _ in cells]
-        tables.append(_table("Accuracy by turn", "turn", columns, accuracy))
-        tables.append(_table("Operations by turn", "turn", columns, operations))
-    paired = [
-        {"run": run.id, **pair}
-        for run in runs
-        if run.system == "slots"
-        for pair in (run.metrics or {}).get("paired_f1") or []
+    tables = [
+        _table(title, row_label, columns, [dict(read(m)) for m, _ in cells])
+        for title, row_label, read in kind.breakdowns
     ]
+    paired = [{"run": run.id, **pair} for run in runs for pair in kind.paired(run.metrics or {})]
     return {
         "system": system,
         "runs": [
@@ -143,7 +95,7 @@ def compare_runs(runs: Sequence[RunInfo]) -> dict[str, Any]:
         ],
         "columns": columns,
         "metrics": rows,
-        "latency": [_latency(system, m) for m, _ in cells],
+        "latency": [_latency(kind.latency(m)) for m, _ in cells],
         "tables": tables,
         "paired_f1": paired,
     }

@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 import orjson
 
+from fieldcheck import core
 from fieldcheck._util.jsonio import dumps_bytes
 from fieldcheck.reports._csv import neutralise_cell
 from fieldcheck.store import Store, StoredItem
@@ -18,27 +19,19 @@ from fieldcheck.store import Store, StoredItem
 ExportFormat = Literal["csv", "jsonl"]
 PAGE = 1000
 COMMON = ("key", "seq", "failed", "model", "turn", "error_type")
-SYSTEM_COLUMNS: dict[str, tuple[str, ...]] = {
-    "json": ("completeness", "hallucination", "accuracy", "safety_score", "rqs", "output_kind"),
-    "slots": ("user", "session", "tp", "fp", "fn", "not_scored"),
-    "numeric": ("conversation_id", "turn_idx", "general_match", "numerical_match", "failure_mode"),
-}
 
 
 def export_columns(system: str) -> tuple[str, ...]:
-    return (*COMMON, *SYSTEM_COLUMNS.get(system, ()), "result")
+    """The columns of a CSV export: the common ones, the system's, the item's JSON."""
+    kind = core.find(system)
+    return (*COMMON, *(kind.export_columns if kind else ()), "result")
 
 
 def _row(system: str, item: StoredItem) -> list[Any]:
-    result = item.result
-    extra: list[Any] = []
-    for name in SYSTEM_COLUMNS.get(system, ()):
-        if system == "slots" and name in ("tp", "fp", "fn"):
-            extra.append((result.get("counts") or {}).get(name))
-        else:
-            extra.append(result.get(name))
+    kind = core.find(system)
+    extra = kind.export_row(item.result) if kind else []
     values = [item.key, item.seq, item.failed, item.model, item.turn, item.error_type, *extra]
-    return [neutralise_cell(v) for v in (*values, result)]
+    return [neutralise_cell(v) for v in (*values, item.result)]
 
 
 def iter_items(store: Store, run_id: str) -> Iterator[StoredItem]:

@@ -64,11 +64,13 @@ if TYPE_CHECKING:  # the names as type checkers and editors see them
         not_scored_lines,
         results_summary,
     )
+    from fieldcheck.slots._system import SYSTEM
 
 # each public name's private module, imported on first use (PEP 562): a process that needs only
 # the readers (the helper reader of large inputs, ``_reader``) starts without the scoring's,
 # the report's and the runner's imports
 _HOME = {
+    "SYSTEM": "_system",
     "Conversation": "_extract",
     "DEFAULT_THRESHOLDS": "_score",
     "Extraction": "_extract",
@@ -126,6 +128,7 @@ __getattr__, __dir__ = lazy_names(__name__, _HOME, globals())
 __all__ = [
     "DEFAULT_THRESHOLDS",
     "PROMPT_ID",
+    "SYSTEM",
     "SYSTEM_PROMPT",
     "Conversation",
     "Extraction",

@@ -14,6 +14,7 @@ from fastapi.responses import FileResponse, HTMLResponse, StreamingResponse
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 from starlette.concurrency import run_in_threadpool
 
+from fieldcheck import core
 from fieldcheck._util.errors import InputError, input_error_of
 from fieldcheck.api._body import CheckedBodyRoute
 from fieldcheck.api._deps import AppContext, Context
@@ -131,13 +132,19 @@ LimitQ = Annotated[int, Query(ge=1, le=MAX_PAGE)]
 )
 def list_runs(
     ctx: Context,
-    system: Annotated[Literal["json", "slots", "numeric"] | None, Query()] = None,
+    system: Annotated[
+        str | None, Query(max_length=64, description="A registered system: json, slots, numeric.")
+    ] = None,
     model: Annotated[str | None, Query(max_length=255)] = None,
     since: Annotated[DateQ, Query(description="Started at or after (ISO 8601).")] = None,
     until: Annotated[DateQ, Query(description="Started before (ISO 8601).")] = None,
     limit: LimitQ = 50,
     offset: Annotated[int, Query(ge=0, le=10_000_000)] = 0,
 ) -> dict[str, Any]:
+    if system is not None and core.find(system) is None:
+        raise ApiError(
+            422, f"system: no system {system!r} ({', '.join(core.names())})", field="system"
+        )
     filters: dict[str, Any] = {"system": system, "model": model, "since": since, "until": until}
     runs = ctx.store.list_runs(**filters, limit=limit, offset=offset, newest_first=True)
     return {
@@ -284,20 +291,11 @@ def _plots(run: RunInfo) -> list[str]:
 
 
 def _summary(system: str, item: StoredItem) -> list[tuple[str, Any]]:
-    """The few values of an item shown in its row (the rest under its details)."""
-    r = item.result
-    if system == "json":
-        if "error" in r:
-            return [("error", (r["error"] or {}).get("message"))]
-        return [(k, format_number(r.get(k))) for k in ("completeness", "accuracy", "rqs")]
-    if system == "slots":
-        counts = r.get("counts") or {}
-        if r.get("not_scored"):
-            return [("not scored", r["not_scored"])]
-        return [(k, counts.get(k)) for k in ("tp", "fp", "fn")]
-    if system == "numeric":
-        return [(k, r.get(k)) for k in ("question", "expected_answer", "predicted_answer")]
-    return []
+    """The few values of an item shown in its row (the rest under its details), scores
+    rounded for display."""
+    kind = core.find(system)
+    values = kind.item_summary(item.result) if kind else []
+    return [(k, format_number(v) if isinstance(v, float) else v) for k, v in values]
 
 
 def _heat(value: Any) -> str:
@@ -316,7 +314,7 @@ def runs_page(
     model: Annotated[str | None, Query(max_length=255)] = None,
     offset: Annotated[int, Query(ge=0, le=10_000_000)] = 0,
 ) -> HTMLResponse:
-    system = system if system in ("json", "slots", "numeric") else None
+    system = system if core.find(system) else None
     model = model or None
     runs = ctx.store.list_runs(
         system=system, model=model, limit=50, offset=offset, newest_first=True
@@ -385,7 +383,9 @@ def run_page(
     query = {k: v for k, v in (("failed", failed), ("tag", tag), ("model", model)) if v}
     if turn_number is not None:
         query["turn"] = str(turn_number)
-    models = (run.metrics or {}).get("models") if run.system == "slots" else None
+    kind = core.find(run.system)
+    columns = kind.columns(run.model, run.metrics or {}, run.intervals or {}) if kind else []
+    models = [model for model, _, _ in columns] if len(columns) > 1 else []
     return _render(
         ctx,
         request,
@@ -402,7 +402,7 @@ def run_page(
         query=query,
         filters={"failed": bool(failed), "tag": tag or "", "model": model or "", "turn": turn},
         tags=ctx.store.item_tags(run.id),
-        models=list(models or {}),
+        models=models,
         item_counts=format_items(
             run,  # a model run's items are never scored: its call errors are counted instead
             failed=ctx.store.count_items(run.id, failed=True) if run.kind == "scored" else None,

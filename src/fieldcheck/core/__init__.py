@@ -1,0 +1,16 @@
+"""The layer above the systems (ARCHITECTURE.md): the ``System`` protocol and its registry."""
+
+from fieldcheck.core._registry import find, get, names, register, unregister
+from fieldcheck.core._system import Breakdown, Column, Metrics, System
+
+__all__ = [
+    "Breakdown",
+    "Column",
+    "Metrics",
+    "System",
+    "find",
+    "get",
+    "names",
+    "register",
+    "unregister",
+]

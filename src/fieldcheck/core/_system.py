@@ -1,0 +1,61 @@
+"""The ``System`` protocol (ARCHITECTURE.md "One evaluation, one path"): what every kind of
+evaluation tells the layers above it, so that ``runs``, the API and the pages go through the
+registry and never compare system names. A system is a plain object in its own package
+(structural typing: the systems sit below ``core`` and do not import it)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Protocol, runtime_checkable
+
+Metrics = Mapping[str, Any]
+
+
+Column = tuple[str, Metrics, Metrics]
+"""One column of a run in a comparison: (model, metrics, intervals) as stored; a slots run
+gives one per model."""
+
+Breakdown = tuple[str, str, Callable[[Metrics], Mapping[str, Any]]]
+"""A table of one metric by a dimension (field, topic, turn) beside the headline metrics:
+(title, row label, how to read it from a column's metrics)."""
+
+
+@runtime_checkable
+class System(Protocol):
+    """One kind of evaluation. ``name`` is the CLI group and the store's ``system`` column;
+    ``headline`` lists its metrics in its report's order; ``export_columns`` are the columns
+    ``runs export`` adds for its items after the common ones."""
+
+    name: str
+    title: str
+    headline: tuple[str, ...]
+    breakdowns: tuple[Breakdown, ...]
+    export_columns: tuple[str, ...]
+
+    def columns(self, model: str, metrics: Metrics, intervals: Metrics) -> list[Column]:
+        """The comparison columns of one stored run."""
+        ...
+
+    def estimate(self, metrics: Metrics, name: str) -> Any:
+        """Headline metric ``name`` of a column's metrics (None when absent)."""
+        ...
+
+    def interval(self, intervals: Metrics, name: str) -> Any:
+        """The 95% interval ({low, high, ...}) of headline metric ``name``, or None."""
+        ...
+
+    def latency(self, metrics: Metrics) -> Mapping[str, Any] | None:
+        """The latency summary (mean, median, p95, total seconds) of a column, or None."""
+        ...
+
+    def paired(self, metrics: Metrics) -> Sequence[Mapping[str, Any]]:
+        """Paired tests a run stored between its own models (slots' paired F1), else ()."""
+        ...
+
+    def item_summary(self, result: Mapping[str, Any]) -> list[tuple[str, Any]]:
+        """The few values of a stored item shown in its row of the run page."""
+        ...
+
+    def export_row(self, result: Mapping[str, Any]) -> list[Any]:
+        """The values of ``export_columns`` for one stored item."""
+        ...

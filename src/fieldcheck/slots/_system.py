@@ -1,0 +1,59 @@
+"""The slot extraction benchmark as a system of the registry (``fieldcheck.core.System``): a
+stored slots run holds several models, each a column of its own in ``runs compare``."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from fieldcheck.slots._report import METRIC_COLUMNS
+
+_COUNTS = ("tp", "fp", "fn")
+
+
+def _topic_f1(metrics: Mapping[str, Any]) -> dict[str, Any]:
+    topics = metrics.get("per_topic") or {}
+    return {topic: (s or {}).get("f1") for topic, s in topics.items()}
+
+
+class SlotsSystem:
+    name = "slots"
+    title = "Slot extraction benchmark"
+    headline = METRIC_COLUMNS
+    breakdowns = (("Per-topic F1", "topic", _topic_f1),)
+    export_columns = ("user", "session", *_COUNTS, "not_scored")
+
+    def columns(
+        self, model: str, metrics: Mapping[str, Any], intervals: Mapping[str, Any]
+    ) -> list[tuple[str, Mapping[str, Any], Mapping[str, Any]]]:
+        models = metrics.get("models") or {}
+        return [(name, m, intervals.get(name) or {}) for name, m in models.items()]
+
+    def estimate(self, metrics: Mapping[str, Any], name: str) -> Any:
+        return metrics.get(name)
+
+    def interval(self, intervals: Mapping[str, Any], name: str) -> Any:
+        return intervals.get(name)
+
+    def latency(self, metrics: Mapping[str, Any]) -> Mapping[str, Any] | None:
+        found = metrics.get("latency")
+        return found if isinstance(found, Mapping) else None
+
+    def paired(self, metrics: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+        return list(metrics.get("paired_f1") or [])
+
+    def item_summary(self, result: Mapping[str, Any]) -> list[tuple[str, Any]]:
+        if result.get("not_scored"):
+            return [("not scored", result["not_scored"])]
+        counts = result.get("counts") or {}
+        return [(k, counts.get(k)) for k in _COUNTS]
+
+    def export_row(self, result: Mapping[str, Any]) -> list[Any]:
+        counts = result.get("counts") or {}
+        return [
+            counts.get(name) if name in _COUNTS else result.get(name)
+            for name in self.export_columns
+        ]
+
+
+SYSTEM = SlotsSystem()
