@@ -49,21 +49,12 @@ def _messages(n: int, salt: str) -> list[list[dict[str, str]]]:
 
 
 class _Server:
-    def __init__(self, latency_ms: float = 0) -> None:
+    def __init__(self, latency_ms: float = 0, responses: Path | None = None) -> None:
         self.port = free_port()
-        self.proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "fieldcheck._cli.main",
-                "serve-model",
-                "--port",
-                str(self.port),
-                "--latency-ms",
-                str(latency_ms),
-            ],
-            stderr=subprocess.DEVNULL,
-        )
+        argv = [sys.executable, "-m", "fieldcheck._cli.main", "serve-model"]
+        argv += ["--port", str(self.port), "--latency-ms", str(latency_ms)]
+        argv += ["--responses", str(responses)] if responses else []
+        self.proc = subprocess.Popen(argv, stderr=subprocess.DEVNULL)
         self.base_url = f"http://127.0.0.1:{self.port}/v1"
         deadline = time.monotonic() + 60
         while True:
