@@ -222,7 +222,7 @@ def test_a_multi_model_folder_has_one_run_json_listing_the_models(tmp_path: Path
     folder = RunFolder.open(out, command="json run", models=["a", "b"])
     for name in ("a", "b"):
         sub = folder.sub(name)
-        sub.write_text("run.json", '{"model": "%s"}' % name)  # the model's own run.json
+        sub.write_text("run.json", json.dumps({"model": name}))  # the model's own run.json
         sub.note(signature={"system": "json", "m": name}, run_id=f"id-{name}")
     folder.finish()
     info = json.loads((out / "run.json").read_text())

@@ -37,10 +37,13 @@ class FolderError(Exception):
 
 
 def _sha256(path: Path) -> str | None:
+    """The file's digest; None for what is no regular file (a pipe, read once) or is gone."""
+    if not path.is_file():
+        return None
     try:
         with path.open("rb") as handle:
             return hashlib.file_digest(handle, "sha256").hexdigest()
-    except OSError:  # a pipe read once, a file gone: no digest
+    except OSError:
         return None
 
 
@@ -64,6 +67,8 @@ def default_destination(command: str, label: str) -> Path:
 
 
 def _some(names: Sequence[str]) -> str:
+    """Every name when there are few, else the first ones and a count."""
+    names = sorted(names)
     if len(names) <= 2 * _SHOWN:
         return ", ".join(names)
     return ", ".join(names[:_SHOWN]) + f" and {len(names) - _SHOWN} more"

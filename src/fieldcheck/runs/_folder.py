@@ -33,7 +33,7 @@ def system_of(folder: Path) -> str:
                 "again to finish it",
                 file=folder,
             )
-        return info["system"]
+        return str(info["system"])
     if (folder / "summary.json").is_file() and (folder / "records.jsonl").is_file():
         return "json"
     if (folder / "metrics.json").is_file():
