@@ -1204,7 +1204,7 @@ def run_demo(out_dir: Path) -> int:
     from fieldcheck.jsoneval._example import bundled_example
 
     console = SafeConsole()
-    data, strategies = bundled_example(out_dir / "input")
+    data, strategies = bundled_example(out_dir.parent / f"{out_dir.name}-input")
     config = EvalConfig(strategies=load_strategies(strategies), flatten=True, safety_check="leaks")
     console.print(
         f"Scoring {safe_markup(str(data))} with {safe_markup(str(strategies))} "

@@ -177,11 +177,13 @@ class RunFolder:
             state.resumed = True
         else:
             try:
+                if os.path.lexists(temp.parent) and not temp.parent.is_dir():
+                    raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR))
                 temp.parent.mkdir(parents=True, exist_ok=True)
                 temp.mkdir()
             except OSError as exc:
                 raise FolderError(
-                    f"cannot create directory {temp}: {exc.strerror or exc}"
+                    f"cannot create directory {dest}: {exc.strerror or exc}"
                 ) from None
         folder = cls(state)
         try:
