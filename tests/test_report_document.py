@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 
 from fieldcheck.reports._document import Report, Term, write_report
-from fieldcheck.reports._outdir import OutputFolder
 
 HOSTILE = "<img src=x onerror=alert(1)> | # *x*\n## not a heading"
 
@@ -42,12 +41,11 @@ def test_html_escapes_every_value() -> None:
     assert "<dt>F1</dt><dd><code>2PR/(P+R)</code>" in page
 
 
-def test_write_report_writes_both_files_through_the_folder(tmp_path: Path) -> None:
-    folder = OutputFolder.prepare(tmp_path / "out")
-    paths = write_report(folder, Report("T").paragraph("p"))
+def test_write_report_writes_both_files_in_the_folder(tmp_path: Path) -> None:
+    paths = write_report(tmp_path, Report("T").paragraph("p"))
     assert sorted(p.name for p in paths.values()) == ["report.html", "report.md"]
-    assert (tmp_path / "out" / "report.md").read_text() == "# T\n\np\n"
-    assert not list((tmp_path / "out").glob("*.tmp*"))
+    assert (tmp_path / "report.md").read_text() == "# T\n\np\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["report.html", "report.md"]
 
 
 def test_control_characters_from_data_are_visible_not_raw() -> None:

@@ -239,14 +239,18 @@ def test_batch_malformed_lines_exit_3(tmp_path: Path, files: dict[str, str]) -> 
     assert summary["errors"] == [e["message"] for e in errors]  # the same lines, in file order
 
 
-def test_batch_usage_errors_exit_2(tmp_path: Path, files: dict[str, str]) -> None:
+def test_batch_usage_errors_exit_2(
+    tmp_path: Path, files: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     empty = write(tmp_path, "empty.jsonl", "\n\n")
     result = run("batch", empty, "--out", str(tmp_path / "o"))
     assert result.exit_code == 2 and "no records" in result.stderr
     result = run("batch", str(tmp_path / "nope.jsonl"), "--out", str(tmp_path / "o"))
     assert result.exit_code == 2 and "nope.jsonl: cannot read file" in result.stderr
     data = write(tmp_path, "data.jsonl", "\n".join(batch_lines()))
-    assert run("batch", data).exit_code == 2  # --out is required
+    monkeypatch.chdir(tmp_path)
+    assert run("batch", data, "--strategies", str(tmp_path / "nope.json")).exit_code == 2
+    assert not (tmp_path / "fieldcheck-runs").exists()  # a usage error: no folder made
     bad = write(tmp_path, "bad.json", {"name": 1})
     assert run("batch", data, "--out", str(tmp_path / "o"), "--strategies", bad).exit_code == 2
     assert not (tmp_path / "o").exists()

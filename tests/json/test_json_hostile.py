@@ -216,7 +216,8 @@ def test_cli_directories_and_out_file(tmp_path: Path) -> None:
     result = run("batch", data, "--out", data)
     assert result.exit_code == 2
     assert result.stderr.strip() == (
-        f"error: --out: {data} is a file, not a directory (see 'fieldcheck json batch --help')"
+        f"error: --out: {data} is a file, not a directory; give a new or empty folder (see "
+        "'fieldcheck json batch --help')"
     )
     result = run("batch", data, "--out", str(Path(data) / "sub"))
     assert (result.exit_code, result.stderr.strip()) == (
@@ -228,18 +229,21 @@ def test_cli_directories_and_out_file(tmp_path: Path) -> None:
 
 def test_cli_batch_output_that_cannot_be_written_exits_1(tmp_path: Path) -> None:
     """An output that cannot be written once scoring started (here a folder where summary.json
-    goes, kept by --force) is one line naming the file, exit 1: not the usage status, since
-    the command itself was right (decisions.md)."""
+    goes, in the unfinished run's folder the command continues) is one line naming the file,
+    exit 1: not the usage status, since the command itself was right (decisions.md)."""
+    from fieldcheck.core import RunFolder
+
     data = write(tmp_path, "d.jsonl", '{"id": 1, "ground_truth": {"a": 1}, "output": {"a": 1}}\n')
     out = tmp_path / "o"
-    (out / "summary.json").mkdir(parents=True)
-    result = run("batch", data, "--out", str(out), "--force", "--no-store")
+    partial = RunFolder.open(out, command="json batch", inputs=[("batch", data)]).path
+    (partial / "summary.json").mkdir()
+    result = run("batch", data, "--out", str(out), "--no-store")
     assert result.exit_code == 1
     assert (
         result.stderr.strip()
-        == f"error: --out: cannot write {out / 'summary.json'}: Is a directory"
+        == f"error: --out: cannot write {partial / 'summary.json'}: Is a directory"
     )
-    assert (out / "summary.json").is_dir()  # the user's folder is kept
+    assert (partial / "summary.json").is_dir() and not out.exists()
 
 
 @pytest.mark.parametrize(

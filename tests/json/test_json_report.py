@@ -196,11 +196,8 @@ def test_cli_batch_writes_the_report(tmp_path: Path) -> None:
     )
     result = CliRunner().invoke(app, ["json", "batch", str(data), "--out", str(tmp_path / "out")])
     assert result.exit_code == 0, result.output
-    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [
-        ".fieldcheck-manifest.jsonl",
-        *BATCH_FILES,
-    ]
-    manifest = (tmp_path / "out" / ".fieldcheck-manifest.jsonl").read_text()
-    assert "report.html" in manifest and "plot_score_distribution.png" in manifest
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == sorted(
+        [*BATCH_FILES, "run.json"]
+    )
     text = (tmp_path / "out" / "report.md").read_text()
     assert "| s | EXACT | 1 | 1 | 0 | 0.000 | 0 | 0 |" in text  # SKU-1 is an identifier: EXACT

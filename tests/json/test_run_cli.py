@@ -244,6 +244,7 @@ def test_second_run_makes_no_calls_and_writes_the_same_files(
     assert first.exit_code == 3, first.output
     before = snapshot(files["out"] / "m")
     assert len(server.chat_requests) == 7
+    files["out"] = files["out"].with_name("out2")  # a folder is never written again
     second = run(*common(files, server, "--model", "m"))
     assert second.exit_code == 3, second.output
     assert len(server.chat_requests) == 7  # every reply from the cache
@@ -261,8 +262,14 @@ def test_an_interrupted_run_resumes_without_calling_again(
     store = Store()
     store.set_status(run_id, "interrupted")  # as Ctrl-C leaves it
     store.close()
+    partial = files["out"].with_name("out.fieldcheck-partial")  # and the folder, unfinished
+    files["out"].rename(partial)
+    info = json.loads((partial / "run.json").read_text())
+    (partial / "run.json").write_text(json.dumps({**info, "complete": False}))
     again = run(*common(files, server, "--model", "m", "--no-cache"))
     assert again.exit_code == 3, again.output
+    assert not partial.exists()  # continued, and put in place
+    assert json.loads((files["out"] / "run.json").read_text())["complete"] is True
     assert len(server.chat_requests) == 7  # --no-cache, yet nothing is asked again
     assert f"resuming run {run_id}: 7 of 7 items already finished" in again.stderr
     assert f"run {run_id}, 7 items resumed;" in again.stdout
@@ -292,7 +299,7 @@ def test_a_resume_asks_again_the_records_whose_call_failed(
     store.close()
     failing.clear()
     asked = len(server.chat_requests)
-    again = run(*args, "--force")
+    again = run(*args[:-1], str(tmp_path / "o2"))  # a new folder: the run resumes from the store
     assert again.exit_code == 0, again.output
     assert [document(b) for b in server.chat_requests[asked:]] == ["d1"]
     assert f"resuming run {run_id}: 1 of 2 items already finished" in again.stderr
@@ -316,11 +323,14 @@ def test_several_models_get_a_folder_each_and_a_comparison(
     result = run(*common(files, server, "--model", "good=good-model", "--model", "org/bad"))
     assert result.exit_code == 3, result.output  # the bad DATA lines
     assert sorted(p.name for p in files["out"].iterdir()) == [
-        ".fieldcheck-manifest.jsonl",  # what fieldcheck wrote (issue 9)
         "comparison.csv",
         "good",
         "org_bad",
+        "run.json",  # what wrote the folder, listing the models (issue 27)
     ]
+    info = json.loads((files["out"] / "run.json").read_text())
+    assert (info["system"], info["models"], info["complete"]) == ("json", ["good", "org/bad"], True)
+    assert sorted(info["signatures"]) == ["good", "org_bad"] and len(info["runs"]) == 2
     with (files["out"] / "comparison.csv").open() as handle:
         rows = {r["model"]: r for r in csv.DictReader(handle)}
     assert list(rows) == ["good", "org/bad"]
@@ -436,7 +446,8 @@ def test_json_of_one_model_is_its_summary_and_of_two_is_keyed_by_model(
     one = run(*common(files, server, "--model", "m", "--json", "--bootstrap", "0"))
     printed = json.loads(one.stdout)
     assert printed == json.loads((files["out"] / "m" / "summary.json").read_text())
-    two = run(*common(files, server, "--model", "a=m", "--model", "b=m", "--json", "--force"))
+    files["out"] = files["out"].with_name("out2")  # a new folder for the second run
+    two = run(*common(files, server, "--model", "a=m", "--model", "b=m", "--json"))
     printed = json.loads(two.stdout)
     assert sorted(printed["models"]) == ["a", "b"]
     assert printed["models"]["a"] == json.loads((files["out"] / "a" / "summary.json").read_text())
@@ -459,7 +470,8 @@ def test_a_model_run_without_a_usable_store_writes_its_files_and_stores_nothing(
         monkeypatch.setenv("FIELDCHECK_DATABASE_URL", f"sqlite:///file:{db}?mode=ro&uri=true")
     else:
         monkeypatch.setenv("FIELDCHECK_DATABASE_URL", str(db))  # a path, not a URL
-    for calls in (7, 14):  # nothing cached: the second run asks again
+    for calls in (7, 14):  # nothing cached: the second run (into a new folder) asks again
+        files["out"] = files["out"].with_name(f"out{calls}")
         result = run(*common(files, server, *extra))
         assert result.exit_code == 3, result.output  # r3 and r4 fail, as with the store
         assert len(server.chat_requests) == calls
@@ -472,38 +484,12 @@ def test_a_model_run_without_a_usable_store_writes_its_files_and_stores_nothing(
     kept.close()
 
 
-def test_a_model_folder_that_is_another_runs_folder_is_refused_before_any_call(
-    files: dict[str, Path], chat_server: StartServer
-) -> None:
-    """A model's folder in --out that another run has made its own output folder (its own
-    manifest) is refused before any model call, even with --force, which keeps other runs'
-    folders as they are (a tester's finding: the run replaced that run's files), and before
-    --out is changed: the earlier run's manifest and files stay as they were."""
-    from fieldcheck.reports._outdir import OutputFolder
-
-    server = chat_server(lambda body: OK_REPLIES.get(document(body), '{"name": "x"}'))
-    assert run(*common(files, server, "--model", "n")).exit_code == 3
-    # another run, into m/ (not a folder of the run in --out: that is refused, see
-    # test_a_folder_an_earlier_run_lists_is_refused_as_out)
-    other = OutputFolder.prepare(files["out"] / "m", force=True)
-    other.write_text("mine.txt", "another run's file")
-    other.finish()
-    tree = {p: p.read_bytes() for p in files["out"].rglob("*") if p.is_file()}
-    again = run(*common(files, server, "--model", "n", "--model", "m", "--force"))
-    assert again.exit_code == 2, again.output
-    assert "m is another run's output folder" in again.stderr
-    assert len(server.chat_requests) == 7  # no call made
-    assert (files["out"] / "m" / "mine.txt").read_text() == "another run's file"
-    assert {p: p.read_bytes() for p in files["out"].rglob("*") if p.is_file()} == tree
-
-
-def test_a_folder_an_earlier_run_lists_is_refused_as_out(
+def test_a_model_folder_of_an_earlier_run_is_refused_as_out(
     files: dict[str, Path], chat_server: StartServer, tmp_path: Path
 ) -> None:
     """``json batch --out OUT/m`` where m is a model's folder of an earlier ``json run --out
-    OUT``: refused with one line, even with --force, nothing changed (a tester's finding: it
-    called those files ones "fieldcheck did not write" and with --force replaced them, and the
-    next ``json run`` would have deleted the batch's files, listed in its manifest)."""
+    OUT``: it holds files, so it is refused with one line and nothing changed (issue 27: a
+    run's folder is never written into again)."""
     server = chat_server(lambda body: OK_REPLIES.get(document(body), '{"name": "x"}'))
     assert run(*common(files, server, "--model", "m")).exit_code == 3
     batch = write_jsonl(
@@ -511,22 +497,20 @@ def test_a_folder_an_earlier_run_lists_is_refused_as_out(
     )
     out = files["out"]
     tree = {p: (p.stat().st_mtime_ns, p.read_bytes()) for p in out.rglob("*") if p.is_file()}
-    for force in ((), ("--force",)):
-        result = CliRunner().invoke(
-            app,
-            ["json", "batch", str(batch), "--out", str(out / "m"), "--no-store", *force],
-            env={"COLUMNS": "400"},
-        )
-        assert result.exit_code == 2, result.output
-        (line,) = result.stderr.splitlines()
-        assert line.startswith(
-            f"error: --out: {out / 'm'} is inside {out}, an earlier run's output folder whose "
-            "manifest lists m, m/call_errors.jsonl, "
-        ), line
-        assert "that run's next run would delete what is written here" in line
+    result = CliRunner().invoke(
+        app,
+        ["json", "batch", str(batch), "--out", str(out / "m"), "--no-store"],
+        env={"COLUMNS": "400"},
+    )
+    assert result.exit_code == 2, result.output
+    (line,) = result.stderr.splitlines()
+    assert line.startswith(f"error: --out: {out / 'm'} holds files (call_errors.jsonl, "), line
     assert {
         p: (p.stat().st_mtime_ns, p.read_bytes()) for p in out.rglob("*") if p.is_file()
     } == tree
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        ["batch.jsonl", "docs.jsonl", "out", "strategies.json"]
+    )
 
 
 def test_a_store_that_stops_taking_writes_mid_run_is_one_warning(
@@ -547,7 +531,8 @@ def test_a_store_that_stops_taking_writes_mid_run_is_one_warning(
             "CREATE TRIGGER full BEFORE INSERT ON run_items WHEN "
             "(SELECT count(*) FROM run_items) >= 3 BEGIN SELECT RAISE(ABORT, 'disk full'); END"
         )
-    result = run(*common(files, server, "--model", "m", "--force"))
+    files["out"] = files["out"].with_name("out2")
+    result = run(*common(files, server, "--model", "m"))
     assert result.exit_code == 3, result.output
     assert result.stderr.count("warning: the store stopped working") == 1
     assert "Traceback" not in result.output and "disk full" in result.stderr

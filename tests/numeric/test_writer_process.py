@@ -6,6 +6,7 @@ with the in-process ones in tests/numeric/test_streamed.py."""
 from __future__ import annotations
 
 import errno
+import json
 import logging
 import os
 import subprocess
@@ -15,9 +16,9 @@ from pathlib import Path
 import pytest
 from tests.numeric.test_streamed import _files, _write_inputs
 
+from fieldcheck.core import PARTIAL, RunFolder
 from fieldcheck.numeric import load_convfinqa, load_predictions, score_to_folder
 from fieldcheck.numeric._writer import WriterProcess
-from fieldcheck.reports._outdir import OutputFolder
 
 
 @pytest.fixture
@@ -37,20 +38,6 @@ def started(monkeypatch: pytest.MonkeyPatch) -> list[WriterProcess]:
 def _inputs(tmp_path: Path, conversations: int = 40):  # type: ignore[no-untyped-def]
     data_path, preds_path = _write_inputs(tmp_path, 4, conversations)
     return load_convfinqa(data_path), load_predictions(preds_path)
-
-
-ROWS_AND_TRACES = {"summary.csv", "turns.csv", "validation.csv", "errors.csv", "traces"}
-
-
-def _left(folder: Path) -> list[str]:
-    """The row files, traces/, statistics.json or temporary names a failed run left in
-    ``folder`` (the report, written while the writer finished, may be there: without
-    statistics.json the folder is not complete)."""
-    return sorted(
-        p.name
-        for p in folder.iterdir()
-        if p.name in ROWS_AND_TRACES | {"statistics.json"} or ".fieldcheck-tmp-" in p.name
-    )
 
 
 def test_a_large_run_uses_the_writer_process_and_a_small_one_does_not(
@@ -90,7 +77,7 @@ def test_a_writer_that_dies_fails_the_run_and_leaves_no_row_file(
         score_to_folder(data, preds, folder, bootstrap=0, chunk=1, writer_process=True)
     assert caught.value.errno == errno.EIO
     assert caught.value.filename == str(folder)
-    assert _left(folder) == []  # no row file, no traces/, no temporary name
+    assert not (folder / "statistics.json").exists()  # the run's summary: not complete
     assert started[0]._process.poll() is not None
 
 
@@ -119,7 +106,7 @@ def test_an_interrupt_stops_the_writer_and_keeps_nothing(
     tmp_path: Path, started: list[WriterProcess]
 ) -> None:
     data, preds = _inputs(tmp_path, 300)
-    folder = OutputFolder.prepare(tmp_path / "out")  # as the commands prepare --out
+    folder = RunFolder.open(tmp_path / "out", command="numeric score")  # as the commands do
 
     def stop(done: int) -> None:
         if done >= 256:
@@ -131,15 +118,16 @@ def test_an_interrupt_stops_the_writer_and_keeps_nothing(
         )
     process = started[0]._process
     assert process.returncode == -9  # killed, not left writing
-    assert _left(folder.root) == []
+    assert not (tmp_path / "out").exists()  # only its partial folder
     # the Ctrl-C line names the row files, traces/ and the files written last (the plots are
     # known only then) as not written (a tester's finding: statistics.json and the reports
     # were left out)
     line = folder.interrupted_line()
+    assert line.startswith(f"interrupted: 0 files written in {tmp_path / 'out'}{PARTIAL}; ")
     assert line.endswith(
-        "written: 0 files; not written: errors.csv, input_errors.csv, report.html, report.md, "
-        "statistics.json, summary.csv, traces, turns.csv, validation.csv (no summary says "
-        "complete: true; run the command again)"
+        "not written: errors.csv, input_errors.csv, report.html, report.md, "
+        "statistics.json, summary.csv, traces, turns.csv, validation.csv (run.json says "
+        f"complete: false); the same command with --out {tmp_path / 'out'} continues it"
     )
 
 
@@ -175,8 +163,10 @@ def test_the_command_names_the_folder_when_the_writers_error_names_no_file(
         app, [*argv, "--out", str(out), "--no-store"], env={"COLUMNS": "400"}
     )
     assert result.exit_code == 1  # a full disk is not a usage error (decisions.md)
-    assert f"cannot write {out}: No space left on device" in " ".join(result.output.split())
-    assert _left(out) == []
+    assert "No space left on device" in " ".join(result.output.split())
+    assert not out.exists()  # only its partial folder, which run.json says is not complete
+    info = json.loads(Path(f"{out}{PARTIAL}", "run.json").read_text())
+    assert info["complete"] is False
 
 
 def test_the_writers_load_neither_the_agent_nor_the_model_client_nor_sqlalchemy() -> None:

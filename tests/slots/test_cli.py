@@ -190,17 +190,22 @@ def test_out_that_is_a_file_is_a_usage_error(jsonl: Jsonl, tmp_path: Path) -> No
 
 
 def test_output_file_that_cannot_be_written_exits_1(jsonl: Jsonl, tmp_path: Path) -> None:
+    from fieldcheck.core import RunFolder
+
     f, out = _files(jsonl), tmp_path / "out"
-    (out / "metrics.json").mkdir(parents=True)  # a directory where a file has to go
+    # an unfinished run of the same command, continued, with a directory where a file goes
+    given = [("gold", f["gold"]), ("pred:a", f["a"])]
+    partial = RunFolder.open(out, command="slots score", inputs=given).path
+    (partial / "metrics.json").mkdir()
     result = _invoke(
         "--gold", str(f["gold"]), "--pred", f"a={f['a']}", "--bootstrap", "0", "--out", str(out),
-        "--force",  # not fieldcheck's: refused without --force (issue 9)
     )  # fmt: skip
     assert result.exit_code == 1  # not the usage status: the command was right (decisions.md)
     text = " ".join(result.output.replace("│", " ").split())
     assert text.startswith("error: --out: cannot write ")
     assert len(result.output.strip().splitlines()) == 1  # one line, no usage block or box
-    assert f"{out / 'metrics.json'}: Is a directory" in text  # the file's name, not a temporary one
+    assert f"{partial / 'metrics.json'}: Is a directory" in text
+    assert not out.exists()
 
 
 def test_model_names_with_rich_markup_spaces_and_slashes(jsonl: Jsonl, tmp_path: Path) -> None:
@@ -447,11 +452,13 @@ def test_reading_the_files_shows_a_spinner_on_a_terminal_only(tmp_path: Path) ->
     gold = tmp_path / "gold.jsonl"
     gold.write_text(json.dumps(slot("u", 1, "t", "f", "v")) + "\n")
     shown = io.StringIO()
-    with reading(SafeConsole(file=shown, force_terminal=True), [gold, gold], beside=tmp_path) as p:
+    with reading(
+        SafeConsole(file=shown, force_terminal=True), [gold, gold], beside=tmp_path / "out"
+    ) as p:
         assert [i.records for i in p.inputs] == [1, 1]
     assert "reading 2 slot file(s)" in shown.getvalue()
     piped = io.StringIO()
-    with reading(SafeConsole(file=piped), [gold], beside=tmp_path):
+    with reading(SafeConsole(file=piped), [gold], beside=tmp_path / "out"):
         pass
     assert piped.getvalue() == ""
 
@@ -488,7 +495,7 @@ def test_scratch_files_that_cannot_be_written_are_one_line_exit_1(tmp_path: Path
     assert done.returncode == 1, done.stderr
     [message] = done.stderr.strip().splitlines()
     assert message.startswith(f"error: --out: cannot write the run's scratch file {tmp_path}/")
-    assert re.search(r"/\.scratch\.fieldcheck-tmp-\d+-\w+/bucket\d\.bin: File too large$", message)
+    assert re.search(r"/\.fieldcheck-scratch-\w+/bucket\d\.bin: File too large$", message)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["gold.jsonl"]  # no scratch left
 
 
@@ -525,7 +532,7 @@ def test_a_scratch_folder_removed_while_running_is_one_line_exit_1(tmp_path: Pat
             except OSError as exc:
                 assert exc.errno == errno.ENXIO  # no reader yet
                 time.sleep(0.01)
-        [scratch] = tmp_path.glob(f".scratch.fieldcheck-tmp-{run.pid}-*")
+        [scratch] = tmp_path.glob(".fieldcheck-scratch-*")
         shutil.rmtree(scratch)
         os.write(fd, line.format(0, 0).encode())
         os.close(fd)

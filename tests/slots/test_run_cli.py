@@ -245,10 +245,12 @@ def test_several_models_and_a_second_run_makes_no_calls(
         "latency_A.jsonl", "latency_B_1.jsonl", "memory_A.jsonl", "memory_B_1.jsonl",
         "pred_A.jsonl", "pred_B_1.jsonl", "session_errors.jsonl",
     ]  # fmt: skip
-    again = invoke(files, server.base_url, *models)
+    again = invoke(files, server.base_url, *models, out=out.parent / "again")  # a new folder
     assert again.exit_code == 0, again.output
     assert len(server.chat_requests) == 6  # every reply came from the store
-    assert {p.name: p.read_bytes() for p in sorted(out.glob("*_*.jsonl"))} == first
+    assert {p.name: p.read_bytes() for p in sorted((out.parent / "again").glob("*_*.jsonl"))} == (
+        first
+    )
 
 
 def test_the_judge_scores_predicted_gold_slots_through_the_same_endpoint(
@@ -586,7 +588,9 @@ def test_a_resume_asks_again_a_session_whose_call_failed_not_an_invalid_reply(
     store.close()
     failing.clear()
     asked = len(server.chat_requests)
-    again = invoke(files, server.base_url, "--model", "m", "--max-retries", "0", "--force")
+    again = invoke(
+        files, server.base_url, "--model", "m", "--max-retries", "0", out=files["out"].parent / "b"
+    )
     assert f"resuming run {run_id}: 2 of 3 items already finished" in again.output
     assert [transcript(b) for b in server.chat_requests[asked:]] == ["I moved to Oslo."]
     doc = " ".join((Path(__file__).resolve().parents[2] / "docs" / "slots.md").read_text().split())

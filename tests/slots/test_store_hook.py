@@ -83,7 +83,7 @@ def _streamed(
 ) -> SlotsRun:
     """What ``slots score`` does: partition, score bucket by bucket with the recorder."""
     files = [paths["gold"], paths["a"], paths["b"]]
-    with partitioned(files, beside=tmp_path, k=k) as part:
+    with partitioned(files, beside=tmp_path / "out", k=k) as part:
         headers = [SlotFile(item.path, errors=item.errors) for item in part.inputs]
         models = _models(paths, headers[1], headers[2])
         scorer = SlotScorer(headers[0], models, bootstrap=40, seed=2, recorder=recorder)
@@ -99,7 +99,7 @@ def _parts(
     scored here, or (``second``) the last ones by a second scorer process."""
     whole = _models(paths, load_slots(paths["a"]), load_slots(paths["b"]))
     files = [paths["gold"], paths["a"], paths["b"]]
-    with partitioned(files, beside=tmp_path, k=k, sides=model_sides(whole)) as part:
+    with partitioned(files, beside=tmp_path / "out", k=k, sides=model_sides(whole)) as part:
         gold, a, b = [SlotFile(item.path, errors=item.errors) for item in part.inputs]
         latency, judge = part.sides
         models = [

@@ -22,7 +22,6 @@ from rich.console import Console
 from fieldcheck._cli.slots_cmd import load_inputs, score_files
 from fieldcheck.metrics._slots import score_session, slot_values
 from fieldcheck.metrics._text import bleu1_score, tokenize_values
-from fieldcheck.reports._outdir import MANIFEST, TMP_MARK, OutputFolder, scratch_prefix
 from fieldcheck.slots import (
     ModelInput,
     _second,
@@ -36,7 +35,7 @@ from fieldcheck.slots._loaders import JudgeFile, LatencyFile, SlotFile
 from fieldcheck.slots._score import SlotScorer, model_sides
 from fieldcheck.slots._stream import bucket_count, partitioned
 
-BUCKETS = scratch_prefix()  # the bucket folder's name, beside --out
+BUCKETS = ".fieldcheck-scratch-"  # the bucket folder's name, beside --out
 
 WORDS = ["Reading", "hiking!", "chess", "café", "calm", "a b", "", "  ", "jazz", "<img src=x onerror=alert(1)>"]  # fmt: skip
 OUTPUTS = ("metrics.json", "metrics.csv", "per_topic.csv", "errors.jsonl", "report.md")
@@ -171,7 +170,7 @@ def test_bucket_count_follows_the_file_size(tmp_path: Path) -> None:
 
 def test_bucket_files_are_removed_on_an_error(tmp_path: Path) -> None:
     paths = _files(tmp_path, seed=1, shuffle=True)
-    with pytest.raises(RuntimeError), partitioned([paths["gold"]], beside=tmp_path, k=4):
+    with pytest.raises(RuntimeError), partitioned([paths["gold"]], beside=tmp_path / "out", k=4):
         assert [p for p in tmp_path.iterdir() if p.name.startswith(BUCKETS)]
         raise RuntimeError
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(BUCKETS)]
@@ -305,7 +304,7 @@ def test_an_error_while_reading_stops_the_helper(
     with (
         pytest.raises(KeyboardInterrupt),
         partitioned(
-            [paths["gold"], paths["a"], paths["b"]], beside=tmp_path, k=4, parallel_bytes=0
+            [paths["gold"], paths["a"], paths["b"]], beside=tmp_path / "out", k=4, parallel_bytes=0
         ),
     ):
         pass
@@ -339,7 +338,9 @@ def test_a_file_name_that_is_not_utf8_is_read_by_the_helper(
     odd = tmp_path / os.fsdecode(b"b\xff.jsonl")
     odd.write_bytes(paths["b"].read_bytes())
     joined = _spy_helpers(monkeypatch)
-    with partitioned([paths["gold"], paths["a"], odd], beside=tmp_path, k=3, parallel_bytes=0) as p:
+    with partitioned(
+        [paths["gold"], paths["a"], odd], beside=tmp_path / "out", k=3, parallel_bytes=0
+    ) as p:
         assert [i.records for i in p.inputs][2] > 0 and p.inputs[2].path == odd
     assert joined == [True]
 
@@ -465,7 +466,7 @@ def test_an_error_while_scoring_stops_the_second_scorer(
     files = [paths["gold"], paths["a"], paths["b"]]
     with (
         pytest.raises(KeyboardInterrupt),
-        partitioned(files, beside=tmp_path, k=6) as part,
+        partitioned(files, beside=tmp_path / "out", k=6) as part,
     ):
         inputs = load_inputs(part, {"a": paths["a"], "b": paths["b"]}, {}, {})
         scorer = SlotScorer(inputs[0], inputs[1], bootstrap=0)
@@ -501,7 +502,7 @@ def test_partition_sessions_counts_the_gold_sessions_of_the_first_buckets(
     joined = _spy_helpers(monkeypatch)
     paths = _files(tmp_path, seed=11, shuffle=True)
     files = [paths["gold"], paths["a"], paths["b"]]
-    with partitioned(files, beside=tmp_path, k=k, parallel_bytes=parallel) as part:
+    with partitioned(files, beside=tmp_path / "out", k=k, parallel_bytes=parallel) as part:
         part.keep = True
         counted = [part.sessions(stop) for stop in range(k + 1)]
         found = [len(p.slots[0].sessions) for p in part.parts()]
@@ -510,27 +511,17 @@ def test_partition_sessions_counts_the_gold_sessions_of_the_first_buckets(
     assert joined == ([True] if parallel == 0 and k > 1 else [])
 
 
-def test_an_existing_out_folder_holds_the_buckets_and_is_not_foreign(tmp_path: Path) -> None:
-    """With ``--out`` an existing folder (an earlier run's, or made empty), the buckets go in
-    it while the files are read: preparing it for the outputs leaves them alone (they were
-    taken for another program's files: exit 2 on every run of 8 MiB or more, a tester's
-    finding), the manifest never lists them, and a killed run's buckets (another process's)
-    are removed by the next run."""
+def test_an_existing_empty_out_folder_stays_empty_while_the_buckets_are_made(
+    tmp_path: Path,
+) -> None:
+    """With ``--out`` an existing empty folder, the buckets go beside it, never in it: the
+    run's folder is renamed onto it, which an entry in it would refuse (and a user's
+    folder is never written into)."""
     paths = _files(tmp_path, seed=3, shuffle=True)
     out = tmp_path / "out"
     out.mkdir()
-    stale = out / f".scratch{TMP_MARK}999999-abc"  # the buckets of a run killed while reading
-    stale.mkdir()
-    (stale / "bucket0.bin").write_bytes(b"x")
     files = [paths["gold"], paths["a"], paths["b"]]
     with partitioned(files, beside=out, k=3) as part:
-        assert part.folder.parent == out and part.folder.name.startswith(BUCKETS)
-        folder = OutputFolder.prepare(out)  # no OutputFolderError
-        assert part.folder.is_dir() and not stale.exists()
-        folder.write_text("a.txt", "a")
-        folder.finish()
-    assert [json.loads(line) for line in (out / MANIFEST).read_text().splitlines()][1:] == [
-        {"file": "a.txt"},
-        {"complete": True},
-    ]
-    assert sorted(p.name for p in out.iterdir()) == [MANIFEST, "a.txt"]
+        assert part.folder.parent == tmp_path and part.folder.name.startswith(BUCKETS)
+        assert list(out.iterdir()) == []
+    assert not part.folder.exists()

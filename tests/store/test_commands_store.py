@@ -127,11 +127,10 @@ def test_slots_score_records_a_session_item_per_model(tmp_path: Path) -> None:
     code, stdout, stderr = cli("slots", "score", *args, "--out", str(out))
     assert code == 0, stderr
     assert "stored as run" in stdout
-    # marked complete once, before the store's finish (the command's own finish does nothing)
-    manifest = (out / ".fieldcheck-manifest.jsonl").read_bytes().splitlines()
-    assert [orjson.loads(line) for line in manifest].count({"complete": True}) == 1
     store = Store()
     [run] = scored_runs(store)
+    info = orjson.loads((out / "run.json").read_bytes())  # the folder names its stored run
+    assert (info["complete"], info["runs"], info["models"]) == (True, [run.id], ["a", "b"])
     metrics = orjson.loads((out / "metrics.json").read_bytes())
     assert (run.system, run.model, run.n_items) == ("slots", "a, b", 4)  # 2 models x 2 sessions
     assert run.metrics["models"]["a"]["f1"] == metrics["models"]["a"]["f1"]
@@ -316,26 +315,26 @@ def test_a_ctrl_c_stops_the_writer_process_and_keeps_the_items_written(tmp_path:
 
 
 @pytest.mark.parametrize("system", ["slots", "numeric"])
-def test_a_run_whose_manifest_cannot_be_completed_is_stored_failed(
+def test_a_run_whose_folder_cannot_be_put_in_place_is_stored_failed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, system: str
 ) -> None:
-    """The manifest's last write failing (the folder removed just before it; a full disk
-    alike) is exit 1, and the stored run is ``failed``: the folder is marked complete before the
-    store says ``finished`` (a tester's finding: slots stored ``finished`` beside exit 1)."""
-    import shutil
-
+    """--out filled by someone else during the run: the rename into place fails, exit 1, the
+    intruder's file is kept, and the stored run is ``failed``: the folder is put in place
+    before the store says ``finished`` (a tester's finding: slots stored ``finished`` beside
+    exit 1)."""
     from runs_data import GOLD, PRED_A
 
-    from fieldcheck.reports._outdir import OutputFolder
+    from fieldcheck.core import RunFolder
 
-    real_finish = OutputFolder.finish
+    real_finish = RunFolder.finish
+    out = tmp_path / "out"
 
-    def removed_first(folder: OutputFolder) -> None:
-        shutil.rmtree(folder.root)
+    def filled_first(folder: RunFolder) -> None:
+        out.mkdir(exist_ok=True)
+        (out / "intruder.txt").write_text("mine")
         real_finish(folder)
 
-    monkeypatch.setattr(OutputFolder, "finish", removed_first)
-    out = tmp_path / "out"
+    monkeypatch.setattr(RunFolder, "finish", filled_first)
     if system == "slots":
         gold, a = _jsonl(tmp_path / "gold.jsonl", GOLD), _jsonl(tmp_path / "a.jsonl", PRED_A)
         args = ["slots", "score", "--gold", str(gold), "--pred", f"a={a}"]
@@ -345,7 +344,12 @@ def test_a_run_whose_manifest_cannot_be_completed_is_stored_failed(
         args += ["--predictions", str(examples / "predictions_model_a.jsonl")]
     code, stdout, stderr = cli(*args, "--bootstrap", "20", "--out", str(out))
     assert code == 1, stderr
-    assert f"cannot write {out / '.fieldcheck-manifest.jsonl'}" in stderr.replace("\n", "")
+    assert (
+        f"cannot write {out}: it was filled during the run; the complete run is in "
+        f"{out}.fieldcheck-partial" in " ".join(stderr.split())
+    )
+    assert [p.name for p in out.iterdir()] == ["intruder.txt"]
+    assert (out / "intruder.txt").read_text() == "mine"
     assert "stored as run" not in stdout
     [run] = scored_runs(Store())
     assert (run.system, run.status) == (system, "failed")

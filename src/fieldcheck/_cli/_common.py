@@ -24,15 +24,7 @@ from fieldcheck._cli._record import forget_store_warnings
 from fieldcheck._util.errors import InputError
 from fieldcheck._util.sniff import likely_cause
 from fieldcheck._util.term import install_log_filter, safe_text
-from fieldcheck.reports._outdir import (
-    OutputFolder,
-    OutputFolderError,
-    completed_folders,
-    completed_line,
-    final_path,
-    release_all,
-    reserve,
-)
+from fieldcheck.core import FolderError, RunFolder, check_destination
 
 install_log_filter()  # warnings quote data: control characters escaped (issue 9)
 
@@ -72,19 +64,25 @@ class OutputFailed(click.ClickException):
 
 
 def cannot_write(exc: OSError, where: object) -> OutputFailed:
-    """``error: --out: cannot write FILE: REASON`` (``where`` when the error names no file; a
-    temporary file named by the output it was to become)."""
-    shown = final_path(exc.filename) if exc.filename else where
+    """``error: --out: cannot write FILE: REASON`` (``where`` when the error names no file)."""
+    shown = exc.filename or where
     return OutputFailed(f"--out: cannot write {shown}: {exc.strerror or exc}")
 
 
-def finish(folder: OutputFolder) -> None:
-    """``folder.finish()`` (the manifest says complete); a manifest that cannot be written (a
-    full disk, the folder removed) is the one-line ``cannot write`` error, exit 1."""
+def finish(folder: RunFolder, *, signature: Any = None) -> None:
+    """``folder.finish()``: run.json says complete (with ``signature`` when given) and the
+    folder is renamed into place; a failure (a full disk, the destination filled meanwhile) is
+    the one-line ``cannot write`` error, exit 1."""
+    folder.note(signature=signature)
     try:
         folder.finish()
     except OSError as exc:
-        raise cannot_write(exc, folder) from None
+        raise cannot_write(exc, folder.destination) from None
+    if not folder.prefix:
+        _FINISHED.append(folder.destination)
+
+
+_FINISHED: list[Path] = []  # the folders the command finished: what a later Ctrl-C left
 
 
 _INTERRUPT_REPORTED: set[bool] = set()  # non-empty once a line said what Ctrl-C left
@@ -138,7 +136,7 @@ class FieldcheckGroup(TyperGroup):
     ) -> Any:
         words = _merge_repeated(_global_flags_first(list(sys.argv[1:] if args is None else args)))
         _INTERRUPT_REPORTED.clear()
-        completed_folders(clear=True)
+        _FINISHED.clear()
         try:
             status = super().main(words, prog_name, complete_var, standalone_mode=False, **extra)
         except click.NoArgsIsHelpError as exc:
@@ -151,23 +149,16 @@ class FieldcheckGroup(TyperGroup):
             typer.echo("error: aborted", err=True)
             status = 1
         finally:
-            release_all()  # the --out folders the command held (it may have ended early)
             forget_store_warnings()
         if status == EXIT_INTERRUPTED and not _INTERRUPT_REPORTED:
-            if done := completed_folders(clear=True):  # a Ctrl-C after the files were written
-                typer.echo(safe_text(completed_line(done)), err=True)
+            if _FINISHED:  # a Ctrl-C while the command printed or stored
+                done = ", ".join(str(f) for f in dict.fromkeys(_FINISHED))
+                typer.echo(safe_text(f"interrupted once every file was written: {done}"), err=True)
             else:
                 typer.echo("interrupted before any output was written", err=True)
         if not standalone_mode:
             return status
         sys.exit(status if isinstance(status, int) else 0)
-
-
-FORCE_HELP = (
-    "Write into an --out folder that holds files fieldcheck did not write (they are kept; "
-    "fieldcheck's own files from an earlier run are always replaced)."
-)
-ForceOpt = Annotated[bool, typer.Option("--force", metavar="", help=FORCE_HELP)]
 
 
 def _parse_out(value: Any) -> Path:
@@ -179,42 +170,36 @@ def _parse_out(value: Any) -> Path:
     return Path(value)
 
 
+OUT_HELP = (
+    " A new or empty folder (default: a new one under fieldcheck-runs/); the run writes it as "
+    "DIR.fieldcheck-partial and renames it to DIR when complete."
+)
+
+
 def out_option(help: str) -> Any:
     """The ``--out`` option of every command (same checks everywhere; see ``out_dir``)."""
-    return typer.Option("--out", parser=_parse_out, metavar="DIR", help=help)
+    return typer.Option("--out", parser=_parse_out, metavar="DIR", help=help + OUT_HELP)
 
 
 def out_dir(
-    out: Path | str,
+    out: Path | None,
     *,
-    force: bool = False,
-    whole: Sequence[str] = (),
-    subfolders: Sequence[str] = (),
-    inputs: Sequence[Path] = (),
-    outputs: Sequence[str] = (),
-) -> OutputFolder:
-    """Prepare ``--out`` before any work, so a bad folder is a usage error, not a late traceback:
-    created if missing; the files an earlier run listed in its manifest removed; a folder
-    holding other files refused unless ``--force``, and, even with it, a user's entries in a
-    folder ``whole`` names (written whole, like ``traces``) or one of ``subfolders`` (a model's
-    folder) that is another run's output folder, and an input file (``inputs``) an earlier
-    run wrote there, which would be deleted, the folder left untouched (reports/_outdir.py)."""
-    if not str(out).strip():
-        raise typer.BadParameter(
-            "must name a folder (use '.' for the current one)", param_hint="--out"
-        )
+    inputs: Sequence[tuple[str, Path] | Path] = (),
+    label: str = "",
+    models: Sequence[str] = (),
+) -> RunFolder:
+    """The run's folder, before any work, so a bad ``--out`` is a usage error with nothing
+    touched: ``out`` new or empty (or its unfinished run continued), ``None`` a new folder under
+    ``fieldcheck-runs/`` named by ``label`` (core ``RunFolder.open``), said on stderr."""
     try:
-        return OutputFolder.prepare(
-            out,
-            force=force,
-            whole=whole,
-            subfolders=subfolders,
-            inputs=inputs,
-            outputs=outputs,
-            command=command_name(),
+        folder = RunFolder.open(
+            out, command=command_name() or "run", inputs=inputs, label=label, models=models
         )
-    except OutputFolderError as exc:
+    except FolderError as exc:
         raise typer.BadParameter(safe_text(exc), param_hint="--out") from None
+    if out is None:
+        typer.echo(safe_text(f"no --out: the outputs go to {folder.destination}"), err=True)
+    return folder
 
 
 def command_name() -> str | None:
@@ -228,21 +213,23 @@ def command_name() -> str | None:
     return " ".join(reversed(names)) or None
 
 
-def reserve_out(out: Path | str) -> None:
-    """Before reading the inputs: ``--out``'s lock taken when the folder exists, or a usage
-    error when another run writes it (reports/_outdir.py ``reserve``); nothing is changed."""
+def check_out(out: Path | None) -> None:
+    """Before a long read of the inputs: a ``--out`` that cannot be used is a usage error at
+    once; nothing is made or changed."""
+    if out is None:
+        return
     try:
-        reserve(out)
-    except OutputFolderError as exc:
+        check_destination(out)
+    except FolderError as exc:
         raise typer.BadParameter(safe_text(exc), param_hint="--out") from None
 
 
 @contextmanager
-def writing(folder: OutputFolder, *, no_cache: bool = False) -> Iterator[OutputFolder]:
+def writing(folder: RunFolder, *, no_cache: bool = False) -> Iterator[RunFolder]:
     """Around the work that fills ``folder``: on Ctrl-C one line says what was and was not
-    written (exit 130); ``no_cache``: a model run under --no-cache, whose re-run calls every
-    model again. The command marks the folder complete itself (``folder.finish()``) once every
-    file is written."""
+    written and where the unfinished folder is (exit 130); ``no_cache``: a model run under
+    --no-cache, whose re-run calls every model again. The command finishes the folder itself
+    (``finish``) once every file is written."""
     try:
         yield folder
     except KeyboardInterrupt:

@@ -13,7 +13,7 @@ import typer
 from rich.console import Console
 
 from fieldcheck._util.term import safe_text
-from fieldcheck.reports._outdir import OutputFolder
+from fieldcheck.core import OutputFolder
 from fieldcheck.store import DATABASE_ENV
 
 if TYPE_CHECKING:
@@ -164,14 +164,19 @@ def finish_recorder(
     folder: OutputFolder | Path | None = None,
 ) -> str | None:
     """Finish the run in the store; the line saying where it is (None when not stored).
-    ``folder``: the run's whole output folder, marked complete first (``finish``), so a run
-    whose manifest cannot be written is stored ``failed``, never ``finished``."""
+    ``folder``: the run's folder (or a model's subfolder), given the run's id and signature for
+    its run.json and, when whole, finished first (``finish``), so a run whose folder cannot be
+    put in place is stored ``failed``, never ``finished``."""
     if recorder is None:
         return None
-    if isinstance(folder, OutputFolder) and not folder.prefix:
+    if isinstance(folder, OutputFolder):
         from fieldcheck._cli._common import finish  # _common imports this module
 
-        finish(folder)
+        folder.note(run_id=recorder.id)
+        if folder.prefix:
+            folder.note(signature=signature)
+        else:
+            finish(folder, signature=signature)
     run = recorder.finish(metrics=metrics, intervals=intervals, signature=signature)
     if recorder.broken:
         return None

@@ -27,19 +27,17 @@ from fieldcheck._cli._common import (
     EXIT_FAILED,
     EXIT_OK,
     EXIT_USAGE,
-    ForceOpt,
     JsonOpt,
     bootstrap_option,
     cannot_write,
     check_input_file,
-    command_name,
+    check_out,
     fail_under_option,
     finish,
     gate,
     out_dir,
     out_option,
     parse_fail_under,
-    reserve_out,
     seed_option,
     show_problems,
     writing,
@@ -83,6 +81,7 @@ from fieldcheck._util.jsonio import dumps, loads, read_json, write_json, write_j
 from fieldcheck._util.paths import unique_filenames
 from fieldcheck._util.sniff import likely_cause
 from fieldcheck._util.term import SafeConsole, safe_json_text, safe_markup, safe_text
+from fieldcheck.core import OutputFolder
 from fieldcheck.jsoneval import (
     CHUNK_LINES,
     BatchReader,
@@ -106,13 +105,12 @@ from fieldcheck.jsoneval import (
     run_extraction,
     stream_batch_outputs,
 )
-from fieldcheck.jsoneval._io import OUTPUT_FILES, StreamedBatch
+from fieldcheck.jsoneval._io import StreamedBatch
 from fieldcheck.jsoneval._stream import Failed, Item, Throttle
 from fieldcheck.matchers import Matcher
 from fieldcheck.metrics._json_fields import BUCKET_NAMES
 from fieldcheck.reports import format_seconds
 from fieldcheck.reports._csv import write_csv
-from fieldcheck.reports._outdir import OutputFolder, OutputFolderError
 from fieldcheck.runner import MAX_REPLY_BYTES, ModelSpec, Runner
 
 app = typer.Typer(
@@ -658,27 +656,37 @@ def _stored_settings(config: EvalConfig, bootstrap: int, seed: int) -> dict[str,
     return {"config": config.model_dump(mode="json"), "bootstrap": bootstrap, "seed": seed}
 
 
-def _finish_json_run(recorder: RunRecorder | None, summary: BatchSummary) -> str | None:
-    """Finish a stored JSON run with summary.json's metrics and intervals."""
+def _finish_json_run(
+    recorder: RunRecorder | None, summary: BatchSummary, folder: OutputFolder
+) -> str | None:
+    """Finish a stored JSON run with summary.json's metrics and intervals, and the folder (a
+    model's subfolder: only its run.json entries) with its signature."""
+    data = summary.to_json()
     if recorder is None:
+        if not folder.prefix:
+            finish(folder, signature=data.get("signature"))
+        else:
+            folder.note(signature=data.get("signature"))
         return None
     from fieldcheck.runs import json_metrics
 
-    data = summary.to_json()
     metrics, intervals = json_metrics(data)
     return finish_recorder(
-        recorder, metrics=metrics, intervals=intervals, signature=data.get("signature")
+        recorder,
+        metrics=metrics,
+        intervals=intervals,
+        signature=data.get("signature"),
+        folder=folder,
     )
 
 
 def run_batch(
     data: Path,
     config: EvalConfig,
-    out: Path,
+    out: Path | None,
     *,
     console: Console,
     errors: Console,
-    force: bool = False,
     bootstrap: int = 1000,
     seed: int = 0,
     as_json: bool = False,
@@ -689,9 +697,7 @@ def run_batch(
     """Read, score and write a batch in chunks of ``chunk_lines`` lines (flat memory); print
     errors, the summary and the files; return the exit status (``--fail-under`` floors checked
     last: 4 when one is not met)."""
-    if out.exists() and not out.is_dir():  # the words of every command (OutputFolder.prepare)
-        raise typer.BadParameter(safe_text(f"{out} is a file, not a directory"), param_hint="--out")
-    reserve_out(out)
+    check_out(out)
     reader = BatchReader(data, chunk_lines=chunk_lines)
     try:
         first, rest = _first_chunks(reader)
@@ -704,19 +710,14 @@ def run_batch(
         option="DATA.jsonl",
         expected="json-batch",
     )
-    try:
-        folder = OutputFolder.prepare(
-            out, force=force, inputs=[data], outputs=OUTPUT_FILES, command=command_name()
-        )
-    except OutputFolderError as exc:
-        raise typer.BadParameter(safe_text(exc), param_hint="--out") from None
+    folder = out_dir(out, inputs=[("batch", data)], label=data.stem)
     recorder = open_recorder(
         no_store,
         errors,
         system="json",
         inputs=[("batch", data)],
         settings=_stored_settings(config, bootstrap, seed),
-        out=out,
+        out=folder.destination,
         model=data.stem,
     )
     with writing(folder), recording(recorder):
@@ -733,10 +734,9 @@ def run_batch(
                 recorder=recorder,
             )
         except OSError as exc:
-            raise cannot_write(exc, out) from None
-        finish(folder)
-        stored = _finish_json_run(recorder, batch.summary)
-    summary, paths = batch.summary, batch.paths
+            raise cannot_write(exc, folder.destination) from None
+        stored = _finish_json_run(recorder, batch.summary, folder)
+    summary, paths = batch.summary, {k: folder.placed(p) for k, p in batch.paths.items()}
     show_problems(errors, summary.errors, str(paths["errors"]), total=summary.not_scored)
     print_summary(console, summary, paths)
     stored_line(console, stored)
@@ -761,12 +761,12 @@ def batch(
         ),
     ],
     out: Annotated[
-        Path,
+        Path | None,
         out_option(
             "Directory for records.jsonl, summary.json, fields.csv, errors.jsonl, report.md, "
-            "report.html and plots (created if missing; an earlier run's files are replaced)."
+            "report.html and plots."
         ),
-    ],
+    ] = None,
     strategies: StrategiesOpt = None,
     weights: WeightsOpt = None,
     no_store: NoStoreOpt = False,
@@ -781,7 +781,6 @@ def batch(
     seed: SeedOpt = 0,
     as_json: JsonOpt = False,
     fail_under: FailUnderOpt = None,
-    force: ForceOpt = False,
 ) -> None:
     """Score every line of DATA.jsonl; write records.jsonl, summary.json, fields.csv,
     errors.jsonl, report.md, report.html and plots into --out. Exit 0 when every line scored, 3
@@ -798,7 +797,6 @@ def batch(
             out,
             console=console,
             errors=errors,
-            force=force,
             bootstrap=bootstrap,
             seed=seed,
             as_json=as_json,
@@ -919,10 +917,6 @@ def run_models(
     ``read_documents(data)``, read and checked by the caller before --out was prepared."""
     folder_of = unique_filenames(s.name for s in specs)
     folders = [folder_of[s.name] for s in specs]
-    try:
-        OutputFolder.of(out).check_subfolders(folders)
-    except OutputFolderError as exc:
-        raise typer.BadParameter(safe_text(exc), param_hint="--out") from None
     records, read_errors = _documents(data) if documents is None else documents
 
     async def every_model() -> list[ModelRun]:
@@ -973,7 +967,7 @@ def run_models(
             system="json",
             inputs=[("documents", data), ("outputs", outputs)],
             settings=_stored_settings(config, bootstrap, seed),
-            out=folder.path,
+            out=folder.destination,
             model=run.spec.name,
             task="run",
         )
@@ -992,11 +986,11 @@ def run_models(
                     seed=seed,
                     recorder=recorder,
                 )
-                stored = _finish_json_run(recorder, batch.summary)
+                stored = _finish_json_run(recorder, batch.summary, folder)
         except OSError as exc:
             raise cannot_write(exc, folder.path) from None
         summaries[run.spec.name] = batch.summary
-        paths = batch.paths
+        paths = {k: root.placed(p) for k, p in batch.paths.items()}
         show_problems(
             errors, batch.summary.errors, str(paths["errors"]), total=batch.summary.not_scored
         )
@@ -1009,12 +1003,17 @@ def run_models(
         print_summary(
             console,
             batch.summary,
-            {"outputs": outputs, **paths, "calls": call_errors, "run": run_json},
+            {
+                "outputs": root.placed(outputs),
+                **paths,
+                "calls": root.placed(call_errors),
+                "run": root.placed(run_json),
+            },
         )
         counts = ", ".join(f"{k} {v}" for k, v in run.error_counts.items())
         console.print(
             f"no output (call errors, not scored): {len(run.call_errors)}"
-            + (f" ({counts}; see {call_errors})" if counts else ""),
+            + (f" ({counts}; see {root.placed(call_errors)})" if counts else ""),
             markup=False,
             highlight=False,
             soft_wrap=True,
@@ -1039,7 +1038,7 @@ def run_models(
         print_comparison(console, comparison)
     console.print(
         f"comparison: {root / 'comparison.csv'}", markup=False, highlight=False, soft_wrap=True
-    )
+    )  # the folder is in place: ``root`` is where it is
     if as_json:  # summary.json as written; {"models": {name: ...}} for several models
         shown = {n: {**b.to_json(), "complete": True} for n, b in summaries.items()}
         print_json(next(iter(shown.values())) if len(shown) == 1 else {"models": shown})
@@ -1057,13 +1056,13 @@ def run(
         ),
     ],
     out: Annotated[
-        Path,
+        Path | None,
         out_option(
             "Directory: one folder per model with outputs.jsonl (the batch file), "
             "records.jsonl, summary.json, fields.csv, errors.jsonl, call_errors.jsonl and run.json; "
             "comparison.csv for all models."
         ),
-    ],
+    ] = None,
     model: ModelOpt = None,
     base_url: BaseUrlOpt = None,
     models_file: ModelsFileOpt = None,
@@ -1095,7 +1094,6 @@ def run(
     seed: SeedOpt = 0,
     as_json: JsonOpt = False,
     fail_under: FailUnderOpt = None,
-    force: ForceOpt = False,
 ) -> None:
     """Ask each model to extract a JSON object from every document (prompt json-extract-v1), then
     score its outputs exactly as `json batch` does. A re-run resumes an interrupted run; a failed
@@ -1119,11 +1117,10 @@ def run(
         schema_text = load_schema(schema) if schema is not None else None
     except InputError as exc:
         raise typer.BadParameter(safe_text(exc), param_hint="--schema") from None
-    # a model's folder that is another run's output folder: refused with nothing changed
-    models = list(unique_filenames(s.name for s in specs).values())
     documents = _documents(data)  # a bad DATA.jsonl: refused before --out is prepared
-    given = [data] if schema is None else [data, schema]
-    folder = out_dir(out, force=force, subfolders=models, inputs=given)
+    given = [("documents", data)] + ([("schema", schema)] if schema is not None else [])
+    label = specs[0].name if len(specs) == 1 else data.stem
+    folder = out_dir(out, inputs=given, label=label, models=[s.name for s in specs])
     runner = make_runner(
         concurrency=concurrency,
         timeout=timeout,
@@ -1193,7 +1190,7 @@ def run_model_demo(base_url: str, out_dir: Path, models: list[str], *, console: 
         specs,
         make_runner(concurrency=16),
         config,
-        OutputFolder.prepare(out_dir, force=True),
+        OutputFolder.of(out_dir),
         schema_text=load_schema(examples / "invoice.schema.json"),
         console=console,
         errors=SafeConsole(stderr=True),
@@ -1207,7 +1204,7 @@ def run_demo(out_dir: Path) -> int:
     from fieldcheck.jsoneval._example import bundled_example
 
     console = SafeConsole()
-    data, strategies = bundled_example(out_dir / "input")
+    data, strategies = bundled_example(out_dir.parent / f"{out_dir.name}-input")
     config = EvalConfig(strategies=load_strategies(strategies), flatten=True, safety_check="leaks")
     console.print(
         f"Scoring {safe_markup(str(data))} with {safe_markup(str(strategies))} "
@@ -1215,6 +1212,4 @@ def run_demo(out_dir: Path) -> int:
         soft_wrap=True,
         highlight=False,
     )
-    return run_batch(
-        data, config, out_dir, console=console, errors=SafeConsole(stderr=True), force=True
-    )
+    return run_batch(data, config, out_dir, console=console, errors=SafeConsole(stderr=True))

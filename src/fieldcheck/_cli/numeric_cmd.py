@@ -17,18 +17,17 @@ from rich.table import Table
 from fieldcheck._cli._common import (
     EXIT_FAILED,
     EXIT_OK,
-    ForceOpt,
     JsonOpt,
     bootstrap_option,
     cannot_write,
     check_input_file,
+    check_out,
     fail_under_option,
     finish,
     gate,
     out_dir,
     out_option,
     parse_fail_under,
-    reserve_out,
     seed_option,
     show_problems,
     writing,
@@ -67,6 +66,7 @@ from fieldcheck._util.jsonio import dumps, write_jsonl
 from fieldcheck._util.paths import unique_filenames
 from fieldcheck._util.sniff import likely_cause
 from fieldcheck._util.term import SafeConsole, safe_json_text, safe_text
+from fieldcheck.core import OutputFolder
 from fieldcheck.numeric import (
     LoadResult,
     NumericResult,
@@ -79,7 +79,6 @@ from fieldcheck.numeric import (
 )
 from fieldcheck.numeric._agent import PROMPT_ID, evaluate_model, prediction_lines
 from fieldcheck.numeric._scoring import CALL_ERRORS
-from fieldcheck.reports._outdir import OutputFolder, OutputFolderError
 from fieldcheck.runner import MAX_REPLY_BYTES, ModelSpec, RunHandle, Runner
 
 app = typer.Typer(
@@ -205,7 +204,7 @@ def run_score(
             "price_out": price_out,
             "bootstrap": bootstrap,
         },
-        out=out.path if isinstance(out, OutputFolder) else out,
+        out=out.destination if isinstance(out, OutputFolder) else out,
         model=model or predictions.stem,
         task=record or "score",
     )
@@ -377,7 +376,7 @@ def score_command(
             help="Predictions JSONL, one line per (conversation_id, turn); see docs/formats.md.",
         ),
     ],
-    out: Annotated[Path, out_option("Directory for every output file (created).")],
+    out: Annotated[Path | None, out_option("Directory for every output file.")] = None,
     split: Annotated[
         str | None,
         typer.Option(
@@ -409,7 +408,6 @@ def score_command(
     bootstrap: Annotated[int, bootstrap_option("conversations")] = 1000,
     as_json: JsonOpt = False,
     fail_under: Annotated[str | None, fail_under_option(GATED)] = None,
-    force: ForceOpt = False,
     no_store: NoStoreOpt = False,
 ) -> None:
     """Score predictions against a ConvFinQA dataset and write every output file.
@@ -436,14 +434,10 @@ def score_command(
         raise typer.BadParameter(
             "give --price-in and --price-out together", param_hint="--price-in/--price-out"
         )
-    reserve_out(out)
+    check_out(out)
     inputs = load_inputs(data, predictions, split=split, sample_size=sample_size, seed=seed)
-    # a user's traces/, an input an earlier run wrote here: refused with nothing changed
-    from fieldcheck.numeric._stream import OUTPUT_FILES
-
-    folder = out_dir(
-        out, force=force, whole=["traces"], inputs=[data, predictions], outputs=OUTPUT_FILES
-    )
+    given = [("data", data), ("predictions", predictions)]
+    folder = out_dir(out, inputs=given, label=predictions.stem)
     console = SafeConsole(stderr=as_json)
     try:
         with writing(folder):
@@ -461,12 +455,10 @@ def score_command(
                 inputs=inputs,
                 record=None if no_store else "score",
             )
-            finish(folder)
-    except OutputFolderError as exc:  # another's folder where traces/ goes (kept by --force)
-        raise typer.BadParameter(safe_text(exc), param_hint="--out") from None
+            finish(folder, signature=result.signature)
     except OSError as exc:  # an output file cannot be written
-        raise cannot_write(exc, out) from None
-    show_result(result, out, console)
+        raise cannot_write(exc, folder.destination) from None
+    show_result(result, folder.destination, console)
     if as_json:  # statistics.json as written
         statistics = {**result.statistics, "complete": True}
         sys.stdout.write(safe_json_text(dumps(statistics, indent=True)) + "\n")
@@ -487,7 +479,7 @@ def run_demo(out_dir: Path) -> int:
         console.print(f"[red]example data missing: {data}[/red]")
         return 1
     rows = []
-    root = OutputFolder.prepare(out_dir, force=True)
+    root = OutputFolder.of(out_dir)
     for model in EXAMPLE_MODELS:
         target = root.sub(model)
         result = run_score(
@@ -605,10 +597,6 @@ def evaluate_and_score(
     prepared)."""
     root = OutputFolder.of(out)
     dirs = model_dirs(root.path, [s.name for s in specs], always=dir_per_model)
-    try:
-        root.check_subfolders(d.name for d in dirs.values() if d != root.path)
-    except OutputFolderError as exc:
-        raise typer.BadParameter(safe_text(exc), param_hint="--out") from None
     if loaded is None:
         loaded = load_convfinqa(data, split=split, sample_size=sample_size, seed=seed)
     handles = run_async(
@@ -645,7 +633,8 @@ def evaluate_and_score(
             record=None if no_store else "run",
             model=spec.name,
         )
-        outcomes.append(ModelOutcome(spec, handle, target.path, result))
+        target.note(signature=result.signature)
+        outcomes.append(ModelOutcome(spec, handle, target.destination, result))
     finish(root)
     return outcomes
 
@@ -710,8 +699,8 @@ def evaluate_command(
         ),
     ],
     out: Annotated[
-        Path, out_option("Directory for predictions.jsonl and every output file (created).")
-    ],
+        Path | None, out_option("Directory for predictions.jsonl and every output file.")
+    ] = None,
     model: Annotated[
         list[str] | None,
         typer.Option(
@@ -755,7 +744,6 @@ def evaluate_command(
     as_json: JsonOpt = False,
     fail_under: Annotated[str | None, fail_under_option(GATED)] = None,
     no_progress: NoProgressOpt = False,
-    force: ForceOpt = False,
     no_store: NoStoreOpt = False,
 ) -> None:
     floors = parse_fail_under(fail_under, GATED)
@@ -774,12 +762,8 @@ def evaluate_command(
     except InputError as exc:
         cause = likely_cause(data, "convfinqa")
         raise typer.BadParameter(safe_text(exc.one_line() + cause), param_hint="--data") from None
-    # a user's traces/ where a model's goes, a model's folder that is another run's output
-    # folder: refused with nothing changed
-    dirs = model_dirs(Path(), [s.name for s in specs]).values()
-    traces = [(d / "traces").as_posix() for d in dirs]
-    models = [d.as_posix() for d in dirs if d != Path()]
-    folder = out_dir(out, force=force, whole=traces, subfolders=models, inputs=[data])
+    label = specs[0].name if len(specs) == 1 else data.stem
+    folder = out_dir(out, inputs=[("data", data)], label=label, models=[s.name for s in specs])
     runner = make_runner(
         concurrency=concurrency,
         timeout=timeout,
@@ -810,10 +794,8 @@ def evaluate_command(
     except InputError as exc:
         cause = likely_cause(data, "convfinqa")
         raise typer.BadParameter(safe_text(exc.one_line() + cause), param_hint="--data") from None
-    except OutputFolderError as exc:  # another's folder where traces/ goes (kept by --force)
-        raise typer.BadParameter(safe_text(exc), param_hint="--out") from None
     except OSError as exc:  # an output file cannot be written
-        raise cannot_write(exc, out) from None
+        raise cannot_write(exc, folder.destination) from None
     for outcome in outcomes:
         show_result(outcome.result, outcome.out, console, title=f"numeric QA: {outcome.spec.name}")
         console.print(run_line(outcome), markup=False, highlight=False, soft_wrap=True)
@@ -844,7 +826,7 @@ def run_model_demo(base_url: str, out_dir: Path, models: list[str], *, console: 
         runner,
         specs,
         CONVFINQA_DEV,
-        OutputFolder.prepare(out_dir, force=True),
+        OutputFolder.of(out_dir),
         sample_size=30,
         seed=0,
         bootstrap=200,

@@ -20,19 +20,18 @@ from rich.text import Text
 from fieldcheck._cli._common import (
     EXIT_FAILED,
     EXIT_OK,
-    ForceOpt,
     JsonOpt,
     OutputFailed,
     bootstrap_option,
     cannot_write,
     check_input_file,
+    check_out,
     fail_under_option,
     finish,
     gate,
     out_dir,
     out_option,
     parse_fail_under,
-    reserve_out,
     seed_option,
     show_problems,
     writing,
@@ -70,8 +69,8 @@ from fieldcheck._util.errors import InputError
 from fieldcheck._util.jsonio import dumps, write_json, write_jsonl
 from fieldcheck._util.paths import unique_filenames
 from fieldcheck._util.term import SafeConsole, safe_json_text, safe_text
+from fieldcheck.core import RUNS_DIR, OutputFolder
 from fieldcheck.reports import format_pvalue, format_seconds, format_seconds_joined
-from fieldcheck.reports._outdir import OutputFolder
 from fieldcheck.runner import MAX_REPLY_BYTES, ModelSpec, Runner
 from fieldcheck.slots import (
     PROMPT_ID,
@@ -350,7 +349,7 @@ def score_files(
     whose call failed (``slots run``), left out of that model's scores. ``record``: the task
     the run is stored as in the store (None: ``--no-store``), its sessions as they are scored."""
     if partition is None or inputs is None:
-        beside = out.root if isinstance(out, OutputFolder) else Path(out)
+        beside = out.destination if isinstance(out, OutputFolder) else Path(out)
         sides = side_files(preds, latencies, judges)
         with reading(console, [gold, *preds.values()], beside=beside, sides=sides) as part:
             loaded = load_inputs(part, preds, latencies, judges, not_scored, check=False)
@@ -383,7 +382,7 @@ def score_files(
             *((f"judge:{n}", p) for n, p in judges.items()),
         ],
         settings={"tp": tp, "threshold": threshold, "bootstrap": bootstrap, "seed": seed},
-        out=out.path if isinstance(out, OutputFolder) else out,
+        out=out.destination if isinstance(out, OutputFolder) else out,
         model=", ".join(preds),
         task=record or "score",
     )
@@ -456,12 +455,12 @@ def score(
         ),
     ],
     out: Annotated[
-        Path,
+        Path | None,
         out_option(
-            "Output directory (created if missing; the files of an earlier run are replaced): "
-            "metrics.json, metrics.csv, per_topic.csv, errors.jsonl, report.md/html, plot_*.png."
+            "Output directory: metrics.json, metrics.csv, per_topic.csv, errors.jsonl, "
+            "report.md/html, plot_*.png."
         ),
-    ],
+    ] = None,
     latency: Annotated[
         list[str] | None,
         typer.Option(
@@ -520,7 +519,6 @@ def score(
     seed: Annotated[int, seed_option()] = 0,
     as_json: JsonOpt = False,
     fail_under: Annotated[str | None, fail_under_option(GATED)] = None,
-    force: ForceOpt = False,
     no_store: NoStoreOpt = False,
 ) -> None:
     """Score one or more models' predicted slots against gold slots and write the report.
@@ -547,13 +545,16 @@ def score(
     sides = side_files(dict(pred_pairs), lat, jud)
     console = SafeConsole(stderr=as_json)
     slot_paths = [gold, *(p for _, p in pred_pairs)]
-    reserve_out(out)
-    with reading(console, slot_paths, beside=out, sides=sides) as part:
+    check_out(out)
+    with reading(console, slot_paths, beside=out or RUNS_DIR / "new", sides=sides) as part:
         inputs = load_inputs(part, dict(pred_pairs), lat, jud)
-        given = [*slot_paths, *lat.values(), *jud.values()]
-        from fieldcheck.slots._report import OUTPUT_FILES
-
-        folder = out_dir(out, force=force, inputs=given, outputs=OUTPUT_FILES)
+        given = [
+            ("gold", gold),
+            *((f"pred:{n}", p) for n, p in pred_pairs),
+            *((f"latency:{n}", p) for n, p in lat.items()),
+            *((f"judge:{n}", p) for n, p in jud.items()),
+        ]
+        folder = out_dir(out, inputs=given, label="-".join(names), models=names)
         with writing(folder):
             run, files = score_files(
                 gold,
@@ -572,8 +573,8 @@ def score(
                 inputs=inputs,
                 record=None if no_store else "score",
             )
-            finish(folder)
-    show_run(run, files, console)
+            finish(folder, signature=run.signature)
+    show_run(run, {k: folder.placed(p) for k, p in files.items()}, console)
     if as_json:  # metrics.json as written
         print_metrics_json(run)
     status = EXIT_FAILED if run.errors else EXIT_OK
@@ -648,7 +649,7 @@ def run_demo(out_dir: Path) -> int:
         preds,
         lats,
         judges,
-        out=(folder := OutputFolder.prepare(out_dir, force=True)),
+        out=(folder := OutputFolder.of(out_dir)),
         bootstrap=1000,
         seed=0,
         console=console,
@@ -829,12 +830,7 @@ def run(
             "slots each session states.",
         ),
     ],
-    out: Annotated[
-        Path,
-        out_option(
-            "Output directory (created if missing; the files of an earlier run are replaced)."
-        ),
-    ],
+    out: Annotated[Path | None, out_option("Output directory.")] = None,
     model: Annotated[
         list[str] | None,
         typer.Option(
@@ -893,7 +889,6 @@ def run(
     seed: Annotated[int, seed_option()] = 0,
     as_json: JsonOpt = False,
     fail_under: Annotated[str | None, fail_under_option(GATED)] = None,
-    force: ForceOpt = False,
     no_store: NoStoreOpt = False,
 ) -> None:
     floors = parse_fail_under(fail_under, GATED)
@@ -916,7 +911,9 @@ def run(
     )
     convs = _conversations(conversations)
     _load(load_slots, gold, "--gold")  # unreadable gold: a usage error before any model call
-    folder = out_dir(out, force=force, inputs=[conversations, gold])
+    label = specs[0].name if len(specs) == 1 else conversations.stem
+    given = [("conversations", conversations), ("gold", gold)]
+    folder = out_dir(out, inputs=given, label=label, models=[s.name for s in specs])
     runner = make_runner(
         concurrency=concurrency,
         timeout=timeout,
@@ -955,14 +952,14 @@ def run(
             not_scored={ex.model: ex.not_scored() for ex in extractions},
             record=None if no_store else "run",
         )
-        finish(folder)
-    show_run(scored, files, console, err)
+        finish(folder, signature=scored.signature)
+    show_run(scored, {k: folder.placed(p) for k, p in files.items()}, console, err)
     console.print(runs_table(extractions))
     failed = sum(len(ex.failed) for ex in extractions)
     if failed:
         calls = sum(len(ex.not_scored()) for ex in extractions)
         err.print(
-            f"{failed} session error(s); listed in {errors_path} (memory unchanged): "
+            f"{failed} session error(s); listed in {folder.placed(errors_path)} (memory unchanged): "
             f"{failed - calls} invalid repl(ies), slots missed; {calls} call error(s), not scored",
             style="red",
             markup=False,
@@ -997,7 +994,7 @@ def run_model_demo(base_url: str, out_dir: Path, models: list[str], *, console: 
             f"slots demo: example data not found in {EXAMPLES}", style="red", markup=False
         )
         return EXIT_FAILED
-    folder = OutputFolder.prepare(out_dir, force=True)
+    folder = OutputFolder.of(out_dir)
     specs = [ModelSpec(name=m, model=m, base_url=base_url) for m in models]
     convs = load_conversations(conversations_path)
     runner = make_runner()

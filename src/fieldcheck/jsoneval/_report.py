@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from fieldcheck.core import OutputFolder
 from fieldcheck.jsoneval._models import BatchResult, BatchSummary, FieldSummary, RecordResult
 from fieldcheck.jsoneval._stream import HISTOGRAM_BINS, HISTOGRAMS, Aggregate, aggregate_results
 from fieldcheck.metrics._stats import Interval
@@ -22,7 +23,6 @@ from fieldcheck.reports._document import (
     no_glyph_warnings,
     write_report,
 )
-from fieldcheck.reports._outdir import OutputFolder
 
 PLOTS = {
     "plot_field_match_rate": "plot_field_match_rate.png",
@@ -341,7 +341,7 @@ def write_batch_report(
     if isinstance(batch, BatchResult):
         batch = ReportData.of_batch(batch)
     images = write_plots(batch, folder)
-    written = write_report(folder, build_report(batch, images))
+    written = write_report(folder.path, build_report(batch, images))
     return {**images, "report_md": written["report.md"], "report_html": written["report.html"]}
 
 

@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from fieldcheck.core import OutputFolder
 from fieldcheck.metrics._numbers import ABSOLUTE_TOLERANCE, RELATIVE_TOLERANCE, UNIT_FACTORS
 from fieldcheck.numeric._scoring import (
     MAX_TURN_INTERVALS,
@@ -20,7 +21,6 @@ from fieldcheck.numeric._scoring import (
 )
 from fieldcheck.reports import format_seconds_joined
 from fieldcheck.reports._document import Report, Term, figure, write_report
-from fieldcheck.reports._outdir import OutputFolder
 
 TITLE = "Numeric QA (ConvFinQA)"
 PLOTS = {
@@ -741,5 +741,5 @@ def write_numeric_report(result: NumericResult, out: Path | OutputFolder) -> dic
     under a temporary name; returns file name -> path."""
     images = write_plots(result, out)
     written = {path.name: path for path in images.values()}
-    written |= write_report(OutputFolder.of(out), build_report(result, images))
+    written |= write_report(OutputFolder.of(out).path, build_report(result, images))
     return written

@@ -25,6 +25,7 @@ import orjson
 
 from fieldcheck._util.errors import error_dicts, short_repr
 from fieldcheck._util.jsonio import dumps_bytes
+from fieldcheck.core import OutputFolder
 from fieldcheck.metrics._stats import ExactSum, latency_stats
 from fieldcheck.numeric._loaders import LoadResult, StoredConversations, plain_conversation
 from fieldcheck.numeric._predictions import (
@@ -48,7 +49,6 @@ from fieldcheck.numeric._scoring import (
     turn_values,
 )
 from fieldcheck.reports._csv import neutralise_cell, write_csv
-from fieldcheck.reports._outdir import OutputFolder
 from fieldcheck.store._items import ItemColumns, numeric_columns
 
 if TYPE_CHECKING:  # the store (SQLAlchemy) is imported only by a run that records

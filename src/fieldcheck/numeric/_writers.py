@@ -14,6 +14,7 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
+from fieldcheck.core import OutputFolder
 from fieldcheck.numeric._records import Conversation
 from fieldcheck.numeric._scoring import ConversationScore, NumericResult
 from fieldcheck.numeric._stream import (
@@ -24,7 +25,6 @@ from fieldcheck.numeric._stream import (
     summary_row,
     turn_row,
 )
-from fieldcheck.reports._outdir import OutputFolder
 
 
 def _dumped(c: ConversationScore) -> list[dict[str, Any]]:

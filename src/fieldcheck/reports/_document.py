@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from fieldcheck._util.errors import shown_path
 from fieldcheck._util.term import safe_text
-from fieldcheck.reports._outdir import OutputFolder
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]<>|#~])")
 LINE_BREAKS = re.compile(r"[\r\n\v\f\x85\u2028\u2029]")
@@ -193,13 +193,14 @@ class Report:
         return "\n".join(body) + "\n"
 
 
-def write_report(out: Path | OutputFolder, report: Report) -> dict[str, Path]:
-    """``report.md`` and ``report.html`` in ``out``, each written under a temporary name."""
-    folder = OutputFolder.of(out)
-    return {
-        name: folder.write_text(name, text)
-        for name, text in (("report.md", report.markdown()), ("report.html", report.html()))
-    }
+def write_report(out: Path, report: Report) -> dict[str, Path]:
+    """``report.md`` and ``report.html`` in the folder ``out`` (a file name's byte that is not
+    UTF-8 shown as U+FFFD)."""
+    written = {}
+    for name, text in (("report.md", report.markdown()), ("report.html", report.html())):
+        written[name] = out / name
+        written[name].write_text(shown_path(text), encoding="utf-8")
+    return written
 
 
 # ---------------------------------------------------------------- plots
@@ -273,8 +274,8 @@ def interrupts_deferred() -> Iterator[None]:
 
 @contextmanager
 def figure(path: Path, **subplots: Any) -> Iterator[tuple[Any, Any]]:
-    """``with figure(folder / 'plot_x.png', figsize=...) as (fig, ax):`` draws, then saves under a
-    temporary name and renames (reports/_outdir.py); the figure is always closed. A Ctrl-C
+    """``with figure(folder / 'plot_x.png', figsize=...) as (fig, ax):`` draws, then saves; the
+    figure is always closed. A Ctrl-C
     meanwhile takes effect once it is closed (``interrupts_deferred``)."""
     with interrupts_deferred():
         plt = pyplot()
@@ -283,20 +284,19 @@ def figure(path: Path, **subplots: Any) -> Iterator[tuple[Any, Any]]:
             with no_glyph_warnings():
                 yield fig, ax
                 fig.tight_layout()
-                with OutputFolder.of(path.parent).atomic(path.name) as tmp:
-                    fig.savefig(tmp, dpi=110)
+                fig.savefig(path, dpi=110)
         finally:
             plt.close(fig)
 
 
 def save_figure(fig: Any, path: Path) -> Path:
-    """Save an already drawn figure under a temporary name, then rename; always closes it (a
-    Ctrl-C meanwhile takes effect once it is closed)."""
+    """Save an already drawn figure; always closes it (a Ctrl-C meanwhile takes effect once it is
+    closed)."""
     with interrupts_deferred():
         plt = pyplot()
         try:
-            with no_glyph_warnings(), OutputFolder.of(path.parent).atomic(path.name) as tmp:
-                fig.savefig(tmp, dpi=110)
+            with no_glyph_warnings():
+                fig.savefig(path, dpi=110)
         finally:
             plt.close(fig)
     return path

@@ -1,6 +1,7 @@
 """``record_folder``: store a finished output folder of any system as a scored run (folders of
-older runs, and tests). The system is told by the folder's files: summary.json + records.jsonl
-(json batch), metrics.json (slots score), statistics.json + turns.csv (numeric score)."""
+older runs, and tests). The system is the one its run.json names (core ``RunFolder``); a folder
+of an earlier version, without one, is told by its files: summary.json + records.jsonl (json
+batch), metrics.json (slots score), statistics.json + turns.csv (numeric score)."""
 
 from __future__ import annotations
 
@@ -22,7 +23,17 @@ CHUNK = 1000
 
 
 def system_of(folder: Path) -> str:
-    """``json``, ``slots`` or ``numeric`` from the files of an output folder; InputError else."""
+    """``json``, ``slots`` or ``numeric``: run.json's system, or, without one, told by the files
+    of the folder; InputError for a folder that is not complete or not fieldcheck's."""
+    info = _read_json(folder / "run.json") if (folder / "run.json").is_file() else None
+    if isinstance(info, dict) and isinstance(info.get("system"), str):
+        if info.get("complete") is not True:
+            raise InputError(
+                "the run is not complete (its run.json says complete: false); run its command "
+                "again to finish it",
+                file=folder,
+            )
+        return str(info["system"])
     if (folder / "summary.json").is_file() and (folder / "records.jsonl").is_file():
         return "json"
     if (folder / "metrics.json").is_file():

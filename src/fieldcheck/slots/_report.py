@@ -9,6 +9,7 @@ from typing import Any
 
 from fieldcheck._util.errors import error_dicts
 from fieldcheck._util.jsonio import write_jsonl
+from fieldcheck.core import OutputFolder
 from fieldcheck.metrics._stats import Interval
 from fieldcheck.reports import format_seconds, format_seconds_joined, write_csv
 from fieldcheck.reports._document import (
@@ -26,7 +27,6 @@ from fieldcheck.reports._document import (
     no_glyph_warnings,
     save_figure,
 )
-from fieldcheck.reports._outdir import OutputFolder
 from fieldcheck.slots._score import CI_METRICS, ModelResult, SlotsRun
 from fieldcheck.slots._summary import (
     Finding,

@@ -33,7 +33,6 @@ from typing import IO, Any, Literal
 from fieldcheck._util import child
 from fieldcheck._util.errors import ErrorList, InputError
 from fieldcheck._util.frames import read_frame, write_frame
-from fieldcheck.reports._outdir import remove_leftover_scratch, scratch_prefix
 from fieldcheck.slots._loaders import (
     JudgeFile,
     LatencyFile,
@@ -404,18 +403,16 @@ def partitioned(
     parallel_bytes: int | None = None,
 ) -> Iterator[Partition]:
     """``Partition`` of ``paths`` (slot files) and ``sides`` (``("latency" | "judge", path)``)
-    in a temporary folder in ``beside``'s nearest existing folder, removed when the block ends
-    however it ends. ``k`` overrides the bucket count, ``parallel_bytes`` ``PARALLEL_BYTES``
-    (tests)."""
+    in a temporary folder beside ``beside`` (in the nearest existing folder above it: the same
+    disk as the outputs, never inside an --out that must stay empty), removed when the block
+    ends however it ends (a killed run's is left, named ``.fieldcheck-scratch-*``). ``k``
+    overrides the bucket count, ``parallel_bytes`` ``PARALLEL_BYTES`` (tests)."""
     k = k if k is not None else bucket_count([*paths, *(p for _, p in sides)], bucket_bytes)
-    where = Path(beside).absolute()
+    where = Path(beside).absolute().parent
     while not where.is_dir() and where != where.parent:
         where = where.parent
-    remove_leftover_scratch(where)  # a killed run's, whatever the size of this one
     try:
-        # named as an output folder's scratch: --out may be that folder (an earlier run's), and
-        # a killed run's buckets are removed by the next run into it, or beside it
-        folder = Path(tempfile.mkdtemp(prefix=scratch_prefix(), dir=where if k > 1 else None))
+        folder = Path(tempfile.mkdtemp(prefix=".fieldcheck-scratch-", dir=where if k > 1 else None))
     except OSError:  # not writable there: the system's temporary folder (--out is checked later)
         folder = Path(tempfile.mkdtemp(prefix=".fieldcheck-slots-"))
     try:

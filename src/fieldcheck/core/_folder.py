@@ -1,0 +1,349 @@
+"""A run's folder (ARCHITECTURE.md "A run, its folder, its items"; docs/formats.md "Output
+folders"): written as ``DEST.fieldcheck-partial`` beside its destination and renamed to ``DEST``
+when complete, its ``run.json`` saying what wrote it and whether it is complete. fieldcheck
+never removes or replaces a file it did not write: ``DEST`` must be new or empty, and the only
+folder it writes into again is its own unfinished one, when the same command resumes it."""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import os
+import secrets
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from fieldcheck._util.errors import shown_path
+from fieldcheck._util.jsonio import dumps
+from fieldcheck._util.paths import safe_filename
+from fieldcheck._version import __version__
+
+PARTIAL = ".fieldcheck-partial"
+RUN_JSON = "run.json"
+RUNS_DIR = Path("fieldcheck-runs")
+_SHOWN = 5
+
+Input = tuple[str, str | os.PathLike[str]] | str | os.PathLike[str]
+
+
+class FolderError(Exception):
+    """``--out`` cannot be used (it holds files, is a file or a link, or is in the way of
+    another run's unfinished folder): a usage error, raised before anything is written."""
+
+
+def _sha256(path: Path) -> str | None:
+    """The file's digest; None for what is no regular file (a pipe, read once) or is gone."""
+    if not path.is_file():
+        return None
+    try:
+        with path.open("rb") as handle:
+            return hashlib.file_digest(handle, "sha256").hexdigest()
+    except OSError:
+        return None
+
+
+def _described(inputs: Iterable[Input]) -> list[dict[str, Any]]:
+    """``[{role?, path, sha256}]``: a given input is ``(role, path)`` or a path."""
+    found = []
+    for given in inputs:
+        role, path = given if isinstance(given, tuple) else (None, given)
+        entry: dict[str, Any] = {"role": role} if role else {}
+        entry |= {"path": str(path), "sha256": _sha256(Path(path))}
+        found.append(entry)
+    return found
+
+
+def default_destination(command: str, label: str) -> Path:
+    """``fieldcheck-runs/<command>-<label>-<UTC time>-<id>``: a new folder for a run without
+    ``--out`` (``json-batch-data-20261128T150102Z-3f2a``)."""
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    words = [*command.split(), safe_filename(label, max_len=60), stamp, secrets.token_hex(2)]
+    return RUNS_DIR / "-".join(w for w in words if w)
+
+
+def _some(names: Sequence[str]) -> str:
+    """Every name when there are few, else the first ones and a count."""
+    names = sorted(names)
+    if len(names) <= 2 * _SHOWN:
+        return ", ".join(names)
+    return ", ".join(names[:_SHOWN]) + f" and {len(names) - _SHOWN} more"
+
+
+def check_destination(dest: Path) -> None:
+    """Refuse (``FolderError``) a destination fieldcheck may not fill: a link, a file, a folder
+    holding anything, the current folder; nothing is made or changed."""
+    if os.path.islink(dest):
+        raise FolderError(f"{dest} is a link; give a new or empty folder (links are not followed)")
+    if os.path.lexists(dest) and not dest.is_dir():
+        raise FolderError(f"{dest} is a file, not a directory; give a new or empty folder")
+    if not dest.is_dir():
+        return
+    try:
+        with os.scandir(dest) as entries:
+            held = sorted(e.name for e in entries)
+    except OSError as exc:
+        raise FolderError(f"cannot read {dest}: {exc.strerror or exc}") from None
+    if held:
+        hint = (
+            f" (to continue this unfinished run, give --out {str(dest)[: -len(PARTIAL)]})"
+            if str(dest).endswith(PARTIAL)
+            else ""
+        )
+        raise FolderError(f"{dest} holds files ({_some(held)}); give a new or empty folder{hint}")
+    if os.path.abspath(dest) == os.getcwd():  # renamed over, the shell would be in a gone folder
+        raise FolderError(f"{dest} is the current folder; give a new or empty folder by its name")
+
+
+def _read_info(path: Path) -> dict[str, Any] | None:
+    try:
+        value = orjson.loads(path.read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+class _State:
+    """What a folder and its subfolder views share."""
+
+    def __init__(self, temp: Path, dest: Path, info: dict[str, Any] | None) -> None:
+        self.temp = temp
+        self.dest = dest
+        self.info = info  # run.json; None: a plain folder (``RunFolder.of`` a path)
+        self.written: list[str] = []
+        self.expected: dict[str, None] = {}
+        self.done = info is None  # renamed into place (a plain folder is in place)
+        self.resumed = False
+
+
+class RunFolder:
+    """A run's folder, or a view of one of its subfolders (``sub``). Files are written under
+    ``path`` (the partial folder until ``finish`` renames it to ``destination``)."""
+
+    def __init__(self, state: _State, prefix: str = "") -> None:
+        self._state = state
+        self.prefix = prefix
+
+    # ------------------------------------------------------------------ opening
+
+    @classmethod
+    def open(
+        cls,
+        out: str | os.PathLike[str] | None,
+        *,
+        command: str,
+        inputs: Iterable[Input] = (),
+        label: str = "",
+        models: Sequence[str] = (),
+    ) -> RunFolder:
+        """The folder of a run of ``command`` (``json batch``) into ``out`` (None: a new one
+        under ``fieldcheck-runs/`` named by the command, ``label`` and the time). ``out`` must
+        be new or empty; its partial folder, when one exists, must be an unfinished run of the
+        same command on the same inputs (sha256), which this run continues; else
+        ``FolderError`` with nothing touched."""
+        dest = Path(out) if out is not None else default_destination(command, label)
+        check_destination(dest)
+        temp = Path(os.path.abspath(dest) + PARTIAL)
+        if dest.name not in ("", ".", ".."):
+            temp = dest.with_name(dest.name + PARTIAL)
+        info: dict[str, Any] = {
+            "system": command.split()[0],
+            "command": command,
+            "inputs": _described(inputs),
+            "complete": False,
+            "fieldcheck_version": __version__,
+        }
+        if models:
+            info["models"] = list(models)
+        state = _State(temp, dest, info)
+        if os.path.lexists(temp):
+            earlier = _read_info(temp / RUN_JSON) if not os.path.islink(temp) else None
+            unfinished = earlier is not None and earlier.get("complete") is False
+            if not unfinished or earlier is None or not temp.is_dir():
+                raise FolderError(
+                    f"{temp} is in the way and is not an unfinished fieldcheck run; move it or "
+                    "give another folder"
+                )
+            if any(earlier.get(k) != info[k] for k in ("command", "inputs")):
+                raise FolderError(
+                    f"{temp} is an unfinished run of `fieldcheck {earlier.get('command')}` on "
+                    "other inputs; run that command again to finish it, move it, or give "
+                    "another folder"
+                )
+            state.resumed = True
+        else:
+            try:
+                if os.path.lexists(temp.parent) and not temp.parent.is_dir():
+                    raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR))
+                temp.parent.mkdir(parents=True, exist_ok=True)
+                temp.mkdir()
+            except OSError as exc:
+                raise FolderError(
+                    f"cannot create directory {dest}: {exc.strerror or exc}"
+                ) from None
+        folder = cls(state)
+        try:
+            folder._write_info()
+        except OSError as exc:
+            raise FolderError(f"cannot write {temp / RUN_JSON}: {exc.strerror or exc}") from None
+        return folder
+
+    @classmethod
+    def of(cls, out: str | os.PathLike[str] | RunFolder) -> RunFolder:
+        """``out`` itself, or a plain path as a folder written in place (no partial folder, no
+        run.json: for library callers and the demo)."""
+        if isinstance(out, RunFolder):
+            return out
+        root = Path(out)
+        root.mkdir(parents=True, exist_ok=True)
+        return cls(_State(root, root, None))
+
+    def sub(self, name: str) -> RunFolder:
+        """The subfolder ``name`` (created): a model's folder."""
+        view = RunFolder(self._state, self._rel(name))
+        view.path.mkdir(parents=True, exist_ok=True)
+        return view
+
+    # ------------------------------------------------------------------ where
+
+    @property
+    def path(self) -> Path:
+        """Where files are written now (the partial folder until ``finish``)."""
+        root = self._state.dest if self._state.done else self._state.temp
+        return root / self.prefix if self.prefix else root
+
+    @property
+    def destination(self) -> Path:
+        """Where the folder will be when complete (what the store records)."""
+        return self._state.dest / self.prefix if self.prefix else self._state.dest
+
+    @property
+    def resumed(self) -> bool:
+        """Whether this run continues an unfinished run's folder."""
+        return self._state.resumed
+
+    def placed(self, path: Path) -> Path:
+        """``path``, written under the partial folder, where it is once the folder is in place."""
+        try:
+            return self._state.dest / Path(path).relative_to(self._state.temp)
+        except ValueError:
+            return Path(path)
+
+    def __truediv__(self, name: str) -> Path:
+        return self.path / name
+
+    def __str__(self) -> str:
+        return str(self.path)
+
+    # ------------------------------------------------------------------ writing
+
+    def expect(self, *names: str) -> None:
+        """Files this run means to write (named in the Ctrl-C line when they are not written)."""
+        for name in names:
+            self._state.expected.setdefault(self._rel(name), None)
+
+    @contextmanager
+    def atomic(self, name: str) -> Iterator[Path]:
+        """The path of the file ``name`` to write (its folders made); it counts as written when
+        the block ends without an error. (The whole folder is renamed into place when complete,
+        so a file needs no temporary name of its own.)"""
+        path = self.path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        yield path
+        self._state.written.append(self._rel(name))
+
+    @contextmanager
+    def bulk(self, name: str) -> Iterator[Path]:
+        """The subfolder ``name`` (created) for many files written with plain writes (numeric's
+        ``traces/``)."""
+        with self.atomic(name) as path:
+            path.mkdir(exist_ok=True)
+            yield path
+
+    def write_text(self, name: str, text: str) -> Path:
+        """``text`` as UTF-8 (a file name's byte that is not UTF-8 shown as U+FFFD)."""
+        with self.atomic(name) as path:
+            path.write_text(shown_path(text), encoding="utf-8")
+        return path
+
+    def write_summary(self, name: str, value: dict[str, Any]) -> Path:
+        """The run's summary: ``value`` with ``"complete": true``."""
+        return self.write_text(name, dumps({**value, "complete": True}, indent=True) + "\n")
+
+    def note(self, *, signature: Any = None, run_id: str | None = None) -> None:
+        """What run.json says besides the inputs: the signature (per model folder in a folder of
+        several) and the ids the store gave the run."""
+        info = self._state.info
+        if info is None:
+            return
+        if hasattr(signature, "model_dump"):  # a Signature model
+            signature = signature.model_dump(mode="json")
+        if signature is not None:
+            if self.prefix:
+                info.setdefault("signatures", {})[self.prefix] = signature
+            else:
+                info["signature"] = signature
+        if run_id is not None and run_id not in info.setdefault("runs", []):
+            info["runs"].append(run_id)
+
+    def finish(self) -> None:
+        """run.json says complete and the partial folder is renamed into place (onto the empty
+        destination folder, if one was given). Only the whole folder finishes: a subfolder's
+        call, or a second one, does nothing. OSError when the destination is no longer new or
+        empty: the complete run stays in the partial folder."""
+        state = self._state
+        if self.prefix or state.done or state.info is None:
+            return
+        state.info["complete"] = True
+        self._write_info()
+        try:
+            os.rename(state.temp, state.dest)
+        except OSError as exc:
+            state.info["complete"] = False
+            self._write_info()
+            if exc.errno in (errno.ENOTEMPTY, errno.EEXIST, errno.ENOTDIR):
+                raise OSError(
+                    exc.errno,
+                    f"it was filled during the run; the complete run is in {state.temp}",
+                    str(state.dest),
+                ) from None
+            raise
+        state.done = True
+
+    def interrupted_line(self, note: str = "") -> str:
+        """What a Ctrl-C left: the files written, where, and how to go on; ``note`` says what
+        going on costs."""
+        state = self._state
+        written = state.written
+        missing = [n for n in state.expected if n not in written]
+        where = state.temp if not state.done else state.dest
+        text = f"interrupted: {len(written)} file{'' if len(written) == 1 else 's'} written"
+        text += f" ({_some(written)})" if written else ""
+        text += f" in {where}"
+        if state.done:
+            return text + " (complete)"
+        text += f"; not written: {_some(missing)}" if missing else ""
+        if state.info is None:
+            return text + f" (run the command again{note})"
+        return (
+            text + f" (run.json says complete: false); the same command with --out "
+            f"{state.dest} continues it{note}"
+        )
+
+    # ------------------------------------------------------------------ internals
+
+    def _rel(self, name: str) -> str:
+        parts = Path(name).parts
+        if not name or Path(name).is_absolute() or any(p in (".", "..") for p in parts):
+            raise ValueError(f"not a relative file name inside the output folder: {name!r}")
+        return f"{self.prefix}/{name}" if self.prefix else name
+
+    def _write_info(self) -> None:
+        path = self._state.temp / RUN_JSON
+        tmp = path.with_name(RUN_JSON + ".tmp")
+        tmp.write_text(dumps(self._state.info, indent=True) + "\n", encoding="utf-8")
+        os.replace(tmp, path)
