@@ -64,7 +64,7 @@ from fieldcheck.jsoneval._report import write_batch_report
 from fieldcheck.jsoneval._safety import LeakKind, SafetyFinding, find_leaks
 from fieldcheck.jsoneval._saved import parse_weight_map
 from fieldcheck.jsoneval._stream import CHUNK_LINES, BatchReader, Throttle
-from fieldcheck.metrics._json_fields import RqsWeights, Strategy
+from fieldcheck.metrics import RqsWeights, Strategy
 
 __all__ = [
     "CHUNK_LINES",

@@ -231,11 +231,11 @@ def evaluate(
     )
     signature = make_signature(config, matchers)
     scorer = Scorer(config, matchers, signature)
-    (item,) = record_items([record])
-    try:
-        prep = scorer.prepare(item)
-    except InputError as exc:  # the same error without the placeholder record id
-        raise InputError(exc.reason, field=exc.field) from None
+    scored, failed, _ = scorer.score(list(record_items([record])))  # one chunk of one record
+    problem = failed[0].problem if failed else None
+    if isinstance(problem, InputError):  # the same error without the placeholder record id
+        raise InputError(problem.reason, field=problem.field) from None
     warn_unused_strategies(config, sorted(scorer.unseen))  # the same warning as a batch
-    found, _ = scorer.match([prep])
-    return scorer.assemble(prep, found).result(signature)
+    if problem is not None:
+        raise problem
+    return scored[0].result(signature)

@@ -13,7 +13,7 @@ import numpy as np
 
 from fieldcheck.jsoneval._models import BatchResult, BatchSummary, FieldSummary, RecordResult
 from fieldcheck.jsoneval._stream import HISTOGRAM_BINS, HISTOGRAMS, Aggregate, aggregate_results
-from fieldcheck.metrics._stats import Interval
+from fieldcheck.metrics import Interval
 from fieldcheck.reports._document import (
     Report,
     Term,
