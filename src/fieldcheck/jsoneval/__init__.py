@@ -24,8 +24,6 @@ from fieldcheck.jsoneval._evaluate import (
     evaluate,
     evaluate_batch,
     make_signature,
-    score_arrays,
-    summarize,
 )
 from fieldcheck.jsoneval._extract import (
     PROMPT_ID,
@@ -114,9 +112,7 @@ __all__ = [
     "read_documents",
     "record_error",
     "run_extraction",
-    "score_arrays",
     "stream_batch_outputs",
-    "summarize",
     "write_batch_outputs",
     "write_batch_report",
 ]
