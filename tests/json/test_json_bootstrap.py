@@ -19,7 +19,6 @@ from fieldcheck.jsoneval import (
     EvalConfig,
     evaluate,
     evaluate_batch,
-    score_arrays,
     write_batch_outputs,
 )
 from fieldcheck.metrics._stats import (
@@ -247,8 +246,8 @@ def test_batch_means_have_intervals_equal_to_the_loop(table_matchers: dict[str, 
         "safety_score": [1.0, 1.0, 1.0],
         "rqs": [0.85, 0.625, 0.725],
     }
-    arrays = score_arrays(batch.results)
     names = list(per_record)
+    arrays = {n: np.array([getattr(r.result, n) for r in batch.results]) for n in names}
     table = list(zip(*(arrays[name].tolist() for name in names), strict=True))
     for j, (name, values) in enumerate(per_record.items()):
         assert np.allclose(arrays[name], values, rtol=0, atol=1e-12)

@@ -13,6 +13,7 @@ from fieldcheck.metrics import (
     canonical_text,
     classify_keys,
     completeness,
+    configured_strategy,
     detect_value_type,
     exact_match,
     flatten,
@@ -231,6 +232,9 @@ def test_auto_strategy_and_config_resolution() -> None:
     strategies = {"items[*].sku": "FUZZY", "items[1].sku": "IGNORE"}
     assert resolve_strategy("items[0].sku", "A-1", strategies=strategies) == "FUZZY"
     assert resolve_strategy("items[1].sku", "A-1", strategies=strategies) == "IGNORE"
+    # the config's step alone: None when the config names neither the path nor its [*] form
+    assert configured_strategy("items[0].sku", strategies) == "FUZZY"
+    assert configured_strategy("items[0].name", strategies) is None
     assert wildcard_path("a[10].b[2]") == "a[*].b[*]"
 
 

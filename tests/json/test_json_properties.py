@@ -200,3 +200,53 @@ def test_identical_output_is_perfect(gt: dict[str, Any], flatten: bool, threshol
     cfg = EvalConfig(flatten=flatten, fuzzy_threshold=thresholds, semantic_threshold=thresholds)
     r = evaluate(json.loads(json.dumps(gt)), gt, cfg, matchers=MATCHERS)
     assert (r.completeness, r.hallucination, r.accuracy) == (1.0, 0.0, 1.0)
+
+
+# EXACT/IGNORE values a file may hold (no integral float: the reference's str() writes 1.0);
+# few of them, so that records share outcomes and the kernel shares their results
+KERNEL_VALUES = st.sampled_from(
+    [None, "", " ", 1, 2, 1.5, True, False, [1], {"a": 1}, "x", "X", "y", "1.5"]
+)
+KERNEL_OBJECTS = st.dictionaries(KEYS, KERNEL_VALUES, max_size=6)
+KERNEL_RECORDS = KERNEL_OBJECTS.flatmap(
+    lambda gt: st.tuples(
+        st.just(gt),
+        st.one_of(st.just(dict(gt)), KERNEL_OBJECTS),  # a copy: the columnar kernel
+        st.sampled_from([None, 0.0, 0.5]),
+    )
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    records=st.lists(KERNEL_RECORDS, min_size=1, max_size=40),
+    configured=st.lists(st.sampled_from(["EXACT", "IGNORE"]), min_size=6, max_size=6),
+)
+def test_a_chunk_through_the_exact_ignore_kernel_agrees_with_the_literal_reference(
+    records: list[tuple[dict[str, Any], dict[str, Any], float | None]], configured: list[str]
+) -> None:
+    # ``json batch``'s kernel scores the first record of each outcome and shares its result
+    # with the others: every record still gets the reference's numbers and buckets
+    from fieldcheck.jsoneval import make_signature
+    from fieldcheck.jsoneval._stream import Item, Scorer
+
+    field_strategies = dict(zip("abcdef", configured, strict=True))
+    cfg = EvalConfig(strategies=field_strategies)
+    scorer = Scorer(cfg, MATCHERS, make_signature(cfg, MATCHERS))
+    items = [Item(i, i, i, gt, aio, s, True) for i, (gt, aio, s) in enumerate(records)]
+    scored, failed, _ = scorer.score(items)
+    assert failed == [] and [r.index for r in scored] == list(range(len(records)))
+    for r, (gt, aio, s) in zip(scored, records, strict=True):
+        safety = 1.0 if s is None else s
+        want = reference(gt, aio, field_strategies, 0.85, 0.85, RqsWeights(), safety)
+        assert r.buckets.as_dict() == want["buckets"]
+        got = dict(
+            zip(
+                ("completeness", "hallucination", "accuracy", "safety_score", "rqs"),
+                r.scores,
+                strict=True,
+            )
+        )
+        assert got["safety_score"] == safety
+        for name in ("completeness", "hallucination", "accuracy", "rqs"):
+            assert math.isclose(got[name], want[name], abs_tol=1e-12), name

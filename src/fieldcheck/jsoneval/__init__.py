@@ -24,8 +24,6 @@ from fieldcheck.jsoneval._evaluate import (
     evaluate,
     evaluate_batch,
     make_signature,
-    score_arrays,
-    summarize,
 )
 from fieldcheck.jsoneval._extract import (
     PROMPT_ID,
@@ -65,7 +63,7 @@ from fieldcheck.jsoneval._safety import LeakKind, SafetyFinding, find_leaks
 from fieldcheck.jsoneval._saved import parse_weight_map
 from fieldcheck.jsoneval._stream import CHUNK_LINES, BatchReader, Throttle
 from fieldcheck.jsoneval._system import SYSTEM
-from fieldcheck.metrics._json_fields import RqsWeights, Strategy
+from fieldcheck.metrics import RqsWeights, Strategy
 
 __all__ = [
     "CHUNK_LINES",
@@ -116,9 +114,7 @@ __all__ = [
     "read_documents",
     "record_error",
     "run_extraction",
-    "score_arrays",
     "stream_batch_outputs",
-    "summarize",
     "write_batch_outputs",
     "write_batch_report",
 ]

@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, RootModel, ValidationError, m
 
 from fieldcheck._util.errors import InputError
 from fieldcheck._util.jsonio import read_json
-from fieldcheck.metrics._json_fields import STRATEGIES, RqsWeights, Strategy
+from fieldcheck.metrics import STRATEGIES, RqsWeights, Strategy
 
 MatcherFamily = Literal["local", "llm"]
 SafetyCheck = Literal["off", "leaks"]

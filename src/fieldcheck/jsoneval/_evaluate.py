@@ -9,11 +9,8 @@ in-memory ``evaluate_batch`` is that code with one chunk, keeping every result.
 from __future__ import annotations
 
 import logging
-import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
-
-import numpy as np
 
 from fieldcheck._util.errors import InputError
 from fieldcheck._util.signature import Signature
@@ -21,13 +18,11 @@ from fieldcheck.jsoneval._config import EvalConfig
 from fieldcheck.jsoneval._models import (
     BatchRecord,
     BatchResult,
-    BatchSummary,
     JsonEvalResult,
     RecordError,
     RecordResult,
 )
 from fieldcheck.jsoneval._stream import (
-    SCORES,
     Failed,
     Item,
     MatcherError,
@@ -35,7 +30,6 @@ from fieldcheck.jsoneval._stream import (
     Progress,
     Scored,
     Scorer,
-    aggregate_results,
     coerce_output,
     in_chunks,
     record_items,
@@ -109,39 +103,6 @@ def strategies_digest(strategies: Mapping[str, str]) -> str:
     if not strategies:
         return "none"
     return f"{len(strategies)} fields sha256:{cache_key(sorted(strategies.items()))[:12]}"
-
-
-def score_arrays(results: Sequence[RecordResult]) -> dict[str, np.ndarray]:
-    """Each score of every scored record, in record order, as a compact float array (NaN where a
-    score is absent, left out of that mean): the per-example statistics of the batch means."""
-    return {
-        s: np.fromiter(
-            (math.nan if (v := getattr(r.result, s)) is None else v for r in results),
-            dtype=float,
-            count=len(results),
-        )
-        for s in SCORES
-    }
-
-
-def summarize(
-    results: Sequence[RecordResult],
-    *,
-    errors: Sequence[RecordError] = (),
-    signature: Signature,
-    matcher_pairs: Mapping[str, int] | None = None,
-    bootstrap: int = 1000,
-    seed: int = 0,
-) -> BatchSummary:
-    """Means of each score over the scored records, counts, and per field (``[*]`` paths) how often
-    GT expected it and it was scored, matched, missing, hallucinated or ignored. Means are None
-    when nothing was scored. ``ci``: a 95% Poisson bootstrap interval of each mean over the
-    scored records (``bootstrap`` resamples, seeded by ``seed``; none when ``bootstrap`` is 0).
-    The same folding as the streamed batch (``Aggregate``)."""
-    agg = aggregate_results(results, bootstrap=bootstrap, seed=seed)
-    agg.add_failures(errors)
-    agg.add([], matcher_pairs)
-    return agg.summary(signature)
 
 
 def warn_unused_strategies(config: EvalConfig, unused: Sequence[str]) -> None:
@@ -231,11 +192,11 @@ def evaluate(
     )
     signature = make_signature(config, matchers)
     scorer = Scorer(config, matchers, signature)
-    (item,) = record_items([record])
-    try:
-        prep = scorer.prepare(item)
-    except InputError as exc:  # the same error without the placeholder record id
-        raise InputError(exc.reason, field=exc.field) from None
+    scored, failed, _ = scorer.score(list(record_items([record])))  # one chunk of one record
+    problem = failed[0].problem if failed else None
+    if isinstance(problem, InputError):  # the same error without the placeholder record id
+        raise InputError(problem.reason, field=problem.field) from None
     warn_unused_strategies(config, sorted(scorer.unseen))  # the same warning as a batch
-    found, _ = scorer.match([prep])
-    return scorer.assemble(prep, found).result(signature)
+    if problem is not None:
+        raise problem
+    return scored[0].result(signature)

@@ -23,9 +23,8 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, Validat
 from rich.console import Console
 
 from fieldcheck._util.errors import InputError, input_error_of
-from fieldcheck._util.jsonio import dumps, iter_jsonl, loads, read_json
+from fieldcheck._util.jsonio import dumps, iter_jsonl, loads, nesting_depth, read_json
 from fieldcheck.jsoneval._models import MAX_DEPTH
-from fieldcheck.metrics._json_fields import nesting_depth
 from fieldcheck.runner import (
     Message,
     ModelSpec,

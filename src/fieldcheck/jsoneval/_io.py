@@ -82,7 +82,7 @@ def read_batch(path: str | Path) -> tuple[list[BatchRecord], list[InputError]]:
                         line=x.line,
                     )
                 )
-            elif x.problem is not None:
+            elif isinstance(x.problem, InputError):
                 errors.append(x.problem)
     return records, errors
 

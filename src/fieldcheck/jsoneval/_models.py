@@ -10,8 +10,7 @@ from fieldcheck._util.jsonio import MAX_DEPTH as MAX_DEPTH
 from fieldcheck._util.jsonio import TOO_DEEP as TOO_DEEP
 from fieldcheck._util.signature import Signature
 from fieldcheck.jsoneval._safety import SafetyFinding
-from fieldcheck.metrics._json_fields import Strategy
-from fieldcheck.metrics._stats import Interval
+from fieldcheck.metrics import Interval, Strategy
 
 OutputKind = Literal["object", "array", "text", "invalid_json", "number", "boolean", "null"]
 PUBLIC_KEYS = (

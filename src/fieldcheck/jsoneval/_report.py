@@ -4,7 +4,6 @@ metrics with json-evaluation.md's formulas (issue 9, "Reports and gating")."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -12,9 +11,9 @@ from typing import Any
 import numpy as np
 
 from fieldcheck.core import OutputFolder
-from fieldcheck.jsoneval._models import BatchResult, BatchSummary, FieldSummary, RecordResult
+from fieldcheck.jsoneval._models import BatchResult, BatchSummary, FieldSummary
 from fieldcheck.jsoneval._stream import HISTOGRAM_BINS, HISTOGRAMS, Aggregate, aggregate_results
-from fieldcheck.metrics._stats import Interval
+from fieldcheck.metrics import Interval
 from fieldcheck.reports._document import (
     Report,
     Term,
@@ -36,7 +35,6 @@ SCORE_NAMES = {
     "rqs": "RQS",
 }
 PLOT_FIELDS = 30  # the match-rate plot shows at most this many fields (the lowest rates)
-WORST_RECORDS = 10
 ERRORS_SHOWN = 20
 
 
@@ -54,11 +52,6 @@ def fields_by_match_rate(summary: BatchSummary) -> list[tuple[str, FieldSummary]
         summary.fields.items(),
         key=lambda nf: (nf[1].match_rate is None, nf[1].match_rate or 0.0, nf[0]),
     )
-
-
-def worst_records(results: Sequence[RecordResult], n: int = WORST_RECORDS) -> list[RecordResult]:
-    """The ``n`` records with the lowest RQS (ties keep the batch order)."""
-    return sorted(results, key=lambda r: r.result.rqs)[:n]
 
 
 @dataclass

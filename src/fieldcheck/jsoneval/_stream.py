@@ -21,7 +21,7 @@ import re
 import time
 from collections import Counter
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
@@ -29,6 +29,7 @@ import numpy as np
 import orjson
 from pydantic import ValidationError
 
+from fieldcheck import metrics
 from fieldcheck._util.errors import (
     KEPT_ERRORS,
     ErrorList,
@@ -44,6 +45,7 @@ from fieldcheck._util.jsonio import (
     dumps_bytes,
     loads,
     may_hold_big_int,
+    nesting_depth,
     parse_jsonl_line,
     read_lines,
 )
@@ -63,16 +65,7 @@ from fieldcheck.jsoneval._models import (
 )
 from fieldcheck.jsoneval._safety import SafetyFinding, find_leaks
 from fieldcheck.matchers import Matcher, SemanticMatcher, Similarity
-from fieldcheck.metrics._json_fields import (
-    Strategy,
-    auto_strategy,
-    canonical_text,
-    exact_match,
-    flatten_pair,
-    nesting_depth,
-    wildcard_path,
-)
-from fieldcheck.metrics._stats import MeansBootstrap
+from fieldcheck.metrics import KeyBuckets, MeansBootstrap, Strategy, wildcard_path
 
 if TYPE_CHECKING:
     from fieldcheck.store import RunRecorder
@@ -132,12 +125,14 @@ class Failed:
 
     index: int
     error: RecordError
-    problem: InputError | None = None  # the reader's error itself (``read_batch`` returns it)
+    # the error itself: the reader's (``read_batch`` returns it) or the scorer's (``evaluate``
+    # raises it)
+    problem: InputError | MatcherError | None = None
 
 
 @dataclass(slots=True)
 class Scored:
-    """A scored record as plain data: buckets in BUCKET_NAMES order, fields by sorted name as
+    """A scored record as plain data: its key buckets, fields by sorted name as
     (strategy, similarity, score), the five scores in SCORES order."""
 
     index: int
@@ -145,8 +140,7 @@ class Scored:
     line: int | None
     kind: OutputKind
     flags: list[str]
-    buckets: tuple[list[str], list[str], list[str], list[str], list[str]]
-    total_distinct: int
+    buckets: KeyBuckets
     fields: dict[str, tuple[Strategy, float | None, float | None]]
     scores: tuple[float, float, float, float, float]
     findings: list[SafetyFinding] = field(default_factory=list)
@@ -157,9 +151,6 @@ class Scored:
     @property
     def rqs(self) -> float:
         return self.scores[4]
-
-    def bucket_dict(self) -> dict[str, list[str]]:
-        return dict(zip(_BUCKETS, self.buckets, strict=True))
 
     def failed_on(self) -> list[str]:
         """The fields (their own paths) this record failed on: scored below 1, missing,
@@ -182,7 +173,7 @@ class Scored:
             accuracy=a,
             safety_score=s,
             rqs=r,
-            buckets=self.bucket_dict(),
+            buckets=self.buckets.as_dict(),
             fields={
                 name: FieldResult(strategy=st, similarity=sim, score=sc)
                 for name, (st, sim, sc) in self.fields.items()
@@ -204,7 +195,7 @@ class Scored:
             "accuracy": a,
             "safety_score": s,
             "rqs": r,
-            "buckets": self.bucket_dict(),
+            "buckets": self.buckets.as_dict(),
             "fields": _fields_dict(self.fields),
             "output_kind": self.kind,
             "flags": self.flags,
@@ -218,15 +209,6 @@ class Scored:
         return ", ".join(name for name, f in self.fields.items() if f[2] == 0.0) or "-"
 
 
-_BUCKETS = (
-    "extra_keys",
-    "gt_null_aio_has_value",
-    "gt_non_null",
-    "aio_missing_or_null",
-    "both_non_null",
-)
-
-
 def _fields_dict(
     fields: Mapping[str, tuple[Strategy, float | None, float | None]],
 ) -> dict[str, dict[str, Any]]:
@@ -237,27 +219,18 @@ def _fields_dict(
 
 
 _LINE_OPTIONS = orjson.OPT_NON_STR_KEYS | orjson.OPT_SORT_KEYS | orjson.OPT_APPEND_NEWLINE
-_FIELD_RESULTS: dict[int, tuple[Strategy, float | None, float | None]] = {
-    3: ("EXACT", 1.0, 1.0),
-    4: ("EXACT", 0.0, 0.0),
-    5: ("IGNORE", None, None),
-}
 _ID_MARK = "\x00fieldcheck id\x00"  # where the id goes in a kernel record's line
 _ID_MARK_JSON = orjson.dumps(_ID_MARK)
-_SAME_TEXT = (str, int, float, bool)  # equal values of one of these types have equal text
-_SAME_TEXT_TYPES = frozenset(_SAME_TEXT)
 
 
 @dataclass(slots=True)
 class _Plan:
     """What a record's two key sequences decide, shared by every record with the same ones: the
     ground-truth keys in sorted order with their configured strategy (None: detected from the
-    value), the sorted extra keys, and the results already built for each outcome."""
+    value), and the results already built for each outcome."""
 
     keys: tuple[str, ...]
     configured: tuple[Strategy | None, ...]
-    extra: list[str]
-    total_distinct: int
     # the codes of a record whose output is its ground truth with no null value (every key
     # EXACT or IGNORE), or None
     identical: tuple[int, ...] | None = None
@@ -269,8 +242,7 @@ class _Prep:
     item: Item
     kind: OutputKind
     flags: list[str]
-    buckets: tuple[list[str], list[str], list[str], list[str], list[str]]
-    total_distinct: int
+    buckets: KeyBuckets
     fields: dict[str, tuple[Strategy, float | None, float | None]]
     pending: dict[str, tuple[Strategy, str, str]]
     safety: float
@@ -344,7 +316,12 @@ def _identical(gt: dict[str, Any], aio: dict[str, Any]) -> bool:
 
 
 class Scorer:
-    """Phases 0-4 of json-evaluation.md for chunks of plain items, one config and matchers."""
+    """Phases 0-4 of json-evaluation.md for chunks of plain items, one config and matchers.
+
+    Every number comes from the ``fieldcheck.metrics`` function the spec names (looked up at
+    call time): ``classify_keys``, ``resolve_strategy``, ``exact_match``, ``completeness``,
+    ``hallucination``, ``accuracy``, ``rqs``. The EXACT/IGNORE kernel (``fast``, ``columnar``)
+    only finds the records whose result is one already computed that way."""
 
     def __init__(
         self,
@@ -357,10 +334,7 @@ class Scorer:
     ) -> None:
         self.config, self.matchers, self.signature = config, matchers, signature
         self.source, self.progress = source, progress
-        w = config.weights
-        self._weights = (w.accuracy, w.completeness, w.safety, w.hallucination)
         self._strategies = config.strategies
-        self._wild = any("[" in k for k in self._strategies)
         self.unseen = set(config.strategies)  # strategy keys no ground truth has had yet
         self.total = 0  # records to score, when known (progress); 0: unknown
         self.prepared = self.scored = 0
@@ -369,68 +343,33 @@ class Scorer:
         self._kernel = not config.flatten and config.safety_check == "off"
         self._plans: dict[tuple[tuple[str, ...], tuple[str, ...]], _Plan] = {}
 
-    def _strategy(self, name: str, gt_value: Any) -> Strategy:
-        strategies = self._strategies
-        if strategies:
-            found = strategies.get(name)
-            if found is not None:
-                return found
-            if self._wild and "[" in name:
-                found = strategies.get(wildcard_path(name))
-                if found is not None:
-                    return found
-        return auto_strategy(gt_value)
+    def _seen(self, keys: Iterable[str]) -> None:
+        """Strike the ground truth's keys (and their ``[*]`` forms) off the unused strategies."""
+        for key in keys:
+            self.unseen.discard(key)
+            if "[" in key:
+                self.unseen.discard(wildcard_path(key))
 
     def _plan(self, gt: dict[str, Any], aio: dict[str, Any]) -> _Plan:
         keys = tuple(sorted(gt))
-        configured: list[Strategy | None] = []
         strategies = self._strategies
-        for k in keys:
-            found = strategies.get(k) if strategies else None
-            if found is None and self._wild and "[" in k:
-                found = strategies.get(wildcard_path(k))
-            configured.append(found)
+        configured = tuple(
+            metrics.configured_strategy(k, strategies) if strategies else None for k in keys
+        )
         if self.unseen:
-            for key in keys:
-                self.unseen.discard(key)
-                if "[" in key:
-                    self.unseen.discard(wildcard_path(key))
-        extra = sorted(k for k in aio if k not in gt)
+            self._seen(keys)
         identical = None
-        if not extra and all(c in ("EXACT", "IGNORE") for c in configured):
+        if all(k in gt for k in aio) and all(c in ("EXACT", "IGNORE") for c in configured):
             identical = tuple(3 if c == "EXACT" else 5 for c in configured)
-        return _Plan(keys, tuple(configured), extra, len(keys) + len(extra), identical)
-
-    def _outcome(self, plan: _Plan, codes: tuple[int, ...], safety: float) -> Scored:
-        """Phases 0-4 of a record from its per-key outcome codes (see ``fast``)."""
-        pairs = list(zip(plan.keys, codes, strict=True))
-        gt_null_value = [k for k, c in pairs if c == 1]
-        gt_non_null = [k for k, c in pairs if c >= 2]
-        missing = [k for k, c in pairs if c == 2]
-        both = [k for k, c in pairs if c >= 3]
-        fields = {k: _FIELD_RESULTS[c] for k, c in pairs if c >= 3}
-        buckets = (plan.extra, gt_null_value, gt_non_null, missing, both)
-        comp = len(both) / len(gt_non_null) if gt_non_null else 1.0
-        count = len(plan.extra) + len(gt_null_value)
-        hall = count / plan.total_distinct if plan.total_distinct else 0.0
-        scored = [f[2] for f in fields.values() if f[2] is not None]
-        acc = math.fsum(scored) / len(scored) if scored else 1.0
-        wa, wc, ws, wh = self._weights
-        rqs = min(1.0, max(0.0, math.fsum([wa * acc, wc * comp, ws * safety, -wh * hall])))
-        done = Scored(
-            -1, _ID_MARK, None, "object", [], buckets, plan.total_distinct, fields,
-            (comp, hall, acc, safety, rqs),
-        )  # fmt: skip
-        parts = record_line(done).split(_ID_MARK_JSON)
-        if len(parts) == 2:  # else a key holds the mark's text: the line is built each time
-            done.line_parts = (parts[0], parts[1])
-        return done
+        return _Plan(keys, configured, identical)
 
     def fast(self, item: Item) -> Scored | None:
-        """Phases 0-4 of a record whose compared fields are all EXACT or IGNORE, with results
-        shared by every record of the same key sequences and per-key outcomes; None when the
-        record needs the general path (a FUZZY/SEMANTIC field to compare). Only for an item
-        read from a file (``checked``) with an object output, no flatten, no safety check."""
+        """The result of a record whose compared fields are all EXACT or IGNORE: its per-key
+        outcome codes (0/1: null in the ground truth, the output null or not; 2: missing;
+        3/4: EXACT matched or not; 5: IGNORE) decide it, so it is shared by every record with
+        the same key sequences, codes and safety score; None when the record needs the general
+        path (a FUZZY/SEMANTIC field to compare). Only for an item read from a file
+        (``checked``) with an object output, no flatten, no safety check."""
         gt = item.ground_truth
         aio: dict[str, Any] = item.output
         shape = (tuple(gt), tuple(aio))
@@ -441,43 +380,43 @@ class Scorer:
                 self._plans[shape] = plan
         codes: list[int] = []
         add = codes.append
+        is_null, exact_match = metrics.is_null, metrics.exact_match
         for k, strategy in zip(plan.keys, plan.configured, strict=True):
             gv = gt[k]
             av = aio.get(k, _ABSENT)
-            out_null = av is _ABSENT or av is None or (av.__class__ is str and not av.strip())
-            if gv is None or (gv.__class__ is str and not gv.strip()):
+            out_null = av is _ABSENT or is_null(av)
+            if is_null(gv):
                 add(0 if out_null else 1)
             elif out_null:
                 add(2)
             else:
                 if strategy is None:
-                    strategy = auto_strategy(gv)
+                    strategy = metrics.auto_strategy(gv)
                 if strategy == "EXACT":
-                    t = av.__class__
-                    same = (t is gv.__class__ and t in _SAME_TEXT and av == gv) or exact_match(
-                        av, gv
-                    )
-                    add(3 if same else 4)
+                    add(3 if exact_match(av, gv) else 4)
                 elif strategy == "IGNORE":
                     add(5)
                 else:
                     return None
-        safety = 1.0 if item.safety_score is None else float(item.safety_score)
-        done = self._shared(plan, tuple(codes), safety)
-        return Scored(
-            item.index, item.id, item.line, "object", [], done.buckets, done.total_distinct,
-            done.fields, done.scores, [], done.line_parts,
-        )  # fmt: skip
+        return self._shared(plan, tuple(codes), item)
 
-    def _shared(self, plan: _Plan, codes: tuple[int, ...], safety: float) -> Scored:
-        """The result shared by every record of ``plan`` with these outcome codes and safety."""
-        key = (codes, safety)
+    def _shared(self, plan: _Plan, codes: tuple[int, ...], item: Item) -> Scored:
+        """``item``'s result, shared by every record of ``plan`` with these outcome codes and
+        safety score: the first such record is scored by the general path."""
+        s = item.safety_score
+        key = (codes, 1.0 if s is None else float(s))
         done = plan.outcomes.get(key)
         if done is None:
-            done = self._outcome(plan, codes, safety)
+            done = self.assemble(self.prepare(item), {})
+            parts = record_line(replace(done, id=_ID_MARK)).split(_ID_MARK_JSON)
+            if len(parts) == 2:  # else a key holds the mark's text: the line is built each time
+                done.line_parts = (parts[0], parts[1])
             if len(plan.outcomes) < _MAX_PLANS:
                 plan.outcomes[key] = done
-        return done
+        return Scored(
+            item.index, item.id, item.line, "object", [], done.buckets, done.fields,
+            done.scores, [], done.line_parts,
+        )  # fmt: skip
 
     def columnar(self, items: Sequence[Item]) -> list[Scored | None]:
         """``fast`` over a chunk of items read from a file with object outputs: a record whose
@@ -509,13 +448,7 @@ class Scorer:
             codes = plan.identical
             if codes is None:
                 continue
-            item = items[i]
-            s = item.safety_score
-            t = self._shared(plan, codes, 1.0 if s is None else float(s))
-            out[i] = Scored(
-                item.index, item.id, item.line, "object", [], t.buckets, t.total_distinct,
-                t.fields, t.scores, [], t.line_parts,
-            )  # fmt: skip
+            out[i] = self._shared(plan, codes, items[i])
             self.identical += 1
         fast = self.fast
         return [fast(items[i]) if r is None else r for i, r in enumerate(out)]
@@ -545,63 +478,28 @@ class Scorer:
                 flags.append("safety_leak")
         aio: dict[str, Any] = obj if obj is not None else {}
         if self.config.flatten:
-            aio, gt = flatten_pair(aio, gt)
+            aio, gt = metrics.flatten_pair(aio, gt)
         if self.unseen:
-            for key in gt:
-                self.unseen.discard(key)
-                if "[" in key:
-                    self.unseen.discard(wildcard_path(key))
-        extra = [k for k in aio if k not in gt]
-        gt_null_value: list[str] = []
-        gt_non_null: list[str] = []
-        missing: list[str] = []
-        both: list[str] = []
+            self._seen(gt)
+        buckets = metrics.classify_keys(aio, gt)
         fields: dict[str, tuple[Strategy, float | None, float | None]] = {}
         pending: dict[str, tuple[Strategy, str, str]] = {}
         strategies = self._strategies
-        for k, gv in gt.items():
-            av = aio.get(k, _ABSENT)
-            out_null = av is _ABSENT or av is None or (isinstance(av, str) and not av.strip())
-            if gv is None or (isinstance(gv, str) and not gv.strip()):
-                if not out_null:
-                    gt_null_value.append(k)
-                continue
-            gt_non_null.append(k)
-            if out_null:
-                missing.append(k)
-                continue
-            both.append(k)
-            strategy = strategies.get(k) if strategies else None
-            if strategy is None:
-                strategy = self._strategy(k, gv)
+        for k in buckets.both_non_null:
+            av, gv = aio[k], gt[k]
+            strategy = metrics.resolve_strategy(k, gv, strategies=strategies)
             if strategy == "EXACT":
-                t = type(av)
-                if t is type(gv) and (t is str or t is int):
-                    same = av == gv or (t is str and av.lower() == gv.lower())
-                else:
-                    same = exact_match(av, gv)
-                hit = 1.0 if same else 0.0
+                hit = 1.0 if metrics.exact_match(av, gv) else 0.0
                 fields[k] = (strategy, hit, hit)
             elif strategy == "IGNORE":
                 fields[k] = (strategy, None, None)
             else:
-                out_text, gt_text = canonical_text(av), canonical_text(gv)
+                out_text, gt_text = metrics.canonical_text(av), metrics.canonical_text(gv)
                 if out_text == gt_text:  # identical text needs no matcher: similarity 1
                     fields[k] = (strategy, 1.0, 1.0)
                 else:
                     pending[k] = (strategy, out_text, gt_text)
-        # keys of a JSON line are strings; an API caller's output may have others (by their text)
-        by_text = None if item.checked else str
-        buckets = (
-            sorted(extra, key=by_text),
-            sorted(gt_null_value, key=by_text),
-            sorted(gt_non_null, key=by_text),
-            sorted(missing, key=by_text),
-            sorted(both, key=by_text),
-        )
-        return _Prep(
-            item, kind, flags, buckets, len(gt) + len(extra), fields, pending, safety, findings
-        )
+        return _Prep(item, kind, flags, buckets, fields, pending, safety, findings)
 
     def match(
         self, prepared: Sequence[_Prep]
@@ -661,19 +559,22 @@ class Scorer:
                 )
                 fields[name] = (strategy, sim.score, 1.0 if sim.score >= threshold else 0.0)
         fields = {name: fields[name] for name in sorted(fields)}
-        extra, gt_null_value, gt_non_null, _, both = prep.buckets
+        b = prep.buckets
         if prep.kind != "object":
             # documented rule: nothing can be compared, so every score is at its worst
             comp, hall, acc = 0.0, 1.0, 0.0
         else:
             scored = [f[2] for f in fields.values() if f[2] is not None]
-            comp = len(both) / len(gt_non_null) if gt_non_null else 1.0
-            count = len(extra) + len(gt_null_value)
-            hall = count / prep.total_distinct if prep.total_distinct else 0.0
-            acc = math.fsum(scored) / len(scored) if scored else 1.0
-        wa, wc, ws, wh = self._weights
-        total = math.fsum([wa * acc, wc * comp, ws * prep.safety, -wh * hall])
-        rqs = min(1.0, max(0.0, total))
+            comp = metrics.completeness(len(b.both_non_null), len(b.gt_non_null))
+            hall = metrics.hallucination(b.hallucination_count, b.total_distinct)
+            acc = metrics.accuracy(math.fsum(scored), len(scored))
+        rqs = metrics.rqs(
+            accuracy=acc,
+            completeness=comp,
+            hallucination=hall,
+            safety_score=prep.safety,
+            weights=self.config.weights,
+        )
         item = prep.item
         return Scored(
             item.index,
@@ -681,16 +582,16 @@ class Scorer:
             item.line,
             prep.kind,
             prep.flags,
-            prep.buckets,
-            prep.total_distinct,
+            b,
             fields,
             (comp, hall, acc, prep.safety, rqs),
             prep.findings,
         )
 
-    def _failure(self, item: Item, reason: str, field: str | None = None) -> Failed:
+    def _failure(self, item: Item, exc: InputError | MatcherError) -> Failed:
+        reason, field = (exc.reason, exc.field) if isinstance(exc, InputError) else (str(exc), None)
         located = InputError(reason, file=self.source, line=item.line, record=item.key, field=field)
-        return Failed(item.index, RecordError.model_validate(located.to_dict()))
+        return Failed(item.index, RecordError.model_validate(located.to_dict()), exc)
 
     def score(self, items: Sequence[Item]) -> tuple[list[Scored], list[Failed], dict[str, int]]:
         """Score a chunk: its scored records and its failures, each in batch order, and the
@@ -718,7 +619,7 @@ class Scorer:
             try:
                 prep = self.prepare(item)
             except InputError as exc:
-                failed.append(self._failure(item, exc.reason, exc.field))
+                failed.append(self._failure(item, exc))
                 continue
             prepared.append(prep)
             done.append(prep)
@@ -734,7 +635,7 @@ class Scorer:
             try:
                 scored.append(self.assemble(x, found))
             except MatcherError as exc:
-                failed.append(self._failure(x.item, str(exc)))
+                failed.append(self._failure(x.item, exc))
         self.scored += len(prepared)
         if self.progress and prepared:
             self.progress("score", self.scored, self.total)
@@ -752,10 +653,9 @@ def fields_not_matched(
     return [n for n, f in fields.items() if f[2] is not None and f[2] < 1]
 
 
-def fields_failed_in(buckets: tuple[list[str], ...]) -> list[str]:
+def fields_failed_in(buckets: KeyBuckets) -> list[str]:
     """The fields missing, hallucinated (a value where the ground truth has null) or extra."""
-    extra, gt_null_value, _, missing, _ = buckets
-    return [*missing, *gt_null_value, *extra]
+    return [*buckets.aio_missing_or_null, *buckets.gt_null_aio_has_value, *buckets.extra_keys]
 
 
 _BUCKETS_OF = operator.attrgetter("buckets")
@@ -828,8 +728,7 @@ class Aggregate:
         failed |= np.fromiter((k != "object" for k in map(_KIND_OF, scored)), bool, len(scored))
         self.failed += int(np.count_nonzero(failed))
         for i, n in zip(bucket_firsts, bucket_counts.tolist(), strict=True):
-            buckets = buckets_of[i]
-            extra, gt_null_value, gt_non_null, missing, _ = buckets
+            extra, gt_null_value, gt_non_null, missing, *_ = buckets_of[i]
             for counter, names in (
                 (self.expected, gt_non_null),
                 (self.missing, missing),
@@ -929,14 +828,15 @@ def plain(record: RecordResult, index: int) -> Scored:
         record.line,
         r.output_kind,
         list(r.flags),
-        (
+        KeyBuckets(
             list(b["extra_keys"]),
             list(b["gt_null_aio_has_value"]),
             list(b["gt_non_null"]),
             list(b["aio_missing_or_null"]),
             list(b["both_non_null"]),
+            # not in the public result; no aggregate reads it
+            len(set(b["gt_non_null"]) | set(b["extra_keys"])),
         ),
-        len(set(b["gt_non_null"]) | set(b["extra_keys"])),
         {n: (f.strategy, f.similarity, f.score) for n, f in r.fields.items()},
         (r.completeness, r.hallucination, r.accuracy, r.safety_score, r.rqs),
         list(r.safety_findings),

@@ -15,7 +15,7 @@ import math
 import re
 from collections.abc import Mapping
 from numbers import Number
-from typing import Any, Literal, get_args
+from typing import Any, Literal, NamedTuple, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
@@ -44,17 +44,16 @@ def is_null(value: Any) -> bool:
     return isinstance(value, str) and value.strip() == ""
 
 
-class KeyBuckets(BaseModel):
-    """The spec's five key buckets (Phase 0), each a sorted list of keys, plus the union size."""
+class KeyBuckets(NamedTuple):
+    """The spec's five key buckets (Phase 0), each a sorted list of keys, and the number of
+    distinct keys of both sides (Phase 2's denominator)."""
 
-    model_config = ConfigDict(frozen=True)
-
-    extra_keys: list[str] = Field(default_factory=list)
-    gt_null_aio_has_value: list[str] = Field(default_factory=list)
-    gt_non_null: list[str] = Field(default_factory=list)
-    aio_missing_or_null: list[str] = Field(default_factory=list)
-    both_non_null: list[str] = Field(default_factory=list)
-    total_distinct: int = 0
+    extra_keys: list[str]
+    gt_null_aio_has_value: list[str]
+    gt_non_null: list[str]
+    aio_missing_or_null: list[str]
+    both_non_null: list[str]
+    total_distinct: int
 
     @property
     def hallucination_count(self) -> int:
@@ -63,30 +62,36 @@ class KeyBuckets(BaseModel):
 
     def as_dict(self) -> dict[str, list[str]]:
         """The five buckets by their spec names (sorted key lists)."""
-        return {name: list(getattr(self, name)) for name in BUCKET_NAMES}
+        return dict(zip(BUCKET_NAMES, self[:5], strict=True))
 
 
 def classify_keys(output: Mapping[str, Any], ground_truth: Mapping[str, Any]) -> KeyBuckets:
     """Phase 0: sort every key of ``output`` (AIO) and ``ground_truth`` (GT) into the spec's buckets.
 
     ``aio_missing_or_null`` and ``both_non_null`` split ``gt_non_null``. A key null in GT and absent
-    or null in AIO is in no bucket (no completeness impact, no hallucination). Empty input: all
-    buckets empty, ``total_distinct`` 0.
+    or null in AIO is in no bucket (no completeness impact, no hallucination) but counts in
+    ``total_distinct``. Keys sort by their text. Empty input: all buckets empty, ``total_distinct`` 0.
     """
-    gt_keys, aio_keys = set(ground_truth), set(output)
-    extra = aio_keys - gt_keys
-    gt_null_aio_has_value = {
-        k for k in gt_keys & aio_keys if is_null(ground_truth[k]) and not is_null(output[k])
-    }
-    gt_non_null = {k for k in gt_keys if not is_null(ground_truth[k])}
-    missing = {k for k in gt_non_null if k not in output or is_null(output[k])}
+    extra = [k for k in output if k not in ground_truth]
+    gt_null_value: list[str] = []
+    gt_non_null: list[str] = []
+    missing: list[str] = []
+    both: list[str] = []
+    for k, gv in ground_truth.items():
+        out_null = k not in output or is_null(output[k])
+        if is_null(gv):
+            if not out_null:
+                gt_null_value.append(k)
+        else:
+            gt_non_null.append(k)
+            (missing if out_null else both).append(k)
     return KeyBuckets(
-        extra_keys=sorted(extra, key=str),
-        gt_null_aio_has_value=sorted(gt_null_aio_has_value, key=str),
-        gt_non_null=sorted(gt_non_null, key=str),
-        aio_missing_or_null=sorted(missing, key=str),
-        both_non_null=sorted(gt_non_null - missing, key=str),
-        total_distinct=len(gt_keys | aio_keys),
+        sorted(extra, key=str),
+        sorted(gt_null_value, key=str),
+        sorted(gt_non_null, key=str),
+        sorted(missing, key=str),
+        sorted(both, key=str),
+        len(ground_truth) + len(extra),
     )
 
 
@@ -322,18 +327,22 @@ def wildcard_path(path: str) -> str:
     return _INDEX.sub("[*]", path)
 
 
+def configured_strategy(field: str, strategies: Mapping[str, Strategy]) -> Strategy | None:
+    """The strategy config's entry for ``field`` (spec Phase 3 "Strategy Resolution", step 1):
+    its exact key, then its ``[*]`` form; None when the config names neither."""
+    found = strategies.get(field)
+    if found is None and "[" in field:
+        found = strategies.get(wildcard_path(field))
+    return found
+
+
 def resolve_strategy(
     field: str, gt_value: Any, *, strategies: Mapping[str, Strategy] | None = None
 ) -> Strategy:
-    """Phase 3 strategy of ``field``: the config's entry (exact key, then its ``[*]`` form), else
+    """Phase 3 strategy of ``field``: the config's entry (``configured_strategy``), else
     auto-detection from the ground-truth value's type (``auto_strategy``)."""
-    if strategies:
-        if field in strategies:
-            return strategies[field]
-        wild = wildcard_path(field)
-        if wild != field and wild in strategies:
-            return strategies[wild]
-    return auto_strategy(gt_value)
+    found = configured_strategy(field, strategies) if strategies else None
+    return auto_strategy(gt_value) if found is None else found
 
 
 # --- EXACT -----------------------------------------------------------------------------------
@@ -407,6 +416,12 @@ def exact_match(output_value: Any, gt_value: Any) -> bool:
     same number (``1.0`` equals ``"1"``, ``"1.0"`` and ``"1e0"``), two strings compare as text
     (``"1.0"`` and ``"1"`` differ), ``true`` equals ``"true"``; no trimming, no tolerance.
     """
+    t = output_value.__class__
+    if t is gt_value.__class__:  # the common case without building texts (same answers)
+        if t is str:
+            return bool(output_value == gt_value or output_value.lower() == gt_value.lower())
+        if t is int or t is bool or (t is float and output_value == gt_value):
+            return bool(output_value == gt_value)
     if isinstance(output_value, str) and _is_number(gt_value):
         number = number_of_text(output_value)
         if number is not None:
