@@ -10,7 +10,7 @@ replaced metric function changes every output that uses it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -97,6 +97,17 @@ def mean_bleu1(bleu1_sum: float, gold_slots: int) -> float:
 def llm_judge(judge_sum: float, judge_count: int) -> float | None:
     """Mean judge score over judged gold slots (missed = 0); ``None`` without a judge (§5)."""
     return judge_sum / judge_count if judge_count else None
+
+
+SLOT_STATISTICS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "precision": lambda t: slot_precision(t[:, TP], t[:, FP]),
+    "recall": lambda t: slot_recall(t[:, TP], t[:, FN]),
+    "f1": lambda t: slot_f1(t[:, TP], t[:, FP], t[:, FN]),
+    "exact_match_rate": lambda t: exact_match_rate(t[:, EXACT], t[:, GOLD]),
+    "token_f1": lambda t: token_f1(t[:, TOK_MATCHED], t[:, TOK_PRED], t[:, TOK_GOLD]),
+}
+"""The metrics with bootstrap intervals, each of an array of totals (one row per resample,
+columns ``SESSION_FIELDS``)."""
 
 
 @dataclass(frozen=True, slots=True)

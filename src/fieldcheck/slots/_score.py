@@ -34,6 +34,7 @@ from fieldcheck.matchers import (
 from fieldcheck.metrics import (
     CANONICALIZE_VERSION,
     SESSION_FIELDS,
+    SLOT_STATISTICS,
     Interval,
     RowClasses,
     SlotCounts,
@@ -42,16 +43,11 @@ from fieldcheck.metrics import (
     TotalsStatistic,
     bootstrap_classes_ci,
     canonical_set,
-    exact_match_rate,
     latency_stats,
     paired_bootstrap_classes_pvalue,
     pooled,
     score_session,
-    slot_f1,
-    slot_precision,
-    slot_recall,
     slot_values,
-    token_f1,
 )
 from fieldcheck.slots._loaders import JudgeFile, LatencyFile, SessionKey, SlotFile, SlotKey
 from fieldcheck.slots._stream import Part, SideKind, gc_paused
@@ -284,33 +280,8 @@ _UNIT_FIELDS = SESSION_FIELDS
 TP, FP, FN, GOLD, EXACT, TOK_MATCHED, TOK_PRED, TOK_GOLD = range(len(_UNIT_FIELDS))
 
 
-def _stat_precision(t: np.ndarray) -> np.ndarray:
-    return slot_precision(t[:, TP], t[:, FP])
-
-
-def _stat_recall(t: np.ndarray) -> np.ndarray:
-    return slot_recall(t[:, TP], t[:, FN])
-
-
-def _stat_f1(t: np.ndarray) -> np.ndarray:
-    return slot_f1(t[:, TP], t[:, FP], t[:, FN])
-
-
-def _stat_exact(t: np.ndarray) -> np.ndarray:
-    return exact_match_rate(t[:, EXACT], t[:, GOLD])
-
-
-def _stat_token_f1(t: np.ndarray) -> np.ndarray:
-    return token_f1(t[:, TOK_MATCHED], t[:, TOK_PRED], t[:, TOK_GOLD])
-
-
-STATISTICS: dict[str, TotalsStatistic] = {
-    "precision": _stat_precision,
-    "recall": _stat_recall,
-    "f1": _stat_f1,
-    "exact_match_rate": _stat_exact,
-    "token_f1": _stat_token_f1,
-}
+STATISTICS: dict[str, TotalsStatistic] = SLOT_STATISTICS
+_stat_f1 = STATISTICS["f1"]
 
 
 def _on_columns(columns: tuple[int, ...], stat: TotalsStatistic) -> TotalsStatistic:
