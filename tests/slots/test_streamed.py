@@ -135,7 +135,7 @@ def test_any_bucket_count_gives_the_same_bytes(
     assert [e["line"] for e in errors[:3]] == sorted(e["line"] for e in errors[:3])
 
 
-def test_counts_equal_the_naive_per_session_reference(tmp_path: Path) -> None:
+def test_counts_equal_the_per_session_reference(tmp_path: Path) -> None:
     paths = _files(tmp_path, seed=9, shuffle=True)
     metrics = json.loads(_score(paths, tmp_path / "out", 5)["metrics.json"])
     gold = load_slots(paths["gold"])
