@@ -70,3 +70,27 @@ def model_score(
     topic_gold = {t: x.gold_slots for t, x in per_topic.items()}
     units = np.array([[tp, fp, fn, tp + fn, 0, 0, 0, 0]], dtype=float)
     return ModelScore(name, result, units, keys=[("u", 0)], topic_gold_slots=topic_gold)
+
+
+def naive_counts(pred: dict, gold: dict) -> tuple[int, int, int, int, int]:  # type: ignore[type-arg]
+    """Slow reference written from the issue's prose: (tp, fp, fn, extra_slots, extra_values)
+    of one session. A slot has a value when one of its values is not blank ("any non-empty
+    value")."""
+    tp = fp = fn = extra = extra_values = 0
+
+    def said(values: list[str] | None) -> list[str]:
+        return [v for v in values or [] if v.strip()]
+
+    for key, g in gold.items():
+        if not said(g):
+            continue
+        if said(pred.get(key)):
+            tp += 1
+        else:
+            fn += 1
+    for key, p in pred.items():
+        if said(p) and not said(gold.get(key)):
+            fp += 1
+            extra += 1
+            extra_values += len(said(p))
+    return tp, fp, fn, extra, extra_values

@@ -1,23 +1,46 @@
-"""Slot counts per session: the spec's worked examples, the decisions, and properties."""
+"""Slot counts per session (``score_session``, the scorer's own): the spec's worked examples, the
+decisions, and properties against a naive reference."""
 
 from __future__ import annotations
 
 import math
 from collections import Counter
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from slots_helpers import naive_counts
 
 from fieldcheck.metrics import (
+    SESSION_FIELDS,
     SlotCounts,
-    aggregate_sessions,
+    TopicTally,
     bleu1_score,
     f1_from_pr,
+    pooled,
     score_session,
     slot_exact_match,
     tokenize_values,
 )
+
+
+def _score(
+    pred: dict,  # type: ignore[type-arg]
+    gold: dict,  # type: ignore[type-arg]
+    topics: dict[str, TopicTally] | None = None,
+    **options: Any,
+) -> SlotCounts:
+    """One session through ``score_session`` (into ``topics`` when given): its counts. The row
+    it returns (the bootstrap's) is checked against the counts it added."""
+    mine: dict[str, TopicTally] = {}
+    row = score_session(pred, gold, mine, **options)
+    total = pooled(mine.values(), sessions=1)
+    assert row == tuple(getattr(total, name) for name in SESSION_FIELDS)
+    if topics is not None:
+        for topic, tally in mine.items():
+            topics.setdefault(topic, TopicTally()).absorb(tally)
+    return total
 
 
 def _slots(
@@ -30,14 +53,14 @@ def test_spec_precision_example() -> None:
     # 10 predicted slots, 7 correct (TP), 3 not in the gold (FP): 7 / (7 + 3) = 0.70
     gold = _slots(7)
     pred = {**_slots(7), **_slots(3, prefix="x")}
-    c = score_session(pred, gold).total
+    c = _score(pred, gold)
     assert (c.tp, c.fp, c.fn) == (7, 3, 0)
     assert c.precision == 0.70
 
 
 def test_spec_recall_and_f1_example() -> None:
     # 15 gold slots, 12 found, 3 missed: 12 / 15 = 0.80
-    c = score_session(_slots(12), _slots(15)).total
+    c = _score(_slots(12), _slots(15))
     assert (c.tp, c.fn) == (12, 3) and c.recall == 0.80
     # P 0.70, R 0.80: F1 = 2 * 0.56 / 1.5 = 0.74666...
     assert round(f1_from_pr(0.70, 0.80), 3) == 0.747
@@ -72,7 +95,7 @@ def test_exact_match_rate_of_the_three_spec_slots() -> None:
         ("t", "hobby"): ["reading, hiking"],
         ("t", "age"): ["25 years old"],
     }
-    c = score_session(pred, gold).total
+    c = _score(pred, gold)
     assert c.exact_match == 1 and c.gold_slots == 3
     assert math.isclose(c.exact_match_rate, 1 / 3)
     assert c.tp == 3  # presence: all three are found
@@ -90,23 +113,24 @@ def test_spec_extra_slots_example() -> None:
         ("interests", "career_goal"): ["become a doctor", "help people"],
         ("interests", "dream_job"): ["surgeon"],
     }
-    s = score_session(pred, gold)
-    assert (s.total.extra_slots, s.total.extra_values) == (2, 3)
-    assert s.total.fp == 2 and s.total.tp == 3
-    assert s.per_topic["interests"].extra_slots == 2
+    topics: dict[str, TopicTally] = {}
+    c = _score(pred, gold, topics)
+    assert (c.extra_slots, c.extra_values) == (2, 3)
+    assert c.fp == 2 and c.tp == 3
+    assert topics["interests"].slot_counts().extra_slots == 2
 
 
 def test_spec_token_example_through_a_session() -> None:
     gold = {("basic_info", "job"): ["software engineer at Google"]}
     pred = {("basic_info", "job"): ["senior software engineer at Microsoft"]}
-    c = score_session(pred, gold).total
+    c = _score(pred, gold)
     assert c.token_precision == 0.60 and c.token_recall == 0.75
 
 
 def test_missed_slot_adds_gold_tokens_and_extras_add_none() -> None:
     gold = {("t", "a"): ["one two"], ("t", "b"): ["three"]}
     pred = {("t", "a"): ["one two"], ("t", "zzz"): ["lots of extra words"]}
-    c = score_session(pred, gold).total
+    c = _score(pred, gold)
     # matched 2, predicted 2 (extras do not enter), gold 3 (the missed slot adds its token)
     assert (c.token_matched, c.token_predicted, c.token_gold) == (2, 2, 3)
     assert c.bleu1 == pytest.approx((1.0 + 0.0) / 2)
@@ -115,34 +139,34 @@ def test_missed_slot_adds_gold_tokens_and_extras_add_none() -> None:
 def test_empty_prediction_values_are_a_miss_and_not_an_extra() -> None:
     gold = {("t", "a"): ["x"]}
     pred = {("t", "a"): [], ("t", "b"): []}
-    c = score_session(pred, gold).total
+    c = _score(pred, gold)
     assert (c.tp, c.fp, c.fn, c.extra_slots) == (0, 0, 1, 0)
 
 
 def test_blank_values_are_no_value() -> None:
     # issue: a TP needs "any non-empty value"; "" and "  " say nothing, in gold or prediction
     gold = {("t", "a"): ["x"], ("t", "b"): ["  "]}
-    c = score_session({("t", "a"): ["", " "], ("t", "c"): ["", "y", "\t"]}, gold).total
+    c = _score({("t", "a"): ["", " "], ("t", "c"): ["", "y", "\t"]}, gold)
     assert (c.gold_slots, c.tp, c.fp, c.fn) == (1, 0, 1, 1)
     assert (c.extra_slots, c.extra_values) == (1, 1)  # c is extra with its one real value
     assert not slot_exact_match([""], ["李明"])  # both canonicalise to nothing, yet no match
-    assert score_session({("t", "b"): ["z"]}, gold).total.extra_slots == 1
+    assert _score({("t", "b"): ["z"]}, gold).extra_slots == 1
 
 
 def test_gold_slot_without_values_is_not_a_gold_slot() -> None:
     # decision: a gold line with values [] says "nothing to extract"; predicting a value there
     # is a hallucination (FP, extra slot), predicting nothing is not a miss.
     gold = {("t", "a"): ["x"], ("t", "none"): []}
-    assert score_session({("t", "a"): ["x"]}, gold).total.fn == 0
-    c = score_session({("t", "a"): ["x"], ("t", "none"): ["made up"]}, gold).total
+    assert _score({("t", "a"): ["x"]}, gold).fn == 0
+    c = _score({("t", "a"): ["x"], ("t", "none"): ["made up"]}, gold)
     assert (c.gold_slots, c.tp, c.fp, c.fn, c.extra_slots, c.extra_values) == (1, 1, 1, 0, 1, 1)
 
 
 def test_value_check_makes_a_wrong_slot_an_fp_and_an_fn() -> None:
     gold = {("t", "a"): ["x"], ("t", "b"): ["y"]}
     pred = {("t", "a"): ["x"], ("t", "b"): ["wrong"]}
-    presence = score_session(pred, gold).total
-    checked = score_session(pred, gold, value_matches={("t", "a"): True, ("t", "b"): False}).total
+    presence = _score(pred, gold)
+    checked = _score(pred, gold, value_matches={("t", "a"): True, ("t", "b"): False})
     assert (presence.tp, presence.fp, presence.fn) == (2, 0, 0)
     assert (checked.tp, checked.fp, checked.fn) == (1, 1, 1)
     assert checked.extra_slots == 0  # a wrong value is not an extra slot
@@ -151,15 +175,15 @@ def test_value_check_makes_a_wrong_slot_an_fp_and_an_fn() -> None:
 def test_judge_missed_slot_is_zero_and_unscored_is_left_out() -> None:
     gold = {("t", "a"): ["x"], ("t", "b"): ["y"], ("t", "c"): ["z"]}
     pred = {("t", "a"): ["x"], ("t", "b"): ["y"]}
-    c = score_session(pred, gold, judge_scores={("t", "a"): 0.9}).total
+    c = _score(pred, gold, judge_scores={("t", "a"): 0.9})
     # a: 0.9, b: predicted but unscored (left out), c: missed = 0  -> 0.9 / 2
     assert c.judge_missing == 1 and c.judge_count == 2
     assert c.llm_judge == pytest.approx(0.45)
-    assert score_session(pred, gold).total.llm_judge is None  # no judge: absent, not 0
+    assert _score(pred, gold).llm_judge is None  # no judge: absent, not 0
 
 
 def test_empty_session() -> None:
-    c = score_session({}, {}).total
+    c = _score({}, {})
     assert c.sessions == 1 and c.precision == 0.0 and c.recall == 0.0 and c.f1 == 0.0
     assert c.exact_match_rate == 0.0 and c.bleu1 == 0.0 and c.llm_judge is None
 
@@ -174,30 +198,6 @@ slot_maps = st.dictionaries(
 )
 
 
-def _naive(pred: dict, gold: dict) -> tuple[int, int, int, int, int]:  # type: ignore[type-arg]
-    """Slow reference written from the issue's prose: (tp, fp, fn, extra_slots, extra_values).
-
-    A slot has a value when one of its values is not blank ("any non-empty value")."""
-    tp = fp = fn = extra = extra_values = 0
-
-    def said(values: list[str] | None) -> list[str]:
-        return [v for v in values or [] if v.strip()]
-
-    for key, g in gold.items():
-        if not said(g):
-            continue
-        if said(pred.get(key)):
-            tp += 1
-        else:
-            fn += 1
-    for key, p in pred.items():
-        if said(p) and not said(gold.get(key)):
-            fp += 1
-            extra += 1
-            extra_values += len(said(p))
-    return tp, fp, fn, extra, extra_values
-
-
 @settings(max_examples=200, deadline=None)
 @given(
     st.lists(st.tuples(slot_maps, slot_maps), min_size=1, max_size=5),
@@ -205,10 +205,11 @@ def _naive(pred: dict, gold: dict) -> tuple[int, int, int, int, int]:  # type: i
 )
 def test_counts_agree_with_naive_reference_and_stay_in_bounds(sessions: list, score: float) -> None:  # type: ignore[type-arg]
     # every predicted slot gets the judge score ``score``; every metric, the judge's too, is in [0, 1]
-    scored = [score_session(p, g, judge_scores=dict.fromkeys(p, score)) for p, g in sessions]
-    pooled = aggregate_sessions(scored)
-    t = pooled.total
-    expected = [sum(x) for x in zip(*(_naive(p, g) for p, g in sessions), strict=True)]
+    topics: dict[str, TopicTally] = {}
+    for p, g in sessions:
+        _score(p, g, topics, judge_scores=dict.fromkeys(p, score))
+    t = pooled(topics.values(), sessions=len(sessions))
+    expected = [sum(x) for x in zip(*(naive_counts(p, g) for p, g in sessions), strict=True)]
     assert [t.tp, t.fp, t.fn, t.extra_slots, t.extra_values] == expected
     for name in (
         "precision",
@@ -237,15 +238,15 @@ def test_counts_agree_with_naive_reference_and_stay_in_bounds(sessions: list, sc
         "extra_slots",
         "extra_values",
     ):
-        assert sum(getattr(c, name) for c in pooled.per_topic.values()) == getattr(t, name)
-    assert math.isclose(sum(c.bleu1_sum for c in pooled.per_topic.values()), t.bleu1_sum)
+        assert sum(getattr(c.slot_counts(), name) for c in topics.values()) == getattr(t, name)
+    assert math.isclose(sum(c.slot_counts().bleu1_sum for c in topics.values()), t.bleu1_sum)
     assert t.sessions == len(sessions)
 
 
 @settings(max_examples=200, deadline=None)
 @given(slot_maps, slot_maps)
 def test_token_counts_agree_with_naive_reference(pred: dict, gold: dict) -> None:  # type: ignore[type-arg]
-    c = score_session(pred, gold).total
+    c = _score(pred, gold)
     matched = predicted = gold_n = 0
     bleu = 0.0
     for key, g in gold.items():
@@ -276,8 +277,8 @@ def test_swapping_gold_and_prediction_swaps_token_precision_and_recall(
         k: data.draw(st.lists(st.sampled_from(["a b", "b c", "d", "e"]), min_size=1, max_size=3))
         for k in gold
     }
-    fwd = score_session(pred, gold).total
-    bwd = score_session(gold, pred).total
+    fwd = _score(pred, gold)
+    bwd = _score(gold, pred)
     assert math.isclose(fwd.token_precision, bwd.token_recall)
     assert math.isclose(fwd.token_recall, bwd.token_precision)
     assert math.isclose(fwd.token_f1, bwd.token_f1)

@@ -1,31 +1,118 @@
-"""Slot extraction counts per session and their aggregation (slot spec "How Metrics Are Computed").
+"""Slot extraction counts and metrics (slot spec "How Metrics Are Computed", §1-9, 14-15).
 
-One session is scored into ``SlotCounts`` (overall and per topic); every metric of the benchmark
-is a function of the counts summed over sessions, so a bootstrap resample is only a re-sum.
-Pure functions, no I/O, no model calls: value matches and judge scores come in precomputed.
+``score_session`` counts one session's slots per topic into running ``TopicTally``s; every metric
+is a function of counts summed over sessions, so a bootstrap resample is only a re-sum. The
+ratio metrics take numbers or numpy arrays of resample totals alike: the point estimates and the
+intervals come from the same functions. Pure functions, no I/O, no model calls: value matches and
+judge scores come in precomputed. Each metric looks up the ones it is made of when called, so a
+replaced metric function changes every output that uses it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, fields, replace
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TypeVar
 
-from fieldcheck.metrics._stats import f1_from_pr, safe_div
-from fieldcheck.metrics._text import (
-    bleu1_score,
-    canonicalize,
-    token_overlap,
-    tokenize_values,
-)
+import numpy as np
+
+from fieldcheck.metrics import _text
+from fieldcheck.metrics._stats import ExactSum, safe_div_array
 
 SlotKey = tuple[str, str]
 """``(topic, field)``: a slot within one session."""
 
+N = TypeVar("N", float, np.ndarray)
+"""A count or a ratio, or an array of them (one per bootstrap resample)."""
+
+SESSION_FIELDS = (
+    "tp",
+    "fp",
+    "fn",
+    "gold_slots",
+    "exact_match",
+    "token_matched",
+    "token_predicted",
+    "token_gold",
+)
+"""A session's counts that the metrics with intervals are ratios of: the bootstrap's row."""
+TALLY_FIELDS = (*SESSION_FIELDS, "judge_count", "judge_missing", "extra_slots", "extra_values")
+"""The integer counts of a ``TopicTally`` (and of ``SlotCounts``), in this order."""
+TP, FP, FN, GOLD, EXACT, TOK_MATCHED, TOK_PRED, TOK_GOLD = range(len(SESSION_FIELDS))
+JUDGE_COUNT, JUDGE_MISSING, EXTRA_SLOTS, EXTRA_VALUES = range(len(SESSION_FIELDS), 12)
+
+
+def ratio(numerator: N, denominator: N) -> N:
+    """``numerator / denominator``, 0.0 where the denominator is 0 (the spec's convention)."""
+    if isinstance(numerator, np.ndarray) or isinstance(denominator, np.ndarray):
+        return safe_div_array(numerator, denominator)
+    return numerator / denominator if denominator else 0.0
+
+
+def slot_precision(tp: N, fp: N) -> N:
+    """TP / (TP + FP), 0.0 when nothing was predicted (slot spec §1)."""
+    return ratio(tp, tp + fp)
+
+
+def slot_recall(tp: N, fn: N) -> N:
+    """TP / (TP + FN), 0.0 when there is no gold slot (slot spec §2)."""
+    return ratio(tp, tp + fn)
+
+
+def harmonic_f1(precision: N, recall: N) -> N:
+    """2PR / (P + R), 0.0 when both are 0 (slot spec §3; §8 for tokens)."""
+    return ratio(2 * precision * recall, precision + recall)
+
+
+def slot_f1(tp: N, fp: N, fn: N) -> N:
+    """F1 of slot precision and recall (slot spec §3)."""
+    return harmonic_f1(slot_precision(tp, fp), slot_recall(tp, fn))
+
+
+def exact_match_rate(exact_match: N, gold_slots: N) -> N:
+    """Exact matches / gold slots, 0.0 without gold slots (slot spec §4)."""
+    return ratio(exact_match, gold_slots)
+
+
+def token_precision(matched: N, predicted: N) -> N:
+    """Matched tokens / predicted tokens of gold slots (slot spec §6)."""
+    return ratio(matched, predicted)
+
+
+def token_recall(matched: N, gold: N) -> N:
+    """Matched tokens / gold tokens (slot spec §7)."""
+    return ratio(matched, gold)
+
+
+def token_f1(matched: N, predicted: N, gold: N) -> N:
+    """F1 of token precision and recall (slot spec §8)."""
+    return harmonic_f1(token_precision(matched, predicted), token_recall(matched, gold))
+
+
+def mean_bleu1(bleu1_sum: float, gold_slots: int) -> float:
+    """Mean BLEU-1 over gold slots, a missed slot scoring 0 (slot spec §9)."""
+    return ratio(bleu1_sum, float(gold_slots))
+
+
+def llm_judge(judge_sum: float, judge_count: int) -> float | None:
+    """Mean judge score over judged gold slots (missed = 0); ``None`` without a judge (§5)."""
+    return judge_sum / judge_count if judge_count else None
+
+
+SLOT_STATISTICS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "precision": lambda t: slot_precision(t[:, TP], t[:, FP]),
+    "recall": lambda t: slot_recall(t[:, TP], t[:, FN]),
+    "f1": lambda t: slot_f1(t[:, TP], t[:, FP], t[:, FN]),
+    "exact_match_rate": lambda t: exact_match_rate(t[:, EXACT], t[:, GOLD]),
+    "token_f1": lambda t: token_f1(t[:, TOK_MATCHED], t[:, TOK_PRED], t[:, TOK_GOLD]),
+}
+"""The metrics with bootstrap intervals, each of an array of totals (one row per resample,
+columns ``SESSION_FIELDS``)."""
+
 
 @dataclass(frozen=True, slots=True)
 class SlotCounts:
-    """Sufficient statistics of slot extraction; add two to pool sessions or topics.
+    """Sufficient statistics of slot extraction, and each metric of the benchmark from them.
 
     ``judge_count`` counts the gold slots that carry a judge score (a missed slot counts with 0);
     it stays 0 when no judge was used, so the judge score is then absent, never 0.
@@ -39,71 +126,96 @@ class SlotCounts:
     token_matched: int = 0
     token_predicted: int = 0
     token_gold: int = 0
-    bleu1_sum: float = 0.0
-    judge_sum: float = 0.0
     judge_count: int = 0
     judge_missing: int = 0
     extra_slots: int = 0
     extra_values: int = 0
+    bleu1_sum: float = 0.0
+    judge_sum: float = 0.0
     sessions: int = 0
-
-    def __add__(self, other: SlotCounts) -> SlotCounts:
-        return SlotCounts(
-            *(getattr(self, f.name) + getattr(other, f.name) for f in fields(SlotCounts))
-        )
 
     @property
     def precision(self) -> float:
-        """TP / (TP + FP), 0.0 when nothing was predicted (slot spec §1)."""
-        return safe_div(self.tp, self.tp + self.fp)
+        return float(slot_precision(self.tp, self.fp))
 
     @property
     def recall(self) -> float:
-        """TP / (TP + FN), 0.0 when there is no gold slot (slot spec §2)."""
-        return safe_div(self.tp, self.tp + self.fn)
+        return float(slot_recall(self.tp, self.fn))
 
     @property
     def f1(self) -> float:
-        """Harmonic mean of precision and recall, 0.0 when both are 0 (slot spec §3)."""
-        return f1_from_pr(self.precision, self.recall)
+        return float(slot_f1(self.tp, self.fp, self.fn))
 
     @property
     def exact_match_rate(self) -> float:
-        """Exact matches / gold slots, 0.0 without gold slots (slot spec §4)."""
-        return safe_div(self.exact_match, self.gold_slots)
+        return float(exact_match_rate(self.exact_match, self.gold_slots))
 
     @property
     def token_precision(self) -> float:
-        """Matched tokens / predicted tokens of gold slots (slot spec §6)."""
-        return safe_div(self.token_matched, self.token_predicted)
+        return float(token_precision(self.token_matched, self.token_predicted))
 
     @property
     def token_recall(self) -> float:
-        """Matched tokens / gold tokens (slot spec §7)."""
-        return safe_div(self.token_matched, self.token_gold)
+        return float(token_recall(self.token_matched, self.token_gold))
 
     @property
     def token_f1(self) -> float:
-        """F1 of token precision and recall (slot spec §8)."""
-        return f1_from_pr(self.token_precision, self.token_recall)
+        return float(token_f1(self.token_matched, self.token_predicted, self.token_gold))
 
     @property
     def bleu1(self) -> float:
-        """Mean BLEU-1 over gold slots, a missed slot scoring 0 (slot spec §9)."""
-        return safe_div(self.bleu1_sum, self.gold_slots)
+        return mean_bleu1(self.bleu1_sum, self.gold_slots)
 
     @property
     def llm_judge(self) -> float | None:
-        """Mean judge score over judged gold slots (missed = 0); ``None`` without a judge (§5)."""
-        return self.judge_sum / self.judge_count if self.judge_count else None
+        return llm_judge(self.judge_sum, self.judge_count)
 
 
-@dataclass(frozen=True, slots=True)
-class SessionCounts:
-    """The counts of one session ``(user, session)``, overall and per topic."""
+class TopicTally:
+    """Running counts of one topic (``TALLY_FIELDS``), mergeable; the BLEU-1 and judge sums are
+    kept exact, so they do not depend on the order sessions come in. Their values wait in
+    ``bleu_values`` and ``judge_values`` until ``settle`` (one exact sum per batch is cheaper)."""
 
-    total: SlotCounts
-    per_topic: Mapping[str, SlotCounts] = field(default_factory=dict)
+    __slots__ = ("bleu", "bleu_values", "counts", "judge", "judge_values")
+
+    def __init__(self) -> None:
+        self.counts = [0] * len(TALLY_FIELDS)
+        self.bleu = ExactSum()
+        self.judge = ExactSum()
+        self.bleu_values: list[float] = []
+        self.judge_values: list[float] = []
+
+    def settle(self) -> None:
+        """Fold the waiting values into the exact sums."""
+        if self.bleu_values:
+            self.bleu.add(self.bleu_values)
+            self.bleu_values = []
+        if self.judge_values:
+            self.judge.add(self.judge_values)
+            self.judge_values = []
+
+    def absorb(self, other: TopicTally) -> None:
+        """Add ``other``'s counts and sums (exactly)."""
+        self.settle()
+        other.settle()
+        self.counts = [a + b for a, b in zip(self.counts, other.counts, strict=True)]
+        self.bleu.add(other.bleu.partials)
+        self.judge.add(other.judge.partials)
+
+    def slot_counts(self, sessions: int = 0) -> SlotCounts:
+        self.settle()
+        ints = dict(zip(TALLY_FIELDS, self.counts, strict=True))
+        return SlotCounts(
+            **ints, bleu1_sum=self.bleu.value, judge_sum=self.judge.value, sessions=sessions
+        )
+
+
+def pooled(topics: Iterable[TopicTally], sessions: int = 0) -> SlotCounts:
+    """The counts of several topics together (a model's overall counts)."""
+    total = TopicTally()
+    for t in topics:
+        total.absorb(t)
+    return total.slot_counts(sessions)
 
 
 def slot_values(values: Sequence[str]) -> tuple[str, ...]:
@@ -114,7 +226,7 @@ def slot_values(values: Sequence[str]) -> tuple[str, ...]:
 
 def canonical_set(values: Sequence[str]) -> frozenset[str]:
     """The set of canonicalised non-empty values: what exact match compares (slot spec §4)."""
-    return frozenset(c for c in (canonicalize(v) for v in values) if c)
+    return frozenset(c for c in (_text.canonicalize(v) for v in values) if c)
 
 
 def slot_exact_match(prediction: Sequence[str], reference: Sequence[str]) -> bool:
@@ -122,101 +234,146 @@ def slot_exact_match(prediction: Sequence[str], reference: Sequence[str]) -> boo
     return bool(slot_values(prediction)) and canonical_set(prediction) == canonical_set(reference)
 
 
+SlotScore = tuple[bool, int, int, int, float, int]
+"""One gold slot against its prediction: has a predicted value, matched tokens, predicted tokens,
+gold tokens, BLEU-1, exact match (0/1)."""
+
+
+def score_slot(prediction: Sequence[str], reference: Sequence[str]) -> SlotScore | None:
+    """One gold slot's token counts, BLEU-1 and exact match (slot spec §4, §6-9); ``None`` when
+    the reference has no value (not a gold slot)."""
+    gold_values = slot_values(reference)
+    if not gold_values:
+        return None
+    pred_values = slot_values(prediction)
+    gold_tokens = _text.tokenize_values(gold_values)
+    pred_tokens = _text.tokenize_values(pred_values)
+    overlap = _text.token_overlap(pred_tokens, gold_tokens)
+    return (
+        bool(pred_values),
+        overlap.matched,
+        overlap.predicted,
+        overlap.reference,
+        _text.bleu1_score(pred_tokens, gold_tokens),
+        int(slot_exact_match(pred_values, gold_values)),
+    )
+
+
+MEMO_LIMIT = 32_768
+"""Distinct value lists (and pairs) a ``SlotMemo`` remembers; it starts afresh past it, so its
+memory is bounded whatever the input."""
+
+
+class SlotMemo:
+    """``score_slot`` and how many values say something, remembered per distinct value lists:
+    sessions repeat values, so most slots are a lookup. The numbers are ``score_slot``'s."""
+
+    def __init__(self) -> None:
+        self.pairs: dict[tuple[tuple[str, ...], tuple[str, ...]], SlotScore | None] = {}
+        self.values: dict[tuple[str, ...], int] = {}
+
+    def slot(self, prediction: Sequence[str], reference: Sequence[str]) -> SlotScore | None:
+        key = (tuple(prediction), tuple(reference))
+        try:
+            return self.pairs[key]
+        except KeyError:
+            pass
+        if len(self.pairs) >= MEMO_LIMIT:
+            self.pairs.clear()
+        out = self.pairs[key] = score_slot(prediction, reference)
+        return out
+
+    def count(self, values: Sequence[str]) -> int:
+        """How many values say something (``slot_values``)."""
+        key = tuple(values)
+        n = self.values.get(key)
+        if n is None:
+            if len(self.values) >= MEMO_LIMIT:
+                self.values.clear()
+            n = self.values[key] = len(slot_values(values))
+        return n
+
+
 def score_session(
     prediction: Mapping[SlotKey, Sequence[str]],
     reference: Mapping[SlotKey, Sequence[str]],
+    topics: dict[str, TopicTally],
     *,
     value_matches: Mapping[SlotKey, bool] | None = None,
     judge_scores: Mapping[SlotKey, float] | None = None,
-) -> SessionCounts:
-    """Count one session's slots (slot spec "True Positives (TP), False Positives (FP), ...").
+    memo: SlotMemo | None = None,
+) -> tuple[int, int, int, int, int, int, int, int]:
+    """Count one session's slots into ``topics`` (a tally per topic, added as met) and return the
+    session's ``SESSION_FIELDS`` (slot spec "True Positives (TP), False Positives (FP), ...").
 
     A gold slot (a reference slot with at least one non-blank value, see ``slot_values``) is a
-    TP when the prediction has a value for it, else an FN. With ``value_matches`` (``--tp exact|fuzzy|semantic``) a predicted
-    gold slot is a TP only when ``value_matches[key]`` is true; a present-but-wrong slot is then
-    an FP (a wrong value was asserted) and an FN (the gold value was missed). A predicted slot
-    with values that is not a gold slot is an FP and an extra slot, its values extra values.
-    ``judge_scores`` (when given) scores predicted gold slots; a missed slot adds 0, a predicted
-    slot without a score is counted in ``judge_missing`` and left out of the mean.
-    Empty input gives zero counts (with ``sessions=1``).
+    TP when the prediction has a value for it, else an FN. With ``value_matches`` (``--tp
+    exact|fuzzy|semantic``) a predicted gold slot is a TP only when ``value_matches[key]`` is
+    true; a present-but-wrong slot is then an FP (a wrong value was asserted) and an FN (the gold
+    value was missed). A predicted slot with values that is not a gold slot is an FP and an extra
+    slot, its values extra values. ``judge_scores`` (when given) scores predicted gold slots; a
+    missed slot adds 0, a predicted slot without a score is counted in ``judge_missing`` and
+    left out of the mean. ``memo`` shares ``score_slot``'s results between sessions.
     """
-    topics: dict[str, dict[str, float]] = {}
-
-    def bump(topic: str, **deltas: float) -> None:
-        slot = topics.setdefault(topic, {})
-        for name, delta in deltas.items():
-            slot[name] = slot.get(name, 0) + delta
-
-    for key, raw_gold in reference.items():
-        gold_values = slot_values(raw_gold)
-        if not gold_values:
+    if memo is None:
+        memo = SlotMemo()
+    stats, count = memo.slot, memo.count
+    m, j = value_matches, judge_scores
+    tp = fp = fn = n_gold = exact = matched = predicted = gold_tokens = 0
+    for slot, gold_values in reference.items():
+        st = stats(prediction.get(slot, ()), gold_values)
+        if st is None:
             continue  # "no value" in the gold: not a gold slot (docs/decisions.md)
-        topic = key[0]
-        pred_values = slot_values(prediction.get(key, ()))
-        gold_tokens = tokenize_values(gold_values)
-        pred_tokens = tokenize_values(pred_values)
-        overlap = token_overlap(pred_tokens, gold_tokens)
-        bump(
-            topic,
-            gold_slots=1,
-            token_matched=overlap.matched,
-            token_predicted=overlap.predicted,
-            token_gold=overlap.reference,
-            bleu1_sum=bleu1_score(pred_tokens, gold_tokens),
-            exact_match=int(slot_exact_match(pred_values, gold_values)),
-        )
-        if not pred_values:
-            bump(topic, fn=1)
-            if judge_scores is not None:
-                bump(topic, judge_count=1)
+        topic = slot[0]
+        t = topics.get(topic)
+        if t is None:
+            t = topics[topic] = TopicTally()
+        c = t.counts
+        has_pred, s_matched, s_pred, s_gold, s_bleu, s_exact = st
+        c[GOLD] += 1
+        c[TOK_MATCHED] += s_matched
+        c[TOK_PRED] += s_pred
+        c[TOK_GOLD] += s_gold
+        c[EXACT] += s_exact
+        n_gold += 1
+        matched += s_matched
+        predicted += s_pred
+        gold_tokens += s_gold
+        exact += s_exact
+        if s_bleu:
+            t.bleu_values.append(s_bleu)
+        if not has_pred:
+            c[FN] += 1
+            fn += 1
+            if j is not None:
+                c[JUDGE_COUNT] += 1
             continue
-        if value_matches is None or value_matches.get(key, False):
-            bump(topic, tp=1)
+        if m is None or m.get(slot, False):
+            c[TP] += 1
+            tp += 1
         else:
-            bump(topic, fp=1, fn=1)
-        if judge_scores is not None:
-            if key in judge_scores:
-                bump(topic, judge_sum=judge_scores[key], judge_count=1)
+            c[FP] += 1
+            c[FN] += 1
+            fp += 1
+            fn += 1
+        if j is not None:
+            if slot in j:
+                t.judge_values.append(j[slot])
+                c[JUDGE_COUNT] += 1
             else:
-                bump(topic, judge_missing=1)
-
-    for key, raw_pred in prediction.items():
-        pred_values = slot_values(raw_pred)
-        if pred_values and not slot_values(reference.get(key, ())):
-            bump(key[0], fp=1, extra_slots=1, extra_values=len(pred_values))
-
-    per_topic = {t: _counts(d) for t, d in sorted(topics.items())}
-    total = replace(sum_counts(per_topic.values()), sessions=1)
-    return SessionCounts(total=total, per_topic=per_topic)
-
-
-_FLOAT_FIELDS = frozenset({"bleu1_sum", "judge_sum"})
-
-
-def _counts(values: Mapping[str, float]) -> SlotCounts:
-    typed: dict[str, Any] = {
-        name: float(value) if name in _FLOAT_FIELDS else int(value)
-        for name, value in values.items()
-    }
-    return SlotCounts(**typed)
-
-
-def sum_counts(counts: Iterable[SlotCounts]) -> SlotCounts:
-    """Pool counts (sessions, topics); the empty sum is all zeros."""
-    total = SlotCounts()
-    for c in counts:
-        total = total + c
-    return total
-
-
-def aggregate_sessions(sessions: Iterable[SessionCounts]) -> SessionCounts:
-    """Pool sessions into overall and per-topic counts (per-topic sums equal the total)."""
-    items = list(sessions)
-    per_topic: dict[str, SlotCounts] = {}
-    for s in items:
-        for topic, counts in s.per_topic.items():
-            per_topic[topic] = per_topic.get(topic, SlotCounts()) + counts
-    return SessionCounts(
-        total=sum_counts(s.total for s in items),
-        per_topic=dict(sorted(per_topic.items())),
-    )
+                c[JUDGE_MISSING] += 1
+    for slot, pred_values in prediction.items():
+        known = reference.get(slot)
+        if known is not None and count(known):
+            continue
+        n = count(pred_values)
+        if n:
+            topic = slot[0]
+            t = topics.get(topic)
+            if t is None:
+                t = topics[topic] = TopicTally()
+            t.counts[FP] += 1
+            t.counts[EXTRA_SLOTS] += 1
+            t.counts[EXTRA_VALUES] += n
+            fp += 1
+    return tp, fp, fn, n_gold, exact, matched, predicted, gold_tokens

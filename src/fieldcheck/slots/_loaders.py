@@ -19,7 +19,7 @@ from pydantic import BaseModel, ValidationError
 
 from fieldcheck._util.errors import ErrorList, InputError, input_error_of
 from fieldcheck._util.jsonio import BLANK, iter_jsonl, parse_jsonl_line, read_lines
-from fieldcheck.metrics._text import canonicalize
+from fieldcheck.metrics import canonicalize
 from fieldcheck.slots._records import JudgeRecord, LatencyRecord, SlotRecord
 
 log = logging.getLogger("fieldcheck")

@@ -10,7 +10,7 @@ from typing import Any
 from fieldcheck._util.errors import error_dicts
 from fieldcheck._util.jsonio import write_jsonl
 from fieldcheck.core import OutputFolder
-from fieldcheck.metrics._stats import Interval
+from fieldcheck.metrics import Interval
 from fieldcheck.reports import format_seconds, format_seconds_joined, write_csv
 from fieldcheck.reports._document import (
     CSS,

@@ -31,29 +31,23 @@ from fieldcheck.matchers import (
     Similarity,
     compared_linearly,
 )
-from fieldcheck.metrics._slots import (
-    SessionCounts,
-    SlotCounts,
-    canonical_set,
-    slot_exact_match,
-    slot_values,
-)
-from fieldcheck.metrics._stats import (
-    ExactSum,
+from fieldcheck.metrics import (
+    CANONICALIZE_VERSION,
+    SESSION_FIELDS,
+    SLOT_STATISTICS,
     Interval,
     RowClasses,
+    SlotCounts,
+    SlotMemo,
+    TopicTally,
     TotalsStatistic,
     bootstrap_classes_ci,
-    f1_from_pr_array,
+    canonical_set,
     latency_stats,
     paired_bootstrap_classes_pvalue,
-    safe_div_array,
-)
-from fieldcheck.metrics._text import (
-    CANONICALIZE_VERSION,
-    bleu1_score,
-    token_overlap,
-    tokenize_values,
+    pooled,
+    score_session,
+    slot_values,
 )
 from fieldcheck.slots._loaders import JudgeFile, LatencyFile, SessionKey, SlotFile, SlotKey
 from fieldcheck.slots._stream import Part, SideKind, gc_paused
@@ -280,63 +274,14 @@ def slot_text(values: Sequence[str], *, canonical: bool = False) -> str:
     return ", ".join(sorted(v.strip() for v in slot_values(values)))
 
 
-# Bootstrap: each session is a vector of sufficient statistics; a resample's totals are a
-# weighted sum of them, and each statistic is vectorised over resamples.
-_UNIT_FIELDS = (
-    "tp",
-    "fp",
-    "fn",
-    "gold_slots",
-    "exact_match",
-    "token_matched",
-    "token_predicted",
-    "token_gold",
-)
+# Bootstrap: each session is a vector of sufficient statistics (SESSION_FIELDS); a resample's
+# totals are a weighted sum of them, and each metric is vectorised over resamples.
+_UNIT_FIELDS = SESSION_FIELDS
 TP, FP, FN, GOLD, EXACT, TOK_MATCHED, TOK_PRED, TOK_GOLD = range(len(_UNIT_FIELDS))
 
 
-def _unit(c: SlotCounts) -> tuple[int, ...]:
-    return tuple(getattr(c, name) for name in _UNIT_FIELDS)
-
-
-def session_units(sessions: Sequence[SessionCounts]) -> np.ndarray:
-    """The (sessions, 8) float array of each session's sufficient statistics (``_UNIT_FIELDS``)."""
-    units = np.empty((len(sessions), len(_UNIT_FIELDS)))
-    for i, s in enumerate(sessions):
-        units[i] = _unit(s.total)
-    return units
-
-
-def _stat_precision(t: np.ndarray) -> np.ndarray:
-    return safe_div_array(t[:, TP], t[:, TP] + t[:, FP])
-
-
-def _stat_recall(t: np.ndarray) -> np.ndarray:
-    return safe_div_array(t[:, TP], t[:, TP] + t[:, FN])
-
-
-def _stat_f1(t: np.ndarray) -> np.ndarray:
-    return f1_from_pr_array(_stat_precision(t), _stat_recall(t))
-
-
-def _stat_exact(t: np.ndarray) -> np.ndarray:
-    return safe_div_array(t[:, EXACT], t[:, GOLD])
-
-
-def _stat_token_f1(t: np.ndarray) -> np.ndarray:
-    return f1_from_pr_array(
-        safe_div_array(t[:, TOK_MATCHED], t[:, TOK_PRED]),
-        safe_div_array(t[:, TOK_MATCHED], t[:, TOK_GOLD]),
-    )
-
-
-STATISTICS: dict[str, TotalsStatistic] = {
-    "precision": _stat_precision,
-    "recall": _stat_recall,
-    "f1": _stat_f1,
-    "exact_match_rate": _stat_exact,
-    "token_f1": _stat_token_f1,
-}
+STATISTICS: dict[str, TotalsStatistic] = SLOT_STATISTICS
+_stat_f1 = STATISTICS["f1"]
 
 
 def _on_columns(columns: tuple[int, ...], stat: TotalsStatistic) -> TotalsStatistic:
@@ -390,85 +335,8 @@ _PAIR_STREAM = len(CI_GROUPS)
 """The paired test's draws come from their own stream (the groups' are 0, 1, 2)."""
 
 
-# Per-topic counts in a list while scoring (no per-slot objects): the first eight are the
-# bootstrap units (_UNIT_FIELDS), then these.
-JUDGE_COUNT, JUDGE_MISSING, EXTRA_SLOTS, EXTRA_VALUES = range(8, 12)
-_INT_FIELDS = (*_UNIT_FIELDS, "judge_count", "judge_missing", "extra_slots", "extra_values")
 _CACHE_LIMIT = 32_768
-"""Distinct (prediction, gold) value pairs remembered while scoring; the cache starts afresh
-past it, so its memory is bounded whatever the input."""
-
-PairStats = tuple[bool, int, int, int, float, int]
-"""One gold slot with a value against its prediction: has a predicted value, matched tokens,
-predicted tokens, gold tokens, BLEU-1, exact match (0/1)."""
-
-
-class _Topic:
-    """Running counts of one topic (or of a model overall): integers, and the float sums kept
-    exact, so they do not depend on the order sessions are read in (docs/slots.md)."""
-
-    __slots__ = ("bleu", "counts", "judge")
-
-    def __init__(self) -> None:
-        self.counts = [0] * len(_INT_FIELDS)
-        self.bleu = ExactSum()
-        self.judge = ExactSum()
-
-    def absorb(self, other: _Topic) -> None:
-        """Add ``other``'s counts and sums (exactly)."""
-        self.counts = [a + b for a, b in zip(self.counts, other.counts, strict=True)]
-        self.bleu.add(other.bleu.partials)
-        self.judge.add(other.judge.partials)
-
-    def slot_counts(self, sessions: int = 0) -> SlotCounts:
-        ints = dict(zip(_INT_FIELDS, self.counts, strict=True))
-        return SlotCounts(
-            **ints, bleu1_sum=self.bleu.value, judge_sum=self.judge.value, sessions=sessions
-        )
-
-
-class _PairCache:
-    """``PairStats`` of value lists, computed once per distinct pair by the metric functions
-    themselves (one tokenisation per value), so the numbers are theirs."""
-
-    def __init__(self) -> None:
-        self.pairs: dict[tuple[tuple[str, ...], tuple[str, ...]], PairStats | None] = {}
-        self.values: dict[tuple[str, ...], int] = {}
-
-    def stats(self, pred: Sequence[str], gold: Sequence[str]) -> PairStats | None:
-        key = (tuple(pred), tuple(gold))
-        try:
-            return self.pairs[key]
-        except KeyError:
-            pass
-        if len(self.pairs) >= _CACHE_LIMIT:
-            self.pairs.clear()
-        gold_values = slot_values(gold)
-        out: PairStats | None = None
-        if gold_values:
-            pred_values = slot_values(pred)
-            gold_tokens, pred_tokens = tokenize_values(gold_values), tokenize_values(pred_values)
-            overlap = token_overlap(pred_tokens, gold_tokens)
-            out = (
-                bool(pred_values),
-                overlap.matched,
-                overlap.predicted,
-                overlap.reference,
-                bleu1_score(pred_tokens, gold_tokens),
-                int(slot_exact_match(pred_values, gold_values)),
-            )
-        self.pairs[key] = out
-        return out
-
-    def count(self, values: Sequence[str]) -> int:
-        """How many values say something (``slot_values``)."""
-        key = tuple(values)
-        n = self.values.get(key)
-        if n is None:
-            if len(self.values) >= _CACHE_LIMIT:
-                self.values.clear()
-            n = self.values[key] = len(slot_values(values))
-        return n
+"""Distinct value lists the store items' canonical cache remembers (then it starts afresh)."""
 
 
 @dataclass
@@ -476,8 +344,7 @@ class _ModelFold:
     """One model's running state over the buckets of sessions (``SlotScorer``)."""
 
     model: ModelInput
-    topics: dict[str, _Topic] = field(default_factory=dict)
-    total: _Topic = field(default_factory=_Topic)
+    topics: dict[str, TopicTally] = field(default_factory=dict)
     classes: list[RowClasses] = field(
         default_factory=lambda: [RowClasses(len(c)) for c, _ in CI_GROUPS]
     )
@@ -530,7 +397,6 @@ def _absorb_fold(fold: _ModelFold, later: _ModelFold) -> None:
             fold.topics[name] = topic
         else:
             mine.absorb(topic)
-    fold.total.absorb(later.total)
     for classes, more in zip(fold.classes, later.classes, strict=True):
         classes.absorb(more)
     for name in _FOLD_SUMS:
@@ -610,7 +476,7 @@ class SlotScorer:
         self.empty_gold = 0
         self.any_gold_value = False
         self.topic_gold: Counter[str] = Counter()
-        self.cache = _PairCache()
+        self.cache = SlotMemo()
         self.canonical = _CanonicalCache()
         # build the items here (``plain_rows``), not in the store's writer: when two scorer
         # processes feed one writer, building every item would make it the slowest of three
@@ -830,80 +696,19 @@ class SlotScorer:
         matches = self._value_matches(fold, gold, preds, pairs)
         judged = self._judged(fold, gold, preds, pairs)
 
-        stats = self.cache.stats
-        topics = fold.topics
+        topics, memo = fold.topics, self.cache
         units = np.zeros((len(keys), len(_UNIT_FIELDS)), dtype=np.int64)  # counts of a session
-        bleu: dict[str, list[float]] = {}
-        judge_sums: dict[str, list[float]] = {}
         for row, sk in scored:
-            g = gold.sessions[sk]
-            p = preds.sessions.get(sk, empty)
-            m = None if matches is None else matches.get(sk, {})
-            j = None if judged is None else judged.get(sk, {})
-            tp = fp = fn = n_gold = exact = matched = predicted = gold_tokens = 0
-            for slot, gold_values in g.items():
-                st = stats(p.get(slot, ()), gold_values)
-                if st is None:
-                    continue  # "no value" in the gold: not a gold slot (docs/decisions.md)
-                topic = slot[0]
-                t = topics.get(topic)
-                if t is None:
-                    t = topics[topic] = _Topic()
-                c = t.counts
-                has_pred, s_matched, s_pred, s_gold, s_bleu, s_exact = st
-                c[GOLD] += 1
-                c[TOK_MATCHED] += s_matched
-                c[TOK_PRED] += s_pred
-                c[TOK_GOLD] += s_gold
-                c[EXACT] += s_exact
-                n_gold += 1
-                matched += s_matched
-                predicted += s_pred
-                gold_tokens += s_gold
-                exact += s_exact
-                if s_bleu:
-                    bleu.setdefault(topic, []).append(s_bleu)
-                if not has_pred:
-                    c[FN] += 1
-                    fn += 1
-                    if j is not None:
-                        c[JUDGE_COUNT] += 1
-                    continue
-                if m is None or m.get(slot, False):
-                    c[TP] += 1
-                    tp += 1
-                else:
-                    c[FP] += 1
-                    c[FN] += 1
-                    fp += 1
-                    fn += 1
-                if j is not None:
-                    if slot in j:
-                        judge_sums.setdefault(topic, []).append(j[slot])
-                        c[JUDGE_COUNT] += 1
-                    else:
-                        c[JUDGE_MISSING] += 1
-            for slot, pred_values in p.items():
-                known = g.get(slot)
-                if known is not None and count(known):
-                    continue
-                n = count(pred_values)
-                if n:
-                    topic = slot[0]
-                    t = topics.get(topic)
-                    if t is None:
-                        t = topics[topic] = _Topic()
-                    t.counts[FP] += 1
-                    t.counts[EXTRA_SLOTS] += 1
-                    t.counts[EXTRA_VALUES] += n
-                    fp += 1
-            units[row] = (tp, fp, fn, n_gold, exact, matched, predicted, gold_tokens)
-        for topic, values in bleu.items():
-            topics[topic].bleu.add(values)
-            fold.total.bleu.add(values)
-        for topic, values in judge_sums.items():
-            topics[topic].judge.add(values)
-            fold.total.judge.add(values)
+            units[row] = score_session(
+                preds.sessions.get(sk, empty),
+                gold.sessions[sk],
+                topics,
+                value_matches=None if matches is None else matches.get(sk, {}),
+                judge_scores=None if judged is None else judged.get(sk, {}),
+                memo=memo,
+            )
+        for t in topics.values():
+            t.settle()
         mask = np.zeros(len(keys), dtype=bool)
         mask[[i for i, _ in scored]] = True
         for classes, (columns, _) in zip(fold.classes, CI_GROUPS, strict=True):
@@ -1108,10 +913,7 @@ class SlotScorer:
                     "the judge mean"
                 )
 
-        for t in fold.topics.values():
-            for i, n in enumerate(t.counts):
-                fold.total.counts[i] += n
-        total = fold.total.slot_counts(sessions=n_scored)
+        total = pooled(fold.topics.values(), sessions=n_scored)
         llm_judge = total.llm_judge
         if judged and fold.pairs and total.judge_missing == fold.pairs:
             warn(

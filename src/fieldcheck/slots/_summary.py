@@ -6,10 +6,10 @@ rounded only here, from full-precision results.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from fieldcheck.metrics import latency_stats
 from fieldcheck.reports import format_pvalue, format_seconds
 from fieldcheck.slots._score import ModelScore, SlotsRun
 
@@ -81,9 +81,12 @@ def compared_latency(models: Sequence[ModelScore]) -> tuple[dict[str, float], in
     if not common:
         return {}, 0
     keys = sorted(common)
-    return {m.name: math.fsum(m.session_seconds[k] for k in keys) / len(keys) for m in timed}, len(
-        keys
-    )
+    means = {}
+    for m in timed:
+        stats = latency_stats([m.session_seconds[k] for k in keys])
+        assert stats is not None  # keys is not empty
+        means[m.name] = stats.mean
+    return means, len(keys)
 
 
 def _common_text(n: int, timed: int) -> str:

@@ -1,0 +1,210 @@
+"""Layers only call down, through public names (issue 27 item 8, ARCHITECTURE.md "Layers"): no
+module imports another package's private module, and no module compares a system's name outside
+that system's package. The sites that remain are listed below as debts of issue 27: a new site
+fails, and so does a listed one that went away (the lists only shrink)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).parents[1] / "src" / "fieldcheck"
+SYSTEMS = {"json": "jsoneval", "slots": "slots", "numeric": "numeric"}
+"""Each system's name and the package that alone may compare it."""
+
+NOT_SYSTEM_NAMES = {
+    ("api/_body.py", "subtype == 'json'"),  # a media type
+    ("runs/_items.py", "{'slots': 0, 'differ': 0}"),  # a count of slots
+}
+"""Sites that look like a system's name and are not one: (file, the expression's source)."""
+
+# Issue 27 debt: the files that still compare a system's name outside its package, with how
+# many times (the System registry of item 1 removes them). Shrink it, never grow it.
+ISSUE_27_SYSTEM_NAME_DEBT: dict[str, int] = {
+    "_cli/runs_cmd.py": 2,
+    "_util/sniff.py": 1,
+    "api/routes/runs.py": 5,
+    "runs/_compare.py": 9,
+    "runs/_export.py": 2,
+    "runs/_folder.py": 2,
+    "runs/_rescore.py": 2,
+    "store/_items.py": 4,
+}
+
+# Issue 27 debt: the files that still import another package's private module, with how many
+# times (add the name to that package's ``__init__`` and import it from there). Shrink it, never
+# grow it.
+ISSUE_27_PRIVATE_IMPORT_DEBT: dict[str, int] = {
+    "_cli/_common.py": 1,
+    "_cli/_record.py": 1,
+    "_cli/json_cmd.py": 7,
+    "_cli/numeric_cmd.py": 4,
+    "_cli/runs_cmd.py": 1,
+    "_cli/serve_cmd.py": 1,
+    "_cli/slots_cmd.py": 7,
+    "api/_config.py": 2,
+    "api/routes/pages.py": 1,
+    "jsoneval/__init__.py": 1,
+    "jsoneval/_config.py": 1,
+    "jsoneval/_extract.py": 1,
+    "jsoneval/_io.py": 2,
+    "jsoneval/_models.py": 2,
+    "jsoneval/_report.py": 3,
+    "jsoneval/_stream.py": 4,
+    "numeric/_loaders.py": 1,
+    "numeric/_report.py": 3,
+    "numeric/_scoring.py": 4,
+    "numeric/_stream.py": 4,
+    "numeric/_validator.py": 1,
+    "numeric/_writers.py": 1,
+    "runs/_compare.py": 3,
+    "runs/_export.py": 1,
+    "runs/_folder.py": 3,
+    "runs/_items.py": 2,
+    "runs/_rescore.py": 2,
+    "serve_model/_json.py": 1,
+    "serve_model/_numeric.py": 5,
+    "serve_model/_slots.py": 2,
+    "slots/_report.py": 2,
+    "slots/_score.py": 1,
+    "slots/_stream.py": 1,
+}
+
+
+def _modules() -> list[tuple[str, str, ast.Module]]:
+    """(path under src/fieldcheck, its package, its tree) of every module. A package is a
+    top-level subpackage of fieldcheck (``_util`` too); a top-level module is its own."""
+    out = []
+    for path in sorted(SRC.rglob("*.py")):
+        rel = path.relative_to(SRC)
+        package = rel.parts[0] if len(rel.parts) > 1 else rel.stem
+        out.append((rel.as_posix(), package, ast.parse(path.read_text(encoding="utf-8"))))
+    return out
+
+
+def _names(node: ast.expr) -> list[str]:
+    """The string constants of ``node``: itself, or the items of a tuple, list or set."""
+    items = node.elts if isinstance(node, (ast.Tuple, ast.List, ast.Set)) else [node]
+    return [i.value for i in items if isinstance(i, ast.Constant) and isinstance(i.value, str)]
+
+
+def system_name_sites(tree: ast.Module) -> list[tuple[int, str]]:
+    """(line, source) of each comparison with a system's name (``==``, ``!=``, ``in (...)``, a
+    ``case``) and each dict literal keyed by one."""
+    sites = []
+    for node in ast.walk(tree):
+        found: list[str] = []
+        if isinstance(node, ast.Compare):
+            for side in (node.left, *node.comparators):
+                found += _names(side)
+        elif isinstance(node, ast.MatchValue):
+            found += _names(node.value)
+        elif isinstance(node, ast.Dict):
+            found += [n for k in node.keys if k is not None for n in _names(k)]
+        if any(n in SYSTEMS for n in found):
+            source = ast.unparse(node)
+            sites.append((node.lineno, source if len(source) <= 80 else source[:77] + "..."))
+    return sites
+
+
+def private_imports(tree: ast.Module, package: str) -> list[tuple[int, str]]:
+    """(line, module) of each import of another package's private module: ``fieldcheck.X._y``
+    (``from`` it or ``import`` it, or ``from fieldcheck.X import _y``), in any block,
+    ``TYPE_CHECKING`` ones included."""
+    found = []
+    for node in ast.walk(tree):
+        modules: list[str] = []
+        if isinstance(node, ast.Import):
+            modules = [a.name for a in node.names if _private(a.name, package)]
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            if _private(node.module, package):
+                modules = [node.module]
+            else:
+                named = (f"{node.module}.{a.name}" for a in node.names)
+                modules = [m for m in named if _private(m, package)]
+        found += [(node.lineno, m) for m in modules]
+    return found
+
+
+def _private(module: str, package: str) -> bool:
+    """Whether ``module`` is a private module (``fieldcheck.X._y...``) of a package not
+    ``package``."""
+    parts = module.split(".")
+    return (
+        len(parts) >= 3
+        and parts[0] == "fieldcheck"
+        and parts[1] != package
+        and parts[2].startswith("_")
+        and not parts[2].startswith("__")
+    )
+
+
+def _counts(sites: dict[str, list[tuple[int, str]]]) -> dict[str, int]:
+    return {path: len(found) for path, found in sorted(sites.items()) if found}
+
+
+def _shrinks_only(found: dict[str, list[tuple[int, str]]], debt: dict[str, int]) -> None:
+    counts = _counts(found)
+    grown = {p: found[p] for p, n in counts.items() if n > debt.get(p, 0)}
+    assert not grown, f"new sites (call down through public names instead): {grown}"
+    paid = {p: (n, counts.get(p, 0)) for p, n in debt.items() if counts.get(p, 0) < n}
+    assert not paid, f"sites gone (lower these counts in the debt list): {paid}"
+
+
+def test_no_module_imports_another_packages_private_module() -> None:
+    found = {path: private_imports(tree, package) for path, package, tree in _modules()}
+    _shrinks_only(found, ISSUE_27_PRIVATE_IMPORT_DEBT)
+
+
+def test_no_system_name_is_compared_outside_its_package() -> None:
+    found = {
+        path: [
+            (line, source)
+            for line, source in system_name_sites(tree)
+            if package not in SYSTEMS.values() and (path, source) not in NOT_SYSTEM_NAMES
+        ]
+        for path, package, tree in _modules()
+    }
+    _shrinks_only(found, ISSUE_27_SYSTEM_NAME_DEBT)
+
+
+def test_the_checks_see_each_form() -> None:
+    """Each form the checks look for, found; the public and in-package forms, not."""
+    code = """
+from fieldcheck.slots._score import A
+import fieldcheck.numeric._score
+from fieldcheck.jsoneval import _stream
+from fieldcheck.metrics import canonicalize
+from fieldcheck.runs._items import B
+if TYPE_CHECKING:
+    from fieldcheck.store._items import C
+def f(system, kind):
+    if system == "json" or "numeric" != system or system in ("slots", "other"):
+        pass
+    match kind:
+        case "slots":
+            pass
+    return {"json": 1, "x": 2}, kind == "jsonl"
+"""
+    tree = ast.parse(code)
+    imports = [m for _, m in private_imports(tree, "runs")]
+    assert imports == [
+        "fieldcheck.slots._score",
+        "fieldcheck.numeric._score",
+        "fieldcheck.jsoneval._stream",
+        "fieldcheck.store._items",
+    ]
+    assert sorted(line for line, _ in system_name_sites(tree)) == [10, 10, 10, 13, 15]
+
+
+def test_the_debt_lists_only_shrink() -> None:
+    debt = {"a.py": 2}
+    _shrinks_only({"a.py": [(1, "x"), (2, "y")], "b.py": []}, debt)
+    with pytest.raises(AssertionError, match="new sites"):
+        _shrinks_only({"a.py": [(1, "x"), (2, "y"), (3, "z")]}, debt)
+    with pytest.raises(AssertionError, match="new sites"):
+        _shrinks_only({"a.py": [(1, "x"), (2, "y")], "b.py": [(1, "x")]}, debt)
+    with pytest.raises(AssertionError, match=r"sites gone .*'a.py': \(2, 1\)"):
+        _shrinks_only({"a.py": [(1, "x")]}, debt)
