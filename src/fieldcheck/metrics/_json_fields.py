@@ -61,8 +61,8 @@ class KeyBuckets(NamedTuple):
         return len(self.extra_keys) + len(self.gt_null_aio_has_value)
 
     def as_dict(self) -> dict[str, list[str]]:
-        """The five buckets by their spec names (sorted key lists)."""
-        return dict(zip(BUCKET_NAMES, self[:5], strict=True))
+        """The five buckets by their spec names (copies of the sorted key lists)."""
+        return {name: list(keys) for name, keys in zip(BUCKET_NAMES, self[:5], strict=True)}
 
 
 def classify_keys(output: Mapping[str, Any], ground_truth: Mapping[str, Any]) -> KeyBuckets:
