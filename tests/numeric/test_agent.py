@@ -479,20 +479,18 @@ def test_numeric_run_is_evaluate(chat_server: Server, tmp_path: Path) -> None:
     assert stats[0]["num_turns"] == stats[1]["num_turns"] > 0
 
 
-def test_a_users_traces_folder_is_refused_before_any_call(
+def test_an_out_holding_files_is_refused_before_any_call(
     chat_server: Server, tmp_path: Path
 ) -> None:
-    """A folder of the user's where a model's traces/ goes, kept by --force, is refused before
-    any model call (a tester's finding: every call was made, then the run stopped, exit 2);
-    the file is kept and nothing is added (no manifest). ``numeric score`` refuses it before
-    scoring alike."""
+    """A folder of the user's as --out is refused before any model call (a tester's finding:
+    every call was made, then the run stopped, exit 2); nothing in it is changed or added."""
     server = chat_server(clean_script)
     data, out = write_data(tmp_path), tmp_path / "out"
     (out / "traces").mkdir(parents=True)
     (out / "traces" / "mine.txt").write_text("mine")
-    result = evaluate(server, data, out, "--force")
+    result = evaluate(server, data, out)
     assert result.exit_code == 2
-    assert f"{out / 'traces'} holds 1 entry fieldcheck did not write (traces/mine.txt)" in " ".join(
+    assert f"{out} holds files (traces); give a new or empty folder" in " ".join(
         result.output.split()
     )
     assert server.chat_requests == []
@@ -500,51 +498,29 @@ def test_a_users_traces_folder_is_refused_before_any_call(
     assert [p.name for p in out.iterdir()] == ["traces"]
 
 
-def test_a_model_folder_that_is_another_runs_folder_is_refused_before_any_change(
-    chat_server: Server, tmp_path: Path
-) -> None:
-    """A model's folder in --out that another run made its own output folder (its own manifest)
-    is refused, even with --force, before any model call and before --out is changed: the
-    earlier run's manifest and files stay as they were (the check used to come after --out was
-    prepared, which deleted the earlier run's files and left a manifest stub)."""
-    from fieldcheck.reports._outdir import OutputFolder
-
-    server = chat_server(clean_script)
-    data, out = write_data(tmp_path), tmp_path / "out"
-    first = evaluate(server, data, out, "--model", "p=scripted-model")
-    assert first.exit_code == 0, first.output
-    calls = len(server.chat_requests)
-    # another run, into n/ (a folder of the run in --out itself is refused as an --out)
-    other = OutputFolder.prepare(out / "n", force=True)
-    other.write_text("mine.txt", "another run's file")
-    other.finish()
-    tree = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
-    models = ("--model", "p=scripted-model", "--model", "n=scripted-model")
-    again = evaluate(server, data, out, *models, "--force")
-    assert again.exit_code == 2, again.output
-    assert f"{out / 'n'} is another run's output folder" in " ".join(again.output.split())
-    assert len(server.chat_requests) == calls  # no call made
-    assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == tree
-
-
 def test_scoring_an_evaluate_folders_predictions_into_that_folder_is_refused(
     chat_server: Server, tmp_path: Path
 ) -> None:
     """``numeric score --out F`` of the predictions.jsonl ``numeric evaluate`` wrote in F is
-    refused (exit 2, one line) before F is changed: preparing F deletes an earlier run's files,
-    the input among them (a tester's finding: it was deleted, and with --no-store lost for
-    good). Into another folder it is scored."""
+    refused (exit 2, one line) with F unchanged (a tester's finding: it was deleted, and with
+    --no-store lost for good); into another folder it is scored, with one run.json for the
+    evaluation naming the model."""
     server = chat_server(clean_script)
     data, out = write_data(tmp_path), tmp_path / "out"
     assert evaluate(server, data, out).exit_code == 0
+    info = json.loads((out / "run.json").read_text())
+    assert (info["system"], info["command"], info["complete"]) == (
+        "numeric",
+        "numeric evaluate",
+        True,
+    )
+    assert info["signature"]["system"] == "numeric"
     predictions = out / "predictions.jsonl"
     tree = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
     args = ["numeric", "score", "--data", str(data), "--predictions", str(predictions)]
     refused = CliRunner().invoke(app, [*args, "--out", str(out), "--bootstrap", "0"])
     assert refused.exit_code == 2, refused.output
-    assert f"{predictions} is an input of this run and an output of the earlier run in {out}" in (
-        " ".join(refused.output.split())
-    )
+    assert f"{out} holds files" in " ".join(refused.output.split())
     assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == tree
     scored = CliRunner().invoke(app, [*args, "--out", str(tmp_path / "s"), "--bootstrap", "0"])
     assert scored.exit_code == 0, scored.output

@@ -228,7 +228,7 @@ def test_hostile_ids_and_cells_end_to_end(tmp_path: Path) -> None:
     # every trace lands inside out/traces, one per conversation, names unique
     written = sorted(p for p in tmp_path.rglob("*.json") if p.name != "data.json")
     traces = out / "traces"
-    assert all(p.parent == traces for p in written if p.name != "statistics.json")
+    assert all(p.parent == traces for p in written if p.name not in ("statistics.json", "run.json"))
     names = sorted(p.name for p in traces.iterdir())
     assert names == sorted(
         [
