@@ -2,8 +2,8 @@
 
 ``score_session`` counts one session's slots per topic into running ``TopicTally``s; every metric
 is a function of counts summed over sessions, so a bootstrap resample is only a re-sum. The
-ratio metrics take numbers or numpy arrays of resample totals alike: the point estimates and the
-intervals come from the same functions. Pure functions, no I/O, no model calls: value matches and
+ratio metrics (these and ``_stats``' precision, recall and F1) take numbers or numpy arrays of
+resample totals alike: the point estimates and the intervals come from the same functions. Pure functions, no I/O, no model calls: value matches and
 judge scores come in precomputed. Each metric looks up the ones it is made of when called, so a
 replaced metric function changes every output that uses it.
 """
