@@ -46,6 +46,13 @@ def _token_f1_is_recall(m: dict[str, Any]) -> bool:
     return bool(m["token_f1"] == m["token_recall"] == m["ci"]["token_f1"]["estimate"])
 
 
+def _f1_is_precision(m: dict[str, Any]) -> bool:
+    return bool(
+        m["f1"] == m["precision"] == m["ci"]["f1"]["estimate"]
+        and m["token_f1"] == m["token_precision"]
+    )
+
+
 def _exact_of_presence(m: dict[str, Any]) -> bool:
     return bool(m["exact_match_rate"] == m["recall"] == m["ci"]["exact_match_rate"]["estimate"])
 
@@ -56,6 +63,7 @@ def _exact_of_presence(m: dict[str, Any]) -> bool:
 CASES: list[tuple[Any, str, Callable[..., Any], Callable[[dict[str, Any]], bool]]] = [
     (_text, "bleu1_score", lambda pred, ref: 1.0 if pred else 0.0, _bleu_of_presence),
     (_slots, "token_f1", lambda m, p, g: _slots.token_recall(m, g), _token_f1_is_recall),
+    (_stats, "f1_from_pr", lambda p, r: p, _f1_is_precision),
     (_slots, "slot_exact_match", lambda p, r: bool(_slots.slot_values(p)), _exact_of_presence),
 ]
 

@@ -2,8 +2,8 @@
 
 ``score_session`` counts one session's slots per topic into running ``TopicTally``s; every metric
 is a function of counts summed over sessions, so a bootstrap resample is only a re-sum. The
-ratio metrics take numbers or numpy arrays of resample totals alike: the point estimates and the
-intervals come from the same functions. Pure functions, no I/O, no model calls: value matches and
+ratio metrics (these and ``_stats``' precision, recall and F1) take numbers or numpy arrays of
+resample totals alike: the point estimates and the intervals come from the same functions. Pure functions, no I/O, no model calls: value matches and
 judge scores come in precomputed. Each metric looks up the ones it is made of when called, so a
 replaced metric function changes every output that uses it.
 """
@@ -12,18 +12,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
 
 import numpy as np
 
-from fieldcheck.metrics import _text
-from fieldcheck.metrics._stats import ExactSum, safe_div_array
+from fieldcheck.metrics import _stats, _text
+from fieldcheck.metrics._stats import ExactSum, N
 
 SlotKey = tuple[str, str]
 """``(topic, field)``: a slot within one session."""
-
-N = TypeVar("N", float, np.ndarray)
-"""A count or a ratio, or an array of them (one per bootstrap resample)."""
 
 SESSION_FIELDS = (
     "tp",
@@ -42,56 +38,29 @@ TP, FP, FN, GOLD, EXACT, TOK_MATCHED, TOK_PRED, TOK_GOLD = range(len(SESSION_FIE
 JUDGE_COUNT, JUDGE_MISSING, EXTRA_SLOTS, EXTRA_VALUES = range(len(SESSION_FIELDS), 12)
 
 
-def ratio(numerator: N, denominator: N) -> N:
-    """``numerator / denominator``, 0.0 where the denominator is 0 (the spec's convention)."""
-    if isinstance(numerator, np.ndarray) or isinstance(denominator, np.ndarray):
-        return safe_div_array(numerator, denominator)
-    return numerator / denominator if denominator else 0.0
-
-
-def slot_precision(tp: N, fp: N) -> N:
-    """TP / (TP + FP), 0.0 when nothing was predicted (slot spec §1)."""
-    return ratio(tp, tp + fp)
-
-
-def slot_recall(tp: N, fn: N) -> N:
-    """TP / (TP + FN), 0.0 when there is no gold slot (slot spec §2)."""
-    return ratio(tp, tp + fn)
-
-
-def harmonic_f1(precision: N, recall: N) -> N:
-    """2PR / (P + R), 0.0 when both are 0 (slot spec §3; §8 for tokens)."""
-    return ratio(2 * precision * recall, precision + recall)
-
-
-def slot_f1(tp: N, fp: N, fn: N) -> N:
-    """F1 of slot precision and recall (slot spec §3)."""
-    return harmonic_f1(slot_precision(tp, fp), slot_recall(tp, fn))
-
-
 def exact_match_rate(exact_match: N, gold_slots: N) -> N:
     """Exact matches / gold slots, 0.0 without gold slots (slot spec §4)."""
-    return ratio(exact_match, gold_slots)
+    return _stats.safe_div(exact_match, gold_slots)
 
 
 def token_precision(matched: N, predicted: N) -> N:
     """Matched tokens / predicted tokens of gold slots (slot spec §6)."""
-    return ratio(matched, predicted)
+    return _stats.safe_div(matched, predicted)
 
 
 def token_recall(matched: N, gold: N) -> N:
     """Matched tokens / gold tokens (slot spec §7)."""
-    return ratio(matched, gold)
+    return _stats.safe_div(matched, gold)
 
 
 def token_f1(matched: N, predicted: N, gold: N) -> N:
     """F1 of token precision and recall (slot spec §8)."""
-    return harmonic_f1(token_precision(matched, predicted), token_recall(matched, gold))
+    return _stats.f1_from_pr(token_precision(matched, predicted), token_recall(matched, gold))
 
 
 def mean_bleu1(bleu1_sum: float, gold_slots: int) -> float:
     """Mean BLEU-1 over gold slots, a missed slot scoring 0 (slot spec §9)."""
-    return ratio(bleu1_sum, float(gold_slots))
+    return _stats.safe_div(bleu1_sum, float(gold_slots))
 
 
 def llm_judge(judge_sum: float, judge_count: int) -> float | None:
@@ -100,9 +69,9 @@ def llm_judge(judge_sum: float, judge_count: int) -> float | None:
 
 
 SLOT_STATISTICS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
-    "precision": lambda t: slot_precision(t[:, TP], t[:, FP]),
-    "recall": lambda t: slot_recall(t[:, TP], t[:, FN]),
-    "f1": lambda t: slot_f1(t[:, TP], t[:, FP], t[:, FN]),
+    "precision": lambda t: _stats.precision(t[:, TP], t[:, FP]),
+    "recall": lambda t: _stats.recall(t[:, TP], t[:, FN]),
+    "f1": lambda t: _stats.f1(t[:, TP], t[:, FP], t[:, FN]),
     "exact_match_rate": lambda t: exact_match_rate(t[:, EXACT], t[:, GOLD]),
     "token_f1": lambda t: token_f1(t[:, TOK_MATCHED], t[:, TOK_PRED], t[:, TOK_GOLD]),
 }
@@ -136,15 +105,15 @@ class SlotCounts:
 
     @property
     def precision(self) -> float:
-        return float(slot_precision(self.tp, self.fp))
+        return float(_stats.precision(self.tp, self.fp))
 
     @property
     def recall(self) -> float:
-        return float(slot_recall(self.tp, self.fn))
+        return float(_stats.recall(self.tp, self.fn))
 
     @property
     def f1(self) -> float:
-        return float(slot_f1(self.tp, self.fp, self.fn))
+        return float(_stats.f1(self.tp, self.fp, self.fn))
 
     @property
     def exact_match_rate(self) -> float:

@@ -16,29 +16,34 @@ from pydantic import BaseModel
 T = TypeVar("T")
 
 
-def safe_div(numerator: float, denominator: float) -> float:
-    """``numerator / denominator``, or 0.0 when the denominator is 0 (the specs' convention)."""
+N = TypeVar("N", float, np.ndarray)
+"""A count or a ratio, or a numpy array of them (one per bootstrap resample)."""
+
+
+def safe_div(numerator: N, denominator: N) -> N:
+    """``numerator / denominator``, or 0.0 when the denominator is 0 (the specs' convention);
+    element-wise on arrays, so a bootstrap's resamples go through the same metric functions."""
+    if isinstance(numerator, np.ndarray) or isinstance(denominator, np.ndarray):
+        return safe_div_array(numerator, denominator)
     return numerator / denominator if denominator else 0.0
 
 
-def precision(tp: float, fp: float) -> float:
+def precision(tp: N, fp: N) -> N:
     """TP / (TP + FP), 0.0 when nothing was predicted (slot spec §1). Range [0, 1]."""
     return safe_div(tp, tp + fp)
 
 
-def recall(tp: float, fn: float) -> float:
+def recall(tp: N, fn: N) -> N:
     """TP / (TP + FN), 0.0 when nothing was expected (slot spec §2). Range [0, 1]."""
     return safe_div(tp, tp + fn)
 
 
-def f1_from_pr(p: float, r: float) -> float:
+def f1_from_pr(p: N, r: N) -> N:
     """Harmonic mean 2PR/(P+R); 0.0 when both are 0 (slot spec §3). Range [0, 1]."""
-    if not p and not r:
-        return 0.0
-    return 2 * p * r / (p + r)
+    return safe_div(2 * p * r, p + r)
 
 
-def f1(tp: float, fp: float, fn: float) -> float:
+def f1(tp: N, fp: N, fn: N) -> N:
     """F1 from counts, through precision and recall exactly as slot spec §3 computes it."""
     return f1_from_pr(precision(tp, fp), recall(tp, fn))
 
@@ -177,11 +182,6 @@ def ratio_array(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
     out: np.ndarray = np.full(np.broadcast(num, den).shape, np.nan)
     np.divide(num, den, out=out, where=den != 0)
     return out
-
-
-def f1_from_pr_array(p: np.ndarray, r: np.ndarray) -> np.ndarray:
-    """Element-wise ``f1_from_pr``: 0.0 where both precision and recall are 0."""
-    return safe_div_array(2 * p * r, p + r)
 
 
 def _resample_weights(n: int, resamples: int, seed: int) -> np.ndarray:
