@@ -1,7 +1,7 @@
 """The session-6 shortcuts of ``numeric score``'s hot path give what the full definitions give
-(issue 10): ``parse_answer``'s plain-decimal shortcut and its faster number pattern, and the
-conversations re-read as plain data (``plain_derived``). Each on generated inputs, and each
-shortcut shown to be taken on the plain inputs it is for."""
+(issue 10): ``parse_answer``'s plain-decimal shortcut and its faster number pattern; and the one
+derived-format reader (``_from_derived``, plain data) gives only conversations the models
+accept, as they read them. Each on generated inputs."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from fieldcheck._util.errors import InputError
 from fieldcheck.metrics import _numbers
 from fieldcheck.metrics._numbers import parse_answer
-from fieldcheck.numeric._loaders import _from_derived, plain_conversation, plain_derived
+from fieldcheck.numeric._loaders import _from_derived, conversation_model, plain_conversation
 
 # ---------------------------------------------------------------------------------------------
 # answers
@@ -162,27 +162,28 @@ def _record(draw: st.DrawFn) -> Any:
 
 @settings(max_examples=2000, deadline=None)
 @given(_record())
-def test_plain_derived_is_the_full_conversion(record: Any) -> None:
+def test_a_record_read_is_one_the_models_accept_as_read(record: Any) -> None:
     operations: dict[str, tuple[str, ...] | None] = {}
-    plain = plain_derived(record, operations)
-    if plain is None:
+    try:
+        plain, _ = _from_derived(record, index=0, file=Path("d.json"), operations=operations)
+    except InputError:
         return
-    expected_ops: dict[str, tuple[str, ...] | None] = {}
-    conversation, _ = _from_derived(
-        record, index=0, split="dev", file=Path("d.json"), operations=expected_ops
-    )
-    full = plain_conversation(conversation)
-    assert plain.id == full.id
-    assert [tuple(t) for t in plain.turns] == [
-        (t.index, t.question, t.answer, t.program, t.executed_answer, t.qa_split)
-        for t in conversation.turns
-    ]
-    assert list(plain.features.items()) == list(full.features.items())
-    assert plain.document == full.document
-    assert operations == expected_ops
+    full = plain_conversation(conversation_model(plain, "dev", "derived"))
+    assert full.id == plain.id
+    assert [(t.index, t.question, t.answer, t.program, t.executed_answer, t.qa_split) for t in full.turns] == [tuple(t) for t in plain.turns]  # fmt: skip
+    assert list(full.features.items()) == list(plain.features.items())
+    assert full.document == plain.document
+    programs = [t.program for t in plain.turns if t.program is not None]
+    assert sorted(operations) == sorted(set(programs))
 
 
-def test_a_plain_record_is_read_without_the_models() -> None:
+def _read(record: Any) -> Any:
+    operations: dict[str, tuple[str, ...] | None] = {}
+    plain, warnings = _from_derived(record, index=0, file=Path("d.json"), operations=operations)
+    return plain, warnings, operations
+
+
+def test_a_derived_record_read_as_plain_data() -> None:
     record = {
         "id": "c1",
         "doc": {"pre_text": "p", "table": {"2019": {"rev": 5, "note": "nm"}}},
@@ -194,9 +195,8 @@ def test_a_plain_record_is_read_without_the_models() -> None:
         },
         "features": {"has_duplicate_columns": True, "other": 1},
     }
-    operations: dict[str, tuple[str, ...] | None] = {}
-    plain = plain_derived(record, operations)
-    assert plain is not None
+    plain, warnings, operations = _read(record)
+    assert warnings == []
     assert plain.turns[0].executed_answer == 5.0
     assert plain.features == {
         "num_dialogue_turns": 2,
@@ -210,9 +210,18 @@ def test_a_plain_record_is_read_without_the_models() -> None:
         "table": {"rev": {"2019": 5.0}, "note": {"2019": "nm"}},
     }
     assert operations == {"5": (), "subtract(5, 3)": ("subtract",)}
-    # a field the models would coerce or refuse: the full conversion decides
-    assert plain_derived(record | {"features": {"has_type2_question": "true"}}, {}) is None
+    # a feature of another type: the model reads it ("true" is true) or refuses it
+    lax, _, _ = _read(record | {"features": {"has_type2_question": "true"}})
+    assert lax.features["has_type2_question"] is True
+    with pytest.raises(InputError, match=r"features\.num_dialogue_turns"):
+        _read(record | {"features": {"num_dialogue_turns": -1}})
+    said, warnings, _ = _read(record | {"features": {"num_dialogue_turns": 3}})
+    assert said.features["num_dialogue_turns"] == 3
+    assert [w.one_line() for w in warnings] == [
+        "d.json: record c1: field 'features.num_dialogue_turns': says 3 turns but the dialogue has 2"
+    ]
     bad = record | {"dialogue": {"conv_questions": ["a?"], "executed_answers": [True]}}
-    assert plain_derived(bad, {}) is None
     with pytest.raises(InputError, match="answer is not a number or text"):
-        _from_derived(bad, index=0, split="dev", file=Path("d.json"), operations={})
+        _read(bad)
+    with pytest.raises(InputError, match="cell is not a number or text"):
+        _read(record | {"doc": {"table": {"2019": {"rev": None}}}})
