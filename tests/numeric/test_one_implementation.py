@@ -57,3 +57,17 @@ def test_patching_numerical_match_changes_what_numeric_score_prints_and_writes(
     assert patched["soft_match_accuracy"] == stats["soft_match_accuracy"]
     turns = (tmp_path / "after" / "turns.csv").read_text()
     assert turns != (tmp_path / "before" / "turns.csv").read_text()
+
+
+def test_patching_logic_recall_changes_what_numeric_score_writes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    stats, rows = _score(tmp_path / "before")
+    assert 0.0 < stats["avg_logic_recall"] < 1.0
+    assert rows["logic recall"] == f"{stats['avg_logic_recall']:.3f}"
+    # the same plans and programs scored again (the run's cache is emptied when it starts)
+    monkeypatch.setattr("fieldcheck.metrics._programs.logic_recall", lambda plan, gold: 0.25)
+    patched, rows = _score(tmp_path / "after")
+    assert patched["avg_logic_recall"] == 0.25
+    assert rows["logic recall"] == "0.250"
+    assert patched["avg_logic_precision"] == stats["avg_logic_precision"]

@@ -27,9 +27,6 @@ from fieldcheck._util.signature import Signature
 from fieldcheck.metrics._numbers import ABSOLUTE_TOLERANCE, RELATIVE_TOLERANCE, FailureMode
 from fieldcheck.metrics._programs import (
     ProgramParseError,
-    logic_order_score,
-    logic_precision,
-    logic_recall,
     plan_operations,
     program_operations,
 )
@@ -98,14 +95,12 @@ _LOGIC_CACHED = 64  # longer plans and programs are scored without the cache (bo
 
 
 @functools.lru_cache(maxsize=4096)
-def _logic_scores(plan_ops: Sequence[str], gold_ops: Sequence[str]) -> tuple[float, float, float]:
-    """Logic recall, precision and order score; the few distinct (plan, gold) pairs of a run
-    are scored once."""
-    return (
-        logic_recall(plan_ops, gold_ops),
-        logic_precision(plan_ops, gold_ops),
-        logic_order_score(plan_ops, gold_ops),
-    )
+def cached_logic_scores(
+    plan_ops: Sequence[str], gold_ops: Sequence[str]
+) -> tuple[float, float, float]:
+    """``metrics.logic_scores``: the few distinct (plan, gold) pairs of a run are scored once
+    (the cache is emptied when a run starts, ``scored_conversations``)."""
+    return metrics.logic_scores(plan_ops, gold_ops)
 
 
 _NO_PREDICTION = PredictionValues(
@@ -157,9 +152,9 @@ def turn_values(
     # a plan cut short by a failed repair call is listed but not scored
     if plan_ops is not None and gold_ops is not None and not_scored != "call_error":
         if len(plan_ops) + len(gold_ops) <= _LOGIC_CACHED:
-            recall, precision, order = _logic_scores(tuple(plan_ops), tuple(gold_ops))
+            recall, precision, order = cached_logic_scores(tuple(plan_ops), tuple(gold_ops))
         else:
-            recall, precision, order = _logic_scores.__wrapped__(plan_ops, gold_ops)
+            recall, precision, order = cached_logic_scores.__wrapped__(plan_ops, gold_ops)
     if matches is None:
         numerical = soft = unit = sign = general = None
         mode: FailureMode | None = None

@@ -36,6 +36,7 @@ from fieldcheck.numeric._scoring import (
     BootstrapUnits,
     NumericResult,
     ReportTallies,
+    cached_logic_scores,
     gold_operations,
     interval_statistics,
     missing_turn_error,
@@ -791,6 +792,7 @@ def scored_conversations(
     a gold answer and no prediction counts as a failure (``missing_prediction``) and is
     appended to ``errors``."""
     ids = trace_ids(data.conversation_ids())
+    cached_logic_scores.cache_clear()
     found = predictions.predictions
     stored = data.conversations
     indexed = found if isinstance(found, PredictionIndex) else None
