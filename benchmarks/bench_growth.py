@@ -244,7 +244,7 @@ def repeated_rows_row(n: int) -> Row:
 
 
 def _numeric_units(conversations: int) -> Any:
-    """BootstrapUnits of ``conversations`` of 4 scored turns, as ``score_numeric`` folds them."""
+    """BootstrapUnits of ``conversations`` of 4 scored turns, as ``Tally`` folds them."""
     from fieldcheck.numeric._scoring import BootstrapUnits
 
     rng = np.random.default_rng(4)

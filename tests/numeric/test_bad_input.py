@@ -8,11 +8,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.numeric.scoring import score
 from typer.testing import CliRunner
 
 from fieldcheck._cli.main import app
 from fieldcheck._util.errors import InputError
-from fieldcheck.numeric import load_convfinqa, load_predictions, score_numeric, write_outputs
+from fieldcheck.numeric import load_convfinqa, load_predictions, score_to_folder
 
 
 def _record(rid: str, programs: list[str], answers: list[Any]) -> dict[str, Any]:
@@ -86,11 +87,13 @@ def test_unparsable_gold_program_has_no_logic_scores(data_file: Path, tmp_path: 
             {"conversation_id": "conv-2", "turn": 1, "answer": "6"},
         ],
     )
-    result = score_numeric(load_convfinqa(data_file), load_predictions(preds), bootstrap=0)
-    turn = result.conversations[0].turns[1]
-    assert turn.numerical_match is True  # the answer is still scored
-    assert turn.ground_truth_operations is None and turn.logic_recall is None
-    assert result.conversations[0].turns[0].logic_recall == 1.0
+    result, traces = score(
+        load_convfinqa(data_file), load_predictions(preds), tmp_path / "out", bootstrap=0
+    )
+    turn = traces[0]["turns"][1]
+    assert turn["numerical_match"] is True  # the answer is still scored
+    assert turn["ground_truth_operations"] is None and turn["logic_recall"] is None
+    assert traces[0]["turns"][0]["logic_recall"] == 1.0
     assert result.statistics["avg_logic_recall"] == 1.0  # only conv-1 turn 0 has both
     assert result.statistics["bootstrap_95_ci"] is None
 
@@ -107,7 +110,9 @@ def test_missing_turn_and_unknown_conversation(data_file: Path, tmp_path: Path) 
             {"conversation_id": "conv-3", "turn": 0, "answer": "1"},  # in the file, skipped record
         ],
     )
-    result = score_numeric(load_convfinqa(data_file), load_predictions(preds), bootstrap=0)
+    result, traces = score(
+        load_convfinqa(data_file), load_predictions(preds), tmp_path / "out", bootstrap=0
+    )
     messages = [e.one_line() for e in result.input_errors[2:]]
     assert messages == [
         f"{preds}:5: record conv-2: field 'turn': turn out of range: the conversation has 2 turns (got 5)",
@@ -116,9 +121,9 @@ def test_missing_turn_and_unknown_conversation(data_file: Path, tmp_path: Path) 
         f"{preds}: record conv-2: field 'turn': missing turn: no prediction for this turn "
         "(counted as a failure) (got 1)",
     ]
-    missing = result.conversations[1].turns[1]
-    assert missing.error_type == "missing_prediction" and missing.failure_mode == "error"
-    assert missing.numerical_match is False
+    missing = traces[1]["turns"][1]
+    assert missing["error_type"] == "missing_prediction" and missing["failure_mode"] == "error"
+    assert missing["numerical_match"] is False
     assert result.statistics["numerical_match_accuracy"] == pytest.approx(3 / 4)
     assert result.statistics["num_missing_predictions"] == 1
 
@@ -256,14 +261,12 @@ def test_turns_without_gold_are_not_scored_nor_listed_as_errors(tmp_path: Path) 
     assert [e.one_line() for e in loaded.errors] == [
         f"{data}: record conv-x: field 'features.num_dialogue_turns': says 3 turns but the dialogue has 2"
     ]
-    result = score_numeric(loaded, load_predictions(preds), bootstrap=10)
-    s = result.statistics
+    out = tmp_path / "out"
+    s = score_to_folder(loaded, load_predictions(preds), out, bootstrap=10).statistics
     assert s["num_scored_turns"] == 0 and s["numerical_match_accuracy"] is None
     assert s["conversation_success_rate"] is None and s["cost_per_correct_answer"] is None
     assert s["accuracy_by_turn_number"] == {}
     assert s["num_prediction_errors"] == 1
-    out = tmp_path / "out"
-    write_outputs(result, out)
     with (out / "errors.csv").open() as handle:
         rows = list(csv.DictReader(handle))
     assert rows == []  # turn 1's RateLimit has no gold to be wrong against: not an error
@@ -303,7 +306,9 @@ def test_unpredicted_turns_without_gold_are_not_input_errors(tmp_path: Path) -> 
     preds = _write_predictions(
         tmp_path / "p.jsonl", [{"conversation_id": "conv-p", "turn": 0, "answer": "1"}]
     )
-    result = score_numeric(load_convfinqa(data), load_predictions(preds), bootstrap=0)
+    result = score_to_folder(
+        load_convfinqa(data), load_predictions(preds), tmp_path / "out", bootstrap=0
+    )
     assert result.input_errors == []
     assert result.statistics["num_input_errors"] == 0
 

@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 
 from chat_server import ChatServer, Reply, Script
 from fieldcheck._cli.main import app
-from fieldcheck.numeric import load_convfinqa, load_predictions, score_numeric, write_outputs
+from fieldcheck.numeric import load_convfinqa, load_predictions, score_to_folder
 from fieldcheck.numeric._scoring import CALL_ERRORS
 
 Server = Callable[[Script], ChatServer]
@@ -152,9 +152,11 @@ def test_call_errors_are_the_runner_types_but_invalid_reply() -> None:
 
 def test_mixed_predictions_by_hand(mix: tuple[Path, Path], tmp_path: Path) -> None:
     data, preds = mix
-    result = score_numeric(
+    out = tmp_path / "out"
+    result = score_to_folder(
         load_convfinqa(data),
         load_predictions(preds),
+        out,
         price_in=2.0,
         price_out=10.0,
         bootstrap=100,
@@ -212,8 +214,6 @@ def test_mixed_predictions_by_hand(mix: tuple[Path, Path], tmp_path: Path) -> No
     assert ci["numerical_match_accuracy"]["estimate"] == 0.5
     assert ci["conversation_success_rate"]["estimate"] == 0.5
 
-    out = tmp_path / "out"
-    write_outputs(result, out)
     turns = read_csv(out / "turns.csv")
     assert [
         (t["conversation_id"], t["turn_idx"], t["error_type"], t["not_scored"]) for t in turns
@@ -268,8 +268,12 @@ def test_same_scores_as_without_the_failed_turns(mix: tuple[Path, Path], tmp_pat
             if (p["conversation_id"], p["turn"]) not in failed
         )
     )
-    a = score_numeric(load_convfinqa(data), load_predictions(preds), bootstrap=0).statistics
-    b = score_numeric(load_convfinqa(other), load_predictions(kept), bootstrap=0).statistics
+    a = score_to_folder(
+        load_convfinqa(data), load_predictions(preds), tmp_path / "a", bootstrap=0
+    ).statistics
+    b = score_to_folder(
+        load_convfinqa(other), load_predictions(kept), tmp_path / "b", bootstrap=0
+    ).statistics
     for key in (*METRICS, "accuracy_by_turn_number", "failure_modes", "num_scored_turns"):
         assert a[key] == b[key], key
 

@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from fieldcheck._cli.main import app
-from fieldcheck.numeric import load_convfinqa, load_predictions, score_numeric
+from fieldcheck.numeric import load_convfinqa, load_predictions, score_to_folder
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "examples/numeric/data.json"
@@ -27,11 +27,11 @@ DATA = ROOT / "examples/numeric/data.json"
     ],
 )
 def test_tokens_per_successful_conversation_and_per_correct_turn(
-    model: str, tokens: int, successes: int, correct: int
+    model: str, tokens: int, successes: int, correct: int, tmp_path: Path
 ) -> None:
     data = load_convfinqa(DATA, split="dev")
     preds = load_predictions(ROOT / f"examples/numeric/predictions_model_{model}.jsonl")
-    s = score_numeric(data, preds, bootstrap=0).statistics
+    s = score_to_folder(data, preds, tmp_path / "out", bootstrap=0).statistics
     assert (s["total_tokens"], s["num_successful_conversations"]) == (tokens, successes)
     assert s["numerical_match_accuracy"] * s["num_scored_turns"] == correct
     assert s["cost_per_correct_answer"] == tokens / successes  # a: 8462.6, b: 64243.0

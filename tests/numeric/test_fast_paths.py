@@ -1,8 +1,8 @@
 """The shortcuts of ``numeric score``'s hot path (issue 10) give what the full definitions give:
-``program_operations`` the operations of ``parse_program`` (or its error), ``match_values`` the
-five match functions and ``failure_mode`` one by one, ``plain_values`` the values of a validated
-``Prediction`` (or ``None``: the line goes through pydantic). Each on generated inputs, and each
-shortcut shown to be taken on the plain inputs it is for."""
+``program_operations`` the operations of ``parse_program`` (or its error), ``plain_values`` the
+values of a validated ``Prediction`` (or ``None``: the line goes through pydantic); and
+``metrics.match_answer`` (the five match functions and ``failure_mode``) is the naive spec
+reference of tests/numeric/oracles.py. Each on generated inputs."""
 
 from __future__ import annotations
 
@@ -12,14 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
+from tests.numeric.oracles import match_answer_reference
 
-from fieldcheck.metrics._numbers import (
-    ParsedAnswer,
-    match_answer,
-    match_answer_reference,
-    match_values,
-    parse_answer,
-)
+from fieldcheck.metrics import ParsedAnswer, match_answer, parse_answer
 from fieldcheck.metrics._programs import ProgramParseError, parse_program, program_operations
 from fieldcheck.numeric._predictions import (
     Prediction,
@@ -131,7 +126,7 @@ _GOLDS = st.one_of(
 
 @settings(max_examples=2000, deadline=None)
 @given(_parsed(), _GOLDS, st.booleans())
-def test_match_values_are_the_five_match_functions(
+def test_match_answer_is_the_naive_spec_reference(
     parsed: ParsedAnswer | None, gold: Any, error: bool
 ) -> None:
     assert match_answer(parsed, gold, error=error) == match_answer_reference(
@@ -139,17 +134,17 @@ def test_match_values_are_the_five_match_functions(
     )
 
 
-def test_match_values_of_hand_checked_answers() -> None:
+def test_match_answer_of_hand_checked_answers() -> None:
     # 14.1 for 0.141: not numerical (|14.1 - 0.141| > 1%), x0.01 is (unit), percentage points
     # (general); failure mode scale
-    assert match_values(parse_answer("14.1"), 0.141) == (False, False, True, False, True, "scale")
+    assert match_answer(parse_answer("14.1"), 0.141) == (False, False, True, False, True, "scale")
     # -0.141: only |p| matches (sign)
-    assert match_values(parse_answer("-0.141"), 0.141) == (False, False, False, True, False, "sign")
+    assert match_answer(parse_answer("-0.141"), 0.141) == (False, False, False, True, False, "sign")
     # 0.14 for 0.141: 0.71% off, so within 1%: numerical and soft
-    assert match_values(parse_answer("0.14"), 0.141) == (True, True, True, True, True, None)
-    assert match_values(parse_answer("yes"), "no") == (False,) * 5 + ("wrong",)
-    assert match_values(None, 1.0) == (False,) * 5 + ("no_answer",)
-    assert match_values(parse_answer("1"), 1.0, error=True) == (False,) * 5 + ("error",)
+    assert match_answer(parse_answer("0.14"), 0.141) == (True, True, True, True, True, None)
+    assert match_answer(parse_answer("yes"), "no") == (False,) * 5 + ("wrong",)
+    assert match_answer(None, 1.0) == (False,) * 5 + ("no_answer",)
+    assert match_answer(parse_answer("1"), 1.0, error=True) == (False,) * 5 + ("error",)
 
 
 # ---------------------------------------------------------------------------------------------

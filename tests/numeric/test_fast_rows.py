@@ -1,8 +1,7 @@
 """The session-6 shortcuts of ``numeric score``'s hot path give what the full definitions give
-(issue 10): ``parse_answer``'s plain-decimal shortcut and its faster number pattern, the row
-cells built without row dicts (``turn_cells``, ``summary_cells``, ``error_cells``), and the
-conversations re-read as plain data (``plain_derived``). Each on generated inputs, and each
-shortcut shown to be taken on the plain inputs it is for."""
+(issue 10): ``parse_answer``'s plain-decimal shortcut and its faster number pattern; and the one
+derived-format reader (``_from_derived``, plain data) gives only conversations the models
+accept, as they read them. Each on generated inputs."""
 
 from __future__ import annotations
 
@@ -17,19 +16,7 @@ from hypothesis import strategies as st
 from fieldcheck._util.errors import InputError
 from fieldcheck.metrics import _numbers
 from fieldcheck.metrics._numbers import parse_answer
-from fieldcheck.numeric._loaders import _from_derived, plain_conversation, plain_derived
-from fieldcheck.numeric._stream import (
-    ERROR_COLUMNS,
-    SUMMARY_COLUMNS,
-    TURN_COLUMNS,
-    _cells,
-    error_cells,
-    error_row,
-    summary_cells,
-    summary_row,
-    turn_cells,
-    turn_row,
-)
+from fieldcheck.numeric._loaders import _from_derived, conversation_model, plain_conversation
 
 # ---------------------------------------------------------------------------------------------
 # answers
@@ -82,83 +69,10 @@ def test_has_digit_is_any_isdigit(text: str) -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# row cells
+# conversations re-read as plain data
 
 _HOSTILE = ["=cmd|' /C calc'!A0", "-1+2", "+3", "@x", "", "plain", "-9.7%", "<img src=x>", "\tx"]
 _TEXT = st.one_of(st.sampled_from(_HOSTILE), st.text(max_size=4))
-_MAYBE_NUMBER = st.one_of(st.none(), st.integers(0, 5), st.floats(0, 1), st.booleans())
-_OPS = st.one_of(st.none(), st.lists(st.sampled_from(["add", "=sum", "-x", ""]), max_size=3))
-
-
-@st.composite
-def _turn(draw: st.DrawFn) -> dict[str, Any]:
-    not_scored = draw(st.sampled_from([None, None, "no_gold", "call_error"]))
-    match = st.one_of(st.none(), st.booleans()) if not_scored else st.booleans()
-    return {
-        "conversation_id": draw(_TEXT),
-        "turn_idx": draw(st.integers(0, 5)),
-        "question": draw(_TEXT),
-        "expected_answer": draw(st.one_of(st.none(), st.floats(-5, 5), _TEXT)),
-        "predicted_answer": draw(st.one_of(st.none(), st.floats(-5, 5), _TEXT)),
-        "parsed_answer": draw(st.one_of(st.none(), st.floats(-5, 5), st.sampled_from(["yes"]))),
-        "answer_rule": draw(st.sampled_from([None, "number", "yes_no"])),
-        "scored": not_scored is None,
-        "not_scored": not_scored,
-        "numerical_match": draw(match),
-        "soft_match": draw(match),
-        "unit_agnostic_match": draw(match),
-        "sign_agnostic_match": draw(match),
-        "general_match": draw(match),
-        "failure_mode": draw(st.sampled_from([None, "scale", "wrong", "error"])),
-        "ground_truth_program": draw(st.one_of(st.none(), _TEXT)),
-        "ground_truth_operations": draw(_OPS),
-        "plan": None,
-        "plan_steps": draw(st.one_of(st.none(), st.integers(0, 3))),
-        "plan_operations": draw(_OPS),
-        "operations_per_turn": draw(st.one_of(st.none(), st.integers(0, 3))),
-        "logic_recall": draw(_MAYBE_NUMBER),
-        "logic_precision": draw(_MAYBE_NUMBER),
-        "logic_order_score": draw(_MAYBE_NUMBER),
-        "qa_split": draw(st.one_of(st.none(), st.booleans())),
-        "input_tokens": draw(st.integers(0, 1000)),
-        "output_tokens": draw(st.integers(0, 100)),
-        "latency_s": draw(st.one_of(st.none(), st.floats(0, 3), st.integers(0, 3))),
-        "error_type": draw(st.one_of(st.none(), st.sampled_from(["timeout", "=x", "missing"]))),
-        "error_message": draw(st.one_of(st.none(), _TEXT)),
-        "validation": [],
-    }
-
-
-_FEATURES = st.fixed_dictionaries(
-    {
-        "num_dialogue_turns": st.integers(0, 5),
-        "has_type2_question": st.booleans(),
-        "has_duplicate_columns": st.booleans(),
-        "has_non_numeric_values": st.booleans(),
-    }
-)
-
-
-@settings(max_examples=1500, deadline=None)
-@given(_FEATURES, st.lists(_turn(), max_size=5), _TEXT, _TEXT)
-def test_row_cells_are_the_cells_of_the_full_rows(
-    features: dict[str, Any], turns: list[dict[str, Any]], cid: str, trace_id: str
-) -> None:
-    full = summary_row(cid, trace_id, features, turns)
-    assert summary_cells(cid, trace_id, features, turns) == (
-        _cells(full, SUMMARY_COLUMNS),
-        full["conversation_success"],
-    )
-    for t in turns:
-        assert turn_cells(features, t) == _cells(turn_row(features, t), TURN_COLUMNS)
-        row = error_row(trace_id, cid, features, t)
-        expected = _cells(row, ERROR_COLUMNS) if row is not None else None
-        assert error_cells(trace_id, cid, features, t) == expected
-
-
-# ---------------------------------------------------------------------------------------------
-# conversations re-read as plain data
-
 _CELL = st.one_of(
     st.integers(-5, 5),
     st.floats(-1e3, 1e3),
@@ -248,27 +162,28 @@ def _record(draw: st.DrawFn) -> Any:
 
 @settings(max_examples=2000, deadline=None)
 @given(_record())
-def test_plain_derived_is_the_full_conversion(record: Any) -> None:
+def test_a_record_read_is_one_the_models_accept_as_read(record: Any) -> None:
     operations: dict[str, tuple[str, ...] | None] = {}
-    plain = plain_derived(record, operations)
-    if plain is None:
+    try:
+        plain, _ = _from_derived(record, index=0, file=Path("d.json"), operations=operations)
+    except InputError:
         return
-    expected_ops: dict[str, tuple[str, ...] | None] = {}
-    conversation, _ = _from_derived(
-        record, index=0, split="dev", file=Path("d.json"), operations=expected_ops
-    )
-    full = plain_conversation(conversation)
-    assert plain.id == full.id
-    assert [tuple(t) for t in plain.turns] == [
-        (t.index, t.question, t.answer, t.program, t.executed_answer, t.qa_split)
-        for t in conversation.turns
-    ]
-    assert list(plain.features.items()) == list(full.features.items())
-    assert plain.document == full.document
-    assert operations == expected_ops
+    full = plain_conversation(conversation_model(plain, "dev", "derived"))
+    assert full.id == plain.id
+    assert [(t.index, t.question, t.answer, t.program, t.executed_answer, t.qa_split) for t in full.turns] == [tuple(t) for t in plain.turns]  # fmt: skip
+    assert list(full.features.items()) == list(plain.features.items())
+    assert full.document == plain.document
+    programs = [t.program for t in plain.turns if t.program is not None]
+    assert sorted(operations) == sorted(set(programs))
 
 
-def test_a_plain_record_is_read_without_the_models() -> None:
+def _read(record: Any) -> Any:
+    operations: dict[str, tuple[str, ...] | None] = {}
+    plain, warnings = _from_derived(record, index=0, file=Path("d.json"), operations=operations)
+    return plain, warnings, operations
+
+
+def test_a_derived_record_read_as_plain_data() -> None:
     record = {
         "id": "c1",
         "doc": {"pre_text": "p", "table": {"2019": {"rev": 5, "note": "nm"}}},
@@ -280,9 +195,8 @@ def test_a_plain_record_is_read_without_the_models() -> None:
         },
         "features": {"has_duplicate_columns": True, "other": 1},
     }
-    operations: dict[str, tuple[str, ...] | None] = {}
-    plain = plain_derived(record, operations)
-    assert plain is not None
+    plain, warnings, operations = _read(record)
+    assert warnings == []
     assert plain.turns[0].executed_answer == 5.0
     assert plain.features == {
         "num_dialogue_turns": 2,
@@ -296,9 +210,18 @@ def test_a_plain_record_is_read_without_the_models() -> None:
         "table": {"rev": {"2019": 5.0}, "note": {"2019": "nm"}},
     }
     assert operations == {"5": (), "subtract(5, 3)": ("subtract",)}
-    # a field the models would coerce or refuse: the full conversion decides
-    assert plain_derived(record | {"features": {"has_type2_question": "true"}}, {}) is None
+    # a feature of another type: the model reads it ("true" is true) or refuses it
+    lax, _, _ = _read(record | {"features": {"has_type2_question": "true"}})
+    assert lax.features["has_type2_question"] is True
+    with pytest.raises(InputError, match=r"features\.num_dialogue_turns"):
+        _read(record | {"features": {"num_dialogue_turns": -1}})
+    said, warnings, _ = _read(record | {"features": {"num_dialogue_turns": 3}})
+    assert said.features["num_dialogue_turns"] == 3
+    assert [w.one_line() for w in warnings] == [
+        "d.json: record c1: field 'features.num_dialogue_turns': says 3 turns but the dialogue has 2"
+    ]
     bad = record | {"dialogue": {"conv_questions": ["a?"], "executed_answers": [True]}}
-    assert plain_derived(bad, {}) is None
     with pytest.raises(InputError, match="answer is not a number or text"):
-        _from_derived(bad, index=0, split="dev", file=Path("d.json"), operations={})
+        _read(bad)
+    with pytest.raises(InputError, match="cell is not a number or text"):
+        _read(record | {"doc": {"table": {"2019": {"rev": None}}}})

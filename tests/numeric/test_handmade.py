@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from fieldcheck.numeric import load_convfinqa, load_predictions, score_numeric, write_outputs
+from fieldcheck.numeric import load_convfinqa, load_predictions, score_to_folder
 
 
 def _record(
@@ -158,9 +158,11 @@ def _slow_interval(weights: Any, values: dict[str, list[float]]) -> tuple[float,
 
 def test_statistics_by_hand(files: tuple[Path, Path], tmp_path: Path) -> None:
     data, preds = files
-    result = score_numeric(
+    out = tmp_path / "out"
+    result = score_to_folder(
         load_convfinqa(data),
         load_predictions(preds),
+        out,
         price_in=2.0,
         price_out=10.0,
         bootstrap=200,
@@ -323,8 +325,6 @@ def test_statistics_by_hand(files: tuple[Path, Path], tmp_path: Path) -> None:
     }
 
     # the files
-    out = tmp_path / "out"
-    write_outputs(result, out)
     on_disk = json.loads((out / "statistics.json").read_text())
     assert on_disk["numerical_match_accuracy"] == pytest.approx(3 / 8)
     assert on_disk["cost_per_correct_answer"] == pytest.approx(820)

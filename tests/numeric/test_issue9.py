@@ -22,7 +22,7 @@ from fieldcheck.metrics._programs import (
     run_program,
     table_cell_value,
 )
-from fieldcheck.numeric import load_convfinqa, load_predictions, score_numeric, write_outputs
+from fieldcheck.numeric import load_convfinqa, load_predictions, score_to_folder
 
 
 def _data(tmp_path: Path) -> Path:
@@ -110,8 +110,9 @@ def test_counts_at_the_bounds_are_accepted_and_summed_exactly(tmp_path: Path) ->
         for i in range(3)
     ]
     preds = _lines(tmp_path / "p.jsonl", rows)
-    result = score_numeric(load_convfinqa(_data(tmp_path)), load_predictions(preds), bootstrap=0)
-    write_outputs(result, tmp_path / "out")
+    score_to_folder(
+        load_convfinqa(_data(tmp_path)), load_predictions(preds), tmp_path / "out", bootstrap=0
+    )
     stats = orjson.loads((tmp_path / "out" / "statistics.json").read_bytes())
     assert stats["total_input_tokens"] == 3_000_000_000
     assert stats["latency_s"]["total"] == 3_000_000.0

@@ -175,7 +175,7 @@ def test_plot_files_names_the_plots_write_plots_writes(
     """``plot_files`` (what a Ctrl-C line names as not written) is the set ``write_plots``
     writes: all four with failures and plans; when every answer is right, and no answer has a
     plan, neither the failure-modes plot nor the operations plot."""
-    from fieldcheck.numeric import load_convfinqa, load_predictions, score_numeric
+    from fieldcheck.numeric import load_convfinqa, load_predictions, score_to_folder
     from fieldcheck.numeric._report import plot_files, write_plots
 
     data = load_convfinqa(EXAMPLES / "data.json")
@@ -189,7 +189,7 @@ def test_plot_files_names_the_plots_write_plots_writes(
         path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     else:
         path = EXAMPLES / predictions
-    result = score_numeric(data, load_predictions(path), bootstrap=0)
+    result = score_to_folder(data, load_predictions(path), tmp_path / "out", bootstrap=0)
     written = sorted(p.name for p in write_plots(result, tmp_path / "plots").values())
     assert sorted(plot_files(result)) == written
     assert len(written) == (2 if perfect else 4), written

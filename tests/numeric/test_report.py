@@ -17,7 +17,7 @@ from fieldcheck.metrics._stats import (
     bootstrap_totals_ci,
     safe_div_array,
 )
-from fieldcheck.numeric import load_convfinqa, load_predictions, score_numeric, write_outputs
+from fieldcheck.numeric import load_convfinqa, load_predictions, score_to_folder
 from fieldcheck.numeric._report import PLOTS
 
 XSS = "<img src=x onerror=alert(1)>"
@@ -74,10 +74,8 @@ def _run(tmp_path: Path, data: Any, predictions: list[dict[str, Any]], **kw: Any
     data_file.write_text(json.dumps(data))
     preds = tmp_path / "p.jsonl"
     preds.write_text("".join(json.dumps(p) + "\n" for p in predictions))
-    loaded = load_convfinqa(data_file)
-    result = score_numeric(loaded, load_predictions(preds), **kw)
     out = tmp_path / "out"
-    write_outputs(result, out, conversations=loaded.conversations)
+    score_to_folder(load_convfinqa(data_file), load_predictions(preds), out, **kw)
     return out
 
 
@@ -294,21 +292,20 @@ def test_groups_refuse_repeated_names_and_foreign_units() -> None:
     assert bootstrap_groups_ci(2, [group], resamples=0) is None
 
 
-def test_worst_conversations_never_lists_a_perfect_one() -> None:
-    from fieldcheck.numeric import load_convfinqa, load_predictions, score_numeric
+def test_worst_conversations_never_lists_a_perfect_one(tmp_path: Path) -> None:
+    from tests.numeric.scoring import score
+
     from fieldcheck.numeric._report import worst_conversations
 
     examples = Path(__file__).resolve().parents[2] / "examples" / "numeric"
-    result = score_numeric(
+    result, traces = score(
         load_convfinqa(examples / "data.json"),
         load_predictions(examples / "predictions_model_a.jsonl"),
+        tmp_path / "out",
         bootstrap=0,
     )
     rows = worst_conversations(result, limit=1000)
-    imperfect = [
-        c
-        for c in result.conversations
-        if (a := c.accuracy("numerical_match")) is not None and a < 1
-    ]
-    assert 0 < len(rows) == len(imperfect) < len(result.conversations)
+    imperfect = [t["conversation_id"] for t in traces if t["conversation_success"] is False]
+    assert 0 < len(rows) == len(imperfect) < len(traces)
+    assert sorted(row[0] for row in rows) == sorted(imperfect)
     assert all(float(row[3]) < 1.0 for row in rows)

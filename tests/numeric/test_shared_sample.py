@@ -149,8 +149,10 @@ def test_scoring_the_answer_texts_finds_exactly_the_quirks(
     matches except the 11 documented answer-text quirks, and logic recall is 1.0 throughout."""
     import json
 
+    from tests.numeric.scoring import score
+
     from fieldcheck.metrics import parse_program
-    from fieldcheck.numeric import load_predictions, score_numeric
+    from fieldcheck.numeric import load_predictions
 
     loaded = load_convfinqa(sample_dir / "sample_dev.json")
     lines = []
@@ -168,12 +170,12 @@ def test_scoring_the_answer_texts_finds_exactly_the_quirks(
             )
     preds = tmp_path / "oracle.jsonl"
     preds.write_text("\n".join(lines) + "\n")
-    result = score_numeric(loaded, load_predictions(preds), bootstrap=0)
+    result, traces = score(loaded, load_predictions(preds), tmp_path / "out", bootstrap=0)
     failed = {
-        (t.conversation_id, t.turn_idx)
-        for c in result.conversations
-        for t in c.turns
-        if not t.numerical_match
+        (t["conversation_id"], t["turn_idx"])
+        for trace in traces
+        for t in trace["turns"]
+        if not t["numerical_match"]
     }
     assert failed == ANSWER_TEXT_QUIRKS
     assert result.statistics["numerical_match_accuracy"] == (166 - 11) / 166

@@ -1,27 +1,18 @@
-"""``numeric score`` streams (issue 10): the streamed ``score_to_folder`` writes byte for byte the
-files of the in-memory ``score_numeric`` + ``write_outputs`` (whose statistics come from the
-list-based ``compute_statistics``), whatever the chunk size and whether the writer process
-writes the row files and traces, on random data with every kind of
-turn: right, wrong, scaled, missing, call errors, no gold, plans, validator lines, latencies."""
+"""``numeric score`` streams (issue 10): ``score_to_folder`` writes byte for byte the same files
+whatever the chunk size (one chunk of every conversation: in-memory scoring) and whether the
+writer process writes the row files and traces, on random data with every kind of turn: right,
+wrong, scaled, missing, call errors, no gold, plans, validator lines, latencies."""
 
 from __future__ import annotations
 
 import json
 import random
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from fieldcheck.numeric import (
-    Tally,
-    load_convfinqa,
-    load_predictions,
-    score_numeric,
-    score_to_folder,
-    turn_record,
-    write_outputs,
-)
-from fieldcheck.numeric._scoring import score_turn
+from fieldcheck.numeric import Tally, load_convfinqa, load_predictions, score_to_folder
 
 COMPARED = (
     "summary.csv",
@@ -128,11 +119,13 @@ def _files(folder: Path) -> dict[str, bytes]:
 
 
 @pytest.mark.parametrize("seed", [1, 2])
-def test_streamed_files_are_byte_identical_to_the_in_memory_path(tmp_path: Path, seed: int) -> None:
+def test_files_are_byte_identical_whatever_the_chunks(tmp_path: Path, seed: int) -> None:
     data_path, preds_path = _write_inputs(tmp_path, seed, 60)
     data, preds = load_convfinqa(data_path), load_predictions(preds_path)
-    reference = score_numeric(data, preds, price_in=3.0, price_out=15.0, bootstrap=200, seed=5)
-    write_outputs(reference, tmp_path / "memory", conversations=data.conversations)
+    options: dict[str, Any] = {"price_in": 3.0, "price_out": 15.0, "bootstrap": 200, "seed": 5}
+    reference = score_to_folder(
+        data, preds, tmp_path / "memory", chunk=10_000, writer_process=False, **options
+    )
     expected = _files(tmp_path / "memory")
     stats = json.loads(expected["statistics.json"])
     # the data cover what the fold must get right
@@ -147,20 +140,11 @@ def test_streamed_files_are_byte_identical_to_the_in_memory_path(tmp_path: Path,
     assert expected["validation.csv"].count(b"\n") > 1
     assert b"<img src=x onerror=alert(1)>" not in (tmp_path / "memory" / "report.html").read_bytes()
     # the row files and traces written here or by the writer process (a large run's)
-    for chunk, process in ((1, False), (7, False), (10_000, False), (1, True), (7, True)):
+    for chunk, process in ((1, False), (7, False), (1, True), (7, True)):
         folder = tmp_path / f"streamed_{chunk}_{process}"
         streamed = score_to_folder(
-            data,
-            preds,
-            folder,
-            price_in=3.0,
-            price_out=15.0,
-            bootstrap=200,
-            seed=5,
-            chunk=chunk,
-            writer_process=process,
+            data, preds, folder, chunk=chunk, writer_process=process, **options
         )
-        assert streamed.conversations == []
         assert streamed.statistics == reference.statistics
         assert [e.to_dict() for e in streamed.input_errors] == [
             e.to_dict() for e in reference.input_errors
@@ -169,19 +153,6 @@ def test_streamed_files_are_byte_identical_to_the_in_memory_path(tmp_path: Path,
         assert got.keys() == expected.keys()
         for name in expected:
             assert got[name] == expected[name], (chunk, process, name)
-
-
-def test_turn_record_is_the_turn_score_dump(tmp_path: Path) -> None:
-    data_path, preds_path = _write_inputs(tmp_path, 3, 30)
-    data, preds = load_convfinqa(data_path), load_predictions(preds_path)
-    compared = 0
-    for conversation in data.conversations:
-        for i in range(len(conversation.turns)):
-            prediction = preds.predictions.get((conversation.id, i))
-            record = turn_record(conversation, i, prediction)
-            assert record == score_turn(conversation, i, prediction).model_dump(mode="json")
-            compared += 1
-    assert compared > 60
 
 
 def test_tally_worst_keeps_the_lowest_accuracy_first() -> None:

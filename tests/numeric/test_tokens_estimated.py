@@ -12,10 +12,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.numeric.scoring import score
 from typer.testing import CliRunner
 
 from fieldcheck._cli.main import app
-from fieldcheck.numeric import load_convfinqa, load_predictions, score_numeric, write_outputs
+from fieldcheck.numeric import load_convfinqa, load_predictions
 
 
 def _record(rid: str, answers: list[float]) -> dict[str, Any]:
@@ -120,21 +121,16 @@ def test_estimated_turns_are_counted_and_said_by_numeric_score(tmp_path: Path) -
     assert [t["tokens_estimated"] for t in turns] == [True, False]
 
 
-def test_the_in_memory_path_counts_the_same_turns(tmp_path: Path) -> None:
+def test_the_estimated_turns_are_the_flagged_ones(tmp_path: Path) -> None:
     data_path, preds_path = _inputs(tmp_path, PREDICTIONS)
     data, preds = load_convfinqa(data_path), load_predictions(preds_path)
-    result = score_numeric(data, preds, bootstrap=0)
+    result, traces = score(data, preds, tmp_path / "out", bootstrap=0)
     assert result.statistics["num_turns_tokens_estimated"] == 3
-    turns = [t for c in result.conversations for t in c.turns]
-    estimated = [(t.conversation_id, t.turn_idx) for t in turns if t.tokens_estimated]
+    turns = [t for trace in traces for t in trace["turns"]]
+    estimated = [(t["conversation_id"], t["turn_idx"]) for t in turns if t["tokens_estimated"]]
     assert estimated == [("A", 0), ("B", 0), ("B", 1)]
-    write_outputs(result, tmp_path / "memory", conversations=data.conversations)
-    report = (tmp_path / "memory" / "report.md").read_text()
+    report = (tmp_path / "out" / "report.md").read_text()
     assert f"| Tokens per correct turn{NOTE} | 91.7 |" in report
-    streamed = _score(data_path, preds_path, tmp_path / "streamed")
-    stats = json.loads((tmp_path / "streamed" / "statistics.json").read_text())
-    assert stats["num_turns_tokens_estimated"] == result.statistics["num_turns_tokens_estimated"]
-    assert streamed.exit_code == 3
 
 
 def test_one_estimated_turn_is_said_in_the_singular(tmp_path: Path) -> None:

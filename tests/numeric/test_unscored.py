@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from fieldcheck.numeric import load_convfinqa, load_predictions, score_numeric, write_outputs
+from fieldcheck.numeric import load_convfinqa, load_predictions, score_to_folder
 
 
 def _private(rid: str, questions: list[str]) -> dict[str, Any]:
@@ -89,7 +89,8 @@ def test_private_split_partial_predictions_with_errors_lists_no_error_row(tmp_pa
     )
     loaded = load_convfinqa(data, split="test")
     assert loaded.source_format == "original" and not loaded.errors
-    result = score_numeric(loaded, load_predictions(preds), bootstrap=20)
+    out = tmp_path / "out"
+    result = score_to_folder(loaded, load_predictions(preds), out, bootstrap=20)
     s = result.statistics
     assert (s["num_turns"], s["num_scored_turns"]) == (5, 0)
     # the call error wins over "no gold": 1 call error, the 4 others have no gold
@@ -97,8 +98,6 @@ def test_private_split_partial_predictions_with_errors_lists_no_error_row(tmp_pa
     assert s["num_turns_not_scored_no_gold"] == 4
     assert s["nothing_scored"] is True
     assert result.input_errors == []  # a turn without gold needs no prediction
-    out = tmp_path / "out"
-    write_outputs(result, out)
     assert _csv(out / "errors.csv") == []
     turns = _csv(out / "turns.csv")
     assert [(t["turn_idx"], t["not_scored"], t["error_type"]) for t in turns] == [
@@ -123,9 +122,8 @@ def test_scored_failures_stay_error_rows_call_errors_do_not(tmp_path: Path) -> N
             # turn 2 missing: it has gold, so it is a failure
         ],
     )
-    result = score_numeric(load_convfinqa(data), load_predictions(preds), bootstrap=0)
     out = tmp_path / "out"
-    write_outputs(result, out)
+    result = score_to_folder(load_convfinqa(data), load_predictions(preds), out, bootstrap=0)
     errors = _csv(out / "errors.csv")
     assert [(e["turn_idx"], e["error_type"]) for e in errors] == [
         ("1", "wrong"),

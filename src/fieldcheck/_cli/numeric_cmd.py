@@ -74,7 +74,6 @@ from fieldcheck.numeric import (
     estimated_note,
     load_convfinqa,
     load_predictions,
-    report_tallies,
     score_to_folder,
 )
 from fieldcheck.numeric._agent import PROMPT_ID, evaluate_model, prediction_lines
@@ -870,4 +869,4 @@ def run_model_demo(base_url: str, out_dir: Path, models: list[str], *, console: 
 
 
 def _failed_checks(outcome: ModelOutcome) -> int:
-    return report_tallies(outcome.result).failed_checks
+    return outcome.result.tallies.failed_checks

@@ -9,9 +9,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable
-from typing import Literal
-
-from pydantic import BaseModel, ConfigDict
+from typing import Literal, NamedTuple
 
 FailureMode = Literal["scale", "sign", "rounding", "wrong", "no_answer", "error"]
 # Which rule of ``parse_answer`` produced the parsed answer (turns.csv ``answer_rule``):
@@ -62,12 +60,10 @@ _FIRST_WORD = re.compile(r"^\W*([A-Za-z]+)\b")
 _YEAR = re.compile(r"(?:19|20)\d\d")
 
 
-class ParsedAnswer(BaseModel):
+class ParsedAnswer(NamedTuple):
     """A parsed answer. ``value`` applies the percent sign (12.5% -> 0.125) and the scale word
     (1.2 million -> 1.2e6); ``written`` is the number as written (12.5, 1.2); ``decimals`` the
     digits shown after the point; ``boolean`` is set instead for yes/no answers."""
-
-    model_config = ConfigDict(frozen=True)
 
     value: float | None = None
     written: float | None = None
@@ -80,16 +76,13 @@ class ParsedAnswer(BaseModel):
     @property
     def readings(self) -> tuple[float, ...]:
         """Every way to read the number: as parsed, percent sign ignored, scale word ignored."""
-        if self.value is None or self.written is None:
+        value, written = self.value, self.written
+        if value is None or written is None:
             return ()
-        options = [
-            self.value,
-            self.written * self.scale,
-            self.written / 100 if self.percent else self.written,
-            self.written,
-        ]
+        if not self.percent and self.scale == 1.0 and value == written:
+            return (value,)  # a plain number: every reading is the same
         out: list[float] = []
-        for v in options:
+        for v in (value, written * self.scale, written / 100 if self.percent else written, written):
             if v not in out:
                 out.append(v)
         return tuple(out)
@@ -205,6 +198,9 @@ def _close(prediction: float, reference: float) -> bool:
 
 
 def _expected(reference: float | str | bool | None) -> float | bool | None:
+    """The gold as a number or yes/no; ``None`` when it reads as neither (or is not finite)."""
+    if type(reference) is float:  # nearly every gold: each match type reads it
+        return reference if math.isfinite(reference) else None
     if reference is None:
         return None
     if isinstance(reference, bool):
@@ -230,7 +226,13 @@ def _same_boolean(prediction: ParsedAnswer, expected: float | bool) -> bool:
 
 
 def _any_close(candidates: Iterable[float], reference: float) -> bool:
-    return any(_close(c, reference) for c in candidates)
+    """``_close`` of any candidate (the bound computed once)."""
+    bound = abs(reference) * RELATIVE_TOLERANCE
+    for candidate in candidates:
+        diff = abs(candidate - reference)
+        if diff < ABSOLUTE_TOLERANCE or diff <= bound:
+            return True
+    return False
 
 
 def numerical_match(prediction: ParsedAnswer | None, reference: float | str | bool | None) -> bool:
@@ -269,7 +271,7 @@ def unit_agnostic_match(
         return False
     if isinstance(expected, bool) or prediction.boolean is not None:
         return numerical_match(prediction, reference)
-    return _any_close((r * f for r in prediction.readings for f in UNIT_FACTORS), expected)
+    return _any_close([r * f for r in prediction.readings for f in UNIT_FACTORS], expected)
 
 
 def sign_agnostic_match(
@@ -293,9 +295,9 @@ def general_match(prediction: ParsedAnswer | None, reference: float | str | bool
         return False
     if isinstance(expected, bool) or prediction.boolean is not None:
         return numerical_match(prediction, reference)
-    readings = list(prediction.readings)
+    readings = prediction.readings
     if not prediction.percent:
-        readings += [r / 100 for r in prediction.readings]
+        readings += tuple([r / 100 for r in readings])
     return _any_close(readings, expected)
 
 
@@ -344,7 +346,7 @@ def failure_mode(
     return "wrong"
 
 
-class AnswerMatches(BaseModel):
+class AnswerMatches(NamedTuple):
     """All five match types and the failure mode of one answer."""
 
     numerical_match: bool
@@ -355,57 +357,7 @@ class AnswerMatches(BaseModel):
     failure_mode: FailureMode | None
 
 
-Matches = tuple[bool, bool, bool, bool, bool, FailureMode | None]
-_ERROR_MATCHES: Matches = (False, False, False, False, False, "error")
-
-
-def match_values(
-    prediction: ParsedAnswer | None,
-    reference: float | str | bool | None,
-    *,
-    error: bool = False,
-) -> Matches:
-    """``match_answer`` as a tuple (numerical, soft, unit-agnostic, sign-agnostic, general,
-    failure mode): the same rules with the gold read once, for the scoring loop (issue 10)."""
-    if error:
-        return _ERROR_MATCHES
-    if prediction is None:
-        return (False, False, False, False, False, "no_answer")
-    expected = _expected(reference)
-    if expected is None:
-        return (False, False, False, False, False, "wrong")
-    if isinstance(expected, bool) or prediction.boolean is not None:
-        same = _same_boolean(prediction, expected)
-        if same:
-            return (True, True, True, True, True, None)
-        unread: FailureMode = "rounding" if is_rounding_of(prediction, reference) else "wrong"
-        return (False, False, False, False, False, unread)
-    value = prediction.value
-    if value is None:
-        unread = "rounding" if is_rounding_of(prediction, reference) else "wrong"
-        return (False, False, False, False, False, unread)
-    diff = abs(value - expected)
-    bound = abs(expected) * RELATIVE_TOLERANCE
-    numerical = diff < ABSOLUTE_TOLERANCE or diff <= bound
-    soft = diff <= bound
-    readings = prediction.readings
-    unit = _any_close((r * f for r in readings for f in UNIT_FACTORS), expected)
-    sign = _close(abs(value), abs(expected))
-    general = _any_close(readings, expected) or (
-        not prediction.percent and _any_close([r / 100 for r in readings], expected)
-    )
-    mode: FailureMode | None
-    if numerical:
-        mode = None
-    elif unit:
-        mode = "scale"
-    elif sign:
-        mode = "sign"
-    elif soft or is_rounding_of(prediction, reference):
-        mode = "rounding"
-    else:
-        mode = "wrong"
-    return (numerical, soft, unit, sign, general, mode)
+_ERROR_MATCHES = AnswerMatches(False, False, False, False, False, "error")
 
 
 def match_answer(
@@ -414,40 +366,16 @@ def match_answer(
     *,
     error: bool = False,
 ) -> AnswerMatches:
-    """Every match type at once. A turn with an error matches nothing (its answer is not trusted)."""
-    numerical, soft, unit, sign, general, mode = match_values(prediction, reference, error=error)
-    return AnswerMatches(
-        numerical_match=numerical,
-        soft_match=soft,
-        unit_agnostic_match=unit,
-        sign_agnostic_match=sign,
-        general_match=general,
-        failure_mode=mode,
-    )
-
-
-def match_answer_reference(
-    prediction: ParsedAnswer | None,
-    reference: float | str | bool | None,
-    *,
-    error: bool = False,
-) -> AnswerMatches:
-    """``match_answer`` from the five match functions and ``failure_mode`` one by one: the
-    definition ``match_values`` is tested against."""
+    """Every match type at once, each from its own function (``numerical_match`` ...
+    ``failure_mode``), looked up when called. A turn with an error matches nothing (its answer
+    is not trusted). ``numeric score`` scores every turn through it."""
     if error:
-        return AnswerMatches(
-            numerical_match=False,
-            soft_match=False,
-            unit_agnostic_match=False,
-            sign_agnostic_match=False,
-            general_match=False,
-            failure_mode="error",
-        )
+        return _ERROR_MATCHES
     return AnswerMatches(
-        numerical_match=numerical_match(prediction, reference),
-        soft_match=soft_match(prediction, reference),
-        unit_agnostic_match=unit_agnostic_match(prediction, reference),
-        sign_agnostic_match=sign_agnostic_match(prediction, reference),
-        general_match=general_match(prediction, reference),
-        failure_mode=failure_mode(prediction, reference),
+        numerical_match(prediction, reference),
+        soft_match(prediction, reference),
+        unit_agnostic_match(prediction, reference),
+        sign_agnostic_match(prediction, reference),
+        general_match(prediction, reference),
+        failure_mode(prediction, reference),
     )

@@ -674,3 +674,13 @@ def logic_order_score(prediction: Sequence[str], reference: Sequence[str]) -> fl
     if not longest:
         return 1.0
     return longest_common_subsequence(prediction, reference) / longest
+
+
+def logic_scores(prediction: Sequence[str], reference: Sequence[str]) -> tuple[float, float, float]:
+    """``logic_recall``, ``logic_precision`` and ``logic_order_score`` of one plan against its
+    gold program, each from its own function (looked up when called)."""
+    return (
+        logic_recall(prediction, reference),
+        logic_precision(prediction, reference),
+        logic_order_score(prediction, reference),
+    )

@@ -42,6 +42,7 @@ _DERIVED = _TurnKeys(
 _ORIGINAL = _TurnKeys(
     "annotation", "dialogue_break", "answer_list", "turn_program", "exe_ans_list", "qa_split"
 )
+_SUFFIXED = re.compile(r" \(\d+\)$")
 
 
 class LoadResult(BaseModel):
@@ -202,9 +203,7 @@ def _load_records(
         if stored is not None:
             operations = {}
         try:
-            conversation, warnings = convert(
-                record, index=i, split=chosen, file=file, operations=operations
-            )
+            conversation, warnings = convert(record, index=i, file=file, operations=operations)
         except InputError as exc:
             errors.append(exc)
             continue
@@ -221,7 +220,7 @@ def _load_records(
         seen.add(conversation.id)
         errors.extend(warnings)
         if stored is None:
-            conversations.append(conversation)
+            conversations.append(conversation_model(conversation, chosen, fmt))
         else:
             stored.keep(i, conversation)
     return LoadResult(
@@ -237,7 +236,7 @@ def _load_records(
 
 
 class PlainTurn(NamedTuple):
-    """A ``Turn``'s values as plain data (the same names, ``index`` as ``turn_index``): what
+    """A turn as the loader reads it (``Turn``'s values, ``index`` as ``turn_index``): what
     scoring reads of a turn."""
 
     turn_index: int
@@ -249,7 +248,7 @@ class PlainTurn(NamedTuple):
 
 
 class PlainConversation(NamedTuple):
-    """What ``numeric score`` reads of a conversation, as plain data: ``features`` is
+    """A conversation as the loader reads it, checked, as plain data: ``features`` is
     ``Features.model_dump()``, ``document`` ``Document.model_dump(mode="json")``."""
 
     id: str
@@ -268,105 +267,28 @@ def plain_conversation(conversation: Conversation) -> PlainConversation:
     )
 
 
-_SUFFIXED = re.compile(r" \(\d+\)$")
-_TURN_LISTS = ("conv_answers", "turn_program", "executed_answers", "qa_split")
-
-
-def plain_derived(
-    record: Any, operations: dict[str, tuple[str, ...] | None]
-) -> PlainConversation | None:
-    """``plain_conversation(_from_derived(record, ...)[0])`` for a record of plain JSON types
-    that is plainly valid, read without the models (gold programs parsed into ``operations``);
-    ``None`` for any other record (then convert it in full). A shortcut, never a rule of its
-    own: tests/numeric/test_fast_rows.py."""
-    if type(record) is not dict:
-        return None
-    rid, doc, box = record.get("id"), record.get("doc"), record.get("dialogue")
-    if type(rid) is not str or not rid or type(doc) is not dict or type(box) is not dict:
-        return None
-    columns = doc.get("table")
-    if type(columns) is not dict:
-        return None
-    table: dict[str, dict[str, float | str]] = {}
-    non_numeric = False
-    for column, rows in columns.items():
-        if type(rows) is not dict:
-            return None
-        for row, cell in rows.items():
-            kind = type(cell)
-            if kind is float or kind is int:
-                cell = float(cell)
-            elif kind is not str:
-                return None
-            if not non_numeric and cell_number(cell) is None:
-                non_numeric = True
-            table.setdefault(row, {})[column] = cell
-    questions = box.get("conv_questions")
-    if type(questions) is not list:
-        return None
-    lists: list[list[Any] | None] = []
-    for key in _TURN_LISTS:
-        if key not in box:
-            lists.append(None)
-            continue
-        value = box[key]
-        if type(value) is not list or len(value) != len(questions):
-            return None
-        lists.append(value)
-    answers, programs, executed, splits = lists
-    turns: list[PlainTurn] = []
-    for i, question in enumerate(questions):
-        program = programs[i] if programs is not None else None
-        gold: Any = executed[i] if executed is not None else None
-        kind = type(gold)
-        if kind is float or kind is int:
-            gold = float(gold)
-        elif gold is not None and kind is not str:
-            return None
-        if type(question) is not str or (program is not None and type(program) is not str):
-            return None
-        if program is not None:
-            try:
-                operations[program] = program_operations(program)
-            except ProgramParseError:
-                operations[program] = None
-        answer = answers[i] if answers is not None else None
-        flag = splits[i] if splits is not None else None
-        turns.append(
-            PlainTurn(
-                i,
-                question,
-                str(answer) if answer is not None else None,
-                program,
-                gold,
-                bool(flag) if flag is not None else None,
+def conversation_model(plain: PlainConversation, split: str, fmt: SourceFormat) -> Conversation:
+    """The ``Conversation`` of a conversation the loader read (for the agent and the API)."""
+    return Conversation(
+        id=plain.id,
+        split=split,
+        source_format=fmt,
+        doc=Document(**plain.document),
+        turns=tuple(
+            Turn(
+                index=t[0],
+                question=t[1],
+                answer=t[2],
+                program=t[3],
+                executed_answer=t[4],
+                qa_split=t[5],
             )
-        )
-    flags = [t.qa_split for t in turns if t.qa_split is not None]
-    suffixed = sum(1 for c in columns if _SUFFIXED.search(c))
-    features: dict[str, Any] = {
-        "num_dialogue_turns": len(turns),
-        "has_type2_question": any(flags) if flags else rid.startswith("Double_"),
-        "has_duplicate_columns": suffixed > 1,
-        "has_non_numeric_values": non_numeric,
-    }
-    raw = record.get("features")
-    if type(raw) is dict:
-        for key, value in raw.items():
-            if key not in features:
-                continue  # ignored, as the model ignores it
-            kind = type(value)
-            if key == "num_dialogue_turns" and (kind is not int or value < 0):
-                return None
-            if key != "num_dialogue_turns" and kind is not bool:
-                return None
-            features[key] = value
-    document: dict[str, Any] = {
-        "pre_text": _text(doc.get("pre_text")),
-        "post_text": _text(doc.get("post_text")),
-        "table": table,
-    }
-    return PlainConversation(rid, turns, features, document)
+            if isinstance(t, PlainTurn)
+            else t
+            for t in plain.turns
+        ),
+        features=Features(**plain.features),
+    )
 
 
 class StoredConversations(Sequence[Conversation]):
@@ -385,32 +307,30 @@ class StoredConversations(Sequence[Conversation]):
         self.no_gold = 0
         self.operations: dict[str, tuple[str, ...] | None] = {}
 
-    def keep(self, index: int, conversation: Conversation) -> None:
+    def keep(self, index: int, conversation: PlainConversation) -> None:
         self.indices.append(index)
         self.ids.append(conversation.id)
         self.turn_counts.append(len(conversation.turns))
         self.no_gold += sum(1 for t in conversation.turns if t.executed_answer is None)
 
-    def _convert(self, record: Any, index: int) -> Conversation:
+    def _read(self, record: Any, index: int) -> PlainConversation:
         self.operations = {}
         convert = _from_derived if self.fmt == "derived" else _from_original
-        conversation, _ = convert(
-            record, index=index, split=self.split, file=self.file, operations=self.operations
-        )
+        conversation, _ = convert(record, index=index, file=self.file, operations=self.operations)
         return conversation
 
+    def _convert(self, record: Any, index: int) -> Conversation:
+        return conversation_model(self._read(record, index), self.split, self.fmt)
+
     def plain(self) -> Iterator[PlainConversation]:
-        """The kept conversations as plain data (``plain_derived``, else in full)."""
+        """The kept conversations as the loader reads them (no models built)."""
         wanted = self.indices
         if not wanted:
             return
         k = 0
-        derived = self.fmt == "derived"
         for i, (record, _, _) in enumerate(_scan.records(self.file, self.offset)):
             if i == wanted[k]:
-                self.operations = {}
-                found = plain_derived(record, self.operations) if derived else None
-                yield found if found is not None else plain_conversation(self._convert(record, i))
+                yield self._read(record, i)
                 k += 1
                 if k == len(wanted):
                     return
@@ -467,13 +387,18 @@ def _record_id(record: Any, index: int) -> str:
     return f"#{index}"
 
 
+def _is_object(value: Any) -> bool:
+    """A JSON object (``isinstance(value, Mapping)``, a dict checked first)."""
+    return type(value) is dict or isinstance(value, Mapping)
+
+
 def _require(
     obj: Any, key: str, kind: type | tuple[type, ...], *, file: Path, record: str, field: str
 ) -> Any:
-    if not isinstance(obj, Mapping) or key not in obj:
+    if not _is_object(obj) or key not in obj:
         raise InputError("missing field", file=file, record=record, field=field)
     value = obj[key]
-    if not isinstance(value, kind):
+    if not (_is_object(value) if kind is Mapping else isinstance(value, kind)):
         names = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
         raise InputError(f"expected {names}", file=file, record=record, field=field, value=value)
     return value
@@ -498,43 +423,31 @@ def _record_start(record: Any, index: int, file: Path) -> tuple[str, Mapping[str
     return rid, record
 
 
-def _conversation(
-    rid: str,
-    split: str,
-    fmt: SourceFormat,
-    texts: Mapping[str, Any],
-    table: dict[str, dict[str, float | str]],
-    turns: Sequence[Turn],
-    features: Features,
-) -> Conversation:
-    return Conversation(
-        id=rid,
-        split=split,
-        source_format=fmt,
-        doc=Document(
-            pre_text=_text(texts.get("pre_text")),
-            post_text=_text(texts.get("post_text")),
-            table=table,
-        ),
-        turns=tuple(turns),
-        features=features,
-    )
+def _document(texts: Mapping[str, Any], table: dict[str, dict[str, float | str]]) -> dict[str, Any]:
+    """``Document.model_dump(mode="json")`` of the texts and the table."""
+    return {
+        "pre_text": _text(texts.get("pre_text")),
+        "post_text": _text(texts.get("post_text")),
+        "table": table,
+    }
 
 
 def _from_derived(
     record: Any,
     *,
     index: int,
-    split: str,
     file: Path,
     operations: dict[str, tuple[str, ...] | None],
-) -> tuple[Conversation, list[InputError]]:
+) -> tuple[PlainConversation, list[InputError]]:
+    """A derived-format record checked and read as plain data (the one reader of the format:
+    the loader checks every record with it, scoring reads them again with it), and its
+    warnings. Raises InputError naming the record and field of its first problem."""
     rid, record = _record_start(record, index, file)
     doc = _require(record, "doc", Mapping, file=file, record=rid, field="doc")
     columns = _require(doc, "table", Mapping, file=file, record=rid, field="doc.table")
     table: dict[str, dict[str, float | str]] = {}
     for column, rows in columns.items():
-        if not isinstance(rows, Mapping):
+        if not _is_object(rows):
             raise InputError(
                 "expected an object of rows",
                 file=file,
@@ -543,7 +456,10 @@ def _from_derived(
                 value=rows,
             )
         for row, cell in rows.items():
-            if not isinstance(cell, int | float | str) or isinstance(cell, bool):
+            kind = type(cell)
+            if kind is float or kind is int:
+                cell = float(cell)
+            elif kind is not str:
                 raise InputError(
                     "cell is not a number or text",
                     file=file,
@@ -551,45 +467,60 @@ def _from_derived(
                     field=f"doc.table[{column!r}][{row!r}]",
                     value=cell,
                 )
-            table.setdefault(str(row), {})[str(column)] = (
-                float(cell) if isinstance(cell, int | float) else cell
-            )
+            table.setdefault(str(row), {})[str(column)] = cell
     turns, warnings = _read_turns(record, _DERIVED, file=file, record=rid, operations=operations)
     # without a features object: the derived format marks repeated headers "name (1)", "name (2)"
-    suffixed = [str(c) for c in columns if re.search(r" \(\d+\)$", str(c))]
-    features = _derive_features(rid, table, turns, has_duplicate_columns=len(suffixed) > 1)
+    suffixed = sum(1 for c in columns if _SUFFIXED.search(str(c)))
+    features = _derive_features(rid, table, turns, has_duplicate_columns=suffixed > 1)
     raw_features = record.get("features")
-    if isinstance(raw_features, Mapping):
-        try:
-            features = Features.model_validate({**features.model_dump(), **raw_features})
-        except ValidationError as exc:
-            raise input_error_of(exc, file=file, record=rid, prefix="features.") from exc
-        if features.num_dialogue_turns != len(turns):
+    if _is_object(raw_features):
+        features = _given_features(features, raw_features, file=file, record=rid)
+        if features["num_dialogue_turns"] != len(turns):
             warnings.append(
                 InputError(
-                    f"says {features.num_dialogue_turns} turns but the dialogue has {len(turns)}",
+                    f"says {features['num_dialogue_turns']} turns but the dialogue has {len(turns)}",
                     file=file,
                     record=rid,
                     field="features.num_dialogue_turns",
                 )
             )
-    return _conversation(rid, split, "derived", doc, table, turns, features), warnings
+    return PlainConversation(rid, turns, features, _document(doc, table)), warnings
+
+
+def _given_features(
+    derived: dict[str, Any], given: Mapping[str, Any], *, file: Path, record: str
+) -> dict[str, Any]:
+    """The record's own features over the derived ones (other keys ignored); a value of another
+    type than the field's is read (or refused, naming ``features.<field>``) by ``Features``."""
+    features = dict(derived)
+    for key, value in given.items():
+        if key not in features:
+            continue
+        kind = type(value)
+        plain = kind is int and value >= 0 if key == "num_dialogue_turns" else kind is bool
+        if not plain:
+            try:
+                return Features.model_validate({**derived, **given}).model_dump()
+            except ValidationError as exc:
+                raise input_error_of(exc, file=file, record=record, prefix="features.") from exc
+        features[key] = value
+    return features
 
 
 def _from_original(
     record: Any,
     *,
     index: int,
-    split: str,
     file: Path,
     operations: dict[str, tuple[str, ...] | None],
-) -> tuple[Conversation, list[InputError]]:
+) -> tuple[PlainConversation, list[InputError]]:
+    """An original-format record checked and read as plain data, and its warnings."""
     rid, record = _record_start(record, index, file)
     turns, warnings = _read_turns(record, _ORIGINAL, file=file, record=rid, operations=operations)
     rows = _require(record, "table", list, file=file, record=rid, field="table")
     table, duplicate_columns = _table_from_rows(rows, file=file, record=rid)
     features = _derive_features(rid, table, turns, has_duplicate_columns=duplicate_columns)
-    return _conversation(rid, split, "original", record, table, turns, features), warnings
+    return PlainConversation(rid, turns, features, _document(record, table)), warnings
 
 
 def _read_turns(
@@ -599,8 +530,8 @@ def _read_turns(
     file: Path,
     record: str,
     operations: dict[str, tuple[str, ...] | None],
-) -> tuple[list[Turn], list[InputError]]:
-    """The per-turn lists of ``obj[keys.container]`` (each as long as the questions) as Turns."""
+) -> tuple[list[PlainTurn], list[InputError]]:
+    """The per-turn lists of ``obj[keys.container]`` (each as long as the questions) as turns."""
     rid = record
     box = _require(obj, keys.container, Mapping, file=file, record=rid, field=keys.container)
     questions = _require(
@@ -611,10 +542,7 @@ def _read_turns(
         for key in (keys.answers, keys.programs, keys.executed, keys.splits)
     ]
     answers, programs, executed, splits = lists
-    step_names = answers is not None and any(
-        isinstance(a, str) and re.fullmatch(r"A\d+", a) for a in answers
-    )
-    if keys is _ORIGINAL and step_names:
+    if keys is _ORIGINAL and answers is not None and any(_is_step_name(a) for a in answers):
         answers = None  # the original answer_list holds step names ("A0"), not answers
     return _build_turns(
         questions,
@@ -627,6 +555,13 @@ def _read_turns(
         keys=keys,
         operations=operations,
     )
+
+
+_STEP_NAME = re.compile(r"A\d+")
+
+
+def _is_step_name(answer: Any) -> bool:
+    return isinstance(answer, str) and _STEP_NAME.fullmatch(answer) is not None
 
 
 def _turn_list(
@@ -666,37 +601,41 @@ def _build_turns(
     record: str,
     keys: _TurnKeys,
     operations: dict[str, tuple[str, ...] | None],
-) -> tuple[list[Turn], list[InputError]]:
+) -> tuple[list[PlainTurn], list[InputError]]:
     def bad(reason: str, key: str, i: int, value: Any = ...) -> InputError:
         field = f"{keys.container}.{key}[{i}]"
         return InputError(reason, file=file, record=record, field=field, value=value)
 
-    turns: list[Turn] = []
+    turns: list[PlainTurn] = []
     warnings: list[InputError] = []
     for i, question in enumerate(questions):
-        if not isinstance(question, str):
+        if type(question) is not str:
             raise bad("question is not text", keys.questions, i, question)
         program = programs[i] if programs is not None else None
-        if program is not None and not isinstance(program, str):
-            raise bad("program is not text", keys.programs, i, program)
         if program is not None:
+            if type(program) is not str:
+                raise bad("program is not text", keys.programs, i, program)
             try:
                 operations[program] = program_operations(program)
             except ProgramParseError as exc:
                 operations[program] = None
                 warnings.append(bad(str(exc), keys.programs, i))
-        gold = executed[i] if executed is not None else None
-        if gold is not None and (isinstance(gold, bool) or not isinstance(gold, int | float | str)):
+        gold: Any = executed[i] if executed is not None else None
+        kind = type(gold)
+        if kind is float or kind is int:
+            gold = float(gold)
+        elif gold is not None and kind is not str:
             raise bad("answer is not a number or text", keys.executed, i, gold)
+        answer = answers[i] if answers is not None else None
         split_flag = splits[i] if splits is not None else None
         turns.append(
-            Turn(
-                index=i,
-                question=question,
-                answer=str(answers[i]) if answers is not None and answers[i] is not None else None,
-                program=program,
-                executed_answer=float(gold) if isinstance(gold, int | float) else gold,
-                qa_split=bool(split_flag) if split_flag is not None else None,
+            PlainTurn(
+                i,
+                question,
+                str(answer) if answer is not None else None,
+                program,
+                gold,
+                bool(split_flag) if split_flag is not None else None,
             )
         )
     return turns, warnings
@@ -779,21 +718,19 @@ def _disambiguate(names: Sequence[str]) -> list[str]:
 def _derive_features(
     record: str,
     table: Mapping[str, Mapping[str, float | str]],
-    turns: Sequence[Turn],
+    turns: Sequence[PlainTurn],
     *,
     has_duplicate_columns: bool | None,
-) -> Features:
-    """Features of a record that has none: type-2 = any ``qa_split`` (or a ``Double_`` id when the
-    file has no ``qa_split``); non-numeric = any cell that is not a number; duplicate columns =
-    the header repeats a name."""
+) -> dict[str, Any]:
+    """``Features.model_dump()`` of a record that has none: type-2 = any ``qa_split`` (or a
+    ``Double_`` id when the file has no ``qa_split``); non-numeric = any cell that is not a
+    number; duplicate columns = the header repeats a name."""
     flags = [t.qa_split for t in turns if t.qa_split is not None]
-    type2 = any(flags) if flags else record.startswith("Double_")
-    non_numeric = any(
-        cell_number(cell) is None for cells in table.values() for cell in cells.values()
-    )
-    return Features(
-        num_dialogue_turns=len(turns),
-        has_type2_question=type2,
-        has_duplicate_columns=bool(has_duplicate_columns),
-        has_non_numeric_values=non_numeric,
-    )
+    return {
+        "num_dialogue_turns": len(turns),
+        "has_type2_question": any(flags) if flags else record.startswith("Double_"),
+        "has_duplicate_columns": bool(has_duplicate_columns),
+        "has_non_numeric_values": any(
+            cell_number(cell) is None for cells in table.values() for cell in cells.values()
+        ),
+    }

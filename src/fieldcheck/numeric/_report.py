@@ -13,12 +13,7 @@ from typing import Any, NamedTuple
 
 from fieldcheck.core import OutputFolder
 from fieldcheck.metrics._numbers import ABSOLUTE_TOLERANCE, RELATIVE_TOLERANCE, UNIT_FACTORS
-from fieldcheck.numeric._scoring import (
-    MAX_TURN_INTERVALS,
-    ConversationScore,
-    NumericResult,
-    ReportTallies,
-)
+from fieldcheck.numeric._scoring import MAX_TURN_INTERVALS, NumericResult
 from fieldcheck.reports import format_seconds_joined
 from fieldcheck.reports._document import Report, Term, figure, write_report
 
@@ -212,41 +207,8 @@ class OperationsRow(NamedTuple):
     correct: int
 
 
-def accuracy_by_operations(conversations: Sequence[ConversationScore]) -> list[OperationsRow]:
-    """Numerical-match accuracy by the plan's number of operations over scored turns with a plan:
-    the spec's ``turns.groupby("operations_per_turn")["numerical_match"].mean()``."""
-    groups: dict[int, list[int]] = {}
-    for c in conversations:
-        for t in c.turns:
-            if t.scored and t.operations_per_turn is not None:
-                group = groups.setdefault(t.operations_per_turn, [0, 0])
-                group[0] += 1
-                group[1] += bool(t.numerical_match)
-    return [OperationsRow(k, n, right) for k, (n, right) in sorted(groups.items())]
-
-
-def report_tallies(result: NumericResult) -> ReportTallies:
-    """The result's tallies (a streamed run folds them while scoring), else counted from its
-    conversations (the in-memory ``score_numeric``)."""
-    if result.tallies is not None:
-        return result.tallies
-    checks = sum(
-        1
-        for c in result.conversations
-        for t in c.turns
-        for entry in t.validation
-        if not entry.get("passed")
-    )
-    return ReportTallies(
-        by_operations=list(accuracy_by_operations(result.conversations)),
-        extra=_turn_counts(result.conversations),
-        worst=_worst_conversations(result.conversations),
-        failed_checks=checks,
-    )
-
-
 def _operations_rows(result: NumericResult) -> list[OperationsRow]:
-    return [OperationsRow(*row) for row in report_tallies(result).by_operations]
+    return [OperationsRow(*row) for row in result.tallies.by_operations]
 
 
 def plot_files(result: NumericResult) -> list[str]:
@@ -317,23 +279,6 @@ def write_plots(result: NumericResult, out: Path | OutputFolder) -> dict[str, Pa
     return written
 
 
-def _turn_counts(conversations: Sequence[ConversationScore]) -> dict[str, int]:
-    """Scored turns matching each type but not the numerical match (the readings' N)."""
-    fields = {
-        "unit_agnostic": "unit_agnostic_match",
-        "sign_agnostic": "sign_agnostic_match",
-        "general": "general_match",
-        "soft": "soft_match",
-    }
-    counts = dict.fromkeys(fields, 0)
-    for c in conversations:
-        for t in c.turns:
-            if t.scored and not t.numerical_match:
-                for name, field in fields.items():
-                    counts[name] += bool(getattr(t, field))
-    return counts
-
-
 def readings(result: NumericResult) -> list[str]:
     """The spec's "Analysis Workflows" readings that apply, each stated from the numbers (rules in
     docs/numeric.md, "Report"). Empty when nothing was scored."""
@@ -342,7 +287,7 @@ def readings(result: NumericResult) -> list[str]:
         return []
     scored = int(stats["num_scored_turns"])
     numerical = float(stats["numerical_match_accuracy"])
-    extra = report_tallies(result).extra
+    extra = result.tallies.extra
     modes = stats.get("failure_modes") or {}
     out = []
     for key, name, cause in (
@@ -474,30 +419,7 @@ def worst_conversations(result: NumericResult, limit: int = WORST) -> list[list[
     """The ``limit`` scored conversations of lowest numerical accuracy below 1 (ties: more scored
     turns first, then id): id, turns, scored turns, accuracy, the first failure (turn: mode).
     Perfect conversations are never listed as "worst"."""
-    return report_tallies(result).worst[:limit]
-
-
-def _worst_conversations(
-    conversations: Sequence[ConversationScore], limit: int = WORST
-) -> list[list[str]]:
-    scored = [(c, c.accuracy("numerical_match")) for c in conversations]
-    ranked = sorted(
-        ((c, a) for c, a in scored if a is not None and a < 1.0),
-        key=lambda ca: (ca[1], -sum(t.scored for t in ca[0].turns), ca[0].conversation_id),
-    )
-    rows = []
-    for c, accuracy in ranked[:limit]:
-        first = next((t for t in c.turns if t.scored and not t.numerical_match), None)
-        rows.append(
-            [
-                c.conversation_id,
-                str(len(c.turns)),
-                str(sum(t.scored for t in c.turns)),
-                f"{accuracy:.3f}",
-                f"turn {first.turn_idx}: {first.failure_mode}" if first else "none",
-            ]
-        )
-    return rows
+    return result.tallies.worst[:limit]
 
 
 def glossary(stats: Mapping[str, Any]) -> list[Term]:

@@ -1,7 +1,9 @@
-"""Scoring a model's predictions against a ConvFinQA dataset: per turn, per conversation, overall.
+"""Scoring a model's predictions against a ConvFinQA dataset: one turn (``turn_values``), the
+input problems, the signature, and the bootstrap's units.
 
 Layer 3: it joins records and predictions and calls the pure metric functions of
-``fieldcheck.metrics._numbers`` and ``fieldcheck.metrics._programs``. Spec: numeric-qa-evaluation.md.
+``fieldcheck.metrics`` (the five match types and the failure mode through ``metrics.match_answer``,
+looked up at each call). Spec: numeric-qa-evaluation.md.
 """
 
 from __future__ import annotations
@@ -11,30 +13,20 @@ import logging
 import math
 from array import array
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from types import MappingProxyType
 from typing import Any, Literal, NamedTuple, cast
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
+from fieldcheck import metrics
 from fieldcheck._util.errors import ErrorList, InputError
 from fieldcheck._util.paths import unique_filenames
 from fieldcheck._util.signature import Signature
-from fieldcheck.metrics._numbers import (
-    ABSOLUTE_TOLERANCE,
-    RELATIVE_TOLERANCE,
-    AnswerRule,
-    FailureMode,
-    match_values,
-    parse_answer,
-)
+from fieldcheck.metrics._numbers import ABSOLUTE_TOLERANCE, RELATIVE_TOLERANCE, FailureMode
 from fieldcheck.metrics._programs import (
     ProgramParseError,
-    logic_order_score,
-    logic_precision,
-    logic_recall,
     plan_operations,
     program_operations,
 )
@@ -43,18 +35,11 @@ from fieldcheck.metrics._stats import (
     TotalsGroup,
     TotalsStatistic,
     bootstrap_groups_ci,
-    latency_stats,
     ratio_array,
 )
 from fieldcheck.numeric._loaders import LoadResult, PlainTurn
-from fieldcheck.numeric._predictions import (
-    Prediction,
-    PredictionsResult,
-    PredictionValues,
-    prediction_values,
-    sorted_keys,
-)
-from fieldcheck.numeric._records import Conversation, Turn
+from fieldcheck.numeric._predictions import PredictionsResult, PredictionValues, sorted_keys
+from fieldcheck.numeric._records import Turn
 from fieldcheck.runner._errors import ERROR_TYPES
 
 MISSING_PREDICTION = "missing_prediction"
@@ -62,95 +47,6 @@ MISSING_PREDICTION = "missing_prediction"
 # scored. ``invalid_reply`` (and the agent's ``invalid_plan``) are the model's own failures.
 CALL_ERRORS: tuple[str, ...] = tuple(t for t in ERROR_TYPES if t != "invalid_reply")
 logger = logging.getLogger("fieldcheck")
-
-
-class TurnScore(BaseModel):
-    """Everything known about one turn: gold, prediction, the five matches, logic scores, cost.
-
-    Match fields are ``None`` when the turn is not scored: no gold answer (``not_scored`` =
-    ``no_gold``) or its model call failed (``call_error``, issue 8: an infrastructure error is
-    not a wrong answer); logic scores are ``None`` then too, and without a plan or without a
-    parsable gold program.
-    """
-
-    conversation_id: str
-    turn_idx: int
-    question: str
-    expected_answer: float | str | None
-    predicted_answer: str | float | None
-    parsed_answer: float | str | None
-    answer_rule: AnswerRule | None = None  # which parse_answer rule read the answer (issue 9)
-    scored: bool
-    not_scored: Literal["no_gold", "call_error"] | None = None
-    numerical_match: bool | None
-    soft_match: bool | None
-    unit_agnostic_match: bool | None
-    sign_agnostic_match: bool | None
-    general_match: bool | None
-    failure_mode: FailureMode | None
-    ground_truth_program: str | None
-    ground_truth_operations: list[str] | None
-    plan: dict[str, Any] | None
-    plan_steps: int | None
-    plan_operations: list[str] | None
-    operations_per_turn: int | None
-    logic_recall: float | None
-    logic_precision: float | None
-    logic_order_score: float | None
-    qa_split: bool | None
-    input_tokens: int
-    output_tokens: int
-    tokens_estimated: bool = False  # the counts are characters / 4 (no usable usage)
-    latency_s: float | None
-    error_type: str | None
-    error_message: str | None
-    validation: list[dict[str, Any]]
-
-    @property
-    def call_error(self) -> bool:
-        """The turn's model call failed (rate_limited, server_error, timeout, connection,
-        bad_request, context_length, bad_response): listed everywhere, scored nowhere."""
-        return self.not_scored == "call_error"
-
-
-class ConversationScore(BaseModel):
-    """One conversation's turns and its per-conversation aggregates (summary.csv row)."""
-
-    conversation_id: str
-    trace_id: str
-    features: dict[str, Any]
-    turns: list[TurnScore]
-
-    def _scored(self) -> list[TurnScore]:
-        return [t for t in self.turns if t.scored]
-
-    def accuracy(self, field: str) -> float | None:
-        """Share of scored turns where ``field`` (a match type) is True; ``None`` if none scored."""
-        scored = self._scored()
-        if not scored:
-            return None
-        return sum(bool(getattr(t, field)) for t in scored) / len(scored)
-
-    def mean(self, field: str) -> float | None:
-        """Mean of a per-turn number (logic scores, operations, latency) over the turns that have
-        it, call-error turns left out; ``None`` if none has it (a turn without a plan has no
-        logic scores, never 0)."""
-        return _mean([getattr(t, field) for t in self.turns if not t.call_error])
-
-    @property
-    def success(self) -> bool | None:
-        """Every scored turn is a numerical match; ``None`` when no turn is scored (no gold
-        answers, or every call failed)."""
-        scored = self._scored()
-        return all(t.numerical_match for t in scored) if scored else None
-
-    @property
-    def input_tokens(self) -> int:
-        return sum(t.input_tokens for t in self.turns)
-
-    @property
-    def output_tokens(self) -> int:
-        return sum(t.output_tokens for t in self.turns)
 
 
 class ReportTallies(NamedTuple):
@@ -165,23 +61,15 @@ class ReportTallies(NamedTuple):
 
 
 class NumericResult(BaseModel):
-    """The whole scoring run: conversations, every input problem, statistics and signature.
-
-    ``conversations`` is empty for a streamed run (``numeric score``), which keeps ``tallies``
-    instead; the in-memory ``score_numeric`` keeps every turn and no tallies."""
+    """A scoring run's results: every input problem, statistics.json, the signature and what
+    the report reads beyond the statistics (no turn is kept: ``score_to_folder`` streams)."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
-    conversations: list[ConversationScore]
     input_errors: ErrorList
     statistics: dict[str, Any]
     signature: Signature
-    tallies: ReportTallies | None = None
-
-
-def _mean(values: Sequence[float | int | bool | None]) -> float | None:
-    present = [float(v) for v in values if v is not None]
-    return math.fsum(present) / len(present) if present else None
+    tallies: ReportTallies
 
 
 @functools.lru_cache(maxsize=4096)
@@ -203,37 +91,16 @@ def gold_operations(
     return list(ops) if ops is not None else None
 
 
-def turn_record(
-    conversation: Conversation,
-    turn_idx: int,
-    prediction: Prediction | None,
-    operations: Mapping[str, tuple[str, ...] | None] = MappingProxyType({}),
-) -> dict[str, Any]:
-    """One turn scored as plain data: exactly ``TurnScore.model_dump(mode="json")``, built without
-    a model (the hot path of ``numeric score``; issue 10). ``prediction`` None = no line for it.
-    ``operations``: gold programs already parsed (``LoadResult.operations``), not parsed again."""
-    turn = conversation.turns[turn_idx]
-    return turn_values(
-        conversation.id,
-        turn_idx,
-        turn,
-        prediction_values(prediction) if prediction is not None else None,
-        gold_operations(turn.program, operations),
-    )
-
-
 _LOGIC_CACHED = 64  # longer plans and programs are scored without the cache (bounded memory)
 
 
 @functools.lru_cache(maxsize=4096)
-def _logic_scores(plan_ops: Sequence[str], gold_ops: Sequence[str]) -> tuple[float, float, float]:
-    """Logic recall, precision and order score; the few distinct (plan, gold) pairs of a run
-    are scored once."""
-    return (
-        logic_recall(plan_ops, gold_ops),
-        logic_precision(plan_ops, gold_ops),
-        logic_order_score(plan_ops, gold_ops),
-    )
+def cached_logic_scores(
+    plan_ops: Sequence[str], gold_ops: Sequence[str]
+) -> tuple[float, float, float]:
+    """``metrics.logic_scores``: the few distinct (plan, gold) pairs of a run are scored once
+    (the cache is emptied when a run starts, ``scored_conversations``)."""
+    return metrics.logic_scores(plan_ops, gold_ops)
 
 
 _NO_PREDICTION = PredictionValues(
@@ -248,8 +115,10 @@ def turn_values(
     prediction: PredictionValues | None,
     gold_ops: list[str] | None,
 ) -> dict[str, Any]:
-    """``turn_record`` from plain values: the prediction's (``None``: no line for the turn) and
-    the gold program's operations (``None``: no program, or one that does not parse)."""
+    """One turn scored as plain data (a turns.csv row and the trace's turn, issue 10) from the
+    prediction's values (``None``: no line for the turn) and the gold program's operations
+    (``None``: no program, or one that does not parse). Not scored (match fields ``None``): no
+    gold answer, or a failed model call (issue 8)."""
     gold = turn.executed_answer
     (
         raw_answer,
@@ -262,7 +131,7 @@ def turn_values(
         validation,
         estimated,
     ) = prediction if prediction is not None else _NO_PREDICTION._replace(validation=[])
-    parsed = parse_answer(raw_answer)
+    parsed = metrics.parse_answer(raw_answer)
     parsed_value: float | str | None = None
     if parsed is not None:
         parsed_value = (
@@ -274,16 +143,18 @@ def turn_values(
     elif gold is None:
         not_scored = "no_gold"
     matches = (
-        match_values(parsed, gold, error=error_type is not None) if not_scored is None else None
+        metrics.match_answer(parsed, gold, error=error_type is not None)
+        if not_scored is None
+        else None
     )
     plan_ops = plan_operations(plan)
     recall = precision = order = None
     # a plan cut short by a failed repair call is listed but not scored
     if plan_ops is not None and gold_ops is not None and not_scored != "call_error":
         if len(plan_ops) + len(gold_ops) <= _LOGIC_CACHED:
-            recall, precision, order = _logic_scores(tuple(plan_ops), tuple(gold_ops))
+            recall, precision, order = cached_logic_scores(tuple(plan_ops), tuple(gold_ops))
         else:
-            recall, precision, order = _logic_scores.__wrapped__(plan_ops, gold_ops)
+            recall, precision, order = cached_logic_scores.__wrapped__(plan_ops, gold_ops)
     if matches is None:
         numerical = soft = unit = sign = general = None
         mode: FailureMode | None = None
@@ -325,13 +196,6 @@ def turn_values(
         "error_message": error_message,
         "validation": validation,
     }
-
-
-def score_turn(
-    conversation: Conversation, turn_idx: int, prediction: Prediction | None
-) -> TurnScore:
-    """Score one turn (``prediction`` None = the predictions file has no line for it)."""
-    return TurnScore.model_validate(turn_record(conversation, turn_idx, prediction))
 
 
 def trace_ids(conversation_ids: Sequence[str]) -> dict[str, str]:
@@ -422,72 +286,6 @@ def run_signature(
     )
 
 
-def score_numeric(
-    data: LoadResult,
-    predictions: PredictionsResult,
-    *,
-    price_in: float | None = None,
-    price_out: float | None = None,
-    bootstrap: int = 1000,
-    seed: int = 0,
-    sample_size: int | None = None,
-    sample_seed: int | None = None,
-    progress: Callable[[int], None] | None = None,
-) -> NumericResult:
-    """Score every turn of ``data`` against ``predictions``; return turns, aggregates, statistics.
-
-    The in-memory path (every TurnScore kept; ``numeric score`` streams with
-    ``numeric._stream.score_to_folder``). A conversation turn without a prediction counts as a
-    failure (``missing_prediction``); a prediction for an unknown conversation or a turn out of
-    range is an input error and ignored. Both are listed in ``input_errors`` with file, line,
-    record id and field. ``price_in``/``price_out`` are US dollars per million tokens (both or
-    neither).
-    """
-    if (price_in is None) != (price_out is None):
-        raise ValueError("give both price_in and price_out, or neither")
-    errors = prediction_errors(data, predictions)
-    ids = trace_ids(data.conversation_ids())
-    conversations: list[ConversationScore] = []
-    for n, conversation in enumerate(data.conversations, start=1):
-        turns: list[TurnScore] = []
-        for i in range(len(conversation.turns)):
-            prediction = predictions.predictions.get((conversation.id, i))
-            if prediction is None and conversation.turns[i].executed_answer is not None:
-                errors.append(missing_turn_error(predictions, conversation.id, i))
-            turns.append(score_turn(conversation, i, prediction))
-        conversations.append(
-            ConversationScore(
-                conversation_id=conversation.id,
-                trace_id=ids[conversation.id],
-                features=conversation.features.model_dump(),
-                turns=turns,
-            )
-        )
-        if progress is not None:
-            progress(n)
-    signature = run_signature(
-        data,
-        predictions,
-        bootstrap=bootstrap,
-        seed=seed,
-        sample_size=sample_size,
-        sample_seed=sample_seed,
-    )
-    statistics = compute_statistics(
-        conversations,
-        price_in=price_in,
-        price_out=price_out,
-        bootstrap=bootstrap,
-        seed=seed,
-    )
-    statistics["num_input_errors"] = len(errors)
-    statistics["signature"] = signature.format()
-    statistics["signature_settings"] = signature.model_dump(mode="json")
-    return NumericResult(
-        conversations=conversations, input_errors=errors, statistics=statistics, signature=signature
-    )
-
-
 _MATCHES = {
     "numerical_match_accuracy": "numerical_match",
     "soft_match_accuracy": "soft_match",
@@ -517,21 +315,6 @@ class Intervals(NamedTuple):
     by_turn: dict[int, Interval]
 
 
-def conversation_totals(conversation: ConversationScore) -> list[float]:
-    """A conversation's sufficient statistics for the bootstrap: its turns matching under each of
-    the five types, its scored turns, the sum and the count of each logic score (turns that have
-    one), and whether it succeeded and was judged (0/1 each)."""
-    scored = [t for t in conversation.turns if t.scored]
-    row = [float(sum(bool(getattr(t, f)) for t in scored)) for f in _MATCHES.values()]
-    row.append(float(len(scored)))
-    for field in _LOGIC.values():
-        values = [getattr(t, field) for t in conversation.turns if getattr(t, field) is not None]
-        row += [math.fsum(values), float(len(values))]
-    success = conversation.success
-    row += [float(bool(success)), float(success is not None)]
-    return row
-
-
 def _ratio(numerator: int, denominator: int) -> TotalsStatistic:
     """Summed column ``numerator`` / summed column ``denominator``; NaN for a resample whose
     denominator is 0 (it drew no item of the statistic: left out of its interval)."""
@@ -540,28 +323,6 @@ def _ratio(numerator: int, denominator: int) -> TotalsStatistic:
         return ratio_array(totals[:, numerator], totals[:, denominator])
 
     return statistic
-
-
-def bootstrap_intervals(
-    conversations: Sequence[ConversationScore], *, resamples: int = 1000, seed: int = 0
-) -> Intervals:
-    """95% percentile bootstrap intervals resampling conversations (spec "Reasoning Quality" and
-    "Complexity Analysis"; docs/numeric.md): each statistic is a ratio of summed per-conversation
-    counts (``conversation_totals``), so a resample is a matrix product
-    (``bootstrap_groups_ci``, seeded). The units are the conversations with a scored turn or a
-    logic score; a statistic with nothing counted has no interval. Per turn position (the first
-    ``MAX_TURN_INTERVALS``): numerical-match accuracy over the conversations scored there. A
-    resample that draws no item of a statistic (no conversation scored at that position, no
-    logic score, no judged conversation) is left out of that statistic's interval, whose
-    ``resamples`` counts those kept of the ``drawn``.
-    """
-    units = BootstrapUnits()
-    for c in conversations:
-        units.add(
-            conversation_totals(c),
-            [(t.turn_idx, bool(t.numerical_match)) for t in c.turns if t.scored],
-        )
-    return units.intervals(resamples=resamples, seed=seed)
 
 
 Rows = Sequence[Sequence[float]]
@@ -635,100 +396,6 @@ def nothing_scored_reason(turns: int, call_errors: Counter[str], no_gold: int) -
     if no_gold == turns:
         return "nothing was scored: no turn has a gold answer"
     return f"nothing was scored: {lost} turn(s) hit a call error, {no_gold} have no gold answer"
-
-
-def compute_statistics(
-    conversations: Sequence[ConversationScore],
-    *,
-    price_in: float | None = None,
-    price_out: float | None = None,
-    bootstrap: int = 1000,
-    seed: int = 0,
-) -> dict[str, Any]:
-    """statistics.json: per-turn accuracies, logic scores, cost, by-turn tables, intervals.
-
-    Accuracies are over scored turns (turns with a gold answer whose model call did not fail);
-    ``None`` when there are none. A turn whose call failed (``CALL_ERRORS``, issue 8) is left out
-    of every metric, of latency and of the cost per correct answer, and counted in
-    ``turns_not_scored_call_errors``; ``nothing_scored`` says when no turn is left to score.
-    ``cost_per_correct_answer`` = tokens of the turns not lost to a call error / successful
-    conversations (every scored turn a numerical match), ``None`` when none succeeded: the
-    spec's name for tokens per successful conversation; ``tokens_per_correct_turn`` = the same
-    tokens / turns that are a numerical match, ``None`` when none; the ``total_*_tokens`` count
-    every token spent; ``num_turns_tokens_estimated`` counts the turns whose tokens are the
-    runner's characters / 4 estimate (predictions ``tokens_estimated``). ``num_failed_turns``: scored turns that are not a numerical match (each
-    has a failure mode and an errors.csv row).
-    """
-    turns = [t for c in conversations for t in c.turns]
-    answered = [t for t in turns if not t.call_error]
-    scored = [t for t in turns if t.scored]
-    stats: dict[str, Any] = {}
-    for key, field in _MATCHES.items():
-        stats[key] = _mean([getattr(t, field) for t in scored])
-    stats["avg_logic_recall"] = _mean([t.logic_recall for t in answered])
-    stats["avg_logic_precision"] = _mean([t.logic_precision for t in answered])
-    stats["avg_logic_order_score"] = _mean([t.logic_order_score for t in answered])
-    stats["avg_operations_per_turn"] = _mean([t.operations_per_turn for t in answered])
-
-    flags = [c.success for c in conversations if c.success is not None]
-    successes = sum(bool(f) for f in flags)
-    total_in = sum(t.input_tokens for t in turns)
-    total_out = sum(t.output_tokens for t in turns)
-    counted_in = sum(t.input_tokens for t in answered)
-    counted_out = sum(t.output_tokens for t in answered)
-    call_errors = Counter(str(t.error_type) for t in turns if t.call_error)
-    no_gold = sum(1 for t in turns if t.not_scored == "no_gold")
-    stats["num_conversations"] = len(conversations)
-    stats["num_turns"] = len(turns)
-    stats["num_scored_turns"] = len(scored)
-    correct = sum(1 for t in scored if t.numerical_match)
-    stats["num_failed_turns"] = len(scored) - correct
-    stats["num_turns_not_scored_call_errors"] = sum(call_errors.values())
-    stats["turns_not_scored_call_errors"] = {k: call_errors[k] for k in sorted(call_errors)}
-    stats["num_turns_not_scored_no_gold"] = no_gold
-    stats["nothing_scored"] = not scored
-    stats["nothing_scored_reason"] = nothing_scored_reason(len(turns), call_errors, no_gold)
-    stats["num_successful_conversations"] = successes
-    stats["conversation_success_rate"] = successes / len(flags) if flags else None
-    stats["total_input_tokens"] = total_in
-    stats["total_output_tokens"] = total_out
-    stats["total_tokens"] = total_in + total_out
-    stats["num_turns_tokens_estimated"] = sum(1 for t in turns if t.tokens_estimated)
-    stats["cost_per_correct_answer"] = (counted_in + counted_out) / successes if successes else None
-    stats["tokens_per_correct_turn"] = (counted_in + counted_out) / correct if correct else None
-    if price_in is not None and price_out is not None:
-        dollars = (total_in * price_in + total_out * price_out) / 1_000_000
-        counted = (counted_in * price_in + counted_out * price_out) / 1_000_000
-        stats["total_cost_usd"] = dollars
-        stats["cost_per_correct_answer_usd"] = counted / successes if successes else None
-        stats["price_in_usd_per_1m"] = price_in
-        stats["price_out_usd_per_1m"] = price_out
-
-    by_turn: dict[int, list[TurnScore]] = {}
-    for t in scored:
-        by_turn.setdefault(t.turn_idx, []).append(t)
-    stats["accuracy_by_turn_number"] = {
-        str(k): _mean([t.numerical_match for t in v]) for k, v in sorted(by_turn.items())
-    }
-    stats["avg_operations_by_turn"] = {
-        str(k): _mean([t.operations_per_turn for t in v]) for k, v in sorted(by_turn.items())
-    }
-    stats["turns_by_turn_number"] = {str(k): len(v) for k, v in sorted(by_turn.items())}
-    modes = Counter(t.failure_mode for t in scored if t.failure_mode is not None)
-    stats["failure_modes"] = {mode: modes[mode] for mode in sorted(modes)}
-    stats["num_prediction_errors"] = sum(
-        1 for t in turns if t.error_type is not None and t.error_type != MISSING_PREDICTION
-    )
-    stats["num_missing_predictions"] = sum(1 for t in turns if t.error_type == MISSING_PREDICTION)
-    latency = latency_stats([t.latency_s for t in answered if t.latency_s is not None])
-    stats["latency_s"] = latency.model_dump() if latency else None
-
-    intervals = (
-        bootstrap_intervals(conversations, resamples=bootstrap, seed=seed)
-        if bootstrap > 0
-        else None
-    )
-    return stats | interval_statistics(intervals)
 
 
 def interval_statistics(intervals: Intervals | None) -> dict[str, Any]:

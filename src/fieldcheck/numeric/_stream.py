@@ -1,11 +1,9 @@
-"""``numeric score`` streamed (issue 10): each conversation is scored into plain dicts, its rows are
-appended to summary.csv, turns.csv, validation.csv and errors.csv and its trace is written, and it
-is folded into running aggregates (``Tally``); no turn is kept once its conversation is done.
-
-The numbers are those of the in-memory ``score_numeric`` + ``compute_statistics`` to the last
-digit (tests/numeric/test_streamed.py): accuracies are exact counts, logic means exact sums
-(``ExactSum``), the bootstrap draws the same seeded multinomial weights over the same
-per-conversation totals. Spec: numeric-qa-evaluation.md, "Output Files".
+"""``numeric score`` (issue 10), the one scoring path: each conversation is scored into plain dicts,
+its rows are appended to summary.csv, turns.csv, validation.csv and errors.csv and its trace is
+written, and it is folded into running aggregates (``Tally``); no turn is kept once its
+conversation is done. Accuracies are exact counts, logic means exact sums (``ExactSum``), the
+bootstrap draws seeded multinomial weights over per-conversation totals, so the numbers do not
+depend on the chunk size. Spec: numeric-qa-evaluation.md, "Output Files".
 """
 
 from __future__ import annotations
@@ -19,11 +17,11 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import ExitStack
 from operator import itemgetter
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import orjson
 
-from fieldcheck._util.errors import error_dicts, short_repr
+from fieldcheck._util.errors import ErrorList, error_dicts, short_repr
 from fieldcheck._util.jsonio import dumps_bytes
 from fieldcheck.core import OutputFolder
 from fieldcheck.metrics._stats import ExactSum, latency_stats
@@ -39,6 +37,7 @@ from fieldcheck.numeric._scoring import (
     BootstrapUnits,
     NumericResult,
     ReportTallies,
+    cached_logic_scores,
     gold_operations,
     interval_statistics,
     missing_turn_error,
@@ -55,7 +54,7 @@ if TYPE_CHECKING:  # the store (SQLAlchemy) is imported only by a run that recor
     from fieldcheck.numeric._writer import WriterProcess
     from fieldcheck.store import RunRecorder
 
-Turn = dict[str, Any]  # turn_record(): TurnScore.model_dump(mode="json") as plain data
+Turn = dict[str, Any]  # a scored turn (``turn_values``) as plain data
 
 SUMMARY_COLUMNS = (
     "conversation_id",
@@ -166,11 +165,6 @@ _TRACE_OPTIONS = (
 )
 
 
-def _mean(values: Iterable[Any]) -> float | None:
-    present = [float(v) for v in values if v is not None]
-    return math.fsum(present) / len(present) if present else None
-
-
 def _cells(row: Mapping[str, Any], columns: Sequence[str]) -> list[Any]:
     """``neutralise_cell`` of each column, with the common cells (empty, numbers) inline."""
     out: list[Any] = []
@@ -185,47 +179,6 @@ def _cells(row: Mapping[str, Any], columns: Sequence[str]) -> list[Any]:
     return out
 
 
-def summary_row(
-    conversation_id: str, trace_id: str, features: Mapping[str, Any], turns: Sequence[Turn]
-) -> dict[str, Any]:
-    """One conversation's summary.csv row."""
-    scored = [t for t in turns if t["scored"]]
-    answered = [t for t in turns if t["not_scored"] != "call_error"]
-    latencies = [t["latency_s"] for t in answered if t["latency_s"] is not None]
-    success = all(t["numerical_match"] for t in scored) if scored else None
-    tokens_in = sum(t["input_tokens"] for t in turns)
-    tokens_out = sum(t["output_tokens"] for t in turns)
-    row: dict[str, Any] = {
-        "conversation_id": conversation_id,
-        "trace_id": trace_id,
-        "num_turns": len(turns),
-        **features,
-    }
-    for key, field in zip(MATCH_KEYS, MATCH_FIELDS, strict=True):
-        row[key] = sum(bool(t[field]) for t in scored) / len(scored) if scored else None
-    for field in (*LOGIC_FIELDS, "operations_per_turn"):
-        row["avg_" + field] = _mean(t[field] for t in answered)
-    row["conversation_success"] = success
-    row["input_tokens"] = tokens_in
-    row["output_tokens"] = tokens_out
-    row["total_tokens"] = tokens_in + tokens_out
-    row["total_latency_s"] = sum(latencies) if latencies else None
-    row["mean_latency_s"] = _mean(t["latency_s"] for t in answered)
-    row["failed_turns"] = sum(1 for t in scored if not t["numerical_match"])
-    return row
-
-
-def turn_row(features: Mapping[str, Any], t: Turn) -> dict[str, Any]:
-    """One turn's turns.csv row."""
-    row = dict(t)
-    row["has_type2_question"] = features["has_type2_question"]
-    row["has_non_numeric_values"] = features["has_non_numeric_values"]
-    plan_ops, gold_ops = t["plan_operations"], t["ground_truth_operations"]
-    row["plan_operations"] = " ".join(plan_ops) if plan_ops is not None else None
-    row["ground_truth_operations"] = " ".join(gold_ops) if gold_ops is not None else None
-    return row
-
-
 def _cell_list(values: Iterable[Any]) -> list[Any]:
     """``_cells`` of values already in column order."""
     return ["" if v is None else v if type(v) in _PLAIN else neutralise_cell(v) for v in values]
@@ -237,8 +190,8 @@ _AVERAGED = (*LOGIC_FIELDS, "operations_per_turn", "latency_s")
 
 
 def turn_cells(features: Mapping[str, Any], t: Turn) -> list[Any]:
-    """``_cells(turn_row(features, t), TURN_COLUMNS)`` of a full turn record, without the row
-    dict (tests/numeric/test_fast_rows.py)."""
+    """A scored turn's turns.csv cells: ``neutralise_cell`` of each of ``TURN_COLUMNS``, the
+    operations joined by spaces, the conversation's features beside the turn's values."""
     plan_ops, gold_ops = t["plan_operations"], t["ground_truth_operations"]
     return _cell_list(
         (
@@ -257,8 +210,9 @@ def turn_cells(features: Mapping[str, Any], t: Turn) -> list[Any]:
 def summary_cells(
     conversation_id: str, trace_id: str, features: Mapping[str, Any], turns: Sequence[Turn]
 ) -> tuple[list[Any], bool | None]:
-    """``_cells(summary_row(...), SUMMARY_COLUMNS)`` in one pass over the turns, and the
-    conversation's success (tests/numeric/test_fast_rows.py)."""
+    """A conversation's summary.csv cells (``SUMMARY_COLUMNS``) in one pass over its turns, and
+    its success (every scored turn a numerical match; ``None`` when none is scored). Accuracies
+    are over scored turns; means over the turns not lost to a call error that have the value."""
     scored = failed = tokens_in = tokens_out = 0
     hits = [0] * len(MATCH_FIELDS)
     present: list[list[float]] = [[] for _ in _AVERAGED]
@@ -384,35 +338,15 @@ def _error_context(features: Mapping[str, Any], t: Turn) -> dict[str, Any]:
     }
 
 
-def error_row(
-    trace_id: str, conversation_id: str, features: Mapping[str, Any], t: Turn
-) -> dict[str, Any] | None:
-    """The errors.csv row of a failed scored turn (``None`` for any other turn): the agent's
-    error type, ``missing_prediction``, or else the failure mode; see ``_writers.error_rows``."""
-    if not t["scored"] or t["numerical_match"]:
-        return None
-    error_type, message = _error_kind(t)
-    return {
-        "trace_id": trace_id,
-        "conversation_id": conversation_id,
-        "turn_idx": t["turn_idx"],
-        "question": t["question"],
-        "expected_answer": t["expected_answer"],
-        "error_type": error_type,
-        "error_message": message,
-        "has_type2_question": features["has_type2_question"],
-        "has_non_numeric_values": features["has_non_numeric_values"],
-        "plan_steps": t["plan_steps"],
-        "operations_per_turn": t["operations_per_turn"],
-        "error_context": _error_context(features, t),
-    }
-
-
 def error_cells(
     trace_id: str, conversation_id: str, features: Mapping[str, Any], t: Turn
 ) -> list[Any] | None:
-    """``_cells(error_row(...), ERROR_COLUMNS)`` without the row dict, or ``None``
-    (tests/numeric/test_fast_rows.py)."""
+    """The errors.csv cells (exactly the spec's columns) of a failed scored turn, ``None`` for
+    any other turn. ``error_type`` is the agent's error type for errored turns
+    (``invalid_reply``, ``invalid_plan``), ``missing_prediction`` for a turn without a
+    prediction, else the failure mode (``scale``, ``sign``, ``rounding``, ``wrong``,
+    ``no_answer``). A turn not scored (no gold answer, issue 9; a failed call, issue 8) is not an
+    error: turns.csv lists it with ``not_scored``."""
     if not t["scored"] or t["numerical_match"]:
         return None
     error_type, message = _error_kind(t)
@@ -460,7 +394,7 @@ class _Sum:
 
 class Tally:
     """Running aggregates of a scoring run, one conversation at a time: every statistics.json
-    value of ``compute_statistics`` and the report's ``ReportTallies``. Memory: the bootstrap's
+    value and the report's ``ReportTallies``. Memory: the bootstrap's
     totals (14 floats per conversation) and one float per turn with a latency (the median and
     p95 need them all); everything else is a count or an exact sum."""
 
@@ -591,7 +525,19 @@ class Tally:
         bootstrap: int = 1000,
         seed: int = 0,
     ) -> dict[str, Any]:
-        """statistics.json as ``compute_statistics`` gives it for the same turns."""
+        """statistics.json: per-turn accuracies, logic scores, cost, by-turn tables, intervals.
+
+        Accuracies are over scored turns (a gold answer and no failed model call); ``None`` when
+        there are none. A turn whose call failed (``CALL_ERRORS``, issue 8) is left out of every
+        metric, of latency and of the cost per correct answer, and counted in
+        ``turns_not_scored_call_errors``; ``nothing_scored`` says when no turn is left to score.
+        ``cost_per_correct_answer`` = tokens of the turns not lost to a call error / successful
+        conversations (every scored turn a numerical match), ``None`` when none succeeded: the
+        spec's name for tokens per successful conversation; ``tokens_per_correct_turn`` = the
+        same tokens / numerically matching turns; the ``total_*_tokens`` count every token spent;
+        ``num_turns_tokens_estimated`` counts the turns whose tokens are the runner's
+        characters / 4 estimate. ``num_failed_turns``: scored turns that are not a numerical
+        match (each has a failure mode and an errors.csv row)."""
         stats: dict[str, Any] = {}
         scored = self.scored
         for key, count in zip(MATCH_KEYS, self.matches, strict=True):
@@ -827,12 +773,54 @@ def write_report_files(result: NumericResult, out: OutputFolder) -> dict[str, Pa
     return paths
 
 
-def finish_outputs(result: NumericResult, out: OutputFolder) -> dict[str, Path]:
-    """After the row files: ``write_report_files``, then statistics.json (last, with
-    ``complete: true``); returns name -> path of every output."""
-    paths = write_report_files(result, out)
-    paths["statistics.json"] = out.write_summary("statistics.json", result.statistics)
-    return paths
+class ScoredConversation(NamedTuple):
+    """One conversation scored: its trace id, features (``Features.model_dump()``), scored turns
+    (``turn_values``) and document (for its trace)."""
+
+    id: str
+    trace_id: str
+    features: dict[str, Any]
+    turns: list[Turn]
+    document: dict[str, Any] | None
+
+
+def scored_conversations(
+    data: LoadResult, predictions: PredictionsResult, errors: ErrorList
+) -> Iterator[ScoredConversation]:
+    """Every kept conversation of ``data`` scored against ``predictions``, in file order, one at
+    a time (the conversations are read again from the file, one record at a time). A turn with
+    a gold answer and no prediction counts as a failure (``missing_prediction``) and is
+    appended to ``errors``."""
+    ids = trace_ids(data.conversation_ids())
+    cached_logic_scores.cache_clear()
+    found = predictions.predictions
+    stored = data.conversations
+    indexed = found if isinstance(found, PredictionIndex) else None
+    plain = (
+        stored.plain()
+        if isinstance(stored, StoredConversations)
+        else map(plain_conversation, stored)
+    )
+    for conversation in plain:
+        cid = conversation.id
+        # a stored file: this conversation's lines read at once, its programs parsed once
+        if indexed is not None:
+            mine = indexed.conversation_values(cid)
+        else:
+            mine = {
+                i: prediction_values(p)
+                for i in range(len(conversation.turns))
+                if (p := found.get((cid, i))) is not None
+            }
+        operations = getattr(stored, "operations", data.operations)
+        turns: list[Turn] = []
+        for i, gold in enumerate(conversation.turns):
+            prediction = mine.get(i)
+            if prediction is None and gold.executed_answer is not None:
+                errors.append(missing_turn_error(predictions, cid, i))
+            gold_ops = gold_operations(gold.program, operations)
+            turns.append(turn_values(cid, i, gold, prediction, gold_ops))
+        yield ScoredConversation(cid, ids[cid], conversation.features, turns, conversation.document)
 
 
 def score_to_folder(
@@ -851,23 +839,23 @@ def score_to_folder(
     recorder: RunRecorder | None = None,
     writer_process: bool | None = None,
 ) -> NumericResult:
-    """Score every turn of ``data`` against ``predictions`` and write every output file of
-    ``write_outputs`` into ``out``, streaming: a conversation's rows are written (in blocks of
-    ``chunk`` conversations) and folded, then dropped. Returns the statistics, input errors,
-    signature and report tallies (``conversations`` empty). statistics.json is written last.
-    ``recorder``: each block's turns.csv rows are also stored as items (``stored_item``), as
-    they are written (issue 11); the caller opens and finishes the run. ``writer_process``:
-    write the row files and traces in a writer process (default: when there are at least
-    ``WRITER_CONVERSATIONS`` conversations)."""
+    """Score every turn of ``data`` against ``predictions`` and write every output file of the
+    spec's "Output Files" into ``out``, streaming: a conversation's rows are written (in blocks
+    of ``chunk`` conversations) and folded, then dropped. Returns the statistics, input errors,
+    signature and report tallies. Every input problem is listed in ``input_errors`` (file, line,
+    record id, field): the loaders', a prediction for an unknown conversation or a turn out of
+    range (ignored), a missing turn (a failure). ``price_in``/``price_out``: US dollars per
+    million tokens (both or neither). statistics.json is written last. ``recorder``: each
+    block's turns.csv rows are also stored as items (``stored_item``), as they are written
+    (issue 11); the caller opens and finishes the run. ``writer_process``: write the row files
+    and traces in a writer process (default: when there are at least ``WRITER_CONVERSATIONS``
+    conversations)."""
     if (price_in is None) != (price_out is None):
         raise ValueError("give both price_in and price_out, or neither")
     folder = OutputFolder.of(out)
     errors = prediction_errors(data, predictions)
-    ids = trace_ids(data.conversation_ids())
     tally = Tally()
-    found = predictions.predictions
-    stored = data.conversations
-    total = len(stored)
+    total = len(data.conversations)
     with ExitStack() as stack:
         streams = OutputStreams(
             folder,
@@ -876,34 +864,11 @@ def score_to_folder(
             recorder=recorder,
             process=total >= WRITER_CONVERSATIONS if writer_process is None else writer_process,
         )
-        indexed = found if isinstance(found, PredictionIndex) else None
-        plain = (
-            stored.plain()
-            if isinstance(stored, StoredConversations)
-            else map(plain_conversation, stored)
-        )
-        for n, conversation in enumerate(plain, start=1):
-            cid = conversation.id
-            # a stored file: this conversation's lines read at once, its programs parsed once
-            if indexed is not None:
-                mine = indexed.conversation_values(cid)
-            else:
-                mine = {
-                    i: prediction_values(p)
-                    for i in range(len(conversation.turns))
-                    if (p := found.get((cid, i))) is not None
-                }
-            operations = getattr(stored, "operations", data.operations)
-            turns: list[Turn] = []
-            for i, gold in enumerate(conversation.turns):
-                prediction = mine.get(i)
-                if prediction is None and gold.executed_answer is not None:
-                    errors.append(missing_turn_error(predictions, cid, i))
-                gold_ops = gold_operations(gold.program, operations)
-                turns.append(turn_values(cid, i, gold, prediction, gold_ops))
-            features = conversation.features
-            streams.write(cid, ids[cid], features, turns, conversation.document)
-            tally.add(cid, turns)
+        for n, scored in enumerate(scored_conversations(data, predictions, errors), start=1):
+            streams.write(
+                scored.id, scored.trace_id, scored.features, scored.turns, scored.document
+            )
+            tally.add(scored.id, scored.turns)
             if progress is not None and (n % 256 == 0 or n == total):
                 progress(n)
         # while the writer process (a large run) finishes the row files and traces
@@ -922,7 +887,6 @@ def score_to_folder(
         statistics["signature"] = signature.format()
         statistics["signature_settings"] = signature.model_dump(mode="json")
         result = NumericResult(
-            conversations=[],
             input_errors=errors,
             statistics=statistics,
             signature=signature,
