@@ -976,6 +976,8 @@ def run_models(
             out=folder.path,
             model=run.spec.name,
             task="run",
+            run_id=run.run_id,
+            calls=run.item_calls,
         )
         try:
             with recording(recorder):
