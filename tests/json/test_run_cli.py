@@ -544,8 +544,8 @@ def test_a_store_that_stops_taking_writes_mid_run_is_one_warning(
     db = os.environ["FIELDCHECK_DATABASE_URL"].removeprefix("sqlite:///")
     with sqlite3.connect(db) as connection:
         connection.execute(
-            "CREATE TRIGGER full BEFORE INSERT ON run_items WHEN "
-            "(SELECT count(*) FROM run_items) >= 3 BEGIN SELECT RAISE(ABORT, 'disk full'); END"
+            "CREATE TRIGGER full BEFORE INSERT ON run_journal WHEN "
+            "(SELECT count(*) FROM run_journal) >= 3 BEGIN SELECT RAISE(ABORT, 'disk full'); END"
         )
     result = run(*common(files, server, "--model", "m", "--force"))
     assert result.exit_code == 3, result.output
