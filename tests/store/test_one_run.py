@@ -214,3 +214,36 @@ def test_migration_0006_merges_each_pair_and_drops_nothing(tmp_path: Path) -> No
         assert c.execute(text("SELECT count(*) FROM runs")).scalar() == 5  # s1, s3 merged
         assert c.execute(text("SELECT count(*) FROM run_items")).scalar() == 5
         assert c.execute(text("SELECT count(*) FROM run_journal")).scalar() == 5
+
+
+def test_a_slots_run_of_two_models_is_one_run(tmp_path: Path, chat_server: StartServer) -> None:
+    """Two models, one report, one run: named after both, the other model's calls a ``calls``
+    run under it (not listed), each session with its own model's call; deleting the run
+    deletes both."""
+    memory = {"basic_info": {"name": ["Ann"]}}
+    server = chat_server(lambda body: json.dumps(memory))
+    convs = tmp_path / "c.jsonl"
+    convs.write_text(
+        json.dumps({"user": "u", "session": 1, "turns": [{"role": "user", "content": "Ann"}]})
+        + "\n"
+    )
+    gold = tmp_path / "g.jsonl"
+    row = {"user": "u", "session": 1, "topic": "basic_info", "field": "name", "values": ["Ann"]}
+    gold.write_text(json.dumps(row) + "\n")
+    code, stdout, stderr = cli(
+        "slots", "run", "--conversations", str(convs), "--gold", str(gold),
+        "--base-url", server.base_url, "--model", "A=m1", "--model", "B=m2",
+        "--out", str(tmp_path / "out"), "--bootstrap", "20", "--no-progress",
+    )  # fmt: skip
+    assert code == 0, stderr
+    store = Store()
+    [run] = store.list_runs()
+    [part] = store.list_runs(kind="calls")
+    assert (run.kind, run.model, run.status, part.parent_id) == ("run", "A, B", "finished", run.id)
+    assert f"stored as run {run.id}" in stdout + stderr
+    calls = {i.key: i.result["call"]["calls"][0] for i in store.items(run.id)}
+    assert sorted(calls) == ["A/u/1", "B/u/1"]
+    assert {c["text"] for c in calls.values()} == {json.dumps(memory)}
+    assert run.metrics is not None and run.metrics["models"]["B"]["f1"] == 1.0
+    assert [i.key for i in store.journal(part.id)] == ['["u", 1]']
+    assert store.delete_run(run.id) and store.get_run(part.id) is None

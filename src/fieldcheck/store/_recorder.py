@@ -324,7 +324,12 @@ class RunRecorder:
         folder = str(Path(out).resolve()) if out is not None else None
         if run_id is not None:
             run = store.begin_scoring(
-                run_id, inputs=described, settings=plain, out_dir=folder, parts=list(parts)
+                run_id,
+                inputs=described,
+                settings=plain,
+                out_dir=folder,
+                model=model,
+                parts=list(parts),
             )
         else:
             run = store.create_scored_run(

@@ -259,11 +259,15 @@ class Store:
         return RunInfo.of(rows[0]) if rows else None
 
     def delete_run(self, run_id: str) -> bool:
-        """Delete a run with its items, tags and journal; False when there is no such run."""
+        """Delete a run with its items, tags and journal, and its ``calls`` runs; False when
+        there is no such run."""
         with self.session() as s:
-            s.execute(delete(TagRow).where(TagRow.run_id == run_id))
-            s.execute(delete(ItemRow).where(ItemRow.run_id == run_id))
-            s.execute(delete(JournalRow).where(JournalRow.run_id == run_id))
+            parts = select(RunRow.id).where(RunRow.parent_id == run_id, RunRow.kind == "calls")
+            ids = [run_id, *s.scalars(parts)]
+            s.execute(delete(TagRow).where(TagRow.run_id.in_(ids)))
+            s.execute(delete(ItemRow).where(ItemRow.run_id.in_(ids)))
+            s.execute(delete(JournalRow).where(JournalRow.run_id.in_(ids)))
+            s.execute(delete(RunRow).where(RunRow.id.in_(ids[1:])))
             gone = s.execute(delete(RunRow).where(RunRow.id == run_id)).rowcount  # type: ignore[attr-defined]
             s.commit()
             return bool(gone)
@@ -320,12 +324,14 @@ class Store:
         inputs: list[dict[str, Any]],
         settings: dict[str, Any],
         out_dir: str | None,
+        model: str | None = None,
         parts: list[str] | None = None,
     ) -> RunInfo:
         """Score model run ``run_id`` into itself (one run per evaluation): its inputs, output
         folder and scoring settings (over the runner's) recorded, the items of an earlier,
         interrupted scoring of it removed, its counts set to the scored items', ``running``.
-        ``parts``: the runs of its other models (a slot run's), made its ``calls`` runs."""
+        ``model``: every model it scores (``", "``-joined); ``parts``: the runs of its other
+        models (a slot run's), made its ``calls`` runs."""
         with self.session() as s:
             row = s.get(RunRow, run_id)
             if row is None:
@@ -336,6 +342,7 @@ class Store:
             row.inputs = _dumps(inputs)
             row.out_dir = out_dir
             row.kind = "run"
+            row.model = model or row.model
             row.status = "running"
             row.pid, row.host = os.getpid(), socket.gethostname()
             row.n_items = row.n_done = row.n_errors = 0
