@@ -72,10 +72,11 @@ def main(root: Path = Path("demo-out")) -> int:
             )
         requests = app.state.serve.requests
     made = [r for r in store.list_runs() if r.started_at.replace(tzinfo=UTC) >= began]
-    runs = [r for r in made if r.kind != "scored"]  # the runner's model runs
+    parts = [r for r in store.list_runs(kind="calls") if r.started_at.replace(tzinfo=UTC) >= began]
+    runs = [r for r in made if r.kind == "run"] + parts  # each model's calls
     calls = cached = 0
     for run in runs:
-        for item in store.iter_items(run.id):
+        for item in store.journal(run.id):
             calls += item.calls
             cached += item.cached_calls
     console.rule("[bold]Done")
@@ -99,9 +100,8 @@ def main(root: Path = Path("demo-out")) -> int:
         markup=False,
         highlight=False,
     )
-    scored = [r for r in made if r.kind == "scored"]
     console.print(
-        f"{len(scored)} scored runs are in the store; to browse and compare them "
+        f"{len(made)} runs are in the store; to browse and compare them "
         "(http://127.0.0.1:8000/runs):",
         markup=False,
         highlight=False,

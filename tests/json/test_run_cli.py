@@ -528,8 +528,8 @@ def test_a_store_that_stops_taking_writes_mid_run_is_one_warning(
     db = os.environ["FIELDCHECK_DATABASE_URL"].removeprefix("sqlite:///")
     with sqlite3.connect(db) as connection:
         connection.execute(
-            "CREATE TRIGGER full BEFORE INSERT ON run_items WHEN "
-            "(SELECT count(*) FROM run_items) >= 3 BEGIN SELECT RAISE(ABORT, 'disk full'); END"
+            "CREATE TRIGGER full BEFORE INSERT ON run_journal WHEN "
+            "(SELECT count(*) FROM run_journal) >= 3 BEGIN SELECT RAISE(ABORT, 'disk full'); END"
         )
     files["out"] = files["out"].with_name("out2")
     result = run(*common(files, server, "--model", "m"))

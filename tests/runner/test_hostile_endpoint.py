@@ -105,7 +105,7 @@ def test_usage_that_is_not_a_count_is_dropped_and_estimated(
     handle = _run(Runner(store=store), server, tmp_path, [["a", "b"]])
     [run] = store.list_runs(system="test")
     assert (run.status, run.n_done, handle.errors) == ("finished", 2, {})
-    assert [i.call_log[0]["input_tokens"] for i in store.items(run.id)] == [5, 5]
+    assert [i.call_log[0]["input_tokens"] for i in store.journal(run.id)] == [5, 5]
     _run(Runner(store=store), server, tmp_path, [["a", "b"]])  # the cache answers it
     assert len(server.chat_requests) == 3
 
@@ -350,7 +350,7 @@ def test_a_reply_cut_by_max_tokens_is_marked_counted_and_said(
     console = Console(record=True, width=400)
     handle = _run(Runner(store=store), server, tmp_path, [["a", "b"], ["c"]], console=console)
     assert (handle.truncated, handle.errors, handle.done) == (2, {}, 3)
-    items = {i.key: i for i in store.items(handle.id)}
+    items = {i.key: i for i in store.journal(handle.id)}
     assert {k: i.call_log[0]["truncated"] for k, i in items.items()} == {
         "a": False,
         "b": True,

@@ -282,8 +282,8 @@ def test_run_is_stored_and_a_finished_run_is_not_resumed(
     info = store.get_run(handle.id)
     assert info is not None
     assert (info.status, info.n_items, info.n_done, info.n_errors) == ("finished", 3, 3, 0)
-    assert sorted(i.key for i in store.items(handle.id)) == ["a", "b", "c"]
-    assert {i.key: i.result["text"] for i in store.items(handle.id)}["b"] == "r:b"
+    assert sorted(i.key for i in store.journal(handle.id)) == ["a", "b", "c"]
+    assert {i.key: i.result["text"] for i in store.journal(handle.id)}["b"] == "r:b"
     again = _run(Runner(store=store), _spec(server), dataset, [["a", "b"], ["c"]])
     assert again.id != handle.id and not again.resumed  # a new run, served from the cache
     assert len(server.chat_requests) == 3
@@ -386,7 +386,7 @@ def test_killed_run_resumes_every_item_exactly_once(
     store = Store()
     [run] = store.list_runs(system="test")
     assert run.status == "interrupted"
-    assert sorted(i.key for i in store.items(run.id)) == sorted(f"item-{i}" for i in range(7))
+    assert sorted(i.key for i in store.journal(run.id)) == sorted(f"item-{i}" for i in range(7))
     if how == "SIGINT":
         assert proc.returncode == 130
         assert "7 of 20 items finished and stored" in err
@@ -401,7 +401,7 @@ def test_killed_run_resumes_every_item_exactly_once(
     assert "done 20" in out and "resuming run" in err
     [run2] = store.list_runs(system="test")
     assert run2.id == run.id and run2.status == "finished"
-    items = store.items(run.id)
+    items = store.journal(run.id)
     assert sorted(i.key for i in items) == sorted(f"item-{i}" for i in range(20))
     assert len(items) == 20 and all(i.result["text"] == f"answer {i.key}" for i in items)
     answered = Counter(user_text(r) for r in server.chat_requests) - Counter(unanswered)
@@ -430,7 +430,7 @@ def test_two_runs_of_one_command_at_once_are_two_runs(chat_server: Start, tmp_pa
     runs = Store().list_runs(system="test")
     assert len(runs) == 2 and {r.status for r in runs} == {"finished"}
     for run in runs:
-        assert sorted(i.key for i in Store().items(run.id)) == sorted(
+        assert sorted(i.key for i in Store().journal(run.id)) == sorted(
             f"item-{i}" for i in range(20)
         )
 
@@ -460,7 +460,7 @@ def test_api_key_is_never_written(
         with pytest.raises(ValueError, match="must not carry") as refused:
             ModelSpec(name="m2", model="scripted", base_url=base)
         assert "user or password" in str(refused.value) or "query" in str(refused.value)
-    stored = [i.result for i in Store().items(handle.id)]
+    stored = [i.result for i in Store().journal(handle.id)]
     assert stored  # ...and written nowhere: not the store, the cache, any file under the test dirs
     db_dir = Path(os.environ["FIELDCHECK_DATABASE_URL"].removeprefix("sqlite:///")).parent
     for root in (db_dir, tmp_path):
@@ -575,7 +575,7 @@ def test_a_resumed_run_calls_failed_items_again_and_what_was_built_on_them(
     assert again.id == first.id and again.resumed and again.resumed_items == 3
     assert [user_text(r) for r in server.chat_requests[asked:]] == ["b"]
     assert (again.new_items, again.errors, again.done) == (2, {}, 4)
-    items = {i.key: (i.error_type, i.result["text"]) for i in store.items(first.id)}
+    items = {i.key: (i.error_type, i.result["text"]) for i in store.journal(first.id)}
     assert items == {"a": (None, "r:a"), "b": (None, "r:b"), "c": (None, "r:c"), "d": (None, "r:d")}
     info = store.get_run(first.id)
     assert info is not None and (info.status, info.n_done, info.n_errors) == ("finished", 4, 0)

@@ -54,7 +54,7 @@ def test_items_keep_the_log_of_their_calls(chat_server: Start, tmp_path: Path) -
             await runner.aclose()
 
     handle = asyncio.run(go())
-    [item] = Store().items(handle.id)
+    [item] = Store().journal(handle.id)
     assert (item.calls, item.cached_calls) == (2, 0)
     assert item.latency_s == sum(c["latency_s"] for c in item.call_log) > 0
     first, second = item.call_log

@@ -5,6 +5,7 @@ use the configuration saved in the store when not given their own."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import orjson
@@ -24,7 +25,12 @@ def cli(*args: str) -> tuple[int, str, str]:
 
 
 def scored_runs(store: Store) -> list:  # type: ignore[type-arg]
-    return [r for r in store.list_runs() if r.kind == "scored"]
+    return [r for r in store.list_runs() if r.kind == "score"]
+
+
+def printed_ids(*texts: str) -> set[str]:
+    """The run ids a command printed (``run ID``, ``stored as run ID``, ``runs show ID``)."""
+    return {m for text in texts for m in re.findall(r"\b([0-9a-f]{12})\b", text)}
 
 
 def _outputs(out: Path) -> dict[str, bytes]:
@@ -151,17 +157,18 @@ def test_slots_score_records_a_session_item_per_model(tmp_path: Path) -> None:
     assert code == 0 and len(scored_runs(store)) == 1
 
 
-def test_every_run_command_records_one_scored_run_per_model(tmp_path: Path) -> None:
+def test_every_run_command_records_one_run_per_evaluation(tmp_path: Path) -> None:
     """json run, slots run and numeric evaluate against serve-model (synthetic models): each
-    model's scored run is in the store beside the runner's model run, with the summary file's
-    numbers; --no-store adds none."""
+    is one run in the store (issue 27), the id it prints, with the summary file's numbers and
+    items that keep both the model's call (prompt, raw reply) and the verdicts; --no-store
+    adds none."""
     from fieldcheck.serve_model import BackgroundServer, create_app
 
     examples = ROOT / "examples"
     with BackgroundServer(create_app(latency_ms=0)) as server:
         url = server.base_url
         model = ("--base-url", url, "--model", "careful", "--bootstrap", "20")
-        code, _, err = cli(
+        code, out, err = cli(
             "json",
             "run",
             str(examples / "json" / "documents.jsonl"),
@@ -170,7 +177,8 @@ def test_every_run_command_records_one_scored_run_per_model(tmp_path: Path) -> N
             *model,
         )
         assert code in (0, 3), err
-        code, _, err = cli(
+        printed = {"json": printed_ids(out, err)}
+        code, out, err = cli(
             "slots",
             "run",
             "--conversations",
@@ -182,8 +190,9 @@ def test_every_run_command_records_one_scored_run_per_model(tmp_path: Path) -> N
             *model,
         )
         assert code in (0, 3), err
+        printed["slots"] = printed_ids(out, err)
         dev = ROOT.parent / "shared" / "data" / "convfinqa" / "dev.json"
-        code, _, err = cli(
+        code, out, err = cli(
             "numeric",
             "evaluate",
             "--data",
@@ -195,10 +204,13 @@ def test_every_run_command_records_one_scored_run_per_model(tmp_path: Path) -> N
             *model,
         )
         assert code in (0, 3), err
+        printed["numeric"] = printed_ids(out, err)
         store = Store()
-        runs = {r.system: r for r in scored_runs(store)}
-        assert sorted(runs) == ["json", "numeric", "slots"]
-        assert {r.task for r in runs.values()} == {"run"}
+        listed = store.list_runs()
+        runs = {r.system: r for r in listed}
+        assert len(listed) == 3 and sorted(runs) == ["json", "numeric", "slots"]
+        assert {r.kind for r in listed} == {"run"} and {r.status for r in listed} == {"finished"}
+        assert printed == {name: {run.id} for name, run in runs.items()}
         json_summary = orjson.loads((tmp_path / "json" / "careful" / "summary.json").read_bytes())
         assert runs["json"].metrics["means"] == json_summary["means"]
         assert runs["json"].n_items == json_summary["records"]
@@ -210,8 +222,13 @@ def test_every_run_command_records_one_scored_run_per_model(tmp_path: Path) -> N
         statistics = orjson.loads((tmp_path / "numeric" / "statistics.json").read_bytes())
         assert runs["numeric"].metrics["num_turns"] == statistics["num_turns"]
         assert runs["numeric"].n_items == statistics["num_turns"]
-        model_runs = [r for r in store.list_runs() if r.kind != "scored"]
-        assert len(model_runs) == 3  # the runner's own runs are untouched
+        verdicts = {"json": "fields", "slots": "counts", "numeric": "numerical_match"}
+        for system, run in runs.items():
+            item = store.page_items(run.id, limit=1)[0].result
+            [call] = item["call"]["calls"][:1]
+            assert verdicts[system] in item, system  # the scored row
+            assert call["text"] and call["attempts"] >= 1, system  # the raw reply
+            assert call["messages"][-1]["role"] == "user", system  # the prompt
 
         code, _, err = cli(
             "json",
@@ -223,7 +240,7 @@ def test_every_run_command_records_one_scored_run_per_model(tmp_path: Path) -> N
             "--no-store",
         )
         assert code in (0, 3), err
-        assert len(scored_runs(store)) == 3
+        assert len(store.list_runs()) == 3
 
 
 def test_the_demos_serve_command_opens_its_own_store() -> None:

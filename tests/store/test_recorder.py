@@ -273,5 +273,5 @@ def test_an_error_marks_the_run_failed_not_interrupted(store: Store, tmp_path: P
         raise OSError(28, "No space left on device")
     run = store.get_run(recorder.id)
     assert run is not None and (run.status, run.n_items) == ("failed", 1)
-    with pytest.raises(InputError, match=rf"^run {run.id} is a failed scored run: only finished"):
+    with pytest.raises(InputError, match=rf"^run {run.id} is a failed score run: only finished"):
         rescore(store, run.id)

@@ -172,7 +172,7 @@ def test_item_counts_say_how_many_are_done_and_a_model_runs_call_errors() -> Non
 
     from fieldcheck.runs import format_count, format_items
 
-    scored = SimpleNamespace(kind="scored", n_done=51, n_items=51, n_errors=0)
+    scored = SimpleNamespace(kind="score", n_done=51, n_items=51, n_errors=0)
     assert format_items(scored, failed=8, not_scored=1) == "51 items (8 failed, 1 not scored)"
     assert format_items(scored, failed=8, not_scored=1, noun=False) == "51 (8 failed, 1 not scored)"
     model = SimpleNamespace(kind="model-run", n_done=9, n_items=40, n_errors=3)

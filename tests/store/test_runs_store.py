@@ -19,7 +19,7 @@ def test_json_folder_is_stored_with_filterable_items(store: Store, tmp_path: Pat
     run = record_folder(store, out, inputs=[("batch", batch)], model="m1")
     assert (run.system, run.kind, run.status, run.model, run.n_items) == (
         "json",
-        "scored",
+        "score",
         "finished",
         "m1",
         3,

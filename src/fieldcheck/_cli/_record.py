@@ -107,9 +107,14 @@ def open_recorder(
     out: str | Path,
     model: str = "",
     task: str = "score",
+    run_id: str | None = None,
+    calls: Mapping[str, Any] | None = None,
+    parts: Sequence[str] = (),
 ) -> RunRecorder | None:
     """The run's recorder, or None with ``--no-store`` or when the store cannot be opened
-    (then one warning). The signature is given to ``finish``, once known."""
+    (then one warning). The signature is given to ``finish``, once known. After a model run:
+    ``run_id`` the runner's run, scored into, ``calls`` its items' calls (``item_calls``),
+    ``parts`` the runs of its other models (``RunRecorder.open``)."""
     if no_store:
         return None
     from fieldcheck.store import database_url
@@ -138,6 +143,9 @@ def open_recorder(
             model=model,
             task=task,
             on_error=warn,
+            run_id=run_id,
+            calls=calls,
+            parts=parts,
         )
     except Exception as exc:  # a bad URL, an unreachable or read-only database
         warn(exc)

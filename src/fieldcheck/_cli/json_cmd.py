@@ -970,6 +970,8 @@ def run_models(
             out=folder.destination,
             model=run.spec.name,
             task="run",
+            run_id=run.run_id,
+            calls=run.item_calls,
         )
         try:
             with recording(recorder):

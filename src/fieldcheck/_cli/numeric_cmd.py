@@ -78,7 +78,7 @@ from fieldcheck.numeric import (
 )
 from fieldcheck.numeric._agent import PROMPT_ID, evaluate_model, prediction_lines
 from fieldcheck.numeric._scoring import CALL_ERRORS
-from fieldcheck.runner import MAX_REPLY_BYTES, ModelSpec, RunHandle, Runner
+from fieldcheck.runner import MAX_REPLY_BYTES, ModelSpec, RunHandle, Runner, item_calls
 
 app = typer.Typer(
     help="ConvFinQA numeric QA: run a model's plan-and-execute agent, score per-turn answers and plans.",
@@ -183,10 +183,12 @@ def run_score(
     inputs: tuple[LoadResult, PredictionsResult] | None = None,
     record: str | None = "score",
     model: str | None = None,
+    handle: RunHandle | None = None,
 ) -> NumericResult:
     """Load (unless ``inputs`` were loaded already), score, write. ``record``: the task the run
     is stored as in the store, its turns as they are scored (None: ``--no-store``); ``model``
-    names it (default: the predictions file's name)."""
+    names it (default: the predictions file's name); ``handle``: the model run scored (into
+    it, each turn with its calls)."""
     loaded, preds = inputs or load_inputs(
         data, predictions, split=split, sample_size=sample_size, seed=seed
     )
@@ -206,6 +208,8 @@ def run_score(
         out=out.destination if isinstance(out, OutputFolder) else out,
         model=model or predictions.stem,
         task=record or "score",
+        run_id=handle.id if handle is not None else None,
+        calls=item_calls(handle) if handle is not None else None,
     )
     total = len(loaded.conversations)
     with (
@@ -631,6 +635,7 @@ def evaluate_and_score(
             show_progress=show_progress,
             record=None if no_store else "run",
             model=spec.name,
+            handle=handle,
         )
         target.note(signature=result.signature)
         outcomes.append(ModelOutcome(spec, handle, target.destination, result))

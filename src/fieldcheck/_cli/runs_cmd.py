@@ -166,17 +166,32 @@ def _summary(run: Any) -> dict[str, Any]:
 
 @app.command("show")
 @_database_errors
-def show_command(run: RunArg, as_json: JsonOpt = False) -> None:
+def show_command(
+    run: RunArg,
+    items: Annotated[
+        int,
+        typer.Option(
+            "--items",
+            min=0,
+            metavar="N",
+            help="Also show its first N items: each one's verdicts and, in a run with model "
+            "calls, its call (prompt, raw reply, tokens, latency, attempts, error).",
+        ),
+    ] = 0,
+    as_json: JsonOpt = False,
+) -> None:
     """A run: what it scored (inputs and their sha256), its settings, signature, metrics with
-    their 95% intervals, item counts. Exit 0; 2 for an unknown RUN."""
+    their 95% intervals, item counts, its parent (a re-score's) and, with --items, its first
+    items. Exit 0; 2 for an unknown RUN."""
     store = _store()
     info = _run(store, run)
     data = info.public_dict()
+    shown = [i.public_dict() for i in store.page_items(info.id, limit=items)] if items else []
     data["failed_items"] = store.count_items(info.id, failed=True)
-    scored = info.kind == "scored"  # a model run's items are answers, never scored
+    scored = info.scored  # the calls alone of a model are never scored
     data["not_scored_items"] = store.count_not_scored(info.id) if scored else None
     if as_json:
-        _print_json(data)
+        _print_json({**data, "items": shown} if items else data)
         return
     console = _console()
     for key in ("id", "system", "kind", "model", "status", "started_at", "parent_id", "out_dir"):
@@ -197,6 +212,8 @@ def show_command(run: RunArg, as_json: JsonOpt = False) -> None:
     from fieldcheck.runs import compare_runs
 
     _print_comparison(compare_runs([info]), console)
+    for item in shown:
+        console.print(safe_json_text(dumps(item)), markup=False, soft_wrap=True)
 
 
 def _print_comparison(table: dict[str, Any], console: SafeConsole) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 import sys
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Annotated, Any
@@ -343,11 +343,15 @@ def score_files(
     partition: Partition | None = None,
     inputs: tuple[SlotFile, list[ModelInput]] | None = None,
     record: str | None = "score",
+    run_ids: Sequence[str] = (),
+    calls: Mapping[str, Any] | None = None,
 ) -> tuple[SlotsRun, dict[str, Path]]:
     """Read (unless ``partition`` and its ``inputs`` were read already), score bucket by bucket
     and write; shared by the commands and the demos. ``not_scored``: per model, the sessions
     whose call failed (``slots run``), left out of that model's scores. ``record``: the task
-    the run is stored as in the store (None: ``--no-store``), its sessions as they are scored."""
+    the run is stored as in the store (None: ``--no-store``), its sessions as they are scored;
+    ``run_ids`` the model runs of ``slots run`` (scored into the first), ``calls`` their
+    sessions' calls."""
     if partition is None or inputs is None:
         beside = out.destination if isinstance(out, OutputFolder) else Path(out)
         sides = side_files(preds, latencies, judges)
@@ -369,6 +373,8 @@ def score_files(
                 partition=part,
                 inputs=loaded,
                 record=record,
+                run_ids=run_ids,
+                calls=calls,
             )
     gold_file, models = inputs
     recorder = open_recorder(
@@ -385,6 +391,9 @@ def score_files(
         out=out.destination if isinstance(out, OutputFolder) else out,
         model=", ".join(preds),
         task=record or "score",
+        run_id=run_ids[0] if run_ids else None,
+        calls=calls,
+        parts=run_ids[1:],
     )
     judge = None
     if judge_base_url and judge_model:
@@ -951,6 +960,8 @@ def run(
             console=err,
             not_scored={ex.model: ex.not_scored() for ex in extractions},
             record=None if no_store else "run",
+            run_ids=[ex.run_id for ex in extractions],
+            calls={k: c for ex in extractions for k, c in ex.item_calls.items()},
         )
         finish(folder, signature=scored.signature)
     show_run(scored, {k: folder.placed(p) for k, p in files.items()}, console, err)
@@ -1017,6 +1028,8 @@ def run_model_demo(base_url: str, out_dir: Path, models: list[str], *, console: 
         console=console,
         not_scored={ex.model: ex.not_scored() for ex in extractions},
         record="run",
+        run_ids=[ex.run_id for ex in extractions],
+        calls={k: c for ex in extractions for k, c in ex.item_calls.items()},
     )
     finish(folder)
     table = Table(title="slots run (synthetic models, examples/slots)", header_style="bold")

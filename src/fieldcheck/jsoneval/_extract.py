@@ -32,6 +32,7 @@ from fieldcheck.runner import (
     Runner,
     RunSpec,
     estimate_tokens,
+    item_calls,
     messages_tokens,
     run_task,
 )
@@ -223,6 +224,7 @@ class ModelRun:
     latencies: list[float] = field(default_factory=list)
     unparsed: int = 0
     truncated: int = 0  # records whose reply was cut by the token limit
+    item_calls: dict[str, dict[str, Any]] = field(default_factory=dict)  # by record id
 
     @property
     def error_counts(self) -> dict[str, int]:
@@ -340,6 +342,7 @@ def collect(handle: RunHandle, spec: ModelSpec, records: list[ExtractRecord]) ->
         calls=handle.new_calls,  # made by this command; resumed items' calls were made before
         cached_calls=handle.new_cached_calls,
         truncated=handle.truncated,
+        item_calls=item_calls(handle),
     )
     for record in records:
         item = done.get(record.key)

@@ -37,6 +37,7 @@ if TYPE_CHECKING:  # the names as type checkers and editors see them
         RunSpec,
         estimate_line,
         interrupted_line,
+        item_calls,
         resume_command,
         run_task,
     )
@@ -58,6 +59,7 @@ _HOME = {
     "Runner": "_client",
     "RunnerSettings": "_client",
     "estimate_line": "_run",
+    "item_calls": "_run",
     "estimate_tokens": "_client",
     "interrupted_line": "_run",
     "load_model_specs": "_models",
@@ -91,6 +93,7 @@ __all__ = [
     "estimate_line",
     "estimate_tokens",
     "interrupted_line",
+    "item_calls",
     "load_model_specs",
     "messages_tokens",
     "redact_url",

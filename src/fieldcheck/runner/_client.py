@@ -24,7 +24,7 @@ import re
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from sqlalchemy.exc import SQLAlchemyError
@@ -95,6 +95,7 @@ class CallResult:
     error_message: str | None = None
     cached: bool = False
     truncated: bool = False
+    messages: list[Message] | None = None  # the prompt, kept with the run's item (not cached)
 
     @property
     def ok(self) -> bool:
@@ -447,7 +448,7 @@ class ChatClient:
                 result = CallResult(**{**hit, "cached": True})
                 stats.input_tokens += result.input_tokens
                 stats.output_tokens += result.output_tokens
-                return result
+                return replace(result, messages=list(messages))
         result = await self._call(list(messages), params)
         stats.input_tokens += result.input_tokens
         stats.output_tokens += result.output_tokens
@@ -455,8 +456,9 @@ class ChatClient:
             stats.errors[result.error_type] += 1
         elif cacheable:
             value = {**result.to_dict(), "cached": False}
+            del value["messages"]
             runner.use_store(lambda store: store.cache_put(key, self.spec.model, value))
-        return result
+        return replace(result, messages=list(messages))
 
     async def _call(self, messages: list[Message], params: dict[str, Any]) -> CallResult:
         runner = self._runner

@@ -75,7 +75,7 @@ class RunHandle:
         self.id = info.id
         self.resumed = resumed
         self.client = client
-        stored = runner.use_store(lambda store: list(store.iter_items(info.id))) or []
+        stored = runner.use_store(lambda store: store.journal(info.id)) or []
         # an item whose call failed is not finished: it runs again and its row is replaced
         self._done: dict[str, StoredItem] = {i.key: i for i in stored if not call_failed(i)}
         self._in_store = {i.key for i in stored}  # rows a new save of the same key replaces
@@ -202,6 +202,26 @@ class RunHandle:
     def items(self) -> list[StoredItem]:
         """Every finished item, in completion order."""
         return sorted(self._done.values(), key=lambda i: i.seq)
+
+
+def item_calls(
+    handle: RunHandle, key: Callable[[str], str] | None = None
+) -> dict[str, dict[str, Any]]:
+    """The run's items' calls by the key of the item its scoring makes of each (``key``:
+    that key of a journal key; the same by default): what each scored item keeps under
+    ``call`` (the prompt messages, raw reply, tokens, latency and attempts of every call, the
+    error, and what the runner made of the reply)."""
+    return {
+        (key(i.key) if key is not None else i.key): {
+            "key": i.key,
+            "error_type": i.error_type,
+            "calls": i.call_log,
+            "cached_calls": i.cached_calls,
+            "latency_s": i.latency_s,
+            "result": i.result,
+        }
+        for i in handle.items()
+    }
 
 
 # Error types only a failed call gives (never a reply that did not parse).

@@ -136,10 +136,11 @@ def format_items(
     noun: bool = True,
 ) -> str:
     """The item counts of a run as ``runs show`` and the run page give them: a scored run's
-    failed and not scored items (each system's one meaning, docs/runs.md); a model run's
-    answers are never scored, so its call errors (``n_errors``) instead. ``noun``: ``7 items
+    failed and not scored items (each system's one meaning, docs/runs.md); the calls alone of
+    a model (a ``calls`` run, a ``model-run`` from before 0006) are never scored, so its call
+    errors (``n_errors``) instead. ``noun``: ``7 items
     (...)`` for a sentence, ``7 (...)`` after a label."""
     count = format_count(run.n_done, run.n_items) + (" items" if noun else "")
-    if run.kind == "scored":
+    if run.kind not in ("model-run", "calls"):
         return f"{count} ({failed} failed, {not_scored or 0} not scored)"
     return f"{count} ({run.n_errors} with a call error)"

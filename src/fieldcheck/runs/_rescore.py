@@ -29,7 +29,14 @@ from fieldcheck.store._recorder import RunRecorder
 CHUNK = 1000
 
 
-def _open(store: Store, parent: RunInfo, settings: dict[str, Any], signature: Any) -> RunRecorder:
+def _open(
+    store: Store,
+    parent: RunInfo,
+    settings: dict[str, Any],
+    signature: Any,
+    calls: dict[str, Any],
+) -> RunRecorder:
+    """The child run, its items keeping the parent's items' model calls (``calls``)."""
     return RunRecorder.open(
         store,
         system=parent.system,
@@ -41,6 +48,7 @@ def _open(store: Store, parent: RunInfo, settings: dict[str, Any], signature: An
         model=parent.model,
         task="rescore",
         parent_id=parent.id,
+        calls=calls,
     )
 
 
@@ -65,11 +73,10 @@ def rescore(
     parent = store.get_run(run_id)
     if parent is None:
         raise KeyError(run_id)
-    if parent.kind != "scored" or parent.status != "finished":
+    if not parent.scored or parent.status != "finished":
         raise InputError(
             f"run {run_id} is {'an' if parent.status[:1] in 'aeiou' else 'a'} {parent.status} "
-            f"{parent.kind} run: only finished scored runs "
-            "can be re-scored"
+            f"{parent.kind} run: only finished scored runs can be re-scored"
         )
     if parent.system == "json":
         if tp is not None or threshold is not None:
@@ -111,8 +118,11 @@ def _rescore_json(
     draw = int(parent.settings.get("seed", 0)) if seed is None else seed
     records: list[BatchRecord] = []
     failed: list[dict[str, Any]] = []
+    calls: dict[str, Any] = {}
     for item in iter_items(store, parent.id):
         result = item.result
+        if "call" in result:
+            calls[item.key] = result["call"]
         if "error" in result:
             failed.append(result["error"])
             continue
@@ -136,7 +146,7 @@ def _rescore_json(
     by_id = {str(r.id): r for r in records}
     settings = {"config": config.model_dump(mode="json"), "bootstrap": boot, "seed": draw}
     summary = batch.summary.to_json()
-    recorder = _open(store, parent, settings, summary.get("signature"))
+    recorder = _open(store, parent, settings, summary.get("signature"), calls)
     with recorder:
         items = [json_item(r, by_id.get(str(r.id))) for r in batch.results]
         items += [json_error_item(e) for e in batch.errors]
@@ -168,8 +178,11 @@ def _rescore_slots(
 ) -> RunInfo:
     gold = _slot_file(f"run {parent.id} gold")
     models: dict[str, ModelInput] = {}
+    calls: dict[str, Any] = {}
     for item in iter_items(store, parent.id):
         r = item.result
+        if "call" in r:
+            calls[item.key] = r["call"]
         if "gold" not in r or "pred" not in r:
             raise InputError(f"run {parent.id} keeps no gold and predicted slots per session")
         key = (str(r["user"]), int(r["session"]))
@@ -216,7 +229,7 @@ def _rescore_slots(
         SlotFile(gold.path), headers, tp=mode, threshold=cut, bootstrap=boot, seed=draw
     )
     settings = {"tp": mode, "threshold": cut, "bootstrap": boot, "seed": draw}
-    recorder = _open(store, parent, settings, scorer.signature())
+    recorder = _open(store, parent, settings, scorer.signature(), calls)
     with recorder:
         scorer.recorder = recorder  # the sessions' items are stored as they are scored
         scorer.add(gold, [m.predictions for m in inputs])

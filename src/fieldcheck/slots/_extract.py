@@ -34,6 +34,7 @@ from fieldcheck.runner import (
     RunHandle,
     Runner,
     RunSpec,
+    item_calls,
     messages_tokens,
     run_task,
 )
@@ -297,6 +298,7 @@ class Extraction:
     resumed_items: int
     sessions: list[SessionOutcome] = field(default_factory=list)
     tokens_estimated: int = 0  # sessions whose token counts are the characters / 4 estimate
+    item_calls: dict[str, dict[str, Any]] = field(default_factory=dict)  # by scored item key
 
     @property
     def failed(self) -> list[SessionOutcome]:
@@ -434,6 +436,9 @@ async def run_extraction(
         run_id=handle.id,
         resumed_items=handle.resumed_items,
         tokens_estimated=handle.tokens_estimated,
+        item_calls=item_calls(
+            handle, lambda key: "/".join(map(str, [spec.name, *json.loads(key)]))
+        ),
     )
     for conv in conversations:
         result = stored.get(item_key(conv.user, conv.session))

@@ -7,6 +7,9 @@
     recorder.finish(metrics=..., intervals=...)
     # on an error or Ctrl-C: recorder.abort() marks the run interrupted (``with`` does it)
 
+After a model run, ``open(..., run_id=RUN, calls={key: call})`` scores into the runner's run
+(one run per evaluation) and each item keyed in ``calls`` keeps its call under ``call``.
+
 The files on disk are untouched: the store holds a copy for listing, comparing and re-scoring.
 """
 
@@ -267,9 +270,11 @@ class RunRecorder:
         store: Store,
         run: RunInfo,
         on_error: Callable[[BaseException], None] | None = None,
+        calls: Mapping[str, Any] | None = None,
     ) -> None:
         self.store = store
         self.run = run
+        self.calls = calls or {}
         self.seq = 0
         self.on_error = on_error
         self.broken = False
@@ -301,26 +306,43 @@ class RunRecorder:
         parent_id: str | None = None,
         input_digests: Sequence[Mapping[str, Any]] | None = None,
         on_error: Callable[[BaseException], None] | None = None,
+        run_id: str | None = None,
+        calls: Mapping[str, Any] | None = None,
+        parts: Sequence[str] = (),
     ) -> RunRecorder:
-        """Start a ``scored`` run of ``system`` (json | slots | numeric): ``inputs`` as (name,
+        """Start a run of ``system`` (json | slots | numeric): ``inputs`` as (name,
         path) pairs (their sha256 is taken now), ``settings`` what ``rescore`` needs to score it
         again, ``signature`` a Signature, its dict or its text, ``out`` the output folder,
         ``model`` the model (several: ``", "``-joined). ``input_digests`` (``[{name, path,
         sha256}]``, a re-scored run's parent's) are kept as given, after ``inputs``. With
-        ``on_error``, a failing store later is reported to it once (see ``_failed``)."""
+        ``on_error``, a failing store later is reported to it once (see ``_failed``).
+        ``run_id``: the model run to score into (``Store.begin_scoring``; ``parts``: its other
+        models' runs), ``calls`` its items' calls by scored item key."""
         store = store if store is not None else Store()
-        text = _signature_text(signature)
-        run = store.create_scored_run(
-            system=system,
-            model=model,
-            task=task,
-            inputs=[*describe_inputs(inputs), *(dict(d) for d in input_digests or ())],
-            settings=orjson.loads(_json(dict(settings))),
-            signature=text,
-            out_dir=str(Path(out).resolve()) if out is not None else None,
-            parent_id=parent_id,
-        )
-        recorder = cls(store, run, on_error)
+        described = [*describe_inputs(inputs), *(dict(d) for d in input_digests or ())]
+        plain = orjson.loads(_json(dict(settings)))
+        folder = str(Path(out).resolve()) if out is not None else None
+        if run_id is not None:
+            run = store.begin_scoring(
+                run_id,
+                inputs=described,
+                settings=plain,
+                out_dir=folder,
+                model=model,
+                parts=list(parts),
+            )
+        else:
+            run = store.create_scored_run(
+                system=system,
+                model=model,
+                task=task,
+                inputs=described,
+                settings=plain,
+                signature=_signature_text(signature),
+                out_dir=folder,
+                parent_id=parent_id,
+            )
+        recorder = cls(store, run, on_error, calls)
         if _input_bytes(inputs) >= PROCESS_INPUT_BYTES:
             recorder.start_process()
         return recorder
@@ -354,8 +376,25 @@ class RunRecorder:
         items, tags, seq = flat_rows(rows, self.seq)
         self.seq = seq
         if items:
-            self._put(("rows", items, tags))
+            self._put(("rows", self._with_calls(items), tags))
         return len(items)
+
+    def _with_calls(self, items: list[_Row]) -> list[_Row]:
+        """Items with their model call, when this run made calls (``calls``): the call's
+        record spliced into the result's JSON object as ``call``."""
+        if not self.calls:
+            return items
+        joined = []
+        for row in items:
+            call = self.calls.get(row[0])
+            if call is not None:
+                text = row[6] if isinstance(row[6], bytes) else row[6].encode()
+                body = text.rstrip()[:-1].rstrip()
+                glue = b"" if body.endswith(b"{") else b","
+                spliced = body + glue + b'"call":' + _json(call).encode() + b"}"
+                row = (*row[:6], spliced)
+            joined.append(row)
+        return joined
 
     def add_built(
         self, builder: str, payload: Any, count: int, *, plain: bool = False, at: int | None = None
@@ -369,7 +408,11 @@ class RunRecorder:
         if count:
             if at is None:
                 at, self.seq = self.seq, self.seq + count
-            self._put(("build", builder, payload, at, count), plain)
+            chunk: _Chunk = ("build", builder, payload, at, count)
+            if self.calls:  # built here, where the calls are
+                items, tags = resolve(chunk)
+                chunk = ("rows", self._with_calls(items), tags)
+            self._put(chunk, plain)
         return count
 
     def _put(self, chunk: _Chunk, plain: bool = False) -> None:

@@ -73,7 +73,7 @@ class RunInfo:
     n_items: int
     n_done: int
     n_errors: int
-    kind: str = "model-run"
+    kind: str = "run"  # run (model calls and scores) | score | calls (part of its parent)
     parent_id: str | None = None
     out_dir: str | None = None
     inputs: list[dict[str, Any]] = field(default_factory=list)
@@ -99,13 +99,19 @@ class RunInfo:
             n_items=row.n_items,
             n_done=row.n_done,
             n_errors=row.n_errors,
-            kind=row.kind or "model-run",
+            kind=row.kind or "run",
             parent_id=row.parent_id,
             out_dir=row.out_dir,
             inputs=orjson.loads(row.inputs) if row.inputs else [],
             metrics=orjson.loads(row.metrics) if row.metrics else None,
             intervals=orjson.loads(row.intervals) if row.intervals else None,
         )
+
+    @property
+    def scored(self) -> bool:
+        """Whether its items are scored (not the calls alone of a run before 0006 or of a
+        ``calls`` run)."""
+        return self.kind not in ("model-run", "calls")
 
     def public_dict(self) -> dict[str, Any]:
         """The run as JSON for ``runs show --json`` and the API (times in ISO 8601)."""

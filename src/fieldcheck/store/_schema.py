@@ -1,5 +1,5 @@
-"""The store's tables (SQLAlchemy 2.0): runs, their items, the model-response cache and the
-saved configuration.
+"""The store's tables (SQLAlchemy 2.0): runs, their scored items, the runner's journal, the
+model-response cache and the saved configuration.
 
 The schema is created and upgraded only by the Alembic migrations in ``migrations/``; these
 classes mirror them for queries.
@@ -40,9 +40,12 @@ class RunRow(Base):
     n_items: Mapped[int] = mapped_column(Integer, default=0)
     n_done: Mapped[int] = mapped_column(Integer, default=0)
     n_errors: Mapped[int] = mapped_column(Integer, default=0)
-    # scored runs (migration 0004); a model run of the runner keeps the defaults
-    kind: Mapped[str] = mapped_column(String(16), default="model-run")  # model-run | scored
+    # run: model calls and their scores; score: scores of given outputs (a re-score: with a
+    # parent); calls: one model's calls of another run (its parent); model-run and scored:
+    # before migration 0006 merged them
+    kind: Mapped[str] = mapped_column(String(16), default="run")
     parent_id: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    former_id: Mapped[str | None] = mapped_column(String(32), nullable=True, index=True)
     out_dir: Mapped[str | None] = mapped_column(Text, nullable=True)
     inputs: Mapped[str | None] = mapped_column(Text, nullable=True)  # JSON [{name, path, sha256}]
     metrics: Mapped[str | None] = mapped_column(Text, nullable=True)  # JSON
@@ -50,7 +53,8 @@ class RunRow(Base):
 
 
 class ItemRow(Base):
-    """One finished item of a run (a slot session, a ConvFinQA turn, a JSON record)."""
+    """One scored item of a run (a slot session, a ConvFinQA turn, a JSON record): its verdicts
+    and, in a run with model calls, its call (``result["call"]``)."""
 
     __tablename__ = "run_items"
 
@@ -69,6 +73,26 @@ class ItemRow(Base):
     failed: Mapped[bool | None] = mapped_column(Boolean, nullable=True)
     model: Mapped[str | None] = mapped_column(String(255), nullable=True)
     turn: Mapped[int | None] = mapped_column(Integer, nullable=True)
+
+
+class JournalRow(Base):
+    """The runner's journal: one item of a model run as its calls finished (what a resume
+    reads back), committed at once."""
+
+    __tablename__ = "run_journal"
+
+    run_id: Mapped[str] = mapped_column(
+        String(32), ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True
+    )
+    item_key: Mapped[str] = mapped_column(Text, primary_key=True)
+    seq: Mapped[int] = mapped_column(Integer)
+    error_type: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    calls: Mapped[int] = mapped_column(Integer, default=0)
+    cached_calls: Mapped[int] = mapped_column(Integer, default=0)
+    latency_s: Mapped[float] = mapped_column(Float, default=0.0)
+    result: Mapped[str] = mapped_column(Text)  # JSON
+    call_log: Mapped[str | None] = mapped_column(Text, nullable=True)  # JSON list, one per call
+    finished_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
 
 
 class TagRow(Base):

@@ -1,4 +1,5 @@
-"""The run store: runs, their finished items and the response cache, in SQLite or PostgreSQL.
+"""The run store: runs, their scored items, the runner's journal and the response cache, in
+SQLite or PostgreSQL.
 
 Default: a SQLite file under the user's data directory (``$XDG_DATA_HOME/fieldcheck`` or
 ``~/.local/share/fieldcheck``); ``FIELDCHECK_DATABASE_URL`` overrides it with any SQLAlchemy URL.
@@ -44,7 +45,7 @@ from fieldcheck.store._records import (
     describe_url,
     sha256_file,
 )
-from fieldcheck.store._schema import CacheRow, ConfigRow, ItemRow, RunRow, TagRow
+from fieldcheck.store._schema import CacheRow, ConfigRow, ItemRow, JournalRow, RunRow, TagRow
 
 __all__ = [
     "DATABASE_ENV",
@@ -155,6 +156,7 @@ class Store:
                     status="running",
                     started_at=_now(),
                     n_items=n_items,
+                    kind="run",
                 )
                 s.add(row)
             row.status = "running"
@@ -186,8 +188,11 @@ class Store:
             s.commit()
 
     def get_run(self, run_id: str) -> RunInfo | None:
+        """The run ``run_id``, or the one a scored run of that id was merged into (0006)."""
         with self.session() as s:
             row = s.get(RunRow, run_id)
+            if row is None:
+                row = s.scalars(select(RunRow).where(RunRow.former_id == run_id)).first()
             return RunInfo.of(row) if row is not None else None
 
     def list_runs(
@@ -203,7 +208,8 @@ class Store:
         newest_first: bool = False,
     ) -> list[RunInfo]:
         """Runs by start time (oldest first unless ``newest_first``), filtered by system, model
-        (one of a run's models: a slot run names several, ``", "``-joined), start time and kind."""
+        (one of a run's models: a slot run names several, ``", "``-joined), start time and kind;
+        without a kind, every run but the ``calls`` runs (parts of another run)."""
         self.mark_stale_runs()
         with self.session() as s:
             order = RunRow.started_at.desc() if newest_first else RunRow.started_at
@@ -253,10 +259,15 @@ class Store:
         return RunInfo.of(rows[0]) if rows else None
 
     def delete_run(self, run_id: str) -> bool:
-        """Delete a run with its items and tags; False when there is no such run."""
+        """Delete a run with its items, tags and journal, and its ``calls`` runs; False when
+        there is no such run."""
         with self.session() as s:
-            s.execute(delete(TagRow).where(TagRow.run_id == run_id))
-            s.execute(delete(ItemRow).where(ItemRow.run_id == run_id))
+            parts = select(RunRow.id).where(RunRow.parent_id == run_id, RunRow.kind == "calls")
+            ids = [run_id, *s.scalars(parts)]
+            s.execute(delete(TagRow).where(TagRow.run_id.in_(ids)))
+            s.execute(delete(ItemRow).where(ItemRow.run_id.in_(ids)))
+            s.execute(delete(JournalRow).where(JournalRow.run_id.in_(ids)))
+            s.execute(delete(RunRow).where(RunRow.id.in_(ids[1:])))
             gone = s.execute(delete(RunRow).where(RunRow.id == run_id)).rowcount  # type: ignore[attr-defined]
             s.commit()
             return bool(gone)
@@ -274,8 +285,8 @@ class Store:
         out_dir: str | None,
         parent_id: str | None = None,
     ) -> RunInfo:
-        """A new ``scored`` run, ``running`` until ``finish_scored_run``: its first input names
-        the dataset."""
+        """A new ``score`` run (no model calls), ``running`` until ``finish_scored_run``: its
+        first input names the dataset."""
         first = inputs[0] if inputs else {"path": "", "sha256": ""}
         run_id = uuid.uuid4().hex[:12]
         with self.session() as s:
@@ -297,12 +308,51 @@ class Store:
                 n_items=0,
                 n_done=0,
                 n_errors=0,
-                kind="scored",
+                kind="score",
                 parent_id=parent_id,
                 out_dir=out_dir,
                 inputs=_dumps(inputs),
             )
             s.add(row)
+            s.commit()
+            return RunInfo.of(row)
+
+    def begin_scoring(
+        self,
+        run_id: str,
+        *,
+        inputs: list[dict[str, Any]],
+        settings: dict[str, Any],
+        out_dir: str | None,
+        model: str | None = None,
+        parts: list[str] | None = None,
+    ) -> RunInfo:
+        """Score model run ``run_id`` into itself (one run per evaluation): its inputs, output
+        folder and scoring settings (over the runner's) recorded, the items of an earlier,
+        interrupted scoring of it removed, its counts set to the scored items', ``running``.
+        ``model``: every model it scores (``", "``-joined); ``parts``: the runs of its other
+        models (a slot run's), made its ``calls`` runs."""
+        with self.session() as s:
+            row = s.get(RunRow, run_id)
+            if row is None:
+                raise KeyError(run_id)
+            s.execute(delete(TagRow).where(TagRow.run_id == run_id))
+            s.execute(delete(ItemRow).where(ItemRow.run_id == run_id))
+            row.settings = _dumps({**orjson.loads(row.settings), **settings})
+            row.inputs = _dumps(inputs)
+            row.out_dir = out_dir
+            row.kind = "run"
+            row.model = model or row.model
+            row.status = "running"
+            row.pid, row.host = os.getpid(), socket.gethostname()
+            row.n_items = row.n_done = row.n_errors = 0
+            row.metrics = row.intervals = None
+            if parts:
+                s.execute(
+                    update(RunRow)
+                    .where(RunRow.id.in_(parts))
+                    .values(kind="calls", parent_id=run_id)
+                )
             s.commit()
             return RunInfo.of(row)
 
@@ -523,15 +573,25 @@ class Store:
             for row in s.scalars(query.execution_options(yield_per=1000)):
                 yield _stored(row)
 
+    # the runner's journal ------------------------------------------------------------------
+    def journal(self, run_id: str) -> list[StoredItem]:
+        """The journal of model run ``run_id``: its items as their calls finished (a resume
+        reads them back), in order."""
+        with self.session() as s:
+            query = select(JournalRow).where(JournalRow.run_id == run_id).order_by(JournalRow.seq)
+            return [_stored(row) for row in s.scalars(query)]
+
     def forget_item(self, run_id: str, key: str) -> None:
-        """Delete a stored item of ``run_id`` and take it off the run's counts (a resumed run
+        """Delete a journal item of ``run_id`` and take it off the run's counts (a resumed run
         calls it again before saving it anew)."""
         with self.session() as s:
-            row = s.get(ItemRow, (run_id, key))
+            row = s.get(JournalRow, (run_id, key))
             if row is None:
                 return
             failed = 1 if row.error_type else 0
-            s.execute(delete(ItemRow).where(ItemRow.run_id == run_id, ItemRow.item_key == key))
+            s.execute(
+                delete(JournalRow).where(JournalRow.run_id == run_id, JournalRow.item_key == key)
+            )
             s.execute(
                 update(RunRow)
                 .where(RunRow.id == run_id)
@@ -552,16 +612,18 @@ class Store:
         call_log: list[dict[str, Any]] | None = None,
         seq: int | None = None,
     ) -> None:
-        """Commit one finished item (its result and the log of its model calls) and the run's
-        counts, in one transaction."""
+        """Commit one finished journal item (its result and the log of its model calls) and the
+        run's counts, in one transaction."""
         with self.session() as s:
             if seq is None:  # a caller that counts its items (RunHandle) saves this query
                 last = s.scalar(
-                    select(func.coalesce(func.max(ItemRow.seq), -1)).where(ItemRow.run_id == run_id)
+                    select(func.coalesce(func.max(JournalRow.seq), -1)).where(
+                        JournalRow.run_id == run_id
+                    )
                 )
                 seq = int(last if last is not None else -1) + 1
             s.add(
-                ItemRow(
+                JournalRow(
                     run_id=run_id,
                     item_key=key,
                     seq=seq,
@@ -623,7 +685,8 @@ class Store:
 _CACHE_GET = select(CacheRow.value).where(CacheRow.key == bindparam("key"))
 
 
-def _stored(row: ItemRow) -> StoredItem:
+def _stored(row: ItemRow | JournalRow) -> StoredItem:
+    scored = row if isinstance(row, ItemRow) else None  # a journal row has no scored columns
     return StoredItem(
         key=row.item_key,
         seq=row.seq,
@@ -633,9 +696,9 @@ def _stored(row: ItemRow) -> StoredItem:
         latency_s=row.latency_s,
         result=loads(row.result),  # a value's integers beyond 64 bits kept exact
         call_log=orjson.loads(row.call_log) if row.call_log else [],
-        failed=row.failed,
-        model=row.model,
-        turn=row.turn,
+        failed=scored.failed if scored else None,
+        model=scored.model if scored else None,
+        turn=scored.turn if scored else None,
     )
 
 
@@ -656,6 +719,8 @@ def _run_filters(
         query = query.where(RunRow.system == system)
     if kind is not None:
         query = query.where(RunRow.kind == kind)
+    else:
+        query = query.where(RunRow.kind != "calls")
     if model is not None:  # one of the ", "-joined names of a slot run, or the whole name
         m = _like_escape(model)
         query = query.where(

@@ -176,7 +176,7 @@ def get_run(run_id: str, ctx: Context) -> dict[str, Any]:
     run = _get(ctx, run_id)
     data = run.public_dict()
     data["failed_items"] = ctx.store.count_items(run.id, failed=True)
-    scored = run.kind == "scored"  # a model run's items are answers, never scored
+    scored = run.scored  # the calls alone of a model are never scored
     data["not_scored_items"] = ctx.store.count_not_scored(run.id) if scored else None
     return data
 
@@ -404,9 +404,9 @@ def run_page(
         tags=ctx.store.item_tags(run.id),
         models=models,
         item_counts=format_items(
-            run,  # a model run's items are never scored: its call errors are counted instead
-            failed=ctx.store.count_items(run.id, failed=True) if run.kind == "scored" else None,
-            not_scored=ctx.store.count_not_scored(run.id) if run.kind == "scored" else None,
+            run,  # the calls alone of a model are never scored: its call errors are counted
+            failed=ctx.store.count_items(run.id, failed=True) if run.scored else None,
+            not_scored=ctx.store.count_not_scored(run.id) if run.scored else None,
         ),
     )
 

@@ -1,0 +1,249 @@
+"""One run per evaluation (issue 27 item 4): a model run and its scores are one run, its items
+keep the call and the verdicts; Ctrl-C and resume stay in that run; a re-score is its child; a
+store written before (revision 0005) has its pairs merged, nothing dropped."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from alembic import command
+from alembic.config import Config
+from sqlalchemy import create_engine, text
+from typer.testing import CliRunner
+
+from chat_server import ChatServer, Script
+from fieldcheck._cli.main import app
+from fieldcheck.store import Store
+from fieldcheck.store._store import MIGRATIONS
+
+StartServer = Callable[[Script], ChatServer]
+GT = {f"r{i}": {"name": f"N{i}", "city": "Oslo"} for i in range(6)}
+
+
+def _data(tmp_path: Path) -> Path:
+    path = tmp_path / "docs.jsonl"
+    lines = [{"id": k, "document": f"doc {k}", "ground_truth": v} for k, v in GT.items()]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return path
+
+
+def _doc(body: dict[str, Any]) -> str:
+    return str(re.findall(r"doc r\d", body["messages"][-1]["content"])[0])
+
+
+def _reply(body: dict[str, Any]) -> str:
+    key = _doc(body).removeprefix("doc ")
+    city = "Rome" if key == "r1" else "Oslo"  # r1 fails on city
+    return json.dumps({"name": GT[key]["name"], "city": city})
+
+
+def cli(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(app, list(args), env={"COLUMNS": "400"})
+    return result.exit_code, result.stdout, result.stderr
+
+
+def ids(*texts: str) -> set[str]:
+    return {m for t in texts for m in re.findall(r"\b([0-9a-f]{12})\b", t)}
+
+
+def test_a_json_run_interrupted_and_resumed_is_one_run_with_calls_and_verdicts(
+    tmp_path: Path, chat_server: StartServer
+) -> None:
+    """Ctrl-C while r3 is in flight, then the same command: it resumes into the run it began,
+    which is then the only run, its id the only one printed, with the scores of summary.json
+    and items holding the prompt, the raw reply and the verdicts; a re-score is its child."""
+    reached, release = threading.Event(), threading.Event()
+    phase = {"n": 1}
+
+    def script(body: dict[str, Any]) -> str:
+        if phase["n"] == 1 and _doc(body) == "doc r3":
+            reached.set()
+            release.wait(30)
+        return _reply(body)
+
+    server = chat_server(script)
+    data, out = _data(tmp_path), tmp_path / "out"
+    args = ["json", "run", str(data), "--base-url", server.base_url, "--model", "m"]
+    args += ["--out", str(out), "--concurrency", "1", "--no-progress", "--bootstrap", "20"]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "fieldcheck._cli.main", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=os.environ.copy(),
+    )
+    assert reached.wait(60), proc.stderr.read() if proc.stderr else ""
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    release.set()
+    assert proc.returncode == 130, err
+    store = Store()
+    [first] = store.list_runs()
+    assert (first.status, first.kind, len(store.journal(first.id))) == ("interrupted", "run", 3)
+
+    phase["n"] = 2
+    code, stdout, stderr = cli(*args)
+    assert code == 0, stderr
+    assert f"resuming run {first.id}: 3 of 6 items already finished" in stderr
+    assert ids(stdout, stderr) == {first.id}
+    [run] = store.list_runs()
+    summary = json.loads((out / "m" / "summary.json").read_text())
+    assert (run.id, run.status, run.n_items) == (first.id, "finished", 6)
+    assert run.metrics is not None and run.metrics["means"] == summary["means"]
+    code, shown, _ = cli("runs", "show", run.id, "--items", "6", "--json")
+    assert code == 0
+    items = {i["key"]: i["result"] for i in json.loads(shown)["items"]}
+    assert sorted(items) == sorted(GT)
+    r1 = items["r1"]
+    assert r1["fields"]["city"]["score"] == 0 and r1["output"]["city"] == "Rome"  # verdict
+    [call] = r1["call"]["calls"]
+    assert json.loads(call["text"]) == {"name": "N1", "city": "Rome"}  # the raw reply
+    assert "doc r1" in call["messages"][-1]["content"] and call["attempts"] == 1  # the prompt
+
+    code, stdout, _ = cli("runs", "rescore", run.id, "--bootstrap", "20", "--json")
+    assert code == 0
+    child = json.loads(stdout)
+    assert (child["parent_id"], child["kind"]) == (run.id, "score")
+    code, shown, _ = cli("runs", "show", child["id"])
+    assert f"parent_id: {run.id}" in shown
+    [kept] = [i for i in store.items(child["id"]) if i.key == "r1"]
+    assert kept.result["call"] == r1["call"]  # the child's items keep the calls
+    assert [r.id for r in store.list_runs()] == [run.id, child["id"]]
+
+
+def _upgrade_to(url: str, revision: str) -> None:
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    engine = create_engine(url)
+    with engine.begin() as connection:
+        config.attributes["connection"] = connection
+        command.upgrade(config, revision)
+    engine.dispose()
+
+
+RUN_SQL = (
+    "INSERT INTO runs (id, run_key, system, task, dataset, dataset_sha256, model, endpoint, "
+    "settings, signature, status, started_at, finished_at, n_items, n_done, n_errors, kind, "
+    "inputs, metrics) VALUES (:id, :id, :system, :task, 'd', :sha, :model, 'e', :settings, "
+    "'sig', :status, :started, :finished, :n, :n, 0, :kind, :inputs, :metrics)"
+)
+ITEM_SQL = (
+    "INSERT INTO run_items (run_id, item_key, seq, calls, cached_calls, latency_s, result, "
+    "call_log, finished_at, failed) VALUES (:run, :key, :seq, :calls, 0, 0.5, :result, :log, "
+    "'2026-11-01 00:00:00', :failed)"
+)
+
+
+def _run(c: Any, id: str, kind: str, model: str, started: str, **more: Any) -> None:
+    values = {"system": "json", "task": "json-extract", "sha": "aa", "settings": "{}"}
+    values |= {"status": "finished", "finished": started, "n": 2, "inputs": None}
+    values |= {"metrics": None, "id": id, "kind": kind, "model": model, "started": started}
+    c.execute(text(RUN_SQL), {**values, **more})
+
+
+def _item(c: Any, run: str, key: str, seq: int, result: Any, log: Any = None) -> None:
+    values = {"run": run, "key": key, "seq": seq, "result": json.dumps(result)}
+    values |= {"calls": 1 if log else 0, "log": json.dumps(log) if log else None}
+    c.execute(text(ITEM_SQL), {**values, "failed": None if log else key == "b"})
+
+
+def test_migration_0006_merges_each_pair_and_drops_nothing(tmp_path: Path) -> None:
+    """A store at 0005 as the old code wrote it: a json model run and its scored run (its
+    dataset among the inputs, started after), a slot run of two models and its scored run, an
+    interrupted model run and a scored batch with no model run. Upgraded: each pair is one run
+    under the model run's id (found by the scored id too), its items the scored ones with the
+    calls; the other slot model a ``calls`` run under it; the journal holds every model run's
+    items; the unpaired runs stay."""
+    url = f"sqlite:///{tmp_path / 'old.sqlite3'}"
+    _upgrade_to(url, "0005")
+    engine = create_engine(url)
+    scored_inputs = json.dumps([{"name": "documents", "path": "d", "sha256": "aa"}])
+    with engine.begin() as c:
+        _run(c, "m1", "model-run", "m", "2026-11-01 10:00:00")
+        _run(c, "s1", "scored", "m", "2026-11-01 10:00:05", task="run", inputs=scored_inputs)
+        c.execute(text("UPDATE runs SET metrics = '{\"means\": {\"rqs\": 0.5}}' WHERE id = 's1'"))
+        for seq, key in enumerate("ab"):
+            _item(c, "m1", key, seq, {"output": key}, [{"text": f"reply {key}", "attempts": 1}])
+            _item(c, "s1", key, seq, {"id": key, "fields": {"x": {"score": seq}}})
+        c.execute(text("INSERT INTO run_item_tags VALUES ('s1', 'x', 1, 1)"))
+        _run(c, "m2", "model-run", "m", "2026-11-01 11:00:00", status="interrupted")
+        _item(c, "m2", "a", 0, {"output": "a"}, [{"text": "reply a", "attempts": 1}])
+        _run(c, "s2", "scored", "batch", "2026-11-01 12:00:00", task="score")
+        slot = {"system": "slots", "task": "slot-memory"}
+        _run(c, "ma", "model-run", "A", "2026-11-01 13:00:00", **slot)
+        _run(c, "mb", "model-run", "B", "2026-11-01 13:00:01", **slot)
+        _run(c, "s3", "scored", "A, B", "2026-11-01 13:00:02", **{**slot, "task": "run"})
+        for m in "AB":
+            run = f"m{m.lower()}"
+            _item(c, run, '["u", 1]', 0, {"memory": {}}, [{"text": m, "attempts": 1}])
+            _item(c, "s3", f"{m}/u/1", 0, {"model": m, "counts": {"tp": 1}})
+    engine.dispose()
+
+    store = Store(url)
+    runs = {r.id: r for r in store.list_runs()}
+    assert sorted(runs) == ["m1", "m2", "ma", "s2"]
+    assert [r.id for r in store.list_runs(kind="calls")] == ["mb"]
+    m1 = runs["m1"]
+    assert (m1.kind, m1.task, m1.status, m1.n_items) == ("run", "json-extract", "finished", 2)
+    assert m1.metrics == {"means": {"rqs": 0.5}} and m1.inputs[0]["sha256"] == "aa"
+    assert store.get_run("s1") == m1  # the id the old command printed still finds it
+    items = store.items("m1")
+    assert [i.result["fields"]["x"]["score"] for i in items] == [0, 1]
+    assert [i.result["call"]["calls"][0]["text"] for i in items] == ["reply a", "reply b"]
+    assert [i.key for i in store.page_items("m1", tag="x")] == ["b"]
+    assert [i.key for i in store.journal("m1")] == ["a", "b"]
+    # unpaired: the interrupted model run keeps its items (and resumes from the journal)
+    assert (runs["m2"].kind, [i.key for i in store.journal("m2")]) == ("model-run", ["a"])
+    assert [i.result for i in store.items("m2")] == [{"output": "a"}]
+    assert (runs["s2"].kind, runs["s2"].task) == ("score", "score")
+    # slots: one run of both models, each session with its model's call
+    slots = {i.key: i.result["call"]["calls"][0]["text"] for i in store.items("ma")}
+    assert slots == {"A/u/1": "A", "B/u/1": "B"}
+    assert store.get_run("mb").parent_id == "ma"  # type: ignore[union-attr]
+    assert [i.result for i in store.journal("mb")] == [{"memory": {}}]
+    with store.engine.connect() as c:
+        assert c.execute(text("SELECT count(*) FROM runs")).scalar() == 5  # s1, s3 merged
+        assert c.execute(text("SELECT count(*) FROM run_items")).scalar() == 5
+        assert c.execute(text("SELECT count(*) FROM run_journal")).scalar() == 5
+
+
+def test_a_slots_run_of_two_models_is_one_run(tmp_path: Path, chat_server: StartServer) -> None:
+    """Two models, one report, one run: named after both, the other model's calls a ``calls``
+    run under it (not listed), each session with its own model's call; deleting the run
+    deletes both."""
+    memory = {"basic_info": {"name": ["Ann"]}}
+    server = chat_server(lambda body: json.dumps(memory))
+    convs = tmp_path / "c.jsonl"
+    convs.write_text(
+        json.dumps({"user": "u", "session": 1, "turns": [{"role": "user", "content": "Ann"}]})
+        + "\n"
+    )
+    gold = tmp_path / "g.jsonl"
+    row = {"user": "u", "session": 1, "topic": "basic_info", "field": "name", "values": ["Ann"]}
+    gold.write_text(json.dumps(row) + "\n")
+    code, stdout, stderr = cli(
+        "slots", "run", "--conversations", str(convs), "--gold", str(gold),
+        "--base-url", server.base_url, "--model", "A=m1", "--model", "B=m2",
+        "--out", str(tmp_path / "out"), "--bootstrap", "20", "--no-progress",
+    )  # fmt: skip
+    assert code == 0, stderr
+    store = Store()
+    [run] = store.list_runs()
+    [part] = store.list_runs(kind="calls")
+    assert (run.kind, run.model, run.status, part.parent_id) == ("run", "A, B", "finished", run.id)
+    assert f"stored as run {run.id}" in stdout + stderr
+    calls = {i.key: i.result["call"]["calls"][0] for i in store.items(run.id)}
+    assert sorted(calls) == ["A/u/1", "B/u/1"]
+    assert {c["text"] for c in calls.values()} == {json.dumps(memory)}
+    assert run.metrics is not None and run.metrics["models"]["B"]["f1"] == 1.0
+    assert [i.key for i in store.journal(part.id)] == ['["u", 1]']
+    assert store.delete_run(run.id) and store.get_run(part.id) is None
