@@ -137,7 +137,8 @@ def test_json_batch_names_its_input_and_out_as_the_other_commands_do(tmp_path: P
     status, output = _run("json", "batch", str(JSON / "invoices.jsonl"), "--out", str(afile))
     assert (status, output.strip()) == (
         2,
-        f"error: --out: {afile} is a file, not a directory (see 'fieldcheck json batch --help')",
+        f"error: --out: {afile} is a file, not a directory; give a new or empty folder (see "
+        "'fieldcheck json batch --help')",
     )
 
 

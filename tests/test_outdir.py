@@ -183,17 +183,16 @@ def test_without_out_each_run_gets_a_new_folder_under_fieldcheck_runs(
 ) -> None:
     monkeypatch.chdir(tmp_path)
     data = _batch(tmp_path)
+    said = []
     for _ in range(2):
         result = _invoke("json", "batch", str(data))
         assert result.exit_code == 0, result.output
+        said.append(result.stderr.split("no --out: the outputs go to ", 1)[1].split("\n", 1)[0])
     folders = sorted((tmp_path / "fieldcheck-runs").iterdir())
-    assert len(folders) == 2
+    assert sorted(said) == [f"fieldcheck-runs/{f.name}" for f in folders] and len(folders) == 2
     for folder in folders:
         assert re.fullmatch(r"json-batch-d-\d{8}T\d{6}Z-[0-9a-f]{4}", folder.name)
         assert json.loads((folder / "run.json").read_text())["complete"] is True
-        assert f"no --out: the outputs go to fieldcheck-runs/{folder.name}" in result.stderr or (
-            folder == folders[0]
-        )
 
 
 @pytest.mark.parametrize("no_cache", [False, True])
@@ -253,3 +252,21 @@ def test_runs_import_reads_the_system_from_run_json(tmp_path: Path) -> None:
     result = _invoke("runs", "import", str(out), "--json")
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["system"] == "json"
+
+
+def test_a_ctrl_c_once_the_folder_is_in_place_says_it_is_complete(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Ctrl-C while the command prints, after the folder was put in place, says so (exit
+    130), never "before any output was written"."""
+    from fieldcheck._cli import json_cmd
+
+    def interrupted(*args: Any, **kwargs: Any) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(json_cmd, "print_summary", interrupted)
+    out = tmp_path / "out"
+    result = _invoke("json", "batch", str(_batch(tmp_path)), "--out", str(out), "--no-store")
+    assert result.exit_code == 130
+    assert result.stderr.strip() == f"interrupted once every file was written: {out}"
+    assert json.loads((out / "run.json").read_text())["complete"] is True

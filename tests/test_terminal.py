@@ -11,6 +11,7 @@ import logging
 import re
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -159,7 +160,13 @@ def test_json_batch_prints_data_escaped(tmp_path: Path, key: str, value: str, ri
         ],
     )
     code, output = _invoke(
-        "json", "batch", data, "--out", str(folder / "out"), "--strategies", str(strategies)
+        "json",
+        "batch",
+        data,
+        "--out",
+        tempfile.mkdtemp(dir=folder),
+        "--strategies",
+        str(strategies),
     )
     assert code == 3, output
     _assert_clean(output)
@@ -190,7 +197,7 @@ def test_slots_score_prints_data_escaped(
         "--pred",
         f"{name}={_jsonl(folder / 'pred.jsonl', pred)}",
         "--out",
-        str(folder / "out"),
+        tempfile.mkdtemp(dir=folder),
         "--bootstrap",
         "0",
     )
@@ -240,7 +247,7 @@ def test_numeric_score_prints_data_escaped(tmp_path: Path, cid: str, other: str)
         "--predictions",
         preds,
         "--out",
-        str(folder / "out"),
+        tempfile.mkdtemp(dir=folder),
         "--bootstrap",
         "0",
     )

@@ -470,7 +470,7 @@ def test_sigterm_during_a_model_run_is_one_line_and_the_run_resumes(
     command = [
         sys.executable, "-m", "fieldcheck._cli.main", "json", "run", str(data), "--model", "m",
         "--base-url", server.base_url, "--out", str(tmp_path / "out"), "--no-progress",
-        "--concurrency", "1", "--force",
+        "--concurrency", "1",
     ]  # fmt: skip
 
     def ignore_sigint() -> None:
@@ -498,11 +498,15 @@ def test_sigterm_during_a_model_run_is_one_line_and_the_run_resumes(
     assert "resume with: " in line
     [run] = Store().list_runs(system="json")
     assert (run.status, run.n_done) == ("interrupted", 5)
+    partial = tmp_path / "out.fieldcheck-partial"  # the unfinished folder, not yet in place
+    assert not (tmp_path / "out").exists()
+    assert json.loads((partial / "run.json").read_text())["complete"] is False
     phase["n"] = 2
     asked = len(server.chat_requests)
     again = subprocess.run(command, capture_output=True, text=True, env=dict(os.environ))
     assert again.returncode == 0, again.stderr
     assert f"resuming run {run.id}: 5 of 10 items" in again.stderr
+    assert not partial.exists() and (tmp_path / "out" / "m" / "summary.json").is_file()
     assert sorted(
         document_from_prompt(r["messages"][1]["content"]) for r in server.chat_requests[asked:]
     ) == [f"doc {i}" for i in range(5, 10)]
