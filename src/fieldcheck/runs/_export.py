@@ -1,4 +1,5 @@
-"""A run's items as CSV or JSONL, streamed a page at a time (flat memory at any size). The bytes
+"""A run's items as CSV or JSONL, streamed a page at a time (flat memory at any size), or as
+Parquet with typed columns (``write_parquet``: what pandas and polars read as is). The bytes
 depend only on the stored items, never on the backend or the run's id, so the same run stored in
 SQLite and in PostgreSQL exports identically. CSV cells go through the formula neutraliser."""
 
@@ -7,6 +8,7 @@ from __future__ import annotations
 import csv
 import io
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any, Literal
 
 import orjson
@@ -18,11 +20,23 @@ from fieldcheck.store import Store, StoredItem
 ExportFormat = Literal["csv", "jsonl"]
 PAGE = 1000
 COMMON = ("key", "seq", "failed", "model", "turn", "error_type")
-SYSTEM_COLUMNS: dict[str, tuple[str, ...]] = {
-    "json": ("completeness", "hallucination", "accuracy", "safety_score", "rqs", "output_kind"),
-    "slots": ("user", "session", "tp", "fp", "fn", "not_scored"),
-    "numeric": ("conversation_id", "turn_idx", "general_match", "numerical_match", "failure_mode"),
+# each system's columns with their Parquet (DuckDB) type; slots' counts are under "counts"
+_TYPED: dict[str, tuple[tuple[str, str], ...]] = {
+    "json": (
+        *((name, "DOUBLE") for name in ("completeness", "hallucination", "accuracy")),
+        *(("safety_score", "DOUBLE"), ("rqs", "DOUBLE"), ("output_kind", "VARCHAR")),
+    ),
+    "slots": (
+        *(("user", "VARCHAR"), ("session", "BIGINT")),
+        *(("tp", "BIGINT"), ("fp", "BIGINT"), ("fn", "BIGINT"), ("not_scored", "VARCHAR")),
+    ),
+    "numeric": (
+        *(("conversation_id", "VARCHAR"), ("turn_idx", "BIGINT")),
+        *(("general_match", "BOOLEAN"), ("numerical_match", "BOOLEAN")),
+        ("failure_mode", "VARCHAR"),
+    ),
 }
+SYSTEM_COLUMNS = {system: tuple(n for n, _ in typed) for system, typed in _TYPED.items()}
 
 
 def export_columns(system: str) -> tuple[str, ...]:
@@ -42,13 +56,21 @@ def _row(system: str, item: StoredItem) -> list[Any]:
 
 
 def iter_items(store: Store, run_id: str) -> Iterator[StoredItem]:
-    after = -1
-    while True:
-        page = store.page_items(run_id, after=after, limit=PAGE)
-        yield from page
-        if len(page) < PAGE:
-            return
-        after = page[-1].seq
+    return store.iter_items(run_id)
+
+
+def write_parquet(store: Store, run_id: str, out: Path) -> None:
+    """Run ``run_id``'s items to ``out`` as zstd Parquet: the CSV's columns, typed (a system
+    column is null where an item has no such value), the item's JSON text as ``result``.
+    KeyError when there is no such run."""
+    run = store.get_run(run_id)
+    if run is None:
+        raise KeyError(run_id)
+    columns = [
+        (name, f'$.counts."{name}"' if name in ("tp", "fp", "fn") else f'$."{name}"', kind)
+        for name, kind in _TYPED.get(run.system, ())
+    ]
+    store.export_parquet(run_id, out, columns)
 
 
 def iter_export(store: Store, run_id: str, fmt: ExportFormat) -> Iterator[bytes]:

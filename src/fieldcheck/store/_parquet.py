@@ -1,0 +1,216 @@
+"""A scored run's items as one zstd Parquet file (issue 27 item 5, docs/runs.md): the indexed
+columns of ``_items.ItemColumns`` typed, and the item's JSON as text, under the artifacts root at
+``runs/<run id>/items.parquet``; read with DuckDB (pages, filters, counts, run-to-run joins).
+
+Written in row groups as chunks arrive (at most ``ROW_GROUP_ROWS`` items or ``ROW_GROUP_BYTES``
+of JSON held) into ``items-*.part`` files, one per writer (a run's inserts move from a thread to
+a process), which ``publish`` renames, or merges, into ``items.parquet`` when the run ends.
+pyarrow and DuckDB are imported on first use (commands that never read items start fast).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import uuid
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+ITEMS = "items.parquet"
+ROW_GROUP_ROWS = 65_536
+ROW_GROUP_BYTES = 16 << 20
+COLUMNS = ("key", "seq", "error_type", "failed", "model", "turn", "tags", "failed_tags", "result")
+_Row = tuple[str, int, str | None, bool | None, str | None, int | None, str | bytes]
+_Tag = tuple[str, int, bool]
+
+
+def schema() -> Any:
+    import pyarrow as pa
+
+    text, names = pa.string(), pa.list_(pa.string())
+    kinds = (text, pa.int64(), text, pa.bool_(), text, pa.int64(), names, names, text)
+    return pa.schema(list(zip(COLUMNS, kinds, strict=True)))
+
+
+class ItemsWriter:
+    """Appends chunks of items (``(key, seq, error_type, failed, model, turn, result)`` rows
+    and ``(tag, seq, failed)`` rows) to a part file of ``folder`` a row group at a time;
+    ``on_write(items, errors)`` hears of each chunk taken (the run's counts: a closed writer
+    has written them all)."""
+
+    def __init__(self, folder: Path, on_write: Callable[[int, int], None] | None = None) -> None:
+        self.folder = folder
+        self.path = folder / f"items-{uuid.uuid4().hex[:12]}.part"
+        self._on_write = on_write
+        self._tables: list[Any] = []
+        self._rows = self._bytes = 0
+        self._writer: Any = None
+
+    def write(self, items: Sequence[_Row], tags: Sequence[_Tag]) -> None:
+        if not items:
+            return
+        import pyarrow as pa
+
+        by_seq: dict[int, tuple[list[str], list[str]]] = {}
+        for name, at, tag_failed in tags:
+            names, failing = by_seq.setdefault(at, ([], []))
+            names.append(name)
+            if tag_failed:
+                failing.append(name)
+        key, seq, error, failed, model, turn, result = zip(*items, strict=True)
+        empty: tuple[list[str], list[str]] = ([], [])
+        found = [by_seq.get(s, empty) for s in seq] if by_seq else None
+        s = schema()
+        columns = [key, seq, error, failed, model, turn]
+        arrays = [pa.array(c, s.field(i).type) for i, c in enumerate(columns)]
+        for i in (0, 1):
+            arrays.append(pa.array([f[i] for f in found] if found else [[]] * len(seq), s[6].type))
+        arrays.append(pa.array(result, pa.string()))  # orjson's bytes are UTF-8
+        table = pa.Table.from_arrays(arrays, schema=s)
+        self._tables.append(table)
+        self._rows += len(items)
+        self._bytes += table.nbytes
+        if self._on_write is not None:
+            self._on_write(len(items), sum(1 for e in error if e))
+        if self._rows >= ROW_GROUP_ROWS or self._bytes >= ROW_GROUP_BYTES:
+            self.flush()
+
+    def flush(self) -> None:
+        """Write the items held as one row group."""
+        if not self._tables:
+            return
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        if self._writer is None:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            self._writer = pq.ParquetWriter(self.path, schema(), compression="zstd")
+        table = pa.concat_tables(self._tables)
+        self._writer.write_table(table, row_group_size=len(table))
+        self._tables, self._rows, self._bytes = [], 0, 0
+
+    def close(self) -> None:
+        self.flush()
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+
+
+def quote(text: str | Path, mark: str = "'") -> str:
+    """``text`` as a DuckDB string literal (or, with ``mark`` ``"``, an identifier)."""
+    return mark + str(text).replace(mark, mark * 2) + mark
+
+
+def publish(folder: Path) -> Path:
+    """Make the part files of ``folder`` its ``items.parquet``: the one part renamed, or the
+    parts merged in ``seq`` order (DuckDB, streamed), a key seen before in the run getting
+    ``~<seq>`` appended; an empty file when there is none. Written beside it and renamed."""
+    import duckdb
+
+    folder.mkdir(parents=True, exist_ok=True)
+    final, tmp = folder / ITEMS, folder / (ITEMS + ".tmp")
+    parts = sorted(folder.glob("items-*.part"))
+    if not parts:
+        import pyarrow.parquet as pq
+
+        pq.write_table(schema().empty_table(), tmp, compression="zstd")
+        return tmp.replace(final)
+    scan = f"read_parquet([{', '.join(quote(p) for p in parts)}])"
+    with duckdb.connect() as con:
+        doubled = con.execute(f"SELECT count(*) - count(DISTINCT key) FROM {scan}").fetchone()
+        if len(parts) == 1 and doubled is not None and doubled[0] == 0:
+            return parts[0].replace(final)
+        key = (
+            "CASE WHEN row_number() OVER (PARTITION BY key ORDER BY seq) > 1 "
+            "THEN key || '~' || seq ELSE key END AS key"
+        )
+        rest = ", ".join(COLUMNS[1:])
+        con.execute(
+            f"COPY (SELECT {key}, {rest} FROM {scan} ORDER BY seq) TO {quote(tmp)} "
+            f"(FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE {ROW_GROUP_ROWS})"
+        )
+    tmp.replace(final)
+    for part in parts:
+        part.unlink()
+    return final
+
+
+def remove(folder: Path) -> None:
+    """Delete what fieldcheck wrote in a run's folder, then the folder if nothing else is in it
+    (a user's own file there stays)."""
+    for name in (ITEMS, ITEMS + ".tmp"):
+        (folder / name).unlink(missing_ok=True)
+    for part in folder.glob("items-*.part"):
+        part.unlink()
+    with contextlib.suppress(OSError):
+        folder.rmdir()
+
+
+def _where(
+    *, failed: bool | None, tag: str | None, model: str | None, turn: int | None
+) -> tuple[str, list[Any]]:
+    """The filters of ``Store.page_items`` as a DuckDB condition and its parameters."""
+    terms: list[str] = ["TRUE"]
+    params: list[Any] = []
+    if tag is not None:
+        terms.append("list_contains(tags, ?)")
+        params.append(tag)
+        if failed is not None:
+            terms.append(("" if failed else "NOT ") + "list_contains(failed_tags, ?)")
+            params.append(tag)
+    elif failed is not None:
+        terms.append("failed = ?")
+        params.append(failed)
+    for name, value in (("model", model), ("turn", turn)):
+        if value is not None:
+            terms.append(f"{name} = ?")
+            params.append(value)
+    return " AND ".join(terms), params
+
+
+def page(con: Any, path: Path, *, after: int, limit: int, **filters: Any) -> list[tuple[Any, ...]]:
+    """``(key, seq, error_type, failed, model, turn, result)`` of up to ``limit`` items with
+    ``seq > after``, in ``seq`` order."""
+    where, params = _where(**filters)
+    return list(
+        con.execute(
+            "SELECT key, seq, error_type, failed, model, turn, result FROM read_parquet(?) "
+            f"WHERE seq > ? AND {where} ORDER BY seq LIMIT ?",
+            [str(path), after, *params, limit],
+        ).fetchall()
+    )
+
+
+def count(con: Any, path: Path, *, not_scored: bool = False, **filters: Any) -> int:
+    where, params = _where(**filters)
+    if not_scored:
+        where += " AND failed IS NULL"
+    found = con.execute(
+        f"SELECT count(*) FROM read_parquet(?) WHERE {where}", [str(path), *params]
+    ).fetchone()
+    return int(found[0])
+
+
+def tag_names(con: Any, path: Path, limit: int) -> list[str]:
+    rows = con.execute(
+        "SELECT DISTINCT unnest(tags) AS name FROM read_parquet(?) ORDER BY name LIMIT ?",
+        [str(path), limit],
+    ).fetchall()
+    return [r[0] for r in rows]
+
+
+def join_counts(con: Any, first: Path, second: Path) -> dict[str, int]:
+    """Two runs' items joined on their key: how many each verdict pair has (``passed``,
+    ``failed``, ``not_scored``, or ``missing`` from one run), keyed ``"<first>-><second>"``."""
+    verdict = (
+        "CASE WHEN {t}.key IS NULL THEN 'missing' WHEN {t}.failed IS NULL THEN 'not_scored' "
+        "WHEN {t}.failed THEN 'failed' ELSE 'passed' END"
+    )
+    rows = con.execute(
+        f"SELECT {verdict.format(t='a')} || '->' || {verdict.format(t='b')} AS pair, count(*) "
+        "FROM (SELECT key, failed FROM read_parquet(?)) a "
+        "FULL OUTER JOIN (SELECT key, failed FROM read_parquet(?)) b USING (key) "
+        "GROUP BY pair ORDER BY pair",
+        [str(first), str(second)],
+    ).fetchall()
+    return {r[0]: int(r[1]) for r in rows}
