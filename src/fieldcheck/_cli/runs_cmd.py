@@ -256,7 +256,7 @@ def compare_command(
     store = _store()
     infos = [_run(store, ref) for ref in runs]
     try:
-        table = compare_runs(infos)
+        table = compare_runs(infos, store)
     except InputError as exc:
         raise typer.BadParameter(exc.one_line(), param_hint="RUN") from None
     if as_json:
@@ -416,7 +416,7 @@ def rescore_command(
     console.print(f"re-scored {info.id} as {child.id}", markup=False)
     from fieldcheck.runs import compare_runs
 
-    _print_comparison(compare_runs([info, child]), console)
+    _print_comparison(compare_runs([info, child], store), console)
 
 
 @app.command("import")

@@ -6,7 +6,7 @@ from the store: nothing is re-scored here."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fieldcheck._util.errors import InputError
 from fieldcheck.jsoneval._stream import SCORES
@@ -14,6 +14,9 @@ from fieldcheck.numeric._report import HEADLINE
 from fieldcheck.reports import format_seconds_joined
 from fieldcheck.slots._report import METRIC_COLUMNS
 from fieldcheck.store import RunInfo
+
+if TYPE_CHECKING:
+    from fieldcheck.store import Store
 
 # each system's own headline metrics, in its report's order (one list per system, not a copy)
 METRICS: dict[str, tuple[str, ...]] = {
@@ -83,8 +86,29 @@ def _natural(name: str) -> tuple[int, Any]:
     return (0, int(name)) if name.isdigit() else (1, name)
 
 
-def compare_runs(runs: Sequence[RunInfo]) -> dict[str, Any]:
-    """The comparison of ``runs`` (all of one system; InputError naming them otherwise)."""
+def _joined(
+    store: Store, runs: Sequence[RunInfo], columns: Sequence[dict[str, Any]]
+) -> dict[str, Any] | None:
+    """Each column's items against the same model's in the first run, joined on their key
+    (DuckDB over the runs' Parquet files): how many went from each verdict to each other;
+    None when any run has no items file."""
+    first = runs[0].id
+    counts: list[dict[str, int]] = []
+    for column in columns:
+        model = column["model"] if runs[0].system == "slots" else None
+        if column["run"] == first:
+            counts.append({})
+            continue
+        joined = store.join_items(first, column["run"], model=model)
+        if joined is None:
+            return None
+        counts.append(joined)
+    return _table(f"Items against {first[:8]} (verdict there -> here)", "items", columns, counts)
+
+
+def compare_runs(runs: Sequence[RunInfo], store: Store | None = None) -> dict[str, Any]:
+    """The comparison of ``runs`` (all of one system; InputError naming them otherwise); with
+    the ``store``, their items joined on key against the first run's (``_joined``)."""
     if not runs:
         raise InputError("give at least one run to compare")
     systems = sorted({r.system for r in runs})
@@ -123,6 +147,8 @@ def compare_runs(runs: Sequence[RunInfo]) -> dict[str, Any]:
         operations = [dict(m.get("avg_operations_by_turn") or {}) for m, _ in cells]
         tables.append(_table("Accuracy by turn", "turn", columns, accuracy))
         tables.append(_table("Operations by turn", "turn", columns, operations))
+    if store is not None and len(runs) > 1 and (joined := _joined(store, runs, columns)):
+        tables.append(joined)
     paired = [
         {"run": run.id, **pair}
         for run in runs
@@ -168,7 +194,10 @@ def format_latency(latency: dict[str, float] | None) -> str:
 
 
 def format_number(value: Any) -> str:
-    return "-" if value is None else f"{value:.4f}"
+    """A rate to 4 decimals; a count (an int) as it is; ``-`` when absent."""
+    if value is None:
+        return "-"
+    return str(value) if isinstance(value, int) and not isinstance(value, bool) else f"{value:.4f}"
 
 
 def format_count(n_done: int, n_items: int) -> str:

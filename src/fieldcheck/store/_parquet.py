@@ -50,22 +50,21 @@ class ItemsWriter:
         if not items:
             return
         import pyarrow as pa
+        import pyarrow.parquet as pq
 
-        by_seq: dict[int, tuple[list[str], list[str]]] = {}
-        for name, at, tag_failed in tags:
-            names, failing = by_seq.setdefault(at, ([], []))
-            names.append(name)
-            if tag_failed:
-                failing.append(name)
+        if self._writer is None:  # made at the first chunk: a folder that cannot be is told now
+            self.folder.mkdir(parents=True, exist_ok=True)
+            self._writer = pq.ParquetWriter(self.path, schema(), compression="zstd")
+
         key, seq, error, failed, model, turn, result = zip(*items, strict=True)
-        empty: tuple[list[str], list[str]] = ([], [])
-        found = [by_seq.get(s, empty) for s in seq] if by_seq else None
         s = schema()
-        columns = [key, seq, error, failed, model, turn]
-        arrays = [pa.array(c, s.field(i).type) for i, c in enumerate(columns)]
-        for i in (0, 1):
-            arrays.append(pa.array([f[i] for f in found] if found else [[]] * len(seq), s[6].type))
-        arrays.append(pa.array(result, pa.string()))  # orjson's bytes are UTF-8
+        arrays = [
+            pa.array(c, s.field(i).type)
+            for i, c in enumerate((key, seq, error, failed, model, turn))
+        ]
+        arrays += _tag_lists(seq, tags)
+        # the JSON is orjson's UTF-8 (or a str, encoded): viewed as text without a second check
+        arrays.append(pa.array(result, pa.binary()).view(pa.string()))
         table = pa.Table.from_arrays(arrays, schema=s)
         self._tables.append(table)
         self._rows += len(items)
@@ -80,11 +79,7 @@ class ItemsWriter:
         if not self._tables:
             return
         import pyarrow as pa
-        import pyarrow.parquet as pq
 
-        if self._writer is None:
-            self.folder.mkdir(parents=True, exist_ok=True)
-            self._writer = pq.ParquetWriter(self.path, schema(), compression="zstd")
         table = pa.concat_tables(self._tables)
         self._writer.write_table(table, row_group_size=len(table))
         self._tables, self._rows, self._bytes = [], 0, 0
@@ -94,6 +89,26 @@ class ItemsWriter:
         if self._writer is not None:
             self._writer.close()
             self._writer = None
+
+
+def _tag_lists(seqs: Sequence[int], tags: Sequence[_Tag]) -> list[Any]:
+    """The ``tags`` and ``failed_tags`` lists of each item of ``seqs``, from ``(tag, seq,
+    failed)`` rows (few items have tags: built from offsets)."""
+    import pyarrow as pa
+
+    by_seq: dict[int, list[_Tag]] = {}
+    for tag in tags:
+        by_seq.setdefault(tag[1], []).append(tag)
+    lists = []
+    for only_failed in (False, True):
+        offsets, names = [0], []
+        for seq in seqs:
+            names += [n for n, _, f in by_seq.get(seq, ()) if f or not only_failed]
+            offsets.append(len(names))
+        lists.append(
+            pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), pa.array(names, pa.string()))
+        )
+    return lists
 
 
 def quote(text: str | Path, mark: str = "'") -> str:
@@ -199,18 +214,19 @@ def tag_names(con: Any, path: Path, limit: int) -> list[str]:
     return [r[0] for r in rows]
 
 
-def join_counts(con: Any, first: Path, second: Path) -> dict[str, int]:
-    """Two runs' items joined on their key: how many each verdict pair has (``passed``,
-    ``failed``, ``not_scored``, or ``missing`` from one run), keyed ``"<first>-><second>"``."""
+def join_counts(con: Any, first: Path, second: Path, model: str | None) -> dict[str, int]:
+    """Two runs' items joined on their key (of ``model``'s items only, when given): how many
+    have each pair of verdicts, ``"<in first> -> <in second>"``, a verdict being ``passed``,
+    ``failed``, ``not scored`` or ``missing`` (no such key in that run)."""
     verdict = (
-        "CASE WHEN {t}.key IS NULL THEN 'missing' WHEN {t}.failed IS NULL THEN 'not_scored' "
+        "CASE WHEN {t}.key IS NULL THEN 'missing' WHEN {t}.failed IS NULL THEN 'not scored' "
         "WHEN {t}.failed THEN 'failed' ELSE 'passed' END"
     )
+    side = "(SELECT key, failed FROM read_parquet(?) WHERE ? IS NULL OR model = ?)"
     rows = con.execute(
-        f"SELECT {verdict.format(t='a')} || '->' || {verdict.format(t='b')} AS pair, count(*) "
-        "FROM (SELECT key, failed FROM read_parquet(?)) a "
-        "FULL OUTER JOIN (SELECT key, failed FROM read_parquet(?)) b USING (key) "
+        f"SELECT {verdict.format(t='a')} || ' -> ' || {verdict.format(t='b')} AS pair, "
+        f"count(*) FROM {side} a FULL OUTER JOIN {side} b ON a.key = b.key "
         "GROUP BY pair ORDER BY pair",
-        [str(first), str(second)],
+        [str(first), model, model, str(second), model, model],
     ).fetchall()
     return {r[0]: int(r[1]) for r in rows}

@@ -216,6 +216,9 @@ class _ProcessWriter:
         with contextlib.suppress(OSError, ValueError):  # the end of input stops the process
             write_frame(stdin, b"")
             stdin.close()
+            answer = stdout.readline()  # once its file is closed
+            if answer.strip() and self._error is None:
+                self._error = StoreWriteError(answer.decode(errors="replace").strip())
 
     def check(self) -> None:
         if self._error is not None:

@@ -8,9 +8,9 @@ carries frames, each an 8-byte little-endian length and that many bytes: first
 ``{"url": ..., "run_id": ..., "artifacts": ...}`` as JSON (the URL may hold a password: it is never on the command
 line), then one chunk each (``_recorder.encode_chunk``: pickled, or marshalled if plain data;
 ``resolve`` makes it the items and tags rows of ``ItemsWriter.write``, or builds them); an
-empty frame or the end of input closes the part file and stops it. Each chunk is answered with
-one line on standard output: empty when written, else the first error's type and message
-(nothing more is written).
+empty frame or the end of input closes the part file and stops it. Each chunk, and the end, is
+answered with one line on standard output: empty when written (closed), else the first error's
+type and message (nothing more is written).
 """
 
 from __future__ import annotations
@@ -64,7 +64,12 @@ def main() -> int:
             stdout.write((failed or "").encode() + b"\n")
             stdout.flush()
         if items is not None and failed is None:
-            items.close()
+            try:
+                items.close()
+            except Exception as error:
+                failed = describe(error)
+        stdout.write((failed or "").encode() + b"\n")  # the last answer: the file closed
+        stdout.flush()
     except BrokenPipeError:  # the scoring process is gone
         pass
     finally:
