@@ -304,3 +304,6 @@ def test_deleting_a_run_removes_its_item_files_and_keeps_a_users_file(
     mine.write_text("a user's file")
     assert store.delete_run(kept.id)
     assert mine.read_text() == "a user's file" and not (mine.parent / "items.parquet").exists()
+    assert store.items_file("../" + kept.id) is None and not store.delete_run("..")
+    with pytest.raises(ValueError, match="not a run id"):
+        store.run_folder("../x")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import socket
 import tempfile
 import uuid
@@ -66,6 +67,7 @@ MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 # another run, and ``runs delete`` acts at once).
 MIN_PREFIX = 4
 ITEM_PAGE = 1000
+_RUN_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 _IDENTIFIER = '"'
 
 
@@ -263,13 +265,14 @@ class Store:
 
     def delete_run(self, run_id: str) -> bool:
         """Delete a run with its items, tags and item files; False when there is no such run."""
-        _parquet.remove(self.run_folder(run_id))
         with self.session() as s:
             s.execute(delete(TagRow).where(TagRow.run_id == run_id))
             s.execute(delete(ItemRow).where(ItemRow.run_id == run_id))
             gone = s.execute(delete(RunRow).where(RunRow.id == run_id)).rowcount  # type: ignore[attr-defined]
             s.commit()
-            return bool(gone)
+        if gone:
+            _parquet.remove(self.run_folder(run_id))
+        return bool(gone)
 
     # scored runs ----------------------------------------------------------------------------
     def create_scored_run(
@@ -317,12 +320,17 @@ class Store:
             return RunInfo.of(row)
 
     def run_folder(self, run_id: str) -> Path:
-        """The folder of a run's item files under the artifacts root."""
+        """The folder of a run's item files under the artifacts root (ValueError for an id that
+        is not a plain name: no path leads out of the root)."""
+        if not _RUN_ID.fullmatch(run_id):
+            raise ValueError(f"not a run id: {run_id!r}")
         return self.artifacts / "runs" / run_id
 
     def items_file(self, run_id: str) -> Path | None:
         """A scored run's ``items.parquet``; None for a model run, a run still being written
         and a run stored before issue 27 (its items are rows of ``run_items``)."""
+        if not _RUN_ID.fullmatch(run_id):
+            return None
         path = self.run_folder(run_id) / _parquet.ITEMS
         return path if path.is_file() else None
 
