@@ -85,10 +85,18 @@ class ItemsWriter:
         self._tables, self._rows, self._bytes = [], 0, 0
 
     def close(self) -> None:
+        """Close the part; one whose keys are all distinct is renamed ``*.unique.part``, which
+        ``publish`` renames into place without reading it (nor importing DuckDB)."""
         self.flush()
         if self._writer is not None:
+            import pyarrow.compute as pc
+            import pyarrow.parquet as pq
+
             self._writer.close()
             self._writer = None
+            keys = pq.read_table(self.path, columns=["key"]).column("key")
+            if pc.count_distinct(keys).as_py() == len(keys):
+                self.path = self.path.replace(self.path.with_suffix(".unique.part"))
 
 
 def _tag_lists(seqs: Sequence[int], tags: Sequence[_Tag]) -> list[Any]:
@@ -117,24 +125,23 @@ def quote(text: str | Path, mark: str = "'") -> str:
 
 
 def publish(folder: Path) -> Path:
-    """Make the part files of ``folder`` its ``items.parquet``: the one part renamed, or the
+    """Make the part files of ``folder`` its ``items.parquet``: one part of distinct keys renamed, or the
     parts merged in ``seq`` order (DuckDB, streamed), a key seen before in the run getting
     ``~<seq>`` appended; an empty file when there is none. Written beside it and renamed."""
-    import duckdb
-
     folder.mkdir(parents=True, exist_ok=True)
     final, tmp = folder / ITEMS, folder / (ITEMS + ".tmp")
     parts = sorted(folder.glob("items-*.part"))
+    if len(parts) == 1 and parts[0].name.endswith(".unique.part"):
+        return parts[0].replace(final)
     if not parts:
         import pyarrow.parquet as pq
 
         pq.write_table(schema().empty_table(), tmp, compression="zstd")
         return tmp.replace(final)
+    import duckdb
+
     scan = f"read_parquet([{', '.join(quote(p) for p in parts)}])"
     with duckdb.connect() as con:
-        doubled = con.execute(f"SELECT count(*) - count(DISTINCT key) FROM {scan}").fetchone()
-        if len(parts) == 1 and doubled is not None and doubled[0] == 0:
-            return parts[0].replace(final)
         key = (
             "CASE WHEN row_number() OVER (PARTITION BY key ORDER BY seq) > 1 "
             "THEN key || '~' || seq ELSE key END AS key"
