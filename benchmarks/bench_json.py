@@ -99,7 +99,7 @@ def exact_rows(quick: bool) -> list[Row]:
             row = Row(**{**row.__dict__, "note": diff})
         rows.append(row)
         # what the >= 3x target is up against: the scoring without the store, and the store's
-        # inserts alone (json batch with the store cannot be faster than them)
+        # item writes alone (json batch with the store cannot be faster than them)
         bare = run_child(
             "fieldcheck", [*_batch(data, strategies, fresh(out)), "--no-store"], timeout=TIME_LIMIT
         )
@@ -117,7 +117,7 @@ def exact_rows(quick: bool) -> list[Row]:
         inserts = run_child("baseline_store", [str(n), str(ITEM_BYTES), str(TAGGED)])
         rows.append(
             speed_row(
-                f"the store's inserts alone, {label} items of {ITEM_BYTES:,} bytes vs literal spec",
+                f"the store's item writes alone, {label} items of {ITEM_BYTES:,} bytes vs literal spec",
                 n,
                 "items",
                 inserts,
@@ -126,30 +126,6 @@ def exact_rows(quick: bool) -> list[Row]:
                 None,
             )
         )
-        if n == large_n:
-            # and SQLite's own limit for the same rows: the store adds next to nothing to it
-            own = run_child("baseline_store", [str(n), str(ITEM_BYTES), str(TAGGED), "sqlite3"])
-            rows += [
-                speed_row(
-                    f"SQLite's own inserts (sqlite3 alone, the store's tables and indexes), "
-                    f"{label} items of {ITEM_BYTES:,} bytes vs literal spec",
-                    n,
-                    "items",
-                    own,
-                    literal,
-                    "literal pseudocode",
-                    None,
-                ),
-                speed_row(
-                    f"SQLite's own inserts, {label} items vs orjson parse",
-                    n,
-                    "items",
-                    own,
-                    parse,
-                    "orjson.loads per line",
-                    None,
-                ),
-            ]
     rows.append(
         memory_row(
             f"json batch peak RSS, {large_n:,} vs {small_n:,} records",

@@ -169,7 +169,7 @@ def _against(n: int, argv: list[str], literal: ProcRun) -> list[Row]:
             None,
         ),
         speed_row(
-            f"the store's inserts alone, {n:,} turn items of {ITEM_BYTES:,} bytes vs literal",
+            f"the store's item writes alone, {n:,} turn items of {ITEM_BYTES:,} bytes vs literal",
             n,
             "items",
             inserts,

@@ -30,7 +30,7 @@ class LabelSystem:
     title = "Label accuracy"
     headline = ("accuracy",)
     breakdowns = (("Accuracy by label", "label", _per_label),)
-    export_columns = ("gold", "predicted")
+    export_columns = (("gold", '$."gold"', "VARCHAR"), ("predicted", '$."predicted"', "VARCHAR"))
 
     def columns(
         self, model: str, metrics: Mapping[str, Any], intervals: Mapping[str, Any]

@@ -50,7 +50,7 @@ def test_usage_errors_are_one_line_naming_the_option(tmp_path: Path) -> None:
     out, _ = json_folder(tmp_path)
     run_id = orjson.loads(runs("import", str(out), "--json")[1])["id"]
     code, _, stderr = runs("export", run_id, "--format", "xml")
-    assert code == 2 and "error: --format: must be csv or jsonl" in stderr
+    assert code == 2 and "error: --format: must be csv, jsonl or parquet" in stderr
     code, _, stderr = runs("rescore", run_id, "--weights", "speed=1")
     assert code == 2 and stderr.startswith("error: --weights: weights: expected name=value")
     code, _, stderr = runs("import", str(tmp_path), "--json")

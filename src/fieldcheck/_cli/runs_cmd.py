@@ -273,7 +273,7 @@ def compare_command(
     store = _store()
     infos = [_run(store, ref) for ref in runs]
     try:
-        table = compare_runs(infos)
+        table = compare_runs(infos, store)
     except InputError as exc:
         raise typer.BadParameter(exc.one_line(), param_hint="RUN") from None
     if as_json:
@@ -287,33 +287,44 @@ def compare_command(
 def export_command(
     run: RunArg,
     fmt: Annotated[
-        str, typer.Option("--format", metavar="csv|jsonl", help="csv or jsonl.")
+        str, typer.Option("--format", metavar="csv|jsonl|parquet", help="csv, jsonl or parquet.")
     ] = "csv",
     out: Annotated[
         Path | None,
-        typer.Option("--out", metavar="FILE", help="Write here (default: stdout)."),
+        typer.Option(
+            "--out", metavar="FILE", help="Write here (default: stdout; parquet needs a file)."
+        ),
     ] = None,
 ) -> None:
-    """A run's items, one a row (CSV, formula-like text cells neutralised with a leading ') or a
-    line (JSONL): key, seq (its order), failed, model, turn, error_type and the item's result.
-    Exit 0; 2 for an unknown RUN, a bad --format or an unwritable --out."""
-    from fieldcheck.runs import iter_export
+    """A run's items, one a row (CSV, formula-like text cells neutralised with a leading '; or
+    Parquet, typed, for pandas and polars) or a line (JSONL): key, seq (its order), failed,
+    model, turn, error_type and the item's result. Exit 0; 2 for an unknown RUN, a bad
+    --format, parquet without --out or an unwritable --out."""
+    from fieldcheck.runs import iter_export, write_parquet
 
-    if fmt not in ("csv", "jsonl"):
-        raise typer.BadParameter(f"must be csv or jsonl (got {fmt!r})", param_hint="--format")
+    if fmt not in ("csv", "jsonl", "parquet"):
+        raise typer.BadParameter(
+            f"must be csv, jsonl or parquet (got {fmt!r})", param_hint="--format"
+        )
+    if fmt == "parquet" and out is None:
+        raise typer.BadParameter(
+            "parquet is written to a file: give --out FILE", param_hint="--out"
+        )
     store = _store()
     info = _run(store, run)
-    blocks = iter_export(store, info.id, fmt)  # type: ignore[arg-type]
     if out is None:
-        for block in blocks:
+        for block in iter_export(store, info.id, fmt):  # type: ignore[arg-type]
             sys.stdout.buffer.write(block)
         sys.stdout.flush()
         return
     tmp = out.with_name(out.name + ".part")
     try:
-        with tmp.open("wb") as handle:
-            for block in blocks:
-                handle.write(block)
+        if fmt == "parquet":
+            write_parquet(store, info.id, tmp)
+        else:
+            with tmp.open("wb") as handle:
+                for block in iter_export(store, info.id, fmt):  # type: ignore[arg-type]
+                    handle.write(block)
         tmp.replace(out)
     except OSError as exc:
         tmp.unlink(missing_ok=True)
@@ -422,7 +433,7 @@ def rescore_command(
     console.print(f"re-scored {info.id} as {child.id}", markup=False)
     from fieldcheck.runs import compare_runs
 
-    _print_comparison(compare_runs([info, child]), console)
+    _print_comparison(compare_runs([info, child], store), console)
 
 
 @app.command("import")

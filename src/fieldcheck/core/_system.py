@@ -24,13 +24,14 @@ Breakdown = tuple[str, str, Callable[[Metrics], Mapping[str, Any]]]
 class System(Protocol):
     """One kind of evaluation. ``name`` is the CLI group and the store's ``system`` column;
     ``headline`` lists its metrics in its report's order; ``export_columns`` are the columns
-    ``runs export`` adds for its items after the common ones."""
+    ``runs export`` adds for its items after the common ones: (name, JSON path in the stored
+    item, DuckDB type of the Parquet export)."""
 
     name: str
     title: str
     headline: tuple[str, ...]
     breakdowns: tuple[Breakdown, ...]
-    export_columns: tuple[str, ...]
+    export_columns: tuple[tuple[str, str, str], ...]
 
     def columns(self, model: str, metrics: Metrics, intervals: Metrics) -> list[Column]:
         """The comparison columns of one stored run."""
@@ -57,5 +58,5 @@ class System(Protocol):
         ...
 
     def export_row(self, result: Mapping[str, Any]) -> list[Any]:
-        """The values of ``export_columns`` for one stored item."""
+        """The values of ``export_columns`` for one stored item (a CSV row)."""
         ...

@@ -21,7 +21,10 @@ class JsonSystem:
     title = "JSON evaluation"
     headline = SCORES
     breakdowns = (("Per-field match rate", "field", _field_match_rates),)
-    export_columns: tuple[str, ...] = (*SCORES, "output_kind")
+    export_columns = (
+        *((name, f'$."{name}"', "DOUBLE") for name in SCORES),
+        ("output_kind", '$."output_kind"', "VARCHAR"),
+    )
 
     def columns(
         self, model: str, metrics: Mapping[str, Any], intervals: Mapping[str, Any]
@@ -47,7 +50,7 @@ class JsonSystem:
         return [(k, result.get(k)) for k in _SUMMARY]
 
     def export_row(self, result: Mapping[str, Any]) -> list[Any]:
-        return [result.get(name) for name in self.export_columns]
+        return [result.get(name) for name, _, _ in self.export_columns]
 
 
 SYSTEM = JsonSystem()

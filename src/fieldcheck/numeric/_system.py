@@ -27,12 +27,12 @@ class NumericSystem:
         ("Accuracy by turn", "turn", _accuracy_by_turn),
         ("Operations by turn", "turn", _operations_by_turn),
     )
-    export_columns: tuple[str, ...] = (
-        "conversation_id",
-        "turn_idx",
-        "general_match",
-        "numerical_match",
-        "failure_mode",
+    export_columns = (
+        ("conversation_id", '$."conversation_id"', "VARCHAR"),
+        ("turn_idx", '$."turn_idx"', "BIGINT"),
+        ("general_match", '$."general_match"', "BOOLEAN"),
+        ("numerical_match", '$."numerical_match"', "BOOLEAN"),
+        ("failure_mode", '$."failure_mode"', "VARCHAR"),
     )
 
     def columns(
@@ -57,7 +57,7 @@ class NumericSystem:
         return [(k, result.get(k)) for k in _SUMMARY]
 
     def export_row(self, result: Mapping[str, Any]) -> list[Any]:
-        return [result.get(name) for name in self.export_columns]
+        return [result.get(name) for name, _, _ in self.export_columns]
 
 
 SYSTEM = NumericSystem()

@@ -11,7 +11,13 @@ from fieldcheck.runs._compare import (
     format_latency,
     format_number,
 )
-from fieldcheck.runs._export import ExportFormat, export_columns, iter_export, iter_items
+from fieldcheck.runs._export import (
+    ExportFormat,
+    export_columns,
+    iter_export,
+    iter_items,
+    write_parquet,
+)
 from fieldcheck.runs._folder import record_folder, system_of
 from fieldcheck.runs._items import (
     json_error_item,
@@ -43,4 +49,5 @@ __all__ = [
     "slot_items",
     "slot_metrics",
     "system_of",
+    "write_parquet",
 ]

@@ -6,12 +6,15 @@ from the store: nothing is re-scored here."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fieldcheck import core
 from fieldcheck._util.errors import InputError
 from fieldcheck.reports import format_seconds_joined
 from fieldcheck.store import RunInfo
+
+if TYPE_CHECKING:
+    from fieldcheck.store import Store
 
 
 def _cell(estimate: Any, interval: Any) -> dict[str, Any] | None:
@@ -49,8 +52,29 @@ def _natural(name: str) -> tuple[int, Any]:
     return (0, int(name)) if name.isdigit() else (1, name)
 
 
-def compare_runs(runs: Sequence[RunInfo]) -> dict[str, Any]:
-    """The comparison of ``runs`` (all of one system; InputError naming them otherwise)."""
+def _joined(
+    store: Store, runs: Sequence[RunInfo], columns: Sequence[dict[str, Any]], several: list[bool]
+) -> dict[str, Any] | None:
+    """Each column's items against the same model's in the first run, joined on their key
+    (DuckDB over the runs' Parquet files): how many went from each verdict to each other;
+    None when any run has no items file."""
+    first = runs[0].id
+    counts: list[dict[str, int]] = []
+    for column, by_model in zip(columns, several, strict=True):
+        model = column["model"] if by_model else None
+        if column["run"] == first:
+            counts.append({})
+            continue
+        joined = store.join_items(first, column["run"], model=model)
+        if joined is None:
+            return None
+        counts.append(joined)
+    return _table(f"Items against {first[:8]} (verdict there -> here)", "items", columns, counts)
+
+
+def compare_runs(runs: Sequence[RunInfo], store: Store | None = None) -> dict[str, Any]:
+    """The comparison of ``runs`` (all of one system; InputError naming them otherwise); with
+    the ``store``, their items joined on key against the first run's (``_joined``)."""
     if not runs:
         raise InputError("give at least one run to compare")
     systems = sorted({r.system for r in runs})
@@ -63,12 +87,13 @@ def compare_runs(runs: Sequence[RunInfo]) -> dict[str, Any]:
         raise InputError(f"runs of system {system!r} cannot be compared: it is not registered")
     columns: list[dict[str, Any]] = []
     cells: list[tuple[Mapping[str, Any], Mapping[str, Any]]] = []
+    several: list[bool] = []  # whether a column is one of its run's models (joined by model)
     for run in runs:
-        for model, metrics, intervals in kind.columns(
-            run.model, run.metrics or {}, run.intervals or {}
-        ):
+        own = kind.columns(run.model, run.metrics or {}, run.intervals or {})
+        for model, metrics, intervals in own:
             columns.append({"run": run.id, "model": model, "label": f"{run.id[:8]} {model}"})
             cells.append((metrics, intervals))
+            several.append(len(own) > 1)
     rows = [
         {
             "name": name,
@@ -79,6 +104,8 @@ def compare_runs(runs: Sequence[RunInfo]) -> dict[str, Any]:
     tables = [
         _table(title, row_label, columns, [dict(read(m)) for m, _ in cells])
         for title, row_label, read in kind.breakdowns
+    if store is not None and len(runs) > 1 and (joined := _joined(store, runs, columns, several)):
+        tables.append(joined)
     ]
     paired = [{"run": run.id, **pair} for run in runs for pair in kind.paired(run.metrics or {})]
     return {
@@ -120,7 +147,10 @@ def format_latency(latency: dict[str, float] | None) -> str:
 
 
 def format_number(value: Any) -> str:
-    return "-" if value is None else f"{value:.4f}"
+    """A rate to 4 decimals; a count (an int) as it is; ``-`` when absent."""
+    if value is None:
+        return "-"
+    return str(value) if isinstance(value, int) and not isinstance(value, bool) else f"{value:.4f}"
 
 
 def format_count(n_done: int, n_items: int) -> str:

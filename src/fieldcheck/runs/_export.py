@@ -1,4 +1,5 @@
-"""A run's items as CSV or JSONL, streamed a page at a time (flat memory at any size). The bytes
+"""A run's items as CSV or JSONL, streamed a page at a time (flat memory at any size), or as
+Parquet with typed columns (``write_parquet``: what pandas and polars read as is). The bytes
 depend only on the stored items, never on the backend or the run's id, so the same run stored in
 SQLite and in PostgreSQL exports identically. CSV cells go through the formula neutraliser."""
 
@@ -7,6 +8,7 @@ from __future__ import annotations
 import csv
 import io
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any, Literal
 
 import orjson
@@ -24,7 +26,7 @@ COMMON = ("key", "seq", "failed", "model", "turn", "error_type")
 def export_columns(system: str) -> tuple[str, ...]:
     """The columns of a CSV export: the common ones, the system's, the item's JSON."""
     kind = core.find(system)
-    return (*COMMON, *(kind.export_columns if kind else ()), "result")
+    return (*COMMON, *(name for name, _, _ in (kind.export_columns if kind else ())), "result")
 
 
 def _row(system: str, item: StoredItem) -> list[Any]:
@@ -35,13 +37,19 @@ def _row(system: str, item: StoredItem) -> list[Any]:
 
 
 def iter_items(store: Store, run_id: str) -> Iterator[StoredItem]:
-    after = -1
-    while True:
-        page = store.page_items(run_id, after=after, limit=PAGE)
-        yield from page
-        if len(page) < PAGE:
-            return
-        after = page[-1].seq
+    return store.iter_items(run_id)
+
+
+def write_parquet(store: Store, run_id: str, out: Path) -> None:
+    """Run ``run_id``'s items to ``out`` as zstd Parquet: the CSV's columns, typed (a system
+    column is null where an item has no such value), the item's JSON text as ``result``.
+    KeyError when there is no such run."""
+    run = store.get_run(run_id)
+    if run is None:
+        raise KeyError(run_id)
+    kind = core.find(run.system)
+    columns = kind.export_columns if kind else ()
+    store.export_parquet(run_id, out, columns)
 
 
 def iter_export(store: Store, run_id: str, fmt: ExportFormat) -> Iterator[bytes]:

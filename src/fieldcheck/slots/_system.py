@@ -21,7 +21,12 @@ class SlotsSystem:
     title = "Slot extraction benchmark"
     headline = METRIC_COLUMNS
     breakdowns = (("Per-topic F1", "topic", _topic_f1),)
-    export_columns = ("user", "session", *_COUNTS, "not_scored")
+    export_columns = (
+        ("user", '$."user"', "VARCHAR"),
+        ("session", '$."session"', "BIGINT"),
+        *((name, f'$.counts."{name}"', "BIGINT") for name in _COUNTS),
+        ("not_scored", '$."not_scored"', "VARCHAR"),
+    )
 
     def columns(
         self, model: str, metrics: Mapping[str, Any], intervals: Mapping[str, Any]
@@ -52,7 +57,7 @@ class SlotsSystem:
         counts = result.get("counts") or {}
         return [
             counts.get(name) if name in _COUNTS else result.get(name)
-            for name in self.export_columns
+            for name, _, _ in self.export_columns
         ]
 
 

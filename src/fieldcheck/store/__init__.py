@@ -1,5 +1,7 @@
 """The run store (layer 2): runs (model runs and scored runs), their items, the model-response
-cache and the saved configuration; ``RunRecorder`` is the sink scoring commands write into.
+cache and the saved configuration; ``RunRecorder`` is the sink scoring commands write into. A
+scored run's items are a zstd Parquet file under the artifacts root (``FIELDCHECK_ARTIFACTS``),
+read with DuckDB.
 
 SQLite by default, any SQLAlchemy URL through ``FIELDCHECK_DATABASE_URL``; schema by Alembic.
 ``Store`` (and SQLAlchemy with it) is imported on first use, so commands that never open the
@@ -11,9 +13,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from fieldcheck.store._records import (
+    ARTIFACTS_ENV,
     DATABASE_ENV,
     RunInfo,
     StoredItem,
+    artifacts_root,
     database_url,
     default_database_path,
     describe_url,
@@ -38,11 +42,13 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "ARTIFACTS_ENV",
     "DATABASE_ENV",
     "RunInfo",
     "RunRecorder",
     "Store",
     "StoredItem",
+    "artifacts_root",
     "database_url",
     "default_database_path",
     "describe_url",

@@ -69,7 +69,7 @@ _Chunk = tuple[Any, ...]
 def flat_rows(
     rows: Iterable[tuple[ItemColumns, str | bytes]], seq: int
 ) -> tuple[list[_Row], list[_Tag], int]:
-    """(columns, result) pairs as the items and tags rows ``Store.insert_scored_rows`` takes,
+    """(columns, result) pairs as the items and tags rows ``ItemsWriter.write`` takes,
     numbered from ``seq``; and the next seq."""
     items: list[_Row] = []
     tags: list[_Tag] = []
@@ -113,9 +113,10 @@ def resolve(chunk: _Chunk) -> tuple[list[_Row], list[_Tag]]:
 
 
 class _Writer:
-    """Inserts queued chunks in a thread of its own, so the database's work (the driver
-    releases the GIL) overlaps the scoring; at most ``_QUEUED_CHUNKS`` wait, so memory stays
-    flat. An insert's error is raised again in the scoring thread at its next call."""
+    """Writes queued chunks to a part of the run's Parquet file in a thread of its own, so the
+    compression (pyarrow releases the GIL) overlaps the scoring; at most ``_QUEUED_CHUNKS``
+    wait, so memory stays flat. A write's error is raised again in the scoring thread at its
+    next call."""
 
     def __init__(self, store: Store, run_id: str) -> None:
         self._queue: queue.Queue[_Chunk | None] = queue.Queue(_QUEUED_CHUNKS)
@@ -126,12 +127,17 @@ class _Writer:
         self._thread.start()
 
     def _loop(self, store: Store, run_id: str) -> None:
+        items = store.items_writer(run_id)
         while (chunk := self._queue.get()) is not None:
             if self._error is None:
                 try:
-                    store.insert_scored_rows(run_id, *resolve(chunk))
+                    items.write(*resolve(chunk))
                 except BaseException as error:  # handed to the scoring thread
                     self._error = error
+        try:
+            items.close()
+        except BaseException as error:
+            self._error = self._error or error
 
     def put(self, chunk: _Chunk, plain: bool = False) -> None:
         self.check()
@@ -143,7 +149,7 @@ class _Writer:
             raise error
 
     def close(self) -> None:
-        """Wait until every queued chunk is in the database."""
+        """Wait until every queued chunk is in the part file, closed."""
         if self._thread.is_alive():
             self._queue.put(None)
             self._thread.join()
@@ -151,7 +157,7 @@ class _Writer:
 
 
 class StoreWriteError(Exception):
-    """An insert failed in the writer process (its type and message: the exception itself
+    """A write failed in the writer process (its type and message: the exception itself
     stays in the child)."""
 
 
@@ -164,9 +170,9 @@ slot scorer's) are several times larger than the payloads they are built of."""
 
 
 class _ProcessWriter:
-    """Inserts chunks in a process of its own (``fieldcheck.store._writer``): a large run's
-    inserts then cost the scoring process only the pickling (a writer thread competed with the
-    scoring for the GIL and made a 100k-record JSON batch 65% slower). A sender thread hands
+    """Writes chunks to a part of the run's Parquet file in a process of its own
+    (``fieldcheck.store._writer``): a large run's items then cost the scoring process only the
+    pickling (building Arrow columns took about 4 times as long, under the GIL). A sender thread hands
     the pickled chunks to the process and reads each answer, so the scoring never waits on the
     process's start or on an insert unless ``_PROCESS_QUEUED_CHUNKS`` chunks are waiting; an
     error is raised at the next call."""
@@ -178,7 +184,7 @@ class _ProcessWriter:
         self._process = child.start(
             [sys.executable, "-P", "-m", "fieldcheck.store._writer"],
             subprocess.DEVNULL,
-            orjson.dumps({"url": store.url, "run_id": run_id}),
+            orjson.dumps({"url": store.url, "run_id": run_id, "artifacts": str(store.artifacts)}),
         )
         self._queue: queue.Queue[bytes | None] = queue.Queue(_PROCESS_QUEUED_CHUNKS)
         self._room = threading.Condition()
@@ -213,6 +219,9 @@ class _ProcessWriter:
         with contextlib.suppress(OSError, ValueError):  # the end of input stops the process
             write_frame(stdin, b"")
             stdin.close()
+            answer = stdout.readline()  # once its file is closed
+            if answer.strip() and self._error is None:
+                self._error = StoreWriteError(answer.decode(errors="replace").strip())
 
     def check(self) -> None:
         if self._error is not None:
@@ -234,8 +243,8 @@ class _ProcessWriter:
         self._queue.put(data)
 
     def close(self) -> None:
-        """Wait until every chunk sent is in the database; stop the process (the sender
-        thread ends its input). Interrupted while waiting (a second Ctrl-C), it kills it."""
+        """Wait until every chunk sent is in the part file; stop the process (the sender
+        thread ends its input: the process closes its file). Interrupted while waiting (a second Ctrl-C), it kills it."""
         process = self._process
         try:
             if self._thread.is_alive():
@@ -428,7 +437,7 @@ class RunRecorder:
             self._failed(error)
 
     def flush(self) -> None:
-        """Wait until every item added so far is in the database."""
+        """Wait until every item added so far is in a closed part file."""
         if self._writer is not None:
             writer, self._writer = self._writer, None
             try:
@@ -444,13 +453,14 @@ class RunRecorder:
         signature: Any = None,
     ) -> RunInfo:
         """Mark the run finished with its metrics and confidence intervals (JSON values), once
-        every item is in the database; ``signature`` replaces the one given to ``open`` (a
-        command knows its full signature only once scored)."""
+        every item is in its ``items.parquet``; ``signature`` replaces the one given to
+        ``open`` (a command knows its full signature only once scored)."""
         self.flush()
         if self.broken:
             self._closed = True
             return self.run
         try:
+            self.store.publish_items(self.run.id)
             self.run = self.store.finish_scored_run(
                 self.run.id,
                 metrics=orjson.loads(_json(_plain(metrics))) if metrics is not None else None,
@@ -469,6 +479,7 @@ class RunRecorder:
             self._closed = True
             with contextlib.suppress(Exception):  # the run's own error is the one to report
                 self.flush()
+                self.store.publish_items(self.run.id)
             with contextlib.suppress(Exception):
                 self.store.finish_scored_run(
                     self.run.id, metrics=None, intervals=None, status=status

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from fieldcheck.store._schema import RunRow
 
 DATABASE_ENV = "FIELDCHECK_DATABASE_URL"
+ARTIFACTS_ENV = "FIELDCHECK_ARTIFACTS"
 
 
 def default_database_path() -> Path:
@@ -31,6 +32,21 @@ def database_url() -> str:
     path = default_database_path()
     path.parent.mkdir(parents=True, exist_ok=True)
     return f"sqlite:///{path}"
+
+
+def artifacts_root(url: str) -> Path:
+    """Where scored runs' item files go: ``FIELDCHECK_ARTIFACTS``, else ``artifacts/`` beside a
+    SQLite file, else (PostgreSQL, an in-memory SQLite) beside the default SQLite file."""
+    env = os.environ.get(ARTIFACTS_ENV)
+    if env:
+        return Path(env).expanduser().resolve()
+    if url.startswith("sqlite"):
+        from sqlalchemy.engine import make_url
+
+        name = make_url(url).database
+        if name and name != ":memory:" and not name.startswith("file:"):
+            return Path(name).resolve().parent / "artifacts"
+    return default_database_path().parent / "artifacts"
 
 
 def describe_url(url: str) -> str:

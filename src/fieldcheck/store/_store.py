@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import socket
+import tempfile
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -30,16 +32,17 @@ from sqlalchemy import (
     select,
     update,
 )
-from sqlalchemy.engine import Dialect
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
 from fieldcheck._util.child import pid_alive
 from fieldcheck._util.jsonio import dumps_bytes, loads
+from fieldcheck.store import _parquet
 from fieldcheck.store._records import (
     DATABASE_ENV,
     RunInfo,
     StoredItem,
+    artifacts_root,
     database_url,
     default_database_path,
     describe_url,
@@ -64,6 +67,9 @@ MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 # The fewest characters of a run id that name it (a shorter prefix is too easy to mistype into
 # another run, and ``runs delete`` acts at once).
 MIN_PREFIX = 4
+ITEM_PAGE = 1000
+_RUN_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
+_IDENTIFIER = '"'
 
 
 class AmbiguousRunError(LookupError):
@@ -87,8 +93,10 @@ def _dumps(value: Any) -> str:
 class Store:
     """Runs, items and cached replies behind one SQLAlchemy engine."""
 
-    def __init__(self, url: str | None = None) -> None:
+    def __init__(self, url: str | None = None, *, artifacts: Path | None = None) -> None:
         self.url = url or database_url()
+        self.artifacts = artifacts or artifacts_root(self.url)
+        self._duckdb: Any = None
         self.engine: Engine = _engine(self.url)
         upgrade(self.engine)
         self._session = sessionmaker(self.engine, expire_on_commit=False)
@@ -105,6 +113,9 @@ class Store:
             connection.rollback()
 
     def close(self) -> None:
+        if self._duckdb is not None:
+            self._duckdb.close()
+            self._duckdb = None
         self.engine.dispose()
 
     def session(self) -> Session:
@@ -259,8 +270,8 @@ class Store:
         return RunInfo.of(rows[0]) if rows else None
 
     def delete_run(self, run_id: str) -> bool:
-        """Delete a run with its items, tags and journal, and its ``calls`` runs; False when
-        there is no such run."""
+        """Delete a run with its items, tags, journal and item files, and its ``calls`` runs;
+        False when there is no such run."""
         with self.session() as s:
             parts = select(RunRow.id).where(RunRow.parent_id == run_id, RunRow.kind == "calls")
             ids = [run_id, *s.scalars(parts)]
@@ -270,7 +281,10 @@ class Store:
             s.execute(delete(RunRow).where(RunRow.id.in_(ids[1:])))
             gone = s.execute(delete(RunRow).where(RunRow.id == run_id)).rowcount  # type: ignore[attr-defined]
             s.commit()
-            return bool(gone)
+        if gone:
+            for run in ids:
+                _parquet.remove(self.run_folder(run))
+        return bool(gone)
 
     # scored runs ----------------------------------------------------------------------------
     def create_scored_run(
@@ -354,104 +368,88 @@ class Store:
                     .values(kind="calls", parent_id=run_id)
                 )
             s.commit()
-            return RunInfo.of(row)
+            info = RunInfo.of(row)
+        _parquet.remove(self.run_folder(run_id))  # an interrupted scoring's items
+        return info
 
-    def add_scored_items(self, run_id: str, rows: list[dict[str, Any]]) -> None:
-        """Insert a chunk of scored items (``run_items`` columns plus ``tags``: name -> failed)
-        and count them on the run, in one transaction."""
-        items = [
-            (
-                r["item_key"],
-                r["seq"],
-                r.get("error_type"),
-                r.get("failed"),
-                r.get("model"),
-                r.get("turn"),
-                r["result"],
-            )
-            for r in rows
-        ]
-        tags = [(name, r["seq"], bool(f)) for r in rows for name, f in r.get("tags", {}).items()]
-        self.insert_scored_rows(run_id, items, tags)
+    def run_folder(self, run_id: str) -> Path:
+        """The folder of a run's item files under the artifacts root (ValueError for an id that
+        is not a plain name: no path leads out of the root)."""
+        if not _RUN_ID.fullmatch(run_id):
+            raise ValueError(f"not a run id: {run_id!r}")
+        return self.artifacts / "runs" / run_id
 
-    def insert_scored_rows(
-        self,
-        run_id: str,
-        items: list[tuple[str, int, str | None, bool | None, str | None, int | None, str | bytes]],
-        tags: list[tuple[str, int, bool]],
-    ) -> None:
-        """Insert a chunk of scored items, ``(key, seq, error_type, failed, model, turn,
-        result)``, and their tags ``(name, seq, failed)``, and count them on the run, in one
-        transaction. Through the driver's ``executemany`` (the ORM's per-row work cost more
-        than the database's); a key already stored in the run gets ``~<seq>`` appended."""
-        if not items:
-            return
-        dialect = self.engine.dialect
-        mark = "?" if dialect.paramstyle == "qmark" else "%s"
-        as_time = _bind(ItemRow, "finished_at", dialect)
-        as_bool = _bind(ItemRow, "failed", dialect)
-        now = as_time(_now())
-        item_sql = (
-            "INSERT INTO run_items (run_id, item_key, seq, error_type, failed, model, turn, "
-            "result, calls, cached_calls, latency_s, finished_at) VALUES "
-            f"({', '.join([mark] * 12)})"
-        )
-        rows = [
-            (
-                run_id,
-                k,
-                q,
-                e,
-                None if f is None else as_bool(f),
-                m,
-                t,
-                r.decode() if type(r) is bytes else r,
-                0,
-                0,
-                0.0,
-                now,
-            )
-            for k, q, e, f, m, t, r in items
-        ]
-        tag_sql = f"INSERT INTO run_item_tags (run_id, name, seq, failed) VALUES ({mark}, {mark}, {mark}, {mark})"
-        tag_rows = [(run_id, n, q, as_bool(f)) for n, q, f in tags]
-        errors = sum(1 for i in items if i[2])
-        count = (
-            update(RunRow)
-            .where(RunRow.id == run_id)
-            .values(
-                n_done=RunRow.n_done + len(items),
-                n_items=RunRow.n_items + len(items),
-                n_errors=RunRow.n_errors + errors,
-            )
-        )
-        try:
+    def items_file(self, run_id: str) -> Path | None:
+        """A scored run's ``items.parquet``; None for a model run, a run still being written
+        and a run stored before issue 27 (its items are rows of ``run_items``)."""
+        if not _RUN_ID.fullmatch(run_id):
+            return None
+        path = self.run_folder(run_id) / _parquet.ITEMS
+        return path if path.is_file() else None
+
+    def items_writer(self, run_id: str) -> _parquet.ItemsWriter:
+        """A writer of a scored run's items (``ItemsWriter.write`` takes ``(key, seq,
+        error_type, failed, model, turn, result)`` and ``(tag, seq, failed)`` rows); each chunk
+        is counted on the run. ``publish_items`` makes them the run's file."""
+
+        def count(items: int, errors: int) -> None:
             with self.engine.begin() as conn:
-                conn.exec_driver_sql(item_sql, rows)  # type: ignore[arg-type]
-                if tag_rows:
-                    conn.exec_driver_sql(tag_sql, tag_rows)  # type: ignore[arg-type]
-                conn.execute(count)
-            return
-        except IntegrityError:
-            pass
-        # a key seen before in this run (rare: e.g. an error item named after a scored record)
-        with self.engine.begin() as conn:
-            keys = [row[1] for row in rows]
-            seen: set[str] = set()
-            for start in range(0, len(keys), 500):
-                query = select(ItemRow.item_key).where(
-                    ItemRow.run_id == run_id, ItemRow.item_key.in_(keys[start : start + 500])
+                conn.execute(
+                    update(RunRow)
+                    .where(RunRow.id == run_id)
+                    .values(
+                        n_done=RunRow.n_done + items,
+                        n_items=RunRow.n_items + items,
+                        n_errors=RunRow.n_errors + errors,
+                    )
                 )
-                seen.update(conn.scalars(query))
-            renamed = []
-            for row in rows:
-                key = row[1] if row[1] not in seen else f"{row[1]}~{row[2]}"
-                seen.add(key)
-                renamed.append((row[0], key, *row[2:]))
-            conn.exec_driver_sql(item_sql, renamed)  # type: ignore[arg-type]
-            if tag_rows:
-                conn.exec_driver_sql(tag_sql, tag_rows)  # type: ignore[arg-type]
-            conn.execute(count)
+
+        return _parquet.ItemsWriter(self.run_folder(run_id), count)
+
+    def publish_items(self, run_id: str) -> Path:
+        """The run's written parts as its ``items.parquet`` (``_parquet.publish``)."""
+        return _parquet.publish(self.run_folder(run_id))
+
+    def export_parquet(
+        self, run_id: str, out: Path, columns: Sequence[tuple[str, str, str]] = ()
+    ) -> None:
+        """Write run ``run_id``'s items to ``out`` as zstd Parquet in ``seq`` order: key, seq,
+        failed, model, turn, error_type, then each of ``columns`` (name, JSON path in the
+        item, DuckDB type: read from the item's JSON, null where absent or of another type),
+        then the item's JSON as ``result``. A run without an items file (a model run, one stored
+        before issue 27) is read from its rows."""
+        with tempfile.TemporaryDirectory(prefix="fieldcheck-export-") as tmp:
+            path = self.items_file(run_id)
+            if path is None:
+                writer = _parquet.ItemsWriter(Path(tmp))
+                page: list[StoredItem] = []
+                for item in self.iter_items(run_id):
+                    page.append(item)
+                    if len(page) == ITEM_PAGE:
+                        writer.write(_item_rows(page), ())
+                        page = []
+                writer.write(_item_rows(page), ())
+                writer.close()
+                path = _parquet.publish(Path(tmp))
+            extracted = "".join(
+                f", TRY_CAST(json_extract_string(result, {_parquet.quote(at)}) AS {kind}) "
+                f"AS {_parquet.quote(name, _IDENTIFIER)}"
+                for name, at, kind in columns
+            )
+            with self._duck() as con:
+                con.execute(
+                    f"COPY (SELECT key, seq, failed, model, turn, error_type{extracted}, result "
+                    f"FROM read_parquet({_parquet.quote(path)}) ORDER BY seq) TO "
+                    f"{_parquet.quote(out)} (FORMAT parquet, COMPRESSION zstd)"
+                )
+
+    def _duck(self) -> Any:
+        """A DuckDB cursor of its own (one per query: the API's threads query at once)."""
+        if self._duckdb is None:
+            import duckdb
+
+            self._duckdb = duckdb.connect()
+        return self._duckdb.cursor()
 
     def finish_scored_run(
         self,
@@ -491,6 +489,20 @@ class Store:
         """Up to ``limit`` items with ``seq > after`` in order (keyset paging: as fast on page
         1000 as on page 1), filtered by the indexed columns. ``tag``: a field of a JSON record
         or a topic of a slot session; with ``failed`` it means failed on that tag."""
+        path = self.items_file(run_id)
+        if path is not None:
+            with self._duck() as con:
+                rows = _parquet.page(
+                    con,
+                    path,
+                    after=after,
+                    limit=limit,
+                    failed=failed,
+                    tag=tag,
+                    model=model,
+                    turn=turn,
+                )
+            return [_from_parquet(*row) for row in rows]
         query = self._item_filters(
             select(ItemRow), run_id, failed=failed, tag=tag, model=model, turn=turn
         )
@@ -507,6 +519,10 @@ class Store:
         model: str | None = None,
         turn: int | None = None,
     ) -> int:
+        path = self.items_file(run_id)
+        if path is not None:
+            with self._duck() as con:
+                return _parquet.count(con, path, failed=failed, tag=tag, model=model, turn=turn)
         query = self._item_filters(
             select(func.count()).select_from(ItemRow),
             run_id,
@@ -521,6 +537,11 @@ class Store:
     def count_not_scored(self, run_id: str) -> int:
         """The run's items that were not scored (``failed`` null: an input, judge or call
         error, no gold), neither failed nor passed."""
+        path = self.items_file(run_id)
+        if path is not None:
+            with self._duck() as con:
+                filters = {"failed": None, "tag": None, "model": None, "turn": None}
+                return _parquet.count(con, path, not_scored=True, **filters)
         query = select(func.count()).select_from(ItemRow)
         query = query.where(ItemRow.run_id == run_id, ItemRow.failed.is_(None))
         with self.session() as s:
@@ -528,6 +549,10 @@ class Store:
 
     def item_tags(self, run_id: str, *, limit: int = 1000) -> list[str]:
         """The distinct tag names of a run (fields or topics), sorted: the filter's choices."""
+        path = self.items_file(run_id)
+        if path is not None:
+            with self._duck() as con:
+                return _parquet.tag_names(con, path, limit)
         with self.session() as s:
             query = (
                 select(TagRow.name)
@@ -537,6 +562,18 @@ class Store:
                 .limit(limit)
             )
             return list(s.scalars(query))
+
+    def join_items(
+        self, first: str, second: str, *, model: str | None = None
+    ) -> dict[str, int] | None:
+        """Two scored runs' items joined on their key (``model``'s only, when given): how many
+        have each pair of verdicts (``"passed -> failed"``: ``_parquet.join_counts``). None
+        when either run has no items file (a run stored before issue 27 is not joined)."""
+        paths = self.items_file(first), self.items_file(second)
+        if paths[0] is None or paths[1] is None:
+            return None
+        with self._duck() as con:
+            return _parquet.join_counts(con, paths[0], paths[1], model)
 
     @staticmethod
     def _item_filters(
@@ -568,6 +605,12 @@ class Store:
         return list(self.iter_items(run_id))
 
     def iter_items(self, run_id: str) -> Iterator[StoredItem]:
+        if self.items_file(run_id) is not None:  # a page at a time: flat memory at any size
+            after = -1
+            while page := self.page_items(run_id, after=after, limit=ITEM_PAGE):
+                yield from page
+                after = page[-1].seq
+            return
         with self.session() as s:
             query = select(ItemRow).where(ItemRow.run_id == run_id).order_by(ItemRow.seq)
             for row in s.scalars(query.execution_options(yield_per=1000)):
@@ -702,6 +745,25 @@ def _stored(row: ItemRow | JournalRow) -> StoredItem:
     )
 
 
+def _from_parquet(
+    key: str,
+    seq: int,
+    error_type: str | None,
+    failed: bool | None,
+    model: str | None,
+    turn: int | None,
+    result: str,
+) -> StoredItem:
+    """A scored item read from its run's Parquet file (a scored item makes no model call)."""
+    return StoredItem(key, seq, error_type, 0, 0, 0.0, loads(result), [], failed, model, turn)
+
+
+def _item_rows(items: list[StoredItem]) -> list[Any]:
+    return [
+        (i.key, i.seq, i.error_type, i.failed, i.model, i.turn, _dumps(i.result)) for i in items
+    ]
+
+
 def _like_escape(text: str) -> str:
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
@@ -734,13 +796,6 @@ def _run_filters(
     if until is not None:
         query = query.where(RunRow.started_at < until)
     return query
-
-
-def _bind(table: type[Any], column: str, dialect: Dialect) -> Any:
-    """The driver value of ``column``'s Python values (a datetime is text in SQLite)."""
-    kind = table.__table__.c[column].type
-    process = kind.dialect_impl(dialect).bind_processor(dialect)
-    return process if process is not None else (lambda value: value)
 
 
 def _engine(url: str) -> Engine:

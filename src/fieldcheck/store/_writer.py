@@ -1,14 +1,16 @@
-"""The store's writer process (``python -m fieldcheck.store._writer``): it inserts a large
-run's chunks of items, so the scoring process spends on them only the pickling (or marshalling).
+"""The store's writer process (``python -m fieldcheck.store._writer``): it writes a large run's
+chunks of items to a part of its Parquet file, so the scoring process spends on them only the
+pickling (or marshalling).
 
 Started by ``RunRecorder`` (``_recorder._ProcessWriter``) in a session of its own (a Ctrl-C
 reaches the scoring process only, which then tells this one when to stop). Its standard input
 carries frames, each an 8-byte little-endian length and that many bytes: first
-``{"url": ..., "run_id": ...}`` as JSON (the URL may hold a password: it is never on the command
+``{"url": ..., "run_id": ..., "artifacts": ...}`` as JSON (the URL may hold a password: it is never on the command
 line), then one chunk each (``_recorder.encode_chunk``: pickled, or marshalled if plain data;
-``resolve`` makes it the items and tags rows of ``Store.insert_scored_rows``, or builds them);
-an empty frame or the end of input stops it. Each chunk is answered with one line on standard
-output: empty when stored, else the first error's type and message (nothing more is stored).
+``resolve`` makes it the items and tags rows of ``ItemsWriter.write``, or builds them); an
+empty frame or the end of input closes the part file and stops it. Each chunk, and the end, is
+answered with one line on standard output: empty when written (closed), else the first error's
+type and message (nothing more is written).
 """
 
 from __future__ import annotations
@@ -41,22 +43,33 @@ def main() -> int:
     config = orjson.loads(head)
     failed: str | None = None
     store: Any = None
+    items: Any = None
     try:
+        from pathlib import Path
+
         from fieldcheck.store._recorder import decode_chunk, resolve
         from fieldcheck.store._store import Store
 
-        store = Store(config["url"])
+        store = Store(config["url"], artifacts=Path(config["artifacts"]))
+        items = store.items_writer(config["run_id"])
     except Exception as error:  # answered to every chunk
         failed = describe(error)
     try:
         while (data := read_frame(stdin)) is not None:
             if failed is None:
                 try:
-                    store.insert_scored_rows(config["run_id"], *resolve(decode_chunk(data)))
+                    items.write(*resolve(decode_chunk(data)))
                 except Exception as error:  # sent back to the scoring process
                     failed = describe(error)
             stdout.write((failed or "").encode() + b"\n")
             stdout.flush()
+        if items is not None and failed is None:
+            try:
+                items.close()
+            except Exception as error:
+                failed = describe(error)
+        stdout.write((failed or "").encode() + b"\n")  # the last answer: the file closed
+        stdout.flush()
     except BrokenPipeError:  # the scoring process is gone
         pass
     finally:

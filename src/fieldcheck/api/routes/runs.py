@@ -99,7 +99,7 @@ def _ids(ids: list[str]) -> list[str]:
 def _compare(ctx: AppContext, ids: list[str]) -> dict[str, Any]:
     runs = [_get(ctx, i) for i in _ids(ids)]
     try:
-        return compare_runs(runs)
+        return compare_runs(runs, ctx.store)
     except InputError as exc:
         raise ApiError(422, exc.one_line(), field="ids") from None
 
@@ -299,8 +299,8 @@ def _summary(system: str, item: StoredItem) -> list[tuple[str, Any]]:
 
 
 def _heat(value: Any) -> str:
-    """A cell colour for a rate in [0, 1]: red (0) to green (1)."""
-    if not isinstance(value, int | float):
+    """A cell colour for a rate in [0, 1]: red (0) to green (1); none for a count."""
+    if not isinstance(value, float):
         return ""
     hue = round(120 * max(0.0, min(1.0, float(value))))
     return f"background: hsl({hue}, 70%, 85%)"
