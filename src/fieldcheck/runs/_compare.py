@@ -104,9 +104,9 @@ def compare_runs(runs: Sequence[RunInfo], store: Store | None = None) -> dict[st
     tables = [
         _table(title, row_label, columns, [dict(read(m)) for m, _ in cells])
         for title, row_label, read in kind.breakdowns
+    ]
     if store is not None and len(runs) > 1 and (joined := _joined(store, runs, columns, several)):
         tables.append(joined)
-    ]
     paired = [{"run": run.id, **pair} for run in runs for pair in kind.paired(run.metrics or {})]
     return {
         "system": system,
