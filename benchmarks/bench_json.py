@@ -38,7 +38,6 @@ def _batch(data: Path, strategies: Path, out: Path) -> list[str]:
         str(strategies),
         "--out",
         str(out),
-        "--force",
     ]
 
 

@@ -208,7 +208,7 @@ def scale_rows(quick: bool) -> list[Row]:
     for n in (small_n, large_n):
         data, preds = _data.numeric(n)
         argv = ["numeric", "score", "--data", str(data), "--predictions", str(preds)]
-        argv += ["--out", str(fresh(out / f"numeric_{n}")), "--force"]
+        argv += ["--out", str(fresh(out / f"numeric_{n}"))]
         runs[n] = ours = run_child("fieldcheck", argv, timeout=TIME_LIMIT)
         literal = run_child(
             "literal_numeric", [str(data), str(preds), str(out / f"numeric_literal_{n}.csv"), "dev"]

@@ -113,7 +113,6 @@ def scale_rows(quick: bool) -> list[Row]:
             str(gold),
             "--out",
             str(fresh(out / f"slots_{n}")),
-            "--force",
         ]
         for i, p in enumerate(preds):
             argv += ["--pred", f"m{i}={p}"]
