@@ -1,4 +1,4 @@
-"""Issue 27, run folders that are never cleaned (core/_folder.py, docs/formats.md "Output
+"""Issue 27, run folders that are never cleaned (reports/_folder.py, docs/formats.md "Output
 folders"): ``--out`` must be new or empty, a run writes ``DIR.fieldcheck-partial`` and renames it
 into place when complete, its run.json says what wrote it, an unfinished run is continued by the
 same command, and a refused ``--out`` is left exactly as it was."""
@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 
 from fieldcheck._cli.main import app
 from fieldcheck._util.errors import InputError
-from fieldcheck.core import PARTIAL, RunFolder
+from fieldcheck.reports import PARTIAL, RunFolder
 from fieldcheck.runs import system_of
 
 

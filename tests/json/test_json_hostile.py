@@ -231,7 +231,7 @@ def test_cli_batch_output_that_cannot_be_written_exits_1(tmp_path: Path) -> None
     """An output that cannot be written once scoring started (here a folder where summary.json
     goes, in the unfinished run's folder the command continues) is one line naming the file,
     exit 1: not the usage status, since the command itself was right (decisions.md)."""
-    from fieldcheck.core import RunFolder
+    from fieldcheck.reports import RunFolder
 
     data = write(tmp_path, "d.jsonl", '{"id": 1, "ground_truth": {"a": 1}, "output": {"a": 1}}\n')
     out = tmp_path / "o"

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 from tests.numeric.test_streamed import _files, _write_inputs
 
-from fieldcheck.core import PARTIAL, RunFolder
 from fieldcheck.numeric import load_convfinqa, load_predictions, score_to_folder
 from fieldcheck.numeric._writer import WriterProcess
+from fieldcheck.reports import PARTIAL, RunFolder
 
 
 @pytest.fixture

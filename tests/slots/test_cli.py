@@ -190,7 +190,7 @@ def test_out_that_is_a_file_is_a_usage_error(jsonl: Jsonl, tmp_path: Path) -> No
 
 
 def test_output_file_that_cannot_be_written_exits_1(jsonl: Jsonl, tmp_path: Path) -> None:
-    from fieldcheck.core import RunFolder
+    from fieldcheck.reports import RunFolder
 
     f, out = _files(jsonl), tmp_path / "out"
     # an unfinished run of the same command, continued, with a directory where a file goes

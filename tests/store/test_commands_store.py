@@ -341,7 +341,7 @@ def test_a_run_whose_folder_cannot_be_put_in_place_is_stored_failed(
     exit 1)."""
     from runs_data import GOLD, PRED_A
 
-    from fieldcheck.core import RunFolder
+    from fieldcheck.reports import RunFolder
 
     real_finish = RunFolder.finish
     out = tmp_path / "out"

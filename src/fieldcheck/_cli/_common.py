@@ -24,7 +24,7 @@ from fieldcheck._cli._record import forget_store_warnings
 from fieldcheck._util.errors import InputError
 from fieldcheck._util.sniff import likely_cause
 from fieldcheck._util.term import install_log_filter, safe_text
-from fieldcheck.core import FolderError, RunFolder, check_destination
+from fieldcheck.reports import FolderError, RunFolder, check_destination
 
 install_log_filter()  # warnings quote data: control characters escaped (issue 9)
 

@@ -13,7 +13,7 @@ import typer
 from rich.console import Console
 
 from fieldcheck._util.term import safe_text
-from fieldcheck.core import OutputFolder
+from fieldcheck.reports import OutputFolder
 from fieldcheck.store import DATABASE_ENV
 
 if TYPE_CHECKING:

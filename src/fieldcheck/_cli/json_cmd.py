@@ -81,7 +81,6 @@ from fieldcheck._util.jsonio import dumps, loads, read_json, write_json, write_j
 from fieldcheck._util.paths import unique_filenames
 from fieldcheck._util.sniff import likely_cause
 from fieldcheck._util.term import SafeConsole, safe_json_text, safe_markup, safe_text
-from fieldcheck.core import OutputFolder
 from fieldcheck.jsoneval import (
     CHUNK_LINES,
     BatchReader,
@@ -109,7 +108,7 @@ from fieldcheck.jsoneval._io import StreamedBatch
 from fieldcheck.jsoneval._stream import Failed, Item, Throttle
 from fieldcheck.matchers import Matcher
 from fieldcheck.metrics._json_fields import BUCKET_NAMES
-from fieldcheck.reports import format_seconds
+from fieldcheck.reports import OutputFolder, format_seconds
 from fieldcheck.reports._csv import write_csv
 from fieldcheck.runner import MAX_REPLY_BYTES, ModelSpec, Runner
 

@@ -66,7 +66,6 @@ from fieldcheck._util.jsonio import dumps, write_jsonl
 from fieldcheck._util.paths import unique_filenames
 from fieldcheck._util.sniff import likely_cause
 from fieldcheck._util.term import SafeConsole, safe_json_text, safe_text
-from fieldcheck.core import OutputFolder
 from fieldcheck.numeric import (
     LoadResult,
     NumericResult,
@@ -78,6 +77,7 @@ from fieldcheck.numeric import (
 )
 from fieldcheck.numeric._agent import PROMPT_ID, evaluate_model, prediction_lines
 from fieldcheck.numeric._scoring import CALL_ERRORS
+from fieldcheck.reports import OutputFolder
 from fieldcheck.runner import MAX_REPLY_BYTES, ModelSpec, RunHandle, Runner, item_calls
 
 app = typer.Typer(

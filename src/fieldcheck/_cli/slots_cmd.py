@@ -69,8 +69,13 @@ from fieldcheck._util.errors import InputError
 from fieldcheck._util.jsonio import dumps, write_json, write_jsonl
 from fieldcheck._util.paths import unique_filenames
 from fieldcheck._util.term import SafeConsole, safe_json_text, safe_text
-from fieldcheck.core import RUNS_DIR, OutputFolder
-from fieldcheck.reports import format_pvalue, format_seconds, format_seconds_joined
+from fieldcheck.reports import (
+    RUNS_DIR,
+    OutputFolder,
+    format_pvalue,
+    format_seconds,
+    format_seconds_joined,
+)
 from fieldcheck.runner import MAX_REPLY_BYTES, ModelSpec, Runner
 from fieldcheck.slots import (
     PROMPT_ID,

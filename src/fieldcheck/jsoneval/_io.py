@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING
 from fieldcheck._util.errors import InputError
 from fieldcheck._util.jsonio import write_jsonl
 from fieldcheck._util.signature import Signature
-from fieldcheck.core import OutputFolder
 from fieldcheck.jsoneval._config import EvalConfig
 from fieldcheck.jsoneval._evaluate import build_matchers, make_signature, warn_unused_strategies
 from fieldcheck.jsoneval._models import (
@@ -34,6 +33,7 @@ from fieldcheck.jsoneval._stream import (
     Scorer,
     run_stream,
 )
+from fieldcheck.reports import OutputFolder
 from fieldcheck.reports._csv import write_csv
 
 if TYPE_CHECKING:

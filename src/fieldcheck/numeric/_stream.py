@@ -23,7 +23,6 @@ import orjson
 
 from fieldcheck._util.errors import ErrorList, error_dicts, short_repr
 from fieldcheck._util.jsonio import dumps_bytes
-from fieldcheck.core import OutputFolder
 from fieldcheck.metrics._stats import ExactSum, latency_stats
 from fieldcheck.numeric._loaders import LoadResult, StoredConversations, plain_conversation
 from fieldcheck.numeric._predictions import (
@@ -47,6 +46,7 @@ from fieldcheck.numeric._scoring import (
     trace_ids,
     turn_values,
 )
+from fieldcheck.reports import OutputFolder
 from fieldcheck.reports._csv import neutralise_cell, write_csv
 from fieldcheck.store._items import ItemColumns, numeric_columns
 

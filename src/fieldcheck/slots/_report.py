@@ -9,9 +9,8 @@ from typing import Any
 
 from fieldcheck._util.errors import error_dicts
 from fieldcheck._util.jsonio import write_jsonl
-from fieldcheck.core import OutputFolder
 from fieldcheck.metrics import Interval
-from fieldcheck.reports import format_seconds, format_seconds_joined, write_csv
+from fieldcheck.reports import OutputFolder, format_seconds, format_seconds_joined, write_csv
 from fieldcheck.reports._document import (
     CSS,
     LEGEND_OUTSIDE,
