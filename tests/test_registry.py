@@ -16,7 +16,7 @@ from fastapi.testclient import TestClient
 from fieldcheck import core
 from fieldcheck.api import ApiSettings, create_app
 from fieldcheck.runs import compare_runs, iter_export
-from fieldcheck.store import RunInfo, RunRecorder, Store
+from fieldcheck.store import ItemColumns, RunInfo, RunRecorder, Store
 
 
 def _per_label(metrics: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -55,6 +55,9 @@ class LabelSystem:
     def export_row(self, result: Mapping[str, Any]) -> list[Any]:
         return [result.get("gold"), result.get("predicted")]
 
+    def item_columns(self, item: Mapping[str, Any]) -> ItemColumns:
+        return ItemColumns(item["key"], item["gold"] != item["predicted"])
+
 
 ITEMS = [("cat", "cat"), ("dog", "cat"), ("dog", "dog"), ("cat", "cat")]
 
@@ -72,11 +75,8 @@ def _run(store: Store, model: str, predictions: list[tuple[str, str]]) -> RunInf
     recorder = RunRecorder.open(
         store, system="label", inputs=[], settings={}, signature=None, out=None, model=model
     )
-    items = [
-        {"key": f"i{n}", "gold": g, "predicted": p, "failed": g != p}
-        for n, (g, p) in enumerate(predictions)
-    ]
-    recorder.add_items(items)
+    items = [{"key": f"i{n}", "gold": g, "predicted": p} for n, (g, p) in enumerate(predictions)]
+    recorder.add_items(items, core.get("label").item_columns)
     right = [g == p for g, p in predictions]
     per_label = {
         label: sum(r for (g, _), r in zip(predictions, right, strict=True) if g == label)

@@ -12,10 +12,11 @@ from typer.testing import CliRunner
 
 from fieldcheck._cli.json_cmd import run_demo
 from fieldcheck._cli.main import app
-from fieldcheck.jsoneval import BatchRecord, EvalConfig, _stream, evaluate, evaluate_batch
+from fieldcheck.jsoneval import SYSTEM, BatchRecord, EvalConfig, _stream, evaluate, evaluate_batch
 from fieldcheck.matchers import DiskCache, FuzzyMatcher, SemanticMatcher
 from fieldcheck.matchers._semantic import load_model
-from fieldcheck.store._items import json_columns
+
+json_columns = SYSTEM.item_columns
 
 pytestmark = pytest.mark.slow
 Walk = tuple[dict[str, Any], dict[str, Any], dict[str, str]]

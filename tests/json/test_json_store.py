@@ -14,6 +14,7 @@ import orjson
 import pytest
 
 from fieldcheck.jsoneval import (
+    SYSTEM,
     BatchReader,
     EvalConfig,
     evaluate_batch,
@@ -24,9 +25,10 @@ from fieldcheck.jsoneval import (
 from fieldcheck.runs import json_error_item, json_item, json_metrics
 from fieldcheck.runs._rescore import rescore
 from fieldcheck.store import RunRecorder, Store
-from fieldcheck.store._items import json_columns
 
 from .test_json_streaming import STRATEGIES, matchers, random_batch
+
+json_columns = SYSTEM.item_columns
 
 XSS = "<img src=x onerror=alert(1)>"
 

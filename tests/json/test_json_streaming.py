@@ -17,6 +17,7 @@ from typer.testing import CliRunner
 
 from fieldcheck._cli.main import app
 from fieldcheck.jsoneval import (
+    SYSTEM,
     BatchReader,
     EvalConfig,
     evaluate_batch,
@@ -26,9 +27,10 @@ from fieldcheck.jsoneval import (
     write_batch_outputs,
 )
 from fieldcheck.jsoneval._stream import Item
-from fieldcheck.store._items import json_columns
 
 from .conftest import TableMatcher
+
+json_columns = SYSTEM.item_columns
 
 STRATEGIES = {"name": "FUZZY", "note": "IGNORE", "code": "EXACT", "qty": "EXACT"}
 KEYS = ["name", "note", "code", "qty", "tags", "when", "flag", "misc"]

@@ -18,6 +18,7 @@ from fieldcheck._util.frames import HEADER
 from fieldcheck.runs import rescore, slot_items, slot_metrics
 from fieldcheck.runs._export import iter_items
 from fieldcheck.slots import (
+    SYSTEM,
     ModelInput,
     SlotsRun,
     load_judge_scores,
@@ -30,7 +31,8 @@ from fieldcheck.slots._score import SlotScorer, model_sides
 from fieldcheck.slots._second import SecondScorer, score_partition
 from fieldcheck.slots._stream import Partition, partitioned
 from fieldcheck.store import RunRecorder, Store
-from fieldcheck.store._items import slot_columns
+
+slot_columns = SYSTEM.item_columns
 
 Jsonl = Callable[[str, list[Any]], Path]
 HOSTILE = "<img src=x onerror=alert(1)>"

@@ -17,11 +17,11 @@ from runs_data import json_folder
 from sqlalchemy import func, insert, select
 from typer.testing import CliRunner
 
+from fieldcheck import core
 from fieldcheck._cli.main import app
 from fieldcheck._util.jsonio import dumps_bytes
 from fieldcheck.runs import compare_runs, record_folder
-from fieldcheck.store import ARTIFACTS_ENV, RunRecorder, Store, artifacts_root
-from fieldcheck.store._items import ItemColumns
+from fieldcheck.store import ARTIFACTS_ENV, ItemColumns, RunRecorder, Store, artifacts_root
 from fieldcheck.store._schema import ItemRow, TagRow
 
 
@@ -85,7 +85,9 @@ def test_a_scored_run_is_one_zstd_parquet_file_and_no_sql_rows(
 ) -> None:
     recorder = _open(store, tmp_path)
     recorder.add_prepared([_item(i) for i in range(40)])
-    recorder.add_items([{"id": "bad", "error": {"reason": "not_json"}}])
+    recorder.add_items(
+        [{"id": "bad", "error": {"reason": "not_json"}}], core.get("json").item_columns
+    )
     run = recorder.finish(metrics={"n": 41})
     path = store.items_file(run.id)
     if store.url.startswith("sqlite"):  # beside the SQLite file
@@ -248,7 +250,7 @@ MEMORY_SCRIPT = """
 import json, sys, tracemalloc
 import pyarrow as pa
 from fieldcheck.store import RunRecorder, Store
-from fieldcheck.store._items import ItemColumns
+from fieldcheck.store import ItemColumns
 
 store = Store(sys.argv[1])
 text = b'{"x":"' + b"a" * 1000 + b'"}'

@@ -7,12 +7,19 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from fieldcheck import core
 from fieldcheck.store import RunRecorder, Store
 from fieldcheck.store._items import ItemColumns
 from fieldcheck.store._recorder import StoreWriteError, decode_chunk, encode_chunk
+
+
+def _add(recorder: RunRecorder, items: list[dict[str, Any]]) -> int:
+    """Items of the run's system, their columns derived by the system (``item_columns``)."""
+    return recorder.add_items(items, core.get(recorder.run.system).item_columns)
 
 
 def _open(store: Store, tmp_path: Path, system: str = "json") -> RunRecorder:
@@ -48,9 +55,9 @@ def test_prepared_items_are_stored_in_order_with_their_columns(
 
 def test_a_key_seen_before_gets_its_seq_appended(store: Store, tmp_path: Path) -> None:
     recorder = _open(store, tmp_path)
-    recorder.add_items([{"id": "a", "fields": {}}, {"id": "b", "fields": {}}])
+    _add(recorder, [{"id": "a", "fields": {}}, {"id": "b", "fields": {}}])
     # a duplicate in a later chunk and one inside the same chunk
-    recorder.add_items([{"id": "a", "error": {"reason": "duplicate_id"}}, {"id": "c"}, {"id": "c"}])
+    _add(recorder, [{"id": "a", "error": {"reason": "duplicate_id"}}, {"id": "c"}, {"id": "c"}])
     run = recorder.finish(metrics=None)
     assert [i.key for i in store.items(run.id)] == ["a", "b", "a~2", "c", "c~4"]
     assert run.n_items == 5 and run.n_errors == 1
@@ -61,7 +68,7 @@ def test_the_writer_threads_error_reaches_the_scoring_thread(store: Store, tmp_p
     folder = store.run_folder(recorder.id)
     folder.parent.mkdir(parents=True, exist_ok=True)
     folder.write_text("a file where the run's item folder goes")
-    recorder.add_items([{"id": "x"}])
+    _add(recorder, [{"id": "x"}])
     # the part file cannot be made: the write fails in the writer thread
     with pytest.raises(OSError, match=str(folder.name)):
         recorder.flush()
@@ -71,11 +78,12 @@ def test_abort_keeps_what_was_queued_and_stops_the_thread(store: Store, tmp_path
     before = threading.active_count()
     with pytest.raises(KeyboardInterrupt), _open(store, tmp_path, "numeric") as recorder:
         for chunk in range(4):
-            recorder.add_items(
+            _add(
+                recorder,
                 [
                     {"conversation_id": f"c{chunk}", "turn_idx": t, "general_match": t == 0}
                     for t in range(3)
-                ]
+                ],
             )
         raise KeyboardInterrupt
     run = store.get_run(recorder.id)
@@ -139,7 +147,7 @@ def test_the_writer_processs_error_reaches_the_scoring_process(
     folder = store.run_folder(recorder.id)
     folder.parent.mkdir(parents=True, exist_ok=True)
     folder.write_text("a file where the run's item folder goes")
-    recorder.add_items([{"id": "x"}])
+    _add(recorder, [{"id": "x"}])
     with pytest.raises(StoreWriteError, match=r"FileExistsError|NotADirectoryError"):
         recorder.flush()
 
@@ -181,7 +189,7 @@ def test_a_writer_process_that_dies_is_reported(store: Store, tmp_path: Path) ->
     assert isinstance(writer, _ProcessWriter)
     writer._process.kill()
     writer._process.wait()
-    recorder.add_items([{"id": "x"}])
+    _add(recorder, [{"id": "x"}])
     with pytest.raises(StoreWriteError, match=r"writer process ended \(killed by SIGKILL\)"):
         recorder.flush()
 
@@ -273,7 +281,7 @@ def test_an_error_marks_the_run_failed_not_interrupted(store: Store, tmp_path: P
     from fieldcheck.runs import rescore
 
     with pytest.raises(OSError), _open(store, tmp_path, "numeric") as recorder:
-        recorder.add_items([{"conversation_id": "c", "turn_idx": 0, "general_match": True}])
+        _add(recorder, [{"conversation_id": "c", "turn_idx": 0, "general_match": True}])
         raise OSError(28, "No space left on device")
     run = store.get_run(recorder.id)
     assert run is not None and (run.status, run.n_items) == ("failed", 1)

@@ -6,12 +6,19 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Any
 
 import pytest
 from runs_data import EXACT, HOSTILE, JSON_RECORDS, json_folder, numeric_folder, slots_folder
 
+from fieldcheck import core
 from fieldcheck.runs import compare_runs, iter_export, record_folder, rescore
 from fieldcheck.store import RunRecorder, Store
+
+
+def _add(recorder: RunRecorder, items: list[dict[str, Any]]) -> int:
+    """Items of the run's system, their columns derived by the system (``item_columns``)."""
+    return recorder.add_items(items, core.get(recorder.run.system).item_columns)
 
 
 def test_json_folder_is_stored_with_filterable_items(store: Store, tmp_path: Path) -> None:
@@ -130,8 +137,9 @@ def test_recorder_chunks_and_abort(store: Store, tmp_path: Path) -> None:
             store, system="numeric", inputs=[], settings={}, signature="s", out=tmp_path
         ) as recorder,
     ):
-        recorder.add_items(
-            [{"conversation_id": "c", "turn_idx": t, "numerical_match": t == 0} for t in range(3)]
+        _add(
+            recorder,
+            [{"conversation_id": "c", "turn_idx": t, "numerical_match": t == 0} for t in range(3)],
         )
         raise KeyboardInterrupt
     run = store.get_run(recorder.id)

@@ -8,6 +8,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
+from fieldcheck.store import ItemColumns
+
 Metrics = Mapping[str, Any]
 
 
@@ -59,4 +61,9 @@ class System(Protocol):
 
     def export_row(self, result: Mapping[str, Any]) -> list[Any]:
         """The values of ``export_columns`` for one stored item (a CSV row)."""
+        ...
+
+    def item_columns(self, item: Mapping[str, Any]) -> ItemColumns:
+        """The indexed columns (key, failed, model, turn, error type, tags) of one of its
+        items as the store keeps it."""
         ...

@@ -68,8 +68,7 @@ from fieldcheck.matchers import Matcher, SemanticMatcher, Similarity
 from fieldcheck.metrics import KeyBuckets, MeansBootstrap, Strategy, wildcard_path
 
 if TYPE_CHECKING:
-    from fieldcheck.store import RunRecorder
-    from fieldcheck.store._items import ItemColumns
+    from fieldcheck.store import ItemColumns, RunRecorder
 
 logger = logging.getLogger("fieldcheck")
 Matchers = Mapping[str, Matcher]
@@ -1246,7 +1245,7 @@ class StoreRows:
     NAMES = 65536  # distinct field paths whose tag name is remembered
 
     def __init__(self) -> None:
-        from fieldcheck.store._items import TAG_CHARS, ItemColumns, field_name
+        from fieldcheck.store import TAG_CHARS, ItemColumns, field_name
 
         self._columns, self._field_name, self._chars = ItemColumns, field_name, TAG_CHARS
         self._names: dict[str, str] = {}

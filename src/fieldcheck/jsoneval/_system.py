@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from fieldcheck.jsoneval._stream import SCORES
+from fieldcheck.store import ItemColumns, add_tag, field_name
 
 _SUMMARY = ("completeness", "accuracy", "rqs")
 
@@ -51,6 +52,28 @@ class JsonSystem:
 
     def export_row(self, result: Mapping[str, Any]) -> list[Any]:
         return [result.get(name) for name, _, _ in self.export_columns]
+
+    def item_columns(self, item: Mapping[str, Any]) -> ItemColumns:
+        """A ``records.jsonl`` line (plus the raw ``ground_truth`` and ``output``), or an
+        ``errors.jsonl`` line under ``error`` (not scored). Failed: not an object, or a field
+        scored below 1, missing, hallucinated or extra; tagged with those fields only, ``[n]``
+        written ``[*]`` as fields.csv names them."""
+        key = str(item.get("id", item.get("key", "")))
+        error = item.get("error")
+        if error is not None:
+            reason = error.get("reason") if isinstance(error, Mapping) else None
+            return ItemColumns(key, None, error_type=str(reason or "error")[:32])
+        tags: dict[str, bool] = {}
+        for name, result in (item.get("fields") or {}).items():
+            score = result.get("score") if isinstance(result, Mapping) else None
+            if score is not None and score < 1:  # None: IGNORE
+                add_tag(tags, field_name(name), True)
+        buckets = item.get("buckets") or {}
+        for bucket in ("aio_missing_or_null", "gt_null_aio_has_value", "extra_keys"):
+            for name in buckets.get(bucket) or ():
+                add_tag(tags, field_name(str(name)), True)
+        failed = bool(tags) or item.get("output_kind", "object") != "object"
+        return ItemColumns(key, failed, tags=tags)
 
 
 SYSTEM = JsonSystem()

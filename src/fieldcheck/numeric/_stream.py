@@ -48,7 +48,7 @@ from fieldcheck.numeric._scoring import (
 )
 from fieldcheck.reports import OutputFolder
 from fieldcheck.reports._csv import neutralise_cell, write_csv
-from fieldcheck.store._items import ItemColumns, numeric_columns
+from fieldcheck.store import ItemColumns
 
 if TYPE_CHECKING:  # the store (SQLAlchemy) is imported only by a run that records
     from fieldcheck.numeric._writer import WriterProcess
@@ -287,6 +287,28 @@ def stored_item(cells: Sequence[Any]) -> dict[str, Any]:
         column: c if type(c) is not str else stored_cell(c)
         for column, c in zip(TURN_COLUMNS, cells, strict=True)
     }
+
+
+def _truthy(value: Any) -> bool:
+    """A boolean from JSON or a CSV cell (``True``/``true``/``1``)."""
+    if isinstance(value, str):
+        return value.strip().lower() in ("true", "1", "yes")
+    return bool(value)
+
+
+def numeric_columns(item: Mapping[str, Any]) -> ItemColumns:
+    """A ``turns.csv`` row: failed when not a numerical match (errors.csv's rows), not scored
+    when ``not_scored`` is set (a call error, no gold); its turn is ``turn_idx``. A ``key``
+    given wins over ``conversation_id#turn_idx``."""
+    turn_text = item.get("turn_idx")
+    try:
+        turn = int(turn_text) if turn_text not in (None, "") else None  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        turn = None
+    key = str(item.get("key", f"{item.get('conversation_id')}#{turn_text}"))
+    error = item.get("error_type") or None
+    failed = None if item.get("not_scored") else not _truthy(item.get("numerical_match"))
+    return ItemColumns(key, failed, turn=turn, error_type=str(error)[:32] if error else None)
 
 
 def stored_row(cells: Sequence[Any]) -> tuple[ItemColumns, bytes]:

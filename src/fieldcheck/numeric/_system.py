@@ -7,6 +7,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from fieldcheck.numeric._report import HEADLINE
+from fieldcheck.numeric._stream import numeric_columns
+from fieldcheck.store import ItemColumns
 
 _SUMMARY = ("question", "expected_answer", "predicted_answer")
 
@@ -58,6 +60,9 @@ class NumericSystem:
 
     def export_row(self, result: Mapping[str, Any]) -> list[Any]:
         return [result.get(name) for name, _, _ in self.export_columns]
+
+    def item_columns(self, item: Mapping[str, Any]) -> ItemColumns:
+        return numeric_columns(item)
 
 
 SYSTEM = NumericSystem()

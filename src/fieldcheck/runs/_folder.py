@@ -10,13 +10,13 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from fieldcheck import core
 from fieldcheck._util.errors import InputError
 from fieldcheck._util.iters import chunked
 from fieldcheck._util.jsonio import loads
 from fieldcheck.numeric._stream import stored_cell
 from fieldcheck.runs._items import json_metrics, numeric_metrics, slot_items, slot_metrics
-from fieldcheck.store import RunInfo, Store
-from fieldcheck.store._items import field_name
+from fieldcheck.store import RunInfo, Store, field_name
 from fieldcheck.store._recorder import RunRecorder
 
 CHUNK = 1000
@@ -174,7 +174,7 @@ def _store_run(
     )
     with recorder:
         for chunk in chunked(items, CHUNK):
-            recorder.add_items(chunk)
+            recorder.add_items(chunk, core.get(system).item_columns)
         return recorder.finish(metrics=metrics, intervals=intervals)
 
 

@@ -10,6 +10,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from fieldcheck import core
 from fieldcheck._util.errors import InputError
 from fieldcheck._util.iters import chunked
 from fieldcheck.jsoneval import BatchRecord, EvalConfig, RecordError, RqsWeights, evaluate_batch
@@ -151,7 +152,7 @@ def _rescore_json(
         items = [json_item(r, by_id.get(str(r.id))) for r in batch.results]
         items += [json_error_item(e) for e in batch.errors]
         for chunk in chunked(items, CHUNK):
-            recorder.add_items(chunk)
+            recorder.add_items(chunk, core.get(parent.system).item_columns)
         metrics, intervals = json_metrics(summary)
         return recorder.finish(metrics=metrics, intervals=intervals)
 

@@ -51,7 +51,7 @@ from fieldcheck.metrics import (
 )
 from fieldcheck.slots._loaders import JudgeFile, LatencyFile, SessionKey, SlotFile, SlotKey
 from fieldcheck.slots._stream import Part, SideKind, gc_paused
-from fieldcheck.store._items import MODEL_CHARS, TAG_CHARS, ItemColumns
+from fieldcheck.store import MODEL_CHARS, TAG_CHARS, ItemColumns
 
 if TYPE_CHECKING:
     from fieldcheck.store import RunRecorder
@@ -1110,7 +1110,7 @@ def store_rows(payload: StorePayload) -> Iterator[tuple[ItemColumns, bytes]]:
     """A bucket's items for the run store (``SlotScorer._store_payload``), model by model, each
     over the sessions in sorted order: its counts (or why it was not scored), the gold and
     predicted slots, per topic how many slots differ from gold, its latency and judge scores
-    (docs/runs.md); with the columns ``store._items.slot_columns`` derives from such an item.
+    (docs/runs.md); with the columns ``SYSTEM.item_columns`` (slots/_system.py) derives from such an item.
     A session's gold is serialised once for every model."""
     for *columns, result in _item_tuples(payload):
         yield ItemColumns(*columns), result

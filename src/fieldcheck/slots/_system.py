@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from fieldcheck.slots._report import METRIC_COLUMNS
+from fieldcheck.store import MODEL_CHARS, ItemColumns, add_tag
 
 _COUNTS = ("tp", "fp", "fn")
 
@@ -59,6 +60,22 @@ class SlotsSystem:
             counts.get(name) if name in _COUNTS else result.get(name)
             for name, _, _ in self.export_columns
         ]
+
+    def item_columns(self, item: Mapping[str, Any]) -> ItemColumns:
+        """A session of a model: ``model``, ``user``, ``session``, ``counts``, ``per_topic``
+        (topic -> {slots, differ}), ``gold``/``pred``, or ``not_scored`` (why). Failed: an FP
+        or FN; tagged with its topics, failed where a slot of the topic differs from gold;
+        none when not scored. A ``key`` given wins over ``model/user/session``."""
+        model = str(item.get("model", ""))
+        key = str(item.get("key", f"{model}/{item.get('user')}/{item.get('session')}"))
+        not_scored = item.get("not_scored")
+        counts = item.get("counts") or {}
+        failed = None if not_scored else bool(counts.get("fp") or counts.get("fn"))
+        tags: dict[str, bool] = {}
+        for topic, c in () if not_scored else (item.get("per_topic") or {}).items():
+            add_tag(tags, str(topic), bool(c.get("differ") or c.get("fp") or c.get("fn")))
+        error_type = str(not_scored)[:32] if not_scored else None
+        return ItemColumns(key, failed, model[:MODEL_CHARS], error_type=error_type, tags=tags)
 
 
 SYSTEM = SlotsSystem()

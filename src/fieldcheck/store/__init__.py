@@ -12,6 +12,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from fieldcheck.store._items import (
+    MODEL_CHARS,
+    TAG_CHARS,
+    ItemColumns,
+    add_tag,
+    field_name,
+    plain_columns,
+)
 from fieldcheck.store._records import (
     ARTIFACTS_ENV,
     DATABASE_ENV,
@@ -44,13 +52,19 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "ARTIFACTS_ENV",
     "DATABASE_ENV",
+    "MODEL_CHARS",
+    "TAG_CHARS",
+    "ItemColumns",
     "RunInfo",
     "RunRecorder",
     "Store",
     "StoredItem",
+    "add_tag",
     "artifacts_root",
     "database_url",
     "default_database_path",
     "describe_url",
+    "field_name",
+    "plain_columns",
     "sha256_file",
 ]

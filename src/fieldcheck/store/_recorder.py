@@ -35,7 +35,7 @@ from fieldcheck._util import child
 from fieldcheck._util.errors import shown_path
 from fieldcheck._util.frames import write_frame
 from fieldcheck._util.jsonio import dumps_bytes
-from fieldcheck.store._items import ItemColumns, item_columns
+from fieldcheck.store._items import ItemColumns, plain_columns
 from fieldcheck.store._records import RunInfo, sha256_file
 from fieldcheck.store._store import Store
 
@@ -371,11 +371,15 @@ class RunRecorder:
     def id(self) -> str:
         return self.run.id
 
-    def add_items(self, chunk: Iterable[Mapping[str, Any]]) -> int:
-        """Store a chunk of items (plain dicts, see ``fieldcheck.store._items``): their
-        columns are derived here. Returns how many."""
-        system = self.run.system
-        return self.add_prepared((item_columns(system, item), _json(dict(item))) for item in chunk)
+    def add_items(
+        self,
+        chunk: Iterable[Mapping[str, Any]],
+        columns: Callable[[Mapping[str, Any]], ItemColumns] = plain_columns,
+    ) -> int:
+        """Store a chunk of items (plain dicts), their indexed columns derived by ``columns``
+        (the run's system's ``item_columns``; an item's ``key`` and ``failed`` by default).
+        Returns how many."""
+        return self.add_prepared((columns(item), _json(dict(item))) for item in chunk)
 
     def add_prepared(self, rows: Iterable[tuple[ItemColumns, str | bytes]]) -> int:
         """Store a chunk of items given as (columns, result JSON text): the hot paths' way,
