@@ -166,7 +166,9 @@ def _parse_out(value: Any) -> Path:
     if isinstance(value, Path):
         return value
     if not str(value).strip():
-        raise typer.BadParameter("must name a folder (use '.' for the current one)")
+        raise typer.BadParameter(
+            "must name a folder (without --out, a new one under fieldcheck-runs/)"
+        )
     return Path(value)
 
 
