@@ -440,7 +440,7 @@ class Tally:
         self.failed_checks = 0
 
     def add(self, conversation_id: str, turns: Sequence[Turn]) -> None:
-        """Fold one conversation's turns (``turn_record`` dicts)."""
+        """Fold one conversation's turns (``turn_values`` dicts)."""
         self.conversations += 1
         self.turns += len(turns)
         scored_turns: list[tuple[int, bool]] = []
