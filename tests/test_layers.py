@@ -27,8 +27,6 @@ migrations (stored rows of each system, frozen history that no registry change m
 # Issue 27 debt: the files that still compare a system's name outside its package, with how
 # many times (the System registry of item 1 removes them). Shrink it, never grow it.
 ISSUE_27_SYSTEM_NAME_DEBT: dict[str, int] = {
-    "_cli/runs_cmd.py": 2,
-    "_util/sniff.py": 1,
     "runs/_folder.py": 2,
     "runs/_rescore.py": 2,
 }

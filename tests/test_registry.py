@@ -28,6 +28,7 @@ class LabelSystem:
 
     name = "label"
     title = "Label accuracy"
+    item = "example"
     headline = ("accuracy",)
     breakdowns = (("Accuracy by label", "label", _per_label),)
     export_columns = (("gold", '$."gold"', "VARCHAR"), ("predicted", '$."predicted"', "VARCHAR"))

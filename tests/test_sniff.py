@@ -17,7 +17,7 @@ EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
         ("numeric/data.json", "convfinqa"),
         ("convfinqa/dev.json", "convfinqa"),
         ("numeric/predictions_model_a.jsonl", "numeric-predictions"),
-        ("slots/gold.synthetic.jsonl", "slots"),
+        ("slots/gold.synthetic.jsonl", "slot-lines"),
         ("slots/latency_synthetic-fast.synthetic.jsonl", "slot-latency"),
         ("slots/judge_synthetic-fast.synthetic.jsonl", "slot-judge"),
         ("slots/conversations.synthetic.jsonl", "slot-conversations"),

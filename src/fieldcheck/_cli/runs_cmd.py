@@ -103,15 +103,21 @@ def _console() -> SafeConsole:
 @_database_errors
 def list_command(
     system: Annotated[
-        str | None, typer.Option("--system", help="Only runs of json, slots or numeric.")
+        str | None,
+        typer.Option(
+            "--system", help="Only runs of this system (json, slots, numeric or one registered)."
+        ),
     ] = None,
     model: Annotated[str | None, typer.Option("--model", help="Only runs of this model.")] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """List the runs, newest first. Exit 0; 2 on a bad option."""
-    if system is not None and system not in ("json", "slots", "numeric"):
+    from fieldcheck import core
+
+    if system is not None and core.find(system) is None:
+        known = ", ".join(core.names())
         raise typer.BadParameter(
-            safe_text(f"must be json, slots or numeric (got {system!r})"), param_hint="--system"
+            safe_text(f"must be one of {known} (got {system!r})"), param_hint="--system"
         )
     runs = _store().list_runs(system=system, model=model, newest_first=True)
     from fieldcheck.runs import format_count
@@ -227,7 +233,7 @@ def _print_comparison(table: dict[str, Any], console: SafeConsole) -> None:
     for row in table["metrics"]:
         metrics.add_row(row["name"], *(format_cell(v) for v in row["values"]))
     if any(table.get("latency") or []):
-        per = "session" if table["system"] == "slots" else "turn"
+        per = table["item"]
         metrics.add_row(
             f"latency mean / median / p95 / total per {per}",
             *(format_latency(lat) for lat in table["latency"]),

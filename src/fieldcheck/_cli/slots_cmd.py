@@ -139,8 +139,8 @@ def _checked_names(
 
 
 _KINDS = {
-    "--gold": "slots",
-    "--pred": "slots",
+    "--gold": "slot-lines",
+    "--pred": "slot-lines",
     "--latency": "slot-latency",
     "--judge": "slot-judge",
 }

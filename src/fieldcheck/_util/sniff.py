@@ -14,7 +14,7 @@ import orjson
 KINDS = {  # kind -> (what it is, which option takes it)
     "convfinqa": ("a ConvFinQA dataset", "numeric score --data"),
     "numeric-predictions": ("numeric predictions (JSONL)", "numeric score --predictions"),
-    "slots": ("slot lines (JSONL)", "slots score --gold or --pred"),
+    "slot-lines": ("slot lines (JSONL)", "slots score --gold or --pred"),
     "slot-latency": ("slot latencies (JSONL)", "slots score --latency"),
     "slot-judge": ("slot judge scores (JSONL)", "slots score --judge"),
     "slot-conversations": ("conversations (JSONL)", "slots run --conversations"),
@@ -45,7 +45,7 @@ def _line_kind(value: Any) -> str | None:
         if {"topic", "field", "score"} <= keys:
             return "slot-judge"
         if {"topic", "field"} <= keys:
-            return "slots"
+            return "slot-lines"
     if "document" in keys:
         return "json-documents"
     if {"ground_truth", "output"} & keys:

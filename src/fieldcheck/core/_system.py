@@ -25,12 +25,13 @@ Breakdown = tuple[str, str, Callable[[Metrics], Mapping[str, Any]]]
 @runtime_checkable
 class System(Protocol):
     """One kind of evaluation. ``name`` is the CLI group and the store's ``system`` column;
-    ``headline`` lists its metrics in its report's order; ``export_columns`` are the columns
+    ``item`` names its unit (record, session, turn: latency is per item); ``headline`` lists its metrics in its report's order; ``export_columns`` are the columns
     ``runs export`` adds for its items after the common ones: (name, JSON path in the stored
     item, DuckDB type of the Parquet export)."""
 
     name: str
     title: str
+    item: str
     headline: tuple[str, ...]
     breakdowns: tuple[Breakdown, ...]
     export_columns: tuple[tuple[str, str, str], ...]

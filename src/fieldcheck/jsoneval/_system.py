@@ -20,6 +20,7 @@ def _field_match_rates(metrics: Mapping[str, Any]) -> dict[str, Any]:
 class JsonSystem:
     name = "json"
     title = "JSON evaluation"
+    item = "record"
     headline = SCORES
     breakdowns = (("Per-field match rate", "field", _field_match_rates),)
     export_columns = (

@@ -24,6 +24,7 @@ def _operations_by_turn(metrics: Mapping[str, Any]) -> dict[str, Any]:
 class NumericSystem:
     name = "numeric"
     title = "Numeric QA"
+    item = "turn"
     headline = tuple(key for key, _ in HEADLINE)
     breakdowns = (
         ("Accuracy by turn", "turn", _accuracy_by_turn),

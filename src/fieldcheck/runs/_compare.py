@@ -110,6 +110,7 @@ def compare_runs(runs: Sequence[RunInfo], store: Store | None = None) -> dict[st
     paired = [{"run": run.id, **pair} for run in runs for pair in kind.paired(run.metrics or {})]
     return {
         "system": system,
+        "item": kind.item,
         "runs": [
             {
                 "id": r.id,

@@ -20,6 +20,7 @@ def _topic_f1(metrics: Mapping[str, Any]) -> dict[str, Any]:
 class SlotsSystem:
     name = "slots"
     title = "Slot extraction benchmark"
+    item = "session"
     headline = METRIC_COLUMNS
     breakdowns = (("Per-topic F1", "topic", _topic_f1),)
     export_columns = (
