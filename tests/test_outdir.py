@@ -254,6 +254,28 @@ def test_runs_import_reads_the_system_from_run_json(tmp_path: Path) -> None:
     assert json.loads(result.stdout)["system"] == "json"
 
 
+def test_runs_import_of_a_folder_of_several_models_names_each_models_folder(
+    tmp_path: Path,
+) -> None:
+    """``json run`` and ``numeric evaluate`` write a run per model inside their folder: importing
+    the folder is one usage line naming the model folders (it was a FileNotFoundError
+    traceback, a tester's finding); a model's folder imports."""
+    out = tmp_path / "out"
+    for name in ("a", "b"):
+        assert (
+            _invoke("json", "batch", str(_batch(tmp_path)), "--out", str(out / name)).exit_code == 0
+        )
+    info = {"system": "json", "command": "json run", "complete": True, "models": ["a", "b"]}
+    (out / "run.json").write_text(json.dumps(info))
+    result = _invoke("runs", "import", str(out))
+    assert result.exit_code == 2
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert f"holds a run per model; import each model's folder: {out / 'a'}, {out / 'b'}" in (
+        result.stderr
+    )
+    assert _invoke("runs", "import", str(out / "a"), "--json").exit_code == 0
+
+
 def test_a_ctrl_c_once_the_folder_is_in_place_says_it_is_complete(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

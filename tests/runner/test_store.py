@@ -100,3 +100,31 @@ def test_migrations_upgrade_an_older_database(tmp_path: Path) -> None:
             connection.execute(text("SELECT version_num FROM alembic_version")).scalar()
             == ScriptDirectory(str(MIGRATIONS)).get_current_head()
         )
+
+
+def test_a_killed_process_not_yet_reaped_is_not_alive() -> None:
+    """``kill -9`` from a shell leaves a zombie until the shell reaps it: its run must read as
+    stale, or the same command started again makes a new run and calls every item again (a
+    tester's finding)."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from fieldcheck._util.child import pid_alive
+
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        assert pid_alive(child.pid)
+        os.kill(child.pid, signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        stat = Path(f"/proc/{child.pid}/stat")
+        while stat.read_text().rsplit(")", 1)[1].split()[0] != "Z":
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        assert not pid_alive(child.pid)  # a zombie: killed, not reaped (no wait() yet)
+    finally:
+        child.kill()
+        child.wait()
+    assert not pid_alive(child.pid)

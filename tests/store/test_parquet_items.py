@@ -21,7 +21,15 @@ from fieldcheck import core
 from fieldcheck._cli.main import app
 from fieldcheck._util.jsonio import dumps_bytes
 from fieldcheck.runs import compare_runs, record_folder
-from fieldcheck.store import ARTIFACTS_ENV, ItemColumns, RunRecorder, Store, artifacts_root
+from fieldcheck.store import (
+    ARTIFACTS_ENV,
+    DATABASE_ENV,
+    ItemColumns,
+    ItemsMissing,
+    RunRecorder,
+    Store,
+    artifacts_root,
+)
 from fieldcheck.store._schema import ItemRow, TagRow
 
 
@@ -126,6 +134,15 @@ def test_fieldcheck_artifacts_sets_the_root(
     run = recorder.finish(metrics=None)
     assert store.items_file(run.id) == tmp_path / "team" / "runs" / run.id / "items.parquet"
     store.close()
+    # the root set otherwise later: the run's items are said to be missing, never "0 failed"
+    monkeypatch.setenv(ARTIFACTS_ENV, str(tmp_path / "elsewhere"))
+    store = Store(f"sqlite:///{tmp_path}/s.sqlite3")
+    with pytest.raises(ItemsMissing, match=f"the items of run {run.id} are not at .*elsewhere"):
+        store.count_items(run.id, failed=True)
+    store.close()
+    result = CliRunner().invoke(app, ["runs", "show", run.id], env={DATABASE_ENV: store.url})
+    assert result.exit_code == 2
+    assert f"{ARTIFACTS_ENV}: the items of run {run.id} are not at" in result.stderr
 
 
 FILTERS: list[dict[str, Any]] = [

@@ -46,7 +46,9 @@ def test_usage_errors_are_one_line_naming_the_option(tmp_path: Path) -> None:
     assert code == 2 and stderr.startswith("error: RUN: no run 'nope' in the store")
     assert len(stderr.strip().splitlines()) == 1
     code, _, stderr = runs("list", "--system", "other")
-    assert code == 2 and "error: --system: must be one of json, slots, numeric (got 'other')" in stderr
+    assert (
+        code == 2 and "error: --system: must be one of json, slots, numeric (got 'other')" in stderr
+    )
     out, _ = json_folder(tmp_path)
     run_id = orjson.loads(runs("import", str(out), "--json")[1])["id"]
     code, _, stderr = runs("export", run_id, "--format", "xml")

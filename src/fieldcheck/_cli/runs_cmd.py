@@ -43,10 +43,12 @@ def _database_errors(command: F) -> F:
     def guarded(*args: Any, **kwargs: Any) -> Any:
         from sqlalchemy.exc import SQLAlchemyError
 
-        from fieldcheck.store import DATABASE_ENV
+        from fieldcheck.store import ARTIFACTS_ENV, DATABASE_ENV, ItemsMissing
 
         try:
             return command(*args, **kwargs)
+        except ItemsMissing as exc:
+            raise typer.BadParameter(safe_text(str(exc)), param_hint=ARTIFACTS_ENV) from None
         except SQLAlchemyError as exc:
             first = (str(exc.orig if hasattr(exc, "orig") else exc).splitlines() or [""])[0]
             raise typer.BadParameter(

@@ -96,14 +96,20 @@ def ended(status: int | None, log: str) -> str:
 
 
 def pid_alive(pid: int) -> bool:
-    """Whether a process ``pid`` runs on this host (another user's counts)."""
+    """Whether a process ``pid`` runs on this host (another user's counts). A zombie (killed,
+    not yet reaped by its parent: ``kill -9`` from a shell) is not: its run was resumed by
+    nobody until the shell reaped it (a tester's finding)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
-    return True
+    try:  # Linux: the state after the command name's closing parenthesis
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return True
+    return state != "Z"
 
 
 def status_text(status: int | None) -> str:

@@ -80,6 +80,14 @@ def record_folder(
     """
     folder = Path(out_dir)
     system = system_of(folder)
+    summaries = ("summary.json", "metrics.json", "statistics.json")
+    if not any((folder / name).is_file() for name in summaries):
+        models = sorted(p.name for p in folder.iterdir() if (p / "run.json").is_file())
+        if models:  # json run's and numeric evaluate's folder: one run per model inside
+            listed = ", ".join(str(folder / m) for m in models)
+            raise InputError(
+                f"holds a run per model; import each model's folder: {listed}", file=folder
+            )
     if system == "json":
         return _record_json(store, folder, inputs, model, settings)
     if system == "slots":

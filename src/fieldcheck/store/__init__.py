@@ -34,7 +34,7 @@ from fieldcheck.store._records import (
 
 if TYPE_CHECKING:
     from fieldcheck.store._recorder import RunRecorder
-    from fieldcheck.store._store import Store
+    from fieldcheck.store._store import ItemsMissing, Store
 
 
 def __getattr__(name: str) -> Any:
@@ -42,6 +42,10 @@ def __getattr__(name: str) -> Any:
         from fieldcheck.store._store import Store
 
         return Store
+    if name == "ItemsMissing":
+        from fieldcheck.store._store import ItemsMissing
+
+        return ItemsMissing
     if name == "RunRecorder":
         from fieldcheck.store._recorder import RunRecorder
 
@@ -55,6 +59,7 @@ __all__ = [
     "MODEL_CHARS",
     "TAG_CHARS",
     "ItemColumns",
+    "ItemsMissing",
     "RunInfo",
     "RunRecorder",
     "Store",

@@ -39,6 +39,7 @@ from fieldcheck._util.child import pid_alive
 from fieldcheck._util.jsonio import dumps_bytes, loads
 from fieldcheck.store import _parquet
 from fieldcheck.store._records import (
+    ARTIFACTS_ENV,
     DATABASE_ENV,
     RunInfo,
     StoredItem,
@@ -70,6 +71,10 @@ MIN_PREFIX = 4
 ITEM_PAGE = 1000
 _RUN_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 _IDENTIFIER = '"'
+
+
+class ItemsMissing(FileNotFoundError):
+    """A finished run's items file is not under the artifacts root."""
 
 
 class AmbiguousRunError(LookupError):
@@ -381,11 +386,26 @@ class Store:
 
     def items_file(self, run_id: str) -> Path | None:
         """A scored run's ``items.parquet``; None for a model run, a run still being written
-        and a run stored before issue 27 (its items are rows of ``run_items``)."""
+        and a run stored before issue 27 (its items are rows of ``run_items``). A finished run
+        with items that has neither is ``ItemsMissing`` (the artifacts root moved), never a
+        run of no items (it read as "0 failed": a tester's finding)."""
         if not _RUN_ID.fullmatch(run_id):
             return None
         path = self.run_folder(run_id) / _parquet.ITEMS
-        return path if path.is_file() else None
+        if path.is_file():
+            return path
+        with self.session() as s:
+            run = s.get(RunRow, run_id)
+            if run is None or run.status != "finished" or not run.n_items:
+                return None
+            if run.kind not in ("run", "score"):  # a model's calls only (a journal)
+                return None
+            if s.scalar(select(ItemRow.seq).where(ItemRow.run_id == run_id).limit(1)) is None:
+                raise ItemsMissing(
+                    f"the items of run {run_id} are not at {path} (set {ARTIFACTS_ENV} as when "
+                    "the run was stored)"
+                )
+        return None
 
     def items_writer(self, run_id: str) -> _parquet.ItemsWriter:
         """A writer of a scored run's items (``ItemsWriter.write`` takes ``(key, seq,
