@@ -28,7 +28,7 @@ def _page_seconds(url: str, *, at_end: bool, repeat: int = 20) -> tuple[float, i
     from fieldcheck.store import Store
 
     store = Store(url)
-    [run] = [r for r in store.list_runs() if r.kind == "scored"]
+    [run] = [r for r in store.list_runs() if r.kind == "score"]
     after = run.n_items - 2_000 if at_end else -1
     best = float("inf")
     shown = 0
