@@ -35,28 +35,6 @@ ISSUE_27_SYSTEM_NAME_DEBT: dict[str, int] = {
 # times (add the name to that package's ``__init__`` and import it from there). Shrink it, never
 # grow it.
 ISSUE_27_PRIVATE_IMPORT_DEBT: dict[str, int] = {
-    "_cli/json_cmd.py": 6,
-    "_cli/numeric_cmd.py": 2,
-    "_cli/runs_cmd.py": 1,
-    "_cli/serve_cmd.py": 1,
-    "_cli/slots_cmd.py": 5,
-    "api/_config.py": 2,
-    "api/routes/pages.py": 1,
-    "jsoneval/_io.py": 1,
-    "jsoneval/_report.py": 1,
-    "numeric/_loaders.py": 1,
-    "numeric/_report.py": 2,
-    "numeric/_scoring.py": 4,
-    "numeric/_stream.py": 2,
-    "numeric/_validator.py": 1,
-    "runs/_export.py": 1,
-    "runs/_folder.py": 2,
-    "runs/_items.py": 2,
-    "runs/_rescore.py": 2,
-    "serve_model/_json.py": 1,
-    "serve_model/_numeric.py": 5,
-    "serve_model/_slots.py": 2,
-    "slots/_report.py": 1,
 }
 
 

@@ -86,6 +86,8 @@ from fieldcheck.jsoneval import (
     BatchReader,
     BatchSummary,
     EvalConfig,
+    Failed,
+    Item,
     JsonEvalResult,
     MatcherError,
     MatcherFamily,
@@ -93,6 +95,8 @@ from fieldcheck.jsoneval import (
     RecordError,
     RqsWeights,
     SafetyCheck,
+    StreamedBatch,
+    Throttle,
     build_matchers,
     evaluate,
     load_schema,
@@ -104,12 +108,9 @@ from fieldcheck.jsoneval import (
     run_extraction,
     stream_batch_outputs,
 )
-from fieldcheck.jsoneval._io import StreamedBatch
-from fieldcheck.jsoneval._stream import Failed, Item, Throttle
 from fieldcheck.matchers import Matcher
-from fieldcheck.metrics._json_fields import BUCKET_NAMES
-from fieldcheck.reports import OutputFolder, format_seconds
-from fieldcheck.reports._csv import write_csv
+from fieldcheck.metrics import BUCKET_NAMES
+from fieldcheck.reports import OutputFolder, format_seconds, write_csv
 from fieldcheck.runner import MAX_REPLY_BYTES, ModelSpec, Runner
 
 app = typer.Typer(
@@ -331,7 +332,7 @@ def _saved_sections(
     if not wanted:
         return {}
     try:
-        from fieldcheck.jsoneval._saved import SavedConfig
+        from fieldcheck.jsoneval import SavedConfig
         from fieldcheck.store import Store
 
         saved = SavedConfig(Store())
@@ -1202,7 +1203,7 @@ def run_model_demo(base_url: str, out_dir: Path, models: list[str], *, console: 
 
 def run_demo(out_dir: Path) -> int:
     """``make demo``: the batch on the bundled invoice example (flattened, with its strategy config)."""
-    from fieldcheck.jsoneval._example import bundled_example
+    from fieldcheck.jsoneval import bundled_example
 
     console = SafeConsole()
     data, strategies = bundled_example(out_dir.parent / f"{out_dir.name}-input")

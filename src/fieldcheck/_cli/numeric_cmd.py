@@ -67,16 +67,18 @@ from fieldcheck._util.paths import unique_filenames
 from fieldcheck._util.sniff import likely_cause
 from fieldcheck._util.term import SafeConsole, safe_json_text, safe_text
 from fieldcheck.numeric import (
+    CALL_ERRORS,
+    PROMPT_ID,
     LoadResult,
     NumericResult,
     PredictionsResult,
     estimated_note,
+    evaluate_model,
     load_convfinqa,
     load_predictions,
+    prediction_lines,
     score_to_folder,
 )
-from fieldcheck.numeric._agent import PROMPT_ID, evaluate_model, prediction_lines
-from fieldcheck.numeric._scoring import CALL_ERRORS
 from fieldcheck.reports import OutputFolder
 from fieldcheck.runner import MAX_REPLY_BYTES, ModelSpec, RunHandle, Runner, item_calls
 

@@ -74,7 +74,7 @@ def _store() -> Any:
 
 
 def _run(store: Any, ref: str, hint: str = "RUN") -> Any:
-    from fieldcheck.store._store import MIN_PREFIX, AmbiguousRunError
+    from fieldcheck.store import MIN_PREFIX, AmbiguousRunError
 
     try:
         run = store.find_run(ref)

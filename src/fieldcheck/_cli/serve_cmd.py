@@ -64,8 +64,7 @@ def serve_command(
     configuration lives in the store (FIELDCHECK_DATABASE_URL or the default SQLite file).
     Stop with Ctrl-C. Exit 2 on usage errors (a bad option, a non-loopback --host without a
     token, a --data-root that is not a folder)."""
-    from fieldcheck.api import ApiSettings, create_app
-    from fieldcheck.api._settings import MB, check_binding
+    from fieldcheck.api import MB, ApiSettings, check_binding, create_app
 
     if matcher not in get_args(MatcherFamily):
         raise typer.BadParameter(

@@ -78,28 +78,28 @@ from fieldcheck.reports import (
 )
 from fieldcheck.runner import MAX_REPLY_BYTES, ModelSpec, Runner
 from fieldcheck.slots import (
+    METRIC_COLUMNS,
     PROMPT_ID,
     Conversation,
     Extraction,
+    JudgeFile,
+    LatencyFile,
     ModelInput,
+    Partition,
+    ScratchError,
+    SideKind,
+    SlotFile,
+    SlotInput,
+    SlotScorer,
     SlotsRun,
     TPMode,
     load_conversations,
     load_slots,
+    partitioned,
     run_extraction,
+    score_partition,
     topic_lines,
     write_outputs,
-)
-from fieldcheck.slots._loaders import JudgeFile, LatencyFile, SlotFile
-from fieldcheck.slots._report import METRIC_COLUMNS
-from fieldcheck.slots._score import SlotScorer
-from fieldcheck.slots._second import score_partition
-from fieldcheck.slots._stream import (
-    Partition,
-    ScratchError,
-    SideKind,
-    SlotInput,
-    partitioned,
 )
 
 app = typer.Typer(

@@ -3,6 +3,7 @@ Test evaluation pages): ``create_app(ApiSettings(...))`` builds the FastAPI app.
 
 from fieldcheck.api._app import NAV, create_app
 from fieldcheck.api._settings import (
+    MB,
     TOKEN_ENV,
     ApiSettings,
     check_binding,
@@ -11,6 +12,7 @@ from fieldcheck.api._settings import (
 )
 
 __all__ = [
+    "MB",
     "NAV",
     "TOKEN_ENV",
     "ApiSettings",

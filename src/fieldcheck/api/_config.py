@@ -11,15 +11,15 @@ import orjson
 from fieldcheck._util.errors import InputError
 from fieldcheck._util.jsonio import document_error, loads
 from fieldcheck.api._errors import ApiError
-from fieldcheck.jsoneval import EvalConfig
-from fieldcheck.jsoneval._saved import (
+from fieldcheck.jsoneval import (
     SECTIONS,
+    EvalConfig,
     Section,
     SectionError,
     Thresholds,
     parse_section,
 )
-from fieldcheck.jsoneval._saved import (
+from fieldcheck.jsoneval import (
     SavedConfig as _SavedConfig,
 )
 

@@ -25,6 +25,7 @@ from fieldcheck.jsoneval._evaluate import (
     evaluate_batch,
     make_signature,
 )
+from fieldcheck.jsoneval._example import bundled_example
 from fieldcheck.jsoneval._extract import (
     PROMPT_ID,
     ExtractRecord,
@@ -60,8 +61,16 @@ from fieldcheck.jsoneval._models import (
 )
 from fieldcheck.jsoneval._report import write_batch_report
 from fieldcheck.jsoneval._safety import LeakKind, SafetyFinding, find_leaks
-from fieldcheck.jsoneval._saved import parse_weight_map
-from fieldcheck.jsoneval._stream import CHUNK_LINES, BatchReader, Throttle
+from fieldcheck.jsoneval._saved import (
+    SECTIONS,
+    SavedConfig,
+    Section,
+    SectionError,
+    Thresholds,
+    parse_section,
+    parse_weight_map,
+)
+from fieldcheck.jsoneval._stream import CHUNK_LINES, BatchReader, Failed, Item, Throttle
 from fieldcheck.jsoneval._system import SYSTEM
 from fieldcheck.metrics import RqsWeights, Strategy
 
@@ -71,6 +80,7 @@ __all__ = [
     "MAX_DEPTH",
     "PROMPT_ID",
     "PUBLIC_KEYS",
+    "SECTIONS",
     "SYSTEM",
     "BatchReader",
     "BatchRecord",
@@ -78,8 +88,10 @@ __all__ = [
     "BatchSummary",
     "EvalConfig",
     "ExtractRecord",
+    "Failed",
     "FieldResult",
     "FieldSummary",
+    "Item",
     "JsonEvalResult",
     "LeakKind",
     "MatcherError",
@@ -91,12 +103,17 @@ __all__ = [
     "RqsWeights",
     "SafetyCheck",
     "SafetyFinding",
+    "SavedConfig",
+    "Section",
+    "SectionError",
     "Strategy",
     "StrategyConfig",
     "StreamedBatch",
+    "Thresholds",
     "Throttle",
     "build_matchers",
     "build_messages",
+    "bundled_example",
     "coerce_output",
     "document_digest",
     "document_from_prompt",
@@ -107,6 +124,7 @@ __all__ = [
     "load_strategies",
     "make_signature",
     "parse_reply",
+    "parse_section",
     "parse_strategies",
     "parse_weight_map",
     "parse_weights",

@@ -33,8 +33,7 @@ from fieldcheck.jsoneval._stream import (
     Scorer,
     run_stream,
 )
-from fieldcheck.reports import OutputFolder
-from fieldcheck.reports._csv import write_csv
+from fieldcheck.reports import OutputFolder, write_csv
 
 if TYPE_CHECKING:
     from fieldcheck.store import RunRecorder

@@ -13,8 +13,8 @@ import numpy as np
 from fieldcheck.jsoneval._models import BatchResult, BatchSummary, FieldSummary
 from fieldcheck.jsoneval._stream import HISTOGRAM_BINS, HISTOGRAMS, Aggregate, aggregate_results
 from fieldcheck.metrics import Interval
-from fieldcheck.reports import OutputFolder
-from fieldcheck.reports._document import (
+from fieldcheck.reports import (
+    OutputFolder,
     Report,
     Term,
     figure,

@@ -14,7 +14,10 @@ from fieldcheck._util.lazy import lazy_names
 
 if TYPE_CHECKING:  # the names as type checkers and editors see them
     from fieldcheck.numeric._agent import (
+        DOC_END,
+        DOC_START,
         PROMPT_ID,
+        REPAIR_INTRO,
         SYSTEM_PROMPT,
         evaluate_model,
         prediction_lines,
@@ -46,6 +49,7 @@ if TYPE_CHECKING:  # the names as type checkers and editors see them
         write_numeric_report,
     )
     from fieldcheck.numeric._scoring import (
+        CALL_ERRORS,
         Intervals,
         NumericResult,
         ReportTallies,
@@ -59,15 +63,23 @@ if TYPE_CHECKING:  # the names as type checkers and editors see them
         Tally,
         score_to_folder,
         scored_conversations,
+        stored_cell,
     )
     from fieldcheck.numeric._system import SYSTEM
     from fieldcheck.numeric._validator import (
         CHECKS,
+        DocumentNumbers,
         Validation,
         validate_reply,
     )
 
 _HOME = {
+    "CALL_ERRORS": "_scoring",
+    "stored_cell": "_stream",
+    "DOC_END": "_agent",
+    "DOC_START": "_agent",
+    "REPAIR_INTRO": "_agent",
+    "DocumentNumbers": "_validator",
     "SYSTEM": "_system",
     "CHECKS": "_validator",
     "Conversation": "_records",
@@ -111,15 +123,20 @@ _HOME = {
 __getattr__, __dir__ = lazy_names(__name__, _HOME, globals())
 
 __all__ = [
+    "CALL_ERRORS",
     "CHECKS",
+    "DOC_END",
+    "DOC_START",
     "ERROR_COLUMNS",
     "PROMPT_ID",
+    "REPAIR_INTRO",
     "SUMMARY_COLUMNS",
     "SYSTEM",
     "SYSTEM_PROMPT",
     "TURN_COLUMNS",
     "Conversation",
     "Document",
+    "DocumentNumbers",
     "Features",
     "Intervals",
     "LoadResult",
@@ -145,6 +162,7 @@ __all__ = [
     "run_turn",
     "score_to_folder",
     "scored_conversations",
+    "stored_cell",
     "trace_ids",
     "validate_reply",
     "write_numeric_report",

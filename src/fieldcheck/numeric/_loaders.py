@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, SkipValidation, ValidationError
 
 from fieldcheck._util.errors import ErrorList, InputError, input_error_of
 from fieldcheck._util.jsonio import read_json
-from fieldcheck.metrics._programs import ProgramParseError, cell_number, program_operations
+from fieldcheck.metrics import ProgramParseError, cell_number, program_operations
 from fieldcheck.numeric import _scan
 from fieldcheck.numeric._records import Conversation, Document, Features, SourceFormat, Turn
 

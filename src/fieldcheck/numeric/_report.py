@@ -11,10 +11,16 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from fieldcheck.metrics._numbers import ABSOLUTE_TOLERANCE, RELATIVE_TOLERANCE, UNIT_FACTORS
+from fieldcheck.metrics import ABSOLUTE_TOLERANCE, RELATIVE_TOLERANCE, UNIT_FACTORS
 from fieldcheck.numeric._scoring import MAX_TURN_INTERVALS, NumericResult
-from fieldcheck.reports import OutputFolder, format_seconds_joined
-from fieldcheck.reports._document import Report, Term, figure, write_report
+from fieldcheck.reports import (
+    OutputFolder,
+    Report,
+    Term,
+    figure,
+    format_seconds_joined,
+    write_report,
+)
 
 TITLE = "Numeric QA (ConvFinQA)"
 PLOTS = {

@@ -24,23 +24,23 @@ from fieldcheck import metrics
 from fieldcheck._util.errors import ErrorList, InputError
 from fieldcheck._util.paths import unique_filenames
 from fieldcheck._util.signature import Signature
-from fieldcheck.metrics._numbers import ABSOLUTE_TOLERANCE, RELATIVE_TOLERANCE, FailureMode
-from fieldcheck.metrics._programs import (
-    ProgramParseError,
-    plan_operations,
-    program_operations,
-)
-from fieldcheck.metrics._stats import (
+from fieldcheck.metrics import (
+    ABSOLUTE_TOLERANCE,
+    RELATIVE_TOLERANCE,
+    FailureMode,
     Interval,
+    ProgramParseError,
     TotalsGroup,
     TotalsStatistic,
     bootstrap_groups_ci,
+    plan_operations,
+    program_operations,
     ratio_array,
 )
 from fieldcheck.numeric._loaders import LoadResult, PlainTurn
 from fieldcheck.numeric._predictions import PredictionsResult, PredictionValues, sorted_keys
 from fieldcheck.numeric._records import Turn
-from fieldcheck.runner._errors import ERROR_TYPES
+from fieldcheck.runner import ERROR_TYPES
 
 MISSING_PREDICTION = "missing_prediction"
 # A model call that failed (issue 8): says nothing about the model's answers, so the turn is not

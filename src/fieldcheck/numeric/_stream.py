@@ -23,7 +23,7 @@ import orjson
 
 from fieldcheck._util.errors import ErrorList, error_dicts, short_repr
 from fieldcheck._util.jsonio import dumps_bytes
-from fieldcheck.metrics._stats import ExactSum, latency_stats
+from fieldcheck.metrics import ExactSum, latency_stats
 from fieldcheck.numeric._loaders import LoadResult, StoredConversations, plain_conversation
 from fieldcheck.numeric._predictions import (
     PredictionIndex,
@@ -46,8 +46,7 @@ from fieldcheck.numeric._scoring import (
     trace_ids,
     turn_values,
 )
-from fieldcheck.reports import OutputFolder
-from fieldcheck.reports._csv import neutralise_cell, write_csv
+from fieldcheck.reports import OutputFolder, neutralise_cell, write_csv
 from fieldcheck.store import ItemColumns
 
 if TYPE_CHECKING:  # the store (SQLAlchemy) is imported only by a run that records

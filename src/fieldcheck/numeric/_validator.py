@@ -34,7 +34,7 @@ from typing import Any
 
 import orjson
 
-from fieldcheck.metrics._programs import (
+from fieldcheck.metrics import (
     OPERATIONS,
     TABLE_OPERATIONS,
     ProgramExecutionError,

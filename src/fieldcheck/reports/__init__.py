@@ -2,6 +2,24 @@
 complete), CSV files safe to open in a spreadsheet, JSON summaries, plots and reports."""
 
 from fieldcheck.reports._csv import neutralise_cell, write_csv
+from fieldcheck.reports._document import (
+    CSS,
+    LEGEND_OUTSIDE,
+    LINE_BREAKS,
+    Report,
+    Term,
+    esc,
+    figure,
+    html_table,
+    interrupts_deferred,
+    label,
+    md,
+    md_code,
+    md_table,
+    no_glyph_warnings,
+    save_figure,
+    write_report,
+)
 from fieldcheck.reports._folder import (
     PARTIAL,
     RUN_JSON,
@@ -16,17 +34,33 @@ from fieldcheck.reports._format import format_pvalue, format_seconds, format_sec
 OutputFolder = RunFolder  # the writers' name for it
 
 __all__ = [
+    "CSS",
+    "LEGEND_OUTSIDE",
+    "LINE_BREAKS",
     "PARTIAL",
     "RUNS_DIR",
     "RUN_JSON",
     "FolderError",
     "OutputFolder",
+    "Report",
     "RunFolder",
+    "Term",
     "check_destination",
     "default_destination",
+    "esc",
+    "figure",
     "format_pvalue",
     "format_seconds",
     "format_seconds_joined",
+    "html_table",
+    "interrupts_deferred",
+    "label",
+    "md",
+    "md_code",
+    "md_table",
     "neutralise_cell",
+    "no_glyph_warnings",
+    "save_figure",
     "write_csv",
+    "write_report",
 ]

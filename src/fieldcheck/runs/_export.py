@@ -15,7 +15,7 @@ import orjson
 
 from fieldcheck import core
 from fieldcheck._util.jsonio import dumps_bytes
-from fieldcheck.reports._csv import neutralise_cell
+from fieldcheck.reports import neutralise_cell
 from fieldcheck.store import Store, StoredItem
 
 ExportFormat = Literal["csv", "jsonl"]

@@ -14,10 +14,9 @@ from fieldcheck import core
 from fieldcheck._util.errors import InputError
 from fieldcheck._util.iters import chunked
 from fieldcheck._util.jsonio import loads
-from fieldcheck.numeric._stream import stored_cell
+from fieldcheck.numeric import stored_cell
 from fieldcheck.runs._items import json_metrics, numeric_metrics, slot_items, slot_metrics
-from fieldcheck.store import RunInfo, Store, field_name
-from fieldcheck.store._recorder import RunRecorder
+from fieldcheck.store import RunInfo, RunRecorder, Store, field_name
 
 CHUNK = 1000
 

@@ -7,9 +7,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from fieldcheck.jsoneval import BatchRecord, RecordError, RecordResult
-from fieldcheck.metrics._slots import canonical_set
+from fieldcheck.metrics import SESSION_FIELDS, canonical_set
 from fieldcheck.slots import ModelInput, SlotFile, SlotsRun
-from fieldcheck.slots._score import _UNIT_FIELDS
 
 
 def json_item(
@@ -60,7 +59,7 @@ def _session_counts(score: Any) -> dict[tuple[str, int], dict[str, Any]]:
     units = getattr(score, "units", None)
     if units is None:
         return {}
-    names = _UNIT_FIELDS
+    names = SESSION_FIELDS
     return {
         key: {n: int(v) for n, v in zip(names, row, strict=True)}
         for key, row in zip(score.keys, units.tolist(), strict=True)

@@ -22,10 +22,8 @@ from fieldcheck.runs._items import (
     json_metrics,
     slot_metrics,
 )
-from fieldcheck.slots import JudgeFile, LatencyFile, ModelInput, SlotFile, TPMode
-from fieldcheck.slots._score import SlotScorer
-from fieldcheck.store import RunInfo, Store
-from fieldcheck.store._recorder import RunRecorder
+from fieldcheck.slots import JudgeFile, LatencyFile, ModelInput, SlotFile, SlotScorer, TPMode
+from fieldcheck.store import RunInfo, RunRecorder, Store
 
 CHUNK = 1000
 

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from fieldcheck._util.errors import InputError
-from fieldcheck.jsoneval._extract import (
+from fieldcheck.jsoneval import (
     PROMPT_ID,
     document_digest,
     document_from_prompt,

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from fieldcheck.metrics._programs import (
+from fieldcheck.metrics import (
     ConstArg,
     NumberArg,
     ProgramParseError,
@@ -46,10 +46,16 @@ from fieldcheck.metrics._programs import (
     cell_number,
     parse_program,
 )
-from fieldcheck.numeric._agent import DOC_END, DOC_START, PROMPT_ID, REPAIR_INTRO, render_document
-from fieldcheck.numeric._loaders import load_convfinqa
-from fieldcheck.numeric._records import Conversation
-from fieldcheck.numeric._validator import DocumentNumbers
+from fieldcheck.numeric import (
+    DOC_END,
+    DOC_START,
+    PROMPT_ID,
+    REPAIR_INTRO,
+    Conversation,
+    DocumentNumbers,
+    load_convfinqa,
+    render_document,
+)
 from fieldcheck.serve_model._base import Message, Responder
 
 DATA_PATH = Path("convfinqa") / "dev.json"

@@ -30,14 +30,14 @@ from pathlib import Path
 
 from fieldcheck._util.errors import InputError
 from fieldcheck.serve_model._base import Message, Responder, last_user_text
-from fieldcheck.slots._extract import (
+from fieldcheck.slots import (
     PROMPT_ID,
     Memory,
     load_conversations,
+    load_slots,
     render_transcript,
     transcript_digest,
 )
-from fieldcheck.slots._loaders import load_slots
 
 GOLD_FILE = Path("slots") / "gold.synthetic.jsonl"
 CONVERSATIONS_FILE = Path("slots") / "conversations.synthetic.jsonl"

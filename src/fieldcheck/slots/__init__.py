@@ -21,7 +21,9 @@ if TYPE_CHECKING:  # the names as type checkers and editors see them
         load_conversations,
         merge,
         parse_reply,
+        render_transcript,
         run_extraction,
+        transcript_digest,
     )
     from fieldcheck.slots._loaders import (
         JudgeFile,
@@ -33,6 +35,7 @@ if TYPE_CHECKING:  # the names as type checkers and editors see them
     )
     from fieldcheck.slots._records import JudgeRecord, LatencyRecord, SlotRecord
     from fieldcheck.slots._report import (
+        METRIC_COLUMNS,
         render_html,
         render_markdown,
         topic_lines,
@@ -55,7 +58,15 @@ if TYPE_CHECKING:  # the names as type checkers and editors see them
         score_models,
         slot_text,
     )
-    from fieldcheck.slots._stream import Part, Partition, partitioned
+    from fieldcheck.slots._second import score_partition
+    from fieldcheck.slots._stream import (
+        Part,
+        Partition,
+        ScratchError,
+        SideKind,
+        SlotInput,
+        partitioned,
+    )
     from fieldcheck.slots._summary import (
         Finding,
         Item,
@@ -70,6 +81,13 @@ if TYPE_CHECKING:  # the names as type checkers and editors see them
 # the readers (the helper reader of large inputs, ``_reader``) starts without the scoring's,
 # the report's and the runner's imports
 _HOME = {
+    "METRIC_COLUMNS": "_report",
+    "score_partition": "_second",
+    "ScratchError": "_stream",
+    "SideKind": "_stream",
+    "SlotInput": "_stream",
+    "render_transcript": "_extract",
+    "transcript_digest": "_extract",
     "SYSTEM": "_system",
     "Conversation": "_extract",
     "DEFAULT_THRESHOLDS": "_score",
@@ -127,6 +145,7 @@ __getattr__, __dir__ = lazy_names(__name__, _HOME, globals())
 
 __all__ = [
     "DEFAULT_THRESHOLDS",
+    "METRIC_COLUMNS",
     "PROMPT_ID",
     "SYSTEM",
     "SYSTEM_PROMPT",
@@ -146,9 +165,12 @@ __all__ = [
     "Part",
     "Partition",
     "ReplyError",
+    "ScratchError",
     "SessionCount",
     "SessionOutcome",
+    "SideKind",
     "SlotFile",
+    "SlotInput",
     "SlotRecord",
     "SlotScorer",
     "SlotsRun",
@@ -169,11 +191,14 @@ __all__ = [
     "partitioned",
     "render_html",
     "render_markdown",
+    "render_transcript",
     "results_summary",
     "run_extraction",
     "score_models",
+    "score_partition",
     "slot_text",
     "topic_lines",
+    "transcript_digest",
     "write_outputs",
     "write_plots",
 ]

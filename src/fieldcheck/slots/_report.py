@@ -10,13 +10,15 @@ from typing import Any
 from fieldcheck._util.errors import error_dicts
 from fieldcheck._util.jsonio import write_jsonl
 from fieldcheck.metrics import Interval
-from fieldcheck.reports import OutputFolder, format_seconds, format_seconds_joined, write_csv
-from fieldcheck.reports._document import (
+from fieldcheck.reports import (
     CSS,
     LEGEND_OUTSIDE,
     LINE_BREAKS,
+    OutputFolder,
     Term,
     esc,
+    format_seconds,
+    format_seconds_joined,
     html_table,
     interrupts_deferred,
     label,
@@ -25,6 +27,7 @@ from fieldcheck.reports._document import (
     md_table,
     no_glyph_warnings,
     save_figure,
+    write_csv,
 )
 from fieldcheck.slots._score import CI_METRICS, ModelResult, SlotsRun
 from fieldcheck.slots._summary import (

@@ -185,7 +185,7 @@ class ModelScore:
 
     name: str
     result: ModelResult
-    units: np.ndarray  # (sessions, 8): each scored session's bootstrap statistics (_UNIT_FIELDS)
+    units: np.ndarray  # (sessions, 8): each scored session's bootstrap statistics (UNIT_FIELDS)
     latency_seconds: list[float] = field(default_factory=list)
     keys: Sequence[SessionKey] = field(default_factory=list)  # the session of each ``units`` row
     session_seconds: dict[SessionKey, float] = field(default_factory=dict)  # latency by session
@@ -276,8 +276,8 @@ def slot_text(values: Sequence[str], *, canonical: bool = False) -> str:
 
 # Bootstrap: each session is a vector of sufficient statistics (SESSION_FIELDS); a resample's
 # totals are a weighted sum of them, and each metric is vectorised over resamples.
-_UNIT_FIELDS = SESSION_FIELDS
-TP, FP, FN, GOLD, EXACT, TOK_MATCHED, TOK_PRED, TOK_GOLD = range(len(_UNIT_FIELDS))
+UNIT_FIELDS = SESSION_FIELDS
+TP, FP, FN, GOLD, EXACT, TOK_MATCHED, TOK_PRED, TOK_GOLD = range(len(UNIT_FIELDS))
 
 
 STATISTICS: dict[str, TotalsStatistic] = SLOT_STATISTICS
@@ -288,7 +288,7 @@ def _on_columns(columns: tuple[int, ...], stat: TotalsStatistic) -> TotalsStatis
     """``stat`` of totals given only at ``columns`` (the others are not needed by it)."""
 
     def on(totals: np.ndarray) -> np.ndarray:
-        full = np.zeros((len(totals), len(_UNIT_FIELDS)))
+        full = np.zeros((len(totals), len(UNIT_FIELDS)))
         full[:, columns] = totals
         return stat(full)
 
@@ -697,7 +697,7 @@ class SlotScorer:
         judged = self._judged(fold, gold, preds, pairs)
 
         topics, memo = fold.topics, self.cache
-        units = np.zeros((len(keys), len(_UNIT_FIELDS)), dtype=np.int64)  # counts of a session
+        units = np.zeros((len(keys), len(UNIT_FIELDS)), dtype=np.int64)  # counts of a session
         for row, sk in scored:
             units[row] = score_session(
                 preds.sessions.get(sk, empty),
@@ -977,7 +977,7 @@ class SlotScorer:
             ci={},
         )
         topic_gold = {t: c.gold_slots for t, c in per_topic.items()}
-        units = np.empty((0, len(_UNIT_FIELDS)))
+        units = np.empty((0, len(UNIT_FIELDS)))
         keys: Sequence[SessionKey] = SessionCount(n_scored)
         if rank is not None:  # keep_sessions: the rows in sorted session order
             at = rank[np.concatenate(fold.at)] if fold.at else np.empty(0, dtype=np.int64)
@@ -1154,7 +1154,7 @@ def _item_tuples(payload: StorePayload) -> Iterator[tuple[Any, ...]]:
             failed: bool | None
             if scored[i]:
                 c = counts[i]
-                item["counts"] = dict(zip(_UNIT_FIELDS, c, strict=True))
+                item["counts"] = dict(zip(UNIT_FIELDS, c, strict=True))
                 failed = bool(c[FP] or c[FN])
             else:  # not scored: neither failed nor passed (null), on no topic
                 why = item["not_scored"] = not_scored[key]

@@ -34,7 +34,7 @@ from fieldcheck.store._records import (
 
 if TYPE_CHECKING:
     from fieldcheck.store._recorder import RunRecorder
-    from fieldcheck.store._store import ItemsMissing, Store
+    from fieldcheck.store._store import MIN_PREFIX, AmbiguousRunError, ItemsMissing, Store
 
 
 def __getattr__(name: str) -> Any:
@@ -42,10 +42,10 @@ def __getattr__(name: str) -> Any:
         from fieldcheck.store._store import Store
 
         return Store
-    if name == "ItemsMissing":
-        from fieldcheck.store._store import ItemsMissing
+    if name in ("AmbiguousRunError", "ItemsMissing", "MIN_PREFIX"):
+        from fieldcheck.store import _store
 
-        return ItemsMissing
+        return getattr(_store, name)
     if name == "RunRecorder":
         from fieldcheck.store._recorder import RunRecorder
 
@@ -56,8 +56,10 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "ARTIFACTS_ENV",
     "DATABASE_ENV",
+    "MIN_PREFIX",
     "MODEL_CHARS",
     "TAG_CHARS",
+    "AmbiguousRunError",
     "ItemColumns",
     "ItemsMissing",
     "RunInfo",

@@ -23,7 +23,7 @@ from fieldcheck.api._errors import ApiError
 from fieldcheck.api._evaluation import evaluate_one, parse_ground_truth_text, parse_output_text
 from fieldcheck.api._guard import TOKEN_COOKIE
 from fieldcheck.jsoneval import RqsWeights
-from fieldcheck.metrics._json_fields import BUCKET_NAMES, STRATEGIES
+from fieldcheck.metrics import BUCKET_NAMES, STRATEGIES
 
 router = APIRouter(include_in_schema=False)
 SCORES = (
