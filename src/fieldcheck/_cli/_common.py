@@ -21,9 +21,10 @@ from typer._click.globals import get_current_context
 from typer.core import TyperGroup
 
 from fieldcheck._cli._record import forget_store_warnings
-from fieldcheck._util.errors import InputError
+from fieldcheck._util.errors import CannotWrite, InputError, UsageProblem
 from fieldcheck._util.sniff import likely_cause
 from fieldcheck._util.term import install_log_filter, safe_text
+from fieldcheck.core import Events, Interrupted
 from fieldcheck.reports import FolderError, RunFolder, check_destination
 
 install_log_filter()  # warnings quote data: control characters escaped (issue 9)
@@ -407,3 +408,75 @@ def gate(
         return EXIT_GATE
     console.print(f"fail-under: every floor met ({wanted})", markup=False, highlight=False)
     return status
+
+
+# ------------------------------------------------------------------ calling the pipeline
+
+
+class ProgressBar:
+    """A transient progress bar on ``errors`` (only on a terminal), updated a few times a
+    second; ``callback`` is the pipeline's ``progress(phase, done, total)`` (total 0: a phase
+    of unknown length, a pulsing bar with its time)."""
+
+    def __init__(self, errors: Any) -> None:
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+        )
+
+        from fieldcheck.jsoneval import Throttle
+
+        self.bar = Progress(
+            TextColumn("{task.description:<10}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=errors,
+            transient=True,
+            disable=not errors.is_terminal,  # in a log, a final bar is noise (and a blank line)
+        )
+        self.tasks: dict[str, Any] = {}
+        self.callback = Throttle(self._update)
+
+    def _update(self, phase: str, done: int, total: int) -> None:
+        bar, tasks = self.bar, self.tasks
+        if phase not in tasks:
+            for task in tasks.values():  # a new phase ends the one of unknown length
+                if bar.tasks[task].total is None:
+                    bar.update(task, total=1, completed=1)
+            tasks[phase] = bar.add_task(phase, total=total or None)
+        bar.update(tasks[phase], completed=done, total=total or None)
+
+
+def events(errors: Any, progress: ProgressBar | None = None) -> Events:
+    """The pipeline's ``Events`` for a command: warnings and notes on ``errors`` (stderr),
+    progress on ``progress``'s bar, every folder put in place remembered for a late Ctrl-C."""
+
+    def line(text: str) -> None:
+        errors.print(safe_text(text), markup=False, highlight=False, soft_wrap=True)
+
+    return Events(
+        warn=line,
+        note=lambda text: typer.echo(safe_text(text), err=True),
+        progress=progress.callback if progress is not None else None,
+        finished=_FINISHED.append,
+    )
+
+
+@contextmanager
+def pipeline_errors(param: str | None = None) -> Iterator[None]:
+    """Around a pipeline call: a ``UsageProblem`` is the one usage line (exit 2; ``param`` when
+    it names none), ``CannotWrite`` the write error (exit 1), ``Interrupted`` its line (130)."""
+    try:
+        yield
+    except UsageProblem as exc:
+        raise typer.BadParameter(safe_text(exc.message), param_hint=exc.param or param) from None
+    except CannotWrite as exc:
+        raise OutputFailed(str(exc)) from None
+    except Interrupted as exc:
+        typer.echo(safe_text(exc.line), err=True)
+        interrupt_reported()
+        raise typer.Exit(EXIT_INTERRUPTED) from None

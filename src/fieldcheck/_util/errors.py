@@ -46,6 +46,20 @@ class FieldcheckError(Exception):
     """Base class of every error fieldcheck raises on purpose."""
 
 
+class UsageProblem(FieldcheckError):
+    """An input or option that cannot be used, found before anything is written: the CLI's
+    one usage line (exit 2), the API's 422. ``param`` names the option or input."""
+
+    def __init__(self, message: str, param: str | None = None) -> None:
+        super().__init__(message)
+        self.message, self.param = message, param
+
+
+class CannotWrite(FieldcheckError):
+    """An output could not be written part-way (a full disk, a folder made read-only): not
+    the command's fault, exit 1."""
+
+
 class InputError(FieldcheckError, ValueError):
     """Bad input, located: ``file:line: field: reason (got value)``.
 

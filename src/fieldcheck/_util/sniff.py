@@ -6,10 +6,13 @@ document, such as a ConvFinQA dataset)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import orjson
+
+from fieldcheck._util.errors import InputError, UsageProblem
 
 KINDS = {  # kind -> (what it is, which option takes it)
     "convfinqa": ("a ConvFinQA dataset", "numeric score --data"),
@@ -120,3 +123,29 @@ def likely_cause(path: str | Path, expected: str, others: dict[str, str] | None 
         if wanted == kind:
             return f"; it looks like {what}, the file of {option}: are the two swapped?"
     return f"; it looks like {what}" + (f", for `fieldcheck {used_by}`" if used_by else "")
+
+
+def check_input_file(
+    path: Path,
+    *,
+    records: int,
+    errors: Sequence[InputError],
+    option: str,
+    expected: str,
+    others: dict[str, str] | None = None,
+) -> None:
+    """The same rule in every system (issue 9): an input file that gives no usable record is a
+    usage error (nothing written): empty, or every line failed, with the first problem and
+    what the file looks like instead. Some bad lines are not: they are listed and the rest is
+    scored (exit 3)."""
+    if records:
+        return
+    if not errors:
+        message = f"{path}: no records (the file is empty)"
+    else:
+        lines = f"{len(errors)} problem{'s' if len(errors) != 1 else ''}"
+        message = (
+            f"{path}: no valid record ({lines}; first: {errors[0].one_line()})"
+            + likely_cause(path, expected, others)
+        )
+    raise UsageProblem(message, option)

@@ -1,17 +1,42 @@
 """The layer between the commands and the systems (ARCHITECTURE.md "Layers"): the ``System``
-protocol and its registry."""
+protocol, its registry and the one pipeline every command and API route scores through."""
 
+from fieldcheck.core._pipeline import (
+    Events,
+    Inputs,
+    Interrupted,
+    Into,
+    Outcome,
+    check_out,
+    finish_run,
+    open_folder,
+    open_recorder,
+    score,
+    stored_line,
+)
 from fieldcheck.core._registry import find, get, names, register, unregister
-from fieldcheck.core._system import Breakdown, Column, Metrics, System
+from fieldcheck.core._system import Breakdown, Column, Metrics, Progress, System
 
 __all__ = [
     "Breakdown",
     "Column",
+    "Events",
+    "Inputs",
+    "Interrupted",
+    "Into",
     "Metrics",
+    "Outcome",
+    "Progress",
     "System",
+    "check_out",
     "find",
+    "finish_run",
     "get",
     "names",
+    "open_folder",
+    "open_recorder",
     "register",
+    "score",
+    "stored_line",
     "unregister",
 ]

@@ -6,9 +6,15 @@ registry and never compare system names. A system is a plain object in its own p
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Protocol, runtime_checkable
+from contextlib import AbstractContextManager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from fieldcheck.reports import RunFolder, Scored
 from fieldcheck.store import ItemColumns
+
+if TYPE_CHECKING:
+    from fieldcheck.store import RunRecorder
 
 Metrics = Mapping[str, Any]
 
@@ -16,6 +22,9 @@ Metrics = Mapping[str, Any]
 Column = tuple[str, Metrics, Metrics]
 """One column of a run in a comparison: (model, metrics, intervals) as stored; a slots run
 gives one per model."""
+
+Progress = Callable[[str, int, int], None]
+"""``progress(phase, done, total)``: total 0 for a phase of unknown length."""
 
 Breakdown = tuple[str, str, Callable[[Metrics], Mapping[str, Any]]]
 """A table of one metric by a dimension (field, topic, turn) beside the headline metrics:
@@ -32,6 +41,10 @@ class System(Protocol):
     name: str
     title: str
     item: str
+    inputs: tuple[tuple[str, str], ...]
+    """Its input files: (role, what it is); a role ending in ``:NAME`` is given once per model
+    (``pred:NAME``). The CLI's ``fieldcheck score`` and ``POST /api/score/{system}`` take them
+    by these roles."""
     headline: tuple[str, ...]
     breakdowns: tuple[Breakdown, ...]
     export_columns: tuple[tuple[str, str, str], ...]
@@ -67,4 +80,35 @@ class System(Protocol):
     def item_columns(self, item: Mapping[str, Any]) -> ItemColumns:
         """The indexed columns (key, failed, model, turn, error type, tags) of one of its
         items as the store keeps it."""
+        ...
+
+    # ------------------------------------------------------------------ scoring (the pipeline)
+
+    def prepare(
+        self,
+        inputs: Sequence[tuple[str, Path]],
+        settings: Metrics,
+        *,
+        beside: Path,
+        progress: Progress | None,
+        extras: Mapping[str, Any],
+    ) -> AbstractContextManager[Any]:
+        """Read and check ``inputs`` (by role) and ``settings`` (its stored settings, JSON)
+        before anything is written: ``UsageProblem`` naming the option or input otherwise. The
+        context holds what ``score`` reads; scratch files it made (``beside`` the run's
+        destination) are gone when it exits."""
+        ...
+
+    def score(
+        self,
+        read: Any,
+        folder: RunFolder,
+        settings: Metrics,
+        *,
+        recorder: RunRecorder | None,
+        progress: Progress | None,
+    ) -> Scored:
+        """Score what ``prepare`` read, write its output files into ``folder`` and its items
+        to ``recorder`` (None: not stored); the metrics, intervals and signature the store
+        keeps come back in the ``Scored``."""
         ...

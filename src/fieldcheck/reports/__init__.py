@@ -26,6 +26,7 @@ from fieldcheck.reports._folder import (
     RUNS_DIR,
     FolderError,
     RunFolder,
+    Scored,
     check_destination,
     default_destination,
 )
@@ -44,6 +45,7 @@ __all__ = [
     "OutputFolder",
     "Report",
     "RunFolder",
+    "Scored",
     "Term",
     "check_destination",
     "default_destination",

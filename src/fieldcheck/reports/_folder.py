@@ -12,6 +12,7 @@ import os
 import secrets
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -118,6 +119,24 @@ class _State:
         self.expected: dict[str, None] = {}
         self.done = info is None  # renamed into place (a plain folder is in place)
         self.resumed = False
+
+
+@dataclass
+class Scored:
+    """What a system's scoring of one run gives the pipeline (ARCHITECTURE.md "One evaluation,
+    one path"): ``result`` its own result object (what its report printer reads), the files it
+    wrote by name, the metrics and intervals the store keeps, the signature, whether some input
+    was not scored (exit 3), the ``--fail-under`` values by model (``""`` for one model) and
+    what ``--json`` prints (its summary file as written)."""
+
+    result: Any
+    files: dict[str, Path]
+    metrics: dict[str, Any]
+    intervals: dict[str, Any]
+    signature: Any
+    failed: bool
+    gate: dict[str, dict[str, Any]]
+    summary: Any = None
 
 
 class RunFolder:

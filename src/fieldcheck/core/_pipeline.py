@@ -1,0 +1,263 @@
+"""The one pipeline (ARCHITECTURE.md "One evaluation, one path"): read the inputs → score → write
+the run folder → record in the store. Every command and API route that scores calls ``score``;
+it alone opens the store's recorder and finishes run folders, so the rules (a bad ``--out`` is a
+usage problem before anything is read, an interrupted run leaves its partial folder and an
+``interrupted`` run, a store that fails is a warning and the files still complete) are kept in
+one place."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from fieldcheck._util.errors import CannotWrite, UsageProblem
+from fieldcheck.core._registry import get
+from fieldcheck.reports import RUNS_DIR, FolderError, RunFolder, Scored, check_destination
+
+if TYPE_CHECKING:
+    from fieldcheck.store import RunRecorder
+
+Inputs = Sequence[tuple[str, Path]]
+"""A run's input files by role (``batch``, ``gold``, ``pred:NAME``...): what run.json and the
+store list, and what the system reads."""
+
+
+def _quiet(_: str) -> None:
+    return None
+
+
+@dataclass
+class Events:
+    """How the pipeline talks to its caller: ``warn`` a one-line warning (a store that cannot
+    be used), ``note`` an informational line (where the outputs go), ``progress(phase, done,
+    total)`` (total 0: of unknown length), ``finished`` a folder put in place."""
+
+    warn: Callable[[str], None] = _quiet
+    note: Callable[[str], None] = _quiet
+    progress: Callable[[str, int, int], None] | None = None
+    finished: Callable[[Path], None] = field(default=lambda _: None)
+
+
+@dataclass
+class Into:
+    """A model run the scores go into (one run per evaluation): the runner's run ``run_id``,
+    its items' calls by key, and the runs of its other models (``parts``)."""
+
+    run_id: str
+    calls: Mapping[str, Any] | None = None
+    parts: Sequence[str] = ()
+
+
+@dataclass
+class Outcome:
+    """A scored run: what the system gave (``scored``; its files already at their place in
+    ``destination``), and the store's run id (None when not stored)."""
+
+    system: str
+    scored: Scored
+    destination: Path
+    run_id: str | None
+
+    @property
+    def files(self) -> dict[str, Path]:
+        return self.scored.files
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C while a run was written: ``line`` says what was and was not written, and how the
+    same command continues it."""
+
+    def __init__(self, line: str) -> None:
+        super().__init__(line)
+        self.line = line
+
+
+def open_folder(
+    out: Path | None,
+    *,
+    command: str,
+    inputs: Inputs = (),
+    label: str = "",
+    models: Sequence[str] = (),
+    events: Events | None = None,
+) -> RunFolder:
+    """The run's folder before any work: ``out`` new or empty (or its unfinished run
+    continued), else a ``UsageProblem`` with nothing touched; ``None`` a new folder under
+    ``fieldcheck-runs/`` named by ``label``, said by ``events.note``."""
+    try:
+        folder = RunFolder.open(out, command=command, inputs=inputs, label=label, models=models)
+    except FolderError as exc:
+        raise UsageProblem(str(exc), "--out") from None
+    if out is None and events is not None:
+        events.note(f"no --out: the outputs go to {folder.destination}")
+    return folder
+
+
+def check_out(out: Path | None) -> None:
+    """Before a long read of the inputs: an ``--out`` that cannot be used is a usage problem at
+    once."""
+    if out is not None:
+        try:
+            check_destination(out)
+        except FolderError as exc:
+            raise UsageProblem(str(exc), "--out") from None
+
+
+def _reason(exc: BaseException) -> str:
+    """``Type: first line`` of an error; of a database error, the database's own one."""
+    inner = getattr(exc, "orig", None)
+    if isinstance(inner, BaseException):
+        exc = inner
+    first = (str(exc).splitlines() or [""])[0][:200]
+    return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+
+
+def open_recorder(
+    *,
+    system: str,
+    inputs: Inputs,
+    settings: Mapping[str, Any],
+    out: Path,
+    model: str = "",
+    task: str = "score",
+    into: Into | None = None,
+    warn: Callable[[str], None] = _quiet,
+) -> RunRecorder | None:
+    """The run's recorder, or None when the store cannot be opened (said once by ``warn``;
+    the files are complete either way)."""
+
+    def failed(exc: BaseException) -> None:
+        warn(f"warning: the run is not stored ({_reason(exc)}); its files are complete")
+
+    try:
+        from fieldcheck.store import RunRecorder
+
+        return RunRecorder.open(
+            None,
+            system=system,
+            inputs=inputs,
+            settings=settings,
+            signature="",
+            out=out,
+            model=model,
+            task=task,
+            on_error=failed,
+            run_id=into.run_id if into else None,
+            calls=into.calls if into else None,
+            parts=into.parts if into else (),
+        )
+    except Exception as exc:  # a bad URL, an unreachable or read-only database
+        failed(exc)
+        return None
+
+
+def finish_run(
+    folder: RunFolder,
+    recorder: RunRecorder | None,
+    scored: Scored,
+    events: Events,
+) -> str | None:
+    """Put the folder in place (a model's subfolder: only its run.json entries), then finish
+    the stored run, so a run whose folder cannot be put in place is stored ``failed``, never
+    ``finished``. The run id, or None when not stored."""
+    if recorder is not None:
+        folder.note(run_id=recorder.id)
+    folder.note(signature=scored.signature)
+    if not folder.prefix:
+        folder.finish()
+        events.finished(folder.destination)
+    if recorder is None:
+        return None
+    run = recorder.finish(
+        metrics=scored.metrics, intervals=scored.intervals, signature=scored.signature
+    )
+    return None if recorder.broken else str(run.id)
+
+
+@contextmanager
+def _interruptible(folder: RunFolder, note: str = "") -> Iterator[None]:
+    """Ctrl-C becomes ``Interrupted`` saying what the folder holds; an output that cannot be
+    written, ``CannotWrite`` naming it."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        raise Interrupted(folder.interrupted_line(note)) from None
+    except OSError as exc:
+        shown = exc.filename or folder.destination
+        raise CannotWrite(f"--out: cannot write {shown}: {exc.strerror or exc}") from None
+
+
+def score(
+    system: str,
+    inputs: Inputs,
+    settings: Mapping[str, Any],
+    *,
+    out: Path | RunFolder | None,
+    command: str,
+    label: str = "",
+    model: str | None = None,
+    models: Sequence[str] = (),
+    store: bool = True,
+    into: Into | None = None,
+    events: Events | None = None,
+    extras: Mapping[str, Any] | None = None,
+) -> Outcome:
+    """Score ``inputs`` with ``system`` under ``settings`` (its stored settings, JSON) into the
+    run folder ``out`` (a path, None for a new one, or a folder a model run opened) and the
+    store, and return the outcome. ``extras``: what a model run already has for the system's
+    ``prepare`` (matchers built once for every model, the input problems of its documents). Raises ``UsageProblem`` before anything is written,
+    ``Interrupted`` on Ctrl-C, ``CannotWrite`` when an output cannot be written."""
+    found = get(system)
+    events = events or Events()
+    opened = isinstance(out, RunFolder)
+    if not opened:
+        check_out(out if isinstance(out, Path | None) else None)
+    beside = out.destination if isinstance(out, RunFolder) else out or RUNS_DIR / "new"
+    with found.prepare(
+        inputs, settings, beside=Path(beside), progress=events.progress, extras=extras or {}
+    ) as read:
+        folder = (
+            out
+            if isinstance(out, RunFolder)
+            else open_folder(
+                out, command=command, inputs=inputs, label=label, models=models, events=events
+            )
+        )
+        recorder = None
+        if store:
+            recorder = open_recorder(
+                system=found.name,
+                inputs=inputs,
+                settings=settings,
+                out=folder.destination,
+                model=label if model is None else model,
+                task="score" if into is None else "run",
+                into=into,
+                warn=events.warn,
+            )
+        with _interruptible(folder), _recording(recorder):
+            scored = found.score(
+                read, folder, settings, recorder=recorder, progress=events.progress
+            )
+            run_id = finish_run(folder, recorder, scored, events)
+    if not folder.prefix:
+        scored.files = {k: folder.placed(p) for k, p in scored.files.items()}
+    return Outcome(found.name, scored, folder.destination, run_id)
+
+
+@contextmanager
+def _recording(recorder: RunRecorder | None) -> Iterator[None]:
+    """An exception or Ctrl-C marks the stored run ``interrupted`` (its items so far stay)."""
+    if recorder is None:
+        yield
+        return
+    with recorder:
+        yield
+
+
+def stored_line(run_id: str | None) -> str | None:
+    """The line saying where a stored run is."""
+    return None if run_id is None else f"stored as run {run_id}: fieldcheck runs show {run_id}"
