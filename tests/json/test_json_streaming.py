@@ -338,7 +338,7 @@ def test_cli_chunks_give_the_numbers_of_one_chunk(tmp_path: Path) -> None:
 
     data = tmp_path / "d.jsonl"
     data.write_text("\n".join(random_batch(10, 300)) + "\n")
-    config = EvalConfig(strategies={"name": "EXACT"})
+    config = {"strategies": {"name": "EXACT"}}
     statuses = []
     for chunk in (3, 10_000):
         statuses.append(

@@ -455,11 +455,10 @@ def events(errors: Any, progress: ProgressBar | None = None) -> Events:
     """The pipeline's ``Events`` for a command: warnings and notes on ``errors`` (stderr),
     progress on ``progress``'s bar, every folder put in place remembered for a late Ctrl-C."""
 
-    def line(text: str) -> None:
-        errors.print(safe_text(text), markup=False, highlight=False, soft_wrap=True)
+    from fieldcheck._cli._record import store_warning
 
     return Events(
-        warn=line,
+        warn=lambda text: store_warning(errors, text),
         note=lambda text: typer.echo(safe_text(text), err=True),
         progress=progress.callback if progress is not None else None,
         finished=_FINISHED.append,
@@ -467,13 +466,17 @@ def events(errors: Any, progress: ProgressBar | None = None) -> Events:
 
 
 @contextmanager
-def pipeline_errors(param: str | None = None) -> Iterator[None]:
+def pipeline_errors(
+    param: str | None = None, names: dict[str, str] | None = None
+) -> Iterator[None]:
     """Around a pipeline call: a ``UsageProblem`` is the one usage line (exit 2; ``param`` when
-    it names none), ``CannotWrite`` the write error (exit 1), ``Interrupted`` its line (130)."""
+    it names none; ``names`` the command's names of the system's input roles), ``CannotWrite``
+    the write error (exit 1), ``Interrupted`` its line (130)."""
     try:
         yield
     except UsageProblem as exc:
-        raise typer.BadParameter(safe_text(exc.message), param_hint=exc.param or param) from None
+        hint = (names or {}).get(exc.param or "", exc.param) or param
+        raise typer.BadParameter(safe_text(exc.message), param_hint=hint) from None
     except CannotWrite as exc:
         raise OutputFailed(str(exc)) from None
     except Interrupted as exc:

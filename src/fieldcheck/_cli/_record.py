@@ -60,6 +60,15 @@ def store_unavailable(errors: Console, exc: BaseException) -> None:
     )
 
 
+def store_warning(errors: Console, text: str) -> None:
+    """A store warning of the pipeline, on ``errors``: the store is not used again by this
+    command (``store_failed``), so the warning is said once."""
+    from fieldcheck.store import database_url
+
+    _FAILED.add(database_url())
+    errors.print(safe_text(text), markup=False, highlight=False, soft_wrap=True)
+
+
 def runner_store_unavailable(exc: BaseException) -> None:
     """The one warning of a model run whose store cannot be opened or written: it runs
     without one, and ``open_recorder`` then stays silent."""

@@ -8,9 +8,7 @@ output could not be written part-way.
 from __future__ import annotations
 
 import inspect
-import itertools
 import sys
-from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from dataclasses import fields as dataclass_fields
 from pathlib import Path
@@ -18,9 +16,7 @@ from typing import TYPE_CHECKING, Annotated, Any, get_args
 
 import orjson
 import typer
-from pydantic import ValidationError
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from fieldcheck._cli._common import (
@@ -28,30 +24,32 @@ from fieldcheck._cli._common import (
     EXIT_OK,
     EXIT_USAGE,
     JsonOpt,
+    ProgressBar,
     bootstrap_option,
     cannot_write,
     check_input_file,
-    check_out,
+    command_name,
+    events,
     fail_under_option,
     finish,
     gate,
     out_dir,
     out_option,
     parse_fail_under,
+    pipeline_errors,
     seed_option,
     show_problems,
     writing,
 )
 
 if TYPE_CHECKING:
-    from fieldcheck.store import RunRecorder
+    pass
 
+from fieldcheck import core
 from fieldcheck._cli._record import (
     NoStoreOpt,
-    finish_recorder,
-    open_recorder,
-    recording,
-    store_unavailable,
+    store_failed,
+    store_warning,
     stored_line,
 )
 from fieldcheck._cli._runopts import (
@@ -76,39 +74,30 @@ from fieldcheck._cli._runopts import (
     run_async,
     store_line,
 )
-from fieldcheck._util.errors import InputError, reason_of
+from fieldcheck._util.errors import InputError
 from fieldcheck._util.jsonio import dumps, loads, read_json, write_json, write_jsonl
 from fieldcheck._util.paths import unique_filenames
 from fieldcheck._util.sniff import likely_cause
 from fieldcheck._util.term import SafeConsole, safe_json_text, safe_markup, safe_text
 from fieldcheck.jsoneval import (
     CHUNK_LINES,
-    BatchReader,
     BatchSummary,
     EvalConfig,
-    Failed,
-    Item,
     JsonEvalResult,
     MatcherError,
     MatcherFamily,
     ModelRun,
-    RecordError,
-    RqsWeights,
     SafetyCheck,
-    StreamedBatch,
-    Throttle,
     build_matchers,
     evaluate,
     load_schema,
     load_strategies,
-    parse_weight_map,
     parse_weights,
     read_documents,
     record_error,
+    resolve_config,
     run_extraction,
-    stream_batch_outputs,
 )
-from fieldcheck.matchers import Matcher
 from fieldcheck.metrics import BUCKET_NAMES
 from fieldcheck.reports import OutputFolder, format_seconds, write_csv
 from fieldcheck.runner import MAX_REPLY_BYTES, ModelSpec, Runner
@@ -247,10 +236,11 @@ def _err(console: Console, message: str) -> None:
     console.print(f"[red]error:[/red] {safe_markup(message)}", highlight=False, soft_wrap=True)
 
 
-def _config(opts: _Options, console: Console) -> EvalConfig:
-    """Options -> EvalConfig, or a one-line usage error naming the option (exit 2)."""
+def _given(opts: _Options) -> dict[str, Any]:
+    """The configuration options given (None: not given), checked, as the pipeline takes them
+    (``json batch``'s ``config`` setting); a one-line usage error names a bad option."""
     try:
-        strategies = load_strategies(opts.strategies) if opts.strategies else {}
+        strategies = load_strategies(opts.strategies) if opts.strategies else None
     except InputError as exc:
         cause = likely_cause(opts.strategies, "json-object") if opts.strategies else ""
         raise typer.BadParameter(safe_text(str(exc) + cause), param_hint="--strategies") from None
@@ -271,90 +261,31 @@ def _config(opts: _Options, console: Console) -> EvalConfig:
         raise typer.BadParameter(
             "--matcher llm needs --judge-base-url and --judge-model", param_hint="--matcher"
         )
-    saved = _saved_sections(opts, weights, console)
-    if opts.strategies is None and "strategies" in saved:
-        strategies = saved["strategies"]
-    if weights is None and "weights" in saved:
-        try:  # saved before a rule was added (a sum beyond the double range): said, not raised
-            weights = RqsWeights(**parse_weight_map(saved["weights"]))
-        except InputError as exc:
-            where = f"weights.{exc.field}" if exc.field else "weights"
-            got = "" if exc.value is ... else f" (got {exc.value!r})"
-            raise typer.BadParameter(
-                safe_text(
-                    f"the weights saved in the store are not valid: {where} {exc.reason}{got}; "
-                    "give --weights, save new ones, or use --no-store"
-                ),
-                param_hint="--weights",
-            ) from None
-    thresholds = saved.get("thresholds", {})
-    settings: dict[str, Any] = {
+    return {
         "strategies": strategies,
-        "fuzzy_threshold": _first(opts.fuzzy_threshold, thresholds.get("fuzzy_threshold")),
-        "semantic_threshold": _first(opts.semantic_threshold, thresholds.get("semantic_threshold")),
+        "weights": weights.model_dump() if weights is not None else None,
+        "fuzzy_threshold": opts.fuzzy_threshold,
+        "semantic_threshold": opts.semantic_threshold,
         "matcher": opts.matcher,
         "judge_base_url": opts.judge_base_url,
         "judge_model": opts.judge_model,
         "flatten": opts.flatten,
         "safety_check": opts.safety_check,
     }
-    if weights is not None:
-        settings["weights"] = weights
-    settings = {k: v for k, v in settings.items() if v is not None or k.startswith("judge")}
-    try:
-        return EvalConfig.model_validate(settings)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        option = "--" + str(first["loc"][0]).replace("_", "-") if first["loc"] else None
-        raise typer.BadParameter(safe_text(reason_of(first)), param_hint=option) from None
 
 
-def _first(given: float | None, saved: float | None) -> float | None:
-    """An option given, else the saved value; None leaves EvalConfig's default."""
-    return given if given is not None else saved
-
-
-def _saved_sections(
-    opts: _Options, weights: RqsWeights | None, console: Console
-) -> dict[str, dict[str, Any]]:
-    """The sections saved in the store (the API's Configuration page, ``PUT /api/config/...``)
-    that this command was not given: used in their place, and said so on stderr. None with
-    ``--no-store``; a store that cannot be read is a warning and the built-in defaults."""
-    if opts.no_store:
-        return {}
-    wanted = []
-    if opts.strategies is None:
-        wanted.append("strategies")
-    if opts.fuzzy_threshold is None or opts.semantic_threshold is None:
-        wanted.append("thresholds")
-    if weights is None:
-        wanted.append("weights")
-    if not wanted:
-        return {}
-    try:
-        from fieldcheck.jsoneval import SavedConfig
-        from fieldcheck.store import Store
-
-        saved = SavedConfig(Store())
-        found: dict[str, dict[str, Any]] = {
-            name: saved.get(name) for name in saved.saved() if name in wanted
-        }
-    except Exception as exc:  # an unreachable or unreadable store: the defaults, said once
-        store_unavailable(console, exc)
-        return {}
-    if found:
-        parts = [
-            f"strategies ({len(found['strategies'])} fields)" if n == "strategies" else n
-            for n in found
-        ]
-        console.print(
-            f"using the configuration saved in the store: {', '.join(parts)} "
-            "(an option given wins; --no-store ignores the store)",
-            markup=False,
-            highlight=False,
-            soft_wrap=True,
+def _config(opts: _Options, console: Console) -> EvalConfig:
+    """The options given merged with the configuration saved in the store, by the one rule of
+    every command (``jsoneval.merged_config``)."""
+    given = _given(opts)
+    with pipeline_errors():
+        config, _ = resolve_config(
+            given,
+            store=not opts.no_store and not store_failed(),
+            warn=lambda text: store_warning(console, text),
+            note=lambda text: console.print(text, markup=False, highlight=False, soft_wrap=True),
         )
-    return found
+    return config
 
 
 def _read_output(path: Path, console: Console) -> Any:
@@ -541,148 +472,9 @@ def score(
     raise typer.Exit(gate(floors, values, errors if as_json else console, EXIT_OK))
 
 
-class _Bar:
-    """A transient progress bar on ``errors`` (only on a terminal), updated a few times a second
-    (``Throttle``); ``callback`` is the library's ``progress(phase, done, total)``."""
-
-    def __init__(self, errors: Console) -> None:
-        self.bar = Progress(
-            TextColumn("{task.description:<10}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            console=errors,
-            transient=True,
-            disable=not errors.is_terminal,  # in a log, a final bar is noise (and a blank line)
-        )
-        self.tasks: dict[str, Any] = {}
-        self.callback = Throttle(self._update)
-
-    def _update(self, phase: str, done: int, total: int) -> None:
-        bar, tasks = self.bar, self.tasks
-        # total 0: a phase of unknown length (loading a model): a pulsing bar with its time
-        if phase not in tasks:
-            for task in tasks.values():  # a new phase ends the one of unknown length
-                if bar.tasks[task].total is None:
-                    bar.update(task, total=1, completed=1)
-            tasks[phase] = bar.add_task(phase, total=total or None)
-        bar.update(tasks[phase], completed=done, total=total or None)
-
-
-def _score(
-    data: Path,
-    chunks: Iterable[Sequence[Item | Failed]],
-    reader: BatchReader,
-    folder: OutputFolder,
-    config: EvalConfig,
-    *,
-    errors: Console,
-    matchers: dict[str, Matcher] | None = None,
-    prior_errors: Sequence[RecordError] = (),
-    bootstrap: int = 1000,
-    seed: int = 0,
-    recorder: RunRecorder | None = None,
-) -> StreamedBatch:
-    """Score and write a batch file chunk by chunk with a transient progress bar (problems are
-    shown by the caller); the bar's "read" phase is the share of the file read, in percent."""
-    progress = _Bar(errors)
-
-    def read(chunks: Iterable[Sequence[Item | Failed]]) -> Iterator[Sequence[Item | Failed]]:
-        for chunk in chunks:
-            yield chunk
-            if reader.size:
-                progress.callback("read %", reader.bytes_read * 100 // reader.size, 100)
-
-    with progress.bar:
-        return stream_batch_outputs(
-            folder,
-            read(chunks),
-            config,
-            matchers=matchers,
-            prior_errors=prior_errors,
-            source=str(data),
-            progress=progress.callback,
-            bootstrap=bootstrap,
-            seed=seed,
-            recorder=recorder,
-        )
-
-
-_HOLD_LINES = 8_192
-"""Lines ``_first_chunks`` holds while looking for the first valid record; past them the chunks
-read are let go and, once a record is found, the file is read again from its start (issue 26:
-a million bad lines first were all held). A file that is not a regular one (a pipe) is held."""
-
-
-def _first_chunks(
-    reader: BatchReader,
-) -> tuple[list[Sequence[Item | Failed]] | None, Iterator[Sequence[Item | Failed]]]:
-    """Read until the first valid record (or the end): the chunks read (None when too many to
-    hold: ``_read_again``), and the rest to come. So a file with no valid record is refused
-    before the output folder is touched."""
-    chunks = reader.chunks()
-    first: list[Sequence[Item | Failed]] = []
-    held: int | None = 0
-    again = reader.path.is_file()  # a pipe cannot be read again: all is held
-    for chunk in chunks:
-        if held is not None:
-            first.append(chunk)
-            held += len(chunk)
-            if held > _HOLD_LINES and again:
-                first, held = [], None
-        if reader.records:
-            break
-    if held is None and reader.records:  # too many held: read again (``_read_again``)
-        chunks.close()
-        return None, chunks
-    return first, chunks
-
-
-def _read_again(
-    reader: BatchReader,
-    first: list[Sequence[Item | Failed]] | None,
-    rest: Iterator[Sequence[Item | Failed]],
-) -> Iterator[Sequence[Item | Failed]]:
-    """The chunks of ``_first_chunks`` then the rest, the file read again from its start when
-    ``first`` is None (the chunks were let go)."""
-    if first is None:
-        reader.restart()
-        return reader.chunks()
-    return itertools.chain(first, rest)
-
-
-def _stored_settings(config: EvalConfig, bootstrap: int, seed: int) -> dict[str, Any]:
-    """What ``fieldcheck runs rescore`` needs to score a stored JSON run again."""
-    return {"config": config.model_dump(mode="json"), "bootstrap": bootstrap, "seed": seed}
-
-
-def _finish_json_run(
-    recorder: RunRecorder | None, summary: BatchSummary, folder: OutputFolder
-) -> str | None:
-    """Finish a stored JSON run with summary.json's metrics and intervals, and the folder (a
-    model's subfolder: only its run.json entries) with its signature."""
-    data = summary.to_json()
-    if recorder is None:
-        if not folder.prefix:
-            finish(folder, signature=data.get("signature"))
-        else:
-            folder.note(signature=data.get("signature"))
-        return None
-    from fieldcheck.runs import json_metrics
-
-    metrics, intervals = json_metrics(data)
-    return finish_recorder(
-        recorder,
-        metrics=metrics,
-        intervals=intervals,
-        signature=data.get("signature"),
-        folder=folder,
-    )
-
-
 def run_batch(
     data: Path,
-    config: EvalConfig,
+    config: dict[str, Any],
     out: Path | None,
     *,
     console: Console,
@@ -694,56 +486,31 @@ def run_batch(
     chunk_lines: int = CHUNK_LINES,
     no_store: bool = False,
 ) -> int:
-    """Read, score and write a batch in chunks of ``chunk_lines`` lines (flat memory); print
-    errors, the summary and the files; return the exit status (``--fail-under`` floors checked
-    last: 4 when one is not met)."""
-    check_out(out)
-    reader = BatchReader(data, chunk_lines=chunk_lines)
-    try:
-        first, rest = _first_chunks(reader)
-    except InputError as exc:
-        raise typer.BadParameter(safe_text(str(exc)), param_hint="DATA.jsonl") from None
-    check_input_file(
-        data,
-        records=reader.records,
-        errors=reader.first_errors,
-        option="DATA.jsonl",
-        expected="json-batch",
-    )
-    folder = out_dir(out, inputs=[("batch", data)], label=data.stem)
-    recorder = open_recorder(
-        no_store,
-        errors,
-        system="json",
-        inputs=[("batch", data)],
-        settings=_stored_settings(config, bootstrap, seed),
-        out=folder.destination,
-        model=data.stem,
-    )
-    with writing(folder), recording(recorder):
-        try:
-            batch = _score(
-                data,
-                _read_again(reader, first, rest),
-                reader,
-                folder,
-                config,
-                errors=errors,
-                bootstrap=bootstrap,
-                seed=seed,
-                recorder=recorder,
-            )
-        except OSError as exc:
-            raise cannot_write(exc, folder.destination) from None
-        stored = _finish_json_run(recorder, batch.summary, folder)
-    summary, paths = batch.summary, {k: folder.placed(p) for k, p in batch.paths.items()}
+    """Score a batch through the pipeline in chunks of ``chunk_lines`` lines (flat memory);
+    print errors, the summary and the files; return the exit status (``--fail-under`` floors
+    checked last: 4 when one is not met). ``config``: the options given (None: not given, the
+    saved configuration or the default)."""
+    bar = ProgressBar(errors)
+    with pipeline_errors(names={"batch": "DATA.jsonl"}), bar.bar:
+        outcome = core.score(
+            "json",
+            [("batch", data)],
+            {"config": config, "bootstrap": bootstrap, "seed": seed},
+            out=out,
+            command=command_name() or "json batch",
+            label=data.stem,
+            store=not no_store and not store_failed(),
+            events=events(errors, bar),
+            extras={"chunk_lines": chunk_lines},
+        )
+    summary, paths = outcome.scored.result, outcome.files
     show_problems(errors, summary.errors, str(paths["errors"]), total=summary.not_scored)
     print_summary(console, summary, paths)
-    stored_line(console, stored)
+    stored_line(console, core.stored_line(outcome.run_id))
     if as_json:  # summary.json as written
-        print_json({**summary.to_json(), "complete": True})
-    status = EXIT_FAILED if summary.not_scored else EXIT_OK
-    return gate(floors or {}, {"": dict(summary.means)}, console, status)
+        print_json(outcome.scored.summary)
+    status = EXIT_FAILED if outcome.scored.failed else EXIT_OK
+    return gate(floors or {}, outcome.scored.gate, console, status)
 
 
 def print_json(value: Any) -> None:
@@ -789,7 +556,7 @@ def batch(
     output could not be written part-way (a full disk), 130 on Ctrl-C."""
     console, errors = SafeConsole(stderr=as_json), SafeConsole(stderr=True)
     floors = parse_fail_under(fail_under, GATED, lower_is_better=LOWER_IS_BETTER)
-    config = _config(_Options.of(locals()), errors)
+    config = _given(_Options.of(locals()))
     raise typer.Exit(
         run_batch(
             data,
@@ -939,6 +706,7 @@ def run_models(
     runs = run_async(every_model(), console=errors, runner=runner)
     root = OutputFolder.of(out)
     matchers = build_matchers(config)  # once for every model: each model's pairs reuse the cache
+    settings = config.model_dump(mode="json")
     data_failures = [record_error(e) for e in read_errors]
     status = EXIT_FAILED if read_errors else EXIT_OK
     comparison: list[dict[str, Any]] = []
@@ -960,51 +728,36 @@ def run_models(
                 write_json(tmp, run.info())
         except OSError as exc:
             raise cannot_write(exc, root) from None
-        reader = BatchReader(outputs)
-        recorder = open_recorder(
-            no_store,
-            errors,
-            system="json",
-            inputs=[("documents", data), ("outputs", outputs)],
-            settings=_stored_settings(config, bootstrap, seed),
-            out=folder.destination,
-            model=run.spec.name,
-            task="run",
-            run_id=run.run_id,
-            calls=run.item_calls,
-        )
-        try:
-            with recording(recorder):
-                batch = _score(
-                    outputs,
-                    reader.chunks(),
-                    reader,
-                    folder,
-                    config,
-                    errors=errors,
-                    matchers=matchers,
-                    prior_errors=data_failures,
-                    bootstrap=bootstrap,
-                    seed=seed,
-                    recorder=recorder,
-                )
-                stored = _finish_json_run(recorder, batch.summary, folder)
-        except OSError as exc:
-            raise cannot_write(exc, folder.path) from None
-        summaries[run.spec.name] = batch.summary
-        paths = {k: root.placed(p) for k, p in batch.paths.items()}
+        bar = ProgressBar(errors)
+        with pipeline_errors(), bar.bar:
+            outcome = core.score(
+                "json",
+                [("documents", data), ("outputs", outputs)],
+                {"config": settings, "bootstrap": bootstrap, "seed": seed},
+                out=folder,
+                command=command_name() or "json run",
+                model=run.spec.name,
+                store=not no_store and not store_failed(),
+                into=core.Into(run.run_id, run.item_calls),
+                events=events(errors, bar),
+                extras={"matchers": matchers, "prior_errors": data_failures},
+            )
+        batch_summary: BatchSummary = outcome.scored.result
+        stored = core.stored_line(outcome.run_id)
+        summaries[run.spec.name] = batch_summary
+        paths = {k: root.placed(p) for k, p in outcome.files.items()}
         show_problems(
-            errors, batch.summary.errors, str(paths["errors"]), total=batch.summary.not_scored
+            errors, batch_summary.errors, str(paths["errors"]), total=batch_summary.not_scored
         )
-        if batch.summary.not_scored or run.call_errors:
+        if batch_summary.not_scored or run.call_errors:
             status = EXIT_FAILED
-        comparison.append(_comparison_row(run, batch.summary))
+        comparison.append(_comparison_row(run, batch_summary))
         if not detail:
             continue
         console.rule(f"[bold]{safe_markup(run.spec.name)}[/bold] ({safe_markup(run.spec.model)})")
         print_summary(
             console,
-            batch.summary,
+            batch_summary,
             {
                 "outputs": root.placed(outputs),
                 **paths,
@@ -1214,4 +967,5 @@ def run_demo(out_dir: Path) -> int:
         soft_wrap=True,
         highlight=False,
     )
-    return run_batch(data, config, out_dir, console=console, errors=SafeConsole(stderr=True))
+    given = config.model_dump(mode="json")
+    return run_batch(data, given, out_dir, console=console, errors=SafeConsole(stderr=True))

@@ -46,6 +46,16 @@ class FieldcheckError(Exception):
     """Base class of every error fieldcheck raises on purpose."""
 
 
+def exception_line(exc: BaseException) -> str:
+    """``Type: first line`` of an error; of a database error, the database's own one (not
+    SQLAlchemy's wrapping, which may start with a note on autoflush)."""
+    inner = getattr(exc, "orig", None)
+    if isinstance(inner, BaseException):
+        exc = inner
+    first = (str(exc).splitlines() or [""])[0][:200]
+    return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
+
+
 class UsageProblem(FieldcheckError):
     """An input or option that cannot be used, found before anything is written: the CLI's
     one usage line (exit 2), the API's 422. ``param`` names the option or input."""

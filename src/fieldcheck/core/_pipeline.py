@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from fieldcheck._util.errors import CannotWrite, UsageProblem
+from fieldcheck._util.errors import CannotWrite, UsageProblem, exception_line
 from fieldcheck.core._registry import get
 from fieldcheck.reports import RUNS_DIR, FolderError, RunFolder, Scored, check_destination
 
@@ -106,15 +106,6 @@ def check_out(out: Path | None) -> None:
             raise UsageProblem(str(exc), "--out") from None
 
 
-def _reason(exc: BaseException) -> str:
-    """``Type: first line`` of an error; of a database error, the database's own one."""
-    inner = getattr(exc, "orig", None)
-    if isinstance(inner, BaseException):
-        exc = inner
-    first = (str(exc).splitlines() or [""])[0][:200]
-    return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
-
-
 def open_recorder(
     *,
     system: str,
@@ -130,7 +121,7 @@ def open_recorder(
     the files are complete either way)."""
 
     def failed(exc: BaseException) -> None:
-        warn(f"warning: the run is not stored ({_reason(exc)}); its files are complete")
+        warn(f"warning: the run is not stored ({exception_line(exc)}); its files are complete")
 
     try:
         from fieldcheck.store import RunRecorder
@@ -216,9 +207,12 @@ def score(
     if not opened:
         check_out(out if isinstance(out, Path | None) else None)
     beside = out.destination if isinstance(out, RunFolder) else out or RUNS_DIR / "new"
+    given = {"store": store, "warn": events.warn, "note": events.note, **(extras or {})}
     with found.prepare(
-        inputs, settings, beside=Path(beside), progress=events.progress, extras=extras or {}
+        inputs, settings, beside=Path(beside), progress=events.progress, extras=given
     ) as read:
+        settings = getattr(read, "settings", settings)  # with the saved configuration merged
+        store = store and getattr(read, "store", True)  # False: the store could not be read
         folder = (
             out
             if isinstance(out, RunFolder)

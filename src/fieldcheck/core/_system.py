@@ -96,7 +96,10 @@ class System(Protocol):
         """Read and check ``inputs`` (by role) and ``settings`` (its stored settings, JSON)
         before anything is written: ``UsageProblem`` naming the option or input otherwise. The
         context holds what ``score`` reads; scratch files it made (``beside`` the run's
-        destination) are gone when it exits."""
+        destination) are gone when it exits. ``extras`` holds ``store`` (whether the store is
+        used), ``warn`` and ``note`` (the caller's lines) and what a model run passes on. What it
+        holds may say ``settings`` (those given, merged with the configuration saved in the
+        store: what the run stores) and ``store`` (False: the store could not be read)."""
         ...
 
     def score(

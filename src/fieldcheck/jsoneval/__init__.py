@@ -67,8 +67,10 @@ from fieldcheck.jsoneval._saved import (
     Section,
     SectionError,
     Thresholds,
+    merged_config,
     parse_section,
     parse_weight_map,
+    resolve_config,
 )
 from fieldcheck.jsoneval._stream import CHUNK_LINES, BatchReader, Failed, Item, Throttle
 from fieldcheck.jsoneval._system import SYSTEM
@@ -123,6 +125,7 @@ __all__ = [
     "load_schema",
     "load_strategies",
     "make_signature",
+    "merged_config",
     "parse_reply",
     "parse_section",
     "parse_strategies",
@@ -131,6 +134,7 @@ __all__ = [
     "read_batch",
     "read_documents",
     "record_error",
+    "resolve_config",
     "run_extraction",
     "stream_batch_outputs",
     "write_batch_outputs",

@@ -5,13 +5,20 @@ merged into the ``EvalConfig`` of a call (an API request, a command) that brings
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from fieldcheck._util.errors import InputError, input_error_of, short_repr
+from fieldcheck._util.errors import (
+    InputError,
+    UsageProblem,
+    exception_line,
+    input_error_of,
+    reason_of,
+    short_repr,
+)
 from fieldcheck.jsoneval._config import EvalConfig, parse_strategies
 from fieldcheck.metrics import RqsWeights
 
@@ -159,3 +166,72 @@ class SavedConfig:
                 "safety_check": safety_check,
             }
         )
+
+
+_OPTION = {"strategies": "--strategies", "thresholds": "--fuzzy-threshold", "weights": "--weights"}
+
+
+def merged_config(
+    given: Mapping[str, Any], saved: SavedConfig | None, note: Callable[[str], None]
+) -> EvalConfig:
+    """The one rule for every command and API route (issue 27): a setting given wins; one not
+    given (absent or null) takes the configuration saved in the store (said by ``note``), then
+    its default. ``UsageProblem`` names the option of a setting that is not valid."""
+    values = {k: v for k, v in given.items() if v is not None or k.startswith("judge")}
+    used: list[str] = []
+    try:
+        sections = saved.saved() if saved is not None else []
+        if "strategies" in sections and given.get("strategies") is None:
+            values["strategies"] = saved.checked("strategies")  # type: ignore[union-attr]
+            used.append(f"strategies ({len(values['strategies'])} fields)")
+        if "thresholds" in sections:
+            for name, value in saved.checked("thresholds").items():  # type: ignore[union-attr]
+                if given.get(name) is None:
+                    values[name] = value
+                    used += [] if "thresholds" in used else ["thresholds"]
+        if "weights" in sections and given.get("weights") is None:
+            values["weights"] = saved.checked("weights")  # type: ignore[union-attr]
+            used.append("weights")
+        if isinstance(values.get("weights"), Mapping):
+            values["weights"] = parse_weight_map(values["weights"])
+    except SectionError as exc:
+        raise UsageProblem(str(exc.error), _OPTION[exc.section]) from None
+    except InputError as exc:
+        raise UsageProblem(exc.one_line(), "--weights") from None
+    if used:
+        note(
+            f"using the configuration saved in the store: {', '.join(used)} "
+            "(an option given wins; --no-store ignores the store)"
+        )
+    try:
+        return EvalConfig.model_validate(values)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        option = "--" + str(first["loc"][0]).replace("_", "-") if first["loc"] else None
+        raise UsageProblem(reason_of(first), option) from None
+
+
+def resolve_config(
+    given: Mapping[str, Any],
+    *,
+    store: bool,
+    warn: Callable[[str], None],
+    note: Callable[[str], None],
+) -> tuple[EvalConfig, bool]:
+    """``merged_config`` with the configuration saved in the store (none when ``store`` is
+    False); False beside it when the store cannot be read (said once by ``warn``: the run is
+    then not stored either)."""
+    saved = None
+    if store:
+        try:
+            from fieldcheck.store import Store
+
+            saved = SavedConfig(Store())
+            saved.saved()
+        except Exception as exc:  # an unreachable or unreadable store: the defaults, said once
+            warn(
+                f"warning: the store cannot be used ({exception_line(exc)}): the saved "
+                "configuration is not read and the run is not stored; its files are complete"
+            )
+            return merged_config(given, None, note), False
+    return merged_config(given, saved, note), True

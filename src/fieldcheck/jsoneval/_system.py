@@ -3,11 +3,22 @@ list, ``runs compare``, ``runs export`` and the pages read from its stored runs.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+import itertools
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from fieldcheck.jsoneval._stream import SCORES
+from fieldcheck._util.errors import InputError, UsageProblem
+from fieldcheck._util.sniff import check_input_file
+from fieldcheck.jsoneval._config import EvalConfig
+from fieldcheck.jsoneval._stream import CHUNK_LINES, SCORES, BatchReader, Failed, Item
+from fieldcheck.reports import RunFolder, Scored
 from fieldcheck.store import ItemColumns, add_tag, field_name
+
+if TYPE_CHECKING:
+    from fieldcheck.store import RunRecorder
 
 _SUMMARY = ("completeness", "accuracy", "rqs")
 
@@ -17,10 +28,83 @@ def _field_match_rates(metrics: Mapping[str, Any]) -> dict[str, Any]:
     return {name: (s or {}).get("match_rate") for name, s in fields.items()}
 
 
+_HOLD_LINES = 8_192
+"""Lines ``_first_chunks`` holds while looking for the first valid record; past them the chunks
+read are let go and, once a record is found, the file is read again from its start (issue 26:
+a million bad lines first were all held). A file that is not a regular one (a pipe) is held."""
+
+
+def _first_chunks(
+    reader: BatchReader,
+) -> tuple[list[Sequence[Item | Failed]] | None, Iterator[Sequence[Item | Failed]]]:
+    """Read until the first valid record (or the end): the chunks read (None when too many to
+    hold: ``_read_again``), and the rest to come. So a file with no valid record is refused
+    before the output folder is touched."""
+    chunks = reader.chunks()
+    first: list[Sequence[Item | Failed]] = []
+    held: int | None = 0
+    again = reader.path.is_file()  # a pipe cannot be read again: all is held
+    for chunk in chunks:
+        if held is not None:
+            first.append(chunk)
+            held += len(chunk)
+            if held > _HOLD_LINES and again:
+                first, held = [], None
+        if reader.records:
+            break
+    if held is None and reader.records:  # too many held: read again (``_read_again``)
+        chunks.close()
+        return None, chunks
+    return first, chunks
+
+
+def _read_again(
+    reader: BatchReader,
+    first: list[Sequence[Item | Failed]] | None,
+    rest: Iterator[Sequence[Item | Failed]],
+) -> Iterator[Sequence[Item | Failed]]:
+    """The chunks of ``_first_chunks`` then the rest, the file read again from its start when
+    ``first`` is None (the chunks were let go)."""
+    if first is None:
+        reader.restart()
+        return reader.chunks()
+    return itertools.chain(first, rest)
+
+
+@dataclass
+class _Read:
+    """A batch ready to score: its reader and chunks, the configuration (given merged with the
+    saved one) and what the run stores as its settings."""
+
+    path: Path
+    reader: BatchReader
+    chunks: Iterable[Sequence[Item | Failed]]
+    config: EvalConfig
+    settings: dict[str, Any]
+    store: bool = True
+    extras: Mapping[str, Any] = field(default_factory=dict)
+
+
+def _quiet(_: str) -> None:
+    return None
+
+
+def _count(name: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise UsageProblem(f"must be a whole number >= 0 (got {value!r})", f"--{name}")
+    return value
+
+
 class JsonSystem:
     name = "json"
     title = "JSON evaluation"
     item = "record"
+    inputs = (
+        (
+            "batch",
+            'JSONL: one {"id", "ground_truth": {...}, "output": ..., "safety_score"?} per line',
+        ),
+    )
     headline = SCORES
     breakdowns = (("Per-field match rate", "field", _field_match_rates),)
     export_columns = (
@@ -75,6 +159,106 @@ class JsonSystem:
                 add_tag(tags, field_name(str(name)), True)
         failed = bool(tags) or item.get("output_kind", "object") != "object"
         return ItemColumns(key, failed, tags=tags)
+
+    # ------------------------------------------------------------------ scoring
+
+    @contextmanager
+    def prepare(
+        self,
+        inputs: Sequence[tuple[str, Path]],
+        settings: Mapping[str, Any],
+        *,
+        beside: Path,
+        progress: Callable[[str, int, int], None] | None,
+        extras: Mapping[str, Any],
+    ) -> Iterator[_Read]:
+        """A batch (role ``batch``; ``outputs`` for the file a model run wrote itself) read up
+        to its first valid record, and the configuration merged with the saved one."""
+        from fieldcheck.jsoneval._saved import resolve_config
+
+        roles = dict(inputs)
+        unknown = sorted(set(roles) - {"batch", "outputs", "documents"})
+        if unknown or not ({"batch", "outputs"} & set(roles)):
+            raise UsageProblem(
+                f"json scores one input, 'batch' (got {', '.join(roles) or 'none'})", "batch"
+            )
+        bootstrap = _count("bootstrap", settings.get("bootstrap", 1000))
+        seed = _count("seed", settings.get("seed", 0))
+        given = settings.get("config") or {}
+        if not isinstance(given, Mapping):
+            raise UsageProblem(f"must be a JSON object (got {given!r})", "config")
+        config, store = resolve_config(
+            given,
+            store=bool(extras.get("store")),
+            warn=extras.get("warn") or _quiet,
+            note=extras.get("note") or _quiet,
+        )
+        stored = {"config": config.model_dump(mode="json"), "bootstrap": bootstrap, "seed": seed}
+        path = Path(roles.get("batch") or roles["outputs"])
+        reader = BatchReader(path, chunk_lines=int(extras.get("chunk_lines", CHUNK_LINES)))
+        chunks: Iterable[Sequence[Item | Failed]]
+        if "batch" in roles:
+            try:
+                first, rest = _first_chunks(reader)
+            except InputError as exc:
+                raise UsageProblem(str(exc), "batch") from None
+            check_input_file(
+                path,
+                records=reader.records,
+                errors=reader.first_errors,
+                option="batch",
+                expected="json-batch",
+            )
+            chunks = _read_again(reader, first, rest)
+        else:  # a model run's outputs, written by fieldcheck itself
+            chunks = reader.chunks()
+        yield _Read(path, reader, chunks, config, stored, store, extras)
+
+    def score(
+        self,
+        read: _Read,
+        folder: RunFolder,
+        settings: Mapping[str, Any],
+        *,
+        recorder: RunRecorder | None,
+        progress: Callable[[str, int, int], None] | None,
+    ) -> Scored:
+        """``json batch``: every record scored in chunks, records.jsonl, errors.jsonl,
+        fields.csv, summary.json and the reports written as they go."""
+        from fieldcheck.jsoneval._io import stream_batch_outputs
+
+        reader = read.reader
+
+        def chunks() -> Iterator[Sequence[Item | Failed]]:
+            for chunk in read.chunks:
+                yield chunk
+                if reader.size and progress is not None:
+                    progress("read %", reader.bytes_read * 100 // reader.size, 100)
+
+        batch = stream_batch_outputs(
+            folder,
+            chunks(),
+            read.config,
+            matchers=read.extras.get("matchers"),
+            prior_errors=read.extras.get("prior_errors", ()),
+            source=str(read.path),
+            progress=progress,
+            bootstrap=settings["bootstrap"],
+            seed=settings["seed"],
+            recorder=recorder,
+        )
+        summary = batch.summary
+        data = summary.to_json()
+        return Scored(
+            result=summary,
+            files=dict(batch.paths),
+            metrics={k: v for k, v in data.items() if k not in ("ci", "signature")},
+            intervals=dict(data.get("ci") or {}),
+            signature=data.get("signature"),
+            failed=bool(summary.not_scored),
+            gate={"": dict(summary.means)},
+            summary={**data, "complete": True},
+        )
 
 
 SYSTEM = JsonSystem()
