@@ -29,9 +29,12 @@ from sqlalchemy import (
     event,
     false,
     func,
+    insert,
     select,
     update,
 )
+from sqlalchemy.dialects.postgresql import insert as postgresql_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -676,38 +679,27 @@ class Store:
         seq: int | None = None,
     ) -> None:
         """Commit one finished journal item (its result and the log of its model calls) and the
-        run's counts, in one transaction."""
-        with self.session() as s:
+        run's counts, in one transaction (Core statements, not the ORM: once per model call)."""
+        with self.engine.begin() as connection:
             if seq is None:  # a caller that counts its items (RunHandle) saves this query
-                last = s.scalar(
-                    select(func.coalesce(func.max(JournalRow.seq), -1)).where(
-                        JournalRow.run_id == run_id
-                    )
-                )
+                last = connection.scalar(_LAST_SEQ, {"run_id": run_id})
                 seq = int(last if last is not None else -1) + 1
-            s.add(
-                JournalRow(
-                    run_id=run_id,
-                    item_key=key,
-                    seq=seq,
-                    error_type=error_type,
-                    calls=calls,
-                    cached_calls=cached_calls,
-                    latency_s=latency_s,
-                    result=_dumps(result),
-                    call_log=_dumps(call_log) if call_log else None,
-                    finished_at=_now(),
-                )
+            connection.execute(
+                _JOURNAL_ADD,
+                {
+                    "run_id": run_id,
+                    "item_key": key,
+                    "seq": seq,
+                    "error_type": error_type,
+                    "calls": calls,
+                    "cached_calls": cached_calls,
+                    "latency_s": latency_s,
+                    "result": _dumps(result),
+                    "call_log": _dumps(call_log) if call_log else None,
+                    "finished_at": _now(),
+                },
             )
-            s.execute(
-                update(RunRow)
-                .where(RunRow.id == run_id)
-                .values(
-                    n_done=RunRow.n_done + 1,
-                    n_errors=RunRow.n_errors + (1 if error_type else 0),
-                )
-            )
-            s.commit()
+            connection.execute(_COUNT_DONE, {"run_id": run_id, "failed": 1 if error_type else 0})
 
     # cache --------------------------------------------------------------------------------
     def cache_get(self, key: str) -> dict[str, Any] | None:
@@ -718,8 +710,15 @@ class Store:
     def cache_put(self, key: str, model: str, value: dict[str, Any]) -> None:
         """Cache a reply; when another process cached the same key meanwhile, theirs stays
         (the same request: an equally good reply)."""
-        with self.session() as s:
-            s.merge(CacheRow(key=key, model=model, value=_dumps(value), created_at=_now()))
+        row = {"key": key, "model": model, "value": _dumps(value), "created_at": _now()}
+        dialect = self.engine.dialect.name
+        if dialect in ("sqlite", "postgresql"):
+            insert = _INSERTS[dialect](CacheRow).on_conflict_do_nothing()
+            with self.engine.begin() as connection:
+                connection.execute(insert, row)
+            return
+        with self.session() as s:  # another database: the ORM's merge
+            s.merge(CacheRow(**row))
             try:
                 s.commit()
             except IntegrityError:
@@ -746,6 +745,16 @@ class Store:
 
 # built once: a fully cached re-run looks up every call (issue 10's 20x)
 _CACHE_GET = select(CacheRow.value).where(CacheRow.key == bindparam("key"))
+_INSERTS: dict[str, Any] = {"sqlite": sqlite_insert, "postgresql": postgresql_insert}
+_LAST_SEQ = select(func.coalesce(func.max(JournalRow.seq), -1)).where(
+    JournalRow.run_id == bindparam("run_id")
+)
+_JOURNAL_ADD = insert(JournalRow)
+_COUNT_DONE = (
+    update(RunRow)
+    .where(RunRow.id == bindparam("run_id"))
+    .values(n_done=RunRow.n_done + 1, n_errors=RunRow.n_errors + bindparam("failed"))
+)
 
 
 def _stored(row: ItemRow | JournalRow) -> StoredItem:
