@@ -180,3 +180,26 @@ def test_item_counts_say_how_many_are_done_and_a_model_runs_call_errors() -> Non
     model = SimpleNamespace(kind="model-run", n_done=9, n_items=40, n_errors=3)
     assert format_items(model, failed=0, not_scored=None) == "9 of 40 items (3 with a call error)"
     assert format_count(40, 40) == "40" and format_count(9, 40) == "9 of 40"
+
+
+@pytest.mark.parametrize("fmt", ["csv", "jsonl", "parquet"])
+def test_export_never_replaces_a_file_it_did_not_make(tmp_path: Path, fmt: str) -> None:
+    out, batch = json_folder(tmp_path)
+    run_id = orjson.loads(runs("import", str(out), "--input", f"batch={batch}", "--json")[1])["id"]
+    mine = tmp_path / f"mine.{fmt}"
+    mine.write_text("a user's file")
+    (tmp_path / f"mine.{fmt}.part").write_text("another of theirs")  # the old fixed scratch name
+    code, _, stderr = runs("export", run_id, "--format", fmt, "--out", str(mine))
+    assert code == 2 and len(stderr.strip().splitlines()) == 1
+    assert f"error: --out: {mine} exists and is not an empty file" in stderr
+    assert mine.read_text() == "a user's file"
+    assert runs("export", run_id, "--format", fmt, "--out", str(tmp_path))[0] == 2  # a folder
+    empty = tmp_path / f"empty.{fmt}"
+    empty.touch()  # an empty file (mktemp's) is taken: nothing in it is lost
+    assert runs("export", run_id, "--format", fmt, "--out", str(empty))[0] == 0
+    assert empty.stat().st_size > 0
+    # nothing of the export's own is left beside it; the user's .part is untouched
+    assert (tmp_path / f"mine.{fmt}.part").read_text() == "another of theirs"
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.endswith(".part")) == [
+        f"mine.{fmt}.part"
+    ]

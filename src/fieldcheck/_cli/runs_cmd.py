@@ -4,7 +4,9 @@ in the store (docs/runs.md). Thin: parse, call ``fieldcheck.runs`` and the store
 from __future__ import annotations
 
 import functools
+import os
 import sys
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, TypeVar, cast
@@ -307,8 +309,10 @@ def export_command(
     """A run's items, one a row (CSV, formula-like text cells neutralised with a leading '; or
     Parquet, typed, for pandas and polars) or a line (JSONL): key, seq (its order), failed,
     model, turn, error_type and the item's result. Exit 0; 2 for an unknown RUN, a bad
-    --format, parquet without --out or an unwritable --out."""
+    --format, parquet without --out, an --out that exists (an empty file is taken) or
+    an unwritable --out."""
     from fieldcheck.runs import iter_export, write_parquet
+    from fieldcheck.store import ItemsMissing
 
     if fmt not in ("csv", "jsonl", "parquet"):
         raise typer.BadParameter(
@@ -325,20 +329,40 @@ def export_command(
             sys.stdout.buffer.write(block)
         sys.stdout.flush()
         return
-    tmp = out.with_name(out.name + ".part")
+    _refuse_a_file(out)
+    # a name no other file has (a fixed "FILE.part" could be a user's): only ours is removed
+    tmp: Path | None = None
     try:
+        handle, name = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".part", dir=out.parent)
+        os.close(handle)
+        tmp = Path(name)
         if fmt == "parquet":
             write_parquet(store, info.id, tmp)
         else:
-            with tmp.open("wb") as handle:
+            with tmp.open("wb") as part:
                 for block in iter_export(store, info.id, fmt):  # type: ignore[arg-type]
-                    handle.write(block)
+                    part.write(block)
+        _refuse_a_file(out)  # another process may have made it meanwhile
         tmp.replace(out)
+    except ItemsMissing:
+        raise
     except OSError as exc:
-        tmp.unlink(missing_ok=True)
         raise typer.BadParameter(
             safe_text(f"cannot write {out}: {exc.strerror or exc}"), param_hint="--out"
         ) from None
+    finally:
+        if tmp is not None:
+            tmp.unlink(missing_ok=True)
+
+
+def _refuse_a_file(out: Path) -> None:
+    """``--out FILE`` must not exist or be empty: fieldcheck never replaces a file it did not
+    make (one usage line, exit 2)."""
+    if out.is_dir() or (out.exists() and (not out.is_file() or out.stat().st_size)):
+        raise typer.BadParameter(
+            safe_text(f"{out} exists and is not an empty file: give a new name"),
+            param_hint="--out",
+        )
 
 
 @app.command("rescore")
