@@ -203,3 +203,15 @@ def test_export_never_replaces_a_file_it_did_not_make(tmp_path: Path, fmt: str) 
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.endswith(".part")) == [
         f"mine.{fmt}.part"
     ]
+
+
+def test_delete_refuses_a_run_with_re_scores_and_names_them(tmp_path: Path) -> None:
+    out, batch = json_folder(tmp_path)
+    run_id = orjson.loads(runs("import", str(out), "--input", f"batch={batch}", "--json")[1])["id"]
+    child = orjson.loads(runs("rescore", run_id, "--fuzzy-threshold", "0.5", "--json")[1])["id"]
+    code, _, stderr = runs("delete", run_id)
+    assert code == 2 and len(stderr.strip().splitlines()) == 1
+    assert f"error: RUN: run {run_id} has re-scores: {child}; delete them first" in stderr
+    assert runs("show", child, "--json")[0] == 0 and runs("show", run_id)[0] == 0
+    assert runs("delete", child)[0] == 0 and runs("delete", run_id)[0] == 0
+    assert runs("list", "--json")[1].strip() == "[]"

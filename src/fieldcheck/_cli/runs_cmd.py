@@ -518,9 +518,14 @@ def import_command(
 @_database_errors
 def delete_command(run: RunArg) -> None:
     """Delete a run and its items from the store (its output folder stays). Exit 0; 2 for an
-    unknown RUN."""
+    unknown RUN or a run with re-scores (named: delete them first)."""
+    from fieldcheck.store import RunHasChildren
+
     store = _store()
     info = _run(store, run)
-    store.delete_run(info.id)
+    try:
+        store.delete_run(info.id)
+    except RunHasChildren as exc:
+        raise typer.BadParameter(safe_text(str(exc)), param_hint="RUN") from None
     _console().print(f"deleted run {info.id}", markup=False)
     raise typer.Exit(EXIT_OK)

@@ -77,6 +77,17 @@ class ItemsMissing(FileNotFoundError):
     """A finished run's items file is not under the artifacts root."""
 
 
+class RunHasChildren(ValueError):
+    """A run still has re-scores (runs whose ``parent_id`` it is): it is not deleted."""
+
+    def __init__(self, run_id: str, children: list[str]) -> None:
+        super().__init__(
+            f"run {run_id} has re-scores: {', '.join(children)}; delete them first "
+            "(each names it as its parent)"
+        )
+        self.run_id, self.children = run_id, children
+
+
 class AmbiguousRunError(LookupError):
     """Several runs start with the prefix given."""
 
@@ -276,8 +287,18 @@ class Store:
 
     def delete_run(self, run_id: str) -> bool:
         """Delete a run with its items, tags, journal and item files, and its ``calls`` runs;
-        False when there is no such run."""
+        False when there is no such run. ``RunHasChildren`` while re-scores of it remain (each
+        would name a parent that is gone: docs/decisions.md)."""
         with self.session() as s:
+            row = s.get(RunRow, run_id)
+            names = [run_id, *([row.former_id] if row is not None and row.former_id else [])]
+            children = s.scalars(
+                select(RunRow.id)
+                .where(RunRow.parent_id.in_(names), RunRow.kind != "calls")
+                .order_by(RunRow.started_at, RunRow.id)
+            ).all()
+            if children:
+                raise RunHasChildren(run_id, list(children))
             parts = select(RunRow.id).where(RunRow.parent_id == run_id, RunRow.kind == "calls")
             ids = [run_id, *s.scalars(parts)]
             s.execute(delete(TagRow).where(TagRow.run_id.in_(ids)))
