@@ -76,6 +76,13 @@ _IDENTIFIER = '"'
 class ItemsMissing(FileNotFoundError):
     """A finished run's items file is not under the artifacts root."""
 
+    def __init__(self, run_id: str, path: Path) -> None:
+        super().__init__(
+            f"the items of run {run_id} are not at {path} (set {ARTIFACTS_ENV} as when the run "
+            "was stored)"
+        )
+        self.run_id, self.path = run_id, path
+
 
 class RunHasChildren(ValueError):
     """A run still has re-scores (runs whose ``parent_id`` it is): it is not deleted."""
@@ -422,10 +429,7 @@ class Store:
             if run.kind not in ("run", "score"):  # a model's calls only (a journal)
                 return None
             if s.scalar(select(ItemRow.seq).where(ItemRow.run_id == run_id).limit(1)) is None:
-                raise ItemsMissing(
-                    f"the items of run {run_id} are not at {path} (set {ARTIFACTS_ENV} as when "
-                    "the run was stored)"
-                )
+                raise ItemsMissing(run_id, path)
         return None
 
     def items_writer(self, run_id: str) -> _parquet.ItemsWriter:
