@@ -200,6 +200,7 @@ def show_command(
     data["failed_items"] = store.count_items(info.id, failed=True)
     scored = info.scored  # the calls alone of a model are never scored
     data["not_scored_items"] = store.count_not_scored(info.id) if scored else None
+    data["items_in_flight"] = store.items_in_flight(info.id)
     if as_json:
         _print_json({**data, "items": shown} if items else data)
         return
@@ -209,7 +210,11 @@ def show_command(
     from fieldcheck.runs import format_items
 
     counts = format_items(
-        info, failed=data["failed_items"], not_scored=data["not_scored_items"], noun=False
+        info,
+        failed=data["failed_items"],
+        not_scored=data["not_scored_items"],
+        noun=False,
+        in_flight=data["items_in_flight"],
     )
     console.print(f"items: {counts}", markup=False, highlight=False)
     for entry in data["inputs"]:

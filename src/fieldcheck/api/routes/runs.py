@@ -194,6 +194,7 @@ def get_run(run_id: str, ctx: Context) -> dict[str, Any]:
     data["failed_items"] = ctx.store.count_items(run.id, failed=True)
     scored = run.scored  # the calls alone of a model are never scored
     data["not_scored_items"] = ctx.store.count_not_scored(run.id) if scored else None
+    data["items_in_flight"] = ctx.store.items_in_flight(run.id)
     return data
 
 
@@ -405,6 +406,7 @@ def run_page(
             run,  # the calls alone of a model are never scored: its call errors are counted
             failed=ctx.store.count_items(run.id, failed=True) if run.scored else None,
             not_scored=ctx.store.count_not_scored(run.id) if run.scored else None,
+            in_flight=ctx.store.items_in_flight(run.id),
         )
     except ItemsMissing as exc:  # the run and its metrics are shown, the message for its items
         items_error, tags = items_missing(exc), []
