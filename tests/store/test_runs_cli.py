@@ -215,3 +215,30 @@ def test_delete_refuses_a_run_with_re_scores_and_names_them(tmp_path: Path) -> N
     assert runs("show", child, "--json")[0] == 0 and runs("show", run_id)[0] == 0
     assert runs("delete", child)[0] == 0 and runs("delete", run_id)[0] == 0
     assert runs("list", "--json")[1].strip() == "[]"
+
+
+def test_import_of_a_slots_folder_reads_its_sessions_from_the_inputs_run_json_names(
+    tmp_path: Path,
+) -> None:
+    """A slots folder holds no per-session data: its items come from the gold and prediction
+    files its run.json names (when they are still there, unchanged), as --input gives them;
+    without them the line says how to give them (a tester's finding: 0 items, unsaid)."""
+    out, inputs = slots_folder(tmp_path)
+    code, stdout, _ = runs("import", str(out), "--json")
+    found = orjson.loads(stdout)
+    assert code == 0 and found["n_items"] == 4  # 2 models x 2 gold sessions
+    given = record_folder(Store(), out, inputs=inputs)
+    keys = [i.key for i in Store().items(found["id"])]
+    assert (
+        keys == [i.key for i in Store().items(given.id)] == ["a/u1/1", "a/u2/1", "b/u1/1", "b/u2/1"]
+    )
+    failed = [i.key for i in Store().page_items(found["id"], failed=True)]
+    assert failed == ["b/u1/1"]  # b misses the job slot (a's "doctor" is a TP under presence)
+    shown = orjson.loads(runs("show", found["id"], "--json")[1])
+    assert [(i["name"], i["sha256"]) for i in shown["inputs"]] == [
+        (name, Store().get_run(given.id).inputs[n]["sha256"]) for n, (name, _) in enumerate(inputs)
+    ]
+    dict(inputs)["pred:b"].write_text("")  # changed since: not read, and the line says so
+    code, stdout, _ = runs("import", str(out))
+    assert code == 0 and "(slots, 0 items: the folder holds no per-item data and" in stdout
+    assert "--input" in stdout

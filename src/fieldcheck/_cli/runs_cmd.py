@@ -513,9 +513,16 @@ def import_command(
     if as_json:
         _print_json(_summary(run))
         return
+    none = (
+        ": the folder holds no per-item data and the inputs its run.json names are gone or "
+        "changed; give them with --input to store its items"
+        if not run.n_items
+        else ""
+    )
     _console().print(
-        f"stored {safe_text(folder)} as run {run.id} ({run.system}, {run.n_items} items)",
+        f"stored {safe_text(folder)} as run {run.id} ({run.system}, {run.n_items} items{none})",
         markup=False,
+        soft_wrap=True,
     )
 
 
