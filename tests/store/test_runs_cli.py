@@ -240,5 +240,8 @@ def test_import_of_a_slots_folder_reads_its_sessions_from_the_inputs_run_json_na
     ]
     dict(inputs)["pred:b"].write_text("")  # changed since: not read, and the line says so
     code, stdout, _ = runs("import", str(out))
-    assert code == 0 and "(slots, 0 items: the folder holds no per-item data and" in stdout
+    assert (
+        code == 0
+        and "(slots, 0 items: none in the folder's files nor in the inputs its run.json" in stdout
+    )
     assert "--input" in stdout

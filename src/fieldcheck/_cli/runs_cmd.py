@@ -514,8 +514,8 @@ def import_command(
         _print_json(_summary(run))
         return
     none = (
-        ": the folder holds no per-item data and the inputs its run.json names are gone or "
-        "changed; give them with --input to store its items"
+        ": none in the folder's files nor in the inputs its run.json names (gone or changed?); "
+        "give its inputs with --input to store them"
         if not run.n_items
         else ""
     )
