@@ -245,3 +245,17 @@ def test_import_of_a_slots_folder_reads_its_sessions_from_the_inputs_run_json_na
         and "(slots, 0 items: none in the folder's files nor in the inputs its run.json" in stdout
     )
     assert "--input" in stdout
+
+
+def test_delete_removes_the_items_file_and_works_when_it_is_gone(tmp_path: Path) -> None:
+    store = Store()
+    runs_made = [record_folder(store, json_folder(tmp_path, name)[0]) for name in ("a", "b")]
+    folders = [store.run_folder(r.id) for r in runs_made]
+    assert all((f / "items.parquet").is_file() for f in folders)
+    assert runs("delete", runs_made[0].id)[0] == 0
+    assert not folders[0].exists()  # the file fieldcheck wrote, and its folder
+    (folders[1] / "items.parquet").unlink()  # gone already (the artifacts root moved)
+    assert runs("show", runs_made[1].id)[0] == 2  # ItemsMissing: one line
+    code, stdout, stderr = runs("delete", runs_made[1].id)
+    assert code == 0 and f"deleted run {runs_made[1].id}" in stdout, stderr
+    assert not folders[1].exists() and runs("list", "--json")[1].strip() == "[]"
