@@ -95,3 +95,35 @@ def test_plots_only_from_inside_the_output_folder(serve: object, tmp_path: Path)
         assert ok.status_code == 200 and ok.content.startswith(b"\x89PNG")
         for name in ("..%2Fsecret.png", "%2E%2E%2Fsecret.png", "summary.json"):
             assert http.get(f"/runs/{a.id}/files/{name}").status_code == 404
+
+
+def test_a_run_whose_items_file_is_gone_is_410_naming_the_setting(
+    serve: object, tmp_path: Path
+) -> None:
+    a, b, _ = _stored(tmp_path)
+    (tmp_path / "artifacts" / "runs" / a.id / "items.parquet").unlink()  # the root moved
+    live: LiveServer = serve()  # type: ignore[operator]
+    with httpx.Client(base_url=live.base_url, timeout=30) as http:
+        for path, params in (
+            (f"/api/runs/{a.id}", {}),
+            (f"/api/runs/{a.id}/items", {}),
+            (f"/api/runs/{a.id}/export", {"format": "csv"}),
+            ("/api/runs/compare", {"ids": f"{b.id},{a.id}"}),
+        ):
+            r = http.get(path, params=params)
+            assert r.status_code == 410, path
+            assert r.json() == {
+                "detail": f"the items of run {a.id} are not under the server's artifacts root: "
+                "set FIELDCHECK_ARTIFACTS as when the run was stored",
+                "field": "id",
+            }
+        r = http.post(f"/api/runs/{a.id}/rescore", json={"field_strategies": EXACT})
+        assert r.status_code == 410 and "FIELDCHECK_ARTIFACTS" in r.json()["detail"]
+        assert http.get(f"/api/runs/{b.id}/items").status_code == 200  # the other run is whole
+        # the pages: the run's metrics, and the message where its items would be
+        page = http.get(f"/runs/{a.id}")
+        assert page.status_code == 410 and "Metrics (95% intervals)" in page.text
+        assert "set FIELDCHECK_ARTIFACTS as when the run was stored" in page.text
+        assert 'id="items"' not in page.text and "internal error" not in page.text
+        compared = http.get("/runs/compare", params={"ids": f"{a.id},{b.id}"})
+        assert compared.status_code == 410 and "FIELDCHECK_ARTIFACTS" in compared.text

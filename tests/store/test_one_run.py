@@ -55,12 +55,11 @@ def ids(*texts: str) -> set[str]:
     return {m for t in texts for m in re.findall(r"\b([0-9a-f]{12})\b", t)}
 
 
-def test_a_json_run_interrupted_and_resumed_is_one_run_with_calls_and_verdicts(
+def _interrupted(
     tmp_path: Path, chat_server: StartServer
-) -> None:
-    """Ctrl-C while r3 is in flight, then the same command: it resumes into the run it began,
-    which is then the only run, its id the only one printed, with the scores of summary.json
-    and items holding the prompt, the raw reply and the verdicts; a re-score is its child."""
+) -> tuple[list[str], dict[str, int], ChatServer]:
+    """A ``json run`` Ctrl-C'ed while r3 is in flight (r0-r2 in its journal): its arguments,
+    the phase of the server's script (set it to 2 to answer every call) and the server."""
     reached, release = threading.Event(), threading.Event()
     phase = {"n": 1}
 
@@ -86,6 +85,17 @@ def test_a_json_run_interrupted_and_resumed_is_one_run_with_calls_and_verdicts(
     _, err = proc.communicate(timeout=60)
     release.set()
     assert proc.returncode == 130, err
+    return args, phase, server
+
+
+def test_a_json_run_interrupted_and_resumed_is_one_run_with_calls_and_verdicts(
+    tmp_path: Path, chat_server: StartServer
+) -> None:
+    """Ctrl-C while r3 is in flight, then the same command: it resumes into the run it began,
+    which is then the only run, its id the only one printed, with the scores of summary.json
+    and items holding the prompt, the raw reply and the verdicts; a re-score is its child."""
+    args, phase, _ = _interrupted(tmp_path, chat_server)
+    out = tmp_path / "out"
     store = Store()
     [first] = store.list_runs()
     assert (first.status, first.kind, len(store.journal(first.id))) == ("interrupted", "run", 3)
@@ -247,3 +257,39 @@ def test_a_slots_run_of_two_models_is_one_run(tmp_path: Path, chat_server: Start
     assert run.metrics is not None and run.metrics["models"]["B"]["f1"] == 1.0
     assert [i.key for i in store.journal(part.id)] == ['["u", 1]']
     assert store.delete_run(run.id) and store.get_run(part.id) is None
+
+
+def test_an_interrupted_runs_items_are_its_journals_in_flight(
+    tmp_path: Path, chat_server: StartServer
+) -> None:
+    """Its count said 3 of 6 while ``runs show --items``, the API and its page showed none (a
+    tester's finding): the items called and not yet scored are shown, each with its call."""
+    import httpx
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "api"))
+    from live_server import start_server
+
+    from fieldcheck.api import ApiSettings, create_app
+
+    _, _, server = _interrupted(tmp_path, chat_server)
+    [run] = Store().list_runs()
+    code, shown, _ = cli("runs", "show", run.id, "--items", "10", "--json")
+    data = json.loads(shown)
+    assert code == 0 and data["items_in_flight"] is True
+    assert [(i["key"], i["failed"]) for i in data["items"]] == [(f"r{n}", None) for n in range(3)]
+    [call] = data["items"][1]["result"]["call"]["calls"]
+    assert json.loads(call["text"]) == {"name": "N1", "city": "Rome"}  # r1's raw reply
+    code, shown, _ = cli("runs", "show", run.id, "--items", "2")
+    assert "items: 3 of 6 (in flight: called, not yet scored)" in shown
+    assert sum(line.startswith("{") for line in shown.splitlines()) == 2  # the first 2 items
+    settings = ApiSettings(matcher="llm", judge_base_url=server.base_url, judge_model="j")
+    live = start_server(create_app(settings))
+    with httpx.Client(base_url=live.base_url, timeout=30) as http:
+        page = http.get(f"/api/runs/{run.id}/items").json()
+        assert page["total"] == 3 and [i["key"] for i in page["items"]] == ["r0", "r1", "r2"]
+        assert http.get(f"/api/runs/{run.id}/items", params={"failed": "true"}).json()["total"] == 0
+        assert http.get(f"/api/runs/{run.id}").json()["items_in_flight"] is True
+        html = http.get(f"/runs/{run.id}").text
+        assert "3 of 6 items (in flight: called, not yet scored)" in html
+        assert html.count('<tr data-key="r') == 3
+    live.stop()

@@ -254,6 +254,7 @@ def test_runs_export_parquet_is_read_by_pandas_with_typed_columns(tmp_path: Path
     assert list(frame.columns)[:6] == ["key", "seq", "failed", "model", "turn", "error_type"]
     # a run stored before issue 27 (SQL rows) exports the same way
     old = _sql_run(store, [_item(3), _item(4)])
+    out = tmp_path / "old.parquet"  # a new file: an existing one is never replaced
     result = CliRunner().invoke(
         app, ["runs", "export", old, "--format", "parquet", "--out", str(out)]
     )

@@ -180,3 +180,82 @@ def test_item_counts_say_how_many_are_done_and_a_model_runs_call_errors() -> Non
     model = SimpleNamespace(kind="model-run", n_done=9, n_items=40, n_errors=3)
     assert format_items(model, failed=0, not_scored=None) == "9 of 40 items (3 with a call error)"
     assert format_count(40, 40) == "40" and format_count(9, 40) == "9 of 40"
+
+
+@pytest.mark.parametrize("fmt", ["csv", "jsonl", "parquet"])
+def test_export_never_replaces_a_file_it_did_not_make(tmp_path: Path, fmt: str) -> None:
+    out, batch = json_folder(tmp_path)
+    run_id = orjson.loads(runs("import", str(out), "--input", f"batch={batch}", "--json")[1])["id"]
+    mine = tmp_path / f"mine.{fmt}"
+    mine.write_text("a user's file")
+    (tmp_path / f"mine.{fmt}.part").write_text("another of theirs")  # the old fixed scratch name
+    code, _, stderr = runs("export", run_id, "--format", fmt, "--out", str(mine))
+    assert code == 2 and len(stderr.strip().splitlines()) == 1
+    assert f"error: --out: {mine} exists and is not an empty file" in stderr
+    assert mine.read_text() == "a user's file"
+    assert runs("export", run_id, "--format", fmt, "--out", str(tmp_path))[0] == 2  # a folder
+    empty = tmp_path / f"empty.{fmt}"
+    empty.touch()  # an empty file (mktemp's) is taken: nothing in it is lost
+    assert runs("export", run_id, "--format", fmt, "--out", str(empty))[0] == 0
+    assert empty.stat().st_size > 0
+    # nothing of the export's own is left beside it; the user's .part is untouched
+    assert (tmp_path / f"mine.{fmt}.part").read_text() == "another of theirs"
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.endswith(".part")) == [
+        f"mine.{fmt}.part"
+    ]
+
+
+def test_delete_refuses_a_run_with_re_scores_and_names_them(tmp_path: Path) -> None:
+    out, batch = json_folder(tmp_path)
+    run_id = orjson.loads(runs("import", str(out), "--input", f"batch={batch}", "--json")[1])["id"]
+    child = orjson.loads(runs("rescore", run_id, "--fuzzy-threshold", "0.5", "--json")[1])["id"]
+    code, _, stderr = runs("delete", run_id)
+    assert code == 2 and len(stderr.strip().splitlines()) == 1
+    assert f"error: RUN: run {run_id} has re-scores: {child}; delete them first" in stderr
+    assert runs("show", child, "--json")[0] == 0 and runs("show", run_id)[0] == 0
+    assert runs("delete", child)[0] == 0 and runs("delete", run_id)[0] == 0
+    assert runs("list", "--json")[1].strip() == "[]"
+
+
+def test_import_of_a_slots_folder_reads_its_sessions_from_the_inputs_run_json_names(
+    tmp_path: Path,
+) -> None:
+    """A slots folder holds no per-session data: its items come from the gold and prediction
+    files its run.json names (when they are still there, unchanged), as --input gives them;
+    without them the line says how to give them (a tester's finding: 0 items, unsaid)."""
+    out, inputs = slots_folder(tmp_path)
+    code, stdout, _ = runs("import", str(out), "--json")
+    found = orjson.loads(stdout)
+    assert code == 0 and found["n_items"] == 4  # 2 models x 2 gold sessions
+    given = record_folder(Store(), out, inputs=inputs)
+    keys = [i.key for i in Store().items(found["id"])]
+    assert (
+        keys == [i.key for i in Store().items(given.id)] == ["a/u1/1", "a/u2/1", "b/u1/1", "b/u2/1"]
+    )
+    failed = [i.key for i in Store().page_items(found["id"], failed=True)]
+    assert failed == ["b/u1/1"]  # b misses the job slot (a's "doctor" is a TP under presence)
+    shown = orjson.loads(runs("show", found["id"], "--json")[1])
+    assert [(i["name"], i["sha256"]) for i in shown["inputs"]] == [
+        (name, Store().get_run(given.id).inputs[n]["sha256"]) for n, (name, _) in enumerate(inputs)
+    ]
+    dict(inputs)["pred:b"].write_text("")  # changed since: not read, and the line says so
+    code, stdout, _ = runs("import", str(out))
+    assert (
+        code == 0
+        and "(slots, 0 items: none in the folder's files nor in the inputs its run.json" in stdout
+    )
+    assert "--input" in stdout
+
+
+def test_delete_removes_the_items_file_and_works_when_it_is_gone(tmp_path: Path) -> None:
+    store = Store()
+    runs_made = [record_folder(store, json_folder(tmp_path, name)[0]) for name in ("a", "b")]
+    folders = [store.run_folder(r.id) for r in runs_made]
+    assert all((f / "items.parquet").is_file() for f in folders)
+    assert runs("delete", runs_made[0].id)[0] == 0
+    assert not folders[0].exists()  # the file fieldcheck wrote, and its folder
+    (folders[1] / "items.parquet").unlink()  # gone already (the artifacts root moved)
+    assert runs("show", runs_made[1].id)[0] == 2  # ItemsMissing: one line
+    code, stdout, stderr = runs("delete", runs_made[1].id)
+    assert code == 0 and f"deleted run {runs_made[1].id}" in stdout, stderr
+    assert not folders[1].exists() and runs("list", "--json")[1].strip() == "[]"

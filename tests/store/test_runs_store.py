@@ -183,3 +183,33 @@ def test_same_run_exports_byte_identical_on_both_backends(tmp_path: Path, pg_url
     assert sqlite == postgres
     assert sqlite[2].startswith(b"key,seq,failed,model,turn,error_type,completeness")
     assert sqlite[2].count(b"\n") == 4  # header + 3 records
+
+
+def test_a_run_with_re_scores_is_not_deleted_until_they_are(store: Store, tmp_path: Path) -> None:
+    from sqlalchemy import text
+
+    from fieldcheck.store import RunHasChildren
+
+    out, batch = json_folder(tmp_path)
+    run = record_folder(store, out, inputs=[("batch", batch)])
+    first = rescore(store, run.id, strategies={**EXACT, "city": "IGNORE"})
+    second = rescore(store, run.id, strategies=EXACT)
+    with pytest.raises(
+        RunHasChildren, match=f"run {run.id} has re-scores: {first.id}, {second.id}"
+    ):
+        store.delete_run(run.id)
+    assert store.get_run(run.id) is not None and store.count_items(run.id) == 3
+    assert store.delete_run(first.id) and store.delete_run(second.id)
+    # a re-score of a run that migration 0006 merged names the run's former id
+    third = rescore(store, run.id, strategies=EXACT)
+    with store.engine.begin() as connection:
+        connection.execute(
+            text("UPDATE runs SET former_id = 'old0scored1' WHERE id = :i"), {"i": run.id}
+        )
+        connection.execute(
+            text("UPDATE runs SET parent_id = 'old0scored1' WHERE id = :i"), {"i": third.id}
+        )
+    with pytest.raises(RunHasChildren, match=third.id):
+        store.delete_run(run.id)
+    assert store.delete_run(third.id) and store.delete_run(run.id)
+    assert store.get_run(run.id) is None

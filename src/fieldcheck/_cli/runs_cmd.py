@@ -4,7 +4,9 @@ in the store (docs/runs.md). Thin: parse, call ``fieldcheck.runs`` and the store
 from __future__ import annotations
 
 import functools
+import os
 import sys
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, TypeVar, cast
@@ -198,6 +200,7 @@ def show_command(
     data["failed_items"] = store.count_items(info.id, failed=True)
     scored = info.scored  # the calls alone of a model are never scored
     data["not_scored_items"] = store.count_not_scored(info.id) if scored else None
+    data["items_in_flight"] = store.items_in_flight(info.id)
     if as_json:
         _print_json({**data, "items": shown} if items else data)
         return
@@ -207,7 +210,11 @@ def show_command(
     from fieldcheck.runs import format_items
 
     counts = format_items(
-        info, failed=data["failed_items"], not_scored=data["not_scored_items"], noun=False
+        info,
+        failed=data["failed_items"],
+        not_scored=data["not_scored_items"],
+        noun=False,
+        in_flight=data["items_in_flight"],
     )
     console.print(f"items: {counts}", markup=False, highlight=False)
     for entry in data["inputs"]:
@@ -307,8 +314,10 @@ def export_command(
     """A run's items, one a row (CSV, formula-like text cells neutralised with a leading '; or
     Parquet, typed, for pandas and polars) or a line (JSONL): key, seq (its order), failed,
     model, turn, error_type and the item's result. Exit 0; 2 for an unknown RUN, a bad
-    --format, parquet without --out or an unwritable --out."""
+    --format, parquet without --out, an --out that exists (an empty file is taken) or
+    an unwritable --out."""
     from fieldcheck.runs import iter_export, write_parquet
+    from fieldcheck.store import ItemsMissing
 
     if fmt not in ("csv", "jsonl", "parquet"):
         raise typer.BadParameter(
@@ -325,20 +334,40 @@ def export_command(
             sys.stdout.buffer.write(block)
         sys.stdout.flush()
         return
-    tmp = out.with_name(out.name + ".part")
+    _refuse_a_file(out)
+    # a name no other file has (a fixed "FILE.part" could be a user's): only ours is removed
+    tmp: Path | None = None
     try:
+        handle, name = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".part", dir=out.parent)
+        os.close(handle)
+        tmp = Path(name)
         if fmt == "parquet":
             write_parquet(store, info.id, tmp)
         else:
-            with tmp.open("wb") as handle:
+            with tmp.open("wb") as part:
                 for block in iter_export(store, info.id, fmt):  # type: ignore[arg-type]
-                    handle.write(block)
+                    part.write(block)
+        _refuse_a_file(out)  # another process may have made it meanwhile
         tmp.replace(out)
+    except ItemsMissing:
+        raise
     except OSError as exc:
-        tmp.unlink(missing_ok=True)
         raise typer.BadParameter(
             safe_text(f"cannot write {out}: {exc.strerror or exc}"), param_hint="--out"
         ) from None
+    finally:
+        if tmp is not None:
+            tmp.unlink(missing_ok=True)
+
+
+def _refuse_a_file(out: Path) -> None:
+    """``--out FILE`` must not exist or be empty: fieldcheck never replaces a file it did not
+    make (one usage line, exit 2)."""
+    if out.is_dir() or (out.exists() and (not out.is_file() or out.stat().st_size)):
+        raise typer.BadParameter(
+            safe_text(f"{out} exists and is not an empty file: give a new name"),
+            param_hint="--out",
+        )
 
 
 @app.command("rescore")
@@ -484,9 +513,16 @@ def import_command(
     if as_json:
         _print_json(_summary(run))
         return
+    none = (
+        ": none in the folder's files nor in the inputs its run.json names (gone or changed?); "
+        "give its inputs with --input to store them"
+        if not run.n_items
+        else ""
+    )
     _console().print(
-        f"stored {safe_text(folder)} as run {run.id} ({run.system}, {run.n_items} items)",
+        f"stored {safe_text(folder)} as run {run.id} ({run.system}, {run.n_items} items{none})",
         markup=False,
+        soft_wrap=True,
     )
 
 
@@ -494,9 +530,14 @@ def import_command(
 @_database_errors
 def delete_command(run: RunArg) -> None:
     """Delete a run and its items from the store (its output folder stays). Exit 0; 2 for an
-    unknown RUN."""
+    unknown RUN or a run with re-scores (named: delete them first)."""
+    from fieldcheck.store import RunHasChildren
+
     store = _store()
     info = _run(store, run)
-    store.delete_run(info.id)
+    try:
+        store.delete_run(info.id)
+    except RunHasChildren as exc:
+        raise typer.BadParameter(safe_text(str(exc)), param_hint="RUN") from None
     _console().print(f"deleted run {info.id}", markup=False)
     raise typer.Exit(EXIT_OK)

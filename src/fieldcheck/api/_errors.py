@@ -14,6 +14,7 @@ from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from fieldcheck._util.errors import InputError, reason_of
+from fieldcheck.store import ARTIFACTS_ENV, ItemsMissing
 
 logger = logging.getLogger("fieldcheck")
 
@@ -51,6 +52,9 @@ Responses = dict[int | str, dict[str, Any]]
 
 INVALID = "A value is not valid (or the body is not readable JSON): `field` names it."
 NO_RUN = "No stored run has this id."
+ITEMS_GONE = (
+    "The run's items file is not under the server's artifacts root (`FIELDCHECK_ARTIFACTS`)."
+)
 JUDGE_FAILED = "The server's judge gave no similarity."
 # What the Guard (``_guard.py``) answers before any route: every operation can get these.
 GUARD: Mapping[int, str] = {
@@ -90,10 +94,23 @@ def _location(loc: Sequence[Any]) -> str | None:
     return ".".join(parts) or ("body" if source in ("body", "form") else None)
 
 
+def items_missing(exc: ItemsMissing) -> str:
+    """The message of a run whose items file is gone: the setting named, not the server's
+    path (the CLI's line names it)."""
+    return (
+        f"the items of run {exc.run_id} are not under the server's artifacts root: "
+        f"set {ARTIFACTS_ENV} as when the run was stored"
+    )
+
+
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(ApiError)
     async def _api_error(_request: Request, exc: ApiError) -> JSONResponse:
         return JSONResponse(error_body(exc.message, exc.field), status_code=exc.status)
+
+    @app.exception_handler(ItemsMissing)
+    async def _items_missing(_request: Request, exc: ItemsMissing) -> JSONResponse:
+        return JSONResponse(error_body(items_missing(exc), "id"), status_code=410)
 
     @app.exception_handler(RequestValidationError)
     async def _validation(_request: Request, exc: RequestValidationError) -> JSONResponse:

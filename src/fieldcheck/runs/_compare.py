@@ -165,13 +165,16 @@ def format_items(
     failed: int | None,
     not_scored: int | None,
     noun: bool = True,
+    in_flight: bool = False,
 ) -> str:
     """The item counts of a run as ``runs show`` and the run page give them: a scored run's
     failed and not scored items (each system's one meaning, docs/runs.md); the calls alone of
     a model (a ``calls`` run, a ``model-run`` from before 0006) are never scored, so its call
-    errors (``n_errors``) instead. ``noun``: ``7 items
-    (...)`` for a sentence, ``7 (...)`` after a label."""
+    errors (``n_errors``) instead; items in flight (``Store.items_in_flight``) are said to be
+    so. ``noun``: ``7 items (...)`` for a sentence, ``7 (...)`` after a label."""
     count = format_count(run.n_done, run.n_items) + (" items" if noun else "")
     if run.kind not in ("model-run", "calls"):
+        if in_flight:
+            return f"{count} (in flight: called, not yet scored)"
         return f"{count} ({failed} failed, {not_scored or 0} not scored)"
     return f"{count} ({run.n_errors} with a call error)"

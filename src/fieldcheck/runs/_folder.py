@@ -16,7 +16,7 @@ from fieldcheck._util.iters import chunked
 from fieldcheck._util.jsonio import loads
 from fieldcheck.numeric import stored_cell
 from fieldcheck.runs._items import json_metrics, numeric_metrics, slot_items, slot_metrics
-from fieldcheck.store import RunInfo, RunRecorder, Store, field_name
+from fieldcheck.store import RunInfo, RunRecorder, Store, field_name, sha256_file
 
 CHUNK = 1000
 
@@ -75,10 +75,12 @@ def record_folder(
     {id, ground_truth, output}; a ``json run`` folder has them in outputs.jsonl) so the run
     can be re-scored; for slots ``("gold", FILE)`` and ``("pred:NAME", FILE)`` per model (a
     ``slots run`` folder names its prediction files in runs.json), without which only the
-    metrics are stored. ``model`` defaults to run.json's model or the folder's name.
+    metrics are stored. Those run.json names that were not given are used when unchanged
+    (``_named_inputs``). ``model`` defaults to run.json's model or the folder's name.
     """
     folder = Path(out_dir)
     system = system_of(folder)
+    inputs = [*inputs, *_named_inputs(folder, {name for name, _ in inputs})]
     summaries = ("summary.json", "metrics.json", "statistics.json")
     if not any((folder / name).is_file() for name in summaries):
         models = sorted(p.name for p in folder.iterdir() if (p / "run.json").is_file())
@@ -92,6 +94,18 @@ def record_folder(
     if system == "slots":
         return _record_slots(store, folder, inputs, settings)
     return _record_numeric(store, folder, inputs, model, settings)
+
+
+def _named_inputs(folder: Path, given: set[str]) -> Iterator[tuple[str, Path]]:
+    """The inputs run.json names (role, path) that were not given, where the path still holds
+    the file it scored (same sha256): a slots folder's sessions are read back from them."""
+    info = _read_json(folder / "run.json") if (folder / "run.json").is_file() else {}
+    for entry in (info.get("inputs") if isinstance(info, dict) else None) or []:
+        if not isinstance(entry, dict) or not entry.get("role") or entry["role"] in given:
+            continue
+        role, path = str(entry["role"]), Path(str(entry.get("path") or ""))
+        if path.is_file() and sha256_file(path) == entry.get("sha256"):
+            yield role, path
 
 
 def _json_config(signature: Mapping[str, Any], strategies: Mapping[str, str]) -> dict[str, Any]:

@@ -34,7 +34,13 @@ from fieldcheck.store._records import (
 
 if TYPE_CHECKING:
     from fieldcheck.store._recorder import RunRecorder
-    from fieldcheck.store._store import MIN_PREFIX, AmbiguousRunError, ItemsMissing, Store
+    from fieldcheck.store._store import (
+        MIN_PREFIX,
+        AmbiguousRunError,
+        ItemsMissing,
+        RunHasChildren,
+        Store,
+    )
 
 
 def __getattr__(name: str) -> Any:
@@ -42,7 +48,7 @@ def __getattr__(name: str) -> Any:
         from fieldcheck.store._store import Store
 
         return Store
-    if name in ("AmbiguousRunError", "ItemsMissing", "MIN_PREFIX"):
+    if name in ("AmbiguousRunError", "ItemsMissing", "MIN_PREFIX", "RunHasChildren"):
         from fieldcheck.store import _store
 
         return getattr(_store, name)
@@ -62,6 +68,7 @@ __all__ = [
     "AmbiguousRunError",
     "ItemColumns",
     "ItemsMissing",
+    "RunHasChildren",
     "RunInfo",
     "RunRecorder",
     "Store",

@@ -16,6 +16,7 @@ import socket
 import tempfile
 import uuid
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -78,6 +79,24 @@ _IDENTIFIER = '"'
 
 class ItemsMissing(FileNotFoundError):
     """A finished run's items file is not under the artifacts root."""
+
+    def __init__(self, run_id: str, path: Path) -> None:
+        super().__init__(
+            f"the items of run {run_id} are not at {path} (set {ARTIFACTS_ENV} as when the run "
+            "was stored)"
+        )
+        self.run_id, self.path = run_id, path
+
+
+class RunHasChildren(ValueError):
+    """A run still has re-scores (runs whose ``parent_id`` it is): it is not deleted."""
+
+    def __init__(self, run_id: str, children: list[str]) -> None:
+        super().__init__(
+            f"run {run_id} has re-scores: {', '.join(children)}; delete them first "
+            "(each names it as its parent)"
+        )
+        self.run_id, self.children = run_id, children
 
 
 class AmbiguousRunError(LookupError):
@@ -279,8 +298,18 @@ class Store:
 
     def delete_run(self, run_id: str) -> bool:
         """Delete a run with its items, tags, journal and item files, and its ``calls`` runs;
-        False when there is no such run."""
+        False when there is no such run. ``RunHasChildren`` while re-scores of it remain (each
+        would name a parent that is gone: docs/decisions.md)."""
         with self.session() as s:
+            row = s.get(RunRow, run_id)
+            names = [run_id, *([row.former_id] if row is not None and row.former_id else [])]
+            children = s.scalars(
+                select(RunRow.id)
+                .where(RunRow.parent_id.in_(names), RunRow.kind != "calls")
+                .order_by(RunRow.started_at, RunRow.id)
+            ).all()
+            if children:
+                raise RunHasChildren(run_id, list(children))
             parts = select(RunRow.id).where(RunRow.parent_id == run_id, RunRow.kind == "calls")
             ids = [run_id, *s.scalars(parts)]
             s.execute(delete(TagRow).where(TagRow.run_id.in_(ids)))
@@ -404,10 +433,7 @@ class Store:
             if run.kind not in ("run", "score"):  # a model's calls only (a journal)
                 return None
             if s.scalar(select(ItemRow.seq).where(ItemRow.run_id == run_id).limit(1)) is None:
-                raise ItemsMissing(
-                    f"the items of run {run_id} are not at {path} (set {ARTIFACTS_ENV} as when "
-                    "the run was stored)"
-                )
+                raise ItemsMissing(run_id, path)
         return None
 
     def items_writer(self, run_id: str) -> _parquet.ItemsWriter:
@@ -526,6 +552,13 @@ class Store:
                     turn=turn,
                 )
             return [_from_parquet(*row) for row in rows]
+        if self._journal_only(run_id):
+            if (failed, tag, model, turn) != (None, None, None, None):
+                return []  # an item in flight is neither failed nor passed, nor tagged yet
+            with self.session() as s:
+                query = select(JournalRow).where(JournalRow.run_id == run_id)
+                query = query.where(JournalRow.seq > after).order_by(JournalRow.seq).limit(limit)
+                return [_in_flight(row) for row in s.scalars(query)]
         query = self._item_filters(
             select(ItemRow), run_id, failed=failed, tag=tag, model=model, turn=turn
         )
@@ -546,6 +579,10 @@ class Store:
         if path is not None:
             with self._duck() as con:
                 return _parquet.count(con, path, failed=failed, tag=tag, model=model, turn=turn)
+        if self._journal_only(run_id):
+            if (failed, tag, model, turn) != (None, None, None, None):
+                return 0
+            return self._journal_count(run_id)
         query = self._item_filters(
             select(func.count()).select_from(ItemRow),
             run_id,
@@ -565,6 +602,8 @@ class Store:
             with self._duck() as con:
                 filters = {"failed": None, "tag": None, "model": None, "turn": None}
                 return _parquet.count(con, path, not_scored=True, **filters)
+        if self._journal_only(run_id):
+            return self._journal_count(run_id)
         query = select(func.count()).select_from(ItemRow)
         query = query.where(ItemRow.run_id == run_id, ItemRow.failed.is_(None))
         with self.session() as s:
@@ -628,7 +667,7 @@ class Store:
         return list(self.iter_items(run_id))
 
     def iter_items(self, run_id: str) -> Iterator[StoredItem]:
-        if self.items_file(run_id) is not None:  # a page at a time: flat memory at any size
+        if self.items_file(run_id) is not None or self._journal_only(run_id):  # a page at a time
             after = -1
             while page := self.page_items(run_id, after=after, limit=ITEM_PAGE):
                 yield from page
@@ -646,6 +685,24 @@ class Store:
         with self.session() as s:
             query = select(JournalRow).where(JournalRow.run_id == run_id).order_by(JournalRow.seq)
             return [_stored(row) for row in s.scalars(query)]
+
+    def items_in_flight(self, run_id: str) -> bool:
+        """Whether the run's items are its journal's: a model run's items called and not yet
+        scored (a run interrupted or still calling), or a ``calls`` run's calls."""
+        return self.items_file(run_id) is None and self._journal_only(run_id)
+
+    def _journal_only(self, run_id: str) -> bool:
+        """No scored rows, and items in the journal (the caller found no items file)."""
+        with self.session() as s:
+            if s.scalar(select(ItemRow.seq).where(ItemRow.run_id == run_id).limit(1)) is not None:
+                return False
+            first = select(JournalRow.seq).where(JournalRow.run_id == run_id).limit(1)
+            return s.scalar(first) is not None
+
+    def _journal_count(self, run_id: str) -> int:
+        with self.session() as s:
+            query = select(func.count()).select_from(JournalRow)
+            return int(s.scalar(query.where(JournalRow.run_id == run_id)) or 0)
 
     def forget_item(self, run_id: str, key: str) -> None:
         """Delete a journal item of ``run_id`` and take it off the run's counts (a resumed run
@@ -772,6 +829,21 @@ def _stored(row: ItemRow | JournalRow) -> StoredItem:
         model=scored.model if scored else None,
         turn=scored.turn if scored else None,
     )
+
+
+def _in_flight(row: JournalRow) -> StoredItem:
+    """A journal item as an item not yet scored: its call under ``call``, in the shape a
+    scored item keeps it (``runner.item_calls``), and no verdict."""
+    item = _stored(row)
+    call = {
+        "key": item.key,
+        "error_type": item.error_type,
+        "calls": item.call_log,
+        "cached_calls": item.cached_calls,
+        "latency_s": item.latency_s,
+        "result": item.result,
+    }
+    return replace(item, result={"call": call})
 
 
 def _from_parquet(

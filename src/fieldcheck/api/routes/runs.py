@@ -18,17 +18,25 @@ from fieldcheck import core
 from fieldcheck._util.errors import InputError, input_error_of
 from fieldcheck.api._body import CheckedBodyRoute
 from fieldcheck.api._deps import AppContext, Context
-from fieldcheck.api._errors import INVALID, NO_RUN, ApiError, error_responses
+from fieldcheck.api._errors import (
+    INVALID,
+    ITEMS_GONE,
+    NO_RUN,
+    ApiError,
+    error_responses,
+    items_missing,
+)
 from fieldcheck.runs import (
     compare_runs,
     format_cell,
+    format_count,
     format_items,
     format_latency,
     format_number,
     iter_export,
     rescore,
 )
-from fieldcheck.store import RunInfo, StoredItem
+from fieldcheck.store import ItemsMissing, RunInfo, StoredItem
 
 router = APIRouter(
     prefix="/api/runs",
@@ -159,7 +167,11 @@ def list_runs(
     "/compare",
     summary="Runs of one system side by side",
     responses=error_responses(
-        {404: NO_RUN, 422: f"{INVALID} Also no id, over {MAX_COMPARE} ids, or mixed systems."}
+        {
+            404: NO_RUN,
+            410: ITEMS_GONE,
+            422: f"{INVALID} Also no id, over {MAX_COMPARE} ids, or mixed systems.",
+        }
     ),
 )
 def compare_route(
@@ -171,20 +183,25 @@ def compare_route(
     return _compare(ctx, ids)
 
 
-@router.get("/{run_id}", summary="One run", responses=error_responses({404: NO_RUN, 422: INVALID}))
+@router.get(
+    "/{run_id}",
+    summary="One run",
+    responses=error_responses({404: NO_RUN, 410: ITEMS_GONE, 422: INVALID}),
+)
 def get_run(run_id: str, ctx: Context) -> dict[str, Any]:
     run = _get(ctx, run_id)
     data = run.public_dict()
     data["failed_items"] = ctx.store.count_items(run.id, failed=True)
     scored = run.scored  # the calls alone of a model are never scored
     data["not_scored_items"] = ctx.store.count_not_scored(run.id) if scored else None
+    data["items_in_flight"] = ctx.store.items_in_flight(run.id)
     return data
 
 
 @router.get(
     "/{run_id}/items",
     summary="A run's items, paged (keyset) and filtered",
-    responses=error_responses({404: NO_RUN, 422: INVALID}),
+    responses=error_responses({404: NO_RUN, 410: ITEMS_GONE, 422: INVALID}),
 )
 def list_items(
     run_id: str,
@@ -219,6 +236,7 @@ def list_items(
     responses=error_responses(
         {
             404: NO_RUN,
+            410: ITEMS_GONE,
             422: f"{INVALID} Also a run that cannot be re-scored (numeric, unfinished).",
         }
     ),
@@ -260,13 +278,14 @@ async def rescore_route(run_id: str, body: RescoreRequest, ctx: Context) -> dict
     response_class=StreamingResponse,
     responses={
         200: {"content": {"text/csv": {}, "application/x-ndjson": {}}},
-        **error_responses({404: NO_RUN, 422: INVALID}),
+        **error_responses({404: NO_RUN, 410: ITEMS_GONE, 422: INVALID}),
     },
 )
 def export_route(
     run_id: str, ctx: Context, format: Annotated[Literal["csv", "jsonl"], Query()] = "csv"
 ) -> StreamingResponse:
     run = _get(ctx, run_id)
+    ctx.store.items_file(run.id)  # ItemsMissing (410) before the stream starts, not within it
     media = "text/csv" if format == "csv" else "application/x-ndjson"
     return StreamingResponse(
         iter_export(ctx.store, run.id, format),
@@ -276,9 +295,11 @@ def export_route(
 
 
 # pages ------------------------------------------------------------------------------------
-def _render(ctx: AppContext, request: Request, name: str, **values: Any) -> HTMLResponse:
+def _render(
+    ctx: AppContext, request: Request, name: str, status: int = 200, **values: Any
+) -> HTMLResponse:
     context = {"active": "/runs", "latency": format_latency, **values}
-    return ctx.templates.TemplateResponse(request, name, context)
+    return ctx.templates.TemplateResponse(request, name, context, status_code=status)
 
 
 def _plots(run: RunInfo) -> list[str]:
@@ -339,10 +360,10 @@ def compare_page(
 ) -> HTMLResponse:
     try:
         table = _compare(ctx, ids or [])
+    except ItemsMissing as exc:
+        return _render(ctx, request, "compare.html", 410, error=items_missing(exc), table=None)
     except ApiError as exc:
-        response = _render(ctx, request, "compare.html", error=exc.message, table=None)
-        response.status_code = exc.status
-        return response
+        return _render(ctx, request, "compare.html", exc.status, error=exc.message, table=None)
     return _render(
         ctx,
         request,
@@ -369,9 +390,7 @@ def run_page(
     try:
         run = _get(ctx, run_id)
     except ApiError as exc:
-        response = _render(ctx, request, "run.html", run=None, error=exc.message)
-        response.status_code = 404
-        return response
+        return _render(ctx, request, "run.html", 404, run=None, error=exc.message)
     turn_number = int(turn) if turn and turn.isdigit() else None
     filters: dict[str, Any] = {
         "failed": True if failed else None,
@@ -379,7 +398,20 @@ def run_page(
         "model": model or None,
         "turn": turn_number,
     }
-    page = _page(ctx, run, **filters, after=after, limit=50)
+    items_error = None
+    try:
+        page = _page(ctx, run, **filters, after=after, limit=50)
+        tags = ctx.store.item_tags(run.id)
+        item_counts = format_items(
+            run,  # the calls alone of a model are never scored: its call errors are counted
+            failed=ctx.store.count_items(run.id, failed=True) if run.scored else None,
+            not_scored=ctx.store.count_not_scored(run.id) if run.scored else None,
+            in_flight=ctx.store.items_in_flight(run.id),
+        )
+    except ItemsMissing as exc:  # the run and its metrics are shown, the message for its items
+        items_error, tags = items_missing(exc), []
+        page = {"items": [], "total": 0, "next_after": None}
+        item_counts = f"{format_count(run.n_done, run.n_items)} items"
     query = {k: v for k, v in (("failed", failed), ("tag", tag), ("model", model)) if v}
     if turn_number is not None:
         query["turn"] = str(turn_number)
@@ -390,8 +422,10 @@ def run_page(
         ctx,
         request,
         "run.html",
+        410 if items_error else 200,
         run=run,
         error=None,
+        items_error=items_error,
         table=compare_runs([run]),
         cell=format_cell,
         number=format_number,
@@ -401,13 +435,9 @@ def run_page(
         next_after=page["next_after"],
         query=query,
         filters={"failed": bool(failed), "tag": tag or "", "model": model or "", "turn": turn},
-        tags=ctx.store.item_tags(run.id),
+        tags=tags,
         models=models,
-        item_counts=format_items(
-            run,  # the calls alone of a model are never scored: its call errors are counted
-            failed=ctx.store.count_items(run.id, failed=True) if run.scored else None,
-            not_scored=ctx.store.count_not_scored(run.id) if run.scored else None,
-        ),
+        item_counts=item_counts,
     )
 
 
