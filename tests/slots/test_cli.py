@@ -443,24 +443,28 @@ def test_report_has_the_spec_glossary(jsonl: Jsonl, tmp_path: Path) -> None:
     assert "<dt>BLEU-1</dt><dd><code>BLEU-1 = Precision × Brevity Penalty</code>" in page
 
 
-def test_reading_the_files_shows_a_spinner_on_a_terminal_only(tmp_path: Path) -> None:
+def test_reading_the_files_shows_progress_on_a_terminal_only(tmp_path: Path) -> None:
     import io
 
-    from fieldcheck._cli.slots_cmd import reading
+    from fieldcheck._cli._common import ProgressBar
     from fieldcheck._util.term import SafeConsole
+    from fieldcheck.slots import SYSTEM
 
     gold = tmp_path / "gold.jsonl"
     gold.write_text(json.dumps(slot("u", 1, "t", "f", "v")) + "\n")
-    shown = io.StringIO()
-    with reading(
-        SafeConsole(file=shown, force_terminal=True), [gold, gold], beside=tmp_path / "out"
-    ) as p:
-        assert [i.records for i in p.inputs] == [1, 1]
-    assert "reading 2 slot file(s)" in shown.getvalue()
-    piped = io.StringIO()
-    with reading(SafeConsole(file=piped), [gold], beside=tmp_path / "out"):
-        pass
-    assert piped.getvalue() == ""
+    given = [("gold", gold), ("pred:a", gold)]
+    for terminal, shown in ((True, "reading 2 slot file(s)"), (False, "")):
+        seen = io.StringIO()
+        bar = ProgressBar(SafeConsole(file=seen, force_terminal=terminal))
+        with (
+            bar.bar,
+            SYSTEM.prepare(
+                given, {}, beside=tmp_path / "out", progress=bar.callback, extras={}
+            ) as read,
+        ):
+            assert [read.gold.path, *(m.predictions.path for m in read.models)] == [gold, gold]
+            bar.bar.refresh()
+        assert shown in seen.getvalue() and (terminal or seen.getvalue() == "")
 
 
 def test_scratch_files_that_cannot_be_written_are_one_line_exit_1(tmp_path: Path) -> None:

@@ -24,6 +24,7 @@ if TYPE_CHECKING:  # the names as type checkers and editors see them
         render_transcript,
         run_extraction,
         transcript_digest,
+        write_extractions,
     )
     from fieldcheck.slots._loaders import (
         JudgeFile,
@@ -75,7 +76,7 @@ if TYPE_CHECKING:  # the names as type checkers and editors see them
         not_scored_lines,
         results_summary,
     )
-    from fieldcheck.slots._system import SYSTEM
+    from fieldcheck.slots._system import SYSTEM, check_gold, gate_values, slot_metrics
 
 # each public name's private module, imported on first use (PEP 562): a process that needs only
 # the readers (the helper reader of large inputs, ``_reader``) starts without the scoring's,
@@ -89,6 +90,10 @@ _HOME = {
     "render_transcript": "_extract",
     "transcript_digest": "_extract",
     "SYSTEM": "_system",
+    "check_gold": "_system",
+    "gate_values": "_system",
+    "slot_metrics": "_system",
+    "write_extractions": "_extract",
     "Conversation": "_extract",
     "DEFAULT_THRESHOLDS": "_score",
     "Extraction": "_extract",
@@ -178,6 +183,8 @@ __all__ = [
     "TPMode",
     "UnscoredModel",
     "build_messages",
+    "check_gold",
+    "gate_values",
     "key_findings",
     "load_conversations",
     "load_judge_scores",
@@ -196,9 +203,11 @@ __all__ = [
     "run_extraction",
     "score_models",
     "score_partition",
+    "slot_metrics",
     "slot_text",
     "topic_lines",
     "transcript_digest",
+    "write_extractions",
     "write_outputs",
     "write_plots",
 ]
