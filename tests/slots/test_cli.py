@@ -290,8 +290,9 @@ def test_example_generator_is_deterministic(tmp_path: Path) -> None:
 
 
 def test_judge_endpoint_from_the_command_line(
-    jsonl: Jsonl, tmp_path: Path, chat_server: Any
+    jsonl: Jsonl, tmp_path: Path, chat_server: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setenv("FIELDCHECK_JUDGE_API_KEY", "sk-judge-secret")
     server = chat_server(lambda _request: '{"score": 0.25}')
     f, out = _files(jsonl), tmp_path / "out"
     judge_file = jsonl(
@@ -309,6 +310,22 @@ def test_judge_endpoint_from_the_command_line(
     # b: the endpoint scores its 3 predicted gold slots 0.25 each; the extra slot is not judged
     assert models["b"]["llm_judge"] == 0.25 and len(server.requests) == 3
     assert "OPENAI_API_KEY" not in (out / "report.md").read_text()
+    # the stored settings name the judge's endpoint and model, never its key
+    from fieldcheck.store import Store
+
+    run_id = result.output.split("stored as run ", 1)[1].split(":", 1)[0]
+    store = Store()
+    run = store.get_run(run_id)
+    store.close()
+    assert run is not None and run.settings == {
+        "tp": "presence",
+        "threshold": None,
+        "bootstrap": 0,
+        "seed": 0,
+        "judge_base_url": server.base_url,
+        "judge_model": "judge-x",
+    }
+    assert "sk-judge-secret" not in json.dumps(run.settings)
 
 
 def test_plot_legends_never_hide_a_bar(

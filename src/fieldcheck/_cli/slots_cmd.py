@@ -321,11 +321,9 @@ def _settings(
 ) -> dict[str, Any]:
     """The run's stored settings (what ``runs rescore`` reads back); a judge model's endpoint
     and name only when one is asked (never its key)."""
-    settings: dict[str, Any] = {"tp": tp, "threshold": threshold, "bootstrap": bootstrap}
-    settings["seed"] = seed
-    if judge_base_url or judge_model:
-        settings |= {"judge_base_url": judge_base_url, "judge_model": judge_model}
-    return settings
+    judge = {"judge_base_url": judge_base_url, "judge_model": judge_model}
+    settings = {"tp": tp, "threshold": threshold, "bootstrap": bootstrap, "seed": seed}
+    return settings | judge if judge_base_url or judge_model else settings
 
 
 def _stored(console: Console, run_id: str | None) -> None:
