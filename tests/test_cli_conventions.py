@@ -371,11 +371,11 @@ def test_repeated_fail_under_floors_add_up_and_a_twice_given_metric_is_refused(
 def test_ctrl_c_before_any_output_still_says_so(tmp_path: Path) -> None:
     script = (
         "import signal, sys\n"
-        "from fieldcheck._cli import slots_cmd\n"
+        "from fieldcheck.slots import _system\n"
         "from fieldcheck._cli.main import main\n"
         "def interrupt(*a, **k):\n"
         "    raise KeyboardInterrupt\n"
-        "slots_cmd.load_inputs = interrupt  # Ctrl-C while the input is read\n"
+        "_system._read = interrupt  # Ctrl-C while the input is read\n"
         "sys.argv = ['fieldcheck', *sys.argv[1:]]\n"
         "main()\n"
     )

@@ -290,8 +290,9 @@ def test_example_generator_is_deterministic(tmp_path: Path) -> None:
 
 
 def test_judge_endpoint_from_the_command_line(
-    jsonl: Jsonl, tmp_path: Path, chat_server: Any
+    jsonl: Jsonl, tmp_path: Path, chat_server: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setenv("FIELDCHECK_JUDGE_API_KEY", "sk-judge-secret")
     server = chat_server(lambda _request: '{"score": 0.25}')
     f, out = _files(jsonl), tmp_path / "out"
     judge_file = jsonl(
@@ -309,6 +310,22 @@ def test_judge_endpoint_from_the_command_line(
     # b: the endpoint scores its 3 predicted gold slots 0.25 each; the extra slot is not judged
     assert models["b"]["llm_judge"] == 0.25 and len(server.requests) == 3
     assert "OPENAI_API_KEY" not in (out / "report.md").read_text()
+    # the stored settings name the judge's endpoint and model, never its key
+    from fieldcheck.store import Store
+
+    run_id = result.output.split("stored as run ", 1)[1].split(":", 1)[0]
+    store = Store()
+    run = store.get_run(run_id)
+    store.close()
+    assert run is not None and run.settings == {
+        "tp": "presence",
+        "threshold": None,
+        "bootstrap": 0,
+        "seed": 0,
+        "judge_base_url": server.base_url,
+        "judge_model": "judge-x",
+    }
+    assert "sk-judge-secret" not in json.dumps(run.settings)
 
 
 def test_plot_legends_never_hide_a_bar(
@@ -443,24 +460,28 @@ def test_report_has_the_spec_glossary(jsonl: Jsonl, tmp_path: Path) -> None:
     assert "<dt>BLEU-1</dt><dd><code>BLEU-1 = Precision × Brevity Penalty</code>" in page
 
 
-def test_reading_the_files_shows_a_spinner_on_a_terminal_only(tmp_path: Path) -> None:
+def test_reading_the_files_shows_progress_on_a_terminal_only(tmp_path: Path) -> None:
     import io
 
-    from fieldcheck._cli.slots_cmd import reading
+    from fieldcheck._cli._common import ProgressBar
     from fieldcheck._util.term import SafeConsole
+    from fieldcheck.slots import SYSTEM
 
     gold = tmp_path / "gold.jsonl"
     gold.write_text(json.dumps(slot("u", 1, "t", "f", "v")) + "\n")
-    shown = io.StringIO()
-    with reading(
-        SafeConsole(file=shown, force_terminal=True), [gold, gold], beside=tmp_path / "out"
-    ) as p:
-        assert [i.records for i in p.inputs] == [1, 1]
-    assert "reading 2 slot file(s)" in shown.getvalue()
-    piped = io.StringIO()
-    with reading(SafeConsole(file=piped), [gold], beside=tmp_path / "out"):
-        pass
-    assert piped.getvalue() == ""
+    given = [("gold", gold), ("pred:a", gold)]
+    for terminal, shown in ((True, "reading 2 slot file(s)"), (False, "")):
+        seen = io.StringIO()
+        bar = ProgressBar(SafeConsole(file=seen, force_terminal=terminal))
+        with (
+            bar.bar,
+            SYSTEM.prepare(
+                given, {}, beside=tmp_path / "out", progress=bar.callback, extras={}
+            ) as read,
+        ):
+            assert [read.gold.path, *(m.predictions.path for m in read.models)] == [gold, gold]
+            bar.bar.refresh()
+        assert shown in seen.getvalue() and (terminal or seen.getvalue() == "")
 
 
 def test_scratch_files_that_cannot_be_written_are_one_line_exit_1(tmp_path: Path) -> None:

@@ -596,3 +596,64 @@ def test_a_resume_asks_again_a_session_whose_call_failed_not_an_invalid_reply(
     doc = " ".join((Path(__file__).resolve().parents[2] / "docs" / "slots.md").read_text().split())
     assert "a resume asks a session whose call failed again" in doc
     assert "A stored session error is final for its run" not in doc
+
+
+def test_a_ctrl_c_while_scoring_says_what_is_left_and_the_same_command_finishes_it(
+    chat_server: StartServer, files: dict[str, Path]
+) -> None:
+    """Ctrl-C once every model ran, while the scores are written: one line names the files
+    written and how to go on (exit 130), the run is stored interrupted, and the same command
+    resumes it from the store with no model call and completes the folder."""
+    from fieldcheck.slots import _system
+
+    server = chat_server(scripted)
+
+    def ctrl_c(*args: Any, **kwargs: Any) -> Any:
+        raise KeyboardInterrupt
+
+    out = files["out"]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_system, "write_outputs", ctrl_c)
+        result = invoke(files, server.base_url, "--model", "m")
+    assert result.exit_code == 130, result.output
+    assert (
+        f"interrupted: 5 files written (latency_m.jsonl, memory_m.jsonl, pred_m.jsonl, runs.json, "
+        f"session_errors.jsonl) in {out}.fieldcheck-partial (run.json says complete: false); the "
+        f"same command with --out {out} continues it" in flat(result.output)
+    )
+    run_id = json.loads((Path(f"{out}.fieldcheck-partial") / "runs.json").read_text())
+    run_id = run_id["runs"]["m"]["run_id"]
+    store = Store()
+    assert store.get_run(run_id).status == "interrupted"  # type: ignore[union-attr]
+    store.close()
+    asked = len(server.chat_requests)
+    again = invoke(files, server.base_url, "--model", "m")
+    assert again.exit_code == 0, again.output
+    assert f"resuming run {run_id}: 3 of 3 items already finished" in again.output
+    assert len(server.chat_requests) == asked
+    assert json.loads((out / "run.json").read_text())["complete"] is True
+    metrics = json.loads((out / "metrics.json").read_text())["models"]["m"]
+    assert metrics["counts"] == {"tp": 4, "fp": 1, "fn": 1, "gold_slots": 5, "sessions": 3}
+    store = Store()
+    run = store.get_run(run_id)
+    assert run is not None and run.status == "finished"
+    assert run.metrics["models"]["m"]["counts"]["tp"] == 4
+    store.close()
+
+
+def test_a_ctrl_c_while_scoring_under_no_cache_says_the_models_are_called_again(
+    chat_server: StartServer, files: dict[str, Path]
+) -> None:
+    from fieldcheck.slots import _system
+
+    def ctrl_c(*args: Any, **kwargs: Any) -> Any:
+        raise KeyboardInterrupt
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_system, "write_outputs", ctrl_c)
+        result = invoke(files, chat_server(scripted).base_url, "--model", "m", "--no-cache")
+    assert result.exit_code == 130, result.output
+    assert flat(result.output).endswith(
+        f"the same command with --out {files['out']} continues it, which calls every model "
+        "again: --no-cache kept no reply"
+    )

@@ -15,7 +15,7 @@ import pytest
 from slots_helpers import slot
 
 from fieldcheck._util.frames import HEADER
-from fieldcheck.runs import rescore, slot_items, slot_metrics
+from fieldcheck.runs import rescore, slot_items
 from fieldcheck.runs._export import iter_items
 from fieldcheck.slots import (
     SYSTEM,
@@ -25,6 +25,7 @@ from fieldcheck.slots import (
     load_latencies,
     load_slots,
     score_models,
+    slot_metrics,
 )
 from fieldcheck.slots._loaders import JudgeFile, LatencyFile, SlotFile
 from fieldcheck.slots._score import SlotScorer, model_sides

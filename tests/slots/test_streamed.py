@@ -3,7 +3,6 @@ give byte-identical outputs, equal to the spec's per-session counts summed by ha
 
 from __future__ import annotations
 
-import io
 import json
 import logging
 import math
@@ -12,20 +11,24 @@ import pickle
 import random
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
-from rich.console import Console
 from slots_helpers import naive_counts
 
-from fieldcheck._cli.slots_cmd import load_inputs, score_files
+from fieldcheck import core
 from fieldcheck.metrics import bleu1_score, slot_values, tokenize_values
+from fieldcheck.reports import RunFolder
 from fieldcheck.slots import (
+    SYSTEM,
     ModelInput,
     _second,
     _stream,
+    _system,
     load_judge_scores,
     load_latencies,
     load_slots,
@@ -97,21 +100,30 @@ def _spy_helpers(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
     return joined
 
 
+@contextmanager
+def _buckets(k: int | None, parallel: int | None = None) -> Iterator[None]:
+    """The slots system's ``prepare`` splits its inputs into ``k`` buckets (None: as many as
+    their size gives); ``parallel``: ``parallel_bytes``."""
+
+    @contextmanager
+    def split(paths: list[Path], **options: Any) -> Iterator[_stream.Partition]:
+        with partitioned(paths, k=k, parallel_bytes=parallel, **options) as part:
+            assert part.k == (k or 1)
+            yield part
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_system, "partitioned", split)
+        yield
+
+
 def _score(
     paths: dict[str, Path], out: Path, k: int | None, parallel: int | None = None, **options: Any
 ) -> dict[str, bytes]:
-    """Outputs of ``paths`` scored in ``k`` buckets; ``parallel``: ``parallel_bytes``."""
-    preds = {"a": paths["a"], "b": paths["b"]}
-    console = Console(file=io.StringIO())
-    with partitioned(
-        [paths["gold"], *preds.values()], beside=out, k=k, parallel_bytes=parallel
-    ) as part:
-        assert part.k == (k or 1)
-        inputs = load_inputs(part, preds, {}, {})
-        score_files(
-            paths["gold"], preds, {}, {}, out=out, bootstrap=60, seed=2, console=console,
-            partition=part, inputs=inputs, **options,
-        )  # fmt: skip
+    """Outputs of ``paths`` scored by the pipeline in ``k`` buckets (``_buckets``)."""
+    given = [("gold", paths["gold"]), ("pred:a", paths["a"]), ("pred:b", paths["b"])]
+    settings = {"tp": "presence", "threshold": None, "bootstrap": 60, "seed": 2} | options
+    with _buckets(k, parallel):
+        core.score("slots", given, settings, out=RunFolder.of(out), command="slots score")
     return {name: (out / name).read_bytes() for name in OUTPUTS}
 
 
@@ -457,17 +469,17 @@ def test_an_error_while_scoring_stops_the_second_scorer(
     paths = _files(tmp_path, seed=5, shuffle=True)
     seen = _spy_second(monkeypatch)
 
-    def interrupted(text: str) -> None:
+    def interrupted(phase: str, done: int, total: int) -> None:
         raise KeyboardInterrupt
 
-    files = [paths["gold"], paths["a"], paths["b"]]
+    given = [("gold", paths["gold"]), ("pred:a", paths["a"]), ("pred:b", paths["b"])]
+    out = tmp_path / "out"
     with (
         pytest.raises(KeyboardInterrupt),
-        partitioned(files, beside=tmp_path / "out", k=6) as part,
+        _buckets(6),
+        SYSTEM.prepare(given, {"bootstrap": 0}, beside=out, progress=None, extras={}) as read,
     ):
-        inputs = load_inputs(part, {"a": paths["a"], "b": paths["b"]}, {}, {})
-        scorer = SlotScorer(inputs[0], inputs[1], bootstrap=0)
-        _second.score_partition(scorer, part, interrupted)
+        SYSTEM.score(read, RunFolder.of(out), {"bootstrap": 0}, recorder=None, progress=interrupted)
     process = seen[0]
     assert isinstance(process, subprocess.Popen) and process.returncode is not None
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(BUCKETS)]

@@ -3,46 +3,35 @@ extraction predictions of several models (thin shell)."""
 
 from __future__ import annotations
 
-import logging
 import sys
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import ExitStack, contextmanager
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from rich.text import Text
 
+from fieldcheck import core
 from fieldcheck._cli._common import (
     EXIT_FAILED,
     EXIT_OK,
     JsonOpt,
-    OutputFailed,
+    ProgressBar,
     bootstrap_option,
-    cannot_write,
-    check_input_file,
-    check_out,
+    events,
     fail_under_option,
-    finish,
     gate,
-    out_dir,
     out_option,
     parse_fail_under,
+    pipeline_errors,
     seed_option,
     show_problems,
     writing,
 )
-from fieldcheck._cli._record import (
-    NoStoreOpt,
-    finish_recorder,
-    open_recorder,
-    recording,
-    stored_line,
-)
+from fieldcheck._cli._record import NoStoreOpt, store_failed
 from fieldcheck._cli._runopts import (
     STORE_HELP,
     BaseUrlOpt,
@@ -66,40 +55,22 @@ from fieldcheck._cli._runopts import (
     store_line,
 )
 from fieldcheck._util.errors import InputError
-from fieldcheck._util.jsonio import dumps, write_json, write_jsonl
-from fieldcheck._util.paths import unique_filenames
+from fieldcheck._util.jsonio import dumps
 from fieldcheck._util.term import SafeConsole, safe_json_text, safe_text
-from fieldcheck.reports import (
-    RUNS_DIR,
-    OutputFolder,
-    format_pvalue,
-    format_seconds,
-    format_seconds_joined,
-)
+from fieldcheck.reports import RunFolder, format_pvalue, format_seconds, format_seconds_joined
 from fieldcheck.runner import MAX_REPLY_BYTES, ModelSpec, Runner
 from fieldcheck.slots import (
     METRIC_COLUMNS,
     PROMPT_ID,
     Conversation,
     Extraction,
-    JudgeFile,
-    LatencyFile,
-    ModelInput,
-    Partition,
-    ScratchError,
-    SideKind,
-    SlotFile,
-    SlotInput,
-    SlotScorer,
     SlotsRun,
     TPMode,
+    check_gold,
     load_conversations,
-    load_slots,
-    partitioned,
     run_extraction,
-    score_partition,
     topic_lines,
-    write_outputs,
+    write_extractions,
 )
 
 app = typer.Typer(
@@ -120,57 +91,6 @@ def _pairs(values: list[str], option: str) -> list[tuple[str, Path]]:
             raise typer.BadParameter(f"expected NAME=FILE, got {raw!r}", param_hint=option)
         out.append((name.strip(), Path(path)))
     return out
-
-
-def _checked_names(
-    pairs: list[tuple[str, Path]], models: list[str], option: str
-) -> dict[str, Path]:
-    seen: dict[str, Path] = {}
-    for name, path in pairs:
-        if name not in models:
-            raise typer.BadParameter(
-                f"unknown model {name!r}; models given with --pred: {', '.join(models)}",
-                param_hint=option,
-            )
-        if name in seen:
-            raise typer.BadParameter(f"model {name!r} given twice", param_hint=option)
-        seen[name] = path
-    return seen
-
-
-_KINDS = {
-    "--gold": "slot-lines",
-    "--pred": "slot-lines",
-    "--latency": "slot-latency",
-    "--judge": "slot-judge",
-}
-
-
-def _load(loader: Any, path: Path, option: str, *, check: bool = True) -> Any:
-    """Load one input file; a file that cannot be read, or (with ``check``, for the user's
-    files) gives no valid line, is a usage error (``check_input_file``). An empty --pred file
-    is a model that predicted no slot."""
-    try:
-        loaded = loader(path)
-    except InputError as exc:  # the file itself cannot be read
-        raise typer.BadParameter(safe_text(exc.one_line()), param_hint=option) from None
-    if not check:  # files fieldcheck wrote itself (slots run): a dead model's are empty
-        return loaded
-    if option == "--pred" and not loaded.records and not loaded.errors:
-        logging.getLogger("fieldcheck").warning(
-            "%s: the file is empty: this model predicted no slot", path
-        )
-        return loaded
-    others = {o: k for o, k in _KINDS.items() if o != option and k != _KINDS[option]}
-    check_input_file(
-        path,
-        records=loaded.records,
-        errors=loaded.errors,
-        option=option,
-        expected=_KINDS[option],
-        others=others,
-    )
-    return loaded
 
 
 def _model_table(name: str, run: SlotsRun) -> Table:
@@ -261,192 +181,6 @@ def show_run(
         markup=False,
         soft_wrap=True,
     )
-
-
-def side_files(
-    preds: dict[str, Path], latencies: dict[str, Path], judges: dict[str, Path]
-) -> list[tuple[SideKind, Path]]:
-    """The ``sides`` of ``partitioned``: per model in order, its latency then its judge file,
-    where given (the order ``SlotScorer.add_part`` reads them in, as ``model_sides``)."""
-    sides: list[tuple[SideKind, Path]] = []
-    for name in preds:
-        if name in latencies:
-            sides.append(("latency", latencies[name]))
-        if name in judges:
-            sides.append(("judge", judges[name]))
-    return sides
-
-
-def load_inputs(
-    part: Partition,
-    preds: dict[str, Path],
-    latencies: dict[str, Path],
-    judges: dict[str, Path],
-    not_scored: dict[str, dict[tuple[str, int], str]] | None = None,
-    *,
-    check: bool = True,
-) -> tuple[SlotFile, list[ModelInput]]:
-    """Every input file, read (split by session by ``part``, latency and judge files too: see
-    ``side_files``) before any output is touched (a bad file is a usage error; ``check`` False
-    for the model files ``slots run`` wrote itself). The files come back as headers: path and
-    bad lines, no sessions (each bucket brings its own)."""
-    not_scored = not_scored or {}
-    gold_item, *pred_items = part.inputs
-    sides = iter(part.sides)
-    gold_file = _header(_load(_read(gold_item), gold_item.path, "--gold"))
-    models = []
-    for name, item in zip(preds, pred_items, strict=True):
-        latency = judge = None
-        if name in latencies:
-            side = _load(_read(next(sides)), latencies[name], "--latency", check=check)
-            latency = LatencyFile(side.path, errors=side.errors)
-        if name in judges:
-            side = _load(_read(next(sides)), judges[name], "--judge", check=check)
-            judge = JudgeFile(side.path, errors=side.errors)
-        models.append(
-            ModelInput(
-                name,
-                _header(_load(_read(item), item.path, "--pred", check=check)),
-                latency,
-                judge,
-                not_scored.get(name, {}),
-            )
-        )
-    return gold_file, models
-
-
-def _read(item: SlotInput) -> Any:
-    """A loader giving what the partition read of a file (or the error that stopped it)."""
-
-    def loader(_: Path) -> SlotInput:
-        if item.failure is not None:
-            raise item.failure
-        return item
-
-    return loader
-
-
-def _header(item: SlotInput) -> SlotFile:
-    return SlotFile(item.path, errors=item.errors)
-
-
-def score_files(
-    gold: Path,
-    preds: dict[str, Path],
-    latencies: dict[str, Path],
-    judges: dict[str, Path],
-    *,
-    out: Path | OutputFolder,
-    tp: TPMode = "presence",
-    threshold: float | None = None,
-    judge_base_url: str | None = None,
-    judge_model: str | None = None,
-    bootstrap: int = 1000,
-    seed: int = 0,
-    console: Console,
-    not_scored: dict[str, dict[tuple[str, int], str]] | None = None,
-    partition: Partition | None = None,
-    inputs: tuple[SlotFile, list[ModelInput]] | None = None,
-    record: str | None = "score",
-    run_ids: Sequence[str] = (),
-    calls: Mapping[str, Any] | None = None,
-) -> tuple[SlotsRun, dict[str, Path]]:
-    """Read (unless ``partition`` and its ``inputs`` were read already), score bucket by bucket
-    and write; shared by the commands and the demos. ``not_scored``: per model, the sessions
-    whose call failed (``slots run``), left out of that model's scores. ``record``: the task
-    the run is stored as in the store (None: ``--no-store``), its sessions as they are scored;
-    ``run_ids`` the model runs of ``slots run`` (scored into the first), ``calls`` their
-    sessions' calls."""
-    if partition is None or inputs is None:
-        beside = out.destination if isinstance(out, OutputFolder) else Path(out)
-        sides = side_files(preds, latencies, judges)
-        with reading(console, [gold, *preds.values()], beside=beside, sides=sides) as part:
-            loaded = load_inputs(part, preds, latencies, judges, not_scored, check=False)
-            return score_files(
-                gold,
-                preds,
-                latencies,
-                judges,
-                out=out,
-                tp=tp,
-                threshold=threshold,
-                judge_base_url=judge_base_url,
-                judge_model=judge_model,
-                bootstrap=bootstrap,
-                seed=seed,
-                console=console,
-                partition=part,
-                inputs=loaded,
-                record=record,
-                run_ids=run_ids,
-                calls=calls,
-            )
-    gold_file, models = inputs
-    recorder = open_recorder(
-        record is None,
-        SafeConsole(stderr=True),
-        system="slots",
-        inputs=[
-            ("gold", gold),
-            *((f"pred:{n}", p) for n, p in preds.items()),
-            *((f"latency:{n}", p) for n, p in latencies.items()),
-            *((f"judge:{n}", p) for n, p in judges.items()),
-        ],
-        settings={"tp": tp, "threshold": threshold, "bootstrap": bootstrap, "seed": seed},
-        out=out.destination if isinstance(out, OutputFolder) else out,
-        model=", ".join(preds),
-        task=record or "score",
-        run_id=run_ids[0] if run_ids else None,
-        calls=calls,
-        parts=run_ids[1:],
-    )
-    judge = None
-    if judge_base_url and judge_model:
-        from fieldcheck.matchers import DiskCache, LLMJudge
-
-        judge = LLMJudge(model=judge_model, base_url=judge_base_url, kind="slot", cache=DiskCache())
-    progress_bar = _spinner(console)
-    with progress_bar, recording(recorder):
-        task = progress_bar.add_task("scoring", total=None)
-        scorer = SlotScorer(
-            gold_file,
-            models,
-            tp=tp,
-            threshold=threshold,
-            judge=judge,
-            bootstrap=bootstrap,
-            seed=seed,
-            progress=lambda text: progress_bar.update(task, description=text),
-            recorder=recorder,
-        )
-        try:
-            score_partition(
-                scorer, partition, lambda text: progress_bar.update(task, description=text)
-            )
-        except OSError as exc:  # the bucket files: removed, or the disk gone, while scoring
-            raise OutputFailed(
-                f"--out: cannot read the run's scratch file {exc.filename or partition.folder}: "
-                f"{exc.strerror or exc} (was its folder removed?)"
-            ) from None
-        run = scorer.finish()
-        progress_bar.update(task, description="writing report and plots")
-        try:
-            written = write_outputs(run, out)
-        except OSError as exc:
-            raise cannot_write(exc, out) from None
-        if recorder is not None:
-            from fieldcheck.runs import slot_metrics
-
-            metrics, intervals = slot_metrics(run)
-            line = finish_recorder(
-                recorder,
-                metrics=metrics,
-                intervals=intervals,
-                signature=run.signature,
-                folder=out,
-            )
-            stored_line(console, line)
-    return run, written
 
 
 @app.command("score")
@@ -544,104 +278,64 @@ def score(
     output could not be written part-way (a full disk); 130 on Ctrl-C.
     """
     floors = parse_fail_under(fail_under, GATED)
-    if bool(judge_base_url) != bool(judge_model):
-        raise typer.BadParameter(
-            "give both --judge-base-url and --judge-model, or neither", param_hint="--judge-model"
-        )
-    pred_pairs = _pairs(pred, "--pred")
-    names = [n for n, _ in pred_pairs]
-    if len(set(names)) != len(names):
-        raise typer.BadParameter(
-            f"model names must be unique (got {', '.join(names)})", param_hint="--pred"
-        )
-    lat = _checked_names(_pairs(latency or [], "--latency"), names, "--latency")
-    jud = _checked_names(_pairs(judge or [], "--judge"), names, "--judge")
-    sides = side_files(dict(pred_pairs), lat, jud)
+    preds = _pairs(pred, "--pred")
+    names = [n for n, _ in preds]
+    given = [
+        ("gold", gold),
+        *((f"pred:{n}", p) for n, p in preds),
+        *((f"latency:{n}", p) for n, p in _pairs(latency or [], "--latency")),
+        *((f"judge:{n}", p) for n, p in _pairs(judge or [], "--judge")),
+    ]
+    settings = _settings(tp, threshold, bootstrap, seed, judge_base_url, judge_model)
     console = SafeConsole(stderr=as_json)
-    slot_paths = [gold, *(p for _, p in pred_pairs)]
-    check_out(out)
-    with reading(console, slot_paths, beside=out or RUNS_DIR / "new", sides=sides) as part:
-        inputs = load_inputs(part, dict(pred_pairs), lat, jud)
-        given = [
-            ("gold", gold),
-            *((f"pred:{n}", p) for n, p in pred_pairs),
-            *((f"latency:{n}", p) for n, p in lat.items()),
-            *((f"judge:{n}", p) for n, p in jud.items()),
-        ]
-        folder = out_dir(out, inputs=given, label="-".join(names), models=names)
-        with writing(folder):
-            run, files = score_files(
-                gold,
-                dict(pred_pairs),
-                lat,
-                jud,
-                out=folder,
-                tp=tp,
-                threshold=threshold,
-                judge_base_url=judge_base_url,
-                judge_model=judge_model,
-                bootstrap=bootstrap,
-                seed=seed,
-                console=console,
-                partition=part,
-                inputs=inputs,
-                record=None if no_store else "score",
-            )
-            finish(folder, signature=run.signature)
-    show_run(run, {k: folder.placed(p) for k, p in files.items()}, console)
-    if as_json:  # metrics.json as written
-        print_metrics_json(run)
-    status = EXIT_FAILED if run.errors else EXIT_OK
-    raise typer.Exit(gate(floors, gate_values(run), console, status))
+    errors = SafeConsole(stderr=True)
+    bar = ProgressBar(errors)
+    with pipeline_errors(), bar.bar:
+        outcome = core.score(
+            "slots",
+            given,
+            settings,
+            out=out,
+            command="slots score",
+            label="-".join(names),
+            model=", ".join(names),
+            models=names,
+            store=not no_store,
+            events=events(errors, bar),
+        )
+    _stored(console, outcome.run_id)
+    show_run(outcome.scored.result, outcome.files, console, errors)
+    if as_json:
+        _print_json(outcome.scored.summary)
+    status = EXIT_FAILED if outcome.scored.failed else EXIT_OK
+    raise typer.Exit(gate(floors, outcome.scored.gate, console, status))
 
 
-def _spinner(console: Console) -> Progress:
-    """A transient spinner with a text and the time elapsed, shown on a terminal only."""
-    return Progress(
-        SpinnerColumn(),
-        TextColumn("{task.description}"),
-        TimeElapsedColumn(),
-        console=console,
-        transient=True,
-        disable=not console.is_terminal,
-    )
+def _settings(
+    tp: TPMode = "presence",
+    threshold: float | None = None,
+    bootstrap: int = 1000,
+    seed: int = 0,
+    judge_base_url: str | None = None,
+    judge_model: str | None = None,
+) -> dict[str, Any]:
+    """The run's stored settings (what ``runs rescore`` reads back); a judge model's endpoint
+    and name only when one is asked (never its key)."""
+    judge = {"judge_base_url": judge_base_url, "judge_model": judge_model}
+    settings = {"tp": tp, "threshold": threshold, "bootstrap": bootstrap, "seed": seed}
+    return settings | judge if judge_base_url or judge_model else settings
 
 
-@contextmanager
-def reading(
-    console: Console,
-    paths: Sequence[Path],
-    *,
-    beside: Path,
-    sides: Sequence[tuple[SideKind, Path]] = (),
-) -> Iterator[Partition]:
-    """``partitioned``, with a spinner on a terminal while the files are read and split (a
-    million slot lines x 4 files: about 6 s)."""
-    spinner = _spinner(console)
-    with ExitStack() as stack:
-        with spinner:
-            spinner.add_task(f"reading {len(paths) + len(sides)} slot file(s)", total=None)
-            try:
-                part = stack.enter_context(partitioned(paths, beside=beside, sides=sides))
-            except ScratchError as exc:  # a full disk while splitting the inputs
-                raise OutputFailed(
-                    f"--out: cannot write the run's scratch file {exc.filename}: {exc.strerror}"
-                ) from None
-        yield part
+def _stored(console: Console, run_id: str | None) -> None:
+    """Where the stored run is (nothing when not stored)."""
+    line = core.stored_line(run_id)
+    if line is not None:
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
 
 
-def gate_values(run: SlotsRun) -> dict[str, dict[str, float | None]]:
-    """Per model the metrics ``--fail-under`` can gate; a model with nothing scored has none."""
-    values: dict[str, dict[str, float | None]] = {u.name: {} for u in run.unscored}
-    for m in run.models:
-        values[m.name] = {name: getattr(m.result, name) for name in GATED}
-    return values
-
-
-def print_metrics_json(run: SlotsRun) -> None:
+def _print_json(summary: Any) -> None:
     """``--json``: metrics.json as written, on stdout."""
-    metrics = {**run.metrics_json(), "complete": True}
-    sys.stdout.write(safe_json_text(dumps(metrics, indent=True)) + "\n")
+    sys.stdout.write(safe_json_text(dumps(summary, indent=True)) + "\n")
 
 
 def run_demo(out_dir: Path) -> int:
@@ -655,20 +349,20 @@ def run_demo(out_dir: Path) -> int:
             soft_wrap=True,
         )
         return EXIT_FAILED
-    preds = {m: EXAMPLES / f"pred_{m}.synthetic.jsonl" for m in EXAMPLE_MODELS}
-    lats = {m: EXAMPLES / f"latency_{m}.synthetic.jsonl" for m in EXAMPLE_MODELS}
-    judges = {m: EXAMPLES / f"judge_{m}.synthetic.jsonl" for m in EXAMPLE_MODELS}
-    run, files = score_files(
-        EXAMPLES / "gold.synthetic.jsonl",
-        preds,
-        lats,
-        judges,
-        out=(folder := OutputFolder.of(out_dir)),
-        bootstrap=1000,
-        seed=0,
-        console=console,
+    given: list[tuple[str, Path]] = [("gold", EXAMPLES / "gold.synthetic.jsonl")]
+    for kind in ("pred", "latency", "judge"):
+        given += [(f"{kind}:{m}", EXAMPLES / f"{kind}_{m}.synthetic.jsonl") for m in EXAMPLE_MODELS]
+    outcome = core.score(
+        "slots",
+        given,
+        _settings(),
+        out=RunFolder.of(out_dir),
+        command="slots score",
+        model=", ".join(EXAMPLE_MODELS),
+        events=events(console),
     )
-    finish(folder)
+    run, files = outcome.scored.result, outcome.files
+    _stored(console, outcome.run_id)
     console.print(
         "Synthetic example data (examples/slots/README.md): 3 users x 5 sessions, 3 models.",
         markup=False,
@@ -720,52 +414,6 @@ async def _extract_all(
         ]
     finally:
         await runner.aclose()
-
-
-def write_extractions(
-    extractions: Sequence[Extraction], out_folder: Path | OutputFolder, specs: Sequence[ModelSpec]
-) -> tuple[dict[str, Path], dict[str, Path], Path]:
-    """``pred_<name>.jsonl``, ``latency_<name>.jsonl``, ``memory_<name>.jsonl`` per model,
-    ``session_errors.jsonl`` (every session error) and ``runs.json`` (run ids and counts)."""
-    stems = unique_filenames(e.model for e in extractions)
-    preds: dict[str, Path] = {}
-    lats: dict[str, Path] = {}
-    runs: dict[str, Any] = {}
-    by_name = {s.name: s for s in specs}
-    out = OutputFolder.of(out_folder)
-    try:
-        for ex in extractions:
-            stem = stems[ex.model]
-            preds[ex.model] = out / f"pred_{stem}.jsonl"
-            lats[ex.model] = out / f"latency_{stem}.jsonl"
-            for name, rows in (
-                (f"pred_{stem}.jsonl", ex.pred_records()),
-                (f"latency_{stem}.jsonl", ex.latency_records()),
-                (f"memory_{stem}.jsonl", ex.memory_records()),
-            ):
-                with out.atomic(name) as tmp:
-                    write_jsonl(tmp, rows)
-            runs[ex.model] = {
-                "run_id": ex.run_id,
-                "model": by_name[ex.model].public(),
-                "sessions": len(ex.sessions),
-                "session_errors": len(ex.failed),
-                "errors": dict(Counter(s.error_type for s in ex.failed if s.error_type)),
-                "resumed": ex.resumed_items,
-                "cached": sum(s.cached for s in ex.sessions),
-                "input_tokens": sum(s.input_tokens for s in ex.sessions),
-                "output_tokens": sum(s.output_tokens for s in ex.sessions),
-                "tokens_estimated_sessions": ex.tokens_estimated,
-                "files": {"pred": preds[ex.model].name, "latency": lats[ex.model].name},
-            }
-        errors_path = out / "session_errors.jsonl"
-        with out.atomic("session_errors.jsonl") as tmp:
-            write_jsonl(tmp, [r for ex in extractions for r in ex.error_records()])
-        with out.atomic("runs.json") as tmp:
-            write_json(tmp, {"prompt": PROMPT_ID, "memory": "update-merge", "runs": runs})
-    except OSError as exc:
-        raise cannot_write(exc, out) from None
-    return preds, lats, errors_path
 
 
 def runs_table(extractions: Sequence[Extraction]) -> Table:
@@ -924,10 +572,17 @@ def run(
         price_out=price_out,
     )
     convs = _conversations(conversations)
-    _load(load_slots, gold, "--gold")  # unreadable gold: a usage error before any model call
-    label = specs[0].name if len(specs) == 1 else conversations.stem
-    given = [("conversations", conversations), ("gold", gold)]
-    folder = out_dir(out, inputs=given, label=label, models=[s.name for s in specs])
+    err = SafeConsole(stderr=True)
+    with pipeline_errors():
+        check_gold(gold)  # unreadable gold: a usage error before any model call
+        folder = core.open_folder(
+            out,
+            command="slots run",
+            inputs=[("conversations", conversations), ("gold", gold)],
+            label=specs[0].name if len(specs) == 1 else conversations.stem,
+            models=[s.name for s in specs],
+            events=events(err),
+        )
     runner = make_runner(
         concurrency=concurrency,
         timeout=timeout,
@@ -939,7 +594,6 @@ def run(
         no_store=no_store,
     )
     console = SafeConsole(stderr=as_json)
-    err = SafeConsole(stderr=True)
     err.print(store_line(runner), markup=False, highlight=False, soft_wrap=True)
     extractions = run_async(
         _extract_all(
@@ -948,34 +602,24 @@ def run(
         console=err,
         runner=runner,
     )
-    with writing(folder, no_cache=no_cache):
-        preds, lats, errors_path = write_extractions(extractions, folder, specs)
-        scored, files = score_files(
-            gold,
-            preds,
-            lats,
-            {},
-            out=folder,
-            tp=tp,
-            threshold=threshold,
-            judge_base_url=judge_url if judge_model else None,
-            judge_model=judge_model,
-            bootstrap=bootstrap,
-            seed=seed,
-            console=err,
-            not_scored={ex.model: ex.not_scored() for ex in extractions},
-            record=None if no_store else "run",
-            run_ids=[ex.run_id for ex in extractions],
-            calls={k: c for ex in extractions for k, c in ex.item_calls.items()},
+    settings = _settings(
+        tp, threshold, bootstrap, seed, judge_url if judge_model else None, judge_model
+    )
+    bar = ProgressBar(err)
+    with pipeline_errors(), writing(folder, no_cache=no_cache), bar.bar:
+        outcome = _score_models(
+            extractions, specs, gold, folder, settings, store=not no_store, events=events(err, bar)
         )
-        finish(folder, signature=scored.signature)
-    show_run(scored, {k: folder.placed(p) for k, p in files.items()}, console, err)
+    scored = outcome.scored.result
+    _stored(err, outcome.run_id)
+    show_run(scored, outcome.files, console, err)
     console.print(runs_table(extractions))
     failed = sum(len(ex.failed) for ex in extractions)
     if failed:
         calls = sum(len(ex.not_scored()) for ex in extractions)
         err.print(
-            f"{failed} session error(s); listed in {folder.placed(errors_path)} (memory unchanged): "
+            f"{failed} session error(s); listed in {outcome.destination / 'session_errors.jsonl'} "
+            "(memory unchanged): "
             f"{failed - calls} invalid repl(ies), slots missed; {calls} call error(s), not scored",
             style="red",
             markup=False,
@@ -991,9 +635,43 @@ def run(
             soft_wrap=True,
         )
     if as_json:
-        print_metrics_json(scored)
-    status = EXIT_FAILED if failed or scored.errors else EXIT_OK
-    raise typer.Exit(gate(floors, gate_values(scored), console, status))
+        _print_json(outcome.scored.summary)
+    status = EXIT_FAILED if failed or outcome.scored.failed else EXIT_OK
+    raise typer.Exit(gate(floors, outcome.scored.gate, console, status))
+
+
+def _score_models(
+    extractions: Sequence[Extraction],
+    specs: Sequence[ModelSpec],
+    gold: Path,
+    folder: RunFolder,
+    settings: dict[str, Any],
+    *,
+    store: bool = True,
+    events: core.Events,
+) -> core.Outcome:
+    """Write the models' files into ``folder`` and score them into their model runs (one run
+    per evaluation); a session whose call failed is not scored for its model."""
+    preds, lats, _ = write_extractions(extractions, folder, specs)
+    first, *others = [ex.run_id for ex in extractions]
+    return core.score(
+        "slots",
+        [
+            ("gold", gold),
+            *((f"pred:{n}", p) for n, p in preds.items()),
+            *((f"latency:{n}", p) for n, p in lats.items()),
+        ],
+        settings,
+        out=folder,
+        command="slots run",
+        model=", ".join(preds),
+        store=store and not store_failed(),
+        into=core.Into(
+            first, {k: c for ex in extractions for k, c in ex.item_calls.items()}, others
+        ),
+        events=events,
+        extras={"not_scored": {ex.model: ex.not_scored() for ex in extractions}},
+    )
 
 
 def run_model_demo(base_url: str, out_dir: Path, models: list[str], *, console: Console) -> int:
@@ -1010,7 +688,6 @@ def run_model_demo(base_url: str, out_dir: Path, models: list[str], *, console: 
             f"slots demo: example data not found in {EXAMPLES}", style="red", markup=False
         )
         return EXIT_FAILED
-    folder = OutputFolder.of(out_dir)
     specs = [ModelSpec(name=m, model=m, base_url=base_url) for m in models]
     convs = load_conversations(conversations_path)
     runner = make_runner()
@@ -1021,22 +698,11 @@ def run_model_demo(base_url: str, out_dir: Path, models: list[str], *, console: 
         console=console,
         runner=runner,
     )
-    preds, lats, _ = write_extractions(extractions, folder, specs)
-    scored, files = score_files(
-        gold,
-        preds,
-        lats,
-        {},
-        out=folder,
-        bootstrap=200,
-        seed=0,
-        console=console,
-        not_scored={ex.model: ex.not_scored() for ex in extractions},
-        record="run",
-        run_ids=[ex.run_id for ex in extractions],
-        calls={k: c for ex in extractions for k, c in ex.item_calls.items()},
-    )
-    finish(folder)
+    settings = _settings(bootstrap=200)
+    folder = RunFolder.of(out_dir)
+    outcome = _score_models(extractions, specs, gold, folder, settings, events=events(console))
+    scored, files = outcome.scored.result, outcome.files
+    _stored(console, outcome.run_id)
     table = Table(title="slots run (synthetic models, examples/slots)", header_style="bold")
     table.add_column("model", min_width=17, overflow="fold")
     for col in ("P", "R", "F1", "exact", "extra slots", "session errors", "latency"):

@@ -25,7 +25,6 @@ from fieldcheck.runs._items import (
     json_metrics,
     numeric_metrics,
     slot_items,
-    slot_metrics,
 )
 from fieldcheck.runs._rescore import rescore
 
@@ -47,7 +46,6 @@ __all__ = [
     "record_folder",
     "rescore",
     "slot_items",
-    "slot_metrics",
     "system_of",
     "write_parquet",
 ]

@@ -15,7 +15,7 @@ from fieldcheck._util.errors import InputError
 from fieldcheck._util.iters import chunked
 from fieldcheck._util.jsonio import loads
 from fieldcheck.numeric import stored_cell
-from fieldcheck.runs._items import json_metrics, numeric_metrics, slot_items, slot_metrics
+from fieldcheck.runs._items import json_metrics, numeric_metrics, slot_items
 from fieldcheck.store import RunInfo, RunRecorder, Store, field_name, sha256_file
 
 CHUNK = 1000
@@ -290,4 +290,4 @@ def _record_numeric(
     )
 
 
-__all__ = ["record_folder", "slot_metrics", "system_of"]
+__all__ = ["record_folder", "system_of"]

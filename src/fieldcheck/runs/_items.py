@@ -102,15 +102,6 @@ def slot_items(
             yield item
 
 
-def slot_metrics(run: SlotsRun) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(metrics, intervals) of a slot run for ``RunRecorder.finish``: metrics.json's models
-    without their ``ci``, the paired F1 tests; the intervals by model."""
-    data = run.metrics_json()
-    models = {n: {k: v for k, v in m.items() if k != "ci"} for n, m in data["models"].items()}
-    intervals = {n: m.get("ci") for n, m in data["models"].items()}
-    return {"models": models, "paired_f1": data["paired_f1"]}, intervals
-
-
 def json_metrics(summary: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     """(metrics, intervals) of a JSON batch from its summary.json object."""
     metrics = {k: v for k, v in summary.items() if k not in ("ci", "signature")}

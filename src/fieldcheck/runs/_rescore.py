@@ -20,9 +20,16 @@ from fieldcheck.runs._items import (
     json_error_item,
     json_item,
     json_metrics,
+)
+from fieldcheck.slots import (
+    JudgeFile,
+    LatencyFile,
+    ModelInput,
+    SlotFile,
+    SlotScorer,
+    TPMode,
     slot_metrics,
 )
-from fieldcheck.slots import JudgeFile, LatencyFile, ModelInput, SlotFile, SlotScorer, TPMode
 from fieldcheck.store import RunInfo, RunRecorder, Store
 
 CHUNK = 1000

@@ -24,6 +24,7 @@ if TYPE_CHECKING:  # the names as type checkers and editors see them
         render_transcript,
         run_extraction,
         transcript_digest,
+        write_extractions,
     )
     from fieldcheck.slots._loaders import (
         JudgeFile,
@@ -58,15 +59,6 @@ if TYPE_CHECKING:  # the names as type checkers and editors see them
         score_models,
         slot_text,
     )
-    from fieldcheck.slots._second import score_partition
-    from fieldcheck.slots._stream import (
-        Part,
-        Partition,
-        ScratchError,
-        SideKind,
-        SlotInput,
-        partitioned,
-    )
     from fieldcheck.slots._summary import (
         Finding,
         Item,
@@ -75,20 +67,19 @@ if TYPE_CHECKING:  # the names as type checkers and editors see them
         not_scored_lines,
         results_summary,
     )
-    from fieldcheck.slots._system import SYSTEM
+    from fieldcheck.slots._system import SYSTEM, check_gold, slot_metrics
 
 # each public name's private module, imported on first use (PEP 562): a process that needs only
 # the readers (the helper reader of large inputs, ``_reader``) starts without the scoring's,
 # the report's and the runner's imports
 _HOME = {
     "METRIC_COLUMNS": "_report",
-    "score_partition": "_second",
-    "ScratchError": "_stream",
-    "SideKind": "_stream",
-    "SlotInput": "_stream",
     "render_transcript": "_extract",
     "transcript_digest": "_extract",
     "SYSTEM": "_system",
+    "check_gold": "_system",
+    "slot_metrics": "_system",
+    "write_extractions": "_extract",
     "Conversation": "_extract",
     "DEFAULT_THRESHOLDS": "_score",
     "Extraction": "_extract",
@@ -104,8 +95,6 @@ _HOME = {
     "ModelScore": "_score",
     "PROMPT_ID": "_extract",
     "PairedF1": "_score",
-    "Part": "_stream",
-    "Partition": "_stream",
     "ReplyError": "_extract",
     "SYSTEM_PROMPT": "_extract",
     "SessionCount": "_score",
@@ -128,7 +117,6 @@ _HOME = {
     "model_sides": "_score",
     "not_scored_lines": "_summary",
     "parse_reply": "_extract",
-    "partitioned": "_stream",
     "render_html": "_report",
     "render_markdown": "_report",
     "results_summary": "_summary",
@@ -162,15 +150,10 @@ __all__ = [
     "ModelResult",
     "ModelScore",
     "PairedF1",
-    "Part",
-    "Partition",
     "ReplyError",
-    "ScratchError",
     "SessionCount",
     "SessionOutcome",
-    "SideKind",
     "SlotFile",
-    "SlotInput",
     "SlotRecord",
     "SlotScorer",
     "SlotsRun",
@@ -178,6 +161,7 @@ __all__ = [
     "TPMode",
     "UnscoredModel",
     "build_messages",
+    "check_gold",
     "key_findings",
     "load_conversations",
     "load_judge_scores",
@@ -188,17 +172,17 @@ __all__ = [
     "model_sides",
     "not_scored_lines",
     "parse_reply",
-    "partitioned",
     "render_html",
     "render_markdown",
     "render_transcript",
     "results_summary",
     "run_extraction",
     "score_models",
-    "score_partition",
+    "slot_metrics",
     "slot_text",
     "topic_lines",
     "transcript_digest",
+    "write_extractions",
     "write_outputs",
     "write_plots",
 ]

@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,8 +27,10 @@ from typing import Annotated, Any, Literal
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, RootModel, StrictInt, StrictStr, ValidationError
 
-from fieldcheck._util.errors import InputError, input_error_of
-from fieldcheck._util.jsonio import iter_jsonl
+from fieldcheck._util.errors import CannotWrite, InputError, input_error_of
+from fieldcheck._util.jsonio import iter_jsonl, write_json, write_jsonl
+from fieldcheck._util.paths import unique_filenames
+from fieldcheck.reports import RunFolder
 from fieldcheck.runner import (
     Message,
     ModelSpec,
@@ -445,3 +448,52 @@ async def run_extraction(
         if result is not None:
             out.sessions.append(SessionOutcome.from_result(result))
     return out
+
+
+def write_extractions(
+    extractions: Sequence[Extraction], out: RunFolder, specs: Sequence[ModelSpec]
+) -> tuple[dict[str, Path], dict[str, Path], Path]:
+    """``pred_<name>.jsonl``, ``latency_<name>.jsonl``, ``memory_<name>.jsonl`` per model,
+    ``session_errors.jsonl`` (every session error) and ``runs.json`` (run ids and counts);
+    the pred and latency files by model and the errors file. ``CannotWrite`` when a file
+    cannot be written."""
+    stems = unique_filenames(e.model for e in extractions)
+    preds: dict[str, Path] = {}
+    lats: dict[str, Path] = {}
+    runs: dict[str, Any] = {}
+    by_name = {s.name: s for s in specs}
+    try:
+        for ex in extractions:
+            stem = stems[ex.model]
+            preds[ex.model] = out / f"pred_{stem}.jsonl"
+            lats[ex.model] = out / f"latency_{stem}.jsonl"
+            for name, rows in (
+                (f"pred_{stem}.jsonl", ex.pred_records()),
+                (f"latency_{stem}.jsonl", ex.latency_records()),
+                (f"memory_{stem}.jsonl", ex.memory_records()),
+            ):
+                with out.atomic(name) as tmp:
+                    write_jsonl(tmp, rows)
+            runs[ex.model] = {
+                "run_id": ex.run_id,
+                "model": by_name[ex.model].public(),
+                "sessions": len(ex.sessions),
+                "session_errors": len(ex.failed),
+                "errors": dict(Counter(s.error_type for s in ex.failed if s.error_type)),
+                "resumed": ex.resumed_items,
+                "cached": sum(s.cached for s in ex.sessions),
+                "input_tokens": sum(s.input_tokens for s in ex.sessions),
+                "output_tokens": sum(s.output_tokens for s in ex.sessions),
+                "tokens_estimated_sessions": ex.tokens_estimated,
+                "files": {"pred": preds[ex.model].name, "latency": lats[ex.model].name},
+            }
+        errors_path = out / "session_errors.jsonl"
+        with out.atomic("session_errors.jsonl") as tmp:
+            write_jsonl(tmp, [r for ex in extractions for r in ex.error_records()])
+        with out.atomic("runs.json") as tmp:
+            write_json(tmp, {"prompt": PROMPT_ID, "memory": "update-merge", "runs": runs})
+    except OSError as exc:
+        raise CannotWrite(
+            f"--out: cannot write {exc.filename or out}: {exc.strerror or exc}"
+        ) from None
+    return preds, lats, errors_path

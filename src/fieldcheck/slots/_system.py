@@ -1,15 +1,44 @@
 """The slot extraction benchmark as a system of the registry (``fieldcheck.core.System``): a
-stored slots run holds several models, each a column of its own in ``runs compare``."""
+stored slots run holds several models, each a column of its own in ``runs compare``. Its
+``prepare`` reads every input file (split by session into scratch buckets beside the run's
+destination, docs/slots.md "Large files") and ``score`` scores them bucket by bucket into the
+spec's output files (slot-extraction-benchmark.md)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+import logging
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, get_args
 
-from fieldcheck.slots._report import METRIC_COLUMNS
+from fieldcheck._util.errors import CannotWrite, InputError, UsageProblem
+from fieldcheck._util.sniff import check_input_file
+from fieldcheck.reports import RunFolder, Scored
+from fieldcheck.slots._loaders import JudgeFile, LatencyFile, SlotFile
+from fieldcheck.slots._report import METRIC_COLUMNS, write_outputs
+from fieldcheck.slots._score import ModelInput, SlotScorer, SlotsRun, TPMode
+from fieldcheck.slots._second import score_partition
+from fieldcheck.slots._stream import Partition, ScratchError, SideKind, SlotInput, partitioned
 from fieldcheck.store import MODEL_CHARS, ItemColumns, add_tag
 
+if TYPE_CHECKING:
+    from fieldcheck.matchers import Matcher
+    from fieldcheck.store import RunRecorder
+
+Progress = Callable[[str, int, int], None]
+
 _COUNTS = ("tp", "fp", "fn")
+_OPTIONS = {"gold": "--gold", "pred": "--pred", "latency": "--latency", "judge": "--judge"}
+_KINDS = {
+    "gold": "slot-lines",
+    "pred": "slot-lines",
+    "latency": "slot-latency",
+    "judge": "slot-judge",
+}
+
+log = logging.getLogger("fieldcheck")
 
 
 def _topic_f1(metrics: Mapping[str, Any]) -> dict[str, Any]:
@@ -17,10 +46,174 @@ def _topic_f1(metrics: Mapping[str, Any]) -> dict[str, Any]:
     return {topic: (s or {}).get("f1") for topic, s in topics.items()}
 
 
+def slot_metrics(run: SlotsRun) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(metrics, intervals) the store keeps of a slot run: metrics.json's models without their
+    ``ci``, the paired F1 tests; the intervals by model."""
+    data = run.metrics_json()
+    models = {n: {k: v for k, v in m.items() if k != "ci"} for n, m in data["models"].items()}
+    intervals = {n: m.get("ci") for n, m in data["models"].items()}
+    return {"models": models, "paired_f1": data["paired_f1"]}, intervals
+
+
+def gate_values(run: SlotsRun) -> dict[str, dict[str, float | None]]:
+    """Per model the metrics ``--fail-under`` can gate; a model with nothing scored has none."""
+    values: dict[str, dict[str, float | None]] = {u.name: {} for u in run.unscored}
+    for m in run.models:
+        values[m.name] = {name: getattr(m.result, name) for name in METRIC_COLUMNS}
+    return values
+
+
+@dataclass
+class SlotsRead:
+    """What ``prepare`` read: the files split by session (``partition``), the gold's and each
+    model's headers (path and bad lines; each bucket brings its sessions) and the judge model
+    asked when no judge file is given."""
+
+    partition: Partition
+    gold: SlotFile
+    models: list[ModelInput]
+    judge: Matcher | None
+
+
+def _settings(settings: Mapping[str, Any]) -> tuple[TPMode, float | None, int, int]:
+    """The stored settings ``{tp, threshold, bootstrap, seed}`` (and ``judge_base_url`` with
+    ``judge_model`` when a judge model is asked), checked."""
+    tp = settings.get("tp", "presence")
+    if tp not in get_args(TPMode):
+        allowed = ", ".join(repr(m) for m in get_args(TPMode))
+        raise UsageProblem(f"{tp!r} is not one of {allowed}", "--tp")
+    threshold = settings.get("threshold")
+    if threshold is not None and not (_number(threshold) and 0.0 <= threshold <= 1.0):
+        raise UsageProblem(f"{threshold!r} is not a number in [0, 1]", "--threshold")
+    bootstrap, seed = settings.get("bootstrap", 1000), settings.get("seed", 0)
+    if not (_integer(bootstrap) and bootstrap >= 0):
+        raise UsageProblem(f"{bootstrap!r} is not a whole number >= 0", "--bootstrap")
+    if not _integer(seed):
+        raise UsageProblem(f"{seed!r} is not a whole number", "--seed")
+    if bool(settings.get("judge_base_url")) != bool(settings.get("judge_model")):
+        raise UsageProblem(
+            "give both --judge-base-url and --judge-model, or neither", "--judge-model"
+        )
+    return tp, threshold, bootstrap, seed
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _integer(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _by_role(inputs: Sequence[tuple[str, Path]]) -> tuple[Path, dict[str, dict[str, Path]]]:
+    """The gold file, and per role (``pred``, ``latency``, ``judge``) the files by model, in
+    the order given: one gold, models named once each, side files only of a model given."""
+    gold: Path | None = None
+    files: dict[str, dict[str, Path]] = {"pred": {}, "latency": {}, "judge": {}}
+    names: list[str] = []
+    for role, path in inputs:
+        kind, _, name = role.partition(":")
+        if role == "gold" and gold is None:
+            gold = Path(path)
+        elif kind == "pred" and name:
+            names.append(name)
+            files["pred"].setdefault(name, Path(path))
+        elif kind in files and name:
+            if name in files[kind]:
+                raise UsageProblem(f"model {name!r} given twice", _OPTIONS[kind])
+            files[kind][name] = Path(path)
+        else:
+            roles = ", ".join(role for role, _ in SlotsSystem.inputs)
+            raise UsageProblem(f"unexpected input {role!r}: slots takes one of each of {roles}")
+    if gold is None or not names:
+        raise UsageProblem(
+            "slots needs a gold file and at least one pred:NAME",
+            "--gold" if gold is None else "--pred",
+        )
+    if len(set(names)) != len(names):
+        raise UsageProblem(f"model names must be unique (got {', '.join(names)})", "--pred")
+    for kind in ("latency", "judge"):
+        for name in files[kind]:
+            if name not in files["pred"]:
+                shown = ", ".join(names)
+                raise UsageProblem(
+                    f"unknown model {name!r}; models given with --pred: {shown}", _OPTIONS[kind]
+                )
+    return gold, files
+
+
+def _checked(item: SlotInput, role: str, *, check: bool = True) -> SlotInput:
+    """One input file as it was read: a file that cannot be read, or (with ``check``, for the
+    user's files) gives no valid line, is a usage problem (``check_input_file``). An empty pred
+    file is a model that predicted no slot."""
+    option = _OPTIONS[role]
+    if item.failure is not None:
+        raise UsageProblem(item.failure.one_line(), option)
+    if not check:  # the files of a model run: a dead model's are empty
+        return item
+    if role == "pred" and not item.records and not item.errors:
+        log.warning("%s: the file is empty: this model predicted no slot", item.path)
+        return item
+    others = {_OPTIONS[r]: k for r, k in _KINDS.items() if r != role and k != _KINDS[role]}
+    check_input_file(
+        item.path,
+        records=item.records,
+        errors=item.errors,
+        option=option,
+        expected=_KINDS[role],
+        others=others,
+    )
+    return item
+
+
+def check_gold(path: Path) -> None:
+    """``slots run``: the gold file read and checked before any model is called."""
+    from fieldcheck.slots._loaders import load_slots
+
+    try:
+        loaded = load_slots(path)
+    except InputError as exc:
+        raise UsageProblem(exc.one_line(), "--gold") from None
+    _checked(SlotInput(path, loaded.records, loaded.errors), "gold")
+
+
+def _read(
+    part: Partition,
+    files: dict[str, dict[str, Path]],
+    not_scored: Mapping[str, Mapping[tuple[str, int], str]],
+    *,
+    check: bool,
+) -> tuple[SlotFile, list[ModelInput]]:
+    """Every file the partition read, checked in input order (see ``_checked``), as headers:
+    path and bad lines, no sessions (each bucket brings its own)."""
+    gold_item, *pred_items = part.inputs
+    sides = iter(part.sides)
+    gold = _checked(gold_item, "gold")
+    models = []
+    for name, item in zip(files["pred"], pred_items, strict=True):
+        latency = judge = None
+        if name in files["latency"]:
+            side = _checked(next(sides), "latency", check=check)
+            latency = LatencyFile(side.path, errors=side.errors)
+        if name in files["judge"]:
+            side = _checked(next(sides), "judge", check=check)
+            judge = JudgeFile(side.path, errors=side.errors)
+        pred = _checked(item, "pred", check=check)
+        predictions = SlotFile(pred.path, errors=pred.errors)
+        models.append(ModelInput(name, predictions, latency, judge, not_scored.get(name, {})))
+    return SlotFile(gold.path, errors=gold.errors), models
+
+
 class SlotsSystem:
     name = "slots"
     title = "Slot extraction benchmark"
     item = "session"
+    inputs = (
+        ("gold", "gold slots, JSONL: one {user, session, topic, field, values} per line"),
+        ("pred:NAME", "model NAME's predicted slots (the gold's format)"),
+        ("latency:NAME", "seconds per session of model NAME, JSONL {user, session, seconds}"),
+        ("judge:NAME", "judge scores of model NAME, JSONL {user, session, topic, field, score}"),
+    )
     headline = METRIC_COLUMNS
     breakdowns = (("Per-topic F1", "topic", _topic_f1),)
     export_columns = (
@@ -77,6 +270,106 @@ class SlotsSystem:
             add_tag(tags, str(topic), bool(c.get("differ") or c.get("fp") or c.get("fn")))
         error_type = str(not_scored)[:32] if not_scored else None
         return ItemColumns(key, failed, model[:MODEL_CHARS], error_type=error_type, tags=tags)
+
+    # ------------------------------------------------------------------ scoring (the pipeline)
+
+    @contextmanager
+    def prepare(
+        self,
+        inputs: Sequence[tuple[str, Path]],
+        settings: Mapping[str, Any],
+        *,
+        beside: Path,
+        progress: Progress | None,
+        extras: Mapping[str, Any],
+    ) -> Iterator[SlotsRead]:
+        """Read every file, split by session into buckets in a scratch folder beside ``beside``
+        (removed when the block ends, however it ends), and check it before anything is
+        written. ``extras["not_scored"]``: per model, the sessions whose call failed (a model
+        run), left out of that model's scores; its files are fieldcheck's own, not checked."""
+        _settings(settings)
+        gold, files = _by_role(inputs)
+        not_scored = extras.get("not_scored")
+        preds = files["pred"]
+        sides: list[tuple[SideKind, Path]] = []
+        for name in preds:  # per model its latency then its judge file: the order scored
+            sides += [
+                (kind, files[kind][name]) for kind in ("latency", "judge") if name in files[kind]
+            ]
+        if progress is not None:
+            progress(f"reading {1 + len(preds) + len(sides)} slot file(s)", 0, 0)
+        with ExitStack() as stack:
+            try:
+                part = stack.enter_context(
+                    partitioned([gold, *preds.values()], beside=beside, sides=sides)
+                )
+            except ScratchError as exc:  # a full disk while splitting the inputs
+                raise CannotWrite(
+                    f"--out: cannot write the run's scratch file {exc.filename}: {exc.strerror}"
+                ) from None
+            gold_file, models = _read(part, files, not_scored or {}, check=not_scored is None)
+            judge = None
+            url, model = settings.get("judge_base_url"), settings.get("judge_model")
+            if url and model:
+                from fieldcheck.matchers import DiskCache, LLMJudge
+
+                judge = LLMJudge(model=model, base_url=url, kind="slot", cache=DiskCache())
+            yield SlotsRead(part, gold_file, models, judge)
+
+    def score(
+        self,
+        read: SlotsRead,
+        folder: RunFolder,
+        settings: Mapping[str, Any],
+        *,
+        recorder: RunRecorder | None,
+        progress: Progress | None,
+    ) -> Scored:
+        """Score the buckets in order (``score_partition``), each session's items to
+        ``recorder`` as scored, and write the spec's files into ``folder``."""
+        tp, threshold, bootstrap, seed = _settings(settings)
+        part = read.partition
+        done = 0
+
+        def step(_: str) -> None:
+            nonlocal done
+            if progress is not None:
+                progress("scoring", min(done, part.k), part.k)
+            done += 1
+
+        scorer = SlotScorer(
+            read.gold,
+            read.models,
+            tp=tp,
+            threshold=threshold,
+            judge=read.judge,
+            bootstrap=bootstrap,
+            seed=seed,
+            progress=None if progress is None else lambda text: progress(text, 0, 0),
+            recorder=recorder,
+        )
+        try:
+            score_partition(scorer, part, step)
+        except OSError as exc:  # the bucket files: removed, or the disk gone, while scoring
+            raise CannotWrite(
+                f"--out: cannot read the run's scratch file {exc.filename or part.folder}: "
+                f"{exc.strerror or exc} (was its folder removed?)"
+            ) from None
+        run = scorer.finish()
+        if progress is not None:
+            progress("writing", 0, 0)
+        files = write_outputs(run, folder)
+        metrics, intervals = slot_metrics(run)
+        return Scored(
+            result=run,
+            files=files,
+            metrics=metrics,
+            intervals=intervals,
+            signature=run.signature,
+            failed=bool(run.errors),
+            gate=gate_values(run),
+            summary={**run.metrics_json(), "complete": True},
+        )
 
 
 SYSTEM = SlotsSystem()
