@@ -1,14 +1,169 @@
-"""Numeric QA as a system of the registry (``fieldcheck.core.System``): its intervals are
-stored overall and by turn; ``runs compare`` shows accuracy and operations by turn."""
+"""Numeric QA as a system of the registry (``fieldcheck.core.System``): how its two inputs are
+read and checked, how they are scored into a run folder (``score_to_folder``), and what the
+store keeps (intervals overall and by turn; ``runs compare`` shows accuracy and operations by
+turn). Spec: numeric-qa-evaluation.md."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NamedTuple
 
+from fieldcheck._util.errors import InputError, UsageProblem
+from fieldcheck._util.sniff import check_input_file, likely_cause
+from fieldcheck.numeric._loaders import LoadResult, load_convfinqa
+from fieldcheck.numeric._predictions import PredictionsResult, load_predictions
 from fieldcheck.numeric._report import HEADLINE
-from fieldcheck.numeric._stream import numeric_columns
+from fieldcheck.numeric._stream import OUTPUT_FILES, numeric_columns, score_to_folder
+from fieldcheck.reports import RunFolder, Scored
 from fieldcheck.store import ItemColumns
+
+if TYPE_CHECKING:
+    from fieldcheck.store import RunRecorder
+
+GATED = (
+    "numerical_match_accuracy",
+    "soft_match_accuracy",
+    "unit_agnostic_accuracy",
+    "sign_agnostic_accuracy",
+    "general_match_accuracy",
+    "avg_logic_recall",
+    "avg_logic_precision",
+    "avg_logic_order_score",
+    "conversation_success_rate",
+)
+"""The statistics ``--fail-under`` gates (higher is better), named as in statistics.json."""
+
+SETTINGS = ("split", "sample_size", "seed", "price_in", "price_out", "bootstrap")
+"""The stored settings of a numeric run (its options, by name)."""
+
+
+class Read(NamedTuple):
+    """Both inputs, read and checked."""
+
+    data: LoadResult
+    predictions: PredictionsResult
+
+
+def stored_metrics(statistics: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(metrics, intervals) the store keeps of a numeric run, from its statistics.json object."""
+    skip = ("bootstrap_95_ci", "bootstrap_95_ci_by_turn_number", "signature", "signature_settings")
+    metrics = {k: v for k, v in statistics.items() if k not in skip}
+    intervals = {
+        "overall": statistics.get("bootstrap_95_ci") or {},
+        "by_turn": statistics.get("bootstrap_95_ci_by_turn_number") or {},
+    }
+    return metrics, intervals
+
+
+def _option(settings: Mapping[str, Any], name: str, kind: type, least: float | None) -> Any:
+    """Setting ``name`` (None allowed) of type ``kind`` and at least ``least``, else a usage
+    problem naming its option."""
+    value = settings.get(name)
+    option = "--" + name.replace("_", "-")
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int if kind is int else (int, float)):
+        raise UsageProblem(f"must be {'an integer' if kind is int else 'a number'}", option)
+    if least is not None and value < least:
+        raise UsageProblem(f"must be at least {least:g} (got {value})", option)
+    return value
+
+
+def check_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
+    """The stored settings, checked: unknown names, types and ranges, prices both or neither."""
+    unknown = sorted(set(settings) - set(SETTINGS))
+    if unknown:
+        raise UsageProblem(
+            f"unknown setting(s) {', '.join(unknown)} (known: {', '.join(SETTINGS)})"
+        )
+    split = settings.get("split")
+    if split is not None and not isinstance(split, str):
+        raise UsageProblem("must be a split's name", "--split")
+    found = {
+        "split": split,
+        "sample_size": _option(settings, "sample_size", int, 1),
+        "seed": _option(settings, "seed", int, None) or 0,
+        "price_in": _option(settings, "price_in", float, 0),
+        "price_out": _option(settings, "price_out", float, 0),
+        "bootstrap": _option(settings, "bootstrap", int, 0),
+    }
+    if found["bootstrap"] is None:
+        found["bootstrap"] = 1000
+    if (found["price_in"] is None) != (found["price_out"] is None):
+        raise UsageProblem("give --price-in and --price-out together", "--price-in/--price-out")
+    return found
+
+
+def read_data(
+    data: Path,
+    *,
+    split: str | None,
+    sample_size: int | None,
+    seed: int,
+    others: dict[str, str] | None = None,
+) -> LoadResult:
+    """The ConvFinQA file; one that cannot be read is a usage problem naming ``--data`` and
+    what the file looks like instead (``others``: the command's other input options)."""
+    try:
+        return load_convfinqa(data, split=split, sample_size=sample_size, seed=seed)
+    except InputError as exc:
+        cause = likely_cause(data, "convfinqa", others)
+        raise UsageProblem(exc.one_line() + cause, "--data") from None
+
+
+def read_inputs(
+    data: Path, predictions: Path, settings: Mapping[str, Any], loaded: LoadResult | None = None
+) -> Read:
+    """Both input files (``loaded``: the data as a model run read it with the same settings),
+    before any output is touched. A file that cannot be read or gives no valid line, or
+    predictions of no conversation of the data, is a usage problem naming its option."""
+    split, size, seed = settings["split"], settings["sample_size"], settings["seed"]
+    others = {"--predictions": "numeric-predictions"}
+    loaded = loaded or read_data(data, split=split, sample_size=size, seed=seed, others=others)
+    try:
+        preds = load_predictions(predictions)
+    except InputError as exc:
+        raise UsageProblem(exc.one_line(), "--predictions") from None
+    order = loaded.conversation_ids()  # from the index: no second read of the dataset
+    if not order and not loaded.errors:
+        raise UsageProblem(f"{data}: no conversations (the dataset is empty)", "--data")
+    check_input_file(  # every record bad: the same rule as for any input file
+        data,
+        records=len(order),
+        errors=loaded.errors,
+        option="--data",
+        expected="convfinqa",
+        others={"--predictions": "numeric-predictions"},
+    )
+    check_input_file(
+        predictions,
+        records=len(preds.predictions),
+        errors=preds.errors,
+        option="--predictions",
+        expected="numeric-predictions",
+        others={"--data": "convfinqa"},
+    )
+    ids = set(order)
+    if loaded.conversations and not any(cid in ids for cid, _ in preds.predictions):
+        example = next(iter(preds.predictions))[0]
+        if size is not None:  # the predictions may well be of conversations not drawn
+            raise UsageProblem(
+                f"{predictions}: no prediction matches the {len(order):,} conversation(s) "
+                f"--sample-size {size} --seed {seed} drew from {data} (first "
+                f"prediction: {example!r}; first drawn: {order[0]!r}): give the "
+                "--sample-size and --seed the predictions were made with, or neither",
+                "--predictions",
+            )
+        raise UsageProblem(
+            f"{predictions}: no prediction matches a conversation of {data} (first "
+            f"prediction: {example!r}; first conversation: {order[0]!r}): "
+            "are --data and --predictions for the same dataset and split?",
+            "--predictions",
+        )
+    return Read(loaded, preds)
+
 
 _SUMMARY = ("question", "expected_answer", "predicted_answer")
 
@@ -25,6 +180,10 @@ class NumericSystem:
     name = "numeric"
     title = "Numeric QA"
     item = "turn"
+    inputs = (
+        ("data", "ConvFinQA file: the derived {'train','dev'} format or the original list"),
+        ("predictions", "predictions JSONL, one line per (conversation_id, turn)"),
+    )
     headline = tuple(key for key, _ in HEADLINE)
     breakdowns = (
         ("Accuracy by turn", "turn", _accuracy_by_turn),
@@ -64,6 +223,70 @@ class NumericSystem:
 
     def item_columns(self, item: Mapping[str, Any]) -> ItemColumns:
         return numeric_columns(item)
+
+    @contextmanager
+    def prepare(
+        self,
+        inputs: Sequence[tuple[str, Path]],
+        settings: Mapping[str, Any],
+        *,
+        beside: Path,
+        progress: Any,
+        extras: Mapping[str, Any],
+    ) -> Iterator[Read]:
+        """Both inputs read and checked (``extras["data"]``: the dataset a model run read)."""
+        given = dict(inputs)
+        missing = [role for role, _ in self.inputs if role not in given]
+        if missing:
+            raise UsageProblem(f"missing input(s): {', '.join(missing)}")
+        yield read_inputs(
+            Path(given["data"]),
+            Path(given["predictions"]),
+            check_settings(settings),
+            extras.get("data"),
+        )
+
+    def score(
+        self,
+        read: Read,
+        folder: RunFolder,
+        settings: Mapping[str, Any],
+        *,
+        recorder: RunRecorder | None,
+        progress: Any,
+    ) -> Scored:
+        """Every output file of the spec into ``folder``, each turn to ``recorder``."""
+        found = check_settings(settings)
+        total = len(read.data.conversations)
+        result = score_to_folder(
+            read.data,
+            read.predictions,
+            folder,
+            price_in=found["price_in"],
+            price_out=found["price_out"],
+            bootstrap=found["bootstrap"],
+            seed=found["seed"],
+            sample_size=found["sample_size"],
+            sample_seed=found["seed"] if found["sample_size"] is not None else None,
+            progress=None if progress is None else lambda n: progress("scoring", n, total),
+            recorder=recorder,
+        )
+        stats = result.statistics
+        metrics, intervals = stored_metrics(stats)
+        return Scored(
+            result=result,
+            files={n: folder / n for n in OUTPUT_FILES if (folder / n).exists()},
+            metrics=metrics,
+            intervals=intervals,
+            signature=result.signature,
+            failed=bool(
+                not stats["num_conversations"]
+                or result.input_errors
+                or stats["num_turns_not_scored_call_errors"]
+            ),
+            gate={"": {name: stats.get(name) for name in GATED}},
+            summary={**stats, "complete": True},
+        )
 
 
 SYSTEM = NumericSystem()

@@ -23,7 +23,6 @@ from fieldcheck.runs._items import (
     json_error_item,
     json_item,
     json_metrics,
-    numeric_metrics,
     slot_items,
     slot_metrics,
 )
@@ -43,7 +42,6 @@ __all__ = [
     "json_error_item",
     "json_item",
     "json_metrics",
-    "numeric_metrics",
     "record_folder",
     "rescore",
     "slot_items",
