@@ -66,6 +66,7 @@ from fieldcheck.numeric import (
     PROMPT_ID,
     LoadResult,
     NumericResult,
+    NumericSettings,
     estimated_note,
     evaluate_model,
     read_data,
@@ -102,9 +103,7 @@ _SHOWN = tuple(
 
 
 def _settings(**options: Any) -> dict[str, Any]:
-    """A numeric run's stored settings (the store keeps them; ``numeric.SETTINGS``)."""
-    defaults = {"split": None, "sample_size": None, "seed": 0, "price_in": None}
-    return {**defaults, "price_out": None, "bootstrap": 1000, **options}
+    return NumericSettings(**options).model_dump()
 
 
 def _stored(console: Console, run_id: str | None) -> None:

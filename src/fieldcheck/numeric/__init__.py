@@ -65,7 +65,7 @@ if TYPE_CHECKING:  # the names as type checkers and editors see them
         scored_conversations,
         stored_cell,
     )
-    from fieldcheck.numeric._system import GATED, SYSTEM, read_data, stored_metrics
+    from fieldcheck.numeric._system import GATED, SYSTEM, NumericSettings, read_data, stored_metrics
     from fieldcheck.numeric._validator import (
         CHECKS,
         DocumentNumbers,
@@ -82,6 +82,7 @@ _HOME = {
     "DocumentNumbers": "_validator",
     "SYSTEM": "_system",
     "GATED": "_system",
+    "NumericSettings": "_system",
     "read_data": "_system",
     "stored_metrics": "_system",
     "CHECKS": "_validator",
@@ -145,6 +146,7 @@ __all__ = [
     "Intervals",
     "LoadResult",
     "NumericResult",
+    "NumericSettings",
     "Plan",
     "PlanStep",
     "Prediction",

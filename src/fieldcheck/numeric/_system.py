@@ -10,6 +10,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
 from fieldcheck._util.errors import InputError, UsageProblem
 from fieldcheck._util.sniff import check_input_file, likely_cause
 from fieldcheck.numeric._loaders import LoadResult, load_convfinqa
@@ -35,9 +37,6 @@ GATED = (
 )
 """The statistics ``--fail-under`` gates (higher is better), named as in statistics.json."""
 
-SETTINGS = ("split", "sample_size", "seed", "price_in", "price_out", "bootstrap")
-"""The stored settings of a numeric run (its options, by name)."""
-
 
 class Read(NamedTuple):
     """Both inputs, read and checked."""
@@ -57,41 +56,28 @@ def stored_metrics(statistics: Mapping[str, Any]) -> tuple[dict[str, Any], dict[
     return metrics, intervals
 
 
-def _option(settings: Mapping[str, Any], name: str, kind: type, least: float | None) -> Any:
-    """Setting ``name`` (None allowed) of type ``kind`` and at least ``least``, else a usage
-    problem naming its option."""
-    value = settings.get(name)
-    option = "--" + name.replace("_", "-")
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int if kind is int else (int, float)):
-        raise UsageProblem(f"must be {'an integer' if kind is int else 'a number'}", option)
-    if least is not None and value < least:
-        raise UsageProblem(f"must be at least {least:g} (got {value})", option)
-    return value
+class NumericSettings(BaseModel):
+    """A numeric run's stored settings: its options by name, as ``runs show`` lists them."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    split: str | None = None
+    sample_size: int | None = Field(None, ge=1)
+    seed: int = 0
+    price_in: float | None = Field(None, ge=0)
+    price_out: float | None = Field(None, ge=0)
+    bootstrap: int = Field(1000, ge=0)
 
 
-def check_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
-    """The stored settings, checked: unknown names, types and ranges, prices both or neither."""
-    unknown = sorted(set(settings) - set(SETTINGS))
-    if unknown:
-        raise UsageProblem(
-            f"unknown setting(s) {', '.join(unknown)} (known: {', '.join(SETTINGS)})"
-        )
-    split = settings.get("split")
-    if split is not None and not isinstance(split, str):
-        raise UsageProblem("must be a split's name", "--split")
-    found = {
-        "split": split,
-        "sample_size": _option(settings, "sample_size", int, 1),
-        "seed": _option(settings, "seed", int, None) or 0,
-        "price_in": _option(settings, "price_in", float, 0),
-        "price_out": _option(settings, "price_out", float, 0),
-        "bootstrap": _option(settings, "bootstrap", int, 0),
-    }
-    if found["bootstrap"] is None:
-        found["bootstrap"] = 1000
-    if (found["price_in"] is None) != (found["price_out"] is None):
+def check_settings(settings: Mapping[str, Any]) -> NumericSettings:
+    """The stored settings, checked: a usage problem names the option (prices: both or none)."""
+    try:
+        found = NumericSettings.model_validate(dict(settings))
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        option = "--" + "".join(str(p) for p in first["loc"][:1]).replace("_", "-")
+        raise UsageProblem(f"{first['msg']} (got {first.get('input')!r})", option) from None
+    if (found.price_in is None) != (found.price_out is None):
         raise UsageProblem("give --price-in and --price-out together", "--price-in/--price-out")
     return found
 
@@ -114,12 +100,12 @@ def read_data(
 
 
 def read_inputs(
-    data: Path, predictions: Path, settings: Mapping[str, Any], loaded: LoadResult | None = None
+    data: Path, predictions: Path, settings: NumericSettings, loaded: LoadResult | None = None
 ) -> Read:
     """Both input files (``loaded``: the data as a model run read it with the same settings),
     before any output is touched. A file that cannot be read or gives no valid line, or
     predictions of no conversation of the data, is a usage problem naming its option."""
-    split, size, seed = settings["split"], settings["sample_size"], settings["seed"]
+    split, size, seed = settings.split, settings.sample_size, settings.seed
     others = {"--predictions": "numeric-predictions"}
     loaded = loaded or read_data(data, split=split, sample_size=size, seed=seed, others=others)
     try:
@@ -262,12 +248,12 @@ class NumericSystem:
             read.data,
             read.predictions,
             folder,
-            price_in=found["price_in"],
-            price_out=found["price_out"],
-            bootstrap=found["bootstrap"],
-            seed=found["seed"],
-            sample_size=found["sample_size"],
-            sample_seed=found["seed"] if found["sample_size"] is not None else None,
+            price_in=found.price_in,
+            price_out=found.price_out,
+            bootstrap=found.bootstrap,
+            seed=found.seed,
+            sample_size=found.sample_size,
+            sample_seed=found.seed if found.sample_size is not None else None,
             progress=None if progress is None else lambda n: progress("scoring", n, total),
             recorder=recorder,
         )
