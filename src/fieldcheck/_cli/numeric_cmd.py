@@ -322,6 +322,22 @@ def score_command(
     raise typer.Exit(gate(floors, scored.gate, console, EXIT_FAILED if scored.failed else EXIT_OK))
 
 
+def _comparison(title: str, columns: Sequence[tuple[str, NumericResult]]) -> Table:
+    """The demos' table: the models' headline statistics side by side."""
+    table = Table(title=title, header_style="bold")
+    table.add_column("metric")
+    for name, _ in columns:
+        table.add_column(name, justify="right")
+    for key, label in (
+        *_SHOWN,
+        ("cost_per_correct_answer", "cost per correct answer: tokens per successful conversation"),
+        ("tokens_per_correct_turn", "tokens per correct turn"),
+        ("num_failed_turns", "failed turns (not a numerical match)"),
+    ):
+        table.add_row(label, *(_fmt(result.statistics.get(key)) for _, result in columns))
+    return table
+
+
 def run_demo(out_dir: Path) -> int:
     """``make demo``: score the bundled example predictions of two models; print a summary."""
     console = SafeConsole()
@@ -344,18 +360,8 @@ def run_demo(out_dir: Path) -> int:
         )
         _stored(console, outcome.run_id)
         rows.append((model, outcome.scored.result, outcome.destination))
-    table = Table(title="ConvFinQA-style example (synthetic data)", header_style="bold")
-    table.add_column("metric")
-    for model, _, _ in rows:
-        table.add_column(model, justify="right")
-    for key, label in (
-        *_SHOWN,
-        ("cost_per_correct_answer", "cost per correct answer: tokens per successful conversation"),
-        ("tokens_per_correct_turn", "tokens per correct turn"),
-        ("num_failed_turns", "failed turns (not a numerical match)"),
-    ):
-        table.add_row(label, *(_fmt(result.statistics.get(key)) for _, result, _ in rows))
-    console.print(table)
+    title = "ConvFinQA-style example (synthetic data)"
+    console.print(_comparison(title, [(model, result) for model, result, _ in rows]))
     for model, result, target in rows:
         modes = ", ".join(f"{k}={v}" for k, v in result.statistics["failure_modes"].items())
         console.print(f"{model}: failure modes {modes or 'none'}; files in {target}/", markup=False)
@@ -661,20 +667,10 @@ def run_model_demo(base_url: str, out_dir: Path, models: list[str], *, console: 
         show_progress=False,
         dir_per_model=True,
     )
-    table = Table(
-        title="ConvFinQA dev (30 conversations, seed 0): plan-and-execute agent",
-        header_style="bold",
+    table = _comparison(
+        "ConvFinQA dev (30 conversations, seed 0): plan-and-execute agent",
+        [(o.spec.name, o.result) for o in outcomes],
     )
-    table.add_column("metric")
-    for o in outcomes:
-        table.add_column(o.spec.name, justify="right")
-    for key, label in (
-        *_SHOWN,
-        ("cost_per_correct_answer", "cost per correct answer: tokens per successful conversation"),
-        ("tokens_per_correct_turn", "tokens per correct turn"),
-        ("num_failed_turns", "failed turns (not a numerical match)"),
-    ):
-        table.add_row(label, *(_fmt(o.result.statistics.get(key)) for o in outcomes))
     table.add_row(
         "turns not scored: call errors",
         *(call_errors_text(o.result.statistics) for o in outcomes),
@@ -684,8 +680,7 @@ def run_model_demo(base_url: str, out_dir: Path, models: list[str], *, console: 
         *(" ".join(f"{k}={v}" for k, v in sorted(o.errors.items())) or "none" for o in outcomes),
     )
     table.add_row(
-        "failed validation checks",
-        *(str(_failed_checks(o)) for o in outcomes),
+        "failed validation checks", *(str(o.result.tallies.failed_checks) for o in outcomes)
     )
     console.print(table)
     for o in outcomes:
@@ -694,7 +689,3 @@ def run_model_demo(base_url: str, out_dir: Path, models: list[str], *, console: 
         )
     console.print(store_line(runner), markup=False, highlight=False, soft_wrap=True)
     return EXIT_FAILED if any(o.infrastructure_errors for o in outcomes) else EXIT_OK
-
-
-def _failed_checks(outcome: ModelOutcome) -> int:
-    return outcome.result.tallies.failed_checks
