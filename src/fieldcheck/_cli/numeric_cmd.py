@@ -395,35 +395,6 @@ class ModelOutcome:
         return sum(n for kind, n in self.errors.items() if kind in INFRASTRUCTURE_ERRORS)
 
 
-async def _evaluate_all(
-    runner: Runner,
-    specs: Sequence[ModelSpec],
-    loaded: LoadResult,
-    data: Path,
-    *,
-    sample_size: int | None,
-    seed: int,
-    show_progress: bool,
-) -> list[RunHandle]:
-    """Each model in turn (one progress bar at a time); conversations run concurrently."""
-    try:
-        return [
-            await evaluate_model(
-                runner,
-                spec,
-                loaded,
-                data,
-                sample_size=sample_size,
-                seed=seed,
-                console=SafeConsole(stderr=True),
-                show_progress=show_progress,
-            )
-            for spec in specs
-        ]
-    finally:
-        await runner.aclose()
-
-
 def evaluate_and_score(
     runner: Runner,
     specs: Sequence[ModelSpec],
@@ -442,18 +413,27 @@ def evaluate_and_score(
     ``root/<file-safe name>``. ``loaded``: the data as read with ``settings``."""
     names = [s.name for s in specs]
     dirs = unique_filenames(names) if len(names) > 1 or dir_per_model else {names[0]: ""}
-    handles = run_async(
-        _evaluate_all(
-            runner,
-            specs,
-            loaded,
-            data,
-            sample_size=settings["sample_size"],
-            seed=settings["seed"],
-            show_progress=show_progress,
-        ),
-        runner=runner,
-    )
+
+    async def evaluate_all() -> list[RunHandle]:
+        """Each model in turn (one progress bar at a time); conversations run concurrently."""
+        try:
+            return [
+                await evaluate_model(
+                    runner,
+                    spec,
+                    loaded,
+                    data,
+                    sample_size=settings["sample_size"],
+                    seed=settings["seed"],
+                    console=SafeConsole(stderr=True),
+                    show_progress=show_progress,
+                )
+                for spec in specs
+            ]
+        finally:
+            await runner.aclose()
+
+    handles = run_async(evaluate_all(), runner=runner)
     errors = SafeConsole(stderr=True)
     outcomes: list[ModelOutcome] = []
     for spec, handle in zip(specs, handles, strict=True):
