@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from fieldcheck.numeric import load_convfinqa, load_predictions, score_to_folder
-from fieldcheck.runs import numeric_metrics
+from fieldcheck.numeric import load_convfinqa, load_predictions, score_to_folder, stored_metrics
 from fieldcheck.runs._folder import record_folder
 from fieldcheck.store import RunRecorder, Store
 
@@ -81,7 +80,7 @@ def test_recorded_items_are_the_folder_items(
     result = score_to_folder(
         data, preds, folder, bootstrap=20, chunk=chunk, recorder=recorder, writer_process=outputs
     )
-    metrics, intervals = numeric_metrics(result.statistics)
+    metrics, intervals = stored_metrics(result.statistics)
     run = recorder.finish(metrics=metrics, intervals=intervals, signature=result.signature)
 
     from_folder = Store(f"sqlite:///{tmp_path}/folder.db")

@@ -6,39 +6,35 @@ from __future__ import annotations
 import sys
 from collections import Counter
 from collections.abc import Sequence
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from fieldcheck import core
 from fieldcheck._cli._common import (
     EXIT_FAILED,
     EXIT_OK,
     JsonOpt,
+    ProgressBar,
     bootstrap_option,
     cannot_write,
-    check_input_file,
-    check_out,
+    command_name,
+    events,
     fail_under_option,
     finish,
     gate,
-    out_dir,
     out_option,
     parse_fail_under,
+    pipeline_errors,
     seed_option,
     show_problems,
     writing,
 )
-from fieldcheck._cli._record import (
-    NoStoreOpt,
-    finish_recorder,
-    open_recorder,
-    recording,
-    stored_line,
-)
+from fieldcheck._cli._record import NoStoreOpt, store_failed
 from fieldcheck._cli._runopts import (
     STORE_HELP,
     BaseUrlOpt,
@@ -61,23 +57,20 @@ from fieldcheck._cli._runopts import (
     run_async,
     store_line,
 )
-from fieldcheck._util.errors import InputError
-from fieldcheck._util.jsonio import dumps, write_jsonl
+from fieldcheck._util.jsonio import dumps
 from fieldcheck._util.paths import unique_filenames
-from fieldcheck._util.sniff import likely_cause
-from fieldcheck._util.term import SafeConsole, safe_json_text, safe_text
+from fieldcheck._util.term import SafeConsole, safe_json_text
 from fieldcheck.numeric import (
     CALL_ERRORS,
+    GATED,
     PROMPT_ID,
     LoadResult,
     NumericResult,
-    PredictionsResult,
+    NumericSettings,
     estimated_note,
     evaluate_model,
-    load_convfinqa,
-    load_predictions,
-    prediction_lines,
-    score_to_folder,
+    read_data,
+    write_predictions,
 )
 from fieldcheck.reports import OutputFolder
 from fieldcheck.runner import MAX_REPLY_BYTES, ModelSpec, RunHandle, Runner, item_calls
@@ -90,169 +83,34 @@ app = typer.Typer(
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "numeric"
 EXAMPLE_MODELS = ("model_a", "model_b")
 
-_SHOWN = (
-    ("numerical_match_accuracy", "numerical match"),
-    ("soft_match_accuracy", "soft match"),
-    ("unit_agnostic_accuracy", "unit-agnostic"),
-    ("sign_agnostic_accuracy", "sign-agnostic"),
-    ("general_match_accuracy", "general match"),
-    ("avg_logic_recall", "logic recall"),
-    ("avg_logic_precision", "logic precision"),
-    ("avg_logic_order_score", "logic order (LCS)"),
-    ("conversation_success_rate", "conversation success"),
+_SHOWN = tuple(
+    zip(
+        GATED,
+        (
+            "numerical match",
+            "soft match",
+            "unit-agnostic",
+            "sign-agnostic",
+            "general match",
+            "logic recall",
+            "logic precision",
+            "logic order (LCS)",
+            "conversation success",
+        ),
+        strict=True,
+    )
 )
-# --fail-under gates the statistics of the table (higher is better), named as in statistics.json
-GATED = tuple(key for key, _ in _SHOWN)
 
 
-def load_inputs(
-    data: Path,
-    predictions: Path,
-    *,
-    split: str | None = None,
-    sample_size: int | None = None,
-    seed: int = 0,
-) -> tuple[LoadResult, PredictionsResult]:
-    """Both input files, before any output is touched. A file that cannot be read or gives no
-    valid line is a usage error naming its option and what the file looks like instead."""
-    try:
-        loaded = load_convfinqa(data, split=split, sample_size=sample_size, seed=seed)
-    except InputError as exc:
-        cause = likely_cause(data, "convfinqa", {"--predictions": "numeric-predictions"})
-        raise typer.BadParameter(safe_text(exc.one_line() + cause), param_hint="--data") from None
-    try:
-        preds = load_predictions(predictions)
-    except InputError as exc:
-        raise typer.BadParameter(safe_text(exc.one_line()), param_hint="--predictions") from None
-    order = loaded.conversation_ids()  # from the index: no second read of the dataset
-    if not order and not loaded.errors:
-        raise typer.BadParameter(
-            safe_text(f"{data}: no conversations (the dataset is empty)"), param_hint="--data"
-        )
-    check_input_file(  # every record bad: the same rule as for any input file
-        data,
-        records=len(order),
-        errors=loaded.errors,
-        option="--data",
-        expected="convfinqa",
-        others={"--predictions": "numeric-predictions"},
-    )
-    check_input_file(
-        predictions,
-        records=len(preds.predictions),
-        errors=preds.errors,
-        option="--predictions",
-        expected="numeric-predictions",
-        others={"--data": "convfinqa"},
-    )
-    ids = set(order)
-    if loaded.conversations and not any(cid in ids for cid, _ in preds.predictions):
-        example = next(iter(preds.predictions))[0]
-        if sample_size is not None:  # the predictions may well be of conversations not drawn
-            raise typer.BadParameter(
-                safe_text(
-                    f"{predictions}: no prediction matches the {len(order):,} conversation(s) "
-                    f"--sample-size {sample_size} --seed {seed} drew from {data} (first "
-                    f"prediction: {example!r}; first drawn: {order[0]!r}): give the "
-                    "--sample-size and --seed the predictions were made with, or neither"
-                ),
-                param_hint="--predictions",
-            )
-        raise typer.BadParameter(
-            safe_text(
-                f"{predictions}: no prediction matches a conversation of {data} (first "
-                f"prediction: {example!r}; first conversation: {order[0]!r}): "
-                "are --data and --predictions for the same dataset and split?"
-            ),
-            param_hint="--predictions",
-        )
-    return loaded, preds
+def _settings(**options: Any) -> dict[str, Any]:
+    return NumericSettings(**options).model_dump()
 
 
-def run_score(
-    data: Path,
-    predictions: Path,
-    out: Path | OutputFolder,
-    *,
-    split: str | None = None,
-    sample_size: int | None = None,
-    seed: int = 0,
-    price_in: float | None = None,
-    price_out: float | None = None,
-    bootstrap: int = 1000,
-    console: Console | None = None,
-    show_progress: bool = True,
-    inputs: tuple[LoadResult, PredictionsResult] | None = None,
-    record: str | None = "score",
-    model: str | None = None,
-    handle: RunHandle | None = None,
-) -> NumericResult:
-    """Load (unless ``inputs`` were loaded already), score, write. ``record``: the task the run
-    is stored as in the store, its turns as they are scored (None: ``--no-store``); ``model``
-    names it (default: the predictions file's name); ``handle``: the model run scored (into
-    it, each turn with its calls)."""
-    loaded, preds = inputs or load_inputs(
-        data, predictions, split=split, sample_size=sample_size, seed=seed
-    )
-    recorder = open_recorder(
-        record is None,
-        SafeConsole(stderr=True),
-        system="numeric",
-        inputs=[("data", data), ("predictions", predictions)],
-        settings={
-            "split": split,
-            "sample_size": sample_size,
-            "seed": seed,
-            "price_in": price_in,
-            "price_out": price_out,
-            "bootstrap": bootstrap,
-        },
-        out=out.destination if isinstance(out, OutputFolder) else out,
-        model=model or predictions.stem,
-        task=record or "score",
-        run_id=handle.id if handle is not None else None,
-        calls=item_calls(handle) if handle is not None else None,
-    )
-    total = len(loaded.conversations)
-    with (
-        Progress(
-            TextColumn("scoring"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            console=console,
-            disable=not show_progress or not (console or SafeConsole(stderr=True)).is_terminal,
-            transient=True,
-        ) as bar,
-        recording(recorder),
-    ):
-        task = bar.add_task("score", total=total)
-        result = score_to_folder(
-            loaded,
-            preds,
-            out,
-            price_in=price_in,
-            price_out=price_out,
-            bootstrap=bootstrap,
-            seed=seed,
-            sample_size=sample_size,
-            sample_seed=seed if sample_size is not None else None,
-            progress=lambda n: bar.update(task, completed=n),
-            recorder=recorder,
-        )
-        if recorder is not None:
-            from fieldcheck.runs import numeric_metrics
-
-            metrics, intervals = numeric_metrics(result.statistics)
-            line = finish_recorder(
-                recorder,
-                metrics=metrics,
-                intervals=intervals,
-                signature=result.signature,
-                folder=out,
-            )
-            stored_line(console or SafeConsole(), line)
-    return result
+def _stored(console: Console, run_id: str | None) -> None:
+    """The line saying where the run is stored (none when it is not)."""
+    line = core.stored_line(run_id)
+    if line is not None:
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
 
 
 def _fmt(value: Any) -> str:
@@ -435,45 +293,49 @@ def score_command(
     130 Ctrl-C.
     """
     floors = parse_fail_under(fail_under, GATED)
-    if (price_in is None) != (price_out is None):
-        raise typer.BadParameter(
-            "give --price-in and --price-out together", param_hint="--price-in/--price-out"
-        )
-    check_out(out)
-    inputs = load_inputs(data, predictions, split=split, sample_size=sample_size, seed=seed)
-    given = [("data", data), ("predictions", predictions)]
-    folder = out_dir(out, inputs=given, label=predictions.stem)
-    console = SafeConsole(stderr=as_json)
-    try:
-        with writing(folder):
-            result = run_score(
-                data,
-                predictions,
-                folder,
-                split=split,
-                sample_size=sample_size,
-                seed=seed,
-                price_in=price_in,
-                price_out=price_out,
-                bootstrap=bootstrap,
-                console=console,
-                inputs=inputs,
-                record=None if no_store else "score",
-            )
-            finish(folder, signature=result.signature)
-    except OSError as exc:  # an output file cannot be written
-        raise cannot_write(exc, folder.destination) from None
-    show_result(result, folder.destination, console)
-    if as_json:  # statistics.json as written
-        statistics = {**result.statistics, "complete": True}
-        sys.stdout.write(safe_json_text(dumps(statistics, indent=True)) + "\n")
-    failed = (
-        not result.statistics["num_conversations"]
-        or result.input_errors
-        or result.statistics["num_turns_not_scored_call_errors"]
+    console, errors = SafeConsole(stderr=as_json), SafeConsole(stderr=True)
+    settings = _settings(
+        split=split,
+        sample_size=sample_size,
+        seed=seed,
+        price_in=price_in,
+        price_out=price_out,
+        bootstrap=bootstrap,
     )
-    values = {"": {name: result.statistics.get(name) for name in GATED}}
-    raise typer.Exit(gate(floors, values, console, EXIT_FAILED if failed else EXIT_OK))
+    bar = ProgressBar(errors)
+    with pipeline_errors(), bar.bar:
+        outcome = core.score(
+            "numeric",
+            [("data", data), ("predictions", predictions)],
+            settings,
+            out=out,
+            command=command_name() or "numeric score",
+            label=predictions.stem,
+            store=not no_store and not store_failed(),
+            events=events(errors, bar),
+        )
+    _stored(console, outcome.run_id)
+    scored = outcome.scored
+    show_result(scored.result, outcome.destination, console)
+    if as_json:  # statistics.json as written
+        sys.stdout.write(safe_json_text(dumps(scored.summary, indent=True)) + "\n")
+    raise typer.Exit(gate(floors, scored.gate, console, EXIT_FAILED if scored.failed else EXIT_OK))
+
+
+def _comparison(title: str, columns: Sequence[tuple[str, NumericResult]]) -> Table:
+    """The demos' table: the models' headline statistics side by side."""
+    table = Table(title=title, header_style="bold")
+    table.add_column("metric")
+    for name, _ in columns:
+        table.add_column(name, justify="right")
+    for key, label in (
+        *_SHOWN,
+        ("cost_per_correct_answer", "cost per correct answer: tokens per successful conversation"),
+        ("tokens_per_correct_turn", "tokens per correct turn"),
+        ("num_failed_turns", "failed turns (not a numerical match)"),
+    ):
+        table.add_row(label, *(_fmt(result.statistics.get(key)) for _, result in columns))
+    return table
 
 
 def run_demo(out_dir: Path) -> int:
@@ -486,30 +348,20 @@ def run_demo(out_dir: Path) -> int:
     rows = []
     root = OutputFolder.of(out_dir)
     for model in EXAMPLE_MODELS:
-        target = root.sub(model)
-        result = run_score(
-            data,
-            EXAMPLES / f"predictions_{model}.jsonl",
-            target,
-            bootstrap=200,
-            console=console,
-            show_progress=False,
+        predictions = EXAMPLES / f"predictions_{model}.jsonl"
+        outcome = core.score(
+            "numeric",
+            [("data", data), ("predictions", predictions)],
+            _settings(bootstrap=200),
+            out=root.sub(model),
+            command="numeric score",
             model=model,
+            events=events(SafeConsole(stderr=True)),
         )
-        rows.append((model, result, target))
-    finish(root)
-    table = Table(title="ConvFinQA-style example (synthetic data)", header_style="bold")
-    table.add_column("metric")
-    for model, _, _ in rows:
-        table.add_column(model, justify="right")
-    for key, label in (
-        *_SHOWN,
-        ("cost_per_correct_answer", "cost per correct answer: tokens per successful conversation"),
-        ("tokens_per_correct_turn", "tokens per correct turn"),
-        ("num_failed_turns", "failed turns (not a numerical match)"),
-    ):
-        table.add_row(label, *(_fmt(result.statistics.get(key)) for _, result, _ in rows))
-    console.print(table)
+        _stored(console, outcome.run_id)
+        rows.append((model, outcome.scored.result, outcome.destination))
+    title = "ConvFinQA-style example (synthetic data)"
+    console.print(_comparison(title, [(model, result) for model, result, _ in rows]))
     for model, result, target in rows:
         modes = ", ".join(f"{k}={v}" for k, v in result.statistics["failure_modes"].items())
         console.print(f"{model}: failure modes {modes or 'none'}; files in {target}/", markup=False)
@@ -528,13 +380,12 @@ INFRASTRUCTURE_ERRORS = CALL_ERRORS
 class ModelOutcome:
     """One model's run and its scores."""
 
-    def __init__(
-        self, spec: ModelSpec, handle: RunHandle, out: Path, result: NumericResult
-    ) -> None:
+    def __init__(self, spec: ModelSpec, handle: RunHandle, outcome: core.Outcome) -> None:
         self.spec = spec
         self.handle = handle
-        self.out = out
-        self.result = result
+        self.out = outcome.destination
+        self.scored = outcome.scored
+        self.result: NumericResult = outcome.scored.result
         self.errors: Counter[str] = Counter(
             item.error_type for item in handle.items() if item.error_type
         )
@@ -544,103 +395,66 @@ class ModelOutcome:
         return sum(n for kind, n in self.errors.items() if kind in INFRASTRUCTURE_ERRORS)
 
 
-def model_dirs(out: Path, names: Sequence[str], *, always: bool = False) -> dict[str, Path]:
-    """``out`` for a single model, else ``out/<file-safe name>`` (clashes get ``-2``, ``-3``)."""
-    if len(names) == 1 and not always:
-        return {names[0]: out}
-    return {name: out / stem for name, stem in unique_filenames(names).items()}
-
-
-async def _evaluate_all(
-    runner: Runner,
-    specs: Sequence[ModelSpec],
-    loaded: LoadResult,
-    data: Path,
-    *,
-    sample_size: int | None,
-    seed: int,
-    show_progress: bool,
-) -> list[RunHandle]:
-    """Each model in turn (one progress bar at a time); conversations run concurrently."""
-    try:
-        return [
-            await evaluate_model(
-                runner,
-                spec,
-                loaded,
-                data,
-                sample_size=sample_size,
-                seed=seed,
-                console=SafeConsole(stderr=True),
-                show_progress=show_progress,
-            )
-            for spec in specs
-        ]
-    finally:
-        await runner.aclose()
-
-
 def evaluate_and_score(
     runner: Runner,
     specs: Sequence[ModelSpec],
     data: Path,
-    out: Path | OutputFolder,
+    root: OutputFolder,
+    loaded: LoadResult,
     *,
-    split: str | None = None,
-    sample_size: int | None = None,
-    seed: int = 0,
-    bootstrap: int = 1000,
-    console: Console | None = None,
+    settings: dict[str, Any],
+    console: Console,
     show_progress: bool = True,
     dir_per_model: bool = False,
     no_store: bool = False,
-    loaded: LoadResult | None = None,
 ) -> list[ModelOutcome]:
-    """Run the agent for every model, write each ``predictions.jsonl`` and score it with
-    ``run_score`` (every output file of ``numeric score``). Raises InputError for a bad data file
-    (``loaded``: the file as the caller loaded it with the same options, before --out was
-    prepared)."""
-    root = OutputFolder.of(out)
-    dirs = model_dirs(root.path, [s.name for s in specs], always=dir_per_model)
-    if loaded is None:
-        loaded = load_convfinqa(data, split=split, sample_size=sample_size, seed=seed)
-    handles = run_async(
-        _evaluate_all(
-            runner,
-            specs,
-            loaded,
-            data,
-            sample_size=sample_size,
-            seed=seed,
-            show_progress=show_progress,
-        ),
-        runner=runner,
-    )
+    """Run the agent for every model, write each ``predictions.jsonl`` and score it into the
+    model's run (every output file of ``numeric score``): in ``root`` for one model, else in
+    ``root/<file-safe name>``. ``loaded``: the data as read with ``settings``."""
+    names = [s.name for s in specs]
+    dirs = unique_filenames(names) if len(names) > 1 or dir_per_model else {names[0]: ""}
+
+    async def evaluate_all() -> list[RunHandle]:
+        """Each model in turn (one progress bar at a time); conversations run concurrently."""
+        try:
+            return [
+                await evaluate_model(
+                    runner,
+                    spec,
+                    loaded,
+                    data,
+                    sample_size=settings["sample_size"],
+                    seed=settings["seed"],
+                    console=SafeConsole(stderr=True),
+                    show_progress=show_progress,
+                )
+                for spec in specs
+            ]
+        finally:
+            await runner.aclose()
+
+    handles = run_async(evaluate_all(), runner=runner)
+    errors = SafeConsole(stderr=True)
     outcomes: list[ModelOutcome] = []
     for spec, handle in zip(specs, handles, strict=True):
-        target = root if dirs[spec.name] == root.path else root.sub(dirs[spec.name].name)
-        target.expect("predictions.jsonl")
-        predictions = target / "predictions.jsonl"
-        with target.atomic("predictions.jsonl") as tmp:
-            write_jsonl(tmp, prediction_lines(handle, loaded.conversations))
-        result = run_score(
-            data,
-            predictions,
-            target,
-            split=split,
-            sample_size=sample_size,
-            seed=seed,
-            price_in=spec.price_in,
-            price_out=spec.price_out,
-            bootstrap=bootstrap,
-            console=console,
-            show_progress=show_progress,
-            record=None if no_store else "run",
-            model=spec.name,
-            handle=handle,
-        )
-        target.note(signature=result.signature)
-        outcomes.append(ModelOutcome(spec, handle, target.destination, result))
+        target = root.sub(dirs[spec.name]) if dirs[spec.name] else root
+        predictions = write_predictions(target, handle, loaded.conversations)
+        bar = ProgressBar(errors) if show_progress else None
+        with bar.bar if bar is not None else nullcontext():
+            outcome = core.score(
+                "numeric",
+                [("data", data), ("predictions", predictions)],
+                {**settings, "price_in": spec.price_in, "price_out": spec.price_out},
+                out=target,
+                command=command_name() or "numeric evaluate",
+                model=spec.name,
+                store=not no_store and not store_failed(),
+                into=core.Into(handle.id, item_calls(handle)),
+                events=events(errors, bar),
+                extras={"data": loaded},
+            )
+        _stored(console, outcome.run_id)
+        outcomes.append(ModelOutcome(spec, handle, outcome))
     finish(root)
     return outcomes
 
@@ -763,13 +577,18 @@ def evaluate_command(
         price_in=price_in,
         price_out=price_out,
     )
-    try:  # a bad --data: a usage error before --out is prepared (an earlier run's files kept)
-        loaded = load_convfinqa(data, split=split, sample_size=sample_size, seed=seed)
-    except InputError as exc:
-        cause = likely_cause(data, "convfinqa")
-        raise typer.BadParameter(safe_text(exc.one_line() + cause), param_hint="--data") from None
-    label = specs[0].name if len(specs) == 1 else data.stem
-    folder = out_dir(out, inputs=[("data", data)], label=label, models=[s.name for s in specs])
+    settings = _settings(split=split, sample_size=sample_size, seed=seed, bootstrap=bootstrap)
+    errors = SafeConsole(stderr=True)
+    with pipeline_errors():  # a bad --data or --out: a usage error before anything is written
+        loaded = read_data(data, split=split, sample_size=sample_size, seed=seed)
+        folder = core.open_folder(
+            out,
+            command=command_name() or "numeric evaluate",
+            inputs=[("data", data)],
+            label=specs[0].name if len(specs) == 1 else data.stem,
+            models=[s.name for s in specs],
+            events=events(errors),
+        )
     runner = make_runner(
         concurrency=concurrency,
         timeout=timeout,
@@ -782,24 +601,18 @@ def evaluate_command(
     )
     console = SafeConsole(stderr=as_json)
     try:
-        with writing(folder, no_cache=no_cache):
+        with writing(folder, no_cache=no_cache), pipeline_errors():
             outcomes = evaluate_and_score(
                 runner,
                 specs,
                 data,
                 folder,
-                split=split,
-                sample_size=sample_size,
-                seed=seed,
-                bootstrap=bootstrap,
+                loaded,
+                settings=settings,
                 console=console,
                 show_progress=not no_progress,
                 no_store=no_store,
-                loaded=loaded,
             )
-    except InputError as exc:
-        cause = likely_cause(data, "convfinqa")
-        raise typer.BadParameter(safe_text(exc.one_line() + cause), param_hint="--data") from None
     except OSError as exc:  # an output file cannot be written
         raise cannot_write(exc, folder.destination) from None
     for outcome in outcomes:
@@ -807,16 +620,11 @@ def evaluate_command(
         console.print(run_line(outcome), markup=False, highlight=False, soft_wrap=True)
     console.print(store_line(runner), markup=False, highlight=False, soft_wrap=True)
     if as_json:  # statistics.json as written; {"models": {name: ...}} for several models
-        statistics = {o.spec.name: {**o.result.statistics, "complete": True} for o in outcomes}
+        statistics = {o.spec.name: o.scored.summary for o in outcomes}
         shown = next(iter(statistics.values())) if len(statistics) == 1 else {"models": statistics}
         sys.stdout.write(safe_json_text(dumps(shown, indent=True)) + "\n")
-    failed = any(
-        not o.result.statistics["num_conversations"]
-        or o.result.input_errors
-        or o.infrastructure_errors
-        for o in outcomes
-    )
-    values = {o.spec.name: {k: o.result.statistics.get(k) for k in GATED} for o in outcomes}
+    failed = any(o.scored.failed or o.infrastructure_errors for o in outcomes)
+    values = {o.spec.name: o.scored.gate[""] for o in outcomes}
     raise typer.Exit(gate(floors, values, console, EXIT_FAILED if failed else EXIT_OK))
 
 
@@ -833,27 +641,16 @@ def run_model_demo(base_url: str, out_dir: Path, models: list[str], *, console: 
         specs,
         CONVFINQA_DEV,
         OutputFolder.of(out_dir),
-        sample_size=30,
-        seed=0,
-        bootstrap=200,
+        read_data(CONVFINQA_DEV, split=None, sample_size=30, seed=0),
+        settings=_settings(sample_size=30, bootstrap=200),
         console=console,
         show_progress=False,
         dir_per_model=True,
     )
-    table = Table(
-        title="ConvFinQA dev (30 conversations, seed 0): plan-and-execute agent",
-        header_style="bold",
+    table = _comparison(
+        "ConvFinQA dev (30 conversations, seed 0): plan-and-execute agent",
+        [(o.spec.name, o.result) for o in outcomes],
     )
-    table.add_column("metric")
-    for o in outcomes:
-        table.add_column(o.spec.name, justify="right")
-    for key, label in (
-        *_SHOWN,
-        ("cost_per_correct_answer", "cost per correct answer: tokens per successful conversation"),
-        ("tokens_per_correct_turn", "tokens per correct turn"),
-        ("num_failed_turns", "failed turns (not a numerical match)"),
-    ):
-        table.add_row(label, *(_fmt(o.result.statistics.get(key)) for o in outcomes))
     table.add_row(
         "turns not scored: call errors",
         *(call_errors_text(o.result.statistics) for o in outcomes),
@@ -863,8 +660,7 @@ def run_model_demo(base_url: str, out_dir: Path, models: list[str], *, console: 
         *(" ".join(f"{k}={v}" for k, v in sorted(o.errors.items())) or "none" for o in outcomes),
     )
     table.add_row(
-        "failed validation checks",
-        *(str(_failed_checks(o)) for o in outcomes),
+        "failed validation checks", *(str(o.result.tallies.failed_checks) for o in outcomes)
     )
     console.print(table)
     for o in outcomes:
@@ -873,7 +669,3 @@ def run_model_demo(base_url: str, out_dir: Path, models: list[str], *, console: 
         )
     console.print(store_line(runner), markup=False, highlight=False, soft_wrap=True)
     return EXIT_FAILED if any(o.infrastructure_errors for o in outcomes) else EXIT_OK
-
-
-def _failed_checks(outcome: ModelOutcome) -> int:
-    return outcome.result.tallies.failed_checks

@@ -20,9 +20,9 @@ if TYPE_CHECKING:  # the names as type checkers and editors see them
         REPAIR_INTRO,
         SYSTEM_PROMPT,
         evaluate_model,
-        prediction_lines,
         render_document,
         run_turn,
+        write_predictions,
     )
     from fieldcheck.numeric._loaders import (
         LoadResult,
@@ -65,7 +65,7 @@ if TYPE_CHECKING:  # the names as type checkers and editors see them
         scored_conversations,
         stored_cell,
     )
-    from fieldcheck.numeric._system import SYSTEM
+    from fieldcheck.numeric._system import GATED, SYSTEM, NumericSettings, read_data, stored_metrics
     from fieldcheck.numeric._validator import (
         CHECKS,
         DocumentNumbers,
@@ -81,6 +81,10 @@ _HOME = {
     "REPAIR_INTRO": "_agent",
     "DocumentNumbers": "_validator",
     "SYSTEM": "_system",
+    "GATED": "_system",
+    "NumericSettings": "_system",
+    "read_data": "_system",
+    "stored_metrics": "_system",
     "CHECKS": "_validator",
     "Conversation": "_records",
     "Document": "_records",
@@ -109,7 +113,7 @@ _HOME = {
     "evaluate_model": "_agent",
     "load_convfinqa": "_loaders",
     "load_predictions": "_predictions",
-    "prediction_lines": "_agent",
+    "write_predictions": "_agent",
     "render_document": "_agent",
     "run_turn": "_agent",
     "score_to_folder": "_stream",
@@ -128,6 +132,7 @@ __all__ = [
     "DOC_END",
     "DOC_START",
     "ERROR_COLUMNS",
+    "GATED",
     "PROMPT_ID",
     "REPAIR_INTRO",
     "SUMMARY_COLUMNS",
@@ -141,6 +146,7 @@ __all__ = [
     "Intervals",
     "LoadResult",
     "NumericResult",
+    "NumericSettings",
     "Plan",
     "PlanStep",
     "Prediction",
@@ -157,13 +163,15 @@ __all__ = [
     "evaluate_model",
     "load_convfinqa",
     "load_predictions",
-    "prediction_lines",
+    "read_data",
     "render_document",
     "run_turn",
     "score_to_folder",
     "scored_conversations",
     "stored_cell",
+    "stored_metrics",
     "trace_ids",
     "validate_reply",
     "write_numeric_report",
+    "write_predictions",
 ]

@@ -19,9 +19,11 @@ from typing import Any
 
 from rich.console import Console
 
+from fieldcheck._util.jsonio import write_jsonl
 from fieldcheck.numeric._loaders import LoadResult
 from fieldcheck.numeric._records import Conversation, Document
 from fieldcheck.numeric._validator import validate_reply
+from fieldcheck.reports import RunFolder
 from fieldcheck.runner import (
     CallResult,
     ChatClient,
@@ -36,6 +38,7 @@ from fieldcheck.runner import (
 
 PROMPT_ID = "convfinqa-plan-v1"
 TASK = "convfinqa-plan"
+PREDICTIONS = "predictions.jsonl"
 REPAIR_ROUNDS = 1
 DOC_START = "<document>"
 DOC_END = "</document>"
@@ -329,14 +332,17 @@ async def evaluate_model(
     )
 
 
-def prediction_lines(
-    handle: RunHandle, conversations: Sequence[Conversation]
-) -> list[dict[str, Any]]:
-    """The predictions lines of a finished run, in conversation and turn order."""
+def write_predictions(
+    folder: RunFolder, handle: RunHandle, conversations: Sequence[Conversation]
+) -> Path:
+    """predictions.jsonl of a finished run into ``folder``, in conversation and turn order."""
     lines: list[dict[str, Any]] = []
     for conversation in conversations:
         for turn in conversation.turns:
             stored = handle.result(item_key(conversation.id, turn.index))
             if stored is not None:
                 lines.append(stored)
-    return lines
+    folder.expect(PREDICTIONS)
+    with folder.atomic(PREDICTIONS) as path:
+        write_jsonl(path, lines)
+    return folder / PREDICTIONS

@@ -781,17 +781,12 @@ OUTPUT_FILES = (*(name for name, _ in ROW_FILES), "traces", *_LAST_FILES, *PLOTS
 """Every file (and traces/) ``numeric score`` may write in its folder."""
 
 
-def write_report_files(result: NumericResult, out: OutputFolder) -> dict[str, Path]:
-    """input_errors.csv, the report and its plots (the row files may still be being written);
-    returns name -> path of every output but statistics.json."""
-    names = ["summary.csv", "turns.csv", "validation.csv", "errors.csv", "input_errors.csv"]
+def write_report_files(result: NumericResult, out: OutputFolder) -> None:
+    """input_errors.csv, the report and its plots (the row files may still be being written)."""
     out.expect(*_LAST_FILES[:-1], *plot_files(result), _LAST_FILES[-1])
     with out.atomic("input_errors.csv") as tmp:
         write_csv(tmp, error_dicts(result.input_errors), INPUT_ERROR_COLUMNS)
-    paths: dict[str, Path] = {name: out / name for name in names}
-    paths |= write_numeric_report(result, out)
-    paths["traces"] = out / "traces"
-    return paths
+    write_numeric_report(result, out)
 
 
 class ScoredConversation(NamedTuple):

@@ -1,14 +1,146 @@
-"""Numeric QA as a system of the registry (``fieldcheck.core.System``): its intervals are
-stored overall and by turn; ``runs compare`` shows accuracy and operations by turn."""
+"""Numeric QA as a system of the registry (``fieldcheck.core.System``): how its two inputs are
+read and checked, how they are scored into a run folder (``score_to_folder``), and what the
+store keeps (intervals overall and by turn; ``runs compare`` shows accuracy and operations by
+turn). Spec: numeric-qa-evaluation.md."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NamedTuple
 
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from fieldcheck._util.errors import InputError, UsageProblem
+from fieldcheck._util.sniff import check_input_file, likely_cause
+from fieldcheck.numeric._loaders import LoadResult, load_convfinqa
+from fieldcheck.numeric._predictions import PredictionsResult, load_predictions
 from fieldcheck.numeric._report import HEADLINE
-from fieldcheck.numeric._stream import numeric_columns
+from fieldcheck.numeric._stream import OUTPUT_FILES, numeric_columns, score_to_folder
+from fieldcheck.reports import RunFolder, Scored
 from fieldcheck.store import ItemColumns
+
+if TYPE_CHECKING:
+    from fieldcheck.store import RunRecorder
+
+GATED = tuple(key for key, _ in HEADLINE if key != "avg_operations_per_turn")
+"""The statistics ``--fail-under`` gates (higher is better), named as in statistics.json."""
+
+
+def stored_metrics(statistics: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(metrics, intervals) the store keeps of a numeric run, from its statistics.json object."""
+    skip = ("bootstrap_95_ci", "bootstrap_95_ci_by_turn_number", "signature", "signature_settings")
+    metrics = {k: v for k, v in statistics.items() if k not in skip}
+    intervals = {
+        "overall": statistics.get("bootstrap_95_ci") or {},
+        "by_turn": statistics.get("bootstrap_95_ci_by_turn_number") or {},
+    }
+    return metrics, intervals
+
+
+class NumericSettings(BaseModel):
+    """A numeric run's stored settings: its options by name, as ``runs show`` lists them."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    split: str | None = None
+    sample_size: int | None = Field(None, ge=1)
+    seed: int = 0
+    price_in: float | None = Field(None, ge=0)
+    price_out: float | None = Field(None, ge=0)
+    bootstrap: int = Field(1000, ge=0)
+
+
+def check_settings(settings: Mapping[str, Any]) -> NumericSettings:
+    """The stored settings, checked: a usage problem names the option (prices: both or none)."""
+    try:
+        found = NumericSettings.model_validate(dict(settings))
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        option = "--" + "".join(str(p) for p in first["loc"][:1]).replace("_", "-")
+        raise UsageProblem(f"{first['msg']} (got {first.get('input')!r})", option) from None
+    if (found.price_in is None) != (found.price_out is None):
+        raise UsageProblem("give --price-in and --price-out together", "--price-in/--price-out")
+    return found
+
+
+class Read(NamedTuple):
+    """Both inputs and the settings, read and checked."""
+
+    data: LoadResult
+    predictions: PredictionsResult
+    settings: NumericSettings
+
+
+def read_data(
+    data: Path,
+    *,
+    split: str | None,
+    sample_size: int | None,
+    seed: int,
+    others: dict[str, str] | None = None,
+) -> LoadResult:
+    """The ConvFinQA file; one that cannot be read is a usage problem naming ``--data`` and
+    what the file looks like instead (``others``: the command's other input options)."""
+    try:
+        return load_convfinqa(data, split=split, sample_size=sample_size, seed=seed)
+    except InputError as exc:
+        cause = likely_cause(data, "convfinqa", others)
+        raise UsageProblem(exc.one_line() + cause, "--data") from None
+
+
+def read_inputs(
+    data: Path, predictions: Path, settings: NumericSettings, loaded: LoadResult | None = None
+) -> Read:
+    """Both input files (``loaded``: the data as a model run read it with the same settings),
+    before any output is touched. A file that cannot be read or gives no valid line, or
+    predictions of no conversation of the data, is a usage problem naming its option."""
+    split, size, seed = settings.split, settings.sample_size, settings.seed
+    others = {"--predictions": "numeric-predictions"}
+    loaded = loaded or read_data(data, split=split, sample_size=size, seed=seed, others=others)
+    try:
+        preds = load_predictions(predictions)
+    except InputError as exc:
+        raise UsageProblem(exc.one_line(), "--predictions") from None
+    order = loaded.conversation_ids()  # from the index: no second read of the dataset
+    if not order and not loaded.errors:
+        raise UsageProblem(f"{data}: no conversations (the dataset is empty)", "--data")
+    check_input_file(  # every record bad: the same rule as for any input file
+        data,
+        records=len(order),
+        errors=loaded.errors,
+        option="--data",
+        expected="convfinqa",
+        others={"--predictions": "numeric-predictions"},
+    )
+    check_input_file(
+        predictions,
+        records=len(preds.predictions),
+        errors=preds.errors,
+        option="--predictions",
+        expected="numeric-predictions",
+        others={"--data": "convfinqa"},
+    )
+    ids = set(order)
+    if loaded.conversations and not any(cid in ids for cid, _ in preds.predictions):
+        example = next(iter(preds.predictions))[0]
+        if size is not None:  # the predictions may well be of conversations not drawn
+            raise UsageProblem(
+                f"{predictions}: no prediction matches the {len(order):,} conversation(s) "
+                f"--sample-size {size} --seed {seed} drew from {data} (first "
+                f"prediction: {example!r}; first drawn: {order[0]!r}): give the "
+                "--sample-size and --seed the predictions were made with, or neither",
+                "--predictions",
+            )
+        raise UsageProblem(
+            f"{predictions}: no prediction matches a conversation of {data} (first "
+            f"prediction: {example!r}; first conversation: {order[0]!r}): "
+            "are --data and --predictions for the same dataset and split?",
+            "--predictions",
+        )
+    return Read(loaded, preds, settings)
+
 
 _SUMMARY = ("question", "expected_answer", "predicted_answer")
 
@@ -25,6 +157,10 @@ class NumericSystem:
     name = "numeric"
     title = "Numeric QA"
     item = "turn"
+    inputs = (
+        ("data", "ConvFinQA file: the derived {'train','dev'} format or the original list"),
+        ("predictions", "predictions JSONL, one line per (conversation_id, turn)"),
+    )
     headline = tuple(key for key, _ in HEADLINE)
     breakdowns = (
         ("Accuracy by turn", "turn", _accuracy_by_turn),
@@ -64,6 +200,70 @@ class NumericSystem:
 
     def item_columns(self, item: Mapping[str, Any]) -> ItemColumns:
         return numeric_columns(item)
+
+    @contextmanager
+    def prepare(
+        self,
+        inputs: Sequence[tuple[str, Path]],
+        settings: Mapping[str, Any],
+        *,
+        beside: Path,
+        progress: Any,
+        extras: Mapping[str, Any],
+    ) -> Iterator[Read]:
+        """Both inputs read and checked (``extras["data"]``: the dataset a model run read)."""
+        given = dict(inputs)
+        missing = [role for role, _ in self.inputs if role not in given]
+        if missing:
+            raise UsageProblem(f"missing input(s): {', '.join(missing)}")
+        yield read_inputs(
+            Path(given["data"]),
+            Path(given["predictions"]),
+            check_settings(settings),
+            extras.get("data"),
+        )
+
+    def score(
+        self,
+        read: Read,
+        folder: RunFolder,
+        settings: Mapping[str, Any],
+        *,
+        recorder: RunRecorder | None,
+        progress: Any,
+    ) -> Scored:
+        """Every output file of the spec into ``folder``, each turn to ``recorder``."""
+        found = read.settings
+        total = len(read.data.conversations)
+        result = score_to_folder(
+            read.data,
+            read.predictions,
+            folder,
+            price_in=found.price_in,
+            price_out=found.price_out,
+            bootstrap=found.bootstrap,
+            seed=found.seed,
+            sample_size=found.sample_size,
+            sample_seed=found.seed if found.sample_size is not None else None,
+            progress=None if progress is None else lambda n: progress("scoring", n, total),
+            recorder=recorder,
+        )
+        stats = result.statistics
+        metrics, intervals = stored_metrics(stats)
+        return Scored(
+            result=result,
+            files={n: folder / n for n in OUTPUT_FILES if (folder / n).exists()},
+            metrics=metrics,
+            intervals=intervals,
+            signature=result.signature,
+            failed=bool(
+                not stats["num_conversations"]
+                or result.input_errors
+                or stats["num_turns_not_scored_call_errors"]
+            ),
+            gate={"": {name: stats.get(name) for name in GATED}},
+            summary={**stats, "complete": True},
+        )
 
 
 SYSTEM = NumericSystem()

@@ -23,7 +23,6 @@ from fieldcheck.runs._items import (
     json_error_item,
     json_item,
     json_metrics,
-    numeric_metrics,
     slot_items,
 )
 from fieldcheck.runs._rescore import rescore
@@ -42,7 +41,6 @@ __all__ = [
     "json_error_item",
     "json_item",
     "json_metrics",
-    "numeric_metrics",
     "record_folder",
     "rescore",
     "slot_items",

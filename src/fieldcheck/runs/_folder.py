@@ -14,8 +14,8 @@ from fieldcheck import core
 from fieldcheck._util.errors import InputError
 from fieldcheck._util.iters import chunked
 from fieldcheck._util.jsonio import loads
-from fieldcheck.numeric import stored_cell
-from fieldcheck.runs._items import json_metrics, numeric_metrics, slot_items
+from fieldcheck.numeric import stored_cell, stored_metrics
+from fieldcheck.runs._items import json_metrics, slot_items
 from fieldcheck.store import RunInfo, RunRecorder, Store, field_name, sha256_file
 
 CHUNK = 1000
@@ -275,7 +275,7 @@ def _record_numeric(
             for row in csv.DictReader(handle):
                 yield {k: stored_cell(v) for k, v in row.items()}
 
-    metrics, intervals = numeric_metrics(statistics)
+    metrics, intervals = stored_metrics(statistics)
     return _store_run(
         store,
         "numeric",

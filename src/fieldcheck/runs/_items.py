@@ -106,14 +106,3 @@ def json_metrics(summary: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, 
     """(metrics, intervals) of a JSON batch from its summary.json object."""
     metrics = {k: v for k, v in summary.items() if k not in ("ci", "signature")}
     return metrics, dict(summary.get("ci") or {})
-
-
-def numeric_metrics(statistics: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(metrics, intervals) of a numeric run from its statistics.json object."""
-    skip = ("bootstrap_95_ci", "bootstrap_95_ci_by_turn_number", "signature", "signature_settings")
-    metrics = {k: v for k, v in statistics.items() if k not in skip}
-    intervals = {
-        "overall": statistics.get("bootstrap_95_ci") or {},
-        "by_turn": statistics.get("bootstrap_95_ci_by_turn_number") or {},
-    }
-    return metrics, intervals

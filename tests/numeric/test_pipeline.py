@@ -1,0 +1,62 @@
+"""Numeric QA through the one pipeline (``core.score``, issue 27 item 2): the stored settings
+are checked by the system before anything is written, and the outcome carries the numbers of
+statistics.json, the files at their place and the values ``--fail-under`` gates."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fieldcheck import core
+from fieldcheck._cli.numeric_cmd import EXAMPLES
+from fieldcheck._util.errors import UsageProblem
+from fieldcheck.reports import PARTIAL
+
+INPUTS = [
+    ("data", EXAMPLES / "data.json"),
+    ("predictions", EXAMPLES / "predictions_model_a.jsonl"),
+]
+
+
+@pytest.mark.parametrize(
+    ("settings", "param", "message"),
+    [
+        ({"price_in": 1.0}, "--price-in/--price-out", "give --price-in and --price-out together"),
+        ({"sample_size": 0}, "--sample-size", "greater than or equal to 1 (got 0)"),
+        ({"seed": True}, "--seed", "valid integer (got True)"),
+        ({"bootstrap": -1}, "--bootstrap", "greater than or equal to 0 (got -1)"),
+    ],
+)
+def test_bad_stored_settings_are_a_usage_problem_naming_the_option_before_any_write(
+    tmp_path: Path, settings: dict[str, Any], param: str, message: str
+) -> None:
+    out = tmp_path / "out"
+    with pytest.raises(UsageProblem) as bad:
+        core.score("numeric", INPUTS, settings, out=out, command="numeric score", store=False)
+    assert bad.value.param == param and message in bad.value.message
+    assert not out.exists() and not Path(f"{out}{PARTIAL}").exists()
+
+
+def test_missing_input_role_is_a_usage_problem(tmp_path: Path) -> None:
+    with pytest.raises(UsageProblem, match="missing input"):
+        core.score("numeric", INPUTS[:1], {}, out=tmp_path / "o", command="x", store=False)
+
+
+def test_the_outcome_holds_the_numbers_of_statistics_json(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    outcome = core.score(
+        "numeric", INPUTS, {"bootstrap": 0}, out=out, command="numeric score", store=False
+    )
+    statistics = json.loads((out / "statistics.json").read_text())
+    scored = outcome.scored
+    assert statistics["numerical_match_accuracy"] == pytest.approx(44 / 51)  # 51 turns, 7 failed
+    assert scored.summary == statistics and statistics["complete"] is True
+    assert scored.metrics["numerical_match_accuracy"] == statistics["numerical_match_accuracy"]
+    assert scored.gate[""]["conversation_success_rate"] == statistics["conversation_success_rate"]
+    assert scored.failed is False and outcome.run_id is None
+    assert scored.files["statistics.json"] == out / "statistics.json"
+    assert scored.files["turns.csv"].read_text().startswith("conversation_id,")
+    assert json.loads((out / "run.json").read_text())["complete"] is True
