@@ -348,3 +348,45 @@ def test_the_api_refuses_what_the_fourth_system_cannot_score(
     unrooted.base_url = "http://127.0.0.1"  # type: ignore[assignment]
     refused = unrooted.post("/api/score/label", files=sent)
     assert refused.status_code == 403 and "--data-root" in refused.json()["detail"]
+
+
+def test_the_cli_says_what_the_fourth_system_takes(
+    label_system: LabelSystem, tmp_path: Path
+) -> None:
+    """``fieldcheck score --help`` lists the registered systems with their roles; a wrong
+    system, role, file or setting is one usage line, exit 2, nothing written."""
+    code, stdout, _ = _cli("score", "--help")
+    assert code == 0
+    assert 'label (Label accuracy): data: JSONL: one {"id", "label", "predicted"} per line' in (
+        " ".join(stdout.split())
+    )
+    data = _labels(tmp_path)
+    out = tmp_path / "out"
+    cases = [
+        (["nope", f"data={data}"], "SYSTEM: no system 'nope' (known: json, slots, numeric, label)"),
+        (["label", str(data)], f"ROLE=FILE: expected ROLE=FILE (got '{data}')"),
+        (["label", f"gold={data}"], "gold: label has no input gold (it takes data)"),
+        (["label"], "data: label needs data (it takes data)"),
+        (["label", f"data={tmp_path / 'gone.jsonl'}"], f"data: {tmp_path / 'gone.jsonl'}: no such"),
+        (["label", f"data={data}", "--settings", "[1"], "--settings: invalid JSON"),
+        (["label", f"data={data}", "--settings", '{"ignore_case": 1}'], "ignore_case: must be"),
+        (["label", f"data={data}", "--fail-under", "f1=0.5"], "METRIC one of accuracy"),
+    ]
+    for args, line in cases:
+        code, stdout, stderr = _cli("score", *args, "--out", str(out))
+        assert (code, stdout) == (2, ""), (args, stderr)
+        assert line in stderr and stderr.startswith("error: "), (args, stderr)
+        assert not out.exists() and not Path(f"{out}.fieldcheck-partial").exists()
+    (tmp_path / "s.json").write_text('{"ignore_case": true}')
+    code, stdout, _ = _cli(
+        "score",
+        "label",
+        f"data={data}",
+        "--settings",
+        f"@{tmp_path / 's.json'}",
+        "--no-store",
+        "--json",
+        "--out",
+        str(out),
+    )
+    assert code == 0 and json.loads(stdout)["accuracy"] == IGNORING_CASE
