@@ -367,7 +367,8 @@ def test_the_token_is_required_on_every_route_when_bound_beyond_loopback(
     ).json()
     for path, methods in schema["paths"].items():
         routes += [(method.upper(), path) for method in methods]
-    assert len(routes) == 8 + 3 + 3 * 4 + 6  # pages; json; GET/PUT/import/export per section; runs
+    # pages; json; GET/PUT/import/export per section; runs; score
+    assert len(routes) == 8 + 3 + 3 * 4 + 6 + 1
     for method, path in routes:
         for headers in (
             {},
@@ -409,6 +410,7 @@ def test_openapi_lists_every_route(client: httpx.Client) -> None:
         "/api/json/batch",
         *(f"/api/config/{s}{tail}" for s in ("strategies", "thresholds", "weights") for tail in ("", "/import", "/export")),
         *(f"/api/runs{tail}" for tail in ("", "/compare", "/{run_id}", "/{run_id}/items", "/{run_id}/rescore", "/{run_id}/export")),
+        "/api/score/{system}",
     }  # fmt: skip
 
 
