@@ -23,7 +23,8 @@ def test_api_score_json_needs_json_prepare_and_gives_the_cli_numbers(
     live = serve()
     rows = [
         {"id": "walk", "ground_truth": WALK_GT, "output": WALK_AIO},  # RQS 0.7375
-        {"id": "same", "ground_truth": {"email": "a@b.c"}, "output": {"email": "A@b.c"}},  # 1.0
+        # EXACT: case counts: accuracy 0, completeness 1, RQS 0.25 + 0.15 = 0.4
+        {"id": "same", "ground_truth": {"email": "a@b.c"}, "output": {"email": "A@b.c"}},
     ]
     data = write(tmp_path / "walk.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
     strategies = write(tmp_path / "s.json", WALK_STRATEGIES)
@@ -41,7 +42,9 @@ def test_api_score_json_needs_json_prepare_and_gives_the_cli_numbers(
         assert answer.status_code == 200, answer.text
         body = answer.json()
         run = http.get(f"/api/runs/{body['run_id']}").json()
-    assert math.isclose(body["metrics"]["means"]["rqs"], (0.7375 + 1.0) / 2)
+    means = body["metrics"]["means"]
+    assert math.isclose(means["rqs"], (0.7375 + 0.4) / 2)
+    assert (means["accuracy"], means["completeness"]) == ((1.0 + 0.0) / 2, (0.75 + 1.0) / 2)
     assert body["metrics"]["means"] == expected["means"]
     assert body["intervals"] == expected["ci"]
     assert (body["system"], body["failed"]) == ("json", False)

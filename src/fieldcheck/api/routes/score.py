@@ -4,11 +4,7 @@ same stored run, the same metrics (issue 27 item 2)."""
 
 from __future__ import annotations
 
-import logging
 import os
-import tempfile
-import threading
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -18,13 +14,13 @@ from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
 
 from fieldcheck import core
-from fieldcheck._util.errors import CannotWrite, UsageProblem
+from fieldcheck._util.errors import UsageProblem
 from fieldcheck._util.jsonio import loads
 from fieldcheck._util.paths import safe_filename
 from fieldcheck.api._body import CheckedBodyRoute
-from fieldcheck.api._deps import AppContext, Context
+from fieldcheck.api._deps import Context
 from fieldcheck.api._errors import INVALID, JUDGE_FAILED, ApiError, error_responses
-from fieldcheck.jsoneval import MatcherError
+from fieldcheck.api._evaluation import RUNS, run_folder, save_upload, score_run
 
 router = APIRouter(
     prefix="/api/score",
@@ -32,12 +28,6 @@ router = APIRouter(
     route_class=CheckedBodyRoute,
     responses=error_responses(),
 )
-_log = logging.getLogger("fieldcheck")
-_COPY_BLOCK = 1 << 20
-# Reports draw plots with matplotlib's pyplot, which is not thread-safe: one run at a time.
-SCORING = threading.Lock()
-RUNS = "fieldcheck-runs"
-"""The folder under ``--data-root`` that holds each API run's uploads and run folder."""
 
 _FORM = {
     "required": True,
@@ -79,52 +69,8 @@ async def _settings(value: Any) -> dict[str, Any]:
     return found
 
 
-async def _save(upload: UploadFile, path: Path) -> None:
-    path.parent.mkdir(parents=True)
-    with path.open("wb") as handle:
-        while block := await upload.read(_COPY_BLOCK):
-            handle.write(block)
-
-
-def _hidden(text: str, shown: dict[str, str]) -> str:
-    """``text`` with each server path replaced by what the client sent (no server path in a
-    message)."""
-    for path, name in sorted(shown.items(), key=lambda p: -len(p[0])):
-        text = text.replace(path, name)
-    return text
-
-
-def _scored(
-    ctx: AppContext,
-    name: str,
-    inputs: core.Inputs,
-    settings: dict[str, Any],
-    out: Path,
-    shown: dict[str, str],
-) -> dict[str, Any]:
-    """``core.score`` into the app's store (in a worker thread), its outcome as the answer."""
-    label, models = core.model_label(inputs)
-    events = core.Events(warn=lambda line: _log.warning("%s", _hidden(line, shown)))
-    try:
-        with SCORING:
-            outcome = core.score(
-                name,
-                inputs,
-                settings,
-                out=out,
-                command=f"api score {name}",
-                label=label,
-                models=models,
-                store=ctx.store,
-                events=events,
-                extras={"matchers": ctx.matchers.get()},
-            )
-    except UsageProblem as exc:
-        raise ApiError(422, _hidden(exc.message, shown), field=exc.param) from None
-    except CannotWrite as exc:
-        raise ApiError(507, _hidden(str(exc), shown)) from None
-    except MatcherError as exc:
-        raise ApiError(502, f"the matcher failed: {exc}") from None
+def _answer(outcome: core.Outcome) -> dict[str, Any]:
+    """What the route answers of a scored run (the files named inside its folder)."""
     scored = outcome.scored
     signature = scored.signature
     if hasattr(signature, "model_dump"):
@@ -196,16 +142,16 @@ async def score_route(system: str, request: Request, ctx: Context) -> dict[str, 
             "no data root is configured (fieldcheck serve --data-root DIR): the uploads and "
             "run folders are kept under it",
         )
-    runs = Path(root).resolve() / RUNS
-    runs.mkdir(exist_ok=True)
-    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    base = Path(tempfile.mkdtemp(prefix=f"api-{safe_filename(found.name)}-{stamp}-", dir=runs))
+    base = run_folder(Path(root), found.name)
     inputs: list[tuple[str, Path]] = []
     shown: dict[str, str] = {str(base): f"{RUNS}/{base.name}"}
     for role, upload in uploads:
         sent = os.path.basename(upload.filename or "") or role
         path = base / "inputs" / safe_filename(role) / safe_filename(sent)
-        await _save(upload, path)
+        await save_upload(upload, path)
         inputs.append((role, path))
         shown[str(path)] = sent
-    return await run_in_threadpool(_scored, ctx, found.name, inputs, settings, base / "run", shown)
+    outcome = await run_in_threadpool(
+        score_run, ctx, found.name, inputs, settings, out=base / "run", shown=shown
+    )
+    return _answer(outcome)
