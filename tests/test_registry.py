@@ -1,20 +1,28 @@
-"""The System registry (issue 27 item 1): a small fourth system (label classification accuracy)
-registered in one place is listed, filtered, compared, exported and shown like the built-in
-ones, with no change to ``runs``, the API or the pages."""
+"""The System registry (issue 27 items 1 and 2): a small fourth system (label classification
+accuracy), registered in this one file, is scored by ``fieldcheck score`` and ``POST
+/api/score/label`` through the one pipeline, then listed, filtered, compared, exported and shown
+like the built-in ones, with no change to the CLI, ``runs``, the API or the pages."""
 
 from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Iterator, Mapping
+import json
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
+from typer.testing import CliRunner
 
 from fieldcheck import core
+from fieldcheck._cli.main import app as cli_app
+from fieldcheck._util.errors import UsageProblem
 from fieldcheck.api import ApiSettings, create_app
+from fieldcheck.reports import RunFolder, Scored
 from fieldcheck.runs import compare_runs, iter_export
 from fieldcheck.store import ItemColumns, RunInfo, RunRecorder, Store
 
@@ -29,6 +37,7 @@ class LabelSystem:
     name = "label"
     title = "Label accuracy"
     item = "example"
+    inputs = (("data", 'JSONL: one {"id", "label", "predicted"} per line'),)
     headline = ("accuracy",)
     breakdowns = (("Accuracy by label", "label", _per_label),)
     export_columns = (("gold", '$."gold"', "VARCHAR"), ("predicted", '$."predicted"', "VARCHAR"))
@@ -57,7 +66,61 @@ class LabelSystem:
         return [result.get("gold"), result.get("predicted")]
 
     def item_columns(self, item: Mapping[str, Any]) -> ItemColumns:
-        return ItemColumns(item["key"], item["gold"] != item["predicted"])
+        right = item["right"] if "right" in item else item["gold"] == item["predicted"]
+        return ItemColumns(item["key"], not right)
+
+    @contextmanager
+    def prepare(
+        self,
+        inputs: Sequence[tuple[str, Path]],
+        settings: Mapping[str, Any],
+        *,
+        beside: Path,
+        progress: Any,
+        extras: Mapping[str, Any],
+    ) -> Iterator[list[dict[str, Any]]]:
+        """Every line read and checked before anything is written; ``ignore_case`` the one
+        setting."""
+        if not isinstance(settings.get("ignore_case", False), bool):
+            raise UsageProblem("must be true or false", "ignore_case")
+        path = dict(inputs)["data"]
+        items = []
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            try:
+                record = json.loads(line)
+                items.append(
+                    {"key": record["id"], "gold": record["label"], "predicted": record["predicted"]}
+                )
+            except (ValueError, KeyError) as exc:
+                raise UsageProblem(f"{path}:{number}: not a record ({exc})", "data") from None
+        yield items
+
+    def score(
+        self,
+        read: list[dict[str, Any]],
+        folder: RunFolder,
+        settings: Mapping[str, Any],
+        *,
+        recorder: RunRecorder | None,
+        progress: Any,
+    ) -> Scored:
+        fold = str.casefold if settings.get("ignore_case") else str
+        items = [{**i, "right": fold(i["gold"]) == fold(i["predicted"])} for i in read]
+        accuracy = sum(i["right"] for i in items) / len(items)
+        summary = {"accuracy": accuracy, "n": len(items)}
+        path = folder.write_summary("summary.json", summary)
+        if recorder is not None:
+            recorder.add_items(items, self.item_columns)
+        return Scored(
+            result=summary,
+            files={"summary": path},
+            metrics=summary,
+            intervals={},
+            signature={"ignore_case": bool(settings.get("ignore_case"))},
+            failed=False,
+            gate={"": {"accuracy": accuracy}},
+            summary={**summary, "complete": True},
+        )
 
 
 ITEMS = [("cat", "cat"), ("dog", "cat"), ("dog", "dog"), ("cat", "cat")]
@@ -144,3 +207,186 @@ def test_a_fourth_system_is_compared_exported_listed_and_shown(
     page = client.get(f"/runs/{a.id}").text
     assert "Accuracy by label" in page and "predicted" in page
     assert client.get("/runs", params={"system": "label"}).text.count("model-") >= 2
+
+
+# id, label, predicted: a, c and d right; e right only when case is ignored (cat vs Cat)
+LINES = [("a", "cat", "cat"), ("b", "dog", "cat"), ("c", "dog", "dog"), ("d", "bird", "bird")]
+LINES.append(("e", "cat", "Cat"))
+EXACT, IGNORING_CASE = 3 / 5, 4 / 5
+
+
+def _cli(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(cli_app, list(args), env={"COLUMNS": "200"})
+    return result.exit_code, result.stdout, result.stderr
+
+
+def _labels(tmp_path: Path) -> Path:
+    path = tmp_path / "preds.jsonl"
+    path.write_text(
+        "".join(json.dumps({"id": i, "label": g, "predicted": p}) + "\n" for i, g, p in LINES)
+    )
+    return path
+
+
+def test_a_fourth_system_is_scored_by_the_cli_and_the_api_and_compared(
+    label_system: LabelSystem, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``fieldcheck score label data=FILE`` and ``POST /api/score/label`` run the same pipeline
+    into the same store: same metrics for the same inputs and settings, runs compared and shown
+    with no line of the CLI, the API or the pages about this system."""
+    url = f"sqlite:///{tmp_path / 'label.sqlite3'}"
+    monkeypatch.setenv("FIELDCHECK_DATABASE_URL", url)
+    data = _labels(tmp_path)
+    out = tmp_path / "cli-run"
+    code, stdout, stderr = _cli(
+        "score", "label", f"data={data}", "--settings", '{"ignore_case": true}', "--out", str(out)
+    )
+    assert code == 0, stderr
+    assert "accuracy" in stdout and "0.8000" in stdout
+    [cli_id] = re.findall(r"stored as run ([0-9a-f]+)", stdout)
+    assert json.loads((out / "summary.json").read_text()) == {
+        "accuracy": IGNORING_CASE,
+        "n": 5,
+        "complete": True,
+    }
+    run_json = json.loads((out / "run.json").read_text())
+    assert (run_json["system"], run_json["complete"], run_json["command"]) == (
+        "label",
+        True,
+        "score label",
+    )
+    assert [(i["role"], i["path"]) for i in run_json["inputs"]] == [("data", str(data))]
+
+    code, stdout, _ = _cli("score", "label", f"data={data}", "--no-store", "--json")
+    assert code == 0 and json.loads(stdout) == {"accuracy": EXACT, "n": 5, "complete": True}
+    code, stdout, _ = _cli(
+        "score", "label", f"data={data}", "--no-store", "--fail-under", "accuracy=0.7"
+    )
+    assert code == 4 and "fail-under: accuracy 0.6000 < 0.7" in stdout
+
+    root = tmp_path / "root"
+    root.mkdir()
+    client = TestClient(create_app(ApiSettings(database_url=url, data_root=root)))
+    client.base_url = "http://127.0.0.1"  # type: ignore[assignment]
+
+    def post(settings: str) -> Any:
+        sent = {"data": ("preds.jsonl", data.read_bytes())}
+        return client.post("/api/score/label", files=sent, data={"settings": settings})
+
+    answer = post('{"ignore_case": false}')
+    assert answer.status_code == 200, answer.text
+    body = answer.json()
+    assert body["metrics"] == {"accuracy": EXACT, "n": 5}
+    assert (body["system"], body["failed"], body["files"]) == ("label", False, ["summary.json"])
+    assert body["signature"] == {"ignore_case": False} and body["intervals"] == {}
+    api_id = body["run_id"]
+    [kept] = (root / "fieldcheck-runs").iterdir()  # the upload and the run folder, kept
+    assert (kept / "inputs" / "data" / "preds.jsonl").read_bytes() == data.read_bytes()
+    assert json.loads((kept / "run" / "summary.json").read_text())["accuracy"] == EXACT
+
+    same = post('{"ignore_case": true}').json()  # the CLI's inputs and settings: its metrics
+    store = Store(url)
+    cli_run = store.get_run(cli_id)
+    assert cli_run is not None and same["metrics"] == cli_run.metrics == {
+        "accuracy": IGNORING_CASE,
+        "n": 5,
+    }
+    api_run = store.get_run(api_id)
+    assert api_run is not None and (api_run.system, api_run.model) == ("label", "preds")
+    store.close()
+
+    code, stdout, _ = _cli("runs", "compare", cli_id, api_id, "--json")
+    assert code == 0
+    [accuracy] = json.loads(stdout)["metrics"]
+    assert [v["estimate"] for v in accuracy["values"]] == [IGNORING_CASE, EXACT]
+    failed = client.get(f"/api/runs/{api_id}/items", params={"failed": "true"}).json()
+    assert [i["key"] for i in failed["items"]] == ["b", "e"]  # e fails when case counts
+    page = client.get(f"/runs/{api_id}").text
+    assert "accuracy" in page and "0.6000" in page and "bird" in page
+
+
+def test_the_api_refuses_what_the_fourth_system_cannot_score(
+    label_system: LabelSystem, tmp_path: Path
+) -> None:
+    """Unknown system 404 naming the known ones; a role it does not take, one missing, a
+    setting or a line it refuses 422 naming it (the upload's name, never the server's path);
+    no data root 403."""
+    data = _labels(tmp_path)
+    root = tmp_path / "root"
+    root.mkdir()
+    url = f"sqlite:///{tmp_path / 'label.sqlite3'}"
+    client = TestClient(create_app(ApiSettings(database_url=url, data_root=root)))
+    client.base_url = "http://127.0.0.1"  # type: ignore[assignment]
+    sent = {"data": ("preds.jsonl", data.read_bytes())}
+
+    unknown = client.post("/api/score/nope", files=sent)
+    assert unknown.status_code == 404
+    assert unknown.json() == {
+        "detail": "no system 'nope' (known: json, slots, numeric, label)",
+        "field": "system",
+    }
+    other = client.post("/api/score/label", files={**sent, "gold": ("g.jsonl", b"{}")})
+    assert other.status_code == 422
+    assert other.json() == {"detail": "label has no input gold (it takes data)", "field": "gold"}
+    none = client.post("/api/score/label", files={"x": ("g.jsonl", b"{}")}, data={})
+    assert none.json()["field"] == "x"
+    missing = client.post("/api/score/label", data={"settings": "{}"})
+    assert missing.status_code == 422
+    assert missing.json() == {"detail": "label needs data (it takes data)", "field": "data"}
+    setting = client.post("/api/score/label", files=sent, data={"settings": '{"ignore_case": 1}'})
+    assert setting.status_code == 422
+    assert setting.json() == {"detail": "must be true or false", "field": "ignore_case"}
+    not_json = client.post("/api/score/label", files=sent, data={"settings": "[1"})
+    assert (not_json.status_code, not_json.json()["field"]) == (422, "settings")
+    bad = {"data": ("mine.jsonl", b'{"id": "a", "label": "x", "predicted": "x"}\nnot json\n')}
+    line = client.post("/api/score/label", files=bad)
+    assert line.status_code == 422
+    detail = line.json()["detail"]
+    assert detail.startswith("mine.jsonl:2: not a record") and str(root) not in detail
+
+    unrooted = TestClient(create_app(ApiSettings(database_url=url)))
+    unrooted.base_url = "http://127.0.0.1"  # type: ignore[assignment]
+    refused = unrooted.post("/api/score/label", files=sent)
+    assert refused.status_code == 403 and "--data-root" in refused.json()["detail"]
+
+
+def test_the_cli_says_what_the_fourth_system_takes(
+    label_system: LabelSystem, tmp_path: Path
+) -> None:
+    """``fieldcheck score --help`` lists the registered systems with their roles; a wrong
+    system, role, file or setting is one usage line, exit 2, nothing written."""
+    code, stdout, _ = _cli("score", "--help")
+    assert code == 0
+    assert 'label (Label accuracy): data: JSONL: one {"id", "label", "predicted"} per line' in (
+        " ".join(stdout.split())
+    )
+    data = _labels(tmp_path)
+    out = tmp_path / "out"
+    cases = [
+        (["nope", f"data={data}"], "SYSTEM: no system 'nope' (known: json, slots, numeric, label)"),
+        (["label", str(data)], f"ROLE=FILE: expected ROLE=FILE (got '{data}')"),
+        (["label", f"gold={data}"], "gold: label has no input gold (it takes data)"),
+        (["label"], "data: label needs data (it takes data)"),
+        (["label", f"data={tmp_path / 'gone.jsonl'}"], f"data: {tmp_path / 'gone.jsonl'}: no such"),
+        (["label", f"data={data}", "--settings", "[1"], "--settings: invalid JSON"),
+        (["label", f"data={data}", "--settings", '{"ignore_case": 1}'], "ignore_case: must be"),
+        (["label", f"data={data}", "--fail-under", "f1=0.5"], "METRIC one of accuracy"),
+    ]
+    for args, line in cases:
+        code, stdout, stderr = _cli("score", *args, "--out", str(out))
+        assert (code, stdout) == (2, ""), (args, stderr)
+        assert line in stderr and stderr.startswith("error: "), (args, stderr)
+        assert not out.exists() and not Path(f"{out}.fieldcheck-partial").exists()
+    (tmp_path / "s.json").write_text('{"ignore_case": true}')
+    code, stdout, _ = _cli(
+        "score",
+        "label",
+        f"data={data}",
+        "--settings",
+        f"@{tmp_path / 's.json'}",
+        "--no-store",
+        "--json",
+        "--out",
+        str(out),
+    )
+    assert code == 0 and json.loads(stdout)["accuracy"] == IGNORING_CASE

@@ -250,19 +250,23 @@ def test_batch_upload_and_batch_path_give_the_cli_summary(
     # means of 0.7375, 1.0 and 0.0 (a text output scores 0 everywhere but safety 1 - ...)
     assert uploaded == by_path_summary == expected
     assert expected["records"] == 3 and expected["scored"] == 3
-    # each batch is a stored run with its items, as json batch's would be
+    # each batch is a stored run with its items, as json batch's is, through the same pipeline;
+    # the upload and both runs' files are kept under the data root
+    kept = tmp_path / "data" / "fieldcheck-runs"
     with httpx.Client(base_url=live.base_url, timeout=60) as http:
-        for run_id, name in zip(run_ids, ("walk.jsonl", "walk.jsonl"), strict=True):
+        for run_id in run_ids:
             run = http.get(f"/api/runs/{run_id}").json()
-            assert (run["system"], run["task"], run["n_items"]) == ("json", "api", 3)
+            assert (run["system"], run["task"], run["n_items"]) == ("json", "score", 3)
             assert run["metrics"]["means"] == expected["means"]
-            assert run["inputs"] == [
-                {
-                    "name": "batch",
-                    "path": name,
-                    "sha256": hashlib.sha256(data.read_bytes()).hexdigest(),
-                }
-            ]
+            [given] = run["inputs"]
+            assert (given["name"], given["sha256"]) == (
+                "batch",
+                hashlib.sha256(data.read_bytes()).hexdigest(),
+            )
+            assert Path(given["path"]).name == "walk.jsonl"
+            assert Path(given["path"]).is_relative_to(tmp_path / "data")
+            folder = Path(run["out_dir"])
+            assert folder.parent.parent == kept and (folder / "summary.json").is_file()
             items = http.get(f"/api/runs/{run_id}/items", params={"failed": "true"}).json()
             # the scripted judge scores the email 0, so every record failed somewhere
             assert [i["key"] for i in items["items"]] == ["walk", "same", "text"]
@@ -278,8 +282,9 @@ def test_batch_errors_name_the_upload_not_a_server_path(client: httpx.Client) ->
     assert summary["not_scored"] == 1 and summary["errors"][0].startswith("mine.jsonl:4: ")
     assert "fieldcheck-upload" not in response.text
     empty = client.post("/api/json/batch", files={"file": ("none.jsonl", b"[1]\n")})
-    assert empty.status_code == 422 and empty.json()["detail"].startswith("no valid record")
-    assert "none.jsonl:1" in empty.json()["detail"]
+    assert (empty.status_code, empty.json()["field"]) == (422, "file")
+    assert empty.json()["detail"].startswith("none.jsonl: no valid record (1 problem; first: ")
+    assert "none.jsonl:1" in empty.json()["detail"] and "fieldcheck-upload" not in empty.text
 
 
 def test_batch_path_stays_inside_the_data_root(
@@ -367,7 +372,8 @@ def test_the_token_is_required_on_every_route_when_bound_beyond_loopback(
     ).json()
     for path, methods in schema["paths"].items():
         routes += [(method.upper(), path) for method in methods]
-    assert len(routes) == 8 + 3 + 3 * 4 + 6  # pages; json; GET/PUT/import/export per section; runs
+    # pages; json; GET/PUT/import/export per section; runs; score
+    assert len(routes) == 8 + 3 + 3 * 4 + 6 + 1
     for method, path in routes:
         for headers in (
             {},
@@ -409,6 +415,7 @@ def test_openapi_lists_every_route(client: httpx.Client) -> None:
         "/api/json/batch",
         *(f"/api/config/{s}{tail}" for s in ("strategies", "thresholds", "weights") for tail in ("", "/import", "/export")),
         *(f"/api/runs{tail}" for tail in ("", "/compare", "/{run_id}", "/{run_id}/items", "/{run_id}/rescore", "/{run_id}/export")),
+        "/api/score/{system}",
     }  # fmt: skip
 
 

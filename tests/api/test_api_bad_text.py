@@ -151,7 +151,8 @@ def test_uploads_and_query_parameters_with_such_text_are_answered(
     line = b'{"id": 1, "ground_truth": {%s: "x"}, "output": {"a": "x"}}\n' % bad
     answer = client.post("/api/json/batch", files={"file": ("b.jsonl", line)})
     assert answer.status_code == 422 and answer.json()["field"] == "file", answer.text
-    assert answer.json()["detail"].startswith("no valid record: b.jsonl:1: invalid JSON: ")
+    first = "b.jsonl: no valid record (1 problem; first: b.jsonl:1: invalid JSON: "
+    assert answer.json()["detail"].startswith(first)
     query = "%ED%A0%80" if kind != "not-utf8" else "%FF"
     answer = client.get(f"/api/runs?model={query}")
     assert answer.status_code == 200 and answer.json()["total"] == 0

@@ -9,7 +9,15 @@ from typing import Any
 
 import typer
 
-from fieldcheck._cli import json_cmd, numeric_cmd, runs_cmd, serve_cmd, serve_model_cmd, slots_cmd
+from fieldcheck._cli import (
+    json_cmd,
+    numeric_cmd,
+    runs_cmd,
+    score_cmd,
+    serve_cmd,
+    serve_model_cmd,
+    slots_cmd,
+)
 from fieldcheck._cli._common import FieldcheckGroup
 from fieldcheck._cli._runopts import STORE_HELP, interrupt_running_loop
 from fieldcheck._version import __version__
@@ -20,7 +28,8 @@ app = typer.Typer(
     help=(
         "Score how well language models extract structured information and answer numeric "
         "questions. Systems: 'json' (JSON output vs ground truth), 'slots' (slot extraction "
-        "benchmark), 'numeric' (ConvFinQA numeric QA). " + STORE_HELP
+        "benchmark), 'numeric' (ConvFinQA numeric QA); 'score SYSTEM ROLE=FILE...' scores any of "
+        "them (and any system added to the registry). " + STORE_HELP
     ),
     no_args_is_help=True,
     add_completion=False,
@@ -30,6 +39,7 @@ app.add_typer(json_cmd.app, name="json")
 app.add_typer(slots_cmd.app, name="slots")
 app.add_typer(numeric_cmd.app, name="numeric")
 app.add_typer(runs_cmd.app, name="runs")
+app.command("score", cls=score_cmd.ScoreCommand)(score_cmd.score_command)
 app.command("serve-model")(serve_model_cmd.serve_model_command)
 app.command("serve")(serve_cmd.serve_command)
 

@@ -30,8 +30,9 @@ def serve_command(
         typer.Option(
             "--data-root",
             metavar="DIR",
-            help="The only folder POST /api/json/batch-path reads batch files from (default: "
-            "none, that route refused).",
+            help="The only folder the API reads and writes: POST /api/json/batch-path reads batch "
+            "files from it, and each scoring call keeps its uploads and run folder under its "
+            "fieldcheck-runs/ (default: none; batch-path and /api/score refused).",
         ),
     ] = None,
     matcher: Annotated[

@@ -16,7 +16,7 @@ from fieldcheck.api._errors import install_error_handlers
 from fieldcheck.api._evaluation import Matchers
 from fieldcheck.api._guard import Guard
 from fieldcheck.api._settings import ApiSettings, check_binding
-from fieldcheck.api.routes import config, json, pages, runs
+from fieldcheck.api.routes import config, json, pages, runs, score
 from fieldcheck.store import Store
 
 WEB = Path(__file__).resolve().parents[1] / "web"
@@ -71,4 +71,5 @@ def create_app(settings: ApiSettings | None = None, *, store: Store | None = Non
     app.include_router(pages.router)
     app.include_router(runs.router)
     app.include_router(runs.pages)
+    app.include_router(score.router)
     return app

@@ -1,32 +1,30 @@
-"""The library calls behind the JSON routes and the Test evaluation page: the same functions
-``fieldcheck json score`` and ``json batch`` call, with the app's matchers (built once)."""
+"""The library calls behind the scoring routes and the Test evaluation page: the same functions
+``fieldcheck json score`` and the one pipeline (``core.score``) that ``fieldcheck score`` and
+``json batch`` call, with the app's matchers (built once) and its store."""
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import tempfile
 import threading
 from collections.abc import Mapping
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
+from starlette.datastructures import UploadFile
 
-from fieldcheck._util.errors import InputError
-from fieldcheck._util.jsonio import loads, read_lines
+from fieldcheck import core
+from fieldcheck._util.errors import CannotWrite, InputError, UsageProblem
+from fieldcheck._util.jsonio import loads
+from fieldcheck._util.paths import safe_filename
 from fieldcheck.api._errors import ApiError
-from fieldcheck.jsoneval import (
-    BatchReader,
-    EvalConfig,
-    JsonEvalResult,
-    MatcherError,
-    build_matchers,
-    evaluate,
-    stream_batch_outputs,
-)
+from fieldcheck.jsoneval import EvalConfig, JsonEvalResult, MatcherError, build_matchers, evaluate
 from fieldcheck.matchers import Matcher
-from fieldcheck.store import RunRecorder, Store, sha256_file
+
+if TYPE_CHECKING:
+    from fieldcheck.api._deps import AppContext
 
 _log = logging.getLogger("fieldcheck")
 
@@ -47,8 +45,10 @@ class Matchers:
             return self._matchers
 
 
-# Batch reports draw plots with matplotlib's pyplot, which is not thread-safe: one at a time.
-_BATCH_LOCK = threading.Lock()
+_SCORING = threading.Lock()
+_COPY_BLOCK = 1 << 20
+RUNS = "fieldcheck-runs"
+"""The folder under ``--data-root`` that holds each API run's uploads and run folder."""
 
 
 def parse_output_text(raw: bytes | str) -> Any:
@@ -95,100 +95,66 @@ def evaluate_one(
         raise ApiError(502, f"the matcher failed: {exc}") from None
 
 
-def score_batch_file(
-    path: Path,
-    config: EvalConfig,
-    matchers: Matchers,
+def score_run(
+    ctx: AppContext,
+    system: str,
+    inputs: core.Inputs,
+    settings: Mapping[str, Any],
     *,
-    shown_as: str,
-    bootstrap: int = 1000,
-    seed: int = 0,
-    store: Store | None = None,
-) -> dict[str, Any]:
-    """``json batch`` on a JSONL file: its summary (as summary.json holds it) and, with a
-    ``store``, the id of the run recorded there (``run_id``; None when the store failed, which
-    is logged). The output files go to a temporary folder removed afterwards, so the run has no
-    folder. Messages name the file ``shown_as`` (never a server path). A file with no valid
-    line is a 422 naming the first problem, as the CLI's usage error."""
-    prefix = str(path)
-    reader = BatchReader(path)
-    recorder = None
-    if store is not None and _has_a_record(reader):
-        recorder = _open_recorder(
-            store,
-            system="json",
-            inputs=[],
-            input_digests=[{"name": "batch", "path": shown_as, "sha256": sha256_file(path)}],
-            settings={
-                "config": config.model_dump(mode="json"),
-                "bootstrap": bootstrap,
-                "seed": seed,
-            },
-            signature="",
-            out=None,
-            model=Path(shown_as).stem,
-            task="api",
-        )
+    out: Path,
+    shown: Mapping[str, str],
+    params: Mapping[str, str] | None = None,
+) -> core.Outcome:
+    """``core.score`` of ``inputs`` into the run folder ``out`` and the app's store, one run at a
+    time (the reports' plots use pyplot, which is not thread-safe), in the caller's worker
+    thread. Each server path of ``shown`` is named as the client sent it; a ``UsageProblem``
+    is a 422 whose field is its param (renamed by ``params``), ``CannotWrite`` a 507, a judge
+    that gives no similarity a 502."""
+    label, models = core.model_label(inputs)
+    events = core.Events(warn=lambda line: _log.warning("%s", hidden(line, shown)))
     try:
-        with (
-            _BATCH_LOCK,
-            tempfile.TemporaryDirectory(prefix="fieldcheck-api-") as out,
-            recorder if recorder is not None else contextlib.nullcontext(),
-        ):
-            batch = stream_batch_outputs(
-                Path(out),
-                reader.chunks(),
-                config,
-                matchers=matchers.get(),
-                source=shown_as,
-                bootstrap=bootstrap,
-                seed=seed,
-                recorder=recorder,
+        with _SCORING:
+            return core.score(
+                system,
+                inputs,
+                settings,
+                out=out,
+                command=f"api score {system}",
+                label=label,
+                models=models,
+                store=ctx.store,
+                events=events,
+                extras={"matchers": ctx.matchers.get()},
             )
-            summary = batch.summary.to_json()
-            summary["errors"] = [m.replace(prefix, shown_as) for m in summary["errors"]]
-            run_id = None
-            if recorder is not None:
-                metrics = {k: v for k, v in summary.items() if k not in ("ci", "signature")}
-                run = recorder.finish(
-                    metrics=metrics,
-                    intervals=summary.get("ci") or {},
-                    signature=summary.get("signature"),
-                )
-                run_id = None if recorder.broken else run.id
-    except InputError as exc:
-        raise ApiError(422, exc.one_line().replace(prefix, shown_as), field="path") from None
+    except UsageProblem as exc:
+        field = (params or {}).get(exc.param or "", exc.param)
+        raise ApiError(422, hidden(exc.message, shown), field=field) from None
+    except CannotWrite as exc:
+        raise ApiError(507, hidden(str(exc), shown)) from None
     except MatcherError as exc:
         raise ApiError(502, f"the matcher failed: {exc}") from None
-    if not reader.records:
-        first = reader.first_errors[0].one_line() if reader.first_errors else "no line"
-        raise ApiError(
-            422, f"no valid record: {first}".replace(prefix, shown_as), field="file"
-        ) from None
-    return {**summary, **({"run_id": run_id} if store is not None else {})}
 
 
-def _not_stored(exc: BaseException) -> None:
-    _log.warning("the batch run is not stored: %s: %s", type(exc).__name__, exc)
+async def save_upload(upload: UploadFile, path: Path) -> None:
+    """Copy ``upload`` to the new file ``path`` (its folders made), a block at a time."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("xb") as handle:
+        while block := await upload.read(_COPY_BLOCK):
+            handle.write(block)
 
 
-def _open_recorder(store: Store, **kwargs: Any) -> RunRecorder | None:
-    """The batch's recorder; a store that fails is logged and the batch is scored anyway."""
-    try:
-        return RunRecorder.open(store, on_error=_not_stored, **kwargs)
-    except Exception as exc:  # the database is unreachable or read-only
-        _not_stored(exc)
-        return None
+def hidden(text: str, shown: Mapping[str, str]) -> str:
+    """``text`` with each server path of ``shown`` replaced by what the client sent (a message
+    never holds a server path)."""
+    for path, name in sorted(shown.items(), key=lambda p: -len(p[0])):
+        text = text.replace(path, name)
+    return text
 
 
-def _has_a_record(reader: BatchReader) -> bool:
-    """Whether the file has a line that parses as an object (a file with none is refused
-    before a run is opened, so the store keeps no empty run)."""
-    with reader.path.open("rb") as handle:
-        for line in read_lines(handle):
-            try:
-                if isinstance(orjson.loads(line), dict):
-                    return True
-            except orjson.JSONDecodeError:
-                continue
-    return False
+def run_folder(root: Path, system: str) -> Path:
+    """A new folder for one API run under ``root``/fieldcheck-runs/ (its uploads in
+    ``inputs/``, the run folder ``run/``); kept, as every run folder."""
+    runs = root.resolve() / RUNS
+    runs.mkdir(exist_ok=True)
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    return Path(tempfile.mkdtemp(prefix=f"api-{safe_filename(system)}-{stamp}-", dir=runs))

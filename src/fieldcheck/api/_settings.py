@@ -59,7 +59,8 @@ class ApiSettings:
 
     ``token``: None on loopback means no authentication; when set it is required on every
     route wherever the server is bound. ``data_root``: the only folder ``batch-path`` reads
-    from (None: that route is refused). ``database_url``: None means the store's default
+    from and the scoring routes keep their uploads and run folders in (None: ``batch-path`` and
+    ``/api/score`` are refused). ``database_url``: None means the store's default
     (``FIELDCHECK_DATABASE_URL`` or the SQLite file). The matcher settings are the server's,
     never a request's (a request cannot point the server at another judge URL).
     """

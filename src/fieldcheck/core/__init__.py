@@ -1,6 +1,7 @@
 """The layer between the commands and the systems (ARCHITECTURE.md "Layers"): the ``System``
 protocol, its registry and the one pipeline every command and API route scores through."""
 
+from fieldcheck.core._inputs import check_roles, model_label
 from fieldcheck.core._pipeline import (
     Events,
     Inputs,
@@ -29,9 +30,11 @@ __all__ = [
     "Progress",
     "System",
     "check_out",
+    "check_roles",
     "find",
     "finish_run",
     "get",
+    "model_label",
     "names",
     "open_folder",
     "open_recorder",

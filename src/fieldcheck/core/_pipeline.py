@@ -18,7 +18,7 @@ from fieldcheck.core._registry import get
 from fieldcheck.reports import RUNS_DIR, FolderError, RunFolder, Scored, check_destination
 
 if TYPE_CHECKING:
-    from fieldcheck.store import RunRecorder
+    from fieldcheck.store import RunRecorder, Store
 
 Inputs = Sequence[tuple[str, Path]]
 """A run's input files by role (``batch``, ``gold``, ``pred:NAME``...): what run.json and the
@@ -83,12 +83,15 @@ def open_folder(
     label: str = "",
     models: Sequence[str] = (),
     events: Events | None = None,
+    system: str | None = None,
 ) -> RunFolder:
     """The run's folder before any work: ``out`` new or empty (or its unfinished run
     continued), else a ``UsageProblem`` with nothing touched; ``None`` a new folder under
     ``fieldcheck-runs/`` named by ``label``, said by ``events.note``."""
     try:
-        folder = RunFolder.open(out, command=command, inputs=inputs, label=label, models=models)
+        folder = RunFolder.open(
+            out, command=command, inputs=inputs, label=label, models=models, system=system
+        )
     except FolderError as exc:
         raise UsageProblem(str(exc), "--out") from None
     if out is None and events is not None:
@@ -116,6 +119,7 @@ def open_recorder(
     task: str = "score",
     into: Into | None = None,
     warn: Callable[[str], None] = _quiet,
+    database: Store | None = None,
 ) -> RunRecorder | None:
     """The run's recorder, or None when the store cannot be opened (said once by ``warn``;
     the files are complete either way)."""
@@ -127,7 +131,7 @@ def open_recorder(
         from fieldcheck.store import RunRecorder
 
         return RunRecorder.open(
-            None,
+            database,
             system=system,
             inputs=inputs,
             settings=settings,
@@ -191,7 +195,7 @@ def score(
     label: str = "",
     model: str | None = None,
     models: Sequence[str] = (),
-    store: bool = True,
+    store: bool | Store = True,
     into: Into | None = None,
     events: Events | None = None,
     extras: Mapping[str, Any] | None = None,
@@ -200,8 +204,10 @@ def score(
     run folder ``out`` (a path, None for a new one, or a folder a model run opened) and the
     store, and return the outcome. ``extras``: what a model run already has for the system's
     ``prepare`` (matchers built once for every model, the input problems of its documents). Raises ``UsageProblem`` before anything is written,
-    ``Interrupted`` on Ctrl-C, ``CannotWrite`` when an output cannot be written."""
+    ``Interrupted`` on Ctrl-C, ``CannotWrite`` when an output cannot be written. ``store``: a
+    ``Store`` records there (the API's), True the default one, False none."""
     found = get(system)
+    database = None if isinstance(store, bool) else store
     events = events or Events()
     opened = isinstance(out, RunFolder)
     if not opened:
@@ -217,7 +223,13 @@ def score(
             out
             if isinstance(out, RunFolder)
             else open_folder(
-                out, command=command, inputs=inputs, label=label, models=models, events=events
+                out,
+                command=command,
+                inputs=inputs,
+                label=label,
+                models=models,
+                events=events,
+                system=found.name,
             )
         )
         recorder = None
@@ -231,6 +243,7 @@ def score(
                 task="score" if into is None else "run",
                 into=into,
                 warn=events.warn,
+                database=database,
             )
         with _interruptible(folder), _recording(recorder):
             scored = found.score(

@@ -158,9 +158,11 @@ class RunFolder:
         inputs: Iterable[Input] = (),
         label: str = "",
         models: Sequence[str] = (),
+        system: str | None = None,
     ) -> RunFolder:
         """The folder of a run of ``command`` (``json batch``) into ``out`` (None: a new one
-        under ``fieldcheck-runs/`` named by the command, ``label`` and the time). ``out`` must
+        under ``fieldcheck-runs/`` named by the command, ``label`` and the time); run.json names
+        ``system`` (default: the command's first word). ``out`` must
         be new or empty; its partial folder, when one exists, must be an unfinished run of the
         same command on the same inputs (sha256), which this run continues; else
         ``FolderError`` with nothing touched."""
@@ -170,7 +172,7 @@ class RunFolder:
         if dest.name not in ("", ".", ".."):
             temp = dest.with_name(dest.name + PARTIAL)
         info: dict[str, Any] = {
-            "system": command.split()[0],
+            "system": system or command.split()[0],
             "command": command,
             "inputs": _described(inputs),
             "complete": False,

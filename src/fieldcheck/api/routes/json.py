@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 from pathlib import Path, PurePath
@@ -10,8 +11,11 @@ from typing import Annotated, Any
 from fastapi import APIRouter, File, Query, UploadFile
 from starlette.concurrency import run_in_threadpool
 
+from fieldcheck._util.errors import InputError
+from fieldcheck._util.paths import safe_filename
 from fieldcheck.api._body import CheckedBodyRoute
-from fieldcheck.api._deps import Context
+from fieldcheck.api._config import Section, parse_section
+from fieldcheck.api._deps import AppContext, Context
 from fieldcheck.api._errors import (
     GUARD,
     INVALID,
@@ -19,7 +23,14 @@ from fieldcheck.api._errors import (
     ApiError,
     error_responses,
 )
-from fieldcheck.api._evaluation import evaluate_one, score_batch_file
+from fieldcheck.api._evaluation import (
+    RUNS,
+    evaluate_one,
+    hidden,
+    run_folder,
+    save_upload,
+    score_run,
+)
 from fieldcheck.api._schemas import BatchPathRequest, EvaluateRequest
 
 router = APIRouter(
@@ -28,7 +39,6 @@ router = APIRouter(
     route_class=CheckedBodyRoute,
     responses=error_responses(),
 )
-_COPY_BLOCK = 1 << 20
 
 
 @router.post(
@@ -74,6 +84,71 @@ def resolve_under(root: Path, given: str) -> Path:
     return real
 
 
+_PARAMS = {
+    "--strategies": "field_strategies",
+    "--fuzzy-threshold": "thresholds",
+    "--semantic-threshold": "thresholds",
+    "--weights": "weights",
+}
+"""The options the json system names in a settings problem, as the request's parts."""
+
+
+def stored_settings(
+    ctx: AppContext, body: BatchPathRequest | None, *, bootstrap: int, seed: int
+) -> dict[str, Any]:
+    """The json system's stored settings of a request: the sections it gives (each checked, a
+    bad one a 422 naming the request's part) and the server's matcher. A section not given
+    takes the saved one where every command's does, in the json system (one rule)."""
+    base = ctx.base_config
+    config: dict[str, Any] = {
+        "matcher": base.matcher,
+        "judge_base_url": base.judge_base_url,
+        "judge_model": base.judge_model,
+    }
+    if body is not None:
+        given: tuple[tuple[str, Section, Any], ...] = (
+            ("field_strategies", "strategies", body.field_strategies),
+            ("thresholds", "thresholds", body.thresholds),
+            ("weights", "weights", body.weights),
+        )
+        for part, section, value in given:
+            if value is None:
+                continue
+            try:
+                checked = parse_section(section, value)
+            except InputError as exc:
+                field = f"{part}.{exc.field}" if exc.field else part
+                raise ApiError.invalid(exc, field=field) from None
+            config |= value if section == "thresholds" else {section: checked}
+        config |= {"flatten": body.flatten, "safety_check": body.safety_check}
+    return {"config": config, "bootstrap": bootstrap, "seed": seed}
+
+
+def _batch(
+    ctx: AppContext,
+    path: Path,
+    settings: dict[str, Any],
+    *,
+    folder: Path,
+    shown: dict[str, str],
+    field: str,
+) -> dict[str, Any]:
+    """``json batch`` through the one pipeline: its summary (as summary.json holds it, the
+    files named as the client sent them) and ``run_id``."""
+    outcome = score_run(
+        ctx,
+        "json",
+        [("batch", path)],
+        settings,
+        out=folder / "run",
+        shown=shown,
+        params={**_PARAMS, "batch": field},
+    )
+    summary = {k: v for k, v in dict(outcome.scored.summary).items() if k != "complete"}
+    summary["errors"] = [hidden(m, shown) for m in summary.get("errors", [])]
+    return {**summary, "run_id": outcome.run_id}
+
+
 @router.post(
     "/batch-path",
     summary="Score a JSONL batch file under the data root",
@@ -83,43 +158,36 @@ def resolve_under(root: Path, given: str) -> Path:
             404: "No such file under the data root.",
             422: f"{INVALID} Also a path that is not a file, or a file with no valid record.",
             502: JUDGE_FAILED,
+            507: "The run's files could not be written (a full disk).",
         }
     ),
 )
 def batch_path_route(body: BatchPathRequest, ctx: Context) -> dict[str, Any]:
     """``fieldcheck json batch`` on a file inside ``--data-root``: its summary (means with 95%
     intervals, counts, per-field counts, error lines, signature) and ``run_id``, the run stored
-    with its items (``GET /api/runs/{run_id}``)."""
+    with its items (``GET /api/runs/{run_id}``); its files are kept under
+    ``--data-root``/fieldcheck-runs/."""
     root = ctx.settings.data_root
     if root is None:
         raise ApiError(
             403, "no data root is configured (fieldcheck serve --data-root DIR)", field="path"
         )
     path = resolve_under(root, body.path)
-    config = ctx.saved.eval_config(
-        ctx.base_config,
-        strategies=body.field_strategies,
-        thresholds=body.thresholds,
-        weights=body.weights,
-        flatten=body.flatten,
-        safety_check=body.safety_check,
-    )
-    return score_batch_file(
-        path,
-        config,
-        ctx.matchers,
-        shown_as=body.path,
-        bootstrap=body.bootstrap,
-        seed=body.seed,
-        store=ctx.store,
-    )
+    settings = stored_settings(ctx, body, bootstrap=body.bootstrap, seed=body.seed)
+    folder = run_folder(root, "json")
+    shown = {str(path): body.path, str(folder): f"{RUNS}/{folder.name}"}
+    return _batch(ctx, path, settings, folder=folder, shown=shown, field="path")
 
 
 @router.post(
     "/batch",
     summary="Score an uploaded JSONL batch file",
     responses=error_responses(
-        {422: f"{INVALID} Also a file with no valid record.", 502: JUDGE_FAILED}
+        {
+            422: f"{INVALID} Also a file with no valid record.",
+            502: JUDGE_FAILED,
+            507: "The run's files could not be written (a full disk).",
+        }
     ),
 )
 async def batch_upload_route(
@@ -129,21 +197,21 @@ async def batch_upload_route(
     seed: Annotated[int, Query(ge=0, le=2**32 - 1)] = 0,
 ) -> dict[str, Any]:
     """``fieldcheck json batch`` on the uploaded file with the saved configuration: its summary
-    and ``run_id``, the run stored with its items (``GET /api/runs/{run_id}``)."""
+    and ``run_id``, the run stored with its items (``GET /api/runs/{run_id}``). With a data
+    root the upload and the run's files are kept under ``--data-root``/fieldcheck-runs/, else
+    in a temporary folder removed once answered."""
     name = os.path.basename(file.filename or "") or "upload.jsonl"
-    config = ctx.saved.eval_config(ctx.base_config)
-    with tempfile.TemporaryDirectory(prefix="fieldcheck-upload-") as folder:
-        path = Path(folder) / "upload.jsonl"
-        with path.open("wb") as handle:
-            while block := await file.read(_COPY_BLOCK):
-                handle.write(block)
+    settings = stored_settings(ctx, None, bootstrap=bootstrap, seed=seed)
+    root = ctx.settings.data_root
+    with (
+        contextlib.nullcontext(str(run_folder(root, "json")))
+        if root is not None
+        else tempfile.TemporaryDirectory(prefix="fieldcheck-upload-")
+    ) as kept:
+        folder = Path(kept)
+        path = folder / "inputs" / "batch" / safe_filename(name)
+        await save_upload(file, path)
+        shown = {str(path): name, str(folder): f"{RUNS}/{folder.name}"}
         return await run_in_threadpool(
-            score_batch_file,
-            path,
-            config,
-            ctx.matchers,
-            shown_as=name,
-            bootstrap=bootstrap,
-            seed=seed,
-            store=ctx.store,
+            _batch, ctx, path, settings, folder=folder, shown=shown, field="file"
         )

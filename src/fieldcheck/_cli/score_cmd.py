@@ -1,0 +1,185 @@
+"""``fieldcheck score SYSTEM ROLE=FILE...``: any registered system scored through the one
+pipeline (``core.score``), the command-line twin of ``POST /api/score/{system}``: the same
+inputs by role, the same stored settings, the same run and metrics."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import orjson
+import typer
+from rich.table import Table
+from typer.core import TyperCommand
+
+from fieldcheck import core
+from fieldcheck._cli._common import (
+    EXIT_FAILED,
+    EXIT_OK,
+    JsonOpt,
+    ProgressBar,
+    events,
+    gate,
+    out_option,
+    parse_fail_under,
+    pipeline_errors,
+)
+from fieldcheck._util.errors import UsageProblem
+from fieldcheck._util.jsonio import dumps, loads
+from fieldcheck._util.term import SafeConsole, safe_json_text, safe_text
+
+
+def systems_help() -> str:
+    """Each registered system with its input roles (read when ``--help`` is asked)."""
+    lines = ["Systems and their inputs (ROLE=FILE):"]
+    for name in core.names():
+        system = core.get(name)
+        roles = "; ".join(f"{role}: {what}" for role, what in getattr(system, "inputs", ()))
+        lines.append(f"{name} ({system.title}): {roles}")
+    return "\n\n".join(lines)
+
+
+class ScoreCommand(TyperCommand):
+    """The command whose help lists the systems registered when it is asked for."""
+
+    @property  # type: ignore[override]
+    def epilog(self) -> str:
+        return systems_help()
+
+    @epilog.setter
+    def epilog(self, value: Any) -> None:
+        pass
+
+
+def _settings(text: str | None) -> dict[str, Any]:
+    """``--settings``: a JSON object, given inline or as ``@FILE``."""
+    if text is None:
+        return {}
+    raw: str | bytes = text
+    if text.startswith("@"):
+        try:
+            raw = Path(text[1:]).read_bytes().removeprefix(b"\xef\xbb\xbf")
+        except OSError as exc:
+            raise UsageProblem(f"cannot read {text[1:]}: {exc.strerror or exc}") from None
+    try:
+        value = loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise UsageProblem(f"invalid JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise UsageProblem("must be a JSON object (the system's stored settings)")
+    return value
+
+
+def _inputs(system: core.System, given: list[str]) -> list[tuple[str, Path]]:
+    """``ROLE=FILE`` words as (role, path), checked against the system's roles."""
+    inputs = []
+    for word in given:
+        role, sep, file = word.partition("=")
+        if not sep or not role or not file:
+            raise UsageProblem(f"expected ROLE=FILE (got {word!r})", "ROLE=FILE")
+        path = Path(file)
+        if not path.is_file():
+            raise UsageProblem(f"{file}: no such file", role)
+        inputs.append((role, path))
+    core.check_roles(system, [role for role, _ in inputs])
+    return inputs
+
+
+def _table(system: core.System, label: str, scored: Any) -> Table:
+    """The headline metrics with their 95% intervals, a column per model."""
+    columns = system.columns(label, scored.metrics, scored.intervals)
+    table = Table(title=f"{system.title} (95% interval)", header_style="bold")
+    table.add_column("metric")
+    for model, _, _ in columns:
+        table.add_column(safe_text(model) or system.name)
+    for name in system.headline:
+        cells = []
+        for _, metrics, intervals in columns:
+            value = system.estimate(metrics, name)
+            interval = system.interval(intervals, name) or {}
+            text = "-" if value is None else f"{value:.4f}"
+            if value is not None and interval.get("low") is not None:
+                text += f" [{interval['low']:.4f}, {interval['high']:.4f}]"
+            cells.append(text)
+        table.add_row(name, *cells)
+    return table
+
+
+def score_command(
+    system: Annotated[
+        str, typer.Argument(metavar="SYSTEM", help="The system: json, slots, numeric, ...")
+    ],
+    files: Annotated[
+        list[str] | None,
+        typer.Argument(
+            metavar="ROLE=FILE...",
+            help="The system's input files by role (batch=data.jsonl; gold=g.jsonl "
+            "pred:gpt=p.jsonl; data=convfinqa.json predictions=p.jsonl).",
+        ),
+    ] = None,
+    settings: Annotated[
+        str | None,
+        typer.Option(
+            "--settings",
+            metavar="JSON|@FILE",
+            help="The system's stored settings as a JSON object (what 'runs show' prints, "
+            "e.g. '{\"bootstrap\": 0}'), inline or @FILE; settings left out take the "
+            "configuration saved in the store, then their defaults.",
+        ),
+    ] = None,
+    out: Annotated[Path | None, out_option("Directory for the system's output files.")] = None,
+    no_store: Annotated[
+        bool, typer.Option("--no-store", metavar="", help="Do not record the run in the store.")
+    ] = False,
+    as_json: JsonOpt = False,
+    fail_under: Annotated[
+        str | None,
+        typer.Option(
+            "--fail-under",
+            metavar="METRIC=VALUE[,...]",
+            help="Exit 4 when a headline metric of the system is below its floor (every model "
+            "must meet every floor).",
+        ),
+    ] = None,
+) -> None:
+    """Score input files with any registered system, as POST /api/score/SYSTEM does: prints
+    its headline metrics with their 95% intervals and the stored run. Exit 0 when every input
+    scored, 3 when some could not be (listed in the output folder), 4 when a --fail-under
+    floor is not met, 2 on usage errors, 1 when an output could not be written, 130 on Ctrl-C."""
+    console, errors = SafeConsole(stderr=as_json), SafeConsole(stderr=True)
+    with pipeline_errors():
+        found = core.find(system)
+        if found is None:
+            known = ", ".join(core.names())
+            raise UsageProblem(f"no system {system!r} (known: {known})", "SYSTEM")
+        floors = parse_fail_under(
+            fail_under, found.headline, lower_is_better=getattr(found, "lower_is_better", ())
+        )
+        given = _inputs(found, files or [])
+        with pipeline_errors("--settings"):
+            stored = _settings(settings)
+        label, models = core.model_label(given)
+        bar = ProgressBar(errors)
+        with bar.bar:
+            outcome = core.score(
+                found.name,
+                given,
+                stored,
+                out=out,
+                command=f"score {found.name}",
+                label=label,
+                models=models,
+                store=not no_store,
+                events=events(errors, bar),
+            )
+    scored = outcome.scored
+    console.print(_table(found, label, scored))
+    for path in scored.files.values():
+        console.print(safe_text(path), markup=False, highlight=False, soft_wrap=True)
+    line = core.stored_line(outcome.run_id)
+    if line is not None:
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
+    if as_json:
+        typer.echo(safe_json_text(dumps(scored.summary, indent=True)))
+    status = EXIT_FAILED if scored.failed else EXIT_OK
+    raise typer.Exit(gate(floors, scored.gate, console, status))

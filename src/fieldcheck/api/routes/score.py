@@ -1,0 +1,157 @@
+"""``POST /api/score/{system}``: any registered system scored through the one pipeline
+(``core.score``) from uploaded files, as ``fieldcheck score SYSTEM ROLE=FILE...`` scores them: the
+same stored run, the same metrics (issue 27 item 2)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import orjson
+from fastapi import APIRouter, Request
+from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import UploadFile
+
+from fieldcheck import core
+from fieldcheck._util.errors import UsageProblem
+from fieldcheck._util.jsonio import loads
+from fieldcheck._util.paths import safe_filename
+from fieldcheck.api._body import CheckedBodyRoute
+from fieldcheck.api._deps import Context
+from fieldcheck.api._errors import INVALID, JUDGE_FAILED, ApiError, error_responses
+from fieldcheck.api._evaluation import RUNS, run_folder, save_upload, score_run
+
+router = APIRouter(
+    prefix="/api/score",
+    tags=["score"],
+    route_class=CheckedBodyRoute,
+    responses=error_responses(),
+)
+
+_FORM = {
+    "required": True,
+    "content": {
+        "multipart/form-data": {
+            "schema": {
+                "type": "object",
+                "properties": {
+                    "settings": {
+                        "type": "string",
+                        "description": "JSON object: the system's stored settings (as "
+                        "`runs show` gives them); omitted: its defaults.",
+                    }
+                },
+                "additionalProperties": {
+                    "type": "string",
+                    "format": "binary",
+                    "description": "One file per input role of the system (`batch`; "
+                    "`gold`, `pred:NAME`; `data`, `predictions`).",
+                },
+            }
+        }
+    },
+}
+
+
+async def _settings(value: Any) -> dict[str, Any]:
+    """The ``settings`` form field (text or a file): a JSON object (absent: ``{}``), else a 422
+    naming it."""
+    if value is None:
+        return {}
+    raw = await value.read() if isinstance(value, UploadFile) else value
+    try:
+        found = loads(raw.removeprefix(b"\xef\xbb\xbf") if isinstance(raw, bytes) else raw)
+    except orjson.JSONDecodeError as exc:
+        raise ApiError(422, f"settings: invalid JSON: {exc}", field="settings") from None
+    if not isinstance(found, dict):
+        raise ApiError(422, "settings: must be a JSON object", field="settings")
+    return found
+
+
+def _answer(outcome: core.Outcome) -> dict[str, Any]:
+    """What the route answers of a scored run (the files named inside its folder)."""
+    scored = outcome.scored
+    signature = scored.signature
+    if hasattr(signature, "model_dump"):
+        signature = signature.model_dump(mode="json")
+    files = []
+    for path in scored.files.values():
+        try:
+            files.append(Path(path).relative_to(outcome.destination).as_posix())
+        except ValueError:
+            files.append(Path(path).name)
+    return {
+        "run_id": outcome.run_id,
+        "system": outcome.system,
+        "metrics": scored.metrics,
+        "intervals": scored.intervals,
+        "signature": signature,
+        "failed": scored.failed,
+        "files": sorted(files),
+    }
+
+
+@router.post(
+    "/{system}",
+    summary="Score uploaded input files with any system",
+    openapi_extra={"requestBody": _FORM},
+    responses=error_responses(
+        {
+            403: "No data root is configured (the uploads and run folders are kept under it).",
+            404: "No system of this name (`detail` names the known ones).",
+            422: f"{INVALID} Also an input role the system does not take or one it needs, "
+            "settings it refuses, a file with no valid record.",
+            502: JUDGE_FAILED,
+            507: "The run's files could not be written (a full disk).",
+        }
+    ),
+)
+async def score_route(system: str, request: Request, ctx: Context) -> dict[str, Any]:
+    """``fieldcheck score SYSTEM ROLE=FILE... --settings JSON``: one file field per input role
+    of the system and a ``settings`` field (its stored settings as JSON). The uploads and the
+    run folder are kept under ``--data-root``/fieldcheck-runs/; the run is stored. Answers
+    ``run_id``, ``system``, ``metrics``, ``intervals``, ``signature``, ``failed`` (some input
+    not scored) and ``files`` (the run folder's files)."""
+    found = core.find(system)
+    if found is None:
+        known = ", ".join(core.names())
+        raise ApiError(404, f"no system {system!r} (known: {known})", field="system")
+    try:
+        form = await request.form()
+    except Exception:  # a body that is not a readable multipart form
+        raise ApiError(
+            422, "body: not a multipart form (no part could be read)", field="body"
+        ) from None
+    settings = await _settings(form.get("settings"))
+    uploads: list[tuple[str, UploadFile]] = []
+    for role, value in form.multi_items():
+        if role == "settings":
+            continue
+        if not isinstance(value, UploadFile):
+            raise ApiError(422, f"{role}: must be a file upload", field=role)
+        uploads.append((role, value))
+    try:
+        core.check_roles(found, [role for role, _ in uploads])
+    except UsageProblem as exc:
+        raise ApiError(422, exc.message, field=exc.param) from None
+    root = ctx.settings.data_root
+    if root is None:
+        raise ApiError(
+            403,
+            "no data root is configured (fieldcheck serve --data-root DIR): the uploads and "
+            "run folders are kept under it",
+        )
+    base = run_folder(Path(root), found.name)
+    inputs: list[tuple[str, Path]] = []
+    shown: dict[str, str] = {str(base): f"{RUNS}/{base.name}"}
+    for role, upload in uploads:
+        sent = os.path.basename(upload.filename or "") or role
+        path = base / "inputs" / safe_filename(role) / safe_filename(sent)
+        await save_upload(upload, path)
+        inputs.append((role, path))
+        shown[str(path)] = sent
+    outcome = await run_in_threadpool(
+        score_run, ctx, found.name, inputs, settings, out=base / "run", shown=shown
+    )
+    return _answer(outcome)

@@ -1,0 +1,41 @@
+"""The input files a command or an API request gives a system, by role (``System.inputs``):
+checked against the roles it takes before anything is read, and the model label they give."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from fieldcheck._util.errors import UsageProblem
+from fieldcheck.core._system import System
+
+
+def check_roles(system: System, given: Sequence[str]) -> None:
+    """Every plain role of ``system`` given once, each ``ROLE:NAME`` role at least once with a
+    name, nothing else: else ``UsageProblem`` naming the roles at fault (its param the first)."""
+    plain = [r for r, _ in system.inputs if not r.endswith(":NAME")]
+    named = [r.removesuffix("NAME") for r, _ in system.inputs if r.endswith(":NAME")]
+    takes = ", ".join(r for r, _ in system.inputs)
+    unknown = [
+        r for r in given if r not in plain and not any(r.startswith(p) and r != p for p in named)
+    ]
+    if unknown:
+        raise UsageProblem(
+            f"{system.name} has no input {', '.join(unknown)} (it takes {takes})", unknown[0]
+        )
+    twice = sorted({r for r in given if list(given).count(r) > 1})
+    if twice:
+        raise UsageProblem(f"{', '.join(twice)} given twice (give each input once)", twice[0])
+    missing = [r for r in plain if r not in given]
+    missing += [f"{p}NAME" for p in named if not any(r.startswith(p) for r in given)]
+    if missing:
+        raise UsageProblem(
+            f"{system.name} needs {', '.join(missing)} (it takes {takes})", missing[0]
+        )
+
+
+def model_label(inputs: Sequence[tuple[str, Path]]) -> tuple[str, list[str]]:
+    """The run's model label and its models: the names of ``ROLE:NAME`` inputs, else the first
+    input file's stem (what ``json batch`` calls the model)."""
+    models = [role.split(":", 1)[1] for role, _ in inputs if ":" in role]
+    return (", ".join(models) if models else Path(inputs[0][1]).stem), models

@@ -1,0 +1,55 @@
+"""``POST /api/score/json`` (issue 27 item 2): a JSON batch uploaded to the generic route gives
+the metrics ``fieldcheck json batch`` gives for the same file, the saved configuration merged by
+the json system's one rule. Needs the json system's ``prepare``/``score`` (the lead's branch):
+on a branch without them it fails at the first assertion (the route answers 422/500)."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import httpx
+from live_server import Serve
+from test_api import cli_json, write
+
+from chat_server import ChatServer
+from walkthrough import WALK_AIO, WALK_GT, WALK_STRATEGIES
+
+
+def test_api_score_json_needs_json_prepare_and_gives_the_cli_numbers(
+    serve: Serve, judge: ChatServer, tmp_path: Path
+) -> None:
+    live = serve()
+    rows = [
+        {"id": "walk", "ground_truth": WALK_GT, "output": WALK_AIO},  # RQS 0.7375
+        # EXACT: case counts: accuracy 0, completeness 1, RQS 0.25 + 0.15 = 0.4
+        {"id": "same", "ground_truth": {"email": "a@b.c"}, "output": {"email": "A@b.c"}},
+    ]
+    data = write(tmp_path / "walk.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
+    strategies = write(tmp_path / "s.json", WALK_STRATEGIES)
+    expected = cli_json(
+        judge, "json", "batch", str(data), "--out", str(tmp_path / "out"),
+        "--strategies", str(strategies), "--bootstrap", "50", "--no-store", "--json",
+    )  # fmt: skip
+    with httpx.Client(base_url=live.base_url, timeout=60) as http:
+        http.put("/api/config/strategies", json=WALK_STRATEGIES)  # saved: settings leave it out
+        answer = http.post(
+            "/api/score/json",
+            files={"batch": ("walk.jsonl", data.read_bytes())},
+            data={"settings": json.dumps({"bootstrap": 50})},
+        )
+        assert answer.status_code == 200, answer.text
+        body = answer.json()
+        run = http.get(f"/api/runs/{body['run_id']}").json()
+    means = body["metrics"]["means"]
+    assert math.isclose(means["rqs"], (0.7375 + 0.4) / 2)
+    assert (means["accuracy"], means["completeness"]) == ((1.0 + 0.0) / 2, (0.75 + 1.0) / 2)
+    assert body["metrics"]["means"] == expected["means"]
+    assert body["intervals"] == expected["ci"]
+    assert (body["system"], body["failed"]) == ("json", False)
+    assert {"summary.json", "records.jsonl", "fields.csv"} <= set(body["files"])
+    assert (run["system"], run["n_items"], run["metrics"]) == ("json", 2, body["metrics"])
+    assert run["settings"]["config"]["strategies"] == {
+        k: v.upper() for k, v in WALK_STRATEGIES.items()
+    }
