@@ -214,19 +214,19 @@ def merged_config(
 def resolve_config(
     given: Mapping[str, Any],
     *,
-    store: bool,
+    store: bool | Store,
     warn: Callable[[str], None],
     note: Callable[[str], None],
 ) -> tuple[EvalConfig, bool]:
-    """``merged_config`` with the configuration saved in the store (none when ``store`` is
-    False); False beside it when the store cannot be read (said once by ``warn``: the run is
-    then not stored either)."""
+    """``merged_config`` with the configuration saved in the store (``store``: a ``Store``,
+    True the default one, False none); False beside it when the store cannot be read (said
+    once by ``warn``: the run is then not stored either)."""
     saved = None
-    if store:
+    if store is not False:
         try:
             from fieldcheck.store import Store
 
-            saved = SavedConfig(Store())
+            saved = SavedConfig(Store() if store is True else store)
             saved.saved()
         except Exception as exc:  # an unreachable or unreadable store: the defaults, said once
             warn(

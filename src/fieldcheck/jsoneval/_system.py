@@ -189,7 +189,7 @@ class JsonSystem:
             raise UsageProblem(f"must be a JSON object (got {given!r})", "config")
         config, store = resolve_config(
             given,
-            store=bool(extras.get("store")),
+            store=extras.get("store") or False,
             warn=extras.get("warn") or _quiet,
             note=extras.get("note") or _quiet,
         )
