@@ -199,12 +199,14 @@ def test_without_out_each_run_gets_a_new_folder_under_fieldcheck_runs(
 def test_a_ctrl_c_says_what_was_written_and_where_the_unfinished_folder_is(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], no_cache: bool
 ) -> None:
-    from fieldcheck._cli._common import writing
+    from fieldcheck import core
+    from fieldcheck._cli._common import pipeline_errors
 
     out = tmp_path / "out"
     folder = RunFolder.open(out, command="json batch")
     folder.expect("a.txt", "b.txt")
-    with pytest.raises(typer.Exit) as stopped, writing(folder, no_cache=no_cache):
+    note = core.NO_CACHE_NOTE if no_cache else ""
+    with pytest.raises(typer.Exit) as stopped, pipeline_errors(), core.writing(folder, note):
         folder.write_text("a.txt", "1")
         raise KeyboardInterrupt
     assert stopped.value.exit_code == 130

@@ -22,10 +22,8 @@ from typer.core import TyperGroup
 
 from fieldcheck._cli._record import forget_store_warnings
 from fieldcheck._util.errors import CannotWrite, InputError, UsageProblem
-from fieldcheck._util.sniff import likely_cause
 from fieldcheck._util.term import install_log_filter, safe_text
 from fieldcheck.core import Events, Interrupted
-from fieldcheck.reports import FolderError, RunFolder, check_destination
 
 install_log_filter()  # warnings quote data: control characters escaped (issue 9)
 
@@ -62,25 +60,6 @@ class OutputFailed(click.ClickException):
     right; running it again once the cause is gone works)."""
 
     exit_code = EXIT_WRITE
-
-
-def cannot_write(exc: OSError, where: object) -> OutputFailed:
-    """``error: --out: cannot write FILE: REASON`` (``where`` when the error names no file)."""
-    shown = exc.filename or where
-    return OutputFailed(f"--out: cannot write {shown}: {exc.strerror or exc}")
-
-
-def finish(folder: RunFolder, *, signature: Any = None) -> None:
-    """``folder.finish()``: run.json says complete (with ``signature`` when given) and the
-    folder is renamed into place; a failure (a full disk, the destination filled meanwhile) is
-    the one-line ``cannot write`` error, exit 1."""
-    folder.note(signature=signature)
-    try:
-        folder.finish()
-    except OSError as exc:
-        raise cannot_write(exc, folder.destination) from None
-    if not folder.prefix:
-        _FINISHED.append(folder.destination)
 
 
 _FINISHED: list[Path] = []  # the folders the command finished: what a later Ctrl-C left
@@ -184,27 +163,6 @@ def out_option(help: str) -> Any:
     return typer.Option("--out", parser=_parse_out, metavar="DIR", help=help + OUT_HELP)
 
 
-def out_dir(
-    out: Path | None,
-    *,
-    inputs: Sequence[tuple[str, Path] | Path] = (),
-    label: str = "",
-    models: Sequence[str] = (),
-) -> RunFolder:
-    """The run's folder, before any work, so a bad ``--out`` is a usage error with nothing
-    touched: ``out`` new or empty (or its unfinished run continued), ``None`` a new folder under
-    ``fieldcheck-runs/`` named by ``label`` (core ``RunFolder.open``), said on stderr."""
-    try:
-        folder = RunFolder.open(
-            out, command=command_name() or "run", inputs=inputs, label=label, models=models
-        )
-    except FolderError as exc:
-        raise typer.BadParameter(safe_text(exc), param_hint="--out") from None
-    if out is None:
-        typer.echo(safe_text(f"no --out: the outputs go to {folder.destination}"), err=True)
-    return folder
-
-
 def command_name() -> str | None:
     """The running command without the program's name (``numeric score``), or None outside
     one."""
@@ -216,32 +174,6 @@ def command_name() -> str | None:
     return " ".join(reversed(names)) or None
 
 
-def check_out(out: Path | None) -> None:
-    """Before a long read of the inputs: a ``--out`` that cannot be used is a usage error at
-    once; nothing is made or changed."""
-    if out is None:
-        return
-    try:
-        check_destination(out)
-    except FolderError as exc:
-        raise typer.BadParameter(safe_text(exc), param_hint="--out") from None
-
-
-@contextmanager
-def writing(folder: RunFolder, *, no_cache: bool = False) -> Iterator[RunFolder]:
-    """Around the work that fills ``folder``: on Ctrl-C one line says what was and was not
-    written and where the unfinished folder is (exit 130); ``no_cache``: a model run under
-    --no-cache, whose re-run calls every model again. The command finishes the folder itself
-    (``finish``) once every file is written."""
-    try:
-        yield folder
-    except KeyboardInterrupt:
-        note = ", which calls every model again: --no-cache kept no reply" if no_cache else ""
-        typer.echo(safe_text(folder.interrupted_line(note)), err=True)
-        interrupt_reported()
-        raise typer.Exit(EXIT_INTERRUPTED) from None
-
-
 def interrupt_reported() -> None:
     """Called by whatever printed the line that says what a Ctrl-C left (the root command
     prints a generic one otherwise)."""
@@ -249,32 +181,6 @@ def interrupt_reported() -> None:
 
 
 SHOWN_PROBLEMS = 5
-
-
-def check_input_file(
-    path: Path,
-    *,
-    records: int,
-    errors: Sequence[InputError],
-    option: str,
-    expected: str,
-    others: dict[str, str] | None = None,
-) -> None:
-    """The same rule in every system (issue 9): an input file that gives no usable record is a
-    usage error (exit 2, nothing written): empty, or every line failed, with the first problem
-    and what the file looks like instead (``_util/sniff.py``). Some bad lines are not: they are
-    listed and the rest is scored (exit 3)."""
-    if records:
-        return
-    if not errors:
-        message = f"{path}: no records (the file is empty)"
-    else:
-        lines = f"{len(errors)} problem{'s' if len(errors) != 1 else ''}"
-        message = (
-            f"{path}: no valid record ({lines}; first: {errors[0].one_line()})"
-            + likely_cause(path, expected, others)
-        )
-    raise typer.BadParameter(safe_text(message), param_hint=option)
 
 
 def show_problems(

@@ -26,20 +26,15 @@ from fieldcheck._cli._common import (
     JsonOpt,
     ProgressBar,
     bootstrap_option,
-    cannot_write,
-    check_input_file,
     command_name,
     events,
     fail_under_option,
-    finish,
     gate,
-    out_dir,
     out_option,
     parse_fail_under,
     pipeline_errors,
     seed_option,
     show_problems,
-    writing,
 )
 
 if TYPE_CHECKING:
@@ -77,7 +72,7 @@ from fieldcheck._cli._runopts import (
 from fieldcheck._util.errors import InputError
 from fieldcheck._util.jsonio import dumps, loads, read_json, write_json, write_jsonl
 from fieldcheck._util.paths import unique_filenames
-from fieldcheck._util.sniff import likely_cause
+from fieldcheck._util.sniff import check_input_file, likely_cause
 from fieldcheck._util.term import SafeConsole, safe_json_text, safe_markup, safe_text
 from fieldcheck.jsoneval import (
     CHUNK_LINES,
@@ -712,8 +707,8 @@ def run_models(
     comparison: list[dict[str, Any]] = []
     summaries: dict[str, BatchSummary] = {}
     for run, folder_name in zip(runs, folders, strict=True):
-        try:
-            folder = root.sub(folder_name)
+        folder = root.sub(folder_name)
+        with pipeline_errors(), core.writing(root):
             folder.expect("outputs.jsonl", "call_errors.jsonl", "run.json")
             outputs, call_errors, run_json = (
                 folder / "outputs.jsonl",
@@ -726,8 +721,6 @@ def run_models(
                 write_jsonl(tmp, run.call_errors)
             with folder.atomic("run.json") as tmp:
                 write_json(tmp, run.info())
-        except OSError as exc:
-            raise cannot_write(exc, root) from None
         bar = ProgressBar(errors)
         with pipeline_errors(), bar.bar:
             outcome = core.score(
@@ -783,12 +776,10 @@ def run_models(
             soft_wrap=True,
         )
         stored_line(console, stored)
-    try:
+    with pipeline_errors(), core.writing(root):
         with root.atomic("comparison.csv") as tmp:
             write_csv(tmp, comparison, COMPARISON_COLUMNS)
-    except OSError as exc:
-        raise cannot_write(exc, root) from None
-    finish(root)
+        core.finish_folder(root, events(errors))
     if len(comparison) > 1:
         print_comparison(console, comparison)
     console.print(
@@ -875,7 +866,16 @@ def run(
     documents = _documents(data)  # a bad DATA.jsonl: refused before --out is prepared
     given = [("documents", data)] + ([("schema", schema)] if schema is not None else [])
     label = specs[0].name if len(specs) == 1 else data.stem
-    folder = out_dir(out, inputs=given, label=label, models=[s.name for s in specs])
+    with pipeline_errors():
+        folder = core.open_folder(
+            out,
+            command=command_name() or "json run",
+            inputs=given,
+            label=label,
+            models=[s.name for s in specs],
+            events=events(errors),
+            system="json",
+        )
     runner = make_runner(
         concurrency=concurrency,
         timeout=timeout,
@@ -886,7 +886,7 @@ def run(
         json_mode=json_mode,
         no_store=no_store,
     )
-    with writing(folder, no_cache=no_cache):
+    with pipeline_errors(), core.writing(folder, core.NO_CACHE_NOTE if no_cache else ""):
         status = run_models(
             data,
             specs,
@@ -916,13 +916,14 @@ def _documents(data: Path) -> tuple[list[Any], list[InputError]]:
         records, read_errors = read_documents(data)
     except InputError as exc:
         raise typer.BadParameter(safe_text(exc), param_hint="DATA.jsonl") from None
-    check_input_file(
-        data,
-        records=len(records),
-        errors=read_errors,
-        option="DATA.jsonl",
-        expected="json-documents",
-    )
+    with pipeline_errors():
+        check_input_file(
+            data,
+            records=len(records),
+            errors=read_errors,
+            option="DATA.jsonl",
+            expected="json-documents",
+        )
     return records, read_errors
 
 

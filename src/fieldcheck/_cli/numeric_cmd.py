@@ -21,18 +21,15 @@ from fieldcheck._cli._common import (
     JsonOpt,
     ProgressBar,
     bootstrap_option,
-    cannot_write,
     command_name,
     events,
     fail_under_option,
-    finish,
     gate,
     out_option,
     parse_fail_under,
     pipeline_errors,
     seed_option,
     show_problems,
-    writing,
 )
 from fieldcheck._cli._record import NoStoreOpt, store_failed
 from fieldcheck._cli._runopts import (
@@ -455,7 +452,7 @@ def evaluate_and_score(
             )
         _stored(console, outcome.run_id)
         outcomes.append(ModelOutcome(spec, handle, outcome))
-    finish(root)
+    core.finish_folder(root, events(errors))
     return outcomes
 
 
@@ -600,21 +597,18 @@ def evaluate_command(
         no_store=no_store,
     )
     console = SafeConsole(stderr=as_json)
-    try:
-        with writing(folder, no_cache=no_cache), pipeline_errors():
-            outcomes = evaluate_and_score(
-                runner,
-                specs,
-                data,
-                folder,
-                loaded,
-                settings=settings,
-                console=console,
-                show_progress=not no_progress,
-                no_store=no_store,
-            )
-    except OSError as exc:  # an output file cannot be written
-        raise cannot_write(exc, folder.destination) from None
+    with pipeline_errors(), core.writing(folder, core.NO_CACHE_NOTE if no_cache else ""):
+        outcomes = evaluate_and_score(
+            runner,
+            specs,
+            data,
+            folder,
+            loaded,
+            settings=settings,
+            console=console,
+            show_progress=not no_progress,
+            no_store=no_store,
+        )
     for outcome in outcomes:
         show_result(outcome.result, outcome.out, console, title=f"numeric QA: {outcome.spec.name}")
         console.print(run_line(outcome), markup=False, highlight=False, soft_wrap=True)

@@ -29,7 +29,6 @@ from fieldcheck._cli._common import (
     pipeline_errors,
     seed_option,
     show_problems,
-    writing,
 )
 from fieldcheck._cli._record import NoStoreOpt, store_failed
 from fieldcheck._cli._runopts import (
@@ -606,7 +605,7 @@ def run(
         tp, threshold, bootstrap, seed, judge_url if judge_model else None, judge_model
     )
     bar = ProgressBar(err)
-    with pipeline_errors(), writing(folder, no_cache=no_cache), bar.bar:
+    with pipeline_errors(), core.writing(folder, core.NO_CACHE_NOTE if no_cache else ""), bar.bar:
         outcome = _score_models(
             extractions, specs, gold, folder, settings, store=not no_store, events=events(err, bar)
         )

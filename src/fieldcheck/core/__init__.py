@@ -3,22 +3,26 @@ protocol, its registry and the one pipeline every command and API route scores t
 
 from fieldcheck.core._inputs import check_roles, model_label
 from fieldcheck.core._pipeline import (
+    NO_CACHE_NOTE,
     Events,
     Inputs,
     Interrupted,
     Into,
     Outcome,
     check_out,
+    finish_folder,
     finish_run,
     open_folder,
     open_recorder,
     score,
     stored_line,
+    writing,
 )
 from fieldcheck.core._registry import find, get, names, register, unregister
 from fieldcheck.core._system import Breakdown, Column, Metrics, Progress, System
 
 __all__ = [
+    "NO_CACHE_NOTE",
     "Breakdown",
     "Column",
     "Events",
@@ -32,6 +36,7 @@ __all__ = [
     "check_out",
     "check_roles",
     "find",
+    "finish_folder",
     "finish_run",
     "get",
     "model_label",
@@ -42,4 +47,5 @@ __all__ = [
     "score",
     "stored_line",
     "unregister",
+    "writing",
 ]

@@ -162,8 +162,7 @@ def finish_run(
         folder.note(run_id=recorder.id)
     folder.note(signature=scored.signature)
     if not folder.prefix:
-        folder.finish()
-        events.finished(folder.destination)
+        finish_folder(folder, events)
     if recorder is None:
         return None
     run = recorder.finish(
@@ -172,9 +171,23 @@ def finish_run(
     return None if recorder.broken else str(run.id)
 
 
+def finish_folder(folder: RunFolder, events: Events | None = None) -> None:
+    """Put a whole run folder in place (run.json says complete); ``CannotWrite`` when it cannot
+    be (a full disk, the destination filled meanwhile)."""
+    with writing(folder):
+        folder.finish()
+    if events is not None and not folder.prefix:
+        events.finished(folder.destination)
+
+
+NO_CACHE_NOTE = ", which calls every model again: --no-cache kept no reply"
+"""What continuing a model run interrupted under ``--no-cache`` costs (``writing``'s note)."""
+
+
 @contextmanager
-def _interruptible(folder: RunFolder, note: str = "") -> Iterator[None]:
-    """Ctrl-C becomes ``Interrupted`` saying what the folder holds; an output that cannot be
+def writing(folder: RunFolder, note: str = "") -> Iterator[None]:
+    """Around the work that fills ``folder``: Ctrl-C becomes ``Interrupted`` saying what the
+    folder holds and how to go on (``note``: what going on costs); an output that cannot be
     written, ``CannotWrite`` naming it."""
     try:
         yield
@@ -245,7 +258,7 @@ def score(
                 warn=events.warn,
                 database=database,
             )
-        with _interruptible(folder), _recording(recorder):
+        with writing(folder), _recording(recorder):
             scored = found.score(
                 read, folder, settings, recorder=recorder, progress=events.progress
             )
