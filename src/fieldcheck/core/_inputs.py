@@ -1,13 +1,32 @@
-"""The input files a command or an API request gives a system, by role (``System.inputs``):
-checked against the roles it takes before anything is read, and the model label they give."""
+"""What a command or an API request gives a system: its input files by role (``System.inputs``),
+checked against the roles it takes before anything is read, the model label they give, and its
+settings as JSON text."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
+
+import orjson
 
 from fieldcheck._util.errors import UsageProblem
+from fieldcheck._util.jsonio import loads
 from fieldcheck.core._system import System
+
+
+def read_settings(raw: str | bytes | None) -> dict[str, Any]:
+    """A system's stored settings given as JSON text (None: ``{}``): a JSON object, else
+    ``UsageProblem``."""
+    if raw is None:
+        return {}
+    try:
+        value = loads(raw.removeprefix(b"\xef\xbb\xbf") if isinstance(raw, bytes) else raw)
+    except orjson.JSONDecodeError as exc:
+        raise UsageProblem(f"invalid JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise UsageProblem("must be a JSON object (the system's stored settings)")
+    return value
 
 
 def check_roles(system: System, given: Sequence[str]) -> None:
