@@ -146,7 +146,7 @@ def score_command(
         given = _inputs(found, files or [])
         with pipeline_errors("--settings"):
             stored = _settings(settings)
-        label, models = core.model_label(given)
+        label, models = core.model_label(found, given)
         bar = ProgressBar(errors)
         with bar.bar:
             outcome = core.score(

@@ -110,7 +110,7 @@ def score_run(
     thread. Each server path of ``shown`` is named as the client sent it; a ``UsageProblem``
     is a 422 whose field is its param (renamed by ``params``), ``CannotWrite`` a 507, a judge
     that gives no similarity a 502."""
-    label, models = core.model_label(inputs)
+    label, models = core.model_label(core.get(system), inputs)
     events = core.Events(warn=lambda line: _log.warning("%s", hidden(line, shown)))
     try:
         with _SCORING:

@@ -53,8 +53,13 @@ def check_roles(system: System, given: Sequence[str]) -> None:
         )
 
 
-def model_label(inputs: Sequence[tuple[str, Path]]) -> tuple[str, list[str]]:
-    """The run's model label and its models: the names of ``ROLE:NAME`` inputs, else the first
-    input file's stem (what ``json batch`` calls the model)."""
+def model_label(system: System, inputs: Sequence[tuple[str, Path]]) -> tuple[str, list[str]]:
+    """The run's model label and its models: the names of ``ROLE:NAME`` inputs, else the stem
+    of the file of the system's last role (the model's outputs: json's ``batch``, numeric's
+    ``predictions``), as each system's own command names the model."""
     models = [role.split(":", 1)[1] for role, _ in inputs if ":" in role]
-    return (", ".join(models) if models else Path(inputs[0][1]).stem), models
+    if models:
+        return ", ".join(models), models
+    order = [role for role, _ in system.inputs]
+    _, last = max(inputs, key=lambda given: order.index(given[0]) if given[0] in order else -1)
+    return Path(last).stem, []
