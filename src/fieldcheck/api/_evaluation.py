@@ -124,7 +124,7 @@ def score_run(
                 models=models,
                 store=ctx.store,
                 events=events,
-                extras={"matchers": ctx.matchers.get()},
+                extras={"matchers": ctx.matchers.get(), "matcher_config": server_matcher(ctx)},
             )
     except UsageProblem as exc:
         field = (params or {}).get(exc.param or "", exc.param)
@@ -133,6 +133,17 @@ def score_run(
         raise ApiError(507, hidden(str(exc), shown)) from None
     except MatcherError as exc:
         raise ApiError(502, f"the matcher failed: {exc}") from None
+
+
+def server_matcher(ctx: AppContext) -> dict[str, Any]:
+    """The server's matcher settings: what every run of the server is scored and signed with,
+    whatever a request's settings say (a request never points the server at another judge)."""
+    base = ctx.base_config
+    return {
+        "matcher": base.matcher,
+        "judge_base_url": base.judge_base_url,
+        "judge_model": base.judge_model,
+    }
 
 
 async def save_upload(upload: UploadFile, path: Path) -> None:

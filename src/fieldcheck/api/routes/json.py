@@ -30,6 +30,7 @@ from fieldcheck.api._evaluation import (
     run_folder,
     save_upload,
     score_run,
+    server_matcher,
 )
 from fieldcheck.api._schemas import BatchPathRequest, EvaluateRequest
 
@@ -99,12 +100,7 @@ def stored_settings(
     """The json system's stored settings of a request: the sections it gives (each checked, a
     bad one a 422 naming the request's part) and the server's matcher. A section not given
     takes the saved one where every command's does, in the json system (one rule)."""
-    base = ctx.base_config
-    config: dict[str, Any] = {
-        "matcher": base.matcher,
-        "judge_base_url": base.judge_base_url,
-        "judge_model": base.judge_model,
-    }
+    config = server_matcher(ctx)
     if body is not None:
         given: tuple[tuple[str, Section, Any], ...] = (
             ("field_strategies", "strategies", body.field_strategies),
