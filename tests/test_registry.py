@@ -310,8 +310,8 @@ def test_the_api_refuses_what_the_fourth_system_cannot_score(
     label_system: LabelSystem, tmp_path: Path
 ) -> None:
     """Unknown system 404 naming the known ones; a role it does not take, one missing, a
-    setting or a line it refuses 422 naming it (the upload's name, never the server's path);
-    no data root 403."""
+    setting or a line it refuses 422 naming it (the upload's name, never the server's path),
+    its uploads removed again; no data root 403."""
     data = _labels(tmp_path)
     root = tmp_path / "root"
     root.mkdir()
@@ -344,6 +344,7 @@ def test_the_api_refuses_what_the_fourth_system_cannot_score(
     assert line.status_code == 422
     detail = line.json()["detail"]
     assert detail.startswith("mine.jsonl:2: not a record") and str(root) not in detail
+    assert list((root / "fieldcheck-runs").iterdir()) == []  # a refused request keeps nothing
 
     unrooted = TestClient(create_app(ApiSettings(database_url=url)))
     unrooted.base_url = "http://127.0.0.1"  # type: ignore[assignment]

@@ -5,9 +5,11 @@
 from __future__ import annotations
 
 import logging
+import shutil
 import tempfile
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -162,10 +164,26 @@ def hidden(text: str, shown: Mapping[str, str]) -> str:
     return text
 
 
-def run_folder(root: Path, system: str) -> Path:
-    """A new folder for one API run under ``root``/fieldcheck-runs/ (its uploads in
-    ``inputs/``, the run folder ``run/``); kept, as every run folder."""
-    runs = root.resolve() / RUNS
-    runs.mkdir(exist_ok=True)
-    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    return Path(tempfile.mkdtemp(prefix=f"api-{safe_filename(system)}-{stamp}-", dir=runs))
+@contextmanager
+def request_folder(root: Path | None, system: str) -> Iterator[Path]:
+    """A new folder for one API run's uploads (``inputs/``) and run folder (``run/``) under
+    ``root``/fieldcheck-runs/, kept as every run folder; removed again when the request is
+    refused (a 422: nothing of the run was written). Without ``root``, a temporary folder
+    removed once answered."""
+    if root is None:
+        with tempfile.TemporaryDirectory(prefix="fieldcheck-upload-") as temp:
+            yield Path(temp)
+        return
+    try:
+        runs = root.resolve() / RUNS
+        runs.mkdir(exist_ok=True)
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+        base = Path(tempfile.mkdtemp(prefix=f"api-{safe_filename(system)}-{stamp}-", dir=runs))
+    except OSError as exc:
+        raise ApiError(507, f"cannot write under the data root: {exc.strerror or exc}") from None
+    try:
+        yield base
+    except ApiError as exc:
+        if exc.status == 422:
+            shutil.rmtree(base, ignore_errors=True)
+        raise

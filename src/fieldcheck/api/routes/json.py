@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
-import tempfile
 from pathlib import Path, PurePath
 from typing import Annotated, Any
 
@@ -27,7 +25,7 @@ from fieldcheck.api._evaluation import (
     RUNS,
     evaluate_one,
     hidden,
-    run_folder,
+    request_folder,
     save_upload,
     score_run,
     server_matcher,
@@ -170,9 +168,9 @@ def batch_path_route(body: BatchPathRequest, ctx: Context) -> dict[str, Any]:
         )
     path = resolve_under(root, body.path)
     settings = stored_settings(ctx, body, bootstrap=body.bootstrap, seed=body.seed)
-    folder = run_folder(root, "json")
-    shown = {str(path): body.path, str(folder): f"{RUNS}/{folder.name}"}
-    return _batch(ctx, path, settings, folder=folder, shown=shown, field="path")
+    with request_folder(root, "json") as folder:
+        shown = {str(path): body.path, str(folder): f"{RUNS}/{folder.name}"}
+        return _batch(ctx, path, settings, folder=folder, shown=shown, field="path")
 
 
 @router.post(
@@ -198,13 +196,7 @@ async def batch_upload_route(
     in a temporary folder removed once answered."""
     name = os.path.basename(file.filename or "") or "upload.jsonl"
     settings = stored_settings(ctx, None, bootstrap=bootstrap, seed=seed)
-    root = ctx.settings.data_root
-    with (
-        contextlib.nullcontext(str(run_folder(root, "json")))
-        if root is not None
-        else tempfile.TemporaryDirectory(prefix="fieldcheck-upload-")
-    ) as kept:
-        folder = Path(kept)
+    with request_folder(ctx.settings.data_root, "json") as folder:
         path = folder / "inputs" / "batch" / safe_filename(name)
         await save_upload(file, path)
         shown = {str(path): name, str(folder): f"{RUNS}/{folder.name}"}

@@ -18,7 +18,7 @@ from fieldcheck._util.paths import safe_filename
 from fieldcheck.api._body import CheckedBodyRoute
 from fieldcheck.api._deps import Context
 from fieldcheck.api._errors import INVALID, JUDGE_FAILED, ApiError, error_responses
-from fieldcheck.api._evaluation import RUNS, run_folder, save_upload, score_run
+from fieldcheck.api._evaluation import RUNS, request_folder, save_upload, score_run
 
 router = APIRouter(
     prefix="/api/score",
@@ -126,16 +126,16 @@ async def score_route(system: str, request: Request, ctx: Context) -> dict[str, 
             "no data root is configured (fieldcheck serve --data-root DIR): the uploads and "
             "run folders are kept under it",
         )
-    base = run_folder(Path(root), found.name)
-    inputs: list[tuple[str, Path]] = []
-    shown: dict[str, str] = {str(base): f"{RUNS}/{base.name}"}
-    for role, upload in uploads:
-        sent = os.path.basename(upload.filename or "") or role
-        path = base / "inputs" / safe_filename(role) / safe_filename(sent)
-        await save_upload(upload, path)
-        inputs.append((role, path))
-        shown[str(path)] = sent
-    outcome = await run_in_threadpool(
-        score_run, ctx, found.name, inputs, settings, out=base / "run", shown=shown
-    )
+    with request_folder(Path(root), found.name) as base:
+        inputs: list[tuple[str, Path]] = []
+        shown: dict[str, str] = {str(base): f"{RUNS}/{base.name}"}
+        for role, upload in uploads:
+            sent = os.path.basename(upload.filename or "") or role
+            path = base / "inputs" / safe_filename(role) / safe_filename(sent)
+            await save_upload(upload, path)
+            inputs.append((role, path))
+            shown[str(path)] = sent
+        outcome = await run_in_threadpool(
+            score_run, ctx, found.name, inputs, settings, out=base / "run", shown=shown
+        )
     return _answer(outcome)
