@@ -12,6 +12,7 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -309,8 +310,8 @@ def test_the_api_refuses_what_the_fourth_system_cannot_score(
     label_system: LabelSystem, tmp_path: Path
 ) -> None:
     """Unknown system 404 naming the known ones; a role it does not take, one missing, a
-    setting or a line it refuses 422 naming it (the upload's name, never the server's path);
-    no data root 403."""
+    setting or a line it refuses 422 naming it (the upload's name, never the server's path),
+    its uploads removed again; no data root 403."""
     data = _labels(tmp_path)
     root = tmp_path / "root"
     root.mkdir()
@@ -343,6 +344,7 @@ def test_the_api_refuses_what_the_fourth_system_cannot_score(
     assert line.status_code == 422
     detail = line.json()["detail"]
     assert detail.startswith("mine.jsonl:2: not a record") and str(root) not in detail
+    assert list((root / "fieldcheck-runs").iterdir()) == []  # a refused request keeps nothing
 
     unrooted = TestClient(create_app(ApiSettings(database_url=url)))
     unrooted.base_url = "http://127.0.0.1"  # type: ignore[assignment]
@@ -390,3 +392,30 @@ def test_the_cli_says_what_the_fourth_system_takes(
         str(out),
     )
     assert code == 0 and json.loads(stdout)["accuracy"] == IGNORING_CASE
+
+
+def test_the_roles_and_the_model_label_follow_the_systems_inputs() -> None:
+    """Every plain role once, a ``ROLE:NAME`` role once per model at least; the model label is
+    the names, else the stem of the system's last role (the model's outputs), in any order."""
+    per_model: Any = SimpleNamespace(name="two", inputs=(("gold", "g"), ("pred:NAME", "p")))
+    pair: Any = SimpleNamespace(name="pair", inputs=(("data", "d"), ("predictions", "p")))
+    core.check_roles(per_model, ["gold", "pred:a", "pred:b"])
+    refused = [
+        (per_model, ["gold"], "two needs pred:NAME (it takes gold, pred:NAME)", "pred:NAME"),
+        (
+            per_model,
+            ["gold", "pred:"],
+            "two has no input pred: (it takes gold, pred:NAME)",
+            "pred:",
+        ),
+        (pair, ["data", "data", "predictions"], "data given twice (give each input once)", "data"),
+        (pair, ["predictions"], "pair needs data (it takes data, predictions)", "data"),
+    ]
+    for system, roles, message, param in refused:
+        with pytest.raises(UsageProblem) as caught:
+            core.check_roles(system, roles)
+        assert (caught.value.message, caught.value.param) == (message, param)
+    given = [("predictions", Path("out/model-a.jsonl")), ("data", Path("dev.json"))]
+    assert core.model_label(pair, given) == ("model-a", [])
+    named = [("gold", Path("g.jsonl")), ("pred:a", Path("x.jsonl")), ("pred:b", Path("y.jsonl"))]
+    assert core.model_label(per_model, named) == ("a, b", ["a", "b"])

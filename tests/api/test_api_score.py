@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from typing import Any
 
 import httpx
 from live_server import Serve
@@ -53,3 +54,32 @@ def test_api_score_json_needs_json_prepare_and_gives_the_cli_numbers(
     assert run["settings"]["config"]["strategies"] == {
         k: v.upper() for k, v in WALK_STRATEGIES.items()
     }
+
+
+def test_api_score_json_needs_the_servers_matcher_config_and_never_calls_a_requests_judge(
+    serve: Serve, judge: ChatServer, chat_server: Any, tmp_path: Path
+) -> None:
+    """Settings naming another judge are scored, signed and stored with the server's judge
+    (``extras["matcher_config"]``, which the json system's ``prepare`` applies over the
+    request's): the other judge is never called, and a re-score of the run cannot call it."""
+    asked: list[str] = []
+    other = chat_server(lambda body: asked.append("called") or "0.1")
+    live = serve()
+    line = {"id": 1, "ground_truth": {"name": "John Smith"}, "output": {"name": "John Smyth"}}
+    config = {
+        "strategies": {"name": "FUZZY"},
+        "matcher": "llm",
+        "judge_base_url": other.base_url,
+        "judge_model": "other-judge",
+    }
+    with httpx.Client(base_url=live.base_url, timeout=60) as http:
+        answer = http.post(
+            "/api/score/json",
+            files={"batch": ("one.jsonl", json.dumps(line).encode() + b"\n")},
+            data={"settings": json.dumps({"bootstrap": 0, "config": config})},
+        )
+        assert answer.status_code == 200, answer.text
+        run = http.get(f"/api/runs/{answer.json()['run_id']}").json()
+    stored = run["settings"]["config"]
+    assert (stored["judge_base_url"], stored["judge_model"]) == (judge.base_url, "judge-1")
+    assert asked == []

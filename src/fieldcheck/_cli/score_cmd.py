@@ -7,7 +7,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any
 
-import orjson
 import typer
 from rich.table import Table
 from typer.core import TyperCommand
@@ -25,7 +24,7 @@ from fieldcheck._cli._common import (
     pipeline_errors,
 )
 from fieldcheck._util.errors import UsageProblem
-from fieldcheck._util.jsonio import dumps, loads
+from fieldcheck._util.jsonio import dumps
 from fieldcheck._util.term import SafeConsole, safe_json_text, safe_text
 
 
@@ -53,21 +52,12 @@ class ScoreCommand(TyperCommand):
 
 def _settings(text: str | None) -> dict[str, Any]:
     """``--settings``: a JSON object, given inline or as ``@FILE``."""
-    if text is None:
-        return {}
-    raw: str | bytes = text
-    if text.startswith("@"):
-        try:
-            raw = Path(text[1:]).read_bytes().removeprefix(b"\xef\xbb\xbf")
-        except OSError as exc:
-            raise UsageProblem(f"cannot read {text[1:]}: {exc.strerror or exc}") from None
+    if text is None or not text.startswith("@"):
+        return core.read_settings(text)
     try:
-        value = loads(raw)
-    except orjson.JSONDecodeError as exc:
-        raise UsageProblem(f"invalid JSON: {exc}") from None
-    if not isinstance(value, dict):
-        raise UsageProblem("must be a JSON object (the system's stored settings)")
-    return value
+        return core.read_settings(Path(text[1:]).read_bytes())
+    except OSError as exc:
+        raise UsageProblem(f"cannot read {text[1:]}: {exc.strerror or exc}") from None
 
 
 def _inputs(system: core.System, given: list[str]) -> list[tuple[str, Path]]:
@@ -87,21 +77,19 @@ def _inputs(system: core.System, given: list[str]) -> list[tuple[str, Path]]:
 
 def _table(system: core.System, label: str, scored: Any) -> Table:
     """The headline metrics with their 95% intervals, a column per model."""
+    from fieldcheck.runs import format_cell
+
     columns = system.columns(label, scored.metrics, scored.intervals)
     table = Table(title=f"{system.title} (95% interval)", header_style="bold")
     table.add_column("metric")
     for model, _, _ in columns:
         table.add_column(safe_text(model) or system.name)
     for name in system.headline:
-        cells = []
-        for _, metrics, intervals in columns:
-            value = system.estimate(metrics, name)
-            interval = system.interval(intervals, name) or {}
-            text = "-" if value is None else f"{value:.4f}"
-            if value is not None and interval.get("low") is not None:
-                text += f" [{interval['low']:.4f}, {interval['high']:.4f}]"
-            cells.append(text)
-        table.add_row(name, *cells)
+        cells = [
+            {**(system.interval(i, name) or {}), "estimate": system.estimate(m, name)}
+            for _, m, i in columns
+        ]
+        table.add_row(name, *(format_cell(cell) for cell in cells))
     return table
 
 
@@ -158,7 +146,7 @@ def score_command(
         given = _inputs(found, files or [])
         with pipeline_errors("--settings"):
             stored = _settings(settings)
-        label, models = core.model_label(given)
+        label, models = core.model_label(found, given)
         bar = ProgressBar(errors)
         with bar.bar:
             outcome = core.score(

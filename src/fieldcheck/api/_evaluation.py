@@ -5,9 +5,11 @@
 from __future__ import annotations
 
 import logging
+import shutil
 import tempfile
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -110,7 +112,7 @@ def score_run(
     thread. Each server path of ``shown`` is named as the client sent it; a ``UsageProblem``
     is a 422 whose field is its param (renamed by ``params``), ``CannotWrite`` a 507, a judge
     that gives no similarity a 502."""
-    label, models = core.model_label(inputs)
+    label, models = core.model_label(core.get(system), inputs)
     events = core.Events(warn=lambda line: _log.warning("%s", hidden(line, shown)))
     try:
         with _SCORING:
@@ -124,7 +126,7 @@ def score_run(
                 models=models,
                 store=ctx.store,
                 events=events,
-                extras={"matchers": ctx.matchers.get()},
+                extras={"matchers": ctx.matchers.get(), "matcher_config": server_matcher(ctx)},
             )
     except UsageProblem as exc:
         field = (params or {}).get(exc.param or "", exc.param)
@@ -133,6 +135,17 @@ def score_run(
         raise ApiError(507, hidden(str(exc), shown)) from None
     except MatcherError as exc:
         raise ApiError(502, f"the matcher failed: {exc}") from None
+
+
+def server_matcher(ctx: AppContext) -> dict[str, Any]:
+    """The server's matcher settings: what every run of the server is scored and signed with,
+    whatever a request's settings say (a request never points the server at another judge)."""
+    base = ctx.base_config
+    return {
+        "matcher": base.matcher,
+        "judge_base_url": base.judge_base_url,
+        "judge_model": base.judge_model,
+    }
 
 
 async def save_upload(upload: UploadFile, path: Path) -> None:
@@ -151,10 +164,26 @@ def hidden(text: str, shown: Mapping[str, str]) -> str:
     return text
 
 
-def run_folder(root: Path, system: str) -> Path:
-    """A new folder for one API run under ``root``/fieldcheck-runs/ (its uploads in
-    ``inputs/``, the run folder ``run/``); kept, as every run folder."""
-    runs = root.resolve() / RUNS
-    runs.mkdir(exist_ok=True)
-    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    return Path(tempfile.mkdtemp(prefix=f"api-{safe_filename(system)}-{stamp}-", dir=runs))
+@contextmanager
+def request_folder(root: Path | None, system: str) -> Iterator[Path]:
+    """A new folder for one API run's uploads (``inputs/``) and run folder (``run/``) under
+    ``root``/fieldcheck-runs/, kept as every run folder; removed again when the request is
+    refused (a 422: nothing of the run was written). Without ``root``, a temporary folder
+    removed once answered."""
+    if root is None:
+        with tempfile.TemporaryDirectory(prefix="fieldcheck-upload-") as temp:
+            yield Path(temp)
+        return
+    try:
+        runs = root.resolve() / RUNS
+        runs.mkdir(exist_ok=True)
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+        base = Path(tempfile.mkdtemp(prefix=f"api-{safe_filename(system)}-{stamp}-", dir=runs))
+    except OSError as exc:
+        raise ApiError(507, f"cannot write under the data root: {exc.strerror or exc}") from None
+    try:
+        yield base
+    except ApiError as exc:
+        if exc.status == 422:
+            shutil.rmtree(base, ignore_errors=True)
+        raise

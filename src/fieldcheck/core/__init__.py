@@ -1,7 +1,7 @@
 """The layer between the commands and the systems (ARCHITECTURE.md "Layers"): the ``System``
 protocol, its registry and the one pipeline every command and API route scores through."""
 
-from fieldcheck.core._inputs import check_roles, model_label
+from fieldcheck.core._inputs import check_roles, model_label, read_settings
 from fieldcheck.core._pipeline import (
     NO_CACHE_NOTE,
     Events,
@@ -43,6 +43,7 @@ __all__ = [
     "names",
     "open_folder",
     "open_recorder",
+    "read_settings",
     "register",
     "score",
     "stored_line",

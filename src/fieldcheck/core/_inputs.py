@@ -1,13 +1,32 @@
-"""The input files a command or an API request gives a system, by role (``System.inputs``):
-checked against the roles it takes before anything is read, and the model label they give."""
+"""What a command or an API request gives a system: its input files by role (``System.inputs``),
+checked against the roles it takes before anything is read, the model label they give, and its
+settings as JSON text."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
+
+import orjson
 
 from fieldcheck._util.errors import UsageProblem
+from fieldcheck._util.jsonio import loads
 from fieldcheck.core._system import System
+
+
+def read_settings(raw: str | bytes | None) -> dict[str, Any]:
+    """A system's stored settings given as JSON text (None: ``{}``): a JSON object, else
+    ``UsageProblem``."""
+    if raw is None:
+        return {}
+    try:
+        value = loads(raw.removeprefix(b"\xef\xbb\xbf") if isinstance(raw, bytes) else raw)
+    except orjson.JSONDecodeError as exc:
+        raise UsageProblem(f"invalid JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise UsageProblem("must be a JSON object (the system's stored settings)")
+    return value
 
 
 def check_roles(system: System, given: Sequence[str]) -> None:
@@ -34,8 +53,13 @@ def check_roles(system: System, given: Sequence[str]) -> None:
         )
 
 
-def model_label(inputs: Sequence[tuple[str, Path]]) -> tuple[str, list[str]]:
-    """The run's model label and its models: the names of ``ROLE:NAME`` inputs, else the first
-    input file's stem (what ``json batch`` calls the model)."""
+def model_label(system: System, inputs: Sequence[tuple[str, Path]]) -> tuple[str, list[str]]:
+    """The run's model label and its models: the names of ``ROLE:NAME`` inputs, else the stem
+    of the file of the system's last role (the model's outputs: json's ``batch``, numeric's
+    ``predictions``), as each system's own command names the model."""
     models = [role.split(":", 1)[1] for role, _ in inputs if ":" in role]
-    return (", ".join(models) if models else Path(inputs[0][1]).stem), models
+    if models:
+        return ", ".join(models), models
+    order = [role for role, _ in system.inputs]
+    _, last = max(inputs, key=lambda given: order.index(given[0]) if given[0] in order else -1)
+    return Path(last).stem, []

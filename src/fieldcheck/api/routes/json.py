@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
-import tempfile
 from pathlib import Path, PurePath
 from typing import Annotated, Any
 
@@ -27,9 +25,10 @@ from fieldcheck.api._evaluation import (
     RUNS,
     evaluate_one,
     hidden,
-    run_folder,
+    request_folder,
     save_upload,
     score_run,
+    server_matcher,
 )
 from fieldcheck.api._schemas import BatchPathRequest, EvaluateRequest
 
@@ -99,12 +98,7 @@ def stored_settings(
     """The json system's stored settings of a request: the sections it gives (each checked, a
     bad one a 422 naming the request's part) and the server's matcher. A section not given
     takes the saved one where every command's does, in the json system (one rule)."""
-    base = ctx.base_config
-    config: dict[str, Any] = {
-        "matcher": base.matcher,
-        "judge_base_url": base.judge_base_url,
-        "judge_model": base.judge_model,
-    }
+    config = server_matcher(ctx)
     if body is not None:
         given: tuple[tuple[str, Section, Any], ...] = (
             ("field_strategies", "strategies", body.field_strategies),
@@ -174,9 +168,9 @@ def batch_path_route(body: BatchPathRequest, ctx: Context) -> dict[str, Any]:
         )
     path = resolve_under(root, body.path)
     settings = stored_settings(ctx, body, bootstrap=body.bootstrap, seed=body.seed)
-    folder = run_folder(root, "json")
-    shown = {str(path): body.path, str(folder): f"{RUNS}/{folder.name}"}
-    return _batch(ctx, path, settings, folder=folder, shown=shown, field="path")
+    with request_folder(root, "json") as folder:
+        shown = {str(path): body.path, str(folder): f"{RUNS}/{folder.name}"}
+        return _batch(ctx, path, settings, folder=folder, shown=shown, field="path")
 
 
 @router.post(
@@ -202,13 +196,7 @@ async def batch_upload_route(
     in a temporary folder removed once answered."""
     name = os.path.basename(file.filename or "") or "upload.jsonl"
     settings = stored_settings(ctx, None, bootstrap=bootstrap, seed=seed)
-    root = ctx.settings.data_root
-    with (
-        contextlib.nullcontext(str(run_folder(root, "json")))
-        if root is not None
-        else tempfile.TemporaryDirectory(prefix="fieldcheck-upload-")
-    ) as kept:
-        folder = Path(kept)
+    with request_folder(ctx.settings.data_root, "json") as folder:
         path = folder / "inputs" / "batch" / safe_filename(name)
         await save_upload(file, path)
         shown = {str(path): name, str(folder): f"{RUNS}/{folder.name}"}

@@ -8,19 +8,17 @@ import os
 from pathlib import Path
 from typing import Any
 
-import orjson
 from fastapi import APIRouter, Request
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
 
 from fieldcheck import core
 from fieldcheck._util.errors import UsageProblem
-from fieldcheck._util.jsonio import loads
 from fieldcheck._util.paths import safe_filename
 from fieldcheck.api._body import CheckedBodyRoute
 from fieldcheck.api._deps import Context
 from fieldcheck.api._errors import INVALID, JUDGE_FAILED, ApiError, error_responses
-from fieldcheck.api._evaluation import RUNS, run_folder, save_upload, score_run
+from fieldcheck.api._evaluation import RUNS, request_folder, save_upload, score_run
 
 router = APIRouter(
     prefix="/api/score",
@@ -54,33 +52,11 @@ _FORM = {
 }
 
 
-async def _settings(value: Any) -> dict[str, Any]:
-    """The ``settings`` form field (text or a file): a JSON object (absent: ``{}``), else a 422
-    naming it."""
-    if value is None:
-        return {}
-    raw = await value.read() if isinstance(value, UploadFile) else value
-    try:
-        found = loads(raw.removeprefix(b"\xef\xbb\xbf") if isinstance(raw, bytes) else raw)
-    except orjson.JSONDecodeError as exc:
-        raise ApiError(422, f"settings: invalid JSON: {exc}", field="settings") from None
-    if not isinstance(found, dict):
-        raise ApiError(422, "settings: must be a JSON object", field="settings")
-    return found
-
-
 def _answer(outcome: core.Outcome) -> dict[str, Any]:
-    """What the route answers of a scored run (the files named inside its folder)."""
-    scored = outcome.scored
-    signature = scored.signature
-    if hasattr(signature, "model_dump"):
+    """What the route answers of a scored run (its files named inside its folder)."""
+    scored, signature = outcome.scored, outcome.scored.signature
+    if hasattr(signature, "model_dump"):  # a Signature model
         signature = signature.model_dump(mode="json")
-    files = []
-    for path in scored.files.values():
-        try:
-            files.append(Path(path).relative_to(outcome.destination).as_posix())
-        except ValueError:
-            files.append(Path(path).name)
     return {
         "run_id": outcome.run_id,
         "system": outcome.system,
@@ -88,7 +64,9 @@ def _answer(outcome: core.Outcome) -> dict[str, Any]:
         "intervals": scored.intervals,
         "signature": signature,
         "failed": scored.failed,
-        "files": sorted(files),
+        "files": sorted(
+            p.relative_to(outcome.destination).as_posix() for p in outcome.files.values()
+        ),
     }
 
 
@@ -123,7 +101,13 @@ async def score_route(system: str, request: Request, ctx: Context) -> dict[str, 
         raise ApiError(
             422, "body: not a multipart form (no part could be read)", field="body"
         ) from None
-    settings = await _settings(form.get("settings"))
+    given = form.get("settings")
+    try:
+        settings = core.read_settings(
+            await given.read() if isinstance(given, UploadFile) else given
+        )
+    except UsageProblem as exc:
+        raise ApiError(422, f"settings: {exc.message}", field="settings") from None
     uploads: list[tuple[str, UploadFile]] = []
     for role, value in form.multi_items():
         if role == "settings":
@@ -142,16 +126,16 @@ async def score_route(system: str, request: Request, ctx: Context) -> dict[str, 
             "no data root is configured (fieldcheck serve --data-root DIR): the uploads and "
             "run folders are kept under it",
         )
-    base = run_folder(Path(root), found.name)
-    inputs: list[tuple[str, Path]] = []
-    shown: dict[str, str] = {str(base): f"{RUNS}/{base.name}"}
-    for role, upload in uploads:
-        sent = os.path.basename(upload.filename or "") or role
-        path = base / "inputs" / safe_filename(role) / safe_filename(sent)
-        await save_upload(upload, path)
-        inputs.append((role, path))
-        shown[str(path)] = sent
-    outcome = await run_in_threadpool(
-        score_run, ctx, found.name, inputs, settings, out=base / "run", shown=shown
-    )
+    with request_folder(Path(root), found.name) as base:
+        inputs: list[tuple[str, Path]] = []
+        shown: dict[str, str] = {str(base): f"{RUNS}/{base.name}"}
+        for role, upload in uploads:
+            sent = os.path.basename(upload.filename or "") or role
+            path = base / "inputs" / safe_filename(role) / safe_filename(sent)
+            await save_upload(upload, path)
+            inputs.append((role, path))
+            shown[str(path)] = sent
+        outcome = await run_in_threadpool(
+            score_run, ctx, found.name, inputs, settings, out=base / "run", shown=shown
+        )
     return _answer(outcome)
