@@ -187,6 +187,7 @@ class JsonSystem:
         given = settings.get("config") or {}
         if not isinstance(given, Mapping):
             raise UsageProblem(f"must be a JSON object (got {given!r})", "config")
+        given = {**given, **(extras.get("matcher_config") or {})}  # the API server's matcher
         config, store = resolve_config(
             given,
             store=extras.get("store") or False,
