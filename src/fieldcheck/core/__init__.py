@@ -16,19 +16,31 @@ from fieldcheck.core._pipeline import (
     stored_line,
 )
 from fieldcheck.core._registry import find, get, names, register, unregister
-from fieldcheck.core._system import Breakdown, Column, Metrics, Progress, System
+from fieldcheck.core._system import (
+    Breakdown,
+    Column,
+    Imports,
+    Metrics,
+    Progress,
+    Rescores,
+    System,
+    Write,
+)
 
 __all__ = [
     "Breakdown",
     "Column",
     "Events",
+    "Imports",
     "Inputs",
     "Interrupted",
     "Into",
     "Metrics",
     "Outcome",
     "Progress",
+    "Rescores",
     "System",
+    "Write",
     "check_out",
     "check_roles",
     "find",
