@@ -16,7 +16,6 @@ SYSTEMS = {"json": "jsoneval", "slots": "slots", "numeric": "numeric"}
 
 NOT_SYSTEM_NAMES = {
     ("api/_body.py", "subtype == 'json'"),  # a media type
-    ("runs/_items.py", "{'slots': 0, 'differ': 0}"),  # a count of slots
 }
 """Sites that look like a system's name and are not one: (file, the expression's source)."""
 
@@ -26,10 +25,7 @@ migrations (stored rows of each system, frozen history that no registry change m
 
 # Issue 27 debt: the files that still compare a system's name outside its package, with how
 # many times (the System registry of item 1 removes them). Shrink it, never grow it.
-ISSUE_27_SYSTEM_NAME_DEBT: dict[str, int] = {
-    "runs/_folder.py": 2,
-    "runs/_rescore.py": 2,
-}
+ISSUE_27_SYSTEM_NAME_DEBT: dict[str, int] = {}
 
 # Issue 27 debt: the files that still import another package's private module, with how many
 # times (add the name to that package's ``__init__`` and import it from there). Shrink it, never

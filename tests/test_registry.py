@@ -304,6 +304,11 @@ def test_a_fourth_system_is_scored_by_the_cli_and_the_api_and_compared(
     assert [i["key"] for i in failed["items"]] == ["b", "e"]  # e fails when case counts
     page = client.get(f"/runs/{api_id}").text
     assert "accuracy" in page and "0.6000" in page and "bird" in page
+    # without ``rescore`` and ``import_folder`` (core.Rescores, core.Imports) it says so
+    code, _, stderr = _cli("runs", "rescore", cli_id)
+    assert code == 2 and "label runs cannot be re-scored (only json and slots" in stderr
+    code, _, stderr = _cli("runs", "import", str(out))
+    assert code == 2 and "label runs cannot be imported" in stderr
 
 
 def test_the_api_refuses_what_the_fourth_system_cannot_score(

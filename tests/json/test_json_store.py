@@ -1,7 +1,7 @@
 """The JSON batch's store hook (issue 11): ``stream_batch_outputs(..., recorder=...)`` stores each
-chunk's records and errors as they are scored, the same items ``runs._items.json_item`` and
-``json_error_item`` build from the in-memory results, tagged with the fields each record failed
-on; ``runs rescore`` of the stored run gives the original's metrics."""
+chunk's records and errors as they are scored, the same items the in-memory ``evaluate_batch``
+stores in one chunk, tagged with the fields each record failed on; ``runs rescore`` of the stored
+run gives the original's metrics."""
 
 from __future__ import annotations
 
@@ -22,8 +22,7 @@ from fieldcheck.jsoneval import (
     record_error,
     stream_batch_outputs,
 )
-from fieldcheck.runs import json_error_item, json_item, json_metrics
-from fieldcheck.runs._rescore import rescore
+from fieldcheck.runs import rescore
 from fieldcheck.store import RunRecorder, Store
 
 from .test_json_streaming import STRATEGIES, matchers, random_batch
@@ -61,26 +60,32 @@ def _store_run(
         recorder=recorder,
     )
     summary = batch.summary.to_json()
-    metrics, intervals = json_metrics(summary)
-    run = recorder.finish(metrics=metrics, intervals=intervals)
+    metrics = {k: v for k, v in summary.items() if k not in ("ci", "signature")}
+    run = recorder.finish(metrics=metrics, intervals=summary["ci"])
     return store, run.id, summary
 
 
-def _expected(data: Path, config: EvalConfig) -> list[dict[str, Any]]:
-    """What the in-memory builder of runs/_items.py gives for the same file."""
+def _expected(tmp_path: Path, data: Path, config: EvalConfig) -> list[dict[str, Any]]:
+    """The items the in-memory ``evaluate_batch`` (one chunk, as ``runs rescore`` scores) stores
+    for the same file."""
     records, errors = read_batch(data)
-    batch = evaluate_batch(
-        records,
-        config,
-        matchers=matchers(),
-        errors=[record_error(e) for e in errors],
-        source=str(data),
-        bootstrap=200,
-        seed=3,
+    store = Store(f"sqlite:///{tmp_path}/memory.db")
+    recorder = RunRecorder.open(
+        store, system="json", inputs=[], settings={}, signature="", out=None
     )
-    by_id = {str(r.id): r for r in records}
-    items = [json_item(r, by_id[str(r.id)]) for r in batch.results]
-    return items + [json_error_item(e) for e in batch.errors]
+    with recorder:
+        evaluate_batch(
+            records,
+            config,
+            matchers=matchers(),
+            errors=[record_error(e) for e in errors],
+            source=str(data),
+            bootstrap=200,
+            seed=3,
+            recorder=recorder,
+        )
+        run = recorder.finish(metrics={})
+    return [i.result for i in store.items(run.id)]
 
 
 @pytest.mark.parametrize("chunk", [7, 10_000])
@@ -91,7 +96,7 @@ def test_stored_items_are_those_of_the_in_memory_builder(tmp_path: Path, chunk: 
     data.write_text("\n".join(lines) + "\n")
     config = EvalConfig(strategies=STRATEGIES)
     store, run_id, _ = _store_run(tmp_path, data, config, chunk)
-    expected = _expected(data, config)
+    expected = _expected(tmp_path, data, config)
     stored = store.items(run_id)
     # the same results (a duplicate id's error is stored under its key with ~seq appended)
     assert sorted(_text(i.result) for i in stored) == sorted(map(_text, expected))

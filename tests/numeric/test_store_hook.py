@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from fieldcheck.numeric import load_convfinqa, load_predictions, score_to_folder, stored_metrics
-from fieldcheck.runs._folder import record_folder
+from fieldcheck.runs import record_folder
 from fieldcheck.store import RunRecorder, Store
 
 HOSTILE = "<img src=x onerror=alert(1)>"

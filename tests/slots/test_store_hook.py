@@ -1,5 +1,5 @@
 """The streamed slot scorer hands each bucket's items to a run recorder as it scores them
-(issue 11): the stored items are the ones ``runs.slot_items`` builds from the in-memory run, in
+(issue 11): the stored items are the ones the in-memory ``score_models`` stores (one bucket), in
 any number of buckets, and ``runs rescore`` of the stored run gives back its metrics."""
 
 from __future__ import annotations
@@ -10,12 +10,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, ClassVar
 
-import orjson
 import pytest
 from slots_helpers import slot
 
 from fieldcheck._util.frames import HEADER
-from fieldcheck.runs import rescore, slot_items
+from fieldcheck.runs import rescore
 from fieldcheck.runs._export import iter_items
 from fieldcheck.slots import (
     SYSTEM,
@@ -134,12 +133,8 @@ def _record(store: Store, run: SlotsRun | None = None) -> RunRecorder:
     )
 
 
-def _plain(value: Any) -> Any:
-    return orjson.loads(orjson.dumps(value))
-
-
 @pytest.mark.parametrize(("k", "writer"), [(1, "thread"), (3, "thread"), (3, "process")])
-def test_stored_items_are_the_slot_items_of_the_in_memory_run(
+def test_stored_items_are_those_of_the_in_memory_run(
     jsonl: Jsonl, tmp_path: Path, k: int, writer: str
 ) -> None:
     """The items are built by ``store_rows`` in the writer: a thread of this process, or (a
@@ -147,8 +142,10 @@ def test_stored_items_are_the_slot_items_of_the_in_memory_run(
     paths = _inputs(jsonl)
     gold = load_slots(paths["gold"])
     models = _models(paths, load_slots(paths["a"]), load_slots(paths["b"]))
-    in_memory = score_models(gold, models, bootstrap=40, seed=2)
-    expected = _plain(list(slot_items(in_memory, gold, models)))
+    with _record(Store(f"sqlite:///{tmp_path}/memory.db")) as memory:
+        in_memory = score_models(gold, models, bootstrap=40, seed=2, recorder=memory)
+        kept = memory.finish(metrics={})
+    expected = [i.result for i in iter_items(memory.store, kept.id)]
     assert len(expected) == 2 * 12
 
     store = Store(f"sqlite:///{tmp_path}/s.db")
@@ -160,7 +157,7 @@ def test_stored_items_are_the_slot_items_of_the_in_memory_run(
         info = recorder.finish(metrics=metrics, intervals=intervals)
     stored = list(iter_items(store, info.id))
     results = [s.result for s in stored]
-    if k == 1:  # one bucket: model by model, sessions in order, as slot_items gives them
+    if k == 1:  # one bucket: model by model, sessions in order, as in memory
         assert results == expected
     order = lambda item: (item["model"], item["user"], item["session"])  # noqa: E731
     assert sorted(results, key=order) == sorted(expected, key=order)

@@ -456,7 +456,7 @@ def rescore_command(
                 if value is not None
             }
             or None,
-            tp=tp,  # type: ignore[arg-type]
+            tp=tp,
             threshold=threshold,
             bootstrap=bootstrap,
             seed=seed,

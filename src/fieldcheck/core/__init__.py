@@ -19,20 +19,32 @@ from fieldcheck.core._pipeline import (
     writing,
 )
 from fieldcheck.core._registry import find, get, names, register, unregister
-from fieldcheck.core._system import Breakdown, Column, Metrics, Progress, System
+from fieldcheck.core._system import (
+    Breakdown,
+    Column,
+    Imports,
+    Metrics,
+    Progress,
+    Rescores,
+    System,
+    Write,
+)
 
 __all__ = [
     "NO_CACHE_NOTE",
     "Breakdown",
     "Column",
     "Events",
+    "Imports",
     "Inputs",
     "Interrupted",
     "Into",
     "Metrics",
     "Outcome",
     "Progress",
+    "Rescores",
     "System",
+    "Write",
     "check_out",
     "check_roles",
     "find",

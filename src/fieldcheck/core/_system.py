@@ -5,7 +5,7 @@ registry and never compare system names. A system is a plain object in its own p
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
@@ -15,6 +15,9 @@ from fieldcheck.store import ItemColumns
 
 if TYPE_CHECKING:
     from fieldcheck.store import RunRecorder
+
+Files = Sequence[tuple[str, str | Path]]
+"""Input files by role: (role, path)."""
 
 Metrics = Mapping[str, Any]
 
@@ -29,6 +32,10 @@ Progress = Callable[[str, int, int], None]
 Breakdown = tuple[str, str, Callable[[Metrics], Mapping[str, Any]]]
 """A table of one metric by a dimension (field, topic, turn) beside the headline metrics:
 (title, row label, how to read it from a column's metrics)."""
+
+Write = Callable[["RunRecorder"], tuple[Metrics, Metrics]]
+"""Stores a run's items with the recorder it is given (``runs`` opened it and finishes it) and
+returns the run's (metrics, intervals)."""
 
 
 @runtime_checkable
@@ -114,4 +121,34 @@ class System(Protocol):
         """Score what ``prepare`` read, write its output files into ``folder`` and its items
         to ``recorder`` (None: not stored); the metrics, intervals and signature the store
         keeps come back in the ``Scored``."""
+        ...
+
+
+@runtime_checkable
+class Rescores(Protocol):
+    """A system whose stored runs ``runs rescore`` scores again (optional: a system without
+    ``rescore`` says "X runs cannot be re-scored")."""
+
+    def rescore(
+        self, items: Iterable[Mapping[str, Any]], settings: Metrics, options: Metrics, *, run: str
+    ) -> tuple[Metrics, Any, Write]:
+        """The child run of stored run ``run``: ``items`` its items' results (all read before
+        this returns), ``settings`` its stored settings, ``options`` those given anew
+        (``strategies``, ``weights``, ``thresholds``, ``tp``, ``threshold``, ``bootstrap``,
+        ``seed``, ``matchers``: only those not None). Returns the child's settings, signature
+        and ``Write``; InputError for an option it does not take or items it cannot score."""
+        ...
+
+
+@runtime_checkable
+class Imports(Protocol):
+    """A system whose finished output folders ``runs import`` stores (optional: a system
+    without ``import_folder`` says "X runs cannot be imported")."""
+
+    def import_folder(
+        self, folder: Path, inputs: Files, *, model: str | None, settings: Metrics
+    ) -> tuple[str, Files, Metrics, Any, Write]:
+        """Its folder ``folder`` read back: ``inputs`` the files it was scored from by role
+        (given, or named by its run.json and unchanged), ``model`` and ``settings`` those
+        given. Returns the run's model, inputs, settings, signature and ``Write``."""
         ...

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fieldcheck._util.errors import InputError
 from fieldcheck._util.signature import Signature
@@ -43,6 +43,9 @@ from fieldcheck.matchers import (
     SemanticMatcher,
     cache_key,
 )
+
+if TYPE_CHECKING:
+    from fieldcheck.store import RunRecorder
 
 __all__ = ["MatcherError", "coerce_output"]
 logger = logging.getLogger("fieldcheck")
@@ -127,6 +130,7 @@ def evaluate_batch(
     bootstrap: int = 1000,
     seed: int = 0,
     chunk_size: int | None = None,
+    recorder: RunRecorder | None = None,
 ) -> BatchResult:
     """Score many records in memory; each distinct FUZZY/SEMANTIC pair goes to its matcher once
     per chunk (``chunk_size`` records; default: the whole batch, one chunk).
@@ -135,7 +139,8 @@ def evaluate_batch(
     first; ``source`` (the batch file) names the file in the errors of records that fail here.
     A record whose matcher fails (judge error) is moved to the errors, never scored as 0.
     ``bootstrap`` resamples (0: none) seeded by ``seed`` give the summary's 95% intervals; both
-    go into the summary's signature. Raises ValueError when either is negative.
+    go into the summary's signature. ``recorder`` gets every record and error as an item
+    (``runs rescore``). Raises ValueError when either is negative.
     """
     if bootstrap < 0 or seed < 0:
         raise ValueError(f"bootstrap and seed must be >= 0 (got {bootstrap}, {seed})")
@@ -159,6 +164,7 @@ def evaluate_batch(
         summary_signature=make_signature(config, matchers, bootstrap=bootstrap, seed=seed),
         keep=kept,
         kept_errors=kept_errors,
+        recorder=recorder,
     )
     if items:
         warn_unused_strategies(config, stream.unused_strategies)

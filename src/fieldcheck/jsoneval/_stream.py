@@ -1236,9 +1236,8 @@ def _few_collections() -> Iterator[None]:
 
 
 class StoreRows:
-    """A chunk's items for the run store (issue 11, ``RunRecorder.add_prepared``), as
-    ``runs._items.json_item`` / ``json_error_item`` build them, without a dict per record: the
-    result text is the records.jsonl line with ``ground_truth``, ``output`` and
+    """A chunk's items for the run store (issue 11, ``RunRecorder.add_prepared``), without a
+    dict per record: an error is ``{id, error}`` (the errors.jsonl line); the result text is the records.jsonl line with ``ground_truth``, ``output`` and
     ``safety_score_given`` added; the tags are only the fields the record failed on (scored
     below 1, missing, hallucinated or extra), named as fields.csv names them."""
 

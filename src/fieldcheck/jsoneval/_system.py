@@ -11,9 +11,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fieldcheck._util.errors import InputError, UsageProblem
+from fieldcheck._util.iters import chunked
+from fieldcheck._util.jsonio import loads
+from fieldcheck._util.signature import Signature
 from fieldcheck._util.sniff import check_input_file
 from fieldcheck.jsoneval._config import EvalConfig
+from fieldcheck.jsoneval._models import BatchRecord, RecordError
 from fieldcheck.jsoneval._stream import CHUNK_LINES, SCORES, BatchReader, Failed, Item
+from fieldcheck.metrics import RqsWeights
 from fieldcheck.reports import RunFolder, Scored
 from fieldcheck.store import ItemColumns, add_tag, field_name
 
@@ -21,6 +26,19 @@ if TYPE_CHECKING:
     from fieldcheck.store import RunRecorder
 
 _SUMMARY = ("completeness", "accuracy", "rqs")
+
+
+def _stored(summary: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(metrics, intervals) the store keeps of a batch, from its summary.json object."""
+    metrics = {k: v for k, v in summary.items() if k not in ("ci", "signature")}
+    return metrics, dict(summary.get("ci") or {})
+
+
+def _jsonl(path: Path) -> Iterator[dict[str, Any]]:
+    """The objects of a JSONL file of fieldcheck's (none when it is not there)."""
+    if path.is_file():
+        with path.open("rb") as handle:
+            yield from (v for v in map(loads, filter(bytes.strip, handle)) if isinstance(v, dict))
 
 
 def _field_match_rates(metrics: Mapping[str, Any]) -> dict[str, Any]:
@@ -250,16 +268,145 @@ class JsonSystem:
         )
         summary = batch.summary
         data = summary.to_json()
+        metrics, intervals = _stored(data)
         return Scored(
             result=summary,
             files=dict(batch.paths),
-            metrics={k: v for k, v in data.items() if k not in ("ci", "signature")},
-            intervals=dict(data.get("ci") or {}),
+            metrics=metrics,
+            intervals=intervals,
             signature=data.get("signature"),
             failed=bool(summary.not_scored),
             gate={"": dict(summary.means)},
             summary={**data, "complete": True},
         )
+
+    # ------------------------------------------------------------------ stored runs
+
+    def rescore(
+        self,
+        items: Iterable[Mapping[str, Any]],
+        settings: Mapping[str, Any],
+        options: Mapping[str, Any],
+        *,
+        run: str,
+    ) -> tuple[dict[str, Any], Signature, Callable[[RunRecorder], tuple[Any, Any]]]:
+        """Its records' ground truth and output scored again (``evaluate_batch``) under the
+        run's configuration with ``strategies``, ``weights`` and ``thresholds`` replaced; its
+        errors counted again, as the parent did."""
+        from fieldcheck.jsoneval._evaluate import build_matchers, evaluate_batch, make_signature
+
+        if "tp" in options or "threshold" in options:
+            raise InputError("--tp and --threshold re-score slot runs, not JSON runs")
+        config_data = dict(settings.get("config") or {})
+        if "strategies" in options:
+            config_data["strategies"] = dict(options["strategies"])
+        if "weights" in options:
+            weights = options["weights"]
+            config_data["weights"] = (
+                weights.model_dump() if isinstance(weights, RqsWeights) else dict(weights)
+            )
+        config_data.update(options.get("thresholds") or {})
+        config = EvalConfig.model_validate(config_data)
+        boot = int(options.get("bootstrap", settings.get("bootstrap", 1000)))
+        seed = int(options.get("seed", settings.get("seed", 0)))
+        records: list[BatchRecord] = []
+        prior: list[RecordError] = []
+        for result in items:
+            if "error" in result:
+                prior.append(RecordError.model_validate(result["error"]))
+            elif "ground_truth" not in result:
+                raise InputError(
+                    f"run {run} keeps no ground truth and output for record "
+                    f"{result.get('id')!r}: import its folder with the batch file to re-score it"
+                )
+            else:
+                records.append(
+                    BatchRecord(
+                        id=result["id"],
+                        ground_truth=result["ground_truth"],
+                        output=result.get("output"),
+                        safety_score=result.get("safety_score_given"),
+                    )
+                )
+        matchers = options.get("matchers") or build_matchers(config)
+
+        def write(recorder: RunRecorder) -> tuple[Any, Any]:
+            batch = evaluate_batch(
+                records,
+                config,
+                matchers=matchers,
+                errors=prior,
+                bootstrap=boot,
+                seed=seed,
+                recorder=recorder,
+            )
+            return _stored(batch.summary.to_json())
+
+        stored = {"config": config.model_dump(mode="json"), "bootstrap": boot, "seed": seed}
+        return stored, make_signature(config, matchers, bootstrap=boot, seed=seed), write
+
+    def import_folder(
+        self,
+        folder: Path,
+        inputs: Sequence[tuple[str, str | Path]],
+        *,
+        model: str | None,
+        settings: Mapping[str, Any],
+    ) -> tuple[str, list[tuple[str, str | Path]], dict[str, Any], Any, Callable[..., Any]]:
+        """A ``json batch`` folder (summary.json, records.jsonl, errors.jsonl), its records'
+        ground truth and output from the ``batch`` input or the folder's outputs.jsonl (a
+        ``json run``), so that it can be re-scored; the configuration from its signature."""
+        summary = loads((folder / "summary.json").read_bytes())
+        info = loads((folder / "run.json").read_bytes()) if (folder / "run.json").is_file() else {}
+        all_inputs = [*inputs]
+        if (folder / "outputs.jsonl").is_file():
+            all_inputs.append(("outputs", folder / "outputs.jsonl"))
+        raw = {
+            str(line["id"]): line
+            for _, path in all_inputs
+            for line in _jsonl(Path(path))
+            if "id" in line and "ground_truth" in line
+        }
+        first = next(_jsonl(folder / "records.jsonl"), {})  # its strategies: those it scored
+        strategies: dict[str, str] = {}
+        for name, scored in (first.get("fields") or {}).items():
+            strategies.setdefault(field_name(name), scored.get("strategy", "EXACT"))
+        signature = summary.get("signature") or {}
+        sig = signature.get("settings", {})
+        stored = dict(settings)
+        stored.setdefault(
+            "config",
+            {
+                "strategies": strategies,
+                "weights": sig.get("weights") or {},
+                "fuzzy_threshold": sig.get("fuzzy_threshold", 0.85),
+                "semantic_threshold": sig.get("semantic_threshold", 0.8),
+                "flatten": bool(sig.get("flatten", False)),
+                "safety_check": sig.get("safety_check", "off"),
+            },
+        )
+        stored.setdefault("bootstrap", sig.get("bootstrap", 1000))
+        stored.setdefault("seed", sig.get("seed", 0))
+
+        def items() -> Iterator[dict[str, Any]]:
+            for line in _jsonl(folder / "records.jsonl"):
+                source = raw.get(str(line.get("id")))
+                if source is not None:
+                    line["ground_truth"] = source["ground_truth"]
+                    line["output"] = source.get("output")
+                    if source.get("safety_score") is not None:
+                        line["safety_score_given"] = source["safety_score"]
+                yield line
+            for error in _jsonl(folder / "errors.jsonl"):
+                yield {"id": error.get("record") or f"line {error.get('line')}", "error": error}
+
+        def write(recorder: RunRecorder) -> tuple[Any, Any]:
+            for chunk in chunked(items(), 1000):
+                recorder.add_items(chunk, self.item_columns)
+            return _stored(summary)
+
+        name = model or (info.get("model") or {}).get("name") or folder.name
+        return name, all_inputs, stored, signature, write
 
 
 SYSTEM = JsonSystem()

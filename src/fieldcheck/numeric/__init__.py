@@ -63,7 +63,6 @@ if TYPE_CHECKING:  # the names as type checkers and editors see them
         Tally,
         score_to_folder,
         scored_conversations,
-        stored_cell,
     )
     from fieldcheck.numeric._system import GATED, SYSTEM, NumericSettings, read_data, stored_metrics
     from fieldcheck.numeric._validator import (
@@ -75,7 +74,6 @@ if TYPE_CHECKING:  # the names as type checkers and editors see them
 
 _HOME = {
     "CALL_ERRORS": "_scoring",
-    "stored_cell": "_stream",
     "DOC_END": "_agent",
     "DOC_START": "_agent",
     "REPAIR_INTRO": "_agent",
@@ -168,7 +166,6 @@ __all__ = [
     "run_turn",
     "score_to_folder",
     "scored_conversations",
-    "stored_cell",
     "stored_metrics",
     "trace_ids",
     "validate_reply",

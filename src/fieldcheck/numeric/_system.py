@@ -5,7 +5,8 @@ turn). Spec: numeric-qa-evaluation.md."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+import csv
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -13,11 +14,18 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from fieldcheck._util.errors import InputError, UsageProblem
+from fieldcheck._util.iters import chunked
+from fieldcheck._util.jsonio import loads
 from fieldcheck._util.sniff import check_input_file, likely_cause
 from fieldcheck.numeric._loaders import LoadResult, load_convfinqa
 from fieldcheck.numeric._predictions import PredictionsResult, load_predictions
 from fieldcheck.numeric._report import HEADLINE
-from fieldcheck.numeric._stream import OUTPUT_FILES, numeric_columns, score_to_folder
+from fieldcheck.numeric._stream import (
+    OUTPUT_FILES,
+    numeric_columns,
+    score_to_folder,
+    stored_cell,
+)
 from fieldcheck.reports import RunFolder, Scored
 from fieldcheck.store import ItemColumns
 
@@ -264,6 +272,29 @@ class NumericSystem:
             gate={"": {name: stats.get(name) for name in GATED}},
             summary={**stats, "complete": True},
         )
+
+    def import_folder(
+        self,
+        folder: Path,
+        inputs: Sequence[tuple[str, str | Path]],
+        *,
+        model: str | None,
+        settings: Mapping[str, Any],
+    ) -> tuple[str, Sequence[tuple[str, str | Path]], dict[str, Any], Any, Callable[..., Any]]:
+        """A ``numeric score`` folder: statistics.json, and a turn per row of turns.csv."""
+        statistics = loads((folder / "statistics.json").read_bytes())
+
+        def write(recorder: RunRecorder) -> tuple[Any, Any]:
+            with (folder / "turns.csv").open(newline="", encoding="utf-8") as handle:
+                rows = (
+                    {k: stored_cell(v) for k, v in row.items()} for row in csv.DictReader(handle)
+                )
+                for chunk in chunked(rows, 1000):
+                    recorder.add_items(chunk, self.item_columns)
+            return stored_metrics(statistics)
+
+        signature = statistics.get("signature") or {}
+        return model or folder.name, inputs, dict(settings), signature, write
 
 
 SYSTEM = NumericSystem()

@@ -434,8 +434,8 @@ class SlotScorer:
     result does not depend on how sessions are split into buckets (tests/slots/test_streamed.py)
     and the memory does not grow with the sessions (latencies aside: one float per session).
 
-    ``recorder``: each bucket's items, one per (model, gold session) as ``runs.slot_items``
-    documents them, go to ``recorder.add_prepared`` as the bucket is scored (issue 11).
+    ``recorder``: each bucket's items, one per (model, gold session; fields as ``item_columns``
+    of the slots system lists them), go to the recorder as the bucket is scored (issue 11).
     ``keep_sessions``: keep each session's key and counts (``ModelScore.units``/``keys``), as the
     in-memory ``score_models`` does.
     """

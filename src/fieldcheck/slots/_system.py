@@ -7,13 +7,14 @@ spec's output files (slot-extraction-benchmark.md)."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, get_args
 
 from fieldcheck._util.errors import CannotWrite, InputError, UsageProblem
+from fieldcheck._util.jsonio import loads
 from fieldcheck._util.sniff import check_input_file
 from fieldcheck.reports import RunFolder, Scored
 from fieldcheck.slots._loaders import JudgeFile, LatencyFile, SlotFile
@@ -370,6 +371,147 @@ class SlotsSystem:
             gate=gate_values(run),
             summary={**run.metrics_json(), "complete": True},
         )
+
+    # ------------------------------------------------------------------ stored runs
+
+    def rescore(
+        self,
+        items: Iterable[Mapping[str, Any]],
+        settings: Mapping[str, Any],
+        options: Mapping[str, Any],
+        *,
+        run: str,
+    ) -> tuple[dict[str, Any], Any, Callable[[RunRecorder], tuple[Any, Any]]]:
+        """Its sessions' gold and predicted slots (with latencies, judge scores and why a
+        session was not scored) scored again under ``tp`` and ``threshold``."""
+        if {"strategies", "weights", "thresholds"} & set(options):
+            raise InputError(
+                "--strategies, --weights, --fuzzy-threshold and --semantic-threshold re-score "
+                "JSON runs"
+            )
+        gold = SlotFile(Path(f"run {run} gold"))
+        models: dict[str, ModelInput] = {}
+        for r in items:
+            if "gold" not in r or "pred" not in r:
+                raise InputError(f"run {run} keeps no gold and predicted slots per session")
+            key, name = (str(r["user"]), int(r["session"])), str(r["model"])
+            if key not in gold.sessions:
+                _add(gold, key, r["gold"])
+            model = models.get(name)
+            if model is None:
+                path = f"run {run} {name}"
+                model = models[name] = ModelInput(
+                    name,
+                    SlotFile(Path(path)),
+                    LatencyFile(Path(f"{path} latency")),
+                    JudgeFile(Path(f"{path} judge")),
+                    {},
+                )
+            _add(model.predictions, key, r["pred"])
+            if r.get("latency_s") is not None and model.latencies is not None:
+                model.latencies.seconds[key] = float(r["latency_s"])
+            if r.get("judge") and model.judge_scores is not None:
+                model.judge_scores.scores[key] = {(t, f): float(s) for t, f, s in r["judge"]}
+            if r.get("not_scored"):
+                model.not_scored[key] = str(r["not_scored"])  # type: ignore[index]
+        if not models:
+            raise InputError(f"run {run} has no stored session to re-score")
+        inputs = [
+            replace(
+                m,
+                latencies=m.latencies if m.latencies and m.latencies.seconds else None,
+                judge_scores=m.judge_scores if m.judge_scores and m.judge_scores.scores else None,
+            )
+            for m in models.values()
+        ]
+        tp = options.get("tp") or settings.get("tp", "presence")
+        given = "threshold" in options or "tp" in options
+        cut = (options if given else settings).get("threshold")
+        cut = None if tp in ("presence", "exact") else cut
+        boot = int(options.get("bootstrap", settings.get("bootstrap", 1000)))
+        seed = int(options.get("seed", settings.get("seed", 0)))
+        headers = [replace(m, predictions=SlotFile(m.predictions.path)) for m in inputs]
+        scorer = SlotScorer(
+            SlotFile(gold.path), headers, tp=tp, threshold=cut, bootstrap=boot, seed=seed
+        )
+
+        def write(recorder: RunRecorder) -> tuple[Any, Any]:
+            scorer.recorder = recorder  # the sessions' items are stored as they are scored
+            scorer.add(gold, [m.predictions for m in inputs])
+            return slot_metrics(scorer.finish())
+
+        stored = {"tp": tp, "threshold": cut, "bootstrap": boot, "seed": seed}
+        return stored, scorer.signature(), write
+
+    def import_folder(
+        self,
+        folder: Path,
+        inputs: Sequence[tuple[str, str | Path]],
+        *,
+        model: str | None,
+        settings: Mapping[str, Any],
+    ) -> tuple[str, list[tuple[str, str | Path]], dict[str, Any], Any, Callable[..., Any]]:
+        """A ``slots score`` or ``slots run`` folder (metrics.json; runs.json names a model
+        run's prediction and latency files): its metrics, and its sessions when the gold and
+        every model's predictions are at hand (``gold`` and ``pred:NAME`` inputs)."""
+        from fieldcheck.slots._loaders import load_latencies, load_slots
+        from fieldcheck.slots._score import score_models
+
+        data = loads((folder / "metrics.json").read_bytes())
+        signature = data.get("signature") or {}
+        sig = signature.get("settings", {})
+        stored = dict(settings)
+        for key in ("tp", "threshold", "bootstrap", "seed"):
+            if key in sig:
+                stored.setdefault(key, sig[key])
+        names = list(data.get("models") or {})
+        files = dict(inputs)
+        preds = {k[5:]: Path(v) for k, v in files.items() if k.startswith("pred:")}
+        lats = {k[8:]: Path(v) for k, v in files.items() if k.startswith("latency:")}
+        runs_json = folder / "runs.json"
+        if runs_json.is_file():
+            for name, entry in (loads(runs_json.read_bytes()).get("runs") or {}).items():
+                named = entry.get("files") or {}
+                if "pred" in named:
+                    preds.setdefault(name, folder / named["pred"])
+                if "latency" in named:
+                    lats.setdefault(name, folder / named["latency"])
+        all_inputs: list[tuple[str, str | Path]] = [*inputs]
+        all_inputs += [(f"pred:{n}", p) for n, p in preds.items() if f"pred:{n}" not in files]
+        models = data["models"]
+        metrics = {
+            "models": {n: {k: v for k, v in m.items() if k != "ci"} for n, m in models.items()},
+            "paired_f1": data.get("paired_f1") or [],
+        }
+        intervals = {n: m.get("ci") for n, m in models.items()}
+
+        def write(recorder: RunRecorder) -> tuple[Any, Any]:
+            if "gold" in files and all(n in preds for n in names):
+                score_models(
+                    load_slots(files["gold"]),
+                    [
+                        ModelInput(
+                            n, load_slots(preds[n]), load_latencies(lats[n]) if n in lats else None
+                        )
+                        for n in names
+                    ],
+                    tp=stored.get("tp", "presence"),
+                    threshold=stored.get("threshold"),
+                    bootstrap=0,
+                    recorder=recorder,
+                )
+            return metrics, intervals
+
+        return ", ".join(names), all_inputs, stored, signature, write
+
+
+def _add(file: SlotFile, key: tuple[str, int], slots: list[list[Any]]) -> None:
+    """A stored session's slots ([topic, field, values]) added to ``file``, as if read."""
+    session = file.sessions.setdefault(key, {})
+    for topic, name, values in slots:
+        slot = (str(topic), str(name))
+        session[slot] = [str(v) for v in values]
+        file.lines[(key, slot)] = len(file.lines) + 1
 
 
 SYSTEM = SlotsSystem()
