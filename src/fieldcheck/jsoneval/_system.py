@@ -351,7 +351,13 @@ class JsonSystem:
         *,
         model: str | None,
         settings: Mapping[str, Any],
-    ) -> tuple[str, list[tuple[str, str | Path]], dict[str, Any], Any, Callable[..., Any]]:
+    ) -> tuple[
+        str,
+        list[tuple[str, str | Path]],
+        dict[str, Any],
+        Any,
+        Callable[[RunRecorder], tuple[Any, Any]],
+    ]:
         """A ``json batch`` folder (summary.json, records.jsonl, errors.jsonl), its records'
         ground truth and output from the ``batch`` input or the folder's outputs.jsonl (a
         ``json run``), so that it can be re-scored; the configuration from its signature."""

@@ -280,7 +280,13 @@ class NumericSystem:
         *,
         model: str | None,
         settings: Mapping[str, Any],
-    ) -> tuple[str, Sequence[tuple[str, str | Path]], dict[str, Any], Any, Callable[..., Any]]:
+    ) -> tuple[
+        str,
+        Sequence[tuple[str, str | Path]],
+        dict[str, Any],
+        Any,
+        Callable[[RunRecorder], tuple[Any, Any]],
+    ]:
         """A ``numeric score`` folder: statistics.json, and a turn per row of turns.csv."""
         statistics = loads((folder / "statistics.json").read_bytes())
 
