@@ -29,6 +29,8 @@ if TYPE_CHECKING:
     from fieldcheck.store import RunRecorder
 
 Progress = Callable[[str, int, int], None]
+_Write = Callable[["RunRecorder"], tuple[Any, Any]]
+"""``core.Write``: stores the run's items, returns its (metrics, intervals)."""
 
 _COUNTS = ("tp", "fp", "fn")
 _OPTIONS = {"gold": "--gold", "pred": "--pred", "latency": "--latency", "judge": "--judge"}
@@ -383,7 +385,7 @@ class SlotsSystem:
         options: Mapping[str, Any],
         *,
         run: str,
-    ) -> tuple[dict[str, Any], Any, Callable[[RunRecorder], tuple[Any, Any]]]:
+    ) -> tuple[dict[str, Any], Any, _Write]:
         """Its sessions' gold and predicted slots (with latencies, judge scores and why a
         session was not scored) scored again under ``tp`` and ``threshold``."""
         if {"strategies", "weights", "thresholds"} & set(options):
@@ -452,13 +454,7 @@ class SlotsSystem:
         *,
         model: str | None,
         settings: Mapping[str, Any],
-    ) -> tuple[
-        str,
-        list[tuple[str, str | Path]],
-        dict[str, Any],
-        Any,
-        Callable[[RunRecorder], tuple[Any, Any]],
-    ]:
+    ) -> tuple[str, list[tuple[str, str | Path]], dict[str, Any], Any, _Write]:
         """A ``slots score`` or ``slots run`` folder (metrics.json; runs.json names a model
         run's prediction and latency files): its metrics, and its sessions when the gold and
         every model's predictions are at hand (``gold`` and ``pred:NAME`` inputs)."""
