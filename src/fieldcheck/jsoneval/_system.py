@@ -25,6 +25,9 @@ from fieldcheck.store import ItemColumns, add_tag, field_name
 if TYPE_CHECKING:
     from fieldcheck.store import RunRecorder
 
+_Write = Callable[["RunRecorder"], tuple[Any, Any]]
+"""``core.Write``: stores the run's items, returns its (metrics, intervals)."""
+
 _SUMMARY = ("completeness", "accuracy", "rqs")
 
 
@@ -289,7 +292,7 @@ class JsonSystem:
         options: Mapping[str, Any],
         *,
         run: str,
-    ) -> tuple[dict[str, Any], Signature, Callable[[RunRecorder], tuple[Any, Any]]]:
+    ) -> tuple[dict[str, Any], Signature, _Write]:
         """Its records' ground truth and output scored again (``evaluate_batch``) under the
         run's configuration with ``strategies``, ``weights`` and ``thresholds`` replaced; its
         errors counted again, as the parent did."""
@@ -352,7 +355,7 @@ class JsonSystem:
         *,
         model: str | None,
         settings: Mapping[str, Any],
-    ) -> tuple[str, list[tuple[str, str | Path]], dict[str, Any], Any, Callable[..., Any]]:
+    ) -> tuple[str, list[tuple[str, str | Path]], dict[str, Any], Any, _Write]:
         """A ``json batch`` folder (summary.json, records.jsonl, errors.jsonl), its records'
         ground truth and output from the ``batch`` input or the folder's outputs.jsonl (a
         ``json run``), so that it can be re-scored; the configuration from its signature."""

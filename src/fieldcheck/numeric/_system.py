@@ -32,6 +32,9 @@ from fieldcheck.store import ItemColumns
 if TYPE_CHECKING:
     from fieldcheck.store import RunRecorder
 
+_Write = Callable[["RunRecorder"], tuple[Any, Any]]
+"""``core.Write``: stores the run's items, returns its (metrics, intervals)."""
+
 GATED = tuple(key for key, _ in HEADLINE if key != "avg_operations_per_turn")
 """The statistics ``--fail-under`` gates (higher is better), named as in statistics.json."""
 
@@ -280,7 +283,7 @@ class NumericSystem:
         *,
         model: str | None,
         settings: Mapping[str, Any],
-    ) -> tuple[str, Sequence[tuple[str, str | Path]], dict[str, Any], Any, Callable[..., Any]]:
+    ) -> tuple[str, Sequence[tuple[str, str | Path]], dict[str, Any], Any, _Write]:
         """A ``numeric score`` folder: statistics.json, and a turn per row of turns.csv."""
         statistics = loads((folder / "statistics.json").read_bytes())
 

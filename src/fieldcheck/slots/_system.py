@@ -17,9 +17,9 @@ from fieldcheck._util.errors import CannotWrite, InputError, UsageProblem
 from fieldcheck._util.jsonio import loads
 from fieldcheck._util.sniff import check_input_file
 from fieldcheck.reports import RunFolder, Scored
-from fieldcheck.slots._loaders import JudgeFile, LatencyFile, SlotFile
+from fieldcheck.slots._loaders import JudgeFile, LatencyFile, SlotFile, load_latencies, load_slots
 from fieldcheck.slots._report import METRIC_COLUMNS, write_outputs
-from fieldcheck.slots._score import ModelInput, SlotScorer, SlotsRun, TPMode
+from fieldcheck.slots._score import ModelInput, SlotScorer, SlotsRun, TPMode, score_models
 from fieldcheck.slots._second import score_partition
 from fieldcheck.slots._stream import Partition, ScratchError, SideKind, SlotInput, partitioned
 from fieldcheck.store import MODEL_CHARS, ItemColumns, add_tag
@@ -29,6 +29,8 @@ if TYPE_CHECKING:
     from fieldcheck.store import RunRecorder
 
 Progress = Callable[[str, int, int], None]
+_Write = Callable[["RunRecorder"], tuple[Any, Any]]
+"""``core.Write``: stores the run's items, returns its (metrics, intervals)."""
 
 _COUNTS = ("tp", "fp", "fn")
 _OPTIONS = {"gold": "--gold", "pred": "--pred", "latency": "--latency", "judge": "--judge"}
@@ -48,12 +50,16 @@ def _topic_f1(metrics: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def slot_metrics(run: SlotsRun) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(metrics, intervals) the store keeps of a slot run: metrics.json's models without their
-    ``ci``, the paired F1 tests; the intervals by model."""
-    data = run.metrics_json()
+    """(metrics, intervals) the store keeps of a slot run (``_stored``)."""
+    return _stored(run.metrics_json())
+
+
+def _stored(data: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(metrics, intervals) of a metrics.json object: its models without their ``ci``, the
+    paired F1 tests; the intervals by model."""
     models = {n: {k: v for k, v in m.items() if k != "ci"} for n, m in data["models"].items()}
     intervals = {n: m.get("ci") for n, m in data["models"].items()}
-    return {"models": models, "paired_f1": data["paired_f1"]}, intervals
+    return {"models": models, "paired_f1": data.get("paired_f1") or []}, intervals
 
 
 def gate_values(run: SlotsRun) -> dict[str, dict[str, float | None]]:
@@ -169,8 +175,6 @@ def _checked(item: SlotInput, role: str, *, check: bool = True) -> SlotInput:
 
 def check_gold(path: Path) -> None:
     """``slots run``: the gold file read and checked before any model is called."""
-    from fieldcheck.slots._loaders import load_slots
-
     try:
         loaded = load_slots(path)
     except InputError as exc:
@@ -381,7 +385,7 @@ class SlotsSystem:
         options: Mapping[str, Any],
         *,
         run: str,
-    ) -> tuple[dict[str, Any], Any, Callable[[RunRecorder], tuple[Any, Any]]]:
+    ) -> tuple[dict[str, Any], Any, _Write]:
         """Its sessions' gold and predicted slots (with latencies, judge scores and why a
         session was not scored) scored again under ``tp`` and ``threshold``."""
         if {"strategies", "weights", "thresholds"} & set(options):
@@ -450,13 +454,10 @@ class SlotsSystem:
         *,
         model: str | None,
         settings: Mapping[str, Any],
-    ) -> tuple[str, list[tuple[str, str | Path]], dict[str, Any], Any, Callable[..., Any]]:
+    ) -> tuple[str, list[tuple[str, str | Path]], dict[str, Any], Any, _Write]:
         """A ``slots score`` or ``slots run`` folder (metrics.json; runs.json names a model
         run's prediction and latency files): its metrics, and its sessions when the gold and
         every model's predictions are at hand (``gold`` and ``pred:NAME`` inputs)."""
-        from fieldcheck.slots._loaders import load_latencies, load_slots
-        from fieldcheck.slots._score import score_models
-
         data = loads((folder / "metrics.json").read_bytes())
         signature = data.get("signature") or {}
         sig = signature.get("settings", {})
@@ -478,12 +479,6 @@ class SlotsSystem:
                     lats.setdefault(name, folder / named["latency"])
         all_inputs: list[tuple[str, str | Path]] = [*inputs]
         all_inputs += [(f"pred:{n}", p) for n, p in preds.items() if f"pred:{n}" not in files]
-        models = data["models"]
-        metrics = {
-            "models": {n: {k: v for k, v in m.items() if k != "ci"} for n, m in models.items()},
-            "paired_f1": data.get("paired_f1") or [],
-        }
-        intervals = {n: m.get("ci") for n, m in models.items()}
 
         def write(recorder: RunRecorder) -> tuple[Any, Any]:
             if "gold" in files and all(n in preds for n in names):
@@ -500,7 +495,7 @@ class SlotsSystem:
                     bootstrap=0,
                     recorder=recorder,
                 )
-            return metrics, intervals
+            return _stored(data)
 
         return ", ".join(names), all_inputs, stored, signature, write
 
