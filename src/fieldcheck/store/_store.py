@@ -411,20 +411,22 @@ class Store:
         """A writer of a scored run's items (``ItemsWriter.write`` takes ``(key, seq,
         error_type, failed, model, turn, result)`` and ``(tag, seq, failed)`` rows); each chunk
         is counted on the run. ``publish_items`` makes them the run's file."""
+        return _parquet.ItemsWriter(
+            self.run_folder(run_id), lambda items, errors: self.count_written(run_id, items, errors)
+        )
 
-        def count(items: int, errors: int) -> None:
-            with self.engine.begin() as conn:
-                conn.execute(
-                    update(RunRow)
-                    .where(RunRow.id == run_id)
-                    .values(
-                        n_done=RunRow.n_done + items,
-                        n_items=RunRow.n_items + items,
-                        n_errors=RunRow.n_errors + errors,
-                    )
+    def count_written(self, run_id: str, items: int, errors: int) -> None:
+        """Count ``items`` written (``errors`` of them with an error) on the run."""
+        with self.engine.begin() as conn:
+            conn.execute(
+                update(RunRow)
+                .where(RunRow.id == run_id)
+                .values(
+                    n_done=RunRow.n_done + items,
+                    n_items=RunRow.n_items + items,
+                    n_errors=RunRow.n_errors + errors,
                 )
-
-        return _parquet.ItemsWriter(self.run_folder(run_id), count)
+            )
 
     def publish_items(self, run_id: str) -> Path:
         """The run's written parts as its ``items.parquet`` (``_parquet.publish``)."""
