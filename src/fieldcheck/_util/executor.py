@@ -16,15 +16,19 @@ then) or ``drain`` (the rest), and raise a task's exception (its type and messag
 
 from __future__ import annotations
 
+import errno
 import gc
 import multiprocessing
 import os
 import signal
+import sys
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from multiprocessing.connection import wait
+from types import SimpleNamespace
 from typing import Any, Protocol
 
 Task = Callable[[Any], Any]
@@ -103,14 +107,28 @@ class LocalPool:
             initargs=(tuple(warm),),
         )
         self._futures: deque[Future[Any]] = deque()
-        for _ in range(self.workers):  # started now: their start overlaps the caller's work
-            self._futures.append(self._pool.submit(_nothing, None))
+        # started now (their start overlaps the caller's work), without importing the caller's
+        # ``__main__`` (spawn's default: the CLI's, 1-2 s of imports): tasks are functions of
+        # importable modules. A main named ``__main__`` is the one spawn skips.
+        main = sys.modules.get("__main__")
+        spec = getattr(main, "__spec__", None)
+        try:
+            if main is not None:
+                main.__spec__ = SimpleNamespace(name="__main__")  # type: ignore[assignment]
+            for _ in range(self.workers):
+                self._futures.append(self._pool.submit(_nothing, None))
+        finally:
+            if main is not None:
+                main.__spec__ = spec
 
     def submit(self, fn: Task, chunk: Any) -> list[Any]:
         if self._pool is None:
             raise RuntimeError("the pool is closed")
         done = self._finished(self.in_flight - 1)
-        self._futures.append(self._pool.submit(fn, chunk))
+        try:
+            self._futures.append(self._pool.submit(fn, chunk))
+        except BrokenProcessPool as error:
+            raise OSError(errno.EIO, f"a pool process ended abruptly ({error})") from error
         return done
 
     def drain(self) -> list[Any]:
@@ -121,7 +139,10 @@ class LocalPool:
         every finished one; a task's error is raised (the others are dropped by ``close``)."""
         results = []
         while self._futures and (len(self._futures) > keep or self._futures[0].done()):
-            result = self._futures[0].result()
+            try:
+                result = self._futures[0].result()
+            except BrokenProcessPool as error:  # a full disk's error, not a traceback
+                raise OSError(errno.EIO, f"a pool process ended abruptly ({error})") from error
             self._futures.popleft()
             if result is not _NOTHING:
                 results.append(result)

@@ -385,15 +385,17 @@ class Store:
         return self.artifacts / "runs" / run_id
 
     def items_file(self, run_id: str) -> Path | None:
-        """A scored run's ``items.parquet``; None for a model run, a run still being written
+        """A scored run's ``items.parquet`` (or its files' glob: ``_parquet.publish``), for
+        DuckDB's ``read_parquet``; None for a model run, a run still being written
         and a run stored before issue 27 (its items are rows of ``run_items``). A finished run
         with items that has neither is ``ItemsMissing`` (the artifacts root moved), never a
         run of no items (it read as "0 failed": a tester's finding)."""
         if not _RUN_ID.fullmatch(run_id):
             return None
+        found = _parquet.located(self.run_folder(run_id))
+        if found is not None:
+            return found
         path = self.run_folder(run_id) / _parquet.ITEMS
-        if path.is_file():
-            return path
         with self.session() as s:
             run = s.get(RunRow, run_id)
             if run is None or run.status != "finished" or not run.n_items:
