@@ -10,7 +10,7 @@ then) or ``drain`` (the rest), and raise a task's exception (its type and messag
     for chunk in chunks:
         for result in pool.submit(write_part, chunk):  # waits while ``in_flight`` tasks run
             ...
-    results = pool.drain()
+    results = finish(pool)  # pool.drain() until it returns nothing
     pool.close()
 """
 
@@ -40,7 +40,9 @@ class Executor(Protocol):
         ...
 
     def drain(self) -> list[Any]:
-        """Wait for every task submitted; their results not yet returned, oldest first."""
+        """Wait for every task submitted; their results not yet returned, oldest first. A
+        task's error is raised here, or, after the results of the tasks before it, by the
+        next call: ``finish`` drains to the end."""
         ...
 
     def close(self, *, kill: bool = False) -> None:
@@ -53,7 +55,16 @@ def run_map(executor: Executor, fn: Task, chunks: Iterable[Any]) -> Iterator[Any
     """``fn`` of each chunk, in order, through ``executor`` (at most its bound in flight)."""
     for chunk in chunks:
         yield from executor.submit(fn, chunk)
-    yield from executor.drain()
+    yield from finish(executor)
+
+
+def finish(executor: Executor) -> list[Any]:
+    """Every result ``executor`` has not returned yet, oldest first (a task's error raised
+    after them)."""
+    results = []
+    while done := executor.drain():
+        results += done
+    return results
 
 
 class InProcess:
@@ -136,14 +147,17 @@ class LocalPool:
 
     def _finished(self, keep: int) -> list[Any]:
         """The results of the oldest tasks, waiting until at most ``keep`` are left and taking
-        every finished one; a task's error is raised (the others are dropped by ``close``)."""
+        every finished one; a task's error is raised once (the tasks after it go on)."""
         results = []
         while self._futures and (len(self._futures) > keep or self._futures[0].done()):
+            future = self._futures.popleft()
+            if results and future.exception() is not None:
+                self._futures.appendleft(future)  # raised at the next call, after these
+                break
             try:
-                result = self._futures[0].result()
+                result = future.result()
             except BrokenProcessPool as error:  # a full disk's error, not a traceback
                 raise OSError(errno.EIO, f"a pool process ended abruptly ({error})") from error
-            self._futures.popleft()
             if result is not _NOTHING:
                 results.append(result)
         return results

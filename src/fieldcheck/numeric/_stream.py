@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import orjson
 
 from fieldcheck._util.errors import ErrorList, error_dicts, short_repr
-from fieldcheck._util.executor import Executor, InProcess, LocalPool
+from fieldcheck._util.executor import Executor, InProcess, LocalPool, finish
 from fieldcheck._util.jsonio import dumps_bytes
 from fieldcheck.metrics import ExactSum, latency_stats
 from fieldcheck.numeric._loaders import LoadResult, StoredConversations, plain_conversation
@@ -739,7 +739,7 @@ class OutputStreams:
         try:
             if ok:
                 self.flush()
-                self._append(self.executor.drain())
+                self._append(finish(self.executor))
         finally:
             try:
                 self.executor.close(kill=not ok)

@@ -28,7 +28,7 @@ from typing import Any
 import orjson
 
 from fieldcheck._util.errors import shown_path
-from fieldcheck._util.executor import Executor, InProcess, LocalPool
+from fieldcheck._util.executor import Executor, InProcess, LocalPool, finish
 from fieldcheck._util.jsonio import dumps_bytes
 from fieldcheck.store._items import ItemColumns, plain_columns
 from fieldcheck.store._parquet import ItemsWriter
@@ -343,7 +343,7 @@ class RunRecorder:
         the tasks in flight (a second Ctrl-C kills them)."""
         try:
             self._submit()
-            self._counted(self._executor.drain())
+            self._counted(finish(self._executor))
         except Exception as error:
             self._close(kill=True)
             self._failed(error)
