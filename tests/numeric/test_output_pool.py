@@ -19,8 +19,7 @@ import pytest
 from tests.numeric.test_streamed import _files, _write_inputs
 
 from fieldcheck._util.executor import LocalPool
-from fieldcheck.numeric import load_convfinqa, load_predictions, score_to_folder
-from fieldcheck.numeric import _stream
+from fieldcheck.numeric import _stream, load_convfinqa, load_predictions, score_to_folder
 from fieldcheck.reports import PARTIAL, RunFolder
 
 

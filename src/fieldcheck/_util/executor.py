@@ -61,7 +61,7 @@ def run_map(executor: Executor, fn: Task, chunks: Iterable[Any]) -> Iterator[Any
 def finish(executor: Executor) -> list[Any]:
     """Every result ``executor`` has not returned yet, oldest first (a task's error raised
     after them)."""
-    results = []
+    results: list[Any] = []
     while done := executor.drain():
         results += done
     return results

@@ -31,7 +31,7 @@ from fieldcheck._util.errors import shown_path
 from fieldcheck._util.executor import Executor, InProcess, LocalPool, finish
 from fieldcheck._util.jsonio import dumps_bytes
 from fieldcheck.store._items import ItemColumns, plain_columns
-from fieldcheck.store._parquet import ItemsWriter
+from fieldcheck.store._parquet import ItemsWriter, publish
 from fieldcheck.store._records import RunInfo, sha256_file
 from fieldcheck.store._store import Store
 
@@ -351,6 +351,17 @@ class RunRecorder:
             if close:
                 self._close()
 
+    def _publish(self) -> None:
+        """The part files made the run's items (``Store.publish_items``'s work), by a task: in a
+        pool, its process reads them, and pyarrow (60 MB) stays out of this one. The pool is
+        stopped then."""
+        try:
+            folder = self.store.run_folder(self.run.id)
+            self._executor.submit(publish, folder)
+            finish(self._executor)
+        finally:
+            self._close()
+
     def _close(self, *, kill: bool = False) -> None:
         executor, self._executor, self._pooled = self._executor, InProcess(), False
         self._task, self._task_first, self._task_size = [], None, 0
@@ -366,12 +377,13 @@ class RunRecorder:
         """Mark the run finished with its metrics and confidence intervals (JSON values), once
         every item is in its ``items.parquet``; ``signature`` replaces the one given to
         ``open`` (a command knows its full signature only once scored)."""
-        self.flush(close=True)
+        self.flush()
         if self.broken:
+            self._close()
             self._closed = True
             return self.run
         try:
-            self.store.publish_items(self.run.id)
+            self._publish()
             self.run = self.store.finish_scored_run(
                 self.run.id,
                 metrics=orjson.loads(_json(_plain(metrics))) if metrics is not None else None,
@@ -389,9 +401,9 @@ class RunRecorder:
         if not self._closed:
             self._closed = True
             with contextlib.suppress(Exception):  # the run's own error is the one to report
-                self.flush(close=True)
+                self.flush()
             with contextlib.suppress(Exception):  # the parts written, whatever stopped the rest
-                self.store.publish_items(self.run.id)
+                self._publish()
             with contextlib.suppress(Exception):
                 self.store.finish_scored_run(
                     self.run.id, metrics=None, intervals=None, status=status

@@ -412,7 +412,7 @@ class Store:
     def items_writer(self, run_id: str) -> _parquet.ItemsWriter:
         """A writer of a scored run's items (``ItemsWriter.write`` takes ``(key, seq,
         error_type, failed, model, turn, result)`` and ``(tag, seq, failed)`` rows); each chunk
-        is counted on the run. ``publish_items`` makes them the run's file."""
+        is counted on the run. ``publish_items`` makes them the run's files."""
         return _parquet.ItemsWriter(
             self.run_folder(run_id), lambda items, errors: self.count_written(run_id, items, errors)
         )
@@ -431,7 +431,7 @@ class Store:
             )
 
     def publish_items(self, run_id: str) -> Path:
-        """The run's written parts as its ``items.parquet`` (``_parquet.publish``)."""
+        """The run's written parts as its items (``_parquet.publish``)."""
         return _parquet.publish(self.run_folder(run_id))
 
     def export_parquet(
