@@ -148,7 +148,7 @@ class LocalPool:
     def _finished(self, keep: int) -> list[Any]:
         """The results of the oldest tasks, waiting until at most ``keep`` are left and taking
         every finished one; a task's error is raised once (the tasks after it go on)."""
-        results = []
+        results: list[Any] = []
         while self._futures and (len(self._futures) > keep or self._futures[0].done()):
             future = self._futures.popleft()
             if results and future.exception() is not None:
