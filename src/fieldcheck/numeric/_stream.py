@@ -693,7 +693,9 @@ class OutputStreams:
         self.executor: Executor = InProcess()
         if process:
             try:
-                self.executor = LocalPool(1, warm=(__name__,))
+                # 32 blocks (of 256 conversations: about 10 MB) may wait: the scoring goes on
+                # while the pool's process starts (about 0.6 s)
+                self.executor = LocalPool(1, in_flight=32, warm=(__name__,))
             except OSError as exc:
                 log.warning("the output writer process could not start (%s); writing here", exc)
         self.files: dict[str, Any] = {}

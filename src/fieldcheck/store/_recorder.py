@@ -129,7 +129,8 @@ TASK_ITEMS = 65_536
 TASK_BYTES = 4 << 20
 """A task writes at most about this many items or bytes of them (encoded for a pool, item
 JSON in this process; a built chunk is guessed at 256 bytes an item): a part file each, the
-recorder's memory flat (the pool holds at most two tasks in flight)."""
+recorder's memory flat (the pool holds at most three tasks in flight, 12 MiB: room for the
+scoring to go on while its process starts)."""
 _BUILT_ITEM_BYTES = 256
 
 # Items written in this process before a run moves its writes to a pool process (small runs
@@ -235,7 +236,7 @@ class RunRecorder:
         if self._pooled or self.broken:
             return
         try:
-            self._executor = LocalPool(1, warm=("pyarrow.parquet", __name__))
+            self._executor = LocalPool(1, in_flight=3, warm=("pyarrow.parquet", __name__))
             self._pooled = True
         except OSError:
             pass
