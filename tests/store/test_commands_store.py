@@ -256,7 +256,7 @@ def test_the_demos_serve_command_opens_its_own_store() -> None:
 
 
 def _writer_pids(parent: int) -> list[int]:
-    """The store writer processes started by ``parent``."""
+    """The pool processes (``fieldcheck._util.executor.LocalPool``) started by ``parent``."""
     pids = []
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
@@ -264,7 +264,7 @@ def _writer_pids(parent: int) -> list[int]:
             cmdline = (stat.parent / "cmdline").read_bytes()
         except OSError:
             continue
-        if int(fields[1]) == parent and b"fieldcheck.store._writer" in cmdline:
+        if int(fields[1]) == parent and b"multiprocessing.spawn" in cmdline:
             pids.append(int(stat.parent.name))
     return pids
 
@@ -277,11 +277,11 @@ def _gone(pid: int) -> bool:
 
 
 @pytest.mark.slow
-def test_a_ctrl_c_stops_the_writer_process_and_keeps_the_items_written(tmp_path: Path) -> None:
-    """json batch of 9 MiB (its inserts go to the writer process from the start), stopped by
+def test_a_ctrl_c_stops_the_pool_and_keeps_the_items_written(tmp_path: Path) -> None:
+    """json batch of 16 MiB (its items written by a pool process from the start), stopped by
     SIGINT once items are in the store: exit 130, the run interrupted with the items stored so
-    far, the writer process stopped; SIGTERM (timeout, a cancelled CI job) the same; a run
-    killed outright leaves no writer behind."""
+    far, the pool's process stopped; SIGTERM (timeout, a cancelled CI job) the same; a run
+    killed outright leaves no pool process behind."""
     import os
     import signal
     import subprocess
@@ -294,7 +294,7 @@ def test_a_ctrl_c_stops_the_writer_process_and_keeps_the_items_written(tmp_path:
     gt = {"a": "x" * 150, "b": [1, 2], "c": "Osaka"}
     with data.open("wb") as handle:
         i = 0
-        while handle.tell() < PROCESS_INPUT_BYTES + 4096:
+        while handle.tell() < 2 * PROCESS_INPUT_BYTES:  # several tasks (TASK_BYTES) of items
             output = gt if i % 3 else {**gt, "c": "Kyoto"}
             handle.write(orjson.dumps({"id": i, "ground_truth": gt, "output": output}) + b"\n")
             i += 1

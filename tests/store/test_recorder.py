@@ -1,5 +1,5 @@
-"""RunRecorder: items written chunk by chunk by a writer thread (a large run: a writer process), on
-SQLite and PostgreSQL."""
+"""RunRecorder: items written by tasks of part files, in this process (a large run: a pool
+process, ``fieldcheck._util.executor.LocalPool``), on SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
@@ -12,9 +12,10 @@ from typing import Any
 import pytest
 
 from fieldcheck import core
+from fieldcheck._util.executor import LocalPool
 from fieldcheck.store import RunRecorder, Store
 from fieldcheck.store._items import ItemColumns
-from fieldcheck.store._recorder import StoreWriteError, decode_chunk, encode_chunk
+from fieldcheck.store._recorder import decode_chunk, encode_chunk
 
 
 def _add(recorder: RunRecorder, items: list[dict[str, Any]]) -> int:
@@ -63,18 +64,18 @@ def test_a_key_seen_before_gets_its_seq_appended(store: Store, tmp_path: Path) -
     assert run.n_items == 5 and run.n_errors == 1
 
 
-def test_the_writer_threads_error_reaches_the_scoring_thread(store: Store, tmp_path: Path) -> None:
+def test_a_tasks_error_reaches_the_scoring(store: Store, tmp_path: Path) -> None:
     recorder = _open(store, tmp_path)
     folder = store.run_folder(recorder.id)
     folder.parent.mkdir(parents=True, exist_ok=True)
     folder.write_text("a file where the run's item folder goes")
     _add(recorder, [{"id": "x"}])
-    # the part file cannot be made: the write fails in the writer thread
+    # the part file cannot be made: the write fails in the task
     with pytest.raises(OSError, match=str(folder.name)):
         recorder.flush()
 
 
-def test_abort_keeps_what_was_queued_and_stops_the_thread(store: Store, tmp_path: Path) -> None:
+def test_abort_keeps_what_was_added_and_starts_no_thread(store: Store, tmp_path: Path) -> None:
     before = threading.active_count()
     with pytest.raises(KeyboardInterrupt), _open(store, tmp_path, "numeric") as recorder:
         for chunk in range(4):
@@ -103,9 +104,9 @@ def test_a_current_store_opens_without_importing_alembic(tmp_path: Path) -> None
     assert (first.stdout.strip(), again.stdout.strip()) == ("True", "False")
 
 
-def test_a_large_run_moves_its_inserts_to_a_writer_process(store: Store, tmp_path: Path) -> None:
+def test_a_large_run_moves_its_writes_to_a_pool(store: Store, tmp_path: Path) -> None:
     recorder = _open(store, tmp_path)
-    recorder.process_after = 1_500  # past 1,500 items the chunks go to a child process
+    recorder.process_after = 1_500  # past 1,500 items the chunks go to a pool process
     for start in range(0, 4_000, 1_000):
         recorder.add_prepared(
             (ItemColumns(f"r{i}", i % 2 == 0), f'{{"i":{i}}}') for i in range(start, start + 1_000)
@@ -116,30 +117,36 @@ def test_a_large_run_moves_its_inserts_to_a_writer_process(store: Store, tmp_pat
     assert [i.result["i"] for i in store.page_items(run.id, after=3_997)] == [3_998, 3_999]
 
 
-def test_queued_bytes_are_bounded_and_a_larger_chunk_still_goes(
+def test_full_tasks_go_as_their_own_parts_and_are_published_in_order(
     store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """At most ``_PROCESS_QUEUED_BYTES`` of chunks wait for the writer process, but always one:
-    chunks larger than the bound go one at a time, every item arrives, and the count of
-    bytes waiting is back to 0."""
+    """A task takes chunks up to ``TASK_BYTES`` (but always one chunk): with a bound of one
+    byte, every chunk of the pool is a part of its own, at most three in flight; the parts are
+    the run's item files, numbered in seq order, read as one."""
     from fieldcheck.store import _recorder
 
-    monkeypatch.setattr(_recorder, "_PROCESS_QUEUED_BYTES", 1)
+    monkeypatch.setattr(_recorder, "TASK_BYTES", 1)
     recorder = _open(store, tmp_path)
-    recorder.process_after = 0
+    recorder.start_process()
+    pool = recorder._executor
+    assert isinstance(pool, LocalPool) and pool.in_flight == 3
     for start in range(0, 3_000, 500):
         recorder.add_prepared(
             (ItemColumns(f"r{i}", i % 3 == 0), f'{{"i":{i}}}') for i in range(start, start + 500)
         )
-    writer = recorder._writer
-    assert isinstance(writer, _recorder._ProcessWriter)
+        assert len(pool._futures) <= 3
+    recorder.flush()
+    folder = store.run_folder(recorder.id)
+    assert len(list(folder.glob("items-*.part"))) == 6
     run = recorder.finish(metrics={"n": 3_000})
     assert (run.status, run.n_items) == ("finished", 3_000)
     assert store.count_items(run.id, failed=True) == 1_000
-    assert writer._queued == 0
+    assert [i.result["i"] for i in store.page_items(run.id, after=2_996)] == [2_997, 2_998, 2_999]
+    # kept as they are (joined, every value would be decoded and encoded again), in seq order
+    assert sorted(p.name for p in folder.iterdir()) == [f"items-{i:05d}.parquet" for i in range(6)]
 
 
-def test_the_writer_processs_error_reaches_the_scoring_process(
+def test_a_pool_tasks_error_is_raised_with_its_type_and_message(
     store: Store, tmp_path: Path
 ) -> None:
     recorder = _open(store, tmp_path)
@@ -148,14 +155,20 @@ def test_the_writer_processs_error_reaches_the_scoring_process(
     folder.parent.mkdir(parents=True, exist_ok=True)
     folder.write_text("a file where the run's item folder goes")
     _add(recorder, [{"id": "x"}])
-    with pytest.raises(StoreWriteError, match=r"FileExistsError|NotADirectoryError"):
+    assert isinstance(recorder._executor, LocalPool)
+    with pytest.raises((FileExistsError, NotADirectoryError), match=str(folder.name)):
         recorder.flush()
+    assert recorder._executor is not None and not isinstance(recorder._executor, LocalPool)
 
 
-def test_large_inputs_start_the_writer_process_when_the_run_opens(
-    store: Store, tmp_path: Path
-) -> None:
-    from fieldcheck.store._recorder import PROCESS_INPUT_BYTES, _ProcessWriter
+def _pool_processes(recorder: RunRecorder) -> list[Any]:
+    pool = recorder._executor
+    assert isinstance(pool, LocalPool) and pool._pool is not None
+    return list(pool._pool._processes.values())
+
+
+def test_large_inputs_start_the_pool_when_the_run_opens(store: Store, tmp_path: Path) -> None:
+    from fieldcheck.store._recorder import PROCESS_INPUT_BYTES
 
     big, small = tmp_path / "big.jsonl", tmp_path / "small.jsonl"
     with big.open("wb") as handle:
@@ -164,33 +177,29 @@ def test_large_inputs_start_the_writer_process_when_the_run_opens(
     opened = RunRecorder.open(
         store, system="json", inputs=[("batch", big)], settings={}, signature="s", out=tmp_path
     )
-    writer = opened._writer
-    assert isinstance(writer, _ProcessWriter)
-    # the database URL (it may hold a password) is not on the writer's command line
-    cmdline = Path(f"/proc/{writer._process.pid}/cmdline").read_bytes()
-    assert b"fieldcheck.store._writer" in cmdline and store.url.encode() not in cmdline
+    (worker,) = _pool_processes(opened)  # one worker, started at once
+    # the database URL (it may hold a password) is on no command line: the pool has no store
+    cmdline = Path(f"/proc/{worker.pid}/cmdline").read_bytes()
+    assert b"multiprocessing" in cmdline and store.url.encode() not in cmdline
     opened.add_prepared((ItemColumns(f"r{i}", False), b'{"b":1}') for i in range(10))
     run = opened.finish(metrics=None)
     assert run.n_items == 10 and store.items(run.id)[9].result == {"b": 1}
-    assert writer._process.returncode == 0  # stopped once its items were in
+    assert worker.exitcode == 0  # stopped once its items were in
     smaller = RunRecorder.open(
         store, system="json", inputs=[("batch", small)], settings={}, signature="s", out=tmp_path
     )
-    assert smaller._writer is None  # a small run's inserts go through the thread
+    assert not isinstance(smaller._executor, LocalPool)  # a small run writes in this process
     smaller.abort()
 
 
-def test_a_writer_process_that_dies_is_reported(store: Store, tmp_path: Path) -> None:
-    from fieldcheck.store._recorder import _ProcessWriter
-
+def test_a_pool_process_that_dies_is_reported(store: Store, tmp_path: Path) -> None:
     recorder = _open(store, tmp_path)
     recorder.start_process()
-    writer = recorder._writer
-    assert isinstance(writer, _ProcessWriter)
-    writer._process.kill()
-    writer._process.wait()
-    _add(recorder, [{"id": "x"}])
-    with pytest.raises(StoreWriteError, match=r"writer process ended \(killed by SIGKILL\)"):
+    (worker,) = _pool_processes(recorder)
+    worker.kill()
+    worker.join()
+    with pytest.raises(OSError, match="a pool process ended abruptly"):
+        _add(recorder, [{"id": "x"}])
         recorder.flush()
 
 
@@ -222,12 +231,12 @@ def test_turn_and_model_indexes_hold_only_items_that_have_them(store: Store) -> 
     assert "NOT NULL" not in defs["ix_run_items_failed"]
 
 
-@pytest.mark.parametrize("writer", ["thread", "process"])
-def test_items_built_by_the_writer_are_numbered_after_the_others(
+@pytest.mark.parametrize("writer", ["here", "pool"])
+def test_items_built_by_a_task_are_numbered_after_the_others(
     store: Store, tmp_path: Path, writer: str
 ) -> None:
     recorder = _open(store, tmp_path)
-    if writer == "process":
+    if writer == "pool":
         recorder.start_process()
     recorder.add_prepared([(ItemColumns("a", False), b'{"n":0}')])
     built = [(ItemColumns(f"b{i}", i == 1, tags={"t": True}), f'{{"n":{i + 1}}}') for i in range(2)]
@@ -241,7 +250,7 @@ def test_items_built_by_the_writer_are_numbered_after_the_others(
     assert store.count_items(run.id, failed=True) == 1 and store.count_items(run.id, tag="t") == 2
     # a builder that makes another number of items than announced stores nothing more
     broken = _open(store, tmp_path)
-    if writer == "process":
+    if writer == "pool":
         broken.start_process()
     broken.add_built("builtins:list", [], 1)
     with pytest.raises(Exception, match="built 0 items where 1 were announced"):
@@ -254,7 +263,7 @@ def test_plain_chunks_are_marshalled_and_decode_to_the_same_values() -> None:
         data = encode_chunk(chunk, plain)
         assert data[:1] == (b"M" if plain else b"P")
         assert decode_chunk(data) == chunk
-    # plain=True on what marshal cannot write fails at once, not in the writer process
+    # plain=True on what marshal cannot write fails at once, not in the pool's process
     with pytest.raises(ValueError, match="unmarshallable"):
         encode_chunk(("build", "m:f", [ItemColumns("a", False)], 0, 1), plain=True)
 

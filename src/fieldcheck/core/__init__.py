@@ -1,6 +1,10 @@
 """The layer between the commands and the systems (ARCHITECTURE.md "Layers"): the ``System``
-protocol, its registry and the one pipeline every command and API route scores through."""
+protocol, its registry, the one pipeline every command and API route scores through, and the
+executors (imported on first use)."""
 
+from typing import TYPE_CHECKING
+
+from fieldcheck._util.lazy import lazy_names
 from fieldcheck.core._inputs import check_roles, model_label, read_settings
 from fieldcheck.core._pipeline import (
     NO_CACHE_NOTE,
@@ -30,15 +34,23 @@ from fieldcheck.core._system import (
     Write,
 )
 
+if TYPE_CHECKING:
+    from fieldcheck.core._executor import Executor, InProcess, LocalPool, finish, run_map
+
+_HOME = {name: "_executor" for name in ("Executor", "InProcess", "LocalPool", "finish", "run_map")}
+
 __all__ = [
     "NO_CACHE_NOTE",
     "Breakdown",
     "Column",
     "Events",
+    "Executor",
     "Imports",
+    "InProcess",
     "Inputs",
     "Interrupted",
     "Into",
+    "LocalPool",
     "Metrics",
     "Outcome",
     "Progress",
@@ -48,6 +60,7 @@ __all__ = [
     "check_out",
     "check_roles",
     "find",
+    "finish",
     "finish_folder",
     "finish_run",
     "get",
@@ -57,8 +70,11 @@ __all__ = [
     "open_recorder",
     "read_settings",
     "register",
+    "run_map",
     "score",
     "stored_line",
     "unregister",
     "writing",
 ]
+
+__getattr__, __dir__ = lazy_names(__name__, _HOME, globals())

@@ -9,6 +9,8 @@ depend on the chunk size. Spec: numeric-qa-evaluation.md, "Output Files".
 from __future__ import annotations
 
 import csv
+import io
+import logging
 import math
 import os
 from array import array
@@ -22,6 +24,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import orjson
 
 from fieldcheck._util.errors import ErrorList, error_dicts, short_repr
+from fieldcheck._util.executor import Executor, InProcess, LocalPool, finish
 from fieldcheck._util.jsonio import dumps_bytes
 from fieldcheck.metrics import ExactSum, latency_stats
 from fieldcheck.numeric._loaders import LoadResult, StoredConversations, plain_conversation
@@ -50,8 +53,9 @@ from fieldcheck.reports import OutputFolder, neutralise_cell, write_csv
 from fieldcheck.store import ItemColumns
 
 if TYPE_CHECKING:  # the store (SQLAlchemy) is imported only by a run that records
-    from fieldcheck.numeric._writer import WriterProcess
     from fieldcheck.store import RunRecorder
+
+log = logging.getLogger(__name__)
 
 Turn = dict[str, Any]  # a scored turn (``turn_values``) as plain data
 
@@ -621,58 +625,35 @@ ROW_FILES = (
     ("validation.csv", VALIDATION_COLUMNS),
     ("errors.csv", ERROR_COLUMNS),
 )
-"""The row files of a run, in the order ``RowSink`` opens them."""
+"""The row files of a run, in the order ``write_block`` returns them."""
 
 _LAST_FILES = ("input_errors.csv", "report.md", "report.html", "statistics.json")
 """Written once every conversation is scored (with the plots), statistics.json last."""
 
 WRITER_CONVERSATIONS = 2_000
-"""Runs of at least this many conversations write their row files and traces in a writer
-process (``_writer``), on the other core; smaller ones do not pay its start."""
+"""Runs of at least this many conversations write their traces and row cells in a pool
+process (``LocalPool``), on the other core; smaller ones do not pay its start."""
 
 
-class RowSink:
-    """summary.csv, turns.csv, validation.csv, errors.csv (at the temporary paths ``files``)
-    and one trace per conversation in the folder ``traces``, written from each conversation's
-    values: in this process or in the writer process. Rows are buffered until ``flush``."""
-
-    def __init__(self, files: Mapping[str, str | Path], traces: str | Path) -> None:
-        self.traces = f"{traces}{os.sep}"
-        self.files: dict[str, tuple[Any, Any, list[list[Any]]]] = {}
-        try:
-            for name, columns in ROW_FILES:
-                handle = open(files[name], "w", newline="", encoding="utf-8")  # noqa: SIM115
-                self.files[name] = (handle, csv.writer(handle), [])
-                self.files[name][1].writerow(columns)
-        except BaseException:
-            self.close(flush=False)
-            raise
-
-    def write(
-        self,
-        conversation_id: str,
-        trace_id: str,
-        features: Mapping[str, Any],
-        turns: Sequence[Turn],
-        document: dict[str, Any] | None,
-    ) -> None:
-        """Buffer one conversation's rows and write its trace."""
-        files = self.files
-        summary, success = summary_cells(conversation_id, trace_id, features, turns)
-        files["summary.csv"][2].append(summary)
-        rows, validation, errors = (
-            files["turns.csv"][2],
-            files["validation.csv"][2],
-            files["errors.csv"][2],
-        )
+def write_block(task: tuple[str, list[tuple[Any, ...]]]) -> dict[str, str]:
+    """A task (``fieldcheck._util.executor``): the trace of each ``(conversation_id, trace_id,
+    features, turns, document)`` of a block written in the folder ``traces``; returns the
+    block's rows of each row file as CSV text, which the run appends in block order."""
+    traces, block = task
+    folder = f"{traces}{os.sep}"
+    texts = {name: io.StringIO() for name, _ in ROW_FILES}
+    summary, rows, validation, errors = (csv.writer(texts[name]) for name, _ in ROW_FILES)
+    for conversation_id, trace_id, features, turns, document in block:
+        cells, success = summary_cells(conversation_id, trace_id, features, turns)
+        summary.writerow(cells)
         for t in turns:
-            rows.append(turn_cells(features, t))
+            rows.writerow(turn_cells(features, t))
             for entry in t["validation"]:
                 line = {"conversation_id": conversation_id, "turn_idx": t["turn_idx"], **entry}
-                validation.append(_cells(line, VALIDATION_COLUMNS))
+                validation.writerow(_cells(line, VALIDATION_COLUMNS))
             error = error_cells(trace_id, conversation_id, features, t)
             if error is not None:
-                errors.append(error)
+                errors.writerow(error)
         trace = {
             "trace_id": trace_id,
             "conversation_id": conversation_id,
@@ -681,29 +662,16 @@ class RowSink:
             "conversation_success": success,
             "turns": turns,
         }
-        with open(f"{self.traces}{trace_id}.json", "wb") as handle:
+        with open(f"{folder}{trace_id}.json", "wb") as handle:
             handle.write(dumps_bytes(trace, _TRACE_OPTIONS) + b"\n")
-
-    def flush(self) -> None:
-        for _, writer, rows in self.files.values():
-            writer.writerows(rows)
-            rows.clear()
-
-    def close(self, *, flush: bool = True) -> None:
-        """Write the buffered rows (``flush``) and close the files."""
-        try:
-            if flush:
-                self.flush()
-        finally:
-            for handle, _, _ in self.files.values():
-                handle.close()
+    return {name: text.getvalue() for name, text in texts.items()}
 
 
 class OutputStreams:
     """The row files and traces/ of a run, each written under a temporary name and renamed
-    when the ``ExitStack`` closes without an error. ``chunk`` conversations are buffered
-    between writes. With ``process`` (a large run), a writer process (``_writer``) writes them
-    from the conversations' values while this one scores; if it cannot start, this one does."""
+    when the ``ExitStack`` closes without an error. Every ``chunk`` conversations are a task
+    (``write_block``): run here, or with ``process`` (a large run) in a pool process while this
+    one scores; if the pool cannot start, here."""
 
     def __init__(
         self,
@@ -715,21 +683,26 @@ class OutputStreams:
         process: bool = False,
     ) -> None:
         self.chunk = max(1, chunk)
-        self.pending = 0
         self.recorder = recorder
         self.items: list[tuple[Mapping[str, Any], Sequence[Turn]]] = []  # for the store
         self.turns = 0
-        self.batch: list[tuple[Any, ...]] = []  # for the writer process
+        self.block: list[tuple[Any, ...]] = []
         folder.expect(*(name for name, _ in ROW_FILES), "traces", *_LAST_FILES)
         files = {name: stack.enter_context(folder.atomic(name)) for name, _ in ROW_FILES}
-        traces = stack.enter_context(folder.bulk("traces"))
-        self.writer: WriterProcess | None = None
-        if process:  # imported here: ``python -m`` runs the module, the package must not load it
-            from fieldcheck.numeric._writer import WriterProcess
-
-            self.writer = WriterProcess.start(files, traces)
-        self.sink = RowSink(files, traces) if self.writer is None else None
+        self.traces = str(stack.enter_context(folder.bulk("traces")))
+        self.executor: Executor = InProcess()
+        if process:
+            try:
+                # 32 blocks (of 256 conversations: about 10 MB) may wait: the scoring goes on
+                # while the pool's process starts (about 0.6 s)
+                self.executor = LocalPool(1, in_flight=32, warm=(__name__,))
+            except OSError as exc:
+                log.warning("the output writer process could not start (%s); writing here", exc)
+        self.files: dict[str, Any] = {}
         stack.push(self._exit)
+        for name, columns in ROW_FILES:
+            self.files[name] = handle = open(files[name], "w", newline="", encoding="utf-8")  # noqa: SIM115
+            csv.writer(handle).writerow(columns)
 
     def write(
         self,
@@ -739,42 +712,42 @@ class OutputStreams:
         turns: Sequence[Turn],
         document: dict[str, Any] | None,
     ) -> None:
-        """Append one conversation's rows and write its trace (or hand them to the writer)."""
-        if self.sink is not None:
-            self.sink.write(conversation_id, trace_id, features, turns, document)
-        else:
-            self.batch.append((conversation_id, trace_id, features, turns, document))
+        """Queue one conversation's rows and trace (written by its block's task)."""
+        self.block.append((conversation_id, trace_id, features, turns, document))
         if self.recorder is not None:
             self.items.append((features, turns))
             self.turns += len(turns)
-        self.pending += 1
-        if self.pending >= self.chunk:
+        if len(self.block) >= self.chunk:
             self.flush()
 
+    def _append(self, done: list[dict[str, str]]) -> None:
+        for texts in done:
+            for name, text in texts.items():
+                self.files[name].write(text)
+
     def flush(self) -> None:
-        if self.sink is not None:
-            self.sink.flush()
-        elif self.writer is not None and self.batch:
-            self.writer.send(self.batch)
-            self.batch = []
+        if self.block:
+            block, self.block = self.block, []
+            self._append(self.executor.submit(write_block, (self.traces, block)))
         if self.recorder is not None and self.items:
-            # built by the store's writer (in a large run, its process): not the scoring's CPU
+            # built by the store's task (in a large run, a pool process): not the scoring's CPU
             self.recorder.add_built(STORED_TURNS, self.items, self.turns)
             self.items, self.turns = [], 0
-        self.pending = 0
 
     def _exit(self, kind: type[BaseException] | None, *_: object) -> None:
-        """Everything written and closed (the writer process waited for), or, on an error,
-        the files closed and the writer process stopped, before the temporary names go."""
+        """Everything written and closed (the tasks waited for), or, on an error, the files
+        closed and the pool's process killed, before the temporary names go."""
         ok = kind is None
         try:
             if ok:
                 self.flush()
+                self._append(finish(self.executor))
         finally:
-            if self.sink is not None:
-                self.sink.close(flush=ok)
-            if self.writer is not None:
-                self.writer.close(discard=not ok)
+            try:
+                self.executor.close(kill=not ok)
+            finally:
+                for handle in self.files.values():
+                    handle.close()
 
 
 OUTPUT_FILES = (*(name for name, _ in ROW_FILES), "traces", *_LAST_FILES, *PLOTS.values())
@@ -864,7 +837,7 @@ def score_to_folder(
     million tokens (both or neither). statistics.json is written last. ``recorder``: each
     block's turns.csv rows are also stored as items (``stored_item``), as they are written
     (issue 11); the caller opens and finishes the run. ``writer_process``: write the row files
-    and traces in a writer process (default: when there are at least ``WRITER_CONVERSATIONS``
+    and traces in a pool process (default: when there are at least ``WRITER_CONVERSATIONS``
     conversations)."""
     if (price_in is None) != (price_out is None):
         raise ValueError("give both price_in and price_out, or neither")
@@ -887,7 +860,7 @@ def score_to_folder(
             tally.add(scored.id, scored.turns)
             if progress is not None and (n % 256 == 0 or n == total):
                 progress(n)
-        # while the writer process (a large run) finishes the row files and traces
+        # while the pool's process (a large run) finishes the row files and traces
         signature = run_signature(
             data,
             predictions,

@@ -20,10 +20,6 @@ import importlib
 import marshal
 import os
 import pickle
-import queue
-import subprocess
-import sys
-import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
@@ -31,11 +27,11 @@ from typing import Any
 
 import orjson
 
-from fieldcheck._util import child
 from fieldcheck._util.errors import shown_path
-from fieldcheck._util.frames import write_frame
+from fieldcheck._util.executor import Executor, InProcess, LocalPool, finish
 from fieldcheck._util.jsonio import dumps_bytes
 from fieldcheck.store._items import ItemColumns, plain_columns
+from fieldcheck.store._parquet import ItemsWriter, publish
 from fieldcheck.store._records import RunInfo, sha256_file
 from fieldcheck.store._store import Store
 
@@ -60,9 +56,8 @@ def _plain(value: Any) -> Any:
 
 _Row = tuple[str, int, str | None, bool | None, str | None, int | None, str | bytes]
 _Tag = tuple[str, int, bool]
-_QUEUED_CHUNKS = 2
-# what a writer receives: ("rows", items, tags), or ("build", "module:function", payload,
-# first seq, count), items the writer builds itself with that function (``add_built``)
+# what a task writes: ("rows", items, tags), or ("build", "module:function", payload,
+# first seq, count), items the task builds itself with that function (``add_built``)
 _Chunk = tuple[Any, ...]
 
 
@@ -73,7 +68,7 @@ def flat_rows(
     numbered from ``seq``; and the next seq."""
     items: list[_Row] = []
     tags: list[_Tag] = []
-    for c, result in rows:  # bytes are decoded by the writer
+    for c, result in rows:  # bytes are decoded by the task
         items.append((c.key, seq, c.error_type, c.failed, c.model, c.turn, result))
         if c.tags:
             tags.extend((name, seq, failed) for name, failed in c.tags.items())
@@ -82,7 +77,7 @@ def flat_rows(
 
 
 def encode_chunk(chunk: _Chunk, plain: bool = False) -> bytes:
-    """A chunk as the writer process reads it (``decode_chunk``). ``plain``: it holds only
+    """A chunk as a pool's task reads it (``decode_chunk``). ``plain``: it holds only
     None, bool, int, float, str, bytes, and lists, tuples and dicts of them, of exactly those
     types, and is marshalled, about twice as fast as pickling both ways (a million slot lines:
     1 s less in the scoring). marshal would write a NumPy scalar as its bytes: never pass
@@ -100,7 +95,7 @@ def decode_chunk(data: bytes) -> _Chunk:
 
 
 def resolve(chunk: _Chunk) -> tuple[list[_Row], list[_Tag]]:
-    """A chunk's items and tags rows; a ``build`` chunk's built here (in the writer)."""
+    """A chunk's items and tags rows; a ``build`` chunk's built here (in the task)."""
     if chunk[0] == "rows":
         return chunk[1], chunk[2]
     _, builder, payload, seq, count = chunk
@@ -112,162 +107,37 @@ def resolve(chunk: _Chunk) -> tuple[list[_Row], list[_Tag]]:
     return items, tags
 
 
-class _Writer:
-    """Writes queued chunks to a part of the run's Parquet file in a thread of its own, so the
-    compression (pyarrow releases the GIL) overlaps the scoring; at most ``_QUEUED_CHUNKS``
-    wait, so memory stays flat. A write's error is raised again in the scoring thread at its
-    next call."""
+def write_part(task: tuple[str, int, list[Any]]) -> tuple[int, int]:
+    """A task (``fieldcheck._util.executor``): the chunks of ``(folder, first seq, chunks)``
+    (``encode_chunk``'s bytes in a pool, else as they are) as one part file of the run's
+    items; returns how many items and how many of them with an error it wrote."""
+    folder, first, chunks = task
+    written = [0, 0]
 
-    def __init__(self, store: Store, run_id: str) -> None:
-        self._queue: queue.Queue[_Chunk | None] = queue.Queue(_QUEUED_CHUNKS)
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(
-            target=self._loop, args=(store, run_id), name="fieldcheck-store", daemon=True
-        )
-        self._thread.start()
+    def count(items: int, errors: int) -> None:
+        written[0] += items
+        written[1] += errors
 
-    def _loop(self, store: Store, run_id: str) -> None:
-        items = store.items_writer(run_id)
-        while (chunk := self._queue.get()) is not None:
-            if self._error is None:
-                try:
-                    items.write(*resolve(chunk))
-                except BaseException as error:  # handed to the scoring thread
-                    self._error = error
-        try:
-            items.close()
-        except BaseException as error:
-            self._error = self._error or error
-
-    def put(self, chunk: _Chunk, plain: bool = False) -> None:
-        self.check()
-        self._queue.put(chunk)
-
-    def check(self) -> None:
-        if self._error is not None:
-            error, self._error = self._error, None
-            raise error
-
-    def close(self) -> None:
-        """Wait until every queued chunk is in the part file, closed."""
-        if self._thread.is_alive():
-            self._queue.put(None)
-            self._thread.join()
-        self.check()
+    part = ItemsWriter(Path(folder), count, first)
+    for chunk in chunks:
+        part.write(*resolve(decode_chunk(chunk) if isinstance(chunk, bytes) else chunk))
+    part.close()
+    return written[0], written[1]
 
 
-class StoreWriteError(Exception):
-    """A write failed in the writer process (its type and message: the exception itself
-    stays in the child)."""
+TASK_ITEMS = 65_536
+TASK_BYTES = 4 << 20
+"""A task writes at most about this many items or bytes of them (encoded for a pool, item
+JSON in this process; a built chunk is guessed at 256 bytes an item): a part file each, the
+recorder's memory flat (the pool holds at most three tasks in flight, 12 MiB: room for the
+scoring to go on while its process starts)."""
+_BUILT_ITEM_BYTES = 256
 
-
-# Chunks pickled and waiting for the writer process: a few chunks' memory, and room for the
-# scoring to go on while the process starts (about 0.4 s) or a slow insert finishes.
-_PROCESS_QUEUED_CHUNKS = 6
-_PROCESS_QUEUED_BYTES = 12 << 20
-"""And at most this many bytes of them (but always one chunk): chunks of built items (a second
-slot scorer's) are several times larger than the payloads they are built of."""
-
-
-class _ProcessWriter:
-    """Writes chunks to a part of the run's Parquet file in a process of its own
-    (``fieldcheck.store._writer``): a large run's items then cost the scoring process only the
-    pickling (building Arrow columns took about 4 times as long, under the GIL). A sender thread hands
-    the pickled chunks to the process and reads each answer, so the scoring never waits on the
-    process's start or on an insert unless ``_PROCESS_QUEUED_CHUNKS`` chunks are waiting; an
-    error is raised at the next call."""
-
-    def __init__(self, store: Store, run_id: str) -> None:
-        # -P: the working folder is not put on sys.path (a "fieldcheck" package there must not
-        # stand in for this one); its own session: out of the terminal's Ctrl-C, this process
-        # decides
-        self._process = child.start(
-            [sys.executable, "-P", "-m", "fieldcheck.store._writer"],
-            subprocess.DEVNULL,
-            orjson.dumps({"url": store.url, "run_id": run_id, "artifacts": str(store.artifacts)}),
-        )
-        self._queue: queue.Queue[bytes | None] = queue.Queue(_PROCESS_QUEUED_CHUNKS)
-        self._room = threading.Condition()
-        self._queued = 0  # bytes of the chunks queued and not yet answered
-        self._error: StoreWriteError | None = None
-        self._thread = threading.Thread(target=self._send, name="fieldcheck-store", daemon=True)
-        self._thread.start()
-
-    def _send(self) -> None:
-        stdin, stdout = self._process.stdin, self._process.stdout
-        assert stdin is not None and stdout is not None
-        while (data := self._queue.get()) is not None:
-            if self._error is not None:
-                self._done(data)
-                continue
-            try:
-                write_frame(stdin, data)
-                answer = stdout.readline()
-            except (OSError, ValueError):  # a broken pipe (the process is gone) or closed
-                answer = b""
-            self._done(data)
-            if not answer.endswith(b"\n"):
-                try:
-                    code: int | None = self._process.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    code = None
-                self._error = StoreWriteError(
-                    f"the store's writer process ended ({child.status_text(code)})"
-                )
-            elif answer != b"\n":
-                self._error = StoreWriteError(answer.decode(errors="replace").strip())
-        with contextlib.suppress(OSError, ValueError):  # the end of input stops the process
-            write_frame(stdin, b"")
-            stdin.close()
-            answer = stdout.readline()  # once its file is closed
-            if answer.strip() and self._error is None:
-                self._error = StoreWriteError(answer.decode(errors="replace").strip())
-
-    def check(self) -> None:
-        if self._error is not None:
-            error, self._error = self._error, None
-            raise error
-
-    def _done(self, data: bytes) -> None:
-        with self._room:
-            self._queued -= len(data)
-            self._room.notify_all()
-
-    def put(self, chunk: _Chunk, plain: bool = False) -> None:
-        self.check()
-        data = encode_chunk(chunk, plain)
-        with self._room:
-            while self._queued and self._queued + len(data) > _PROCESS_QUEUED_BYTES:
-                self._room.wait()
-            self._queued += len(data)
-        self._queue.put(data)
-
-    def close(self) -> None:
-        """Wait until every chunk sent is in the part file; stop the process (the sender
-        thread ends its input: the process closes its file). Interrupted while waiting (a second Ctrl-C), it kills it."""
-        process = self._process
-        try:
-            if self._thread.is_alive():
-                self._queue.put(None)
-                self._thread.join()
-            self.check()
-        finally:
-            if self._thread.is_alive():
-                process.kill()
-            try:
-                process.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-            if process.stdout is not None:
-                process.stdout.close()
-
-
-# Items written through a thread before a run moves its inserts to a writer process (small
-# runs never pay the process's start, about 0.4 s).
+# Items written in this process before a run moves its writes to a pool process (small runs
+# never pay the process's start, about 0.4 s).
 PROCESS_AFTER = 20_000
-# Inputs this large (in all) start the writer process when the run opens: about 20,000 JSON
-# records of 8 fields, 150,000 slot lines or 60,000 numeric turns.
+# Inputs this large (in all) start the pool when the run opens (its start overlaps the
+# reading): about 20,000 JSON records of 8 fields, 150,000 slot lines or 60,000 numeric turns.
 PROCESS_INPUT_BYTES = 8 << 20
 
 
@@ -287,7 +157,11 @@ class RunRecorder:
         self.seq = 0
         self.on_error = on_error
         self.broken = False
-        self._writer: _Writer | _ProcessWriter | None = None
+        self._executor: Executor = InProcess()
+        self._pooled = False
+        self._task: list[Any] = []  # chunks of the next task
+        self._task_first: int | None = None
+        self._task_size = 0  # items or bytes, whichever is nearer its bound (TASK_ITEMS/BYTES)
         self._closed = False
         self.process_after = PROCESS_AFTER
 
@@ -357,15 +231,15 @@ class RunRecorder:
         return recorder
 
     def start_process(self) -> None:
-        """Insert through the writer process from now on (once the items queued so far are
-        in); a process that cannot be started leaves the inserts in the thread."""
-        if isinstance(self._writer, _ProcessWriter) or self.broken:
+        """Write through a pool process from now on (``LocalPool``, one worker: the other
+        core); a pool that cannot be started leaves the writes in this process."""
+        if self._pooled or self.broken:
             return
-        self.flush()
         try:
-            self._writer = _ProcessWriter(self.store, self.run.id)
+            self._executor = LocalPool(1, in_flight=3, warm=("pyarrow.parquet", __name__))
+            self._pooled = True
         except OSError:
-            self._writer = None
+            pass
 
     @property
     def id(self) -> str:
@@ -383,9 +257,9 @@ class RunRecorder:
 
     def add_prepared(self, rows: Iterable[tuple[ItemColumns, str | bytes]]) -> int:
         """Store a chunk of items given as (columns, result JSON text): the hot paths' way,
-        without a dict per item. Queued for the writer thread, or (past ``process_after``
-        items, or from the start for large inputs) the writer process; one transaction per
-        chunk; a key stored before in this run gets ``~<seq>`` appended. Returns how many."""
+        without a dict per item. Written by a task (``write_part``) in this process, or (past
+        ``process_after`` items, or from the start for large inputs) in a pool process; a key
+        stored before in this run gets ``~<seq>`` appended. Returns how many."""
         items, tags, seq = flat_rows(rows, self.seq)
         self.seq = seq
         if items:
@@ -413,8 +287,8 @@ class RunRecorder:
         self, builder: str, payload: Any, count: int, *, plain: bool = False, at: int | None = None
     ) -> int:
         """Store ``count`` items that ``builder`` (``"module:function"``, importable) makes of
-        ``payload`` (picklable) as (columns, result) pairs, in the writer: in a large run, the
-        writer process then spends the CPU of building them, not the scoring. ``plain``: the
+        ``payload`` (picklable) as (columns, result) pairs, in the task writing them: in a
+        large run, a pool process then spends the CPU of building them, not the scoring. ``plain``: the
         payload is plain data (``encode_chunk``), sent marshalled. ``at``: their first seq,
         for items stored ahead of ones still to come (the next seq is then not moved; the
         caller keeps the numbers apart). Returns ``count``."""
@@ -429,25 +303,70 @@ class RunRecorder:
         return count
 
     def _put(self, chunk: _Chunk, plain: bool = False) -> None:
+        """Add ``chunk`` to the next task; run the task when it is full."""
         if self.broken:
             return
         try:
             if self.seq > self.process_after:
                 self.start_process()
-            if self._writer is None:
-                self._writer = _Writer(self.store, self.run.id)
-            self._writer.put(chunk, plain)
+            first = chunk[1][0][1] if chunk[0] == "rows" else chunk[3]
+            if self._task_first is None or first < self._task_first:
+                self._task_first = first
+            if self._pooled:
+                data = encode_chunk(chunk, plain)
+                self._task.append(data)
+                size = len(data) * TASK_ITEMS // TASK_BYTES
+            else:
+                self._task.append(chunk)
+                rows = chunk[1] if chunk[0] == "rows" else ()
+                built = 0 if rows else chunk[4] * _BUILT_ITEM_BYTES
+                size = (sum(len(r[6]) for r in rows) + built) * TASK_ITEMS // TASK_BYTES
+            count = len(chunk[1]) if chunk[0] == "rows" else chunk[4]
+            self._task_size += max(size, count)
+            if self._task_size >= TASK_ITEMS:
+                self._submit()
         except BaseException as error:
             self._failed(error)
 
-    def flush(self) -> None:
-        """Wait until every item added so far is in a closed part file."""
-        if self._writer is not None:
-            writer, self._writer = self._writer, None
-            try:
-                writer.close()
-            except BaseException as error:
-                self._failed(error)
+    def _submit(self) -> None:
+        if self._task:
+            task = (str(self.store.run_folder(self.run.id)), self._task_first or 0, self._task)
+            self._task, self._task_first, self._task_size = [], None, 0
+            self._counted(self._executor.submit(write_part, task))
+
+    def _counted(self, written: list[tuple[int, int]]) -> None:
+        for items, errors in written:
+            self.store.count_written(self.run.id, items, errors)
+
+    def flush(self, *, close: bool = False) -> None:
+        """Wait until every item added so far is in a closed part file; ``close``: stop the
+        pool, if any. Interrupted (Ctrl-C), the pool is left to ``abort``, which waits for
+        the tasks in flight (a second Ctrl-C kills them)."""
+        try:
+            self._submit()
+            self._counted(finish(self._executor))
+        except Exception as error:
+            self._close(kill=True)
+            self._failed(error)
+        else:
+            if close:
+                self._close()
+
+    def _publish(self) -> None:
+        """The part files made the run's items (``Store.publish_items``'s work), by a task: in a
+        pool, its process reads them, and pyarrow (60 MB) stays out of this one. The pool is
+        stopped then."""
+        try:
+            folder = self.store.run_folder(self.run.id)
+            self._executor.submit(publish, folder)
+            finish(self._executor)
+        finally:
+            self._close()
+
+    def _close(self, *, kill: bool = False) -> None:
+        executor, self._executor, self._pooled = self._executor, InProcess(), False
+        self._task, self._task_first, self._task_size = [], None, 0
+        executor.close(kill=kill)
 
     def finish(
         self,
@@ -461,10 +380,11 @@ class RunRecorder:
         ``open`` (a command knows its full signature only once scored)."""
         self.flush()
         if self.broken:
+            self._close()
             self._closed = True
             return self.run
         try:
-            self.store.publish_items(self.run.id)
+            self._publish()
             self.run = self.store.finish_scored_run(
                 self.run.id,
                 metrics=orjson.loads(_json(_plain(metrics))) if metrics is not None else None,
@@ -483,7 +403,8 @@ class RunRecorder:
             self._closed = True
             with contextlib.suppress(Exception):  # the run's own error is the one to report
                 self.flush()
-                self.store.publish_items(self.run.id)
+            with contextlib.suppress(Exception):  # the parts written, whatever stopped the rest
+                self._publish()
             with contextlib.suppress(Exception):
                 self.store.finish_scored_run(
                     self.run.id, metrics=None, intervals=None, status=status

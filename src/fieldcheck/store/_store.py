@@ -417,15 +417,17 @@ class Store:
         return self.artifacts / "runs" / run_id
 
     def items_file(self, run_id: str) -> Path | None:
-        """A scored run's ``items.parquet``; None for a model run, a run still being written
+        """A scored run's ``items.parquet`` (or its files' glob: ``_parquet.publish``), for
+        DuckDB's ``read_parquet``; None for a model run, a run still being written
         and a run stored before issue 27 (its items are rows of ``run_items``). A finished run
         with items that has neither is ``ItemsMissing`` (the artifacts root moved), never a
         run of no items (it read as "0 failed": a tester's finding)."""
         if not _RUN_ID.fullmatch(run_id):
             return None
+        found = _parquet.located(self.run_folder(run_id))
+        if found is not None:
+            return found
         path = self.run_folder(run_id) / _parquet.ITEMS
-        if path.is_file():
-            return path
         with self.session() as s:
             run = s.get(RunRow, run_id)
             if run is None or run.status != "finished" or not run.n_items:
@@ -439,24 +441,26 @@ class Store:
     def items_writer(self, run_id: str) -> _parquet.ItemsWriter:
         """A writer of a scored run's items (``ItemsWriter.write`` takes ``(key, seq,
         error_type, failed, model, turn, result)`` and ``(tag, seq, failed)`` rows); each chunk
-        is counted on the run. ``publish_items`` makes them the run's file."""
+        is counted on the run. ``publish_items`` makes them the run's files."""
+        return _parquet.ItemsWriter(
+            self.run_folder(run_id), lambda items, errors: self.count_written(run_id, items, errors)
+        )
 
-        def count(items: int, errors: int) -> None:
-            with self.engine.begin() as conn:
-                conn.execute(
-                    update(RunRow)
-                    .where(RunRow.id == run_id)
-                    .values(
-                        n_done=RunRow.n_done + items,
-                        n_items=RunRow.n_items + items,
-                        n_errors=RunRow.n_errors + errors,
-                    )
+    def count_written(self, run_id: str, items: int, errors: int) -> None:
+        """Count ``items`` written (``errors`` of them with an error) on the run."""
+        with self.engine.begin() as conn:
+            conn.execute(
+                update(RunRow)
+                .where(RunRow.id == run_id)
+                .values(
+                    n_done=RunRow.n_done + items,
+                    n_items=RunRow.n_items + items,
+                    n_errors=RunRow.n_errors + errors,
                 )
-
-        return _parquet.ItemsWriter(self.run_folder(run_id), count)
+            )
 
     def publish_items(self, run_id: str) -> Path:
-        """The run's written parts as its ``items.parquet`` (``_parquet.publish``)."""
+        """The run's written parts as its items (``_parquet.publish``)."""
         return _parquet.publish(self.run_folder(run_id))
 
     def export_parquet(

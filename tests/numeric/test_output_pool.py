@@ -1,7 +1,8 @@
-"""The writer process of a large ``numeric score`` (``fieldcheck.numeric._writer``): its failures
-are the run's (the process's own error raised here, nothing half written left behind), a start
-that fails falls back to writing here, and Ctrl-C stops it. Its files are compared byte for byte
-with the in-process ones in tests/numeric/test_streamed.py."""
+"""A large ``numeric score`` writes its traces and row cells as tasks (``_stream.write_block``) in
+a pool process (``fieldcheck._util.executor.LocalPool``): a task's failure is the run's (its own
+error raised here, nothing half written left behind), a pool that cannot start leaves the
+writing here, and Ctrl-C stops it. Its files are compared byte for byte with the in-process ones
+in tests/numeric/test_streamed.py."""
 
 from __future__ import annotations
 
@@ -12,26 +13,28 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from tests.numeric.test_streamed import _files, _write_inputs
 
-from fieldcheck.numeric import load_convfinqa, load_predictions, score_to_folder
-from fieldcheck.numeric._writer import WriterProcess
+from fieldcheck._util.executor import LocalPool
+from fieldcheck.numeric import _stream, load_convfinqa, load_predictions, score_to_folder
 from fieldcheck.reports import PARTIAL, RunFolder
 
 
 @pytest.fixture
-def started(monkeypatch: pytest.MonkeyPatch) -> list[WriterProcess]:
-    """Every writer process a test starts."""
-    seen: list[WriterProcess] = []
-    real = WriterProcess.__init__
+def started(monkeypatch: pytest.MonkeyPatch) -> list[LocalPool]:
+    """Every pool a run of ``numeric score`` starts."""
+    seen: list[LocalPool] = []
 
-    def init(self: WriterProcess, *args: object) -> None:
-        real(self, *args)  # type: ignore[arg-type]
-        seen.append(self)
+    class Seen(LocalPool):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self.processes = list(self._pool._processes.values())  # type: ignore[union-attr]
+            seen.append(self)
 
-    monkeypatch.setattr(WriterProcess, "__init__", init)
+    monkeypatch.setattr(_stream, "LocalPool", Seen)
     return seen
 
 
@@ -40,70 +43,79 @@ def _inputs(tmp_path: Path, conversations: int = 40):  # type: ignore[no-untyped
     return load_convfinqa(data_path), load_predictions(preds_path)
 
 
-def test_a_large_run_uses_the_writer_process_and_a_small_one_does_not(
-    tmp_path: Path, started: list[WriterProcess], monkeypatch: pytest.MonkeyPatch
+def test_a_large_run_uses_the_pool_and_a_small_one_does_not(
+    tmp_path: Path, started: list[LocalPool], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     data, preds = _inputs(tmp_path)
     score_to_folder(data, preds, tmp_path / "small", bootstrap=0)
     assert started == []
-    monkeypatch.setattr("fieldcheck.numeric._stream.WRITER_CONVERSATIONS", 40)
-    score_to_folder(data, preds, tmp_path / "large", bootstrap=0)
+    monkeypatch.setattr(_stream, "WRITER_CONVERSATIONS", 40)
+    score_to_folder(data, preds, tmp_path / "large", bootstrap=0, chunk=7)
     assert len(started) == 1
-    assert started[0]._process.returncode == 0
+    assert [p.exitcode for p in started[0].processes] == [0]  # stopped with the run
     assert _files(tmp_path / "large") == _files(tmp_path / "small")
 
 
-def test_a_writer_that_cannot_start_leaves_the_writing_here(
+def test_a_pool_that_cannot_start_leaves_the_writing_here(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     data, preds = _inputs(tmp_path)
     score_to_folder(data, preds, tmp_path / "here", bootstrap=0, writer_process=False)
-    monkeypatch.setattr(WriterProcess, "COMMAND", (str(tmp_path / "no-such-python"),))
+
+    def cannot(*_: object, **__: object) -> LocalPool:
+        raise OSError(errno.EAGAIN, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(_stream, "LocalPool", cannot)
     with caplog.at_level(logging.WARNING):
         score_to_folder(data, preds, tmp_path / "fallback", bootstrap=0, writer_process=True)
     assert "the output writer process could not start" in caplog.text
     assert _files(tmp_path / "fallback") == _files(tmp_path / "here")
 
 
-def test_a_writer_that_dies_fails_the_run_and_leaves_no_row_file(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, started: list[WriterProcess]
+def dies(task: Any) -> Any:
+    """A task that ends its process as a crash would (run in the pool's process)."""
+    print("boom", file=sys.stderr)
+    os._exit(5)
+
+
+def full_disk(task: Any) -> Any:
+    """A task whose write fails as on a full disk: an OSError naming no file."""
+    raise OSError(28, "No space left on device")
+
+
+def test_a_pool_process_that_dies_fails_the_run_and_leaves_no_row_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, started: list[LocalPool]
 ) -> None:
     data, preds = _inputs(tmp_path, 60)
-    # a real process that reads a little of its input, then ends as a crash would
-    script = "import sys; sys.stdin.buffer.read(64); print('boom', file=sys.stderr); sys.exit(5)"
-    monkeypatch.setattr(WriterProcess, "COMMAND", (sys.executable, "-c", script))
+    monkeypatch.setattr(_stream, "write_block", dies)
     folder = tmp_path / "out"
-    with pytest.raises(OSError, match=r"ended \(exit status 5\): boom") as caught:
+    with pytest.raises(OSError, match=r"a pool process ended abruptly") as caught:
         score_to_folder(data, preds, folder, bootstrap=0, chunk=1, writer_process=True)
     assert caught.value.errno == errno.EIO
-    assert caught.value.filename == str(folder)
     assert not (folder / "statistics.json").exists()  # the run's summary: not complete
-    assert started[0]._process.poll() is not None
+    assert all(p.exitcode is not None for p in started[0].processes)
 
 
-def test_the_writers_own_error_is_raised_here_with_its_file(tmp_path: Path) -> None:
-    files = {name: tmp_path / name for name in ("summary.csv", "turns.csv")}
-    files |= {name: tmp_path / name for name in ("validation.csv", "errors.csv")}
-    writer = WriterProcess(files, tmp_path / "missing-folder")
-    writer.send([("c", "c", {"x": 1}, [], None)])
-    with pytest.raises(KeyError):  # the process's own exception: no "has_type2_question"
-        writer.close()
-    writer = WriterProcess(files, tmp_path / "missing-folder")
+def test_a_tasks_own_error_is_raised_here_with_its_file(tmp_path: Path) -> None:
     features = {
         "num_dialogue_turns": 0,
         "has_type2_question": False,
         "has_duplicate_columns": False,
         "has_non_numeric_values": False,
     }
-    writer.send([("c", "c", features, [], None)])
-    with pytest.raises(FileNotFoundError) as caught:
-        writer.close()
-    assert caught.value.filename == f"{tmp_path / 'missing-folder'}{os.sep}c.json"
-    assert writer._process.returncode == 1
+    with LocalPool(1) as pool:
+        pool.submit(_stream.write_block, (str(tmp_path), [("c", "c", {"x": 1}, [], None)]))
+        with pytest.raises(KeyError):  # the task's own exception: no "has_type2_question"
+            pool.drain()
+        missing = str(tmp_path / "missing-folder")
+        pool.submit(_stream.write_block, (missing, [("c", "c", features, [], None)]))
+        with pytest.raises(FileNotFoundError) as caught:
+            pool.drain()
+    assert caught.value.filename == f"{missing}{os.sep}c.json"
 
 
-def test_an_interrupt_stops_the_writer_and_keeps_nothing(
-    tmp_path: Path, started: list[WriterProcess]
+def test_an_interrupt_stops_the_pool_and_keeps_nothing(
+    tmp_path: Path, started: list[LocalPool]
 ) -> None:
     data, preds = _inputs(tmp_path, 300)
     folder = RunFolder.open(tmp_path / "out", command="numeric score")  # as the commands do
@@ -116,8 +128,7 @@ def test_an_interrupt_stops_the_writer_and_keeps_nothing(
         score_to_folder(
             data, preds, folder, bootstrap=0, chunk=16, progress=stop, writer_process=True
         )
-    process = started[0]._process
-    assert process.returncode == -9  # killed, not left writing
+    assert [p.exitcode for p in started[0].processes] == [-9]  # killed, not left writing
     assert not (tmp_path / "out").exists()  # only its partial folder
     # the Ctrl-C line names the row files, traces/ and the files written last (the plots are
     # known only then) as not written (a tester's finding: statistics.json and the reports
@@ -131,16 +142,7 @@ def test_an_interrupt_stops_the_writer_and_keeps_nothing(
     )
 
 
-def test_the_writer_stops_when_its_input_ends_early(tmp_path: Path) -> None:
-    """A scoring process that is gone: the input ends before its last frame, and the writer
-    stops without saying ``ok`` (exit status 3)."""
-    process = subprocess.run(
-        [*WriterProcess.COMMAND], input=b"", capture_output=True, timeout=60, check=False
-    )
-    assert (process.returncode, process.stdout) == (3, b"")
-
-
-def test_the_command_names_the_folder_when_the_writers_error_names_no_file(
+def test_the_command_names_the_folder_when_a_tasks_error_names_no_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A full disk fails a write() without a file name: the one-line error names --out, never
@@ -150,13 +152,8 @@ def test_the_command_names_the_folder_when_the_writers_error_names_no_file(
     from fieldcheck._cli.main import app
 
     data_path, preds_path = _write_inputs(tmp_path, 4, 30)
-    script = (
-        "import pickle, sys; sys.stdin.buffer.read(8); "
-        "sys.stdout.buffer.write(pickle.dumps(OSError(28, 'No space left on device'))); "
-        "sys.exit(1)"
-    )
-    monkeypatch.setattr(WriterProcess, "COMMAND", (sys.executable, "-c", script))
-    monkeypatch.setattr("fieldcheck.numeric._stream.WRITER_CONVERSATIONS", 1)
+    monkeypatch.setattr(_stream, "write_block", full_disk)
+    monkeypatch.setattr(_stream, "WRITER_CONVERSATIONS", 1)
     out = tmp_path / "out"
     argv = ["numeric", "score", "--data", str(data_path), "--predictions", str(preds_path)]
     result = CliRunner().invoke(
