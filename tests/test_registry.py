@@ -424,3 +424,55 @@ def test_the_roles_and_the_model_label_follow_the_systems_inputs() -> None:
     assert core.model_label(pair, given) == ("model-a", [])
     named = [("gold", Path("g.jsonl")), ("pred:a", Path("x.jsonl")), ("pred:b", Path("y.jsonl"))]
     assert core.model_label(per_model, named) == ("a, b", ["a", "b"])
+
+
+def test_an_installed_package_adds_a_system_by_its_entry_point(tmp_path: Path) -> None:
+    """A package that declares ``[project.entry-points."fieldcheck.systems"] label =
+    "labelsys:SYSTEM"`` is found by a fresh ``fieldcheck`` process: scored by ``fieldcheck
+    score``, listed by ``runs list --system``; a declared system that cannot be loaded is
+    named, and the built-in ones still work."""
+    import os
+    import subprocess
+    import sys
+
+    site = tmp_path / "site"
+    (site / "labelsys-0.1.dist-info").mkdir(parents=True)
+    (site / "labelsys-0.1.dist-info" / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: labelsys\nVersion: 0.1\n"
+    )
+    (site / "labelsys-0.1.dist-info" / "entry_points.txt").write_text(
+        "[fieldcheck.systems]\nlabel = labelsys:SYSTEM\nbroken = labelsys:MISSING\n"
+    )
+    (site / "labelsys.py").write_text(
+        "from test_registry import LabelSystem\nSYSTEM = LabelSystem()\n"
+    )
+    data = tmp_path / "labels.jsonl"
+    data.write_text(
+        "".join(
+            json.dumps({"id": f"i{n}", "label": g, "predicted": p}) + "\n"
+            for n, (g, p) in enumerate(ITEMS)
+        )
+    )
+    paths = [str(site), str(Path(__file__).parent), os.environ.get("PYTHONPATH", "")]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in paths if p)}
+    env["FIELDCHECK_DATABASE_URL"] = f"sqlite:///{tmp_path / 'db.sqlite3'}"
+
+    def fieldcheck(*args: str) -> subprocess.CompletedProcess[str]:
+        code = "from fieldcheck._cli.entry import main; main()"
+        return subprocess.run(
+            [sys.executable, "-c", code, *args],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+
+    scored = fieldcheck("score", "label", f"data={data}", "--out", str(tmp_path / "out"), "--json")
+    assert scored.returncode == 0, scored.stderr
+    assert json.loads(scored.stdout)["accuracy"] == 0.75  # 3 of the 4 ITEMS right
+    listed = fieldcheck("runs", "list", "--system", "label", "--json")
+    assert listed.returncode == 0, listed.stderr
+    assert [r["system"] for r in json.loads(listed.stdout)] == ["label"]
+    broken = fieldcheck("score", "broken", f"data={data}", "--out", str(tmp_path / "b"))
+    assert broken.returncode == 2 and "labelsys:MISSING" in broken.stderr
+    assert not (tmp_path / "b").exists()

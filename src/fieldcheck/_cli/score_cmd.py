@@ -32,7 +32,11 @@ def systems_help() -> str:
     """Each registered system with its input roles (read when ``--help`` is asked)."""
     lines = ["Systems and their inputs (ROLE=FILE):"]
     for name in core.names():
-        system = core.get(name)
+        try:
+            system = core.get(name)
+        except KeyError as exc:  # a package declares a system that cannot be loaded
+            lines.append(f"{name}: {exc.args[0]}")
+            continue
         roles = "; ".join(f"{role}: {what}" for role, what in getattr(system, "inputs", ()))
         lines.append(f"{name} ({system.title}): {roles}")
     return "\n\n".join(lines)
@@ -136,10 +140,10 @@ def score_command(
     floor is not met, 2 on usage errors, 1 when an output could not be written, 130 on Ctrl-C."""
     console, errors = SafeConsole(stderr=as_json), SafeConsole(stderr=True)
     with pipeline_errors():
-        found = core.find(system)
-        if found is None:
-            known = ", ".join(core.names())
-            raise UsageProblem(f"no system {system!r} (known: {known})", "SYSTEM")
+        try:
+            found = core.get(system)
+        except KeyError as exc:
+            raise UsageProblem(exc.args[0], "SYSTEM") from None
         floors = parse_fail_under(
             fail_under, found.headline, lower_is_better=getattr(found, "lower_is_better", ())
         )

@@ -1,9 +1,12 @@
 """The one registry of systems: the three built in (imported on first use, so ``fieldcheck
---help`` loads none of them) and any added with ``register``."""
+--help`` loads none of them), those installed packages declare as ``fieldcheck.systems`` entry
+points (``NAME = "package.module:SYSTEM"``, loaded when asked for), and any added with
+``register``."""
 
 from __future__ import annotations
 
 import importlib
+from importlib.metadata import EntryPoint, entry_points
 
 from fieldcheck.core._system import System
 
@@ -13,6 +16,12 @@ _BUILT_IN = {
     "numeric": "fieldcheck.numeric",
 }
 _ADDED: dict[str, System] = {}
+GROUP = "fieldcheck.systems"
+
+
+def _installed() -> dict[str, EntryPoint]:
+    """The systems installed packages declare (their entry points, not yet loaded)."""
+    return {e.name: e for e in entry_points(group=GROUP) if e.name not in _BUILT_IN}
 
 
 def register(system: System) -> System:
@@ -30,7 +39,7 @@ def unregister(name: str) -> None:
 
 def names() -> list[str]:
     """Every system's name: the built-in ones first, in the order the docs give them."""
-    return [*_BUILT_IN, *(n for n in _ADDED if n not in _BUILT_IN)]
+    return list(dict.fromkeys([*_BUILT_IN, *_installed(), *_ADDED]))
 
 
 def get(name: str) -> System:
@@ -38,10 +47,16 @@ def get(name: str) -> System:
     if name in _ADDED:
         return _ADDED[name]
     module = _BUILT_IN.get(name)
-    if module is None:
+    if module is not None:
+        system: System = importlib.import_module(module).SYSTEM
+        return system
+    declared = _installed().get(name)
+    if declared is None:
         raise KeyError(f"no system {name!r} (known: {', '.join(names())})")
-    system: System = importlib.import_module(module).SYSTEM
-    return system
+    try:
+        return register(declared.load())
+    except Exception as exc:  # a package that is broken, or declares what is not a system
+        raise KeyError(f"system {name!r} ({declared.value}) cannot be loaded: {exc}") from None
 
 
 def find(name: str | None) -> System | None:

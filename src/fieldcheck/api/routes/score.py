@@ -91,10 +91,10 @@ async def score_route(system: str, request: Request, ctx: Context) -> dict[str, 
     run folder are kept under ``--data-root``/fieldcheck-runs/; the run is stored. Answers
     ``run_id``, ``system``, ``metrics``, ``intervals``, ``signature``, ``failed`` (some input
     not scored) and ``files`` (the run folder's files)."""
-    found = core.find(system)
-    if found is None:
-        known = ", ".join(core.names())
-        raise ApiError(404, f"no system {system!r} (known: {known})", field="system")
+    try:
+        found = core.get(system)
+    except KeyError as exc:  # unknown, or declared by a package and not loadable
+        raise ApiError(404, exc.args[0], field="system") from None
     try:
         form = await request.form()
     except Exception:  # a body that is not a readable multipart form
