@@ -378,8 +378,8 @@ def test_a_run_past_every_hostile_reply_finishes_with_each_counted(
     }
     server = chat_server(lambda req: replies[user_text(req)])
     store = Store()
-    handle = _run(
-        Runner(RunnerSettings(max_retries=2), store=store),
+    handle = _run(  # one at a time, in this order: three unreachable replies first would stop
+        Runner(RunnerSettings(max_retries=2, concurrency=1), store=store),  # it (RunAborted)
         server,
         tmp_path,
         [[k] for k in replies],

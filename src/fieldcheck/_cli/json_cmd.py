@@ -76,6 +76,7 @@ from fieldcheck._util.sniff import check_input_file, likely_cause
 from fieldcheck._util.term import SafeConsole, safe_json_text, safe_markup, safe_text
 from fieldcheck.jsoneval import (
     CHUNK_LINES,
+    SYSTEM,
     BatchSummary,
     EvalConfig,
     JsonEvalResult,
@@ -106,7 +107,7 @@ app = typer.Typer(
 )
 _SCORES = ("completeness", "hallucination", "accuracy", "safety_score", "rqs")
 GATED = ("completeness", "accuracy", "safety_score", "rqs")  # higher is better
-LOWER_IS_BETTER = ("hallucination",)
+LOWER_IS_BETTER = SYSTEM.lower_is_better
 FailUnderOpt = Annotated[str | None, fail_under_option(GATED)]
 BootstrapOpt = Annotated[int, bootstrap_option("records")]
 SeedOpt = Annotated[int, seed_option()]

@@ -14,13 +14,12 @@ from fieldcheck.api._errors import ApiError
 from fieldcheck.jsoneval import (
     SECTIONS,
     EvalConfig,
+    SavedConfig,
     Section,
     SectionError,
     Thresholds,
+    merged_config,
     parse_section,
-)
-from fieldcheck.jsoneval import (
-    SavedConfig as _SavedConfig,
 )
 
 __all__ = [
@@ -28,6 +27,7 @@ __all__ = [
     "SavedConfig",
     "Section",
     "Thresholds",
+    "merged",
     "parse_json_file",
     "parse_section",
     "strategy_rows",
@@ -57,33 +57,40 @@ def strategy_rows(rows: Iterable[tuple[str, str]]) -> dict[str, Any]:
     return mapping
 
 
-class SavedConfig(_SavedConfig):
-    """The saved configuration; a bad section given in a request is a 422 whose ``field`` names
-    the request's part (``field_strategies.<name>``)."""
-
-    def eval_config(
-        self,
-        base: EvalConfig,
-        *,
-        strategies: Mapping[str, Any] | None = None,
-        thresholds: Mapping[str, Any] | None = None,
-        weights: Mapping[str, Any] | None = None,
-        flatten: bool = False,
-        safety_check: Literal["off", "leaks"] = "off",
-    ) -> EvalConfig:
-        try:
-            return super().eval_config(
-                base,
-                strategies=strategies,
-                thresholds=thresholds,
-                weights=weights,
-                flatten=flatten,
-                safety_check=safety_check,
-            )
-        except SectionError as exc:
-            part = _REQUEST[exc.section]
-            field = f"{part}.{exc.error.field}" if exc.error.field and not exc.saved else part
-            raise ApiError.invalid(exc.error, field=field) from None
+def merged(
+    saved: SavedConfig,
+    base: EvalConfig,
+    *,
+    strategies: Mapping[str, Any] | None = None,
+    thresholds: Mapping[str, Any] | None = None,
+    weights: Mapping[str, Any] | None = None,
+    flatten: bool = False,
+    safety_check: Literal["off", "leaks"] = "off",
+) -> EvalConfig:
+    """A request's configuration merged with the saved one by the one rule of every command
+    (``jsoneval.merged_config``), scored with the server's matcher (``base``); a bad section is
+    a 422 whose ``field`` names the request's part (``field_strategies.<name>``)."""
+    given = {
+        "strategies": strategies,
+        "weights": weights,
+        **(thresholds or {}),
+        "flatten": flatten,
+        "safety_check": safety_check,
+        "matcher": base.matcher,
+        "judge_base_url": base.judge_base_url,
+        "judge_model": base.judge_model,
+    }
+    try:
+        if thresholds is not None:  # its names and values checked as the section's
+            try:
+                parse_section("thresholds", thresholds)
+            except InputError as exc:
+                raise SectionError("thresholds", exc) from None
+        return merged_config(given, saved, lambda _: None)
+    except SectionError as exc:
+        part = _REQUEST[exc.section]
+        field = f"{part}.{exc.error.field}" if exc.error.field and not exc.saved else part
+        raise ApiError.invalid(exc.error, field=field) from None
 
 
 _REQUEST = {"strategies": "field_strategies", "thresholds": "thresholds", "weights": "weights"}

@@ -130,43 +130,6 @@ class SavedConfig:
         self.store.put_config(section, value)
         return value
 
-    def eval_config(
-        self,
-        base: EvalConfig,
-        *,
-        strategies: Mapping[str, Any] | None = None,
-        thresholds: Mapping[str, Any] | None = None,
-        weights: Mapping[str, Any] | None = None,
-        flatten: bool = False,
-        safety_check: Literal["off", "leaks"] = "off",
-    ) -> EvalConfig:
-        """``base`` (the matcher settings) with each section given, or the saved one when none is
-        given. Raises SectionError naming the section and the library's one-line message."""
-        values: dict[str, dict[str, Any]] = {}
-        given_sections: tuple[tuple[Section, Mapping[str, Any] | None], ...] = (
-            ("strategies", strategies),
-            ("thresholds", thresholds),
-            ("weights", weights),
-        )
-        for section, given in given_sections:
-            if given is None:
-                values[section] = self.checked(section)
-                continue
-            try:
-                values[section] = parse_section(section, given)
-            except InputError as exc:
-                raise SectionError(section, exc) from None
-        return base.model_copy(
-            update={
-                "strategies": values["strategies"],
-                "weights": RqsWeights(**values["weights"]),
-                "fuzzy_threshold": values["thresholds"]["fuzzy_threshold"],
-                "semantic_threshold": values["thresholds"]["semantic_threshold"],
-                "flatten": flatten,
-                "safety_check": safety_check,
-            }
-        )
-
 
 _OPTION = {"strategies": "--strategies", "thresholds": "--fuzzy-threshold", "weights": "--weights"}
 
@@ -176,28 +139,32 @@ def merged_config(
 ) -> EvalConfig:
     """The one rule for every command and API route (issue 27): a setting given wins; one not
     given (absent or null) takes the configuration saved in the store (said by ``note``), then
-    its default. ``UsageProblem`` names the option of a setting that is not valid."""
+    its default; each threshold on its own. ``SectionError`` names a section (given or saved)
+    that is not valid, ``UsageProblem`` the option of another setting."""
     values = {k: v for k, v in given.items() if v is not None or k.startswith("judge")}
+    sections = saved.saved() if saved is not None else []
     used: list[str] = []
+    for section in ("strategies", "weights"):
+        if given.get(section) is not None:
+            try:
+                values[section] = parse_section(section, given[section])
+            except InputError as exc:
+                raise SectionError(section, exc) from None
+        elif section in sections:
+            values[section] = saved.checked(section)  # type: ignore[union-attr]
+            n = len(values[section])
+            used.append(f"strategies ({n} fields)" if section == "strategies" else section)
+    names = ("fuzzy_threshold", "semantic_threshold")
+    thresholds = saved.checked("thresholds") if "thresholds" in sections else {}  # type: ignore[union-attr]
+    if any(given.get(n) is None for n in names if n in thresholds):
+        used.append("thresholds")
+    wanted = {n: given[n] for n in names if given.get(n) is not None}
     try:
-        sections = saved.saved() if saved is not None else []
-        if "strategies" in sections and given.get("strategies") is None:
-            values["strategies"] = saved.checked("strategies")  # type: ignore[union-attr]
-            used.append(f"strategies ({len(values['strategies'])} fields)")
-        if "thresholds" in sections:
-            for name, value in saved.checked("thresholds").items():  # type: ignore[union-attr]
-                if given.get(name) is None:
-                    values[name] = value
-                    used += [] if "thresholds" in used else ["thresholds"]
-        if "weights" in sections and given.get("weights") is None:
-            values["weights"] = saved.checked("weights")  # type: ignore[union-attr]
-            used.append("weights")
-        if isinstance(values.get("weights"), Mapping):
-            values["weights"] = parse_weight_map(values["weights"])
-    except SectionError as exc:
-        raise UsageProblem(str(exc.error), _OPTION[exc.section]) from None
+        values.update(parse_thresholds({**thresholds, **wanted}))
     except InputError as exc:
-        raise UsageProblem(exc.one_line(), "--weights") from None
+        raise SectionError("thresholds", exc) from None
+    if isinstance(values.get("weights"), Mapping):
+        values["weights"] = RqsWeights(**values["weights"])
     if used:
         note(
             f"using the configuration saved in the store: {', '.join(used)} "
@@ -219,9 +186,10 @@ def resolve_config(
     note: Callable[[str], None],
 ) -> tuple[EvalConfig, bool]:
     """``merged_config`` with the configuration saved in the store (``store``: a ``Store``,
-    True the default one, False none); False beside it when the store cannot be read (said
-    once by ``warn``: the run is then not stored either)."""
-    saved = None
+    True the default one, False none), a bad section a ``UsageProblem`` naming its option;
+    False beside it when the store cannot be read (said once by ``warn``: the run is then not
+    stored either)."""
+    saved, readable = None, True
     if store is not False:
         try:
             from fieldcheck.store import Store
@@ -233,5 +201,8 @@ def resolve_config(
                 f"warning: the store cannot be used ({exception_line(exc)}): the saved "
                 "configuration is not read and the run is not stored; its files are complete"
             )
-            return merged_config(given, None, note), False
-    return merged_config(given, saved, note), True
+            saved, readable = None, False
+    try:
+        return merged_config(given, saved, note), readable
+    except SectionError as exc:
+        raise UsageProblem(str(exc.error), _OPTION[exc.section]) from None

@@ -127,6 +127,7 @@ class JsonSystem:
         ),
     )
     headline = SCORES
+    lower_is_better = ("hallucination",)
     breakdowns = (("Per-field match rate", "field", _field_match_rates),)
     export_columns = (
         *((name, f'$."{name}"', "DOUBLE") for name in SCORES),

@@ -12,7 +12,7 @@ from starlette.concurrency import run_in_threadpool
 from fieldcheck._util.errors import InputError
 from fieldcheck._util.paths import safe_filename
 from fieldcheck.api._body import CheckedBodyRoute
-from fieldcheck.api._config import Section, parse_section
+from fieldcheck.api._config import Section, merged, parse_section
 from fieldcheck.api._deps import AppContext, Context
 from fieldcheck.api._errors import (
     GUARD,
@@ -48,7 +48,8 @@ router = APIRouter(
 def evaluate_route(body: EvaluateRequest, ctx: Context) -> dict[str, Any]:
     """The same JSON ``fieldcheck json score --json`` prints: the four scores, RQS, the five
     key buckets, per field the strategy, similarity and score, and the signature."""
-    config = ctx.saved.eval_config(
+    config = merged(
+        ctx.saved,
         ctx.base_config,
         strategies=body.field_strategies,
         thresholds=body.thresholds,

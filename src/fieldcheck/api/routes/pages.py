@@ -17,7 +17,7 @@ from starlette.datastructures import FormData
 from starlette.datastructures import UploadFile as StarletteUpload
 
 from fieldcheck._util.errors import InputError
-from fieldcheck.api._config import Section, parse_json_file, strategy_rows
+from fieldcheck.api._config import Section, merged, parse_json_file, strategy_rows
 from fieldcheck.api._deps import AppContext, Context
 from fieldcheck.api._errors import ApiError
 from fieldcheck.api._evaluation import evaluate_one, parse_ground_truth_text, parse_output_text
@@ -293,7 +293,7 @@ async def run_evaluation(request: Request, ctx: Context) -> HTMLResponse:
     }
     try:
         gt = parse_ground_truth_text(gt_text)
-        config = ctx.saved.eval_config(ctx.base_config)
+        config = merged(ctx.saved, ctx.base_config)
         result = evaluate_one(parse_output_text(out_text), gt, config, ctx.matchers)
     except ApiError as exc:
         return _render(ctx, request, "evaluate.html", exc.status, error=exc.message, **page)
