@@ -27,6 +27,8 @@ from fieldcheck.reports import RunFolder, Scored
 from fieldcheck.runs import compare_runs, iter_export
 from fieldcheck.store import ItemColumns, RunInfo, RunRecorder, Store
 
+ROOT = Path(__file__).resolve().parents[1]
+
 
 def _per_label(metrics: Mapping[str, Any]) -> Mapping[str, Any]:
     return metrics.get("per_label") or {}
@@ -476,3 +478,63 @@ def test_an_installed_package_adds_a_system_by_its_entry_point(tmp_path: Path) -
     broken = fieldcheck("score", "broken", f"data={data}", "--out", str(tmp_path / "b"))
     assert broken.returncode == 2 and "labelsys:MISSING" in broken.stderr
     assert not (tmp_path / "b").exists()
+
+
+def test_the_built_in_systems_through_fieldcheck_score_as_their_own_commands(
+    tmp_path: Path,
+) -> None:
+    """A tester's findings on ``fieldcheck score`` with the built-in systems: slots takes a
+    model's latency and judge files when given, never needs them, and names the model once;
+    json refuses a setting it does not take and a floor on a lower-is-better metric; numeric
+    takes the floors its own command takes."""
+    slots, numeric, json_dir = (
+        ROOT / "examples" / "slots",
+        ROOT / "examples" / "numeric",
+        ROOT / "examples" / "json",
+    )
+    gold = slots / "gold.synthetic.jsonl"
+    pred = slots / "pred_synthetic-careful.synthetic.jsonl"
+    latency = slots / "latency_synthetic-careful.synthetic.jsonl"
+    code, stdout, stderr = _cli(
+        "score",
+        "slots",
+        f"gold={gold}",
+        f"pred:careful={pred}",
+        f"latency:careful={latency}",
+        "--out",
+        str(tmp_path / "s"),
+        "--json",
+    )
+    assert code == 0, stderr
+    f1 = json.loads(stdout)["models"]["careful"]["f1"]
+    own = _cli(
+        "slots", "score", "--gold", str(gold), "--pred", f"careful={pred}",
+        "--latency", f"careful={latency}", "--out", str(tmp_path / "own"), "--json",
+    )  # fmt: skip
+    assert own[0] == 0 and json.loads(own[1])["models"]["careful"]["f1"] == f1 > 0.9
+    stored = [
+        r for r in Store().list_runs(system="slots") if r.out_dir == str((tmp_path / "s").resolve())
+    ]
+    assert [r.model for r in stored] == ["careful"]
+    batch = json_dir / "invoices.jsonl"
+    refused = [
+        (
+            ["json", f"batch={batch}", "--settings", '{"bogus": 1}'],
+            "bogus: json takes the settings",
+        ),
+        (["json", f"batch={batch}", "--fail-under", "hallucination=0.1"], "lower-is-better"),
+        (
+            [
+                "numeric",
+                f"data={numeric / 'data.json'}",
+                f"predictions={numeric / 'predictions_model_a.jsonl'}",
+                "--fail-under",
+                "avg_operations_per_turn=0.5",
+            ],
+            "METRIC one of",
+        ),
+    ]
+    for args, line in refused:
+        code, stdout, stderr = _cli("score", *args, "--out", str(tmp_path / "r"))
+        assert code == 2 and line in stderr, (args, stderr)
+    assert not (tmp_path / "r").exists()

@@ -370,3 +370,30 @@ def test_a_run_whose_folder_cannot_be_put_in_place_is_stored_failed(
     assert "stored as run" not in stdout
     [run] = scored_runs(Store())
     assert (run.system, run.status) == (system, "failed")
+
+
+def test_a_ctrl_c_while_the_folder_is_put_in_place_keeps_the_run_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A real SIGINT just as the complete folder is renamed into place: the folder and the
+    stored run are finished together (metrics kept), then the command stops with 130 (a
+    tester's finding: the folder was complete, its stored run ``interrupted`` without
+    metrics)."""
+    import os
+    import signal
+
+    from fieldcheck.reports import RunFolder
+
+    real_finish = RunFolder.finish
+
+    def interrupted_first(folder: RunFolder) -> None:
+        os.kill(os.getpid(), signal.SIGINT)
+        real_finish(folder)
+
+    monkeypatch.setattr(RunFolder, "finish", interrupted_first)
+    data, out = _jsonl(tmp_path / "d.jsonl", JSON_RECORDS), tmp_path / "out"
+    code, _, stderr = cli("json", "batch", str(data), "--bootstrap", "0", "--out", str(out))
+    assert code == 130, stderr
+    assert orjson.loads((out / "run.json").read_bytes())["complete"] is True
+    [run] = scored_runs(Store())
+    assert run.status == "finished" and run.metrics["means"]["rqs"] is not None

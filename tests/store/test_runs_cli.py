@@ -259,3 +259,26 @@ def test_delete_removes_the_items_file_and_works_when_it_is_gone(tmp_path: Path)
     code, stdout, stderr = runs("delete", runs_made[1].id)
     assert code == 0 and f"deleted run {runs_made[1].id}" in stdout, stderr
     assert not folders[1].exists() and runs("list", "--json")[1].strip() == "[]"
+
+
+def test_an_imported_json_folder_is_re_scored_with_the_strategies_it_was_scored_with(
+    tmp_path: Path,
+) -> None:
+    """run.json keeps the settings a run was scored with, so ``runs import`` then ``runs
+    rescore`` with nothing changed gives the folder's numbers (a tester's finding: the
+    strategies were taken from the first record, which lacks two of the strategies' fields,
+    and the re-score moved accuracy 0.9287 -> 0.9263)."""
+    examples = Path(__file__).resolve().parents[2] / "examples" / "json"
+    out = tmp_path / "batch"
+    args = ["json", "batch", str(examples / "invoices.jsonl"), "--strategies"]
+    args += [str(examples / "strategies.json"), "--flatten", "--no-store", "--out", str(out)]
+    assert CliRunner().invoke(app, args).exit_code == 0
+    summary = orjson.loads((out / "summary.json").read_bytes())
+    imported = record_folder(Store(), out)
+    assert imported.settings["config"]["strategies"]["customer.name"] == "FUZZY"
+    result = CliRunner().invoke(app, ["runs", "rescore", imported.id, "--json"])
+    assert result.exit_code == 0, result.stderr
+    child = Store().get_run(orjson.loads(result.stdout)["id"])
+    assert child is not None
+    assert child.metrics["means"] == summary["means"]
+    assert child.metrics["means"]["accuracy"] == pytest.approx(0.9287, abs=5e-5)

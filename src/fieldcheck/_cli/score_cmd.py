@@ -145,7 +145,9 @@ def score_command(
         except KeyError as exc:
             raise UsageProblem(exc.args[0], "SYSTEM") from None
         floors = parse_fail_under(
-            fail_under, found.headline, lower_is_better=getattr(found, "lower_is_better", ())
+            fail_under,
+            getattr(found, "gated", found.headline),
+            lower_is_better=getattr(found, "lower_is_better", ()),
         )
         given = _inputs(found, files or [])
         with pipeline_errors("--settings"):

@@ -31,9 +31,11 @@ def read_settings(raw: str | bytes | None) -> dict[str, Any]:
 
 def check_roles(system: System, given: Sequence[str]) -> None:
     """Every plain role of ``system`` given once, each ``ROLE:NAME`` role at least once with a
-    name, nothing else: else ``UsageProblem`` naming the roles at fault (its param the first)."""
+    name (those it lists in ``optional_inputs`` may be left out), nothing else: else ``UsageProblem`` naming the roles at fault (its param the first)."""
+    optional = getattr(system, "optional_inputs", ())
     plain = [r for r, _ in system.inputs if not r.endswith(":NAME")]
     named = [r.removesuffix("NAME") for r, _ in system.inputs if r.endswith(":NAME")]
+    needed = [r.removesuffix("NAME") for r, _ in system.inputs if r not in optional]
     takes = ", ".join(r for r, _ in system.inputs)
     unknown = [
         r for r in given if r not in plain and not any(r.startswith(p) and r != p for p in named)
@@ -45,8 +47,10 @@ def check_roles(system: System, given: Sequence[str]) -> None:
     twice = sorted({r for r in given if list(given).count(r) > 1})
     if twice:
         raise UsageProblem(f"{', '.join(twice)} given twice (give each input once)", twice[0])
-    missing = [r for r in plain if r not in given]
-    missing += [f"{p}NAME" for p in named if not any(r.startswith(p) for r in given)]
+    missing = [r for r in plain if r not in given and r in needed]
+    missing += [
+        f"{p}NAME" for p in named if p in needed and not any(r.startswith(p) for r in given)
+    ]
     if missing:
         raise UsageProblem(
             f"{system.name} needs {', '.join(missing)} (it takes {takes})", missing[0]
@@ -57,7 +61,7 @@ def model_label(system: System, inputs: Sequence[tuple[str, Path]]) -> tuple[str
     """The run's model label and its models: the names of ``ROLE:NAME`` inputs, else the stem
     of the file of the system's last role (the model's outputs: json's ``batch``, numeric's
     ``predictions``), as each system's own command names the model."""
-    models = [role.split(":", 1)[1] for role, _ in inputs if ":" in role]
+    models = list(dict.fromkeys(role.split(":", 1)[1] for role, _ in inputs if ":" in role))
     if models:
         return ", ".join(models), models
     order = [role for role, _ in system.inputs]

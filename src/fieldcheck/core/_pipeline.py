@@ -15,7 +15,14 @@ from typing import TYPE_CHECKING, Any
 
 from fieldcheck._util.errors import CannotWrite, UsageProblem, exception_line
 from fieldcheck.core._registry import get
-from fieldcheck.reports import RUNS_DIR, FolderError, RunFolder, Scored, check_destination
+from fieldcheck.reports import (
+    RUNS_DIR,
+    FolderError,
+    RunFolder,
+    Scored,
+    check_destination,
+    interrupts_deferred,
+)
 
 if TYPE_CHECKING:
     from fieldcheck.store import RunRecorder, Store
@@ -157,7 +164,16 @@ def finish_run(
 ) -> str | None:
     """Put the folder in place (a model's subfolder: only its run.json entries), then finish
     the stored run, so a run whose folder cannot be put in place is stored ``failed``, never
-    ``finished``. The run id, or None when not stored."""
+    ``finished``. A Ctrl-C meanwhile takes effect once both are done: a folder in place beside
+    a stored run left ``interrupted`` without its metrics was a tester's finding. The run id, or
+    None when not stored."""
+    with interrupts_deferred():
+        return _finish_run(folder, recorder, scored, events)
+
+
+def _finish_run(
+    folder: RunFolder, recorder: RunRecorder | None, scored: Scored, events: Events
+) -> str | None:
     if recorder is not None:
         folder.note(run_id=recorder.id)
     folder.note(signature=scored.signature)
@@ -245,6 +261,7 @@ def score(
                 system=found.name,
             )
         )
+        folder.note(settings=dict(settings))  # what ``runs import`` re-scores with
         recorder = None
         if store:
             recorder = open_recorder(

@@ -204,6 +204,12 @@ class JsonSystem:
             raise UsageProblem(
                 f"json scores one input, 'batch' (got {', '.join(roles) or 'none'})", "batch"
             )
+        unknown = sorted(set(settings) - {"config", "bootstrap", "seed"})
+        if unknown:
+            raise UsageProblem(
+                f"json takes the settings config, bootstrap and seed (got {', '.join(unknown)})",
+                unknown[0],
+            )
         bootstrap = _count("bootstrap", settings.get("bootstrap", 1000))
         seed = _count("seed", settings.get("seed", 0))
         given = settings.get("config") or {}
@@ -378,6 +384,9 @@ class JsonSystem:
         signature = summary.get("signature") or {}
         sig = signature.get("settings", {})
         stored = dict(settings)
+        written = info.get("settings")  # what the run was scored with (its run.json)
+        if isinstance(written, Mapping) and isinstance(written.get("config"), Mapping):
+            stored = {**written, **stored}
         stored.setdefault(
             "config",
             {

@@ -295,12 +295,23 @@ class RunFolder:
         """The run's summary: ``value`` with ``"complete": true``."""
         return self.write_text(name, dumps({**value, "complete": True}, indent=True) + "\n")
 
-    def note(self, *, signature: Any = None, run_id: str | None = None) -> None:
-        """What run.json says besides the inputs: the signature (per model folder in a folder of
-        several) and the ids the store gave the run."""
+    def note(
+        self,
+        *,
+        signature: Any = None,
+        run_id: str | None = None,
+        settings: dict[str, Any] | None = None,
+    ) -> None:
+        """What run.json says besides the inputs: the signature and the settings scored with
+        (per model folder in a folder of several), and the ids the store gave the run."""
         info = self._state.info
         if info is None:
             return
+        if settings is not None:
+            if self.prefix:
+                info.setdefault("settings_by_model", {})[self.prefix] = settings
+            else:
+                info["settings"] = settings
         if hasattr(signature, "model_dump"):  # a Signature model
             signature = signature.model_dump(mode="json")
         if signature is not None:

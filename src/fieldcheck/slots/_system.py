@@ -85,6 +85,10 @@ class SlotsRead:
 def _settings(settings: Mapping[str, Any]) -> tuple[TPMode, float | None, int, int]:
     """The stored settings ``{tp, threshold, bootstrap, seed}`` (and ``judge_base_url`` with
     ``judge_model`` when a judge model is asked), checked."""
+    known = {"tp", "threshold", "bootstrap", "seed", "judge_base_url", "judge_model"}
+    unknown = sorted(set(settings) - known)
+    if unknown:
+        raise UsageProblem(f"slots takes the settings {', '.join(sorted(known))}", unknown[0])
     tp = settings.get("tp", "presence")
     if tp not in get_args(TPMode):
         allowed = ", ".join(repr(m) for m in get_args(TPMode))
@@ -219,6 +223,7 @@ class SlotsSystem:
         ("latency:NAME", "seconds per session of model NAME, JSONL {user, session, seconds}"),
         ("judge:NAME", "judge scores of model NAME, JSONL {user, session, topic, field, score}"),
     )
+    optional_inputs = ("latency:NAME", "judge:NAME")
     headline = METRIC_COLUMNS
     breakdowns = (("Per-topic F1", "topic", _topic_f1),)
     export_columns = (
