@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 
 from fieldcheck._cli.main import app
 from fieldcheck._util.errors import InputError
-from fieldcheck.reports import PARTIAL, RunFolder
+from fieldcheck.reports import PARTIAL, FolderError, RunFolder
 from fieldcheck.runs import system_of
 
 
@@ -294,3 +294,29 @@ def test_a_ctrl_c_once_the_folder_is_in_place_says_it_is_complete(
     assert result.exit_code == 130
     assert result.stderr.strip() == f"interrupted once every file was written: {out}"
     assert json.loads((out / "run.json").read_text())["complete"] is True
+
+
+def test_an_unfinished_folder_another_process_still_writes_is_never_taken_over(
+    tmp_path: Path,
+) -> None:
+    """Two identical commands started at once with the same --out: the second finds the
+    first's unfinished folder and is refused while the first runs (a tester's finding: both
+    wrote into one folder, one failed); once its writer is gone, the folder is continued."""
+    import subprocess
+
+    out = tmp_path / "out"
+    first = RunFolder.open(out, command="json batch", inputs=[("batch", tmp_path)])
+    info = json.loads((tmp_path / f"out{PARTIAL}" / "run.json").read_text())
+    assert info["writer"]["pid"] == os.getpid()
+    other = subprocess.Popen(["sleep", "30"])
+    try:
+        info["writer"]["pid"] = other.pid  # as another process's run would have it
+        (tmp_path / f"out{PARTIAL}" / "run.json").write_text(json.dumps(info))
+        refused = f"being written by another fieldcheck process \\(pid {other.pid}"
+        with pytest.raises(FolderError, match=refused):
+            RunFolder.open(out, command="json batch", inputs=[("batch", tmp_path)])
+    finally:
+        other.kill()
+        other.wait()
+    again = RunFolder.open(out, command="json batch", inputs=[("batch", tmp_path)])
+    assert again.resumed and first.path == again.path

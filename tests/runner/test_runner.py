@@ -685,8 +685,8 @@ def test_an_interrupt_after_a_finished_model_says_what_a_resume_calls_again(
     chat_server: Start, tmp_path: Path, use_cache: bool
 ) -> None:
     """Model a finishes, model b is interrupted after 1 item. The Ctrl-C line names a's run and
-    says the resume command calls a again under --no-cache (its finished run is not resumed, its
-    replies were not cached), or answers it from the cache. A second Ctrl-C that cuts the first's
+    says the resume command takes it up again with no call (its run is marked interrupted: not
+    scored yet, one run per model), with the cache or without. A second Ctrl-C that cuts the first's
     report short (a KeyboardInterrupt while unwinding) still names both runs, marks b
     interrupted and gives the resume command: it said "nothing was stored" (a tester's finding)."""
     import typer
@@ -731,19 +731,36 @@ def test_an_interrupt_after_a_finished_model_says_what_a_resume_calls_again(
         assert stopped.value.exit_code == 130
         return runner, " ".join(err.export_text().split())
 
-    again = "calls it again (--no-cache)" if not use_cache else "answers it from the cache"
     runner, line = command(second_interrupt=False)
     a, b = runner.runs
     assert line.startswith(f"interrupted: 1 of 2 items finished and stored (run {b.id}); ")
-    assert f"; a (run {a.id}) had finished, and the command below {again}; resume with:" in line
+    assert (
+        f"; a (run {a.id}) had finished its calls, and the command below resumes it with no "
+        "call; resume with:" in line
+    )
+    for run in (a, b):
+        info = store.get_run(run.id)
+        assert info is not None and info.status == "interrupted"
+    asked = len(server.chat_requests)
+    resumed = Runner(RunnerSettings(use_cache=use_cache), store=store)
+
+    async def resume_a() -> RunHandle:
+        try:
+            spec = ModelSpec(name="a", model="scripted-a", base_url=server.base_url)
+            run_spec = RunSpec(system="test", task="echo", dataset=dataset, model=spec)
+            return await run_task(
+                resumed, run_spec, [["x", "y"]], _echo_work, total_items=2, console=quiet,
+                show_progress=False,
+            )  # fmt: skip
+        finally:
+            await resumed.aclose()
+
+    again = asyncio.run(resume_a())
+    assert again.id == a.id and len(server.chat_requests) == asked  # the same run, no call
     runner, line = command(second_interrupt=True)
     a, b = runner.runs
     info = store.get_run(b.id)
     assert info is not None and info.status == "interrupted"  # resumable
     listed = f"interrupted: a (run {a.id}, finished), b (run {b.id}, 1 item finished); "
-    note = (
-        "the command below calls a again (--no-cache)"
-        if not use_cache
-        else ("the command below answers a from the cache")
-    )
+    note = "the command below resumes a with no call"
     assert line.startswith(listed + note + "; resume with: ")

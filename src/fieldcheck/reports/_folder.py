@@ -10,6 +10,7 @@ import errno
 import hashlib
 import os
 import secrets
+import socket
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -19,6 +20,7 @@ from typing import Any
 
 import orjson
 
+from fieldcheck._util.child import pid_alive
 from fieldcheck._util.errors import shown_path
 from fieldcheck._util.jsonio import dumps
 from fieldcheck._util.paths import safe_filename
@@ -139,6 +141,17 @@ class Scored:
     summary: Any = None
 
 
+def _writing(writer: dict[str, Any]) -> bool:
+    """Whether the process that wrote an unfinished folder's run.json still runs: on this host
+    and alive (not this process), or on another host (never taken over, as the store's runs)."""
+    pid, host = writer.get("pid"), writer.get("host")
+    if not isinstance(pid, int) or not host:
+        return False
+    if host != socket.gethostname():
+        return True
+    return pid != os.getpid() and pid_alive(pid)
+
+
 class RunFolder:
     """A run's folder, or a view of one of its subfolders (``sub``). Files are written under
     ``path`` (the partial folder until ``finish`` renames it to ``destination``)."""
@@ -177,6 +190,7 @@ class RunFolder:
             "inputs": _described(inputs),
             "complete": False,
             "fieldcheck_version": __version__,
+            "writer": {"pid": os.getpid(), "host": socket.gethostname()},
         }
         if models:
             info["models"] = list(models)
@@ -194,6 +208,13 @@ class RunFolder:
                     f"{temp} is an unfinished run of `fieldcheck {earlier.get('command')}` on "
                     "other inputs; run that command again to finish it, move it, or give "
                     "another folder"
+                )
+            writer = earlier.get("writer") or {}
+            if _writing(writer):
+                raise FolderError(
+                    f"{temp} is being written by another fieldcheck process (pid "
+                    f"{writer.get('pid')} on {writer.get('host')}); wait for it to finish, or "
+                    "give another folder"
                 )
             state.resumed = True
         else:

@@ -305,21 +305,19 @@ def _plural(n: int, noun: str) -> str:
 
 
 def finished_note(finished: Sequence[RunHandle], *, named: bool = True) -> str:
-    """What a resume does with the models this command had finished: without the cache
-    (``--no-cache``) it calls them again, as their finished runs are not resumed. ``named``:
-    say which runs they were (not when the line lists them already)."""
+    """What a resume does with the models this command had finished (their calls done, not yet
+    scored): it takes their runs up again, with no call. ``named``: say which runs they were
+    (not when the line lists them already)."""
     if not finished:
         return ""
-    names = ", ".join(h.client.spec.name for h in finished)
-    again = finished[0].runner.settings.use_cache is False
     if not named:
-        if again:
-            return f"; the command below calls {names} again (--no-cache)"
-        return f"; the command below answers {names} from the cache"
+        names = ", ".join(h.client.spec.name for h in finished)
+        return f"; the command below resumes {names} with no call"
     runs = ", ".join(f"{h.client.spec.name} (run {h.id})" for h in finished)
-    verb, it = ("had", "it") if len(finished) == 1 else ("had all", "them")
-    does = f"calls {it} again (--no-cache)" if again else f"answers {it} from the cache"
-    return f"; {runs} {verb} finished, and the command below {does}"
+    done, it = (
+        ("had finished its", "it") if len(finished) == 1 else ("had all finished their", "them")
+    )
+    return f"; {runs} {done} calls, and the command below resumes {it} with no call"
 
 
 def interrupted_line(runner: Runner) -> str | None:
@@ -330,8 +328,7 @@ def interrupted_line(runner: Runner) -> str | None:
         return None
     parts = []
     for h in runner.runs:
-        if not h.finished:
-            _set_status(runner, h.id, "interrupted")
+        _set_status(runner, h.id, "interrupted")
         state = "finished" if h.finished else f"{_plural(h.done - h.call_errors, 'item')} finished"
         parts.append(f"{h.client.spec.name} (run {h.id}, {state})")
     finished = [h for h in runner.runs if h.finished]
@@ -462,7 +459,10 @@ async def run_task(
             _set_status(runner, info.id, "failed")  # never resumed: the next run asks again
             raise
         except (KeyboardInterrupt, asyncio.CancelledError):
-            _set_status(runner, info.id, "interrupted")
+            for run in (handle, *(h for h in runner.runs if h.finished)):
+                # the models this command had finished are not scored yet: the resume takes
+                # their runs up again (one run per model), with no call
+                _set_status(runner, run.id, "interrupted")
             raise RunInterrupted([handle], total_items) from None
         finally:
             handle.on_save = None
