@@ -23,6 +23,7 @@ from fieldcheck._cli._common import (
     parse_fail_under,
     pipeline_errors,
 )
+from fieldcheck._cli._record import NoStoreOpt
 from fieldcheck._util.errors import UsageProblem
 from fieldcheck._util.jsonio import dumps
 from fieldcheck._util.term import SafeConsole, safe_json_text, safe_text
@@ -120,9 +121,7 @@ def score_command(
         ),
     ] = None,
     out: Annotated[Path | None, out_option("Directory for the system's output files.")] = None,
-    no_store: Annotated[
-        bool, typer.Option("--no-store", metavar="", help="Do not record the run in the store.")
-    ] = False,
+    no_store: NoStoreOpt = False,
     as_json: JsonOpt = False,
     fail_under: Annotated[
         str | None,

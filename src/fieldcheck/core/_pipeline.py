@@ -8,7 +8,7 @@ one place."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -238,28 +238,25 @@ def score(
     found = get(system)
     database = None if isinstance(store, bool) else store
     events = events or Events()
-    opened = isinstance(out, RunFolder)
-    if not opened:
-        check_out(out if isinstance(out, Path | None) else None)
-    beside = out.destination if isinstance(out, RunFolder) else out or RUNS_DIR / "new"
+    if isinstance(out, RunFolder):
+        opened, beside = out, out.destination
+    else:
+        check_out(out)
+        opened, beside = None, out or RUNS_DIR / "new"
     given = {"store": store, "warn": events.warn, "note": events.note, **(extras or {})}
     with found.prepare(
         inputs, settings, beside=Path(beside), progress=events.progress, extras=given
     ) as read:
         settings = getattr(read, "settings", settings)  # with the saved configuration merged
         store = store and getattr(read, "store", True)  # False: the store could not be read
-        folder = (
-            out
-            if isinstance(out, RunFolder)
-            else open_folder(
-                out,
-                command=command,
-                inputs=inputs,
-                label=label,
-                models=models,
-                events=events,
-                system=found.name,
-            )
+        folder = opened or open_folder(
+            out,  # type: ignore[arg-type]  # not a RunFolder here
+            command=command,
+            inputs=inputs,
+            label=label,
+            models=models,
+            events=events,
+            system=found.name,
         )
         folder.note(settings=dict(settings))  # what ``runs import`` re-scores with
         recorder = None
@@ -275,7 +272,8 @@ def score(
                 warn=events.warn,
                 database=database,
             )
-        with writing(folder), _recording(recorder):
+        # an exception or Ctrl-C marks the stored run interrupted (its items so far stay)
+        with writing(folder), recorder if recorder is not None else nullcontext():
             scored = found.score(
                 read, folder, settings, recorder=recorder, progress=events.progress
             )
@@ -283,16 +281,6 @@ def score(
     if not folder.prefix:
         scored.files = {k: folder.placed(p) for k, p in scored.files.items()}
     return Outcome(found.name, scored, folder.destination, run_id)
-
-
-@contextmanager
-def _recording(recorder: RunRecorder | None) -> Iterator[None]:
-    """An exception or Ctrl-C marks the stored run ``interrupted`` (its items so far stay)."""
-    if recorder is None:
-        yield
-        return
-    with recorder:
-        yield
 
 
 def stored_line(run_id: str | None) -> str | None:
