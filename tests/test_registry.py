@@ -106,6 +106,7 @@ class LabelSystem:
         *,
         recorder: RunRecorder | None,
         progress: Any,
+        executor: Any = None,
     ) -> Scored:
         fold = str.casefold if settings.get("ignore_case") else str
         items = [{**i, "right": fold(i["gold"]) == fold(i["predicted"])} for i in read]

@@ -25,6 +25,7 @@ from fieldcheck.reports import (
 )
 
 if TYPE_CHECKING:
+    from fieldcheck._util.executor import Executor
     from fieldcheck.store import RunRecorder, Store
 
 Inputs = Sequence[tuple[str, Path]]
@@ -228,13 +229,15 @@ def score(
     into: Into | None = None,
     events: Events | None = None,
     extras: Mapping[str, Any] | None = None,
+    executor: Executor | None = None,
 ) -> Outcome:
     """Score ``inputs`` with ``system`` under ``settings`` (its stored settings, JSON) into the
     run folder ``out`` (a path, None for a new one, or a folder a model run opened) and the
     store, and return the outcome. ``extras``: what a model run already has for the system's
     ``prepare`` (matchers built once for every model, the input problems of its documents). Raises ``UsageProblem`` before anything is written,
     ``Interrupted`` on Ctrl-C, ``CannotWrite`` when an output cannot be written. ``store``: a
-    ``Store`` records there (the API's), True the default one, False none."""
+    ``Store`` records there (the API's), True the default one, False none. ``executor``: what
+    runs the system's chunk scoring (None: the system chooses)."""
     found = get(system)
     database = None if isinstance(store, bool) else store
     events = events or Events()
@@ -275,7 +278,12 @@ def score(
         # an exception or Ctrl-C marks the stored run interrupted (its items so far stay)
         with writing(folder), recorder if recorder is not None else nullcontext():
             scored = found.score(
-                read, folder, settings, recorder=recorder, progress=events.progress
+                read,
+                folder,
+                settings,
+                recorder=recorder,
+                progress=events.progress,
+                executor=executor,
             )
             run_id = finish_run(folder, recorder, scored, events)
     if not folder.prefix:

@@ -14,6 +14,7 @@ from fieldcheck.reports import RunFolder, Scored
 from fieldcheck.store import ItemColumns
 
 if TYPE_CHECKING:
+    from fieldcheck._util.executor import Executor
     from fieldcheck.store import RunRecorder
 
 Files = Sequence[tuple[str, str | Path]]
@@ -117,10 +118,12 @@ class System(Protocol):
         *,
         recorder: RunRecorder | None,
         progress: Progress | None,
+        executor: Executor | None = None,
     ) -> Scored:
         """Score what ``prepare`` read, write its output files into ``folder`` and its items
         to ``recorder`` (None: not stored); the metrics, intervals and signature the store
-        keeps come back in the ``Scored``."""
+        keeps come back in the ``Scored``. ``executor`` runs its chunk scoring (None: the
+        system's choice for the input's size)."""
         ...
 
 

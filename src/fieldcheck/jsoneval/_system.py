@@ -251,6 +251,7 @@ class JsonSystem:
         *,
         recorder: RunRecorder | None,
         progress: Callable[[str, int, int], None] | None,
+        executor: Any = None,
     ) -> Scored:
         """``json batch``: every record scored in chunks, records.jsonl, errors.jsonl,
         fields.csv, summary.json and the reports written as they go."""

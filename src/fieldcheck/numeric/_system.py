@@ -243,6 +243,7 @@ class NumericSystem:
         *,
         recorder: RunRecorder | None,
         progress: Any,
+        executor: Any = None,
     ) -> Scored:
         """Every output file of the spec into ``folder``, each turn to ``recorder``."""
         found = read.settings

@@ -334,6 +334,7 @@ class SlotsSystem:
         *,
         recorder: RunRecorder | None,
         progress: Progress | None,
+        executor: Any = None,
     ) -> Scored:
         """Score the buckets in order (``score_partition``), each session's items to
         ``recorder`` as scored, and write the spec's files into ``folder``."""
