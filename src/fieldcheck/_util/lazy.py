@@ -3,6 +3,7 @@ its private modules without loading them, so a process that needs one module loa
 
 from __future__ import annotations
 
+import ast
 import importlib
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -27,3 +28,24 @@ def lazy_names(
         return sorted({*namespace, *home})
 
     return __getattr__, __dir__
+
+
+def typed_lazy_names(
+    namespace: dict[str, Any],
+) -> tuple[Callable[[str], Any], Callable[[], list[str]], list[str]]:
+    """The ``__getattr__``, ``__dir__`` and ``__all__`` of a package whose public names are the
+    ``from fieldcheck.pkg._module import name as name`` lines of its ``if TYPE_CHECKING:`` block:
+    the one list type checkers and editors read is the one imported from at run time, so the
+    names are not written three times (imports, name-to-module table, ``__all__``)."""
+    package = namespace["__name__"]
+    source = namespace["__loader__"].get_source(package)
+    home: dict[str, str] = {}
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING":
+            for line in node.body:
+                if isinstance(line, ast.ImportFrom) and line.module:
+                    prefix = f"{package}."
+                    module = line.module.removeprefix(prefix)
+                    home.update({alias.asname or alias.name: module for alias in line.names})
+    getattr_, dir_ = lazy_names(package, home, namespace)
+    return getattr_, dir_, sorted(home)

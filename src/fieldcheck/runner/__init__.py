@@ -7,7 +7,7 @@ naming ``ERROR_TYPES``) does not load the store, Rich and the client with it.
 
 from typing import TYPE_CHECKING
 
-from fieldcheck._util.lazy import lazy_names
+from fieldcheck._util.lazy import typed_lazy_names
 
 if TYPE_CHECKING:  # the names as type checkers and editors see them
     from fieldcheck.runner._client import (
@@ -42,63 +42,4 @@ if TYPE_CHECKING:  # the names as type checkers and editors see them
         run_task,
     )
 
-_HOME = {
-    "API_KEY_ENV": "_models",
-    "MAX_REPLY_BYTES": "_client",
-    "CallResult": "_client",
-    "CallStats": "_client",
-    "ChatClient": "_client",
-    "ERROR_TYPES": "_errors",
-    "ErrorType": "_errors",
-    "Message": "_client",
-    "ModelSpec": "_models",
-    "RunAborted": "_run",
-    "RunHandle": "_run",
-    "RunInterrupted": "_run",
-    "RunSpec": "_run",
-    "Runner": "_client",
-    "RunnerSettings": "_client",
-    "estimate_line": "_run",
-    "estimate_tokens": "_client",
-    "interrupted_line": "_run",
-    "item_calls": "_run",
-    "load_model_specs": "_models",
-    "messages_tokens": "_client",
-    "redact_url": "_models",
-    "resume_command": "_run",
-    "retry_after_seconds": "_client",
-    "retry_wait": "_client",
-    "run_task": "_run",
-}
-
-
-__getattr__, __dir__ = lazy_names(__name__, _HOME, globals())
-
-__all__ = [
-    "API_KEY_ENV",
-    "ERROR_TYPES",
-    "MAX_REPLY_BYTES",
-    "CallResult",
-    "CallStats",
-    "ChatClient",
-    "ErrorType",
-    "Message",
-    "ModelSpec",
-    "RunAborted",
-    "RunHandle",
-    "RunInterrupted",
-    "RunSpec",
-    "Runner",
-    "RunnerSettings",
-    "estimate_line",
-    "estimate_tokens",
-    "interrupted_line",
-    "item_calls",
-    "load_model_specs",
-    "messages_tokens",
-    "redact_url",
-    "resume_command",
-    "retry_after_seconds",
-    "retry_wait",
-    "run_task",
-]
+__getattr__, __dir__, __all__ = typed_lazy_names(globals())
