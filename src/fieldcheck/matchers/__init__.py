@@ -4,36 +4,22 @@ Each takes paired ``predictions`` and ``references`` and returns a ``Similarity`
 pair (or an error); the caller compares it with a threshold.
 """
 
-from fieldcheck.matchers._base import Matcher, MatcherKind, Similarity
-from fieldcheck.matchers._cache import DiskCache, cache_key, default_cache_path
-from fieldcheck.matchers._exact import ExactMatcher, exact_similarity
-from fieldcheck.matchers._fuzzy import (
-    LONG_VALUE_CHARS,
-    FuzzyMatcher,
-    compared_linearly,
-    fuzzy_similarity,
-    long_value_similarity,
-)
-from fieldcheck.matchers._llm import PROMPTS, JudgeReplyError, LLMJudge, parse_judge_reply
-from fieldcheck.matchers._semantic import SemanticMatcher
+from typing import TYPE_CHECKING
 
-__all__ = [
-    "LONG_VALUE_CHARS",
-    "PROMPTS",
-    "DiskCache",
-    "ExactMatcher",
-    "FuzzyMatcher",
-    "JudgeReplyError",
-    "LLMJudge",
-    "Matcher",
-    "MatcherKind",
-    "SemanticMatcher",
-    "Similarity",
-    "cache_key",
-    "compared_linearly",
-    "default_cache_path",
-    "exact_similarity",
-    "fuzzy_similarity",
-    "long_value_similarity",
-    "parse_judge_reply",
-]
+from fieldcheck._util.lazy import typed_lazy_names
+
+if TYPE_CHECKING:  # the names as type checkers and editors see them
+    from fieldcheck.matchers._base import Matcher, MatcherKind, Similarity
+    from fieldcheck.matchers._cache import DiskCache, cache_key, default_cache_path
+    from fieldcheck.matchers._exact import ExactMatcher, exact_similarity
+    from fieldcheck.matchers._fuzzy import (
+        LONG_VALUE_CHARS,
+        FuzzyMatcher,
+        compared_linearly,
+        fuzzy_similarity,
+        long_value_similarity,
+    )
+    from fieldcheck.matchers._llm import PROMPTS, JudgeReplyError, LLMJudge, parse_judge_reply
+    from fieldcheck.matchers._semantic import SemanticMatcher
+
+__getattr__, __dir__, __all__ = typed_lazy_names(globals())

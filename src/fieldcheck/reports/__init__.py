@@ -1,68 +1,41 @@
 """Writing results: a run's folder (written beside its destination and renamed into place when
 complete), CSV files safe to open in a spreadsheet, JSON summaries, plots and reports."""
 
-from fieldcheck.reports._csv import neutralise_cell, write_csv
-from fieldcheck.reports._document import (
-    CSS,
-    LEGEND_OUTSIDE,
-    LINE_BREAKS,
-    Report,
-    Term,
-    esc,
-    figure,
-    html_table,
-    interrupts_deferred,
-    label,
-    md,
-    md_code,
-    md_table,
-    no_glyph_warnings,
-    save_figure,
-    write_report,
-)
-from fieldcheck.reports._folder import (
-    PARTIAL,
-    RUN_JSON,
-    RUNS_DIR,
-    FolderError,
-    RunFolder,
-    Scored,
-    check_destination,
-    default_destination,
-)
-from fieldcheck.reports._format import format_pvalue, format_seconds, format_seconds_joined
+from typing import TYPE_CHECKING
 
-OutputFolder = RunFolder  # the writers' name for it
+from fieldcheck._util.lazy import typed_lazy_names
 
-__all__ = [
-    "CSS",
-    "LEGEND_OUTSIDE",
-    "LINE_BREAKS",
-    "PARTIAL",
-    "RUNS_DIR",
-    "RUN_JSON",
-    "FolderError",
-    "OutputFolder",
-    "Report",
-    "RunFolder",
-    "Scored",
-    "Term",
-    "check_destination",
-    "default_destination",
-    "esc",
-    "figure",
-    "format_pvalue",
-    "format_seconds",
-    "format_seconds_joined",
-    "html_table",
-    "interrupts_deferred",
-    "label",
-    "md",
-    "md_code",
-    "md_table",
-    "neutralise_cell",
-    "no_glyph_warnings",
-    "save_figure",
-    "write_csv",
-    "write_report",
-]
+if TYPE_CHECKING:  # the names as type checkers and editors see them
+    from fieldcheck.reports._csv import neutralise_cell, write_csv
+    from fieldcheck.reports._document import (
+        CSS,
+        LEGEND_OUTSIDE,
+        LINE_BREAKS,
+        Report,
+        Term,
+        esc,
+        figure,
+        html_table,
+        interrupts_deferred,
+        label,
+        md,
+        md_code,
+        md_table,
+        no_glyph_warnings,
+        save_figure,
+        write_report,
+    )
+    from fieldcheck.reports._folder import (
+        PARTIAL,
+        RUN_JSON,
+        RUNS_DIR,
+        FolderError,
+        OutputFolder,
+        RunFolder,
+        Scored,
+        check_destination,
+        default_destination,
+    )
+    from fieldcheck.reports._format import format_pvalue, format_seconds, format_seconds_joined
+
+__getattr__, __dir__, __all__ = typed_lazy_names(globals())

@@ -400,3 +400,6 @@ class RunFolder:
         tmp = path.with_name(RUN_JSON + ".tmp")
         tmp.write_text(dumps(self._state.info, indent=True) + "\n", encoding="utf-8")
         os.replace(tmp, path)
+
+
+OutputFolder = RunFolder  # the writers' name for it

@@ -3,37 +3,27 @@ folders, comparison, export and re-scoring. The layer above the systems, reached
 registry (``core.Imports``, ``core.Rescores``); ``fieldcheck runs`` and the runs API are thin
 shells over it."""
 
-from fieldcheck.runs._compare import (
-    compare_runs,
-    format_cell,
-    format_count,
-    format_items,
-    format_latency,
-    format_number,
-)
-from fieldcheck.runs._export import (
-    ExportFormat,
-    export_columns,
-    iter_export,
-    iter_items,
-    write_parquet,
-)
-from fieldcheck.runs._folder import record_folder, system_of
-from fieldcheck.runs._rescore import rescore
+from typing import TYPE_CHECKING
 
-__all__ = [
-    "ExportFormat",
-    "compare_runs",
-    "export_columns",
-    "format_cell",
-    "format_count",
-    "format_items",
-    "format_latency",
-    "format_number",
-    "iter_export",
-    "iter_items",
-    "record_folder",
-    "rescore",
-    "system_of",
-    "write_parquet",
-]
+from fieldcheck._util.lazy import typed_lazy_names
+
+if TYPE_CHECKING:  # the names as type checkers and editors see them
+    from fieldcheck.runs._compare import (
+        compare_runs,
+        format_cell,
+        format_count,
+        format_items,
+        format_latency,
+        format_number,
+    )
+    from fieldcheck.runs._export import (
+        ExportFormat,
+        export_columns,
+        iter_export,
+        iter_items,
+        write_parquet,
+    )
+    from fieldcheck.runs._folder import record_folder, system_of
+    from fieldcheck.runs._rescore import rescore
+
+__getattr__, __dir__, __all__ = typed_lazy_names(globals())

@@ -1,22 +1,18 @@
 """``fieldcheck serve-model``: a local OpenAI-compatible server playing synthetic example models."""
 
-from fieldcheck.serve_model._app import (
-    EXAMPLES,
-    FINGERPRINT,
-    BackgroundServer,
-    create_app,
-    free_port,
-    parse_fail_rates,
-)
-from fieldcheck.serve_model._base import SYNTHETIC_MODELS, Responder
+from typing import TYPE_CHECKING
 
-__all__ = [
-    "EXAMPLES",
-    "FINGERPRINT",
-    "SYNTHETIC_MODELS",
-    "BackgroundServer",
-    "Responder",
-    "create_app",
-    "free_port",
-    "parse_fail_rates",
-]
+from fieldcheck._util.lazy import typed_lazy_names
+
+if TYPE_CHECKING:  # the names as type checkers and editors see them
+    from fieldcheck.serve_model._app import (
+        EXAMPLES,
+        FINGERPRINT,
+        BackgroundServer,
+        create_app,
+        free_port,
+        parse_fail_rates,
+    )
+    from fieldcheck.serve_model._base import SYNTHETIC_MODELS, Responder
+
+__getattr__, __dir__, __all__ = typed_lazy_names(globals())

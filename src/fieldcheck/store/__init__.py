@@ -8,32 +8,31 @@ SQLite by default, any SQLAlchemy URL through ``FIELDCHECK_DATABASE_URL``; schem
 store start fast.
 """
 
-from __future__ import annotations
+from typing import TYPE_CHECKING
 
-from typing import TYPE_CHECKING, Any
+from fieldcheck._util.lazy import typed_lazy_names
 
-from fieldcheck.store._items import (
-    MODEL_CHARS,
-    TAG_CHARS,
-    ItemColumns,
-    add_tag,
-    field_name,
-    plain_columns,
-)
-from fieldcheck.store._records import (
-    ARTIFACTS_ENV,
-    DATABASE_ENV,
-    RunInfo,
-    StoredItem,
-    artifacts_root,
-    database_url,
-    default_database_path,
-    describe_url,
-    sha256_file,
-)
-
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the names as type checkers and editors see them
+    from fieldcheck.store._items import (
+        MODEL_CHARS,
+        TAG_CHARS,
+        ItemColumns,
+        add_tag,
+        field_name,
+        plain_columns,
+    )
     from fieldcheck.store._recorder import RunRecorder
+    from fieldcheck.store._records import (
+        ARTIFACTS_ENV,
+        DATABASE_ENV,
+        RunInfo,
+        StoredItem,
+        artifacts_root,
+        database_url,
+        default_database_path,
+        describe_url,
+        sha256_file,
+    )
     from fieldcheck.store._store import (
         MIN_PREFIX,
         AmbiguousRunError,
@@ -42,43 +41,4 @@ if TYPE_CHECKING:
         Store,
     )
 
-
-def __getattr__(name: str) -> Any:
-    if name == "Store":
-        from fieldcheck.store._store import Store
-
-        return Store
-    if name in ("AmbiguousRunError", "ItemsMissing", "MIN_PREFIX", "RunHasChildren"):
-        from fieldcheck.store import _store
-
-        return getattr(_store, name)
-    if name == "RunRecorder":
-        from fieldcheck.store._recorder import RunRecorder
-
-        return RunRecorder
-    raise AttributeError(f"module 'fieldcheck.store' has no attribute {name!r}")
-
-
-__all__ = [
-    "ARTIFACTS_ENV",
-    "DATABASE_ENV",
-    "MIN_PREFIX",
-    "MODEL_CHARS",
-    "TAG_CHARS",
-    "AmbiguousRunError",
-    "ItemColumns",
-    "ItemsMissing",
-    "RunHasChildren",
-    "RunInfo",
-    "RunRecorder",
-    "Store",
-    "StoredItem",
-    "add_tag",
-    "artifacts_root",
-    "database_url",
-    "default_database_path",
-    "describe_url",
-    "field_name",
-    "plain_columns",
-    "sha256_file",
-]
+__getattr__, __dir__, __all__ = typed_lazy_names(globals())

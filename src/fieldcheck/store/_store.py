@@ -44,27 +44,13 @@ from fieldcheck._util.jsonio import dumps_bytes, loads
 from fieldcheck.store import _parquet
 from fieldcheck.store._records import (
     ARTIFACTS_ENV,
-    DATABASE_ENV,
     RunInfo,
     StoredItem,
     artifacts_root,
     database_url,
-    default_database_path,
     describe_url,
-    sha256_file,
 )
 from fieldcheck.store._schema import CacheRow, ConfigRow, ItemRow, JournalRow, RunRow, TagRow
-
-__all__ = [
-    "DATABASE_ENV",
-    "RunInfo",
-    "Store",
-    "StoredItem",
-    "database_url",
-    "default_database_path",
-    "describe_url",
-    "sha256_file",
-]
 
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 
