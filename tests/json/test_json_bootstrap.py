@@ -27,11 +27,20 @@ from fieldcheck.metrics._stats import (
     ExactSum,
     MeansBootstrap,
     bootstrap_means_ci,
-    poisson_weights,
     value_classes,
 )
 
 Walk = tuple[dict[str, Any], dict[str, Any], dict[str, str]]
+
+
+def poisson_weights(seed: int, block: int, resamples: int) -> np.ndarray:
+    """The oracle: the (resamples, BOOTSTRAP_BLOCK) Poisson(1) weights of block ``block``, one
+    per record, from a generator seeded by (seed, block)."""
+    rng = np.random.default_rng([seed, block])
+    draws = rng.integers(0, 1 << 16, size=(resamples, BOOTSTRAP_BLOCK), dtype=np.uint16)
+    return _POISSON.astype(float)[draws]
+
+
 GT = {"a": 1, "b": 2}
 # r1 all right; r2 b wrong; r3 b missing.
 # completeness 1, 1, 0.5; hallucination 0, 0, 0; accuracy 1, 0.5, 1 (r3 scores a only);

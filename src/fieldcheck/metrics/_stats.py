@@ -6,15 +6,11 @@ Pure functions, no I/O. Full precision; round only when printing.
 from __future__ import annotations
 
 import math
-import random
 from collections.abc import Callable, Mapping, Sequence
 from typing import NamedTuple, TypeVar
 
 import numpy as np
 from pydantic import BaseModel
-
-T = TypeVar("T")
-
 
 N = TypeVar("N", float, np.ndarray)
 """A count or a ratio, or a numpy array of them (one per bootstrap resample)."""
@@ -103,62 +99,6 @@ class Interval(BaseModel):
     level: float = 0.95
     resamples: int
     drawn: int | None = None
-
-
-def bootstrap_ci(
-    units: Sequence[T],
-    statistic: Callable[[Sequence[T]], float],
-    *,
-    resamples: int = 1000,
-    level: float = 0.95,
-    seed: int = 0,
-) -> Interval | None:
-    """Percentile bootstrap interval of ``statistic`` over ``units`` resampled with replacement.
-
-    ``units`` are per-example sufficient statistics (sessions, conversations), so a resample is
-    only a re-aggregation. Seeded: the same input and seed give the same interval. A resample
-    whose statistic is NaN is left out (``percentile_interval``). ``None`` for no units,
-    ``resamples < 1`` or no resample kept.
-    """
-    if not units or resamples < 1:
-        return None
-    rng = random.Random(seed)
-    n = len(units)
-    values = np.array(
-        [statistic([units[rng.randrange(n)] for _ in range(n)]) for _ in range(resamples)],
-        dtype=float,
-    )
-    return percentile_interval(values, statistic(units), level)
-
-
-def paired_bootstrap_pvalue(
-    units_a: Sequence[T],
-    units_b: Sequence[T],
-    statistic: Callable[[Sequence[T]], float],
-    *,
-    resamples: int = 1000,
-    seed: int = 0,
-) -> float | None:
-    """Two-sided paired bootstrap p-value that ``statistic`` differs between systems A and B.
-
-    ``units_a[i]`` and ``units_b[i]`` are the same example scored for A and B. Resampled deltas
-    are centred on the observed delta (Koehn 2004; sacrebleu's paired bootstrap); the p-value is
-    the share of centred deltas at least as extreme as the observed one, with +1 smoothing.
-    """
-    if len(units_a) != len(units_b):
-        raise ValueError("paired bootstrap needs the same examples for both systems")
-    if not units_a or resamples < 1:
-        return None
-    rng = random.Random(seed)
-    n = len(units_a)
-    observed = statistic(units_a) - statistic(units_b)
-    extreme = 0
-    for _ in range(resamples):
-        idx = [rng.randrange(n) for _ in range(n)]
-        delta = statistic([units_a[i] for i in idx]) - statistic([units_b[i] for i in idx])
-        if abs(delta - observed) >= abs(observed) - 1e-12:
-            extreme += 1
-    return (extreme + 1) / (resamples + 1)
 
 
 TotalsStatistic = Callable[[np.ndarray], np.ndarray]
@@ -274,7 +214,11 @@ def paired_bootstrap_totals_pvalue(
     resamples: int = 1000,
     seed: int = 0,
 ) -> float | None:
-    """``paired_bootstrap_pvalue`` for statistics of summed counts, vectorised (same test)."""
+    """Two-sided paired bootstrap p-value that ``statistic`` of summed counts differs between
+    systems A and B, vectorised. ``units_a[i]`` and ``units_b[i]`` are the same example scored
+    for A and B. Resampled deltas are centred on the observed delta (Koehn 2004; sacrebleu's
+    paired bootstrap); the p-value is the share of centred deltas at least as extreme as the
+    observed one, with +1 smoothing."""
     if len(units_a) != len(units_b):
         raise ValueError("paired bootstrap needs the same examples for both systems")
     if len(units_a) == 0 or resamples < 1:
@@ -335,15 +279,6 @@ def _poisson_table() -> np.ndarray:
 
 _POISSON = _poisson_table()
 _POISSON_FLOAT = _POISSON.astype(float)
-
-
-def poisson_weights(seed: int, block: int, resamples: int) -> np.ndarray:
-    """The (resamples, BOOTSTRAP_BLOCK) Poisson(1) bootstrap weights of block ``block`` (small
-    integers, as floats): column j is record ``block * BOOTSTRAP_BLOCK + j``, drawn from a
-    generator seeded by (seed, block). (Per record; ``class_weights`` is what the means use.)"""
-    rng = np.random.default_rng([seed, block])
-    draws = rng.integers(0, _U16, size=(resamples, BOOTSTRAP_BLOCK), dtype=np.uint16)
-    return _POISSON_FLOAT[draws]
 
 
 def value_classes(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
