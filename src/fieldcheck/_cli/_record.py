@@ -11,7 +11,7 @@ from rich.console import Console
 
 from fieldcheck._util.errors import exception_line
 from fieldcheck._util.term import safe_text
-from fieldcheck.store import DATABASE_ENV
+from fieldcheck.store import DATABASE_ENV, database_url
 
 NO_STORE_HELP = (
     f"Do not record this run in the store (${DATABASE_ENV} or the default SQLite file), and do "
@@ -27,8 +27,6 @@ _FAILED: set[str] = set()
 
 def store_failed() -> bool:
     """Whether this command already found the store unusable (and said so)."""
-    from fieldcheck.store import database_url
-
     return database_url() in _FAILED
 
 
@@ -40,8 +38,6 @@ def forget_store_warnings() -> None:
 def store_warning(errors: Console, text: str) -> None:
     """A store warning of the pipeline, on ``errors``: the store is not used again by this
     command (``store_failed``), so the warning is said once."""
-    from fieldcheck.store import database_url
-
     _FAILED.add(database_url())
     errors.print(safe_text(text), markup=False, highlight=False, soft_wrap=True)
 
@@ -67,8 +63,6 @@ def runner_store_failed(exc: BaseException) -> None:
 def _give_up_store(what: str) -> None:
     """``warning: WHAT; its files are complete`` on stderr, and the store is not used again
     by this command (``store_failed``)."""
-    from fieldcheck.store import database_url
-
     _FAILED.add(database_url())
     typer.echo(safe_text(f"warning: {what}; its files are complete"), err=True)
 

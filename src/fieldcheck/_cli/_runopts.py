@@ -15,7 +15,7 @@ import typer
 from pydantic import ValidationError
 from rich.console import Console
 
-from fieldcheck._cli._common import EXIT_USAGE, interrupt_reported
+from fieldcheck._cli._common import EXIT_INTERRUPTED, EXIT_USAGE, interrupt_reported
 from fieldcheck._cli._record import runner_store_failed, runner_store_unavailable, store_failed
 from fieldcheck._util.errors import InputError
 from fieldcheck._util.term import SafeConsole
@@ -33,7 +33,6 @@ from fieldcheck.runner import (
 from fieldcheck.store import DATABASE_ENV, Store, default_database_path, describe_url
 
 T = TypeVar("T")
-EXIT_INTERRUPTED = 130
 
 
 def _store_help() -> str:

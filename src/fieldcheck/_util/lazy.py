@@ -34,7 +34,7 @@ def typed_lazy_names(
     namespace: dict[str, Any],
 ) -> tuple[Callable[[str], Any], Callable[[], list[str]], list[str]]:
     """The ``__getattr__``, ``__dir__`` and ``__all__`` of a package whose public names are the
-    ``from fieldcheck.pkg._module import name as name`` lines of its ``if TYPE_CHECKING:`` block:
+    ``from fieldcheck.pkg._module import name`` lines of its ``if TYPE_CHECKING:`` block:
     the one list type checkers and editors read is the one imported from at run time, so the
     names are not written three times (imports, name-to-module table, ``__all__``)."""
     package = namespace["__name__"]
@@ -46,6 +46,6 @@ def typed_lazy_names(
                 if isinstance(line, ast.ImportFrom) and line.module:
                     prefix = f"{package}."
                     module = line.module.removeprefix(prefix)
-                    home.update({alias.asname or alias.name: module for alias in line.names})
+                    home.update({alias.name: module for alias in line.names})
     getattr_, dir_ = lazy_names(package, home, namespace)
     return getattr_, dir_, sorted(home)

@@ -4,7 +4,6 @@ chat request deterministically from the request and a seeded random generator.""
 from __future__ import annotations
 
 import random
-from pathlib import Path
 from typing import Protocol
 
 Message = dict[str, str]
@@ -20,10 +19,6 @@ class Responder(Protocol):
     def respond(self, messages: list[Message], model: str, rng: random.Random) -> str:
         """The reply text for ``messages`` as synthetic model ``model`` would give it."""
         ...
-
-
-class ResponderFactory(Protocol):
-    def __call__(self, responses_dir: Path) -> Responder: ...
 
 
 def system_text(messages: list[Message]) -> str:

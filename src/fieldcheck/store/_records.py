@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -98,30 +98,12 @@ class RunInfo:
 
     @classmethod
     def of(cls, row: RunRow) -> RunInfo:  # a RunRow of _schema
-        return cls(
-            id=row.id,
-            run_key=row.run_key,
-            system=row.system,
-            task=row.task,
-            dataset=row.dataset,
-            dataset_sha256=row.dataset_sha256,
-            model=row.model,
-            endpoint=row.endpoint,
-            settings=orjson.loads(row.settings),
-            signature=row.signature,
-            status=row.status,
-            started_at=row.started_at,
-            finished_at=row.finished_at,
-            n_items=row.n_items,
-            n_done=row.n_done,
-            n_errors=row.n_errors,
-            kind=row.kind or "run",
-            parent_id=row.parent_id,
-            out_dir=row.out_dir,
-            inputs=orjson.loads(row.inputs) if row.inputs else [],
-            metrics=orjson.loads(row.metrics) if row.metrics else None,
-            intervals=orjson.loads(row.intervals) if row.intervals else None,
-        )
+        values = {f.name: getattr(row, f.name) for f in fields(cls)}
+        for name in ("settings", "inputs", "metrics", "intervals"):  # JSON text
+            values[name] = orjson.loads(values[name]) if values[name] else None
+        values["inputs"] = values["inputs"] or []
+        values["kind"] = values["kind"] or "run"
+        return cls(**values)
 
     @property
     def scored(self) -> bool:

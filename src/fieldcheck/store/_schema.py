@@ -52,47 +52,39 @@ class RunRow(Base):
     intervals: Mapped[str | None] = mapped_column(Text, nullable=True)  # JSON
 
 
-class ItemRow(Base):
+class _ItemColumns:
+    """What a scored item and a journal item both keep: the item, its calls and its result."""
+
+    run_id: Mapped[str] = mapped_column(
+        String(32), ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True
+    )
+    item_key: Mapped[str] = mapped_column(Text, primary_key=True)
+    seq: Mapped[int] = mapped_column(Integer)
+    error_type: Mapped[str | None] = mapped_column(String(32), nullable=True)
+    calls: Mapped[int] = mapped_column(Integer, default=0)
+    cached_calls: Mapped[int] = mapped_column(Integer, default=0)
+    latency_s: Mapped[float] = mapped_column(Float, default=0.0)
+    result: Mapped[str] = mapped_column(Text)  # JSON
+    call_log: Mapped[str | None] = mapped_column(Text, nullable=True)  # JSON list, one per call
+    finished_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+
+
+class ItemRow(_ItemColumns, Base):
     """One scored item of a run (a slot session, a ConvFinQA turn, a JSON record): its verdicts
     and, in a run with model calls, its call (``result["call"]``)."""
 
     __tablename__ = "run_items"
 
-    run_id: Mapped[str] = mapped_column(
-        String(32), ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True
-    )
-    item_key: Mapped[str] = mapped_column(Text, primary_key=True)
-    seq: Mapped[int] = mapped_column(Integer)
-    error_type: Mapped[str | None] = mapped_column(String(32), nullable=True)
-    calls: Mapped[int] = mapped_column(Integer, default=0)
-    cached_calls: Mapped[int] = mapped_column(Integer, default=0)
-    latency_s: Mapped[float] = mapped_column(Float, default=0.0)
-    result: Mapped[str] = mapped_column(Text)  # JSON
-    call_log: Mapped[str | None] = mapped_column(Text, nullable=True)  # JSON list, one per call
-    finished_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     failed: Mapped[bool | None] = mapped_column(Boolean, nullable=True)
     model: Mapped[str | None] = mapped_column(String(255), nullable=True)
     turn: Mapped[int | None] = mapped_column(Integer, nullable=True)
 
 
-class JournalRow(Base):
+class JournalRow(_ItemColumns, Base):
     """The runner's journal: one item of a model run as its calls finished (what a resume
     reads back), committed at once."""
 
     __tablename__ = "run_journal"
-
-    run_id: Mapped[str] = mapped_column(
-        String(32), ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True
-    )
-    item_key: Mapped[str] = mapped_column(Text, primary_key=True)
-    seq: Mapped[int] = mapped_column(Integer)
-    error_type: Mapped[str | None] = mapped_column(String(32), nullable=True)
-    calls: Mapped[int] = mapped_column(Integer, default=0)
-    cached_calls: Mapped[int] = mapped_column(Integer, default=0)
-    latency_s: Mapped[float] = mapped_column(Float, default=0.0)
-    result: Mapped[str] = mapped_column(Text)  # JSON
-    call_log: Mapped[str | None] = mapped_column(Text, nullable=True)  # JSON list, one per call
-    finished_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
 
 
 class TagRow(Base):

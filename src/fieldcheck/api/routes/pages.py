@@ -219,36 +219,24 @@ def _numbers(form: dict[str, str], names: list[str]) -> dict[str, float]:
     return values
 
 
+_NUMBER_FIELDS: dict[Section, list[str]] = {
+    "thresholds": ["fuzzy_threshold", "semantic_threshold"],
+    "weights": list(RqsWeights.model_fields),
+}
+
+
 @router.post("/configuration/thresholds")
-async def save_thresholds(request: Request, ctx: Context) -> Response:
-    if (bad := await _bad_text(request)) is not None:
-        return _configuration(
-            ctx, request, status=400, error=bad.one_line(), error_section="thresholds"
-        )
-    form = {k: str(v) for k, v in (await request.form()).items()}
-    try:
-        data = _numbers(form, ["fuzzy_threshold", "semantic_threshold"])
-    except InputError as exc:
-        return _configuration(
-            ctx, request, status=400, error=exc.one_line(), error_section="thresholds"
-        )
-    return _save(ctx, request, "thresholds", data)
-
-
 @router.post("/configuration/weights")
-async def save_weights(request: Request, ctx: Context) -> Response:
+async def save_numbers(request: Request, ctx: Context) -> Response:
+    section = next(s for s in _NUMBER_FIELDS if request.url.path.endswith(s))  # its route's
     if (bad := await _bad_text(request)) is not None:
-        return _configuration(
-            ctx, request, status=400, error=bad.one_line(), error_section="weights"
-        )
+        return _configuration(ctx, request, status=400, error=bad.one_line(), error_section=section)
     form = {k: str(v) for k, v in (await request.form()).items()}
     try:
-        data = _numbers(form, list(RqsWeights.model_fields))
+        data = _numbers(form, _NUMBER_FIELDS[section])
     except InputError as exc:
-        return _configuration(
-            ctx, request, status=400, error=exc.one_line(), error_section="weights"
-        )
-    return _save(ctx, request, "weights", data)
+        return _configuration(ctx, request, status=400, error=exc.one_line(), error_section=section)
+    return _save(ctx, request, section, data)
 
 
 # test evaluation ----------------------------------------------------------------------------
