@@ -21,21 +21,15 @@ router = APIRouter(
     responses=error_responses(),
 )
 
-# section, URL part, download name, what the body is
-_SECTIONS: tuple[tuple[Section, str, str, str], ...] = (
+# section (its URL part), download name, what the body is
+_SECTIONS: tuple[tuple[Section, str, str], ...] = (
     (
-        "strategies",
         "strategies",
         "field_strategies.json",
         "field -> EXACT | FUZZY | SEMANTIC | IGNORE (values case-insensitive)",
     ),
-    (
-        "thresholds",
-        "thresholds",
-        "thresholds.json",
-        "{fuzzy_threshold, semantic_threshold}, each in [0, 1]",
-    ),
-    ("weights", "weights", "rqs_weights.json", "{accuracy, completeness, hallucination, safety}"),
+    ("thresholds", "thresholds.json", "{fuzzy_threshold, semantic_threshold}, each in [0, 1]"),
+    ("weights", "rqs_weights.json", "{accuracy, completeness, hallucination, safety}"),
 )
 
 
@@ -61,7 +55,7 @@ def read_upload(file: UploadFile) -> Any:
         raise ApiError.invalid(exc, field="file") from None
 
 
-def _add_section(section: Section, part: str, filename: str, shape: str) -> None:
+def _add_section(section: Section, filename: str, shape: str) -> None:
     def get_section(ctx: Context) -> dict[str, Any]:
         return ctx.saved.get(section)
 
@@ -82,23 +76,25 @@ def _add_section(section: Section, part: str, filename: str, shape: str) -> None
             headers={"content-disposition": f'attachment; filename="{filename}"'},
         )
 
-    router.add_api_route(f"/{part}", get_section, methods=["GET"], summary=f"The saved {section}")
     router.add_api_route(
-        f"/{part}",
+        f"/{section}", get_section, methods=["GET"], summary=f"The saved {section}"
+    )
+    router.add_api_route(
+        f"/{section}",
         put_section,
         methods=["PUT"],
         summary=f"Replace the saved {section}",
         responses=error_responses({422: INVALID}),
     )
     router.add_api_route(
-        f"/{part}/import",
+        f"/{section}/import",
         import_section,
         methods=["POST"],
         summary=f"Replace the saved {section} from a JSON file",
         responses=error_responses({422: INVALID}),
     )
     router.add_api_route(
-        f"/{part}/export",
+        f"/{section}/export",
         export_section,
         methods=["GET"],
         summary=f"The saved {section} as a JSON file",
