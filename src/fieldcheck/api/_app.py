@@ -36,14 +36,14 @@ def templates() -> Jinja2Templates:
     return found
 
 
-def create_app(settings: ApiSettings | None = None, *, store: Store | None = None) -> FastAPI:
+def create_app(settings: ApiSettings | None = None) -> FastAPI:
     """The app for ``settings`` (default: loopback, token from the environment). Raises
     ValueError when bound beyond loopback without a token. Later parts add routers with
     ``app.include_router`` and pages with a link in ``NAV``; both reach the shared context
     through ``fieldcheck.api._deps.Context``."""
     settings = settings or ApiSettings.from_env()
     check_binding(settings.host, settings.token)
-    store = store or Store(settings.database_url)
+    store = Store(settings.database_url)
     base_config = settings.matcher_config()
     app = FastAPI(
         title="fieldcheck",

@@ -6,7 +6,7 @@ batch), metrics.json (slots score), statistics.json + turns.csv (numeric score).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -53,7 +53,6 @@ def record_folder(
     *,
     inputs: Sequence[tuple[str, str | Path]] = (),
     model: str | None = None,
-    settings: Mapping[str, Any] | None = None,
 ) -> RunInfo:
     """Store the finished output folder ``out_dir`` as a scored run and return it.
 
@@ -79,7 +78,7 @@ def record_folder(
     if not isinstance(system, core.Imports):
         raise InputError(f"{name} runs cannot be imported", file=folder)
     model, inputs, stored, signature, write = system.import_folder(
-        folder, inputs, model=model, settings=settings or {}
+        folder, inputs, model=model, settings={}
     )
     with RunRecorder.open(
         store,

@@ -338,19 +338,16 @@ class RunRecorder:
         for items, errors in written:
             self.store.count_written(self.run.id, items, errors)
 
-    def flush(self, *, close: bool = False) -> None:
-        """Wait until every item added so far is in a closed part file; ``close``: stop the
-        pool, if any. Interrupted (Ctrl-C), the pool is left to ``abort``, which waits for
-        the tasks in flight (a second Ctrl-C kills them)."""
+    def flush(self) -> None:
+        """Wait until every item added so far is in a closed part file. Interrupted (Ctrl-C),
+        the pool is left to ``abort``, which waits for the tasks in flight (a second Ctrl-C
+        kills them)."""
         try:
             self._submit()
             self._counted(finish(self._executor))
         except Exception as error:
             self._close(kill=True)
             self._failed(error)
-        else:
-            if close:
-                self._close()
 
     def _publish(self) -> None:
         """The part files made the run's items (``Store.publish_items``'s work), by a task: in a
