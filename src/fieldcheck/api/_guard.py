@@ -5,21 +5,17 @@ posted from another origin)."""
 from __future__ import annotations
 
 import hmac
-from collections.abc import Awaitable, Callable, MutableMapping
-from typing import Any
+from collections.abc import Mapping
 from urllib.parse import urlsplit
 
-import orjson
 from fastapi import HTTPException
+from starlette.datastructures import Headers
+from starlette.requests import cookie_parser
+from starlette.responses import JSONResponse, RedirectResponse
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from fieldcheck.api._errors import error_body
 from fieldcheck.api._settings import ApiSettings, is_loopback
-
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 TOKEN_COOKIE = "fieldcheck_token"
 OPEN_PATHS = frozenset({"/login"})  # the page where a browser gives the token
@@ -37,43 +33,15 @@ def too_large(limit: int) -> str:
     return f"the request body is larger than {limit} bytes"
 
 
-async def _reply(send: Send, status: int, message: str, headers: list[tuple[bytes, bytes]]) -> None:
-    body = orjson.dumps(error_body(message))
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(body)).encode()),
-                *headers,
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": body})
-
-
-def _headers(scope: Scope) -> dict[str, str]:
-    return {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
-
-
-def _cookie(header: str, name: str) -> str | None:
-    for part in header.split(";"):
-        key, _, value = part.strip().partition("=")
-        if key == name:
-            return value
-    return None
-
-
-async def _redirect(send: Send, location: str) -> None:
-    await send(
-        {
-            "type": "http.response.start",
-            "status": 303,
-            "headers": [(b"location", location.encode()), (b"content-length", b"0")],
-        }
-    )
-    await send({"type": "http.response.body", "body": b""})
+async def _reply(
+    scope: Scope,
+    receive: Receive,
+    send: Send,
+    status: int,
+    message: str,
+    headers: Mapping[str, str] | None = None,
+) -> None:
+    await JSONResponse(error_body(message), status, headers)(scope, receive, send)
 
 
 class Guard:
@@ -84,12 +52,12 @@ class Guard:
         self.settings = settings
         self.loopback = is_loopback(settings.host)
 
-    def limit(self, headers: dict[str, str]) -> int:
+    def limit(self, headers: Mapping[str, str]) -> int:
         """Uploads (multipart forms) get the upload limit, every other body the JSON one."""
         multipart = headers.get("content-type", "").startswith("multipart/form-data")
         return self.settings.max_upload_bytes if multipart else self.settings.max_json_bytes
 
-    def authorized(self, headers: dict[str, str]) -> bool:
+    def authorized(self, headers: Mapping[str, str]) -> bool:
         token = self.settings.token
         if not token:
             return True
@@ -97,10 +65,10 @@ class Guard:
         scheme, _, value = given.partition(" ")
         if scheme.lower() == "bearer" and hmac.compare_digest(value.strip(), token):
             return True
-        cookie = _cookie(headers.get("cookie", ""), TOKEN_COOKIE)
+        cookie = cookie_parser(headers.get("cookie", "")).get(TOKEN_COOKIE)
         return cookie is not None and hmac.compare_digest(cookie, token)
 
-    def host_allowed(self, headers: dict[str, str]) -> bool:
+    def host_allowed(self, headers: Mapping[str, str]) -> bool:
         """On loopback only a loopback Host (a rebound DNS name pointing here is refused)."""
         if not self.loopback:
             return True
@@ -108,7 +76,7 @@ class Guard:
         return is_loopback(host) or host in self.settings.extra_hosts
 
     @staticmethod
-    def same_origin(method: str, headers: dict[str, str]) -> bool:
+    def same_origin(method: str, headers: Mapping[str, str]) -> bool:
         """A browser's unsafe request must come from this server's own pages."""
         origin = headers.get("origin")
         if method not in UNSAFE_METHODS or origin is None:
@@ -119,25 +87,33 @@ class Guard:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        headers = _headers(scope)
+        headers = Headers(scope=scope)
         if not self.host_allowed(headers):
-            await _reply(send, 400, "this server answers only on a loopback host name", [])
+            await _reply(
+                scope, receive, send, 400, "this server answers only on a loopback host name"
+            )
             return
         if scope["path"] not in OPEN_PATHS and not self.authorized(headers):
             if scope["method"] == "GET" and "text/html" in headers.get("accept", ""):
-                await _redirect(send, "/login")  # a browser: the page that asks for the token
+                # a browser: the page that asks for the token
+                await RedirectResponse("/login", 303)(scope, receive, send)
                 return
             await _reply(
-                send, 401, "a bearer token is required", [(b"www-authenticate", b"Bearer")]
+                scope,
+                receive,
+                send,
+                401,
+                "a bearer token is required",
+                {"www-authenticate": "Bearer"},
             )
             return
         if not self.same_origin(scope["method"], headers):
-            await _reply(send, 403, "requests from another origin are refused", [])
+            await _reply(scope, receive, send, 403, "requests from another origin are refused")
             return
         limit = self.limit(headers)
         length = headers.get("content-length")
         if length is not None and length.isdigit() and int(length) > limit:
-            await _reply(send, 413, too_large(limit), [])
+            await _reply(scope, receive, send, 413, too_large(limit))
             return
         received = 0
         started = False
@@ -161,4 +137,4 @@ class Guard:
             await self.app(scope, counted_receive, tracked_send)
         except BodyTooLarge:
             if not started:
-                await _reply(send, 413, too_large(limit), [])
+                await _reply(scope, receive, send, 413, too_large(limit))
