@@ -54,9 +54,6 @@ class DiskCache:
                 found.update((k, bytes(v)) for k, v in rows)
         return found
 
-    def get(self, namespace: str, key: str) -> bytes | None:
-        return self.get_many(namespace, [key]).get(key)
-
     def put_many(
         self, namespace: str, items: Mapping[str, bytes] | Iterable[tuple[str, bytes]]
     ) -> None:
@@ -69,17 +66,3 @@ class DiskCache:
                 [(namespace, k, v) for k, v in pairs],
             )
             self._conn.commit()
-
-    def put(self, namespace: str, key: str, value: bytes) -> None:
-        self.put_many(namespace, [(key, value)])
-
-    def count(self, namespace: str) -> int:
-        with self._lock:
-            row = self._conn.execute(
-                "SELECT COUNT(*) FROM entries WHERE namespace = ?", [namespace]
-            ).fetchone()
-        return int(row[0])
-
-    def close(self) -> None:
-        with self._lock:
-            self._conn.close()
