@@ -15,7 +15,6 @@ from slots_helpers import slot
 
 from fieldcheck._util.frames import HEADER
 from fieldcheck.runs import rescore
-from fieldcheck.runs._export import iter_items
 from fieldcheck.slots import (
     SYSTEM,
     ModelInput,
@@ -145,7 +144,7 @@ def test_stored_items_are_those_of_the_in_memory_run(
     with _record(Store(f"sqlite:///{tmp_path}/memory.db")) as memory:
         in_memory = score_models(gold, models, bootstrap=40, seed=2, recorder=memory)
         kept = memory.finish(metrics={})
-    expected = [i.result for i in iter_items(memory.store, kept.id)]
+    expected = [i.result for i in memory.store.iter_items(kept.id)]
     assert len(expected) == 2 * 12
 
     store = Store(f"sqlite:///{tmp_path}/s.db")
@@ -155,7 +154,7 @@ def test_stored_items_are_those_of_the_in_memory_run(
         run = _streamed(paths, k, recorder, tmp_path)
         metrics, intervals = slot_metrics(run)
         info = recorder.finish(metrics=metrics, intervals=intervals)
-    stored = list(iter_items(store, info.id))
+    stored = list(store.iter_items(info.id))
     results = [s.result for s in stored]
     if k == 1:  # one bucket: model by model, sessions in order, as in memory
         assert results == expected
@@ -260,7 +259,7 @@ def _stored_run(paths: dict[str, Path], folder: Path, *, second: bool) -> tuple[
         run = _parts(paths, 5, recorder, folder, second=second)
         metrics, intervals = slot_metrics(run)
         info = recorder.finish(metrics=metrics, intervals=intervals)
-    items = [(s.key, s.seq, s.failed, s.result) for s in iter_items(store, info.id)]
+    items = [(s.key, s.seq, s.failed, s.result) for s in store.iter_items(info.id)]
     return items, run.metrics_json(), store.count_items(info.id, tag="t1")
 
 

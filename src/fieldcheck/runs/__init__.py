@@ -20,7 +20,6 @@ if TYPE_CHECKING:  # the names as type checkers and editors see them
         ExportFormat,
         export_columns,
         iter_export,
-        iter_items,
         write_parquet,
     )
     from fieldcheck.runs._folder import record_folder, system_of

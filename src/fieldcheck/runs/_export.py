@@ -36,10 +36,6 @@ def _row(system: str, item: StoredItem) -> list[Any]:
     return [neutralise_cell(v) for v in (*values, item.result)]
 
 
-def iter_items(store: Store, run_id: str) -> Iterator[StoredItem]:
-    return store.iter_items(run_id)
-
-
 def write_parquet(store: Store, run_id: str, out: Path) -> None:
     """Run ``run_id``'s items to ``out`` as zstd Parquet: the CSV's columns, typed (a system
     column is null where an item has no such value), the item's JSON text as ``result``.
@@ -60,7 +56,7 @@ def iter_export(store: Store, run_id: str, fmt: ExportFormat) -> Iterator[bytes]
     if fmt == "jsonl":
         option = orjson.OPT_SORT_KEYS | orjson.OPT_APPEND_NEWLINE
         block: list[bytes] = []
-        for item in iter_items(store, run_id):
+        for item in store.iter_items(run_id):
             block.append(dumps_bytes(item.public_dict(), option))
             if len(block) >= PAGE:
                 yield b"".join(block)
@@ -71,7 +67,7 @@ def iter_export(store: Store, run_id: str, fmt: ExportFormat) -> Iterator[bytes]
     buffer = io.StringIO()
     writer = csv.writer(buffer)  # "\r\n" (RFC 4180): a cell with a lone "\r" is quoted too
     writer.writerow(export_columns(run.system))
-    for n, item in enumerate(iter_items(store, run_id), 1):
+    for n, item in enumerate(store.iter_items(run_id), 1):
         writer.writerow(_row(run.system, item))
         if n % PAGE == 0:
             yield buffer.getvalue().encode()

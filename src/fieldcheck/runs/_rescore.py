@@ -10,7 +10,6 @@ from typing import Any
 
 from fieldcheck import core
 from fieldcheck._util.errors import InputError
-from fieldcheck.runs._export import iter_items
 from fieldcheck.store import RunInfo, RunRecorder, Store
 
 
@@ -57,7 +56,7 @@ def rescore(
     calls: dict[str, Any] = {}
 
     def results() -> Iterator[Mapping[str, Any]]:
-        for item in iter_items(store, parent.id):
+        for item in store.iter_items(parent.id):
             if "call" in item.result:  # the child's items keep the parent's model calls
                 calls[item.key] = item.result["call"]
             yield item.result
