@@ -14,7 +14,7 @@ def safe_filename(name: str, *, max_len: int = 120) -> str:
     return cleaned[:max_len]
 
 
-def unique_filenames(names: Iterable[str], *, max_len: int = 120) -> dict[str, str]:
+def unique_filenames(names: Iterable[str]) -> dict[str, str]:
     """One file-safe name per name (``safe_filename``), distinct even on a case-insensitive
     file system: a clash gets ``-2``, ``-3``, ... The one rule for model folders and files in
     every system."""
@@ -24,7 +24,7 @@ def unique_filenames(names: Iterable[str], *, max_len: int = 120) -> dict[str, s
     for name in names:
         if name in out:
             continue
-        base = safe_filename(name, max_len=max_len)
+        base = safe_filename(name)
         stem, n = base, tried.get(base.lower(), 1)
         if n > 1 or stem.lower() in used:
             while (stem := f"{base}-{n + 1}").lower() in used:

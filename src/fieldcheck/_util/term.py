@@ -79,8 +79,8 @@ class SafeLogFilter(logging.Filter):
         return True
 
 
-def install_log_filter(name: str = "fieldcheck") -> None:
-    """Add ``SafeLogFilter`` to the ``name`` logger once."""
-    logger = logging.getLogger(name)
+def install_log_filter() -> None:
+    """Add ``SafeLogFilter`` to the ``fieldcheck`` logger once."""
+    logger = logging.getLogger("fieldcheck")
     if not any(isinstance(f, SafeLogFilter) for f in logger.filters):
         logger.addFilter(SafeLogFilter())

@@ -98,8 +98,8 @@ class Report:
     signature: str = ""
     _blocks: list[tuple[str, Any]] = field(default_factory=list)
 
-    def heading(self, text: str, level: int = 2) -> Report:
-        self._blocks.append(("heading", (level, text)))
+    def heading(self, text: str) -> Report:
+        self._blocks.append(("heading", text))
         return self
 
     def paragraph(self, text: str) -> Report:
@@ -135,8 +135,7 @@ class Report:
             parts += ["Signature: " + md_code(self.signature), ""]
         for kind, value in self._blocks:
             if kind == "heading":
-                level, text = value
-                parts += ["#" * level + " " + md(text), ""]
+                parts += ["## " + md(value), ""]
             elif kind == "paragraph":
                 parts += [md(value), ""]
             elif kind == "table":
@@ -165,8 +164,7 @@ class Report:
             body.append(f"<p>Signature: <code>{e(self.signature)}</code></p>")
         for kind, value in self._blocks:
             if kind == "heading":
-                level, text = value
-                body.append(f"<h{level}>{e(text)}</h{level}>")
+                body.append(f"<h2>{e(value)}</h2>")
             elif kind == "paragraph":
                 body.append(f"<p>{e(value)}</p>")
             elif kind == "table":
