@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fieldcheck._util.errors import InputError, UsageProblem
+from fieldcheck._util.executor import LocalPool
 from fieldcheck._util.iters import chunked
 from fieldcheck._util.jsonio import loads
 from fieldcheck._util.signature import Signature
@@ -104,6 +105,20 @@ class _Read:
     settings: dict[str, Any]
     store: bool = True
     extras: Mapping[str, Any] = field(default_factory=dict)
+
+
+POOL_BYTES = 1 << 62
+"""Batch files this large are scored in a pool process (``_executor``)."""
+
+
+def _executor(read: _Read) -> LocalPool | None:
+    """A pool of one process scoring the chunks while this one reads and writes, for a large
+    batch file; else None (in this process)."""
+    try:
+        size = read.path.stat().st_size if read.path.is_file() else 0
+    except OSError:
+        size = 0
+    return LocalPool(1, warm=(__name__,)) if size >= POOL_BYTES else None
 
 
 def _quiet(_: str) -> None:
@@ -253,11 +268,13 @@ class JsonSystem:
         progress: Callable[[str, int, int], None] | None,
         executor: Any = None,
     ) -> Scored:
-        """``json batch``: every record scored in chunks, records.jsonl, errors.jsonl,
-        fields.csv, summary.json and the reports written as they go."""
+        """``json batch``: every record scored in chunks (``score_chunk``, on ``executor``;
+        None: ``_executor`` chooses), records.jsonl, errors.jsonl, fields.csv, summary.json
+        and the reports written as they go."""
         from fieldcheck.jsoneval._io import stream_batch_outputs
 
         reader = read.reader
+        own = _executor(read) if executor is None else None
 
         def chunks() -> Iterator[Sequence[Item | Failed]]:
             for chunk in read.chunks:
@@ -265,18 +282,23 @@ class JsonSystem:
                 if reader.size and progress is not None:
                     progress("read %", reader.bytes_read * 100 // reader.size, 100)
 
-        batch = stream_batch_outputs(
-            folder,
-            chunks(),
-            read.config,
-            matchers=read.extras.get("matchers"),
-            prior_errors=read.extras.get("prior_errors", ()),
-            source=str(read.path),
-            progress=progress,
-            bootstrap=settings["bootstrap"],
-            seed=settings["seed"],
-            recorder=recorder,
-        )
+        try:
+            batch = stream_batch_outputs(
+                folder,
+                chunks(),
+                read.config,
+                matchers=read.extras.get("matchers"),
+                prior_errors=read.extras.get("prior_errors", ()),
+                source=str(read.path),
+                progress=progress,
+                bootstrap=settings["bootstrap"],
+                seed=settings["seed"],
+                recorder=recorder,
+                executor=executor or own,
+            )
+        finally:
+            if own is not None:
+                own.close()
         summary = batch.summary
         data = summary.to_json()
         metrics, intervals = _stored(data)
