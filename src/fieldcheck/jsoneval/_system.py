@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fieldcheck._util.errors import InputError, UsageProblem
-from fieldcheck._util.executor import LocalPool
 from fieldcheck._util.iters import chunked
 from fieldcheck._util.jsonio import loads
 from fieldcheck._util.signature import Signature
@@ -105,20 +104,6 @@ class _Read:
     settings: dict[str, Any]
     store: bool = True
     extras: Mapping[str, Any] = field(default_factory=dict)
-
-
-POOL_BYTES = 1 << 62
-"""Batch files this large are scored in a pool process (``_executor``)."""
-
-
-def _executor(read: _Read) -> LocalPool | None:
-    """A pool of one process scoring the chunks while this one reads and writes, for a large
-    batch file; else None (in this process)."""
-    try:
-        size = read.path.stat().st_size if read.path.is_file() else 0
-    except OSError:
-        size = 0
-    return LocalPool(1, warm=(__name__,)) if size >= POOL_BYTES else None
 
 
 def _quiet(_: str) -> None:
@@ -269,12 +254,12 @@ class JsonSystem:
         executor: Any = None,
     ) -> Scored:
         """``json batch``: every record scored in chunks (``score_chunk``, on ``executor``;
-        None: ``_executor`` chooses), records.jsonl, errors.jsonl, fields.csv, summary.json
-        and the reports written as they go."""
+        None: in this process, where a pool process was no faster on a busy 2-core machine),
+        records.jsonl, errors.jsonl, fields.csv, summary.json and the reports written as they
+        go."""
         from fieldcheck.jsoneval._io import stream_batch_outputs
 
         reader = read.reader
-        own = _executor(read) if executor is None else None
 
         def chunks() -> Iterator[Sequence[Item | Failed]]:
             for chunk in read.chunks:
@@ -282,23 +267,19 @@ class JsonSystem:
                 if reader.size and progress is not None:
                     progress("read %", reader.bytes_read * 100 // reader.size, 100)
 
-        try:
-            batch = stream_batch_outputs(
-                folder,
-                chunks(),
-                read.config,
-                matchers=read.extras.get("matchers"),
-                prior_errors=read.extras.get("prior_errors", ()),
-                source=str(read.path),
-                progress=progress,
-                bootstrap=settings["bootstrap"],
-                seed=settings["seed"],
-                recorder=recorder,
-                executor=executor or own,
-            )
-        finally:
-            if own is not None:
-                own.close()
+        batch = stream_batch_outputs(
+            folder,
+            chunks(),
+            read.config,
+            matchers=read.extras.get("matchers"),
+            prior_errors=read.extras.get("prior_errors", ()),
+            source=str(read.path),
+            progress=progress,
+            bootstrap=settings["bootstrap"],
+            seed=settings["seed"],
+            recorder=recorder,
+            executor=executor,
+        )
         summary = batch.summary
         data = summary.to_json()
         metrics, intervals = _stored(data)
