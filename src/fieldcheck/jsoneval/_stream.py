@@ -22,7 +22,7 @@ import time
 from collections import Counter, deque
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from functools import partial
+from functools import lru_cache, partial
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
@@ -921,26 +921,6 @@ def plain(record: RecordResult, index: int) -> Scored:
 # ------------------------------------------------------------------ reading a batch file
 
 
-class _PlainItems(list[Item | Failed]):
-    """The items of a chunk of plain lines (``BatchReader._plain_chunk``), pickled as those lines:
-    read again by orjson in the process that scores them, cheaper than pickling the values."""
-
-    def __init__(self, numbers: range, lines: list[bytes], values: list[dict[str, Any]]) -> None:
-        get, none, true = dict.get, itertools.repeat(None), itertools.repeat(True)
-        ids = map(get, values, itertools.repeat("id"))
-        gts = map(get, values, itertools.repeat("ground_truth"))
-        outputs = map(get, values, itertools.repeat("output"))
-        super().__init__(map(Item, numbers, ids, numbers, gts, outputs, none, true))
-        self.numbers, self.lines = numbers, lines
-
-    def __reduce__(self) -> tuple[Any, ...]:  # type: ignore[override]
-        return _plain_items, (self.numbers, self.lines)
-
-
-def _plain_items(numbers: range, lines: list[bytes]) -> _PlainItems:
-    return _PlainItems(numbers, lines, list(map(orjson.loads, lines)))
-
-
 def _validation_error(
     exc: ValidationError, *, file: Path, line: int, record: str | None
 ) -> InputError:
@@ -1169,7 +1149,9 @@ class BatchReader:
         seen.recent.update(zip(keys, zip(numbers, offsets, strict=False), strict=True))
         self.records += len(values)
         self.plain_chunks += 1
-        return _PlainItems(numbers, lines, values)
+        outputs = list(map(get, values, itertools.repeat("output")))
+        none, true = itertools.repeat(None), itertools.repeat(True)
+        return list(map(Item, numbers, ids, numbers, gts, outputs, none, true))
 
     def _chunk(self, raws: list[tuple[int, int, bytes]], seen: _SeenIds) -> list[Item | Failed]:
         p = self.path
@@ -1325,7 +1307,7 @@ class Job:
     in-memory results are wanted. Immutable. Pickled for another process without its matchers
     (the sentence-transformers model and a judge's client stay in this one: a chunk that needs
     them comes back to be scored here) and without ``progress``; each process builds its own
-    caches (the kernel's plans, the store's tag names), which no result depends on."""
+    caches (the kernel's plans), which no result depends on."""
 
     def __init__(
         self,
@@ -1340,7 +1322,6 @@ class Job:
         self.config, self.matchers, self.source = config, matchers, source
         self.store, self.keep, self.progress = store, keep, progress
         self._scorer: Scorer | None = None
-        self._names: dict[str, str] = {}
 
     def __reduce__(self) -> tuple[Any, ...]:
         return _job, (self.config, self.source, self.store, self.keep)
@@ -1353,23 +1334,18 @@ class Job:
             )
         return self._scorer
 
-    def tag(self, path: str) -> str:
-        """A field's tag in the store: its name as fields.csv writes it, cut to TAG_CHARS."""
-        name = self._names.get(path)
-        if name is None:
-            from fieldcheck.store import TAG_CHARS, field_name
-
-            name = field_name(path)[:TAG_CHARS]
-            if len(self._names) < _TAG_NAMES:
-                self._names[path] = name
-        return name
-
 
 def _job(config: EvalConfig, source: str | None, store: bool, keep: bool) -> Job:
     return Job(config, source=source, store=store, keep=keep)
 
 
-_TAG_NAMES = 65536  # distinct field paths whose tag name a job remembers
+@lru_cache(maxsize=65536)
+def _tag(path: str) -> str:
+    """A field's tag in the store: its name as fields.csv writes it, cut to TAG_CHARS."""
+    from fieldcheck.store import TAG_CHARS, field_name
+
+    return field_name(path)[:TAG_CHARS]
+
 
 StoreRow = tuple[str, bool | None, str | None, tuple[str, ...], bytes]
 """An item for the run store as plain data (key, failed, error type, the tags of the fields it
@@ -1410,7 +1386,7 @@ def score_chunk(job: Job, chunk: Sequence[Item | Failed]) -> tuple[ChunkRows, Ag
     errors = [f.error for f in failures]
     digest = Aggregate.of_chunk(scored, errors, counts, seen)
     lines = record_lines(scored)
-    store = _store_rows(job, scored, lines, items, errors) if job.store else []
+    store = _store_rows(scored, lines, items, errors) if job.store else []
     keep = job.keep
     rows = ChunkRows(
         b"".join(lines),
@@ -1423,7 +1399,6 @@ def score_chunk(job: Job, chunk: Sequence[Item | Failed]) -> tuple[ChunkRows, Ag
 
 
 def _store_rows(
-    job: Job,
     scored: Sequence[Scored],
     lines: Sequence[bytes],
     items: Sequence[Item],
@@ -1444,7 +1419,7 @@ def _store_rows(
         outcome = (id(r.fields), id(r.buckets), r.kind)
         found = shared.get(outcome)
         if found is None:
-            tags = tuple(dict.fromkeys(map(job.tag, map(str, r.failed_on()))))
+            tags = tuple(dict.fromkeys(map(_tag, map(str, r.failed_on()))))
             found = shared[outcome] = (r.failed, tags)
         item = items[n] if by_index is None else by_index[r.index]
         gt, output = item.ground_truth, item.output
