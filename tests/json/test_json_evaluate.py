@@ -430,9 +430,9 @@ def test_batch_progress_reports_every_phase_to_its_total(table_matchers: dict[st
     evaluate_batch(
         records, EvalConfig(), matchers=table_matchers, progress=lambda *c: calls.append(c)
     )
-    # once per chunk, never per record (issue 10): prepare the chunk, send the 2 distinct pairs
-    # (one starting call, one piece), score the chunk
-    assert calls == [("prepare", 3, 3), ("match", 0, 2), ("match", 2, 2), ("score", 3, 3)]
+    # once per chunk, never per record (issue 10): send the 2 distinct pairs (one starting
+    # call, one piece), then the chunk scored
+    assert calls == [("match", 0, 2), ("match", 2, 2), ("score", 3, 3)]
     calls.clear()
     evaluate_batch(
         records,
@@ -442,6 +442,6 @@ def test_batch_progress_reports_every_phase_to_its_total(table_matchers: dict[st
         chunk_size=2,
     )
     assert calls == [
-        ("prepare", 2, 3), ("match", 0, 2), ("match", 2, 2), ("score", 2, 3),
-        ("prepare", 3, 3), ("score", 3, 3),  # "Engineer" is its GT: no matcher call
+        ("match", 0, 2), ("match", 2, 2), ("score", 2, 3),
+        ("score", 3, 3),  # "Engineer" is its GT: no matcher call
     ]  # fmt: skip

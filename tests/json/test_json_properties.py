@@ -234,7 +234,7 @@ def test_a_chunk_through_the_exact_ignore_kernel_agrees_with_the_literal_referen
     cfg = EvalConfig(strategies=field_strategies)
     scorer = Scorer(cfg, MATCHERS, make_signature(cfg, MATCHERS))
     items = [Item(i, i, i, gt, aio, s, True) for i, (gt, aio, s) in enumerate(records)]
-    scored, failed, _ = scorer.score(items)
+    scored, failed, _, _ = scorer.score(items)
     assert failed == [] and [r.index for r in scored] == list(range(len(records)))
     for r, (gt, aio, s) in zip(scored, records, strict=True):
         safety = 1.0 if s is None else s

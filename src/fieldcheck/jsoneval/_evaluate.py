@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from fieldcheck._util.errors import InputError
+from fieldcheck._util.iters import chunked
 from fieldcheck._util.signature import Signature
 from fieldcheck.jsoneval._config import EvalConfig
 from fieldcheck.jsoneval._models import (
@@ -25,13 +26,13 @@ from fieldcheck.jsoneval._models import (
 from fieldcheck.jsoneval._stream import (
     Failed,
     Item,
+    Job,
     MatcherError,
     Matchers,
     Progress,
     Scored,
     Scorer,
     coerce_output,
-    in_chunks,
     record_items,
     run_stream,
 )
@@ -148,28 +149,29 @@ def evaluate_batch(
     matchers = matchers if matchers is not None else build_matchers(config)
     signature = make_signature(config, matchers)
     items = list(record_items(records))
-    scorer = Scorer(config, matchers, signature, source=source, progress=progress)
+    job = Job(
+        config, matchers, source=source, store=recorder is not None, keep=True, progress=progress
+    )
     kept: list[Scored] = []
     kept_errors: list[RecordError] = []
     prior: list[Item | Failed] = [Failed(-1, e) for e in errors]
-    chunks = [prior, *list(in_chunks(items, chunk_size or max(1, len(items))))]
-    scorer.total = len(items)
-    stream = run_stream(
+    chunks: list[Sequence[Item | Failed]] = [prior]
+    chunks += chunked(items, chunk_size or max(1, len(items)))
+    digest = run_stream(
         chunks,
-        scorer,
-        records_out=None,
-        errors_out=None,
+        job,
         bootstrap=bootstrap,
         seed=seed,
-        summary_signature=make_signature(config, matchers, bootstrap=bootstrap, seed=seed),
         keep=kept,
         kept_errors=kept_errors,
         recorder=recorder,
+        total=len(items) + len(prior),
     )
     if items:
-        warn_unused_strategies(config, stream.unused_strategies)
+        warn_unused_strategies(config, digest.unused(config))
     results = [RecordResult(id=r.id, line=r.line, result=r.result(signature)) for r in kept]
-    return BatchResult(results=results, errors=kept_errors, summary=stream.summary)
+    summary = digest.summary(make_signature(config, matchers, bootstrap=bootstrap, seed=seed))
+    return BatchResult(results=results, errors=kept_errors, summary=summary)
 
 
 def evaluate(
@@ -198,11 +200,11 @@ def evaluate(
     )
     signature = make_signature(config, matchers)
     scorer = Scorer(config, matchers, signature)
-    scored, failed, _ = scorer.score(list(record_items([record])))  # one chunk of one record
+    scored, failed, _, seen = scorer.score(list(record_items([record])))  # a chunk of one
     problem = failed[0].problem if failed else None
     if isinstance(problem, InputError):  # the same error without the placeholder record id
         raise InputError(problem.reason, field=problem.field) from None
-    warn_unused_strategies(config, sorted(scorer.unseen))  # the same warning as a batch
+    warn_unused_strategies(config, sorted(set(config.strategies) - seen))  # as a batch does
     if problem is not None:
         raise problem
     return scored[0].result(signature)

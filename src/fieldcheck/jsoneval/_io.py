@@ -28,14 +28,15 @@ from fieldcheck.jsoneval._stream import (
     BatchReader,
     Failed,
     Item,
+    Job,
     Matchers,
     Progress,
-    Scorer,
     run_stream,
 )
 from fieldcheck.reports import OutputFolder, write_csv
 
 if TYPE_CHECKING:
+    from fieldcheck._util.executor import Executor
     from fieldcheck.store import RunRecorder
 
 logger = logging.getLogger("fieldcheck")
@@ -176,13 +177,15 @@ def stream_batch_outputs(
     bootstrap: int = 1000,
     seed: int = 0,
     recorder: RunRecorder | None = None,
+    executor: Executor | None = None,
 ) -> StreamedBatch:
     """Score ``chunks`` (from ``BatchReader(path).chunks()``) and write every output file of
     ``json batch`` into ``out_dir`` with memory independent of the number of records: result and
     error lines appended as each chunk is scored (under temporary names, renamed at the end),
     the rest from the running aggregates. ``prior_errors`` (e.g. the documents file's) come
     first. ``recorder`` (the run store, issue 11) gets each chunk's records and errors as they
-    are scored; the caller opens and finishes it. Raises ValueError when ``bootstrap`` or ``seed`` is negative, OSError when a file
+    are scored; the caller opens and finishes it. ``executor`` scores the chunks (default: in
+    this process). Raises ValueError when ``bootstrap`` or ``seed`` is negative, OSError when a file
     cannot be written."""
     if bootstrap < 0 or seed < 0:
         raise ValueError(f"bootstrap and seed must be >= 0 (got {bootstrap}, {seed})")
@@ -191,9 +194,8 @@ def stream_batch_outputs(
         "records.jsonl", "errors.jsonl", "fields.csv", "report.md", "report.html", "summary.json"
     )
     matchers = matchers if matchers is not None else build_matchers(config)
-    signature = make_signature(config, matchers)
     summary_signature: Signature = make_signature(config, matchers, bootstrap=bootstrap, seed=seed)
-    scorer = Scorer(config, matchers, signature, source=source, progress=progress)
+    job = Job(config, matchers, source=source, store=recorder is not None, progress=progress)
     prior: list[Item | Failed] = [Failed(-1, e) for e in prior_errors]
     with (
         out.atomic("records.jsonl") as records_tmp,
@@ -201,20 +203,21 @@ def stream_batch_outputs(
         records_tmp.open("wb") as records_out,
         errors_tmp.open("wb") as errors_out,
     ):
-        stream = run_stream(
+        digest = run_stream(
             itertools.chain([prior], chunks),
-            scorer,
+            job,
+            executor=executor,
             records_out=records_out,
             errors_out=errors_out,
             bootstrap=bootstrap,
             seed=seed,
-            summary_signature=summary_signature,
             recorder=recorder,
         )
-    warn_unused_strategies(config, stream.unused_strategies if stream.summary.records else [])
+    summary = digest.summary(summary_signature)
+    warn_unused_strategies(config, digest.unused(config) if summary.records else [])
     paths = {"records": out / "records.jsonl", "errors": out / "errors.jsonl"}
-    paths |= _finish(out, ReportData.of(stream.summary, stream.aggregate))
-    return StreamedBatch(stream.summary, _ordered(paths))
+    paths |= _finish(out, ReportData.of(summary, digest))
+    return StreamedBatch(summary, _ordered(paths))
 
 
 __all__ = [

@@ -19,9 +19,10 @@ import math
 import operator
 import re
 import time
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import lru_cache, partial
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
@@ -37,7 +38,7 @@ from fieldcheck._util.errors import (
     InputError,
     input_error_of,
 )
-from fieldcheck._util.iters import chunked
+from fieldcheck._util.executor import Executor, InProcess, run_map
 from fieldcheck._util.jsonio import (
     _BOM,
     BLANK,
@@ -117,6 +118,11 @@ class Item:
     def key(self) -> str:
         return str(self.id)
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # a plain tuple: pickling a slots dataclass goes through Python per object
+        fields = (self.index, self.id, self.line, self.ground_truth, self.output)
+        return Item, (*fields, self.safety_score, self.checked)
+
 
 @dataclass(slots=True)
 class Failed:
@@ -125,8 +131,11 @@ class Failed:
     index: int
     error: RecordError
     # the error itself: the reader's (``read_batch`` returns it) or the scorer's (``evaluate``
-    # raises it)
+    # raises it); not sent to another process (``score_chunk`` reads only ``error``)
     problem: InputError | MatcherError | None = None
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return Failed, (self.index, self.error)
 
 
 @dataclass(slots=True)
@@ -230,6 +239,7 @@ class _Plan:
 
     keys: tuple[str, ...]
     configured: tuple[Strategy | None, ...]
+    seen: frozenset[str]  # the strategy config's keys these keys use (``Scorer.seen``)
     # the codes of a record whose output is its ground truth with no null value (every key
     # EXACT or IGNORE), or None
     identical: tuple[int, ...] | None = None
@@ -246,6 +256,7 @@ class _Prep:
     pending: dict[str, tuple[Strategy, str, str]]
     safety: float
     findings: list[SafetyFinding]
+    seen: frozenset[str]
 
 
 def record_items(records: Iterable[BatchRecord], *, start: int = 0) -> Iterator[Item]:
@@ -326,7 +337,7 @@ class Scorer:
         self,
         config: EvalConfig,
         matchers: Matchers,
-        signature: Signature,
+        signature: Signature | None = None,
         *,
         source: str | None = None,
         progress: Progress | None = None,
@@ -334,20 +345,22 @@ class Scorer:
         self.config, self.matchers, self.signature = config, matchers, signature
         self.source, self.progress = source, progress
         self._strategies = config.strategies
-        self.unseen = set(config.strategies)  # strategy keys no ground truth has had yet
-        self.total = 0  # records to score, when known (progress); 0: unknown
-        self.prepared = self.scored = 0
         self.identical = 0  # records ``columnar`` scored from their key sequence alone
         # the EXACT/IGNORE kernel serves records read from a file (depth checked), object outputs
         self._kernel = not config.flatten and config.safety_check == "off"
+        # caches only (a result never depends on them): the kernel's plans, by key sequences
         self._plans: dict[tuple[tuple[str, ...], tuple[str, ...]], _Plan] = {}
+        self._used: dict[int, _Plan] = {}  # the plans of the chunk being scored
 
-    def _seen(self, keys: Iterable[str]) -> None:
-        """Strike the ground truth's keys (and their ``[*]`` forms) off the unused strategies."""
-        for key in keys:
-            self.unseen.discard(key)
-            if "[" in key:
-                self.unseen.discard(wildcard_path(key))
+    def _seen(self, keys: Iterable[str]) -> frozenset[str]:
+        """The strategy config's keys that these ground-truth keys (or their ``[*]`` forms)
+        name: a strategy no record's ground truth names is reported as unused."""
+        strategies = self._strategies
+        if not strategies:
+            return frozenset()
+        found = {k for k in keys if k in strategies}
+        found.update(w for k in keys if "[" in k and (w := wildcard_path(k)) in strategies)
+        return frozenset(found)
 
     def _plan(self, gt: dict[str, Any], aio: dict[str, Any]) -> _Plan:
         keys = tuple(sorted(gt))
@@ -355,12 +368,10 @@ class Scorer:
         configured = tuple(
             metrics.configured_strategy(k, strategies) if strategies else None for k in keys
         )
-        if self.unseen:
-            self._seen(keys)
         identical = None
         if all(k in gt for k in aio) and all(c in ("EXACT", "IGNORE") for c in configured):
             identical = tuple(3 if c == "EXACT" else 5 for c in configured)
-        return _Plan(keys, configured, identical)
+        return _Plan(keys, configured, self._seen(keys), identical)
 
     def fast(self, item: Item) -> Scored | None:
         """The result of a record whose compared fields are all EXACT or IGNORE: its per-key
@@ -377,6 +388,7 @@ class Scorer:
             plan = self._plan(gt, aio)
             if len(self._plans) < _MAX_PLANS:
                 self._plans[shape] = plan
+        self._used[id(plan)] = plan
         codes: list[int] = []
         add = codes.append
         is_null, exact_match = metrics.is_null, metrics.exact_match
@@ -444,6 +456,7 @@ class Scorer:
                 plan = self._plan(gts[i], aios[i])
                 if len(plans) < _MAX_PLANS:
                     plans[(keys, keys)] = plan
+            self._used[id(plan)] = plan
             codes = plan.identical
             if codes is None:
                 continue
@@ -478,8 +491,7 @@ class Scorer:
         aio: dict[str, Any] = obj if obj is not None else {}
         if self.config.flatten:
             aio, gt = metrics.flatten_pair(aio, gt)
-        if self.unseen:
-            self._seen(gt)
+        seen = self._seen(gt)
         buckets = metrics.classify_keys(aio, gt)
         fields: dict[str, tuple[Strategy, float | None, float | None]] = {}
         pending: dict[str, tuple[Strategy, str, str]] = {}
@@ -498,7 +510,7 @@ class Scorer:
                     fields[k] = (strategy, 1.0, 1.0)
                 else:
                     pending[k] = (strategy, out_text, gt_text)
-        return _Prep(item, kind, flags, buckets, fields, pending, safety, findings)
+        return _Prep(item, kind, flags, buckets, fields, pending, safety, findings, seen)
 
     def match(
         self, prepared: Sequence[_Prep]
@@ -524,7 +536,9 @@ class Scorer:
         for family, pairs in distinct.items():
             # a semantic encoder gets the whole chunk in one call (each distinct string encoded
             # once); judges and fuzzy go in smaller pieces so the progress bar moves
-            matcher = self.matchers[family]
+            matcher = self.matchers.get(family)
+            if matcher is None:
+                raise _Unmatched(family)
             size = max(1, len(pairs) if isinstance(matcher, SemanticMatcher) else MATCH_CHUNK)
             for start in range(0, len(pairs), size):
                 piece = pairs[start : start + size]
@@ -592,25 +606,26 @@ class Scorer:
         located = InputError(reason, file=self.source, line=item.line, record=item.key, field=field)
         return Failed(item.index, RecordError.model_validate(located.to_dict()), exc)
 
-    def score(self, items: Sequence[Item]) -> tuple[list[Scored], list[Failed], dict[str, int]]:
-        """Score a chunk: its scored records and its failures, each in batch order, and the
-        distinct pairs sent to each matcher."""
+    def score(
+        self, items: Sequence[Item]
+    ) -> tuple[list[Scored], list[Failed], dict[str, int], frozenset[str]]:
+        """Score a chunk: its scored records and its failures, each in batch order, the
+        distinct pairs sent to each matcher, and the strategy config's keys its ground truths
+        name (``_seen``)."""
         prepared: list[_Prep] = []
         done: list[Scored | _Prep] = []
         failed: list[Failed] = []
         fast: list[Scored | None] = []
+        self._used = {}
         if self._kernel:
             eligible = [it.checked and it.output.__class__ is dict for it in items]
             if all(eligible):
                 fast = self.columnar(items)
-                if all(fast):  # every record scored by the kernel
-                    self.prepared += len(items)
-                    if self.progress and items:
-                        self.progress("prepare", self.prepared, self.total)
-                    return fast, [], self.match([])[1]  # type: ignore[return-value]
             else:
                 kernel = iter(self.columnar(list(itertools.compress(items, eligible))))
                 fast = [next(kernel) if e else None for e in eligible]
+            if fast and all(fast):  # every record scored by the kernel
+                return fast, [], self.match([])[1], self._plans_seen()  # type: ignore[return-value]
         for item, result in itertools.zip_longest(items, fast):
             if result is not None:
                 done.append(result)
@@ -622,9 +637,6 @@ class Scorer:
                 continue
             prepared.append(prep)
             done.append(prep)
-        self.prepared += len(items)
-        if self.progress and items:
-            self.progress("prepare", self.prepared, self.total)
         found, counts = self.match(prepared)
         scored: list[Scored] = []
         for x in done:
@@ -635,11 +647,12 @@ class Scorer:
                 scored.append(self.assemble(x, found))
             except MatcherError as exc:
                 failed.append(self._failure(x.item, exc))
-        self.scored += len(prepared)
-        if self.progress and prepared:
-            self.progress("score", self.scored, self.total)
         failed.sort(key=lambda f: f.index)
-        return scored, failed, counts
+        seen = self._plans_seen().union(*(p.seen for p in prepared))
+        return scored, failed, counts, seen
+
+    def _plans_seen(self) -> frozenset[str]:
+        return frozenset().union(*(p.seen for p in self._used.values()))
 
 
 # ------------------------------------------------------------------ running aggregates
@@ -675,12 +688,20 @@ def _by_identity(objects: Sequence[Any]) -> tuple[list[int], np.ndarray, np.ndar
 
 
 class Aggregate:
-    """Everything the summary and the report need, folded chunk by chunk in batch order: exact
-    sums and the Poisson bootstrap of each score, per-field tallies, counts, the worst records
-    (a heap of WORST_RECORDS) and fixed-bin histograms of the scores."""
+    """The digest of consecutive records (chunks.md): everything the summary and the report
+    need. Exact sums and the Poisson bootstrap of each score, per-field tallies, counts, the
+    first KEPT_ERRORS messages, the worst records (a heap of WORST_RECORDS), fixed-bin
+    histograms of the scores and the strategy config's keys the ground truths named.
 
-    def __init__(self, *, bootstrap: int = 1000, seed: int = 0) -> None:
-        self.means = MeansBootstrap(SCORES, resamples=bootstrap, seed=seed)
+    ``merge`` appends the digest of the records right after these: associative, with
+    ``Aggregate(bootstrap=, seed=)`` (a batch's start, no record yet) its identity on the left.
+    A batch's start folds the bootstrap block by block as records come (weights of (seed, block
+    index), so memory stays flat); a chunk's digest (``of_chunk``) keeps its score rows until
+    merged into it."""
+
+    def __init__(self, *, bootstrap: int = 1000, seed: int = 0, start: bool = True) -> None:
+        self.means = MeansBootstrap(SCORES, resamples=bootstrap, seed=seed) if start else None
+        self.rows: list[np.ndarray] = []  # a chunk's score rows (``means`` is None)
         self.scored = 0
         self.failed = 0
         self.not_scored = 0
@@ -694,12 +715,64 @@ class Aggregate:
         self.field_scores: Counter[tuple[str, str, float | None]] = Counter()
         self._worst: list[tuple[float, int, Scored]] = []  # max-heap of (-rqs, -index)
         self.histograms = {s: np.zeros(HISTOGRAM_BINS, dtype=np.int64) for s in HISTOGRAMS}
+        self.seen: set[str] = set()
 
-    def add_failures(self, failed: Iterable[RecordError]) -> None:
-        for e in failed:
-            self.not_scored += 1
-            if len(self.errors) < KEPT_ERRORS:
-                self.errors.append(e.message)
+    @classmethod
+    def of_chunk(
+        cls,
+        scored: Sequence[Scored],
+        errors: Iterable[RecordError] = (),
+        pair_counts: Mapping[str, int] | None = None,
+        seen: Iterable[str] = (),
+    ) -> Aggregate:
+        """The digest of a chunk: its scored records, then its errors, in batch order."""
+        digest = cls(start=False)
+        for e in errors:
+            digest.not_scored += 1
+            if len(digest.errors) < KEPT_ERRORS:
+                digest.errors.append(e.message)
+        digest.add(scored, pair_counts)
+        digest.seen.update(seen)
+        return digest
+
+    def merge(self, other: Aggregate) -> Aggregate:
+        """Fold in ``other``, the digest of the records right after these (in place)."""
+        if other.means is not None:
+            raise ValueError("a batch's start merges only into nothing")
+        if self.means is not None:
+            for rows in other.rows:
+                self.means.add(rows)
+        else:
+            self.rows += other.rows
+        self.scored += other.scored
+        self.failed += other.failed
+        self.not_scored += other.not_scored
+        self.errors = (self.errors + other.errors)[:KEPT_ERRORS]
+        self.not_an_object += other.not_an_object
+        self.safety_flagged += other.safety_flagged
+        for family, n in other.matcher_pairs.items():
+            self.matcher_pairs[family] = self.matcher_pairs.get(family, 0) + n
+        self.expected.update(other.expected)
+        self.missing.update(other.missing)
+        self.hallucinated.update(other.hallucinated)
+        self.field_scores.update(other.field_scores)
+        for entry in other._worst:
+            self._keep_worst(entry)
+        for name, counts in other.histograms.items():
+            self.histograms[name] += counts
+        self.seen |= other.seen
+        return self
+
+    def unused(self, config: EvalConfig) -> list[str]:
+        """The strategy config's keys no ground truth named (probably typos), sorted."""
+        return sorted(set(config.strategies) - self.seen)
+
+    def _keep_worst(self, entry: tuple[float, int, Scored]) -> None:
+        worst = self._worst
+        if len(worst) < WORST_RECORDS:
+            heapq.heappush(worst, entry)
+        elif entry[:2] > worst[0][:2]:
+            heapq.heapreplace(worst, entry)
 
     def add(self, scored: Sequence[Scored], pair_counts: Mapping[str, int] | None = None) -> None:
         for family, n in (pair_counts or {}).items():
@@ -710,7 +783,10 @@ class Aggregate:
         # the kernel's records share their scores tuple: each distinct one converted once
         first, _, inverse = _by_identity(list(map(_SCORES_OF, scored)))
         rows = np.array([scored[i].scores for i in first], dtype=float)[inverse]
-        self.means.add(rows)
+        if self.means is not None:
+            self.means.add(rows)
+        else:
+            self.rows.append(rows)
         for j, name in enumerate(SCORES):
             if name in self.histograms:
                 self.histograms[name] += np.histogram(
@@ -744,14 +820,9 @@ class Aggregate:
         for flags in filter(None, map(_FLAGS_OF, scored)):
             self.not_an_object += "not_an_object" in flags
             self.safety_flagged += "safety_leak" in flags
-        worst = self._worst
         for i in np.argsort(rows[:, 4], kind="stable")[:WORST_RECORDS].tolist():
             r = scored[i]
-            entry = (-r.scores[4], -r.index, r)
-            if len(worst) < WORST_RECORDS:
-                heapq.heappush(worst, entry)
-            elif entry[:2] > worst[0][:2]:
-                heapq.heapreplace(worst, entry)
+            self._keep_worst((-r.scores[4], -r.index, r))
 
     def fields(self) -> dict[str, FieldSummary]:
         """Per field (``[*]`` paths), sorted by name."""
@@ -786,8 +857,13 @@ class Aggregate:
         return [e[2] for e in sorted(self._worst, key=lambda e: (-e[0], -e[1]))]
 
     def summary(self, signature: Signature) -> BatchSummary:
+        """The batch's summary (the finished metrics and intervals): of a batch's digest, one
+        that starts at its first record."""
+        boot = self.means
+        if boot is None:
+            raise ValueError("a chunk's digest has no summary: merge it into a batch's start")
         means: dict[str, float | None] = {
-            name: (self.means.sums[j].value / self.scored if self.scored else None)
+            name: (boot.sums[j].value / self.scored if self.scored else None)
             for j, name in enumerate(SCORES)
         }
         fields = self.fields()
@@ -800,7 +876,7 @@ class Aggregate:
             not_an_object=self.not_an_object,
             safety_flagged=self.safety_flagged,
             means=means,
-            ci=self.means.intervals(),
+            ci=boot.intervals(),
             fields=fields,
             matcher_pairs=dict(self.matcher_pairs),
             signature=signature,
@@ -1186,16 +1262,6 @@ class Throttle:
             self.progress(phase, done, total)
 
 
-@dataclass
-class StreamResult:
-    """What a streamed batch leaves in memory: the aggregates, the summary, the worst records."""
-
-    aggregate: Aggregate
-    summary: BatchSummary
-    worst: list[Scored]
-    unused_strategies: list[str]
-
-
 def record_line(scored: Scored) -> bytes:
     """One line of records.jsonl."""
     if scored.line_parts is not None:
@@ -1235,123 +1301,214 @@ def _few_collections() -> Iterator[None]:
         gc.set_threshold(*before)
 
 
-class StoreRows:
-    """A chunk's items for the run store (issue 11, ``RunRecorder.add_prepared``), without a
-    dict per record: an error is ``{id, error}`` (the errors.jsonl line); the result text is the records.jsonl line with ``ground_truth``, ``output`` and
-    ``safety_score_given`` added; the tags are only the fields the record failed on (scored
-    below 1, missing, hallucinated or extra), named as fields.csv names them."""
+class Job:
+    """What scoring a chunk reads besides the chunk (chunks.md): the configuration, the
+    matchers, the batch file's name (the errors' locations), whether the store's rows and the
+    in-memory results are wanted. Immutable. Pickled for another process without its matchers
+    (the sentence-transformers model and a judge's client stay in this one: a chunk that needs
+    them comes back to be scored here) and without ``progress``; each process builds its own
+    caches (the kernel's plans), which no result depends on."""
 
-    NAMES = 65536  # distinct field paths whose tag name is remembered
+    def __init__(
+        self,
+        config: EvalConfig,
+        matchers: Matchers | None = None,
+        *,
+        source: str | None = None,
+        store: bool = False,
+        keep: bool = False,
+        progress: Progress | None = None,
+    ) -> None:
+        self.config, self.matchers, self.source = config, matchers, source
+        self.store, self.keep, self.progress = store, keep, progress
+        self._scorer: Scorer | None = None
 
-    def __init__(self) -> None:
-        from fieldcheck.store import TAG_CHARS, ItemColumns, field_name
+    def __reduce__(self) -> tuple[Any, ...]:
+        return _job, (self.config, self.source, self.store, self.keep)
 
-        self._columns, self._field_name, self._chars = ItemColumns, field_name, TAG_CHARS
-        self._names: dict[str, str] = {}
-
-    def _name(self, path: str) -> str:
-        name = self._names.get(path)
-        if name is None:
-            name = self._field_name(path)[: self._chars]
-            if len(self._names) < self.NAMES:
-                self._names[path] = name
-        return name
-
-    def _tags(self, scored: Scored) -> dict[str, bool]:
-        return dict.fromkeys(map(self._name, map(str, scored.failed_on())), True)
-
-    def rows(
-        self, scored: Sequence[Scored], lines: Sequence[bytes], items: Sequence[Item]
-    ) -> list[tuple[ItemColumns, bytes]]:
-        """(columns, result text) of each scored record; ``lines`` are their records.jsonl
-        lines, ``items`` the chunk's items they were scored from."""
-        by_index = {it.index: it for it in items}
-        shared: dict[tuple[int, int, str], tuple[bool, dict[str, bool]]] = {}
-        columns = self._columns
-        rows = []
-        for r, line in zip(scored, lines, strict=True):
-            # kernel records share their fields and buckets: their tags are worked out once
-            outcome = (id(r.fields), id(r.buckets), r.kind)
-            found = shared.get(outcome)
-            if found is None:
-                tags = self._tags(r)
-                found = shared[outcome] = (r.failed, tags)
-            item = by_index[r.index]
-            text = b"".join(
-                (
-                    line[:-2],  # the line without its closing brace and newline
-                    b',"ground_truth":',
-                    dumps_bytes(item.ground_truth, orjson.OPT_NON_STR_KEYS),
-                    b',"output":',
-                    dumps_bytes(item.output, orjson.OPT_NON_STR_KEYS),
-                    b"}"
-                    if item.safety_score is None
-                    else b',"safety_score_given":' + orjson.dumps(item.safety_score) + b"}",
-                )
+    @property
+    def scorer(self) -> Scorer:
+        if self._scorer is None:
+            self._scorer = Scorer(
+                self.config, self.matchers or {}, None, source=self.source, progress=self.progress
             )
-            rows.append((columns(str(r.id), found[0], tags=found[1]), text))
-        return rows
+        return self._scorer
 
-    def errors(self, failures: Sequence[Failed]) -> list[tuple[ItemColumns, bytes]]:
-        """(columns, result text) of each record or line that could not be scored: not
-        scored, so neither failed nor passed (``failed`` null)."""
-        rows = []
-        for f in failures:
-            body = f.error.model_dump()
-            key = body.get("record") or f"line {body.get('line')}"
-            text = orjson.dumps({"id": key, "error": body})
-            rows.append((self._columns(str(key), None, error_type=str(f.error.reason)[:32]), text))
-        return rows
+
+def _job(config: EvalConfig, source: str | None, store: bool, keep: bool) -> Job:
+    return Job(config, source=source, store=store, keep=keep)
+
+
+@lru_cache(maxsize=65536)
+def _tag(path: str) -> str:
+    """A field's tag in the store: its name as fields.csv writes it, cut to TAG_CHARS."""
+    from fieldcheck.store import TAG_CHARS, field_name
+
+    return field_name(path)[:TAG_CHARS]
+
+
+StoreRow = tuple[str, bool | None, str | None, tuple[str, ...], bytes]
+"""An item for the run store as plain data (key, failed, error type, the tags of the fields it
+failed on, result text): sent marshalled to the store's writer, which makes it a row there
+(``stored_items``)."""
+
+
+@dataclass(slots=True)
+class ChunkRows:
+    """What a chunk gives the output files and the store: its records.jsonl and errors.jsonl
+    lines, its store rows (``Job.store``), and its scored records and errors (``Job.keep``)."""
+
+    records: bytes
+    errors: bytes
+    store: list[StoreRow]
+    scored: list[Scored]
+    failures: list[RecordError]
+
+
+class _Unmatched(Exception):
+    """A chunk needs a matcher that this process does not have (``Job``)."""
+
+
+def score_chunk(job: Job, chunk: Sequence[Item | Failed]) -> tuple[ChunkRows, Aggregate] | None:
+    """A chunk of a batch (its items and the failures read, in batch order) scored: its rows and
+    its digest. None when it needs a matcher the job was sent without: the caller scores it."""
+    if set(map(type, chunk)) == {Item}:
+        items: Sequence[Item] = chunk  # type: ignore[assignment]
+        read_failed: list[Failed] = []
+    else:
+        items = [x for x in chunk if isinstance(x, Item)]
+        read_failed = [x for x in chunk if isinstance(x, Failed)]
+    try:
+        scored, failed, counts, seen = job.scorer.score(items)
+    except _Unmatched:
+        return None
+    failures = sorted(read_failed + failed, key=lambda f: f.index) if failed else read_failed
+    errors = [f.error for f in failures]
+    digest = Aggregate.of_chunk(scored, errors, counts, seen)
+    lines = record_lines(scored)
+    store = _store_rows(scored, lines, items, errors) if job.store else []
+    keep = job.keep
+    rows = ChunkRows(
+        b"".join(lines),
+        b"".join(map(error_line, errors)),
+        store,
+        list(scored) if keep else [],
+        errors if keep else [],
+    )
+    return rows, digest
+
+
+def _store_rows(
+    scored: Sequence[Scored],
+    lines: Sequence[bytes],
+    items: Sequence[Item],
+    errors: Sequence[RecordError],
+) -> list[StoreRow]:
+    """The store's items of a chunk (issue 11): a scored record's result text is its
+    records.jsonl line with ``ground_truth``, ``output`` and ``safety_score_given`` added, its
+    tags the fields it failed on (scored below 1, missing, hallucinated or extra), named as
+    fields.csv names them; an error is ``{id, error}`` (its errors.jsonl line), not scored, so
+    neither failed nor passed (``failed`` null)."""
+    by_index = {it.index: it for it in items} if len(items) != len(scored) else None
+    shared: dict[tuple[int, int, str], tuple[bool, tuple[str, ...]]] = {}
+    dumps, non_str = orjson.dumps, orjson.OPT_NON_STR_KEYS
+    rows: list[StoreRow] = []
+    add = rows.append
+    for n, (r, line) in enumerate(zip(scored, lines, strict=True)):
+        # kernel records share their fields and buckets: their tags are worked out once
+        outcome = (id(r.fields), id(r.buckets), r.kind)
+        found = shared.get(outcome)
+        if found is None:
+            tags = tuple(dict.fromkeys(map(_tag, map(str, r.failed_on()))))
+            found = shared[outcome] = (r.failed, tags)
+        item = items[n] if by_index is None else by_index[r.index]
+        gt, output = item.ground_truth, item.output
+        try:
+            gt_text = dumps(gt, option=non_str)
+            out_text = gt_text if output is gt else dumps(output, option=non_str)
+        except TypeError:  # an integer beyond 64 bits: written exactly
+            gt_text = dumps_bytes(gt, non_str)
+            out_text = dumps_bytes(output, non_str)
+        s = item.safety_score
+        text = b"".join(
+            (
+                line[:-2],  # the line without its closing brace and newline
+                b',"ground_truth":',
+                gt_text,
+                b',"output":',
+                out_text,
+                b"}" if s is None else b',"safety_score_given":' + dumps(s) + b"}",
+            )
+        )
+        add((str(r.id), found[0], None, found[1], text))
+    for e in errors:
+        body = e.model_dump()
+        key = body.get("record") or f"line {body.get('line')}"
+        text = dumps({"id": key, "error": body})
+        add((str(key), None, str(e.reason)[:32], (), text))
+    return rows
+
+
+def stored_items(rows: Sequence[StoreRow]) -> list[tuple[ItemColumns, bytes]]:
+    """``StoreRow``s as the store's (columns, result text) pairs (``RunRecorder.add_built``:
+    run by the store's writer)."""
+    from fieldcheck.store import ItemColumns
+
+    return [
+        (ItemColumns(key, failed, error_type=error, tags=dict.fromkeys(tags, True)), text)
+        for key, failed, error, tags, text in rows
+    ]
+
+
+_STORED_ITEMS = f"{__name__}:stored_items"
 
 
 def run_stream(
     chunks: Iterable[Sequence[Item | Failed]],
-    scorer: Scorer,
+    job: Job,
     *,
-    records_out: IO[bytes] | None,
-    errors_out: IO[bytes] | None,
-    bootstrap: int,
-    seed: int,
-    summary_signature: Signature,
+    executor: Executor | None = None,
+    records_out: IO[bytes] | None = None,
+    errors_out: IO[bytes] | None = None,
+    bootstrap: int = 1000,
+    seed: int = 0,
+    recorder: RunRecorder | None = None,
     keep: list[Scored] | None = None,
     kept_errors: list[RecordError] | None = None,
-    on_chunk: Callable[[], None] | None = None,
-    recorder: RunRecorder | None = None,
-) -> StreamResult:
-    """Score every chunk; append result and error lines; fold into the aggregates; hand each
-    chunk's records and errors to ``recorder`` (the run store, issue 11), which writes them in
-    its own thread. ``keep`` and ``kept_errors`` (the in-memory API) collect every record and
-    error too."""
-    agg = Aggregate(bootstrap=bootstrap, seed=seed)
-    store = StoreRows() if recorder is not None else None
-    with _few_collections():
+    total: int = 0,
+) -> Aggregate:
+    """Every chunk through ``score_chunk`` on ``executor`` (default: in this process), in
+    order: its lines appended to records.jsonl and errors.jsonl, its items handed to
+    ``recorder`` (the run store, which writes them in its own task), its digest merged into the
+    batch's. ``keep`` and ``kept_errors`` (``Job.keep``: the in-memory API) collect every
+    record and error. Progress: ``("score", records done, total)``."""
+    digest = Aggregate(bootstrap=bootstrap, seed=seed)
+    held: deque[Sequence[Item | Failed]] = deque()
+
+    def sent() -> Iterator[Sequence[Item | Failed]]:
         for chunk in chunks:
-            if set(map(type, chunk)) == {Item}:
-                items: Sequence[Item] = chunk  # type: ignore[assignment]
-                read_failed: list[Failed] = []
-            else:
-                items = [x for x in chunk if isinstance(x, Item)]
-                read_failed = [x for x in chunk if isinstance(x, Failed)]
-            scored, failed, counts = scorer.score(items)
-            failures = sorted(read_failed + failed, key=lambda f: f.index)
-            agg.add_failures(f.error for f in failures)
-            agg.add(scored, counts)
-            lines = record_lines(scored)
-            if records_out is not None and scored:
-                records_out.write(b"".join(lines))
-            if recorder is not None and store is not None and (scored or failures):
-                recorder.add_prepared(store.rows(scored, lines, items) + store.errors(failures))
-            if errors_out is not None and failures:
-                errors_out.write(b"".join(error_line(f.error) for f in failures))
+            held.append(chunk)
+            yield chunk
+
+    task = partial(score_chunk, job)
+    with _few_collections():
+        for result in run_map(executor or InProcess(), task, sent()):
+            chunk = held.popleft()
+            found = result if result is not None else score_chunk(job, chunk)
+            if found is None:  # the job here has every matcher
+                raise RuntimeError("a chunk was not scored")
+            rows, part = found
+            if records_out is not None and rows.records:
+                records_out.write(rows.records)
+            if errors_out is not None and rows.errors:
+                errors_out.write(rows.errors)
+            if recorder is not None and rows.store:
+                recorder.add_built(_STORED_ITEMS, rows.store, len(rows.store), plain=True)
             if keep is not None:
-                keep.extend(scored)
+                keep.extend(rows.scored)
             if kept_errors is not None:
-                kept_errors.extend(f.error for f in failures)
-            if on_chunk is not None:
-                on_chunk()
-    unused = sorted(scorer.unseen)
-    return StreamResult(agg, agg.summary(summary_signature), agg.worst(), unused)
-
-
-def in_chunks(items: Iterable[Item | Failed], size: int) -> Iterator[list[Item | Failed]]:
-    return chunked(items, size)
+                kept_errors.extend(rows.failures)
+            digest.merge(part)
+            if job.progress is not None and (part.scored or part.not_scored):
+                job.progress("score", digest.scored + digest.not_scored, total)
+    return digest

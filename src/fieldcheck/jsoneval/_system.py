@@ -253,8 +253,10 @@ class JsonSystem:
         progress: Callable[[str, int, int], None] | None,
         executor: Any = None,
     ) -> Scored:
-        """``json batch``: every record scored in chunks, records.jsonl, errors.jsonl,
-        fields.csv, summary.json and the reports written as they go."""
+        """``json batch``: every record scored in chunks (``score_chunk``, on ``executor``;
+        None: in this process, where a pool process was no faster on a busy 2-core machine),
+        records.jsonl, errors.jsonl, fields.csv, summary.json and the reports written as they
+        go."""
         from fieldcheck.jsoneval._io import stream_batch_outputs
 
         reader = read.reader
@@ -276,6 +278,7 @@ class JsonSystem:
             bootstrap=settings["bootstrap"],
             seed=settings["seed"],
             recorder=recorder,
+            executor=executor,
         )
         summary = batch.summary
         data = summary.to_json()

@@ -1,0 +1,165 @@
+"""JSON scoring in the chunk -> (rows, digest) shape (issue 27 items 1 and 7, chunks.md): the same
+files and stored items whatever executor runs ``score_chunk``, digests that merge in any
+grouping to the same numbers, and in-memory scoring that is streamed scoring with one chunk."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from fieldcheck.core import InProcess, LocalPool, score
+from fieldcheck.jsoneval import (
+    BatchReader,
+    EvalConfig,
+    evaluate_batch,
+    make_signature,
+    read_batch,
+)
+from fieldcheck.jsoneval._stream import Aggregate, Item, Job, score_chunk
+from fieldcheck.store import Store
+
+from .test_json_streaming import STRATEGIES, matchers, random_batch
+
+OUTPUTS = ("records.jsonl", "errors.jsonl", "fields.csv", "summary.json", "report.md")
+
+
+def _scored(data: Path, out: Path, store: Store, executor: Any, table: dict[str, Any]) -> Any:
+    return score(
+        "json",
+        [("batch", data)],
+        {"config": {"strategies": STRATEGIES}, "bootstrap": 200, "seed": 3},
+        out=out,
+        command="json batch",
+        store=store,
+        executor=executor,
+        extras={"matchers": table, "chunk_lines": 37},
+    )
+
+
+def test_in_process_and_a_pool_give_the_same_files_and_stored_items(tmp_path: Path) -> None:
+    data = tmp_path / "batch.jsonl"
+    data.write_text("\n".join(random_batch(5, 1500)) + "\n")
+    store = Store(f"sqlite:///{tmp_path}/s.db")
+    here, there = matchers(), matchers()
+    one = _scored(data, tmp_path / "one", store, InProcess(), here)
+    with LocalPool(2) as pool:
+        two = _scored(data, tmp_path / "two", store, pool, there)
+    for name in OUTPUTS:
+        assert (one.destination / name).read_bytes() == (two.destination / name).read_bytes(), name
+    summary = json.loads((one.destination / "summary.json").read_text())
+    assert summary["records"] > 1400 and summary["not_scored"] > 10
+    # the pool's processes got the job without its matchers: the chunks with a FUZZY or
+    # SEMANTIC pair came back and were matched here, the same pairs as in process
+    assert here.keys() == there.keys()
+    for family in here:
+        assert here[family].pairs == there[family].pairs
+    assert here["FUZZY"].pairs
+
+    def items(run_id: str | None) -> list[tuple[Any, ...]]:
+        assert run_id is not None
+        found = store.items(run_id)
+        return [(i.key, i.seq, i.error_type, i.failed, i.result) for i in found]
+
+    assert items(one.run_id) == items(two.run_id)
+    assert len(items(one.run_id)) == summary["records"]
+
+
+def _chunks(lines: list[str], size: int, tmp_path: Path) -> list[list[Item | Any]]:
+    data = tmp_path / "b.jsonl"
+    data.write_text("\n".join(lines) + "\n")
+    return [list(c) for c in BatchReader(data, chunk_lines=size).chunks()]
+
+
+def _finished(digest: Aggregate) -> tuple[Any, ...]:
+    summary = digest.summary(make_signature(EvalConfig(), matchers()))
+    data = summary.model_dump(mode="json", exclude={"signature"})
+    hist = {k: v.tolist() for k, v in digest.histograms.items()}
+    worst = [(r.id, r.scores) for r in digest.worst()]
+    return data, hist, worst, sorted(digest.seen)
+
+
+def _grouped(digests: list[Aggregate], cuts: list[int]) -> Aggregate:
+    """The digests merged as groups (each group merged left to right first), the groups then
+    merged into a batch's start."""
+    bounds = sorted({0, len(digests), *(c % (len(digests) + 1) for c in cuts)})
+    total = Aggregate(bootstrap=100, seed=7)
+    for a, b in itertools.pairwise(bounds):
+        group = Aggregate(start=False)
+        for d in digests[a:b]:
+            group.merge(d)
+        total.merge(group)
+    return total
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    seed=st.integers(0, 10_000),
+    size=st.integers(1, 60),
+    cuts=st.lists(st.integers(0, 400), max_size=6),
+)
+def test_digests_merged_in_any_grouping_give_the_numbers_of_one_chunk(
+    tmp_path_factory: Any, seed: int, size: int, cuts: list[int]
+) -> None:
+    tmp_path = tmp_path_factory.mktemp("digests")
+    lines = random_batch(seed, 120)
+    job = Job(EvalConfig(strategies={**STRATEGIES, "never": "EXACT"}), matchers())
+    whole = [x for c in _chunks(lines, 10_000, tmp_path) for x in c]
+    one = score_chunk(job, whole)
+    assert one is not None
+    expected = _finished(Aggregate(bootstrap=100, seed=7).merge(one[1]))
+    parts = [score_chunk(job, c) for c in _chunks(lines, size, tmp_path)]
+    digests = [p[1] for p in parts if p is not None]
+    assert len(digests) == len(parts)
+    grouped = _finished(_grouped(digests, cuts))
+    assert grouped == _finished(_grouped(digests, []))  # any grouping: the same digest
+    # one chunk: the same numbers; only the distinct pairs sent to a matcher, counted per
+    # chunk (json-evaluation.md: each distinct pair of a chunk is matched once), may differ
+    assert grouped[1:] == expected[1:]
+    pairs = "matcher_pairs"
+    assert {k: v for k, v in grouped[0].items() if k != pairs} == {
+        k: v for k, v in expected[0].items() if k != pairs
+    }
+    assert grouped[0][pairs]["FUZZY"] >= expected[0][pairs]["FUZZY"]
+    assert b"".join(p[0].records for p in parts if p is not None) == one[0].records
+    assert "never" not in expected[3] and set(expected[3]) <= set(STRATEGIES)
+
+
+def test_in_memory_scoring_is_streamed_scoring_with_one_chunk(tmp_path: Path) -> None:
+    data = tmp_path / "b.jsonl"
+    data.write_text("\n".join(random_batch(11, 300)) + "\n")
+    records, errors = read_batch(data)
+    config = EvalConfig(strategies=STRATEGIES)
+    one = evaluate_batch(records, config, matchers=matchers(), bootstrap=50, seed=1)
+    many = evaluate_batch(records, config, matchers=matchers(), bootstrap=50, seed=1, chunk_size=7)
+    assert one.summary == many.summary
+    assert [r.model_dump() for r in one.results] == [r.model_dump() for r in many.results]
+    # and the streamed file's numbers (its read errors counted too) are the same
+    job = Job(config, matchers(), keep=True)
+    digest = Aggregate(bootstrap=50, seed=1)
+    for chunk in BatchReader(data, chunk_lines=13).chunks():
+        found = score_chunk(job, chunk)
+        assert found is not None
+        digest.merge(found[1])
+    streamed = digest.summary(one.summary.signature)
+    assert streamed.means == one.summary.means and streamed.ci == one.summary.ci
+    assert streamed.scored == one.summary.scored and streamed.not_scored == len(errors)
+
+
+def test_a_job_is_sent_without_its_matchers_and_its_chunk_comes_back() -> None:
+    import pickle
+
+    job = Job(EvalConfig(strategies={"name": "FUZZY"}), matchers(), keep=True)
+    chunk = [Item(1, "a", 1, {"name": "Alice"}, {"name": "Alicia"}, None, True)]
+    sent = pickle.loads(pickle.dumps(job))
+    assert sent.matchers is None and sent.progress is None
+    assert score_chunk(sent, chunk) is None  # a FUZZY pair: not scored there
+    found = score_chunk(job, chunk)
+    assert found is not None and found[1].matcher_pairs["FUZZY"] == 1
+    exact = [Item(2, "b", 2, {"name": "Bob"}, {"name": "Bob"}, None, True)]
+    there, here = score_chunk(sent, exact), score_chunk(job, exact)
+    assert there is not None and here is not None and there[0].records == here[0].records
