@@ -347,8 +347,17 @@ class ProgressBar:
         self.tasks: dict[str, Any] = {}
         self.callback = Throttle(self._update)
 
+    def __enter__(self) -> ProgressBar:
+        """Shown from the first progress on (a model run's own bars come first), until exit."""
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.bar.stop()
+
     def _update(self, phase: str, done: int, total: int) -> None:
         bar, tasks = self.bar, self.tasks
+        if not bar.live.is_started:
+            bar.start()
         if phase not in tasks:
             for task in tasks.values():  # a new phase ends the one of unknown length
                 if bar.tasks[task].total is None:

@@ -227,6 +227,11 @@ class ModelRun:
     item_calls: dict[str, dict[str, Any]] = field(default_factory=dict)  # by record id
 
     @property
+    def failures(self) -> int:
+        """Records with no output (a failed call): the run is incomplete."""
+        return len(self.call_errors)
+
+    @property
     def error_counts(self) -> dict[str, int]:
         return dict(sorted(Counter(e["error_type"] for e in self.call_errors).items()))
 
