@@ -333,3 +333,40 @@ def test_a_ctrl_c_while_the_first_model_is_scored_resumes_every_model_run_once(
     assert len(runs) == 2 and all(r.status == "finished" and r.metrics for r in runs)
     info = json.loads((tmp_path / "out" / "run.json").read_text())
     assert sorted(info["runs"]) == sorted(i for i, _ in first.values())
+
+
+def test_a_ctrl_c_while_two_slot_models_are_scored_resumes_their_runs_once(
+    tmp_path: Path, chat_server: StartServer, monkeypatch: Any
+) -> None:
+    """The same for models scored together: the resume scores into the run begun, the other
+    model's calls its ``calls`` run still, no third run."""
+    from fieldcheck import core
+
+    server = chat_server(lambda body: json.dumps({"basic_info": {"name": ["Ann"]}}))
+    convs, gold = tmp_path / "c.jsonl", tmp_path / "g.jsonl"
+    turns = [{"role": "user", "content": "I am Ann"}]
+    convs.write_text(json.dumps({"user": "u", "session": 1, "turns": turns}) + "\n")
+    row = {"user": "u", "session": 1, "topic": "basic_info", "field": "name", "values": ["Ann"]}
+    gold.write_text(json.dumps(row) + "\n")
+    args = ["slots", "run", "--conversations", str(convs), "--gold", str(gold)]
+    args += ["--base-url", server.base_url, "--model", "A=m1", "--model", "B=m2"]
+    args += ["--out", str(tmp_path / "out"), "--bootstrap", "20", "--no-progress"]
+    system = type(core.get("slots"))
+    scored = system.score
+
+    def ctrl_c(*args: Any, **kwargs: Any) -> Any:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(system, "score", ctrl_c)
+    assert cli(*args)[0] == 130
+    store = Store()
+    began = {r.model: r.id for r in [*store.list_runs(), *store.list_runs(kind="calls")]}
+    assert sorted(began) == ["A, B", "B"]  # scoring began: the run named after both
+    monkeypatch.setattr(system, "score", scored)
+    code, _, stderr = cli(*args)
+    assert code == 0, stderr
+    assert len(server.chat_requests) == 2  # one session, two models, none asked again
+    [run] = store.list_runs()
+    [part] = store.list_runs(kind="calls")
+    assert (run.id, part.id, part.parent_id) == (began["A, B"], began["B"], run.id)
+    assert run.status == "finished" and run.metrics["models"]["B"]["f1"] == 1.0

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -53,7 +53,6 @@ from fieldcheck._cli._runopts import (
     run_async,
     store_line,
 )
-from fieldcheck._util.errors import InputError
 from fieldcheck._util.jsonio import dumps
 from fieldcheck._util.term import SafeConsole, safe_json_text, safe_text
 from fieldcheck.reports import RunFolder, format_pvalue, format_seconds, format_seconds_joined
@@ -61,15 +60,10 @@ from fieldcheck.runner import MAX_REPLY_BYTES, ModelSpec, Runner
 from fieldcheck.slots import (
     METRIC_COLUMNS,
     PROMPT_ID,
-    Conversation,
     Extraction,
     SlotsRun,
     TPMode,
-    check_gold,
-    load_conversations,
-    run_extraction,
     topic_lines,
-    write_extractions,
 )
 
 app = typer.Typer(
@@ -389,32 +383,6 @@ def run_demo(out_dir: Path) -> int:
 # slots run: call models, then score them
 
 
-async def _extract_all(
-    runner: Runner,
-    specs: Sequence[ModelSpec],
-    conversations_path: Path,
-    conversations: Sequence[Conversation],
-    *,
-    console: Console,
-    show_progress: bool,
-) -> list[Extraction]:
-    """Each model in turn (one progress bar at a time); the runner's limit bounds requests."""
-    try:
-        return [
-            await run_extraction(
-                runner,
-                spec,
-                conversations_path,
-                conversations,
-                console=console,
-                show_progress=show_progress,
-            )
-            for spec in specs
-        ]
-    finally:
-        await runner.aclose()
-
-
 def runs_table(extractions: Sequence[Extraction]) -> Table:
     """Per model: sessions, session errors by type, those not scored (call errors),
     sessions resumed from the store and replies from the cache, tokens, with how many sessions
@@ -441,13 +409,6 @@ def runs_table(extractions: Sequence[Extraction]) -> Table:
             + (f"\n({ex.tokens_estimated} est.)" if ex.tokens_estimated else ""),
         )
     return table
-
-
-def _conversations(path: Path) -> list[Conversation]:
-    try:
-        return load_conversations(path)
-    except InputError as exc:
-        raise typer.BadParameter(safe_text(exc.one_line()), param_hint="--conversations") from None
 
 
 RUN_HELP = f"""Run one or more models over conversations with a slot memory, then score them.
@@ -570,18 +531,6 @@ def run(
         price_in=price_in,
         price_out=price_out,
     )
-    convs = _conversations(conversations)
-    err = SafeConsole(stderr=True)
-    with pipeline_errors():
-        check_gold(gold)  # unreadable gold: a usage error before any model call
-        folder = core.open_folder(
-            out,
-            command="slots run",
-            inputs=[("conversations", conversations), ("gold", gold)],
-            label=specs[0].name if len(specs) == 1 else conversations.stem,
-            models=[s.name for s in specs],
-            events=events(err),
-        )
     runner = make_runner(
         concurrency=concurrency,
         timeout=timeout,
@@ -592,23 +541,14 @@ def run(
         json_mode=json_mode,
         no_store=no_store,
     )
-    console = SafeConsole(stderr=as_json)
-    err.print(store_line(runner), markup=False, highlight=False, soft_wrap=True)
-    extractions = run_async(
-        _extract_all(
-            runner, specs, conversations, convs, console=err, show_progress=not no_progress
-        ),
-        console=err,
-        runner=runner,
-    )
+    console, err = SafeConsole(stderr=as_json), SafeConsole(stderr=True)
     settings = _settings(
         tp, threshold, bootstrap, seed, judge_url if judge_model else None, judge_model
     )
-    bar = ProgressBar(err)
-    with pipeline_errors(), core.writing(folder, core.NO_CACHE_NOTE if no_cache else ""), bar.bar:
-        outcome = _score_models(
-            extractions, specs, gold, folder, settings, store=not no_store, events=events(err, bar)
-        )
+    ran = _run_models(
+        conversations, gold, specs, runner, settings, out, err, not no_progress, not no_store
+    )
+    outcome, extractions = ran.outcomes[0], ran.calls
     scored = outcome.scored.result
     _stored(err, outcome.run_id)
     show_run(scored, outcome.files, console, err)
@@ -635,42 +575,48 @@ def run(
         )
     if as_json:
         _print_json(outcome.scored.summary)
-    status = EXIT_FAILED if failed or outcome.scored.failed else EXIT_OK
+    status = EXIT_FAILED if ran.failed else EXIT_OK
     raise typer.Exit(gate(floors, outcome.scored.gate, console, status))
 
 
-def _score_models(
-    extractions: Sequence[Extraction],
-    specs: Sequence[ModelSpec],
+def _run_models(
+    conversations: Path,
     gold: Path,
-    folder: RunFolder,
+    specs: Sequence[ModelSpec],
+    runner: Runner,
     settings: dict[str, Any],
-    *,
+    out: Path | RunFolder | None,
+    err: Console,
+    show_progress: bool = True,
     store: bool = True,
-    events: core.Events,
-) -> core.Outcome:
-    """Write the models' files into ``folder`` and score them into their model runs (one run
-    per evaluation); a session whose call failed is not scored for its model."""
-    preds, lats, _ = write_extractions(extractions, folder, specs)
-    first, *others = [ex.run_id for ex in extractions]
-    return core.score(
-        "slots",
-        [
-            ("gold", gold),
-            *((f"pred:{n}", p) for n, p in preds.items()),
-            *((f"latency:{n}", p) for n, p in lats.items()),
-        ],
-        settings,
-        out=folder,
-        command="slots run",
-        model=", ".join(preds),
-        store=store and not store_failed(),
-        into=core.Into(
-            first, {k: c for ex in extractions for k, c in ex.item_calls.items()}, others
-        ),
-        events=events,
-        extras={"not_scored": {ex.model: ex.not_scored() for ex in extractions}},
-    )
+    *,
+    demo: bool = False,
+) -> core.Ran:
+    """``slots run`` through ``core.run``: every model over the conversations (resumable), then
+    scored together into one run; the runner's lines on ``err`` (the store first, but in the
+    demo)."""
+
+    def loop(calls: Coroutine[Any, Any, list[Any]]) -> list[Any]:
+        if not demo:
+            err.print(store_line(runner), markup=False, highlight=False, soft_wrap=True)
+        return run_async(calls, console=err, runner=runner)
+
+    names = {"conversations": "--conversations", "gold": "--gold"}
+    with pipeline_errors(names=names), ProgressBar(err) as bar:
+        return core.run(
+            "slots",
+            [("conversations", conversations), ("gold", gold)],
+            settings,
+            specs,
+            runner,
+            out=out,
+            command="slots run",
+            store=store and not store_failed(),
+            events=events(err, bar),
+            loop=loop,
+            console=err,
+            show_progress=show_progress,
+        )
 
 
 def run_model_demo(base_url: str, out_dir: Path, models: list[str], *, console: Console) -> int:
@@ -688,18 +634,19 @@ def run_model_demo(base_url: str, out_dir: Path, models: list[str], *, console: 
         )
         return EXIT_FAILED
     specs = [ModelSpec(name=m, model=m, base_url=base_url) for m in models]
-    convs = load_conversations(conversations_path)
-    runner = make_runner()
-    extractions = run_async(
-        _extract_all(
-            runner, specs, conversations_path, convs, console=console, show_progress=False
-        ),
-        console=console,
-        runner=runner,
-    )
-    settings = _settings(bootstrap=200)
     folder = RunFolder.of(out_dir)
-    outcome = _score_models(extractions, specs, gold, folder, settings, events=events(console))
+    ran = _run_models(
+        conversations_path,
+        gold,
+        specs,
+        make_runner(),
+        _settings(bootstrap=200),
+        folder,
+        console,
+        show_progress=False,
+        demo=True,
+    )
+    outcome, extractions = ran.outcomes[0], ran.calls
     scored, files = outcome.scored.result, outcome.files
     _stored(console, outcome.run_id)
     table = Table(title="slots run (synthetic models, examples/slots)", header_style="bold")

@@ -307,6 +307,11 @@ class Extraction:
     def failed(self) -> list[SessionOutcome]:
         return [s for s in self.sessions if s.error_type]
 
+    @property
+    def failures(self) -> int:
+        """Sessions with an invalid reply or a failed call: the run is incomplete."""
+        return len(self.failed)
+
     def not_scored(self) -> dict[tuple[str, int], str]:
         """The sessions whose call failed, with the error type: left out of the scores."""
         return {

@@ -22,6 +22,7 @@ from fieldcheck.slots._report import METRIC_COLUMNS, write_outputs
 from fieldcheck.slots._score import ModelInput, SlotScorer, SlotsRun, TPMode, score_models
 from fieldcheck.slots._second import score_partition
 from fieldcheck.slots._stream import Partition, ScratchError, SideKind, SlotInput, partitioned
+from fieldcheck.slots._task import SlotsRuns
 from fieldcheck.store import MODEL_CHARS, ItemColumns, add_tag
 
 if TYPE_CHECKING:
@@ -213,7 +214,7 @@ def _read(
     return SlotFile(gold.path, errors=gold.errors), models
 
 
-class SlotsSystem:
+class SlotsSystem(SlotsRuns):
     name = "slots"
     title = "Slot extraction benchmark"
     item = "session"
