@@ -65,6 +65,7 @@ if TYPE_CHECKING:  # the names as type checkers and editors see them
         scored_conversations,
     )
     from fieldcheck.numeric._system import GATED, SYSTEM, NumericSettings, read_data, stored_metrics
+    from fieldcheck.numeric._task import AgentRun
     from fieldcheck.numeric._validator import (
         CHECKS,
         DocumentNumbers,
@@ -73,6 +74,7 @@ if TYPE_CHECKING:  # the names as type checkers and editors see them
     )
 
 _HOME = {
+    "AgentRun": "_task",
     "CALL_ERRORS": "_scoring",
     "DOC_END": "_agent",
     "DOC_START": "_agent",
@@ -137,6 +139,7 @@ __all__ = [
     "SYSTEM",
     "SYSTEM_PROMPT",
     "TURN_COLUMNS",
+    "AgentRun",
     "Conversation",
     "Document",
     "DocumentNumbers",

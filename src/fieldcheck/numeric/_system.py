@@ -26,6 +26,7 @@ from fieldcheck.numeric._stream import (
     score_to_folder,
     stored_cell,
 )
+from fieldcheck.numeric._task import NumericRuns
 from fieldcheck.reports import RunFolder, Scored
 from fieldcheck.store import ItemColumns
 
@@ -164,7 +165,7 @@ def _operations_by_turn(metrics: Mapping[str, Any]) -> dict[str, Any]:
     return dict(metrics.get("avg_operations_by_turn") or {})
 
 
-class NumericSystem:
+class NumericSystem(NumericRuns):
     name = "numeric"
     title = "Numeric QA"
     item = "turn"
