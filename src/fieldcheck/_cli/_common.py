@@ -22,7 +22,8 @@ from typer.core import TyperGroup
 
 from fieldcheck._cli._record import forget_store_warnings
 from fieldcheck._util.errors import CannotWrite, InputError, UsageProblem
-from fieldcheck._util.term import install_log_filter, safe_text
+from fieldcheck._util.jsonio import dumps
+from fieldcheck._util.term import install_log_filter, safe_json_text, safe_text
 from fieldcheck.core import Events, Interrupted
 
 install_log_filter()  # warnings quote data: control characters escaped (issue 9)
@@ -398,3 +399,11 @@ def pipeline_errors(
         typer.echo(safe_text(exc.line), err=True)
         interrupt_reported()
         raise typer.Exit(EXIT_INTERRUPTED) from None
+
+
+def print_json(value: Any, *, models: bool = False) -> None:
+    """``--json``: a result file as written, on stdout (control characters escaped); with
+    ``models``, ``value`` by model: one model's alone, several as ``{"models": {name: ...}}``."""
+    if models:
+        value = next(iter(value.values())) if len(value) == 1 else {"models": value}
+    sys.stdout.write(safe_json_text(dumps(value, indent=True)) + "\n")

@@ -261,6 +261,24 @@ def make_runner(
     )
 
 
+_SPEC_OPTIONS = ("base_url", "temperature", "max_tokens", "model_seed", "price_in", "price_out")
+_RUNNER_OPTIONS = (
+    *("concurrency", "timeout", "max_retries", "max_reply_bytes", "no_cache"),
+    *("cache_nonzero_temperature", "json_mode", "no_store"),
+)
+
+
+def models_and_runner(options: dict[str, Any]) -> tuple[list[ModelSpec], Runner]:
+    """The models and the runner of a model-running command, from its arguments
+    (``locals()``: the options above, ``model`` and ``models_file``)."""
+    specs = model_specs(
+        models=options["model"],
+        models_file=options["models_file"],
+        **{name: options[name] for name in _SPEC_OPTIONS},
+    )
+    return specs, make_runner(**{name: options[name] for name in _RUNNER_OPTIONS})
+
+
 _RUNNING: list[Callable[[], None]] = []  # while run_async's loop runs: how to interrupt it
 
 

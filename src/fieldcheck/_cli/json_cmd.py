@@ -12,13 +12,14 @@ import sys
 from dataclasses import dataclass
 from dataclasses import fields as dataclass_fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, get_args
+from typing import Annotated, Any, get_args
 
 import orjson
 import typer
 from rich.console import Console
 from rich.table import Table
 
+from fieldcheck import core
 from fieldcheck._cli._common import (
     EXIT_FAILED,
     EXIT_OK,
@@ -33,14 +34,10 @@ from fieldcheck._cli._common import (
     out_option,
     parse_fail_under,
     pipeline_errors,
+    print_json,
     seed_option,
     show_problems,
 )
-
-if TYPE_CHECKING:
-    pass
-
-from fieldcheck import core
 from fieldcheck._cli._record import (
     NoStoreOpt,
     store_failed,
@@ -65,7 +62,7 @@ from fieldcheck._cli._runopts import (
     TemperatureOpt,
     TimeoutOpt,
     make_runner,
-    model_specs,
+    models_and_runner,
     run_async,
     store_line,
 )
@@ -502,11 +499,6 @@ def run_batch(
     return gate(floors or {}, outcome.scored.gate, console, status)
 
 
-def print_json(value: Any) -> None:
-    """``--json``: a result file as written, on stdout (control characters escaped)."""
-    sys.stdout.write(safe_json_text(dumps(value, indent=True)) + "\n")
-
-
 @app.command("batch")
 def batch(
     data: Annotated[
@@ -690,8 +682,9 @@ def show_models(
         soft_wrap=True,
     )
     if as_json:  # summary.json as written; {"models": {name: ...}} for several models
-        shown = {n: {**b.to_json(), "complete": True} for n, b in summaries.items()}
-        print_json(next(iter(shown.values())) if len(shown) == 1 else {"models": shown})
+        print_json(
+            {n: {**b.to_json(), "complete": True} for n, b in summaries.items()}, models=True
+        )
     values = {name: dict(summary.means) for name, summary in summaries.items()}
     return gate(floors or {}, values, console, EXIT_FAILED if ran.failed else EXIT_OK)
 
@@ -753,26 +746,7 @@ def run(
     console, errors = SafeConsole(stderr=as_json), SafeConsole(stderr=True)
     floors = parse_fail_under(fail_under, GATED, lower_is_better=LOWER_IS_BETTER)
     config = _given(_Options.of(locals()))
-    specs = model_specs(
-        models=model,
-        models_file=models_file,
-        base_url=base_url,
-        temperature=temperature,
-        max_tokens=max_tokens,
-        model_seed=model_seed,
-        price_in=price_in,
-        price_out=price_out,
-    )
-    runner = make_runner(
-        concurrency=concurrency,
-        timeout=timeout,
-        max_retries=max_retries,
-        max_reply_bytes=max_reply_bytes,
-        no_cache=no_cache,
-        cache_nonzero_temperature=cache_nonzero_temperature,
-        json_mode=json_mode,
-        no_store=no_store,
-    )
+    specs, runner = models_and_runner(locals())
     ran = run_models(
         data,
         specs,

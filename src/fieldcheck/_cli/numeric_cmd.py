@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any
@@ -26,10 +25,11 @@ from fieldcheck._cli._common import (
     out_option,
     parse_fail_under,
     pipeline_errors,
+    print_json,
     seed_option,
     show_problems,
 )
-from fieldcheck._cli._record import NoStoreOpt, store_failed
+from fieldcheck._cli._record import NoStoreOpt, store_failed, stored_line
 from fieldcheck._cli._runopts import (
     STORE_HELP,
     BaseUrlOpt,
@@ -48,12 +48,11 @@ from fieldcheck._cli._runopts import (
     TemperatureOpt,
     TimeoutOpt,
     make_runner,
-    model_specs,
+    models_and_runner,
     run_async,
     store_line,
 )
-from fieldcheck._util.jsonio import dumps
-from fieldcheck._util.term import SafeConsole, safe_json_text
+from fieldcheck._util.term import SafeConsole
 from fieldcheck.numeric import (
     GATED,
     PROMPT_ID,
@@ -94,13 +93,6 @@ _SHOWN = tuple(
 
 def _settings(**options: Any) -> dict[str, Any]:
     return NumericSettings(**options).model_dump()
-
-
-def _stored(console: Console, run_id: str | None) -> None:
-    """The line saying where the run is stored (none when it is not)."""
-    line = core.stored_line(run_id)
-    if line is not None:
-        console.print(line, markup=False, highlight=False, soft_wrap=True)
 
 
 def _fmt(value: Any) -> str:
@@ -304,11 +296,11 @@ def score_command(
             store=not no_store and not store_failed(),
             events=events(errors, bar),
         )
-    _stored(console, outcome.run_id)
+    stored_line(console, core.stored_line(outcome.run_id))
     scored = outcome.scored
     show_result(scored.result, outcome.destination, console)
     if as_json:  # statistics.json as written
-        sys.stdout.write(safe_json_text(dumps(scored.summary, indent=True)) + "\n")
+        print_json(scored.summary)
     raise typer.Exit(gate(floors, scored.gate, console, EXIT_FAILED if scored.failed else EXIT_OK))
 
 
@@ -348,7 +340,7 @@ def run_demo(out_dir: Path) -> int:
             model=model,
             events=events(SafeConsole(stderr=True)),
         )
-        _stored(console, outcome.run_id)
+        stored_line(console, core.stored_line(outcome.run_id))
         rows.append((model, outcome.scored.result, outcome.destination))
     title = "ConvFinQA-style example (synthetic data)"
     console.print(_comparison(title, [(model, result) for model, result, _ in rows]))
@@ -502,45 +494,23 @@ def evaluate_command(
     no_store: NoStoreOpt = False,
 ) -> None:
     floors = parse_fail_under(fail_under, GATED)
-    specs = model_specs(
-        models=model,
-        models_file=models_file,
-        base_url=base_url,
-        temperature=temperature,
-        max_tokens=max_tokens,
-        model_seed=model_seed,
-        price_in=price_in,
-        price_out=price_out,
-    )
+    specs, runner = models_and_runner(locals())
     settings = _settings(split=split, sample_size=sample_size, seed=seed, bootstrap=bootstrap)
-    runner = make_runner(
-        concurrency=concurrency,
-        timeout=timeout,
-        max_retries=max_retries,
-        max_reply_bytes=max_reply_bytes,
-        no_cache=no_cache,
-        cache_nonzero_temperature=cache_nonzero_temperature,
-        json_mode=json_mode,
-        no_store=no_store,
-    )
     console = SafeConsole(stderr=as_json)
     ran = _run_models(
         data, specs, runner, settings, out, show_progress=not no_progress, store=not no_store
     )
-    for outcome in ran.outcomes:
-        _stored(console, outcome.run_id)
-    for run, outcome in zip(ran.calls, ran.outcomes, strict=True):
+    models = list(zip(ran.calls, ran.outcomes, strict=True))
+    for _, outcome in models:
+        stored_line(console, core.stored_line(outcome.run_id))
+    for run, outcome in models:
         title = f"numeric QA: {run.spec.name}"
         show_result(outcome.scored.result, outcome.destination, console, title=title)
         console.print(run_line(run), markup=False, highlight=False, soft_wrap=True)
     console.print(store_line(runner), markup=False, highlight=False, soft_wrap=True)
     if as_json:  # statistics.json as written; {"models": {name: ...}} for several models
-        statistics = {
-            r.spec.name: o.scored.summary for r, o in zip(ran.calls, ran.outcomes, strict=True)
-        }
-        shown = next(iter(statistics.values())) if len(statistics) == 1 else {"models": statistics}
-        sys.stdout.write(safe_json_text(dumps(shown, indent=True)) + "\n")
-    values = {r.spec.name: o.scored.gate[""] for r, o in zip(ran.calls, ran.outcomes, strict=True)}
+        print_json({r.spec.name: o.scored.summary for r, o in models}, models=True)
+    values = {r.spec.name: o.scored.gate[""] for r, o in models}
     raise typer.Exit(gate(floors, values, console, EXIT_FAILED if ran.failed else EXIT_OK))
 
 
@@ -561,7 +531,7 @@ def run_model_demo(base_url: str, out_dir: Path, models: list[str], *, console: 
         show_progress=False,
     )
     for outcome in ran.outcomes:
-        _stored(console, outcome.run_id)
+        stored_line(console, core.stored_line(outcome.run_id))
     results = [o.scored.result for o in ran.outcomes]
     table = _comparison(
         "ConvFinQA dev (30 conversations, seed 0): plan-and-execute agent",

@@ -3,7 +3,6 @@ extraction predictions of several models (thin shell)."""
 
 from __future__ import annotations
 
-import sys
 from collections import Counter
 from collections.abc import Coroutine, Sequence
 from pathlib import Path
@@ -27,10 +26,11 @@ from fieldcheck._cli._common import (
     out_option,
     parse_fail_under,
     pipeline_errors,
+    print_json,
     seed_option,
     show_problems,
 )
-from fieldcheck._cli._record import NoStoreOpt, store_failed
+from fieldcheck._cli._record import NoStoreOpt, store_failed, stored_line
 from fieldcheck._cli._runopts import (
     STORE_HELP,
     BaseUrlOpt,
@@ -49,12 +49,11 @@ from fieldcheck._cli._runopts import (
     TemperatureOpt,
     TimeoutOpt,
     make_runner,
-    model_specs,
+    models_and_runner,
     run_async,
     store_line,
 )
-from fieldcheck._util.jsonio import dumps
-from fieldcheck._util.term import SafeConsole, safe_json_text, safe_text
+from fieldcheck._util.term import SafeConsole, safe_text
 from fieldcheck.reports import RunFolder, format_pvalue, format_seconds, format_seconds_joined
 from fieldcheck.runner import MAX_REPLY_BYTES, ModelSpec, Runner
 from fieldcheck.slots import (
@@ -296,10 +295,10 @@ def score(
             store=not no_store,
             events=events(errors, bar),
         )
-    _stored(console, outcome.run_id)
+    stored_line(console, core.stored_line(outcome.run_id))
     show_run(outcome.scored.result, outcome.files, console, errors)
     if as_json:
-        _print_json(outcome.scored.summary)
+        print_json(outcome.scored.summary)
     status = EXIT_FAILED if outcome.scored.failed else EXIT_OK
     raise typer.Exit(gate(floors, outcome.scored.gate, console, status))
 
@@ -317,18 +316,6 @@ def _settings(
     judge = {"judge_base_url": judge_base_url, "judge_model": judge_model}
     settings = {"tp": tp, "threshold": threshold, "bootstrap": bootstrap, "seed": seed}
     return settings | judge if judge_base_url or judge_model else settings
-
-
-def _stored(console: Console, run_id: str | None) -> None:
-    """Where the stored run is (nothing when not stored)."""
-    line = core.stored_line(run_id)
-    if line is not None:
-        console.print(line, markup=False, highlight=False, soft_wrap=True)
-
-
-def _print_json(summary: Any) -> None:
-    """``--json``: metrics.json as written, on stdout."""
-    sys.stdout.write(safe_json_text(dumps(summary, indent=True)) + "\n")
 
 
 def run_demo(out_dir: Path) -> int:
@@ -355,7 +342,7 @@ def run_demo(out_dir: Path) -> int:
         events=events(console),
     )
     run, files = outcome.scored.result, outcome.files
-    _stored(console, outcome.run_id)
+    stored_line(console, core.stored_line(outcome.run_id))
     console.print(
         "Synthetic example data (examples/slots/README.md): 3 users x 5 sessions, 3 models.",
         markup=False,
@@ -521,26 +508,7 @@ def run(
         raise typer.BadParameter(
             "--judge-model needs --judge-base-url (or --base-url)", param_hint="--judge-base-url"
         )
-    specs = model_specs(
-        models=model,
-        models_file=models_file,
-        base_url=base_url,
-        temperature=temperature,
-        max_tokens=max_tokens,
-        model_seed=model_seed,
-        price_in=price_in,
-        price_out=price_out,
-    )
-    runner = make_runner(
-        concurrency=concurrency,
-        timeout=timeout,
-        max_retries=max_retries,
-        max_reply_bytes=max_reply_bytes,
-        no_cache=no_cache,
-        cache_nonzero_temperature=cache_nonzero_temperature,
-        json_mode=json_mode,
-        no_store=no_store,
-    )
+    specs, runner = models_and_runner(locals())
     console, err = SafeConsole(stderr=as_json), SafeConsole(stderr=True)
     settings = _settings(
         tp, threshold, bootstrap, seed, judge_url if judge_model else None, judge_model
@@ -550,7 +518,7 @@ def run(
     )
     outcome, extractions = ran.outcomes[0], ran.calls
     scored = outcome.scored.result
-    _stored(err, outcome.run_id)
+    stored_line(err, core.stored_line(outcome.run_id))
     show_run(scored, outcome.files, console, err)
     console.print(runs_table(extractions))
     failed = sum(len(ex.failed) for ex in extractions)
@@ -574,7 +542,7 @@ def run(
             soft_wrap=True,
         )
     if as_json:
-        _print_json(outcome.scored.summary)
+        print_json(outcome.scored.summary)
     status = EXIT_FAILED if ran.failed else EXIT_OK
     raise typer.Exit(gate(floors, outcome.scored.gate, console, status))
 
@@ -648,7 +616,7 @@ def run_model_demo(base_url: str, out_dir: Path, models: list[str], *, console: 
     )
     outcome, extractions = ran.outcomes[0], ran.calls
     scored, files = outcome.scored.result, outcome.files
-    _stored(console, outcome.run_id)
+    stored_line(console, core.stored_line(outcome.run_id))
     table = Table(title="slots run (synthetic models, examples/slots)", header_style="bold")
     table.add_column("model", min_width=17, overflow="fold")
     for col in ("P", "R", "F1", "exact", "extra slots", "session errors", "latency"):

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Coroutine, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -78,17 +78,6 @@ def run(
         raise UsageProblem(f"{named.name} runs no model")
     found: Runs = named
     events = events or Events()
-    warned: list[str] = []  # a store that failed once is not tried again by this run
-
-    def warn(text: str) -> None:
-        warned.append(text)
-        told(text)
-
-    told, events = events.warn, replace(events, warn=warn)
-
-    def storing() -> bool | Store:
-        return store if runner.store is not None and not warned else False
-
     task = found.read_task(
         inputs, settings, {"store": store, "warn": events.warn, "note": events.note}
     )
@@ -127,7 +116,8 @@ def run(
         ran = Ran(calls, [], folder.destination)
         pending = [c.run_id for c in calls]  # model runs not yet scored
         try:
-            _score(named.name, found, task, specs, folder, ran, pending, command, storing, events)
+            scoring = store if runner.store is not None else False  # the runner's failed: none
+            _score(named.name, found, task, specs, folder, ran, pending, command, scoring, events)
         except KeyboardInterrupt:
             for run_id in pending:  # left finished, a resume would store them again
                 _interrupted(runner, run_id)
@@ -135,7 +125,6 @@ def run(
         finish_folder(folder, events)
     for outcome in ran.outcomes:
         outcome.scored.files = {k: folder.placed(p) for k, p in outcome.scored.files.items()}
-    ran.destination = folder.destination
     return ran
 
 
@@ -148,7 +137,7 @@ def _score(
     ran: Ran,
     pending: list[str],
     command: str,
-    store: Callable[[], bool | Store],
+    store: bool | Store,
     events: Events,
 ) -> None:
     """Write the predictions and score them: all at once into ``folder`` (``together``),
@@ -172,7 +161,7 @@ def _score(
             out=target,
             command=command,
             model=", ".join(s.name for s in models),
-            store=store(),
+            store=store,
             into=Into(first.run_id, item_calls, [c.run_id for c in others]),
             events=events,
             extras=extras,

@@ -16,9 +16,9 @@ from fieldcheck._util.jsonio import loads
 from fieldcheck._util.signature import Signature
 from fieldcheck._util.sniff import check_input_file
 from fieldcheck.jsoneval._config import EvalConfig
+from fieldcheck.jsoneval._extract import JsonRuns
 from fieldcheck.jsoneval._models import BatchRecord, RecordError
 from fieldcheck.jsoneval._stream import CHUNK_LINES, SCORES, BatchReader, Failed, Item
-from fieldcheck.jsoneval._task import JsonRuns
 from fieldcheck.metrics import RqsWeights
 from fieldcheck.reports import RunFolder, Scored
 from fieldcheck.store import ItemColumns, add_tag, field_name

@@ -17,6 +17,7 @@ from fieldcheck._util.errors import InputError, UsageProblem
 from fieldcheck._util.iters import chunked
 from fieldcheck._util.jsonio import loads
 from fieldcheck._util.sniff import check_input_file, likely_cause
+from fieldcheck.numeric._agent import NumericRuns
 from fieldcheck.numeric._loaders import LoadResult, load_convfinqa
 from fieldcheck.numeric._predictions import PredictionsResult, load_predictions
 from fieldcheck.numeric._report import HEADLINE
@@ -26,7 +27,6 @@ from fieldcheck.numeric._stream import (
     score_to_folder,
     stored_cell,
 )
-from fieldcheck.numeric._task import NumericRuns
 from fieldcheck.reports import RunFolder, Scored
 from fieldcheck.store import ItemColumns
 

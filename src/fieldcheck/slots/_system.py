@@ -17,12 +17,12 @@ from fieldcheck._util.errors import CannotWrite, InputError, UsageProblem
 from fieldcheck._util.jsonio import loads
 from fieldcheck._util.sniff import check_input_file
 from fieldcheck.reports import RunFolder, Scored
+from fieldcheck.slots._extract import SlotsRuns
 from fieldcheck.slots._loaders import JudgeFile, LatencyFile, SlotFile, load_latencies, load_slots
 from fieldcheck.slots._report import METRIC_COLUMNS, write_outputs
 from fieldcheck.slots._score import ModelInput, SlotScorer, SlotsRun, TPMode, score_models
 from fieldcheck.slots._second import score_partition
 from fieldcheck.slots._stream import Partition, ScratchError, SideKind, SlotInput, partitioned
-from fieldcheck.slots._task import SlotsRuns
 from fieldcheck.store import MODEL_CHARS, ItemColumns, add_tag
 
 if TYPE_CHECKING:
