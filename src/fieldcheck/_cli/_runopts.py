@@ -15,10 +15,19 @@ import typer
 from pydantic import ValidationError
 from rich.console import Console
 
-from fieldcheck._cli._common import EXIT_USAGE, interrupt_reported
+from fieldcheck import core
+from fieldcheck._cli._common import (
+    EXIT_USAGE,
+    ProgressBar,
+    command_name,
+    events,
+    interrupt_reported,
+    pipeline_errors,
+)
 from fieldcheck._cli._record import runner_store_failed, runner_store_unavailable, store_failed
 from fieldcheck._util.errors import InputError
 from fieldcheck._util.term import SafeConsole
+from fieldcheck.reports import RunFolder
 from fieldcheck.runner import (
     API_KEY_ENV,
     MAX_REPLY_BYTES,
@@ -334,6 +343,47 @@ def run_async(
         err.print(line, markup=False, highlight=False, soft_wrap=True)
         interrupt_reported()
         raise typer.Exit(EXIT_INTERRUPTED) from None
+
+
+def run_models(
+    system: str,
+    inputs: list[tuple[str, Path]],
+    settings: dict[str, Any],
+    specs: list[ModelSpec],
+    runner: Runner,
+    out: Path | RunFolder | None,
+    *,
+    command: str,
+    errors: Console,
+    names: dict[str, str] | None = None,
+    show_progress: bool = True,
+    store: bool = True,
+    say_store: bool = False,
+) -> core.Ran:
+    """A ``run``/``evaluate`` command's ``core.run``: usage problems named by the command's
+    ``names`` of the input roles, the runner's lines and the scoring's bar on ``errors``, a
+    Ctrl-C during the calls one line saying how to resume (``say_store``: the store first)."""
+
+    def loop(calls: Coroutine[Any, Any, list[Any]]) -> list[Any]:
+        if say_store:
+            errors.print(store_line(runner), markup=False, highlight=False, soft_wrap=True)
+        return run_async(calls, console=errors, runner=runner)
+
+    with pipeline_errors(names=names), ProgressBar(errors) as bar:
+        return core.run(
+            system,
+            inputs,
+            settings,
+            specs,
+            runner,
+            out=out,
+            command=command_name() or command,
+            store=store and not store_failed(),
+            events=events(errors, bar if show_progress else None),
+            loop=loop,
+            console=errors,
+            show_progress=show_progress,
+        )
 
 
 def store_line(runner: Runner) -> str:

@@ -63,7 +63,7 @@ from fieldcheck._cli._runopts import (
     TimeoutOpt,
     make_runner,
     models_and_runner,
-    run_async,
+    run_models,
     store_line,
 )
 from fieldcheck._util.errors import InputError
@@ -599,42 +599,6 @@ def print_comparison(console: Console, rows: list[dict[str, Any]]) -> None:
     console.print(table)
 
 
-def run_models(
-    data: Path,
-    specs: list[ModelSpec],
-    runner: Runner,
-    config: dict[str, Any],
-    out: Path | OutputFolder | None,
-    *,
-    schema: Path | None,
-    errors: Console,
-    bootstrap: int = 1000,
-    seed: int = 0,
-    store: bool = True,
-    show_progress: bool = True,
-) -> core.Ran:
-    """``json run`` through ``core.run``: each model extracts every document (resumable), its
-    outputs are scored as ``json batch`` scores them, into ``out/<model>/``. ``config``: the
-    options given (None: not given, the saved configuration or the default)."""
-    given = [("documents", data)] + ([("schema", schema)] if schema is not None else [])
-    names = {"documents": "DATA.jsonl", "schema": "--schema"}
-    with pipeline_errors(names=names), ProgressBar(errors) as bar:
-        return core.run(
-            "json",
-            given,
-            {"config": config, "bootstrap": bootstrap, "seed": seed},
-            specs,
-            runner,
-            out=out,
-            command=command_name() or "json run",
-            store=store and not store_failed(),
-            events=events(errors, bar),
-            loop=lambda calls: run_async(calls, console=errors, runner=runner),
-            console=errors,
-            show_progress=show_progress,
-        )
-
-
 def show_models(
     ran: core.Ran,
     runner: Runner,
@@ -687,6 +651,36 @@ def show_models(
         )
     values = {name: dict(summary.means) for name, summary in summaries.items()}
     return gate(floors or {}, values, console, EXIT_FAILED if ran.failed else EXIT_OK)
+
+
+def _run(
+    data: Path,
+    schema: Path | None,
+    specs: list[ModelSpec],
+    runner: Runner,
+    config: dict[str, Any],
+    bootstrap: int,
+    seed: int,
+    out: Path | OutputFolder | None,
+    errors: Console,
+    no_progress: bool = False,
+    no_store: bool = False,
+) -> core.Ran:
+    """``json run``: each model extracts every document (resumable), its outputs scored as
+    ``json batch`` scores them, into ``out/<model>/``. ``config``: the options given."""
+    return run_models(
+        "json",
+        [("documents", data)] + ([("schema", schema)] if schema is not None else []),
+        {"config": config, "bootstrap": bootstrap, "seed": seed},
+        specs,
+        runner,
+        out,
+        command="json run",
+        errors=errors,
+        names={"documents": "DATA.jsonl", "schema": "--schema"},
+        show_progress=not no_progress,
+        store=not no_store,
+    )
 
 
 @app.command("run")
@@ -747,18 +741,8 @@ def run(
     floors = parse_fail_under(fail_under, GATED, lower_is_better=LOWER_IS_BETTER)
     config = _given(_Options.of(locals()))
     specs, runner = models_and_runner(locals())
-    ran = run_models(
-        data,
-        specs,
-        runner,
-        config,
-        out,
-        schema=schema,
-        errors=errors,
-        bootstrap=bootstrap,
-        seed=seed,
-        store=not no_store,
-        show_progress=not no_progress,
+    ran = _run(
+        data, schema, specs, runner, config, bootstrap, seed, out, errors, no_progress, no_store
     )
     status = show_models(ran, runner, console, errors, as_json=as_json, floors=floors)
     raise typer.Exit(status)
@@ -782,15 +766,10 @@ def run_model_demo(base_url: str, out_dir: Path, models: list[str], *, console: 
         highlight=False,
     )
     runner, errors = make_runner(concurrency=16), SafeConsole(stderr=True)
-    ran = run_models(
-        data,
-        specs,
-        runner,
-        config.model_dump(mode="json"),
-        OutputFolder.of(out_dir),
-        schema=examples / "invoice.schema.json",
-        errors=errors,
-        show_progress=False,
+    schema = examples / "invoice.schema.json"
+    config_given = config.model_dump(mode="json")
+    ran = _run(
+        data, schema, specs, runner, config_given, 1000, 0, OutputFolder.of(out_dir), errors, True
     )
     return show_models(ran, runner, console, errors, detail=False)
 

@@ -49,7 +49,7 @@ from fieldcheck._cli._runopts import (
     TimeoutOpt,
     make_runner,
     models_and_runner,
-    run_async,
+    run_models,
     store_line,
 )
 from fieldcheck._util.term import SafeConsole
@@ -62,7 +62,7 @@ from fieldcheck.numeric import (
     estimated_note,
 )
 from fieldcheck.reports import OutputFolder
-from fieldcheck.runner import MAX_REPLY_BYTES, ModelSpec, Runner
+from fieldcheck.runner import MAX_REPLY_BYTES, ModelSpec
 
 app = typer.Typer(
     help="ConvFinQA numeric QA: run a model's plan-and-execute agent, score per-turn answers and plans.",
@@ -356,36 +356,6 @@ def run_demo(out_dir: Path) -> int:
 CONVFINQA_DEV = Path(__file__).resolve().parents[3] / "examples" / "convfinqa" / "dev.json"
 
 
-def _run_models(
-    data: Path,
-    specs: Sequence[ModelSpec],
-    runner: Runner,
-    settings: dict[str, Any],
-    out: Path | OutputFolder | None,
-    *,
-    show_progress: bool = True,
-    store: bool = True,
-) -> core.Ran:
-    """``numeric evaluate`` through ``core.run``: the agent for every model (resumable), each
-    model's predictions.jsonl scored into its run: in ``out`` for one model, else in
-    ``out/<file-safe name>``."""
-    errors = SafeConsole(stderr=True)
-    with pipeline_errors(), ProgressBar(errors) as bar:
-        return core.run(
-            "numeric",
-            [("data", data)],
-            settings,
-            specs,
-            runner,
-            out=out,
-            command=command_name() or "numeric evaluate",
-            store=store and not store_failed(),
-            events=events(errors, bar if show_progress else None),
-            loop=lambda calls: run_async(calls, runner=runner),
-            show_progress=show_progress,
-        )
-
-
 def run_line(run: AgentRun) -> str:
     """The model's run: id, resumed items, calls and cache hits, error types."""
     handle = run.handle
@@ -497,8 +467,17 @@ def evaluate_command(
     specs, runner = models_and_runner(locals())
     settings = _settings(split=split, sample_size=sample_size, seed=seed, bootstrap=bootstrap)
     console = SafeConsole(stderr=as_json)
-    ran = _run_models(
-        data, specs, runner, settings, out, show_progress=not no_progress, store=not no_store
+    ran = run_models(
+        "numeric",
+        [("data", data)],
+        settings,
+        specs,
+        runner,
+        out,
+        command="numeric evaluate",
+        errors=SafeConsole(stderr=True),
+        show_progress=not no_progress,
+        store=not no_store,
     )
     models = list(zip(ran.calls, ran.outcomes, strict=True))
     for _, outcome in models:
@@ -522,12 +501,15 @@ def run_model_demo(base_url: str, out_dir: Path, models: list[str], *, console: 
         return 1
     specs = [ModelSpec(name=m, model=m, base_url=base_url) for m in models]
     runner = make_runner(concurrency=16, timeout=30.0, max_retries=2)
-    ran = _run_models(
-        CONVFINQA_DEV,
+    ran = run_models(
+        "numeric",
+        [("data", CONVFINQA_DEV)],
+        _settings(sample_size=30, bootstrap=200),
         specs,
         runner,
-        _settings(sample_size=30, bootstrap=200),
         OutputFolder.of(out_dir),
+        command="numeric evaluate",
+        errors=SafeConsole(stderr=True),
         show_progress=False,
     )
     for outcome in ran.outcomes:

@@ -4,7 +4,7 @@ extraction predictions of several models (thin shell)."""
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Coroutine, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -30,7 +30,7 @@ from fieldcheck._cli._common import (
     seed_option,
     show_problems,
 )
-from fieldcheck._cli._record import NoStoreOpt, store_failed, stored_line
+from fieldcheck._cli._record import NoStoreOpt, stored_line
 from fieldcheck._cli._runopts import (
     STORE_HELP,
     BaseUrlOpt,
@@ -50,12 +50,11 @@ from fieldcheck._cli._runopts import (
     TimeoutOpt,
     make_runner,
     models_and_runner,
-    run_async,
-    store_line,
+    run_models,
 )
 from fieldcheck._util.term import SafeConsole, safe_text
 from fieldcheck.reports import RunFolder, format_pvalue, format_seconds, format_seconds_joined
-from fieldcheck.runner import MAX_REPLY_BYTES, ModelSpec, Runner
+from fieldcheck.runner import MAX_REPLY_BYTES, ModelSpec
 from fieldcheck.slots import (
     METRIC_COLUMNS,
     PROMPT_ID,
@@ -513,8 +512,19 @@ def run(
     settings = _settings(
         tp, threshold, bootstrap, seed, judge_url if judge_model else None, judge_model
     )
-    ran = _run_models(
-        conversations, gold, specs, runner, settings, out, err, not no_progress, not no_store
+    ran = run_models(
+        "slots",
+        [("conversations", conversations), ("gold", gold)],
+        settings,
+        specs,
+        runner,
+        out,
+        command="slots run",
+        errors=err,
+        names={"conversations": "--conversations", "gold": "--gold"},
+        show_progress=not no_progress,
+        store=not no_store,
+        say_store=True,
     )
     outcome, extractions = ran.outcomes[0], ran.calls
     scored = outcome.scored.result
@@ -547,46 +557,6 @@ def run(
     raise typer.Exit(gate(floors, outcome.scored.gate, console, status))
 
 
-def _run_models(
-    conversations: Path,
-    gold: Path,
-    specs: Sequence[ModelSpec],
-    runner: Runner,
-    settings: dict[str, Any],
-    out: Path | RunFolder | None,
-    err: Console,
-    show_progress: bool = True,
-    store: bool = True,
-    *,
-    demo: bool = False,
-) -> core.Ran:
-    """``slots run`` through ``core.run``: every model over the conversations (resumable), then
-    scored together into one run; the runner's lines on ``err`` (the store first, but in the
-    demo)."""
-
-    def loop(calls: Coroutine[Any, Any, list[Any]]) -> list[Any]:
-        if not demo:
-            err.print(store_line(runner), markup=False, highlight=False, soft_wrap=True)
-        return run_async(calls, console=err, runner=runner)
-
-    names = {"conversations": "--conversations", "gold": "--gold"}
-    with pipeline_errors(names=names), ProgressBar(err) as bar:
-        return core.run(
-            "slots",
-            [("conversations", conversations), ("gold", gold)],
-            settings,
-            specs,
-            runner,
-            out=out,
-            command="slots run",
-            store=store and not store_failed(),
-            events=events(err, bar),
-            loop=loop,
-            console=err,
-            show_progress=show_progress,
-        )
-
-
 def run_model_demo(base_url: str, out_dir: Path, models: list[str], *, console: Console) -> int:
     """``make demo``: run the synthetic models at ``base_url`` (serve-model) over the bundled
     synthetic conversations, score them and print one line per model.
@@ -603,16 +573,19 @@ def run_model_demo(base_url: str, out_dir: Path, models: list[str], *, console: 
         return EXIT_FAILED
     specs = [ModelSpec(name=m, model=m, base_url=base_url) for m in models]
     folder = RunFolder.of(out_dir)
-    ran = _run_models(
-        conversations_path,
-        gold,
+    inputs = [("conversations", conversations_path), ("gold", gold)]
+    settings = _settings(bootstrap=200)
+    runner = make_runner()
+    ran = run_models(
+        "slots",
+        inputs,
+        settings,
         specs,
-        make_runner(),
-        _settings(bootstrap=200),
+        runner,
         folder,
-        console,
+        command="slots run",
+        errors=console,
         show_progress=False,
-        demo=True,
     )
     outcome, extractions = ran.outcomes[0], ran.calls
     scored, files = outcome.scored.result, outcome.files
