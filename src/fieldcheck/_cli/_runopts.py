@@ -57,6 +57,15 @@ def _store_help() -> str:
 
 STORE_HELP = _store_help()
 
+ModelOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--model",
+        metavar="[NAME=]MODEL",
+        help="A model at --base-url; NAME labels it in every output (default MODEL). Repeat "
+        "for several models.",
+    ),
+]
 BaseUrlOpt = Annotated[
     str | None,
     typer.Option(

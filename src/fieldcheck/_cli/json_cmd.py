@@ -53,6 +53,7 @@ from fieldcheck._cli._runopts import (
     MaxReplyBytesOpt,
     MaxRetriesOpt,
     MaxTokensOpt,
+    ModelOpt,
     ModelSeedOpt,
     ModelsFileOpt,
     NoCacheOpt,
@@ -554,14 +555,6 @@ def batch(
     )
 
 
-ModelOpt = Annotated[
-    list[str] | None,
-    typer.Option(
-        "--model",
-        metavar="[NAME=]MODEL",
-        help="A model at --base-url (repeatable); NAME labels it in every output (default MODEL).",
-    ),
-]
 SchemaOpt = Annotated[
     Path | None,
     typer.Option(

@@ -39,6 +39,7 @@ from fieldcheck._cli._runopts import (
     MaxReplyBytesOpt,
     MaxRetriesOpt,
     MaxTokensOpt,
+    ModelOpt,
     ModelSeedOpt,
     ModelsFileOpt,
     NoCacheOpt,
@@ -418,15 +419,7 @@ def evaluate_command(
     out: Annotated[
         Path | None, out_option("Directory for predictions.jsonl and every output file.")
     ] = None,
-    model: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--model",
-            metavar="[NAME=]MODEL",
-            help="A model at --base-url; NAME labels it in every output (default MODEL). Repeat "
-            "for several models.",
-        ),
-    ] = None,
+    model: ModelOpt = None,
     models_file: ModelsFileOpt = None,
     base_url: BaseUrlOpt = None,
     split: Annotated[

@@ -40,6 +40,7 @@ from fieldcheck._cli._runopts import (
     MaxReplyBytesOpt,
     MaxRetriesOpt,
     MaxTokensOpt,
+    ModelOpt,
     ModelSeedOpt,
     ModelsFileOpt,
     NoCacheOpt,
@@ -439,15 +440,7 @@ def run(
         ),
     ],
     out: Annotated[Path | None, out_option("Output directory.")] = None,
-    model: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--model",
-            metavar="[NAME=]MODEL",
-            help="A model at --base-url; NAME labels it in every output (default MODEL). Repeat "
-            "for several models.",
-        ),
-    ] = None,
+    model: ModelOpt = None,
     models_file: ModelsFileOpt = None,
     base_url: BaseUrlOpt = None,
     concurrency: ConcurrencyOpt = 8,

@@ -77,6 +77,9 @@ def run(
     if not isinstance(named, Runs):
         raise UsageProblem(f"{named.name} runs no model")
     found: Runs = named
+    takes, given = dict(found.run_inputs), [role for role, _ in inputs]
+    if [r for r in given if r not in takes] or not given or given[0] != next(iter(takes)):
+        raise UsageProblem(f"a {named.name} run takes {', '.join(takes)} (got {', '.join(given)})")
     events = events or Events()
     task = found.read_task(
         inputs, settings, {"store": store, "warn": events.warn, "note": events.note}
