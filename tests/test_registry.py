@@ -539,3 +539,20 @@ def test_the_built_in_systems_through_fieldcheck_score_as_their_own_commands(
         code, stdout, stderr = _cli("score", *args, "--out", str(tmp_path / "r"))
         assert code == 2 and line in stderr, (args, stderr)
     assert not (tmp_path / "r").exists()
+
+
+def test_core_run_refuses_a_system_without_a_model_task_and_roles_it_does_not_run(
+    tmp_path: Path, label_system: LabelSystem
+) -> None:
+    """``core.run`` before anything is read or written: the label system has no ``run_model``
+    (its name said), and json's run reads documents first and no ``batch``."""
+    from fieldcheck.runner import ModelSpec, Runner
+
+    specs, out = [ModelSpec(name="m", model="m", base_url="http://127.0.0.1:9/v1")], tmp_path / "o"
+    with pytest.raises(UsageProblem, match="label runs no model"):
+        core.run("label", [("labels", tmp_path)], {}, specs, Runner(), out=out, command="x")
+    with pytest.raises(UsageProblem) as found:
+        core.run("json", [("batch", tmp_path)], {}, specs, Runner(), out=out, command="x")
+    assert found.value.message == "a json run takes documents, schema (got batch)"
+    assert not isinstance(label_system, core.Runs) and isinstance(core.get("json"), core.Runs)
+    assert not out.exists()

@@ -293,3 +293,80 @@ def test_an_interrupted_runs_items_are_its_journals_in_flight(
         assert "3 of 6 items (in flight: called, not yet scored)" in html
         assert html.count('<tr data-key="r') == 3
     live.stop()
+
+
+def test_a_ctrl_c_while_the_first_model_is_scored_resumes_every_model_run_once(
+    tmp_path: Path, chat_server: StartServer, monkeypatch: Any
+) -> None:
+    """Ctrl-C once both models' calls finished, while the first is scored: each model run is
+    left interrupted, and the same command resumes both with no call into the same runs (the
+    second model's run, left finished, was stored again beside the first: a duplicate)."""
+    from fieldcheck import core
+
+    server = chat_server(_reply)
+    system = type(core.get("json"))
+    scored = system.score
+
+    def ctrl_c(*args: Any, **kwargs: Any) -> Any:
+        raise KeyboardInterrupt
+
+    args = ["json", "run", str(_data(tmp_path)), "--base-url", server.base_url]
+    args += ["--model", "m1", "--model", "m2", "--out", str(tmp_path / "out")]
+    args += ["--no-progress", "--bootstrap", "20"]
+    monkeypatch.setattr(system, "score", ctrl_c)
+    code, _, stderr = cli(*args)
+    assert code == 130, stderr
+    store = Store()
+    first = {r.model: (r.id, r.status) for r in store.list_runs()}
+    assert sorted(first) == ["m1", "m2"]
+    assert [status for _, status in first.values()] == ["interrupted", "interrupted"]
+    asked = len(server.chat_requests)
+    monkeypatch.setattr(system, "score", scored)
+    code, stdout, stderr = cli(*args)
+    assert code == 0, stderr
+    assert len(server.chat_requests) == asked == 12  # 6 records x 2 models, none asked again
+    for model in ("m1", "m2"):
+        assert f"resuming run {first[model][0]}: 6 of 6 items already finished" in stderr
+    assert ids(stdout, stderr) == {i for i, _ in first.values()}  # the only ids printed
+    runs = store.list_runs()
+    assert {r.model: r.id for r in runs} == {m: i for m, (i, _) in first.items()}
+    assert len(runs) == 2 and all(r.status == "finished" and r.metrics for r in runs)
+    info = json.loads((tmp_path / "out" / "run.json").read_text())
+    assert sorted(info["runs"]) == sorted(i for i, _ in first.values())
+
+
+def test_a_ctrl_c_while_two_slot_models_are_scored_resumes_their_runs_once(
+    tmp_path: Path, chat_server: StartServer, monkeypatch: Any
+) -> None:
+    """The same for models scored together: the resume scores into the run begun, the other
+    model's calls its ``calls`` run still, no third run."""
+    from fieldcheck import core
+
+    server = chat_server(lambda body: json.dumps({"basic_info": {"name": ["Ann"]}}))
+    convs, gold = tmp_path / "c.jsonl", tmp_path / "g.jsonl"
+    turns = [{"role": "user", "content": "I am Ann"}]
+    convs.write_text(json.dumps({"user": "u", "session": 1, "turns": turns}) + "\n")
+    row = {"user": "u", "session": 1, "topic": "basic_info", "field": "name", "values": ["Ann"]}
+    gold.write_text(json.dumps(row) + "\n")
+    args = ["slots", "run", "--conversations", str(convs), "--gold", str(gold)]
+    args += ["--base-url", server.base_url, "--model", "A=m1", "--model", "B=m2"]
+    args += ["--out", str(tmp_path / "out"), "--bootstrap", "20", "--no-progress"]
+    system = type(core.get("slots"))
+    scored = system.score
+
+    def ctrl_c(*args: Any, **kwargs: Any) -> Any:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(system, "score", ctrl_c)
+    assert cli(*args)[0] == 130
+    store = Store()
+    began = {r.model: r.id for r in [*store.list_runs(), *store.list_runs(kind="calls")]}
+    assert sorted(began) == ["A, B", "B"]  # scoring began: the run named after both
+    monkeypatch.setattr(system, "score", scored)
+    code, _, stderr = cli(*args)
+    assert code == 0, stderr
+    assert len(server.chat_requests) == 2  # one session, two models, none asked again
+    [run] = store.list_runs()
+    [part] = store.list_runs(kind="calls")
+    assert (run.id, part.id, part.parent_id) == (began["A, B"], began["B"], run.id)
+    assert run.status == "finished" and run.metrics["models"]["B"]["f1"] == 1.0

@@ -22,7 +22,8 @@ from typer.core import TyperGroup
 
 from fieldcheck._cli._record import forget_store_warnings
 from fieldcheck._util.errors import CannotWrite, InputError, UsageProblem
-from fieldcheck._util.term import install_log_filter, safe_text
+from fieldcheck._util.jsonio import dumps
+from fieldcheck._util.term import install_log_filter, safe_json_text, safe_text
 from fieldcheck.core import Events, Interrupted
 
 install_log_filter()  # warnings quote data: control characters escaped (issue 9)
@@ -347,8 +348,17 @@ class ProgressBar:
         self.tasks: dict[str, Any] = {}
         self.callback = Throttle(self._update)
 
+    def __enter__(self) -> ProgressBar:
+        """Shown from the first progress on (a model run's own bars come first), until exit."""
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.bar.stop()
+
     def _update(self, phase: str, done: int, total: int) -> None:
         bar, tasks = self.bar, self.tasks
+        if not bar.live.is_started:
+            bar.start()
         if phase not in tasks:
             for task in tasks.values():  # a new phase ends the one of unknown length
                 if bar.tasks[task].total is None:
@@ -389,3 +399,11 @@ def pipeline_errors(
         typer.echo(safe_text(exc.line), err=True)
         interrupt_reported()
         raise typer.Exit(EXIT_INTERRUPTED) from None
+
+
+def print_json(value: Any, *, models: bool = False) -> None:
+    """``--json``: a result file as written, on stdout (control characters escaped); with
+    ``models``, ``value`` by model: one model's alone, several as ``{"models": {name: ...}}``."""
+    if models:
+        value = next(iter(value.values())) if len(value) == 1 else {"models": value}
+    sys.stdout.write(safe_json_text(dumps(value, indent=True)) + "\n")

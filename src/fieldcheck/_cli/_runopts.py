@@ -15,10 +15,20 @@ import typer
 from pydantic import ValidationError
 from rich.console import Console
 
-from fieldcheck._cli._common import EXIT_INTERRUPTED, EXIT_USAGE, interrupt_reported
+from fieldcheck import core
+from fieldcheck._cli._common import (
+    EXIT_INTERRUPTED,
+    EXIT_USAGE,
+    ProgressBar,
+    command_name,
+    events,
+    interrupt_reported,
+    pipeline_errors,
+)
 from fieldcheck._cli._record import runner_store_failed, runner_store_unavailable, store_failed
 from fieldcheck._util.errors import InputError
 from fieldcheck._util.term import SafeConsole
+from fieldcheck.reports import RunFolder
 from fieldcheck.runner import (
     API_KEY_ENV,
     MAX_REPLY_BYTES,
@@ -47,6 +57,15 @@ def _store_help() -> str:
 
 STORE_HELP = _store_help()
 
+ModelOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--model",
+        metavar="[NAME=]MODEL",
+        help="A model at --base-url; NAME labels it in every output (default MODEL). Repeat "
+        "for several models.",
+    ),
+]
 BaseUrlOpt = Annotated[
     str | None,
     typer.Option(
@@ -260,6 +279,24 @@ def make_runner(
     )
 
 
+_SPEC_OPTIONS = ("base_url", "temperature", "max_tokens", "model_seed", "price_in", "price_out")
+_RUNNER_OPTIONS = (
+    *("concurrency", "timeout", "max_retries", "max_reply_bytes", "no_cache"),
+    *("cache_nonzero_temperature", "json_mode", "no_store"),
+)
+
+
+def models_and_runner(options: dict[str, Any]) -> tuple[list[ModelSpec], Runner]:
+    """The models and the runner of a model-running command, from its arguments
+    (``locals()``: the options above, ``model`` and ``models_file``)."""
+    specs = model_specs(
+        models=options["model"],
+        models_file=options["models_file"],
+        **{name: options[name] for name in _SPEC_OPTIONS},
+    )
+    return specs, make_runner(**{name: options[name] for name in _RUNNER_OPTIONS})
+
+
 _RUNNING: list[Callable[[], None]] = []  # while run_async's loop runs: how to interrupt it
 
 
@@ -315,6 +352,47 @@ def run_async(
         err.print(line, markup=False, highlight=False, soft_wrap=True)
         interrupt_reported()
         raise typer.Exit(EXIT_INTERRUPTED) from None
+
+
+def run_models(
+    system: str,
+    inputs: list[tuple[str, Path]],
+    settings: dict[str, Any],
+    specs: list[ModelSpec],
+    runner: Runner,
+    out: Path | RunFolder | None,
+    *,
+    command: str,
+    errors: Console,
+    names: dict[str, str] | None = None,
+    show_progress: bool = True,
+    store: bool = True,
+    say_store: bool = False,
+) -> core.Ran:
+    """A ``run``/``evaluate`` command's ``core.run``: usage problems named by the command's
+    ``names`` of the input roles, the runner's lines and the scoring's bar on ``errors``, a
+    Ctrl-C during the calls one line saying how to resume (``say_store``: the store first)."""
+
+    def loop(calls: Coroutine[Any, Any, list[Any]]) -> list[Any]:
+        if say_store:
+            errors.print(store_line(runner), markup=False, highlight=False, soft_wrap=True)
+        return run_async(calls, console=errors, runner=runner)
+
+    with pipeline_errors(names=names), ProgressBar(errors) as bar:
+        return core.run(
+            system,
+            inputs,
+            settings,
+            specs,
+            runner,
+            out=out,
+            command=command_name() or command,
+            store=store and not store_failed(),
+            events=events(errors, bar if show_progress else None),
+            loop=loop,
+            console=errors,
+            show_progress=show_progress,
+        )
 
 
 def store_line(runner: Runner) -> str:

@@ -12,13 +12,14 @@ import sys
 from dataclasses import dataclass
 from dataclasses import fields as dataclass_fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, get_args
+from typing import Annotated, Any, get_args
 
 import orjson
 import typer
 from rich.console import Console
 from rich.table import Table
 
+from fieldcheck import core
 from fieldcheck._cli._common import (
     EXIT_FAILED,
     EXIT_OK,
@@ -33,14 +34,10 @@ from fieldcheck._cli._common import (
     out_option,
     parse_fail_under,
     pipeline_errors,
+    print_json,
     seed_option,
     show_problems,
 )
-
-if TYPE_CHECKING:
-    pass
-
-from fieldcheck import core
 from fieldcheck._cli._record import (
     NoStoreOpt,
     store_failed,
@@ -56,6 +53,7 @@ from fieldcheck._cli._runopts import (
     MaxReplyBytesOpt,
     MaxRetriesOpt,
     MaxTokensOpt,
+    ModelOpt,
     ModelSeedOpt,
     ModelsFileOpt,
     NoCacheOpt,
@@ -65,14 +63,13 @@ from fieldcheck._cli._runopts import (
     TemperatureOpt,
     TimeoutOpt,
     make_runner,
-    model_specs,
-    run_async,
+    models_and_runner,
+    run_models,
     store_line,
 )
 from fieldcheck._util.errors import InputError
-from fieldcheck._util.jsonio import dumps, loads, read_json, write_json, write_jsonl
-from fieldcheck._util.paths import unique_filenames
-from fieldcheck._util.sniff import check_input_file, likely_cause
+from fieldcheck._util.jsonio import dumps, loads, read_json
+from fieldcheck._util.sniff import likely_cause
 from fieldcheck._util.term import SafeConsole, safe_json_text, safe_markup, safe_text
 from fieldcheck.jsoneval import (
     CHUNK_LINES,
@@ -82,20 +79,14 @@ from fieldcheck.jsoneval import (
     JsonEvalResult,
     MatcherError,
     MatcherFamily,
-    ModelRun,
     SafetyCheck,
-    build_matchers,
     evaluate,
-    load_schema,
     load_strategies,
     parse_weights,
-    read_documents,
-    record_error,
     resolve_config,
-    run_extraction,
 )
 from fieldcheck.metrics import BUCKET_NAMES
-from fieldcheck.reports import OutputFolder, format_seconds, write_csv
+from fieldcheck.reports import OutputFolder, format_seconds
 from fieldcheck.runner import MAX_REPLY_BYTES, ModelSpec, Runner
 
 app = typer.Typer(
@@ -509,11 +500,6 @@ def run_batch(
     return gate(floors or {}, outcome.scored.gate, console, status)
 
 
-def print_json(value: Any) -> None:
-    """``--json``: a result file as written, on stdout (control characters escaped)."""
-    sys.stdout.write(safe_json_text(dumps(value, indent=True)) + "\n")
-
-
 @app.command("batch")
 def batch(
     data: Annotated[
@@ -569,14 +555,6 @@ def batch(
     )
 
 
-ModelOpt = Annotated[
-    list[str] | None,
-    typer.Option(
-        "--model",
-        metavar="[NAME=]MODEL",
-        help="A model at --base-url (repeatable); NAME labels it in every output (default MODEL).",
-    ),
-]
 SchemaOpt = Annotated[
     Path | None,
     typer.Option(
@@ -585,46 +563,6 @@ SchemaOpt = Annotated[
         help="JSON Schema of the target object, shown to the model in the prompt.",
     ),
 ]
-COMPARISON_COLUMNS = (
-    "model",
-    "run_id",
-    "records",
-    "with_output",
-    "call_errors",
-    "not_an_object",
-    "failed",
-    "not_scored",
-    "completeness",
-    "hallucination",
-    "accuracy",
-    "rqs",
-    "input_tokens",
-    "output_tokens",
-    "cost_usd",
-    "latency_s_mean",
-)
-
-
-def _comparison_row(run: ModelRun, summary: BatchSummary) -> dict[str, Any]:
-    info = run.info()
-    return {
-        "model": run.spec.name,
-        "run_id": run.run_id,
-        "records": info["records"],
-        "with_output": info["with_output"],
-        "call_errors": len(run.call_errors),
-        "not_an_object": summary.not_an_object,
-        "failed": summary.failed,
-        "not_scored": summary.not_scored,
-        **{
-            name: summary.means[name]
-            for name in ("completeness", "hallucination", "accuracy", "rqs")
-        },
-        "input_tokens": run.input_tokens,
-        "output_tokens": run.output_tokens,
-        "cost_usd": run.cost_usd,
-        "latency_s_mean": info["latency_s_mean"],
-    }
 
 
 def print_comparison(console: Console, rows: list[dict[str, Any]]) -> None:
@@ -654,143 +592,88 @@ def print_comparison(console: Console, rows: list[dict[str, Any]]) -> None:
     console.print(table)
 
 
-def run_models(
-    data: Path,
-    specs: list[ModelSpec],
+def show_models(
+    ran: core.Ran,
     runner: Runner,
-    config: EvalConfig,
-    out: Path | OutputFolder,
-    *,
-    schema_text: str | None,
     console: Console,
     errors: Console,
-    show_progress: bool = True,
+    *,
     detail: bool = True,
-    bootstrap: int = 1000,
-    seed: int = 0,
     as_json: bool = False,
     floors: dict[str, float] | None = None,
-    no_store: bool = False,
-    documents: tuple[list[Any], list[InputError]] | None = None,
 ) -> int:
-    """``json run``: each model extracts every document (through the runner, resumable), then its
-    outputs are scored by the ``json batch`` code path into ``out/<model>/``; return the exit status
-    (0 all scored, 3 when a line or a record could not be scored or a call failed, 2 on usage
-    errors). ``detail=False`` prints only the comparison table (the demo). ``documents``:
-    ``read_documents(data)``, read and checked by the caller before --out was prepared."""
-    folder_of = unique_filenames(s.name for s in specs)
-    folders = [folder_of[s.name] for s in specs]
-    records, read_errors = _documents(data) if documents is None else documents
-
-    async def every_model() -> list[ModelRun]:
-        try:
-            return [
-                await run_extraction(
-                    runner,
-                    spec,
-                    data,
-                    records,
-                    schema_text=schema_text,
-                    console=errors,
-                    show_progress=show_progress,
-                )
-                for spec in specs
-            ]
-        finally:
-            await runner.aclose()
-
-    runs = run_async(every_model(), console=errors, runner=runner)
-    root = OutputFolder.of(out)
-    matchers = build_matchers(config)  # once for every model: each model's pairs reuse the cache
-    settings = config.model_dump(mode="json")
-    data_failures = [record_error(e) for e in read_errors]
-    status = EXIT_FAILED if read_errors else EXIT_OK
-    comparison: list[dict[str, Any]] = []
+    """Each model's problems, summary, files and run (``detail``), the comparison; the exit
+    status (0 all scored, 3 when a line or a record could not be scored or a call failed, 4
+    when a --fail-under floor is not met)."""
     summaries: dict[str, BatchSummary] = {}
-    for run, folder_name in zip(runs, folders, strict=True):
-        folder = root.sub(folder_name)
-        with pipeline_errors(), core.writing(root):
-            folder.expect("outputs.jsonl", "call_errors.jsonl", "run.json")
-            outputs, call_errors, run_json = (
-                folder / "outputs.jsonl",
-                folder / "call_errors.jsonl",
-                folder / "run.json",
-            )
-            with folder.atomic("outputs.jsonl") as tmp:
-                write_jsonl(tmp, run.rows)
-            with folder.atomic("call_errors.jsonl") as tmp:
-                write_jsonl(tmp, run.call_errors)
-            with folder.atomic("run.json") as tmp:
-                write_json(tmp, run.info())
-        bar = ProgressBar(errors)
-        with pipeline_errors(), bar.bar:
-            outcome = core.score(
-                "json",
-                [("documents", data), ("outputs", outputs)],
-                {"config": settings, "bootstrap": bootstrap, "seed": seed},
-                out=folder,
-                command=command_name() or "json run",
-                model=run.spec.name,
-                store=not no_store and not store_failed(),
-                into=core.Into(run.run_id, run.item_calls),
-                events=events(errors, bar),
-                extras={"matchers": matchers, "prior_errors": data_failures},
-            )
-        batch_summary: BatchSummary = outcome.scored.result
-        stored = core.stored_line(outcome.run_id)
-        summaries[run.spec.name] = batch_summary
-        paths = {k: root.placed(p) for k, p in outcome.files.items()}
+    for run, outcome in zip(ran.calls, ran.outcomes, strict=True):
+        summary: BatchSummary = outcome.scored.result
+        summaries[run.spec.name] = summary
         show_problems(
-            errors, batch_summary.errors, str(paths["errors"]), total=batch_summary.not_scored
+            errors, summary.errors, str(outcome.files["errors"]), total=summary.not_scored
         )
-        if batch_summary.not_scored or run.call_errors:
-            status = EXIT_FAILED
-        comparison.append(_comparison_row(run, batch_summary))
         if not detail:
             continue
+        folder = outcome.destination
         console.rule(f"[bold]{safe_markup(run.spec.name)}[/bold] ({safe_markup(run.spec.model)})")
-        print_summary(
-            console,
-            batch_summary,
-            {
-                "outputs": root.placed(outputs),
-                **paths,
-                "calls": root.placed(call_errors),
-                "run": root.placed(run_json),
-            },
-        )
+        calls, files = folder / "call_errors.jsonl", dict(outcome.files)
+        files = {"outputs": folder / "outputs.jsonl", **files, "calls": calls}
+        print_summary(console, summary, {**files, "run": folder / "run.json"})
         counts = ", ".join(f"{k} {v}" for k, v in run.error_counts.items())
-        console.print(
-            f"no output (call errors, not scored): {len(run.call_errors)}"
-            + (f" ({counts}; see {root.placed(call_errors)})" if counts else ""),
-            markup=False,
-            highlight=False,
-            soft_wrap=True,
-        )
         n = run.resumed_items
         resumed = f", {n} item{'' if n == 1 else 's'} resumed" if n else ""
-        console.print(
+        for line in (
+            f"no output (call errors, not scored): {len(run.call_errors)}"
+            + (f" ({counts}; see {calls})" if counts else ""),
             f"run {run.run_id}{resumed}; {run.calls} calls, {run.cached_calls} from the cache; "
             f"{store_line(runner)}",
-            markup=False,
-            highlight=False,
-            soft_wrap=True,
-        )
-        stored_line(console, stored)
-    with pipeline_errors(), core.writing(root):
-        with root.atomic("comparison.csv") as tmp:
-            write_csv(tmp, comparison, COMPARISON_COLUMNS)
-        core.finish_folder(root, events(errors))
-    if len(comparison) > 1:
-        print_comparison(console, comparison)
+        ):
+            console.print(line, markup=False, highlight=False, soft_wrap=True)
+        stored_line(console, core.stored_line(outcome.run_id))
+    if len(ran.comparison) > 1:
+        print_comparison(console, [dict(row) for row in ran.comparison])
     console.print(
-        f"comparison: {root / 'comparison.csv'}", markup=False, highlight=False, soft_wrap=True
-    )  # the folder is in place: ``root`` is where it is
+        f"comparison: {ran.destination / 'comparison.csv'}",
+        markup=False,
+        highlight=False,
+        soft_wrap=True,
+    )
     if as_json:  # summary.json as written; {"models": {name: ...}} for several models
-        shown = {n: {**b.to_json(), "complete": True} for n, b in summaries.items()}
-        print_json(next(iter(shown.values())) if len(shown) == 1 else {"models": shown})
+        print_json(
+            {n: {**b.to_json(), "complete": True} for n, b in summaries.items()}, models=True
+        )
     values = {name: dict(summary.means) for name, summary in summaries.items()}
-    return gate(floors or {}, values, console, status)
+    return gate(floors or {}, values, console, EXIT_FAILED if ran.failed else EXIT_OK)
+
+
+def _run(
+    data: Path,
+    schema: Path | None,
+    specs: list[ModelSpec],
+    runner: Runner,
+    config: dict[str, Any],
+    bootstrap: int,
+    seed: int,
+    out: Path | OutputFolder | None,
+    errors: Console,
+    no_progress: bool = False,
+    no_store: bool = False,
+) -> core.Ran:
+    """``json run``: each model extracts every document (resumable), its outputs scored as
+    ``json batch`` scores them, into ``out/<model>/``. ``config``: the options given."""
+    return run_models(
+        "json",
+        [("documents", data)] + ([("schema", schema)] if schema is not None else []),
+        {"config": config, "bootstrap": bootstrap, "seed": seed},
+        specs,
+        runner,
+        out,
+        command="json run",
+        errors=errors,
+        names={"documents": "DATA.jsonl", "schema": "--schema"},
+        show_progress=not no_progress,
+        store=not no_store,
+    )
 
 
 @app.command("run")
@@ -849,83 +732,16 @@ def run(
     --fail-under floor is not met, 2 on usage errors, 1 when an output could not be written part-way, 130 on Ctrl-C."""
     console, errors = SafeConsole(stderr=as_json), SafeConsole(stderr=True)
     floors = parse_fail_under(fail_under, GATED, lower_is_better=LOWER_IS_BETTER)
-    config = _config(_Options.of(locals()), errors)
-    specs = model_specs(
-        models=model,
-        models_file=models_file,
-        base_url=base_url,
-        temperature=temperature,
-        max_tokens=max_tokens,
-        model_seed=model_seed,
-        price_in=price_in,
-        price_out=price_out,
+    config = _given(_Options.of(locals()))
+    specs, runner = models_and_runner(locals())
+    ran = _run(
+        data, schema, specs, runner, config, bootstrap, seed, out, errors, no_progress, no_store
     )
-    try:
-        schema_text = load_schema(schema) if schema is not None else None
-    except InputError as exc:
-        raise typer.BadParameter(safe_text(exc), param_hint="--schema") from None
-    documents = _documents(data)  # a bad DATA.jsonl: refused before --out is prepared
-    given = [("documents", data)] + ([("schema", schema)] if schema is not None else [])
-    label = specs[0].name if len(specs) == 1 else data.stem
-    with pipeline_errors():
-        folder = core.open_folder(
-            out,
-            command=command_name() or "json run",
-            inputs=given,
-            label=label,
-            models=[s.name for s in specs],
-            events=events(errors),
-            system="json",
-        )
-    runner = make_runner(
-        concurrency=concurrency,
-        timeout=timeout,
-        max_retries=max_retries,
-        max_reply_bytes=max_reply_bytes,
-        no_cache=no_cache,
-        cache_nonzero_temperature=cache_nonzero_temperature,
-        json_mode=json_mode,
-        no_store=no_store,
-    )
-    with pipeline_errors(), core.writing(folder, core.NO_CACHE_NOTE if no_cache else ""):
-        status = run_models(
-            data,
-            specs,
-            runner,
-            config,
-            folder,
-            schema_text=schema_text,
-            console=console,
-            errors=errors,
-            show_progress=not no_progress,
-            bootstrap=bootstrap,
-            seed=seed,
-            as_json=as_json,
-            floors=floors,
-            no_store=no_store,
-            documents=documents,
-        )
+    status = show_models(ran, runner, console, errors, as_json=as_json, floors=floors)
     raise typer.Exit(status)
 
 
 run.__doc__ = f"{inspect.cleandoc(run.__doc__ or '')}\n\n{STORE_HELP}"
-
-
-def _documents(data: Path) -> tuple[list[Any], list[InputError]]:
-    """``read_documents(data)``, a file without a usable document a usage error (exit 2)."""
-    try:
-        records, read_errors = read_documents(data)
-    except InputError as exc:
-        raise typer.BadParameter(safe_text(exc), param_hint="DATA.jsonl") from None
-    with pipeline_errors():
-        check_input_file(
-            data,
-            records=len(records),
-            errors=read_errors,
-            option="DATA.jsonl",
-            expected="json-documents",
-        )
-    return records, read_errors
 
 
 def run_model_demo(base_url: str, out_dir: Path, models: list[str], *, console: Console) -> int:
@@ -942,18 +758,13 @@ def run_model_demo(base_url: str, out_dir: Path, models: list[str], *, console: 
         soft_wrap=True,
         highlight=False,
     )
-    return run_models(
-        data,
-        specs,
-        make_runner(concurrency=16),
-        config,
-        OutputFolder.of(out_dir),
-        schema_text=load_schema(examples / "invoice.schema.json"),
-        console=console,
-        errors=SafeConsole(stderr=True),
-        show_progress=False,
-        detail=False,
+    runner, errors = make_runner(concurrency=16), SafeConsole(stderr=True)
+    schema = examples / "invoice.schema.json"
+    config_given = config.model_dump(mode="json")
+    ran = _run(
+        data, schema, specs, runner, config_given, 1000, 0, OutputFolder.of(out_dir), errors, True
     )
+    return show_models(ran, runner, console, errors, detail=False)
 
 
 def run_demo(out_dir: Path) -> int:

@@ -3,10 +3,7 @@
 
 from __future__ import annotations
 
-import sys
-from collections import Counter
 from collections.abc import Sequence
-from contextlib import nullcontext
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -28,10 +25,11 @@ from fieldcheck._cli._common import (
     out_option,
     parse_fail_under,
     pipeline_errors,
+    print_json,
     seed_option,
     show_problems,
 )
-from fieldcheck._cli._record import NoStoreOpt, store_failed
+from fieldcheck._cli._record import NoStoreOpt, store_failed, stored_line
 from fieldcheck._cli._runopts import (
     STORE_HELP,
     BaseUrlOpt,
@@ -41,6 +39,7 @@ from fieldcheck._cli._runopts import (
     MaxReplyBytesOpt,
     MaxRetriesOpt,
     MaxTokensOpt,
+    ModelOpt,
     ModelSeedOpt,
     ModelsFileOpt,
     NoCacheOpt,
@@ -50,27 +49,21 @@ from fieldcheck._cli._runopts import (
     TemperatureOpt,
     TimeoutOpt,
     make_runner,
-    model_specs,
-    run_async,
+    models_and_runner,
+    run_models,
     store_line,
 )
-from fieldcheck._util.jsonio import dumps
-from fieldcheck._util.paths import unique_filenames
-from fieldcheck._util.term import SafeConsole, safe_json_text
+from fieldcheck._util.term import SafeConsole
 from fieldcheck.numeric import (
-    CALL_ERRORS,
     GATED,
     PROMPT_ID,
-    LoadResult,
+    AgentRun,
     NumericResult,
     NumericSettings,
     estimated_note,
-    evaluate_model,
-    read_data,
-    write_predictions,
 )
 from fieldcheck.reports import OutputFolder
-from fieldcheck.runner import MAX_REPLY_BYTES, ModelSpec, RunHandle, Runner, item_calls
+from fieldcheck.runner import MAX_REPLY_BYTES, ModelSpec
 
 app = typer.Typer(
     help="ConvFinQA numeric QA: run a model's plan-and-execute agent, score per-turn answers and plans.",
@@ -101,13 +94,6 @@ _SHOWN = tuple(
 
 def _settings(**options: Any) -> dict[str, Any]:
     return NumericSettings(**options).model_dump()
-
-
-def _stored(console: Console, run_id: str | None) -> None:
-    """The line saying where the run is stored (none when it is not)."""
-    line = core.stored_line(run_id)
-    if line is not None:
-        console.print(line, markup=False, highlight=False, soft_wrap=True)
 
 
 def _fmt(value: Any) -> str:
@@ -311,11 +297,11 @@ def score_command(
             store=not no_store and not store_failed(),
             events=events(errors, bar),
         )
-    _stored(console, outcome.run_id)
+    stored_line(console, core.stored_line(outcome.run_id))
     scored = outcome.scored
     show_result(scored.result, outcome.destination, console)
     if as_json:  # statistics.json as written
-        sys.stdout.write(safe_json_text(dumps(scored.summary, indent=True)) + "\n")
+        print_json(scored.summary)
     raise typer.Exit(gate(floors, scored.gate, console, EXIT_FAILED if scored.failed else EXIT_OK))
 
 
@@ -355,7 +341,7 @@ def run_demo(out_dir: Path) -> int:
             model=model,
             events=events(SafeConsole(stderr=True)),
         )
-        _stored(console, outcome.run_id)
+        stored_line(console, core.stored_line(outcome.run_id))
         rows.append((model, outcome.scored.result, outcome.destination))
     title = "ConvFinQA-style example (synthetic data)"
     console.print(_comparison(title, [(model, result) for model, result, _ in rows]))
@@ -369,97 +355,12 @@ def run_demo(out_dir: Path) -> int:
 # numeric evaluate: run the plan-and-execute agent, then score it
 
 CONVFINQA_DEV = Path(__file__).resolve().parents[3] / "examples" / "convfinqa" / "dev.json"
-# Call failures that say nothing about the model's answers: not scored; the evaluation is
-# incomplete (exit 3)
-INFRASTRUCTURE_ERRORS = CALL_ERRORS
 
 
-class ModelOutcome:
-    """One model's run and its scores."""
-
-    def __init__(self, spec: ModelSpec, handle: RunHandle, outcome: core.Outcome) -> None:
-        self.spec = spec
-        self.handle = handle
-        self.out = outcome.destination
-        self.scored = outcome.scored
-        self.result: NumericResult = outcome.scored.result
-        self.errors: Counter[str] = Counter(
-            item.error_type for item in handle.items() if item.error_type
-        )
-
-    @property
-    def infrastructure_errors(self) -> int:
-        return sum(n for kind, n in self.errors.items() if kind in INFRASTRUCTURE_ERRORS)
-
-
-def evaluate_and_score(
-    runner: Runner,
-    specs: Sequence[ModelSpec],
-    data: Path,
-    root: OutputFolder,
-    loaded: LoadResult,
-    *,
-    settings: dict[str, Any],
-    console: Console,
-    show_progress: bool = True,
-    dir_per_model: bool = False,
-    no_store: bool = False,
-) -> list[ModelOutcome]:
-    """Run the agent for every model, write each ``predictions.jsonl`` and score it into the
-    model's run (every output file of ``numeric score``): in ``root`` for one model, else in
-    ``root/<file-safe name>``. ``loaded``: the data as read with ``settings``."""
-    names = [s.name for s in specs]
-    dirs = unique_filenames(names) if len(names) > 1 or dir_per_model else {names[0]: ""}
-
-    async def evaluate_all() -> list[RunHandle]:
-        """Each model in turn (one progress bar at a time); conversations run concurrently."""
-        try:
-            return [
-                await evaluate_model(
-                    runner,
-                    spec,
-                    loaded,
-                    data,
-                    sample_size=settings["sample_size"],
-                    seed=settings["seed"],
-                    console=SafeConsole(stderr=True),
-                    show_progress=show_progress,
-                )
-                for spec in specs
-            ]
-        finally:
-            await runner.aclose()
-
-    handles = run_async(evaluate_all(), runner=runner)
-    errors = SafeConsole(stderr=True)
-    outcomes: list[ModelOutcome] = []
-    for spec, handle in zip(specs, handles, strict=True):
-        target = root.sub(dirs[spec.name]) if dirs[spec.name] else root
-        predictions = write_predictions(target, handle, loaded.conversations)
-        bar = ProgressBar(errors) if show_progress else None
-        with bar.bar if bar is not None else nullcontext():
-            outcome = core.score(
-                "numeric",
-                [("data", data), ("predictions", predictions)],
-                {**settings, "price_in": spec.price_in, "price_out": spec.price_out},
-                out=target,
-                command=command_name() or "numeric evaluate",
-                model=spec.name,
-                store=not no_store and not store_failed(),
-                into=core.Into(handle.id, item_calls(handle)),
-                events=events(errors, bar),
-                extras={"data": loaded},
-            )
-        _stored(console, outcome.run_id)
-        outcomes.append(ModelOutcome(spec, handle, outcome))
-    core.finish_folder(root, events(errors))
-    return outcomes
-
-
-def run_line(outcome: ModelOutcome) -> str:
+def run_line(run: AgentRun) -> str:
     """The model's run: id, resumed items, calls and cache hits, error types."""
-    handle = outcome.handle
-    errors = " ".join(f"{k}={v}" for k, v in sorted(outcome.errors.items())) or "none"
+    handle = run.handle
+    errors = " ".join(f"{k}={v}" for k, v in sorted(run.errors.items())) or "none"
     resumed = f", {handle.resumed_items} resumed" if handle.resumed_items else ""
     guessed = handle.tokens_estimated
     estimated = (
@@ -469,7 +370,7 @@ def run_line(outcome: ModelOutcome) -> str:
         else ""
     )
     return (
-        f"{outcome.spec.name}: run {handle.id} ({handle.done} turns{resumed}); "
+        f"{run.spec.name}: run {handle.id} ({handle.done} turns{resumed}); "
         f"turn errors: {errors}{estimated}"
     )
 
@@ -518,15 +419,7 @@ def evaluate_command(
     out: Annotated[
         Path | None, out_option("Directory for predictions.jsonl and every output file.")
     ] = None,
-    model: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--model",
-            metavar="[NAME=]MODEL",
-            help="A model at --base-url; NAME labels it in every output (default MODEL). Repeat "
-            "for several models.",
-        ),
-    ] = None,
+    model: ModelOpt = None,
     models_file: ModelsFileOpt = None,
     base_url: BaseUrlOpt = None,
     split: Annotated[
@@ -564,62 +457,33 @@ def evaluate_command(
     no_store: NoStoreOpt = False,
 ) -> None:
     floors = parse_fail_under(fail_under, GATED)
-    specs = model_specs(
-        models=model,
-        models_file=models_file,
-        base_url=base_url,
-        temperature=temperature,
-        max_tokens=max_tokens,
-        model_seed=model_seed,
-        price_in=price_in,
-        price_out=price_out,
-    )
+    specs, runner = models_and_runner(locals())
     settings = _settings(split=split, sample_size=sample_size, seed=seed, bootstrap=bootstrap)
-    errors = SafeConsole(stderr=True)
-    with pipeline_errors():  # a bad --data or --out: a usage error before anything is written
-        loaded = read_data(data, split=split, sample_size=sample_size, seed=seed)
-        folder = core.open_folder(
-            out,
-            command=command_name() or "numeric evaluate",
-            inputs=[("data", data)],
-            label=specs[0].name if len(specs) == 1 else data.stem,
-            models=[s.name for s in specs],
-            events=events(errors),
-        )
-    runner = make_runner(
-        concurrency=concurrency,
-        timeout=timeout,
-        max_retries=max_retries,
-        max_reply_bytes=max_reply_bytes,
-        no_cache=no_cache,
-        cache_nonzero_temperature=cache_nonzero_temperature,
-        json_mode=json_mode,
-        no_store=no_store,
-    )
     console = SafeConsole(stderr=as_json)
-    with pipeline_errors(), core.writing(folder, core.NO_CACHE_NOTE if no_cache else ""):
-        outcomes = evaluate_and_score(
-            runner,
-            specs,
-            data,
-            folder,
-            loaded,
-            settings=settings,
-            console=console,
-            show_progress=not no_progress,
-            no_store=no_store,
-        )
-    for outcome in outcomes:
-        show_result(outcome.result, outcome.out, console, title=f"numeric QA: {outcome.spec.name}")
-        console.print(run_line(outcome), markup=False, highlight=False, soft_wrap=True)
+    ran = run_models(
+        "numeric",
+        [("data", data)],
+        settings,
+        specs,
+        runner,
+        out,
+        command="numeric evaluate",
+        errors=SafeConsole(stderr=True),
+        show_progress=not no_progress,
+        store=not no_store,
+    )
+    models = list(zip(ran.calls, ran.outcomes, strict=True))
+    for _, outcome in models:
+        stored_line(console, core.stored_line(outcome.run_id))
+    for run, outcome in models:
+        title = f"numeric QA: {run.spec.name}"
+        show_result(outcome.scored.result, outcome.destination, console, title=title)
+        console.print(run_line(run), markup=False, highlight=False, soft_wrap=True)
     console.print(store_line(runner), markup=False, highlight=False, soft_wrap=True)
     if as_json:  # statistics.json as written; {"models": {name: ...}} for several models
-        statistics = {o.spec.name: o.scored.summary for o in outcomes}
-        shown = next(iter(statistics.values())) if len(statistics) == 1 else {"models": statistics}
-        sys.stdout.write(safe_json_text(dumps(shown, indent=True)) + "\n")
-    failed = any(o.scored.failed or o.infrastructure_errors for o in outcomes)
-    values = {o.spec.name: o.scored.gate[""] for o in outcomes}
-    raise typer.Exit(gate(floors, values, console, EXIT_FAILED if failed else EXIT_OK))
+        print_json({r.spec.name: o.scored.summary for r, o in models}, models=True)
+    values = {r.spec.name: o.scored.gate[""] for r, o in models}
+    raise typer.Exit(gate(floors, values, console, EXIT_FAILED if ran.failed else EXIT_OK))
 
 
 def run_model_demo(base_url: str, out_dir: Path, models: list[str], *, console: Console) -> int:
@@ -630,36 +494,39 @@ def run_model_demo(base_url: str, out_dir: Path, models: list[str], *, console: 
         return 1
     specs = [ModelSpec(name=m, model=m, base_url=base_url) for m in models]
     runner = make_runner(concurrency=16, timeout=30.0, max_retries=2)
-    outcomes = evaluate_and_score(
-        runner,
+    ran = run_models(
+        "numeric",
+        [("data", CONVFINQA_DEV)],
+        _settings(sample_size=30, bootstrap=200),
         specs,
-        CONVFINQA_DEV,
+        runner,
         OutputFolder.of(out_dir),
-        read_data(CONVFINQA_DEV, split=None, sample_size=30, seed=0),
-        settings=_settings(sample_size=30, bootstrap=200),
-        console=console,
+        command="numeric evaluate",
+        errors=SafeConsole(stderr=True),
         show_progress=False,
-        dir_per_model=True,
     )
+    for outcome in ran.outcomes:
+        stored_line(console, core.stored_line(outcome.run_id))
+    results = [o.scored.result for o in ran.outcomes]
     table = _comparison(
         "ConvFinQA dev (30 conversations, seed 0): plan-and-execute agent",
-        [(o.spec.name, o.result) for o in outcomes],
+        [(r.spec.name, result) for r, result in zip(ran.calls, results, strict=True)],
     )
     table.add_row(
-        "turns not scored: call errors",
-        *(call_errors_text(o.result.statistics) for o in outcomes),
+        "turns not scored: call errors", *(call_errors_text(r.statistics) for r in results)
     )
     table.add_row(
         "turns with errors",
-        *(" ".join(f"{k}={v}" for k, v in sorted(o.errors.items())) or "none" for o in outcomes),
+        *(" ".join(f"{k}={v}" for k, v in sorted(r.errors.items())) or "none" for r in ran.calls),
     )
-    table.add_row(
-        "failed validation checks", *(str(o.result.tallies.failed_checks) for o in outcomes)
-    )
+    table.add_row("failed validation checks", *(str(r.tallies.failed_checks) for r in results))
     console.print(table)
-    for o in outcomes:
+    for run, outcome in zip(ran.calls, ran.outcomes, strict=True):
         console.print(
-            run_line(o) + f"; files in {o.out}/", markup=False, highlight=False, soft_wrap=True
+            run_line(run) + f"; files in {outcome.destination}/",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
         )
     console.print(store_line(runner), markup=False, highlight=False, soft_wrap=True)
-    return EXIT_FAILED if any(o.infrastructure_errors for o in outcomes) else EXIT_OK
+    return EXIT_FAILED if any(r.failures for r in ran.calls) else EXIT_OK

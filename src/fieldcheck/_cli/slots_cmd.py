@@ -3,7 +3,6 @@ extraction predictions of several models (thin shell)."""
 
 from __future__ import annotations
 
-import sys
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
@@ -27,10 +26,11 @@ from fieldcheck._cli._common import (
     out_option,
     parse_fail_under,
     pipeline_errors,
+    print_json,
     seed_option,
     show_problems,
 )
-from fieldcheck._cli._record import NoStoreOpt, store_failed
+from fieldcheck._cli._record import NoStoreOpt, stored_line
 from fieldcheck._cli._runopts import (
     STORE_HELP,
     BaseUrlOpt,
@@ -40,6 +40,7 @@ from fieldcheck._cli._runopts import (
     MaxReplyBytesOpt,
     MaxRetriesOpt,
     MaxTokensOpt,
+    ModelOpt,
     ModelSeedOpt,
     ModelsFileOpt,
     NoCacheOpt,
@@ -49,27 +50,19 @@ from fieldcheck._cli._runopts import (
     TemperatureOpt,
     TimeoutOpt,
     make_runner,
-    model_specs,
-    run_async,
-    store_line,
+    models_and_runner,
+    run_models,
 )
-from fieldcheck._util.errors import InputError
-from fieldcheck._util.jsonio import dumps
-from fieldcheck._util.term import SafeConsole, safe_json_text, safe_text
+from fieldcheck._util.term import SafeConsole, safe_text
 from fieldcheck.reports import RunFolder, format_pvalue, format_seconds, format_seconds_joined
-from fieldcheck.runner import MAX_REPLY_BYTES, ModelSpec, Runner
+from fieldcheck.runner import MAX_REPLY_BYTES, ModelSpec
 from fieldcheck.slots import (
     METRIC_COLUMNS,
     PROMPT_ID,
-    Conversation,
     Extraction,
     SlotsRun,
     TPMode,
-    check_gold,
-    load_conversations,
-    run_extraction,
     topic_lines,
-    write_extractions,
 )
 
 app = typer.Typer(
@@ -302,10 +295,10 @@ def score(
             store=not no_store,
             events=events(errors, bar),
         )
-    _stored(console, outcome.run_id)
+    stored_line(console, core.stored_line(outcome.run_id))
     show_run(outcome.scored.result, outcome.files, console, errors)
     if as_json:
-        _print_json(outcome.scored.summary)
+        print_json(outcome.scored.summary)
     status = EXIT_FAILED if outcome.scored.failed else EXIT_OK
     raise typer.Exit(gate(floors, outcome.scored.gate, console, status))
 
@@ -323,18 +316,6 @@ def _settings(
     judge = {"judge_base_url": judge_base_url, "judge_model": judge_model}
     settings = {"tp": tp, "threshold": threshold, "bootstrap": bootstrap, "seed": seed}
     return settings | judge if judge_base_url or judge_model else settings
-
-
-def _stored(console: Console, run_id: str | None) -> None:
-    """Where the stored run is (nothing when not stored)."""
-    line = core.stored_line(run_id)
-    if line is not None:
-        console.print(line, markup=False, highlight=False, soft_wrap=True)
-
-
-def _print_json(summary: Any) -> None:
-    """``--json``: metrics.json as written, on stdout."""
-    sys.stdout.write(safe_json_text(dumps(summary, indent=True)) + "\n")
 
 
 def run_demo(out_dir: Path) -> int:
@@ -361,7 +342,7 @@ def run_demo(out_dir: Path) -> int:
         events=events(console),
     )
     run, files = outcome.scored.result, outcome.files
-    _stored(console, outcome.run_id)
+    stored_line(console, core.stored_line(outcome.run_id))
     console.print(
         "Synthetic example data (examples/slots/README.md): 3 users x 5 sessions, 3 models.",
         markup=False,
@@ -387,32 +368,6 @@ def run_demo(out_dir: Path) -> int:
 
 # ---------------------------------------------------------------------------------------------
 # slots run: call models, then score them
-
-
-async def _extract_all(
-    runner: Runner,
-    specs: Sequence[ModelSpec],
-    conversations_path: Path,
-    conversations: Sequence[Conversation],
-    *,
-    console: Console,
-    show_progress: bool,
-) -> list[Extraction]:
-    """Each model in turn (one progress bar at a time); the runner's limit bounds requests."""
-    try:
-        return [
-            await run_extraction(
-                runner,
-                spec,
-                conversations_path,
-                conversations,
-                console=console,
-                show_progress=show_progress,
-            )
-            for spec in specs
-        ]
-    finally:
-        await runner.aclose()
 
 
 def runs_table(extractions: Sequence[Extraction]) -> Table:
@@ -441,13 +396,6 @@ def runs_table(extractions: Sequence[Extraction]) -> Table:
             + (f"\n({ex.tokens_estimated} est.)" if ex.tokens_estimated else ""),
         )
     return table
-
-
-def _conversations(path: Path) -> list[Conversation]:
-    try:
-        return load_conversations(path)
-    except InputError as exc:
-        raise typer.BadParameter(safe_text(exc.one_line()), param_hint="--conversations") from None
 
 
 RUN_HELP = f"""Run one or more models over conversations with a slot memory, then score them.
@@ -492,15 +440,7 @@ def run(
         ),
     ],
     out: Annotated[Path | None, out_option("Output directory.")] = None,
-    model: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--model",
-            metavar="[NAME=]MODEL",
-            help="A model at --base-url; NAME labels it in every output (default MODEL). Repeat "
-            "for several models.",
-        ),
-    ] = None,
+    model: ModelOpt = None,
     models_file: ModelsFileOpt = None,
     base_url: BaseUrlOpt = None,
     concurrency: ConcurrencyOpt = 8,
@@ -560,57 +500,28 @@ def run(
         raise typer.BadParameter(
             "--judge-model needs --judge-base-url (or --base-url)", param_hint="--judge-base-url"
         )
-    specs = model_specs(
-        models=model,
-        models_file=models_file,
-        base_url=base_url,
-        temperature=temperature,
-        max_tokens=max_tokens,
-        model_seed=model_seed,
-        price_in=price_in,
-        price_out=price_out,
-    )
-    convs = _conversations(conversations)
-    err = SafeConsole(stderr=True)
-    with pipeline_errors():
-        check_gold(gold)  # unreadable gold: a usage error before any model call
-        folder = core.open_folder(
-            out,
-            command="slots run",
-            inputs=[("conversations", conversations), ("gold", gold)],
-            label=specs[0].name if len(specs) == 1 else conversations.stem,
-            models=[s.name for s in specs],
-            events=events(err),
-        )
-    runner = make_runner(
-        concurrency=concurrency,
-        timeout=timeout,
-        max_retries=max_retries,
-        max_reply_bytes=max_reply_bytes,
-        no_cache=no_cache,
-        cache_nonzero_temperature=cache_nonzero_temperature,
-        json_mode=json_mode,
-        no_store=no_store,
-    )
-    console = SafeConsole(stderr=as_json)
-    err.print(store_line(runner), markup=False, highlight=False, soft_wrap=True)
-    extractions = run_async(
-        _extract_all(
-            runner, specs, conversations, convs, console=err, show_progress=not no_progress
-        ),
-        console=err,
-        runner=runner,
-    )
+    specs, runner = models_and_runner(locals())
+    console, err = SafeConsole(stderr=as_json), SafeConsole(stderr=True)
     settings = _settings(
         tp, threshold, bootstrap, seed, judge_url if judge_model else None, judge_model
     )
-    bar = ProgressBar(err)
-    with pipeline_errors(), core.writing(folder, core.NO_CACHE_NOTE if no_cache else ""), bar.bar:
-        outcome = _score_models(
-            extractions, specs, gold, folder, settings, store=not no_store, events=events(err, bar)
-        )
+    ran = run_models(
+        "slots",
+        [("conversations", conversations), ("gold", gold)],
+        settings,
+        specs,
+        runner,
+        out,
+        command="slots run",
+        errors=err,
+        names={"conversations": "--conversations", "gold": "--gold"},
+        show_progress=not no_progress,
+        store=not no_store,
+        say_store=True,
+    )
+    outcome, extractions = ran.outcomes[0], ran.calls
     scored = outcome.scored.result
-    _stored(err, outcome.run_id)
+    stored_line(err, core.stored_line(outcome.run_id))
     show_run(scored, outcome.files, console, err)
     console.print(runs_table(extractions))
     failed = sum(len(ex.failed) for ex in extractions)
@@ -634,43 +545,9 @@ def run(
             soft_wrap=True,
         )
     if as_json:
-        _print_json(outcome.scored.summary)
-    status = EXIT_FAILED if failed or outcome.scored.failed else EXIT_OK
+        print_json(outcome.scored.summary)
+    status = EXIT_FAILED if ran.failed else EXIT_OK
     raise typer.Exit(gate(floors, outcome.scored.gate, console, status))
-
-
-def _score_models(
-    extractions: Sequence[Extraction],
-    specs: Sequence[ModelSpec],
-    gold: Path,
-    folder: RunFolder,
-    settings: dict[str, Any],
-    *,
-    store: bool = True,
-    events: core.Events,
-) -> core.Outcome:
-    """Write the models' files into ``folder`` and score them into their model runs (one run
-    per evaluation); a session whose call failed is not scored for its model."""
-    preds, lats, _ = write_extractions(extractions, folder, specs)
-    first, *others = [ex.run_id for ex in extractions]
-    return core.score(
-        "slots",
-        [
-            ("gold", gold),
-            *((f"pred:{n}", p) for n, p in preds.items()),
-            *((f"latency:{n}", p) for n, p in lats.items()),
-        ],
-        settings,
-        out=folder,
-        command="slots run",
-        model=", ".join(preds),
-        store=store and not store_failed(),
-        into=core.Into(
-            first, {k: c for ex in extractions for k, c in ex.item_calls.items()}, others
-        ),
-        events=events,
-        extras={"not_scored": {ex.model: ex.not_scored() for ex in extractions}},
-    )
 
 
 def run_model_demo(base_url: str, out_dir: Path, models: list[str], *, console: Console) -> int:
@@ -688,20 +565,24 @@ def run_model_demo(base_url: str, out_dir: Path, models: list[str], *, console: 
         )
         return EXIT_FAILED
     specs = [ModelSpec(name=m, model=m, base_url=base_url) for m in models]
-    convs = load_conversations(conversations_path)
-    runner = make_runner()
-    extractions = run_async(
-        _extract_all(
-            runner, specs, conversations_path, convs, console=console, show_progress=False
-        ),
-        console=console,
-        runner=runner,
-    )
-    settings = _settings(bootstrap=200)
     folder = RunFolder.of(out_dir)
-    outcome = _score_models(extractions, specs, gold, folder, settings, events=events(console))
+    inputs = [("conversations", conversations_path), ("gold", gold)]
+    settings = _settings(bootstrap=200)
+    runner = make_runner()
+    ran = run_models(
+        "slots",
+        inputs,
+        settings,
+        specs,
+        runner,
+        folder,
+        command="slots run",
+        errors=console,
+        show_progress=False,
+    )
+    outcome, extractions = ran.outcomes[0], ran.calls
     scored, files = outcome.scored.result, outcome.files
-    _stored(console, outcome.run_id)
+    stored_line(console, core.stored_line(outcome.run_id))
     table = Table(title="slots run (synthetic models, examples/slots)", header_style="bold")
     table.add_column("model", min_width=17, overflow="fold")
     for col in ("P", "R", "F1", "exact", "extra slots", "session errors", "latency"):

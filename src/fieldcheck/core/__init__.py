@@ -23,6 +23,7 @@ from fieldcheck.core._pipeline import (
     writing,
 )
 from fieldcheck.core._registry import find, get, names, register, unregister
+from fieldcheck.core._run import Ran, run
 from fieldcheck.core._system import (
     Breakdown,
     Column,
@@ -30,6 +31,7 @@ from fieldcheck.core._system import (
     Metrics,
     Progress,
     Rescores,
+    Runs,
     System,
     Write,
 )
@@ -54,7 +56,9 @@ __all__ = [
     "Metrics",
     "Outcome",
     "Progress",
+    "Ran",
     "Rescores",
+    "Runs",
     "System",
     "Write",
     "check_out",
@@ -70,6 +74,7 @@ __all__ = [
     "open_recorder",
     "read_settings",
     "register",
+    "run",
     "run_map",
     "score",
     "stored_line",

@@ -155,3 +155,40 @@ class Imports(Protocol):
         (given, or named by its run.json and unchanged), ``model`` and ``settings`` those
         given. Returns the run's model, inputs, settings, signature and ``Write``."""
         ...
+
+
+@runtime_checkable
+class Runs(Protocol):
+    """A system whose models the runner runs (optional: ``core.run`` refuses a system without
+    ``run_model``): what a model is asked and how its replies become the files it scores.
+    ``together``: its models are scored into one run and one folder (slots' paired tests),
+    else each into a run of its own, in ``out/<model>/`` (json always, numeric when several)."""
+
+    run_inputs: tuple[tuple[str, str], ...]
+    """The inputs a model run reads: (role, what it is)."""
+    together: bool
+    folder_per_model: bool
+
+    def read_task(self, inputs: Files, settings: Metrics, extras: Mapping[str, Any]) -> Any:
+        """``inputs`` (by role) and ``settings`` read and checked before the folder is opened
+        and any model called (``UsageProblem`` naming the role); ``extras`` as for ``prepare``."""
+        ...
+
+    async def run_model(
+        self, task: Any, runner: Any, spec: Any, *, console: Any, show_progress: bool
+    ) -> Any:
+        """Model ``spec`` asked every item of ``task`` through ``runner`` (its unfinished run
+        resumed); what comes back has ``run_id``, ``item_calls`` (the items' calls by scored
+        item key) and ``failures`` (items whose call or reply failed: exit status 3)."""
+        ...
+
+    def predictions(
+        self, task: Any, calls: Sequence[Any], specs: Sequence[Any], folder: RunFolder
+    ) -> tuple[Files, Metrics, Mapping[str, Any]]:
+        """The prediction files of these models (one, or all when ``together``) written into
+        ``folder``: the inputs, settings and ``prepare`` extras they are scored with."""
+        ...
+
+    def comparison(self, task: Any, calls: Any, scored: Scored) -> Mapping[str, Any] | None:
+        """A model's row of ``comparison.csv`` (None: the system writes none)."""
+        ...

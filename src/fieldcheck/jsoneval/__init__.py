@@ -5,7 +5,7 @@ every distinct FUZZY/SEMANTIC pair matched once (with bootstrap intervals on its
 ``read_batch``/``write_batch_outputs`` handle files (``write_batch_report``: report.md/.html, plots);
 ``BatchReader(path).chunks()`` + ``stream_batch_outputs`` score and write a batch file in chunks
 with flat memory (``json batch``);
-``run_extraction`` asks a model to extract JSON from documents (``fieldcheck json run``).
+``SYSTEM.run_model`` asks a model to extract JSON from documents (``fieldcheck json run``).
 """
 
 from fieldcheck.jsoneval._config import (
@@ -36,7 +36,6 @@ from fieldcheck.jsoneval._extract import (
     load_schema,
     parse_reply,
     read_documents,
-    run_extraction,
 )
 from fieldcheck.jsoneval._io import (
     FIELDS_CSV_COLUMNS,
@@ -135,7 +134,6 @@ __all__ = [
     "read_documents",
     "record_error",
     "resolve_config",
-    "run_extraction",
     "stream_batch_outputs",
     "write_batch_outputs",
     "write_batch_report",

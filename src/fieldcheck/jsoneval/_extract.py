@@ -14,16 +14,25 @@ import hashlib
 import math
 import statistics
 from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError
-from rich.console import Console
 
-from fieldcheck._util.errors import InputError, input_error_of
-from fieldcheck._util.jsonio import dumps, iter_jsonl, loads, nesting_depth, read_json
+from fieldcheck._util.errors import InputError, UsageProblem, input_error_of
+from fieldcheck._util.jsonio import (
+    dumps,
+    iter_jsonl,
+    loads,
+    nesting_depth,
+    read_json,
+    write_json,
+    write_jsonl,
+)
+from fieldcheck._util.sniff import check_input_file
 from fieldcheck.jsoneval._models import MAX_DEPTH
 from fieldcheck.runner import (
     Message,
@@ -227,6 +236,11 @@ class ModelRun:
     item_calls: dict[str, dict[str, Any]] = field(default_factory=dict)  # by record id
 
     @property
+    def failures(self) -> int:
+        """Records with no output (a failed call): the run is incomplete."""
+        return len(self.call_errors)
+
+    @property
     def error_counts(self) -> dict[str, int]:
         return dict(sorted(Counter(e["error_type"] for e in self.call_errors).items()))
 
@@ -266,70 +280,159 @@ def _run_settings(schema_text: str | None) -> dict[str, Any]:
     return {"prompt": PROMPT_ID, "schema": schema_digest(schema_text)}
 
 
-async def run_extraction(
-    runner: Runner,
-    spec: ModelSpec,
-    data: Path,
-    records: list[ExtractRecord],
-    *,
-    schema_text: str | None = None,
-    console: Console | None = None,
-    show_progress: bool = True,
-) -> ModelRun:
-    """Ask ``spec`` for every record (resuming a stored unfinished run) and collect the results.
+def _quiet(_: str) -> None:
+    return None
 
-    Never raises for a model or transport error: such a record is saved with its error type and
-    appears in ``call_errors``; ``RunInterrupted`` on Ctrl-C (what finished is stored).
-    """
-    prompts = {r.key: build_messages(r.document, schema_text) for r in records}
 
-    async def work(record: ExtractRecord, handle: RunHandle) -> None:
-        if handle.result(record.key) is not None:
-            return  # finished in an earlier, interrupted run: never called again
-        reply = await handle.client.complete(prompts[record.key])
-        result: dict[str, Any] = {
-            "input_tokens": reply.input_tokens,
-            "output_tokens": reply.output_tokens,
-            "tokens_estimated": reply.tokens_estimated,
-            "attempts": reply.attempts,
-        }
-        if reply.ok and reply.text is not None:
-            value, parsed = parse_reply(reply.text)
-            result.update(output=value, parsed=parsed)
-        else:
-            message = reply.error_message
-            result.update(
-                error_type=reply.error_type,
-                error_message=clean_text(message) if message is not None else None,
-            )
-        handle.save(
-            record.key,
-            result,
-            error_type=None if reply.ok else reply.error_type,
-            calls=1,
-            cached_calls=int(reply.cached),
-            latency_s=reply.latency_s,
-            call_log=[reply],
+@dataclass
+class JsonTask:
+    """A ``json run``'s documents (and the errors of its bad lines), the schema shown to the
+    model, the settings every model is scored with and the matchers their pairs share."""
+
+    data: Path
+    records: list[ExtractRecord]
+    errors: list[Any]
+    schema_text: str | None
+    settings: dict[str, Any]
+    matchers: Any
+
+
+class JsonRuns:
+    """What ``json run`` asks a model (``core.Runs``): every document extracted, the replies
+    written as the batch file outputs.jsonl that ``json batch`` scores, one run and folder per
+    model, each a row of comparison.csv."""
+
+    run_inputs = (
+        ("documents", 'JSONL: one {"id", "document": "...", "ground_truth": {...}} per line'),
+        ("schema", "JSON Schema of the target object, shown to the model"),
+    )
+    together = False
+    folder_per_model = True
+
+    def read_task(
+        self,
+        inputs: Sequence[tuple[str, Any]],
+        settings: Mapping[str, Any],
+        extras: Mapping[str, Any],
+    ) -> JsonTask:
+        """The configuration merged with the saved one and its matchers built once; the
+        schema and the documents read (a file with no usable document: ``UsageProblem``)."""
+        from fieldcheck.jsoneval._evaluate import build_matchers
+        from fieldcheck.jsoneval._io import record_error
+        from fieldcheck.jsoneval._saved import resolve_config
+
+        config, _ = resolve_config(
+            dict(settings.get("config") or {}),
+            store=extras.get("store") or False,
+            warn=extras.get("warn") or _quiet,
+            note=extras.get("note") or _quiet,
         )
+        roles = dict(inputs)
+        data, role = Path(roles["documents"]), "schema"
+        try:
+            schema = load_schema(roles["schema"]) if roles.get("schema") else None
+            role = "documents"
+            records, errors = read_documents(data)
+        except InputError as exc:
+            raise UsageProblem(str(exc), role) from None
+        check_input_file(
+            data, records=len(records), errors=errors, option="documents", expected="json-documents"
+        )
+        stored = {"config": config.model_dump(mode="json")}
+        stored |= {"bootstrap": settings.get("bootstrap", 1000), "seed": settings.get("seed", 0)}
+        prior = [record_error(e) for e in errors]
+        return JsonTask(data, records, prior, schema, stored, build_matchers(config))
 
-    estimate = (
-        len(records),
-        sum(messages_tokens(m) for m in prompts.values()),
-        sum(estimate_tokens(dumps(r.ground_truth)) for r in records),
-    )
-    handle = await run_task(
-        runner,
-        RunSpec(
-            system=SYSTEM, task=TASK, dataset=data, model=spec, settings=_run_settings(schema_text)
-        ),
-        records,
-        work,
-        total_items=len(records),
-        estimate=estimate,
-        console=console,
-        show_progress=show_progress,
-    )
-    return collect(handle, spec, records)
+    async def run_model(
+        self, task: JsonTask, runner: Runner, spec: ModelSpec, *, console: Any, show_progress: bool
+    ) -> ModelRun:
+        """Ask ``spec`` for every record (resuming a stored unfinished run). Never raises for a
+        model or transport error: such a record is saved with its error type and appears in
+        ``call_errors``; ``RunInterrupted`` on Ctrl-C (what finished is stored)."""
+        records, schema_text = task.records, task.schema_text
+        prompts = {r.key: build_messages(r.document, schema_text) for r in records}
+
+        async def work(record: ExtractRecord, handle: RunHandle) -> None:
+            if handle.result(record.key) is not None:
+                return  # finished in an earlier, interrupted run: never called again
+            reply = await handle.client.complete(prompts[record.key])
+            result: dict[str, Any] = {
+                "input_tokens": reply.input_tokens,
+                "output_tokens": reply.output_tokens,
+                "tokens_estimated": reply.tokens_estimated,
+                "attempts": reply.attempts,
+            }
+            if reply.ok and reply.text is not None:
+                value, parsed = parse_reply(reply.text)
+                result.update(output=value, parsed=parsed)
+            else:
+                message = reply.error_message
+                result.update(
+                    error_type=reply.error_type,
+                    error_message=clean_text(message) if message is not None else None,
+                )
+            handle.save(
+                record.key,
+                result,
+                error_type=None if reply.ok else reply.error_type,
+                calls=1,
+                cached_calls=int(reply.cached),
+                latency_s=reply.latency_s,
+                call_log=[reply],
+            )
+
+        estimate = (
+            len(records),
+            sum(messages_tokens(m) for m in prompts.values()),
+            sum(estimate_tokens(dumps(r.ground_truth)) for r in records),
+        )
+        run = RunSpec(SYSTEM, TASK, task.data, spec, _run_settings(schema_text))
+        handle = await run_task(
+            runner,
+            run,
+            records,
+            work,
+            total_items=len(records),
+            estimate=estimate,
+            console=console,
+            show_progress=show_progress,
+        )
+        return collect(handle, spec, records)
+
+    def predictions(
+        self, task: JsonTask, calls: Sequence[ModelRun], specs: Sequence[ModelSpec], folder: Any
+    ) -> tuple[list[tuple[str, Path]], dict[str, Any], dict[str, Any]]:
+        """outputs.jsonl (the batch lines), call_errors.jsonl and run.json of one model."""
+        [run] = calls
+        folder.expect("outputs.jsonl", "call_errors.jsonl", "run.json")
+        for name, write, value in (
+            ("outputs.jsonl", write_jsonl, run.rows),
+            ("call_errors.jsonl", write_jsonl, run.call_errors),
+            ("run.json", write_json, run.info()),
+        ):
+            with folder.atomic(name) as path:
+                write(path, value)
+        inputs = [("documents", task.data), ("outputs", folder / "outputs.jsonl")]
+        return inputs, task.settings, {"matchers": task.matchers, "prior_errors": task.errors}
+
+    def comparison(self, task: JsonTask, calls: ModelRun, scored: Any) -> dict[str, Any]:
+        """The model's row of comparison.csv: outputs, errors, mean scores, tokens, cost."""
+        info, summary = calls.info(), scored.result
+        return {
+            "model": calls.spec.name,
+            "run_id": calls.run_id,
+            "records": info["records"],
+            "with_output": info["with_output"],
+            "call_errors": len(calls.call_errors),
+            "not_an_object": summary.not_an_object,
+            "failed": summary.failed,
+            "not_scored": summary.not_scored,
+            **{k: summary.means[k] for k in ("completeness", "hallucination", "accuracy", "rqs")},
+            "input_tokens": calls.input_tokens,
+            "output_tokens": calls.output_tokens,
+            "cost_usd": calls.cost_usd,
+            "latency_s_mean": info["latency_s_mean"],
+        }
 
 
 def collect(handle: RunHandle, spec: ModelSpec, records: list[ExtractRecord]) -> ModelRun:

@@ -16,6 +16,7 @@ from fieldcheck._util.jsonio import loads
 from fieldcheck._util.signature import Signature
 from fieldcheck._util.sniff import check_input_file
 from fieldcheck.jsoneval._config import EvalConfig
+from fieldcheck.jsoneval._extract import JsonRuns
 from fieldcheck.jsoneval._models import BatchRecord, RecordError
 from fieldcheck.jsoneval._stream import CHUNK_LINES, SCORES, BatchReader, Failed, Item
 from fieldcheck.metrics import RqsWeights
@@ -116,7 +117,7 @@ def _count(name: str, value: Any) -> int:
     return value
 
 
-class JsonSystem:
+class JsonSystem(JsonRuns):
     name = "json"
     title = "JSON evaluation"
     item = "record"

@@ -19,10 +19,9 @@ if TYPE_CHECKING:  # the names as type checkers and editors see them
         PROMPT_ID,
         REPAIR_INTRO,
         SYSTEM_PROMPT,
-        evaluate_model,
+        AgentRun,
         render_document,
         run_turn,
-        write_predictions,
     )
     from fieldcheck.numeric._loaders import (
         LoadResult,
@@ -73,6 +72,7 @@ if TYPE_CHECKING:  # the names as type checkers and editors see them
     )
 
 _HOME = {
+    "AgentRun": "_agent",
     "CALL_ERRORS": "_scoring",
     "DOC_END": "_agent",
     "DOC_START": "_agent",
@@ -108,10 +108,8 @@ _HOME = {
     "ValidationEntry": "_predictions",
     "build_report": "_report",
     "estimated_note": "_report",
-    "evaluate_model": "_agent",
     "load_convfinqa": "_loaders",
     "load_predictions": "_predictions",
-    "write_predictions": "_agent",
     "render_document": "_agent",
     "run_turn": "_agent",
     "score_to_folder": "_stream",
@@ -137,6 +135,7 @@ __all__ = [
     "SYSTEM",
     "SYSTEM_PROMPT",
     "TURN_COLUMNS",
+    "AgentRun",
     "Conversation",
     "Document",
     "DocumentNumbers",
@@ -158,7 +157,6 @@ __all__ = [
     "ValidationEntry",
     "build_report",
     "estimated_note",
-    "evaluate_model",
     "load_convfinqa",
     "load_predictions",
     "read_data",
@@ -170,5 +168,4 @@ __all__ = [
     "trace_ids",
     "validate_reply",
     "write_numeric_report",
-    "write_predictions",
 ]

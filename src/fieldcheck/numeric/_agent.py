@@ -12,18 +12,17 @@ Spec: numeric-qa-evaluation.md ("Run evaluation": ``evaluate --sample-size 100``
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
-
 from fieldcheck._util.jsonio import write_jsonl
 from fieldcheck.numeric._loaders import LoadResult
 from fieldcheck.numeric._records import Conversation, Document
+from fieldcheck.numeric._scoring import CALL_ERRORS
 from fieldcheck.numeric._validator import validate_reply
-from fieldcheck.reports import RunFolder
 from fieldcheck.runner import (
     CallResult,
     ChatClient,
@@ -33,6 +32,7 @@ from fieldcheck.runner import (
     Runner,
     RunSpec,
     estimate_tokens,
+    item_calls,
     run_task,
 )
 
@@ -301,48 +301,108 @@ def run_settings(loaded: LoadResult, sample_size: int | None, seed: int | None) 
     }
 
 
-async def evaluate_model(
-    runner: Runner,
-    spec: ModelSpec,
-    loaded: LoadResult,
-    data: Path,
-    *,
-    sample_size: int | None = None,
-    seed: int | None = None,
-    console: Console | None = None,
-    show_progress: bool = True,
-) -> RunHandle:
-    """Run (or resume) the agent on every loaded conversation for one model."""
-    conversations = loaded.conversations
-    return await run_task(
-        runner,
-        RunSpec(
-            system="numeric",
-            task=TASK,
-            dataset=Path(data),
-            model=spec,
-            settings=run_settings(loaded, sample_size, seed),
-        ),
-        conversations,
-        conversation_work,
-        total_items=sum(len(c.turns) for c in conversations),
-        estimate=estimate(conversations),
-        console=console,
-        show_progress=show_progress,
-    )
+@dataclass
+class NumericTask:
+    """The dataset as read with the run's split and sample, and the settings it is scored
+    with (each model's prices added)."""
+
+    data: Path
+    loaded: LoadResult
+    settings: dict[str, Any]
 
 
-def write_predictions(
-    folder: RunFolder, handle: RunHandle, conversations: Sequence[Conversation]
-) -> Path:
-    """predictions.jsonl of a finished run into ``folder``, in conversation and turn order."""
-    lines: list[dict[str, Any]] = []
-    for conversation in conversations:
-        for turn in conversation.turns:
-            stored = handle.result(item_key(conversation.id, turn.index))
-            if stored is not None:
-                lines.append(stored)
-    folder.expect(PREDICTIONS)
-    with folder.atomic(PREDICTIONS) as path:
-        write_jsonl(path, lines)
-    return folder / PREDICTIONS
+@dataclass
+class AgentRun:
+    """One model's finished agent run (its items, resumed and estimated counts in ``handle``)."""
+
+    spec: ModelSpec
+    handle: RunHandle
+
+    @property
+    def run_id(self) -> str:
+        return self.handle.id
+
+    @property
+    def item_calls(self) -> dict[str, dict[str, Any]]:
+        return item_calls(self.handle)
+
+    @property
+    def errors(self) -> Counter[str]:
+        """Turns by error type."""
+        return Counter(i.error_type for i in self.handle.items() if i.error_type)
+
+    @property
+    def failures(self) -> int:
+        """Turns whose call failed (not the model's answer): the evaluation is incomplete."""
+        return sum(n for kind, n in self.errors.items() if kind in CALL_ERRORS)
+
+
+class NumericRuns:
+    """What ``numeric evaluate`` asks a model (``core.Runs``): the agent on every turn, its
+    answers written as predictions.jsonl and scored as ``numeric score`` scores them, one run
+    per model."""
+
+    run_inputs = (("data", "ConvFinQA: the derived {'train','dev'} format or the original list"),)
+    together = False
+    folder_per_model = False
+
+    def read_task(
+        self,
+        inputs: Sequence[tuple[str, Any]],
+        settings: Mapping[str, Any],
+        extras: Mapping[str, Any],
+    ) -> NumericTask:
+        """The dataset's split and sample (``settings``), read before any model is called."""
+        from fieldcheck.numeric._system import check_settings, read_data
+
+        found = check_settings(settings)
+        data = Path(dict(inputs)["data"])
+        loaded = read_data(data, split=found.split, sample_size=found.sample_size, seed=found.seed)
+        return NumericTask(data, loaded, found.model_dump())
+
+    async def run_model(
+        self,
+        task: NumericTask,
+        runner: Runner,
+        spec: ModelSpec,
+        *,
+        console: Any,
+        show_progress: bool,
+    ) -> AgentRun:
+        """Run (or resume) the agent on every loaded conversation for one model."""
+        conversations, size = task.loaded.conversations, task.settings["sample_size"]
+        settings = run_settings(task.loaded, size, task.settings["seed"])
+        handle = await run_task(
+            runner,
+            RunSpec("numeric", TASK, task.data, spec, settings),
+            conversations,
+            conversation_work,
+            total_items=sum(len(c.turns) for c in conversations),
+            estimate=estimate(conversations),
+            console=console,
+            show_progress=show_progress,
+        )
+        return AgentRun(spec, handle)
+
+    def predictions(
+        self, task: NumericTask, calls: Sequence[AgentRun], specs: Sequence[ModelSpec], folder: Any
+    ) -> tuple[list[tuple[str, Path]], dict[str, Any], dict[str, Any]]:
+        """predictions.jsonl of one model in conversation and turn order, scored with its
+        prices."""
+        [run], [spec] = calls, specs
+        lines: list[dict[str, Any]] = []
+        for conversation in task.loaded.conversations:
+            for turn in conversation.turns:
+                stored = run.handle.result(item_key(conversation.id, turn.index))
+                if stored is not None:
+                    lines.append(stored)
+        folder.expect(PREDICTIONS)
+        with folder.atomic(PREDICTIONS) as path:
+            write_jsonl(path, lines)
+        prices = {"price_in": spec.price_in, "price_out": spec.price_out}
+        inputs = [("data", task.data), ("predictions", folder / PREDICTIONS)]
+        return inputs, {**task.settings, **prices}, {"data": task.loaded}
+
+    def comparison(self, task: NumericTask, calls: AgentRun, scored: Any) -> None:
+        """None: ``numeric evaluate`` prints the models side by side and writes no file."""
+        return None

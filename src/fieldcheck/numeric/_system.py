@@ -17,6 +17,7 @@ from fieldcheck._util.errors import InputError, UsageProblem
 from fieldcheck._util.iters import chunked
 from fieldcheck._util.jsonio import loads
 from fieldcheck._util.sniff import check_input_file, likely_cause
+from fieldcheck.numeric._agent import NumericRuns
 from fieldcheck.numeric._loaders import LoadResult, load_convfinqa
 from fieldcheck.numeric._predictions import PredictionsResult, load_predictions
 from fieldcheck.numeric._report import HEADLINE
@@ -164,7 +165,7 @@ def _operations_by_turn(metrics: Mapping[str, Any]) -> dict[str, Any]:
     return dict(metrics.get("avg_operations_by_turn") or {})
 
 
-class NumericSystem:
+class NumericSystem(NumericRuns):
     name = "numeric"
     title = "Numeric QA"
     item = "turn"

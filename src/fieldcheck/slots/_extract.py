@@ -19,7 +19,7 @@ import hashlib
 import json
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -27,7 +27,7 @@ from typing import Annotated, Any, Literal
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, RootModel, StrictInt, StrictStr, ValidationError
 
-from fieldcheck._util.errors import CannotWrite, InputError, input_error_of
+from fieldcheck._util.errors import CannotWrite, InputError, UsageProblem, input_error_of
 from fieldcheck._util.jsonio import iter_jsonl, write_json, write_jsonl
 from fieldcheck._util.paths import unique_filenames
 from fieldcheck.reports import RunFolder
@@ -307,6 +307,11 @@ class Extraction:
     def failed(self) -> list[SessionOutcome]:
         return [s for s in self.sessions if s.error_type]
 
+    @property
+    def failures(self) -> int:
+        """Sessions with an invalid reply or a failed call: the run is incomplete."""
+        return len(self.failed)
+
     def not_scored(self) -> dict[tuple[str, int], str]:
         """The sessions whose call failed, with the error type: left out of the scores."""
         return {
@@ -497,3 +502,77 @@ def write_extractions(
             f"--out: cannot write {exc.filename or out}: {exc.strerror or exc}"
         ) from None
     return preds, lats, errors_path
+
+
+@dataclass
+class SlotsTask:
+    """The conversations every model runs over, the gold and the settings they are scored
+    with."""
+
+    path: Path
+    conversations: list[Conversation]
+    gold: Path
+    settings: dict[str, Any]
+
+
+class SlotsRuns:
+    """What ``slots run`` asks a model (``core.Runs``): each user's sessions in order with a
+    slot memory; every model's predictions scored together into one run and one report, a
+    session whose call failed not scored for its model."""
+
+    run_inputs = (
+        ("conversations", "JSONL: one session per line, {user, session, turns}"),
+        ("gold", "JSONL: the slots each session states, {user, session, topic, field, values}"),
+    )
+    together = True
+    folder_per_model = False
+
+    def read_task(
+        self,
+        inputs: Sequence[tuple[str, Any]],
+        settings: Mapping[str, Any],
+        extras: Mapping[str, Any],
+    ) -> SlotsTask:
+        """The conversations (a bad line stops the run: it would change every later memory)
+        and the gold, read and checked before any model is called."""
+        from fieldcheck.slots._system import check_gold
+
+        roles = dict(inputs)
+        try:
+            conversations = load_conversations(roles["conversations"])
+        except InputError as exc:
+            raise UsageProblem(exc.one_line(), "conversations") from None
+        check_gold(Path(roles["gold"]))
+        return SlotsTask(Path(roles["conversations"]), conversations, roles["gold"], dict(settings))
+
+    async def run_model(
+        self, task: SlotsTask, runner: Runner, spec: ModelSpec, *, console: Any, show_progress: bool
+    ) -> Extraction:
+        return await run_extraction(
+            runner,
+            spec,
+            task.path,
+            task.conversations,
+            console=console,
+            show_progress=show_progress,
+        )
+
+    def predictions(
+        self,
+        task: SlotsTask,
+        calls: Sequence[Extraction],
+        specs: Sequence[ModelSpec],
+        folder: RunFolder,
+    ) -> tuple[list[tuple[str, Path]], dict[str, Any], dict[str, Any]]:
+        """Every model's pred, latency and memory files, session_errors.jsonl and runs.json."""
+        preds, latencies, _ = write_extractions(calls, folder, specs)
+        inputs = [
+            ("gold", task.gold),
+            *((f"pred:{n}", p) for n, p in preds.items()),
+            *((f"latency:{n}", p) for n, p in latencies.items()),
+        ]
+        return inputs, task.settings, {"not_scored": {ex.model: ex.not_scored() for ex in calls}}
+
+    def comparison(self, task: SlotsTask, calls: Extraction, scored: Any) -> None:
+        """None: the models are compared in metrics.json (paired F1)."""
+        return None

@@ -17,6 +17,7 @@ from fieldcheck._util.errors import CannotWrite, InputError, UsageProblem
 from fieldcheck._util.jsonio import loads
 from fieldcheck._util.sniff import check_input_file
 from fieldcheck.reports import RunFolder, Scored
+from fieldcheck.slots._extract import SlotsRuns
 from fieldcheck.slots._loaders import JudgeFile, LatencyFile, SlotFile, load_latencies, load_slots
 from fieldcheck.slots._report import METRIC_COLUMNS, write_outputs
 from fieldcheck.slots._score import ModelInput, SlotScorer, SlotsRun, TPMode, score_models
@@ -213,7 +214,7 @@ def _read(
     return SlotFile(gold.path, errors=gold.errors), models
 
 
-class SlotsSystem:
+class SlotsSystem(SlotsRuns):
     name = "slots"
     title = "Slot extraction benchmark"
     item = "session"

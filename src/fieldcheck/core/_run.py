@@ -1,0 +1,185 @@
+"""A model run through the one pipeline (ARCHITECTURE.md "One evaluation, one path"): read the
+inputs, ask each model through the runner (resumable), write its predictions, score them into
+its model run (``score``) and put the folder in place. Every ``run``/``evaluate`` command and
+demo calls ``run``; the system says what a model is asked (``Runs``)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Coroutine, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from fieldcheck._util.errors import UsageProblem
+from fieldcheck._util.paths import unique_filenames
+from fieldcheck._util.term import SafeConsole
+from fieldcheck.core._pipeline import (
+    NO_CACHE_NOTE,
+    Events,
+    Inputs,
+    Into,
+    Outcome,
+    finish_folder,
+    open_folder,
+    score,
+    writing,
+)
+from fieldcheck.core._registry import get
+from fieldcheck.core._system import Runs
+from fieldcheck.reports import RunFolder, write_csv
+
+if TYPE_CHECKING:
+    from fieldcheck.runner import ModelSpec, Runner
+    from fieldcheck.store import Store
+
+
+@dataclass
+class Ran:
+    """A model run scored: each model's ``calls`` (what the system's ``run_model`` gave, in
+    the models' order), the ``outcomes`` (one per model, each in its folder, or one for all
+    when the system scores them together), the rows of comparison.csv and the folder."""
+
+    calls: list[Any]
+    outcomes: list[Outcome]
+    destination: Path
+    comparison: list[Mapping[str, Any]] = field(default_factory=list)
+
+    @property
+    def failed(self) -> bool:
+        """Something was not scored or a model's call or reply failed (exit status 3)."""
+        return any(o.scored.failed for o in self.outcomes) or any(c.failures for c in self.calls)
+
+
+def run(
+    system: str,
+    inputs: Inputs,
+    settings: Mapping[str, Any],
+    specs: Sequence[ModelSpec],
+    runner: Runner,
+    *,
+    out: Path | RunFolder | None,
+    command: str,
+    store: bool | Store = True,
+    events: Events | None = None,
+    loop: Callable[[Coroutine[Any, Any, list[Any]]], list[Any]] = asyncio.run,
+    console: Any = None,
+    show_progress: bool = True,
+) -> Ran:
+    """Ask every model of ``specs`` (in turn) what ``system`` asks on ``inputs`` (by role)
+    through ``runner``, and score their predictions under ``settings`` into ``out`` (a path,
+    None for a new folder, or an open folder) and their model runs in the store. ``loop`` runs
+    the models' calls (the CLI's: Ctrl-C says how to resume); ``console`` takes the runner's
+    lines. Raises ``UsageProblem`` before anything is written, ``Interrupted`` on Ctrl-C (the
+    model runs not yet scored are left ``interrupted``: the same command resumes them, one run
+    per model), ``CannotWrite``."""
+    named = get(system)
+    if not isinstance(named, Runs):
+        raise UsageProblem(f"{named.name} runs no model")
+    found: Runs = named
+    takes, given = dict(found.run_inputs), [role for role, _ in inputs]
+    if [r for r in given if r not in takes] or not given or given[0] != next(iter(takes)):
+        raise UsageProblem(f"a {named.name} run takes {', '.join(takes)} (got {', '.join(given)})")
+    events = events or Events()
+    task = found.read_task(
+        inputs, settings, {"store": store, "warn": events.warn, "note": events.note}
+    )
+    names = [s.name for s in specs]
+    label = names[0] if len(names) == 1 else Path(inputs[0][1]).stem
+    folder = (
+        out
+        if isinstance(out, RunFolder)
+        else open_folder(
+            out,
+            command=command,
+            inputs=inputs,
+            label=label,
+            models=names,
+            events=events,
+            system=named.name,
+        )
+    )
+    shown = console or SafeConsole(stderr=True)
+
+    async def every_model() -> list[Any]:
+        """Each model in turn (one progress bar at a time); the runner bounds the requests."""
+        try:
+            return [
+                await found.run_model(
+                    task, runner, spec, console=shown, show_progress=show_progress
+                )
+                for spec in specs
+            ]
+        finally:
+            await runner.aclose()
+
+    note = "" if runner.settings.use_cache else NO_CACHE_NOTE
+    with writing(folder, note):
+        calls = loop(every_model())
+        ran = Ran(calls, [], folder.destination)
+        pending = [c.run_id for c in calls]  # model runs not yet scored
+        try:
+            scoring = store if runner.store is not None else False  # the runner's failed: none
+            _score(named.name, found, task, specs, folder, ran, pending, command, scoring, events)
+        except KeyboardInterrupt:
+            for run_id in pending:  # left finished, a resume would store them again
+                _interrupted(runner, run_id)
+            raise
+        finish_folder(folder, events)
+    for outcome in ran.outcomes:
+        outcome.scored.files = {k: folder.placed(p) for k, p in outcome.scored.files.items()}
+    return ran
+
+
+def _score(
+    name: str,
+    found: Runs,
+    task: Any,
+    specs: Sequence[ModelSpec],
+    folder: RunFolder,
+    ran: Ran,
+    pending: list[str],
+    command: str,
+    store: bool | Store,
+    events: Events,
+) -> None:
+    """Write the predictions and score them: all at once into ``folder`` (``together``),
+    else each model into its own run (and its subfolder), its row of comparison.csv kept."""
+    groups: list[tuple[list[Any], list[ModelSpec], RunFolder]] = [(ran.calls, list(specs), folder)]
+    if not found.together:
+        subs = unique_filenames(s.name for s in specs)
+        several = len(specs) > 1 or found.folder_per_model
+        groups = [
+            ([c], [s], folder.sub(subs[s.name]) if several else folder)
+            for c, s in zip(ran.calls, specs, strict=True)
+        ]
+    for calls, models, target in groups:
+        given, settings, extras = found.predictions(task, calls, models, target)
+        first, *others = calls
+        item_calls = {k: c for each in calls for k, c in each.item_calls.items()}
+        outcome = score(
+            name,
+            [(role, Path(path)) for role, path in given],
+            settings,
+            out=target,
+            command=command,
+            model=", ".join(s.name for s in models),
+            store=store,
+            into=Into(first.run_id, item_calls, [c.run_id for c in others]),
+            events=events,
+            extras=extras,
+        )
+        for each in calls:
+            pending.remove(each.run_id)
+        ran.outcomes.append(outcome)
+        row = None if found.together else found.comparison(task, calls[0], outcome.scored)
+        if row is not None:
+            ran.comparison.append(row)
+    if ran.comparison:
+        with folder.atomic("comparison.csv") as path:
+            write_csv(path, ran.comparison, list(ran.comparison[0]))
+
+
+def _interrupted(runner: Runner, run_id: str) -> None:
+    """Model run ``run_id`` left ``interrupted``: the same command resumes it, with no call."""
+    runner.use_store(lambda store: store.set_status(run_id, "interrupted"))
