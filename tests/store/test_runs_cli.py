@@ -227,17 +227,19 @@ def test_import_of_a_slots_folder_reads_its_sessions_from_the_inputs_run_json_na
     code, stdout, _ = runs("import", str(out), "--json")
     found = orjson.loads(stdout)
     assert code == 0 and found["n_items"] == 4  # 2 models x 2 gold sessions
-    given = record_folder(Store(), out, inputs=inputs)
+    other = Store(f"sqlite:///{tmp_path / 'other.sqlite3'}")  # this store holds the folder now
+    given = record_folder(other, out, inputs=inputs)
     keys = [i.key for i in Store().items(found["id"])]
     assert (
-        keys == [i.key for i in Store().items(given.id)] == ["a/u1/1", "a/u2/1", "b/u1/1", "b/u2/1"]
+        keys == [i.key for i in other.items(given.id)] == ["a/u1/1", "a/u2/1", "b/u1/1", "b/u2/1"]
     )
     failed = [i.key for i in Store().page_items(found["id"], failed=True)]
     assert failed == ["b/u1/1"]  # b misses the job slot (a's "doctor" is a TP under presence)
     shown = orjson.loads(runs("show", found["id"], "--json")[1])
     assert [(i["name"], i["sha256"]) for i in shown["inputs"]] == [
-        (name, Store().get_run(given.id).inputs[n]["sha256"]) for n, (name, _) in enumerate(inputs)
+        (name, other.get_run(given.id).inputs[n]["sha256"]) for n, (name, _) in enumerate(inputs)
     ]
+    assert runs("delete", found["id"])[0] == 0  # imported again below
     dict(inputs)["pred:b"].write_text("")  # changed since: not read, and the line says so
     code, stdout, _ = runs("import", str(out))
     assert (
@@ -282,3 +284,33 @@ def test_an_imported_json_folder_is_re_scored_with_the_strategies_it_was_scored_
     assert child is not None
     assert child.metrics["means"] == summary["means"]
     assert child.metrics["means"]["accuracy"] == pytest.approx(0.9287, abs=5e-5)
+
+
+def test_a_folder_already_stored_is_not_imported_again_unless_another_model_is_asked(
+    tmp_path: Path,
+) -> None:
+    """``runs import`` of a folder the store holds (imported before, or stored by the command
+    that wrote it) is one usage line naming that run, exit 2, and stores nothing (a tester's
+    finding: the second import stored the same run twice); ``--model`` stores it under another
+    name."""
+    out, _ = json_folder(tmp_path)
+    code, stdout, _ = runs("import", str(out), "--json")
+    assert code == 0
+    first = orjson.loads(stdout)["id"]
+    code, stdout, stderr = runs("import", str(out))
+    assert code == 2 and stdout == "" and len(stderr.strip().splitlines()) == 1
+    assert f"error: DIR: {out}: already stored as run {first} (fieldcheck runs show {first})" in (
+        stderr
+    )
+    assert [r.id for r in Store().list_runs()] == [first]
+    code, stdout, _ = runs("import", str(out), "--model", "other", "--json")
+    assert code == 0 and orjson.loads(stdout)["model"] == "other"
+    assert runs("import", str(out), "--model", "other")[0] == 2
+    assert len(Store().list_runs()) == 2
+
+    scored = tmp_path / "scored"  # stored by json batch itself
+    args = ["json", "batch", str(json_folder(tmp_path, "b")[1]), "--out", str(scored)]
+    assert CliRunner().invoke(app, args).exit_code == 0
+    [run] = [r for r in Store().list_runs() if r.out_dir == str(scored.resolve())]
+    code, _, stderr = runs("import", str(scored))
+    assert code == 2 and f"already stored as run {run.id}" in stderr

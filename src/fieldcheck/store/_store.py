@@ -412,6 +412,22 @@ class Store:
         _parquet.remove(self.run_folder(run_id))  # an interrupted scoring's items
         return info
 
+    def runs_of_folder(self, out_dir: Path, *, system: str) -> list[RunInfo]:
+        """The finished runs of ``system`` stored from the output folder ``out_dir`` (by its
+        command or an import; a re-score has no folder), newest first."""
+        with self.session() as s:
+            rows = s.scalars(
+                select(RunRow)
+                .where(
+                    RunRow.out_dir == str(out_dir.resolve()),
+                    RunRow.system == system,
+                    RunRow.status == "finished",
+                    RunRow.kind != "calls",
+                )
+                .order_by(RunRow.started_at.desc(), RunRow.id)
+            )
+            return [RunInfo.of(r) for r in rows]
+
     def unfinished_scoring(self, run_ids: Sequence[str], *, system: str) -> str | None:
         """The first of ``run_ids`` (an unfinished run folder's) that is a scoring of
         ``system`` left ``interrupted`` or ``failed``: the same command continuing the folder
