@@ -521,7 +521,7 @@ def test_the_built_in_systems_through_fieldcheck_score_as_their_own_commands(
     refused = [
         (
             ["json", f"batch={batch}", "--settings", '{"bogus": 1}'],
-            "bogus: json takes the settings",
+            "bogus (in --settings): json takes the settings",
         ),
         (["json", f"batch={batch}", "--fail-under", "hallucination=0.1"], "lower-is-better"),
         (
@@ -538,4 +538,43 @@ def test_the_built_in_systems_through_fieldcheck_score_as_their_own_commands(
     for args, line in refused:
         code, stdout, stderr = _cli("score", *args, "--out", str(tmp_path / "r"))
         assert code == 2 and line in stderr, (args, stderr)
+    assert not (tmp_path / "r").exists()
+
+
+def test_fieldcheck_score_names_a_bad_setting_by_its_key_in_settings(tmp_path: Path) -> None:
+    """The systems' checks name their own commands' options (``--bootstrap``, ``--tp``,
+    ``--price-in``, ``--gold``); ``fieldcheck score`` has none of them: its usage line names the
+    key in ``--settings`` (nested: ``config.weights``) or the input's role (a tester's finding:
+    ``error: --bootstrap: ...`` for ``--settings '{"bootstrap": -1}'``)."""
+    slots, numeric = ROOT / "examples" / "slots", ROOT / "examples" / "numeric"
+    batch = ROOT / "examples" / "json" / "invoices.jsonl"
+    json_in = ["json", f"batch={batch}"]
+    slots_in = ["slots", f"gold={slots / 'gold.synthetic.jsonl'}"]
+    slots_in.append(f"pred:a={slots / 'pred_synthetic-fast.synthetic.jsonl'}")
+    numeric_in = ["numeric", f"data={numeric / 'data.json'}"]
+    numeric_in.append(f"predictions={numeric / 'predictions_model_a.jsonl'}")
+    cases = [
+        (json_in, {"bootstrap": -1}, "bootstrap (in --settings): must be a whole number >= 0"),
+        (json_in, {"config": {"weights": 3}}, "config.weights (in --settings): weights must be"),
+        (slots_in, {"tp": "x"}, "tp (in --settings): 'x' is not one of 'presence'"),
+        (slots_in, {"bootstrap": -1}, "bootstrap (in --settings): -1 is not a whole number"),
+        (
+            numeric_in,
+            {"price_in": 1},
+            "price_in/price_out (in --settings): give price_in and price_out together",
+        ),
+        (numeric_in, {"seed": "x"}, "seed (in --settings): Input should be a valid integer"),
+        (
+            ["slots", f"gold={slots / 'gold.synthetic.jsonl'}", f"pred:a={batch}"],
+            {},
+            "pred:NAME: ",
+        ),
+    ]
+    for args, settings, line in cases:
+        code, stdout, stderr = _cli(
+            "score", *args, "--settings", json.dumps(settings), "--out", str(tmp_path / "r")
+        )
+        assert code == 2 and stdout == "", (args, stderr)
+        assert f"error: {line}" in stderr and "--bootstrap" not in stderr, (args, stderr)
+        assert len(stderr.strip().splitlines()) == 1
     assert not (tmp_path / "r").exists()
