@@ -314,3 +314,41 @@ def test_a_folder_already_stored_is_not_imported_again_unless_another_model_is_a
     [run] = [r for r in Store().list_runs() if r.out_dir == str(scored.resolve())]
     code, _, stderr = runs("import", str(scored))
     assert code == 2 and f"already stored as run {run.id}" in stderr
+
+
+def test_show_prints_the_settings_short(tmp_path: Path) -> None:
+    """Text ``runs show`` says what a run was scored with, as ``--json`` does (a tester's
+    finding: no settings in the text): a line per setting, a nested object's keys dotted, a
+    deeper one on one line with the first five entries and a count, unset ones left out."""
+    out, _ = json_folder(tmp_path)
+    json_id = orjson.loads(runs("import", str(out), "--json")[1])["id"]
+    slots_out, inputs = slots_folder(tmp_path)
+    slots_id = record_folder(Store(), slots_out, inputs=inputs).id
+    code, stdout, _ = runs("show", slots_id)
+    assert code == 0
+    assert [line for line in stdout.splitlines() if line.startswith("setting")] == [
+        "setting bootstrap: 50",
+        "setting seed: 0",
+        "setting tp: presence",  # threshold: null, not shown
+    ]
+    code, stdout, _ = runs("show", json_id)
+    shown = dict(
+        line.removeprefix("setting ").split(": ", 1)
+        for line in stdout.splitlines()
+        if line.startswith("setting ")
+    )
+    stored = Store().get_run(json_id).settings
+    assert shown["bootstrap"] == "50" and shown["config.fuzzy_threshold"] == "0.85"
+    assert shown["config.flatten"] == "false"
+    assert shown["config.strategies"] == ", ".join(
+        f"{k}={v}" for k, v in stored["config"]["strategies"].items()
+    )
+    assert shown["config.weights"].startswith("accuracy=")
+    assert "config.judge_model" not in shown and stored["config"]["judge_model"] is None
+
+    many = {f"f{i}": "EXACT" for i in range(7)}  # a deeper object of 7: five and a count
+    from fieldcheck._cli.runs_cmd import _settings_lines
+
+    assert _settings_lines({"config": {"strategies": many}}) == [
+        ("config.strategies", "f0=EXACT, f1=EXACT, f2=EXACT, f3=EXACT, f4=EXACT and 2 more")
+    ]
