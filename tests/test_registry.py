@@ -263,10 +263,10 @@ def test_a_fourth_system_is_scored_by_the_cli_and_the_api_and_compared(
 
     code, stdout, _ = _cli("score", "label", f"data={data}", "--no-store", "--json")
     assert code == 0 and json.loads(stdout) == {"accuracy": EXACT, "n": 5, "complete": True}
-    code, stdout, _ = _cli(
+    code, stdout, stderr = _cli(
         "score", "label", f"data={data}", "--no-store", "--fail-under", "accuracy=0.7"
     )
-    assert code == 4 and "fail-under: accuracy 0.6000 < 0.7" in stdout
+    assert code == 4 and "fail-under: accuracy 0.6000 < 0.7" in stderr
 
     root = tmp_path / "root"
     root.mkdir()
