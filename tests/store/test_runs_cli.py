@@ -4,6 +4,10 @@ conventions (one-line usage errors naming the option, exit 2, --json prints JSON
 from __future__ import annotations
 
 import csv
+import os
+import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import orjson
@@ -352,3 +356,41 @@ def test_show_prints_the_settings_short(tmp_path: Path) -> None:
     assert _settings_lines({"config": {"strategies": many}}) == [
         ("config.strategies", "f0=EXACT, f1=EXACT, f2=EXACT, f3=EXACT, f4=EXACT and 2 more")
     ]
+
+
+@contextmanager
+def _unremovable(folder: Path) -> Iterator[None]:
+    """Nothing in ``folder`` can be removed: mode 0o555, or, for root (whom a mode does not
+    stop), the immutable flag (a read-only artifacts root, as a user meets it)."""
+    if os.geteuid() != 0:
+        folder.chmod(0o555)
+        try:
+            yield
+        finally:
+            folder.chmod(0o755)
+        return
+    done = subprocess.run(["chattr", "+i", str(folder)], capture_output=True, text=True)
+    if done.returncode != 0:
+        pytest.skip(f"running as root and chattr +i fails here: {done.stderr.strip()}")
+    try:
+        yield
+    finally:
+        subprocess.run(["chattr", "-i", str(folder)], check=True)
+
+
+def test_delete_of_a_run_whose_items_cannot_be_removed_deletes_nothing(tmp_path: Path) -> None:
+    """The item files are removed after the commit, so they are checked before it: on a
+    read-only artifacts root the run stays, with its items, and the usage line says why (a
+    tester's finding: the run was gone and its files stayed, after a traceback)."""
+    store = Store()
+    run = record_folder(store, json_folder(tmp_path)[0])
+    folder = store.run_folder(run.id)
+    with _unremovable(folder):
+        code, stdout, stderr = runs("delete", run.id)
+    assert code == 2 and stdout == "" and len(stderr.strip().splitlines()) == 1
+    assert f"error: FIELDCHECK_ARTIFACTS: cannot remove the items of run {run.id}" in stderr
+    assert "nothing was deleted" in stderr
+    assert store.get_run(run.id) is not None and (folder / "items.parquet").is_file()
+    assert store.count_items(run.id) == 3
+    assert runs("delete", run.id)[0] == 0  # writable again
+    assert store.get_run(run.id) is None and not folder.exists()

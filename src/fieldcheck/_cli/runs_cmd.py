@@ -563,7 +563,7 @@ def import_command(
 def delete_command(run: RunArg) -> None:
     """Delete a run and its items from the store (its output folder stays). Exit 0; 2 for an
     unknown RUN or a run with re-scores (named: delete them first)."""
-    from fieldcheck.store import RunHasChildren
+    from fieldcheck.store import ARTIFACTS_ENV, RunHasChildren
 
     store = _store()
     info = _run(store, run)
@@ -571,5 +571,7 @@ def delete_command(run: RunArg) -> None:
         store.delete_run(info.id)
     except RunHasChildren as exc:
         raise typer.BadParameter(safe_text(str(exc)), param_hint="RUN") from None
+    except PermissionError as exc:
+        raise typer.BadParameter(safe_text(str(exc)), param_hint=ARTIFACTS_ENV) from None
     _console().print(f"deleted run {info.id}", markup=False)
     raise typer.Exit(EXIT_OK)

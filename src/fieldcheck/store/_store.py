@@ -299,7 +299,9 @@ class Store:
     def delete_run(self, run_id: str) -> bool:
         """Delete a run with its items, tags, journal and item files, and its ``calls`` runs;
         False when there is no such run. ``RunHasChildren`` while re-scores of it remain (each
-        would name a parent that is gone: docs/decisions.md)."""
+        would name a parent that is gone: docs/decisions.md); ``PermissionError``, nothing
+        deleted, when its item files cannot be removed (a read-only artifacts root: the files
+        are removed after the commit, so they are checked before it)."""
         with self.session() as s:
             row = s.get(RunRow, run_id)
             names = [run_id, *([row.former_id] if row is not None and row.former_id else [])]
@@ -312,6 +314,13 @@ class Store:
                 raise RunHasChildren(run_id, list(children))
             parts = select(RunRow.id).where(RunRow.parent_id == run_id, RunRow.kind == "calls")
             ids = [run_id, *s.scalars(parts)]
+            for run in ids:
+                folder = self.run_folder(run)
+                if folder.is_dir() and not os.access(folder, os.W_OK | os.X_OK):
+                    raise PermissionError(
+                        f"cannot remove the items of run {run} in {folder} (not writable: a "
+                        "read-only artifacts root?); nothing was deleted"
+                    )
             s.execute(delete(TagRow).where(TagRow.run_id.in_(ids)))
             s.execute(delete(ItemRow).where(ItemRow.run_id.in_(ids)))
             s.execute(delete(JournalRow).where(JournalRow.run_id.in_(ids)))
