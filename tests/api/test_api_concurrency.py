@@ -11,7 +11,7 @@ from typing import Any
 
 import httpx
 import orjson
-from live_server import start_server
+from live_server import LiveServer, start_server
 
 from chat_server import ChatServer, Reply, Script
 from fieldcheck.api import ApiSettings, create_app
@@ -49,12 +49,10 @@ def _while_slow(base_url: str, slow: Callable[[httpx.Client], httpx.Response]) -
     return took
 
 
-def test_a_get_answers_while_a_slow_score_or_evaluation_runs(
-    tmp_path: Path, chat_server: Callable[[Script], ChatServer]
-) -> None:
-    judge = chat_server(_slow_judge)
+def _serve(tmp_path: Path, judge: ChatServer) -> LiveServer:
+    """The app with ``judge`` as its matcher, a fresh store and a data root."""
     (tmp_path / "data").mkdir()
-    live = start_server(
+    return start_server(
         create_app(
             ApiSettings(
                 database_url=f"sqlite:///{tmp_path / 'api.sqlite3'}",
@@ -65,16 +63,25 @@ def test_a_get_answers_while_a_slow_score_or_evaluation_runs(
             )
         )
     )
-    try:
-        batch = orjson.dumps({"id": 1, "ground_truth": {"bio": "tall"}, "output": {"bio": "big"}})
-        settings = {"bootstrap": 0, "config": {"strategies": {"bio": "SEMANTIC"}}}
 
-        def score(http: httpx.Client) -> httpx.Response:
-            return http.post(
-                "/api/score/json",
-                files={"batch": ("b.jsonl", batch + b"\n")},
-                data={"settings": orjson.dumps(settings).decode()},
-            )
+
+def score(http: httpx.Client, key: str = "1") -> httpx.Response:
+    """POST /api/score/json of one record whose one field the judge scores."""
+    batch = orjson.dumps({"id": key, "ground_truth": {"bio": "tall"}, "output": {"bio": key}})
+    settings = {"bootstrap": 0, "config": {"strategies": {"bio": "SEMANTIC"}}}
+    return http.post(
+        "/api/score/json",
+        files={"batch": ("b.jsonl", batch + b"\n")},
+        data={"settings": orjson.dumps(settings).decode()},
+    )
+
+
+def test_a_get_answers_while_a_slow_score_or_evaluation_runs(
+    tmp_path: Path, chat_server: Callable[[Script], ChatServer]
+) -> None:
+    judge = chat_server(_slow_judge)
+    live = _serve(tmp_path, judge)
+    try:
 
         def evaluate_page(http: httpx.Client) -> httpx.Response:
             return http.post(
@@ -89,3 +96,32 @@ def test_a_get_answers_while_a_slow_score_or_evaluation_runs(
             assert max(took) < JUDGE_S / 2, (slow.__name__, took)
     finally:
         live.stop()
+
+
+def test_two_scorings_run_at_once(
+    tmp_path: Path, chat_server: Callable[[Script], ChatServer]
+) -> None:
+    """Two score requests are scored at the same time (their judge calls overlap), their plots
+    drawn one at a time; each is its own stored run (a tester's finding: the API scored one run
+    at a time, a second waiting for the first)."""
+    judge = chat_server(_slow_judge)
+    live = _serve(tmp_path, judge)
+    answers: dict[str, httpx.Response] = {}
+
+    def one(key: str) -> None:
+        with httpx.Client(base_url=live.base_url, timeout=60) as http:
+            answers[key] = score(http, key)
+
+    try:
+        threads = [threading.Thread(target=one, args=(key,)) for key in ("a", "b")]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        live.stop()
+    assert judge.max_in_flight == 2 and len(judge.chat_requests) == 2
+    ids = {key: answer.json()["run_id"] for key, answer in answers.items()}
+    assert len(set(ids.values())) == 2
+    for answer in answers.values():
+        assert "plot_score_distribution.png" in answer.json()["files"]
