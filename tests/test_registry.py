@@ -379,7 +379,10 @@ def test_the_cli_says_what_the_fourth_system_takes(
         (["label"], "data: label needs data (it takes data)"),
         (["label", f"data={tmp_path / 'gone.jsonl'}"], f"data: {tmp_path / 'gone.jsonl'}: no such"),
         (["label", f"data={data}", "--settings", "[1"], "--settings: invalid JSON"),
-        (["label", f"data={data}", "--settings", '{"ignore_case": 1}'], "ignore_case: must be"),
+        (
+            ["label", f"data={data}", "--settings", '{"ignore_case": 1}'],
+            "ignore_case (in --settings): must be",
+        ),
         (["label", f"data={data}", "--fail-under", "f1=0.5"], "METRIC one of accuracy"),
     ]
     for args, line in cases:

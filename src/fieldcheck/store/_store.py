@@ -314,7 +314,7 @@ class Store:
                 raise RunHasChildren(run_id, list(children))
             parts = select(RunRow.id).where(RunRow.parent_id == run_id, RunRow.kind == "calls")
             ids = [run_id, *s.scalars(parts)]
-            for run in ids:
+            for run in ids if row is not None else ():
                 folder = self.run_folder(run)
                 if folder.is_dir() and not os.access(folder, os.W_OK | os.X_OK):
                     raise PermissionError(
