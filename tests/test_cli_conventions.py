@@ -261,23 +261,30 @@ def _value(system: str, out: Path) -> float:
 
 @pytest.mark.parametrize("system", ["json", "slots", "numeric"])
 def test_fail_under_exits_4_below_the_floor_and_0_at_it(tmp_path: Path, system: str) -> None:
+    """The floor's line goes to stderr for every system, with or without ``--json`` (a
+    tester's finding: stdout without ``--json``, stderr with it), never to stdout."""
     first = tmp_path / "first"
     status, _ = _run(*_gate_commands(first)[system], "--bootstrap", "0")
     assert status == 0
     value = _value(system, first)
     above = f"{METRIC[system]}={value + 0.001:.6f}"
-    status, output = _run(
-        *_gate_commands(tmp_path / "a")[system], "--bootstrap", "0", "--fail-under", above
-    )
     who = "a: " if system == "slots" else ""
-    assert status == 4
-    assert f"fail-under: {who}{METRIC[system]} {value:.4f} < {value + 0.001:g}" in output
+    for json_flag in ([], ["--json"]):
+        command = _gate_commands(tmp_path / f"a{json_flag}")[system]
+        result = CliRunner().invoke(
+            app, [*command, "--bootstrap", "0", "--fail-under", above, *json_flag], env=WIDE
+        )
+        assert result.exit_code == 4
+        line = f"fail-under: {who}{METRIC[system]} {value:.4f} < {value + 0.001:g}\n"
+        assert line in result.stderr and "fail-under" not in result.stdout
     at = f"{METRIC[system]}={value - 1e-9:.12f}"
-    status, output = _run(
-        *_gate_commands(tmp_path / "b")[system], "--bootstrap", "0", "--fail-under", at
+    result = CliRunner().invoke(
+        app,
+        [*_gate_commands(tmp_path / "b")[system], "--bootstrap", "0", "--fail-under", at],
+        env=WIDE,
     )
-    assert status == 0
-    assert "fail-under: every floor met" in output
+    assert result.exit_code == 0
+    assert "fail-under: every floor met" in result.stderr and "fail-under" not in result.stdout
 
 
 @pytest.mark.parametrize(

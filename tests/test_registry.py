@@ -263,10 +263,10 @@ def test_a_fourth_system_is_scored_by_the_cli_and_the_api_and_compared(
 
     code, stdout, _ = _cli("score", "label", f"data={data}", "--no-store", "--json")
     assert code == 0 and json.loads(stdout) == {"accuracy": EXACT, "n": 5, "complete": True}
-    code, stdout, _ = _cli(
+    code, stdout, stderr = _cli(
         "score", "label", f"data={data}", "--no-store", "--fail-under", "accuracy=0.7"
     )
-    assert code == 4 and "fail-under: accuracy 0.6000 < 0.7" in stdout
+    assert code == 4 and "fail-under: accuracy 0.6000 < 0.7" in stderr
 
     root = tmp_path / "root"
     root.mkdir()
@@ -379,7 +379,10 @@ def test_the_cli_says_what_the_fourth_system_takes(
         (["label"], "data: label needs data (it takes data)"),
         (["label", f"data={tmp_path / 'gone.jsonl'}"], f"data: {tmp_path / 'gone.jsonl'}: no such"),
         (["label", f"data={data}", "--settings", "[1"], "--settings: invalid JSON"),
-        (["label", f"data={data}", "--settings", '{"ignore_case": 1}'], "ignore_case: must be"),
+        (
+            ["label", f"data={data}", "--settings", '{"ignore_case": 1}'],
+            "ignore_case (in --settings): must be",
+        ),
         (["label", f"data={data}", "--fail-under", "f1=0.5"], "METRIC one of accuracy"),
     ]
     for args, line in cases:
@@ -521,7 +524,7 @@ def test_the_built_in_systems_through_fieldcheck_score_as_their_own_commands(
     refused = [
         (
             ["json", f"batch={batch}", "--settings", '{"bogus": 1}'],
-            "bogus: json takes the settings",
+            "bogus (in --settings): json takes the settings",
         ),
         (["json", f"batch={batch}", "--fail-under", "hallucination=0.1"], "lower-is-better"),
         (
@@ -556,3 +559,42 @@ def test_core_run_refuses_a_system_without_a_model_task_and_roles_it_does_not_ru
     assert found.value.message == "a json run takes documents, schema (got batch)"
     assert not isinstance(label_system, core.Runs) and isinstance(core.get("json"), core.Runs)
     assert not out.exists()
+
+
+def test_fieldcheck_score_names_a_bad_setting_by_its_key_in_settings(tmp_path: Path) -> None:
+    """The systems' checks name their own commands' options (``--bootstrap``, ``--tp``,
+    ``--price-in``, ``--gold``); ``fieldcheck score`` has none of them: its usage line names the
+    key in ``--settings`` (nested: ``config.weights``) or the input's role (a tester's finding:
+    ``error: --bootstrap: ...`` for ``--settings '{"bootstrap": -1}'``)."""
+    slots, numeric = ROOT / "examples" / "slots", ROOT / "examples" / "numeric"
+    batch = ROOT / "examples" / "json" / "invoices.jsonl"
+    json_in = ["json", f"batch={batch}"]
+    slots_in = ["slots", f"gold={slots / 'gold.synthetic.jsonl'}"]
+    slots_in.append(f"pred:a={slots / 'pred_synthetic-fast.synthetic.jsonl'}")
+    numeric_in = ["numeric", f"data={numeric / 'data.json'}"]
+    numeric_in.append(f"predictions={numeric / 'predictions_model_a.jsonl'}")
+    cases = [
+        (json_in, {"bootstrap": -1}, "bootstrap (in --settings): must be a whole number >= 0"),
+        (json_in, {"config": {"weights": 3}}, "config.weights (in --settings): weights must be"),
+        (slots_in, {"tp": "x"}, "tp (in --settings): 'x' is not one of 'presence'"),
+        (slots_in, {"bootstrap": -1}, "bootstrap (in --settings): -1 is not a whole number"),
+        (
+            numeric_in,
+            {"price_in": 1},
+            "price_in/price_out (in --settings): give price_in and price_out together",
+        ),
+        (numeric_in, {"seed": "x"}, "seed (in --settings): Input should be a valid integer"),
+        (
+            ["slots", f"gold={slots / 'gold.synthetic.jsonl'}", f"pred:a={batch}"],
+            {},
+            "pred:NAME: ",
+        ),
+    ]
+    for args, settings, line in cases:
+        code, stdout, stderr = _cli(
+            "score", *args, "--settings", json.dumps(settings), "--out", str(tmp_path / "r")
+        )
+        assert code == 2 and stdout == "", (args, stderr)
+        assert f"error: {line}" in stderr and "--bootstrap" not in stderr, (args, stderr)
+        assert len(stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "r").exists()

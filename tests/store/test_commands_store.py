@@ -397,3 +397,53 @@ def test_a_ctrl_c_while_the_folder_is_put_in_place_keeps_the_run_whole(
     assert orjson.loads((out / "run.json").read_bytes())["complete"] is True
     [run] = scored_runs(Store())
     assert run.status == "finished" and run.metrics["means"]["rqs"] is not None
+
+
+def _scoring_args(system: str, tmp_path: Path) -> list[str]:
+    """A small scoring command of ``system`` (its own inputs under ``tmp_path``)."""
+    from runs_data import GOLD, PRED_A
+
+    if system == "json":
+        return ["json", "batch", str(_jsonl(tmp_path / "d.jsonl", JSON_RECORDS))]
+    if system == "slots":
+        gold, a = _jsonl(tmp_path / "gold.jsonl", GOLD), _jsonl(tmp_path / "a.jsonl", PRED_A)
+        return ["slots", "score", "--gold", str(gold), "--pred", f"a={a}"]
+    examples = ROOT / "examples" / "numeric"
+    return [
+        *("numeric", "score", "--data", str(examples / "data.json")),
+        *("--predictions", str(examples / "predictions_model_a.jsonl")),
+    ]
+
+
+@pytest.mark.parametrize("system", ["json", "slots", "numeric"])
+def test_a_resumed_scoring_finishes_its_interrupted_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, system: str
+) -> None:
+    """A scoring command stopped by Ctrl-C once its items are stored, then the same command
+    again (the folder continued): the store holds one run, the interrupted one finished under
+    its id with the items once (a tester's finding: the interrupted run stayed beside a new
+    finished one)."""
+    from fieldcheck.core import _pipeline
+
+    real = _pipeline.finish_run
+
+    def interrupted(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    args = [*_scoring_args(system, tmp_path), "--bootstrap", "20", "--out", str(tmp_path / "o")]
+    monkeypatch.setattr(_pipeline, "finish_run", interrupted)
+    code, _, stderr = cli(*args)
+    assert code == 130, stderr
+    [first] = scored_runs(Store())
+    assert first.status == "interrupted" and first.n_items > 0
+    partial = orjson.loads((tmp_path / "o.fieldcheck-partial" / "run.json").read_bytes())
+    assert partial["runs"] == [first.id] and partial["complete"] is False
+
+    monkeypatch.setattr(_pipeline, "finish_run", real)
+    code, stdout, stderr = cli(*args)
+    assert code == 0, stderr
+    [run] = scored_runs(Store())
+    assert (run.id, run.status, run.n_items) == (first.id, "finished", first.n_items)
+    assert printed_ids(stdout) == {run.id} and run.metrics
+    assert Store().count_items(run.id) == run.n_items
+    assert orjson.loads((tmp_path / "o" / "run.json").read_bytes())["runs"] == [run.id]

@@ -4,6 +4,10 @@ conventions (one-line usage errors naming the option, exit 2, --json prints JSON
 from __future__ import annotations
 
 import csv
+import os
+import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import orjson
@@ -227,17 +231,19 @@ def test_import_of_a_slots_folder_reads_its_sessions_from_the_inputs_run_json_na
     code, stdout, _ = runs("import", str(out), "--json")
     found = orjson.loads(stdout)
     assert code == 0 and found["n_items"] == 4  # 2 models x 2 gold sessions
-    given = record_folder(Store(), out, inputs=inputs)
+    other = Store(f"sqlite:///{tmp_path / 'other.sqlite3'}")  # this store holds the folder now
+    given = record_folder(other, out, inputs=inputs)
     keys = [i.key for i in Store().items(found["id"])]
     assert (
-        keys == [i.key for i in Store().items(given.id)] == ["a/u1/1", "a/u2/1", "b/u1/1", "b/u2/1"]
+        keys == [i.key for i in other.items(given.id)] == ["a/u1/1", "a/u2/1", "b/u1/1", "b/u2/1"]
     )
     failed = [i.key for i in Store().page_items(found["id"], failed=True)]
     assert failed == ["b/u1/1"]  # b misses the job slot (a's "doctor" is a TP under presence)
     shown = orjson.loads(runs("show", found["id"], "--json")[1])
     assert [(i["name"], i["sha256"]) for i in shown["inputs"]] == [
-        (name, Store().get_run(given.id).inputs[n]["sha256"]) for n, (name, _) in enumerate(inputs)
+        (name, other.get_run(given.id).inputs[n]["sha256"]) for n, (name, _) in enumerate(inputs)
     ]
+    assert runs("delete", found["id"])[0] == 0  # imported again below
     dict(inputs)["pred:b"].write_text("")  # changed since: not read, and the line says so
     code, stdout, _ = runs("import", str(out))
     assert (
@@ -282,3 +288,109 @@ def test_an_imported_json_folder_is_re_scored_with_the_strategies_it_was_scored_
     assert child is not None
     assert child.metrics["means"] == summary["means"]
     assert child.metrics["means"]["accuracy"] == pytest.approx(0.9287, abs=5e-5)
+
+
+def test_a_folder_already_stored_is_not_imported_again_unless_another_model_is_asked(
+    tmp_path: Path,
+) -> None:
+    """``runs import`` of a folder the store holds (imported before, or stored by the command
+    that wrote it) is one usage line naming that run, exit 2, and stores nothing (a tester's
+    finding: the second import stored the same run twice); ``--model`` stores it under another
+    name."""
+    out, _ = json_folder(tmp_path)
+    code, stdout, _ = runs("import", str(out), "--json")
+    assert code == 0
+    first = orjson.loads(stdout)["id"]
+    code, stdout, stderr = runs("import", str(out))
+    assert code == 2 and stdout == "" and len(stderr.strip().splitlines()) == 1
+    assert f"error: DIR: {out}: already stored as run {first} (fieldcheck runs show {first})" in (
+        stderr
+    )
+    assert [r.id for r in Store().list_runs()] == [first]
+    code, stdout, _ = runs("import", str(out), "--model", "other", "--json")
+    assert code == 0 and orjson.loads(stdout)["model"] == "other"
+    assert runs("import", str(out), "--model", "other")[0] == 2
+    assert len(Store().list_runs()) == 2
+
+    scored = tmp_path / "scored"  # stored by json batch itself
+    args = ["json", "batch", str(json_folder(tmp_path, "b")[1]), "--out", str(scored)]
+    assert CliRunner().invoke(app, args).exit_code == 0
+    [run] = [r for r in Store().list_runs() if r.out_dir == str(scored.resolve())]
+    code, _, stderr = runs("import", str(scored))
+    assert code == 2 and f"already stored as run {run.id}" in stderr
+
+
+def test_show_prints_the_settings_short(tmp_path: Path) -> None:
+    """Text ``runs show`` says what a run was scored with, as ``--json`` does (a tester's
+    finding: no settings in the text): a line per setting, a nested object's keys dotted, a
+    deeper one on one line with the first five entries and a count, unset ones left out."""
+    out, _ = json_folder(tmp_path)
+    json_id = orjson.loads(runs("import", str(out), "--json")[1])["id"]
+    slots_out, inputs = slots_folder(tmp_path)
+    slots_id = record_folder(Store(), slots_out, inputs=inputs).id
+    code, stdout, _ = runs("show", slots_id)
+    assert code == 0
+    assert [line for line in stdout.splitlines() if line.startswith("setting")] == [
+        "setting bootstrap: 50",
+        "setting seed: 0",
+        "setting tp: presence",  # threshold: null, not shown
+    ]
+    code, stdout, _ = runs("show", json_id)
+    shown = dict(
+        line.removeprefix("setting ").split(": ", 1)
+        for line in stdout.splitlines()
+        if line.startswith("setting ")
+    )
+    stored = Store().get_run(json_id).settings
+    assert shown["bootstrap"] == "50" and shown["config.fuzzy_threshold"] == "0.85"
+    assert shown["config.flatten"] == "false"
+    assert shown["config.strategies"] == ", ".join(
+        f"{k}={v}" for k, v in stored["config"]["strategies"].items()
+    )
+    assert shown["config.weights"].startswith("accuracy=")
+    assert "config.judge_model" not in shown and stored["config"]["judge_model"] is None
+
+    many = {f"f{i}": "EXACT" for i in range(7)}  # a deeper object of 7: five and a count
+    from fieldcheck._cli.runs_cmd import _settings_lines
+
+    assert _settings_lines({"config": {"strategies": many}}) == [
+        ("config.strategies", "f0=EXACT, f1=EXACT, f2=EXACT, f3=EXACT, f4=EXACT and 2 more")
+    ]
+
+
+@contextmanager
+def _unremovable(folder: Path) -> Iterator[None]:
+    """Nothing in ``folder`` can be removed: mode 0o555, or, for root (whom a mode does not
+    stop), the immutable flag (a read-only artifacts root, as a user meets it)."""
+    if os.geteuid() != 0:
+        folder.chmod(0o555)
+        try:
+            yield
+        finally:
+            folder.chmod(0o755)
+        return
+    done = subprocess.run(["chattr", "+i", str(folder)], capture_output=True, text=True)
+    if done.returncode != 0:
+        pytest.skip(f"running as root and chattr +i fails here: {done.stderr.strip()}")
+    try:
+        yield
+    finally:
+        subprocess.run(["chattr", "-i", str(folder)], check=True)
+
+
+def test_delete_of_a_run_whose_items_cannot_be_removed_deletes_nothing(tmp_path: Path) -> None:
+    """The item files are removed after the commit, so they are checked before it: on a
+    read-only artifacts root the run stays, with its items, and the usage line says why (a
+    tester's finding: the run was gone and its files stayed, after a traceback)."""
+    store = Store()
+    run = record_folder(store, json_folder(tmp_path)[0])
+    folder = store.run_folder(run.id)
+    with _unremovable(folder):
+        code, stdout, stderr = runs("delete", run.id)
+    assert code == 2 and stdout == "" and len(stderr.strip().splitlines()) == 1
+    assert f"error: FIELDCHECK_ARTIFACTS: cannot remove the items of run {run.id}" in stderr
+    assert "nothing was deleted" in stderr
+    assert store.get_run(run.id) is not None and (folder / "items.parquet").is_file()
+    assert store.count_items(run.id) == 3
+    assert runs("delete", run.id)[0] == 0  # writable again
+    assert store.get_run(run.id) is None and not folder.exists()

@@ -23,7 +23,7 @@ from typer.core import TyperGroup
 from fieldcheck._cli._record import forget_store_warnings
 from fieldcheck._util.errors import CannotWrite, InputError, UsageProblem
 from fieldcheck._util.jsonio import dumps
-from fieldcheck._util.term import install_log_filter, safe_json_text, safe_text
+from fieldcheck._util.term import SafeConsole, install_log_filter, safe_json_text, safe_text
 from fieldcheck.core import Events, Interrupted
 
 install_log_filter()  # warnings quote data: control characters escaped (issue 9)
@@ -290,14 +290,17 @@ def parse_fail_under(
 def gate(
     floors: dict[str, float],
     values: dict[str, dict[str, float | None]],
-    console: Any,
+    _output: Any,
     status: int,
 ) -> int:
     """Check every model's ``values`` against ``floors``; print one line per miss (or one line
     saying all were met) and return 4 on a miss, else ``status``. ``values``: model (or ``""``
-    for a single-model command) -> metric -> value."""
+    for a single-model command) -> metric -> value. The lines go to stderr for every command,
+    with or without ``--json`` (it went with the output, so to stdout unless ``--json``);
+    ``_output``, the command's console, is no longer used."""
     if not floors:
         return status
+    console = SafeConsole(stderr=True, highlight=False)
     misses = []
     for model, metrics in values.items():
         for name, floor in floors.items():

@@ -223,12 +223,44 @@ def show_command(
             f"sha256:{safe_text(entry['sha256'])}",
             markup=False,
         )
+    for name, value in _settings_lines(data["settings"]):
+        console.print(
+            f"setting {safe_text(name)}: {safe_text(value)}", markup=False, soft_wrap=True
+        )
     console.print(f"signature: {safe_text(data['signature'])}", markup=False, soft_wrap=True)
     from fieldcheck.runs import compare_runs
 
     _print_comparison(compare_runs([info]), console)
     for item in shown:
         console.print(safe_json_text(dumps(item)), markup=False, soft_wrap=True)
+
+
+_SETTINGS_SHOWN = 5
+
+
+def _settings_lines(settings: Any, prefix: str = "") -> list[tuple[str, str]]:
+    """A run's settings as (name, value) lines, short: a nested object's keys dotted
+    (``config.fuzzy_threshold``), a deeper one on one line (``a=EXACT, b=FUZZY``, the first few
+    and a count; ``--json`` has them all), unset (null) settings left out."""
+    lines = []
+    for key, value in (settings or {}).items():
+        if value is None:
+            continue
+        name = f"{prefix}{key}"
+        if isinstance(value, dict) and not prefix:
+            lines.extend(_settings_lines(value, f"{name}."))
+        elif isinstance(value, dict):
+            pairs = [f"{k}={_plain(v)}" for k, v in value.items()]
+            more = len(pairs) - _SETTINGS_SHOWN
+            shown = ", ".join(pairs[:_SETTINGS_SHOWN]) + (f" and {more} more" if more > 0 else "")
+            lines.append((name, shown or "{}"))
+        else:
+            lines.append((name, _plain(value)))
+    return lines
+
+
+def _plain(value: Any) -> str:
+    return value if isinstance(value, str) else dumps(value)
 
 
 def _print_comparison(table: dict[str, Any], console: SafeConsole) -> None:
@@ -531,7 +563,7 @@ def import_command(
 def delete_command(run: RunArg) -> None:
     """Delete a run and its items from the store (its output folder stays). Exit 0; 2 for an
     unknown RUN or a run with re-scores (named: delete them first)."""
-    from fieldcheck.store import RunHasChildren
+    from fieldcheck.store import ARTIFACTS_ENV, RunHasChildren
 
     store = _store()
     info = _run(store, run)
@@ -539,5 +571,7 @@ def delete_command(run: RunArg) -> None:
         store.delete_run(info.id)
     except RunHasChildren as exc:
         raise typer.BadParameter(safe_text(str(exc)), param_hint="RUN") from None
+    except PermissionError as exc:
+        raise typer.BadParameter(safe_text(str(exc)), param_hint=ARTIFACTS_ENV) from None
     _console().print(f"deleted run {info.id}", markup=False)
     raise typer.Exit(EXIT_OK)

@@ -4,6 +4,8 @@ inputs by role, the same stored settings, the same run and metrics."""
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -80,6 +82,34 @@ def _inputs(system: core.System, given: list[str]) -> list[tuple[str, Path]]:
     return inputs
 
 
+def _in_settings(settings: Mapping[str, Any], key: str) -> str:
+    """Where ``key`` is in the given settings: ``key``, or ``config.key`` when nested."""
+    if key not in settings:
+        for name, value in settings.items():
+            if isinstance(value, Mapping) and key in value:
+                return f"{name}.{key}"
+    return key
+
+
+def _renamed(system: core.System, settings: Mapping[str, Any], exc: UsageProblem) -> UsageProblem:
+    """A system's problem as this command names things: its ``prepare`` names the options of
+    the system's own command (``--bootstrap``, ``--gold``), here a setting in ``--settings``
+    (``bootstrap``, ``config.weights``) or an input's role (``gold``, ``pred:NAME``)."""
+    if not exc.param:
+        return exc
+    roles = [role for role, _ in getattr(system, "inputs", ())]
+    message, shown, setting = exc.message, [], False
+    for part in exc.param.split("/"):
+        name = part.removeprefix("--")
+        role = next((r for r in roles if r.split(":")[0] == name), None)
+        if role is None and (part.startswith("--") or name in settings):
+            role, setting = _in_settings(settings, name.replace("-", "_")), True
+            if part.startswith("--"):
+                message = re.sub(rf"{re.escape(part)}\b", role, message)
+        shown.append(role or name)
+    return UsageProblem(message, "/".join(shown) + (" (in --settings)" if setting else ""))
+
+
 def _table(system: core.System, label: str, scored: Any) -> Table:
     """The headline metrics with their 95% intervals, a column per model."""
     from fieldcheck.runs import format_cell
@@ -154,17 +184,20 @@ def score_command(
         label, models = core.model_label(found, given)
         bar = ProgressBar(errors)
         with bar.bar:
-            outcome = core.score(
-                found.name,
-                given,
-                stored,
-                out=out,
-                command=f"score {found.name}",
-                label=label,
-                models=models,
-                store=not no_store,
-                events=events(errors, bar),
-            )
+            try:
+                outcome = core.score(
+                    found.name,
+                    given,
+                    stored,
+                    out=out,
+                    command=f"score {found.name}",
+                    label=label,
+                    models=models,
+                    store=not no_store,
+                    events=events(errors, bar),
+                )
+            except UsageProblem as exc:
+                raise _renamed(found, stored, exc) from None
     scored = outcome.scored
     console.print(_table(found, label, scored))
     for path in scored.files.values():

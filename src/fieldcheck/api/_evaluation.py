@@ -47,7 +47,6 @@ class Matchers:
             return self._matchers
 
 
-_SCORING = threading.Lock()
 _COPY_BLOCK = 1 << 20
 RUNS = "fieldcheck-runs"
 """The folder under ``--data-root`` that holds each API run's uploads and run folder."""
@@ -107,27 +106,26 @@ def score_run(
     shown: Mapping[str, str],
     params: Mapping[str, str] | None = None,
 ) -> core.Outcome:
-    """``core.score`` of ``inputs`` into the run folder ``out`` and the app's store, one run at a
-    time (the reports' plots use pyplot, which is not thread-safe), in the caller's worker
-    thread. Each server path of ``shown`` is named as the client sent it; a ``UsageProblem``
+    """``core.score`` of ``inputs`` into the run folder ``out`` and the app's store, in the
+    caller's worker thread (runs of other requests go on at once; their plots are drawn one at
+    a time: ``reports.PLOTTING``). Each server path of ``shown`` is named as the client sent it; a ``UsageProblem``
     is a 422 whose field is its param (renamed by ``params``), ``CannotWrite`` a 507, a judge
     that gives no similarity a 502."""
     label, models = core.model_label(core.get(system), inputs)
     events = core.Events(warn=lambda line: _log.warning("%s", hidden(line, shown)))
     try:
-        with _SCORING:
-            return core.score(
-                system,
-                inputs,
-                settings,
-                out=out,
-                command=f"api score {system}",
-                label=label,
-                models=models,
-                store=ctx.store,
-                events=events,
-                extras={"matchers": ctx.matchers.get(), "matcher_config": server_matcher(ctx)},
-            )
+        return core.score(
+            system,
+            inputs,
+            settings,
+            out=out,
+            command=f"api score {system}",
+            label=label,
+            models=models,
+            store=ctx.store,
+            events=events,
+            extras={"matchers": ctx.matchers.get(), "matcher_config": server_matcher(ctx)},
+        )
     except UsageProblem as exc:
         field = (params or {}).get(exc.param or "", exc.param)
         raise ApiError(422, hidden(exc.message, shown), field=field) from None

@@ -128,9 +128,11 @@ def open_recorder(
     into: Into | None = None,
     warn: Callable[[str], None] = _quiet,
     database: Store | None = None,
+    resume: Sequence[str] = (),
 ) -> RunRecorder | None:
     """The run's recorder, or None when the store cannot be opened (said once by ``warn``;
-    the files are complete either way)."""
+    the files are complete either way). ``resume``: the runs of the unfinished folder this
+    scoring continues (the one left unfinished is finished: one run per evaluation)."""
 
     def failed(exc: BaseException) -> None:
         warn(f"warning: the run is not stored ({exception_line(exc)}); its files are complete")
@@ -151,6 +153,7 @@ def open_recorder(
             run_id=into.run_id if into else None,
             calls=into.calls if into else None,
             parts=into.parts if into else (),
+            resume=resume,
         )
     except Exception as exc:  # a bad URL, an unreachable or read-only database
         failed(exc)
@@ -274,9 +277,12 @@ def score(
                 into=into,
                 warn=events.warn,
                 database=database,
+                resume=folder.earlier_runs if into is None else (),
             )
         # an exception or Ctrl-C marks the stored run interrupted (its items so far stay)
         with writing(folder), recorder if recorder is not None else nullcontext():
+            if recorder is not None:
+                folder.note(run_id=recorder.id)  # what a resume of the folder finishes
             scored = found.score(
                 read,
                 folder,

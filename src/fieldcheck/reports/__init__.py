@@ -11,6 +11,7 @@ if TYPE_CHECKING:  # the names as type checkers and editors see them
         CSS,
         LEGEND_OUTSIDE,
         LINE_BREAKS,
+        PLOTTING,
         Report,
         Term,
         esc,

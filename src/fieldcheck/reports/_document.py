@@ -217,6 +217,11 @@ def label(text: str, chars: int = LABEL_CHARS) -> str:
 LEGEND_OUTSIDE: dict[str, Any] = {"loc": "upper left", "bbox_to_anchor": (1.01, 1.0)}
 
 
+PLOTTING = threading.RLock()
+"""Held while a figure is drawn and saved: pyplot's figures are state of the process, not
+safe to share between threads (the API scores several runs at once, one thread each)."""
+
+
 def pyplot() -> Any:
     """matplotlib.pyplot on the Agg backend, imported on first use (never at module load)."""
     import matplotlib
@@ -275,7 +280,7 @@ def figure(path: Path, **subplots: Any) -> Iterator[tuple[Any, Any]]:
     """``with figure(folder / 'plot_x.png', figsize=...) as (fig, ax):`` draws, then saves; the
     figure is always closed. A Ctrl-C
     meanwhile takes effect once it is closed (``interrupts_deferred``)."""
-    with interrupts_deferred():
+    with interrupts_deferred(), PLOTTING:
         plt = pyplot()
         fig, ax = plt.subplots(**subplots)
         try:
@@ -290,7 +295,7 @@ def figure(path: Path, **subplots: Any) -> Iterator[tuple[Any, Any]]:
 def save_figure(fig: Any, path: Path) -> Path:
     """Save an already drawn figure; always closes it (a Ctrl-C meanwhile takes effect once it is
     closed)."""
-    with interrupts_deferred():
+    with interrupts_deferred(), PLOTTING:
         plt = pyplot()
         try:
             with no_glyph_warnings():

@@ -121,6 +121,7 @@ class _State:
         self.expected: dict[str, None] = {}
         self.done = info is None  # renamed into place (a plain folder is in place)
         self.resumed = False
+        self.earlier_runs: list[str] = []  # the stored runs the continued folder's run.json names
 
 
 @dataclass
@@ -217,6 +218,7 @@ class RunFolder:
                     "give another folder"
                 )
             state.resumed = True
+            state.earlier_runs = [r for r in earlier.get("runs") or () if isinstance(r, str)]
         else:
             try:
                 if os.path.lexists(temp.parent) and not temp.parent.is_dir():
@@ -267,6 +269,12 @@ class RunFolder:
     def resumed(self) -> bool:
         """Whether this run continues an unfinished run's folder."""
         return self._state.resumed
+
+    @property
+    def earlier_runs(self) -> list[str]:
+        """The stored runs the unfinished folder this run continues was written for (its
+        run.json's ``runs``): the run a resumed scoring finishes (one run per evaluation)."""
+        return self._state.earlier_runs
 
     def placed(self, path: Path) -> Path:
         """``path``, written under the partial folder, where it is once the folder is in place."""
@@ -324,10 +332,15 @@ class RunFolder:
         settings: dict[str, Any] | None = None,
     ) -> None:
         """What run.json says besides the inputs: the signature and the settings scored with
-        (per model folder in a folder of several), and the ids the store gave the run."""
+        (per model folder in a folder of several), and the ids the store gave the run (written
+        at once, so a Ctrl-C leaves the id for the resume to finish)."""
         info = self._state.info
         if info is None:
             return
+        if run_id is not None and run_id not in info.setdefault("runs", []):
+            info["runs"].append(run_id)
+            if not self._state.done:
+                self._write_info()
         if settings is not None:
             if self.prefix:
                 info.setdefault("settings_by_model", {})[self.prefix] = settings
@@ -340,8 +353,6 @@ class RunFolder:
                 info.setdefault("signatures", {})[self.prefix] = signature
             else:
                 info["signature"] = signature
-        if run_id is not None and run_id not in info.setdefault("runs", []):
-            info["runs"].append(run_id)
 
     def finish(self) -> None:
         """run.json says complete and the partial folder is renamed into place (onto the empty

@@ -62,6 +62,8 @@ def record_folder(
     ``slots run`` folder names its prediction files in runs.json), without which only the
     metrics are stored. Those run.json names that were not given are used when unchanged
     (``_named_inputs``). ``model`` defaults to run.json's model or the folder's name.
+    A folder the store already holds a finished run of (stored by its command or imported) is
+    an ``InputError`` naming that run, unless ``model`` asks for another name.
     """
     folder = Path(out_dir)
     name = system_of(folder)
@@ -77,6 +79,13 @@ def record_folder(
     system = core.find(name)
     if not isinstance(system, core.Imports):
         raise InputError(f"{name} runs cannot be imported", file=folder)
+    for run in store.runs_of_folder(folder, system=name):
+        if model in (None, run.model):
+            raise InputError(
+                f"already stored as run {run.id} (fieldcheck runs show {run.id}); give "
+                "--model to store it under another name, or delete that run first",
+                file=folder,
+            )
     model, inputs, stored, signature, write = system.import_folder(
         folder, inputs, model=model, settings={}
     )

@@ -14,6 +14,7 @@ from fieldcheck.reports import (
     CSS,
     LEGEND_OUTSIDE,
     LINE_BREAKS,
+    PLOTTING,
     OutputFolder,
     Term,
     esc,
@@ -490,8 +491,9 @@ def topics_title(title: str, shown: int, total: int, ranked_by: str) -> str:
 
 def write_plots(run: SlotsRun, out: Path | OutputFolder) -> dict[str, Path]:
     """PNG plots with the Agg backend (imported here, never at module load); returns key -> path.
-    A Ctrl-C meanwhile takes effect once they are written (``interrupts_deferred``)."""
-    with interrupts_deferred(), no_glyph_warnings():
+    A Ctrl-C meanwhile takes effect once they are written (``interrupts_deferred``); another
+    thread's plots wait (``PLOTTING``)."""
+    with interrupts_deferred(), PLOTTING, no_glyph_warnings():
         return _draw_plots(run, out)
 
 

@@ -192,6 +192,7 @@ class RunRecorder:
         run_id: str | None = None,
         calls: Mapping[str, Any] | None = None,
         parts: Sequence[str] = (),
+        resume: Sequence[str] = (),
     ) -> RunRecorder:
         """Start a run of ``system`` (json | slots | numeric): ``inputs`` as (name,
         path) pairs (their sha256 is taken now), ``settings`` what ``rescore`` needs to score it
@@ -200,19 +201,23 @@ class RunRecorder:
         sha256}]``, a re-scored run's parent's) are kept as given, after ``inputs``. With
         ``on_error``, a failing store later is reported to it once (see ``_failed``).
         ``run_id``: the model run to score into (``Store.begin_scoring``; ``parts``: its other
-        models' runs), ``calls`` its items' calls by scored item key."""
+        models' runs), ``calls`` its items' calls by scored item key. ``resume``: the runs an
+        unfinished folder this scoring continues was written for; the one left unfinished in
+        this store is scored again (``Store.unfinished_scoring``), else a new run is made."""
         store = store if store is not None else Store()
         described = [*describe_inputs(inputs), *(dict(d) for d in input_digests or ())]
         plain = orjson.loads(_json(dict(settings)))
         folder = str(Path(out).resolve()) if out is not None else None
-        if run_id is not None:
+        into = run_id or store.unfinished_scoring(resume, system=system)
+        if into is not None:
             run = store.begin_scoring(
-                run_id,
+                into,
                 inputs=described,
                 settings=plain,
                 out_dir=folder,
                 model=model,
                 parts=list(parts),
+                kind="run" if run_id is not None else "score",
             )
         else:
             run = store.create_scored_run(

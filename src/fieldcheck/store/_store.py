@@ -285,7 +285,9 @@ class Store:
     def delete_run(self, run_id: str) -> bool:
         """Delete a run with its items, tags, journal and item files, and its ``calls`` runs;
         False when there is no such run. ``RunHasChildren`` while re-scores of it remain (each
-        would name a parent that is gone: docs/decisions.md)."""
+        would name a parent that is gone: docs/decisions.md); ``PermissionError``, nothing
+        deleted, when its item files cannot be removed (a read-only artifacts root: the files
+        are removed after the commit, so they are checked before it)."""
         with self.session() as s:
             row = s.get(RunRow, run_id)
             names = [run_id, *([row.former_id] if row is not None and row.former_id else [])]
@@ -298,6 +300,13 @@ class Store:
                 raise RunHasChildren(run_id, list(children))
             parts = select(RunRow.id).where(RunRow.parent_id == run_id, RunRow.kind == "calls")
             ids = [run_id, *s.scalars(parts)]
+            for run in ids if row is not None else ():
+                folder = self.run_folder(run)
+                if folder.is_dir() and not os.access(folder, os.W_OK | os.X_OK):
+                    raise PermissionError(
+                        f"cannot remove the items of run {run} in {folder} (not writable: a "
+                        "read-only artifacts root?); nothing was deleted"
+                    )
             s.execute(delete(TagRow).where(TagRow.run_id.in_(ids)))
             s.execute(delete(ItemRow).where(ItemRow.run_id.in_(ids)))
             s.execute(delete(JournalRow).where(JournalRow.run_id.in_(ids)))
@@ -363,22 +372,25 @@ class Store:
         out_dir: str | None,
         model: str | None = None,
         parts: list[str] | None = None,
+        kind: str = "run",
     ) -> RunInfo:
         """Score model run ``run_id`` into itself (one run per evaluation): its inputs, output
         folder and scoring settings (over the runner's) recorded, the items of an earlier,
         interrupted scoring of it removed, its counts set to the scored items', ``running``.
         ``model``: every model it scores (``", "``-joined); ``parts``: the runs of its other
-        models (a slot run's), made its ``calls`` runs."""
+        models (a slot run's), made its ``calls`` runs. ``kind="score"``: an unfinished
+        scoring (``unfinished_scoring``) scored again, its settings replaced."""
         with self.session() as s:
             row = s.get(RunRow, run_id)
             if row is None:
                 raise KeyError(run_id)
             s.execute(delete(TagRow).where(TagRow.run_id == run_id))
             s.execute(delete(ItemRow).where(ItemRow.run_id == run_id))
-            row.settings = _dumps({**orjson.loads(row.settings), **settings})
+            earlier = orjson.loads(row.settings) if kind == "run" else {}
+            row.settings = _dumps({**earlier, **settings})
             row.inputs = _dumps(inputs)
             row.out_dir = out_dir
-            row.kind = "run"
+            row.kind = kind
             row.model = model or row.model
             row.status = "running"
             row.pid, row.host = os.getpid(), socket.gethostname()
@@ -394,6 +406,42 @@ class Store:
             info = RunInfo.of(row)
         _parquet.remove(self.run_folder(run_id))  # an interrupted scoring's items
         return info
+
+    def runs_of_folder(self, out_dir: Path, *, system: str) -> list[RunInfo]:
+        """The finished runs of ``system`` stored from the output folder ``out_dir`` (by its
+        command or an import; a re-score has no folder), newest first."""
+        with self.session() as s:
+            rows = s.scalars(
+                select(RunRow)
+                .where(
+                    RunRow.out_dir == str(out_dir.resolve()),
+                    RunRow.system == system,
+                    RunRow.status == "finished",
+                    RunRow.kind != "calls",
+                )
+                .order_by(RunRow.started_at.desc(), RunRow.id)
+            )
+            return [RunInfo.of(r) for r in rows]
+
+    def unfinished_scoring(self, run_ids: Sequence[str], *, system: str) -> str | None:
+        """The first of ``run_ids`` (an unfinished run folder's) that is a scoring of
+        ``system`` left ``interrupted`` or ``failed``: the same command continuing the folder
+        finishes that run rather than storing a second one beside it."""
+        if not run_ids:
+            return None
+        self.mark_stale_runs()
+        with self.session() as s:
+            found = set(
+                s.scalars(
+                    select(RunRow.id).where(
+                        RunRow.id.in_(list(run_ids)),
+                        RunRow.kind == "score",
+                        RunRow.system == system,
+                        RunRow.status.in_(("interrupted", "failed")),
+                    )
+                )
+            )
+        return next((r for r in run_ids if r in found), None)
 
     def run_folder(self, run_id: str) -> Path:
         """The folder of a run's item files under the artifacts root (ValueError for an id that

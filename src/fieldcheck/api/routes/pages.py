@@ -13,6 +13,7 @@ from urllib.parse import parse_qsl
 
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import FormData
 from starlette.datastructures import UploadFile as StarletteUpload
 
@@ -22,7 +23,7 @@ from fieldcheck.api._deps import AppContext, Context
 from fieldcheck.api._errors import ApiError
 from fieldcheck.api._evaluation import evaluate_one, parse_ground_truth_text, parse_output_text
 from fieldcheck.api._guard import TOKEN_COOKIE
-from fieldcheck.jsoneval import RqsWeights
+from fieldcheck.jsoneval import JsonEvalResult, RqsWeights
 from fieldcheck.metrics import BUCKET_NAMES, STRATEGIES
 
 router = APIRouter(include_in_schema=False)
@@ -261,6 +262,14 @@ def _part(form: FormData, name: str) -> tuple[str, StarletteUpload | None]:
     )
 
 
+def _evaluated(ctx: AppContext, gt_text: str, out_text: str) -> JsonEvalResult:
+    """The page's texts scored with the saved configuration: in a worker thread, since the
+    matchers may load a model or wait on a judge (the event loop serves the other requests)."""
+    gt = parse_ground_truth_text(gt_text)
+    config = merged(ctx.saved, ctx.base_config)
+    return evaluate_one(parse_output_text(out_text), gt, config, ctx.matchers)
+
+
 @router.post("/evaluate")
 async def run_evaluation(request: Request, ctx: Context) -> HTMLResponse:
     bad = await _bad_text(request)  # before the form is read: it would hide such bytes
@@ -280,9 +289,7 @@ async def run_evaluation(request: Request, ctx: Context) -> HTMLResponse:
         "output": out_text,
     }
     try:
-        gt = parse_ground_truth_text(gt_text)
-        config = merged(ctx.saved, ctx.base_config)
-        result = evaluate_one(parse_output_text(out_text), gt, config, ctx.matchers)
+        result = await run_in_threadpool(_evaluated, ctx, gt_text, out_text)
     except ApiError as exc:
         return _render(ctx, request, "evaluate.html", exc.status, error=exc.message, **page)
     return _render(
