@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import stat
+import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import dataclass, replace
@@ -390,7 +391,8 @@ class SlotsSystem:
         run_on = executor or read.pool or InProcess()
         if job.local:
             run_on = InProcess()
-        job = replace(job, store=recorder is not None, built=not isinstance(run_on, InProcess))
+        built = not isinstance(run_on, InProcess)
+        job = replace(job, store=recorder is not None, built=built, run=uuid.uuid4().hex)
         if progress is not None:
             progress("scoring", 0, part.k)
         try:
