@@ -62,7 +62,7 @@ F = TypeVar("F", LatencyFile, JudgeFile)
 
 
 class ItemSink(Protocol):
-    """Where a scorer's items go: a ``RunRecorder``, or a second scorer's items file. ``seq``:
+    """Where a scorer's items go: a ``RunRecorder``, or a chunk's rows (``score_chunk``). ``seq``:
     the number the next item gets."""
 
     seq: int
@@ -1098,8 +1098,8 @@ PREBUILT_ROWS = "fieldcheck.slots._score:prebuilt_rows"
 
 
 def plain_rows(payload: StorePayload) -> list[tuple[Any, ...]]:
-    """``store_rows`` as plain tuples (the columns, then the result): what a second scorer
-    process builds of its buckets, so that the store's writer only inserts them."""
+    """``store_rows`` as plain tuples (the columns, then the result): what a pool's task
+    builds of its bucket, so that the store's writer only inserts them."""
     return list(_item_tuples(payload))
 
 

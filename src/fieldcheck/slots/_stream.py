@@ -139,7 +139,7 @@ class Partition:
                 self._read_item(index, item, handles)
             if helped and pool is not None and self._joined(pool, items[split:]):
                 self._names.append(HELPER_NAME)
-            else:  # no helper, or it failed: its files are read here, after this reader's
+            else:  # no task, or it failed: its files are read here, after this reader's
                 for index, item in enumerate(items[split:], start=split):
                     self._read_item(index, item, handles)
         finally:
@@ -324,7 +324,7 @@ class ScratchError(OSError):
 
 def check_scratch(folder: Path) -> None:
     """Raise ``ScratchError`` when the scratch folder ``folder`` is gone (removed while the run
-    went on): a failed helper process is then not replaced here, its bucket files went too."""
+    went on): a failed reading task is then not replaced here, its bucket files went too."""
     if not folder.is_dir():
         raise ScratchError(errno.ENOENT, os.strerror(errno.ENOENT), str(folder))
 
@@ -360,9 +360,9 @@ def _close(handle: IO[bytes]) -> None:
 
 
 def _split(items: Sequence[SlotInput], parallel_bytes: int) -> int:
-    """How many of ``items`` this process reads; a helper reads the rest. The split evens out
-    the two readers' bytes; ``len(items)`` (no helper) for small inputs, a single file, or any
-    input that is not a regular file (a pipe could not be read again if the helper failed)."""
+    """How many of ``items`` this process reads; a ``read_files`` task reads the rest. The split
+    evens out the two readers' bytes; ``len(items)`` (no task) for small inputs, a single file,
+    or any input that is not a regular file (a pipe could not be read again if the task failed)."""
     sizes = []
     for item in items:
         try:
