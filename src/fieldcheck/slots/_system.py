@@ -35,7 +35,6 @@ from fieldcheck.slots._score import (
     score_models,
 )
 from fieldcheck.slots._stream import (
-    BUCKET_BYTES,
     PARALLEL_BYTES,
     Partition,
     ScratchError,
@@ -64,10 +63,11 @@ _KINDS = {
 
 log = logging.getLogger("fieldcheck")
 
-POOL_BYTES = 4 * BUCKET_BYTES
-"""Inputs (in all) from which ``--tp presence`` without a judge model is scored by a pool of two
-processes (4 buckets: ``slots score`` 1M lines x 3 models 23.4-24.9 s against 26.5-36 s in
-one); from ``PARALLEL_BYTES`` on any run's pool of one reads the last files beside this one."""
+POOL_BYTES = PARALLEL_BYTES
+"""Inputs (regular files, in all) from which a pool reads the last files beside this process and,
+with ``--tp presence`` and no judge model, scores the buckets in two processes: 300k slot lines
+x 3 models (108 MB) took 22.8-26.0 s against 31.6-35.4 s in one process, 100k (36 MB)
+16.4-19.3 s against 17.7-18.7 s (store on, the machine shared)."""
 
 
 def _topic_f1(metrics: Mapping[str, Any]) -> dict[str, Any]:
@@ -336,8 +336,8 @@ class SlotsSystem:
         if progress is not None:
             progress(f"reading {1 + len(preds) + len(sides)} slot file(s)", 0, 0)
         size = _size([gold, *preds.values(), *(path for _, path in sides)])
-        pooled = tp == "presence" and not settings.get("judge_model") and size >= POOL_BYTES
-        workers = 2 if pooled else 1 if size >= PARALLEL_BYTES else 0
+        scores = tp == "presence" and not settings.get("judge_model")  # no matcher, no judge
+        workers = (2 if scores else 1) if size >= POOL_BYTES else 0
         with ExitStack() as stack:
             pool = stack.enter_context(_pool(workers)) if workers else None
             try:
@@ -355,7 +355,7 @@ class SlotsSystem:
                 from fieldcheck.matchers import DiskCache, LLMJudge
 
                 judge = LLMJudge(model=model, base_url=url, kind="slot", cache=DiskCache())
-            yield SlotsRead(part, gold_file, models, judge, pool if pooled else None)
+            yield SlotsRead(part, gold_file, models, judge, pool if scores else None)
 
     def score(
         self,
