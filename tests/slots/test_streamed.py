@@ -82,6 +82,7 @@ def _spy_helpers(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
     """A pool that reads the last files (``read_files``) for any input size, splitting by bytes
     alone; the list gets what each ``Partition._joined`` returned (``True``: it read them)."""
     monkeypatch.setattr(_stream, "_HELPER_START_BYTES", 0)
+    monkeypatch.setattr(_system, "PARALLEL_BYTES", 0)
     monkeypatch.setattr(_system, "POOL_BYTES", 0)
     joined: list[bool] = []
     join = _stream.Partition._joined

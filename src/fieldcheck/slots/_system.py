@@ -35,6 +35,7 @@ from fieldcheck.slots._score import (
     score_models,
 )
 from fieldcheck.slots._stream import (
+    BUCKET_BYTES,
     PARALLEL_BYTES,
     Partition,
     ScratchError,
@@ -63,11 +64,12 @@ _KINDS = {
 
 log = logging.getLogger("fieldcheck")
 
-POOL_BYTES = PARALLEL_BYTES
-"""Inputs (regular files, in all) from which a pool reads the last files beside this process and,
-with ``--tp presence`` and no judge model, scores the buckets in two processes: 300k slot lines
-x 3 models (108 MB) took 22.8-26.0 s against 31.6-35.4 s in one process, 100k (36 MB)
-16.4-19.3 s against 17.7-18.7 s (store on, the machine shared)."""
+POOL_BYTES = 4 * BUCKET_BYTES
+"""Inputs (regular files, in all) from which ``--tp presence`` without a judge model is scored
+by a pool of two processes (4 buckets): 300k slot lines x 3 models (108 MB) took 22.8-26.0 s
+against 31.6-35.4 s in one process, 100k (36 MB) 14.4-16.4 s against 18.1-20.2 s (store on, the
+machine shared). From ``PARALLEL_BYTES`` on, a pool (of one without presence) also reads the
+last files beside this process."""
 
 
 def _topic_f1(metrics: Mapping[str, Any]) -> dict[str, Any]:
@@ -337,7 +339,7 @@ class SlotsSystem:
             progress(f"reading {1 + len(preds) + len(sides)} slot file(s)", 0, 0)
         size = _size([gold, *preds.values(), *(path for _, path in sides)])
         scores = tp == "presence" and not settings.get("judge_model")  # no matcher, no judge
-        workers = (2 if scores else 1) if size >= POOL_BYTES else 0
+        workers = 2 if scores and size >= POOL_BYTES else 1 if size >= PARALLEL_BYTES else 0
         with ExitStack() as stack:
             pool = stack.enter_context(_pool(workers)) if workers else None
             try:
@@ -355,7 +357,7 @@ class SlotsSystem:
                 from fieldcheck.matchers import DiskCache, LLMJudge
 
                 judge = LLMJudge(model=model, base_url=url, kind="slot", cache=DiskCache())
-            yield SlotsRead(part, gold_file, models, judge, pool if scores else None)
+            yield SlotsRead(part, gold_file, models, judge, pool if workers == 2 else None)
 
     def score(
         self,
@@ -565,8 +567,9 @@ def _size(paths: Sequence[Path]) -> int:
 @contextmanager
 def _pool(workers: int) -> Iterator[LocalPool]:
     """A pool of ``workers`` processes, its workers killed when the block ends on an error
-    (Ctrl-C: no process is left behind)."""
-    pool = LocalPool(workers, warm=("fieldcheck.slots._score",))
+    (Ctrl-C: no process is left behind). A task in flight per worker: each result held here is
+    a bucket's items (1M slot lines x 3 models: 174-197 MiB peak RSS against 203-212 with two)."""
+    pool = LocalPool(workers, in_flight=workers, warm=("fieldcheck.slots._score",))
     try:
         yield pool
     except BaseException:
