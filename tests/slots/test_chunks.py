@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fieldcheck import core
-from fieldcheck._util.executor import Executor, InProcess, LocalPool
+from fieldcheck._util.executor import Executor, InProcess, LocalPool, run_map
 from fieldcheck.runs._export import iter_items
 from fieldcheck.slots import ModelInput, _stream, _system, score_models
 from fieldcheck.slots._loaders import SlotFile, add_slot
@@ -213,3 +213,24 @@ def test_in_memory_scoring_is_streamed_scoring_with_one_chunk() -> None:
     paired = streamed["metrics"]["paired_f1"]
     assert paired and paired[0]["p_value"] is not None
     assert streamed["metrics"]["models"]["a"]["ci"]["f1"] is not None
+
+
+def _fieldcheck_file(_: Any) -> str:
+    import fieldcheck
+
+    return str(fieldcheck.__file__)
+
+
+def test_pool_workers_import_this_fieldcheck_not_the_working_folders(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The pool's processes (spawned with this process's ``sys.path``) run this fieldcheck,
+    never a ``fieldcheck`` folder in the working folder: the chunks are scored by this code."""
+    import fieldcheck
+
+    decoy = tmp_path / "fieldcheck"
+    decoy.mkdir()
+    (decoy / "__init__.py").write_text("raise SystemExit('the decoy was imported')\n")
+    monkeypatch.chdir(tmp_path)
+    with LocalPool(1) as pool:
+        assert list(run_map(pool, _fieldcheck_file, [None])) == [fieldcheck.__file__]
