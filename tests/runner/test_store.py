@@ -112,7 +112,7 @@ def test_a_killed_process_not_yet_reaped_is_not_alive() -> None:
     import sys
     import time
 
-    from fieldcheck._util.child import pid_alive
+    from fieldcheck._util.executor import pid_alive
 
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:

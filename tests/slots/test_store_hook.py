@@ -4,16 +4,13 @@ any number of buckets, and ``runs rescore`` of the stored run gives back its met
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import pytest
 from slots_helpers import slot
 
-from fieldcheck._util.frames import HEADER
 from fieldcheck.runs import rescore
 from fieldcheck.slots import (
     SYSTEM,
@@ -25,10 +22,9 @@ from fieldcheck.slots import (
     score_models,
     slot_metrics,
 )
-from fieldcheck.slots._loaders import JudgeFile, LatencyFile, SlotFile
-from fieldcheck.slots._score import SlotScorer, model_sides
-from fieldcheck.slots._second import SecondScorer, score_partition
-from fieldcheck.slots._stream import Partition, partitioned
+from fieldcheck.slots._loaders import SlotFile
+from fieldcheck.slots._score import SlotScorer
+from fieldcheck.slots._stream import partitioned
 from fieldcheck.store import RunRecorder, Store
 
 slot_columns = SYSTEM.item_columns
@@ -90,34 +86,6 @@ def _streamed(
         scorer = SlotScorer(headers[0], models, bootstrap=40, seed=2, recorder=recorder)
         for bucket in part.buckets():
             scorer.add(bucket[0], bucket[1:])
-        return scorer.finish()
-
-
-def _parts(
-    paths: dict[str, Path], k: int, recorder: RunRecorder, tmp_path: Path, *, second: bool
-) -> SlotsRun:
-    """As ``slots score``: the latency and judge files split with the slot files, every bucket
-    scored here, or (``second``) the last ones by a second scorer process."""
-    whole = _models(paths, load_slots(paths["a"]), load_slots(paths["b"]))
-    files = [paths["gold"], paths["a"], paths["b"]]
-    with partitioned(files, beside=tmp_path / "out", k=k, sides=model_sides(whole)) as part:
-        gold, a, b = [SlotFile(item.path, errors=item.errors) for item in part.inputs]
-        latency, judge = part.sides
-        models = [
-            replace(
-                whole[0],
-                predictions=a,
-                latencies=LatencyFile(paths["latency"], errors=latency.errors),
-                judge_scores=JudgeFile(paths["judge"], errors=judge.errors),
-            ),
-            replace(whole[1], predictions=b),
-        ]
-        scorer = SlotScorer(gold, models, bootstrap=40, seed=2, recorder=recorder)
-        if second:
-            score_partition(scorer, part)
-        else:
-            for p in part.parts():
-                scorer.add_part(p)
         return scorer.finish()
 
 
@@ -214,132 +182,3 @@ def test_no_recorder_no_items_and_the_same_run(jsonl: Jsonl, tmp_path: Path) -> 
         recorded = _streamed(paths, 2, recorder, tmp_path)
         recorder.finish(metrics=None)
     assert _streamed(paths, 2, None, tmp_path).metrics_json() == recorded.metrics_json()
-
-
-def test_a_second_scorer_stores_the_same_items_in_the_same_order(
-    jsonl: Jsonl, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The last buckets scored by a second process (``_second``): their items are forwarded
-    after this process's own, so the store holds the same items in the same order (seq)."""
-    joined: list[bool] = []
-    forwards: list[bool] = []  # per forward call: whether the second scorer was joined
-    join, forward = SecondScorer.join, SecondScorer.forward
-
-    def spy(self: SecondScorer) -> Any:
-        state = join(self)
-        joined.append(state is not None)
-        return state
-
-    def spy_forward(self: SecondScorer, sink: Any) -> None:
-        forwards.append(bool(joined))
-        forward(self, sink)
-
-    monkeypatch.setattr(SecondScorer, "join", spy)
-    monkeypatch.setattr(SecondScorer, "forward", spy_forward)
-    paths = _inputs(jsonl)
-    got = {}
-    for second in (False, True):
-        got[second] = _stored_run(paths, tmp_path / f"{second}", second=second)
-    assert joined == [True]
-    # its finished buckets' items are stored after each of this process's buckets, the rest
-    # once it is joined
-    assert forwards == [False, False, False, True]
-    assert len(got[True][0]) == 2 * 12
-    assert [seq for _, seq, *_ in got[True][0]] == list(range(2 * 12))
-    assert got[True] == got[False]
-
-
-def _stored_run(paths: dict[str, Path], folder: Path, *, second: bool) -> tuple[Any, ...]:
-    """A run of 5 buckets stored through the writer process: its items (key, seq, failed,
-    result), its metrics and how many items have the topic t1."""
-    folder.mkdir()
-    store = Store(f"sqlite:///{folder}/s.db")
-    with _record(store) as recorder:
-        recorder.start_process()
-        run = _parts(paths, 5, recorder, folder, second=second)
-        metrics, intervals = slot_metrics(run)
-        info = recorder.finish(metrics=metrics, intervals=intervals)
-    items = [(s.key, s.seq, s.failed, s.result) for s in store.iter_items(info.id)]
-    return items, run.metrics_json(), store.count_items(info.id, tag="t1")
-
-
-# the second scorer, made to die once it has written its first bucket's items
-_DIES_AFTER_ONE_BUCKET = """
-import os, sys
-from fieldcheck.slots import _second
-add = _second._ItemFile.add_built
-def once(self, *args, **kwargs):
-    add(self, *args, **kwargs)
-    self.handle.flush()
-    os._exit(7)
-_second._ItemFile.add_built = once
-sys.exit(_second.main())
-"""
-
-
-def test_a_second_scorer_that_dies_leaves_its_stored_buckets_stored_once(
-    jsonl: Jsonl, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The items of the buckets it finished are stored; this process scores all its buckets
-    but stores only the others' items: the same items, each once, in the same order."""
-    paths = _inputs(jsonl)
-    alone = _stored_run(paths, tmp_path / "alone", second=False)
-    stored: list[int] = []
-    forward = SecondScorer.forward
-
-    def spy_forward(self: SecondScorer, sink: Any) -> None:
-        forward(self, sink)
-        stored.append(self.forwarded)
-
-    monkeypatch.setattr(SecondScorer, "forward", spy_forward)
-    command = (sys.executable, "-c", _DIES_AFTER_ONE_BUCKET)
-    monkeypatch.setattr(SecondScorer, "COMMAND", command)
-    assert _stored_run(paths, tmp_path / "dies", second=True) == alone
-    assert stored[-1] == 1  # its first bucket's items were stored
-
-
-def test_misnumbered_second_scorer_items_are_an_error(
-    jsonl: Jsonl, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The second scorer's items are numbered from this process's count of its own sessions:
-    a count that is not the number it stored stops the run, never a silent misnumbering."""
-    monkeypatch.setattr(Partition, "sessions", lambda self, stop: 1)
-    with pytest.raises(RuntimeError, match="numbered from 2, but this process stored"):
-        _stored_run(_inputs(jsonl), tmp_path / "wrong", second=True)
-
-
-def test_forward_stores_only_whole_frames(tmp_path: Path) -> None:
-    """A frame the second scorer is still writing is left for a later call."""
-
-    class Sink:
-        seq = 0
-        calls: ClassVar[list[tuple[bytes, int, int | None]]] = []
-
-        def add_built(
-            self, builder: str, payload: Any, count: int, *, plain: bool = False, at: Any = None
-        ) -> int:
-            self.calls.append((bytes(payload), count, at))
-            return count
-
-    second = SecondScorer.__new__(SecondScorer)
-    second._items, second._reading, second._process = tmp_path / "items.bin", None, None
-    second.seq, second.forwarded = 10, 0
-    sink = Sink()
-    second.forward(sink)  # no file yet
-    frame = HEADER.pack(8 + 3) + (2).to_bytes(8, "little") + b"abc"
-    with second._items.open("wb") as handle:
-        handle.write(frame + frame[:5])
-        handle.flush()
-        second.forward(sink)
-        assert Sink.calls == [(b"abc", 2, 10)] and second.forwarded == 1
-        handle.write(frame[5:-1])
-        handle.flush()
-        second.forward(sink)
-        assert len(Sink.calls) == 1
-        handle.write(frame[-1:])
-        handle.flush()
-        second.forward(sink)
-    assert Sink.calls == [(b"abc", 2, 10), (b"abc", 2, 12)]
-    assert (second.seq, second.forwarded) == (14, 2)
-    second.stop()
-    assert not second._items.exists()

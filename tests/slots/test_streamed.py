@@ -7,13 +7,13 @@ import json
 import logging
 import math
 import os
-import pickle
 import random
 import subprocess
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -21,12 +21,12 @@ import pytest
 from slots_helpers import naive_counts
 
 from fieldcheck import core
+from fieldcheck._util.executor import InProcess, LocalPool, run_map
 from fieldcheck.metrics import bleu1_score, slot_values, tokenize_values
 from fieldcheck.reports import RunFolder
 from fieldcheck.slots import (
     SYSTEM,
     ModelInput,
-    _second,
     _stream,
     _system,
     load_judge_scores,
@@ -35,7 +35,7 @@ from fieldcheck.slots import (
     write_outputs,
 )
 from fieldcheck.slots._loaders import JudgeFile, LatencyFile, SlotFile
-from fieldcheck.slots._score import SlotScorer, model_sides
+from fieldcheck.slots._score import SlotJob, SlotScorer, headers, model_sides, score_chunk
 from fieldcheck.slots._stream import bucket_count, partitioned
 
 BUCKETS = ".fieldcheck-scratch-"  # the bucket folder's name, beside --out
@@ -78,25 +78,20 @@ def _files(folder: Path, seed: int, *, shuffle: bool) -> dict[str, Path]:
     return paths
 
 
-# a helper that reads its spec, says why it fails on stderr and exits 5
-_FAILS = (
-    "import sys; d = sys.stdin.buffer; d.read(int.from_bytes(d.read(8), 'little')); "
-    "print('boom', file=sys.stderr); sys.exit(5)"
-)
-
-
 def _spy_helpers(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
-    """Helpers for any input size, splitting by bytes alone; the list gets what each one's
-    ``join`` returned (``True``: it read its files)."""
+    """A pool that reads the last files (``read_files``) for any input size, splitting by bytes
+    alone; the list gets what each ``Partition._joined`` returned (``True``: it read them)."""
     monkeypatch.setattr(_stream, "_HELPER_START_BYTES", 0)
+    monkeypatch.setattr(_system, "PARALLEL_BYTES", 0)
+    monkeypatch.setattr(_system, "POOL_BYTES", 0)
     joined: list[bool] = []
-    join = _stream._Helper.join
+    join = _stream.Partition._joined
 
-    def spy(self: _stream._Helper) -> bool:
-        joined.append(join(self))
+    def spy(self: _stream.Partition, *args: Any) -> bool:
+        joined.append(join(self, *args))
         return joined[-1]
 
-    monkeypatch.setattr(_stream._Helper, "join", spy)
+    monkeypatch.setattr(_stream.Partition, "_joined", spy)
     return joined
 
 
@@ -215,19 +210,29 @@ def _score_with_sides(
     k: int | None,
     parallel: int | None = None,
     *,
-    second: bool = False,
+    pool: bool = False,
 ) -> dict[str, bytes]:
     """Latency and judge files whole (k None: ``ModelInput`` files loaded whole) or split with
-    the slot files into k buckets (``model_sides``, ``SlotScorer.add_part``; ``second``: by
-    ``score_partition``, the last buckets by a second scorer process)."""
+    the slot files into k buckets (``model_sides``, ``SlotScorer.add_part``); ``parallel``: the
+    last files read by a pool of one; ``pool``: the buckets scored by ``score_chunk`` in a pool
+    of two, their digests absorbed in bucket order."""
     models = [
         ModelInput("a", load_slots(paths["a"]), latencies=load_latencies(sides["latency"])),
         ModelInput("b", load_slots(paths["b"]), judge_scores=load_judge_scores(sides["judge"])),
     ]
     slot_paths = [paths["gold"], paths["a"], paths["b"]]
-    with partitioned(
-        slot_paths, beside=out, k=k or 1, sides=model_sides(models), parallel_bytes=parallel
-    ) as part:
+    with ExitStack() as stack:
+        reader = stack.enter_context(LocalPool(1)) if parallel is not None else None
+        part = stack.enter_context(
+            partitioned(
+                slot_paths,
+                beside=out,
+                k=k or 1,
+                sides=model_sides(models),
+                parallel_bytes=parallel,
+                pool=reader,
+            )
+        )
         gold, *preds = [SlotFile(i.path, errors=i.errors) for i in part.inputs]
         models = [replace(m, predictions=p) for m, p in zip(models, preds, strict=True)]
         if k is None:  # the side files as loaded whole
@@ -235,7 +240,7 @@ def _score_with_sides(
             for bucket in part.buckets():
                 scorer.add(bucket[0], bucket[1:])
         else:
-            headers = [
+            read = [
                 replace(
                     m,
                     latencies=None if m.latencies is None else LatencyFile(m.latencies.path, errors=side.errors),
@@ -243,9 +248,12 @@ def _score_with_sides(
                 )
                 for m, side in zip(models, part.sides, strict=True)
             ]  # fmt: skip
-            scorer = SlotScorer(gold, headers, bootstrap=60, seed=2)
-            if second:
-                _second.score_partition(scorer, part)
+            scorer = SlotScorer(gold, read, bootstrap=60, seed=2)
+            if pool:
+                job = SlotJob(SlotFile(gold.path), headers(read))
+                with LocalPool(2) as two:
+                    for _, digest in run_map(two, partial(score_chunk, job), part.chunks()):
+                        scorer.absorb(digest)
             else:
                 for p in part.parts():
                     scorer.add_part(p)
@@ -263,9 +271,10 @@ def test_latency_and_judge_files_split_with_the_buckets_give_the_same_bytes(
     whole = _score_with_sides(paths, sides, tmp_path / "whole", None)
     for k in (1, 3, 16):
         assert _score_with_sides(paths, sides, tmp_path / f"k{k}", k) == whole
-    joined = _spy_helpers(monkeypatch)  # a helper reads the last files
+    joined = _spy_helpers(monkeypatch)  # a pool reads the last files
     assert _score_with_sides(paths, sides, tmp_path / "helper", 3, parallel=0) == whole
     assert joined == [True]
+    assert _score_with_sides(paths, sides, tmp_path / "pool", 6, pool=True) == whole
     metrics = json.loads(whole["metrics.json"])
     assert metrics["models"]["a"]["latency"]["total"] > 0
     assert metrics["models"]["b"]["llm_judge"] is not None
@@ -278,66 +287,80 @@ def test_latency_and_judge_files_split_with_the_buckets_give_the_same_bytes(
     assert "judge.jsonl: 1 judge score(s) for sessions not in the gold file" in warnings
 
 
+class _FailingTasks(InProcess):
+    """An executor whose tasks all fail (as a pool process that died would)."""
+
+    def submit(self, fn: Any, chunk: Any) -> list[Any]:
+        self.failed = True
+        return []
+
+    def drain(self) -> list[Any]:
+        if getattr(self, "failed", False):
+            self.failed = False
+            raise OSError(5, "a pool process ended abruptly (boom)")
+        return []
+
+
 def test_a_failed_helper_is_replaced_by_this_process(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     paths = _files(tmp_path, seed=5, shuffle=True)
-    one = _score(paths, tmp_path / "alone", 4)
+    files = [paths["gold"], paths["a"], paths["b"]]
+    with partitioned(files, beside=tmp_path / "alone", k=4) as part:
+        alone = [(p.slots[0].sessions, p.slots[1].sessions, p.slots[2].lines) for p in part.parts()]
+        counts = [(i.records, len(i.errors)) for i in part.inputs]
     joined = _spy_helpers(monkeypatch)
-    monkeypatch.setattr(_stream._Helper, "COMMAND", (sys.executable, "-c", _FAILS))
-    with caplog.at_level(logging.WARNING, logger="fieldcheck.slots._stream"):
-        assert _score(paths, tmp_path / "fallback", 4, parallel=0) == one
+    with (
+        caplog.at_level(logging.WARNING, logger="fieldcheck.slots._stream"),
+        partitioned(
+            files, beside=tmp_path / "out", k=4, parallel_bytes=0, pool=_FailingTasks()
+        ) as part,
+    ):
+        assert [
+            (p.slots[0].sessions, p.slots[1].sessions, p.slots[2].lines) for p in part.parts()
+        ] == alone
+        assert [(i.records, len(i.errors)) for i in part.inputs] == counts
     assert joined == [False]
-    assert "the second reader of the slot files failed (exit status 5: boom)" in caplog.text
+    assert "the second reader of the slot files failed (OSError: [Errno 5] a pool" in caplog.text
 
 
-def test_an_error_while_reading_stops_the_helper(
+def _pool_processes(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """The processes of every ``LocalPool`` closed, as it closes them."""
+    seen: list[Any] = []
+    close = LocalPool.close
+
+    def spy(self: LocalPool, *, kill: bool = False) -> None:
+        pool = self._pool
+        seen.extend(getattr(pool, "_processes", {}).values())
+        close(self, kill=kill)
+
+    monkeypatch.setattr(LocalPool, "close", spy)
+    return seen
+
+
+def test_ctrl_c_while_reading_leaves_no_process_and_no_scratch(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     paths = _files(tmp_path, seed=5, shuffle=True)
     _spy_helpers(monkeypatch)
-    stopped: list[subprocess.Popen[bytes] | None] = []
-    stop, read_into = _stream._Helper.stop, _stream.read_into
-
-    def spy_stop(self: _stream._Helper) -> None:
-        stopped.append(self._process)
-        stop(self)
+    processes = _pool_processes(monkeypatch)
+    read_into = _stream.read_into
 
     def interrupted(index: int, *args: Any) -> Any:
         if index == 0:
             raise KeyboardInterrupt
         return read_into(index, *args)
 
-    monkeypatch.setattr(_stream._Helper, "stop", spy_stop)
     monkeypatch.setattr(_stream, "read_into", interrupted)
+    given = [("gold", paths["gold"]), ("pred:a", paths["a"]), ("pred:b", paths["b"])]
     with (
         pytest.raises(KeyboardInterrupt),
-        partitioned(
-            [paths["gold"], paths["a"], paths["b"]], beside=tmp_path / "out", k=4, parallel_bytes=0
-        ),
+        _buckets(4, 0),
+        SYSTEM.prepare(given, {}, beside=tmp_path / "out", progress=None, extras={}),
     ):
         pass
-    process = stopped[0]
-    assert process is not None and process.returncode is not None  # killed and waited for
+    assert processes and all(p.exitcode is not None for p in processes)  # ended, waited for
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(BUCKETS)]
-
-
-def test_the_helper_stops_when_its_input_ends(tmp_path: Path) -> None:
-    """The scoring process gone (its end of the pipe closed), the helper stops (exit status 3)
-    even while blocked on a file: here a named pipe nobody writes."""
-    fifo = tmp_path / "never.jsonl"
-    os.mkfifo(fifo)
-    spec = {"folder": tmp_path, "k": 2, "name": "b{}.bin", "items": [(1, fifo, "slots")]}
-    process = subprocess.Popen(
-        _stream._Helper.COMMAND, stdin=subprocess.PIPE, stdout=subprocess.PIPE
-    )
-    assert process.stdin is not None
-    data = pickle.dumps(spec)
-    process.stdin.write(len(data).to_bytes(8, "little") + data)
-    process.stdin.close()
-    assert process.wait(timeout=60) == 3
-    assert process.stdout is not None and process.stdout.read() == b""
-    process.stdout.close()
 
 
 def test_a_file_name_that_is_not_utf8_is_read_by_the_helper(
@@ -347,9 +370,16 @@ def test_a_file_name_that_is_not_utf8_is_read_by_the_helper(
     odd = tmp_path / os.fsdecode(b"b\xff.jsonl")
     odd.write_bytes(paths["b"].read_bytes())
     joined = _spy_helpers(monkeypatch)
-    with partitioned(
-        [paths["gold"], paths["a"], odd], beside=tmp_path / "out", k=3, parallel_bytes=0
-    ) as p:
+    with (
+        LocalPool(1) as pool,
+        partitioned(
+            [paths["gold"], paths["a"], odd],
+            beside=tmp_path / "out",
+            k=3,
+            parallel_bytes=0,
+            pool=pool,
+        ) as p,
+    ):
         assert [i.records for i in p.inputs][2] > 0 and p.inputs[2].path == odd
     assert joined == [True]
 
@@ -380,11 +410,12 @@ def test_buckets_go_to_the_system_temp_folder_when_out_is_not_writable(
     assert not Path(made[0]).exists()
 
 
-def test_the_helper_starts_without_the_scoring_and_report_modules() -> None:
-    """``fieldcheck.slots`` imports its modules on first use, so the helper reader starts in
-    about 0.3 s instead of 0.8 s; every public name still resolves."""
+def test_the_readers_start_without_the_scoring_and_report_modules() -> None:
+    """``fieldcheck.slots`` imports its modules on first use, so a process that only reads
+    slot files (``_stream``) starts without the scoring's and the report's imports; every
+    public name still resolves."""
     code = (
-        "import sys, fieldcheck.slots._reader; "
+        "import sys, fieldcheck.slots._stream; "
         "print(sorted(m for m in sys.modules if m.startswith(('fieldcheck.slots.', "
         "'matplotlib', 'sqlalchemy', 'openai'))))"
     )
@@ -392,8 +423,7 @@ def test_the_helper_starts_without_the_scoring_and_report_modules() -> None:
         [sys.executable, "-P", "-c", code], capture_output=True, text=True, check=True
     ).stdout
     assert loaded.strip() == (
-        "['fieldcheck.slots._loaders', 'fieldcheck.slots._reader', 'fieldcheck.slots._records', "
-        "'fieldcheck.slots._stream']"
+        "['fieldcheck.slots._loaders', 'fieldcheck.slots._records', 'fieldcheck.slots._stream']"
     )
     import fieldcheck.slots as package
 
@@ -402,75 +432,20 @@ def test_the_helper_starts_without_the_scoring_and_report_modules() -> None:
         package.nope  # noqa: B018
 
 
-def _spy_second(monkeypatch: pytest.MonkeyPatch) -> list[subprocess.Popen[bytes] | bool]:
-    """What each second scorer did: its process when stopped, and whether ``join`` gave a
-    state (``True``) or the caller scored its buckets (``False``)."""
-    seen: list[subprocess.Popen[bytes] | bool] = []
-    join, stop = _second.SecondScorer.join, _second.SecondScorer.stop
-
-    def spy_join(self: _second.SecondScorer) -> Any:
-        state = join(self)
-        seen.append(state is not None)
-        return state
-
-    def spy_stop(self: _second.SecondScorer) -> None:
-        if self._process is not None:
-            seen.append(self._process)
-        stop(self)
-
-    monkeypatch.setattr(_second.SecondScorer, "join", spy_join)
-    monkeypatch.setattr(_second.SecondScorer, "stop", spy_stop)
-    return seen
-
-
-def test_a_second_scorer_scores_the_last_buckets_to_the_same_bytes(
+def test_ctrl_c_while_a_pool_scores_leaves_no_process_and_no_scratch(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """From ``SPLIT_BUCKETS`` buckets on, a second process scores the last half (presence
-    only); its state absorbed here gives the bytes of one scorer, with and without sides."""
-    paths = _files(tmp_path, seed=8, shuffle=True)
-    one = _score(paths, tmp_path / "k1", None)
-    seen = _spy_second(monkeypatch)
-    assert _score(paths, tmp_path / "k3", 3) == one
-    assert seen == []  # fewer buckets than SPLIT_BUCKETS: no second scorer
-    assert _score(paths, tmp_path / "k9", 9) == one
-    assert seen[0] is True and isinstance(seen[1], subprocess.Popen)
-    assert seen[1].returncode == 0
-    assert _score(paths, tmp_path / "fuzzy", 9, tp="exact") == _score(
-        paths, tmp_path / "fuzzy1", None, tp="exact"
-    )
-    assert len(seen) == 2  # a matcher's settings: one scorer
-    sides = _sides(tmp_path, paths)
-    whole = _score_with_sides(paths, sides, tmp_path / "whole", None)
-    assert _score_with_sides(paths, sides, tmp_path / "split", 6, second=True) == whole
-    assert seen[2] is True
-
-
-def test_a_failed_second_scorer_leaves_its_buckets_to_this_process(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
-) -> None:
+    """Large inputs are scored by the pool ``prepare`` started: Ctrl-C kills its processes
+    and the scratch folder goes."""
     paths = _files(tmp_path, seed=5, shuffle=True)
-    one = _score(paths, tmp_path / "alone", None)
-    seen = _spy_second(monkeypatch)
-    monkeypatch.setattr(_second.SecondScorer, "COMMAND", (sys.executable, "-c", _FAILS))
-    with caplog.at_level(logging.WARNING, logger="fieldcheck.slots._second"):
-        assert _score(paths, tmp_path / "fallback", 6) == one
-    assert [s for s in seen if isinstance(s, bool)] == [False]  # its buckets scored here
-    assert "the second slot scorer failed (exit status 5: boom)" in caplog.text
-    monkeypatch.setattr(_second.SecondScorer, "COMMAND", (str(tmp_path / "no-python"),))
-    with caplog.at_level(logging.WARNING, logger="fieldcheck.slots._second"):
-        assert _score(paths, tmp_path / "no-start", 6) == one
-    assert "the second slot scorer failed (could not start:" in caplog.text
-
-
-def test_an_error_while_scoring_stops_the_second_scorer(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    paths = _files(tmp_path, seed=5, shuffle=True)
-    seen = _spy_second(monkeypatch)
+    monkeypatch.setattr(_system, "POOL_BYTES", 0)
+    processes = _pool_processes(monkeypatch)
+    calls: list[tuple[int, int]] = []
 
     def interrupted(phase: str, done: int, total: int) -> None:
-        raise KeyboardInterrupt
+        calls.append((done, total))
+        if done:
+            raise KeyboardInterrupt
 
     given = [("gold", paths["gold"]), ("pred:a", paths["a"]), ("pred:b", paths["b"])]
     out = tmp_path / "out"
@@ -479,9 +454,10 @@ def test_an_error_while_scoring_stops_the_second_scorer(
         _buckets(6),
         SYSTEM.prepare(given, {"bootstrap": 0}, beside=out, progress=None, extras={}) as read,
     ):
+        assert isinstance(read.pool, LocalPool) and read.pool.workers == 2
         SYSTEM.score(read, RunFolder.of(out), {"bootstrap": 0}, recorder=None, progress=interrupted)
-    process = seen[0]
-    assert isinstance(process, subprocess.Popen) and process.returncode is not None
+    assert calls == [(0, 6), (1, 6)]
+    assert len(processes) == 2 and all(p.exitcode is not None for p in processes)
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(BUCKETS)]
 
 
@@ -498,26 +474,6 @@ def test_absorb_handles_every_field_of_a_models_fold() -> None:
     left = {"model", "latency", "judge_scores", "rows", "at"}
     assert {f.name for f in fields(_score._ModelFold)} == merged | left
     assert not merged & left
-
-
-@pytest.mark.parametrize("k", [1, 3, 6])
-@pytest.mark.parametrize("parallel", [None, 0])
-def test_partition_sessions_counts_the_gold_sessions_of_the_first_buckets(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, k: int, parallel: int | None
-) -> None:
-    """``Partition.sessions`` numbers the second scorer's items: it must be the count of the
-    gold sessions that scoring the buckets finds, whichever reader read the gold (``parallel``
-    0: a helper reads the last files), with repeated lines, bad lines and shuffled input."""
-    joined = _spy_helpers(monkeypatch)
-    paths = _files(tmp_path, seed=11, shuffle=True)
-    files = [paths["gold"], paths["a"], paths["b"]]
-    with partitioned(files, beside=tmp_path / "out", k=k, parallel_bytes=parallel) as part:
-        part.keep = True
-        counted = [part.sessions(stop) for stop in range(k + 1)]
-        found = [len(p.slots[0].sessions) for p in part.parts()]
-    assert counted == [sum(found[:stop]) for stop in range(k + 1)]
-    assert counted[-1] == len(load_slots(paths["gold"]).sessions) > 60
-    assert joined == ([True] if parallel == 0 and k > 1 else [])
 
 
 def test_an_existing_empty_out_folder_stays_empty_while_the_buckets_are_made(

@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from multiprocessing.connection import wait
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, Protocol
 
@@ -210,3 +211,21 @@ def _nothing(_: Any) -> _Nothing:
 def _unpacked(fn: Task, packed: bytes) -> Any:
     """In a worker: ``fn`` of the chunk ``LocalPool.submit`` pickled."""
     return fn(pickle.loads(packed))
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether a process ``pid`` runs on this host (another user's counts): the store's journal
+    and a run folder's writer ask it. A zombie (killed, not yet reaped by its parent: ``kill
+    -9`` from a shell) is not: its run was resumed by nobody until the shell reaped it (a
+    tester's finding)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:  # Linux: the state after the command name's closing parenthesis
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return True
+    return state != "Z"

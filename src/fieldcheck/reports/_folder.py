@@ -20,8 +20,8 @@ from typing import Any
 
 import orjson
 
-from fieldcheck._util.child import pid_alive
 from fieldcheck._util.errors import shown_path
+from fieldcheck._util.executor import pid_alive
 from fieldcheck._util.jsonio import dumps
 from fieldcheck._util.paths import safe_filename
 from fieldcheck._version import __version__

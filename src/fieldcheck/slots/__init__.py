@@ -70,7 +70,7 @@ if TYPE_CHECKING:  # the names as type checkers and editors see them
     from fieldcheck.slots._system import SYSTEM, check_gold, slot_metrics
 
 # each public name's private module, imported on first use (PEP 562): a process that needs only
-# the readers (the helper reader of large inputs, ``_reader``) starts without the scoring's,
+# the readers (``_stream``) starts without the scoring's,
 # the report's and the runner's imports
 _HOME = {
     "METRIC_COLUMNS": "_report",

@@ -50,7 +50,7 @@ from fieldcheck.metrics import (
     slot_values,
 )
 from fieldcheck.slots._loaders import JudgeFile, LatencyFile, SessionKey, SlotFile, SlotKey
-from fieldcheck.slots._stream import Part, SideKind, gc_paused
+from fieldcheck.slots._stream import Bucket, Part, SideKind, gc_paused
 from fieldcheck.store import MODEL_CHARS, TAG_CHARS, ItemColumns
 
 if TYPE_CHECKING:
@@ -62,7 +62,7 @@ F = TypeVar("F", LatencyFile, JudgeFile)
 
 
 class ItemSink(Protocol):
-    """Where a scorer's items go: a ``RunRecorder``, or a second scorer's items file. ``seq``:
+    """Where a scorer's items go: a ``RunRecorder``, or a chunk's rows (``score_chunk``). ``seq``:
     the number the next item gets."""
 
     seq: int
@@ -415,8 +415,8 @@ def _absorb_fold(fold: _ModelFold, later: _ModelFold) -> None:
 
 @dataclass
 class ScorerState:
-    """What a ``SlotScorer`` folded over some buckets, without its inputs (picklable): what a
-    second scorer process hands back (``SlotScorer.state``, ``SlotScorer.absorb``)."""
+    """What a ``SlotScorer`` folded over some buckets, without its inputs (picklable): a chunk's
+    digest (``score_chunk``). ``absorb`` merges a later one in place, associatively."""
 
     folds: list[_ModelFold]
     sessions: int
@@ -425,6 +425,25 @@ class ScorerState:
     empty_gold: int
     any_gold_value: bool
     topic_gold: Counter[str]
+
+    def absorb(self, later: ScorerState) -> None:
+        """Fold in ``later``, the state over buckets that come after this one's."""
+        _absorb(self, later)
+
+
+def _absorb(into: ScorerState | SlotScorer, later: ScorerState) -> None:
+    """The state of one scorer over ``into``'s buckets then ``later``'s, made in ``into``."""
+    if len(later.folds) != len(into.folds):
+        raise ValueError("the scorers' inputs or settings differ")
+    for fold, more in zip(into.folds, later.folds, strict=True):
+        _absorb_fold(fold, more)
+    into.sessions += later.sessions
+    for key, classes in into.pairs.items():
+        classes.absorb(later.pairs[key])
+    into.gold_errors += later.gold_errors
+    into.empty_gold += later.empty_gold
+    into.any_gold_value = into.any_gold_value or later.any_gold_value
+    into.topic_gold.update(later.topic_gold)
 
 
 class SlotScorer:
@@ -477,8 +496,7 @@ class SlotScorer:
         self.any_gold_value = False
         self.topic_gold: Counter[str] = Counter()
         self.cache = SlotMemo()
-        self.canonical = _CanonicalCache()
-        # build the items here (``plain_rows``), not in the store's writer: when two scorer
+        # build the items here (``plain_rows``), not in the store's writer: when two scoring
         # processes feed one writer, building every item would make it the slowest of three
         self.build_items = False
 
@@ -496,12 +514,6 @@ class SlotScorer:
             settings["matcher"] = self.matcher.signature()
             settings["threshold"] = self.cut
         return Signature(system="slots", settings=settings)
-
-    @property
-    def splittable(self) -> bool:
-        """Whether its buckets may be scored by two scorers, one state absorbing the other's:
-        no per-session keys kept, and no matcher or judge (a model or endpoint per process)."""
-        return not self.keep_sessions and self.tp == "presence" and self.judge is None
 
     def state(self) -> ScorerState:
         """What it folded so far, without its inputs."""
@@ -523,17 +535,9 @@ class SlotScorer:
     def absorb(self, later: ScorerState) -> None:
         """Fold in the state of a scorer of the same inputs and settings over buckets that come
         after this one's: ``finish`` then gives what one scorer over all of them would."""
-        if not self.splittable or len(later.folds) != len(self.folds):
-            raise ValueError("the scorers' inputs or settings differ")
-        for fold, more in zip(self.folds, later.folds, strict=True):
-            _absorb_fold(fold, more)
-        self.sessions += later.sessions
-        for key, classes in self.pairs.items():
-            classes.absorb(later.pairs[key])
-        self.gold_errors += later.gold_errors
-        self.empty_gold += later.empty_gold
-        self.any_gold_value = self.any_gold_value or later.any_gold_value
-        self.topic_gold.update(later.topic_gold)
+        if self.keep_sessions:
+            raise ValueError("a scorer keeping each session's counts absorbs no other state")
+        _absorb(self, later)
 
     def add_part(self, part: Part) -> None:
         """Score one bucket of a ``Partition`` made with ``sides=model_sides(models)``: its
@@ -1094,8 +1098,8 @@ PREBUILT_ROWS = "fieldcheck.slots._score:prebuilt_rows"
 
 
 def plain_rows(payload: StorePayload) -> list[tuple[Any, ...]]:
-    """``store_rows`` as plain tuples (the columns, then the result): what a second scorer
-    process builds of its buckets, so that the store's writer only inserts them."""
+    """``store_rows`` as plain tuples (the columns, then the result): what a pool's task
+    builds of its bucket, so that the store's writer only inserts them."""
     return list(_item_tuples(payload))
 
 
@@ -1227,6 +1231,84 @@ def _by_line(errors: ErrorList) -> ErrorList:
     """A file's errors in line order (bad lines and repeated slots meet in different passes),
     in bounded memory (``ErrorList.by_line``)."""
     return errors.by_line()
+
+
+@dataclass(frozen=True)
+class SlotJob:
+    """What scoring a bucket needs besides the bucket (``score_chunk``; picklable when it has
+    no ``judge`` and no ``matcher``, i.e. ``--tp presence``): the gold's and the models' paths
+    (``headers``), the TP rule, and whether the items are stored (``store``) and built in the
+    task (``built``: in a pool, so the store's writer only inserts them)."""
+
+    gold: SlotFile
+    models: tuple[ModelInput, ...]
+    tp: TPMode = "presence"
+    threshold: float | None = None
+    matcher: Matcher | None = None
+    judge: Matcher | None = None
+    store: bool = False
+    built: bool = False
+    run: str = ""  # the run's own id: its chunks in one process share a memo ("": none shared)
+
+    @property
+    def local(self) -> bool:
+        """Whether it must run in this process: a matcher or judge (a model or an endpoint)
+        is not copied into every pool process."""
+        return self.matcher is not None or self.judge is not None
+
+
+def headers(models: Sequence[ModelInput]) -> tuple[ModelInput, ...]:
+    """The models as a job has them: their files' paths (not what was read of them) and the
+    sessions not scored."""
+    return tuple(
+        replace(
+            m,
+            predictions=SlotFile(m.predictions.path),
+            latencies=None if m.latencies is None else LatencyFile(m.latencies.path),
+            judge_scores=None if m.judge_scores is None else JudgeFile(m.judge_scores.path),
+        )
+        for m in models
+    )
+
+
+class _Rows:
+    """A chunk scorer's ``ItemSink``: the bucket's items as ``(builder, payload, count)``."""
+
+    def __init__(self) -> None:
+        self.seq = 0
+        self.rows: list[tuple[str, Any, int]] = []
+
+    def add_built(
+        self, builder: str, payload: Any, count: int, *, plain: bool = False, at: int | None = None
+    ) -> int:
+        self.rows.append((builder, payload, count))
+        return count
+
+
+_MEMO: list[Any] = ["", SlotMemo()]  # (run, its memo) of the run whose chunks this process scores
+
+
+def _memo(run: str) -> SlotMemo:
+    """The memo of ``run``'s chunks in this process: sessions repeat values across buckets (a
+    memo per bucket cost 25% more scoring CPU, 300k lines x 3 models); a new run starts afresh."""
+    if not run or _MEMO[0] != run:
+        _MEMO[:] = [run, SlotMemo()]
+    memo: SlotMemo = _MEMO[1]
+    return memo
+
+
+def score_chunk(job: SlotJob, bucket: Bucket) -> tuple[list[tuple[str, Any, int]], ScorerState]:
+    """One bucket scored: its items for the store (``RunRecorder.add_built``'s arguments; none
+    when not stored) and its digest (``ScorerState``, merged in bucket order by ``absorb``)."""
+    sink = _Rows() if job.store else None
+    scorer = SlotScorer(
+        job.gold, job.models, tp=job.tp, threshold=job.threshold, matcher=job.matcher,
+        judge=job.judge, recorder=sink,
+    )  # fmt: skip
+    scorer.cache, scorer.build_items = _memo(job.run), job.built
+    with gc_paused():
+        scorer.add_part(bucket.part())
+    return ([] if sink is None else sink.rows), scorer.state()
 
 
 def score_models(

@@ -6,8 +6,10 @@ The files need not be sorted: each line goes to bucket ``crc32(user) + session m
 session's every line, from every file, lands in the same bucket, with its file and line number.
 K is the files' total size over ``BUCKET_BYTES``; with K = 1 nothing is written. Bucket files live
 in a temporary folder removed at the end, on an error or on Ctrl-C alike. Inputs of
-``PARALLEL_BYTES`` or more are read by two processes (``_Helper``): each writes its own bucket
-files, read back in input order, so the buckets hold the same rows in the same order.
+``PARALLEL_BYTES`` or more, given a pool, are read by two processes (a ``read_files`` task on
+the pool reads the last files): each writes its own bucket files, read back in input order, so
+the buckets hold the same rows in the same order. Each bucket is a ``Bucket``: a chunk that
+the scoring tasks read (slots/_score.py ``score_chunk``).
 """
 
 from __future__ import annotations
@@ -17,11 +19,9 @@ import gc
 import logging
 import marshal
 import os
-import pickle
 import shutil
 import stat
-import subprocess
-import sys
+import struct
 import tempfile
 import zlib
 from collections.abc import Iterator, Sequence
@@ -30,9 +30,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Literal
 
-from fieldcheck._util import child
 from fieldcheck._util.errors import ErrorList, InputError
-from fieldcheck._util.frames import read_frame, write_frame
+from fieldcheck._util.executor import Executor, finish
 from fieldcheck.slots._loaders import (
     JudgeFile,
     LatencyFile,
@@ -53,11 +52,13 @@ holds ``_PENDING_ROWS // K``), so the reading pass uses the same memory whatever
 
 PARALLEL_BYTES = 64 << 20
 """Inputs (two files or more, all regular files) at least this large in all are read by two
-processes: this one and a helper (``fieldcheck.slots._reader``) on the other core."""
+processes, given a pool: this one and a ``read_files`` task on the other core."""
 _HELPER_START_BYTES = 10 << 20
-"""About what this process reads while the helper starts (0.3 s: ``fieldcheck.slots`` imports
-its modules on first use, and the helper needs only the readers): the split gives the helper
+"""About what this process reads while the pool's worker starts: the split gives the task
 that much less to read."""
+HELPER_NAME = "bucket{}.2.bin"
+"""The bucket files of the ``read_files`` task."""
+_HEADER = struct.Struct("<Q")
 
 Batch = tuple[int, list[tuple[int, Any]]]  # (file index, [(line, row), ...])
 
@@ -103,7 +104,9 @@ class Part:
 
 class Partition:
     """Slot files (and side files: latencies, judge scores) split into ``k`` buckets by session;
-    ``parts()`` yields each bucket's files, ``buckets()`` only its slot files."""
+    ``chunks()`` yields each bucket as a ``Bucket`` (a scoring task's chunk), ``parts()`` each
+    bucket's files, ``buckets()`` only its slot files. ``pool``: the last files are read by a
+    ``read_files`` task on it (large inputs, ``_split``) while this process reads the first."""
 
     def __init__(
         self,
@@ -113,6 +116,7 @@ class Partition:
         sides: Sequence[tuple[SideKind, Path]] = (),
         *,
         parallel_bytes: int | None = None,
+        pool: Executor | None = None,
     ) -> None:
         self.inputs = [SlotInput(Path(p)) for p in paths]
         self.sides = [SlotInput(Path(p), kind=kind) for kind, p in sides]
@@ -120,31 +124,56 @@ class Partition:
         self.folder = folder
         self._memory: list[Batch] = []  # k == 1: the one bucket, in memory
         self._names = ["bucket{}.bin"]  # each reader's bucket files, in input order
-        self.keep = False  # keep each bucket's files once read (a second scorer's may fail)
         items = [*self.inputs, *self.sides]
         if parallel_bytes is None:
             parallel_bytes = PARALLEL_BYTES
-        split = _split(items, parallel_bytes) if k > 1 else len(items)
+        split = _split(items, parallel_bytes) if k > 1 and pool is not None else len(items)
         handles: list[IO[bytes]] = []
-        helper = None
+        helped = False
         try:
             if k > 1:
                 handles = [(folder / f"bucket{b}.bin").open("wb") for b in range(k)]
-            if split < len(items):
-                helper = _Helper(folder, k, items, split)
+            if pool is not None and split < len(items):
+                helped = self._submit(pool, items, split)
             for index, item in enumerate(items[:split]):
                 self._read_item(index, item, handles)
-            if helper is not None:
-                if helper.join():
-                    self._names.append(_Helper.NAME)
-                else:  # the helper failed: its files are read here, after this reader's
-                    for index, item in enumerate(items[split:], start=split):
-                        self._read_item(index, item, handles)
+            if helped and pool is not None and self._joined(pool, items[split:]):
+                self._names.append(HELPER_NAME)
+            else:  # no task, or it failed: its files are read here, after this reader's
+                for index, item in enumerate(items[split:], start=split):
+                    self._read_item(index, item, handles)
         finally:
-            if helper is not None:
-                helper.stop()
             for h in handles:
                 _close(h)
+
+    def _submit(self, pool: Executor, items: Sequence[SlotInput], split: int) -> bool:
+        """Hand ``items[split:]`` to a ``read_files`` task; False (a warning) when it cannot."""
+        spec = (self.folder, self.k, [(i, it.path, it.kind) for i, it in enumerate(items)][split:])
+        try:
+            pool.submit(read_files, spec)
+        except Exception as exc:  # whatever stops the task, this process reads its files
+            self._failed(f"could not start: {exc}")
+            return False
+        return True
+
+    def _joined(self, pool: Executor, items: Sequence[SlotInput]) -> bool:
+        """The ``read_files`` task's result taken into ``items``; False (a warning, its bucket
+        files removed) when it failed: the caller reads them; ``ScratchError`` when the scratch
+        folder is gone."""
+        try:
+            (results,) = finish(pool)
+        except Exception as exc:
+            self._failed(f"{type(exc).__name__}: {exc}")
+            return False
+        for item, (records, errors, failure) in zip(items, results, strict=True):
+            item.records, item.errors, item.failure = records, errors, failure
+        return True
+
+    def _failed(self, why: str) -> None:
+        check_scratch(self.folder)  # removed: one error, no warning before it
+        log.warning("the second reader of the slot files failed (%s); reading them here", why)
+        for b in range(self.k):
+            (self.folder / HELPER_NAME.format(b)).unlink(missing_ok=True)
 
     def _read_item(self, index: int, item: SlotInput, handles: list[IO[bytes]]) -> None:
         try:
@@ -156,28 +185,50 @@ class Partition:
         if rows is not None:
             self._memory.append((index, rows))
 
-    def buckets(self) -> Iterator[list[SlotFile]]:
-        for part in self.parts():
-            yield part.slots
+    def chunks(self) -> Iterator[Bucket]:
+        """Each bucket, in order, as a chunk: read by whoever scores it (``Bucket.part``)."""
+        kinds = [item.kind for item in self.sides]
+        paths = [item.path for item in (*self.inputs, *self.sides)]
+        for b in range(self.k):
+            memory, self._memory = self._memory, []
+            files = [self.folder / name.format(b) for name in self._names] if self.k > 1 else []
+            yield Bucket(paths, kinds, files, memory)
 
-    def parts(self, start: int = 0, stop: int | None = None) -> Iterator[Part]:
-        """Buckets ``start`` to ``stop`` (default: the last), each read once."""
+    def parts(self) -> Iterator[Part]:
+        """Each bucket's files, in order, each read once."""
         # the collector stays off across the buckets (the consumer scores each under its own
         # pause): turned on between them, it walked every object of each new bucket, 6 of 46 s
         # of a million slot lines x 3 models; what the scoring frees goes by reference counting
         with gc_paused():
-            for b in range(start, self.k if stop is None else stop):
-                yield self._part(b)
+            for bucket in self.chunks():
+                yield bucket.part()
 
-    def _part(self, b: int) -> Part:
-        """Bucket ``b``'s files, read back from its bucket file (or memory)."""
-        n = len(self.inputs)
-        slots = [SlotFile(item.path) for item in self.inputs]
+    def buckets(self) -> Iterator[list[SlotFile]]:
+        for part in self.parts():
+            yield part.slots
+
+
+@dataclass
+class Bucket:
+    """One bucket as a chunk: the input paths (slot files, then side files of ``kinds``) and
+    its rows, in its bucket files (each reader's, in input order; removed once read) or in
+    ``memory`` (k = 1)."""
+
+    paths: list[Path]
+    kinds: Sequence[str]
+    files: list[Path]
+    memory: list[Batch]
+
+    def part(self) -> Part:
+        """The bucket's files: a ``SlotFile`` per slot file, a ``LatencyFile`` or ``JudgeFile``
+        per side file, each with the bucket's sessions only."""
+        n = len(self.paths) - len(self.kinds)
+        slots = [SlotFile(path) for path in self.paths[:n]]
         sides: list[LatencyFile | JudgeFile] = [
-            LatencyFile(item.path) if item.kind == "latency" else JudgeFile(item.path)
-            for item in self.sides
+            LatencyFile(path) if kind == "latency" else JudgeFile(path)
+            for kind, path in zip(self.kinds, self.paths[n:], strict=True)
         ]
-        for index, rows in self._batches(b):
+        for index, rows in self._batches():
             if index < n:
                 out = slots[index]
                 for line, row in rows:
@@ -192,39 +243,36 @@ class Partition:
                     add_judge(side, line, row)
         return Part(slots, sides)
 
-    def sessions(self, stop: int) -> int:
-        """How many sessions the first input (the gold) has in buckets 0 to ``stop`` (each
-        bucket's distinct users and sessions of its valid lines, as ``add_slot`` keys them):
-        read from its rows alone, which come first in each reader's bucket files."""
-        total = 0
-        with gc_paused():
-            for b in range(stop):
-                keys: set[tuple[str, int]] = set()
-                for name in self._names if self.k > 1 else ():
-                    with (self.folder / name.format(b)).open("rb") as handle:
-                        while (data := read_frame(handle)) is not None:
-                            index, rows = marshal.loads(data)
-                            if index:
-                                break
-                            keys.update((row[0], row[1]) for _, row in rows)
-                for index, rows in self._memory:
-                    if index == 0:
-                        keys.update((row[0], row[1]) for _, row in rows)
-                total += len(keys)
-        return total
-
-    def _batches(self, b: int) -> Iterator[Batch]:
-        if self.k == 1:
-            yield from self._memory
-            self._memory = []
-            return
-        for name in self._names:
-            path = self.folder / name.format(b)
+    def _batches(self) -> Iterator[Batch]:
+        yield from self.memory
+        self.memory = []
+        for path in self.files:
             with path.open("rb") as handle:
-                while (data := read_frame(handle)) is not None:
+                while (data := _read_frame(handle)) is not None:
                     yield marshal.loads(data)
-            if not self.keep:
-                path.unlink()
+            path.unlink()
+
+
+def read_files(spec: tuple[Path, int, list[tuple[int, Path, str]]]) -> list[Any]:
+    """A task: read the files ``(index, path, kind)`` of ``spec`` ``(folder, k, files)`` into
+    bucket files of its own (``HELPER_NAME``); each file's ``(records, errors, failure)``."""
+    folder, k, files = spec
+    handles = [(folder / HELPER_NAME.format(b)).open("wb") for b in range(k)]
+    results = []
+    try:
+        for index, path, kind in files:
+            # its errors past the first ones in the scratch folder: handed back by name
+            item = SlotInput(path, kind=kind, errors=ErrorList(spill_dir=folder))  # type: ignore[arg-type]
+            try:
+                with gc_paused():
+                    read_into(index, item, handles, k)
+            except InputError as exc:
+                item.failure = exc
+            results.append((item.records, item.errors, item.failure))
+    finally:
+        for h in handles:
+            _close(h)
+    return results
 
 
 def read_into(
@@ -276,17 +324,32 @@ class ScratchError(OSError):
 
 def check_scratch(folder: Path) -> None:
     """Raise ``ScratchError`` when the scratch folder ``folder`` is gone (removed while the run
-    went on): a failed helper process is then not replaced here, its bucket files went too."""
+    went on): a failed reading task is then not replaced here, its bucket files went too."""
     if not folder.is_dir():
         raise ScratchError(errno.ENOENT, os.strerror(errno.ENOENT), str(folder))
 
 
 def _write(handle: IO[bytes], batch: Batch) -> None:
-    # framed: marshal.load on a file reads in tiny pieces, marshal.loads does not
+    # framed (its length, 8 bytes, then the data): marshal.load on a file reads in tiny pieces,
+    # marshal.loads does not
+    data = marshal.dumps(batch)
     try:
-        write_frame(handle, marshal.dumps(batch))
+        handle.write(_HEADER.pack(len(data)))
+        handle.write(data)
     except OSError as exc:
         raise ScratchError(exc.errno, exc.strerror or str(exc), handle.name) from exc
+
+
+def _read_frame(handle: IO[bytes]) -> bytes | None:
+    """The next frame ``_write`` wrote; None at the end."""
+    head = handle.read(_HEADER.size)
+    if len(head) < _HEADER.size:
+        return None
+    (size,) = _HEADER.unpack(head)
+    data = handle.read(size)
+    if len(data) < size:
+        raise EOFError(f"{handle.name}: a bucket file ends inside a frame")
+    return data
 
 
 def _close(handle: IO[bytes]) -> None:
@@ -297,9 +360,9 @@ def _close(handle: IO[bytes]) -> None:
 
 
 def _split(items: Sequence[SlotInput], parallel_bytes: int) -> int:
-    """How many of ``items`` this process reads; a helper reads the rest. The split evens out
-    the two readers' bytes; ``len(items)`` (no helper) for small inputs, a single file, or any
-    input that is not a regular file (a pipe could not be read again if the helper failed)."""
+    """How many of ``items`` this process reads; a ``read_files`` task reads the rest. The split
+    evens out the two readers' bytes; ``len(items)`` (no task) for small inputs, a single file,
+    or any input that is not a regular file (a pipe could not be read again if the task failed)."""
     sizes = []
     for item in items:
         try:
@@ -321,68 +384,6 @@ def _split(items: Sequence[SlotInput], parallel_bytes: int) -> int:
     return best
 
 
-class _Helper:
-    """The helper reader (``python -P -m fieldcheck.slots._reader``) of ``items[split:]``: it
-    writes bucket files of its own (``NAME``) and hands back each file's line count, errors and
-    failure. It ends when this process closes its input or is gone; ``stop`` kills it."""
-
-    NAME = "bucket{}.2.bin"
-    # -P: the working folder is not put on sys.path (a "fieldcheck" package there must not
-    # stand in for this one)
-    COMMAND = (sys.executable, "-P", "-m", "fieldcheck.slots._reader")
-
-    def __init__(self, folder: Path, k: int, items: Sequence[SlotInput], split: int) -> None:
-        self._folder, self._k, self._items = folder, k, list(items[split:])
-        self._log = folder / "reader.log"
-        self._process: subprocess.Popen[bytes] | None = None
-        try:
-            spec = {
-                "folder": folder,
-                "k": k,
-                "name": self.NAME,
-                "items": [(i, item.path, item.kind) for i, item in enumerate(self._items, split)],
-            }
-            with self._log.open("wb") as err:  # the spec pickled: a path need not be UTF-8
-                self._process = child.start(self.COMMAND, err, pickle.dumps(spec))
-        except Exception as exc:  # whatever stops the helper, this process reads its files
-            self._failed(f"could not start: {exc}")
-
-    def join(self) -> bool:
-        """Wait for the helper; ``True`` when it read every file it was given. Else (a warning
-        says why) its bucket files are removed and the caller reads its files itself;
-        ``ScratchError`` when the scratch folder is gone."""
-        process = self._process
-        if process is None:
-            return False
-        assert process.stdout is not None
-        try:
-            data = process.stdout.read()
-            status = process.wait()
-            results = pickle.loads(data) if status == 0 else None
-        except (OSError, EOFError, pickle.UnpicklingError) as exc:
-            self._failed(str(exc))
-            return False
-        if not isinstance(results, list) or len(results) != len(self._items):
-            self._failed(child.ended(status, self._log.read_text(errors="replace")))
-            return False
-        for item, (records, errors, failure) in zip(self._items, results, strict=True):
-            item.records, item.errors, item.failure = records, errors, failure
-        return True
-
-    def _failed(self, why: str) -> None:
-        self.stop()
-        check_scratch(self._folder)  # removed: one error, no warning before it
-        log.warning("the second reader of the slot files failed (%s); reading them here", why)
-        for b in range(self._k):
-            (self._folder / self.NAME.format(b)).unlink(missing_ok=True)
-
-    def stop(self) -> None:
-        """Stop the helper (killed if still reading) and close its pipes."""
-        process, self._process = self._process, None
-        if process is not None:
-            child.stop(process)
-
-
 def bucket_count(paths: Sequence[Path], bucket_bytes: int = BUCKET_BYTES) -> int:
     """K: the files' total size over ``bucket_bytes``, at least 1."""
     total = 0
@@ -401,12 +402,14 @@ def partitioned(
     k: int | None = None,
     sides: Sequence[tuple[SideKind, Path]] = (),
     parallel_bytes: int | None = None,
+    pool: Executor | None = None,
 ) -> Iterator[Partition]:
     """``Partition`` of ``paths`` (slot files) and ``sides`` (``("latency" | "judge", path)``)
     in a temporary folder beside ``beside`` (in the nearest existing folder above it: the same
     disk as the outputs, never inside an --out that must stay empty), removed when the block
     ends however it ends (a killed run's is left, named ``.fieldcheck-scratch-*``). ``k``
-    overrides the bucket count, ``parallel_bytes`` ``PARALLEL_BYTES`` (tests)."""
+    overrides the bucket count, ``parallel_bytes`` ``PARALLEL_BYTES`` (tests); ``pool`` reads the
+    last files of large inputs (``Partition``)."""
     k = k if k is not None else bucket_count([*paths, *(p for _, p in sides)], bucket_bytes)
     where = Path(beside).absolute().parent
     while not where.is_dir() and where != where.parent:
@@ -416,6 +419,6 @@ def partitioned(
     except OSError:  # not writable there: the system's temporary folder (--out is checked later)
         folder = Path(tempfile.mkdtemp(prefix=".fieldcheck-slots-"))
     try:
-        yield Partition(paths, folder, k, sides, parallel_bytes=parallel_bytes)
+        yield Partition(paths, folder, k, sides, parallel_bytes=parallel_bytes, pool=pool)
     finally:
         shutil.rmtree(folder, ignore_errors=True)

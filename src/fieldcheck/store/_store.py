@@ -39,7 +39,7 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
-from fieldcheck._util.child import pid_alive
+from fieldcheck._util.executor import pid_alive
 from fieldcheck._util.jsonio import dumps_bytes, loads
 from fieldcheck.store import _parquet
 from fieldcheck.store._records import (
