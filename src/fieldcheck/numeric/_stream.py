@@ -11,27 +11,36 @@ from __future__ import annotations
 import csv
 import io
 import logging
+import marshal
 import math
 import os
 from array import array
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import ExitStack
+from functools import partial
 from operator import itemgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import orjson
 
-from fieldcheck._util.errors import ErrorList, error_dicts, short_repr
-from fieldcheck._util.executor import Executor, InProcess, LocalPool, finish
+from fieldcheck._util.errors import error_dicts, short_repr
+from fieldcheck._util.executor import Executor, InProcess, LocalPool, run_map
 from fieldcheck._util.jsonio import dumps_bytes
 from fieldcheck.metrics import ExactSum, latency_stats
-from fieldcheck.numeric._loaders import LoadResult, StoredConversations, plain_conversation
+from fieldcheck.numeric._loaders import (
+    LoadResult,
+    StoredConversations,
+    plain_conversation,
+    read_record,
+)
 from fieldcheck.numeric._predictions import (
     PredictionIndex,
     PredictionsResult,
+    PredictionValues,
     prediction_values,
+    span_values,
 )
 from fieldcheck.numeric._report import PLOTS, WORST, plot_files, write_numeric_report
 from fieldcheck.numeric._scoring import (
@@ -324,14 +333,11 @@ def stored_row(cells: Sequence[Any]) -> tuple[ItemColumns, bytes]:
 STORED_TURNS = "fieldcheck.numeric._stream:stored_turns"
 
 
-def stored_turns(
-    conversations: Iterable[tuple[Mapping[str, Any], Sequence[Turn]]],
-) -> Iterator[tuple[ItemColumns, bytes]]:
-    """``stored_row`` of the turns.csv row of each turn of ``(features, turns)``: what the
-    store's writer builds the items with (their cells are its CPU, not the scoring's)."""
-    for features, turns in conversations:
-        for t in turns:
-            yield stored_row(turn_cells(features, t))
+def stored_turns(data: bytes) -> Iterator[tuple[ItemColumns, bytes]]:
+    """The store rows ``score_chunk`` built (``stored_row`` of each turns.csv row), marshalled:
+    the scoring process hands them on to the store's writer without decoding them."""
+    for key, failed, turn, error_type, result in marshal.loads(data):
+        yield ItemColumns(key, failed, turn=turn, error_type=error_type), result
 
 
 def _error_kind(t: Turn) -> tuple[str, str]:
@@ -410,6 +416,10 @@ class _Sum:
             self.exact.add(self.pending)
             self.pending = []
 
+    def absorb(self, other: _Sum) -> None:
+        self.exact.add([*other.exact.partials, *other.pending])
+        self.count += other.count
+
     def mean(self) -> float | None:
         if self.pending:
             self.exact.add(self.pending)
@@ -419,9 +429,10 @@ class _Sum:
 
 class Tally:
     """Running aggregates of a scoring run, one conversation at a time: every statistics.json
-    value and the report's ``ReportTallies``. Memory: the bootstrap's
-    totals (14 floats per conversation) and one float per turn with a latency (the median and
-    p95 need them all); everything else is a count or an exact sum."""
+    value and the report's ``ReportTallies``; a chunk's digest, merged (``absorb``) in chunk
+    order into the run's. Memory: the bootstrap's totals (14 floats per conversation) and one
+    float per turn with a latency (the median and p95 need them all); everything else is a
+    count or an exact sum."""
 
     def __init__(self) -> None:
         self.conversations = self.turns = self.scored = 0
@@ -526,12 +537,53 @@ class Tally:
             if accuracy < 1.0:
                 self._worst(accuracy, scored, conversation_id, len(turns), first_failure)
 
-    def _worst(self, accuracy: float, scored: int, cid: str, turns: int, first: str) -> None:
-        row = [cid, str(turns), str(scored), f"{accuracy:.3f}", first or "none"]
-        self.worst.append((accuracy, -scored, cid, row))
+    def absorb(self, other: Tally) -> Tally:
+        """Fold ``other`` (the tally of the conversations after these) in: associative, and the
+        same as adding its conversations here one by one. Returns this tally."""
+        self.conversations += other.conversations
+        self.turns += other.turns
+        self.scored += other.scored
+        self.matches = [a + b for a, b in zip(self.matches, other.matches, strict=True)]
+        for field, total in self.logic.items():
+            total.absorb(other.logic[field])
+        self.operations = [a + b for a, b in zip(self.operations, other.operations, strict=True)]
+        self.successes += other.successes
+        self.judged += other.judged
+        self.total_in += other.total_in
+        self.total_out += other.total_out
+        self.counted_in += other.counted_in
+        self.counted_out += other.counted_out
+        self.estimated += other.estimated
+        self.call_errors.update(other.call_errors)
+        self.no_gold += other.no_gold
+        self.prediction_errors += other.prediction_errors
+        self.missing += other.missing
+        for table, more in (
+            (self.by_turn, other.by_turn),
+            (self.by_operations, other.by_operations),
+        ):
+            for key, counts in more.items():
+                mine = table.setdefault(key, [0] * len(counts))
+                mine[:] = [a + b for a, b in zip(mine, counts, strict=True)]
+        self.failure_modes.update(other.failure_modes)
+        self.latencies.extend(other.latencies)
+        self.units.absorb(other.units)
+        for name, count in other.extra.items():
+            self.extra[name] += count
+        self.worst += other.worst
+        self._trim_worst()
+        self.failed_checks += other.failed_checks
+        return self
+
+    def _trim_worst(self) -> None:
         if len(self.worst) >= 8 * WORST:
             self.worst.sort(key=lambda w: w[:3])
             del self.worst[WORST:]
+
+    def _worst(self, accuracy: float, scored: int, cid: str, turns: int, first: str) -> None:
+        row = [cid, str(turns), str(scored), f"{accuracy:.3f}", first or "none"]
+        self.worst.append((accuracy, -scored, cid, row))
+        self._trim_worst()
 
     def report_tallies(self) -> ReportTallies:
         worst = sorted(self.worst, key=lambda w: w[:3])[:WORST]
@@ -625,129 +677,169 @@ ROW_FILES = (
     ("validation.csv", VALIDATION_COLUMNS),
     ("errors.csv", ERROR_COLUMNS),
 )
-"""The row files of a run, in the order ``write_block`` returns them."""
+"""The row files of a run, in the order ``score_chunk`` returns their rows."""
 
 _LAST_FILES = ("input_errors.csv", "report.md", "report.html", "statistics.json")
 """Written once every conversation is scored (with the plots), statistics.json last."""
 
 WRITER_CONVERSATIONS = 2_000
-"""Runs of at least this many conversations write their traces and row cells in a pool
-process (``LocalPool``), on the other core; smaller ones do not pay its start."""
+"""Runs of at least this many conversations score their chunks in a pool (``LocalPool``),
+on the other core; smaller ones do not pay its start."""
+
+CHUNK_CONVERSATIONS = 256
+"""Conversations per chunk (about 1,000 turns)."""
 
 
-def write_block(task: tuple[str, list[tuple[Any, ...]]]) -> dict[str, str]:
-    """A task (``fieldcheck._util.executor``): the trace of each ``(conversation_id, trace_id,
-    features, turns, document)`` of a block written in the folder ``traces``; returns the
-    block's rows of each row file as CSV text, which the run appends in block order."""
-    traces, block = task
-    folder = f"{traces}{os.sep}"
+class ScoreJob(NamedTuple):
+    """What every chunk's scoring shares (``score_chunk``; picklable): the traces/ folder, the
+    dataset file and its format, the predictions file, and whether the store gets the turns."""
+
+    traces: str
+    data: str
+    fmt: str
+    predictions: str
+    store: bool
+
+
+Entry = tuple[str, str, Any, Any]
+"""A conversation of a chunk: its id, its trace id, the conversation (a ``PlainConversation``,
+or its record's (number, offset, length) in ``ScoreJob.data``) and its predictions (by turn,
+``PredictionValues``, or ``PredictionIndex`` entries: (turn, line, offset, length) each)."""
+
+
+class ChunkRows(NamedTuple):
+    """What a chunk gives its run: each row file's bytes (``ROW_FILES``' order), its store
+    rows (``stored_turns``' marshalled tuples; ``None`` without a store) and how many, its
+    conversations, and its turns with a gold answer and no prediction."""
+
+    files: tuple[bytes, ...]
+    store: bytes | None
+    items: int
+    conversations: int
+    missing: list[tuple[str, int]]
+
+
+def _read_entries(job: ScoreJob, chunk: Sequence[Entry]) -> Iterator[tuple[str, str, Any, Any]]:
+    """Each entry's conversation (``PlainConversation``), read from the job's files where the
+    chunk gives where it is, its gold programs' operations, and its predictions by turn."""
+    data_file, preds_file = Path(job.data), Path(job.predictions)
+    spans = [c for _, _, c, _ in chunk if type(c) is tuple]
+    text, base = b"", 0
+    if spans:  # a chunk's records are next to each other in the file: one read
+        base = spans[0][1]
+        with open(data_file, "rb") as handle:
+            handle.seek(base)
+            text = handle.read(spans[-1][1] + spans[-1][2] - base)
+    preds = open(preds_file, "rb") if any(type(p) is array for *_, p in chunk) else None  # noqa: SIM115
+    try:
+        for cid, trace_id, conversation, found in chunk:
+            operations: dict[str, tuple[str, ...] | None] = {}
+            if type(conversation) is tuple:
+                index, start, size = conversation
+                record = text[start - base : start - base + size]
+                conversation, _ = read_record(job.fmt, record, index, data_file, operations)  # type: ignore[arg-type]
+            if type(found) is array:
+                entries, found = found, {}
+                for k in range(0, len(entries), 4):
+                    preds.seek(entries[k + 2])  # type: ignore[union-attr]
+                    raw = preds.read(entries[k + 3])  # type: ignore[union-attr]
+                    found[entries[k]] = span_values(raw, entries[k + 1], preds_file)
+            yield cid, trace_id, conversation, (found, operations)
+    finally:
+        if preds is not None:
+            preds.close()
+
+
+def score_chunk(job: ScoreJob, chunk: Sequence[Entry]) -> tuple[ChunkRows, Tally]:
+    """A chunk of conversations scored (a pure task of ``fieldcheck._util.executor``): each
+    turn scored (``turn_values``), its conversation's trace written in ``job.traces``, and the
+    chunk's rows of every row file and of the store with its digest (``Tally``), which merge in
+    chunk order into the run's. Spec: numeric-qa-evaluation.md, "Output Files"."""
+    folder = f"{job.traces}{os.sep}"
     texts = {name: io.StringIO() for name, _ in ROW_FILES}
     summary, rows, validation, errors = (csv.writer(texts[name]) for name, _ in ROW_FILES)
-    for conversation_id, trace_id, features, turns, document in block:
-        cells, success = summary_cells(conversation_id, trace_id, features, turns)
+    store: list[tuple[Any, ...]] | None = [] if job.store else None
+    tally = Tally()
+    missing: list[tuple[str, int]] = []
+    cached_logic_scores.cache_clear()  # a chunk's (plan, gold) pairs: what metrics says now
+    for cid, trace_id, conversation, (found, operations) in _read_entries(job, chunk):
+        features = conversation.features
+        turns: list[Turn] = []
+        for i, gold in enumerate(conversation.turns):
+            prediction = found.get(i)
+            if prediction is None and gold.executed_answer is not None:
+                missing.append((cid, i))
+            gold_ops = gold_operations(gold.program, operations)
+            turns.append(turn_values(cid, i, gold, prediction, gold_ops))
+        tally.add(cid, turns)
+        cells, success = summary_cells(cid, trace_id, features, turns)
         summary.writerow(cells)
         for t in turns:
-            rows.writerow(turn_cells(features, t))
+            turn_row = turn_cells(features, t)
+            rows.writerow(turn_row)
+            if store is not None:
+                columns, result = stored_row(turn_row)
+                store.append(
+                    (columns.key, columns.failed, columns.turn, columns.error_type, result)
+                )
             for entry in t["validation"]:
-                line = {"conversation_id": conversation_id, "turn_idx": t["turn_idx"], **entry}
+                line = {"conversation_id": cid, "turn_idx": t["turn_idx"], **entry}
                 validation.writerow(_cells(line, VALIDATION_COLUMNS))
-            error = error_cells(trace_id, conversation_id, features, t)
+            error = error_cells(trace_id, cid, features, t)
             if error is not None:
                 errors.writerow(error)
         trace = {
             "trace_id": trace_id,
-            "conversation_id": conversation_id,
+            "conversation_id": cid,
             "features": features,
-            "document": document,
+            "document": conversation.document,
             "conversation_success": success,
             "turns": turns,
         }
         with open(f"{folder}{trace_id}.json", "wb") as handle:
             handle.write(dumps_bytes(trace, _TRACE_OPTIONS) + b"\n")
-    return {name: text.getvalue() for name, text in texts.items()}
+    files = tuple(texts[name].getvalue().encode() for name, _ in ROW_FILES)
+    packed = marshal.dumps(store) if store is not None else None
+    return ChunkRows(files, packed, len(store or ()), len(chunk), missing), tally
 
 
-class OutputStreams:
-    """The row files and traces/ of a run, each written under a temporary name and renamed
-    when the ``ExitStack`` closes without an error. Every ``chunk`` conversations are a task
-    (``write_block``): run here, or with ``process`` (a large run) in a pool process while this
-    one scores; if the pool cannot start, here."""
+def _chunks(data: LoadResult, predictions: PredictionsResult, size: int) -> Iterator[list[Entry]]:
+    """The run's conversations in file order, ``size`` at a time, as ``score_chunk`` reads
+    them: where a stored file's records and prediction lines are, else the values."""
+    ids = trace_ids(data.conversation_ids())
+    stored, found = data.conversations, predictions.predictions
+    conversations: Iterable[tuple[str, Any]]
+    if isinstance(stored, StoredConversations):
+        spans = stored.spans
+        conversations = ((cid, tuple(spans[3 * k : 3 * k + 3])) for k, cid in enumerate(stored.ids))
+    else:
+        conversations = ((c.id, plain_conversation(c)) for c in stored)
+    if isinstance(found, PredictionIndex):
+        by_conversation: Mapping[str, Any] = found.by_conversation
+    else:
+        grouped: dict[str, dict[int, PredictionValues]] = {}
+        for (cid, turn), prediction in found.items():
+            grouped.setdefault(cid, {})[turn] = prediction_values(prediction)
+        by_conversation = grouped
+    chunk: list[Entry] = []
+    for cid, conversation in conversations:
+        chunk.append((cid, ids[cid], conversation, by_conversation.get(cid, {})))
+        if len(chunk) >= size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
 
-    def __init__(
-        self,
-        folder: OutputFolder,
-        stack: ExitStack,
-        *,
-        chunk: int = 256,
-        recorder: RunRecorder | None = None,
-        process: bool = False,
-    ) -> None:
-        self.chunk = max(1, chunk)
-        self.recorder = recorder
-        self.items: list[tuple[Mapping[str, Any], Sequence[Turn]]] = []  # for the store
-        self.turns = 0
-        self.block: list[tuple[Any, ...]] = []
-        folder.expect(*(name for name, _ in ROW_FILES), "traces", *_LAST_FILES)
-        files = {name: stack.enter_context(folder.atomic(name)) for name, _ in ROW_FILES}
-        self.traces = str(stack.enter_context(folder.bulk("traces")))
-        self.executor: Executor = InProcess()
-        if process:
-            try:
-                # 32 blocks (of 256 conversations: about 10 MB) may wait: the scoring goes on
-                # while the pool's process starts (about 0.6 s)
-                self.executor = LocalPool(1, in_flight=32, warm=(__name__,))
-            except OSError as exc:
-                log.warning("the output writer process could not start (%s); writing here", exc)
-        self.files: dict[str, Any] = {}
-        stack.push(self._exit)
-        for name, columns in ROW_FILES:
-            self.files[name] = handle = open(files[name], "w", newline="", encoding="utf-8")  # noqa: SIM115
-            csv.writer(handle).writerow(columns)
 
-    def write(
-        self,
-        conversation_id: str,
-        trace_id: str,
-        features: Mapping[str, Any],
-        turns: Sequence[Turn],
-        document: dict[str, Any] | None,
-    ) -> None:
-        """Queue one conversation's rows and trace (written by its block's task)."""
-        self.block.append((conversation_id, trace_id, features, turns, document))
-        if self.recorder is not None:
-            self.items.append((features, turns))
-            self.turns += len(turns)
-        if len(self.block) >= self.chunk:
-            self.flush()
-
-    def _append(self, done: list[dict[str, str]]) -> None:
-        for texts in done:
-            for name, text in texts.items():
-                self.files[name].write(text)
-
-    def flush(self) -> None:
-        if self.block:
-            block, self.block = self.block, []
-            self._append(self.executor.submit(write_block, (self.traces, block)))
-        if self.recorder is not None and self.items:
-            # built by the store's task (in a large run, a pool process): not the scoring's CPU
-            self.recorder.add_built(STORED_TURNS, self.items, self.turns)
-            self.items, self.turns = [], 0
-
-    def _exit(self, kind: type[BaseException] | None, *_: object) -> None:
-        """Everything written and closed (the tasks waited for), or, on an error, the files
-        closed and the pool's process killed, before the temporary names go."""
-        ok = kind is None
+def _pool(conversations: int) -> Executor:
+    """``executor=None``'s choice: a pool process for a large run (its start overlaps the
+    first chunks), else this process; a pool that cannot start leaves the scoring here."""
+    if conversations >= WRITER_CONVERSATIONS:
         try:
-            if ok:
-                self.flush()
-                self._append(finish(self.executor))
-        finally:
-            try:
-                self.executor.close(kill=not ok)
-            finally:
-                for handle in self.files.values():
-                    handle.close()
+            return LocalPool(1, in_flight=8, warm=(__name__,))
+        except OSError as exc:
+            log.warning("the scoring process could not start (%s); scoring here", exc)
+    return InProcess()
 
 
 OUTPUT_FILES = (*(name for name, _ in ROW_FILES), "traces", *_LAST_FILES, *PLOTS.values())
@@ -755,61 +847,11 @@ OUTPUT_FILES = (*(name for name, _ in ROW_FILES), "traces", *_LAST_FILES, *PLOTS
 
 
 def write_report_files(result: NumericResult, out: OutputFolder) -> None:
-    """input_errors.csv, the report and its plots (the row files may still be being written)."""
+    """input_errors.csv, the report and its plots."""
     out.expect(*_LAST_FILES[:-1], *plot_files(result), _LAST_FILES[-1])
     with out.atomic("input_errors.csv") as tmp:
         write_csv(tmp, error_dicts(result.input_errors), INPUT_ERROR_COLUMNS)
     write_numeric_report(result, out)
-
-
-class ScoredConversation(NamedTuple):
-    """One conversation scored: its trace id, features (``Features.model_dump()``), scored turns
-    (``turn_values``) and document (for its trace)."""
-
-    id: str
-    trace_id: str
-    features: dict[str, Any]
-    turns: list[Turn]
-    document: dict[str, Any] | None
-
-
-def scored_conversations(
-    data: LoadResult, predictions: PredictionsResult, errors: ErrorList
-) -> Iterator[ScoredConversation]:
-    """Every kept conversation of ``data`` scored against ``predictions``, in file order, one at
-    a time (the conversations are read again from the file, one record at a time). A turn with
-    a gold answer and no prediction counts as a failure (``missing_prediction``) and is
-    appended to ``errors``."""
-    ids = trace_ids(data.conversation_ids())
-    cached_logic_scores.cache_clear()
-    found = predictions.predictions
-    stored = data.conversations
-    indexed = found if isinstance(found, PredictionIndex) else None
-    plain = (
-        stored.plain()
-        if isinstance(stored, StoredConversations)
-        else map(plain_conversation, stored)
-    )
-    for conversation in plain:
-        cid = conversation.id
-        # a stored file: this conversation's lines read at once, its programs parsed once
-        if indexed is not None:
-            mine = indexed.conversation_values(cid)
-        else:
-            mine = {
-                i: prediction_values(p)
-                for i in range(len(conversation.turns))
-                if (p := found.get((cid, i))) is not None
-            }
-        operations = getattr(stored, "operations", data.operations)
-        turns: list[Turn] = []
-        for i, gold in enumerate(conversation.turns):
-            prediction = mine.get(i)
-            if prediction is None and gold.executed_answer is not None:
-                errors.append(missing_turn_error(predictions, cid, i))
-            gold_ops = gold_operations(gold.program, operations)
-            turns.append(turn_values(cid, i, gold, prediction, gold_ops))
-        yield ScoredConversation(cid, ids[cid], conversation.features, turns, conversation.document)
 
 
 def score_to_folder(
@@ -824,43 +866,64 @@ def score_to_folder(
     sample_size: int | None = None,
     sample_seed: int | None = None,
     progress: Callable[[int], None] | None = None,
-    chunk: int = 256,
+    chunk: int = CHUNK_CONVERSATIONS,
     recorder: RunRecorder | None = None,
-    writer_process: bool | None = None,
+    executor: Executor | None = None,
 ) -> NumericResult:
     """Score every turn of ``data`` against ``predictions`` and write every output file of the
-    spec's "Output Files" into ``out``, streaming: a conversation's rows are written (in blocks
-    of ``chunk`` conversations) and folded, then dropped. Returns the statistics, input errors,
-    signature and report tallies. Every input problem is listed in ``input_errors`` (file, line,
-    record id, field): the loaders', a prediction for an unknown conversation or a turn out of
-    range (ignored), a missing turn (a failure). ``price_in``/``price_out``: US dollars per
-    million tokens (both or neither). statistics.json is written last. ``recorder``: each
-    block's turns.csv rows are also stored as items (``stored_item``), as they are written
-    (issue 11); the caller opens and finishes the run. ``writer_process``: write the row files
-    and traces in a pool process (default: when there are at least ``WRITER_CONVERSATIONS``
-    conversations)."""
+    spec's "Output Files" into ``out``: chunks of ``chunk`` conversations are scored by
+    ``score_chunk`` through ``executor`` (``None``: a pool process for a large run, see
+    ``WRITER_CONVERSATIONS``), their rows appended in order and their digests merged. Returns
+    the statistics, input errors, signature and report tallies. Every input problem is listed in
+    ``input_errors`` (file, line, record id, field): the loaders', a prediction for an unknown
+    conversation or a turn out of range (ignored), a missing turn (a failure). ``price_in``/
+    ``price_out``: US dollars per million tokens (both or neither). statistics.json is written
+    last. ``recorder``: each turn's turns.csv row is also stored as an item (``stored_item``,
+    issue 11); the caller opens and finishes the run."""
     if (price_in is None) != (price_out is None):
         raise ValueError("give both price_in and price_out, or neither")
     folder = OutputFolder.of(out)
     errors = prediction_errors(data, predictions)
     tally = Tally()
     total = len(data.conversations)
+    stored = data.conversations
     with ExitStack() as stack:
-        streams = OutputStreams(
-            folder,
-            stack,
-            chunk=chunk,
-            recorder=recorder,
-            process=total >= WRITER_CONVERSATIONS if writer_process is None else writer_process,
+        folder.expect(*(name for name, _ in ROW_FILES), "traces", *_LAST_FILES)
+        paths = [stack.enter_context(folder.atomic(name)) for name, _ in ROW_FILES]
+        job = ScoreJob(
+            traces=str(stack.enter_context(folder.bulk("traces"))),
+            data=str(stored.file) if isinstance(stored, StoredConversations) else "",
+            fmt=stored.fmt if isinstance(stored, StoredConversations) else data.source_format,
+            predictions=str(predictions.path),
+            store=recorder is not None,
         )
-        for n, scored in enumerate(scored_conversations(data, predictions, errors), start=1):
-            streams.write(
-                scored.id, scored.trace_id, scored.features, scored.turns, scored.document
-            )
-            tally.add(scored.id, scored.turns)
-            if progress is not None and (n % 256 == 0 or n == total):
-                progress(n)
-        # while the pool's process (a large run) finishes the row files and traces
+        files = []
+        for path, (_, columns) in zip(paths, ROW_FILES, strict=True):
+            handle = stack.enter_context(open(path, "wb"))
+            handle.write((",".join(columns) + "\r\n").encode())
+            files.append(handle)
+        owned = executor is None
+        runner = _pool(total) if executor is None else executor
+        done = 0
+        try:
+            for rows, digest in run_map(
+                runner, partial(score_chunk, job), _chunks(data, predictions, max(1, chunk))
+            ):
+                for handle, text in zip(files, rows.files, strict=True):
+                    handle.write(text)
+                if recorder is not None and rows.items:
+                    recorder.add_built(STORED_TURNS, rows.store, rows.items, plain=True)
+                errors.extend(missing_turn_error(predictions, cid, i) for cid, i in rows.missing)
+                tally.absorb(digest)
+                done += rows.conversations
+                if progress is not None:
+                    progress(done)
+        except BaseException:
+            if owned:
+                runner.close(kill=True)
+            raise
+        if owned:
+            runner.close()
         signature = run_signature(
             data,
             predictions,
