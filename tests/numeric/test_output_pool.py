@@ -54,7 +54,7 @@ def test_a_large_run_uses_the_pool_and_a_small_one_does_not(
     monkeypatch.setattr(_stream, "WRITER_CONVERSATIONS", 40)
     score_to_folder(data, preds, tmp_path / "large", bootstrap=0, chunk=7)
     assert len(started) == 1
-    assert [p.exitcode for p in started[0].processes] == [0]  # stopped with the run
+    assert [p.exitcode for p in started[0].processes] == [0, 0]  # stopped with the run
     assert _files(tmp_path / "large") == _files(tmp_path / "small")
 
 
@@ -137,7 +137,7 @@ def test_an_interrupt_stops_the_pool_and_keeps_nothing(
 
     with pytest.raises(KeyboardInterrupt):
         score_to_folder(data, preds, folder, bootstrap=0, chunk=16, progress=stop)
-    assert [p.exitcode for p in started[0].processes] == [-9]  # killed, not left writing
+    assert [p.exitcode for p in started[0].processes] == [-9, -9]  # killed, not left scoring
     assert not (tmp_path / "out").exists()  # only its partial folder
     # the Ctrl-C line names the row files, traces/ and the files written last (the plots are
     # known only then) as not written (a tester's finding: statistics.json and the reports

@@ -110,27 +110,25 @@ def load_convfinqa(
     except _scan.Broken:
         return _load_whole(file, read_json(file), split=split, sample_size=sample_size, seed=seed)
     if found.kind == "object":
-        members = found.members
-        chosen = _choose_split(members, split, file)
-        offset = members[chosen]
-        if offset is None:
+        chosen = _choose_split(found.members, split, file)
+        if found.members[chosen] is None:
             # only the type name is shown: read that one value
             return _load_whole(
                 file, read_json(file), split=split, sample_size=sample_size, seed=seed
             )
         fmt: SourceFormat = "derived"
-        total = found.counts[chosen]
     else:
         fmt, chosen = "original", split or DEFAULT_SPLIT
-        offset, total = _scan.array_offset(file), found.counts[""]
-    stored = StoredConversations(file, fmt, chosen, offset)
+    spans = found.spans[chosen if found.kind == "object" else ""]
+    total = len(spans) // 2
+    stored = StoredConversations(file, fmt, chosen)
     try:
         return _load_records(
             file,
             fmt,
             chosen,
             total,
-            ((i, r, start, size) for i, (r, start, size) in enumerate(_scan.records(file, offset))),
+            ((i, *read) for i, read in enumerate(_scan.read_spans(file, spans))),
             _selected(total, sample_size, seed),
             stored=stored,
         )
@@ -299,11 +297,10 @@ class StoredConversations(Sequence[Conversation]):
     are needed: their record numbers, byte spans, ids and turn counts are kept, not the
     records."""
 
-    def __init__(self, file: Path, fmt: SourceFormat, split: str, offset: int) -> None:
+    def __init__(self, file: Path, fmt: SourceFormat, split: str) -> None:
         self.file = file
         self.fmt: SourceFormat = fmt
         self.split = split
-        self.offset = offset
         self.spans = array("q")  # record number, offset, length: three per kept record
         self.ids: list[str] = []
         self.turn_counts = array("q")

@@ -686,6 +686,7 @@ WRITER_CONVERSATIONS = 2_000
 """Runs of at least this many conversations score their chunks in a pool (``LocalPool``),
 on the other core; smaller ones do not pay its start."""
 
+POOL_WORKERS = 2
 CHUNK_CONVERSATIONS = 256
 """Conversations per chunk (about 1,000 turns)."""
 
@@ -836,7 +837,7 @@ def _pool(conversations: int) -> Executor:
     first chunks), else this process; a pool that cannot start leaves the scoring here."""
     if conversations >= WRITER_CONVERSATIONS:
         try:
-            return LocalPool(1, in_flight=8, warm=(__name__,))
+            return LocalPool(POOL_WORKERS, in_flight=8, warm=(__name__,))
         except OSError as exc:
             log.warning("the scoring process could not start (%s); scoring here", exc)
     return InProcess()
