@@ -867,12 +867,13 @@ def score_to_folder(
     sample_size: int | None = None,
     sample_seed: int | None = None,
     progress: Callable[[int], None] | None = None,
-    chunk: int = CHUNK_CONVERSATIONS,
+    chunk: int | None = None,
     recorder: RunRecorder | None = None,
     executor: Executor | None = None,
 ) -> NumericResult:
     """Score every turn of ``data`` against ``predictions`` and write every output file of the
-    spec's "Output Files" into ``out``: chunks of ``chunk`` conversations are scored by
+    spec's "Output Files" into ``out``: chunks of ``chunk`` conversations (default
+    ``CHUNK_CONVERSATIONS``) are scored by
     ``score_chunk`` through ``executor`` (``None``: a pool process for a large run, see
     ``WRITER_CONVERSATIONS``), their rows appended in order and their digests merged. Returns
     the statistics, input errors, signature and report tallies. Every input problem is listed in
@@ -908,7 +909,9 @@ def score_to_folder(
         done = 0
         try:
             for rows, digest in run_map(
-                runner, partial(score_chunk, job), _chunks(data, predictions, max(1, chunk))
+                runner,
+                partial(score_chunk, job),
+                _chunks(data, predictions, max(1, chunk or CHUNK_CONVERSATIONS)),
             ):
                 for handle, text in zip(files, rows.files, strict=True):
                     handle.write(text)
