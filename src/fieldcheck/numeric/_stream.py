@@ -1,9 +1,10 @@
-"""``numeric score`` (issue 10), the one scoring path: each conversation is scored into plain dicts,
-its rows are appended to summary.csv, turns.csv, validation.csv and errors.csv and its trace is
-written, and it is folded into running aggregates (``Tally``); no turn is kept once its
-conversation is done. Accuracies are exact counts, logic means exact sums (``ExactSum``), the
-bootstrap draws seeded multinomial weights over per-conversation totals, so the numbers do not
-depend on the chunk size. Spec: numeric-qa-evaluation.md, "Output Files".
+"""``numeric score`` (issues 10 and 27), the one scoring path: chunks of conversations are scored
+by ``score_chunk`` (a pure task: turn values, the chunk's rows of summary.csv, turns.csv,
+validation.csv, errors.csv and of the store, its traces) into rows and a digest (``Tally``) that
+merge in chunk order; no turn is kept once its chunk is done. Accuracies are exact counts, logic
+means exact sums (``ExactSum``), the bootstrap draws seeded multinomial weights over
+per-conversation totals, so the numbers do not depend on the chunking. Spec:
+numeric-qa-evaluation.md, "Output Files".
 """
 
 from __future__ import annotations
