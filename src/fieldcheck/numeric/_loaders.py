@@ -59,8 +59,6 @@ class LoadResult(BaseModel):
     errors: ErrorList
     total_records: int
     all_ids: set[str]
-    # each gold program's operations (None: it does not parse), parsed once while loading
-    operations: dict[str, tuple[str, ...] | None] = {}
 
     def conversation_ids(self) -> list[str]:
         """The kept conversations' ids, in order (without reading the records again)."""
@@ -195,16 +193,13 @@ def _load_records(
     errors = ErrorList()
     seen: set[str] = set()
     all_ids: set[str] = set()
-    operations: dict[str, tuple[str, ...] | None] = {}
     convert = _from_derived if fmt == "derived" else _from_original
     for i, record, start, size in raw:
         all_ids.add(_record_id(record, i))
         if i not in selected:
             continue
-        if stored is not None:
-            operations = {}
         try:
-            conversation, warnings = convert(record, index=i, file=file, operations=operations)
+            conversation, warnings = convert(record, index=i, file=file, operations={})
         except InputError as exc:
             errors.append(exc)
             continue
@@ -232,7 +227,6 @@ def _load_records(
         errors=errors,
         total_records=total,
         all_ids=all_ids,
-        operations=operations if stored is None else {},
     )
 
 

@@ -136,9 +136,6 @@ class Shape:
         self.members = members
         self.spans = spans
 
-    def count(self, key: str) -> int:
-        return len(self.spans[key]) // 2
-
 
 def _spans(window: _Window) -> array[int]:
     spans = array("q")

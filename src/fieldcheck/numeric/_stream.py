@@ -428,6 +428,24 @@ class _Sum:
         return self.exact.value / self.count if self.count else None
 
 
+def _merged(mine: Any, theirs: Any) -> Any:
+    """``theirs`` folded into ``mine``: counts added (in dicts by key, in lists by position),
+    arrays of values extended, exact sums and bootstrap units absorbed."""
+    if isinstance(mine, int):
+        return mine + theirs
+    if isinstance(mine, dict):
+        for key, value in theirs.items():
+            mine[key] = _merged(mine[key], value) if key in mine else value
+        return mine
+    if isinstance(mine, array):
+        mine.extend(theirs)
+        return mine
+    if isinstance(mine, list):
+        return [a + b for a, b in zip(mine, theirs, strict=True)]
+    mine.absorb(theirs)
+    return mine
+
+
 class Tally:
     """Running aggregates of a scoring run, one conversation at a time: every statistics.json
     value and the report's ``ReportTallies``; a chunk's digest, merged (``absorb``) in chunk
@@ -539,41 +557,14 @@ class Tally:
                 self._worst(accuracy, scored, conversation_id, len(turns), first_failure)
 
     def absorb(self, other: Tally) -> Tally:
-        """Fold ``other`` (the tally of the conversations after these) in: associative, and the
-        same as adding its conversations here one by one. Returns this tally."""
-        self.conversations += other.conversations
-        self.turns += other.turns
-        self.scored += other.scored
-        self.matches = [a + b for a, b in zip(self.matches, other.matches, strict=True)]
-        for field, total in self.logic.items():
-            total.absorb(other.logic[field])
-        self.operations = [a + b for a, b in zip(self.operations, other.operations, strict=True)]
-        self.successes += other.successes
-        self.judged += other.judged
-        self.total_in += other.total_in
-        self.total_out += other.total_out
-        self.counted_in += other.counted_in
-        self.counted_out += other.counted_out
-        self.estimated += other.estimated
-        self.call_errors.update(other.call_errors)
-        self.no_gold += other.no_gold
-        self.prediction_errors += other.prediction_errors
-        self.missing += other.missing
-        for table, more in (
-            (self.by_turn, other.by_turn),
-            (self.by_operations, other.by_operations),
-        ):
-            for key, counts in more.items():
-                mine = table.setdefault(key, [0] * len(counts))
-                mine[:] = [a + b for a, b in zip(mine, counts, strict=True)]
-        self.failure_modes.update(other.failure_modes)
-        self.latencies.extend(other.latencies)
-        self.units.absorb(other.units)
-        for name, count in other.extra.items():
-            self.extra[name] += count
+        """Fold ``other`` (the tally of the conversations after these; its values are taken
+        over, not copied) in: associative, and the same as adding its conversations here one by
+        one. Returns this tally."""
+        for name, mine in vars(self).items():
+            if name != "worst":
+                setattr(self, name, _merged(mine, getattr(other, name)))
         self.worst += other.worst
         self._trim_worst()
-        self.failed_checks += other.failed_checks
         return self
 
     def _trim_worst(self) -> None:
@@ -711,13 +702,11 @@ or its record's (number, offset, length) in ``ScoreJob.data``) and its predictio
 
 class ChunkRows(NamedTuple):
     """What a chunk gives its run: each row file's bytes (``ROW_FILES``' order), its store
-    rows (``stored_turns``' marshalled tuples; ``None`` without a store) and how many, its
-    conversations, and its turns with a gold answer and no prediction."""
+    rows (``stored_turns``' marshalled tuples, one per turn; ``None`` without a store), and its
+    turns with a gold answer and no prediction."""
 
     files: tuple[bytes, ...]
     store: bytes | None
-    items: int
-    conversations: int
     missing: list[tuple[str, int]]
 
 
@@ -802,7 +791,7 @@ def score_chunk(job: ScoreJob, chunk: Sequence[Entry]) -> tuple[ChunkRows, Tally
             handle.write(dumps_bytes(trace, _TRACE_OPTIONS) + b"\n")
     files = tuple(texts[name].getvalue().encode() for name, _ in ROW_FILES)
     packed = marshal.dumps(store) if store is not None else None
-    return ChunkRows(files, packed, len(store or ()), len(chunk), missing), tally
+    return ChunkRows(files, packed, missing), tally
 
 
 def _chunks(data: LoadResult, predictions: PredictionsResult, size: int) -> Iterator[list[Entry]]:
@@ -833,27 +822,8 @@ def _chunks(data: LoadResult, predictions: PredictionsResult, size: int) -> Iter
         yield chunk
 
 
-def _pool(conversations: int) -> Executor:
-    """``executor=None``'s choice: a pool process for a large run (its start overlaps the
-    first chunks), else this process; a pool that cannot start leaves the scoring here."""
-    if conversations >= WRITER_CONVERSATIONS:
-        try:
-            return LocalPool(POOL_WORKERS, in_flight=8, warm=(__name__,))
-        except OSError as exc:
-            log.warning("the scoring process could not start (%s); scoring here", exc)
-    return InProcess()
-
-
 OUTPUT_FILES = (*(name for name, _ in ROW_FILES), "traces", *_LAST_FILES, *PLOTS.values())
 """Every file (and traces/) ``numeric score`` may write in its folder."""
-
-
-def write_report_files(result: NumericResult, out: OutputFolder) -> None:
-    """input_errors.csv, the report and its plots."""
-    out.expect(*_LAST_FILES[:-1], *plot_files(result), _LAST_FILES[-1])
-    with out.atomic("input_errors.csv") as tmp:
-        write_csv(tmp, error_dicts(result.input_errors), INPUT_ERROR_COLUMNS)
-    write_numeric_report(result, out)
 
 
 def score_to_folder(
@@ -873,10 +843,10 @@ def score_to_folder(
     executor: Executor | None = None,
 ) -> NumericResult:
     """Score every turn of ``data`` against ``predictions`` and write every output file of the
-    spec's "Output Files" into ``out``: chunks of ``chunk`` conversations (default
-    ``CHUNK_CONVERSATIONS``) are scored by
-    ``score_chunk`` through ``executor`` (``None``: a pool process for a large run, see
-    ``WRITER_CONVERSATIONS``), their rows appended in order and their digests merged. Returns
+    spec's "Output Files" into ``out``: chunks of ``chunk`` conversations (``None``:
+    ``CHUNK_CONVERSATIONS``) are scored by ``score_chunk`` through ``executor`` (``None``: a
+    pool from ``WRITER_CONVERSATIONS`` conversations on; one that cannot start, here), their
+    rows appended in order and their digests merged. Returns
     the statistics, input errors, signature and report tallies. Every input problem is listed in
     ``input_errors`` (file, line, record id, field): the loaders', a prediction for an unknown
     conversation or a turn out of range (ignored), a missing turn (a failure). ``price_in``/
@@ -900,35 +870,28 @@ def score_to_folder(
             predictions=str(predictions.path),
             store=recorder is not None,
         )
-        files = []
-        for path, (_, columns) in zip(paths, ROW_FILES, strict=True):
-            handle = stack.enter_context(open(path, "wb"))
+        files = [stack.enter_context(open(path, "wb")) for path in paths]
+        for handle, (_, columns) in zip(files, ROW_FILES, strict=True):
             handle.write((",".join(columns) + "\r\n").encode())
-            files.append(handle)
-        owned = executor is None
-        runner = _pool(total) if executor is None else executor
-        done = 0
-        try:
-            for rows, digest in run_map(
-                runner,
-                partial(score_chunk, job),
-                _chunks(data, predictions, max(1, chunk or CHUNK_CONVERSATIONS)),
-            ):
-                for handle, text in zip(files, rows.files, strict=True):
-                    handle.write(text)
-                if recorder is not None and rows.items:
-                    recorder.add_built(STORED_TURNS, rows.store, rows.items, plain=True)
-                errors.extend(missing_turn_error(predictions, cid, i) for cid, i in rows.missing)
-                tally.absorb(digest)
-                done += rows.conversations
-                if progress is not None:
-                    progress(done)
-        except BaseException:
-            if owned:
-                runner.close(kill=True)
-            raise
-        if owned:
-            runner.close()
+        runner = executor or InProcess()
+        if executor is None and total >= WRITER_CONVERSATIONS:
+            try:  # its processes start while the first chunks are read
+                runner = LocalPool(POOL_WORKERS, in_flight=8, warm=(__name__,))
+            except OSError as exc:
+                log.warning("the scoring process could not start (%s); scoring here", exc)
+            stack.push(lambda kind, *_: runner.close(kill=kind is not None))
+        size = max(1, chunk or CHUNK_CONVERSATIONS)
+        for rows, digest in run_map(
+            runner, partial(score_chunk, job), _chunks(data, predictions, size)
+        ):
+            for handle, text in zip(files, rows.files, strict=True):
+                handle.write(text)
+            if rows.store is not None and digest.turns:
+                recorder.add_built(STORED_TURNS, rows.store, digest.turns, plain=True)  # type: ignore[union-attr]
+            errors.extend(missing_turn_error(predictions, cid, i) for cid, i in rows.missing)
+            tally.absorb(digest)
+            if progress is not None:
+                progress(tally.conversations)
         signature = run_signature(
             data,
             predictions,
@@ -949,6 +912,9 @@ def score_to_folder(
             signature=signature,
             tallies=tally.report_tallies(),
         )
-        write_report_files(result, folder)
+        folder.expect(*_LAST_FILES[:-1], *plot_files(result), _LAST_FILES[-1])
+        with folder.atomic("input_errors.csv") as tmp:
+            write_csv(tmp, error_dicts(result.input_errors), INPUT_ERROR_COLUMNS)
+        write_numeric_report(result, folder)
     folder.write_summary("statistics.json", result.statistics)
     return result
