@@ -219,16 +219,11 @@ def line_values(value: Any) -> PredictionValues:
     return plain if plain is not None else prediction_values(Prediction.model_validate(value))
 
 
-def span_values(raw: bytes, line: int, file: Path) -> PredictionValues:
-    """The values of a line ``load_predictions`` found valid, from its text."""
-    return line_values(parse_jsonl_line(raw, line, file))
-
-
 class PredictionIndex(Mapping[tuple[str, int], Prediction]):
     """Where each valid prediction line is in the file, by (conversation id, turn); a prediction
     is read again (one line) when asked for, so memory holds four integers per line, not the
     lines (issue 10); ``by_conversation`` has each conversation's (turn, line, offset, length)
-    entries, for scoring to read them again (``span_values``)."""
+    entries, for scoring to read them again."""
 
     _BIG = 32  # a conversation with more turns gets a turn -> position dict
 

@@ -28,7 +28,7 @@ import orjson
 
 from fieldcheck._util.errors import error_dicts, short_repr
 from fieldcheck._util.executor import Executor, InProcess, LocalPool, run_map
-from fieldcheck._util.jsonio import dumps_bytes
+from fieldcheck._util.jsonio import dumps_bytes, parse_jsonl_line
 from fieldcheck.metrics import ExactSum, latency_stats
 from fieldcheck.numeric._loaders import (
     LoadResult,
@@ -40,8 +40,8 @@ from fieldcheck.numeric._predictions import (
     PredictionIndex,
     PredictionsResult,
     PredictionValues,
+    line_values,
     prediction_values,
-    span_values,
 )
 from fieldcheck.numeric._report import PLOTS, WORST, plot_files, write_numeric_report
 from fieldcheck.numeric._scoring import (
@@ -294,14 +294,6 @@ def stored_cell(value: Any) -> Any:
     return int(number) if number.is_integer() and "." not in value and "e" not in value else number
 
 
-def stored_item(cells: Sequence[Any]) -> dict[str, Any]:
-    """A turn's item for the store (issue 11): its turns.csv row, cell by cell as read back."""
-    return {
-        column: c if type(c) is not str else stored_cell(c)
-        for column, c in zip(TURN_COLUMNS, cells, strict=True)
-    }
-
-
 def _truthy(value: Any) -> bool:
     """A boolean from JSON or a CSV cell (``True``/``true``/``1``)."""
     if isinstance(value, str):
@@ -325,9 +317,10 @@ def numeric_columns(item: Mapping[str, Any]) -> ItemColumns:
 
 
 def stored_row(cells: Sequence[Any]) -> tuple[ItemColumns, bytes]:
-    """``stored_item`` ready for ``RunRecorder.add_prepared``: the columns ``add_items`` would
-    derive (``numeric_columns``) and the JSON text it would store (the same orjson options)."""
-    item = stored_item(cells)
+    """A turn's item for the store (issue 11), its turns.csv row cell by cell as read back:
+    the columns ``add_items`` would derive (``numeric_columns``) and the JSON text it would
+    store (the same orjson options)."""
+    item = dict(zip(TURN_COLUMNS, map(stored_cell, cells), strict=True))
     return numeric_columns(item), dumps_bytes(item, _STORE_OPTIONS)
 
 
@@ -734,7 +727,8 @@ def _read_entries(job: ScoreJob, chunk: Sequence[Entry]) -> Iterator[tuple[str, 
                 for k in range(0, len(entries), 4):
                     preds.seek(entries[k + 2])  # type: ignore[union-attr]
                     raw = preds.read(entries[k + 3])  # type: ignore[union-attr]
-                    found[entries[k]] = span_values(raw, entries[k + 1], preds_file)
+                    line = parse_jsonl_line(raw, entries[k + 1], preds_file)
+                    found[entries[k]] = line_values(line)
             yield cid, trace_id, conversation, (found, operations)
     finally:
         if preds is not None:
@@ -851,7 +845,7 @@ def score_to_folder(
     ``input_errors`` (file, line, record id, field): the loaders', a prediction for an unknown
     conversation or a turn out of range (ignored), a missing turn (a failure). ``price_in``/
     ``price_out``: US dollars per million tokens (both or neither). statistics.json is written
-    last. ``recorder``: each turn's turns.csv row is also stored as an item (``stored_item``,
+    last. ``recorder``: each turn's turns.csv row is also stored as an item (``stored_row``,
     issue 11); the caller opens and finishes the run."""
     if (price_in is None) != (price_out is None):
         raise ValueError("give both price_in and price_out, or neither")
