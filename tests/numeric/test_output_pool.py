@@ -1,5 +1,5 @@
-"""A large ``numeric score`` writes its traces and row cells as tasks (``_stream.write_block``) in
-a pool process (``fieldcheck._util.executor.LocalPool``): a task's failure is the run's (its own
+"""A large ``numeric score`` scores its chunks, rows and traces included, as tasks
+(``_stream.score_chunk``) in a pool process (``fieldcheck._util.executor.LocalPool``): a task's failure is the run's (its own
 error raised here, nothing half written left behind), a pool that cannot start leaves the
 writing here, and Ctrl-C stops it. Its files are compared byte for byte with the in-process ones
 in tests/numeric/test_streamed.py."""
@@ -12,6 +12,7 @@ import logging
 import os
 import subprocess
 import sys
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ from tests.numeric.test_streamed import _files, _write_inputs
 
 from fieldcheck._util.executor import LocalPool
 from fieldcheck.numeric import _stream, load_convfinqa, load_predictions, score_to_folder
+from fieldcheck.numeric._loaders import PlainConversation
 from fieldcheck.reports import PARTIAL, RunFolder
 
 
@@ -52,7 +54,7 @@ def test_a_large_run_uses_the_pool_and_a_small_one_does_not(
     monkeypatch.setattr(_stream, "WRITER_CONVERSATIONS", 40)
     score_to_folder(data, preds, tmp_path / "large", bootstrap=0, chunk=7)
     assert len(started) == 1
-    assert [p.exitcode for p in started[0].processes] == [0]  # stopped with the run
+    assert [p.exitcode for p in started[0].processes] == [0, 0]  # stopped with the run
     assert _files(tmp_path / "large") == _files(tmp_path / "small")
 
 
@@ -60,25 +62,26 @@ def test_a_pool_that_cannot_start_leaves_the_writing_here(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     data, preds = _inputs(tmp_path)
-    score_to_folder(data, preds, tmp_path / "here", bootstrap=0, writer_process=False)
+    score_to_folder(data, preds, tmp_path / "here", bootstrap=0)
 
     def cannot(*_: object, **__: object) -> LocalPool:
         raise OSError(errno.EAGAIN, "Resource temporarily unavailable")
 
     monkeypatch.setattr(_stream, "LocalPool", cannot)
+    monkeypatch.setattr(_stream, "WRITER_CONVERSATIONS", 1)
     with caplog.at_level(logging.WARNING):
-        score_to_folder(data, preds, tmp_path / "fallback", bootstrap=0, writer_process=True)
-    assert "the output writer process could not start" in caplog.text
+        score_to_folder(data, preds, tmp_path / "fallback", bootstrap=0)
+    assert "the scoring process could not start" in caplog.text
     assert _files(tmp_path / "fallback") == _files(tmp_path / "here")
 
 
-def dies(task: Any) -> Any:
+def dies(*_: Any) -> Any:
     """A task that ends its process as a crash would (run in the pool's process)."""
     print("boom", file=sys.stderr)
     os._exit(5)
 
 
-def full_disk(task: Any) -> Any:
+def full_disk(*_: Any) -> Any:
     """A task whose write fails as on a full disk: an OSError naming no file."""
     raise OSError(28, "No space left on device")
 
@@ -87,37 +90,45 @@ def test_a_pool_process_that_dies_fails_the_run_and_leaves_no_row_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, started: list[LocalPool]
 ) -> None:
     data, preds = _inputs(tmp_path, 60)
-    monkeypatch.setattr(_stream, "write_block", dies)
+    monkeypatch.setattr(_stream, "score_chunk", dies)
+    monkeypatch.setattr(_stream, "WRITER_CONVERSATIONS", 1)
     folder = tmp_path / "out"
     with pytest.raises(OSError, match=r"a pool process ended abruptly") as caught:
-        score_to_folder(data, preds, folder, bootstrap=0, chunk=1, writer_process=True)
+        score_to_folder(data, preds, folder, bootstrap=0, chunk=1)
     assert caught.value.errno == errno.EIO
     assert not (folder / "statistics.json").exists()  # the run's summary: not complete
     assert all(p.exitcode is not None for p in started[0].processes)
 
 
 def test_a_tasks_own_error_is_raised_here_with_its_file(tmp_path: Path) -> None:
-    features = {
-        "num_dialogue_turns": 0,
-        "has_type2_question": False,
-        "has_duplicate_columns": False,
-        "has_non_numeric_values": False,
-    }
+    conversation = PlainConversation("c", [], {"x": 1}, {})
+    job = _stream.ScoreJob(str(tmp_path), "", "derived", "p.jsonl", store=False)
     with LocalPool(1) as pool:
-        pool.submit(_stream.write_block, (str(tmp_path), [("c", "c", {"x": 1}, [], None)]))
+        pool.submit(partial(_stream.score_chunk, job), [("c", "c", conversation, {})])
         with pytest.raises(KeyError):  # the task's own exception: no "has_type2_question"
             pool.drain()
         missing = str(tmp_path / "missing-folder")
-        pool.submit(_stream.write_block, (missing, [("c", "c", features, [], None)]))
+        features = {
+            "num_dialogue_turns": 0,
+            "has_type2_question": False,
+            "has_duplicate_columns": False,
+            "has_non_numeric_values": False,
+        }
+        conversation = PlainConversation("c", [], features, {})
+        pool.submit(
+            partial(_stream.score_chunk, job._replace(traces=missing)),
+            [("c", "c", conversation, {})],
+        )
         with pytest.raises(FileNotFoundError) as caught:
             pool.drain()
     assert caught.value.filename == f"{missing}{os.sep}c.json"
 
 
 def test_an_interrupt_stops_the_pool_and_keeps_nothing(
-    tmp_path: Path, started: list[LocalPool]
+    tmp_path: Path, started: list[LocalPool], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     data, preds = _inputs(tmp_path, 300)
+    monkeypatch.setattr(_stream, "WRITER_CONVERSATIONS", 1)
     folder = RunFolder.open(tmp_path / "out", command="numeric score")  # as the commands do
 
     def stop(done: int) -> None:
@@ -125,10 +136,8 @@ def test_an_interrupt_stops_the_pool_and_keeps_nothing(
             raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        score_to_folder(
-            data, preds, folder, bootstrap=0, chunk=16, progress=stop, writer_process=True
-        )
-    assert [p.exitcode for p in started[0].processes] == [-9]  # killed, not left writing
+        score_to_folder(data, preds, folder, bootstrap=0, chunk=16, progress=stop)
+    assert [p.exitcode for p in started[0].processes] == [-9, -9]  # killed, not left scoring
     assert not (tmp_path / "out").exists()  # only its partial folder
     # the Ctrl-C line names the row files, traces/ and the files written last (the plots are
     # known only then) as not written (a tester's finding: statistics.json and the reports
@@ -152,7 +161,7 @@ def test_the_command_names_the_folder_when_a_tasks_error_names_no_file(
     from fieldcheck._cli.main import app
 
     data_path, preds_path = _write_inputs(tmp_path, 4, 30)
-    monkeypatch.setattr(_stream, "write_block", full_disk)
+    monkeypatch.setattr(_stream, "score_chunk", full_disk)
     monkeypatch.setattr(_stream, "WRITER_CONVERSATIONS", 1)
     out = tmp_path / "out"
     argv = ["numeric", "score", "--data", str(data_path), "--predictions", str(preds_path)]

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from fieldcheck._util.executor import InProcess, LocalPool
 from fieldcheck.numeric import load_convfinqa, load_predictions, score_to_folder, stored_metrics
 from fieldcheck.runs import record_folder
 from fieldcheck.store import RunRecorder, Store
@@ -63,9 +64,9 @@ def _items(store: Store, run_id: str) -> list[tuple[object, ...]]:
 def test_recorded_items_are_the_folder_items(
     tmp_path: Path, chunk: int, writer: str, outputs: bool
 ) -> None:
-    """The items are built by the store's writer (``stored_turns``): a thread, or in a large
-    run the writer process; the same whether the row files are written by the numeric writer
-    process (``outputs``) or not."""
+    """The items are built with the rows (``score_chunk``) and written by the store's writer:
+    here, or in a large run its process; the same whether the chunks are scored in a pool
+    (``outputs``) or here."""
     data_path, preds_path = _inputs(tmp_path)
     inputs = [("data", data_path), ("predictions", preds_path)]
     folder = tmp_path / "out"
@@ -77,9 +78,13 @@ def test_recorded_items_are_the_folder_items(
     if writer == "process":
         recorder.start_process()
     data, preds = load_convfinqa(data_path), load_predictions(preds_path)
-    result = score_to_folder(
-        data, preds, folder, bootstrap=20, chunk=chunk, recorder=recorder, writer_process=outputs
-    )
+    executor = LocalPool(1) if outputs else InProcess()
+    try:
+        result = score_to_folder(
+            data, preds, folder, bootstrap=20, chunk=chunk, recorder=recorder, executor=executor
+        )
+    finally:
+        executor.close()
     metrics, intervals = stored_metrics(result.statistics)
     run = recorder.finish(metrics=metrics, intervals=intervals, signature=result.signature)
 

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from fieldcheck._util.executor import InProcess, LocalPool
 from fieldcheck.numeric import Tally, load_convfinqa, load_predictions, score_to_folder
 
 COMPARED = (
@@ -124,7 +125,7 @@ def test_files_are_byte_identical_whatever_the_chunks(tmp_path: Path, seed: int)
     data, preds = load_convfinqa(data_path), load_predictions(preds_path)
     options: dict[str, Any] = {"price_in": 3.0, "price_out": 15.0, "bootstrap": 200, "seed": 5}
     reference = score_to_folder(
-        data, preds, tmp_path / "memory", chunk=10_000, writer_process=False, **options
+        data, preds, tmp_path / "memory", chunk=10_000, executor=InProcess(), **options
     )
     expected = _files(tmp_path / "memory")
     stats = json.loads(expected["statistics.json"])
@@ -139,12 +140,16 @@ def test_files_are_byte_identical_whatever_the_chunks(tmp_path: Path, seed: int)
     assert stats["bootstrap_95_ci"]["numerical_match_accuracy"] is not None
     assert expected["validation.csv"].count(b"\n") > 1
     assert b"<img src=x onerror=alert(1)>" not in (tmp_path / "memory" / "report.html").read_bytes()
-    # the row files and traces written here or by the writer process (a large run's)
+    # chunks scored here or in a pool (a large run's)
     for chunk, process in ((1, False), (7, False), (1, True), (7, True)):
         folder = tmp_path / f"streamed_{chunk}_{process}"
-        streamed = score_to_folder(
-            data, preds, folder, chunk=chunk, writer_process=process, **options
-        )
+        executor = LocalPool(2) if process else InProcess()
+        try:
+            streamed = score_to_folder(
+                data, preds, folder, chunk=chunk, executor=executor, **options
+            )
+        finally:
+            executor.close()
         assert streamed.statistics == reference.statistics
         assert [e.to_dict() for e in streamed.input_errors] == [
             e.to_dict() for e in reference.input_errors

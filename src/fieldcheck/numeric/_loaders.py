@@ -12,8 +12,9 @@ import re
 from array import array
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, NamedTuple, overload
+from typing import IO, Any, NamedTuple, overload
 
+import orjson
 from pydantic import BaseModel, ConfigDict, SkipValidation, ValidationError
 
 from fieldcheck._util.errors import ErrorList, InputError, input_error_of
@@ -58,8 +59,6 @@ class LoadResult(BaseModel):
     errors: ErrorList
     total_records: int
     all_ids: set[str]
-    # each gold program's operations (None: it does not parse), parsed once while loading
-    operations: dict[str, tuple[str, ...] | None] = {}
 
     def conversation_ids(self) -> list[str]:
         """The kept conversations' ids, in order (without reading the records again)."""
@@ -109,27 +108,25 @@ def load_convfinqa(
     except _scan.Broken:
         return _load_whole(file, read_json(file), split=split, sample_size=sample_size, seed=seed)
     if found.kind == "object":
-        members = found.members
-        chosen = _choose_split(members, split, file)
-        offset = members[chosen]
-        if offset is None:
+        chosen = _choose_split(found.members, split, file)
+        if found.members[chosen] is None:
             # only the type name is shown: read that one value
             return _load_whole(
                 file, read_json(file), split=split, sample_size=sample_size, seed=seed
             )
         fmt: SourceFormat = "derived"
-        total = found.counts[chosen]
     else:
         fmt, chosen = "original", split or DEFAULT_SPLIT
-        offset, total = _scan.array_offset(file), found.counts[""]
-    stored = StoredConversations(file, fmt, chosen, offset)
+    spans = found.spans[chosen if found.kind == "object" else ""]
+    total = len(spans) // 2
+    stored = StoredConversations(file, fmt, chosen)
     try:
         return _load_records(
             file,
             fmt,
             chosen,
             total,
-            ((i, r) for i, (r, _, _) in enumerate(_scan.records(file, offset))),
+            ((i, *read) for i, read in enumerate(_scan.read_spans(file, spans))),
             _selected(total, sample_size, seed),
             stored=stored,
         )
@@ -175,7 +172,8 @@ def _load_whole(
             value=type(data).__name__,
         )
     selected = _selected(len(raw), sample_size, seed)
-    return _load_records(file, fmt, chosen, len(raw), enumerate(raw), selected, stored=None)
+    records = ((i, r, -1, 0) for i, r in enumerate(raw))
+    return _load_records(file, fmt, chosen, len(raw), records, selected, stored=None)
 
 
 def _load_records(
@@ -183,27 +181,25 @@ def _load_records(
     fmt: SourceFormat,
     chosen: str,
     total: int,
-    raw: Iterable[tuple[int, Any]],
+    raw: Iterable[tuple[int, Any, int, int]],
     selected: range | set[int],
     *,
     stored: StoredConversations | None,
 ) -> LoadResult:
-    """Check every selected record in file order; keep the conversations (or, with ``stored``,
-    where they are in the file) and one InputError per problem."""
+    """Check every selected record (index, record, its offset and length in the file) in file
+    order; keep the conversations (or, with ``stored``, where they are in the file) and one
+    InputError per problem."""
     conversations: list[Conversation] = []
     errors = ErrorList()
     seen: set[str] = set()
     all_ids: set[str] = set()
-    operations: dict[str, tuple[str, ...] | None] = {}
     convert = _from_derived if fmt == "derived" else _from_original
-    for i, record in raw:
+    for i, record, start, size in raw:
         all_ids.add(_record_id(record, i))
         if i not in selected:
             continue
-        if stored is not None:
-            operations = {}
         try:
-            conversation, warnings = convert(record, index=i, file=file, operations=operations)
+            conversation, warnings = convert(record, index=i, file=file, operations={})
         except InputError as exc:
             errors.append(exc)
             continue
@@ -222,7 +218,7 @@ def _load_records(
         if stored is None:
             conversations.append(conversation_model(conversation, chosen, fmt))
         else:
-            stored.keep(i, conversation)
+            stored.keep(i, conversation, start, size)
     return LoadResult(
         path=str(file),
         source_format=fmt,
@@ -231,7 +227,6 @@ def _load_records(
         errors=errors,
         total_records=total,
         all_ids=all_ids,
-        operations=operations if stored is None else {},
     )
 
 
@@ -293,62 +288,37 @@ def conversation_model(plain: PlainConversation, split: str, fmt: SourceFormat) 
 
 class StoredConversations(Sequence[Conversation]):
     """The kept conversations of a file, read again from it (one record at a time) whenever they
-    are iterated: their record numbers, ids and turn counts are kept, not the records.
-    ``operations`` holds the gold programs' operations of the last conversation read."""
+    are needed: their record numbers, byte spans, ids and turn counts are kept, not the
+    records."""
 
-    def __init__(self, file: Path, fmt: SourceFormat, split: str, offset: int) -> None:
+    def __init__(self, file: Path, fmt: SourceFormat, split: str) -> None:
         self.file = file
         self.fmt: SourceFormat = fmt
         self.split = split
-        self.offset = offset
-        self.indices = array("q")
+        self.spans = array("q")  # record number, offset, length: three per kept record
         self.ids: list[str] = []
         self.turn_counts = array("q")
         self.no_gold = 0
-        self.operations: dict[str, tuple[str, ...] | None] = {}
 
-    def keep(self, index: int, conversation: PlainConversation) -> None:
-        self.indices.append(index)
+    def keep(self, index: int, conversation: PlainConversation, start: int, size: int) -> None:
+        self.spans.extend((index, start, size))
         self.ids.append(conversation.id)
         self.turn_counts.append(len(conversation.turns))
         self.no_gold += sum(1 for t in conversation.turns if t.executed_answer is None)
 
-    def _read(self, record: Any, index: int) -> PlainConversation:
-        self.operations = {}
-        convert = _from_derived if self.fmt == "derived" else _from_original
-        conversation, _ = convert(record, index=index, file=self.file, operations=self.operations)
-        return conversation
-
-    def _convert(self, record: Any, index: int) -> Conversation:
-        return conversation_model(self._read(record, index), self.split, self.fmt)
-
-    def plain(self) -> Iterator[PlainConversation]:
-        """The kept conversations as the loader reads them (no models built)."""
-        wanted = self.indices
-        if not wanted:
-            return
-        k = 0
-        for i, (record, _, _) in enumerate(_scan.records(self.file, self.offset)):
-            if i == wanted[k]:
-                yield self._read(record, i)
-                k += 1
-                if k == len(wanted):
-                    return
-
     def __len__(self) -> int:
-        return len(self.indices)
+        return len(self.ids)
 
     def __iter__(self) -> Iterator[Conversation]:
-        wanted = self.indices
-        if not wanted:
-            return
-        k = 0
-        for i, (record, _, _) in enumerate(_scan.records(self.file, self.offset)):
-            if i == wanted[k]:
-                yield self._convert(record, i)
-                k += 1
-                if k == len(wanted):
-                    return
+        with self.file.open("rb") as handle:
+            for k in range(len(self)):
+                yield self._conversation(handle, k)
+
+    def _conversation(self, handle: IO[bytes], position: int) -> Conversation:
+        index, start, size = self.spans[3 * position : 3 * position + 3]
+        handle.seek(start)
+        plain, _ = read_record(self.fmt, handle.read(size), index, self.file, {})
+        return conversation_model(plain, self.split, self.fmt)
 
     @overload
     def __getitem__(self, position: int) -> Conversation: ...
@@ -359,11 +329,23 @@ class StoredConversations(Sequence[Conversation]):
     def __getitem__(self, position: int | slice) -> Conversation | list[Conversation]:
         if isinstance(position, slice):
             return [self[k] for k in range(*position.indices(len(self)))]
-        index = self.indices[position]
-        for i, (record, _, _) in enumerate(_scan.records(self.file, self.offset)):
-            if i == index:
-                return self._convert(record, i)
-        raise IndexError(position)  # pragma: no cover (the file changed under us)
+        if not -len(self) <= position < len(self):
+            raise IndexError(position)
+        with self.file.open("rb") as handle:
+            return self._conversation(handle, position % len(self))
+
+
+def read_record(
+    fmt: SourceFormat,
+    text: bytes,
+    index: int,
+    file: Path,
+    operations: dict[str, tuple[str, ...] | None],
+) -> tuple[PlainConversation, list[InputError]]:
+    """A record of a file of format ``fmt`` (its JSON text, at ``index``) read as the loader
+    read it, its gold programs' operations put in ``operations``."""
+    convert = _from_derived if fmt == "derived" else _from_original
+    return convert(orjson.loads(text), index=index, file=file, operations=operations)
 
 
 def _choose_split(data: Mapping[str, Any], split: str | None, file: Path) -> str:

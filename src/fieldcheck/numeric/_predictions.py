@@ -222,7 +222,8 @@ def line_values(value: Any) -> PredictionValues:
 class PredictionIndex(Mapping[tuple[str, int], Prediction]):
     """Where each valid prediction line is in the file, by (conversation id, turn); a prediction
     is read again (one line) when asked for, so memory holds four integers per line, not the
-    lines (issue 10). ``conversation(cid)`` reads one conversation's lines at once."""
+    lines (issue 10); ``by_conversation`` has each conversation's (turn, line, offset, length)
+    entries, for scoring to read them again."""
 
     _BIG = 32  # a conversation with more turns gets a turn -> position dict
 
@@ -267,31 +268,6 @@ class PredictionIndex(Mapping[tuple[str, int], Prediction]):
         self._handle.seek(offset)
         value = parse_jsonl_line(self._handle.read(length), line, self.file)
         return Prediction.model_validate(value)
-
-    def conversation_values(self, cid: str) -> dict[int, PredictionValues]:
-        """Every prediction of conversation ``cid`` by turn, as values (``line_values``)."""
-        entries = self.by_conversation.get(cid)
-        if entries is None:
-            return {}
-        if self._handle is None:
-            self._handle = self.file.open("rb", buffering=1 << 20)
-        handle, file = self._handle, self.file
-        found: dict[int, PredictionValues] = {}
-        for k in range(0, len(entries), 4):
-            handle.seek(entries[k + 2])
-            value = parse_jsonl_line(handle.read(entries[k + 3]), entries[k + 1], file)
-            found[entries[k]] = line_values(value)
-        return found
-
-    def conversation(self, cid: str) -> dict[int, Prediction]:
-        """Every prediction of conversation ``cid`` by turn."""
-        entries = self.by_conversation.get(cid)
-        if entries is None:
-            return {}
-        return {
-            entries[k]: self._read(entries[k + 1], entries[k + 2], entries[k + 3])
-            for k in range(0, len(entries), 4)
-        }
 
     def sorted_keys(self) -> Iterator[tuple[str, int]]:
         """The keys in (conversation id, turn) order, one conversation's at a time."""

@@ -11,6 +11,7 @@ with ``read_json``, so its error names file, line and column exactly as before.
 from __future__ import annotations
 
 import re
+from array import array
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
@@ -70,8 +71,9 @@ class _Window:
             raise Broken
         self.pos += 1
 
-    def value(self) -> tuple[Any, int, int]:
-        """The JSON value starting here (white space skipped): (value, file offset, length)."""
+    def value(self, parse: bool = True) -> tuple[Any, int, int]:
+        """The JSON value starting here (white space skipped): (value, file offset, length);
+        without ``parse``, ``None`` for the value (only where it is)."""
         self.peek()
         while True:
             end = self.pos + self.window
@@ -103,16 +105,16 @@ class _Window:
             start = self.base + self.pos
             self.pos += len(raw)
             self.window = max(_FIRST_WINDOW, 2 * len(raw))
-            return orjson.loads(raw), start, len(raw)
+            return (orjson.loads(raw) if parse else None), start, len(raw)
 
-    def elements(self) -> Iterator[tuple[Any, int, int]]:
+    def elements(self, parse: bool = True) -> Iterator[tuple[Any, int, int]]:
         """The elements of the array starting here, each (value, file offset, length)."""
         self.take(ord("["))
         if self.peek() == ord("]"):
             self.pos += 1
             return
         while True:
-            yield self.value()
+            yield self.value(parse)
             nxt = self.peek()
             self.pos += 1
             if nxt == ord("]"):
@@ -123,13 +125,23 @@ class _Window:
 
 class Shape:
     """Where a file's records are: ``kind`` "array" (a top-level array, ``members`` empty) or
-    "object" (``members``: each key -> the offset of its value, ``None`` when not an array;
-    ``counts``: each array's length)."""
+    "object" (``members``: each key -> the offset of its value, ``None`` when not an array);
+    ``spans``: each array's elements (the top-level array's under ``""``) as (offset, length)
+    pairs, so that reading them again is one ``orjson.loads`` each."""
 
-    def __init__(self, kind: str, members: dict[str, int | None], counts: dict[str, int]) -> None:
+    def __init__(
+        self, kind: str, members: dict[str, int | None], spans: dict[str, array[int]]
+    ) -> None:
         self.kind = kind
         self.members = members
-        self.counts = counts
+        self.spans = spans
+
+
+def _spans(window: _Window) -> array[int]:
+    spans = array("q")
+    for _, start, size in window.elements(parse=False):
+        spans.extend((start, size))
+    return spans
 
 
 def _open(file: Path) -> IO[bytes]:
@@ -147,15 +159,15 @@ def shape(file: Path) -> Shape:
         window = _Window(handle, start)
         first = window.peek()
         if first == ord("["):
-            count = sum(1 for _ in window.elements())
+            spans = {"": _spans(window)}
             if window.peek() is not None:
                 raise Broken
-            return Shape("array", {}, {"": count})
+            return Shape("array", {}, spans)
         if first != ord("{"):
             raise Broken
         window.pos += 1
         members: dict[str, int | None] = {}
-        counts: dict[str, int] = {}
+        found: dict[str, array[int]] = {}
         if window.peek() == ord("}"):
             window.pos += 1
         else:
@@ -167,9 +179,9 @@ def shape(file: Path) -> Shape:
                 members.pop(key, None)  # a repeated key: the last one counts, as in orjson
                 if window.peek() == ord("["):
                     members[key] = window.base + window.pos
-                    counts[key] = sum(1 for _ in window.elements())
+                    found[key] = _spans(window)
                 else:
-                    window.value()
+                    window.value(parse=False)
                     members[key] = None
                 nxt = window.peek()
                 window.pos += 1
@@ -179,16 +191,17 @@ def shape(file: Path) -> Shape:
                     raise Broken
         if window.peek() is not None:
             raise Broken
-        return Shape("object", members, counts)
+        return Shape("object", members, found)
 
 
-def records(file: Path, offset: int) -> Iterator[tuple[Any, int, int]]:
-    """The elements of the array at ``offset`` of ``file``: (value, file offset, length)."""
+def read_spans(file: Path, spans: array[int]) -> Iterator[tuple[Any, int, int]]:
+    """The values at ``spans`` (``Shape.spans``) of ``file``: (value, file offset, length);
+    ``Broken`` if one no longer parses (the file changed under us)."""
     with _open(file) as handle:
-        yield from _Window(handle, offset).elements()
-
-
-def array_offset(file: Path) -> int:
-    """The offset of a top-level array (after a byte order mark)."""
-    with _open(file) as handle:
-        return len(_BOM) if handle.read(3) == _BOM else 0
+        for k in range(0, len(spans), 2):
+            start, size = spans[k], spans[k + 1]
+            handle.seek(start)
+            try:
+                yield orjson.loads(handle.read(size)), start, size
+            except orjson.JSONDecodeError:
+                raise Broken from None

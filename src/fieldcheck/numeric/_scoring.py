@@ -99,7 +99,7 @@ def cached_logic_scores(
     plan_ops: Sequence[str], gold_ops: Sequence[str]
 ) -> tuple[float, float, float]:
     """``metrics.logic_scores``: the few distinct (plan, gold) pairs of a run are scored once
-    (the cache is emptied when a run starts, ``scored_conversations``)."""
+    (emptied as each chunk starts, ``score_chunk``)."""
     return metrics.logic_scores(plan_ops, gold_ops)
 
 
@@ -300,7 +300,7 @@ _LOGIC = {
     "avg_logic_precision": "logic_precision",
     "avg_logic_order_score": "logic_order_score",
 }
-# Per-turn-position intervals for the first positions only: ConvFinQA has at most a few turns,
+# Per-turn-position intervals for the lowest positions only: ConvFinQA has at most a few turns,
 # and a hostile conversation of 100,000 turns must not hold 100,000 x resamples values.
 MAX_TURN_INTERVALS = 100
 _SCORED = len(_MATCHES)  # column of the scored-turn count in a conversation's totals
@@ -346,12 +346,33 @@ class BootstrapUnits:
         unit = self.count
         self.count += 1
         self.rows.extend(row)
-        positions = self.positions
         for idx, match in scored_turns:
-            if idx in positions or len(positions) < MAX_TURN_INTERVALS:
-                members, flags = positions.setdefault(idx, (array("q"), array("d")))
-                members.append(unit)
-                flags.append(1.0 if match else 0.0)
+            members, flags = self._position(idx)
+            members.append(unit)
+            flags.append(1.0 if match else 0.0)
+
+    def _position(self, idx: int) -> tuple[array[int], array[float]]:
+        """Turn position ``idx``'s units and matches; kept for the ``MAX_TURN_INTERVALS``
+        lowest positions only (a position past them gets arrays that are dropped)."""
+        positions = self.positions
+        found = positions.get(idx)
+        if found is None:
+            found = (array("q"), array("d"))
+            if len(positions) < MAX_TURN_INTERVALS:
+                positions[idx] = found
+            elif idx < (highest := max(positions)):
+                del positions[highest]
+                positions[idx] = found
+        return found
+
+    def absorb(self, other: BootstrapUnits) -> None:
+        """``other``'s units after these (as if added here one by one)."""
+        for idx, (members, flags) in other.positions.items():
+            mine, matched = self._position(idx)
+            mine.extend(m + self.count for m in members)
+            matched.extend(flags)
+        self.rows.extend(other.rows)
+        self.count += other.count
 
     def intervals(self, *, resamples: int, seed: int) -> Intervals:
         width = _SUCCESS + 2
@@ -373,7 +394,7 @@ class BootstrapUnits:
             statistics["conversation_success_rate"] = _ratio(_SUCCESS, _SUCCESS + 1)
         # bootstrap_groups_ci reads any array-like through np.asarray
         groups = [TotalsGroup(range(self.count), cast(Rows, units), statistics)]
-        for k, (members, flags) in self.positions.items():
+        for k, (members, flags) in sorted(self.positions.items()):
             counts = np.ones((len(flags), 2))
             counts[:, 0] = np.frombuffer(flags, dtype=float)
             groups.append(TotalsGroup(members, cast(Rows, counts), {f"turn {k}": _ratio(0, 1)}))

@@ -1,9 +1,10 @@
-"""``numeric score`` (issue 10), the one scoring path: each conversation is scored into plain dicts,
-its rows are appended to summary.csv, turns.csv, validation.csv and errors.csv and its trace is
-written, and it is folded into running aggregates (``Tally``); no turn is kept once its
-conversation is done. Accuracies are exact counts, logic means exact sums (``ExactSum``), the
-bootstrap draws seeded multinomial weights over per-conversation totals, so the numbers do not
-depend on the chunk size. Spec: numeric-qa-evaluation.md, "Output Files".
+"""``numeric score`` (issues 10 and 27), the one scoring path: chunks of conversations are scored
+by ``score_chunk`` (a pure task: turn values, the chunk's rows of summary.csv, turns.csv,
+validation.csv, errors.csv and of the store, its traces) into rows and a digest (``Tally``) that
+merge in chunk order; no turn is kept once its chunk is done. Accuracies are exact counts, logic
+means exact sums (``ExactSum``), the bootstrap draws seeded multinomial weights over
+per-conversation totals, so the numbers do not depend on the chunking. Spec:
+numeric-qa-evaluation.md, "Output Files".
 """
 
 from __future__ import annotations
@@ -11,26 +12,35 @@ from __future__ import annotations
 import csv
 import io
 import logging
+import marshal
 import math
 import os
 from array import array
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import ExitStack
+from functools import partial
 from operator import itemgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import orjson
 
-from fieldcheck._util.errors import ErrorList, error_dicts, short_repr
-from fieldcheck._util.executor import Executor, InProcess, LocalPool, finish
-from fieldcheck._util.jsonio import dumps_bytes
+from fieldcheck._util.errors import error_dicts, short_repr
+from fieldcheck._util.executor import Executor, InProcess, LocalPool, run_map
+from fieldcheck._util.jsonio import dumps_bytes, parse_jsonl_line
 from fieldcheck.metrics import ExactSum, latency_stats
-from fieldcheck.numeric._loaders import LoadResult, StoredConversations, plain_conversation
+from fieldcheck.numeric._loaders import (
+    LoadResult,
+    StoredConversations,
+    plain_conversation,
+    read_record,
+)
 from fieldcheck.numeric._predictions import (
     PredictionIndex,
     PredictionsResult,
+    PredictionValues,
+    line_values,
     prediction_values,
 )
 from fieldcheck.numeric._report import PLOTS, WORST, plot_files, write_numeric_report
@@ -284,14 +294,6 @@ def stored_cell(value: Any) -> Any:
     return int(number) if number.is_integer() and "." not in value and "e" not in value else number
 
 
-def stored_item(cells: Sequence[Any]) -> dict[str, Any]:
-    """A turn's item for the store (issue 11): its turns.csv row, cell by cell as read back."""
-    return {
-        column: c if type(c) is not str else stored_cell(c)
-        for column, c in zip(TURN_COLUMNS, cells, strict=True)
-    }
-
-
 def _truthy(value: Any) -> bool:
     """A boolean from JSON or a CSV cell (``True``/``true``/``1``)."""
     if isinstance(value, str):
@@ -315,23 +317,21 @@ def numeric_columns(item: Mapping[str, Any]) -> ItemColumns:
 
 
 def stored_row(cells: Sequence[Any]) -> tuple[ItemColumns, bytes]:
-    """``stored_item`` ready for ``RunRecorder.add_prepared``: the columns ``add_items`` would
-    derive (``numeric_columns``) and the JSON text it would store (the same orjson options)."""
-    item = stored_item(cells)
+    """A turn's item for the store (issue 11), its turns.csv row cell by cell as read back:
+    the columns ``add_items`` would derive (``numeric_columns``) and the JSON text it would
+    store (the same orjson options)."""
+    item = dict(zip(TURN_COLUMNS, map(stored_cell, cells), strict=True))
     return numeric_columns(item), dumps_bytes(item, _STORE_OPTIONS)
 
 
 STORED_TURNS = "fieldcheck.numeric._stream:stored_turns"
 
 
-def stored_turns(
-    conversations: Iterable[tuple[Mapping[str, Any], Sequence[Turn]]],
-) -> Iterator[tuple[ItemColumns, bytes]]:
-    """``stored_row`` of the turns.csv row of each turn of ``(features, turns)``: what the
-    store's writer builds the items with (their cells are its CPU, not the scoring's)."""
-    for features, turns in conversations:
-        for t in turns:
-            yield stored_row(turn_cells(features, t))
+def stored_turns(data: bytes) -> Iterator[tuple[ItemColumns, bytes]]:
+    """The store rows ``score_chunk`` built (``stored_row`` of each turns.csv row), marshalled:
+    the scoring process hands them on to the store's writer without decoding them."""
+    for key, failed, turn, error_type, result in marshal.loads(data):
+        yield ItemColumns(key, failed, turn=turn, error_type=error_type), result
 
 
 def _error_kind(t: Turn) -> tuple[str, str]:
@@ -410,6 +410,10 @@ class _Sum:
             self.exact.add(self.pending)
             self.pending = []
 
+    def absorb(self, other: _Sum) -> None:
+        self.exact.add([*other.exact.partials, *other.pending])
+        self.count += other.count
+
     def mean(self) -> float | None:
         if self.pending:
             self.exact.add(self.pending)
@@ -417,11 +421,30 @@ class _Sum:
         return self.exact.value / self.count if self.count else None
 
 
+def _merged(mine: Any, theirs: Any) -> Any:
+    """``theirs`` folded into ``mine``: counts added (in dicts by key, in lists by position),
+    arrays of values extended, exact sums and bootstrap units absorbed."""
+    if isinstance(mine, int):
+        return mine + theirs
+    if isinstance(mine, dict):
+        for key, value in theirs.items():
+            mine[key] = _merged(mine[key], value) if key in mine else value
+        return mine
+    if isinstance(mine, array):
+        mine.extend(theirs)
+        return mine
+    if isinstance(mine, list):
+        return [a + b for a, b in zip(mine, theirs, strict=True)]
+    mine.absorb(theirs)
+    return mine
+
+
 class Tally:
     """Running aggregates of a scoring run, one conversation at a time: every statistics.json
-    value and the report's ``ReportTallies``. Memory: the bootstrap's
-    totals (14 floats per conversation) and one float per turn with a latency (the median and
-    p95 need them all); everything else is a count or an exact sum."""
+    value and the report's ``ReportTallies``; a chunk's digest, merged (``absorb``) in chunk
+    order into the run's. Memory: the bootstrap's totals (14 floats per conversation) and one
+    float per turn with a latency (the median and p95 need them all); everything else is a
+    count or an exact sum."""
 
     def __init__(self) -> None:
         self.conversations = self.turns = self.scored = 0
@@ -526,12 +549,26 @@ class Tally:
             if accuracy < 1.0:
                 self._worst(accuracy, scored, conversation_id, len(turns), first_failure)
 
-    def _worst(self, accuracy: float, scored: int, cid: str, turns: int, first: str) -> None:
-        row = [cid, str(turns), str(scored), f"{accuracy:.3f}", first or "none"]
-        self.worst.append((accuracy, -scored, cid, row))
+    def absorb(self, other: Tally) -> Tally:
+        """Fold ``other`` (the tally of the conversations after these; its values are taken
+        over, not copied) in: associative, and the same as adding its conversations here one by
+        one. Returns this tally."""
+        for name, mine in vars(self).items():
+            if name != "worst":
+                setattr(self, name, _merged(mine, getattr(other, name)))
+        self.worst += other.worst
+        self._trim_worst()
+        return self
+
+    def _trim_worst(self) -> None:
         if len(self.worst) >= 8 * WORST:
             self.worst.sort(key=lambda w: w[:3])
             del self.worst[WORST:]
+
+    def _worst(self, accuracy: float, scored: int, cid: str, turns: int, first: str) -> None:
+        row = [cid, str(turns), str(scored), f"{accuracy:.3f}", first or "none"]
+        self.worst.append((accuracy, -scored, cid, row))
+        self._trim_worst()
 
     def report_tallies(self) -> ReportTallies:
         worst = sorted(self.worst, key=lambda w: w[:3])[:WORST]
@@ -625,191 +662,162 @@ ROW_FILES = (
     ("validation.csv", VALIDATION_COLUMNS),
     ("errors.csv", ERROR_COLUMNS),
 )
-"""The row files of a run, in the order ``write_block`` returns them."""
+"""The row files of a run, in the order ``score_chunk`` returns their rows."""
 
 _LAST_FILES = ("input_errors.csv", "report.md", "report.html", "statistics.json")
 """Written once every conversation is scored (with the plots), statistics.json last."""
 
 WRITER_CONVERSATIONS = 2_000
-"""Runs of at least this many conversations write their traces and row cells in a pool
-process (``LocalPool``), on the other core; smaller ones do not pay its start."""
+"""Runs of at least this many conversations score their chunks in a pool (``LocalPool``),
+on the other core; smaller ones do not pay its start."""
+
+POOL_WORKERS = 2
+CHUNK_CONVERSATIONS = 256
+"""Conversations per chunk (about 1,000 turns)."""
 
 
-def write_block(task: tuple[str, list[tuple[Any, ...]]]) -> dict[str, str]:
-    """A task (``fieldcheck._util.executor``): the trace of each ``(conversation_id, trace_id,
-    features, turns, document)`` of a block written in the folder ``traces``; returns the
-    block's rows of each row file as CSV text, which the run appends in block order."""
-    traces, block = task
-    folder = f"{traces}{os.sep}"
+class ScoreJob(NamedTuple):
+    """What every chunk's scoring shares (``score_chunk``; picklable): the traces/ folder, the
+    dataset file and its format, the predictions file, and whether the store gets the turns."""
+
+    traces: str
+    data: str
+    fmt: str
+    predictions: str
+    store: bool
+
+
+Entry = tuple[str, str, Any, Any]
+"""A conversation of a chunk: its id, its trace id, the conversation (a ``PlainConversation``,
+or its record's (number, offset, length) in ``ScoreJob.data``) and its predictions (by turn,
+``PredictionValues``, or ``PredictionIndex`` entries: (turn, line, offset, length) each)."""
+
+
+class ChunkRows(NamedTuple):
+    """What a chunk gives its run: each row file's bytes (``ROW_FILES``' order), its store
+    rows (``stored_turns``' marshalled tuples, one per turn; ``None`` without a store), and its
+    turns with a gold answer and no prediction."""
+
+    files: tuple[bytes, ...]
+    store: bytes | None
+    missing: list[tuple[str, int]]
+
+
+def _read_entries(job: ScoreJob, chunk: Sequence[Entry]) -> Iterator[tuple[str, str, Any, Any]]:
+    """Each entry's conversation (``PlainConversation``), read from the job's files where the
+    chunk gives where it is, its gold programs' operations, and its predictions by turn."""
+    data_file, preds_file = Path(job.data), Path(job.predictions)
+    spans = [c for _, _, c, _ in chunk if type(c) is tuple]
+    text, base = b"", 0
+    if spans:  # a chunk's records are next to each other in the file: one read
+        base = spans[0][1]
+        with open(data_file, "rb") as handle:
+            handle.seek(base)
+            text = handle.read(spans[-1][1] + spans[-1][2] - base)
+    preds = open(preds_file, "rb") if any(type(p) is array for *_, p in chunk) else None  # noqa: SIM115
+    try:
+        for cid, trace_id, conversation, found in chunk:
+            operations: dict[str, tuple[str, ...] | None] = {}
+            if type(conversation) is tuple:
+                index, start, size = conversation
+                record = text[start - base : start - base + size]
+                conversation, _ = read_record(job.fmt, record, index, data_file, operations)  # type: ignore[arg-type]
+            if type(found) is array:
+                entries, found = found, {}
+                for k in range(0, len(entries), 4):
+                    preds.seek(entries[k + 2])  # type: ignore[union-attr]
+                    raw = preds.read(entries[k + 3])  # type: ignore[union-attr]
+                    line = parse_jsonl_line(raw, entries[k + 1], preds_file)
+                    found[entries[k]] = line_values(line)
+            yield cid, trace_id, conversation, (found, operations)
+    finally:
+        if preds is not None:
+            preds.close()
+
+
+def score_chunk(job: ScoreJob, chunk: Sequence[Entry]) -> tuple[ChunkRows, Tally]:
+    """A chunk of conversations scored (a pure task of ``fieldcheck._util.executor``): each
+    turn scored (``turn_values``), its conversation's trace written in ``job.traces``, and the
+    chunk's rows of every row file and of the store with its digest (``Tally``), which merge in
+    chunk order into the run's. Spec: numeric-qa-evaluation.md, "Output Files"."""
+    folder = f"{job.traces}{os.sep}"
     texts = {name: io.StringIO() for name, _ in ROW_FILES}
     summary, rows, validation, errors = (csv.writer(texts[name]) for name, _ in ROW_FILES)
-    for conversation_id, trace_id, features, turns, document in block:
-        cells, success = summary_cells(conversation_id, trace_id, features, turns)
+    store: list[tuple[Any, ...]] | None = [] if job.store else None
+    tally = Tally()
+    missing: list[tuple[str, int]] = []
+    cached_logic_scores.cache_clear()  # a chunk's (plan, gold) pairs: what metrics says now
+    for cid, trace_id, conversation, (found, operations) in _read_entries(job, chunk):
+        features = conversation.features
+        turns: list[Turn] = []
+        for i, gold in enumerate(conversation.turns):
+            prediction = found.get(i)
+            if prediction is None and gold.executed_answer is not None:
+                missing.append((cid, i))
+            gold_ops = gold_operations(gold.program, operations)
+            turns.append(turn_values(cid, i, gold, prediction, gold_ops))
+        tally.add(cid, turns)
+        cells, success = summary_cells(cid, trace_id, features, turns)
         summary.writerow(cells)
         for t in turns:
-            rows.writerow(turn_cells(features, t))
+            turn_row = turn_cells(features, t)
+            rows.writerow(turn_row)
+            if store is not None:
+                columns, result = stored_row(turn_row)
+                store.append(
+                    (columns.key, columns.failed, columns.turn, columns.error_type, result)
+                )
             for entry in t["validation"]:
-                line = {"conversation_id": conversation_id, "turn_idx": t["turn_idx"], **entry}
+                line = {"conversation_id": cid, "turn_idx": t["turn_idx"], **entry}
                 validation.writerow(_cells(line, VALIDATION_COLUMNS))
-            error = error_cells(trace_id, conversation_id, features, t)
+            error = error_cells(trace_id, cid, features, t)
             if error is not None:
                 errors.writerow(error)
         trace = {
             "trace_id": trace_id,
-            "conversation_id": conversation_id,
+            "conversation_id": cid,
             "features": features,
-            "document": document,
+            "document": conversation.document,
             "conversation_success": success,
             "turns": turns,
         }
         with open(f"{folder}{trace_id}.json", "wb") as handle:
             handle.write(dumps_bytes(trace, _TRACE_OPTIONS) + b"\n")
-    return {name: text.getvalue() for name, text in texts.items()}
+    files = tuple(texts[name].getvalue().encode() for name, _ in ROW_FILES)
+    packed = marshal.dumps(store) if store is not None else None
+    return ChunkRows(files, packed, missing), tally
 
 
-class OutputStreams:
-    """The row files and traces/ of a run, each written under a temporary name and renamed
-    when the ``ExitStack`` closes without an error. Every ``chunk`` conversations are a task
-    (``write_block``): run here, or with ``process`` (a large run) in a pool process while this
-    one scores; if the pool cannot start, here."""
-
-    def __init__(
-        self,
-        folder: OutputFolder,
-        stack: ExitStack,
-        *,
-        chunk: int = 256,
-        recorder: RunRecorder | None = None,
-        process: bool = False,
-    ) -> None:
-        self.chunk = max(1, chunk)
-        self.recorder = recorder
-        self.items: list[tuple[Mapping[str, Any], Sequence[Turn]]] = []  # for the store
-        self.turns = 0
-        self.block: list[tuple[Any, ...]] = []
-        folder.expect(*(name for name, _ in ROW_FILES), "traces", *_LAST_FILES)
-        files = {name: stack.enter_context(folder.atomic(name)) for name, _ in ROW_FILES}
-        self.traces = str(stack.enter_context(folder.bulk("traces")))
-        self.executor: Executor = InProcess()
-        if process:
-            try:
-                # 32 blocks (of 256 conversations: about 10 MB) may wait: the scoring goes on
-                # while the pool's process starts (about 0.6 s)
-                self.executor = LocalPool(1, in_flight=32, warm=(__name__,))
-            except OSError as exc:
-                log.warning("the output writer process could not start (%s); writing here", exc)
-        self.files: dict[str, Any] = {}
-        stack.push(self._exit)
-        for name, columns in ROW_FILES:
-            self.files[name] = handle = open(files[name], "w", newline="", encoding="utf-8")  # noqa: SIM115
-            csv.writer(handle).writerow(columns)
-
-    def write(
-        self,
-        conversation_id: str,
-        trace_id: str,
-        features: Mapping[str, Any],
-        turns: Sequence[Turn],
-        document: dict[str, Any] | None,
-    ) -> None:
-        """Queue one conversation's rows and trace (written by its block's task)."""
-        self.block.append((conversation_id, trace_id, features, turns, document))
-        if self.recorder is not None:
-            self.items.append((features, turns))
-            self.turns += len(turns)
-        if len(self.block) >= self.chunk:
-            self.flush()
-
-    def _append(self, done: list[dict[str, str]]) -> None:
-        for texts in done:
-            for name, text in texts.items():
-                self.files[name].write(text)
-
-    def flush(self) -> None:
-        if self.block:
-            block, self.block = self.block, []
-            self._append(self.executor.submit(write_block, (self.traces, block)))
-        if self.recorder is not None and self.items:
-            # built by the store's task (in a large run, a pool process): not the scoring's CPU
-            self.recorder.add_built(STORED_TURNS, self.items, self.turns)
-            self.items, self.turns = [], 0
-
-    def _exit(self, kind: type[BaseException] | None, *_: object) -> None:
-        """Everything written and closed (the tasks waited for), or, on an error, the files
-        closed and the pool's process killed, before the temporary names go."""
-        ok = kind is None
-        try:
-            if ok:
-                self.flush()
-                self._append(finish(self.executor))
-        finally:
-            try:
-                self.executor.close(kill=not ok)
-            finally:
-                for handle in self.files.values():
-                    handle.close()
+def _chunks(data: LoadResult, predictions: PredictionsResult, size: int) -> Iterator[list[Entry]]:
+    """The run's conversations in file order, ``size`` at a time, as ``score_chunk`` reads
+    them: where a stored file's records and prediction lines are, else the values."""
+    ids = trace_ids(data.conversation_ids())
+    stored, found = data.conversations, predictions.predictions
+    conversations: Iterable[tuple[str, Any]]
+    if isinstance(stored, StoredConversations):
+        spans = stored.spans
+        conversations = ((cid, tuple(spans[3 * k : 3 * k + 3])) for k, cid in enumerate(stored.ids))
+    else:
+        conversations = ((c.id, plain_conversation(c)) for c in stored)
+    if isinstance(found, PredictionIndex):
+        by_conversation: Mapping[str, Any] = found.by_conversation
+    else:
+        grouped: dict[str, dict[int, PredictionValues]] = {}
+        for (cid, turn), prediction in found.items():
+            grouped.setdefault(cid, {})[turn] = prediction_values(prediction)
+        by_conversation = grouped
+    chunk: list[Entry] = []
+    for cid, conversation in conversations:
+        chunk.append((cid, ids[cid], conversation, by_conversation.get(cid, {})))
+        if len(chunk) >= size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
 
 
 OUTPUT_FILES = (*(name for name, _ in ROW_FILES), "traces", *_LAST_FILES, *PLOTS.values())
 """Every file (and traces/) ``numeric score`` may write in its folder."""
-
-
-def write_report_files(result: NumericResult, out: OutputFolder) -> None:
-    """input_errors.csv, the report and its plots (the row files may still be being written)."""
-    out.expect(*_LAST_FILES[:-1], *plot_files(result), _LAST_FILES[-1])
-    with out.atomic("input_errors.csv") as tmp:
-        write_csv(tmp, error_dicts(result.input_errors), INPUT_ERROR_COLUMNS)
-    write_numeric_report(result, out)
-
-
-class ScoredConversation(NamedTuple):
-    """One conversation scored: its trace id, features (``Features.model_dump()``), scored turns
-    (``turn_values``) and document (for its trace)."""
-
-    id: str
-    trace_id: str
-    features: dict[str, Any]
-    turns: list[Turn]
-    document: dict[str, Any] | None
-
-
-def scored_conversations(
-    data: LoadResult, predictions: PredictionsResult, errors: ErrorList
-) -> Iterator[ScoredConversation]:
-    """Every kept conversation of ``data`` scored against ``predictions``, in file order, one at
-    a time (the conversations are read again from the file, one record at a time). A turn with
-    a gold answer and no prediction counts as a failure (``missing_prediction``) and is
-    appended to ``errors``."""
-    ids = trace_ids(data.conversation_ids())
-    cached_logic_scores.cache_clear()
-    found = predictions.predictions
-    stored = data.conversations
-    indexed = found if isinstance(found, PredictionIndex) else None
-    plain = (
-        stored.plain()
-        if isinstance(stored, StoredConversations)
-        else map(plain_conversation, stored)
-    )
-    for conversation in plain:
-        cid = conversation.id
-        # a stored file: this conversation's lines read at once, its programs parsed once
-        if indexed is not None:
-            mine = indexed.conversation_values(cid)
-        else:
-            mine = {
-                i: prediction_values(p)
-                for i in range(len(conversation.turns))
-                if (p := found.get((cid, i))) is not None
-            }
-        operations = getattr(stored, "operations", data.operations)
-        turns: list[Turn] = []
-        for i, gold in enumerate(conversation.turns):
-            prediction = mine.get(i)
-            if prediction is None and gold.executed_answer is not None:
-                errors.append(missing_turn_error(predictions, cid, i))
-            gold_ops = gold_operations(gold.program, operations)
-            turns.append(turn_values(cid, i, gold, prediction, gold_ops))
-        yield ScoredConversation(cid, ids[cid], conversation.features, turns, conversation.document)
 
 
 def score_to_folder(
@@ -824,43 +832,60 @@ def score_to_folder(
     sample_size: int | None = None,
     sample_seed: int | None = None,
     progress: Callable[[int], None] | None = None,
-    chunk: int = 256,
+    chunk: int | None = None,
     recorder: RunRecorder | None = None,
-    writer_process: bool | None = None,
+    executor: Executor | None = None,
 ) -> NumericResult:
     """Score every turn of ``data`` against ``predictions`` and write every output file of the
-    spec's "Output Files" into ``out``, streaming: a conversation's rows are written (in blocks
-    of ``chunk`` conversations) and folded, then dropped. Returns the statistics, input errors,
-    signature and report tallies. Every input problem is listed in ``input_errors`` (file, line,
-    record id, field): the loaders', a prediction for an unknown conversation or a turn out of
-    range (ignored), a missing turn (a failure). ``price_in``/``price_out``: US dollars per
-    million tokens (both or neither). statistics.json is written last. ``recorder``: each
-    block's turns.csv rows are also stored as items (``stored_item``), as they are written
-    (issue 11); the caller opens and finishes the run. ``writer_process``: write the row files
-    and traces in a pool process (default: when there are at least ``WRITER_CONVERSATIONS``
-    conversations)."""
+    spec's "Output Files" into ``out``: chunks of ``chunk`` conversations (``None``:
+    ``CHUNK_CONVERSATIONS``) are scored by ``score_chunk`` through ``executor`` (``None``: a
+    pool from ``WRITER_CONVERSATIONS`` conversations on; one that cannot start, here), their
+    rows appended in order and their digests merged. Returns
+    the statistics, input errors, signature and report tallies. Every input problem is listed in
+    ``input_errors`` (file, line, record id, field): the loaders', a prediction for an unknown
+    conversation or a turn out of range (ignored), a missing turn (a failure). ``price_in``/
+    ``price_out``: US dollars per million tokens (both or neither). statistics.json is written
+    last. ``recorder``: each turn's turns.csv row is also stored as an item (``stored_row``,
+    issue 11); the caller opens and finishes the run."""
     if (price_in is None) != (price_out is None):
         raise ValueError("give both price_in and price_out, or neither")
     folder = OutputFolder.of(out)
     errors = prediction_errors(data, predictions)
     tally = Tally()
     total = len(data.conversations)
+    stored = data.conversations
     with ExitStack() as stack:
-        streams = OutputStreams(
-            folder,
-            stack,
-            chunk=chunk,
-            recorder=recorder,
-            process=total >= WRITER_CONVERSATIONS if writer_process is None else writer_process,
+        folder.expect(*(name for name, _ in ROW_FILES), "traces", *_LAST_FILES)
+        paths = [stack.enter_context(folder.atomic(name)) for name, _ in ROW_FILES]
+        job = ScoreJob(
+            traces=str(stack.enter_context(folder.bulk("traces"))),
+            data=str(stored.file) if isinstance(stored, StoredConversations) else "",
+            fmt=stored.fmt if isinstance(stored, StoredConversations) else data.source_format,
+            predictions=str(predictions.path),
+            store=recorder is not None,
         )
-        for n, scored in enumerate(scored_conversations(data, predictions, errors), start=1):
-            streams.write(
-                scored.id, scored.trace_id, scored.features, scored.turns, scored.document
-            )
-            tally.add(scored.id, scored.turns)
-            if progress is not None and (n % 256 == 0 or n == total):
-                progress(n)
-        # while the pool's process (a large run) finishes the row files and traces
+        files = [stack.enter_context(open(path, "wb")) for path in paths]
+        for handle, (_, columns) in zip(files, ROW_FILES, strict=True):
+            handle.write((",".join(columns) + "\r\n").encode())
+        runner = executor or InProcess()
+        if executor is None and total >= WRITER_CONVERSATIONS:
+            try:  # its processes start while the first chunks are read
+                runner = LocalPool(POOL_WORKERS, in_flight=8, warm=(__name__,))
+            except OSError as exc:
+                log.warning("the scoring process could not start (%s); scoring here", exc)
+            stack.push(lambda kind, *_: runner.close(kill=kind is not None))
+        size = max(1, chunk or CHUNK_CONVERSATIONS)
+        for rows, digest in run_map(
+            runner, partial(score_chunk, job), _chunks(data, predictions, size)
+        ):
+            for handle, text in zip(files, rows.files, strict=True):
+                handle.write(text)
+            if rows.store is not None and digest.turns:
+                recorder.add_built(STORED_TURNS, rows.store, digest.turns, plain=True)  # type: ignore[union-attr]
+            errors.extend(missing_turn_error(predictions, cid, i) for cid, i in rows.missing)
+            tally.absorb(digest)
+            if progress is not None:
+                progress(tally.conversations)
         signature = run_signature(
             data,
             predictions,
@@ -881,6 +906,9 @@ def score_to_folder(
             signature=signature,
             tallies=tally.report_tallies(),
         )
-        write_report_files(result, folder)
+        folder.expect(*_LAST_FILES[:-1], *plot_files(result), _LAST_FILES[-1])
+        with folder.atomic("input_errors.csv") as tmp:
+            write_csv(tmp, error_dicts(result.input_errors), INPUT_ERROR_COLUMNS)
+        write_numeric_report(result, folder)
     folder.write_summary("statistics.json", result.statistics)
     return result

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from fieldcheck._util.errors import InputError, UsageProblem
+from fieldcheck._util.executor import Executor
 from fieldcheck._util.iters import chunked
 from fieldcheck._util.jsonio import loads
 from fieldcheck._util.sniff import check_input_file, likely_cause
@@ -244,9 +245,11 @@ class NumericSystem(NumericRuns):
         *,
         recorder: RunRecorder | None,
         progress: Any,
-        executor: Any = None,
+        executor: Executor | None = None,
     ) -> Scored:
-        """Every output file of the spec into ``folder``, each turn to ``recorder``."""
+        """Every output file of the spec into ``folder``, each turn to ``recorder``: chunks of
+        conversations scored by ``score_chunk`` through ``executor`` (``None``: see
+        ``score_to_folder``)."""
         found = read.settings
         total = len(read.data.conversations)
         result = score_to_folder(
@@ -261,6 +264,7 @@ class NumericSystem(NumericRuns):
             sample_seed=found.seed if found.sample_size is not None else None,
             progress=None if progress is None else lambda n: progress("scoring", n, total),
             recorder=recorder,
+            executor=executor,
         )
         stats = result.statistics
         metrics, intervals = stored_metrics(stats)
