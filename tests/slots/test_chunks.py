@@ -19,7 +19,6 @@ from hypothesis import strategies as st
 
 from fieldcheck import core
 from fieldcheck._util.executor import Executor, InProcess, LocalPool, run_map
-from fieldcheck.runs._export import iter_items
 from fieldcheck.slots import ModelInput, _stream, _system, score_models
 from fieldcheck.slots._loaders import SlotFile, add_slot
 from fieldcheck.slots._score import ScorerState, SlotJob, SlotScorer, headers, score_chunk
@@ -87,7 +86,7 @@ def _run(given: list[tuple[str, Path]], out: Path, executor: Executor, tp: str) 
             "slots", given, settings, out=out, command="slots score", store=store, executor=executor
         )
     assert outcome.run_id is not None
-    items = [(i.key, i.seq, i.failed, i.model, i.result) for i in iter_items(store, outcome.run_id)]
+    items = [(i.key, i.seq, i.failed, i.model, i.result) for i in store.iter_items(outcome.run_id)]
     return {name: (out / name).read_bytes() for name in OUTPUTS}, items
 
 
