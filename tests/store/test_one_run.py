@@ -370,3 +370,68 @@ def test_a_ctrl_c_while_two_slot_models_are_scored_resumes_their_runs_once(
     [part] = store.list_runs(kind="calls")
     assert (run.id, part.id, part.parent_id) == (began["A, B"], began["B"], run.id)
     assert run.status == "finished" and run.metrics["models"]["B"]["f1"] == 1.0
+
+
+def test_a_ctrl_c_after_the_first_model_is_scored_resumes_it_into_the_same_run(
+    tmp_path: Path, chat_server: StartServer, monkeypatch: Any
+) -> None:
+    """Ctrl-C while the second model is scored, the first model's run already finished but its
+    folder not yet in place: both runs are left interrupted and the same command finishes the
+    same two runs with no call (the first was stored again beside its finished run: a
+    tester's finding)."""
+    from fieldcheck import core
+
+    server = chat_server(_reply)
+    system = type(core.get("json"))
+    scored = system.score
+    seen: list[int] = []
+
+    def second_ctrl_c(*args: Any, **kwargs: Any) -> Any:
+        seen.append(1)
+        if len(seen) == 2:
+            raise KeyboardInterrupt
+        return scored(*args, **kwargs)
+
+    args = ["json", "run", str(_data(tmp_path)), "--base-url", server.base_url]
+    args += ["--model", "m1", "--model", "m2", "--out", str(tmp_path / "out")]
+    args += ["--no-progress", "--bootstrap", "20"]
+    monkeypatch.setattr(system, "score", second_ctrl_c)
+    code, _, stderr = cli(*args)
+    assert code == 130 and len(seen) == 2, stderr
+    store = Store()
+    first = {r.model: (r.id, r.status) for r in store.list_runs()}
+    assert first["m1"][1] == first["m2"][1] == "interrupted"
+    asked = len(server.chat_requests)
+    monkeypatch.setattr(system, "score", scored)
+    code, _, stderr = cli(*args)
+    assert code == 0, stderr
+    assert len(server.chat_requests) == asked == 12
+    runs = store.list_runs()
+    assert {r.model: r.id for r in runs} == {m: i for m, (i, _) in first.items()}
+    assert all(r.status == "finished" and r.metrics for r in runs)
+
+
+def test_a_ctrl_c_while_the_folder_is_put_in_place_leaves_the_run_finished(
+    tmp_path: Path, chat_server: StartServer, monkeypatch: Any
+) -> None:
+    """Ctrl-C while a one-model run's folder is renamed into place takes effect once the run is
+    finished: the folder is complete and its run stays finished (it was marked interrupted, and
+    a later command with another --out resumed it there: a tester's finding)."""
+    from fieldcheck.reports import RunFolder
+
+    server = chat_server(_reply)
+    finish = RunFolder.finish
+
+    def interrupted_finish(self: RunFolder) -> None:
+        os.kill(os.getpid(), signal.SIGINT)
+        finish(self)
+
+    monkeypatch.setattr(RunFolder, "finish", interrupted_finish)
+    out = tmp_path / "out"
+    args = ["json", "run", str(_data(tmp_path)), "--base-url", server.base_url]
+    code, _, stderr = cli(*args, "--model", "m1", "--out", str(out), "--no-progress")
+    assert code == 130, stderr
+    assert "(complete)" in stderr
+    assert json.loads((out / "run.json").read_text())["complete"] is True
+    (run,) = Store().list_runs()
+    assert run.status == "finished" and run.metrics

@@ -27,7 +27,7 @@ from fieldcheck.core._pipeline import (
 )
 from fieldcheck.core._registry import get
 from fieldcheck.core._system import Runs
-from fieldcheck.reports import RunFolder, write_csv
+from fieldcheck.reports import RunFolder, interrupts_deferred, write_csv
 
 if TYPE_CHECKING:
     from fieldcheck.runner import ModelSpec, Runner
@@ -70,9 +70,9 @@ def run(
     through ``runner``, and score their predictions under ``settings`` into ``out`` (a path,
     None for a new folder, or an open folder) and their model runs in the store. ``loop`` runs
     the models' calls (the CLI's: Ctrl-C says how to resume); ``console`` takes the runner's
-    lines. Raises ``UsageProblem`` before anything is written, ``Interrupted`` on Ctrl-C (the
-    model runs not yet scored are left ``interrupted``: the same command resumes them, one run
-    per model), ``CannotWrite``."""
+    lines. Raises ``UsageProblem`` before anything is written, ``Interrupted`` on Ctrl-C (until the folder
+    is in place every model run is left ``interrupted``, those scored into a subfolder too: the
+    same command resumes them, one run per model), ``CannotWrite``."""
     named = get(system)
     if not isinstance(named, Runs):
         raise UsageProblem(f"{named.name} runs no model")
@@ -117,15 +117,16 @@ def run(
     with writing(folder, note):
         calls = loop(every_model())
         ran = Ran(calls, [], folder.destination)
-        pending = [c.run_id for c in calls]  # model runs not yet scored
         try:
             scoring = store if runner.store is not None else False  # the runner's failed: none
-            _score(named.name, found, task, specs, folder, ran, pending, command, scoring, events)
+            _score(named.name, found, task, specs, folder, ran, command, scoring, events)
+            with interrupts_deferred():  # a Ctrl-C meanwhile: once the folder is in place
+                finish_folder(folder, events)
         except KeyboardInterrupt:
-            for run_id in pending:  # left finished, a resume would store them again
-                _interrupted(runner, run_id)
+            if not folder.complete:  # a run left finished, a resume would store it again
+                for each in calls:
+                    _interrupted(runner, each.run_id)
             raise
-        finish_folder(folder, events)
     for outcome in ran.outcomes:
         outcome.scored.files = {k: folder.placed(p) for k, p in outcome.scored.files.items()}
     return ran
@@ -138,7 +139,6 @@ def _score(
     specs: Sequence[ModelSpec],
     folder: RunFolder,
     ran: Ran,
-    pending: list[str],
     command: str,
     store: bool | Store,
     events: Events,
@@ -169,8 +169,6 @@ def _score(
             events=events,
             extras=extras,
         )
-        for each in calls:
-            pending.remove(each.run_id)
         ran.outcomes.append(outcome)
         row = None if found.together else found.comparison(task, calls[0], outcome.scored)
         if row is not None:

@@ -354,6 +354,11 @@ class RunFolder:
             else:
                 info["signature"] = signature
 
+    @property
+    def complete(self) -> bool:
+        """The whole folder is in place (``finish`` renamed it)."""
+        return self._state.done
+
     def finish(self) -> None:
         """run.json says complete and the partial folder is renamed into place (onto the empty
         destination folder, if one was given). Only the whole folder finishes: a subfolder's
