@@ -83,3 +83,25 @@ def test_api_score_json_needs_the_servers_matcher_config_and_never_calls_a_reque
     stored = run["settings"]["config"]
     assert (stored["judge_base_url"], stored["judge_model"]) == (judge.base_url, "judge-1")
     assert asked == []
+
+
+def test_api_score_names_a_bad_line_by_the_file_sent_never_the_server_path(
+    serve: Serve, tmp_path: Path
+) -> None:
+    """A bad line's message in the answer's metrics names the upload as the client sent it
+    (``walk.jsonl:2``), not where the server keeps it under its data root (docs/api.md: a
+    message never holds a server path the client did not send; a tester's finding)."""
+    live = serve()
+    good = {"id": "a", "ground_truth": {"x": 1}, "output": {"x": 1}}
+    data = write(tmp_path / "walk.jsonl", json.dumps(good) + "\n{not json\n")
+    with httpx.Client(base_url=live.base_url, timeout=60) as http:
+        answer = http.post(
+            "/api/score/json",
+            files={"batch": ("walk.jsonl", data.read_bytes())},
+            data={"settings": json.dumps({"bootstrap": 0})},
+        )
+    assert answer.status_code == 200, answer.text
+    body = answer.json()
+    assert body["failed"] is True
+    assert "walk.jsonl:2" in json.dumps(body["metrics"])
+    assert str(tmp_path / "data") not in answer.text

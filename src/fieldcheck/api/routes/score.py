@@ -5,6 +5,7 @@ same stored run, the same metrics (issue 27 item 2)."""
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,7 @@ from fieldcheck._util.paths import safe_filename
 from fieldcheck.api._body import CheckedBodyRoute
 from fieldcheck.api._deps import Context
 from fieldcheck.api._errors import INVALID, JUDGE_FAILED, ApiError, error_responses
-from fieldcheck.api._evaluation import RUNS, request_folder, save_upload, score_run
+from fieldcheck.api._evaluation import RUNS, hidden, request_folder, save_upload, score_run
 
 router = APIRouter(
     prefix="/api/score",
@@ -52,17 +53,30 @@ _FORM = {
 }
 
 
-def _answer(outcome: core.Outcome) -> dict[str, Any]:
-    """What the route answers of a scored run (its files named inside its folder)."""
+def _hide(value: Any, shown: Mapping[str, str]) -> Any:
+    """``value`` (JSON) with every server path of ``shown`` in its strings named as the client
+    sent it (a bad line's message names its file)."""
+    if isinstance(value, str):
+        return hidden(value, shown)
+    if isinstance(value, list):
+        return [_hide(v, shown) for v in value]
+    if isinstance(value, dict):
+        return {k: _hide(v, shown) for k, v in value.items()}
+    return value
+
+
+def _answer(outcome: core.Outcome, shown: Mapping[str, str]) -> dict[str, Any]:
+    """What the route answers of a scored run (its files named inside its folder, no server
+    path the client did not send)."""
     scored, signature = outcome.scored, outcome.scored.signature
     if hasattr(signature, "model_dump"):  # a Signature model
         signature = signature.model_dump(mode="json")
     return {
         "run_id": outcome.run_id,
         "system": outcome.system,
-        "metrics": scored.metrics,
+        "metrics": _hide(scored.metrics, shown),
         "intervals": scored.intervals,
-        "signature": signature,
+        "signature": _hide(signature, shown),
         "failed": scored.failed,
         "files": sorted(
             p.relative_to(outcome.destination).as_posix() for p in outcome.files.values()
@@ -138,4 +152,4 @@ async def score_route(system: str, request: Request, ctx: Context) -> dict[str, 
         outcome = await run_in_threadpool(
             score_run, ctx, found.name, inputs, settings, out=base / "run", shown=shown
         )
-    return _answer(outcome)
+    return _answer(outcome, shown)
