@@ -14,3 +14,18 @@ def test_the_type_checking_imports_are_the_public_names() -> None:
     assert fieldcheck.metrics.parse_program is parse_program
     assert fieldcheck.runner.RunSpec is RunSpec
     assert "parse_program" in dir(fieldcheck.metrics) and "nope" not in dir(fieldcheck.runner)
+
+
+def test_eager_names_are_public_and_other_packages_names_resolve() -> None:
+    """``core`` imports its pipeline eagerly and its executors lazily: both are in ``__all__``;
+    ``jsoneval`` re-exports ``metrics.RqsWeights`` through its TYPE_CHECKING block."""
+    import fieldcheck.core
+    import fieldcheck.jsoneval
+    import fieldcheck.metrics
+
+    assert len(fieldcheck.core.__all__) == 38 and len(fieldcheck.jsoneval.__all__) == 61
+    assert {"score", "run_map", "Executor"} <= set(fieldcheck.core.__all__)
+    assert fieldcheck.jsoneval.RqsWeights is fieldcheck.metrics.RqsWeights
+    from fieldcheck.jsoneval._evaluate import evaluate
+
+    assert fieldcheck.jsoneval.evaluate is evaluate

@@ -109,10 +109,7 @@ def test_llm_judge_scores_caches_and_hides_key(chat_server, tmp_path: Path, monk
         return next(v for k, v in scores.items() if k in text)
 
     server = chat_server(script)
-    cache = DiskCache(tmp_path / "c.sqlite3")
-    judge = LLMJudge(
-        model="judge-1", base_url=server.base_url, kind="fuzzy", cache=cache, max_retries=0
-    )
+    judge = LLMJudge(model="judge-1", base_url=server.base_url, kind="fuzzy", max_retries=0)
     got = judge.similarities(["John Smyth", "garbled", "boom"], ["John Smith", "x", "y"])
     assert got[0] == Similarity(0.92)
     assert got[1].score is None and got[1].error is not None and "not a score" in got[1].error
@@ -123,9 +120,7 @@ def test_llm_judge_scores_caches_and_hides_key(chat_server, tmp_path: Path, monk
     assert server.headers[0]["authorization"] == "Bearer sk-secret-123"
     assert server.requests[0]["model"] == "judge-1" and server.requests[0]["temperature"] == 0
     sent = len(server.requests)
-    again = LLMJudge(
-        model="judge-1", base_url=server.base_url, kind="fuzzy", cache=cache, max_retries=0
-    )
+    again = LLMJudge(model="judge-1", base_url=server.base_url, kind="fuzzy", max_retries=0)
     got2 = again.similarities(["John Smyth"], ["John Smith"])
     assert got2 == [Similarity(0.92)] and len(server.requests) == sent  # served from the cache
     # errors are not cached: asking again asks the server again
@@ -133,11 +128,10 @@ def test_llm_judge_scores_caches_and_hides_key(chat_server, tmp_path: Path, monk
     assert len(server.requests) == sent + 1
 
 
-def test_llm_judge_cache_key_includes_prompt_kind(chat_server, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_llm_judge_cache_key_includes_prompt_kind(chat_server) -> None:  # type: ignore[no-untyped-def]
     server = chat_server(lambda req: "0.6" if "meaning" in req["messages"][0]["content"] else "0.3")
-    cache = DiskCache(tmp_path / "c.sqlite3")
-    fuzzy = LLMJudge(model="m", base_url=server.base_url, kind="fuzzy", cache=cache)
-    semantic = LLMJudge(model="m", base_url=server.base_url, kind="semantic", cache=cache)
+    fuzzy = LLMJudge(model="m", base_url=server.base_url, kind="fuzzy")
+    semantic = LLMJudge(model="m", base_url=server.base_url, kind="semantic")
     assert fuzzy.similarities(["a"], ["b"])[0].score == 0.3
     assert semantic.similarities(["a"], ["b"])[0].score == 0.6
 

@@ -11,7 +11,7 @@ import pytest
 from slots_helpers import slot
 
 from chat_server import Reply, user_text
-from fieldcheck.matchers import DiskCache, LLMJudge
+from fieldcheck.matchers import LLMJudge
 from fieldcheck.slots import ModelInput, load_judge_scores, load_latencies, load_slots, score_models
 
 Jsonl = Callable[[str, list[Any]], Path]
@@ -199,9 +199,7 @@ def test_judge_endpoint_scores_predicted_slots_and_errors_are_not_zero(
         return "0.8"
 
     server = chat_server(script)
-    judge = LLMJudge(
-        model="judge-1", base_url=server.base_url, kind="slot", cache=DiskCache(), max_retries=0
-    )
+    judge = LLMJudge(model="judge-1", base_url=server.base_url, kind="slot", max_retries=0)
     run = score_models(
         load_slots(jsonl("gold.jsonl", GOLD)), [_model(jsonl, "m", PRED)], judge=judge, bootstrap=0
     )
@@ -326,7 +324,7 @@ def test_judge_endpoint_answers_are_cached(jsonl: Jsonl, chat_server: Any) -> No
     gold = load_slots(jsonl("gold.jsonl", GOLD))
 
     def run() -> Any:
-        judge = LLMJudge(model="j", base_url=server.base_url, kind="slot", cache=DiskCache())
+        judge = LLMJudge(model="j", base_url=server.base_url, kind="slot")
         return score_models(gold, [_model(jsonl, "m", PRED)], judge=judge, bootstrap=0)
 
     first = run()

@@ -4,7 +4,7 @@ executors (imported on first use)."""
 
 from typing import TYPE_CHECKING
 
-from fieldcheck._util.lazy import lazy_names
+from fieldcheck._util.lazy import typed_lazy_names
 from fieldcheck.core._inputs import check_roles, model_label, read_settings
 from fieldcheck.core._pipeline import (
     NO_CACHE_NOTE,
@@ -39,47 +39,4 @@ from fieldcheck.core._system import (
 if TYPE_CHECKING:
     from fieldcheck.core._executor import Executor, InProcess, LocalPool, finish, run_map
 
-_HOME = {name: "_executor" for name in ("Executor", "InProcess", "LocalPool", "finish", "run_map")}
-
-__all__ = [
-    "NO_CACHE_NOTE",
-    "Breakdown",
-    "Column",
-    "Events",
-    "Executor",
-    "Imports",
-    "InProcess",
-    "Inputs",
-    "Interrupted",
-    "Into",
-    "LocalPool",
-    "Metrics",
-    "Outcome",
-    "Progress",
-    "Ran",
-    "Rescores",
-    "Runs",
-    "System",
-    "Write",
-    "check_out",
-    "check_roles",
-    "find",
-    "finish",
-    "finish_folder",
-    "finish_run",
-    "get",
-    "model_label",
-    "names",
-    "open_folder",
-    "open_recorder",
-    "read_settings",
-    "register",
-    "run",
-    "run_map",
-    "score",
-    "stored_line",
-    "unregister",
-    "writing",
-]
-
-__getattr__, __dir__ = lazy_names(__name__, _HOME, globals())
+__getattr__, __dir__, __all__ = typed_lazy_names(globals())

@@ -8,133 +8,76 @@ with flat memory (``json batch``);
 ``SYSTEM.run_model`` asks a model to extract JSON from documents (``fieldcheck json run``).
 """
 
-from fieldcheck.jsoneval._config import (
-    EvalConfig,
-    MatcherFamily,
-    SafetyCheck,
-    StrategyConfig,
-    load_strategies,
-    parse_strategies,
-    parse_weights,
-)
-from fieldcheck.jsoneval._evaluate import (
-    MatcherError,
-    build_matchers,
-    coerce_output,
-    evaluate,
-    evaluate_batch,
-    make_signature,
-)
-from fieldcheck.jsoneval._example import bundled_example
-from fieldcheck.jsoneval._extract import (
-    PROMPT_ID,
-    ExtractRecord,
-    ModelRun,
-    build_messages,
-    document_digest,
-    document_from_prompt,
-    load_schema,
-    parse_reply,
-    read_documents,
-)
-from fieldcheck.jsoneval._io import (
-    FIELDS_CSV_COLUMNS,
-    StreamedBatch,
-    read_batch,
-    record_error,
-    stream_batch_outputs,
-    write_batch_outputs,
-)
-from fieldcheck.jsoneval._models import (
-    MAX_DEPTH,
-    PUBLIC_KEYS,
-    BatchRecord,
-    BatchResult,
-    BatchSummary,
-    FieldResult,
-    FieldSummary,
-    JsonEvalResult,
-    OutputKind,
-    RecordError,
-    RecordResult,
-)
-from fieldcheck.jsoneval._report import write_batch_report
-from fieldcheck.jsoneval._safety import LeakKind, SafetyFinding, find_leaks
-from fieldcheck.jsoneval._saved import (
-    SECTIONS,
-    SavedConfig,
-    Section,
-    SectionError,
-    Thresholds,
-    merged_config,
-    parse_section,
-    parse_weight_map,
-    resolve_config,
-)
-from fieldcheck.jsoneval._stream import CHUNK_LINES, BatchReader, Failed, Item, Throttle
-from fieldcheck.jsoneval._system import SYSTEM
-from fieldcheck.metrics import RqsWeights, Strategy
+from typing import TYPE_CHECKING
 
-__all__ = [
-    "CHUNK_LINES",
-    "FIELDS_CSV_COLUMNS",
-    "MAX_DEPTH",
-    "PROMPT_ID",
-    "PUBLIC_KEYS",
-    "SECTIONS",
-    "SYSTEM",
-    "BatchReader",
-    "BatchRecord",
-    "BatchResult",
-    "BatchSummary",
-    "EvalConfig",
-    "ExtractRecord",
-    "Failed",
-    "FieldResult",
-    "FieldSummary",
-    "Item",
-    "JsonEvalResult",
-    "LeakKind",
-    "MatcherError",
-    "MatcherFamily",
-    "ModelRun",
-    "OutputKind",
-    "RecordError",
-    "RecordResult",
-    "RqsWeights",
-    "SafetyCheck",
-    "SafetyFinding",
-    "SavedConfig",
-    "Section",
-    "SectionError",
-    "Strategy",
-    "StrategyConfig",
-    "StreamedBatch",
-    "Thresholds",
-    "Throttle",
-    "build_matchers",
-    "build_messages",
-    "bundled_example",
-    "coerce_output",
-    "document_digest",
-    "document_from_prompt",
-    "evaluate",
-    "evaluate_batch",
-    "find_leaks",
-    "load_schema",
-    "load_strategies",
-    "make_signature",
-    "merged_config",
-    "parse_reply",
-    "parse_section",
-    "parse_strategies",
-    "parse_weight_map",
-    "parse_weights",
-    "read_batch",
-    "read_documents",
-    "record_error",
-    "resolve_config",
-    "stream_batch_outputs",
-    "write_batch_outputs",
-    "write_batch_report",
-]
+from fieldcheck._util.lazy import typed_lazy_names
+
+if TYPE_CHECKING:  # the names as type checkers and editors see them
+    from fieldcheck.jsoneval._config import (
+        EvalConfig,
+        MatcherFamily,
+        SafetyCheck,
+        StrategyConfig,
+        load_strategies,
+        parse_strategies,
+        parse_weights,
+    )
+    from fieldcheck.jsoneval._evaluate import (
+        MatcherError,
+        build_matchers,
+        coerce_output,
+        evaluate,
+        evaluate_batch,
+        make_signature,
+    )
+    from fieldcheck.jsoneval._example import bundled_example
+    from fieldcheck.jsoneval._extract import (
+        PROMPT_ID,
+        ExtractRecord,
+        ModelRun,
+        build_messages,
+        document_digest,
+        document_from_prompt,
+        load_schema,
+        parse_reply,
+        read_documents,
+    )
+    from fieldcheck.jsoneval._io import (
+        FIELDS_CSV_COLUMNS,
+        StreamedBatch,
+        read_batch,
+        record_error,
+        stream_batch_outputs,
+        write_batch_outputs,
+    )
+    from fieldcheck.jsoneval._models import (
+        MAX_DEPTH,
+        PUBLIC_KEYS,
+        BatchRecord,
+        BatchResult,
+        BatchSummary,
+        FieldResult,
+        FieldSummary,
+        JsonEvalResult,
+        OutputKind,
+        RecordError,
+        RecordResult,
+    )
+    from fieldcheck.jsoneval._report import write_batch_report
+    from fieldcheck.jsoneval._safety import LeakKind, SafetyFinding, find_leaks
+    from fieldcheck.jsoneval._saved import (
+        SECTIONS,
+        SavedConfig,
+        Section,
+        SectionError,
+        Thresholds,
+        merged_config,
+        parse_section,
+        parse_weight_map,
+        resolve_config,
+    )
+    from fieldcheck.jsoneval._stream import CHUNK_LINES, BatchReader, Failed, Item, Throttle
+    from fieldcheck.jsoneval._system import SYSTEM
+    from fieldcheck.metrics import RqsWeights, Strategy
+
+__getattr__, __dir__, __all__ = typed_lazy_names(globals())

@@ -54,22 +54,21 @@ logger = logging.getLogger("fieldcheck")
 
 def build_matchers(config: EvalConfig, *, cache: DiskCache | None = None) -> dict[str, Matcher]:
     """The FUZZY and SEMANTIC matchers of ``config.matcher``: local (rapidfuzz + MiniLM) or llm (judge)."""
-    cache = cache if cache is not None else DiskCache()
     if config.matcher == "llm":
         if not (config.judge_model and config.judge_base_url):  # EvalConfig validates this too
             raise ValueError("matcher 'llm' needs judge_base_url and judge_model")
         return {
             "FUZZY": LLMJudge(
-                model=config.judge_model, base_url=config.judge_base_url, kind="fuzzy", cache=cache
+                model=config.judge_model, base_url=config.judge_base_url, kind="fuzzy"
             ),
             "SEMANTIC": LLMJudge(
-                model=config.judge_model,
-                base_url=config.judge_base_url,
-                kind="semantic",
-                cache=cache,
+                model=config.judge_model, base_url=config.judge_base_url, kind="semantic"
             ),
         }
-    return {"FUZZY": FuzzyMatcher(), "SEMANTIC": SemanticMatcher(cache=cache)}
+    return {
+        "FUZZY": FuzzyMatcher(),
+        "SEMANTIC": SemanticMatcher(cache=cache if cache is not None else DiskCache()),
+    }
 
 
 def make_signature(

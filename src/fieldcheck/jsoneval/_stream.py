@@ -1342,9 +1342,9 @@ def _job(config: EvalConfig, source: str | None, store: bool, keep: bool) -> Job
 @lru_cache(maxsize=65536)
 def _tag(path: str) -> str:
     """A field's tag in the store: its name as fields.csv writes it, cut to TAG_CHARS."""
-    from fieldcheck.store import TAG_CHARS, field_name
+    from fieldcheck.store import TAG_CHARS
 
-    return field_name(path)[:TAG_CHARS]
+    return wildcard_path(path)[:TAG_CHARS]
 
 
 StoreRow = tuple[str, bool | None, str | None, tuple[str, ...], bytes]

@@ -19,9 +19,9 @@ from fieldcheck.jsoneval._config import EvalConfig
 from fieldcheck.jsoneval._extract import JsonRuns
 from fieldcheck.jsoneval._models import BatchRecord, RecordError
 from fieldcheck.jsoneval._stream import CHUNK_LINES, SCORES, BatchReader, Failed, Item
-from fieldcheck.metrics import RqsWeights
+from fieldcheck.metrics import RqsWeights, wildcard_path
 from fieldcheck.reports import RunFolder, Scored
-from fieldcheck.store import ItemColumns, add_tag, field_name
+from fieldcheck.store import ItemColumns, add_tag
 
 if TYPE_CHECKING:
     from fieldcheck.store import RunRecorder
@@ -175,11 +175,11 @@ class JsonSystem(JsonRuns):
         for name, result in (item.get("fields") or {}).items():
             score = result.get("score") if isinstance(result, Mapping) else None
             if score is not None and score < 1:  # None: IGNORE
-                add_tag(tags, field_name(name), True)
+                add_tag(tags, wildcard_path(name), True)
         buckets = item.get("buckets") or {}
         for bucket in ("aio_missing_or_null", "gt_null_aio_has_value", "extra_keys"):
             for name in buckets.get(bucket) or ():
-                add_tag(tags, field_name(str(name)), True)
+                add_tag(tags, wildcard_path(str(name)), True)
         failed = bool(tags) or item.get("output_kind", "object") != "object"
         return ItemColumns(key, failed, tags=tags)
 
@@ -385,7 +385,7 @@ class JsonSystem(JsonRuns):
         first = next(_jsonl(folder / "records.jsonl"), {})  # its strategies: those it scored
         strategies: dict[str, str] = {}
         for name, scored in (first.get("fields") or {}).items():
-            strategies.setdefault(field_name(name), scored.get("strategy", "EXACT"))
+            strategies.setdefault(wildcard_path(name), scored.get("strategy", "EXACT"))
         signature = summary.get("signature") or {}
         sig = signature.get("settings", {})
         stored = dict(settings)

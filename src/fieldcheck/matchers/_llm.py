@@ -21,7 +21,6 @@ from typing import Any, Literal
 import orjson
 
 from fieldcheck.matchers._base import Similarity, check_pairs
-from fieldcheck.matchers._cache import DiskCache
 from fieldcheck.runner import CallResult, ModelSpec, Runner, RunnerSettings
 from fieldcheck.store import Store
 
@@ -135,7 +134,6 @@ class LLMJudge:
         base_url: str,
         kind: JudgeKind = "semantic",
         api_key: str | None = None,
-        cache: DiskCache | None = None,
         use_cache: bool = True,
         store: Store | None = None,
         max_concurrency: int = 4,
@@ -148,7 +146,6 @@ class LLMJudge:
         self.base_url = base_url
         self.kind: JudgeKind = kind
         self.prompt = PROMPTS[kind]
-        # ``cache`` is accepted for callers of the first release; replies are cached in the store.
         self.use_cache = use_cache
         self._store = store
         self.max_concurrency = max(1, max_concurrency)

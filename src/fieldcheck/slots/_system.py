@@ -355,9 +355,9 @@ class SlotsSystem(SlotsRuns):
             judge = None
             url, model = settings.get("judge_base_url"), settings.get("judge_model")
             if url and model:
-                from fieldcheck.matchers import DiskCache, LLMJudge
+                from fieldcheck.matchers import LLMJudge
 
-                judge = LLMJudge(model=model, base_url=url, kind="slot", cache=DiskCache())
+                judge = LLMJudge(model=model, base_url=url, kind="slot")
             yield SlotsRead(part, gold_file, models, judge, pool if workers == 2 else None)
 
     def score(

@@ -18,7 +18,6 @@ if TYPE_CHECKING:  # the names as type checkers and editors see them
         TAG_CHARS,
         ItemColumns,
         add_tag,
-        field_name,
         plain_columns,
     )
     from fieldcheck.store._recorder import RunRecorder

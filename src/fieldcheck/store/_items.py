@@ -10,14 +10,12 @@ which is neither; its ``error_type`` says why. Each system derives them from its
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
 TAG_CHARS = 512
 MODEL_CHARS = 255
-_INDEX = re.compile(r"\[\d+\]")
 
 
 class ItemColumns(NamedTuple):
@@ -30,11 +28,6 @@ class ItemColumns(NamedTuple):
     turn: int | None = None
     error_type: str | None = None
     tags: Mapping[str, bool] = MappingProxyType({})
-
-
-def field_name(path: str) -> str:
-    """``items[3].sku`` -> ``items[*].sku``: one name for every index, as fields.csv has it."""
-    return _INDEX.sub("[*]", path)
 
 
 def add_tag(tags: dict[str, bool], name: str, failed: bool) -> None:
