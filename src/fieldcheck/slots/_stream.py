@@ -420,5 +420,9 @@ def partitioned(
         folder = Path(tempfile.mkdtemp(prefix=".fieldcheck-slots-"))
     try:
         yield Partition(paths, folder, k, sides, parallel_bytes=parallel_bytes, pool=pool)
+    except BaseException:
+        if pool is not None:  # its reading tasks write into the folder: stopped before it goes
+            pool.close(kill=True)
+        raise
     finally:
         shutil.rmtree(folder, ignore_errors=True)
