@@ -598,3 +598,16 @@ def test_fieldcheck_score_names_a_bad_setting_by_its_key_in_settings(tmp_path: P
         assert f"error: {line}" in stderr and "--bootstrap" not in stderr, (args, stderr)
         assert len(stderr.strip().splitlines()) == 1
     assert not (tmp_path / "r").exists()
+
+
+def test_fieldcheck_score_names_its_own_out_option_as_itself(tmp_path: Path) -> None:
+    """``--out`` is the generic command's own option: a non-empty one is named ``--out``, not a
+    key in --settings (a tester's finding: ``out (in --settings): ... holds files``)."""
+    out = tmp_path / "r"
+    out.mkdir()
+    (out / "mine.txt").write_text("keep")
+    batch = ROOT / "examples" / "json" / "invoices.jsonl"
+    code, stdout, stderr = _cli("score", "json", f"batch={batch}", "--out", str(out))
+    assert code == 2 and stdout == "", stderr
+    assert stderr.startswith("error: --out: ") and "--settings" not in stderr, stderr
+    assert (out / "mine.txt").read_text() == "keep"

@@ -105,3 +105,22 @@ def test_api_score_names_a_bad_line_by_the_file_sent_never_the_server_path(
     assert body["failed"] is True
     assert "walk.jsonl:2" in json.dumps(body["metrics"])
     assert str(tmp_path / "data") not in answer.text
+
+
+def test_api_score_names_a_bad_setting_by_its_key_and_never_a_cli_option(
+    serve: Serve, tmp_path: Path
+) -> None:
+    """A refused setting is the 422's field ``settings.KEY`` and its message names the key, not
+    the system's own command's option (``--bootstrap``; a tester's finding)."""
+    live = serve()
+    data = write(tmp_path / "b.jsonl", json.dumps({"id": "a", "ground_truth": {}}) + "\n")
+    with httpx.Client(base_url=live.base_url, timeout=60) as http:
+        answer = http.post(
+            "/api/score/json",
+            files={"batch": ("b.jsonl", data.read_bytes())},
+            data={"settings": json.dumps({"bootstrap": -1})},
+        )
+    assert answer.status_code == 422, answer.text
+    body = answer.json()
+    assert body["field"] == "settings.bootstrap", body
+    assert "--" not in json.dumps(body)

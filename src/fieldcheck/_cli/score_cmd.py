@@ -4,7 +4,6 @@ inputs by role, the same stored settings, the same run and metrics."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any
@@ -82,32 +81,11 @@ def _inputs(system: core.System, given: list[str]) -> list[tuple[str, Path]]:
     return inputs
 
 
-def _in_settings(settings: Mapping[str, Any], key: str) -> str:
-    """Where ``key`` is in the given settings: ``key``, or ``config.key`` when nested."""
-    if key not in settings:
-        for name, value in settings.items():
-            if isinstance(value, Mapping) and key in value:
-                return f"{name}.{key}"
-    return key
-
-
 def _renamed(system: core.System, settings: Mapping[str, Any], exc: UsageProblem) -> UsageProblem:
-    """A system's problem as this command names things: its ``prepare`` names the options of
-    the system's own command (``--bootstrap``, ``--gold``), here a setting in ``--settings``
-    (``bootstrap``, ``config.weights``) or an input's role (``gold``, ``pred:NAME``)."""
-    if not exc.param:
-        return exc
-    roles = [role for role, _ in getattr(system, "inputs", ())]
-    message, shown, setting = exc.message, [], False
-    for part in exc.param.split("/"):
-        name = part.removeprefix("--")
-        role = next((r for r in roles if r.split(":")[0] == name), None)
-        if role is None and (part.startswith("--") or name in settings):
-            role, setting = _in_settings(settings, name.replace("-", "_")), True
-            if part.startswith("--"):
-                message = re.sub(rf"{re.escape(part)}\b", role, message)
-        shown.append(role or name)
-    return UsageProblem(message, "/".join(shown) + (" (in --settings)" if setting else ""))
+    """A system's problem as this command names things (``core.renamed``): a setting as its key
+    in ``--settings``, an input by its role, ``--out`` as itself."""
+    message, name, setting = core.renamed(system, settings, exc, own=("--out",))
+    return UsageProblem(message, name + (" (in --settings)" if setting else ""))
 
 
 def _table(system: core.System, label: str, scored: Any) -> Table:

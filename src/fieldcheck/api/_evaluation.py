@@ -109,7 +109,8 @@ def score_run(
     """``core.score`` of ``inputs`` into the run folder ``out`` and the app's store, in the
     caller's worker thread (runs of other requests go on at once; their plots are drawn one at
     a time: ``reports.PLOTTING``). Each server path of ``shown`` is named as the client sent it; a ``UsageProblem``
-    is a 422 whose field is its param (renamed by ``params``), ``CannotWrite`` a 507, a judge
+    is a 422 whose field is its param (renamed by ``params``; without them a setting
+    ``settings.KEY`` and an input its role), ``CannotWrite`` a 507, a judge
     that gives no similarity a 502."""
     label, models = core.model_label(core.get(system), inputs)
     events = core.Events(warn=lambda line: _log.warning("%s", hidden(line, shown)))
@@ -127,8 +128,12 @@ def score_run(
             extras={"matchers": ctx.matchers.get(), "matcher_config": server_matcher(ctx)},
         )
     except UsageProblem as exc:
-        field = (params or {}).get(exc.param or "", exc.param)
-        raise ApiError(422, hidden(exc.message, shown), field=field) from None
+        if params is None:  # the generic route: a setting by its key, an input by its role
+            message, name, setting = core.renamed(core.get(system), settings, exc)
+            field = f"settings.{name}" if setting else name or None
+        else:
+            message, field = exc.message, params.get(exc.param or "", exc.param)
+        raise ApiError(422, hidden(message, shown), field=field) from None
     except CannotWrite as exc:
         raise ApiError(507, hidden(str(exc), shown)) from None
     except MatcherError as exc:

@@ -4,7 +4,8 @@ settings as JSON text."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -67,3 +68,35 @@ def model_label(system: System, inputs: Sequence[tuple[str, Path]]) -> tuple[str
     order = [role for role, _ in system.inputs]
     _, last = max(inputs, key=lambda given: order.index(given[0]) if given[0] in order else -1)
     return Path(last).stem, []
+
+
+def _in_settings(settings: Mapping[str, Any], key: str) -> str:
+    """Where ``key`` is in the given settings: ``key``, or ``config.key`` when nested."""
+    if key not in settings:
+        for name, value in settings.items():
+            if isinstance(value, Mapping) and key in value:
+                return f"{name}.{key}"
+    return key
+
+
+def renamed(
+    system: System, settings: Mapping[str, Any], exc: UsageProblem, *, own: Sequence[str] = ()
+) -> tuple[str, str, bool]:
+    """A system's problem as a caller without its command's options names things: its
+    ``prepare`` names the options of the system's own command (``--bootstrap``, ``--gold``),
+    here a setting (``bootstrap``, ``config.weights``) or an input's role (``gold``,
+    ``pred:NAME``); ``own`` are the caller's own options, kept. Returns (message, name, whether
+    the name is a setting)."""
+    if not exc.param or exc.param in own:
+        return exc.message, exc.param or "", False
+    roles = [role for role, _ in getattr(system, "inputs", ())]
+    message, shown, setting = exc.message, [], False
+    for part in exc.param.split("/"):
+        name = part.removeprefix("--")
+        role = next((r for r in roles if r.split(":")[0] == name), None)
+        if role is None and (part.startswith("--") or name in settings):
+            role, setting = _in_settings(settings, name.replace("-", "_")), True
+            if part.startswith("--"):
+                message = re.sub(rf"{re.escape(part)}\b", role, message)
+        shown.append(role or name)
+    return message, "/".join(shown), setting
