@@ -344,7 +344,7 @@ def test_the_api_refuses_what_the_fourth_system_cannot_score(
     assert missing.json() == {"detail": "label needs data (it takes data)", "field": "data"}
     setting = client.post("/api/score/label", files=sent, data={"settings": '{"ignore_case": 1}'})
     assert setting.status_code == 422
-    assert setting.json() == {"detail": "must be true or false", "field": "ignore_case"}
+    assert setting.json() == {"detail": "must be true or false", "field": "settings.ignore_case"}
     not_json = client.post("/api/score/label", files=sent, data={"settings": "[1"})
     assert (not_json.status_code, not_json.json()["field"]) == (422, "settings")
     bad = {"data": ("mine.jsonl", b'{"id": "a", "label": "x", "predicted": "x"}\nnot json\n')}
