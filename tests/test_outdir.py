@@ -208,12 +208,18 @@ def test_a_ctrl_c_says_what_was_written_and_where_the_unfinished_folder_is(
     note = core.NO_CACHE_NOTE if no_cache else ""
     with pytest.raises(typer.Exit) as stopped, pipeline_errors(), core.writing(folder, note):
         folder.write_text("a.txt", "1")
+        (folder.path / "m").mkdir()
+        (folder.path / "m" / "plot.png").write_bytes(b"png")  # as matplotlib writes a plot
+        (folder.path / "b.txt").write_text("half")  # expected, begun, not finished
         raise KeyboardInterrupt
     assert stopped.value.exit_code == 130
     tail = ", which calls every model again: --no-cache kept no reply" if no_cache else ""
+    # every file the folder holds (run.json and the plot too, not only what went through
+    # ``atomic``: the line under-reported), and the expected file not finished
     assert capsys.readouterr().err.strip() == (
-        f"interrupted: 1 file written (a.txt) in {out}{PARTIAL}; not written: b.txt (run.json "
-        f"says complete: false); the same command with --out {out} continues it{tail}"
+        f"interrupted: 4 files (a.txt, b.txt, m/plot.png, run.json) in {out}{PARTIAL}; not "
+        f"finished: b.txt (run.json says complete: false); the same command with --out {out} "
+        f"continues it{tail}"
     )
     assert not out.exists()
 

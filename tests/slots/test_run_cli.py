@@ -617,9 +617,9 @@ def test_a_ctrl_c_while_scoring_says_what_is_left_and_the_same_command_finishes_
         result = invoke(files, server.base_url, "--model", "m")
     assert result.exit_code == 130, result.output
     assert (
-        f"interrupted: 5 files written (latency_m.jsonl, memory_m.jsonl, pred_m.jsonl, runs.json, "
-        f"session_errors.jsonl) in {out}.fieldcheck-partial (run.json says complete: false); the "
-        f"same command with --out {out} continues it" in flat(result.output)
+        f"interrupted: 6 files (latency_m.jsonl, memory_m.jsonl, pred_m.jsonl, run.json, "
+        f"runs.json, session_errors.jsonl) in {out}.fieldcheck-partial (run.json says complete: "
+        f"false); the same command with --out {out} continues it" in flat(result.output)
     )
     run_id = json.loads((Path(f"{out}.fieldcheck-partial") / "runs.json").read_text())
     run_id = run_id["runs"]["m"]["run_id"]

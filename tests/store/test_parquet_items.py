@@ -327,3 +327,40 @@ def test_deleting_a_run_removes_its_item_files_and_keeps_a_users_file(
     assert store.items_file("../" + kept.id) is None and not store.delete_run("..")
     with pytest.raises(ValueError, match="not a run id"):
         store.run_folder("../x")
+
+
+def test_threads_querying_at_once_share_one_duckdb_connection(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Concurrent API requests each take a cursor of the store's one DuckDB connection: two
+    threads that both found none made two, and one was never closed."""
+    import threading
+    import time
+
+    import duckdb
+
+    made: list[Any] = []
+    connect = duckdb.connect
+
+    def slow_connect(*args: Any, **kwargs: Any) -> Any:
+        time.sleep(0.05)  # a window in which every other thread also finds no connection
+        made.append(connect(*args, **kwargs))
+        return made[-1]
+
+    monkeypatch.setattr(duckdb, "connect", slow_connect)
+    start = threading.Barrier(16)
+    answers: list[int] = []
+
+    def query() -> None:
+        start.wait()
+        answers.append(store._duck().execute("SELECT 41 + 1").fetchone()[0])
+
+    threads = [threading.Thread(target=query) for _ in range(16)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert answers == [42] * 16
+    assert len(made) == 1
+    store.close()
+    assert store._duckdb is None

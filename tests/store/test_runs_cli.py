@@ -9,10 +9,11 @@ import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
-from runs_data import HOSTILE, json_folder, numeric_folder, slots_folder
+from runs_data import HOSTILE, ROOT, json_folder, numeric_folder, slots_folder
 from typer.testing import CliRunner
 
 from fieldcheck._cli.main import app
@@ -394,3 +395,35 @@ def test_delete_of_a_run_whose_items_cannot_be_removed_deletes_nothing(tmp_path:
     assert store.count_items(run.id) == 3
     assert runs("delete", run.id)[0] == 0  # writable again
     assert store.get_run(run.id) is None and not folder.exists()
+
+
+def test_import_names_the_model_the_run_was_stored_under(
+    tmp_path: Path, chat_server: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``runs import`` of a folder, into another store, stores the run under the model its
+    command stored it under (run.json's models; ``numeric score``'s predictions file), not the
+    folder's name; a folder of several models names each model's folder, whose run is its
+    model's."""
+    plan = '{"steps": [{"tool": "extract", "value": 6135.4, "source": "text"}]}'
+    server = chat_server(lambda _: plan)
+    data = ROOT / "examples/numeric/data.json"
+    out = tmp_path / "evaluated"
+    args = ["numeric", "evaluate", "--data", str(data), "--base-url", server.base_url]
+    args += ["--sample-size", "1", "--bootstrap", "0", "--no-progress", "--max-retries", "0"]
+    for models, folder in ((["m"], out), (["m", "m2"], tmp_path / "two")):
+        chosen = [part for m in models for part in ("--model", f"{m}=scripted")]
+        result = CliRunner().invoke(app, [*args, *chosen, "--out", str(folder)])
+        assert result.exit_code in (0, 3), result.output
+    monkeypatch.setenv("FIELDCHECK_DATABASE_URL", f"sqlite:///{tmp_path / 'other.sqlite3'}")
+    imported = {
+        name: orjson.loads(runs("import", str(folder), "--json")[1])["model"]
+        for name, folder in (
+            ("evaluate", out),
+            ("score", numeric_folder(tmp_path)),
+            ("second model", tmp_path / "two" / "m2"),
+        )
+    }
+    assert imported == {"evaluate": "m", "score": "predictions_model_a", "second model": "m2"}
+    code, _, stderr = runs("import", str(tmp_path / "two"))
+    assert code == 2 and "holds a run per model; import each model's folder:" in stderr
+    assert f"{tmp_path / 'two' / 'm'}, {tmp_path / 'two' / 'm2'}" in " ".join(stderr.split())

@@ -102,6 +102,15 @@ def check_destination(dest: Path) -> None:
         raise FolderError(f"{dest} is the current folder; give a new or empty folder by its name")
 
 
+def _files(folder: Path) -> list[str]:
+    """The files under ``folder``, by their paths inside it (none when it cannot be read)."""
+    return [
+        (Path(root) / name).relative_to(folder).as_posix()
+        for root, _, names in os.walk(folder)
+        for name in names
+    ]
+
+
 def _read_info(path: Path) -> dict[str, Any] | None:
     try:
         value = orjson.loads(path.read_bytes())
@@ -292,7 +301,7 @@ class RunFolder:
     # ------------------------------------------------------------------ writing
 
     def expect(self, *names: str) -> None:
-        """Files this run means to write (named in the Ctrl-C line when they are not written)."""
+        """Files this run means to write (named in the Ctrl-C line when they are not finished)."""
         for name in names:
             self._state.expected.setdefault(self._rel(name), None)
 
@@ -384,18 +393,19 @@ class RunFolder:
         state.done = True
 
     def interrupted_line(self, note: str = "") -> str:
-        """What a Ctrl-C left: the files written, where, and how to go on; ``note`` says what
-        going on costs."""
+        """What a Ctrl-C left: every file the folder holds (whatever wrote it: run.json, plots,
+        reports), where, the files this run meant to write and did not finish, and how to go
+        on; ``note`` says what going on costs."""
         state = self._state
-        written = state.written
-        missing = [n for n in state.expected if n not in written]
-        where = state.temp if not state.done else state.dest
-        text = f"interrupted: {len(written)} file{'' if len(written) == 1 else 's'} written"
-        text += f" ({_some(written)})" if written else ""
+        where = state.dest if state.done else state.temp
+        held = _files(where)
+        text = f"interrupted: {len(held)} file{'' if len(held) == 1 else 's'}"
+        text += f" ({_some(held)})" if held else ""
         text += f" in {where}"
         if state.done:
             return text + " (complete)"
-        text += f"; not written: {_some(missing)}" if missing else ""
+        missing = [n for n in state.expected if n not in state.written]
+        text += f"; not finished: {_some(missing)}" if missing else ""
         if state.info is None:
             return text + f" (run the command again{note})"
         return (

@@ -13,7 +13,10 @@ from typing import Any
 from fieldcheck import core
 from fieldcheck._util.errors import InputError
 from fieldcheck._util.jsonio import loads
+from fieldcheck._util.paths import unique_filenames
 from fieldcheck.store import RunInfo, RunRecorder, Store, sha256_file
+
+_SUMMARIES = ("summary.json", "metrics.json", "statistics.json")
 
 
 def system_of(folder: Path) -> str:
@@ -61,18 +64,18 @@ def record_folder(
     can be re-scored; for slots ``("gold", FILE)`` and ``("pred:NAME", FILE)`` per model (a
     ``slots run`` folder names its prediction files in runs.json), without which only the
     metrics are stored. Those run.json names that were not given are used when unchanged
-    (``_named_inputs``). ``model`` defaults to run.json's model or the folder's name.
+    (``_named_inputs``). ``model`` defaults to the model the run was stored under
+    (``_recorded_model``), else the folder's name.
     A folder the store already holds a finished run of (stored by its command or imported) is
     an ``InputError`` naming that run, unless ``model`` asks for another name.
     """
     folder = Path(out_dir)
     name = system_of(folder)
     inputs = [*inputs, *_named_inputs(folder, {role for role, _ in inputs})]
-    summaries = ("summary.json", "metrics.json", "statistics.json")
-    if not any((folder / s).is_file() for s in summaries):
-        models = sorted(p.name for p in folder.iterdir() if (p / "run.json").is_file())
-        if models:  # json run's and numeric evaluate's folder: one run per model inside
-            listed = ", ".join(str(folder / m) for m in models)
+    if not any((folder / s).is_file() for s in _SUMMARIES):
+        subs = [p for p in sorted(folder.iterdir()) if any((p / s).is_file() for s in _SUMMARIES)]
+        if subs:  # json run's and a several-model run's folder: one run per model inside
+            listed = ", ".join(map(str, subs))
             raise InputError(
                 f"holds a run per model; import each model's folder: {listed}", file=folder
             )
@@ -87,7 +90,7 @@ def record_folder(
                 file=folder,
             )
     model, inputs, stored, signature, write = system.import_folder(
-        folder, inputs, model=model, settings={}
+        folder, inputs, model=model or _recorded_model(folder, system), settings={}
     )
     with RunRecorder.open(
         store,
@@ -101,6 +104,22 @@ def record_folder(
     ) as recorder:
         metrics, intervals = write(recorder)
         return recorder.finish(metrics=metrics, intervals=intervals)
+
+
+def _recorded_model(folder: Path, system: core.System) -> str | None:
+    """The model a run folder's command stored its run under: run.json's models
+    (``", "``-joined), else as the command names it from its inputs (``core.model_label``:
+    ``numeric score``'s predictions file); a model's subfolder, by its parent's run.json. None
+    without a run.json (an earlier version's folder)."""
+    info = _run_json(folder)
+    if not info:
+        models = [str(m) for m in _run_json(folder.parent).get("models") or ()]
+        return {sub: model for model, sub in unique_filenames(models).items()}.get(folder.name)
+    if models := [str(m) for m in info.get("models") or ()]:
+        return ", ".join(models)
+    given = [e for e in info.get("inputs") or () if isinstance(e, dict) and e.get("role")]
+    inputs = [(str(e["role"]), Path(str(e.get("path") or ""))) for e in given]
+    return core.model_label(system, inputs)[0] if inputs else None
 
 
 def _named_inputs(folder: Path, given: set[str]) -> Iterator[tuple[str, Path]]:

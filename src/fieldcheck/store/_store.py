@@ -14,6 +14,7 @@ import os
 import re
 import socket
 import tempfile
+import threading
 import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
@@ -110,6 +111,7 @@ class Store:
         self.url = url or database_url()
         self.artifacts = artifacts or artifacts_root(self.url)
         self._duckdb: Any = None
+        self._duck_lock = threading.Lock()
         self.engine: Engine = _engine(self.url)
         upgrade(self.engine)
         self._session = sessionmaker(self.engine, expire_on_commit=False)
@@ -126,9 +128,10 @@ class Store:
             connection.rollback()
 
     def close(self) -> None:
-        if self._duckdb is not None:
-            self._duckdb.close()
-            self._duckdb = None
+        with self._duck_lock:
+            if self._duckdb is not None:
+                self._duckdb.close()
+                self._duckdb = None
         self.engine.dispose()
 
     def session(self) -> Session:
@@ -531,12 +534,14 @@ class Store:
                 )
 
     def _duck(self) -> Any:
-        """A DuckDB cursor of its own (one per query: the API's threads query at once)."""
-        if self._duckdb is None:
-            import duckdb
+        """A DuckDB cursor of its own (one per query: the API's threads query at once) on the
+        store's one connection, made under a lock (two threads made two, one left open)."""
+        with self._duck_lock:
+            if self._duckdb is None:
+                import duckdb
 
-            self._duckdb = duckdb.connect()
-        return self._duckdb.cursor()
+                self._duckdb = duckdb.connect()
+            return self._duckdb.cursor()
 
     def finish_scored_run(
         self,
