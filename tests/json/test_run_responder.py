@@ -15,11 +15,16 @@ from rich.console import Console
 
 from fieldcheck._cli.json_cmd import run_model_demo
 from fieldcheck.jsoneval import build_messages, load_schema, read_documents
-from fieldcheck.serve_model import EXAMPLES, SYNTHETIC_MODELS, BackgroundServer, create_app
+from fieldcheck.serve_model import (
+    EXAMPLES,
+    SYNTHETIC_MODELS,
+    BackgroundServer,
+    LookupResponder,
+    create_app,
+)
 from fieldcheck.serve_model._json import (
     EXTRA_KEYS,
     PROFILES,
-    JsonExtractResponder,
     Profile,
     answer,
     build,
@@ -32,13 +37,13 @@ SCHEMA = load_schema(EXAMPLES / "json" / "invoice.schema.json")
 
 
 @pytest.fixture(scope="module")
-def responder() -> JsonExtractResponder:
+def responder() -> LookupResponder:
     (built,) = build(EXAMPLES)
-    assert isinstance(built, JsonExtractResponder) and built.prompt_id == "json-extract-v1"
+    assert isinstance(built, LookupResponder) and built.prompt_id == "json-extract-v1"
     return built
 
 
-def replies(responder: JsonExtractResponder, model: str, seeds: int = 1) -> list[str]:
+def replies(responder: LookupResponder, model: str, seeds: int = 1) -> list[str]:
     return [
         responder.respond(build_messages(r.document, SCHEMA), model, random.Random(f"{r.id}/{k}"))
         for r in RECORDS
@@ -54,7 +59,7 @@ def test_without_errors_every_document_gets_its_ground_truth() -> None:
 
 
 def test_careful_answers_the_ground_truth_but_for_rare_name_typos(
-    responder: JsonExtractResponder,
+    responder: LookupResponder,
 ) -> None:
     got = [json.loads(text) for text in replies(responder, "synthetic-careful", seeds=5)]
     expected = [r.ground_truth for r in RECORDS for _ in range(5)]
@@ -73,7 +78,7 @@ def test_careful_answers_the_ground_truth_but_for_rare_name_typos(
 
 
 def test_replies_are_deterministic_and_unknown_models_are_careful(
-    responder: JsonExtractResponder,
+    responder: LookupResponder,
 ) -> None:
     messages = build_messages(RECORDS[3].document, SCHEMA)
     for model in SYNTHETIC_MODELS:
@@ -84,7 +89,7 @@ def test_replies_are_deterministic_and_unknown_models_are_careful(
     ]
 
 
-def test_eager_invents_keys_and_values(responder: JsonExtractResponder) -> None:
+def test_eager_invents_keys_and_values(responder: LookupResponder) -> None:
     texts = replies(responder, "synthetic-eager", seeds=5)
     fenced = [t for t in texts if t.startswith("```json\n")]
     parsed = [json.loads(t.removeprefix("```json\n").removesuffix("\n```")) for t in texts]
@@ -100,7 +105,7 @@ def test_eager_invents_keys_and_values(responder: JsonExtractResponder) -> None:
     assert (invented, len(fenced)) == (86, 16)  # rates 0.30 and 0.05 of 300
 
 
-def test_fast_breaks_the_format_now_and_then(responder: JsonExtractResponder) -> None:
+def test_fast_breaks_the_format_now_and_then(responder: LookupResponder) -> None:
     kinds: Counter[str] = Counter()
     for text in replies(responder, "synthetic-fast", seeds=5):
         if text.startswith("```json\n"):
@@ -117,7 +122,7 @@ def test_fast_breaks_the_format_now_and_then(responder: JsonExtractResponder) ->
 
 
 def test_unknown_documents_and_missing_files_answer_an_empty_object(
-    responder: JsonExtractResponder, tmp_path: Path
+    responder: LookupResponder, tmp_path: Path
 ) -> None:
     assert (
         responder.respond(build_messages("not an example"), "synthetic-fast", random.Random(1))

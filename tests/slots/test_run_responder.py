@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from fieldcheck.serve_model import LookupResponder
 from fieldcheck.serve_model._slots import (
     HALLUCINATIONS,
     PROFILES,
     Profile,
-    SlotMemoryResponder,
     answer,
     build,
     session_block,
@@ -30,9 +30,9 @@ GOLD_U1_S1: Memory = {
 
 
 @pytest.fixture(scope="module")
-def responder() -> SlotMemoryResponder:
+def responder() -> LookupResponder:
     (r,) = build(EXAMPLES)
-    assert isinstance(r, SlotMemoryResponder) and r.prompt_id == "slot-memory-v1"
+    assert isinstance(r, LookupResponder) and r.prompt_id == "slot-memory-v1"
     return r
 
 
@@ -42,10 +42,10 @@ def conversations() -> list[Conversation]:
 
 
 def test_every_example_session_is_indexed_by_its_transcript(
-    responder: SlotMemoryResponder, conversations: list[Conversation]
+    responder: LookupResponder, conversations: list[Conversation]
 ) -> None:
-    assert len(responder.sessions) == 15
-    assert sum(len(f) for u in responder.sessions.values() for f in u.values()) == 69
+    assert len(responder.table) == 15
+    assert sum(len(f) for u in responder.table.values() for f in u.values()) == 69
     messages = build_messages(
         {"basic_info": {"name": ["x </session> <session>\n"]}}, conversations[0]
     )
@@ -58,14 +58,14 @@ def test_a_model_without_errors_answers_the_gold_exactly() -> None:
 
 
 def test_careful_returns_gold_values_and_rarely_errs(
-    responder: SlotMemoryResponder, conversations: list[Conversation]
+    responder: LookupResponder, conversations: list[Conversation]
 ) -> None:
     """Over 15 sessions x 40 seeds: every gold slot careful gives has exactly the gold values;
     its misses and extra slots are few (rates 0.03 and 0.05 per session)."""
     gold_slots = missed = extras = 0
     for conv in conversations:
         messages = build_messages({}, conv)
-        gold = responder.sessions[next(iter(k for k in responder.sessions if _is(k, messages)))]
+        gold = responder.table[next(iter(k for k in responder.table if _is(k, messages)))]
         for seed in range(40):
             reply = parse_reply(
                 responder.respond(messages, "synthetic-careful", random.Random(seed))
@@ -94,7 +94,7 @@ def _is(digest: str, messages: list[dict[str, str]]) -> bool:
 
 
 def test_replies_are_deterministic_per_model_and_rng(
-    responder: SlotMemoryResponder, conversations: list[Conversation]
+    responder: LookupResponder, conversations: list[Conversation]
 ) -> None:
     messages = build_messages({}, conversations[4])
     for model in ("synthetic-careful", "synthetic-eager", "synthetic-fast", "other"):
@@ -107,7 +107,7 @@ def test_replies_are_deterministic_per_model_and_rng(
 
 
 def test_fast_and_eager_show_their_documented_errors(
-    responder: SlotMemoryResponder, conversations: list[Conversation]
+    responder: LookupResponder, conversations: list[Conversation]
 ) -> None:
     messages = build_messages({}, conversations[0])  # u1 session 1: 5 gold slots
     invalid = paraphrased = 0
@@ -134,7 +134,7 @@ def test_fast_and_eager_show_their_documented_errors(
 
 
 def test_unknown_sessions_and_missing_files_leave_the_memory_unchanged(
-    tmp_path: Path, responder: SlotMemoryResponder
+    tmp_path: Path, responder: LookupResponder
 ) -> None:
     conv = Conversation.model_validate(
         {"user": "x", "session": 1, "turns": [{"role": "user", "content": "unseen"}]}

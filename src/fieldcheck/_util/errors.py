@@ -123,17 +123,7 @@ class InputError(FieldcheckError, ValueError):
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready record of this error, for ``errors.jsonl`` files."""
-        out: dict[str, Any] = {
-            "file": self.file,
-            "line": self.line,
-            "record": self.record,
-            "field": self.field,
-            "reason": self.reason,
-            "message": self.one_line(),
-            # always there, null when none was given: one shape of line in every errors file
-            "value": None if self.value is ... else short_repr(self.value),
-        }
-        return out
+        return _dict(_row(self))
 
 
 # the steps pydantic adds to a location inside a union (``answer.str``): not a field's name
@@ -233,7 +223,8 @@ def _error(row: _Row) -> InputError:
 
 
 def _dict(row: _Row) -> dict[str, Any]:
-    """``InputError.to_dict()`` of a spilled error, from its row."""
+    """``InputError.to_dict()``, from its row (a spilled error's as it is): ``value`` always
+    there, null when none was given (one shape of line in every errors file)."""
     reason, file, line, field, value, record, message = row
     return {
         "file": file,
@@ -327,15 +318,18 @@ class ErrorList(Sequence[InputError]):
         return [*self._read_only, *([self._spill] if self._spill is not None else [])]
 
     def append(self, error: InputError) -> None:
-        line = error.line or 0
-        if line < self._last_line:
-            self.in_line_order = False
-        self._last_line = line
-        self._count += 1
+        self._counted(error.line)
         if len(self._kept) < KEPT_ERRORS:
             self._kept.append(error)
             return
         self._write(_row(error))
+
+    def _counted(self, line: int | None) -> None:
+        """Count one more error, at ``line``."""
+        if (line or 0) < self._last_line:
+            self.in_line_order = False
+        self._last_line = line or 0
+        self._count += 1
 
     def _append_rows(self, rows: Iterable[_Row]) -> None:
         """Add errors given as rows (read back in order): spilled as they are, unparsed."""
@@ -343,11 +337,7 @@ class ErrorList(Sequence[InputError]):
             if len(self._kept) < KEPT_ERRORS:
                 self.append(_error(row))
                 continue
-            line = row[2] or 0
-            if line < self._last_line:
-                self.in_line_order = False
-            self._last_line = line
-            self._count += 1
+            self._counted(row[2])
             self._write(row)
 
     def _spilled_rows(self) -> Iterator[_Row]:

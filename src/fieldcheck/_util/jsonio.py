@@ -62,16 +62,6 @@ def read_lines(handle: IO[bytes], *, limit: int | None = None) -> Iterator[bytes
         yield LongLine(size, limit, len(more) - len(more.rstrip(b"\r\n")))
 
 
-def long_line_error(line: LongLine, number: int, file: str | Path) -> InputError:
-    """``file:number: line too long: N bytes, over the limit of M bytes a line``."""
-    return InputError(
-        f"line too long: {line.size - line.end:,} bytes, over the limit of {_bytes(line.limit)} a line "
-        "(not read; the next lines are)",
-        file=file,
-        line=number,
-    )
-
-
 def _bytes(n: int) -> str:
     return f"{n >> 20} MiB" if n >= 1 << 20 and n % (1 << 20) == 0 else f"{n:,} bytes"
 
@@ -262,7 +252,12 @@ def parse_jsonl_line(
     too deep, a ``LongLine``), or BLANK. The one parser of every JSONL reader (``iter_jsonl``,
     the streamed JSON batch)."""
     if isinstance(raw, LongLine):
-        return long_line_error(raw, number, file)
+        return InputError(
+            f"line too long: {raw.size - raw.end:,} bytes, over the limit of {_bytes(raw.limit)} "
+            "a line (not read; the next lines are)",
+            file=file,
+            line=number,
+        )
     if number == 1:
         raw = raw.removeprefix(_BOM)
     raw = raw.rstrip(b"\r\n")  # so an unfinished line's error points into the line

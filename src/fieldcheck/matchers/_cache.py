@@ -12,10 +12,6 @@ import threading
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
-from fieldcheck._util.digest import cache_key
-
-__all__ = ["DiskCache", "cache_key", "default_cache_path"]
-
 
 def default_cache_path() -> Path:
     root = os.environ.get("FIELDCHECK_CACHE_DIR")

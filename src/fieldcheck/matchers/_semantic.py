@@ -14,8 +14,9 @@ from typing import Any
 
 import numpy as np
 
+from fieldcheck._util.digest import cache_key
 from fieldcheck.matchers._base import Similarity, check_pairs
-from fieldcheck.matchers._cache import DiskCache, cache_key
+from fieldcheck.matchers._cache import DiskCache
 
 MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
 _models: dict[str, Any] = {}

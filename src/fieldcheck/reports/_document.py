@@ -91,20 +91,24 @@ class Term:
 
 @dataclass
 class Report:
-    """An ordered list of blocks rendered twice (Markdown, HTML). Every text argument is plain
-    text from any source: the renderers escape it."""
+    """An ordered list of blocks, each rendered twice (Markdown, HTML) as it is added. Every
+    text argument is plain text from any source: the renderers escape it."""
 
     title: str
     signature: str = ""
-    _blocks: list[tuple[str, Any]] = field(default_factory=list)
+    _md: list[str] = field(default_factory=list)
+    _html: list[str] = field(default_factory=list)
+
+    def _add(self, lines: Sequence[str], html_text: str) -> Report:
+        self._md.append("\n".join([*lines, ""]))  # a blank line after each block
+        self._html.append(html_text)
+        return self
 
     def heading(self, text: str) -> Report:
-        self._blocks.append(("heading", text))
-        return self
+        return self._add(["## " + md(text)], f"<h2>{esc(text)}</h2>")
 
     def paragraph(self, text: str) -> Report:
-        self._blocks.append(("paragraph", text))
-        return self
+        return self._add([md(text)], f"<p>{esc(text)}</p>")
 
     def table(
         self, head: Sequence[str], rows: Sequence[Sequence[str]], *, text_columns: int | None = None
@@ -112,82 +116,54 @@ class Report:
         """``text_columns``: how many leading columns hold data text (Markdown-escaped); by
         default every column is escaped."""
         columns = len(head) if text_columns is None else text_columns
-        self._blocks.append(("table", (list(head), [list(r) for r in rows], columns)))
-        return self
+        shown = md_table([md(h) for h in head], rows, text_columns=columns)
+        return self._add([shown], html_table(head, rows))
 
     def bullets(self, items: Sequence[str]) -> Report:
-        self._blocks.append(("bullets", list(items)))
-        return self
+        listed = "".join(f"<li>{esc(item)}</li>" for item in items)
+        return self._add([f"- {md(item)}" for item in items], f"<ul>{listed}</ul>")
 
     def images(self, images: Mapping[str, Path]) -> Report:
         """Plots written beside the report (referenced by file name)."""
-        if images:
-            self._blocks.append(("images", dict(images)))
-        return self
+        if not images:
+            return self
+        return self._add(
+            [f"![{md(key)}]({path.name})" for key, path in images.items()],
+            "\n".join(
+                f'<img src="{html.escape(path.name, quote=True)}" '
+                f'alt="{html.escape(visible(key), quote=True)}">'
+                for key, path in images.items()
+            ),
+        )
 
     def glossary(self, terms: Sequence[Term]) -> Report:
-        self._blocks.append(("glossary", list(terms)))
-        return self
+        return self._add(
+            [f"- **{md(t.name)}** {md_code(t.formula)}: {md(t.meaning)}" for t in terms],
+            "<dl>"
+            + "".join(
+                f"<dt>{esc(t.name)}</dt><dd><code>{esc(t.formula)}</code>: {esc(t.meaning)}</dd>"
+                for t in terms
+            )
+            + "</dl>",
+        )
 
     def markdown(self) -> str:
         parts = [f"# {md(self.title)}", ""]
         if self.signature:
             parts += ["Signature: " + md_code(self.signature), ""]
-        for kind, value in self._blocks:
-            if kind == "heading":
-                parts += ["## " + md(value), ""]
-            elif kind == "paragraph":
-                parts += [md(value), ""]
-            elif kind == "table":
-                head, rows, columns = value
-                parts += [md_table([md(h) for h in head], rows, text_columns=columns), ""]
-            elif kind == "bullets":
-                parts += [*(f"- {md(item)}" for item in value), ""]
-            elif kind == "images":
-                parts += [*(f"![{md(key)}]({path.name})" for key, path in value.items()), ""]
-            elif kind == "glossary":
-                parts += [
-                    *(f"- **{md(t.name)}** {md_code(t.formula)}: {md(t.meaning)}" for t in value),
-                    "",
-                ]
+        parts += self._md
         return "\n".join(parts).rstrip("\n") + "\n"
 
     def html(self) -> str:
-        e = esc
         body = [
             "<!DOCTYPE html>",
-            f'<html lang="en"><head><meta charset="utf-8"><title>{e(self.title)}</title>',
+            f'<html lang="en"><head><meta charset="utf-8"><title>{esc(self.title)}</title>',
             f"<style>{CSS}</style></head><body>",
-            f"<h1>{e(self.title)}</h1>",
+            f"<h1>{esc(self.title)}</h1>",
         ]
         if self.signature:
-            body.append(f"<p>Signature: <code>{e(self.signature)}</code></p>")
-        for kind, value in self._blocks:
-            if kind == "heading":
-                body.append(f"<h2>{e(value)}</h2>")
-            elif kind == "paragraph":
-                body.append(f"<p>{e(value)}</p>")
-            elif kind == "table":
-                head, rows, _ = value
-                body.append(html_table(head, rows))
-            elif kind == "bullets":
-                body.append("<ul>" + "".join(f"<li>{e(item)}</li>" for item in value) + "</ul>")
-            elif kind == "images":
-                body += [
-                    f'<img src="{html.escape(path.name, quote=True)}" '
-                    f'alt="{html.escape(visible(key), quote=True)}">'
-                    for key, path in value.items()
-                ]
-            elif kind == "glossary":
-                body.append(
-                    "<dl>"
-                    + "".join(
-                        f"<dt>{e(t.name)}</dt><dd><code>{e(t.formula)}</code>: {e(t.meaning)}</dd>"
-                        for t in value
-                    )
-                    + "</dl>"
-                )
-        body.append("</body></html>")
+            body.append(f"<p>Signature: <code>{esc(self.signature)}</code></p>")
+        body += [*self._html, "</body></html>"]
         return "\n".join(body) + "\n"
 
 

@@ -7,7 +7,6 @@ folder it writes into again is its own unfinished one, when the same command res
 from __future__ import annotations
 
 import errno
-import hashlib
 import os
 import secrets
 import socket
@@ -20,6 +19,7 @@ from typing import Any
 
 import orjson
 
+from fieldcheck._util.digest import sha256_file
 from fieldcheck._util.errors import shown_path
 from fieldcheck._util.executor import pid_alive
 from fieldcheck._util.jsonio import dumps
@@ -41,11 +41,8 @@ class FolderError(Exception):
 
 def _sha256(path: Path) -> str | None:
     """The file's digest; None for what is no regular file (a pipe, read once) or is gone."""
-    if not path.is_file():
-        return None
     try:
-        with path.open("rb") as handle:
-            return hashlib.file_digest(handle, "sha256").hexdigest()
+        return sha256_file(path) if path.is_file() else None
     except OSError:
         return None
 

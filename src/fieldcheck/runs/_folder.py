@@ -131,6 +131,3 @@ def _named_inputs(folder: Path, given: set[str]) -> Iterator[tuple[str, Path]]:
         role, path = str(entry["role"]), Path(str(entry.get("path") or ""))
         if path.is_file() and sha256_file(path) == entry.get("sha256"):
             yield role, path
-
-
-__all__ = ["record_folder", "system_of"]

@@ -12,25 +12,27 @@ from fieldcheck import core
 from fieldcheck._util.errors import InputError
 from fieldcheck.store import RunInfo, RunRecorder, Store
 
+_OPTIONS = (
+    "strategies",
+    "weights",
+    "thresholds",
+    "tp",
+    "threshold",
+    "bootstrap",
+    "seed",
+    "matchers",
+)
 
-def rescore(
-    store: Store,
-    run_id: str,
-    *,
-    strategies: Mapping[str, str] | None = None,
-    weights: Any = None,
-    thresholds: Mapping[str, float] | None = None,
-    tp: str | None = None,
-    threshold: float | None = None,
-    bootstrap: int | None = None,
-    seed: int | None = None,
-    matchers: Mapping[str, Any] | None = None,
-) -> RunInfo:
-    """Score run ``run_id`` again with the options given (the others as the run had them) and
+
+def rescore(store: Store, run_id: str, **options: Any) -> RunInfo:
+    """Score run ``run_id`` again with the ``options`` given (None: as the run had it) and
     store the result as a new run; returns it. JSON takes ``strategies``, ``weights`` and
-    ``thresholds`` ({fuzzy_threshold, semantic_threshold}); slots take ``tp`` and ``threshold``.
-    Raises KeyError for an unknown run, InputError when the run cannot be re-scored (its system
-    cannot, an unfinished run, items without raw values, an option of another system)."""
+    ``thresholds`` ({fuzzy_threshold, semantic_threshold}); slots take ``tp`` and ``threshold``;
+    both ``bootstrap``, ``seed`` and ``matchers``. Raises KeyError for an unknown run,
+    InputError when the run cannot be re-scored (its system cannot, an unfinished run, items
+    without raw values, an option of another system)."""
+    if unknown := sorted(set(options) - set(_OPTIONS)):
+        raise TypeError(f"rescore() got unknown options: {', '.join(unknown)}")
     parent = store.get_run(run_id)
     if parent is None:
         raise KeyError(run_id)
@@ -43,16 +45,6 @@ def rescore(
     if not isinstance(system, core.Rescores):
         able = " and ".join(n for n in core.names() if isinstance(core.get(n), core.Rescores))
         raise InputError(f"{parent.system} runs cannot be re-scored (only {able} runs)")
-    given = {
-        "strategies": strategies,
-        "weights": weights,
-        "thresholds": thresholds,
-        "tp": tp,
-        "threshold": threshold,
-        "bootstrap": bootstrap,
-        "seed": seed,
-        "matchers": matchers,
-    }
     calls: dict[str, Any] = {}
 
     def results() -> Iterator[Mapping[str, Any]]:
@@ -61,8 +53,8 @@ def rescore(
                 calls[item.key] = item.result["call"]
             yield item.result
 
-    options = {name: value for name, value in given.items() if value is not None}
-    settings, signature, write = system.rescore(results(), parent.settings, options, run=parent.id)
+    given = {name: value for name, value in options.items() if value is not None}
+    settings, signature, write = system.rescore(results(), parent.settings, given, run=parent.id)
     with RunRecorder.open(
         store,
         system=parent.system,

@@ -13,6 +13,6 @@ if TYPE_CHECKING:  # the names as type checkers and editors see them
         free_port,
         parse_fail_rates,
     )
-    from fieldcheck.serve_model._base import SYNTHETIC_MODELS, Responder
+    from fieldcheck.serve_model._base import SYNTHETIC_MODELS, LookupResponder, Responder
 
 __getattr__, __dir__, __all__ = typed_lazy_names(globals())

@@ -4,7 +4,9 @@ chat request deterministically from the request and a seeded random generator.""
 from __future__ import annotations
 
 import random
-from typing import Protocol
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 Message = dict[str, str]
 
@@ -28,3 +30,23 @@ def system_text(messages: list[Message]) -> str:
 def last_user_text(messages: list[Message]) -> str:
     users = [m.get("content") or "" for m in messages if m.get("role") == "user"]
     return users[-1] if users else ""
+
+
+@dataclass
+class LookupResponder:
+    """Answers a request whose item ``key`` finds in ``table`` (from the last user message) as
+    ``answer`` does with the model's profile (an unknown model: ``synthetic-careful``'s); an
+    unknown item gets ``{}``."""
+
+    prompt_id: str
+    table: Mapping[str, Any]
+    key: Callable[[str], str | None]
+    answer: Callable[[Any, Any, random.Random], str]
+    profiles: Mapping[str, Any]
+
+    def respond(self, messages: list[Message], model: str, rng: random.Random) -> str:
+        key = self.key(last_user_text(messages))
+        gold = self.table.get(key) if key is not None else None
+        if gold is None:
+            return "{}"
+        return self.answer(gold, self.profiles.get(model, self.profiles[SYNTHETIC_MODELS[0]]), rng)

@@ -1,30 +1,9 @@
-"""Synthetic JSON-extraction responder (prompt ``json-extract-v1``) for ``fieldcheck serve-model``.
-
-It finds the document by the sha256 of the text between ``<document>`` and ``</document>`` in the
-user message (``fieldcheck.jsoneval._extract.document_from_prompt``), looks up its ground truth in
-``examples/json/documents.jsonl`` and answers it as JSON, with seeded errors:
-
-| rate (per request)                                   | careful | eager    | fast |
-|------------------------------------------------------|---------|----------|------|
-| a typo in a name (vendor, customer or street)        | 0.05    | 0.05     | 0.20 |
-| a wrong amount (subtotal, tax or total off by 10%)   | 0       | 0        | 0.15 |
-| the invoice date as DD/MM/YYYY instead of ISO        | 0       | 0        | 0.10 |
-| a key left out (each of due_date, purchase_order, payment_terms, customer) | 0 | 0 | 0.05 |
-| the last line item dropped (invoices with 2+ items)  | 0       | 0        | 0.10 |
-| a field null in the ground truth filled in (invented)| 0       | 0.30     | 0    |
-| a hallucinated extra key (per draw)                  | 0       | 0.5, 0.3 | 0.05 |
-| the JSON in a Markdown code fence                    | 0       | 0.05     | 0.05 |
-| prose around the JSON                                | 0       | 0        | 0.06 |
-| invalid JSON (the reply cut in half)                 | 0       | 0        | 0.05 |
-
-The last three are exclusive (one draw). The same table is in docs/json.md. Extra keys come from a fixed pool no ground truth has;
-an invented value is a due date 30 days after the invoice date, a purchase order number or a
-note. No error rewrites free text (line-item descriptions, payment terms): those fields are
-SEMANTIC in the bundled strategies, so the demo needs no embedding model. Unknown model names
-answer as ``synthetic-careful``; unknown documents (or a missing examples file) get ``{}``. Rates
-are drawn from the server's ``rng`` in a fixed order, so a reply depends only on
-(messages, model, rng).
-"""
+"""Synthetic JSON-extraction responder (prompt ``json-extract-v1``) for ``fieldcheck serve-model``:
+it finds the document by the sha256 of the text between ``<document>`` and ``</document>``
+(``jsoneval.document_from_prompt``), answers its ground truth from
+``examples/json/documents.jsonl`` and makes each model's seeded errors (``PROFILES``; the table
+and what each error does: docs/json.md "The synthetic models"). Rates are drawn from the
+server's ``rng`` in a fixed order, so a reply depends only on (messages, model, rng)."""
 
 from __future__ import annotations
 
@@ -44,7 +23,7 @@ from fieldcheck.jsoneval import (
     document_from_prompt,
     read_documents,
 )
-from fieldcheck.serve_model._base import Message, Responder, last_user_text
+from fieldcheck.serve_model._base import LookupResponder, Responder
 
 DOCUMENTS_FILE = Path("json") / "documents.jsonl"
 OPTIONAL_KEYS = ("due_date", "purchase_order", "payment_terms", "customer")
@@ -175,23 +154,6 @@ def answer(gt: dict[str, Any], profile: Profile, rng: random.Random) -> str:
     return text
 
 
-class JsonExtractResponder:
-    """Answers ``json-extract-v1`` requests from the example's ground truths."""
-
-    prompt_id = PROMPT_ID
-
-    def __init__(self, documents: dict[str, dict[str, Any]]) -> None:
-        self.documents = documents  # document digest -> ground truth
-
-    def respond(self, messages: list[Message], model: str, rng: random.Random) -> str:
-        document = document_from_prompt(last_user_text(messages))
-        gt = self.documents.get(document_digest(document)) if document is not None else None
-        if gt is None:
-            return "{}"
-        profile = PROFILES.get(model, PROFILES["synthetic-careful"])
-        return answer(gt, profile, rng)
-
-
 def index(responses_dir: Path) -> dict[str, dict[str, Any]]:
     """Document digest -> ground truth; empty when the examples file is missing or unreadable."""
     try:
@@ -203,4 +165,9 @@ def index(responses_dir: Path) -> dict[str, dict[str, Any]]:
 
 def build(responses_dir: Path) -> list[Responder]:
     """The JSON-extraction responder over ``responses_dir`` (default: the repository's examples/)."""
-    return [JsonExtractResponder(index(responses_dir))]
+    return [LookupResponder(PROMPT_ID, index(responses_dir), _document_key, answer, PROFILES)]
+
+
+def _document_key(user_text: str) -> str | None:
+    document = document_from_prompt(user_text)
+    return document_digest(document) if document is not None else None

@@ -1,31 +1,10 @@
-"""Synthetic ConvFinQA responder: answers the plan prompt (``convfinqa-plan-v1``) of
-``fieldcheck numeric evaluate`` with plans derived from the gold programs of the dev split.
-
-The document block and the first question of the request name the conversation (the dev split
-``<responses_dir>/convfinqa/dev.json`` is indexed by a digest of both); the number of earlier
-questions is the turn. The gold program becomes a plan (one extract step per number it uses,
-found in the table when a cell holds it, else in the text; one compute step per operation),
-then mistakes are made with these per-turn rates, drawn from a generator seeded by the model
-name, the conversation and the turn (so the repair round knows what went wrong the first time):
-
-| model | wrong operation | sign | scale (x100) | extra step | value not in document (fixed by the repair round) | invalid JSON |
-|---|---|---|---|---|---|---|
-| synthetic-careful | 2% | 1% | 2% | 0% | 3% (90%) | 0% |
-| synthetic-eager | 5% | 3% | 10% | 25% | 8% (70%) | 1% |
-| synthetic-fast | 12% | 8% | 8% | 0% | 12% (50%) | 5% |
-
-Wrong operation: the last compute step's operation swapped (add/subtract, multiply/divide,
-exp -> multiply, greater -> subtract, table_max/table_min, table_sum/table_average). Sign: the
-last subtract's arguments swapped, else a final ``multiply(#k, const_m1)``. Scale: a final
-``multiply(#k, const_100)``. Extra step: a harmless final ``multiply(#k, const_1)`` (lowers logic
-precision, not the answer). Value not in document: the first extracted number changed (it fails
-the validator's ``values_in_document`` check; the repair round fixes it with the given chance,
-using the server's seeded generator). Invalid JSON: the plan cut in half. Extract-only turns
-take the scale and sign mistakes as a compute step on the value. Unknown model names answer like
-synthetic-careful. Unknown documents get a valid but naive plan: the first number of the
-document as the answer. A few gold programs use numbers that are not in the document (35 of
-the 2,721 numbers of the dev split); their plans fail validation for every model.
-"""
+"""Synthetic ConvFinQA responder: answers the plan prompt (``convfinqa-plan-v1``) of ``fieldcheck
+numeric evaluate`` with the plan of the turn's gold program in ``convfinqa/dev.json`` (one
+extract step per number, from the table cell holding it, else the text; one compute step per
+operation), with each model's mistakes (``RATES``; the table and what each mistake does:
+docs/numeric.md "The synthetic model") drawn from a generator seeded by model, conversation and
+turn, so the repair round knows what went wrong the first time. Extract-only turns take the
+scale and sign mistakes as a compute step on the value."""
 
 from __future__ import annotations
 

@@ -1,25 +1,9 @@
-"""Synthetic slot-memory responder (prompt ``slot-memory-v1``) for ``fieldcheck serve-model``.
-
-It finds the session by the sha256 of the transcript between ``<session>`` and ``</session>`` in
-the user message (``fieldcheck.slots._extract.render_transcript``), looks up the gold slots of
-that session in ``examples/slots/gold.synthetic.jsonl`` (sessions from
-``conversations.synthetic.jsonl``) and answers them as a slot update, with seeded errors:
-
-| rate (per request)               | careful | eager     | fast |
-|----------------------------------|---------|-----------|------|
-| a gold slot missed               | 0.03    | 0.05      | 0.20 |
-| a slot's values paraphrased      | 0       | 0         | 0.25 |
-| an extra value added to a slot   | 0       | 0.15      | 0    |
-| a hallucinated slot (per draw)   | 0.05    | 0.5, 0.5  | 0.10 |
-| invalid JSON (the reply cut)     | 0       | 0         | 0.08 |
-
-"hallucinated extra slots": the chance per session of one invented slot (eager: two independent
-draws of 0.5, so 0, 1 or 2 slots, 1 on average); invented slots come from a fixed pool of fields
-no gold slot uses. An invalid reply is the update cut in half. Unknown model names answer as
-``synthetic-careful``; unknown sessions (or missing example files) get ``{}``: the memory
-unchanged. Rates are per request, drawn from the server's ``rng`` in a fixed order, so a reply
-depends only on (messages, model, rng).
-"""
+"""Synthetic slot-memory responder (prompt ``slot-memory-v1``) for ``fieldcheck serve-model``: it
+finds the session by the sha256 of the transcript between ``<session>`` and ``</session>``,
+answers that session's gold slots from ``examples/slots/gold.synthetic.jsonl`` as the update
+and makes each model's seeded errors (``PROFILES``; the table and what each error does:
+docs/slots.md "Synthetic models"). Rates are drawn from the server's ``rng`` in a fixed order,
+so a reply depends only on (messages, model, rng)."""
 
 from __future__ import annotations
 
@@ -29,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fieldcheck._util.errors import InputError
-from fieldcheck.serve_model._base import Message, Responder, last_user_text
+from fieldcheck.serve_model._base import LookupResponder, Responder
 from fieldcheck.slots import (
     PROMPT_ID,
     Memory,
@@ -118,23 +102,6 @@ def answer(gold: Memory, profile: Profile, rng: random.Random) -> str:
     return text
 
 
-class SlotMemoryResponder:
-    """Answers ``slot-memory-v1`` requests from the example gold."""
-
-    prompt_id = PROMPT_ID
-
-    def __init__(self, sessions: dict[str, Memory]) -> None:
-        self.sessions = sessions  # transcript digest -> gold update of that session
-
-    def respond(self, messages: list[Message], model: str, rng: random.Random) -> str:
-        block = session_block(last_user_text(messages))
-        gold = self.sessions.get(transcript_digest(block)) if block is not None else None
-        if gold is None:
-            return "{}"
-        profile = PROFILES.get(model, PROFILES["synthetic-careful"])
-        return answer(gold, profile, rng)
-
-
 def index(responses_dir: Path) -> dict[str, Memory]:
     """Transcript digest -> gold slots (with values) of that session; empty if files are missing."""
     try:
@@ -155,4 +122,9 @@ def index(responses_dir: Path) -> dict[str, Memory]:
 
 def build(responses_dir: Path) -> list[Responder]:
     """The slot-memory responder over ``responses_dir`` (default: the repository's examples/)."""
-    return [SlotMemoryResponder(index(responses_dir))]
+    return [LookupResponder(PROMPT_ID, index(responses_dir), _session_key, answer, PROFILES)]
+
+
+def _session_key(user_text: str) -> str | None:
+    block = session_block(user_text)
+    return transcript_digest(block) if block is not None else None

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from fieldcheck._util.lazy import typed_lazy_names
 
 if TYPE_CHECKING:  # the names as type checkers and editors see them
+    from fieldcheck._util.digest import sha256_file
     from fieldcheck.store._items import (
         MODEL_CHARS,
         TAG_CHARS,
@@ -30,7 +31,6 @@ if TYPE_CHECKING:  # the names as type checkers and editors see them
         database_url,
         default_database_path,
         describe_url,
-        sha256_file,
     )
     from fieldcheck.store._store import (
         MIN_PREFIX,

@@ -27,12 +27,13 @@ from typing import Any
 
 import orjson
 
+from fieldcheck._util.digest import sha256_file
 from fieldcheck._util.errors import shown_path
 from fieldcheck._util.executor import Executor, InProcess, LocalPool, finish
 from fieldcheck._util.jsonio import dumps_bytes
 from fieldcheck.store._items import ItemColumns, plain_columns
 from fieldcheck.store._parquet import ItemsWriter, publish
-from fieldcheck.store._records import RunInfo, sha256_file
+from fieldcheck.store._records import RunInfo
 from fieldcheck.store._store import Store
 
 
@@ -44,14 +45,6 @@ def describe_inputs(inputs: Sequence[tuple[str, str | Path]]) -> list[dict[str, 
         digest = sha256_file(p) if p.is_file() else None
         described.append({"name": name, "path": shown_path(p.resolve()), "sha256": digest})
     return described
-
-
-def _plain(value: Any) -> Any:
-    """A pydantic model or dataclass-free JSON value: dumped with orjson's rules (NaN -> null)."""
-    dump = getattr(value, "model_dump", None)
-    if callable(dump):
-        return dump(mode="json")
-    return value
 
 
 _Row = tuple[str, int, str | None, bool | None, str | None, int | None, str | bytes]
@@ -389,8 +382,8 @@ class RunRecorder:
             self._publish()
             self.run = self.store.finish_scored_run(
                 self.run.id,
-                metrics=orjson.loads(_json(_plain(metrics))) if metrics is not None else None,
-                intervals=orjson.loads(_json(_plain(intervals))) if intervals is not None else None,
+                metrics=orjson.loads(_json(metrics)) if metrics is not None else None,
+                intervals=orjson.loads(_json(intervals)) if intervals is not None else None,
                 signature=None if signature is None else _signature_text(signature),
             )
         except Exception as error:
@@ -435,9 +428,7 @@ def _input_bytes(inputs: Sequence[tuple[str, str | Path]]) -> int:
 
 
 def _signature_text(signature: Any) -> str:
-    """A Signature, its dict or its text, as stored."""
-    if hasattr(signature, "model_dump"):
-        signature = signature.model_dump(mode="json")
+    """A Signature (``_plain_default``), its dict or its text, as stored."""
     return signature if isinstance(signature, str) else _json(signature)
 
 

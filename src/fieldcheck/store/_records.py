@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
 from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
@@ -61,14 +60,6 @@ def describe_url(url: str) -> str:
         return "a value that is not a database URL (a SQLite file is sqlite:////path/to/file)"
 
 
-def sha256_file(path: str | Path) -> str:
-    digest = hashlib.sha256()
-    with Path(path).open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 @dataclass(frozen=True)
 class RunInfo:
     """A run's row as plain data."""
@@ -112,29 +103,13 @@ class RunInfo:
         return self.kind not in ("model-run", "calls")
 
     def public_dict(self) -> dict[str, Any]:
-        """The run as JSON for ``runs show --json`` and the API (times in ISO 8601)."""
-        return {
-            "id": self.id,
-            "kind": self.kind,
-            "system": self.system,
-            "task": self.task,
-            "model": self.model,
-            "dataset": self.dataset,
-            "dataset_sha256": self.dataset_sha256,
-            "inputs": self.inputs,
-            "settings": self.settings,
-            "signature": self.signature,
-            "status": self.status,
-            "parent_id": self.parent_id,
-            "out_dir": self.out_dir,
-            "started_at": _iso(self.started_at),
-            "finished_at": _iso(self.finished_at) if self.finished_at else None,
-            "n_items": self.n_items,
-            "n_done": self.n_done,
-            "n_errors": self.n_errors,
-            "metrics": self.metrics,
-            "intervals": self.intervals,
-        }
+        """The run as JSON for ``runs show --json`` and the API (times in ISO 8601): every
+        field but the run's key and endpoint."""
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        del out["run_key"], out["endpoint"]
+        out["started_at"] = _iso(self.started_at)
+        out["finished_at"] = _iso(self.finished_at) if self.finished_at else None
+        return out
 
 
 def _iso(moment: datetime) -> str:
@@ -162,12 +137,5 @@ class StoredItem:
 
     def public_dict(self) -> dict[str, Any]:
         """A scored item as JSON (export and API): its key, order, indexed columns, result."""
-        return {
-            "key": self.key,
-            "seq": self.seq,
-            "failed": self.failed,
-            "model": self.model,
-            "turn": self.turn,
-            "error_type": self.error_type,
-            "result": self.result,
-        }
+        names = ("key", "seq", "failed", "model", "turn", "error_type", "result")
+        return {name: getattr(self, name) for name in names}

@@ -247,25 +247,12 @@ class Store:
                 query = query.limit(limit).offset(offset)
             return [RunInfo.of(r) for r in s.scalars(query)]
 
-    def count_runs(
-        self,
-        *,
-        system: str | None = None,
-        model: str | None = None,
-        since: datetime | None = None,
-        until: datetime | None = None,
-        kind: str | None = None,
-    ) -> int:
+    def count_runs(self, **filters: Any) -> int:
+        """How many runs ``list_runs`` gives with the same filters and no limit."""
         with self.session() as s:
-            query = _run_filters(
-                select(func.count()).select_from(RunRow),
-                system=system,
-                model=model,
-                since=since,
-                until=until,
-                kind=kind,
+            return int(
+                s.scalar(_run_filters(select(func.count()).select_from(RunRow), **filters)) or 0
             )
-            return int(s.scalar(query) or 0)
 
     def find_run(self, prefix: str) -> RunInfo | None:
         """The run whose id is ``prefix``, or the only one starting with it when ``prefix`` has
@@ -478,7 +465,8 @@ class Store:
     def items_writer(self, run_id: str) -> _parquet.ItemsWriter:
         """A writer of a scored run's items (``ItemsWriter.write`` takes ``(key, seq,
         error_type, failed, model, turn, result)`` and ``(tag, seq, failed)`` rows); each chunk
-        is counted on the run. ``publish_items`` makes them the run's files."""
+        is counted on the run (benchmarks/baseline_store.py). ``publish_items`` makes them the
+        run's files."""
         return _parquet.ItemsWriter(
             self.run_folder(run_id), lambda items, errors: self.count_written(run_id, items, errors)
         )
@@ -594,7 +582,11 @@ class Store:
                     model=model,
                     turn=turn,
                 )
-            return [_from_parquet(*row) for row in rows]
+            # a scored item makes no model call
+            return [
+                StoredItem(key, seq, error, 0, 0, 0.0, loads(result), [], failed, model, turn)
+                for key, seq, error, failed, model, turn, result in rows
+            ]
         if self._journal_only(run_id):
             if (failed, tag, model, turn) != (None, None, None, None):
                 return []  # an item in flight is neither failed nor passed, nor tagged yet
@@ -889,37 +881,20 @@ def _in_flight(row: JournalRow) -> StoredItem:
     return replace(item, result={"call": call})
 
 
-def _from_parquet(
-    key: str,
-    seq: int,
-    error_type: str | None,
-    failed: bool | None,
-    model: str | None,
-    turn: int | None,
-    result: str,
-) -> StoredItem:
-    """A scored item read from its run's Parquet file (a scored item makes no model call)."""
-    return StoredItem(key, seq, error_type, 0, 0, 0.0, loads(result), [], failed, model, turn)
-
-
 def _item_rows(items: list[StoredItem]) -> list[Any]:
     return [
         (i.key, i.seq, i.error_type, i.failed, i.model, i.turn, _dumps(i.result)) for i in items
     ]
 
 
-def _like_escape(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-
-
 def _run_filters(
     query: Any,
     *,
-    system: str | None,
-    model: str | None,
-    since: datetime | None,
-    until: datetime | None,
-    kind: str | None,
+    system: str | None = None,
+    model: str | None = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    kind: str | None = None,
 ) -> Any:
     if system is not None:
         query = query.where(RunRow.system == system)
@@ -928,7 +903,7 @@ def _run_filters(
     else:
         query = query.where(RunRow.kind != "calls")
     if model is not None:  # one of the ", "-joined names of a slot run, or the whole name
-        m = _like_escape(model)
+        m = model.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
         query = query.where(
             (RunRow.model == model)
             | RunRow.model.like(f"{m}, %", escape="\\")
