@@ -147,14 +147,6 @@ def reason_of(problem: Mapping[str, Any]) -> str:
     return message
 
 
-def field_of(problem: Mapping[str, Any]) -> str | None:
-    """The dotted field of one pydantic error (``plan.steps.0.tool``), None at the top."""
-    parts = [
-        str(p) for p in problem.get("loc", ()) if str(p) not in _UNION_STEPS and "[" not in str(p)
-    ]
-    return ".".join(parts) or None
-
-
 def input_error_of(
     exc: ValidationError,
     *,
@@ -165,9 +157,11 @@ def input_error_of(
     reasons: Mapping[str, str] | None = None,
 ) -> InputError:
     """The first problem of a pydantic error as one located InputError: its field (after
-    ``prefix``), ``reason_of`` it (or ``reasons[type]``), the value given (none when missing)."""
+    ``prefix``; dotted, ``plan.steps.0.tool``), ``reason_of`` it (or ``reasons[type]``), the value
+    given (none when missing)."""
     first = exc.errors()[0]
-    field = field_of(first)
+    steps = [str(p) for p in first.get("loc", ())]
+    field = ".".join(p for p in steps if p not in _UNION_STEPS and "[" not in p)
     value: Any = ... if first.get("type") == "missing" else first.get("input", ...)
     reason = (reasons or {}).get(str(first.get("type"))) or reason_of(first)
     return InputError(

@@ -28,14 +28,12 @@ if TYPE_CHECKING:  # the names as type checkers and editors see them
     )
     from fieldcheck.reports._folder import (
         PARTIAL,
-        RUN_JSON,
         RUNS_DIR,
         FolderError,
         OutputFolder,
         RunFolder,
         Scored,
         check_destination,
-        default_destination,
     )
     from fieldcheck.reports._format import format_pvalue, format_seconds, format_seconds_joined
 

@@ -17,7 +17,6 @@ if TYPE_CHECKING:  # the names as type checkers and editors see them
         format_number,
     )
     from fieldcheck.runs._export import (
-        ExportFormat,
         export_columns,
         iter_export,
         write_parquet,

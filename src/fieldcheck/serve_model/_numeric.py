@@ -12,7 +12,7 @@ import hashlib
 import json
 import random
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -176,16 +176,10 @@ class Draws:
 
 
 def draws(rates: Rates, seed_text: str) -> Draws:
-    """The turn's mistakes: a generator seeded by model, conversation and turn."""
+    """The turn's mistakes, drawn in ``Draws``' order from a generator seeded by model,
+    conversation and turn."""
     rng = random.Random(int.from_bytes(hashlib.sha256(seed_text.encode()).digest()[:8], "big"))
-    return Draws(
-        wrong_operation=rng.random() < rates.wrong_operation,
-        sign=rng.random() < rates.sign,
-        scale=rng.random() < rates.scale,
-        extra_step=rng.random() < rates.extra_step,
-        ungrounded=rng.random() < rates.ungrounded,
-        invalid_json=rng.random() < rates.invalid_json,
-    )
+    return Draws(*(rng.random() < getattr(rates, f.name) for f in fields(Draws)))
 
 
 def mistaken_plan(
@@ -266,11 +260,8 @@ class NumericResponder:
 
 def build(responses_dir: Path) -> list[Responder]:
     """The numeric responder over ``<responses_dir>/convfinqa/dev.json`` (empty index if missing)."""
-    path = Path(responses_dir) / DATA_PATH
-    conversations: list[Conversation] = []
-    if path.is_file():
-        try:
-            conversations = list(load_convfinqa(path).conversations)
-        except Exception:  # a broken file: the responder still answers (naive plans)
-            conversations = []
+    try:
+        conversations = list(load_convfinqa(Path(responses_dir) / DATA_PATH).conversations)
+    except Exception:  # a missing or broken file: the responder still answers (naive plans)
+        conversations = []
     return [NumericResponder(conversations)]

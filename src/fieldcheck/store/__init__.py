@@ -19,7 +19,6 @@ if TYPE_CHECKING:  # the names as type checkers and editors see them
         TAG_CHARS,
         ItemColumns,
         add_tag,
-        plain_columns,
     )
     from fieldcheck.store._recorder import RunRecorder
     from fieldcheck.store._records import (
