@@ -109,17 +109,6 @@ def parse_judge_reply(text: str | None) -> float:
     return value
 
 
-def resolve_api_key(explicit: str | None = None) -> str:
-    """The judge's key: explicit, else the first of ``API_KEY_ENV`` set, else a placeholder."""
-    if explicit:
-        return explicit
-    for name in API_KEY_ENV:
-        value = os.environ.get(name)
-        if value:
-            return value
-    return "not-set"  # local OpenAI-compatible servers accept any key
-
-
 class LLMJudge:
     """Rates (prediction, reference) pairs with a chat model through the runner.
 
@@ -149,7 +138,9 @@ class LLMJudge:
         self.use_cache = use_cache
         self._store = store
         self.max_concurrency = max(1, max_concurrency)
-        self._api_key = resolve_api_key(api_key)
+        # given, else the first of API_KEY_ENV set, else a placeholder (a local server takes any)
+        keys = (api_key, *(os.environ.get(name) for name in API_KEY_ENV))
+        self._api_key = next((key for key in keys if key), "not-set")
         self._timeout = timeout
         self._max_retries = max_retries
         self.request_count = 0

@@ -347,18 +347,16 @@ class RunFolder:
             info["runs"].append(run_id)
             if not self._state.done:
                 self._write_info()
-        if settings is not None:
-            if self.prefix:
-                info.setdefault("settings_by_model", {})[self.prefix] = settings
-            else:
-                info["settings"] = settings
         if hasattr(signature, "model_dump"):  # a Signature model
             signature = signature.model_dump(mode="json")
-        if signature is not None:
-            if self.prefix:
-                info.setdefault("signatures", {})[self.prefix] = signature
-            else:
-                info["signature"] = signature
+        for key, by_model, value in (
+            ("settings", "settings_by_model", settings),
+            ("signature", "signatures", signature),
+        ):
+            if value is not None and self.prefix:
+                info.setdefault(by_model, {})[self.prefix] = value
+            elif value is not None:
+                info[key] = value
 
     @property
     def complete(self) -> bool:
