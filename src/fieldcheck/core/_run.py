@@ -101,21 +101,26 @@ def run(
     )
     shown = console or SafeConsole(stderr=True)
 
+    calls: list[Any] = []
+
     async def every_model() -> list[Any]:
-        """Each model in turn (one progress bar at a time); the runner bounds the requests."""
+        """Each model in turn (one progress bar at a time); the runner bounds the requests.
+        Returns nothing big: asyncio.run's ``signal.getsignal`` formats the finished task with
+        its result (a second for 10,000 items)."""
         try:
-            return [
-                await found.run_model(
-                    task, runner, spec, console=shown, show_progress=show_progress
+            for spec in specs:
+                calls.append(
+                    await found.run_model(
+                        task, runner, spec, console=shown, show_progress=show_progress
+                    )
                 )
-                for spec in specs
-            ]
         finally:
             await runner.aclose()
+        return []
 
     note = "" if runner.settings.use_cache else NO_CACHE_NOTE
     with writing(folder, note):
-        calls = loop(every_model())
+        loop(every_model())
         ran = Ran(calls, [], folder.destination)
         try:
             scoring = store if runner.store is not None else False  # the runner's failed: none
