@@ -444,9 +444,7 @@ class ChatClient:
         )
         cacheable = runner.store is not None and self._cacheable()
         key = (
-            cache_key(self._endpoint, self.spec.model, list(messages), params)
-            if cacheable
-            else ""
+            cache_key(self._endpoint, self.spec.model, list(messages), params) if cacheable else ""
         )
         if cacheable:
             hit = runner.cached(key)

@@ -835,7 +835,9 @@ _JOURNAL_ADD = insert(JournalRow)
 _COUNT_DONE = (
     update(RunRow)
     .where(RunRow.id == bindparam("run_id"))
-    .values(n_done=RunRow.n_done + bindparam("done"), n_errors=RunRow.n_errors + bindparam("failed"))
+    .values(
+        n_done=RunRow.n_done + bindparam("done"), n_errors=RunRow.n_errors + bindparam("failed")
+    )
 )
 
 
