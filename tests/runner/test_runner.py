@@ -408,6 +408,57 @@ def test_killed_run_resumes_every_item_exactly_once(
     assert answered == Counter(f"item-{i}" for i in range(20))
 
 
+def test_an_item_finished_while_a_call_hangs_is_committed_and_its_reply_cached(
+    chat_server: Start, tmp_path: Path
+) -> None:
+    """The journal and the cache are written a few completions at a time, in one transaction:
+    an item finished while another call is in flight is in the store within ``FLUSH_AFTER_S``
+    (a killed process loses at most that), and its reply, queued, answers the same prompt asked
+    again from the cache (no second request)."""
+    release = threading.Event()
+
+    def script(req: dict[str, Any]) -> Reply:
+        if user_text(req) == "slow":
+            release.wait(30)
+        return Reply(content="r:" + user_text(req))
+
+    server = chat_server(script)
+    dataset = tmp_path / "d.txt"
+    dataset.write_text("3 items\n")
+    waited: list[float] = []
+
+    async def work(unit: list[str], handle: RunHandle) -> None:
+        for item in unit:
+            r = await handle.client.complete([{"role": "user", "content": item.split("#")[0]}])
+            handle.save(item, {"text": r.text, "cached": r.cached}, calls=1)
+        if unit[0] != "slow":  # "slow" is still in flight: nothing else commits these
+            start = time.monotonic()
+            while {i.key for i in Store().journal(handle.id)} != {"fast#1", "fast#2"}:
+                assert time.monotonic() - start < 5, "not committed"
+                await asyncio.sleep(0.02)
+            waited.append(time.monotonic() - start)
+            release.set()
+
+    async def go() -> RunHandle:
+        runner = Runner(RunnerSettings(concurrency=2), store=Store())
+        try:
+            spec = RunSpec(system="test", task="t", dataset=dataset, model=_spec(server))
+            units = [["slow"], ["fast#1", "fast#2"]]
+            return await run_task(runner, spec, units, work, total_items=3, show_progress=False)
+        finally:
+            await runner.aclose()
+
+    handle = asyncio.run(go())
+    assert waited and waited[0] < 2
+    assert [user_text(r) for r in server.chat_requests].count("fast") == 1
+    stored = {i.key: i.result for i in Store().journal(handle.id)}
+    assert stored == {
+        "slow": {"text": "r:slow", "cached": False},
+        "fast#1": {"text": "r:fast", "cached": False},
+        "fast#2": {"text": "r:fast", "cached": True},
+    }
+
+
 def test_two_runs_of_one_command_at_once_are_two_runs(chat_server: Start, tmp_path: Path) -> None:
     """A run still running (its process alive) is never taken over by the same command started
     meanwhile: both used to write the same items and one failed with an IntegrityError (a

@@ -218,9 +218,10 @@ def test_a_run_with_re_scores_is_not_deleted_until_they_are(store: Store, tmp_pa
 def test_a_reply_cached_twice_keeps_the_first_and_a_journal_item_counts(store: Store) -> None:
     """The hot writes of a model run (Core statements, not the ORM): a key cached again (by
     another process meanwhile) keeps the first reply, on both backends; a journal item is
-    committed with the run's counts (a failed one counted as an error)."""
-    store.cache_put("k", "m", {"text": "first"})
-    store.cache_put("k", "m", {"text": "second"})
+    committed with the run's counts, several in one transaction (a failed one counted as an
+    error)."""
+    store.save_items([], [("k", "m", {"text": "first"})])
+    store.save_items([], [("k", "m", {"text": "second"})])
     assert store.cache_get("k") == {"text": "first"} and store.cache_count() == 1
     run, _ = store.open_run(
         system="json",
@@ -233,8 +234,12 @@ def test_a_reply_cached_twice_keeps_the_first_and_a_journal_item_counts(store: S
         signature="",
         n_items=2,
     )
-    store.save_item(run.id, "a", {"v": 1}, calls=1, latency_s=0.5)
-    store.save_item(run.id, "b", {"v": 2}, error_type="timeout", call_log=[{"attempts": 3}])
+    store.save_items(
+        [
+            {"run_id": run.id, "key": "a", "seq": 0, "result": {"v": 1}, "latency_s": 0.5},
+            {"run_id": run.id, "key": "b", "seq": 1, "result": {"v": 2}, "error_type": "timeout"},
+        ]
+    )
     saved = store.get_run(run.id)
     assert saved is not None and (saved.n_done, saved.n_errors) == (2, 1)
     journal = store.journal(run.id)

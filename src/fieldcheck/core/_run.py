@@ -6,7 +6,9 @@ demo calls ``run``; the system says what a model is asked (``Runs``)."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Coroutine, Mapping, Sequence
+import gc
+from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -101,21 +103,26 @@ def run(
     )
     shown = console or SafeConsole(stderr=True)
 
+    calls: list[Any] = []
+
     async def every_model() -> list[Any]:
-        """Each model in turn (one progress bar at a time); the runner bounds the requests."""
+        """Each model in turn (one progress bar at a time); the runner bounds the requests.
+        Returns nothing big: asyncio.run's ``signal.getsignal`` formats the finished task with
+        its result (a second for 10,000 items)."""
         try:
-            return [
-                await found.run_model(
-                    task, runner, spec, console=shown, show_progress=show_progress
+            for spec in specs:
+                calls.append(
+                    await found.run_model(
+                        task, runner, spec, console=shown, show_progress=show_progress
+                    )
                 )
-                for spec in specs
-            ]
         finally:
             await runner.aclose()
+        return []
 
     note = "" if runner.settings.use_cache else NO_CACHE_NOTE
-    with writing(folder, note):
-        calls = loop(every_model())
+    with writing(folder, note), _few_collections():
+        loop(every_model())
         ran = Ran(calls, [], folder.destination)
         try:
             scoring = store if runner.store is not None else False  # the runner's failed: none
@@ -176,6 +183,18 @@ def _score(
     if ran.comparison:
         with folder.atomic("comparison.csv") as path:
             write_csv(path, ran.comparison, list(ran.comparison[0]))
+
+
+@contextmanager
+def _few_collections() -> Iterator[None]:
+    """Fewer cyclic garbage collections: each full one walks every object of the process, the
+    finished items included (10% of a 10,000-call run's time at the default thresholds)."""
+    before = gc.get_threshold()
+    gc.set_threshold(max(before[0], 100_000), before[1], max(before[2], 100))
+    try:
+        yield
+    finally:
+        gc.set_threshold(*before)
 
 
 def _interrupted(runner: Runner, run_id: str) -> None:

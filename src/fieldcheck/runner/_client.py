@@ -24,7 +24,7 @@ import re
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from sqlalchemy.exc import SQLAlchemyError
@@ -50,6 +50,12 @@ MAX_CALL_TOKENS = 100_000_000
 
 
 T = TypeVar("T")
+
+# the runner's journal items and cached replies are committed together: when this many wait, when
+# no request is in flight (a sequential run commits each item before its next call), or this long
+# after the first of them finished (a killed process loses at most that; Ctrl-C loses nothing)
+FLUSH_ITEMS = 64
+FLUSH_AFTER_S = 0.5
 
 # what a store that stops working raises (a full disk, a file made read-only, a lost server)
 STORE_ERRORS = (SQLAlchemyError, OSError)
@@ -102,7 +108,7 @@ class CallResult:
         return self.error_type is None
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return dict(vars(self))  # the fields (no deep copy: nothing changes a reply)
 
 
 def estimate_tokens(text: str) -> int:
@@ -381,6 +387,7 @@ class ChatClient:
         self.spec = spec
         self._runner = runner
         self._api_key = api_key or spec.api_key()
+        self._endpoint = spec.endpoint  # redacted once, not for every call's cache key
         self._client: openai.AsyncOpenAI | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
@@ -437,12 +444,10 @@ class ChatClient:
         )
         cacheable = runner.store is not None and self._cacheable()
         key = (
-            cache_key(self.spec.endpoint, self.spec.model, list(messages), params)
-            if cacheable
-            else ""
+            cache_key(self._endpoint, self.spec.model, list(messages), params) if cacheable else ""
         )
         if cacheable:
-            hit = runner.use_store(lambda store: store.cache_get(key))
+            hit = runner.cached(key)
             if hit is not None:
                 stats.cache_hits += 1
                 result = CallResult(**{**hit, "cached": True})
@@ -457,7 +462,7 @@ class ChatClient:
         elif cacheable:
             value = {**result.to_dict(), "cached": False}
             del value["messages"]
-            runner.use_store(lambda store: store.cache_put(key, self.spec.model, value))
+            runner.write(cached=(key, self.spec.model, value))
         return replace(result, messages=list(messages))
 
     async def _call(self, messages: list[Message], params: dict[str, Any]) -> CallResult:
@@ -471,6 +476,7 @@ class ChatClient:
                 client = self._openai()
                 async with runner.limit():
                     runner.stats.requests += 1
+                    runner.in_flight += 1
                     sent = time.perf_counter()
                     try:
                         # the deadline covers the whole call: a body sent a byte at a time
@@ -482,6 +488,7 @@ class ChatClient:
                                 **params,
                             )
                     finally:
+                        runner.in_flight -= 1
                         in_requests += time.perf_counter() - sent
                 http = raw.http_response
                 reply = read_completion(http.content, http.headers.get("content-type", ""))
@@ -574,6 +581,44 @@ class Runner:
         self._semaphore: asyncio.Semaphore | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._clients: dict[str, ChatClient] = {}
+        self.in_flight = 0  # requests sent and not yet answered
+        self._items: list[dict[str, Any]] = []  # journal items not yet committed
+        self._cached: dict[str, tuple[str, dict[str, Any]]] = {}  # replies not yet committed
+        self._timer: asyncio.TimerHandle | None = None
+
+    def write(
+        self,
+        item: dict[str, Any] | None = None,
+        cached: tuple[str, str, dict[str, Any]] | None = None,
+    ) -> None:
+        """Queue a finished journal item (``Store.save_items``) or a reply to cache (key, model,
+        value), committed with the others (``FLUSH_ITEMS``)."""
+        if self.store is None:
+            return
+        if item is not None:
+            self._items.append(item)
+        if cached is not None:
+            self._cached[cached[0]] = cached[1:]
+        if not self.in_flight or len(self._items) + len(self._cached) >= FLUSH_ITEMS:
+            self.flush()
+        elif self._timer is None:
+            self._timer = asyncio.get_running_loop().call_later(FLUSH_AFTER_S, self.flush)
+
+    def flush(self) -> None:
+        """Commit the queued items and replies in one transaction (before a run's status
+        changes, and when the runner closes)."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        items, cached = self._items, [(k, *v) for k, v in self._cached.items()]
+        self._items, self._cached = [], {}
+        if items or cached:
+            self.use_store(lambda store: store.save_items(items, cached))
+
+    def cached(self, key: str) -> dict[str, Any] | None:
+        """The cached reply of ``key`` (queued or stored), or None."""
+        queued = self._cached.get(key)
+        return queued[1] if queued else self.use_store(lambda store: store.cache_get(key))
 
     def use_store(self, call: Callable[[Store], T]) -> T | None:
         """``call(store)``; None without a store. A store that fails (a full disk, a file made
@@ -608,6 +653,7 @@ class Runner:
         return existing
 
     async def aclose(self) -> None:
+        self.flush()
         for client in self._clients.values():
             await client.aclose()
         self._clients.clear()

@@ -1,4 +1,5 @@
-"""Runs: a task's items called through the runner, each committed to the store as it finishes.
+"""Runs: a task's items called through the runner, committed to the store as they finish (a few
+at a time: ``FLUSH_ITEMS``; all of them before the run's status changes, Ctrl-C included).
 
 Re-running the same command finds the unfinished run with the same key and resumes it: finished
 items are read back, never called again, except items whose model call failed (a transport or
@@ -36,7 +37,7 @@ from fieldcheck._util.term import SafeConsole
 from fieldcheck.runner._client import CallResult, ChatClient, Runner
 from fieldcheck.runner._errors import ERROR_TYPES
 from fieldcheck.runner._models import ModelSpec
-from fieldcheck.store import RunInfo, Store, StoredItem, sha256_file
+from fieldcheck.store import RunInfo, StoredItem, sha256_file
 
 U = TypeVar("U")
 
@@ -67,7 +68,7 @@ class RunSpec:
 
 
 class RunHandle:
-    """A run in progress: read finished items (resume) and save new ones (committed at once)."""
+    """A run in progress: read finished items (resume) and save new ones."""
 
     def __init__(self, runner: Runner, info: RunInfo, resumed: bool, client: ChatClient) -> None:
         self.runner = runner
@@ -116,7 +117,7 @@ class RunHandle:
         latency_s: float = 0.0,
         call_log: Sequence[CallResult] = (),
     ) -> None:
-        """Commit a finished item now, so a crash after this line loses nothing.
+        """Save a finished item (committed with the next few: ``Runner.write``).
 
         ``call_log``: the item's model calls (latency, tokens, attempts, reply, error), kept with
         it in the store; when given, ``calls``, ``cached_calls`` and ``latency_s`` default to
@@ -130,23 +131,13 @@ class RunHandle:
         seq = self._next_seq
         self._next_seq += 1
 
-        def commit(store: Store) -> None:
-            if key in self._in_store:  # a failed item (or one built on it) run again
-                store.forget_item(self.id, key)
-                self._in_store.discard(key)
-            store.save_item(
-                self.id,
-                key,
-                result,
-                error_type=error_type,
-                calls=calls,
-                cached_calls=cached_calls,
-                latency_s=latency_s,
-                call_log=log,
-                seq=seq,
-            )
-
-        self.runner.use_store(commit)  # kept in ``_done`` too: the files are written from it
+        if key in self._in_store:  # a failed item (or one built on it) run again
+            self.runner.use_store(lambda store: store.forget_item(self.id, key))
+            self._in_store.discard(key)
+        saved: dict[str, Any] = {"error_type": error_type, "calls": calls, "seq": seq}
+        saved |= {"cached_calls": cached_calls, "latency_s": latency_s, "call_log": log}
+        # kept in ``_done`` too: the files are written from it
+        self.runner.write({"run_id": self.id, "key": key, "result": result, **saved})
         if key in self._done:  # a resumed item run again: count it once
             old = self._done[key].error_type
             if old:
@@ -442,9 +433,14 @@ async def run_task(
             spec.model.name, total=total_items, completed=handle.done, rate="", extra=""
         )
         first_done = handle.done
+        shown = [0.0]
 
-        def refresh() -> None:
-            elapsed = max(time.perf_counter() - start, 1e-9)
+        def refresh(every: float = 0.05) -> None:
+            """The bar's counts, at most every ``every`` seconds (it redraws 10 times a second)."""
+            now = time.perf_counter()
+            if now - shown[0] < every:
+                return
+            shown[0], elapsed = now, max(now - start, 1e-9)
             fresh = handle.done - first_done
             errors = " ".join(f"{k}={v}" for k, v in sorted(handle.errors.items()))
             extra = f"calls {handle.new_calls} ({handle.new_cached_calls} cached)"
@@ -466,7 +462,7 @@ async def run_task(
             raise RunInterrupted([handle], total_items) from None
         finally:
             handle.on_save = None
-            refresh()
+            refresh(0)
     _set_status(runner, info.id, "finished")
     handle.finished = True
     console.print(summary_line(handle), markup=False, highlight=False, soft_wrap=True)
@@ -474,7 +470,8 @@ async def run_task(
 
 
 def _set_status(runner: Runner, run_id: str, status: str) -> None:
-    """The run's status in the store, when it still has one."""
+    """The run's status in the store, when it still has one (its items committed first)."""
+    runner.flush()
     runner.use_store(lambda store: store.set_status(run_id, status))
 
 

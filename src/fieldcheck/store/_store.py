@@ -3,8 +3,8 @@ SQLite or PostgreSQL.
 
 Default: a SQLite file under the user's data directory (``$XDG_DATA_HOME/fieldcheck`` or
 ``~/.local/share/fieldcheck``); ``FIELDCHECK_DATABASE_URL`` overrides it with any SQLAlchemy URL.
-Every write commits at once, so a killed process loses nothing that was saved. The schema is
-created and upgraded by Alembic on open.
+Every write commits at once (the runner's journal and cache a few completions at a time), so a
+killed process loses nothing that was saved. The schema is created and upgraded by Alembic on open.
 """
 
 from __future__ import annotations
@@ -37,7 +37,6 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
 from fieldcheck._util.executor import pid_alive
@@ -757,64 +756,55 @@ class Store:
             )
             s.commit()
 
-    def save_item(
+    def save_items(
         self,
-        run_id: str,
-        key: str,
-        result: dict[str, Any],
-        *,
-        error_type: str | None = None,
-        calls: int = 0,
-        cached_calls: int = 0,
-        latency_s: float = 0.0,
-        call_log: list[dict[str, Any]] | None = None,
-        seq: int | None = None,
+        items: Sequence[dict[str, Any]],
+        cached: Sequence[tuple[str, str, dict[str, Any]]] = (),
     ) -> None:
-        """Commit one finished journal item (its result and the log of its model calls) and the
-        run's counts, in one transaction (Core statements, not the ORM: once per model call)."""
+        """Commit finished journal items (each ``run_id``, ``key``, ``seq``, ``result`` and
+        optionally ``error_type``, ``calls``, ``cached_calls``, ``latency_s``, ``call_log``), their
+        runs' counts and cached replies ``(key, model, value)`` in one transaction (Core
+        statements, not the ORM: the runner writes a few completions at a time). A key cached
+        already (by another process meanwhile) keeps its first reply: an equally good one."""
+        now = _now()
+        rows = [
+            {
+                "run_id": i["run_id"],
+                "item_key": i["key"],
+                "seq": i["seq"],
+                "error_type": i.get("error_type"),
+                "calls": i.get("calls", 0),
+                "cached_calls": i.get("cached_calls", 0),
+                "latency_s": i.get("latency_s", 0.0),
+                "result": _dumps(i["result"]),
+                "call_log": _dumps(i["call_log"]) if i.get("call_log") else None,
+                "finished_at": now,
+            }
+            for i in items
+        ]
+        counts: dict[str, list[int]] = {}
+        for row in rows:
+            count = counts.setdefault(row["run_id"], [0, 0])
+            count[0] += 1
+            count[1] += row["error_type"] is not None
+        cache = [
+            {"key": key, "model": model, "value": _dumps(value), "created_at": now}
+            for key, model, value in cached
+        ]
         with self.engine.begin() as connection:
-            if seq is None:  # a caller that counts its items (RunHandle) saves this query
-                last = connection.scalar(_LAST_SEQ, {"run_id": run_id})
-                seq = int(last if last is not None else -1) + 1
-            connection.execute(
-                _JOURNAL_ADD,
-                {
-                    "run_id": run_id,
-                    "item_key": key,
-                    "seq": seq,
-                    "error_type": error_type,
-                    "calls": calls,
-                    "cached_calls": cached_calls,
-                    "latency_s": latency_s,
-                    "result": _dumps(result),
-                    "call_log": _dumps(call_log) if call_log else None,
-                    "finished_at": _now(),
-                },
-            )
-            connection.execute(_COUNT_DONE, {"run_id": run_id, "failed": 1 if error_type else 0})
+            if rows:
+                connection.execute(_JOURNAL_ADD, rows)
+            for run_id, (done, failed) in counts.items():
+                connection.execute(_COUNT_DONE, {"run_id": run_id, "done": done, "failed": failed})
+            if cache:
+                insert = _INSERTS[self.engine.dialect.name](CacheRow).on_conflict_do_nothing()
+                connection.execute(insert, cache)
 
     # cache --------------------------------------------------------------------------------
     def cache_get(self, key: str) -> dict[str, Any] | None:
         with self.engine.connect() as connection:  # Core, not an ORM session: the hot path
             value = connection.execute(_CACHE_GET, {"key": key}).scalar_one_or_none()
         return orjson.loads(value) if value is not None else None
-
-    def cache_put(self, key: str, model: str, value: dict[str, Any]) -> None:
-        """Cache a reply; when another process cached the same key meanwhile, theirs stays
-        (the same request: an equally good reply)."""
-        row = {"key": key, "model": model, "value": _dumps(value), "created_at": _now()}
-        dialect = self.engine.dialect.name
-        if dialect in ("sqlite", "postgresql"):
-            insert = _INSERTS[dialect](CacheRow).on_conflict_do_nothing()
-            with self.engine.begin() as connection:
-                connection.execute(insert, row)
-            return
-        with self.session() as s:  # another database: the ORM's merge
-            s.merge(CacheRow(**row))
-            try:
-                s.commit()
-            except IntegrityError:
-                s.rollback()
 
     def cache_count(self) -> int:
         with self.session() as s:
@@ -838,14 +828,13 @@ class Store:
 # built once: a fully cached re-run looks up every call (issue 10's 20x)
 _CACHE_GET = select(CacheRow.value).where(CacheRow.key == bindparam("key"))
 _INSERTS: dict[str, Any] = {"sqlite": sqlite_insert, "postgresql": postgresql_insert}
-_LAST_SEQ = select(func.coalesce(func.max(JournalRow.seq), -1)).where(
-    JournalRow.run_id == bindparam("run_id")
-)
 _JOURNAL_ADD = insert(JournalRow)
 _COUNT_DONE = (
     update(RunRow)
     .where(RunRow.id == bindparam("run_id"))
-    .values(n_done=RunRow.n_done + 1, n_errors=RunRow.n_errors + bindparam("failed"))
+    .values(
+        n_done=RunRow.n_done + bindparam("done"), n_errors=RunRow.n_errors + bindparam("failed")
+    )
 )
 
 
