@@ -14,20 +14,17 @@ from typer.core import TyperCommand
 
 from fieldcheck import core
 from fieldcheck._cli._common import (
-    EXIT_FAILED,
-    EXIT_OK,
     JsonOpt,
     ProgressBar,
     events,
-    gate,
+    finish,
     out_option,
     parse_fail_under,
     pipeline_errors,
 )
-from fieldcheck._cli._record import NoStoreOpt
+from fieldcheck._cli._record import NoStoreOpt, stored_line
 from fieldcheck._util.errors import UsageProblem
-from fieldcheck._util.jsonio import dumps
-from fieldcheck._util.term import SafeConsole, safe_json_text, safe_text
+from fieldcheck._util.term import SafeConsole, safe_text
 
 
 def systems_help() -> str:
@@ -180,10 +177,5 @@ def score_command(
     console.print(_table(found, label, scored))
     for path in scored.files.values():
         console.print(safe_text(path), markup=False, highlight=False, soft_wrap=True)
-    line = core.stored_line(outcome.run_id)
-    if line is not None:
-        console.print(line, markup=False, highlight=False, soft_wrap=True)
-    if as_json:
-        typer.echo(safe_json_text(dumps(scored.summary, indent=True)))
-    status = EXIT_FAILED if scored.failed else EXIT_OK
-    raise typer.Exit(gate(floors, scored.gate, console, status))
+    stored_line(console, core.stored_line(outcome.run_id))
+    raise typer.Exit(finish(scored, floors, as_json, scored.failed))
