@@ -5,10 +5,11 @@
 from __future__ import annotations
 
 import logging
+import re
 import shutil
 import tempfile
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -50,6 +51,8 @@ class Matchers:
 _COPY_BLOCK = 1 << 20
 RUNS = "fieldcheck-runs"
 """The folder under ``--data-root`` that holds each API run's uploads and run folder."""
+UPLOADS = "fieldcheck-upload-"
+"""Without a data root, the name of a request's temporary folder begins so."""
 
 
 def parse_output_text(raw: bytes | str) -> Any:
@@ -167,6 +170,33 @@ def hidden(text: str, shown: Mapping[str, str]) -> str:
     return text
 
 
+def each_text(value: Any, change: Callable[[str], str]) -> Any:
+    """``value`` (JSON) with ``change`` applied to each of its strings."""
+    if isinstance(value, str):
+        return change(value)
+    if isinstance(value, list):
+        return [each_text(v, change) for v in value]
+    if isinstance(value, dict):
+        return {k: each_text(v, change) for k, v in value.items()}
+    return value
+
+
+def client_paths(value: Any, root: Path | None) -> Any:
+    """``value`` (JSON: a stored run) with the server's paths named as the scoring routes name
+    them to the client (``hidden``): an API run's upload by its file name, any other path under
+    the data root relative to it (a run folder: ``fieldcheck-runs/api-json-.../run``)."""
+    temp = f"{Path(tempfile.gettempdir()).resolve()}/{UPLOADS}"
+    folders = [temp] + ([f"{root.resolve()}/{RUNS}/"] if root is not None else [])
+    upload = re.compile("(?:" + "|".join(map(re.escape, folders)) + r")[^/]*/inputs/[^/]+/")
+    under = f"{root.resolve()}/" if root is not None else None
+
+    def shown(text: str) -> str:
+        text = upload.sub("", text)
+        return text.replace(under, "") if under else text
+
+    return each_text(value, shown)
+
+
 @contextmanager
 def request_folder(root: Path | None, system: str) -> Iterator[Path]:
     """A new folder for one API run's uploads (``inputs/``) and run folder (``run/``) under
@@ -174,7 +204,7 @@ def request_folder(root: Path | None, system: str) -> Iterator[Path]:
     refused (a 422: nothing of the run was written). Without ``root``, a temporary folder
     removed once answered."""
     if root is None:
-        with tempfile.TemporaryDirectory(prefix="fieldcheck-upload-") as temp:
+        with tempfile.TemporaryDirectory(prefix=UPLOADS) as temp:
             yield Path(temp)
         return
     try:

@@ -19,7 +19,14 @@ from fieldcheck._util.paths import safe_filename
 from fieldcheck.api._body import CheckedBodyRoute
 from fieldcheck.api._deps import Context
 from fieldcheck.api._errors import INVALID, JUDGE_FAILED, ApiError, error_responses
-from fieldcheck.api._evaluation import RUNS, hidden, request_folder, save_upload, score_run
+from fieldcheck.api._evaluation import (
+    RUNS,
+    each_text,
+    hidden,
+    request_folder,
+    save_upload,
+    score_run,
+)
 
 router = APIRouter(
     prefix="/api/score",
@@ -56,13 +63,7 @@ _FORM = {
 def _hide(value: Any, shown: Mapping[str, str]) -> Any:
     """``value`` (JSON) with every server path of ``shown`` in its strings named as the client
     sent it (a bad line's message names its file)."""
-    if isinstance(value, str):
-        return hidden(value, shown)
-    if isinstance(value, list):
-        return [_hide(v, shown) for v in value]
-    if isinstance(value, dict):
-        return {k: _hide(v, shown) for k, v in value.items()}
-    return value
+    return each_text(value, lambda text: hidden(text, shown))
 
 
 def _answer(outcome: core.Outcome, shown: Mapping[str, str]) -> dict[str, Any]:
