@@ -352,8 +352,8 @@ def run_async(
         err.print(str(exc), markup=False, highlight=False, soft_wrap=True)
         interrupt_reported()
         raise typer.Exit(EXIT_INTERRUPTED) from None
-    except RunAborted as exc:
-        err.print(str(exc), markup=False, highlight=False, soft_wrap=True)
+    except RunAborted as exc:  # a usage error (the endpoint, model or key): its one line
+        err.print(f"error: {exc}", markup=False, highlight=False, soft_wrap=True)
         raise typer.Exit(EXIT_USAGE) from None
     except KeyboardInterrupt:
         line = interrupted_line(runner) if runner is not None else None
