@@ -22,7 +22,7 @@ from typer._click.globals import get_current_context
 from typer.core import TyperGroup
 
 from fieldcheck import core
-from fieldcheck._cli._record import NoStoreOpt, forget_store_warnings, store_failed
+from fieldcheck._cli._record import NoStoreOpt, forget_store_warnings, say, store_failed
 from fieldcheck._util.errors import CannotWrite, InputError, UsageProblem
 from fieldcheck._util.jsonio import dumps
 from fieldcheck._util.term import SafeConsole, install_log_filter, safe_json_text, safe_text
@@ -199,16 +199,12 @@ def show_problems(
     count = max(len(errors), total or 0)
     for error in errors[:SHOWN_PROBLEMS]:
         text = error if isinstance(error, str) else error.one_line()
-        console.print(
-            f"error: {safe_text(text)}", style="red", markup=False, highlight=False, soft_wrap=True
-        )
+        say(console, f"error: {safe_text(text)}", style="red")
     if count > SHOWN_PROBLEMS:
-        console.print(
+        say(
+            console,
             f"... and {count - SHOWN_PROBLEMS} more ({count} problems in all, "
             f"each in {safe_text(listed_in)})",
-            markup=False,
-            highlight=False,
-            soft_wrap=True,
         )
 
 
@@ -342,11 +338,9 @@ def gate(floors: dict[str, float], values: dict[str, dict[str, float | None]], s
     wanted = ", ".join(f"{k} >= {v:g}" for k, v in floors.items())
     if misses:
         for miss in misses:
-            console.print(
-                f"fail-under: {safe_text(miss)}", style="red", markup=False, highlight=False
-            )
+            say(console, f"fail-under: {safe_text(miss)}", style="red")
         return EXIT_GATE
-    console.print(f"fail-under: every floor met ({wanted})", markup=False, highlight=False)
+    say(console, f"fail-under: every floor met ({wanted})")
     return status
 
 

@@ -27,7 +27,7 @@ from fieldcheck._cli._common import (
     option,
     pipeline_errors,
 )
-from fieldcheck._cli._record import runner_store_failed, runner_store_unavailable, store_failed
+from fieldcheck._cli._record import runner_store_failed, runner_store_unavailable, say, store_failed
 from fieldcheck._util.errors import InputError
 from fieldcheck._util.term import SafeConsole
 from fieldcheck.reports import RunFolder
@@ -349,16 +349,16 @@ def run_async(
     try:
         return asyncio.run(_interruptible(coro))
     except RunInterrupted as exc:
-        err.print(str(exc), markup=False, highlight=False, soft_wrap=True)
+        say(err, str(exc))
         interrupt_reported()
         raise typer.Exit(EXIT_INTERRUPTED) from None
     except RunAborted as exc:  # a usage error (the endpoint, model or key): its one line
-        err.print(f"error: {exc}", markup=False, highlight=False, soft_wrap=True)
+        say(err, f"error: {exc}")
         raise typer.Exit(EXIT_USAGE) from None
     except KeyboardInterrupt:
         line = interrupted_line(runner) if runner is not None else None
         line = line or "interrupted before any run started; nothing was stored"
-        err.print(line, markup=False, highlight=False, soft_wrap=True)
+        say(err, line)
         interrupt_reported()
         raise typer.Exit(EXIT_INTERRUPTED) from None
 
@@ -384,7 +384,7 @@ def run_models(
 
     def loop(calls: Coroutine[Any, Any, list[Any]]) -> list[Any]:
         if say_store:
-            errors.print(store_line(runner), markup=False, highlight=False, soft_wrap=True)
+            say(errors, store_line(runner))
         return run_async(calls, console=errors, runner=runner)
 
     with pipeline_errors(names=names), ProgressBar(errors) as bar:

@@ -33,7 +33,7 @@ from fieldcheck._cli._common import (
     shared,
     show_problems,
 )
-from fieldcheck._cli._record import store_failed, store_warning, stored_line
+from fieldcheck._cli._record import say, store_failed, store_warning, stored_line
 from fieldcheck._cli._runopts import (
     MODEL_OPTIONS,
     PRICE_OPTIONS,
@@ -291,12 +291,7 @@ def print_summary(
         for path in paths.values():
             folders.setdefault(path.parent, []).append(path.name)
         for parent, names in folders.items():
-            console.print(
-                f"files in {parent}/: {', '.join(names)}",
-                markup=False,
-                soft_wrap=True,
-                highlight=False,
-            )
+            say(console, f"files in {parent}/: {', '.join(names)}")
 
 
 @app.command("score")
@@ -333,7 +328,7 @@ def score(
             given,
             store=not options["no_store"] and not store_failed(),
             warn=lambda text: store_warning(errors, text),
-            note=lambda text: errors.print(text, markup=False, highlight=False, soft_wrap=True),
+            note=lambda text: say(errors, text),
         )
     try:
         gt = read_json(ground_truth)
@@ -511,16 +506,11 @@ def show_models(
             f"run {run.run_id}{resumed}; {run.calls} calls, {run.cached_calls} from the cache; "
             f"{store_line(runner)}",
         ):
-            console.print(line, markup=False, highlight=False, soft_wrap=True)
+            say(console, line)
         stored_line(console, core.stored_line(outcome.run_id))
     if len(ran.comparison) > 1:
         print_comparison(console, [dict(row) for row in ran.comparison])
-    console.print(
-        f"comparison: {ran.destination / 'comparison.csv'}",
-        markup=False,
-        highlight=False,
-        soft_wrap=True,
-    )
+    say(console, f"comparison: {ran.destination / 'comparison.csv'}")
     if as_json:  # summary.json as written; {"models": {name: ...}} for several models
         print_json(
             {n: {**b.to_json(), "complete": True} for n, b in summaries.items()}, models=True

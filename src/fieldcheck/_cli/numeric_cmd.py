@@ -17,6 +17,7 @@ from fieldcheck._cli._common import (
     EXIT_OK,
     finish,
     gate,
+    option,
     out_option,
     print_json,
     score_files,
@@ -24,7 +25,7 @@ from fieldcheck._cli._common import (
     shared,
     show_problems,
 )
-from fieldcheck._cli._record import stored_line
+from fieldcheck._cli._record import say, stored_line
 from fieldcheck._cli._runopts import (
     MODEL_OPTIONS,
     PRICE_OPTIONS,
@@ -53,6 +54,31 @@ app = typer.Typer(
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "numeric"
 SCORING = scoring_options("conversations", GATED, sample=True)
+DATA_OPTIONS = {
+    "data": option(
+        Path,
+        ...,
+        "--data",
+        exists=True,
+        dir_okay=False,
+        readable=True,
+        help="ConvFinQA file: the derived {'train','dev'} format or the original list format "
+        "(the real dev split: examples/convfinqa/dev.json).",
+    ),
+    "split": option(
+        str | None,
+        None,
+        "--split",
+        help="Split of the derived format (default 'dev'); only a label for the original format.",
+    ),
+    "sample_size": option(
+        int | None,
+        None,
+        "--sample-size",
+        min=1,
+        help="Only N conversations, drawn at random with --seed (kept in file order).",
+    ),
+}
 
 _SHOWN = tuple(
     zip(
@@ -168,35 +194,23 @@ def show_result(
     show_problems(problems, result.input_errors, f"{out}/input_errors.csv")
     missing, turns = stats.get("num_missing_predictions") or 0, stats["num_turns"]
     if turns and missing * 2 >= turns:  # predictions of a part of the data, scored against all
-        problems.print(
+        say(
+            problems,
             f"warning: {missing:,} of {turns:,} turns have no prediction and count as failures; "
             "to score predictions of some conversations only, give the --sample-size and "
             "--seed they were made with",
-            markup=False,
-            highlight=False,
-            soft_wrap=True,
         )
-    console.print(f"signature: {result.signature.format()}", markup=False, highlight=False)
-    console.print(
+    say(console, f"signature: {result.signature.format()}")
+    say(
+        console,
         f"report: {out}/report.html (also report.md, summary.csv, turns.csv, errors.csv, "
         "statistics.json, traces/ and plots)",
-        markup=False,
     )
 
 
 @app.command("score")
-@shared(PRICE_OPTIONS, SCORING)
+@shared(DATA_OPTIONS, PRICE_OPTIONS, SCORING)
 def score_command(
-    data: Annotated[
-        Path,
-        typer.Option(
-            "--data",
-            exists=True,
-            dir_okay=False,
-            readable=True,
-            help="ConvFinQA file: the derived {'train','dev'} format or the original list format.",
-        ),
-    ],
     predictions: Annotated[
         Path,
         typer.Option(
@@ -208,21 +222,6 @@ def score_command(
         ),
     ],
     out: Annotated[Path | None, out_option("Directory for every output file.")] = None,
-    split: Annotated[
-        str | None,
-        typer.Option(
-            "--split",
-            help="Split to score in the derived format (default 'dev'); only a label for the original format.",
-        ),
-    ] = None,
-    sample_size: Annotated[
-        int | None,
-        typer.Option(
-            "--sample-size",
-            min=1,
-            help="Score only N conversations, drawn at random with --seed (kept in file order).",
-        ),
-    ] = None,
     **options: Any,
 ) -> None:
     """Score predictions against a ConvFinQA dataset and write every output file.
@@ -247,8 +246,8 @@ def score_command(
     console, errors = SafeConsole(stderr=options["as_json"]), SafeConsole(stderr=True)
     outcome = score_files(
         "numeric",
-        [("data", data), ("predictions", predictions)],
-        _settings(split=split, sample_size=sample_size, **options),
+        [("data", options["data"]), ("predictions", predictions)],
+        _settings(**options),
         out=out,
         errors=errors,
         no_store=options["no_store"],
@@ -330,47 +329,20 @@ EVALUATE_HELP = "\n\n".join(
 # ``run``, as json and slots name theirs (a tester typed it): the same command, not listed twice
 @app.command("run", help=EVALUATE_HELP, hidden=True)
 @app.command("evaluate", help=EVALUATE_HELP)
-@shared(MODEL_OPTIONS, PRICE_OPTIONS, SCORING)
+@shared(DATA_OPTIONS, MODEL_OPTIONS, PRICE_OPTIONS, SCORING)
 def evaluate_command(
-    data: Annotated[
-        Path,
-        typer.Option(
-            "--data",
-            exists=True,
-            dir_okay=False,
-            readable=True,
-            help="ConvFinQA file: the derived {'train','dev'} format or the original list format "
-            "(the real dev split: examples/convfinqa/dev.json).",
-        ),
-    ],
     out: Annotated[
         Path | None, out_option("Directory for predictions.jsonl and every output file.")
-    ] = None,
-    split: Annotated[
-        str | None,
-        typer.Option(
-            "--split",
-            help="Split of the derived format (default 'dev'); only a label for the original format.",
-        ),
-    ] = None,
-    sample_size: Annotated[
-        int | None,
-        typer.Option(
-            "--sample-size",
-            min=1,
-            help="Run only N conversations, drawn at random with --seed (kept in file order).",
-        ),
     ] = None,
     **options: Any,
 ) -> None:
     specs, runner = models_and_runner(options)
-    settings = _settings(
-        split=split, sample_size=sample_size, seed=options["seed"], bootstrap=options["bootstrap"]
-    )
+    # the prices are the models' (their specs), not the scoring's
+    settings = _settings(**{**options, "price_in": None, "price_out": None})
     console = SafeConsole(stderr=options["as_json"])
     ran = run_models(
         "numeric",
-        [("data", data)],
+        [("data", options["data"])],
         settings,
         specs,
         runner,
@@ -386,8 +358,8 @@ def evaluate_command(
     for run, outcome in models:
         title = f"numeric QA: {run.spec.name}"
         show_result(outcome.scored.result, outcome.destination, console, title=title)
-        console.print(run_line(run), markup=False, highlight=False, soft_wrap=True)
-    console.print(store_line(runner), markup=False, highlight=False, soft_wrap=True)
+        say(console, run_line(run))
+    say(console, store_line(runner))
     if options["as_json"]:  # statistics.json as written; {"models": {name: ...}} for several
         print_json({r.spec.name: o.scored.summary for r, o in models}, models=True)
     values = {r.spec.name: o.scored.gate[""] for r, o in models}
@@ -431,11 +403,6 @@ def run_model_demo(base_url: str, out_dir: Path, models: list[str], *, console: 
     table.add_row("failed validation checks", *(str(r.tallies.failed_checks) for r in results))
     console.print(table)
     for run, outcome in zip(ran.calls, ran.outcomes, strict=True):
-        console.print(
-            run_line(run) + f"; files in {outcome.destination}/",
-            markup=False,
-            highlight=False,
-            soft_wrap=True,
-        )
-    console.print(store_line(runner), markup=False, highlight=False, soft_wrap=True)
+        say(console, run_line(run) + f"; files in {outcome.destination}/")
+    say(console, store_line(runner))
     return EXIT_FAILED if any(r.failures for r in ran.calls) else EXIT_OK

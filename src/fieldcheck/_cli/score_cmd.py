@@ -22,7 +22,7 @@ from fieldcheck._cli._common import (
     parse_fail_under,
     pipeline_errors,
 )
-from fieldcheck._cli._record import NoStoreOpt, stored_line
+from fieldcheck._cli._record import NoStoreOpt, say, stored_line
 from fieldcheck._util.errors import UsageProblem
 from fieldcheck._util.term import SafeConsole, safe_text
 
@@ -176,6 +176,6 @@ def score_command(
     scored = outcome.scored
     console.print(_table(found, label, scored))
     for path in scored.files.values():
-        console.print(safe_text(path), markup=False, highlight=False, soft_wrap=True)
+        say(console, safe_text(path))
     stored_line(console, core.stored_line(outcome.run_id))
     raise typer.Exit(finish(scored, floors, as_json, scored.failed))

@@ -18,13 +18,14 @@ from fieldcheck._cli._common import (
     EXIT_FAILED,
     EXIT_OK,
     finish,
+    option,
     out_option,
     score_files,
     scoring_options,
     shared,
     show_problems,
 )
-from fieldcheck._cli._record import stored_line
+from fieldcheck._cli._record import say, stored_line
 from fieldcheck._cli._runopts import (
     MODEL_OPTIONS,
     PRICE_OPTIONS,
@@ -52,6 +53,26 @@ app = typer.Typer(
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "slots"
 # the metrics --fail-under gates (higher is better), named as in metrics.json
 SCORING = scoring_options("sessions", METRIC_COLUMNS)
+TP_OPTIONS = {
+    "tp": option(
+        TPMode,
+        "presence",
+        "--tp",
+        help="When a predicted gold slot is a true positive: presence (any value, the spec's "
+        "rule), exact (canonicalised value sets equal), fuzzy (rapidfuzz >= threshold) or "
+        "semantic (MiniLM cosine >= threshold). With a value check a present-but-wrong slot "
+        "is an FP and an FN.",
+    ),
+    "threshold": option(
+        float | None,
+        None,
+        "--threshold",
+        min=0.0,
+        max=1.0,
+        help="Similarity threshold in [0,1] for --tp fuzzy|semantic (default 0.8); "
+        "ignored, with a warning, by presence and exact.",
+    ),
+}
 
 
 def _pairs(values: list[str], option: str) -> list[tuple[str, Path]]:
@@ -132,30 +153,28 @@ def show_run(
             continue
         m = scored[name]
         console.print(_model_table(m.name, run))
-        console.print("Per topic:", markup=False, soft_wrap=True)
+        say(console, "Per topic:")
         for line in topic_lines(m.result):
-            console.print(safe_text(line), markup=False, soft_wrap=True, highlight=False)
+            say(console, safe_text(line))
     for p in run.paired_f1:
         common = ""
         if p.sessions != scored[p.model_a].sessions or p.sessions != scored[p.model_b].sessions:
             common = f" on the {p.sessions} session(s) both were scored on"
-        console.print(
+        say(
+            console,
             f"F1 {p.model_a} - {p.model_b}: {p.difference:+.3f}{common} "
             f"(paired bootstrap {format_pvalue(p.p_value)})",
-            markup=False,
-            soft_wrap=True,
         )
     # run.warnings were logged on the 'fieldcheck' logger as they arose; not printed twice
     show_problems(problems, run.errors, str(files["errors.jsonl"]))
-    console.print(
+    say(
+        console,
         f"Report: {files['report.html']} (also report.md, metrics.json, metrics.csv, per_topic.csv)",
-        markup=False,
-        soft_wrap=True,
     )
 
 
 @app.command("score")
-@shared(SCORING)
+@shared(TP_OPTIONS, SCORING)
 def score(
     gold: Annotated[
         Path,
@@ -215,26 +234,6 @@ def score(
             "--judge-model", help="Judge model name at --judge-base-url (both or neither)."
         ),
     ] = None,
-    tp: Annotated[
-        TPMode,
-        typer.Option(
-            "--tp",
-            help="When a predicted gold slot is a true positive: presence (any value, the spec's "
-            "rule), exact (canonicalised value sets equal), fuzzy (rapidfuzz >= threshold) or "
-            "semantic (MiniLM cosine >= threshold). With a value check a present-but-wrong slot "
-            "is an FP and an FN.",
-        ),
-    ] = "presence",
-    threshold: Annotated[
-        float | None,
-        typer.Option(
-            "--threshold",
-            min=0.0,
-            max=1.0,
-            help="Similarity threshold in [0,1] for --tp fuzzy|semantic (default 0.8); "
-            "ignored, with a warning, by presence and exact.",
-        ),
-    ] = None,
     **options: Any,
 ) -> None:
     """Score one or more models' predicted slots against gold slots and write the report.
@@ -253,9 +252,7 @@ def score(
         *((f"latency:{n}", p) for n, p in _pairs(latency or [], "--latency")),
         *((f"judge:{n}", p) for n, p in _pairs(judge or [], "--judge")),
     ]
-    settings = _settings(
-        tp, threshold, options["bootstrap"], options["seed"], judge_base_url, judge_model
-    )
+    settings = _settings(options, judge_base_url, judge_model)
     console, errors = SafeConsole(stderr=options["as_json"]), SafeConsole(stderr=True)
     outcome = score_files(
         "slots",
@@ -276,17 +273,12 @@ def score(
 
 
 def _settings(
-    tp: TPMode = "presence",
-    threshold: float | None = None,
-    bootstrap: int = 1000,
-    seed: int = 0,
-    judge_base_url: str | None = None,
-    judge_model: str | None = None,
+    options: dict[str, Any], judge_base_url: str | None = None, judge_model: str | None = None
 ) -> dict[str, Any]:
-    """The run's stored settings (what ``runs rescore`` reads back); a judge model's endpoint
-    and name only when one is asked (never its key)."""
+    """The run's stored settings (what ``runs rescore`` reads back) out of the command's
+    options; a judge model's endpoint and name only when one is asked (never its key)."""
+    settings = {k: options[k] for k in ("tp", "threshold", "bootstrap", "seed")}
     judge = {"judge_base_url": judge_base_url, "judge_model": judge_model}
-    settings = {"tp": tp, "threshold": threshold, "bootstrap": bootstrap, "seed": seed}
     return settings | judge if judge_base_url or judge_model else settings
 
 
@@ -344,7 +336,7 @@ errors; 1 when an output could not be written part-way; 130 on Ctrl-C (what fini
 
 
 @app.command("run", help=RUN_HELP)
-@shared(MODEL_OPTIONS, PRICE_OPTIONS, SCORING)
+@shared(MODEL_OPTIONS, PRICE_OPTIONS, TP_OPTIONS, SCORING)
 def run(
     conversations: Annotated[
         Path,
@@ -381,20 +373,6 @@ def run(
             "without it the LLM judge score is absent, never 0.",
         ),
     ] = None,
-    tp: Annotated[
-        TPMode,
-        typer.Option(
-            "--tp",
-            help="When a predicted gold slot is a true positive: presence (the spec), exact, "
-            "fuzzy or semantic (as in 'slots score').",
-        ),
-    ] = "presence",
-    threshold: Annotated[
-        float | None,
-        typer.Option(
-            "--threshold", min=0.0, max=1.0, help="Threshold of --tp fuzzy|semantic (0.8)."
-        ),
-    ] = None,
     **options: Any,
 ) -> None:
     if judge_base_url and not judge_model:
@@ -408,7 +386,7 @@ def run(
     as_json = options["as_json"]
     console, err = SafeConsole(stderr=as_json), SafeConsole(stderr=True)
     judge = (judge_url, judge_model) if judge_model else (None, None)
-    settings = _settings(tp, threshold, options["bootstrap"], options["seed"], *judge)
+    settings = _settings(options, *judge)
     ran = run_models(
         "slots",
         [("conversations", conversations), ("gold", gold)],
@@ -431,13 +409,12 @@ def run(
     failed = sum(len(ex.failed) for ex in extractions)
     if failed:
         calls = sum(len(ex.not_scored()) for ex in extractions)
-        err.print(
+        say(
+            err,
             f"{failed} session error(s); listed in {outcome.destination / 'session_errors.jsonl'} "
             "(memory unchanged): "
             f"{failed - calls} invalid repl(ies), slots missed; {calls} call error(s), not scored",
             style="red",
-            markup=False,
-            soft_wrap=True,
         )
     for u in scored.unscored:
         err.print(
@@ -461,14 +438,12 @@ def run_model_demo(base_url: str, out_dir: Path, models: list[str], *, console: 
     conversations_path = EXAMPLES / "conversations.synthetic.jsonl"
     gold = EXAMPLES / "gold.synthetic.jsonl"
     if not conversations_path.exists() or not gold.exists():
-        console.print(
-            f"slots demo: example data not found in {EXAMPLES}", style="red", markup=False
-        )
+        say(console, f"slots demo: example data not found in {EXAMPLES}", style="red")
         return EXIT_FAILED
     specs = [ModelSpec(name=m, model=m, base_url=base_url) for m in models]
     folder = RunFolder.of(out_dir)
     inputs = [("conversations", conversations_path), ("gold", gold)]
-    settings = _settings(bootstrap=200)
+    settings = _settings({"tp": "presence", "threshold": None, "bootstrap": 200, "seed": 0})
     runner = make_runner()
     ran = run_models(
         "slots",
@@ -507,6 +482,6 @@ def run_model_demo(base_url: str, out_dir: Path, models: list[str], *, console: 
             format_seconds(r.latency.mean if r.latency is not None else None),
         )
     console.print(table)
-    console.print(f"  report: {files['report.html']}", markup=False, soft_wrap=True)
+    say(console, f"  report: {files['report.html']}")
     infra = sum(1 for ex in extractions for s in ex.failed if s.error_type != "invalid_reply")
     return EXIT_FAILED if infra or scored.errors else EXIT_OK

@@ -5,17 +5,19 @@
 from __future__ import annotations
 
 import logging
+import os
 import re
 import shutil
 import tempfile
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import orjson
+from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
 
 from fieldcheck import core
@@ -141,6 +143,32 @@ def score_run(
         raise ApiError(507, hidden(str(exc), shown)) from None
     except MatcherError as exc:
         raise ApiError(502, f"the matcher failed: {exc}") from None
+
+
+async def score_uploads(
+    ctx: AppContext,
+    system: str,
+    uploads: Sequence[tuple[str, UploadFile]],
+    settings: Mapping[str, Any],
+    *,
+    root: Path | None,
+    params: Mapping[str, str] | None = None,
+) -> tuple[core.Outcome, dict[str, str]]:
+    """Keep each upload by its role in a new ``request_folder`` (``inputs/ROLE/FILE``) and score
+    them into its ``run/`` (``score_run``, in a worker thread): the outcome, and each server path
+    as the client names it (the file name it sent, the folder under the data root)."""
+    with request_folder(root, system) as base:
+        inputs, shown = [], {str(base): f"{RUNS}/{base.name}"}
+        for role, upload in uploads:
+            sent = os.path.basename(upload.filename or "") or role
+            path = base / "inputs" / safe_filename(role) / safe_filename(sent)
+            await save_upload(upload, path)
+            inputs.append((role, path))
+            shown[str(path)] = sent
+        outcome = await run_in_threadpool(
+            score_run, ctx, system, inputs, settings, out=base / "run", shown=shown, params=params
+        )
+    return outcome, shown
 
 
 def server_matcher(ctx: AppContext) -> dict[str, Any]:
