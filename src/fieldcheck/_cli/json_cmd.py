@@ -33,7 +33,7 @@ from fieldcheck._cli._common import (
     shared,
     show_problems,
 )
-from fieldcheck._cli._record import say, store_failed, store_warning, stored_line
+from fieldcheck._cli._record import grid, say, store_failed, store_warning, stored_line
 from fieldcheck._cli._runopts import (
     MODEL_OPTIONS,
     PRICE_OPTIONS,
@@ -219,17 +219,12 @@ def print_result(console: Console, result: JsonEvalResult) -> None:
         keys = result.buckets[name]
         buckets.add_row(name, str(len(keys)), safe_markup(", ".join(keys)))
     console.print(buckets)
-    fields = Table(title="Fields scored for accuracy (both_non_null)", header_style="bold")
-    fields.add_column("field")
-    fields.add_column("strategy")
-    fields.add_column("similarity", justify="right")
-    fields.add_column("score", justify="right")
+    title = "Fields scored for accuracy (both_non_null)"
+    fields = grid(title, "field", "strategy", right=("similarity", "score"))
     for name, field in result.fields.items():
         fields.add_row(safe_markup(name), field.strategy, _fmt(field.similarity), _fmt(field.score))
     console.print(fields)
-    scores = Table(title="Scores", header_style="bold")
-    scores.add_column("score")
-    scores.add_column("value", justify="right")
+    scores = grid("Scores", "score", right=("value",))
     for name in _SCORES:
         scores.add_row("RQS" if name == "rqs" else name, _fmt(getattr(result, name)))
     console.print(scores)
@@ -247,18 +242,15 @@ def print_summary(
     console.print(
         f"[bold]JSON evaluation:[/bold] {summary.scored} of {summary.records} records scored"
     )
-    table = Table(header_style="bold")
-    table.add_column("score")
-    table.add_column("mean", justify="right")
-    table.add_column("95% CI", justify="right")
+    means = grid(None, "score", right=("mean", "95% CI"))
     for name in _SCORES:
         ci = summary.ci.get(name)
-        table.add_row(
+        means.add_row(
             "RQS" if name == "rqs" else name,
             _fmt(summary.means[name]),
             "" if ci is None else f"[{ci.low:.4f}, {ci.high:.4f}]",
         )
-    console.print(table)
+    console.print(means)
     console.print(
         f"failed: {summary.failed}   not scored: {summary.not_scored}   "
         f"not an object: {summary.not_an_object}   safety leaks: {summary.safety_flagged}"

@@ -25,7 +25,7 @@ from fieldcheck._cli._common import (
     shared,
     show_problems,
 )
-from fieldcheck._cli._record import say, stored_line
+from fieldcheck._cli._record import grid, say, stored_line
 from fieldcheck._cli._runopts import (
     MODEL_OPTIONS,
     PRICE_OPTIONS,
@@ -138,10 +138,9 @@ def show_result(
     stats = result.statistics
     ci = stats.get("bootstrap_95_ci") or {}
     nothing = bool(stats.get("nothing_scored"))
-    table = Table(title=title + (": NOTHING SCORED" if nothing else ""), header_style="bold")
-    table.add_column("metric")
-    table.add_column("value", justify="right")
-    table.add_column("95% CI", justify="right")
+    table = grid(
+        title + (": NOTHING SCORED" if nothing else ""), "metric", right=("value", "95% CI")
+    )
     for key, label in () if nothing else _SHOWN:
         interval = ci.get(key)
         table.add_row(
@@ -262,10 +261,7 @@ def score_command(
 
 def _comparison(title: str, columns: Sequence[tuple[str, NumericResult]]) -> Table:
     """The demos' table: the models' headline statistics side by side."""
-    table = Table(title=title, header_style="bold")
-    table.add_column("metric")
-    for name, _ in columns:
-        table.add_column(name, justify="right")
+    table = grid(title, "metric", right=[name for name, _ in columns])
     for key, label in (
         *_SHOWN,
         ("cost_per_correct_answer", "cost per correct answer: tokens per successful conversation"),

@@ -15,7 +15,7 @@ import typer
 from rich.table import Table
 
 from fieldcheck._cli._common import EXIT_OK, FieldcheckGroup, print_json
-from fieldcheck._cli._record import say
+from fieldcheck._cli._record import grid, say
 from fieldcheck._util.errors import InputError
 from fieldcheck._util.jsonio import dumps
 from fieldcheck._util.term import SafeConsole, safe_json_text, safe_text
@@ -262,10 +262,7 @@ def _print_comparison(table: dict[str, Any], console: SafeConsole) -> None:
     from fieldcheck.runs import format_cell, format_latency, format_number
 
     labels = [safe_text(c["label"]) for c in table["columns"]]
-    metrics = Table(title="Metrics (95% interval)", header_style="bold")
-    metrics.add_column("metric")
-    for label in labels:
-        metrics.add_column(label)
+    metrics = grid("Metrics (95% interval)", "metric", *labels)
     for row in table["metrics"]:
         metrics.add_row(row["name"], *(format_cell(v) for v in row["values"]))
     if any(table.get("latency") or []):
@@ -276,17 +273,13 @@ def _print_comparison(table: dict[str, Any], console: SafeConsole) -> None:
         )
     console.print(metrics)
     for extra in table["tables"]:
-        grid = Table(title=extra["title"], header_style="bold")
-        grid.add_column(extra["row_label"])
-        for label in labels:
-            grid.add_column(label)
+        rows = grid(extra["title"], extra["row_label"], *labels)
         for row in extra["rows"]:
-            grid.add_row(safe_text(row["name"]), *(format_number(v) for v in row["values"]))
-        console.print(grid)
+            rows.add_row(safe_text(row["name"]), *(format_number(v) for v in row["values"]))
+        console.print(rows)
     if table["paired_f1"]:
-        paired = Table(title="Paired bootstrap of F1 (slots)", header_style="bold")
-        for head in ("run", "model a", "model b", "F1 a - F1 b", "p-value", "sessions"):
-            paired.add_column(head)
+        heads = ("run", "model a", "model b", "F1 a - F1 b", "p-value", "sessions")
+        paired = grid("Paired bootstrap of F1 (slots)", *heads)
         for p in table["paired_f1"]:
             paired.add_row(
                 safe_text(p["run"][:8]),

@@ -22,7 +22,7 @@ from fieldcheck._cli._common import (
     parse_fail_under,
     pipeline_errors,
 )
-from fieldcheck._cli._record import NoStoreOpt, say, stored_line
+from fieldcheck._cli._record import NoStoreOpt, grid, say, stored_line
 from fieldcheck._util.errors import UsageProblem
 from fieldcheck._util.term import SafeConsole, safe_text
 
@@ -90,10 +90,8 @@ def _table(system: core.System, label: str, scored: Any) -> Table:
     from fieldcheck.runs import format_cell
 
     columns = system.columns(label, scored.metrics, scored.intervals)
-    table = Table(title=f"{system.title} (95% interval)", header_style="bold")
-    table.add_column("metric")
-    for model, _, _ in columns:
-        table.add_column(safe_text(model) or system.name)
+    models = [safe_text(model) or system.name for model, _, _ in columns]
+    table = grid(f"{system.title} (95% interval)", "metric", *models)
     for name in system.headline:
         cells = [
             {**(system.interval(i, name) or {}), "estimate": system.estimate(m, name)}

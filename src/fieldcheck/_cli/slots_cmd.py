@@ -25,7 +25,7 @@ from fieldcheck._cli._common import (
     shared,
     show_problems,
 )
-from fieldcheck._cli._record import say, stored_line
+from fieldcheck._cli._record import grid, say, stored_line
 from fieldcheck._cli._runopts import (
     MODEL_OPTIONS,
     PRICE_OPTIONS,
@@ -88,10 +88,7 @@ def _pairs(values: list[str], option: str) -> list[tuple[str, Path]]:
 def _model_table(name: str, run: SlotsRun) -> Table:
     score = next(m for m in run.models if m.name == name)
     r = score.result
-    table = Table(title=Text(safe_text(name)), show_header=True, header_style="bold")  # no markup
-    table.add_column("metric")
-    table.add_column("value", justify="right")
-    table.add_column("95% CI", justify="right")
+    table = grid(Text(safe_text(name)), "metric", right=("value", "95% CI"))  # no markup
 
     def row(label: str, value: float | None, ci_key: str | None = None) -> None:
         ci = r.ci.get(ci_key) if ci_key else None
