@@ -134,19 +134,6 @@ def _configuration(
     )
 
 
-def _refused(
-    ctx: AppContext,
-    request: Request,
-    section: str,
-    error: InputError,
-    rows: list[tuple[str, str]] | None = None,
-) -> HTMLResponse:
-    """The Configuration page again, 400, with the one-line error at ``section``."""
-    return _configuration(
-        ctx, request, status=400, error=error.one_line(), error_section=section, rows=rows
-    )
-
-
 @router.get("/configuration")
 def configuration_page(request: Request, ctx: Context, saved: str | None = None) -> HTMLResponse:
     return _configuration(ctx, request, saved=saved)
@@ -164,7 +151,9 @@ def _save(
     try:
         ctx.saved.put(section, data, file=file)
     except InputError as exc:
-        return _refused(ctx, request, section, exc, rows)
+        return _configuration(
+            ctx, request, status=400, error=exc.one_line(), error_section=section, rows=rows
+        )
     return RedirectResponse(f"/configuration?saved={section}", status_code=303)
 
 
@@ -176,7 +165,9 @@ async def _bad_text(request: Request) -> InputError | None:
 @router.post("/configuration/strategies")
 async def save_strategies(request: Request, ctx: Context) -> Response:
     if (bad := await _bad_text(request)) is not None:
-        return _refused(ctx, request, "strategies", bad)
+        return _configuration(
+            ctx, request, status=400, error=bad.one_line(), error_section="strategies"
+        )
     form = await request.form()
     fields = [str(v) for v in form.getlist("field")]
     values = [str(v) for v in form.getlist("strategy")]
@@ -184,14 +175,16 @@ async def save_strategies(request: Request, ctx: Context) -> Response:
     try:
         mapping = strategy_rows(rows)
     except InputError as exc:
-        return _refused(ctx, request, "strategies", exc, rows)
+        return _configuration(
+            ctx, request, status=400, error=exc.one_line(), error_section="strategies", rows=rows
+        )
     return _save(ctx, request, "strategies", mapping, rows)
 
 
 @router.post("/configuration/{section}/import")
 async def import_section(section: Section, request: Request, ctx: Context) -> Response:
     if (bad := await _bad_text(request)) is not None:
-        return _refused(ctx, request, section, bad)
+        return _configuration(ctx, request, status=400, error=bad.one_line(), error_section=section)
     form = await request.form()
     upload = form.get("file")
     if not isinstance(upload, StarletteUpload) or not upload.filename:
@@ -202,7 +195,7 @@ async def import_section(section: Section, request: Request, ctx: Context) -> Re
     try:
         data = parse_json_file(await upload.read(), name=name)
     except InputError as exc:
-        return _refused(ctx, request, section, exc)
+        return _configuration(ctx, request, status=400, error=exc.one_line(), error_section=section)
     return _save(ctx, request, section, data, file=name)
 
 
@@ -238,12 +231,12 @@ _NUMBER_FIELDS: dict[Section, list[str]] = {
 async def save_numbers(request: Request, ctx: Context) -> Response:
     section = next(s for s in _NUMBER_FIELDS if request.url.path.endswith(s))  # its route's
     if (bad := await _bad_text(request)) is not None:
-        return _refused(ctx, request, section, bad)
+        return _configuration(ctx, request, status=400, error=bad.one_line(), error_section=section)
     form = {k: str(v) for k, v in (await request.form()).items()}
     try:
         data = _numbers(form, _NUMBER_FIELDS[section])
     except InputError as exc:
-        return _refused(ctx, request, section, exc)
+        return _configuration(ctx, request, status=400, error=exc.one_line(), error_section=section)
     return _save(ctx, request, section, data)
 
 
