@@ -407,6 +407,3 @@ def run_models(
 def store_line(runner: Runner) -> str:
     store = runner.store
     return f"store: {describe_url(store.url)}" if store is not None else "store: none"
-
-
-__all__ = ["EXIT_INTERRUPTED", "EXIT_USAGE", "STORE_HELP"]
