@@ -16,6 +16,7 @@ from fieldcheck._cli.main import app
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 WIDE = {"COLUMNS": "200", "NO_COLOR": "1"}
+SLOTS = EXAMPLES / "slots"
 
 
 def _run(*args: str) -> tuple[int, str]:
@@ -52,6 +53,39 @@ def test_a_usage_error_is_one_line_exit_2_in_every_system(args: list[str], expec
         f"(see 'fieldcheck {' '.join(args[: 2 if args[1] != 'scor' else 1])} --help')"
     )
     assert "╭" not in output and "Usage:" not in output
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["json", "run", "DOCS"],
+        [
+            "slots",
+            "run",
+            "--conversations",
+            str(SLOTS / "conversations.synthetic.jsonl"),
+            "--gold",
+            str(SLOTS / "gold.synthetic.jsonl"),
+        ],
+        ["numeric", "evaluate", "--data", str(EXAMPLES / "numeric" / "data.json")],
+    ],
+)
+def test_an_endpoint_that_answers_nothing_is_an_error_line_in_every_model_run(
+    tmp_path: Path, command: list[str]
+) -> None:
+    """The line saying a run stopped because its first calls all failed (exit 2) starts
+    ``error:`` as every usage error does; it had no prefix, under ``--json`` too."""
+    docs = tmp_path / "docs.jsonl"
+    docs.write_text(
+        "".join(f'{{"id": "{i}", "document": "d", "ground_truth": {{"a": 1}}}}\n' for i in range(5))
+    )
+    args = [str(docs) if word == "DOCS" else word for word in command]
+    args += ["--model", "m", "--base-url", "http://127.0.0.1:9/v1", "--max-retries", "0"]
+    status, output = _run(
+        *args, "--no-progress", "--no-store", "--json", "--out", str(tmp_path / "o")
+    )
+    stopped = [line for line in output.splitlines() if "all failed with connection" in line]
+    assert status == 2 and stopped[0].startswith("error: stopped: the first 3 items of m"), output
 
 
 def test_verbose_is_accepted_after_the_subcommand(tmp_path: Path) -> None:
@@ -553,3 +587,19 @@ def test_the_three_systems_word_a_missing_field_and_a_wrong_type_alike(tmp_path:
         "record b: field 'safety_score': must be a number in [0, 1] or null (got '1')",
     ]
     assert not any("Input should" in m or "Field required" in m for m in slots + numeric + jsons)
+
+
+def test_serve_names_the_store_setting_in_its_error_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``serve`` with a store it cannot open: one usage line naming ``FIELDCHECK_DATABASE_URL``
+    as ``runs`` names it (it was ``error: cannot open the store: ...``, naming nothing)."""
+    import socket
+
+    monkeypatch.setenv("FIELDCHECK_DATABASE_URL", "bogus://nowhere")
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    status, output = _run("serve", "--port", str(port))
+    assert status == 2 and output.startswith(
+        "error: FIELDCHECK_DATABASE_URL: cannot open the store: NoSuchModuleError: "
+    ), output
+    assert len(output.strip().splitlines()) == 1

@@ -263,10 +263,11 @@ def test_batch_upload_and_batch_path_give_the_cli_summary(
                 "batch",
                 hashlib.sha256(data.read_bytes()).hexdigest(),
             )
-            assert Path(given["path"]).name == "walk.jsonl"
-            assert Path(given["path"]).is_relative_to(tmp_path / "data")
-            folder = Path(run["out_dir"])
-            assert folder.parent.parent == kept and (folder / "summary.json").is_file()
+            # named as the client sent it: the upload's name, the path under the data root
+            assert given["path"] == "walk.jsonl"
+            folder = Path(run["out_dir"])  # relative to the data root, as the client knows it
+            assert folder.parent.parent == Path("fieldcheck-runs")
+            assert (kept.parent / folder / "summary.json").is_file()
             items = http.get(f"/api/runs/{run_id}/items", params={"failed": "true"}).json()
             # the scripted judge scores the email 0, so every record failed somewhere
             assert [i["key"] for i in items["items"]] == ["walk", "same", "text"]

@@ -124,3 +124,41 @@ def test_api_score_names_a_bad_setting_by_its_key_and_never_a_cli_option(
     body = answer.json()
     assert body["field"] == "settings.bootstrap", body
     assert "--" not in json.dumps(body)
+
+
+def test_the_runs_of_uploads_name_the_files_sent_never_the_data_root(
+    serve: Serve, tmp_path: Path
+) -> None:
+    """``GET /api/runs`` showed an API run's dataset (and inputs, output folder, error lines) as
+    the server path of its upload under the data root; they are named as the client sent them:
+    the upload by its file name, the run folder relative to the data root, in the list, the run,
+    a re-score and the run's page."""
+    live = serve()
+    root = str((tmp_path / "data").resolve())
+    good = {"id": "a", "ground_truth": {"x": 1}, "output": {"x": 1}}
+    lines = (json.dumps(good) + "\n{not json\n").encode()
+    with httpx.Client(base_url=live.base_url, timeout=60) as http:
+        generic = http.post(
+            "/api/score/json",
+            files={"batch": ("walk.jsonl", lines)},
+            data={"settings": json.dumps({"bootstrap": 0})},
+        )
+        assert generic.status_code == 200, generic.text
+        upload = http.post("/api/json/batch?bootstrap=0", files={"file": ("mine.jsonl", lines)})
+        assert upload.status_code == 200, upload.text
+        listed = http.get("/api/runs")
+        run = http.get(f"/api/runs/{generic.json()['run_id']}")
+        child = http.post(f"/api/runs/{upload.json()['run_id']}/rescore", json={"bootstrap": 0})
+        page = http.get(f"/runs/{generic.json()['run_id']}")
+    runs = {r["id"]: r for r in listed.json()["runs"]}
+    shown = runs[generic.json()["run_id"]]
+    assert shown["dataset"] == "walk.jsonl" and shown["inputs"][0]["path"] == "walk.jsonl"
+    assert shown["out_dir"].startswith("fieldcheck-runs/api-json-") and shown["out_dir"].endswith(
+        "/run"
+    )
+    assert runs[upload.json()["run_id"]]["dataset"] == "mine.jsonl"
+    assert "walk.jsonl:2" in json.dumps(run.json()["metrics"])
+    assert child.status_code == 200 and child.json()["dataset"] == "mine.jsonl"
+    assert page.status_code == 200 and "walk.jsonl" in page.text
+    for answer in (listed, run, child, page):
+        assert root not in answer.text

@@ -15,7 +15,7 @@ import pytest
 from typer.testing import CliRunner
 
 from fieldcheck._cli.main import app
-from fieldcheck._cli.numeric_cmd import EXAMPLES, run_demo
+from fieldcheck._cli.numeric_cmd import EXAMPLES
 from fieldcheck.numeric import ERROR_COLUMNS
 
 OUTPUT_FILES = (
@@ -146,8 +146,14 @@ def test_spec_analysis_snippets_run_unchanged(out_dir: Path, shared_dir: Path) -
     assert "TYPES {" in done.stdout and "'TimeoutError'" in done.stdout
 
 
-def test_demo_runs(tmp_path: Path) -> None:
-    assert run_demo(tmp_path) == 0
+def test_the_bundled_examples_run(tmp_path: Path) -> None:
+    for model in ("model_a", "model_b"):
+        predictions = EXAMPLES / f"predictions_{model}.jsonl"
+        args = ["--data", str(EXAMPLES / "data.json"), "--predictions", str(predictions)]
+        result = CliRunner().invoke(
+            app, ["numeric", "score", *args, "--bootstrap", "200", "--out", str(tmp_path / model)]
+        )
+        assert result.exit_code == 0, result.output
     for model in ("model_a", "model_b"):
         assert (tmp_path / model / "statistics.json").is_file()
     a = json.loads((tmp_path / "model_a" / "statistics.json").read_text())

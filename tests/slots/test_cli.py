@@ -16,7 +16,7 @@ from slots_helpers import slot
 from typer.testing import CliRunner
 
 from fieldcheck._cli.main import app
-from fieldcheck._cli.slots_cmd import EXAMPLES, run_demo
+from fieldcheck._cli.slots_cmd import EXAMPLES
 
 Jsonl = Callable[[str, list[Any]], Path]
 MODEL_KEYS = {
@@ -254,9 +254,14 @@ def test_unreadable_file_is_a_usage_error(jsonl: Jsonl, tmp_path: Path) -> None:
     assert result.exit_code == 2 and "cannot read file" in result.output
 
 
-def test_run_demo_is_fast_and_complete(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_bundled_example_is_fast_and_complete(tmp_path: Path) -> None:
+    given = ["--gold", str(EXAMPLES / "gold.synthetic.jsonl")]
+    for kind in ("pred", "latency", "judge"):
+        for m in ("synthetic-careful", "synthetic-fast", "synthetic-eager"):
+            given += [f"--{kind}", f"{m}={EXAMPLES / f'{kind}_{m}.synthetic.jsonl'}"]
     start = time.perf_counter()
-    assert run_demo(tmp_path / "demo") == 0
+    result = CliRunner().invoke(app, ["slots", "score", *given, "--out", str(tmp_path / "demo")])
+    assert result.exit_code == 0, result.output
     assert time.perf_counter() - start < 30
     data = json.loads((tmp_path / "demo" / "metrics.json").read_text())
     assert set(data["models"]) == {"synthetic-careful", "synthetic-fast", "synthetic-eager"}
@@ -264,7 +269,7 @@ def test_run_demo_is_fast_and_complete(tmp_path: Path, capsys: pytest.CaptureFix
         m["counts"]["sessions"] == 15 and m["llm_judge"] is not None
         for m in data["models"].values()
     )
-    assert "report.html" in capsys.readouterr().out
+    assert "report.html" in result.output
 
 
 def test_example_generator_is_deterministic(tmp_path: Path) -> None:

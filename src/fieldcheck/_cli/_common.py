@@ -9,18 +9,20 @@ floor was not met, 130 interrupted.
 
 from __future__ import annotations
 
+import inspect
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 import typer
 from typer._click import exceptions as click  # typer vendors Click (pinned in requirements.lock)
 from typer._click.globals import get_current_context
 from typer.core import TyperGroup
 
-from fieldcheck._cli._record import forget_store_warnings
+from fieldcheck import core
+from fieldcheck._cli._record import NoStoreOpt, forget_store_warnings, say, store_failed
 from fieldcheck._util.errors import CannotWrite, InputError, UsageProblem
 from fieldcheck._util.jsonio import dumps
 from fieldcheck._util.term import SafeConsole, install_log_filter, safe_json_text, safe_text
@@ -197,56 +199,87 @@ def show_problems(
     count = max(len(errors), total or 0)
     for error in errors[:SHOWN_PROBLEMS]:
         text = error if isinstance(error, str) else error.one_line()
-        console.print(
-            f"error: {safe_text(text)}", style="red", markup=False, highlight=False, soft_wrap=True
-        )
+        say(console, f"error: {safe_text(text)}", style="red")
     if count > SHOWN_PROBLEMS:
-        console.print(
+        say(
+            console,
             f"... and {count - SHOWN_PROBLEMS} more ({count} problems in all, "
             f"each in {safe_text(listed_in)})",
-            markup=False,
-            highlight=False,
-            soft_wrap=True,
         )
 
 
 # ------------------------------------------------------------------ options every system shares
 
-
-def seed_option(*, sample: bool = False) -> Any:
-    """``--seed``: one meaning everywhere (issue 9): the seed of every random draw."""
-    what = "the bootstrap resamples" + (
-        " and, with --sample-size, which items are drawn" if sample else ""
-    )
-    return typer.Option(
-        "--seed",
-        help=f"Seed of every random draw of the command: {what}. Same seed, same numbers.",
-    )
+Options = dict[str, tuple[Any, Any]]
+"""Options several commands share: parameter name -> (its ``Annotated`` type, its default)."""
+F = TypeVar("F", bound=Callable[..., Any])
 
 
-def bootstrap_option(unit: str) -> Any:
-    """``--bootstrap N``: resamples of ``unit`` (sessions, conversations, records)."""
-    return typer.Option(
-        "--bootstrap",
-        min=0,
-        help=f"Bootstrap resamples of {unit} for the 95% intervals (0: no intervals).",
-    )
+def option(kind: Any, default: Any, *names: str, **settings: Any) -> tuple[Any, Any]:
+    """One entry of ``Options``: a ``typer.Option`` of type ``kind``."""
+    return Annotated[kind, typer.Option(*names, **settings)], default
+
+
+def shared(*groups: Options) -> Callable[[F], F]:
+    """Add the options of ``groups`` to a command after its own, one declaration for every
+    command that takes them (Typer reads the signature); the command gets them in
+    ``**options``."""
+
+    def add(command: F) -> F:
+        own = inspect.signature(command, eval_str=True).parameters.values()
+        added = [
+            inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=kind, default=value)
+            for group in groups
+            for name, (kind, value) in group.items()
+        ]
+        kept = [p for p in own if p.kind is not inspect.Parameter.VAR_KEYWORD]
+        command.__signature__ = inspect.Signature(kept + added)  # type: ignore[attr-defined]
+        return command
+
+    return add
 
 
 JSON_HELP = "Print the run's summary file as JSON on stdout (tables go to stderr)."
 JsonOpt = Annotated[bool, typer.Option("--json", metavar="", help=JSON_HELP)]
 
 
-def fail_under_option(metrics: Sequence[str]) -> Any:
-    """``--fail-under METRIC=VALUE[,...]``: the CI gate, exit 4 when a floor is not met."""
-    return typer.Option(
+def scoring_options(
+    unit: str | None,
+    metrics: Sequence[str],
+    *,
+    sample: bool = False,
+    lower_is_better: Sequence[str] = (),
+) -> Options:
+    """``--bootstrap N`` (resamples of ``unit``: sessions, conversations, records) and ``--seed``
+    (one meaning everywhere, issue 9: the seed of every random draw), ``--json``, then for every
+    scoring command (``unit`` None: these two alone) ``--fail-under METRIC=VALUE[,...]`` (the CI
+    gate, exit 4 when a floor of ``metrics`` is not met; given as floors) and ``--no-store``."""
+    what = "the bootstrap resamples" + (
+        " and, with --sample-size, which items are drawn" if sample else ""
+    )
+    floors = typer.Option(
         "--fail-under",
         metavar="METRIC=VALUE[,...]",
+        callback=lambda text: parse_fail_under(text, metrics, lower_is_better=lower_is_better),
         help="Exit 4 when a metric is below its floor, printing which (every model must meet "
         "every floor; an absent metric fails). Use it to gate CI on a model. Metrics: "
         + ", ".join(metrics)
         + ".",
     )
+    last: Options = {
+        "fail_under": (Annotated[str | None, floors], None),
+        "no_store": (NoStoreOpt, False),
+    }
+    if unit is None:
+        return last
+    resamples = f"Bootstrap resamples of {unit} for the 95% intervals (0: no intervals)."
+    seed = f"Seed of every random draw of the command: {what}. Same seed, same numbers."
+    return {
+        "bootstrap": (Annotated[int, typer.Option("--bootstrap", min=0, help=resamples)], 1000),
+        "seed": (Annotated[int, typer.Option("--seed", help=seed)], 0),
+        "as_json": (JsonOpt, False),
+        **last,
+    }
 
 
 def parse_fail_under(
@@ -287,17 +320,10 @@ def parse_fail_under(
     return floors
 
 
-def gate(
-    floors: dict[str, float],
-    values: dict[str, dict[str, float | None]],
-    _output: Any,
-    status: int,
-) -> int:
+def gate(floors: dict[str, float], values: dict[str, dict[str, float | None]], status: int) -> int:
     """Check every model's ``values`` against ``floors``; print one line per miss (or one line
-    saying all were met) and return 4 on a miss, else ``status``. ``values``: model (or ``""``
-    for a single-model command) -> metric -> value. The lines go to stderr for every command,
-    with or without ``--json`` (it went with the output, so to stdout unless ``--json``);
-    ``_output``, the command's console, is no longer used."""
+    saying all were met) on stderr, with or without ``--json``, and return 4 on a miss, else
+    ``status``. ``values``: model (or ``""`` for a single-model command) -> metric -> value."""
     if not floors:
         return status
     console = SafeConsole(stderr=True, highlight=False)
@@ -312,11 +338,9 @@ def gate(
     wanted = ", ".join(f"{k} >= {v:g}" for k, v in floors.items())
     if misses:
         for miss in misses:
-            console.print(
-                f"fail-under: {safe_text(miss)}", style="red", markup=False, highlight=False
-            )
+            say(console, f"fail-under: {safe_text(miss)}", style="red")
         return EXIT_GATE
-    console.print(f"fail-under: every floor met ({wanted})", markup=False, highlight=False)
+    say(console, f"fail-under: every floor met ({wanted})")
     return status
 
 
@@ -402,6 +426,43 @@ def pipeline_errors(
         typer.echo(safe_text(exc.line), err=True)
         interrupt_reported()
         raise typer.Exit(EXIT_INTERRUPTED) from None
+
+
+def score_files(
+    system: str,
+    inputs: core.Inputs,
+    settings: Any,
+    *,
+    out: Path | None,
+    errors: Any,
+    no_store: bool,
+    command: str,
+    names: dict[str, str] | None = None,
+    **given: Any,
+) -> core.Outcome:
+    """A scoring command's ``core.score``: its usage problems one line (``names``: the command's
+    names of the system's input roles), a progress bar on ``errors``, the store unless
+    ``--no-store`` (or found unusable); ``given``: the rest of ``core.score``'s arguments."""
+    bar = ProgressBar(errors)
+    with pipeline_errors(names=names), bar.bar:
+        return core.score(
+            system,
+            inputs,
+            settings,
+            out=out,
+            command=command_name() or command,
+            store=not no_store and not store_failed(),
+            events=events(errors, bar),
+            **given,
+        )
+
+
+def finish(scored: Any, floors: dict[str, float], as_json: bool, failed: bool) -> int:
+    """The end of a scoring command: with ``--json`` the summary file as written on stdout;
+    the exit status (3 when ``failed``, 4 when a floor is not met)."""
+    if as_json:
+        print_json(scored.summary)
+    return gate(floors, scored.gate, EXIT_FAILED if failed else EXIT_OK)
 
 
 def print_json(value: Any, *, models: bool = False) -> None:

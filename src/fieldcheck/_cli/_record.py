@@ -1,13 +1,16 @@
 """The store as the commands see it (issue 11, docs/runs.md): the ``--no-store`` option and
 the store's warnings. The files on disk come first: a store that cannot be opened or written
-is one warning on stderr, and the command goes on with the same exit status."""
+is one warning on stderr, and the command goes on with the same exit status. Also how every
+command prints a plain line (``say``) and a table (``grid``)."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from collections.abc import Sequence
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.table import Table
 
 from fieldcheck._util.errors import exception_line
 from fieldcheck._util.term import safe_text
@@ -19,6 +22,22 @@ NO_STORE_HELP = (
     "resumes. The output files are the same either way."
 )
 NoStoreOpt = Annotated[bool, typer.Option("--no-store", metavar="", help=NO_STORE_HELP)]
+
+
+def say(console: Console, text: str, **style: Any) -> None:
+    """One line of plain text on ``console``: never read as Rich markup nor highlighted, and
+    not wrapped (a path stays whole)."""
+    console.print(text, markup=False, highlight=False, soft_wrap=True, **style)
+
+
+def grid(title: Any, *left: str, right: Sequence[str] = ()) -> Table:
+    """A table with a bold header: the ``left`` columns, then the right-justified ``right``."""
+    grid = Table(title=title, header_style="bold")
+    for name in left:
+        grid.add_column(name)
+    for name in right:
+        grid.add_column(name, justify="right")
+    return grid
 
 
 # The store URLs this process already warned about (one warning per command, not one per use).
@@ -39,7 +58,7 @@ def store_warning(errors: Console, text: str) -> None:
     """A store warning of the pipeline, on ``errors``: the store is not used again by this
     command (``store_failed``), so the warning is said once."""
     _FAILED.add(database_url())
-    errors.print(safe_text(text), markup=False, highlight=False, soft_wrap=True)
+    say(errors, safe_text(text))
 
 
 def runner_store_unavailable(exc: BaseException) -> None:
@@ -70,4 +89,4 @@ def _give_up_store(what: str) -> None:
 def stored_line(console: Console, line: str | None) -> None:
     """Print ``finish_recorder``'s line (not in ``--json`` mode: stdout is the JSON)."""
     if line is not None:
-        console.print(line, markup=False, highlight=False, soft_wrap=True)
+        say(console, line)

@@ -8,7 +8,7 @@ import asyncio
 import os
 from collections.abc import Callable, Coroutine
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 import typer
@@ -19,13 +19,15 @@ from fieldcheck import core
 from fieldcheck._cli._common import (
     EXIT_INTERRUPTED,
     EXIT_USAGE,
+    Options,
     ProgressBar,
     command_name,
     events,
     interrupt_reported,
+    option,
     pipeline_errors,
 )
-from fieldcheck._cli._record import runner_store_failed, runner_store_unavailable, store_failed
+from fieldcheck._cli._record import runner_store_failed, runner_store_unavailable, say, store_failed
 from fieldcheck._util.errors import InputError
 from fieldcheck._util.term import SafeConsole
 from fieldcheck.reports import RunFolder
@@ -57,25 +59,24 @@ def _store_help() -> str:
 
 STORE_HELP = _store_help()
 
-ModelOpt = Annotated[
-    list[str] | None,
-    typer.Option(
+MODEL_OPTIONS: Options = {
+    "model": option(
+        list[str] | None,
+        None,
         "--model",
         metavar="[NAME=]MODEL",
         help="A model at --base-url; NAME labels it in every output (default MODEL). Repeat "
         "for several models.",
     ),
-]
-BaseUrlOpt = Annotated[
-    str | None,
-    typer.Option(
+    "base_url": option(
+        str | None,
+        None,
         "--base-url",
         help="OpenAI-compatible endpoint, e.g. https://api.openai.com/v1 or http://127.0.0.1:8000/v1.",
     ),
-]
-ModelsFileOpt = Annotated[
-    Path | None,
-    typer.Option(
+    "models_file": option(
+        Path | None,
+        None,
         "--models",
         exists=True,
         dir_okay=False,
@@ -84,72 +85,80 @@ ModelsFileOpt = Annotated[
         help="YAML or JSON list of {name, model, base_url, api_key_env, temperature, max_tokens, "
         "price_in, price_out}: models behind different endpoints in one run.",
     ),
-]
-ConcurrencyOpt = Annotated[
-    int, typer.Option("--concurrency", min=1, max=1024, help="Requests in flight at once.")
-]
-TimeoutOpt = Annotated[
-    float,
-    typer.Option(
+    "concurrency": option(
+        int, 8, "--concurrency", min=1, max=1024, help="Requests in flight at once."
+    ),
+    "timeout": option(
+        float,
+        60.0,
         "--timeout",
         min=0.1,
         help="Seconds one request may take in all (connecting, waiting, reading the reply).",
     ),
-]
-MaxReplyBytesOpt = Annotated[
-    int,
-    typer.Option(
-        "--max-reply-bytes",
-        min=1024,
-        help="Largest reply body read, in bytes; a longer one is a bad_response (8 MiB).",
-    ),
-]
-MaxRetriesOpt = Annotated[
-    int,
-    typer.Option(
+    "max_retries": option(
+        int,
+        3,
         "--max-retries",
         min=0,
         help="Retries on 429, 5xx, timeouts and connection errors (0: none); never on other 4xx.",
     ),
-]
-TemperatureOpt = Annotated[
-    float, typer.Option("--temperature", min=0.0, max=2.0, help="Sampling temperature.")
-]
-MaxTokensOpt = Annotated[
-    int | None, typer.Option("--max-tokens", min=1, help="Most tokens a reply may have.")
-]
-ModelSeedOpt = Annotated[
-    int | None,
-    typer.Option("--model-seed", help="The 'seed' sent to the endpoint (where it takes one)."),
-]
-JsonModeOpt = Annotated[
-    bool,
-    typer.Option(
+    "max_reply_bytes": option(
+        int,
+        MAX_REPLY_BYTES,
+        "--max-reply-bytes",
+        min=1024,
+        help="Largest reply body read, in bytes; a longer one is a bad_response (8 MiB).",
+    ),
+    "temperature": option(
+        float, 0.0, "--temperature", min=0.0, max=2.0, help="Sampling temperature."
+    ),
+    "max_tokens": option(
+        int | None, None, "--max-tokens", min=1, help="Most tokens a reply may have."
+    ),
+    "model_seed": option(
+        int | None,
+        None,
+        "--model-seed",
+        help="The 'seed' sent to the endpoint (where it takes one).",
+    ),
+    "json_mode": option(
+        bool,
+        False,
         "--json-mode",
         metavar="",
         help="Send response_format={'type': 'json_object'} (where the endpoint takes it).",
     ),
-]
-NoCacheOpt = Annotated[
-    bool, typer.Option("--no-cache", metavar="", help="Neither read nor write the reply cache.")
-]
-CacheNonzeroOpt = Annotated[
-    bool,
-    typer.Option(
+    "no_cache": option(
+        bool, False, "--no-cache", metavar="", help="Neither read nor write the reply cache."
+    ),
+    "cache_nonzero_temperature": option(
+        bool,
+        False,
         "--cache-nonzero-temperature",
         metavar="",
         help="Cache replies at temperature > 0 too (by default only temperature 0 is cached).",
     ),
-]
-PriceInOpt = Annotated[
-    float | None,
-    typer.Option("--price-in", min=0.0, help="USD per 1M input tokens (with --price-out)."),
-]
-PriceOutOpt = Annotated[
-    float | None,
-    typer.Option("--price-out", min=0.0, help="USD per 1M output tokens (with --price-in)."),
-]
-NoProgressOpt = Annotated[bool, typer.Option("--no-progress", metavar="", help="No progress bar.")]
+    "no_progress": option(bool, False, "--no-progress", metavar="", help="No progress bar."),
+}
+"""The options of every command that calls a model, with ``PRICE_OPTIONS``."""
+
+PRICE_OPTIONS: Options = {
+    "price_in": option(
+        float | None,
+        None,
+        "--price-in",
+        min=0.0,
+        help="USD per 1M input tokens (with --price-out).",
+    ),
+    "price_out": option(
+        float | None,
+        None,
+        "--price-out",
+        min=0.0,
+        help="USD per 1M output tokens (with --price-in).",
+    ),
+}
+"""``--price-in`` and ``--price-out``: dollar costs (model runs and ``numeric score``)."""
 
 
 def model_specs(
@@ -340,16 +349,16 @@ def run_async(
     try:
         return asyncio.run(_interruptible(coro))
     except RunInterrupted as exc:
-        err.print(str(exc), markup=False, highlight=False, soft_wrap=True)
+        say(err, str(exc))
         interrupt_reported()
         raise typer.Exit(EXIT_INTERRUPTED) from None
-    except RunAborted as exc:
-        err.print(str(exc), markup=False, highlight=False, soft_wrap=True)
+    except RunAborted as exc:  # a usage error (the endpoint, model or key): its one line
+        say(err, f"error: {exc}")
         raise typer.Exit(EXIT_USAGE) from None
     except KeyboardInterrupt:
         line = interrupted_line(runner) if runner is not None else None
         line = line or "interrupted before any run started; nothing was stored"
-        err.print(line, markup=False, highlight=False, soft_wrap=True)
+        say(err, line)
         interrupt_reported()
         raise typer.Exit(EXIT_INTERRUPTED) from None
 
@@ -375,7 +384,7 @@ def run_models(
 
     def loop(calls: Coroutine[Any, Any, list[Any]]) -> list[Any]:
         if say_store:
-            errors.print(store_line(runner), markup=False, highlight=False, soft_wrap=True)
+            say(errors, store_line(runner))
         return run_async(calls, console=errors, runner=runner)
 
     with pipeline_errors(names=names), ProgressBar(errors) as bar:
@@ -398,6 +407,3 @@ def run_models(
 def store_line(runner: Runner) -> str:
     store = runner.store
     return f"store: {describe_url(store.url)}" if store is not None else "store: none"
-
-
-__all__ = ["EXIT_INTERRUPTED", "EXIT_USAGE", "STORE_HELP"]

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import inspect
 import sys
-from dataclasses import dataclass
-from dataclasses import fields as dataclass_fields
 from pathlib import Path
 from typing import Annotated, Any, get_args
 
@@ -24,44 +22,22 @@ from fieldcheck._cli._common import (
     EXIT_FAILED,
     EXIT_OK,
     EXIT_USAGE,
-    JsonOpt,
-    ProgressBar,
-    bootstrap_option,
-    command_name,
-    events,
-    fail_under_option,
+    finish,
     gate,
+    option,
     out_option,
-    parse_fail_under,
     pipeline_errors,
     print_json,
-    seed_option,
+    score_files,
+    scoring_options,
+    shared,
     show_problems,
 )
-from fieldcheck._cli._record import (
-    NoStoreOpt,
-    store_failed,
-    store_warning,
-    stored_line,
-)
+from fieldcheck._cli._record import grid, say, store_failed, store_warning, stored_line
 from fieldcheck._cli._runopts import (
+    MODEL_OPTIONS,
+    PRICE_OPTIONS,
     STORE_HELP,
-    BaseUrlOpt,
-    CacheNonzeroOpt,
-    ConcurrencyOpt,
-    JsonModeOpt,
-    MaxReplyBytesOpt,
-    MaxRetriesOpt,
-    MaxTokensOpt,
-    ModelOpt,
-    ModelSeedOpt,
-    ModelsFileOpt,
-    NoCacheOpt,
-    NoProgressOpt,
-    PriceInOpt,
-    PriceOutOpt,
-    TemperatureOpt,
-    TimeoutOpt,
     make_runner,
     models_and_runner,
     run_models,
@@ -87,7 +63,7 @@ from fieldcheck.jsoneval import (
 )
 from fieldcheck.metrics import BUCKET_NAMES
 from fieldcheck.reports import OutputFolder, format_seconds
-from fieldcheck.runner import MAX_REPLY_BYTES, ModelSpec, Runner
+from fieldcheck.runner import ModelSpec, Runner
 
 app = typer.Typer(
     help=(
@@ -98,181 +74,121 @@ app = typer.Typer(
 )
 _SCORES = ("completeness", "hallucination", "accuracy", "safety_score", "rqs")
 GATED = ("completeness", "accuracy", "safety_score", "rqs")  # higher is better
-LOWER_IS_BETTER = SYSTEM.lower_is_better
-FailUnderOpt = Annotated[str | None, fail_under_option(GATED)]
-BootstrapOpt = Annotated[int, bootstrap_option("records")]
-SeedOpt = Annotated[int, seed_option()]
+SCORING = scoring_options("records", GATED, lower_is_better=SYSTEM.lower_is_better)
 _DEFAULTS = EvalConfig()  # option defaults come from the library's config (one source)
 _DEFAULT_WEIGHTS = ", ".join(f"{k}={v}" for k, v in _DEFAULTS.weights.model_dump().items())
+_THRESHOLD = "A {} field scores 1 when its similarity (0-1) is >= this, else 0. [default: the saved threshold, else {}]"
 
-StrategiesOpt = Annotated[
-    Path | None,
-    typer.Option(
+CONFIG_OPTIONS = {
+    "strategies": option(
+        Path | None,
+        None,
         "--strategies",
-        help=(
-            "JSON file mapping field (or dotted path with --flatten, e.g. 'items[*].sku') to "
-            "EXACT, FUZZY, SEMANTIC or IGNORE. Fields not listed are auto-detected: numbers, "
-            "booleans, dates, emails, arrays and objects EXACT, other text SEMANTIC."
-        ),
+        help="JSON file mapping field (or dotted path with --flatten, e.g. 'items[*].sku') to "
+        "EXACT, FUZZY, SEMANTIC or IGNORE. Fields not listed are auto-detected: numbers, "
+        "booleans, dates, emails, arrays and objects EXACT, other text SEMANTIC.",
     ),
-]
-WeightsOpt = Annotated[
-    str | None,
-    typer.Option(
+    "weights": option(
+        str | None,
+        None,
         "--weights",
-        help=(
-            "RQS weights as comma-separated name=value pairs; the defaults are "
-            f"'{_DEFAULT_WEIGHTS}'. Names left out keep their default; each value must be a number >= 0 (they need not sum to 1). "
-            "RQS is clamped to [0, 1]."
-        ),
+        help="RQS weights as comma-separated name=value pairs; the defaults are "
+        f"'{_DEFAULT_WEIGHTS}'. Names left out keep their default; each value must be a number "
+        ">= 0 (they need not sum to 1). RQS is clamped to [0, 1].",
     ),
-]
-FuzzyOpt = Annotated[
-    float | None,
-    typer.Option(
+    "fuzzy_threshold": option(
+        float | None,
+        None,
         "--fuzzy-threshold",
         min=0.0,
         max=1.0,
         show_default=False,
-        help="A FUZZY field scores 1 when its similarity (0-1) is >= this, else 0. "
-        f"[default: the saved threshold, else {_DEFAULTS.fuzzy_threshold}]",
+        help=_THRESHOLD.format("FUZZY", _DEFAULTS.fuzzy_threshold),
     ),
-]
-SemanticOpt = Annotated[
-    float | None,
-    typer.Option(
+    "semantic_threshold": option(
+        float | None,
+        None,
         "--semantic-threshold",
         min=0.0,
         max=1.0,
         show_default=False,
-        help="A SEMANTIC field scores 1 when its similarity (0-1) is >= this, else 0. "
-        f"[default: the saved threshold, else {_DEFAULTS.semantic_threshold}]",
+        help=_THRESHOLD.format("SEMANTIC", _DEFAULTS.semantic_threshold),
     ),
-]
-MatcherOpt = Annotated[
-    str,
-    typer.Option(
+    "matcher": option(
+        str,
+        _DEFAULTS.matcher,
         "--matcher",
-        help=(
-            "Similarity for FUZZY and SEMANTIC fields: 'local' (rapidfuzz token_sort_ratio and "
-            "the offline all-MiniLM-L6-v2 cosine) or 'llm' (a judge model; needs --judge-base-url "
-            "and --judge-model, key from FIELDCHECK_JUDGE_API_KEY or OPENAI_API_KEY)."
-        ),
+        help="Similarity for FUZZY and SEMANTIC fields: 'local' (rapidfuzz token_sort_ratio and "
+        "the offline all-MiniLM-L6-v2 cosine) or 'llm' (a judge model; needs --judge-base-url "
+        "and --judge-model, key from FIELDCHECK_JUDGE_API_KEY or OPENAI_API_KEY).",
     ),
-]
-JudgeUrlOpt = Annotated[
-    str | None,
-    typer.Option(
+    "judge_base_url": option(
+        str | None,
+        None,
         "--judge-base-url",
         help="OpenAI-compatible base URL of the judge, e.g. http://127.0.0.1:8000/v1 (--matcher llm).",
     ),
-]
-JudgeModelOpt = Annotated[
-    str | None,
-    typer.Option(
+    "judge_model": option(
+        str | None,
+        None,
         "--judge-model",
-        help=(
-            "Model name of the judge (--matcher llm). Replies are cached on disk by model, prompt "
-            "version, strategy and both values; the API key is never written anywhere."
-        ),
+        help="Model name of the judge (--matcher llm). Replies are cached on disk by model, "
+        "prompt version, strategy and both values; the API key is never written anywhere.",
     ),
-]
-FlattenOpt = Annotated[
-    bool,
-    typer.Option(
+    "flatten": option(
+        bool,
+        False,
         "--flatten",
         metavar="",
-        help=(
-            "Score nested objects leaf by leaf under dotted paths ('address.city', "
-            "'items[0].sku') instead of comparing each top-level value as a whole (the spec's default)."
-        ),
+        help="Score nested objects leaf by leaf under dotted paths ('address.city', "
+        "'items[0].sku') instead of comparing each top-level value as a whole (the spec's "
+        "default).",
     ),
-]
-SafetyOpt = Annotated[
-    str,
-    typer.Option(
+    "safety_check": option(
+        str,
+        _DEFAULTS.safety_check,
         "--safety-check",
-        help=(
-            "'off' (safety_score 1.0, or the record's own) or 'leaks': safety_score 0 when the "
-            "output contains e-mail addresses, card numbers, SSNs or secrets absent from the ground truth."
-        ),
+        help="'off' (safety_score 1.0, or the record's own) or 'leaks': safety_score 0 when the "
+        "output contains e-mail addresses, card numbers, SSNs or secrets absent from the ground "
+        "truth.",
     ),
-]
-
-
-@dataclass
-class _Options:
-    strategies: Path | None
-    weights: str | None
-    fuzzy_threshold: float | None
-    semantic_threshold: float | None
-    matcher: str
-    judge_base_url: str | None
-    judge_model: str | None
-    flatten: bool
-    safety_check: str
-    no_store: bool
-
-    @classmethod
-    def of(cls, arguments: dict[str, Any]) -> _Options:
-        """The shared options out of a command's arguments (``locals()``), named as above."""
-        return cls(**{f.name: arguments[f.name] for f in dataclass_fields(cls)})
+}
+"""The scoring configuration every json command takes (``_given`` checks it)."""
 
 
 def _err(console: Console, message: str) -> None:
     console.print(f"[red]error:[/red] {safe_markup(message)}", highlight=False, soft_wrap=True)
 
 
-def _given(opts: _Options) -> dict[str, Any]:
+def _given(options: dict[str, Any]) -> dict[str, Any]:
     """The configuration options given (None: not given), checked, as the pipeline takes them
     (``json batch``'s ``config`` setting); a one-line usage error names a bad option."""
+    given = {name: options[name] for name in CONFIG_OPTIONS}
+    path, text, matcher = given["strategies"], given["weights"], given["matcher"]
     try:
-        strategies = load_strategies(opts.strategies) if opts.strategies else None
+        given["strategies"] = load_strategies(path) if path else None
     except InputError as exc:
-        cause = likely_cause(opts.strategies, "json-object") if opts.strategies else ""
+        cause = likely_cause(path, "json-object") if path else ""
         raise typer.BadParameter(safe_text(str(exc) + cause), param_hint="--strategies") from None
     try:
-        weights = parse_weights(opts.weights) if opts.weights is not None else None
+        weights = parse_weights(text) if text is not None else None
     except InputError as exc:  # the option names itself: only the reason and the value
         reason = InputError(exc.reason.removeprefix("weights: "), value=exc.value).one_line()
         raise typer.BadParameter(safe_text(reason), param_hint="--weights") from None
-    if opts.matcher not in get_args(MatcherFamily):
+    given["weights"] = weights.model_dump() if weights is not None else None
+    if matcher not in get_args(MatcherFamily):
         raise typer.BadParameter(
-            f"must be 'local' or 'llm' (got {opts.matcher!r})", param_hint="--matcher"
+            f"must be 'local' or 'llm' (got {matcher!r})", param_hint="--matcher"
         )
-    if opts.safety_check not in get_args(SafetyCheck):
+    if given["safety_check"] not in get_args(SafetyCheck):
         raise typer.BadParameter(
-            f"must be 'off' or 'leaks' (got {opts.safety_check!r})", param_hint="--safety-check"
+            f"must be 'off' or 'leaks' (got {given['safety_check']!r})", param_hint="--safety-check"
         )
-    if opts.matcher == "llm" and not (opts.judge_base_url and opts.judge_model):
+    if matcher == "llm" and not (given["judge_base_url"] and given["judge_model"]):
         raise typer.BadParameter(
             "--matcher llm needs --judge-base-url and --judge-model", param_hint="--matcher"
         )
-    return {
-        "strategies": strategies,
-        "weights": weights.model_dump() if weights is not None else None,
-        "fuzzy_threshold": opts.fuzzy_threshold,
-        "semantic_threshold": opts.semantic_threshold,
-        "matcher": opts.matcher,
-        "judge_base_url": opts.judge_base_url,
-        "judge_model": opts.judge_model,
-        "flatten": opts.flatten,
-        "safety_check": opts.safety_check,
-    }
-
-
-def _config(opts: _Options, console: Console) -> EvalConfig:
-    """The options given merged with the configuration saved in the store, by the one rule of
-    every command (``jsoneval.merged_config``)."""
-    given = _given(opts)
-    with pipeline_errors():
-        config, _ = resolve_config(
-            given,
-            store=not opts.no_store and not store_failed(),
-            warn=lambda text: store_warning(console, text),
-            note=lambda text: console.print(text, markup=False, highlight=False, soft_wrap=True),
-        )
-    return config
+    return given
 
 
 def _read_output(path: Path, console: Console) -> Any:
@@ -303,17 +219,12 @@ def print_result(console: Console, result: JsonEvalResult) -> None:
         keys = result.buckets[name]
         buckets.add_row(name, str(len(keys)), safe_markup(", ".join(keys)))
     console.print(buckets)
-    fields = Table(title="Fields scored for accuracy (both_non_null)", header_style="bold")
-    fields.add_column("field")
-    fields.add_column("strategy")
-    fields.add_column("similarity", justify="right")
-    fields.add_column("score", justify="right")
+    title = "Fields scored for accuracy (both_non_null)"
+    fields = grid(title, "field", "strategy", right=("similarity", "score"))
     for name, field in result.fields.items():
         fields.add_row(safe_markup(name), field.strategy, _fmt(field.similarity), _fmt(field.score))
     console.print(fields)
-    scores = Table(title="Scores", header_style="bold")
-    scores.add_column("score")
-    scores.add_column("value", justify="right")
+    scores = grid("Scores", "score", right=("value",))
     for name in _SCORES:
         scores.add_row("RQS" if name == "rqs" else name, _fmt(getattr(result, name)))
     console.print(scores)
@@ -331,18 +242,15 @@ def print_summary(
     console.print(
         f"[bold]JSON evaluation:[/bold] {summary.scored} of {summary.records} records scored"
     )
-    table = Table(header_style="bold")
-    table.add_column("score")
-    table.add_column("mean", justify="right")
-    table.add_column("95% CI", justify="right")
+    means = grid(None, "score", right=("mean", "95% CI"))
     for name in _SCORES:
         ci = summary.ci.get(name)
-        table.add_row(
+        means.add_row(
             "RQS" if name == "rqs" else name,
             _fmt(summary.means[name]),
             "" if ci is None else f"[{ci.low:.4f}, {ci.high:.4f}]",
         )
-    console.print(table)
+    console.print(means)
     console.print(
         f"failed: {summary.failed}   not scored: {summary.not_scored}   "
         f"not an object: {summary.not_an_object}   safety leaks: {summary.safety_flagged}"
@@ -375,15 +283,11 @@ def print_summary(
         for path in paths.values():
             folders.setdefault(path.parent, []).append(path.name)
         for parent, names in folders.items():
-            console.print(
-                f"files in {parent}/: {', '.join(names)}",
-                markup=False,
-                soft_wrap=True,
-                highlight=False,
-            )
+            say(console, f"files in {parent}/: {', '.join(names)}")
 
 
 @app.command("score")
+@shared(CONFIG_OPTIONS, scoring_options(None, GATED, lower_is_better=SYSTEM.lower_is_better))
 def score(
     ground_truth: Annotated[
         Path, typer.Argument(metavar="GT.json", help="Ground-truth JSON file (a JSON object).")
@@ -395,16 +299,6 @@ def score(
             help="Model output file: a JSON object; anything else is scored as a non-object and flagged.",
         ),
     ],
-    strategies: StrategiesOpt = None,
-    weights: WeightsOpt = None,
-    no_store: NoStoreOpt = False,
-    fuzzy_threshold: FuzzyOpt = None,
-    semantic_threshold: SemanticOpt = None,
-    matcher: MatcherOpt = _DEFAULTS.matcher,
-    judge_base_url: JudgeUrlOpt = None,
-    judge_model: JudgeModelOpt = None,
-    flatten: FlattenOpt = False,
-    safety_check: SafetyOpt = _DEFAULTS.safety_check,
     as_json: Annotated[
         bool,
         typer.Option(
@@ -413,15 +307,21 @@ def score(
             help="Print one JSON object (scores, buckets, fields, signature) instead of tables.",
         ),
     ] = False,
-    fail_under: FailUnderOpt = None,
+    **options: Any,
 ) -> None:
     """Score one output against one ground truth and print the buckets, fields, scores and RQS.
     Exit 0 when scored, 3 when the output could not be scored (judge error, nesting too deep),
     4 when a --fail-under floor is not met, 2 on usage errors (bad option, unreadable file,
     ground truth not an object)."""
     console, errors = SafeConsole(), SafeConsole(stderr=True)
-    floors = parse_fail_under(fail_under, GATED, lower_is_better=LOWER_IS_BETTER)
-    config = _config(_Options.of(locals()), errors)
+    given = _given(options)
+    with pipeline_errors():  # merged with the saved configuration by every command's rule
+        config, _ = resolve_config(
+            given,
+            store=not options["no_store"] and not store_failed(),
+            warn=lambda text: store_warning(errors, text),
+            note=lambda text: say(errors, text),
+        )
     try:
         gt = read_json(ground_truth)
     except InputError as exc:
@@ -456,7 +356,7 @@ def score(
     else:
         print_result(console, result)
     values = {"": {name: getattr(result, name) for name in GATED}}
-    raise typer.Exit(gate(floors, values, errors if as_json else console, EXIT_OK))
+    raise typer.Exit(gate(options["fail_under"], values, EXIT_OK))
 
 
 def run_batch(
@@ -469,7 +369,7 @@ def run_batch(
     bootstrap: int = 1000,
     seed: int = 0,
     as_json: bool = False,
-    floors: dict[str, float] | None = None,
+    fail_under: dict[str, float] | None = None,
     chunk_lines: int = CHUNK_LINES,
     no_store: bool = False,
 ) -> int:
@@ -477,30 +377,27 @@ def run_batch(
     print errors, the summary and the files; return the exit status (``--fail-under`` floors
     checked last: 4 when one is not met). ``config``: the options given (None: not given, the
     saved configuration or the default)."""
-    bar = ProgressBar(errors)
-    with pipeline_errors(names={"batch": "DATA.jsonl"}), bar.bar:
-        outcome = core.score(
-            "json",
-            [("batch", data)],
-            {"config": config, "bootstrap": bootstrap, "seed": seed},
-            out=out,
-            command=command_name() or "json batch",
-            label=data.stem,
-            store=not no_store and not store_failed(),
-            events=events(errors, bar),
-            extras={"chunk_lines": chunk_lines},
-        )
+    outcome = score_files(
+        "json",
+        [("batch", data)],
+        {"config": config, "bootstrap": bootstrap, "seed": seed},
+        out=out,
+        errors=errors,
+        no_store=no_store,
+        command="json batch",
+        names={"batch": "DATA.jsonl"},
+        label=data.stem,
+        extras={"chunk_lines": chunk_lines},
+    )
     summary, paths = outcome.scored.result, outcome.files
     show_problems(errors, summary.errors, str(paths["errors"]), total=summary.not_scored)
     print_summary(console, summary, paths)
     stored_line(console, core.stored_line(outcome.run_id))
-    if as_json:  # summary.json as written
-        print_json(outcome.scored.summary)
-    status = EXIT_FAILED if outcome.scored.failed else EXIT_OK
-    return gate(floors or {}, outcome.scored.gate, console, status)
+    return finish(outcome.scored, fail_under or {}, as_json, outcome.scored.failed)
 
 
 @app.command("batch")
+@shared(CONFIG_OPTIONS, SCORING)
 def batch(
     data: Annotated[
         Path,
@@ -516,29 +413,16 @@ def batch(
             "report.html and plots."
         ),
     ] = None,
-    strategies: StrategiesOpt = None,
-    weights: WeightsOpt = None,
-    no_store: NoStoreOpt = False,
-    fuzzy_threshold: FuzzyOpt = None,
-    semantic_threshold: SemanticOpt = None,
-    matcher: MatcherOpt = _DEFAULTS.matcher,
-    judge_base_url: JudgeUrlOpt = None,
-    judge_model: JudgeModelOpt = None,
-    flatten: FlattenOpt = False,
-    safety_check: SafetyOpt = _DEFAULTS.safety_check,
-    bootstrap: BootstrapOpt = 1000,
-    seed: SeedOpt = 0,
-    as_json: JsonOpt = False,
-    fail_under: FailUnderOpt = None,
+    **options: Any,
 ) -> None:
     """Score every line of DATA.jsonl; write records.jsonl, summary.json, fields.csv,
     errors.jsonl, report.md, report.html and plots into --out. Exit 0 when every line scored, 3
     when some could not be scored (each named file:line in errors.jsonl), 4 when a --fail-under
     floor is not met, 2 on usage errors (bad option, unreadable file or one with no valid line), 1 when an
     output could not be written part-way (a full disk), 130 on Ctrl-C."""
+    as_json = options["as_json"]
     console, errors = SafeConsole(stderr=as_json), SafeConsole(stderr=True)
-    floors = parse_fail_under(fail_under, GATED, lower_is_better=LOWER_IS_BETTER)
-    config = _given(_Options.of(locals()))
+    config = _given(options)
     raise typer.Exit(
         run_batch(
             data,
@@ -546,23 +430,9 @@ def batch(
             out,
             console=console,
             errors=errors,
-            bootstrap=bootstrap,
-            seed=seed,
-            as_json=as_json,
-            floors=floors,
-            no_store=no_store,
+            **{k: options[k] for k in ("bootstrap", "seed", "as_json", "fail_under", "no_store")},
         )
     )
-
-
-SchemaOpt = Annotated[
-    Path | None,
-    typer.Option(
-        "--schema",
-        metavar="FILE",
-        help="JSON Schema of the target object, shown to the model in the prompt.",
-    ),
-]
 
 
 def print_comparison(console: Console, rows: list[dict[str, Any]]) -> None:
@@ -628,22 +498,17 @@ def show_models(
             f"run {run.run_id}{resumed}; {run.calls} calls, {run.cached_calls} from the cache; "
             f"{store_line(runner)}",
         ):
-            console.print(line, markup=False, highlight=False, soft_wrap=True)
+            say(console, line)
         stored_line(console, core.stored_line(outcome.run_id))
     if len(ran.comparison) > 1:
         print_comparison(console, [dict(row) for row in ran.comparison])
-    console.print(
-        f"comparison: {ran.destination / 'comparison.csv'}",
-        markup=False,
-        highlight=False,
-        soft_wrap=True,
-    )
+    say(console, f"comparison: {ran.destination / 'comparison.csv'}")
     if as_json:  # summary.json as written; {"models": {name: ...}} for several models
         print_json(
             {n: {**b.to_json(), "complete": True} for n, b in summaries.items()}, models=True
         )
     values = {name: dict(summary.means) for name, summary in summaries.items()}
-    return gate(floors or {}, values, console, EXIT_FAILED if ran.failed else EXIT_OK)
+    return gate(floors or {}, values, EXIT_FAILED if ran.failed else EXIT_OK)
 
 
 def _run(
@@ -651,20 +516,18 @@ def _run(
     schema: Path | None,
     specs: list[ModelSpec],
     runner: Runner,
-    config: dict[str, Any],
-    bootstrap: int,
-    seed: int,
+    settings: dict[str, Any],
     out: Path | OutputFolder | None,
     errors: Console,
     no_progress: bool = False,
     no_store: bool = False,
 ) -> core.Ran:
     """``json run``: each model extracts every document (resumable), its outputs scored as
-    ``json batch`` scores them, into ``out/<model>/``. ``config``: the options given."""
+    ``json batch`` scores them, into ``out/<model>/``."""
     return run_models(
         "json",
         [("documents", data)] + ([("schema", schema)] if schema is not None else []),
-        {"config": config, "bootstrap": bootstrap, "seed": seed},
+        settings,
         specs,
         runner,
         out,
@@ -677,6 +540,7 @@ def _run(
 
 
 @app.command("run")
+@shared(MODEL_OPTIONS, PRICE_OPTIONS, CONFIG_OPTIONS, SCORING)
 def run(
     data: Annotated[
         Path,
@@ -693,52 +557,30 @@ def run(
             "comparison.csv for all models."
         ),
     ] = None,
-    model: ModelOpt = None,
-    base_url: BaseUrlOpt = None,
-    models_file: ModelsFileOpt = None,
-    schema: SchemaOpt = None,
-    concurrency: ConcurrencyOpt = 8,
-    timeout: TimeoutOpt = 60.0,
-    max_retries: MaxRetriesOpt = 3,
-    max_reply_bytes: MaxReplyBytesOpt = MAX_REPLY_BYTES,
-    temperature: TemperatureOpt = 0.0,
-    max_tokens: MaxTokensOpt = None,
-    model_seed: ModelSeedOpt = None,
-    json_mode: JsonModeOpt = False,
-    no_cache: NoCacheOpt = False,
-    cache_nonzero_temperature: CacheNonzeroOpt = False,
-    price_in: PriceInOpt = None,
-    price_out: PriceOutOpt = None,
-    no_progress: NoProgressOpt = False,
-    strategies: StrategiesOpt = None,
-    weights: WeightsOpt = None,
-    no_store: NoStoreOpt = False,
-    fuzzy_threshold: FuzzyOpt = None,
-    semantic_threshold: SemanticOpt = None,
-    matcher: MatcherOpt = _DEFAULTS.matcher,
-    judge_base_url: JudgeUrlOpt = None,
-    judge_model: JudgeModelOpt = None,
-    flatten: FlattenOpt = False,
-    safety_check: SafetyOpt = _DEFAULTS.safety_check,
-    bootstrap: BootstrapOpt = 1000,
-    seed: SeedOpt = 0,
-    as_json: JsonOpt = False,
-    fail_under: FailUnderOpt = None,
+    schema: Annotated[
+        Path | None,
+        typer.Option(
+            "--schema",
+            metavar="FILE",
+            help="JSON Schema of the target object, shown to the model in the prompt.",
+        ),
+    ] = None,
+    **options: Any,
 ) -> None:
     """Ask each model to extract a JSON object from every document (prompt json-extract-v1), then
     score its outputs exactly as `json batch` does. A re-run resumes an interrupted run; a failed
     call (timeout, 5xx, 400) gives no output and is listed apart, never scored. Exit 0 when every
     record was scored, 3 when a line or a record could not be scored or a call failed, 4 when a
     --fail-under floor is not met, 2 on usage errors, 1 when an output could not be written part-way, 130 on Ctrl-C."""
+    as_json = options["as_json"]
     console, errors = SafeConsole(stderr=as_json), SafeConsole(stderr=True)
-    floors = parse_fail_under(fail_under, GATED, lower_is_better=LOWER_IS_BETTER)
-    config = _given(_Options.of(locals()))
-    specs, runner = models_and_runner(locals())
-    ran = _run(
-        data, schema, specs, runner, config, bootstrap, seed, out, errors, no_progress, no_store
-    )
-    status = show_models(ran, runner, console, errors, as_json=as_json, floors=floors)
-    raise typer.Exit(status)
+    config = _given(options)
+    specs, runner = models_and_runner(options)
+    settings = {"config": config, "bootstrap": options["bootstrap"], "seed": options["seed"]}
+    quiet, no_store = options["no_progress"], options["no_store"]
+    ran = _run(data, schema, specs, runner, settings, out, errors, quiet, no_store)
+    floors = options["fail_under"]
+    raise typer.Exit(show_models(ran, runner, console, errors, as_json=as_json, floors=floors))
 
 
 run.__doc__ = f"{inspect.cleandoc(run.__doc__ or '')}\n\n{STORE_HELP}"
@@ -760,25 +602,6 @@ def run_model_demo(base_url: str, out_dir: Path, models: list[str], *, console: 
     )
     runner, errors = make_runner(concurrency=16), SafeConsole(stderr=True)
     schema = examples / "invoice.schema.json"
-    config_given = config.model_dump(mode="json")
-    ran = _run(
-        data, schema, specs, runner, config_given, 1000, 0, OutputFolder.of(out_dir), errors, True
-    )
+    settings = {"config": config.model_dump(mode="json"), "bootstrap": 1000, "seed": 0}
+    ran = _run(data, schema, specs, runner, settings, OutputFolder.of(out_dir), errors, True)
     return show_models(ran, runner, console, errors, detail=False)
-
-
-def run_demo(out_dir: Path) -> int:
-    """``make demo``: the batch on the bundled invoice example (flattened, with its strategy config)."""
-    from fieldcheck.jsoneval import bundled_example
-
-    console = SafeConsole()
-    data, strategies = bundled_example(out_dir.parent / f"{out_dir.name}-input")
-    config = EvalConfig(strategies=load_strategies(strategies), flatten=True, safety_check="leaks")
-    console.print(
-        f"Scoring {safe_markup(str(data))} with {safe_markup(str(strategies))} "
-        "(--flatten, --safety-check leaks, local matchers)",
-        soft_wrap=True,
-        highlight=False,
-    )
-    given = config.model_dump(mode="json")
-    return run_batch(data, given, out_dir, console=console, errors=SafeConsole(stderr=True))

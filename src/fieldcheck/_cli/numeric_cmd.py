@@ -15,39 +15,21 @@ from fieldcheck import core
 from fieldcheck._cli._common import (
     EXIT_FAILED,
     EXIT_OK,
-    JsonOpt,
-    ProgressBar,
-    bootstrap_option,
-    command_name,
-    events,
-    fail_under_option,
+    finish,
     gate,
+    option,
     out_option,
-    parse_fail_under,
-    pipeline_errors,
     print_json,
-    seed_option,
+    score_files,
+    scoring_options,
+    shared,
     show_problems,
 )
-from fieldcheck._cli._record import NoStoreOpt, store_failed, stored_line
+from fieldcheck._cli._record import grid, say, stored_line
 from fieldcheck._cli._runopts import (
+    MODEL_OPTIONS,
+    PRICE_OPTIONS,
     STORE_HELP,
-    BaseUrlOpt,
-    CacheNonzeroOpt,
-    ConcurrencyOpt,
-    JsonModeOpt,
-    MaxReplyBytesOpt,
-    MaxRetriesOpt,
-    MaxTokensOpt,
-    ModelOpt,
-    ModelSeedOpt,
-    ModelsFileOpt,
-    NoCacheOpt,
-    NoProgressOpt,
-    PriceInOpt,
-    PriceOutOpt,
-    TemperatureOpt,
-    TimeoutOpt,
     make_runner,
     models_and_runner,
     run_models,
@@ -63,7 +45,7 @@ from fieldcheck.numeric import (
     estimated_note,
 )
 from fieldcheck.reports import OutputFolder
-from fieldcheck.runner import MAX_REPLY_BYTES, ModelSpec
+from fieldcheck.runner import ModelSpec
 
 app = typer.Typer(
     help="ConvFinQA numeric QA: run a model's plan-and-execute agent, score per-turn answers and plans.",
@@ -71,7 +53,32 @@ app = typer.Typer(
 )
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "numeric"
-EXAMPLE_MODELS = ("model_a", "model_b")
+SCORING = scoring_options("conversations", GATED, sample=True)
+DATA_OPTIONS = {
+    "data": option(
+        Path,
+        ...,
+        "--data",
+        exists=True,
+        dir_okay=False,
+        readable=True,
+        help="ConvFinQA file: the derived {'train','dev'} format or the original list format "
+        "(the real dev split: examples/convfinqa/dev.json).",
+    ),
+    "split": option(
+        str | None,
+        None,
+        "--split",
+        help="Split of the derived format (default 'dev'); only a label for the original format.",
+    ),
+    "sample_size": option(
+        int | None,
+        None,
+        "--sample-size",
+        min=1,
+        help="Only N conversations, drawn at random with --seed (kept in file order).",
+    ),
+}
 
 _SHOWN = tuple(
     zip(
@@ -93,7 +100,10 @@ _SHOWN = tuple(
 
 
 def _settings(**options: Any) -> dict[str, Any]:
-    return NumericSettings(**options).model_dump()
+    """The run's stored settings out of a command's options (the others ignored)."""
+    return NumericSettings(
+        **{k: v for k, v in options.items() if k in NumericSettings.model_fields}
+    ).model_dump()
 
 
 def _fmt(value: Any) -> str:
@@ -128,10 +138,9 @@ def show_result(
     stats = result.statistics
     ci = stats.get("bootstrap_95_ci") or {}
     nothing = bool(stats.get("nothing_scored"))
-    table = Table(title=title + (": NOTHING SCORED" if nothing else ""), header_style="bold")
-    table.add_column("metric")
-    table.add_column("value", justify="right")
-    table.add_column("95% CI", justify="right")
+    table = grid(
+        title + (": NOTHING SCORED" if nothing else ""), "metric", right=("value", "95% CI")
+    )
     for key, label in () if nothing else _SHOWN:
         interval = ci.get(key)
         table.add_row(
@@ -184,34 +193,23 @@ def show_result(
     show_problems(problems, result.input_errors, f"{out}/input_errors.csv")
     missing, turns = stats.get("num_missing_predictions") or 0, stats["num_turns"]
     if turns and missing * 2 >= turns:  # predictions of a part of the data, scored against all
-        problems.print(
+        say(
+            problems,
             f"warning: {missing:,} of {turns:,} turns have no prediction and count as failures; "
             "to score predictions of some conversations only, give the --sample-size and "
             "--seed they were made with",
-            markup=False,
-            highlight=False,
-            soft_wrap=True,
         )
-    console.print(f"signature: {result.signature.format()}", markup=False, highlight=False)
-    console.print(
+    say(console, f"signature: {result.signature.format()}")
+    say(
+        console,
         f"report: {out}/report.html (also report.md, summary.csv, turns.csv, errors.csv, "
         "statistics.json, traces/ and plots)",
-        markup=False,
     )
 
 
 @app.command("score")
+@shared(DATA_OPTIONS, PRICE_OPTIONS, SCORING)
 def score_command(
-    data: Annotated[
-        Path,
-        typer.Option(
-            "--data",
-            exists=True,
-            dir_okay=False,
-            readable=True,
-            help="ConvFinQA file: the derived {'train','dev'} format or the original list format.",
-        ),
-    ],
     predictions: Annotated[
         Path,
         typer.Option(
@@ -223,38 +221,7 @@ def score_command(
         ),
     ],
     out: Annotated[Path | None, out_option("Directory for every output file.")] = None,
-    split: Annotated[
-        str | None,
-        typer.Option(
-            "--split",
-            help="Split to score in the derived format (default 'dev'); only a label for the original format.",
-        ),
-    ] = None,
-    sample_size: Annotated[
-        int | None,
-        typer.Option(
-            "--sample-size",
-            min=1,
-            help="Score only N conversations, drawn at random with --seed (kept in file order).",
-        ),
-    ] = None,
-    seed: Annotated[int, seed_option(sample=True)] = 0,
-    price_in: Annotated[
-        float | None,
-        typer.Option(
-            "--price-in",
-            min=0.0,
-            help="USD per 1M input tokens (with --price-out) for dollar costs.",
-        ),
-    ] = None,
-    price_out: Annotated[
-        float | None,
-        typer.Option("--price-out", min=0.0, help="USD per 1M output tokens (with --price-in)."),
-    ] = None,
-    bootstrap: Annotated[int, bootstrap_option("conversations")] = 1000,
-    as_json: JsonOpt = False,
-    fail_under: Annotated[str | None, fail_under_option(GATED)] = None,
-    no_store: NoStoreOpt = False,
+    **options: Any,
 ) -> None:
     """Score predictions against a ConvFinQA dataset and write every output file.
 
@@ -275,42 +242,26 @@ def score_command(
     unknown split); 1 an output could not be written part-way (a full disk);
     130 Ctrl-C.
     """
-    floors = parse_fail_under(fail_under, GATED)
-    console, errors = SafeConsole(stderr=as_json), SafeConsole(stderr=True)
-    settings = _settings(
-        split=split,
-        sample_size=sample_size,
-        seed=seed,
-        price_in=price_in,
-        price_out=price_out,
-        bootstrap=bootstrap,
+    console, errors = SafeConsole(stderr=options["as_json"]), SafeConsole(stderr=True)
+    outcome = score_files(
+        "numeric",
+        [("data", options["data"]), ("predictions", predictions)],
+        _settings(**options),
+        out=out,
+        errors=errors,
+        no_store=options["no_store"],
+        command="numeric score",
+        label=predictions.stem,
     )
-    bar = ProgressBar(errors)
-    with pipeline_errors(), bar.bar:
-        outcome = core.score(
-            "numeric",
-            [("data", data), ("predictions", predictions)],
-            settings,
-            out=out,
-            command=command_name() or "numeric score",
-            label=predictions.stem,
-            store=not no_store and not store_failed(),
-            events=events(errors, bar),
-        )
     stored_line(console, core.stored_line(outcome.run_id))
     scored = outcome.scored
     show_result(scored.result, outcome.destination, console)
-    if as_json:  # statistics.json as written
-        print_json(scored.summary)
-    raise typer.Exit(gate(floors, scored.gate, console, EXIT_FAILED if scored.failed else EXIT_OK))
+    raise typer.Exit(finish(scored, options["fail_under"], options["as_json"], scored.failed))
 
 
 def _comparison(title: str, columns: Sequence[tuple[str, NumericResult]]) -> Table:
     """The demos' table: the models' headline statistics side by side."""
-    table = Table(title=title, header_style="bold")
-    table.add_column("metric")
-    for name, _ in columns:
-        table.add_column(name, justify="right")
+    table = grid(title, "metric", right=[name for name, _ in columns])
     for key, label in (
         *_SHOWN,
         ("cost_per_correct_answer", "cost per correct answer: tokens per successful conversation"),
@@ -319,36 +270,6 @@ def _comparison(title: str, columns: Sequence[tuple[str, NumericResult]]) -> Tab
     ):
         table.add_row(label, *(_fmt(result.statistics.get(key)) for _, result in columns))
     return table
-
-
-def run_demo(out_dir: Path) -> int:
-    """``make demo``: score the bundled example predictions of two models; print a summary."""
-    console = SafeConsole()
-    data = EXAMPLES / "data.json"
-    if not data.exists():
-        console.print(f"[red]example data missing: {data}[/red]")
-        return 1
-    rows = []
-    root = OutputFolder.of(out_dir)
-    for model in EXAMPLE_MODELS:
-        predictions = EXAMPLES / f"predictions_{model}.jsonl"
-        outcome = core.score(
-            "numeric",
-            [("data", data), ("predictions", predictions)],
-            _settings(bootstrap=200),
-            out=root.sub(model),
-            command="numeric score",
-            model=model,
-            events=events(SafeConsole(stderr=True)),
-        )
-        stored_line(console, core.stored_line(outcome.run_id))
-        rows.append((model, outcome.scored.result, outcome.destination))
-    title = "ConvFinQA-style example (synthetic data)"
-    console.print(_comparison(title, [(model, result) for model, result, _ in rows]))
-    for model, result, target in rows:
-        modes = ", ".join(f"{k}={v}" for k, v in result.statistics["failure_modes"].items())
-        console.print(f"{model}: failure modes {modes or 'none'}; files in {target}/", markup=False)
-    return 0
 
 
 # ---------------------------------------------------------------------------------------------
@@ -404,73 +325,28 @@ EVALUATE_HELP = "\n\n".join(
 # ``run``, as json and slots name theirs (a tester typed it): the same command, not listed twice
 @app.command("run", help=EVALUATE_HELP, hidden=True)
 @app.command("evaluate", help=EVALUATE_HELP)
+@shared(DATA_OPTIONS, MODEL_OPTIONS, PRICE_OPTIONS, SCORING)
 def evaluate_command(
-    data: Annotated[
-        Path,
-        typer.Option(
-            "--data",
-            exists=True,
-            dir_okay=False,
-            readable=True,
-            help="ConvFinQA file: the derived {'train','dev'} format or the original list format "
-            "(the real dev split: examples/convfinqa/dev.json).",
-        ),
-    ],
     out: Annotated[
         Path | None, out_option("Directory for predictions.jsonl and every output file.")
     ] = None,
-    model: ModelOpt = None,
-    models_file: ModelsFileOpt = None,
-    base_url: BaseUrlOpt = None,
-    split: Annotated[
-        str | None,
-        typer.Option(
-            "--split",
-            help="Split of the derived format (default 'dev'); only a label for the original format.",
-        ),
-    ] = None,
-    sample_size: Annotated[
-        int | None,
-        typer.Option(
-            "--sample-size",
-            min=1,
-            help="Run only N conversations, drawn at random with --seed (kept in file order).",
-        ),
-    ] = None,
-    seed: Annotated[int, seed_option(sample=True)] = 0,
-    concurrency: ConcurrencyOpt = 8,
-    timeout: TimeoutOpt = 60.0,
-    max_retries: MaxRetriesOpt = 3,
-    max_reply_bytes: MaxReplyBytesOpt = MAX_REPLY_BYTES,
-    temperature: TemperatureOpt = 0.0,
-    max_tokens: MaxTokensOpt = None,
-    model_seed: ModelSeedOpt = None,
-    json_mode: JsonModeOpt = False,
-    no_cache: NoCacheOpt = False,
-    cache_nonzero_temperature: CacheNonzeroOpt = False,
-    price_in: PriceInOpt = None,
-    price_out: PriceOutOpt = None,
-    bootstrap: Annotated[int, bootstrap_option("conversations")] = 1000,
-    as_json: JsonOpt = False,
-    fail_under: Annotated[str | None, fail_under_option(GATED)] = None,
-    no_progress: NoProgressOpt = False,
-    no_store: NoStoreOpt = False,
+    **options: Any,
 ) -> None:
-    floors = parse_fail_under(fail_under, GATED)
-    specs, runner = models_and_runner(locals())
-    settings = _settings(split=split, sample_size=sample_size, seed=seed, bootstrap=bootstrap)
-    console = SafeConsole(stderr=as_json)
+    specs, runner = models_and_runner(options)
+    # the prices are the models' (their specs), not the scoring's
+    settings = _settings(**{**options, "price_in": None, "price_out": None})
+    console = SafeConsole(stderr=options["as_json"])
     ran = run_models(
         "numeric",
-        [("data", data)],
+        [("data", options["data"])],
         settings,
         specs,
         runner,
         out,
         command="numeric evaluate",
         errors=SafeConsole(stderr=True),
-        show_progress=not no_progress,
-        store=not no_store,
+        show_progress=not options["no_progress"],
+        store=not options["no_store"],
     )
     models = list(zip(ran.calls, ran.outcomes, strict=True))
     for _, outcome in models:
@@ -478,12 +354,13 @@ def evaluate_command(
     for run, outcome in models:
         title = f"numeric QA: {run.spec.name}"
         show_result(outcome.scored.result, outcome.destination, console, title=title)
-        console.print(run_line(run), markup=False, highlight=False, soft_wrap=True)
-    console.print(store_line(runner), markup=False, highlight=False, soft_wrap=True)
-    if as_json:  # statistics.json as written; {"models": {name: ...}} for several models
+        say(console, run_line(run))
+    say(console, store_line(runner))
+    if options["as_json"]:  # statistics.json as written; {"models": {name: ...}} for several
         print_json({r.spec.name: o.scored.summary for r, o in models}, models=True)
     values = {r.spec.name: o.scored.gate[""] for r, o in models}
-    raise typer.Exit(gate(floors, values, console, EXIT_FAILED if ran.failed else EXIT_OK))
+    status = EXIT_FAILED if ran.failed else EXIT_OK
+    raise typer.Exit(gate(options["fail_under"], values, status))
 
 
 def run_model_demo(base_url: str, out_dir: Path, models: list[str], *, console: Console) -> int:
@@ -522,11 +399,6 @@ def run_model_demo(base_url: str, out_dir: Path, models: list[str], *, console: 
     table.add_row("failed validation checks", *(str(r.tallies.failed_checks) for r in results))
     console.print(table)
     for run, outcome in zip(ran.calls, ran.outcomes, strict=True):
-        console.print(
-            run_line(run) + f"; files in {outcome.destination}/",
-            markup=False,
-            highlight=False,
-            soft_wrap=True,
-        )
-    console.print(store_line(runner), markup=False, highlight=False, soft_wrap=True)
+        say(console, run_line(run) + f"; files in {outcome.destination}/")
+    say(console, store_line(runner))
     return EXIT_FAILED if any(r.failures for r in ran.calls) else EXIT_OK

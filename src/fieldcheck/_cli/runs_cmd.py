@@ -14,7 +14,8 @@ from typing import Annotated, Any, TypeVar, cast
 import typer
 from rich.table import Table
 
-from fieldcheck._cli._common import EXIT_OK, FieldcheckGroup
+from fieldcheck._cli._common import EXIT_OK, FieldcheckGroup, print_json
+from fieldcheck._cli._record import grid, say
 from fieldcheck._util.errors import InputError
 from fieldcheck._util.jsonio import dumps
 from fieldcheck._util.term import SafeConsole, safe_json_text, safe_text
@@ -95,10 +96,6 @@ def _run(store: Any, ref: str, hint: str = "RUN") -> Any:
     return run
 
 
-def _print_json(value: Any) -> None:
-    sys.stdout.write(safe_json_text(dumps(value, indent=True)) + "\n")
-
-
 def _console() -> SafeConsole:
     return SafeConsole(highlight=False, emoji=False)
 
@@ -127,7 +124,7 @@ def list_command(
     from fieldcheck.runs import format_count
 
     if as_json:
-        _print_json([_summary(r) for r in runs])
+        print_json([_summary(r) for r in runs])
         return
     table = Table(header_style="bold")
     for head in ("id", "system", "kind", "model", "status", "started", "items", "parent"):
@@ -151,7 +148,7 @@ def list_command(
         )
     console = _console()
     console.print(table)
-    console.print(f"{len(runs)} run(s)", markup=False)
+    say(console, f"{len(runs)} run(s)")
 
 
 def _summary(run: Any) -> dict[str, Any]:
@@ -202,11 +199,11 @@ def show_command(
     data["not_scored_items"] = store.count_not_scored(info.id) if scored else None
     data["items_in_flight"] = store.items_in_flight(info.id)
     if as_json:
-        _print_json({**data, "items": shown} if items else data)
+        print_json({**data, "items": shown} if items else data)
         return
     console = _console()
     for key in ("id", "system", "kind", "model", "status", "started_at", "parent_id", "out_dir"):
-        console.print(f"{key}: {safe_text(data[key] or '')}", markup=False)
+        say(console, f"{key}: {safe_text(data[key] or '')}")
     from fieldcheck.runs import format_items
 
     counts = format_items(
@@ -216,23 +213,21 @@ def show_command(
         noun=False,
         in_flight=data["items_in_flight"],
     )
-    console.print(f"items: {counts}", markup=False, highlight=False)
+    say(console, f"items: {counts}")
     for entry in data["inputs"]:
-        console.print(
+        say(
+            console,
             f"input {safe_text(entry['name'])}: {safe_text(entry['path'])} "
             f"sha256:{safe_text(entry['sha256'])}",
-            markup=False,
         )
     for name, value in _settings_lines(data["settings"]):
-        console.print(
-            f"setting {safe_text(name)}: {safe_text(value)}", markup=False, soft_wrap=True
-        )
-    console.print(f"signature: {safe_text(data['signature'])}", markup=False, soft_wrap=True)
+        say(console, f"setting {safe_text(name)}: {safe_text(value)}")
+    say(console, f"signature: {safe_text(data['signature'])}")
     from fieldcheck.runs import compare_runs
 
     _print_comparison(compare_runs([info]), console)
     for item in shown:
-        console.print(safe_json_text(dumps(item)), markup=False, soft_wrap=True)
+        say(console, safe_json_text(dumps(item)))
 
 
 _SETTINGS_SHOWN = 5
@@ -267,10 +262,7 @@ def _print_comparison(table: dict[str, Any], console: SafeConsole) -> None:
     from fieldcheck.runs import format_cell, format_latency, format_number
 
     labels = [safe_text(c["label"]) for c in table["columns"]]
-    metrics = Table(title="Metrics (95% interval)", header_style="bold")
-    metrics.add_column("metric")
-    for label in labels:
-        metrics.add_column(label)
+    metrics = grid("Metrics (95% interval)", "metric", *labels)
     for row in table["metrics"]:
         metrics.add_row(row["name"], *(format_cell(v) for v in row["values"]))
     if any(table.get("latency") or []):
@@ -281,17 +273,13 @@ def _print_comparison(table: dict[str, Any], console: SafeConsole) -> None:
         )
     console.print(metrics)
     for extra in table["tables"]:
-        grid = Table(title=extra["title"], header_style="bold")
-        grid.add_column(extra["row_label"])
-        for label in labels:
-            grid.add_column(label)
+        rows = grid(extra["title"], extra["row_label"], *labels)
         for row in extra["rows"]:
-            grid.add_row(safe_text(row["name"]), *(format_number(v) for v in row["values"]))
-        console.print(grid)
+            rows.add_row(safe_text(row["name"]), *(format_number(v) for v in row["values"]))
+        console.print(rows)
     if table["paired_f1"]:
-        paired = Table(title="Paired bootstrap of F1 (slots)", header_style="bold")
-        for head in ("run", "model a", "model b", "F1 a - F1 b", "p-value", "sessions"):
-            paired.add_column(head)
+        heads = ("run", "model a", "model b", "F1 a - F1 b", "p-value", "sessions")
+        paired = grid("Paired bootstrap of F1 (slots)", *heads)
         for p in table["paired_f1"]:
             paired.add_row(
                 safe_text(p["run"][:8]),
@@ -324,7 +312,7 @@ def compare_command(
     except InputError as exc:
         raise typer.BadParameter(exc.one_line(), param_hint="RUN") from None
     if as_json:
-        _print_json(table)
+        print_json(table)
         return
     _print_comparison(table, _console())
 
@@ -496,10 +484,10 @@ def rescore_command(
     except InputError as exc:
         raise typer.BadParameter(exc.one_line(), param_hint="RUN") from None
     if as_json:
-        _print_json(child.public_dict())
+        print_json(child.public_dict())
         return
     console = _console()
-    console.print(f"re-scored {info.id} as {child.id}", markup=False)
+    say(console, f"re-scored {info.id} as {child.id}")
     from fieldcheck.runs import compare_runs
 
     _print_comparison(compare_runs([info, child], store), console)
@@ -543,7 +531,7 @@ def import_command(
     except InputError as exc:
         raise typer.BadParameter(exc.one_line(), param_hint="DIR") from None
     if as_json:
-        _print_json(_summary(run))
+        print_json(_summary(run))
         return
     none = (
         ": none in the folder's files nor in the inputs its run.json names (gone or changed?); "
@@ -551,10 +539,9 @@ def import_command(
         if not run.n_items
         else ""
     )
-    _console().print(
+    say(
+        _console(),
         f"stored {safe_text(folder)} as run {run.id} ({run.system}, {run.n_items} items{none})",
-        markup=False,
-        soft_wrap=True,
     )
 
 
@@ -573,5 +560,5 @@ def delete_command(run: RunArg) -> None:
         raise typer.BadParameter(safe_text(str(exc)), param_hint="RUN") from None
     except PermissionError as exc:
         raise typer.BadParameter(safe_text(str(exc)), param_hint=ARTIFACTS_ENV) from None
-    _console().print(f"deleted run {info.id}", markup=False)
+    say(_console(), f"deleted run {info.id}")
     raise typer.Exit(EXIT_OK)

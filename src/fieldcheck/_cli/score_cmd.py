@@ -14,20 +14,17 @@ from typer.core import TyperCommand
 
 from fieldcheck import core
 from fieldcheck._cli._common import (
-    EXIT_FAILED,
-    EXIT_OK,
     JsonOpt,
     ProgressBar,
     events,
-    gate,
+    finish,
     out_option,
     parse_fail_under,
     pipeline_errors,
 )
-from fieldcheck._cli._record import NoStoreOpt
+from fieldcheck._cli._record import NoStoreOpt, grid, say, stored_line
 from fieldcheck._util.errors import UsageProblem
-from fieldcheck._util.jsonio import dumps
-from fieldcheck._util.term import SafeConsole, safe_json_text, safe_text
+from fieldcheck._util.term import SafeConsole, safe_text
 
 
 def systems_help() -> str:
@@ -93,10 +90,8 @@ def _table(system: core.System, label: str, scored: Any) -> Table:
     from fieldcheck.runs import format_cell
 
     columns = system.columns(label, scored.metrics, scored.intervals)
-    table = Table(title=f"{system.title} (95% interval)", header_style="bold")
-    table.add_column("metric")
-    for model, _, _ in columns:
-        table.add_column(safe_text(model) or system.name)
+    models = [safe_text(model) or system.name for model, _, _ in columns]
+    table = grid(f"{system.title} (95% interval)", "metric", *models)
     for name in system.headline:
         cells = [
             {**(system.interval(i, name) or {}), "estimate": system.estimate(m, name)}
@@ -179,11 +174,6 @@ def score_command(
     scored = outcome.scored
     console.print(_table(found, label, scored))
     for path in scored.files.values():
-        console.print(safe_text(path), markup=False, highlight=False, soft_wrap=True)
-    line = core.stored_line(outcome.run_id)
-    if line is not None:
-        console.print(line, markup=False, highlight=False, soft_wrap=True)
-    if as_json:
-        typer.echo(safe_json_text(dumps(scored.summary, indent=True)))
-    status = EXIT_FAILED if scored.failed else EXIT_OK
-    raise typer.Exit(gate(floors, scored.gate, console, status))
+        say(console, safe_text(path))
+    stored_line(console, core.stored_line(outcome.run_id))
+    raise typer.Exit(finish(scored, floors, as_json, scored.failed))

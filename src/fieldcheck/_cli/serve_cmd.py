@@ -8,9 +8,9 @@ from typing import Annotated, get_args
 
 import typer
 
-from fieldcheck._cli._common import EXIT_USAGE
 from fieldcheck._util.term import safe_text
 from fieldcheck.jsoneval import MatcherFamily
+from fieldcheck.store import DATABASE_ENV
 
 
 def serve_command(
@@ -101,8 +101,10 @@ def serve_command(
     try:
         app = create_app(settings)
     except Exception as exc:  # the store cannot be opened: one line, never a traceback
-        typer.echo(f"error: cannot open the store: {safe_text(exc)}", err=True)
-        raise typer.Exit(EXIT_USAGE) from None
+        reason = (
+            f"cannot open the store: {type(exc).__name__}: {(str(exc).splitlines() or [''])[0]}"
+        )
+        raise typer.BadParameter(safe_text(reason[:300]), param_hint=DATABASE_ENV) from None
     typer.echo(
         f"serving fieldcheck at http://{shown_address(host, port)}/ (API schema: /openapi.json); "
         "Ctrl-C stops",

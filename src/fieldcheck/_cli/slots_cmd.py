@@ -17,45 +17,26 @@ from fieldcheck import core
 from fieldcheck._cli._common import (
     EXIT_FAILED,
     EXIT_OK,
-    JsonOpt,
-    ProgressBar,
-    bootstrap_option,
-    events,
-    fail_under_option,
-    gate,
+    finish,
+    option,
     out_option,
-    parse_fail_under,
-    pipeline_errors,
-    print_json,
-    seed_option,
+    score_files,
+    scoring_options,
+    shared,
     show_problems,
 )
-from fieldcheck._cli._record import NoStoreOpt, stored_line
+from fieldcheck._cli._record import grid, say, stored_line
 from fieldcheck._cli._runopts import (
+    MODEL_OPTIONS,
+    PRICE_OPTIONS,
     STORE_HELP,
-    BaseUrlOpt,
-    CacheNonzeroOpt,
-    ConcurrencyOpt,
-    JsonModeOpt,
-    MaxReplyBytesOpt,
-    MaxRetriesOpt,
-    MaxTokensOpt,
-    ModelOpt,
-    ModelSeedOpt,
-    ModelsFileOpt,
-    NoCacheOpt,
-    NoProgressOpt,
-    PriceInOpt,
-    PriceOutOpt,
-    TemperatureOpt,
-    TimeoutOpt,
     make_runner,
     models_and_runner,
     run_models,
 )
 from fieldcheck._util.term import SafeConsole, safe_text
 from fieldcheck.reports import RunFolder, format_pvalue, format_seconds, format_seconds_joined
-from fieldcheck.runner import MAX_REPLY_BYTES, ModelSpec
+from fieldcheck.runner import ModelSpec
 from fieldcheck.slots import (
     METRIC_COLUMNS,
     PROMPT_ID,
@@ -70,9 +51,28 @@ app = typer.Typer(
 )
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "slots"
-EXAMPLE_MODELS = ("synthetic-careful", "synthetic-fast", "synthetic-eager")
 # the metrics --fail-under gates (higher is better), named as in metrics.json
-GATED = METRIC_COLUMNS
+SCORING = scoring_options("sessions", METRIC_COLUMNS)
+TP_OPTIONS = {
+    "tp": option(
+        TPMode,
+        "presence",
+        "--tp",
+        help="When a predicted gold slot is a true positive: presence (any value, the spec's "
+        "rule), exact (canonicalised value sets equal), fuzzy (rapidfuzz >= threshold) or "
+        "semantic (MiniLM cosine >= threshold). With a value check a present-but-wrong slot "
+        "is an FP and an FN.",
+    ),
+    "threshold": option(
+        float | None,
+        None,
+        "--threshold",
+        min=0.0,
+        max=1.0,
+        help="Similarity threshold in [0,1] for --tp fuzzy|semantic (default 0.8); "
+        "ignored, with a warning, by presence and exact.",
+    ),
+}
 
 
 def _pairs(values: list[str], option: str) -> list[tuple[str, Path]]:
@@ -88,10 +88,7 @@ def _pairs(values: list[str], option: str) -> list[tuple[str, Path]]:
 def _model_table(name: str, run: SlotsRun) -> Table:
     score = next(m for m in run.models if m.name == name)
     r = score.result
-    table = Table(title=Text(safe_text(name)), show_header=True, header_style="bold")  # no markup
-    table.add_column("metric")
-    table.add_column("value", justify="right")
-    table.add_column("95% CI", justify="right")
+    table = grid(Text(safe_text(name)), "metric", right=("value", "95% CI"))  # no markup
 
     def row(label: str, value: float | None, ci_key: str | None = None) -> None:
         ci = r.ci.get(ci_key) if ci_key else None
@@ -153,29 +150,28 @@ def show_run(
             continue
         m = scored[name]
         console.print(_model_table(m.name, run))
-        console.print("Per topic:", markup=False, soft_wrap=True)
+        say(console, "Per topic:")
         for line in topic_lines(m.result):
-            console.print(safe_text(line), markup=False, soft_wrap=True, highlight=False)
+            say(console, safe_text(line))
     for p in run.paired_f1:
         common = ""
         if p.sessions != scored[p.model_a].sessions or p.sessions != scored[p.model_b].sessions:
             common = f" on the {p.sessions} session(s) both were scored on"
-        console.print(
+        say(
+            console,
             f"F1 {p.model_a} - {p.model_b}: {p.difference:+.3f}{common} "
             f"(paired bootstrap {format_pvalue(p.p_value)})",
-            markup=False,
-            soft_wrap=True,
         )
     # run.warnings were logged on the 'fieldcheck' logger as they arose; not printed twice
     show_problems(problems, run.errors, str(files["errors.jsonl"]))
-    console.print(
+    say(
+        console,
         f"Report: {files['report.html']} (also report.md, metrics.json, metrics.csv, per_topic.csv)",
-        markup=False,
-        soft_wrap=True,
     )
 
 
 @app.command("score")
+@shared(TP_OPTIONS, SCORING)
 def score(
     gold: Annotated[
         Path,
@@ -235,31 +231,7 @@ def score(
             "--judge-model", help="Judge model name at --judge-base-url (both or neither)."
         ),
     ] = None,
-    tp: Annotated[
-        TPMode,
-        typer.Option(
-            "--tp",
-            help="When a predicted gold slot is a true positive: presence (any value, the spec's "
-            "rule), exact (canonicalised value sets equal), fuzzy (rapidfuzz >= threshold) or "
-            "semantic (MiniLM cosine >= threshold). With a value check a present-but-wrong slot "
-            "is an FP and an FN.",
-        ),
-    ] = "presence",
-    threshold: Annotated[
-        float | None,
-        typer.Option(
-            "--threshold",
-            min=0.0,
-            max=1.0,
-            help="Similarity threshold in [0,1] for --tp fuzzy|semantic (default 0.8); "
-            "ignored, with a warning, by presence and exact.",
-        ),
-    ] = None,
-    bootstrap: Annotated[int, bootstrap_option("sessions")] = 1000,
-    seed: Annotated[int, seed_option()] = 0,
-    as_json: JsonOpt = False,
-    fail_under: Annotated[str | None, fail_under_option(GATED)] = None,
-    no_store: NoStoreOpt = False,
+    **options: Any,
 ) -> None:
     """Score one or more models' predicted slots against gold slots and write the report.
 
@@ -269,7 +241,6 @@ def score(
     unknown model name, unreadable file or one with no valid line, unusable --out); 1 when an
     output could not be written part-way (a full disk); 130 on Ctrl-C.
     """
-    floors = parse_fail_under(fail_under, GATED)
     preds = _pairs(pred, "--pred")
     names = [n for n, _ in preds]
     given = [
@@ -278,92 +249,34 @@ def score(
         *((f"latency:{n}", p) for n, p in _pairs(latency or [], "--latency")),
         *((f"judge:{n}", p) for n, p in _pairs(judge or [], "--judge")),
     ]
-    settings = _settings(tp, threshold, bootstrap, seed, judge_base_url, judge_model)
-    console = SafeConsole(stderr=as_json)
-    errors = SafeConsole(stderr=True)
-    bar = ProgressBar(errors)
-    with pipeline_errors(), bar.bar:
-        outcome = core.score(
-            "slots",
-            given,
-            settings,
-            out=out,
-            command="slots score",
-            label="-".join(names),
-            model=", ".join(names),
-            models=names,
-            store=not no_store,
-            events=events(errors, bar),
-        )
+    settings = _settings(options, judge_base_url, judge_model)
+    console, errors = SafeConsole(stderr=options["as_json"]), SafeConsole(stderr=True)
+    outcome = score_files(
+        "slots",
+        given,
+        settings,
+        out=out,
+        errors=errors,
+        no_store=options["no_store"],
+        command="slots score",
+        label="-".join(names),
+        model=", ".join(names),
+        models=names,
+    )
     stored_line(console, core.stored_line(outcome.run_id))
     show_run(outcome.scored.result, outcome.files, console, errors)
-    if as_json:
-        print_json(outcome.scored.summary)
-    status = EXIT_FAILED if outcome.scored.failed else EXIT_OK
-    raise typer.Exit(gate(floors, outcome.scored.gate, console, status))
+    scored = outcome.scored
+    raise typer.Exit(finish(scored, options["fail_under"], options["as_json"], scored.failed))
 
 
 def _settings(
-    tp: TPMode = "presence",
-    threshold: float | None = None,
-    bootstrap: int = 1000,
-    seed: int = 0,
-    judge_base_url: str | None = None,
-    judge_model: str | None = None,
+    options: dict[str, Any], judge_base_url: str | None = None, judge_model: str | None = None
 ) -> dict[str, Any]:
-    """The run's stored settings (what ``runs rescore`` reads back); a judge model's endpoint
-    and name only when one is asked (never its key)."""
+    """The run's stored settings (what ``runs rescore`` reads back) out of the command's
+    options; a judge model's endpoint and name only when one is asked (never its key)."""
+    settings = {k: options[k] for k in ("tp", "threshold", "bootstrap", "seed")}
     judge = {"judge_base_url": judge_base_url, "judge_model": judge_model}
-    settings = {"tp": tp, "threshold": threshold, "bootstrap": bootstrap, "seed": seed}
     return settings | judge if judge_base_url or judge_model else settings
-
-
-def run_demo(out_dir: Path) -> int:
-    """``make demo``: score the bundled synthetic example (3 models) and write the report."""
-    console = SafeConsole()
-    if not (EXAMPLES / "gold.synthetic.jsonl").exists():
-        console.print(
-            f"slots demo: example data not found in {EXAMPLES}",
-            style="red",
-            markup=False,
-            soft_wrap=True,
-        )
-        return EXIT_FAILED
-    given: list[tuple[str, Path]] = [("gold", EXAMPLES / "gold.synthetic.jsonl")]
-    for kind in ("pred", "latency", "judge"):
-        given += [(f"{kind}:{m}", EXAMPLES / f"{kind}_{m}.synthetic.jsonl") for m in EXAMPLE_MODELS]
-    outcome = core.score(
-        "slots",
-        given,
-        _settings(),
-        out=RunFolder.of(out_dir),
-        command="slots score",
-        model=", ".join(EXAMPLE_MODELS),
-        events=events(console),
-    )
-    run, files = outcome.scored.result, outcome.files
-    stored_line(console, core.stored_line(outcome.run_id))
-    console.print(
-        "Synthetic example data (examples/slots/README.md): 3 users x 5 sessions, 3 models.",
-        markup=False,
-        soft_wrap=True,
-    )
-    for m in run.models:
-        r = m.result
-        lat = format_seconds(r.latency.mean if r.latency is not None else None)
-        console.print(
-            f"  {m.name:18s} P={r.precision:.3f} R={r.recall:.3f} F1={r.f1:.3f} "
-            f"exact={r.exact_match_rate:.3f} extra_slots={r.extra_slots} latency={lat}",
-            markup=False,
-            soft_wrap=True,
-            highlight=False,
-        )
-    console.print(
-        f"  report: {files['report.html']}  metrics: {files['metrics.json']}",
-        markup=False,
-        soft_wrap=True,
-    )
-    return EXIT_FAILED if run.errors else EXIT_OK
 
 
 # ---------------------------------------------------------------------------------------------
@@ -420,6 +333,7 @@ errors; 1 when an output could not be written part-way; 130 on Ctrl-C (what fini
 
 
 @app.command("run", help=RUN_HELP)
+@shared(MODEL_OPTIONS, PRICE_OPTIONS, TP_OPTIONS, SCORING)
 def run(
     conversations: Annotated[
         Path,
@@ -440,22 +354,6 @@ def run(
         ),
     ],
     out: Annotated[Path | None, out_option("Output directory.")] = None,
-    model: ModelOpt = None,
-    models_file: ModelsFileOpt = None,
-    base_url: BaseUrlOpt = None,
-    concurrency: ConcurrencyOpt = 8,
-    timeout: TimeoutOpt = 60.0,
-    max_retries: MaxRetriesOpt = 3,
-    max_reply_bytes: MaxReplyBytesOpt = MAX_REPLY_BYTES,
-    temperature: TemperatureOpt = 0.0,
-    max_tokens: MaxTokensOpt = None,
-    model_seed: ModelSeedOpt = None,
-    json_mode: JsonModeOpt = False,
-    no_cache: NoCacheOpt = False,
-    cache_nonzero_temperature: CacheNonzeroOpt = False,
-    price_in: PriceInOpt = None,
-    price_out: PriceOutOpt = None,
-    no_progress: NoProgressOpt = False,
     judge_base_url: Annotated[
         str | None,
         typer.Option(
@@ -472,39 +370,20 @@ def run(
             "without it the LLM judge score is absent, never 0.",
         ),
     ] = None,
-    tp: Annotated[
-        TPMode,
-        typer.Option(
-            "--tp",
-            help="When a predicted gold slot is a true positive: presence (the spec), exact, "
-            "fuzzy or semantic (as in 'slots score').",
-        ),
-    ] = "presence",
-    threshold: Annotated[
-        float | None,
-        typer.Option(
-            "--threshold", min=0.0, max=1.0, help="Threshold of --tp fuzzy|semantic (0.8)."
-        ),
-    ] = None,
-    bootstrap: Annotated[int, bootstrap_option("sessions")] = 1000,
-    seed: Annotated[int, seed_option()] = 0,
-    as_json: JsonOpt = False,
-    fail_under: Annotated[str | None, fail_under_option(GATED)] = None,
-    no_store: NoStoreOpt = False,
+    **options: Any,
 ) -> None:
-    floors = parse_fail_under(fail_under, GATED)
     if judge_base_url and not judge_model:
         raise typer.BadParameter("--judge-base-url needs --judge-model", param_hint="--judge-model")
-    judge_url = judge_base_url or base_url
+    judge_url = judge_base_url or options["base_url"]
     if judge_model and not judge_url:
         raise typer.BadParameter(
             "--judge-model needs --judge-base-url (or --base-url)", param_hint="--judge-base-url"
         )
-    specs, runner = models_and_runner(locals())
+    specs, runner = models_and_runner(options)
+    as_json = options["as_json"]
     console, err = SafeConsole(stderr=as_json), SafeConsole(stderr=True)
-    settings = _settings(
-        tp, threshold, bootstrap, seed, judge_url if judge_model else None, judge_model
-    )
+    judge = (judge_url, judge_model) if judge_model else (None, None)
+    settings = _settings(options, *judge)
     ran = run_models(
         "slots",
         [("conversations", conversations), ("gold", gold)],
@@ -515,8 +394,8 @@ def run(
         command="slots run",
         errors=err,
         names={"conversations": "--conversations", "gold": "--gold"},
-        show_progress=not no_progress,
-        store=not no_store,
+        show_progress=not options["no_progress"],
+        store=not options["no_store"],
         say_store=True,
     )
     outcome, extractions = ran.outcomes[0], ran.calls
@@ -527,13 +406,12 @@ def run(
     failed = sum(len(ex.failed) for ex in extractions)
     if failed:
         calls = sum(len(ex.not_scored()) for ex in extractions)
-        err.print(
+        say(
+            err,
             f"{failed} session error(s); listed in {outcome.destination / 'session_errors.jsonl'} "
             "(memory unchanged): "
             f"{failed - calls} invalid repl(ies), slots missed; {calls} call error(s), not scored",
             style="red",
-            markup=False,
-            soft_wrap=True,
         )
     for u in scored.unscored:
         err.print(
@@ -544,10 +422,7 @@ def run(
             ),
             soft_wrap=True,
         )
-    if as_json:
-        print_json(outcome.scored.summary)
-    status = EXIT_FAILED if ran.failed else EXIT_OK
-    raise typer.Exit(gate(floors, outcome.scored.gate, console, status))
+    raise typer.Exit(finish(outcome.scored, options["fail_under"], as_json, ran.failed))
 
 
 def run_model_demo(base_url: str, out_dir: Path, models: list[str], *, console: Console) -> int:
@@ -560,14 +435,12 @@ def run_model_demo(base_url: str, out_dir: Path, models: list[str], *, console: 
     conversations_path = EXAMPLES / "conversations.synthetic.jsonl"
     gold = EXAMPLES / "gold.synthetic.jsonl"
     if not conversations_path.exists() or not gold.exists():
-        console.print(
-            f"slots demo: example data not found in {EXAMPLES}", style="red", markup=False
-        )
+        say(console, f"slots demo: example data not found in {EXAMPLES}", style="red")
         return EXIT_FAILED
     specs = [ModelSpec(name=m, model=m, base_url=base_url) for m in models]
     folder = RunFolder.of(out_dir)
     inputs = [("conversations", conversations_path), ("gold", gold)]
-    settings = _settings(bootstrap=200)
+    settings = _settings({"tp": "presence", "threshold": None, "bootstrap": 200, "seed": 0})
     runner = make_runner()
     ran = run_models(
         "slots",
@@ -606,6 +479,6 @@ def run_model_demo(base_url: str, out_dir: Path, models: list[str], *, console: 
             format_seconds(r.latency.mean if r.latency is not None else None),
         )
     console.print(table)
-    console.print(f"  report: {files['report.html']}", markup=False, soft_wrap=True)
+    say(console, f"  report: {files['report.html']}")
     infra = sum(1 for ex in extractions for s in ex.failed if s.error_type != "invalid_reply")
     return EXIT_FAILED if infra or scored.errors else EXIT_OK

@@ -10,13 +10,13 @@ from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 
 from fieldcheck._version import __version__
-from fieldcheck.api._config import SavedConfig
 from fieldcheck.api._deps import AppContext
 from fieldcheck.api._errors import install_error_handlers
 from fieldcheck.api._evaluation import Matchers
 from fieldcheck.api._guard import Guard
 from fieldcheck.api._settings import ApiSettings, check_binding
 from fieldcheck.api.routes import config, json, pages, runs, score
+from fieldcheck.jsoneval import SavedConfig
 from fieldcheck.store import Store
 
 WEB = Path(__file__).resolve().parents[1] / "web"

@@ -12,26 +12,12 @@ from fieldcheck._util.errors import InputError
 from fieldcheck._util.jsonio import document_error, loads
 from fieldcheck.api._errors import ApiError
 from fieldcheck.jsoneval import (
-    SECTIONS,
     EvalConfig,
     SavedConfig,
-    Section,
     SectionError,
-    Thresholds,
     merged_config,
     parse_section,
 )
-
-__all__ = [
-    "SECTIONS",
-    "SavedConfig",
-    "Section",
-    "Thresholds",
-    "merged",
-    "parse_json_file",
-    "parse_section",
-    "strategy_rows",
-]
 
 
 def parse_json_file(raw: bytes, *, name: str) -> Any:

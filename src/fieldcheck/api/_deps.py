@@ -9,10 +9,9 @@ from typing import Annotated
 from fastapi import Depends, Request
 from fastapi.templating import Jinja2Templates
 
-from fieldcheck.api._config import SavedConfig
 from fieldcheck.api._evaluation import Matchers
 from fieldcheck.api._settings import ApiSettings
-from fieldcheck.jsoneval import EvalConfig
+from fieldcheck.jsoneval import EvalConfig, SavedConfig
 from fieldcheck.store import Store
 
 

@@ -5,16 +5,19 @@
 from __future__ import annotations
 
 import logging
+import os
+import re
 import shutil
 import tempfile
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import orjson
+from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
 
 from fieldcheck import core
@@ -50,6 +53,8 @@ class Matchers:
 _COPY_BLOCK = 1 << 20
 RUNS = "fieldcheck-runs"
 """The folder under ``--data-root`` that holds each API run's uploads and run folder."""
+UPLOADS = "fieldcheck-upload-"
+"""Without a data root, the name of a request's temporary folder begins so."""
 
 
 def parse_output_text(raw: bytes | str) -> Any:
@@ -140,6 +145,32 @@ def score_run(
         raise ApiError(502, f"the matcher failed: {exc}") from None
 
 
+async def score_uploads(
+    ctx: AppContext,
+    system: str,
+    uploads: Sequence[tuple[str, UploadFile]],
+    settings: Mapping[str, Any],
+    *,
+    root: Path | None,
+    params: Mapping[str, str] | None = None,
+) -> tuple[core.Outcome, dict[str, str]]:
+    """Keep each upload by its role in a new ``request_folder`` (``inputs/ROLE/FILE``) and score
+    them into its ``run/`` (``score_run``, in a worker thread): the outcome, and each server path
+    as the client names it (the file name it sent, the folder under the data root)."""
+    with request_folder(root, system) as base:
+        inputs, shown = [], {str(base): f"{RUNS}/{base.name}"}
+        for role, upload in uploads:
+            sent = os.path.basename(upload.filename or "") or role
+            path = base / "inputs" / safe_filename(role) / safe_filename(sent)
+            await save_upload(upload, path)
+            inputs.append((role, path))
+            shown[str(path)] = sent
+        outcome = await run_in_threadpool(
+            score_run, ctx, system, inputs, settings, out=base / "run", shown=shown, params=params
+        )
+    return outcome, shown
+
+
 def server_matcher(ctx: AppContext) -> dict[str, Any]:
     """The server's matcher settings: what every run of the server is scored and signed with,
     whatever a request's settings say (a request never points the server at another judge)."""
@@ -167,6 +198,33 @@ def hidden(text: str, shown: Mapping[str, str]) -> str:
     return text
 
 
+def each_text(value: Any, change: Callable[[str], str]) -> Any:
+    """``value`` (JSON) with ``change`` applied to each of its strings."""
+    if isinstance(value, str):
+        return change(value)
+    if isinstance(value, list):
+        return [each_text(v, change) for v in value]
+    if isinstance(value, dict):
+        return {k: each_text(v, change) for k, v in value.items()}
+    return value
+
+
+def client_paths(value: Any, root: Path | None) -> Any:
+    """``value`` (JSON: a stored run) with the server's paths named as the scoring routes name
+    them to the client (``hidden``): an API run's upload by its file name, any other path under
+    the data root relative to it (a run folder: ``fieldcheck-runs/api-json-.../run``)."""
+    temp = f"{Path(tempfile.gettempdir()).resolve()}/{UPLOADS}"
+    folders = [temp] + ([f"{root.resolve()}/{RUNS}/"] if root is not None else [])
+    upload = re.compile("(?:" + "|".join(map(re.escape, folders)) + r")[^/]*/inputs/[^/]+/")
+    under = f"{root.resolve()}/" if root is not None else None
+
+    def shown(text: str) -> str:
+        text = upload.sub("", text)
+        return text.replace(under, "") if under else text
+
+    return each_text(value, shown)
+
+
 @contextmanager
 def request_folder(root: Path | None, system: str) -> Iterator[Path]:
     """A new folder for one API run's uploads (``inputs/``) and run folder (``run/``) under
@@ -174,7 +232,7 @@ def request_folder(root: Path | None, system: str) -> Iterator[Path]:
     refused (a 422: nothing of the run was written). Without ``root``, a temporary folder
     removed once answered."""
     if root is None:
-        with tempfile.TemporaryDirectory(prefix="fieldcheck-upload-") as temp:
+        with tempfile.TemporaryDirectory(prefix=UPLOADS) as temp:
             yield Path(temp)
         return
     try:

@@ -10,9 +10,10 @@ from fastapi.responses import Response
 from fieldcheck._util.errors import InputError
 from fieldcheck._util.jsonio import dumps
 from fieldcheck.api._body import CheckedBodyRoute
-from fieldcheck.api._config import Section, parse_json_file
+from fieldcheck.api._config import parse_json_file
 from fieldcheck.api._deps import Context
 from fieldcheck.api._errors import INVALID, ApiError, error_responses
+from fieldcheck.jsoneval import Section
 
 router = APIRouter(
     prefix="/api/config",

@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path, PurePath
 from typing import Annotated, Any
 
 from fastapi import APIRouter, File, Query, UploadFile
-from starlette.concurrency import run_in_threadpool
 
+from fieldcheck import core
 from fieldcheck._util.errors import InputError
-from fieldcheck._util.paths import safe_filename
 from fieldcheck.api._body import CheckedBodyRoute
-from fieldcheck.api._config import Section, merged, parse_section
+from fieldcheck.api._config import merged
 from fieldcheck.api._deps import AppContext, Context
 from fieldcheck.api._errors import (
     GUARD,
@@ -26,11 +24,12 @@ from fieldcheck.api._evaluation import (
     evaluate_one,
     hidden,
     request_folder,
-    save_upload,
     score_run,
+    score_uploads,
     server_matcher,
 )
 from fieldcheck.api._schemas import BatchPathRequest, EvaluateRequest
+from fieldcheck.jsoneval import Section, parse_section
 
 router = APIRouter(
     prefix="/api/json",
@@ -119,26 +118,9 @@ def stored_settings(
     return {"config": config, "bootstrap": bootstrap, "seed": seed}
 
 
-def _batch(
-    ctx: AppContext,
-    path: Path,
-    settings: dict[str, Any],
-    *,
-    folder: Path,
-    shown: dict[str, str],
-    field: str,
-) -> dict[str, Any]:
-    """``json batch`` through the one pipeline: its summary (as summary.json holds it, the
-    files named as the client sent them) and ``run_id``."""
-    outcome = score_run(
-        ctx,
-        "json",
-        [("batch", path)],
-        settings,
-        out=folder / "run",
-        shown=shown,
-        params={**_PARAMS, "batch": field},
-    )
+def _summary(outcome: core.Outcome, shown: dict[str, str]) -> dict[str, Any]:
+    """``json batch``'s summary (as summary.json holds it, the files named as the client sent
+    them) and ``run_id``."""
     summary = {k: v for k, v in dict(outcome.scored.summary).items() if k != "complete"}
     summary["errors"] = [hidden(m, shown) for m in summary.get("errors", [])]
     return {**summary, "run_id": outcome.run_id}
@@ -171,7 +153,11 @@ def batch_path_route(body: BatchPathRequest, ctx: Context) -> dict[str, Any]:
     settings = stored_settings(ctx, body, bootstrap=body.bootstrap, seed=body.seed)
     with request_folder(root, "json") as folder:
         shown = {str(path): body.path, str(folder): f"{RUNS}/{folder.name}"}
-        return _batch(ctx, path, settings, folder=folder, shown=shown, field="path")
+        params = {**_PARAMS, "batch": "path"}
+        outcome = score_run(
+            ctx, "json", [("batch", path)], settings, out=folder / "run", shown=shown, params=params
+        )
+    return _summary(outcome, shown)
 
 
 @router.post(
@@ -195,12 +181,9 @@ async def batch_upload_route(
     and ``run_id``, the run stored with its items (``GET /api/runs/{run_id}``). With a data
     root the upload and the run's files are kept under ``--data-root``/fieldcheck-runs/, else
     in a temporary folder removed once answered."""
-    name = os.path.basename(file.filename or "") or "upload.jsonl"
     settings = stored_settings(ctx, None, bootstrap=bootstrap, seed=seed)
-    with request_folder(ctx.settings.data_root, "json") as folder:
-        path = folder / "inputs" / "batch" / safe_filename(name)
-        await save_upload(file, path)
-        shown = {str(path): name, str(folder): f"{RUNS}/{folder.name}"}
-        return await run_in_threadpool(
-            _batch, ctx, path, settings, folder=folder, shown=shown, field="file"
-        )
+    root, params = ctx.settings.data_root, {**_PARAMS, "batch": "file"}
+    outcome, shown = await score_uploads(
+        ctx, "json", [("batch", file)], settings, root=root, params=params
+    )
+    return _summary(outcome, shown)

@@ -5,6 +5,7 @@ Thin shells over ``fieldcheck.runs`` and the store; every page value is autoesca
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -26,6 +27,7 @@ from fieldcheck.api._errors import (
     error_responses,
     items_missing,
 )
+from fieldcheck.api._evaluation import client_paths
 from fieldcheck.runs import (
     compare_runs,
     format_cell,
@@ -66,6 +68,12 @@ class RescoreRequest(BaseModel):
     threshold: float | None = Field(None, ge=0, le=1, description="slots: --tp threshold.")
     bootstrap: int | None = Field(None, ge=0, le=100_000)
     seed: int | None = Field(None, ge=0, le=2**32 - 1)
+
+
+def _public(ctx: AppContext, run: RunInfo) -> dict[str, Any]:
+    """The run as JSON, with no server path under the data root (``client_paths``)."""
+    shown: dict[str, Any] = client_paths(run.public_dict(), ctx.settings.data_root)
+    return shown
 
 
 def _get(ctx: AppContext, run_id: str) -> RunInfo:
@@ -159,7 +167,7 @@ def list_runs(
         "total": ctx.store.count_runs(**filters),
         "limit": limit,
         "offset": offset,
-        "runs": [r.public_dict() for r in runs],
+        "runs": [_public(ctx, r) for r in runs],
     }
 
 
@@ -190,7 +198,7 @@ def compare_route(
 )
 def get_run(run_id: str, ctx: Context) -> dict[str, Any]:
     run = _get(ctx, run_id)
-    data = run.public_dict()
+    data = _public(ctx, run)
     data["failed_items"] = ctx.store.count_items(run.id, failed=True)
     scored = run.scored  # the calls alone of a model are never scored
     data["not_scored_items"] = ctx.store.count_not_scored(run.id) if scored else None
@@ -226,7 +234,7 @@ def list_items(
         after=after,
         limit=limit,
     )
-    page["items"] = [i.public_dict() for i in page["items"]]
+    page["items"] = client_paths([i.public_dict() for i in page["items"]], ctx.settings.data_root)
     return page
 
 
@@ -269,7 +277,7 @@ async def rescore_route(run_id: str, body: RescoreRequest, ctx: Context) -> dict
         raise ApiError(422, error.one_line(), field=error.field or "body") from None
     except ValueError as exc:  # the configuration's validation
         raise ApiError(422, " ".join(str(exc).split())[:300], field="body") from None
-    return child.public_dict()
+    return _public(ctx, child)
 
 
 @router.get(
@@ -418,19 +426,22 @@ def run_page(
     kind = core.find(run.system)
     columns = kind.columns(run.model, run.metrics or {}, run.intervals or {}) if kind else []
     models = [model for model, _, _ in columns] if len(columns) > 1 else []
+    root = ctx.settings.data_root  # its paths as the client names them (``client_paths``)
+    items = [replace(i, result=client_paths(i.result, root)) for i in page["items"]]
+    shown = client_paths({"inputs": run.inputs, "out_dir": run.out_dir}, root)
     return _render(
         ctx,
         request,
         "run.html",
         410 if items_error else 200,
-        run=run,
+        run=replace(run, **shown),
         error=None,
         items_error=items_error,
         table=compare_runs([run]),
         cell=format_cell,
         number=format_number,
         plots=_plots(run),
-        items=[(i, _summary(run.system, i)) for i in page["items"]],
+        items=[(i, _summary(run.system, i)) for i in items],
         total=page["total"],
         next_after=page["next_after"],
         query=query,

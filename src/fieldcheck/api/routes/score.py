@@ -4,22 +4,19 @@ same stored run, the same metrics (issue 27 item 2)."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from fastapi import APIRouter, Request
-from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
 
 from fieldcheck import core
 from fieldcheck._util.errors import UsageProblem
-from fieldcheck._util.paths import safe_filename
 from fieldcheck.api._body import CheckedBodyRoute
 from fieldcheck.api._deps import Context
 from fieldcheck.api._errors import INVALID, JUDGE_FAILED, ApiError, error_responses
-from fieldcheck.api._evaluation import RUNS, hidden, request_folder, save_upload, score_run
+from fieldcheck.api._evaluation import each_text, hidden, score_uploads
 
 router = APIRouter(
     prefix="/api/score",
@@ -56,13 +53,7 @@ _FORM = {
 def _hide(value: Any, shown: Mapping[str, str]) -> Any:
     """``value`` (JSON) with every server path of ``shown`` in its strings named as the client
     sent it (a bad line's message names its file)."""
-    if isinstance(value, str):
-        return hidden(value, shown)
-    if isinstance(value, list):
-        return [_hide(v, shown) for v in value]
-    if isinstance(value, dict):
-        return {k: _hide(v, shown) for k, v in value.items()}
-    return value
+    return each_text(value, lambda text: hidden(text, shown))
 
 
 def _answer(outcome: core.Outcome, shown: Mapping[str, str]) -> dict[str, Any]:
@@ -140,16 +131,5 @@ async def score_route(system: str, request: Request, ctx: Context) -> dict[str, 
             "no data root is configured (fieldcheck serve --data-root DIR): the uploads and "
             "run folders are kept under it",
         )
-    with request_folder(Path(root), found.name) as base:
-        inputs: list[tuple[str, Path]] = []
-        shown: dict[str, str] = {str(base): f"{RUNS}/{base.name}"}
-        for role, upload in uploads:
-            sent = os.path.basename(upload.filename or "") or role
-            path = base / "inputs" / safe_filename(role) / safe_filename(sent)
-            await save_upload(upload, path)
-            inputs.append((role, path))
-            shown[str(path)] = sent
-        outcome = await run_in_threadpool(
-            score_run, ctx, found.name, inputs, settings, out=base / "run", shown=shown
-        )
+    outcome, shown = await score_uploads(ctx, found.name, uploads, settings, root=Path(root))
     return _answer(outcome, shown)
