@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import combinations
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 import numpy as np
 import orjson
@@ -150,46 +150,19 @@ class PairedF1(BaseModel):
     sessions: int
 
 
-class SessionCount(Sequence[SessionKey]):
-    """The scored sessions of a streamed model, counted but not kept (memory flat in sessions):
-    ``len`` works; reading a key raises, so no caller mistakes it for an empty list."""
-
-    def __init__(self, n: int) -> None:
-        self.n = n
-
-    def __len__(self) -> int:
-        return self.n
-
-    @overload
-    def __getitem__(self, index: int) -> SessionKey: ...
-    @overload
-    def __getitem__(self, index: slice) -> Sequence[SessionKey]: ...
-    def __getitem__(self, index: int | slice) -> SessionKey | Sequence[SessionKey]:
-        raise TypeError(
-            "a streamed slot run keeps no session keys (score_models keeps them; the store's "
-            "items carry each session)"
-        )
-
-    def __iter__(self) -> Iterator[SessionKey]:
-        return self.__getitem__(0)  # type: ignore[return-value]  # raises
-
-    def __repr__(self) -> str:
-        return f"SessionCount({self.n})"
-
-
 @dataclass
 class ModelScore:
-    """A model's result with what reports need beyond ``metrics.json``. ``units`` and ``keys``
-    (each scored session's bootstrap counts and key, in sorted order) are kept by
-    ``score_models`` only; a streamed ``SlotScorer`` gives no units and a ``SessionCount``."""
+    """A model's result with what reports need beyond ``metrics.json``."""
 
     name: str
     result: ModelResult
-    units: np.ndarray  # (sessions, 8): each scored session's bootstrap statistics (UNIT_FIELDS)
-    latency_seconds: list[float] = field(default_factory=list)
-    keys: Sequence[SessionKey] = field(default_factory=list)  # the session of each ``units`` row
     session_seconds: dict[SessionKey, float] = field(default_factory=dict)  # latency by session
     topic_gold_slots: dict[str, int] = field(default_factory=dict)  # over the scored sessions
+
+    @property
+    def latency_seconds(self) -> list[float]:
+        """The latency of each scored session that has one, in the order scored."""
+        return list(self.session_seconds.values())
 
     @property
     def not_scored(self) -> int:
@@ -350,18 +323,15 @@ class _ModelFold:
     )
     scored: int = 0
     left_out: Counter[str] = field(default_factory=Counter)  # gold sessions not scored: why
-    seconds: list[float] = field(default_factory=list)  # latency of the scored sessions
-    session_seconds: dict[SessionKey, float] = field(default_factory=dict)
+    session_seconds: dict[SessionKey, float] = field(default_factory=dict)  # of scored sessions
     latency_in_gold: int = 0  # latency lines of gold sessions
     judge_in_gold: int = 0  # judge scores of gold sessions
-    latency: LatencyFile | None = None  # the bucket's latencies (the model's, or a part's)
+    latency: LatencyFile | None = None  # the bucket's latencies
     judge_scores: JudgeFile | None = None  # the bucket's judge scores
-    latency_lines: int | None = None  # bucketed latencies: valid lines over the buckets
-    judge_lines: int | None = None  # bucketed judge scores: valid lines over the buckets
+    latency_lines: int = 0  # valid latency lines over the buckets
+    judge_lines: int = 0  # valid judge scores over the buckets
     latency_errors: ErrorList = field(default_factory=ErrorList)  # the buckets' duplicates
     judge_errors: ErrorList = field(default_factory=ErrorList)
-    rows: list[np.ndarray] = field(default_factory=list)  # keep_sessions: the units
-    at: list[np.ndarray] = field(default_factory=list)  # their index in SlotScorer.keys
     unknown: int = 0
     unknown_first: int | None = None
     unknown_lines: int = 0
@@ -380,10 +350,11 @@ class _ModelFold:
 
 _FOLD_SUMS = (
     "scored", "latency_in_gold", "judge_in_gold", "unknown", "unknown_lines", "dropped",
-    "absent", "pairs", "failed", "long", "judged_pairs", "judge_failed",
+    "absent", "pairs", "failed", "long", "judged_pairs", "judge_failed", "latency_lines",
+    "judge_lines",
 )  # fmt: skip
 _FOLD_LISTS = (
-    "seconds", "latency_errors", "judge_errors", "file_errors", "value_failures",
+    "latency_errors", "judge_errors", "file_errors", "value_failures",
     "judge_failures",
 )  # fmt: skip
 
@@ -405,9 +376,6 @@ def _absorb_fold(fold: _ModelFold, later: _ModelFold) -> None:
         getattr(fold, name).extend(getattr(later, name))
     fold.left_out.update(later.left_out)
     fold.session_seconds.update(later.session_seconds)
-    for name in ("latency_lines", "judge_lines"):
-        a, b = getattr(fold, name), getattr(later, name)
-        setattr(fold, name, a if b is None else b if a is None else a + b)
     firsts = [f for f in (fold.unknown_first, later.unknown_first) if f is not None]
     fold.unknown_first = min(firsts) if firsts else None
     fold.unknown_shown = sorted(fold.unknown_shown + later.unknown_shown)[:6]
@@ -455,8 +423,6 @@ class SlotScorer:
 
     ``recorder``: each bucket's items, one per (model, gold session; fields as ``item_columns``
     of the slots system lists them), go to the recorder as the bucket is scored (issue 11).
-    ``keep_sessions``: keep each session's key and counts (``ModelScore.units``/``keys``), as the
-    in-memory ``score_models`` does.
     """
 
     def __init__(
@@ -472,7 +438,6 @@ class SlotScorer:
         seed: int = 0,
         progress: Callable[[str], None] | None = None,
         recorder: ItemSink | None = None,
-        keep_sessions: bool = False,
     ) -> None:
         names = [m.name for m in models]
         if len(set(names)) != len(names):
@@ -484,9 +449,8 @@ class SlotScorer:
         self.cut = threshold if threshold is not None else DEFAULT_THRESHOLDS.get(tp, 1.0)
         self.bootstrap, self.seed, self.progress = bootstrap, seed, progress
         self.folds = [_ModelFold(m) for m in models]
-        self.recorder, self.keep_sessions = recorder, keep_sessions
+        self.recorder = recorder
         self.sessions = 0  # gold sessions so far
-        self.keys: list[SessionKey] = []  # keep_sessions: every gold session, in bucket order
         self.pairs = {
             (i, j): RowClasses(2 * len(PAIR_COLUMNS))
             for i, j in combinations(range(len(self.folds)), 2)
@@ -535,8 +499,6 @@ class SlotScorer:
     def absorb(self, later: ScorerState) -> None:
         """Fold in the state of a scorer of the same inputs and settings over buckets that come
         after this one's: ``finish`` then gives what one scorer over all of them would."""
-        if self.keep_sessions:
-            raise ValueError("a scorer keeping each session's counts absorbs no other state")
         _absorb(self, later)
 
     def add_part(self, part: Part) -> None:
@@ -548,20 +510,18 @@ class SlotScorer:
         for model in self.models:
             latencies.append(_next(sides, LatencyFile) if model.latencies is not None else None)
             judges.append(_next(sides, JudgeFile) if model.judge_scores is not None else None)
-        self.add(part.slots[0], part.slots[1:], latencies=latencies, judges=judges)
+        self.add(part.slots[0], part.slots[1:], latencies, judges)
 
     def add(
         self,
         gold: SlotFile,
         predictions: Sequence[SlotFile],
-        *,
-        latencies: Sequence[LatencyFile | None] | None = None,
-        judges: Sequence[JudgeFile | None] | None = None,
+        latencies: Sequence[LatencyFile | None],
+        judges: Sequence[JudgeFile | None],
     ) -> None:
-        """Score one bucket: ``gold`` and each model's ``predictions`` (in model order) hold the
-        same sessions' lines; their ``errors`` are the bucket's duplicate lines. ``latencies``
-        and ``judges``, per model, the bucket's lines of its latency and judge files (a model
-        with ``None`` there, or without these lists, uses its ``ModelInput`` files whole)."""
+        """Score one bucket: ``gold`` and each model's ``predictions``, ``latencies`` and
+        ``judges`` (in model order; None for a model without that file) hold the same sessions'
+        lines; their ``errors`` are the bucket's duplicate lines."""
         with gc_paused():
             self._add(gold, predictions, latencies, judges)
 
@@ -569,18 +529,17 @@ class SlotScorer:
         self,
         gold: SlotFile,
         predictions: Sequence[SlotFile],
-        latencies: Sequence[LatencyFile | None] | None,
-        judges: Sequence[JudgeFile | None] | None,
+        latencies: Sequence[LatencyFile | None],
+        judges: Sequence[JudgeFile | None],
     ) -> None:
-        for i, fold in enumerate(self.folds):
-            fold.latency = _side(fold.model.latencies, latencies, i)
-            fold.judge_scores = _side(fold.model.judge_scores, judges, i)
-            if fold.latency is not None and fold.latency is not fold.model.latencies:
-                fold.latency_lines = (fold.latency_lines or 0) + len(fold.latency.seconds)
-                fold.latency_errors += fold.latency.errors
-            if fold.judge_scores is not None and fold.judge_scores is not fold.model.judge_scores:
-                fold.judge_lines = (fold.judge_lines or 0) + fold.judge_scores.records
-                fold.judge_errors += fold.judge_scores.errors
+        for fold, latency, judge in zip(self.folds, latencies, judges, strict=True):
+            fold.latency, fold.judge_scores = latency, judge
+            if latency is not None:
+                fold.latency_lines += len(latency.seconds)
+                fold.latency_errors += latency.errors
+            if judge is not None:
+                fold.judge_lines += judge.records
+                fold.judge_errors += judge.errors
         self.gold_errors += gold.errors
         count = self.cache.count
         for slots in gold.sessions.values():
@@ -591,14 +550,11 @@ class SlotScorer:
                 else:
                     self.empty_gold += 1
         keys = sorted(gold.sessions)
-        base = self.sessions
         self.sessions += len(keys)
-        if self.keep_sessions:
-            self.keys += keys
         bucket: list[tuple[np.ndarray, np.ndarray]] = []
         for fold, preds in zip(self.folds, predictions, strict=True):
             fold.file_errors += preds.errors
-            bucket.append(self._score_bucket(fold, gold, preds, keys, base))
+            bucket.append(self._score_bucket(fold, gold, preds, keys))
         for (i, j), classes in self.pairs.items():
             (units_a, scored_a), (units_b, scored_b) = bucket[i], bucket[j]
             both = scored_a & scored_b
@@ -654,7 +610,6 @@ class SlotScorer:
         gold: SlotFile,
         preds: SlotFile,
         keys: list[SessionKey],
-        base: int,
     ) -> tuple[np.ndarray, np.ndarray]:
         """Fold one model's bucket in; returns the (len(keys), 8) counts of each session (0 when
         not scored) and which sessions were scored."""
@@ -679,7 +634,6 @@ class SlotScorer:
             fold.latency_in_gold += sum(1 for k in keys if k in timed)
             for _, k in scored:
                 if k in timed:
-                    fold.seconds.append(timed[k])
                     fold.session_seconds[k] = timed[k]
         if fold.judge_scores is not None:
             scores = fold.judge_scores.scores
@@ -717,9 +671,6 @@ class SlotScorer:
         mask[[i for i, _ in scored]] = True
         for classes, (columns, _) in zip(fold.classes, CI_GROUPS, strict=True):
             classes.add(units[mask][:, list(columns)])
-        if self.keep_sessions:
-            fold.rows.append(units[mask])
-            fold.at.append(np.asarray([base + i for i, _ in scored], dtype=np.int64))
         return units, mask
 
     def _value_matches(
@@ -799,11 +750,6 @@ class SlotScorer:
                 "extract: not a miss when unpredicted, an extra slot when predicted); the spec's "
                 "code would count them as FN or TP"
             )
-        rank: np.ndarray | None = None
-        if self.keep_sessions:  # the sessions in sorted order: the order of ModelScore.units
-            order = sorted(range(len(self.keys)), key=self.keys.__getitem__)
-            rank = np.empty(len(order), dtype=np.int64)
-            rank[np.asarray(order, dtype=np.int64)] = np.arange(len(order))
 
         scores: list[ModelScore] = []
         scored_folds: list[int] = []
@@ -826,7 +772,7 @@ class SlotScorer:
                     f"not scored, the call failed ({_reasons(reasons)}); their gold slots are not "
                     "counted"
                 )
-            score = self._model_score(fold, rank, warn, errors)
+            score = self._model_score(fold, warn, errors)
             score.result.sessions_not_scored = reasons
             scores.append(score)
             scored_folds.append(index)
@@ -854,7 +800,6 @@ class SlotScorer:
     def _model_score(
         self,
         fold: _ModelFold,
-        rank: np.ndarray | None,
         warn: Callable[[str], None],
         errors: ErrorList,
     ) -> ModelScore:
@@ -894,10 +839,8 @@ class SlotScorer:
         judged = model.judge_scores is not None or self.judge is not None
         if model.judge_scores is not None:
             errors += _by_line(model.judge_scores.errors + fold.judge_errors)
-            lines = fold.judge_lines
-            judge_lines = model.judge_scores.records if lines is None else lines
-            stray = judge_lines - fold.judge_in_gold
-            unused = judge_lines - stray - fold.judged_pairs
+            stray = fold.judge_lines - fold.judge_in_gold
+            unused = fold.judge_in_gold - fold.judged_pairs
             if stray:
                 warn(
                     f"{model.judge_scores.path}: {stray} judge score(s) for sessions not in the "
@@ -932,14 +875,11 @@ class SlotScorer:
                 f"score from {source}; the judge mean leaves them out"
             )
 
-        seconds = fold.seconds
+        seconds = list(fold.session_seconds.values())
         latency: LatencySummary | None = None
         if model.latencies is not None:
             errors += _by_line(model.latencies.errors + fold.latency_errors)
-            lines = fold.latency_lines
-            stray_latency = (
-                len(model.latencies.seconds) if lines is None else lines
-            ) - fold.latency_in_gold
+            stray_latency = fold.latency_lines - fold.latency_in_gold
             if stray_latency:
                 warn(
                     f"{model.latencies.path}: {stray_latency} latency line(s) for sessions not in "
@@ -981,20 +921,7 @@ class SlotScorer:
             ci={},
         )
         topic_gold = {t: c.gold_slots for t, c in per_topic.items()}
-        units = np.empty((0, len(UNIT_FIELDS)))
-        keys: Sequence[SessionKey] = SessionCount(n_scored)
-        if rank is not None:  # keep_sessions: the rows in sorted session order
-            at = rank[np.concatenate(fold.at)] if fold.at else np.empty(0, dtype=np.int64)
-            rows = np.concatenate(fold.rows) if fold.rows else units
-            order = np.argsort(at, kind="stable")
-            units = rows[order].astype(float)
-            keys = (
-                [self.keys[i] for i in np.concatenate(fold.at)[order].tolist()] if fold.at else []
-            )
-            fold.rows, fold.at = [], []
-        return ModelScore(
-            model.name, result, units, seconds, keys, fold.session_seconds, topic_gold
-        )
+        return ModelScore(model.name, result, fold.session_seconds, topic_gold)
 
     def _bootstrap(
         self, scores: list[ModelScore], folds: list[int], warn: Callable[[str], None]
@@ -1199,15 +1126,6 @@ class _CanonicalCache:
 _STORE_CANONICAL = _CanonicalCache()  # store_rows's, in whichever process builds the items
 
 
-def _side(whole: F | None, bucket: Sequence[F | None] | None, i: int) -> F | None:
-    """Model ``i``'s latency or judge file for a bucket: the bucket's when given, else its own."""
-    if whole is None:
-        return None
-    if bucket is not None and bucket[i] is not None:
-        return bucket[i]
-    return whole
-
-
 def _next(sides: Iterator[LatencyFile | JudgeFile], kind: type[F]) -> F:
     side = next(sides)
     if not isinstance(side, kind):
@@ -1325,18 +1243,15 @@ def score_models(
     recorder: RunRecorder | None = None,
 ) -> SlotsRun:
     """Score every model on the gold's sessions (slot spec, all sections; docs/slots.md), the
-    files in memory: one bucket of ``SlotScorer``, keeping each session's counts
-    (``ModelScore.units`` and ``keys``); ``recorder`` gets every (model, session) item.
+    files in memory: one bucket of ``SlotScorer``; ``recorder`` gets every (model, session) item.
 
     ``tp`` picks when a predicted gold slot is a TP (``presence`` as the spec, or a value match
     through ``matcher`` at ``threshold``). Precomputed judge scores of a model win over ``judge``.
     Bootstrap intervals resample sessions (seeded); ``bootstrap=0`` skips them.
     """
-    header = SlotFile(gold.path)
-    inputs = [replace(m, predictions=SlotFile(m.predictions.path)) for m in models]
     scorer = SlotScorer(
-        header,
-        inputs,
+        SlotFile(gold.path),
+        headers(models),
         tp=tp,
         threshold=threshold,
         matcher=matcher,
@@ -1345,11 +1260,15 @@ def score_models(
         seed=seed,
         progress=progress,
         recorder=recorder,
-        keep_sessions=True,
     )
     if progress is not None:
         progress("scoring")
-    scorer.add(gold, [m.predictions for m in models])
+    scorer.add(
+        gold,
+        [m.predictions for m in models],
+        [m.latencies for m in models],
+        [m.judge_scores for m in models],
+    )
     return scorer.finish()
 
 

@@ -104,8 +104,7 @@ class Part:
 
 class Partition:
     """Slot files (and side files: latencies, judge scores) split into ``k`` buckets by session;
-    ``chunks()`` yields each bucket as a ``Bucket`` (a scoring task's chunk), ``parts()`` each
-    bucket's files, ``buckets()`` only its slot files. ``pool``: the last files are read by a
+    ``chunks()`` yields each bucket as a ``Bucket`` (a scoring task's chunk). ``pool``: the last files are read by a
     ``read_files`` task on it (large inputs, ``_split``) while this process reads the first."""
 
     def __init__(
@@ -193,19 +192,6 @@ class Partition:
             memory, self._memory = self._memory, []
             files = [self.folder / name.format(b) for name in self._names] if self.k > 1 else []
             yield Bucket(paths, kinds, files, memory)
-
-    def parts(self) -> Iterator[Part]:
-        """Each bucket's files, in order, each read once."""
-        # the collector stays off across the buckets (the consumer scores each under its own
-        # pause): turned on between them, it walked every object of each new bucket, 6 of 46 s
-        # of a million slot lines x 3 models; what the scoring frees goes by reference counting
-        with gc_paused():
-            for bucket in self.chunks():
-                yield bucket.part()
-
-    def buckets(self) -> Iterator[list[SlotFile]]:
-        for part in self.parts():
-            yield part.slots
 
 
 @dataclass

@@ -489,14 +489,18 @@ class SlotsSystem(SlotsRuns):
         cut = None if tp in ("presence", "exact") else cut
         boot = int(options.get("bootstrap", settings.get("bootstrap", 1000)))
         seed = int(options.get("seed", settings.get("seed", 0)))
-        headers = [replace(m, predictions=SlotFile(m.predictions.path)) for m in inputs]
         scorer = SlotScorer(
-            SlotFile(gold.path), headers, tp=tp, threshold=cut, bootstrap=boot, seed=seed
+            SlotFile(gold.path), headers(inputs), tp=tp, threshold=cut, bootstrap=boot, seed=seed
         )
 
         def write(recorder: RunRecorder) -> tuple[Any, Any]:
             scorer.recorder = recorder  # the sessions' items are stored as they are scored
-            scorer.add(gold, [m.predictions for m in inputs])
+            scorer.add(
+                gold,
+                [m.predictions for m in inputs],
+                [m.latencies for m in inputs],
+                [m.judge_scores for m in inputs],
+            )
             return slot_metrics(scorer.finish())
 
         stored = {"tp": tp, "threshold": cut, "bootstrap": boot, "seed": seed}
