@@ -30,7 +30,7 @@ from fieldcheck.reports import (
     save_figure,
     write_csv,
 )
-from fieldcheck.slots._score import CI_METRICS, ModelResult, SlotsRun
+from fieldcheck.slots._score import CI_METRICS, ModelResult, SlotsRun, reasons_text
 from fieldcheck.slots._summary import (
     Finding,
     Item,
@@ -188,10 +188,6 @@ def _ci(ci: Interval | None) -> str:
     return "" if ci is None else f" [{ci.low:.3f}, {ci.high:.3f}]"
 
 
-def _latency_text(value: float | None) -> str:
-    return format_seconds(value)
-
-
 def _items(items: Sequence[Item], *, html_mode: bool) -> str:
     if not items:
         return "-"
@@ -280,7 +276,7 @@ def _topic_table(run: SlotsRun) -> tuple[list[str], list[list[str]]]:
 def _summary_cells(row: SummaryRow, *, html_mode: bool) -> list[str]:
     esc = html.escape if html_mode else md
     name, f1 = esc(row.model), f"{row.f1:.3f}"
-    lat = _latency_text(row.latency_mean)
+    lat = format_seconds(row.latency_mean)
     if row.best_f1:
         name = f"<strong>{name}</strong>" if html_mode else f"**{name}**"
         f1 = f"<strong>{f1}</strong>" if html_mode else f"**{f1}**"
@@ -303,9 +299,8 @@ def _unscored_cells(run: SlotsRun, *, html_mode: bool) -> list[list[str]]:
             "n/a",
             "-",
             esc(
-                f"nothing scored: the call failed for all {u.not_scored} session(s) ("
-                + ", ".join(f"{k}={v}" for k, v in sorted(u.sessions_not_scored.items()))
-                + ")"
+                f"nothing scored: the call failed for all {u.not_scored} session(s) "
+                f"({reasons_text(u.sessions_not_scored)})"
             ),
         ]
         for u in run.unscored

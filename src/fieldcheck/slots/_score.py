@@ -10,7 +10,7 @@ import logging
 import marshal
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from itertools import combinations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
@@ -59,6 +59,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("fieldcheck")
 
 F = TypeVar("F", LatencyFile, JudgeFile)
+M = TypeVar("M", bound=BaseModel)
 
 
 class ItemSink(Protocol):
@@ -395,26 +396,23 @@ class ScorerState:
     topic_gold: Counter[str]
 
     def absorb(self, later: ScorerState) -> None:
-        """Fold in ``later``, the state over buckets that come after this one's."""
-        _absorb(self, later)
+        """Fold in ``later``, the state of a scorer of the same inputs and settings over buckets
+        that come after this one's: a ``SlotScorer``'s ``finish`` then gives what one scorer
+        over all of them would."""
+        if len(later.folds) != len(self.folds):
+            raise ValueError("the scorers' inputs or settings differ")
+        for fold, more in zip(self.folds, later.folds, strict=True):
+            _absorb_fold(fold, more)
+        self.sessions += later.sessions
+        for key, classes in self.pairs.items():
+            classes.absorb(later.pairs[key])
+        self.gold_errors += later.gold_errors
+        self.empty_gold += later.empty_gold
+        self.any_gold_value = self.any_gold_value or later.any_gold_value
+        self.topic_gold.update(later.topic_gold)
 
 
-def _absorb(into: ScorerState | SlotScorer, later: ScorerState) -> None:
-    """The state of one scorer over ``into``'s buckets then ``later``'s, made in ``into``."""
-    if len(later.folds) != len(into.folds):
-        raise ValueError("the scorers' inputs or settings differ")
-    for fold, more in zip(into.folds, later.folds, strict=True):
-        _absorb_fold(fold, more)
-    into.sessions += later.sessions
-    for key, classes in into.pairs.items():
-        classes.absorb(later.pairs[key])
-    into.gold_errors += later.gold_errors
-    into.empty_gold += later.empty_gold
-    into.any_gold_value = into.any_gold_value or later.any_gold_value
-    into.topic_gold.update(later.topic_gold)
-
-
-class SlotScorer:
+class SlotScorer(ScorerState):
     """Scores models on gold sessions fed in buckets (any partition of the sessions, each bucket
     holding a session's every gold and predicted line), folding counts, per-topic tallies and
     classes of equal bootstrap rows (``RowClasses``); ``finish`` gives the ``SlotsRun``. The
@@ -480,26 +478,13 @@ class SlotScorer:
         return Signature(system="slots", settings=settings)
 
     def state(self) -> ScorerState:
-        """What it folded so far, without its inputs."""
-        # the model (its inputs) stays here; the absorbing scorer has its own
-        folds = [
+        """What it folded so far, without its inputs (the absorbing scorer has its own)."""
+        state = {f.name: getattr(self, f.name) for f in fields(ScorerState)}
+        state["folds"] = [
             replace(f, model=None, latency=None, judge_scores=None)  # type: ignore[arg-type]
             for f in self.folds
         ]
-        return ScorerState(
-            folds,
-            self.sessions,
-            self.pairs,
-            self.gold_errors,
-            self.empty_gold,
-            self.any_gold_value,
-            self.topic_gold,
-        )
-
-    def absorb(self, later: ScorerState) -> None:
-        """Fold in the state of a scorer of the same inputs and settings over buckets that come
-        after this one's: ``finish`` then gives what one scorer over all of them would."""
-        _absorb(self, later)
+        return ScorerState(**state)
 
     def add_part(self, part: Part) -> None:
         """Score one bucket of a ``Partition`` made with ``sides=model_sides(models)``: its
@@ -735,7 +720,8 @@ class SlotScorer:
             warnings.append(message)
             log.warning("%s", message)
 
-        errors = _by_line(gold.errors + self.gold_errors)
+        # each file's errors in line order: bad lines and repeated slots meet in different passes
+        errors = (gold.errors + self.gold_errors).by_line()
         if self.threshold is not None and tp in ("presence", "exact"):
             warn(
                 f"--threshold {self.threshold} has no effect with --tp {tp} (only fuzzy and "
@@ -756,20 +742,20 @@ class SlotScorer:
         unscored: list[UnscoredModel] = []
         for index, fold in enumerate(self.folds):
             model = fold.model
-            errors += _by_line(model.predictions.errors + fold.file_errors)
+            errors += (model.predictions.errors + fold.file_errors).by_line()
             left_out = sum(fold.left_out.values())
             reasons = dict(sorted(fold.left_out.items()))
             if left_out and left_out == self.sessions:
                 warn(
                     f"model {model.name!r}: nothing scored: the call failed for all "
-                    f"{left_out} gold session(s) ({_reasons(reasons)})"
+                    f"{left_out} gold session(s) ({reasons_text(reasons)})"
                 )
                 unscored.append(UnscoredModel(model.name, reasons))
                 continue
             if left_out:
                 warn(
                     f"model {model.name!r}: {left_out} of {self.sessions} gold session(s) "
-                    f"not scored, the call failed ({_reasons(reasons)}); their gold slots are not "
+                    f"not scored, the call failed ({reasons_text(reasons)}); their gold slots are not "
                     "counted"
                 )
             score = self._model_score(fold, warn, errors)
@@ -780,7 +766,7 @@ class SlotScorer:
         topics = sorted({t for s in scores for t in s.result.per_topic})
         for s in scores:  # every model lists every topic, so tables stay rectangular
             for t in topics:
-                s.result.per_topic.setdefault(t, _topic_result(SlotCounts()))
+                s.result.per_topic.setdefault(t, _read(TopicResult, SlotCounts()))
             s.result.per_topic = dict(sorted(s.result.per_topic.items()))
 
         paired = self._bootstrap(scores, scored_folds, warn)
@@ -838,7 +824,7 @@ class SlotScorer:
             )
         judged = model.judge_scores is not None or self.judge is not None
         if model.judge_scores is not None:
-            errors += _by_line(model.judge_scores.errors + fold.judge_errors)
+            errors += (model.judge_scores.errors + fold.judge_errors).by_line()
             stray = fold.judge_lines - fold.judge_in_gold
             unused = fold.judge_in_gold - fold.judged_pairs
             if stray:
@@ -878,7 +864,7 @@ class SlotScorer:
         seconds = list(fold.session_seconds.values())
         latency: LatencySummary | None = None
         if model.latencies is not None:
-            errors += _by_line(model.latencies.errors + fold.latency_errors)
+            errors += (model.latencies.errors + fold.latency_errors).by_line()
             stray_latency = fold.latency_lines - fold.latency_in_gold
             if stray_latency:
                 warn(
@@ -892,33 +878,18 @@ class SlotScorer:
                 )
             stats = latency_stats(seconds)
             if stats is not None:
-                latency = LatencySummary(
-                    mean=stats.mean, median=stats.median, p95=stats.p95, total=stats.total
-                )
+                latency = _read(LatencySummary, stats)
 
         per_topic = {t: c.slot_counts() for t, c in sorted(fold.topics.items())}
-        result = ModelResult(
-            precision=total.precision,
-            recall=total.recall,
-            f1=total.f1,
-            exact_match_rate=total.exact_match_rate,
-            token_precision=total.token_precision,
-            token_recall=total.token_recall,
-            token_f1=total.token_f1,
-            bleu1=total.bleu1,
+        result = _read(
+            ModelResult,
+            total,
             llm_judge=llm_judge,
             latency=latency,
-            extra_slots=total.extra_slots,
-            extra_values=total.extra_values,
-            per_topic={t: _topic_result(c) for t, c in per_topic.items()},
-            counts=Counts(
-                tp=total.tp,
-                fp=total.fp,
-                fn=total.fn,
-                gold_slots=total.gold_slots,
-                sessions=total.sessions,
-            ),
+            per_topic={t: _read(TopicResult, c) for t, c in per_topic.items()},
+            counts=_read(Counts, total),
             ci={},
+            sessions_not_scored={},
         )
         topic_gold = {t: c.gold_slots for t, c in per_topic.items()}
         return ModelScore(model.name, result, fold.session_seconds, topic_gold)
@@ -1145,12 +1116,6 @@ def model_sides(models: Sequence[ModelInput]) -> list[tuple[SideKind, Path]]:
     return sides
 
 
-def _by_line(errors: ErrorList) -> ErrorList:
-    """A file's errors in line order (bad lines and repeated slots meet in different passes),
-    in bounded memory (``ErrorList.by_line``)."""
-    return errors.by_line()
-
-
 @dataclass(frozen=True)
 class SlotJob:
     """What scoring a bucket needs besides the bucket (``score_chunk``; picklable when it has
@@ -1272,8 +1237,9 @@ def score_models(
     return scorer.finish()
 
 
-def _reasons(reasons: Mapping[str, int]) -> str:
-    return ", ".join(f"{k}={v}" for k, v in reasons.items())
+def reasons_text(reasons: Mapping[str, int]) -> str:
+    """How many sessions were not scored for each reason: ``timeout=2, server_error=1``."""
+    return ", ".join(f"{k}={v}" for k, v in sorted(reasons.items()))
 
 
 def _judge_signature(models: Sequence[ModelInput], judge: Matcher | None) -> str:
@@ -1314,12 +1280,6 @@ def _failures(
     return count
 
 
-def _topic_result(c: SlotCounts) -> TopicResult:
-    return TopicResult(
-        precision=c.precision,
-        recall=c.recall,
-        f1=c.f1,
-        exact_match_rate=c.exact_match_rate,
-        extra_slots=c.extra_slots,
-        extra_values=c.extra_values,
-    )
+def _read(model: type[M], source: Any, **given: Any) -> M:
+    """``model`` with ``given`` and each other field ``source``'s attribute of its name."""
+    return model(**{k: getattr(source, k) for k in model.model_fields if k not in given}, **given)

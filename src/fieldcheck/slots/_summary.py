@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from fieldcheck.metrics import latency_stats
 from fieldcheck.reports import format_pvalue, format_seconds
-from fieldcheck.slots._score import ModelScore, SlotsRun
+from fieldcheck.slots._score import ModelScore, SlotsRun, reasons_text
 
 BALANCE_GAP = 0.15
 """Recall above precision by this much is "High recall" / "Low precision" (and vice versa)."""
@@ -191,7 +191,7 @@ def key_findings(run: SlotsRun) -> list[Finding]:
     out: list[Finding] = [
         Finding(
             f"Nothing scored for {u.name}: the call failed for all {u.not_scored} session(s) "
-            f"({_reasons(u.sessions_not_scored)}); it has no metrics"
+            f"({reasons_text(u.sessions_not_scored)}); it has no metrics"
         )
         for u in run.unscored
     ]
@@ -221,7 +221,7 @@ def key_findings(run: SlotsRun) -> list[Finding]:
         if best.not_scored:
             f.bullets.append(
                 f"scored on {best.result.counts.sessions} session(s); {best.not_scored} not "
-                f"scored (call errors: {_reasons(best.result.sessions_not_scored)})"
+                f"scored (call errors: {reasons_text(best.result.sessions_not_scored)})"
             )
         out.append(f)
     else:
@@ -312,17 +312,13 @@ def key_findings(run: SlotsRun) -> list[Finding]:
     return out
 
 
-def _reasons(reasons: dict[str, int]) -> str:
-    return ", ".join(f"{k}={v}" for k, v in sorted(reasons.items()))
-
-
 def not_scored_lines(run: SlotsRun) -> list[str]:
     """A line per model with sessions left out because their call failed (none: no lines)."""
     lines = []
     for name in run.names or [m.name for m in run.models]:
         m = next((m for m in run.models if m.name == name), None)
         if m is not None and m.not_scored:
-            reasons = _reasons(m.result.sessions_not_scored)
+            reasons = reasons_text(m.result.sessions_not_scored)
             lines.append(
                 f"{name}: {m.not_scored} session(s) not scored, the call failed ({reasons}); "
                 f"its metrics cover the other {m.result.counts.sessions} session(s)"
@@ -331,6 +327,6 @@ def not_scored_lines(run: SlotsRun) -> list[str]:
         if u is not None:
             lines.append(
                 f"{name}: nothing scored, the call failed for all {u.not_scored} session(s) "
-                f"({_reasons(u.sessions_not_scored)}); no metrics"
+                f"({reasons_text(u.sessions_not_scored)}); no metrics"
             )
     return lines
