@@ -43,10 +43,6 @@ class SlotFile:
     slot_keys: dict[SlotKey, SlotKey] = field(default_factory=dict, repr=False)
 
     @property
-    def slot_count(self) -> int:
-        return sum(len(slots) for slots in self.sessions.values())
-
-    @property
     def records(self) -> int:
         """Valid lines read."""
         return len(self.lines)
@@ -78,11 +74,6 @@ class JudgeFile:
         return sum(len(slots) for slots in self.scores.values())
 
 
-def validation_error(exc: ValidationError, *, file: Path, line: int) -> InputError:
-    """The first problem of a pydantic error as one located line."""
-    return input_error_of(exc, file=file, line=line)
-
-
 def _records(path: Path, model: type[R], errors: ErrorList) -> Iterator[tuple[int, R]]:
     for line, raw in iter_jsonl(path):
         if isinstance(raw, InputError):
@@ -94,7 +85,7 @@ def _records(path: Path, model: type[R], errors: ErrorList) -> Iterator[tuple[in
         try:
             yield line, model.model_validate(raw)
         except ValidationError as exc:
-            errors.append(validation_error(exc, file=path, line=line))
+            errors.append(input_error_of(exc, file=path, line=line))
 
 
 _ALNUM = re.compile(r"[A-Za-z0-9]")
@@ -175,7 +166,7 @@ def _checked_slot(raw: Any, path: Path, line: int, errors: ErrorList) -> SlotRow
         try:
             rec = SlotRecord.model_validate(raw)
         except ValidationError as exc:
-            errors.append(validation_error(exc, file=path, line=line))
+            errors.append(input_error_of(exc, file=path, line=line))
             return None
         row = (rec.user, rec.session, rec.topic, rec.field, list(rec.values))
     return row

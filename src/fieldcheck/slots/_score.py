@@ -11,6 +11,7 @@ import marshal
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
+from functools import lru_cache
 from itertools import combinations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
@@ -307,10 +308,6 @@ PAIR_COLUMNS = (TP, FP, FN)
 _PAIR_F1 = _on_columns(PAIR_COLUMNS, _stat_f1)
 _PAIR_STREAM = len(CI_GROUPS)
 """The paired test's draws come from their own stream (the groups' are 0, 1, 2)."""
-
-
-_CACHE_LIMIT = 32_768
-"""Distinct value lists the store items' canonical cache remembers (then it starts afresh)."""
 
 
 @dataclass
@@ -1021,14 +1018,14 @@ def store_rows(payload: StorePayload) -> Iterator[tuple[ItemColumns, bytes]]:
 def _item_tuples(payload: StorePayload) -> Iterator[tuple[Any, ...]]:
     """``store_rows``'s items as plain tuples: ``ItemColumns``'s fields, then the result."""
     keys, gold_slots, models = payload
-    canonical = _STORE_CANONICAL.get
+    canonical = _canonical
     dumps, fragment, sort = orjson.dumps, orjson.Fragment, orjson.OPT_SORT_KEYS
     gold_texts = []
     gold_sets = []
     for g in gold_slots:
         order = sorted(g)
         gold_texts.append(fragment(dumps(_slot_list(g, order))))
-        gold_sets.append({k: canonical(g[k]) for k in order})
+        gold_sets.append({k: canonical(tuple(g[k])) for k in order})
     for name, predicted, counts, scored, seconds, judged, not_scored in models:
         column = name[:MODEL_CHARS]
         for i, key in enumerate(keys):
@@ -1036,7 +1033,7 @@ def _item_tuples(payload: StorePayload) -> Iterator[tuple[Any, ...]]:
             if slots:
                 order = sorted(slots)
                 pred = _slot_list(slots, order)
-                per_topic = _differ(gold_sets[i], {k: canonical(slots[k]) for k in order})
+                per_topic = _differ(gold_sets[i], {k: canonical(tuple(slots[k])) for k in order})
             else:
                 pred = []
                 per_topic = _differ(gold_sets[i], {})
@@ -1077,24 +1074,11 @@ def _item_tuples(payload: StorePayload) -> Iterator[tuple[Any, ...]]:
             )
 
 
-class _CanonicalCache:
-    """``canonical_set`` of value lists, remembered up to _CACHE_LIMIT distinct lists."""
-
-    def __init__(self) -> None:
-        self.sets: dict[str | tuple[str, ...], frozenset[str]] = {}
-
-    def get(self, values: Sequence[str]) -> frozenset[str]:
-        # most slots hold one value: the string is its own key (never equal to a tuple key)
-        key: str | tuple[str, ...] = values[0] if len(values) == 1 else tuple(values)
-        found = self.sets.get(key)
-        if found is None:
-            if len(self.sets) >= _CACHE_LIMIT:
-                self.sets.clear()
-            found = self.sets[key] = canonical_set(values)
-        return found
-
-
-_STORE_CANONICAL = _CanonicalCache()  # store_rows's, in whichever process builds the items
+@lru_cache(maxsize=32_768)
+def _canonical(values: tuple[str, ...]) -> frozenset[str]:
+    """``canonical_set`` of a slot's values, remembered in whichever process builds the store's
+    items (sessions repeat values); a cached set is one object, which ``_differ`` relies on."""
+    return canonical_set(values)
 
 
 def _next(sides: Iterator[LatencyFile | JudgeFile], kind: type[F]) -> F:
@@ -1132,12 +1116,6 @@ class SlotJob:
     store: bool = False
     built: bool = False
     run: str = ""  # the run's own id: its chunks in one process share a memo ("": none shared)
-
-    @property
-    def local(self) -> bool:
-        """Whether it must run in this process: a matcher or judge (a model or an endpoint)
-        is not copied into every pool process."""
-        return self.matcher is not None or self.judge is not None
 
 
 def headers(models: Sequence[ModelInput]) -> tuple[ModelInput, ...]:

@@ -388,14 +388,14 @@ class SlotsSystem(SlotsRuns):
             seed=seed,
             progress=None if progress is None else lambda text: progress(text, 0, 0),
         )
-        job = SlotJob(
-            SlotFile(read.gold.path), headers(read.models), tp, threshold, matcher, read.judge
-        )
         run_on = executor or read.pool or InProcess()
-        if job.local:
-            run_on = InProcess()
-        built = not isinstance(run_on, InProcess)
-        job = replace(job, store=recorder is not None, built=built, run=uuid.uuid4().hex)
+        if matcher is not None or read.judge is not None:  # a model or an endpoint: not copied
+            run_on = InProcess()  # into every pool process
+        job = SlotJob(
+            SlotFile(read.gold.path), headers(read.models), tp, threshold, matcher, read.judge,
+            store=recorder is not None, built=not isinstance(run_on, InProcess),
+            run=uuid.uuid4().hex,
+        )  # fmt: skip
         if progress is not None:
             progress("scoring", 0, part.k)
         try:
