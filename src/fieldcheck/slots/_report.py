@@ -30,7 +30,15 @@ from fieldcheck.reports import (
     save_figure,
     write_csv,
 )
-from fieldcheck.slots._score import CI_METRICS, ModelResult, SlotsRun, reasons_text
+from fieldcheck.slots._score import (
+    CI_METRICS,
+    Counts,
+    LatencySummary,
+    ModelResult,
+    SlotsRun,
+    TopicResult,
+    reasons_text,
+)
 from fieldcheck.slots._summary import (
     Finding,
     Item,
@@ -54,30 +62,14 @@ METRIC_COLUMNS = (
 CSV_COLUMNS = [
     "model",
     *METRIC_COLUMNS,
-    "latency_mean",
-    "latency_median",
-    "latency_p95",
-    "latency_total",
+    *(f"latency_{k}" for k in LatencySummary.model_fields),
     "extra_slots",
     "extra_values",
-    "tp",
-    "fp",
-    "fn",
-    "gold_slots",
-    "sessions",
+    *Counts.model_fields,
     *[f"{m}_ci_{end}" for m in CI_METRICS for end in ("low", "high")],
     "sessions_not_scored",
 ]
-TOPIC_COLUMNS = [
-    "model",
-    "topic",
-    "precision",
-    "recall",
-    "f1",
-    "exact_match_rate",
-    "extra_slots",
-    "extra_values",
-]
+TOPIC_COLUMNS = ["model", "topic", *TopicResult.model_fields]
 PLOT_TOPICS = 30
 """At most this many topics in a per-topic plot (a figure per topic column would grow without
 bound: 3,000 topics made a 594,174 px wide heatmap); tables and CSVs keep every topic."""
@@ -221,22 +213,12 @@ def _metric_table(run: SlotsRun) -> tuple[list[str], list[list[str]]]:
         lat = (
             "n/a"
             if r.latency is None
-            else format_seconds_joined(
-                [r.latency.mean, r.latency.median, r.latency.p95, r.latency.total]
-            )
+            else format_seconds_joined(list(r.latency.model_dump().values()))
         )
         rows.append(
             [
                 m.name,
-                _num(r.precision) + _ci(r.ci.get("precision")),
-                _num(r.recall) + _ci(r.ci.get("recall")),
-                _num(r.f1) + _ci(r.ci.get("f1")),
-                _num(r.exact_match_rate) + _ci(r.ci.get("exact_match_rate")),
-                _num(r.token_precision),
-                _num(r.token_recall),
-                _num(r.token_f1) + _ci(r.ci.get("token_f1")),
-                _num(r.bleu1),
-                _num(r.llm_judge),
+                *(_num(getattr(r, name)) + _ci(r.ci.get(name)) for name in METRIC_COLUMNS),
                 lat,
                 str(r.extra_slots),
                 str(r.extra_values),
@@ -260,10 +242,7 @@ def _topic_table(run: SlotsRun) -> tuple[list[str], list[list[str]]]:
         [
             m.name,
             topic,
-            _num(t.precision),
-            _num(t.recall),
-            _num(t.f1),
-            _num(t.exact_match_rate),
+            *(_num(getattr(t, name)) for name in ("precision", "recall", "f1", "exact_match_rate")),
             str(t.extra_slots),
             str(t.extra_values),
         ]

@@ -52,7 +52,7 @@ from fieldcheck.metrics import (
 )
 from fieldcheck.slots._loaders import JudgeFile, LatencyFile, SessionKey, SlotFile, SlotKey
 from fieldcheck.slots._stream import Bucket, Part, SideKind, gc_paused
-from fieldcheck.store import MODEL_CHARS, TAG_CHARS, ItemColumns
+from fieldcheck.store import MODEL_CHARS, ItemColumns, add_tag
 
 if TYPE_CHECKING:
     from fieldcheck.store import RunRecorder
@@ -1027,7 +1027,6 @@ def _item_tuples(payload: StorePayload) -> Iterator[tuple[Any, ...]]:
         gold_texts.append(fragment(dumps(_slot_list(g, order))))
         gold_sets.append({k: canonical(tuple(g[k])) for k in order})
     for name, predicted, counts, scored, seconds, judged, not_scored in models:
-        column = name[:MODEL_CHARS]
         for i, key in enumerate(keys):
             slots = predicted[i]
             if slots:
@@ -1049,29 +1048,29 @@ def _item_tuples(payload: StorePayload) -> Iterator[tuple[Any, ...]]:
                 item["latency_s"] = seconds[key]
             if judged is not None and key in judged:
                 item["judge"] = [[t, f, s] for (t, f), s in sorted(judged[key].items())]
-            error_type = None
-            failed: bool | None
             if scored[i]:
-                c = counts[i]
-                item["counts"] = dict(zip(UNIT_FIELDS, c, strict=True))
-                failed = bool(c[FP] or c[FN])
-            else:  # not scored: neither failed nor passed (null), on no topic
-                why = item["not_scored"] = not_scored[key]
-                failed = None
-                error_type = str(why)[:32] if why else None
-            tags: dict[str, bool] = {}
-            for topic, d in per_topic.items() if scored[i] else ():
-                topic = topic[:TAG_CHARS]
-                tags[topic] = tags.get(topic, False) or bool(d["differ"])
-            yield (
-                f"{name}/{key[0]}/{key[1]}",
-                failed,
-                column,
-                None,
-                error_type,
-                tags,
-                dumps(item, option=sort),
-            )
+                item["counts"] = dict(zip(UNIT_FIELDS, counts[i], strict=True))
+            else:
+                item["not_scored"] = not_scored[key]
+            yield (*item_columns(item), dumps(item, option=sort))
+
+
+def item_columns(item: Mapping[str, Any]) -> ItemColumns:
+    """A session of a model: ``model``, ``user``, ``session``, ``counts``, ``per_topic``
+    (topic -> {slots, differ}), ``gold``/``pred``, or ``not_scored`` (why). Failed: an FP
+    or FN; tagged with its topics, failed where a slot of the topic differs from gold;
+    none when not scored (neither failed nor passed). A ``key`` given wins over
+    ``model/user/session``."""
+    model = str(item.get("model", ""))
+    key = str(item.get("key", f"{model}/{item.get('user')}/{item.get('session')}"))
+    not_scored = item.get("not_scored")
+    counts = item.get("counts") or {}
+    failed = None if not_scored else bool(counts.get("fp") or counts.get("fn"))
+    tags: dict[str, bool] = {}
+    for topic, c in () if not_scored else (item.get("per_topic") or {}).items():
+        add_tag(tags, str(topic), bool(c.get("differ") or c.get("fp") or c.get("fn")))
+    error_type = str(not_scored)[:32] if not_scored else None
+    return ItemColumns(key, failed, model[:MODEL_CHARS], error_type=error_type, tags=tags)
 
 
 @lru_cache(maxsize=32_768)

@@ -31,6 +31,7 @@ from fieldcheck.slots._score import (
     SlotsRun,
     TPMode,
     headers,
+    item_columns,
     make_matcher,
     score_chunk,
     score_models,
@@ -44,7 +45,7 @@ from fieldcheck.slots._stream import (
     SlotInput,
     partitioned,
 )
-from fieldcheck.store import MODEL_CHARS, ItemColumns, add_tag
+from fieldcheck.store import ItemColumns
 
 if TYPE_CHECKING:
     from fieldcheck.matchers import Matcher
@@ -296,20 +297,7 @@ class SlotsSystem(SlotsRuns):
         ]
 
     def item_columns(self, item: Mapping[str, Any]) -> ItemColumns:
-        """A session of a model: ``model``, ``user``, ``session``, ``counts``, ``per_topic``
-        (topic -> {slots, differ}), ``gold``/``pred``, or ``not_scored`` (why). Failed: an FP
-        or FN; tagged with its topics, failed where a slot of the topic differs from gold;
-        none when not scored. A ``key`` given wins over ``model/user/session``."""
-        model = str(item.get("model", ""))
-        key = str(item.get("key", f"{model}/{item.get('user')}/{item.get('session')}"))
-        not_scored = item.get("not_scored")
-        counts = item.get("counts") or {}
-        failed = None if not_scored else bool(counts.get("fp") or counts.get("fn"))
-        tags: dict[str, bool] = {}
-        for topic, c in () if not_scored else (item.get("per_topic") or {}).items():
-            add_tag(tags, str(topic), bool(c.get("differ") or c.get("fp") or c.get("fn")))
-        error_type = str(not_scored)[:32] if not_scored else None
-        return ItemColumns(key, failed, model[:MODEL_CHARS], error_type=error_type, tags=tags)
+        return item_columns(item)
 
     # ------------------------------------------------------------------ scoring (the pipeline)
 
