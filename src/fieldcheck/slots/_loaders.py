@@ -184,17 +184,8 @@ def add_slot(out: SlotFile, line: int, row: SlotRow) -> None:
     key = (sk, slot)
     first = out.lines.get(key)
     if first is not None:
-        out.errors.append(
-            InputError(
-                f"duplicate slot of user {user!r} session {session}, first at line "
-                f"{first}; this line is ignored",
-                file=out.path,
-                line=line,
-                field="field",
-                value=f"{topic}/{name}",
-            )
-        )
-        return
+        what = f"slot of user {user!r} session {session}"
+        return _repeated(out, line, first, what, "field", f"{topic}/{name}")
     for value in values:
         if value.isascii() and _ALNUM.search(value):
             continue  # an ASCII letter or digit: neither blank nor empty once canonicalised
@@ -215,6 +206,26 @@ def add_slot(out: SlotFile, line: int, row: SlotRow) -> None:
     if slots is None:
         slots = out.sessions[sk] = {}
     slots[slot] = values
+
+
+def _repeated(
+    out: SlotFile | LatencyFile | JudgeFile,
+    line: int,
+    first: int,
+    what: str,
+    field: str,
+    value: Any,
+) -> None:
+    """A line repeating ``what`` (read at line ``first``): an error, the first line wins."""
+    out.errors.append(
+        InputError(
+            f"duplicate {what}, first at line {first}; this line is ignored",
+            file=out.path,
+            line=line,
+            field=field,
+            value=value,
+        )
+    )
 
 
 def load_slots(path: str | Path) -> SlotFile:
@@ -249,17 +260,8 @@ def add_latency(out: LatencyFile, line: int, row: LatencyRow) -> None:
     key = (user, session)
     first = out.lines.get(key)
     if first is not None:
-        out.errors.append(
-            InputError(
-                f"duplicate latency of user {user!r} session {session}, first at line "
-                f"{first}; this line is ignored",
-                file=out.path,
-                line=line,
-                field="session",
-                value=session,
-            )
-        )
-        return
+        what = f"latency of user {user!r} session {session}"
+        return _repeated(out, line, first, what, "session", session)
     out.lines[key] = line
     out.seconds[key] = seconds
 
@@ -270,16 +272,7 @@ def add_judge(out: JudgeFile, line: int, row: JudgeRow) -> None:
     key = ((user, session), (topic, name))
     first = out.lines.get(key)
     if first is not None:
-        out.errors.append(
-            InputError(
-                f"duplicate judge score, first at line {first}; this line is ignored",
-                file=out.path,
-                line=line,
-                field="field",
-                value=f"{topic}/{name}",
-            )
-        )
-        return
+        return _repeated(out, line, first, "judge score", "field", f"{topic}/{name}")
     out.lines[key] = line
     out.scores.setdefault(key[0], {})[key[1]] = score
 

@@ -60,10 +60,6 @@ def _extremes(
     return {n for n, v in known if v == hi}, {n for n, v in known if v == lo}
 
 
-def _latency(m: ModelScore) -> float | None:
-    return m.result.latency.mean if m.result.latency is not None else None
-
-
 def compared_latency(models: Sequence[ModelScore]) -> tuple[dict[str, float], int | None]:
     """Mean latency per model as the comparisons use it ("Fastest", "slowest", the finding).
 
@@ -87,10 +83,6 @@ def compared_latency(models: Sequence[ModelScore]) -> tuple[dict[str, float], in
         assert stats is not None  # keys is not empty
         means[m.name] = stats.mean
     return means, len(keys)
-
-
-def _common_text(n: int, timed: int) -> str:
-    return f"on the {n} session(s) timed for {'both' if timed == 2 else 'all'} models"
 
 
 def _topic_f1(topic: str) -> Callable[[ModelScore], float]:
@@ -131,7 +123,8 @@ def results_summary(run: SlotsRun) -> list[SummaryRow]:
     for m in models:
         r = m.result
         p, rc = f"{r.precision:.2f}", f"{r.recall:.2f}"
-        row = SummaryRow(m.name, r.f1, m.name in best_f1, _latency(m), m.name in fastest)
+        mean = None if r.latency is None else r.latency.mean
+        row = SummaryRow(m.name, r.f1, m.name in best_f1, mean, m.name in fastest)
         s, w = row.strengths, row.weaknesses
         if m.name in best_f1:
             s.append(Item("Best overall", bold=True))
@@ -237,7 +230,9 @@ def key_findings(run: SlotsRun) -> list[Finding]:
     elif len(timed) >= 2 and compared[timed[0].name] != compared[timed[1].name]:
         fast = timed[0]
         fast_s = compared[fast.name]
-        where = f" {_common_text(n_common, n_timed)}" if n_common is not None else ""
+        where = ""
+        if n_common is not None:
+            where = f" on the {n_common} session(s) timed for {'both' if n_timed == 2 else 'all'} models"
         f = Finding(
             f"{fast.name} is the fastest ({format_seconds(fast_s)} mean per session{where})"
         )
