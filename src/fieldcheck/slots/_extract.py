@@ -457,11 +457,10 @@ async def run_extraction(
 
 def write_extractions(
     extractions: Sequence[Extraction], out: RunFolder, specs: Sequence[ModelSpec]
-) -> tuple[dict[str, Path], dict[str, Path], Path]:
+) -> tuple[dict[str, Path], dict[str, Path]]:
     """``pred_<name>.jsonl``, ``latency_<name>.jsonl``, ``memory_<name>.jsonl`` per model,
     ``session_errors.jsonl`` (every session error) and ``runs.json`` (run ids and counts);
-    the pred and latency files by model and the errors file. ``CannotWrite`` when a file
-    cannot be written."""
+    the pred and latency files by model. ``CannotWrite`` when a file cannot be written."""
     stems = unique_filenames(e.model for e in extractions)
     preds: dict[str, Path] = {}
     lats: dict[str, Path] = {}
@@ -492,7 +491,6 @@ def write_extractions(
                 "tokens_estimated_sessions": ex.tokens_estimated,
                 "files": {"pred": preds[ex.model].name, "latency": lats[ex.model].name},
             }
-        errors_path = out / "session_errors.jsonl"
         with out.atomic("session_errors.jsonl") as tmp:
             write_jsonl(tmp, [r for ex in extractions for r in ex.error_records()])
         with out.atomic("runs.json") as tmp:
@@ -501,7 +499,7 @@ def write_extractions(
         raise CannotWrite(
             f"--out: cannot write {exc.filename or out}: {exc.strerror or exc}"
         ) from None
-    return preds, lats, errors_path
+    return preds, lats
 
 
 @dataclass
@@ -565,7 +563,7 @@ class SlotsRuns:
         folder: RunFolder,
     ) -> tuple[list[tuple[str, Path]], dict[str, Any], dict[str, Any]]:
         """Every model's pred, latency and memory files, session_errors.jsonl and runs.json."""
-        preds, latencies, _ = write_extractions(calls, folder, specs)
+        preds, latencies = write_extractions(calls, folder, specs)
         inputs = [
             ("gold", task.gold),
             *((f"pred:{n}", p) for n, p in preds.items()),

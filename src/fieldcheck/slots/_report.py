@@ -180,15 +180,14 @@ def _ci(ci: Interval | None) -> str:
     return "" if ci is None else f" [{ci.low:.3f}, {ci.high:.3f}]"
 
 
+def _strong(text: str, *, html_mode: bool) -> str:
+    return f"<strong>{text}</strong>" if html_mode else f"**{text}**"
+
+
 def _items(items: Sequence[Item], *, html_mode: bool) -> str:
-    if not items:
-        return "-"
-    if html_mode:
-        return ", ".join(
-            f"<strong>{html.escape(i.text)}</strong>" if i.bold else html.escape(i.text)
-            for i in items
-        )
-    return ", ".join(f"**{md(i.text)}**" if i.bold else md(i.text) for i in items)
+    esc = html.escape if html_mode else md
+    texts = [_strong(esc(i.text), html_mode=html_mode) if i.bold else esc(i.text) for i in items]
+    return ", ".join(texts) or "-"
 
 
 def _metric_table(run: SlotsRun) -> tuple[list[str], list[list[str]]]:
@@ -257,8 +256,7 @@ def _summary_cells(row: SummaryRow, *, html_mode: bool) -> list[str]:
     name, f1 = esc(row.model), f"{row.f1:.3f}"
     lat = format_seconds(row.latency_mean)
     if row.best_f1:
-        name = f"<strong>{name}</strong>" if html_mode else f"**{name}**"
-        f1 = f"<strong>{f1}</strong>" if html_mode else f"**{f1}**"
+        name, f1 = _strong(name, html_mode=html_mode), _strong(f1, html_mode=html_mode)
     return [
         name,
         f1,
@@ -293,26 +291,15 @@ _NOT_SCORED_NOTE = (
 )
 
 
-def _not_scored_md(run: SlotsRun) -> list[str]:
+def _not_scored(run: SlotsRun, *, html_mode: bool) -> list[str]:
     lines = not_scored_lines(run)
     if not lines:
         return []
-    return [
-        "### Sessions not scored",
-        "",
-        *[f"- {md(line)}" for line in lines],
-        "",
-        _NOT_SCORED_NOTE,
-        "",
-    ]
-
-
-def _not_scored_html(run: SlotsRun) -> list[str]:
-    lines = not_scored_lines(run)
-    if not lines:
-        return []
-    items = "".join(f"<li>{html.escape(line)}</li>" for line in lines)
-    return ["<h3>Sessions not scored</h3>", f"<ul>{items}</ul>", f"<p>{_NOT_SCORED_NOTE}</p>"]
+    if html_mode:
+        items = "".join(f"<li>{html.escape(line)}</li>" for line in lines)
+        return ["<h3>Sessions not scored</h3>", f"<ul>{items}</ul>", f"<p>{_NOT_SCORED_NOTE}</p>"]
+    bullets = [f"- {md(line)}" for line in lines]
+    return ["### Sessions not scored", "", *bullets, "", _NOT_SCORED_NOTE, ""]
 
 
 def _findings_md(findings: Sequence[Finding]) -> str:
@@ -342,7 +329,7 @@ def render_markdown(run: SlotsRun, images: dict[str, Path] | None = None) -> str
         "Latency is the mean time per session (ms below a second). The rules that write",
         "Strengths, Weaknesses and Key findings are listed in docs/slots.md.",
         "",
-        *_not_scored_md(run),
+        *_not_scored(run, html_mode=False),
         "### Key findings",
         "",
         _findings_md(key_findings(run)),
@@ -404,7 +391,7 @@ def render_html(run: SlotsRun, images: dict[str, Path] | None = None) -> str:
         ),
         "<p>Latency is the mean time per session (ms below a second). The rules that write "
         "Strengths, Weaknesses and Key findings are listed in docs/slots.md.</p>",
-        *_not_scored_html(run),
+        *_not_scored(run, html_mode=True),
         "<h3>Key findings</h3>",
         "<ol>" + "".join(findings) + "</ol>",
         "<h2>Metrics</h2>",

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, fields, replace
 from functools import lru_cache
 from itertools import combinations
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
+from typing import Any, Literal, Protocol, TypeVar
 
 import numpy as np
 import orjson
@@ -53,9 +53,6 @@ from fieldcheck.metrics import (
 from fieldcheck.slots._loaders import JudgeFile, LatencyFile, SessionKey, SlotFile, SlotKey
 from fieldcheck.slots._stream import Bucket, Part, SideKind, gc_paused
 from fieldcheck.store import MODEL_CHARS, ItemColumns, add_tag
-
-if TYPE_CHECKING:
-    from fieldcheck.store import RunRecorder
 
 log = logging.getLogger("fieldcheck")
 
@@ -416,8 +413,11 @@ class SlotScorer(ScorerState):
     result does not depend on how sessions are split into buckets (tests/slots/test_streamed.py)
     and the memory does not grow with the sessions (latencies aside: one float per session).
 
-    ``recorder``: each bucket's items, one per (model, gold session; fields as ``item_columns``
-    of the slots system lists them), go to the recorder as the bucket is scored (issue 11).
+    ``tp`` picks when a predicted gold slot is a TP (``presence`` as the spec, or a value match
+    through ``matcher`` at ``threshold``); precomputed judge scores of a model win over
+    ``judge``; bootstrap intervals resample sessions (seeded), ``bootstrap=0`` skips them.
+    ``recorder``: each bucket's items, one per (model, gold session; ``item_columns``), go to
+    the recorder as the bucket is scored (issue 11).
     """
 
     def __init__(
@@ -1171,40 +1171,14 @@ def score_chunk(job: SlotJob, bucket: Bucket) -> tuple[list[tuple[str, Any, int]
     return ([] if sink is None else sink.rows), scorer.state()
 
 
-def score_models(
-    gold: SlotFile,
-    models: Sequence[ModelInput],
-    *,
-    tp: TPMode = "presence",
-    threshold: float | None = None,
-    matcher: Matcher | None = None,
-    judge: Matcher | None = None,
-    bootstrap: int = 1000,
-    seed: int = 0,
-    progress: Callable[[str], None] | None = None,
-    recorder: RunRecorder | None = None,
-) -> SlotsRun:
+def score_models(gold: SlotFile, models: Sequence[ModelInput], **options: Any) -> SlotsRun:
     """Score every model on the gold's sessions (slot spec, all sections; docs/slots.md), the
-    files in memory: one bucket of ``SlotScorer``; ``recorder`` gets every (model, session) item.
-
-    ``tp`` picks when a predicted gold slot is a TP (``presence`` as the spec, or a value match
-    through ``matcher`` at ``threshold``). Precomputed judge scores of a model win over ``judge``.
-    Bootstrap intervals resample sessions (seeded); ``bootstrap=0`` skips them.
-    """
-    scorer = SlotScorer(
-        SlotFile(gold.path),
-        headers(models),
-        tp=tp,
-        threshold=threshold,
-        matcher=matcher,
-        judge=judge,
-        bootstrap=bootstrap,
-        seed=seed,
-        progress=progress,
-        recorder=recorder,
-    )
-    if progress is not None:
-        progress("scoring")
+    files in memory: one bucket of a ``SlotScorer`` made with ``options`` (``tp``,
+    ``threshold``, ``matcher``, ``judge``, ``bootstrap``, ``seed``, ``progress``, ``recorder``:
+    every (model, session) item)."""
+    scorer = SlotScorer(SlotFile(gold.path), headers(models), **options)
+    if scorer.progress is not None:
+        scorer.progress("scoring")
     scorer.add(
         gold,
         [m.predictions for m in models],
