@@ -494,6 +494,7 @@ class SlotScorer(ScorerState):
             judges.append(_next(sides, JudgeFile) if model.judge_scores is not None else None)
         self.add(part.slots[0], part.slots[1:], latencies, judges)
 
+    @gc_paused()
     def add(
         self,
         gold: SlotFile,
@@ -504,16 +505,6 @@ class SlotScorer(ScorerState):
         """Score one bucket: ``gold`` and each model's ``predictions``, ``latencies`` and
         ``judges`` (in model order; None for a model without that file) hold the same sessions'
         lines; their ``errors`` are the bucket's duplicate lines."""
-        with gc_paused():
-            self._add(gold, predictions, latencies, judges)
-
-    def _add(
-        self,
-        gold: SlotFile,
-        predictions: Sequence[SlotFile],
-        latencies: Sequence[LatencyFile | None],
-        judges: Sequence[JudgeFile | None],
-    ) -> None:
         for fold, latency, judge in zip(self.folds, latencies, judges, strict=True):
             fold.latency, fold.judge_scores = latency, judge
             if latency is not None:
@@ -1166,7 +1157,7 @@ def score_chunk(job: SlotJob, bucket: Bucket) -> tuple[list[tuple[str, Any, int]
         judge=job.judge, recorder=sink,
     )  # fmt: skip
     scorer.cache, scorer.build_items = _memo(job.run), job.built
-    with gc_paused():
+    with gc_paused():  # reading the bucket makes as many objects as scoring it
         scorer.add_part(bucket.part())
     return ([] if sink is None else sink.rows), scorer.state()
 

@@ -11,7 +11,7 @@ import stat
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager, suppress
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, get_args
@@ -444,33 +444,22 @@ class SlotsSystem(SlotsRuns):
             key, name = (str(r["user"]), int(r["session"])), str(r["model"])
             if key not in gold.sessions:
                 _add(gold, key, r["gold"])
-            model = models.get(name)
-            if model is None:
-                path = f"run {run} {name}"
-                model = models[name] = ModelInput(
-                    name,
-                    SlotFile(Path(path)),
-                    LatencyFile(Path(f"{path} latency")),
-                    JudgeFile(Path(f"{path} judge")),
-                    {},
-                )
+            path = f"run {run} {name}"
+            if name not in models:
+                models[name] = ModelInput(name, SlotFile(Path(path)))
+            model = models[name]
             _add(model.predictions, key, r["pred"])
-            if r.get("latency_s") is not None and model.latencies is not None:
+            if r.get("latency_s") is not None:  # a latency or judge file where the run had one
+                model.latencies = model.latencies or LatencyFile(Path(f"{path} latency"))
                 model.latencies.seconds[key] = float(r["latency_s"])
-            if r.get("judge") and model.judge_scores is not None:
+            if r.get("judge"):
+                model.judge_scores = model.judge_scores or JudgeFile(Path(f"{path} judge"))
                 model.judge_scores.scores[key] = {(t, f): float(s) for t, f, s in r["judge"]}
             if r.get("not_scored"):
                 model.not_scored[key] = str(r["not_scored"])  # type: ignore[index]
         if not models:
             raise InputError(f"run {run} has no stored session to re-score")
-        inputs = [
-            replace(
-                m,
-                latencies=m.latencies if m.latencies and m.latencies.seconds else None,
-                judge_scores=m.judge_scores if m.judge_scores and m.judge_scores.scores else None,
-            )
-            for m in models.values()
-        ]
+        inputs = list(models.values())
         tp = options.get("tp") or settings.get("tp", "presence")
         given = "threshold" in options or "tp" in options
         cut = (options if given else settings).get("threshold")
