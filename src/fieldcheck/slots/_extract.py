@@ -224,12 +224,7 @@ def parse_reply(text: str | None) -> Memory:
                 raise ReplyError(f"{_short(t)}: blank field name {_short(name)!r}")
             if f in slots:
                 raise ReplyError(f"{_short(t)}: field {_short(f)!r} given twice")
-            kept: list[str] = []
-            for v in values:
-                v = v.strip()
-                if v and v not in kept:
-                    kept.append(v)
-            slots[f] = kept
+            slots[f] = list(dict.fromkeys(filter(None, (v.strip() for v in values))))
         out[t] = slots
     return out
 
