@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, fields, replace
 from functools import lru_cache
 from itertools import combinations
 from pathlib import Path
-from typing import Any, Literal, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import numpy as np
 import orjson
@@ -54,21 +54,13 @@ from fieldcheck.slots._loaders import JudgeFile, LatencyFile, SessionKey, SlotFi
 from fieldcheck.slots._stream import Bucket, Part, SideKind, gc_paused
 from fieldcheck.store import MODEL_CHARS, ItemColumns, add_tag
 
+if TYPE_CHECKING:
+    from fieldcheck.store import RunRecorder
+
 log = logging.getLogger("fieldcheck")
 
 F = TypeVar("F", LatencyFile, JudgeFile)
 M = TypeVar("M", bound=BaseModel)
-
-
-class ItemSink(Protocol):
-    """Where a scorer's items go: a ``RunRecorder``, or a chunk's rows (``score_chunk``). ``seq``:
-    the number the next item gets."""
-
-    seq: int
-
-    def add_built(
-        self, builder: str, payload: Any, count: int, *, plain: bool = False, at: int | None = None
-    ) -> int: ...
 
 
 TPMode = Literal["presence", "exact", "fuzzy", "semantic"]
@@ -432,7 +424,7 @@ class SlotScorer(ScorerState):
         bootstrap: int = 1000,
         seed: int = 0,
         progress: Callable[[str], None] | None = None,
-        recorder: ItemSink | None = None,
+        recorder: RunRecorder | _Rows | None = None,  # where each bucket's items go
     ) -> None:
         names = [m.name for m in models]
         if len(set(names)) != len(names):
@@ -1123,29 +1115,22 @@ def headers(models: Sequence[ModelInput]) -> tuple[ModelInput, ...]:
 
 
 class _Rows:
-    """A chunk scorer's ``ItemSink``: the bucket's items as ``(builder, payload, count)``."""
+    """Where a chunk scorer's items go (``score_chunk``): ``RunRecorder.add_built``'s
+    arguments."""
 
     def __init__(self) -> None:
-        self.seq = 0
         self.rows: list[tuple[str, Any, int]] = []
 
-    def add_built(
-        self, builder: str, payload: Any, count: int, *, plain: bool = False, at: int | None = None
-    ) -> int:
+    def add_built(self, builder: str, payload: Any, count: int, *, plain: bool = False) -> int:
         self.rows.append((builder, payload, count))
         return count
 
 
-_MEMO: list[Any] = ["", SlotMemo()]  # (run, its memo) of the run whose chunks this process scores
-
-
+@lru_cache(maxsize=1)
 def _memo(run: str) -> SlotMemo:
     """The memo of ``run``'s chunks in this process: sessions repeat values across buckets (a
     memo per bucket cost 25% more scoring CPU, 300k lines x 3 models); a new run starts afresh."""
-    if not run or _MEMO[0] != run:
-        _MEMO[:] = [run, SlotMemo()]
-    memo: SlotMemo = _MEMO[1]
-    return memo
+    return SlotMemo()
 
 
 def score_chunk(job: SlotJob, bucket: Bucket) -> tuple[list[tuple[str, Any, int]], ScorerState]:
@@ -1156,7 +1141,8 @@ def score_chunk(job: SlotJob, bucket: Bucket) -> tuple[list[tuple[str, Any, int]
         job.gold, job.models, tp=job.tp, threshold=job.threshold, matcher=job.matcher,
         judge=job.judge, recorder=sink,
     )  # fmt: skip
-    scorer.cache, scorer.build_items = _memo(job.run), job.built
+    scorer.cache = _memo(job.run) if job.run else SlotMemo()
+    scorer.build_items = job.built
     with gc_paused():  # reading the bucket makes as many objects as scoring it
         scorer.add_part(bucket.part())
     return ([] if sink is None else sink.rows), scorer.state()
