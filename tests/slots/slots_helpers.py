@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from fieldcheck.metrics import SlotCounts
 from fieldcheck.slots._score import Counts, LatencySummary, ModelResult, ModelScore, TopicResult
 
@@ -68,8 +66,7 @@ def model_score(
         ci={},
     )
     topic_gold = {t: x.gold_slots for t, x in per_topic.items()}
-    units = np.array([[tp, fp, fn, tp + fn, 0, 0, 0, 0]], dtype=float)
-    return ModelScore(name, result, units, keys=[("u", 0)], topic_gold_slots=topic_gold)
+    return ModelScore(name, result, topic_gold_slots=topic_gold)
 
 
 def naive_counts(pred: dict, gold: dict) -> tuple[int, int, int, int, int]:  # type: ignore[type-arg]

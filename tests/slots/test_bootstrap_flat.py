@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from slots_helpers import slot
 
+from fieldcheck.metrics import score_session
 from fieldcheck.metrics._stats import (
     Interval,
     RowClasses,
@@ -166,8 +167,20 @@ def test_score_models_intervals_and_pvalue_are_the_class_bootstrap(jsonl: Jsonl)
         ModelInput("a", load_slots(jsonl("a.jsonl", preds["a"]))),
         ModelInput("b", load_slots(jsonl("b.jsonl", preds["b"])), not_scored=left_out),
     ]
-    run = score_models(load_slots(jsonl("gold.jsonl", gold)), models, bootstrap=150, seed=4)
-    units = {m.name: m.units.astype(np.int64) for m in run.models}
+    gold_file = load_slots(jsonl("gold.jsonl", gold))
+    run = score_models(gold_file, models, bootstrap=150, seed=4)
+    keys = sorted(gold_file.sessions)  # each session's counts, by the metric's own function
+    units = {
+        m.name: np.array(
+            [
+                score_session(m.predictions.sessions.get(k, {}), gold_file.sessions[k], {})
+                for k in keys
+                if k not in m.not_scored
+            ],
+            dtype=np.int64,
+        )
+        for m in models
+    }
     assert units["a"].shape == (60, 8) and units["b"].shape == (58, 8)
     assert units["a"][:, 0].sum() == run.models[0].result.counts.tp
     for m in run.models:
@@ -180,7 +193,7 @@ def test_score_models_intervals_and_pvalue_are_the_class_bootstrap(jsonl: Jsonl)
             )
         assert m.result.ci == expected
         assert all(i is not None and i.low <= i.estimate <= i.high for i in m.result.ci.values())
-    common = [i for i, k in enumerate(run.models[0].keys) if k not in left_out]
+    common = [i for i, k in enumerate(keys) if k not in left_out]
     joined = np.hstack([units["a"][common][:, :3], units["b"][:, :3]])
     p = paired_bootstrap_classes_pvalue(
         _classes(joined), 3, _on_columns((0, 1, 2), _stat_f1), resamples=150, seed=4, stream=3

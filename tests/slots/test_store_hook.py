@@ -22,8 +22,8 @@ from fieldcheck.slots import (
     score_models,
     slot_metrics,
 )
-from fieldcheck.slots._loaders import SlotFile
-from fieldcheck.slots._score import SlotScorer
+from fieldcheck.slots._loaders import JudgeFile, LatencyFile, SlotFile
+from fieldcheck.slots._score import SlotScorer, model_sides
 from fieldcheck.slots._stream import partitioned
 from fieldcheck.store import RunRecorder, Store
 
@@ -78,14 +78,25 @@ def _models(paths: dict[str, Path], a: SlotFile, b: SlotFile) -> list[ModelInput
 def _streamed(
     paths: dict[str, Path], k: int, recorder: RunRecorder | None, tmp_path: Path
 ) -> SlotsRun:
-    """What ``slots score`` does: partition, score bucket by bucket with the recorder."""
+    """What ``slots score`` does: partition (the side files too), score bucket by bucket with the
+    recorder."""
     files = [paths["gold"], paths["a"], paths["b"]]
-    with partitioned(files, beside=tmp_path / "out", k=k) as part:
-        headers = [SlotFile(item.path, errors=item.errors) for item in part.inputs]
-        models = _models(paths, headers[1], headers[2])
-        scorer = SlotScorer(headers[0], models, bootstrap=40, seed=2, recorder=recorder)
-        for bucket in part.buckets():
-            scorer.add(bucket[0], bucket[1:])
+    sides = model_sides(_models(paths, SlotFile(paths["a"]), SlotFile(paths["b"])))
+    with partitioned(files, beside=tmp_path / "out", k=k, sides=sides) as part:
+        gold, a, b = [SlotFile(item.path, errors=item.errors) for item in part.inputs]
+        latency, judge = part.sides
+        models = [
+            ModelInput(
+                "a",
+                a,
+                LatencyFile(latency.path, errors=latency.errors),
+                JudgeFile(judge.path, errors=judge.errors),
+            ),
+            ModelInput(HOSTILE, b, not_scored=NOT_SCORED),
+        ]
+        scorer = SlotScorer(gold, models, bootstrap=40, seed=2, recorder=recorder)
+        for chunk in part.chunks():
+            scorer.add_part(chunk.part())
         return scorer.finish()
 
 

@@ -27,16 +27,18 @@ from fieldcheck.reports import RunFolder
 from fieldcheck.slots import (
     SYSTEM,
     ModelInput,
+    SlotsRun,
     _stream,
     _system,
     load_judge_scores,
     load_latencies,
     load_slots,
+    score_models,
     write_outputs,
 )
 from fieldcheck.slots._loaders import JudgeFile, LatencyFile, SlotFile
 from fieldcheck.slots._score import SlotJob, SlotScorer, headers, model_sides, score_chunk
-from fieldcheck.slots._stream import bucket_count, partitioned
+from fieldcheck.slots._stream import Bucket, bucket_count, partitioned
 
 BUCKETS = ".fieldcheck-scratch-"  # the bucket folder's name, beside --out
 
@@ -212,7 +214,7 @@ def _score_with_sides(
     *,
     pool: bool = False,
 ) -> dict[str, bytes]:
-    """Latency and judge files whole (k None: ``ModelInput`` files loaded whole) or split with
+    """Every file loaded whole and scored in memory (k None: ``score_models``) or split with
     the slot files into k buckets (``model_sides``, ``SlotScorer.add_part``); ``parallel``: the
     last files read by a pool of one; ``pool``: the buckets scored by ``score_chunk`` in a pool
     of two, their digests absorbed in bucket order."""
@@ -220,6 +222,24 @@ def _score_with_sides(
         ModelInput("a", load_slots(paths["a"]), latencies=load_latencies(sides["latency"])),
         ModelInput("b", load_slots(paths["b"]), judge_scores=load_judge_scores(sides["judge"])),
     ]
+    if k is None:  # in memory: one bucket, every file loaded whole
+        run = score_models(load_slots(paths["gold"]), models, bootstrap=60, seed=2)
+    else:
+        run = _split_with_sides(paths, models, out, k, parallel, pool=pool)
+    write_outputs(run, out)
+    files = {name: (out / name).read_bytes() for name in (*OUTPUTS, "report.html")}
+    return files | {"warnings": "\n".join(run.warnings).encode()}
+
+
+def _split_with_sides(
+    paths: dict[str, Path],
+    models: list[ModelInput],
+    out: Path,
+    k: int,
+    parallel: int | None,
+    *,
+    pool: bool,
+) -> SlotsRun:
     slot_paths = [paths["gold"], paths["a"], paths["b"]]
     with ExitStack() as stack:
         reader = stack.enter_context(LocalPool(1)) if parallel is not None else None
@@ -227,40 +247,32 @@ def _score_with_sides(
             partitioned(
                 slot_paths,
                 beside=out,
-                k=k or 1,
+                k=k,
                 sides=model_sides(models),
                 parallel_bytes=parallel,
                 pool=reader,
             )
         )
         gold, *preds = [SlotFile(i.path, errors=i.errors) for i in part.inputs]
-        models = [replace(m, predictions=p) for m, p in zip(models, preds, strict=True)]
-        if k is None:  # the side files as loaded whole
-            scorer = SlotScorer(gold, models, bootstrap=60, seed=2)
-            for bucket in part.buckets():
-                scorer.add(bucket[0], bucket[1:])
+        read = [
+            replace(
+                m,
+                predictions=p,
+                latencies=None if m.latencies is None else LatencyFile(m.latencies.path, errors=side.errors),
+                judge_scores=None if m.judge_scores is None else JudgeFile(m.judge_scores.path, errors=side.errors),
+            )
+            for m, p, side in zip(models, preds, part.sides, strict=True)
+        ]  # fmt: skip
+        scorer = SlotScorer(gold, read, bootstrap=60, seed=2)
+        if pool:
+            job = SlotJob(SlotFile(gold.path), headers(read))
+            with LocalPool(2) as two:
+                for _, digest in run_map(two, partial(score_chunk, job), part.chunks()):
+                    scorer.absorb(digest)
         else:
-            read = [
-                replace(
-                    m,
-                    latencies=None if m.latencies is None else LatencyFile(m.latencies.path, errors=side.errors),
-                    judge_scores=None if m.judge_scores is None else JudgeFile(m.judge_scores.path, errors=side.errors),
-                )
-                for m, side in zip(models, part.sides, strict=True)
-            ]  # fmt: skip
-            scorer = SlotScorer(gold, read, bootstrap=60, seed=2)
-            if pool:
-                job = SlotJob(SlotFile(gold.path), headers(read))
-                with LocalPool(2) as two:
-                    for _, digest in run_map(two, partial(score_chunk, job), part.chunks()):
-                        scorer.absorb(digest)
-            else:
-                for p in part.parts():
-                    scorer.add_part(p)
-        run = scorer.finish()
-    write_outputs(run, out)
-    files = {name: (out / name).read_bytes() for name in (*OUTPUTS, "report.html")}
-    return files | {"warnings": "\n".join(run.warnings).encode()}
+            for chunk in part.chunks():
+                scorer.add_part(chunk.part())
+        return scorer.finish()
 
 
 def test_latency_and_judge_files_split_with_the_buckets_give_the_same_bytes(
@@ -307,7 +319,10 @@ def test_a_failed_helper_is_replaced_by_this_process(
     paths = _files(tmp_path, seed=5, shuffle=True)
     files = [paths["gold"], paths["a"], paths["b"]]
     with partitioned(files, beside=tmp_path / "alone", k=4) as part:
-        alone = [(p.slots[0].sessions, p.slots[1].sessions, p.slots[2].lines) for p in part.parts()]
+        alone = [
+            (p.slots[0].sessions, p.slots[1].sessions, p.slots[2].lines)
+            for p in map(Bucket.part, part.chunks())
+        ]
         counts = [(i.records, len(i.errors)) for i in part.inputs]
     joined = _spy_helpers(monkeypatch)
     with (
@@ -317,7 +332,8 @@ def test_a_failed_helper_is_replaced_by_this_process(
         ) as part,
     ):
         assert [
-            (p.slots[0].sessions, p.slots[1].sessions, p.slots[2].lines) for p in part.parts()
+            (p.slots[0].sessions, p.slots[1].sessions, p.slots[2].lines)
+            for p in map(Bucket.part, part.chunks())
         ] == alone
         assert [(i.records, len(i.errors)) for i in part.inputs] == counts
     assert joined == [False]
@@ -403,7 +419,7 @@ def test_buckets_go_to_the_system_temp_folder_when_out_is_not_writable(
 
     monkeypatch.setattr(_stream.tempfile, "mkdtemp", refused)
     with partitioned([paths["gold"], paths["a"]], beside=tmp_path / "out", k=3) as part:
-        assert sum(len(b[0].sessions) for b in part.buckets()) == len(
+        assert sum(len(b[0].sessions) for b in (c.part().slots for c in part.chunks())) == len(
             load_slots(paths["gold"]).sessions
         )
     assert made and Path(made[0]).parent == Path(tempfile.gettempdir())
@@ -463,7 +479,7 @@ def test_ctrl_c_while_a_pool_scores_leaves_no_process_and_no_scratch(
 
 def test_absorb_handles_every_field_of_a_models_fold() -> None:
     """A field added to ``_ModelFold`` must be merged by ``_absorb_fold`` (or be one it leaves:
-    the model, a bucket's sides, the per-session rows of ``keep_sessions``, never split)."""
+    the model and a bucket's sides, never split)."""
     from dataclasses import fields
 
     from fieldcheck.slots import _score
@@ -471,7 +487,7 @@ def test_absorb_handles_every_field_of_a_models_fold() -> None:
     merged = {"topics", "classes", "left_out", "session_seconds", "latency_lines"}
     merged |= {"judge_lines", "unknown_first", "unknown_shown"}
     merged |= {*_score._FOLD_SUMS, *_score._FOLD_LISTS}
-    left = {"model", "latency", "judge_scores", "rows", "at"}
+    left = {"model", "latency", "judge_scores"}
     assert {f.name for f in fields(_score._ModelFold)} == merged | left
     assert not merged & left
 

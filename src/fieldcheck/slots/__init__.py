@@ -49,7 +49,6 @@ if TYPE_CHECKING:  # the names as type checkers and editors see them
         ModelResult,
         ModelScore,
         PairedF1,
-        SessionCount,
         SlotScorer,
         SlotsRun,
         TPMode,

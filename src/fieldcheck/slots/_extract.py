@@ -224,12 +224,7 @@ def parse_reply(text: str | None) -> Memory:
                 raise ReplyError(f"{_short(t)}: blank field name {_short(name)!r}")
             if f in slots:
                 raise ReplyError(f"{_short(t)}: field {_short(f)!r} given twice")
-            kept: list[str] = []
-            for v in values:
-                v = v.strip()
-                if v and v not in kept:
-                    kept.append(v)
-            slots[f] = kept
+            slots[f] = list(dict.fromkeys(filter(None, (v.strip() for v in values))))
         out[t] = slots
     return out
 
@@ -457,11 +452,10 @@ async def run_extraction(
 
 def write_extractions(
     extractions: Sequence[Extraction], out: RunFolder, specs: Sequence[ModelSpec]
-) -> tuple[dict[str, Path], dict[str, Path], Path]:
+) -> tuple[dict[str, Path], dict[str, Path]]:
     """``pred_<name>.jsonl``, ``latency_<name>.jsonl``, ``memory_<name>.jsonl`` per model,
     ``session_errors.jsonl`` (every session error) and ``runs.json`` (run ids and counts);
-    the pred and latency files by model and the errors file. ``CannotWrite`` when a file
-    cannot be written."""
+    the pred and latency files by model. ``CannotWrite`` when a file cannot be written."""
     stems = unique_filenames(e.model for e in extractions)
     preds: dict[str, Path] = {}
     lats: dict[str, Path] = {}
@@ -492,7 +486,6 @@ def write_extractions(
                 "tokens_estimated_sessions": ex.tokens_estimated,
                 "files": {"pred": preds[ex.model].name, "latency": lats[ex.model].name},
             }
-        errors_path = out / "session_errors.jsonl"
         with out.atomic("session_errors.jsonl") as tmp:
             write_jsonl(tmp, [r for ex in extractions for r in ex.error_records()])
         with out.atomic("runs.json") as tmp:
@@ -501,7 +494,7 @@ def write_extractions(
         raise CannotWrite(
             f"--out: cannot write {exc.filename or out}: {exc.strerror or exc}"
         ) from None
-    return preds, lats, errors_path
+    return preds, lats
 
 
 @dataclass
@@ -565,7 +558,7 @@ class SlotsRuns:
         folder: RunFolder,
     ) -> tuple[list[tuple[str, Path]], dict[str, Any], dict[str, Any]]:
         """Every model's pred, latency and memory files, session_errors.jsonl and runs.json."""
-        preds, latencies, _ = write_extractions(calls, folder, specs)
+        preds, latencies = write_extractions(calls, folder, specs)
         inputs = [
             ("gold", task.gold),
             *((f"pred:{n}", p) for n, p in preds.items()),

@@ -43,10 +43,6 @@ class SlotFile:
     slot_keys: dict[SlotKey, SlotKey] = field(default_factory=dict, repr=False)
 
     @property
-    def slot_count(self) -> int:
-        return sum(len(slots) for slots in self.sessions.values())
-
-    @property
     def records(self) -> int:
         """Valid lines read."""
         return len(self.lines)
@@ -78,11 +74,6 @@ class JudgeFile:
         return sum(len(slots) for slots in self.scores.values())
 
 
-def validation_error(exc: ValidationError, *, file: Path, line: int) -> InputError:
-    """The first problem of a pydantic error as one located line."""
-    return input_error_of(exc, file=file, line=line)
-
-
 def _records(path: Path, model: type[R], errors: ErrorList) -> Iterator[tuple[int, R]]:
     for line, raw in iter_jsonl(path):
         if isinstance(raw, InputError):
@@ -94,7 +85,7 @@ def _records(path: Path, model: type[R], errors: ErrorList) -> Iterator[tuple[in
         try:
             yield line, model.model_validate(raw)
         except ValidationError as exc:
-            errors.append(validation_error(exc, file=path, line=line))
+            errors.append(input_error_of(exc, file=path, line=line))
 
 
 _ALNUM = re.compile(r"[A-Za-z0-9]")
@@ -175,7 +166,7 @@ def _checked_slot(raw: Any, path: Path, line: int, errors: ErrorList) -> SlotRow
         try:
             rec = SlotRecord.model_validate(raw)
         except ValidationError as exc:
-            errors.append(validation_error(exc, file=path, line=line))
+            errors.append(input_error_of(exc, file=path, line=line))
             return None
         row = (rec.user, rec.session, rec.topic, rec.field, list(rec.values))
     return row
@@ -193,17 +184,8 @@ def add_slot(out: SlotFile, line: int, row: SlotRow) -> None:
     key = (sk, slot)
     first = out.lines.get(key)
     if first is not None:
-        out.errors.append(
-            InputError(
-                f"duplicate slot of user {user!r} session {session}, first at line "
-                f"{first}; this line is ignored",
-                file=out.path,
-                line=line,
-                field="field",
-                value=f"{topic}/{name}",
-            )
-        )
-        return
+        what = f"slot of user {user!r} session {session}"
+        return _repeated(out, line, first, what, "field", f"{topic}/{name}")
     for value in values:
         if value.isascii() and _ALNUM.search(value):
             continue  # an ASCII letter or digit: neither blank nor empty once canonicalised
@@ -224,6 +206,26 @@ def add_slot(out: SlotFile, line: int, row: SlotRow) -> None:
     if slots is None:
         slots = out.sessions[sk] = {}
     slots[slot] = values
+
+
+def _repeated(
+    out: SlotFile | LatencyFile | JudgeFile,
+    line: int,
+    first: int,
+    what: str,
+    field: str,
+    value: Any,
+) -> None:
+    """A line repeating ``what`` (read at line ``first``): an error, the first line wins."""
+    out.errors.append(
+        InputError(
+            f"duplicate {what}, first at line {first}; this line is ignored",
+            file=out.path,
+            line=line,
+            field=field,
+            value=value,
+        )
+    )
 
 
 def load_slots(path: str | Path) -> SlotFile:
@@ -258,17 +260,8 @@ def add_latency(out: LatencyFile, line: int, row: LatencyRow) -> None:
     key = (user, session)
     first = out.lines.get(key)
     if first is not None:
-        out.errors.append(
-            InputError(
-                f"duplicate latency of user {user!r} session {session}, first at line "
-                f"{first}; this line is ignored",
-                file=out.path,
-                line=line,
-                field="session",
-                value=session,
-            )
-        )
-        return
+        what = f"latency of user {user!r} session {session}"
+        return _repeated(out, line, first, what, "session", session)
     out.lines[key] = line
     out.seconds[key] = seconds
 
@@ -279,16 +272,7 @@ def add_judge(out: JudgeFile, line: int, row: JudgeRow) -> None:
     key = ((user, session), (topic, name))
     first = out.lines.get(key)
     if first is not None:
-        out.errors.append(
-            InputError(
-                f"duplicate judge score, first at line {first}; this line is ignored",
-                file=out.path,
-                line=line,
-                field="field",
-                value=f"{topic}/{name}",
-            )
-        )
-        return
+        return _repeated(out, line, first, "judge score", "field", f"{topic}/{name}")
     out.lines[key] = line
     out.scores.setdefault(key[0], {})[key[1]] = score
 

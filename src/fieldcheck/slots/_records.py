@@ -19,10 +19,6 @@ class _Record(BaseModel):
     user: NonEmpty
     session: StrictInt
 
-    @property
-    def session_key(self) -> tuple[str, int]:
-        return (self.user, self.session)
-
 
 class SlotRecord(_Record):
     """One slot of one session, gold or predicted: ``values`` empty means "no value"."""
@@ -30,10 +26,6 @@ class SlotRecord(_Record):
     topic: NonEmpty
     field: NonEmpty
     values: list[StrictStr]
-
-    @property
-    def slot_key(self) -> tuple[str, str]:
-        return (self.topic, self.field)
 
 
 class LatencyRecord(_Record):
@@ -48,7 +40,3 @@ class JudgeRecord(_Record):
     topic: NonEmpty
     field: NonEmpty
     score: Annotated[StrictFloat, Field(ge=0, le=1, allow_inf_nan=False)]
-
-    @property
-    def slot_key(self) -> tuple[str, str]:
-        return (self.topic, self.field)

@@ -30,7 +30,15 @@ from fieldcheck.reports import (
     save_figure,
     write_csv,
 )
-from fieldcheck.slots._score import CI_METRICS, ModelResult, SlotsRun
+from fieldcheck.slots._score import (
+    CI_METRICS,
+    Counts,
+    LatencySummary,
+    ModelResult,
+    SlotsRun,
+    TopicResult,
+    reasons_text,
+)
 from fieldcheck.slots._summary import (
     Finding,
     Item,
@@ -54,30 +62,14 @@ METRIC_COLUMNS = (
 CSV_COLUMNS = [
     "model",
     *METRIC_COLUMNS,
-    "latency_mean",
-    "latency_median",
-    "latency_p95",
-    "latency_total",
+    *(f"latency_{k}" for k in LatencySummary.model_fields),
     "extra_slots",
     "extra_values",
-    "tp",
-    "fp",
-    "fn",
-    "gold_slots",
-    "sessions",
+    *Counts.model_fields,
     *[f"{m}_ci_{end}" for m in CI_METRICS for end in ("low", "high")],
     "sessions_not_scored",
 ]
-TOPIC_COLUMNS = [
-    "model",
-    "topic",
-    "precision",
-    "recall",
-    "f1",
-    "exact_match_rate",
-    "extra_slots",
-    "extra_values",
-]
+TOPIC_COLUMNS = ["model", "topic", *TopicResult.model_fields]
 PLOT_TOPICS = 30
 """At most this many topics in a per-topic plot (a figure per topic column would grow without
 bound: 3,000 topics made a 594,174 px wide heatmap); tables and CSVs keep every topic."""
@@ -188,19 +180,14 @@ def _ci(ci: Interval | None) -> str:
     return "" if ci is None else f" [{ci.low:.3f}, {ci.high:.3f}]"
 
 
-def _latency_text(value: float | None) -> str:
-    return format_seconds(value)
+def _strong(text: str, *, html_mode: bool) -> str:
+    return f"<strong>{text}</strong>" if html_mode else f"**{text}**"
 
 
 def _items(items: Sequence[Item], *, html_mode: bool) -> str:
-    if not items:
-        return "-"
-    if html_mode:
-        return ", ".join(
-            f"<strong>{html.escape(i.text)}</strong>" if i.bold else html.escape(i.text)
-            for i in items
-        )
-    return ", ".join(f"**{md(i.text)}**" if i.bold else md(i.text) for i in items)
+    esc = html.escape if html_mode else md
+    texts = [_strong(esc(i.text), html_mode=html_mode) if i.bold else esc(i.text) for i in items]
+    return ", ".join(texts) or "-"
 
 
 def _metric_table(run: SlotsRun) -> tuple[list[str], list[list[str]]]:
@@ -225,22 +212,12 @@ def _metric_table(run: SlotsRun) -> tuple[list[str], list[list[str]]]:
         lat = (
             "n/a"
             if r.latency is None
-            else format_seconds_joined(
-                [r.latency.mean, r.latency.median, r.latency.p95, r.latency.total]
-            )
+            else format_seconds_joined(list(r.latency.model_dump().values()))
         )
         rows.append(
             [
                 m.name,
-                _num(r.precision) + _ci(r.ci.get("precision")),
-                _num(r.recall) + _ci(r.ci.get("recall")),
-                _num(r.f1) + _ci(r.ci.get("f1")),
-                _num(r.exact_match_rate) + _ci(r.ci.get("exact_match_rate")),
-                _num(r.token_precision),
-                _num(r.token_recall),
-                _num(r.token_f1) + _ci(r.ci.get("token_f1")),
-                _num(r.bleu1),
-                _num(r.llm_judge),
+                *(_num(getattr(r, name)) + _ci(r.ci.get(name)) for name in METRIC_COLUMNS),
                 lat,
                 str(r.extra_slots),
                 str(r.extra_values),
@@ -264,10 +241,7 @@ def _topic_table(run: SlotsRun) -> tuple[list[str], list[list[str]]]:
         [
             m.name,
             topic,
-            _num(t.precision),
-            _num(t.recall),
-            _num(t.f1),
-            _num(t.exact_match_rate),
+            *(_num(getattr(t, name)) for name in ("precision", "recall", "f1", "exact_match_rate")),
             str(t.extra_slots),
             str(t.extra_values),
         ]
@@ -280,10 +254,9 @@ def _topic_table(run: SlotsRun) -> tuple[list[str], list[list[str]]]:
 def _summary_cells(row: SummaryRow, *, html_mode: bool) -> list[str]:
     esc = html.escape if html_mode else md
     name, f1 = esc(row.model), f"{row.f1:.3f}"
-    lat = _latency_text(row.latency_mean)
+    lat = format_seconds(row.latency_mean)
     if row.best_f1:
-        name = f"<strong>{name}</strong>" if html_mode else f"**{name}**"
-        f1 = f"<strong>{f1}</strong>" if html_mode else f"**{f1}**"
+        name, f1 = _strong(name, html_mode=html_mode), _strong(f1, html_mode=html_mode)
     return [
         name,
         f1,
@@ -303,9 +276,8 @@ def _unscored_cells(run: SlotsRun, *, html_mode: bool) -> list[list[str]]:
             "n/a",
             "-",
             esc(
-                f"nothing scored: the call failed for all {u.not_scored} session(s) ("
-                + ", ".join(f"{k}={v}" for k, v in sorted(u.sessions_not_scored.items()))
-                + ")"
+                f"nothing scored: the call failed for all {u.not_scored} session(s) "
+                f"({reasons_text(u.sessions_not_scored)})"
             ),
         ]
         for u in run.unscored
@@ -319,26 +291,15 @@ _NOT_SCORED_NOTE = (
 )
 
 
-def _not_scored_md(run: SlotsRun) -> list[str]:
+def _not_scored(run: SlotsRun, *, html_mode: bool) -> list[str]:
     lines = not_scored_lines(run)
     if not lines:
         return []
-    return [
-        "### Sessions not scored",
-        "",
-        *[f"- {md(line)}" for line in lines],
-        "",
-        _NOT_SCORED_NOTE,
-        "",
-    ]
-
-
-def _not_scored_html(run: SlotsRun) -> list[str]:
-    lines = not_scored_lines(run)
-    if not lines:
-        return []
-    items = "".join(f"<li>{html.escape(line)}</li>" for line in lines)
-    return ["<h3>Sessions not scored</h3>", f"<ul>{items}</ul>", f"<p>{_NOT_SCORED_NOTE}</p>"]
+    if html_mode:
+        items = "".join(f"<li>{html.escape(line)}</li>" for line in lines)
+        return ["<h3>Sessions not scored</h3>", f"<ul>{items}</ul>", f"<p>{_NOT_SCORED_NOTE}</p>"]
+    bullets = [f"- {md(line)}" for line in lines]
+    return ["### Sessions not scored", "", *bullets, "", _NOT_SCORED_NOTE, ""]
 
 
 def _findings_md(findings: Sequence[Finding]) -> str:
@@ -368,7 +329,7 @@ def render_markdown(run: SlotsRun, images: dict[str, Path] | None = None) -> str
         "Latency is the mean time per session (ms below a second). The rules that write",
         "Strengths, Weaknesses and Key findings are listed in docs/slots.md.",
         "",
-        *_not_scored_md(run),
+        *_not_scored(run, html_mode=False),
         "### Key findings",
         "",
         _findings_md(key_findings(run)),
@@ -430,7 +391,7 @@ def render_html(run: SlotsRun, images: dict[str, Path] | None = None) -> str:
         ),
         "<p>Latency is the mean time per session (ms below a second). The rules that write "
         "Strengths, Weaknesses and Key findings are listed in docs/slots.md.</p>",
-        *_not_scored_html(run),
+        *_not_scored(run, html_mode=True),
         "<h3>Key findings</h3>",
         "<ol>" + "".join(findings) + "</ol>",
         "<h2>Metrics</h2>",

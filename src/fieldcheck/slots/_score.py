@@ -10,10 +10,11 @@ import logging
 import marshal
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
+from functools import lru_cache
 from itertools import combinations
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import numpy as np
 import orjson
@@ -51,7 +52,7 @@ from fieldcheck.metrics import (
 )
 from fieldcheck.slots._loaders import JudgeFile, LatencyFile, SessionKey, SlotFile, SlotKey
 from fieldcheck.slots._stream import Bucket, Part, SideKind, gc_paused
-from fieldcheck.store import MODEL_CHARS, TAG_CHARS, ItemColumns
+from fieldcheck.store import MODEL_CHARS, ItemColumns, add_tag
 
 if TYPE_CHECKING:
     from fieldcheck.store import RunRecorder
@@ -59,17 +60,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("fieldcheck")
 
 F = TypeVar("F", LatencyFile, JudgeFile)
-
-
-class ItemSink(Protocol):
-    """Where a scorer's items go: a ``RunRecorder``, or a chunk's rows (``score_chunk``). ``seq``:
-    the number the next item gets."""
-
-    seq: int
-
-    def add_built(
-        self, builder: str, payload: Any, count: int, *, plain: bool = False, at: int | None = None
-    ) -> int: ...
+M = TypeVar("M", bound=BaseModel)
 
 
 TPMode = Literal["presence", "exact", "fuzzy", "semantic"]
@@ -150,46 +141,19 @@ class PairedF1(BaseModel):
     sessions: int
 
 
-class SessionCount(Sequence[SessionKey]):
-    """The scored sessions of a streamed model, counted but not kept (memory flat in sessions):
-    ``len`` works; reading a key raises, so no caller mistakes it for an empty list."""
-
-    def __init__(self, n: int) -> None:
-        self.n = n
-
-    def __len__(self) -> int:
-        return self.n
-
-    @overload
-    def __getitem__(self, index: int) -> SessionKey: ...
-    @overload
-    def __getitem__(self, index: slice) -> Sequence[SessionKey]: ...
-    def __getitem__(self, index: int | slice) -> SessionKey | Sequence[SessionKey]:
-        raise TypeError(
-            "a streamed slot run keeps no session keys (score_models keeps them; the store's "
-            "items carry each session)"
-        )
-
-    def __iter__(self) -> Iterator[SessionKey]:
-        return self.__getitem__(0)  # type: ignore[return-value]  # raises
-
-    def __repr__(self) -> str:
-        return f"SessionCount({self.n})"
-
-
 @dataclass
 class ModelScore:
-    """A model's result with what reports need beyond ``metrics.json``. ``units`` and ``keys``
-    (each scored session's bootstrap counts and key, in sorted order) are kept by
-    ``score_models`` only; a streamed ``SlotScorer`` gives no units and a ``SessionCount``."""
+    """A model's result with what reports need beyond ``metrics.json``."""
 
     name: str
     result: ModelResult
-    units: np.ndarray  # (sessions, 8): each scored session's bootstrap statistics (UNIT_FIELDS)
-    latency_seconds: list[float] = field(default_factory=list)
-    keys: Sequence[SessionKey] = field(default_factory=list)  # the session of each ``units`` row
     session_seconds: dict[SessionKey, float] = field(default_factory=dict)  # latency by session
     topic_gold_slots: dict[str, int] = field(default_factory=dict)  # over the scored sessions
+
+    @property
+    def latency_seconds(self) -> list[float]:
+        """The latency of each scored session that has one, in the order scored."""
+        return list(self.session_seconds.values())
 
     @property
     def not_scored(self) -> int:
@@ -335,10 +299,6 @@ _PAIR_STREAM = len(CI_GROUPS)
 """The paired test's draws come from their own stream (the groups' are 0, 1, 2)."""
 
 
-_CACHE_LIMIT = 32_768
-"""Distinct value lists the store items' canonical cache remembers (then it starts afresh)."""
-
-
 @dataclass
 class _ModelFold:
     """One model's running state over the buckets of sessions (``SlotScorer``)."""
@@ -350,18 +310,15 @@ class _ModelFold:
     )
     scored: int = 0
     left_out: Counter[str] = field(default_factory=Counter)  # gold sessions not scored: why
-    seconds: list[float] = field(default_factory=list)  # latency of the scored sessions
-    session_seconds: dict[SessionKey, float] = field(default_factory=dict)
+    session_seconds: dict[SessionKey, float] = field(default_factory=dict)  # of scored sessions
     latency_in_gold: int = 0  # latency lines of gold sessions
     judge_in_gold: int = 0  # judge scores of gold sessions
-    latency: LatencyFile | None = None  # the bucket's latencies (the model's, or a part's)
+    latency: LatencyFile | None = None  # the bucket's latencies
     judge_scores: JudgeFile | None = None  # the bucket's judge scores
-    latency_lines: int | None = None  # bucketed latencies: valid lines over the buckets
-    judge_lines: int | None = None  # bucketed judge scores: valid lines over the buckets
+    latency_lines: int = 0  # valid latency lines over the buckets
+    judge_lines: int = 0  # valid judge scores over the buckets
     latency_errors: ErrorList = field(default_factory=ErrorList)  # the buckets' duplicates
     judge_errors: ErrorList = field(default_factory=ErrorList)
-    rows: list[np.ndarray] = field(default_factory=list)  # keep_sessions: the units
-    at: list[np.ndarray] = field(default_factory=list)  # their index in SlotScorer.keys
     unknown: int = 0
     unknown_first: int | None = None
     unknown_lines: int = 0
@@ -380,10 +337,11 @@ class _ModelFold:
 
 _FOLD_SUMS = (
     "scored", "latency_in_gold", "judge_in_gold", "unknown", "unknown_lines", "dropped",
-    "absent", "pairs", "failed", "long", "judged_pairs", "judge_failed",
+    "absent", "pairs", "failed", "long", "judged_pairs", "judge_failed", "latency_lines",
+    "judge_lines",
 )  # fmt: skip
 _FOLD_LISTS = (
-    "seconds", "latency_errors", "judge_errors", "file_errors", "value_failures",
+    "latency_errors", "judge_errors", "file_errors", "value_failures",
     "judge_failures",
 )  # fmt: skip
 
@@ -405,9 +363,6 @@ def _absorb_fold(fold: _ModelFold, later: _ModelFold) -> None:
         getattr(fold, name).extend(getattr(later, name))
     fold.left_out.update(later.left_out)
     fold.session_seconds.update(later.session_seconds)
-    for name in ("latency_lines", "judge_lines"):
-        a, b = getattr(fold, name), getattr(later, name)
-        setattr(fold, name, a if b is None else b if a is None else a + b)
     firsts = [f for f in (fold.unknown_first, later.unknown_first) if f is not None]
     fold.unknown_first = min(firsts) if firsts else None
     fold.unknown_shown = sorted(fold.unknown_shown + later.unknown_shown)[:6]
@@ -427,36 +382,34 @@ class ScorerState:
     topic_gold: Counter[str]
 
     def absorb(self, later: ScorerState) -> None:
-        """Fold in ``later``, the state over buckets that come after this one's."""
-        _absorb(self, later)
+        """Fold in ``later``, the state of a scorer of the same inputs and settings over buckets
+        that come after this one's: a ``SlotScorer``'s ``finish`` then gives what one scorer
+        over all of them would."""
+        if len(later.folds) != len(self.folds):
+            raise ValueError("the scorers' inputs or settings differ")
+        for fold, more in zip(self.folds, later.folds, strict=True):
+            _absorb_fold(fold, more)
+        self.sessions += later.sessions
+        for key, classes in self.pairs.items():
+            classes.absorb(later.pairs[key])
+        self.gold_errors += later.gold_errors
+        self.empty_gold += later.empty_gold
+        self.any_gold_value = self.any_gold_value or later.any_gold_value
+        self.topic_gold.update(later.topic_gold)
 
 
-def _absorb(into: ScorerState | SlotScorer, later: ScorerState) -> None:
-    """The state of one scorer over ``into``'s buckets then ``later``'s, made in ``into``."""
-    if len(later.folds) != len(into.folds):
-        raise ValueError("the scorers' inputs or settings differ")
-    for fold, more in zip(into.folds, later.folds, strict=True):
-        _absorb_fold(fold, more)
-    into.sessions += later.sessions
-    for key, classes in into.pairs.items():
-        classes.absorb(later.pairs[key])
-    into.gold_errors += later.gold_errors
-    into.empty_gold += later.empty_gold
-    into.any_gold_value = into.any_gold_value or later.any_gold_value
-    into.topic_gold.update(later.topic_gold)
-
-
-class SlotScorer:
+class SlotScorer(ScorerState):
     """Scores models on gold sessions fed in buckets (any partition of the sessions, each bucket
     holding a session's every gold and predicted line), folding counts, per-topic tallies and
     classes of equal bootstrap rows (``RowClasses``); ``finish`` gives the ``SlotsRun``. The
     result does not depend on how sessions are split into buckets (tests/slots/test_streamed.py)
     and the memory does not grow with the sessions (latencies aside: one float per session).
 
-    ``recorder``: each bucket's items, one per (model, gold session; fields as ``item_columns``
-    of the slots system lists them), go to the recorder as the bucket is scored (issue 11).
-    ``keep_sessions``: keep each session's key and counts (``ModelScore.units``/``keys``), as the
-    in-memory ``score_models`` does.
+    ``tp`` picks when a predicted gold slot is a TP (``presence`` as the spec, or a value match
+    through ``matcher`` at ``threshold``); precomputed judge scores of a model win over
+    ``judge``; bootstrap intervals resample sessions (seeded), ``bootstrap=0`` skips them.
+    ``recorder``: each bucket's items, one per (model, gold session; ``item_columns``), go to
+    the recorder as the bucket is scored (issue 11).
     """
 
     def __init__(
@@ -471,8 +424,7 @@ class SlotScorer:
         bootstrap: int = 1000,
         seed: int = 0,
         progress: Callable[[str], None] | None = None,
-        recorder: ItemSink | None = None,
-        keep_sessions: bool = False,
+        recorder: RunRecorder | _Rows | None = None,  # where each bucket's items go
     ) -> None:
         names = [m.name for m in models]
         if len(set(names)) != len(names):
@@ -484,9 +436,8 @@ class SlotScorer:
         self.cut = threshold if threshold is not None else DEFAULT_THRESHOLDS.get(tp, 1.0)
         self.bootstrap, self.seed, self.progress = bootstrap, seed, progress
         self.folds = [_ModelFold(m) for m in models]
-        self.recorder, self.keep_sessions = recorder, keep_sessions
+        self.recorder = recorder
         self.sessions = 0  # gold sessions so far
-        self.keys: list[SessionKey] = []  # keep_sessions: every gold session, in bucket order
         self.pairs = {
             (i, j): RowClasses(2 * len(PAIR_COLUMNS))
             for i, j in combinations(range(len(self.folds)), 2)
@@ -516,28 +467,13 @@ class SlotScorer:
         return Signature(system="slots", settings=settings)
 
     def state(self) -> ScorerState:
-        """What it folded so far, without its inputs."""
-        # the model (its inputs) stays here; the absorbing scorer has its own
-        folds = [
+        """What it folded so far, without its inputs (the absorbing scorer has its own)."""
+        state = {f.name: getattr(self, f.name) for f in fields(ScorerState)}
+        state["folds"] = [
             replace(f, model=None, latency=None, judge_scores=None)  # type: ignore[arg-type]
             for f in self.folds
         ]
-        return ScorerState(
-            folds,
-            self.sessions,
-            self.pairs,
-            self.gold_errors,
-            self.empty_gold,
-            self.any_gold_value,
-            self.topic_gold,
-        )
-
-    def absorb(self, later: ScorerState) -> None:
-        """Fold in the state of a scorer of the same inputs and settings over buckets that come
-        after this one's: ``finish`` then gives what one scorer over all of them would."""
-        if self.keep_sessions:
-            raise ValueError("a scorer keeping each session's counts absorbs no other state")
-        _absorb(self, later)
+        return ScorerState(**state)
 
     def add_part(self, part: Part) -> None:
         """Score one bucket of a ``Partition`` made with ``sides=model_sides(models)``: its
@@ -548,39 +484,27 @@ class SlotScorer:
         for model in self.models:
             latencies.append(_next(sides, LatencyFile) if model.latencies is not None else None)
             judges.append(_next(sides, JudgeFile) if model.judge_scores is not None else None)
-        self.add(part.slots[0], part.slots[1:], latencies=latencies, judges=judges)
+        self.add(part.slots[0], part.slots[1:], latencies, judges)
 
+    @gc_paused()
     def add(
         self,
         gold: SlotFile,
         predictions: Sequence[SlotFile],
-        *,
-        latencies: Sequence[LatencyFile | None] | None = None,
-        judges: Sequence[JudgeFile | None] | None = None,
+        latencies: Sequence[LatencyFile | None],
+        judges: Sequence[JudgeFile | None],
     ) -> None:
-        """Score one bucket: ``gold`` and each model's ``predictions`` (in model order) hold the
-        same sessions' lines; their ``errors`` are the bucket's duplicate lines. ``latencies``
-        and ``judges``, per model, the bucket's lines of its latency and judge files (a model
-        with ``None`` there, or without these lists, uses its ``ModelInput`` files whole)."""
-        with gc_paused():
-            self._add(gold, predictions, latencies, judges)
-
-    def _add(
-        self,
-        gold: SlotFile,
-        predictions: Sequence[SlotFile],
-        latencies: Sequence[LatencyFile | None] | None,
-        judges: Sequence[JudgeFile | None] | None,
-    ) -> None:
-        for i, fold in enumerate(self.folds):
-            fold.latency = _side(fold.model.latencies, latencies, i)
-            fold.judge_scores = _side(fold.model.judge_scores, judges, i)
-            if fold.latency is not None and fold.latency is not fold.model.latencies:
-                fold.latency_lines = (fold.latency_lines or 0) + len(fold.latency.seconds)
-                fold.latency_errors += fold.latency.errors
-            if fold.judge_scores is not None and fold.judge_scores is not fold.model.judge_scores:
-                fold.judge_lines = (fold.judge_lines or 0) + fold.judge_scores.records
-                fold.judge_errors += fold.judge_scores.errors
+        """Score one bucket: ``gold`` and each model's ``predictions``, ``latencies`` and
+        ``judges`` (in model order; None for a model without that file) hold the same sessions'
+        lines; their ``errors`` are the bucket's duplicate lines."""
+        for fold, latency, judge in zip(self.folds, latencies, judges, strict=True):
+            fold.latency, fold.judge_scores = latency, judge
+            if latency is not None:
+                fold.latency_lines += len(latency.seconds)
+                fold.latency_errors += latency.errors
+            if judge is not None:
+                fold.judge_lines += judge.records
+                fold.judge_errors += judge.errors
         self.gold_errors += gold.errors
         count = self.cache.count
         for slots in gold.sessions.values():
@@ -591,14 +515,11 @@ class SlotScorer:
                 else:
                     self.empty_gold += 1
         keys = sorted(gold.sessions)
-        base = self.sessions
         self.sessions += len(keys)
-        if self.keep_sessions:
-            self.keys += keys
         bucket: list[tuple[np.ndarray, np.ndarray]] = []
         for fold, preds in zip(self.folds, predictions, strict=True):
             fold.file_errors += preds.errors
-            bucket.append(self._score_bucket(fold, gold, preds, keys, base))
+            bucket.append(self._score_bucket(fold, gold, preds, keys))
         for (i, j), classes in self.pairs.items():
             (units_a, scored_a), (units_b, scored_b) = bucket[i], bucket[j]
             both = scored_a & scored_b
@@ -654,7 +575,6 @@ class SlotScorer:
         gold: SlotFile,
         preds: SlotFile,
         keys: list[SessionKey],
-        base: int,
     ) -> tuple[np.ndarray, np.ndarray]:
         """Fold one model's bucket in; returns the (len(keys), 8) counts of each session (0 when
         not scored) and which sessions were scored."""
@@ -679,7 +599,6 @@ class SlotScorer:
             fold.latency_in_gold += sum(1 for k in keys if k in timed)
             for _, k in scored:
                 if k in timed:
-                    fold.seconds.append(timed[k])
                     fold.session_seconds[k] = timed[k]
         if fold.judge_scores is not None:
             scores = fold.judge_scores.scores
@@ -717,9 +636,6 @@ class SlotScorer:
         mask[[i for i, _ in scored]] = True
         for classes, (columns, _) in zip(fold.classes, CI_GROUPS, strict=True):
             classes.add(units[mask][:, list(columns)])
-        if self.keep_sessions:
-            fold.rows.append(units[mask])
-            fold.at.append(np.asarray([base + i for i, _ in scored], dtype=np.int64))
         return units, mask
 
     def _value_matches(
@@ -784,7 +700,8 @@ class SlotScorer:
             warnings.append(message)
             log.warning("%s", message)
 
-        errors = _by_line(gold.errors + self.gold_errors)
+        # each file's errors in line order: bad lines and repeated slots meet in different passes
+        errors = (gold.errors + self.gold_errors).by_line()
         if self.threshold is not None and tp in ("presence", "exact"):
             warn(
                 f"--threshold {self.threshold} has no effect with --tp {tp} (only fuzzy and "
@@ -799,34 +716,29 @@ class SlotScorer:
                 "extract: not a miss when unpredicted, an extra slot when predicted); the spec's "
                 "code would count them as FN or TP"
             )
-        rank: np.ndarray | None = None
-        if self.keep_sessions:  # the sessions in sorted order: the order of ModelScore.units
-            order = sorted(range(len(self.keys)), key=self.keys.__getitem__)
-            rank = np.empty(len(order), dtype=np.int64)
-            rank[np.asarray(order, dtype=np.int64)] = np.arange(len(order))
 
         scores: list[ModelScore] = []
         scored_folds: list[int] = []
         unscored: list[UnscoredModel] = []
         for index, fold in enumerate(self.folds):
             model = fold.model
-            errors += _by_line(model.predictions.errors + fold.file_errors)
+            errors += (model.predictions.errors + fold.file_errors).by_line()
             left_out = sum(fold.left_out.values())
             reasons = dict(sorted(fold.left_out.items()))
             if left_out and left_out == self.sessions:
                 warn(
                     f"model {model.name!r}: nothing scored: the call failed for all "
-                    f"{left_out} gold session(s) ({_reasons(reasons)})"
+                    f"{left_out} gold session(s) ({reasons_text(reasons)})"
                 )
                 unscored.append(UnscoredModel(model.name, reasons))
                 continue
             if left_out:
                 warn(
                     f"model {model.name!r}: {left_out} of {self.sessions} gold session(s) "
-                    f"not scored, the call failed ({_reasons(reasons)}); their gold slots are not "
+                    f"not scored, the call failed ({reasons_text(reasons)}); their gold slots are not "
                     "counted"
                 )
-            score = self._model_score(fold, rank, warn, errors)
+            score = self._model_score(fold, warn, errors)
             score.result.sessions_not_scored = reasons
             scores.append(score)
             scored_folds.append(index)
@@ -834,7 +746,7 @@ class SlotScorer:
         topics = sorted({t for s in scores for t in s.result.per_topic})
         for s in scores:  # every model lists every topic, so tables stay rectangular
             for t in topics:
-                s.result.per_topic.setdefault(t, _topic_result(SlotCounts()))
+                s.result.per_topic.setdefault(t, _read(TopicResult, SlotCounts()))
             s.result.per_topic = dict(sorted(s.result.per_topic.items()))
 
         paired = self._bootstrap(scores, scored_folds, warn)
@@ -854,7 +766,6 @@ class SlotScorer:
     def _model_score(
         self,
         fold: _ModelFold,
-        rank: np.ndarray | None,
         warn: Callable[[str], None],
         errors: ErrorList,
     ) -> ModelScore:
@@ -893,11 +804,9 @@ class SlotScorer:
             )
         judged = model.judge_scores is not None or self.judge is not None
         if model.judge_scores is not None:
-            errors += _by_line(model.judge_scores.errors + fold.judge_errors)
-            lines = fold.judge_lines
-            judge_lines = model.judge_scores.records if lines is None else lines
-            stray = judge_lines - fold.judge_in_gold
-            unused = judge_lines - stray - fold.judged_pairs
+            errors += (model.judge_scores.errors + fold.judge_errors).by_line()
+            stray = fold.judge_lines - fold.judge_in_gold
+            unused = fold.judge_in_gold - fold.judged_pairs
             if stray:
                 warn(
                     f"{model.judge_scores.path}: {stray} judge score(s) for sessions not in the "
@@ -932,14 +841,11 @@ class SlotScorer:
                 f"score from {source}; the judge mean leaves them out"
             )
 
-        seconds = fold.seconds
+        seconds = list(fold.session_seconds.values())
         latency: LatencySummary | None = None
         if model.latencies is not None:
-            errors += _by_line(model.latencies.errors + fold.latency_errors)
-            lines = fold.latency_lines
-            stray_latency = (
-                len(model.latencies.seconds) if lines is None else lines
-            ) - fold.latency_in_gold
+            errors += (model.latencies.errors + fold.latency_errors).by_line()
+            stray_latency = fold.latency_lines - fold.latency_in_gold
             if stray_latency:
                 warn(
                     f"{model.latencies.path}: {stray_latency} latency line(s) for sessions not in "
@@ -952,49 +858,21 @@ class SlotScorer:
                 )
             stats = latency_stats(seconds)
             if stats is not None:
-                latency = LatencySummary(
-                    mean=stats.mean, median=stats.median, p95=stats.p95, total=stats.total
-                )
+                latency = _read(LatencySummary, stats)
 
         per_topic = {t: c.slot_counts() for t, c in sorted(fold.topics.items())}
-        result = ModelResult(
-            precision=total.precision,
-            recall=total.recall,
-            f1=total.f1,
-            exact_match_rate=total.exact_match_rate,
-            token_precision=total.token_precision,
-            token_recall=total.token_recall,
-            token_f1=total.token_f1,
-            bleu1=total.bleu1,
+        result = _read(
+            ModelResult,
+            total,
             llm_judge=llm_judge,
             latency=latency,
-            extra_slots=total.extra_slots,
-            extra_values=total.extra_values,
-            per_topic={t: _topic_result(c) for t, c in per_topic.items()},
-            counts=Counts(
-                tp=total.tp,
-                fp=total.fp,
-                fn=total.fn,
-                gold_slots=total.gold_slots,
-                sessions=total.sessions,
-            ),
+            per_topic={t: _read(TopicResult, c) for t, c in per_topic.items()},
+            counts=_read(Counts, total),
             ci={},
+            sessions_not_scored={},
         )
         topic_gold = {t: c.gold_slots for t, c in per_topic.items()}
-        units = np.empty((0, len(UNIT_FIELDS)))
-        keys: Sequence[SessionKey] = SessionCount(n_scored)
-        if rank is not None:  # keep_sessions: the rows in sorted session order
-            at = rank[np.concatenate(fold.at)] if fold.at else np.empty(0, dtype=np.int64)
-            rows = np.concatenate(fold.rows) if fold.rows else units
-            order = np.argsort(at, kind="stable")
-            units = rows[order].astype(float)
-            keys = (
-                [self.keys[i] for i in np.concatenate(fold.at)[order].tolist()] if fold.at else []
-            )
-            fold.rows, fold.at = [], []
-        return ModelScore(
-            model.name, result, units, seconds, keys, fold.session_seconds, topic_gold
-        )
+        return ModelScore(model.name, result, fold.session_seconds, topic_gold)
 
     def _bootstrap(
         self, scores: list[ModelScore], folds: list[int], warn: Callable[[str], None]
@@ -1123,22 +1001,21 @@ def store_rows(payload: StorePayload) -> Iterator[tuple[ItemColumns, bytes]]:
 def _item_tuples(payload: StorePayload) -> Iterator[tuple[Any, ...]]:
     """``store_rows``'s items as plain tuples: ``ItemColumns``'s fields, then the result."""
     keys, gold_slots, models = payload
-    canonical = _STORE_CANONICAL.get
+    canonical = _canonical
     dumps, fragment, sort = orjson.dumps, orjson.Fragment, orjson.OPT_SORT_KEYS
     gold_texts = []
     gold_sets = []
     for g in gold_slots:
         order = sorted(g)
         gold_texts.append(fragment(dumps(_slot_list(g, order))))
-        gold_sets.append({k: canonical(g[k]) for k in order})
+        gold_sets.append({k: canonical(tuple(g[k])) for k in order})
     for name, predicted, counts, scored, seconds, judged, not_scored in models:
-        column = name[:MODEL_CHARS]
         for i, key in enumerate(keys):
             slots = predicted[i]
             if slots:
                 order = sorted(slots)
                 pred = _slot_list(slots, order)
-                per_topic = _differ(gold_sets[i], {k: canonical(slots[k]) for k in order})
+                per_topic = _differ(gold_sets[i], {k: canonical(tuple(slots[k])) for k in order})
             else:
                 pred = []
                 per_topic = _differ(gold_sets[i], {})
@@ -1154,58 +1031,36 @@ def _item_tuples(payload: StorePayload) -> Iterator[tuple[Any, ...]]:
                 item["latency_s"] = seconds[key]
             if judged is not None and key in judged:
                 item["judge"] = [[t, f, s] for (t, f), s in sorted(judged[key].items())]
-            error_type = None
-            failed: bool | None
             if scored[i]:
-                c = counts[i]
-                item["counts"] = dict(zip(UNIT_FIELDS, c, strict=True))
-                failed = bool(c[FP] or c[FN])
-            else:  # not scored: neither failed nor passed (null), on no topic
-                why = item["not_scored"] = not_scored[key]
-                failed = None
-                error_type = str(why)[:32] if why else None
-            tags: dict[str, bool] = {}
-            for topic, d in per_topic.items() if scored[i] else ():
-                topic = topic[:TAG_CHARS]
-                tags[topic] = tags.get(topic, False) or bool(d["differ"])
-            yield (
-                f"{name}/{key[0]}/{key[1]}",
-                failed,
-                column,
-                None,
-                error_type,
-                tags,
-                dumps(item, option=sort),
-            )
+                item["counts"] = dict(zip(UNIT_FIELDS, counts[i], strict=True))
+            else:
+                item["not_scored"] = not_scored[key]
+            yield (*item_columns(item), dumps(item, option=sort))
 
 
-class _CanonicalCache:
-    """``canonical_set`` of value lists, remembered up to _CACHE_LIMIT distinct lists."""
-
-    def __init__(self) -> None:
-        self.sets: dict[str | tuple[str, ...], frozenset[str]] = {}
-
-    def get(self, values: Sequence[str]) -> frozenset[str]:
-        # most slots hold one value: the string is its own key (never equal to a tuple key)
-        key: str | tuple[str, ...] = values[0] if len(values) == 1 else tuple(values)
-        found = self.sets.get(key)
-        if found is None:
-            if len(self.sets) >= _CACHE_LIMIT:
-                self.sets.clear()
-            found = self.sets[key] = canonical_set(values)
-        return found
-
-
-_STORE_CANONICAL = _CanonicalCache()  # store_rows's, in whichever process builds the items
+def item_columns(item: Mapping[str, Any]) -> ItemColumns:
+    """A session of a model: ``model``, ``user``, ``session``, ``counts``, ``per_topic``
+    (topic -> {slots, differ}), ``gold``/``pred``, or ``not_scored`` (why). Failed: an FP
+    or FN; tagged with its topics, failed where a slot of the topic differs from gold;
+    none when not scored (neither failed nor passed). A ``key`` given wins over
+    ``model/user/session``."""
+    model = str(item.get("model", ""))
+    key = str(item.get("key", f"{model}/{item.get('user')}/{item.get('session')}"))
+    not_scored = item.get("not_scored")
+    counts = item.get("counts") or {}
+    failed = None if not_scored else bool(counts.get("fp") or counts.get("fn"))
+    tags: dict[str, bool] = {}
+    for topic, c in () if not_scored else (item.get("per_topic") or {}).items():
+        add_tag(tags, str(topic), bool(c.get("differ") or c.get("fp") or c.get("fn")))
+    error_type = str(not_scored)[:32] if not_scored else None
+    return ItemColumns(key, failed, model[:MODEL_CHARS], error_type=error_type, tags=tags)
 
 
-def _side(whole: F | None, bucket: Sequence[F | None] | None, i: int) -> F | None:
-    """Model ``i``'s latency or judge file for a bucket: the bucket's when given, else its own."""
-    if whole is None:
-        return None
-    if bucket is not None and bucket[i] is not None:
-        return bucket[i]
-    return whole
+@lru_cache(maxsize=32_768)
+def _canonical(values: tuple[str, ...]) -> frozenset[str]:
+    """``canonical_set`` of a slot's values, remembered in whichever process builds the store's
+    items (sessions repeat values); a cached set is one object, which ``_differ`` relies on."""
+    return canonical_set(values)
 
 
 def _next(sides: Iterator[LatencyFile | JudgeFile], kind: type[F]) -> F:
@@ -1227,12 +1082,6 @@ def model_sides(models: Sequence[ModelInput]) -> list[tuple[SideKind, Path]]:
     return sides
 
 
-def _by_line(errors: ErrorList) -> ErrorList:
-    """A file's errors in line order (bad lines and repeated slots meet in different passes),
-    in bounded memory (``ErrorList.by_line``)."""
-    return errors.by_line()
-
-
 @dataclass(frozen=True)
 class SlotJob:
     """What scoring a bucket needs besides the bucket (``score_chunk``; picklable when it has
@@ -1250,12 +1099,6 @@ class SlotJob:
     built: bool = False
     run: str = ""  # the run's own id: its chunks in one process share a memo ("": none shared)
 
-    @property
-    def local(self) -> bool:
-        """Whether it must run in this process: a matcher or judge (a model or an endpoint)
-        is not copied into every pool process."""
-        return self.matcher is not None or self.judge is not None
-
 
 def headers(models: Sequence[ModelInput]) -> tuple[ModelInput, ...]:
     """The models as a job has them: their files' paths (not what was read of them) and the
@@ -1272,29 +1115,22 @@ def headers(models: Sequence[ModelInput]) -> tuple[ModelInput, ...]:
 
 
 class _Rows:
-    """A chunk scorer's ``ItemSink``: the bucket's items as ``(builder, payload, count)``."""
+    """Where a chunk scorer's items go (``score_chunk``): ``RunRecorder.add_built``'s
+    arguments."""
 
     def __init__(self) -> None:
-        self.seq = 0
         self.rows: list[tuple[str, Any, int]] = []
 
-    def add_built(
-        self, builder: str, payload: Any, count: int, *, plain: bool = False, at: int | None = None
-    ) -> int:
+    def add_built(self, builder: str, payload: Any, count: int, *, plain: bool = False) -> int:
         self.rows.append((builder, payload, count))
         return count
 
 
-_MEMO: list[Any] = ["", SlotMemo()]  # (run, its memo) of the run whose chunks this process scores
-
-
+@lru_cache(maxsize=1)
 def _memo(run: str) -> SlotMemo:
     """The memo of ``run``'s chunks in this process: sessions repeat values across buckets (a
     memo per bucket cost 25% more scoring CPU, 300k lines x 3 models); a new run starts afresh."""
-    if not run or _MEMO[0] != run:
-        _MEMO[:] = [run, SlotMemo()]
-    memo: SlotMemo = _MEMO[1]
-    return memo
+    return SlotMemo()
 
 
 def score_chunk(job: SlotJob, bucket: Bucket) -> tuple[list[tuple[str, Any, int]], ScorerState]:
@@ -1305,56 +1141,33 @@ def score_chunk(job: SlotJob, bucket: Bucket) -> tuple[list[tuple[str, Any, int]
         job.gold, job.models, tp=job.tp, threshold=job.threshold, matcher=job.matcher,
         judge=job.judge, recorder=sink,
     )  # fmt: skip
-    scorer.cache, scorer.build_items = _memo(job.run), job.built
-    with gc_paused():
+    scorer.cache = _memo(job.run) if job.run else SlotMemo()
+    scorer.build_items = job.built
+    with gc_paused():  # reading the bucket makes as many objects as scoring it
         scorer.add_part(bucket.part())
     return ([] if sink is None else sink.rows), scorer.state()
 
 
-def score_models(
-    gold: SlotFile,
-    models: Sequence[ModelInput],
-    *,
-    tp: TPMode = "presence",
-    threshold: float | None = None,
-    matcher: Matcher | None = None,
-    judge: Matcher | None = None,
-    bootstrap: int = 1000,
-    seed: int = 0,
-    progress: Callable[[str], None] | None = None,
-    recorder: RunRecorder | None = None,
-) -> SlotsRun:
+def score_models(gold: SlotFile, models: Sequence[ModelInput], **options: Any) -> SlotsRun:
     """Score every model on the gold's sessions (slot spec, all sections; docs/slots.md), the
-    files in memory: one bucket of ``SlotScorer``, keeping each session's counts
-    (``ModelScore.units`` and ``keys``); ``recorder`` gets every (model, session) item.
-
-    ``tp`` picks when a predicted gold slot is a TP (``presence`` as the spec, or a value match
-    through ``matcher`` at ``threshold``). Precomputed judge scores of a model win over ``judge``.
-    Bootstrap intervals resample sessions (seeded); ``bootstrap=0`` skips them.
-    """
-    header = SlotFile(gold.path)
-    inputs = [replace(m, predictions=SlotFile(m.predictions.path)) for m in models]
-    scorer = SlotScorer(
-        header,
-        inputs,
-        tp=tp,
-        threshold=threshold,
-        matcher=matcher,
-        judge=judge,
-        bootstrap=bootstrap,
-        seed=seed,
-        progress=progress,
-        recorder=recorder,
-        keep_sessions=True,
+    files in memory: one bucket of a ``SlotScorer`` made with ``options`` (``tp``,
+    ``threshold``, ``matcher``, ``judge``, ``bootstrap``, ``seed``, ``progress``, ``recorder``:
+    every (model, session) item)."""
+    scorer = SlotScorer(SlotFile(gold.path), headers(models), **options)
+    if scorer.progress is not None:
+        scorer.progress("scoring")
+    scorer.add(
+        gold,
+        [m.predictions for m in models],
+        [m.latencies for m in models],
+        [m.judge_scores for m in models],
     )
-    if progress is not None:
-        progress("scoring")
-    scorer.add(gold, [m.predictions for m in models])
     return scorer.finish()
 
 
-def _reasons(reasons: Mapping[str, int]) -> str:
-    return ", ".join(f"{k}={v}" for k, v in reasons.items())
+def reasons_text(reasons: Mapping[str, int]) -> str:
+    """How many sessions were not scored for each reason: ``timeout=2, server_error=1``."""
+    return ", ".join(f"{k}={v}" for k, v in sorted(reasons.items()))
 
 
 def _judge_signature(models: Sequence[ModelInput], judge: Matcher | None) -> str:
@@ -1395,12 +1208,6 @@ def _failures(
     return count
 
 
-def _topic_result(c: SlotCounts) -> TopicResult:
-    return TopicResult(
-        precision=c.precision,
-        recall=c.recall,
-        f1=c.f1,
-        exact_match_rate=c.exact_match_rate,
-        extra_slots=c.extra_slots,
-        extra_values=c.extra_values,
-    )
+def _read(model: type[M], source: Any, **given: Any) -> M:
+    """``model`` with ``given`` and each other field ``source``'s attribute of its name."""
+    return model(**{k: getattr(source, k) for k in model.model_fields if k not in given}, **given)

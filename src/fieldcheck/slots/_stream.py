@@ -104,8 +104,7 @@ class Part:
 
 class Partition:
     """Slot files (and side files: latencies, judge scores) split into ``k`` buckets by session;
-    ``chunks()`` yields each bucket as a ``Bucket`` (a scoring task's chunk), ``parts()`` each
-    bucket's files, ``buckets()`` only its slot files. ``pool``: the last files are read by a
+    ``chunks()`` yields each bucket as a ``Bucket`` (a scoring task's chunk). ``pool``: the last files are read by a
     ``read_files`` task on it (large inputs, ``_split``) while this process reads the first."""
 
     def __init__(
@@ -176,12 +175,7 @@ class Partition:
             (self.folder / HELPER_NAME.format(b)).unlink(missing_ok=True)
 
     def _read_item(self, index: int, item: SlotInput, handles: list[IO[bytes]]) -> None:
-        try:
-            with gc_paused():
-                rows = read_into(index, item, handles, self.k)
-        except InputError as exc:
-            item.failure = exc
-            return
+        rows = read_into(index, item, handles, self.k)
         if rows is not None:
             self._memory.append((index, rows))
 
@@ -193,19 +187,6 @@ class Partition:
             memory, self._memory = self._memory, []
             files = [self.folder / name.format(b) for name in self._names] if self.k > 1 else []
             yield Bucket(paths, kinds, files, memory)
-
-    def parts(self) -> Iterator[Part]:
-        """Each bucket's files, in order, each read once."""
-        # the collector stays off across the buckets (the consumer scores each under its own
-        # pause): turned on between them, it walked every object of each new bucket, 6 of 46 s
-        # of a million slot lines x 3 models; what the scoring frees goes by reference counting
-        with gc_paused():
-            for bucket in self.chunks():
-                yield bucket.part()
-
-    def buckets(self) -> Iterator[list[SlotFile]]:
-        for part in self.parts():
-            yield part.slots
 
 
 @dataclass
@@ -263,11 +244,7 @@ def read_files(spec: tuple[Path, int, list[tuple[int, Path, str]]]) -> list[Any]
         for index, path, kind in files:
             # its errors past the first ones in the scratch folder: handed back by name
             item = SlotInput(path, kind=kind, errors=ErrorList(spill_dir=folder))  # type: ignore[arg-type]
-            try:
-                with gc_paused():
-                    read_into(index, item, handles, k)
-            except InputError as exc:
-                item.failure = exc
+            read_into(index, item, handles, k)
             results.append((item.records, item.errors, item.failure))
     finally:
         for h in handles:
@@ -279,7 +256,8 @@ def read_into(
     index: int, item: SlotInput, handles: Sequence[IO[bytes]], k: int
 ) -> list[tuple[int, Any]] | None:
     """Read ``item``'s file (input number ``index``) into the ``k`` bucket files ``handles``,
-    setting its ``records`` and ``errors``; with ``k == 1``, return its rows instead."""
+    setting its ``records`` and ``errors`` (``failure``: it could not be read); with ``k == 1``,
+    return its rows instead."""
     pending: list[list[tuple[int, Any]]] = [[] for _ in range(k)]
     records = 0
     flush = max(16, _PENDING_ROWS // k)
@@ -291,23 +269,28 @@ def read_into(
         if item.kind == "latency"
         else read_judge_rows(item.path, item.errors)
     )
-    for line, row in source:
-        records += 1
-        if k == 1:
-            pending[0].append((line, row))
-            continue
-        user = row[0]
-        h = crc.get(user)
-        if h is None:
-            if len(crc) > 100_000:
-                crc.clear()
-            h = crc[user] = zlib.crc32(user.encode("utf-8", "surrogatepass"))
-        b = (h + row[1]) % k
-        rows = pending[b]
-        rows.append((line, row))
-        if len(rows) >= flush:
-            _write(handles[b], (index, rows))
-            pending[b] = []
+    try:
+        with gc_paused():
+            for line, row in source:
+                records += 1
+                if k == 1:
+                    pending[0].append((line, row))
+                    continue
+                user = row[0]
+                h = crc.get(user)
+                if h is None:
+                    if len(crc) > 100_000:
+                        crc.clear()
+                    h = crc[user] = zlib.crc32(user.encode("utf-8", "surrogatepass"))
+                b = (h + row[1]) % k
+                rows = pending[b]
+                rows.append((line, row))
+                if len(rows) >= flush:
+                    _write(handles[b], (index, rows))
+                    pending[b] = []
+    except InputError as exc:  # the file could not be read
+        item.failure = exc
+        return None
     item.records = records
     if k == 1:
         return pending[0]

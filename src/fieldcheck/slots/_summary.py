@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from fieldcheck.metrics import latency_stats
 from fieldcheck.reports import format_pvalue, format_seconds
-from fieldcheck.slots._score import ModelScore, SlotsRun
+from fieldcheck.slots._score import ModelScore, SlotsRun, reasons_text
 
 BALANCE_GAP = 0.15
 """Recall above precision by this much is "High recall" / "Low precision" (and vice versa)."""
@@ -60,10 +60,6 @@ def _extremes(
     return {n for n, v in known if v == hi}, {n for n, v in known if v == lo}
 
 
-def _latency(m: ModelScore) -> float | None:
-    return m.result.latency.mean if m.result.latency is not None else None
-
-
 def compared_latency(models: Sequence[ModelScore]) -> tuple[dict[str, float], int | None]:
     """Mean latency per model as the comparisons use it ("Fastest", "slowest", the finding).
 
@@ -87,10 +83,6 @@ def compared_latency(models: Sequence[ModelScore]) -> tuple[dict[str, float], in
         assert stats is not None  # keys is not empty
         means[m.name] = stats.mean
     return means, len(keys)
-
-
-def _common_text(n: int, timed: int) -> str:
-    return f"on the {n} session(s) timed for {'both' if timed == 2 else 'all'} models"
 
 
 def _topic_f1(topic: str) -> Callable[[ModelScore], float]:
@@ -131,7 +123,8 @@ def results_summary(run: SlotsRun) -> list[SummaryRow]:
     for m in models:
         r = m.result
         p, rc = f"{r.precision:.2f}", f"{r.recall:.2f}"
-        row = SummaryRow(m.name, r.f1, m.name in best_f1, _latency(m), m.name in fastest)
+        mean = None if r.latency is None else r.latency.mean
+        row = SummaryRow(m.name, r.f1, m.name in best_f1, mean, m.name in fastest)
         s, w = row.strengths, row.weaknesses
         if m.name in best_f1:
             s.append(Item("Best overall", bold=True))
@@ -191,7 +184,7 @@ def key_findings(run: SlotsRun) -> list[Finding]:
     out: list[Finding] = [
         Finding(
             f"Nothing scored for {u.name}: the call failed for all {u.not_scored} session(s) "
-            f"({_reasons(u.sessions_not_scored)}); it has no metrics"
+            f"({reasons_text(u.sessions_not_scored)}); it has no metrics"
         )
         for u in run.unscored
     ]
@@ -221,7 +214,7 @@ def key_findings(run: SlotsRun) -> list[Finding]:
         if best.not_scored:
             f.bullets.append(
                 f"scored on {best.result.counts.sessions} session(s); {best.not_scored} not "
-                f"scored (call errors: {_reasons(best.result.sessions_not_scored)})"
+                f"scored (call errors: {reasons_text(best.result.sessions_not_scored)})"
             )
         out.append(f)
     else:
@@ -237,7 +230,9 @@ def key_findings(run: SlotsRun) -> list[Finding]:
     elif len(timed) >= 2 and compared[timed[0].name] != compared[timed[1].name]:
         fast = timed[0]
         fast_s = compared[fast.name]
-        where = f" {_common_text(n_common, n_timed)}" if n_common is not None else ""
+        where = ""
+        if n_common is not None:
+            where = f" on the {n_common} session(s) timed for {'both' if n_timed == 2 else 'all'} models"
         f = Finding(
             f"{fast.name} is the fastest ({format_seconds(fast_s)} mean per session{where})"
         )
@@ -312,17 +307,13 @@ def key_findings(run: SlotsRun) -> list[Finding]:
     return out
 
 
-def _reasons(reasons: dict[str, int]) -> str:
-    return ", ".join(f"{k}={v}" for k, v in sorted(reasons.items()))
-
-
 def not_scored_lines(run: SlotsRun) -> list[str]:
     """A line per model with sessions left out because their call failed (none: no lines)."""
     lines = []
     for name in run.names or [m.name for m in run.models]:
         m = next((m for m in run.models if m.name == name), None)
         if m is not None and m.not_scored:
-            reasons = _reasons(m.result.sessions_not_scored)
+            reasons = reasons_text(m.result.sessions_not_scored)
             lines.append(
                 f"{name}: {m.not_scored} session(s) not scored, the call failed ({reasons}); "
                 f"its metrics cover the other {m.result.counts.sessions} session(s)"
@@ -331,6 +322,6 @@ def not_scored_lines(run: SlotsRun) -> list[str]:
         if u is not None:
             lines.append(
                 f"{name}: nothing scored, the call failed for all {u.not_scored} session(s) "
-                f"({_reasons(u.sessions_not_scored)}); no metrics"
+                f"({reasons_text(u.sessions_not_scored)}); no metrics"
             )
     return lines

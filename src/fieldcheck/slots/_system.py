@@ -11,7 +11,7 @@ import stat
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager, suppress
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, get_args
@@ -31,6 +31,7 @@ from fieldcheck.slots._score import (
     SlotsRun,
     TPMode,
     headers,
+    item_columns,
     make_matcher,
     score_chunk,
     score_models,
@@ -44,7 +45,7 @@ from fieldcheck.slots._stream import (
     SlotInput,
     partitioned,
 )
-from fieldcheck.store import MODEL_CHARS, ItemColumns, add_tag
+from fieldcheck.store import ItemColumns
 
 if TYPE_CHECKING:
     from fieldcheck.matchers import Matcher
@@ -296,20 +297,7 @@ class SlotsSystem(SlotsRuns):
         ]
 
     def item_columns(self, item: Mapping[str, Any]) -> ItemColumns:
-        """A session of a model: ``model``, ``user``, ``session``, ``counts``, ``per_topic``
-        (topic -> {slots, differ}), ``gold``/``pred``, or ``not_scored`` (why). Failed: an FP
-        or FN; tagged with its topics, failed where a slot of the topic differs from gold;
-        none when not scored. A ``key`` given wins over ``model/user/session``."""
-        model = str(item.get("model", ""))
-        key = str(item.get("key", f"{model}/{item.get('user')}/{item.get('session')}"))
-        not_scored = item.get("not_scored")
-        counts = item.get("counts") or {}
-        failed = None if not_scored else bool(counts.get("fp") or counts.get("fn"))
-        tags: dict[str, bool] = {}
-        for topic, c in () if not_scored else (item.get("per_topic") or {}).items():
-            add_tag(tags, str(topic), bool(c.get("differ") or c.get("fp") or c.get("fn")))
-        error_type = str(not_scored)[:32] if not_scored else None
-        return ItemColumns(key, failed, model[:MODEL_CHARS], error_type=error_type, tags=tags)
+        return item_columns(item)
 
     # ------------------------------------------------------------------ scoring (the pipeline)
 
@@ -388,14 +376,14 @@ class SlotsSystem(SlotsRuns):
             seed=seed,
             progress=None if progress is None else lambda text: progress(text, 0, 0),
         )
-        job = SlotJob(
-            SlotFile(read.gold.path), headers(read.models), tp, threshold, matcher, read.judge
-        )
         run_on = executor or read.pool or InProcess()
-        if job.local:
-            run_on = InProcess()
-        built = not isinstance(run_on, InProcess)
-        job = replace(job, store=recorder is not None, built=built, run=uuid.uuid4().hex)
+        if matcher is not None or read.judge is not None:  # a model or an endpoint: not copied
+            run_on = InProcess()  # into every pool process
+        job = SlotJob(
+            SlotFile(read.gold.path), headers(read.models), tp, threshold, matcher, read.judge,
+            store=recorder is not None, built=not isinstance(run_on, InProcess),
+            run=uuid.uuid4().hex,
+        )  # fmt: skip
         if progress is not None:
             progress("scoring", 0, part.k)
         try:
@@ -456,47 +444,40 @@ class SlotsSystem(SlotsRuns):
             key, name = (str(r["user"]), int(r["session"])), str(r["model"])
             if key not in gold.sessions:
                 _add(gold, key, r["gold"])
-            model = models.get(name)
-            if model is None:
-                path = f"run {run} {name}"
-                model = models[name] = ModelInput(
-                    name,
-                    SlotFile(Path(path)),
-                    LatencyFile(Path(f"{path} latency")),
-                    JudgeFile(Path(f"{path} judge")),
-                    {},
-                )
+            path = f"run {run} {name}"
+            if name not in models:
+                models[name] = ModelInput(name, SlotFile(Path(path)))
+            model = models[name]
             _add(model.predictions, key, r["pred"])
-            if r.get("latency_s") is not None and model.latencies is not None:
+            if r.get("latency_s") is not None:  # a latency or judge file where the run had one
+                model.latencies = model.latencies or LatencyFile(Path(f"{path} latency"))
                 model.latencies.seconds[key] = float(r["latency_s"])
-            if r.get("judge") and model.judge_scores is not None:
+            if r.get("judge"):
+                model.judge_scores = model.judge_scores or JudgeFile(Path(f"{path} judge"))
                 model.judge_scores.scores[key] = {(t, f): float(s) for t, f, s in r["judge"]}
             if r.get("not_scored"):
                 model.not_scored[key] = str(r["not_scored"])  # type: ignore[index]
         if not models:
             raise InputError(f"run {run} has no stored session to re-score")
-        inputs = [
-            replace(
-                m,
-                latencies=m.latencies if m.latencies and m.latencies.seconds else None,
-                judge_scores=m.judge_scores if m.judge_scores and m.judge_scores.scores else None,
-            )
-            for m in models.values()
-        ]
+        inputs = list(models.values())
         tp = options.get("tp") or settings.get("tp", "presence")
         given = "threshold" in options or "tp" in options
         cut = (options if given else settings).get("threshold")
         cut = None if tp in ("presence", "exact") else cut
         boot = int(options.get("bootstrap", settings.get("bootstrap", 1000)))
         seed = int(options.get("seed", settings.get("seed", 0)))
-        headers = [replace(m, predictions=SlotFile(m.predictions.path)) for m in inputs]
         scorer = SlotScorer(
-            SlotFile(gold.path), headers, tp=tp, threshold=cut, bootstrap=boot, seed=seed
+            SlotFile(gold.path), headers(inputs), tp=tp, threshold=cut, bootstrap=boot, seed=seed
         )
 
         def write(recorder: RunRecorder) -> tuple[Any, Any]:
             scorer.recorder = recorder  # the sessions' items are stored as they are scored
-            scorer.add(gold, [m.predictions for m in inputs])
+            scorer.add(
+                gold,
+                [m.predictions for m in inputs],
+                [m.latencies for m in inputs],
+                [m.judge_scores for m in inputs],
+            )
             return slot_metrics(scorer.finish())
 
         stored = {"tp": tp, "threshold": cut, "bootstrap": boot, "seed": seed}
