@@ -81,13 +81,13 @@ def read_batch(path: str | Path) -> tuple[list[BatchRecord], list[InputError]]:
     return records, errors
 
 
+_PATH_ORDER = ("records", "summary", "fields", "errors")
+
+
 def _ordered(paths: dict[str, Path]) -> dict[str, Path]:
     """records, summary, fields, errors, then the report's files as written (the order the
     command lists them)."""
-    return {
-        **{k: paths[k] for k in ("records", "summary", "fields", "errors") if k in paths},
-        **paths,
-    }
+    return {**{k: paths[k] for k in _PATH_ORDER if k in paths}, **paths}
 
 
 def _fields_rows(summary: BatchSummary) -> list[dict[str, object]]:
@@ -153,9 +153,9 @@ def stream_batch_outputs(
     executor: Executor | None = None,
 ) -> StreamedBatch:
     """Score ``chunks`` (from ``BatchReader(path).chunks()``) and write every output file of
-    ``json batch`` into ``out_dir`` with memory independent of the number of records (``run_stream``);
-    ``prior_errors`` (e.g. the documents file's) come first. Raises ValueError when ``bootstrap``
-    or ``seed`` is negative, OSError when a file cannot be written."""
+    ``json batch`` into ``out_dir`` with memory independent of the number of records
+    (``run_stream``); ``prior_errors`` (e.g. the documents file's) come first. Raises ValueError
+    when ``bootstrap`` or ``seed`` is negative, OSError when a file cannot be written."""
     if bootstrap < 0 or seed < 0:
         raise ValueError(f"bootstrap and seed must be >= 0 (got {bootstrap}, {seed})")
     out = OutputFolder.of(out_dir)
