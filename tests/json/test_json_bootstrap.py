@@ -25,12 +25,31 @@ from fieldcheck.metrics._stats import (
     _POISSON,
     BOOTSTRAP_BLOCK,
     ExactSum,
+    Interval,
     MeansBootstrap,
-    bootstrap_means_ci,
     value_classes,
 )
 
 Walk = tuple[dict[str, Any], dict[str, Any], dict[str, str]]
+
+
+def bootstrap_means_ci(
+    values: dict[str, np.ndarray], *, resamples: int = 1000, seed: int = 0
+) -> dict[str, Interval]:
+    """``MeansBootstrap`` over per-unit arrays given at once (unit i is the same example in
+    every array; NaN: left out of that mean); ValueError when the arrays differ in length."""
+    arrays = {name: np.asarray(v, dtype=float).reshape(-1) for name, v in values.items()}
+    lengths = {len(a) for a in arrays.values()}
+    if len(lengths) > 1:
+        raise ValueError(f"per-unit arrays differ in length: {sorted(lengths)}")
+    if not lengths or lengths.pop() == 0 or resamples < 1:
+        return {}
+    names = [name for name, a in arrays.items() if not np.isnan(a).all()]
+    if not names:
+        return {}
+    accumulator = MeansBootstrap(names, resamples=resamples, seed=seed)
+    accumulator.add(np.column_stack([arrays[name] for name in names]))
+    return accumulator.intervals()
 
 
 def poisson_weights(seed: int, block: int, resamples: int) -> np.ndarray:

@@ -14,11 +14,11 @@ import pytest
 from fieldcheck.metrics._stats import (
     TotalsGroup,
     bootstrap_groups_ci,
-    bootstrap_totals_ci,
     safe_div_array,
 )
 from fieldcheck.numeric import load_convfinqa, load_predictions, score_to_folder
 from fieldcheck.numeric._report import PLOTS
+from stats_reference import bootstrap_totals_ci
 
 XSS = "<img src=x onerror=alert(1)>"
 SCRIPT = "<script>alert(2)</script>"

@@ -19,13 +19,12 @@ from fieldcheck.metrics._stats import (
     Interval,
     RowClasses,
     bootstrap_classes_ci,
-    bootstrap_totals_ci,
     paired_bootstrap_classes_pvalue,
-    paired_bootstrap_totals_pvalue,
     safe_div_array,
 )
 from fieldcheck.slots import ModelInput, load_slots, score_models
 from fieldcheck.slots._score import CI_GROUPS, STATISTICS, _on_columns, _stat_f1
+from stats_reference import bootstrap_totals_ci, paired_bootstrap_totals_pvalue
 
 Jsonl = Callable[[str, list[Any]], Path]
 

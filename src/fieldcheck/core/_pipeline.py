@@ -168,27 +168,20 @@ def finish_run(
 ) -> str | None:
     """Put the folder in place (a model's subfolder: only its run.json entries), then finish
     the stored run, so a run whose folder cannot be put in place is stored ``failed``, never
-    ``finished``. A Ctrl-C meanwhile takes effect once both are done: a folder in place beside
-    a stored run left ``interrupted`` without its metrics was a tester's finding. The run id, or
-    None when not stored."""
+    ``finished``. A Ctrl-C meanwhile takes effect once both are done. The run id, or None when
+    not stored."""
     with interrupts_deferred():
-        return _finish_run(folder, recorder, scored, events)
-
-
-def _finish_run(
-    folder: RunFolder, recorder: RunRecorder | None, scored: Scored, events: Events
-) -> str | None:
-    if recorder is not None:
-        folder.note(run_id=recorder.id)
-    folder.note(signature=scored.signature)
-    if not folder.prefix:
-        finish_folder(folder, events)
-    if recorder is None:
-        return None
-    run = recorder.finish(
-        metrics=scored.metrics, intervals=scored.intervals, signature=scored.signature
-    )
-    return None if recorder.broken else str(run.id)
+        if recorder is not None:
+            folder.note(run_id=recorder.id)
+        folder.note(signature=scored.signature)
+        if not folder.prefix:
+            finish_folder(folder, events)
+        if recorder is None:
+            return None
+        run = recorder.finish(
+            metrics=scored.metrics, intervals=scored.intervals, signature=scored.signature
+        )
+        return None if recorder.broken else str(run.id)
 
 
 def finish_folder(folder: RunFolder, events: Events | None = None) -> None:

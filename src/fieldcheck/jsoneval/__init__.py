@@ -17,7 +17,6 @@ if TYPE_CHECKING:  # the names as type checkers and editors see them
         EvalConfig,
         MatcherFamily,
         SafetyCheck,
-        StrategyConfig,
         load_strategies,
         parse_strategies,
         parse_weights,

@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, RootModel, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from fieldcheck._util.errors import InputError
 from fieldcheck._util.jsonio import read_json
@@ -15,17 +15,6 @@ from fieldcheck.metrics import STRATEGIES, RqsWeights, Strategy
 MatcherFamily = Literal["local", "llm"]
 SafetyCheck = Literal["off", "leaks"]
 _ALLOWED = ", ".join(STRATEGIES)
-
-
-class StrategyConfig(RootModel[dict[str, Strategy]]):
-    """Field (or dotted path, ``items[*].sku`` for every index) -> EXACT | FUZZY | SEMANTIC | IGNORE."""
-
-    @model_validator(mode="before")
-    @classmethod
-    def _upper(cls, data: Any) -> Any:
-        if isinstance(data, dict):
-            return {k: v.strip().upper() if isinstance(v, str) else v for k, v in data.items()}
-        return data
 
 
 def parse_strategies(data: Any, *, file: str | Path | None = None) -> dict[str, Strategy]:
@@ -42,7 +31,7 @@ def parse_strategies(data: Any, *, file: str | Path | None = None) -> dict[str, 
             raise InputError(
                 f"strategy must be one of {_ALLOWED}", file=file, field=field, value=value
             )
-    return StrategyConfig.model_validate(data).root
+    return {field: value.strip().upper() for field, value in data.items()}
 
 
 def load_strategies(path: str | Path) -> dict[str, Strategy]:

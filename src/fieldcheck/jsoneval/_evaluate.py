@@ -58,12 +58,10 @@ def build_matchers(config: EvalConfig, *, cache: DiskCache | None = None) -> dic
         if not (config.judge_model and config.judge_base_url):  # EvalConfig validates this too
             raise ValueError("matcher 'llm' needs judge_base_url and judge_model")
         return {
-            "FUZZY": LLMJudge(
-                model=config.judge_model, base_url=config.judge_base_url, kind="fuzzy"
-            ),
-            "SEMANTIC": LLMJudge(
-                model=config.judge_model, base_url=config.judge_base_url, kind="semantic"
-            ),
+            kind.upper(): LLMJudge(
+                model=config.judge_model, base_url=config.judge_base_url, kind=kind
+            )
+            for kind in ("fuzzy", "semantic")
         }
     return {
         "FUZZY": FuzzyMatcher(),
@@ -84,6 +82,8 @@ def make_signature(
     them (one record, ``json score``) the signature is exactly as before.
     """
     batch = {} if bootstrap is None else {"bootstrap": bootstrap, "seed": seed or 0}
+    strategies = config.strategies  # by the sorted mapping's digest: same config, same digest
+    digest = cache_key(sorted(strategies.items()))[:12]
     return Signature(
         system="json",
         settings={
@@ -95,17 +95,10 @@ def make_signature(
             "weights": config.weights.model_dump(),
             "flatten": config.flatten,
             "safety_check": config.safety_check,
-            "strategies": strategies_digest(config.strategies),
+            "strategies": f"{len(strategies)} fields sha256:{digest}" if strategies else "none",
             **batch,
         },
     )
-
-
-def strategies_digest(strategies: Mapping[str, str]) -> str:
-    """``none``, or ``<n> fields sha256:<12 hex>`` of the sorted mapping: same config, same digest."""
-    if not strategies:
-        return "none"
-    return f"{len(strategies)} fields sha256:{cache_key(sorted(strategies.items()))[:12]}"
 
 
 def warn_unused_strategies(config: EvalConfig, unused: Sequence[str]) -> None:

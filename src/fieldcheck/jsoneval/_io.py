@@ -22,7 +22,7 @@ from fieldcheck.jsoneval._models import (
     BatchSummary,
     RecordError,
 )
-from fieldcheck.jsoneval._report import PLOTS, ReportData, expected_files, write_batch_report
+from fieldcheck.jsoneval._report import ReportData, expected_files, write_batch_report
 from fieldcheck.jsoneval._stream import (
     CHUNK_LINES,
     BatchReader,
@@ -59,15 +59,9 @@ def record_error(exc: InputError) -> RecordError:
 
 
 def read_batch(path: str | Path) -> tuple[list[BatchRecord], list[InputError]]:
-    """Every line of a batch file as a BatchRecord, or an InputError naming ``file:line`` and the reason.
-
-    A line must be an object with ``id`` (string or integer), ``ground_truth`` (object) and
-    ``output`` (any value; a non-object output is scored, not rejected), and may carry
-    ``safety_score`` in [0, 1]. Duplicate ids fail; other keys are ignored with a warning; a line
-    nesting deeper than MAX_DEPTH inside its record fails before anything else looks at it.
-    The rules of the streamed reader (``BatchReader``), all lines kept in memory.
-    Raises InputError only when the file cannot be read.
-    """
+    """Every line of a batch file as a BatchRecord, or an InputError naming ``file:line`` and the
+    reason: ``BatchReader``'s rules (docs/json.md), all lines kept in memory. Raises InputError
+    only when the file cannot be read."""
     records: list[BatchRecord] = []
     errors: list[InputError] = []
     for chunk in BatchReader(path).chunks():
@@ -98,17 +92,8 @@ def _ordered(paths: dict[str, Path]) -> dict[str, Path]:
 
 def _fields_rows(summary: BatchSummary) -> list[dict[str, object]]:
     return [
-        {
-            "field": name,
-            "strategies": ";".join(s.strategies),
-            "expected": s.expected,
-            "scored": s.scored,
-            "matched": s.matched,
-            "match_rate": s.match_rate,
-            "missing": s.missing,
-            "hallucinated": s.hallucinated,
-            "ignored": s.ignored,
-        }
+        {"field": name, "strategies": ";".join(s.strategies)}
+        | {column: getattr(s, column) for column in FIELDS_CSV_COLUMNS[2:]}
         for name, s in summary.fields.items()
     ]
 
@@ -122,18 +107,6 @@ def _finish(out: OutputFolder, report: ReportData) -> dict[str, Path]:
     out.write_summary("summary.json", report.summary.to_json())
     paths["summary"] = out / "summary.json"
     return paths
-
-
-OUTPUT_FILES = (
-    "records.jsonl",
-    "errors.jsonl",
-    "fields.csv",
-    "report.md",
-    "report.html",
-    "summary.json",
-    *PLOTS.values(),
-)
-"""Every file ``json batch`` may write in its folder."""
 
 
 def write_batch_outputs(out_dir: str | Path | OutputFolder, batch: BatchResult) -> dict[str, Path]:
@@ -180,13 +153,9 @@ def stream_batch_outputs(
     executor: Executor | None = None,
 ) -> StreamedBatch:
     """Score ``chunks`` (from ``BatchReader(path).chunks()``) and write every output file of
-    ``json batch`` into ``out_dir`` with memory independent of the number of records: result and
-    error lines appended as each chunk is scored (under temporary names, renamed at the end),
-    the rest from the running aggregates. ``prior_errors`` (e.g. the documents file's) come
-    first. ``recorder`` (the run store, issue 11) gets each chunk's records and errors as they
-    are scored; the caller opens and finishes it. ``executor`` scores the chunks (default: in
-    this process). Raises ValueError when ``bootstrap`` or ``seed`` is negative, OSError when a file
-    cannot be written."""
+    ``json batch`` into ``out_dir`` with memory independent of the number of records
+    (``run_stream``); ``prior_errors`` (e.g. the documents file's) come first. Raises ValueError
+    when ``bootstrap`` or ``seed`` is negative, OSError when a file cannot be written."""
     if bootstrap < 0 or seed < 0:
         raise ValueError(f"bootstrap and seed must be >= 0 (got {bootstrap}, {seed})")
     out = OutputFolder.of(out_dir)

@@ -92,35 +92,33 @@ def match_rate_title(shown: int, left_out: int) -> str:
 def write_plots(batch: ReportData, out: OutputFolder) -> dict[str, Path]:
     """``plot_field_match_rate.png`` (when a field was scored) and ``plot_score_distribution.png``
     (when a record was scored), each saved under a temporary name then renamed."""
-    with no_glyph_warnings():
-        return _draw(batch, out)
-
-
-def _draw(batch: ReportData, out: OutputFolder) -> dict[str, Path]:
     written: dict[str, Path] = {}
     shown, left_out = plotted_fields(batch.summary)
-    if shown:
-        path = out / PLOTS["plot_field_match_rate"]
-        with figure(path, figsize=(8, max(2.5, 0.32 * len(shown) + 1.3))) as (_, ax):
-            ax.barh(range(len(shown)), [f.match_rate for _, f in shown], color="#4c72b0")
-            ax.set_yticks(range(len(shown)), [label(n, 36) for n, _ in shown])
-            ax.invert_yaxis()  # the lowest rate on top
-            ax.set_xlim(0, 1)
-            ax.set_xlabel("match rate (matched / scored)")
-            ax.set_title(match_rate_title(len(shown), left_out))
-        written["plot_field_match_rate"] = path
-    if batch.summary.scored:
-        path = out / PLOTS["plot_score_distribution"]
-        edges = np.linspace(0.0, 1.0, HISTOGRAM_BINS + 1)
-        with figure(path, nrows=2, ncols=2, figsize=(9, 6)) as (fig, axes):
-            for ax, score in zip(axes.flat, HISTOGRAMS, strict=True):
-                counts = batch.histograms[score]
-                ax.hist(edges[:-1], bins=edges, weights=counts, color="#4c72b0", edgecolor="white")
-                ax.set_title(SCORE_NAMES[score])
+    with no_glyph_warnings():
+        if shown:
+            path = out / PLOTS["plot_field_match_rate"]
+            with figure(path, figsize=(8, max(2.5, 0.32 * len(shown) + 1.3))) as (_, ax):
+                ax.barh(range(len(shown)), [f.match_rate for _, f in shown], color="#4c72b0")
+                ax.set_yticks(range(len(shown)), [label(n, 36) for n, _ in shown])
+                ax.invert_yaxis()  # the lowest rate on top
                 ax.set_xlim(0, 1)
-                ax.set_ylabel("records")
-            fig.suptitle(f"Per-record scores ({batch.summary.scored} scored records)")
-        written["plot_score_distribution"] = path
+                ax.set_xlabel("match rate (matched / scored)")
+                ax.set_title(match_rate_title(len(shown), left_out))
+            written["plot_field_match_rate"] = path
+        if batch.summary.scored:
+            path = out / PLOTS["plot_score_distribution"]
+            edges = np.linspace(0.0, 1.0, HISTOGRAM_BINS + 1)
+            with figure(path, nrows=2, ncols=2, figsize=(9, 6)) as (fig, axes):
+                for ax, score in zip(axes.flat, HISTOGRAMS, strict=True):
+                    counts = batch.histograms[score]
+                    ax.hist(
+                        edges[:-1], bins=edges, weights=counts, color="#4c72b0", edgecolor="white"
+                    )
+                    ax.set_title(SCORE_NAMES[score])
+                    ax.set_xlim(0, 1)
+                    ax.set_ylabel("records")
+                fig.suptitle(f"Per-record scores ({batch.summary.scored} scored records)")
+            written["plot_score_distribution"] = path
     return written
 
 
@@ -268,28 +266,12 @@ def build_report(batch: ReportData, images: dict[str, Path]) -> Report:
     fields = fields_by_match_rate(s)
     if fields:
         report.paragraph("Every field, the lowest match rate first.")
+        counts = ("expected", "scored", "matched", "match_rate", "missing", "hallucinated")
         report.table(
+            ["field", "strategies", *(c.replace("_", " ") for c in counts)],
             [
-                "field",
-                "strategies",
-                "expected",
-                "scored",
-                "matched",
-                "match rate",
-                "missing",
-                "hallucinated",
-            ],
-            [
-                [
-                    name,
-                    ",".join(f.strategies),
-                    str(f.expected),
-                    str(f.scored),
-                    str(f.matched),
-                    _num(f.match_rate),
-                    str(f.missing),
-                    str(f.hallucinated),
-                ]
+                [name, ",".join(f.strategies)]
+                + [_num(f.match_rate) if c == "match_rate" else str(getattr(f, c)) for c in counts]
                 for name, f in fields
             ],
             text_columns=2,

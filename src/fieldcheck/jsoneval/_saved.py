@@ -39,34 +39,29 @@ class Thresholds(BaseModel):
     semantic_threshold: float = Field(_DEFAULTS.semantic_threshold, ge=0, le=1, allow_inf_nan=False)
 
 
-def _pydantic_error(exc: ValidationError, file: str | None) -> InputError:
-    """``field 'accuracy': must be greater than or equal to 0 (got -1)``."""
-    return input_error_of(exc, file=file)
+def _validated(model: type[BaseModel], data: Any, name: str, file: str | None) -> dict[str, Any]:
+    if not isinstance(data, dict):
+        raise InputError(f"{name} must be a JSON object", file=file, value=data)
+    try:
+        return model.model_validate(data).model_dump()
+    except ValidationError as exc:
+        raise input_error_of(exc, file=file) from None
 
 
 def parse_thresholds(data: Any, *, file: str | None = None) -> dict[str, float]:
     """``{"fuzzy_threshold": 0.85, "semantic_threshold": 0.8}`` (names left out keep their
     default); raises InputError naming the bad name and value."""
-    if not isinstance(data, dict):
-        raise InputError("thresholds must be a JSON object", file=file, value=data)
-    try:
-        return Thresholds.model_validate(data).model_dump()
-    except ValidationError as exc:
-        raise _pydantic_error(exc, file) from None
+    return _validated(Thresholds, data, "thresholds", file)
 
 
 def parse_weight_map(data: Any, *, file: str | None = None) -> dict[str, float]:
     """``{"accuracy": 0.45, ...}`` -> the RQS weights (names left out keep their default, as
     ``--weights``); raises InputError naming the bad name and value."""
-    if not isinstance(data, dict):
-        raise InputError("weights must be a JSON object", file=file, value=data)
-    if any(isinstance(v, bool) for v in data.values()):
-        name = next(k for k, v in data.items() if isinstance(v, bool))
+    flags = [k for k, v in data.items() if isinstance(v, bool)] if isinstance(data, dict) else []
+    if flags:  # a JSON true is not the weight 1
+        name = flags[0]
         raise InputError("input should be a valid number", file=file, field=name, value=data[name])
-    try:
-        return RqsWeights.model_validate(data).model_dump()
-    except ValidationError as exc:
-        raise _pydantic_error(exc, file) from None
+    return _validated(RqsWeights, data, "weights", file)
 
 
 def parse_section(section: Section, data: Any, *, file: str | None = None) -> dict[str, Any]:
@@ -163,8 +158,6 @@ def merged_config(
         values.update(parse_thresholds({**thresholds, **wanted}))
     except InputError as exc:
         raise SectionError("thresholds", exc) from None
-    if isinstance(values.get("weights"), Mapping):
-        values["weights"] = RqsWeights(**values["weights"])
     if used:
         note(
             f"using the configuration saved in the store: {', '.join(used)} "

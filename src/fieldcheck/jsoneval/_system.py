@@ -51,46 +51,42 @@ def _field_match_rates(metrics: Mapping[str, Any]) -> dict[str, Any]:
 
 
 _HOLD_LINES = 8_192
-"""Lines ``_first_chunks`` holds while looking for the first valid record; past them the chunks
+"""Lines ``_checked_chunks`` holds while looking for the first valid record; past them the chunks
 read are let go and, once a record is found, the file is read again from its start (issue 26:
 a million bad lines first were all held). A file that is not a regular one (a pipe) is held."""
 
 
-def _first_chunks(
-    reader: BatchReader,
-) -> tuple[list[Sequence[Item | Failed]] | None, Iterator[Sequence[Item | Failed]]]:
-    """Read until the first valid record (or the end): the chunks read (None when too many to
-    hold: ``_read_again``), and the rest to come. So a file with no valid record is refused
-    before the output folder is touched."""
+def _checked_chunks(reader: BatchReader) -> Iterator[Sequence[Item | Failed]]:
+    """The batch's chunks once it is read up to its first valid record and checked
+    (``check_input_file``), so a file with no valid record is refused before the output folder
+    is touched: the chunks read, held, then the rest (past _HOLD_LINES, the file read again)."""
     chunks = reader.chunks()
     first: list[Sequence[Item | Failed]] = []
     held: int | None = 0
     again = reader.path.is_file()  # a pipe cannot be read again: all is held
-    for chunk in chunks:
-        if held is not None:
-            first.append(chunk)
-            held += len(chunk)
-            if held > _HOLD_LINES and again:
-                first, held = [], None
-        if reader.records:
-            break
-    if held is None and reader.records:  # too many held: read again (``_read_again``)
+    try:
+        for chunk in chunks:
+            if held is not None:
+                first.append(chunk)
+                held += len(chunk)
+                if held > _HOLD_LINES and again:
+                    first, held = [], None
+            if reader.records:
+                break
+    except InputError as exc:
+        raise UsageProblem(str(exc), "batch") from None
+    check_input_file(
+        reader.path,
+        records=reader.records,
+        errors=reader.first_errors,
+        option="batch",
+        expected="json-batch",
+    )
+    if held is None:  # too many held: read again
         chunks.close()
-        return None, chunks
-    return first, chunks
-
-
-def _read_again(
-    reader: BatchReader,
-    first: list[Sequence[Item | Failed]] | None,
-    rest: Iterator[Sequence[Item | Failed]],
-) -> Iterator[Sequence[Item | Failed]]:
-    """The chunks of ``_first_chunks`` then the rest, the file read again from its start when
-    ``first`` is None (the chunks were let go)."""
-    if first is None:
         reader.restart()
         return reader.chunks()
-    return itertools.chain(first, rest)
+    return itertools.chain(first, chunks)
 
 
 @dataclass
@@ -226,22 +222,8 @@ class JsonSystem(JsonRuns):
         stored = {"config": config.model_dump(mode="json"), "bootstrap": bootstrap, "seed": seed}
         path = Path(roles.get("batch") or roles["outputs"])
         reader = BatchReader(path, chunk_lines=int(extras.get("chunk_lines", CHUNK_LINES)))
-        chunks: Iterable[Sequence[Item | Failed]]
-        if "batch" in roles:
-            try:
-                first, rest = _first_chunks(reader)
-            except InputError as exc:
-                raise UsageProblem(str(exc), "batch") from None
-            check_input_file(
-                path,
-                records=reader.records,
-                errors=reader.first_errors,
-                option="batch",
-                expected="json-batch",
-            )
-            chunks = _read_again(reader, first, rest)
-        else:  # a model run's outputs, written by fieldcheck itself
-            chunks = reader.chunks()
+        # a model run's outputs (written by fieldcheck itself) need no check
+        chunks = _checked_chunks(reader) if "batch" in roles else reader.chunks()
         yield _Read(path, reader, chunks, config, stored, store, extras)
 
     def score(

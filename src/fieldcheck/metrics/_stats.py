@@ -104,11 +104,11 @@ class Interval(BaseModel):
 TotalsStatistic = Callable[[np.ndarray], np.ndarray]
 
 
-def safe_div_array(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
-    """Element-wise ``safe_div``: 0.0 wherever the denominator is 0."""
+def safe_div_array(numerator: np.ndarray, denominator: np.ndarray, zero: float = 0.0) -> np.ndarray:
+    """Element-wise ``safe_div``: ``zero`` wherever the denominator is 0."""
     num = np.asarray(numerator, dtype=float)
     den = np.asarray(denominator, dtype=float)
-    out: np.ndarray = np.zeros(np.broadcast(num, den).shape)
+    out: np.ndarray = np.full(np.broadcast(num, den).shape, zero)
     np.divide(num, den, out=out, where=den != 0)
     return out
 
@@ -117,27 +117,13 @@ def ratio_array(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
     """Element-wise ``numerator / denominator``, NaN where the denominator is 0: for a bootstrap
     statistic, a resample that drew no item it is a ratio over has no value, and
     ``percentile_interval`` leaves it out (where ``safe_div_array`` would score it 0)."""
-    num = np.asarray(numerator, dtype=float)
-    den = np.asarray(denominator, dtype=float)
-    out: np.ndarray = np.full(np.broadcast(num, den).shape, np.nan)
-    np.divide(num, den, out=out, where=den != 0)
-    return out
-
-
-def _resample_weights(n: int, resamples: int, seed: int) -> np.ndarray:
-    """How often each of ``n`` units is drawn in each resample: multinomial counts summing to n.
-
-    The same distribution as drawing n units with replacement, as a (resamples, n) matrix, so
-    resampled totals are one matrix product.
-    """
-    return _draw_counts(np.random.default_rng(seed), n, resamples)
+    return safe_div_array(numerator, denominator, np.nan)
 
 
 def _draw_counts(rng: np.random.Generator, n: int, size: int) -> np.ndarray:
-    """``size`` resamples of ``n`` units drawn with replacement, as counts per unit (float): n
-    uniform draws counted, each row a multinomial(n, 1/n) draw. ``Generator.multinomial`` gives
-    the same distribution 5x slower (1.17 s against 0.23 s for 1,000 x 25,000), and the counts
-    of one call equal those of the same draws split into consecutive calls."""
+    """``size`` resamples of ``n`` units drawn with replacement, as counts per unit (float): each
+    row a multinomial(n, 1/n) draw, 5x faster than ``Generator.multinomial`` (decisions.md); the
+    same draws split into consecutive calls give the same counts."""
     picks = rng.integers(0, n, size=(size, n))
     picks += np.arange(0, size * n, n)[:, None]
     return np.bincount(picks.ravel(), minlength=size * n).reshape(size, n).astype(float)
@@ -175,63 +161,6 @@ def _intervals(
 ) -> dict[str, Interval]:
     """The intervals that exist (a statistic with no kept resample has none)."""
     return {name: ci for name, ci in found.items() if ci is not None}
-
-
-def bootstrap_totals_ci(
-    units: Sequence[Sequence[float]],
-    statistics: Mapping[str, TotalsStatistic],
-    *,
-    resamples: int = 1000,
-    level: float = 0.95,
-    seed: int = 0,
-) -> dict[str, Interval] | None:
-    """Percentile bootstrap intervals of statistics of summed per-unit counts (sacrebleu's way).
-
-    ``units[i]`` is unit i's vector of sufficient statistics (for example tp, fp, fn of a
-    session); each statistic maps an (m, k) array of column totals to m values, vectorised. All
-    statistics share one seeded set of resamples, drawn once, so a resample costs a matrix
-    product. A statistic's NaN values (``ratio_array``) are resamples left out of its interval,
-    and a statistic with none kept has no interval. ``None`` for no units or ``resamples < 1``.
-    """
-    if len(units) == 0 or resamples < 1:
-        return None
-    matrix = np.asarray(units, dtype=float)
-    totals = _resample_weights(len(matrix), resamples, seed) @ matrix
-    full = matrix.sum(axis=0, keepdims=True)
-    return _intervals(
-        {
-            name: percentile_interval(stat(totals), float(stat(full)[0]), level)
-            for name, stat in statistics.items()
-        }
-    )
-
-
-def paired_bootstrap_totals_pvalue(
-    units_a: Sequence[Sequence[float]],
-    units_b: Sequence[Sequence[float]],
-    statistic: TotalsStatistic,
-    *,
-    resamples: int = 1000,
-    seed: int = 0,
-) -> float | None:
-    """Two-sided paired bootstrap p-value that ``statistic`` of summed counts differs between
-    systems A and B, vectorised. ``units_a[i]`` and ``units_b[i]`` are the same example scored
-    for A and B. Resampled deltas are centred on the observed delta (Koehn 2004; sacrebleu's
-    paired bootstrap); the p-value is the share of centred deltas at least as extreme as the
-    observed one, with +1 smoothing."""
-    if len(units_a) != len(units_b):
-        raise ValueError("paired bootstrap needs the same examples for both systems")
-    if len(units_a) == 0 or resamples < 1:
-        return None
-    a = np.asarray(units_a, dtype=float)
-    b = np.asarray(units_b, dtype=float)
-    weights = _resample_weights(len(a), resamples, seed)
-    observed = float(
-        statistic(a.sum(axis=0, keepdims=True))[0] - statistic(b.sum(axis=0, keepdims=True))[0]
-    )
-    deltas = statistic(weights @ a) - statistic(weights @ b)
-    extreme = int(np.count_nonzero(np.abs(deltas - observed) >= abs(observed) - 1e-12))
-    return (extreme + 1) / (resamples + 1)
 
 
 class ExactSum:
@@ -290,16 +219,10 @@ def value_classes(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return rows[first], counts
 
 
-def class_weights(seed: int, block: int, resamples: int, counts: np.ndarray) -> np.ndarray:
-    """(resamples, classes) bootstrap weights of block ``block``'s value classes: a class of
-    ``c`` records is drawn Poisson(c), the sum of its records' independent Poisson(1) weights, so
-    each resampled total has the per-record Poisson bootstrap's distribution. From a generator
-    seeded by (seed, block): first 16-bit draws through the Poisson(1) table for the classes of
-    one record (in class order), then ``Generator.poisson`` for the others."""
-    return _class_weights(np.random.default_rng([seed, block]), resamples, counts)
-
-
-def _class_weights(rng: np.random.Generator, resamples: int, counts: np.ndarray) -> np.ndarray:
+def class_weights(rng: np.random.Generator, resamples: int, counts: np.ndarray) -> np.ndarray:
+    """(resamples, classes) Poisson bootstrap weights of value classes: a class of ``c`` records
+    is drawn Poisson(c), the sum of its records' independent Poisson(1) weights; first 16-bit
+    draws through the Poisson(1) table for the classes of one record, then ``rng.poisson``."""
     counts = np.asarray(counts, dtype=np.int64)
     single = counts == 1
     weights = np.empty((resamples, len(counts)))
@@ -320,8 +243,7 @@ class MeansBootstrap:
     units are buffered up to a block of BOOTSTRAP_BLOCK and folded in with that block's weights
     (one Poisson weight per distinct row of the block, ``class_weights``),
     so memory is one block whatever the number of units, and the intervals are the same however
-    the units were split into ``add`` calls. ``intervals`` gives the same as ``bootstrap_means_ci``
-    on all the values at once.
+    the units were split into ``add`` calls.
     """
 
     def __init__(
@@ -360,7 +282,9 @@ class MeansBootstrap:
         if self.resamples > 0:
             block = self.units // BOOTSTRAP_BLOCK
             values, counts = value_classes(self._buffer[: self._filled])
-            weights = class_weights(self.seed, block, self.resamples, counts)
+            weights = class_weights(
+                np.random.default_rng([self.seed, block]), self.resamples, counts
+            )
             present = ~np.isnan(values)
             columns = np.ascontiguousarray(np.where(present, values, 0.0).T)
             # one matrix-vector product per column: a matrix product was 3-10x slower on a
@@ -394,39 +318,6 @@ class MeansBootstrap:
         return out
 
 
-def bootstrap_means_ci(
-    values: Mapping[str, np.ndarray],
-    *,
-    resamples: int = 1000,
-    level: float = 0.95,
-    seed: int = 0,
-) -> dict[str, Interval]:
-    """Percentile bootstrap intervals of the mean of each per-unit array (unit i is the same
-    example in every array); NaN marks a unit left out of that array's mean.
-
-    Poisson(1) bootstrap (``MeansBootstrap``): the weights of the units of block i //
-    BOOTSTRAP_BLOCK depend only on (seed, that block, the block's values), so the same values and
-    seed give the same intervals, all at once or streamed. A
-    resample that weighs no counted unit of an array has no mean and is left out of that array's
-    percentiles (``Interval.resamples`` says how many counted). The estimate is the plain mean
-    (``math.fsum``). An array with no counted unit, no units, or ``resamples < 1`` gives no
-    interval. Raises ValueError when the arrays differ in length.
-    """
-    arrays = {name: np.asarray(v, dtype=float).reshape(-1) for name, v in values.items()}
-    lengths = {len(a) for a in arrays.values()}
-    if len(lengths) > 1:
-        raise ValueError(f"per-unit arrays differ in length: {sorted(lengths)}")
-    n = lengths.pop() if lengths else 0
-    if n == 0 or resamples < 1:
-        return {}
-    names = [name for name, a in arrays.items() if not np.isnan(a).all()]
-    if not names:
-        return {}
-    accumulator = MeansBootstrap(names, resamples=resamples, level=level, seed=seed)
-    accumulator.add(np.column_stack([arrays[name] for name in names]))
-    return accumulator.intervals()
-
-
 class TotalsGroup(NamedTuple):
     """Per-unit sufficient statistics of some of the units, for :func:`bootstrap_groups_ci`.
 
@@ -448,11 +339,11 @@ def bootstrap_groups_ci(
     seed: int = 0,
     max_cells: int = 2_000_000,
 ) -> dict[str, Interval] | None:
-    """``bootstrap_totals_ci`` for several groups of the same ``n`` units (all units; the units
-    of each turn position), every group resampled by the same seeded draws of units.
+    """Percentile bootstrap intervals of statistics of summed per-unit counts (sacrebleu's way)
+    for several groups of the same ``n`` units (all units; the units of each turn position),
+    every group resampled by the same seeded multinomial draws of units (``_draw_counts``).
 
-    The resample weights are exactly ``bootstrap_totals_ci``'s for the same ``n`` and seed, drawn
-    ``max_cells // n`` resamples at a time, so memory stays at about ``max_cells`` weights plus
+    The resample weights are drawn ``max_cells // n`` resamples at a time, so memory stays at about ``max_cells`` weights plus
     ``resamples`` values per statistic, whatever ``n``. The estimate is the statistic of the full
     totals. A statistic is NaN on a resample that drew no item of its group (``ratio_array``):
     that resample is left out of its interval (``Interval.resamples`` counts those kept), and a
@@ -520,29 +411,26 @@ class RowClasses:
             self._compact()
 
     def _compact(self) -> None:
-        if not self._pending:
-            return
-        rows = np.concatenate([self._rows, *self._pending])
-        counts = np.concatenate([self._counts, np.ones(self._waiting, dtype=np.int64)])
-        self._pending, self._waiting = [], 0
-        keys = np.ascontiguousarray(rows).view(np.dtype((np.void, 8 * self.width))).ravel()
-        _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
-        self._rows = rows[first]
-        self._counts = np.bincount(inverse.reshape(-1), weights=counts).astype(np.int64)
+        if self._pending:
+            rows, waiting = np.concatenate(self._pending), self._waiting
+            self._pending, self._waiting = [], 0
+            self._merge(rows, np.ones(waiting, dtype=np.int64))
 
-    def absorb(self, other: RowClasses) -> None:
-        """Count ``other``'s units here too: as if its rows had been added to this one."""
-        rows, counts = other.classes()
-        if not len(counts):
-            return
-        self._compact()
+    def _merge(self, rows: np.ndarray, counts: np.ndarray) -> None:
         both = np.concatenate([self._rows, rows])
         keys = np.ascontiguousarray(both).view(np.dtype((np.void, 8 * self.width))).ravel()
         _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
         weights = np.concatenate([self._counts, counts])
         self._rows = both[first]
         self._counts = np.bincount(inverse.reshape(-1), weights=weights).astype(np.int64)
-        self.units += other.units
+
+    def absorb(self, other: RowClasses) -> None:
+        """Count ``other``'s units here too: as if its rows had been added to this one."""
+        rows, counts = other.classes()
+        if len(counts):
+            self._compact()
+            self._merge(rows, counts)
+            self.units += other.units
 
     def classes(self) -> tuple[np.ndarray, np.ndarray]:
         """(rows, counts): the distinct rows in byte order and how many units each stands for."""
@@ -571,7 +459,7 @@ def _class_totals(
     for block, start in enumerate(range(0, len(counts), BOOTSTRAP_BLOCK)):
         end = start + BOOTSTRAP_BLOCK
         rng = np.random.default_rng([seed, stream, block])
-        weights = _class_weights(rng, resamples, counts[start:end])
+        weights = class_weights(rng, resamples, counts[start:end])
         mass += weights.sum(axis=1)
         for j in range(width):  # matrix-vector products: see MeansBootstrap._fold
             totals[:, j] += weights.dot(columns[j, start:end])
@@ -618,8 +506,8 @@ def paired_bootstrap_classes_pvalue(
 ) -> float | None:
     """Two-sided paired bootstrap p-value that ``statistic`` differs between systems A and B,
     over classes of joined rows (A's ``width`` columns, then B's) of the units both scored:
-    the test of ``paired_bootstrap_totals_pvalue`` (deltas centred on the observed one, +1
-    smoothing) with ``bootstrap_classes_ci``'s Poisson draws; empty resamples are left out.
+    resampled deltas centred on the observed one (Koehn 2004; sacrebleu's paired bootstrap), +1
+    smoothing, with ``bootstrap_classes_ci``'s Poisson draws; empty resamples are left out.
     ``None`` for no units or ``resamples < 1``."""
     if classes.units == 0 or resamples < 1:
         return None
