@@ -198,6 +198,8 @@ def _cell_list(values: Iterable[Any]) -> list[Any]:
 _TURN_HEAD = itemgetter(*TURN_COLUMNS[: TURN_COLUMNS.index("plan_operations")])
 _TURN_TAIL = itemgetter(*TURN_COLUMNS[TURN_COLUMNS.index("input_tokens") :])
 _AVERAGED = (*LOGIC_FIELDS, "operations_per_turn", "latency_s")
+_AVERAGED_OF = itemgetter(*_AVERAGED)
+_MATCHES_OF = itemgetter(*MATCH_FIELDS)
 
 
 def turn_cells(features: Mapping[str, Any], t: Turn) -> list[Any]:
@@ -273,6 +275,8 @@ def stored_cell(value: Any) -> Any:
         return None
     if value[0] not in _FLOAT_START and value[0].isascii() and value not in ("True", "False"):
         return value  # not a number: float() would refuse it
+    if value[0] in "iInN" and value.rstrip().lower() not in ("inf", "infinity", "nan"):
+        return value  # "number", "no_answer": float() would refuse it too (no exception)
     if value in ("True", "False"):
         return value == "True"
     try:
@@ -489,17 +493,17 @@ class Tally:
             else:
                 counted_in += t["input_tokens"]
                 counted_out += t["output_tokens"]
-                for values, field in zip(present, _AVERAGED, strict=True):
-                    value = t[field]
+                for values, value in zip(present, _AVERAGED_OF(t), strict=True):
                     if value is not None:
                         values.append(float(value))
             if not_scored == "no_gold":
                 self.no_gold += 1
             if not t["scored"]:
                 continue
-            numerical = bool(t["numerical_match"])
-            for k, field in enumerate(MATCH_FIELDS):
-                if t[field]:
+            matches = _MATCHES_OF(t)
+            numerical = bool(matches[0])
+            for k, match in enumerate(matches):
+                if match:
                     hits[k] += 1
             idx = t["turn_idx"]
             scored_turns.append((idx, numerical))
