@@ -176,22 +176,8 @@ _TRACE_OPTIONS = (
 )
 
 
-def _cells(row: Mapping[str, Any], columns: Sequence[str]) -> list[Any]:
-    """``neutralise_cell`` of each column, with the common cells (empty, numbers) inline."""
-    out: list[Any] = []
-    for column in columns:
-        value = row.get(column)
-        if value is None:
-            out.append("")
-        elif type(value) in _PLAIN:
-            out.append(value)
-        else:
-            out.append(neutralise_cell(value))
-    return out
-
-
 def _cell_list(values: Iterable[Any]) -> list[Any]:
-    """``_cells`` of values already in column order."""
+    """``neutralise_cell`` of each value, with the common cells (empty, numbers) inline."""
     return ["" if v is None else v if type(v) in _PLAIN else neutralise_cell(v) for v in values]
 
 
@@ -786,7 +772,7 @@ def score_chunk(job: ScoreJob, chunk: Sequence[Entry]) -> tuple[ChunkRows, Tally
                 )
             for entry in t["validation"]:
                 line = {"conversation_id": cid, "turn_idx": t["turn_idx"], **entry}
-                validation.writerow(_cells(line, VALIDATION_COLUMNS))
+                validation.writerow(_cell_list(map(line.get, VALIDATION_COLUMNS)))
             error = error_cells(trace_id, cid, features, t)
             if error is not None:
                 errors.writerow(error)
