@@ -207,9 +207,8 @@ def turn_cells(features: Mapping[str, Any], t: Turn) -> list[Any]:
 
 
 class Totals(NamedTuple):
-    """A conversation's totals (``Tally.add``): its scored turns' hits of each match type, its
-    scored turns, tokens, the values of ``_AVERAGED`` of the turns not lost to a call error, and
-    its success (every scored turn a numerical match; ``None`` when none is scored)."""
+    """A conversation's totals (``Tally.add``): hits of each match type, scored turns, tokens,
+    ``_AVERAGED``'s values off call errors, success (``None``: no turn scored)."""
 
     hits: list[int]
     scored: int
@@ -301,11 +300,9 @@ _STORED_ORDER = itemgetter(*(TURN_COLUMNS.index(k) for k in _STORED_KEYS))
 def stored_row(cells: Sequence[Any]) -> tuple[ItemColumns, bytes]:
     """A turn's item for the store (issue 11), its turns.csv row cell by cell as read back:
     the columns ``add_items`` would derive (``numeric_columns``) and the JSON text it would
-    store (the same orjson options)."""
+    store: its keys sorted here and every value a scalar, the bytes of its orjson options."""
     values = [stored_cell(v) if type(v) is str else v for v in _STORED_ORDER(cells)]
     item = dict(zip(_STORED_KEYS, values, strict=True))
-    # the keys in sorted order and every value a scalar: RunRecorder.add_items' options
-    # (OPT_SORT_KEYS, OPT_NON_STR_KEYS) would give the same bytes, in twice the time
     return numeric_columns(item), dumps_bytes(item, 0)
 
 
@@ -724,13 +721,12 @@ def _read_entries(job: ScoreJob, chunk: Sequence[Entry]) -> Iterator[tuple[str, 
             preds.close()
 
 
-_CREATE = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0)
+_NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_BINARY", 0)
 
 
 def _write_file(path: str, data: bytes) -> None:
-    """``data`` as the file ``path``, by ``os.write`` (a trace per conversation: ``open``'s
-    buffered file cost a sixth more CPU)."""
-    handle = os.open(path, _CREATE, 0o666)
+    """``data`` as the file ``path`` (a trace): ``open``'s buffered file took a sixth more CPU."""
+    handle = os.open(path, _NEW_FILE, 0o666)  # not inherited (PEP 446)
     try:
         view = memoryview(data)
         while view:
