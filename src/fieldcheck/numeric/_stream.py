@@ -167,8 +167,6 @@ EXTRA_FIELDS = {
 _PLAIN = (int, float, bool)
 # neutralise_cell's JSON text of a dict cell
 _CELL_JSON = orjson.OPT_NON_STR_KEYS | orjson.OPT_SORT_KEYS
-# RunRecorder.add_items' JSON options (sorted keys): the stored text is the same bytes
-_STORE_OPTIONS = orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY
 # write_json's options (dumps(indent=True)): the traces are the same bytes
 _TRACE_OPTIONS = (
     orjson.OPT_NON_STR_KEYS
@@ -178,28 +176,16 @@ _TRACE_OPTIONS = (
 )
 
 
-def _cells(row: Mapping[str, Any], columns: Sequence[str]) -> list[Any]:
-    """``neutralise_cell`` of each column, with the common cells (empty, numbers) inline."""
-    out: list[Any] = []
-    for column in columns:
-        value = row.get(column)
-        if value is None:
-            out.append("")
-        elif type(value) in _PLAIN:
-            out.append(value)
-        else:
-            out.append(neutralise_cell(value))
-    return out
-
-
 def _cell_list(values: Iterable[Any]) -> list[Any]:
-    """``_cells`` of values already in column order."""
+    """``neutralise_cell`` of each value, with the common cells (empty, numbers) inline."""
     return ["" if v is None else v if type(v) in _PLAIN else neutralise_cell(v) for v in values]
 
 
 _TURN_HEAD = itemgetter(*TURN_COLUMNS[: TURN_COLUMNS.index("plan_operations")])
 _TURN_TAIL = itemgetter(*TURN_COLUMNS[TURN_COLUMNS.index("input_tokens") :])
 _AVERAGED = (*LOGIC_FIELDS, "operations_per_turn", "latency_s")
+_AVERAGED_OF = itemgetter(*_AVERAGED)
+_MATCHES_OF = itemgetter(*MATCH_FIELDS)
 
 
 def turn_cells(features: Mapping[str, Any], t: Turn) -> list[Any]:
@@ -220,40 +206,30 @@ def turn_cells(features: Mapping[str, Any], t: Turn) -> list[Any]:
     )
 
 
+class Totals(NamedTuple):
+    """A conversation's totals (``Tally.add``): hits of each match type, scored turns, tokens,
+    ``_AVERAGED``'s values off call errors, success (``None``: no turn scored)."""
+
+    hits: list[int]
+    scored: int
+    tokens_in: int
+    tokens_out: int
+    present: list[list[float]]
+    success: bool | None
+
+
 def summary_cells(
-    conversation_id: str, trace_id: str, features: Mapping[str, Any], turns: Sequence[Turn]
-) -> tuple[list[Any], bool | None]:
-    """A conversation's summary.csv cells (``SUMMARY_COLUMNS``) in one pass over its turns, and
-    its success (every scored turn a numerical match; ``None`` when none is scored). Accuracies
-    are over scored turns; means over the turns not lost to a call error that have the value."""
-    scored = failed = tokens_in = tokens_out = 0
-    hits = [0] * len(MATCH_FIELDS)
-    present: list[list[float]] = [[] for _ in _AVERAGED]
-    latencies: list[Any] = []
-    for t in turns:
-        tokens_in += t["input_tokens"]
-        tokens_out += t["output_tokens"]
-        if t["not_scored"] != "call_error":
-            for values, field in zip(present, _AVERAGED, strict=True):
-                value = t[field]
-                if value is not None:
-                    values.append(float(value))
-            if t["latency_s"] is not None:
-                latencies.append(t["latency_s"])
-        if t["scored"]:
-            scored += 1
-            for k, field in enumerate(MATCH_FIELDS):
-                if t[field]:
-                    hits[k] += 1
-            if not t["numerical_match"]:
-                failed += 1
-    success = failed == 0 if scored else None
+    conversation_id: str, trace_id: str, features: Mapping[str, Any], turns: int, totals: Totals
+) -> list[Any]:
+    """A conversation's summary.csv cells (``SUMMARY_COLUMNS``) from its totals. Accuracies are
+    over scored turns; means over the turns not lost to a call error that have the value."""
+    hits, scored, tokens_in, tokens_out, present, success = totals
     means = [math.fsum(v) / len(v) if v else None for v in present]
-    cells = _cell_list(
+    return _cell_list(
         (
             conversation_id,
             trace_id,
-            len(turns),
+            turns,
             features["num_dialogue_turns"],
             features["has_type2_question"],
             features["has_duplicate_columns"],
@@ -264,12 +240,11 @@ def summary_cells(
             tokens_in,
             tokens_out,
             tokens_in + tokens_out,
-            sum(latencies) if latencies else None,
+            sum(present[-1]) if present[-1] else None,
             means[-1],
-            failed,
+            scored - hits[0],
         )
     )
-    return cells, success
 
 
 # the ASCII characters float() can start with (white space, sign, digits, point, inf, nan)
@@ -285,6 +260,8 @@ def stored_cell(value: Any) -> Any:
         return None
     if value[0] not in _FLOAT_START and value[0].isascii() and value not in ("True", "False"):
         return value  # not a number: float() would refuse it
+    if value[0] in "iInN" and value.rstrip().lower() not in ("inf", "infinity", "nan"):
+        return value  # "number", "no_answer": float() would refuse it too (no exception)
     if value in ("True", "False"):
         return value == "True"
     try:
@@ -316,12 +293,17 @@ def numeric_columns(item: Mapping[str, Any]) -> ItemColumns:
     return ItemColumns(key, failed, turn=turn, error_type=str(error)[:32] if error else None)
 
 
+_STORED_KEYS = tuple(sorted(TURN_COLUMNS))
+_STORED_ORDER = itemgetter(*(TURN_COLUMNS.index(k) for k in _STORED_KEYS))
+
+
 def stored_row(cells: Sequence[Any]) -> tuple[ItemColumns, bytes]:
     """A turn's item for the store (issue 11), its turns.csv row cell by cell as read back:
     the columns ``add_items`` would derive (``numeric_columns``) and the JSON text it would
-    store (the same orjson options)."""
-    item = dict(zip(TURN_COLUMNS, map(stored_cell, cells), strict=True))
-    return numeric_columns(item), dumps_bytes(item, _STORE_OPTIONS)
+    store: its keys sorted here and every value a scalar, the bytes of its orjson options."""
+    values = [stored_cell(v) if type(v) is str else v for v in _STORED_ORDER(cells)]
+    item = dict(zip(_STORED_KEYS, values, strict=True))
+    return numeric_columns(item), dumps_bytes(item, 0)
 
 
 STORED_TURNS = "fieldcheck.numeric._stream:stored_turns"
@@ -403,9 +385,9 @@ class _Sum:
         self.pending: list[float] = []
         self.count = 0
 
-    def add(self, value: float) -> None:
-        self.pending.append(value)
-        self.count += 1
+    def extend(self, values: list[float]) -> None:
+        self.pending += values
+        self.count += len(values)
         if len(self.pending) >= 4096:
             self.exact.add(self.pending)
             self.pending = []
@@ -465,18 +447,18 @@ class Tally:
         self.worst: list[tuple[float, int, str, list[str]]] = []
         self.failed_checks = 0
 
-    def add(self, conversation_id: str, turns: Sequence[Turn]) -> None:
-        """Fold one conversation's turns (``turn_values`` dicts)."""
+    def add(self, conversation_id: str, turns: Sequence[Turn]) -> Totals:
+        """Fold one conversation's turns (``turn_values`` dicts); returns its totals."""
         self.conversations += 1
         self.turns += len(turns)
         scored_turns: list[tuple[int, bool]] = []
-        totals = [0.0] * (len(MATCH_FIELDS) + 1)
-        logic_values: list[list[float]] = [[], [], []]
+        hits = [0] * len(MATCH_FIELDS)
+        present: list[list[float]] = [[] for _ in _AVERAGED]
+        tokens_in = tokens_out = counted_in = counted_out = 0
         first_failure = ""
         for t in turns:
-            call_error = t["not_scored"] == "call_error"
-            self.total_in += t["input_tokens"]
-            self.total_out += t["output_tokens"]
+            tokens_in += t["input_tokens"]
+            tokens_out += t["output_tokens"]
             if t.get("tokens_estimated"):
                 self.estimated += 1
             error_type = t["error_type"]
@@ -488,32 +470,24 @@ class Tally:
             for entry in t["validation"]:
                 if not entry.get("passed"):
                     self.failed_checks += 1
-            if call_error:
+            not_scored = t["not_scored"]
+            if not_scored == "call_error":
                 self.call_errors[str(error_type)] += 1
             else:
-                self.counted_in += t["input_tokens"]
-                self.counted_out += t["output_tokens"]
-                for j, field in enumerate(LOGIC_FIELDS):
-                    value = t[field]
+                counted_in += t["input_tokens"]
+                counted_out += t["output_tokens"]
+                for values, value in zip(present, _AVERAGED_OF(t), strict=True):
                     if value is not None:
-                        self.logic[field].add(float(value))
-                        logic_values[j].append(float(value))
-                ops = t["operations_per_turn"]
-                if ops is not None:
-                    self.operations[0] += ops
-                    self.operations[1] += 1
-                if t["latency_s"] is not None:
-                    self.latencies.append(t["latency_s"])
-            if t["not_scored"] == "no_gold":
+                        values.append(float(value))
+            if not_scored == "no_gold":
                 self.no_gold += 1
             if not t["scored"]:
                 continue
-            numerical = bool(t["numerical_match"])
-            for k, field in enumerate(MATCH_FIELDS):
-                if t[field]:
-                    self.matches[k] += 1
-                    totals[k] += 1.0
-            totals[-1] += 1.0
+            matches = _MATCHES_OF(t)
+            numerical = bool(matches[0])
+            for k, match in enumerate(matches):
+                if match:
+                    hits[k] += 1
             idx = t["turn_idx"]
             scored_turns.append((idx, numerical))
             position = self.by_turn.setdefault(idx, [0, 0, 0, 0])
@@ -533,21 +507,33 @@ class Tally:
                     self.extra[name] += bool(t[field])
                 if not first_failure:
                     first_failure = f"turn {idx}: {t['failure_mode']}"
+        self.total_in += tokens_in
+        self.total_out += tokens_out
+        self.counted_in += counted_in
+        self.counted_out += counted_out
+        for field, values in zip(LOGIC_FIELDS, present, strict=False):
+            self.logic[field].extend(values)
+        operations = present[_AVERAGED.index("operations_per_turn")]
+        self.operations[0] += int(sum(operations))  # counts: exact in floats
+        self.operations[1] += len(operations)
+        self.latencies.extend(present[-1])
         scored = len(scored_turns)
+        for k, count in enumerate(hits):
+            self.matches[k] += count
         self.scored += scored
-        success = all(m for _, m in scored_turns) if scored else None
+        success = hits[0] == scored if scored else None
         if success is not None:
             self.judged += 1
             self.successes += success
-        row = totals
-        for values in logic_values:
+        row = [float(h) for h in hits] + [float(scored)]
+        for values in present[: len(LOGIC_FIELDS)]:
             row += [math.fsum(values), float(len(values))]
         row += [float(bool(success)), float(success is not None)]
         self.units.add(row, scored_turns)
-        if scored:
-            accuracy = totals[0] / scored
-            if accuracy < 1.0:
-                self._worst(accuracy, scored, conversation_id, len(turns), first_failure)
+        if scored and hits[0] < scored:
+            accuracy = hits[0] / scored
+            self._worst(accuracy, scored, conversation_id, len(turns), first_failure)
+        return Totals(hits, scored, tokens_in, tokens_out, present, success)
 
     def absorb(self, other: Tally) -> Tally:
         """Fold ``other`` (the tally of the conversations after these; its values are taken
@@ -735,6 +721,20 @@ def _read_entries(job: ScoreJob, chunk: Sequence[Entry]) -> Iterator[tuple[str, 
             preds.close()
 
 
+_NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_BINARY", 0)
+
+
+def _write_file(path: str, data: bytes) -> None:
+    """``data`` as the file ``path`` (a trace): ``open``'s buffered file took a sixth more CPU."""
+    handle = os.open(path, _NEW_FILE, 0o666)  # not inherited (PEP 446)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(handle, view) :]
+    finally:
+        os.close(handle)
+
+
 def score_chunk(job: ScoreJob, chunk: Sequence[Entry]) -> tuple[ChunkRows, Tally]:
     """A chunk of conversations scored (a pure task of ``fieldcheck._util.executor``): each
     turn scored (``turn_values``), its conversation's trace written in ``job.traces``, and the
@@ -756,9 +756,8 @@ def score_chunk(job: ScoreJob, chunk: Sequence[Entry]) -> tuple[ChunkRows, Tally
                 missing.append((cid, i))
             gold_ops = gold_operations(gold.program, operations)
             turns.append(turn_values(cid, i, gold, prediction, gold_ops))
-        tally.add(cid, turns)
-        cells, success = summary_cells(cid, trace_id, features, turns)
-        summary.writerow(cells)
+        totals = tally.add(cid, turns)
+        summary.writerow(summary_cells(cid, trace_id, features, len(turns), totals))
         for t in turns:
             turn_row = turn_cells(features, t)
             rows.writerow(turn_row)
@@ -769,7 +768,7 @@ def score_chunk(job: ScoreJob, chunk: Sequence[Entry]) -> tuple[ChunkRows, Tally
                 )
             for entry in t["validation"]:
                 line = {"conversation_id": cid, "turn_idx": t["turn_idx"], **entry}
-                validation.writerow(_cells(line, VALIDATION_COLUMNS))
+                validation.writerow(_cell_list(map(line.get, VALIDATION_COLUMNS)))
             error = error_cells(trace_id, cid, features, t)
             if error is not None:
                 errors.writerow(error)
@@ -778,11 +777,10 @@ def score_chunk(job: ScoreJob, chunk: Sequence[Entry]) -> tuple[ChunkRows, Tally
             "conversation_id": cid,
             "features": features,
             "document": conversation.document,
-            "conversation_success": success,
+            "conversation_success": totals.success,
             "turns": turns,
         }
-        with open(f"{folder}{trace_id}.json", "wb") as handle:
-            handle.write(dumps_bytes(trace, _TRACE_OPTIONS) + b"\n")
+        _write_file(f"{folder}{trace_id}.json", dumps_bytes(trace, _TRACE_OPTIONS) + b"\n")
     files = tuple(texts[name].getvalue().encode() for name, _ in ROW_FILES)
     packed = marshal.dumps(store) if store is not None else None
     return ChunkRows(files, packed, missing), tally
