@@ -176,19 +176,27 @@ def _given(options: dict[str, Any]) -> dict[str, Any]:
         reason = InputError(exc.reason.removeprefix("weights: "), value=exc.value).one_line()
         raise typer.BadParameter(safe_text(reason), param_hint="--weights") from None
     given["weights"] = weights.model_dump() if weights is not None else None
+    check_matcher(matcher, given["judge_base_url"], given["judge_model"], given["safety_check"])
+    return given
+
+
+def check_matcher(
+    matcher: str, judge_base_url: str | None, judge_model: str | None, safety_check: str = "off"
+) -> None:
+    """``--matcher`` and its judge (and ``--safety-check``), as ``json`` and ``serve`` take
+    them: the first bad one a usage line."""
     if matcher not in get_args(MatcherFamily):
         raise typer.BadParameter(
             f"must be 'local' or 'llm' (got {matcher!r})", param_hint="--matcher"
         )
-    if given["safety_check"] not in get_args(SafetyCheck):
+    if safety_check not in get_args(SafetyCheck):
         raise typer.BadParameter(
-            f"must be 'off' or 'leaks' (got {given['safety_check']!r})", param_hint="--safety-check"
+            f"must be 'off' or 'leaks' (got {safety_check!r})", param_hint="--safety-check"
         )
-    if matcher == "llm" and not (given["judge_base_url"] and given["judge_model"]):
+    if matcher == "llm" and not (judge_base_url and judge_model):
         raise typer.BadParameter(
             "--matcher llm needs --judge-base-url and --judge-model", param_hint="--matcher"
         )
-    return given
 
 
 def _read_output(path: Path, console: Console) -> Any:

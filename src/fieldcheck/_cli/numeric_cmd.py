@@ -3,13 +3,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
 from fieldcheck import core
 from fieldcheck._cli._common import (
@@ -259,19 +257,6 @@ def score_command(
     raise typer.Exit(finish(scored, options["fail_under"], options["as_json"], scored.failed))
 
 
-def _comparison(title: str, columns: Sequence[tuple[str, NumericResult]]) -> Table:
-    """The demos' table: the models' headline statistics side by side."""
-    table = grid(title, "metric", right=[name for name, _ in columns])
-    for key, label in (
-        *_SHOWN,
-        ("cost_per_correct_answer", "cost per correct answer: tokens per successful conversation"),
-        ("tokens_per_correct_turn", "tokens per correct turn"),
-        ("num_failed_turns", "failed turns (not a numerical match)"),
-    ):
-        table.add_row(label, *(_fmt(result.statistics.get(key)) for _, result in columns))
-    return table
-
-
 # ---------------------------------------------------------------------------------------------
 # numeric evaluate: run the plan-and-execute agent, then score it
 
@@ -385,10 +370,15 @@ def run_model_demo(base_url: str, out_dir: Path, models: list[str], *, console: 
     for outcome in ran.outcomes:
         stored_line(console, core.stored_line(outcome.run_id))
     results = [o.scored.result for o in ran.outcomes]
-    table = _comparison(
-        "ConvFinQA dev (30 conversations, seed 0): plan-and-execute agent",
-        [(r.spec.name, result) for r, result in zip(ran.calls, results, strict=True)],
-    )
+    title = "ConvFinQA dev (30 conversations, seed 0): plan-and-execute agent"
+    table = grid(title, "metric", right=[r.spec.name for r in ran.calls])
+    for key, label in (
+        *_SHOWN,
+        ("cost_per_correct_answer", "cost per correct answer: tokens per successful conversation"),
+        ("tokens_per_correct_turn", "tokens per correct turn"),
+        ("num_failed_turns", "failed turns (not a numerical match)"),
+    ):
+        table.add_row(label, *(_fmt(r.statistics.get(key)) for r in results))
     table.add_row(
         "turns not scored: call errors", *(call_errors_text(r.statistics) for r in results)
     )

@@ -76,14 +76,14 @@ def _store() -> Any:
         ) from None
 
 
-def _run(store: Any, ref: str, hint: str = "RUN") -> Any:
+def _run(store: Any, ref: str) -> Any:
     from fieldcheck.store import MIN_PREFIX, AmbiguousRunError
 
     try:
         run = store.find_run(ref)
     except AmbiguousRunError as exc:
         raise typer.BadParameter(
-            safe_text(f"{exc}: give more of the id"), param_hint=hint
+            safe_text(f"{exc}: give more of the id"), param_hint="RUN"
         ) from None
     if run is None:
         short = (
@@ -91,7 +91,7 @@ def _run(store: Any, ref: str, hint: str = "RUN") -> Any:
         )
         raise typer.BadParameter(
             safe_text(f"no run {ref!r} in the store{short} ('fieldcheck runs list' lists them)"),
-            param_hint=hint,
+            param_hint="RUN",
         )
     return run
 
@@ -204,7 +204,7 @@ def show_command(
     console = _console()
     for key in ("id", "system", "kind", "model", "status", "started_at", "parent_id", "out_dir"):
         say(console, f"{key}: {safe_text(data[key] or '')}")
-    from fieldcheck.runs import format_items
+    from fieldcheck.runs import compare_runs, format_items
 
     counts = format_items(
         info,
@@ -223,8 +223,6 @@ def show_command(
     for name, value in _settings_lines(data["settings"]):
         say(console, f"setting {safe_text(name)}: {safe_text(value)}")
     say(console, f"signature: {safe_text(data['signature'])}")
-    from fieldcheck.runs import compare_runs
-
     _print_comparison(compare_runs([info]), console)
     for item in shown:
         say(console, safe_json_text(dumps(item)))
@@ -444,7 +442,7 @@ def rescore_command(
     Numeric runs cannot be re-scored (not required: their turns keep no plan to re-execute).
     Exit 0; 2 for an unknown RUN, a bad option, or a run that cannot be re-scored."""
     from fieldcheck.jsoneval import load_strategies, parse_weights
-    from fieldcheck.runs import rescore
+    from fieldcheck.runs import compare_runs, rescore
 
     store = _store()
     info = _run(store, run)
@@ -461,21 +459,14 @@ def rescore_command(
             safe_text(f"must be presence, exact, fuzzy or semantic (got {tp!r})"),
             param_hint="--tp",
         )
+    thresholds = {"fuzzy_threshold": fuzzy_threshold, "semantic_threshold": semantic_threshold}
     try:
         child = rescore(
             store,
             info.id,
             strategies=mapping,
             weights=rqs,
-            thresholds={
-                name: value
-                for name, value in (
-                    ("fuzzy_threshold", fuzzy_threshold),
-                    ("semantic_threshold", semantic_threshold),
-                )
-                if value is not None
-            }
-            or None,
+            thresholds={k: v for k, v in thresholds.items() if v is not None} or None,
             tp=tp,
             threshold=threshold,
             bootstrap=bootstrap,
@@ -488,8 +479,6 @@ def rescore_command(
         return
     console = _console()
     say(console, f"re-scored {info.id} as {child.id}")
-    from fieldcheck.runs import compare_runs
-
     _print_comparison(compare_runs([info, child], store), console)
 
 

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import socket
 from pathlib import Path
-from typing import Annotated, get_args
+from typing import Annotated
 
 import typer
 
 from fieldcheck._util.term import safe_text
-from fieldcheck.jsoneval import MatcherFamily
 from fieldcheck.store import DATABASE_ENV
 
 
@@ -65,16 +64,10 @@ def serve_command(
     configuration lives in the store (FIELDCHECK_DATABASE_URL or the default SQLite file).
     Stop with Ctrl-C. Exit 2 on usage errors (a bad option, a non-loopback --host without a
     token, a --data-root that is not a folder)."""
+    from fieldcheck._cli.json_cmd import check_matcher
     from fieldcheck.api import MB, ApiSettings, check_binding, create_app
 
-    if matcher not in get_args(MatcherFamily):
-        raise typer.BadParameter(
-            f"must be 'local' or 'llm' (got {matcher!r})", param_hint="--matcher"
-        )
-    if matcher == "llm" and not (judge_base_url and judge_model):
-        raise typer.BadParameter(
-            "--matcher llm needs --judge-base-url and --judge-model", param_hint="--matcher"
-        )
+    check_matcher(matcher, judge_base_url, judge_model)
     if data_root is not None and not data_root.is_dir():
         raise typer.BadParameter(safe_text(f"{data_root}: not a folder"), param_hint="--data-root")
     settings = ApiSettings.from_env(

@@ -90,23 +90,13 @@ def _model_table(name: str, run: SlotsRun) -> Table:
     r = score.result
     table = grid(Text(safe_text(name)), "metric", right=("value", "95% CI"))  # no markup
 
-    def row(label: str, value: float | None, ci_key: str | None = None) -> None:
-        ci = r.ci.get(ci_key) if ci_key else None
+    for name in METRIC_COLUMNS:  # an interval where the result has one (CI_METRICS)
+        value, ci = getattr(r, name), r.ci.get(name)
         table.add_row(
-            label,
+            name,
             "absent" if value is None else f"{value:.3f}",
             "" if ci is None else f"[{ci.low:.3f}, {ci.high:.3f}]",
         )
-
-    row("precision", r.precision, "precision")
-    row("recall", r.recall, "recall")
-    row("f1", r.f1, "f1")
-    row("exact_match_rate", r.exact_match_rate, "exact_match_rate")
-    row("token_precision", r.token_precision)
-    row("token_recall", r.token_recall)
-    row("token_f1", r.token_f1, "token_f1")
-    row("bleu1", r.bleu1)
-    row("llm_judge", r.llm_judge)
     if r.latency is None:
         table.add_row("latency", "absent", "")
     else:

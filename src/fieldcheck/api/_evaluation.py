@@ -190,12 +190,17 @@ async def save_upload(upload: UploadFile, path: Path) -> None:
             handle.write(block)
 
 
-def hidden(text: str, shown: Mapping[str, str]) -> str:
-    """``text`` with each server path of ``shown`` replaced by what the client sent (a message
-    never holds a server path)."""
-    for path, name in sorted(shown.items(), key=lambda p: -len(p[0])):
-        text = text.replace(path, name)
-    return text
+def hidden(value: Any, shown: Mapping[str, str]) -> Any:
+    """``value`` (text or JSON) with each server path of ``shown`` in its strings replaced by
+    what the client sent (a message never holds a server path)."""
+    paths = sorted(shown.items(), key=lambda p: -len(p[0]))
+
+    def replaced(text: str) -> str:
+        for path, name in paths:
+            text = text.replace(path, name)
+        return text
+
+    return each_text(value, replaced)
 
 
 def each_text(value: Any, change: Callable[[str], str]) -> Any:

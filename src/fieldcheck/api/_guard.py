@@ -88,32 +88,23 @@ class Guard:
             await self.app(scope, receive, send)
             return
         headers = Headers(scope=scope)
+        limit, length = self.limit(headers), headers.get("content-length")
+        refused: tuple[int, str] | None = None
         if not self.host_allowed(headers):
-            await _reply(
-                scope, receive, send, 400, "this server answers only on a loopback host name"
-            )
-            return
-        if scope["path"] not in OPEN_PATHS and not self.authorized(headers):
+            refused = 400, "this server answers only on a loopback host name"
+        elif scope["path"] not in OPEN_PATHS and not self.authorized(headers):
             if scope["method"] == "GET" and "text/html" in headers.get("accept", ""):
                 # a browser: the page that asks for the token
                 await RedirectResponse("/login", 303)(scope, receive, send)
                 return
-            await _reply(
-                scope,
-                receive,
-                send,
-                401,
-                "a bearer token is required",
-                {"www-authenticate": "Bearer"},
-            )
-            return
-        if not self.same_origin(scope["method"], headers):
-            await _reply(scope, receive, send, 403, "requests from another origin are refused")
-            return
-        limit = self.limit(headers)
-        length = headers.get("content-length")
-        if length is not None and length.isdigit() and int(length) > limit:
-            await _reply(scope, receive, send, 413, too_large(limit))
+            refused = 401, "a bearer token is required"
+        elif not self.same_origin(scope["method"], headers):
+            refused = 403, "requests from another origin are refused"
+        elif length is not None and length.isdigit() and int(length) > limit:
+            refused = 413, too_large(limit)
+        if refused is not None:
+            challenge = {"www-authenticate": "Bearer"} if refused[0] == 401 else None
+            await _reply(scope, receive, send, *refused, challenge)
             return
         received = 0
         started = False

@@ -110,25 +110,25 @@ def _configuration(
     ctx: AppContext,
     request: Request,
     *,
-    status: int = 200,
-    error: str | None = None,
+    error: InputError | str | None = None,
     error_section: str | None = None,
     rows: list[tuple[str, str]] | None = None,
     saved: str | None = None,
 ) -> HTMLResponse:
+    """The Configuration page; with ``error`` (in ``error_section``), a 400."""
     strategies = ctx.saved.get("strategies")
     return _render(
         ctx,
         request,
         "configuration.html",
-        status,
+        400 if error else 200,
         active="/configuration",
         rows=rows if rows is not None else list(strategies.items()),
         strategy_names=STRATEGIES,
         thresholds=ctx.saved.get("thresholds"),
         weights=ctx.saved.get("weights"),
         weight_names=list(RqsWeights.model_fields),
-        error=error,
+        error=error.one_line() if isinstance(error, InputError) else error,
         error_section=error_section,
         saved=SAVED.get(saved or ""),
     )
@@ -151,9 +151,7 @@ def _save(
     try:
         ctx.saved.put(section, data, file=file)
     except InputError as exc:
-        return _configuration(
-            ctx, request, status=400, error=exc.one_line(), error_section=section, rows=rows
-        )
+        return _configuration(ctx, request, error=exc, error_section=section, rows=rows)
     return RedirectResponse(f"/configuration?saved={section}", status_code=303)
 
 
@@ -165,9 +163,7 @@ async def _bad_text(request: Request) -> InputError | None:
 @router.post("/configuration/strategies")
 async def save_strategies(request: Request, ctx: Context) -> Response:
     if (bad := await _bad_text(request)) is not None:
-        return _configuration(
-            ctx, request, status=400, error=bad.one_line(), error_section="strategies"
-        )
+        return _configuration(ctx, request, error=bad, error_section="strategies")
     form = await request.form()
     fields = [str(v) for v in form.getlist("field")]
     values = [str(v) for v in form.getlist("strategy")]
@@ -175,27 +171,24 @@ async def save_strategies(request: Request, ctx: Context) -> Response:
     try:
         mapping = strategy_rows(rows)
     except InputError as exc:
-        return _configuration(
-            ctx, request, status=400, error=exc.one_line(), error_section="strategies", rows=rows
-        )
+        return _configuration(ctx, request, error=exc, error_section="strategies", rows=rows)
     return _save(ctx, request, "strategies", mapping, rows)
 
 
 @router.post("/configuration/{section}/import")
 async def import_section(section: Section, request: Request, ctx: Context) -> Response:
     if (bad := await _bad_text(request)) is not None:
-        return _configuration(ctx, request, status=400, error=bad.one_line(), error_section=section)
+        return _configuration(ctx, request, error=bad, error_section=section)
     form = await request.form()
     upload = form.get("file")
     if not isinstance(upload, StarletteUpload) or not upload.filename:
-        return _configuration(
-            ctx, request, status=400, error="choose a JSON file to import", error_section=section
-        )
+        error = "choose a JSON file to import"
+        return _configuration(ctx, request, error=error, error_section=section)
     name = os.path.basename(upload.filename)
     try:
         data = parse_json_file(await upload.read(), name=name)
     except InputError as exc:
-        return _configuration(ctx, request, status=400, error=exc.one_line(), error_section=section)
+        return _configuration(ctx, request, error=exc, error_section=section)
     return _save(ctx, request, section, data, file=name)
 
 
@@ -231,12 +224,12 @@ _NUMBER_FIELDS: dict[Section, list[str]] = {
 async def save_numbers(request: Request, ctx: Context) -> Response:
     section = next(s for s in _NUMBER_FIELDS if request.url.path.endswith(s))  # its route's
     if (bad := await _bad_text(request)) is not None:
-        return _configuration(ctx, request, status=400, error=bad.one_line(), error_section=section)
+        return _configuration(ctx, request, error=bad, error_section=section)
     form = {k: str(v) for k, v in (await request.form()).items()}
     try:
         data = _numbers(form, _NUMBER_FIELDS[section])
     except InputError as exc:
-        return _configuration(ctx, request, status=400, error=exc.one_line(), error_section=section)
+        return _configuration(ctx, request, error=exc, error_section=section)
     return _save(ctx, request, section, data)
 
 
@@ -246,20 +239,18 @@ def evaluate_page(request: Request, ctx: Context) -> HTMLResponse:
     return _render(ctx, request, "evaluate.html", active="/evaluate", ground_truth="", output="")
 
 
-async def _text(pasted: str, upload: StarletteUpload | None) -> str:
-    """An uploaded file wins over the pasted text."""
-    if upload is not None and upload.filename:
+def _pasted(form: FormData, name: str) -> str:
+    """A form's text field ``name`` ("" when absent)."""
+    text = form.get(name)
+    return text if isinstance(text, str) else ""
+
+
+async def _text(form: FormData, name: str) -> str:
+    """A form's upload ``name + '_file'``, which wins over its pasted text ``name``."""
+    upload = form.get(f"{name}_file")
+    if isinstance(upload, StarletteUpload) and upload.filename:
         return (await upload.read()).decode("utf-8", errors="replace")
-    return pasted
-
-
-def _part(form: FormData, name: str) -> tuple[str, StarletteUpload | None]:
-    """A form's text field ``name`` ("" when absent) and its upload ``name + '_file'``."""
-    text, upload = form.get(name), form.get(f"{name}_file")
-    return (
-        text if isinstance(text, str) else "",
-        upload if isinstance(upload, StarletteUpload) else None,
-    )
+    return _pasted(form, name)
 
 
 def _evaluated(ctx: AppContext, gt_text: str, out_text: str) -> JsonEvalResult:
@@ -274,15 +265,12 @@ def _evaluated(ctx: AppContext, gt_text: str, out_text: str) -> JsonEvalResult:
 async def run_evaluation(request: Request, ctx: Context) -> HTMLResponse:
     bad = await _bad_text(request)  # before the form is read: it would hide such bytes
     form = await request.form()
-    ground_truth, ground_truth_file = _part(form, "ground_truth")
-    output, output_file = _part(form, "output")
     if bad is not None:
-        shown: dict[str, Any] = {"ground_truth": ground_truth, "output": output}
+        shown = {name: _pasted(form, name) for name in ("ground_truth", "output")}
         return _render(
             ctx, request, "evaluate.html", 422, error=bad.one_line(), active="/evaluate", **shown
         )
-    gt_text = await _text(ground_truth, ground_truth_file)
-    out_text = await _text(output, output_file)
+    gt_text, out_text = await _text(form, "ground_truth"), await _text(form, "output")
     page: dict[str, Any] = {
         "active": "/evaluate",
         "ground_truth": gt_text,

@@ -103,17 +103,13 @@ def _page(
     }
 
 
-def _ids(ids: list[str]) -> list[str]:
-    found = [i for part in ids for i in part.split(",") if i.strip()]
+def _compare(ctx: AppContext, ids: list[str]) -> dict[str, Any]:
+    found = [i.strip() for part in ids for i in part.split(",") if i.strip()]
     if not found:
         raise ApiError(422, "ids: give the runs to compare", field="ids")
     if len(found) > MAX_COMPARE:
         raise ApiError(422, f"ids: at most {MAX_COMPARE} runs", field="ids")
-    return [i.strip() for i in found]
-
-
-def _compare(ctx: AppContext, ids: list[str]) -> dict[str, Any]:
-    runs = [_get(ctx, i) for i in _ids(ids)]
+    runs = [_get(ctx, i) for i in found]
     try:
         return compare_runs(runs, ctx.store)
     except InputError as exc:

@@ -16,7 +16,7 @@ from fieldcheck._util.errors import UsageProblem
 from fieldcheck.api._body import CheckedBodyRoute
 from fieldcheck.api._deps import Context
 from fieldcheck.api._errors import INVALID, JUDGE_FAILED, ApiError, error_responses
-from fieldcheck.api._evaluation import each_text, hidden, score_uploads
+from fieldcheck.api._evaluation import hidden, score_uploads
 
 router = APIRouter(
     prefix="/api/score",
@@ -50,12 +50,6 @@ _FORM = {
 }
 
 
-def _hide(value: Any, shown: Mapping[str, str]) -> Any:
-    """``value`` (JSON) with every server path of ``shown`` in its strings named as the client
-    sent it (a bad line's message names its file)."""
-    return each_text(value, lambda text: hidden(text, shown))
-
-
 def _answer(outcome: core.Outcome, shown: Mapping[str, str]) -> dict[str, Any]:
     """What the route answers of a scored run (its files named inside its folder, no server
     path the client did not send)."""
@@ -65,9 +59,9 @@ def _answer(outcome: core.Outcome, shown: Mapping[str, str]) -> dict[str, Any]:
     return {
         "run_id": outcome.run_id,
         "system": outcome.system,
-        "metrics": _hide(scored.metrics, shown),
+        "metrics": hidden(scored.metrics, shown),
         "intervals": scored.intervals,
-        "signature": _hide(signature, shown),
+        "signature": hidden(signature, shown),
         "failed": scored.failed,
         "files": sorted(
             p.relative_to(outcome.destination).as_posix() for p in outcome.files.values()
