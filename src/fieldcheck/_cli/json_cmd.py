@@ -183,8 +183,7 @@ def _given(options: dict[str, Any]) -> dict[str, Any]:
 def check_matcher(
     matcher: str, judge_base_url: str | None, judge_model: str | None, safety_check: str = "off"
 ) -> None:
-    """``--matcher`` and its judge (and ``--safety-check``), as ``json`` and ``serve`` take
-    them: the first bad one a usage line."""
+    """``--matcher``, its judge and ``--safety-check`` as ``json`` and ``serve`` take them."""
     if matcher not in get_args(MatcherFamily):
         raise typer.BadParameter(
             f"must be 'local' or 'llm' (got {matcher!r})", param_hint="--matcher"

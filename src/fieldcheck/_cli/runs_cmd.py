@@ -131,21 +131,9 @@ def list_command(
         table.add_column(head, overflow="fold", no_wrap=head in ("id", "parent"))
     for r in runs:
         s = _summary(r)
-        table.add_row(
-            *(
-                safe_text(v)
-                for v in (
-                    s["id"],
-                    s["system"],
-                    s["kind"],
-                    s["model"],
-                    s["status"],
-                    s["started_at"][:19],
-                    format_count(s["n_done"], s["n_items"]),
-                    s["parent_id"] or "",
-                )
-            )
-        )
+        named = [s[key] for key in ("id", "system", "kind", "model", "status")]
+        items, parent = format_count(s["n_done"], s["n_items"]), s["parent_id"] or ""
+        table.add_row(*(safe_text(v) for v in (*named, s["started_at"][:19], items, parent)))
     console = _console()
     console.print(table)
     say(console, f"{len(runs)} run(s)")
