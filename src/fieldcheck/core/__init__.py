@@ -13,7 +13,6 @@ from fieldcheck.core._pipeline import (
     Interrupted,
     Into,
     Outcome,
-    check_out,
     finish_folder,
     finish_run,
     open_folder,

@@ -107,16 +107,6 @@ def open_folder(
     return folder
 
 
-def check_out(out: Path | None) -> None:
-    """Before a long read of the inputs: an ``--out`` that cannot be used is a usage problem at
-    once."""
-    if out is not None:
-        try:
-            check_destination(out)
-        except FolderError as exc:
-            raise UsageProblem(str(exc), "--out") from None
-
-
 def open_recorder(
     *,
     system: str,
@@ -240,7 +230,11 @@ def score(
     if isinstance(out, RunFolder):
         opened, beside = out, out.destination
     else:
-        check_out(out)
+        try:  # before the long read of the inputs: an unusable --out is said at once
+            if out is not None:
+                check_destination(out)
+        except FolderError as exc:
+            raise UsageProblem(str(exc), "--out") from None
         opened, beside = None, out or RUNS_DIR / "new"
     given = {"store": store, "warn": events.warn, "note": events.note, **(extras or {})}
     with found.prepare(

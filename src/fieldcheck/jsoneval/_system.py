@@ -20,7 +20,7 @@ from fieldcheck.jsoneval._extract import JsonRuns
 from fieldcheck.jsoneval._models import BatchRecord, RecordError
 from fieldcheck.jsoneval._stream import CHUNK_LINES, SCORES, BatchReader, Failed, Item
 from fieldcheck.metrics import RqsWeights, wildcard_path
-from fieldcheck.reports import RunFolder, Scored
+from fieldcheck.reports import RunFolder, Scored, Views
 from fieldcheck.store import ItemColumns, add_tag
 
 if TYPE_CHECKING:
@@ -28,8 +28,6 @@ if TYPE_CHECKING:
 
 _Write = Callable[["RunRecorder"], tuple[Any, Any]]
 """``core.Write``: stores the run's items, returns its (metrics, intervals)."""
-
-_SUMMARY = ("completeness", "accuracy", "rqs")
 
 
 def _stored(summary: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -113,7 +111,7 @@ def _count(name: str, value: Any) -> int:
     return value
 
 
-class JsonSystem(JsonRuns):
+class JsonSystem(JsonRuns, Views):
     name = "json"
     title = "JSON evaluation"
     item = "record"
@@ -130,32 +128,15 @@ class JsonSystem(JsonRuns):
         *((name, f'$."{name}"', "DOUBLE") for name in SCORES),
         ("output_kind", '$."output_kind"', "VARCHAR"),
     )
-
-    def columns(
-        self, model: str, metrics: Mapping[str, Any], intervals: Mapping[str, Any]
-    ) -> list[tuple[str, Mapping[str, Any], Mapping[str, Any]]]:
-        return [(model, metrics, intervals)]
+    summary_keys = ("completeness", "accuracy", "rqs")
 
     def estimate(self, metrics: Mapping[str, Any], name: str) -> Any:
         return (metrics.get("means") or {}).get(name)
 
-    def interval(self, intervals: Mapping[str, Any], name: str) -> Any:
-        return intervals.get(name)
-
-    def latency(self, metrics: Mapping[str, Any]) -> Mapping[str, Any] | None:
-        found = metrics.get("latency_s")
-        return found if isinstance(found, Mapping) else None
-
-    def paired(self, metrics: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-        return []
-
     def item_summary(self, result: Mapping[str, Any]) -> list[tuple[str, Any]]:
         if "error" in result:
             return [("error", (result["error"] or {}).get("message"))]
-        return [(k, result.get(k)) for k in _SUMMARY]
-
-    def export_row(self, result: Mapping[str, Any]) -> list[Any]:
-        return [result.get(name) for name, _, _ in self.export_columns]
+        return super().item_summary(result)
 
     def item_columns(self, item: Mapping[str, Any]) -> ItemColumns:
         """A ``records.jsonl`` line (plus the raw ``ground_truth`` and ``output``), or an

@@ -58,11 +58,6 @@ def token_f1(matched: N, predicted: N, gold: N) -> N:
     return _stats.f1_from_pr(token_precision(matched, predicted), token_recall(matched, gold))
 
 
-def mean_bleu1(bleu1_sum: float, gold_slots: int) -> float:
-    """Mean BLEU-1 over gold slots, a missed slot scoring 0 (slot spec §9)."""
-    return _stats.safe_div(bleu1_sum, float(gold_slots))
-
-
 def llm_judge(judge_sum: float, judge_count: int) -> float | None:
     """Mean judge score over judged gold slots (missed = 0); ``None`` without a judge (§5)."""
     return judge_sum / judge_count if judge_count else None
@@ -132,8 +127,8 @@ class SlotCounts:
         return float(token_f1(self.token_matched, self.token_predicted, self.token_gold))
 
     @property
-    def bleu1(self) -> float:
-        return mean_bleu1(self.bleu1_sum, self.gold_slots)
+    def bleu1(self) -> float:  # mean over gold slots, a missed slot scoring 0 (slot spec §9)
+        return _stats.safe_div(self.bleu1_sum, float(self.gold_slots))
 
     @property
     def llm_judge(self) -> float | None:

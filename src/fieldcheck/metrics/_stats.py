@@ -156,13 +156,6 @@ def percentile_interval(values: np.ndarray, estimate: float, level: float) -> In
     )
 
 
-def _intervals(
-    found: Mapping[str, Interval | None],
-) -> dict[str, Interval]:
-    """The intervals that exist (a statistic with no kept resample has none)."""
-    return {name: ci for name, ci in found.items() if ci is not None}
-
-
 class ExactSum:
     """A running sum of floats that ends exactly where ``math.fsum`` of all of them would.
 
@@ -380,7 +373,7 @@ def bootstrap_groups_ci(
         full = rows.sum(axis=0, keepdims=True)
         for name, stat in statistics.items():
             out[name] = percentile_interval(values[name], float(stat(full)[0]), level)
-    return _intervals(out)
+    return {name: ci for name, ci in out.items() if ci is not None}
 
 
 class RowClasses:
@@ -492,7 +485,7 @@ def bootstrap_classes_ci(
         values = np.asarray(stat(totals), dtype=float)
         values[empty] = np.nan
         found[name] = percentile_interval(values, float(stat(full)[0]), level)
-    return _intervals(found)
+    return {name: ci for name, ci in found.items() if ci is not None}
 
 
 def paired_bootstrap_classes_pvalue(

@@ -28,7 +28,7 @@ from fieldcheck.numeric._stream import (
     score_to_folder,
     stored_cell,
 )
-from fieldcheck.reports import RunFolder, Scored
+from fieldcheck.reports import RunFolder, Scored, Views
 from fieldcheck.store import ItemColumns
 
 if TYPE_CHECKING:
@@ -155,9 +155,6 @@ def read_inputs(
     return Read(loaded, preds, settings)
 
 
-_SUMMARY = ("question", "expected_answer", "predicted_answer")
-
-
 def _accuracy_by_turn(metrics: Mapping[str, Any]) -> dict[str, Any]:
     return dict(metrics.get("accuracy_by_turn_number") or {})
 
@@ -166,7 +163,7 @@ def _operations_by_turn(metrics: Mapping[str, Any]) -> dict[str, Any]:
     return dict(metrics.get("avg_operations_by_turn") or {})
 
 
-class NumericSystem(NumericRuns):
+class NumericSystem(NumericRuns, Views):
     name = "numeric"
     title = "Numeric QA"
     item = "turn"
@@ -187,30 +184,10 @@ class NumericSystem(NumericRuns):
         ("numerical_match", '$."numerical_match"', "BOOLEAN"),
         ("failure_mode", '$."failure_mode"', "VARCHAR"),
     )
-
-    def columns(
-        self, model: str, metrics: Mapping[str, Any], intervals: Mapping[str, Any]
-    ) -> list[tuple[str, Mapping[str, Any], Mapping[str, Any]]]:
-        return [(model, metrics, intervals)]
-
-    def estimate(self, metrics: Mapping[str, Any], name: str) -> Any:
-        return metrics.get(name)
+    summary_keys = ("question", "expected_answer", "predicted_answer")
 
     def interval(self, intervals: Mapping[str, Any], name: str) -> Any:
         return (intervals.get("overall") or {}).get(name)
-
-    def latency(self, metrics: Mapping[str, Any]) -> Mapping[str, Any] | None:
-        found = metrics.get("latency_s")
-        return found if isinstance(found, Mapping) else None
-
-    def paired(self, metrics: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-        return []
-
-    def item_summary(self, result: Mapping[str, Any]) -> list[tuple[str, Any]]:
-        return [(k, result.get(k)) for k in _SUMMARY]
-
-    def export_row(self, result: Mapping[str, Any]) -> list[Any]:
-        return [result.get(name) for name, _, _ in self.export_columns]
 
     def item_columns(self, item: Mapping[str, Any]) -> ItemColumns:
         return numeric_columns(item)

@@ -33,6 +33,7 @@ if TYPE_CHECKING:  # the names as type checkers and editors see them
         OutputFolder,
         RunFolder,
         Scored,
+        Views,
         check_destination,
     )
     from fieldcheck.reports._format import format_pvalue, format_seconds, format_seconds_joined

@@ -10,7 +10,7 @@ import errno
 import os
 import secrets
 import socket
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -146,6 +146,41 @@ class Scored:
     failed: bool
     gate: dict[str, dict[str, Any]]
     summary: Any = None
+
+
+class Views:
+    """The defaults of ``core.System``'s view methods, which a system overrides where its
+    stored metrics differ: one column per run, headline metrics and their intervals at the top
+    of its metrics, latency under ``latency_key``, the ``summary_keys`` of an item, no paired
+    tests."""
+
+    export_columns: tuple[tuple[str, str, str], ...] = ()
+    latency_key = "latency_s"
+    summary_keys: tuple[str, ...] = ()
+
+    def columns(
+        self, model: str, metrics: Mapping[str, Any], intervals: Mapping[str, Any]
+    ) -> list[tuple[str, Mapping[str, Any], Mapping[str, Any]]]:
+        return [(model, metrics, intervals)]
+
+    def estimate(self, metrics: Mapping[str, Any], name: str) -> Any:
+        return metrics.get(name)
+
+    def interval(self, intervals: Mapping[str, Any], name: str) -> Any:
+        return intervals.get(name)
+
+    def latency(self, metrics: Mapping[str, Any]) -> Mapping[str, Any] | None:
+        found = metrics.get(self.latency_key)
+        return found if isinstance(found, Mapping) else None
+
+    def paired(self, metrics: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+        return []
+
+    def item_summary(self, result: Mapping[str, Any]) -> list[tuple[str, Any]]:
+        return [(k, result.get(k)) for k in self.summary_keys]
+
+    def export_row(self, result: Mapping[str, Any]) -> list[Any]:
+        return [result.get(name) for name, _, _ in self.export_columns]
 
 
 def _writing(writer: dict[str, Any]) -> bool:

@@ -20,7 +20,7 @@ from fieldcheck._util.errors import CannotWrite, InputError, UsageProblem
 from fieldcheck._util.executor import Executor, InProcess, LocalPool, run_map
 from fieldcheck._util.jsonio import loads
 from fieldcheck._util.sniff import check_input_file
-from fieldcheck.reports import RunFolder, Scored
+from fieldcheck.reports import RunFolder, Scored, Views
 from fieldcheck.slots._extract import SlotsRuns
 from fieldcheck.slots._loaders import JudgeFile, LatencyFile, SlotFile, load_latencies, load_slots
 from fieldcheck.slots._report import METRIC_COLUMNS, write_outputs
@@ -244,7 +244,7 @@ def _read(
     return SlotFile(gold.path, errors=gold.errors), models
 
 
-class SlotsSystem(SlotsRuns):
+class SlotsSystem(SlotsRuns, Views):
     name = "slots"
     title = "Slot extraction benchmark"
     item = "session"
@@ -263,22 +263,13 @@ class SlotsSystem(SlotsRuns):
         *((name, f'$.counts."{name}"', "BIGINT") for name in _COUNTS),
         ("not_scored", '$."not_scored"', "VARCHAR"),
     )
+    latency_key = "latency"
 
     def columns(
         self, model: str, metrics: Mapping[str, Any], intervals: Mapping[str, Any]
     ) -> list[tuple[str, Mapping[str, Any], Mapping[str, Any]]]:
         models = metrics.get("models") or {}
         return [(name, m, intervals.get(name) or {}) for name, m in models.items()]
-
-    def estimate(self, metrics: Mapping[str, Any], name: str) -> Any:
-        return metrics.get(name)
-
-    def interval(self, intervals: Mapping[str, Any], name: str) -> Any:
-        return intervals.get(name)
-
-    def latency(self, metrics: Mapping[str, Any]) -> Mapping[str, Any] | None:
-        found = metrics.get("latency")
-        return found if isinstance(found, Mapping) else None
 
     def paired(self, metrics: Mapping[str, Any]) -> list[Mapping[str, Any]]:
         return list(metrics.get("paired_f1") or [])
