@@ -22,9 +22,8 @@ import math
 import random
 import re
 import time
-from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from sqlalchemy.exc import SQLAlchemyError
@@ -370,14 +369,10 @@ def read_completion(body: bytes, content_type: str = "") -> Completion:
 
 @dataclass
 class CallStats:
-    """Counts over every call of a runner: for the progress bar and the run summary."""
+    """Counts over every call of a runner (the LLM judge counts its requests from them)."""
 
     calls: int = 0
-    requests: int = 0
     cache_hits: int = 0
-    errors: Counter[str] = field(default_factory=Counter)
-    input_tokens: int = 0
-    output_tokens: int = 0
 
 
 class ChatClient:
@@ -411,55 +406,37 @@ class ChatClient:
     def __repr__(self) -> str:  # never show the key
         return f"ChatClient(name={self.spec.name!r}, endpoint={self.spec.endpoint!r})"
 
-    def _params(self, json_mode: bool, max_tokens: int | None) -> dict[str, Any]:
-        params: dict[str, Any] = {"temperature": self.spec.temperature}
-        tokens = max_tokens if max_tokens is not None else self.spec.max_tokens
-        if tokens is not None:
-            params["max_tokens"] = tokens
-        if self.spec.seed is not None:
-            params["seed"] = self.spec.seed
-        if json_mode:
+    def _params(self) -> dict[str, Any]:
+        spec = self.spec
+        params: dict[str, Any] = {"temperature": spec.temperature}
+        if spec.max_tokens is not None:
+            params["max_tokens"] = spec.max_tokens
+        if spec.seed is not None:
+            params["seed"] = spec.seed
+        if self._runner.settings.json_mode:
             params["response_format"] = {"type": "json_object"}
         return params
 
-    def _cacheable(self) -> bool:
-        settings = self._runner.settings
-        return settings.use_cache and (
-            self.spec.temperature == 0 or settings.cache_nonzero_temperature
-        )
-
-    async def complete(
-        self,
-        messages: Sequence[Message],
-        *,
-        json_mode: bool | None = None,
-        max_tokens: int | None = None,
-    ) -> CallResult:
+    async def complete(self, messages: Sequence[Message]) -> CallResult:
         """Ask the model; retries per the settings; never raises for model or transport errors."""
-        runner = self._runner
-        stats = runner.stats
-        stats.calls += 1
-        params = self._params(
-            runner.settings.json_mode if json_mode is None else json_mode, max_tokens
+        runner, settings = self._runner, self._runner.settings
+        runner.stats.calls += 1
+        params = self._params()
+        cacheable = (
+            runner.store is not None
+            and settings.use_cache
+            and (self.spec.temperature == 0 or settings.cache_nonzero_temperature)
         )
-        cacheable = runner.store is not None and self._cacheable()
         key = (
             cache_key(self._endpoint, self.spec.model, list(messages), params) if cacheable else ""
         )
         if cacheable:
             hit = runner.cached(key)
             if hit is not None:
-                stats.cache_hits += 1
-                result = CallResult(**{**hit, "cached": True})
-                stats.input_tokens += result.input_tokens
-                stats.output_tokens += result.output_tokens
-                return replace(result, messages=list(messages))
+                runner.stats.cache_hits += 1
+                return CallResult(**{**hit, "cached": True, "messages": list(messages)})
         result = await self._call(list(messages), params)
-        stats.input_tokens += result.input_tokens
-        stats.output_tokens += result.output_tokens
-        if result.error_type:
-            stats.errors[result.error_type] += 1
-        elif cacheable:
+        if cacheable and not result.error_type:
             value = {**result.to_dict(), "cached": False}
             del value["messages"]
             runner.write(cached=(key, self.spec.model, value))
@@ -475,7 +452,6 @@ class ChatClient:
             try:
                 client = self._openai()
                 async with runner.limit():
-                    runner.stats.requests += 1
                     runner.in_flight += 1
                     sent = time.perf_counter()
                     try:
@@ -502,8 +478,6 @@ class ChatClient:
                     continue
                 return CallResult(
                     text=None,
-                    input_tokens=0,
-                    output_tokens=0,
                     latency_s=in_requests,
                     attempts=attempts,
                     error_type=error_type,
