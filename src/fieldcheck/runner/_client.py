@@ -155,11 +155,9 @@ def retry_wait(attempt: int, headers: Any = None, rng: random.Random | None = No
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def _clean_text(text: str | None) -> str | None:
+def _clean_text(text: str) -> str:
     """A reply as valid Unicode: a lone surrogate (JSON allows ``"\\udfff"``) becomes U+FFFD, so
     the reply can be cached, stored and written like any other."""
-    if text is None:
-        return None
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
@@ -237,7 +235,7 @@ def classify(exc: BaseException) -> tuple[str, bool]:
 _CAPPED_CLIENT: type[Any] | None = None
 
 
-def _http_client(max_reply_bytes: int, cap_option: str | None = "--max-reply-bytes") -> Any:
+def _http_client(max_reply_bytes: int, cap_option: str | None) -> Any:
     """The ``httpx`` client of the ``openai`` client: ``openai``'s defaults (its connection
     limits), redirects never followed, and no body read past ``max_reply_bytes``."""
     global _CAPPED_CLIENT
@@ -279,7 +277,7 @@ def _size_text(n: int) -> str:
     return f"{n / 1024 / 1024:g} MiB" if n >= 1024 * 1024 else f"{n:,} bytes"
 
 
-async def _read_capped(response: Any, cap: int, option: str | None = "--max-reply-bytes") -> bytes:
+async def _read_capped(response: Any, cap: int, option: str | None) -> bytes:
     """The body (decoded), or ``ReplyTooLarge`` as soon as it is known to pass ``cap`` bytes
     (the message names ``option``, the command's option that sets the cap, when there is one)."""
     declared = response.headers.get("content-length")
@@ -355,9 +353,9 @@ def read_completion(body: bytes, content_type: str = "") -> Completion:
     else:
         truncated = choices[0].get("finish_reason") == "length"
         message = choices[0].get("message")
-        content = message.get("content") if isinstance(message, dict) else None
         if not isinstance(message, dict):
             raise InvalidReply(f"'choices[0].message' is {_kind(message)}, not an object")
+        content = message.get("content")
         if content is None:
             problem = "the reply has no message content"
         elif not isinstance(content, str):

@@ -128,31 +128,21 @@ class RunHandle:
             cached_calls = sum(c.cached for c in call_log)
             latency_s = latency_s or sum(c.latency_s for c in call_log)
         log = [c.to_dict() for c in call_log]
-        seq = self._next_seq
+        item = StoredItem(
+            key, self._next_seq, error_type, calls, cached_calls, latency_s, result, log
+        )
         self._next_seq += 1
-
         if key in self._in_store:  # a failed item (or one built on it) run again
             self.runner.use_store(lambda store: store.forget_item(self.id, key))
             self._in_store.discard(key)
-        saved: dict[str, Any] = {"error_type": error_type, "calls": calls, "seq": seq}
-        saved |= {"cached_calls": cached_calls, "latency_s": latency_s, "call_log": log}
         # kept in ``_done`` too: the files are written from it
-        self.runner.write({"run_id": self.id, "key": key, "result": result, **saved})
+        self.runner.write({"run_id": self.id, **vars(item)})
         if key in self._done:  # a resumed item run again: count it once
             old = self._done[key].error_type
             if old:
                 self.errors[old] -= 1
                 self.errors += Counter()  # drop zero counts
-        self._done[key] = StoredItem(
-            key=key,
-            seq=seq,
-            error_type=error_type,
-            calls=calls,
-            cached_calls=cached_calls,
-            latency_s=latency_s,
-            result=result,
-            call_log=log,
-        )
+        self._done[key] = item
         if error_type:
             self.errors[error_type] += 1
         self.new_items += 1
@@ -171,13 +161,14 @@ class RunHandle:
     def done(self) -> int:
         return len(self._done)
 
+    def _with_call(self, flag: str) -> int:
+        return sum(1 for i in self._done.values() if any(c.get(flag) for c in i.call_log))
+
     @property
     def tokens_estimated(self) -> int:
         """Finished items with a call whose token counts are the characters / 4 estimate (the
         endpoint sent no usable ``usage``)."""
-        return sum(
-            1 for i in self._done.values() if any(c.get("tokens_estimated") for c in i.call_log)
-        )
+        return self._with_call("tokens_estimated")
 
     @property
     def call_errors(self) -> int:
@@ -188,7 +179,7 @@ class RunHandle:
     @property
     def truncated(self) -> int:
         """Finished items with a reply cut by the token limit (``finish_reason: "length"``)."""
-        return sum(1 for i in self._done.values() if any(c.get("truncated") for c in i.call_log))
+        return self._with_call("truncated")
 
     def items(self) -> list[StoredItem]:
         """Every finished item, in completion order."""

@@ -35,7 +35,7 @@ from fieldcheck.numeric import (
     load_convfinqa,
     render_document,
 )
-from fieldcheck.serve_model._base import Message, Responder
+from fieldcheck.serve_model._base import Message, Responder, digest_seed
 
 DATA_PATH = Path("convfinqa") / "dev.json"
 
@@ -178,7 +178,7 @@ class Draws:
 def draws(rates: Rates, seed_text: str) -> Draws:
     """The turn's mistakes, drawn in ``Draws``' order from a generator seeded by model,
     conversation and turn."""
-    rng = random.Random(int.from_bytes(hashlib.sha256(seed_text.encode()).digest()[:8], "big"))
+    rng = random.Random(digest_seed(seed_text.encode()))
     return Draws(*(rng.random() < getattr(rates, f.name) for f in fields(Draws)))
 
 
