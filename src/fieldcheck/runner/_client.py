@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import functools
 import json
 import math
 import random
@@ -232,42 +233,41 @@ def classify(exc: BaseException) -> tuple[str, bool]:
     return "connection", True
 
 
-_CAPPED_CLIENT: type[Any] | None = None
+@functools.cache
+def _capped_client() -> type[Any]:
+    """The ``httpx`` client class of the ``openai`` client: ``openai``'s defaults (its connection
+    limits), redirects never followed, and no body read past ``max_reply_bytes``."""
+    import openai
+
+    class CappedClient(openai.DefaultAsyncHttpxClient):  # type: ignore[misc,valid-type]
+        """Reads each body itself, up to the cap; a redirect is returned, not followed."""
+
+        max_reply_bytes: int
+        cap_option: str | None
+
+        async def send(self, request: Any, *, stream: bool = False, **kwargs: Any) -> Any:
+            kwargs["follow_redirects"] = False
+            response = await super().send(request, stream=True, **kwargs)
+            if stream:
+                return response
+            try:
+                body = await _read_capped(response, self.max_reply_bytes, self.cap_option)
+            finally:
+                await response.aclose()
+            skip = {"content-encoding", "content-length", "transfer-encoding"}
+            return type(response)(
+                response.status_code,
+                headers=[(k, v) for k, v in response.headers.multi_items() if k not in skip],
+                content=body,
+                request=request,
+                extensions=response.extensions,
+            )
+
+    return CappedClient
 
 
 def _http_client(max_reply_bytes: int, cap_option: str | None) -> Any:
-    """The ``httpx`` client of the ``openai`` client: ``openai``'s defaults (its connection
-    limits), redirects never followed, and no body read past ``max_reply_bytes``."""
-    global _CAPPED_CLIENT
-    if _CAPPED_CLIENT is None:
-        import openai
-
-        class CappedClient(openai.DefaultAsyncHttpxClient):  # type: ignore[misc,valid-type]
-            """Reads each body itself, up to the cap; a redirect is returned, not followed."""
-
-            max_reply_bytes = MAX_REPLY_BYTES
-            cap_option: str | None = "--max-reply-bytes"
-
-            async def send(self, request: Any, *, stream: bool = False, **kwargs: Any) -> Any:
-                kwargs["follow_redirects"] = False
-                response = await super().send(request, stream=True, **kwargs)
-                if stream:
-                    return response
-                try:
-                    body = await _read_capped(response, self.max_reply_bytes, self.cap_option)
-                finally:
-                    await response.aclose()
-                skip = {"content-encoding", "content-length", "transfer-encoding"}
-                return type(response)(
-                    response.status_code,
-                    headers=[(k, v) for k, v in response.headers.multi_items() if k not in skip],
-                    content=body,
-                    request=request,
-                    extensions=response.extensions,
-                )
-
-        _CAPPED_CLIENT = CappedClient
-    client = _CAPPED_CLIENT(follow_redirects=False)
+    client = _capped_client()(follow_redirects=False)
     client.max_reply_bytes = max_reply_bytes
     client.cap_option = cap_option
     return client

@@ -280,7 +280,6 @@ class RunInterrupted(Exception):
 
 
 def _plural(n: int, noun: str) -> str:
-    """``1 item``, ``2 items``: a count and its noun."""
     return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
