@@ -239,8 +239,6 @@ class RunAborted(Exception):
     """The endpoint answered none of the first items (connection refused, 4xx): stop early."""
 
     def __init__(self, handle: RunHandle, error_type: str) -> None:
-        self.handle = handle
-        self.error_type = error_type
         last = next(
             (
                 c.get("error_message")
@@ -262,8 +260,6 @@ class RunInterrupted(Exception):
     """Ctrl-C during a run: what was stored is kept and the run can be resumed."""
 
     def __init__(self, handle: RunHandle, total: int) -> None:
-        self.handle = handle
-        self.total = total
         failed = handle.call_errors
         done = handle.done - failed
         others = [h for h in handle.runner.runs if h.finished]
