@@ -25,8 +25,8 @@ from fieldcheck.numeric._agent import (
 from fieldcheck.numeric._validator import validate_reply
 from fieldcheck.serve_model import BackgroundServer, create_app
 from fieldcheck.serve_model._numeric import (
-    NO_MISTAKES,
     RATES,
+    Rates,
     build,
     conversation_key,
     draws,
@@ -35,6 +35,7 @@ from fieldcheck.serve_model._numeric import (
 )
 
 EXAMPLES = CONVFINQA_DEV.parents[1]
+NO_MISTAKES = Rates(0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0)
 
 
 @pytest.fixture(scope="module")

@@ -17,14 +17,14 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import functools
 import json
 import math
 import random
 import re
 import time
-from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from sqlalchemy.exc import SQLAlchemyError
@@ -156,11 +156,9 @@ def retry_wait(attempt: int, headers: Any = None, rng: random.Random | None = No
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def _clean_text(text: str | None) -> str | None:
+def _clean_text(text: str) -> str:
     """A reply as valid Unicode: a lone surrogate (JSON allows ``"\\udfff"``) becomes U+FFFD, so
     the reply can be cached, stored and written like any other."""
-    if text is None:
-        return None
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
@@ -235,42 +233,41 @@ def classify(exc: BaseException) -> tuple[str, bool]:
     return "connection", True
 
 
-_CAPPED_CLIENT: type[Any] | None = None
-
-
-def _http_client(max_reply_bytes: int, cap_option: str | None = "--max-reply-bytes") -> Any:
-    """The ``httpx`` client of the ``openai`` client: ``openai``'s defaults (its connection
+@functools.cache
+def _capped_client() -> type[Any]:
+    """The ``httpx`` client class of the ``openai`` client: ``openai``'s defaults (its connection
     limits), redirects never followed, and no body read past ``max_reply_bytes``."""
-    global _CAPPED_CLIENT
-    if _CAPPED_CLIENT is None:
-        import openai
+    import openai
 
-        class CappedClient(openai.DefaultAsyncHttpxClient):  # type: ignore[misc,valid-type]
-            """Reads each body itself, up to the cap; a redirect is returned, not followed."""
+    class CappedClient(openai.DefaultAsyncHttpxClient):  # type: ignore[misc,valid-type]
+        """Reads each body itself, up to the cap; a redirect is returned, not followed."""
 
-            max_reply_bytes = MAX_REPLY_BYTES
-            cap_option: str | None = "--max-reply-bytes"
+        max_reply_bytes: int
+        cap_option: str | None
 
-            async def send(self, request: Any, *, stream: bool = False, **kwargs: Any) -> Any:
-                kwargs["follow_redirects"] = False
-                response = await super().send(request, stream=True, **kwargs)
-                if stream:
-                    return response
-                try:
-                    body = await _read_capped(response, self.max_reply_bytes, self.cap_option)
-                finally:
-                    await response.aclose()
-                skip = {"content-encoding", "content-length", "transfer-encoding"}
-                return type(response)(
-                    response.status_code,
-                    headers=[(k, v) for k, v in response.headers.multi_items() if k not in skip],
-                    content=body,
-                    request=request,
-                    extensions=response.extensions,
-                )
+        async def send(self, request: Any, *, stream: bool = False, **kwargs: Any) -> Any:
+            kwargs["follow_redirects"] = False
+            response = await super().send(request, stream=True, **kwargs)
+            if stream:
+                return response
+            try:
+                body = await _read_capped(response, self.max_reply_bytes, self.cap_option)
+            finally:
+                await response.aclose()
+            skip = {"content-encoding", "content-length", "transfer-encoding"}
+            return type(response)(
+                response.status_code,
+                headers=[(k, v) for k, v in response.headers.multi_items() if k not in skip],
+                content=body,
+                request=request,
+                extensions=response.extensions,
+            )
 
-        _CAPPED_CLIENT = CappedClient
-    client = _CAPPED_CLIENT(follow_redirects=False)
+    return CappedClient
+
+
+def _http_client(max_reply_bytes: int, cap_option: str | None) -> Any:
+    client = _capped_client()(follow_redirects=False)
     client.max_reply_bytes = max_reply_bytes
     client.cap_option = cap_option
     return client
@@ -280,7 +277,7 @@ def _size_text(n: int) -> str:
     return f"{n / 1024 / 1024:g} MiB" if n >= 1024 * 1024 else f"{n:,} bytes"
 
 
-async def _read_capped(response: Any, cap: int, option: str | None = "--max-reply-bytes") -> bytes:
+async def _read_capped(response: Any, cap: int, option: str | None) -> bytes:
     """The body (decoded), or ``ReplyTooLarge`` as soon as it is known to pass ``cap`` bytes
     (the message names ``option``, the command's option that sets the cap, when there is one)."""
     declared = response.headers.get("content-length")
@@ -356,9 +353,9 @@ def read_completion(body: bytes, content_type: str = "") -> Completion:
     else:
         truncated = choices[0].get("finish_reason") == "length"
         message = choices[0].get("message")
-        content = message.get("content") if isinstance(message, dict) else None
         if not isinstance(message, dict):
             raise InvalidReply(f"'choices[0].message' is {_kind(message)}, not an object")
+        content = message.get("content")
         if content is None:
             problem = "the reply has no message content"
         elif not isinstance(content, str):
@@ -370,14 +367,10 @@ def read_completion(body: bytes, content_type: str = "") -> Completion:
 
 @dataclass
 class CallStats:
-    """Counts over every call of a runner: for the progress bar and the run summary."""
+    """Counts over every call of a runner (the LLM judge counts its requests from them)."""
 
     calls: int = 0
-    requests: int = 0
     cache_hits: int = 0
-    errors: Counter[str] = field(default_factory=Counter)
-    input_tokens: int = 0
-    output_tokens: int = 0
 
 
 class ChatClient:
@@ -411,55 +404,37 @@ class ChatClient:
     def __repr__(self) -> str:  # never show the key
         return f"ChatClient(name={self.spec.name!r}, endpoint={self.spec.endpoint!r})"
 
-    def _params(self, json_mode: bool, max_tokens: int | None) -> dict[str, Any]:
-        params: dict[str, Any] = {"temperature": self.spec.temperature}
-        tokens = max_tokens if max_tokens is not None else self.spec.max_tokens
-        if tokens is not None:
-            params["max_tokens"] = tokens
-        if self.spec.seed is not None:
-            params["seed"] = self.spec.seed
-        if json_mode:
+    def _params(self) -> dict[str, Any]:
+        spec = self.spec
+        params: dict[str, Any] = {"temperature": spec.temperature}
+        if spec.max_tokens is not None:
+            params["max_tokens"] = spec.max_tokens
+        if spec.seed is not None:
+            params["seed"] = spec.seed
+        if self._runner.settings.json_mode:
             params["response_format"] = {"type": "json_object"}
         return params
 
-    def _cacheable(self) -> bool:
-        settings = self._runner.settings
-        return settings.use_cache and (
-            self.spec.temperature == 0 or settings.cache_nonzero_temperature
-        )
-
-    async def complete(
-        self,
-        messages: Sequence[Message],
-        *,
-        json_mode: bool | None = None,
-        max_tokens: int | None = None,
-    ) -> CallResult:
+    async def complete(self, messages: Sequence[Message]) -> CallResult:
         """Ask the model; retries per the settings; never raises for model or transport errors."""
-        runner = self._runner
-        stats = runner.stats
-        stats.calls += 1
-        params = self._params(
-            runner.settings.json_mode if json_mode is None else json_mode, max_tokens
+        runner, settings = self._runner, self._runner.settings
+        runner.stats.calls += 1
+        params = self._params()
+        cacheable = (
+            runner.store is not None
+            and settings.use_cache
+            and (self.spec.temperature == 0 or settings.cache_nonzero_temperature)
         )
-        cacheable = runner.store is not None and self._cacheable()
         key = (
             cache_key(self._endpoint, self.spec.model, list(messages), params) if cacheable else ""
         )
         if cacheable:
             hit = runner.cached(key)
             if hit is not None:
-                stats.cache_hits += 1
-                result = CallResult(**{**hit, "cached": True})
-                stats.input_tokens += result.input_tokens
-                stats.output_tokens += result.output_tokens
-                return replace(result, messages=list(messages))
+                runner.stats.cache_hits += 1
+                return CallResult(**{**hit, "cached": True, "messages": list(messages)})
         result = await self._call(list(messages), params)
-        stats.input_tokens += result.input_tokens
-        stats.output_tokens += result.output_tokens
-        if result.error_type:
-            stats.errors[result.error_type] += 1
-        elif cacheable:
+        if cacheable and not result.error_type:
             value = {**result.to_dict(), "cached": False}
             del value["messages"]
             runner.write(cached=(key, self.spec.model, value))
@@ -475,7 +450,6 @@ class ChatClient:
             try:
                 client = self._openai()
                 async with runner.limit():
-                    runner.stats.requests += 1
                     runner.in_flight += 1
                     sent = time.perf_counter()
                     try:
@@ -502,8 +476,6 @@ class ChatClient:
                     continue
                 return CallResult(
                     text=None,
-                    input_tokens=0,
-                    output_tokens=0,
                     latency_s=in_requests,
                     attempts=attempts,
                     error_type=error_type,

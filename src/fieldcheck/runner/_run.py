@@ -15,6 +15,7 @@ import contextvars
 import shlex
 import sys
 import time
+import uuid
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -37,7 +38,7 @@ from fieldcheck._util.term import SafeConsole
 from fieldcheck.runner._client import CallResult, ChatClient, Runner
 from fieldcheck.runner._errors import ERROR_TYPES
 from fieldcheck.runner._models import ModelSpec
-from fieldcheck.store import RunInfo, StoredItem, sha256_file
+from fieldcheck.store import StoredItem, sha256_file
 
 U = TypeVar("U")
 
@@ -70,13 +71,12 @@ class RunSpec:
 class RunHandle:
     """A run in progress: read finished items (resume) and save new ones."""
 
-    def __init__(self, runner: Runner, info: RunInfo, resumed: bool, client: ChatClient) -> None:
+    def __init__(self, runner: Runner, run_id: str, resumed: bool, client: ChatClient) -> None:
         self.runner = runner
-        self.info = info
-        self.id = info.id
+        self.id = run_id
         self.resumed = resumed
         self.client = client
-        stored = runner.use_store(lambda store: store.journal(info.id)) or []
+        stored = runner.use_store(lambda store: store.journal(run_id)) or []
         # an item whose call failed is not finished: it runs again and its row is replaced
         self._done: dict[str, StoredItem] = {i.key: i for i in stored if not call_failed(i)}
         self._in_store = {i.key for i in stored}  # rows a new save of the same key replaces
@@ -128,31 +128,21 @@ class RunHandle:
             cached_calls = sum(c.cached for c in call_log)
             latency_s = latency_s or sum(c.latency_s for c in call_log)
         log = [c.to_dict() for c in call_log]
-        seq = self._next_seq
+        item = StoredItem(
+            key, self._next_seq, error_type, calls, cached_calls, latency_s, result, log
+        )
         self._next_seq += 1
-
         if key in self._in_store:  # a failed item (or one built on it) run again
             self.runner.use_store(lambda store: store.forget_item(self.id, key))
             self._in_store.discard(key)
-        saved: dict[str, Any] = {"error_type": error_type, "calls": calls, "seq": seq}
-        saved |= {"cached_calls": cached_calls, "latency_s": latency_s, "call_log": log}
         # kept in ``_done`` too: the files are written from it
-        self.runner.write({"run_id": self.id, "key": key, "result": result, **saved})
+        self.runner.write({"run_id": self.id, **vars(item)})
         if key in self._done:  # a resumed item run again: count it once
             old = self._done[key].error_type
             if old:
                 self.errors[old] -= 1
                 self.errors += Counter()  # drop zero counts
-        self._done[key] = StoredItem(
-            key=key,
-            seq=seq,
-            error_type=error_type,
-            calls=calls,
-            cached_calls=cached_calls,
-            latency_s=latency_s,
-            result=result,
-            call_log=log,
-        )
+        self._done[key] = item
         if error_type:
             self.errors[error_type] += 1
         self.new_items += 1
@@ -171,13 +161,14 @@ class RunHandle:
     def done(self) -> int:
         return len(self._done)
 
+    def _with_call(self, flag: str) -> int:
+        return sum(1 for i in self._done.values() if any(c.get(flag) for c in i.call_log))
+
     @property
     def tokens_estimated(self) -> int:
         """Finished items with a call whose token counts are the characters / 4 estimate (the
         endpoint sent no usable ``usage``)."""
-        return sum(
-            1 for i in self._done.values() if any(c.get("tokens_estimated") for c in i.call_log)
-        )
+        return self._with_call("tokens_estimated")
 
     @property
     def call_errors(self) -> int:
@@ -188,7 +179,7 @@ class RunHandle:
     @property
     def truncated(self) -> int:
         """Finished items with a reply cut by the token limit (``finish_reason: "length"``)."""
-        return sum(1 for i in self._done.values() if any(c.get("truncated") for c in i.call_log))
+        return self._with_call("truncated")
 
     def items(self) -> list[StoredItem]:
         """Every finished item, in completion order."""
@@ -248,8 +239,6 @@ class RunAborted(Exception):
     """The endpoint answered none of the first items (connection refused, 4xx): stop early."""
 
     def __init__(self, handle: RunHandle, error_type: str) -> None:
-        self.handle = handle
-        self.error_type = error_type
         last = next(
             (
                 c.get("error_message")
@@ -270,14 +259,10 @@ class RunAborted(Exception):
 class RunInterrupted(Exception):
     """Ctrl-C during a run: what was stored is kept and the run can be resumed."""
 
-    def __init__(self, handles: Sequence[RunHandle], total: int) -> None:
-        self.handles = list(handles)
-        self.total = total
-        failed = sum(h.call_errors for h in handles)
-        done = sum(h.done for h in handles) - failed
-        ids = ", ".join(h.id for h in handles)
-        runner = handles[0].runner if handles else None
-        others = [h for h in runner.runs if h.finished] if runner is not None else []
+    def __init__(self, handle: RunHandle, total: int) -> None:
+        failed = handle.call_errors
+        done = handle.done - failed
+        others = [h for h in handle.runner.runs if h.finished]
         # "finished" as the resume counts it: items with a call error are asked again
         asked = (
             f", {_plural(failed, 'more item')} with a call error, asked again on resume"
@@ -286,12 +271,11 @@ class RunInterrupted(Exception):
         )
         super().__init__(
             f"interrupted: {done} of {_plural(total, 'item')} finished and stored{asked} "
-            f"(run {ids}){finished_note(others)}; resume with: {resume_command()}"
+            f"(run {handle.id}){finished_note(others)}; resume with: {resume_command()}"
         )
 
 
 def _plural(n: int, noun: str) -> str:
-    """``1 item``, ``2 items``: a count and its noun."""
     return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
@@ -381,12 +365,6 @@ async def run_task(
     more than 100 calls.
     """
     console = console or SafeConsole(stderr=True)
-    settings_public = {
-        "concurrency": runner.settings.concurrency,
-        "max_retries": runner.settings.max_retries,
-        "timeout": runner.settings.timeout,
-        "json_mode": runner.settings.json_mode,
-    }
     signature = spec.signature({"json_mode": runner.settings.json_mode})
     defining = {
         **spec.settings,
@@ -407,16 +385,13 @@ async def run_task(
             n_items=total_items,
         )
     )
-    if opened is not None:
-        info, resumed = opened
-    else:
-        info = _memory_run(spec, signature.format(), total_items, settings_public)
-        resumed = False
-    handle = RunHandle(runner, info, resumed, runner.client(spec.model))
+    # without a store the run lives in this process only: an id, nothing stored
+    run_id, resumed = (opened[0].id, opened[1]) if opened else (uuid.uuid4().hex[:12], False)
+    handle = RunHandle(runner, run_id, resumed, runner.client(spec.model))
     runner.runs.append(handle)
     if resumed and handle.resumed_items:
         console.print(
-            f"resuming run {info.id}: {handle.resumed_items} of {_plural(total_items, 'item')} "
+            f"resuming run {run_id}: {handle.resumed_items} of {_plural(total_items, 'item')} "
             "already finished are not called again",
             markup=False,
             highlight=False,
@@ -452,18 +427,18 @@ async def run_task(
         try:
             await _gather_bounded(units, work, handle, runner.settings.concurrency)
         except RunAborted:
-            _set_status(runner, info.id, "failed")  # never resumed: the next run asks again
+            _set_status(runner, run_id, "failed")  # never resumed: the next run asks again
             raise
         except (KeyboardInterrupt, asyncio.CancelledError):
             for run in (handle, *(h for h in runner.runs if h.finished)):
                 # the models this command had finished are not scored yet: the resume takes
                 # their runs up again (one run per model), with no call
                 _set_status(runner, run.id, "interrupted")
-            raise RunInterrupted([handle], total_items) from None
+            raise RunInterrupted(handle, total_items) from None
         finally:
             handle.on_save = None
             refresh(0)
-    _set_status(runner, info.id, "finished")
+    _set_status(runner, run_id, "finished")
     handle.finished = True
     console.print(summary_line(handle), markup=False, highlight=False, soft_wrap=True)
     return handle
@@ -537,27 +512,3 @@ async def _gather_bounded(
     finally:
         for w in workers:
             w.cancel()
-
-
-def _memory_run(spec: RunSpec, signature: str, total: int, settings: dict[str, Any]) -> RunInfo:
-    import uuid
-    from datetime import UTC, datetime
-
-    return RunInfo(
-        id=uuid.uuid4().hex[:12],
-        run_key="",
-        system=spec.system,
-        task=spec.task,
-        dataset=str(spec.dataset),
-        dataset_sha256="",
-        model=spec.model.name,
-        endpoint=spec.model.endpoint,
-        settings=settings,
-        signature=signature,
-        status="running",
-        started_at=datetime.now(UTC),
-        finished_at=None,
-        n_items=total,
-        n_done=0,
-        n_errors=0,
-    )

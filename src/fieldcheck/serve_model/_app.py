@@ -12,8 +12,6 @@ server reports ``usage`` (characters / 4), can add latency, and can inject fault
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import math
 import random
 import socket
 import threading
@@ -27,8 +25,15 @@ import orjson
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 
+from fieldcheck.runner import estimate_tokens
 from fieldcheck.serve_model import _json, _judge, _numeric, _slots
-from fieldcheck.serve_model._base import SYNTHETIC_MODELS, Message, Responder, system_text
+from fieldcheck.serve_model._base import (
+    SYNTHETIC_MODELS,
+    Message,
+    Responder,
+    digest_seed,
+    system_text,
+)
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 FINGERPRINT = "fieldcheck-synthetic"
@@ -87,15 +92,6 @@ class ServerState:
             if responder.prompt_id in system:
                 return responder
         return None
-
-
-def _digest_seed(model: str, messages: list[Message]) -> int:
-    digest = hashlib.sha256(orjson.dumps([model, messages], option=orjson.OPT_SORT_KEYS))
-    return int.from_bytes(digest.digest()[:8], "big")
-
-
-def _tokens(text: str) -> int:
-    return math.ceil(len(text) / 4)
 
 
 def _error(status: int, message: str, kind: str) -> JSONResponse:
@@ -157,7 +153,7 @@ def create_app(
             state.faults += 1
             kind = "rate_limit_error" if status == 429 else "server_error"
             return _error(status, f"injected fault {status}", kind)
-        seed = _digest_seed(model, messages)
+        seed = digest_seed(orjson.dumps([model, messages], option=orjson.OPT_SORT_KEYS))
         rng = random.Random(seed)  # the answer does not depend on --latency-ms
         if state.latency_ms:
             factor = LATENCY_FACTOR.get(model, 1.0)
@@ -168,7 +164,7 @@ def create_app(
             text = "synthetic model: no responder knows this prompt"
         else:
             text = responder.respond(messages, model, rng)
-        prompt = "".join(m["content"] for m in messages)
+        prompt_tokens = estimate_tokens("".join(m["content"] for m in messages)) + 4 * len(messages)
         reply = {
             "id": f"chatcmpl-synthetic-{state.requests}",
             "object": "chat.completion",
@@ -183,9 +179,9 @@ def create_app(
                 }
             ],
             "usage": {
-                "prompt_tokens": _tokens(prompt) + 4 * len(messages),
-                "completion_tokens": _tokens(text),
-                "total_tokens": _tokens(prompt) + 4 * len(messages) + _tokens(text),
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": estimate_tokens(text),
+                "total_tokens": prompt_tokens + estimate_tokens(text),
             },
         }
         # serialised here: FastAPI's encoder of a returned dict costs more than the reply itself
@@ -194,23 +190,25 @@ def create_app(
     return app
 
 
-def free_port(host: str = "127.0.0.1") -> int:
+def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
+        sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
 
 
 class BackgroundServer:
     """serve-model in a thread on a free loopback port (``make demo``, tests)."""
 
-    def __init__(self, app: FastAPI, *, host: str = "127.0.0.1", port: int | None = None) -> None:
+    host = "127.0.0.1"
+
+    def __init__(self, app: FastAPI, *, port: int | None = None) -> None:
         import uvicorn
 
-        self.host = host
-        self.port = port or free_port(host)
-        self.app = app
+        self.port = port or free_port()
         self._server = uvicorn.Server(
-            uvicorn.Config(app, host=host, port=self.port, log_level="warning", access_log=False)
+            uvicorn.Config(
+                app, host=self.host, port=self.port, log_level="warning", access_log=False
+            )
         )
         self._thread = threading.Thread(target=self._server.run, daemon=True)
 
@@ -218,9 +216,9 @@ class BackgroundServer:
     def base_url(self) -> str:
         return f"http://{self.host}:{self.port}/v1"
 
-    def start(self, timeout: float = 20.0) -> BackgroundServer:
+    def start(self) -> BackgroundServer:
         self._thread.start()
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + 20.0
         while not self._server.started:
             if not self._thread.is_alive() or time.monotonic() > deadline:
                 raise RuntimeError(f"serve-model did not start on {self.host}:{self.port}")

@@ -3,6 +3,7 @@ chat request deterministically from the request and a seeded random generator.""
 
 from __future__ import annotations
 
+import hashlib
 import random
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -21,6 +22,11 @@ class Responder(Protocol):
     def respond(self, messages: list[Message], model: str, rng: random.Random) -> str:
         """The reply text for ``messages`` as synthetic model ``model`` would give it."""
         ...
+
+
+def digest_seed(data: bytes) -> int:
+    """A random generator's seed from the sha256 of ``data``: the same request, the same reply."""
+    return int.from_bytes(hashlib.sha256(data).digest()[:8], "big")
 
 
 def system_text(messages: list[Message]) -> str:

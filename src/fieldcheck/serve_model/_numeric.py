@@ -35,7 +35,7 @@ from fieldcheck.numeric import (
     load_convfinqa,
     render_document,
 )
-from fieldcheck.serve_model._base import Message, Responder
+from fieldcheck.serve_model._base import SYNTHETIC_MODELS, Message, Responder, digest_seed
 
 DATA_PATH = Path("convfinqa") / "dev.json"
 
@@ -58,8 +58,6 @@ RATES: dict[str, Rates] = {
     "synthetic-eager": Rates(0.05, 0.03, 0.10, 0.25, 0.08, 0.7, 0.01),
     "synthetic-fast": Rates(0.12, 0.08, 0.08, 0.0, 0.12, 0.5, 0.05),
 }
-DEFAULT_MODEL = "synthetic-careful"
-NO_MISTAKES = Rates(0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0)
 
 _SWAP = {
     "add": "subtract",
@@ -178,7 +176,7 @@ class Draws:
 def draws(rates: Rates, seed_text: str) -> Draws:
     """The turn's mistakes, drawn in ``Draws``' order from a generator seeded by model,
     conversation and turn."""
-    rng = random.Random(int.from_bytes(hashlib.sha256(seed_text.encode()).digest()[:8], "big"))
+    rng = random.Random(digest_seed(seed_text.encode()))
     return Draws(*(rng.random() < getattr(rates, f.name) for f in fields(Draws)))
 
 
@@ -245,7 +243,7 @@ class NumericResponder:
         conversation = self.conversations.get(key)
         if conversation is None or turn >= len(conversation.turns):
             return json.dumps(naive_plan(document))
-        rates = RATES.get(model, RATES[DEFAULT_MODEL])
+        rates = RATES.get(model, RATES[SYNTHETIC_MODELS[0]])
         drawn = draws(rates, f"{model}|{key}|{turn}")
         repair = len(users) > 1 and users[-1].startswith(REPAIR_INTRO)
         ungrounded = drawn.ungrounded and not (repair and rng.random() < rates.repair_fixes)
