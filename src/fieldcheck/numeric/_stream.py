@@ -300,16 +300,6 @@ def stored_turns(data: bytes) -> Iterator[tuple[ItemColumns, bytes]]:
         yield ItemColumns(key, failed, turn=turn, error_type=error_type), result
 
 
-def _error_kind(t: Turn) -> tuple[str, str]:
-    """A failed scored turn's error type and message: the agent's error, else the failure
-    mode with both answers cut short (the full ones are in turns.csv, error_context and the
-    trace)."""
-    if t["error_type"] is not None:
-        return t["error_type"], t["error_message"] or ""
-    expected, got = short_repr(t["expected_answer"]), short_repr(t["predicted_answer"])
-    return t["failure_mode"] or "wrong", f"expected {expected}, got {got}"
-
-
 def error_cells(
     trace_id: str, conversation_id: str, features: Mapping[str, Any], t: Turn
 ) -> list[Any] | None:
@@ -321,7 +311,11 @@ def error_cells(
     error: turns.csv lists it with ``not_scored``."""
     if not t["scored"] or t["numerical_match"]:
         return None
-    error_type, message = _error_kind(t)
+    error_type, message = t["error_type"], t["error_message"] or ""
+    if error_type is None:  # both answers cut short: the full ones are in turns.csv and the trace
+        error_type = t["failure_mode"] or "wrong"
+        expected, got = short_repr(t["expected_answer"]), short_repr(t["predicted_answer"])
+        message = f"expected {expected}, got {got}"
     context = {
         "failure_mode": t["failure_mode"],
         "predicted_answer": t["predicted_answer"],
