@@ -25,7 +25,7 @@ from fieldcheck.metrics import (
 )
 from fieldcheck.metrics._programs import MAX_PROGRAM_CHARS, cell_number
 from fieldcheck.numeric import SUMMARY_COLUMNS, TURN_COLUMNS, load_predictions
-from fieldcheck.numeric._report import plot_series, write_accuracy_plot
+from fieldcheck.numeric._report import turn_positions, write_accuracy_plot
 
 HUGE_DIGITS = "9" * 400  # float() of this is inf, not an error
 
@@ -395,12 +395,11 @@ def test_plot_orders_turns_as_numbers(tmp_path: Path) -> None:
         "avg_operations_by_turn": {"0": None, "10": 3.0, "2": 1.0},
         "turns_by_turn_number": {"0": 3, "10": 1, "2": 2},
     }
-    assert plot_series(stats) == (
-        [0, 2, 10],
-        [0.5, 0.9, 0.2],
-        [None, 1.0, 3.0],
-        ["0\n(n=3)", "2\n(n=2)", "10\n(n=1)"],
-    )
+    assert [(p.turn, p.accuracy, p.operations, p.scored) for p in turn_positions(stats)] == [
+        (0, 0.5, None, 3),
+        (2, 0.9, 1.0, 2),
+        (10, 0.2, 3.0, 1),
+    ]
     write_accuracy_plot(stats, tmp_path / "plot.png")
     empty = {"accuracy_by_turn_number": {}, "avg_operations_by_turn": {}}
     write_accuracy_plot(empty, tmp_path / "empty.png")

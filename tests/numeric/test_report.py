@@ -295,8 +295,6 @@ def test_groups_refuse_repeated_names_and_foreign_units() -> None:
 def test_worst_conversations_never_lists_a_perfect_one(tmp_path: Path) -> None:
     from tests.numeric.scoring import score
 
-    from fieldcheck.numeric._report import worst_conversations
-
     examples = Path(__file__).resolve().parents[2] / "examples" / "numeric"
     result, traces = score(
         load_convfinqa(examples / "data.json"),
@@ -304,7 +302,7 @@ def test_worst_conversations_never_lists_a_perfect_one(tmp_path: Path) -> None:
         tmp_path / "out",
         bootstrap=0,
     )
-    rows = worst_conversations(result, limit=1000)
+    rows = result.tallies.worst  # the report's first WORST of them
     imperfect = [t["conversation_id"] for t in traces if t["conversation_success"] is False]
     assert 0 < len(rows) == len(imperfect) < len(traces)
     assert sorted(row[0] for row in rows) == sorted(imperfect)

@@ -34,7 +34,7 @@ def _load_both(
     path: Path, split: str | None = None, sample_size: int | None = None, seed: int | None = None
 ) -> tuple[object, object]:
     streamed = load_convfinqa(path, split=split, sample_size=sample_size, seed=seed)
-    whole = _load_whole(path, read_json(path), split=split, sample_size=sample_size, seed=seed)
+    whole = _load_whole(path, split=split, sample_size=sample_size, seed=seed)
     return streamed, whole
 
 

@@ -290,17 +290,6 @@ def estimate(conversations: Sequence[Conversation]) -> tuple[int, int, int]:
     return calls, input_tokens, calls * OUTPUT_TOKENS_PER_CALL
 
 
-def run_settings(loaded: LoadResult, sample_size: int | None, seed: int | None) -> dict[str, Any]:
-    """Everything besides model and dataset that changes the results (part of the run's key)."""
-    return {
-        "prompt": PROMPT_ID,
-        "split": loaded.split,
-        "sample_size": sample_size,
-        "seed": seed if sample_size is not None else None,  # it picks the sample, nothing else
-        "repair_rounds": REPAIR_ROUNDS,
-    }
-
-
 @dataclass
 class NumericTask:
     """The dataset as read with the run's split and sample, and the settings it is scored
@@ -371,7 +360,13 @@ class NumericRuns:
     ) -> AgentRun:
         """Run (or resume) the agent on every loaded conversation for one model."""
         conversations, size = task.loaded.conversations, task.settings["sample_size"]
-        settings = run_settings(task.loaded, size, task.settings["seed"])
+        settings = {  # everything besides model and dataset that changes the results
+            "prompt": PROMPT_ID,
+            "split": task.loaded.split,
+            "sample_size": size,
+            "seed": task.settings["seed"] if size is not None else None,  # it picks the sample
+            "repair_rounds": REPAIR_ROUNDS,
+        }
         handle = await run_task(
             runner,
             RunSpec("numeric", TASK, task.data, spec, settings),

@@ -10,6 +10,7 @@ from __future__ import annotations
 import random
 import re
 from array import array
+from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any, NamedTuple, overload
@@ -106,20 +107,17 @@ def load_convfinqa(
     try:
         found = _scan.shape(file)
     except _scan.Broken:
-        return _load_whole(file, read_json(file), split=split, sample_size=sample_size, seed=seed)
+        return _load_whole(file, split=split, sample_size=sample_size, seed=seed)
     if found.kind == "object":
         chosen = _choose_split(found.members, split, file)
         if found.members[chosen] is None:
             # only the type name is shown: read that one value
-            return _load_whole(
-                file, read_json(file), split=split, sample_size=sample_size, seed=seed
-            )
+            return _load_whole(file, split=split, sample_size=sample_size, seed=seed)
         fmt: SourceFormat = "derived"
     else:
         fmt, chosen = "original", split or DEFAULT_SPLIT
     spans = found.spans[chosen if found.kind == "object" else ""]
     total = len(spans) // 2
-    stored = StoredConversations(file, fmt, chosen)
     try:
         return _load_records(
             file,
@@ -128,10 +126,10 @@ def load_convfinqa(
             total,
             ((i, *read) for i, read in enumerate(_scan.read_spans(file, spans))),
             _selected(total, sample_size, seed),
-            stored=stored,
+            stored=StoredConversations(file, fmt, chosen),
         )
     except _scan.Broken:  # the file changed under us
-        return _load_whole(file, read_json(file), split=split, sample_size=sample_size, seed=seed)
+        return _load_whole(file, split=split, sample_size=sample_size, seed=seed)
 
 
 def _selected(total: int, sample_size: int | None, seed: int | None) -> range | set[int]:
@@ -145,14 +143,10 @@ def _selected(total: int, sample_size: int | None, seed: int | None) -> range | 
 
 
 def _load_whole(
-    file: Path,
-    data: Any,
-    *,
-    split: str | None,
-    sample_size: int | None,
-    seed: int | None,
+    file: Path, *, split: str | None, sample_size: int | None, seed: int | None
 ) -> LoadResult:
     """``load_convfinqa`` over a file read whole (``read_json``)."""
+    data = read_json(file)
     if isinstance(data, Mapping):
         fmt: SourceFormat = "derived"
         chosen = _choose_split(data, split, file)
@@ -270,16 +264,7 @@ def conversation_model(plain: PlainConversation, split: str, fmt: SourceFormat) 
         source_format=fmt,
         doc=Document(**plain.document),
         turns=tuple(
-            Turn(
-                index=t[0],
-                question=t[1],
-                answer=t[2],
-                program=t[3],
-                executed_answer=t[4],
-                qa_split=t[5],
-            )
-            if isinstance(t, PlainTurn)
-            else t
+            Turn(**dict(zip(Turn.model_fields, t, strict=True))) if isinstance(t, PlainTurn) else t
             for t in plain.turns
         ),
         features=Features(**plain.features),
@@ -514,76 +499,22 @@ def _read_turns(
     operations: dict[str, tuple[str, ...] | None],
 ) -> tuple[list[PlainTurn], list[InputError]]:
     """The per-turn lists of ``obj[keys.container]`` (each as long as the questions) as turns."""
-    rid = record
-    box = _require(obj, keys.container, Mapping, file=file, record=rid, field=keys.container)
+    box = _require(obj, keys.container, Mapping, file=file, record=record, field=keys.container)
     questions = _require(
-        box, keys.questions, list, file=file, record=rid, field=f"{keys.container}.{keys.questions}"
+        box,
+        keys.questions,
+        list,
+        file=file,
+        record=record,
+        field=f"{keys.container}.{keys.questions}",
     )
-    lists = [
-        _turn_list(box, key, len(questions), file=file, record=rid, prefix=keys.container)
+    answers, programs, executed, splits = (
+        _turn_list(box, key, len(questions), file=file, record=record, prefix=keys.container)
         for key in (keys.answers, keys.programs, keys.executed, keys.splits)
-    ]
-    answers, programs, executed, splits = lists
+    )
     if keys is _ORIGINAL and answers is not None and any(_is_step_name(a) for a in answers):
         answers = None  # the original answer_list holds step names ("A0"), not answers
-    return _build_turns(
-        questions,
-        answers,
-        programs,
-        executed,
-        splits,
-        file=file,
-        record=rid,
-        keys=keys,
-        operations=operations,
-    )
 
-
-_STEP_NAME = re.compile(r"A\d+")
-
-
-def _is_step_name(answer: Any) -> bool:
-    return isinstance(answer, str) and _STEP_NAME.fullmatch(answer) is not None
-
-
-def _turn_list(
-    obj: Mapping[str, Any], key: str, n: int, *, file: Path, record: str, prefix: str
-) -> list[Any] | None:
-    """``obj[key]``, a list of ``n`` entries (one per turn); ``None`` when the key is absent."""
-    field = f"{prefix}.{key}"
-    if key not in obj:
-        return None
-    value = obj[key]
-    if not isinstance(value, list):
-        raise InputError(
-            "expected a list (one entry per turn)",
-            file=file,
-            record=record,
-            field=field,
-            value=value,
-        )
-    if len(value) != n:
-        raise InputError(
-            f"has {len(value)} entries but the dialogue has {n} questions",
-            file=file,
-            record=record,
-            field=field,
-        )
-    return value
-
-
-def _build_turns(
-    questions: Sequence[Any],
-    answers: Sequence[Any] | None,
-    programs: Sequence[Any] | None,
-    executed: Sequence[Any] | None,
-    splits: Sequence[Any] | None,
-    *,
-    file: Path,
-    record: str,
-    keys: _TurnKeys,
-    operations: dict[str, tuple[str, ...] | None],
-) -> tuple[list[PlainTurn], list[InputError]]:
     def bad(reason: str, key: str, i: int, value: Any = ...) -> InputError:
         field = f"{keys.container}.{key}[{i}]"
         return InputError(reason, file=file, record=record, field=field, value=value)
@@ -621,6 +552,39 @@ def _build_turns(
             )
         )
     return turns, warnings
+
+
+_STEP_NAME = re.compile(r"A\d+")
+
+
+def _is_step_name(answer: Any) -> bool:
+    return isinstance(answer, str) and _STEP_NAME.fullmatch(answer) is not None
+
+
+def _turn_list(
+    obj: Mapping[str, Any], key: str, n: int, *, file: Path, record: str, prefix: str
+) -> list[Any] | None:
+    """``obj[key]``, a list of ``n`` entries (one per turn); ``None`` when the key is absent."""
+    field = f"{prefix}.{key}"
+    if key not in obj:
+        return None
+    value = obj[key]
+    if not isinstance(value, list):
+        raise InputError(
+            "expected a list (one entry per turn)",
+            file=file,
+            record=record,
+            field=field,
+            value=value,
+        )
+    if len(value) != n:
+        raise InputError(
+            f"has {len(value)} entries but the dialogue has {n} questions",
+            file=file,
+            record=record,
+            field=field,
+        )
+    return value
 
 
 def _table_from_rows(
@@ -683,17 +647,12 @@ def _rows_by_name(
 
 
 def _disambiguate(names: Sequence[str]) -> list[str]:
-    counts: dict[str, int] = {}
-    for name in names:
-        counts[name] = counts.get(name, 0) + 1
-    seen: dict[str, int] = {}
+    """A repeated header name numbered: ``name (1)``, ``name (2)``, ...; the others as they are."""
+    counts, seen = Counter(names), Counter[str]()
     out: list[str] = []
     for name in names:
-        if counts[name] > 1:
-            seen[name] = seen.get(name, 0) + 1
-            out.append(f"{name} ({seen[name]})")
-        else:
-            out.append(name)
+        seen[name] += 1
+        out.append(f"{name} ({seen[name]})" if counts[name] > 1 else name)
     return out
 
 

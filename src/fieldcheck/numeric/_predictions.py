@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 from array import array
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any, Literal, NamedTuple
 
@@ -262,13 +262,6 @@ class PredictionIndex(Mapping[tuple[str, int], Prediction]):
         k = self._position(*key)
         return None if k is None else self.by_conversation[key[0]][k + 1]
 
-    def _read(self, line: int, offset: int, length: int) -> Prediction:
-        if self._handle is None:
-            self._handle = self.file.open("rb", buffering=1 << 20)
-        self._handle.seek(offset)
-        value = parse_jsonl_line(self._handle.read(length), line, self.file)
-        return Prediction.model_validate(value)
-
     def sorted_keys(self) -> Iterator[tuple[str, int]]:
         """The keys in (conversation id, turn) order, one conversation's at a time."""
         for cid in sorted(self.by_conversation):
@@ -288,8 +281,13 @@ class PredictionIndex(Mapping[tuple[str, int], Prediction]):
         k = self._position(*key)
         if k is None:
             raise KeyError(key)
-        entries = self.by_conversation[key[0]]
-        return self._read(entries[k + 1], entries[k + 2], entries[k + 3])
+        line, offset, length = self.by_conversation[key[0]][k + 1 : k + 4]
+        if self._handle is None:
+            self._handle = self.file.open("rb", buffering=1 << 20)
+        self._handle.seek(offset)
+        return Prediction.model_validate(
+            parse_jsonl_line(self._handle.read(length), line, self.file)
+        )
 
     def __contains__(self, key: object) -> bool:
         return isinstance(key, tuple) and len(key) == 2 and self._position(*key) is not None
@@ -320,13 +318,6 @@ class _Lines(Mapping[tuple[str, int], int]):
 
     def __len__(self) -> int:
         return len(self.index)
-
-
-def sorted_keys(predictions: Mapping[tuple[str, int], Prediction]) -> Iterable[tuple[str, int]]:
-    """The prediction keys in (conversation id, turn) order."""
-    if isinstance(predictions, PredictionIndex):
-        return predictions.sorted_keys()
-    return sorted(predictions)
 
 
 class PredictionsResult(BaseModel):
@@ -396,7 +387,8 @@ def load_predictions(path: str | Path) -> PredictionsResult:
                 where: tuple[str, int] = (value["conversation_id"], value["turn"])
             else:
                 try:
-                    where = _key(Prediction.model_validate(value))
+                    prediction = Prediction.model_validate(value)
+                    where = (prediction.conversation_id, prediction.turn)
                 except ValidationError as exc:
                     errors.append(
                         input_error_of(
@@ -445,7 +437,3 @@ def load_predictions(path: str | Path) -> PredictionsResult:
 
 
 _KNOWN_KEYS = frozenset(Prediction.model_fields)
-
-
-def _key(prediction: Prediction) -> tuple[str, int]:
-    return prediction.conversation_id, prediction.turn

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from fieldcheck.metrics import ABSOLUTE_TOLERANCE, RELATIVE_TOLERANCE, UNIT_FACTORS
-from fieldcheck.numeric._scoring import MAX_TURN_INTERVALS, NumericResult
+from fieldcheck.numeric._scoring import MATCH_KEYS, MAX_TURN_INTERVALS, NumericResult
 from fieldcheck.reports import (
     OutputFolder,
     Report,
@@ -29,12 +29,8 @@ PLOTS = {
     "failure_modes": "plot_failure_modes.png",
     "operations": "plot_operations_vs_accuracy.png",
 }
-MATCH_TYPES = (
-    ("numerical_match_accuracy", "numerical"),
-    ("soft_match_accuracy", "soft"),
-    ("unit_agnostic_accuracy", "unit-agnostic"),
-    ("sign_agnostic_accuracy", "sign-agnostic"),
-    ("general_match_accuracy", "general"),
+MATCH_TYPES = tuple(
+    zip(MATCH_KEYS, ("numerical", "soft", "unit-agnostic", "sign-agnostic", "general"), strict=True)
 )
 HEADLINE = (
     ("numerical_match_accuracy", "Accuracy, numerical match (baseline)"),
@@ -129,21 +125,6 @@ def turn_positions(statistics: Mapping[str, Any]) -> list[TurnPosition]:
     return out
 
 
-def plot_series(
-    statistics: dict[str, Any],
-) -> tuple[list[int], list[float], list[float | None], list[str]]:
-    """The accuracy plot's data: turn numbers in numeric order (the spec's snippet sorts them as
-    text, so "10" before "2"), accuracy, average operations, tick labels with the turn count."""
-    keys = sorted(statistics["accuracy_by_turn_number"], key=int)
-    counts = statistics.get("turns_by_turn_number", {})
-    return (
-        [int(k) for k in keys],
-        [float(statistics["accuracy_by_turn_number"][k]) for k in keys],
-        [statistics["avg_operations_by_turn"].get(k) for k in keys],
-        [f"{k}\n(n={counts.get(k, '?')})" for k in keys],
-    )
-
-
 def _error_bars(
     estimates: Sequence[float], intervals: Sequence[Mapping[str, Any] | None]
 ) -> list[list[float]]:
@@ -163,9 +144,11 @@ def write_accuracy_plot(statistics: dict[str, Any], path: Path) -> Path:
     bars (left axis, 0-1) and average plan operations (right axis) by turn number, each tick
     labelled with its number of scored turns (spec "Complexity Ceiling Analysis"). The first
     ``MAX_TURN_INTERVALS`` turn positions only."""
-    turns, accuracy, operations, ticks = plot_series(statistics)
-    n = min(len(turns), MAX_TURN_INTERVALS)
-    turns, accuracy, operations, ticks = turns[:n], accuracy[:n], operations[:n], ticks[:n]
+    positions = turn_positions(statistics)[:MAX_TURN_INTERVALS]
+    turns = [p.turn for p in positions]
+    accuracy = [p.accuracy for p in positions]
+    operations = [p.operations for p in positions]
+    ticks = [f"{p.turn}\n(n={p.scored})" for p in positions]
     intervals = statistics.get("bootstrap_95_ci_by_turn_number") or {}
     with figure(path, figsize=(max(7.0, 0.6 * len(turns) + 2), 4.5)) as (_, ax):
         bars = _error_bars(accuracy, [intervals.get(str(t)) for t in turns])
@@ -204,18 +187,6 @@ def write_accuracy_plot(statistics: dict[str, Any], path: Path) -> Path:
     return path
 
 
-class OperationsRow(NamedTuple):
-    """Scored turns whose plan has ``operations`` compute steps, and how many were right."""
-
-    operations: int
-    scored: int
-    correct: int
-
-
-def _operations_rows(result: NumericResult) -> list[OperationsRow]:
-    return [OperationsRow(*row) for row in result.tallies.by_operations]
-
-
 def plot_files(result: NumericResult) -> list[str]:
     """The files ``write_plots`` writes for ``result`` (what a Ctrl-C line names as missing)."""
     stats = result.statistics
@@ -224,7 +195,7 @@ def plot_files(result: NumericResult) -> list[str]:
     names = [PLOTS["accuracy_by_turn"], PLOTS["match_types"]]
     if stats.get("failure_modes"):
         names.append(PLOTS["failure_modes"])
-    if _operations_rows(result):
+    if result.tallies.by_operations:
         names.append(PLOTS["operations"])
     return names
 
@@ -232,10 +203,9 @@ def plot_files(result: NumericResult) -> list[str]:
 def write_plots(result: NumericResult, out: Path | OutputFolder) -> dict[str, Path]:
     """The four PNG plots (Agg, imported on first use); none when nothing was scored (a plot of
     zeros would look like a result). Returns key -> path."""
-    stats = result.statistics
-    if stats.get("nothing_scored", True):
+    if not plot_files(result):
         return {}
-    folder = OutputFolder.of(out)
+    stats, folder = result.statistics, OutputFolder.of(out)
     written = {"accuracy_by_turn": write_accuracy_plot(stats, folder / PLOTS["accuracy_by_turn"])}
     ci = stats.get("bootstrap_95_ci") or {}
     names = [name for _, name in MATCH_TYPES]
@@ -259,7 +229,7 @@ def write_plots(result: NumericResult, out: Path | OutputFolder) -> dict[str, Pa
             ax.set_title(f"Failure modes ({sum(modes.values())} failed scored turns)")
         written["failure_modes"] = folder / PLOTS["failure_modes"]
 
-    rows = _operations_rows(result)
+    rows = result.tallies.by_operations
     if rows:
         with figure(folder / PLOTS["operations"], figsize=(max(6.0, 0.6 * len(rows) + 2), 4)) as (
             _,
@@ -336,7 +306,7 @@ def readings(result: NumericResult) -> list[str]:
         else:
             text += ": their 95% intervals overlap, so no change between them is shown."
         out.append(text)
-    by_ops = _operations_rows(result)
+    by_ops = result.tallies.by_operations
     if len(by_ops) >= 2:
         few, many = by_ops[0], by_ops[-1]
         a, b = few.correct / few.scored, many.correct / many.scored
@@ -418,13 +388,6 @@ def _count_rows(stats: Mapping[str, Any], input_problems: int) -> list[list[str]
         ["Turns whose prediction reports an error", str(stats["num_prediction_errors"])],
         ["Input problems", str(input_problems)],
     ]
-
-
-def worst_conversations(result: NumericResult, limit: int = WORST) -> list[list[str]]:
-    """The ``limit`` scored conversations of lowest numerical accuracy below 1 (ties: more scored
-    turns first, then id): id, turns, scored turns, accuracy, the first failure (turn: mode).
-    Perfect conversations are never listed as "worst"."""
-    return result.tallies.worst[:limit]
 
 
 def glossary(stats: Mapping[str, Any]) -> list[Term]:
@@ -615,7 +578,7 @@ def build_report(result: NumericResult, images: Mapping[str, Path]) -> Report:
             )
         else:
             report.paragraph("No scored turn failed.")
-        by_ops = _operations_rows(result)
+        by_ops = result.tallies.by_operations
         if by_ops:
             report.heading("Operations and accuracy")
             report.paragraph(
@@ -634,7 +597,7 @@ def build_report(result: NumericResult, images: Mapping[str, Path]) -> Report:
         else:
             report.paragraph("None of the spec's analysis readings applies.")
         report.heading("Worst conversations")
-        worst = worst_conversations(result)
+        worst = result.tallies.worst[:WORST]
         if worst:
             report.table(
                 ["Conversation", "Turns", "Scored", "Accuracy", "First failure"],

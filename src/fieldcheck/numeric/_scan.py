@@ -14,7 +14,7 @@ import re
 from array import array
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, NamedTuple
 
 import orjson
 
@@ -107,40 +107,38 @@ class _Window:
             self.window = max(_FIRST_WINDOW, 2 * len(raw))
             return (orjson.loads(raw) if parse else None), start, len(raw)
 
-    def elements(self, parse: bool = True) -> Iterator[tuple[Any, int, int]]:
-        """The elements of the array starting here, each (value, file offset, length)."""
-        self.take(ord("["))
-        if self.peek() == ord("]"):
+    def members(self, opening: str, closing: str) -> Iterator[None]:
+        """Steps through the array or object starting here: once per member, the caller reads
+        the member (an element; a key, ``:`` and value) before the next step."""
+        self.take(ord(opening))
+        if self.peek() == ord(closing):
             self.pos += 1
             return
         while True:
-            yield self.value(parse)
+            yield
             nxt = self.peek()
             self.pos += 1
-            if nxt == ord("]"):
+            if nxt == ord(closing):
                 return
             if nxt != ord(","):
                 raise Broken
 
 
-class Shape:
+class Shape(NamedTuple):
     """Where a file's records are: ``kind`` "array" (a top-level array, ``members`` empty) or
     "object" (``members``: each key -> the offset of its value, ``None`` when not an array);
     ``spans``: each array's elements (the top-level array's under ``""``) as (offset, length)
     pairs, so that reading them again is one ``orjson.loads`` each."""
 
-    def __init__(
-        self, kind: str, members: dict[str, int | None], spans: dict[str, array[int]]
-    ) -> None:
-        self.kind = kind
-        self.members = members
-        self.spans = spans
+    kind: str
+    members: dict[str, int | None]
+    spans: dict[str, array[int]]
 
 
 def _spans(window: _Window) -> array[int]:
     spans = array("q")
-    for _, start, size in window.elements(parse=False):
-        spans.extend((start, size))
+    for _ in window.members("[", "]"):
+        spans.extend(window.value(parse=False)[1:])
     return spans
 
 
@@ -165,30 +163,20 @@ def shape(file: Path) -> Shape:
             return Shape("array", {}, spans)
         if first != ord("{"):
             raise Broken
-        window.pos += 1
         members: dict[str, int | None] = {}
         found: dict[str, array[int]] = {}
-        if window.peek() == ord("}"):
-            window.pos += 1
-        else:
-            while True:
-                key, _, _ = window.value()
-                if not isinstance(key, str):
-                    raise Broken
-                window.take(ord(":"))
-                members.pop(key, None)  # a repeated key: the last one counts, as in orjson
-                if window.peek() == ord("["):
-                    members[key] = window.base + window.pos
-                    found[key] = _spans(window)
-                else:
-                    window.value(parse=False)
-                    members[key] = None
-                nxt = window.peek()
-                window.pos += 1
-                if nxt == ord("}"):
-                    break
-                if nxt != ord(","):
-                    raise Broken
+        for _ in window.members("{", "}"):
+            key, _, _ = window.value()
+            if not isinstance(key, str):
+                raise Broken
+            window.take(ord(":"))
+            members.pop(key, None)  # a repeated key: the last one counts, as in orjson
+            if window.peek() == ord("["):
+                members[key] = window.base + window.pos
+                found[key] = _spans(window)
+            else:
+                window.value(parse=False)
+                members[key] = None
         if window.peek() is not None:
             raise Broken
         return Shape("object", members, found)

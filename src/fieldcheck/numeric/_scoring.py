@@ -38,7 +38,7 @@ from fieldcheck.metrics import (
     ratio_array,
 )
 from fieldcheck.numeric._loaders import LoadResult, PlainTurn
-from fieldcheck.numeric._predictions import PredictionsResult, PredictionValues, sorted_keys
+from fieldcheck.numeric._predictions import PredictionIndex, PredictionsResult, PredictionValues
 from fieldcheck.numeric._records import Turn
 from fieldcheck.runner import ERROR_TYPES
 
@@ -49,12 +49,20 @@ CALL_ERRORS: tuple[str, ...] = tuple(t for t in ERROR_TYPES if t != "invalid_rep
 logger = logging.getLogger("fieldcheck")
 
 
+class OperationsRow(NamedTuple):
+    """Scored turns whose plan has ``operations`` compute steps, and how many were right."""
+
+    operations: int
+    scored: int
+    correct: int
+
+
 class ReportTallies(NamedTuple):
     """What the report reads beyond statistics.json, folded while scoring (issue 10): scored turns
     and numerical matches by plan operations, scored turns matching each looser type but not the
     numerical match, the worst conversations' rows, and the failed validator checks."""
 
-    by_operations: list[tuple[int, int, int]]
+    by_operations: list[OperationsRow]
     extra: dict[str, int]
     worst: list[list[str]]
     failed_checks: int
@@ -198,13 +206,8 @@ def turn_values(
     }
 
 
-def trace_ids(conversation_ids: Sequence[str]) -> dict[str, str]:
-    """A file-safe, unique trace id per conversation id (``safe_filename``, ``-2`` on collision).
-
-    ``unique_filenames``: linear however many ids share their first 120 characters (the search
-    from ``-2`` on every clash took 44 s for 20k such ids).
-    """
-    return unique_filenames(conversation_ids)
+trace_ids = unique_filenames
+"""A file-safe, unique trace id per conversation id (``safe_filename``, ``-2`` on collision)."""
 
 
 def prediction_errors(data: LoadResult, predictions: PredictionsResult) -> ErrorList:
@@ -212,7 +215,8 @@ def prediction_errors(data: LoadResult, predictions: PredictionsResult) -> Error
     conversation (not in the split) or a turn out of range, in (id, turn) order."""
     errors = data.errors + predictions.errors
     turns_of = data.turn_counts()
-    for cid, turn in sorted_keys(predictions.predictions):
+    found = predictions.predictions
+    for cid, turn in found.sorted_keys() if isinstance(found, PredictionIndex) else sorted(found):
         line = predictions.lines.get((cid, turn))
         count = turns_of.get(cid)
         if count is None:
@@ -286,24 +290,18 @@ def run_signature(
     )
 
 
-_MATCHES = {
-    "numerical_match_accuracy": "numerical_match",
-    "soft_match_accuracy": "soft_match",
-    "unit_agnostic_accuracy": "unit_agnostic_match",
-    "sign_agnostic_accuracy": "sign_agnostic_match",
-    "general_match_accuracy": "general_match",
-}
-
-
-_LOGIC = {
-    "avg_logic_recall": "logic_recall",
-    "avg_logic_precision": "logic_precision",
-    "avg_logic_order_score": "logic_order_score",
-}
+MATCH_KEYS = (
+    "numerical_match_accuracy",
+    "soft_match_accuracy",
+    "unit_agnostic_accuracy",
+    "sign_agnostic_accuracy",
+    "general_match_accuracy",
+)
+_LOGIC = ("avg_logic_recall", "avg_logic_precision", "avg_logic_order_score")
 # Per-turn-position intervals for the lowest positions only: ConvFinQA has at most a few turns,
 # and a hostile conversation of 100,000 turns must not hold 100,000 x resamples values.
 MAX_TURN_INTERVALS = 100
-_SCORED = len(_MATCHES)  # column of the scored-turn count in a conversation's totals
+_SCORED = len(MATCH_KEYS)  # column of the scored-turn count in a conversation's totals
 _SUCCESS = _SCORED + 1 + 2 * len(_LOGIC)  # columns: successful (0/1), judged (0/1)
 
 
@@ -380,7 +378,7 @@ class BootstrapUnits:
         full = [math.fsum(units[:, j].tolist()) for j in range(width)] if self.count else []
         statistics: dict[str, TotalsStatistic] = {}
         overall: dict[str, Interval | None] = {}
-        for k, key in enumerate(_MATCHES):
+        for k, key in enumerate(MATCH_KEYS):
             overall[key] = None
             if full and full[_SCORED]:
                 statistics[key] = _ratio(k, _SCORED)

@@ -28,6 +28,7 @@ import orjson
 
 from fieldcheck._util.errors import error_dicts, short_repr
 from fieldcheck._util.executor import Executor, InProcess, LocalPool, run_map
+from fieldcheck._util.iters import chunked
 from fieldcheck._util.jsonio import dumps_bytes, parse_jsonl_line
 from fieldcheck.metrics import ExactSum, latency_stats
 from fieldcheck.numeric._loaders import (
@@ -45,9 +46,11 @@ from fieldcheck.numeric._predictions import (
 )
 from fieldcheck.numeric._report import PLOTS, WORST, plot_files, write_numeric_report
 from fieldcheck.numeric._scoring import (
+    MATCH_KEYS,
     MISSING_PREDICTION,
     BootstrapUnits,
     NumericResult,
+    OperationsRow,
     ReportTallies,
     cached_logic_scores,
     gold_operations,
@@ -69,6 +72,14 @@ log = logging.getLogger(__name__)
 
 Turn = dict[str, Any]  # a scored turn (``turn_values``) as plain data
 
+MATCH_FIELDS = (
+    "numerical_match",
+    "soft_match",
+    "unit_agnostic_match",
+    "sign_agnostic_match",
+    "general_match",
+)
+LOGIC_FIELDS = ("logic_recall", "logic_precision", "logic_order_score")
 SUMMARY_COLUMNS = (
     "conversation_id",
     "trace_id",
@@ -77,14 +88,8 @@ SUMMARY_COLUMNS = (
     "has_type2_question",
     "has_duplicate_columns",
     "has_non_numeric_values",
-    "numerical_match_accuracy",
-    "soft_match_accuracy",
-    "unit_agnostic_accuracy",
-    "sign_agnostic_accuracy",
-    "general_match_accuracy",
-    "avg_logic_recall",
-    "avg_logic_precision",
-    "avg_logic_order_score",
+    *MATCH_KEYS,
+    *(f"avg_{field}" for field in LOGIC_FIELDS),
     "avg_operations_per_turn",
     "conversation_success",
     "input_tokens",
@@ -102,15 +107,9 @@ TURN_COLUMNS = (
     "predicted_answer",
     "parsed_answer",
     "answer_rule",
-    "numerical_match",
-    "soft_match",
-    "unit_agnostic_match",
-    "sign_agnostic_match",
-    "general_match",
+    *MATCH_FIELDS,
     "failure_mode",
-    "logic_recall",
-    "logic_precision",
-    "logic_order_score",
+    *LOGIC_FIELDS,
     "operations_per_turn",
     "plan_steps",
     "plan_operations",
@@ -143,21 +142,6 @@ ERROR_COLUMNS = (
     "operations_per_turn",
     "error_context",
 )
-MATCH_FIELDS = (
-    "numerical_match",
-    "soft_match",
-    "unit_agnostic_match",
-    "sign_agnostic_match",
-    "general_match",
-)
-MATCH_KEYS = (
-    "numerical_match_accuracy",
-    "soft_match_accuracy",
-    "unit_agnostic_accuracy",
-    "sign_agnostic_accuracy",
-    "general_match_accuracy",
-)
-LOGIC_FIELDS = ("logic_recall", "logic_precision", "logic_order_score")
 EXTRA_FIELDS = {
     "unit_agnostic": "unit_agnostic_match",
     "sign_agnostic": "sign_agnostic_match",
@@ -316,19 +300,23 @@ def stored_turns(data: bytes) -> Iterator[tuple[ItemColumns, bytes]]:
         yield ItemColumns(key, failed, turn=turn, error_type=error_type), result
 
 
-def _error_kind(t: Turn) -> tuple[str, str]:
-    """A failed scored turn's error type and message: the agent's error, else the failure
-    mode with both answers cut short (the full ones are in turns.csv, error_context and the
-    trace)."""
-    if t["error_type"] is not None:
-        return t["error_type"], t["error_message"] or ""
-    expected, got = short_repr(t["expected_answer"]), short_repr(t["predicted_answer"])
-    return t["failure_mode"] or "wrong", f"expected {expected}, got {got}"
-
-
-def _error_context(features: Mapping[str, Any], t: Turn) -> dict[str, Any]:
-    """errors.csv's ``error_context`` of a turn."""
-    return {
+def error_cells(
+    trace_id: str, conversation_id: str, features: Mapping[str, Any], t: Turn
+) -> list[Any] | None:
+    """The errors.csv cells (exactly the spec's columns) of a failed scored turn, ``None`` for
+    any other turn. ``error_type`` is the agent's error type for errored turns
+    (``invalid_reply``, ``invalid_plan``), ``missing_prediction`` for a turn without a
+    prediction, else the failure mode (``scale``, ``sign``, ``rounding``, ``wrong``,
+    ``no_answer``). A turn not scored (no gold answer, issue 9; a failed call, issue 8) is not an
+    error: turns.csv lists it with ``not_scored``."""
+    if not t["scored"] or t["numerical_match"]:
+        return None
+    error_type, message = t["error_type"], t["error_message"] or ""
+    if error_type is None:  # both answers cut short: the full ones are in turns.csv and the trace
+        error_type = t["failure_mode"] or "wrong"
+        expected, got = short_repr(t["expected_answer"]), short_repr(t["predicted_answer"])
+        message = f"expected {expected}, got {got}"
+    context = {
         "failure_mode": t["failure_mode"],
         "predicted_answer": t["predicted_answer"],
         "parsed_answer": t["parsed_answer"],
@@ -343,20 +331,6 @@ def _error_context(features: Mapping[str, Any], t: Turn) -> dict[str, Any]:
         "qa_split": t["qa_split"],
         "has_duplicate_columns": features["has_duplicate_columns"],
     }
-
-
-def error_cells(
-    trace_id: str, conversation_id: str, features: Mapping[str, Any], t: Turn
-) -> list[Any] | None:
-    """The errors.csv cells (exactly the spec's columns) of a failed scored turn, ``None`` for
-    any other turn. ``error_type`` is the agent's error type for errored turns
-    (``invalid_reply``, ``invalid_plan``), ``missing_prediction`` for a turn without a
-    prediction, else the failure mode (``scale``, ``sign``, ``rounding``, ``wrong``,
-    ``no_answer``). A turn not scored (no gold answer, issue 9; a failed call, issue 8) is not an
-    error: turns.csv lists it with ``not_scored``."""
-    if not t["scored"] or t["numerical_match"]:
-        return None
-    error_type, message = _error_kind(t)
     return _cell_list(
         (
             trace_id,
@@ -370,7 +344,7 @@ def error_cells(
             features["has_non_numeric_values"],
             t["plan_steps"],
             t["operations_per_turn"],
-            dumps_bytes(_error_context(features, t), _CELL_JSON).decode(),
+            dumps_bytes(context, _CELL_JSON).decode(),
         )
     )
 
@@ -532,7 +506,10 @@ class Tally:
         self.units.add(row, scored_turns)
         if scored and hits[0] < scored:
             accuracy = hits[0] / scored
-            self._worst(accuracy, scored, conversation_id, len(turns), first_failure)
+            cells = [conversation_id, str(len(turns)), str(scored), f"{accuracy:.3f}"]
+            cells.append(first_failure or "none")
+            self.worst.append((accuracy, -scored, conversation_id, cells))
+            self._trim_worst()
         return Totals(hits, scored, tokens_in, tokens_out, present, success)
 
     def absorb(self, other: Tally) -> Tally:
@@ -551,15 +528,10 @@ class Tally:
             self.worst.sort(key=lambda w: w[:3])
             del self.worst[WORST:]
 
-    def _worst(self, accuracy: float, scored: int, cid: str, turns: int, first: str) -> None:
-        row = [cid, str(turns), str(scored), f"{accuracy:.3f}", first or "none"]
-        self.worst.append((accuracy, -scored, cid, row))
-        self._trim_worst()
-
     def report_tallies(self) -> ReportTallies:
         worst = sorted(self.worst, key=lambda w: w[:3])[:WORST]
         return ReportTallies(
-            by_operations=[(k, n, right) for k, (n, right) in sorted(self.by_operations.items())],
+            by_operations=[OperationsRow(k, *v) for k, v in sorted(self.by_operations.items())],
             extra=dict(self.extra),
             worst=[w[3] for w in worst],
             failed_checks=self.failed_checks,
@@ -804,14 +776,8 @@ def _chunks(data: LoadResult, predictions: PredictionsResult, size: int) -> Iter
         for (cid, turn), prediction in found.items():
             grouped.setdefault(cid, {})[turn] = prediction_values(prediction)
         by_conversation = grouped
-    chunk: list[Entry] = []
-    for cid, conversation in conversations:
-        chunk.append((cid, ids[cid], conversation, by_conversation.get(cid, {})))
-        if len(chunk) >= size:
-            yield chunk
-            chunk = []
-    if chunk:
-        yield chunk
+    entries = ((cid, ids[cid], c, by_conversation.get(cid, {})) for cid, c in conversations)
+    yield from chunked(entries, size)
 
 
 OUTPUT_FILES = (*(name for name, _ in ROW_FILES), "traces", *_LAST_FILES, *PLOTS.values())
@@ -834,23 +800,19 @@ def score_to_folder(
     recorder: RunRecorder | None = None,
     executor: Executor | None = None,
 ) -> NumericResult:
-    """Score every turn of ``data`` against ``predictions`` and write every output file of the
-    spec's "Output Files" into ``out``: chunks of ``chunk`` conversations (``None``:
-    ``CHUNK_CONVERSATIONS``) are scored by ``score_chunk`` through ``executor`` (``None``: a
-    pool from ``WRITER_CONVERSATIONS`` conversations on; one that cannot start, here), their
-    rows appended in order and their digests merged. Returns
-    the statistics, input errors, signature and report tallies. Every input problem is listed in
-    ``input_errors`` (file, line, record id, field): the loaders', a prediction for an unknown
-    conversation or a turn out of range (ignored), a missing turn (a failure). ``price_in``/
-    ``price_out``: US dollars per million tokens (both or neither). statistics.json is written
-    last. ``recorder``: each turn's turns.csv row is also stored as an item (``stored_row``,
-    issue 11); the caller opens and finishes the run."""
+    """Score every turn of ``data`` against ``predictions`` into every output file of the spec's
+    "Output Files" in ``out``, statistics.json last: chunks of ``chunk`` conversations (``None``:
+    ``CHUNK_CONVERSATIONS``) scored by ``score_chunk`` through ``executor`` (``None``: a pool
+    from ``WRITER_CONVERSATIONS`` conversations on), rows appended in order, digests merged.
+    ``input_errors`` lists every input problem (file, line, record, field): the loaders', a
+    prediction for an unknown conversation or turn (ignored), a missing turn (a failure). Prices:
+    US dollars per million tokens, both or neither. ``recorder``: each turns.csv row is also
+    stored as an item (``stored_row``, issue 11); the caller opens and finishes the run."""
     if (price_in is None) != (price_out is None):
         raise ValueError("give both price_in and price_out, or neither")
     folder = OutputFolder.of(out)
     errors = prediction_errors(data, predictions)
     tally = Tally()
-    total = len(data.conversations)
     stored = data.conversations
     with ExitStack() as stack:
         folder.expect(*(name for name, _ in ROW_FILES), "traces", *_LAST_FILES)
@@ -866,7 +828,7 @@ def score_to_folder(
         for handle, (_, columns) in zip(files, ROW_FILES, strict=True):
             handle.write((",".join(columns) + "\r\n").encode())
         runner = executor or InProcess()
-        if executor is None and total >= WRITER_CONVERSATIONS:
+        if executor is None and len(stored) >= WRITER_CONVERSATIONS:
             try:  # its processes start while the first chunks are read
                 runner = LocalPool(POOL_WORKERS, in_flight=8, warm=(__name__,))
             except OSError as exc:

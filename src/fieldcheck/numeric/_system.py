@@ -125,7 +125,7 @@ def read_inputs(
         errors=loaded.errors,
         option="--data",
         expected="convfinqa",
-        others={"--predictions": "numeric-predictions"},
+        others=others,
     )
     check_input_file(
         predictions,
@@ -155,12 +155,9 @@ def read_inputs(
     return Read(loaded, preds, settings)
 
 
-def _accuracy_by_turn(metrics: Mapping[str, Any]) -> dict[str, Any]:
-    return dict(metrics.get("accuracy_by_turn_number") or {})
-
-
-def _operations_by_turn(metrics: Mapping[str, Any]) -> dict[str, Any]:
-    return dict(metrics.get("avg_operations_by_turn") or {})
+def _by_turn(key: str) -> Callable[[Mapping[str, Any]], dict[str, Any]]:
+    """A ``runs compare`` breakdown: statistics.json's table ``key`` by turn."""
+    return lambda metrics: dict(metrics.get(key) or {})
 
 
 class NumericSystem(NumericRuns, Views):
@@ -174,8 +171,8 @@ class NumericSystem(NumericRuns, Views):
     headline = tuple(key for key, _ in HEADLINE)
     gated = GATED  # what --fail-under takes: not the operations per turn, no better or worse
     breakdowns = (
-        ("Accuracy by turn", "turn", _accuracy_by_turn),
-        ("Operations by turn", "turn", _operations_by_turn),
+        ("Accuracy by turn", "turn", _by_turn("accuracy_by_turn_number")),
+        ("Operations by turn", "turn", _by_turn("avg_operations_by_turn")),
     )
     export_columns = (
         ("conversation_id", '$."conversation_id"', "VARCHAR"),

@@ -221,22 +221,13 @@ def _arg_number(arg: Any) -> float | None:
     return None
 
 
-def _find_row(doc: Document, name: str) -> Mapping[str, float | str] | None:
-    row = doc.table.get(name)
-    if row is not None:
-        return row
+def _find(entries: Mapping[str, Any], name: str) -> Any:
+    """``entries[name]``, else the first entry named the same but for case and spacing;
+    ``None`` when there is none (table rows and cells are never ``None``)."""
+    if name in entries:
+        return entries[name]
     wanted = _norm(name)
-    return next((cells for key, cells in doc.table.items() if _norm(key) == wanted), None)
-
-
-def _find_cell(row: Mapping[str, float | str], column: str) -> tuple[bool, float | str | None]:
-    if column in row:
-        return True, row[column]
-    wanted = _norm(column)
-    for key, cell in row.items():
-        if _norm(key) == wanted:
-            return True, cell
-    return False, None
+    return next((value for key, value in entries.items() if _norm(key) == wanted), None)
 
 
 def validate_reply(text: str, doc: Document, earlier_answers: Sequence[float] = ()) -> Validation:
@@ -282,7 +273,7 @@ def validate_reply(text: str, doc: Document, earlier_answers: Sequence[float] = 
             row = args[0] if args else None
             if len(args) != 1 or not isinstance(row, str):
                 arguments.append(f"step {i}: {operation} takes one argument, a table row name")
-            elif _find_row(doc, row) is None:
+            elif _find(doc.table, row) is None:
                 arguments.append(f"step {i}: {operation}: no table row named {row!r:.60}")
         else:
             if len(args) != 2:
@@ -334,11 +325,11 @@ def _arg_problems(i: int, arg: Any) -> list[str]:
 
 def _cell_problems(i: int, step: Mapping[str, Any], value: float, doc: Document) -> list[str]:
     row_name, column = str(step["row"]), str(step["column"])
-    row = _find_row(doc, row_name)
+    row = _find(doc.table, row_name)
     if row is None:
         return [f"step {i}: no table row named {row_name!r:.60}"]
-    found, cell = _find_cell(row, column)
-    if not found:
+    cell = _find(row, column)
+    if cell is None:
         return [f"step {i}: row {row_name!r:.60} has no column {column!r:.40}"]
     number = cell_number(cell)
     if number is None or not (
