@@ -57,7 +57,6 @@ from fieldcheck.jsoneval._models import (
     TOO_DEEP,
     BatchRecord,
     BatchSummary,
-    FieldResult,
     FieldSummary,
     JsonEvalResult,
     OutputKind,
@@ -174,23 +173,9 @@ class Scored:
 
     def result(self, signature: Signature) -> JsonEvalResult:
         """The public pydantic result (the API's; the hot path writes lines without it)."""
-        c, h, a, s, r = self.scores
-        return JsonEvalResult(
-            completeness=c,
-            hallucination=h,
-            accuracy=a,
-            safety_score=s,
-            rqs=r,
-            buckets=self.buckets.as_dict(),
-            fields={
-                name: FieldResult(strategy=st, similarity=sim, score=sc)
-                for name, (st, sim, sc) in self.fields.items()
-            },
-            signature=signature,
-            output_kind=self.kind,
-            flags=self.flags,
-            safety_findings=self.findings,
-        )
+        body = self.line_dict()
+        del body["id"]
+        return JsonEvalResult(**body, signature=signature)
 
     def line_dict(self) -> dict[str, Any]:
         """One line of records.jsonl, exactly ``JsonEvalResult.record_dict(id)`` as written (no
@@ -204,7 +189,10 @@ class Scored:
             "safety_score": s,
             "rqs": r,
             "buckets": self.buckets.as_dict(),
-            "fields": _fields_dict(self.fields),
+            "fields": {
+                name: {"strategy": st, "similarity": sim, "score": sc}
+                for name, (st, sim, sc) in self.fields.items()
+            },
             "output_kind": self.kind,
             "flags": self.flags,
             "safety_findings": [f.model_dump(mode="json") for f in self.findings],
@@ -215,15 +203,6 @@ class Scored:
         if "not_an_object" in self.flags:
             return f"(not an object: {self.kind})"
         return ", ".join(name for name, f in self.fields.items() if f[2] == 0.0) or "-"
-
-
-def _fields_dict(
-    fields: Mapping[str, tuple[Strategy, float | None, float | None]],
-) -> dict[str, dict[str, Any]]:
-    return {
-        name: {"strategy": st, "similarity": sim, "score": sc}
-        for name, (st, sim, sc) in fields.items()
-    }
 
 
 _LINE_OPTIONS = orjson.OPT_NON_STR_KEYS | orjson.OPT_SORT_KEYS | orjson.OPT_APPEND_NEWLINE
@@ -337,13 +316,11 @@ class Scorer:
         self,
         config: EvalConfig,
         matchers: Matchers,
-        signature: Signature | None = None,
         *,
         source: str | None = None,
         progress: Progress | None = None,
     ) -> None:
-        self.config, self.matchers, self.signature = config, matchers, signature
-        self.source, self.progress = source, progress
+        self.config, self.matchers, self.source, self.progress = config, matchers, source, progress
         self._strategies = config.strategies
         self.identical = 0  # records ``columnar`` scored from their key sequence alone
         # the EXACT/IGNORE kernel serves records read from a file (depth checked), object outputs
@@ -362,7 +339,23 @@ class Scorer:
         found.update(w for k in keys if "[" in k and (w := wildcard_path(k)) in strategies)
         return frozenset(found)
 
-    def _plan(self, gt: dict[str, Any], aio: dict[str, Any]) -> _Plan:
+    def _plan(
+        self,
+        shape: tuple[tuple[str, ...], tuple[str, ...]],
+        gt: dict[str, Any],
+        aio: dict[str, Any],
+    ) -> _Plan:
+        """The plan of records with these key sequences (``shape``), remembered (up to
+        _MAX_PLANS) and marked used by the chunk being scored."""
+        plan = self._plans.get(shape)
+        if plan is None:
+            plan = self._new_plan(gt, aio)
+            if len(self._plans) < _MAX_PLANS:
+                self._plans[shape] = plan
+        self._used[id(plan)] = plan
+        return plan
+
+    def _new_plan(self, gt: dict[str, Any], aio: dict[str, Any]) -> _Plan:
         keys = tuple(sorted(gt))
         strategies = self._strategies
         configured = tuple(
@@ -382,13 +375,7 @@ class Scorer:
         (``checked``) with an object output, no flatten, no safety check."""
         gt = item.ground_truth
         aio: dict[str, Any] = item.output
-        shape = (tuple(gt), tuple(aio))
-        plan = self._plans.get(shape)
-        if plan is None:
-            plan = self._plan(gt, aio)
-            if len(self._plans) < _MAX_PLANS:
-                self._plans[shape] = plan
-        self._used[id(plan)] = plan
+        plan = self._plan((tuple(gt), tuple(aio)), gt, aio)
         codes: list[int] = []
         add = codes.append
         is_null, exact_match = metrics.is_null, metrics.exact_match
@@ -448,15 +435,9 @@ class Scorer:
             except orjson.JSONEncodeError:  # a value orjson cannot write: ``fast`` decides
                 same = []
         out: list[Scored | None] = [None] * len(items)
-        plans = self._plans
         for i in same:
             keys = tuple(gts[i])
-            plan = plans.get((keys, keys))
-            if plan is None:
-                plan = self._plan(gts[i], aios[i])
-                if len(plans) < _MAX_PLANS:
-                    plans[(keys, keys)] = plan
-            self._used[id(plan)] = plan
+            plan = self._plan((keys, keys), gts[i], aios[i])
             codes = plan.identical
             if codes is None:
                 continue
@@ -1191,34 +1172,18 @@ class BatchReader:
                 out.append(self._fail(number, error))
                 continue
             if _plain_shape(value):
-                rid = value["id"]
                 s = value.get("safety_score")
-                item = Item(
-                    number,
-                    rid,
-                    number,
-                    value["ground_truth"],
-                    value["output"],
-                    None if s is None else float(s),
-                    True,
-                )
+                rid, gt, output = value["id"], value["ground_truth"], value["output"]
+                safety = None if s is None else float(s)
             else:
                 try:
-                    record = BatchRecord.model_validate({**value, "line": number})
+                    r = BatchRecord.model_validate({**value, "line": number})
                 except ValidationError as exc:
-                    out.append(
-                        self._fail(number, _validation_error(exc, file=p, line=number, record=key))
-                    )
+                    error = _validation_error(exc, file=p, line=number, record=key)
+                    out.append(self._fail(number, error))
                     continue
-                item = Item(
-                    number,
-                    record.id,
-                    number,
-                    record.ground_truth,
-                    record.output,
-                    record.safety_score,
-                    True,
-                )
+                rid, gt, output, safety = r.id, r.ground_truth, r.output, r.safety_score
+            item = Item(number, rid, number, gt, output, safety, True)
             k = item.key
             first = seen.first_line(k, old and k == key)
             if first is not None:
@@ -1330,7 +1295,7 @@ class Job:
     def scorer(self) -> Scorer:
         if self._scorer is None:
             self._scorer = Scorer(
-                self.config, self.matchers or {}, None, source=self.source, progress=self.progress
+                self.config, self.matchers or {}, source=self.source, progress=self.progress
             )
         return self._scorer
 
