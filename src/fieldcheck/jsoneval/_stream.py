@@ -1,12 +1,5 @@
-"""The JSON batch scorer, streamed (issue 10, "Streaming everywhere", "A fast hot path").
-
-A batch is read in chunks of lines; each chunk is scored (phases 0-4 of json-evaluation.md on
-plain data, each distinct FUZZY/SEMANTIC pair of the chunk sent to its matcher once), its result
-lines are appended to records.jsonl and errors.jsonl, and it is folded into running aggregates
-(exact sums, per-field tallies, the Poisson bootstrap's totals, a bounded heap of the worst
-records, fixed-bin histograms). Memory depends on the chunk, not on the number of records; the
-numbers do not depend on the chunk size. ``evaluate_batch`` is the same code with one chunk.
-"""
+"""The JSON batch scorer, streamed chunk by chunk (issue 10; json-evaluation.md phases 0-4):
+memory depends on the chunk, the numbers do not. ``evaluate_batch`` is the same code."""
 
 from __future__ import annotations
 
@@ -100,10 +93,7 @@ class MatcherError(FieldcheckError):
 
 @dataclass(slots=True)
 class Item:
-    """One record to score, plain: its position in the batch, id, line, both sides.
-
-    ``checked``: the line's depth was already checked when it was read (one check per record).
-    """
+    """One record to score, plain; ``checked``: its depth was checked when its line was read."""
 
     index: int
     id: str | int
@@ -212,9 +202,8 @@ _ID_MARK_JSON = orjson.dumps(_ID_MARK)
 
 @dataclass(slots=True)
 class _Plan:
-    """What a record's two key sequences decide, shared by every record with the same ones: the
-    ground-truth keys in sorted order with their configured strategy (None: detected from the
-    value), and the results already built for each outcome."""
+    """What a record's two key sequences decide: the sorted ground-truth keys, their configured
+    strategy (None: detected), and the result built for each outcome."""
 
     keys: tuple[str, ...]
     configured: tuple[Strategy | None, ...]
@@ -238,9 +227,9 @@ class _Prep:
     seen: frozenset[str]
 
 
-def record_items(records: Iterable[BatchRecord], *, start: int = 0) -> Iterator[Item]:
+def record_items(records: Iterable[BatchRecord]) -> Iterator[Item]:
     """Validated BatchRecords (the API's input) as plain items, depth not yet checked."""
-    for i, r in enumerate(records, start=start):
+    for i, r in enumerate(records):
         yield Item(i, r.id, r.line, r.ground_truth, r.output, r.safety_score)
 
 
@@ -305,12 +294,9 @@ def _identical(gt: dict[str, Any], aio: dict[str, Any]) -> bool:
 
 
 class Scorer:
-    """Phases 0-4 of json-evaluation.md for chunks of plain items, one config and matchers.
-
-    Every number comes from the ``fieldcheck.metrics`` function the spec names (looked up at
-    call time): ``classify_keys``, ``resolve_strategy``, ``exact_match``, ``completeness``,
-    ``hallucination``, ``accuracy``, ``rqs``. The EXACT/IGNORE kernel (``fast``, ``columnar``)
-    only finds the records whose result is one already computed that way."""
+    """Phases 0-4 of json-evaluation.md for chunks of plain items: every number from the
+    ``fieldcheck.metrics`` function the spec names; the EXACT/IGNORE kernel (``fast``,
+    ``columnar``) only reuses results already computed that way."""
 
     def __init__(
         self,
@@ -367,12 +353,9 @@ class Scorer:
         return _Plan(keys, configured, self._seen(keys), identical)
 
     def fast(self, item: Item) -> Scored | None:
-        """The result of a record whose compared fields are all EXACT or IGNORE: its per-key
-        outcome codes (0/1: null in the ground truth, the output null or not; 2: missing;
-        3/4: EXACT matched or not; 5: IGNORE) decide it, so it is shared by every record with
-        the same key sequences, codes and safety score; None when the record needs the general
-        path (a FUZZY/SEMANTIC field to compare). Only for an item read from a file
-        (``checked``) with an object output, no flatten, no safety check."""
+        """The shared result of a record whose compared fields are all EXACT or IGNORE, decided
+        by its per-key outcome codes (0/1: gt null, output null or not; 2: missing; 3/4: EXACT
+        hit or not; 5: IGNORE); None when a FUZZY/SEMANTIC field needs the general path."""
         gt = item.ground_truth
         aio: dict[str, Any] = item.output
         plan = self._plan((tuple(gt), tuple(aio)), gt, aio)
@@ -417,13 +400,9 @@ class Scorer:
         )  # fmt: skip
 
     def columnar(self, items: Sequence[Item]) -> list[Scored | None]:
-        """``fast`` over a chunk of items read from a file with object outputs: a record whose
-        output is its ground truth to the byte (the common case), no value null or blank,
-        matches on every compared key, so its result depends on its key sequence and safety
-        alone and is taken from the plan without looking at its values; those records are
-        found for the whole chunk at once (dict equality, then one orjson text of each side and
-        one search for a possible null). The others go through ``fast``. Results identical to
-        ``fast``, record by record."""
+        """``fast`` over a chunk: records whose output is their ground truth to the byte, no
+        value null or blank (found for the whole chunk at once), take the plan's result
+        unlooked; the others go through ``fast``. Identical to ``fast`` record by record."""
         gts = [it.ground_truth for it in items]
         aios = [it.output for it in items]
         same = list(itertools.compress(range(len(items)), map(operator.eq, gts, aios)))
@@ -449,19 +428,12 @@ class Scorer:
     def prepare(self, item: Item) -> _Prep:
         """Phases 0-3 without the matchers. Raises InputError (field ``ground_truth`` or
         ``output``) when a side nests deeper than MAX_DEPTH."""
-        gt = item.ground_truth
+        gt, output = item.ground_truth, item.output
         if not item.checked:
             _too_deep(gt, field="ground_truth", record=item.key)
-        if type(item.output) is dict:
-            obj: dict[str, Any] | None = item.output
-            kind: OutputKind = "object"
-            flags: list[str] = []
-            if not item.checked:
-                _too_deep(obj, field="output", record=item.key)
-        else:
-            obj, kind, flags = coerce_output(item.output)
-            if not item.checked or flags == ["parsed_from_text"]:
-                _too_deep(obj if obj is not None else item.output, field="output", record=item.key)
+        obj, kind, flags = (output, "object", []) if type(output) is dict else coerce_output(output)
+        if not item.checked or flags == ["parsed_from_text"]:
+            _too_deep(obj if obj is not None else output, field="output", record=item.key)
         safety = 1.0 if item.safety_score is None else float(item.safety_score)
         findings: list[SafetyFinding] = []
         if self.config.safety_check == "leaks":
@@ -497,14 +469,11 @@ class Scorer:
         self, prepared: Sequence[_Prep]
     ) -> tuple[dict[tuple[str, str, str], Similarity], dict[str, int]]:
         """Every distinct (strategy, output text, gt text) of the chunk, sent once."""
-        distinct: dict[str, list[tuple[str, str]]] = {"FUZZY": [], "SEMANTIC": []}
-        seen: set[tuple[str, str, str]] = set()
+        unique: dict[str, dict[tuple[str, str], None]] = {"FUZZY": {}, "SEMANTIC": {}}
         for prep in prepared:
             for strategy, out_text, gt_text in prep.pending.values():
-                key = (strategy, out_text, gt_text)
-                if key not in seen:
-                    seen.add(key)
-                    distinct[strategy].append((out_text, gt_text))
+                unique[strategy][(out_text, gt_text)] = None
+        distinct = {family: list(pairs) for family, pairs in unique.items()}
         counts = {k: len(v) for k, v in distinct.items()}
         total = sum(counts.values())
         found: dict[tuple[str, str, str], Similarity] = {}
@@ -546,11 +515,7 @@ class Scorer:
                 sim = found[(strategy, out_text, gt_text)]
                 if not sim.ok or sim.score is None:
                     raise MatcherError(f"field {name!r}: {strategy} matcher failed: {sim.error}")
-                threshold = (
-                    self.config.fuzzy_threshold
-                    if strategy == "FUZZY"
-                    else self.config.semantic_threshold
-                )
+                threshold = getattr(self.config, f"{strategy.lower()}_threshold")
                 fields[name] = (strategy, sim.score, 1.0 if sim.score >= threshold else 0.0)
         fields = {name: fields[name] for name in sorted(fields)}
         b = prep.buckets
@@ -669,16 +634,9 @@ def _by_identity(objects: Sequence[Any]) -> tuple[list[int], np.ndarray, np.ndar
 
 
 class Aggregate:
-    """The digest of consecutive records (chunks.md): everything the summary and the report
-    need. Exact sums and the Poisson bootstrap of each score, per-field tallies, counts, the
-    first KEPT_ERRORS messages, the worst records (a heap of WORST_RECORDS), fixed-bin
-    histograms of the scores and the strategy config's keys the ground truths named.
-
-    ``merge`` appends the digest of the records right after these: associative, with
-    ``Aggregate(bootstrap=, seed=)`` (a batch's start, no record yet) its identity on the left.
-    A batch's start folds the bootstrap block by block as records come (weights of (seed, block
-    index), so memory stays flat); a chunk's digest (``of_chunk``) keeps its score rows until
-    merged into it."""
+    """The digest of consecutive records (chunks.md): all the summary and report need. ``merge``
+    is associative with a batch's start (``Aggregate(bootstrap=, seed=)``) its left identity;
+    a chunk's digest (``of_chunk``) keeps its score rows until merged into one."""
 
     def __init__(self, *, bootstrap: int = 1000, seed: int = 0, start: bool = True) -> None:
         self.means = MeansBootstrap(SCORES, resamples=bootstrap, seed=seed) if start else None
@@ -810,9 +768,9 @@ class Aggregate:
         out: dict[str, FieldSummary] = {}
         strategies: dict[str, set[str]] = {}
 
-        def entry(name: str) -> FieldSummary:
+        def entry(name: str, strategy: str | None = None) -> FieldSummary:
             key = wildcard_path(name) if "[" in name else name
-            strategies.setdefault(key, set())
+            strategies.setdefault(key, set()).update([strategy] if strategy else [])
             return out.setdefault(key, FieldSummary())
 
         for name, n in self.expected.items():
@@ -822,8 +780,7 @@ class Aggregate:
         for name, n in self.hallucinated.items():
             entry(name).hallucinated += n
         for (name, strategy, score), n in self.field_scores.items():
-            summary = entry(name)
-            strategies[wildcard_path(name) if "[" in name else name].add(strategy)
+            summary = entry(name, strategy)
             if score is None:
                 summary.ignored += n
             else:
@@ -847,7 +804,6 @@ class Aggregate:
             name: (boot.sums[j].value / self.scored if self.scored else None)
             for j, name in enumerate(SCORES)
         }
-        fields = self.fields()
         return BatchSummary(
             records=self.scored + self.not_scored,
             scored=self.scored,
@@ -858,7 +814,7 @@ class Aggregate:
             safety_flagged=self.safety_flagged,
             means=means,
             ci=boot.intervals(),
-            fields=fields,
+            fields=self.fields(),
             matcher_pairs=dict(self.matcher_pairs),
             signature=signature,
         )
@@ -885,13 +841,8 @@ def plain(record: RecordResult, index: int) -> Scored:
         r.output_kind,
         list(r.flags),
         KeyBuckets(
-            list(b["extra_keys"]),
-            list(b["gt_null_aio_has_value"]),
-            list(b["gt_non_null"]),
-            list(b["aio_missing_or_null"]),
-            list(b["both_non_null"]),
-            # not in the public result; no aggregate reads it
-            len(set(b["gt_non_null"]) | set(b["extra_keys"])),
+            *(list(b[name]) for name in metrics.BUCKET_NAMES),
+            len(set(b["gt_non_null"]) | set(b["extra_keys"])),  # not public; no aggregate reads it
         ),
         {n: (f.strategy, f.similarity, f.score) for n, f in r.fields.items()},
         (r.completeness, r.hallucination, r.accuracy, r.safety_score, r.rqs),
@@ -931,12 +882,8 @@ def _plain_shape(value: dict[str, Any]) -> bool:
 
 
 class _SeenIds:
-    """The ids read so far in flat-ish memory: the last RECENT by key, older ones as sorted runs
-    of 64-bit hashes with their line and byte offset (a hash hit is confirmed by reading that
-    line again), so a duplicate id is found exactly at 20 bytes per record. A run is merged
-    into the one before it while that one is at most twice its size (at most
-    log2(records / RECENT) + 1 runs), so a chunk's lookup costs O(log) runs, not one per RECENT
-    records read (10x the records took 25x the time)."""
+    """The ids read so far: the last RECENT by key, older ones as sorted runs of 64-bit hashes
+    with line and byte offset, a hit confirmed by re-reading the line (docs/decisions.md)."""
 
     RECENT = 65536
 
@@ -1137,20 +1084,10 @@ class BatchReader:
     def _chunk(self, raws: list[tuple[int, int, bytes]], seen: _SeenIds) -> list[Item | Failed]:
         p = self.path
         parsed: list[tuple[int, int, Any, InputError | None]] = []
-        invalid = orjson.JSONDecodeError
         for number, offset, raw in raws:
-            # the common line (not the first, with too few brackets to nest too deep, valid
-            # JSON) parsed here; any other through parse_jsonl_line, the one depth check
-            value: Any = BLANK
-            if number != 1 and raw.count(b"{") + raw.count(b"[") <= _FEW_OPENERS:
-                try:
-                    value = loads(raw)
-                except invalid:
-                    value = BLANK
+            value = parse_jsonl_line(raw, number, p, record_key="id")
             if value is BLANK:
-                value = parse_jsonl_line(raw, number, p, record_key="id")
-                if value is BLANK:
-                    continue
+                continue
             if isinstance(value, InputError):
                 parsed.append((number, offset, None, value))
             else:
@@ -1255,9 +1192,7 @@ def error_line(error: RecordError) -> bytes:
 
 @contextlib.contextmanager
 def _few_collections() -> Iterator[None]:
-    """Fewer cyclic garbage collections while scoring: a chunk allocates millions of small
-    containers (freed by reference counting), and each full collection walks every object of
-    the process; the default thresholds spent ~40% of a batch's time there."""
+    """Fewer cyclic garbage collections while scoring (docs/decisions.md)."""
     before = gc.get_threshold()
     gc.set_threshold(max(before[0], 100_000), before[1], max(before[2], 100))
     try:
@@ -1267,12 +1202,8 @@ def _few_collections() -> Iterator[None]:
 
 
 class Job:
-    """What scoring a chunk reads besides the chunk (chunks.md): the configuration, the
-    matchers, the batch file's name (the errors' locations), whether the store's rows and the
-    in-memory results are wanted. Immutable. Pickled for another process without its matchers
-    (the sentence-transformers model and a judge's client stay in this one: a chunk that needs
-    them comes back to be scored here) and without ``progress``; each process builds its own
-    caches (the kernel's plans), which no result depends on."""
+    """What scoring a chunk reads besides the chunk (chunks.md). Immutable; pickled without
+    its matchers (a chunk that needs them comes back to be scored here) and ``progress``."""
 
     def __init__(
         self,
@@ -1288,8 +1219,8 @@ class Job:
         self.store, self.keep, self.progress = store, keep, progress
         self._scorer: Scorer | None = None
 
-    def __reduce__(self) -> tuple[Any, ...]:
-        return _job, (self.config, self.source, self.store, self.keep)
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "matchers": None, "progress": None, "_scorer": None}
 
     @property
     def scorer(self) -> Scorer:
@@ -1298,10 +1229,6 @@ class Job:
                 self.config, self.matchers or {}, source=self.source, progress=self.progress
             )
         return self._scorer
-
-
-def _job(config: EvalConfig, source: str | None, store: bool, keep: bool) -> Job:
-    return Job(config, source=source, store=store, keep=keep)
 
 
 @lru_cache(maxsize=65536)
@@ -1369,11 +1296,9 @@ def _store_rows(
     items: Sequence[Item],
     errors: Sequence[RecordError],
 ) -> list[StoreRow]:
-    """The store's items of a chunk (issue 11): a scored record's result text is its
-    records.jsonl line with ``ground_truth``, ``output`` and ``safety_score_given`` added, its
-    tags the fields it failed on (scored below 1, missing, hallucinated or extra), named as
-    fields.csv names them; an error is ``{id, error}`` (its errors.jsonl line), not scored, so
-    neither failed nor passed (``failed`` null)."""
+    """The store's items of a chunk (issue 11): a record's line with ``ground_truth``,
+    ``output`` and ``safety_score_given`` added, tagged with the fields it failed on; an error
+    is ``{id, error}``, ``failed`` null."""
     by_index = {it.index: it for it in items} if len(items) != len(scored) else None
     shared: dict[tuple[int, int, str], tuple[bool, tuple[str, ...]]] = {}
     dumps, non_str = orjson.dumps, orjson.OPT_NON_STR_KEYS
@@ -1442,11 +1367,8 @@ def run_stream(
     kept_errors: list[RecordError] | None = None,
     total: int = 0,
 ) -> Aggregate:
-    """Every chunk through ``score_chunk`` on ``executor`` (default: in this process), in
-    order: its lines appended to records.jsonl and errors.jsonl, its items handed to
-    ``recorder`` (the run store, which writes them in its own task), its digest merged into the
-    batch's. ``keep`` and ``kept_errors`` (``Job.keep``: the in-memory API) collect every
-    record and error. Progress: ``("score", records done, total)``."""
+    """Every chunk through ``score_chunk`` on ``executor``, in order: its lines written, its
+    items to ``recorder``, its digest merged; ``keep``/``kept_errors`` collect every result."""
     digest = Aggregate(bootstrap=bootstrap, seed=seed)
     held: deque[Sequence[Item | Failed]] = deque()
 
