@@ -119,8 +119,7 @@ class Failed:
 
     index: int
     error: RecordError
-    # the error itself: the reader's (``read_batch`` returns it) or the scorer's (``evaluate``
-    # raises it); not sent to another process (``score_chunk`` reads only ``error``)
+    # the error itself (``read_batch``, ``evaluate``); not sent to another process
     problem: InputError | MatcherError | None = None
 
     def __reduce__(self) -> tuple[Any, ...]:
@@ -141,13 +140,8 @@ class Scored:
     fields: dict[str, tuple[Strategy, float | None, float | None]]
     scores: tuple[float, float, float, float, float]
     findings: list[SafetyFinding] = field(default_factory=list)
-    # the kernel's records: their records.jsonl line before and after the id, shared by every
-    # record of the same outcome
+    # the kernel's records: their records.jsonl line before and after the id, shared
     line_parts: tuple[bytes, bytes] | None = None
-
-    @property
-    def rqs(self) -> float:
-        return self.scores[4]
 
     def failed_on(self) -> list[str]:
         """The fields (their own paths) this record failed on: scored below 1, missing,
@@ -156,9 +150,7 @@ class Scored:
 
     @property
     def failed(self) -> bool:
-        """Whether this scored record failed: a field it failed on, or an output that is not
-        an object. The one definition of a failed record (the summary's ``failed``, the
-        store's ``failed`` column and filter)."""
+        """The one definition of a failed record: a field it failed on or not an object."""
         return self.kind != "object" or bool(self.failed_on())
 
     def result(self, signature: Signature) -> JsonEvalResult:
@@ -168,8 +160,7 @@ class Scored:
         return JsonEvalResult(**body, signature=signature)
 
     def line_dict(self) -> dict[str, Any]:
-        """One line of records.jsonl, exactly ``JsonEvalResult.record_dict(id)`` as written (no
-        signature: the run's is in summary.json)."""
+        """One line of records.jsonl, exactly ``JsonEvalResult.record_dict(id)``."""
         c, h, a, s, r = self.scores
         return {
             "id": self.id,
@@ -647,7 +638,7 @@ class Aggregate:
         self.errors: list[str] = []  # the first KEPT_ERRORS messages (all in errors.jsonl)
         self.not_an_object = 0
         self.safety_flagged = 0
-        self.matcher_pairs = {"FUZZY": 0, "SEMANTIC": 0}
+        self.matcher_pairs = Counter({"FUZZY": 0, "SEMANTIC": 0})
         self.expected: Counter[str] = Counter()
         self.missing: Counter[str] = Counter()
         self.hallucinated: Counter[str] = Counter()
@@ -689,8 +680,7 @@ class Aggregate:
         self.errors = (self.errors + other.errors)[:KEPT_ERRORS]
         self.not_an_object += other.not_an_object
         self.safety_flagged += other.safety_flagged
-        for family, n in other.matcher_pairs.items():
-            self.matcher_pairs[family] = self.matcher_pairs.get(family, 0) + n
+        self.matcher_pairs.update(other.matcher_pairs)
         self.expected.update(other.expected)
         self.missing.update(other.missing)
         self.hallucinated.update(other.hallucinated)
@@ -714,8 +704,7 @@ class Aggregate:
             heapq.heapreplace(worst, entry)
 
     def add(self, scored: Sequence[Scored], pair_counts: Mapping[str, int] | None = None) -> None:
-        for family, n in (pair_counts or {}).items():
-            self.matcher_pairs[family] = self.matcher_pairs.get(family, 0) + n
+        self.matcher_pairs.update(pair_counts or {})
         if not scored:
             return
         self.scored += len(scored)
@@ -840,9 +829,11 @@ def plain(record: RecordResult, index: int) -> Scored:
         record.line,
         r.output_kind,
         list(r.flags),
-        KeyBuckets(
-            *(list(b[name]) for name in metrics.BUCKET_NAMES),
-            len(set(b["gt_non_null"]) | set(b["extra_keys"])),  # not public; no aggregate reads it
+        KeyBuckets._make(  # total_distinct is not public; no aggregate reads it
+            [
+                *(list(b[n]) for n in metrics.BUCKET_NAMES),
+                len({*b["gt_non_null"], *b["extra_keys"]}),
+            ]
         ),
         {n: (f.strategy, f.similarity, f.score) for n, f in r.fields.items()},
         (r.completeness, r.hallucination, r.accuracy, r.safety_score, r.rqs),
@@ -956,9 +947,7 @@ class _SeenIds:
         # each run more than twice the next: at most log2(records / RECENT) + 1 runs
         while len(self.runs) > 1 and len(self.runs[-2][0]) <= 2 * len(self.runs[-1][0]):
             older, newer = list(self.runs.pop(-2)), self.runs.pop()
-            # the newer run's places among the older (after equal hashes: the first line of a
-            # hash stays first); one column at a time, each older one let go once merged, so
-            # a merge holds little more than the two runs (20 bytes per id)
+            # inserted after equal hashes (the first line stays first), one column at a time
             at = np.searchsorted(older[0], newer[0], side="right")
             hashes, lines, offsets = (np.insert(older.pop(0), at, column) for column in newer)
             self.runs.append((hashes, lines, offsets))
@@ -1028,11 +1017,8 @@ class BatchReader:
     def _plain_chunk(
         self, numbers: range, offsets: list[int], lines: list[bytes], seen: _SeenIds
     ) -> list[Item | Failed] | None:
-        """The common chunk read with C-level maps over its lines, no loop per record: every
-        line (none the first) valid JSON with too few brackets to nest too deep, an object with
-        an id (a non-blank string or a 64-bit integer), an object ground truth and an output, no
-        safety score, no unknown key (once warned, any), no id seen before. None for any other
-        chunk (then read line by line, with the same rules and messages)."""
+        """The common chunk (plainly valid lines, no safety score, no unknown key, no id seen
+        before) read with C-level maps, no loop per record; None for any other chunk."""
         if numbers[0] == 1:
             return None
         opens = map(operator.add, map(bytes.count, lines, itertools.repeat(b"{")),
@@ -1240,9 +1226,7 @@ def _tag(path: str) -> str:
 
 
 StoreRow = tuple[str, bool | None, str | None, tuple[str, ...], bytes]
-"""An item for the run store as plain data (key, failed, error type, the tags of the fields it
-failed on, result text): sent marshalled to the store's writer, which makes it a row there
-(``stored_items``)."""
+"""A store item as plain data (key, failed, error type, tags, result text) (``stored_items``)."""
 
 
 @dataclass(slots=True)
