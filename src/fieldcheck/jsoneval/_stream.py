@@ -236,17 +236,14 @@ def _strip_fence(text: str) -> str:
 
 
 def coerce_output(output: Any) -> tuple[dict[str, Any] | None, OutputKind, list[str]]:
-    """The output as an object, its kind, and flags (the documented non-object rule's first step).
-
-    A dict is used as it is. A string holding a JSON object (optionally in a Markdown code fence)
-    is parsed and flagged ``parsed_from_text``. Anything else is not an object: kind ``array``,
-    ``invalid_json`` (text starting with ``{`` or ``[`` that does not parse), ``text``, ``number``,
-    ``boolean`` or ``null``, flagged ``not_an_object``.
-    """
+    """The output as an object, its kind, and flags (the documented non-object rule's first step):
+    a JSON object in a string (optionally fenced) is parsed and flagged ``parsed_from_text``;
+    anything else is flagged ``not_an_object``."""
     if isinstance(output, Mapping):
         return dict(output), "object", []
+    kind: OutputKind = "number"
     if isinstance(output, str):
-        text = _strip_fence(output.strip())
+        text, kind = _strip_fence(output.strip()), "text"
         if text.startswith(("{", "[")):
             try:
                 parsed = loads(text)
@@ -254,15 +251,14 @@ def coerce_output(output: Any) -> tuple[dict[str, Any] | None, OutputKind, list[
                 return None, "invalid_json", ["not_an_object"]
             if isinstance(parsed, dict):
                 return parsed, "object", ["parsed_from_text"]
-            return None, "array", ["not_an_object"]
-        return None, "text", ["not_an_object"]
-    if isinstance(output, list | tuple):
-        return None, "array", ["not_an_object"]
-    if isinstance(output, bool):
-        return None, "boolean", ["not_an_object"]
-    if output is None:
-        return None, "null", ["not_an_object"]
-    return None, "number", ["not_an_object"]
+            kind = "array"
+    elif isinstance(output, list | tuple):
+        kind = "array"
+    elif isinstance(output, bool):
+        kind = "boolean"
+    elif output is None:
+        kind = "null"
+    return None, kind, ["not_an_object"]
 
 
 _ABSENT = object()
@@ -546,9 +542,8 @@ class Scorer:
     def score(
         self, items: Sequence[Item]
     ) -> tuple[list[Scored], list[Failed], dict[str, int], frozenset[str]]:
-        """Score a chunk: its scored records and its failures, each in batch order, the
-        distinct pairs sent to each matcher, and the strategy config's keys its ground truths
-        name (``_seen``)."""
+        """A chunk's scored records and failures (each in batch order), the distinct pairs sent
+        to each matcher, and the strategy config's keys its ground truths name (``_seen``)."""
         prepared: list[_Prep] = []
         done: list[Scored | _Prep] = []
         failed: list[Failed] = []
@@ -607,11 +602,7 @@ def fields_failed_in(buckets: KeyBuckets) -> list[str]:
     return [*buckets.aio_missing_or_null, *buckets.gt_null_aio_has_value, *buckets.extra_keys]
 
 
-_BUCKETS_OF = operator.attrgetter("buckets")
-_FIELDS_OF = operator.attrgetter("fields")
-_FLAGS_OF = operator.attrgetter("flags")
-_KIND_OF = operator.attrgetter("kind")
-_SCORES_OF = operator.attrgetter("scores")
+_OF = operator.attrgetter
 
 
 def _by_identity(objects: Sequence[Any]) -> tuple[list[int], np.ndarray, np.ndarray]:
@@ -656,11 +647,8 @@ class Aggregate:
         seen: Iterable[str] = (),
     ) -> Aggregate:
         """The digest of a chunk: its scored records, then its errors, in batch order."""
-        digest = cls(start=False)
-        for e in errors:
-            digest.not_scored += 1
-            if len(digest.errors) < KEPT_ERRORS:
-                digest.errors.append(e.message)
+        digest, errors = cls(start=False), list(errors)
+        digest.not_scored, digest.errors = len(errors), [e.message for e in errors[:KEPT_ERRORS]]
         digest.add(scored, pair_counts)
         digest.seen.update(seen)
         return digest
@@ -709,7 +697,7 @@ class Aggregate:
             return
         self.scored += len(scored)
         # the kernel's records share their scores tuple: each distinct one converted once
-        first, _, inverse = _by_identity(list(map(_SCORES_OF, scored)))
+        first, _, inverse = _by_identity(list(map(_OF("scores"), scored)))
         rows = np.array([scored[i].scores for i in first], dtype=float)[inverse]
         if self.means is not None:
             self.means.add(rows)
@@ -722,13 +710,13 @@ class Aggregate:
                 )[0]
         # counted by the field's own name, once per distinct buckets/fields object of the chunk
         # (the kernel shares them between records); [*] paths at the summary
-        buckets_of, fields_of = list(map(_BUCKETS_OF, scored)), list(map(_FIELDS_OF, scored))
+        buckets_of, fields_of = list(map(_OF("buckets"), scored)), list(map(_OF("fields"), scored))
         # failed records (Scored.failed), worked out once per distinct fields/buckets object
         bucket_firsts, bucket_counts, which = _by_identity(buckets_of)
         failed = np.array([bool(fields_failed_in(buckets_of[i])) for i in bucket_firsts])[which]
         field_firsts, field_counts, which = _by_identity(fields_of)
         failed |= np.array([bool(fields_not_matched(fields_of[i])) for i in field_firsts])[which]
-        failed |= np.fromiter((k != "object" for k in map(_KIND_OF, scored)), bool, len(scored))
+        failed |= np.fromiter((k != "object" for k in map(_OF("kind"), scored)), bool, len(scored))
         self.failed += int(np.count_nonzero(failed))
         for i, n in zip(bucket_firsts, bucket_counts.tolist(), strict=True):
             extra, gt_null_value, gt_non_null, missing, *_ = buckets_of[i]
@@ -745,7 +733,7 @@ class Aggregate:
             fields = fields_of[i]
             for name, f in fields.items():
                 field_scores[(name, f[0], f[2])] += n
-        for flags in filter(None, map(_FLAGS_OF, scored)):
+        for flags in filter(None, map(_OF("flags"), scored)):
             self.not_an_object += "not_an_object" in flags
             self.safety_flagged += "safety_leak" in flags
         for i in np.argsort(rows[:, 4], kind="stable")[:WORST_RECORDS].tolist():
@@ -916,7 +904,7 @@ class _SeenIds:
         return hit.tolist()
 
     def first_line(self, key: str, maybe_old: bool) -> int | None:
-        """The line where ``key`` was first seen, or None (then it is added by ``add``)."""
+        """The line where ``key`` was first seen, or None (then it goes into ``recent``)."""
         found = self.recent.get(key)
         if found is not None:
             return found[0]
@@ -929,9 +917,6 @@ class _SeenIds:
                         return int(lines[i])
                     i += 1
         return None
-
-    def add(self, key: str, line: int, offset: int) -> None:
-        self.recent[key] = (line, offset)
 
     def merge(self) -> None:
         """Turn the recent keys into a new sorted run once there are RECENT of them."""
@@ -961,18 +946,13 @@ class BatchReader:
     def __init__(self, path: str | Path, *, chunk_lines: int = CHUNK_LINES) -> None:
         self.path = Path(path)
         self.chunk_lines = max(1, chunk_lines)
-        self.records = 0
-        self.failures = 0
-        self.bytes_read = 0
         self.size = 0
         self.warned_extra = False
-        self.plain_chunks = 0  # chunks read by ``_plain_chunk``
-        # until the first valid record (check_input_file): the first ones kept, all counted
-        self.first_errors = ErrorList()
+        self.restart()
 
     def restart(self) -> None:
-        """Count again from the start, for a second ``chunks()`` (the extra keys once warned
-        stay warned)."""
+        """Count again from the start, for a second ``chunks()`` (extra keys stay warned)."""
+        # plain_chunks: read by ``_plain_chunk``; first_errors: until the first valid record
         self.records = self.failures = self.bytes_read = self.plain_chunks = 0
         self.first_errors = ErrorList()
 
@@ -1119,7 +1099,7 @@ class BatchReader:
                 )
                 out.append(self._fail(number, error))
                 continue
-            seen.add(k, number, offset)
+            seen.recent[k] = (number, offset)
             # a valid record has id, ground_truth and output: more keys than those and
             # safety_score are unknown ones
             if not self.warned_extra and len(value) > 3 + ("safety_score" in value):
@@ -1152,9 +1132,8 @@ class Throttle:
 
 def record_line(scored: Scored) -> bytes:
     """One line of records.jsonl."""
-    if scored.line_parts is not None:
-        before, after = scored.line_parts
-        return before + dumps_bytes(scored.id, 0) + after
+    if (parts := scored.line_parts) is not None:
+        return parts[0] + dumps_bytes(scored.id, 0) + parts[1]
     return dumps_bytes(scored.line_dict(), _LINE_OPTIONS)
 
 
