@@ -144,8 +144,7 @@ class Scored:
     line_parts: tuple[bytes, bytes] | None = None
 
     def failed_on(self) -> list[str]:
-        """The fields (their own paths) this record failed on: scored below 1, missing,
-        hallucinated or extra (docs/json.md, Glossary)."""
+        """The fields this record failed on: below 1, missing, hallucinated or extra (docs/json.md)."""
         return [*fields_not_matched(self.fields), *fields_failed_in(self.buckets)]
 
     @property
@@ -1225,8 +1224,7 @@ class _Unmatched(Exception):
 
 
 def score_chunk(job: Job, chunk: Sequence[Item | Failed]) -> tuple[ChunkRows, Aggregate] | None:
-    """A chunk of a batch (its items and the failures read, in batch order) scored: its rows and
-    its digest. None when it needs a matcher the job was sent without: the caller scores it."""
+    """A chunk's rows and digest; None when it needs a matcher the job was sent without."""
     if set(map(type, chunk)) == {Item}:
         items: Sequence[Item] = chunk  # type: ignore[assignment]
         read_failed: list[Failed] = []
