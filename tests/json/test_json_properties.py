@@ -227,12 +227,11 @@ def test_a_chunk_through_the_exact_ignore_kernel_agrees_with_the_literal_referen
 ) -> None:
     # ``json batch``'s kernel scores the first record of each outcome and shares its result
     # with the others: every record still gets the reference's numbers and buckets
-    from fieldcheck.jsoneval import make_signature
     from fieldcheck.jsoneval._stream import Item, Scorer
 
     field_strategies = dict(zip("abcdef", configured, strict=True))
     cfg = EvalConfig(strategies=field_strategies)
-    scorer = Scorer(cfg, MATCHERS, make_signature(cfg, MATCHERS))
+    scorer = Scorer(cfg, MATCHERS)
     items = [Item(i, i, i, gt, aio, s, True) for i, (gt, aio, s) in enumerate(records)]
     scored, failed, _, _ = scorer.score(items)
     assert failed == [] and [r.index for r in scored] == list(range(len(records)))

@@ -441,13 +441,12 @@ def test_the_streamed_random_batches_use_the_exact_ignore_kernel_and_the_general
     # the identical-numbers test above covers both: records whose compared fields are all
     # EXACT/IGNORE go through Scorer.fast, the others (a FUZZY field to compare, auto-detected
     # text) through prepare/assemble
-    from fieldcheck.jsoneval._evaluate import make_signature
     from fieldcheck.jsoneval._stream import Item, Scorer
 
     data = tmp_path / "d.jsonl"
     data.write_text("\n".join(random_batch(0, 400)) + "\n")
     config = EvalConfig(strategies=STRATEGIES)
-    scorer = Scorer(config, matchers(), make_signature(config, matchers()))
+    scorer = Scorer(config, matchers())
     served = [
         scorer.fast(x) is not None
         for chunk in BatchReader(data).chunks()
@@ -463,14 +462,13 @@ def test_the_streamed_random_batches_reach_the_columnar_kernel(tmp_path: Path, c
     # whose output copies the ground truth are scored by Scorer.columnar without ``fast``, with
     # the result ``fast`` gives record by record (copies with a null, a look-alike value or a
     # detected strategy go to ``fast``)
-    from fieldcheck.jsoneval._evaluate import make_signature
     from fieldcheck.jsoneval._stream import Item, Scorer, record_line
 
     data = tmp_path / "d.jsonl"
     data.write_text("\n".join(random_batch(0, 400)) + "\n")
     config = EvalConfig(strategies=STRATEGIES)
-    columnar = Scorer(config, matchers(), make_signature(config, matchers()))
-    one_by_one = Scorer(config, matchers(), make_signature(config, matchers()))
+    columnar = Scorer(config, matchers())
+    one_by_one = Scorer(config, matchers())
     for part in BatchReader(data, chunk_lines=chunk).chunks():
         items = [x for x in part if isinstance(x, Item) and isinstance(x.output, dict)]
         got = columnar.columnar(items)
@@ -524,11 +522,10 @@ def test_the_plain_chunk_reader_gives_the_items_of_the_line_reader(tmp_path: Pat
 
 def test_the_columnar_kernel_leaves_a_value_orjson_cannot_write_to_fast() -> None:
     # a 70-bit integer (not from a file: orjson reads one as a float) equal on both sides
-    from fieldcheck.jsoneval._evaluate import make_signature
     from fieldcheck.jsoneval._stream import Scorer
 
     config = EvalConfig(strategies={"n": "EXACT"})
-    scorer = Scorer(config, matchers(), make_signature(config, matchers()))
+    scorer = Scorer(config, matchers())
     items = [Item(1, "a", 1, {"n": 2**70}, {"n": 2**70}, None, True)]
     (scored,) = scorer.columnar(items)
     assert scorer.identical == 0

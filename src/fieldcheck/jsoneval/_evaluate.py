@@ -191,7 +191,7 @@ def evaluate(
         id="1", ground_truth=dict(ground_truth), output=output, safety_score=safety_score
     )
     signature = make_signature(config, matchers)
-    scorer = Scorer(config, matchers, signature)
+    scorer = Scorer(config, matchers)
     scored, failed, _, seen = scorer.score(list(record_items([record])))  # a chunk of one
     problem = failed[0].problem if failed else None
     if isinstance(problem, InputError):  # the same error without the placeholder record id

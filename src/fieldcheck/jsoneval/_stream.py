@@ -1,12 +1,5 @@
-"""The JSON batch scorer, streamed (issue 10, "Streaming everywhere", "A fast hot path").
-
-A batch is read in chunks of lines; each chunk is scored (phases 0-4 of json-evaluation.md on
-plain data, each distinct FUZZY/SEMANTIC pair of the chunk sent to its matcher once), its result
-lines are appended to records.jsonl and errors.jsonl, and it is folded into running aggregates
-(exact sums, per-field tallies, the Poisson bootstrap's totals, a bounded heap of the worst
-records, fixed-bin histograms). Memory depends on the chunk, not on the number of records; the
-numbers do not depend on the chunk size. ``evaluate_batch`` is the same code with one chunk.
-"""
+"""The JSON batch scorer, streamed chunk by chunk (issue 10; json-evaluation.md phases 0-4):
+memory depends on the chunk, the numbers do not. ``evaluate_batch`` is the same code."""
 
 from __future__ import annotations
 
@@ -57,7 +50,6 @@ from fieldcheck.jsoneval._models import (
     TOO_DEEP,
     BatchRecord,
     BatchSummary,
-    FieldResult,
     FieldSummary,
     JsonEvalResult,
     OutputKind,
@@ -101,10 +93,7 @@ class MatcherError(FieldcheckError):
 
 @dataclass(slots=True)
 class Item:
-    """One record to score, plain: its position in the batch, id, line, both sides.
-
-    ``checked``: the line's depth was already checked when it was read (one check per record).
-    """
+    """One record to score, plain; ``checked``: its depth was checked when its line was read."""
 
     index: int
     id: str | int
@@ -130,8 +119,7 @@ class Failed:
 
     index: int
     error: RecordError
-    # the error itself: the reader's (``read_batch`` returns it) or the scorer's (``evaluate``
-    # raises it); not sent to another process (``score_chunk`` reads only ``error``)
+    # the error itself (``read_batch``, ``evaluate``); not sent to another process
     problem: InputError | MatcherError | None = None
 
     def __reduce__(self) -> tuple[Any, ...]:
@@ -152,49 +140,26 @@ class Scored:
     fields: dict[str, tuple[Strategy, float | None, float | None]]
     scores: tuple[float, float, float, float, float]
     findings: list[SafetyFinding] = field(default_factory=list)
-    # the kernel's records: their records.jsonl line before and after the id, shared by every
-    # record of the same outcome
+    # the kernel's records: their records.jsonl line before and after the id, shared
     line_parts: tuple[bytes, bytes] | None = None
 
-    @property
-    def rqs(self) -> float:
-        return self.scores[4]
-
     def failed_on(self) -> list[str]:
-        """The fields (their own paths) this record failed on: scored below 1, missing,
-        hallucinated or extra (docs/json.md, Glossary)."""
+        """The fields this record failed on: below 1, missing, hallucinated or extra (docs/json.md)."""
         return [*fields_not_matched(self.fields), *fields_failed_in(self.buckets)]
 
     @property
     def failed(self) -> bool:
-        """Whether this scored record failed: a field it failed on, or an output that is not
-        an object. The one definition of a failed record (the summary's ``failed``, the
-        store's ``failed`` column and filter)."""
+        """The one definition of a failed record: a field it failed on or not an object."""
         return self.kind != "object" or bool(self.failed_on())
 
     def result(self, signature: Signature) -> JsonEvalResult:
         """The public pydantic result (the API's; the hot path writes lines without it)."""
-        c, h, a, s, r = self.scores
-        return JsonEvalResult(
-            completeness=c,
-            hallucination=h,
-            accuracy=a,
-            safety_score=s,
-            rqs=r,
-            buckets=self.buckets.as_dict(),
-            fields={
-                name: FieldResult(strategy=st, similarity=sim, score=sc)
-                for name, (st, sim, sc) in self.fields.items()
-            },
-            signature=signature,
-            output_kind=self.kind,
-            flags=self.flags,
-            safety_findings=self.findings,
-        )
+        body = self.line_dict()
+        del body["id"]
+        return JsonEvalResult(**body, signature=signature)
 
     def line_dict(self) -> dict[str, Any]:
-        """One line of records.jsonl, exactly ``JsonEvalResult.record_dict(id)`` as written (no
-        signature: the run's is in summary.json)."""
+        """One line of records.jsonl, exactly ``JsonEvalResult.record_dict(id)``."""
         c, h, a, s, r = self.scores
         return {
             "id": self.id,
@@ -204,7 +169,10 @@ class Scored:
             "safety_score": s,
             "rqs": r,
             "buckets": self.buckets.as_dict(),
-            "fields": _fields_dict(self.fields),
+            "fields": {
+                name: {"strategy": st, "similarity": sim, "score": sc}
+                for name, (st, sim, sc) in self.fields.items()
+            },
             "output_kind": self.kind,
             "flags": self.flags,
             "safety_findings": [f.model_dump(mode="json") for f in self.findings],
@@ -217,15 +185,6 @@ class Scored:
         return ", ".join(name for name, f in self.fields.items() if f[2] == 0.0) or "-"
 
 
-def _fields_dict(
-    fields: Mapping[str, tuple[Strategy, float | None, float | None]],
-) -> dict[str, dict[str, Any]]:
-    return {
-        name: {"strategy": st, "similarity": sim, "score": sc}
-        for name, (st, sim, sc) in fields.items()
-    }
-
-
 _LINE_OPTIONS = orjson.OPT_NON_STR_KEYS | orjson.OPT_SORT_KEYS | orjson.OPT_APPEND_NEWLINE
 _ID_MARK = "\x00fieldcheck id\x00"  # where the id goes in a kernel record's line
 _ID_MARK_JSON = orjson.dumps(_ID_MARK)
@@ -233,9 +192,8 @@ _ID_MARK_JSON = orjson.dumps(_ID_MARK)
 
 @dataclass(slots=True)
 class _Plan:
-    """What a record's two key sequences decide, shared by every record with the same ones: the
-    ground-truth keys in sorted order with their configured strategy (None: detected from the
-    value), and the results already built for each outcome."""
+    """What a record's two key sequences decide: the sorted ground-truth keys, their configured
+    strategy (None: detected), and the result built for each outcome."""
 
     keys: tuple[str, ...]
     configured: tuple[Strategy | None, ...]
@@ -259,9 +217,9 @@ class _Prep:
     seen: frozenset[str]
 
 
-def record_items(records: Iterable[BatchRecord], *, start: int = 0) -> Iterator[Item]:
+def record_items(records: Iterable[BatchRecord]) -> Iterator[Item]:
     """Validated BatchRecords (the API's input) as plain items, depth not yet checked."""
-    for i, r in enumerate(records, start=start):
+    for i, r in enumerate(records):
         yield Item(i, r.id, r.line, r.ground_truth, r.output, r.safety_score)
 
 
@@ -277,17 +235,14 @@ def _strip_fence(text: str) -> str:
 
 
 def coerce_output(output: Any) -> tuple[dict[str, Any] | None, OutputKind, list[str]]:
-    """The output as an object, its kind, and flags (the documented non-object rule's first step).
-
-    A dict is used as it is. A string holding a JSON object (optionally in a Markdown code fence)
-    is parsed and flagged ``parsed_from_text``. Anything else is not an object: kind ``array``,
-    ``invalid_json`` (text starting with ``{`` or ``[`` that does not parse), ``text``, ``number``,
-    ``boolean`` or ``null``, flagged ``not_an_object``.
-    """
+    """The output as an object, its kind, and flags (the documented non-object rule's first step):
+    a JSON object in a string (optionally fenced) is parsed and flagged ``parsed_from_text``;
+    anything else is flagged ``not_an_object``."""
     if isinstance(output, Mapping):
         return dict(output), "object", []
+    kind: OutputKind = "number"
     if isinstance(output, str):
-        text = _strip_fence(output.strip())
+        text, kind = _strip_fence(output.strip()), "text"
         if text.startswith(("{", "[")):
             try:
                 parsed = loads(text)
@@ -295,15 +250,14 @@ def coerce_output(output: Any) -> tuple[dict[str, Any] | None, OutputKind, list[
                 return None, "invalid_json", ["not_an_object"]
             if isinstance(parsed, dict):
                 return parsed, "object", ["parsed_from_text"]
-            return None, "array", ["not_an_object"]
-        return None, "text", ["not_an_object"]
-    if isinstance(output, list | tuple):
-        return None, "array", ["not_an_object"]
-    if isinstance(output, bool):
-        return None, "boolean", ["not_an_object"]
-    if output is None:
-        return None, "null", ["not_an_object"]
-    return None, "number", ["not_an_object"]
+            kind = "array"
+    elif isinstance(output, list | tuple):
+        kind = "array"
+    elif isinstance(output, bool):
+        kind = "boolean"
+    elif output is None:
+        kind = "null"
+    return None, kind, ["not_an_object"]
 
 
 _ABSENT = object()
@@ -326,24 +280,19 @@ def _identical(gt: dict[str, Any], aio: dict[str, Any]) -> bool:
 
 
 class Scorer:
-    """Phases 0-4 of json-evaluation.md for chunks of plain items, one config and matchers.
-
-    Every number comes from the ``fieldcheck.metrics`` function the spec names (looked up at
-    call time): ``classify_keys``, ``resolve_strategy``, ``exact_match``, ``completeness``,
-    ``hallucination``, ``accuracy``, ``rqs``. The EXACT/IGNORE kernel (``fast``, ``columnar``)
-    only finds the records whose result is one already computed that way."""
+    """Phases 0-4 of json-evaluation.md for chunks of plain items: every number from the
+    ``fieldcheck.metrics`` function the spec names; the EXACT/IGNORE kernel (``fast``,
+    ``columnar``) only reuses results already computed that way."""
 
     def __init__(
         self,
         config: EvalConfig,
         matchers: Matchers,
-        signature: Signature | None = None,
         *,
         source: str | None = None,
         progress: Progress | None = None,
     ) -> None:
-        self.config, self.matchers, self.signature = config, matchers, signature
-        self.source, self.progress = source, progress
+        self.config, self.matchers, self.source, self.progress = config, matchers, source, progress
         self._strategies = config.strategies
         self.identical = 0  # records ``columnar`` scored from their key sequence alone
         # the EXACT/IGNORE kernel serves records read from a file (depth checked), object outputs
@@ -362,7 +311,23 @@ class Scorer:
         found.update(w for k in keys if "[" in k and (w := wildcard_path(k)) in strategies)
         return frozenset(found)
 
-    def _plan(self, gt: dict[str, Any], aio: dict[str, Any]) -> _Plan:
+    def _plan(
+        self,
+        shape: tuple[tuple[str, ...], tuple[str, ...]],
+        gt: dict[str, Any],
+        aio: dict[str, Any],
+    ) -> _Plan:
+        """The plan of records with these key sequences (``shape``), remembered (up to
+        _MAX_PLANS) and marked used by the chunk being scored."""
+        plan = self._plans.get(shape)
+        if plan is None:
+            plan = self._new_plan(gt, aio)
+            if len(self._plans) < _MAX_PLANS:
+                self._plans[shape] = plan
+        self._used[id(plan)] = plan
+        return plan
+
+    def _new_plan(self, gt: dict[str, Any], aio: dict[str, Any]) -> _Plan:
         keys = tuple(sorted(gt))
         strategies = self._strategies
         configured = tuple(
@@ -374,21 +339,12 @@ class Scorer:
         return _Plan(keys, configured, self._seen(keys), identical)
 
     def fast(self, item: Item) -> Scored | None:
-        """The result of a record whose compared fields are all EXACT or IGNORE: its per-key
-        outcome codes (0/1: null in the ground truth, the output null or not; 2: missing;
-        3/4: EXACT matched or not; 5: IGNORE) decide it, so it is shared by every record with
-        the same key sequences, codes and safety score; None when the record needs the general
-        path (a FUZZY/SEMANTIC field to compare). Only for an item read from a file
-        (``checked``) with an object output, no flatten, no safety check."""
+        """The shared result of a record whose compared fields are all EXACT or IGNORE, decided
+        by its per-key outcome codes (0/1: gt null, output null or not; 2: missing; 3/4: EXACT
+        hit or not; 5: IGNORE); None when a FUZZY/SEMANTIC field needs the general path."""
         gt = item.ground_truth
         aio: dict[str, Any] = item.output
-        shape = (tuple(gt), tuple(aio))
-        plan = self._plans.get(shape)
-        if plan is None:
-            plan = self._plan(gt, aio)
-            if len(self._plans) < _MAX_PLANS:
-                self._plans[shape] = plan
-        self._used[id(plan)] = plan
+        plan = self._plan((tuple(gt), tuple(aio)), gt, aio)
         codes: list[int] = []
         add = codes.append
         is_null, exact_match = metrics.is_null, metrics.exact_match
@@ -430,13 +386,9 @@ class Scorer:
         )  # fmt: skip
 
     def columnar(self, items: Sequence[Item]) -> list[Scored | None]:
-        """``fast`` over a chunk of items read from a file with object outputs: a record whose
-        output is its ground truth to the byte (the common case), no value null or blank,
-        matches on every compared key, so its result depends on its key sequence and safety
-        alone and is taken from the plan without looking at its values; those records are
-        found for the whole chunk at once (dict equality, then one orjson text of each side and
-        one search for a possible null). The others go through ``fast``. Results identical to
-        ``fast``, record by record."""
+        """``fast`` over a chunk: records whose output is their ground truth to the byte, no
+        value null or blank (found for the whole chunk at once), take the plan's result
+        unlooked; the others go through ``fast``. Identical to ``fast`` record by record."""
         gts = [it.ground_truth for it in items]
         aios = [it.output for it in items]
         same = list(itertools.compress(range(len(items)), map(operator.eq, gts, aios)))
@@ -448,15 +400,9 @@ class Scorer:
             except orjson.JSONEncodeError:  # a value orjson cannot write: ``fast`` decides
                 same = []
         out: list[Scored | None] = [None] * len(items)
-        plans = self._plans
         for i in same:
             keys = tuple(gts[i])
-            plan = plans.get((keys, keys))
-            if plan is None:
-                plan = self._plan(gts[i], aios[i])
-                if len(plans) < _MAX_PLANS:
-                    plans[(keys, keys)] = plan
-            self._used[id(plan)] = plan
+            plan = self._plan((keys, keys), gts[i], aios[i])
             codes = plan.identical
             if codes is None:
                 continue
@@ -468,19 +414,12 @@ class Scorer:
     def prepare(self, item: Item) -> _Prep:
         """Phases 0-3 without the matchers. Raises InputError (field ``ground_truth`` or
         ``output``) when a side nests deeper than MAX_DEPTH."""
-        gt = item.ground_truth
+        gt, output = item.ground_truth, item.output
         if not item.checked:
             _too_deep(gt, field="ground_truth", record=item.key)
-        if type(item.output) is dict:
-            obj: dict[str, Any] | None = item.output
-            kind: OutputKind = "object"
-            flags: list[str] = []
-            if not item.checked:
-                _too_deep(obj, field="output", record=item.key)
-        else:
-            obj, kind, flags = coerce_output(item.output)
-            if not item.checked or flags == ["parsed_from_text"]:
-                _too_deep(obj if obj is not None else item.output, field="output", record=item.key)
+        obj, kind, flags = (output, "object", []) if type(output) is dict else coerce_output(output)
+        if not item.checked or flags == ["parsed_from_text"]:
+            _too_deep(obj if obj is not None else output, field="output", record=item.key)
         safety = 1.0 if item.safety_score is None else float(item.safety_score)
         findings: list[SafetyFinding] = []
         if self.config.safety_check == "leaks":
@@ -516,14 +455,11 @@ class Scorer:
         self, prepared: Sequence[_Prep]
     ) -> tuple[dict[tuple[str, str, str], Similarity], dict[str, int]]:
         """Every distinct (strategy, output text, gt text) of the chunk, sent once."""
-        distinct: dict[str, list[tuple[str, str]]] = {"FUZZY": [], "SEMANTIC": []}
-        seen: set[tuple[str, str, str]] = set()
+        unique: dict[str, dict[tuple[str, str], None]] = {"FUZZY": {}, "SEMANTIC": {}}
         for prep in prepared:
             for strategy, out_text, gt_text in prep.pending.values():
-                key = (strategy, out_text, gt_text)
-                if key not in seen:
-                    seen.add(key)
-                    distinct[strategy].append((out_text, gt_text))
+                unique[strategy][(out_text, gt_text)] = None
+        distinct = {family: list(pairs) for family, pairs in unique.items()}
         counts = {k: len(v) for k, v in distinct.items()}
         total = sum(counts.values())
         found: dict[tuple[str, str, str], Similarity] = {}
@@ -565,11 +501,7 @@ class Scorer:
                 sim = found[(strategy, out_text, gt_text)]
                 if not sim.ok or sim.score is None:
                     raise MatcherError(f"field {name!r}: {strategy} matcher failed: {sim.error}")
-                threshold = (
-                    self.config.fuzzy_threshold
-                    if strategy == "FUZZY"
-                    else self.config.semantic_threshold
-                )
+                threshold = getattr(self.config, f"{strategy.lower()}_threshold")
                 fields[name] = (strategy, sim.score, 1.0 if sim.score >= threshold else 0.0)
         fields = {name: fields[name] for name in sorted(fields)}
         b = prep.buckets
@@ -609,9 +541,8 @@ class Scorer:
     def score(
         self, items: Sequence[Item]
     ) -> tuple[list[Scored], list[Failed], dict[str, int], frozenset[str]]:
-        """Score a chunk: its scored records and its failures, each in batch order, the
-        distinct pairs sent to each matcher, and the strategy config's keys its ground truths
-        name (``_seen``)."""
+        """A chunk's scored records and failures (each in batch order), the distinct pairs sent
+        to each matcher, and the strategy config's keys its ground truths name (``_seen``)."""
         prepared: list[_Prep] = []
         done: list[Scored | _Prep] = []
         failed: list[Failed] = []
@@ -670,11 +601,7 @@ def fields_failed_in(buckets: KeyBuckets) -> list[str]:
     return [*buckets.aio_missing_or_null, *buckets.gt_null_aio_has_value, *buckets.extra_keys]
 
 
-_BUCKETS_OF = operator.attrgetter("buckets")
-_FIELDS_OF = operator.attrgetter("fields")
-_FLAGS_OF = operator.attrgetter("flags")
-_KIND_OF = operator.attrgetter("kind")
-_SCORES_OF = operator.attrgetter("scores")
+_OF = operator.attrgetter
 
 
 def _by_identity(objects: Sequence[Any]) -> tuple[list[int], np.ndarray, np.ndarray]:
@@ -688,16 +615,9 @@ def _by_identity(objects: Sequence[Any]) -> tuple[list[int], np.ndarray, np.ndar
 
 
 class Aggregate:
-    """The digest of consecutive records (chunks.md): everything the summary and the report
-    need. Exact sums and the Poisson bootstrap of each score, per-field tallies, counts, the
-    first KEPT_ERRORS messages, the worst records (a heap of WORST_RECORDS), fixed-bin
-    histograms of the scores and the strategy config's keys the ground truths named.
-
-    ``merge`` appends the digest of the records right after these: associative, with
-    ``Aggregate(bootstrap=, seed=)`` (a batch's start, no record yet) its identity on the left.
-    A batch's start folds the bootstrap block by block as records come (weights of (seed, block
-    index), so memory stays flat); a chunk's digest (``of_chunk``) keeps its score rows until
-    merged into it."""
+    """The digest of consecutive records (chunks.md): all the summary and report need. ``merge``
+    is associative with a batch's start (``Aggregate(bootstrap=, seed=)``) its left identity;
+    a chunk's digest (``of_chunk``) keeps its score rows until merged into one."""
 
     def __init__(self, *, bootstrap: int = 1000, seed: int = 0, start: bool = True) -> None:
         self.means = MeansBootstrap(SCORES, resamples=bootstrap, seed=seed) if start else None
@@ -708,7 +628,7 @@ class Aggregate:
         self.errors: list[str] = []  # the first KEPT_ERRORS messages (all in errors.jsonl)
         self.not_an_object = 0
         self.safety_flagged = 0
-        self.matcher_pairs = {"FUZZY": 0, "SEMANTIC": 0}
+        self.matcher_pairs = Counter({"FUZZY": 0, "SEMANTIC": 0})
         self.expected: Counter[str] = Counter()
         self.missing: Counter[str] = Counter()
         self.hallucinated: Counter[str] = Counter()
@@ -726,11 +646,8 @@ class Aggregate:
         seen: Iterable[str] = (),
     ) -> Aggregate:
         """The digest of a chunk: its scored records, then its errors, in batch order."""
-        digest = cls(start=False)
-        for e in errors:
-            digest.not_scored += 1
-            if len(digest.errors) < KEPT_ERRORS:
-                digest.errors.append(e.message)
+        digest, errors = cls(start=False), list(errors)
+        digest.not_scored, digest.errors = len(errors), [e.message for e in errors[:KEPT_ERRORS]]
         digest.add(scored, pair_counts)
         digest.seen.update(seen)
         return digest
@@ -750,8 +667,7 @@ class Aggregate:
         self.errors = (self.errors + other.errors)[:KEPT_ERRORS]
         self.not_an_object += other.not_an_object
         self.safety_flagged += other.safety_flagged
-        for family, n in other.matcher_pairs.items():
-            self.matcher_pairs[family] = self.matcher_pairs.get(family, 0) + n
+        self.matcher_pairs.update(other.matcher_pairs)
         self.expected.update(other.expected)
         self.missing.update(other.missing)
         self.hallucinated.update(other.hallucinated)
@@ -775,13 +691,12 @@ class Aggregate:
             heapq.heapreplace(worst, entry)
 
     def add(self, scored: Sequence[Scored], pair_counts: Mapping[str, int] | None = None) -> None:
-        for family, n in (pair_counts or {}).items():
-            self.matcher_pairs[family] = self.matcher_pairs.get(family, 0) + n
+        self.matcher_pairs.update(pair_counts or {})
         if not scored:
             return
         self.scored += len(scored)
         # the kernel's records share their scores tuple: each distinct one converted once
-        first, _, inverse = _by_identity(list(map(_SCORES_OF, scored)))
+        first, _, inverse = _by_identity(list(map(_OF("scores"), scored)))
         rows = np.array([scored[i].scores for i in first], dtype=float)[inverse]
         if self.means is not None:
             self.means.add(rows)
@@ -794,13 +709,13 @@ class Aggregate:
                 )[0]
         # counted by the field's own name, once per distinct buckets/fields object of the chunk
         # (the kernel shares them between records); [*] paths at the summary
-        buckets_of, fields_of = list(map(_BUCKETS_OF, scored)), list(map(_FIELDS_OF, scored))
+        buckets_of, fields_of = list(map(_OF("buckets"), scored)), list(map(_OF("fields"), scored))
         # failed records (Scored.failed), worked out once per distinct fields/buckets object
         bucket_firsts, bucket_counts, which = _by_identity(buckets_of)
         failed = np.array([bool(fields_failed_in(buckets_of[i])) for i in bucket_firsts])[which]
         field_firsts, field_counts, which = _by_identity(fields_of)
         failed |= np.array([bool(fields_not_matched(fields_of[i])) for i in field_firsts])[which]
-        failed |= np.fromiter((k != "object" for k in map(_KIND_OF, scored)), bool, len(scored))
+        failed |= np.fromiter((k != "object" for k in map(_OF("kind"), scored)), bool, len(scored))
         self.failed += int(np.count_nonzero(failed))
         for i, n in zip(bucket_firsts, bucket_counts.tolist(), strict=True):
             extra, gt_null_value, gt_non_null, missing, *_ = buckets_of[i]
@@ -817,7 +732,7 @@ class Aggregate:
             fields = fields_of[i]
             for name, f in fields.items():
                 field_scores[(name, f[0], f[2])] += n
-        for flags in filter(None, map(_FLAGS_OF, scored)):
+        for flags in filter(None, map(_OF("flags"), scored)):
             self.not_an_object += "not_an_object" in flags
             self.safety_flagged += "safety_leak" in flags
         for i in np.argsort(rows[:, 4], kind="stable")[:WORST_RECORDS].tolist():
@@ -829,9 +744,9 @@ class Aggregate:
         out: dict[str, FieldSummary] = {}
         strategies: dict[str, set[str]] = {}
 
-        def entry(name: str) -> FieldSummary:
+        def entry(name: str, strategy: str | None = None) -> FieldSummary:
             key = wildcard_path(name) if "[" in name else name
-            strategies.setdefault(key, set())
+            strategies.setdefault(key, set()).update([strategy] if strategy else [])
             return out.setdefault(key, FieldSummary())
 
         for name, n in self.expected.items():
@@ -841,8 +756,7 @@ class Aggregate:
         for name, n in self.hallucinated.items():
             entry(name).hallucinated += n
         for (name, strategy, score), n in self.field_scores.items():
-            summary = entry(name)
-            strategies[wildcard_path(name) if "[" in name else name].add(strategy)
+            summary = entry(name, strategy)
             if score is None:
                 summary.ignored += n
             else:
@@ -866,7 +780,6 @@ class Aggregate:
             name: (boot.sums[j].value / self.scored if self.scored else None)
             for j, name in enumerate(SCORES)
         }
-        fields = self.fields()
         return BatchSummary(
             records=self.scored + self.not_scored,
             scored=self.scored,
@@ -877,7 +790,7 @@ class Aggregate:
             safety_flagged=self.safety_flagged,
             means=means,
             ci=boot.intervals(),
-            fields=fields,
+            fields=self.fields(),
             matcher_pairs=dict(self.matcher_pairs),
             signature=signature,
         )
@@ -903,14 +816,11 @@ def plain(record: RecordResult, index: int) -> Scored:
         record.line,
         r.output_kind,
         list(r.flags),
-        KeyBuckets(
-            list(b["extra_keys"]),
-            list(b["gt_null_aio_has_value"]),
-            list(b["gt_non_null"]),
-            list(b["aio_missing_or_null"]),
-            list(b["both_non_null"]),
-            # not in the public result; no aggregate reads it
-            len(set(b["gt_non_null"]) | set(b["extra_keys"])),
+        KeyBuckets._make(  # total_distinct is not public; no aggregate reads it
+            [
+                *(list(b[n]) for n in metrics.BUCKET_NAMES),
+                len({*b["gt_non_null"], *b["extra_keys"]}),
+            ]
         ),
         {n: (f.strategy, f.similarity, f.score) for n, f in r.fields.items()},
         (r.completeness, r.hallucination, r.accuracy, r.safety_score, r.rqs),
@@ -950,12 +860,8 @@ def _plain_shape(value: dict[str, Any]) -> bool:
 
 
 class _SeenIds:
-    """The ids read so far in flat-ish memory: the last RECENT by key, older ones as sorted runs
-    of 64-bit hashes with their line and byte offset (a hash hit is confirmed by reading that
-    line again), so a duplicate id is found exactly at 20 bytes per record. A run is merged
-    into the one before it while that one is at most twice its size (at most
-    log2(records / RECENT) + 1 runs), so a chunk's lookup costs O(log) runs, not one per RECENT
-    records read (10x the records took 25x the time)."""
+    """The ids read so far: the last RECENT by key, older ones as sorted runs of 64-bit hashes
+    with line and byte offset, a hit confirmed by re-reading the line (docs/decisions.md)."""
 
     RECENT = 65536
 
@@ -997,7 +903,7 @@ class _SeenIds:
         return hit.tolist()
 
     def first_line(self, key: str, maybe_old: bool) -> int | None:
-        """The line where ``key`` was first seen, or None (then it is added by ``add``)."""
+        """The line where ``key`` was first seen, or None (then it goes into ``recent``)."""
         found = self.recent.get(key)
         if found is not None:
             return found[0]
@@ -1010,9 +916,6 @@ class _SeenIds:
                         return int(lines[i])
                     i += 1
         return None
-
-    def add(self, key: str, line: int, offset: int) -> None:
-        self.recent[key] = (line, offset)
 
     def merge(self) -> None:
         """Turn the recent keys into a new sorted run once there are RECENT of them."""
@@ -1028,9 +931,7 @@ class _SeenIds:
         # each run more than twice the next: at most log2(records / RECENT) + 1 runs
         while len(self.runs) > 1 and len(self.runs[-2][0]) <= 2 * len(self.runs[-1][0]):
             older, newer = list(self.runs.pop(-2)), self.runs.pop()
-            # the newer run's places among the older (after equal hashes: the first line of a
-            # hash stays first); one column at a time, each older one let go once merged, so
-            # a merge holds little more than the two runs (20 bytes per id)
+            # inserted after equal hashes (the first line stays first), one column at a time
             at = np.searchsorted(older[0], newer[0], side="right")
             hashes, lines, offsets = (np.insert(older.pop(0), at, column) for column in newer)
             self.runs.append((hashes, lines, offsets))
@@ -1044,18 +945,13 @@ class BatchReader:
     def __init__(self, path: str | Path, *, chunk_lines: int = CHUNK_LINES) -> None:
         self.path = Path(path)
         self.chunk_lines = max(1, chunk_lines)
-        self.records = 0
-        self.failures = 0
-        self.bytes_read = 0
         self.size = 0
         self.warned_extra = False
-        self.plain_chunks = 0  # chunks read by ``_plain_chunk``
-        # until the first valid record (check_input_file): the first ones kept, all counted
-        self.first_errors = ErrorList()
+        self.restart()
 
     def restart(self) -> None:
-        """Count again from the start, for a second ``chunks()`` (the extra keys once warned
-        stay warned)."""
+        """Count again from the start, for a second ``chunks()`` (extra keys stay warned)."""
+        # plain_chunks: read by ``_plain_chunk``; first_errors: until the first valid record
         self.records = self.failures = self.bytes_read = self.plain_chunks = 0
         self.first_errors = ErrorList()
 
@@ -1100,11 +996,8 @@ class BatchReader:
     def _plain_chunk(
         self, numbers: range, offsets: list[int], lines: list[bytes], seen: _SeenIds
     ) -> list[Item | Failed] | None:
-        """The common chunk read with C-level maps over its lines, no loop per record: every
-        line (none the first) valid JSON with too few brackets to nest too deep, an object with
-        an id (a non-blank string or a 64-bit integer), an object ground truth and an output, no
-        safety score, no unknown key (once warned, any), no id seen before. None for any other
-        chunk (then read line by line, with the same rules and messages)."""
+        """The common chunk (plainly valid lines, no safety score, no unknown key, no id seen
+        before) read with C-level maps, no loop per record; None for any other chunk."""
         if numbers[0] == 1:
             return None
         opens = map(operator.add, map(bytes.count, lines, itertools.repeat(b"{")),
@@ -1156,20 +1049,10 @@ class BatchReader:
     def _chunk(self, raws: list[tuple[int, int, bytes]], seen: _SeenIds) -> list[Item | Failed]:
         p = self.path
         parsed: list[tuple[int, int, Any, InputError | None]] = []
-        invalid = orjson.JSONDecodeError
         for number, offset, raw in raws:
-            # the common line (not the first, with too few brackets to nest too deep, valid
-            # JSON) parsed here; any other through parse_jsonl_line, the one depth check
-            value: Any = BLANK
-            if number != 1 and raw.count(b"{") + raw.count(b"[") <= _FEW_OPENERS:
-                try:
-                    value = loads(raw)
-                except invalid:
-                    value = BLANK
+            value = parse_jsonl_line(raw, number, p, record_key="id")
             if value is BLANK:
-                value = parse_jsonl_line(raw, number, p, record_key="id")
-                if value is BLANK:
-                    continue
+                continue
             if isinstance(value, InputError):
                 parsed.append((number, offset, None, value))
             else:
@@ -1191,34 +1074,18 @@ class BatchReader:
                 out.append(self._fail(number, error))
                 continue
             if _plain_shape(value):
-                rid = value["id"]
                 s = value.get("safety_score")
-                item = Item(
-                    number,
-                    rid,
-                    number,
-                    value["ground_truth"],
-                    value["output"],
-                    None if s is None else float(s),
-                    True,
-                )
+                rid, gt, output = value["id"], value["ground_truth"], value["output"]
+                safety = None if s is None else float(s)
             else:
                 try:
-                    record = BatchRecord.model_validate({**value, "line": number})
+                    r = BatchRecord.model_validate({**value, "line": number})
                 except ValidationError as exc:
-                    out.append(
-                        self._fail(number, _validation_error(exc, file=p, line=number, record=key))
-                    )
+                    error = _validation_error(exc, file=p, line=number, record=key)
+                    out.append(self._fail(number, error))
                     continue
-                item = Item(
-                    number,
-                    record.id,
-                    number,
-                    record.ground_truth,
-                    record.output,
-                    record.safety_score,
-                    True,
-                )
+                rid, gt, output, safety = r.id, r.ground_truth, r.output, r.safety_score
+            item = Item(number, rid, number, gt, output, safety, True)
             k = item.key
             first = seen.first_line(k, old and k == key)
             if first is not None:
@@ -1231,7 +1098,7 @@ class BatchReader:
                 )
                 out.append(self._fail(number, error))
                 continue
-            seen.add(k, number, offset)
+            seen.recent[k] = (number, offset)
             # a valid record has id, ground_truth and output: more keys than those and
             # safety_score are unknown ones
             if not self.warned_extra and len(value) > 3 + ("safety_score" in value):
@@ -1264,9 +1131,8 @@ class Throttle:
 
 def record_line(scored: Scored) -> bytes:
     """One line of records.jsonl."""
-    if scored.line_parts is not None:
-        before, after = scored.line_parts
-        return before + dumps_bytes(scored.id, 0) + after
+    if (parts := scored.line_parts) is not None:
+        return parts[0] + dumps_bytes(scored.id, 0) + parts[1]
     return dumps_bytes(scored.line_dict(), _LINE_OPTIONS)
 
 
@@ -1290,9 +1156,7 @@ def error_line(error: RecordError) -> bytes:
 
 @contextlib.contextmanager
 def _few_collections() -> Iterator[None]:
-    """Fewer cyclic garbage collections while scoring: a chunk allocates millions of small
-    containers (freed by reference counting), and each full collection walks every object of
-    the process; the default thresholds spent ~40% of a batch's time there."""
+    """Fewer cyclic garbage collections while scoring (docs/decisions.md)."""
     before = gc.get_threshold()
     gc.set_threshold(max(before[0], 100_000), before[1], max(before[2], 100))
     try:
@@ -1302,12 +1166,8 @@ def _few_collections() -> Iterator[None]:
 
 
 class Job:
-    """What scoring a chunk reads besides the chunk (chunks.md): the configuration, the
-    matchers, the batch file's name (the errors' locations), whether the store's rows and the
-    in-memory results are wanted. Immutable. Pickled for another process without its matchers
-    (the sentence-transformers model and a judge's client stay in this one: a chunk that needs
-    them comes back to be scored here) and without ``progress``; each process builds its own
-    caches (the kernel's plans), which no result depends on."""
+    """What scoring a chunk reads besides the chunk (chunks.md). Immutable; pickled without
+    its matchers (a chunk that needs them comes back to be scored here) and ``progress``."""
 
     def __init__(
         self,
@@ -1323,20 +1183,16 @@ class Job:
         self.store, self.keep, self.progress = store, keep, progress
         self._scorer: Scorer | None = None
 
-    def __reduce__(self) -> tuple[Any, ...]:
-        return _job, (self.config, self.source, self.store, self.keep)
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "matchers": None, "progress": None, "_scorer": None}
 
     @property
     def scorer(self) -> Scorer:
         if self._scorer is None:
             self._scorer = Scorer(
-                self.config, self.matchers or {}, None, source=self.source, progress=self.progress
+                self.config, self.matchers or {}, source=self.source, progress=self.progress
             )
         return self._scorer
-
-
-def _job(config: EvalConfig, source: str | None, store: bool, keep: bool) -> Job:
-    return Job(config, source=source, store=store, keep=keep)
 
 
 @lru_cache(maxsize=65536)
@@ -1348,9 +1204,7 @@ def _tag(path: str) -> str:
 
 
 StoreRow = tuple[str, bool | None, str | None, tuple[str, ...], bytes]
-"""An item for the run store as plain data (key, failed, error type, the tags of the fields it
-failed on, result text): sent marshalled to the store's writer, which makes it a row there
-(``stored_items``)."""
+"""A store item as plain data (key, failed, error type, tags, result text) (``stored_items``)."""
 
 
 @dataclass(slots=True)
@@ -1370,8 +1224,7 @@ class _Unmatched(Exception):
 
 
 def score_chunk(job: Job, chunk: Sequence[Item | Failed]) -> tuple[ChunkRows, Aggregate] | None:
-    """A chunk of a batch (its items and the failures read, in batch order) scored: its rows and
-    its digest. None when it needs a matcher the job was sent without: the caller scores it."""
+    """A chunk's rows and digest; None when it needs a matcher the job was sent without."""
     if set(map(type, chunk)) == {Item}:
         items: Sequence[Item] = chunk  # type: ignore[assignment]
         read_failed: list[Failed] = []
@@ -1404,11 +1257,9 @@ def _store_rows(
     items: Sequence[Item],
     errors: Sequence[RecordError],
 ) -> list[StoreRow]:
-    """The store's items of a chunk (issue 11): a scored record's result text is its
-    records.jsonl line with ``ground_truth``, ``output`` and ``safety_score_given`` added, its
-    tags the fields it failed on (scored below 1, missing, hallucinated or extra), named as
-    fields.csv names them; an error is ``{id, error}`` (its errors.jsonl line), not scored, so
-    neither failed nor passed (``failed`` null)."""
+    """The store's items of a chunk (issue 11): a record's line with ``ground_truth``,
+    ``output`` and ``safety_score_given`` added, tagged with the fields it failed on; an error
+    is ``{id, error}``, ``failed`` null."""
     by_index = {it.index: it for it in items} if len(items) != len(scored) else None
     shared: dict[tuple[int, int, str], tuple[bool, tuple[str, ...]]] = {}
     dumps, non_str = orjson.dumps, orjson.OPT_NON_STR_KEYS
@@ -1477,11 +1328,8 @@ def run_stream(
     kept_errors: list[RecordError] | None = None,
     total: int = 0,
 ) -> Aggregate:
-    """Every chunk through ``score_chunk`` on ``executor`` (default: in this process), in
-    order: its lines appended to records.jsonl and errors.jsonl, its items handed to
-    ``recorder`` (the run store, which writes them in its own task), its digest merged into the
-    batch's. ``keep`` and ``kept_errors`` (``Job.keep``: the in-memory API) collect every
-    record and error. Progress: ``("score", records done, total)``."""
+    """Every chunk through ``score_chunk`` on ``executor``, in order: its lines written, its
+    items to ``recorder``, its digest merged; ``keep``/``kept_errors`` collect every result."""
     digest = Aggregate(bootstrap=bootstrap, seed=seed)
     held: deque[Sequence[Item | Failed]] = deque()
 
