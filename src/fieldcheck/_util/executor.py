@@ -28,6 +28,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
+from contextlib import contextmanager
 from multiprocessing.connection import wait
 from pathlib import Path
 from types import SimpleNamespace
@@ -51,6 +52,18 @@ class Executor(Protocol):
         """Stop: tasks not started are dropped, running ones finish (``kill``: are killed); no
         process is left running."""
         ...
+
+
+@contextmanager
+def few_collections() -> Iterator[None]:
+    """Fewer cyclic garbage collections while scoring or calling: each full one walks every
+    object of the process, the finished items included (docs/decisions.md)."""
+    before = gc.get_threshold()
+    gc.set_threshold(max(before[0], 100_000), before[1], max(before[2], 100))
+    try:
+        yield
+    finally:
+        gc.set_threshold(*before)
 
 
 def run_map(executor: Executor, fn: Task, chunks: Iterable[Any]) -> Iterator[Any]:

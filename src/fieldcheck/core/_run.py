@@ -6,14 +6,13 @@ demo calls ``run``; the system says what a model is asked (``Runs``)."""
 from __future__ import annotations
 
 import asyncio
-import gc
-from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fieldcheck._util.errors import UsageProblem
+from fieldcheck._util.executor import few_collections
 from fieldcheck._util.paths import unique_filenames
 from fieldcheck._util.term import SafeConsole
 from fieldcheck.core._pipeline import (
@@ -121,7 +120,7 @@ def run(
         return []
 
     note = "" if runner.settings.use_cache else NO_CACHE_NOTE
-    with writing(folder, note), _few_collections():
+    with writing(folder, note), few_collections():
         loop(every_model())
         ran = Ran(calls, [], folder.destination)
         try:
@@ -183,18 +182,6 @@ def _score(
     if ran.comparison:
         with folder.atomic("comparison.csv") as path:
             write_csv(path, ran.comparison, list(ran.comparison[0]))
-
-
-@contextmanager
-def _few_collections() -> Iterator[None]:
-    """Fewer cyclic garbage collections: each full one walks every object of the process, the
-    finished items included (10% of a 10,000-call run's time at the default thresholds)."""
-    before = gc.get_threshold()
-    gc.set_threshold(max(before[0], 100_000), before[1], max(before[2], 100))
-    try:
-        yield
-    finally:
-        gc.set_threshold(*before)
 
 
 def _interrupted(runner: Runner, run_id: str) -> None:

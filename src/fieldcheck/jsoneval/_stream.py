@@ -3,8 +3,6 @@ memory depends on the chunk, the numbers do not. ``evaluate_batch`` is the same 
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import heapq
 import itertools
 import logging
@@ -31,7 +29,7 @@ from fieldcheck._util.errors import (
     InputError,
     input_error_of,
 )
-from fieldcheck._util.executor import Executor, InProcess, run_map
+from fieldcheck._util.executor import Executor, InProcess, few_collections, run_map
 from fieldcheck._util.jsonio import (
     _BOM,
     BLANK,
@@ -1154,17 +1152,6 @@ def error_line(error: RecordError) -> bytes:
     return (dumps(error.model_dump(mode="json")) + "\n").encode()
 
 
-@contextlib.contextmanager
-def _few_collections() -> Iterator[None]:
-    """Fewer cyclic garbage collections while scoring (docs/decisions.md)."""
-    before = gc.get_threshold()
-    gc.set_threshold(max(before[0], 100_000), before[1], max(before[2], 100))
-    try:
-        yield
-    finally:
-        gc.set_threshold(*before)
-
-
 class Job:
     """What scoring a chunk reads besides the chunk (chunks.md). Immutable; pickled without
     its matchers (a chunk that needs them comes back to be scored here) and ``progress``."""
@@ -1339,7 +1326,7 @@ def run_stream(
             yield chunk
 
     task = partial(score_chunk, job)
-    with _few_collections():
+    with few_collections():
         for result in run_map(executor or InProcess(), task, sent()):
             chunk = held.popleft()
             found = result if result is not None else score_chunk(job, chunk)
