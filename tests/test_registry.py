@@ -23,7 +23,7 @@ from fieldcheck import core
 from fieldcheck._cli.main import app as cli_app
 from fieldcheck._util.errors import UsageProblem
 from fieldcheck.api import ApiSettings, create_app
-from fieldcheck.reports import RunFolder, Scored
+from fieldcheck.reports import RunFolder, Scored, Views
 from fieldcheck.runs import compare_runs, iter_export
 from fieldcheck.store import ItemColumns, RunInfo, RunRecorder, Store
 
@@ -34,8 +34,9 @@ def _per_label(metrics: Mapping[str, Any]) -> Mapping[str, Any]:
     return metrics.get("per_label") or {}
 
 
-class LabelSystem:
-    """Accuracy of predicted labels: the smallest system the registry takes."""
+class LabelSystem(Views):
+    """Accuracy of predicted labels: the smallest system the registry takes (its view methods
+    are ``reports.Views``' defaults)."""
 
     name = "label"
     title = "Label accuracy"
@@ -44,29 +45,7 @@ class LabelSystem:
     headline = ("accuracy",)
     breakdowns = (("Accuracy by label", "label", _per_label),)
     export_columns = (("gold", '$."gold"', "VARCHAR"), ("predicted", '$."predicted"', "VARCHAR"))
-
-    def columns(
-        self, model: str, metrics: Mapping[str, Any], intervals: Mapping[str, Any]
-    ) -> list[tuple[str, Mapping[str, Any], Mapping[str, Any]]]:
-        return [(model, metrics, intervals)]
-
-    def estimate(self, metrics: Mapping[str, Any], name: str) -> Any:
-        return metrics.get(name)
-
-    def interval(self, intervals: Mapping[str, Any], name: str) -> Any:
-        return intervals.get(name)
-
-    def latency(self, metrics: Mapping[str, Any]) -> Mapping[str, Any] | None:
-        return None
-
-    def paired(self, metrics: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-        return []
-
-    def item_summary(self, result: Mapping[str, Any]) -> list[tuple[str, Any]]:
-        return [("gold", result.get("gold")), ("predicted", result.get("predicted"))]
-
-    def export_row(self, result: Mapping[str, Any]) -> list[Any]:
-        return [result.get("gold"), result.get("predicted")]
+    summary_keys = ("gold", "predicted")
 
     def item_columns(self, item: Mapping[str, Any]) -> ItemColumns:
         right = item["right"] if "right" in item else item["gold"] == item["predicted"]
