@@ -17,6 +17,7 @@ from typing import Any
 
 import orjson
 import pytest
+from tests.folders import folder_files
 from typer.testing import CliRunner
 
 from fieldcheck._cli.main import app
@@ -109,15 +110,6 @@ def _items(store: Store) -> list[tuple[Any, ...]]:
     return [(i.key, i.seq, i.failed, i.result) for i in store.items(run.id)]
 
 
-def _outputs(out: Path) -> dict[str, bytes]:
-    skip = {"run.json", "report.html", "report.md"}  # they name the run's id and folder
-    return {
-        str(p.relative_to(out)): p.read_bytes()
-        for p in sorted(out.rglob("*"))
-        if p.is_file() and p.name not in skip and p.suffix != ".png"
-    }
-
-
 def _json_batch(tmp_path: Path) -> Path:
     batch = tmp_path / "batch.jsonl"
     with batch.open("wb") as handle:
@@ -163,7 +155,7 @@ def test_in_process_and_a_pool_write_the_same_bytes_and_items(
         # located, and the run goes on
         assert result.exit_code == 3, result.output
         store = Store(f"sqlite:///{tmp_path}/{where}.sqlite3")
-        found[where] = (_outputs(out), _items(store))
+        found[where] = (folder_files(out), _items(store))
         store.close()
     assert found["here"] == found["pool"]
     outputs, items = found["pool"]

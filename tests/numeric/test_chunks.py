@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests.folders import folder_files
 from tests.numeric.test_streamed import _files, _write_inputs
 
 from fieldcheck import core
@@ -35,15 +36,6 @@ from fieldcheck.store import Store
 def _items(store: Store) -> list[tuple[Any, ...]]:
     [run] = [r for r in store.list_runs() if r.kind == "score"]
     return [(i.key, i.seq, i.failed, i.turn, i.error_type, i.result) for i in store.items(run.id)]
-
-
-def _outputs(out: Path) -> dict[str, bytes]:
-    skip = {"run.json", "report.html", "report.md"}  # they name the run's id and folder
-    return {
-        str(p.relative_to(out)): p.read_bytes()
-        for p in sorted(out.rglob("*"))
-        if p.is_file() and p.name not in skip and p.suffix != ".png"
-    }
 
 
 def test_in_process_and_a_pool_give_the_same_files_and_stored_items(
@@ -67,7 +59,7 @@ def test_in_process_and_a_pool_give_the_same_files_and_stored_items(
                 store=store,
                 executor=executor,
             )
-            found[where] = (_outputs(tmp_path / where), _items(store))
+            found[where] = (folder_files(tmp_path / where), _items(store))
         finally:
             executor.close()
             store.close()

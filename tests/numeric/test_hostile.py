@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.numeric.programs import run_program
 from typer.testing import CliRunner
 
 from fieldcheck._cli.main import app
@@ -21,7 +22,6 @@ from fieldcheck.metrics import (
     failure_mode,
     parse_answer,
     parse_program,
-    run_program,
 )
 from fieldcheck.metrics._programs import MAX_PROGRAM_CHARS, cell_number
 from fieldcheck.numeric import SUMMARY_COLUMNS, TURN_COLUMNS, load_predictions

@@ -11,6 +11,7 @@ from typing import Any
 
 import orjson
 import pytest
+from tests.numeric.programs import run_program
 from typer.testing import CliRunner
 
 from fieldcheck._cli.main import app
@@ -19,7 +20,6 @@ from fieldcheck.metrics._numbers import parse_answer
 from fieldcheck.metrics._programs import (
     ProgramExecutionError,
     cell_number,
-    run_program,
     table_cell_value,
 )
 from fieldcheck.numeric import load_convfinqa, load_predictions, score_to_folder

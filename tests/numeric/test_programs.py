@@ -10,6 +10,7 @@ from collections import Counter
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests.numeric.programs import run_program
 
 from fieldcheck.metrics import (
     ProgramExecutionError,
@@ -22,7 +23,6 @@ from fieldcheck.metrics import (
     normalise_operation,
     parse_program,
     plan_operations,
-    run_program,
 )
 from fieldcheck.metrics._programs import (
     ConstArg,
@@ -63,7 +63,7 @@ def test_parse_argument_kinds() -> None:
 
 def test_parse_extract_only() -> None:
     assert parse_program("60.94").value == NumberArg(value=60.94, text="60.94")
-    assert parse_program("-3363").is_extract_only
+    assert parse_program("-3363").steps == ()
     assert math.isclose(run_program("13.4%"), 0.134)
 
 
@@ -290,7 +290,7 @@ def test_plans_run_on_the_program_engine() -> None:
     assert program.operations == ["subtract", "divide"]
     assert math.isclose(float(execute_program(program)), (6135.4 - 5105.6) / 5105.6)
     extract_only = program_from_plan({"steps": [{"tool": "extract", "value": 60.94}]})
-    assert extract_only.is_extract_only and execute_program(extract_only) == 60.94
+    assert extract_only.steps == () and execute_program(extract_only) == 60.94
     table = program_from_plan(
         {"steps": [{"tool": "compute", "operation": "mean", "args": ["revenue, net ( loss )"]}]}
     )

@@ -6,8 +6,8 @@ import math
 from pathlib import Path
 
 import pytest
+from tests.numeric.programs import run_program
 
-from fieldcheck.metrics import run_program
 from fieldcheck.numeric import load_convfinqa
 
 # Gold programs of sample_dev.json whose execution does not reproduce executed_answers within

@@ -341,9 +341,7 @@ class ErrorList(Sequence[InputError]):
     def dicts(self) -> Iterator[dict[str, Any]]:
         """``to_dict()`` of every error, in order (the spilled ones straight from their rows):
         what errors files are written from."""
-        for error in self._kept[: self._count]:
-            yield error.to_dict()
-        yield from map(_dict, self._spilled_rows())
+        return map(_dict, self._rows())
 
     def _rows(self) -> Iterator[_Row]:
         yield from map(_row, self._kept[: self._count])

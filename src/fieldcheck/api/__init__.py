@@ -6,10 +6,9 @@ from typing import TYPE_CHECKING
 from fieldcheck._util.lazy import typed_lazy_names
 
 if TYPE_CHECKING:  # the names as type checkers and editors see them
-    from fieldcheck.api._app import NAV, create_app
+    from fieldcheck.api._app import create_app
     from fieldcheck.api._settings import (
         MB,
-        TOKEN_ENV,
         ApiSettings,
         check_binding,
         is_loopback,

@@ -11,7 +11,7 @@ from fieldcheck._util.lazy import typed_lazy_names
 if TYPE_CHECKING:  # the names as type checkers and editors see them
     from fieldcheck._util.digest import cache_key
     from fieldcheck.matchers._base import Matcher, Similarity
-    from fieldcheck.matchers._cache import DiskCache, default_cache_path
+    from fieldcheck.matchers._cache import DiskCache
     from fieldcheck.matchers._exact import ExactMatcher, exact_similarity
     from fieldcheck.matchers._fuzzy import (
         LONG_VALUE_CHARS,

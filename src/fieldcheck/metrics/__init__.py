@@ -87,7 +87,6 @@ if TYPE_CHECKING:  # the names as type checkers and editors see them
         plan_operations,
         program_from_plan,
         program_operations,
-        run_program,
     )
 
     # Slots (slot-extraction-benchmark.md): TP/FP/FN, exact match, extras, per topic.

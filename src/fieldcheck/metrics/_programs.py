@@ -114,10 +114,6 @@ class Program(BaseModel):
         """Operation names in program order (empty for extract-only)."""
         return [step.operation for step in self.steps]
 
-    @property
-    def is_extract_only(self) -> bool:
-        return not self.steps
-
 
 # ---------------------------------------------------------------------------------------------
 # Parsing
@@ -466,11 +462,6 @@ def _execute_step(step: Step, results: Sequence[Value], table: Table | None) -> 
     except (OverflowError, ValueError) as exc:
         raise ProgramExecutionError(f"exp({a}, {b}) has no real value: {exc}") from exc
     return result
-
-
-def run_program(text: str, *, table: Table | None = None) -> Value:
-    """Parse and execute in one call (raises ProgramParseError or ProgramExecutionError)."""
-    return execute_program(parse_program(text), table=table)
 
 
 def program_from_plan(plan: Mapping[str, object]) -> Program:

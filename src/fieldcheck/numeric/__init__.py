@@ -21,7 +21,6 @@ if TYPE_CHECKING:  # the names as type checkers and editors see them
         SYSTEM_PROMPT,
         AgentRun,
         render_document,
-        run_turn,
     )
     from fieldcheck.numeric._loaders import (
         LoadResult,
@@ -42,11 +41,7 @@ if TYPE_CHECKING:  # the names as type checkers and editors see them
         Features,
         Turn,
     )
-    from fieldcheck.numeric._report import (
-        build_report,
-        estimated_note,
-        write_numeric_report,
-    )
+    from fieldcheck.numeric._report import build_report, estimated_note
     from fieldcheck.numeric._scoring import (
         CALL_ERRORS,
         Intervals,
@@ -62,7 +57,7 @@ if TYPE_CHECKING:  # the names as type checkers and editors see them
         score_chunk,
         score_to_folder,
     )
-    from fieldcheck.numeric._system import GATED, SYSTEM, NumericSettings, read_data, stored_metrics
+    from fieldcheck.numeric._system import GATED, SYSTEM, NumericSettings, stored_metrics
     from fieldcheck.numeric._validator import (
         CHECKS,
         DocumentNumbers,

@@ -217,32 +217,22 @@ def prediction_errors(data: LoadResult, predictions: PredictionsResult) -> Error
     turns_of = data.turn_counts()
     found = predictions.predictions
     for cid, turn in found.sorted_keys() if isinstance(found, PredictionIndex) else sorted(found):
-        line = predictions.lines.get((cid, turn))
         count = turns_of.get(cid)
-        if count is None:
-            if cid not in data.all_ids:
-                errors.append(
-                    InputError(
-                        f"unknown conversation id (not in split {data.split!r} of {Path(data.path).name})",
-                        file=predictions.path,
-                        line=line,
-                        record=cid,
-                        field="conversation_id",
-                        value=cid,
-                    )
-                )
+        value: str | int = cid
+        if count is None and cid not in data.all_ids:
+            where = f"not in split {data.split!r} of {Path(data.path).name}"
+            reason, field = f"unknown conversation id ({where})", "conversation_id"
+        elif count is not None and turn >= count:
+            reason = f"turn out of range: the conversation has {count} turns"
+            field, value = "turn", turn
+        else:
             continue
-        if turn >= count:
-            errors.append(
-                InputError(
-                    f"turn out of range: the conversation has {count} turns",
-                    file=predictions.path,
-                    line=line,
-                    record=cid,
-                    field="turn",
-                    value=turn,
-                )
+        line = predictions.lines.get((cid, turn))
+        errors.append(
+            InputError(
+                reason, file=predictions.path, line=line, record=cid, field=field, value=value
             )
+        )
     unscored = data.no_gold_turns()
     if unscored:
         logger.warning(
@@ -419,7 +409,7 @@ def nothing_scored_reason(turns: int, call_errors: Counter[str], no_gold: int) -
 
 def interval_statistics(intervals: Intervals | None) -> dict[str, Any]:
     """statistics.json's ``bootstrap_95_ci`` and ``bootstrap_95_ci_by_turn_number`` (null
-    without a bootstrap), for the in-memory and the streamed path alike."""
+    without a bootstrap)."""
     if intervals is None:
         return {"bootstrap_95_ci": None, "bootstrap_95_ci_by_turn_number": None}
     return {
