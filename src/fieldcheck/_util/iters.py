@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Iterator
 from typing import TypeVar
 
@@ -11,11 +12,6 @@ T = TypeVar("T")
 def chunked(items: Iterable[T], size: int) -> Iterator[list[T]]:
     """``items`` in lists of ``size`` (the last one shorter), as ``itertools.batched`` of
     Python 3.12 but as lists: what a chunk-by-chunk writer or scorer takes."""
-    chunk: list[T] = []
-    for item in items:
-        chunk.append(item)
-        if len(chunk) >= size:
-            yield chunk
-            chunk = []
-    if chunk:
+    iterator = iter(items)
+    while chunk := list(itertools.islice(iterator, size)):
         yield chunk

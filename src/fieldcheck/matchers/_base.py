@@ -39,6 +39,26 @@ class Matcher(Protocol):
     def signature(self) -> dict[str, Any]: ...
 
 
+class PairwiseMatcher:
+    """A matcher that scores each pair on its own with ``similarity`` (exact, fuzzy)."""
+
+    name: str
+
+    @staticmethod
+    def similarity(prediction: str, reference: str) -> float:
+        raise NotImplementedError
+
+    def similarities(
+        self, predictions: Sequence[str], references: Sequence[str]
+    ) -> list[Similarity]:
+        check_pairs(predictions, references)
+        score = self.similarity
+        return [Similarity(score(p, r)) for p, r in zip(predictions, references, strict=True)]
+
+    def signature(self) -> dict[str, Any]:
+        return {"matcher": self.name}
+
+
 def check_pairs(predictions: Sequence[str], references: Sequence[str]) -> None:
     if len(predictions) != len(references):
         raise ValueError(

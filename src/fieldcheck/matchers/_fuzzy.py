@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 from rapidfuzz import fuzz, utils
 
-from fieldcheck.matchers._base import Similarity, check_pairs
+from fieldcheck.matchers._base import PairwiseMatcher
 
 # Beyond this many characters (the longer value, after processing) FUZZY compares by 3-grams:
 # rapidfuzz's Indel distance is quadratic (10k characters 2.5 ms, 300k 1.4 s, 3M 104 s).
@@ -71,18 +70,11 @@ def fuzzy_similarity(prediction: str, reference: str) -> float:
     return float(fuzz.token_sort_ratio(a, b)) / 100.0
 
 
-class FuzzyMatcher:
+class FuzzyMatcher(PairwiseMatcher):
     """rapidfuzz token_sort_ratio, scaled to [0, 1]."""
 
     name = "fuzzy:rapidfuzz.token_sort_ratio"
-
-    def similarities(
-        self, predictions: Sequence[str], references: Sequence[str]
-    ) -> list[Similarity]:
-        check_pairs(predictions, references)
-        return [
-            Similarity(fuzzy_similarity(p, r)) for p, r in zip(predictions, references, strict=True)
-        ]
+    similarity = staticmethod(fuzzy_similarity)
 
     def signature(self) -> dict[str, Any]:
         return {"matcher": self.name, "long_values": f"3gram_dice_over_{LONG_VALUE_CHARS}_chars"}
