@@ -57,22 +57,20 @@ UPLOADS = "fieldcheck-upload-"
 """Without a data root, the name of a request's temporary folder begins so."""
 
 
-def parse_output_text(raw: bytes | str) -> Any:
+def parse_output_text(text: str) -> Any:
     """Pasted or uploaded model output: its JSON value, or the text itself when it is not valid
     JSON (scored by the non-object rule, as ``json score`` reads OUTPUT.json)."""
-    data = raw.encode() if isinstance(raw, str) else raw
-    data = data.removeprefix(b"\xef\xbb\xbf")
+    data = text.encode().removeprefix(b"\xef\xbb\xbf")
     try:
         return loads(data)
     except orjson.JSONDecodeError:
         return data.decode("utf-8", errors="replace")
 
 
-def parse_ground_truth_text(raw: bytes | str, *, name: str = "ground truth") -> dict[str, Any]:
+def parse_ground_truth_text(text: str, *, name: str = "ground truth") -> dict[str, Any]:
     """Pasted or uploaded ground truth: a JSON object, else ApiError naming ``ground_truth``."""
-    data = raw.encode() if isinstance(raw, str) else raw
     try:
-        value = loads(data.removeprefix(b"\xef\xbb\xbf"))
+        value = loads(text.encode().removeprefix(b"\xef\xbb\xbf"))
     except orjson.JSONDecodeError as exc:
         raise ApiError(422, f"{name}: invalid JSON: {exc.msg}", field="ground_truth") from None
     if not isinstance(value, dict):

@@ -74,10 +74,6 @@ class SemanticMatcher:
         self.encoded_count = 0  # strings actually sent to the model, for tests and benchmarks
 
     @property
-    def _namespace(self) -> str:
-        return f"embedding:{self.model_path or MODEL_ID}"
-
-    @property
     def model_name(self) -> str:
         """The model's name as the signature gives it (the model id, or its path)."""
         return self.model_path or MODEL_ID
@@ -92,9 +88,10 @@ class SemanticMatcher:
         """
         distinct = list(dict.fromkeys(texts))
         keys = {t: cache_key(t) for t in distinct}
+        namespace = f"embedding:{self.model_name}"
         vectors: dict[str, np.ndarray] = {}
         if self.cache is not None:
-            hits = self.cache.get_many(self._namespace, list(keys.values()))
+            hits = self.cache.get_many(namespace, list(keys.values()))
             for text, key in keys.items():
                 if key in hits:
                     vectors[text] = np.frombuffer(hits[key], dtype=np.float32)
@@ -114,9 +111,7 @@ class SemanticMatcher:
             for text, vec in zip(missing, encoded, strict=True):
                 vectors[text] = vec
             if self.cache is not None:
-                self.cache.put_many(
-                    self._namespace, [(keys[t], vectors[t].tobytes()) for t in missing]
-                )
+                self.cache.put_many(namespace, [(keys[t], vectors[t].tobytes()) for t in missing])
         return vectors
 
     def similarities(

@@ -27,7 +27,6 @@ from fieldcheck._util.signature import Signature
 from fieldcheck.metrics import (
     ABSOLUTE_TOLERANCE,
     RELATIVE_TOLERANCE,
-    FailureMode,
     Interval,
     ProgramParseError,
     TotalsGroup,
@@ -111,6 +110,7 @@ def cached_logic_scores(
     return metrics.logic_scores(plan_ops, gold_ops)
 
 
+_NOT_MATCHED = (None, None, None, None, None, None)  # a turn not scored: no match type, no mode
 _NO_PREDICTION = PredictionValues(
     None, None, 0, 0, None, MISSING_PREDICTION, "no prediction for this turn", []
 )
@@ -150,10 +150,10 @@ def turn_values(
         not_scored = "call_error"
     elif gold is None:
         not_scored = "no_gold"
-    matches = (
+    numerical, soft, unit, sign, general, mode = (
         metrics.match_answer(parsed, gold, error=error_type is not None)
         if not_scored is None
-        else None
+        else _NOT_MATCHED
     )
     plan_ops = plan_operations(plan)
     recall = precision = order = None
@@ -163,11 +163,6 @@ def turn_values(
             recall, precision, order = cached_logic_scores(tuple(plan_ops), tuple(gold_ops))
         else:
             recall, precision, order = cached_logic_scores.__wrapped__(plan_ops, gold_ops)
-    if matches is None:
-        numerical = soft = unit = sign = general = None
-        mode: FailureMode | None = None
-    else:
-        numerical, soft, unit, sign, general, mode = matches
     return {
         "conversation_id": conversation_id,
         "turn_idx": turn_idx,

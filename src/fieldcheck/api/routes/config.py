@@ -48,14 +48,6 @@ def upload_name(file: UploadFile) -> str:
     return os.path.basename(file.filename or "") or "upload.json"
 
 
-def read_upload(file: UploadFile) -> Any:
-    """An uploaded JSON file's value (read from its spooled copy), or a 422 naming ``file``."""
-    try:
-        return parse_json_file(file.file.read(), name=upload_name(file))
-    except InputError as exc:
-        raise ApiError.invalid(exc, field="file") from None
-
-
 def _add_section(section: Section, filename: str, shape: str) -> None:
     def get_section(ctx: Context) -> dict[str, Any]:
         return ctx.saved.get(section)
@@ -68,7 +60,11 @@ def _add_section(section: Section, filename: str, shape: str) -> None:
     def import_section(
         ctx: Context, file: Annotated[UploadFile, File(description=f"A JSON file: {shape}.")]
     ) -> dict[str, Any]:
-        return save_section(ctx, section, read_upload(file), file=upload_name(file))
+        try:  # read from its spooled copy; a bad file is a 422 naming ``file``
+            data = parse_json_file(file.file.read(), name=upload_name(file))
+        except InputError as exc:
+            raise ApiError.invalid(exc, field="file") from None
+        return save_section(ctx, section, data, file=upload_name(file))
 
     def export_section(ctx: Context) -> Response:
         return Response(

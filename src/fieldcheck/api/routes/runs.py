@@ -103,19 +103,6 @@ def _page(
     }
 
 
-def _compare(ctx: AppContext, ids: list[str]) -> dict[str, Any]:
-    found = [i.strip() for part in ids for i in part.split(",") if i.strip()]
-    if not found:
-        raise ApiError(422, "ids: give the runs to compare", field="ids")
-    if len(found) > MAX_COMPARE:
-        raise ApiError(422, f"ids: at most {MAX_COMPARE} runs", field="ids")
-    runs = [_get(ctx, i) for i in found]
-    try:
-        return compare_runs(runs, ctx.store)
-    except InputError as exc:
-        raise ApiError(422, exc.one_line(), field="ids") from None
-
-
 def _iso_8601(value: Any) -> Any:
     """A date-time as its schema says (ISO 8601 text), not the Unix time pydantic also reads
     from a number (``since=5`` was 1970-01-01T00:00:05Z)."""
@@ -184,7 +171,16 @@ def compare_route(
 ) -> dict[str, Any]:
     """Each metric with its 95% interval per run (and model), the system's table and the slot
     runs' paired F1 p-values; 422 for runs of mixed systems."""
-    return _compare(ctx, ids)
+    found = [i.strip() for part in ids for i in part.split(",") if i.strip()]
+    if not found:
+        raise ApiError(422, "ids: give the runs to compare", field="ids")
+    if len(found) > MAX_COMPARE:
+        raise ApiError(422, f"ids: at most {MAX_COMPARE} runs", field="ids")
+    runs = [_get(ctx, i) for i in found]
+    try:
+        return compare_runs(runs, ctx.store)
+    except InputError as exc:
+        raise ApiError(422, exc.one_line(), field="ids") from None
 
 
 @router.get(
@@ -363,7 +359,7 @@ def compare_page(
     request: Request, ctx: Context, ids: Annotated[list[str] | None, Query()] = None
 ) -> HTMLResponse:
     try:
-        table = _compare(ctx, ids or [])
+        table = compare_route(ctx, ids or [])
     except ItemsMissing as exc:
         return _render(ctx, request, "compare.html", 410, error=items_missing(exc), table=None)
     except ApiError as exc:
