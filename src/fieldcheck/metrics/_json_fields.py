@@ -13,7 +13,7 @@ import json
 import logging
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from numbers import Number
 from typing import Any, Literal, NamedTuple, get_args
 
@@ -517,23 +517,21 @@ def _flatten(value: Mapping[str, Any]) -> tuple[dict[str, Any], set[str | bytes]
 
     def walk(node: Any, path: _Path) -> None:
         if isinstance(node, Mapping) and node:
-            subtrees.add(path.key())
-            for key, child in node.items():
-                saved = path.push(f".{key}")
-                walk(child, path)
-                path.pop(saved)
+            parts: Iterable[tuple[str, Any]] = ((f".{k}", child) for k, child in node.items())
         elif isinstance(node, list | tuple) and node:
-            subtrees.add(path.key())
-            for i, child in enumerate(node):
-                saved = path.push(f"[{i}]")
-                walk(child, path)
-                path.pop(saved)
+            parts = ((f"[{i}]", child) for i, child in enumerate(node))
         else:
             leaf = path.leaf()
             if leaf in out:
                 logger.warning("flatten: path %r occurs twice; keeping the first value", leaf)
             else:
                 out[leaf] = node
+            return
+        subtrees.add(path.key())
+        for part, child in parts:
+            saved = path.push(part)
+            walk(child, path)
+            path.pop(saved)
 
     for key, child in value.items():
         walk(child, _Path(str(key)))

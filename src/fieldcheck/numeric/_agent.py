@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -163,26 +163,11 @@ def _numbers(answers: Sequence[Any]) -> list[float]:
     return out
 
 
-@dataclass
-class TurnOutcome:
-    """A predictions line and what it cost (calls and cache hits) for the run item."""
-
-    line: dict[str, Any]
-    calls: int
-    cached_calls: int
-    latency_s: float
-    call_log: list[CallResult] = field(default_factory=list)
-
-    @property
-    def error_type(self) -> str | None:
-        error = self.line.get("error")
-        return error["type"] if error else None
-
-
 async def run_turn(
     client: ChatClient, conversation: Conversation, turn: int, earlier: Sequence[Any]
-) -> TurnOutcome:
+) -> tuple[dict[str, Any], list[CallResult]]:
     """Ask for a plan, validate it, repair once if needed, run it; never raises for a bad reply.
+    Returns the predictions line and the turn's model calls.
 
     Error types: the runner's (``rate_limited``, ``server_error``, ``timeout``, ``connection``,
     ``bad_request``, ``context_length``, ``bad_response``, ``invalid_reply``) for a failed call;
@@ -204,13 +189,10 @@ async def run_turn(
         "error": None,
         "validation": [],
     }
-    calls = cached = 0
     log: list[CallResult] = []
     for round_ in range(REPAIR_ROUNDS + 1):
         result = await client.complete(messages)
         log.append(result)
-        calls += 1
-        cached += int(result.cached)
         line["input_tokens"] += result.input_tokens
         line["output_tokens"] += result.output_tokens
         if result.tokens_estimated:  # the endpoint sent no usable usage: characters / 4
@@ -245,9 +227,7 @@ async def run_turn(
             {"role": "user", "content": repair_message(checked.failures)},
         ]
     line["latency_s"] = round(line["latency_s"], 6)
-    return TurnOutcome(
-        line=line, calls=calls, cached_calls=cached, latency_s=line["latency_s"], call_log=log
-    )
+    return line, log
 
 
 def item_key(conversation_id: str, turn: int) -> str:
@@ -263,17 +243,17 @@ async def conversation_work(conversation: Conversation, handle: RunHandle) -> No
         if stored is not None:
             earlier.append(stored.get("answer"))
             continue
-        outcome = await run_turn(handle.client, conversation, turn.index, earlier)
+        line, log = await run_turn(handle.client, conversation, turn.index, earlier)
         handle.save(
             key,
-            outcome.line,
-            error_type=outcome.error_type,
-            calls=outcome.calls,
-            cached_calls=outcome.cached_calls,
-            latency_s=outcome.latency_s,
-            call_log=outcome.call_log,
+            line,
+            error_type=line["error"]["type"] if line["error"] else None,
+            calls=len(log),
+            cached_calls=sum(int(call.cached) for call in log),
+            latency_s=line["latency_s"],
+            call_log=log,
         )
-        earlier.append(outcome.line["answer"])
+        earlier.append(line["answer"])
 
 
 def estimate(conversations: Sequence[Conversation]) -> tuple[int, int, int]:
