@@ -81,11 +81,8 @@ class ParsedAnswer(NamedTuple):
             return ()
         if not self.percent and self.scale == 1.0 and value == written:
             return (value,)  # a plain number: every reading is the same
-        out: list[float] = []
-        for v in (value, written * self.scale, written / 100 if self.percent else written, written):
-            if v not in out:
-                out.append(v)
-        return tuple(out)
+        unscaled = written / 100 if self.percent else written
+        return tuple(dict.fromkeys((value, written * self.scale, unscaled, written)))
 
 
 def parse_answer(text: str | float | int | bool | None) -> ParsedAnswer | None:

@@ -89,11 +89,7 @@ def render_table(table: dict[str, dict[str, float | str]]) -> str:
     """
     if not table:
         return ""
-    columns: list[str] = []
-    for cells in table.values():
-        for column in cells:
-            if column not in columns:
-                columns.append(column)
+    columns = list(dict.fromkeys(column for cells in table.values() for column in cells))
     head = "| | " + " | ".join(_cell_text(c) for c in columns) + " |"
     rule = "|---|" + "---|" * len(columns)
     lines = [head, rule]

@@ -29,10 +29,7 @@ def _cell(estimate: Any, interval: Any) -> dict[str, Any] | None:
 def _table(
     title: str, row_label: str, columns: Sequence[dict[str, Any]], values: list[dict[str, Any]]
 ) -> dict[str, Any]:
-    names: list[str] = []
-    for by_row in values:
-        names += [n for n in by_row if n not in names]
-    names.sort(key=_natural)
+    names = sorted(dict.fromkeys(n for by_row in values for n in by_row), key=_natural)
     rows = [{"name": n, "values": [v.get(n) for v in values]} for n in names]
     return {"title": title, "row_label": row_label, "columns": len(columns), "rows": rows}
 

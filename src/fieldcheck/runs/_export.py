@@ -14,6 +14,7 @@ from typing import Any, Literal
 import orjson
 
 from fieldcheck import core
+from fieldcheck._util.iters import chunked
 from fieldcheck._util.jsonio import dumps_bytes
 from fieldcheck.reports import neutralise_cell
 from fieldcheck.store import Store, StoredItem
@@ -55,14 +56,8 @@ def iter_export(store: Store, run_id: str, fmt: ExportFormat) -> Iterator[bytes]
         raise KeyError(run_id)
     if fmt == "jsonl":
         option = orjson.OPT_SORT_KEYS | orjson.OPT_APPEND_NEWLINE
-        block: list[bytes] = []
-        for item in store.iter_items(run_id):
-            block.append(dumps_bytes(item.public_dict(), option))
-            if len(block) >= PAGE:
-                yield b"".join(block)
-                block = []
-        if block:
-            yield b"".join(block)
+        for page in chunked(store.iter_items(run_id), PAGE):
+            yield b"".join(dumps_bytes(item.public_dict(), option) for item in page)
         return
     buffer = io.StringIO()
     writer = csv.writer(buffer)  # "\r\n" (RFC 4180): a cell with a lone "\r" is quoted too
