@@ -418,7 +418,7 @@ class ErrorList(Sequence[InputError]):
         if self.in_line_order:
             return self
         if self._count <= _SORT_RUN:
-            return ErrorList(sorted(self, key=_line_of), spill_dir=self._spill_dir)
+            return ErrorList(sorted(self, key=lambda error: error.line or 0), spill_dir=self._spill_dir)
         runs: list[IO[bytes]] = []
         try:
             rows = enumerate(self._rows())
@@ -467,10 +467,6 @@ class ErrorList(Sequence[InputError]):
         self._spill = None
         # opened at once: the sender may remove its name later, the file stays readable
         self._read_only = [_Spill(open(name, "rb"), frames) for name, frames in files]  # noqa: SIM115
-
-
-def _line_of(error: InputError) -> int:
-    return error.line or 0
 
 
 def error_dicts(errors: Iterable[InputError]) -> Iterator[dict[str, Any]]:

@@ -12,7 +12,7 @@ import secrets
 import socket
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -116,18 +116,18 @@ def _read_info(path: Path) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
+@dataclass
 class _State:
     """What a folder and its subfolder views share."""
 
-    def __init__(self, temp: Path, dest: Path, info: dict[str, Any] | None) -> None:
-        self.temp = temp
-        self.dest = dest
-        self.info = info  # run.json; None: a plain folder (``RunFolder.of`` a path)
-        self.written: list[str] = []
-        self.expected: dict[str, None] = {}
-        self.done = info is None  # renamed into place (a plain folder is in place)
-        self.resumed = False
-        self.earlier_runs: list[str] = []  # the stored runs the continued folder's run.json names
+    temp: Path
+    dest: Path
+    info: dict[str, Any] | None  # run.json; None: a plain folder (``RunFolder.of`` a path)
+    done: bool = False  # renamed into place (a plain folder is in place)
+    written: list[str] = field(default_factory=list)
+    expected: dict[str, None] = field(default_factory=dict)
+    resumed: bool = False
+    earlier_runs: list[str] = field(default_factory=list)  # the runs the continued run.json names
 
 
 @dataclass
@@ -285,7 +285,7 @@ class RunFolder:
             return out
         root = Path(out)
         root.mkdir(parents=True, exist_ok=True)
-        return cls(_State(root, root, None))
+        return cls(_State(root, root, None, done=True))
 
     def sub(self, name: str) -> RunFolder:
         """The subfolder ``name`` (created): a model's folder."""
