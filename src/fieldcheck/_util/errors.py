@@ -258,11 +258,10 @@ class _Spill:
 
     __slots__ = ("__weakref__", "frames", "handle", "remover")
 
-    def __init__(self, handle: IO[bytes], frames: int = 0, *, owned: bool = True) -> None:
+    def __init__(self, handle: IO[bytes], frames: int = 0) -> None:
         self.handle, self.frames = handle, frames
-        self.remover: weakref.finalize[Any, Any] | None = None
-        if owned:
-            self.remover = weakref.finalize(self, _remove, handle, handle.name)
+        self.remover: weakref.finalize[Any, Any] | None
+        self.remover = weakref.finalize(self, _remove, handle, handle.name)
 
     def rows(self) -> Iterator[_Row]:
         return itertools.islice(_frames(self.handle), self.frames)
