@@ -84,17 +84,9 @@ def _get(ctx: AppContext, run_id: str) -> RunInfo:
 
 
 def _page(
-    ctx: AppContext,
-    run: RunInfo,
-    *,
-    failed: bool | None,
-    tag: str | None,
-    model: str | None,
-    turn: int | None,
-    after: int,
-    limit: int,
+    ctx: AppContext, run: RunInfo, *, after: int, limit: int, **filters: Any
 ) -> dict[str, Any]:
-    filters: dict[str, Any] = {"failed": failed, "tag": tag, "model": model, "turn": turn}
+    """A page of the run's items and their count, filtered (failed, tag, model, turn)."""
     items = ctx.store.page_items(run.id, after=after, limit=limit, **filters)
     return {
         "items": items,
