@@ -417,7 +417,9 @@ class ErrorList(Sequence[InputError]):
         if self.in_line_order:
             return self
         if self._count <= _SORT_RUN:
-            return ErrorList(sorted(self, key=lambda error: error.line or 0), spill_dir=self._spill_dir)
+            return ErrorList(
+                sorted(self, key=lambda error: error.line or 0), spill_dir=self._spill_dir
+            )
         runs: list[IO[bytes]] = []
         try:
             rows = enumerate(self._rows())

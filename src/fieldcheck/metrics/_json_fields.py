@@ -396,14 +396,10 @@ def number_of_text(text: str) -> int | float | None:
     beyond the double range (``1e400``, which a JSON file may not hold either)."""
     if _JSON_NUMBER.fullmatch(text) is None:
         return None
-    value: int | float
     if "." in text or "e" in text or "E" in text:
         value = float(text)
-    else:
-        if math.isinf(float(text)):
-            return None
-        value = int(text)
-    return value if math.isfinite(value) else None
+        return value if math.isfinite(value) else None
+    return None if math.isinf(float(text)) else int(text)
 
 
 def exact_match(output_value: Any, gt_value: Any) -> bool:

@@ -168,9 +168,7 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
-def _schema_problems(data: Any) -> list[str]:
-    if not isinstance(data, dict):
-        return [f"the reply is a JSON {type(data).__name__}, not an object with 'steps'"]
+def _schema_problems(data: dict[str, Any]) -> list[str]:
     steps = data.get("steps")
     if not isinstance(steps, list):
         return ["'steps' is missing or not a list"]
@@ -235,13 +233,11 @@ def validate_reply(text: str, doc: Document, earlier_answers: Sequence[float] = 
     result = Validation()
     try:
         data = parse_reply(text)
+        if not isinstance(data, dict):
+            raise ValueError(f"the reply is a JSON {type(data).__name__}, not an object")
     except ValueError as exc:
         result.is_json = False
         result.add("json", [str(exc)])
-        return result
-    if not isinstance(data, dict):
-        result.is_json = False
-        result.add("json", [f"the reply is a JSON {type(data).__name__}, not an object"])
         return result
     result.add("json", [])
     if not result.add("schema", _schema_problems(data)):
