@@ -16,7 +16,7 @@ import random
 from pathlib import Path
 from typing import Any
 
-from fieldcheck.metrics import failure_mode, parse_answer, parse_program, run_program
+from fieldcheck.metrics import execute_program, failure_mode, parse_answer, parse_program
 
 HERE = Path(__file__).resolve().parent
 YEARS = ("2021", "2022", "2023")
@@ -150,7 +150,7 @@ def make_record(rng: random.Random, index: int, *, split: str) -> dict[str, Any]
         turns += more
         split_flags += [True] * len(more)
     rows = {m: {c: table[c][m] for c in table} for m in next(iter(table.values()))}
-    executed = [_gold(run_program(p, table=rows)) for _, p in turns]
+    executed = [_gold(execute_program(parse_program(p), table=rows)) for _, p in turns]
     answers = []
     for value in executed:
         if isinstance(value, str):
