@@ -159,8 +159,7 @@ def _find_close(text: str, start: int) -> int:
     the step ends at the first unbalanced ``)`` that is followed by the end or by ``, name(``.
     """
     depth = 0
-    i = start
-    while i < len(text):
+    for i in range(start, len(text)):
         ch = text[i]
         if ch == "(":
             depth += 1
@@ -172,7 +171,6 @@ def _find_close(text: str, start: int) -> int:
                 # an unbalanced ")" inside a row name: keep scanning
             else:
                 depth -= 1
-        i += 1
     return -1
 
 

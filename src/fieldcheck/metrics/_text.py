@@ -87,8 +87,7 @@ def bleu1_score(prediction_tokens: Sequence[str], reference_tokens: Sequence[str
     """
     if not prediction_tokens:
         return 0.0
-    pred_counts = Counter(prediction_tokens)
-    overlap = sum((pred_counts & Counter(reference_tokens)).values())
+    overlap = sum((Counter(prediction_tokens) & Counter(reference_tokens)).values())
     pred_len = len(prediction_tokens)
     ref_len = len(reference_tokens)
     precision = overlap / pred_len
