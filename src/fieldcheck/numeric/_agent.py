@@ -361,12 +361,8 @@ class NumericRuns:
         """predictions.jsonl of one model in conversation and turn order, scored with its
         prices."""
         [run], [spec] = calls, specs
-        lines: list[dict[str, Any]] = []
-        for conversation in task.loaded.conversations:
-            for turn in conversation.turns:
-                stored = run.handle.result(item_key(conversation.id, turn.index))
-                if stored is not None:
-                    lines.append(stored)
+        keys = (item_key(c.id, turn.index) for c in task.loaded.conversations for turn in c.turns)
+        lines = [stored for stored in map(run.handle.result, keys) if stored is not None]
         folder.expect(PREDICTIONS)
         with folder.atomic(PREDICTIONS) as path:
             write_jsonl(path, lines)
