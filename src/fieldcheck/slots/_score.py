@@ -424,7 +424,7 @@ class SlotScorer(ScorerState):
         bootstrap: int = 1000,
         seed: int = 0,
         progress: Callable[[str], None] | None = None,
-        recorder: RunRecorder | _Rows | None = None,  # where each bucket's items go
+        recorder: RunRecorder | ChunkItems | None = None,  # where each bucket's items go
     ) -> None:
         names = [m.name for m in models]
         if len(set(names)) != len(names):
@@ -530,8 +530,12 @@ class SlotScorer(ScorerState):
             payload = self._store_payload(gold, predictions, keys, bucket)
             n_items = len(keys) * len(self.folds)
             if self.build_items:
-                rows = marshal.dumps(plain_rows(payload))
-                self.recorder.add_built(PREBUILT_ROWS, rows, n_items, plain=True)
+                rows = plain_rows(payload)
+                for i in range(0, n_items, PIECE_ITEMS):
+                    piece = rows[i : i + PIECE_ITEMS]
+                    self.recorder.add_built(
+                        PREBUILT_ROWS, marshal.dumps(piece), len(piece), plain=True
+                    )
             else:
                 self.recorder.add_built(STORE_ROWS, payload, n_items, plain=True)
 
@@ -973,6 +977,7 @@ def _differ(
 StorePayload = tuple[list[SessionKey], list[Any], list[tuple[Any, ...]]]
 STORE_ROWS = "fieldcheck.slots._score:store_rows"
 PREBUILT_ROWS = "fieldcheck.slots._score:prebuilt_rows"
+PIECE_ITEMS = 1024
 
 
 def plain_rows(payload: StorePayload) -> list[tuple[Any, ...]]:
@@ -1114,16 +1119,32 @@ def headers(models: Sequence[ModelInput]) -> tuple[ModelInput, ...]:
     )
 
 
-class _Rows:
-    """Where a chunk scorer's items go (``score_chunk``): ``RunRecorder.add_built``'s
-    arguments."""
+class ChunkItems:
+    """Where a chunk scorer's items go (``score_chunk``), as ``RunRecorder.add_built``'s
+    arguments; iterated, it gives them back. A pool's task appends each piece's bytes to the
+    scratch file ``spill`` (read back a piece at a time, then removed): returned through the
+    pool, a bucket's items whole made the scoring process's peak RSS grow with the buckets."""
 
-    def __init__(self) -> None:
-        self.rows: list[tuple[str, Any, int]] = []
+    def __init__(self, spill: Path | None = None) -> None:
+        self.rows: list[tuple[str, Any, int]] = []  # spilled: the payload's size
+        self.spill = spill
 
     def add_built(self, builder: str, payload: Any, count: int, *, plain: bool = False) -> int:
+        if self.spill is not None:
+            with self.spill.open("ab") as file:
+                file.write(payload)
+            payload = len(payload)
         self.rows.append((builder, payload, count))
         return count
+
+    def __iter__(self) -> Iterator[tuple[str, Any, int]]:
+        if self.spill is None or not self.rows:
+            yield from self.rows
+            return
+        with self.spill.open("rb") as file:
+            for builder, size, count in self.rows:
+                yield builder, file.read(size), count
+        self.spill.unlink()
 
 
 @lru_cache(maxsize=1)
@@ -1133,19 +1154,20 @@ def _memo(run: str) -> SlotMemo:
     return SlotMemo()
 
 
-def score_chunk(job: SlotJob, bucket: Bucket) -> tuple[list[tuple[str, Any, int]], ScorerState]:
-    """One bucket scored: its items for the store (``RunRecorder.add_built``'s arguments; none
-    when not stored) and its digest (``ScorerState``, merged in bucket order by ``absorb``)."""
-    sink = _Rows() if job.store else None
+def score_chunk(job: SlotJob, bucket: Bucket) -> tuple[ChunkItems, ScorerState]:
+    """One bucket scored: its items for the store (``ChunkItems``; none when not stored; built
+    ones in the bucket's ``spill`` file) and its digest (``ScorerState``, merged in bucket
+    order by ``absorb``)."""
+    sink = ChunkItems(bucket.spill if job.built else None)
     scorer = SlotScorer(
         job.gold, job.models, tp=job.tp, threshold=job.threshold, matcher=job.matcher,
-        judge=job.judge, recorder=sink,
+        judge=job.judge, recorder=sink if job.store else None,
     )  # fmt: skip
     scorer.cache = _memo(job.run) if job.run else SlotMemo()
     scorer.build_items = job.built
     with gc_paused():  # reading the bucket makes as many objects as scoring it
         scorer.add_part(bucket.part())
-    return ([] if sink is None else sink.rows), scorer.state()
+    return sink, scorer.state()
 
 
 def score_models(gold: SlotFile, models: Sequence[ModelInput], **options: Any) -> SlotsRun:

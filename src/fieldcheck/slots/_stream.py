@@ -186,19 +186,21 @@ class Partition:
         for b in range(self.k):
             memory, self._memory = self._memory, []
             files = [self.folder / name.format(b) for name in self._names] if self.k > 1 else []
-            yield Bucket(paths, kinds, files, memory)
+            spill = self.folder / f"items{b}.bin" if self.k > 1 else None
+            yield Bucket(paths, kinds, files, memory, spill)
 
 
 @dataclass
 class Bucket:
     """One bucket as a chunk: the input paths (slot files, then side files of ``kinds``) and
     its rows, in its bucket files (each reader's, in input order; removed once read) or in
-    ``memory`` (k = 1)."""
+    ``memory`` (k = 1); ``spill``: where a pool's task puts its items (``ChunkItems``)."""
 
     paths: list[Path]
     kinds: Sequence[str]
     files: list[Path]
     memory: list[Batch]
+    spill: Path | None = None
 
     def part(self) -> Part:
         """The bucket's files: a ``SlotFile`` per slot file, a ``LatencyFile`` or ``JudgeFile``
