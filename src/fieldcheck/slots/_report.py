@@ -190,21 +190,21 @@ def _items(items: Sequence[Item], *, html_mode: bool) -> str:
     return ", ".join(texts) or "-"
 
 
+_SCORES = ["Precision", "Recall", "F1", "Exact match"]  # the first four METRIC_COLUMNS
+_EXTRA = ["Extra slots", "Extra values"]
+
+
 def _metric_table(run: SlotsRun) -> tuple[list[str], list[list[str]]]:
     head = [
         "Model",
-        "Precision",
-        "Recall",
-        "F1",
-        "Exact match",
+        *_SCORES,
         "Token P",
         "Token R",
         "Token F1",
         "BLEU-1",
         "LLM judge",
         "Latency mean / median / p95 / total",
-        "Extra slots",
-        "Extra values",
+        *_EXTRA,
     ]
     rows = []
     for m in run.models:
@@ -227,21 +227,12 @@ def _metric_table(run: SlotsRun) -> tuple[list[str], list[list[str]]]:
 
 
 def _topic_table(run: SlotsRun) -> tuple[list[str], list[list[str]]]:
-    head = [
-        "Model",
-        "Topic",
-        "Precision",
-        "Recall",
-        "F1",
-        "Exact match",
-        "Extra slots",
-        "Extra values",
-    ]
+    head = ["Model", "Topic", *_SCORES, *_EXTRA]
     rows = [
         [
             m.name,
             topic,
-            *(_num(getattr(t, name)) for name in ("precision", "recall", "f1", "exact_match_rate")),
+            *(_num(getattr(t, name)) for name in METRIC_COLUMNS[:4]),
             str(t.extra_slots),
             str(t.extra_values),
         ]
@@ -531,7 +522,8 @@ def _draw_plots(run: SlotsRun, out: Path | OutputFolder) -> dict[str, Path]:
         fig.tight_layout()
         written["extra"] = save_figure(fig, folder / PLOTS["extra"])
 
-    timed = [(names[i], m.latency_seconds) for i, m in enumerate(run.models) if m.latency_seconds]
+    seconds = [list(m.session_seconds.values()) for m in run.models]  # in the order scored
+    timed = [(names[i], secs) for i, secs in enumerate(seconds) if secs]
     if timed:
         fig, ax = plt.subplots(figsize=(max(5, 1.6 * len(timed)), 4))
         in_ms = max(max(secs) for _, secs in timed) < 1  # the report's units: ms below a second

@@ -51,7 +51,7 @@ from fieldcheck.metrics import (
     slot_values,
 )
 from fieldcheck.slots._loaders import JudgeFile, LatencyFile, SessionKey, SlotFile, SlotKey
-from fieldcheck.slots._stream import Bucket, Part, SideKind, gc_paused
+from fieldcheck.slots._stream import Bucket, SideKind, gc_paused
 from fieldcheck.store import MODEL_CHARS, ItemColumns, add_tag
 
 if TYPE_CHECKING:
@@ -151,11 +151,6 @@ class ModelScore:
     topic_gold_slots: dict[str, int] = field(default_factory=dict)  # over the scored sessions
 
     @property
-    def latency_seconds(self) -> list[float]:
-        """The latency of each scored session that has one, in the order scored."""
-        return list(self.session_seconds.values())
-
-    @property
     def not_scored(self) -> int:
         return sum(self.result.sessions_not_scored.values())
 
@@ -240,19 +235,14 @@ def slot_text(values: Sequence[str], *, canonical: bool = False) -> str:
 
 # Bootstrap: each session is a vector of sufficient statistics (SESSION_FIELDS); a resample's
 # totals are a weighted sum of them, and each metric is vectorised over resamples.
-UNIT_FIELDS = SESSION_FIELDS
-TP, FP, FN, GOLD, EXACT, TOK_MATCHED, TOK_PRED, TOK_GOLD = range(len(UNIT_FIELDS))
-
-
-STATISTICS: dict[str, TotalsStatistic] = SLOT_STATISTICS
-_stat_f1 = STATISTICS["f1"]
+TP, FP, FN, GOLD, EXACT, TOK_MATCHED, TOK_PRED, TOK_GOLD = range(len(SESSION_FIELDS))
 
 
 def _on_columns(columns: tuple[int, ...], stat: TotalsStatistic) -> TotalsStatistic:
     """``stat`` of totals given only at ``columns`` (the others are not needed by it)."""
 
     def on(totals: np.ndarray) -> np.ndarray:
-        full = np.zeros((len(totals), len(UNIT_FIELDS)))
+        full = np.zeros((len(totals), len(SESSION_FIELDS)))
         full[:, columns] = totals
         return stat(full)
 
@@ -270,11 +260,11 @@ ITEMS: dict[str, tuple[int, ...]] = {
 
 
 def _of_items(name: str) -> TotalsStatistic:
-    """``STATISTICS[name]``, NaN on totals with none of its items (``ITEMS``): a resample that
+    """``SLOT_STATISTICS[name]``, NaN on totals with none of its items (``ITEMS``): a resample that
     drew no predicted slot has no precision (the spec's 0 is for a model that predicted
     nothing, not for a resample that drew nothing) and is left out of the interval
     (``percentile_interval``). The point estimates keep the spec's 0."""
-    stat, items = STATISTICS[name], list(ITEMS[name])
+    stat, items = SLOT_STATISTICS[name], list(ITEMS[name])
 
     def of_items(t: np.ndarray) -> np.ndarray:
         values = np.asarray(stat(t), dtype=float)
@@ -294,7 +284,7 @@ CI_GROUPS: tuple[tuple[tuple[int, ...], dict[str, TotalsStatistic]], ...] = tupl
     )
 )
 PAIR_COLUMNS = (TP, FP, FN)
-_PAIR_F1 = _on_columns(PAIR_COLUMNS, _stat_f1)
+_PAIR_F1 = _on_columns(PAIR_COLUMNS, SLOT_STATISTICS["f1"])
 _PAIR_STREAM = len(CI_GROUPS)
 """The paired test's draws come from their own stream (the groups' are 0, 1, 2)."""
 
@@ -475,16 +465,17 @@ class SlotScorer(ScorerState):
         ]
         return ScorerState(**state)
 
-    def add_part(self, part: Part) -> None:
+    def add_part(self, bucket: Bucket) -> None:
         """Score one bucket of a ``Partition`` made with ``sides=model_sides(models)``: its
         slot files (gold, then each model's) and each model's latency and judge files."""
-        sides = iter(part.sides)
+        slots, found = bucket.part()
+        sides = iter(found)
         latencies: list[LatencyFile | None] = []
         judges: list[JudgeFile | None] = []
         for model in self.models:
             latencies.append(_next(sides, LatencyFile) if model.latencies is not None else None)
             judges.append(_next(sides, JudgeFile) if model.judge_scores is not None else None)
-        self.add(part.slots[0], part.slots[1:], latencies, judges)
+        self.add(slots[0], slots[1:], latencies, judges)
 
     @gc_paused()
     def add(
@@ -624,7 +615,7 @@ class SlotScorer(ScorerState):
         judged = self._judged(fold, gold, preds, pairs)
 
         topics, memo = fold.topics, self.cache
-        units = np.zeros((len(keys), len(UNIT_FIELDS)), dtype=np.int64)  # counts of a session
+        units = np.zeros((len(keys), len(SESSION_FIELDS)), dtype=np.int64)  # counts of a session
         for row, sk in scored:
             units[row] = score_session(
                 preds.sessions.get(sk, empty),
@@ -962,15 +953,13 @@ def _differ(
         else:
             entry["slots"] += 1
             entry["differ"] += differ
-    if pred.keys() - gold.keys():
-        for slot in pred:
-            if slot not in gold:
-                entry = topics.get(slot[0])
-                if entry is None:
-                    topics[slot[0]] = {"slots": 1, "differ": 1}
-                else:
-                    entry["slots"] += 1
-                    entry["differ"] += 1
+    for slot in pred.keys() - gold.keys():
+        entry = topics.get(slot[0])
+        if entry is None:
+            topics[slot[0]] = {"slots": 1, "differ": 1}
+        else:
+            entry["slots"] += 1
+            entry["differ"] += 1
     return topics
 
 
@@ -1037,7 +1026,7 @@ def _item_tuples(payload: StorePayload) -> Iterator[tuple[Any, ...]]:
             if judged is not None and key in judged:
                 item["judge"] = [[t, f, s] for (t, f), s in sorted(judged[key].items())]
             if scored[i]:
-                item["counts"] = dict(zip(UNIT_FIELDS, counts[i], strict=True))
+                item["counts"] = dict(zip(SESSION_FIELDS, counts[i], strict=True))
             else:
                 item["not_scored"] = not_scored[key]
             yield (*item_columns(item), dumps(item, option=sort))
@@ -1166,7 +1155,7 @@ def score_chunk(job: SlotJob, bucket: Bucket) -> tuple[ChunkItems, ScorerState]:
     scorer.cache = _memo(job.run) if job.run else SlotMemo()
     scorer.build_items = job.built
     with gc_paused():  # reading the bucket makes as many objects as scoring it
-        scorer.add_part(bucket.part())
+        scorer.add_part(bucket)
     return sink, scorer.state()
 
 

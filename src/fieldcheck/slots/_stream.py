@@ -24,7 +24,7 @@ import stat
 import struct
 import tempfile
 import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -91,15 +91,6 @@ class SlotInput:
     errors: ErrorList = field(default_factory=ErrorList)
     failure: InputError | None = None  # the file could not be read at all
     kind: Literal["slots", "latency", "judge"] = "slots"
-
-
-@dataclass
-class Part:
-    """One bucket: a ``SlotFile`` per slot file and a ``LatencyFile`` or ``JudgeFile`` per side
-    file, in input order, each with the bucket's sessions only."""
-
-    slots: list[SlotFile]
-    sides: list[LatencyFile | JudgeFile]
 
 
 class Partition:
@@ -202,29 +193,20 @@ class Bucket:
     memory: list[Batch]
     spill: Path | None = None
 
-    def part(self) -> Part:
-        """The bucket's files: a ``SlotFile`` per slot file, a ``LatencyFile`` or ``JudgeFile``
-        per side file, each with the bucket's sessions only."""
+    def part(self) -> tuple[list[SlotFile], list[LatencyFile | JudgeFile]]:
+        """The bucket's files, in input order, each with the bucket's sessions only: a
+        ``SlotFile`` per slot file, a ``LatencyFile`` or ``JudgeFile`` per side file."""
         n = len(self.paths) - len(self.kinds)
-        slots = [SlotFile(path) for path in self.paths[:n]]
-        sides: list[LatencyFile | JudgeFile] = [
-            LatencyFile(path) if kind == "latency" else JudgeFile(path)
-            for kind, path in zip(self.kinds, self.paths[n:], strict=True)
-        ]
+        files: list[Any] = [SlotFile(path) for path in self.paths[:n]]
+        adds: list[Callable[[Any, int, Any], None]] = [add_slot] * n
+        for kind, path in zip(self.kinds, self.paths[n:], strict=True):
+            files.append(LatencyFile(path) if kind == "latency" else JudgeFile(path))
+            adds.append(add_latency if kind == "latency" else add_judge)
         for index, rows in self._batches():
-            if index < n:
-                out = slots[index]
-                for line, row in rows:
-                    add_slot(out, line, row)
-                continue
-            side = sides[index - n]
-            if isinstance(side, LatencyFile):
-                for line, row in rows:
-                    add_latency(side, line, row)
-            else:
-                for line, row in rows:
-                    add_judge(side, line, row)
-        return Part(slots, sides)
+            add, out = adds[index], files[index]
+            for line, row in rows:
+                add(out, line, row)
+        return files[:n], files[n:]
 
     def _batches(self) -> Iterator[Batch]:
         yield from self.memory

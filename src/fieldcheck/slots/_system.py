@@ -457,21 +457,13 @@ class SlotsSystem(SlotsRuns, Views):
         cut = None if tp in ("presence", "exact") else cut
         boot = int(options.get("bootstrap", settings.get("bootstrap", 1000)))
         seed = int(options.get("seed", settings.get("seed", 0)))
-        scorer = SlotScorer(
-            SlotFile(gold.path), headers(inputs), tp=tp, threshold=cut, bootstrap=boot, seed=seed
-        )
+        stored = {"tp": tp, "threshold": cut, "bootstrap": boot, "seed": seed}
+        scorer = SlotScorer(gold, inputs, **stored)  # the signature; its matcher scores
 
         def write(recorder: RunRecorder) -> tuple[Any, Any]:
-            scorer.recorder = recorder  # the sessions' items are stored as they are scored
-            scorer.add(
-                gold,
-                [m.predictions for m in inputs],
-                [m.latencies for m in inputs],
-                [m.judge_scores for m in inputs],
-            )
-            return slot_metrics(scorer.finish())
+            run = score_models(gold, inputs, **stored, matcher=scorer.matcher, recorder=recorder)
+            return slot_metrics(run)
 
-        stored = {"tp": tp, "threshold": cut, "bootstrap": boot, "seed": seed}
         return stored, scorer.signature(), write
 
     def import_folder(
