@@ -257,22 +257,16 @@ def _summary_cells(row: SummaryRow, *, html_mode: bool) -> list[str]:
     ]
 
 
-def _unscored_cells(run: SlotsRun, *, html_mode: bool) -> list[list[str]]:
-    """Results Summary rows of models with nothing scored: no F1, the reason instead."""
+def _summary_table(run: SlotsRun, *, html_mode: bool) -> tuple[list[str], list[list[str]]]:
+    """The Results Summary: a row per scored model, then the models with nothing scored (no F1,
+    the reason instead)."""
     esc = html.escape if html_mode else md
-    return [
-        [
-            esc(u.name),
-            "not scored",
-            "n/a",
-            "-",
-            esc(
-                f"nothing scored: the call failed for all {u.not_scored} session(s) "
-                f"({reasons_text(u.sessions_not_scored)})"
-            ),
-        ]
-        for u in run.unscored
-    ]
+    rows = [_summary_cells(r, html_mode=html_mode) for r in results_summary(run)]
+    for u in run.unscored:
+        why = f"({reasons_text(u.sessions_not_scored)})"
+        why = f"nothing scored: the call failed for all {u.not_scored} session(s) {why}"
+        rows.append([esc(u.name), "not scored", "n/a", "-", esc(why)])
+    return ["Model", "F1", "Latency", "Strengths", "Weaknesses"], rows
 
 
 _NOT_SCORED_NOTE = (
@@ -311,11 +305,7 @@ def render_markdown(run: SlotsRun, images: dict[str, Path] | None = None) -> str
         "",
         "## Results Summary",
         "",
-        md_table(
-            ["Model", "F1", "Latency", "Strengths", "Weaknesses"],
-            [_summary_cells(r, html_mode=False) for r in results_summary(run)]
-            + _unscored_cells(run, html_mode=False),
-        ),
+        md_table(*_summary_table(run, html_mode=False)),
         "",
         "Latency is the mean time per session (ms below a second). The rules that write",
         "Strengths, Weaknesses and Key findings are listed in docs/slots.md.",
@@ -374,12 +364,7 @@ def render_html(run: SlotsRun, images: dict[str, Path] | None = None) -> str:
         "<h1>Slot extraction benchmark</h1>",
         f"<p>Signature: <code>{html.escape(run.signature.format())}</code></p>",
         "<h2>Results Summary</h2>",
-        html_table(
-            ["Model", "F1", "Latency", "Strengths", "Weaknesses"],
-            [_summary_cells(r, html_mode=True) for r in results_summary(run)]
-            + _unscored_cells(run, html_mode=True),
-            escape=False,
-        ),
+        html_table(*_summary_table(run, html_mode=True), escape=False),
         "<p>Latency is the mean time per session (ms below a second). The rules that write "
         "Strengths, Weaknesses and Key findings are listed in docs/slots.md.</p>",
         *_not_scored(run, html_mode=True),

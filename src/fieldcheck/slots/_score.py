@@ -437,7 +437,7 @@ class SlotScorer(ScorerState):
         self.any_gold_value = False
         self.topic_gold: Counter[str] = Counter()
         self.cache = SlotMemo()
-        # build the items here (``plain_rows``), not in the store's writer: when two scoring
+        # build the items here (``_item_tuples``), not in the store's writer: when two scoring
         # processes feed one writer, building every item would make it the slowest of three
         self.build_items = False
 
@@ -521,7 +521,7 @@ class SlotScorer(ScorerState):
             payload = self._store_payload(gold, predictions, keys, bucket)
             n_items = len(keys) * len(self.folds)
             if self.build_items:
-                rows = plain_rows(payload)
+                rows = list(_item_tuples(payload))
                 for i in range(0, n_items, PIECE_ITEMS):
                     piece = rows[i : i + PIECE_ITEMS]
                     self.recorder.add_built(
@@ -969,14 +969,8 @@ PREBUILT_ROWS = "fieldcheck.slots._score:prebuilt_rows"
 PIECE_ITEMS = 1024
 
 
-def plain_rows(payload: StorePayload) -> list[tuple[Any, ...]]:
-    """``store_rows`` as plain tuples (the columns, then the result): what a pool's task
-    builds of its bucket, so that the store's writer only inserts them."""
-    return list(_item_tuples(payload))
-
-
 def prebuilt_rows(data: bytes) -> Iterator[tuple[ItemColumns, bytes]]:
-    """The items of ``plain_rows``, marshalled: handed on as bytes, the scoring process never
+    """The items of ``_item_tuples``, marshalled: handed on as bytes, the scoring process never
     decodes them."""
     for key, failed, model, turn, error_type, tags, result in marshal.loads(data):
         yield ItemColumns(key, failed, model, turn, error_type, tags), result

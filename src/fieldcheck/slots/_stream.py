@@ -160,7 +160,8 @@ class Partition:
         return True
 
     def _failed(self, why: str) -> None:
-        check_scratch(self.folder)  # removed: one error, no warning before it
+        if not self.folder.is_dir():  # removed while the run went on: its bucket files went too
+            raise ScratchError(errno.ENOENT, os.strerror(errno.ENOENT), str(self.folder))
         log.warning("the second reader of the slot files failed (%s); reading them here", why)
         for b in range(self.k):
             (self.folder / HELPER_NAME.format(b)).unlink(missing_ok=True)
@@ -246,13 +247,8 @@ def read_into(
     records = 0
     flush = max(16, _PENDING_ROWS // k)
     crc: dict[str, int] = {}
-    source: Iterator[tuple[int, Any]] = (
-        read_slot_rows(item.path, item.errors)
-        if item.kind == "slots"
-        else read_latency_rows(item.path, item.errors)
-        if item.kind == "latency"
-        else read_judge_rows(item.path, item.errors)
-    )
+    read = {"slots": read_slot_rows, "latency": read_latency_rows, "judge": read_judge_rows}
+    source: Iterator[tuple[int, Any]] = read[item.kind](item.path, item.errors)
     try:
         with gc_paused():
             for line, row in source:
@@ -287,13 +283,6 @@ def read_into(
 class ScratchError(OSError):
     """A bucket file of the run's scratch folder could not be written (a full disk, the folder
     removed): not an input's fault. ``filename`` is the bucket file (the folder: it is gone)."""
-
-
-def check_scratch(folder: Path) -> None:
-    """Raise ``ScratchError`` when the scratch folder ``folder`` is gone (removed while the run
-    went on): a failed reading task is then not replaced here, its bucket files went too."""
-    if not folder.is_dir():
-        raise ScratchError(errno.ENOENT, os.strerror(errno.ENOENT), str(folder))
 
 
 def _write(handle: IO[bytes], batch: Batch) -> None:
@@ -351,13 +340,20 @@ def _split(items: Sequence[SlotInput], parallel_bytes: int) -> int:
     return best
 
 
+def input_bytes(paths: Sequence[Path]) -> int:
+    """The files' bytes in all (0 for one that is not a regular file, a pipe, or that cannot be
+    read: it is reported when it is read)."""
+    total = 0
+    for path in paths:
+        with suppress(OSError):
+            st = Path(path).stat()
+            total += st.st_size if stat.S_ISREG(st.st_mode) else 0
+    return total
+
+
 def bucket_count(paths: Sequence[Path], bucket_bytes: int = BUCKET_BYTES) -> int:
     """K: the files' total size over ``bucket_bytes``, at least 1."""
-    total = 0
-    for p in paths:
-        with suppress(OSError):  # an unreadable file is reported when it is read
-            total += Path(p).stat().st_size
-    return max(1, -(-total // bucket_bytes))
+    return max(1, -(-input_bytes(paths) // bucket_bytes))
 
 
 @contextmanager
