@@ -967,6 +967,8 @@ StorePayload = tuple[list[SessionKey], list[Any], list[tuple[Any, ...]]]
 STORE_ROWS = "fieldcheck.slots._score:store_rows"
 PREBUILT_ROWS = "fieldcheck.slots._score:prebuilt_rows"
 PIECE_ITEMS = 1024
+"""A pool's task hands its bucket's built items on in pieces of this many (about 1 MB): the
+store's writer tasks stay near their ``TASK_BYTES`` (docs/decisions.md)."""
 
 
 def prebuilt_rows(data: bytes) -> Iterator[tuple[ItemColumns, bytes]]:

@@ -517,8 +517,7 @@ class SlotsSystem(SlotsRuns, Views):
 @contextmanager
 def _pool(workers: int) -> Iterator[LocalPool]:
     """A pool of ``workers`` processes, its workers killed when the block ends on an error
-    (Ctrl-C: no process is left behind). A task in flight per worker: each result held here is
-    a bucket's items (1M slot lines x 3 models: 174-197 MiB peak RSS against 203-212 with two)."""
+    (Ctrl-C: no process is left behind), a task in flight per worker."""
     pool = LocalPool(workers, in_flight=workers, warm=("fieldcheck.slots._score",))
     try:
         yield pool
