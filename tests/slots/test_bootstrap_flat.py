@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from slots_helpers import slot
 
+from fieldcheck.metrics import SLOT_STATISTICS as STATISTICS
 from fieldcheck.metrics import score_session
 from fieldcheck.metrics._stats import (
     Interval,
@@ -23,8 +24,10 @@ from fieldcheck.metrics._stats import (
     safe_div_array,
 )
 from fieldcheck.slots import ModelInput, load_slots, score_models
-from fieldcheck.slots._score import CI_GROUPS, STATISTICS, _on_columns, _stat_f1
+from fieldcheck.slots._score import CI_GROUPS, _on_columns
 from stats_reference import bootstrap_totals_ci, paired_bootstrap_totals_pvalue
+
+_stat_f1 = STATISTICS["f1"]
 
 Jsonl = Callable[[str, list[Any]], Path]
 

@@ -6,9 +6,11 @@ whichever executor runs the chunks, and in-memory scoring is the streamed one wi
 from __future__ import annotations
 
 import json
+import marshal
 import random
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from functools import partial, reduce
 from pathlib import Path
 from typing import Any
@@ -19,7 +21,7 @@ from hypothesis import strategies as st
 
 from fieldcheck import core
 from fieldcheck._util.executor import Executor, InProcess, LocalPool, run_map
-from fieldcheck.slots import ModelInput, _stream, _system, score_models
+from fieldcheck.slots import ModelInput, _score, _stream, _system, score_models
 from fieldcheck.slots._loaders import SlotFile, add_slot
 from fieldcheck.slots._score import ScorerState, SlotJob, SlotScorer, headers, score_chunk
 from fieldcheck.slots._stream import Bucket
@@ -212,6 +214,32 @@ def test_in_memory_scoring_is_streamed_scoring_with_one_chunk() -> None:
     paired = streamed["metrics"]["paired_f1"]
     assert paired and paired[0]["p_value"] is not None
     assert streamed["metrics"]["models"]["a"]["ci"]["f1"] is not None
+
+
+def test_a_pool_task_spills_its_items_in_pieces_read_back_in_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A pool's task (built items) puts its bucket's items in the bucket's ``spill`` file, in
+    pieces of ``PIECE_ITEMS``: read back, they are the items built in memory, in order, and the
+    file is removed once read (peak RSS of the scoring process, docs/decisions.md)."""
+    rng = random.Random(4)
+    sessions = [
+        tuple({("t1", f"f{k}"): [rng.choice(WORDS)] for k in range(2)} for _ in range(3))
+        for _ in range(10)
+    ]
+    monkeypatch.setattr(_score, "PIECE_ITEMS", 3)
+    job = replace(_job(), store=True, built=True)
+    [chunk] = _chunks(sessions, [0] * len(sessions))
+    chunk.spill = tmp_path / "items0.bin"
+    spilled, _ = score_chunk(job, chunk)
+    assert chunk.spill.stat().st_size > 0
+    pieces = list(spilled)
+    assert not chunk.spill.exists()
+    assert [count for _, _, count in pieces] == [3] * 6 + [2]  # 10 sessions x 2 models
+    in_memory, _ = score_chunk(job, _chunks(sessions, [0] * len(sessions))[0])
+    rows = [row for _, data, _ in pieces for row in marshal.loads(data)]
+    assert rows == [row for _, data, _ in in_memory for row in marshal.loads(data)]
+    assert [row[0] for row in rows[:2]] == ["a/u0/0", "a/u0/3"]  # model a, sorted sessions
 
 
 def _fieldcheck_file(_: Any) -> str:

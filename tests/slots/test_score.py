@@ -81,7 +81,7 @@ def test_spec_latency_example_through_the_scorer(jsonl: Jsonl) -> None:
     assert (lat.median, lat.mean, lat.total) == (400, 450, 2250)
     # p95 index: max(int(5 * 0.95) - 1, 0) = 3 -> sorted [200, 250, 400, 600, 800][3] = 600
     assert lat.p95 == 600
-    assert run.models[0].latency_seconds == [800, 200, 600, 250, 400]
+    assert list(run.models[0].session_seconds.values()) == [800, 200, 600, 250, 400]
 
 
 def test_p95_index_rule_for_twenty_sessions(jsonl: Jsonl) -> None:

@@ -96,7 +96,7 @@ def _streamed(
         ]
         scorer = SlotScorer(gold, models, bootstrap=40, seed=2, recorder=recorder)
         for chunk in part.chunks():
-            scorer.add_part(chunk.part())
+            scorer.add_part(chunk)
         return scorer.finish()
 
 

@@ -271,7 +271,7 @@ def _split_with_sides(
                     scorer.absorb(digest)
         else:
             for chunk in part.chunks():
-                scorer.add_part(chunk.part())
+                scorer.add_part(chunk)
         return scorer.finish()
 
 
@@ -320,8 +320,8 @@ def test_a_failed_helper_is_replaced_by_this_process(
     files = [paths["gold"], paths["a"], paths["b"]]
     with partitioned(files, beside=tmp_path / "alone", k=4) as part:
         alone = [
-            (p.slots[0].sessions, p.slots[1].sessions, p.slots[2].lines)
-            for p in map(Bucket.part, part.chunks())
+            (slots[0].sessions, slots[1].sessions, slots[2].lines)
+            for slots, _ in map(Bucket.part, part.chunks())
         ]
         counts = [(i.records, len(i.errors)) for i in part.inputs]
     joined = _spy_helpers(monkeypatch)
@@ -332,8 +332,8 @@ def test_a_failed_helper_is_replaced_by_this_process(
         ) as part,
     ):
         assert [
-            (p.slots[0].sessions, p.slots[1].sessions, p.slots[2].lines)
-            for p in map(Bucket.part, part.chunks())
+            (slots[0].sessions, slots[1].sessions, slots[2].lines)
+            for slots, _ in map(Bucket.part, part.chunks())
         ] == alone
         assert [(i.records, len(i.errors)) for i in part.inputs] == counts
     assert joined == [False]
@@ -419,7 +419,7 @@ def test_buckets_go_to_the_system_temp_folder_when_out_is_not_writable(
 
     monkeypatch.setattr(_stream.tempfile, "mkdtemp", refused)
     with partitioned([paths["gold"], paths["a"]], beside=tmp_path / "out", k=3) as part:
-        assert sum(len(b[0].sessions) for b in (c.part().slots for c in part.chunks())) == len(
+        assert sum(len(b[0].sessions) for b in (c.part()[0] for c in part.chunks())) == len(
             load_slots(paths["gold"]).sessions
         )
     assert made and Path(made[0]).parent == Path(tempfile.gettempdir())

@@ -24,7 +24,6 @@ if TYPE_CHECKING:  # the names as type checkers and editors see them
         render_transcript,
         run_extraction,
         transcript_digest,
-        write_extractions,
     )
     from fieldcheck.slots._loaders import (
         JudgeFile,
@@ -37,14 +36,11 @@ if TYPE_CHECKING:  # the names as type checkers and editors see them
     from fieldcheck.slots._records import JudgeRecord, LatencyRecord, SlotRecord
     from fieldcheck.slots._report import (
         METRIC_COLUMNS,
-        render_html,
         render_markdown,
         topic_lines,
         write_outputs,
-        write_plots,
     )
     from fieldcheck.slots._score import (
-        DEFAULT_THRESHOLDS,
         ModelInput,
         ModelResult,
         ModelScore,
@@ -53,17 +49,13 @@ if TYPE_CHECKING:  # the names as type checkers and editors see them
         SlotsRun,
         TPMode,
         UnscoredModel,
-        make_matcher,
-        model_sides,
         score_models,
-        slot_text,
     )
     from fieldcheck.slots._summary import (
         Finding,
         Item,
         SummaryRow,
         key_findings,
-        not_scored_lines,
         results_summary,
     )
     from fieldcheck.slots._system import SYSTEM, check_gold, slot_metrics

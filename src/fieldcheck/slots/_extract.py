@@ -20,7 +20,7 @@ import json
 import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -279,13 +279,6 @@ class SessionOutcome:
         unlike ``invalid_reply``, the model's own failure, whose gold slots are missed."""
         return self.error_type is not None and self.error_type != "invalid_reply"
 
-    @classmethod
-    def from_result(cls, r: dict[str, Any]) -> SessionOutcome:
-        return cls(**{k: r[k] for k in cls.__dataclass_fields__})
-
-    def to_result(self) -> dict[str, Any]:
-        return {k: getattr(self, k) for k in self.__dataclass_fields__}
-
 
 @dataclass
 class Extraction:
@@ -390,7 +383,7 @@ async def _run_user(sessions: list[Conversation], handle: RunHandle) -> None:
         )
         handle.save(
             key,
-            outcome.to_result(),
+            asdict(outcome),
             error_type=error_type,
             calls=1,
             cached_calls=int(r.cached),
@@ -446,7 +439,8 @@ async def run_extraction(
     for conv in conversations:
         result = stored.get(item_key(conv.user, conv.session))
         if result is not None:
-            out.sessions.append(SessionOutcome.from_result(result))
+            names = SessionOutcome.__dataclass_fields__
+            out.sessions.append(SessionOutcome(**{k: result[k] for k in names}))
     return out
 
 

@@ -55,11 +55,6 @@ class LatencyFile:
     errors: ErrorList = field(default_factory=ErrorList)
     lines: dict[SessionKey, int] = field(default_factory=dict, repr=False)  # first line of each
 
-    @property
-    def records(self) -> int:
-        """Valid lines read."""
-        return len(self.seconds)
-
 
 @dataclass
 class JudgeFile:

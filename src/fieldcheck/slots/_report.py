@@ -190,21 +190,21 @@ def _items(items: Sequence[Item], *, html_mode: bool) -> str:
     return ", ".join(texts) or "-"
 
 
+_SCORES = ["Precision", "Recall", "F1", "Exact match"]  # the first four METRIC_COLUMNS
+_EXTRA = ["Extra slots", "Extra values"]
+
+
 def _metric_table(run: SlotsRun) -> tuple[list[str], list[list[str]]]:
     head = [
         "Model",
-        "Precision",
-        "Recall",
-        "F1",
-        "Exact match",
+        *_SCORES,
         "Token P",
         "Token R",
         "Token F1",
         "BLEU-1",
         "LLM judge",
         "Latency mean / median / p95 / total",
-        "Extra slots",
-        "Extra values",
+        *_EXTRA,
     ]
     rows = []
     for m in run.models:
@@ -227,21 +227,12 @@ def _metric_table(run: SlotsRun) -> tuple[list[str], list[list[str]]]:
 
 
 def _topic_table(run: SlotsRun) -> tuple[list[str], list[list[str]]]:
-    head = [
-        "Model",
-        "Topic",
-        "Precision",
-        "Recall",
-        "F1",
-        "Exact match",
-        "Extra slots",
-        "Extra values",
-    ]
+    head = ["Model", "Topic", *_SCORES, *_EXTRA]
     rows = [
         [
             m.name,
             topic,
-            *(_num(getattr(t, name)) for name in ("precision", "recall", "f1", "exact_match_rate")),
+            *(_num(getattr(t, name)) for name in METRIC_COLUMNS[:4]),
             str(t.extra_slots),
             str(t.extra_values),
         ]
@@ -266,22 +257,16 @@ def _summary_cells(row: SummaryRow, *, html_mode: bool) -> list[str]:
     ]
 
 
-def _unscored_cells(run: SlotsRun, *, html_mode: bool) -> list[list[str]]:
-    """Results Summary rows of models with nothing scored: no F1, the reason instead."""
+def _summary_table(run: SlotsRun, *, html_mode: bool) -> tuple[list[str], list[list[str]]]:
+    """The Results Summary: a row per scored model, then the models with nothing scored (no F1,
+    the reason instead)."""
     esc = html.escape if html_mode else md
-    return [
-        [
-            esc(u.name),
-            "not scored",
-            "n/a",
-            "-",
-            esc(
-                f"nothing scored: the call failed for all {u.not_scored} session(s) "
-                f"({reasons_text(u.sessions_not_scored)})"
-            ),
-        ]
-        for u in run.unscored
-    ]
+    rows = [_summary_cells(r, html_mode=html_mode) for r in results_summary(run)]
+    for u in run.unscored:
+        why = f"({reasons_text(u.sessions_not_scored)})"
+        why = f"nothing scored: the call failed for all {u.not_scored} session(s) {why}"
+        rows.append([esc(u.name), "not scored", "n/a", "-", esc(why)])
+    return ["Model", "F1", "Latency", "Strengths", "Weaknesses"], rows
 
 
 _NOT_SCORED_NOTE = (
@@ -320,11 +305,7 @@ def render_markdown(run: SlotsRun, images: dict[str, Path] | None = None) -> str
         "",
         "## Results Summary",
         "",
-        md_table(
-            ["Model", "F1", "Latency", "Strengths", "Weaknesses"],
-            [_summary_cells(r, html_mode=False) for r in results_summary(run)]
-            + _unscored_cells(run, html_mode=False),
-        ),
+        md_table(*_summary_table(run, html_mode=False)),
         "",
         "Latency is the mean time per session (ms below a second). The rules that write",
         "Strengths, Weaknesses and Key findings are listed in docs/slots.md.",
@@ -383,12 +364,7 @@ def render_html(run: SlotsRun, images: dict[str, Path] | None = None) -> str:
         "<h1>Slot extraction benchmark</h1>",
         f"<p>Signature: <code>{html.escape(run.signature.format())}</code></p>",
         "<h2>Results Summary</h2>",
-        html_table(
-            ["Model", "F1", "Latency", "Strengths", "Weaknesses"],
-            [_summary_cells(r, html_mode=True) for r in results_summary(run)]
-            + _unscored_cells(run, html_mode=True),
-            escape=False,
-        ),
+        html_table(*_summary_table(run, html_mode=True), escape=False),
         "<p>Latency is the mean time per session (ms below a second). The rules that write "
         "Strengths, Weaknesses and Key findings are listed in docs/slots.md.</p>",
         *_not_scored(run, html_mode=True),
@@ -531,7 +507,8 @@ def _draw_plots(run: SlotsRun, out: Path | OutputFolder) -> dict[str, Path]:
         fig.tight_layout()
         written["extra"] = save_figure(fig, folder / PLOTS["extra"])
 
-    timed = [(names[i], m.latency_seconds) for i, m in enumerate(run.models) if m.latency_seconds]
+    seconds = [list(m.session_seconds.values()) for m in run.models]  # in the order scored
+    timed = [(names[i], secs) for i, secs in enumerate(seconds) if secs]
     if timed:
         fig, ax = plt.subplots(figsize=(max(5, 1.6 * len(timed)), 4))
         in_ms = max(max(secs) for _, secs in timed) < 1  # the report's units: ms below a second

@@ -51,7 +51,7 @@ from fieldcheck.metrics import (
     slot_values,
 )
 from fieldcheck.slots._loaders import JudgeFile, LatencyFile, SessionKey, SlotFile, SlotKey
-from fieldcheck.slots._stream import Bucket, Part, SideKind, gc_paused
+from fieldcheck.slots._stream import Bucket, SideKind, gc_paused
 from fieldcheck.store import MODEL_CHARS, ItemColumns, add_tag
 
 if TYPE_CHECKING:
@@ -151,11 +151,6 @@ class ModelScore:
     topic_gold_slots: dict[str, int] = field(default_factory=dict)  # over the scored sessions
 
     @property
-    def latency_seconds(self) -> list[float]:
-        """The latency of each scored session that has one, in the order scored."""
-        return list(self.session_seconds.values())
-
-    @property
     def not_scored(self) -> int:
         return sum(self.result.sessions_not_scored.values())
 
@@ -240,19 +235,14 @@ def slot_text(values: Sequence[str], *, canonical: bool = False) -> str:
 
 # Bootstrap: each session is a vector of sufficient statistics (SESSION_FIELDS); a resample's
 # totals are a weighted sum of them, and each metric is vectorised over resamples.
-UNIT_FIELDS = SESSION_FIELDS
-TP, FP, FN, GOLD, EXACT, TOK_MATCHED, TOK_PRED, TOK_GOLD = range(len(UNIT_FIELDS))
-
-
-STATISTICS: dict[str, TotalsStatistic] = SLOT_STATISTICS
-_stat_f1 = STATISTICS["f1"]
+TP, FP, FN, GOLD, EXACT, TOK_MATCHED, TOK_PRED, TOK_GOLD = range(len(SESSION_FIELDS))
 
 
 def _on_columns(columns: tuple[int, ...], stat: TotalsStatistic) -> TotalsStatistic:
     """``stat`` of totals given only at ``columns`` (the others are not needed by it)."""
 
     def on(totals: np.ndarray) -> np.ndarray:
-        full = np.zeros((len(totals), len(UNIT_FIELDS)))
+        full = np.zeros((len(totals), len(SESSION_FIELDS)))
         full[:, columns] = totals
         return stat(full)
 
@@ -270,11 +260,11 @@ ITEMS: dict[str, tuple[int, ...]] = {
 
 
 def _of_items(name: str) -> TotalsStatistic:
-    """``STATISTICS[name]``, NaN on totals with none of its items (``ITEMS``): a resample that
+    """``SLOT_STATISTICS[name]``, NaN on totals with none of its items (``ITEMS``): a resample that
     drew no predicted slot has no precision (the spec's 0 is for a model that predicted
     nothing, not for a resample that drew nothing) and is left out of the interval
     (``percentile_interval``). The point estimates keep the spec's 0."""
-    stat, items = STATISTICS[name], list(ITEMS[name])
+    stat, items = SLOT_STATISTICS[name], list(ITEMS[name])
 
     def of_items(t: np.ndarray) -> np.ndarray:
         values = np.asarray(stat(t), dtype=float)
@@ -294,7 +284,7 @@ CI_GROUPS: tuple[tuple[tuple[int, ...], dict[str, TotalsStatistic]], ...] = tupl
     )
 )
 PAIR_COLUMNS = (TP, FP, FN)
-_PAIR_F1 = _on_columns(PAIR_COLUMNS, _stat_f1)
+_PAIR_F1 = _on_columns(PAIR_COLUMNS, SLOT_STATISTICS["f1"])
 _PAIR_STREAM = len(CI_GROUPS)
 """The paired test's draws come from their own stream (the groups' are 0, 1, 2)."""
 
@@ -424,7 +414,7 @@ class SlotScorer(ScorerState):
         bootstrap: int = 1000,
         seed: int = 0,
         progress: Callable[[str], None] | None = None,
-        recorder: RunRecorder | _Rows | None = None,  # where each bucket's items go
+        recorder: RunRecorder | ChunkItems | None = None,  # where each bucket's items go
     ) -> None:
         names = [m.name for m in models]
         if len(set(names)) != len(names):
@@ -447,7 +437,7 @@ class SlotScorer(ScorerState):
         self.any_gold_value = False
         self.topic_gold: Counter[str] = Counter()
         self.cache = SlotMemo()
-        # build the items here (``plain_rows``), not in the store's writer: when two scoring
+        # build the items here (``_item_tuples``), not in the store's writer: when two scoring
         # processes feed one writer, building every item would make it the slowest of three
         self.build_items = False
 
@@ -475,16 +465,17 @@ class SlotScorer(ScorerState):
         ]
         return ScorerState(**state)
 
-    def add_part(self, part: Part) -> None:
+    def add_part(self, bucket: Bucket) -> None:
         """Score one bucket of a ``Partition`` made with ``sides=model_sides(models)``: its
         slot files (gold, then each model's) and each model's latency and judge files."""
-        sides = iter(part.sides)
+        slots, found = bucket.part()
+        sides = iter(found)
         latencies: list[LatencyFile | None] = []
         judges: list[JudgeFile | None] = []
         for model in self.models:
             latencies.append(_next(sides, LatencyFile) if model.latencies is not None else None)
             judges.append(_next(sides, JudgeFile) if model.judge_scores is not None else None)
-        self.add(part.slots[0], part.slots[1:], latencies, judges)
+        self.add(slots[0], slots[1:], latencies, judges)
 
     @gc_paused()
     def add(
@@ -530,8 +521,12 @@ class SlotScorer(ScorerState):
             payload = self._store_payload(gold, predictions, keys, bucket)
             n_items = len(keys) * len(self.folds)
             if self.build_items:
-                rows = marshal.dumps(plain_rows(payload))
-                self.recorder.add_built(PREBUILT_ROWS, rows, n_items, plain=True)
+                rows = list(_item_tuples(payload))
+                for i in range(0, n_items, PIECE_ITEMS):
+                    piece = rows[i : i + PIECE_ITEMS]
+                    self.recorder.add_built(
+                        PREBUILT_ROWS, marshal.dumps(piece), len(piece), plain=True
+                    )
             else:
                 self.recorder.add_built(STORE_ROWS, payload, n_items, plain=True)
 
@@ -620,7 +615,7 @@ class SlotScorer(ScorerState):
         judged = self._judged(fold, gold, preds, pairs)
 
         topics, memo = fold.topics, self.cache
-        units = np.zeros((len(keys), len(UNIT_FIELDS)), dtype=np.int64)  # counts of a session
+        units = np.zeros((len(keys), len(SESSION_FIELDS)), dtype=np.int64)  # counts of a session
         for row, sk in scored:
             units[row] = score_session(
                 preds.sessions.get(sk, empty),
@@ -958,31 +953,26 @@ def _differ(
         else:
             entry["slots"] += 1
             entry["differ"] += differ
-    if pred.keys() - gold.keys():
-        for slot in pred:
-            if slot not in gold:
-                entry = topics.get(slot[0])
-                if entry is None:
-                    topics[slot[0]] = {"slots": 1, "differ": 1}
-                else:
-                    entry["slots"] += 1
-                    entry["differ"] += 1
+    for slot in pred.keys() - gold.keys():
+        entry = topics.get(slot[0])
+        if entry is None:
+            topics[slot[0]] = {"slots": 1, "differ": 1}
+        else:
+            entry["slots"] += 1
+            entry["differ"] += 1
     return topics
 
 
 StorePayload = tuple[list[SessionKey], list[Any], list[tuple[Any, ...]]]
 STORE_ROWS = "fieldcheck.slots._score:store_rows"
 PREBUILT_ROWS = "fieldcheck.slots._score:prebuilt_rows"
-
-
-def plain_rows(payload: StorePayload) -> list[tuple[Any, ...]]:
-    """``store_rows`` as plain tuples (the columns, then the result): what a pool's task
-    builds of its bucket, so that the store's writer only inserts them."""
-    return list(_item_tuples(payload))
+PIECE_ITEMS = 1024
+"""A pool's task hands its bucket's built items on in pieces of this many (about 1 MB): the
+store's writer tasks stay near their ``TASK_BYTES`` (docs/decisions.md)."""
 
 
 def prebuilt_rows(data: bytes) -> Iterator[tuple[ItemColumns, bytes]]:
-    """The items of ``plain_rows``, marshalled: handed on as bytes, the scoring process never
+    """The items of ``_item_tuples``, marshalled: handed on as bytes, the scoring process never
     decodes them."""
     for key, failed, model, turn, error_type, tags, result in marshal.loads(data):
         yield ItemColumns(key, failed, model, turn, error_type, tags), result
@@ -1032,7 +1022,7 @@ def _item_tuples(payload: StorePayload) -> Iterator[tuple[Any, ...]]:
             if judged is not None and key in judged:
                 item["judge"] = [[t, f, s] for (t, f), s in sorted(judged[key].items())]
             if scored[i]:
-                item["counts"] = dict(zip(UNIT_FIELDS, counts[i], strict=True))
+                item["counts"] = dict(zip(SESSION_FIELDS, counts[i], strict=True))
             else:
                 item["not_scored"] = not_scored[key]
             yield (*item_columns(item), dumps(item, option=sort))
@@ -1114,16 +1104,32 @@ def headers(models: Sequence[ModelInput]) -> tuple[ModelInput, ...]:
     )
 
 
-class _Rows:
-    """Where a chunk scorer's items go (``score_chunk``): ``RunRecorder.add_built``'s
-    arguments."""
+class ChunkItems:
+    """Where a chunk scorer's items go (``score_chunk``), as ``RunRecorder.add_built``'s
+    arguments; iterated, it gives them back. A pool's task appends each piece's bytes to the
+    scratch file ``spill`` (read back a piece at a time, then removed): returned through the
+    pool, a bucket's items whole made the scoring process's peak RSS grow with the buckets."""
 
-    def __init__(self) -> None:
-        self.rows: list[tuple[str, Any, int]] = []
+    def __init__(self, spill: Path | None = None) -> None:
+        self.rows: list[tuple[str, Any, int]] = []  # spilled: the payload's size
+        self.spill = spill
 
     def add_built(self, builder: str, payload: Any, count: int, *, plain: bool = False) -> int:
+        if self.spill is not None:
+            with self.spill.open("ab") as file:
+                file.write(payload)
+            payload = len(payload)
         self.rows.append((builder, payload, count))
         return count
+
+    def __iter__(self) -> Iterator[tuple[str, Any, int]]:
+        if self.spill is None or not self.rows:
+            yield from self.rows
+            return
+        with self.spill.open("rb") as file:
+            for builder, size, count in self.rows:
+                yield builder, file.read(size), count
+        self.spill.unlink()
 
 
 @lru_cache(maxsize=1)
@@ -1133,19 +1139,20 @@ def _memo(run: str) -> SlotMemo:
     return SlotMemo()
 
 
-def score_chunk(job: SlotJob, bucket: Bucket) -> tuple[list[tuple[str, Any, int]], ScorerState]:
-    """One bucket scored: its items for the store (``RunRecorder.add_built``'s arguments; none
-    when not stored) and its digest (``ScorerState``, merged in bucket order by ``absorb``)."""
-    sink = _Rows() if job.store else None
+def score_chunk(job: SlotJob, bucket: Bucket) -> tuple[ChunkItems, ScorerState]:
+    """One bucket scored: its items for the store (``ChunkItems``; none when not stored; built
+    ones in the bucket's ``spill`` file) and its digest (``ScorerState``, merged in bucket
+    order by ``absorb``)."""
+    sink = ChunkItems(bucket.spill if job.built else None)
     scorer = SlotScorer(
         job.gold, job.models, tp=job.tp, threshold=job.threshold, matcher=job.matcher,
-        judge=job.judge, recorder=sink,
+        judge=job.judge, recorder=sink if job.store else None,
     )  # fmt: skip
     scorer.cache = _memo(job.run) if job.run else SlotMemo()
     scorer.build_items = job.built
     with gc_paused():  # reading the bucket makes as many objects as scoring it
-        scorer.add_part(bucket.part())
-    return ([] if sink is None else sink.rows), scorer.state()
+        scorer.add_part(bucket)
+    return sink, scorer.state()
 
 
 def score_models(gold: SlotFile, models: Sequence[ModelInput], **options: Any) -> SlotsRun:

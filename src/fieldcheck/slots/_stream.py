@@ -24,7 +24,7 @@ import stat
 import struct
 import tempfile
 import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -91,15 +91,6 @@ class SlotInput:
     errors: ErrorList = field(default_factory=ErrorList)
     failure: InputError | None = None  # the file could not be read at all
     kind: Literal["slots", "latency", "judge"] = "slots"
-
-
-@dataclass
-class Part:
-    """One bucket: a ``SlotFile`` per slot file and a ``LatencyFile`` or ``JudgeFile`` per side
-    file, in input order, each with the bucket's sessions only."""
-
-    slots: list[SlotFile]
-    sides: list[LatencyFile | JudgeFile]
 
 
 class Partition:
@@ -169,7 +160,8 @@ class Partition:
         return True
 
     def _failed(self, why: str) -> None:
-        check_scratch(self.folder)  # removed: one error, no warning before it
+        if not self.folder.is_dir():  # removed while the run went on: its bucket files went too
+            raise ScratchError(errno.ENOENT, os.strerror(errno.ENOENT), str(self.folder))
         log.warning("the second reader of the slot files failed (%s); reading them here", why)
         for b in range(self.k):
             (self.folder / HELPER_NAME.format(b)).unlink(missing_ok=True)
@@ -186,43 +178,36 @@ class Partition:
         for b in range(self.k):
             memory, self._memory = self._memory, []
             files = [self.folder / name.format(b) for name in self._names] if self.k > 1 else []
-            yield Bucket(paths, kinds, files, memory)
+            spill = self.folder / f"items{b}.bin" if self.k > 1 else None
+            yield Bucket(paths, kinds, files, memory, spill)
 
 
 @dataclass
 class Bucket:
     """One bucket as a chunk: the input paths (slot files, then side files of ``kinds``) and
     its rows, in its bucket files (each reader's, in input order; removed once read) or in
-    ``memory`` (k = 1)."""
+    ``memory`` (k = 1); ``spill``: where a pool's task puts its items (``ChunkItems``)."""
 
     paths: list[Path]
     kinds: Sequence[str]
     files: list[Path]
     memory: list[Batch]
+    spill: Path | None = None
 
-    def part(self) -> Part:
-        """The bucket's files: a ``SlotFile`` per slot file, a ``LatencyFile`` or ``JudgeFile``
-        per side file, each with the bucket's sessions only."""
+    def part(self) -> tuple[list[SlotFile], list[LatencyFile | JudgeFile]]:
+        """The bucket's files, in input order, each with the bucket's sessions only: a
+        ``SlotFile`` per slot file, a ``LatencyFile`` or ``JudgeFile`` per side file."""
         n = len(self.paths) - len(self.kinds)
-        slots = [SlotFile(path) for path in self.paths[:n]]
-        sides: list[LatencyFile | JudgeFile] = [
-            LatencyFile(path) if kind == "latency" else JudgeFile(path)
-            for kind, path in zip(self.kinds, self.paths[n:], strict=True)
-        ]
+        files: list[Any] = [SlotFile(path) for path in self.paths[:n]]
+        adds: list[Callable[[Any, int, Any], None]] = [add_slot] * n
+        for kind, path in zip(self.kinds, self.paths[n:], strict=True):
+            files.append(LatencyFile(path) if kind == "latency" else JudgeFile(path))
+            adds.append(add_latency if kind == "latency" else add_judge)
         for index, rows in self._batches():
-            if index < n:
-                out = slots[index]
-                for line, row in rows:
-                    add_slot(out, line, row)
-                continue
-            side = sides[index - n]
-            if isinstance(side, LatencyFile):
-                for line, row in rows:
-                    add_latency(side, line, row)
-            else:
-                for line, row in rows:
-                    add_judge(side, line, row)
-        return Part(slots, sides)
+            add, out = adds[index], files[index]
+            for line, row in rows:
+                add(out, line, row)
+        return files[:n], files[n:]
 
     def _batches(self) -> Iterator[Batch]:
         yield from self.memory
@@ -262,13 +247,8 @@ def read_into(
     records = 0
     flush = max(16, _PENDING_ROWS // k)
     crc: dict[str, int] = {}
-    source: Iterator[tuple[int, Any]] = (
-        read_slot_rows(item.path, item.errors)
-        if item.kind == "slots"
-        else read_latency_rows(item.path, item.errors)
-        if item.kind == "latency"
-        else read_judge_rows(item.path, item.errors)
-    )
+    read = {"slots": read_slot_rows, "latency": read_latency_rows, "judge": read_judge_rows}
+    source: Iterator[tuple[int, Any]] = read[item.kind](item.path, item.errors)
     try:
         with gc_paused():
             for line, row in source:
@@ -303,13 +283,6 @@ def read_into(
 class ScratchError(OSError):
     """A bucket file of the run's scratch folder could not be written (a full disk, the folder
     removed): not an input's fault. ``filename`` is the bucket file (the folder: it is gone)."""
-
-
-def check_scratch(folder: Path) -> None:
-    """Raise ``ScratchError`` when the scratch folder ``folder`` is gone (removed while the run
-    went on): a failed reading task is then not replaced here, its bucket files went too."""
-    if not folder.is_dir():
-        raise ScratchError(errno.ENOENT, os.strerror(errno.ENOENT), str(folder))
 
 
 def _write(handle: IO[bytes], batch: Batch) -> None:
@@ -367,13 +340,20 @@ def _split(items: Sequence[SlotInput], parallel_bytes: int) -> int:
     return best
 
 
+def input_bytes(paths: Sequence[Path]) -> int:
+    """The files' bytes in all (0 for one that is not a regular file, a pipe, or that cannot be
+    read: it is reported when it is read)."""
+    total = 0
+    for path in paths:
+        with suppress(OSError):
+            st = Path(path).stat()
+            total += st.st_size if stat.S_ISREG(st.st_mode) else 0
+    return total
+
+
 def bucket_count(paths: Sequence[Path], bucket_bytes: int = BUCKET_BYTES) -> int:
     """K: the files' total size over ``bucket_bytes``, at least 1."""
-    total = 0
-    for p in paths:
-        with suppress(OSError):  # an unreadable file is reported when it is read
-            total += Path(p).stat().st_size
-    return max(1, -(-total // bucket_bytes))
+    return max(1, -(-input_bytes(paths) // bucket_bytes))
 
 
 @contextmanager

@@ -128,12 +128,7 @@ def results_summary(run: SlotsRun) -> list[SummaryRow]:
         s, w = row.strengths, row.weaknesses
         if m.name in best_f1:
             s.append(Item("Best overall", bold=True))
-        if m.name in hi_p and m.name in hi_r:
-            s.append(Item(f"highest precision ({p}) & recall ({rc})"))
-        elif m.name in hi_p:
-            s.append(Item(f"highest precision ({p})"))
-        elif m.name in hi_r:
-            s.append(Item(f"highest recall ({rc})"))
+        s += _extreme("highest", m.name in hi_p, m.name in hi_r, p, rc)
         if r.recall - r.precision >= BALANCE_GAP and m.name not in hi_r | lo_r:
             s.append(Item(f"High recall ({rc})"))
         if r.precision - r.recall >= BALANCE_GAP and m.name not in hi_p | lo_p:
@@ -150,12 +145,7 @@ def results_summary(run: SlotsRun) -> list[SummaryRow]:
         elif won:
             s.append(Item(f"best F1 on {_named(won, run.topic_gold_slots)}"))
 
-        if m.name in lo_p and m.name in lo_r:
-            w.append(Item(f"Lowest precision ({p}) & recall ({rc})"))
-        elif m.name in lo_p:
-            w.append(Item(f"Lowest precision ({p})"))
-        elif m.name in lo_r:
-            w.append(Item(f"Lowest recall ({rc})"))
+        w += _extreme("Lowest", m.name in lo_p, m.name in lo_r, p, rc)
         if r.recall - r.precision >= BALANCE_GAP and m.name not in lo_p | hi_p:
             w.append(Item(f"Low precision ({p})"))
         if r.precision - r.recall >= BALANCE_GAP and m.name not in lo_r | hi_r:
@@ -172,6 +162,12 @@ def results_summary(run: SlotsRun) -> list[SummaryRow]:
             w.append(Item(f"{m.not_scored} session(s) not scored (call errors)", bold=True))
         rows.append(row)
     return rows
+
+
+def _extreme(word: str, precision: bool, recall: bool, p: str, rc: str) -> list[Item]:
+    """``word`` precision and recall (``highest precision (0.90) & recall (0.80)``), or one."""
+    named = [f"precision ({p})"] * precision + [f"recall ({rc})"] * recall
+    return [Item(f"{word} {' & '.join(named)}")] if named else []
 
 
 def _pct(x: float) -> str:

@@ -7,10 +7,9 @@ spec's output files (slot-extraction-benchmark.md)."""
 from __future__ import annotations
 
 import logging
-import stat
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import ExitStack, contextmanager, suppress
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -43,6 +42,7 @@ from fieldcheck.slots._stream import (
     ScratchError,
     SideKind,
     SlotInput,
+    input_bytes,
     partitioned,
 )
 from fieldcheck.store import ItemColumns
@@ -90,14 +90,6 @@ def _stored(data: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     models = {n: {k: v for k, v in m.items() if k != "ci"} for n, m in data["models"].items()}
     intervals = {n: m.get("ci") for n, m in data["models"].items()}
     return {"models": models, "paired_f1": data.get("paired_f1") or []}, intervals
-
-
-def gate_values(run: SlotsRun) -> dict[str, dict[str, float | None]]:
-    """Per model the metrics ``--fail-under`` can gate; a model with nothing scored has none."""
-    values: dict[str, dict[str, float | None]] = {u.name: {} for u in run.unscored}
-    for m in run.models:
-        values[m.name] = {name: getattr(m.result, name) for name in METRIC_COLUMNS}
-    return values
 
 
 @dataclass
@@ -317,7 +309,7 @@ class SlotsSystem(SlotsRuns, Views):
             ]
         if progress is not None:
             progress(f"reading {1 + len(preds) + len(sides)} slot file(s)", 0, 0)
-        size = _size([gold, *preds.values(), *(path for _, path in sides)])
+        size = input_bytes([gold, *preds.values(), *(path for _, path in sides)])
         scores = tp == "presence" and not settings.get("judge_model")  # no matcher, no judge
         workers = 2 if scores and size >= POOL_BYTES else 1 if size >= PARALLEL_BYTES else 0
         with ExitStack() as stack:
@@ -406,7 +398,10 @@ class SlotsSystem(SlotsRuns, Views):
             intervals=intervals,
             signature=run.signature,
             failed=bool(run.errors),
-            gate=gate_values(run),
+            gate={  # per model the metrics --fail-under can gate; none when nothing scored
+                **{u.name: {} for u in run.unscored},
+                **{m.name: {k: getattr(m.result, k) for k in METRIC_COLUMNS} for m in run.models},
+            },
             summary={**run.metrics_json(), "complete": True},
         )
 
@@ -457,21 +452,13 @@ class SlotsSystem(SlotsRuns, Views):
         cut = None if tp in ("presence", "exact") else cut
         boot = int(options.get("bootstrap", settings.get("bootstrap", 1000)))
         seed = int(options.get("seed", settings.get("seed", 0)))
-        scorer = SlotScorer(
-            SlotFile(gold.path), headers(inputs), tp=tp, threshold=cut, bootstrap=boot, seed=seed
-        )
+        stored = {"tp": tp, "threshold": cut, "bootstrap": boot, "seed": seed}
+        scorer = SlotScorer(gold, inputs, **stored)  # the signature; its matcher scores
 
         def write(recorder: RunRecorder) -> tuple[Any, Any]:
-            scorer.recorder = recorder  # the sessions' items are stored as they are scored
-            scorer.add(
-                gold,
-                [m.predictions for m in inputs],
-                [m.latencies for m in inputs],
-                [m.judge_scores for m in inputs],
-            )
-            return slot_metrics(scorer.finish())
+            run = score_models(gold, inputs, **stored, matcher=scorer.matcher, recorder=recorder)
+            return slot_metrics(run)
 
-        stored = {"tp": tp, "threshold": cut, "bootstrap": boot, "seed": seed}
         return stored, scorer.signature(), write
 
     def import_folder(
@@ -527,21 +514,10 @@ class SlotsSystem(SlotsRuns, Views):
         return ", ".join(names), all_inputs, stored, signature, write
 
 
-def _size(paths: Sequence[Path]) -> int:
-    """The files' bytes in all (0 for one that is not a regular file: a pipe is read once)."""
-    total = 0
-    for path in paths:
-        with suppress(OSError):
-            st = path.stat()
-            total += st.st_size if stat.S_ISREG(st.st_mode) else 0
-    return total
-
-
 @contextmanager
 def _pool(workers: int) -> Iterator[LocalPool]:
     """A pool of ``workers`` processes, its workers killed when the block ends on an error
-    (Ctrl-C: no process is left behind). A task in flight per worker: each result held here is
-    a bucket's items (1M slot lines x 3 models: 174-197 MiB peak RSS against 203-212 with two)."""
+    (Ctrl-C: no process is left behind), a task in flight per worker."""
     pool = LocalPool(workers, in_flight=workers, warm=("fieldcheck.slots._score",))
     try:
         yield pool
