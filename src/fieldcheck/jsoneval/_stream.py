@@ -263,6 +263,7 @@ def coerce_output(output: Any) -> tuple[dict[str, Any] | None, OutputKind, list[
 
 
 _ABSENT = object()
+_SCALARS = frozenset((str, int, float, bool, type(None)))
 
 
 def _too_deep(value: Any, *, field: str, record: str) -> None:
@@ -353,16 +354,18 @@ class Scorer:
         for k, strategy in zip(plan.keys, plan.configured, strict=True):
             gv = gt[k]
             av = aio.get(k, _ABSENT)
-            out_null = av is _ABSENT or is_null(av)
+            # one scalar on both sides: both null, or (``exact_match`` of a value and itself)
+            # an EXACT hit
+            same = (t := gv.__class__) is av.__class__ and t in _SCALARS and av == gv
             if is_null(gv):
-                add(0 if out_null else 1)
-            elif out_null:
+                add(0 if same or av is _ABSENT or is_null(av) else 1)
+            elif not same and (av is _ABSENT or is_null(av)):
                 add(2)
             else:
                 if strategy is None:
                     strategy = metrics.auto_strategy(gv)
                 if strategy == "EXACT":
-                    add(3 if exact_match(av, gv) else 4)
+                    add(3 if same or exact_match(av, gv) else 4)
                 elif strategy == "IGNORE":
                     add(5)
                 else:
