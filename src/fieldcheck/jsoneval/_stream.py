@@ -1444,6 +1444,13 @@ def stored_items(data: bytes | tuple[Any, ...]) -> list[tuple[ItemColumns, bytes
 _STORED_ITEMS = f"{__name__}:stored_items"
 
 
+def _file_bytes(path: str) -> int:
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0
+
+
 def run_stream(
     chunks: Iterable[Sequence[Item | Failed]],
     job: Job,
@@ -1495,6 +1502,9 @@ def run_stream(
         if job.progress is not None and (part.scored or part.not_scored):
             job.progress("score", digest.scored + digest.not_scored, total)
 
+    if executor is None and job.source and _file_bytes(job.source) >= UNPARSED_BYTES:
+        # its chunks will come unparsed (``BatchReader.unparsed``): the pool starts as it is read
+        run_on = pool = LocalPool(POOL_WORKERS, warm=(__name__,))
     try:
         with few_collections():
             for chunk in chunks:
