@@ -867,7 +867,7 @@ def _plain_shape(value: dict[str, Any]) -> bool:
 def plain_items(
     numbers: range, lines: list[bytes], warned_extra: bool
 ) -> tuple[list[Item], list[str], list[dict[str, Any]]] | None:
-    """The common chunk's items, ids and lines' values (plainly valid lines, no safety score, no unknown key
+    """The common chunk's items, ids and lines' values (plainly valid lines, no unknown key
     unless warned of, no id twice) read with C-level maps, no loop per record; None for any
     other chunk, read line by line (``BatchReader._chunk``)."""
     opens = map(operator.add, map(bytes.count, lines, itertools.repeat(b"{")),
@@ -899,15 +899,21 @@ def plain_items(
         return None
     if not all(map(dict.__contains__, values, itertools.repeat("output"))):
         return None
-    if not warned_extra and max(map(len, values)) > 3:
-        return None  # a safety score or an unknown key: line by line
-    if warned_extra and any(map(dict.__contains__, values, itertools.repeat("safety_score"))):
-        return None
+    given = list(map(dict.__contains__, values, itertools.repeat("safety_score")))
+    safety: Iterable[float | None] = itertools.repeat(None)
+    if any(given):  # each null or a number in [0, 1] (``_plain_shape``), else line by line
+        scores = list(map(get, values, itertools.repeat("safety_score")))
+        if not all(s is None or (type(s) in (float, int) and 0 <= s <= 1) for s in scores):
+            return None
+        safety = [None if s is None else float(s) for s in scores]
+    known = map(operator.add, given, itertools.repeat(3))
+    if not warned_extra and any(map(operator.gt, map(len, values), known)):
+        return None  # an unknown key, to warn of: line by line
     if len(set(keys)) < len(keys):
         return None
     outputs = list(map(get, values, itertools.repeat("output")))
-    none, true = itertools.repeat(None), itertools.repeat(True)
-    return list(map(Item, numbers, ids, numbers, gts, outputs, none, true)), keys, values
+    true = itertools.repeat(True)
+    return list(map(Item, numbers, ids, numbers, gts, outputs, safety, true)), keys, values
 
 
 _RECORD_KEYS = ("id", "ground_truth", "output")
