@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import itertools
 import json
+import random
 from pathlib import Path
 from typing import Any
 
+import orjson
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -16,6 +19,7 @@ from fieldcheck.core import InProcess, LocalPool, score
 from fieldcheck.jsoneval import (
     BatchReader,
     EvalConfig,
+    _stream,
     evaluate_batch,
     make_signature,
     read_batch,
@@ -23,7 +27,7 @@ from fieldcheck.jsoneval import (
 from fieldcheck.jsoneval._stream import Aggregate, Item, Job, score_chunk
 from fieldcheck.store import Store
 
-from .test_json_streaming import STRATEGIES, matchers, random_batch
+from .test_json_streaming import KEYS, STRATEGIES, matchers, random_batch
 
 OUTPUTS = ("records.jsonl", "errors.jsonl", "fields.csv", "summary.json", "report.md")
 
@@ -163,3 +167,120 @@ def test_a_job_is_sent_without_its_matchers_and_its_chunk_comes_back() -> None:
     exact = [Item(2, "b", 2, {"name": "Bob"}, {"name": "Bob"}, None, True)]
     there, here = score_chunk(sent, exact), score_chunk(job, exact)
     assert there is not None and here is not None and there[0].records == here[0].records
+
+
+def _canonical_batch(seed: int, n: int) -> list[str]:
+    """``random_batch``'s records, some lines as orjson writes them (the stored items of such a
+    chunk are spliced from its lines), some with an unknown key, and ids seen in an earlier
+    chunk again."""
+    rng = random.Random(seed)
+    lines = []
+    for i, line in enumerate(random_batch(seed, n)):
+        try:
+            record = json.loads(line)
+        except ValueError:
+            lines.append(line)
+            continue
+        if rng.random() < 0.02:
+            record["unknown"] = 1
+        if rng.random() < 0.02 and i > 20:
+            record["id"] = f"r{rng.randrange(i)}"
+        compact = rng.random() < 0.8 and "safety_score" not in record
+        lines.append(orjson.dumps(record).decode() if compact else json.dumps(record))
+    return lines
+
+
+def _files_and_items(store: Store, found: Any) -> tuple[list[bytes], list[tuple[Any, ...]]]:
+    files = [(found.destination / name).read_bytes() for name in OUTPUTS]
+    items = [(i.key, i.seq, i.error_type, i.failed, i.result) for i in store.items(found.run_id)]
+    return files, items
+
+
+@settings(max_examples=12, deadline=None)
+@given(seed=st.integers(0, 10_000), size=st.integers(1, 40))
+def test_unparsed_chunks_give_the_files_and_stored_items_of_chunks_read_line_by_line(
+    tmp_path_factory: Any, seed: int, size: int
+) -> None:
+    # a large file's chunks past its first record are parsed where they are scored (``Lines``),
+    # their ids checked afterwards (a chunk with one seen before is read again, line by line)
+    # and canonical lines' store items spliced from the lines: all as the reader's own path
+    tmp_path = tmp_path_factory.mktemp("unparsed")
+    data = tmp_path / "batch.jsonl"
+    data.write_text("\n".join(_canonical_batch(seed, 150)) + "\n")
+    store = Store(f"sqlite:///{tmp_path}/s.db")
+    table = matchers()
+
+    def run(unparsed_bytes: int, name: str) -> tuple[list[bytes], list[tuple[Any, ...]]]:
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(_stream, "UNPARSED_BYTES", unparsed_bytes)
+            settings = {"config": {"strategies": STRATEGIES}, "bootstrap": 50, "seed": 3}
+            found = score(
+                "json",
+                [("batch", data)],
+                settings,
+                out=tmp_path / name,
+                command="json batch",
+                store=store,
+                executor=InProcess(),
+                extras={"matchers": table, "chunk_lines": size},
+            )
+        return _files_and_items(store, found)
+
+    general, unparsed = run(1 << 40, "general"), run(0, "unparsed")
+    assert unparsed == general
+    summary = json.loads(general[0][OUTPUTS.index("summary.json")])
+    assert summary["records"] >= 150 and summary["scored"] > 100
+
+
+def test_a_large_batch_is_parsed_and_scored_by_a_pool_with_the_same_files_and_items(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # no executor given: ``run_stream`` scores the unparsed chunks in a pool of its own; a
+    # chunk with a FUZZY pair comes back and is scored here
+    data = tmp_path / "batch.jsonl"
+    data.write_text("\n".join(_canonical_batch(4, 1200)) + "\n")
+    store = Store(f"sqlite:///{tmp_path}/s.db")
+    here = _scored(data, tmp_path / "here", store, InProcess(), matchers())
+    monkeypatch.setattr(_stream, "UNPARSED_BYTES", 0)
+    pooled = _scored(data, tmp_path / "pooled", store, None, matchers())
+    assert _files_and_items(store, pooled) == _files_and_items(store, here)
+    reader = BatchReader(data, chunk_lines=37)
+    reader.unparsed = True
+    kinds = {type(c) for c in reader.chunks()}
+    assert kinds == {list, _stream.Lines}
+
+
+def test_a_chunk_of_canonical_lines_is_stored_as_the_general_path_writes_it(
+    tmp_path: Path,
+) -> None:
+    # ``stored_items`` of ``_spliced`` columns against ``_store_rows``' texts, record by record
+    records = {r["id"]: r for r in map(json.loads, filter(_plain, random_batch(8, 400)))}
+    lines = [orjson.dumps(r).decode() for r in records.values()]
+    data = tmp_path / "b.jsonl"
+    data.write_text("\n".join(lines) + "\n")
+    raw = data.read_bytes().splitlines(keepends=True)
+    lines_chunk = _stream.Lines(range(1, len(raw) + 1), [], raw, False)
+    exact = {k: "EXACT" for k in KEYS if k != "note"}
+    job = Job(EvalConfig(strategies={**exact, "note": "IGNORE", "extra": "EXACT"}), {})
+    job.store = True
+    found = score_chunk(job, lines_chunk)
+    assert found is not None and isinstance(found[0].store, tuple)
+    rows = found[0]
+    spliced = _stream.stored_items((*rows.store, rows.records, b"".join(raw), rows.keys))
+    items, _, _ = _stream.plain_items(lines_chunk.numbers, raw, False) or ([], [], [])
+    scored, _, _, _ = job.scorer.score(items)
+    general = _stream._store_rows(scored, _stream.record_lines(scored), items, [])
+    assert [(c.key, c.failed, sorted(c.tags), t) for c, t in spliced] == [
+        (key, failed, sorted(tags), text) for key, failed, _, tags, text in general
+    ]
+    assert len(spliced) == len(lines) and any(c.tags for c, _ in spliced)
+
+
+def _plain(line: str) -> bool:
+    try:
+        record = json.loads(line)
+    except ValueError:
+        return False
+    return set(record) == {"id", "ground_truth", "output"} and isinstance(
+        record["ground_truth"], dict
+    )

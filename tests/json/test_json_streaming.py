@@ -507,17 +507,28 @@ def test_the_plain_chunk_reader_gives_the_items_of_the_line_reader(tmp_path: Pat
         for n, r in enumerate(records, start=1)
     ]
     assert plain.plain_chunks == 4  # lines 4-6, 7-9, 10-12, 13-14 (1-3 holds the first line)
-    # a duplicate id, an id that is a boolean, a safety score: each chunk read line by line
+    # a duplicate id, an id that is a boolean, a safety score beyond [0, 1] or written as a
+    # string (pydantic's error words it): each chunk read line by line
     for bad in (
         {"id": 3, "ground_truth": {}, "output": 1},
         {"id": True, "ground_truth": {}, "output": 1},
-        {"id": 99, "ground_truth": {}, "output": 1, "safety_score": 0.5},
+        {"id": 99, "ground_truth": {}, "output": 1, "safety_score": 1.5},
+        {"id": 99, "ground_truth": {}, "output": 1, "safety_score": "0.5"},
     ):
         data.write_text("\n".join([*lines, json.dumps(bad)]) + "\n")
         reader = BatchReader(data, chunk_lines=3)
         last = list(reader.chunks())[-1]
         assert reader.plain_chunks == 3, bad  # the last chunk (lines 13-15) read line by line
-        assert isinstance(last[-1], Item) == ("safety_score" in bad), bad
+        assert not isinstance(last[-1], Item), bad
+    # a safety score null or in [0, 1] (an integer read as a float) is a plain chunk's
+    for given, kept in ((0.5, 0.5), (1, 1.0), (None, None)):
+        good = {"id": 99, "ground_truth": {}, "output": 1, "safety_score": given}
+        data.write_text("\n".join([*lines, json.dumps(good)]) + "\n")
+        reader = BatchReader(data, chunk_lines=3)
+        last = list(reader.chunks())[-1]
+        assert reader.plain_chunks == 4
+        assert last[-1] == Item(15, 99, 15, {}, 1, kept, True)
+        assert type(last[-1].safety_score) is type(kept)
 
 
 def test_the_columnar_kernel_leaves_a_value_orjson_cannot_write_to_fast() -> None:

@@ -6,8 +6,10 @@ from __future__ import annotations
 import heapq
 import itertools
 import logging
+import marshal
 import math
 import operator
+import os
 import re
 import time
 from collections import Counter, deque
@@ -29,7 +31,7 @@ from fieldcheck._util.errors import (
     InputError,
     input_error_of,
 )
-from fieldcheck._util.executor import Executor, InProcess, few_collections, run_map
+from fieldcheck._util.executor import Executor, InProcess, LocalPool, few_collections, finish
 from fieldcheck._util.jsonio import (
     _BOM,
     BLANK,
@@ -80,6 +82,8 @@ _REASONS = {
 _INT64 = 1 << 63
 _FEW_OPENERS = MAX_DEPTH + 1  # a line with no more "{" and "[" cannot nest too deep (too_deep)
 _MAX_PLANS = 4096  # key sequences (and outcomes per sequence) remembered by the kernel
+POOL_WORKERS = min(4, os.cpu_count() or 1)  # processes scoring unparsed chunks (``run_stream``)
+UNPARSED_BYTES = 8 << 20  # files this large are read unparsed (``BatchReader.unparsed``)
 
 
 class MatcherError(FieldcheckError):
@@ -259,6 +263,7 @@ def coerce_output(output: Any) -> tuple[dict[str, Any] | None, OutputKind, list[
 
 
 _ABSENT = object()
+_SCALARS = frozenset((str, int, float, bool, type(None)))
 
 
 def _too_deep(value: Any, *, field: str, record: str) -> None:
@@ -349,16 +354,18 @@ class Scorer:
         for k, strategy in zip(plan.keys, plan.configured, strict=True):
             gv = gt[k]
             av = aio.get(k, _ABSENT)
-            out_null = av is _ABSENT or is_null(av)
+            # one scalar on both sides: both null, or (``exact_match`` of a value and itself)
+            # an EXACT hit
+            same = (t := gv.__class__) is av.__class__ and t in _SCALARS and av == gv
             if is_null(gv):
-                add(0 if out_null else 1)
-            elif out_null:
+                add(0 if same or av is _ABSENT or is_null(av) else 1)
+            elif not same and (av is _ABSENT or is_null(av)):
                 add(2)
             else:
                 if strategy is None:
                     strategy = metrics.auto_strategy(gv)
                 if strategy == "EXACT":
-                    add(3 if exact_match(av, gv) else 4)
+                    add(3 if same or exact_match(av, gv) else 4)
                 elif strategy == "IGNORE":
                     add(5)
                 else:
@@ -857,6 +864,97 @@ def _plain_shape(value: dict[str, Any]) -> bool:
     return s is None or (type(s) in (float, int) and 0 <= s <= 1)
 
 
+def plain_items(
+    numbers: range, lines: list[bytes], warned_extra: bool
+) -> tuple[list[Item], list[str], list[dict[str, Any]]] | None:
+    """The common chunk's items, ids and lines' values (plainly valid lines, no unknown key
+    unless warned of, no id twice) read with C-level maps, no loop per record; None for any
+    other chunk, read line by line (``BatchReader._chunk``)."""
+    opens = map(operator.add, map(bytes.count, lines, itertools.repeat(b"{")),
+                map(bytes.count, lines, itertools.repeat(b"[")))  # fmt: skip
+    if max(opens) > _FEW_OPENERS:
+        return None
+    try:
+        values = list(map(orjson.loads, lines))
+    except orjson.JSONDecodeError:
+        return None
+    if may_hold_big_int(b"".join(lines)):
+        return None  # an integer beyond 64 bits, read as a double: line by line, exactly
+    if set(map(type, values)) != {dict}:
+        return None
+    get = dict.get
+    ids: list[Any] = list(map(get, values, itertools.repeat("id")))
+    id_types = set(map(type, ids))
+    if not id_types <= {int, str}:
+        return None
+    ints = ids if id_types == {int} else [i for i in ids if i.__class__ is int]
+    if ints and (min(ints) < -_INT64 or max(ints) >= _INT64):
+        return None
+    texts = ids if id_types == {str} else [i for i in ids if i.__class__ is str]
+    if not all(map(str.strip, texts)):
+        return None
+    keys: list[str] = ids if id_types == {str} else list(map(str, ids))
+    gts = list(map(get, values, itertools.repeat("ground_truth")))
+    if set(map(type, gts)) != {dict}:
+        return None
+    if not all(map(dict.__contains__, values, itertools.repeat("output"))):
+        return None
+    given = list(map(dict.__contains__, values, itertools.repeat("safety_score")))
+    safety: Iterable[float | None] = itertools.repeat(None)
+    if any(given):  # each null or a number in [0, 1] (``_plain_shape``), else line by line
+        scores = list(map(get, values, itertools.repeat("safety_score")))
+        if not all(s is None or (type(s) in (float, int) and 0 <= s <= 1) for s in scores):
+            return None
+        safety = [None if s is None else float(s) for s in scores]
+    known = map(operator.add, given, itertools.repeat(3))
+    if not warned_extra and any(map(operator.gt, map(len, values), known)):
+        return None  # an unknown key, to warn of: line by line
+    if len(set(keys)) < len(keys):
+        return None
+    outputs = list(map(get, values, itertools.repeat("output")))
+    true = itertools.repeat(True)
+    return list(map(Item, numbers, ids, numbers, gts, outputs, safety, true)), keys, values
+
+
+_RECORD_KEYS = ("id", "ground_truth", "output")
+
+
+def _canonical(lines: list[bytes], values: list[dict[str, Any]]) -> bool:
+    """Whether each line is ``{"id":…,"ground_truth":…,"output":…}`` as orjson writes its
+    value, with its newline: then its text after the id is its stored item's (``_spliced``)."""
+    if not lines[-1].endswith(b"\n") or set(map(tuple, values)) != {_RECORD_KEYS}:
+        return False
+    try:
+        text = orjson.dumps(values)
+    except orjson.JSONEncodeError:
+        return False
+    return text[1:-1] == b",".join(lines).replace(b"\n", b"")
+
+
+class Lines(list[Item | Failed]):
+    """A chunk of a batch file read but not parsed (``BatchReader.unparsed``): parsed where it
+    is scored (``score_chunk``, by ``plain_items``), then its ids checked, in file order, by
+    its reader (``BatchReader.taken``), which reads it again where they are not new. An empty
+    list to the code that passes chunks on: only ``run_stream`` reads one."""
+
+    __slots__ = ("lines", "numbers", "offsets", "reader", "warned_extra")
+
+    def __init__(
+        self,
+        numbers: range,
+        offsets: list[int],
+        lines: list[bytes],
+        warned_extra: bool,
+        reader: BatchReader | None = None,
+    ) -> None:
+        super().__init__()
+        self.numbers, self.offsets, self.lines = numbers, offsets, lines
+        self.warned_extra, self.reader = warned_extra, reader
+
+    def __reduce__(self) -> tuple[Any, ...]:  # sent without its offsets and reader
+        return Lines, (self.numbers, [], self.lines, self.warned_extra)
+
+
 class _SeenIds:
     """The ids read so far: the last RECENT by key, older ones as sorted runs of 64-bit hashes
     with line and byte offset, a hit confirmed by re-reading the line (docs/decisions.md)."""
@@ -872,6 +970,7 @@ class _SeenIds:
     def close(self) -> None:
         if self._handle is not None:
             self._handle.close()
+            self._handle = None
 
     def _key_at(self, offset: int) -> str | None:
         if self._handle is None:
@@ -945,6 +1044,9 @@ class BatchReader:
         self.chunk_lines = max(1, chunk_lines)
         self.size = 0
         self.warned_extra = False
+        # past the first record, chunks come unparsed (``Lines``) to be parsed where scored
+        self.unparsed = False
+        self._seen = _SeenIds(self.path)
         self.restart()
 
     def restart(self) -> None:
@@ -961,7 +1063,7 @@ class BatchReader:
             self.size = p.stat().st_size
         except OSError as exc:
             raise InputError(f"cannot read file: {exc.strerror}", file=p) from exc
-        seen = _SeenIds(p)
+        seen = self._seen = _SeenIds(p)
         try:
             with handle:
                 offset = 0
@@ -976,7 +1078,11 @@ class BatchReader:
                     number += len(lines)
                     offset = offsets[-1]
                     self.bytes_read = offset
-                    chunk = self._plain_chunk(numbers, offsets, lines, seen)
+                    chunk: list[Item | Failed] | None = None
+                    if self._lazy() and set(map(type, lines)) == {bytes}:
+                        chunk = Lines(numbers, offsets, lines, self.warned_extra, self)
+                    else:
+                        chunk = self._plain_chunk(numbers, offsets, lines, seen)
                     if chunk is None:
                         # offsets: each line's start, then the end (left over)
                         chunk = self._chunk(list(zip(numbers, offsets, lines, strict=False)), seen)
@@ -984,6 +1090,10 @@ class BatchReader:
                     seen.merge()
         finally:
             seen.close()
+
+    def _lazy(self) -> bool:
+        """Whether the next chunk comes unparsed: past the first record of a large file."""
+        return self.unparsed and bool(self.records) and self.size >= UNPARSED_BYTES
 
     def _fail(self, index: int, error: InputError) -> Failed:
         self.failures += 1
@@ -994,55 +1104,33 @@ class BatchReader:
     def _plain_chunk(
         self, numbers: range, offsets: list[int], lines: list[bytes], seen: _SeenIds
     ) -> list[Item | Failed] | None:
-        """The common chunk (plainly valid lines, no safety score, no unknown key, no id seen
-        before) read with C-level maps, no loop per record; None for any other chunk."""
+        """The common chunk (``plain_items``) when no id in it was seen before; None for any
+        other chunk."""
         if numbers[0] == 1:
             return None
-        opens = map(operator.add, map(bytes.count, lines, itertools.repeat(b"{")),
-                    map(bytes.count, lines, itertools.repeat(b"[")))  # fmt: skip
-        if max(opens) > _FEW_OPENERS:
+        found = plain_items(numbers, lines, self.warned_extra)
+        if found is None or not self._claim(numbers, offsets, found[1], seen):
             return None
-        try:
-            values = list(map(orjson.loads, lines))
-        except orjson.JSONDecodeError:
-            return None
-        if may_hold_big_int(b"".join(lines)):
-            return None  # an integer beyond 64 bits, read as a double: line by line, exactly
-        if set(map(type, values)) != {dict}:
-            return None
-        get = dict.get
-        ids: list[Any] = list(map(get, values, itertools.repeat("id")))
-        id_types = set(map(type, ids))
-        if not id_types <= {int, str}:
-            return None
-        ints = ids if id_types == {int} else [i for i in ids if i.__class__ is int]
-        if ints and (min(ints) < -_INT64 or max(ints) >= _INT64):
-            return None
-        texts = ids if id_types == {str} else [i for i in ids if i.__class__ is str]
-        if not all(map(str.strip, texts)):
-            return None
-        keys: list[str] = ids if id_types == {str} else list(map(str, ids))
-        gts = list(map(get, values, itertools.repeat("ground_truth")))
-        if set(map(type, gts)) != {dict}:
-            return None
-        if not all(map(dict.__contains__, values, itertools.repeat("output"))):
-            return None
-        if not self.warned_extra and max(map(len, values)) > 3:
-            return None  # a safety score or an unknown key: line by line
-        if self.warned_extra and any(
-            map(dict.__contains__, values, itertools.repeat("safety_score"))
-        ):
-            return None
-        if len(set(keys)) < len(keys) or not seen.recent.keys().isdisjoint(keys):
-            return None
-        if any(seen.candidates(keys)):
-            return None
+        return list(found[0])
+
+    def _claim(self, numbers: range, offsets: list[int], keys: list[str], seen: _SeenIds) -> bool:
+        """Count a plain chunk's records read, its ids seen; False (nothing done) when one of
+        its ids was seen before."""
+        if not seen.recent.keys().isdisjoint(keys) or any(seen.candidates(keys)):
+            return False
         seen.recent.update(zip(keys, zip(numbers, offsets, strict=False), strict=True))
-        self.records += len(values)
+        self.records += len(keys)
         self.plain_chunks += 1
-        outputs = list(map(get, values, itertools.repeat("output")))
-        none, true = itertools.repeat(None), itertools.repeat(True)
-        return list(map(Item, numbers, ids, numbers, gts, outputs, none, true))
+        return True
+
+    def taken(self, chunk: Lines, keys: list[str] | None) -> list[Item | Failed] | None:
+        """A chunk read unparsed (``Lines``), scored where it was parsed: None when its ids
+        (``keys``, in order; None: it was not plain) are new, else the chunk read here, by
+        the rules of every line (a duplicate id, an unknown key)."""
+        if keys is not None and self._claim(chunk.numbers, chunk.offsets, keys, self._seen):
+            return None
+        raws = list(zip(chunk.numbers, chunk.offsets, chunk.lines, strict=False))
+        return self._chunk(raws, self._seen)
 
     def _chunk(self, raws: list[tuple[int, int, bytes]], seen: _SeenIds) -> list[Item | Failed]:
         p = self.path
@@ -1152,6 +1240,9 @@ def error_line(error: RecordError) -> bytes:
     return (dumps(error.model_dump(mode="json")) + "\n").encode()
 
 
+_TOKENS = itertools.count()
+
+
 class Job:
     """What scoring a chunk reads besides the chunk (chunks.md). Immutable; pickled without
     its matchers (a chunk that needs them comes back to be scored here) and ``progress``."""
@@ -1169,9 +1260,11 @@ class Job:
         self.config, self.matchers, self.source = config, matchers, source
         self.store, self.keep, self.progress = store, keep, progress
         self._scorer: Scorer | None = None
+        self.sent, self.token = False, next(_TOKENS)
 
     def __getstate__(self) -> dict[str, Any]:
-        return {**self.__dict__, "matchers": None, "progress": None, "_scorer": None}
+        state = {**self.__dict__, "matchers": None, "progress": None, "_scorer": None}
+        return {**state, "sent": True}
 
     @property
     def scorer(self) -> Scorer:
@@ -1197,21 +1290,41 @@ StoreRow = tuple[str, bool | None, str | None, tuple[str, ...], bytes]
 @dataclass(slots=True)
 class ChunkRows:
     """What a chunk gives the output files and the store: its records.jsonl and errors.jsonl
-    lines, its store rows (``Job.store``), and its scored records and errors (``Job.keep``)."""
+    lines, its store rows (``Job.store``: how many, marshalled), its scored records and errors
+    (``Job.keep``), and the ids of a ``Lines`` chunk."""
 
     records: bytes
     errors: bytes
-    store: list[StoreRow]
+    stored: int
+    store: bytes | tuple[Any, ...]  # marshalled StoreRows, or ``_spliced``'s columns
     scored: list[Scored]
     failures: list[RecordError]
+    keys: list[str] | None = None
 
 
 class _Unmatched(Exception):
     """A chunk needs a matcher that this process does not have (``Job``)."""
 
 
-def score_chunk(job: Job, chunk: Sequence[Item | Failed]) -> tuple[ChunkRows, Aggregate] | None:
-    """A chunk's rows and digest; None when it needs a matcher the job was sent without."""
+_sent: list[Job] = []  # in a pool's process: the last job sent, its scorer's plans kept
+
+
+def score_chunk(
+    job: Job, chunk: Sequence[Item | Failed] | Lines
+) -> tuple[ChunkRows, Aggregate] | None:
+    """A chunk's rows and digest; None when it needs a matcher the job was sent without, or
+    is a ``Lines`` chunk that is not plain (both then scored by the caller)."""
+    if job.sent:
+        if not _sent or _sent[0].token != job.token:
+            _sent[:] = [job]
+        job = _sent[0]
+    keys, canonical = None, False
+    if isinstance(chunk, Lines):
+        found = plain_items(chunk.numbers, chunk.lines, chunk.warned_extra)
+        if found is None:
+            return None
+        canonical = job.store and _canonical(chunk.lines, found[2])
+        chunk, keys = found[0], found[1]
     if set(map(type, chunk)) == {Item}:
         items: Sequence[Item] = chunk  # type: ignore[assignment]
         read_failed: list[Failed] = []
@@ -1226,16 +1339,39 @@ def score_chunk(job: Job, chunk: Sequence[Item | Failed]) -> tuple[ChunkRows, Ag
     errors = [f.error for f in failures]
     digest = Aggregate.of_chunk(scored, errors, counts, seen)
     lines = record_lines(scored)
-    store = _store_rows(scored, lines, items, errors) if job.store else []
+    store: bytes | tuple[Any, ...] = b""
+    if job.store and canonical and not errors:
+        store = _spliced(scored)
+    elif job.store:
+        store = marshal.dumps(_store_rows(scored, lines, items, errors))
     keep = job.keep
     rows = ChunkRows(
         b"".join(lines),
         b"".join(map(error_line, errors)),
+        len(scored) + len(errors) if job.store else 0,
         store,
         list(scored) if keep else [],
         errors if keep else [],
+        keys,
     )
     return rows, digest
+
+
+def _spliced(scored: Sequence[Scored]) -> tuple[list[tuple[bool, tuple[str, ...]]], list[int]]:
+    """The store columns of a chunk of canonical lines (``_canonical``), no error among them:
+    each distinct outcome's failed flag and tags, and which outcome each record has. The store's
+    writer splices each item's text from its records.jsonl line and its input line
+    (``stored_items``)."""
+    kinds = map(_OF("kind"), scored)
+    fields, buckets = map(id, map(_OF("fields"), scored)), map(id, map(_OF("buckets"), scored))
+    marks = list(zip(fields, buckets, kinds, strict=True))
+    firsts = dict(zip(marks, scored, strict=True))  # kernel records share fields and buckets
+    where = {mark: n for n, mark in enumerate(firsts)}
+    table = [
+        (r.failed, tuple(dict.fromkeys(map(_tag, map(str, r.failed_on())))))
+        for r in firsts.values()
+    ]
+    return table, list(map(where.__getitem__, marks))
 
 
 def _store_rows(
@@ -1287,18 +1423,38 @@ def _store_rows(
     return rows
 
 
-def stored_items(rows: Sequence[StoreRow]) -> list[tuple[ItemColumns, bytes]]:
-    """``StoreRow``s as the store's (columns, result text) pairs (``RunRecorder.add_built``:
-    run by the store's writer)."""
+def stored_items(data: bytes | tuple[Any, ...]) -> list[tuple[ItemColumns, bytes]]:
+    """A chunk's store items as the store's (columns, result text) pairs, run by the store's
+    writer (``RunRecorder.add_built``): marshalled ``StoreRow``s, or ``_spliced``'s columns with
+    the chunk's records.jsonl lines, input lines and ids, each text spliced as ``_store_rows``
+    would write it: the record's line, then its input line after the id."""
     from fieldcheck.store import ItemColumns
 
-    return [
-        (ItemColumns(key, failed, error_type=error, tags=dict.fromkeys(tags, True)), text)
-        for key, failed, error, tags, text in rows
-    ]
+    if isinstance(data, bytes):
+        rows: list[StoreRow] = marshal.loads(data)
+        return [
+            (ItemColumns(key, failed, error_type=error, tags=dict.fromkeys(tags, True)), text)
+            for key, failed, error, tags, text in rows
+        ]
+    table, which, records, lines, keys = data
+    shared = [(failed, dict.fromkeys(tags, True)) for failed, tags in table]
+    out = []
+    split = records.split(b"\n"), lines.split(b"\n")  # each with an empty last piece
+    for key, n, record, line in zip(keys, which, *split, strict=False):
+        text = b"%b,%b}" % (record[:-1], line[line.index(b',"ground_truth":') + 1 : -1])
+        failed, tags = shared[n]
+        out.append((ItemColumns(key, failed, None, None, None, tags), text))
+    return out
 
 
 _STORED_ITEMS = f"{__name__}:stored_items"
+
+
+def _file_bytes(path: str) -> int:
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0
 
 
 def run_stream(
@@ -1318,32 +1474,58 @@ def run_stream(
     """Every chunk through ``score_chunk`` on ``executor``, in order: its lines written, its
     items to ``recorder``, its digest merged; ``keep``/``kept_errors`` collect every result."""
     digest = Aggregate(bootstrap=bootstrap, seed=seed)
-    held: deque[Sequence[Item | Failed]] = deque()
-
-    def sent() -> Iterator[Sequence[Item | Failed]]:
-        for chunk in chunks:
-            held.append(chunk)
-            yield chunk
-
+    held: deque[Sequence[Item | Failed] | Lines] = deque()
     task = partial(score_chunk, job)
-    with few_collections():
-        for result in run_map(executor or InProcess(), task, sent()):
-            chunk = held.popleft()
-            found = result if result is not None else score_chunk(job, chunk)
-            if found is None:  # the job here has every matcher
-                raise RuntimeError("a chunk was not scored")
-            rows, part = found
-            if records_out is not None and rows.records:
-                records_out.write(rows.records)
-            if errors_out is not None and rows.errors:
-                errors_out.write(rows.errors)
-            if recorder is not None and rows.store:
-                recorder.add_built(_STORED_ITEMS, rows.store, len(rows.store), plain=True)
-            if keep is not None:
-                keep.extend(rows.scored)
-            if kept_errors is not None:
-                kept_errors.extend(rows.failures)
-            digest.merge(part)
-            if job.progress is not None and (part.scored or part.not_scored):
-                job.progress("score", digest.scored + digest.not_scored, total)
+    run_on: Executor = executor or InProcess()
+    pool: LocalPool | None = None
+
+    def take(result: tuple[ChunkRows, Aggregate] | None) -> None:
+        chunk = held.popleft()
+        if isinstance(chunk, Lines):
+            assert chunk.reader is not None
+            parsed = chunk.reader.taken(chunk, None if result is None else result[0].keys)
+            if parsed is not None:
+                chunk, result = parsed, None
+        found = result if result is not None else score_chunk(job, chunk)
+        if found is None:  # the job here has every matcher
+            raise RuntimeError("a chunk was not scored")
+        rows, part = found
+        if records_out is not None and rows.records:
+            records_out.write(rows.records)
+        if errors_out is not None and rows.errors:
+            errors_out.write(rows.errors)
+        if recorder is not None and rows.stored:
+            store = rows.store
+            if isinstance(store, tuple):  # spliced with the chunk's lines (``stored_items``)
+                assert isinstance(chunk, Lines)
+                store = (*store, rows.records, b"".join(chunk.lines), rows.keys)
+            recorder.add_built(_STORED_ITEMS, store, rows.stored, plain=True)
+        if keep is not None:
+            keep.extend(rows.scored)
+        if kept_errors is not None:
+            kept_errors.extend(rows.failures)
+        digest.merge(part)
+        if job.progress is not None and (part.scored or part.not_scored):
+            job.progress("score", digest.scored + digest.not_scored, total)
+
+    if executor is None and job.source and _file_bytes(job.source) >= UNPARSED_BYTES:
+        # its chunks will come unparsed (``BatchReader.unparsed``): the pool starts as it is read
+        run_on = pool = LocalPool(POOL_WORKERS, warm=(__name__,))
+    try:
+        with few_collections():
+            for chunk in chunks:
+                if executor is None and pool is None and isinstance(chunk, Lines):
+                    # unparsed chunks: parsed and scored by a pool (its results in order)
+                    run_on = pool = LocalPool(POOL_WORKERS, warm=(__name__,))
+                held.append(chunk)
+                for result in run_on.submit(task, chunk):
+                    take(result)
+            for result in finish(run_on):
+                take(result)
+    except BaseException:
+        if pool is not None:
+            pool.close(kill=True)
+        raise
+    if pool is not None:
+        pool.close()
     return digest

@@ -224,6 +224,7 @@ class JsonSystem(JsonRuns, Views):
         from fieldcheck.jsoneval._io import stream_batch_outputs
 
         reader = read.reader
+        reader.unparsed = True
 
         def chunks() -> Iterator[Sequence[Item | Failed]]:
             for chunk in read.chunks:

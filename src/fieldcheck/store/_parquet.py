@@ -104,21 +104,29 @@ class ItemsWriter:
 
 def _tag_lists(seqs: Sequence[int], tags: Sequence[_Tag]) -> list[Any]:
     """The ``tags`` and ``failed_tags`` lists of each item of ``seqs``, from ``(tag, seq,
-    failed)`` rows (few items have tags: built from offsets)."""
+    failed)`` rows (few items have tags: built from offsets, by a binary search where the seqs
+    and the tags' seqs both ascend, as ``flat_rows`` makes them)."""
+    import numpy as np
     import pyarrow as pa
 
-    by_seq: dict[int, list[_Tag]] = {}
-    for tag in tags:
-        by_seq.setdefault(tag[1], []).append(tag)
+    at = np.asarray(seqs, dtype=np.int64)
     lists = []
     for only_failed in (False, True):
-        offsets, names = [0], []
-        for seq in seqs:
-            names += [n for n, _, f in by_seq.get(seq, ()) if f or not only_failed]
-            offsets.append(len(names))
-        lists.append(
-            pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), pa.array(names, pa.string()))
-        )
+        kept = [t for t in tags if t[2]] if only_failed else list(tags)
+        of = np.fromiter((t[1] for t in kept), dtype=np.int64, count=len(kept))
+        if np.all(at[1:] > at[:-1]) and np.all(of[1:] >= of[:-1]) and np.isin(of, at).all():
+            offsets = np.append(np.searchsorted(of, at), len(kept)).astype(np.int32)
+            names = [t[0] for t in kept]
+        else:
+            by_seq: dict[int, list[str]] = {}
+            for name, seq, _ in kept:
+                by_seq.setdefault(seq, []).append(name)
+            names, ends = [], [0]
+            for seq in seqs:
+                names += by_seq.get(seq, ())
+                ends.append(len(names))
+            offsets = np.array(ends, dtype=np.int32)
+        lists.append(pa.ListArray.from_arrays(pa.array(offsets), pa.array(names, pa.string())))
     return lists
 
 
