@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 import socket
 import tempfile
 import threading
@@ -50,7 +49,7 @@ from fieldcheck.store._records import (
     database_url,
     describe_url,
 )
-from fieldcheck.store._schema import CacheRow, ConfigRow, ItemRow, JournalRow, RunRow, TagRow
+from fieldcheck.store._schema import CacheRow, ConfigRow, JournalRow, RunRow
 
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 
@@ -59,7 +58,7 @@ MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 # another run, and ``runs delete`` acts at once).
 MIN_PREFIX = 4
 ITEM_PAGE = 1000
-_RUN_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
+SCORED = ("run", "score")  # the kinds of run whose finished items are a file
 _IDENTIFIER = '"'
 
 
@@ -112,7 +111,7 @@ class Store:
         self._duckdb: Any = None
         self._duck_lock = threading.Lock()
         self.engine: Engine = _engine(self.url)
-        upgrade(self.engine)
+        upgrade(self.engine, artifacts)
         self._session = sessionmaker(self.engine, expire_on_commit=False)
 
     def __repr__(self) -> str:
@@ -296,8 +295,6 @@ class Store:
                         f"cannot remove the items of run {run} in {folder} (not writable: a "
                         "read-only artifacts root?); nothing was deleted"
                     )
-            s.execute(delete(TagRow).where(TagRow.run_id.in_(ids)))
-            s.execute(delete(ItemRow).where(ItemRow.run_id.in_(ids)))
             s.execute(delete(JournalRow).where(JournalRow.run_id.in_(ids)))
             s.execute(delete(RunRow).where(RunRow.id.in_(ids[1:])))
             gone = s.execute(delete(RunRow).where(RunRow.id == run_id)).rowcount  # type: ignore[attr-defined]
@@ -373,8 +370,6 @@ class Store:
             row = s.get(RunRow, run_id)
             if row is None:
                 raise KeyError(run_id)
-            s.execute(delete(TagRow).where(TagRow.run_id == run_id))
-            s.execute(delete(ItemRow).where(ItemRow.run_id == run_id))
             earlier = orjson.loads(row.settings) if kind == "run" else {}
             row.settings = _dumps({**earlier, **settings})
             row.inputs = _dumps(inputs)
@@ -435,30 +430,25 @@ class Store:
     def run_folder(self, run_id: str) -> Path:
         """The folder of a run's item files under the artifacts root (ValueError for an id that
         is not a plain name: no path leads out of the root)."""
-        if not _RUN_ID.fullmatch(run_id):
+        if not _parquet.RUN_ID.fullmatch(run_id):
             raise ValueError(f"not a run id: {run_id!r}")
         return self.artifacts / "runs" / run_id
 
     def items_file(self, run_id: str) -> Path | None:
         """A scored run's ``items.parquet`` (or its files' glob: ``_parquet.publish``), for
-        DuckDB's ``read_parquet``; None for a model run, a run still being written
-        and a run stored before issue 27 (its items are rows of ``run_items``). A finished run
-        with items that has neither is ``ItemsMissing`` (the artifacts root moved), never a
-        run of no items (it read as "0 failed": a tester's finding)."""
-        if not _RUN_ID.fullmatch(run_id):
+        DuckDB's ``read_parquet``; None for a run still calling or being written and for a
+        model's calls alone (a journal). A finished scored run with items and no file is
+        ``ItemsMissing`` (the artifacts root moved), never a run of no items (it read as "0
+        failed": a tester's finding)."""
+        if not _parquet.RUN_ID.fullmatch(run_id):
             return None
         found = _parquet.located(self.run_folder(run_id))
         if found is not None:
             return found
-        path = self.run_folder(run_id) / _parquet.ITEMS
         with self.session() as s:
             run = s.get(RunRow, run_id)
-            if run is None or run.status != "finished" or not run.n_items:
-                return None
-            if run.kind not in ("run", "score"):  # a model's calls only (a journal)
-                return None
-            if s.scalar(select(ItemRow.seq).where(ItemRow.run_id == run_id).limit(1)) is None:
-                raise ItemsMissing(run_id, path)
+        if run is not None and run.status == "finished" and run.n_items and run.kind in SCORED:
+            raise ItemsMissing(run_id, self.run_folder(run_id) / _parquet.ITEMS)
         return None
 
     def items_writer(self, run_id: str) -> _parquet.ItemsWriter:
@@ -493,8 +483,8 @@ class Store:
         """Write run ``run_id``'s items to ``out`` as zstd Parquet in ``seq`` order: key, seq,
         failed, model, turn, error_type, then each of ``columns`` (name, JSON path in the
         item, DuckDB type: read from the item's JSON, null where absent or of another type),
-        then the item's JSON as ``result``. A run without an items file (a model run, one stored
-        before issue 27) is read from its rows."""
+        then the item's JSON as ``result``. A run without an items file (its calls in flight) is
+        read from its journal."""
         with tempfile.TemporaryDirectory(prefix="fieldcheck-export-") as tmp:
             path = self.items_file(run_id)
             if path is None:
@@ -586,19 +576,12 @@ class Store:
                 StoredItem(key, seq, error, 0, 0, 0.0, loads(result), [], failed, model, turn)
                 for key, seq, error, failed, model, turn, result in rows
             ]
-        if self._journal_only(run_id):
-            if (failed, tag, model, turn) != (None, None, None, None):
-                return []  # an item in flight is neither failed nor passed, nor tagged yet
-            with self.session() as s:
-                query = select(JournalRow).where(JournalRow.run_id == run_id)
-                query = query.where(JournalRow.seq > after).order_by(JournalRow.seq).limit(limit)
-                return [_in_flight(row) for row in s.scalars(query)]
-        query = self._item_filters(
-            select(ItemRow), run_id, failed=failed, tag=tag, model=model, turn=turn
-        )
-        query = query.where(ItemRow.seq > after).order_by(ItemRow.seq).limit(limit)
+        if (failed, tag, model, turn) != (None, None, None, None):
+            return []  # an item in flight is neither failed nor passed, nor tagged yet
         with self.session() as s:
-            return [_stored(row) for row in s.scalars(query)]
+            query = select(JournalRow).where(JournalRow.run_id == run_id)
+            query = query.where(JournalRow.seq > after).order_by(JournalRow.seq).limit(limit)
+            return [_in_flight(row) for row in s.scalars(query)]
 
     def count_items(
         self,
@@ -613,20 +596,9 @@ class Store:
         if path is not None:
             with self._duck() as con:
                 return _parquet.count(con, path, failed=failed, tag=tag, model=model, turn=turn)
-        if self._journal_only(run_id):
-            if (failed, tag, model, turn) != (None, None, None, None):
-                return 0
-            return self._journal_count(run_id)
-        query = self._item_filters(
-            select(func.count()).select_from(ItemRow),
-            run_id,
-            failed=failed,
-            tag=tag,
-            model=model,
-            turn=turn,
-        )
-        with self.session() as s:
-            return int(s.scalar(query) or 0)
+        if (failed, tag, model, turn) != (None, None, None, None):
+            return 0
+        return self._journal_count(run_id)
 
     def count_not_scored(self, run_id: str) -> int:
         """The run's items that were not scored (``failed`` null: an input, judge or call
@@ -636,12 +608,7 @@ class Store:
             with self._duck() as con:
                 filters = {"failed": None, "tag": None, "model": None, "turn": None}
                 return _parquet.count(con, path, not_scored=True, **filters)
-        if self._journal_only(run_id):
-            return self._journal_count(run_id)
-        query = select(func.count()).select_from(ItemRow)
-        query = query.where(ItemRow.run_id == run_id, ItemRow.failed.is_(None))
-        with self.session() as s:
-            return int(s.scalar(query) or 0)
+        return self._journal_count(run_id)
 
     def item_tags(self, run_id: str, *, limit: int = 1000) -> list[str]:
         """The distinct tag names of a run (fields or topics), sorted: the filter's choices."""
@@ -649,51 +616,19 @@ class Store:
         if path is not None:
             with self._duck() as con:
                 return _parquet.tag_names(con, path, limit)
-        with self.session() as s:
-            query = (
-                select(TagRow.name)
-                .where(TagRow.run_id == run_id)
-                .distinct()
-                .order_by(TagRow.name)
-                .limit(limit)
-            )
-            return list(s.scalars(query))
+        return []  # an item in flight is not tagged yet
 
     def join_items(
         self, first: str, second: str, *, model: str | None = None
     ) -> dict[str, int] | None:
         """Two scored runs' items joined on their key (``model``'s only, when given): how many
         have each pair of verdicts (``"passed -> failed"``: ``_parquet.join_counts``). None
-        when either run has no items file (a run stored before issue 27 is not joined)."""
+        when either run has no items file (its calls in flight)."""
         paths = self.items_file(first), self.items_file(second)
         if paths[0] is None or paths[1] is None:
             return None
         with self._duck() as con:
             return _parquet.join_counts(con, paths[0], paths[1], model)
-
-    @staticmethod
-    def _item_filters(
-        query: Any,
-        run_id: str,
-        *,
-        failed: bool | None,
-        tag: str | None,
-        model: str | None,
-        turn: int | None,
-    ) -> Any:
-        query = query.where(ItemRow.run_id == run_id)
-        if tag is not None:
-            on = (TagRow.run_id == ItemRow.run_id) & (TagRow.seq == ItemRow.seq)
-            query = query.join(TagRow, on).where(TagRow.name == tag)
-            if failed is not None:
-                query = query.where(TagRow.failed == failed)
-        elif failed is not None:
-            query = query.where(ItemRow.failed == failed)
-        if model is not None:
-            query = query.where(ItemRow.model == model)
-        if turn is not None:
-            query = query.where(ItemRow.turn == turn)
-        return query
 
     # items --------------------------------------------------------------------------------
     def items(self, run_id: str) -> list[StoredItem]:
@@ -701,16 +636,11 @@ class Store:
         return list(self.iter_items(run_id))
 
     def iter_items(self, run_id: str) -> Iterator[StoredItem]:
-        if self.items_file(run_id) is not None or self._journal_only(run_id):  # a page at a time
-            after = -1
-            while page := self.page_items(run_id, after=after, limit=ITEM_PAGE):
-                yield from page
-                after = page[-1].seq
-            return
-        with self.session() as s:
-            query = select(ItemRow).where(ItemRow.run_id == run_id).order_by(ItemRow.seq)
-            for row in s.scalars(query.execution_options(yield_per=1000)):
-                yield _stored(row)
+        """The run's items a page at a time."""
+        after = -1
+        while page := self.page_items(run_id, after=after, limit=ITEM_PAGE):
+            yield from page
+            after = page[-1].seq
 
     # the runner's journal ------------------------------------------------------------------
     def journal(self, run_id: str) -> list[StoredItem]:
@@ -723,13 +653,9 @@ class Store:
     def items_in_flight(self, run_id: str) -> bool:
         """Whether the run's items are its journal's: a model run's items called and not yet
         scored (a run interrupted or still calling), or a ``calls`` run's calls."""
-        return self.items_file(run_id) is None and self._journal_only(run_id)
-
-    def _journal_only(self, run_id: str) -> bool:
-        """No scored rows, and items in the journal (the caller found no items file)."""
+        if self.items_file(run_id) is not None:
+            return False
         with self.session() as s:
-            if s.scalar(select(ItemRow.seq).where(ItemRow.run_id == run_id).limit(1)) is not None:
-                return False
             first = select(JournalRow.seq).where(JournalRow.run_id == run_id).limit(1)
             return s.scalar(first) is not None
 
@@ -838,8 +764,7 @@ _COUNT_DONE = (
 )
 
 
-def _stored(row: ItemRow | JournalRow) -> StoredItem:
-    scored = row if isinstance(row, ItemRow) else None  # a journal row has no scored columns
+def _stored(row: JournalRow) -> StoredItem:
     return StoredItem(
         key=row.item_key,
         seq=row.seq,
@@ -849,9 +774,6 @@ def _stored(row: ItemRow | JournalRow) -> StoredItem:
         latency_s=row.latency_s,
         result=loads(row.result),  # a value's integers beyond 64 bits kept exact
         call_log=orjson.loads(row.call_log) if row.call_log else [],
-        failed=scored.failed if scored else None,
-        model=scored.model if scored else None,
-        turn=scored.turn if scored else None,
     )
 
 
@@ -944,9 +866,10 @@ def _at_revision(engine: Engine) -> str | None:
         return connection.execute(text("SELECT version_num FROM alembic_version")).scalar()
 
 
-def upgrade(engine: Engine) -> None:
+def upgrade(engine: Engine, artifacts: Path | None = None) -> None:
     """Bring the schema to the newest Alembic revision (Alembic is imported only when the
-    database is behind: every command opens the store, most find it current)."""
+    database is behind: every command opens the store, most find it current); ``artifacts``:
+    the root the store was given, where 0007 writes old runs' items (else ``artifacts_root``)."""
     if _at_revision(engine) == _newest_revision():
         return
     import logging
@@ -960,4 +883,5 @@ def upgrade(engine: Engine) -> None:
     config.set_main_option("script_location", str(MIGRATIONS))
     with engine.begin() as connection:
         config.attributes["connection"] = connection
+        config.attributes["artifacts"] = artifacts
         command.upgrade(config, "head")
