@@ -265,12 +265,20 @@ def test_an_interrupted_runs_items_are_its_journals_in_flight(
     code, shown, _ = cli("runs", "show", run.id, "--items", "10", "--json")
     data = json.loads(shown)
     assert code == 0 and data["items_in_flight"] is True
-    assert [(i["key"], i["failed"]) for i in data["items"]] == [(f"r{n}", None) for n in range(3)]
+    data_keys = [(f"r{n}", None) for n in range(3)]
+    assert [(i["key"], i["failed"]) for i in data["items"]] == data_keys
     [call] = data["items"][1]["result"]["call"]["calls"]
     assert json.loads(call["text"]) == {"name": "N1", "city": "Rome"}  # r1's raw reply
     code, shown, _ = cli("runs", "show", run.id, "--items", "2")
     assert "items: 3 of 6 (in flight: called, not yet scored)" in shown
     assert sum(line.startswith("{") for line in shown.splitlines()) == 2  # the first 2 items
+    out = tmp_path / "in-flight.parquet"
+    code, _, _ = cli("runs", "export", run.id, "--format", "parquet", "--out", str(out))
+    import pyarrow.parquet as pq
+
+    exported = pq.read_table(out).to_pylist()
+    assert code == 0 and [(i["key"], i["failed"]) for i in exported] == data_keys
+    assert json.loads(exported[1]["result"])["call"]["calls"] == [call]
     settings = ApiSettings(matcher="llm", judge_base_url=server.base_url, judge_model="j")
     live = start_server(create_app(settings))
     with httpx.Client(base_url=live.base_url, timeout=30) as http:

@@ -287,7 +287,7 @@ def test_a_migration_that_cannot_convert_leaves_the_store_at_0006(
             c.execute(text("DELETE FROM run_journal WHERE item_key = 'q2'"))
     said = {
         "root is a file": "File exists|Not a directory",
-        "calls not in the journal": "runs m have items whose model calls the journal does not",
+        "calls not in the journal": "runs m have items whose calls the journal does not hold: the store stays at",
         "no root": "set FIELDCHECK_ARTIFACTS to this database's shared artifacts root",
     }[cause]
     with pytest.raises((OSError, RuntimeError), match=said):

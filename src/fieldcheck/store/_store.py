@@ -1,5 +1,5 @@
-"""The run store: runs, their scored items, the runner's journal and the response cache, in
-SQLite or PostgreSQL.
+"""The run store: runs, the runner's journal and the response cache in SQLite or PostgreSQL; a
+scored run's items in a Parquet file under the artifacts root (``_parquet``).
 
 Default: a SQLite file under the user's data directory (``$XDG_DATA_HOME/fieldcheck`` or
 ``~/.local/share/fieldcheck``); ``FIELDCHECK_DATABASE_URL`` overrides it with any SQLAlchemy URL.
@@ -489,13 +489,12 @@ class Store:
             path = self.items_file(run_id)
             if path is None:
                 writer = _parquet.ItemsWriter(Path(tmp))
-                page: list[StoredItem] = []
-                for item in self.iter_items(run_id):
-                    page.append(item)
-                    if len(page) == ITEM_PAGE:
-                        writer.write(_item_rows(page), ())
-                        page = []
-                writer.write(_item_rows(page), ())
+                for page in self._pages(run_id):
+                    rows = [
+                        (i.key, i.seq, i.error_type, None, None, None, _dumps(i.result))
+                        for i in page
+                    ]
+                    writer.write(rows, ())
                 writer.close()
                 path = _parquet.publish(Path(tmp))
             extracted = "".join(
@@ -560,17 +559,9 @@ class Store:
         or a topic of a slot session; with ``failed`` it means failed on that tag."""
         path = self.items_file(run_id)
         if path is not None:
+            filters = {"failed": failed, "tag": tag, "model": model, "turn": turn}
             with self._duck() as con:
-                rows = _parquet.page(
-                    con,
-                    path,
-                    after=after,
-                    limit=limit,
-                    failed=failed,
-                    tag=tag,
-                    model=model,
-                    turn=turn,
-                )
+                rows = _parquet.page(con, path, after=after, limit=limit, **filters)
             # a scored item makes no model call
             return [
                 StoredItem(key, seq, error, 0, 0, 0.0, loads(result), [], failed, model, turn)
@@ -591,24 +582,24 @@ class Store:
         tag: str | None = None,
         model: str | None = None,
         turn: int | None = None,
+        not_scored: bool = False,
     ) -> int:
+        """How many items ``page_items`` gives with these filters; ``not_scored``: of those,
+        the ones not scored (``failed`` null: an input, judge or call error, no gold), neither
+        failed nor passed (every item in flight)."""
         path = self.items_file(run_id)
         if path is not None:
             with self._duck() as con:
-                return _parquet.count(con, path, failed=failed, tag=tag, model=model, turn=turn)
+                filters = {"failed": failed, "tag": tag, "model": model, "turn": turn}
+                return _parquet.count(con, path, not_scored=not_scored, **filters)
         if (failed, tag, model, turn) != (None, None, None, None):
             return 0
-        return self._journal_count(run_id)
+        with self.session() as s:
+            query = select(func.count()).select_from(JournalRow)
+            return int(s.scalar(query.where(JournalRow.run_id == run_id)) or 0)
 
     def count_not_scored(self, run_id: str) -> int:
-        """The run's items that were not scored (``failed`` null: an input, judge or call
-        error, no gold), neither failed nor passed."""
-        path = self.items_file(run_id)
-        if path is not None:
-            with self._duck() as con:
-                filters = {"failed": None, "tag": None, "model": None, "turn": None}
-                return _parquet.count(con, path, not_scored=True, **filters)
-        return self._journal_count(run_id)
+        return self.count_items(run_id, not_scored=True)
 
     def item_tags(self, run_id: str, *, limit: int = 1000) -> list[str]:
         """The distinct tag names of a run (fields or topics), sorted: the filter's choices."""
@@ -636,10 +627,14 @@ class Store:
         return list(self.iter_items(run_id))
 
     def iter_items(self, run_id: str) -> Iterator[StoredItem]:
+        for page in self._pages(run_id):
+            yield from page
+
+    def _pages(self, run_id: str) -> Iterator[list[StoredItem]]:
         """The run's items a page at a time."""
         after = -1
         while page := self.page_items(run_id, after=after, limit=ITEM_PAGE):
-            yield from page
+            yield page
             after = page[-1].seq
 
     # the runner's journal ------------------------------------------------------------------
@@ -658,11 +653,6 @@ class Store:
         with self.session() as s:
             first = select(JournalRow.seq).where(JournalRow.run_id == run_id).limit(1)
             return s.scalar(first) is not None
-
-    def _journal_count(self, run_id: str) -> int:
-        with self.session() as s:
-            query = select(func.count()).select_from(JournalRow)
-            return int(s.scalar(query.where(JournalRow.run_id == run_id)) or 0)
 
     def forget_item(self, run_id: str, key: str) -> None:
         """Delete a journal item of ``run_id`` and take it off the run's counts (a resumed run
@@ -790,12 +780,6 @@ def _in_flight(row: JournalRow) -> StoredItem:
         "result": item.result,
     }
     return replace(item, result={"call": call})
-
-
-def _item_rows(items: list[StoredItem]) -> list[Any]:
-    return [
-        (i.key, i.seq, i.error_type, i.failed, i.model, i.turn, _dumps(i.result)) for i in items
-    ]
 
 
 def _run_filters(
