@@ -467,3 +467,30 @@ def test_threads_querying_at_once_share_one_duckdb_connection(
     assert len(made) == 1
     store.close()
     assert store._duckdb is None
+
+
+OPEN_SCRIPT = """
+import sys
+from fieldcheck.store import Store
+store = Store(sys.argv[1])
+print(store.count_items("old"), store.count_items("old", failed=True))
+"""
+
+
+def test_processes_opening_an_old_store_at_once_all_open_it(tmp_path: Path) -> None:
+    """Three commands started together on a store at 0006: each converts the old run in a
+    folder of its own and one drops the rows; the others find it upgraded and open it too,
+    and the run's items are all there."""
+    url = f"sqlite:///{tmp_path / 'old.sqlite3'}"
+    _old_store(url, [_item(i) for i in range(3_000)])
+    started = [
+        subprocess.Popen(
+            [sys.executable, "-c", OPEN_SCRIPT, url], stdout=subprocess.PIPE, text=True
+        )
+        for _ in range(3)
+    ]
+    answers = [p.communicate(timeout=240)[0].split() for p in started]
+    assert [p.returncode for p in started] == [0, 0, 0]
+    assert answers == [["3000", "857"]] * 3  # 1,000 multiples of 3 less 143 of 21
+    folder = tmp_path / "artifacts" / "runs" / "old"
+    assert sorted(p.name for p in folder.iterdir()) == ["items.parquet"]

@@ -36,7 +36,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.orm import sessionmaker
 
 from fieldcheck._util.executor import pid_alive
 from fieldcheck._util.jsonio import dumps_bytes, loads
@@ -132,9 +132,6 @@ class Store:
                 self._duckdb = None
         self.engine.dispose()
 
-    def session(self) -> Session:
-        return self._session()
-
     # runs ---------------------------------------------------------------------------------
     def open_run(
         self,
@@ -155,11 +152,9 @@ class Store:
         still ``running`` (its process alive, or on another host) is never taken over: two
         runs of one command at once are two runs (they took each other's items and failed).
         """
-        run_key = hashlib.sha256(
-            _dumps([system, task, dataset_sha256, model, endpoint, settings]).encode()
-        ).hexdigest()
+        run_key = _digest([system, task, dataset_sha256, model, endpoint, settings])
         self.mark_stale_runs()
-        with self.session() as s:
+        with self._session() as s:
             row = s.scalars(
                 select(RunRow)
                 .where(RunRow.run_key == run_key, RunRow.status == "interrupted")
@@ -167,8 +162,7 @@ class Store:
             ).first()
             resumed = row is not None
             if row is None:
-                row = RunRow(
-                    id=uuid.uuid4().hex[:12],
+                row = _new_run(
                     run_key=run_key,
                     system=system,
                     task=task,
@@ -178,9 +172,6 @@ class Store:
                     endpoint=endpoint,
                     settings=_dumps(settings),
                     signature=signature,
-                    status="running",
-                    started_at=_now(),
-                    n_items=n_items,
                     kind="run",
                 )
                 s.add(row)
@@ -194,7 +185,7 @@ class Store:
     def mark_stale_runs(self) -> int:
         """Mark ``running`` runs of this host whose process is gone as ``interrupted``."""
         host = socket.gethostname()
-        with self.session() as s:
+        with self._session() as s:
             rows = s.scalars(
                 select(RunRow).where(RunRow.status == "running", RunRow.host == host)
             ).all()
@@ -205,7 +196,7 @@ class Store:
             return len(stale)
 
     def set_status(self, run_id: str, status: str) -> None:
-        with self.session() as s:
+        with self._session() as s:
             values: dict[str, Any] = {"status": status}
             if status == "finished":
                 values["finished_at"] = _now()
@@ -214,7 +205,7 @@ class Store:
 
     def get_run(self, run_id: str) -> RunInfo | None:
         """The run ``run_id``, or the one a scored run of that id was merged into (0006)."""
-        with self.session() as s:
+        with self._session() as s:
             row = s.get(RunRow, run_id)
             if row is None:
                 row = s.scalars(select(RunRow).where(RunRow.former_id == run_id)).first()
@@ -236,7 +227,7 @@ class Store:
         (one of a run's models: a slot run names several, ``", "``-joined), start time and kind;
         without a kind, every run but the ``calls`` runs (parts of another run)."""
         self.mark_stale_runs()
-        with self.session() as s:
+        with self._session() as s:
             order = RunRow.started_at.desc() if newest_first else RunRow.started_at
             query = _run_filters(
                 select(RunRow), system=system, model=model, since=since, until=until, kind=kind
@@ -247,7 +238,7 @@ class Store:
 
     def count_runs(self, **filters: Any) -> int:
         """How many runs ``list_runs`` gives with the same filters and no limit."""
-        with self.session() as s:
+        with self._session() as s:
             return int(
                 s.scalar(_run_filters(select(func.count()).select_from(RunRow), **filters)) or 0
             )
@@ -259,7 +250,7 @@ class Store:
         run = self.get_run(prefix)
         if run is not None or len(prefix) < MIN_PREFIX:
             return run
-        with self.session() as s:
+        with self._session() as s:
             rows = s.scalars(
                 select(RunRow)
                 .where(func.substr(RunRow.id, 1, len(prefix)) == prefix)
@@ -276,7 +267,7 @@ class Store:
         would name a parent that is gone: docs/decisions.md); ``PermissionError``, nothing
         deleted, when its item files cannot be removed (a read-only artifacts root: the files
         are removed after the commit, so they are checked before it)."""
-        with self.session() as s:
+        with self._session() as s:
             row = s.get(RunRow, run_id)
             names = [run_id, *([row.former_id] if row is not None and row.former_id else [])]
             children = s.scalars(
@@ -320,11 +311,8 @@ class Store:
         """A new ``score`` run (no model calls), ``running`` until ``finish_scored_run``: its
         first input names the dataset."""
         first = inputs[0] if inputs else {"path": "", "sha256": ""}
-        run_id = uuid.uuid4().hex[:12]
-        with self.session() as s:
-            row = RunRow(
-                id=run_id,
-                run_key=hashlib.sha256(_dumps(["scored", run_id]).encode()).hexdigest(),
+        with self._session() as s:
+            row = _new_run(
                 system=system,
                 task=task,
                 dataset=str(first.get("path") or ""),
@@ -333,13 +321,6 @@ class Store:
                 endpoint="",
                 settings=_dumps(settings),
                 signature=signature,
-                status="running",
-                pid=os.getpid(),
-                host=socket.gethostname(),
-                started_at=_now(),
-                n_items=0,
-                n_done=0,
-                n_errors=0,
                 kind="score",
                 parent_id=parent_id,
                 out_dir=out_dir,
@@ -366,7 +347,7 @@ class Store:
         ``model``: every model it scores (``", "``-joined); ``parts``: the runs of its other
         models (a slot run's), made its ``calls`` runs. ``kind="score"``: an unfinished
         scoring (``unfinished_scoring``) scored again, its settings replaced."""
-        with self.session() as s:
+        with self._session() as s:
             row = s.get(RunRow, run_id)
             if row is None:
                 raise KeyError(run_id)
@@ -394,7 +375,7 @@ class Store:
     def runs_of_folder(self, out_dir: Path, *, system: str) -> list[RunInfo]:
         """The finished runs of ``system`` stored from the output folder ``out_dir`` (by its
         command or an import; a re-score has no folder), newest first."""
-        with self.session() as s:
+        with self._session() as s:
             rows = s.scalars(
                 select(RunRow)
                 .where(
@@ -414,7 +395,7 @@ class Store:
         if not run_ids:
             return None
         self.mark_stale_runs()
-        with self.session() as s:
+        with self._session() as s:
             found = set(
                 s.scalars(
                     select(RunRow.id).where(
@@ -445,7 +426,7 @@ class Store:
         found = _parquet.located(self.run_folder(run_id))
         if found is not None:
             return found
-        with self.session() as s:
+        with self._session() as s:
             run = s.get(RunRow, run_id)
         if run is not None and run.status == "finished" and run.n_items and run.kind in SCORED:
             raise ItemsMissing(run_id, self.run_folder(run_id) / _parquet.ITEMS)
@@ -528,7 +509,7 @@ class Store:
         status: str = "finished",
         signature: str | None = None,
     ) -> RunInfo:
-        with self.session() as s:
+        with self._session() as s:
             row = s.get(RunRow, run_id)
             if row is None:
                 raise KeyError(run_id)
@@ -569,7 +550,7 @@ class Store:
             ]
         if (failed, tag, model, turn) != (None, None, None, None):
             return []  # an item in flight is neither failed nor passed, nor tagged yet
-        with self.session() as s:
+        with self._session() as s:
             query = select(JournalRow).where(JournalRow.run_id == run_id)
             query = query.where(JournalRow.seq > after).order_by(JournalRow.seq).limit(limit)
             return [_in_flight(row) for row in s.scalars(query)]
@@ -594,7 +575,7 @@ class Store:
                 return _parquet.count(con, path, not_scored=not_scored, **filters)
         if (failed, tag, model, turn) != (None, None, None, None):
             return 0
-        with self.session() as s:
+        with self._session() as s:
             query = select(func.count()).select_from(JournalRow)
             return int(s.scalar(query.where(JournalRow.run_id == run_id)) or 0)
 
@@ -641,7 +622,7 @@ class Store:
     def journal(self, run_id: str) -> list[StoredItem]:
         """The journal of model run ``run_id``: its items as their calls finished (a resume
         reads them back), in order."""
-        with self.session() as s:
+        with self._session() as s:
             query = select(JournalRow).where(JournalRow.run_id == run_id).order_by(JournalRow.seq)
             return [_stored(row) for row in s.scalars(query)]
 
@@ -650,14 +631,14 @@ class Store:
         scored (a run interrupted or still calling), or a ``calls`` run's calls."""
         if self.items_file(run_id) is not None:
             return False
-        with self.session() as s:
+        with self._session() as s:
             first = select(JournalRow.seq).where(JournalRow.run_id == run_id).limit(1)
             return s.scalar(first) is not None
 
     def forget_item(self, run_id: str, key: str) -> None:
         """Delete a journal item of ``run_id`` and take it off the run's counts (a resumed run
         calls it again before saving it anew)."""
-        with self.session() as s:
+        with self._session() as s:
             row = s.get(JournalRow, (run_id, key))
             if row is None:
                 return
@@ -723,19 +704,19 @@ class Store:
         return orjson.loads(value) if value is not None else None
 
     def cache_count(self) -> int:
-        with self.session() as s:
+        with self._session() as s:
             return int(s.scalar(select(func.count()).select_from(CacheRow)) or 0)
 
     # saved configuration ------------------------------------------------------------------
     def get_config(self, section: str) -> Any | None:
         """The saved JSON value of a configuration section, or None when never saved."""
-        with self.session() as s:
+        with self._session() as s:
             row = s.get(ConfigRow, section)
             return orjson.loads(row.value) if row is not None else None
 
     def put_config(self, section: str, value: Any) -> None:
         """Save (replace) a configuration section; the caller validates it first."""
-        with self.session() as s:
+        with self._session() as s:
             text = orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()  # order kept
             s.merge(ConfigRow(section=section, value=text, updated_at=_now()))
             s.commit()
@@ -764,6 +745,24 @@ def _stored(row: JournalRow) -> StoredItem:
         latency_s=row.latency_s,
         result=loads(row.result),  # a value's integers beyond 64 bits kept exact
         call_log=orjson.loads(row.call_log) if row.call_log else [],
+    )
+
+
+def _digest(value: Any) -> str:
+    return hashlib.sha256(_dumps(value).encode()).hexdigest()
+
+
+def _new_run(run_key: str | None = None, **columns: Any) -> RunRow:
+    """A new run of this process, ``running``, of no items yet; a scored run's key is its id's."""
+    run_id = uuid.uuid4().hex[:12]
+    return RunRow(
+        id=run_id,
+        run_key=run_key or _digest(["scored", run_id]),
+        status="running",
+        pid=os.getpid(),
+        host=socket.gethostname(),
+        started_at=_now(),
+        **{"n_items": 0, "n_done": 0, "n_errors": 0, **columns},
     )
 
 
@@ -865,7 +864,11 @@ def upgrade(engine: Engine, artifacts: Path | None = None) -> None:
 
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS))
-    with engine.begin() as connection:
-        config.attributes["connection"] = connection
-        config.attributes["artifacts"] = artifacts
-        command.upgrade(config, "head")
+    try:
+        with engine.begin() as connection:
+            config.attributes["connection"] = connection
+            config.attributes["artifacts"] = artifacts
+            command.upgrade(config, "head")
+    except Exception:
+        if _at_revision(engine) != _newest_revision():
+            raise  # else another process opening the store upgraded it meanwhile

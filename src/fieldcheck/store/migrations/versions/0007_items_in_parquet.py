@@ -15,6 +15,7 @@ Revises: 0006
 from __future__ import annotations
 
 import os
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -54,15 +55,8 @@ def upgrade() -> None:
             raise RuntimeError(f"runs {', '.join(found[:5])} have {what}: {_KEPT}")
     if bad := [r for r in runs if not _parquet.RUN_ID.fullmatch(r)]:
         raise RuntimeError(f"run ids {', '.join(bad[:5])} are not folder names: {_KEPT}")
-    written: list[Path] = []
-    try:
-        for run in runs:
-            written.append(_root(bind) / "runs" / run)
-            _write(bind, run, written[-1])
-    except Exception:
-        for folder in written:  # this attempt's files only
-            _parquet.remove(folder)
-        raise
+    for run in runs:
+        _write(bind, run, _root(bind) / "runs" / run)
     op.execute("DELETE FROM run_item_tags")  # on SQLite, begins the transaction the drops join
     op.execute("DELETE FROM run_items")
     op.drop_table("run_item_tags")
@@ -82,8 +76,18 @@ def _root(bind: Any) -> Path:
 
 
 def _write(bind: Any, run: str, folder: Path) -> None:
-    """Run ``run``'s rows as its items file, its tags (in ``seq`` order) with its items."""
-    _parquet.remove(folder)  # an earlier, failed attempt's
+    """Run ``run``'s rows as its items file, its tags (in ``seq`` order) with its items: made
+    in a folder of this attempt's own, then renamed into place (a process that opened the store
+    at the same time writes the same file; a failed attempt removes only its own folder)."""
+    mine = folder / f"0007-{uuid.uuid4().hex[:12]}.tmp"
+    try:
+        _items(bind, run, mine)
+        (mine / _parquet.ITEMS).replace(folder / _parquet.ITEMS)
+    finally:
+        _parquet.remove(mine)
+
+
+def _items(bind: Any, run: str, folder: Path) -> None:
     writer = _parquet.ItemsWriter(folder)
     tags = iter(_streamed(bind, _TAGS, run))
     tag = next(tags, None)
