@@ -1,12 +1,8 @@
-"""Items in Parquet (issue 27 item 5): the SQL rows (``run_items``, ``run_item_tags``) of each
-run stored before it become the run's ``items.parquet`` under the artifacts root, written as a
-run of today writes it (``_parquet.ItemsWriter``: the same columns, tags and ``seq`` order, each
-item's JSON text as it was); the two tables go.
-
-Nothing is dropped: the migration stops, the database left at 0006 with its rows, when an item
-keeps calls the journal does not (0006 copied every model run's there), a tag names no item, a
-run id is not a folder name, the files cannot be written, or a store that is no SQLite file has
-no root set (``FIELDCHECK_ARTIFACTS`` or the ``Store``'s: a team's, not one user's default).
+"""Items in Parquet (issue 27 item 5): each old run's SQL rows (``run_items``, ``run_item_tags``)
+become its ``items.parquet`` under the artifacts root as a run of today writes it (same columns,
+tags, ``seq`` order and JSON text); the tables go. Nothing is dropped: it stops at 0006, rows
+kept, when an item keeps calls the journal lacks, a tag names no item, a run id is no folder
+name, a file cannot be written, or a store that is no SQLite file has no root set.
 
 Revision ID: 0007
 Revises: 0006
