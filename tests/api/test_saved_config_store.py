@@ -25,7 +25,7 @@ def test_saved_config_round_trip_and_reopen(tmp_path: Path) -> None:
     assert list(again.get_config("strategies")) == ["name", "bio"]  # the user's order, kept
     assert again.get_config("weights") == {"accuracy": 1.0}
     tables = set(inspect(again.engine).get_table_names())
-    assert {"runs", "run_items", "response_cache", "saved_config"} <= tables
+    assert {"runs", "run_journal", "response_cache", "saved_config"} <= tables
     with again.engine.connect() as connection:
         version = connection.execute(text("SELECT version_num FROM alembic_version")).scalar()
         rows = connection.execute(text("SELECT count(*) FROM saved_config")).scalar()

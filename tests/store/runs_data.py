@@ -9,6 +9,7 @@ import orjson
 from typer.testing import CliRunner
 
 from fieldcheck._cli.main import app
+from fieldcheck.store._store import MIGRATIONS
 
 ROOT = Path(__file__).resolve().parents[2]
 HOSTILE = "<img src=x onerror=alert(1)>"
@@ -120,3 +121,19 @@ def numeric_folder(root: Path) -> Path:
         "50",
     )
     return out
+
+
+def upgrade_to(url: str, revision: str) -> None:
+    """Bring the database at ``url`` to Alembic ``revision`` (a store as an older fieldcheck
+    left it)."""
+    from alembic import command
+    from alembic.config import Config
+    from sqlalchemy import create_engine
+
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    engine = create_engine(url)
+    with engine.begin() as connection:
+        config.attributes["connection"] = connection
+        command.upgrade(config, revision)
+    engine.dispose()

@@ -15,15 +15,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from alembic import command
-from alembic.config import Config
+from runs_data import upgrade_to
 from sqlalchemy import create_engine, text
 from typer.testing import CliRunner
 
 from chat_server import ChatServer, Script
 from fieldcheck._cli.main import app
 from fieldcheck.store import Store
-from fieldcheck.store._store import MIGRATIONS
 
 StartServer = Callable[[Script], ChatServer]
 GT = {f"r{i}": {"name": f"N{i}", "city": "Oslo"} for i in range(6)}
@@ -130,16 +128,6 @@ def test_a_json_run_interrupted_and_resumed_is_one_run_with_calls_and_verdicts(
     assert [r.id for r in store.list_runs()] == [run.id, child["id"]]
 
 
-def _upgrade_to(url: str, revision: str) -> None:
-    config = Config()
-    config.set_main_option("script_location", str(MIGRATIONS))
-    engine = create_engine(url)
-    with engine.begin() as connection:
-        config.attributes["connection"] = connection
-        command.upgrade(config, revision)
-    engine.dispose()
-
-
 RUN_SQL = (
     "INSERT INTO runs (id, run_key, system, task, dataset, dataset_sha256, model, endpoint, "
     "settings, signature, status, started_at, finished_at, n_items, n_done, n_errors, kind, "
@@ -148,7 +136,7 @@ RUN_SQL = (
 )
 ITEM_SQL = (
     "INSERT INTO run_items (run_id, item_key, seq, calls, cached_calls, latency_s, result, "
-    "call_log, finished_at, failed) VALUES (:run, :key, :seq, :calls, 0, 0.5, :result, :log, "
+    "call_log, finished_at, failed) VALUES (:run, :key, :seq, :calls, 0, :latency, :result, :log, "
     "'2026-11-01 00:00:00', :failed)"
 )
 
@@ -163,6 +151,7 @@ def _run(c: Any, id: str, kind: str, model: str, started: str, **more: Any) -> N
 def _item(c: Any, run: str, key: str, seq: int, result: Any, log: Any = None) -> None:
     values = {"run": run, "key": key, "seq": seq, "result": json.dumps(result)}
     values |= {"calls": 1 if log else 0, "log": json.dumps(log) if log else None}
+    values |= {"latency": 0.5 if log else 0.0}  # a scored item made no call
     c.execute(text(ITEM_SQL), {**values, "failed": None if log else key == "b"})
 
 
@@ -174,7 +163,7 @@ def test_migration_0006_merges_each_pair_and_drops_nothing(tmp_path: Path) -> No
     calls; the other slot model a ``calls`` run under it; the journal holds every model run's
     items; the unpaired runs stay."""
     url = f"sqlite:///{tmp_path / 'old.sqlite3'}"
-    _upgrade_to(url, "0005")
+    upgrade_to(url, "0005")
     engine = create_engine(url)
     scored_inputs = json.dumps([{"name": "documents", "path": "d", "sha256": "aa"}])
     with engine.begin() as c:
@@ -222,8 +211,8 @@ def test_migration_0006_merges_each_pair_and_drops_nothing(tmp_path: Path) -> No
     assert [i.result for i in store.journal("mb")] == [{"memory": {}}]
     with store.engine.connect() as c:
         assert c.execute(text("SELECT count(*) FROM runs")).scalar() == 5  # s1, s3 merged
-        assert c.execute(text("SELECT count(*) FROM run_items")).scalar() == 5
         assert c.execute(text("SELECT count(*) FROM run_journal")).scalar() == 5
+    assert sum(store.count_items(r) for r in ("m1", "m2", "ma")) == 5  # 0007: in Parquet
 
 
 def test_a_slots_run_of_two_models_is_one_run(tmp_path: Path, chat_server: StartServer) -> None:
@@ -276,12 +265,20 @@ def test_an_interrupted_runs_items_are_its_journals_in_flight(
     code, shown, _ = cli("runs", "show", run.id, "--items", "10", "--json")
     data = json.loads(shown)
     assert code == 0 and data["items_in_flight"] is True
-    assert [(i["key"], i["failed"]) for i in data["items"]] == [(f"r{n}", None) for n in range(3)]
+    data_keys = [(f"r{n}", None) for n in range(3)]
+    assert [(i["key"], i["failed"]) for i in data["items"]] == data_keys
     [call] = data["items"][1]["result"]["call"]["calls"]
     assert json.loads(call["text"]) == {"name": "N1", "city": "Rome"}  # r1's raw reply
     code, shown, _ = cli("runs", "show", run.id, "--items", "2")
     assert "items: 3 of 6 (in flight: called, not yet scored)" in shown
     assert sum(line.startswith("{") for line in shown.splitlines()) == 2  # the first 2 items
+    out = tmp_path / "in-flight.parquet"
+    code, _, _ = cli("runs", "export", run.id, "--format", "parquet", "--out", str(out))
+    import pyarrow.parquet as pq
+
+    exported = pq.read_table(out).to_pylist()
+    assert code == 0 and [(i["key"], i["failed"]) for i in exported] == data_keys
+    assert json.loads(exported[1]["result"])["call"]["calls"] == [call]
     settings = ApiSettings(matcher="llm", judge_base_url=server.base_url, judge_model="j")
     live = start_server(create_app(settings))
     with httpx.Client(base_url=live.base_url, timeout=30) as http:

@@ -1,6 +1,7 @@
 """A scored run's items as one zstd Parquet file under the artifacts root, read with DuckDB
-(issue 27 item 5): the file, the same pages and counts as the SQL rows of a run stored before,
-the run-to-run join, the Parquet export pandas reads, bounded memory, delete."""
+(issue 27 item 5): the file, the SQL rows of a run stored before migrated into the same file
+(0007, nothing lost), the run-to-run join, the Parquet export pandas reads, bounded memory,
+delete."""
 
 from __future__ import annotations
 
@@ -13,8 +14,8 @@ from typing import Any
 
 import orjson
 import pytest
-from runs_data import json_folder
-from sqlalchemy import func, insert, select
+from runs_data import json_folder, upgrade_to
+from sqlalchemy import create_engine, inspect, text
 from typer.testing import CliRunner
 
 from fieldcheck import core
@@ -30,7 +31,6 @@ from fieldcheck.store import (
     Store,
     artifacts_root,
 )
-from fieldcheck.store._schema import ItemRow, TagRow
 
 
 def _open(store: Store, tmp_path: Path, system: str = "json") -> RunRecorder:
@@ -54,38 +54,6 @@ def _item(i: int) -> tuple[ItemColumns, bytes]:
         tags=tags,
     )
     return columns, dumps_bytes({"i": i, "big": 2**70 + i, "text": "é" * (i % 4)}, 0)
-
-
-def _sql_run(store: Store, items: list[tuple[ItemColumns, bytes]]) -> str:
-    """A scored run whose items are SQL rows, as a store from before issue 27 holds them."""
-    run = store.create_scored_run(
-        system="json", model="", task="score", inputs=[], settings={}, signature="s", out_dir=None
-    )
-    now = datetime.now(UTC)
-    rows = [
-        {
-            "run_id": run.id, "item_key": c.key, "seq": seq, "error_type": c.error_type,
-            "calls": 0, "cached_calls": 0, "latency_s": 0.0, "result": text.decode(),
-            "finished_at": now, "failed": c.failed, "model": c.model, "turn": c.turn,
-        }
-        for seq, (c, text) in enumerate(items)
-    ]  # fmt: skip
-    tags = [
-        {"run_id": run.id, "name": name, "seq": seq, "failed": f}
-        for seq, (c, _) in enumerate(items)
-        for name, f in c.tags.items()
-    ]
-    with store.engine.begin() as conn:
-        conn.execute(insert(ItemRow), rows)
-        conn.execute(insert(TagRow), tags)
-    store.finish_scored_run(run.id, metrics=None, intervals=None)
-    return run.id
-
-
-def _sql_items(store: Store, run_id: str) -> int:
-    with store.engine.connect() as conn:
-        query = select(func.count()).select_from(ItemRow).where(ItemRow.run_id == run_id)
-        return int(conn.scalar(query) or 0)
 
 
 def test_a_scored_run_is_one_zstd_parquet_file_and_no_sql_rows(
@@ -113,7 +81,7 @@ def test_a_scored_run_is_one_zstd_parquet_file_and_no_sql_rows(
     assert pq.read_schema(path).names == [
         "key", "seq", "error_type", "failed", "model", "turn", "tags", "failed_tags", "result",
     ]  # fmt: skip
-    assert _sql_items(store, run.id) == 0  # the run index only
+    assert not {"run_items", "run_item_tags"} & set(inspect(store.engine).get_table_names())
     assert (run.n_items, run.n_done, run.n_errors) == (41, 41, 7)  # i % 7 == 0, and "bad"
     assert store.count_not_scored(run.id) == 7  # the six i % 7 == 0, and "bad"
     assert store.count_items(run.id, failed=True) == 12  # i % 3 == 0 of the others: 3, ..., 39
@@ -161,19 +129,89 @@ FILTERS: list[dict[str, Any]] = [
 ]
 
 
-def test_ten_thousand_items_page_and_filter_as_the_sql_rows_of_an_old_run(
-    store: Store, tmp_path: Path
+RUN_SQL = (
+    "INSERT INTO runs (id, run_key, system, task, dataset, dataset_sha256, model, endpoint, "
+    "settings, signature, status, started_at, finished_at, n_items, n_done, n_errors, kind) "
+    "VALUES (:id, :id, 'json', 'score', 'd', '', '', '', '{}', 's', 'finished', :at, :at, :n, "
+    ":n, 0, :kind)"
+)
+ITEM_COLUMNS = (
+    "run_id, item_key, seq, error_type, failed, model, turn, result, calls, cached_calls, "
+    "latency_s, call_log, finished_at"
+)
+ITEM_SQL = (
+    f"INSERT INTO {{table}} ({ITEM_COLUMNS}) VALUES (:run, :key, :seq, :error, :failed, :model, "
+    ":turn, :result, :calls, 0, :latency, :log, :at)"
+)
+AT = datetime(2026, 11, 1, tzinfo=UTC)
+
+
+def _old_store(url: str, items: list[tuple[ItemColumns, bytes]]) -> dict[str, Any]:
+    """A store at 0006 as fieldcheck before issue 27 left it: scored run ``old`` whose
+    ``items`` are SQL rows with their tags, and model run ``m`` (its calls only) whose rows 0006
+    copied into the journal. The rows inserted, by table."""
+    upgrade_to(url, "0006")
+    rows: dict[str, Any] = {"run_items": [], "run_item_tags": [], "run_journal": []}
+    for seq, (c, result) in enumerate(items):
+        values = {"run": "old", "key": c.key, "seq": seq, "error": c.error_type}
+        values |= {"failed": c.failed, "model": c.model, "turn": c.turn}
+        values |= {"result": result.decode(), "calls": 0, "latency": 0.0, "log": None, "at": AT}
+        rows["run_items"].append(values)  # a scored item made no call (insert_scored_rows)
+        rows["run_item_tags"] += [
+            {"run": "old", "name": n, "seq": seq, "failed": f} for n, f in c.tags.items()
+        ]
+    for seq, key in enumerate(("q1", "q2")):
+        log = json.dumps([{"text": f"reply {key}", "attempts": 1, "latency_s": 0.25}])
+        values = {"run": "m", "key": key, "seq": seq, "error": None, "failed": None}
+        values |= {"model": None, "turn": None, "result": json.dumps({"output": key})}
+        values |= {"calls": 1, "latency": 0.25, "log": log, "at": AT}
+        rows["run_items"].append(values)
+        rows["run_journal"].append(values)
+    engine = create_engine(url)
+    with engine.begin() as c:
+        c.execute(text(RUN_SQL), {"id": "old", "at": AT, "n": len(items), "kind": "score"})
+        c.execute(text(RUN_SQL), {"id": "m", "at": AT, "n": 2, "kind": "model-run"})
+        c.execute(text(ITEM_SQL.format(table="run_items")), rows["run_items"])
+        journal = ITEM_SQL.format(table="run_journal").replace(", failed, model, turn", "")
+        c.execute(text(journal.replace(":failed, :model, :turn, ", "")), rows["run_journal"])
+        tags = "INSERT INTO run_item_tags VALUES (:run, :name, :seq, :failed)"
+        c.execute(text(tags), rows["run_item_tags"])
+    engine.dispose()
+    return rows
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def old_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A fresh database on each backend, for a store that an older fieldcheck made."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'old.sqlite3'}"
+    return str(request.getfixturevalue("pg_url"))
+
+
+def test_migration_0007_makes_an_old_runs_sql_rows_its_items_file(
+    old_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The same 10,000 items recorded now (Parquet, DuckDB) and as a run stored before issue 27
-    (SQL rows, still read): every filter gives the same pages, counts and tags, and the counts
-    are the ones the items were made with."""
+    """10,000 items stored as SQL rows before issue 27, upgraded: the run's items file holds
+    each item's JSON as it was, and every filter gives the pages, counts and tags of the same
+    items recorded now (the counts those the items were made with); ``runs show`` and the
+    export give them; the model run keeps its calls in the journal; the tables are gone."""
+    monkeypatch.setenv(ARTIFACTS_ENV, str(tmp_path / "team"))  # PostgreSQL: the shared root
     items = [_item(i) for i in range(10_000)]
+    rows = _old_store(old_url, items)
+    store = Store(old_url)
+    path = store.items_file("old")
+    assert path == tmp_path / "team" / "runs" / "old" / "items.parquet"
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(path)
+    assert table.column("result").to_pylist() == [c[1].decode() for c in items]  # same bytes
+    assert table.column("seq").to_pylist() == list(range(10_000))
+    tagged = [(n, q) for q, names in enumerate(table.column("tags").to_pylist()) for n in names]
+    assert len(tagged) == len(rows["run_item_tags"]) == 11_000  # odd: city, name; 1 mod 10: zip
     recorder = _open(store, tmp_path)
     for start in range(0, len(items), 1_500):
         recorder.add_prepared(items[start : start + 1_500])
     new = recorder.finish(metrics=None).id
-    old = _sql_run(store, items)
-    assert store.items_file(new) is not None and store.items_file(old) is None
 
     def shown(run_id: str, **filters: Any) -> list[tuple[Any, ...]]:
         pages, after = [], -1
@@ -186,23 +224,98 @@ def test_ten_thousand_items_page_and_filter_as_the_sql_rows_of_an_old_run(
 
     for filters in FILTERS:
         got = shown(new, **filters)
-        assert got == shown(old, **filters), filters
+        assert got == shown("old", **filters), filters
         count = store.count_items(new, **filters)
-        assert count == store.count_items(old, **filters) == len(got), filters
-    assert store.count_items(new) == 10_000
-    assert store.count_items(new, failed=True) == sum(
+        assert count == store.count_items("old", **filters) == len(got), filters
+    assert store.count_items("old") == 10_000
+    assert store.count_items("old", failed=True) == sum(
         1 for i in range(10_000) if i % 7 and i % 3 == 0
     )
-    assert store.count_items(new, tag="city", failed=False) == sum(
+    assert store.count_items("old", tag="city", failed=False) == sum(
         1 for i in range(10_000) if i % 2 and i % 3
     )
-    assert store.count_not_scored(new) == store.count_not_scored(old) == 1_429  # 0, 7, ..., 9996
-    assert store.item_tags(new) == store.item_tags(old) == ["city", "name", "zip"]
-    assert store.item_tags(new, limit=2) == ["city", "name"]
-    [first] = store.page_items(new, after=4_998, limit=1)
+    assert store.count_items("old", tag="zip", failed=True) == 1_000  # i % 10 == 1
+    assert store.count_not_scored("old") == 1_429  # 0, 7, ..., 9996
+    assert store.item_tags("old") == ["city", "name", "zip"]
+    [first] = store.page_items("old", after=4_998, limit=1)
     assert (first.key, first.seq, first.result["big"]) == ("k04999", 4_999, 2**70 + 4_999)
     assert first.result["text"] == "é" * 3  # UTF-8 kept
-    assert [i.key for i in store.iter_items(new)] == [c.key for c, _ in items]
+    assert [i.key for i in store.iter_items("old")] == [c.key for c, _ in items]
+    # the model run: its items as they were, its calls in the journal
+    assert [i.result for i in store.items("m")] == [{"output": "q1"}, {"output": "q2"}]
+    [q1, _] = store.journal("m")
+    assert (q1.calls, q1.latency_s, q1.call_log[0]["text"]) == (1, 0.25, "reply q1")
+    assert not store.items_in_flight("m")
+    with store.engine.connect() as c:
+        assert c.execute(text("SELECT version_num FROM alembic_version")).scalar() == "0007"
+    assert not {"run_items", "run_item_tags"} & set(inspect(store.engine).get_table_names())
+    env = {DATABASE_ENV: old_url}
+    result = CliRunner().invoke(app, ["runs", "show", "old", "--items", "2", "--json"], env=env)
+    shown_run = json.loads(result.stdout)
+    assert (shown_run["failed_items"], shown_run["not_scored_items"]) == (
+        2_857,
+        1_429,
+    )  # 3,334 multiples of 3 less 477 of 21
+    assert [i["key"] for i in shown_run["items"]] == ["k00000", "k00001"]
+    assert shown_run["items"][1]["result"] == json.loads(items[1][1])
+    out = tmp_path / "old.parquet"
+    args = ["runs", "export", "old", "--format", "parquet", "--out", str(out)]
+    assert CliRunner().invoke(app, args, env=env).exit_code == 0
+    exported = pq.read_table(out)
+    assert exported.column("key").to_pylist() == [c.key for c, _ in items]
+    assert exported.column("failed").to_pylist() == [c.failed for c, _ in items]
+    store.close()
+
+
+@pytest.mark.parametrize("cause", ["root is a file", "calls not in the journal", "no root"])
+def test_a_migration_that_cannot_convert_leaves_the_store_at_0006(
+    cause: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """An artifacts root that cannot be written, an item whose calls the journal lacks, or a
+    PostgreSQL store with no root set: opening the store fails saying why, the database stays
+    at 0006 with every row and no items file is left; once the cause is gone it upgrades."""
+    url = f"sqlite:///{tmp_path / 'old.sqlite3'}"
+    if cause == "no root":
+        url = str(request.getfixturevalue("pg_url"))
+    root = tmp_path / "root"
+    _old_store(url, [_item(i) for i in range(30)])
+    engine = create_engine(url)
+    if cause == "root is a file":
+        root.write_text("not a folder")
+    elif cause == "calls not in the journal":
+        with engine.begin() as c:
+            c.execute(text("DELETE FROM run_journal WHERE item_key = 'q2'"))
+    said = {
+        "root is a file": "File exists|Not a directory",
+        "calls not in the journal": "runs m have items whose calls the journal does not hold: the store stays at",
+        "no root": "set FIELDCHECK_ARTIFACTS to this database's shared artifacts root",
+    }[cause]
+    with pytest.raises((OSError, RuntimeError), match=said):
+        Store(url, artifacts=None if cause == "no root" else root)
+    with engine.connect() as c:
+        assert c.execute(text("SELECT version_num FROM alembic_version")).scalar() == "0006"
+        assert c.execute(text("SELECT count(*) FROM run_items")).scalar() == 32
+        assert c.execute(text("SELECT count(*) FROM run_item_tags")).scalar() == 33
+    assert not (root / "runs").exists()
+    if cause == "calls not in the journal":  # the CLI: one line, exit 2
+        result = CliRunner().invoke(app, ["runs", "list"], env={DATABASE_ENV: url})
+        assert result.exit_code == 2 and "cannot open the store: RuntimeError: runs m" in (
+            result.stderr
+        )
+        with engine.begin() as c:
+            c.execute(
+                text(
+                    "INSERT INTO run_journal SELECT run_id, item_key, seq, error_type, "
+                    "calls, cached_calls, latency_s, result, call_log, finished_at FROM "
+                    "run_items WHERE item_key = 'q2'"
+                )
+            )
+    if cause == "root is a file":
+        root.unlink()
+    engine.dispose()
+    store = Store(url, artifacts=root)
+    assert store.count_items("old") == 30 and store.count_items("old", tag="zip") == 3
+    store.close()
 
 
 def test_two_runs_are_joined_on_their_key(store: Store, tmp_path: Path) -> None:
@@ -229,9 +342,6 @@ def test_two_runs_are_joined_on_their_key(store: Store, tmp_path: Path) -> None:
     table = compare_runs([a, b], store)["tables"][-1]
     assert table["title"] == f"Items against {a.id[:8]} (verdict there -> here)"
     assert {r["name"]: r["values"] for r in table["rows"]}["failed -> passed"] == [None, 1]
-    old = store.get_run(_sql_run(store, [_item(1)]))
-    assert old is not None and store.join_items(a.id, old.id) is None  # not joined
-    assert all(t["row_label"] != "items" for t in compare_runs([a, old], store)["tables"])
 
 
 def test_runs_export_parquet_is_read_by_pandas_with_typed_columns(tmp_path: Path) -> None:
@@ -252,13 +362,6 @@ def test_runs_export_parquet_is_read_by_pandas_with_typed_columns(tmp_path: Path
     assert frame["accuracy"].tolist() == [i.result["accuracy"] for i in stored]
     assert [json.loads(r) for r in frame["result"]] == [i.result for i in stored]
     assert list(frame.columns)[:6] == ["key", "seq", "failed", "model", "turn", "error_type"]
-    # a run stored before issue 27 (SQL rows) exports the same way
-    old = _sql_run(store, [_item(3), _item(4)])
-    out = tmp_path / "old.parquet"  # a new file: an existing one is never replaced
-    result = CliRunner().invoke(
-        app, ["runs", "export", old, "--format", "parquet", "--out", str(out)]
-    )
-    assert result.exit_code == 0 and pd.read_parquet(out)["key"].tolist() == ["k00003", "k00004"]
     result = CliRunner().invoke(app, ["runs", "export", run.id, "--format", "parquet"])
     assert result.exit_code == 2 and "give --out FILE" in result.stderr
     store.close()
@@ -364,3 +467,30 @@ def test_threads_querying_at_once_share_one_duckdb_connection(
     assert len(made) == 1
     store.close()
     assert store._duckdb is None
+
+
+OPEN_SCRIPT = """
+import sys
+from fieldcheck.store import Store
+store = Store(sys.argv[1])
+print(store.count_items("old"), store.count_items("old", failed=True))
+"""
+
+
+def test_processes_opening_an_old_store_at_once_all_open_it(tmp_path: Path) -> None:
+    """Three commands started together on a store at 0006: each converts the old run in a
+    folder of its own and one drops the rows; the others find it upgraded and open it too,
+    and the run's items are all there."""
+    url = f"sqlite:///{tmp_path / 'old.sqlite3'}"
+    _old_store(url, [_item(i) for i in range(3_000)])
+    started = [
+        subprocess.Popen(
+            [sys.executable, "-c", OPEN_SCRIPT, url], stdout=subprocess.PIPE, text=True
+        )
+        for _ in range(3)
+    ]
+    answers = [p.communicate(timeout=240)[0].split() for p in started]
+    assert [p.returncode for p in started] == [0, 0, 0]
+    assert answers == [["3000", "857"]] * 3  # 1,000 multiples of 3 less 143 of 21
+    folder = tmp_path / "artifacts" / "runs" / "old"
+    assert sorted(p.name for p in folder.iterdir()) == ["items.parquet"]

@@ -203,34 +203,6 @@ def test_a_pool_process_that_dies_is_reported(store: Store, tmp_path: Path) -> N
         recorder.flush()
 
 
-def test_turn_and_model_indexes_hold_only_items_that_have_them(store: Store) -> None:
-    from sqlalchemy import text
-
-    with store.engine.connect() as conn:
-        if store.engine.dialect.name == "sqlite":
-            rows = conn.execute(
-                text("SELECT name, sql FROM sqlite_master WHERE tbl_name = 'run_items'")
-            )
-            defs = {name: sql for name, sql in rows if name.startswith("ix_")}
-            plan = conn.execute(
-                text(
-                    "EXPLAIN QUERY PLAN SELECT item_key FROM run_items WHERE run_id = :r "
-                    "AND turn = :t AND seq > :a ORDER BY seq LIMIT 100"
-                ),
-                {"r": "x", "t": 2, "a": -1},
-            ).fetchall()
-            # a filter on the turn implies it is not null: the partial index serves it
-            assert "ix_run_items_turn" in " ".join(str(step[-1]) for step in plan)
-        else:
-            rows = conn.execute(
-                text("SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'run_items'")
-            )
-            defs = dict(rows.fetchall())
-    assert "turn IS NOT NULL" in defs["ix_run_items_turn"]
-    assert "model IS NOT NULL" in defs["ix_run_items_model"]
-    assert "NOT NULL" not in defs["ix_run_items_failed"]
-
-
 @pytest.mark.parametrize("writer", ["here", "pool"])
 def test_items_built_by_a_task_are_numbered_after_the_others(
     store: Store, tmp_path: Path, writer: str

@@ -12,12 +12,14 @@ pyarrow and DuckDB are imported on first use (commands that never read items sta
 from __future__ import annotations
 
 import contextlib
+import re
 import uuid
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 ITEMS = "items.parquet"
+RUN_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")  # a run's folder name: no path leads out of the root
 ROW_GROUP_ROWS = 65_536
 ROW_GROUP_BYTES = 16 << 20
 COLUMNS = ("key", "seq", "error_type", "failed", "model", "turn", "tags", "failed_tags", "result")

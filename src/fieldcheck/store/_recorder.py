@@ -420,11 +420,7 @@ class RunRecorder:
 
 def _input_bytes(inputs: Sequence[tuple[str, str | Path]]) -> int:
     """The inputs' total size in bytes (0 for a path that is no file)."""
-    total = 0
-    for _, path in inputs:
-        with contextlib.suppress(OSError):
-            total += os.stat(path).st_size
-    return total
+    return sum(os.stat(path).st_size for _, path in inputs if os.path.isfile(path))
 
 
 def _signature_text(signature: Any) -> str:

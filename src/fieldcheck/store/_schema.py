@@ -1,5 +1,5 @@
-"""The store's tables (SQLAlchemy 2.0): runs, their scored items, the runner's journal, the
-model-response cache and the saved configuration.
+"""The store's tables (SQLAlchemy 2.0): runs, the runner's journal, the model-response cache
+and the saved configuration (a scored run's items are a Parquet file: ``_parquet``).
 
 The schema is created and upgraded only by the Alembic migrations in ``migrations/``; these
 classes mirror them for queries.
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import Boolean, DateTime, Float, ForeignKey, Integer, String, Text
+from sqlalchemy import DateTime, Float, ForeignKey, Integer, String, Text
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 
@@ -52,8 +52,11 @@ class RunRow(Base):
     intervals: Mapped[str | None] = mapped_column(Text, nullable=True)  # JSON
 
 
-class _ItemColumns:
-    """What a scored item and a journal item both keep: the item, its calls and its result."""
+class JournalRow(Base):
+    """The runner's journal: one item of a model run as its calls finished (what a resume
+    reads back), committed at once."""
+
+    __tablename__ = "run_journal"
 
     run_id: Mapped[str] = mapped_column(
         String(32), ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True
@@ -67,38 +70,6 @@ class _ItemColumns:
     result: Mapped[str] = mapped_column(Text)  # JSON
     call_log: Mapped[str | None] = mapped_column(Text, nullable=True)  # JSON list, one per call
     finished_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
-
-
-class ItemRow(_ItemColumns, Base):
-    """One scored item of a run (a slot session, a ConvFinQA turn, a JSON record): its verdicts
-    and, in a run with model calls, its call (``result["call"]``)."""
-
-    __tablename__ = "run_items"
-
-    failed: Mapped[bool | None] = mapped_column(Boolean, nullable=True)
-    model: Mapped[str | None] = mapped_column(String(255), nullable=True)
-    turn: Mapped[int | None] = mapped_column(Integer, nullable=True)
-
-
-class JournalRow(_ItemColumns, Base):
-    """The runner's journal: one item of a model run as its calls finished (what a resume
-    reads back), committed at once."""
-
-    __tablename__ = "run_journal"
-
-
-class TagRow(Base):
-    """A field (JSON record) or topic (slot session) of a scored item, and whether it failed
-    there: what the items filters ``field``/``topic`` look up."""
-
-    __tablename__ = "run_item_tags"
-
-    run_id: Mapped[str] = mapped_column(
-        String(32), ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True
-    )
-    name: Mapped[str] = mapped_column(String(512), primary_key=True)
-    seq: Mapped[int] = mapped_column(Integer, primary_key=True)
-    failed: Mapped[bool] = mapped_column(Boolean)
 
 
 class CacheRow(Base):

@@ -1,5 +1,5 @@
-"""The run store: runs, their scored items, the runner's journal and the response cache, in
-SQLite or PostgreSQL.
+"""The run store: runs, the runner's journal and the response cache in SQLite or PostgreSQL; a
+scored run's items in a Parquet file under the artifacts root (``_parquet``).
 
 Default: a SQLite file under the user's data directory (``$XDG_DATA_HOME/fieldcheck`` or
 ``~/.local/share/fieldcheck``); ``FIELDCHECK_DATABASE_URL`` overrides it with any SQLAlchemy URL.
@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 import socket
 import tempfile
 import threading
@@ -37,7 +36,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.orm import sessionmaker
 
 from fieldcheck._util.executor import pid_alive
 from fieldcheck._util.jsonio import dumps_bytes, loads
@@ -50,7 +49,7 @@ from fieldcheck.store._records import (
     database_url,
     describe_url,
 )
-from fieldcheck.store._schema import CacheRow, ConfigRow, ItemRow, JournalRow, RunRow, TagRow
+from fieldcheck.store._schema import CacheRow, ConfigRow, JournalRow, RunRow
 
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 
@@ -59,7 +58,7 @@ MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 # another run, and ``runs delete`` acts at once).
 MIN_PREFIX = 4
 ITEM_PAGE = 1000
-_RUN_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
+SCORED = ("run", "score")  # the kinds of run whose finished items are a file
 _IDENTIFIER = '"'
 
 
@@ -112,7 +111,7 @@ class Store:
         self._duckdb: Any = None
         self._duck_lock = threading.Lock()
         self.engine: Engine = _engine(self.url)
-        upgrade(self.engine)
+        upgrade(self.engine, artifacts)
         self._session = sessionmaker(self.engine, expire_on_commit=False)
 
     def __repr__(self) -> str:
@@ -132,9 +131,6 @@ class Store:
                 self._duckdb.close()
                 self._duckdb = None
         self.engine.dispose()
-
-    def session(self) -> Session:
-        return self._session()
 
     # runs ---------------------------------------------------------------------------------
     def open_run(
@@ -156,11 +152,9 @@ class Store:
         still ``running`` (its process alive, or on another host) is never taken over: two
         runs of one command at once are two runs (they took each other's items and failed).
         """
-        run_key = hashlib.sha256(
-            _dumps([system, task, dataset_sha256, model, endpoint, settings]).encode()
-        ).hexdigest()
+        run_key = _digest([system, task, dataset_sha256, model, endpoint, settings])
         self.mark_stale_runs()
-        with self.session() as s:
+        with self._session() as s:
             row = s.scalars(
                 select(RunRow)
                 .where(RunRow.run_key == run_key, RunRow.status == "interrupted")
@@ -168,8 +162,7 @@ class Store:
             ).first()
             resumed = row is not None
             if row is None:
-                row = RunRow(
-                    id=uuid.uuid4().hex[:12],
+                row = _new_run(
                     run_key=run_key,
                     system=system,
                     task=task,
@@ -179,9 +172,6 @@ class Store:
                     endpoint=endpoint,
                     settings=_dumps(settings),
                     signature=signature,
-                    status="running",
-                    started_at=_now(),
-                    n_items=n_items,
                     kind="run",
                 )
                 s.add(row)
@@ -195,7 +185,7 @@ class Store:
     def mark_stale_runs(self) -> int:
         """Mark ``running`` runs of this host whose process is gone as ``interrupted``."""
         host = socket.gethostname()
-        with self.session() as s:
+        with self._session() as s:
             rows = s.scalars(
                 select(RunRow).where(RunRow.status == "running", RunRow.host == host)
             ).all()
@@ -206,7 +196,7 @@ class Store:
             return len(stale)
 
     def set_status(self, run_id: str, status: str) -> None:
-        with self.session() as s:
+        with self._session() as s:
             values: dict[str, Any] = {"status": status}
             if status == "finished":
                 values["finished_at"] = _now()
@@ -215,7 +205,7 @@ class Store:
 
     def get_run(self, run_id: str) -> RunInfo | None:
         """The run ``run_id``, or the one a scored run of that id was merged into (0006)."""
-        with self.session() as s:
+        with self._session() as s:
             row = s.get(RunRow, run_id)
             if row is None:
                 row = s.scalars(select(RunRow).where(RunRow.former_id == run_id)).first()
@@ -237,7 +227,7 @@ class Store:
         (one of a run's models: a slot run names several, ``", "``-joined), start time and kind;
         without a kind, every run but the ``calls`` runs (parts of another run)."""
         self.mark_stale_runs()
-        with self.session() as s:
+        with self._session() as s:
             order = RunRow.started_at.desc() if newest_first else RunRow.started_at
             query = _run_filters(
                 select(RunRow), system=system, model=model, since=since, until=until, kind=kind
@@ -248,7 +238,7 @@ class Store:
 
     def count_runs(self, **filters: Any) -> int:
         """How many runs ``list_runs`` gives with the same filters and no limit."""
-        with self.session() as s:
+        with self._session() as s:
             return int(
                 s.scalar(_run_filters(select(func.count()).select_from(RunRow), **filters)) or 0
             )
@@ -260,7 +250,7 @@ class Store:
         run = self.get_run(prefix)
         if run is not None or len(prefix) < MIN_PREFIX:
             return run
-        with self.session() as s:
+        with self._session() as s:
             rows = s.scalars(
                 select(RunRow)
                 .where(func.substr(RunRow.id, 1, len(prefix)) == prefix)
@@ -277,7 +267,7 @@ class Store:
         would name a parent that is gone: docs/decisions.md); ``PermissionError``, nothing
         deleted, when its item files cannot be removed (a read-only artifacts root: the files
         are removed after the commit, so they are checked before it)."""
-        with self.session() as s:
+        with self._session() as s:
             row = s.get(RunRow, run_id)
             names = [run_id, *([row.former_id] if row is not None and row.former_id else [])]
             children = s.scalars(
@@ -296,8 +286,6 @@ class Store:
                         f"cannot remove the items of run {run} in {folder} (not writable: a "
                         "read-only artifacts root?); nothing was deleted"
                     )
-            s.execute(delete(TagRow).where(TagRow.run_id.in_(ids)))
-            s.execute(delete(ItemRow).where(ItemRow.run_id.in_(ids)))
             s.execute(delete(JournalRow).where(JournalRow.run_id.in_(ids)))
             s.execute(delete(RunRow).where(RunRow.id.in_(ids[1:])))
             gone = s.execute(delete(RunRow).where(RunRow.id == run_id)).rowcount  # type: ignore[attr-defined]
@@ -323,11 +311,8 @@ class Store:
         """A new ``score`` run (no model calls), ``running`` until ``finish_scored_run``: its
         first input names the dataset."""
         first = inputs[0] if inputs else {"path": "", "sha256": ""}
-        run_id = uuid.uuid4().hex[:12]
-        with self.session() as s:
-            row = RunRow(
-                id=run_id,
-                run_key=hashlib.sha256(_dumps(["scored", run_id]).encode()).hexdigest(),
+        with self._session() as s:
+            row = _new_run(
                 system=system,
                 task=task,
                 dataset=str(first.get("path") or ""),
@@ -336,13 +321,6 @@ class Store:
                 endpoint="",
                 settings=_dumps(settings),
                 signature=signature,
-                status="running",
-                pid=os.getpid(),
-                host=socket.gethostname(),
-                started_at=_now(),
-                n_items=0,
-                n_done=0,
-                n_errors=0,
                 kind="score",
                 parent_id=parent_id,
                 out_dir=out_dir,
@@ -369,12 +347,10 @@ class Store:
         ``model``: every model it scores (``", "``-joined); ``parts``: the runs of its other
         models (a slot run's), made its ``calls`` runs. ``kind="score"``: an unfinished
         scoring (``unfinished_scoring``) scored again, its settings replaced."""
-        with self.session() as s:
+        with self._session() as s:
             row = s.get(RunRow, run_id)
             if row is None:
                 raise KeyError(run_id)
-            s.execute(delete(TagRow).where(TagRow.run_id == run_id))
-            s.execute(delete(ItemRow).where(ItemRow.run_id == run_id))
             earlier = orjson.loads(row.settings) if kind == "run" else {}
             row.settings = _dumps({**earlier, **settings})
             row.inputs = _dumps(inputs)
@@ -399,7 +375,7 @@ class Store:
     def runs_of_folder(self, out_dir: Path, *, system: str) -> list[RunInfo]:
         """The finished runs of ``system`` stored from the output folder ``out_dir`` (by its
         command or an import; a re-score has no folder), newest first."""
-        with self.session() as s:
+        with self._session() as s:
             rows = s.scalars(
                 select(RunRow)
                 .where(
@@ -419,7 +395,7 @@ class Store:
         if not run_ids:
             return None
         self.mark_stale_runs()
-        with self.session() as s:
+        with self._session() as s:
             found = set(
                 s.scalars(
                     select(RunRow.id).where(
@@ -435,30 +411,25 @@ class Store:
     def run_folder(self, run_id: str) -> Path:
         """The folder of a run's item files under the artifacts root (ValueError for an id that
         is not a plain name: no path leads out of the root)."""
-        if not _RUN_ID.fullmatch(run_id):
+        if not _parquet.RUN_ID.fullmatch(run_id):
             raise ValueError(f"not a run id: {run_id!r}")
         return self.artifacts / "runs" / run_id
 
     def items_file(self, run_id: str) -> Path | None:
         """A scored run's ``items.parquet`` (or its files' glob: ``_parquet.publish``), for
-        DuckDB's ``read_parquet``; None for a model run, a run still being written
-        and a run stored before issue 27 (its items are rows of ``run_items``). A finished run
-        with items that has neither is ``ItemsMissing`` (the artifacts root moved), never a
-        run of no items (it read as "0 failed": a tester's finding)."""
-        if not _RUN_ID.fullmatch(run_id):
+        DuckDB's ``read_parquet``; None for a run still calling or being written and for a
+        model's calls alone (a journal). A finished scored run with items and no file is
+        ``ItemsMissing`` (the artifacts root moved), never a run of no items (it read as "0
+        failed": a tester's finding)."""
+        if not _parquet.RUN_ID.fullmatch(run_id):
             return None
         found = _parquet.located(self.run_folder(run_id))
         if found is not None:
             return found
-        path = self.run_folder(run_id) / _parquet.ITEMS
-        with self.session() as s:
+        with self._session() as s:
             run = s.get(RunRow, run_id)
-            if run is None or run.status != "finished" or not run.n_items:
-                return None
-            if run.kind not in ("run", "score"):  # a model's calls only (a journal)
-                return None
-            if s.scalar(select(ItemRow.seq).where(ItemRow.run_id == run_id).limit(1)) is None:
-                raise ItemsMissing(run_id, path)
+        if run is not None and run.status == "finished" and run.n_items and run.kind in SCORED:
+            raise ItemsMissing(run_id, self.run_folder(run_id) / _parquet.ITEMS)
         return None
 
     def items_writer(self, run_id: str) -> _parquet.ItemsWriter:
@@ -493,19 +464,18 @@ class Store:
         """Write run ``run_id``'s items to ``out`` as zstd Parquet in ``seq`` order: key, seq,
         failed, model, turn, error_type, then each of ``columns`` (name, JSON path in the
         item, DuckDB type: read from the item's JSON, null where absent or of another type),
-        then the item's JSON as ``result``. A run without an items file (a model run, one stored
-        before issue 27) is read from its rows."""
+        then the item's JSON as ``result``. A run without an items file (its calls in flight) is
+        read from its journal."""
         with tempfile.TemporaryDirectory(prefix="fieldcheck-export-") as tmp:
             path = self.items_file(run_id)
             if path is None:
                 writer = _parquet.ItemsWriter(Path(tmp))
-                page: list[StoredItem] = []
-                for item in self.iter_items(run_id):
-                    page.append(item)
-                    if len(page) == ITEM_PAGE:
-                        writer.write(_item_rows(page), ())
-                        page = []
-                writer.write(_item_rows(page), ())
+                for page in self._pages(run_id):
+                    rows = [
+                        (i.key, i.seq, i.error_type, None, None, None, _dumps(i.result))
+                        for i in page
+                    ]
+                    writer.write(rows, ())
                 writer.close()
                 path = _parquet.publish(Path(tmp))
             extracted = "".join(
@@ -539,7 +509,7 @@ class Store:
         status: str = "finished",
         signature: str | None = None,
     ) -> RunInfo:
-        with self.session() as s:
+        with self._session() as s:
             row = s.get(RunRow, run_id)
             if row is None:
                 raise KeyError(run_id)
@@ -570,35 +540,20 @@ class Store:
         or a topic of a slot session; with ``failed`` it means failed on that tag."""
         path = self.items_file(run_id)
         if path is not None:
+            filters = {"failed": failed, "tag": tag, "model": model, "turn": turn}
             with self._duck() as con:
-                rows = _parquet.page(
-                    con,
-                    path,
-                    after=after,
-                    limit=limit,
-                    failed=failed,
-                    tag=tag,
-                    model=model,
-                    turn=turn,
-                )
+                rows = _parquet.page(con, path, after=after, limit=limit, **filters)
             # a scored item makes no model call
             return [
                 StoredItem(key, seq, error, 0, 0, 0.0, loads(result), [], failed, model, turn)
                 for key, seq, error, failed, model, turn, result in rows
             ]
-        if self._journal_only(run_id):
-            if (failed, tag, model, turn) != (None, None, None, None):
-                return []  # an item in flight is neither failed nor passed, nor tagged yet
-            with self.session() as s:
-                query = select(JournalRow).where(JournalRow.run_id == run_id)
-                query = query.where(JournalRow.seq > after).order_by(JournalRow.seq).limit(limit)
-                return [_in_flight(row) for row in s.scalars(query)]
-        query = self._item_filters(
-            select(ItemRow), run_id, failed=failed, tag=tag, model=model, turn=turn
-        )
-        query = query.where(ItemRow.seq > after).order_by(ItemRow.seq).limit(limit)
-        with self.session() as s:
-            return [_stored(row) for row in s.scalars(query)]
+        if (failed, tag, model, turn) != (None, None, None, None):
+            return []  # an item in flight is neither failed nor passed, nor tagged yet
+        with self._session() as s:
+            query = select(JournalRow).where(JournalRow.run_id == run_id)
+            query = query.where(JournalRow.seq > after).order_by(JournalRow.seq).limit(limit)
+            return [_in_flight(row) for row in s.scalars(query)]
 
     def count_items(
         self,
@@ -608,40 +563,24 @@ class Store:
         tag: str | None = None,
         model: str | None = None,
         turn: int | None = None,
+        not_scored: bool = False,
     ) -> int:
+        """How many items ``page_items`` gives with these filters; ``not_scored``: of those,
+        the ones not scored (``failed`` null: an input, judge or call error, no gold), neither
+        failed nor passed (every item in flight)."""
         path = self.items_file(run_id)
         if path is not None:
             with self._duck() as con:
-                return _parquet.count(con, path, failed=failed, tag=tag, model=model, turn=turn)
-        if self._journal_only(run_id):
-            if (failed, tag, model, turn) != (None, None, None, None):
-                return 0
-            return self._journal_count(run_id)
-        query = self._item_filters(
-            select(func.count()).select_from(ItemRow),
-            run_id,
-            failed=failed,
-            tag=tag,
-            model=model,
-            turn=turn,
-        )
-        with self.session() as s:
-            return int(s.scalar(query) or 0)
+                filters = {"failed": failed, "tag": tag, "model": model, "turn": turn}
+                return _parquet.count(con, path, not_scored=not_scored, **filters)
+        if (failed, tag, model, turn) != (None, None, None, None):
+            return 0
+        with self._session() as s:
+            query = select(func.count()).select_from(JournalRow)
+            return int(s.scalar(query.where(JournalRow.run_id == run_id)) or 0)
 
     def count_not_scored(self, run_id: str) -> int:
-        """The run's items that were not scored (``failed`` null: an input, judge or call
-        error, no gold), neither failed nor passed."""
-        path = self.items_file(run_id)
-        if path is not None:
-            with self._duck() as con:
-                filters = {"failed": None, "tag": None, "model": None, "turn": None}
-                return _parquet.count(con, path, not_scored=True, **filters)
-        if self._journal_only(run_id):
-            return self._journal_count(run_id)
-        query = select(func.count()).select_from(ItemRow)
-        query = query.where(ItemRow.run_id == run_id, ItemRow.failed.is_(None))
-        with self.session() as s:
-            return int(s.scalar(query) or 0)
+        return self.count_items(run_id, not_scored=True)
 
     def item_tags(self, run_id: str, *, limit: int = 1000) -> list[str]:
         """The distinct tag names of a run (fields or topics), sorted: the filter's choices."""
@@ -649,51 +588,19 @@ class Store:
         if path is not None:
             with self._duck() as con:
                 return _parquet.tag_names(con, path, limit)
-        with self.session() as s:
-            query = (
-                select(TagRow.name)
-                .where(TagRow.run_id == run_id)
-                .distinct()
-                .order_by(TagRow.name)
-                .limit(limit)
-            )
-            return list(s.scalars(query))
+        return []  # an item in flight is not tagged yet
 
     def join_items(
         self, first: str, second: str, *, model: str | None = None
     ) -> dict[str, int] | None:
         """Two scored runs' items joined on their key (``model``'s only, when given): how many
         have each pair of verdicts (``"passed -> failed"``: ``_parquet.join_counts``). None
-        when either run has no items file (a run stored before issue 27 is not joined)."""
+        when either run has no items file (its calls in flight)."""
         paths = self.items_file(first), self.items_file(second)
         if paths[0] is None or paths[1] is None:
             return None
         with self._duck() as con:
             return _parquet.join_counts(con, paths[0], paths[1], model)
-
-    @staticmethod
-    def _item_filters(
-        query: Any,
-        run_id: str,
-        *,
-        failed: bool | None,
-        tag: str | None,
-        model: str | None,
-        turn: int | None,
-    ) -> Any:
-        query = query.where(ItemRow.run_id == run_id)
-        if tag is not None:
-            on = (TagRow.run_id == ItemRow.run_id) & (TagRow.seq == ItemRow.seq)
-            query = query.join(TagRow, on).where(TagRow.name == tag)
-            if failed is not None:
-                query = query.where(TagRow.failed == failed)
-        elif failed is not None:
-            query = query.where(ItemRow.failed == failed)
-        if model is not None:
-            query = query.where(ItemRow.model == model)
-        if turn is not None:
-            query = query.where(ItemRow.turn == turn)
-        return query
 
     # items --------------------------------------------------------------------------------
     def items(self, run_id: str) -> list[StoredItem]:
@@ -701,47 +608,37 @@ class Store:
         return list(self.iter_items(run_id))
 
     def iter_items(self, run_id: str) -> Iterator[StoredItem]:
-        if self.items_file(run_id) is not None or self._journal_only(run_id):  # a page at a time
-            after = -1
-            while page := self.page_items(run_id, after=after, limit=ITEM_PAGE):
-                yield from page
-                after = page[-1].seq
-            return
-        with self.session() as s:
-            query = select(ItemRow).where(ItemRow.run_id == run_id).order_by(ItemRow.seq)
-            for row in s.scalars(query.execution_options(yield_per=1000)):
-                yield _stored(row)
+        for page in self._pages(run_id):
+            yield from page
+
+    def _pages(self, run_id: str) -> Iterator[list[StoredItem]]:
+        """The run's items a page at a time."""
+        after = -1
+        while page := self.page_items(run_id, after=after, limit=ITEM_PAGE):
+            yield page
+            after = page[-1].seq
 
     # the runner's journal ------------------------------------------------------------------
     def journal(self, run_id: str) -> list[StoredItem]:
         """The journal of model run ``run_id``: its items as their calls finished (a resume
         reads them back), in order."""
-        with self.session() as s:
+        with self._session() as s:
             query = select(JournalRow).where(JournalRow.run_id == run_id).order_by(JournalRow.seq)
             return [_stored(row) for row in s.scalars(query)]
 
     def items_in_flight(self, run_id: str) -> bool:
         """Whether the run's items are its journal's: a model run's items called and not yet
         scored (a run interrupted or still calling), or a ``calls`` run's calls."""
-        return self.items_file(run_id) is None and self._journal_only(run_id)
-
-    def _journal_only(self, run_id: str) -> bool:
-        """No scored rows, and items in the journal (the caller found no items file)."""
-        with self.session() as s:
-            if s.scalar(select(ItemRow.seq).where(ItemRow.run_id == run_id).limit(1)) is not None:
-                return False
+        if self.items_file(run_id) is not None:
+            return False
+        with self._session() as s:
             first = select(JournalRow.seq).where(JournalRow.run_id == run_id).limit(1)
             return s.scalar(first) is not None
-
-    def _journal_count(self, run_id: str) -> int:
-        with self.session() as s:
-            query = select(func.count()).select_from(JournalRow)
-            return int(s.scalar(query.where(JournalRow.run_id == run_id)) or 0)
 
     def forget_item(self, run_id: str, key: str) -> None:
         """Delete a journal item of ``run_id`` and take it off the run's counts (a resumed run
         calls it again before saving it anew)."""
-        with self.session() as s:
+        with self._session() as s:
             row = s.get(JournalRow, (run_id, key))
             if row is None:
                 return
@@ -807,19 +704,19 @@ class Store:
         return orjson.loads(value) if value is not None else None
 
     def cache_count(self) -> int:
-        with self.session() as s:
+        with self._session() as s:
             return int(s.scalar(select(func.count()).select_from(CacheRow)) or 0)
 
     # saved configuration ------------------------------------------------------------------
     def get_config(self, section: str) -> Any | None:
         """The saved JSON value of a configuration section, or None when never saved."""
-        with self.session() as s:
+        with self._session() as s:
             row = s.get(ConfigRow, section)
             return orjson.loads(row.value) if row is not None else None
 
     def put_config(self, section: str, value: Any) -> None:
         """Save (replace) a configuration section; the caller validates it first."""
-        with self.session() as s:
+        with self._session() as s:
             text = orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()  # order kept
             s.merge(ConfigRow(section=section, value=text, updated_at=_now()))
             s.commit()
@@ -838,8 +735,7 @@ _COUNT_DONE = (
 )
 
 
-def _stored(row: ItemRow | JournalRow) -> StoredItem:
-    scored = row if isinstance(row, ItemRow) else None  # a journal row has no scored columns
+def _stored(row: JournalRow) -> StoredItem:
     return StoredItem(
         key=row.item_key,
         seq=row.seq,
@@ -849,9 +745,24 @@ def _stored(row: ItemRow | JournalRow) -> StoredItem:
         latency_s=row.latency_s,
         result=loads(row.result),  # a value's integers beyond 64 bits kept exact
         call_log=orjson.loads(row.call_log) if row.call_log else [],
-        failed=scored.failed if scored else None,
-        model=scored.model if scored else None,
-        turn=scored.turn if scored else None,
+    )
+
+
+def _digest(value: Any) -> str:
+    return hashlib.sha256(_dumps(value).encode()).hexdigest()
+
+
+def _new_run(run_key: str | None = None, **columns: Any) -> RunRow:
+    """A new run of this process, ``running``, of no items yet; a scored run's key is its id's."""
+    run_id = uuid.uuid4().hex[:12]
+    return RunRow(
+        id=run_id,
+        run_key=run_key or _digest(["scored", run_id]),
+        status="running",
+        pid=os.getpid(),
+        host=socket.gethostname(),
+        started_at=_now(),
+        **{"n_items": 0, "n_done": 0, "n_errors": 0, **columns},
     )
 
 
@@ -868,12 +779,6 @@ def _in_flight(row: JournalRow) -> StoredItem:
         "result": item.result,
     }
     return replace(item, result={"call": call})
-
-
-def _item_rows(items: list[StoredItem]) -> list[Any]:
-    return [
-        (i.key, i.seq, i.error_type, i.failed, i.model, i.turn, _dumps(i.result)) for i in items
-    ]
 
 
 def _run_filters(
@@ -944,9 +849,10 @@ def _at_revision(engine: Engine) -> str | None:
         return connection.execute(text("SELECT version_num FROM alembic_version")).scalar()
 
 
-def upgrade(engine: Engine) -> None:
+def upgrade(engine: Engine, artifacts: Path | None = None) -> None:
     """Bring the schema to the newest Alembic revision (Alembic is imported only when the
-    database is behind: every command opens the store, most find it current)."""
+    database is behind: every command opens the store, most find it current); ``artifacts``:
+    the root the store was given, where 0007 writes old runs' items (else ``artifacts_root``)."""
     if _at_revision(engine) == _newest_revision():
         return
     import logging
@@ -958,6 +864,11 @@ def upgrade(engine: Engine) -> None:
 
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS))
-    with engine.begin() as connection:
-        config.attributes["connection"] = connection
-        command.upgrade(config, "head")
+    try:
+        with engine.begin() as connection:
+            config.attributes["connection"] = connection
+            config.attributes["artifacts"] = artifacts
+            command.upgrade(config, "head")
+    except Exception:
+        if _at_revision(engine) != _newest_revision():
+            raise  # else another process opening the store upgraded it meanwhile
