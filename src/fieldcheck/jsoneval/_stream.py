@@ -55,7 +55,7 @@ from fieldcheck.jsoneval._models import (
     RecordResult,
 )
 from fieldcheck.jsoneval._safety import SafetyFinding, find_leaks
-from fieldcheck.matchers import Matcher, SemanticMatcher, Similarity
+from fieldcheck.matchers import FuzzyMatcher, Matcher, SemanticMatcher, Similarity
 from fieldcheck.metrics import KeyBuckets, MeansBootstrap, Strategy, wildcard_path
 
 if TYPE_CHECKING:
@@ -470,6 +470,8 @@ class Scorer:
         for family, pairs in distinct.items():
             # a semantic encoder gets the whole chunk in one call (each distinct string encoded
             # once); judges and fuzzy go in smaller pieces so the progress bar moves
+            if not pairs:
+                continue
             matcher = self.matchers.get(family)
             if matcher is None:
                 raise _Unmatched(family)
@@ -1154,7 +1156,8 @@ def error_line(error: RecordError) -> bytes:
 
 class Job:
     """What scoring a chunk reads besides the chunk (chunks.md). Immutable; pickled without
-    its matchers (a chunk that needs them comes back to be scored here) and ``progress``."""
+    ``progress`` and its matchers but fuzzy (a chunk that needs another comes back to be
+    scored here)."""
 
     def __init__(
         self,
@@ -1171,7 +1174,9 @@ class Job:
         self._scorer: Scorer | None = None
 
     def __getstate__(self) -> dict[str, Any]:
-        return {**self.__dict__, "matchers": None, "progress": None, "_scorer": None}
+        # rapidfuzz's matcher is stateless, sent along; a model (semantic, a judge) is not
+        sent = {k: m for k, m in (self.matchers or {}).items() if isinstance(m, FuzzyMatcher)}
+        return {**self.__dict__, "matchers": sent, "progress": None, "_scorer": None}
 
     @property
     def scorer(self) -> Scorer:
