@@ -6,9 +6,9 @@ demo calls ``run``; the system says what a model is asked (``Runs``)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -193,16 +193,25 @@ POOL_INPUT_BYTES = 8 << 20
 scoring) while the models are called: on two cores the calls leave one mostly idle."""
 
 
-@contextmanager
+@contextlib.contextmanager
 def _scoring_pool(system: Any, inputs: Inputs) -> Iterator[Executor | None]:
-    """A pool (a worker a core) to score the replies of a large run, warmed during the calls;
-    None for a small one (the system scores in this process)."""
+    """A pool (a worker a core) to score the replies of a large run, warmed during the calls,
+    for a system that says ``scores_replies_in_pool`` (the others choose their own executor);
+    None otherwise, or when no pool can be started."""
     size = sum(Path(path).stat().st_size for _, path in inputs if Path(path).is_file())
-    if size < POOL_INPUT_BYTES:
-        yield None
-        return
-    with LocalPool(min(2, os.cpu_count() or 1), warm=(type(system).__module__,)) as pool:
+    pool = None
+    if getattr(system, "scores_replies_in_pool", False) and size >= POOL_INPUT_BYTES:
+        with contextlib.suppress(OSError):  # no process to be had: scored in this one
+            pool = LocalPool(min(2, os.cpu_count() or 1), warm=(type(system).__module__,))
+    try:
         yield pool
+    except BaseException:  # Ctrl-C, an error: its tasks are not waited for
+        if pool is not None:
+            pool.close(kill=True)
+        raise
+    finally:
+        if pool is not None:
+            pool.close()
 
 
 def _interrupted(runner: Runner, run_id: str) -> None:
