@@ -154,19 +154,27 @@ def test_in_memory_scoring_is_streamed_scoring_with_one_chunk(tmp_path: Path) ->
     assert streamed.scored == one.summary.scored and streamed.not_scored == len(errors)
 
 
-def test_a_job_is_sent_without_its_matchers_and_its_chunk_comes_back() -> None:
+def test_a_job_is_sent_with_its_fuzzy_matcher_only_and_a_semantic_chunk_comes_back() -> None:
     import pickle
 
-    job = Job(EvalConfig(strategies={"name": "FUZZY"}), matchers(), keep=True)
-    chunk = [Item(1, "a", 1, {"name": "Alice"}, {"name": "Alicia"}, None, True)]
+    from fieldcheck.matchers import FuzzyMatcher
+
+    config = EvalConfig(strategies={"name": "FUZZY", "note": "SEMANTIC"})
+    job = Job(config, {**matchers(), "FUZZY": FuzzyMatcher()}, keep=True)
     sent = pickle.loads(pickle.dumps(job))
-    assert sent.matchers is None and sent.progress is None
-    assert score_chunk(sent, chunk) is None  # a FUZZY pair: not scored there
-    found = score_chunk(job, chunk)
-    assert found is not None and found[1].matcher_pairs["FUZZY"] == 1
-    exact = [Item(2, "b", 2, {"name": "Bob"}, {"name": "Bob"}, None, True)]
-    there, here = score_chunk(sent, exact), score_chunk(job, exact)
+    assert set(sent.matchers) == {"FUZZY"} and sent.progress is None
+    fuzzy = [
+        Item(1, "a", 1, {"name": "Alice", "note": "x"}, {"name": "Alicia", "note": "x"}, None, True)
+    ]
+    there, here = score_chunk(sent, fuzzy), score_chunk(job, fuzzy)  # scored in a pool process
     assert there is not None and here is not None and there[0].records == here[0].records
+    assert there[1].matcher_pairs == {"FUZZY": 1, "SEMANTIC": 0}
+    semantic = [
+        Item(2, "b", 2, {"name": "Bob", "note": "late"}, {"name": "Bob", "note": "due"}, None, True)
+    ]
+    assert score_chunk(sent, semantic) is None  # a SEMANTIC pair: not scored there
+    found = score_chunk(job, semantic)
+    assert found is not None and found[1].matcher_pairs["SEMANTIC"] == 1
 
 
 def _canonical_batch(seed: int, n: int) -> list[str]:

@@ -252,6 +252,31 @@ def test_second_run_makes_no_calls_and_writes_the_same_files(
     assert "7 calls, 7 from the cache" in second.stdout
 
 
+def test_a_large_run_is_scored_in_a_pool_warmed_during_the_calls_to_the_same_files(
+    files: dict[str, Path], chat_server: StartServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from fieldcheck.core import _run
+
+    server = chat_server(lambda body: OK_REPLIES.get(document(body), '{"name": "x"}'))
+    here = run(*common(files, server, "--model", "m"))
+    assert here.exit_code == 3, here.output
+    tasks: list[Any] = []
+
+    class Pool(_run.LocalPool):
+        def submit(self, fn: Any, chunk: Any) -> list[Any]:
+            tasks.append(chunk)
+            return super().submit(fn, chunk)
+
+    monkeypatch.setattr(_run, "POOL_INPUT_BYTES", 0)  # every run is large
+    monkeypatch.setattr(_run, "LocalPool", Pool)
+    first = files["out"]
+    files["out"] = first.with_name("pooled")
+    pooled = run(*common(files, server, "--model", "m"))
+    assert pooled.exit_code == 3, pooled.output
+    assert sum(len(t) for t in tasks) == 7 + 2  # every record and bad line, scored there
+    assert snapshot(files["out"] / "m") == snapshot(first / "m")
+
+
 def test_an_interrupted_run_resumes_without_calling_again(
     files: dict[str, Path], chat_server: StartServer
 ) -> None:

@@ -216,6 +216,30 @@ def test_cache_serves_a_rerun_with_zero_calls(chat_server: Start) -> None:
     assert len(server.chat_requests) == 3  # --no-cache asks again
 
 
+def test_an_empty_cache_is_asked_once_and_a_reply_cached_since_is_found(
+    chat_server: Start,
+) -> None:
+    from sqlalchemy import event
+
+    server = chat_server(lambda req: "a:" + user_text(req))
+    store = Store()
+    lookups: list[str] = []
+
+    def seen(conn: Any, cursor: Any, statement: str, *rest: Any) -> None:
+        if "response_cache" in statement and statement.lstrip().upper().startswith("SELECT"):
+            lookups.append(statement)
+
+    event.listen(store.engine, "before_cursor_execute", seen)
+    runner = Runner(store=store)
+    _ask(runner, _spec(server), ["x", "y", "z"])
+    assert len(lookups) == 1  # how many replies the store holds, not a lookup a call
+    [again] = _ask(runner, _spec(server), ["x"])  # cached by this runner: looked up
+    assert again.cached and again.text == "a:x" and len(server.chat_requests) == 3
+    assert len(lookups) == 2
+    [other] = _ask(Runner(store=store), _spec(server), ["y"])  # a store with replies
+    assert other.cached and len(lookups) == 4  # its count, then its lookup
+
+
 def test_nonzero_temperature_is_not_cached_unless_asked(chat_server: Start) -> None:
     server = chat_server(lambda req: "r")
     store = Store()

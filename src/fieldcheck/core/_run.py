@@ -6,13 +6,15 @@ demo calls ``run``; the system says what a model is asked (``Runs``)."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Coroutine, Mapping, Sequence
+import contextlib
+import os
+from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fieldcheck._util.errors import UsageProblem
-from fieldcheck._util.executor import few_collections
+from fieldcheck._util.executor import Executor, LocalPool, few_collections
 from fieldcheck._util.paths import unique_filenames
 from fieldcheck._util.term import SafeConsole
 from fieldcheck.core._pipeline import (
@@ -120,12 +122,12 @@ def run(
         return []
 
     note = "" if runner.settings.use_cache else NO_CACHE_NOTE
-    with writing(folder, note), few_collections():
+    with writing(folder, note), few_collections(), _scoring_pool(named, inputs) as pool:
         loop(every_model())
         ran = Ran(calls, [], folder.destination)
         try:
             scoring = store if runner.store is not None else False  # the runner's failed: none
-            _score(named.name, found, task, specs, folder, ran, command, scoring, events)
+            _score(named.name, found, task, specs, folder, ran, command, scoring, events, pool)
             with interrupts_deferred():  # a Ctrl-C meanwhile: once the folder is in place
                 finish_folder(folder, events)
         except KeyboardInterrupt:
@@ -148,6 +150,7 @@ def _score(
     command: str,
     store: bool | Store,
     events: Events,
+    executor: Executor | None,
 ) -> None:
     """Write the predictions and score them: all at once into ``folder`` (``together``),
     else each model into its own run (and its subfolder), its row of comparison.csv kept."""
@@ -174,6 +177,7 @@ def _score(
             into=Into(first.run_id, item_calls, [c.run_id for c in others]),
             events=events,
             extras=extras,
+            executor=executor,
         )
         ran.outcomes.append(outcome)
         row = None if found.together else found.comparison(task, calls[0], outcome.scored)
@@ -182,6 +186,32 @@ def _score(
     if ran.comparison:
         with folder.atomic("comparison.csv") as path:
             write_csv(path, ran.comparison, list(ran.comparison[0]))
+
+
+POOL_INPUT_BYTES = 8 << 20
+"""Inputs this large are scored in a pool whose processes start (and import the system's
+scoring) while the models are called: on two cores the calls leave one mostly idle."""
+
+
+@contextlib.contextmanager
+def _scoring_pool(system: Any, inputs: Inputs) -> Iterator[Executor | None]:
+    """A pool (a worker a core) to score the replies of a large run, warmed during the calls,
+    for a system that says ``scores_replies_in_pool`` (the others choose their own executor);
+    None otherwise, or when no pool can be started."""
+    size = sum(Path(path).stat().st_size for _, path in inputs if Path(path).is_file())
+    pool = None
+    if getattr(system, "scores_replies_in_pool", False) and size >= POOL_INPUT_BYTES:
+        with contextlib.suppress(OSError):  # no process to be had: scored in this one
+            pool = LocalPool(min(2, os.cpu_count() or 1), warm=(type(system).__module__,))
+    try:
+        yield pool
+    except BaseException:  # Ctrl-C, an error: its tasks are not waited for
+        if pool is not None:
+            pool.close(kill=True)
+        raise
+    finally:
+        if pool is not None:
+            pool.close()
 
 
 def _interrupted(runner: Runner, run_id: str) -> None:

@@ -57,7 +57,7 @@ from fieldcheck.jsoneval._models import (
     RecordResult,
 )
 from fieldcheck.jsoneval._safety import SafetyFinding, find_leaks
-from fieldcheck.matchers import Matcher, SemanticMatcher, Similarity
+from fieldcheck.matchers import FuzzyMatcher, Matcher, SemanticMatcher, Similarity
 from fieldcheck.metrics import KeyBuckets, MeansBootstrap, Strategy, wildcard_path
 
 if TYPE_CHECKING:
@@ -477,6 +477,8 @@ class Scorer:
         for family, pairs in distinct.items():
             # a semantic encoder gets the whole chunk in one call (each distinct string encoded
             # once); judges and fuzzy go in smaller pieces so the progress bar moves
+            if not pairs:
+                continue
             matcher = self.matchers.get(family)
             if matcher is None:
                 raise _Unmatched(family)
@@ -1245,7 +1247,8 @@ _TOKENS = itertools.count()
 
 class Job:
     """What scoring a chunk reads besides the chunk (chunks.md). Immutable; pickled without
-    its matchers (a chunk that needs them comes back to be scored here) and ``progress``."""
+    ``progress`` and its matchers but fuzzy (a chunk that needs another comes back to be
+    scored here)."""
 
     def __init__(
         self,
@@ -1263,7 +1266,9 @@ class Job:
         self.sent, self.token = False, next(_TOKENS)
 
     def __getstate__(self) -> dict[str, Any]:
-        state = {**self.__dict__, "matchers": None, "progress": None, "_scorer": None}
+        # rapidfuzz's matcher is stateless, sent along; a model (semantic, a judge) is not
+        sent = {k: m for k, m in (self.matchers or {}).items() if isinstance(m, FuzzyMatcher)}
+        state = {**self.__dict__, "matchers": sent, "progress": None, "_scorer": None}
         return {**state, "sent": True}
 
     @property

@@ -129,6 +129,7 @@ class JsonSystem(JsonRuns, Views):
         ("output_kind", '$."output_kind"', "VARCHAR"),
     )
     summary_keys = ("completeness", "accuracy", "rqs")
+    scores_replies_in_pool = True  # core.run: a large run's chunks go to a pool warmed meanwhile
 
     def estimate(self, metrics: Mapping[str, Any], name: str) -> Any:
         return (metrics.get("means") or {}).get(name)

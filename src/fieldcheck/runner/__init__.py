@@ -13,7 +13,6 @@ if TYPE_CHECKING:  # the names as type checkers and editors see them
     from fieldcheck.runner._client import (
         MAX_REPLY_BYTES,
         CallResult,
-        CallStats,
         ChatClient,
         Message,
         Runner,
@@ -23,22 +22,19 @@ if TYPE_CHECKING:  # the names as type checkers and editors see them
         retry_after_seconds,
         retry_wait,
     )
-    from fieldcheck.runner._errors import ERROR_TYPES, ErrorType
+    from fieldcheck.runner._errors import ERROR_TYPES
     from fieldcheck.runner._models import (
         API_KEY_ENV,
         ModelSpec,
         load_model_specs,
-        redact_url,
     )
     from fieldcheck.runner._run import (
         RunAborted,
         RunHandle,
         RunInterrupted,
         RunSpec,
-        estimate_line,
         interrupted_line,
         item_calls,
-        resume_command,
         run_task,
     )
 

@@ -557,6 +557,10 @@ class Runner:
         self._items: list[dict[str, Any]] = []  # journal items not yet committed
         self._cached: dict[str, tuple[str, dict[str, Any]]] = {}  # replies not yet committed
         self._timer: asyncio.TimerHandle | None = None
+        # the store held no cached reply when first asked: only keys this runner cached since
+        # can be found there (one query, not one per call; another process's meanwhile are not)
+        self._store_empty: bool | None = None
+        self._written: set[str] = set()
 
     def write(
         self,
@@ -571,6 +575,7 @@ class Runner:
             self._items.append(item)
         if cached is not None:
             self._cached[cached[0]] = cached[1:]
+            self._written.add(cached[0])
         if not self.in_flight or len(self._items) + len(self._cached) >= FLUSH_ITEMS:
             self.flush()
         elif self._timer is None:
@@ -590,7 +595,13 @@ class Runner:
     def cached(self, key: str) -> dict[str, Any] | None:
         """The cached reply of ``key`` (queued or stored), or None."""
         queued = self._cached.get(key)
-        return queued[1] if queued else self.use_store(lambda store: store.cache_get(key))
+        if queued:
+            return queued[1]
+        if self._store_empty is None:
+            self._store_empty = self.use_store(lambda store: store.cache_count() == 0)
+        if self._store_empty and key not in self._written:
+            return None
+        return self.use_store(lambda store: store.cache_get(key))
 
     def use_store(self, call: Callable[[Store], T]) -> T | None:
         """``call(store)``; None without a store. A store that fails (a full disk, a file made

@@ -7,9 +7,7 @@ scored and a resume asks it again. ``bad_response`` is a reply that is not a cha
 ``--max-reply-bytes``); ``invalid_reply`` is a chat completion with no content the task can use
 (none, or text the task cannot read), which each system scores as its doc says."""
 
-from typing import Literal, get_args
-
-ErrorType = Literal[
+ERROR_TYPES: tuple[str, ...] = (
     "rate_limited",
     "server_error",
     "timeout",
@@ -18,5 +16,4 @@ ErrorType = Literal[
     "context_length",
     "bad_response",
     "invalid_reply",
-]
-ERROR_TYPES: tuple[str, ...] = get_args(ErrorType)
+)
