@@ -29,7 +29,6 @@ if TYPE_CHECKING:  # the names as type checkers and editors see them
         evaluate_batch,
         make_signature,
     )
-    from fieldcheck.jsoneval._example import bundled_example
     from fieldcheck.jsoneval._extract import (
         PROMPT_ID,
         ExtractRecord,
