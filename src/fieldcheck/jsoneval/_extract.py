@@ -33,7 +33,7 @@ from fieldcheck._util.jsonio import (
     write_jsonl,
 )
 from fieldcheck._util.sniff import check_input_file
-from fieldcheck.jsoneval._models import MAX_DEPTH
+from fieldcheck.jsoneval._models import MAX_DEPTH, RecordError
 from fieldcheck.runner import (
     Message,
     ModelSpec,
@@ -318,7 +318,6 @@ class JsonRuns:
         """The configuration merged with the saved one and its matchers built once; the
         schema and the documents read (a file with no usable document: ``UsageProblem``)."""
         from fieldcheck.jsoneval._evaluate import build_matchers
-        from fieldcheck.jsoneval._io import record_error
         from fieldcheck.jsoneval._saved import resolve_config
 
         config, _ = resolve_config(
@@ -340,7 +339,7 @@ class JsonRuns:
         )
         stored = {"config": config.model_dump(mode="json")}
         stored |= {"bootstrap": settings.get("bootstrap", 1000), "seed": settings.get("seed", 0)}
-        prior = [record_error(e) for e in errors]
+        prior = [RecordError.of(e) for e in errors]
         return JsonTask(data, records, prior, schema, stored, build_matchers(config))
 
     async def run_model(
