@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from fieldcheck import core
 from fieldcheck._cli.main import app
 from fieldcheck.jsoneval import (
     SYSTEM,
@@ -337,27 +338,23 @@ def test_cli_all_bad_file_is_refused_before_the_folder_is_touched(tmp_path: Path
     assert not out.exists()
 
 
-def test_cli_chunks_give_the_numbers_of_one_chunk(tmp_path: Path) -> None:
-    from fieldcheck._cli.json_cmd import run_batch
-    from fieldcheck._util.term import SafeConsole
-
+def test_chunks_of_the_pipeline_give_the_numbers_of_one_chunk(tmp_path: Path) -> None:
     data = tmp_path / "d.jsonl"
     data.write_text("\n".join(random_batch(10, 300)) + "\n")
-    config = {"strategies": {"name": "EXACT"}}
-    statuses = []
+    settings = {"config": {"strategies": {"name": "EXACT"}}, "bootstrap": 100}
+    failed = []
     for chunk in (3, 10_000):
-        statuses.append(
-            run_batch(
-                data,
-                config,
-                tmp_path / f"o{chunk}",
-                console=SafeConsole(),
-                errors=SafeConsole(stderr=True),
-                chunk_lines=chunk,
-                bootstrap=100,
-            )
+        outcome = core.score(
+            "json",
+            [("batch", data)],
+            settings,
+            out=tmp_path / f"o{chunk}",
+            command="json batch",
+            store=False,
+            extras={"chunk_lines": chunk},
         )
-    assert statuses == [3, 3]  # some lines failed
+        failed.append(outcome.scored.failed)
+    assert failed == [True, True]  # some lines failed
     for name in ("records.jsonl", "fields.csv", "errors.jsonl", "report.md"):
         assert (tmp_path / "o3" / name).read_bytes() == (tmp_path / "o10000" / name).read_bytes()
     first = json.loads((tmp_path / "o3" / "summary.json").read_text())
