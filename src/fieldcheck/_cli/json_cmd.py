@@ -95,24 +95,18 @@ CONFIG_OPTIONS = {
         f"'{_DEFAULT_WEIGHTS}'. Names left out keep their default; each value must be a number "
         ">= 0 (they need not sum to 1). RQS is clamped to [0, 1].",
     ),
-    "fuzzy_threshold": option(
-        float | None,
-        None,
-        "--fuzzy-threshold",
-        min=0.0,
-        max=1.0,
-        show_default=False,
-        help=_THRESHOLD.format("FUZZY", _DEFAULTS.fuzzy_threshold),
-    ),
-    "semantic_threshold": option(
-        float | None,
-        None,
-        "--semantic-threshold",
-        min=0.0,
-        max=1.0,
-        show_default=False,
-        help=_THRESHOLD.format("SEMANTIC", _DEFAULTS.semantic_threshold),
-    ),
+    **{
+        f"{kind}_threshold": option(
+            float | None,
+            None,
+            f"--{kind}-threshold",
+            min=0.0,
+            max=1.0,
+            show_default=False,
+            help=_THRESHOLD.format(kind.upper(), getattr(_DEFAULTS, f"{kind}_threshold")),
+        )
+        for kind in ("fuzzy", "semantic")
+    },
     "matcher": option(
         str,
         _DEFAULTS.matcher,

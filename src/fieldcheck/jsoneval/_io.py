@@ -5,7 +5,6 @@ memory (``stream_batch_outputs``, issue 10)."""
 from __future__ import annotations
 
 import itertools
-import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,7 +16,6 @@ from fieldcheck.jsoneval._evaluate import build_matchers, make_signature, warn_u
 from fieldcheck.jsoneval._models import BatchRecord, BatchSummary, RecordError
 from fieldcheck.jsoneval._report import ReportData, write_batch_report
 from fieldcheck.jsoneval._stream import (
-    CHUNK_LINES,
     BatchReader,
     Failed,
     Item,
@@ -31,8 +29,6 @@ from fieldcheck.reports import OutputFolder, write_csv
 if TYPE_CHECKING:
     from fieldcheck._util.executor import Executor
     from fieldcheck.store import RunRecorder
-
-logger = logging.getLogger("fieldcheck")
 
 FIELDS_CSV_COLUMNS = (
     "field",
@@ -138,12 +134,3 @@ def stream_batch_outputs(
     # in the order the command lists them, the report's files as written
     files = ("records.jsonl", "summary.json", "fields.csv", "errors.jsonl")
     return StreamedBatch(summary, {name.split(".")[0]: out / name for name in files} | report)
-
-
-__all__ = [
-    "CHUNK_LINES",
-    "FIELDS_CSV_COLUMNS",
-    "StreamedBatch",
-    "read_batch",
-    "stream_batch_outputs",
-]
