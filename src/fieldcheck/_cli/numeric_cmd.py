@@ -50,6 +50,7 @@ app = typer.Typer(
     no_args_is_help=True,
 )
 
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "numeric"
 SCORING = scoring_options("conversations", GATED, sample=True)
 DATA_OPTIONS = {
     "data": option(
