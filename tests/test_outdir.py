@@ -126,12 +126,12 @@ def test_the_folder_appears_only_when_complete_and_a_failed_run_is_resumed(
 
     data, out = _batch(tmp_path), tmp_path / "out"
     partial = Path(str(out) + PARTIAL)
-    real = _io._finish
+    real = _io.write_batch_report
 
     def full_disk(*args: Any) -> Any:
         raise OSError(28, "No space left on device", str(partial / "summary.json"))
 
-    monkeypatch.setattr(_io, "_finish", full_disk)
+    monkeypatch.setattr(_io, "write_batch_report", full_disk)
     result = _invoke("json", "batch", str(data), "--out", str(out))
     assert result.exit_code == 1, result.output
     assert "No space left on device" in result.stderr
@@ -147,7 +147,7 @@ def test_the_folder_appears_only_when_complete_and_a_failed_run_is_resumed(
             seen.append((out.exists(), sorted(p.name for p in partial.iterdir())))
         real_finish(folder)
 
-    monkeypatch.setattr(_io, "_finish", real)
+    monkeypatch.setattr(_io, "write_batch_report", real)
     monkeypatch.setattr(RunFolder, "finish", watched)
     result = _invoke("json", "batch", str(data), "--out", str(out))
     assert result.exit_code == 0, result.output

@@ -2,7 +2,7 @@
 
 Writes ``documents.jsonl`` (60 SYNTHETIC invoices: ``{"id", "document", "ground_truth"}``, the
 document a plain-text rendering of the ground truth) next to this file. The ground truths are the
-first 60 of ``invoices.jsonl`` (``fieldcheck.jsoneval._example``); the rendering varies layout,
+first 60 of ``invoices.jsonl`` (``generate.py`` beside this file); the rendering varies layout,
 date and amount formats by a fixed seed, so the same script always writes the same bytes.
 ``invoice.schema.json`` (the target object) is written by hand, not by this script.
 """
@@ -16,8 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-
-from fieldcheck.jsoneval._example import generate_records
+from generate import generate_records  # beside this file (a script's folder is on sys.path)
 
 SEED = 20240611
 N_DOCUMENTS = 60

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from fieldcheck.jsoneval import BatchRecord, EvalConfig, StreamedBatch, stream_batch_outputs
+from fieldcheck.jsoneval._stream import record_items
 from fieldcheck.matchers import Similarity, fuzzy_similarity
 from walkthrough import WALK_AIO, WALK_GT, WALK_STRATEGIES
 
@@ -32,6 +35,18 @@ class TableMatcher:
     @property
     def pairs(self) -> list[tuple[str, str]]:
         return [p for call in self.calls for p in call]
+
+
+def write_outputs(
+    out: Path,
+    records: Iterable[BatchRecord],
+    config: EvalConfig | None = None,
+    **options: Any,
+) -> StreamedBatch:
+    """``json batch``'s files of in-memory ``records`` (one chunk) through the streamed writer,
+    as ``json batch`` writes them; ``options``: ``stream_batch_outputs``'s."""
+    chunk = list(record_items(records))
+    return stream_batch_outputs(out, [chunk], config or EvalConfig(), **options)
 
 
 @pytest.fixture

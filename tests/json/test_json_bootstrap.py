@@ -19,7 +19,6 @@ from fieldcheck.jsoneval import (
     EvalConfig,
     evaluate,
     evaluate_batch,
-    write_batch_outputs,
 )
 from fieldcheck.metrics._stats import (
     _POISSON,
@@ -29,6 +28,8 @@ from fieldcheck.metrics._stats import (
     MeansBootstrap,
     value_classes,
 )
+
+from .conftest import write_outputs
 
 Walk = tuple[dict[str, Any], dict[str, Any], dict[str, str]]
 
@@ -350,7 +351,7 @@ def test_signature_adds_bootstrap_and_seed_to_the_summary_only(
 
 def test_summary_json_carries_the_intervals(tmp_path: Path, table_matchers: dict[str, Any]) -> None:
     batch = evaluate_batch(THREE, matchers=table_matchers, bootstrap=100, seed=2)
-    write_batch_outputs(tmp_path / "out", batch)
+    write_outputs(tmp_path / "out", THREE, matchers=table_matchers, bootstrap=100, seed=2)
     data = json.loads((tmp_path / "out" / "summary.json").read_text())
     assert set(data["ci"]) == {"completeness", "hallucination", "accuracy", "safety_score", "rqs"}
     assert data["ci"]["rqs"] == {

@@ -13,11 +13,9 @@ from fieldcheck._cli.main import app
 from fieldcheck.jsoneval import (
     BatchRecord,
     BatchSummary,
-    EvalConfig,
     FieldSummary,
     RecordError,
     evaluate_batch,
-    write_batch_outputs,
 )
 from fieldcheck.jsoneval._report import (
     PLOT_FIELDS,
@@ -25,6 +23,8 @@ from fieldcheck.jsoneval._report import (
     match_rate_title,
     plotted_fields,
 )
+
+from .conftest import write_outputs
 
 EVIL = "<img src=x onerror=alert(1)>"
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -59,8 +59,8 @@ def _md_row(text: str, first: str) -> list[str]:
 
 
 def test_report_files_tables_and_plots(tmp_path: Path, table_matchers: dict[str, Any]) -> None:
-    batch = evaluate_batch(_records(), EvalConfig(), matchers=table_matchers, bootstrap=200)
-    paths = write_batch_outputs(tmp_path / "out", batch)
+    batch = write_outputs(tmp_path / "out", _records(), matchers=table_matchers, bootstrap=200)
+    paths = batch.paths
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == BATCH_FILES
     assert paths["report_md"] == tmp_path / "out" / "report.md"
     assert paths["report_html"] == tmp_path / "out" / "report.html"
@@ -107,8 +107,7 @@ def test_data_is_escaped_in_markdown_and_html(
     tmp_path: Path, table_matchers: dict[str, Any]
 ) -> None:
     error = RecordError(record=EVIL, reason="bad", message=f"data.jsonl:4: record {EVIL}: bad")
-    batch = evaluate_batch(_records(), matchers=table_matchers, errors=[error])
-    paths = write_batch_outputs(tmp_path, batch)
+    paths = write_outputs(tmp_path, _records(), matchers=table_matchers, prior_errors=[error]).paths
     page = paths["report_html"].read_text()
     text = paths["report_md"].read_text()
     assert EVIL not in page and EVIL not in text
@@ -120,8 +119,8 @@ def test_input_problems_show_twenty_and_a_count(
     tmp_path: Path, table_matchers: dict[str, Any]
 ) -> None:
     errors = [RecordError(line=i, reason="bad", message=f"f.jsonl:{i}: bad") for i in range(25)]
-    batch = evaluate_batch(_records(), matchers=table_matchers, errors=errors)
-    text = write_batch_outputs(tmp_path, batch)["report_md"].read_text()
+    batch = write_outputs(tmp_path, _records(), matchers=table_matchers, prior_errors=errors)
+    text = batch.paths["report_md"].read_text()
     assert "- f.jsonl:19: bad\n- 5 more in errors.jsonl\n" in text
     assert "f.jsonl:20:" not in text
     assert "- failed: 3\n- not scored: 25\n" in text
@@ -134,9 +133,7 @@ def test_worst_records_are_the_ten_lowest(tmp_path: Path, table_matchers: dict[s
         BatchRecord(id=f"id{i:02d}", ground_truth=gt, output={k: v + (j >= i) for j, (k, v) in enumerate(gt.items())})
         for i in range(12)
     ]  # fmt: skip
-    text = write_batch_outputs(tmp_path, evaluate_batch(records, matchers=table_matchers))[
-        "report_md"
-    ].read_text()
+    text = write_outputs(tmp_path, records, matchers=table_matchers).paths["report_md"].read_text()
     rows = [
         line.split(" | ")[0][2:]
         for line in text.splitlines()
@@ -148,8 +145,7 @@ def test_worst_records_are_the_ten_lowest(tmp_path: Path, table_matchers: dict[s
 
 def test_nothing_scored_writes_no_plot_and_says_so(tmp_path: Path) -> None:
     error = RecordError(line=1, reason="missing", message="f.jsonl:1: field 'output': missing")
-    batch = evaluate_batch([], errors=[error])
-    paths = write_batch_outputs(tmp_path / "out", batch)
+    paths = write_outputs(tmp_path / "out", [], prior_errors=[error]).paths
     assert "plot_field_match_rate" not in paths and "plot_score_distribution" not in paths
     assert not list((tmp_path / "out").glob("*.png"))
     text = paths["report_md"].read_text()
@@ -162,7 +158,7 @@ def test_only_unscored_fields_give_no_match_rate_plot(
     tmp_path: Path, table_matchers: dict[str, Any]
 ) -> None:
     records = [BatchRecord(id=1, ground_truth={"a": 1}, output="not json")]
-    paths = write_batch_outputs(tmp_path, evaluate_batch(records, matchers=table_matchers))
+    paths = write_outputs(tmp_path, records, matchers=table_matchers).paths
     assert sorted(k for k in paths if k.startswith("plot_")) == ["plot_score_distribution"]
     text = paths["report_md"].read_text()
     assert "No field was scored: no match-rate plot." in text

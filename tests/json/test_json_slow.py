@@ -16,7 +16,6 @@ from fieldcheck.jsoneval import (
     BatchRecord,
     EvalConfig,
     _stream,
-    bundled_example,
     evaluate,
     evaluate_batch,
 )
@@ -92,7 +91,8 @@ def test_semantic_encodes_each_distinct_string_once(
 
 
 def test_the_bundled_example_runs_fast_and_exits_0(model: Any, tmp_path: Path) -> None:
-    data, strategies = bundled_example(tmp_path / "input")
+    examples = Path(__file__).resolve().parents[2] / "examples" / "json"
+    data, strategies = examples / "invoices.jsonl", examples / "strategies.json"
     options = ["--strategies", str(strategies), "--flatten", "--safety-check", "leaks"]
     start = time.perf_counter()
     result = CliRunner().invoke(

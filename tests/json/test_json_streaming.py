@@ -1,7 +1,8 @@
 """Identical numbers (issue 10): the streamed batch (chunks of 1, 7 and 10,000 lines), the
 in-memory ``evaluate_batch`` and a literal reference of json-evaluation.md's pseudocode kept
 here, on seeded random batches: the same records.jsonl lines, summary.json (minus the matcher
-pair count, which is per chunk), fields.csv and report.md; flat memory; the CLI's behaviour."""
+pair count, which is per chunk), fields.csv and report.md whatever the chunks, and the same
+results, errors and summary in memory; flat memory; the CLI's behaviour."""
 
 from __future__ import annotations
 
@@ -15,16 +16,17 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from fieldcheck import core
 from fieldcheck._cli.main import app
 from fieldcheck.jsoneval import (
     SYSTEM,
     BatchReader,
+    BatchResult,
     EvalConfig,
+    RecordError,
     evaluate_batch,
     read_batch,
-    record_error,
     stream_batch_outputs,
-    write_batch_outputs,
 )
 from fieldcheck.jsoneval._stream import Item
 
@@ -218,19 +220,17 @@ def streamed(data: Path, out: Path, chunk: int) -> dict[str, bytes]:
     return _files(out)
 
 
-def in_memory(data: Path, out: Path) -> dict[str, bytes]:
+def in_memory(data: Path) -> BatchResult:
     records, errors = read_batch(data)
-    batch = evaluate_batch(
+    return evaluate_batch(
         records,
         EvalConfig(strategies=STRATEGIES),
         matchers=matchers(),
-        errors=[record_error(e) for e in errors],
+        errors=[RecordError.of(e) for e in errors],
         source=str(data),
         bootstrap=200,
         seed=3,
     )
-    write_batch_outputs(out, batch)
-    return _files(out)
 
 
 def _files(out: Path) -> dict[str, bytes]:
@@ -251,14 +251,16 @@ def test_streamed_in_memory_and_the_spec_reference_give_identical_numbers(
     lines = random_batch(seed, 400)
     data = tmp_path / "data.jsonl"
     data.write_text("\n".join(lines) + "\n")
-    memory = in_memory(data, tmp_path / "memory")
-    for chunk in (1, 7, 10_000):
+    one = streamed(data, tmp_path / "one", 10_000)
+    for chunk in (1, 7):
         files = streamed(data, tmp_path / f"chunk{chunk}", chunk)
         for name in ("records.jsonl", "fields.csv", "report.md", "errors.jsonl"):
-            assert files[name] == memory[name], (chunk, name)
-        assert _summary(files) == _summary(memory), chunk
-    one_chunk = json.loads(streamed(data, tmp_path / "again", 10_000)["summary.json"])
-    assert one_chunk["matcher_pairs"] == json.loads(memory["summary.json"])["matcher_pairs"]
+            assert files[name] == one[name], (chunk, name)
+        assert _summary(files) == _summary(one), chunk
+    batch = in_memory(data)  # evaluate_batch: the same results, errors and summary
+    assert json.loads(one["summary.json"]) == {**batch.summary.to_json(), "complete": True}
+    errors = [json.loads(line) for line in one["errors.jsonl"].splitlines()]
+    assert errors == [e.model_dump(mode="json") for e in batch.errors]
 
     # the reference, record by record, and its means (fsum / n)
     by_id: dict[str, dict[str, Any]] = {}
@@ -269,16 +271,20 @@ def test_streamed_in_memory_and_the_spec_reference_give_identical_numbers(
             continue
         if "output" in record and str(record["id"]) not in by_id:
             by_id[str(record["id"])] = record
-    rows = [json.loads(line) for line in memory["records.jsonl"].splitlines()]
+    rows = [json.loads(line) for line in one["records.jsonl"].splitlines()]
     assert [str(r["id"]) for r in rows] == list(by_id)  # every valid, first-seen record, in order
     names = ("completeness", "hallucination", "accuracy", "safety_score", "rqs")
+    kept = (*names, "buckets", "fields", "output_kind", "flags", "safety_findings")
+    results = [r.result.model_dump(mode="json") for r in batch.results]
+    assert [r["id"] for r in rows] == [r.id for r in batch.results]
+    assert [{k: r[k] for k in kept} for r in rows] == [{k: r[k] for k in kept} for r in results]
     expected = [
         reference_scores(r["output"], r["ground_truth"], r.get("safety_score"))
         for r in by_id.values()
     ]
     for row, ref in zip(rows, expected, strict=True):
         assert tuple(row[n] for n in names) == ref, row["id"]
-    summary = json.loads(memory["summary.json"])
+    summary = json.loads(one["summary.json"])
     for j, name in enumerate(names):
         assert summary["means"][name] == math.fsum(e[j] for e in expected) / len(expected)
     assert (
@@ -295,13 +301,13 @@ def test_random_batches_have_every_kind_of_line(tmp_path: Path) -> None:
     for seed in (0, 1, 2):
         data = tmp_path / f"d{seed}.jsonl"
         data.write_text("\n".join(random_batch(seed, 400)) + "\n")
-        memory = in_memory(data, tmp_path / f"m{seed}")
-        summary = json.loads(memory["summary.json"])
+        files = streamed(data, tmp_path / f"m{seed}", 10_000)
+        summary = json.loads(files["summary.json"])
         assert summary["not_scored"] > 0 and summary["not_an_object"] > 0
-        assert b"parsed_from_text" in memory["records.jsonl"]
+        assert b"parsed_from_text" in files["records.jsonl"]
         assert summary["fields"]["note"]["ignored"] > 0
         assert summary["matcher_pairs"]["FUZZY"] > 0
-        assert b"duplicate id" in memory["errors.jsonl"]
+        assert b"duplicate id" in files["errors.jsonl"]
 
 
 def test_memory_of_the_aggregates_does_not_grow_with_the_records(tmp_path: Path) -> None:
@@ -332,27 +338,23 @@ def test_cli_all_bad_file_is_refused_before_the_folder_is_touched(tmp_path: Path
     assert not out.exists()
 
 
-def test_cli_chunks_give_the_numbers_of_one_chunk(tmp_path: Path) -> None:
-    from fieldcheck._cli.json_cmd import run_batch
-    from fieldcheck._util.term import SafeConsole
-
+def test_chunks_of_the_pipeline_give_the_numbers_of_one_chunk(tmp_path: Path) -> None:
     data = tmp_path / "d.jsonl"
     data.write_text("\n".join(random_batch(10, 300)) + "\n")
-    config = {"strategies": {"name": "EXACT"}}
-    statuses = []
+    settings = {"config": {"strategies": {"name": "EXACT"}}, "bootstrap": 100}
+    failed = []
     for chunk in (3, 10_000):
-        statuses.append(
-            run_batch(
-                data,
-                config,
-                tmp_path / f"o{chunk}",
-                console=SafeConsole(),
-                errors=SafeConsole(stderr=True),
-                chunk_lines=chunk,
-                bootstrap=100,
-            )
+        outcome = core.score(
+            "json",
+            [("batch", data)],
+            settings,
+            out=tmp_path / f"o{chunk}",
+            command="json batch",
+            store=False,
+            extras={"chunk_lines": chunk},
         )
-    assert statuses == [3, 3]  # some lines failed
+        failed.append(outcome.scored.failed)
+    assert failed == [True, True]  # some lines failed
     for name in ("records.jsonl", "fields.csv", "errors.jsonl", "report.md"):
         assert (tmp_path / "o3" / name).read_bytes() == (tmp_path / "o10000" / name).read_bytes()
     first = json.loads((tmp_path / "o3" / "summary.json").read_text())

@@ -48,7 +48,6 @@ from fieldcheck._util.jsonio import dumps, loads, read_json
 from fieldcheck._util.sniff import likely_cause
 from fieldcheck._util.term import SafeConsole, safe_json_text, safe_markup, safe_text
 from fieldcheck.jsoneval import (
-    CHUNK_LINES,
     SYSTEM,
     BatchSummary,
     EvalConfig,
@@ -96,24 +95,18 @@ CONFIG_OPTIONS = {
         f"'{_DEFAULT_WEIGHTS}'. Names left out keep their default; each value must be a number "
         ">= 0 (they need not sum to 1). RQS is clamped to [0, 1].",
     ),
-    "fuzzy_threshold": option(
-        float | None,
-        None,
-        "--fuzzy-threshold",
-        min=0.0,
-        max=1.0,
-        show_default=False,
-        help=_THRESHOLD.format("FUZZY", _DEFAULTS.fuzzy_threshold),
-    ),
-    "semantic_threshold": option(
-        float | None,
-        None,
-        "--semantic-threshold",
-        min=0.0,
-        max=1.0,
-        show_default=False,
-        help=_THRESHOLD.format("SEMANTIC", _DEFAULTS.semantic_threshold),
-    ),
+    **{
+        f"{kind}_threshold": option(
+            float | None,
+            None,
+            f"--{kind}-threshold",
+            min=0.0,
+            max=1.0,
+            show_default=False,
+            help=_THRESHOLD.format(kind.upper(), getattr(_DEFAULTS, f"{kind}_threshold")),
+        )
+        for kind in ("fuzzy", "semantic")
+    },
     "matcher": option(
         str,
         _DEFAULTS.matcher,
@@ -366,43 +359,6 @@ def score(
     raise typer.Exit(gate(options["fail_under"], values, EXIT_OK))
 
 
-def run_batch(
-    data: Path,
-    config: dict[str, Any],
-    out: Path | None,
-    *,
-    console: Console,
-    errors: Console,
-    bootstrap: int = 1000,
-    seed: int = 0,
-    as_json: bool = False,
-    fail_under: dict[str, float] | None = None,
-    chunk_lines: int = CHUNK_LINES,
-    no_store: bool = False,
-) -> int:
-    """Score a batch through the pipeline in chunks of ``chunk_lines`` lines (flat memory);
-    print errors, the summary and the files; return the exit status (``--fail-under`` floors
-    checked last: 4 when one is not met). ``config``: the options given (None: not given, the
-    saved configuration or the default)."""
-    outcome = score_files(
-        "json",
-        [("batch", data)],
-        {"config": config, "bootstrap": bootstrap, "seed": seed},
-        out=out,
-        errors=errors,
-        no_store=no_store,
-        command="json batch",
-        names={"batch": "DATA.jsonl"},
-        label=data.stem,
-        extras={"chunk_lines": chunk_lines},
-    )
-    summary, paths = outcome.scored.result, outcome.files
-    show_problems(errors, summary.errors, str(paths["errors"]), total=summary.not_scored)
-    print_summary(console, summary, paths)
-    stored_line(console, core.stored_line(outcome.run_id))
-    return finish(outcome.scored, fail_under or {}, as_json, outcome.scored.failed)
-
-
 @app.command("batch")
 @shared(CONFIG_OPTIONS, SCORING)
 def batch(
@@ -427,19 +383,25 @@ def batch(
     when some could not be scored (each named file:line in errors.jsonl), 4 when a --fail-under
     floor is not met, 2 on usage errors (bad option, unreadable file or one with no valid line), 1 when an
     output could not be written part-way (a full disk), 130 on Ctrl-C."""
-    as_json = options["as_json"]
-    console, errors = SafeConsole(stderr=as_json), SafeConsole(stderr=True)
-    config = _given(options)
-    raise typer.Exit(
-        run_batch(
-            data,
-            config,
-            out,
-            console=console,
-            errors=errors,
-            **{k: options[k] for k in ("bootstrap", "seed", "as_json", "fail_under", "no_store")},
-        )
+    console, errors = SafeConsole(stderr=options["as_json"]), SafeConsole(stderr=True)
+    settings = {"config": _given(options), **{k: options[k] for k in ("bootstrap", "seed")}}
+    outcome = score_files(
+        "json",
+        [("batch", data)],
+        settings,
+        out=out,
+        errors=errors,
+        no_store=options["no_store"],
+        command="json batch",
+        names={"batch": "DATA.jsonl"},
+        label=data.stem,
     )
+    summary, paths = outcome.scored.result, outcome.files
+    show_problems(errors, summary.errors, str(paths["errors"]), total=summary.not_scored)
+    print_summary(console, summary, paths)
+    stored_line(console, core.stored_line(outcome.run_id))
+    floors, as_json = options["fail_under"], options["as_json"]
+    raise typer.Exit(finish(outcome.scored, floors, as_json, outcome.scored.failed))
 
 
 def print_comparison(console: Console, rows: list[dict[str, Any]]) -> None:

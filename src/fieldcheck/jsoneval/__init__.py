@@ -2,9 +2,9 @@
 
 ``evaluate(output, ground_truth, config)`` scores one output; ``evaluate_batch`` scores many with
 every distinct FUZZY/SEMANTIC pair matched once (with bootstrap intervals on its means);
-``read_batch``/``write_batch_outputs`` handle files (``write_batch_report``: report.md/.html, plots);
-``BatchReader(path).chunks()`` + ``stream_batch_outputs`` score and write a batch file in chunks
-with flat memory (``json batch``);
+``read_batch`` reads a batch file into memory; ``BatchReader(path).chunks()`` +
+``stream_batch_outputs`` score and write a batch file in chunks with flat memory (``json batch``;
+``write_batch_report``: report.md/.html, plots);
 ``SYSTEM.run_model`` asks a model to extract JSON from documents (``fieldcheck json run``).
 """
 
@@ -29,7 +29,6 @@ if TYPE_CHECKING:  # the names as type checkers and editors see them
         evaluate_batch,
         make_signature,
     )
-    from fieldcheck.jsoneval._example import bundled_example
     from fieldcheck.jsoneval._extract import (
         PROMPT_ID,
         ExtractRecord,
@@ -45,9 +44,7 @@ if TYPE_CHECKING:  # the names as type checkers and editors see them
         FIELDS_CSV_COLUMNS,
         StreamedBatch,
         read_batch,
-        record_error,
         stream_batch_outputs,
-        write_batch_outputs,
     )
     from fieldcheck.jsoneval._models import (
         MAX_DEPTH,

@@ -33,7 +33,7 @@ from fieldcheck._util.jsonio import (
     write_jsonl,
 )
 from fieldcheck._util.sniff import check_input_file
-from fieldcheck.jsoneval._models import MAX_DEPTH
+from fieldcheck.jsoneval._models import MAX_DEPTH, RecordError
 from fieldcheck.runner import (
     Message,
     ModelSpec,
@@ -63,17 +63,12 @@ NO_SCHEMA_NOTE = "Use short snake_case keys for the fields you find."
 USER_INTRO = "Extract the data from this document."
 
 
-def system_prompt(schema_text: str | None) -> str:
-    """The system message: the fixed instructions, then the schema (or a note on naming keys)."""
-    if schema_text is None:
-        return f"{SYSTEM_PROMPT}\n{NO_SCHEMA_NOTE}"
-    return f"{SYSTEM_PROMPT}\n{SCHEMA_INTRO}\n{schema_text}"
-
-
 def build_messages(document: str, schema_text: str | None = None) -> list[Message]:
-    """The chat messages of one document (prompt ``json-extract-v1``)."""
+    """The chat messages of one document (prompt ``json-extract-v1``): the fixed instructions
+    and the schema (or a note on naming keys), then the document."""
+    schema = NO_SCHEMA_NOTE if schema_text is None else f"{SCHEMA_INTRO}\n{schema_text}"
     return [
-        {"role": "system", "content": system_prompt(schema_text)},
+        {"role": "system", "content": f"{SYSTEM_PROMPT}\n{schema}"},
         {"role": "user", "content": f"{USER_INTRO}\n{DOCUMENT_OPEN}{document}{DOCUMENT_CLOSE}"},
     ]
 
@@ -208,10 +203,6 @@ def load_schema(path: str | Path) -> str:
     return dumps(schema)
 
 
-def schema_digest(schema_text: str | None) -> str:
-    return "none" if schema_text is None else "sha256:" + document_digest(schema_text)[:12]
-
-
 @dataclass
 class ModelRun:
     """One model's finished run: batch lines (records with an output), call errors and counts.
@@ -276,14 +267,6 @@ class ModelRun:
         }
 
 
-def _run_settings(schema_text: str | None) -> dict[str, Any]:
-    return {"prompt": PROMPT_ID, "schema": schema_digest(schema_text)}
-
-
-def _quiet(_: str) -> None:
-    return None
-
-
 @dataclass
 class JsonTask:
     """A ``json run``'s documents (and the errors of its bad lines), the schema shown to the
@@ -318,14 +301,13 @@ class JsonRuns:
         """The configuration merged with the saved one and its matchers built once; the
         schema and the documents read (a file with no usable document: ``UsageProblem``)."""
         from fieldcheck.jsoneval._evaluate import build_matchers
-        from fieldcheck.jsoneval._io import record_error
         from fieldcheck.jsoneval._saved import resolve_config
 
         config, _ = resolve_config(
             dict(settings.get("config") or {}),
             store=extras.get("store") or False,
-            warn=extras.get("warn") or _quiet,
-            note=extras.get("note") or _quiet,
+            warn=extras.get("warn"),
+            note=extras.get("note"),
         )
         roles = dict(inputs)
         data, role = Path(roles["documents"]), "schema"
@@ -340,7 +322,7 @@ class JsonRuns:
         )
         stored = {"config": config.model_dump(mode="json")}
         stored |= {"bootstrap": settings.get("bootstrap", 1000), "seed": settings.get("seed", 0)}
-        prior = [record_error(e) for e in errors]
+        prior = [RecordError.of(e) for e in errors]
         return JsonTask(data, records, prior, schema, stored, build_matchers(config))
 
     async def run_model(
@@ -386,7 +368,8 @@ class JsonRuns:
             sum(messages_tokens(m) for m in prompts.values()),
             sum(estimate_tokens(dumps(r.ground_truth)) for r in records),
         )
-        run = RunSpec(SYSTEM, TASK, task.data, spec, _run_settings(schema_text))
+        schema = "none" if schema_text is None else "sha256:" + document_digest(schema_text)[:12]
+        run = RunSpec(SYSTEM, TASK, task.data, spec, {"prompt": PROMPT_ID, "schema": schema})
         handle = await run_task(
             runner,
             run,

@@ -1,30 +1,21 @@
-"""Reading batch files and writing batch outputs (records.jsonl, summary.json, fields.csv,
-errors.jsonl, the report): in memory (``read_batch``, ``write_batch_outputs``) or streamed in
-chunks with flat memory (``stream_batch_outputs``, issue 10)."""
+"""Reading batch files (``read_batch``: every line in memory) and writing batch outputs
+(records.jsonl, summary.json, fields.csv, errors.jsonl, the report) streamed in chunks with flat
+memory (``stream_batch_outputs``, issue 10)."""
 
 from __future__ import annotations
 
 import itertools
-import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from fieldcheck._util.errors import InputError
-from fieldcheck._util.jsonio import write_jsonl
-from fieldcheck._util.signature import Signature
 from fieldcheck.jsoneval._config import EvalConfig
 from fieldcheck.jsoneval._evaluate import build_matchers, make_signature, warn_unused_strategies
-from fieldcheck.jsoneval._models import (
-    BatchRecord,
-    BatchResult,
-    BatchSummary,
-    RecordError,
-)
-from fieldcheck.jsoneval._report import ReportData, expected_files, write_batch_report
+from fieldcheck.jsoneval._models import BatchRecord, BatchSummary, RecordError
+from fieldcheck.jsoneval._report import ReportData, write_batch_report
 from fieldcheck.jsoneval._stream import (
-    CHUNK_LINES,
     BatchReader,
     Failed,
     Item,
@@ -39,8 +30,6 @@ if TYPE_CHECKING:
     from fieldcheck._util.executor import Executor
     from fieldcheck.store import RunRecorder
 
-logger = logging.getLogger("fieldcheck")
-
 FIELDS_CSV_COLUMNS = (
     "field",
     "strategies",
@@ -52,10 +41,6 @@ FIELDS_CSV_COLUMNS = (
     "hallucinated",
     "ignored",
 )
-
-
-def record_error(exc: InputError) -> RecordError:
-    return RecordError.model_validate(exc.to_dict())
 
 
 def read_batch(path: str | Path) -> tuple[list[BatchRecord], list[InputError]]:
@@ -81,53 +66,12 @@ def read_batch(path: str | Path) -> tuple[list[BatchRecord], list[InputError]]:
     return records, errors
 
 
-_PATH_ORDER = ("records", "summary", "fields", "errors")
-
-
-def _ordered(paths: dict[str, Path]) -> dict[str, Path]:
-    """records, summary, fields, errors, then the report's files as written (the order the
-    command lists them)."""
-    return {**{k: paths[k] for k in _PATH_ORDER if k in paths}, **paths}
-
-
 def _fields_rows(summary: BatchSummary) -> list[dict[str, object]]:
     return [
         {"field": name, "strategies": ";".join(s.strategies)}
         | {column: getattr(s, column) for column in FIELDS_CSV_COLUMNS[2:]}
         for name, s in summary.fields.items()
     ]
-
-
-def _finish(out: OutputFolder, report: ReportData) -> dict[str, Path]:
-    """fields.csv, the report and, last, summary.json (``complete: true``)."""
-    with out.atomic("fields.csv") as tmp:
-        write_csv(tmp, _fields_rows(report.summary), FIELDS_CSV_COLUMNS)
-    paths = {"fields": out / "fields.csv"}
-    paths |= write_batch_report(out, report)
-    out.write_summary("summary.json", report.summary.to_json())
-    paths["summary"] = out / "summary.json"
-    return paths
-
-
-def write_batch_outputs(out_dir: str | Path | OutputFolder, batch: BatchResult) -> dict[str, Path]:
-    """Write the output files into ``out_dir`` (created), each under a temporary name then
-    renamed, summary.json last with ``complete: true``; return their paths by name (``records``,
-    ``fields``, ``errors``, ``summary``, ``report_md``, ``report_html`` and the plots drawn,
-    ``plot_field_match_rate`` and ``plot_score_distribution``)."""
-    out = OutputFolder.of(out_dir)
-    out.expect(
-        "records.jsonl",
-        "fields.csv",
-        "errors.jsonl",
-        *expected_files(batch.summary),
-        "summary.json",
-    )
-    with out.atomic("records.jsonl") as tmp:
-        write_jsonl(tmp, (r.result.record_dict(r.id) for r in batch.results))
-    with out.atomic("errors.jsonl") as tmp:
-        write_jsonl(tmp, (e.model_dump(mode="json") for e in batch.errors))
-    paths = {"records": out / "records.jsonl", "errors": out / "errors.jsonl"}
-    return _ordered(paths | _finish(out, ReportData.of_batch(batch)))
 
 
 @dataclass
@@ -163,7 +107,6 @@ def stream_batch_outputs(
         "records.jsonl", "errors.jsonl", "fields.csv", "report.md", "report.html", "summary.json"
     )
     matchers = matchers if matchers is not None else build_matchers(config)
-    summary_signature: Signature = make_signature(config, matchers, bootstrap=bootstrap, seed=seed)
     job = Job(config, matchers, source=source, store=recorder is not None, progress=progress)
     prior: list[Item | Failed] = [Failed(-1, e) for e in prior_errors]
     with (
@@ -182,19 +125,12 @@ def stream_batch_outputs(
             seed=seed,
             recorder=recorder,
         )
-    summary = digest.summary(summary_signature)
+    summary = digest.summary(make_signature(config, matchers, bootstrap=bootstrap, seed=seed))
     warn_unused_strategies(config, digest.unused(config) if summary.records else [])
-    paths = {"records": out / "records.jsonl", "errors": out / "errors.jsonl"}
-    paths |= _finish(out, ReportData.of(summary, digest))
-    return StreamedBatch(summary, _ordered(paths))
-
-
-__all__ = [
-    "CHUNK_LINES",
-    "FIELDS_CSV_COLUMNS",
-    "StreamedBatch",
-    "read_batch",
-    "record_error",
-    "stream_batch_outputs",
-    "write_batch_outputs",
-]
+    with out.atomic("fields.csv") as tmp:
+        write_csv(tmp, _fields_rows(summary), FIELDS_CSV_COLUMNS)
+    report = write_batch_report(out, ReportData.of(summary, digest))
+    out.write_summary("summary.json", summary.to_json())  # last: says the run is complete
+    # in the order the command lists them, the report's files as written
+    files = ("records.jsonl", "summary.json", "fields.csv", "errors.jsonl")
+    return StreamedBatch(summary, {name.split(".")[0]: out / name for name in files} | report)

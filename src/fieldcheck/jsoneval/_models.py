@@ -6,6 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, field_validator
 
+from fieldcheck._util.errors import InputError
 from fieldcheck._util.jsonio import MAX_DEPTH as MAX_DEPTH
 from fieldcheck._util.jsonio import TOO_DEEP as TOO_DEEP
 from fieldcheck._util.signature import Signature
@@ -60,16 +61,6 @@ class JsonEvalResult(BaseModel):
         data = self.model_dump(mode="json")
         return {k: data[k] for k in PUBLIC_KEYS}
 
-    def record_dict(self, record_id: str | int) -> dict[str, Any]:
-        """One line of ``records.jsonl``: ``id``, the public keys but ``signature`` (the run's,
-        once in summary.json), ``output_kind``, ``flags``, findings."""
-        data = self.model_dump(mode="json")
-        return {
-            "id": record_id,
-            **{k: data[k] for k in PUBLIC_KEYS if k != "signature"},
-            **{k: data[k] for k in ("output_kind", "flags", "safety_findings")},
-        }
-
 
 class BatchRecord(BaseModel):
     """One line of a batch file: ``{"id", "ground_truth": {...}, "output": any, "safety_score"?}``.
@@ -108,6 +99,11 @@ class RecordError(BaseModel):
     reason: str
     message: str
     value: str | None = None
+
+    @classmethod
+    def of(cls, error: InputError) -> RecordError:
+        """The ``errors.jsonl`` line of a located ``InputError``."""
+        return cls.model_validate(error.to_dict())
 
 
 class FieldSummary(BaseModel):

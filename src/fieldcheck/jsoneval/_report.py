@@ -10,8 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from fieldcheck.jsoneval._models import BatchResult, BatchSummary, FieldSummary
-from fieldcheck.jsoneval._stream import HISTOGRAM_BINS, HISTOGRAMS, Aggregate, aggregate_results
+from fieldcheck.jsoneval._models import BatchSummary, FieldSummary
+from fieldcheck.jsoneval._stream import HISTOGRAM_BINS, HISTOGRAMS, Aggregate
 from fieldcheck.metrics import Interval
 from fieldcheck.reports import (
     OutputFolder,
@@ -71,10 +71,6 @@ class ReportData:
             for r in agg.worst()
         ]
         return cls(summary, worst, agg.histograms)
-
-    @classmethod
-    def of_batch(cls, batch: BatchResult) -> ReportData:
-        return cls.of(batch.summary, aggregate_results(batch.results, bootstrap=0))
 
 
 def plotted_fields(summary: BatchSummary) -> tuple[list[tuple[str, FieldSummary]], int]:
@@ -306,25 +302,11 @@ def build_report(batch: ReportData, images: dict[str, Path]) -> Report:
     return report
 
 
-def write_batch_report(
-    out: str | Path | OutputFolder, batch: BatchResult | ReportData
-) -> dict[str, Path]:
+def write_batch_report(out: str | Path | OutputFolder, batch: ReportData) -> dict[str, Path]:
     """Plots, report.md and report.html of a scored batch into ``out``; their paths by name
     (``plot_field_match_rate``, ``plot_score_distribution`` when drawn, ``report_md``,
     ``report_html``)."""
     folder = OutputFolder.of(out)
-    if isinstance(batch, BatchResult):
-        batch = ReportData.of_batch(batch)
     images = write_plots(batch, folder)
     written = write_report(folder.path, build_report(batch, images))
     return {**images, "report_md": written["report.md"], "report_html": written["report.html"]}
-
-
-def expected_files(summary: BatchSummary) -> list[str]:
-    """The report's files this batch will write (plots only when there is something to draw)."""
-    names = ["report.md", "report.html"]
-    if any(f.scored for f in summary.fields.values()):
-        names.append(PLOTS["plot_field_match_rate"])
-    if summary.scored:
-        names.append(PLOTS["plot_score_distribution"])
-    return names

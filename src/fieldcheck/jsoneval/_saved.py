@@ -171,17 +171,22 @@ def merged_config(
         raise UsageProblem(reason_of(first), option) from None
 
 
+def _quiet(_: str) -> None:
+    return None
+
+
 def resolve_config(
     given: Mapping[str, Any],
     *,
     store: bool | Store,
-    warn: Callable[[str], None],
-    note: Callable[[str], None],
+    warn: Callable[[str], None] | None,
+    note: Callable[[str], None] | None,
 ) -> tuple[EvalConfig, bool]:
     """``merged_config`` with the configuration saved in the store (``store``: a ``Store``,
     True the default one, False none), a bad section a ``UsageProblem`` naming its option;
     False beside it when the store cannot be read (said once by ``warn``: the run is then not
-    stored either)."""
+    stored either). ``warn`` and ``note`` None: nothing said."""
+    warn, note = warn or _quiet, note or _quiet
     saved, readable = None, True
     if store is not False:
         try:

@@ -101,10 +101,6 @@ class _Read:
     extras: Mapping[str, Any] = field(default_factory=dict)
 
 
-def _quiet(_: str) -> None:
-    return None
-
-
 def _count(name: str, value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise UsageProblem(f"must be a whole number >= 0 (got {value!r})", f"--{name}")
@@ -198,8 +194,8 @@ class JsonSystem(JsonRuns, Views):
         config, store = resolve_config(
             given,
             store=extras.get("store") or False,
-            warn=extras.get("warn") or _quiet,
-            note=extras.get("note") or _quiet,
+            warn=extras.get("warn"),
+            note=extras.get("note"),
         )
         stored = {"config": config.model_dump(mode="json"), "bootstrap": bootstrap, "seed": seed}
         path = Path(roles.get("batch") or roles["outputs"])
