@@ -54,7 +54,6 @@ from fieldcheck.jsoneval._models import (
     JsonEvalResult,
     OutputKind,
     RecordError,
-    RecordResult,
 )
 from fieldcheck.jsoneval._safety import SafetyFinding, find_leaks
 from fieldcheck.matchers import FuzzyMatcher, Matcher, SemanticMatcher, Similarity
@@ -161,7 +160,7 @@ class Scored:
         return JsonEvalResult(**body, signature=signature)
 
     def line_dict(self) -> dict[str, Any]:
-        """One line of records.jsonl, exactly ``JsonEvalResult.record_dict(id)``."""
+        """One line of records.jsonl: the id, then ``JsonEvalResult``'s fields."""
         c, h, a, s, r = self.scores
         return {
             "id": self.id,
@@ -543,7 +542,7 @@ class Scorer:
     def _failure(self, item: Item, exc: InputError | MatcherError) -> Failed:
         reason, field = (exc.reason, exc.field) if isinstance(exc, InputError) else (str(exc), None)
         located = InputError(reason, file=self.source, line=item.line, record=item.key, field=field)
-        return Failed(item.index, RecordError.model_validate(located.to_dict()), exc)
+        return Failed(item.index, RecordError.of(located), exc)
 
     def score(
         self, items: Sequence[Item]
@@ -801,38 +800,6 @@ class Aggregate:
             matcher_pairs=dict(self.matcher_pairs),
             signature=signature,
         )
-
-
-def aggregate_results(
-    results: Sequence[RecordResult], *, bootstrap: int = 0, seed: int = 0
-) -> Aggregate:
-    """The aggregates of already scored public results (``write_batch_outputs`` of a
-    BatchResult built by hand): the same folding as the stream."""
-    agg = Aggregate(bootstrap=bootstrap, seed=seed)
-    agg.add([plain(r, i) for i, r in enumerate(results)])
-    return agg
-
-
-def plain(record: RecordResult, index: int) -> Scored:
-    """A public RecordResult back as plain data."""
-    r = record.result
-    b = r.buckets
-    return Scored(
-        index,
-        record.id,
-        record.line,
-        r.output_kind,
-        list(r.flags),
-        KeyBuckets._make(  # total_distinct is not public; no aggregate reads it
-            [
-                *(list(b[n]) for n in metrics.BUCKET_NAMES),
-                len({*b["gt_non_null"], *b["extra_keys"]}),
-            ]
-        ),
-        {n: (f.strategy, f.similarity, f.score) for n, f in r.fields.items()},
-        (r.completeness, r.hallucination, r.accuracy, r.safety_score, r.rqs),
-        list(r.safety_findings),
-    )
 
 
 # ------------------------------------------------------------------ reading a batch file
@@ -1101,7 +1068,7 @@ class BatchReader:
         self.failures += 1
         if not self.records:
             self.first_errors.append(error)
-        return Failed(index, RecordError.model_validate(error.to_dict()), error)
+        return Failed(index, RecordError.of(error), error)
 
     def _plain_chunk(
         self, numbers: range, offsets: list[int], lines: list[bytes], seen: _SeenIds
