@@ -32,7 +32,7 @@ from fieldcheck._util.errors import shown_path
 from fieldcheck._util.executor import Executor, InProcess, LocalPool, finish
 from fieldcheck._util.jsonio import dumps_bytes
 from fieldcheck.store._items import ItemColumns, plain_columns
-from fieldcheck.store._parquet import COLUMNS, ItemsWriter, _Row, _Tag, publish
+from fieldcheck.store._parquet import COLUMNS, ItemsWriter, publish
 from fieldcheck.store._records import RunInfo
 from fieldcheck.store._store import Store
 
@@ -47,6 +47,8 @@ def describe_inputs(inputs: Sequence[tuple[str, str | Path]]) -> list[dict[str, 
     return described
 
 
+_Row = tuple[str, int, str | None, bool | None, str | None, int | None, str | bytes]
+_Tag = tuple[str, int, bool]
 # what a task writes: ("rows", items, tags), or ("build", "module:function", payload,
 # first seq, count), items the task builds itself with that function (``add_built``)
 _Chunk = tuple[Any, ...]
