@@ -118,7 +118,7 @@ def spliced(
     tails: bytes,
     mark: bytes,
 ) -> Any:
-    """Items as a table of ``schema()`` but its ``seq`` (``resolve`` adds it): ``keys``, each
+    """Items as a table of ``schema()`` but its ``seq`` (``numbered`` adds it): ``keys``, each
     with the ``(failed, failed tags)`` of ``outcomes[which[i]]`` and as its result its line of
     ``heads`` less its last byte, then its line of ``tails`` from the first ``mark`` in it
     (newline-ended lines): spliced by Arrow, no Python object per item."""
@@ -126,23 +126,27 @@ def spliced(
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    n, tail = len(keys), np.frombuffer(tails, np.uint8)
+    n = len(keys)
     head_ends = np.flatnonzero(np.frombuffer(heads, np.uint8) == 10)[:n]
+    tail = np.frombuffer(tails, np.uint8)
     tail_ends = np.flatnonzero(tail == 10)[:n]
     found = np.flatnonzero(tail[: len(tail) - len(mark) + 1] == mark[0])
     for i, byte in enumerate(mark[1:], 1):
         found = found[tail[found + i] == byte]
-    cuts = np.append(found, len(tail))[np.searchsorted(found, np.append(0, tail_ends[:-1] + 1))]
-    if (cuts >= tail_ends).any():
-        raise ValueError(f"a line without {mark!r}")
+    starts = np.append(0, tail_ends[:-1] + 1)
+    cuts = np.append(found, len(tail))[np.searchsorted(found, starts)]
+    if len(head_ends) < n or len(tail_ends) < n or (cuts >= tail_ends).any():
+        raise ValueError(f"a line without {mark!r}, or fewer lines than {n} keys")
     head = _pieces(heads, np.append(0, head_ends[:-1] + 1), head_ends - 1)
     text = pc.binary_join_element_wise(head, _pieces(tails, cuts, tail_ends), "")
     at = pa.array(which, pa.int32())
-    tags = pa.array([list(dict.fromkeys(t)) for _, t in outcomes], pa.list_(pa.string())).take(at)
+    names = pa.array([list(dict.fromkeys(t)) for _, t in outcomes], pa.list_(pa.string()))
+    tags = names.take(at)
     failed = pa.array([f for f, _ in outcomes], pa.bool_()).take(at)
-    null = [pa.nulls(n, pa.string()), pa.nulls(n, pa.int64())]
-    arrays = [pa.array(keys, pa.string()), null[0], failed, *null, tags, tags, text]
-    return pa.Table.from_arrays(arrays, schema=schema().remove(1))
+    s = schema()
+    nulls = [pa.nulls(n, s.field(c).type) for c in ("error_type", "model", "turn")]
+    arrays = [pa.array(keys, pa.string()), nulls[0], failed, *nulls[1:], tags, tags, text]
+    return pa.Table.from_arrays(arrays, schema=s.remove(1))
 
 
 def _pieces(text: bytes, starts: Any, ends: Any) -> Any:
