@@ -274,17 +274,14 @@ def test_a_chunk_of_canonical_lines_is_stored_as_the_general_path_writes_it(
     found = score_chunk(job, lines_chunk)
     assert found is not None and isinstance(found[0].store, tuple)
     rows = found[0]
-    table = _stream.stored_items((*rows.store, rows.records, b"".join(raw), rows.keys))
-    c = table.to_pydict()  # the store's table, but its seqs (``RunRecorder`` numbers them)
-    spliced = zip(c["key"], c["failed"], c["error_type"], c["tags"], c["result"], strict=True)
+    spliced = _stream.stored_items((*rows.store, rows.records, b"".join(raw), rows.keys))
     items, _, _ = _stream.plain_items(lines_chunk.numbers, raw, False) or ([], [], [])
     scored, _, _, _ = job.scorer.score(items)
     general = _stream._store_rows(scored, _stream.record_lines(scored), items, [])
-    assert [(k, f, e, sorted(tags), t.encode()) for k, f, e, tags, t in spliced] == [
-        (key, failed, error, sorted(tags), text) for key, failed, error, tags, text in general
+    assert [(c.key, c.failed, sorted(c.tags), t) for c, t in spliced] == [
+        (key, failed, sorted(tags), text) for key, failed, _, tags, text in general
     ]
-    assert c["failed_tags"] == c["tags"] and c["model"] == c["turn"] == [None] * len(lines)
-    assert len(c["key"]) == len(lines) and any(c["tags"])
+    assert len(spliced) == len(lines) and any(c.tags for c, _ in spliced)
 
 
 def _plain(line: str) -> bool:

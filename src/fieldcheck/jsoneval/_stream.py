@@ -60,7 +60,7 @@ from fieldcheck.matchers import FuzzyMatcher, Matcher, SemanticMatcher, Similari
 from fieldcheck.metrics import KeyBuckets, MeansBootstrap, Strategy, wildcard_path
 
 if TYPE_CHECKING:
-    from fieldcheck.store import RunRecorder
+    from fieldcheck.store import ItemColumns, RunRecorder
 
 logger = logging.getLogger("fieldcheck")
 Matchers = Mapping[str, Matcher]
@@ -1395,13 +1395,12 @@ def _store_rows(
     return rows
 
 
-def stored_items(data: bytes | tuple[Any, ...]) -> Any:
-    """A chunk's store items, run by the store's writer (``RunRecorder.add_built``): marshalled
-    ``StoreRow``s as (columns, result text) pairs; or ``_spliced``'s columns with the chunk's
-    records.jsonl lines, input lines and ids as the store's table (``store.spliced``), each
-    text spliced as ``_store_rows`` would write it: the record's line, then its input line
-    after the id."""
-    from fieldcheck.store import ItemColumns, spliced
+def stored_items(data: bytes | tuple[Any, ...]) -> list[tuple[ItemColumns, bytes]]:
+    """A chunk's store items as the store's (columns, result text) pairs, run by the store's
+    writer (``RunRecorder.add_built``): marshalled ``StoreRow``s, or ``_spliced``'s columns with
+    the chunk's records.jsonl lines, input lines and ids, each text spliced as ``_store_rows``
+    would write it: the record's line, then its input line after the id."""
+    from fieldcheck.store import ItemColumns
 
     if isinstance(data, bytes):
         rows: list[StoreRow] = marshal.loads(data)
@@ -1410,7 +1409,14 @@ def stored_items(data: bytes | tuple[Any, ...]) -> Any:
             for key, failed, error, tags, text in rows
         ]
     table, which, records, lines, keys = data
-    return spliced(keys, table, which, records, lines, b',"ground_truth":')
+    shared = [(failed, dict.fromkeys(tags, True)) for failed, tags in table]
+    out = []
+    split = records.split(b"\n"), lines.split(b"\n")  # each with an empty last piece
+    for key, n, record, line in zip(keys, which, *split, strict=False):
+        text = b"%b,%b}" % (record[:-1], line[line.index(b',"ground_truth":') + 1 : -1])
+        failed, tags = shared[n]
+        out.append((ItemColumns(key, failed, None, None, None, tags), text))
+    return out
 
 
 _STORED_ITEMS = f"{__name__}:stored_items"

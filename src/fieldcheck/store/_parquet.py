@@ -57,23 +57,31 @@ class ItemsWriter:
         self._rows = self._bytes = 0
         self._writer: Any = None
 
-    def write(self, items: Sequence[_Row] | Any, tags: Sequence[_Tag] = ()) -> None:
-        """Hold rows, or a table of ``schema()`` (``spliced``'s, numbered), for the next row group."""
-        if not len(items):
+    def write(self, items: Sequence[_Row], tags: Sequence[_Tag]) -> None:
+        if not items:
             return
-        import pyarrow.compute as pc
+        import pyarrow as pa
         import pyarrow.parquet as pq
 
         if self._writer is None:  # made at the first chunk: a folder that cannot be is told now
             self.folder.mkdir(parents=True, exist_ok=True)
             self._writer = pq.ParquetWriter(self._tmp, schema(), compression="zstd")
-        table = _table(items, tags) if isinstance(items, Sequence) else items
+
+        key, seq, error, failed, model, turn, result = zip(*items, strict=True)
+        s = schema()
+        arrays = [
+            pa.array(c, s.field(i).type)
+            for i, c in enumerate((key, seq, error, failed, model, turn))
+        ]
+        arrays += _tag_lists(seq, tags)
+        # the JSON is orjson's UTF-8 (or a str, encoded): viewed as text without a second check
+        arrays.append(pa.array(result, pa.binary()).view(pa.string()))
+        table = pa.Table.from_arrays(arrays, schema=s)
         self._tables.append(table)
-        self._rows += len(table)
+        self._rows += len(items)
         self._bytes += table.nbytes
         if self._on_write is not None:
-            errors = pc.sum(pc.not_equal(table.column("error_type"), "")).as_py()
-            self._on_write(len(table), errors or 0)
+            self._on_write(len(items), sum(1 for e in error if e))
         if self._rows >= ROW_GROUP_ROWS or self._bytes >= ROW_GROUP_BYTES:
             self.flush()
 
@@ -94,69 +102,6 @@ class ItemsWriter:
             self._writer.close()
             self._writer = None
             self._tmp.replace(self.path)
-
-
-def _table(items: Sequence[_Row], tags: Sequence[_Tag]) -> Any:
-    import pyarrow as pa
-
-    key, seq, error, failed, model, turn, result = zip(*items, strict=True)
-    s = schema()
-    arrays = [
-        pa.array(c, s.field(i).type) for i, c in enumerate((key, seq, error, failed, model, turn))
-    ]
-    arrays += _tag_lists(seq, tags)
-    # the JSON is orjson's UTF-8 (or a str, encoded): viewed as text without a second check
-    arrays.append(pa.array(result, pa.binary()).view(pa.string()))
-    return pa.Table.from_arrays(arrays, schema=s)
-
-
-def spliced(
-    keys: list[str],
-    outcomes: Sequence[tuple[bool | None, Sequence[str]]],
-    which: Sequence[int],
-    heads: bytes,
-    tails: bytes,
-    mark: bytes,
-) -> Any:
-    """Items as a table of ``schema()`` but its ``seq`` (``numbered`` adds it): ``keys``, each
-    with the ``(failed, failed tags)`` of ``outcomes[which[i]]`` and as its result its line of
-    ``heads`` less its last byte, then its line of ``tails`` from the first ``mark`` in it
-    (newline-ended lines): spliced by Arrow, no Python object per item."""
-    import numpy as np
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    n = len(keys)
-    head_ends = np.flatnonzero(np.frombuffer(heads, np.uint8) == 10)[:n]
-    tail = np.frombuffer(tails, np.uint8)
-    tail_ends = np.flatnonzero(tail == 10)[:n]
-    found = np.flatnonzero(tail[: len(tail) - len(mark) + 1] == mark[0])
-    for i, byte in enumerate(mark[1:], 1):
-        found = found[tail[found + i] == byte]
-    starts = np.append(0, tail_ends[:-1] + 1)
-    cuts = np.append(found, len(tail))[np.searchsorted(found, starts)]
-    if len(head_ends) < n or len(tail_ends) < n or (cuts >= tail_ends).any():
-        raise ValueError(f"a line without {mark!r}, or fewer lines than {n} keys")
-    head = _pieces(heads, np.append(0, head_ends[:-1] + 1), head_ends - 1)
-    text = pc.binary_join_element_wise(head, _pieces(tails, cuts, tail_ends), "")
-    at = pa.array(which, pa.int32())
-    names = pa.array([list(dict.fromkeys(t)) for _, t in outcomes], pa.list_(pa.string()))
-    tags = names.take(at)
-    failed = pa.array([f for f, _ in outcomes], pa.bool_()).take(at)
-    s = schema()
-    nulls = [pa.nulls(n, s.field(c).type) for c in ("error_type", "model", "turn")]
-    arrays = [pa.array(keys, pa.string()), nulls[0], failed, *nulls[1:], tags, tags, text]
-    return pa.Table.from_arrays(arrays, schema=s.remove(1))
-
-
-def _pieces(text: bytes, starts: Any, ends: Any) -> Any:
-    """The strings ``text[starts[i]:ends[i]]`` (ascending, apart), one copy of them."""
-    import numpy as np
-    import pyarrow as pa
-
-    bounds = np.stack((starts, ends), 1).ravel().astype(np.int32)
-    cut = pa.StringArray.from_buffers(len(bounds) - 1, pa.py_buffer(bounds), pa.py_buffer(text))
-    return cut.take(pa.array(np.arange(0, len(bounds), 2, dtype=np.int32)))
 
 
 def _tag_lists(seqs: Sequence[int], tags: Sequence[_Tag]) -> list[Any]:

@@ -32,7 +32,7 @@ from fieldcheck._util.errors import shown_path
 from fieldcheck._util.executor import Executor, InProcess, LocalPool, finish
 from fieldcheck._util.jsonio import dumps_bytes
 from fieldcheck.store._items import ItemColumns, plain_columns
-from fieldcheck.store._parquet import COLUMNS, ItemsWriter, publish
+from fieldcheck.store._parquet import ItemsWriter, publish
 from fieldcheck.store._records import RunInfo
 from fieldcheck.store._store import Store
 
@@ -87,22 +87,14 @@ def decode_chunk(data: bytes) -> _Chunk:
     return chunk
 
 
-def resolve(chunk: _Chunk) -> tuple[Any, list[_Tag]]:
-    """A chunk's items and tags rows; a ``build`` chunk's built here (in the task): rows, or
-    a table (``spliced``'s) then numbered."""
+def resolve(chunk: _Chunk) -> tuple[list[_Row], list[_Tag]]:
+    """A chunk's items and tags rows; a ``build`` chunk's built here (in the task)."""
     if chunk[0] == "rows":
         return chunk[1], chunk[2]
     _, builder, payload, seq, count = chunk
     module, _, name = builder.partition(":")
-    built = getattr(importlib.import_module(module), name)(payload)
-    tags: list[_Tag] = []
-    if isinstance(built, Iterable):
-        items, tags, end = flat_rows(built, seq)
-    else:  # a table (``spliced``'s)
-        import pyarrow as pa
-
-        end = seq + len(built)
-        items = built.add_column(1, "seq", pa.array(range(seq, end), pa.int64()))
+    build = getattr(importlib.import_module(module), name)
+    items, tags, end = flat_rows(build(payload), seq)
     if end - seq != count:
         raise ValueError(f"{builder} built {end - seq} items where {count} were announced")
     return items, tags
@@ -304,11 +296,6 @@ class RunRecorder:
             chunk: _Chunk = ("build", builder, payload, at, count)
             if self.calls:  # built here, where the calls are
                 items, tags = resolve(chunk)
-                if not isinstance(items, list):  # a table: as rows
-                    c = items.to_pydict()
-                    both = zip(c["seq"], c["tags"], c["failed_tags"], strict=True)
-                    tags = [(n, seq, n in failed) for seq, names, failed in both for n in names]
-                    items = list(zip(*(c[n] for n in (*COLUMNS[:6], "result")), strict=True))
                 chunk = ("rows", self._with_calls(items), tags)
             self._put(chunk, plain)
         return count
