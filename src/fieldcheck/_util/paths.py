@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 from collections.abc import Iterable
+from contextlib import suppress
+from pathlib import Path
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
@@ -34,3 +38,14 @@ def unique_filenames(names: Iterable[str]) -> dict[str, str]:
         used.add(stem.lower())
         out[name] = stem
     return out
+
+
+def file_bytes(paths: Iterable[str | Path]) -> int:
+    """The files' bytes in all (0 for one that is not a regular file, a pipe, or that cannot be
+    read: it is reported when it is read): what sizes a run's pool or buckets."""
+    total = 0
+    for path in paths:
+        with suppress(OSError):
+            st = os.stat(path)
+            total += st.st_size if stat.S_ISREG(st.st_mode) else 0
+    return total

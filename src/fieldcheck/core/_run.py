@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from fieldcheck._util.errors import UsageProblem
 from fieldcheck._util.executor import Executor, LocalPool, few_collections
-from fieldcheck._util.paths import unique_filenames
+from fieldcheck._util.paths import file_bytes, unique_filenames
 from fieldcheck._util.term import SafeConsole
 from fieldcheck.core._pipeline import (
     NO_CACHE_NOTE,
@@ -198,9 +198,9 @@ def _scoring_pool(system: Any, inputs: Inputs) -> Iterator[Executor | None]:
     """A pool (a worker a core) to score the replies of a large run, warmed during the calls,
     for a system that says ``scores_replies_in_pool`` (the others choose their own executor);
     None otherwise, or when no pool can be started."""
-    size = sum(Path(path).stat().st_size for _, path in inputs if Path(path).is_file())
     pool = None
-    if getattr(system, "scores_replies_in_pool", False) and size >= POOL_INPUT_BYTES:
+    big = file_bytes(path for _, path in inputs) >= POOL_INPUT_BYTES
+    if getattr(system, "scores_replies_in_pool", False) and big:
         with contextlib.suppress(OSError):  # no process to be had: scored in this one
             pool = LocalPool(min(2, os.cpu_count() or 1), warm=(type(system).__module__,))
     try:

@@ -25,13 +25,14 @@ import struct
 import tempfile
 import zlib
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Literal
 
 from fieldcheck._util.errors import ErrorList, InputError
 from fieldcheck._util.executor import Executor, finish
+from fieldcheck._util.paths import file_bytes
 from fieldcheck.slots._loaders import (
     JudgeFile,
     LatencyFile,
@@ -340,20 +341,9 @@ def _split(items: Sequence[SlotInput], parallel_bytes: int) -> int:
     return best
 
 
-def input_bytes(paths: Sequence[Path]) -> int:
-    """The files' bytes in all (0 for one that is not a regular file, a pipe, or that cannot be
-    read: it is reported when it is read)."""
-    total = 0
-    for path in paths:
-        with suppress(OSError):
-            st = Path(path).stat()
-            total += st.st_size if stat.S_ISREG(st.st_mode) else 0
-    return total
-
-
 def bucket_count(paths: Sequence[Path], bucket_bytes: int = BUCKET_BYTES) -> int:
     """K: the files' total size over ``bucket_bytes``, at least 1."""
-    return max(1, -(-input_bytes(paths) // bucket_bytes))
+    return max(1, -(-file_bytes(paths) // bucket_bytes))
 
 
 @contextmanager

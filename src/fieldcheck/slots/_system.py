@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, get_args
 from fieldcheck._util.errors import CannotWrite, InputError, UsageProblem
 from fieldcheck._util.executor import Executor, InProcess, LocalPool, run_map
 from fieldcheck._util.jsonio import loads
+from fieldcheck._util.paths import file_bytes
 from fieldcheck._util.sniff import check_input_file
 from fieldcheck.reports import RunFolder, Scored, Views
 from fieldcheck.slots._extract import SlotsRuns
@@ -42,7 +43,6 @@ from fieldcheck.slots._stream import (
     ScratchError,
     SideKind,
     SlotInput,
-    input_bytes,
     partitioned,
 )
 from fieldcheck.store import ItemColumns
@@ -309,7 +309,7 @@ class SlotsSystem(SlotsRuns, Views):
             ]
         if progress is not None:
             progress(f"reading {1 + len(preds) + len(sides)} slot file(s)", 0, 0)
-        size = input_bytes([gold, *preds.values(), *(path for _, path in sides)])
+        size = file_bytes([gold, *preds.values(), *(path for _, path in sides)])
         scores = tp == "presence" and not settings.get("judge_model")  # no matcher, no judge
         workers = 2 if scores and size >= POOL_BYTES else 1 if size >= PARALLEL_BYTES else 0
         with ExitStack() as stack:

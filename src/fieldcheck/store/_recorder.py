@@ -18,7 +18,6 @@ from __future__ import annotations
 import contextlib
 import importlib
 import marshal
-import os
 import pickle
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -31,6 +30,7 @@ from fieldcheck._util.digest import sha256_file
 from fieldcheck._util.errors import shown_path
 from fieldcheck._util.executor import Executor, InProcess, LocalPool, finish
 from fieldcheck._util.jsonio import dumps_bytes
+from fieldcheck._util.paths import file_bytes
 from fieldcheck.store._items import ItemColumns, plain_columns
 from fieldcheck.store._parquet import ItemsWriter, publish
 from fieldcheck.store._records import RunInfo
@@ -224,7 +224,7 @@ class RunRecorder:
                 parent_id=parent_id,
             )
         recorder = cls(store, run, on_error, calls)
-        if _input_bytes(inputs) >= PROCESS_INPUT_BYTES:
+        if file_bytes(p for _, p in inputs) >= PROCESS_INPUT_BYTES:
             recorder.start_process()
         return recorder
 
@@ -416,11 +416,6 @@ class RunRecorder:
     ) -> None:
         if exc_type is not None:
             self.abort("interrupted" if issubclass(exc_type, KeyboardInterrupt) else "failed")
-
-
-def _input_bytes(inputs: Sequence[tuple[str, str | Path]]) -> int:
-    """The inputs' total size in bytes (0 for a path that is no file)."""
-    return sum(os.stat(path).st_size for _, path in inputs if os.path.isfile(path))
 
 
 def _signature_text(signature: Any) -> str:
