@@ -5,6 +5,7 @@ executors (imported on first use)."""
 from typing import TYPE_CHECKING
 
 from fieldcheck._util.lazy import typed_lazy_names
+from fieldcheck.core._figures import headline_metric, headline_values, list_figures
 from fieldcheck.core._inputs import check_roles, model_label, read_settings, renamed
 from fieldcheck.core._pipeline import (
     NO_CACHE_NOTE,

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fieldcheck._util.errors import CannotWrite, UsageProblem, exception_line
+from fieldcheck.core._figures import list_figures
 from fieldcheck.core._registry import get
 from fieldcheck.reports import (
     RUNS_DIR,
@@ -169,7 +170,12 @@ def finish_run(
         if recorder is None:
             return None
         run = recorder.finish(
-            metrics=scored.metrics, intervals=scored.intervals, signature=scored.signature
+            metrics=scored.metrics,
+            intervals=scored.intervals,
+            signature=scored.signature,
+            figures=list_figures(
+                recorder.run.system, recorder.run.model, scored.metrics, scored.intervals
+            ),
         )
         return None if recorder.broken else str(run.id)
 

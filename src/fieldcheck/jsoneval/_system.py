@@ -118,6 +118,8 @@ class JsonSystem(JsonRuns, Views):
         ),
     )
     headline = SCORES
+    headline_metric = "rqs"  # the runs list's (core.headline_metric)
+    dataset_inputs = ("documents", "batch")  # a model run's documents, else the batch scored
     lower_is_better = ("hallucination",)
     breakdowns = (("Per-field match rate", "field", _field_match_rates),)
     export_columns = (

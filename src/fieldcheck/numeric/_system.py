@@ -169,6 +169,8 @@ class NumericSystem(NumericRuns, Views):
         ("predictions", "predictions JSONL, one line per (conversation_id, turn)"),
     )
     headline = tuple(key for key, _ in HEADLINE)
+    headline_metric = "numerical_match_accuracy"  # the runs list's (core.headline_metric)
+    dataset_inputs = ("data",)
     gated = GATED  # what --fail-under takes: not the operations per turn, no better or worse
     breakdowns = (
         ("Accuracy by turn", "turn", _by_turn("accuracy_by_turn_number")),

@@ -103,7 +103,8 @@ def record_folder(
         task="import",
     ) as recorder:
         metrics, intervals = write(recorder)
-        return recorder.finish(metrics=metrics, intervals=intervals)
+        figures = core.list_figures(name, model, metrics, intervals)
+        return recorder.finish(metrics=metrics, intervals=intervals, figures=figures)
 
 
 def _recorded_model(folder: Path, system: core.System) -> str | None:

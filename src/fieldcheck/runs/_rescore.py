@@ -69,4 +69,5 @@ def rescore(store: Store, run_id: str, **options: Any) -> RunInfo:
         calls=calls,
     ) as recorder:
         metrics, intervals = write(recorder)
-        return recorder.finish(metrics=metrics, intervals=intervals)
+        figures = core.list_figures(parent.system, parent.model, metrics, intervals)
+        return recorder.finish(metrics=metrics, intervals=intervals, figures=figures)

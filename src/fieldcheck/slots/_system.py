@@ -248,6 +248,8 @@ class SlotsSystem(SlotsRuns, Views):
     )
     optional_inputs = ("latency:NAME", "judge:NAME")
     headline = METRIC_COLUMNS
+    headline_metric = "f1"  # the runs list's, for each model (core.headline_metric)
+    dataset_inputs = ("gold",)
     breakdowns = (("Per-topic F1", "topic", _topic_f1),)
     export_columns = (
         ("user", '$."user"', "VARCHAR"),

@@ -369,10 +369,12 @@ class RunRecorder:
         metrics: Mapping[str, Any] | None,
         intervals: Mapping[str, Any] | None = None,
         signature: Any = None,
+        figures: Mapping[str, Any] | None = None,
     ) -> RunInfo:
         """Mark the run finished with its metrics and confidence intervals (JSON values), once
         every item is in its ``items.parquet``; ``signature`` replaces the one given to
-        ``open`` (a command knows its full signature only once scored)."""
+        ``open`` (a command knows its full signature only once scored); ``figures``: what its
+        system reads of them for the runs list (``Store.finish_scored_run``)."""
         self.flush()
         if self.broken:
             self._close()
@@ -385,6 +387,7 @@ class RunRecorder:
                 metrics=orjson.loads(_json(metrics)) if metrics is not None else None,
                 intervals=orjson.loads(_json(intervals)) if intervals is not None else None,
                 signature=None if signature is None else _signature_text(signature),
+                figures=figures,
             )
         except Exception as error:
             self._failed(error)

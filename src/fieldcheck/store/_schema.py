@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import DateTime, Float, ForeignKey, Integer, String, Text
+from sqlalchemy import BigInteger, DateTime, Float, ForeignKey, Integer, String, Text
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 
@@ -50,6 +50,14 @@ class RunRow(Base):
     inputs: Mapped[str | None] = mapped_column(Text, nullable=True)  # JSON [{name, path, sha256}]
     metrics: Mapped[str | None] = mapped_column(Text, nullable=True)  # JSON
     intervals: Mapped[str | None] = mapped_column(Text, nullable=True)  # JSON
+    # what the runs list sorts by, set when the run is finished (0008: ``_figures``)
+    headline: Mapped[float | None] = mapped_column(Float, nullable=True)
+    n_failed: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    n_call_errors: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    input_tokens: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    output_tokens: Mapped[int | None] = mapped_column(BigInteger, nullable=True)
+    cost_usd: Mapped[float | None] = mapped_column(Float, nullable=True)
+    latency_mean_s: Mapped[float | None] = mapped_column(Float, nullable=True)
 
 
 class JournalRow(Base):

@@ -9,13 +9,14 @@ killed process loses nothing that was saved. The schema is created and upgraded 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import socket
 import tempfile
 import threading
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -41,6 +42,7 @@ from sqlalchemy.orm import sessionmaker
 from fieldcheck._util.executor import pid_alive
 from fieldcheck._util.jsonio import dumps_bytes, loads
 from fieldcheck.store import _parquet
+from fieldcheck.store._figures import journal_figures
 from fieldcheck.store._records import (
     ARTIFACTS_ENV,
     RunInfo,
@@ -219,19 +221,32 @@ class Store:
         since: datetime | None = None,
         until: datetime | None = None,
         kind: str | None = None,
+        model_contains: str | None = None,
+        dataset_contains: str | None = None,
         limit: int | None = None,
         offset: int = 0,
         newest_first: bool = False,
+        sort: str = "started",
     ) -> list[RunInfo]:
-        """Runs by start time (oldest first unless ``newest_first``), filtered by system, model
-        (one of a run's models: a slot run names several, ``", "``-joined), start time and kind;
-        without a kind, every run but the ``calls`` runs (parts of another run)."""
+        """Runs by start time (oldest first unless ``newest_first``), or by ``sort`` (one of
+        ``RUN_SORTS``; unknown figures last either way), filtered by system, model (one of a
+        run's models: a slot run names several, ``", "``-joined), start time, kind and text in
+        the model or the dataset (any case); without a kind, every run but the ``calls`` runs
+        (parts of another run)."""
         self.mark_stale_runs()
         with self._session() as s:
-            order = RunRow.started_at.desc() if newest_first else RunRow.started_at
+            column = RUN_SORTS[sort]
+            order = column.desc() if newest_first else column.asc()
             query = _run_filters(
-                select(RunRow), system=system, model=model, since=since, until=until, kind=kind
-            ).order_by(order, RunRow.id)
+                select(RunRow),
+                system=system,
+                model=model,
+                since=since,
+                until=until,
+                kind=kind,
+                model_contains=model_contains,
+                dataset_contains=dataset_contains,
+            ).order_by(order.nulls_last(), RunRow.started_at.desc(), RunRow.id)
             if limit is not None:
                 query = query.limit(limit).offset(offset)
             return [RunInfo.of(r) for r in s.scalars(query)]
@@ -508,7 +523,16 @@ class Store:
         intervals: dict[str, Any] | None,
         status: str = "finished",
         signature: str | None = None,
+        figures: Mapping[str, Any] | None = None,
     ) -> RunInfo:
+        """Finish a scored run: its metrics, intervals and status, and the runs list's figures
+        (``_figures``; ``figures``: what its system reads of its metrics, ``headline``,
+        ``latency_mean_s`` for a run of no model call, and ``dataset``, the roles its dataset
+        input may have: the first given becomes its ``dataset``)."""
+        figures = figures or {}
+        failed = None
+        with contextlib.suppress(ItemsMissing, OSError):  # an aborted run's parts, or none
+            failed = self.count_items(run_id, failed=True) if self.items_file(run_id) else None
         with self._session() as s:
             row = s.get(RunRow, run_id)
             if row is None:
@@ -519,6 +543,17 @@ class Store:
                 row.metrics = _dumps(metrics)
             if intervals is not None:
                 row.intervals = _dumps(intervals)
+            called = journal_figures(s.connection(), run_id)
+            for name, value in called.items():
+                setattr(row, name, value)
+            row.latency_mean_s = called["latency_mean_s"] or figures.get("latency_mean_s")
+            row.headline, row.n_failed = figures.get("headline"), failed
+            inputs = orjson.loads(row.inputs or "[]")
+            roles = figures.get("dataset") or ()
+            dataset = next((i for r in roles for i in inputs if i.get("name") == r), None)
+            if dataset is not None:
+                row.dataset = str(dataset.get("path") or "")
+                row.dataset_sha256 = str(dataset.get("sha256") or "")
             row.status = status
             row.finished_at = _now()
             s.commit()
@@ -789,6 +824,8 @@ def _run_filters(
     since: datetime | None = None,
     until: datetime | None = None,
     kind: str | None = None,
+    model_contains: str | None = None,
+    dataset_contains: str | None = None,
 ) -> Any:
     if system is not None:
         query = query.where(RunRow.system == system)
@@ -797,18 +834,42 @@ def _run_filters(
     else:
         query = query.where(RunRow.kind != "calls")
     if model is not None:  # one of the ", "-joined names of a slot run, or the whole name
-        m = model.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        m = _like(model)
         query = query.where(
             (RunRow.model == model)
             | RunRow.model.like(f"{m}, %", escape="\\")
             | RunRow.model.like(f"%, {m}", escape="\\")
             | RunRow.model.like(f"%, {m}, %", escape="\\")
         )
+    for column, text in ((RunRow.model, model_contains), (RunRow.dataset, dataset_contains)):
+        if text:
+            query = query.where(column.ilike(f"%{_like(text)}%", escape="\\"))
     if since is not None:
         query = query.where(RunRow.started_at >= since)
     if until is not None:
         query = query.where(RunRow.started_at < until)
     return query
+
+
+def _like(text: str) -> str:
+    """``text`` matched literally by LIKE (escape ``\\``)."""
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+RUN_SORTS: dict[str, Any] = {
+    "started": RunRow.started_at,
+    "system": RunRow.system,
+    "model": RunRow.model,
+    "dataset": RunRow.dataset,
+    "metric": RunRow.headline,
+    "items": RunRow.n_items,
+    "failed": RunRow.n_failed,
+    "call_errors": RunRow.n_call_errors,
+    "tokens": RunRow.input_tokens + RunRow.output_tokens,
+    "cost": RunRow.cost_usd,
+    "latency": RunRow.latency_mean_s,
+}
+"""What ``Store.list_runs`` sorts runs by: the runs list's columns, each a column of the row."""
 
 
 def _engine(url: str) -> Engine:

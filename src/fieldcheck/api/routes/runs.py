@@ -117,36 +117,6 @@ LimitQ = Annotated[int, Query(ge=1, le=MAX_PAGE)]
 
 
 @router.get(
-    "",
-    summary="The runs, newest first, paged and filtered",
-    responses=error_responses({422: INVALID}),
-)
-def list_runs(
-    ctx: Context,
-    system: Annotated[
-        str | None, Query(max_length=64, description="A registered system: json, slots, numeric.")
-    ] = None,
-    model: Annotated[str | None, Query(max_length=255)] = None,
-    since: Annotated[DateQ, Query(description="Started at or after (ISO 8601).")] = None,
-    until: Annotated[DateQ, Query(description="Started before (ISO 8601).")] = None,
-    limit: LimitQ = 50,
-    offset: Annotated[int, Query(ge=0, le=10_000_000)] = 0,
-) -> dict[str, Any]:
-    if system is not None and core.find(system) is None:
-        raise ApiError(
-            422, f"system: no system {system!r} ({', '.join(core.names())})", field="system"
-        )
-    filters: dict[str, Any] = {"system": system, "model": model, "since": since, "until": until}
-    runs = ctx.store.list_runs(**filters, limit=limit, offset=offset, newest_first=True)
-    return {
-        "total": ctx.store.count_runs(**filters),
-        "limit": limit,
-        "offset": offset,
-        "runs": [_public(ctx, r) for r in runs],
-    }
-
-
-@router.get(
     "/compare",
     summary="Runs of one system side by side",
     responses=error_responses(
@@ -317,33 +287,6 @@ def _heat(value: Any) -> str:
         return ""
     hue = round(120 * max(0.0, min(1.0, float(value))))
     return f"background: hsl({hue}, 70%, 85%)"
-
-
-@pages.get("/runs")
-def runs_page(
-    request: Request,
-    ctx: Context,
-    system: Annotated[str | None, Query(max_length=16)] = None,
-    model: Annotated[str | None, Query(max_length=255)] = None,
-    offset: Annotated[int, Query(ge=0, le=10_000_000)] = 0,
-) -> HTMLResponse:
-    system = system if core.find(system) else None
-    model = model or None
-    runs = ctx.store.list_runs(
-        system=system, model=model, limit=50, offset=offset, newest_first=True
-    )
-    total = ctx.store.count_runs(system=system, model=model)
-    return _render(
-        ctx,
-        request,
-        "runs.html",
-        runs=runs,
-        total=total,
-        system=system or "",
-        model=model or "",
-        offset=offset,
-        next_offset=offset + 50 if offset + 50 < total else None,
-    )
 
 
 @pages.get("/runs/compare")

@@ -1,0 +1,73 @@
+"""What the runs list shows of a stored run, read through its system (issue 28 page 1): its
+headline metric with the 95% interval of each model, its dataset input, and the figures the
+store keeps to sort by (``Store.finish_scored_run``)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from fieldcheck.core._registry import find
+from fieldcheck.core._system import System
+
+
+def headline_metric(system: System) -> str:
+    """The one metric a run is listed by: the system's ``headline_metric`` (json RQS, slots F1,
+    numeric numerical-match accuracy), else the first of its ``headline``."""
+    return str(getattr(system, "headline_metric", "") or system.headline[0])
+
+
+def _number(value: Any) -> float | None:
+    ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    return float(value) if ok else None
+
+
+def headline_values(
+    system: System, model: str, metrics: Mapping[str, Any] | None, intervals: Any
+) -> list[dict[str, Any]]:
+    """Each model's ``{model, estimate, low, high}`` of the headline metric (a slot run gives
+    one per model), unrounded; None where not stored."""
+    name = headline_metric(system)
+    values = []
+    for column, found, bounds in system.columns(model, metrics or {}, intervals or {}):
+        interval = system.interval(bounds, name)
+        interval = interval if isinstance(interval, Mapping) else {}
+        values.append(
+            {
+                "model": column,
+                "estimate": _number(system.estimate(found, name)),
+                "low": _number(interval.get("low")),
+                "high": _number(interval.get("high")),
+            }
+        )
+    return values
+
+
+def list_figures(
+    system_name: str, model: str, metrics: Mapping[str, Any] | None, intervals: Any
+) -> dict[str, Any]:
+    """What a finished run's row keeps to be sorted by: ``headline`` (the best model's
+    estimate), ``latency_mean_s`` (the mean of its models' mean latencies, for a run that
+    made no model call) and ``dataset`` (the roles its dataset input may have)."""
+    system = find(system_name)
+    if system is None:
+        return {}
+    estimates = [v["estimate"] for v in headline_values(system, model, metrics, intervals)]
+    found = [e for e in estimates if e is not None]
+    means = []
+    for _, column, _ in system.columns(model, metrics or {}, intervals or {}):
+        latency = system.latency(column) or {}
+        means.append(_number(latency.get("mean")))
+    latencies = [m for m in means if m is not None]
+    return {
+        "headline": max(found) if found else None,
+        "latency_mean_s": math.fsum(latencies) / len(latencies) if latencies else None,
+        "dataset": dataset_roles(system),
+    }
+
+
+def dataset_roles(system: System) -> tuple[str, ...]:
+    """The roles its dataset input may have, the first given wins: the system's
+    ``dataset_inputs`` (json: documents, else batch), else its first input's."""
+    return tuple(getattr(system, "dataset_inputs", ())) or (system.inputs[0][0],)

@@ -1,0 +1,79 @@
+"""The figures of a run that the runs list shows and sorts by, kept on its row (migration 0008)
+so that listing thousands of runs opens no items file: from the runner's journal of the run
+and of its ``calls`` runs (a slot run's other models), its items whose call ended in an error,
+their tokens, their cost at each model's prices, and the mean latency of the items called."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import orjson
+import sqlalchemy as sa
+
+FIGURES = ("n_call_errors", "input_tokens", "output_tokens", "cost_usd", "latency_mean_s")
+"""The columns ``journal_figures`` gives (None each for a run that made no model call)."""
+
+_PARTS = sa.text(
+    "SELECT id, settings FROM runs WHERE id = :run OR (parent_id = :run AND kind = 'calls')"
+)
+_CALLS = sa.text(
+    "SELECT run_id, count(*), sum(CASE WHEN error_type IS NOT NULL THEN 1 ELSE 0 END), "
+    "sum(CASE WHEN calls > 0 THEN latency_s ELSE 0 END), sum(CASE WHEN calls > 0 THEN 1 ELSE 0 "
+    "END) FROM run_journal WHERE run_id IN :runs GROUP BY run_id"
+).bindparams(sa.bindparam("runs", expanding=True))
+# each call of an item's log (cached ones carry the tokens of the call that filled the cache)
+_TOKENS = {
+    "sqlite": "SELECT j.run_id, sum(json_extract(e.value, '$.input_tokens')), "
+    "sum(json_extract(e.value, '$.output_tokens')) FROM run_journal j, json_each(j.call_log) e "
+    "WHERE j.run_id IN :runs AND j.call_log IS NOT NULL GROUP BY j.run_id",
+    "postgresql": "SELECT j.run_id, sum((e ->> 'input_tokens')::bigint), "
+    "sum((e ->> 'output_tokens')::bigint) FROM run_journal j CROSS JOIN LATERAL "
+    "jsonb_array_elements(j.call_log::jsonb) e WHERE j.run_id IN :runs AND j.call_log IS NOT "
+    "NULL GROUP BY j.run_id",
+}
+
+
+def journal_figures(connection: Any, run_id: str) -> dict[str, Any]:
+    """``FIGURES`` of run ``run_id`` from the journal (SQL aggregates: no item read into
+    Python). The cost is None unless every model that used tokens has both prices."""
+    parts = {r: _prices(s) for r, s in connection.execute(_PARTS, {"run": run_id})}
+    calls = list(connection.execute(_CALLS, {"runs": list(parts)}))
+    if not calls:
+        return dict.fromkeys(FIGURES)
+    called = sum(int(c[4] or 0) for c in calls)
+    latency = math.fsum(float(c[3] or 0) for c in calls) / called if called else None
+    found: dict[str, Any] = {
+        "n_call_errors": sum(int(c[2] or 0) for c in calls),
+        "input_tokens": None,
+        "output_tokens": None,
+        "cost_usd": None,
+        "latency_mean_s": latency,
+    }
+    query = _TOKENS.get(connection.dialect.name)
+    if query is None:
+        return found
+    tokens = connection.execute(
+        sa.text(query).bindparams(sa.bindparam("runs", expanding=True)), {"runs": list(parts)}
+    )
+    given = made = 0
+    costs: list[float | None] = []
+    for run, tokens_in, tokens_out in tokens:
+        tokens_in, tokens_out = int(tokens_in or 0), int(tokens_out or 0)
+        given, made = given + tokens_in, made + tokens_out
+        price_in, price_out = parts.get(run) or (None, None)
+        priced = price_in is not None and price_out is not None
+        costs.append(tokens_in / 1e6 * price_in + tokens_out / 1e6 * price_out if priced else None)  # type: ignore[operator]
+    found["input_tokens"], found["output_tokens"] = given, made
+    if costs and all(c is not None for c in costs):
+        found["cost_usd"] = math.fsum(c or 0.0 for c in costs)
+    return found
+
+
+def _prices(settings: str | None) -> tuple[float | None, float | None]:
+    """A model run's prices (USD per 1M input and output tokens) from its stored settings."""
+    try:
+        spec = (orjson.loads(settings) if settings else {}).get("model_spec") or {}
+    except (orjson.JSONDecodeError, AttributeError):
+        return None, None
+    return spec.get("price_in"), spec.get("price_out")

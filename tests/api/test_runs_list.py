@@ -1,0 +1,128 @@
+"""``GET /api/runs`` (issue 28 page 1) on a store made by real runs: a priced ``json run``
+against the chat server (one call error, one failed record), two imported ``json batch``
+folders, a two-model ``slots score`` and a ``numeric score``. Each row's headline metric and
+interval are ``runs show``'s, its counts the items' own; sorted by any column, filtered by
+system, model and dataset text, paged."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from live_server import LiveServer, Serve
+from runs_list_data import reply, shown, store_runs
+
+
+@pytest.fixture
+def runs(
+    tmp_path: Path, chat_server: Any, monkeypatch: pytest.MonkeyPatch, serve: Serve
+) -> Iterator[tuple[dict[str, str], httpx.Client]]:
+    ids = store_runs(tmp_path, chat_server(reply), monkeypatch, "api.sqlite3")
+    live: LiveServer = serve()
+    with httpx.Client(base_url=live.base_url, timeout=30) as http:
+        yield ids, http
+
+
+def test_each_row_holds_runs_show_s_metric_and_the_items_counts(runs: Any) -> None:
+    ids, http = runs
+    listed = http.get("/api/runs").json()
+    assert listed["total"] == 5 and (listed["sort"], listed["order"]) == ("started", "desc")
+    rows = {r["id"]: r for r in listed["runs"]}
+    assert [r["id"] for r in listed["runs"]] == [
+        ids["slots"],
+        ids["beta"],
+        ids["alpha"],
+        ids["numeric"],
+        ids["json"],
+    ]
+    for name, run_id in ids.items():
+        row, cli_run = rows[run_id], shown(run_id)
+        items = cli_run["items"]
+        assert row["n_items"] == cli_run["n_items"] == len(items), name
+        assert row["n_failed"] == cli_run["failed_items"] == sum(i["failed"] is True for i in items)
+        assert row["dataset"] == cli_run["dataset"] and row["model"] == cli_run["model"]
+    # json: RQS and its interval as `runs show` gives them; r2 failed, r1 a call error
+    run, cli_run = rows[ids["json"]], shown(ids["json"])
+    rqs = cli_run["intervals"]["rqs"]
+    assert run["metric"] == {
+        "name": "rqs",
+        "values": [
+            {
+                "model": "m",
+                "estimate": cli_run["metrics"]["means"]["rqs"],
+                "low": rqs["low"],
+                "high": rqs["high"],
+            }
+        ],
+    }
+    assert rqs["low"] < run["metric"]["values"][0]["estimate"] < rqs["high"]
+    assert run["headline"] == cli_run["metrics"]["means"]["rqs"]
+    assert (run["n_failed"], run["n_call_errors"]) == (1, 1)  # r2; r1's call (not scored)
+    assert (run["input_tokens"], run["output_tokens"], run["tokens"]) == (200, 25, 225)
+    assert run["cost_usd"] == pytest.approx(200 / 1e6 * 2 + 25 / 1e6 * 10)
+    assert run["latency_mean_s"] > 0
+    docs = Path(run["dataset"])
+    assert (run["dataset_name"], run["dataset_sha256_short"]) == (
+        "docs.jsonl",
+        hashlib.sha256(docs.read_bytes()).hexdigest()[:12],
+    )
+    # slots: one row, each model's F1 with its interval; sorted by the best one
+    slots, cli_slots = rows[ids["slots"]], shown(ids["slots"])
+    f1 = {v["model"]: v for v in slots["metric"]["values"]}
+    for model in ("a", "b"):
+        stored = cli_slots["intervals"][model]["f1"]
+        assert f1[model] == {
+            "model": model,
+            "estimate": cli_slots["metrics"]["models"][model]["f1"],
+            "low": stored["low"],
+            "high": stored["high"],
+        }
+    assert slots["headline"] == max(v["estimate"] for v in f1.values())
+    assert slots["dataset_name"] == "gold.jsonl" and slots["n_call_errors"] is None
+    # numeric: numerical-match accuracy
+    numeric, cli_numeric = rows[ids["numeric"]], shown(ids["numeric"])
+    [value] = numeric["metric"]["values"]
+    assert value["estimate"] == cli_numeric["metrics"]["numerical_match_accuracy"]
+    ci = cli_numeric["intervals"]["overall"]["numerical_match_accuracy"]
+    assert (value["low"], value["high"]) == (ci["low"], ci["high"])
+    assert numeric["dataset_name"] == "data.json" and numeric["tokens"] is None
+
+
+def test_sorted_by_any_column_filtered_and_paged(runs: Any) -> None:
+    ids, http = runs
+
+    def listed(**params: Any) -> list[dict[str, Any]]:
+        response = http.get("/api/runs", params=params)
+        assert response.status_code == 200, response.text
+        rows: list[dict[str, Any]] = response.json()["runs"]
+        return rows
+
+    by_metric = [r["headline"] for r in listed(sort="metric")]
+    assert by_metric == sorted(by_metric, reverse=True) and len(by_metric) == 5
+    assert [r["headline"] for r in listed(sort="metric", order="asc")] == by_metric[::-1]
+    assert [r["model"] for r in listed(sort="model")] == sorted(r["model"] for r in listed())
+    failed = listed(sort="failed", order="asc")
+    assert [r["n_failed"] for r in failed] == sorted(r["n_failed"] for r in failed)
+    tokens = listed(sort="tokens")  # only the model run has tokens; the others after it
+    assert tokens[0]["id"] == ids["json"] and [r["tokens"] for r in tokens[1:]] == [None] * 4
+    assert [r["id"] for r in listed(dataset="DOCS.J")] == [ids["json"]]  # any case
+    assert {r["id"] for r in listed(dataset="batch")} == {ids["alpha"]}
+    assert [r["id"] for r in listed(model_contains="lph")] == [ids["alpha"]]
+    assert [r["id"] for r in listed(model="b")] == [ids["slots"]]  # one of its models, as before
+    assert {r["id"] for r in listed(system="json")} == {ids["json"], ids["alpha"], ids["beta"]}
+    page = http.get("/api/runs", params={"sort": "items", "limit": 2, "offset": 2}).json()
+    every = [r["id"] for r in listed(sort="items")]
+    assert [r["id"] for r in page["runs"]] == every[2:4] and page["total"] == 5
+    bad = http.get("/api/runs", params={"sort": "nope"})
+    assert bad.status_code == 422 and bad.json()["field"] == "sort"
+    assert http.get("/api/runs", params={"dataset": "%"}).json()["total"] == 0  # literal
+    # the page renders the same rows, in the same order
+    html = http.get("/runs", params={"sort": "metric", "order": "asc"}).text
+    assert re.findall(r'<tr data-run="([0-9a-f]+)"', html) == [
+        r["id"] for r in listed(sort="metric", order="asc")
+    ]
