@@ -51,8 +51,10 @@ def shown(run_id: str) -> dict[str, Any]:
 def store_runs(
     tmp_path: Path, server: ChatServer, monkeypatch: pytest.MonkeyPatch, database: str
 ) -> dict[str, str]:
-    """The five runs in the SQLite file ``tmp_path/database``, by name (json: the model run)."""
-    monkeypatch.setenv("FIELDCHECK_DATABASE_URL", f"sqlite:///{tmp_path / database}")
+    """The five runs in ``database`` (a URL, or a SQLite file's name in ``tmp_path``), by
+    name (json: the model run)."""
+    url = database if "://" in database else f"sqlite:///{tmp_path / database}"
+    monkeypatch.setenv("FIELDCHECK_DATABASE_URL", url)
     docs = tmp_path / "docs.jsonl"
     docs.write_text(
         "".join(

@@ -10,12 +10,14 @@ import hashlib
 import re
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import httpx
 import pytest
 from live_server import LiveServer, Serve
 from runs_list_data import reply, shown, store_runs
+
+from fieldcheck.api.routes.runs_list import Sort
 
 
 @pytest.fixture
@@ -126,3 +128,10 @@ def test_sorted_by_any_column_filtered_and_paged(runs: Any) -> None:
     assert re.findall(r'<tr data-run="([0-9a-f]+)"', html) == [
         r["id"] for r in listed(sort="metric", order="asc")
     ]
+
+
+def test_docs_runs_md_names_every_sort_column() -> None:
+    """The parameters table of docs/runs.md lists every column ``sort`` takes."""
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "runs.md").read_text()
+    row = next(line for line in doc.splitlines() if line.startswith("| `sort` |"))
+    assert re.findall(r"`(\w+)`", row)[1:] == list(get_args(Sort))

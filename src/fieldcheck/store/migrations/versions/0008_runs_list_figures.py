@@ -68,7 +68,9 @@ def upgrade() -> None:
                 import duckdb
 
                 duck = duckdb.connect()
-            values["n_failed"] = _parquet.count(duck, path, failed=True)
+            values["n_failed"] = _parquet.count(
+                duck, path, failed=True, tag=None, model=None, turn=None
+            )
         values |= _dataset(system, _loads(inputs), bind, run)
         bind.execute(update, values)
     if duck is not None:
