@@ -44,7 +44,9 @@ class System(Protocol):
     """One kind of evaluation. ``name`` is the CLI group and the store's ``system`` column;
     ``item`` names its unit (record, session, turn: latency is per item); ``headline`` lists its metrics in its report's order; ``export_columns`` are the columns
     ``runs export`` adds for its items after the common ones: (name, JSON path in the stored
-    item, DuckDB type of the Parquet export)."""
+    item, DuckDB type of the Parquet export). Optional: ``headline_metric``, the one metric
+    the runs list shows and sorts by (default the first of ``headline``), and
+    ``dataset_inputs``, the roles its dataset input may have (default its first input's)."""
 
     name: str
     title: str

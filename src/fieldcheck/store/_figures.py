@@ -62,8 +62,10 @@ def journal_figures(connection: Any, run_id: str) -> dict[str, Any]:
         tokens_in, tokens_out = int(tokens_in or 0), int(tokens_out or 0)
         given, made = given + tokens_in, made + tokens_out
         price_in, price_out = parts.get(run) or (None, None)
-        priced = price_in is not None and price_out is not None
-        costs.append(tokens_in / 1e6 * price_in + tokens_out / 1e6 * price_out if priced else None)  # type: ignore[operator]
+        if price_in is None or price_out is None:
+            costs.append(None)
+        else:
+            costs.append(tokens_in / 1e6 * price_in + tokens_out / 1e6 * price_out)
     found["input_tokens"], found["output_tokens"] = given, made
     if costs and all(c is not None for c in costs):
         found["cost_usd"] = math.fsum(c or 0.0 for c in costs)
