@@ -22,6 +22,7 @@ from fieldcheck.numeric._agent import NumericRuns
 from fieldcheck.numeric._loaders import LoadResult, load_convfinqa
 from fieldcheck.numeric._predictions import PredictionsResult, load_predictions
 from fieldcheck.numeric._report import HEADLINE
+from fieldcheck.numeric._story import earlier_keys, numeric_story
 from fieldcheck.numeric._stream import (
     OUTPUT_FILES,
     numeric_columns,
@@ -188,6 +189,17 @@ class NumericSystem(NumericRuns, Views):
 
     def item_columns(self, item: Mapping[str, Any]) -> ItemColumns:
         return numeric_columns(item)
+
+    def related_keys(self, item: Mapping[str, Any]) -> Sequence[str]:
+        return earlier_keys(item)
+
+    def item_story(
+        self,
+        item: Mapping[str, Any],
+        settings: Mapping[str, Any],
+        related: Mapping[str, Mapping[str, Any]],
+    ) -> list[dict[str, Any]]:
+        return numeric_story(item, related)
 
     @contextmanager
     def prepare(
