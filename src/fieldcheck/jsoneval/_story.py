@@ -56,8 +56,9 @@ def json_story(item: Mapping[str, Any], settings: Mapping[str, Any]) -> list[dic
     scores = [[name, result.get(name)] for name in SCORES]
     scores += [["output kind", result.get("output_kind")], ["flags", result.get("flags") or None]]
     scores.append(["safety findings", result.get("safety_findings") or None])
-    gold = _flat(result.get("ground_truth"))
-    output = _flat(result.get("output"))
+    flat = bool(config.get("flatten"))  # the fields as scored: dotted paths, or top-level keys
+    gold = _flat(result.get("ground_truth"), flat)
+    output = _flat(result.get("output"), flat)
     buckets = result.get("buckets") or {}
     bucket_of: dict[str, str] = {}
     for name, label in BUCKETS:
@@ -108,5 +109,7 @@ def json_story(item: Mapping[str, Any], settings: Mapping[str, Any]) -> list[dic
     ]
 
 
-def _flat(value: Any) -> dict[str, Any]:
-    return flatten(value) if isinstance(value, Mapping) else {}
+def _flat(value: Any, flat: bool) -> dict[str, Any]:
+    if not isinstance(value, Mapping):
+        return {}
+    return flatten(value) if flat else dict(value)

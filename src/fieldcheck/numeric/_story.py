@@ -74,16 +74,23 @@ def _step_rows(plan: Any) -> list[list[Any]]:
     return rows
 
 
-def _table(table: Any) -> dict[str, Any] | None:
-    """The document's table (column -> row -> value) as rows under its column headers."""
-    if not isinstance(table, Mapping) or not table:
+def table_rows(table: Mapping[str, Mapping[str, Any]] | None) -> list[list[Any]] | None:
+    """The document's table (row -> column -> value) as the prompt shows it
+    (``_agent.render_table``): a header row, then each row's name and cells, in order (stored
+    as lists: an item's keys are sorted)."""
+    if not table:
         return None
-    columns = [str(c) for c in table]
-    names: dict[str, None] = {}
-    for cells in table.values():
-        names.update(dict.fromkeys(map(str, cells or {})))
-    rows = [[name, *((table[c] or {}).get(name) for c in table)] for name in names]
-    return table_block(["", *columns], rows)
+    columns = list(dict.fromkeys(column for cells in table.values() for column in cells))
+    return [
+        ["", *columns],
+        *([row, *(cells.get(c) for c in columns)] for row, cells in table.items()),
+    ]
+
+
+def _table(rows: Any) -> dict[str, Any] | None:
+    if not isinstance(rows, list) or not rows or not isinstance(rows[0], list):
+        return None
+    return table_block([str(c) for c in rows[0]], rows[1:])
 
 
 def numeric_story(

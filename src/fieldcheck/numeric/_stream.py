@@ -62,6 +62,7 @@ from fieldcheck.numeric._scoring import (
     trace_ids,
     turn_values,
 )
+from fieldcheck.numeric._story import table_rows
 from fieldcheck.reports import OutputFolder, neutralise_cell, write_csv
 from fieldcheck.store import ItemColumns
 
@@ -738,7 +739,7 @@ def score_chunk(job: ScoreJob, chunk: Sequence[Entry]) -> tuple[ChunkRows, Tally
             if store is not None:
                 story = {"plan": t["plan"], "validation": t["validation"]}
                 if not t["turn_idx"]:  # once per conversation: a later turn's page reads it here
-                    story["table"] = (conversation.document or {}).get("table")
+                    story["table"] = table_rows((conversation.document or {}).get("table"))
                 columns, result = stored_row(turn_row, story)
                 store.append(
                     (columns.key, columns.failed, columns.turn, columns.error_type, result)

@@ -199,8 +199,8 @@ class Views:
 
 def values_block(rows: Sequence[Sequence[Any]], tones: Sequence[str | None] = ()) -> dict[str, Any]:
     """A story's list of (label, value) rows (``core.System.item_story``); ``tones`` colour
-    them: ``pass``, ``fail``, ``skip`` or None, one per row."""
-    return {"kind": "values", "rows": [list(r) for r in rows], "tones": list(tones)}
+    them: ``pass``, ``fail`` or None, one per row (None for those not given)."""
+    return {"kind": "values", "rows": [list(r) for r in rows], "tones": _tones(rows, tones)}
 
 
 def table_block(
@@ -211,8 +211,13 @@ def table_block(
         "kind": "table",
         "columns": list(columns),
         "rows": [list(r) for r in rows],
-        "tones": list(tones),
+        "tones": _tones(rows, tones),
     }
+
+
+def _tones(rows: Sequence[Any], tones: Sequence[str | None]) -> list[str | None]:
+    """One tone per row: those given, the rest None."""
+    return [*tones[: len(rows)], *[None] * (len(rows) - len(tones))]
 
 
 def text_block(label: str, text: str, *, code: bool = False) -> dict[str, Any]:
