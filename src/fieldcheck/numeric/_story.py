@@ -75,16 +75,15 @@ def _step_rows(plan: Any) -> list[list[Any]]:
 
 
 def table_rows(table: Mapping[str, Mapping[str, Any]] | None) -> list[list[Any]] | None:
-    """The document's table (row -> column -> value) as the prompt shows it
-    (``_agent.render_table``): a header row, then each row's name and cells, in order (stored
-    as lists: an item's keys are sorted)."""
+    """The document's table (row -> column -> value) in the prompt's orientation
+    (``_agent.render_table``): a header row, then each row's name and cells; rows and columns
+    sorted by name, as the conversation's trace keeps them (so a folder imported from its traces
+    stores the same). Lists: an item's keys are sorted."""
     if not table:
         return None
-    columns = list(dict.fromkeys(column for cells in table.values() for column in cells))
-    return [
-        ["", *columns],
-        *([row, *(cells.get(c) for c in columns)] for row, cells in table.items()),
-    ]
+    columns = sorted({str(column) for cells in table.values() for column in cells})
+    rows = sorted(table.items())
+    return [["", *columns], *([row, *(cells.get(c) for c in columns)] for row, cells in rows)]
 
 
 def _table(rows: Any) -> dict[str, Any] | None:
