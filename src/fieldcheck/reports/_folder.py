@@ -220,10 +220,13 @@ def _tones(rows: Sequence[Any], tones: Sequence[str | None]) -> list[str | None]
     return [*tones[: len(rows)], *[None] * (len(rows) - len(tones))]
 
 
-def text_block(label: str, text: str, *, code: bool = False) -> dict[str, Any]:
+def text_block(
+    label: str, text: str, *, code: bool = False, folded: bool = False
+) -> dict[str, Any]:
     """A story's block of text shown as written (a question, a prompt message); ``code``: text
-    of a machine (a raw reply, a program), in a monospace font."""
-    return {"kind": "code" if code else "text", "label": label, "text": text}
+    of a machine (a raw reply, a program), in a monospace font; ``folded``: shown on demand (a
+    long prompt)."""
+    return {"kind": "code" if code else "text", "label": label, "text": text, "folded": folded}
 
 
 def tone(passed: bool | None) -> str | None:

@@ -15,6 +15,9 @@ from fieldcheck.reports import text_block, tone, values_block
 from fieldcheck.runs._compare import format_number
 from fieldcheck.store import RunInfo, Store
 
+FOLDED_CHARS = 600
+"""A prompt message longer than this is folded on the item's page (a document, a schema)."""
+
 
 def item_url(run_id: str, key: str, model: str | None = None) -> str:
     """The item page's URL: the key quoted whole (``/``, ``?``, ``#``, spaces stay in it)."""
@@ -113,7 +116,8 @@ def call_sections(call: Mapping[str, Any]) -> list[dict[str, Any]]:
             if isinstance(message, Mapping):
                 content = message.get("content")
                 text = content if isinstance(content, str) else dumps(content)
-                blocks.append(text_block(f"prompt: {message.get('role')}", text))
+                label = f"prompt: {message.get('role')}"
+                blocks.append(text_block(label, text, folded=len(text) > FOLDED_CHARS))
         reply = c.get("text")
         blocks.append(text_block("raw reply", reply if reply is not None else "(none)", code=True))
         title = f"Call {n} of {len(calls)}" if len(calls) > 1 else "The call"
