@@ -173,13 +173,30 @@ def show_command(
             "calls, its call (prompt, raw reply, tokens, latency, attempts, error).",
         ),
     ] = 0,
+    item: Annotated[
+        str | None,
+        typer.Option(
+            "--item",
+            metavar="KEY",
+            help="Only this item's whole story (the item page's): its verdicts (json: per "
+            "field; slots: per slot; numeric: question, table, plan, checks, matches) and its "
+            "model call.",
+        ),
+    ] = None,
+    model: Annotated[
+        str | None,
+        typer.Option("--model", help="With --item: the model's item, where several have KEY."),
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """A run: what it scored (inputs and their sha256), its settings, signature, metrics with
     their 95% intervals, item counts, its parent (a re-score's) and, with --items, its first
-    items. Exit 0; 2 for an unknown RUN."""
+    items; with --item KEY, that item's story instead. Exit 0; 2 for an unknown RUN or KEY."""
     store = _store()
     info = _run(store, run)
+    if item is not None:
+        _show_item(store, info, item, model, as_json=as_json)
+        return
     data = info.public_dict()
     shown = [i.public_dict() for i in store.page_items(info.id, limit=items)] if items else []
     data["failed_items"] = store.count_items(info.id, failed=True)
@@ -214,6 +231,54 @@ def show_command(
     _print_comparison(compare_runs([info]), console)
     for item in shown:
         say(console, safe_json_text(dumps(item)))
+
+
+def _show_item(store: Any, info: Any, key: str, model: str | None, *, as_json: bool) -> None:
+    """``runs show RUN --item KEY``: the item page's story (``runs.item_story``) as its route
+    gives it (``--json``) or as Rich tables, every value escaped."""
+    from rich.text import Text
+
+    from fieldcheck.runs import item_story, show_value
+
+    try:
+        story = item_story(store, info, key, model)
+    except KeyError:
+        which = f" of model {model!r}" if model is not None else ""
+        raise typer.BadParameter(
+            safe_text(f"no item {key!r}{which} in run {info.id}"), param_hint="--item"
+        ) from None
+    if as_json:
+        print_json(story)
+        return
+    console = _console()
+
+    def cell(value: Any) -> Text:
+        return Text(safe_text(show_value(value)))
+
+    head = f"{story['run']['item']} {story['key']}: {story['verdict']}"
+    say(console, safe_text(head + (f" ({story['error_type']})" if story["error_type"] else "")))
+    say(
+        console,
+        safe_text(f"run {info.id} ({story['run']['title']}), model {story['model'] or info.model}"),
+    )
+    for section in story["sections"]:
+        console.rule(Text(safe_text(section["title"])), style="dim")
+        for block in section["blocks"]:
+            if block["kind"] in ("text", "code"):
+                say(console, safe_text(block["label"]) + ":", style="bold")
+                text = "\n".join(safe_text(line) for line in block["text"].split("\n"))
+                say(console, text)
+                continue
+            if block["kind"] == "values":
+                columns, rows = ["", ""], block["rows"]
+            else:
+                columns, rows = block["columns"], block["rows"]
+            table = Table(header_style="bold", show_header=block["kind"] == "table")
+            for name in columns:
+                table.add_column(Text(safe_text(name)), overflow="fold")
+            for row in rows:
+                table.add_row(*map(cell, row))
+            console.print(table)
 
 
 _SETTINGS_SHOWN = 5

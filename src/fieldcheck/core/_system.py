@@ -92,6 +92,26 @@ class System(Protocol):
         items as the store keeps it."""
         ...
 
+    def related_keys(self, item: Mapping[str, Any]) -> Sequence[str]:
+        """The keys of the run's other items that ``item``'s story shows beside it (numeric:
+        the conversation's earlier turns), else ()."""
+        ...
+
+    def item_story(
+        self,
+        item: Mapping[str, Any],
+        settings: Metrics,
+        related: Mapping[str, Mapping[str, Any]],
+    ) -> list[dict[str, Any]]:
+        """The story of one stored item (issue 28, "An item"): its sections, each ``{"id",
+        "title", "blocks"}``, a block being ``{"kind": "values", "rows": [[label, value]]}``,
+        ``{"kind": "table", "columns", "rows", "tones"}`` or ``{"kind": "text"|"code",
+        "label", "text"}`` (JSON, unrounded: one template and the CLI render any system's).
+        ``item`` is the stored item (``StoredItem.public_dict``), ``settings`` its run's,
+        ``related`` the items of ``related_keys`` found, by key. Its model call is told apart
+        (``runs.item_story``)."""
+        ...
+
     # ------------------------------------------------------------------ scoring (the pipeline)
 
     def prepare(

@@ -18,6 +18,7 @@ from fieldcheck._util.sniff import check_input_file
 from fieldcheck.jsoneval._config import EvalConfig
 from fieldcheck.jsoneval._extract import JsonRuns
 from fieldcheck.jsoneval._models import BatchRecord, RecordError
+from fieldcheck.jsoneval._story import json_story
 from fieldcheck.jsoneval._stream import CHUNK_LINES, SCORES, BatchReader, Failed, Item
 from fieldcheck.metrics import RqsWeights, wildcard_path
 from fieldcheck.reports import RunFolder, Scored, Views
@@ -136,6 +137,14 @@ class JsonSystem(JsonRuns, Views):
         if "error" in result:
             return [("error", (result["error"] or {}).get("message"))]
         return super().item_summary(result)
+
+    def item_story(
+        self,
+        item: Mapping[str, Any],
+        settings: Mapping[str, Any],
+        related: Mapping[str, Mapping[str, Any]],
+    ) -> list[dict[str, Any]]:
+        return json_story(item, settings)
 
     def item_columns(self, item: Mapping[str, Any]) -> ItemColumns:
         """A ``records.jsonl`` line (plus the raw ``ground_truth`` and ``output``), or an

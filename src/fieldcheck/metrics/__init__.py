@@ -98,8 +98,11 @@ if TYPE_CHECKING:  # the names as type checkers and editors see them
         canonical_set,
         pooled,
         score_session,
+        score_slot,
         slot_exact_match,
         slot_values,
+        token_precision,
+        token_recall,
     )
 
     # Shared statistics: P/R/F1, latency, bootstrap.

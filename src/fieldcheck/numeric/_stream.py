@@ -62,6 +62,7 @@ from fieldcheck.numeric._scoring import (
     trace_ids,
     turn_values,
 )
+from fieldcheck.numeric._story import table_rows
 from fieldcheck.reports import OutputFolder, neutralise_cell, write_csv
 from fieldcheck.store import ItemColumns
 
@@ -281,13 +282,15 @@ _STORED_KEYS = tuple(sorted(TURN_COLUMNS))
 _STORED_ORDER = itemgetter(*(TURN_COLUMNS.index(k) for k in _STORED_KEYS))
 
 
-def stored_row(cells: Sequence[Any]) -> tuple[ItemColumns, bytes]:
+def stored_row(cells: Sequence[Any], story: Mapping[str, Any]) -> tuple[ItemColumns, bytes]:
     """A turn's item for the store (issue 11), its turns.csv row cell by cell as read back:
     the columns ``add_items`` would derive (``numeric_columns``) and the JSON text it would
-    store: its keys sorted here and every value a scalar, the bytes of its orjson options."""
+    store: its keys sorted and every value a scalar, the bytes of its orjson options; with
+    ``story`` (``plan``, ``validation``, a first turn's ``table``: what the item's page
+    shows, issue 28) beside them."""
     values = [stored_cell(v) if type(v) is str else v for v in _STORED_ORDER(cells)]
     item = dict(zip(_STORED_KEYS, values, strict=True))
-    return numeric_columns(item), dumps_bytes(item, 0)
+    return numeric_columns(item), dumps_bytes({**item, **story}, orjson.OPT_SORT_KEYS)
 
 
 STORED_TURNS = "fieldcheck.numeric._stream:stored_turns"
@@ -734,7 +737,10 @@ def score_chunk(job: ScoreJob, chunk: Sequence[Entry]) -> tuple[ChunkRows, Tally
             turn_row = turn_cells(features, t)
             rows.writerow(turn_row)
             if store is not None:
-                columns, result = stored_row(turn_row)
+                story = {"plan": t["plan"], "validation": t["validation"]}
+                if not t["turn_idx"]:  # once per conversation: a later turn's page reads it here
+                    story["table"] = table_rows((conversation.document or {}).get("table"))
+                columns, result = stored_row(turn_row, story)
                 store.append(
                     (columns.key, columns.failed, columns.turn, columns.error_type, result)
                 )

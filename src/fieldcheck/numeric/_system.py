@@ -22,6 +22,7 @@ from fieldcheck.numeric._agent import NumericRuns
 from fieldcheck.numeric._loaders import LoadResult, load_convfinqa
 from fieldcheck.numeric._predictions import PredictionsResult, load_predictions
 from fieldcheck.numeric._report import HEADLINE
+from fieldcheck.numeric._story import earlier_keys, numeric_story, table_rows
 from fieldcheck.numeric._stream import (
     OUTPUT_FILES,
     numeric_columns,
@@ -191,6 +192,17 @@ class NumericSystem(NumericRuns, Views):
     def item_columns(self, item: Mapping[str, Any]) -> ItemColumns:
         return numeric_columns(item)
 
+    def related_keys(self, item: Mapping[str, Any]) -> Sequence[str]:
+        return earlier_keys(item)
+
+    def item_story(
+        self,
+        item: Mapping[str, Any],
+        settings: Mapping[str, Any],
+        related: Mapping[str, Mapping[str, Any]],
+    ) -> list[dict[str, Any]]:
+        return numeric_story(item, related)
+
     @contextmanager
     def prepare(
         self,
@@ -267,13 +279,17 @@ class NumericSystem(NumericRuns, Views):
         model: str | None,
         settings: Mapping[str, Any],
     ) -> tuple[str, Sequence[tuple[str, str | Path]], dict[str, Any], Any, _Write]:
-        """A ``numeric score`` folder: statistics.json, and a turn per row of turns.csv."""
+        """A ``numeric score`` folder: statistics.json, and a turn per row of turns.csv with its
+        plan, validator log and (a first turn) the document's table from its trace, as scoring
+        stores them."""
         statistics = loads((folder / "statistics.json").read_bytes())
 
         def write(recorder: RunRecorder) -> tuple[Any, Any]:
+            traces = _Traces(folder)
             with (folder / "turns.csv").open(newline="", encoding="utf-8") as handle:
                 rows = (
-                    {k: stored_cell(v) for k, v in row.items()} for row in csv.DictReader(handle)
+                    {**{k: stored_cell(v) for k, v in row.items()}, **traces.story(row)}
+                    for row in csv.DictReader(handle)
                 )
                 for chunk in chunked(rows, 1000):
                     recorder.add_items(chunk, self.item_columns)
@@ -281,6 +297,40 @@ class NumericSystem(NumericRuns, Views):
 
         signature = statistics.get("signature") or {}
         return model or folder.name, inputs, dict(settings), signature, write
+
+
+class _Traces:
+    """A folder's conversation traces read one at a time, in summary.csv's order (turns.csv's):
+    what a turn's item keeps of its trace (``_stream.stored_row``'s ``story``)."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        path = folder / "summary.csv"
+        self.ids: dict[str, str] = {}
+        if path.is_file():
+            with path.open(newline="", encoding="utf-8") as handle:
+                self.ids = {r["conversation_id"]: r["trace_id"] for r in csv.DictReader(handle)}
+        self.held: tuple[str | None, Any] = (None, None)
+
+    def _trace(self, conversation: str) -> Any:
+        if self.held[0] != conversation:
+            name = self.ids.get(conversation, "")
+            path = self.folder / "traces" / f"{name}.json"
+            if not path.is_file() and name.startswith("'"):  # a neutralised cell
+                path = path.with_name(f"{name[1:]}.json")
+            self.held = (conversation, loads(path.read_bytes()) if path.is_file() else None)
+        return self.held[1]
+
+    def story(self, row: Mapping[str, str]) -> dict[str, Any]:
+        trace = self._trace(row["conversation_id"])
+        turn = int(row["turn_idx"])
+        if not isinstance(trace, dict) or turn >= len(trace.get("turns") or ()):
+            return {}
+        told = trace["turns"][turn]
+        story = {"plan": told.get("plan"), "validation": told.get("validation")}
+        if not turn:
+            story["table"] = table_rows((trace.get("document") or {}).get("table"))
+        return story
 
 
 SYSTEM = NumericSystem()

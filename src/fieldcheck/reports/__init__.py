@@ -35,6 +35,10 @@ if TYPE_CHECKING:  # the names as type checkers and editors see them
         Scored,
         Views,
         check_destination,
+        table_block,
+        text_block,
+        tone,
+        values_block,
     )
     from fieldcheck.reports._format import format_pvalue, format_seconds, format_seconds_joined
 

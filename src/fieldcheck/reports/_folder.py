@@ -182,6 +182,57 @@ class Views:
     def export_row(self, result: Mapping[str, Any]) -> list[Any]:
         return [result.get(name) for name, _, _ in self.export_columns]
 
+    def related_keys(self, item: Mapping[str, Any]) -> Sequence[str]:
+        return ()
+
+    def item_story(
+        self,
+        item: Mapping[str, Any],
+        settings: Mapping[str, Any],
+        related: Mapping[str, Mapping[str, Any]],
+    ) -> list[dict[str, Any]]:
+        """A system's item told plainly: the scalar values of its result, one row each."""
+        result = item.get("result") or {}
+        rows = [[k, v] for k, v in result.items() if k != "call" and not isinstance(v, dict | list)]
+        return [{"id": "values", "title": "Values", "blocks": [values_block(rows)]}]
+
+
+def values_block(rows: Sequence[Sequence[Any]], tones: Sequence[str | None] = ()) -> dict[str, Any]:
+    """A story's list of (label, value) rows (``core.System.item_story``); ``tones`` colour
+    them: ``pass``, ``fail`` or None, one per row (None for those not given)."""
+    return {"kind": "values", "rows": [list(r) for r in rows], "tones": _tones(rows, tones)}
+
+
+def table_block(
+    columns: Sequence[str], rows: Sequence[Sequence[Any]], tones: Sequence[str | None] = ()
+) -> dict[str, Any]:
+    """A story's table: ``columns`` headings, ``rows`` of JSON values, ``tones`` per row."""
+    return {
+        "kind": "table",
+        "columns": list(columns),
+        "rows": [list(r) for r in rows],
+        "tones": _tones(rows, tones),
+    }
+
+
+def _tones(rows: Sequence[Any], tones: Sequence[str | None]) -> list[str | None]:
+    """One tone per row: those given, the rest None."""
+    return [*tones[: len(rows)], *[None] * (len(rows) - len(tones))]
+
+
+def text_block(
+    label: str, text: str, *, code: bool = False, folded: bool = False
+) -> dict[str, Any]:
+    """A story's block of text shown as written (a question, a prompt message); ``code``: text
+    of a machine (a raw reply, a program), in a monospace font; ``folded``: shown on demand (a
+    long prompt)."""
+    return {"kind": "code" if code else "text", "label": label, "text": text, "folded": folded}
+
+
+def tone(passed: bool | None) -> str | None:
+    """A row's tone of a verdict: pass, fail, or None (not scored)."""
+    return None if passed is None else ("pass" if passed else "fail")
+
 
 def _writing(writer: dict[str, Any]) -> bool:
     """Whether the process that wrote an unfinished folder's run.json still runs: on this host

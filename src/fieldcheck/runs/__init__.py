@@ -22,6 +22,7 @@ if TYPE_CHECKING:  # the names as type checkers and editors see them
         write_parquet,
     )
     from fieldcheck.runs._folder import record_folder, system_of
+    from fieldcheck.runs._item import item_story, item_url, show_value
     from fieldcheck.runs._rescore import rescore
 
 __getattr__, __dir__, __all__ = typed_lazy_names(globals())

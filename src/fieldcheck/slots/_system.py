@@ -36,6 +36,7 @@ from fieldcheck.slots._score import (
     score_chunk,
     score_models,
 )
+from fieldcheck.slots._story import slots_story
 from fieldcheck.slots._stream import (
     BUCKET_BYTES,
     PARALLEL_BYTES,
@@ -283,6 +284,14 @@ class SlotsSystem(SlotsRuns, Views):
 
     def item_columns(self, item: Mapping[str, Any]) -> ItemColumns:
         return item_columns(item)
+
+    def item_story(
+        self,
+        item: Mapping[str, Any],
+        settings: Mapping[str, Any],
+        related: Mapping[str, Mapping[str, Any]],
+    ) -> list[dict[str, Any]]:
+        return slots_story(item, settings)
 
     # ------------------------------------------------------------------ scoring (the pipeline)
 

@@ -254,6 +254,17 @@ def page(con: Any, path: Path, *, after: int, limit: int, **filters: Any) -> lis
     )
 
 
+def find(con: Any, path: Path, keys: list[str], model: str | None) -> list[tuple[Any, ...]]:
+    """``page``'s columns of the items of ``keys`` (of ``model`` only, when given), by seq."""
+    return list(
+        con.execute(
+            "SELECT key, seq, error_type, failed, model, turn, result FROM read_parquet(?) "
+            "WHERE list_contains(?, key) AND (? IS NULL OR model = ?) ORDER BY seq",
+            [str(path), keys, model, model],
+        ).fetchall()
+    )
+
+
 def count(con: Any, path: Path, *, not_scored: bool = False, **filters: Any) -> int:
     where, params = _where(**filters)
     if not_scored:

@@ -614,6 +614,27 @@ class Store:
             query = select(func.count()).select_from(JournalRow)
             return int(s.scalar(query.where(JournalRow.run_id == run_id)) or 0)
 
+    def find_items(
+        self, run_id: str, keys: Sequence[str], *, model: str | None = None
+    ) -> list[StoredItem]:
+        """The items of ``keys`` (``model``'s only, when given) in order of seq: an item's page
+        and the items its story reads beside it. A run still calling gives its journal's."""
+        if not keys:
+            return []
+        path = self.items_file(run_id)
+        if path is not None:
+            with self._duck() as con:
+                rows = _parquet.find(con, path, list(keys), model)
+            return [
+                StoredItem(key, seq, error, 0, 0, 0.0, loads(result), [], failed, found, turn)
+                for key, seq, error, failed, found, turn, result in rows
+            ]
+        with self._session() as s:
+            query = select(JournalRow).where(
+                JournalRow.run_id == run_id, JournalRow.item_key.in_(list(keys))
+            )
+            return [_in_flight(row) for row in s.scalars(query.order_by(JournalRow.seq))]
+
     def count_not_scored(self, run_id: str) -> int:
         return self.count_items(run_id, not_scored=True)
 

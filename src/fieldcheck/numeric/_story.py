@@ -1,0 +1,207 @@
+"""A stored turn's story (issue 28, "An item"; numeric-qa-evaluation.md): the question and the
+conversation's earlier turns, the document's table, the gold program and answer, the model's
+plan step by step, every validator check with its message (the repair round's marked), the
+computed answer, the five match types and the failure mode."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from fieldcheck._util.jsonio import dumps
+from fieldcheck.reports import table_block, text_block, tone, values_block
+
+MATCHES = (
+    ("numerical_match", "numerical match"),
+    ("soft_match", "soft match"),
+    ("unit_agnostic_match", "unit-agnostic match"),
+    ("sign_agnostic_match", "sign-agnostic match"),
+    ("general_match", "general match"),
+)
+REPAIR = "repair round"
+PLAN_COLUMNS = (
+    "step",
+    "tool",
+    "operation or source",
+    "arguments or value",
+    "row",
+    "column",
+    "result",
+)
+CHECK_COLUMNS = ("round", "check", "passed", "message")
+EARLIER_COLUMNS = ("turn", "question", "gold answer", "model's answer", "numerical match")
+
+
+def turn_key(conversation: str, turn: int) -> str:
+    """A turn's item key (``_agent.item_key``'s)."""
+    return f"{conversation}#{turn}"
+
+
+def earlier_keys(item: Mapping[str, Any]) -> list[str]:
+    """The conversation's earlier turns, and its first (which holds the document's table)."""
+    result = item.get("result") or {}
+    conversation, turn = result.get("conversation_id"), result.get("turn_idx")
+    if not isinstance(turn, int) or conversation is None:
+        return []
+    return [turn_key(str(conversation), i) for i in range(turn)]
+
+
+def _plan_and_checks(result: Mapping[str, Any]) -> tuple[Any, list[Any]]:
+    """The plan and validator log: stored with the turn, else (a run before issue 28) those
+    of its model call."""
+    called = ((result.get("call") or {}).get("result")) or {}
+    plan = result["plan"] if "plan" in result else called.get("plan")
+    checks = result["validation"] if "validation" in result else called.get("validation")
+    return plan, list(checks or ())
+
+
+def _step_rows(plan: Any) -> list[list[Any]]:
+    """The plan's steps as rows (#, tool, what, arguments or value, row, column, computes)."""
+    steps = plan.get("steps") if isinstance(plan, Mapping) else None
+    rows, compute = [], 0
+    for n, step in enumerate(steps if isinstance(steps, list) else ()):
+        if not isinstance(step, Mapping):
+            rows.append([n, None, None, dumps(step), None, None, None])
+            continue
+        tool = step.get("tool")
+        made = None
+        if tool == "compute":
+            made, compute = f"#{compute}", compute + 1
+            what, given = step.get("operation"), step.get("args")
+        else:
+            what, given = step.get("source"), step.get("value")
+        rows.append([n, tool, what, given, step.get("row"), step.get("column"), made])
+    return rows
+
+
+def table_rows(table: Mapping[str, Mapping[str, Any]] | None) -> list[list[Any]] | None:
+    """The document's table (row -> column -> value) in the prompt's orientation
+    (``_agent.render_table``): a header row, then each row's name and cells; rows and columns
+    sorted by name, as the conversation's trace keeps them (so a folder imported from its traces
+    stores the same). Lists: an item's keys are sorted."""
+    if not table:
+        return None
+    columns = sorted({str(column) for cells in table.values() for column in cells})
+    rows = sorted(table.items())
+    return [["", *columns], *([row, *(cells.get(c) for c in columns)] for row, cells in rows)]
+
+
+def _table(rows: Any) -> dict[str, Any] | None:
+    if not isinstance(rows, list) or not rows or not isinstance(rows[0], list):
+        return None
+    return table_block([str(c) for c in rows[0]], rows[1:])
+
+
+def numeric_story(
+    item: Mapping[str, Any], related: Mapping[str, Mapping[str, Any]]
+) -> list[dict[str, Any]]:
+    result = item.get("result") or {}
+    conversation, turn = result.get("conversation_id"), result.get("turn_idx")
+    head = [
+        ["conversation", conversation],
+        ["turn", turn],
+        ["question split (qa_split)", result.get("qa_split")],
+    ]
+    turn_blocks = [values_block(head), text_block("question", str(result.get("question") or ""))]
+    sections = [{"id": "turn", "title": "The question", "blocks": turn_blocks}]
+    earlier = [related[k] for k in earlier_keys(item) if k in related]
+    if earlier:
+        rows, tones = [], []
+        for other in earlier:
+            r = other.get("result") or {}
+            rows.append(
+                [
+                    r.get("turn_idx"),
+                    r.get("question"),
+                    r.get("expected_answer"),
+                    r.get("predicted_answer"),
+                    r.get("numerical_match"),
+                ]
+            )
+            tones.append(tone(r.get("numerical_match")))
+        sections.append(
+            {
+                "id": "earlier",
+                "title": "Earlier turns",
+                "blocks": [table_block(EARLIER_COLUMNS, rows, tones)],
+            }
+        )
+    first = related.get(turn_key(str(conversation), 0), item) if turn else item
+    table = _table((first.get("result") or {}).get("table"))
+    if table is not None:
+        sections.append(
+            {"id": "document-table", "title": "The document's table", "blocks": [table]}
+        )
+    gold = [
+        ["program", result.get("ground_truth_program")],
+        ["operations", result.get("ground_truth_operations")],
+        ["answer", result.get("expected_answer")],
+    ]
+    sections.append({"id": "gold", "title": "Gold", "blocks": [values_block(gold)]})
+    plan, checks = _plan_and_checks(result)
+    rows, tones = [], []
+    for check in checks:
+        message = str(check.get("message") or "")
+        repair = message.startswith(REPAIR)
+        if repair:
+            message = message[len(REPAIR) :].lstrip(": ")
+        rows.append(
+            [
+                REPAIR if repair else "first",
+                check.get("check"),
+                check.get("passed"),
+                message or None,
+            ]
+        )
+        tones.append(tone(check.get("passed")))
+    repaired = any(r[0] == REPAIR for r in rows)
+    steps = _step_rows(plan)
+    title = "The model's plan" + (" (after the repair round)" if repaired else "")
+    if steps:
+        plan_block = table_block(PLAN_COLUMNS, steps)
+    else:
+        plan_block = values_block([["plan", "none (no reply, or one that is not a plan)"]])
+    sections.append({"id": "plan", "title": title, "blocks": [plan_block]})
+    if checks:
+        if repaired:
+            said = "yes: the first plan failed a check, the model was asked again"
+        elif "fail" in tones:
+            said = "no: the reply was not a plan, or the repair call failed"
+        else:
+            said = "no: every check passed"
+        blocks = [values_block([["repair round", said]]), table_block(CHECK_COLUMNS, rows, tones)]
+        sections.append({"id": "checks", "title": "Validator checks", "blocks": blocks})
+    answer = [
+        ["computed answer", result.get("predicted_answer")],
+        ["parsed answer", result.get("parsed_answer")],
+        ["answer rule", result.get("answer_rule")],
+        ["plan steps", result.get("plan_steps")],
+        ["plan operations", result.get("plan_operations")],
+        ["error", result.get("error_type")],
+        ["error message", result.get("error_message")],
+    ]
+    sections.append(
+        {
+            "id": "answer",
+            "title": "The answer",
+            "blocks": [values_block(answer, [None] * 5 + [tone(not result.get("error_type"))] * 2)],
+        }
+    )
+    matches = [[label, result.get(name)] for name, label in MATCHES]
+    match_tones = [tone(result.get(name)) for name, _ in MATCHES]
+    matches.append(["failure mode", result.get("failure_mode")])
+    match_tones.append(None if result.get("failure_mode") is None else "fail")
+    matches.append(["not scored", result.get("not_scored")])
+    match_tones.append(None)
+    logic = [
+        [name.replace("_", " "), result.get(name)]
+        for name in ("logic_recall", "logic_precision", "logic_order_score")
+    ]
+    sections.append(
+        {
+            "id": "matches",
+            "title": "Matches",
+            "blocks": [values_block(matches, match_tones), values_block(logic)],
+        }
+    )
+    return sections

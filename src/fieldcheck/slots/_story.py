@@ -1,0 +1,108 @@
+"""A stored session's story (issue 28, "An item"): its counts, then gold and predicted slots side
+by side per topic and field, canonicalised (slot spec §4), with each gold slot's token
+precision and recall (§6), BLEU-1 (§9), its verdict under the run's TP rule and the judge's
+score. Recomputed from the stored values by ``metrics.score_slot``, the scorer's own function."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from fieldcheck.metrics import canonical_set, score_slot, token_precision, token_recall
+from fieldcheck.reports import table_block, tone, values_block
+
+SLOT_COLUMNS = (
+    "topic",
+    "field",
+    "gold",
+    "predicted",
+    "gold canonical",
+    "predicted canonical",
+    "token P",
+    "token R",
+    "BLEU-1",
+    "verdict",
+    "judge score",
+)
+
+
+def _slots(listed: Any) -> dict[tuple[str, str], list[str]]:
+    return {(str(t), str(f)): list(v) for t, f, v in listed or ()}
+
+
+def slots_story(item: Mapping[str, Any], settings: Mapping[str, Any]) -> list[dict[str, Any]]:
+    result = item.get("result") or {}
+    rule = str(settings.get("tp") or "presence")
+    gold, pred = _slots(result.get("gold")), _slots(result.get("pred"))
+    judged = {(str(t), str(f)): s for t, f, s in result.get("judge") or ()}
+    counts = result.get("counts") or {}
+    session: list[list[Any]] = [
+        ["model", result.get("model")],
+        ["user", result.get("user")],
+        ["session", result.get("session")],
+        [
+            "TP rule",
+            rule + (f" (threshold {settings['threshold']})" if settings.get("threshold") else ""),
+        ],
+        ["latency (s)", result.get("latency_s")],
+    ]
+    tones: list[str | None] = [None] * len(session)
+    if result.get("not_scored"):
+        session.append(["not scored", result["not_scored"]])
+        tones.append("fail")
+    if judged:
+        session.append(["judge reason", "not recorded: a judge replies with a score only"])
+    sections = [{"id": "session", "title": "Session", "blocks": [values_block(session, tones)]}]
+    if counts:
+        matched = int(counts.get("token_matched") or 0)
+        totals = [[k, counts.get(k)] for k in ("tp", "fp", "fn", "gold_slots", "exact_match")]
+        totals.append(
+            ["token P", token_precision(matched, int(counts.get("token_predicted") or 0))]
+        )
+        totals.append(["token R", token_recall(matched, int(counts.get("token_gold") or 0))])
+        sections.append({"id": "counts", "title": "Counts", "blocks": [values_block(totals)]})
+    scores = {slot: score_slot(pred.get(slot, ()), values) for slot, values in gold.items()}
+    present = [slot for slot, s in scores.items() if s is not None and s[0]]
+    # a matcher's verdict per slot (--tp fuzzy|semantic) is not stored: the session's TP count
+    # tells it when all or none of its predicted gold slots matched
+    all_or_none = {len(present): True, 0: False}.get(int(counts.get("tp") or 0))
+    rows, row_tones = [], []
+    for slot in sorted(gold.keys() | pred.keys()):
+        s = scores.get(slot)
+        if s is None:  # a predicted slot that is not a gold slot
+            extra = bool(pred.get(slot)) and any(v.strip() for v in pred[slot])
+            verdict, passed = ("FP (extra slot)", False) if extra else ("-", None)
+            p = r = bleu = None
+        else:
+            has_pred, matched, n_pred, n_gold, bleu, exact = s
+            p, r = token_precision(matched, n_pred), token_recall(matched, n_gold)
+            if not has_pred:
+                verdict, passed = "FN (missed)", False
+            elif rule == "presence":
+                verdict, passed = "TP", True
+            elif rule == "exact":
+                verdict, passed = ("TP", True) if exact else ("FP + FN", False)
+            elif all_or_none is None:
+                verdict, passed = "TP or FP + FN (the matcher's verdict is not stored)", None
+            else:
+                verdict, passed = ("TP", True) if all_or_none else ("FP + FN", False)
+        rows.append(
+            [
+                slot[0],
+                slot[1],
+                gold.get(slot),
+                pred.get(slot),
+                sorted(canonical_set(gold.get(slot, ()))),
+                sorted(canonical_set(pred.get(slot, ()))),
+                p,
+                r,
+                bleu,
+                verdict,
+                judged.get(slot),
+            ]
+        )
+        row_tones.append(tone(passed))
+    sections.append(
+        {"id": "slots", "title": "Slots", "blocks": [table_block(SLOT_COLUMNS, rows, row_tones)]}
+    )
+    return sections

@@ -1,0 +1,225 @@
+"""An item's whole story (issue 28, "An item"): ``GET /api/runs/{id}/items/{key}`` for real runs
+of each system against serve-model holds the item's actual values (the field verdicts, the
+slots, the plan steps and checks, the prompt and raw reply); keys with ``/``, ``?``, ``#`` and
+spaces; 404 with the usual error body; ``runs show RUN --item KEY`` prints the same story and
+its ``--json`` is the route's JSON."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+import pytest
+from live_server import LiveServer
+from typer.testing import CliRunner
+
+from fieldcheck._cli.main import app
+from fieldcheck.metrics import flatten, wildcard_path
+from fieldcheck.store import RunInfo, Store
+from item_runs import EXAMPLES, HOSTILE_KEY, make_runs
+
+
+@pytest.fixture
+def stored(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, serve: Any
+) -> tuple[dict[str, RunInfo], Store, httpx.Client]:
+    """The three runs in the API server's store, the store, and a client of the server."""
+    monkeypatch.setenv("FIELDCHECK_DATABASE_URL", f"sqlite:///{tmp_path / 'api.sqlite3'}")
+    runs = make_runs(tmp_path)
+    live: LiveServer = serve()
+    store = Store()
+    with httpx.Client(base_url=live.base_url, timeout=30) as http:
+        yield runs, store, http  # type: ignore[misc]
+    store.close()
+
+
+def story_of(http: httpx.Client, run: RunInfo, key: str, **params: str) -> dict[str, Any]:
+    found = http.get(f"/api/runs/{run.id}/items/{quote(key, safe='')}", params=params)
+    assert found.status_code == 200, found.text
+    story: dict[str, Any] = found.json()
+    return story
+
+
+def section(story: dict[str, Any], name: str) -> list[dict[str, Any]]:
+    [found] = [s for s in story["sections"] if s["id"] == name]
+    blocks: list[dict[str, Any]] = found["blocks"]
+    return blocks
+
+
+def table(story: dict[str, Any], name: str) -> list[dict[str, Any]]:
+    """A section's table as rows keyed by its columns, each with its ``tone``."""
+    [block] = [b for b in section(story, name) if b["kind"] == "table"]
+    return [
+        {**dict(zip(block["columns"], row, strict=True)), "tone": tone}
+        for row, tone in zip(block["rows"], block["tones"], strict=True)
+    ]
+
+
+def values(story: dict[str, Any], name: str) -> dict[str, Any]:
+    return {k: v for b in section(story, name) if b["kind"] == "values" for k, v in b["rows"]}
+
+
+def assert_call_told(story: dict[str, Any], result: dict[str, Any]) -> None:
+    """Each call of the item as the store keeps it: prompt messages, raw reply, tokens."""
+    calls = result["call"]["calls"]
+    assert values(story, "call")["calls"] == len(calls)
+    for n, call in enumerate(calls, 1):
+        blocks = section(story, f"call-{n}")
+        texts = [(b["label"], b["text"]) for b in blocks if b["kind"] in ("text", "code")]
+        sent = [(f"prompt: {m['role']}", m["content"]) for m in call["messages"]]
+        assert texts == [*sent, ("raw reply", call["text"])]
+        told = values(story, f"call-{n}")
+        assert (told["input tokens"], told["output tokens"]) == (
+            call["input_tokens"],
+            call["output_tokens"],
+        )
+        assert (told["attempts"], told["latency (s)"]) == (call["attempts"], call["latency_s"])
+
+
+def test_a_json_records_fields_and_call(stored: Any) -> None:
+    runs, store, http = stored
+    run = runs["json"]
+    [item] = store.find_items(run.id, [HOSTILE_KEY])
+    story = story_of(http, run, HOSTILE_KEY)
+    assert (story["key"], story["verdict"], story["failed"]) == (HOSTILE_KEY, "failed", True)
+    assert story["url"] == f"/runs/{run.id}/items/inv%200001%2Fa%20b%3Fc%23d"
+    result = item.result
+    gold, output = flatten(result["ground_truth"]), flatten(result["output"])
+    rows = {r["field"]: r for r in table(story, "fields")}
+    assert set(result["fields"]) <= set(rows)
+    for name, scored in result["fields"].items():
+        row = rows[name]
+        assert (row["strategy"], row["similarity"]) == (scored["strategy"], scored["similarity"])
+        want = "match" if scored["score"] == 1 else "no match"
+        assert (row["verdict"], row["tone"]) == (want, "pass" if want == "match" else "fail")
+        if isinstance(gold.get(name), str) and gold[name]:
+            assert row["ground truth"] == gold[name]
+        if isinstance(output.get(name), str) and output[name]:
+            assert row["output"] == output[name]
+    # a field the run's strategies name is not auto-detected; its threshold is its strategy's
+    config = run.settings["config"]
+    for name, row in rows.items():
+        if row["strategy"] is None:
+            continue
+        named = name in config["strategies"] or wildcard_path(name) in config["strategies"]
+        assert row["auto-detected"] is (not named), name
+        want = {"FUZZY": config["fuzzy_threshold"], "SEMANTIC": config["semantic_threshold"]}
+        assert row["threshold"] == want.get(row["strategy"]), name
+    assert {r["auto-detected"] for r in rows.values()} >= {True, False}
+    failed = sorted(n for n, r in rows.items() if r["tone"] == "fail")
+    assert failed
+    wrong = {n for n, s in result["fields"].items() if s["score"] is not None and s["score"] < 1}
+    missing = set(result["buckets"]["aio_missing_or_null"])
+    extra = set(result["buckets"]["extra_keys"]) | set(result["buckets"]["gt_null_aio_has_value"])
+    assert set(failed) == wrong | missing | extra
+    assert values(story, "fields")["failed"] == ", ".join(failed)
+    assert values(story, "scores")["rqs"] == result["rqs"]
+    assert_call_told(story, result)
+
+
+def test_a_slot_sessions_slots_side_by_side(stored: Any) -> None:
+    runs, store, http = stored
+    run = runs["slots"]
+    key = "synthetic-fast/u2/3"  # a missed slot and an extra one
+    [item] = store.find_items(run.id, [key])
+    story = story_of(http, run, key)
+    assert story["model"] == "synthetic-fast" and story["verdict"] == "failed"
+    result, counts = item.result, item.result["counts"]
+    rows = table(story, "slots")
+    gold = {(t, f): v for t, f, v in result["gold"]}
+    pred = {(t, f): v for t, f, v in result["pred"]}
+    assert [(r["topic"], r["field"]) for r in rows] == sorted(gold.keys() | pred.keys())
+    for row in rows:
+        slot = (row["topic"], row["field"])
+        assert (row["gold"], row["predicted"]) == (gold.get(slot), pred.get(slot))
+    verdicts = [r["verdict"] for r in rows]
+    assert verdicts.count("TP") == counts["tp"]
+    assert verdicts.count("FN (missed)") == counts["fn"]
+    assert verdicts.count("FP (extra slot)") == counts["fp"]
+    assert sum(r["BLEU-1"] for r in rows if r["BLEU-1"] is not None) > 0
+    said = values(story, "counts")
+    assert (said["tp"], said["fn"]) == (counts["tp"], counts["fn"])
+    assert said["token R"] == counts["token_matched"] / counts["token_gold"]
+    canonical = [r for r in rows if r["gold"] and r["gold canonical"] != r["gold"]]
+    assert all(r["gold canonical"] == sorted({v.lower() for v in r["gold"]}) for r in canonical)
+    assert_call_told(story, result)
+    # one key per model: the model's item by ?model=, another model's is a 404
+    assert story_of(http, run, key, model="synthetic-fast")["key"] == key
+    other = http.get(f"/api/runs/{run.id}/items/{quote(key, safe='')}?model=synthetic-careful")
+    assert other.status_code == 404 and other.json()["field"] == "key"
+
+
+def test_a_numeric_turns_plan_checks_repair_and_matches(stored: Any) -> None:
+    runs, store, http = stored
+    run = runs["numeric"]
+    key = "Single_ETR/2004/page_213.pdf-4#1"  # turn 1, repaired: its plan passed the 2nd time
+    [item] = store.find_items(run.id, [key])
+    result = item.result
+    assert len(result["call"]["calls"]) == 2
+    story = story_of(http, run, key)
+    assert story["turn"] == 1
+    assert [t["text"] for t in section(story, "turn") if t["kind"] == "text"] == [
+        result["question"]
+    ]
+    [first] = store.find_items(run.id, ["Single_ETR/2004/page_213.pdf-4#0"])
+    [earlier] = table(story, "earlier")
+    assert (earlier["turn"], earlier["question"]) == (0, first.result["question"])
+    assert earlier["gold answer"] == first.result["expected_answer"]
+    assert (
+        story["related"][0]["url"] == f"/runs/{run.id}/items/Single_ETR%2F2004%2Fpage_213.pdf-4%230"
+    )
+    dev = json.loads((EXAMPLES / "convfinqa" / "dev.json").read_text())["dev"]
+    [record] = [r for r in dev if r["id"] == "Single_ETR/2004/page_213.pdf-4"]
+    [(column, cells)] = record["doc"]["table"].items()  # ConvFinQA's: column -> row -> value
+    shown = table(story, "document-table")  # a row per line, as the prompt shows it, sorted
+    assert [(c[""], c[column]) for c in shown] == sorted(cells.items())
+    steps = table(story, "plan")
+    assert [(s["tool"], s["arguments or value"]) for s in steps] == [
+        (s["tool"], s["args"] if s["tool"] == "compute" else s["value"])
+        for s in result["plan"]["steps"]
+    ]
+    checks = table(story, "checks")
+    assert len(checks) == len(result["validation"]) == 16
+    assert [c["round"] for c in checks] == ["first"] * 8 + ["repair round"] * 8
+    for row, entry in zip(checks, result["validation"], strict=True):
+        assert (row["check"], row["passed"]) == (entry["check"], entry["passed"])
+        assert (row["message"] or "") in entry["message"]
+    assert not all(c["passed"] for c in checks[:8]) and all(c["passed"] for c in checks[8:])
+    assert [c["tone"] for c in checks] == [("pass" if c["passed"] else "fail") for c in checks]
+    assert values(story, "checks")["repair round"].startswith("yes")
+    told = values(story, "matches")
+    for name in ("numerical match", "soft match", "unit-agnostic match", "sign-agnostic match"):
+        assert told[name] == result[name.replace("-", "_").replace(" ", "_")]
+    assert told["general match"] == result["general_match"]
+    assert told["failure mode"] == result["failure_mode"]
+    assert values(story, "answer")["computed answer"] == result["predicted_answer"]
+    assert_call_told(story, result)
+
+
+def test_unknown_keys_are_404s_and_the_cli_tells_the_same_story(stored: Any) -> None:
+    runs, _, http = stored
+    run = runs["json"]
+    missing = http.get(f"/api/runs/{run.id}/items/{quote('no/such key', safe='')}")
+    assert missing.status_code == 404
+    assert missing.json() == {"detail": f"no item 'no/such key' in run {run.id}", "field": "key"}
+    assert http.get("/api/runs/nope/items/x").json()["field"] == "id"
+    story = story_of(http, run, HOSTILE_KEY)
+    shown = CliRunner().invoke(app, ["runs", "show", run.id, "--item", HOSTILE_KEY, "--json"])
+    assert shown.exit_code == 0, shown.output
+    assert json.loads(shown.stdout) == story
+    text = CliRunner().invoke(
+        app, ["runs", "show", run.id, "--item", HOSTILE_KEY], env={"COLUMNS": "240"}
+    )
+    assert text.exit_code == 0, text.output
+    assert f"record {HOSTILE_KEY}: failed" in text.stdout
+    for title in ("Scores", "Fields", "Model call", "The call"):
+        assert title in text.stdout
+    wrong = [r for r in table(story, "fields") if r["verdict"] == "no match"]
+    assert wrong and all(r["field"] in text.stdout for r in wrong)
+    reply = story["result"]["call"]["calls"][0]["text"]
+    assert reply[:60] in text.stdout
+    unknown = CliRunner().invoke(app, ["runs", "show", run.id, "--item", "nope"])
+    assert unknown.exit_code == 2 and "no item 'nope'" in unknown.output
