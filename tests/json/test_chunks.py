@@ -25,7 +25,7 @@ from fieldcheck.jsoneval import (
     read_batch,
 )
 from fieldcheck.jsoneval._stream import Aggregate, Item, Job, score_chunk
-from fieldcheck.store import Store
+from fieldcheck.store import RunRecorder, Store
 
 from .test_json_streaming import KEYS, STRATEGIES, matchers, random_batch
 
@@ -274,14 +274,42 @@ def test_a_chunk_of_canonical_lines_is_stored_as_the_general_path_writes_it(
     found = score_chunk(job, lines_chunk)
     assert found is not None and isinstance(found[0].store, tuple)
     rows = found[0]
-    spliced = _stream.stored_items((*rows.store, rows.records, b"".join(raw), rows.keys))
+    payload = _stream.spliced_payload(rows, raw)
+    table = _stream.stored_items(payload)
+    c = table.to_pydict()  # the store's table, but its seqs (``RunRecorder`` numbers them)
+    spliced = zip(c["key"], c["failed"], c["error_type"], c["tags"], c["result"], strict=True)
     items, _, _ = _stream.plain_items(lines_chunk.numbers, raw, False) or ([], [], [])
     scored, _, _, _ = job.scorer.score(items)
     general = _stream._store_rows(scored, _stream.record_lines(scored), items, [])
-    assert [(c.key, c.failed, sorted(c.tags), t) for c, t in spliced] == [
-        (key, failed, sorted(tags), text) for key, failed, _, tags, text in general
+    assert [(k, f, e, sorted(tags), t.encode()) for k, f, e, tags, t in spliced] == [
+        (key, failed, error, sorted(tags), text) for key, failed, error, tags, text in general
     ]
-    assert len(spliced) == len(lines) and any(c.tags for c, _ in spliced)
+    assert c["failed_tags"] == c["tags"] and c["model"] == c["turn"] == [None] * len(lines)
+    assert len(c["key"]) == len(lines) and any(c["tags"])
+    # a chunk of kernel records only is spliced from their lines' parts, not records.jsonl's
+    kernel = [line for line, r in zip(raw, scored, strict=True) if r.line_parts is not None]
+    part = score_chunk(job, _stream.Lines(range(1, len(kernel) + 1), [], kernel, False))
+    assert part is not None and 0 < len(kernel) < len(raw)
+    sent = _stream.spliced_payload(part[0], kernel)
+    assert sent[2] is None
+    heads = _stream.stored_items((*sent[:2], part[0].records, *sent[3:])).to_pydict()
+    assert _stream.stored_items(sent).to_pydict() == heads and any(heads["tags"])
+    # with calls (a model run's), the table is spliced as rows: the first item gets its call
+    store, first = Store(f"sqlite:///{tmp_path}/s.db"), c["key"][0]
+    options: dict[str, Any] = {"inputs": [], "settings": {}, "signature": "", "out": None}
+    with RunRecorder.open(store, system="json", calls={first: {"n": 1}}, **options) as recorder:
+        recorder.add_built(_stream._STORED_ITEMS, payload, len(lines), plain=True)
+        recorder.finish(metrics=None)
+    stored = store.items(recorder.id)
+    assert [(i.key, i.seq, i.failed) for i in stored] == [
+        (k, n, f) for n, (k, f) in enumerate(zip(c["key"], c["failed"], strict=True))
+    ]
+    texts = [orjson.loads(t) for t in c["result"]]
+    assert [i.result for i in stored] == [{**texts[0], "call": {"n": 1}}, *texts[1:]]
+    tag = next(t for ts in c["tags"] for t in ts)
+    assert store.count_items(recorder.id, tag=tag, failed=True) == sum(
+        tag in ts for ts in c["failed_tags"]
+    )
 
 
 def _plain(line: str) -> bool:

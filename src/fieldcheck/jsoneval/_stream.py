@@ -60,7 +60,7 @@ from fieldcheck.matchers import FuzzyMatcher, Matcher, SemanticMatcher, Similari
 from fieldcheck.metrics import KeyBuckets, MeansBootstrap, Strategy, wildcard_path
 
 if TYPE_CHECKING:
-    from fieldcheck.store import ItemColumns, RunRecorder
+    from fieldcheck.store import RunRecorder
 
 logger = logging.getLogger("fieldcheck")
 Matchers = Mapping[str, Matcher]
@@ -1329,21 +1329,35 @@ def score_chunk(
     return rows, digest
 
 
-def _spliced(scored: Sequence[Scored]) -> tuple[list[tuple[bool, tuple[str, ...]]], list[int]]:
+def _spliced(scored: Sequence[Scored]) -> tuple[list[tuple[Any, ...]], list[int]]:
     """The store columns of a chunk of canonical lines (``_canonical``), no error among them:
-    each distinct outcome's failed flag and tags, and which outcome each record has. The store's
-    writer splices each item's text from its records.jsonl line and its input line
-    (``stored_items``)."""
+    each distinct outcome's failed flag and tags, with its records.jsonl line before and after
+    the id when every outcome has them (kernel records), and which outcome each record has. The
+    store's writer splices each item's text from them, or from its records.jsonl line, and its
+    input line (``stored_items``)."""
     kinds = map(_OF("kind"), scored)
     fields, buckets = map(id, map(_OF("fields"), scored)), map(id, map(_OF("buckets"), scored))
-    marks = list(zip(fields, buckets, kinds, strict=True))
+    parts = map(id, map(_OF("line_parts"), scored))
+    marks = list(zip(fields, buckets, kinds, parts, strict=True))
     firsts = dict(zip(marks, scored, strict=True))  # kernel records share fields and buckets
     where = {mark: n for n, mark in enumerate(firsts)}
-    table = [
+    table: list[tuple[Any, ...]] = [
         (r.failed, tuple(dict.fromkeys(map(_tag, map(str, r.failed_on())))))
         for r in firsts.values()
     ]
+    ends = [r.line_parts for r in firsts.values()]
+    if None not in ends:  # the line after the id less its closing brace and newline
+        table = [(*t, p[0], p[1][:-2]) for t, p in zip(table, ends, strict=True)]  # type: ignore[index]
     return table, list(map(where.__getitem__, marks))
+
+
+def spliced_payload(rows: ChunkRows, lines: Sequence[bytes]) -> tuple[Any, ...]:
+    """What the store's writer splices a canonical chunk's items from (``stored_items``): the
+    ``_spliced`` columns, the chunk's records.jsonl lines (None when every outcome carries its
+    line's parts), its input lines and ids."""
+    table, which = rows.store
+    heads = rows.records if len(table[0]) == 2 else None  # type: ignore[index]
+    return table, which, heads, b"".join(lines), rows.keys
 
 
 def _store_rows(
@@ -1395,12 +1409,13 @@ def _store_rows(
     return rows
 
 
-def stored_items(data: bytes | tuple[Any, ...]) -> list[tuple[ItemColumns, bytes]]:
-    """A chunk's store items as the store's (columns, result text) pairs, run by the store's
-    writer (``RunRecorder.add_built``): marshalled ``StoreRow``s, or ``_spliced``'s columns with
-    the chunk's records.jsonl lines, input lines and ids, each text spliced as ``_store_rows``
-    would write it: the record's line, then its input line after the id."""
-    from fieldcheck.store import ItemColumns
+def stored_items(data: bytes | tuple[Any, ...]) -> Any:
+    """A chunk's store items, run by the store's writer (``RunRecorder.add_built``): marshalled
+    ``StoreRow``s as (columns, result text) pairs; or ``_spliced``'s columns with the chunk's
+    records.jsonl lines, input lines and ids as the store's table (``store.spliced``), each
+    text spliced as ``_store_rows`` would write it: the record's line, then its input line
+    after the id."""
+    from fieldcheck.store import ItemColumns, spliced
 
     if isinstance(data, bytes):
         rows: list[StoreRow] = marshal.loads(data)
@@ -1409,14 +1424,7 @@ def stored_items(data: bytes | tuple[Any, ...]) -> list[tuple[ItemColumns, bytes
             for key, failed, error, tags, text in rows
         ]
     table, which, records, lines, keys = data
-    shared = [(failed, dict.fromkeys(tags, True)) for failed, tags in table]
-    out = []
-    split = records.split(b"\n"), lines.split(b"\n")  # each with an empty last piece
-    for key, n, record, line in zip(keys, which, *split, strict=False):
-        text = b"%b,%b}" % (record[:-1], line[line.index(b',"ground_truth":') + 1 : -1])
-        failed, tags = shared[n]
-        out.append((ItemColumns(key, failed, None, None, None, tags), text))
-    return out
+    return spliced(keys, table, which, records, lines, b',"ground_truth":', len(b'{"id":'))
 
 
 _STORED_ITEMS = f"{__name__}:stored_items"
@@ -1470,7 +1478,7 @@ def run_stream(
             store = rows.store
             if isinstance(store, tuple):  # spliced with the chunk's lines (``stored_items``)
                 assert isinstance(chunk, Lines)
-                store = (*store, rows.records, b"".join(chunk.lines), rows.keys)
+                store = spliced_payload(rows, chunk.lines)
             recorder.add_built(_STORED_ITEMS, store, rows.stored, plain=True)
         if keep is not None:
             keep.extend(rows.scored)
