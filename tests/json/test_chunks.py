@@ -15,6 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from fieldcheck._util import jsonio
 from fieldcheck.core import InProcess, LocalPool, score
 from fieldcheck.jsoneval import (
     BatchReader,
@@ -212,15 +213,22 @@ def test_unparsed_chunks_give_the_files_and_stored_items_of_chunks_read_line_by_
     # a large file's chunks past its first record are parsed where they are scored (``Lines``),
     # their ids checked afterwards (a chunk with one seen before is read again, line by line)
     # and canonical lines' store items spliced from the lines: all as the reader's own path
+    # (read in blocks of a few hundred bytes: a line too long read line by line, a last line
+    # with no newline)
     tmp_path = tmp_path_factory.mktemp("unparsed")
     data = tmp_path / "batch.jsonl"
-    data.write_text("\n".join(_canonical_batch(seed, 150)) + "\n")
+    lines = _canonical_batch(seed, 150)
+    long = {"id": "long", "ground_truth": {"a": "x" * 3000}, "output": {"a": "x"}}
+    lines.insert(random.Random(seed).randrange(len(lines)), json.dumps(long))
+    data.write_text("\n".join(lines) + "\n" * (seed % 2))
     store = Store(f"sqlite:///{tmp_path}/s.db")
     table = matchers()
 
     def run(unparsed_bytes: int, name: str) -> tuple[list[bytes], list[tuple[Any, ...]]]:
         with pytest.MonkeyPatch.context() as patch:
             patch.setattr(_stream, "UNPARSED_BYTES", unparsed_bytes)
+            patch.setattr(jsonio, "MAX_LINE_BYTES", 2000)
+            patch.setattr(_stream._Blocks, "SIZE", 64 + seed % 700)
             settings = {"config": {"strategies": STRATEGIES}, "bootstrap": 50, "seed": 3}
             found = score(
                 "json",
@@ -238,6 +246,7 @@ def test_unparsed_chunks_give_the_files_and_stored_items_of_chunks_read_line_by_
     assert unparsed == general
     summary = json.loads(general[0][OUTPUTS.index("summary.json")])
     assert summary["records"] >= 150 and summary["scored"] > 100
+    assert b"line too long: 3,0" in general[0][OUTPUTS.index("errors.jsonl")]
 
 
 def test_a_large_batch_is_parsed_and_scored_by_a_pool_with_the_same_files_and_items(
@@ -267,14 +276,14 @@ def test_a_chunk_of_canonical_lines_is_stored_as_the_general_path_writes_it(
     data = tmp_path / "b.jsonl"
     data.write_text("\n".join(lines) + "\n")
     raw = data.read_bytes().splitlines(keepends=True)
-    lines_chunk = _stream.Lines(range(1, len(raw) + 1), [], raw, False)
+    lines_chunk = _stream.Lines(range(1, len(raw) + 1), _offsets(raw), b"".join(raw), False)
     exact = {k: "EXACT" for k in KEYS if k != "note"}
     job = Job(EvalConfig(strategies={**exact, "note": "IGNORE", "extra": "EXACT"}), {})
     job.store = True
     found = score_chunk(job, lines_chunk)
     assert found is not None and isinstance(found[0].store, tuple)
     rows = found[0]
-    payload = _stream.spliced_payload(rows, raw)
+    payload = _stream.spliced_payload(rows, b"".join(raw))
     table = _stream.stored_items(payload)
     c = table.to_pydict()  # the store's table, but its seqs (``RunRecorder`` numbers them)
     spliced = zip(c["key"], c["failed"], c["error_type"], c["tags"], c["result"], strict=True)
@@ -288,9 +297,10 @@ def test_a_chunk_of_canonical_lines_is_stored_as_the_general_path_writes_it(
     assert len(c["key"]) == len(lines) and any(c["tags"])
     # a chunk of kernel records only is spliced from their lines' parts, not records.jsonl's
     kernel = [line for line, r in zip(raw, scored, strict=True) if r.line_parts is not None]
-    part = score_chunk(job, _stream.Lines(range(1, len(kernel) + 1), [], kernel, False))
+    numbers, data = range(1, len(kernel) + 1), b"".join(kernel)
+    part = score_chunk(job, _stream.Lines(numbers, _offsets(kernel), data, False))
     assert part is not None and 0 < len(kernel) < len(raw)
-    sent = _stream.spliced_payload(part[0], kernel)
+    sent = _stream.spliced_payload(part[0], data)
     assert sent[2] is None
     heads = _stream.stored_items((*sent[:2], part[0].records, *sent[3:])).to_pydict()
     assert _stream.stored_items(sent).to_pydict() == heads and any(heads["tags"])
@@ -310,6 +320,10 @@ def test_a_chunk_of_canonical_lines_is_stored_as_the_general_path_writes_it(
     assert store.count_items(recorder.id, tag=tag, failed=True) == sum(
         tag in ts for ts in c["failed_tags"]
     )
+
+
+def _offsets(lines: list[bytes]) -> list[int]:
+    return list(itertools.accumulate(map(len, lines), initial=0))
 
 
 def _plain(line: str) -> bool:
