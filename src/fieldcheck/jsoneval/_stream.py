@@ -969,6 +969,9 @@ class _Blocks:
         return self.buf[first : int(ends[-1]) if len(ends) else first], ends - first
 
 
+_FIRST, _SECOND = operator.itemgetter(0), operator.itemgetter(1)
+
+
 class _SeenIds:
     """The ids read so far: the last RECENT by key, older ones as sorted runs of 64-bit hashes
     with line and byte offset, a hit confirmed by re-reading the line (docs/decisions.md)."""
@@ -1002,7 +1005,7 @@ class _SeenIds:
         """For each key, whether an older id may equal it (one vectorised lookup per run)."""
         if not self.runs or not keys:
             return [False] * len(keys)
-        wanted = np.fromiter((hash(k) for k in keys), dtype=np.int64, count=len(keys))
+        wanted = np.fromiter(map(hash, keys), dtype=np.int64, count=len(keys))
         order = np.argsort(wanted)
         wanted = wanted[order]  # sorted needles: searchsorted walks each run once
         found = np.zeros(len(keys), dtype=bool)
@@ -1033,9 +1036,10 @@ class _SeenIds:
         n = len(self.recent)
         if n < self.RECENT:
             return
-        hashes = np.fromiter((hash(k) for k in self.recent), dtype=np.int64, count=n)
-        lines = np.fromiter((v[0] for v in self.recent.values()), dtype=np.uint32, count=n)
-        offsets = np.fromiter((v[1] for v in self.recent.values()), dtype=np.int64, count=n)
+        hashes = np.fromiter(map(hash, self.recent), dtype=np.int64, count=n)
+        values = self.recent.values()
+        lines = np.fromiter(map(_FIRST, values), dtype=np.uint32, count=n)
+        offsets = np.fromiter(map(_SECOND, values), dtype=np.int64, count=n)
         order = np.argsort(hashes, kind="stable")
         self.runs.append((hashes[order], lines[order], offsets[order]))
         self.recent = {}
