@@ -283,7 +283,7 @@ def test_a_chunk_of_canonical_lines_is_stored_as_the_general_path_writes_it(
     found = score_chunk(job, lines_chunk)
     assert found is not None and isinstance(found[0].store, tuple)
     rows = found[0]
-    payload = _stream.spliced_payload(rows, b"".join(raw))
+    payload = _stream.spliced_payload(rows, lines_chunk, str(data))
     table = _stream.stored_items(payload)
     c = table.to_pydict()  # the store's table, but its seqs (``RunRecorder`` numbers them)
     spliced = zip(c["key"], c["failed"], c["error_type"], c["tags"], c["result"], strict=True)
@@ -297,10 +297,12 @@ def test_a_chunk_of_canonical_lines_is_stored_as_the_general_path_writes_it(
     assert len(c["key"]) == len(lines) and any(c["tags"])
     # a chunk of kernel records only is spliced from their lines' parts, not records.jsonl's
     kernel = [line for line, r in zip(raw, scored, strict=True) if r.line_parts is not None]
-    numbers, data = range(1, len(kernel) + 1), b"".join(kernel)
-    part = score_chunk(job, _stream.Lines(numbers, _offsets(kernel), data, False))
+    numbers, only = range(1, len(kernel) + 1), tmp_path / "kernel.jsonl"
+    only.write_bytes(b"".join(kernel))
+    kernel_chunk = _stream.Lines(numbers, _offsets(kernel), only.read_bytes(), False)
+    part = score_chunk(job, kernel_chunk)
     assert part is not None and 0 < len(kernel) < len(raw)
-    sent = _stream.spliced_payload(part[0], data)
+    sent = _stream.spliced_payload(part[0], kernel_chunk, str(only))
     assert sent[2] is None
     heads = _stream.stored_items((*sent[:2], part[0].records, *sent[3:])).to_pydict()
     assert _stream.stored_items(sent).to_pydict() == heads and any(heads["tags"])
