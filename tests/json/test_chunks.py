@@ -272,20 +272,24 @@ def test_a_chunk_of_canonical_lines_is_stored_as_the_general_path_writes_it(
 ) -> None:
     # ``stored_items`` of ``_spliced`` columns against ``_store_rows``' texts, record by record
     records = {r["id"]: r for r in map(json.loads, filter(_plain, random_batch(8, 400)))}
-    lines = [orjson.dumps(r).decode() for r in records.values()]
-    data = tmp_path / "b.jsonl"
-    data.write_text("\n".join(lines) + "\n")
-    raw = data.read_bytes().splitlines(keepends=True)
-    lines_chunk = _stream.Lines(range(1, len(raw) + 1), _offsets(raw), b"".join(raw), False)
+    mixed = [orjson.dumps(r) + b"\n" for r in records.values()]
     exact = {k: "EXACT" for k in KEYS if k != "note"}
     job = Job(EvalConfig(strategies={**exact, "note": "IGNORE", "extra": "EXACT"}), {})
     job.store = True
+    # a chunk with a record not the kernel's (no shared line parts) is stored as rows
+    found = score_chunk(job, _stream.Lines(range(1, 401), _offsets(mixed), b"".join(mixed), False))
+    assert found is not None and isinstance(found[0].store, bytes)
+    items, _, _ = _stream.plain_items(range(1, 401), mixed, False) or ([], [], [])
+    scored, _, _, _ = job.scorer.score(items)
+    raw = [line for line, r in zip(mixed, scored, strict=True) if r.line_parts is not None]
+    assert 0 < len(raw) < len(mixed)
+    data = tmp_path / "b.jsonl"
+    data.write_bytes(b"".join(raw))
+    lines_chunk = _stream.Lines(range(1, len(raw) + 1), _offsets(raw), data.read_bytes(), False)
     found = score_chunk(job, lines_chunk)
     assert found is not None and isinstance(found[0].store, tuple)
-    rows = found[0]
-    payload = _stream.spliced_payload(rows, lines_chunk, str(data))
-    table = _stream.stored_items(payload)
-    c = table.to_pydict()  # the store's table, but its seqs (``RunRecorder`` numbers them)
+    payload = _stream.spliced_payload(found[0], lines_chunk, str(data))
+    c = _stream.stored_items(payload).to_pydict()  # the store's table but its seqs
     spliced = zip(c["key"], c["failed"], c["error_type"], c["tags"], c["result"], strict=True)
     items, _, _ = _stream.plain_items(lines_chunk.numbers, raw, False) or ([], [], [])
     scored, _, _, _ = job.scorer.score(items)
@@ -293,24 +297,13 @@ def test_a_chunk_of_canonical_lines_is_stored_as_the_general_path_writes_it(
     assert [(k, f, e, sorted(tags), t.encode()) for k, f, e, tags, t in spliced] == [
         (key, failed, error, sorted(tags), text) for key, failed, error, tags, text in general
     ]
-    assert c["failed_tags"] == c["tags"] and c["model"] == c["turn"] == [None] * len(lines)
-    assert len(c["key"]) == len(lines) and any(c["tags"])
-    # a chunk of kernel records only is spliced from their lines' parts, not records.jsonl's
-    kernel = [line for line, r in zip(raw, scored, strict=True) if r.line_parts is not None]
-    numbers, only = range(1, len(kernel) + 1), tmp_path / "kernel.jsonl"
-    only.write_bytes(b"".join(kernel))
-    kernel_chunk = _stream.Lines(numbers, _offsets(kernel), only.read_bytes(), False)
-    part = score_chunk(job, kernel_chunk)
-    assert part is not None and 0 < len(kernel) < len(raw)
-    sent = _stream.spliced_payload(part[0], kernel_chunk, str(only))
-    assert sent[2] is None
-    heads = _stream.stored_items((*sent[:2], part[0].records, *sent[3:])).to_pydict()
-    assert _stream.stored_items(sent).to_pydict() == heads and any(heads["tags"])
+    assert c["failed_tags"] == c["tags"] and c["model"] == c["turn"] == [None] * len(raw)
+    assert len(c["key"]) == len(raw) and any(c["tags"])
     # with calls (a model run's), the table is spliced as rows: the first item gets its call
     store, first = Store(f"sqlite:///{tmp_path}/s.db"), c["key"][0]
     options: dict[str, Any] = {"inputs": [], "settings": {}, "signature": "", "out": None}
     with RunRecorder.open(store, system="json", calls={first: {"n": 1}}, **options) as recorder:
-        recorder.add_built(_stream._STORED_ITEMS, payload, len(lines), plain=True)
+        recorder.add_built(_stream._STORED_ITEMS, payload, len(raw), plain=True)
         recorder.finish(metrics=None)
     stored = store.items(recorder.id)
     assert [(i.key, i.seq, i.failed) for i in stored] == [

@@ -1377,17 +1377,17 @@ def score_chunk(
     errors = [f.error for f in failures]
     digest = Aggregate.of_chunk(scored, errors, counts, seen)
     lines = record_lines(scored)
-    store: bytes | tuple[Any, ...] = b""
+    store: bytes | tuple[Any, ...] | None = None
     if job.store and canonical and not errors:
         store = _spliced(scored)
-    elif job.store:
+    if job.store and store is None:
         store = marshal.dumps(_store_rows(scored, lines, items, errors))
     keep = job.keep
     rows = ChunkRows(
         b"".join(lines),
         b"".join(map(error_line, errors)),
         len(scored) + len(errors) if job.store else 0,
-        store,
+        store or b"",
         list(scored) if keep else [],
         errors if keep else [],
         keys,
@@ -1395,36 +1395,34 @@ def score_chunk(
     return rows, digest
 
 
-def _spliced(scored: Sequence[Scored]) -> tuple[list[tuple[Any, ...]], list[int]]:
+def _spliced(scored: Sequence[Scored]) -> tuple[list[tuple[Any, ...]], list[int]] | None:
     """The store columns of a chunk of canonical lines (``_canonical``), no error among them:
-    each distinct outcome's failed flag and tags, with its records.jsonl line before and after
-    the id when every outcome has them (kernel records), and which outcome each record has. The
-    store's writer splices each item's text from them, or from its records.jsonl line, and its
-    input line (``stored_items``)."""
+    each distinct outcome's failed flag, tags and records.jsonl line before and after the id
+    (less its closing brace and newline), and which outcome each record has; None when a record
+    is not the kernel's (no shared line parts). The store's writer splices each item's text
+    from them and its input line (``stored_items``)."""
     kinds = map(_OF("kind"), scored)
     fields, buckets = map(id, map(_OF("fields"), scored)), map(id, map(_OF("buckets"), scored))
     parts = map(id, map(_OF("line_parts"), scored))
     marks = list(zip(fields, buckets, kinds, parts, strict=True))
     firsts = dict(zip(marks, scored, strict=True))  # kernel records share fields and buckets
-    where = {mark: n for n, mark in enumerate(firsts)}
-    table: list[tuple[Any, ...]] = [
-        (r.failed, tuple(dict.fromkeys(map(_tag, map(str, r.failed_on())))))
-        for r in firsts.values()
-    ]
     ends = [r.line_parts for r in firsts.values()]
-    if None not in ends:  # the line after the id less its closing brace and newline
-        table = [(*t, p[0], p[1][:-2]) for t, p in zip(table, ends, strict=True)]  # type: ignore[index]
+    if None in ends:
+        return None
+    where = {mark: n for n, mark in enumerate(firsts)}
+    table = [
+        (r.failed, tuple(dict.fromkeys(map(_tag, map(str, r.failed_on())))), p[0], p[1][:-2])  # type: ignore[index]
+        for r, p in zip(firsts.values(), ends, strict=True)
+    ]
     return table, list(map(where.__getitem__, marks))
 
 
 def spliced_payload(rows: ChunkRows, chunk: Lines, path: str) -> tuple[Any, ...]:
     """What the store's writer splices a canonical chunk's items from (``stored_items``): the
-    ``_spliced`` columns, the chunk's records.jsonl lines (None when every outcome carries its
-    line's parts), where its input lines are in the file ``path`` (read there again by the
-    writer, not sent: 318 MB less marshalled and piped at 1M) and its ids."""
+    ``_spliced`` columns, where its input lines are in the file ``path`` (read there again by
+    the writer, not sent: 318 MB less marshalled and piped at 1M) and its ids."""
     table, which = rows.store
-    heads = rows.records if len(table[0]) == 2 else None  # type: ignore[index]
-    return table, which, heads, (path, chunk.offsets[0], chunk.offsets[-1]), rows.keys
+    return table, which, (path, chunk.offsets[0], chunk.offsets[-1]), rows.keys
 
 
 def _store_rows(
@@ -1478,10 +1476,10 @@ def _store_rows(
 
 def stored_items(data: bytes | tuple[Any, ...]) -> Any:
     """A chunk's store items, run by the store's writer (``RunRecorder.add_built``): marshalled
-    ``StoreRow``s as (columns, result text) pairs; or ``_spliced``'s columns with the chunk's
-    records.jsonl lines, input lines and ids as the store's table (``store.spliced``), each
-    text spliced as ``_store_rows`` would write it: the record's line, then its input line
-    after the id."""
+    ``StoreRow``s as (columns, result text) pairs; or ``spliced_payload``'s as the store's
+    table (``store.spliced``), each text spliced as ``_store_rows`` would write it: the
+    record's line up to its id, the id and the rest of the record's line, then its input
+    line after the id."""
     from fieldcheck.store import ItemColumns, spliced
 
     if isinstance(data, bytes):
@@ -1490,11 +1488,11 @@ def stored_items(data: bytes | tuple[Any, ...]) -> Any:
             (ItemColumns(key, failed, error_type=error, tags=dict.fromkeys(tags, True)), text)
             for key, failed, error, tags, text in rows
         ]
-    table, which, records, (path, start, end), keys = data
+    table, which, (path, start, end), keys = data
     with open(path, "rb") as handle:
         handle.seek(start)
         lines = handle.read(end - start)
-    return spliced(keys, table, which, records, lines, b',"ground_truth":', len(b'{"id":'))
+    return spliced(keys, table, which, lines, b',"ground_truth":', len(b'{"id":'))
 
 
 _STORED_ITEMS = f"{__name__}:stored_items"

@@ -111,49 +111,33 @@ def _table(items: Sequence[_Row], tags: Sequence[_Tag]) -> Any:
 
 
 def spliced(
-    keys: list[str],
-    outcomes: Sequence[tuple[Any, ...]],
-    which: Sequence[int],
-    heads: bytes | None,
-    tails: bytes,
-    mark: bytes,
-    skip: int = 0,
-) -> Any:
+    keys: list[str], outcomes: Sequence[tuple[Any, ...]], which: Sequence[int], lines: bytes,
+    mark: bytes, skip: int,
+) -> Any:  # fmt: skip
     """Items as a table of ``schema()`` but its ``seq`` (``resolve`` adds it): ``keys``, each
-    with the ``(failed, failed tags)`` of ``outcomes[which[i]]`` and as its result its line of
-    ``heads`` less its last byte, then its line of ``tails`` from the first ``mark`` in it
-    (newline-ended lines); or, without ``heads``, the outcome's third item, its line of
-    ``tails`` from ``skip`` to the mark, the outcome's fourth, then the line from the mark:
-    spliced by Arrow, no Python object per item."""
+    with the ``(failed, failed tags, before, after)`` of ``outcomes[which[i]]`` and as its
+    result ``before``, its line of ``lines`` (newline-ended) from ``skip`` to the first
+    ``mark`` in it, ``after``, then the rest of the line: spliced by Arrow, no Python object
+    per item."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    n, tail = len(keys), np.frombuffer(tails, np.uint8)
-    tail_ends = np.flatnonzero(tail == 10)[:n]
-    found = np.flatnonzero(tail[: len(tail) - len(mark) + 1] == mark[0])
+    n, line = len(keys), np.frombuffer(lines, np.uint8)
+    ends = np.flatnonzero(line == 10)[:n]
+    found = np.flatnonzero(line[: len(line) - len(mark) + 1] == mark[0])
     for i, byte in enumerate(mark[1:], 1):
-        found = found[tail[found + i] == byte]
-    starts = np.append(0, tail_ends[:-1] + 1)
-    cuts = np.append(found, len(tail))[np.searchsorted(found, starts)]
-    if (cuts >= tail_ends).any() or (cuts < starts + skip).any():
+        found = found[line[found + i] == byte]
+    starts = np.append(0, ends[:-1] + 1)
+    cuts = np.append(found, len(line))[np.searchsorted(found, starts)]
+    if (cuts >= ends).any() or (cuts < starts + skip).any():
         raise ValueError(f"a line without {mark!r}")
     at = pa.array(which, pa.int32())
-    rest = _pieces(tails, cuts, tail_ends)
-    if heads is not None:
-        head_ends = np.flatnonzero(np.frombuffer(heads, np.uint8) == 10)[:n]
-        text = pc.binary_join_element_wise(
-            _pieces(heads, np.append(0, head_ends[:-1] + 1), head_ends - 1), rest, ""
-        )
-    else:
-        before, after = (pa.array([o[i] for o in outcomes], pa.binary()).take(at) for i in (2, 3))
-        text = pc.binary_join_element_wise(
-            before.view(pa.string()),
-            _pieces(tails, starts + skip, cuts),
-            after.view(pa.string()),
-            rest,
-            "",
-        )
+    before, after = (pa.array([o[i] for o in outcomes], pa.binary()).take(at) for i in (2, 3))
+    middle, rest = _pieces(lines, starts + skip, cuts), _pieces(lines, cuts, ends)
+    text = pc.binary_join_element_wise(
+        before.view(pa.string()), middle, after.view(pa.string()), rest, ""
+    )
     tags = pa.array([list(dict.fromkeys(o[1])) for o in outcomes], pa.list_(pa.string())).take(at)
     failed = pa.array([o[0] for o in outcomes], pa.bool_()).take(at)
     null = [pa.nulls(n, pa.string()), pa.nulls(n, pa.int64())]
