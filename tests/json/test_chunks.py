@@ -15,6 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from fieldcheck._util import jsonio
 from fieldcheck.core import InProcess, LocalPool, score
 from fieldcheck.jsoneval import (
     BatchReader,
@@ -25,7 +26,7 @@ from fieldcheck.jsoneval import (
     read_batch,
 )
 from fieldcheck.jsoneval._stream import Aggregate, Item, Job, score_chunk
-from fieldcheck.store import Store
+from fieldcheck.store import RunRecorder, Store
 
 from .test_json_streaming import KEYS, STRATEGIES, matchers, random_batch
 
@@ -212,15 +213,22 @@ def test_unparsed_chunks_give_the_files_and_stored_items_of_chunks_read_line_by_
     # a large file's chunks past its first record are parsed where they are scored (``Lines``),
     # their ids checked afterwards (a chunk with one seen before is read again, line by line)
     # and canonical lines' store items spliced from the lines: all as the reader's own path
+    # (read in blocks of a few hundred bytes: a line too long read line by line, a last line
+    # with no newline)
     tmp_path = tmp_path_factory.mktemp("unparsed")
     data = tmp_path / "batch.jsonl"
-    data.write_text("\n".join(_canonical_batch(seed, 150)) + "\n")
+    lines = _canonical_batch(seed, 150)
+    long = {"id": "long", "ground_truth": {"a": "x" * 3000}, "output": {"a": "x"}}
+    lines.insert(random.Random(seed).randrange(len(lines)), json.dumps(long))
+    data.write_text("\n".join(lines) + "\n" * (seed % 2))
     store = Store(f"sqlite:///{tmp_path}/s.db")
     table = matchers()
 
     def run(unparsed_bytes: int, name: str) -> tuple[list[bytes], list[tuple[Any, ...]]]:
         with pytest.MonkeyPatch.context() as patch:
             patch.setattr(_stream, "UNPARSED_BYTES", unparsed_bytes)
+            patch.setattr(jsonio, "MAX_LINE_BYTES", 2000)
+            patch.setattr(_stream._Blocks, "SIZE", 64 + seed % 700)
             settings = {"config": {"strategies": STRATEGIES}, "bootstrap": 50, "seed": 3}
             found = score(
                 "json",
@@ -238,6 +246,7 @@ def test_unparsed_chunks_give_the_files_and_stored_items_of_chunks_read_line_by_
     assert unparsed == general
     summary = json.loads(general[0][OUTPUTS.index("summary.json")])
     assert summary["records"] >= 150 and summary["scored"] > 100
+    assert b"line too long: 3,0" in general[0][OUTPUTS.index("errors.jsonl")]
 
 
 def test_a_large_batch_is_parsed_and_scored_by_a_pool_with_the_same_files_and_items(
@@ -263,25 +272,53 @@ def test_a_chunk_of_canonical_lines_is_stored_as_the_general_path_writes_it(
 ) -> None:
     # ``stored_items`` of ``_spliced`` columns against ``_store_rows``' texts, record by record
     records = {r["id"]: r for r in map(json.loads, filter(_plain, random_batch(8, 400)))}
-    lines = [orjson.dumps(r).decode() for r in records.values()]
-    data = tmp_path / "b.jsonl"
-    data.write_text("\n".join(lines) + "\n")
-    raw = data.read_bytes().splitlines(keepends=True)
-    lines_chunk = _stream.Lines(range(1, len(raw) + 1), [], raw, False)
+    mixed = [orjson.dumps(r) + b"\n" for r in records.values()]
     exact = {k: "EXACT" for k in KEYS if k != "note"}
     job = Job(EvalConfig(strategies={**exact, "note": "IGNORE", "extra": "EXACT"}), {})
     job.store = True
+    # a chunk with a record not the kernel's (no shared line parts) is stored as rows
+    found = score_chunk(job, _stream.Lines(range(1, 401), _offsets(mixed), b"".join(mixed), False))
+    assert found is not None and isinstance(found[0].store, bytes)
+    items, _, _ = _stream.plain_items(range(1, 401), mixed, False) or ([], [], [])
+    scored, _, _, _ = job.scorer.score(items)
+    raw = [line for line, r in zip(mixed, scored, strict=True) if r.line_parts is not None]
+    assert 0 < len(raw) < len(mixed)
+    data = tmp_path / "b.jsonl"
+    data.write_bytes(b"".join(raw))
+    lines_chunk = _stream.Lines(range(1, len(raw) + 1), _offsets(raw), data.read_bytes(), False)
     found = score_chunk(job, lines_chunk)
     assert found is not None and isinstance(found[0].store, tuple)
-    rows = found[0]
-    spliced = _stream.stored_items((*rows.store, rows.records, b"".join(raw), rows.keys))
+    payload = _stream.spliced_payload(found[0], lines_chunk, str(data))
+    c = _stream.stored_items(payload).to_pydict()  # the store's table but its seqs
+    spliced = zip(c["key"], c["failed"], c["error_type"], c["tags"], c["result"], strict=True)
     items, _, _ = _stream.plain_items(lines_chunk.numbers, raw, False) or ([], [], [])
     scored, _, _, _ = job.scorer.score(items)
     general = _stream._store_rows(scored, _stream.record_lines(scored), items, [])
-    assert [(c.key, c.failed, sorted(c.tags), t) for c, t in spliced] == [
-        (key, failed, sorted(tags), text) for key, failed, _, tags, text in general
+    assert [(k, f, e, sorted(tags), t.encode()) for k, f, e, tags, t in spliced] == [
+        (key, failed, error, sorted(tags), text) for key, failed, error, tags, text in general
     ]
-    assert len(spliced) == len(lines) and any(c.tags for c, _ in spliced)
+    assert c["failed_tags"] == c["tags"] and c["model"] == c["turn"] == [None] * len(raw)
+    assert len(c["key"]) == len(raw) and any(c["tags"])
+    # with calls (a model run's), the table is spliced as rows: the first item gets its call
+    store, first = Store(f"sqlite:///{tmp_path}/s.db"), c["key"][0]
+    options: dict[str, Any] = {"inputs": [], "settings": {}, "signature": "", "out": None}
+    with RunRecorder.open(store, system="json", calls={first: {"n": 1}}, **options) as recorder:
+        recorder.add_built(_stream._STORED_ITEMS, payload, len(raw), plain=True)
+        recorder.finish(metrics=None)
+    stored = store.items(recorder.id)
+    assert [(i.key, i.seq, i.failed) for i in stored] == [
+        (k, n, f) for n, (k, f) in enumerate(zip(c["key"], c["failed"], strict=True))
+    ]
+    texts = [orjson.loads(t) for t in c["result"]]
+    assert [i.result for i in stored] == [{**texts[0], "call": {"n": 1}}, *texts[1:]]
+    tag = next(t for ts in c["tags"] for t in ts)
+    assert store.count_items(recorder.id, tag=tag, failed=True) == sum(
+        tag in ts for ts in c["failed_tags"]
+    )
+
+
+def _offsets(lines: list[bytes]) -> list[int]:
+    return list(itertools.accumulate(map(len, lines), initial=0))
 
 
 def _plain(line: str) -> bool:

@@ -20,6 +20,7 @@ if TYPE_CHECKING:  # the names as type checkers and editors see them
         ItemColumns,
         add_tag,
     )
+    from fieldcheck.store._parquet import spliced
     from fieldcheck.store._recorder import RunRecorder
     from fieldcheck.store._records import (
         ARTIFACTS_ENV,

@@ -57,31 +57,23 @@ class ItemsWriter:
         self._rows = self._bytes = 0
         self._writer: Any = None
 
-    def write(self, items: Sequence[_Row], tags: Sequence[_Tag]) -> None:
-        if not items:
+    def write(self, items: Sequence[_Row] | Any, tags: Sequence[_Tag] = ()) -> None:
+        """Hold rows, or a table of ``schema()`` (``spliced``'s, numbered), for the next row group."""
+        if not len(items):
             return
-        import pyarrow as pa
+        import pyarrow.compute as pc
         import pyarrow.parquet as pq
 
         if self._writer is None:  # made at the first chunk: a folder that cannot be is told now
             self.folder.mkdir(parents=True, exist_ok=True)
             self._writer = pq.ParquetWriter(self._tmp, schema(), compression="zstd")
-
-        key, seq, error, failed, model, turn, result = zip(*items, strict=True)
-        s = schema()
-        arrays = [
-            pa.array(c, s.field(i).type)
-            for i, c in enumerate((key, seq, error, failed, model, turn))
-        ]
-        arrays += _tag_lists(seq, tags)
-        # the JSON is orjson's UTF-8 (or a str, encoded): viewed as text without a second check
-        arrays.append(pa.array(result, pa.binary()).view(pa.string()))
-        table = pa.Table.from_arrays(arrays, schema=s)
+        table = _table(items, tags) if isinstance(items, Sequence) else items
         self._tables.append(table)
-        self._rows += len(items)
+        self._rows += len(table)
         self._bytes += table.nbytes
         if self._on_write is not None:
-            self._on_write(len(items), sum(1 for e in error if e))
+            errors = pc.sum(pc.not_equal(table.column("error_type"), "")).as_py()
+            self._on_write(len(table), errors or 0)
         if self._rows >= ROW_GROUP_ROWS or self._bytes >= ROW_GROUP_BYTES:
             self.flush()
 
@@ -102,6 +94,65 @@ class ItemsWriter:
             self._writer.close()
             self._writer = None
             self._tmp.replace(self.path)
+
+
+def _table(items: Sequence[_Row], tags: Sequence[_Tag]) -> Any:
+    import pyarrow as pa
+
+    key, seq, error, failed, model, turn, result = zip(*items, strict=True)
+    s = schema()
+    arrays = [
+        pa.array(c, s.field(i).type) for i, c in enumerate((key, seq, error, failed, model, turn))
+    ]
+    arrays += _tag_lists(seq, tags)
+    # the JSON is orjson's UTF-8 (or a str, encoded): viewed as text without a second check
+    arrays.append(pa.array(result, pa.binary()).view(pa.string()))
+    return pa.Table.from_arrays(arrays, schema=s)
+
+
+def spliced(
+    keys: list[str], outcomes: Sequence[tuple[Any, ...]], which: Sequence[int], lines: bytes,
+    mark: bytes, skip: int,
+) -> Any:  # fmt: skip
+    """Items as a table of ``schema()`` but its ``seq`` (``resolve`` adds it): ``keys``, each
+    with the ``(failed, failed tags, before, after)`` of ``outcomes[which[i]]`` and as its
+    result ``before``, its line of ``lines`` (newline-ended) from ``skip`` to the first
+    ``mark`` in it, ``after``, then the rest of the line: spliced by Arrow, no Python object
+    per item."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    n, line = len(keys), np.frombuffer(lines, np.uint8)
+    ends = np.flatnonzero(line == 10)[:n]
+    found = np.flatnonzero(line[: len(line) - len(mark) + 1] == mark[0])
+    for i, byte in enumerate(mark[1:], 1):
+        found = found[line[found + i] == byte]
+    starts = np.append(0, ends[:-1] + 1)
+    cuts = np.append(found, len(line))[np.searchsorted(found, starts)]
+    if (cuts >= ends).any() or (cuts < starts + skip).any():
+        raise ValueError(f"a line without {mark!r}")
+    at = pa.array(which, pa.int32())
+    before, after = (pa.array([o[i] for o in outcomes], pa.binary()).take(at) for i in (2, 3))
+    middle, rest = _pieces(lines, starts + skip, cuts), _pieces(lines, cuts, ends)
+    text = pc.binary_join_element_wise(
+        before.view(pa.string()), middle, after.view(pa.string()), rest, ""
+    )
+    tags = pa.array([list(dict.fromkeys(o[1])) for o in outcomes], pa.list_(pa.string())).take(at)
+    failed = pa.array([o[0] for o in outcomes], pa.bool_()).take(at)
+    null = [pa.nulls(n, pa.string()), pa.nulls(n, pa.int64())]
+    arrays = [pa.array(keys, pa.string()), null[0], failed, *null, tags, tags, text]
+    return pa.Table.from_arrays(arrays, schema=schema().remove(1))
+
+
+def _pieces(text: bytes, starts: Any, ends: Any) -> Any:
+    """The strings ``text[starts[i]:ends[i]]`` (ascending, apart), one copy of them."""
+    import numpy as np
+    import pyarrow as pa
+
+    bounds = np.stack((starts, ends), 1).ravel().astype(np.int32)
+    cut = pa.StringArray.from_buffers(len(bounds) - 1, pa.py_buffer(bounds), pa.py_buffer(text))
+    return cut.take(pa.array(np.arange(0, len(bounds), 2, dtype=np.int32)))
 
 
 def _tag_lists(seqs: Sequence[int], tags: Sequence[_Tag]) -> list[Any]:

@@ -32,7 +32,7 @@ from fieldcheck._util.executor import Executor, InProcess, LocalPool, finish
 from fieldcheck._util.jsonio import dumps_bytes
 from fieldcheck._util.paths import file_bytes
 from fieldcheck.store._items import ItemColumns, plain_columns
-from fieldcheck.store._parquet import ItemsWriter, publish
+from fieldcheck.store._parquet import COLUMNS, ItemsWriter, _Row, _Tag, publish
 from fieldcheck.store._records import RunInfo
 from fieldcheck.store._store import Store
 
@@ -47,8 +47,6 @@ def describe_inputs(inputs: Sequence[tuple[str, str | Path]]) -> list[dict[str, 
     return described
 
 
-_Row = tuple[str, int, str | None, bool | None, str | None, int | None, str | bytes]
-_Tag = tuple[str, int, bool]
 # what a task writes: ("rows", items, tags), or ("build", "module:function", payload,
 # first seq, count), items the task builds itself with that function (``add_built``)
 _Chunk = tuple[Any, ...]
@@ -87,14 +85,22 @@ def decode_chunk(data: bytes) -> _Chunk:
     return chunk
 
 
-def resolve(chunk: _Chunk) -> tuple[list[_Row], list[_Tag]]:
-    """A chunk's items and tags rows; a ``build`` chunk's built here (in the task)."""
+def resolve(chunk: _Chunk) -> tuple[Any, list[_Tag]]:
+    """A chunk's items and tags rows; a ``build`` chunk's built here (in the task): rows, or
+    a table (``spliced``'s) then numbered."""
     if chunk[0] == "rows":
         return chunk[1], chunk[2]
     _, builder, payload, seq, count = chunk
     module, _, name = builder.partition(":")
-    build = getattr(importlib.import_module(module), name)
-    items, tags, end = flat_rows(build(payload), seq)
+    built = getattr(importlib.import_module(module), name)(payload)
+    tags: list[_Tag] = []
+    if isinstance(built, Iterable):
+        items, tags, end = flat_rows(built, seq)
+    else:  # a table (``spliced``'s)
+        import pyarrow as pa
+
+        end = seq + len(built)
+        items = built.add_column(1, "seq", pa.array(range(seq, end), pa.int64()))
     if end - seq != count:
         raise ValueError(f"{builder} built {end - seq} items where {count} were announced")
     return items, tags
@@ -296,6 +302,11 @@ class RunRecorder:
             chunk: _Chunk = ("build", builder, payload, at, count)
             if self.calls:  # built here, where the calls are
                 items, tags = resolve(chunk)
+                if not isinstance(items, list):  # a table: as rows
+                    c = items.to_pydict()
+                    both = zip(c["seq"], c["tags"], c["failed_tags"], strict=True)
+                    tags = [(n, seq, n in failed) for seq, names, failed in both for n in names]
+                    items = list(zip(*(c[n] for n in (*COLUMNS[:6], "result")), strict=True))
                 chunk = ("rows", self._with_calls(items), tags)
             self._put(chunk, plain)
         return count
