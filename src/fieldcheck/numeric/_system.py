@@ -264,20 +264,25 @@ class NumericSystem(NumericRuns, Views):
         ``score_to_folder``)."""
         found = read.settings
         total = len(read.data.conversations)
-        result = score_to_folder(
-            read.data,
-            read.predictions,
-            folder,
-            price_in=found.price_in,
-            price_out=found.price_out,
-            bootstrap=found.bootstrap,
-            seed=found.seed,
-            sample_size=found.sample_size,
-            sample_seed=found.seed if found.sample_size is not None else None,
-            progress=None if progress is None else lambda n: progress("scoring", n, total),
-            recorder=recorder,
-            executor=executor or read.pool,
-        )
+        try:
+            result = score_to_folder(
+                read.data,
+                read.predictions,
+                folder,
+                price_in=found.price_in,
+                price_out=found.price_out,
+                bootstrap=found.bootstrap,
+                seed=found.seed,
+                sample_size=found.sample_size,
+                sample_seed=found.seed if found.sample_size is not None else None,
+                progress=None if progress is None else lambda n: progress("scoring", n, total),
+                recorder=recorder,
+                executor=executor or read.pool,
+            )
+        except BaseException:  # stopped before the folder is said to be left (Ctrl-C, a full disk)
+            if executor is None and read.pool is not None:
+                read.pool.close(kill=True)
+            raise
         stats = result.statistics
         metrics, intervals = stored_metrics(stats)
         return Scored(
