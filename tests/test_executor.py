@@ -125,11 +125,12 @@ def _json_batch(tmp_path: Path) -> Path:
 
 @pytest.mark.parametrize("system", ["json", "numeric"])
 def test_in_process_and_a_pool_write_the_same_bytes_and_items(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, system: str
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, system: str
 ) -> None:
     """The same input scored with its tasks here and in a pool (the store's part files, of
-    about 8 KB each, and numeric's row blocks): the same output files and stored items."""
-    from fieldcheck.numeric import _stream
+    about 8 KB each, and numeric's row blocks; numeric's pool also started before the inputs
+    are read, reading the predictions): the same output files, stored items and warnings."""
+    from fieldcheck.numeric import _stream, _system
     from fieldcheck.store import _recorder
 
     monkeypatch.setattr(_recorder, "TASK_BYTES", 8 << 10)
@@ -142,23 +143,30 @@ def test_in_process_and_a_pool_write_the_same_bytes_and_items(
         from tests.numeric.test_streamed import _write_inputs
 
         data, preds = _write_inputs(tmp_path, 3, 120)
+        with preds.open("ab") as handle:  # a bad line and an unknown key: located, warned of
+            handle.write(b'{"conversation_id": "c1", "turn": "x"}\n{"turn": 0, "color": 1}\n')
         argv = ["numeric", "score", "--data", str(data), "--predictions", str(preds)]
     found = {}
-    for where, after in (("here", 10**12), ("pool", 0)):
+    modes = (("here", 10**12), ("pool", 0), *((("early", 0),) if system == "numeric" else ()))
+    for where, after in modes:
         monkeypatch.setattr(_recorder, "PROCESS_AFTER", after)
         monkeypatch.setattr(_stream, "WRITER_CONVERSATIONS", 10**12 if after else 1)
+        monkeypatch.setattr(_system, "EARLY_POOL_BYTES", 0 if where == "early" else 10**18)
         monkeypatch.setenv("FIELDCHECK_DATABASE_URL", f"sqlite:///{tmp_path}/{where}.sqlite3")
         monkeypatch.setenv("FIELDCHECK_ARTIFACTS", str(tmp_path / f"{where}-artifacts"))
         out = tmp_path / where
+        caplog.clear()
         result = CliRunner().invoke(app, [*argv, "--out", str(out)])
         # 3: the inputs have errors (json: the repeated id; numeric: missing predictions),
         # located, and the run goes on
         assert result.exit_code == 3, result.output
         store = Store(f"sqlite:///{tmp_path}/{where}.sqlite3")
-        found[where] = (folder_files(out), _items(store))
+        warned = [r.getMessage() for r in caplog.records if "unknown key" in r.getMessage()]
+        found[where] = (folder_files(out), _items(store), warned)
         store.close()
-    assert found["here"] == found["pool"]
-    outputs, items = found["pool"]
+    assert found["here"] == found["pool"] == found.get("early", found["pool"])
+    outputs, items, warned = found["pool"]
+    assert len(warned) == (system == "numeric")
     assert len(items) == (3_000 if system == "json" else outputs["turns.csv"].count(b"\n") - 1)
     assert len(items) > 300 and len(outputs) >= 4
     if system == "json":

@@ -202,7 +202,15 @@ def test_unreadable_data_files(tmp_path: Path) -> None:
         load_convfinqa(two)
 
 
-def test_cli_usage_errors_exit_2(data_file: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("early", [False, True])
+def test_cli_usage_errors_exit_2(
+    data_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, early: bool
+) -> None:
+    """Usage problems exit 2, before any output; the same with the scoring pool started before
+    the inputs are read (it reads the predictions while the data is read)."""
+    from fieldcheck.numeric import _system
+
+    monkeypatch.setattr(_system, "EARLY_POOL_BYTES", 0 if early else 10**18)
     preds = _write_predictions(
         tmp_path / "p.jsonl", [{"conversation_id": "conv-1", "turn": 0, "answer": "3"}]
     )

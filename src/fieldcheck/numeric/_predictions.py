@@ -336,12 +336,33 @@ class PredictionsResult(BaseModel):
 
 
 def load_predictions(path: str | Path) -> PredictionsResult:
-    """Read a predictions JSONL file; a bad line (invalid JSON, not an object, a field of the wrong
+    """``index_predictions``, its unknown keys logged (one warning per key)."""
+    result = index_predictions(path)
+    warn_unknown_keys(result)
+    return result
+
+
+def warn_unknown_keys(result: PredictionsResult) -> None:
+    """One warning per unknown top-level key: its first line and how many lines carry it."""
+    for key, (seen_on, count) in sorted(result.unknown_keys.items(), key=lambda item: item[1]):
+        logger.warning(
+            "%s:%d: unknown key %r ignored (on %d line%s)",
+            result.path,
+            seen_on,
+            key,
+            count,
+            "" if count == 1 else "s",
+        )
+
+
+def index_predictions(path: str | Path) -> PredictionsResult:
+    """Read a predictions JSONL file (a pure task: the scoring pool reads it while the dataset
+    is read, ``read_inputs``); a bad line (invalid JSON, not an object, a field of the wrong
     type) or a duplicate becomes an InputError naming ``file:line``, the conversation id and the
     field, and reading goes on. Spec: the predictions format of issue 5 (docs/formats.md).
 
-    Unknown top-level keys are ignored with one warning per key (its first line and how many
-    lines carry it). A file where no line has an answer nor reports an error (say
+    Unknown top-level keys are ignored, counted in ``unknown_keys`` (``load_predictions`` warns
+    of each). A file where no line has an answer nor reports an error (say
     ``"prediction"`` instead of ``"answer"``) gets one InputError for the whole file, after the
     line errors (issue 9): a model that was never read does not pass as one that scores 0.
     The valid lines are indexed (``PredictionIndex``), not kept.
@@ -413,15 +434,6 @@ def load_predictions(path: str | Path) -> PredictionsResult:
                 )
                 continue
             index.add(where[0], where[1], number, start, len(raw))
-    for key, (seen_on, count) in sorted(unknown.items(), key=lambda item: item[1]):
-        logger.warning(
-            "%s:%d: unknown key %r ignored (on %d line%s)",
-            file,
-            seen_on,
-            key,
-            count,
-            "" if count == 1 else "s",
-        )
     if objects and not answered:
         hint = f"; unknown keys: {', '.join(repr(k) for k in sorted(unknown))}" if unknown else ""
         errors.append(

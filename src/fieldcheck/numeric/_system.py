@@ -6,6 +6,7 @@ turn). Spec: numeric-qa-evaluation.md."""
 from __future__ import annotations
 
 import csv
+import logging
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -14,17 +15,24 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from fieldcheck._util.errors import InputError, UsageProblem
-from fieldcheck._util.executor import Executor
+from fieldcheck._util.executor import Executor, LocalPool, finish
 from fieldcheck._util.iters import chunked
 from fieldcheck._util.jsonio import loads
+from fieldcheck._util.paths import file_bytes
 from fieldcheck._util.sniff import check_input_file, likely_cause
 from fieldcheck.numeric._agent import NumericRuns
 from fieldcheck.numeric._loaders import LoadResult, load_convfinqa
-from fieldcheck.numeric._predictions import PredictionsResult, load_predictions
+from fieldcheck.numeric._predictions import (
+    PredictionsResult,
+    index_predictions,
+    load_predictions,
+    warn_unknown_keys,
+)
 from fieldcheck.numeric._report import HEADLINE
 from fieldcheck.numeric._story import earlier_keys, numeric_story, table_rows
 from fieldcheck.numeric._stream import (
     OUTPUT_FILES,
+    POOL_WORKERS,
     numeric_columns,
     score_to_folder,
     stored_cell,
@@ -37,6 +45,13 @@ if TYPE_CHECKING:
 
 _Write = Callable[["RunRecorder"], tuple[Any, Any]]
 """``core.Write``: stores the run's items, returns its (metrics, intervals)."""
+
+log = logging.getLogger(__name__)
+
+EARLY_POOL_BYTES = 4 << 20
+"""Predictions files of at least this size (about 20,000 lines) are read, and their turns
+scored, by the scoring pool (``POOL_WORKERS`` processes), started before the inputs are read;
+smaller ones by ``score_to_folder``'s rule."""
 
 GATED = tuple(key for key, _ in HEADLINE if key != "avg_operations_per_turn")
 """The statistics ``--fail-under`` gates (higher is better), named as in statistics.json."""
@@ -85,6 +100,7 @@ class Read(NamedTuple):
     data: LoadResult
     predictions: PredictionsResult
     settings: NumericSettings
+    pool: LocalPool | None = None
 
 
 def read_data(
@@ -105,16 +121,27 @@ def read_data(
 
 
 def read_inputs(
-    data: Path, predictions: Path, settings: NumericSettings, loaded: LoadResult | None = None
+    data: Path,
+    predictions: Path,
+    settings: NumericSettings,
+    loaded: LoadResult | None = None,
+    pool: LocalPool | None = None,
 ) -> Read:
     """Both input files (``loaded``: the data as a model run read it with the same settings),
-    before any output is touched. A file that cannot be read or gives no valid line, or
-    predictions of no conversation of the data, is a usage problem naming its option."""
+    before any output is touched; ``pool`` reads the predictions while this process reads the
+    data. A file that cannot be read or gives no valid line, or predictions of no conversation
+    of the data, is a usage problem naming its option."""
     split, size, seed = settings.split, settings.sample_size, settings.seed
     others = {"--predictions": "numeric-predictions"}
+    if pool is not None:
+        pool.submit(index_predictions, predictions)
     loaded = loaded or read_data(data, split=split, sample_size=size, seed=seed, others=others)
     try:
-        preds = load_predictions(predictions)
+        if pool is not None:
+            (preds,) = finish(pool)
+            warn_unknown_keys(preds)
+        else:
+            preds = load_predictions(predictions)
     except InputError as exc:
         raise UsageProblem(exc.one_line(), "--predictions") from None
     order = loaded.conversation_ids()  # from the index: no second read of the dataset
@@ -153,7 +180,7 @@ def read_inputs(
             "are --data and --predictions for the same dataset and split?",
             "--predictions",
         )
-    return Read(loaded, preds, settings)
+    return Read(loaded, preds, settings, pool)
 
 
 def _by_turn(key: str) -> Callable[[Mapping[str, Any]], dict[str, Any]]:
@@ -218,12 +245,23 @@ class NumericSystem(NumericRuns, Views):
         missing = [role for role, _ in self.inputs if role not in given]
         if missing:
             raise UsageProblem(f"missing input(s): {', '.join(missing)}")
-        yield read_inputs(
-            Path(given["data"]),
-            Path(given["predictions"]),
-            check_settings(settings),
-            extras.get("data"),
-        )
+        checked = check_settings(settings)
+        pool = None
+        if file_bytes([given["predictions"]]) >= EARLY_POOL_BYTES:
+            try:  # its processes start, and read the predictions, while the data is read
+                pool = LocalPool(POOL_WORKERS, in_flight=8, warm=(score_to_folder.__module__,))
+            except OSError as exc:
+                log.warning("the scoring processes could not start (%s); reading here", exc)
+        try:
+            yield read_inputs(
+                Path(given["data"]), Path(given["predictions"]), checked, extras.get("data"), pool
+            )
+        except BaseException:
+            if pool is not None:
+                pool.close(kill=True)
+            raise
+        if pool is not None:
+            pool.close()
 
     def score(
         self,
@@ -240,20 +278,25 @@ class NumericSystem(NumericRuns, Views):
         ``score_to_folder``)."""
         found = read.settings
         total = len(read.data.conversations)
-        result = score_to_folder(
-            read.data,
-            read.predictions,
-            folder,
-            price_in=found.price_in,
-            price_out=found.price_out,
-            bootstrap=found.bootstrap,
-            seed=found.seed,
-            sample_size=found.sample_size,
-            sample_seed=found.seed if found.sample_size is not None else None,
-            progress=None if progress is None else lambda n: progress("scoring", n, total),
-            recorder=recorder,
-            executor=executor,
-        )
+        try:
+            result = score_to_folder(
+                read.data,
+                read.predictions,
+                folder,
+                price_in=found.price_in,
+                price_out=found.price_out,
+                bootstrap=found.bootstrap,
+                seed=found.seed,
+                sample_size=found.sample_size,
+                sample_seed=found.seed if found.sample_size is not None else None,
+                progress=None if progress is None else lambda n: progress("scoring", n, total),
+                recorder=recorder,
+                executor=executor or read.pool,
+            )
+        except BaseException:  # stopped before the folder is said to be left (Ctrl-C, a full disk)
+            if executor is None and read.pool is not None:
+                read.pool.close(kill=True)
+            raise
         stats = result.statistics
         metrics, intervals = stored_metrics(stats)
         return Scored(
