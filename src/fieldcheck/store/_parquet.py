@@ -219,10 +219,24 @@ def remove(folder: Path) -> None:
         folder.rmdir()
 
 
+Equals = tuple[tuple[str, Any], ...]
+"""Conditions ``sql = value``: ``sql`` a system's column expression (``ItemColumn.sql``), the
+value a bound parameter."""
+
+
 def _where(
-    *, failed: bool | None, tag: str | None, model: str | None, turn: int | None
+    *,
+    failed: bool | None = None,
+    tag: str | None = None,
+    model: str | None = None,
+    turn: int | None = None,
+    error_type: str | None = None,
+    q: str | None = None,
+    equals: Equals = (),
 ) -> tuple[str, list[Any]]:
-    """The filters of ``Store.page_items`` as a DuckDB condition and its parameters."""
+    """The filters of ``Store.page_items`` as a DuckDB condition and its parameters (user text
+    is only ever a parameter). ``q``: a case-insensitive substring of the key or of the item's
+    JSON text (where a ``"`` or ``\\`` is escaped as JSON writes it)."""
     terms: list[str] = ["TRUE"]
     params: list[Any] = []
     if tag is not None:
@@ -234,24 +248,68 @@ def _where(
     elif failed is not None:
         terms.append("failed = ?")
         params.append(failed)
-    for name, value in (("model", model), ("turn", turn)):
+    for name, value in (("model", model), ("turn", turn), ("error_type", error_type)):
         if value is not None:
             terms.append(f"{name} = ?")
             params.append(value)
+    for sql, value in equals:
+        terms.append(f"({sql}) = ?")
+        params.append(value)
+    if q:
+        import orjson
+
+        terms.append("(contains(lower(key), lower(?)) OR contains(lower(result), lower(?)))")
+        params += [q, orjson.dumps(q).decode()[1:-1]]
     return " AND ".join(terms), params
 
 
-def page(con: Any, path: Path, *, after: int, limit: int, **filters: Any) -> list[tuple[Any, ...]]:
-    """``(key, seq, error_type, failed, model, turn, result)`` of up to ``limit`` items with
-    ``seq > after``, in ``seq`` order."""
+SELECTED = "key, seq, error_type, failed, model, turn, result"
+
+
+def page(
+    con: Any,
+    path: Path,
+    *,
+    after: int,
+    limit: int,
+    offset: int = 0,
+    order: str | None = None,
+    descending: bool = False,
+    values: Sequence[str] = (),
+    **filters: Any,
+) -> list[tuple[Any, ...]]:
+    """``(key, seq, error_type, failed, model, turn, result, *values)`` of up to ``limit``
+    items with ``seq > after``, from ``offset``, in ``seq`` order or by the expression
+    ``order`` (nulls last, then ``seq``); ``values``: expressions read for each item shown.
+    Sorted, the page's seqs are found first and only their items read whole."""
     where, params = _where(**filters)
-    return list(
-        con.execute(
-            "SELECT key, seq, error_type, failed, model, turn, result FROM read_parquet(?) "
-            f"WHERE seq > ? AND {where} ORDER BY seq LIMIT ?",
-            [str(path), after, *params, limit],
+    extra = "".join(f", {v}" for v in values)
+    way = "DESC" if descending else "ASC"
+    if order is None and not descending:
+        return list(
+            con.execute(
+                f"SELECT {SELECTED}{extra} FROM read_parquet(?) "
+                f"WHERE seq > ? AND {where} ORDER BY seq LIMIT ? OFFSET ?",
+                [str(path), after, *params, limit, offset],
+            ).fetchall()
+        )
+    by = f"{order} {way} NULLS LAST, seq" if order is not None else f"seq {way}"
+    seqs = [
+        r[0]
+        for r in con.execute(
+            f"SELECT seq FROM read_parquet(?) WHERE seq > ? AND {where} "
+            f"ORDER BY {by} LIMIT ? OFFSET ?",
+            [str(path), after, *params, limit, offset],
         ).fetchall()
-    )
+    ]
+    if not seqs:
+        return []
+    rows = con.execute(
+        f"SELECT {SELECTED}{extra} FROM read_parquet(?) WHERE list_contains(?, seq)",
+        [str(path), seqs],
+    ).fetchall()
+    at = {seq: i for i, seq in enumerate(seqs)}
+    return sorted(rows, key=lambda row: at[row[1]])
 
 
 def count(con: Any, path: Path, *, not_scored: bool = False, **filters: Any) -> int:
@@ -262,6 +320,15 @@ def count(con: Any, path: Path, *, not_scored: bool = False, **filters: Any) -> 
         f"SELECT count(*) FROM read_parquet(?) WHERE {where}", [str(path), *params]
     ).fetchone()
     return int(found[0])
+
+
+def distinct(con: Any, path: Path, sql: str, limit: int) -> list[Any]:
+    """The distinct non-null values of the expression ``sql`` over the items, sorted."""
+    rows = con.execute(
+        f"SELECT DISTINCT {sql} AS v FROM read_parquet(?) WHERE v IS NOT NULL ORDER BY v LIMIT ?",
+        [str(path), limit],
+    ).fetchall()
+    return [r[0] for r in rows]
 
 
 def tag_names(con: Any, path: Path, limit: int) -> list[str]:

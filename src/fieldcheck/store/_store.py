@@ -15,7 +15,8 @@ import socket
 import tempfile
 import threading
 import uuid
-from collections.abc import Iterator, Sequence
+from collections import OrderedDict
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -58,6 +59,8 @@ MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 # another run, and ``runs delete`` acts at once).
 MIN_PREFIX = 4
 ITEM_PAGE = 1000
+MEMO = 256  # counts and filter choices of items files kept (``Store._remember``)
+_FILTERS = ("error_type", "q", "equals")
 SCORED = ("run", "score")  # the kinds of run whose finished items are a file
 _IDENTIFIER = '"'
 
@@ -110,6 +113,7 @@ class Store:
         self.artifacts = artifacts or artifacts_root(self.url)
         self._duckdb: Any = None
         self._duck_lock = threading.Lock()
+        self._memo: OrderedDict[tuple[Any, ...], Any] = OrderedDict()
         self.engine: Engine = _engine(self.url)
         upgrade(self.engine, artifacts)
         self._session = sessionmaker(self.engine, expire_on_commit=False)
@@ -530,30 +534,52 @@ class Store:
         *,
         after: int = -1,
         limit: int = 100,
+        offset: int = 0,
+        order: str | None = None,
+        descending: bool = False,
         failed: bool | None = None,
         tag: str | None = None,
         model: str | None = None,
         turn: int | None = None,
+        **more: Any,
     ) -> list[StoredItem]:
         """Up to ``limit`` items with ``seq > after`` in order (keyset paging: as fast on page
         1000 as on page 1), filtered by the indexed columns. ``tag``: a field of a JSON record
-        or a topic of a slot session; with ``failed`` it means failed on that tag."""
+        or a topic of a slot session; with ``failed`` it means failed on that tag. ``order``
+        (a system's ``ItemColumn`` expression), ``descending`` and ``offset`` page a sorted
+        table; ``more``: ``_parquet.page``'s ``error_type``, ``q``, ``equals`` and ``values``
+        (each item's ``values`` read into its ``shown``)."""
         path = self.items_file(run_id)
+        filters: dict[str, Any] = {"failed": failed, "tag": tag, "model": model, "turn": turn}
         if path is not None:
-            filters = {"failed": failed, "tag": tag, "model": model, "turn": turn}
             with self._duck() as con:
-                rows = _parquet.page(con, path, after=after, limit=limit, **filters)
+                rows = _parquet.page(
+                    con,
+                    path,
+                    after=after,
+                    limit=limit,
+                    offset=offset,
+                    order=order,
+                    descending=descending,
+                    **filters,
+                    **more,
+                )
             # a scored item makes no model call
             return [
-                StoredItem(key, seq, error, 0, 0, 0.0, loads(result), [], failed, model, turn)
-                for key, seq, error, failed, model, turn, result in rows
+                StoredItem(
+                    key, seq, error, 0, 0, 0.0, loads(result), [], failed, model, turn, list(rest)
+                )
+                for key, seq, error, failed, model, turn, result, *rest in rows
             ]
-        if (failed, tag, model, turn) != (None, None, None, None):
+        if any(v is not None for v in filters.values()) or any(more.get(k) for k in _FILTERS):
             return []  # an item in flight is neither failed nor passed, nor tagged yet
         with self._session() as s:
             query = select(JournalRow).where(JournalRow.run_id == run_id)
-            query = query.where(JournalRow.seq > after).order_by(JournalRow.seq).limit(limit)
-            return [_in_flight(row) for row in s.scalars(query)]
+            if descending:
+                query = query.order_by(JournalRow.seq.desc())
+            else:
+                query = query.where(JournalRow.seq > after).order_by(JournalRow.seq)
+            return [_in_flight(row) for row in s.scalars(query.limit(limit).offset(offset))]
 
     def count_items(
         self,
@@ -564,16 +590,22 @@ class Store:
         model: str | None = None,
         turn: int | None = None,
         not_scored: bool = False,
+        **more: Any,
     ) -> int:
-        """How many items ``page_items`` gives with these filters; ``not_scored``: of those,
-        the ones not scored (``failed`` null: an input, judge or call error, no gold), neither
-        failed nor passed (every item in flight)."""
+        """How many items ``page_items`` gives with these filters (``more``: ``error_type``,
+        ``q``, ``equals``); ``not_scored``: of those, the ones not scored (``failed`` null: an
+        input, judge or call error, no gold), neither failed nor passed (every item in flight).
+        Remembered per items file (a search of a million items reads them all once)."""
         path = self.items_file(run_id)
+        filters = {"failed": failed, "tag": tag, "model": model, "turn": turn, **more}
         if path is not None:
-            with self._duck() as con:
-                filters = {"failed": failed, "tag": tag, "model": model, "turn": turn}
-                return _parquet.count(con, path, not_scored=not_scored, **filters)
-        if (failed, tag, model, turn) != (None, None, None, None):
+
+            def counted() -> int:
+                with self._duck() as con:
+                    return _parquet.count(con, path, not_scored=not_scored, **filters)
+
+            return int(self._remember(path, ("count", not_scored, repr(filters)), counted))
+        if any(v for v in filters.values() if v is not None):
             return 0
         with self._session() as s:
             query = select(func.count()).select_from(JournalRow)
@@ -586,9 +618,46 @@ class Store:
         """The distinct tag names of a run (fields or topics), sorted: the filter's choices."""
         path = self.items_file(run_id)
         if path is not None:
-            with self._duck() as con:
-                return _parquet.tag_names(con, path, limit)
+
+            def names() -> list[str]:
+                with self._duck() as con:
+                    return _parquet.tag_names(con, path, limit)
+
+            return list(self._remember(path, ("tags", limit), names))
         return []  # an item in flight is not tagged yet
+
+    def item_values(self, run_id: str, sql: str, *, limit: int = 1000) -> list[Any]:
+        """The distinct values of a run's items' column ``sql`` (an indexed column's name or
+        a system's ``ItemColumn`` expression), sorted: a filter's choices."""
+        path = self.items_file(run_id)
+        if path is None:
+            return []
+
+        def found() -> list[Any]:
+            with self._duck() as con:
+                return _parquet.distinct(con, path, sql, limit)
+
+        return list(self._remember(path, ("values", sql, limit), found))
+
+    def _remember(self, path: Path, key: tuple[Any, ...], compute: Callable[[], Any]) -> Any:
+        """``compute()`` for an items file, kept while the file is unchanged (its first file's
+        size and time, its folder's time: a run scored again writes new files)."""
+        first = path if path.is_file() else path.with_name("items-00000.parquet")
+        try:
+            stat, folder = first.stat(), path.parent.stat()
+        except OSError:
+            return compute()
+        full = (str(path), stat.st_size, stat.st_mtime_ns, folder.st_mtime_ns, *key)
+        with self._duck_lock:
+            if full in self._memo:
+                self._memo.move_to_end(full)
+                return self._memo[full]
+        value = compute()
+        with self._duck_lock:
+            self._memo[full] = value
+            while len(self._memo) > MEMO:
+                self._memo.popitem(last=False)
+        return value
 
     def join_items(
         self, first: str, second: str, *, model: str | None = None
