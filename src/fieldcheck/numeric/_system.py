@@ -183,7 +183,7 @@ class NumericSystem(NumericRuns, Views):
     )
     item_table = (
         ItemColumn("turn", "turn", "turn", "count", filter=True),
-        ItemColumn("question", "question", item_value('$."question"')),
+        ItemColumn("question", "question", item_value('$."question"'), "prose"),
         ItemColumn(
             "expected",
             "expected",

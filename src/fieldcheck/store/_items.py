@@ -34,8 +34,8 @@ class ItemColumn(NamedTuple):
     """One column of a run's item table (the run page, ``GET /api/runs/{id}/items``): ``name``
     sorts and filters by it, ``label`` heads it, ``sql`` reads it (a DuckDB expression over the
     items file's columns, written by a system, never by a user: ``item_value`` reads the item's
-    JSON), ``order`` sorts it (default ``sql``), ``kind`` says how it shows (text, number, count,
-    flag) and ``filter`` whether its values are offered as a filter."""
+    JSON), ``order`` sorts it (default ``sql``), ``kind`` says how it shows (text, prose: a
+    sentence given room, number, count, flag) and ``filter`` whether its values are offered as a filter."""
 
     name: str
     label: str
