@@ -20,7 +20,7 @@ from fieldcheck.api._errors import items_missing as items_missing_text
 from fieldcheck.api._evaluation import client_paths
 from fieldcheck.api.routes.runs import MAX_PAGE, _get, _plots, _public, _render
 from fieldcheck.runs import compare_runs, format_cell, format_count, format_items, format_number
-from fieldcheck.store import ItemColumn, ItemsMissing, RunInfo
+from fieldcheck.store import ERROR, ItemColumn, ItemsMissing, RunInfo
 
 router = APIRouter(
     prefix="/api/runs", tags=["runs"], route_class=CheckedBodyRoute, responses=error_responses()
@@ -88,7 +88,8 @@ def items_view(
     their choices and values, the items (each with its ``values`` in column order and its page's
     ``href``), the total that match, ``next_after`` (keyset, in seq order) and ``next_offset``.
     ApiError 422 naming the parameter for a sort or filter the run's table has not."""
-    columns = _columns(run)
+    errors = ctx.store.item_values(run.id, "error_type", limit=CHOICES)
+    columns = tuple(c for c in _columns(run) if errors or c != ERROR)  # none: no error column
     sorts = _sorts(run)
     if sort not in sorts:
         raise ApiError(422, f"sort: one of {', '.join(sorts)} (got {sort!r})", field="sort")
@@ -135,7 +136,7 @@ def items_view(
         "order": order,
         "columns": [{"name": "key", "label": "key", "kind": "key"}]
         + [{"name": c.name, "label": c.label, "kind": c.kind} for c in columns],
-        "filters": _filters(ctx, run, columns, where, asked),
+        "filters": _filters(ctx, run, columns, where, asked, errors),
         "items": shown,
         "total": total,
         "limit": limit,
@@ -151,6 +152,7 @@ def _filters(
     columns: tuple[ItemColumn, ...],
     where: dict[str, Any],
     asked: dict[str, Any],
+    errors: list[Any],
 ) -> list[dict[str, Any]]:
     """The table's filters with their choices and values: failed, the system's tag (field,
     topic), model (a run of several), its filter columns (turn, failure mode) and error type
@@ -185,7 +187,6 @@ def _filters(
             found.append(
                 {"name": c.name, "label": c.label, "value": value, "choices": _choices(values)}
             )
-    errors = ctx.store.item_values(run.id, "error_type", limit=CHOICES)
     if errors:
         found.append(
             {
