@@ -275,3 +275,46 @@ def test_a_sort_or_filter_the_run_has_not_is_422_naming_it(
     ):
         response = http.get(url, params=params)
         assert response.status_code == 422 and response.json()["field"] == field, params
+
+
+def test_a_model_runs_items_are_searched_in_their_calls_too(
+    serve: Callable[..., LiveServer], tmp_path: Path, chat_server: Callable[..., Any]
+) -> None:
+    """A ``json run`` against the chat server: its items keep the call (prompt, raw reply), so
+    the search finds a word of the reply; failed and sorted as a batch's items are."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from fieldcheck._cli.main import app
+
+    truth = {f"d{i}": {"name": f"N{i}", "city": "Oslo"} for i in range(5)}
+
+    def reply(body: dict[str, Any]) -> str:
+        key = next(k for k in truth if f"doc {k}." in body["messages"][-1]["content"])
+        city = "Quokkaville" if key == "d3" else "Oslo"  # d3 fails on city
+        return json.dumps({"name": truth[key]["name"], "city": city})
+
+    server = chat_server(reply)
+    data = tmp_path / "docs.jsonl"
+    data.write_text(
+        "".join(
+            json.dumps({"id": k, "document": f"doc {k}.", "ground_truth": v}) + "\n"
+            for k, v in truth.items()
+        )
+    )
+    url = f"sqlite:///{tmp_path / 'api.sqlite3'}"
+    args = ["json", "run", str(data), "--base-url", server.base_url, "--model", "m"]
+    args += ["--out", str(tmp_path / "out"), "--no-progress", "--bootstrap", "20"]
+    result = CliRunner().invoke(app, args, env={"FIELDCHECK_DATABASE_URL": url})
+    assert result.exit_code == 0, result.output
+    store = Store(url)
+    [run] = store.list_runs()
+    store.close()
+    live = serve()
+    with httpx.Client(base_url=live.base_url, timeout=60) as http:
+        found = every(http, run, q="QUOKKA")
+        assert keys(found) == ["d3"] and "Quokkaville" in str(found[0]["result"]["call"])
+        assert keys(every(http, run, failed="true")) == ["d3"]
+        worst = every(http, run, sort="rqs")
+        assert keys(worst)[0] == "d3" and keys(worst)[1:] == ["d0", "d1", "d2", "d4"]
