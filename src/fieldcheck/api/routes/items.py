@@ -158,45 +158,26 @@ def _filters(
     topic), model (a run of several), its filter columns (turn, failure mode) and error type
     (where any item has one)."""
     kind = core.find(run.system)
-    found = [
-        {
-            "name": "failed",
-            "label": "failed",
-            "value": where["failed"],
-            "choices": [{"value": True, "label": "failed"}, {"value": False, "label": "passed"}],
-        }
-    ]
-    tag = kind.item_tag if kind else None
-    if tag is not None:
-        names = ctx.store.item_tags(run.id, limit=CHOICES)
-        found.append({"name": tag, "label": tag, "value": where["tag"], "choices": _choices(names)})
+    flags = [{"value": True, "label": "failed"}, {"value": False, "label": "passed"}]
+    found = [{"name": "failed", "label": "failed", "value": where["failed"], "choices": flags}]
+    if kind is not None and kind.item_tag is not None:
+        tags = ctx.store.item_tags(run.id, limit=CHOICES)
+        found.append(_filter(kind.item_tag, kind.item_tag, where["tag"], tags))
     models = ctx.store.item_values(run.id, "model", limit=CHOICES)
     if len(models) > 1:
-        found.append(
-            {
-                "name": "model",
-                "label": "model",
-                "value": where["model"],
-                "choices": _choices(models),
-            }
-        )
+        found.append(_filter("model", "model", where["model"], models))
     for c in columns:
         if c.filter:
             value = where["turn"] if c.name == "turn" else asked.get(c.name)
             values = ctx.store.item_values(run.id, c.sql, limit=CHOICES)
-            found.append(
-                {"name": c.name, "label": c.label, "value": value, "choices": _choices(values)}
-            )
+            found.append(_filter(c.name, c.label, value, values))
     if errors:
-        found.append(
-            {
-                "name": "error_type",
-                "label": "error type",
-                "value": where["error_type"],
-                "choices": _choices(errors),
-            }
-        )
+        found.append(_filter("error_type", "error type", where["error_type"], errors))
     return found
+
+
+def _filter(name: str, label: str, value: Any, choices: list[Any]) -> dict[str, Any]:
+    return {"name": name, "label": label, "value": value, "choices": _choices(choices)}
 
 
 FailedQ = Annotated[bool | None, Query(description="Only failed items (true) or only passed.")]
@@ -277,47 +258,33 @@ def list_items(
 
 
 # the page ---------------------------------------------------------------------------------
-def _text(value: str | None) -> str | None:
-    return value or None
-
-
 @pages.get("/runs/{run_id}")
-def run_page(
-    request: Request,
-    ctx: Context,
-    run_id: str,
-    q: Annotated[str | None, Query(max_length=200)] = None,
-    sort: Annotated[str, Query(max_length=64)] = "seq",
-    order: Annotated[str, Query(max_length=4)] = "asc",
-    failed: Annotated[str | None, Query(max_length=8)] = None,
-    tag: Annotated[str | None, Query(max_length=512)] = None,
-    field: Annotated[str | None, Query(max_length=512)] = None,
-    topic: Annotated[str | None, Query(max_length=512)] = None,
-    model: Annotated[str | None, Query(max_length=255)] = None,
-    turn: Annotated[str | None, Query(max_length=8)] = None,
-    error_type: Annotated[str | None, Query(max_length=64)] = None,
-    failure_mode: Annotated[str | None, Query(max_length=64)] = None,
-    after: AfterQ = -1,
-    offset: OffsetQ = 0,
-) -> HTMLResponse:
-    """The run page: ``run_view`` and ``items_view`` rendered (a filter value the page cannot
-    read is left out, as a form leaves it empty)."""
+def run_page(request: Request, ctx: Context, run_id: str) -> HTMLResponse:
+    """The run page: ``run_view`` and ``items_view`` of its query rendered (a value the page
+    cannot read is left out, as a form leaves it empty; ``tag`` is the old page's field or
+    topic)."""
     try:
         run = _get(ctx, run_id)
     except ApiError as exc:
         return _render(ctx, request, "run.html", 404, run=None, error=exc.message)
+    given = {k: v[:512] for k, v in request.query_params.items() if v}
+
+    def number(name: str, default: int) -> int:
+        text = given.get(name, "")
+        return min(int(text), 10_000_000) if text.isdecimal() else default
+
     asked: dict[str, Any] = {
-        "q": _text(q),
-        "sort": sort,
-        "order": "desc" if order == "desc" else "asc",
-        "failed": {"true": True, "1": True, "false": False}.get(failed or ""),
-        "tag": _text(field) or _text(topic) or _text(tag),
-        "model": _text(model),
-        "turn": int(turn) if turn and turn.isdigit() else None,
-        "error_type": _text(error_type),
-        "failure_mode": _text(failure_mode),
-        "after": after,
-        "offset": offset,
+        "q": given.get("q", "")[:200] or None,
+        "sort": given.get("sort", "seq"),
+        "order": "desc" if given.get("order") == "desc" else "asc",
+        "failed": {"true": True, "1": True, "false": False}.get(given.get("failed", "")),
+        "tag": given.get("field") or given.get("topic") or given.get("tag"),
+        "model": given.get("model"),
+        "turn": int(given["turn"][:6]) if given.get("turn", "").isdecimal() else None,
+        "error_type": given.get("error_type"),
+        "failure_mode": given.get("failure_mode"),
+        "after": number("after", -1),
+        "offset": number("offset", 0),
     }
     status, items, items_error = 200, None, None
     try:
@@ -334,19 +301,15 @@ def run_page(
         status, items_error, data = exc.status, exc.message, run_view(ctx, run)
     root = ctx.settings.data_root  # its paths as the client names them (``client_paths``)
     data.update(client_paths({"inputs": run.inputs, "out_dir": run.out_dir}, root))
+    links = _links(run.id, items) if items else {}
     return _render(
         ctx,
         request,
         "run.html",
         status,
-        run=data,
-        items=items,
-        links=_links(run.id, items) if items else {},
-        error=None,
-        items_error=items_error,
-        table=data["table"],
-        cell=format_cell,
-        number=format_number,
+        **{"run": data, "items": items, "links": links, "error": None},
+        **{"items_error": items_error, "table": data["table"]},
+        **{"cell": format_cell, "number": format_number},
     )
 
 
