@@ -627,7 +627,7 @@ class Store:
                     return _parquet.count(con, path, not_scored=not_scored, **filters)
 
             return int(self._remember(path, ("count", not_scored, repr(filters)), counted))
-        if any(v for v in filters.values() if v is not None):
+        if any(v is not None and v != () for v in filters.values()):  # equals: ()
             return 0
         with self._session() as s:
             query = select(func.count()).select_from(JournalRow)
