@@ -29,7 +29,7 @@ from fieldcheck.numeric._stream import (
     stored_cell,
 )
 from fieldcheck.reports import RunFolder, Scored, Views
-from fieldcheck.store import ERROR, ItemColumn, ItemColumns, item_value
+from fieldcheck.store import ERROR, FAILED, ItemColumn, ItemColumns, item_value
 
 if TYPE_CHECKING:
     from fieldcheck.store import RunRecorder
@@ -203,6 +203,7 @@ class NumericSystem(NumericRuns, Views):
             "flag",
         ),
         ItemColumn("failure_mode", "failure mode", item_value('$."failure_mode"'), filter=True),
+        FAILED,  # not a numerical match, or not scored (no gold, a call error)
         ERROR,
     )
 
