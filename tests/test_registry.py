@@ -45,7 +45,6 @@ class LabelSystem(Views):
     headline = ("accuracy",)
     breakdowns = (("Accuracy by label", "label", _per_label),)
     export_columns = (("gold", '$."gold"', "VARCHAR"), ("predicted", '$."predicted"', "VARCHAR"))
-    summary_keys = ("gold", "predicted")
 
     def item_columns(self, item: Mapping[str, Any]) -> ItemColumns:
         right = item["right"] if "right" in item else item["gold"] == item["predicted"]

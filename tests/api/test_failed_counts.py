@@ -88,7 +88,7 @@ def _everywhere(serve: Serve, tmp_path: Path, run_id: str) -> dict[str, Any]:
         on_page = re.search(r"items \((\d+) failed, (\d+) not scored\)", page)
         assert on_page, page
         counts["page"] = (int(on_page.group(1)), int(on_page.group(2)))
-        counts["page rows"] = page.count("<td>not scored</td>")
+        counts["page rows"] = len(re.findall(r'data-column="failed"[^>]*>not scored</td>', page))
         counts["failed keys"] = {i["key"] for i in failed["items"]}
     return counts
 

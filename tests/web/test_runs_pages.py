@@ -49,10 +49,11 @@ def test_open_a_run_filter_its_items_and_compare_two(
     assert "0.8333" in page.locator("#metrics").inner_text()
     assert page.locator("#plots img").count() >= 1
     assert "system" in page.locator("#signature").inner_text()
-    page.check("#filter-failed")
-    page.select_option("#filter-tag", HOSTILE)
-    page.click("#apply-filter")
-    assert page.locator("#items-count").inner_text() == "1 item(s) match"
+    with page.expect_navigation():  # a filter's choice applies at once
+        page.select_option("#filter-failed", "true")
+    with page.expect_navigation():
+        page.select_option("#filter-field", HOSTILE)
+    assert page.locator("#items-count").inner_text() == "1 item(s) match · showing 1–1"
     assert [
         k
         for k in page.locator("#items tbody tr").evaluate_all(
@@ -84,9 +85,9 @@ def test_slot_compare_heatmap_and_paired_p_values(
     assert page.locator("#paired tbody tr").count() == 1
     shot(page, tmp_path, "compare-slots")
     page.goto(f"/runs/{s.id}")
-    page.select_option("#filter-item-model", "b")
-    page.click("#apply-filter")
-    assert page.locator("#items-count").inner_text() == "2 item(s) match"
+    with page.expect_navigation():
+        page.select_option("#filter-model", "b")
+    assert page.locator("#items-count").inner_text() == "2 item(s) match · showing 1–2"
     page.goto("/runs/compare?ids=nope")
     assert "no run 'nope'" in page.locator("[data-testid=compare-error]").inner_text()
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from fieldcheck.reports import RunFolder, Scored
-from fieldcheck.store import ItemColumns
+from fieldcheck.store import ItemColumn, ItemColumns
 
 if TYPE_CHECKING:
     from fieldcheck._util.executor import Executor
@@ -79,8 +79,16 @@ class System(Protocol):
         """Paired tests a run stored between its own models (slots' paired F1), else ()."""
         ...
 
-    def item_summary(self, result: Mapping[str, Any]) -> list[tuple[str, Any]]:
-        """The few values of a stored item shown in its row of the run page."""
+    @property
+    def item_table(self) -> tuple[ItemColumn, ...]:
+        """The columns of its run page's item table after the key, read from the stored items
+        (``store.item_value``): the table sorts by them, filters by those marked ``filter``."""
+        ...
+
+    @property
+    def item_tag(self) -> str | None:
+        """What its items' tags are called (a record's ``field``, a session's ``topic``): the
+        item table's tag filter; None where its items have none."""
         ...
 
     def export_row(self, result: Mapping[str, Any]) -> list[Any]:

@@ -22,7 +22,7 @@ from fieldcheck.jsoneval._story import json_story
 from fieldcheck.jsoneval._stream import CHUNK_LINES, SCORES, BatchReader, Failed, Item
 from fieldcheck.metrics import RqsWeights, wildcard_path
 from fieldcheck.reports import RunFolder, Scored, Views
-from fieldcheck.store import ItemColumns, add_tag
+from fieldcheck.store import ERROR, FAILED, ItemColumn, ItemColumns, add_tag, item_value
 
 if TYPE_CHECKING:
     from fieldcheck.store import RunRecorder
@@ -127,16 +127,27 @@ class JsonSystem(JsonRuns, Views):
         *((name, f'$."{name}"', "DOUBLE") for name in SCORES),
         ("output_kind", '$."output_kind"', "VARCHAR"),
     )
-    summary_keys = ("completeness", "accuracy", "rqs")
+    item_tag = "field"
+    item_table = (
+        FAILED,
+        ItemColumn("rqs", "RQS", item_value('$."rqs"', "DOUBLE"), "number"),
+        ItemColumn("accuracy", "accuracy", item_value('$."accuracy"', "DOUBLE"), "number"),
+        ItemColumn(
+            "completeness", "completeness", item_value('$."completeness"', "DOUBLE"), "number"
+        ),
+        # the fields it failed on (``item_columns``' failed tags), sorted by how many
+        ItemColumn(
+            "fields_wrong",
+            "fields wrong",
+            "NULLIF(array_to_string(list_sort(failed_tags), ', '), '')",
+            order="len(failed_tags)",
+        ),
+        ERROR,
+    )
     scores_replies_in_pool = True  # core.run: a large run's chunks go to a pool warmed meanwhile
 
     def estimate(self, metrics: Mapping[str, Any], name: str) -> Any:
         return (metrics.get("means") or {}).get(name)
-
-    def item_summary(self, result: Mapping[str, Any]) -> list[tuple[str, Any]]:
-        if "error" in result:
-            return [("error", (result["error"] or {}).get("message"))]
-        return super().item_summary(result)
 
     def item_story(
         self,

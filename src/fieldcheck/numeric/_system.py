@@ -38,7 +38,7 @@ from fieldcheck.numeric._stream import (
     stored_cell,
 )
 from fieldcheck.reports import RunFolder, Scored, Views
-from fieldcheck.store import ItemColumns
+from fieldcheck.store import ERROR, FAILED, ItemColumn, ItemColumns, item_value
 
 if TYPE_CHECKING:
     from fieldcheck.store import RunRecorder
@@ -211,7 +211,31 @@ class NumericSystem(NumericRuns, Views):
         ("numerical_match", '$."numerical_match"', "BOOLEAN"),
         ("failure_mode", '$."failure_mode"', "VARCHAR"),
     )
-    summary_keys = ("question", "expected_answer", "predicted_answer")
+    item_table = (
+        ItemColumn("turn", "turn", "turn", "count", filter=True),
+        ItemColumn("question", "question", item_value('$."question"'), "prose"),
+        ItemColumn(
+            "expected",
+            "expected",
+            item_value('$."expected_answer"'),
+            order=item_value('$."expected_answer"', "DOUBLE"),
+        ),
+        ItemColumn(
+            "parsed",
+            "parsed",
+            item_value('$."parsed_answer"'),
+            order=item_value('$."parsed_answer"', "DOUBLE"),
+        ),
+        ItemColumn(
+            "numerical_match",
+            "numerical match",
+            item_value('$."numerical_match"', "BOOLEAN"),
+            "flag",
+        ),
+        ItemColumn("failure_mode", "failure mode", item_value('$."failure_mode"'), filter=True),
+        FAILED,  # not a numerical match, or not scored (no gold, a call error)
+        ERROR,
+    )
 
     def interval(self, intervals: Mapping[str, Any], name: str) -> Any:
         return (intervals.get("overall") or {}).get(name)

@@ -25,6 +25,7 @@ from fieldcheck._util.executor import pid_alive
 from fieldcheck._util.jsonio import dumps
 from fieldcheck._util.paths import safe_filename
 from fieldcheck._version import __version__
+from fieldcheck.store import FAILED, ItemColumn, item_value
 
 PARTIAL = ".fieldcheck-partial"
 RUN_JSON = "run.json"
@@ -151,12 +152,12 @@ class Scored:
 class Views:
     """The defaults of ``core.System``'s view methods, which a system overrides where its
     stored metrics differ: one column per run, headline metrics and their intervals at the top
-    of its metrics, latency under ``latency_key``, the ``summary_keys`` of an item, no paired
+    of its metrics, latency under ``latency_key``, its export columns as its item table, no paired
     tests."""
 
     export_columns: tuple[tuple[str, str, str], ...] = ()
     latency_key = "latency_s"
-    summary_keys: tuple[str, ...] = ()
+    item_tag: str | None = None
 
     def columns(
         self, model: str, metrics: Mapping[str, Any], intervals: Mapping[str, Any]
@@ -176,8 +177,9 @@ class Views:
     def paired(self, metrics: Mapping[str, Any]) -> list[Mapping[str, Any]]:
         return []
 
-    def item_summary(self, result: Mapping[str, Any]) -> list[tuple[str, Any]]:
-        return [(k, result.get(k)) for k in self.summary_keys]
+    @property
+    def item_table(self) -> tuple[ItemColumn, ...]:
+        return (FAILED, *(ItemColumn(n, n, item_value(p, t)) for n, p, t in self.export_columns))
 
     def export_row(self, result: Mapping[str, Any]) -> list[Any]:
         return [result.get(name) for name, _, _ in self.export_columns]

@@ -46,7 +46,7 @@ from fieldcheck.slots._stream import (
     SlotInput,
     partitioned,
 )
-from fieldcheck.store import ItemColumns
+from fieldcheck.store import ERROR, FAILED, ItemColumn, ItemColumns, item_value
 
 if TYPE_CHECKING:
     from fieldcheck.matchers import Matcher
@@ -57,6 +57,9 @@ _Write = Callable[["RunRecorder"], tuple[Any, Any]]
 """``core.Write``: stores the run's items, returns its (metrics, intervals)."""
 
 _COUNTS = ("tp", "fp", "fn")
+_TP, _FP, _FN = (item_value(f'$.counts."{name}"', "BIGINT") for name in _COUNTS)
+# a session's F1 (spec: 2TP / (2TP + FP + FN)); none for a session of no slot either side
+_F1 = f"CASE WHEN 2 * {_TP} + {_FP} + {_FN} > 0 THEN 2.0 * {_TP} / (2 * {_TP} + {_FP} + {_FN}) END"
 _OPTIONS = {"gold": "--gold", "pred": "--pred", "latency": "--latency", "judge": "--judge"}
 _KINDS = {
     "gold": "slot-lines",
@@ -259,6 +262,17 @@ class SlotsSystem(SlotsRuns, Views):
         ("not_scored", '$."not_scored"', "VARCHAR"),
     )
     latency_key = "latency"
+    item_tag = "topic"
+    item_table = (
+        ItemColumn("model", "model", "model"),
+        ItemColumn("user", "user", item_value('$."user"')),
+        ItemColumn("session", "session", item_value('$."session"', "BIGINT"), "count"),
+        ItemColumn("f1", "F1", _F1, "number"),
+        ItemColumn("hallucinated", "hallucinated", _FP, "count"),  # spec: extra slots (FP)
+        ItemColumn("missed", "missed", _FN, "count"),
+        FAILED,
+        ERROR,
+    )
 
     def columns(
         self, model: str, metrics: Mapping[str, Any], intervals: Mapping[str, Any]
@@ -268,12 +282,6 @@ class SlotsSystem(SlotsRuns, Views):
 
     def paired(self, metrics: Mapping[str, Any]) -> list[Mapping[str, Any]]:
         return list(metrics.get("paired_f1") or [])
-
-    def item_summary(self, result: Mapping[str, Any]) -> list[tuple[str, Any]]:
-        if result.get("not_scored"):
-            return [("not scored", result["not_scored"])]
-        counts = result.get("counts") or {}
-        return [(k, counts.get(k)) for k in _COUNTS]
 
     def export_row(self, result: Mapping[str, Any]) -> list[Any]:
         counts = result.get("counts") or {}

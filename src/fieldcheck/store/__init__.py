@@ -15,10 +15,14 @@ from fieldcheck._util.lazy import typed_lazy_names
 if TYPE_CHECKING:  # the names as type checkers and editors see them
     from fieldcheck._util.digest import sha256_file
     from fieldcheck.store._items import (
+        ERROR,
+        FAILED,
         MODEL_CHARS,
         TAG_CHARS,
+        ItemColumn,
         ItemColumns,
         add_tag,
+        item_value,
     )
     from fieldcheck.store._parquet import spliced
     from fieldcheck.store._recorder import RunRecorder

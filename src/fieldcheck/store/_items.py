@@ -30,6 +30,32 @@ class ItemColumns(NamedTuple):
     tags: Mapping[str, bool] = MappingProxyType({})
 
 
+class ItemColumn(NamedTuple):
+    """One column of a run's item table (the run page, ``GET /api/runs/{id}/items``): ``name``
+    sorts and filters by it, ``label`` heads it, ``sql`` reads it (a DuckDB expression over the
+    items file's columns, written by a system, never by a user: ``item_value`` reads the item's
+    JSON), ``order`` sorts it (default ``sql``), ``kind`` says how it shows (text, prose: a
+    sentence given room, number, count, flag) and ``filter`` whether its values are offered as a filter."""
+
+    name: str
+    label: str
+    sql: str
+    kind: str = "text"
+    order: str | None = None
+    filter: bool = False
+
+
+def item_value(path: str, kind: str = "VARCHAR") -> str:
+    """The DuckDB expression of the value at JSON ``path`` of a stored item as ``kind`` (null
+    where absent or of another type)."""
+    quoted = "'" + path.replace("'", "''") + "'"
+    return f"TRY_CAST(json_extract_string(result, {quoted}) AS {kind})"
+
+
+FAILED = ItemColumn("failed", "failed", "failed", "flag")
+ERROR = ItemColumn("error_type", "error", "error_type")
+
+
 def add_tag(tags: dict[str, bool], name: str, failed: bool) -> None:
     """Tag ``name`` (cut to ``TAG_CHARS``), failed when any of its items' parts failed."""
     name = name[:TAG_CHARS]

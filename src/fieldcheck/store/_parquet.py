@@ -270,10 +270,24 @@ def remove(folder: Path) -> None:
         folder.rmdir()
 
 
+Equals = tuple[tuple[str, Any], ...]
+"""Conditions ``sql = value``: ``sql`` a system's column expression (``ItemColumn.sql``), the
+value a bound parameter."""
+
+
 def _where(
-    *, failed: bool | None, tag: str | None, model: str | None, turn: int | None
+    *,
+    failed: bool | None = None,
+    tag: str | None = None,
+    model: str | None = None,
+    turn: int | None = None,
+    error_type: str | None = None,
+    q: str | None = None,
+    equals: Equals = (),
 ) -> tuple[str, list[Any]]:
-    """The filters of ``Store.page_items`` as a DuckDB condition and its parameters."""
+    """The filters of ``Store.page_items`` as a DuckDB condition and its parameters (user text
+    is only ever a parameter). ``q``: a case-insensitive substring of the key or of the item's
+    JSON text (where a ``"`` or ``\\`` is escaped as JSON writes it)."""
     terms: list[str] = ["TRUE"]
     params: list[Any] = []
     if tag is not None:
@@ -285,22 +299,51 @@ def _where(
     elif failed is not None:
         terms.append("failed = ?")
         params.append(failed)
-    for name, value in (("model", model), ("turn", turn)):
+    for name, value in (("model", model), ("turn", turn), ("error_type", error_type)):
         if value is not None:
             terms.append(f"{name} = ?")
             params.append(value)
+    for sql, value in equals:
+        terms.append(f"({sql}) = ?")
+        params.append(value)
+    if q:
+        import orjson
+
+        # RE2's case-insensitive match of the text as a literal: 2.7x as fast as contains()
+        # of lower() at 1M items (no lowered copy of each item's JSON)
+        terms.append("(regexp_matches(key, ?) OR regexp_matches(result, ?))")
+        params += [_literal(q), _literal(orjson.dumps(q).decode()[1:-1])]
     return " AND ".join(terms), params
 
 
-def page(con: Any, path: Path, *, after: int, limit: int, **filters: Any) -> list[tuple[Any, ...]]:
-    """``(key, seq, error_type, failed, model, turn, result)`` of up to ``limit`` items with
-    ``seq > after``, in ``seq`` order."""
+def _literal(text: str) -> str:
+    """An RE2 pattern matching ``text`` ignoring case, every other character escaped."""
+    return "(?i)" + "".join(c if c.isalnum() else f"\\x{{{ord(c):x}}}" for c in text)
+
+
+SELECTED = "key, seq, error_type, failed, model, turn, result"
+
+
+def page(
+    con: Any,
+    path: Path,
+    *,
+    after: int,
+    limit: int,
+    offset: int = 0,
+    values: Sequence[str] = (),
+    **filters: Any,
+) -> list[tuple[Any, ...]]:
+    """``(key, seq, error_type, failed, model, turn, result, *values)`` of up to ``limit``
+    items with ``seq > after``, from ``offset``, in ``seq`` order; ``values``: expressions read
+    for each item shown (above the limit: of the page's items alone)."""
     where, params = _where(**filters)
+    extra = "".join(f", {v}" for v in values)
     return list(
         con.execute(
-            "SELECT key, seq, error_type, failed, model, turn, result FROM read_parquet(?) "
-            f"WHERE seq > ? AND {where} ORDER BY seq LIMIT ?",
-            [str(path), after, *params, limit],
+            f"SELECT {SELECTED}{extra} FROM (SELECT * FROM read_parquet(?) "
+            f"WHERE seq > ? AND {where} ORDER BY seq LIMIT ? OFFSET ?) ORDER BY seq",
+            [str(path), after, *params, limit, offset],
         ).fetchall()
     )
 
@@ -316,6 +359,36 @@ def find(con: Any, path: Path, keys: list[str], model: str | None) -> list[tuple
     )
 
 
+def sorted_seqs(
+    con: Any, path: Path, *, order: str, descending: bool, after: int = -1, **filters: Any
+) -> Any:
+    """The seqs of the items ``page``'s filters keep, sorted by the expression ``order``
+    (nulls last, then ``seq``), as a NumPy array: a sorted table's pages are slices of it."""
+    where, params = _where(**filters)
+    way = "DESC" if descending else "ASC"
+    found = con.execute(
+        f"SELECT seq FROM read_parquet(?) WHERE seq > ? AND {where} "
+        f"ORDER BY {order} {way} NULLS LAST, seq",
+        [str(path), after, *params],
+    ).fetchnumpy()
+    return found["seq"]
+
+
+def rows_of(
+    con: Any, path: Path, seqs: Sequence[int], values: Sequence[str] = ()
+) -> list[tuple[Any, ...]]:
+    """``page``'s rows of the items ``seqs``, in that order (only they are read whole)."""
+    if not seqs:
+        return []
+    extra = "".join(f", {v}" for v in values)
+    rows = con.execute(
+        f"SELECT {SELECTED}{extra} FROM read_parquet(?) WHERE list_contains(?, seq)",
+        [str(path), list(seqs)],
+    ).fetchall()
+    at = {seq: i for i, seq in enumerate(seqs)}
+    return sorted(rows, key=lambda row: at[row[1]])
+
+
 def count(con: Any, path: Path, *, not_scored: bool = False, **filters: Any) -> int:
     where, params = _where(**filters)
     if not_scored:
@@ -324,6 +397,15 @@ def count(con: Any, path: Path, *, not_scored: bool = False, **filters: Any) -> 
         f"SELECT count(*) FROM read_parquet(?) WHERE {where}", [str(path), *params]
     ).fetchone()
     return int(found[0])
+
+
+def distinct(con: Any, path: Path, sql: str, limit: int) -> list[Any]:
+    """The distinct non-null values of the expression ``sql`` over the items, sorted."""
+    rows = con.execute(
+        f"SELECT DISTINCT {sql} AS v FROM read_parquet(?) WHERE v IS NOT NULL ORDER BY v LIMIT ?",
+        [str(path), limit],
+    ).fetchall()
+    return [r[0] for r in rows]
 
 
 def tag_names(con: Any, path: Path, limit: int) -> list[str]:

@@ -144,6 +144,7 @@ class StoredItem:
     failed: bool | None = None
     model: str | None = None
     turn: int | None = None
+    shown: list[Any] = field(default_factory=list)  # the values of a page's item columns
 
     def public_dict(self) -> dict[str, Any]:
         """A scored item as JSON (export and API): its key, order, indexed columns, result."""

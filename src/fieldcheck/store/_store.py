@@ -16,7 +16,8 @@ import socket
 import tempfile
 import threading
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections import OrderedDict
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -60,6 +61,9 @@ MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 # another run, and ``runs delete`` acts at once).
 MIN_PREFIX = 4
 ITEM_PAGE = 1000
+MEMO = 256  # counts and filter choices of items files kept (``Store._remember``)
+SORTED = 4  # sorted tables' seqs kept (8 MB each at a million items)
+_FILTERS = ("error_type", "q", "equals")
 SCORED = ("run", "score")  # the kinds of run whose finished items are a file
 _IDENTIFIER = '"'
 
@@ -112,6 +116,8 @@ class Store:
         self.artifacts = artifacts or artifacts_root(self.url)
         self._duckdb: Any = None
         self._duck_lock = threading.Lock()
+        self._memo: OrderedDict[tuple[Any, ...], Any] = OrderedDict()
+        self._sorted: OrderedDict[tuple[Any, ...], Any] = OrderedDict()  # seqs of sorted tables
         self.engine: Engine = _engine(self.url)
         upgrade(self.engine, artifacts)
         self._session = sessionmaker(self.engine, expire_on_commit=False)
@@ -565,30 +571,72 @@ class Store:
         *,
         after: int = -1,
         limit: int = 100,
+        offset: int = 0,
+        order: str | None = None,
+        descending: bool = False,
         failed: bool | None = None,
         tag: str | None = None,
         model: str | None = None,
         turn: int | None = None,
+        **more: Any,
     ) -> list[StoredItem]:
         """Up to ``limit`` items with ``seq > after`` in order (keyset paging: as fast on page
         1000 as on page 1), filtered by the indexed columns. ``tag``: a field of a JSON record
-        or a topic of a slot session; with ``failed`` it means failed on that tag."""
+        or a topic of a slot session; with ``failed`` it means failed on that tag. ``order``
+        (a system's ``ItemColumn`` expression), ``descending`` and ``offset`` page a sorted
+        table; ``more``: ``_parquet.page``'s ``error_type``, ``q``, ``equals`` and ``values``
+        (each item's ``values`` read into its ``shown``)."""
         path = self.items_file(run_id)
+        filters: dict[str, Any] = {"failed": failed, "tag": tag, "model": model, "turn": turn}
         if path is not None:
-            filters = {"failed": failed, "tag": tag, "model": model, "turn": turn}
-            with self._duck() as con:
-                rows = _parquet.page(con, path, after=after, limit=limit, **filters)
+            values = more.pop("values", ())
+            if order is None and not descending:
+                with self._duck() as con:
+                    rows = _parquet.page(
+                        con,
+                        path,
+                        after=after,
+                        limit=limit,
+                        offset=offset,
+                        values=values,
+                        **filters,
+                        **more,
+                    )
+            else:
+
+                def ordered() -> Any:
+                    with self._duck() as con:
+                        return _parquet.sorted_seqs(
+                            con,
+                            path,
+                            order=order or "seq",
+                            descending=descending,
+                            after=after,
+                            **filters,
+                            **more,
+                        )
+
+                sort_key = ("sorted", order, descending, after, repr(filters), repr(more))
+                seqs = self._remember(path, sort_key, ordered, self._sorted, SORTED)
+                with self._duck() as con:
+                    page = [int(s) for s in seqs[offset : offset + limit]]
+                    rows = _parquet.rows_of(con, path, page, values)
             # a scored item makes no model call
             return [
-                StoredItem(key, seq, error, 0, 0, 0.0, loads(result), [], failed, model, turn)
-                for key, seq, error, failed, model, turn, result in rows
+                StoredItem(
+                    key, seq, error, 0, 0, 0.0, loads(result), [], failed, model, turn, list(rest)
+                )
+                for key, seq, error, failed, model, turn, result, *rest in rows
             ]
-        if (failed, tag, model, turn) != (None, None, None, None):
+        if any(v is not None for v in filters.values()) or any(more.get(k) for k in _FILTERS):
             return []  # an item in flight is neither failed nor passed, nor tagged yet
         with self._session() as s:
             query = select(JournalRow).where(JournalRow.run_id == run_id)
-            query = query.where(JournalRow.seq > after).order_by(JournalRow.seq).limit(limit)
-            return [_in_flight(row) for row in s.scalars(query)]
+            if descending:
+                query = query.order_by(JournalRow.seq.desc())
+            else:
+                query = query.where(JournalRow.seq > after).order_by(JournalRow.seq)
+            return [_in_flight(row) for row in s.scalars(query.limit(limit).offset(offset))]
 
     def count_items(
         self,
@@ -599,16 +647,22 @@ class Store:
         model: str | None = None,
         turn: int | None = None,
         not_scored: bool = False,
+        **more: Any,
     ) -> int:
-        """How many items ``page_items`` gives with these filters; ``not_scored``: of those,
-        the ones not scored (``failed`` null: an input, judge or call error, no gold), neither
-        failed nor passed (every item in flight)."""
+        """How many items ``page_items`` gives with these filters (``more``: ``error_type``,
+        ``q``, ``equals``); ``not_scored``: of those, the ones not scored (``failed`` null: an
+        input, judge or call error, no gold), neither failed nor passed (every item in flight).
+        Remembered per items file (a search of a million items reads them all once)."""
         path = self.items_file(run_id)
+        filters = {"failed": failed, "tag": tag, "model": model, "turn": turn, **more}
         if path is not None:
-            with self._duck() as con:
-                filters = {"failed": failed, "tag": tag, "model": model, "turn": turn}
-                return _parquet.count(con, path, not_scored=not_scored, **filters)
-        if (failed, tag, model, turn) != (None, None, None, None):
+
+            def counted() -> int:
+                with self._duck() as con:
+                    return _parquet.count(con, path, not_scored=not_scored, **filters)
+
+            return int(self._remember(path, ("count", not_scored, repr(filters)), counted))
+        if any(v is not None and v != () for v in filters.values()):  # equals: ()
             return 0
         with self._session() as s:
             query = select(func.count()).select_from(JournalRow)
@@ -642,9 +696,55 @@ class Store:
         """The distinct tag names of a run (fields or topics), sorted: the filter's choices."""
         path = self.items_file(run_id)
         if path is not None:
-            with self._duck() as con:
-                return _parquet.tag_names(con, path, limit)
+
+            def names() -> list[str]:
+                with self._duck() as con:
+                    return _parquet.tag_names(con, path, limit)
+
+            return list(self._remember(path, ("tags", limit), names))
         return []  # an item in flight is not tagged yet
+
+    def item_values(self, run_id: str, sql: str, *, limit: int = 1000) -> list[Any]:
+        """The distinct values of a run's items' column ``sql`` (an indexed column's name or
+        a system's ``ItemColumn`` expression), sorted: a filter's choices."""
+        path = self.items_file(run_id)
+        if path is None:
+            return []
+
+        def found() -> list[Any]:
+            with self._duck() as con:
+                return _parquet.distinct(con, path, sql, limit)
+
+        return list(self._remember(path, ("values", sql, limit), found))
+
+    def _remember(
+        self,
+        path: Path,
+        key: tuple[Any, ...],
+        compute: Callable[[], Any],
+        memo: OrderedDict[tuple[Any, ...], Any] | None = None,
+        size: int = MEMO,
+    ) -> Any:
+        """``compute()`` for an items file, kept (in ``memo``, ``size`` answers at most) while
+        the file is unchanged (its first file's size and time, its folder's time: a run scored
+        again writes new files)."""
+        memo = self._memo if memo is None else memo
+        first = path if path.is_file() else path.with_name("items-00000.parquet")
+        try:
+            stat, folder = first.stat(), path.parent.stat()
+        except OSError:
+            return compute()
+        full = (str(path), stat.st_size, stat.st_mtime_ns, folder.st_mtime_ns, *key)
+        with self._duck_lock:
+            if full in memo:
+                memo.move_to_end(full)
+                return memo[full]
+        value = compute()
+        with self._duck_lock:
+            memo[full] = value
+            while len(memo) > size:
+                memo.popitem(last=False)
+        return value
 
     def join_items(
         self, first: str, second: str, *, model: str | None = None

@@ -5,7 +5,6 @@ Thin shells over ``fieldcheck.runs`` and the store; every page value is autoesca
 from __future__ import annotations
 
 import os
-from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -15,7 +14,6 @@ from fastapi.responses import FileResponse, HTMLResponse, StreamingResponse
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 from starlette.concurrency import run_in_threadpool
 
-from fieldcheck import core
 from fieldcheck._util.errors import InputError, input_error_of
 from fieldcheck.api._body import CheckedBodyRoute
 from fieldcheck.api._deps import AppContext, Context
@@ -31,14 +29,12 @@ from fieldcheck.api._evaluation import client_paths
 from fieldcheck.runs import (
     compare_runs,
     format_cell,
-    format_count,
-    format_items,
     format_latency,
     format_number,
     iter_export,
     rescore,
 )
-from fieldcheck.store import ItemsMissing, RunInfo, StoredItem
+from fieldcheck.store import ItemsMissing, RunInfo
 
 router = APIRouter(
     prefix="/api/runs",
@@ -83,18 +79,6 @@ def _get(ctx: AppContext, run_id: str) -> RunInfo:
     return run
 
 
-def _page(
-    ctx: AppContext, run: RunInfo, *, after: int, limit: int, **filters: Any
-) -> dict[str, Any]:
-    """A page of the run's items and their count, filtered (failed, tag, model, turn)."""
-    items = ctx.store.page_items(run.id, after=after, limit=limit, **filters)
-    return {
-        "items": items,
-        "total": ctx.store.count_items(run.id, **filters),
-        "next_after": items[-1].seq if len(items) == limit else None,
-    }
-
-
 def _iso_8601(value: Any) -> Any:
     """A date-time as its schema says (ISO 8601 text), not the Unix time pydantic also reads
     from a number (``since=5`` was 1970-01-01T00:00:05Z)."""
@@ -107,12 +91,6 @@ def _iso_8601(value: Any) -> Any:
 
 
 DateQ = Annotated[datetime | None, BeforeValidator(_iso_8601)]
-FailedQ = Annotated[bool | None, Query(description="Only failed items (true) or only passed.")]
-FieldQ = Annotated[str | None, Query(max_length=512, description="json: records with this field.")]
-TopicQ = Annotated[str | None, Query(max_length=512, description="slots: sessions of a topic.")]
-ModelQ = Annotated[str | None, Query(max_length=255, description="slots: one model's sessions.")]
-TurnQ = Annotated[int | None, Query(ge=0, le=10_000, description="numeric: turns of index.")]
-AfterQ = Annotated[int, Query(ge=-1, le=2**31 - 1, description="Keyset: items after this seq.")]
 LimitQ = Annotated[int, Query(ge=1, le=MAX_PAGE)]
 
 
@@ -143,53 +121,6 @@ def compare_route(
         return compare_runs(runs, ctx.store)
     except InputError as exc:
         raise ApiError(422, exc.one_line(), field="ids") from None
-
-
-@router.get(
-    "/{run_id}",
-    summary="One run",
-    responses=error_responses({404: NO_RUN, 410: ITEMS_GONE, 422: INVALID}),
-)
-def get_run(run_id: str, ctx: Context) -> dict[str, Any]:
-    run = _get(ctx, run_id)
-    data = _public(ctx, run)
-    data["failed_items"] = ctx.store.count_items(run.id, failed=True)
-    scored = run.scored  # the calls alone of a model are never scored
-    data["not_scored_items"] = ctx.store.count_not_scored(run.id) if scored else None
-    data["items_in_flight"] = ctx.store.items_in_flight(run.id)
-    return data
-
-
-@router.get(
-    "/{run_id}/items",
-    summary="A run's items, paged (keyset) and filtered",
-    responses=error_responses({404: NO_RUN, 410: ITEMS_GONE, 422: INVALID}),
-)
-def list_items(
-    run_id: str,
-    ctx: Context,
-    failed: FailedQ = None,
-    field: FieldQ = None,
-    topic: TopicQ = None,
-    model: ModelQ = None,
-    turn: TurnQ = None,
-    after: AfterQ = -1,
-    limit: LimitQ = 100,
-) -> dict[str, Any]:
-    """Items in order with ``seq > after``; ``next_after`` gives the next page (null: last)."""
-    run = _get(ctx, run_id)
-    page = _page(
-        ctx,
-        run,
-        failed=failed,
-        tag=field if field is not None else topic,
-        model=model,
-        turn=turn,
-        after=after,
-        limit=limit,
-    )
-    page["items"] = client_paths([i.public_dict() for i in page["items"]], ctx.settings.data_root)
-    return page
 
 
 @router.post(
@@ -273,14 +204,6 @@ def _plots(run: RunInfo) -> list[str]:
     )
 
 
-def _summary(system: str, item: StoredItem) -> list[tuple[str, Any]]:
-    """The few values of an item shown in its row (the rest under its details), scores
-    rounded for display."""
-    kind = core.find(system)
-    values = kind.item_summary(item.result) if kind else []
-    return [(k, format_number(v) if isinstance(v, float) else v) for k, v in values]
-
-
 def _heat(value: Any) -> str:
     """A cell colour for a rate in [0, 1]: red (0) to green (1); none for a count."""
     if not isinstance(value, float):
@@ -308,74 +231,6 @@ def compare_page(
         cell=format_cell,
         number=format_number,
         heat=_heat,
-    )
-
-
-@pages.get("/runs/{run_id}")
-def run_page(
-    request: Request,
-    ctx: Context,
-    run_id: str,
-    failed: Annotated[str | None, Query(max_length=8)] = None,
-    tag: Annotated[str | None, Query(max_length=512)] = None,
-    model: Annotated[str | None, Query(max_length=255)] = None,
-    turn: Annotated[str | None, Query(max_length=8)] = None,
-    after: AfterQ = -1,
-) -> HTMLResponse:
-    try:
-        run = _get(ctx, run_id)
-    except ApiError as exc:
-        return _render(ctx, request, "run.html", 404, run=None, error=exc.message)
-    turn_number = int(turn) if turn and turn.isdigit() else None
-    filters: dict[str, Any] = {
-        "failed": True if failed else None,
-        "tag": tag or None,
-        "model": model or None,
-        "turn": turn_number,
-    }
-    items_error = None
-    try:
-        page = _page(ctx, run, **filters, after=after, limit=50)
-        tags = ctx.store.item_tags(run.id)
-        item_counts = format_items(
-            run,  # the calls alone of a model are never scored: its call errors are counted
-            failed=ctx.store.count_items(run.id, failed=True) if run.scored else None,
-            not_scored=ctx.store.count_not_scored(run.id) if run.scored else None,
-            in_flight=ctx.store.items_in_flight(run.id),
-        )
-    except ItemsMissing as exc:  # the run and its metrics are shown, the message for its items
-        items_error, tags = items_missing(exc), []
-        page = {"items": [], "total": 0, "next_after": None}
-        item_counts = f"{format_count(run.n_done, run.n_items)} items"
-    query = {k: v for k, v in (("failed", failed), ("tag", tag), ("model", model)) if v}
-    if turn_number is not None:
-        query["turn"] = str(turn_number)
-    kind = core.find(run.system)
-    columns = kind.columns(run.model, run.metrics or {}, run.intervals or {}) if kind else []
-    models = [model for model, _, _ in columns] if len(columns) > 1 else []
-    root = ctx.settings.data_root  # its paths as the client names them (``client_paths``)
-    items = [replace(i, result=client_paths(i.result, root)) for i in page["items"]]
-    shown = client_paths({"inputs": run.inputs, "out_dir": run.out_dir}, root)
-    return _render(
-        ctx,
-        request,
-        "run.html",
-        410 if items_error else 200,
-        run=replace(run, **shown),
-        error=None,
-        items_error=items_error,
-        table=compare_runs([run]),
-        cell=format_cell,
-        number=format_number,
-        plots=_plots(run),
-        items=[(i, _summary(run.system, i)) for i in items],
-        total=page["total"],
-        next_after=page["next_after"],
-        query=query,
-        filters={"failed": bool(failed), "tag": tag or "", "model": model or "", "turn": turn},
-        tags=tags,
-        models=models,
-        item_counts=item_counts,
     )
 
 

@@ -1,0 +1,344 @@
+"""A run and its item table (issue 28 page 2): ``GET /api/runs/{id}`` (the run, its metrics
+with intervals, its plots), ``GET /api/runs/{id}/items`` (its items searched, filtered, sorted
+and paged, read with DuckDB from the run's Parquet file) and the page ``/runs/{id}`` that shows
+exactly those two dicts. The table's columns and filters are the system's (``item_table``,
+``item_tag``); user text reaches DuckDB only as bound parameters, sort names only from them."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+from urllib.parse import quote, urlencode
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import HTMLResponse
+
+from fieldcheck import core
+from fieldcheck.api._body import CheckedBodyRoute
+from fieldcheck.api._deps import AppContext, Context
+from fieldcheck.api._errors import INVALID, ITEMS_GONE, NO_RUN, ApiError, error_responses
+from fieldcheck.api._errors import items_missing as items_missing_text
+from fieldcheck.api._evaluation import client_paths
+from fieldcheck.api.routes.runs import MAX_PAGE, _get, _plots, _public, _render
+from fieldcheck.runs import compare_runs, format_cell, format_count, format_items, format_number
+from fieldcheck.store import ERROR, ItemColumn, ItemsMissing, RunInfo
+
+router = APIRouter(
+    prefix="/api/runs", tags=["runs"], route_class=CheckedBodyRoute, responses=error_responses()
+)
+pages = APIRouter(include_in_schema=False)
+PAGE = 50  # the run page's items per page
+CHOICES = 200  # a filter's choices at most
+
+
+def run_view(ctx: AppContext, run: RunInfo) -> dict[str, Any]:
+    """The run as JSON (``_public``), its item counts, its metrics with their 95% intervals
+    (``runs.compare_runs`` of it alone), its plots and ``items_text``, the sentence of its
+    counts the page shows."""
+    data = _public(ctx, run)
+    scored = run.scored  # the calls alone of a model are never scored
+    data["failed_items"] = ctx.store.count_items(run.id, failed=True)
+    data["not_scored_items"] = ctx.store.count_not_scored(run.id) if scored else None
+    data["items_in_flight"] = ctx.store.items_in_flight(run.id)
+    data["items_text"] = format_items(
+        run,
+        failed=data["failed_items"] if scored else None,
+        not_scored=data["not_scored_items"],
+        in_flight=data["items_in_flight"],
+    )
+    data["table"] = compare_runs([run])
+    data["plots"] = [
+        {"name": name, "url": f"/runs/{run.id}/files/{quote(name, safe='')}"}
+        for name in _plots(run)
+    ]
+    return data
+
+
+def _columns(run: RunInfo) -> tuple[ItemColumn, ...]:
+    kind = core.find(run.system)
+    return kind.item_table if kind else ()
+
+
+def _sorts(run: RunInfo) -> dict[str, str]:
+    """The sort names a run's table takes and the DuckDB expression of each (the whitelist)."""
+    return {"seq": "seq", "key": "key", **{c.name: c.order or c.sql for c in _columns(run)}}
+
+
+def _choices(values: list[Any]) -> list[dict[str, Any]]:
+    return [{"value": v, "label": str(v)} for v in values]
+
+
+def items_view(
+    ctx: AppContext,
+    run: RunInfo,
+    *,
+    q: str | None = None,
+    sort: str = "seq",
+    order: str = "asc",
+    failed: bool | None = None,
+    tag: str | None = None,
+    model: str | None = None,
+    turn: int | None = None,
+    error_type: str | None = None,
+    failure_mode: str | None = None,
+    after: int = -1,
+    offset: int = 0,
+    limit: int = 100,
+) -> dict[str, Any]:
+    """A page of the run's item table and how it was asked: its columns, its filters with
+    their choices and values, the items (each with its ``values`` in column order and its page's
+    ``href``), the total that match, ``next_after`` (keyset, in seq order) and ``next_offset``.
+    ApiError 422 naming the parameter for a sort or filter the run's table has not."""
+    errors = ctx.store.item_values(run.id, "error_type", limit=CHOICES)
+    columns = tuple(c for c in _columns(run) if errors or c != ERROR)  # none: no error column
+    sorts = _sorts(run)
+    if sort not in sorts:
+        raise ApiError(422, f"sort: one of {', '.join(sorts)} (got {sort!r})", field="sort")
+    keyset = sort == "seq" and order == "asc"
+    if after != -1 and not keyset:
+        raise ApiError(422, "after: keyset pages are in seq order; use offset", field="after")
+    by_name = {c.name: c for c in columns if c.filter}
+    asked = {"failure_mode": failure_mode}  # the system's own filters (turn is indexed)
+    equals = []
+    for name, value in asked.items():
+        if value is None:
+            continue
+        if name not in by_name:
+            raise ApiError(422, f"{name}: {run.system} items have no {name}", field=name)
+        equals.append((by_name[name].sql, value))
+    where: dict[str, Any] = {
+        "failed": failed,
+        "tag": tag,
+        "model": model,
+        "turn": turn,
+        "error_type": error_type,
+        "q": q or None,
+        "equals": tuple(equals),
+    }
+    items = ctx.store.page_items(
+        run.id,
+        after=after,
+        limit=limit,
+        offset=offset,
+        order=None if sort == "seq" else sorts[sort],
+        descending=order == "desc",
+        values=[c.sql for c in columns],
+        **where,
+    )
+    total = ctx.store.count_items(run.id, **where)
+    shown = client_paths([i.public_dict() for i in items], ctx.settings.data_root)
+    for row, item in zip(shown, items, strict=True):
+        row["values"] = item.shown or [None] * len(columns)
+        row["href"] = f"/runs/{run.id}/items/{quote(item.key, safe='')}"
+    return {
+        "run": run.id,
+        "q": q or "",
+        "sort": sort,
+        "order": order,
+        "columns": [{"name": "key", "label": "key", "kind": "key"}]
+        + [{"name": c.name, "label": c.label, "kind": c.kind} for c in columns],
+        "filters": _filters(ctx, run, columns, where, asked, errors),
+        "items": shown,
+        "total": total,
+        "limit": limit,
+        "offset": offset,
+        "next_after": items[-1].seq if len(items) == limit and keyset else None,
+        "next_offset": offset + limit if offset + limit < total else None,
+    }
+
+
+def _filters(
+    ctx: AppContext,
+    run: RunInfo,
+    columns: tuple[ItemColumn, ...],
+    where: dict[str, Any],
+    asked: dict[str, Any],
+    errors: list[Any],
+) -> list[dict[str, Any]]:
+    """The table's filters with their choices and values: failed, the system's tag (field,
+    topic), model (a run of several), its filter columns (turn, failure mode) and error type
+    (where any item has one)."""
+    kind = core.find(run.system)
+    flags = [{"value": True, "label": "failed"}, {"value": False, "label": "passed"}]
+    found = [{"name": "failed", "label": "failed", "value": where["failed"], "choices": flags}]
+    if kind is not None and kind.item_tag is not None:
+        tags = ctx.store.item_tags(run.id, limit=CHOICES)
+        found.append(_filter(kind.item_tag, kind.item_tag, where["tag"], tags))
+    models = ctx.store.item_values(run.id, "model", limit=CHOICES)
+    if len(models) > 1:
+        found.append(_filter("model", "model", where["model"], models))
+    for c in columns:
+        if c.filter:
+            value = where["turn"] if c.name == "turn" else asked.get(c.name)
+            values = ctx.store.item_values(run.id, c.sql, limit=CHOICES)
+            found.append(_filter(c.name, c.label, value, values))
+    if errors:
+        found.append(_filter("error_type", "error type", where["error_type"], errors))
+    return found
+
+
+def _filter(name: str, label: str, value: Any, choices: list[Any]) -> dict[str, Any]:
+    return {"name": name, "label": label, "value": value, "choices": _choices(choices)}
+
+
+FailedQ = Annotated[bool | None, Query(description="Only failed items (true) or only passed.")]
+FieldQ = Annotated[str | None, Query(max_length=512, description="json: records with this field.")]
+TopicQ = Annotated[str | None, Query(max_length=512, description="slots: sessions of a topic.")]
+ModelQ = Annotated[str | None, Query(max_length=255, description="slots: one model's sessions.")]
+TurnQ = Annotated[int | None, Query(ge=0, le=10_000, description="numeric: turns of index.")]
+ErrorQ = Annotated[
+    str | None, Query(max_length=64, description="Items not scored for this error type.")
+]
+ModeQ = Annotated[str | None, Query(max_length=64, description="numeric: turns of this mode.")]
+SearchQ = Annotated[
+    str | None,
+    Query(max_length=200, description="Case-insensitive text in the key or the item's JSON."),
+]
+SortQ = Annotated[
+    str, Query(max_length=64, description="seq, key or a column of the system's table.")
+]
+OrderQ = Annotated[Literal["asc", "desc"], Query()]
+AfterQ = Annotated[
+    int, Query(ge=-1, le=2**31 - 1, description="Keyset (seq order): items after this seq.")
+]
+OffsetQ = Annotated[int, Query(ge=0, le=10_000_000, description="Items skipped (sorted pages).")]
+LimitQ = Annotated[int, Query(ge=1, le=MAX_PAGE)]
+
+
+@router.get(
+    "/{run_id}",
+    summary="One run: its counts, metrics with intervals and plots",
+    responses=error_responses({404: NO_RUN, 410: ITEMS_GONE, 422: INVALID}),
+)
+def get_run(run_id: str, ctx: Context) -> dict[str, Any]:
+    return run_view(ctx, _get(ctx, run_id))
+
+
+@router.get(
+    "/{run_id}/items",
+    summary="A run's items: searched, filtered, sorted and paged",
+    responses=error_responses({404: NO_RUN, 410: ITEMS_GONE, 422: INVALID}),
+)
+def list_items(
+    run_id: str,
+    ctx: Context,
+    q: SearchQ = None,
+    sort: SortQ = "seq",
+    order: OrderQ = "asc",
+    failed: FailedQ = None,
+    field: FieldQ = None,
+    topic: TopicQ = None,
+    model: ModelQ = None,
+    turn: TurnQ = None,
+    error_type: ErrorQ = None,
+    failure_mode: ModeQ = None,
+    after: AfterQ = -1,
+    offset: OffsetQ = 0,
+    limit: LimitQ = 100,
+) -> dict[str, Any]:
+    """Items in seq order with ``seq > after`` (``next_after`` gives the next page, null at
+    the last), or sorted by a column of the system's table (``columns``) and paged by
+    ``offset`` (``next_offset``); ``q`` a case-insensitive substring of the key or the item's
+    JSON text; each item's ``values`` in column order."""
+    return items_view(
+        ctx,
+        _get(ctx, run_id),
+        q=q,
+        sort=sort,
+        order=order,
+        failed=failed,
+        tag=field if field is not None else topic,
+        model=model,
+        turn=turn,
+        error_type=error_type,
+        failure_mode=failure_mode,
+        after=after,
+        offset=offset,
+        limit=limit,
+    )
+
+
+# the page ---------------------------------------------------------------------------------
+@pages.get("/runs/{run_id}")
+def run_page(request: Request, ctx: Context, run_id: str) -> HTMLResponse:
+    """The run page: ``run_view`` and ``items_view`` of its query rendered (a value the page
+    cannot read is left out, as a form leaves it empty; ``tag`` is the old page's field or
+    topic)."""
+    try:
+        run = _get(ctx, run_id)
+    except ApiError as exc:
+        return _render(ctx, request, "run.html", 404, run=None, error=exc.message)
+    given = {k: v[:512] for k, v in request.query_params.items() if v}
+
+    def number(name: str, default: int) -> int:
+        text = given.get(name, "")
+        return min(int(text), 10_000_000) if text.isdecimal() else default
+
+    asked: dict[str, Any] = {
+        "q": given.get("q", "")[:200] or None,
+        "sort": given.get("sort", "seq"),
+        "order": "desc" if given.get("order") == "desc" else "asc",
+        "failed": {"true": True, "1": True, "false": False}.get(given.get("failed", "")),
+        "tag": given.get("field") or given.get("topic") or given.get("tag"),
+        "model": given.get("model"),
+        "turn": int(given["turn"][:6]) if given.get("turn", "").isdecimal() else None,
+        "error_type": given.get("error_type"),
+        "failure_mode": given.get("failure_mode"),
+        "after": number("after", -1),
+        "offset": number("offset", 0),
+    }
+    status, items, items_error = 200, None, None
+    try:
+        data = run_view(ctx, run)
+        items = items_view(ctx, run, **asked, limit=PAGE)
+    except ItemsMissing as exc:  # the run and its metrics are shown, the message for its items
+        status, items_error = 410, items_missing_text(exc)
+        data = _public(ctx, run) | {
+            "items_text": f"{format_count(run.n_done, run.n_items)} items",
+            "table": compare_runs([run]),
+            "plots": [],
+        }
+    except ApiError as exc:
+        status, items_error, data = exc.status, exc.message, run_view(ctx, run)
+    root = ctx.settings.data_root  # its paths as the client names them (``client_paths``)
+    data.update(client_paths({"inputs": run.inputs, "out_dir": run.out_dir}, root))
+    links = _links(run.id, items) if items else {}
+    return _render(
+        ctx,
+        request,
+        "run.html",
+        status,
+        **{"run": data, "items": items, "links": links, "error": None},
+        **{"items_error": items_error, "table": data["table"]},
+        **{"cell": format_cell, "number": format_number},
+    )
+
+
+def _query(items: dict[str, Any], **changed: Any) -> dict[str, Any]:
+    """The page's query: its search, sort and filters as they are, with ``changed``."""
+    query: dict[str, Any] = {"q": items["q"], "sort": items["sort"], "order": items["order"]}
+    for f in items["filters"]:
+        value = f["value"]
+        query[f["name"]] = str(value).lower() if isinstance(value, bool) else value
+    query.update(changed)
+    defaults = {"q": "", "sort": "seq", "order": "asc", "offset": 0}
+    return {k: v for k, v in query.items() if v is not None and defaults.get(k) != v}
+
+
+def _links(run_id: str, items: dict[str, Any]) -> dict[str, Any]:
+    """The page's links: each column's sort (its other order when it is the sort), the next,
+    previous and first pages (by offset: the page knows where it is)."""
+    base = f"/runs/{run_id}?"
+    sorts = {}
+    for c in items["columns"]:
+        again = c["name"] == items["sort"] and items["order"] == "asc"
+        sorts[c["name"]] = base + urlencode(
+            _query(items, sort=c["name"], order="desc" if again else "asc")
+        )
+    following = _query(items, offset=items["next_offset"]) if items["next_offset"] else None
+    earlier = max(0, items["offset"] - items["limit"])
+    return {
+        "sort": sorts,
+        "next": base + urlencode(following) if following is not None else None,
+        "previous": base + urlencode(_query(items, offset=earlier)) if items["offset"] else None,
+        "first": base + urlencode(_query(items)),
+    }
