@@ -15,7 +15,7 @@ from fieldcheck.api._errors import install_error_handlers
 from fieldcheck.api._evaluation import Matchers
 from fieldcheck.api._guard import Guard
 from fieldcheck.api._settings import ApiSettings, check_binding
-from fieldcheck.api.routes import config, json, pages, runs, score
+from fieldcheck.api.routes import compare, config, json, pages, runs, score
 from fieldcheck.jsoneval import SavedConfig
 from fieldcheck.store import Store
 
@@ -72,4 +72,6 @@ def create_app(settings: ApiSettings | None = None) -> FastAPI:
     app.include_router(runs.router)
     app.include_router(runs.pages)
     app.include_router(score.router)
+    app.include_router(compare.router)
+    app.include_router(compare.pages)
     return app

@@ -29,7 +29,7 @@ from fieldcheck.numeric._stream import (
     stored_cell,
 )
 from fieldcheck.reports import RunFolder, Scored, Views
-from fieldcheck.store import ItemColumns
+from fieldcheck.store import ItemColumns, Pairing
 
 if TYPE_CHECKING:
     from fieldcheck.store import RunRecorder
@@ -182,6 +182,14 @@ class NumericSystem(NumericRuns, Views):
         ("failure_mode", '$."failure_mode"', "VARCHAR"),
     )
     summary_keys = ("question", "expected_answer", "predicted_answer")
+    pairing = Pairing(  # a turn's answer as read (the reply's text when none was read)
+        value="coalesce(json_extract_string(result, '$.parsed_answer'), "
+        "json_extract_string(result, '$.predicted_answer'))",
+        metric="numerical_match_accuracy",
+        rows=("json_extract(result, '$.numerical_match')", "1.0"),
+    )
+    dataset_roles = ("data",)
+    model_settings = ("model", "models", "predictions")
 
     def interval(self, intervals: Mapping[str, Any], name: str) -> Any:
         return (intervals.get("overall") or {}).get(name)

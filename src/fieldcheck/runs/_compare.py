@@ -7,9 +7,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
 
 from fieldcheck import core
 from fieldcheck._util.errors import InputError
+from fieldcheck._util.jsonio import loads
+from fieldcheck.metrics import paired_bootstrap_test, safe_div_array
 from fieldcheck.reports import format_seconds_joined
 from fieldcheck.store import RunInfo
 
@@ -124,6 +127,144 @@ def compare_runs(runs: Sequence[RunInfo], store: Store | None = None) -> dict[st
         "tables": tables,
         "paired_f1": paired,
     }
+
+
+PAIRED_RESAMPLES = 1000
+PAIRED_SEED = 0
+
+
+def compare(
+    store: Store,
+    runs: Sequence[RunInfo],
+    *,
+    differ: bool | None = True,
+    offset: int = 0,
+    limit: int = 100,
+) -> dict[str, Any]:
+    """What ``/compare``, ``GET /api/compare`` and ``runs compare`` show (docs/runs.md
+    "Comparing runs"): ``compare_runs``' tables, the warnings (dataset, signature settings),
+    each column's paired test against the first on the system's headline metric, and the item
+    matrix (only the items the columns disagree on when ``differ``; none when None). One run
+    of several models (slots) compares its models."""
+    table = compare_runs(runs, store)
+    kind = core.find(table["system"])
+    assert kind is not None  # compare_runs refused an unregistered system
+    pairing = kind.pairing
+    several = {
+        r.id: len(kind.columns(r.model, r.metrics or {}, r.intervals or {})) > 1 for r in runs
+    }
+    sides = [(c["run"], c["model"] if several[c["run"]] else None) for c in table["columns"]]
+    table["warnings"] = _warnings(runs, kind.dataset_roles, kind.model_settings)
+    statistic = pairing.statistic or _mean
+    paired = []
+    for j in range(1, len(sides)):
+        found = store.paired_rows(sides[0], sides[j], pairing)
+        test = found and paired_bootstrap_test(
+            *found, statistic, resamples=PAIRED_RESAMPLES, seed=PAIRED_SEED
+        )
+        paired.append(
+            {
+                "metric": pairing.metric,
+                "a": table["columns"][0]["label"],
+                "b": table["columns"][j]["label"],
+                "items": test.units if test else 0,
+                "estimate_a": test.estimate_a if test else None,
+                "estimate_b": test.estimate_b if test else None,
+                "difference": test.difference if test else None,
+                "p_value": test.p_value if test else None,
+            }
+        )
+    table["paired"] = paired
+    table["paired_test"] = {"resamples": PAIRED_RESAMPLES, "seed": PAIRED_SEED}
+    table["matrix"] = None
+    if differ is not None:
+        found_matrix = store.item_matrix(sides, pairing, differ=differ, offset=offset, limit=limit)
+        items, differing, rows = found_matrix or (0, 0, [])
+        shown = differing if differ else items
+        table["matrix"] = {
+            "differ": differ,
+            "items": items,
+            "differing": differing,
+            "offset": offset,
+            "limit": limit,
+            "next_offset": offset + limit if offset + limit < shown else None,
+            "rows": [_matrix_row(row, sides) for row in rows],
+        }
+    return table
+
+
+def _mean(totals: Any) -> Any:
+    """The mean of per-item values from their sums (value, 1)."""
+    return safe_div_array(totals[:, 0], totals[:, 1])
+
+
+def _matrix_row(row: Sequence[Any], sides: Sequence[tuple[str, str | None]]) -> dict[str, Any]:
+    cells = []
+    for i, (run, _) in enumerate(sides):
+        key, right, value = row[1 + 3 * i : 4 + 3 * i]
+        url = None if key is None else f"/runs/{quote(run, safe='')}/items/{quote(key, safe='')}"
+        cells.append({"key": key, "right": right, "value": value, "url": url})
+    return {"key": row[0], "cells": cells}
+
+
+def _warnings(
+    runs: Sequence[RunInfo], roles: Sequence[str], model_settings: Sequence[str]
+) -> list[dict[str, Any]]:
+    """A warning when the runs' datasets (the sha256 of their inputs of ``roles``) differ, and
+    one naming the signature settings that differ (those of ``model_settings`` left out: the
+    model differs by design)."""
+    warnings: list[dict[str, Any]] = []
+    datasets = {
+        r.id: sorted((i["name"], i.get("sha256") or "") for i in r.inputs if i.get("name") in roles)
+        for r in runs
+    }
+    known = [r for r in runs if datasets[r.id]]
+    if len({tuple(datasets[r.id]) for r in known}) > 1:
+        listed = "; ".join(
+            f"{r.id}: " + ", ".join(f"{name} sha256 {sha[:12]}" for name, sha in datasets[r.id])
+            for r in known
+        )
+        warnings.append(
+            {"kind": "dataset", "message": f"the runs differ in dataset ({listed})", "names": []}
+        )
+    settings = [_signature_settings(r.signature) for r in runs]
+    names = sorted(
+        n
+        for n in set().union(*settings)
+        if n.split(".")[0] not in model_settings and len({repr(s.get(n)) for s in settings}) > 1
+    )
+    if names and len(runs) > 1:
+        warnings.append(
+            {
+                "kind": "settings",
+                "message": f"the runs differ in signature settings: {', '.join(names)}",
+                "names": names,
+                "values": {n: [s.get(n) for s in settings] for n in names},
+            }
+        )
+    return warnings
+
+
+def _signature_settings(signature: str) -> dict[str, Any]:
+    """A stored signature's settings, nested ones dotted (``semantic.matcher``): the JSON of
+    ``Signature``, or the ``system|key:value|...`` text of older runs."""
+    try:
+        found = loads(signature)
+    except ValueError:
+        pairs = (part.split(":", 1) for part in signature.split("|")[1:] if ":" in part)
+        return {k: v for k, v in pairs if k != "version"}
+    flat: dict[str, Any] = {}
+
+    def walk(value: Any, prefix: str) -> None:
+        if isinstance(value, dict) and value:
+            for k, v in value.items():
+                walk(v, f"{prefix}{k}.")
+        else:
+            flat[prefix[:-1]] = value
+
+    walk(found.get("settings") if isinstance(found, dict) else {}, "")
+    flat.pop("", None)
+    return flat
 
 
 def format_cell(cell: dict[str, Any] | None) -> str:

@@ -25,6 +25,7 @@ from fieldcheck.slots._extract import SlotsRuns
 from fieldcheck.slots._loaders import JudgeFile, LatencyFile, SlotFile, load_latencies, load_slots
 from fieldcheck.slots._report import METRIC_COLUMNS, write_outputs
 from fieldcheck.slots._score import (
+    _PAIR_F1,
     ModelInput,
     SlotJob,
     SlotScorer,
@@ -45,7 +46,7 @@ from fieldcheck.slots._stream import (
     SlotInput,
     partitioned,
 )
-from fieldcheck.store import ItemColumns
+from fieldcheck.store import ItemColumns, Pairing
 
 if TYPE_CHECKING:
     from fieldcheck.matchers import Matcher
@@ -256,6 +257,14 @@ class SlotsSystem(SlotsRuns, Views):
         ("not_scored", '$."not_scored"', "VARCHAR"),
     )
     latency_key = "latency"
+    pairing = Pairing(  # a session of any model (its key names the model), its predicted slots
+        key="json_extract_string(result, '$.user') || '/' || json_extract_string(result, '$.session')",
+        value="json_extract(result, '$.pred')",
+        metric="f1",
+        rows=tuple(f"json_extract(result, '$.counts.{n}')" for n in _COUNTS),
+        statistic=_PAIR_F1,
+    )
+    dataset_roles = ("gold", "conversations")
 
     def columns(
         self, model: str, metrics: Mapping[str, Any], intervals: Mapping[str, Any]

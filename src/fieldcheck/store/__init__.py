@@ -18,6 +18,7 @@ if TYPE_CHECKING:  # the names as type checkers and editors see them
         MODEL_CHARS,
         TAG_CHARS,
         ItemColumns,
+        Pairing,
         add_tag,
     )
     from fieldcheck.store._recorder import RunRecorder
