@@ -19,41 +19,10 @@ from typer.testing import CliRunner
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from chat_server import ChatServer
+from compare_runs import GT, json_runs, reply
 from fieldcheck._cli.main import app
 from fieldcheck.metrics import safe_div_array
 from stats_reference import paired_bootstrap_test_naive
-
-GT = {f"r{i}": {"name": f"N{i}", "city": "Oslo"} for i in range(8)}
-WRONG = {"a": {"r1"}, "b": {"r1", "r2", "r5"}}  # the records each model gets wrong
-REWORDED = {"b": {"r6"}}  # right, with another value: the name written with a trailing space
-
-
-def reply(body: dict[str, Any]) -> str:
-    key = re.findall(r"doc (r\d)", body["messages"][-1]["content"])[0]
-    model = body["model"]
-    city = "Rome" if key in WRONG.get(model, ()) else "Oslo"
-    name = GT[key]["name"] + (" " if key in REWORDED.get(model, ()) else "")
-    return json.dumps({"city": city, "name": name})
-
-
-def json_runs(
-    tmp_path: Path, server: ChatServer, *extra: str, data: Path | None = None
-) -> list[str]:
-    """The run ids of one ``json run`` of models a and b (city and name compared EXACT)."""
-    if data is None:
-        data = tmp_path / "docs.jsonl"
-        lines = [{"id": k, "document": f"doc {k}", "ground_truth": v} for k, v in GT.items()]
-        data.write_text("".join(json.dumps(line) + "\n" for line in lines))
-    strategies = tmp_path / "strategies.json"
-    strategies.write_text(json.dumps({"city": "EXACT", "name": "FUZZY"}))
-    out = tmp_path / f"out{len(list(tmp_path.glob('out*')))}"
-    args = ["json", "run", str(data), "--base-url", server.base_url, "--model", "a"]
-    args += ["--model", "b", "--strategies", str(strategies), "--out", str(out)]
-    args += ["--no-progress", "--bootstrap", "20", *extra]
-    result = CliRunner().invoke(app, args)
-    assert result.exit_code == 0, result.stderr
-    return re.findall(r"stored as run ([0-9a-f]{12})", result.stdout + result.stderr)
 
 
 def items(http: httpx.Client, run: str) -> dict[str, dict[str, Any]]:

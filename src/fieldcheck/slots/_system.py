@@ -260,6 +260,10 @@ class SlotsSystem(SlotsRuns, Views):
     pairing = Pairing(  # a session of any model (its key names the model), its predicted slots
         key="json_extract_string(result, '$.user') || '/' || json_extract_string(result, '$.session')",
         value="json_extract(result, '$.pred')",
+        shown="(SELECT string_agg(json_extract_string(x, '$[0]') || '.' || "
+        "json_extract_string(x, '$[1]') || ': ' || "
+        "array_to_string(CAST(json_extract(x, '$[2]') AS VARCHAR[]), ' | '), chr(10)) "
+        "FROM unnest(CAST(json_extract(result, '$.pred') AS JSON[])) AS t(x))",
         metric="f1",
         rows=tuple(f"json_extract(result, '$.counts.{n}')" for n in _COUNTS),
         statistic=_PAIR_F1,

@@ -47,13 +47,15 @@ class Pairing(NamedTuple):
     page): DuckDB expressions over an item's row of its items file (the indexed columns and
     ``result``, the item's JSON text). ``key``: what its items pair on (the same item in two
     runs); ``right``: true, false or null (not scored); ``value``: the text compared (two items
-    that are both right may differ in it); ``rows``: the per-item sufficient statistics of
+    that are both right may differ in it), ``shown`` as the matrix shows it (None: as it is);
+    ``rows``: the per-item sufficient statistics of
     headline metric ``metric`` (an item with a null among them is not counted), which
     ``statistic`` computes from their sums (one value per row of an (m, k) array)."""
 
     key: str = "key"
     right: str = "NOT failed"
     value: str = "NULL"
+    shown: str | None = None
     metric: str = "right"
     rows: tuple[str, ...] = ("CAST(NOT failed AS DOUBLE)", "1.0")
     statistic: Callable[[Any], Any] | None = None

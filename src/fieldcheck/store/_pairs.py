@@ -43,7 +43,11 @@ def matrix(
     disagree (an item right in one and wrong or not scored in another, or of different values,
     or missing from a side), and a page of them in key order (only those disagreed on when
     ``differ``): ``(pair key, then per side: its item key, right, value)``."""
-    select = f"key AS item, ({pairing.right}) AS r, CAST(({pairing.value}) AS VARCHAR) AS v"
+    shown = pairing.shown or pairing.value
+    select = (
+        f"key AS item, ({pairing.right}) AS r, CAST(({pairing.value}) AS VARCHAR) AS v, "
+        f"CAST(({shown}) AS VARCHAR) AS s"
+    )
     joined = f"{_side(sides[0], pairing, select)} c0"
     for i, side in enumerate(sides[1:], 1):
         seen = ", ".join(f"c{j}.k" for j in range(i))
@@ -60,7 +64,7 @@ def matrix(
         or "FALSE"
     )
     named = ", ".join(
-        f"c{i}.item AS i{i}, c{i}.r AS r{i}, left(c{i}.v, {VALUE_CHARS}) AS v{i}"
+        f"c{i}.item AS i{i}, c{i}.r AS r{i}, left(c{i}.s, {VALUE_CHARS}) AS v{i}"
         for i in range(len(sides))
     )
     base = f"SELECT {key} AS pair, ({differs}) AS differs, {named} FROM {joined}"

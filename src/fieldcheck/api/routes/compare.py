@@ -59,6 +59,14 @@ def compare_dict(
         raise ApiError(422, exc.one_line(), field=field) from None
 
 
+def _heat(value: Any) -> str:
+    """A cell colour for a rate in [0, 1]: red (0) to green (1); none for a count."""
+    if not isinstance(value, float):
+        return ""
+    hue = round(120 * max(0.0, min(1.0, float(value))))
+    return f"background: hsl({hue}, 70%, 85%)"
+
+
 @router.get(
     "",
     summary="Runs side by side: paired differences, warnings and the items they disagree on",
@@ -104,5 +112,6 @@ async def compare_page(
         "cell": format_cell,
         "number": format_number,
         "latency": format_latency,
+        "heat": _heat,
     }
     return ctx.templates.TemplateResponse(request, "compare.html", context, status_code=status)

@@ -300,14 +300,6 @@ def _summary(system: str, item: StoredItem) -> list[tuple[str, Any]]:
     return [(k, format_number(v) if isinstance(v, float) else v) for k, v in values]
 
 
-def _heat(value: Any) -> str:
-    """A cell colour for a rate in [0, 1]: red (0) to green (1); none for a count."""
-    if not isinstance(value, float):
-        return ""
-    hue = round(120 * max(0.0, min(1.0, float(value))))
-    return f"background: hsl({hue}, 70%, 85%)"
-
-
 @pages.get("/runs")
 def runs_page(
     request: Request,
