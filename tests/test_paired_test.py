@@ -60,6 +60,12 @@ def test_pooled_f1_p_value_is_the_naive_reference_whatever_the_order(
     order = np.random.default_rng(seed).permutation(len(a))
     shuffled = paired_bootstrap_test(a[order], b[order], _f1, resamples=40, seed=seed)
     assert shuffled == test
+    # the same sessions given grouped, each distinct pair once with its count
+    rows, counts = np.unique(np.hstack([a, b]), axis=0, return_counts=True)
+    grouped = paired_bootstrap_test(
+        rows[:, :3], rows[:, 3:], _f1, counts=counts, resamples=40, seed=seed
+    )
+    assert grouped == test
 
 
 def test_a_real_difference_is_told_from_none() -> None:

@@ -64,7 +64,8 @@ def test_two_models_show_only_their_disagreements_and_link_to_items(
     # RQS 0.85 right, 0.625 with the city wrong (accuracy 0.5): a (7 x 0.85 + 0.625) / 8,
     # b (5 x 0.85 + 3 x 0.625) / 8
     assert paired[:3] == [f"{a[:8]}", "a", f"{b[:8]}"]
-    assert paired[5:8] == ["0.8219", "0.7656", "+0.0562"]  # 0.05625, a little below in binary
+    assert paired[5:7] == ["0.8219", "0.7656"]
+    assert paired[7] in ("+0.0562", "+0.0563")  # 0.05625: the last digit is the float error's
     shot(page, tmp_path, "two-models")
 
     page.select_option("#differ", "false")

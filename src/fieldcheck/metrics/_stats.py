@@ -531,22 +531,30 @@ def paired_bootstrap_test(
     units_b: np.ndarray,
     statistic: TotalsStatistic,
     *,
+    counts: np.ndarray | None = None,
     resamples: int = 1000,
     seed: int = 0,
 ) -> PairedTest | None:
     """The paired test of ``statistic`` (of summed per-unit rows, float) between systems A and
-    B, row i of ``units_a`` and ``units_b`` being the same unit (an item both scored): the
-    units grouped into classes of equal joined rows (``value_classes``), so the draws depend
-    only on (seed, class) and the result on the multiset of pairs, not their order
-    (``paired_bootstrap_classes_pvalue``). ``None`` for no units."""
-    a, b = np.asarray(units_a, dtype=float), np.asarray(units_b, dtype=float)
-    if not len(a):
+    B, row i of ``units_a`` and ``units_b`` being the same unit (an item both scored), or
+    ``counts[i]`` units alike: the units grouped into classes of equal joined rows sorted by
+    their bytes, so the draws depend only on (seed, class) and the result, estimates included,
+    on the multiset of pairs, not their order (``paired_bootstrap_classes_pvalue``). ``None``
+    for no units."""
+    joined = np.ascontiguousarray(np.hstack([units_a, units_b]), dtype=float)
+    weights = np.ones(len(joined)) if counts is None else np.asarray(counts, dtype=float)
+    if not len(joined) or not weights.sum():
         return None
-    width = a.shape[1]
-    full_a, full_b = a.sum(axis=0, keepdims=True), b.sum(axis=0, keepdims=True)
-    estimate_a, estimate_b = float(statistic(full_a)[0]), float(statistic(full_b)[0])
-    classes = value_classes(np.hstack([a, b]))
+    keys = joined.view(np.dtype((np.void, joined.itemsize * joined.shape[1]))).ravel()
+    _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+    rows = joined[first]
+    per_class = np.bincount(inverse.reshape(-1), weights=weights).astype(np.int64)
+    width = joined.shape[1] // 2
+    full = (per_class.astype(float) @ rows).reshape(1, -1)
+    estimate_a = float(statistic(full[:, :width])[0])
+    estimate_b = float(statistic(full[:, width:])[0])
     p_value = paired_bootstrap_classes_pvalue(
-        classes, width, statistic, resamples=resamples, seed=seed
+        (rows, per_class), width, statistic, resamples=resamples, seed=seed
     )
-    return PairedTest(len(a), estimate_a, estimate_b, estimate_a - estimate_b, p_value)
+    units = int(per_class.sum())
+    return PairedTest(units, estimate_a, estimate_b, estimate_a - estimate_b, p_value)

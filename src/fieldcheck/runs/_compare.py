@@ -160,7 +160,12 @@ def compare(
     for j in range(1, len(sides)):
         found = store.paired_rows(sides[0], sides[j], pairing)
         test = found and paired_bootstrap_test(
-            *found, statistic, resamples=PAIRED_RESAMPLES, seed=PAIRED_SEED
+            found[0],
+            found[1],
+            statistic,
+            counts=found[2],
+            resamples=PAIRED_RESAMPLES,
+            seed=PAIRED_SEED,
         )
         paired.append(
             {

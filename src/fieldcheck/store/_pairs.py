@@ -80,9 +80,10 @@ def matrix(
     return int(items), int(differing), rows
 
 
-def paired_rows(con: Any, a: Side, b: Side, pairing: Pairing) -> tuple[Any, Any]:
+def paired_rows(con: Any, a: Side, b: Side, pairing: Pairing) -> tuple[Any, Any, Any]:
     """The per-item statistics (``pairing.rows``) of the items both sides hold and count (no
-    null among them), as two (n, k) float arrays (in no order: the paired test takes their multiset)."""
+    null among them), grouped: (a's rows, b's rows, how many items each row pair stands for),
+    float arrays in no order (the paired test takes their multiset)."""
     import numpy as np
 
     width = len(pairing.rows)
@@ -90,8 +91,11 @@ def paired_rows(con: Any, a: Side, b: Side, pairing: Pairing) -> tuple[Any, Any]
     counted = " AND ".join(f"{t}.s{j} IS NOT NULL" for t in ("a", "b") for j in range(width))
     columns = ", ".join(f"{t}.s{j} AS {t}{j}" for t in ("a", "b") for j in range(width))
     found = con.execute(
-        f"SELECT {columns} FROM {_side(a, pairing, select)} a JOIN {_side(b, pairing, select)} b "
-        f"ON a.k = b.k WHERE {counted}"
+        f"SELECT {columns}, count(*) AS n FROM {_side(a, pairing, select)} a "
+        f"JOIN {_side(b, pairing, select)} b ON a.k = b.k WHERE {counted} GROUP BY ALL"
     ).fetchnumpy()
     both = [np.asarray(found[f"{t}{j}"], dtype=float) for t in ("a", "b") for j in range(width)]
-    return np.column_stack(both[:width]), np.column_stack(both[width:])
+    shape = (len(found["n"]), width)
+    rows_a = np.column_stack(both[:width]).reshape(shape)
+    rows_b = np.column_stack(both[width:]).reshape(shape)
+    return rows_a, rows_b, np.asarray(found["n"], dtype=float)

@@ -622,8 +622,9 @@ class Store:
 
     def paired_rows(
         self, a: tuple[str, str | None], b: tuple[str, str | None], pairing: Pairing
-    ) -> tuple[Any, Any] | None:
-        """The per-item statistics of the items both columns hold (``_pairs.paired_rows``);
+    ) -> tuple[Any, Any, Any] | None:
+        """The per-item statistics of the items both columns hold, grouped with their counts
+        (``_pairs.paired_rows``);
         None when a run has no items file."""
         sides = self._sides([a, b])
         if sides is None:
