@@ -528,7 +528,7 @@ def rescore_command(
         return
     console = _console()
     say(console, f"re-scored {info.id} as {child.id}")
-    _print_comparison(compare_runs([info, child], store), console)
+    _print_comparison(compare_runs([info, child]), console)
 
 
 @app.command("import")

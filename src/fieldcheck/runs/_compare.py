@@ -52,29 +52,9 @@ def _natural(name: str) -> tuple[int, Any]:
     return (0, int(name)) if name.isdigit() else (1, name)
 
 
-def _joined(
-    store: Store, runs: Sequence[RunInfo], columns: Sequence[dict[str, Any]], several: list[bool]
-) -> dict[str, Any] | None:
-    """Each column's items against the same model's in the first run, joined on their key
-    (DuckDB over the runs' Parquet files): how many went from each verdict to each other;
-    None when any run has no items file."""
-    first = runs[0].id
-    counts: list[dict[str, int]] = []
-    for column, by_model in zip(columns, several, strict=True):
-        model = column["model"] if by_model else None
-        if column["run"] == first:
-            counts.append({})
-            continue
-        joined = store.join_items(first, column["run"], model=model)
-        if joined is None:
-            return None
-        counts.append(joined)
-    return _table(f"Items against {first[:8]} (verdict there -> here)", "items", columns, counts)
-
-
-def compare_runs(runs: Sequence[RunInfo], store: Store | None = None) -> dict[str, Any]:
-    """The comparison of ``runs`` (all of one system; InputError naming them otherwise); with
-    the ``store``, their items joined on key against the first run's (``_joined``)."""
+def compare_runs(runs: Sequence[RunInfo]) -> dict[str, Any]:
+    """The comparison of ``runs`` (all of one system; InputError naming them otherwise) from
+    their stored metrics (``compare`` adds what their items say)."""
     if not runs:
         raise InputError("give at least one run to compare")
     systems = sorted({r.system for r in runs})
@@ -87,13 +67,11 @@ def compare_runs(runs: Sequence[RunInfo], store: Store | None = None) -> dict[st
         raise InputError(f"runs of system {system!r} cannot be compared: it is not registered")
     columns: list[dict[str, Any]] = []
     cells: list[tuple[Mapping[str, Any], Mapping[str, Any]]] = []
-    several: list[bool] = []  # whether a column is one of its run's models (joined by model)
     for run in runs:
         own = kind.columns(run.model, run.metrics or {}, run.intervals or {})
         for model, metrics, intervals in own:
             columns.append({"run": run.id, "model": model, "label": f"{run.id[:8]} {model}"})
             cells.append((metrics, intervals))
-            several.append(len(own) > 1)
     rows = [
         {
             "name": name,
@@ -105,8 +83,6 @@ def compare_runs(runs: Sequence[RunInfo], store: Store | None = None) -> dict[st
         _table(title, row_label, columns, [dict(read(m)) for m, _ in cells])
         for title, row_label, read in kind.breakdowns
     ]
-    if store is not None and len(runs) > 1 and (joined := _joined(store, runs, columns, several)):
-        tables.append(joined)
     paired = [{"run": run.id, **pair} for run in runs for pair in kind.paired(run.metrics or {})]
     return {
         "system": system,
@@ -146,7 +122,7 @@ def compare(
     each column's paired test against the first on the system's headline metric, and the item
     matrix (only the items the columns disagree on when ``differ``; none when None). One run
     of several models (slots) compares its models."""
-    table = compare_runs(runs, store)
+    table = compare_runs(runs)
     kind = core.find(table["system"])
     assert kind is not None  # compare_runs refused an unregistered system
     pairing = kind.pairing
@@ -160,24 +136,14 @@ def compare(
     for j in range(1, len(sides)):
         found = store.paired_rows(sides[0], sides[j], pairing)
         test = found and paired_bootstrap_test(
-            found[0],
-            found[1],
-            statistic,
-            counts=found[2],
-            resamples=PAIRED_RESAMPLES,
-            seed=PAIRED_SEED,
+            *found[:2], statistic, counts=found[2], resamples=PAIRED_RESAMPLES, seed=PAIRED_SEED
         )
+        a, b = table["columns"][0]["label"], table["columns"][j]["label"]
+        shown = {f: getattr(test, f, None) for f in ("estimate_a", "estimate_b", "difference")}
+        p_value = test.p_value if test else None
+        units = test.units if test else 0
         paired.append(
-            {
-                "metric": pairing.metric,
-                "a": table["columns"][0]["label"],
-                "b": table["columns"][j]["label"],
-                "items": test.units if test else 0,
-                "estimate_a": test.estimate_a if test else None,
-                "estimate_b": test.estimate_b if test else None,
-                "difference": test.difference if test else None,
-                "p_value": test.p_value if test else None,
-            }
+            {"metric": pairing.metric, "a": a, "b": b, "items": units, **shown, "p_value": p_value}
         )
     table["paired"] = paired
     table["paired_test"] = {"resamples": PAIRED_RESAMPLES, "seed": PAIRED_SEED}
@@ -185,16 +151,10 @@ def compare(
     if differ is not None:
         found_matrix = store.item_matrix(sides, pairing, differ=differ, offset=offset, limit=limit)
         items, differing, rows = found_matrix or (0, 0, [])
-        shown = differing if differ else items
-        table["matrix"] = {
-            "differ": differ,
-            "items": items,
-            "differing": differing,
-            "offset": offset,
-            "limit": limit,
-            "next_offset": offset + limit if offset + limit < shown else None,
-            "rows": [_matrix_row(row, sides) for row in rows],
-        }
+        end = offset + limit if offset + limit < (differing if differ else items) else None
+        table["matrix"] = {"differ": differ, "items": items, "differing": differing}
+        table["matrix"] |= {"offset": offset, "limit": limit, "next_offset": end}
+        table["matrix"]["rows"] = [_matrix_row(row, sides) for row in rows]
     return table
 
 

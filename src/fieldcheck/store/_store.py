@@ -591,18 +591,6 @@ class Store:
                 return _parquet.tag_names(con, path, limit)
         return []  # an item in flight is not tagged yet
 
-    def join_items(
-        self, first: str, second: str, *, model: str | None = None
-    ) -> dict[str, int] | None:
-        """Two scored runs' items joined on their key (``model``'s only, when given): how many
-        have each pair of verdicts (``"passed -> failed"``: ``_parquet.join_counts``). None
-        when either run has no items file (its calls in flight)."""
-        paths = self.items_file(first), self.items_file(second)
-        if paths[0] is None or paths[1] is None:
-            return None
-        with self._duck() as con:
-            return _parquet.join_counts(con, paths[0], paths[1], model)
-
     def item_matrix(
         self,
         columns: Sequence[tuple[str, str | None]],
