@@ -107,7 +107,9 @@ def test_runs_of_another_dataset_or_other_settings_warn(
         assert settings[0]["values"] == {"fuzzy_threshold": [0.85, 0.5]}
         found = http.get("/api/compare", params={"runs": f"{a},{d}"}).json()
         assert [w["kind"] for w in found["warnings"]] == ["dataset"]
-        assert "differ in dataset" in found["warnings"][0]["message"]
+        message = found["warnings"][0]["message"]
+        assert f"{a}: documents docs.jsonl sha256 " in message
+        assert f"{d}: documents other.jsonl sha256 " in message
         # r5-r7 are missing from d: listed as disagreements
         missing = [r["key"] for r in found["matrix"]["rows"] if r["cells"][1]["key"] is None]
         assert missing == ["r5", "r6", "r7"]

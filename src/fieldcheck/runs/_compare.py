@@ -6,6 +6,7 @@ from the store: nothing is re-scored here."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
@@ -180,13 +181,20 @@ def _warnings(
     model differs by design)."""
     warnings: list[dict[str, Any]] = []
     datasets = {
-        r.id: sorted((i["name"], i.get("sha256") or "") for i in r.inputs if i.get("name") in roles)
+        r.id: sorted(
+            (i["name"], i.get("sha256") or "", i.get("path") or "")
+            for i in r.inputs
+            if i.get("name") in roles
+        )
         for r in runs
     }
     known = [r for r in runs if datasets[r.id]]
-    if len({tuple(datasets[r.id]) for r in known}) > 1:
+    if len({tuple(d[:2] for d in datasets[r.id]) for r in known}) > 1:
         listed = "; ".join(
-            f"{r.id}: " + ", ".join(f"{name} sha256 {sha[:12]}" for name, sha in datasets[r.id])
+            f"{r.id}: "
+            + ", ".join(
+                f"{role} {Path(path).name} sha256 {sha[:12]}" for role, sha, path in datasets[r.id]
+            )
             for r in known
         )
         warnings.append(
