@@ -71,9 +71,9 @@ def matrix(
     items, differing = con.execute(
         f"SELECT count(*), count(*) FILTER (WHERE differs) FROM ({base})"
     ).fetchone()
-    shown = ", ".join(f"i{i}, r{i}, v{i}" for i in range(len(sides)))
+    cells = ", ".join(f"i{i}, r{i}, v{i}" for i in range(len(sides)))
     rows = con.execute(
-        f"SELECT pair, {shown} FROM ({base}) "
+        f"SELECT pair, {cells} FROM ({base}) "
         f"{'WHERE differs ' if differ else ''}ORDER BY pair LIMIT ? OFFSET ?",
         [limit, offset],
     ).fetchall()
