@@ -4,7 +4,9 @@ checked against. Not used by fieldcheck itself (ARCHITECTURE.md: references live
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -62,3 +64,70 @@ def paired_bootstrap_totals_pvalue(
     deltas = statistic(weights @ a) - statistic(weights @ b)
     extreme = int(np.count_nonzero(np.abs(deltas - observed) >= abs(observed) - 1e-12))
     return (extreme + 1) / (resamples + 1)
+
+
+def paired_bootstrap_test_naive(
+    units_a: Sequence[Sequence[float]],
+    units_b: Sequence[Sequence[float]],
+    statistic: TotalsStatistic,
+    *,
+    resamples: int,
+    seed: int,
+) -> tuple[float, float | None]:
+    """``metrics.paired_bootstrap_test``'s (difference, p-value) the long way, one resample and
+    one class at a time in Python: the joined rows grouped into classes sorted by their bytes,
+    each class of one unit weighed Poisson(1) by a 16-bit draw through the inverse CDF, a class
+    of c units Poisson(c), blocks of 1024 classes drawn from generators seeded (seed, 0, block);
+    deltas centred on the observed one, empty resamples left out, +1 smoothing."""
+    joined = [
+        tuple(float(v) for v in a) + tuple(float(v) for v in b)
+        for a, b in zip(units_a, units_b, strict=True)
+    ]
+    width = len(joined[0]) // 2
+    counted: dict[bytes, list[Any]] = {}
+    for row in joined:
+        key = np.asarray(row, dtype=float).tobytes()
+        counted.setdefault(key, [row, 0])[1] += 1
+    classes = [counted[k] for k in sorted(counted)]
+    bounds, total = [], 0.0
+    for k in range(20):
+        total += math.exp(-1) / math.factorial(k)
+        bounds.append(round(total * 65536))
+
+    def poisson_of(u: int) -> int:
+        return sum(1 for b in bounds if b <= u)
+
+    weights = [[0.0] * len(classes) for _ in range(resamples)]
+    for block, start in enumerate(range(0, len(classes), 1024)):
+        part = classes[start : start + 1024]
+        rng = np.random.default_rng([seed, 0, block])
+        single = [i for i, (_, c) in enumerate(part) if c == 1]
+        many = [i for i, (_, c) in enumerate(part) if c != 1]
+        draws = rng.integers(0, 65536, size=(resamples, len(single)), dtype=np.uint16)
+        for r in range(resamples):
+            for j, i in enumerate(single):
+                weights[r][start + i] = poisson_of(int(draws[r][j]))
+        if many:
+            lam = [float(part[i][1]) for i in many]
+            drawn = rng.poisson(lam, size=(resamples, len(many)))
+            for r in range(resamples):
+                for j, i in enumerate(many):
+                    weights[r][start + i] = float(drawn[r][j])
+
+    def stat(row: Sequence[float]) -> float:
+        return float(statistic(np.asarray([row], dtype=float))[0])
+
+    full = [sum(c * row[j] for row, c in classes) for j in range(2 * width)]
+    observed = stat(full[:width]) - stat(full[width:])
+    kept = extreme = 0
+    for r in range(resamples):
+        if not any(weights[r]):
+            continue
+        kept += 1
+        totals = [
+            sum(w * row[j] for w, (row, _) in zip(weights[r], classes, strict=True))
+            for j in range(2 * width)
+        ]
+        delta = stat(totals[:width]) - stat(totals[width:])
+        extreme += abs(delta - observed) >= abs(observed) - 1e-12
+    return observed, (extreme + 1) / (kept + 1)

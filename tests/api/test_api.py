@@ -368,13 +368,14 @@ def test_the_token_is_required_on_every_route_when_bound_beyond_loopback(
     routes = [("GET", "/openapi.json"), ("GET", "/configuration"), ("GET", "/evaluate")]
     routes += [("GET", "/static/app.css"), ("GET", "/docs"), ("POST", "/evaluate")]
     routes += [("POST", "/configuration/strategies"), ("POST", "/configuration/weights")]
+    routes += [("GET", "/compare")]
     schema = httpx.get(
         f"{live.base_url}/openapi.json", headers={"authorization": "Bearer t0ken-of-the-test"}
     ).json()
     for path, methods in schema["paths"].items():
         routes += [(method.upper(), path) for method in methods]
-    # pages; json; GET/PUT/import/export per section; runs (an item included); score
-    assert len(routes) == 8 + 3 + 3 * 4 + 7 + 1
+    # pages; json; GET/PUT/import/export per section; runs (an item included); score; compare
+    assert len(routes) == 9 + 3 + 3 * 4 + 7 + 1 + 1
     for method, path in routes:
         for headers in (
             {},
@@ -417,6 +418,7 @@ def test_openapi_lists_every_route(client: httpx.Client) -> None:
         *(f"/api/config/{s}{tail}" for s in ("strategies", "thresholds", "weights") for tail in ("", "/import", "/export")),
         *(f"/api/runs{tail}" for tail in ("", "/compare", "/{run_id}", "/{run_id}/items", "/{run_id}/rescore", "/{run_id}/export")),
         "/api/score/{system}",
+        "/api/compare",
     }  # fmt: skip
 
 

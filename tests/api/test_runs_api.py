@@ -125,5 +125,7 @@ def test_a_run_whose_items_file_is_gone_is_410_naming_the_setting(
         assert page.status_code == 410 and "Metrics (95% intervals)" in page.text
         assert "set FIELDCHECK_ARTIFACTS as when the run was stored" in page.text
         assert 'id="items"' not in page.text and "internal error" not in page.text
-        compared = http.get("/runs/compare", params={"ids": f"{a.id},{b.id}"})
+        compared = http.get(
+            "/runs/compare", params={"ids": f"{a.id},{b.id}"}, follow_redirects=True
+        )
         assert compared.status_code == 410 and "FIELDCHECK_ARTIFACTS" in compared.text

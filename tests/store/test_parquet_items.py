@@ -21,12 +21,13 @@ from typer.testing import CliRunner
 from fieldcheck import core
 from fieldcheck._cli.main import app
 from fieldcheck._util.jsonio import dumps_bytes
-from fieldcheck.runs import compare_runs, record_folder
+from fieldcheck.runs import record_folder
 from fieldcheck.store import (
     ARTIFACTS_ENV,
     DATABASE_ENV,
     ItemColumns,
     ItemsMissing,
+    Pairing,
     RunRecorder,
     Store,
     artifacts_root,
@@ -318,8 +319,9 @@ def test_a_migration_that_cannot_convert_leaves_the_store_at_0006(
     store.close()
 
 
-def test_two_runs_are_joined_on_their_key(store: Store, tmp_path: Path) -> None:
-    """Each key's verdict in one run against the other's: a full outer join in DuckDB."""
+def test_two_runs_are_paired_on_their_key(store: Store, tmp_path: Path) -> None:
+    """Each key's verdict in one run against the other's (a full outer join in DuckDB): the keys
+    right in one and wrong or not scored in the other, or missing from one, are the ones listed."""
 
     def run(verdicts: dict[str, bool | None]) -> Any:
         recorder = _open(store, tmp_path)
@@ -330,18 +332,19 @@ def test_two_runs_are_joined_on_their_key(store: Store, tmp_path: Path) -> None:
 
     a = run({"a": True, "b": True, "c": False, "d": False, "e": None, "gone": False})
     b = run({"a": True, "b": False, "c": True, "d": False, "e": False, "new": True})
-    assert store.join_items(a.id, b.id) == {
-        "failed -> failed": 1,  # a
-        "failed -> passed": 1,  # b
-        "missing -> failed": 1,  # new
-        "not scored -> passed": 1,  # e
-        "passed -> failed": 1,  # c
-        "passed -> missing": 1,  # gone
-        "passed -> passed": 1,  # d
-    }
-    table = compare_runs([a, b], store)["tables"][-1]
-    assert table["title"] == f"Items against {a.id[:8]} (verdict there -> here)"
-    assert {r["name"]: r["values"] for r in table["rows"]}["failed -> passed"] == [None, 1]
+    found = store.item_matrix([(a.id, None), (b.id, None)], Pairing(), differ=True)
+    assert found is not None
+    items, differing, rows = found
+    assert (items, differing) == (7, 5)  # a and d agree
+    assert rows == [
+        ("b", "b", False, None, "b", True, None),  # failed -> passed
+        ("c", "c", True, None, "c", False, None),  # passed -> failed
+        ("e", "e", None, None, "e", True, None),  # not scored -> passed
+        ("gone", "gone", True, None, None, None, None),  # passed -> missing
+        ("new", None, None, None, "new", False, None),  # missing -> failed
+    ]
+    _, _, every = store.item_matrix([(a.id, None), (b.id, None)], Pairing(), differ=False) or ()
+    assert [r[0] for r in every] == ["a", "b", "c", "d", "e", "gone", "new"]
 
 
 def test_runs_export_parquet_is_read_by_pandas_with_typed_columns(tmp_path: Path) -> None:

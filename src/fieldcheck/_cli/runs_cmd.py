@@ -347,25 +347,86 @@ def _print_comparison(table: dict[str, Any], console: SafeConsole) -> None:
 @_database_errors
 def compare_command(
     runs: Annotated[
-        list[str], typer.Argument(metavar="RUN...", help="Two or more runs of one system.")
+        list[str],
+        typer.Argument(
+            metavar="RUN...", help="Runs of one system (one slots run: its models compared)."
+        ),
     ],
+    differ: Annotated[
+        bool,
+        typer.Option("--differ", help="List the items the runs disagree on (docs/runs.md)."),
+    ] = False,
+    limit: Annotated[
+        int, typer.Option("--limit", min=1, max=100_000, help="At most this many items listed.")
+    ] = 50,
     as_json: JsonOpt = False,
 ) -> None:
     """Runs of one system side by side: each metric with its 95% interval, the per-field match
     rates (json), per-topic F1 and the paired F1 p-values stored with each run (slots), accuracy
-    and operations by turn (numeric). Exit 0; 2 for an unknown RUN or runs of mixed systems."""
-    from fieldcheck.runs import compare_runs
+    and operations by turn (numeric); the paired difference of the headline metric and its
+    p-value; a warning when the datasets or signature settings differ; with --differ, the items
+    they disagree on. Exit 0; 2 for an unknown RUN or runs of mixed systems."""
+    from fieldcheck.runs import compare
 
     store = _store()
     infos = [_run(store, ref) for ref in runs]
     try:
-        table = compare_runs(infos, store)
+        table = compare(store, infos, differ=True if differ else None, limit=limit)
     except InputError as exc:
         raise typer.BadParameter(exc.one_line(), param_hint="RUN") from None
     if as_json:
         print_json(table)
         return
-    _print_comparison(table, _console())
+    console = _console()
+    for warning in table["warnings"]:
+        console.print(f"warning: {safe_text(warning['message'])}", markup=False)
+    _print_comparison(table, console)
+    _print_paired(table, console)
+    if table["matrix"] is not None:
+        _print_matrix(table, console)
+
+
+def _print_paired(table: dict[str, Any], console: SafeConsole) -> None:
+    from fieldcheck.runs import format_number
+
+    if not table["paired"]:
+        return
+    heads = ("a", "b", f"{table['item']}s", "a", "b", "a - b", "p-value")
+    found = grid(f"Paired difference of {table['paired'][0]['metric']} (bootstrap)", *heads)
+    for p in table["paired"]:
+        diff = p["difference"]
+        found.add_row(
+            safe_text(p["a"]),
+            safe_text(p["b"]),
+            str(p["items"]),
+            format_number(p["estimate_a"]),
+            format_number(p["estimate_b"]),
+            "-" if diff is None else f"{diff:+.4f}",
+            format_number(p["p_value"]),
+        )
+    console.print(found)
+
+
+def _print_matrix(table: dict[str, Any], console: SafeConsole) -> None:
+    """The items the runs disagree on: a row each, a cell per column (right, wrong, not scored
+    or missing, then the compared value, cut to 60 characters)."""
+    matrix = table["matrix"]
+    title = f"{matrix['differing']} of {matrix['items']} {table['item']}s differ" + (
+        f" (first {len(matrix['rows'])})" if matrix["next_offset"] is not None else ""
+    )
+    found = grid(title, table["item"], *(safe_text(c["label"]) for c in table["columns"]))
+    for row in matrix["rows"]:
+        cells = []
+        for cell in row["cells"]:
+            if cell["key"] is None:
+                cells.append("missing")
+                continue
+            right = {True: "right", False: "wrong"}.get(cell["right"], "not scored")
+            value = cell["value"]
+            cut = "" if value is None else f" {value[:60]}" + ("..." if len(value) > 60 else "")
+            cells.append(safe_text(right + cut))
+        found.add_row(safe_text(row["key"]), *cells)
+    console.print(found)
 
 
 @app.command("export")
@@ -532,7 +593,7 @@ def rescore_command(
         return
     console = _console()
     say(console, f"re-scored {info.id} as {child.id}")
-    _print_comparison(compare_runs([info, child], store), console)
+    _print_comparison(compare_runs([info, child]), console)
 
 
 @app.command("import")

@@ -15,7 +15,7 @@ from fieldcheck.api._errors import install_error_handlers
 from fieldcheck.api._evaluation import Matchers
 from fieldcheck.api._guard import Guard
 from fieldcheck.api._settings import ApiSettings, check_binding
-from fieldcheck.api.routes import config, item, items, json, pages, runs, runs_list, score
+from fieldcheck.api.routes import compare, config, item, items, json, pages, runs, runs_list, score
 from fieldcheck.jsoneval import SavedConfig
 from fieldcheck.store import Store
 
@@ -78,4 +78,6 @@ def create_app(settings: ApiSettings | None = None) -> FastAPI:
     app.include_router(items.router)  # after runs': /api/runs/compare is not a run id
     app.include_router(items.pages)
     app.include_router(score.router)
+    app.include_router(compare.router)
+    app.include_router(compare.pages)
     return app

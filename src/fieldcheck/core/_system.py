@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from fieldcheck.reports import RunFolder, Scored
-from fieldcheck.store import ItemColumn, ItemColumns
+from fieldcheck.store import ItemColumn, ItemColumns, Pairing
 
 if TYPE_CHECKING:
     from fieldcheck._util.executor import Executor
@@ -58,6 +58,15 @@ class System(Protocol):
     headline: tuple[str, ...]
     breakdowns: tuple[Breakdown, ...]
     export_columns: tuple[tuple[str, str, str], ...]
+    pairing: Pairing
+    """How its items pair across runs, what is right and compared, and the per-item statistics
+    of the headline metric whose paired difference ``runs compare`` tests."""
+    dataset_roles: tuple[str, ...]
+    """The input roles that hold the dataset (never a model's outputs): runs whose files of
+    these roles differ (sha256) are compared with a warning."""
+    model_settings: tuple[str, ...]
+    """The signature settings that name the model or its outputs: they differ by design between
+    compared runs, and no warning names them."""
 
     def columns(self, model: str, metrics: Metrics, intervals: Metrics) -> list[Column]:
         """The comparison columns of one stored run."""

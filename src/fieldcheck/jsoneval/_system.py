@@ -22,7 +22,7 @@ from fieldcheck.jsoneval._story import json_story
 from fieldcheck.jsoneval._stream import CHUNK_LINES, SCORES, BatchReader, Failed, Item
 from fieldcheck.metrics import RqsWeights, wildcard_path
 from fieldcheck.reports import RunFolder, Scored, Views
-from fieldcheck.store import ERROR, FAILED, ItemColumn, ItemColumns, add_tag, item_value
+from fieldcheck.store import ERROR, FAILED, ItemColumn, ItemColumns, Pairing, add_tag, item_value
 
 if TYPE_CHECKING:
     from fieldcheck.store import RunRecorder
@@ -144,6 +144,12 @@ class JsonSystem(JsonRuns, Views):
         ),
         ERROR,
     )
+    pairing = Pairing(  # a record's output compared; its RQS is the mean paired
+        value="json_extract(result, '$.output')",
+        metric="rqs",
+        rows=("json_extract(result, '$.rqs')", "1.0"),
+    )
+    dataset_roles = ("documents",)  # a batch file holds the outputs too: it names no dataset
     scores_replies_in_pool = True  # core.run: a large run's chunks go to a pool warmed meanwhile
 
     def estimate(self, metrics: Mapping[str, Any], name: str) -> Any:

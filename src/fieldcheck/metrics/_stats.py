@@ -489,7 +489,7 @@ def bootstrap_classes_ci(
 
 
 def paired_bootstrap_classes_pvalue(
-    classes: RowClasses,
+    classes: RowClasses | tuple[np.ndarray, np.ndarray],
     width: int,
     statistic: TotalsStatistic,
     *,
@@ -498,17 +498,63 @@ def paired_bootstrap_classes_pvalue(
     stream: int = 0,
 ) -> float | None:
     """Two-sided paired bootstrap p-value that ``statistic`` differs between systems A and B,
-    over classes of joined rows (A's ``width`` columns, then B's) of the units both scored:
-    resampled deltas centred on the observed one (Koehn 2004; sacrebleu's paired bootstrap), +1
-    smoothing, with ``bootstrap_classes_ci``'s Poisson draws; empty resamples are left out.
-    ``None`` for no units or ``resamples < 1``."""
-    if classes.units == 0 or resamples < 1:
+    over classes of joined rows (A's ``width`` columns, then B's) of the units both scored
+    (a ``RowClasses``, or ``(rows, counts)`` as ``value_classes`` gives them): resampled deltas
+    centred on the observed one (Koehn 2004; sacrebleu's paired bootstrap), +1 smoothing, with
+    ``bootstrap_classes_ci``'s Poisson draws; empty resamples are left out. ``None`` for no
+    units or ``resamples < 1``."""
+    rows, counts = classes.classes() if isinstance(classes, RowClasses) else classes
+    if not int(np.sum(counts)) or resamples < 1:
         return None
-    rows, counts = classes.classes()
     totals, mass = _class_totals(rows, counts, resamples=resamples, seed=seed, stream=stream)
     totals = totals[mass > 0]
-    full = classes.totals()
+    full = (np.asarray(counts, dtype=float) @ rows).reshape(1, -1)
     observed = float(statistic(full[:, :width])[0] - statistic(full[:, width:])[0])
     deltas = statistic(totals[:, :width]) - statistic(totals[:, width:])
     extreme = int(np.count_nonzero(np.abs(deltas - observed) >= abs(observed) - 1e-12))
     return (extreme + 1) / (len(totals) + 1)
+
+
+class PairedTest(NamedTuple):
+    """A statistic of two systems over the same units, their difference (A - B) and its
+    two-sided paired bootstrap p-value (None without resamples)."""
+
+    units: int
+    estimate_a: float
+    estimate_b: float
+    difference: float
+    p_value: float | None
+
+
+def paired_bootstrap_test(
+    units_a: np.ndarray,
+    units_b: np.ndarray,
+    statistic: TotalsStatistic,
+    *,
+    counts: np.ndarray | None = None,
+    resamples: int = 1000,
+    seed: int = 0,
+) -> PairedTest | None:
+    """The paired test of ``statistic`` (of summed per-unit rows, float) between systems A and
+    B, row i of ``units_a`` and ``units_b`` being the same unit (an item both scored), or
+    ``counts[i]`` units alike: the units grouped into classes of equal joined rows sorted by
+    their bytes, so the draws depend only on (seed, class) and the result, estimates included,
+    on the multiset of pairs, not their order (``paired_bootstrap_classes_pvalue``). ``None``
+    for no units."""
+    joined = np.ascontiguousarray(np.hstack([units_a, units_b]), dtype=float)
+    weights = np.ones(len(joined)) if counts is None else np.asarray(counts, dtype=float)
+    if not len(joined) or not weights.sum():
+        return None
+    keys = joined.view(np.dtype((np.void, joined.itemsize * joined.shape[1]))).ravel()
+    _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+    rows = joined[first]
+    per_class = np.bincount(inverse.reshape(-1), weights=weights).astype(np.int64)
+    width = joined.shape[1] // 2
+    full = (per_class.astype(float) @ rows).reshape(1, -1)
+    estimate_a = float(statistic(full[:, :width])[0])
+    estimate_b = float(statistic(full[:, width:])[0])
+    p_value = paired_bootstrap_classes_pvalue(
+        (rows, per_class), width, statistic, resamples=resamples, seed=seed
+    )
+    units = int(per_class.sum())
+    return PairedTest(units, estimate_a, estimate_b, estimate_a - estimate_b, p_value)

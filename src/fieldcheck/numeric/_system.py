@@ -38,7 +38,7 @@ from fieldcheck.numeric._stream import (
     stored_cell,
 )
 from fieldcheck.reports import RunFolder, Scored, Views
-from fieldcheck.store import ERROR, FAILED, ItemColumn, ItemColumns, item_value
+from fieldcheck.store import ERROR, FAILED, ItemColumn, ItemColumns, Pairing, item_value
 
 if TYPE_CHECKING:
     from fieldcheck.store import RunRecorder
@@ -236,6 +236,14 @@ class NumericSystem(NumericRuns, Views):
         FAILED,  # not a numerical match, or not scored (no gold, a call error)
         ERROR,
     )
+    pairing = Pairing(  # a turn's answer as read (the reply's text when none was read)
+        value="coalesce(json_extract_string(result, '$.parsed_answer'), "
+        "json_extract_string(result, '$.predicted_answer'))",
+        metric="numerical_match_accuracy",
+        rows=("json_extract(result, '$.numerical_match')", "1.0"),
+    )
+    dataset_roles = ("data",)
+    model_settings = ("model", "models", "predictions")
 
     def interval(self, intervals: Mapping[str, Any], name: str) -> Any:
         return (intervals.get("overall") or {}).get(name)

@@ -25,7 +25,7 @@ from fieldcheck._util.executor import pid_alive
 from fieldcheck._util.jsonio import dumps
 from fieldcheck._util.paths import safe_filename
 from fieldcheck._version import __version__
-from fieldcheck.store import FAILED, ItemColumn, item_value
+from fieldcheck.store import FAILED, ItemColumn, Pairing, item_value
 
 PARTIAL = ".fieldcheck-partial"
 RUN_JSON = "run.json"
@@ -153,11 +153,15 @@ class Views:
     """The defaults of ``core.System``'s view methods, which a system overrides where its
     stored metrics differ: one column per run, headline metrics and their intervals at the top
     of its metrics, latency under ``latency_key``, its export columns as its item table, no paired
-    tests."""
+    tests; items paired on their key, compared on right or wrong (``store.Pairing``); no input
+    named the dataset; the settings ``model`` and ``models`` name the model."""
 
     export_columns: tuple[tuple[str, str, str], ...] = ()
     latency_key = "latency_s"
     item_tag: str | None = None
+    pairing = Pairing()
+    dataset_roles: tuple[str, ...] = ()
+    model_settings: tuple[str, ...] = ("model", "models")
 
     def columns(
         self, model: str, metrics: Mapping[str, Any], intervals: Mapping[str, Any]

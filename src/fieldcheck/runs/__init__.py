@@ -9,6 +9,7 @@ from fieldcheck._util.lazy import typed_lazy_names
 
 if TYPE_CHECKING:  # the names as type checkers and editors see them
     from fieldcheck.runs._compare import (
+        compare,
         compare_runs,
         format_cell,
         format_count,

@@ -6,10 +6,14 @@ from the store: nothing is re-scored here."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
 
 from fieldcheck import core
 from fieldcheck._util.errors import InputError
+from fieldcheck._util.jsonio import loads
+from fieldcheck.metrics import paired_bootstrap_test, safe_div_array
 from fieldcheck.reports import format_seconds_joined
 from fieldcheck.store import RunInfo
 
@@ -49,29 +53,9 @@ def _natural(name: str) -> tuple[int, Any]:
     return (0, int(name)) if name.isdigit() else (1, name)
 
 
-def _joined(
-    store: Store, runs: Sequence[RunInfo], columns: Sequence[dict[str, Any]], several: list[bool]
-) -> dict[str, Any] | None:
-    """Each column's items against the same model's in the first run, joined on their key
-    (DuckDB over the runs' Parquet files): how many went from each verdict to each other;
-    None when any run has no items file."""
-    first = runs[0].id
-    counts: list[dict[str, int]] = []
-    for column, by_model in zip(columns, several, strict=True):
-        model = column["model"] if by_model else None
-        if column["run"] == first:
-            counts.append({})
-            continue
-        joined = store.join_items(first, column["run"], model=model)
-        if joined is None:
-            return None
-        counts.append(joined)
-    return _table(f"Items against {first[:8]} (verdict there -> here)", "items", columns, counts)
-
-
-def compare_runs(runs: Sequence[RunInfo], store: Store | None = None) -> dict[str, Any]:
-    """The comparison of ``runs`` (all of one system; InputError naming them otherwise); with
-    the ``store``, their items joined on key against the first run's (``_joined``)."""
+def compare_runs(runs: Sequence[RunInfo]) -> dict[str, Any]:
+    """The comparison of ``runs`` (all of one system; InputError naming them otherwise) from
+    their stored metrics (``compare`` adds what their items say)."""
     if not runs:
         raise InputError("give at least one run to compare")
     systems = sorted({r.system for r in runs})
@@ -84,13 +68,11 @@ def compare_runs(runs: Sequence[RunInfo], store: Store | None = None) -> dict[st
         raise InputError(f"runs of system {system!r} cannot be compared: it is not registered")
     columns: list[dict[str, Any]] = []
     cells: list[tuple[Mapping[str, Any], Mapping[str, Any]]] = []
-    several: list[bool] = []  # whether a column is one of its run's models (joined by model)
     for run in runs:
         own = kind.columns(run.model, run.metrics or {}, run.intervals or {})
         for model, metrics, intervals in own:
             columns.append({"run": run.id, "model": model, "label": f"{run.id[:8]} {model}"})
             cells.append((metrics, intervals))
-            several.append(len(own) > 1)
     rows = [
         {
             "name": name,
@@ -102,8 +84,6 @@ def compare_runs(runs: Sequence[RunInfo], store: Store | None = None) -> dict[st
         _table(title, row_label, columns, [dict(read(m)) for m, _ in cells])
         for title, row_label, read in kind.breakdowns
     ]
-    if store is not None and len(runs) > 1 and (joined := _joined(store, runs, columns, several)):
-        tables.append(joined)
     paired = [{"run": run.id, **pair} for run in runs for pair in kind.paired(run.metrics or {})]
     return {
         "system": system,
@@ -124,6 +104,140 @@ def compare_runs(runs: Sequence[RunInfo], store: Store | None = None) -> dict[st
         "tables": tables,
         "paired_f1": paired,
     }
+
+
+PAIRED_RESAMPLES = 1000
+PAIRED_SEED = 0
+
+
+def compare(
+    store: Store,
+    runs: Sequence[RunInfo],
+    *,
+    differ: bool | None = True,
+    offset: int = 0,
+    limit: int = 100,
+) -> dict[str, Any]:
+    """What ``/compare``, ``GET /api/compare`` and ``runs compare`` show (docs/runs.md
+    "Comparing runs"): ``compare_runs``' tables, the warnings (dataset, signature settings),
+    each column's paired test against the first on the system's headline metric, and the item
+    matrix (only the items the columns disagree on when ``differ``; none when None). One run
+    of several models (slots) compares its models."""
+    table = compare_runs(runs)
+    kind = core.find(table["system"])
+    assert kind is not None  # compare_runs refused an unregistered system
+    pairing = kind.pairing
+    several = {
+        r.id: len(kind.columns(r.model, r.metrics or {}, r.intervals or {})) > 1 for r in runs
+    }
+    sides = [(c["run"], c["model"] if several[c["run"]] else None) for c in table["columns"]]
+    table["warnings"] = _warnings(runs, kind.dataset_roles, kind.model_settings)
+    statistic = pairing.statistic or _mean
+    paired = []
+    for j in range(1, len(sides)):
+        found = store.paired_rows(sides[0], sides[j], pairing)
+        test = found and paired_bootstrap_test(
+            *found[:2], statistic, counts=found[2], resamples=PAIRED_RESAMPLES, seed=PAIRED_SEED
+        )
+        a, b = table["columns"][0]["label"], table["columns"][j]["label"]
+        shown = {f: getattr(test, f, None) for f in ("estimate_a", "estimate_b", "difference")}
+        p_value = test.p_value if test else None
+        units = test.units if test else 0
+        paired.append(
+            {"metric": pairing.metric, "a": a, "b": b, "items": units, **shown, "p_value": p_value}
+        )
+    table["paired"] = paired
+    table["paired_test"] = {"resamples": PAIRED_RESAMPLES, "seed": PAIRED_SEED}
+    table["matrix"] = None
+    if differ is not None:
+        found_matrix = store.item_matrix(sides, pairing, differ=differ, offset=offset, limit=limit)
+        items, differing, rows = found_matrix or (0, 0, [])
+        end = offset + limit if offset + limit < (differing if differ else items) else None
+        table["matrix"] = {"differ": differ, "items": items, "differing": differing}
+        table["matrix"] |= {"offset": offset, "limit": limit, "next_offset": end}
+        table["matrix"]["rows"] = [_matrix_row(row, sides) for row in rows]
+    return table
+
+
+def _mean(totals: Any) -> Any:
+    """The mean of per-item values from their sums (value, 1)."""
+    return safe_div_array(totals[:, 0], totals[:, 1])
+
+
+def _matrix_row(row: Sequence[Any], sides: Sequence[tuple[str, str | None]]) -> dict[str, Any]:
+    cells = []
+    for i, (run, _) in enumerate(sides):
+        key, right, value = row[1 + 3 * i : 4 + 3 * i]
+        url = None if key is None else f"/runs/{quote(run, safe='')}/items/{quote(key, safe='')}"
+        cells.append({"key": key, "right": right, "value": value, "url": url})
+    return {"key": row[0], "cells": cells}
+
+
+def _warnings(
+    runs: Sequence[RunInfo], roles: Sequence[str], model_settings: Sequence[str]
+) -> list[dict[str, Any]]:
+    """A warning when the runs' datasets (the sha256 of their inputs of ``roles``) differ, and
+    one naming the signature settings that differ (those of ``model_settings`` left out: the
+    model differs by design)."""
+    warnings: list[dict[str, Any]] = []
+    datasets = {
+        r.id: sorted(
+            (i["name"], i.get("sha256") or "", i.get("path") or "")
+            for i in r.inputs
+            if i.get("name") in roles
+        )
+        for r in runs
+    }
+    known = [r for r in runs if datasets[r.id]]
+    if len({tuple(d[:2] for d in datasets[r.id]) for r in known}) > 1:
+        listed = "; ".join(
+            f"{r.id}: "
+            + ", ".join(
+                f"{role} {Path(path).name} sha256 {sha[:12]}" for role, sha, path in datasets[r.id]
+            )
+            for r in known
+        )
+        warnings.append(
+            {"kind": "dataset", "message": f"the runs differ in dataset ({listed})", "names": []}
+        )
+    settings = [_signature_settings(r.signature) for r in runs]
+    names = sorted(
+        n
+        for n in set().union(*settings)
+        if n.split(".")[0] not in model_settings and len({repr(s.get(n)) for s in settings}) > 1
+    )
+    if names and len(runs) > 1:
+        warnings.append(
+            {
+                "kind": "settings",
+                "message": f"the runs differ in signature settings: {', '.join(names)}",
+                "names": names,
+                "values": {n: [s.get(n) for s in settings] for n in names},
+            }
+        )
+    return warnings
+
+
+def _signature_settings(signature: str) -> dict[str, Any]:
+    """A stored signature's settings, nested ones dotted (``semantic.matcher``): the JSON of
+    ``Signature``, or the ``system|key:value|...`` text of older runs."""
+    try:
+        found = loads(signature)
+    except ValueError:
+        pairs = (part.split(":", 1) for part in signature.split("|")[1:] if ":" in part)
+        return {k: v for k, v in pairs if k != "version"}
+    flat: dict[str, Any] = {}
+
+    def walk(value: Any, prefix: str) -> None:
+        if isinstance(value, dict) and value:
+            for k, v in value.items():
+                walk(v, f"{prefix}{k}.")
+        else:
+            flat[prefix[:-1]] = value
+
+    walk(found.get("settings") if isinstance(found, dict) else {}, "")
+    flat.pop("", None)
+    return flat
 
 
 def format_cell(cell: dict[str, Any] | None) -> str:

@@ -25,6 +25,7 @@ from fieldcheck.slots._extract import SlotsRuns
 from fieldcheck.slots._loaders import JudgeFile, LatencyFile, SlotFile, load_latencies, load_slots
 from fieldcheck.slots._report import METRIC_COLUMNS, write_outputs
 from fieldcheck.slots._score import (
+    _PAIR_F1,
     ModelInput,
     SlotJob,
     SlotScorer,
@@ -46,7 +47,7 @@ from fieldcheck.slots._stream import (
     SlotInput,
     partitioned,
 )
-from fieldcheck.store import ERROR, FAILED, ItemColumn, ItemColumns, item_value
+from fieldcheck.store import ERROR, FAILED, ItemColumn, ItemColumns, Pairing, item_value
 
 if TYPE_CHECKING:
     from fieldcheck.matchers import Matcher
@@ -273,6 +274,18 @@ class SlotsSystem(SlotsRuns, Views):
         FAILED,
         ERROR,
     )
+    pairing = Pairing(  # a session of any model (its key names the model), its predicted slots
+        key="json_extract_string(result, '$.user') || '/' || json_extract_string(result, '$.session')",
+        value="json_extract(result, '$.pred')",
+        shown="(SELECT string_agg(json_extract_string(x, '$[0]') || '.' || "
+        "json_extract_string(x, '$[1]') || ': ' || "
+        "array_to_string(CAST(json_extract(x, '$[2]') AS VARCHAR[]), ' | '), chr(10)) "
+        "FROM unnest(CAST(json_extract(result, '$.pred') AS JSON[])) AS t(x))",
+        metric="f1",
+        rows=tuple(f"json_extract(result, '$.counts.{n}')" for n in _COUNTS),
+        statistic=_PAIR_F1,
+    )
+    dataset_roles = ("gold", "conversations")
 
     def columns(
         self, model: str, metrics: Mapping[str, Any], intervals: Mapping[str, Any]

@@ -21,6 +21,7 @@ if TYPE_CHECKING:  # the names as type checkers and editors see them
         TAG_CHARS,
         ItemColumn,
         ItemColumns,
+        Pairing,
         add_tag,
         item_value,
     )

@@ -10,7 +10,7 @@ which is neither; its ``error_type`` says why. Each system derives them from its
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
@@ -66,3 +66,22 @@ def plain_columns(item: Mapping[str, Any]) -> ItemColumns:
     """The columns of an item of no known system: its ``key`` and ``failed``."""
     failed = item.get("failed")
     return ItemColumns(str(item.get("key", "")), None if failed is None else bool(failed))
+
+
+class Pairing(NamedTuple):
+    """How a system's items pair across runs and what is compared (``runs compare``, the compare
+    page): DuckDB expressions over an item's row of its items file (the indexed columns and
+    ``result``, the item's JSON text). ``key``: what its items pair on (the same item in two
+    runs); ``right``: true, false or null (not scored); ``value``: the text compared (two items
+    that are both right may differ in it), ``shown`` as the matrix shows it (None: as it is);
+    ``rows``: the per-item sufficient statistics of
+    headline metric ``metric`` (an item with a null among them is not counted), which
+    ``statistic`` computes from their sums (one value per row of an (m, k) array)."""
+
+    key: str = "key"
+    right: str = "NOT failed"
+    value: str = "NULL"
+    shown: str | None = None
+    metric: str = "right"
+    rows: tuple[str, ...] = ("CAST(NOT failed AS DOUBLE)", "1.0")
+    statistic: Callable[[Any], Any] | None = None

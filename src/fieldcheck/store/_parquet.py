@@ -414,21 +414,3 @@ def tag_names(con: Any, path: Path, limit: int) -> list[str]:
         [str(path), limit],
     ).fetchall()
     return [r[0] for r in rows]
-
-
-def join_counts(con: Any, first: Path, second: Path, model: str | None) -> dict[str, int]:
-    """Two runs' items joined on their key (of ``model``'s items only, when given): how many
-    have each pair of verdicts, ``"<in first> -> <in second>"``, a verdict being ``passed``,
-    ``failed``, ``not scored`` or ``missing`` (no such key in that run)."""
-    verdict = (
-        "CASE WHEN {t}.key IS NULL THEN 'missing' WHEN {t}.failed IS NULL THEN 'not scored' "
-        "WHEN {t}.failed THEN 'failed' ELSE 'passed' END"
-    )
-    side = "(SELECT key, failed FROM read_parquet(?) WHERE ? IS NULL OR model = ?)"
-    rows = con.execute(
-        f"SELECT {verdict.format(t='a')} || ' -> ' || {verdict.format(t='b')} AS pair, "
-        f"count(*) FROM {side} a FULL OUTER JOIN {side} b ON a.key = b.key "
-        "GROUP BY pair ORDER BY pair",
-        [str(first), model, model, str(second), model, model],
-    ).fetchall()
-    return {r[0]: int(r[1]) for r in rows}

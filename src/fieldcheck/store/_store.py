@@ -42,8 +42,9 @@ from sqlalchemy.orm import sessionmaker
 
 from fieldcheck._util.executor import pid_alive
 from fieldcheck._util.jsonio import dumps_bytes, loads
-from fieldcheck.store import _parquet
+from fieldcheck.store import _pairs, _parquet
 from fieldcheck.store._figures import journal_figures
+from fieldcheck.store._items import Pairing
 from fieldcheck.store._records import (
     ARTIFACTS_ENV,
     RunInfo,
@@ -746,17 +747,40 @@ class Store:
                 memo.popitem(last=False)
         return value
 
-    def join_items(
-        self, first: str, second: str, *, model: str | None = None
-    ) -> dict[str, int] | None:
-        """Two scored runs' items joined on their key (``model``'s only, when given): how many
-        have each pair of verdicts (``"passed -> failed"``: ``_parquet.join_counts``). None
-        when either run has no items file (its calls in flight)."""
-        paths = self.items_file(first), self.items_file(second)
-        if paths[0] is None or paths[1] is None:
+    def item_matrix(
+        self,
+        columns: Sequence[tuple[str, str | None]],
+        pairing: Pairing,
+        *,
+        differ: bool = True,
+        offset: int = 0,
+        limit: int = 100,
+    ) -> tuple[int, int, list[tuple[Any, ...]]] | None:
+        """The items of ``columns`` ((run id, model or None) each) paired on ``pairing.key``:
+        ``_pairs.matrix``. None when a run has no items file (its calls in flight)."""
+        sides = self._sides(columns)
+        if sides is None:
             return None
         with self._duck() as con:
-            return _parquet.join_counts(con, paths[0], paths[1], model)
+            return _pairs.matrix(con, sides, pairing, differ=differ, offset=offset, limit=limit)
+
+    def paired_rows(
+        self, a: tuple[str, str | None], b: tuple[str, str | None], pairing: Pairing
+    ) -> tuple[Any, Any, Any] | None:
+        """The per-item statistics of the items both columns hold, grouped with their counts
+        (``_pairs.paired_rows``);
+        None when a run has no items file."""
+        sides = self._sides([a, b])
+        if sides is None:
+            return None
+        with self._duck() as con:
+            return _pairs.paired_rows(con, sides[0], sides[1], pairing)
+
+    def _sides(self, columns: Sequence[tuple[str, str | None]]) -> list[_pairs.Side] | None:
+        paths = [self.items_file(run) for run, _ in columns]
+        if any(p is None for p in paths):
+            return None
+        return [_pairs.Side(p, m) for p, (_, m) in zip(paths, columns, strict=True) if p]
 
     # items --------------------------------------------------------------------------------
     def items(self, run_id: str) -> list[StoredItem]:

@@ -8,9 +8,10 @@ import os
 from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any, Literal
+from urllib.parse import quote
 
 from fastapi import APIRouter, Query, Request
-from fastapi.responses import FileResponse, HTMLResponse, StreamingResponse
+from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, StreamingResponse
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 from starlette.concurrency import run_in_threadpool
 
@@ -23,18 +24,15 @@ from fieldcheck.api._errors import (
     NO_RUN,
     ApiError,
     error_responses,
-    items_missing,
 )
 from fieldcheck.api._evaluation import client_paths
+from fieldcheck.api.routes.compare import compare_dict
 from fieldcheck.runs import (
-    compare_runs,
-    format_cell,
     format_latency,
-    format_number,
     iter_export,
     rescore,
 )
-from fieldcheck.store import ItemsMissing, RunInfo
+from fieldcheck.store import RunInfo
 
 router = APIRouter(
     prefix="/api/runs",
@@ -44,7 +42,6 @@ router = APIRouter(
 )
 pages = APIRouter(include_in_schema=False)
 MAX_PAGE = 500
-MAX_COMPARE = 20
 PLOT_SUFFIXES = (".png",)
 
 
@@ -96,31 +93,19 @@ LimitQ = Annotated[int, Query(ge=1, le=MAX_PAGE)]
 
 @router.get(
     "/compare",
-    summary="Runs of one system side by side",
+    summary="Runs of one system side by side (an alias of GET /api/compare)",
+    deprecated=True,
     responses=error_responses(
-        {
-            404: NO_RUN,
-            410: ITEMS_GONE,
-            422: f"{INVALID} Also no id, over {MAX_COMPARE} ids, or mixed systems.",
-        }
+        {404: NO_RUN, 410: ITEMS_GONE, 422: f"{INVALID} Also no id, over 20 ids, or mixed systems."}
     ),
 )
-def compare_route(
+def compare_alias(
     ctx: Context,
     ids: Annotated[list[str], Query(description="Run ids, repeated or comma-separated.")],
 ) -> dict[str, Any]:
-    """Each metric with its 95% interval per run (and model), the system's table and the slot
-    runs' paired F1 p-values; 422 for runs of mixed systems."""
-    found = [i.strip() for part in ids for i in part.split(",") if i.strip()]
-    if not found:
-        raise ApiError(422, "ids: give the runs to compare", field="ids")
-    if len(found) > MAX_COMPARE:
-        raise ApiError(422, f"ids: at most {MAX_COMPARE} runs", field="ids")
-    runs = [_get(ctx, i) for i in found]
-    try:
-        return compare_runs(runs, ctx.store)
-    except InputError as exc:
-        raise ApiError(422, exc.one_line(), field="ids") from None
+    """``GET /api/compare?runs=...`` under its old name and parameter (the items they disagree
+    on: the first 100)."""
+    return compare_dict(ctx, ids, differ=True, offset=0, limit=100, field="ids")
 
 
 @router.post(
@@ -204,34 +189,11 @@ def _plots(run: RunInfo) -> list[str]:
     )
 
 
-def _heat(value: Any) -> str:
-    """A cell colour for a rate in [0, 1]: red (0) to green (1); none for a count."""
-    if not isinstance(value, float):
-        return ""
-    hue = round(120 * max(0.0, min(1.0, float(value))))
-    return f"background: hsl({hue}, 70%, 85%)"
-
-
 @pages.get("/runs/compare")
-def compare_page(
-    request: Request, ctx: Context, ids: Annotated[list[str] | None, Query()] = None
-) -> HTMLResponse:
-    try:
-        table = compare_route(ctx, ids or [])
-    except ItemsMissing as exc:
-        return _render(ctx, request, "compare.html", 410, error=items_missing(exc), table=None)
-    except ApiError as exc:
-        return _render(ctx, request, "compare.html", exc.status, error=exc.message, table=None)
-    return _render(
-        ctx,
-        request,
-        "compare.html",
-        table=table,
-        error=None,
-        cell=format_cell,
-        number=format_number,
-        heat=_heat,
-    )
+def compare_page(ids: Annotated[list[str] | None, Query()] = None) -> RedirectResponse:
+    """The old address of the Compare page."""
+    found = ",".join(i.strip() for part in ids or [] for i in part.split(",") if i.strip())
+    return RedirectResponse(f"/compare?runs={quote(found, safe=',')}", status_code=307)
 
 
 @pages.get("/runs/{run_id}/files/{name}")

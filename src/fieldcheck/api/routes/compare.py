@@ -1,0 +1,117 @@
+"""``GET /api/compare`` and the Compare page ``/compare``: runs of one system (or the models of
+one slots run) side by side, with the paired test of the headline metric, the dataset and
+signature warnings, and the item matrix of the items they disagree on. The page renders the
+route's dict as it is (``compare_dict``); ``fieldcheck.runs.compare`` builds it."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import HTMLResponse
+from starlette.concurrency import run_in_threadpool
+
+from fieldcheck._util.errors import InputError
+from fieldcheck.api._deps import AppContext, Context
+from fieldcheck.api._errors import INVALID, ITEMS_GONE, NO_RUN, ApiError, error_responses
+from fieldcheck.api._errors import items_missing as items_missing_message
+from fieldcheck.runs import compare, format_cell, format_latency, format_number
+from fieldcheck.store import ItemsMissing
+
+router = APIRouter(prefix="/api/compare", tags=["runs"], responses=error_responses())
+pages = APIRouter(include_in_schema=False)
+MAX_COMPARE = 20
+MAX_PAGE = 500
+
+RunsQ = Annotated[
+    list[str],
+    Query(
+        description="Run ids (or unique prefixes), comma-separated or repeated; one slots run "
+        "compares its models."
+    ),
+]
+DifferQ = Annotated[
+    bool, Query(description="true: only the items the runs disagree on; false: every item.")
+]
+OffsetQ = Annotated[int, Query(ge=0, le=2**31 - 1, description="The matrix page's first row.")]
+LimitQ = Annotated[int, Query(ge=1, le=MAX_PAGE, description="Rows of the matrix page.")]
+
+
+def compare_dict(
+    ctx: AppContext, ids: list[str], *, differ: bool | None, offset: int, limit: int, field: str
+) -> dict[str, Any]:
+    """The comparison of the runs ``ids`` name (``field`` the parameter named in errors): 422
+    for none, too many or runs of mixed systems, 404 for an unknown run."""
+    found = [i.strip() for part in ids for i in part.split(",") if i.strip()]
+    if not found:
+        raise ApiError(422, f"{field}: give the runs to compare", field=field)
+    if len(found) > MAX_COMPARE:
+        raise ApiError(422, f"{field}: at most {MAX_COMPARE} runs", field=field)
+    runs = []
+    for ref in found:
+        run = ctx.store.find_run(ref) if 4 <= len(ref) <= 64 else None
+        if run is None:
+            raise ApiError(404, f"no run {ref!r}", field=field)
+        runs.append(run)
+    try:
+        return compare(ctx.store, runs, differ=differ, offset=offset, limit=limit)
+    except InputError as exc:
+        raise ApiError(422, exc.one_line(), field=field) from None
+
+
+def _heat(value: Any) -> str:
+    """A cell colour for a rate in [0, 1]: red (0) to green (1); none for a count."""
+    if not isinstance(value, float):
+        return ""
+    hue = round(120 * max(0.0, min(1.0, float(value))))
+    return f"background: hsl({hue}, 70%, 85%)"
+
+
+@router.get(
+    "",
+    summary="Runs side by side: paired differences, warnings and the items they disagree on",
+    responses=error_responses(
+        {404: NO_RUN, 410: ITEMS_GONE, 422: f"{INVALID} Also no run, over 20, or mixed systems."}
+    ),
+)
+async def compare_route(
+    ctx: Context, runs: RunsQ, differ: DifferQ = True, offset: OffsetQ = 0, limit: LimitQ = 100
+) -> dict[str, Any]:
+    """Each metric with its 95% interval per run (per model of a slots run), the paired
+    difference of the headline metric against the first column with its p-value, a warning
+    when the datasets or the signature settings differ, and the item matrix (paged)."""
+    return await run_in_threadpool(
+        compare_dict, ctx, runs, differ=differ, offset=offset, limit=limit, field="runs"
+    )
+
+
+@pages.get("/compare")
+async def compare_page(
+    request: Request,
+    ctx: Context,
+    runs: Annotated[list[str] | None, Query()] = None,
+    differ: Annotated[str | None, Query(max_length=8)] = None,
+    offset: Annotated[int, Query(ge=0, le=2**31 - 1)] = 0,
+) -> HTMLResponse:
+    only = differ not in ("false", "0", "off")
+    status, error, table = 200, None, None
+    try:
+        table = await run_in_threadpool(
+            compare_dict, ctx, runs or [], differ=only, offset=offset, limit=100, field="runs"
+        )
+    except ItemsMissing as exc:
+        status, error = 410, items_missing_message(exc)
+    except ApiError as exc:
+        status, error = exc.status, exc.message
+    ids = ",".join(r["id"] for r in table["runs"]) if table else ""
+    context = {
+        "active": "/runs",
+        "table": table,
+        "error": error,
+        "ids": ids,
+        "cell": format_cell,
+        "number": format_number,
+        "latency": format_latency,
+        "heat": _heat,
+    }
+    return ctx.templates.TemplateResponse(request, "compare.html", context, status_code=status)

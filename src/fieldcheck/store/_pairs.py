@@ -1,0 +1,101 @@
+"""Items of several runs (or of the models of one run) paired on their key with DuckDB over the
+runs' items files (docs/runs.md "Comparing runs"): the item matrix (each item's verdict and
+compared value per column, only the items the columns disagree on when asked) and the per-item
+statistics of two columns' paired items. No Python loop over the items: the joins, the filter
+and the count run in DuckDB; a page of the matrix comes back."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from fieldcheck.store._items import Pairing
+from fieldcheck.store._parquet import quote
+
+VALUE_CHARS = 300
+"""A compared value is cut to this many characters in the matrix (the item page has it all)."""
+
+
+class Side(NamedTuple):
+    """One column of a comparison: a run's items file and, for a run of several models, the
+    model whose items it is (None: every item of the run)."""
+
+    path: Path
+    model: str | None
+
+
+def _side(side: Side, pairing: Pairing, select: str) -> str:
+    where = "" if side.model is None else f" WHERE model = {quote(side.model)}"
+    return f"(SELECT {pairing.key} AS k, {select} FROM read_parquet({quote(side.path)}){where})"
+
+
+def matrix(
+    con: Any,
+    sides: Sequence[Side],
+    pairing: Pairing,
+    *,
+    differ: bool,
+    offset: int,
+    limit: int,
+) -> tuple[int, int, list[tuple[Any, ...]]]:
+    """(items, differing, rows): how many pair keys the sides hold in all, on how many they
+    disagree (an item right in one and wrong or not scored in another, or of different values,
+    or missing from a side), and a page of them in key order (only those disagreed on when
+    ``differ``): ``(pair key, then per side: its item key, right, value)``."""
+    shown = pairing.shown or pairing.value
+    select = (
+        f"key AS item, ({pairing.right}) AS r, CAST(({pairing.value}) AS VARCHAR) AS v, "
+        f"CAST(({shown}) AS VARCHAR) AS s"
+    )
+    joined = f"{_side(sides[0], pairing, select)} c0"
+    for i, side in enumerate(sides[1:], 1):
+        seen = ", ".join(f"c{j}.k" for j in range(i))
+        joined += (
+            f" FULL OUTER JOIN {_side(side, pairing, select)} c{i} ON coalesce({seen}) = c{i}.k"
+        )
+    key = f"coalesce({', '.join(f'c{i}.k' for i in range(len(sides)))})"
+    differs = (
+        " OR ".join(
+            f"c0.k IS NULL OR c{i}.k IS NULL OR c0.r IS DISTINCT FROM c{i}.r "
+            f"OR c0.v IS DISTINCT FROM c{i}.v"
+            for i in range(1, len(sides))
+        )
+        or "FALSE"
+    )
+    named = ", ".join(
+        f"c{i}.item AS i{i}, c{i}.r AS r{i}, left(c{i}.s, {VALUE_CHARS}) AS v{i}"
+        for i in range(len(sides))
+    )
+    base = f"SELECT {key} AS pair, ({differs}) AS differs, {named} FROM {joined}"
+    items, differing = con.execute(
+        f"SELECT count(*), count(*) FILTER (WHERE differs) FROM ({base})"
+    ).fetchone()
+    cells = ", ".join(f"i{i}, r{i}, v{i}" for i in range(len(sides)))
+    rows = con.execute(
+        f"SELECT pair, {cells} FROM ({base}) "
+        f"{'WHERE differs ' if differ else ''}ORDER BY pair LIMIT ? OFFSET ?",
+        [limit, offset],
+    ).fetchall()
+    return int(items), int(differing), rows
+
+
+def paired_rows(con: Any, a: Side, b: Side, pairing: Pairing) -> tuple[Any, Any, Any]:
+    """The per-item statistics (``pairing.rows``) of the items both sides hold and count (no
+    null among them), grouped: (a's rows, b's rows, how many items each row pair stands for),
+    float arrays in no order (the paired test takes their multiset)."""
+    import numpy as np
+
+    width = len(pairing.rows)
+    select = ", ".join(f"CAST(({expr}) AS DOUBLE) AS s{j}" for j, expr in enumerate(pairing.rows))
+    counted = " AND ".join(f"{t}.s{j} IS NOT NULL" for t in ("a", "b") for j in range(width))
+    columns = ", ".join(f"{t}.s{j} AS {t}{j}" for t in ("a", "b") for j in range(width))
+    found = con.execute(
+        f"SELECT {columns}, count(*) AS n FROM {_side(a, pairing, select)} a "
+        f"JOIN {_side(b, pairing, select)} b ON a.k = b.k WHERE {counted} GROUP BY ALL"
+    ).fetchnumpy()
+    both = [np.asarray(found[f"{t}{j}"], dtype=float) for t in ("a", "b") for j in range(width)]
+    shape = (len(found["n"]), width)
+    rows_a = np.column_stack(both[:width]).reshape(shape)
+    rows_b = np.column_stack(both[width:]).reshape(shape)
+    return rows_a, rows_b, np.asarray(found["n"], dtype=float)
