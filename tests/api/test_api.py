@@ -416,7 +416,7 @@ def test_openapi_lists_every_route(client: httpx.Client) -> None:
         "/api/json/batch-path",
         "/api/json/batch",
         *(f"/api/config/{s}{tail}" for s in ("strategies", "thresholds", "weights") for tail in ("", "/import", "/export")),
-        *(f"/api/runs{tail}" for tail in ("", "/compare", "/{run_id}", "/{run_id}/items", "/{run_id}/rescore", "/{run_id}/export")),
+        *(f"/api/runs{tail}" for tail in ("", "/compare", "/{run_id}", "/{run_id}/items", "/{run_id}/items/{key}", "/{run_id}/rescore", "/{run_id}/export")),
         "/api/score/{system}",
         "/api/compare",
     }  # fmt: skip

@@ -30,8 +30,10 @@ FLAGS = [
 ]
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
+    """Per module: Playwright's sync API keeps an event loop running in the thread while it is
+    open, and a later test's ``asyncio.run`` (every CLI model run) would fail under it."""
     if not CHROMIUM.exists():
         pytest.fail(
             f"{CHROMIUM} is missing: the browser tests drive Debian's chromium package; "
