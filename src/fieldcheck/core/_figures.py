@@ -63,11 +63,5 @@ def list_figures(
     return {
         "headline": max(found) if found else None,
         "latency_mean_s": math.fsum(latencies) / len(latencies) if latencies else None,
-        "dataset": dataset_roles(system),
+        "dataset": system.dataset_inputs,  # the first the run has; else its first input
     }
-
-
-def dataset_roles(system: System) -> tuple[str, ...]:
-    """The roles its dataset input may have, the first given wins: the system's
-    ``dataset_inputs`` (json: documents, else batch), else its first input's."""
-    return tuple(getattr(system, "dataset_inputs", ())) or (system.inputs[0][0],)

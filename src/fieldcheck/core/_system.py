@@ -45,8 +45,7 @@ class System(Protocol):
     ``item`` names its unit (record, session, turn: latency is per item); ``headline`` lists its metrics in its report's order; ``export_columns`` are the columns
     ``runs export`` adds for its items after the common ones: (name, JSON path in the stored
     item, DuckDB type of the Parquet export). Optional: ``headline_metric``, the one metric
-    the runs list shows and sorts by (default the first of ``headline``), and
-    ``dataset_inputs``, the roles its dataset input may have (default its first input's)."""
+    the runs list shows and sorts by (default the first of ``headline``)."""
 
     name: str
     title: str
@@ -61,9 +60,10 @@ class System(Protocol):
     pairing: Pairing
     """How its items pair across runs, what is right and compared, and the per-item statistics
     of the headline metric whose paired difference ``runs compare`` tests."""
-    dataset_roles: tuple[str, ...]
-    """The input roles that hold the dataset (never a model's outputs): runs whose files of
-    these roles differ (sha256) are compared with a warning."""
+    dataset_inputs: tuple[str, ...]
+    """The input roles that hold the dataset (never a model's outputs): the runs list names the
+    first a run has (else the run's first input); runs whose files of these roles differ
+    (sha256) are compared with a warning."""
     model_settings: tuple[str, ...]
     """The signature settings that name the model or its outputs: they differ by design between
     compared runs, and no warning names them."""

@@ -120,7 +120,6 @@ class JsonSystem(JsonRuns, Views):
     )
     headline = SCORES
     headline_metric = "rqs"  # the runs list's (core.headline_metric)
-    dataset_inputs = ("documents", "batch")  # a model run's documents, else the batch scored
     lower_is_better = ("hallucination",)
     breakdowns = (("Per-field match rate", "field", _field_match_rates),)
     export_columns = (
@@ -149,7 +148,7 @@ class JsonSystem(JsonRuns, Views):
         metric="rqs",
         rows=("json_extract(result, '$.rqs')", "1.0"),
     )
-    dataset_roles = ("documents",)  # a batch file holds the outputs too: it names no dataset
+    dataset_inputs = ("documents",)  # a batch file holds the outputs too: the runs list names it
     scores_replies_in_pool = True  # core.run: a large run's chunks go to a pool warmed meanwhile
 
     def estimate(self, metrics: Mapping[str, Any], name: str) -> Any:

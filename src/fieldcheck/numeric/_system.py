@@ -198,7 +198,6 @@ class NumericSystem(NumericRuns, Views):
     )
     headline = tuple(key for key, _ in HEADLINE)
     headline_metric = "numerical_match_accuracy"  # the runs list's (core.headline_metric)
-    dataset_inputs = ("data",)
     gated = GATED  # what --fail-under takes: not the operations per turn, no better or worse
     breakdowns = (
         ("Accuracy by turn", "turn", _by_turn("accuracy_by_turn_number")),
@@ -242,7 +241,7 @@ class NumericSystem(NumericRuns, Views):
         metric="numerical_match_accuracy",
         rows=("json_extract(result, '$.numerical_match')", "1.0"),
     )
-    dataset_roles = ("data",)
+    dataset_inputs = ("data",)
     model_settings = ("model", "models", "predictions")
 
     def interval(self, intervals: Mapping[str, Any], name: str) -> Any:

@@ -160,7 +160,7 @@ class Views:
     latency_key = "latency_s"
     item_tag: str | None = None
     pairing = Pairing()
-    dataset_roles: tuple[str, ...] = ()
+    dataset_inputs: tuple[str, ...] = ()
     model_settings: tuple[str, ...] = ("model", "models")
 
     def columns(

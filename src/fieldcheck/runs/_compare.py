@@ -131,7 +131,7 @@ def compare(
         r.id: len(kind.columns(r.model, r.metrics or {}, r.intervals or {})) > 1 for r in runs
     }
     sides = [(c["run"], c["model"] if several[c["run"]] else None) for c in table["columns"]]
-    table["warnings"] = _warnings(runs, kind.dataset_roles, kind.model_settings)
+    table["warnings"] = _warnings(runs, kind.dataset_inputs, kind.model_settings)
     statistic = pairing.statistic or _mean
     paired = []
     for j in range(1, len(sides)):

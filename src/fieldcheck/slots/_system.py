@@ -254,7 +254,6 @@ class SlotsSystem(SlotsRuns, Views):
     optional_inputs = ("latency:NAME", "judge:NAME")
     headline = METRIC_COLUMNS
     headline_metric = "f1"  # the runs list's, for each model (core.headline_metric)
-    dataset_inputs = ("gold",)
     breakdowns = (("Per-topic F1", "topic", _topic_f1),)
     export_columns = (
         ("user", '$."user"', "VARCHAR"),
@@ -285,7 +284,7 @@ class SlotsSystem(SlotsRuns, Views):
         rows=tuple(f"json_extract(result, '$.counts.{n}')" for n in _COUNTS),
         statistic=_PAIR_F1,
     )
-    dataset_roles = ("gold", "conversations")
+    dataset_inputs = ("gold", "conversations")
 
     def columns(
         self, model: str, metrics: Mapping[str, Any], intervals: Mapping[str, Any]
