@@ -19,7 +19,7 @@ from runs_data import upgrade_to
 from sqlalchemy import create_engine, text
 from typer.testing import CliRunner
 
-from chat_server import ChatServer, Script
+from chat_server import ChatServer, Reply, Script
 from fieldcheck._cli.main import app
 from fieldcheck.store import Store
 
@@ -126,6 +126,33 @@ def test_a_json_run_interrupted_and_resumed_is_one_run_with_calls_and_verdicts(
     [kept] = [i for i in store.items(child["id"]) if i.key == "r1"]
     assert kept.result["call"] == r1["call"]  # the child's items keep the calls
     assert [r.id for r in store.list_runs()] == [run.id, child["id"]]
+
+
+def test_a_json_run_keeps_its_failed_calls_as_items_not_scored(
+    tmp_path: Path, chat_server: StartServer
+) -> None:
+    """A failed call gives json no record (its output is missing), yet the run's items keep it:
+    not scored, with its error and its call, beside the scored records."""
+
+    def script(body: dict[str, Any]) -> str | Reply:
+        if _doc(body) in ("doc r2", "doc r4"):
+            return Reply(status=400, error_body={"error": {"message": "bad request"}})
+        return _reply(body)
+
+    server = chat_server(script)
+    args = ["json", "run", str(_data(tmp_path)), "--base-url", server.base_url, "--model", "m"]
+    args += ["--out", str(tmp_path / "out"), "--no-progress", "--bootstrap", "20"]
+    code, _, stderr = cli(*args)
+    assert code != 2, stderr
+    [run] = Store().list_runs()
+    items = {i.key: i for i in Store().items(run.id)}
+    assert sorted(items) == sorted(GT)
+    for key in ("r2", "r4"):
+        item = items[key]
+        assert (item.failed, item.error_type) == (None, item.result["call"]["error_type"])
+        assert item.error_type is not None and "fields" not in item.result
+        assert "doc " + key in item.result["call"]["calls"][0]["messages"][-1]["content"]
+    assert items["r1"].failed is True and items["r0"].failed is False
 
 
 RUN_SQL = (

@@ -153,6 +153,7 @@ class RunRecorder:
         self.store = store
         self.run = run
         self.calls = calls or {}
+        self._called: set[str] = set()  # the keys of the calls spliced into an item
         self.seq = 0
         self.on_error = on_error
         self.broken = False
@@ -279,6 +280,7 @@ class RunRecorder:
         for row in items:
             call = self.calls.get(row[0])
             if call is not None:
+                self._called.add(row[0])
                 text = row[6] if isinstance(row[6], bytes) else row[6].encode()
                 body = text.rstrip()[:-1].rstrip()
                 glue = b"" if body.endswith(b"{") else b","
@@ -385,7 +387,14 @@ class RunRecorder:
         """Mark the run finished with its metrics and confidence intervals (JSON values), once
         every item is in its ``items.parquet``; ``signature`` replaces the one given to
         ``open`` (a command knows its full signature only once scored); ``figures``: what its
-        system reads of them for the runs list (``Store.finish_scored_run``)."""
+        system reads of them for the runs list (``Store.finish_scored_run``). A failed call
+        that its system's scoring made no item of (json: no output, no record) is stored as an
+        item not scored, with its call and error, so that no call is lost from the run."""
+        self.add_prepared(
+            (ItemColumns(key, None, error_type=call.get("error_type")), b"{}")
+            for key, call in self.calls.items()
+            if key not in self._called and call.get("error_type")
+        )
         self.flush()
         if self.broken:
             self._close()
