@@ -165,10 +165,12 @@ def _mean(totals: Any) -> Any:
 
 
 def _matrix_row(row: Sequence[Any], sides: Sequence[tuple[str, str | None]]) -> dict[str, Any]:
+    from fieldcheck.runs._item import item_url  # _item reads _compare's number format
+
     cells = []
     for i, (run, _) in enumerate(sides):
         key, right, value = row[1 + 3 * i : 4 + 3 * i]
-        url = None if key is None else f"/runs/{quote(run, safe='')}/items/{quote(key, safe='')}"
+        url = None if key is None else item_url(quote(run, safe=""), key)
         cells.append({"key": key, "right": right, "value": value, "url": url})
     return {"key": row[0], "cells": cells}
 

@@ -19,7 +19,14 @@ from fieldcheck.api._errors import INVALID, ITEMS_GONE, NO_RUN, ApiError, error_
 from fieldcheck.api._errors import items_missing as items_missing_text
 from fieldcheck.api._evaluation import client_paths
 from fieldcheck.api.routes.runs import MAX_PAGE, _get, _plots, _public, _render
-from fieldcheck.runs import compare_runs, format_cell, format_count, format_items, format_number
+from fieldcheck.runs import (
+    compare_runs,
+    format_cell,
+    format_count,
+    format_items,
+    format_number,
+    item_url,
+)
 from fieldcheck.store import ERROR, ItemColumn, ItemsMissing, RunInfo
 
 router = APIRouter(
@@ -128,7 +135,7 @@ def items_view(
     shown = client_paths([i.public_dict() for i in items], ctx.settings.data_root)
     for row, item in zip(shown, items, strict=True):
         row["values"] = item.shown or [None] * len(columns)
-        row["href"] = f"/runs/{run.id}/items/{quote(item.key, safe='')}"
+        row["href"] = item_url(run.id, item.key)
     return {
         "run": run.id,
         "q": q or "",
