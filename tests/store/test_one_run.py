@@ -153,6 +153,9 @@ def test_a_json_run_keeps_its_failed_calls_as_items_not_scored(
         assert item.error_type is not None and "fields" not in item.result
         assert "doc " + key in item.result["call"]["calls"][0]["messages"][-1]["content"]
     assert items["r1"].failed is True and items["r0"].failed is False
+    # the replies file was written in the partial folder: stored where it is once in place
+    assert [i["name"] for i in run.inputs if not Path(i["path"]).is_file()] == []
+    assert any(".fieldcheck-partial" not in i["path"] and "out" in i["path"] for i in run.inputs)
 
 
 RUN_SQL = (

@@ -120,6 +120,7 @@ def open_recorder(
     warn: Callable[[str], None] = _quiet,
     database: Store | None = None,
     resume: Sequence[str] = (),
+    placed: Callable[[Path], Path] | None = None,
 ) -> RunRecorder | None:
     """The run's recorder, or None when the store cannot be opened (said once by ``warn``;
     the files are complete either way). ``resume``: the runs of the unfinished folder this
@@ -145,6 +146,7 @@ def open_recorder(
             calls=into.calls if into else None,
             parts=into.parts if into else (),
             resume=resume,
+            placed=placed,
         )
     except Exception as exc:  # a bad URL, an unreachable or read-only database
         failed(exc)
@@ -271,6 +273,7 @@ def score(
                 warn=events.warn,
                 database=database,
                 resume=folder.earlier_runs if into is None else (),
+                placed=folder.placed,  # a model run's replies, written in the partial folder
             )
         # an exception or Ctrl-C marks the stored run interrupted (its items so far stay)
         with writing(folder), recorder if recorder is not None else nullcontext():

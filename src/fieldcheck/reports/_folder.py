@@ -376,10 +376,11 @@ class RunFolder:
 
     def placed(self, path: Path) -> Path:
         """``path``, written under the partial folder, where it is once the folder is in place."""
-        try:
-            return self._state.dest / Path(path).relative_to(self._state.temp)
-        except ValueError:
-            return Path(path)
+        temp = self._state.temp
+        for under in (temp, temp.resolve()):
+            if Path(path).is_relative_to(under):
+                return self._state.dest / Path(path).relative_to(under)
+        return Path(path)
 
     def __truediv__(self, name: str) -> Path:
         return self.path / name

@@ -37,13 +37,17 @@ from fieldcheck.store._records import RunInfo
 from fieldcheck.store._store import Store
 
 
-def describe_inputs(inputs: Sequence[tuple[str, str | Path]]) -> list[dict[str, Any]]:
-    """``[{name, path, sha256}]`` of the input files (sha256 None for a path that is no file)."""
+def describe_inputs(
+    inputs: Sequence[tuple[str, str | Path]], placed: Callable[[Path], Path] | None = None
+) -> list[dict[str, Any]]:
+    """``[{name, path, sha256}]`` of the input files (sha256 None for a path that is no file);
+    ``placed``: where a file written in the run's partial folder will be once it is in place."""
     described = []
     for name, path in inputs:
         p = Path(path)
         digest = sha256_file(p) if p.is_file() else None
-        described.append({"name": name, "path": shown_path(p.resolve()), "sha256": digest})
+        shown = placed(p.resolve()).resolve() if placed is not None else p.resolve()
+        described.append({"name": name, "path": shown_path(shown), "sha256": digest})
     return described
 
 
@@ -193,6 +197,7 @@ class RunRecorder:
         calls: Mapping[str, Any] | None = None,
         parts: Sequence[str] = (),
         resume: Sequence[str] = (),
+        placed: Callable[[Path], Path] | None = None,
     ) -> RunRecorder:
         """Start a run of ``system`` (json | slots | numeric): ``inputs`` as (name,
         path) pairs (their sha256 is taken now), ``settings`` what ``rescore`` needs to score it
@@ -205,7 +210,7 @@ class RunRecorder:
         unfinished folder this scoring continues was written for; the one left unfinished in
         this store is scored again (``Store.unfinished_scoring``), else a new run is made."""
         store = store if store is not None else Store()
-        described = [*describe_inputs(inputs), *(dict(d) for d in input_digests or ())]
+        described = [*describe_inputs(inputs, placed), *(dict(d) for d in input_digests or ())]
         plain = orjson.loads(_json(dict(settings)))
         folder = str(Path(out).resolve()) if out is not None else None
         into = run_id or store.unfinished_scoring(resume, system=system)
