@@ -69,7 +69,7 @@ def store_runs(
     examples = Path(__file__).resolve().parents[2] / "examples" / "numeric"
     args = ["numeric", "score", "--data", str(examples / "data.json"), "--predictions"]
     args += [str(examples / "predictions_model_a.jsonl"), "--out", str(tmp_path / "numeric")]
-    code, out = cli(*args, "--bootstrap", "50")
+    code, out = cli(*args, "--bootstrap", "50", "--price-in", "2.5", "--price-out", "10")
     assert code == 0, out
     store = Store()
     ids = {r.system: r.id for r in store.list_runs()}

@@ -96,7 +96,15 @@ def test_each_row_holds_runs_show_s_metric_and_the_items_counts(runs: Any) -> No
     assert value["estimate"] == cli_numeric["metrics"]["numerical_match_accuracy"]
     ci = cli_numeric["intervals"]["overall"]["numerical_match_accuracy"]
     assert (value["low"], value["high"]) == (ci["low"], ci["high"])
-    assert numeric["dataset_name"] == "data.json" and numeric["tokens"] is None
+    assert numeric["dataset_name"] == "data.json" and numeric["n_call_errors"] is None
+    # given predictions' tokens and cost, from the run's own statistics (no model call made)
+    stats = cli_numeric["metrics"]
+    assert (numeric["input_tokens"], numeric["output_tokens"]) == (
+        stats["total_input_tokens"],
+        stats["total_output_tokens"],
+    )
+    assert numeric["tokens"] == stats["total_tokens"] > 0
+    assert numeric["cost_usd"] == stats["total_cost_usd"] > 0
 
 
 def test_sorted_by_any_column_filtered_and_paged(runs: Any) -> None:
@@ -114,8 +122,11 @@ def test_sorted_by_any_column_filtered_and_paged(runs: Any) -> None:
     assert [r["model"] for r in listed(sort="model")] == sorted(r["model"] for r in listed())
     failed = listed(sort="failed", order="asc")
     assert [r["n_failed"] for r in failed] == sorted(r["n_failed"] for r in failed)
-    tokens = listed(sort="tokens")  # only the model run has tokens; the others after it
-    assert tokens[0]["id"] == ids["json"] and [r["tokens"] for r in tokens[1:]] == [None] * 4
+    tokens = listed(sort="tokens")  # the model run's and numeric's predictions'; then the rest
+    counted = sorted((r for r in listed() if r["tokens"] is not None), key=lambda r: -r["tokens"])
+    assert {r["id"] for r in counted} == {ids["json"], ids["numeric"]}
+    assert [r["id"] for r in tokens[:2]] == [r["id"] for r in counted]
+    assert [r["tokens"] for r in tokens[2:]] == [None] * 3
     assert [r["id"] for r in listed(dataset="DOCS.J")] == [ids["json"]]  # any case
     assert {r["id"] for r in listed(dataset="batch")} == {ids["alpha"]}
     assert [r["id"] for r in listed(model_contains="lph")] == [ids["alpha"]]

@@ -49,7 +49,8 @@ def list_figures(
 ) -> dict[str, Any]:
     """What a finished run's row keeps to be sorted by: ``headline`` (the best model's
     estimate), ``latency_mean_s`` (the mean of its models' mean latencies, for a run that
-    made no model call) and ``dataset`` (the roles its dataset input may have)."""
+    made no model call), ``dataset`` (the roles its dataset input may have) and, for a run
+    that made no model call, the ``USAGE`` its metrics hold."""
     system = find(system_name)
     if system is None:
         return {}
@@ -60,8 +61,16 @@ def list_figures(
         latency = system.latency(column) or {}
         means.append(_number(latency.get("mean")))
     latencies = [m for m in means if m is not None]
+    usage = getattr(system, "usage_metrics", None) or ()  # tokens and cost it scored
+    given = {f: _number((metrics or {}).get(m)) for f, m in zip(USAGE, usage, strict=False)}
     return {
         "headline": max(found) if found else None,
         "latency_mean_s": math.fsum(latencies) / len(latencies) if latencies else None,
         "dataset": system.dataset_inputs,  # the first the run has; else its first input
+        **given,
     }
+
+
+USAGE = ("input_tokens", "output_tokens", "cost_usd")
+"""The runs list's usage figures a run of given predictions has from its own metrics (a
+system's ``usage_metrics`` names them), when it made no model call to count them from."""

@@ -45,7 +45,8 @@ class System(Protocol):
     ``item`` names its unit (record, session, turn: latency is per item); ``headline`` lists its metrics in its report's order; ``export_columns`` are the columns
     ``runs export`` adds for its items after the common ones: (name, JSON path in the stored
     item, DuckDB type of the Parquet export). Optional: ``headline_metric``, the one metric
-    the runs list shows and sorts by (default the first of ``headline``)."""
+    the runs list shows and sorts by (default the first of ``headline``), and ``usage_metrics``,
+    the metrics holding the input tokens, output tokens and cost of given predictions."""
 
     name: str
     title: str

@@ -242,6 +242,7 @@ class NumericSystem(NumericRuns, Views):
         rows=("json_extract(result, '$.numerical_match')", "1.0"),
     )
     dataset_inputs = ("data",)
+    usage_metrics = ("total_input_tokens", "total_output_tokens", "total_cost_usd")
     model_settings = ("model", "models", "predictions")
 
     def interval(self, intervals: Mapping[str, Any], name: str) -> Any:

@@ -554,6 +554,10 @@ class Store:
             for name, value in called.items():
                 setattr(row, name, value)
             row.latency_mean_s = called["latency_mean_s"] or figures.get("latency_mean_s")
+            for name in ("input_tokens", "output_tokens", "cost_usd"):  # given predictions'
+                if called[name] is None and figures.get(name) is not None:
+                    value = figures[name]
+                    setattr(row, name, value if name == "cost_usd" else int(value))
             row.headline, row.n_failed = figures.get("headline"), failed
             inputs = orjson.loads(row.inputs or "[]")
             roles = figures.get("dataset") or ()

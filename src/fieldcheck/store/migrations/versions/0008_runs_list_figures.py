@@ -39,6 +39,8 @@ _COLUMNS = (
 )
 # frozen history: how each system stored its metrics and named its inputs when 0008 was written
 _DATASET = {"json": ("documents", "batch"), "slots": ("gold",), "numeric": ("data",)}
+# the metrics holding given predictions' tokens and cost (a run that made no model call)
+_USAGE = {"numeric": ("total_input_tokens", "total_output_tokens", "total_cost_usd")}
 _RUNS = "SELECT id, system, kind, metrics, inputs FROM runs WHERE kind <> 'calls' ORDER BY id"
 
 
@@ -61,6 +63,12 @@ def upgrade() -> None:
         found = _loads(metrics)
         values["headline"] = _headline(system, found)
         values["latency_mean_s"] = values["latency_mean_s"] or _latency(system, found)
+        for name, metric in zip(
+            ("input_tokens", "output_tokens", "cost_usd"), _USAGE.get(system, ()), strict=False
+        ):
+            given = _number(found.get(metric)) if isinstance(found, dict) else None
+            if values[name] is None and given is not None:
+                values[name] = given if name == "cost_usd" else int(given)
         values["n_failed"] = None
         path = _parquet.located(root / "runs" / run) if _parquet.RUN_ID.fullmatch(run) else None
         if path is not None and kind not in ("model-run", "calls"):
