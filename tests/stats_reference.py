@@ -73,11 +73,12 @@ def paired_bootstrap_test_naive(
     *,
     resamples: int,
     seed: int,
+    stream: int = 0,
 ) -> tuple[float, float | None]:
     """``metrics.paired_bootstrap_test``'s (difference, p-value) the long way, one resample and
-    one class at a time in Python: the joined rows grouped into classes sorted by their bytes,
-    each class of one unit weighed Poisson(1) by a 16-bit draw through the inverse CDF, a class
-    of c units Poisson(c), blocks of 1024 classes drawn from generators seeded (seed, 0, block);
+    one class at a time in Python: the joined rows grouped into classes sorted by their bytes
+    (as int64 when every value is a whole number, float64 otherwise), each class of one unit weighed Poisson(1) by a 16-bit draw through the inverse CDF, a class
+    of c units Poisson(c), blocks of 1024 classes drawn from generators seeded (seed, stream, block);
     deltas centred on the observed one, empty resamples left out, +1 smoothing."""
     joined = [
         tuple(float(v) for v in a) + tuple(float(v) for v in b)
@@ -85,8 +86,9 @@ def paired_bootstrap_test_naive(
     ]
     width = len(joined[0]) // 2
     counted: dict[bytes, list[Any]] = {}
+    whole = all(v == int(v) for row in joined for v in row)
     for row in joined:
-        key = np.asarray(row, dtype=float).tobytes()
+        key = np.asarray(row, dtype=np.int64 if whole else float).tobytes()
         counted.setdefault(key, [row, 0])[1] += 1
     classes = [counted[k] for k in sorted(counted)]
     bounds, total = [], 0.0
@@ -100,7 +102,7 @@ def paired_bootstrap_test_naive(
     weights = [[0.0] * len(classes) for _ in range(resamples)]
     for block, start in enumerate(range(0, len(classes), 1024)):
         part = classes[start : start + 1024]
-        rng = np.random.default_rng([seed, 0, block])
+        rng = np.random.default_rng([seed, stream, block])
         single = [i for i, (_, c) in enumerate(part) if c == 1]
         many = [i for i, (_, c) in enumerate(part) if c != 1]
         draws = rng.integers(0, 65536, size=(resamples, len(single)), dtype=np.uint16)

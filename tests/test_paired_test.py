@@ -10,7 +10,13 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fieldcheck.metrics import f1, paired_bootstrap_test, safe_div_array
+from fieldcheck.metrics import (
+    RowClasses,
+    f1,
+    paired_bootstrap_classes_pvalue,
+    paired_bootstrap_test,
+    safe_div_array,
+)
 from stats_reference import paired_bootstrap_test_naive
 
 
@@ -66,6 +72,13 @@ def test_pooled_f1_p_value_is_the_naive_reference_whatever_the_order(
         rows[:, :3], rows[:, 3:], _f1, counts=counts, resamples=40, seed=seed
     )
     assert grouped == test
+    # a scorer's own test over its RowClasses of the same units, seed and stream (slots' p-value)
+    streamed = paired_bootstrap_test(a, b, _f1, resamples=40, seed=seed, stream=3)
+    _, naive = paired_bootstrap_test_naive(a, b, _f1, resamples=40, seed=seed, stream=3)
+    classes = RowClasses(6)
+    classes.add(np.hstack([a, b])[order])
+    own = paired_bootstrap_classes_pvalue(classes, 3, _f1, resamples=40, seed=seed, stream=3)
+    assert streamed is not None and streamed.p_value == naive == own
 
 
 def test_a_real_difference_is_told_from_none() -> None:

@@ -145,3 +145,31 @@ def test_one_slots_run_compares_its_models(serve: Any, tmp_path: Path) -> None:
             assert [c["key"] for c in row["cells"]] == [careful["key"], fast["key"]]
             assert [c["right"] for c in row["cells"]] == [not careful["failed"], not fast["failed"]]
             assert row["cells"][1]["url"] == f"/runs/{run}/items/{quote(fast['key'], safe='')}"
+
+
+def test_compare_of_a_slots_run_gives_the_runs_own_paired_p_value(
+    serve: Any, tmp_path: Path
+) -> None:
+    # eager vs fast: p near 0.17, where classes drawn in another order or stream differ
+    examples = Path(__file__).resolve().parents[2] / "examples" / "slots"
+    args = ["slots", "score", "--gold", str(examples / "gold.synthetic.jsonl")]
+    for model in ("synthetic-eager", "synthetic-fast"):
+        args += ["--pred", f"{model}={examples / f'pred_{model}.synthetic.jsonl'}"]
+    result = CliRunner().invoke(app, [*args, "--out", str(tmp_path / "s")])  # 1000, seed 0
+    assert result.exit_code == 0, result.stderr
+    [run] = re.findall(r"stored as run ([0-9a-f]{12})", result.stdout + result.stderr)
+    live = serve(database_url=os.environ["FIELDCHECK_DATABASE_URL"])
+    with httpx.Client(base_url=live.base_url, timeout=60) as http:
+        [own] = http.get(f"/api/runs/{run}").json()["metrics"]["paired_f1"]
+        [paired] = http.get("/api/compare", params={"runs": run, "limit": 1}).json()["paired"]
+    assert (own["model_a"], own["model_b"], own["sessions"]) == (
+        "synthetic-eager",
+        "synthetic-fast",
+        15,
+    )
+    assert 0.1 < own["p_value"] < 0.3
+    assert paired["items"] == 15 and abs(paired["difference"] - own["difference"]) < 1e-12
+    assert paired["p_value"] == own["p_value"]
+    shown = CliRunner().invoke(app, ["runs", "compare", run, "--json"])
+    assert shown.exit_code == 0, shown.stderr
+    assert [p["p_value"] for p in json.loads(shown.stdout)["paired"]] == [own["p_value"]]

@@ -534,18 +534,23 @@ def paired_bootstrap_test(
     counts: np.ndarray | None = None,
     resamples: int = 1000,
     seed: int = 0,
+    stream: int = 0,
 ) -> PairedTest | None:
     """The paired test of ``statistic`` (of summed per-unit rows, float) between systems A and
     B, row i of ``units_a`` and ``units_b`` being the same unit (an item both scored), or
     ``counts[i]`` units alike: the units grouped into classes of equal joined rows sorted by
-    their bytes, so the draws depend only on (seed, class) and the result, estimates included,
-    on the multiset of pairs, not their order (``paired_bootstrap_classes_pvalue``). ``None``
-    for no units."""
+    their bytes (as int64 when every value is a whole number, in ``RowClasses``' order, so a
+    scorer's own test over its ``RowClasses`` with the same seed and stream gives the same
+    p-value), the draws depending only on (seed, stream, class) and the result, estimates
+    included, on the multiset of pairs, not their order (``paired_bootstrap_classes_pvalue``).
+    ``None`` for no units."""
     joined = np.ascontiguousarray(np.hstack([units_a, units_b]), dtype=float)
     weights = np.ones(len(joined)) if counts is None else np.asarray(counts, dtype=float)
     if not len(joined) or not weights.sum():
         return None
-    keys = joined.view(np.dtype((np.void, joined.itemsize * joined.shape[1]))).ravel()
+    whole = bool(np.all(joined == np.trunc(joined)) and np.all(np.abs(joined) < 2.0**53))
+    keyed = joined.astype(np.int64) if whole else joined
+    keys = keyed.view(np.dtype((np.void, keyed.itemsize * keyed.shape[1]))).ravel()
     _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
     rows = joined[first]
     per_class = np.bincount(inverse.reshape(-1), weights=weights).astype(np.int64)
@@ -554,7 +559,7 @@ def paired_bootstrap_test(
     estimate_a = float(statistic(full[:, :width])[0])
     estimate_b = float(statistic(full[:, width:])[0])
     p_value = paired_bootstrap_classes_pvalue(
-        (rows, per_class), width, statistic, resamples=resamples, seed=seed
+        (rows, per_class), width, statistic, resamples=resamples, seed=seed, stream=stream
     )
     units = int(per_class.sum())
     return PairedTest(units, estimate_a, estimate_b, estimate_a - estimate_b, p_value)

@@ -137,7 +137,12 @@ def compare(
     for j in range(1, len(sides)):
         found = store.paired_rows(sides[0], sides[j], pairing)
         test = found and paired_bootstrap_test(
-            *found[:2], statistic, counts=found[2], resamples=PAIRED_RESAMPLES, seed=PAIRED_SEED
+            *found[:2],
+            statistic,
+            counts=found[2],
+            resamples=PAIRED_RESAMPLES,
+            seed=PAIRED_SEED,
+            stream=pairing.stream,
         )
         a, b = table["columns"][0]["label"], table["columns"][j]["label"]
         shown = {f: getattr(test, f, None) for f in ("estimate_a", "estimate_b", "difference")}

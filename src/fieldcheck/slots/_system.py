@@ -26,6 +26,7 @@ from fieldcheck.slots._loaders import JudgeFile, LatencyFile, SlotFile, load_lat
 from fieldcheck.slots._report import METRIC_COLUMNS, write_outputs
 from fieldcheck.slots._score import (
     _PAIR_F1,
+    _PAIR_STREAM,
     ModelInput,
     SlotJob,
     SlotScorer,
@@ -283,6 +284,7 @@ class SlotsSystem(SlotsRuns, Views):
         metric="f1",
         rows=tuple(f"json_extract(result, '$.counts.{n}')" for n in _COUNTS),
         statistic=_PAIR_F1,
+        stream=_PAIR_STREAM,  # the scorer's own paired test's (slots/_score.py)
     )
     dataset_inputs = ("gold", "conversations")
 

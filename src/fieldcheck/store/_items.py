@@ -76,7 +76,8 @@ class Pairing(NamedTuple):
     that are both right may differ in it), ``shown`` as the matrix shows it (None: as it is);
     ``rows``: the per-item sufficient statistics of
     headline metric ``metric`` (an item with a null among them is not counted), which
-    ``statistic`` computes from their sums (one value per row of an (m, k) array)."""
+    ``statistic`` computes from their sums (one value per row of an (m, k) array); ``stream``: the
+    paired test's random stream, the one the system's scorer draws its own paired test from."""
 
     key: str = "key"
     right: str = "NOT failed"
@@ -85,3 +86,4 @@ class Pairing(NamedTuple):
     metric: str = "right"
     rows: tuple[str, ...] = ("CAST(NOT failed AS DOUBLE)", "1.0")
     statistic: Callable[[Any], Any] | None = None
+    stream: int = 0
