@@ -109,6 +109,9 @@ def test_search_finds_exactly_the_items_holding_the_text(
     api: tuple[httpx.Client, dict[str, RunInfo]], tmp_path: Path
 ) -> None:
     http, runs = api
+    long = http.get(f"/runs/{runs['json'].id}", params={"q": "lorem " * 40})  # 240 characters
+    assert long.status_code == 422 and "a search of at most 200 characters" in long.text
+    assert "1 item(s) match" not in long.text  # not a search of the text cut at 200
     for system, queries in {
         "json": ["oslo", "ZÜRICH", "r1", 'say "hi"', "#1? é", "0.625", "missing", "nothing-here"],
         "numeric": ["capital expenditures", "EX02", "rounding", "6135.4"],

@@ -281,7 +281,7 @@ def run_page(request: Request, ctx: Context, run_id: str) -> HTMLResponse:
         return min(int(text), 10_000_000) if text.isdecimal() else default
 
     asked: dict[str, Any] = {
-        "q": given.get("q", "")[:200] or None,
+        "q": given.get("q") or None,
         "sort": given.get("sort", "seq"),
         "order": "desc" if given.get("order") == "desc" else "asc",
         "failed": {"true": True, "1": True, "false": False}.get(given.get("failed", "")),
@@ -296,6 +296,8 @@ def run_page(request: Request, ctx: Context, run_id: str) -> HTMLResponse:
     status, items, items_error = 200, None, None
     try:
         data = run_view(ctx, run)
+        if len(asked["q"] or "") > 200:  # as the route says it: no search of a cut text
+            raise ApiError(422, "q: a search of at most 200 characters", field="q")
         items = items_view(ctx, run, **asked, limit=PAGE)
     except ItemsMissing as exc:  # the run and its metrics are shown, the message for its items
         status, items_error = 410, items_missing_text(exc)
