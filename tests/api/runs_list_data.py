@@ -27,10 +27,13 @@ GT = {f"r{i}": {"name": f"N{i}", "city": "Oslo"} for i in range(6)}
 
 
 def reply(body: dict[str, Any]) -> str | Reply:
-    """r1's call fails (HTTP 500, no retry); r2 answers the wrong city; the rest are right."""
+    """r1's call fails (HTTP 500, no retry); r2 answers the wrong city; r3's reply is no JSON
+    (the model's failure, not the call's); the rest are right."""
     key = re.findall(r"doc (r\d)", body["messages"][-1]["content"])[0]
     if key == "r1":
         return Reply(status=500, error_body={"error": {"message": "down"}})
+    if key == "r3":
+        return Reply("I cannot read this document.", prompt_tokens=40)
     city = "Rome" if key == "r2" else "Oslo"
     return Reply(json.dumps({"name": GT[key]["name"], "city": city}), prompt_tokens=40)
 

@@ -68,7 +68,8 @@ def test_each_row_holds_runs_show_s_metric_and_the_items_counts(runs: Any) -> No
     }
     assert rqs["low"] < run["metric"]["values"][0]["estimate"] < rqs["high"]
     assert run["headline"] == cli_run["metrics"]["means"]["rqs"]
-    assert (run["n_failed"], run["n_call_errors"]) == (1, 1)  # r2; r1's call (not scored)
+    # r2 and r3 (no JSON: the model's failure) failed; r1's call failed (not scored)
+    assert (run["n_failed"], run["n_call_errors"]) == (2, 1)
     assert (run["input_tokens"], run["output_tokens"], run["tokens"]) == (200, 25, 225)
     assert run["cost_usd"] == pytest.approx(200 / 1e6 * 2 + 25 / 1e6 * 10)
     assert run["latency_mean_s"] > 0

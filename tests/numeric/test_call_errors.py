@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 from chat_server import ChatServer, Reply, Script
 from fieldcheck._cli.main import app
 from fieldcheck.numeric import load_convfinqa, load_predictions, score_to_folder
-from fieldcheck.numeric._scoring import CALL_ERRORS
+from fieldcheck.runner import CALL_ERRORS
 
 Server = Callable[[Script], ChatServer]
 

@@ -10,6 +10,7 @@ from typing import Any
 
 from fieldcheck.core._registry import find
 from fieldcheck.core._system import System
+from fieldcheck.runner import CALL_ERRORS
 
 
 def headline_metric(system: System) -> str:
@@ -67,6 +68,7 @@ def list_figures(
         "headline": max(found) if found else None,
         "latency_mean_s": math.fsum(latencies) / len(latencies) if latencies else None,
         "dataset": system.dataset_inputs,  # the first the run has; else its first input
+        "call_errors": CALL_ERRORS,  # what the journal's call errors count
         **given,
     }
 

@@ -43,7 +43,6 @@ if TYPE_CHECKING:  # the names as type checkers and editors see them
     )
     from fieldcheck.numeric._report import build_report, estimated_note
     from fieldcheck.numeric._scoring import (
-        CALL_ERRORS,
         Intervals,
         NumericResult,
         ReportTallies,

@@ -21,9 +21,9 @@ from typing import Any
 from fieldcheck._util.jsonio import write_jsonl
 from fieldcheck.numeric._loaders import LoadResult
 from fieldcheck.numeric._records import Conversation, Document
-from fieldcheck.numeric._scoring import CALL_ERRORS
 from fieldcheck.numeric._validator import validate_reply
 from fieldcheck.runner import (
+    CALL_ERRORS,
     CallResult,
     ChatClient,
     Message,

@@ -39,12 +39,11 @@ from fieldcheck.metrics import (
 from fieldcheck.numeric._loaders import LoadResult, PlainTurn
 from fieldcheck.numeric._predictions import PredictionIndex, PredictionsResult, PredictionValues
 from fieldcheck.numeric._records import Turn
-from fieldcheck.runner import ERROR_TYPES
+from fieldcheck.runner import CALL_ERRORS
 
 MISSING_PREDICTION = "missing_prediction"
-# A model call that failed (issue 8): says nothing about the model's answers, so the turn is not
-# scored. ``invalid_reply`` (and the agent's ``invalid_plan``) are the model's own failures.
-CALL_ERRORS: tuple[str, ...] = tuple(t for t in ERROR_TYPES if t != "invalid_reply")
+# A model call that failed (``CALL_ERRORS``, issue 8) says nothing about the model's answers, so
+# the turn is not scored. ``invalid_reply`` (and the agent's ``invalid_plan``) are the model's own.
 logger = logging.getLogger("fieldcheck")
 
 

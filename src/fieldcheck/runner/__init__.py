@@ -22,7 +22,7 @@ if TYPE_CHECKING:  # the names as type checkers and editors see them
         retry_after_seconds,
         retry_wait,
     )
-    from fieldcheck.runner._errors import ERROR_TYPES
+    from fieldcheck.runner._errors import CALL_ERRORS, ERROR_TYPES
     from fieldcheck.runner._models import (
         API_KEY_ENV,
         ModelSpec,

@@ -17,3 +17,5 @@ ERROR_TYPES: tuple[str, ...] = (
     "bad_response",
     "invalid_reply",
 )
+CALL_ERRORS: tuple[str, ...] = tuple(t for t in ERROR_TYPES if t != "invalid_reply")
+"""The types only a failed call gives (never a reply that did not parse): the item is not scored."""

@@ -36,7 +36,7 @@ from rich.progress import (
 from fieldcheck._util.signature import Signature
 from fieldcheck._util.term import SafeConsole
 from fieldcheck.runner._client import CallResult, ChatClient, Runner
-from fieldcheck.runner._errors import ERROR_TYPES
+from fieldcheck.runner._errors import CALL_ERRORS
 from fieldcheck.runner._models import ModelSpec
 from fieldcheck.store import StoredItem, sha256_file
 
@@ -204,10 +204,6 @@ def item_calls(
         }
         for i in handle.items()
     }
-
-
-# Error types only a failed call gives (never a reply that did not parse).
-CALL_ERRORS = frozenset(ERROR_TYPES) - {"invalid_reply"}
 
 
 def call_failed(item: StoredItem) -> bool:

@@ -6,6 +6,7 @@ their tokens, their cost at each model's prices, and the mean latency of the ite
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
 import orjson
@@ -18,10 +19,10 @@ _PARTS = sa.text(
     "SELECT id, settings FROM runs WHERE id = :run OR (parent_id = :run AND kind = 'calls')"
 )
 _CALLS = sa.text(
-    "SELECT run_id, count(*), sum(CASE WHEN error_type IS NOT NULL THEN 1 ELSE 0 END), "
+    "SELECT run_id, count(*), sum(CASE WHEN error_type IN :errors THEN 1 ELSE 0 END), "
     "sum(CASE WHEN calls > 0 THEN latency_s ELSE 0 END), sum(CASE WHEN calls > 0 THEN 1 ELSE 0 "
     "END) FROM run_journal WHERE run_id IN :runs GROUP BY run_id"
-).bindparams(sa.bindparam("runs", expanding=True))
+).bindparams(sa.bindparam("runs", expanding=True), sa.bindparam("errors", expanding=True))
 # each call of an item's log (cached ones carry the tokens of the call that filled the cache)
 _TOKENS = {
     "sqlite": "SELECT j.run_id, sum(json_extract(e.value, '$.input_tokens')), "
@@ -34,11 +35,13 @@ _TOKENS = {
 }
 
 
-def journal_figures(connection: Any, run_id: str) -> dict[str, Any]:
+def journal_figures(connection: Any, run_id: str, call_errors: Sequence[str]) -> dict[str, Any]:
     """``FIGURES`` of run ``run_id`` from the journal (SQL aggregates: no item read into
-    Python). The cost is None unless every model that used tokens has both prices."""
+    Python): ``n_call_errors`` counts the items of an error type in ``call_errors`` (the
+    runner's: a failed call, not a reply the model got wrong). The cost is None unless every
+    model that used tokens has both prices."""
     parts = {r: _prices(s) for r, s in connection.execute(_PARTS, {"run": run_id})}
-    calls = list(connection.execute(_CALLS, {"runs": list(parts)}))
+    calls = list(connection.execute(_CALLS, {"runs": list(parts), "errors": list(call_errors)}))
     if not calls:
         return dict.fromkeys(FIGURES)
     called = sum(int(c[4] or 0) for c in calls)

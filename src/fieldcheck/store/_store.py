@@ -550,7 +550,7 @@ class Store:
                 row.metrics = _dumps(metrics)
             if intervals is not None:
                 row.intervals = _dumps(intervals)
-            called = journal_figures(s.connection(), run_id)
+            called = journal_figures(s.connection(), run_id, figures.get("call_errors") or ())
             for name, value in called.items():
                 setattr(row, name, value)
             row.latency_mean_s = called["latency_mean_s"] or figures.get("latency_mean_s")

@@ -39,6 +39,16 @@ _COLUMNS = (
 )
 # frozen history: how each system stored its metrics and named its inputs when 0008 was written
 _DATASET = {"json": ("documents", "batch"), "slots": ("gold",), "numeric": ("data",)}
+# the runner's error types of a failed call (not ``invalid_reply``, not numeric's ``invalid_plan``)
+_CALL_ERRORS = (
+    "rate_limited",
+    "server_error",
+    "timeout",
+    "connection",
+    "bad_request",
+    "context_length",
+    "bad_response",
+)
 # the metrics holding given predictions' tokens and cost (a run that made no model call)
 _USAGE = {"numeric": ("total_input_tokens", "total_output_tokens", "total_cost_usd")}
 _RUNS = "SELECT id, system, kind, metrics, inputs FROM runs WHERE kind <> 'calls' ORDER BY id"
@@ -59,7 +69,7 @@ def upgrade() -> None:
         ":dataset, dataset_sha256 = :dataset_sha256 WHERE id = :id"
     )
     for run, system, kind, metrics, inputs in list(bind.execute(sa.text(_RUNS))):
-        values: dict[str, Any] = {"id": run, **journal_figures(bind, run)}
+        values: dict[str, Any] = {"id": run, **journal_figures(bind, run, _CALL_ERRORS)}
         found = _loads(metrics)
         values["headline"] = _headline(system, found)
         values["latency_mean_s"] = values["latency_mean_s"] or _latency(system, found)
