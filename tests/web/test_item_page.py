@@ -57,7 +57,8 @@ def test_an_item_of_each_system_from_its_url(
     assert reply.text_content() == call["text"]
     prompt = page.locator("section#call-1 figure", has_text="prompt: user").locator("pre")
     assert prompt.text_content() == call["messages"][-1]["content"]
-    page.click("#item-run")
+    with page.expect_navigation():  # the next page, not this one, is read
+        page.click("#item-run")
     assert page.url.endswith(f"/runs/{run.id}")
     page.go_back()
     shot(page, tmp_path, "json")
@@ -79,7 +80,8 @@ def test_an_item_of_each_system_from_its_url(
         reply = page.locator(f"section#call-{n} figure", has_text="raw reply").locator("pre")
         assert reply.text_content() == call["text"]
     assert page.locator("#item-related a").inner_text() == "Single_ETR/2004/page_213.pdf-4#0"
-    page.click("#item-related a")
+    with page.expect_navigation():  # the next page, not this one, is read
+        page.click("#item-related a")
     assert page.locator("#item-key").inner_text() == "Single_ETR/2004/page_213.pdf-4#0"
     page.go_back()
     shot(page, tmp_path, "numeric")

@@ -79,10 +79,12 @@ def test_search_sort_filter_and_page_the_items_of_a_json_run(
         assert row["rqs"] == f"{item['result']['rqs']:.4f}"
         assert row["failed"] == ("yes" if item["failed"] else "no")
 
-    page.click("#next-page")  # page forward
+    with page.expect_navigation():  # the next page, not this one, is read
+        page.click("#next-page")  # page forward
     assert [r["key"] for r in _rows(page)] == [i["key"] for i in items[50:]]
     assert page.locator("#items-count").inner_text() == "60 item(s) match · showing 51–60"
-    page.click("#previous-page")
+    with page.expect_navigation():  # the next page, not this one, is read
+        page.click("#previous-page")
     assert len(_rows(page)) == 50
 
     page.fill("#items-q", "OSLO")  # typed, then Enter: the form's search
@@ -114,7 +116,8 @@ def test_search_sort_filter_and_page_the_items_of_a_json_run(
     assert page.locator("#items-count").inner_text().startswith(f"{len(failed)} item(s) match")
     _shot(page, tmp_path, "json-searched")
 
-    page.click(f"#items tbody tr[data-key='{rows[0]['key']}'] a")  # the item's own page
+    with page.expect_navigation():  # the next page, not this one, is read
+        page.click(f"#items tbody tr[data-key='{rows[0]['key']}'] a")  # the item's own page
     assert page.url.endswith(f"/runs/{run.id}/items/{rows[0]['key']}")
 
 
