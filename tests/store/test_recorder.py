@@ -6,6 +6,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -179,7 +180,10 @@ def test_large_inputs_start_the_pool_when_the_run_opens(store: Store, tmp_path: 
     )
     (worker,) = _pool_processes(opened)  # one worker, started at once
     # the database URL (it may hold a password) is on no command line: the pool has no store
-    cmdline = Path(f"/proc/{worker.pid}/cmdline").read_bytes()
+    deadline = time.monotonic() + 10
+    while not (cmdline := Path(f"/proc/{worker.pid}/cmdline").read_bytes()):
+        assert time.monotonic() < deadline  # empty while the new process is still starting
+        time.sleep(0.01)
     assert b"multiprocessing" in cmdline and store.url.encode() not in cmdline
     opened.add_prepared((ItemColumns(f"r{i}", False), b'{"b":1}') for i in range(10))
     run = opened.finish(metrics=None)
