@@ -205,8 +205,10 @@ class LocalPool:
     def __enter__(self) -> LocalPool:
         return self
 
-    def __exit__(self, *_: object) -> None:
-        self.close()
+    def __exit__(self, kind: type[BaseException] | None, *_: object) -> None:
+        """Closed when the block ends; on an error or Ctrl-C its tasks are killed, not waited
+        for (no process is left behind)."""
+        self.close(kill=kind is not None)
 
 
 class _Nothing:

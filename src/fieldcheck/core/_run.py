@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -122,7 +122,8 @@ def run(
         return []
 
     note = "" if runner.settings.use_cache else NO_CACHE_NOTE
-    with writing(folder, note), few_collections(), _scoring_pool(named, inputs) as pool:
+    pooled = _scoring_pool(named, inputs) or contextlib.nullcontext()
+    with writing(folder, note), few_collections(), pooled as pool:
         loop(every_model())
         ran = Ran(calls, [], folder.destination)
         try:
@@ -193,25 +194,16 @@ POOL_INPUT_BYTES = 8 << 20
 scoring) while the models are called: on two cores the calls leave one mostly idle."""
 
 
-@contextlib.contextmanager
-def _scoring_pool(system: Any, inputs: Inputs) -> Iterator[Executor | None]:
+def _scoring_pool(system: Any, inputs: Inputs) -> LocalPool | None:
     """A pool (a worker a core) to score the replies of a large run, warmed during the calls,
     for a system that says ``scores_replies_in_pool`` (the others choose their own executor);
-    None otherwise, or when no pool can be started."""
-    pool = None
+    None otherwise, or when no pool can be started. Its tasks are killed, not waited for, when
+    its block ends on an error or Ctrl-C."""
     big = file_bytes(path for _, path in inputs) >= POOL_INPUT_BYTES
     if getattr(system, "scores_replies_in_pool", False) and big:
         with contextlib.suppress(OSError):  # no process to be had: scored in this one
-            pool = LocalPool(min(2, os.cpu_count() or 1), warm=(type(system).__module__,))
-    try:
-        yield pool
-    except BaseException:  # Ctrl-C, an error: its tasks are not waited for
-        if pool is not None:
-            pool.close(kill=True)
-        raise
-    finally:
-        if pool is not None:
-            pool.close()
+            return LocalPool(min(2, os.cpu_count() or 1), warm=(type(system).__module__,))
+    return None
 
 
 def _interrupted(runner: Runner, run_id: str) -> None:

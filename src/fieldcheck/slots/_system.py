@@ -547,20 +547,6 @@ class SlotsSystem(SlotsRuns, Views):
         return ", ".join(names), all_inputs, stored, signature, write
 
 
-@contextmanager
-def _pool(workers: int) -> Iterator[LocalPool]:
-    """A pool of ``workers`` processes, its workers killed when the block ends on an error
-    (Ctrl-C: no process is left behind), a task in flight per worker."""
-    pool = LocalPool(workers, in_flight=workers, warm=("fieldcheck.slots._score",))
-    try:
-        yield pool
-    except BaseException:
-        pool.close(kill=True)
-        raise
-    finally:
-        pool.close()
-
-
 def _add(file: SlotFile, key: tuple[str, int], slots: list[list[Any]]) -> None:
     """A stored session's slots ([topic, field, values]) added to ``file``, as if read."""
     session = file.sessions.setdefault(key, {})
@@ -568,6 +554,11 @@ def _add(file: SlotFile, key: tuple[str, int], slots: list[list[Any]]) -> None:
         slot = (str(topic), str(name))
         session[slot] = [str(v) for v in values]
         file.lines[(key, slot)] = len(file.lines) + 1
+
+
+def _pool(workers: int) -> LocalPool:
+    """A pool of ``workers`` processes scoring or reading the buckets, a task in flight each."""
+    return LocalPool(workers, in_flight=workers, warm=("fieldcheck.slots._score",))
 
 
 SYSTEM = SlotsSystem()
