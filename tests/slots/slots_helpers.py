@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from fieldcheck.metrics import SlotCounts
-from fieldcheck.slots._score import Counts, LatencySummary, ModelResult, ModelScore, TopicResult
+from fieldcheck.slots._score import (
+    Counts,
+    LatencySummary,
+    ModelInput,
+    ModelResult,
+    ModelScore,
+    TopicResult,
+)
 
 
 def slot(user: str, session: int, topic: str, field: str, *values: str) -> dict[str, Any]:
@@ -91,3 +99,15 @@ def naive_counts(pred: dict, gold: dict) -> tuple[int, int, int, int, int]:  # t
             extra += 1
             extra_values += len(said(p))
     return tp, fp, fn, extra, extra_values
+
+
+def model_sides(models: list[ModelInput]) -> list[tuple[str, Path]]:
+    """The ``sides`` of ``partitioned`` for ``models``: each model's latency file, then its
+    judge file, where it has them (the order ``SlotScorer.add_part`` reads them in)."""
+    sides: list[tuple[str, Path]] = []
+    for m in models:
+        if m.latencies is not None:
+            sides.append(("latency", m.latencies.path))
+        if m.judge_scores is not None:
+            sides.append(("judge", m.judge_scores.path))
+    return sides

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from slots_helpers import slot
+from slots_helpers import model_sides, slot
 
 from fieldcheck.runs import rescore
 from fieldcheck.slots import (
@@ -23,7 +23,7 @@ from fieldcheck.slots import (
     slot_metrics,
 )
 from fieldcheck.slots._loaders import JudgeFile, LatencyFile, SlotFile
-from fieldcheck.slots._score import SlotScorer, model_sides
+from fieldcheck.slots._score import SlotScorer
 from fieldcheck.slots._stream import partitioned
 from fieldcheck.store import RunRecorder, Store
 

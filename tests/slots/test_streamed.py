@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from slots_helpers import naive_counts
+from slots_helpers import model_sides, naive_counts
 
 from fieldcheck import core
 from fieldcheck._util.executor import InProcess, LocalPool, run_map
@@ -37,7 +37,7 @@ from fieldcheck.slots import (
     write_outputs,
 )
 from fieldcheck.slots._loaders import JudgeFile, LatencyFile, SlotFile
-from fieldcheck.slots._score import SlotJob, SlotScorer, headers, model_sides, score_chunk
+from fieldcheck.slots._score import SlotJob, SlotScorer, headers, score_chunk
 from fieldcheck.slots._stream import Bucket, bucket_count, partitioned
 
 BUCKETS = ".fieldcheck-scratch-"  # the bucket folder's name, beside --out

@@ -51,7 +51,7 @@ from fieldcheck.metrics import (
     slot_values,
 )
 from fieldcheck.slots._loaders import JudgeFile, LatencyFile, SessionKey, SlotFile, SlotKey
-from fieldcheck.slots._stream import Bucket, SideKind, gc_paused
+from fieldcheck.slots._stream import Bucket, gc_paused
 from fieldcheck.store import MODEL_CHARS, ItemColumns, add_tag
 
 if TYPE_CHECKING:
@@ -466,8 +466,9 @@ class SlotScorer(ScorerState):
         return ScorerState(**state)
 
     def add_part(self, bucket: Bucket) -> None:
-        """Score one bucket of a ``Partition`` made with ``sides=model_sides(models)``: its
-        slot files (gold, then each model's) and each model's latency and judge files."""
+        """Score one bucket of a ``Partition`` whose ``sides`` are each model's latency file,
+        then its judge file, where it has them: its slot files (gold, then each model's) and
+        those side files, read in that order."""
         slots, found = bucket.part()
         sides = iter(found)
         latencies: list[LatencyFile | None] = []
@@ -1056,20 +1057,8 @@ def _canonical(values: tuple[str, ...]) -> frozenset[str]:
 def _next(sides: Iterator[LatencyFile | JudgeFile], kind: type[F]) -> F:
     side = next(sides)
     if not isinstance(side, kind):
-        raise ValueError(f"expected a {kind.__name__} in the part (see model_sides)")
+        raise ValueError(f"expected a {kind.__name__} in the part (see SlotScorer.add_part)")
     return side
-
-
-def model_sides(models: Sequence[ModelInput]) -> list[tuple[SideKind, Path]]:
-    """The ``sides`` of ``partitioned`` for ``models``: each model's latency file, then its
-    judge file, where it has them (``SlotScorer.add_part`` reads them in this order)."""
-    sides: list[tuple[SideKind, Path]] = []
-    for m in models:
-        if m.latencies is not None:
-            sides.append(("latency", m.latencies.path))
-        if m.judge_scores is not None:
-            sides.append(("judge", m.judge_scores.path))
-    return sides
 
 
 @dataclass(frozen=True)
