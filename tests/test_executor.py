@@ -55,6 +55,30 @@ def test_a_tasks_error_surfaces_once_and_no_process_is_left(workers: int) -> Non
     assert multiprocessing.active_children() == []
 
 
+def mark_then_sleep(path: Path) -> None:
+    path.touch()
+    time.sleep(30)
+
+
+def test_a_pools_block_ended_by_an_error_kills_its_tasks_rather_than_waiting(
+    tmp_path: Path,
+) -> None:
+    """``with LocalPool(...)``: an error (or Ctrl-C) in the block kills the task running, so a
+    30 s task does not hold the caller; without one, the block waits for its tasks."""
+    started = tmp_path / "started"
+    begin = time.monotonic()
+    with pytest.raises(RuntimeError, match="stop"), LocalPool(1) as pool:
+        pool.submit(mark_then_sleep, started)
+        while not started.exists():  # the task runs
+            time.sleep(0.05)
+        raise RuntimeError("stop")
+    assert time.monotonic() - begin < 25  # killed: not the task's 30 s after it started
+    assert multiprocessing.active_children() == []
+    with LocalPool(1) as pool:
+        pool.submit(square, 5)
+    assert multiprocessing.active_children() == []
+
+
 CALLER = """
 import os, sys, time
 from fieldcheck._util.executor import LocalPool
