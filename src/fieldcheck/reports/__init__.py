@@ -14,6 +14,7 @@ if TYPE_CHECKING:  # the names as type checkers and editors see them
         PLOTTING,
         Report,
         Term,
+        embedded_image,
         esc,
         figure,
         html_table,

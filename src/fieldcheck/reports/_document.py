@@ -8,6 +8,7 @@ slots, JSON and numeric QA (issue 9, "Reports and gating").
 
 from __future__ import annotations
 
+import base64
 import html
 import re
 import signal
@@ -80,6 +81,13 @@ def html_table(head: Sequence[str], rows: Sequence[Sequence[str]], *, escape: bo
     return "\n".join(out)
 
 
+def embedded_image(key: str, path: Path) -> str:
+    """An ``<img>`` holding the plot's PNG bytes as a ``data:`` URI, so ``report.html`` is one
+    file that opens anywhere with no server and no network (issue 28); the PNG stays beside it."""
+    data = base64.b64encode(path.read_bytes()).decode("ascii")
+    return f'<img src="data:image/png;base64,{data}" alt="{html.escape(visible(key), quote=True)}">'
+
+
 @dataclass(frozen=True)
 class Term:
     """A glossary entry: the metric's name, its formula as the spec writes it, what it tells."""
@@ -124,16 +132,12 @@ class Report:
         return self._add([f"- {md(item)}" for item in items], f"<ul>{listed}</ul>")
 
     def images(self, images: Mapping[str, Path]) -> Report:
-        """Plots written beside the report (referenced by file name)."""
+        """Plots written beside the report: report.md links their files, report.html embeds them."""
         if not images:
             return self
         return self._add(
             [f"![{md(key)}]({path.name})" for key, path in images.items()],
-            "\n".join(
-                f'<img src="{html.escape(path.name, quote=True)}" '
-                f'alt="{html.escape(visible(key), quote=True)}">'
-                for key, path in images.items()
-            ),
+            "\n".join(embedded_image(key, path) for key, path in images.items()),
         )
 
     def glossary(self, terms: Sequence[Term]) -> Report:

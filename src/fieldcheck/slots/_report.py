@@ -17,6 +17,7 @@ from fieldcheck.reports import (
     PLOTTING,
     OutputFolder,
     Term,
+    embedded_image,
     esc,
     format_seconds,
     format_seconds_joined,
@@ -378,10 +379,7 @@ def render_html(run: SlotsRun, images: dict[str, Path] | None = None) -> str:
     ]
     if images:
         body.append("<h2>Plots</h2>")
-        body += [
-            f'<img src="{html.escape(p.name, quote=True)}" alt="{html.escape(key, quote=True)}">'
-            for key, p in images.items()
-        ]
+        body += [embedded_image(key, p) for key, p in images.items()]
     body.append("<h2>Glossary</h2>")
     body.append(
         "<dl>"
