@@ -29,10 +29,30 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 LABEL_CHARS = 24
 
 CSS = (
-    "body{font-family:sans-serif;margin:2em;max-width:80em}table{border-collapse:collapse;margin:1em 0}"
-    "th,td{border:1px solid #ccc;padding:4px 8px;text-align:left}th{background:#f4f4f4}"
-    "img{max-width:48%;margin:0.5em}code{background:#f4f4f4}dt{font-weight:bold;margin-top:.5em}"
+    "body{font-family:system-ui,sans-serif;line-height:1.4;color:#1f2328;margin:2em auto;"
+    "padding:0 1.5em;max-width:80em}"
+    "table{border-collapse:collapse;margin:1em 0;display:block;max-width:100%;overflow-x:auto}"
+    "th,td{border:1px solid #ccc;padding:4px 8px;text-align:left;vertical-align:top}"
+    "th{background:#f4f4f4}td{overflow-wrap:break-word}"
+    "img{width:calc(50% - 1em);min-width:20em;max-width:100%;height:auto;margin:.5em .4em .5em 0;"
+    "vertical-align:top}"
+    "code{background:#f4f4f4;overflow-wrap:anywhere;word-break:break-word}"
+    "dt{font-weight:bold;margin-top:.5em}"
 )
+"""Inline in ``report.html`` (no stylesheet to fetch). A long value (the signature, a formula)
+wraps, a wide table scrolls by itself and plots share the width two by two, so the page never
+scrolls sideways at 1366 px (issue 28's screenshot pass)."""
+
+
+def page_head(title: str) -> list[str]:
+    """The start of a report page up to its ``<h1>``: charset, viewport, the inline CSS."""
+    return [
+        "<!DOCTYPE html>",
+        f'<html lang="en"><head><meta charset="utf-8"><title>{esc(title)}</title>',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<style>{CSS}</style></head><body>",
+        f"<h1>{esc(title)}</h1>",
+    ]
 
 
 def visible(text: str) -> str:
@@ -159,12 +179,7 @@ class Report:
         return "\n".join(parts).rstrip("\n") + "\n"
 
     def html(self) -> str:
-        body = [
-            "<!DOCTYPE html>",
-            f'<html lang="en"><head><meta charset="utf-8"><title>{esc(self.title)}</title>',
-            f"<style>{CSS}</style></head><body>",
-            f"<h1>{esc(self.title)}</h1>",
-        ]
+        body = page_head(self.title)
         if self.signature:
             body.append(f"<p>Signature: <code>{esc(self.signature)}</code></p>")
         body += [*self._html, "</body></html>"]
