@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from slots_helpers import slot
+from tests.report_html import embedded_pngs, external_refs
 from typer.testing import CliRunner
 
 from fieldcheck._cli.main import app
@@ -389,9 +390,14 @@ def test_report_html_has_summary_findings_tables_and_plots(jsonl: Jsonl, tmp_pat
     assert "7% better F1 than the next best, a (0.800)" in findings  # (6/7 - 0.8) / 0.8
     assert "Topic difficulty ranking" in findings and "F1 differences" in findings
     assert "<ul></ul>" not in page
-    for name in ("plot_prf1.png", "plot_topic_f1_heatmap.png", "plot_latency.png",
-                 "plot_extra_slots_by_topic.png"):  # fmt: skip
-        assert f'<img src="{name}"' in page and f"]({name})" in (out / "report.md").read_text()
+    embedded = embedded_pngs(page)  # report.html is one file: each plot's PNG bytes inside it
+    assert external_refs(page) == []
+    for key, name in (("prf1", "plot_prf1.png"), ("topic_f1", "plot_topic_f1_heatmap.png"),
+                      ("latency", "plot_latency.png"), ("extra", "plot_extra_slots_by_topic.png")):  # fmt: skip
+        assert (
+            embedded[key] == (out / name).read_bytes()
+            and f"]({name})" in (out / "report.md").read_text()
+        )
     assert "<h2>Metrics</h2>" in page and "<h2>Per topic</h2>" in page
 
 

@@ -8,12 +8,12 @@ from fieldcheck._util.lazy import typed_lazy_names
 if TYPE_CHECKING:  # the names as type checkers and editors see them
     from fieldcheck.reports._csv import neutralise_cell, write_csv
     from fieldcheck.reports._document import (
-        CSS,
         LEGEND_OUTSIDE,
         LINE_BREAKS,
         PLOTTING,
         Report,
         Term,
+        embedded_image,
         esc,
         figure,
         html_table,
@@ -23,6 +23,7 @@ if TYPE_CHECKING:  # the names as type checkers and editors see them
         md_code,
         md_table,
         no_glyph_warnings,
+        page_head,
         save_figure,
         write_report,
     )

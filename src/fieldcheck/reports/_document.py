@@ -8,6 +8,7 @@ slots, JSON and numeric QA (issue 9, "Reports and gating").
 
 from __future__ import annotations
 
+import base64
 import html
 import re
 import signal
@@ -28,10 +29,30 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 LABEL_CHARS = 24
 
 CSS = (
-    "body{font-family:sans-serif;margin:2em;max-width:80em}table{border-collapse:collapse;margin:1em 0}"
-    "th,td{border:1px solid #ccc;padding:4px 8px;text-align:left}th{background:#f4f4f4}"
-    "img{max-width:48%;margin:0.5em}code{background:#f4f4f4}dt{font-weight:bold;margin-top:.5em}"
+    "body{font-family:system-ui,sans-serif;line-height:1.4;color:#1f2328;margin:2em auto;"
+    "padding:0 1.5em;max-width:80em}"
+    "table{border-collapse:collapse;margin:1em 0;display:block;max-width:100%;overflow-x:auto}"
+    "th,td{border:1px solid #ccc;padding:4px 8px;text-align:left;vertical-align:top}"
+    "th{background:#f4f4f4}td{overflow-wrap:break-word}"
+    "img{width:calc(50% - 1em);min-width:20em;max-width:100%;height:auto;margin:.5em .4em .5em 0;"
+    "vertical-align:top}"
+    "code{background:#f4f4f4;overflow-wrap:anywhere;word-break:break-word}"
+    "dt{font-weight:bold;margin-top:.5em}"
 )
+"""Inline in ``report.html`` (no stylesheet to fetch). A long value (the signature, a formula)
+wraps, a wide table scrolls by itself and plots share the width two by two, so the page never
+scrolls sideways at 1366 px (issue 28's screenshot pass)."""
+
+
+def page_head(title: str) -> list[str]:
+    """The start of a report page up to its ``<h1>``: charset, viewport, the inline CSS."""
+    return [
+        "<!DOCTYPE html>",
+        f'<html lang="en"><head><meta charset="utf-8"><title>{esc(title)}</title>',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<style>{CSS}</style></head><body>",
+        f"<h1>{esc(title)}</h1>",
+    ]
 
 
 def visible(text: str) -> str:
@@ -80,6 +101,13 @@ def html_table(head: Sequence[str], rows: Sequence[Sequence[str]], *, escape: bo
     return "\n".join(out)
 
 
+def embedded_image(key: str, path: Path) -> str:
+    """An ``<img>`` holding the plot's PNG bytes as a ``data:`` URI, so ``report.html`` is one
+    file that opens anywhere with no server and no network (issue 28); the PNG stays beside it."""
+    data = base64.b64encode(path.read_bytes()).decode("ascii")
+    return f'<img src="data:image/png;base64,{data}" alt="{html.escape(visible(key), quote=True)}">'
+
+
 @dataclass(frozen=True)
 class Term:
     """A glossary entry: the metric's name, its formula as the spec writes it, what it tells."""
@@ -124,16 +152,12 @@ class Report:
         return self._add([f"- {md(item)}" for item in items], f"<ul>{listed}</ul>")
 
     def images(self, images: Mapping[str, Path]) -> Report:
-        """Plots written beside the report (referenced by file name)."""
+        """Plots written beside the report: report.md links their files, report.html embeds them."""
         if not images:
             return self
         return self._add(
             [f"![{md(key)}]({path.name})" for key, path in images.items()],
-            "\n".join(
-                f'<img src="{html.escape(path.name, quote=True)}" '
-                f'alt="{html.escape(visible(key), quote=True)}">'
-                for key, path in images.items()
-            ),
+            "\n".join(embedded_image(key, path) for key, path in images.items()),
         )
 
     def glossary(self, terms: Sequence[Term]) -> Report:
@@ -155,12 +179,7 @@ class Report:
         return "\n".join(parts).rstrip("\n") + "\n"
 
     def html(self) -> str:
-        body = [
-            "<!DOCTYPE html>",
-            f'<html lang="en"><head><meta charset="utf-8"><title>{esc(self.title)}</title>',
-            f"<style>{CSS}</style></head><body>",
-            f"<h1>{esc(self.title)}</h1>",
-        ]
+        body = page_head(self.title)
         if self.signature:
             body.append(f"<p>Signature: <code>{esc(self.signature)}</code></p>")
         body += [*self._html, "</body></html>"]

@@ -11,12 +11,12 @@ from fieldcheck._util.errors import error_dicts
 from fieldcheck._util.jsonio import write_jsonl
 from fieldcheck.metrics import Interval
 from fieldcheck.reports import (
-    CSS,
     LEGEND_OUTSIDE,
     LINE_BREAKS,
     PLOTTING,
     OutputFolder,
     Term,
+    embedded_image,
     esc,
     format_seconds,
     format_seconds_joined,
@@ -27,6 +27,7 @@ from fieldcheck.reports import (
     md_code,
     md_table,
     no_glyph_warnings,
+    page_head,
     save_figure,
     write_csv,
 )
@@ -358,10 +359,7 @@ def render_html(run: SlotsRun, images: dict[str, Path] | None = None) -> str:
         sub = f"<ul>{bullets}</ul>" if bullets else ""
         findings.append(f"<li><strong>{html.escape(f.title)}</strong>{sub}</li>")
     body = [
-        "<!DOCTYPE html>",
-        '<html lang="en"><head><meta charset="utf-8"><title>Slot extraction benchmark</title>',
-        f"<style>{CSS}</style></head><body>",
-        "<h1>Slot extraction benchmark</h1>",
+        *page_head("Slot extraction benchmark"),
         f"<p>Signature: <code>{html.escape(run.signature.format())}</code></p>",
         "<h2>Results Summary</h2>",
         html_table(*_summary_table(run, html_mode=True), escape=False),
@@ -378,10 +376,7 @@ def render_html(run: SlotsRun, images: dict[str, Path] | None = None) -> str:
     ]
     if images:
         body.append("<h2>Plots</h2>")
-        body += [
-            f'<img src="{html.escape(p.name, quote=True)}" alt="{html.escape(key, quote=True)}">'
-            for key, p in images.items()
-        ]
+        body += [embedded_image(key, p) for key, p in images.items()]
     body.append("<h2>Glossary</h2>")
     body.append(
         "<dl>"
