@@ -15,6 +15,7 @@ from urllib.parse import quote
 
 import httpx
 import numpy as np
+import pytest
 from typer.testing import CliRunner
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -147,21 +148,26 @@ def test_one_slots_run_compares_its_models(serve: Any, tmp_path: Path) -> None:
             assert row["cells"][1]["url"] == f"/runs/{run}/items/{quote(fast['key'], safe='')}"
 
 
+@pytest.mark.parametrize("settings", [[], ["--bootstrap", "200", "--seed", "7"]])
 def test_compare_of_a_slots_run_gives_the_runs_own_paired_p_value(
-    serve: Any, tmp_path: Path
+    serve: Any, tmp_path: Path, settings: list[str]
 ) -> None:
     # eager vs fast: p near 0.17, where classes drawn in another order or stream differ
     examples = Path(__file__).resolve().parents[2] / "examples" / "slots"
     args = ["slots", "score", "--gold", str(examples / "gold.synthetic.jsonl")]
     for model in ("synthetic-eager", "synthetic-fast"):
         args += ["--pred", f"{model}={examples / f'pred_{model}.synthetic.jsonl'}"]
-    result = CliRunner().invoke(app, [*args, "--out", str(tmp_path / "s")])  # 1000, seed 0
+    result = CliRunner().invoke(app, [*args, *settings, "--out", str(tmp_path / "s")])
     assert result.exit_code == 0, result.stderr
     [run] = re.findall(r"stored as run ([0-9a-f]{12})", result.stdout + result.stderr)
     live = serve(database_url=os.environ["FIELDCHECK_DATABASE_URL"])
     with httpx.Client(base_url=live.base_url, timeout=60) as http:
         [own] = http.get(f"/api/runs/{run}").json()["metrics"]["paired_f1"]
-        [paired] = http.get("/api/compare", params={"runs": run, "limit": 1}).json()["paired"]
+        shown_page = http.get("/api/compare", params={"runs": run, "limit": 1}).json()
+    [paired] = shown_page["paired"]
+    assert shown_page["paired_test"] == (
+        {"resamples": 200, "seed": 7} if settings else {"resamples": 1000, "seed": 0}
+    )
     assert (own["model_a"], own["model_b"], own["sessions"]) == (
         "synthetic-eager",
         "synthetic-fast",

@@ -110,6 +110,16 @@ PAIRED_RESAMPLES = 1000
 PAIRED_SEED = 0
 
 
+def _paired_test_settings(runs: Sequence[RunInfo]) -> tuple[int, int]:
+    """The paired test's resamples and seed: one run's models (slots) are tested with the run's
+    own ``--bootstrap`` and ``--seed``, so they get the p-values the run stored; runs side by
+    side with 1000 and 0, whatever each ran with."""
+    settings = runs[0].settings if len({r.id for r in runs}) == 1 else {}
+    resamples, seed = settings.get("bootstrap"), settings.get("seed")
+    resamples = resamples if type(resamples) is int and resamples > 0 else PAIRED_RESAMPLES
+    return resamples, seed if type(seed) is int and seed >= 0 else PAIRED_SEED
+
+
 def compare(
     store: Store,
     runs: Sequence[RunInfo],
@@ -133,6 +143,7 @@ def compare(
     sides = [(c["run"], c["model"] if several[c["run"]] else None) for c in table["columns"]]
     table["warnings"] = _warnings(runs, kind.dataset_inputs, kind.model_settings)
     statistic = pairing.statistic or _mean
+    resamples, seed = _paired_test_settings(runs)
     paired = []
     for j in range(1, len(sides)):
         found = store.paired_rows(sides[0], sides[j], pairing)
@@ -140,8 +151,8 @@ def compare(
             *found[:2],
             statistic,
             counts=found[2],
-            resamples=PAIRED_RESAMPLES,
-            seed=PAIRED_SEED,
+            resamples=resamples,
+            seed=seed,
             stream=pairing.stream,
         )
         a, b = table["columns"][0]["label"], table["columns"][j]["label"]
@@ -152,7 +163,7 @@ def compare(
             {"metric": pairing.metric, "a": a, "b": b, "items": units, **shown, "p_value": p_value}
         )
     table["paired"] = paired
-    table["paired_test"] = {"resamples": PAIRED_RESAMPLES, "seed": PAIRED_SEED}
+    table["paired_test"] = {"resamples": resamples, "seed": seed}
     table["matrix"] = None
     if differ is not None:
         found_matrix = store.item_matrix(sides, pairing, differ=differ, offset=offset, limit=limit)
