@@ -10,9 +10,9 @@ from urllib.parse import quote
 
 import typer
 
-from fieldcheck._cli._common import EXIT_INTERRUPTED, EXIT_WRITE
+from fieldcheck._cli._common import EXIT_INTERRUPTED, OutputFailed, interrupt_reported
 from fieldcheck._cli.runs_cmd import _database_errors, _run, _store
-from fieldcheck._cli.serve_cmd import serve_command, shown_address
+from fieldcheck._cli.serve_cmd import _port_in_use, serve_command, shown_address
 from fieldcheck._util.term import safe_text
 
 MAX_ITEMS = 1000
@@ -60,6 +60,9 @@ def view_command(
         path = "/runs" if not found else f"/runs/{found[0].id}"
         if len(found) > 1:
             path = "/compare?runs=" + quote(",".join(r.id for r in found), safe=",")
+        if in_use := _port_in_use(host, port):  # before the address is printed
+            where = shown_address(host, port)
+            raise typer.BadParameter(f"{where} cannot be used: {in_use}", param_hint="--port")
         typer.echo(f"open http://{shown_address(host, port)}{path}")
         serve_command(host=host, port=port)
         return
@@ -81,12 +84,11 @@ def _write(dest: Path, runs: list[Any], max_items: int) -> None:
         held = write_bundle(ctx, folder, runs, max_items=max_items)
         folder.finish()
     except KeyboardInterrupt:
-        typer.echo(folder.interrupted_line(), err=True)
+        typer.echo(safe_text(folder.interrupted_line()), err=True)
+        interrupt_reported()
         raise typer.Exit(EXIT_INTERRUPTED) from None
     except OSError as exc:
-        typer.echo(safe_text(f"error: cannot write the bundle: {exc}"), err=True)
-        raise typer.Exit(EXIT_WRITE) from None
-    typer.echo(
-        f"wrote {dest / 'index.html'}: {held['runs']} runs, {held['items']} item pages, "
-        f"{held['compares']} comparisons"
-    )
+        raise OutputFailed(f"cannot write the bundle: {exc}") from None
+    counts = [(held["runs"], "run"), (held["items"], "item page"), (held["compares"], "comparison")]
+    said = ", ".join(f"{n} {noun}{'' if n == 1 else 's'}" for n, noun in counts)
+    typer.echo(f"wrote {dest / 'index.html'}: {said}")
