@@ -22,7 +22,7 @@ from typer.testing import CliRunner
 from compare_runs import GT, json_runs, reply
 from fieldcheck._cli.main import app
 
-HOSTILE = {k: f"../{k}/a?b#c é" for k in GT}  # each record's key: a path out, a query, unicode
+HOSTILE = {k: f"../{k}/a?b#c é<i>" for k in GT}  # a key: a path out, a query, unicode, HTML
 
 
 @pytest.fixture
@@ -86,6 +86,9 @@ def test_hostile_keys_stay_inside_the_bundle_and_max_items_holds_the_first(
         assert all(r["href"].startswith("items/") for r in rows)
         page = (out / "runs" / run / "index.html").read_text()
         assert "This bundle holds the first 3 of the run's 8 items" in page
+    written = [p.read_text() for p in files if p.suffix == ".html"]
+    assert not any("<i>" in page for page in written)
+    assert any(HOSTILE["r0"].replace("<i>", "&lt;i&gt;") in page for page in written)
     stories = [json.loads(p.read_text()) for p in (out / "runs" / two_runs[0]).rglob("*.json")]
     assert sorted(s["key"] for s in stories) == sorted(HOSTILE[k] for k in ("r0", "r1", "r2"))
     # the comparison links an item the bundle holds to its page, one beyond the cap elsewhere

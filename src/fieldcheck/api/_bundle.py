@@ -35,7 +35,6 @@ from fieldcheck.store import ItemsMissing, RunInfo
 
 STATIC = ("app.css", "bundle.js")
 _PLAIN_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
-_NOT_SCORED = "not scored"
 
 
 def _digest(*parts: str | None) -> str:
@@ -96,8 +95,6 @@ class Bundle:
             target = self.files.get(route) if route is not None else None
             if route is not None and route[0] == "item" and target is None:
                 target = self.files.get((*route[:3], None))
-            if route is not None and route[0] == "runs":
-                target = "index.html"
             if target is None:
                 return posixpath.relpath("unavailable.html", here) + "#" + url
             return posixpath.relpath(target, here)
@@ -278,7 +275,7 @@ def _items_script(site: Bundle, run: RunInfo, items: dict[str, Any], page: str) 
     kind = core.find(run.system)
     rows = []
     for row, more in zip(items["items"], extra, strict=True):
-        tags, failed_tags, *order = more.shown
+        tags, failed_tags, *order = more.shown or [(), (), *[None] * len(columns)]  # in flight
         rows.append(
             {
                 "key": row["key"],
@@ -309,7 +306,7 @@ def _items_script(site: Bundle, run: RunInfo, items: dict[str, Any], page: str) 
 def _cell(column: dict[str, Any], value: Any, row: dict[str, Any]) -> str:
     """A table cell as run.html shows it."""
     if value is None:
-        return _NOT_SCORED if column["name"] == "failed" and row["failed"] is None else "–"
+        return "not scored" if column["name"] == "failed" and row["failed"] is None else "–"
     if column["kind"] == "flag":
         return "yes" if value else "no"
     if column["kind"] == "number":
