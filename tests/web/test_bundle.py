@@ -115,6 +115,10 @@ def test_the_bundle_from_file_with_the_network_off(
     expect(page.locator("#items tbody tr")).to_have_count(8)
     assert shown(page) == served(json_run, sort="rqs", order="desc")
     shot(page, tmp_path, "run")
+    with page.expect_navigation():  # an export needs the server: the page says which link
+        page.click("a:text-is('CSV')")
+    assert page.locator("#wanted").inner_text() == f"/api/runs/{json_run}/export?format=csv"
+    page.go_back()
 
     # an item of each system, opened from its run's table, with its trace
     store = Store()

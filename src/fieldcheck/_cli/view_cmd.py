@@ -22,7 +22,7 @@ MAX_ITEMS = 1000
 def view_command(
     runs: Annotated[
         list[str] | None,
-        typer.Argument(metavar="RUN...", help="Run ids or their unique prefixes."),
+        typer.Argument(metavar="RUN", help="Run ids or their unique prefixes.", show_default=False),
     ] = None,
     bundle: Annotated[
         Path | None,
