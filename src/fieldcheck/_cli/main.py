@@ -17,6 +17,7 @@ from fieldcheck._cli import (
     serve_cmd,
     serve_model_cmd,
     slots_cmd,
+    view_cmd,
 )
 from fieldcheck._cli._common import FieldcheckGroup
 from fieldcheck._cli._runopts import STORE_HELP, interrupt_running_loop
@@ -42,6 +43,7 @@ app.add_typer(runs_cmd.app, name="runs")
 app.command("score", cls=score_cmd.ScoreCommand)(score_cmd.score_command)
 app.command("serve-model")(serve_model_cmd.serve_model_command)
 app.command("serve")(serve_cmd.serve_command)
+app.command("view")(view_cmd.view_command)
 
 
 class _LowerLevelFormatter(logging.Formatter):

@@ -27,12 +27,19 @@ NAV: list[tuple[str, str]] = [
 ]
 
 
+def served_link(url: str) -> str:
+    """A page's link as the server serves it: its URL as it is (a bundle's pages rewrite it
+    to a relative file: ``fieldcheck.api._bundle``)."""
+    return url
+
+
 def templates() -> Jinja2Templates:
     """The web app's Jinja2 templates, autoescaped (Starlette turns it on for .html)."""
     found = Jinja2Templates(directory=str(WEB / "templates"))
     found.env.autoescape = True
     found.env.globals["nav"] = NAV
     found.env.globals["version"] = __version__
+    found.env.globals["link"] = served_link
     return found
 
 

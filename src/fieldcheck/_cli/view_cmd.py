@@ -1,0 +1,94 @@
+"""`fieldcheck view`: the viewer of some runs (issue 28): served as `fieldcheck serve` serves it,
+its page's address printed, or with ``--bundle DIR`` written as a static site that opens from
+the file system with no server and no network (docs/runs.md "A portable bundle")."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+from urllib.parse import quote
+
+import typer
+
+from fieldcheck._cli._common import EXIT_INTERRUPTED, OutputFailed, interrupt_reported
+from fieldcheck._cli.runs_cmd import _database_errors, _run, _store
+from fieldcheck._cli.serve_cmd import _port_in_use, serve_command, shown_address
+from fieldcheck._util.term import safe_text
+
+MAX_ITEMS = 1000
+
+
+@_database_errors
+def view_command(
+    runs: Annotated[
+        list[str] | None,
+        typer.Argument(metavar="RUN", help="Run ids or their unique prefixes.", show_default=False),
+    ] = None,
+    bundle: Annotated[
+        Path | None,
+        typer.Option(
+            "--bundle",
+            metavar="DIR",
+            help="Write the runs' pages into DIR (new or empty) as a static site: open "
+            "DIR/index.html in a browser, no server or network needed.",
+        ),
+    ] = None,
+    max_items: Annotated[
+        int,
+        typer.Option(
+            "--max-items",
+            min=1,
+            help="--bundle: the items of each run the bundle holds (its first ones: table rows, "
+            "item pages, compared items); the page says when a run has more.",
+        ),
+    ] = MAX_ITEMS,
+    host: Annotated[str, typer.Option("--host", help="Without --bundle: as serve's.")] = (
+        "127.0.0.1"
+    ),
+    port: Annotated[
+        int, typer.Option("--port", min=1, max=65535, help="Without --bundle: as serve's.")
+    ] = 8000,
+) -> None:
+    """Look at runs: without --bundle, serve the pages (as 'fieldcheck serve') and print the
+    address of the run's page (of Compare for several runs, of Runs for none). With --bundle
+    DIR, write the Runs, run, item and Compare pages of the runs as files (DIR is written
+    beside it and renamed into place when complete). Exit 2 on usage errors (an unknown run,
+    a DIR that holds files), 1 when DIR cannot be written, 130 on Ctrl-C."""
+    store = _store()
+    found = list({r.id: r for r in (_run(store, ref) for ref in runs or ())}.values())
+    if bundle is None:
+        path = "/runs" if not found else f"/runs/{found[0].id}"
+        if len(found) > 1:
+            path = "/compare?runs=" + quote(",".join(r.id for r in found), safe=",")
+        if in_use := _port_in_use(host, port):  # before the address is printed
+            where = shown_address(host, port)
+            raise typer.BadParameter(f"{where} cannot be used: {in_use}", param_hint="--port")
+        typer.echo(f"open http://{shown_address(host, port)}{path}")
+        serve_command(host=host, port=port)
+        return
+    if not found:
+        raise typer.BadParameter("give the runs to put in the bundle", param_hint="RUN")
+    _write(bundle, found, max_items)
+
+
+def _write(dest: Path, runs: list[Any], max_items: int) -> None:
+    from fieldcheck.api import ApiSettings, create_app, write_bundle
+    from fieldcheck.reports import FolderError, RunFolder
+
+    try:
+        folder = RunFolder.open(dest, command="view --bundle", system="view")
+    except FolderError as exc:
+        raise typer.BadParameter(safe_text(str(exc)), param_hint="--bundle") from None
+    try:
+        ctx = create_app(ApiSettings()).state.fieldcheck
+        held = write_bundle(ctx, folder, runs, max_items=max_items)
+        folder.finish()
+    except KeyboardInterrupt:
+        typer.echo(safe_text(folder.interrupted_line()), err=True)
+        interrupt_reported()
+        raise typer.Exit(EXIT_INTERRUPTED) from None
+    except OSError as exc:
+        raise OutputFailed(f"cannot write the bundle: {exc}") from None
+    counts = [(held["runs"], "run"), (held["items"], "item page"), (held["compares"], "comparison")]
+    said = ", ".join(f"{n} {noun}{'' if n == 1 else 's'}" for n, noun in counts)
+    typer.echo(f"wrote {dest / 'index.html'}: {said}")

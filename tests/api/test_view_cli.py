@@ -1,0 +1,127 @@
+"""``fieldcheck view`` (issue 28 point 5): ``--bundle DIR`` follows the output-folder rule (new or
+empty, written beside it and renamed into place, nothing of the user's touched), refuses an
+unknown run, keeps hostile keys' files inside DIR and holds the first ``--max-items`` items of a
+run; without ``--bundle`` it serves the pages and prints the page to open."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from typer.testing import CliRunner
+
+from compare_runs import GT, json_runs, reply
+from fieldcheck._cli.main import app
+
+HOSTILE = {k: f"../{k}/a?b#c é<i>" for k in GT}  # a key: a path out, a query, unicode, HTML
+
+
+@pytest.fixture
+def two_runs(tmp_path: Path, chat_server: Any, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Models a and b on records whose keys hold ``..``, ``/``, ``?``, ``#`` and unicode."""
+    monkeypatch.setenv("FIELDCHECK_DATABASE_URL", f"sqlite:///{tmp_path / 'view.sqlite3'}")
+    data = tmp_path / "hostile.jsonl"
+    lines = [{"id": HOSTILE[k], "document": f"doc {k}", "ground_truth": v} for k, v in GT.items()]
+    data.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return json_runs(tmp_path, chat_server(reply), data=data)
+
+
+def view(*args: str) -> Any:
+    return CliRunner().invoke(app, ["view", *args])
+
+
+def test_a_bundle_needs_a_new_or_empty_folder_and_known_runs(
+    tmp_path: Path, two_runs: list[str]
+) -> None:
+    held = tmp_path / "held"
+    held.mkdir()
+    (held / "notes.txt").write_text("mine")
+    result = view("--bundle", str(held), *two_runs)
+    assert result.exit_code == 2
+    assert f"--bundle: {held} holds files (notes.txt); give a new or empty folder" in " ".join(
+        result.stderr.split()
+    )
+    assert [p.name for p in held.iterdir()] == ["notes.txt"]
+    assert (held / "notes.txt").read_text() == "mine"
+    assert not (tmp_path / "held.fieldcheck-partial").exists()
+
+    new = tmp_path / "new"
+    unknown = view("--bundle", str(new), two_runs[0], "ffffffffffff")
+    assert unknown.exit_code == 2
+    assert "RUN: no run 'ffffffffffff' in the store" in unknown.stderr
+    nothing = view("--bundle", str(new))
+    assert nothing.exit_code == 2 and "RUN: give the runs to put in the bundle" in nothing.stderr
+    assert not new.exists() and not (tmp_path / "new.fieldcheck-partial").exists()
+
+
+def test_hostile_keys_stay_inside_the_bundle_and_max_items_holds_the_first(
+    tmp_path: Path, two_runs: list[str]
+) -> None:
+    out = tmp_path / "empty"
+    out.mkdir()  # an empty folder is taken
+    result = view("--bundle", str(out), "--max-items", "3", *two_runs)
+    assert result.exit_code == 0, result.output
+    assert (
+        result.stdout.strip() == f"wrote {out / 'index.html'}: 2 runs, 6 item pages, 1 comparison"
+    )
+    assert not (tmp_path / "empty.fieldcheck-partial").exists()
+    assert json.loads((out / "run.json").read_text())["complete"] is True
+    files = [p for p in out.rglob("*") if p.is_file()]
+    assert all(p.resolve().is_relative_to(out.resolve()) and not p.is_symlink() for p in files)
+    for run in two_runs:
+        pages = sorted(p.name for p in (out / "runs" / run / "items").iterdir())
+        assert len(pages) == 6 and all(re.fullmatch(r"[0-9a-f]{24}\.(html|json)", n) for n in pages)
+        script = (out / "runs" / run / "items.js").read_text()
+        rows = json.loads(script.removeprefix("window.fieldcheckItems = ").rstrip(";\n"))["rows"]
+        assert [r["key"] for r in rows] == [HOSTILE[k] for k in ("r0", "r1", "r2")]
+        assert all(r["href"].startswith("items/") for r in rows)
+        page = (out / "runs" / run / "index.html").read_text()
+        assert "This bundle holds the first 3 of the run's 8 items" in page
+    written = [p.read_text() for p in files if p.suffix == ".html"]
+    assert not any("<i>" in page for page in written)
+    assert any(HOSTILE["r0"].replace("<i>", "&lt;i&gt;") in page for page in written)
+    stories = [json.loads(p.read_text()) for p in (out / "runs" / two_runs[0]).rglob("*.json")]
+    assert sorted(s["key"] for s in stories) == sorted(HOSTILE[k] for k in ("r0", "r1", "r2"))
+    # the comparison links an item the bundle holds to its page, one beyond the cap elsewhere
+    [compare] = (out / "compare").iterdir()
+    html = compare.read_text()
+    held = re.search(r'<tr data-key="[^"]*r2/[^"]*">.*?href="([^"]+)"', html, re.S)
+    assert held and held.group(1).startswith(f"../runs/{two_runs[0]}/items/")
+    beyond = re.search(r'<tr data-key="[^"]*r5/[^"]*">.*?href="([^"]+)"', html, re.S)
+    assert beyond and beyond.group(1).startswith("../unavailable.html#/runs/")
+
+
+def test_view_without_bundle_serves_the_run_page(tmp_path: Path, two_runs: list[str]) -> None:
+    """The real command in a child process: it prints the page to open and serves it."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    child = subprocess.Popen(
+        [sys.executable, "-m", "fieldcheck._cli.main", "view", two_runs[0], "--port", str(port)],
+        env=dict(os.environ), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert child.stdout is not None
+        line = child.stdout.readline().strip()
+        assert line == f"open http://127.0.0.1:{port}/runs/{two_runs[0]}"
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                response = httpx.get(line.removeprefix("open "), timeout=1)
+                break
+            except httpx.TransportError:
+                assert child.poll() is None and time.monotonic() < deadline
+                time.sleep(0.2)
+        assert response.status_code == 200 and f"<code>{two_runs[0]}</code>" in response.text
+    finally:
+        child.terminate()
+        child.communicate(timeout=30)
