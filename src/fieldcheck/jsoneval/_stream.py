@@ -613,28 +613,22 @@ def _of_record(done: Scored | None, item: Item) -> Scored | None:
 
 
 class Outcomes(Sequence[Scored]):
-    """A chunk scored by the kernel alone: its distinct outcomes (``results``, in the order
-    first met) and which one each record has (``which``); a record's ``Scored`` is made only
+    """A chunk scored by the kernel alone: its distinct outcomes (``results``) and which one
+    each record has (``which``); a record's ``Scored`` is made only
     when asked for (``Aggregate.add``, ``record_lines`` and ``_spliced`` read the outcomes:
     no object per record)."""
 
     __slots__ = ("items", "results", "which")
 
     def __init__(self, shared: Sequence[Scored | None], items: Sequence[Item]) -> None:
-        first, _, inverse = _by_identity(shared)
-        order = np.argsort(first, kind="stable")
-        rank = np.empty_like(order)
-        rank[order] = np.arange(len(order))
-        self.results: list[Scored] = [shared[first[i]] for i in order.tolist()]  # type: ignore[misc]
-        self.which: np.ndarray = rank[inverse]
+        first, _, self.which = _by_identity(shared)
+        self.results: list[Scored] = [shared[i] for i in first]  # type: ignore[misc]
         self.items = items
 
     def __len__(self) -> int:
         return len(self.items)
 
-    def __getitem__(self, i: Any) -> Any:
-        if isinstance(i, slice):
-            return [self[j] for j in range(*i.indices(len(self)))]
+    def __getitem__(self, i: Any) -> Any:  # an index: slices are not asked for
         return _of_record(self.results[self.which[i]], self.items[i])
 
 
@@ -1298,26 +1292,16 @@ def record_line(scored: Scored) -> bytes:
 def record_lines(scored: Sequence[Scored]) -> list[bytes]:
     """``record_line`` of each record (the kernel's without a call per record)."""
     dumps = orjson.dumps
-    if isinstance(scored, Outcomes):
-        parts = [r.line_parts for r in scored.results]
-        if None not in parts:
-            heads, tails = [p[0] for p in parts], [p[1] for p in parts]  # type: ignore[index]
-            which = scored.which.tolist()
-            try:
-                ids = list(map(dumps, map(_OF("id"), scored.items)))
-            except TypeError:  # an id beyond 64 bits, which orjson refuses: written exactly
-                return list(map(record_line, scored))
-            return list(
-                map(
-                    b"".join,
-                    zip(
-                        map(heads.__getitem__, which),
-                        ids,
-                        map(tails.__getitem__, which),
-                        strict=True,
-                    ),
-                )
-            )
+    if isinstance(scored, Outcomes) and None not in (
+        parts := [r.line_parts for r in scored.results]
+    ):
+        which = scored.which.tolist()
+        heads, tails = (list(map([p[k] for p in parts].__getitem__, which)) for k in (0, 1))  # type: ignore[index]
+        try:
+            ids = list(map(dumps, map(_OF("id"), scored.items)))
+        except TypeError:  # an id beyond 64 bits, which orjson refuses: written exactly
+            return list(map(record_line, scored))
+        return list(map(b"".join, zip(heads, ids, tails, strict=True)))
     try:
         return [
             r.line_parts[0] + dumps(r.id) + r.line_parts[1]
