@@ -108,7 +108,7 @@ class _Read:
     settings: dict[str, Any]
     store: bool = True
     extras: Mapping[str, Any] = field(default_factory=dict)
-    pool: Executor | None = None  # ``batch_pool``'s, started before the output folder is
+    pool: Executor | None = None  # ``batch_pool``'s: started as the batch is read
 
 
 def _count(name: str, value: Any) -> int:
