@@ -272,3 +272,32 @@ def test_an_error_marks_the_run_failed_not_interrupted(store: Store, tmp_path: P
     assert run is not None and (run.status, run.n_items) == ("failed", 1)
     with pytest.raises(InputError, match=rf"^run {run.id} is a failed score run: only finished"):
         rescore(store, run.id)
+
+
+@pytest.mark.parametrize("pooled", [False, True])
+def test_a_sealed_run_is_published_before_it_is_finished(
+    store: Store, tmp_path: Path, pooled: bool
+) -> None:
+    # ``seal`` sends the last part and the publishing at once (json batch draws its report
+    # meanwhile): the items are in place before ``finish``, which stores the counts; an item
+    # added after it is refused (the run is reported not stored), not lost silently
+    warned: list[BaseException] = []
+    recorder = _open(store, tmp_path)
+    recorder.on_error = warned.append
+    if pooled:
+        recorder.start_process()
+    _add(recorder, [{"id": f"r{i}", "fields": {}} for i in range(5)])
+    recorder.seal()
+    recorder.seal()  # once only
+    run = recorder.finish(metrics={"n": 5})
+    assert (run.status, run.n_items) == ("finished", 5)
+    assert [i.key for i in store.items(run.id)] == [f"r{i}" for i in range(5)]
+    assert not warned
+    late = _open(store, tmp_path)
+    late.on_error = warned.append
+    late.seal()
+    _add(late, [{"id": "x"}])
+    assert [str(e) for e in warned] == ["items added to a sealed run"]
+    late.abort("failed")
+    found = store.get_run(late.id)
+    assert found is not None and (found.status, found.n_items) == ("failed", 0)

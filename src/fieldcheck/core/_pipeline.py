@@ -121,6 +121,7 @@ def open_recorder(
     database: Store | None = None,
     resume: Sequence[str] = (),
     placed: Callable[[Path], Path] | None = None,
+    digests: Mapping[str, str] | None = None,
 ) -> RunRecorder | None:
     """The run's recorder, or None when the store cannot be opened (said once by ``warn``;
     the files are complete either way). ``resume``: the runs of the unfinished folder this
@@ -147,6 +148,7 @@ def open_recorder(
             parts=into.parts if into else (),
             resume=resume,
             placed=placed,
+            digests=digests,
         )
     except Exception as exc:  # a bad URL, an unreachable or read-only database
         failed(exc)
@@ -274,6 +276,8 @@ def score(
                 database=database,
                 resume=folder.earlier_runs if into is None else (),
                 placed=folder.placed,  # a model run's replies, written in the partial folder
+                # run.json's, taken just now (a model run's folder hashed its replies earlier)
+                digests=folder.digests if opened is None else None,
             )
         # an exception or Ctrl-C marks the stored run interrupted (its items so far stay)
         with writing(folder), recorder if recorder is not None else nullcontext():

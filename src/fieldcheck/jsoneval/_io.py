@@ -125,6 +125,8 @@ def stream_batch_outputs(
             seed=seed,
             recorder=recorder,
         )
+    if recorder is not None:
+        recorder.seal()  # its items written and published while the report is drawn
     summary = digest.summary(make_signature(config, matchers, bootstrap=bootstrap, seed=seed))
     warn_unused_strategies(config, digest.unused(config) if summary.records else [])
     with out.atomic("fields.csv") as tmp:

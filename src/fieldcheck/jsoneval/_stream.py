@@ -342,9 +342,14 @@ class Scorer:
         return _Plan(keys, configured, self._seen(keys), identical)
 
     def fast(self, item: Item) -> Scored | None:
-        """The shared result of a record whose compared fields are all EXACT or IGNORE, decided
-        by its per-key outcome codes (0/1: gt null, output null or not; 2: missing; 3/4: EXACT
-        hit or not; 5: IGNORE); None when a FUZZY/SEMANTIC field needs the general path."""
+        """The result of a record whose compared fields are all EXACT or IGNORE, decided by its
+        per-key outcome codes (0/1: gt null, output null or not; 2: missing; 3/4: EXACT hit or
+        not; 5: IGNORE); None when a FUZZY/SEMANTIC field needs the general path."""
+        done = self._outcome(item)
+        return None if done is None else _of_record(done, item)
+
+    def _outcome(self, item: Item) -> Scored | None:
+        """``fast``'s result as the outcome its records share (``_shared``)."""
         gt = item.ground_truth
         aio: dict[str, Any] = item.output
         plan = self._plan((tuple(gt), tuple(aio)), gt, aio)
@@ -373,8 +378,9 @@ class Scorer:
         return self._shared(plan, tuple(codes), item)
 
     def _shared(self, plan: _Plan, codes: tuple[int, ...], item: Item) -> Scored:
-        """``item``'s result, shared by every record of ``plan`` with these outcome codes and
-        safety score: the first such record is scored by the general path."""
+        """The outcome of every record of ``plan`` with these outcome codes and safety score
+        (``_of_record`` makes it a record's result): the first such record is scored by the
+        general path."""
         s = item.safety_score
         key = (codes, 1.0 if s is None else float(s))
         done = plan.outcomes.get(key)
@@ -385,15 +391,16 @@ class Scorer:
                 done.line_parts = (parts[0], parts[1])
             if len(plan.outcomes) < _MAX_PLANS:
                 plan.outcomes[key] = done
-        return Scored(
-            item.index, item.id, item.line, "object", [], done.buckets, done.fields,
-            done.scores, [], done.line_parts,
-        )  # fmt: skip
+        return done
 
     def columnar(self, items: Sequence[Item]) -> list[Scored | None]:
         """``fast`` over a chunk: records whose output is their ground truth to the byte, no
         value null or blank (found for the whole chunk at once), take the plan's result
         unlooked; the others go through ``fast``. Identical to ``fast`` record by record."""
+        return list(map(_of_record, self._outcomes(items), items))
+
+    def _outcomes(self, items: Sequence[Item]) -> list[Scored | None]:
+        """``columnar``'s results as the outcomes the records share."""
         gts = [it.ground_truth for it in items]
         aios = [it.output for it in items]
         same = list(itertools.compress(range(len(items)), map(operator.eq, gts, aios)))
@@ -413,7 +420,7 @@ class Scorer:
                 continue
             out[i] = self._shared(plan, codes, items[i])
             self.identical += 1
-        fast = self.fast
+        fast = self._outcome
         return [fast(items[i]) if r is None else r for i, r in enumerate(out)]
 
     def prepare(self, item: Item) -> _Prep:
@@ -547,7 +554,7 @@ class Scorer:
 
     def score(
         self, items: Sequence[Item]
-    ) -> tuple[list[Scored], list[Failed], dict[str, int], frozenset[str]]:
+    ) -> tuple[Sequence[Scored], list[Failed], dict[str, int], frozenset[str]]:
         """A chunk's scored records and failures (each in batch order), the distinct pairs sent
         to each matcher, and the strategy config's keys its ground truths name (``_seen``)."""
         prepared: list[_Prep] = []
@@ -558,12 +565,14 @@ class Scorer:
         if self._kernel:
             eligible = [it.checked and it.output.__class__ is dict for it in items]
             if all(eligible):
-                fast = self.columnar(items)
+                shared = self._outcomes(items)
+                if items and all(map(operator.is_not, shared, itertools.repeat(None))):
+                    kept = Outcomes(shared, items)
+                    return kept, [], self.match([])[1], self._plans_seen()
+                fast = list(map(_of_record, shared, items))
             else:
                 kernel = iter(self.columnar(list(itertools.compress(items, eligible))))
                 fast = [next(kernel) if e else None for e in eligible]
-            if fast and all(fast):  # every record scored by the kernel
-                return fast, [], self.match([])[1], self._plans_seen()  # type: ignore[return-value]
         for item, result in itertools.zip_longest(items, fast):
             if result is not None:
                 done.append(result)
@@ -591,6 +600,36 @@ class Scorer:
 
     def _plans_seen(self) -> frozenset[str]:
         return frozenset().union(*(p.seen for p in self._used.values()))
+
+
+def _of_record(done: Scored | None, item: Item) -> Scored | None:
+    """A kernel's outcome (``Scorer._shared``) as ``item``'s result; None stays None."""
+    if done is None:
+        return None
+    return Scored(
+        item.index, item.id, item.line, "object", [], done.buckets, done.fields,
+        done.scores, [], done.line_parts,
+    )  # fmt: skip
+
+
+class Outcomes(Sequence[Scored]):
+    """A chunk scored by the kernel alone: its distinct outcomes (``results``) and which one
+    each record has (``which``); a record's ``Scored`` is made only
+    when asked for (``Aggregate.add``, ``record_lines`` and ``_spliced`` read the outcomes:
+    no object per record)."""
+
+    __slots__ = ("items", "results", "which")
+
+    def __init__(self, shared: Sequence[Scored | None], items: Sequence[Item]) -> None:
+        first, _, self.which = _by_identity(shared)
+        self.results: list[Scored] = [shared[i] for i in first]  # type: ignore[misc]
+        self.items = items
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __getitem__(self, i: Any) -> Any:  # an index: slices are not asked for
+        return _of_record(self.results[self.which[i]], self.items[i])
 
 
 # ------------------------------------------------------------------ running aggregates
@@ -701,10 +740,13 @@ class Aggregate:
         self.matcher_pairs.update(pair_counts or {})
         if not scored:
             return
+        if isinstance(scored, Outcomes):
+            outcomes, which = scored.results, scored.which
+        else:  # the kernel's records share their fields (and all but index, id and line)
+            first, _, which = _by_identity(list(map(_OF("fields"), scored)))
+            outcomes = [scored[i] for i in first]
         self.scored += len(scored)
-        # the kernel's records share their scores tuple: each distinct one converted once
-        first, _, inverse = _by_identity(list(map(_OF("scores"), scored)))
-        rows = np.array([scored[i].scores for i in first], dtype=float)[inverse]
+        rows = np.array([r.scores for r in outcomes], dtype=float)[which]
         if self.means is not None:
             self.means.add(rows)
         else:
@@ -714,18 +756,12 @@ class Aggregate:
                 self.histograms[name] += np.histogram(
                     rows[:, j], bins=HISTOGRAM_BINS, range=(0.0, 1.0)
                 )[0]
-        # counted by the field's own name, once per distinct buckets/fields object of the chunk
-        # (the kernel shares them between records); [*] paths at the summary
-        buckets_of, fields_of = list(map(_OF("buckets"), scored)), list(map(_OF("fields"), scored))
-        # failed records (Scored.failed), worked out once per distinct fields/buckets object
-        bucket_firsts, bucket_counts, which = _by_identity(buckets_of)
-        failed = np.array([bool(fields_failed_in(buckets_of[i])) for i in bucket_firsts])[which]
-        field_firsts, field_counts, which = _by_identity(fields_of)
-        failed |= np.array([bool(fields_not_matched(fields_of[i])) for i in field_firsts])[which]
-        failed |= np.fromiter((k != "object" for k in map(_OF("kind"), scored)), bool, len(scored))
-        self.failed += int(np.count_nonzero(failed))
-        for i, n in zip(bucket_firsts, bucket_counts.tolist(), strict=True):
-            extra, gt_null_value, gt_non_null, missing, *_ = buckets_of[i]
+        # counted once per outcome, by the field's own name ([*] paths at the summary)
+        counts = np.bincount(which, minlength=len(outcomes)).tolist()
+        field_scores = self.field_scores
+        for r, n in zip(outcomes, counts, strict=True):
+            self.failed += n if r.failed else 0
+            extra, gt_null_value, gt_non_null, missing, *_ = r.buckets
             for counter, names in (
                 (self.expected, gt_non_null),
                 (self.missing, missing),
@@ -734,14 +770,11 @@ class Aggregate:
             ):
                 for name in names:
                     counter[name] += n
-        field_scores = self.field_scores
-        for i, n in zip(field_firsts, field_counts.tolist(), strict=True):
-            fields = fields_of[i]
-            for name, f in fields.items():
+            for name, f in r.fields.items():
                 field_scores[(name, f[0], f[2])] += n
-        for flags in filter(None, map(_OF("flags"), scored)):
-            self.not_an_object += "not_an_object" in flags
-            self.safety_flagged += "safety_leak" in flags
+            if r.flags:
+                self.not_an_object += n * ("not_an_object" in r.flags)
+                self.safety_flagged += n * ("safety_leak" in r.flags)
         for i in np.argsort(rows[:, 4], kind="stable")[:WORST_RECORDS].tolist():
             r = scored[i]
             self._keep_worst((-r.scores[4], -r.index, r))
@@ -1259,6 +1292,16 @@ def record_line(scored: Scored) -> bytes:
 def record_lines(scored: Sequence[Scored]) -> list[bytes]:
     """``record_line`` of each record (the kernel's without a call per record)."""
     dumps = orjson.dumps
+    if isinstance(scored, Outcomes) and None not in (
+        parts := [r.line_parts for r in scored.results]
+    ):
+        which = scored.which.tolist()
+        heads, tails = (list(map([p[k] for p in parts].__getitem__, which)) for k in (0, 1))  # type: ignore[index]
+        try:
+            ids = list(map(dumps, map(_OF("id"), scored.items)))
+        except TypeError:  # an id beyond 64 bits, which orjson refuses: written exactly
+            return list(map(record_line, scored))
+        return list(map(b"".join, zip(heads, ids, tails, strict=True)))
     try:
         return [
             r.line_parts[0] + dumps(r.id) + r.line_parts[1]
@@ -1401,20 +1444,16 @@ def _spliced(scored: Sequence[Scored]) -> tuple[list[tuple[Any, ...]], list[int]
     (less its closing brace and newline), and which outcome each record has; None when a record
     is not the kernel's (no shared line parts). The store's writer splices each item's text
     from them and its input line (``stored_items``)."""
-    kinds = map(_OF("kind"), scored)
-    fields, buckets = map(id, map(_OF("fields"), scored)), map(id, map(_OF("buckets"), scored))
-    parts = map(id, map(_OF("line_parts"), scored))
-    marks = list(zip(fields, buckets, kinds, parts, strict=True))
-    firsts = dict(zip(marks, scored, strict=True))  # kernel records share fields and buckets
-    ends = [r.line_parts for r in firsts.values()]
+    if not isinstance(scored, Outcomes):
+        return None
+    ends = [r.line_parts for r in scored.results]
     if None in ends:
         return None
-    where = {mark: n for n, mark in enumerate(firsts)}
     table = [
         (r.failed, tuple(dict.fromkeys(map(_tag, map(str, r.failed_on())))), p[0], p[1][:-2])  # type: ignore[index]
-        for r, p in zip(firsts.values(), ends, strict=True)
+        for r, p in zip(scored.results, ends, strict=True)
     ]
-    return table, list(map(where.__getitem__, marks))
+    return table, scored.which.tolist()
 
 
 def spliced_payload(rows: ChunkRows, chunk: Lines, path: str) -> tuple[Any, ...]:
@@ -1505,6 +1544,15 @@ def _file_bytes(path: str) -> int:
         return 0
 
 
+def batch_pool(path: str | Path) -> LocalPool | None:
+    """The pool that scores a batch file this large (its chunks come unparsed,
+    ``BatchReader.unparsed``), started now: its processes start while the file is read; None
+    for a smaller file."""
+    if _file_bytes(str(path)) < UNPARSED_BYTES:
+        return None
+    return LocalPool(POOL_WORKERS, warm=(__name__,))
+
+
 def run_stream(
     chunks: Iterable[Sequence[Item | Failed]],
     job: Job,
@@ -1556,9 +1604,8 @@ def run_stream(
         if job.progress is not None and (part.scored or part.not_scored):
             job.progress("score", digest.scored + digest.not_scored, total)
 
-    if executor is None and job.source and _file_bytes(job.source) >= UNPARSED_BYTES:
-        # its chunks will come unparsed (``BatchReader.unparsed``): the pool starts as it is read
-        run_on = pool = LocalPool(POOL_WORKERS, warm=(__name__,))
+    if executor is None and job.source and (pool := batch_pool(job.source)) is not None:
+        run_on = pool
     try:
         with few_collections():
             for chunk in chunks:

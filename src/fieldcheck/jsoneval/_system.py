@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fieldcheck._util.errors import InputError, UsageProblem
+from fieldcheck._util.executor import Executor
 from fieldcheck._util.iters import chunked
 from fieldcheck._util.jsonio import loads
 from fieldcheck._util.signature import Signature
@@ -19,7 +20,14 @@ from fieldcheck.jsoneval._config import EvalConfig
 from fieldcheck.jsoneval._extract import JsonRuns
 from fieldcheck.jsoneval._models import BatchRecord, RecordError
 from fieldcheck.jsoneval._story import json_story
-from fieldcheck.jsoneval._stream import CHUNK_LINES, SCORES, BatchReader, Failed, Item
+from fieldcheck.jsoneval._stream import (
+    CHUNK_LINES,
+    SCORES,
+    BatchReader,
+    Failed,
+    Item,
+    batch_pool,
+)
 from fieldcheck.metrics import RqsWeights, wildcard_path
 from fieldcheck.reports import RunFolder, Scored, Views
 from fieldcheck.store import ERROR, FAILED, ItemColumn, ItemColumns, Pairing, add_tag, item_value
@@ -100,6 +108,7 @@ class _Read:
     settings: dict[str, Any]
     store: bool = True
     extras: Mapping[str, Any] = field(default_factory=dict)
+    pool: Executor | None = None  # ``batch_pool``'s: started as the batch is read
 
 
 def _count(name: str, value: Any) -> int:
@@ -229,7 +238,15 @@ class JsonSystem(JsonRuns, Views):
         reader = BatchReader(path, chunk_lines=int(extras.get("chunk_lines", CHUNK_LINES)))
         # a model run's outputs (written by fieldcheck itself) need no check
         chunks = _checked_chunks(reader) if "batch" in roles else reader.chunks()
-        yield _Read(path, reader, chunks, config, stored, store, extras)
+        pool = batch_pool(path) if "batch" in roles else None
+        try:
+            yield _Read(path, reader, chunks, config, stored, store, extras, pool)
+        except BaseException:
+            if pool is not None:
+                pool.close(kill=True)
+            raise
+        if pool is not None:
+            pool.close()
 
     def score(
         self,
@@ -267,7 +284,7 @@ class JsonSystem(JsonRuns, Views):
             bootstrap=settings["bootstrap"],
             seed=settings["seed"],
             recorder=recorder,
-            executor=executor,
+            executor=executor or read.pool,
         )
         summary = batch.summary
         data = summary.to_json()

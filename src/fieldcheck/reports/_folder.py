@@ -374,6 +374,13 @@ class RunFolder:
         run.json's ``runs``): the run a resumed scoring finishes (one run per evaluation)."""
         return self._state.earlier_runs
 
+    @property
+    def digests(self) -> dict[str, str]:
+        """The sha256 run.json gives each input file, by its path as given: the store records
+        them as they are (a file hashed once per run)."""
+        info = self._state.info or {}
+        return {e["path"]: e["sha256"] for e in info.get("inputs", ()) if e.get("sha256")}
+
     def placed(self, path: Path) -> Path:
         """``path``, written under the partial folder, where it is once the folder is in place."""
         temp = self._state.temp
