@@ -80,6 +80,21 @@ def matrix(
     return int(items), int(differing), rows
 
 
+def truth_digest(con: Any, side: Side, pairing: Pairing) -> tuple[int, int]:
+    """(items, digest): an order-free digest of a side's (pair key, ``pairing.truth``) pairs,
+    each truth by its JSON tree's paths and values (so the order of an object's keys, which a
+    batch file keeps and a model run sorts, does not count), equal for two sides of the same
+    ground truth whatever their order or outputs."""
+    select = f"coalesce(CAST(({pairing.truth}) AS JSON), 'null') AS t"
+    atom = "coalesce(CAST(j.atom AS VARCHAR), '')"
+    node = f"k || chr(31) || j.fullkey || chr(31) || j.type || chr(31) || {atom}"
+    found = con.execute(
+        f"WITH side AS {_side(side, pairing, select)} SELECT (SELECT count(*) FROM side), "
+        f"coalesce(bit_xor(hash({node})), 0) FROM side, json_tree(side.t) AS j"
+    ).fetchone()
+    return int(found[0]), int(found[1])
+
+
 def paired_rows(con: Any, a: Side, b: Side, pairing: Pairing) -> tuple[Any, Any, Any]:
     """The per-item statistics (``pairing.rows``) of the items both sides hold and count (no
     null among them), grouped: (a's rows, b's rows, how many items each row pair stands for),

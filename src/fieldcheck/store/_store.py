@@ -780,6 +780,16 @@ class Store:
         with self._duck() as con:
             return _pairs.paired_rows(con, sides[0], sides[1], pairing)
 
+    def truth_digests(
+        self, columns: Sequence[tuple[str, str | None]], pairing: Pairing
+    ) -> list[tuple[int, int]] | None:
+        """Each column's ``_pairs.truth_digest``; None when a run has no items file."""
+        sides = self._sides(columns)
+        if sides is None or pairing.truth is None:
+            return None
+        with self._duck() as con:
+            return [_pairs.truth_digest(con, side, pairing) for side in sides]
+
     def _sides(self, columns: Sequence[tuple[str, str | None]]) -> list[_pairs.Side] | None:
         paths = [self.items_file(run) for run, _ in columns]
         if any(p is None for p in paths):
