@@ -223,3 +223,65 @@ def test_unknown_keys_are_404s_and_the_cli_tells_the_same_story(stored: Any) -> 
     assert reply[:60] in text.stdout
     unknown = CliRunner().invoke(app, ["runs", "show", run.id, "--item", "nope"])
     assert unknown.exit_code == 2 and "no item 'nope'" in unknown.output
+
+
+DOT_KEYS = ("..", ".", "a/../b", "%2E%2E", "./x")
+
+
+def dot_run(tmp_path: Path, url: str) -> RunInfo:
+    """A ``json batch`` (stored in ``url``) whose records' keys are path segments a browser
+    resolves or decodes (``DOT_KEYS``), each record's city its key."""
+    batch = tmp_path / "dots.jsonl"
+    rows = [{"id": k, "ground_truth": {"city": k}, "output": {"city": k}} for k in DOT_KEYS]
+    batch.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    args = ["json", "batch", str(batch), "--out", str(tmp_path / "dots"), "--bootstrap", "0"]
+    result = CliRunner().invoke(app, args, env={"FIELDCHECK_DATABASE_URL": url})
+    assert result.exit_code == 0, result.output
+    store = Store(url)
+    [run] = [r for r in store.list_runs() if r.inputs[0]["path"].endswith("dots.jsonl")]
+    store.close()
+    return run
+
+
+def test_keys_a_browser_resolves_are_reachable_by_page_and_route(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, serve: Any
+) -> None:
+    """Keys ``..``, ``.``, ``a/../b``, ``%2E%2E``: each item's link in the items list (and the
+    story's own URLs) open that item's story, page and route, through httpx, which resolves
+    dot segments as a browser does; ``..`` and ``.`` go as ``/runs/{id}/item?key=``."""
+    from fieldcheck.runs import item_url
+
+    url = f"sqlite:///{tmp_path / 'api.sqlite3'}"
+    run = dot_run(tmp_path, url)
+    live: LiveServer = serve()
+    with httpx.Client(base_url=live.base_url, timeout=30) as http:
+        listed = http.get(f"/api/runs/{run.id}/items").json()["items"]
+        assert sorted(i["key"] for i in listed) == sorted(DOT_KEYS)
+        for item in listed:
+            key = item["key"]
+            assert item["href"] == item_url(run.id, key)
+            assert ("/item?key=" in item["href"]) == (key in (".", ".."))
+            story = http.get("/api" + item["href"])
+            assert story.status_code == 200, (key, story.text)
+            assert story.json()["key"] == key
+            assert story.json()["result"]["output"] == {"city": key}
+            again = http.get(story.json()["api_url"]).json()
+            assert again["key"] == key
+            page = http.get(item["href"])
+            assert page.status_code == 200, (key, page.text)
+            assert f'id="item-key">{html_escape(key)}<' in page.text
+        # the parameter form takes any key, and the model narrows it as the path form does
+        found = http.get(f"/api/runs/{run.id}/item", params={"key": "a/../b"})
+        assert found.json()["key"] == "a/../b"
+        missing = http.get(f"/api/runs/{run.id}/item", params={"key": "..", "model": "zz"})
+        assert missing.status_code == 404
+        assert missing.json() == {
+            "detail": f"no item '..' of model 'zz' in run {run.id}",
+            "field": "key",
+        }
+
+
+def html_escape(text: str) -> str:
+    import html
+
+    return html.escape(text)
