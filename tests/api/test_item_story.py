@@ -285,3 +285,65 @@ def html_escape(text: str) -> str:
     import html
 
     return html.escape(text)
+
+
+def test_a_slot_sessions_error_message_is_told(
+    tmp_path: Path, serve: Any, chat_server: Any
+) -> None:
+    """``slots run`` where a/2's call gets a 500 (not scored) and b/1's reply is no JSON
+    (``invalid_reply``, scored as misses): each session's story names its error with the
+    message the run wrote to session_errors.jsonl."""
+    from chat_server import Reply
+
+    conversations = {
+        ("a", 1): "I am Ann.",
+        ("a", 2): "I moved to Oslo.",
+        ("b", 1): "I like chess.",
+    }
+
+    def reply(body: dict[str, Any]) -> str | Reply:
+        text = body["messages"][1]["content"]
+        if "I moved to Oslo." in text:
+            return Reply(status=500, error_body={"error": {"message": "the GPU caught fire"}})
+        if "I like chess." in text:
+            return '{"interests": '
+        return json.dumps({"basic_info": {"name": ["Ann"]}})
+
+    server = chat_server(reply)
+    conv, gold = tmp_path / "conv.jsonl", tmp_path / "gold.jsonl"
+    conv.write_text(
+        "".join(
+            json.dumps({"user": u, "session": s, "turns": [{"role": "user", "content": t}]}) + "\n"
+            for (u, s), t in conversations.items()
+        )
+    )
+    gold.write_text(
+        "".join(
+            json.dumps({"user": u, "session": s, "topic": "t", "field": "f", "values": ["x"]})
+            + "\n"
+            for u, s in conversations
+        )
+    )
+    url = f"sqlite:///{tmp_path / 'api.sqlite3'}"
+    args = ["slots", "run", "--conversations", str(conv), "--gold", str(gold), "--model", "m"]
+    args += ["--base-url", server.base_url, "--out", str(tmp_path / "out"), "--max-retries", "0"]
+    result = CliRunner().invoke(app, [*args, "--no-progress"], env={"FIELDCHECK_DATABASE_URL": url})
+    assert result.exit_code == 3, result.output
+    errors = {
+        (e["user"], e["session"]): e
+        for e in map(
+            json.loads, (tmp_path / "out" / "session_errors.jsonl").read_text().splitlines()
+        )
+    }
+    assert sorted(errors) == [("a", 2), ("b", 1)]
+    store = Store(url)
+    [run] = [r for r in store.list_runs() if r.system == "slots"]
+    store.close()
+    live: LiveServer = serve()
+    with httpx.Client(base_url=live.base_url, timeout=30) as http:
+        for (user, session), error in errors.items():
+            story = story_of(http, run, f"m/{user}/{session}")
+            told = values(story, "session")["session error"]
+            assert told == f"{error['error_type']}: {error['error_message']}"
+            assert error["error_message"]  # a message, not only its type
+        assert "session error" not in values(story_of(http, run, "m/a/1"), "session")

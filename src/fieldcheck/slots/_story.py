@@ -52,6 +52,12 @@ def slots_story(item: Mapping[str, Any], settings: Mapping[str, Any]) -> list[di
     if result.get("not_scored"):
         session.append(["not scored", result["not_scored"]])
         tones.append("fail")
+    outcome = (result.get("call") or {}).get("result") or {}  # slots run: the session's own
+    if outcome.get("error_type"):  # a failed call or an invalid reply, as session_errors.jsonl
+        session.append(
+            ["session error", f"{outcome['error_type']}: {outcome.get('error_message')}"]
+        )
+        tones.append("fail")
     failed_on = [
         t for t, c in (result.get("per_topic") or {}).items() if c.get("fp") or c.get("fn")
     ]
