@@ -784,12 +784,16 @@ class Store:
     def truth_digests(
         self, columns: Sequence[tuple[str, str | None]], pairing: Pairing
     ) -> list[tuple[int, int]] | None:
-        """Each column's ``_pairs.truth_digest``; None when a run has no items file."""
+        """Each column's ``_pairs.truth_digest``, of the stored text, or canonical where those
+        differ (the same truth in another key order); None when a run has no items file."""
         sides = self._sides(columns)
         if sides is None or pairing.truth is None:
             return None
         with self._duck() as con:
-            return [_pairs.truth_digest(con, side, pairing) for side in sides]
+            found = [_pairs.truth_digest(con, s, pairing, canonical=False) for s in sides]
+            if len(set(found)) > 1:
+                found = [_pairs.truth_digest(con, s, pairing, canonical=True) for s in sides]
+            return found
 
     def _sides(self, columns: Sequence[tuple[str, str | None]]) -> list[_pairs.Side] | None:
         paths = [self.items_file(run) for run, _ in columns]
