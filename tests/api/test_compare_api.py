@@ -126,8 +126,10 @@ def test_runs_of_another_dataset_or_other_settings_warn(
         assert "dataset" in kinds(f"{same},{other_truth}")
         found = http.get("/api/compare", params={"runs": f"{a},{other_truth}"}).json()
         message = found["warnings"][0]["message"]
-        assert message.startswith("the runs differ in ground truth (")
-        assert f"{other_truth}: batch batch1.jsonl sha256 " in message and "(8 items)" in message
+        assert message.startswith("the runs differ in dataset (")
+        assert f"{a}: documents docs.jsonl sha256 " in message and "outputs" not in message
+        assert f"{other_truth}: batch batch1.jsonl sha256 " in message
+        assert message.count(", ground truth of 8 items") == 2
 
 
 def batch_run(tmp_path: Path, truth: dict[str, Any]) -> str:

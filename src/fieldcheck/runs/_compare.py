@@ -196,14 +196,17 @@ def _warnings(
         r.id: sorted(
             (i["name"], i.get("sha256") or "", i.get("path") or "")
             for i in r.inputs
-            if i.get("name") in roles or truths is not None
+            if i.get("name") in roles
+            or (truths is not None and not any(j.get("name") in roles for j in r.inputs))
         )
         for r in runs
     }
-    if truths is not None:
+    if truths is not None:  # a run of no dataset input (a batch) named by its inputs
         differ = len(set(truths)) > 1
         known = list(runs)
-        counted = {r.id: f" ({n} items)" for r, (n, _) in zip(runs, truths, strict=True)}
+        counted = {
+            r.id: f", ground truth of {n} items" for r, (n, _) in zip(runs, truths, strict=True)
+        }
     else:
         known = [r for r in runs if datasets[r.id]]
         differ = len({tuple(d[:2] for d in datasets[r.id]) for r in known}) > 1
@@ -217,9 +220,8 @@ def _warnings(
             + counted.get(r.id, "")
             for r in known
         )
-        what = "ground truth" if truths is not None else "dataset"
         warnings.append(
-            {"kind": "dataset", "message": f"the runs differ in {what} ({listed})", "names": []}
+            {"kind": "dataset", "message": f"the runs differ in dataset ({listed})", "names": []}
         )
     settings = [_signature_settings(r.signature) for r in runs]
     names = sorted(
