@@ -374,8 +374,9 @@ def test_the_token_is_required_on_every_route_when_bound_beyond_loopback(
     ).json()
     for path, methods in schema["paths"].items():
         routes += [(method.upper(), path) for method in methods]
-    # pages; json; GET/PUT/import/export per section; runs (an item included); score; compare
-    assert len(routes) == 9 + 3 + 3 * 4 + 7 + 1 + 1
+    # pages; json; GET/PUT/import/export per section; runs (an item by path and by key);
+    # score; compare
+    assert len(routes) == 9 + 3 + 3 * 4 + 8 + 1 + 1
     for method, path in routes:
         for headers in (
             {},
@@ -416,7 +417,7 @@ def test_openapi_lists_every_route(client: httpx.Client) -> None:
         "/api/json/batch-path",
         "/api/json/batch",
         *(f"/api/config/{s}{tail}" for s in ("strategies", "thresholds", "weights") for tail in ("", "/import", "/export")),
-        *(f"/api/runs{tail}" for tail in ("", "/compare", "/{run_id}", "/{run_id}/items", "/{run_id}/items/{key}", "/{run_id}/rescore", "/{run_id}/export")),
+        *(f"/api/runs{tail}" for tail in ("", "/compare", "/{run_id}", "/{run_id}/items", "/{run_id}/items/{key}", "/{run_id}/item", "/{run_id}/rescore", "/{run_id}/export")),
         "/api/score/{system}",
         "/api/compare",
     }  # fmt: skip

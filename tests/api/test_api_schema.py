@@ -39,7 +39,7 @@ CONFORMS = [
 ]
 CHECKS = [not_a_server_error, *CONFORMS, negative_data_rejection]
 EXAMPLES = 20  # per operation and generation mode: about 600 requests in all
-OPERATIONS = 24  # 15 json and config operations, 7 runs, 1 compare, 1 score
+OPERATIONS = 25  # 15 json and config operations, 8 runs, 1 compare, 1 score
 TOKEN = "a-token-of-sixteen-or-more"
 RUN_ID = "run_id"
 NO_PARAMETERS = {

@@ -116,6 +116,35 @@ def test_runs_of_another_dataset_or_other_settings_warn(
         assert missing == ["r5", "r6", "r7"]
         html = http.get("/compare", params={"runs": f"{a},{d}"}).text
         assert 'data-kind="dataset"' in html
+    # a json batch names no dataset input: its items' ground truth tells it apart
+    same, other_truth = batch_run(tmp_path, GT), batch_run(tmp_path, {**GT, "r3": {"city": "X"}})
+    with httpx.Client(base_url=live.base_url, timeout=60) as http:
+        kinds = lambda runs: [w["kind"] for w in http.get(  # noqa: E731
+            "/api/compare", params={"runs": runs}).json()["warnings"]]  # fmt: skip
+        assert "dataset" not in kinds(f"{a},{same}")
+        assert "dataset" not in kinds(f"{same},{a}")
+        assert "dataset" in kinds(f"{a},{other_truth}")
+        assert "dataset" in kinds(f"{same},{other_truth}")
+        found = http.get("/api/compare", params={"runs": f"{a},{other_truth}"}).json()
+        message = found["warnings"][0]["message"]
+        assert message.startswith("the runs differ in dataset (")
+        assert f"{a}: documents docs.jsonl sha256 " in message and "outputs" not in message
+        assert f"{other_truth}: batch batch1.jsonl sha256 " in message
+        assert message.count(", ground truth of 8 items") == 2
+
+
+def batch_run(tmp_path: Path, truth: dict[str, Any]) -> str:
+    """A ``json batch`` of ``truth`` (each output its ground truth), city EXACT, name FUZZY."""
+    n = len(list(tmp_path.glob("batch*.jsonl")))
+    batch = tmp_path / f"batch{n}.jsonl"
+    lines = [{"id": k, "ground_truth": v, "output": v} for k, v in truth.items()]
+    batch.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    strategies = tmp_path / "strategies.json"
+    args = ["json", "batch", str(batch), "--strategies", str(strategies)]
+    result = CliRunner().invoke(app, [*args, "--out", str(tmp_path / f"b{n}"), "--bootstrap", "0"])
+    assert result.exit_code == 0, result.output
+    [run] = re.findall(r"stored as run ([0-9a-f]{12})", result.output)
+    return run
 
 
 def test_one_slots_run_compares_its_models(serve: Any, tmp_path: Path) -> None:

@@ -223,3 +223,127 @@ def test_unknown_keys_are_404s_and_the_cli_tells_the_same_story(stored: Any) -> 
     assert reply[:60] in text.stdout
     unknown = CliRunner().invoke(app, ["runs", "show", run.id, "--item", "nope"])
     assert unknown.exit_code == 2 and "no item 'nope'" in unknown.output
+
+
+DOT_KEYS = ("..", ".", "a/../b", "%2E%2E", "./x")
+
+
+def dot_run(tmp_path: Path, url: str) -> RunInfo:
+    """A ``json batch`` (stored in ``url``) whose records' keys are path segments a browser
+    resolves or decodes (``DOT_KEYS``), each record's city its key."""
+    batch = tmp_path / "dots.jsonl"
+    rows = [{"id": k, "ground_truth": {"city": k}, "output": {"city": k}} for k in DOT_KEYS]
+    batch.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    args = ["json", "batch", str(batch), "--out", str(tmp_path / "dots"), "--bootstrap", "0"]
+    result = CliRunner().invoke(app, args, env={"FIELDCHECK_DATABASE_URL": url})
+    assert result.exit_code == 0, result.output
+    store = Store(url)
+    [run] = [r for r in store.list_runs() if r.inputs[0]["path"].endswith("dots.jsonl")]
+    store.close()
+    return run
+
+
+def test_keys_a_browser_resolves_are_reachable_by_page_and_route(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, serve: Any
+) -> None:
+    """Keys ``..``, ``.``, ``a/../b``, ``%2E%2E``: each item's link in the items list (and the
+    story's own URLs) open that item's story, page and route, through httpx, which resolves
+    dot segments as a browser does; ``..`` and ``.`` go as ``/runs/{id}/item?key=``."""
+    from fieldcheck.runs import item_url
+
+    url = f"sqlite:///{tmp_path / 'api.sqlite3'}"
+    run = dot_run(tmp_path, url)
+    live: LiveServer = serve()
+    with httpx.Client(base_url=live.base_url, timeout=30) as http:
+        listed = http.get(f"/api/runs/{run.id}/items").json()["items"]
+        assert sorted(i["key"] for i in listed) == sorted(DOT_KEYS)
+        for item in listed:
+            key = item["key"]
+            assert item["href"] == item_url(run.id, key)
+            assert ("/item?key=" in item["href"]) == (key in (".", ".."))
+            story = http.get("/api" + item["href"])
+            assert story.status_code == 200, (key, story.text)
+            assert story.json()["key"] == key
+            assert story.json()["result"]["output"] == {"city": key}
+            again = http.get(story.json()["api_url"]).json()
+            assert again["key"] == key
+            page = http.get(item["href"])
+            assert page.status_code == 200, (key, page.text)
+            assert f'id="item-key">{html_escape(key)}<' in page.text
+        # the parameter form takes any key, and the model narrows it as the path form does
+        found = http.get(f"/api/runs/{run.id}/item", params={"key": "a/../b"})
+        assert found.json()["key"] == "a/../b"
+        missing = http.get(f"/api/runs/{run.id}/item", params={"key": "..", "model": "zz"})
+        assert missing.status_code == 404
+        assert missing.json() == {
+            "detail": f"no item '..' of model 'zz' in run {run.id}",
+            "field": "key",
+        }
+
+
+def html_escape(text: str) -> str:
+    import html
+
+    return html.escape(text)
+
+
+def test_a_slot_sessions_error_message_is_told(
+    tmp_path: Path, serve: Any, chat_server: Any
+) -> None:
+    """``slots run`` where a/2's call gets a 500 (not scored) and b/1's reply is no JSON
+    (``invalid_reply``, scored as misses): each session's story names its error with the
+    message the run wrote to session_errors.jsonl."""
+    from chat_server import Reply
+
+    conversations = {
+        ("a", 1): "I am Ann.",
+        ("a", 2): "I moved to Oslo.",
+        ("b", 1): "I like chess.",
+    }
+
+    def reply(body: dict[str, Any]) -> str | Reply:
+        text = body["messages"][1]["content"]
+        if "I moved to Oslo." in text:
+            return Reply(status=500, error_body={"error": {"message": "the GPU caught fire"}})
+        if "I like chess." in text:
+            return '{"interests": '
+        return json.dumps({"basic_info": {"name": ["Ann"]}})
+
+    server = chat_server(reply)
+    conv, gold = tmp_path / "conv.jsonl", tmp_path / "gold.jsonl"
+    conv.write_text(
+        "".join(
+            json.dumps({"user": u, "session": s, "turns": [{"role": "user", "content": t}]}) + "\n"
+            for (u, s), t in conversations.items()
+        )
+    )
+    gold.write_text(
+        "".join(
+            json.dumps({"user": u, "session": s, "topic": "t", "field": "f", "values": ["x"]})
+            + "\n"
+            for u, s in conversations
+        )
+    )
+    url = f"sqlite:///{tmp_path / 'api.sqlite3'}"
+    args = ["slots", "run", "--conversations", str(conv), "--gold", str(gold), "--model", "m"]
+    args += ["--base-url", server.base_url, "--out", str(tmp_path / "out"), "--max-retries", "0"]
+    result = CliRunner().invoke(app, [*args, "--no-progress"], env={"FIELDCHECK_DATABASE_URL": url})
+    assert result.exit_code == 3, result.output
+    errors = {
+        (e["user"], e["session"]): e
+        for e in map(
+            json.loads, (tmp_path / "out" / "session_errors.jsonl").read_text().splitlines()
+        )
+    }
+    assert sorted(errors) == [("a", 2), ("b", 1)]
+    store = Store(url)
+    [run] = [r for r in store.list_runs() if r.system == "slots"]
+    store.close()
+    live: LiveServer = serve()
+    with httpx.Client(base_url=live.base_url, timeout=30) as http:
+        for (user, session), error in errors.items():
+            story = story_of(http, run, f"m/{user}/{session}")
+            told = values(story, "session")["session error"]
+            assert told == f"{error['error_type']}: {error['error_message']}"
+            assert error["error_message"]  # a message, not only its type
+        assert "session error" not in values(story_of(http, run, "m/a/1"), "session")

@@ -214,8 +214,10 @@ def test_each_filter_keeps_exactly_its_items(
         ],
         "slots": [
             ({"model": "b"}, lambda i: i["model"] == "b"),
-            # a's job differs from gold, b misses it: both failed on the topic
-            ({"topic": "work", "failed": "true"}, lambda i: i["key"] in ("a/u1/1", "b/u1/1")),
+            # b misses the job (an FN): failed on the topic; a's other job is a TP under the
+            # presence rule, so a did not fail there (nor anywhere)
+            ({"topic": "work", "failed": "true"}, lambda i: i["key"] == "b/u1/1"),
+            ({"topic": "work", "failed": "false"}, lambda i: i["key"] == "a/u1/1"),
         ],
     }
     for system, filters in checks.items():
@@ -321,3 +323,49 @@ def test_a_model_runs_items_are_searched_in_their_calls_too(
         assert keys(every(http, run, failed="true")) == ["d3"]
         worst = every(http, run, sort="rqs")
         assert keys(worst)[0] == "d3" and keys(worst)[1:] == ["d0", "d1", "d2", "d4"]
+
+
+def test_a_slot_topic_failed_under_a_fuzzy_rule_is_an_fp_or_fn_there(
+    serve: Callable[..., LiveServer], tmp_path: Path
+) -> None:
+    """``slots score --tp fuzzy``: a job ``nurses`` for gold ``nurse`` differs but is a TP
+    (similar enough), ``doctor`` is an FP and an FN. The topic filter's ``failed`` is the
+    session's FP or FN on the topic, so every session it keeps is a failed row and the item
+    page names the same topics and the matcher's verdict per slot."""
+    from typer.testing import CliRunner
+
+    from fieldcheck._cli.main import app
+
+    def jobs(name: str, values: dict[str, str]) -> Path:
+        path = tmp_path / name
+        rows = [
+            {"user": u, "session": 1, "topic": "work", "field": "job", "values": [v]}
+            for u, v in values.items()
+        ]
+        path.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in rows))
+        return path
+
+    gold = jobs("gold.jsonl", {"u1": "nurse", "u2": "nurse"})
+    pred = jobs("pred.jsonl", {"u1": "nurses", "u2": "doctor"})
+    url = f"sqlite:///{tmp_path / 'api.sqlite3'}"
+    args = ["slots", "score", "--gold", str(gold), "--pred", f"m={pred}", "--tp", "fuzzy"]
+    args += ["--out", str(tmp_path / "out"), "--bootstrap", "0"]
+    result = CliRunner().invoke(app, args, env={"FIELDCHECK_DATABASE_URL": url})
+    assert result.exit_code == 0, result.output
+    store = Store(url)
+    [run] = store.list_runs()
+    store.close()
+    live = serve()
+    with httpx.Client(base_url=live.base_url, timeout=60) as http:
+        failed = every(http, run, topic="work", failed="true")
+        assert keys(failed) == ["m/u2/1"] and [i["failed"] for i in failed] == [True]
+        assert keys(every(http, run, topic="work", failed="false")) == ["m/u1/1"]
+        assert keys(every(http, run, failed="true")) == ["m/u2/1"]
+        for key, topics, verdict in (("m/u1/1", [], "TP"), ("m/u2/1", ["work"], "FP + FN")):
+            story = http.get(f"/api/runs/{run.id}/items/{quote(key, safe='')}").json()
+            [session] = [s for s in story["sections"] if s["id"] == "session"]
+            shown = dict(session["blocks"][0]["rows"])
+            assert shown["failed on topics"] == topics
+            [slots] = [s for s in story["sections"] if s["id"] == "slots"]
+            table = slots["blocks"][0]
+            assert [r[table["columns"].index("verdict")] for r in table["rows"]] == [verdict]

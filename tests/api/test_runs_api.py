@@ -97,15 +97,26 @@ def test_plots_only_from_inside_the_output_folder(serve: object, tmp_path: Path)
             assert http.get(f"/runs/{a.id}/files/{name}").status_code == 404
 
 
-def test_a_run_whose_items_file_is_gone_is_410_naming_the_setting(
+def test_a_run_whose_items_file_is_gone_is_shown_and_its_items_are_410_naming_the_setting(
     serve: object, tmp_path: Path
 ) -> None:
     a, b, _ = _stored(tmp_path)
     (tmp_path / "artifacts" / "runs" / a.id / "items.parquet").unlink()  # the root moved
     live: LiveServer = serve()  # type: ignore[operator]
     with httpx.Client(base_url=live.base_url, timeout=30) as http:
+        # the run itself is its row: shown, saying its items are not where they were expected
+        run = http.get(f"/api/runs/{a.id}")
+        assert run.status_code == 200
+        expected = f"runs/{a.id}/items.parquet under the artifacts root (FIELDCHECK_ARTIFACTS)"
+        assert run.json()["items_missing"] == {
+            "message": f"the items of run {a.id} are not under the server's artifacts root: "
+            "set FIELDCHECK_ARTIFACTS as when the run was stored",
+            "expected": expected,
+        }
+        assert run.json()["failed_items"] == a.n_failed == 2  # r2 (city) and r3 (a field missed)
+        assert run.json()["table"]["metrics"] and run.json()["metrics"] == a.metrics
+        assert http.get(f"/api/runs/{b.id}").json()["items_missing"] is None
         for path, params in (
-            (f"/api/runs/{a.id}", {}),
             (f"/api/runs/{a.id}/items", {}),
             (f"/api/runs/{a.id}/export", {"format": "csv"}),
             ("/api/runs/compare", {"ids": f"{b.id},{a.id}"}),
@@ -122,8 +133,10 @@ def test_a_run_whose_items_file_is_gone_is_410_naming_the_setting(
         assert http.get(f"/api/runs/{b.id}/items").status_code == 200  # the other run is whole
         # the pages: the run's metrics, and the message where its items would be
         page = http.get(f"/runs/{a.id}")
-        assert page.status_code == 410 and "Metrics (95% intervals)" in page.text
+        assert page.status_code == 200 and "Metrics (95% intervals)" in page.text
+        assert "Items unavailable: the items of run" in page.text
         assert "set FIELDCHECK_ARTIFACTS as when the run was stored" in page.text
+        assert f"(expected at {expected})" in page.text
         assert 'id="items"' not in page.text and "internal error" not in page.text
         compared = http.get(
             "/runs/compare", params={"ids": f"{a.id},{b.id}"}, follow_redirects=True

@@ -12,6 +12,7 @@ import shutil
 import statistics
 import time
 from collections.abc import Iterator
+from html import unescape
 from pathlib import Path
 from typing import Any, get_args
 
@@ -139,6 +140,36 @@ def test_sorted_by_any_column_filtered_and_paged(runs: Any) -> None:
     bad = http.get("/api/runs", params={"sort": "nope"})
     assert bad.status_code == 422 and bad.json()["field"] == "sort"
     assert http.get("/api/runs", params={"dataset": "%"}).json()["total"] == 0  # literal
+    # by dataset: as the list shows it, its file name then its short sha256 (not its path:
+    # numeric's examples/numeric/data.json sorts before the test folder's docs.jsonl)
+    by_dataset = listed(sort="dataset")
+    shown = [(r["dataset_name"], r["dataset_sha256_short"]) for r in by_dataset]
+    assert shown == sorted(shown) and len(set(shown)) == 5
+    names = [name for name, _ in shown]
+    assert names.index("data.json") < names.index("docs.jsonl") < names.index("gold.jsonl")
+    assert [r["id"] for r in listed(sort="dataset", order="desc")] == [r["id"] for r in by_dataset][
+        ::-1
+    ]
+    # a value the route refuses: the page says so (422) and lists the runs without it
+    for params, said in (
+        ({"sort": "nope"}, "sort: must be one of started, system"),
+        ({"order": "up", "system": "json"}, "order: must be 'asc' or 'desc' (got 'up')"),
+        ({"system": "nope"}, "system: no system 'nope' (json, slots, numeric)"),
+        ({"offset": "-1"}, "offset: must be a whole number"),
+        ({"model_contains": "m" * 256}, "model_contains: must have at most 255 characters"),
+    ):
+        assert http.get("/api/runs", params=params).status_code == 422
+        page = http.get("/runs", params=params)
+        assert page.status_code == 422, params
+        [error] = re.findall(
+            r'<p class="error" role="alert" id="runs-error">([^<]*)</p>', page.text
+        )
+        assert said in unescape(error), (params, error)
+        kept = {k: v for k, v in params.items() if k == "system" and v == "json"}
+        assert re.findall(r'<tr data-run="([0-9a-f]+)"', page.text) == [
+            r["id"] for r in listed(**kept)
+        ]
+    assert 'id="runs-error"' not in http.get("/runs", params={"sort": "dataset"}).text
     # the page renders the same rows, in the same order
     html = http.get("/runs", params={"sort": "metric", "order": "asc"}).text
     assert re.findall(r'<tr data-run="([0-9a-f]+)"', html) == [
@@ -184,7 +215,7 @@ def test_thousands_of_runs_list_from_their_rows_alone(runs: Any, tmp_path: Path)
         )
     engine.dispose()
     shutil.rmtree(tmp_path / "artifacts")  # no items file anywhere
-    assert http.get(f"/api/runs/{ids['json']}").status_code == 410
+    assert http.get(f"/api/runs/{ids['json']}").json()["items_missing"] is not None
     many = timed(sort="metric")
     first = http.get("/api/runs", params={"sort": "metric", "limit": 3}).json()
     assert first["total"] == 3005

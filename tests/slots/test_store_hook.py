@@ -165,7 +165,8 @@ def test_stored_items_are_those_of_the_in_memory_run(
     assert first["counts"]["tp"] == 2 and first["counts"]["fn"] == 1 and first["counts"]["fp"] == 1
     assert first["latency_s"] == 0.5 and first["judge"] == [["t1", "f0", 0.25]]
     # t1: f0 (missed), f2 (same), empty (gold only, values []), extra (prediction only)
-    assert first["per_topic"]["t1"] == {"slots": 4, "differ": 3}
+    # and where it failed: f0 an FN, extra an FP (f2's other values are a TP: presence)
+    assert first["per_topic"]["t1"] == {"slots": 4, "differ": 3, "fp": 1, "fn": 1}
     assert ["t1", "f0", ["v10", "w"]] in by_key["a/u1/1"].result["gold"]
     # the metrics of the streamed run are those of the in-memory run
     assert run.metrics_json() == in_memory.metrics_json()

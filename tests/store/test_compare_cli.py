@@ -49,3 +49,84 @@ def test_runs_compare_differ_lists_the_disagreements(tmp_path: Path, chat_server
     code, out, _ = cli("runs", "compare", a, c)
     assert code == 0
     assert out.splitlines()[0] == "warning: the runs differ in signature settings: fuzzy_threshold"
+
+
+def _cells(text: str, column: int) -> str:
+    """The text of a Rich table's column, its folded pieces joined (spaces dropped)."""
+    pieces = [line.split("│")[column + 1] for line in text.splitlines() if line.count("│") > column]
+    return "".join(piece.strip() for piece in pieces).replace(" ", "")
+
+
+def _value(text: str, label: str) -> str:
+    """A two-column table's value of ``label``, its folded lines joined (spaces dropped)."""
+    found: list[str] = []
+    for line in text.splitlines():
+        cells = line.split("│")
+        if len(cells) < 4:
+            continue
+        if cells[1].strip() == label or (found and not cells[1].strip()):
+            found.append(cells[2].strip())
+        elif found:
+            break
+    return "".join(found).replace(" ", "")
+
+
+def test_show_item_and_compare_differ_read_at_80_columns(tmp_path: Path) -> None:
+    """At 80 columns no line is wider, and every value is there whole: a record's fields, too
+    wide side by side, are told one field at a time; a slot session's slots likewise; the
+    compare matrix folds a long key and value instead of cutting them."""
+    from runs_data import slots_folder
+
+    from fieldcheck.runs import record_folder
+    from fieldcheck.store import Store
+
+    street = "A very long street name that goes on and on 12345"
+    truth = {
+        f"record-{i:03d}-with-a-rather-long-key": {"street": street, "city": "Oslo"}
+        for i in range(4)
+    }
+    ids = []
+    for name, city in (("a", "Oslo"), ("b", "Bergen-upon-the-long-fjord-" + "y" * 70)):
+        rows = [
+            {"id": k, "ground_truth": v, "output": {**v, "city": city if i % 2 else "Oslo"}}
+            for i, (k, v) in enumerate(truth.items())
+        ]
+        batch = tmp_path / f"{name}.jsonl"
+        batch.write_text("".join(json.dumps(r) + "\n" for r in rows))
+        result = CliRunner().invoke(
+            app, ["json", "batch", str(batch), "--out", str(tmp_path / name), "--bootstrap", "0"]
+        )
+        assert result.exit_code == 0, result.output
+        ids.append(result.output.split("stored as run ")[1][:12])
+
+    def at_80(*args: str) -> str:
+        result = CliRunner().invoke(app, list(args), env={"COLUMNS": "80"})
+        assert result.exit_code == 0, result.output
+        widths = [len(line) for line in result.stdout.splitlines()]
+        assert max(widths) <= 80, max(widths)
+        return result.stdout
+
+    key = "record-001-with-a-rather-long-key"
+    out = at_80("runs", "show", ids[1], "--item", key)
+    for field, value in (("city", "Bergen-upon-the-long-fjord-" + "y" * 70), ("street", street)):
+        told = out[out.index(f"field: {field}\n") :]
+        told = told[: told.index("└")]
+        assert _value(told, "output") == value.replace(" ", ""), field
+        gold = street if field == "street" else "Oslo"
+        assert _value(told, "ground truth") == gold.replace(" ", ""), field
+    assert "no match" in out[out.index("field: city") : out.index("field: street")]
+
+    out = at_80("runs", "compare", *ids, "--differ")
+    matrix = out[out.index("2 of 4 records differ") :]
+    keys = "record-001-with-a-rather-long-key" + "record-003-with-a-rather-long-key"
+    assert _cells(matrix, 0) == keys  # the heading is drawn with other lines
+    assert _cells(matrix, 1).count("right") == 2 and _cells(matrix, 2).count("wrong") == 2
+    assert _cells(matrix, 2).count('wrong{"street":"' + street.replace(" ", "")) == 2  # 60 chars
+
+    store = Store()
+    out_folder, inputs = slots_folder(tmp_path)
+    run = record_folder(store, out_folder, inputs=inputs)
+    store.close()
+    out = at_80("runs", "show", run.id, "--item", "b/u1/1")
+    job = out[out.index("topic: work") :]
+    assert "nurse" in job and "FN (missed)" in job

@@ -102,3 +102,33 @@ def test_an_item_of_each_system_from_its_url(
     assert missing is not None and missing.status == 404
     assert "no item 'no such/key'" in page.locator("#item-error").inner_text()
     store.close()
+
+
+def test_keys_a_browser_resolves_open_from_the_run_page(
+    page: Page, live: LiveServer, tmp_path: Path
+) -> None:
+    """Keys ``..``, ``.``, ``a/../b`` and ``%2E%2E``: clicking each in the run's item table
+    opens that item (Chromium resolves a ``..`` or ``%2E%2E`` path segment away)."""
+    import json
+    import re
+
+    from typer.testing import CliRunner
+
+    from fieldcheck._cli.main import app
+
+    keys = ["..", ".", "a/../b", "%2E%2E"]
+    batch = tmp_path / "dots.jsonl"
+    rows = [{"id": k, "ground_truth": {"city": k}, "output": {"city": k}} for k in keys]
+    batch.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    args = ["json", "batch", str(batch), "--out", str(tmp_path / "dots"), "--bootstrap", "0"]
+    env = {"FIELDCHECK_DATABASE_URL": f"sqlite:///{tmp_path / 'web.sqlite3'}"}
+    with ThreadPoolExecutor(1) as thread:
+        result = thread.submit(CliRunner().invoke, app, args, env=env).result()
+    assert result.exit_code == 0, result.output
+    run_id = result.output.split("stored as run ")[1][:12]
+    for key in keys:
+        page.goto(f"/runs/{run_id}")
+        with page.expect_navigation():
+            page.locator("#items a", has_text=re.compile(f"^{re.escape(key)}$")).click()
+        assert page.locator("#item-key").inner_text() == key
+        assert f"/runs/{run_id}/item" in page.url

@@ -94,3 +94,9 @@ def test_sort_filter_and_compare_two_runs(
     page.click("#compare-selected")
     page.wait_for_url("**/compare?runs=*")
     assert page.url.split("/compare?", 1)[1] == f"runs={ids['alpha']},{ids['beta']}"
+    # a sort the route refuses: the page says so (as the route's 422 does) above the runs
+    shown = page.goto("/runs?sort=nope&dataset=gold")
+    assert shown is not None and shown.status == 422
+    said = page.locator("#runs-error")
+    assert said.is_visible() and "sort: must be one of started" in said.inner_text()
+    assert _order(page) == [ids["slots"]]  # the filter given with it still holds

@@ -270,15 +270,44 @@ def _show_item(store: Any, info: Any, key: str, model: str | None, *, as_json: b
                 say(console, text)
                 continue
             if block["kind"] == "values":
-                columns, rows = ["", ""], block["rows"]
-            else:
-                columns, rows = block["columns"], block["rows"]
-            table = Table(header_style="bold", show_header=block["kind"] == "table")
-            for name in columns:
+                console.print(_pairs_table(block["rows"], cell))
+                continue
+            table = Table(header_style="bold")
+            for name in block["columns"]:
                 table.add_column(Text(safe_text(name)), overflow="fold")
-            for row in rows:
+            for row in block["rows"]:
                 table.add_row(*map(cell, row))
-            console.print(table)
+            if _fits(block["columns"], block["rows"], console.width):
+                console.print(table)
+                continue
+            first, *others = block["columns"]
+            for head, *values in block["rows"]:  # too wide side by side: a row at a time
+                say(console, safe_text(f"{first}: {show_value(head)}"), style="bold")
+                console.print(_pairs_table(list(zip(others, values, strict=True)), cell))
+
+
+def _fits(columns: list[str], rows: list[list[Any]], width: int) -> bool:
+    """Whether a table's columns fit ``width`` side by side with no word broken: each as wide
+    as its longest word (heading included, up to 24 characters), with Rich's borders."""
+    from fieldcheck.runs import show_value
+
+    needed = 1
+    for i, name in enumerate(columns):
+        texts = [name, *(show_value(row[i]) for row in rows)]
+        needed += 3 + min(24, max(len(word) for text in texts for word in [*text.split(), ""]))
+    return needed <= width
+
+
+def _pairs_table(rows: list[Any], cell: Callable[[Any], Any]) -> Table:
+    """``(label, value)`` rows as two columns: the labels whole (up to 24 characters wide),
+    each value wrapped at spaces and folded within longer words, as the item page wraps them."""
+    table = Table(show_header=False)
+    widest = max((len(str(label)) for label, _ in rows), default=0)
+    table.add_column(min_width=min(widest, 24), overflow="fold")
+    table.add_column(overflow="fold")
+    for label, value in rows:
+        table.add_row(cell(label), cell(value))
+    return table
 
 
 _SETTINGS_SHOWN = 5
@@ -415,6 +444,8 @@ def _print_matrix(table: dict[str, Any], console: SafeConsole) -> None:
         f" (first {len(matrix['rows'])})" if matrix["next_offset"] is not None else ""
     )
     found = grid(title, table["item"], *(safe_text(c["label"]) for c in table["columns"]))
+    for column in found.columns:  # a long key or value folds whole rather than cut with "..."
+        column.overflow = "fold"
     for row in matrix["rows"]:
         cells = []
         for cell in row["cells"]:

@@ -64,7 +64,7 @@ class System(Protocol):
     dataset_inputs: tuple[str, ...]
     """The input roles that hold the dataset (never a model's outputs): the runs list names the
     first a run has (else the run's first input); runs whose files of these roles differ
-    (sha256) are compared with a warning."""
+    (sha256) are compared with a warning, unless ``pairing.truth`` reads it from the items."""
     model_settings: tuple[str, ...]
     """The signature settings that name the model or its outputs: they differ by design between
     compared runs, and no warning names them."""

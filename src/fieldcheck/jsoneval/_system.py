@@ -156,6 +156,7 @@ class JsonSystem(JsonRuns, Views):
         value="json_extract(result, '$.output')",
         metric="rqs",
         rows=("json_extract(result, '$.rqs')", "1.0"),
+        truth="json_extract(result, '$.ground_truth')",  # a batch's file holds outputs too
     )
     dataset_inputs = ("documents",)  # a batch file holds the outputs too: the runs list names it
     scores_replies_in_pool = True  # core.run: a large run's chunks go to a pool warmed meanwhile

@@ -141,7 +141,8 @@ def compare(
         r.id: len(kind.columns(r.model, r.metrics or {}, r.intervals or {})) > 1 for r in runs
     }
     sides = [(c["run"], c["model"] if several[c["run"]] else None) for c in table["columns"]]
-    table["warnings"] = _warnings(runs, kind.dataset_inputs, kind.model_settings)
+    truths = store.truth_digests([(r.id, None) for r in runs], pairing) if len(runs) > 1 else None
+    table["warnings"] = _warnings(runs, kind.dataset_inputs, kind.model_settings, truths)
     statistic = pairing.statistic or _mean
     resamples, seed = _paired_test_settings(runs)
     paired = []
@@ -192,27 +193,42 @@ def _matrix_row(row: Sequence[Any], sides: Sequence[tuple[str, str | None]]) -> 
 
 
 def _warnings(
-    runs: Sequence[RunInfo], roles: Sequence[str], model_settings: Sequence[str]
+    runs: Sequence[RunInfo],
+    roles: Sequence[str],
+    model_settings: Sequence[str],
+    truths: Sequence[tuple[int, int]] | None = None,
 ) -> list[dict[str, Any]]:
-    """A warning when the runs' datasets (the sha256 of their inputs of ``roles``) differ, and
-    one naming the signature settings that differ (those of ``model_settings`` left out: the
-    model differs by design)."""
+    """A warning when the runs' datasets differ: their ground truth (``truths``, each run's
+    ``Pairing.truth`` digest, where the system has one: a json batch names no dataset input),
+    else the sha256 of their inputs of ``roles``; and one naming the signature settings that
+    differ (those of ``model_settings`` left out: the model differs by design)."""
     warnings: list[dict[str, Any]] = []
     datasets = {
         r.id: sorted(
             (i["name"], i.get("sha256") or "", i.get("path") or "")
             for i in r.inputs
             if i.get("name") in roles
+            or (truths is not None and not any(j.get("name") in roles for j in r.inputs))
         )
         for r in runs
     }
-    known = [r for r in runs if datasets[r.id]]
-    if len({tuple(d[:2] for d in datasets[r.id]) for r in known}) > 1:
+    if truths is not None:  # a run of no dataset input (a batch) named by its inputs
+        differ = len(set(truths)) > 1
+        known = list(runs)
+        counted = {
+            r.id: f", ground truth of {n} items" for r, (n, _) in zip(runs, truths, strict=True)
+        }
+    else:
+        known = [r for r in runs if datasets[r.id]]
+        differ = len({tuple(d[:2] for d in datasets[r.id]) for r in known}) > 1
+        counted = {}
+    if differ:
         listed = "; ".join(
             f"{r.id}: "
             + ", ".join(
                 f"{role} {Path(path).name} sha256 {sha[:12]}" for role, sha, path in datasets[r.id]
             )
+            + counted.get(r.id, "")
             for r in known
         )
         warnings.append(

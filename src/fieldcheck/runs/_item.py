@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
 from fieldcheck import core
 from fieldcheck._util.jsonio import dumps
@@ -15,14 +15,20 @@ from fieldcheck.reports import text_block, tone, values_block
 from fieldcheck.runs._compare import format_number
 from fieldcheck.store import RunInfo, Store
 
+DOT_KEYS = (".", "..")
 FOLDED_CHARS = 600
 """A prompt message longer than this is folded on the item's page (a document, a schema)."""
 
 
 def item_url(run_id: str, key: str, model: str | None = None) -> str:
-    """The item page's URL: the key quoted whole (``/``, ``?``, ``#``, spaces stay in it)."""
+    """The item page's URL: the key quoted whole (``/``, ``?``, ``#``, spaces stay in it); a
+    key ``.`` or ``..``, which a browser resolves as a path segment (``%2E`` too), as the
+    parameter of ``/runs/{id}/item?key=``."""
+    query = {"model": model} if model is not None else {}
+    if key in DOT_KEYS:
+        return f"/runs/{run_id}/item?{urlencode({'key': key, **query})}"
     url = f"/runs/{run_id}/items/{quote(key, safe='')}"
-    return f"{url}?model={quote(model, safe='')}" if model is not None else url
+    return f"{url}?{urlencode(query)}" if query else url
 
 
 def item_story(store: Store, run: RunInfo, key: str, model: str | None = None) -> dict[str, Any]:

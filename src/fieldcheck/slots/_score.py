@@ -508,12 +508,12 @@ class SlotScorer(ScorerState):
                     self.empty_gold += 1
         keys = sorted(gold.sessions)
         self.sessions += len(keys)
-        bucket: list[tuple[np.ndarray, np.ndarray]] = []
+        bucket: list[tuple[np.ndarray, np.ndarray, Rejected]] = []
         for fold, preds in zip(self.folds, predictions, strict=True):
             fold.file_errors += preds.errors
             bucket.append(self._score_bucket(fold, gold, preds, keys))
         for (i, j), classes in self.pairs.items():
-            (units_a, scored_a), (units_b, scored_b) = bucket[i], bucket[j]
+            (units_a, scored_a, _), (units_b, scored_b, _) = bucket[i], bucket[j]
             both = scored_a & scored_b
             if both.any():
                 cols = list(PAIR_COLUMNS)
@@ -536,14 +536,16 @@ class SlotScorer(ScorerState):
         gold: SlotFile,
         predictions: Sequence[SlotFile],
         keys: list[SessionKey],
-        bucket: list[tuple[np.ndarray, np.ndarray]],
+        bucket: list[tuple[np.ndarray, np.ndarray, Rejected]],
     ) -> StorePayload:
         """What ``store_rows`` makes the bucket's items of (picklable: in a large run they are
         built in the store's writer process): the sessions, their gold slots, and per model its
-        name, predicted slots, counts, which were scored, and its latencies, judge scores and
-        reasons for the sessions not scored."""
+        name, predicted slots, counts, which were scored, its latencies, judge scores, reasons
+        for the sessions not scored, and the predicted gold slots its TP rule rejected."""
         models = []
-        for fold, preds, (units, scored) in zip(self.folds, predictions, bucket, strict=True):
+        for fold, preds, (units, scored, rejected) in zip(
+            self.folds, predictions, bucket, strict=True
+        ):
             model = fold.model
             flags = scored.tolist()
             seconds = fold.latency.seconds if fold.latency is not None else None
@@ -561,6 +563,7 @@ class SlotScorer(ScorerState):
                         for k, done in zip(keys, flags, strict=True)
                         if not done
                     },
+                    rejected,
                 )
             )
         return keys, [gold.sessions[k] for k in keys], models
@@ -571,9 +574,10 @@ class SlotScorer(ScorerState):
         gold: SlotFile,
         preds: SlotFile,
         keys: list[SessionKey],
-    ) -> tuple[np.ndarray, np.ndarray]:
+    ) -> tuple[np.ndarray, np.ndarray, Rejected]:
         """Fold one model's bucket in; returns the (len(keys), 8) counts of each session (0 when
-        not scored) and which sessions were scored."""
+        not scored), which sessions were scored, and per session the predicted gold slots the
+        TP rule's matcher rejected (each an FP and an FN)."""
         model = fold.model
         not_scored = model.not_scored
         unknown = [k for k in preds.sessions if k not in gold.sessions]
@@ -632,7 +636,12 @@ class SlotScorer(ScorerState):
         mask[[i for i, _ in scored]] = True
         for classes, (columns, _) in zip(fold.classes, CI_GROUPS, strict=True):
             classes.add(units[mask][:, list(columns)])
-        return units, mask
+        rejected: Rejected = {}
+        for sk, verdicts in (matches or {}).items():
+            wrong = [slot for slot, ok in verdicts.items() if not ok]
+            if wrong:
+                rejected[sk] = sorted(wrong)
+        return units, mask, rejected
 
     def _value_matches(
         self,
@@ -964,6 +973,31 @@ def _differ(
     return topics
 
 
+def _topic_failures(
+    topics: dict[str, dict[str, int]],
+    gold: Mapping[SlotKey, Sequence[str]],
+    pred: Mapping[SlotKey, Sequence[str]],
+    rejected: set[SlotKey],
+) -> None:
+    """Add to ``topics`` (``_differ``'s) each topic's FPs and FNs as ``score_session`` counts
+    them: a gold slot without a predicted value an FN, one its matcher ``rejected`` an FP and
+    an FN, a predicted slot with a value that is no gold slot an FP (docs/slots.md glossary)."""
+    for slot, values in gold.items():
+        if not slot_values(values):
+            continue
+        entry = topics[slot[0]]
+        if not slot_values(pred.get(slot, ())):
+            entry["fn"] = entry.get("fn", 0) + 1
+        elif slot in rejected:
+            entry["fp"] = entry.get("fp", 0) + 1
+            entry["fn"] = entry.get("fn", 0) + 1
+    for slot, values in pred.items():
+        if slot_values(values) and not slot_values(gold.get(slot, ())):
+            entry = topics[slot[0]]
+            entry["fp"] = entry.get("fp", 0) + 1
+
+
+Rejected = dict[SessionKey, list[SlotKey]]
 StorePayload = tuple[list[SessionKey], list[Any], list[tuple[Any, ...]]]
 STORE_ROWS = "fieldcheck.slots._score:store_rows"
 PREBUILT_ROWS = "fieldcheck.slots._score:prebuilt_rows"
@@ -1000,7 +1034,7 @@ def _item_tuples(payload: StorePayload) -> Iterator[tuple[Any, ...]]:
         order = sorted(g)
         gold_texts.append(fragment(dumps(_slot_list(g, order))))
         gold_sets.append({k: canonical(tuple(g[k])) for k in order})
-    for name, predicted, counts, scored, seconds, judged, not_scored in models:
+    for name, predicted, counts, scored, seconds, judged, not_scored, rejected in models:
         for i, key in enumerate(keys):
             slots = predicted[i]
             if slots:
@@ -1024,6 +1058,11 @@ def _item_tuples(payload: StorePayload) -> Iterator[tuple[Any, ...]]:
                 item["judge"] = [[t, f, s] for (t, f), s in sorted(judged[key].items())]
             if scored[i]:
                 item["counts"] = dict(zip(SESSION_FIELDS, counts[i], strict=True))
+                wrong = rejected.get(key, ())
+                if wrong:
+                    item["unmatched"] = [list(slot) for slot in wrong]
+                if counts[i][FP] or counts[i][FN]:  # where it failed: few sessions, counted here
+                    _topic_failures(per_topic, gold_slots[i], slots or {}, set(wrong))
             else:
                 item["not_scored"] = not_scored[key]
             yield (*item_columns(item), dumps(item, option=sort))
@@ -1031,10 +1070,10 @@ def _item_tuples(payload: StorePayload) -> Iterator[tuple[Any, ...]]:
 
 def item_columns(item: Mapping[str, Any]) -> ItemColumns:
     """A session of a model: ``model``, ``user``, ``session``, ``counts``, ``per_topic``
-    (topic -> {slots, differ}), ``gold``/``pred``, or ``not_scored`` (why). Failed: an FP
-    or FN; tagged with its topics, failed where a slot of the topic differs from gold;
-    none when not scored (neither failed nor passed). A ``key`` given wins over
-    ``model/user/session``."""
+    (topic -> {slots, differ, fp, fn}), ``gold``/``pred``, or ``not_scored`` (why). Failed: an
+    FP or FN; tagged with its topics, failed on a topic where it has an FP or FN (so a session
+    failed on a topic is a failed session, whatever its values); none when not scored
+    (neither failed nor passed). A ``key`` given wins over ``model/user/session``."""
     model = str(item.get("model", ""))
     key = str(item.get("key", f"{model}/{item.get('user')}/{item.get('session')}"))
     not_scored = item.get("not_scored")
@@ -1042,7 +1081,7 @@ def item_columns(item: Mapping[str, Any]) -> ItemColumns:
     failed = None if not_scored else bool(counts.get("fp") or counts.get("fn"))
     tags: dict[str, bool] = {}
     for topic, c in () if not_scored else (item.get("per_topic") or {}).items():
-        add_tag(tags, str(topic), bool(c.get("differ") or c.get("fp") or c.get("fn")))
+        add_tag(tags, str(topic), bool(c.get("fp") or c.get("fn")))
     error_type = str(not_scored)[:32] if not_scored else None
     return ItemColumns(key, failed, model[:MODEL_CHARS], error_type=error_type, tags=tags)
 

@@ -1,7 +1,9 @@
 """A stored session's story (issue 28, "An item"): its counts, then gold and predicted slots side
 by side per topic and field, canonicalised (slot spec §4), with each gold slot's token
 precision and recall (§6), BLEU-1 (§9), its verdict under the run's TP rule and the judge's
-score. Recomputed from the stored values by ``metrics.score_slot``, the scorer's own function."""
+score. Recomputed from the stored values by ``metrics.score_slot``, the scorer's own function;
+the verdicts of a matcher (``--tp exact|fuzzy|semantic``) are the scorer's, stored as the
+predicted gold slots it rejected (``unmatched``)."""
 
 from __future__ import annotations
 
@@ -50,6 +52,18 @@ def slots_story(item: Mapping[str, Any], settings: Mapping[str, Any]) -> list[di
     if result.get("not_scored"):
         session.append(["not scored", result["not_scored"]])
         tones.append("fail")
+    outcome = (result.get("call") or {}).get("result") or {}  # slots run: the session's own
+    if outcome.get("error_type"):  # a failed call or an invalid reply, as session_errors.jsonl
+        session.append(
+            ["session error", f"{outcome['error_type']}: {outcome.get('error_message')}"]
+        )
+        tones.append("fail")
+    failed_on = [
+        t for t, c in (result.get("per_topic") or {}).items() if c.get("fp") or c.get("fn")
+    ]
+    if counts:  # where it failed: the topic filter's ``failed`` (docs/slots.md glossary)
+        session.append(["failed on topics", failed_on])
+        tones.append(tone(not failed_on))
     if judged:
         session.append(["judge reason", "not recorded: a judge replies with a score only"])
     sections = [{"id": "session", "title": "Session", "blocks": [values_block(session, tones)]}]
@@ -63,9 +77,13 @@ def slots_story(item: Mapping[str, Any], settings: Mapping[str, Any]) -> list[di
         sections.append({"id": "counts", "title": "Counts", "blocks": [values_block(totals)]})
     scores = {slot: score_slot(pred.get(slot, ()), values) for slot, values in gold.items()}
     present = [slot for slot, s in scores.items() if s is not None and s[0]]
-    # a matcher's verdict per slot (--tp fuzzy|semantic) is not stored: the session's TP count
-    # tells it when all or none of its predicted gold slots matched
-    all_or_none = {len(present): True, 0: False}.get(int(counts.get("tp") or 0))
+    # the slots a matcher rejected; runs stored before ``unmatched`` tell it only when the TP
+    # count settles it (all or none of the predicted gold slots matched)
+    unmatched = {(str(t), str(f)) for t, f in result.get("unmatched") or ()}
+    wrong = len(present) - int(counts.get("tp") or 0)
+    rejected = (
+        unmatched if len(unmatched) == wrong else set(present) if wrong == len(present) else None
+    )
     rows, row_tones = [], []
     for slot in sorted(gold.keys() | pred.keys()):
         s = scores.get(slot)
@@ -74,18 +92,16 @@ def slots_story(item: Mapping[str, Any], settings: Mapping[str, Any]) -> list[di
             verdict, passed = ("FP (extra slot)", False) if extra else ("-", None)
             p = r = bleu = None
         else:
-            has_pred, matched, n_pred, n_gold, bleu, exact = s
+            has_pred, matched, n_pred, n_gold, bleu, _ = s
             p, r = token_precision(matched, n_pred), token_recall(matched, n_gold)
             if not has_pred:
                 verdict, passed = "FN (missed)", False
             elif rule == "presence":
                 verdict, passed = "TP", True
-            elif rule == "exact":
-                verdict, passed = ("TP", True) if exact else ("FP + FN", False)
-            elif all_or_none is None:
+            elif rejected is None:
                 verdict, passed = "TP or FP + FN (the matcher's verdict is not stored)", None
             else:
-                verdict, passed = ("TP", True) if all_or_none else ("FP + FN", False)
+                verdict, passed = ("FP + FN", False) if slot in rejected else ("TP", True)
         rows.append(
             [
                 slot[0],

@@ -77,7 +77,9 @@ class Pairing(NamedTuple):
     ``rows``: the per-item sufficient statistics of
     headline metric ``metric`` (an item with a null among them is not counted), which
     ``statistic`` computes from their sums (one value per row of an (m, k) array); ``stream``: the
-    paired test's random stream, the one the system's scorer draws its own paired test from."""
+    paired test's random stream, the one the system's scorer draws its own paired test from;
+    ``truth``: the item's ground truth, whose digest over a run's items tells runs of other
+    ground truth apart where its input files cannot (None: the ``dataset_inputs`` sha256)."""
 
     key: str = "key"
     right: str = "NOT failed"
@@ -87,3 +89,4 @@ class Pairing(NamedTuple):
     rows: tuple[str, ...] = ("CAST(NOT failed AS DOUBLE)", "1.0")
     statistic: Callable[[Any], Any] | None = None
     stream: int = 0
+    truth: str | None = None

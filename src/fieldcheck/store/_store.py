@@ -242,8 +242,9 @@ class Store:
         (parts of another run)."""
         self.mark_stale_runs()
         with self._session() as s:
-            column = RUN_SORTS[sort]
-            order = column.desc() if newest_first else column.asc()
+            found = RUN_SORTS[sort]
+            columns = found if isinstance(found, tuple) else (found,)
+            orders = [(c.desc() if newest_first else c.asc()).nulls_last() for c in columns]
             query = _run_filters(
                 select(RunRow),
                 system=system,
@@ -253,7 +254,7 @@ class Store:
                 kind=kind,
                 model_contains=model_contains,
                 dataset_contains=dataset_contains,
-            ).order_by(order.nulls_last(), RunRow.started_at.desc(), RunRow.id)
+            ).order_by(*orders, RunRow.started_at.desc(), RunRow.id)
             if limit is not None:
                 query = query.limit(limit).offset(offset)
             return [RunInfo.of(r) for r in s.scalars(query)]
@@ -780,6 +781,20 @@ class Store:
         with self._duck() as con:
             return _pairs.paired_rows(con, sides[0], sides[1], pairing)
 
+    def truth_digests(
+        self, columns: Sequence[tuple[str, str | None]], pairing: Pairing
+    ) -> list[tuple[int, int]] | None:
+        """Each column's ``_pairs.truth_digest``, of the stored text, or canonical where those
+        differ (the same truth in another key order); None when a run has no items file."""
+        sides = self._sides(columns)
+        if sides is None or pairing.truth is None:
+            return None
+        with self._duck() as con:
+            found = [_pairs.truth_digest(con, s, pairing, canonical=False) for s in sides]
+            if len(set(found)) > 1:
+                found = [_pairs.truth_digest(con, s, pairing, canonical=True) for s in sides]
+            return found
+
     def _sides(self, columns: Sequence[tuple[str, str | None]]) -> list[_pairs.Side] | None:
         paths = [self.items_file(run) for run, _ in columns]
         if any(p is None for p in paths):
@@ -1005,11 +1020,17 @@ def _like(text: str) -> str:
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
+DATASET_NAME = func.substr(
+    RunRow.dataset,
+    func.length(func.rtrim(RunRow.dataset, func.replace(RunRow.dataset, "/", ""))) + 1,
+)
+"""A run's dataset file name (its path after the last ``/``; SQLite and PostgreSQL alike):
+the runs list shows it, so it sorts by it, then by the sha256 it shows beside it."""
 RUN_SORTS: dict[str, Any] = {
     "started": RunRow.started_at,
     "system": RunRow.system,
     "model": RunRow.model,
-    "dataset": RunRow.dataset,
+    "dataset": (DATASET_NAME, RunRow.dataset_sha256),
     "metric": RunRow.headline,
     "items": RunRow.n_items,
     "failed": RunRow.n_failed,
@@ -1018,7 +1039,8 @@ RUN_SORTS: dict[str, Any] = {
     "cost": RunRow.cost_usd,
     "latency": RunRow.latency_mean_s,
 }
-"""What ``Store.list_runs`` sorts runs by: the runs list's columns, each a column of the row."""
+"""What ``Store.list_runs`` sorts runs by: the runs list's columns, each a column of the row
+(or columns, in order)."""
 
 
 def _engine(url: str) -> Engine:

@@ -1,6 +1,7 @@
 """An item's whole story (issue 28, "An item"): ``GET /api/runs/{id}/items/{key}`` and its page
 ``/runs/{id}/items/{key}``, which renders exactly the route's JSON (``runs.item_story``). The key
-is the rest of the path, URL-quoted (a key may hold ``/``, ``?``, ``#``, spaces)."""
+is the rest of the path, URL-quoted (a key may hold ``/``, ``?``, ``#``, spaces), or the ``key``
+parameter of ``/runs/{id}/item`` (the keys ``.`` and ``..``, which a browser resolves away)."""
 
 from __future__ import annotations
 
@@ -31,6 +32,14 @@ ModelQ = Annotated[
     str | None,
     Query(max_length=255, description="The model's item, where several models have this key."),
 ]
+KeyQ = Annotated[
+    str,
+    Query(
+        max_length=4096,
+        description="The item's key (a key ``.`` or ``..`` is addressed so: a browser resolves "
+        "it in a path).",
+    ),
+]
 
 
 @router.get(
@@ -55,6 +64,16 @@ def item_route(run_id: str, key: str, ctx: Context, model: ModelQ = None) -> dic
     return shown
 
 
+@router.get(
+    "/{run_id}/item",
+    summary="One item's whole story, its key a parameter",
+    responses=error_responses({404: NO_ITEM, 410: ITEMS_GONE, 422: INVALID}),
+)
+def item_by_key(run_id: str, ctx: Context, key: KeyQ, model: ModelQ = None) -> dict[str, Any]:
+    """As ``/api/runs/{id}/items/{key}``, for any key, ``.`` and ``..`` included."""
+    return item_route(run_id, key, ctx, model)
+
+
 @pages.get("/runs/{run_id}/items/{key:path}")
 def item_page(
     request: Request, run_id: str, key: str, ctx: Context, model: ModelQ = None
@@ -68,3 +87,10 @@ def item_page(
         status, error = exc.status, exc.message
     context = {"active": "/runs", "story": story, "error": error, "show": show_value}
     return ctx.templates.TemplateResponse(request, "item.html", context, status_code=status)
+
+
+@pages.get("/runs/{run_id}/item")
+def item_page_by_key(
+    request: Request, run_id: str, key: KeyQ, ctx: Context, model: ModelQ = None
+) -> HTMLResponse:
+    return item_page(request, run_id, key, ctx, model)

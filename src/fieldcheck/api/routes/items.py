@@ -22,12 +22,11 @@ from fieldcheck.api.routes.runs import MAX_PAGE, _get, _plots, _public, _render
 from fieldcheck.runs import (
     compare_runs,
     format_cell,
-    format_count,
     format_items,
     format_number,
     item_url,
 )
-from fieldcheck.store import ERROR, ItemColumn, ItemsMissing, RunInfo
+from fieldcheck.store import ARTIFACTS_ENV, ERROR, ItemColumn, ItemsMissing, RunInfo
 
 router = APIRouter(
     prefix="/api/runs", tags=["runs"], route_class=CheckedBodyRoute, responses=error_responses()
@@ -40,12 +39,24 @@ CHOICES = 200  # a filter's choices at most
 def run_view(ctx: AppContext, run: RunInfo) -> dict[str, Any]:
     """The run as JSON (``_public``), its item counts, its metrics with their 95% intervals
     (``runs.compare_runs`` of it alone), its plots and ``items_text``, the sentence of its
-    counts the page shows."""
+    counts the page shows. A run whose items file is not under the artifacts root is shown
+    all the same (its metrics and counts are its row's), with ``items_missing``: why its items
+    cannot be read and where they were expected (null when they can)."""
     data = _public(ctx, run)
     scored = run.scored  # the calls alone of a model are never scored
-    data["failed_items"] = ctx.store.count_items(run.id, failed=True)
-    data["not_scored_items"] = ctx.store.count_not_scored(run.id) if scored else None
-    data["items_in_flight"] = ctx.store.items_in_flight(run.id)
+    data["items_missing"] = None
+    try:
+        data["failed_items"] = ctx.store.count_items(run.id, failed=True)
+        data["not_scored_items"] = ctx.store.count_not_scored(run.id) if scored else None
+        data["items_in_flight"] = ctx.store.items_in_flight(run.id)
+    except ItemsMissing as exc:  # where: under the root, as the client may name it (api.md)
+        where = exc.path.relative_to(ctx.store.artifacts).as_posix()
+        data["failed_items"], data["not_scored_items"] = run.n_failed, None
+        data["items_in_flight"] = False
+        data["items_missing"] = {
+            "message": items_missing_text(exc),
+            "expected": f"{where} under the artifacts root ({ARTIFACTS_ENV})",
+        }
     data["items_text"] = format_items(
         run,
         failed=data["failed_items"] if scored else None,
@@ -214,9 +225,11 @@ LimitQ = Annotated[int, Query(ge=1, le=MAX_PAGE)]
 @router.get(
     "/{run_id}",
     summary="One run: its counts, metrics with intervals and plots",
-    responses=error_responses({404: NO_RUN, 410: ITEMS_GONE, 422: INVALID}),
+    responses=error_responses({404: NO_RUN, 422: INVALID}),
 )
 def get_run(run_id: str, ctx: Context) -> dict[str, Any]:
+    """The run from its row; ``items_missing`` says when its items file is not under the
+    artifacts root (its items routes answer 410), and where it was expected."""
     return run_view(ctx, _get(ctx, run_id))
 
 
@@ -294,20 +307,17 @@ def run_page(request: Request, ctx: Context, run_id: str) -> HTMLResponse:
         "offset": number("offset", 0),
     }
     status, items, items_error = 200, None, None
-    try:
-        data = run_view(ctx, run)
-        if len(asked["q"] or "") > 200:  # as the route says it: no search of a cut text
-            raise ApiError(422, "q: a search of at most 200 characters", field="q")
-        items = items_view(ctx, run, **asked, limit=PAGE)
-    except ItemsMissing as exc:  # the run and its metrics are shown, the message for its items
-        status, items_error = 410, items_missing_text(exc)
-        data = _public(ctx, run) | {
-            "items_text": f"{format_count(run.n_done, run.n_items)} items",
-            "table": compare_runs([run]),
-            "plots": [],
-        }
-    except ApiError as exc:
-        status, items_error, data = exc.status, exc.message, run_view(ctx, run)
+    data = run_view(ctx, run)
+    missing = data["items_missing"]
+    if missing:  # the run and its metrics are shown, and why its items are not
+        items_error = f"Items unavailable: {missing['message']} (expected at {missing['expected']})"
+    else:
+        try:
+            if len(asked["q"] or "") > 200:  # as the route says it: no search of a cut text
+                raise ApiError(422, "q: a search of at most 200 characters", field="q")
+            items = items_view(ctx, run, **asked, limit=PAGE)
+        except ApiError as exc:
+            status, items_error = exc.status, exc.message
     root = ctx.settings.data_root  # its paths as the client names them (``client_paths``)
     data.update(client_paths({"inputs": run.inputs, "out_dir": run.out_dir}, root))
     links = _links(run.id, items) if items else {}

@@ -164,36 +164,51 @@ def list_runs(
     )
 
 
-def _text(value: str | None, most: int = 255) -> str | None:
-    return value[:most] if value else None
+def _page_query(given: dict[str, str]) -> tuple[dict[str, Any], list[str]]:
+    """The page's query as ``runs_list`` takes it, and what ``GET /api/runs`` would answer 422
+    for each value it refuses (left out: the page lists the runs without it and says so)."""
+    asked: dict[str, Any] = {}
+    refused: list[str] = []
+    system = given.get("system")
+    if system and core.find(system) is None:
+        refused.append(f"system: no system {system[:64]!r} ({', '.join(core.names())})")
+    else:
+        asked["system"] = system or None
+    for name in ("model", "model_contains", "dataset"):
+        value = given.get(name) or None
+        if value is not None and len(value) > 255:
+            refused.append(f"{name}: must have at most 255 characters")
+        else:
+            asked[name] = value
+    sorts = get_args(Sort)
+    sort = given.get("sort") or "started"
+    if sort not in sorts:
+        refused.append(f"sort: must be one of {', '.join(sorts)} (got {sort[:64]!r})")
+        sort = "started"
+    asked["sort"] = sort
+    order = given.get("order") or None
+    if order is not None and order not in ("asc", "desc"):
+        refused.append(f"order: must be 'asc' or 'desc' (got {order[:64]!r})")
+        order = None
+    asked["order"] = order
+    offset = given.get("offset") or "0"
+    if offset.isdecimal() and int(offset) <= 10_000_000:
+        asked["offset"] = int(offset)
+    else:
+        refused.append(f"offset: must be a whole number from 0 to 10000000 (got {offset[:64]!r})")
+    return asked, refused
 
 
 @pages.get("/runs")
-def runs_page(
-    request: Request,
-    ctx: Context,
-    system: str | None = None,
-    model: str | None = None,
-    model_contains: str | None = None,
-    dataset: str | None = None,
-    sort: str | None = None,
-    order: str | None = None,
-    offset: Annotated[int, Query(ge=0, le=10_000_000)] = 0,
-) -> HTMLResponse:
-    """The list as a page: what ``GET /api/runs`` gives for the same query (a value the route
-    would refuse is left out)."""
-    data = runs_list(
-        ctx,
-        system=system if core.find(system) else None,
-        model=_text(model),
-        model_contains=_text(model_contains),
-        dataset=_text(dataset),
-        sort=sort if sort and sort in get_args(Sort) else "started",
-        order=order if order in ("asc", "desc") else None,
-        offset=offset,
-    )
+def runs_page(request: Request, ctx: Context) -> HTMLResponse:
+    """The list as a page: what ``GET /api/runs`` gives for the same query; a value the route
+    would refuse (422) is left out and the page says which and why, with status 422."""
+    asked, refused = _page_query(dict(request.query_params))
+    data = runs_list(ctx, **asked)
     values = {"active": "/runs", "data": data, "latency": _latency, "money": _money}
-    return ctx.templates.TemplateResponse(request, "runs.html", values)
+    values["error"] = "; ".join(refused) if refused else None
+    status = 422 if refused else 200
+    return ctx.templates.TemplateResponse(request, "runs.html", values, status_code=status)
 
 
 def _latency(seconds: float | None) -> str:
