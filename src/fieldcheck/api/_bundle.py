@@ -69,6 +69,8 @@ def route_of(url: str) -> tuple[Any, ...] | None:
         return ("run", run_id)
     if len(parts) == 5 and parts[3] == "items":
         return ("item.json" if api else "item", run_id, unquote(parts[4]), asked.get("model"))
+    if len(parts) == 4 and parts[3] == "item" and "key" in asked:  # keys . and .. (runs.item_url)
+        return ("item.json" if api else "item", run_id, asked["key"], asked.get("model"))
     if len(parts) == 5 and parts[3] == "files" and not api:
         return ("file", run_id, unquote(parts[4]))
     return None
