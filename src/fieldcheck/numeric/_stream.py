@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import orjson
 
 from fieldcheck._util.errors import error_dicts, short_repr
-from fieldcheck._util.executor import Executor, InProcess, LocalPool, run_map
+from fieldcheck._util.executor import Executor, InProcess, LocalPool, finish, run_map
 from fieldcheck._util.iters import chunked
 from fieldcheck._util.jsonio import dumps_bytes, parse_jsonl_line
 from fieldcheck.metrics import ExactSum, latency_stats
@@ -49,6 +49,7 @@ from fieldcheck.numeric._scoring import (
     MATCH_KEYS,
     MISSING_PREDICTION,
     BootstrapUnits,
+    Intervals,
     NumericResult,
     OperationsRow,
     ReportTallies,
@@ -63,7 +64,7 @@ from fieldcheck.numeric._scoring import (
     turn_values,
 )
 from fieldcheck.numeric._story import table_rows
-from fieldcheck.reports import OutputFolder, neutralise_cell, write_csv
+from fieldcheck.reports import OutputFolder, neutralise_cell, pyplot, write_csv
 from fieldcheck.store import ItemColumns
 
 if TYPE_CHECKING:  # the store (SQLAlchemy) is imported only by a run that records
@@ -547,8 +548,10 @@ class Tally:
         price_out: float | None = None,
         bootstrap: int = 1000,
         seed: int = 0,
+        intervals: Intervals | None = None,
     ) -> dict[str, Any]:
-        """statistics.json: per-turn accuracies, logic scores, cost, by-turn tables, intervals.
+        """statistics.json: per-turn accuracies, logic scores, cost, by-turn tables, intervals
+        (``intervals``: ``bootstrap_intervals`` of these units, drawn elsewhere; else here).
 
         Accuracies are over scored turns (a gold answer and no failed model call); ``None`` when
         there are none. A turn whose call failed (``CALL_ERRORS``, issue 8) is left out of every
@@ -613,8 +616,16 @@ class Tally:
         stats["num_missing_predictions"] = self.missing
         latency = latency_stats(self.latencies.tolist())
         stats["latency_s"] = latency.model_dump() if latency else None
-        intervals = self.units.intervals(resamples=bootstrap, seed=seed) if bootstrap > 0 else None
-        return stats | interval_statistics(intervals)
+        if intervals is None and bootstrap > 0:
+            intervals = bootstrap_intervals((bootstrap, seed), self.units)
+        return stats | interval_statistics(intervals if bootstrap > 0 else None)
+
+
+def bootstrap_intervals(settings: tuple[int, int], units: BootstrapUnits) -> Intervals:
+    """The bootstrap's intervals of ``units`` with (resamples, seed) ``settings``: a pure task,
+    run in the scoring pool while the calling process imports the plotting library."""
+    resamples, seed = settings
+    return units.intervals(resamples=resamples, seed=seed)
 
 
 ROW_FILES = (
@@ -860,8 +871,18 @@ def score_to_folder(
             sample_size=sample_size,
             sample_seed=sample_seed,
         )
+        intervals = None
+        if bootstrap > 0:  # in a pool's process, while this one imports matplotlib
+            done = runner.submit(partial(bootstrap_intervals, (bootstrap, seed)), tally.units)
+            if tally.scored:
+                pyplot()
+            (intervals,) = done + finish(runner)
         statistics = tally.statistics(
-            price_in=price_in, price_out=price_out, bootstrap=bootstrap, seed=seed
+            price_in=price_in,
+            price_out=price_out,
+            bootstrap=bootstrap,
+            seed=seed,
+            intervals=intervals,
         )
         statistics["num_input_errors"] = len(errors)
         statistics["signature"] = signature.format()

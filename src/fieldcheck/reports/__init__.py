@@ -23,6 +23,7 @@ if TYPE_CHECKING:  # the names as type checkers and editors see them
         md_code,
         md_table,
         no_glyph_warnings,
+        pyplot,
         save_figure,
         write_report,
     )
