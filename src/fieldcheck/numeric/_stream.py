@@ -29,7 +29,7 @@ import orjson
 from fieldcheck._util.errors import error_dicts, short_repr
 from fieldcheck._util.executor import Executor, InProcess, LocalPool, finish, run_map
 from fieldcheck._util.iters import chunked
-from fieldcheck._util.jsonio import dumps_bytes, parse_jsonl_line
+from fieldcheck._util.jsonio import dumps_bytes, loads
 from fieldcheck.metrics import ExactSum, latency_stats
 from fieldcheck.numeric._loaders import (
     LoadResult,
@@ -151,6 +151,7 @@ EXTRA_FIELDS = {
     "soft": "soft_match",
 }
 _PLAIN = (int, float, bool)
+_BOM = "\ufeff".encode()
 # neutralise_cell's JSON text of a dict cell
 _CELL_JSON = orjson.OPT_NON_STR_KEYS | orjson.OPT_SORT_KEYS
 # write_json's options (dumps(indent=True)): the traces are the same bytes
@@ -291,7 +292,9 @@ def stored_row(cells: Sequence[Any], story: Mapping[str, Any]) -> tuple[ItemColu
     shows, issue 28) beside them."""
     values = [stored_cell(v) if type(v) is str else v for v in _STORED_ORDER(cells)]
     item = dict(zip(_STORED_KEYS, values, strict=True))
-    return numeric_columns(item), dumps_bytes({**item, **story}, orjson.OPT_SORT_KEYS)
+    columns = numeric_columns(item)
+    item.update(story)  # keys no row has
+    return columns, dumps_bytes(item, orjson.OPT_SORT_KEYS)
 
 
 STORED_TURNS = "fieldcheck.numeric._stream:stored_turns"
@@ -699,8 +702,8 @@ def _read_entries(job: ScoreJob, chunk: Sequence[Entry]) -> Iterator[tuple[str, 
                 for k in range(0, len(entries), 4):
                     preds.seek(entries[k + 2])  # type: ignore[union-attr]
                     raw = preds.read(entries[k + 3])  # type: ignore[union-attr]
-                    line = parse_jsonl_line(raw, entries[k + 1], preds_file)
-                    found[entries[k]] = line_values(line)
+                    # a line the index read as valid: its value again, without the checks
+                    found[entries[k]] = line_values(loads(raw.removeprefix(_BOM)))
             yield cid, trace_id, conversation, (found, operations)
     finally:
         if preds is not None:
