@@ -24,6 +24,7 @@ if TYPE_CHECKING:  # the names as type checkers and editors see them
         md_table,
         no_glyph_warnings,
         page_head,
+        pyplot,
         save_figure,
         write_report,
     )
