@@ -270,6 +270,13 @@ def interrupts_deferred() -> Iterator[None]:
             raise KeyboardInterrupt
 
 
+def count_axis(axis: Any) -> None:
+    """Whole-number ticks on an axis of counts (``ax.yaxis``): no ``0.25`` of a turn."""
+    from matplotlib.ticker import MaxNLocator
+
+    axis.set_major_locator(MaxNLocator(integer=True))
+
+
 @contextmanager
 def figure(path: Path, **subplots: Any) -> Iterator[tuple[Any, Any]]:
     """``with figure(folder / 'plot_x.png', figsize=...) as (fig, ax):`` draws, then saves; the

@@ -45,12 +45,13 @@ def run_view(ctx: AppContext, run: RunInfo) -> dict[str, Any]:
     scored = run.scored  # the calls alone of a model are never scored
     data["failed_items"] = ctx.store.count_items(run.id, failed=True)
     data["not_scored_items"] = ctx.store.count_not_scored(run.id) if scored else None
-    data["items_in_flight"] = ctx.store.items_in_flight(run.id)
+    journal = ctx.store.items_in_flight(run.id)  # called, not scored
+    data["items_in_flight"] = journal and run.status == "running"  # else they never will be
     data["items_text"] = format_items(
         run,
         failed=data["failed_items"] if scored else None,
         not_scored=data["not_scored_items"],
-        in_flight=data["items_in_flight"],
+        in_flight=journal,
     )
     data["table"] = compare_runs([run])
     data["plots"] = [
@@ -134,7 +135,8 @@ def items_view(
     total = ctx.store.count_items(run.id, **where)
     shown = client_paths([i.public_dict() for i in items], ctx.settings.data_root)
     for row, item in zip(shown, items, strict=True):
-        row["values"] = item.shown or [None] * len(columns)
+        # an item in flight has no scored values; its call error type is known
+        row["values"] = item.shown or [item.error_type if c == ERROR else None for c in columns]
         row["href"] = item_url(run.id, item.key)
     return {
         "run": run.id,
