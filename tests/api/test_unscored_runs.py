@@ -95,6 +95,10 @@ def test_the_bundle_of_a_failed_run_and_of_a_run_whose_items_are_gone(
     tmp_path: Path, runs: tuple[str, str]
 ) -> None:
     scored, failed = runs
+    folder = Path(json.loads(invoke(["runs", "show", scored, "--json"]).stdout)["out_dir"])
+    kept = sorted(p.name for p in folder.glob("*.png"))
+    assert kept == ["plot_field_match_rate.png", "plot_score_distribution.png"]
+    (folder / kept[1]).rename(tmp_path / kept[1])  # moved: the page says so
     out = tmp_path / "bundle"
     made = invoke(["view", "--bundle", str(out), scored, failed])
     assert made.exit_code == 0, made.stderr
@@ -109,6 +113,14 @@ def test_the_bundle_of_a_failed_run_and_of_a_run_whose_items_are_gone(
     assert "error_type" in [f["name"] for f in data["filters"]]
     assert (
         "called, never scored: the run failed" in (out / "runs" / failed / "index.html").read_text()
+    )
+    page = (out / "runs" / scored / "index.html").read_text()
+    assert len(list((out / "runs" / scored / "files").glob("*.png"))) == 1
+    note = re.search(r'<p class="warning" id="plots-note"[^>]*>([^<]*)</p>', page)
+    assert note, page
+    assert note[1] == (
+        "Plots not in the output folder (moved or deleted): plot_score_distribution.png; "
+        "its report.html embeds them."
     )
 
     items = artifacts_root(os.environ["FIELDCHECK_DATABASE_URL"]) / "runs" / scored

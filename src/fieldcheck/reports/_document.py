@@ -36,11 +36,11 @@ CSS = (
     "th{background:#f4f4f4}td{overflow-wrap:break-word}"
     "img{width:calc(50% - 1em);min-width:20em;max-width:100%;height:auto;margin:.5em .4em .5em 0;"
     "vertical-align:top}"
-    "code{background:#f4f4f4;overflow-wrap:anywhere;word-break:break-word}"
+    "code{background:#f4f4f4;overflow-wrap:break-word}"
     "dt{font-weight:bold;margin-top:.5em}"
 )
 """Inline in ``report.html`` (no stylesheet to fetch). A long value (the signature, a formula)
-wraps, a wide table scrolls by itself and plots share the width two by two, so the page never
+wraps, between words where it can (the signature after its ``|`` and ``,``), a wide table scrolls by itself and plots share the width two by two, so the page never
 scrolls sideways at 1366 px (issue 28's screenshot pass)."""
 
 
@@ -181,7 +181,8 @@ class Report:
     def html(self) -> str:
         body = page_head(self.title)
         if self.signature:
-            body.append(f"<p>Signature: <code>{esc(self.signature)}</code></p>")
+            shown = re.sub(r"([|,])", r"\1<wbr>", esc(self.signature))  # wraps after them
+            body.append(f"<p>Signature: <code>{shown}</code></p>")
         body += [*self._html, "</body></html>"]
         return "\n".join(body) + "\n"
 

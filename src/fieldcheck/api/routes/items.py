@@ -6,6 +6,8 @@ exactly those two dicts. The table's columns and filters are the system's (``ite
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
 from typing import Annotated, Any, Literal
 from urllib.parse import quote, urlencode
 
@@ -58,7 +60,29 @@ def run_view(ctx: AppContext, run: RunInfo) -> dict[str, Any]:
         {"name": name, "url": f"/runs/{run.id}/files/{quote(name, safe='')}"}
         for name in _plots(run)
     ]
+    data["plots_note"] = _plots_note(run, [p["name"] for p in data["plots"]])
     return data
+
+
+def _plots_note(run: RunInfo, shown: list[str]) -> str | None:
+    """Why plots the run wrote are not shown: its output folder is gone, or the plots its
+    report.md names were moved out of it (the page said nothing: a new user's finding)."""
+    if not run.out_dir:
+        return None
+    folder = Path(run.out_dir)
+    if not folder.is_dir():
+        return "No plots: the run's output folder is gone."
+    try:
+        report = (folder / "report.md").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    named = re.findall(r"\]\(([^()/\\\s]+\.png)\)", report)
+    missing = [n for n in dict.fromkeys(named) if n not in shown]
+    if not missing:
+        return None
+    embedded = "; its report.html embeds them" if (folder / "report.html").is_file() else ""
+    listed = ", ".join(missing)
+    return f"Plots not in the output folder (moved or deleted): {listed}{embedded}."
 
 
 def _columns(run: RunInfo) -> tuple[ItemColumn, ...]:
