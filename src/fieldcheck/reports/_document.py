@@ -40,8 +40,9 @@ CSS = (
     "dt{font-weight:bold;margin-top:.5em}"
 )
 """Inline in ``report.html`` (no stylesheet to fetch). A long value (the signature, a formula)
-wraps, between words where it can (the signature after its ``|`` and ``,``), a wide table scrolls by itself and plots share the width two by two, so the page never
-scrolls sideways at 1366 px (issue 28's screenshot pass)."""
+wraps, between words where it can (the signature after its ``|`` and ``,``), a wide table
+scrolls by itself and plots share the width two by two, so the page never scrolls sideways at
+1366 px (issue 28's screenshot pass)."""
 
 
 def page_head(title: str) -> list[str]:

@@ -315,7 +315,8 @@ def format_items(
     failed and not scored items (each system's one meaning, docs/runs.md); the calls alone of
     a model (a ``calls`` run, a ``model-run`` from before 0006) are never scored, so its call
     errors (``n_errors``) instead; the journal's items (``in_flight``: ``Store.items_in_flight``)
-    are said to be in flight while the run runs, and never scored once it failed or stopped. ``noun``: ``7 items (...)`` for a sentence, ``7 (...)`` after a label."""
+    are said to be in flight while the run runs, and never scored once it failed or stopped.
+    ``noun``: ``7 items (...)`` for a sentence, ``7 (...)`` after a label."""
     count = format_count(run.n_done, run.n_items) + (" items" if noun else "")
     if run.kind not in ("model-run", "calls"):
         if in_flight:
