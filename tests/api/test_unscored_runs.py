@@ -116,7 +116,7 @@ def test_the_bundle_of_a_failed_run_and_of_a_run_whose_items_are_gone(
     )
     page = (out / "runs" / scored / "index.html").read_text()
     assert len(list((out / "runs" / scored / "files").glob("*.png"))) == 1
-    note = re.search(r'<p class="warning" id="plots-note"[^>]*>([^<]*)</p>', page)
+    note = re.search(r'<p class="hint" id="plots-note"[^>]*>([^<]*)</p>', page)
     assert note, page
     assert note[1] == (
         "Plots not in the output folder (moved or deleted): plot_score_distribution.png; "
