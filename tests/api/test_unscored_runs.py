@@ -139,3 +139,18 @@ def test_python_dash_m_fieldcheck_runs_the_cli() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert "Usage: python -m fieldcheck" in done.stdout and "view" in done.stdout
+
+
+def test_a_bundle_that_fails_while_written_leaves_no_partial_folder(
+    tmp_path: Path, runs: tuple[str, str]
+) -> None:
+    """A read error mid-way (a plot that cannot be read: EIO) exits 1 with one line and removes
+    the partial folder this process made: it is no run to resume."""
+    scored, failed = runs
+    folder = Path(json.loads(invoke(["runs", "show", scored, "--json"]).stdout)["out_dir"])
+    (folder / "plot_zz.png").symlink_to("/proc/self/mem")  # a regular file whose read fails
+    out = tmp_path / "broken"
+    result = invoke(["view", "--bundle", str(out), scored, failed])
+    assert result.exit_code == 1, result.output
+    assert "error: cannot write the bundle: [Errno 5] Input/output error" in result.stderr
+    assert not out.exists() and not out.with_name("broken.fieldcheck-partial").exists()
