@@ -38,6 +38,7 @@ def test_html_escapes_every_value() -> None:
     assert "<img src=x" not in page
     assert page.count("&lt;img src=x onerror=alert(1)&gt;") == 5
     assert "<title>Title &lt;b&gt;</title>" in page
+    assert "Signature: <code>sys|<wbr>a:1`x</code>" in page  # wraps after a separator
     assert "<dt>F1</dt><dd><code>2PR/(P+R)</code>" in page
 
 

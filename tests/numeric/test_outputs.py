@@ -10,6 +10,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -199,3 +200,38 @@ def test_plot_files_names_the_plots_write_plots_writes(
     written = sorted(p.name for p in write_plots(result, tmp_path / "plots").values())
     assert sorted(plot_files(result)) == written
     assert len(written) == (2 if perfect else 4), written
+
+
+def test_the_failure_modes_plot_counts_in_whole_turns(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its y axis counts failed turns: whole-number ticks, never 0.25 of a turn (a new user's
+    finding: 0.25 ... 2.00 for counts of 1 and 2)."""
+    from fieldcheck.numeric import load_convfinqa, load_predictions, score_to_folder
+    from fieldcheck.numeric._report import write_plots
+    from fieldcheck.reports._document import pyplot
+
+    plt = pyplot()
+    kept: list[Any] = []
+    monkeypatch.setattr(plt, "close", kept.append)  # each figure read once it is drawn
+    data = load_convfinqa(EXAMPLES / "data.json")
+    rows = [
+        {"conversation_id": c.id, "turn": i, "answer": str(t.executed_answer)}
+        for c in data.conversations
+        for i, t in enumerate(c.turns)
+    ]
+    for row in rows[:3]:
+        row["answer"] = "-123456789"  # three wrong turns: counts of 1 and 2 or one of 3
+    path = tmp_path / "p.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    result = score_to_folder(data, load_predictions(path), tmp_path / "out", bootstrap=0)
+    modes = result.statistics["failure_modes"]
+    assert sum(modes.values()) == 3, modes
+    write_plots(result, tmp_path / "plots")
+    *_, fig = [f for f in kept if f.axes and f.axes[0].get_title().startswith("Failure modes")]
+    ticks = [t for t in fig.axes[0].get_yticks() if 0 <= t <= max(modes.values())]
+    assert ticks and all(float(t).is_integer() for t in ticks), ticks
+    assert [b.get_height() for b in fig.axes[0].patches] == sorted(modes.values(), reverse=True)
+    monkeypatch.undo()
+    for f in kept:
+        plt.close(f)

@@ -294,13 +294,15 @@ def test_an_interrupted_runs_items_are_its_journals_in_flight(
     [run] = Store().list_runs()
     code, shown, _ = cli("runs", "show", run.id, "--items", "10", "--json")
     data = json.loads(shown)
-    assert code == 0 and data["items_in_flight"] is True
+    # interrupted: the items were called and will not be scored unless the run is resumed
+    assert (code, run.status, data["items_in_flight"]) == (0, "interrupted", False)
+    assert (data["failed_items"], data["not_scored_items"]) == (0, 3)
     data_keys = [(f"r{n}", None) for n in range(3)]
     assert [(i["key"], i["failed"]) for i in data["items"]] == data_keys
     [call] = data["items"][1]["result"]["call"]["calls"]
     assert json.loads(call["text"]) == {"name": "N1", "city": "Rome"}  # r1's raw reply
     code, shown, _ = cli("runs", "show", run.id, "--items", "2")
-    assert "items: 3 of 6 (in flight: called, not yet scored)" in shown
+    assert "items: 3 of 6 (called, never scored: the run was interrupted)" in shown
     assert sum(line.startswith("{") for line in shown.splitlines()) == 2  # the first 2 items
     out = tmp_path / "in-flight.parquet"
     code, _, _ = cli("runs", "export", run.id, "--format", "parquet", "--out", str(out))
@@ -315,9 +317,9 @@ def test_an_interrupted_runs_items_are_its_journals_in_flight(
         page = http.get(f"/api/runs/{run.id}/items").json()
         assert page["total"] == 3 and [i["key"] for i in page["items"]] == ["r0", "r1", "r2"]
         assert http.get(f"/api/runs/{run.id}/items", params={"failed": "true"}).json()["total"] == 0
-        assert http.get(f"/api/runs/{run.id}").json()["items_in_flight"] is True
+        assert http.get(f"/api/runs/{run.id}").json()["items_in_flight"] is False
         html = http.get(f"/runs/{run.id}").text
-        assert "3 of 6 items (in flight: called, not yet scored)" in html
+        assert "3 of 6 items (called, never scored: the run was interrupted)" in html
         assert html.count('<tr data-key="r') == 3
     live.stop()
 

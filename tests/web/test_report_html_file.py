@@ -21,6 +21,23 @@ FOLDERS = {
 }
 
 
+BREAKS = """code => {
+  const chars = [], tops = [];
+  const walk = document.createTreeWalker(code, NodeFilter.SHOW_TEXT);
+  for (let node = walk.nextNode(); node; node = walk.nextNode()) {
+    for (let i = 0; i < node.length; i++) {
+      const range = document.createRange();
+      range.setStart(node, i);
+      range.setEnd(node, i + 1);
+      chars.push(node.data[i]);
+      tops.push(range.getBoundingClientRect().top);
+    }
+  }
+  return chars.slice(1).flatMap((_, i) => (tops[i + 1] > tops[i] + 2 ? [chars[i]] : []));
+}"""
+"""The character before each line break of an element's text."""
+
+
 @pytest.mark.parametrize("system", sorted(FOLDERS))
 def test_report_html_shows_its_plots_offline(browser: Browser, tmp_path: Path, system: str) -> None:
     out = FOLDERS[system](tmp_path)
@@ -53,4 +70,8 @@ def test_report_html_shows_its_plots_offline(browser: Browser, tmp_path: Path, s
     # at 1366 px the page never scrolls sideways: the signature wraps, a wide table scrolls
     wide = page.evaluate("() => document.documentElement.scrollWidth")
     assert wide <= 1366  # json's and numeric's signatures made 1683 and 1488 px before
+    # and its lines break after a separator, never inside a word (`safety_c|heck` before)
+    breaks = page.locator("p:has-text('Signature:') code").evaluate(BREAKS)
+    assert set(breaks) <= {"|", ",", " "}, breaks
+    assert breaks or system == "slots"  # json's and numeric's are longer than a line
     context.close()

@@ -202,7 +202,8 @@ def show_command(
     data["failed_items"] = store.count_items(info.id, failed=True)
     scored = info.scored  # the calls alone of a model are never scored
     data["not_scored_items"] = store.count_not_scored(info.id) if scored else None
-    data["items_in_flight"] = store.items_in_flight(info.id)
+    journal = store.items_in_flight(info.id)  # called, not scored
+    data["items_in_flight"] = journal and info.status == "running"  # else they never will be
     if as_json:
         print_json({**data, "items": shown} if items else data)
         return
@@ -216,7 +217,7 @@ def show_command(
         failed=data["failed_items"],
         not_scored=data["not_scored_items"],
         noun=False,
-        in_flight=data["items_in_flight"],
+        in_flight=journal,
     )
     say(console, f"items: {counts}")
     for entry in data["inputs"]:
@@ -411,6 +412,8 @@ def compare_command(
         console.print(f"warning: {safe_text(warning['message'])}", markup=False)
     _print_comparison(table, console)
     _print_paired(table, console)
+    if table["note"]:
+        console.print(safe_text(table["note"]), markup=False)
     if table["matrix"] is not None:
         _print_matrix(table, console)
 

@@ -4,6 +4,7 @@ the file system with no server and no network (docs/runs.md "A portable bundle")
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import Annotated, Any
 from urllib.parse import quote
@@ -14,6 +15,7 @@ from fieldcheck._cli._common import EXIT_INTERRUPTED, OutputFailed, interrupt_re
 from fieldcheck._cli.runs_cmd import _database_errors, _run, _store
 from fieldcheck._cli.serve_cmd import _port_in_use, serve_command, shown_address
 from fieldcheck._util.term import safe_text
+from fieldcheck.store import ItemsMissing
 
 MAX_ITEMS = 1000
 
@@ -53,7 +55,8 @@ def view_command(
     address of the run's page (of Compare for several runs, of Runs for none). With --bundle
     DIR, write the Runs, run, item and Compare pages of the runs as files (DIR is written
     beside it and renamed into place when complete). Exit 2 on usage errors (an unknown run,
-    a DIR that holds files), 1 when DIR cannot be written, 130 on Ctrl-C."""
+    a DIR that holds files, a run whose items file is gone), 1 when DIR cannot be written (its
+    partial folder removed), 130 on Ctrl-C."""
     store = _store()
     found = list({r.id: r for r in (_run(store, ref) for ref in runs or ())}.values())
     if bundle is None:
@@ -68,6 +71,11 @@ def view_command(
         return
     if not found:
         raise typer.BadParameter("give the runs to put in the bundle", param_hint="RUN")
+    for run in found:  # before anything is written
+        try:
+            store.items_file(run.id)
+        except ItemsMissing as exc:
+            raise typer.BadParameter(safe_text(str(exc)), param_hint="RUN") from None
     _write(bundle, found, max_items)
 
 
@@ -88,6 +96,8 @@ def _write(dest: Path, runs: list[Any], max_items: int) -> None:
         interrupt_reported()
         raise typer.Exit(EXIT_INTERRUPTED) from None
     except OSError as exc:
+        if not folder.resumed:  # this process made the partial folder: nothing to resume
+            shutil.rmtree(folder.path, ignore_errors=True)
         raise OutputFailed(f"cannot write the bundle: {exc}") from None
     counts = [(held["runs"], "run"), (held["items"], "item page"), (held["compares"], "comparison")]
     said = ", ".join(f"{n} {noun}{'' if n == 1 else 's'}" for n, noun in counts)

@@ -17,6 +17,7 @@ from fieldcheck.reports import (
     OutputFolder,
     Report,
     Term,
+    count_axis,
     figure,
     label,
     no_glyph_warnings,
@@ -113,6 +114,7 @@ def write_plots(batch: ReportData, out: OutputFolder) -> dict[str, Path]:
                     ax.set_title(SCORE_NAMES[score])
                     ax.set_xlim(0, 1)
                     ax.set_ylabel("records")
+                    count_axis(ax.yaxis)
                 fig.suptitle(f"Per-record scores ({batch.summary.scored} scored records)")
             written["plot_score_distribution"] = path
     return written

@@ -17,6 +17,7 @@ from fieldcheck.reports import (
     OutputFolder,
     Report,
     Term,
+    count_axis,
     figure,
     format_seconds_joined,
     write_report,
@@ -226,6 +227,7 @@ def write_plots(result: NumericResult, out: Path | OutputFolder) -> dict[str, Pa
         with figure(folder / PLOTS["failure_modes"], figsize=(7, 4)) as (_, ax):
             ax.bar([m for m, _ in ordered], [n for _, n in ordered], color="tab:red")
             ax.set_ylabel("failed scored turns")
+            count_axis(ax.yaxis)
             ax.set_title(f"Failure modes ({sum(modes.values())} failed scored turns)")
         written["failure_modes"] = folder / PLOTS["failure_modes"]
 

@@ -13,6 +13,7 @@ if TYPE_CHECKING:  # the names as type checkers and editors see them
         PLOTTING,
         Report,
         Term,
+        count_axis,
         embedded_image,
         esc,
         figure,

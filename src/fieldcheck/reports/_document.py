@@ -36,12 +36,13 @@ CSS = (
     "th{background:#f4f4f4}td{overflow-wrap:break-word}"
     "img{width:calc(50% - 1em);min-width:20em;max-width:100%;height:auto;margin:.5em .4em .5em 0;"
     "vertical-align:top}"
-    "code{background:#f4f4f4;overflow-wrap:anywhere;word-break:break-word}"
+    "code{background:#f4f4f4;overflow-wrap:break-word}"
     "dt{font-weight:bold;margin-top:.5em}"
 )
 """Inline in ``report.html`` (no stylesheet to fetch). A long value (the signature, a formula)
-wraps, a wide table scrolls by itself and plots share the width two by two, so the page never
-scrolls sideways at 1366 px (issue 28's screenshot pass)."""
+wraps, between words where it can (the signature after its ``|`` and ``,``), a wide table
+scrolls by itself and plots share the width two by two, so the page never scrolls sideways at
+1366 px (issue 28's screenshot pass)."""
 
 
 def page_head(title: str) -> list[str]:
@@ -181,7 +182,8 @@ class Report:
     def html(self) -> str:
         body = page_head(self.title)
         if self.signature:
-            body.append(f"<p>Signature: <code>{esc(self.signature)}</code></p>")
+            shown = re.sub(r"([|,])", r"\1<wbr>", esc(self.signature))  # wraps after them
+            body.append(f"<p>Signature: <code>{shown}</code></p>")
         body += [*self._html, "</body></html>"]
         return "\n".join(body) + "\n"
 
@@ -268,6 +270,13 @@ def interrupts_deferred() -> Iterator[None]:
             handler(signum, frame)
         else:  # SIGINT's default action
             raise KeyboardInterrupt
+
+
+def count_axis(axis: Any) -> None:
+    """Whole-number ticks on an axis of counts (``ax.yaxis``): no ``0.25`` of a turn."""
+    from matplotlib.ticker import MaxNLocator
+
+    axis.set_major_locator(MaxNLocator(integer=True))
 
 
 @contextmanager

@@ -132,7 +132,8 @@ def compare(
     "Comparing runs"): ``compare_runs``' tables, the warnings (dataset, signature settings),
     each column's paired test against the first on the system's headline metric, and the item
     matrix (only the items the columns disagree on when ``differ``; none when None). One run
-    of several models (slots) compares its models."""
+    of several models (slots) compares its models. A run not scored (stopped while calling:
+    ``not_scored``) leaves no paired test and no matrix, and ``note`` says why."""
     table = compare_runs(runs)
     kind = core.find(table["system"])
     assert kind is not None  # compare_runs refused an unregistered system
@@ -141,12 +142,20 @@ def compare(
         r.id: len(kind.columns(r.model, r.metrics or {}, r.intervals or {})) > 1 for r in runs
     }
     sides = [(c["run"], c["model"] if several[c["run"]] else None) for c in table["columns"]]
-    truths = store.truth_digests([(r.id, None) for r in runs], pairing) if len(runs) > 1 else None
+    unscored = [r for r in runs if r.status != "finished" and store.items_file(r.id) is None]
+    scored_pairs = len(runs) > 1 and not unscored
+    truths = store.truth_digests([(r.id, None) for r in runs], pairing) if scored_pairs else None
     table["warnings"] = _warnings(runs, kind.dataset_inputs, kind.model_settings, truths)
+    table["not_scored"] = [r.id for r in unscored]
+    table["note"] = None
+    if unscored:  # its items (if any) are calls: nothing pairs, nothing differs
+        listed = ", ".join(f"{r.id} ({r.status})" for r in unscored)
+        table["note"] = f"no {kind.item} comparison: run {listed} is not scored"
+        differ = None
     statistic = pairing.statistic or _mean
     resamples, seed = _paired_test_settings(runs)
     paired = []
-    for j in range(1, len(sides)):
+    for j in range(1, 1 if unscored else len(sides)):
         found = store.paired_rows(sides[0], sides[j], pairing)
         test = found and paired_bootstrap_test(
             *found[:2],
@@ -200,8 +209,9 @@ def _warnings(
 ) -> list[dict[str, Any]]:
     """A warning when the runs' datasets differ: their ground truth (``truths``, each run's
     ``Pairing.truth`` digest, where the system has one: a json batch names no dataset input),
-    else the sha256 of their inputs of ``roles``; and one naming the signature settings that
-    differ (those of ``model_settings`` left out: the model differs by design)."""
+    else the sha256 of their inputs of ``roles``; and one naming the signature settings every
+    run recorded that differ (those of ``model_settings`` left out: the model differs by
+    design)."""
     warnings: list[dict[str, Any]] = []
     datasets = {
         r.id: sorted(
@@ -235,9 +245,9 @@ def _warnings(
             {"kind": "dataset", "message": f"the runs differ in dataset ({listed})", "names": []}
         )
     settings = [_signature_settings(r.signature) for r in runs]
-    names = sorted(
+    names = sorted(  # the settings every run recorded (not one a run never had: docs/decisions.md)
         n
-        for n in set().union(*settings)
+        for n in set(settings[0]).intersection(*settings[1:])
         if n.split(".")[0] not in model_settings and len({repr(s.get(n)) for s in settings}) > 1
     )
     if names and len(runs) > 1:
@@ -304,6 +314,13 @@ def format_count(n_done: int, n_items: int) -> str:
     return str(n_items) if n_done == n_items else f"{n_done} of {n_items}"
 
 
+UNSCORED = {
+    "failed": "called, never scored: the run failed",
+    "interrupted": "called, never scored: the run was interrupted",
+}
+"""What the journal's items of a run that stopped are (``format_items``)."""
+
+
 def format_items(
     run: Any,
     *,
@@ -315,11 +332,12 @@ def format_items(
     """The item counts of a run as ``runs show`` and the run page give them: a scored run's
     failed and not scored items (each system's one meaning, docs/runs.md); the calls alone of
     a model (a ``calls`` run, a ``model-run`` from before 0006) are never scored, so its call
-    errors (``n_errors``) instead; items in flight (``Store.items_in_flight``) are said to be
-    so. ``noun``: ``7 items (...)`` for a sentence, ``7 (...)`` after a label."""
+    errors (``n_errors``) instead; the journal's items (``in_flight``: ``Store.items_in_flight``)
+    are said to be in flight while the run runs, and never scored once it failed or stopped.
+    ``noun``: ``7 items (...)`` for a sentence, ``7 (...)`` after a label."""
     count = format_count(run.n_done, run.n_items) + (" items" if noun else "")
     if run.kind not in ("model-run", "calls"):
         if in_flight:
-            return f"{count} (in flight: called, not yet scored)"
+            return f"{count} ({UNSCORED.get(run.status, 'in flight: called, not yet scored')})"
         return f"{count} ({failed} failed, {not_scored or 0} not scored)"
     return f"{count} ({run.n_errors} with a call error)"

@@ -16,6 +16,7 @@ from fieldcheck.reports import (
     PLOTTING,
     OutputFolder,
     Term,
+    count_axis,
     embedded_image,
     esc,
     format_seconds,
@@ -490,6 +491,7 @@ def _draw_plots(run: SlotsRun, out: Path | OutputFolder) -> dict[str, Path]:
             )
         ax.set_xticks(tx, [label(t) for t in topics], rotation=20, ha="right")
         ax.set_ylabel("extra slots")
+        count_axis(ax.yaxis)
         ax.set_title(
             topics_title(
                 "Extra (hallucinated) slots per topic",

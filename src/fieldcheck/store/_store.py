@@ -634,10 +634,11 @@ class Store:
                 )
                 for key, seq, error, failed, model, turn, result, *rest in rows
             ]
+        error_type = more.pop("error_type", None)
         if any(v is not None for v in filters.values()) or any(more.get(k) for k in _FILTERS):
             return []  # an item in flight is neither failed nor passed, nor tagged yet
         with self._session() as s:
-            query = select(JournalRow).where(JournalRow.run_id == run_id)
+            query = _journal(run_id, error_type)
             if descending:
                 query = query.order_by(JournalRow.seq.desc())
             else:
@@ -668,11 +669,12 @@ class Store:
                     return _parquet.count(con, path, not_scored=not_scored, **filters)
 
             return int(self._remember(path, ("count", not_scored, repr(filters)), counted))
+        error_type = filters.pop("error_type", None)
         if any(v is not None and v != () for v in filters.values()):  # equals: ()
             return 0
         with self._session() as s:
-            query = select(func.count()).select_from(JournalRow)
-            return int(s.scalar(query.where(JournalRow.run_id == run_id)) or 0)
+            query = _journal(run_id, error_type, func.count())
+            return int(s.scalar(query) or 0)
 
     def find_items(
         self, run_id: str, keys: Sequence[str], *, model: str | None = None
@@ -714,6 +716,14 @@ class Store:
         """The distinct values of a run's items' column ``sql`` (an indexed column's name or
         a system's ``ItemColumn`` expression), sorted: a filter's choices."""
         path = self.items_file(run_id)
+        if path is None and sql == "error_type":  # the call errors of items in flight
+            with self._session() as s:
+                query = (
+                    select(JournalRow.error_type)
+                    .distinct()
+                    .where(JournalRow.run_id == run_id, JournalRow.error_type.is_not(None))
+                )
+                return sorted(s.scalars(query.limit(limit)))
         if path is None:
             return []
 
@@ -963,6 +973,13 @@ def _new_run(run_key: str | None = None, **columns: Any) -> RunRow:
         started_at=_now(),
         **{"n_items": 0, "n_done": 0, "n_errors": 0, **columns},
     )
+
+
+def _journal(run_id: str, error_type: str | None, *columns: Any) -> Any:
+    """The query of a run's journal items (of one call error type, when given)."""
+    query = select(*(columns or [JournalRow])).select_from(JournalRow)
+    query = query.where(JournalRow.run_id == run_id)
+    return query if error_type is None else query.where(JournalRow.error_type == error_type)
 
 
 def _in_flight(row: JournalRow) -> StoredItem:

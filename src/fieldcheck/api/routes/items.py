@@ -6,6 +6,8 @@ exactly those two dicts. The table's columns and filters are the system's (``ite
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
 from typing import Annotated, Any, Literal
 from urllib.parse import quote, urlencode
 
@@ -48,7 +50,8 @@ def run_view(ctx: AppContext, run: RunInfo) -> dict[str, Any]:
     try:
         data["failed_items"] = ctx.store.count_items(run.id, failed=True)
         data["not_scored_items"] = ctx.store.count_not_scored(run.id) if scored else None
-        data["items_in_flight"] = ctx.store.items_in_flight(run.id)
+        journal = ctx.store.items_in_flight(run.id)  # called, not scored
+        data["items_in_flight"] = journal and run.status == "running"  # else they never will be
     except ItemsMissing as exc:  # where: under the root, as the client may name it (api.md)
         where = exc.path.relative_to(ctx.store.artifacts).as_posix()
         data["failed_items"], data["not_scored_items"] = run.n_failed, None
@@ -61,14 +64,36 @@ def run_view(ctx: AppContext, run: RunInfo) -> dict[str, Any]:
         run,
         failed=data["failed_items"] if scored else None,
         not_scored=data["not_scored_items"],
-        in_flight=data["items_in_flight"],
+        in_flight=journal,
     )
     data["table"] = compare_runs([run])
     data["plots"] = [
         {"name": name, "url": f"/runs/{run.id}/files/{quote(name, safe='')}"}
         for name in _plots(run)
     ]
+    data["plots_note"] = _plots_note(run, [p["name"] for p in data["plots"]])
     return data
+
+
+def _plots_note(run: RunInfo, shown: list[str]) -> str | None:
+    """Why plots the run wrote are not shown: its output folder is gone, or the plots its
+    report.md names were moved out of it (the page said nothing: a new user's finding)."""
+    if not run.out_dir:
+        return None
+    folder = Path(run.out_dir)
+    if not folder.is_dir():
+        return "No plots: the run's output folder is gone."
+    try:
+        report = (folder / "report.md").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    named = re.findall(r"\]\(([^()/\\\s]+\.png)\)", report)
+    missing = [n for n in dict.fromkeys(named) if n not in shown]
+    if not missing:
+        return None
+    embedded = "; its report.html embeds them" if (folder / "report.html").is_file() else ""
+    listed = ", ".join(missing)
+    return f"Plots not in the output folder (moved or deleted): {listed}{embedded}."
 
 
 def _columns(run: RunInfo) -> tuple[ItemColumn, ...]:
@@ -145,7 +170,8 @@ def items_view(
     total = ctx.store.count_items(run.id, **where)
     shown = client_paths([i.public_dict() for i in items], ctx.settings.data_root)
     for row, item in zip(shown, items, strict=True):
-        row["values"] = item.shown or [None] * len(columns)
+        # an item in flight has no scored values; its call error type is known
+        row["values"] = item.shown or [item.error_type if c == ERROR else None for c in columns]
         row["href"] = item_url(run.id, item.key)
     return {
         "run": run.id,

@@ -160,11 +160,15 @@
     };
     form.addEventListener("change", () => {
       const ids = picked();
+      const ticked = form.querySelectorAll("input[data-compare]:checked");
+      const systems = new Set([...ticked].map((b) => b.dataset.system));
       button.disabled = ids.length < 1 || pageOf(ids) === null;
       said.textContent = !ids.length
         ? "tick the runs to compare"
-        : pageOf(ids) === null
-          ? "this bundle has no comparison of these runs"
+        : systems.size > 1
+          ? "runs of different systems cannot be compared"
+          : pageOf(ids) === null
+            ? "this bundle has no comparison of these runs"
           : `${ids.length} run${ids.length === 1 ? "" : "s"} ticked`;
     });
     form.addEventListener("submit", (event) => {
