@@ -46,7 +46,7 @@ def run_view(ctx: AppContext, run: RunInfo) -> dict[str, Any]:
     cannot be read and where they were expected (null when they can)."""
     data = _public(ctx, run)
     scored = run.scored  # the calls alone of a model are never scored
-    data["items_missing"] = None
+    data["items_missing"], journal = None, False
     try:
         data["failed_items"] = ctx.store.count_items(run.id, failed=True)
         data["not_scored_items"] = ctx.store.count_not_scored(run.id) if scored else None
