@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -240,14 +240,8 @@ class JsonSystem(JsonRuns, Views):
         # a model run's outputs (written by fieldcheck itself) need no check
         chunks = _checked_chunks(reader) if "batch" in roles else reader.chunks()
         pool = batch_pool(path) if "batch" in roles else None
-        try:
+        with pool if pool is not None else nullcontext():  # killed on an error or Ctrl-C
             yield _Read(path, reader, chunks, config, stored, store, extras, pool)
-        except BaseException:
-            if pool is not None:
-                pool.close(kill=True)
-            raise
-        if pool is not None:
-            pool.close()
 
     def score(
         self,

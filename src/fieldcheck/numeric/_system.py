@@ -8,7 +8,7 @@ from __future__ import annotations
 import csv
 import logging
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -284,16 +284,10 @@ class NumericSystem(NumericRuns, Views):
                 pool = LocalPool(POOL_WORKERS, in_flight=8, warm=(score_to_folder.__module__,))
             except OSError as exc:
                 log.warning("the scoring processes could not start (%s); reading here", exc)
-        try:
+        with pool if pool is not None else nullcontext():  # killed on an error or Ctrl-C
             yield read_inputs(
                 Path(given["data"]), Path(given["predictions"]), checked, extras.get("data"), pool
             )
-        except BaseException:
-            if pool is not None:
-                pool.close(kill=True)
-            raise
-        if pool is not None:
-            pool.close()
 
     def score(
         self,
