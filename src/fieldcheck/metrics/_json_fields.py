@@ -270,17 +270,21 @@ IDENTIFIER_MAX_CHARS = 64
 
 
 def is_identifier_text(text: str) -> bool:
-    """True for an identifier or code: one token (no whitespace inside) of at most 64 characters
-    that has a digit (``SKU-1001``, ``A-1001``, ``abc123``, ``+1-555-0100``) or is written in
-    capitals (``USD``, ``EXW``, ``N/A``; 2+ characters, ASCII letters, digits and ``_./#:-``).
+    """True for an identifier or code: one token (no whitespace inside) that has a digit
+    (``SKU-1001``, ``A-1001``, ``abc123``, ``+1-555-0100``, a 128-character hash, however long)
+    or of at most 64 characters written in capitals (``USD``, ``EXW``, ``N/A``; 2+ characters,
+    ASCII letters, digits and ``_./#:-``).
 
-    Embedding similarity reads such strings as near-synonyms (``SKU-1001`` / ``SKU-1007`` 0.93),
-    so auto-detection scores them EXACT (issue 9; docs/json.md "Strategies").
+    Embedding similarity reads such strings as near-synonyms (``SKU-1001`` / ``SKU-1007`` 0.93;
+    two random 128-character hex tokens 0.84), so auto-detection scores them EXACT (issue 9;
+    docs/json.md "Strategies").
     """
     s = text.strip()
-    if not s or len(s) > IDENTIFIER_MAX_CHARS or any(c.isspace() for c in s):
+    if not s or any(c.isspace() for c in s):
         return False
-    return any(c.isdigit() for c in s) or _CODE.fullmatch(s) is not None
+    if any(c.isdigit() for c in s):
+        return True
+    return len(s) <= IDENTIFIER_MAX_CHARS and _CODE.fullmatch(s) is not None
 
 
 def detect_value_type(value: Any) -> ValueType:
