@@ -227,6 +227,23 @@ def _hex(seed: int, n: int = 128) -> str:
 
 
 @pytest.mark.slow
+def test_texts_the_model_reads_alike_get_their_fuzzy_similarity(semantic: SemanticMatcher) -> None:
+    # characters the vocabulary lacks are one [UNK]: these pairs were embedded alike, cosine 1.0
+    pairs = [("😀", "🙈"), ("她是我的朋友", "他是我的老师"), ("hello😀world", "goodbye😀moon")]
+    got = [s.score for s in semantic.similarities(*zip(*pairs, strict=True))]
+    assert got == [fuzzy_similarity(a, b) for a, b in pairs]
+    assert got[:2] == [0.0, 0.5] and 0.2 < got[2] < 0.3
+    # a pair the model reads apart keeps its cosine; equal texts are 1.0
+    [kept, same] = semantic.similarities(
+        ["Acme Corp", "他是我的老师"], ["Acme Corporation", "他是我的老师"]
+    )
+    assert 0.9 < kept.score < 1.0 and kept.score != fuzzy_similarity(
+        "Acme Corp", "Acme Corporation"
+    )
+    assert same.score == 1.0
+
+
+@pytest.mark.slow
 def test_semantic_reads_words_longer_than_the_tokenizers_limit(semantic: SemanticMatcher) -> None:
     # WordPiece reads a word of more than 100 characters as one [UNK]: both sides of each pair
     # embedded identically and scored 1.0 (the new-user trial's two 128-char hex tokens)

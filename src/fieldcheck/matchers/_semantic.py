@@ -21,6 +21,7 @@ import numpy as np
 from fieldcheck._util.digest import cache_key
 from fieldcheck.matchers._base import Similarity, check_pairs
 from fieldcheck.matchers._cache import DiskCache
+from fieldcheck.matchers._fuzzy import fuzzy_similarity
 
 MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
 # in the cache's namespace: 2 since long words and long texts are read whole (their embeddings
@@ -201,16 +202,28 @@ class SemanticMatcher:
         *,
         on_load: Callable[[str], None] | None = None,
     ) -> list[Similarity]:
-        """Cosine of each pair's embeddings; ``on_load`` as in :meth:`embed`."""
+        """Cosine of each pair's embeddings; ``on_load`` as in :meth:`embed`. Two different
+        texts the model reads as the same word pieces (characters it does not know are one
+        ``[UNK]``: ``😀`` and ``🙈``, many CJK characters) get their FUZZY similarity instead of
+        a cosine of 1.0 (docs/decisions.md)."""
         check_pairs(predictions, references)
         if not predictions:
             return []
         vectors = self.embed([*predictions, *references], on_load=on_load)
-        out = []
-        for p, r in zip(predictions, references, strict=True):
-            cosine = 1.0 if p == r else float(np.dot(vectors[p], vectors[r]))
-            out.append(Similarity(min(1.0, max(0.0, cosine))))
-        return out
+        cosines = [
+            1.0 if p == r else float(np.dot(vectors[p], vectors[r]))
+            for p, r in zip(predictions, references, strict=True)
+        ]
+        alike = [
+            i for i, c in enumerate(cosines) if c > 1 - 1e-6 and predictions[i] != references[i]
+        ]
+        if alike:  # rare: read again only these pairs' word pieces
+            tokenizer = load_model(self.model_path).tokenizer
+            for i in alike:
+                p, r = (_readable(t, tokenizer) for t in (predictions[i], references[i]))
+                if tokenizer(p)["input_ids"] == tokenizer(r)["input_ids"]:
+                    cosines[i] = fuzzy_similarity(predictions[i], references[i])
+        return [Similarity(min(1.0, max(0.0, c))) for c in cosines]
 
     def signature(self) -> dict[str, Any]:
         return {"matcher": self.name, "model": self.model_name}
