@@ -233,6 +233,9 @@ def test_texts_the_model_reads_alike_get_their_fuzzy_similarity(semantic: Semant
     got = [s.score for s in semantic.similarities(*zip(*pairs, strict=True))]
     assert got == [fuzzy_similarity(a, b) for a, b in pairs]
     assert got[:2] == [0.0, 0.5] and 0.2 < got[2] < 0.3
+    # case and accents the uncased model drops by design: still 1.0, not their FUZZY 0.0
+    case = semantic.similarities(["PARIS", "café"], ["paris", "cafe"])
+    assert [s.score for s in case] == [1.0, 1.0]
     # a pair the model reads apart keeps its cosine; equal texts are 1.0
     [kept, same] = semantic.similarities(
         ["Acme Corp", "他是我的老师"], ["Acme Corporation", "他是我的老师"]

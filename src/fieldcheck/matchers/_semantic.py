@@ -203,9 +203,10 @@ class SemanticMatcher:
         on_load: Callable[[str], None] | None = None,
     ) -> list[Similarity]:
         """Cosine of each pair's embeddings; ``on_load`` as in :meth:`embed`. Two different
-        texts the model reads as the same word pieces (characters it does not know are one
-        ``[UNK]``: ``😀`` and ``🙈``, many CJK characters) get their FUZZY similarity instead of
-        a cosine of 1.0 (docs/decisions.md)."""
+        texts the model reads as the same word pieces with an ``[UNK]`` among them (characters
+        it does not know: ``😀`` and ``🙈``, many CJK characters) get their FUZZY similarity
+        instead of a cosine of 1.0; texts differing only in case or accents, which the model
+        reads alike by design, keep 1.0 (docs/decisions.md)."""
         check_pairs(predictions, references)
         if not predictions:
             return []
@@ -219,9 +220,12 @@ class SemanticMatcher:
         ]
         if alike:  # rare: read again only these pairs' word pieces
             tokenizer = load_model(self.model_path).tokenizer
-            for i in alike:
-                p, r = (_readable(t, tokenizer) for t in (predictions[i], references[i]))
-                if tokenizer(p)["input_ids"] == tokenizer(r)["input_ids"]:
+            ids = tokenizer(
+                [_readable(t, tokenizer) for i in alike for t in (predictions[i], references[i])]
+            )["input_ids"]
+            for n, i in enumerate(alike):
+                a, b = ids[2 * n], ids[2 * n + 1]
+                if a == b and tokenizer.unk_token_id in a:  # not a case or accent the model drops
                     cosines[i] = fuzzy_similarity(predictions[i], references[i])
         return [Similarity(min(1.0, max(0.0, c))) for c in cosines]
 
