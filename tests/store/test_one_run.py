@@ -464,3 +464,33 @@ def test_a_ctrl_c_while_the_folder_is_put_in_place_leaves_the_run_finished(
     assert json.loads((out / "run.json").read_text())["complete"] is True
     (run,) = Store().list_runs()
     assert run.status == "finished" and run.metrics
+
+
+def test_the_calls_part_of_a_slots_run_compares_as_not_scored(
+    tmp_path: Path, chat_server: StartServer
+) -> None:
+    """A slots run's model calls alone (its ``calls`` part) have no scores: compared, with each
+    other or with the run, and bundled, they are said not scored (an IndexError before)."""
+    server = chat_server(lambda body: json.dumps({"basic_info": {"name": ["Ann"]}}))
+    convs, gold = tmp_path / "c.jsonl", tmp_path / "g.jsonl"
+    turns = [{"role": "user", "content": "I am Ann"}]
+    convs.write_text(json.dumps({"user": "u", "session": 1, "turns": turns}) + "\n")
+    row = {"user": "u", "session": 1, "topic": "basic_info", "field": "name", "values": ["Ann"]}
+    gold.write_text(json.dumps(row) + "\n")
+    args = ["slots", "run", "--conversations", str(convs), "--gold", str(gold)]
+    args += ["--base-url", server.base_url, "--model", "A=m1", "--model", "B=m2", "--model", "C=m3"]
+    assert cli(*args, "--out", str(tmp_path / "out"), "--bootstrap", "20", "--no-progress")[0] == 0
+    store = Store()
+    [run] = store.list_runs()
+    part, other = store.list_runs(kind="calls")
+    for ids in ([part.id], [part.id, run.id], [part.id, other.id]):
+        code, stdout, stderr = cli("runs", "compare", *ids, "--json")
+        assert code == 0, stderr
+        shown = json.loads(stdout)
+        parts = [i for i in ids if i != run.id]
+        assert shown["not_scored"] == parts and shown["matrix"] is None
+        listed = ", ".join(f"{i} (finished)" for i in parts)
+        assert shown["note"] == f"no session comparison: run {listed} is not scored"
+    code, stdout, stderr = cli("view", "--bundle", str(tmp_path / "b"), run.id, part.id, other.id)
+    assert code == 0, stderr
+    assert "3 runs" in stdout and (tmp_path / "b" / "index.html").is_file()

@@ -132,8 +132,9 @@ def compare(
     "Comparing runs"): ``compare_runs``' tables, the warnings (dataset, signature settings),
     each column's paired test against the first on the system's headline metric, and the item
     matrix (only the items the columns disagree on when ``differ``; none when None). One run
-    of several models (slots) compares its models. A run not scored (stopped while calling:
-    ``not_scored``) leaves no paired test and no matrix, and ``note`` says why."""
+    of several models (slots) compares its models. A run not scored (stopped while calling, or
+    the calls alone of a slots run's model: ``not_scored``) leaves no paired test and no
+    matrix, and ``note`` says why."""
     table = compare_runs(runs)
     kind = core.find(table["system"])
     assert kind is not None  # compare_runs refused an unregistered system
@@ -142,7 +143,12 @@ def compare(
         r.id: len(kind.columns(r.model, r.metrics or {}, r.intervals or {})) > 1 for r in runs
     }
     sides = [(c["run"], c["model"] if several[c["run"]] else None) for c in table["columns"]]
-    unscored = [r for r in runs if r.status != "finished" and store.items_file(r.id) is None]
+    columned = {c["run"] for c in table["columns"]}  # a run's model calls alone have none
+    unscored = [
+        r
+        for r in runs
+        if r.id not in columned or (r.status != "finished" and store.items_file(r.id) is None)
+    ]
     scored_pairs = len(runs) > 1 and not unscored
     truths = store.truth_digests([(r.id, None) for r in runs], pairing) if scored_pairs else None
     table["warnings"] = _warnings(runs, kind.dataset_inputs, kind.model_settings, truths)
