@@ -15,7 +15,7 @@ from fieldcheck.api._errors import install_error_handlers
 from fieldcheck.api._evaluation import Matchers
 from fieldcheck.api._guard import Guard
 from fieldcheck.api._settings import ApiSettings, check_binding
-from fieldcheck.api.routes import compare, config, item, items, json, pages, runs, runs_list, score
+from fieldcheck.api.routes import compare, config, items, json, pages, runs, score
 from fieldcheck.jsoneval import SavedConfig
 from fieldcheck.store import Store
 
@@ -76,12 +76,8 @@ def create_app(settings: ApiSettings | None = None) -> FastAPI:
     app.include_router(json.router)
     app.include_router(config.router)
     app.include_router(pages.router)
-    app.include_router(runs_list.router)
     app.include_router(runs.router)
-    app.include_router(runs_list.pages)
     app.include_router(runs.pages)
-    app.include_router(item.router)
-    app.include_router(item.pages)
     app.include_router(items.router)  # after runs': /api/runs/compare is not a run id
     app.include_router(items.pages)
     app.include_router(score.router)

@@ -19,6 +19,7 @@ import re
 from collections.abc import Callable, Coroutine
 from typing import Any
 
+from fastapi import APIRouter
 from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -26,7 +27,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from fieldcheck._util.jsonio import NOT_A_NUMBER
-from fieldcheck.api._errors import ApiError
+from fieldcheck.api._errors import ApiError, error_responses
 
 _SURROGATES = range(0xD800, 0xE000)
 _ESCAPED_BYTES = range(0xDC80, 0xDD00)  # the bytes that are not UTF-8, as surrogateescape reads
@@ -206,3 +207,10 @@ class CheckedBodyRoute(APIRoute):
                 raise
 
         return checked
+
+
+def api_router(prefix: str, tag: str) -> APIRouter:
+    """A router of API routes: bodies checked (``CheckedBodyRoute``), the Guard's errors declared."""
+    return APIRouter(
+        prefix=prefix, tags=[tag], route_class=CheckedBodyRoute, responses=error_responses()
+    )

@@ -26,9 +26,8 @@ from fieldcheck.api._app import WEB
 from fieldcheck.api._deps import AppContext
 from fieldcheck.api._errors import ApiError, items_missing
 from fieldcheck.api.routes.compare import _heat, compare_dict
-from fieldcheck.api.routes.item import item_route
-from fieldcheck.api.routes.items import _sorts, items_view, run_view
-from fieldcheck.api.routes.runs_list import _latency, _money, _row, runs_list
+from fieldcheck.api.routes.items import _sorts, item_route, items_view, run_view
+from fieldcheck.api.routes.runs import _latency, _money, _row, list_runs
 from fieldcheck.reports import RunFolder
 from fieldcheck.runs import format_cell, format_latency, format_number, show_value
 from fieldcheck.store import ItemsMissing, RunInfo
@@ -150,7 +149,7 @@ def write_bundle(
             number=format_number,
             heat=_heat,
         )
-    listed = runs_list(ctx, limit=1) | {
+    listed = list_runs(ctx, limit=1) | {
         "runs": [_row(ctx, r) for r in sorted(runs, key=lambda r: r.started_at, reverse=True)],
         "total": len(runs),
         "limit": max(1, len(runs)),

@@ -4,23 +4,18 @@ replaced, imported from a JSON file and exported as one."""
 import os
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Body, File, UploadFile
+from fastapi import Body, File, UploadFile
 from fastapi.responses import Response
 
 from fieldcheck._util.errors import InputError
 from fieldcheck._util.jsonio import dumps
-from fieldcheck.api._body import CheckedBodyRoute
+from fieldcheck.api._body import api_router
 from fieldcheck.api._config import parse_json_file
 from fieldcheck.api._deps import Context
 from fieldcheck.api._errors import INVALID, ApiError, error_responses
 from fieldcheck.jsoneval import Section
 
-router = APIRouter(
-    prefix="/api/config",
-    tags=["config"],
-    route_class=CheckedBodyRoute,
-    responses=error_responses(),
-)
+router = api_router("/api/config", "config")
 
 # section (its URL part), download name, what the body is
 _SECTIONS: tuple[tuple[Section, str, str], ...] = (

@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path, PurePath
 from typing import Annotated, Any
 
-from fastapi import APIRouter, File, Query, UploadFile
+from fastapi import File, Query, UploadFile
 
 from fieldcheck import core
 from fieldcheck._util.errors import InputError
-from fieldcheck.api._body import CheckedBodyRoute
+from fieldcheck.api._body import api_router
 from fieldcheck.api._config import merged
 from fieldcheck.api._deps import AppContext, Context
 from fieldcheck.api._errors import (
@@ -31,12 +31,7 @@ from fieldcheck.api._evaluation import (
 from fieldcheck.api._schemas import BatchPathRequest, EvaluateRequest
 from fieldcheck.jsoneval import Section, parse_section
 
-router = APIRouter(
-    prefix="/api/json",
-    tags=["json"],
-    route_class=CheckedBodyRoute,
-    responses=error_responses(),
-)
+router = api_router("/api/json", "json")
 
 
 @router.post(

@@ -8,22 +8,17 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from fastapi import APIRouter, Request
+from fastapi import Request
 from starlette.datastructures import UploadFile
 
 from fieldcheck import core
 from fieldcheck._util.errors import UsageProblem
-from fieldcheck.api._body import CheckedBodyRoute
+from fieldcheck.api._body import api_router
 from fieldcheck.api._deps import Context
 from fieldcheck.api._errors import INVALID, JUDGE_FAILED, ApiError, error_responses
 from fieldcheck.api._evaluation import hidden, score_uploads
 
-router = APIRouter(
-    prefix="/api/score",
-    tags=["score"],
-    route_class=CheckedBodyRoute,
-    responses=error_responses(),
-)
+router = api_router("/api/score", "score")
 
 _FORM = {
     "required": True,
