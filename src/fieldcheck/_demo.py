@@ -1,12 +1,5 @@
-"""``make demo``: the three systems run end to end through the real runner against serve-model.
-
-Starts ``serve-model`` (synthetic models, labelled so) on a free loopback port, runs slot memory
-extraction, the ConvFinQA plan-and-execute agent (30 conversations of the real dev split) and JSON
-extraction for three models, scores them, writes reports and plots under ``demo-out/``, stops the
-server and says where everything is, ending with the ``fieldcheck serve`` command that shows
-its scored runs. Runs and replies go to ``demo-out/fieldcheck.sqlite3`` unless
-``FIELDCHECK_DATABASE_URL`` is set, so a second ``make demo`` is served from the cache.
-"""
+"""``make demo``: the three systems run end to end through the real runner against serve-model's
+synthetic models, into ``demo-out/`` and its store (a second demo is served from the cache)."""
 
 from __future__ import annotations
 

@@ -28,8 +28,7 @@ NAV: list[tuple[str, str]] = [
 
 
 def served_link(url: str) -> str:
-    """A page's link as the server serves it: its URL as it is (a bundle's pages rewrite it
-    to a relative file: ``fieldcheck.api._bundle``)."""
+    """A page's link as the server serves it: the URL itself (the bundle's is a file)."""
     return url
 
 
@@ -44,10 +43,8 @@ def templates() -> Jinja2Templates:
 
 
 def create_app(settings: ApiSettings | None = None) -> FastAPI:
-    """The app for ``settings`` (default: loopback, token from the environment). Raises
-    ValueError when bound beyond loopback without a token. Later parts add routers with
-    ``app.include_router`` and pages with a link in ``NAV``; both reach the shared context
-    through ``fieldcheck.api._deps.Context``."""
+    """The app for ``settings`` (default: loopback, token from the environment); ValueError
+    when bound beyond loopback without a token."""
     settings = settings or ApiSettings.from_env()
     check_binding(settings.host, settings.token)
     store = Store(settings.database_url)

@@ -53,9 +53,8 @@ def merged(
     flatten: bool = False,
     safety_check: Literal["off", "leaks"] = "off",
 ) -> EvalConfig:
-    """A request's configuration merged with the saved one by the one rule of every command
-    (``jsoneval.merged_config``), scored with the server's matcher (``base``); a bad section is
-    a 422 whose ``field`` names the request's part (``field_strategies.<name>``)."""
+    """A request's configuration merged with the saved one (``jsoneval.merged_config``) and the
+    server's matcher ``base``; a bad section is a 422 naming the request's part."""
     given = {
         "strategies": strategies,
         "weights": weights,

@@ -1,6 +1,5 @@
-"""The library calls behind the scoring routes and the Test evaluation page: the same functions
-``fieldcheck json score`` and the one pipeline (``core.score``) that ``fieldcheck score`` and
-``json batch`` call, with the app's matchers (built once) and its store."""
+"""The library calls behind the scoring routes and the Test evaluation page: ``json score``'s and
+the one pipeline (``core.score``), with the app's matchers (built once) and its store."""
 
 from __future__ import annotations
 
@@ -51,10 +50,8 @@ class Matchers:
 
 
 _COPY_BLOCK = 1 << 20
-RUNS = "fieldcheck-runs"
-"""The folder under ``--data-root`` that holds each API run's uploads and run folder."""
-UPLOADS = "fieldcheck-upload-"
-"""Without a data root, the name of a request's temporary folder begins so."""
+RUNS = "fieldcheck-runs"  # under --data-root: each API run's uploads and run folder
+UPLOADS = "fieldcheck-upload-"  # without a data root: a request's temporary folder
 
 
 def parse_output_text(text: str) -> Any:
@@ -109,12 +106,9 @@ def score_run(
     shown: Mapping[str, str],
     params: Mapping[str, str] | None = None,
 ) -> core.Outcome:
-    """``core.score`` of ``inputs`` into the run folder ``out`` and the app's store, in the
-    caller's worker thread (runs of other requests go on at once; their plots are drawn one at
-    a time: ``reports.PLOTTING``). Each server path of ``shown`` is named as the client sent it; a ``UsageProblem``
-    is a 422 whose field is its param (renamed by ``params``; without them a setting
-    ``settings.KEY`` and an input its role), ``CannotWrite`` a 507, a judge
-    that gives no similarity a 502."""
+    """``core.score`` into the run folder ``out`` and the store, in the caller's thread, server
+    paths named as ``shown``; a usage problem is a 422 naming its param (by ``params``, else
+    ``settings.KEY`` or the role), ``CannotWrite`` a 507, a failed judge a 502."""
     label, models = core.model_label(core.get(system), inputs)
     events = core.Events(warn=lambda line: _log.warning("%s", hidden(line, shown)))
     try:
@@ -152,9 +146,8 @@ async def score_uploads(
     root: Path | None,
     params: Mapping[str, str] | None = None,
 ) -> tuple[core.Outcome, dict[str, str]]:
-    """Keep each upload by its role in a new ``request_folder`` (``inputs/ROLE/FILE``) and score
-    them into its ``run/`` (``score_run``, in a worker thread): the outcome, and each server path
-    as the client names it (the file name it sent, the folder under the data root)."""
+    """Each upload kept in a new ``request_folder`` (``inputs/ROLE/FILE``) and scored into its
+    ``run/`` in a worker thread: the outcome, and each server path as the client names it."""
     with request_folder(root, system) as base:
         inputs, shown = [], {str(base): f"{RUNS}/{base.name}"}
         for role, upload in uploads:
@@ -213,9 +206,8 @@ def each_text(value: Any, change: Callable[[str], str]) -> Any:
 
 
 def client_paths(value: Any, root: Path | None) -> Any:
-    """``value`` (JSON: a stored run) with the server's paths named as the scoring routes name
-    them to the client (``hidden``): an API run's upload by its file name, any other path under
-    the data root relative to it (a run folder: ``fieldcheck-runs/api-json-.../run``)."""
+    """``value`` (a stored run's JSON) with server paths named as the scoring routes name them: an
+    upload by its file name, any other path under the data root relative to it."""
     temp = f"{Path(tempfile.gettempdir()).resolve()}/{UPLOADS}"
     folders = [temp] + ([f"{root.resolve()}/{RUNS}/"] if root is not None else [])
     upload = re.compile("(?:" + "|".join(map(re.escape, folders)) + r")[^/]*/inputs/[^/]+/")
@@ -230,10 +222,8 @@ def client_paths(value: Any, root: Path | None) -> Any:
 
 @contextmanager
 def request_folder(root: Path | None, system: str) -> Iterator[Path]:
-    """A new folder for one API run's uploads (``inputs/``) and run folder (``run/``) under
-    ``root``/fieldcheck-runs/, kept as every run folder; removed again when the request is
-    refused (a 422: nothing of the run was written). Without ``root``, a temporary folder
-    removed once answered."""
+    """A new folder under ``root``/fieldcheck-runs/ for one API run's ``inputs/`` and ``run/``,
+    removed on a 422 (nothing written); without ``root``, a temporary folder."""
     if root is None:
         with tempfile.TemporaryDirectory(prefix=UPLOADS) as temp:
             yield Path(temp)

@@ -1,6 +1,5 @@
 """What stands before every route: the body size limit (413), the bearer token, and on a
-loopback server the Host and Origin checks that keep other web sites out (DNS rebinding, forms
-posted from another origin)."""
+loopback server the Host and Origin checks (DNS rebinding, forms posted from another origin)."""
 
 from __future__ import annotations
 

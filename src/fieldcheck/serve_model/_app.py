@@ -1,13 +1,5 @@
-"""``fieldcheck serve-model``: an OpenAI-compatible chat-completions server on 127.0.0.1 that plays
-synthetic models, so every pipeline runs on a machine with no model and no network.
-
-Each request goes to the responder whose prompt id appears in its system message (slot memory,
-ConvFinQA plan, JSON extraction, LLM judge). Answers are deterministic per (model, request): the
-responder's random generator is seeded from their digest, so a re-run gets the same replies. The
-server reports ``usage`` (characters / 4), can add latency, and can inject faults
-(``--fail-rate 429=0.1,500=0.05``) from its own seeded generator. Every reply is labelled synthetic
-(``system_fingerprint: fieldcheck-synthetic``).
-"""
+"""``fieldcheck serve-model`` (docs/running.md): an OpenAI-compatible server on 127.0.0.1 playing
+synthetic models, each reply seeded by the digest of (model, messages) and labelled synthetic."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""Synthetic JSON-extraction responder (prompt ``json-extract-v1``) for ``fieldcheck serve-model``:
-it finds the document by the sha256 of the text between ``<document>`` and ``</document>``
-(``jsoneval.document_from_prompt``), answers its ground truth from
-``examples/json/documents.jsonl`` and makes each model's seeded errors (``PROFILES``; the table
-and what each error does: docs/json.md "The synthetic models"). Rates are drawn from the
-server's ``rng`` in a fixed order, so a reply depends only on (messages, model, rng)."""
+"""Synthetic JSON-extraction responder (``json-extract-v1``): the document's ground truth with each
+model's seeded errors (``PROFILES``: docs/json.md "The synthetic models"), drawn in a fixed order."""
 
 from __future__ import annotations
 

@@ -1,10 +1,5 @@
-"""Synthetic ConvFinQA responder: answers the plan prompt (``convfinqa-plan-v1``) of ``fieldcheck
-numeric evaluate`` with the plan of the turn's gold program in ``convfinqa/dev.json`` (one
-extract step per number, from the table cell holding it, else the text; one compute step per
-operation), with each model's mistakes (``RATES``; the table and what each mistake does:
-docs/numeric.md "The synthetic model") drawn from a generator seeded by model, conversation and
-turn, so the repair round knows what went wrong the first time. Extract-only turns take the
-scale and sign mistakes as a compute step on the value."""
+"""Synthetic ConvFinQA responder (``convfinqa-plan-v1``): the plan of the turn's gold program with
+each model's mistakes (``RATES``: docs/numeric.md "The synthetic model"), seeded per turn."""
 
 from __future__ import annotations
 

@@ -106,11 +106,8 @@ CHOICES = 200  # a filter's choices at most
 
 
 def run_view(ctx: AppContext, run: RunInfo) -> dict[str, Any]:
-    """The run as JSON (``_public``), its item counts, its metrics with their 95% intervals
-    (``runs.compare_runs`` of it alone), its plots and ``items_text``, the sentence of its
-    counts the page shows. A run whose items file is not under the artifacts root is shown
-    all the same (its metrics and counts are its row's), with ``items_missing``: why its items
-    cannot be read and where they were expected (null when they can)."""
+    """The run as JSON with its item counts, metrics and 95% intervals, plots and counts sentence;
+    ``items_missing`` says why its items cannot be read and where they were expected (or null)."""
     data = _public(ctx, run)
     scored = run.scored  # the calls alone of a model are never scored
     data["items_missing"], journal = None, False
@@ -144,7 +141,7 @@ def run_view(ctx: AppContext, run: RunInfo) -> dict[str, Any]:
 
 def _plots_note(run: RunInfo, shown: list[str]) -> str | None:
     """Why plots the run wrote are not shown: its output folder is gone, or the plots its
-    report.md names were moved out of it (the page said nothing: a new user's finding)."""
+    report.md names were moved out of it (a new user's finding)."""
     if not run.out_dir:
         return None
     folder = Path(run.out_dir)
@@ -194,10 +191,8 @@ def items_view(
     offset: int = 0,
     limit: int = 100,
 ) -> dict[str, Any]:
-    """A page of the run's item table and how it was asked: its columns, its filters with
-    their choices and values, the items (each with its ``values`` in column order and its page's
-    ``href``), the total that match, ``next_after`` (keyset, in seq order) and ``next_offset``.
-    ApiError 422 naming the parameter for a sort or filter the run's table has not."""
+    """A page of the run's item table and how it was asked (columns, filters, items, total, next
+    pages); a 422 naming the parameter for a sort or filter the run's table has not."""
     errors = ctx.store.item_values(run.id, "error_type", limit=CHOICES)
     columns = tuple(c for c in _columns(run) if errors or c != ERROR)  # none: no error column
     sorts = _sorts(run)
@@ -265,9 +260,8 @@ def _filters(
     asked: dict[str, Any],
     errors: list[Any],
 ) -> list[dict[str, Any]]:
-    """The table's filters with their choices and values: failed, the system's tag (field,
-    topic), model (a run of several), its filter columns (turn, failure mode) and error type
-    (where any item has one)."""
+    """The table's filters with their choices and values: failed, the system's tag, model (of
+    several), its filter columns and error type (where any item has one)."""
     kind = core.find(run.system)
     flags = [{"value": True, "label": "failed"}, {"value": False, "label": "passed"}]
     found = [{"name": "failed", "label": "failed", "value": where["failed"], "choices": flags}]
@@ -373,9 +367,8 @@ def list_items(
 # the page ---------------------------------------------------------------------------------
 @pages.get("/runs/{run_id}")
 def run_page(request: Request, ctx: Context, run_id: str) -> HTMLResponse:
-    """The run page: ``run_view`` and ``items_view`` of its query rendered (a value the page
-    cannot read is left out, as a form leaves it empty; ``tag`` is the old page's field or
-    topic)."""
+    """``run_view`` and ``items_view`` of the page's query rendered (a value it cannot read left
+    out, as a form leaves it empty; ``tag`` is the old page's field or topic)."""
     try:
         run = _get(ctx, run_id)
     except ApiError as exc:

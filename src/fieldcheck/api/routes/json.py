@@ -90,9 +90,8 @@ _PARAMS = {
 def stored_settings(
     ctx: AppContext, body: BatchPathRequest | None, *, bootstrap: int, seed: int
 ) -> dict[str, Any]:
-    """The json system's stored settings of a request: the sections it gives (each checked, a
-    bad one a 422 naming the request's part) and the server's matcher. A section not given
-    takes the saved one where every command's does, in the json system (one rule)."""
+    """The json system's stored settings of a request: the sections it gives (a bad one a 422
+    naming the request's part) and the server's matcher; the rest come from the saved ones."""
     config = server_matcher(ctx)
     if body is not None:
         given: tuple[tuple[str, Section, Any], ...] = (

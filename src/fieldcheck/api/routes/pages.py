@@ -45,13 +45,8 @@ _PART_NAME = re.compile(rb'(?<![A-Za-z])name="([^"\r\n]*)"')
 
 
 def form_text_error(raw: bytes, content_type: str | None) -> InputError | None:
-    """The first form field of ``raw`` whose text is not UTF-8 (a byte such as 0xff, or a lone
-    surrogate's three bytes), as an InputError naming it; None when every field is text.
-
-    Starlette reads such text as U+FFFD (URL-encoded) or as Latin-1 (multipart) without a word,
-    so the raw body is checked: a URL-encoded field after its percent-decoding, a multipart body
-    (text fields and uploaded JSON files alike, all meant as UTF-8) whole, the field being the
-    part the first bad byte is in."""
+    """The first form field of the raw body whose text is not UTF-8, as an InputError naming it
+    (Starlette reads it without a word: docs/decisions.md); None when every field is text."""
     kind = (content_type or "").split(";")[0].strip().lower()
     if kind == "application/x-www-form-urlencoded":
         pairs = parse_qsl(raw.decode("latin-1"), keep_blank_values=True, encoding="latin-1")
@@ -254,8 +249,8 @@ async def _text(form: FormData, name: str) -> str:
 
 
 def _evaluated(ctx: AppContext, gt_text: str, out_text: str) -> JsonEvalResult:
-    """The page's texts scored with the saved configuration: in a worker thread, since the
-    matchers may load a model or wait on a judge (the event loop serves the other requests)."""
+    """The page's texts scored with the saved configuration (in a worker thread: the matchers
+    may load a model or wait on a judge)."""
     gt = parse_ground_truth_text(gt_text)
     config = merged(ctx.saved, ctx.base_config)
     return evaluate_one(parse_output_text(out_text), gt, config, ctx.matchers)

@@ -1,6 +1,5 @@
-"""``POST /api/score/{system}``: any registered system scored through the one pipeline
-(``core.score``) from uploaded files, as ``fieldcheck score SYSTEM ROLE=FILE...`` scores them: the
-same stored run, the same metrics (issue 27 item 2)."""
+"""``POST /api/score/{system}``: any registered system scored from uploaded files through the one
+pipeline, as ``fieldcheck score SYSTEM ROLE=FILE...`` scores them (issue 27 item 2)."""
 
 from __future__ import annotations
 
