@@ -1,5 +1,5 @@
-"""The library calls behind the scoring routes and the Test evaluation page: ``json score``'s and
-the one pipeline (``core.score``), with the app's matchers (built once) and its store."""
+"""The library calls behind the scoring routes and the pages: ``json score``'s and the one pipeline
+(``core.score``) with the app's matchers (built once) and store, and the saved configuration."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ import re
 import shutil
 import tempfile
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import orjson
 from starlette.concurrency import run_in_threadpool
@@ -21,10 +21,20 @@ from starlette.datastructures import UploadFile
 
 from fieldcheck import core
 from fieldcheck._util.errors import CannotWrite, InputError, UsageProblem
-from fieldcheck._util.jsonio import loads
+from fieldcheck._util.jsonio import document_error, loads
 from fieldcheck._util.paths import safe_filename
 from fieldcheck.api._errors import ApiError
-from fieldcheck.jsoneval import EvalConfig, JsonEvalResult, MatcherError, build_matchers, evaluate
+from fieldcheck.jsoneval import (
+    EvalConfig,
+    JsonEvalResult,
+    MatcherError,
+    SavedConfig,
+    SectionError,
+    build_matchers,
+    evaluate,
+    merged_config,
+    parse_section,
+)
 from fieldcheck.matchers import Matcher
 
 if TYPE_CHECKING:
@@ -76,6 +86,65 @@ def parse_ground_truth_text(text: str, *, name: str = "ground truth") -> dict[st
     return value
 
 
+def parse_json_file(raw: bytes, *, name: str) -> Any:
+    """An uploaded JSON file's content (a UTF-8 byte order mark allowed), or InputError in the
+    CLI's words (``f.json:1: invalid JSON: not UTF-8 text (byte 0xff at column 2)``)."""
+    data = raw.removeprefix(b"\xef\xbb\xbf")
+    try:
+        return loads(data)  # integers beyond 64 bits exact, as every JSON input
+    except orjson.JSONDecodeError as exc:
+        raise document_error(exc, data, file=name) from None
+
+
+def strategy_rows(rows: Iterable[tuple[str, str]]) -> dict[str, Any]:
+    """The Configuration page's table (field, strategy) as a mapping for ``parse_strategies``:
+    an empty field name or one listed twice is refused."""
+    mapping: dict[str, Any] = {}
+    for field, strategy in rows:
+        if not field.strip():
+            raise InputError("a field name must not be empty", value=strategy)
+        if field in mapping:
+            raise InputError("the field is listed twice", field=field)
+        mapping[field] = strategy
+    return mapping
+
+
+def merged(
+    saved: SavedConfig,
+    base: EvalConfig,
+    *,
+    strategies: Mapping[str, Any] | None = None,
+    thresholds: Mapping[str, Any] | None = None,
+    weights: Mapping[str, Any] | None = None,
+    flatten: bool = False,
+    safety_check: Literal["off", "leaks"] = "off",
+) -> EvalConfig:
+    """A request's configuration merged with the saved one (``jsoneval.merged_config``) and the
+    server's matcher ``base``; a bad section is a 422 naming the request's part."""
+    given = {
+        "strategies": strategies,
+        "weights": weights,
+        **(thresholds or {}),
+        "flatten": flatten,
+        "safety_check": safety_check,
+        **server_matcher(base),
+    }
+    try:
+        if thresholds is not None:  # its names and values checked as the section's
+            try:
+                parse_section("thresholds", thresholds)
+            except InputError as exc:
+                raise SectionError("thresholds", exc) from None
+        return merged_config(given, saved, lambda _: None)
+    except SectionError as exc:
+        part = _REQUEST[exc.section]
+        field = f"{part}.{exc.error.field}" if exc.error.field and not exc.saved else part
+        raise ApiError.invalid(exc.error, field=field) from None
+
+
+_REQUEST = {"strategies": "field_strategies", "thresholds": "thresholds", "weights": "weights"}
+
+
 def evaluate_one(
     output: Any,
     ground_truth: Mapping[str, Any],
@@ -122,7 +191,10 @@ def score_run(
             models=models,
             store=ctx.store,
             events=events,
-            extras={"matchers": ctx.matchers.get(), "matcher_config": server_matcher(ctx)},
+            extras={
+                "matchers": ctx.matchers.get(),
+                "matcher_config": server_matcher(ctx.base_config),
+            },
         )
     except UsageProblem as exc:
         if params is None:  # the generic route: a setting by its key, an input by its role
@@ -162,10 +234,9 @@ async def score_uploads(
     return outcome, shown
 
 
-def server_matcher(ctx: AppContext) -> dict[str, Any]:
-    """The server's matcher settings: what every run of the server is scored and signed with,
-    whatever a request's settings say (a request never points the server at another judge)."""
-    base = ctx.base_config
+def server_matcher(base: EvalConfig) -> dict[str, Any]:
+    """The server's matcher settings (``base``): what every run of the server is scored and signed
+    with, whatever a request says (a request never points the server at another judge)."""
     return {
         "matcher": base.matcher,
         "judge_base_url": base.judge_base_url,

@@ -135,10 +135,7 @@ def gold_plan(conversation: Conversation, turn: int) -> dict[str, Any] | None:
 def _append(plan: dict[str, Any], operation: str, constant: str) -> None:
     steps = plan["steps"]
     computed = sum(1 for s in steps if s["tool"] == "compute")
-    if computed:
-        first: Any = f"#{computed - 1}"
-    else:
-        first = steps[-1]["value"]
+    first = f"#{computed - 1}" if computed else steps[-1]["value"]
     steps.append({"tool": "compute", "operation": operation, "args": [first, constant]})
 
 

@@ -18,10 +18,16 @@ from starlette.datastructures import FormData
 from starlette.datastructures import UploadFile as StarletteUpload
 
 from fieldcheck._util.errors import InputError
-from fieldcheck.api._config import merged, parse_json_file, strategy_rows
 from fieldcheck.api._deps import AppContext, Context
 from fieldcheck.api._errors import ApiError
-from fieldcheck.api._evaluation import evaluate_one, parse_ground_truth_text, parse_output_text
+from fieldcheck.api._evaluation import (
+    evaluate_one,
+    merged,
+    parse_ground_truth_text,
+    parse_json_file,
+    parse_output_text,
+    strategy_rows,
+)
 from fieldcheck.api._guard import TOKEN_COOKIE
 from fieldcheck.jsoneval import JsonEvalResult, RqsWeights, Section
 from fieldcheck.metrics import BUCKET_NAMES, STRATEGIES
