@@ -178,9 +178,8 @@ def _plan_run(
         return data, None, items_missing(exc)
     for row in items["items"]:
         name = f"{base}/items/{_digest(row['key'], row['model'])}"
-        site.files[("item", run.id, row["key"], row["model"])] = name + ".html"
-        site.files[("item.json", run.id, row["key"], row["model"])] = name + ".json"
         for kind, suffix in (("item", ".html"), ("item.json", ".json")):
+            site.files[(kind, run.id, row["key"], row["model"])] = name + suffix
             site.files.setdefault((kind, run.id, row["key"], None), name + suffix)
     return data, items, None
 

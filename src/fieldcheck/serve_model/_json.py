@@ -13,12 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from fieldcheck._util.errors import InputError
-from fieldcheck.jsoneval import (
-    PROMPT_ID,
-    document_digest,
-    document_from_prompt,
-    read_documents,
-)
+from fieldcheck.jsoneval import PROMPT_ID, document_digest, document_from_prompt, read_documents
 from fieldcheck.serve_model._base import LookupResponder, Responder
 
 DOCUMENTS_FILE = Path("json") / "documents.jsonl"
@@ -101,11 +96,7 @@ def answer(gt: dict[str, Any], profile: Profile, rng: random.Random) -> str:
     """The reply of a model with ``profile`` for a document whose ground truth is ``gt``."""
     out = copy.deepcopy(gt)
     if rng.random() < profile.typo:
-        names = [
-            ("vendor", "name"),
-            ("customer", "name"),
-            ("vendor", "address", "street"),
-        ]
+        names = [("vendor", "name"), ("customer", "name"), ("vendor", "address", "street")]
         path = rng.choice(names)
         holder: Any = out
         for part in path[:-1]:

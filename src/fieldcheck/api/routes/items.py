@@ -170,10 +170,6 @@ def _sorts(run: RunInfo) -> dict[str, str]:
     return {"seq": "seq", "key": "key", **{c.name: c.order or c.sql for c in _columns(run)}}
 
 
-def _choices(values: list[Any]) -> list[dict[str, Any]]:
-    return [{"value": v, "label": str(v)} for v in values]
-
-
 def items_view(
     ctx: AppContext,
     run: RunInfo,
@@ -282,7 +278,8 @@ def _filters(
 
 
 def _filter(name: str, label: str, value: Any, choices: list[Any]) -> dict[str, Any]:
-    return {"name": name, "label": label, "value": value, "choices": _choices(choices)}
+    listed = [{"value": v, "label": str(v)} for v in choices]
+    return {"name": name, "label": label, "value": value, "choices": listed}
 
 
 FailedQ = Annotated[bool | None, Query(description="Only failed items (true) or only passed.")]

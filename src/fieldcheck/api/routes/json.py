@@ -12,13 +12,7 @@ from fieldcheck import core
 from fieldcheck._util.errors import InputError
 from fieldcheck.api._body import api_router
 from fieldcheck.api._deps import AppContext, Context
-from fieldcheck.api._errors import (
-    GUARD,
-    INVALID,
-    JUDGE_FAILED,
-    ApiError,
-    error_responses,
-)
+from fieldcheck.api._errors import GUARD, INVALID, JUDGE_FAILED, ApiError, error_responses
 from fieldcheck.api._evaluation import (
     RUNS,
     evaluate_one,

@@ -117,14 +117,13 @@ def _configuration(
     saved: str | None = None,
 ) -> HTMLResponse:
     """The Configuration page; with ``error`` (in ``error_section``), a 400."""
-    strategies = ctx.saved.get("strategies")
     return _render(
         ctx,
         request,
         "configuration.html",
         400 if error else 200,
         active="/configuration",
-        rows=rows if rows is not None else list(strategies.items()),
+        rows=rows if rows is not None else list(ctx.saved.get("strategies").items()),
         strategy_names=STRATEGIES,
         thresholds=ctx.saved.get("thresholds"),
         weights=ctx.saved.get("weights"),
@@ -272,11 +271,7 @@ async def run_evaluation(request: Request, ctx: Context) -> HTMLResponse:
             ctx, request, "evaluate.html", 422, error=bad.one_line(), active="/evaluate", **shown
         )
     gt_text, out_text = await _text(form, "ground_truth"), await _text(form, "output")
-    page: dict[str, Any] = {
-        "active": "/evaluate",
-        "ground_truth": gt_text,
-        "output": out_text,
-    }
+    page: dict[str, Any] = {"active": "/evaluate", "ground_truth": gt_text, "output": out_text}
     try:
         result = await run_in_threadpool(_evaluated, ctx, gt_text, out_text)
     except ApiError as exc:
