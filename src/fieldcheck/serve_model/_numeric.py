@@ -93,20 +93,14 @@ def gold_plan(conversation: Conversation, turn: int) -> dict[str, Any] | None:
     table = conversation.doc.table
 
     def extract(value: float) -> dict[str, Any]:
+        step = {"tool": "extract", "value": _plain(value), "source": "text"}
+        tolerance = 1e-9 * max(1.0, abs(value))
         for row, cells in table.items():
             for column, cell in cells.items():
                 number = cell_number(cell)
-                if number is not None and abs(abs(number) - abs(value)) <= 1e-9 * max(
-                    1.0, abs(value)
-                ):
-                    return {
-                        "tool": "extract",
-                        "value": _plain(value),
-                        "source": "table",
-                        "row": row,
-                        "column": column,
-                    }
-        return {"tool": "extract", "value": _plain(value), "source": "text"}
+                if number is not None and abs(abs(number) - abs(value)) <= tolerance:
+                    return step | {"source": "table", "row": row, "column": column}
+        return step
 
     if program.value is not None:
         return {"steps": [extract(program.value.value)]}
