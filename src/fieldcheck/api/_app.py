@@ -70,14 +70,9 @@ def create_app(settings: ApiSettings | None = None) -> FastAPI:
     install_error_handlers(app)
     app.add_middleware(Guard, settings=settings)
     app.mount("/static", StaticFiles(directory=str(WEB / "static")), name="static")
-    app.include_router(json.router)
-    app.include_router(config.router)
-    app.include_router(pages.router)
-    app.include_router(runs.router)
-    app.include_router(runs.pages)
-    app.include_router(items.router)  # after runs': /api/runs/compare is not a run id
-    app.include_router(items.pages)
-    app.include_router(score.router)
-    app.include_router(compare.router)
-    app.include_router(compare.pages)
+    # items after runs: /api/runs/compare is not a run id
+    for area in (json, config, pages, runs, items, score, compare):
+        app.include_router(area.router)
+        if hasattr(area, "pages"):
+            app.include_router(area.pages)
     return app

@@ -8,6 +8,7 @@ import hmac
 import math
 import os
 import re
+from collections.abc import Callable
 from typing import Annotated, Any
 from urllib.parse import parse_qsl
 
@@ -143,13 +144,14 @@ def _save(
     ctx: AppContext,
     request: Request,
     section: Section,
-    data: Any,
+    parse: Callable[[], Any],
     rows: list[tuple[str, str]] | None = None,
     *,
     file: str | None = None,
 ) -> Response:
+    """Save what ``parse`` gives; an InputError of either shows the page with it (a 400)."""
     try:
-        ctx.saved.put(section, data, file=file)
+        ctx.saved.put(section, parse(), file=file)
     except InputError as exc:
         return _configuration(ctx, request, error=exc, error_section=section, rows=rows)
     return RedirectResponse(f"/configuration?saved={section}", status_code=303)
@@ -168,11 +170,7 @@ async def save_strategies(request: Request, ctx: Context) -> Response:
     fields = [str(v) for v in form.getlist("field")]
     values = [str(v) for v in form.getlist("strategy")]
     rows = list(zip(fields, values, strict=False))
-    try:
-        mapping = strategy_rows(rows)
-    except InputError as exc:
-        return _configuration(ctx, request, error=exc, error_section="strategies", rows=rows)
-    return _save(ctx, request, "strategies", mapping, rows)
+    return _save(ctx, request, "strategies", lambda: strategy_rows(rows), rows)
 
 
 @router.post("/configuration/{section}/import")
@@ -185,11 +183,8 @@ async def import_section(section: Section, request: Request, ctx: Context) -> Re
         error = "choose a JSON file to import"
         return _configuration(ctx, request, error=error, error_section=section)
     name = os.path.basename(upload.filename)
-    try:
-        data = parse_json_file(await upload.read(), name=name)
-    except InputError as exc:
-        return _configuration(ctx, request, error=exc, error_section=section)
-    return _save(ctx, request, section, data, file=name)
+    raw = await upload.read()
+    return _save(ctx, request, section, lambda: parse_json_file(raw, name=name), file=name)
 
 
 _NOT_A_NUMBER = "input should be a valid number"
@@ -226,11 +221,7 @@ async def save_numbers(request: Request, ctx: Context) -> Response:
     if (bad := await _bad_text(request)) is not None:
         return _configuration(ctx, request, error=bad, error_section=section)
     form = {k: str(v) for k, v in (await request.form()).items()}
-    try:
-        data = _numbers(form, _NUMBER_FIELDS[section])
-    except InputError as exc:
-        return _configuration(ctx, request, error=exc, error_section=section)
-    return _save(ctx, request, section, data)
+    return _save(ctx, request, section, lambda: _numbers(form, _NUMBER_FIELDS[section]))
 
 
 # test evaluation ----------------------------------------------------------------------------
