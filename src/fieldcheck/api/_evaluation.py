@@ -29,6 +29,7 @@ from fieldcheck.jsoneval import (
     JsonEvalResult,
     MatcherError,
     SavedConfig,
+    Section,
     SectionError,
     build_matchers,
     evaluate,
@@ -109,6 +110,13 @@ def strategy_rows(rows: Iterable[tuple[str, str]]) -> dict[str, Any]:
     return mapping
 
 
+REQUEST_PARTS: dict[Section, str] = {  # a section by the name a request gives it
+    "strategies": "field_strategies",
+    "thresholds": "thresholds",
+    "weights": "weights",
+}
+
+
 def merged(
     saved: SavedConfig,
     base: EvalConfig,
@@ -137,12 +145,9 @@ def merged(
                 raise SectionError("thresholds", exc) from None
         return merged_config(given, saved, lambda _: None)
     except SectionError as exc:
-        part = _REQUEST[exc.section]
+        part = REQUEST_PARTS[exc.section]
         field = f"{part}.{exc.error.field}" if exc.error.field and not exc.saved else part
         raise ApiError.invalid(exc.error, field=field) from None
-
-
-_REQUEST = {"strategies": "field_strategies", "thresholds": "thresholds", "weights": "weights"}
 
 
 def evaluate_one(

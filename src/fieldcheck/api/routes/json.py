@@ -14,6 +14,7 @@ from fieldcheck.api._body import api_router
 from fieldcheck.api._deps import AppContext, Context
 from fieldcheck.api._errors import GUARD, INVALID, JUDGE_FAILED, ApiError, error_responses
 from fieldcheck.api._evaluation import (
+    REQUEST_PARTS,
     RUNS,
     evaluate_one,
     hidden,
@@ -23,7 +24,7 @@ from fieldcheck.api._evaluation import (
     score_uploads,
     server_matcher,
 )
-from fieldcheck.jsoneval import SafetyCheck, Section, parse_section
+from fieldcheck.jsoneval import SafetyCheck, parse_section
 
 router = api_router("/api/json", "json")
 _STRATEGIES = (
@@ -127,12 +128,8 @@ def stored_settings(
     naming the request's part) and the server's matcher; the rest come from the saved ones."""
     config = server_matcher(ctx.base_config)
     if body is not None:
-        given: tuple[tuple[str, Section, Any], ...] = (
-            ("field_strategies", "strategies", body.field_strategies),
-            ("thresholds", "thresholds", body.thresholds),
-            ("weights", "weights", body.weights),
-        )
-        for part, section, value in given:
+        for section, part in REQUEST_PARTS.items():
+            value = getattr(body, part)
             if value is None:
                 continue
             try:
