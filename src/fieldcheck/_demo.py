@@ -1,15 +1,9 @@
-"""``make demo``: the three systems run end to end through the real runner against serve-model.
-
-Starts ``serve-model`` (synthetic models, labelled so) on a free loopback port, runs slot memory
-extraction, the ConvFinQA plan-and-execute agent (30 conversations of the real dev split) and JSON
-extraction for three models, scores them, writes reports and plots under ``demo-out/``, stops the
-server and says where everything is, ending with the ``fieldcheck serve`` command that shows
-its scored runs. Runs and replies go to ``demo-out/fieldcheck.sqlite3`` unless
-``FIELDCHECK_DATABASE_URL`` is set, so a second ``make demo`` is served from the cache.
-"""
+"""``make demo``: the three systems run end to end through the real runner against serve-model's
+synthetic models, into ``demo-out/`` and its store (a second demo is served from the cache)."""
 
 from __future__ import annotations
 
+import functools
 import importlib
 import os
 import shlex
@@ -36,6 +30,7 @@ PARTS = [
 
 def main(root: Path = Path("demo-out")) -> int:
     console = Console()
+    say = functools.partial(console.print, markup=False, highlight=False)
     root.mkdir(parents=True, exist_ok=True)
     if not os.environ.get(DATABASE_ENV):
         os.environ[DATABASE_ENV] = f"sqlite:///{(root / 'fieldcheck.sqlite3').resolve()}"
@@ -53,11 +48,9 @@ def main(root: Path = Path("demo-out")) -> int:
             markup=False,
         )
     with BackgroundServer(app, port=port) as server:
-        console.print(
+        say(
             f"serve-model: synthetic models {', '.join(models)} at {server.base_url} "
-            "(every number below is from synthetic models, not real ones)",
-            markup=False,
-            highlight=False,
+            "(every number below is from synthetic models, not real ones)"
         )
         for title, module_name, sub in PARTS:
             run_model_demo = importlib.import_module(module_name).run_model_demo
@@ -74,11 +67,8 @@ def main(root: Path = Path("demo-out")) -> int:
     made = [r for r in store.list_runs() if r.started_at.replace(tzinfo=UTC) >= began]
     parts = [r for r in store.list_runs(kind="calls") if r.started_at.replace(tzinfo=UTC) >= began]
     runs = [r for r in made if r.kind == "run"] + parts  # each model's calls
-    calls = cached = 0
-    for run in runs:
-        for item in store.journal(run.id):
-            calls += item.calls
-            cached += item.cached_calls
+    journal = [item for run in runs for item in store.journal(run.id)]
+    calls, cached = sum(i.calls for i in journal), sum(i.cached_calls for i in journal)
     console.rule("[bold]Done")
     if calls and cached == calls:
         source = f"all {calls} model calls were served from the cache"
@@ -86,27 +76,20 @@ def main(root: Path = Path("demo-out")) -> int:
         source = f"{cached} of {calls} model calls were served from the cache"
     else:
         source = f"{calls} model calls, none from the cache (a second `make demo` will be)"
-    console.print(
+    say(
         f"{len(runs)} model runs in {time.perf_counter() - start_all:.1f}s; {source}; serve-model "
-        f"answered {requests} requests.",
-        markup=False,
-        highlight=False,
+        f"answered {requests} requests."
     )
-    console.print(f"store: {describe_url(store.url)}", markup=False, highlight=False)
-    console.print(
+    say(f"store: {describe_url(store.url)}")
+    say(
         f"outputs: {root}/slots (report.md, report.html, plots), {root}/numeric/<model> "
         f"(summary.csv, turns.csv, validation.csv, errors.csv, statistics.json, traces/), "
-        f"{root}/json/<model> (records.jsonl, summary.json, fields.csv)",
-        markup=False,
-        highlight=False,
+        f"{root}/json/<model> (records.jsonl, summary.json, fields.csv)"
     )
-    console.print(
-        f"{len(made)} runs are in the store; to browse and compare them "
-        "(http://127.0.0.1:8000/runs):",
-        markup=False,
-        highlight=False,
+    say(
+        f"{len(made)} runs are in the store; to browse and compare them (http://127.0.0.1:8000/runs):"
     )
-    console.print(f"  {serve_command(store.url)}", markup=False, highlight=False, soft_wrap=True)
+    say(f"  {serve_command(store.url)}", soft_wrap=True)
     return status
 
 

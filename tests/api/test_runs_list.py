@@ -22,7 +22,7 @@ from live_server import LiveServer, Serve
 from runs_list_data import reply, shown, store_runs
 from sqlalchemy import create_engine, text
 
-from fieldcheck.api.routes.runs_list import Sort
+from fieldcheck.api.routes.runs import Sort
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ from fieldcheck.api._errors import install_error_handlers
 from fieldcheck.api._evaluation import Matchers
 from fieldcheck.api._guard import Guard
 from fieldcheck.api._settings import ApiSettings, check_binding
-from fieldcheck.api.routes import compare, config, item, items, json, pages, runs, runs_list, score
+from fieldcheck.api.routes import compare, config, items, json, pages, runs, score
 from fieldcheck.jsoneval import SavedConfig
 from fieldcheck.store import Store
 
@@ -28,8 +28,7 @@ NAV: list[tuple[str, str]] = [
 
 
 def served_link(url: str) -> str:
-    """A page's link as the server serves it: its URL as it is (a bundle's pages rewrite it
-    to a relative file: ``fieldcheck.api._bundle``)."""
+    """A page's link as the server serves it: the URL itself (the bundle's is a file)."""
     return url
 
 
@@ -44,10 +43,8 @@ def templates() -> Jinja2Templates:
 
 
 def create_app(settings: ApiSettings | None = None) -> FastAPI:
-    """The app for ``settings`` (default: loopback, token from the environment). Raises
-    ValueError when bound beyond loopback without a token. Later parts add routers with
-    ``app.include_router`` and pages with a link in ``NAV``; both reach the shared context
-    through ``fieldcheck.api._deps.Context``."""
+    """The app for ``settings`` (default: loopback, token from the environment); ValueError
+    when bound beyond loopback without a token."""
     settings = settings or ApiSettings.from_env()
     check_binding(settings.host, settings.token)
     store = Store(settings.database_url)
@@ -73,18 +70,9 @@ def create_app(settings: ApiSettings | None = None) -> FastAPI:
     install_error_handlers(app)
     app.add_middleware(Guard, settings=settings)
     app.mount("/static", StaticFiles(directory=str(WEB / "static")), name="static")
-    app.include_router(json.router)
-    app.include_router(config.router)
-    app.include_router(pages.router)
-    app.include_router(runs_list.router)
-    app.include_router(runs.router)
-    app.include_router(runs_list.pages)
-    app.include_router(runs.pages)
-    app.include_router(item.router)
-    app.include_router(item.pages)
-    app.include_router(items.router)  # after runs': /api/runs/compare is not a run id
-    app.include_router(items.pages)
-    app.include_router(score.router)
-    app.include_router(compare.router)
-    app.include_router(compare.pages)
+    # items after runs: /api/runs/compare is not a run id
+    for area in (json, config, pages, runs, items, score, compare):
+        app.include_router(area.router)
+        if hasattr(area, "pages"):
+            app.include_router(area.pages)
     return app

@@ -1,14 +1,5 @@
-"""Request bodies read before FastAPI reads them: a JSON body must be UTF-8 JSON whose every key
-and string is Unicode text, else a 422 naming the field; a body FastAPI cannot read (a broken
-multipart form) is a 422 naming ``body`` rather than its 400.
-
-Python's json turns the escape ``"\\ud800"`` (and, in bytes, the three bytes of an encoded
-surrogate) into a str that cannot be encoded again: such a key reached the library and the
-response, and ended as a 500 or a dropped connection.
-
-Numbers are read as ``json score`` and ``json batch`` read files (issue 26, item 3): every
-integer exact (beyond 64 bits too, as Starlette's json then reads it), ``NaN``, ``Infinity``
-and numbers beyond the double range (``1e400``) refused as ``invalid JSON``."""
+"""Request bodies checked before FastAPI reads them: UTF-8 JSON of Unicode text, numbers read as
+``json batch`` reads files (issue 26), else a 422 naming the field (docs/decisions.md)."""
 
 from __future__ import annotations
 
@@ -19,6 +10,7 @@ import re
 from collections.abc import Callable, Coroutine
 from typing import Any
 
+from fastapi import APIRouter
 from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -26,7 +18,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from fieldcheck._util.jsonio import NOT_A_NUMBER
-from fieldcheck.api._errors import ApiError
+from fieldcheck.api._errors import ApiError, error_responses
 
 _SURROGATES = range(0xD800, 0xE000)
 _ESCAPED_BYTES = range(0xDC80, 0xDD00)  # the bytes that are not UTF-8, as surrogateescape reads
@@ -68,8 +60,8 @@ def is_json(content_type: str | None) -> bool:
 
 
 def _shown(text: str, *, raw: bool) -> str:
-    """``text`` as one can print it: a lone surrogate as its JSON escape ``\\ud800``, and, in a
-    body that was not UTF-8 (``raw``), a byte that is not UTF-8 as ``\\xff``."""
+    """``text`` printable: a lone surrogate as ``\\ud800``; in a body that was not UTF-8
+    (``raw``), a byte that is not UTF-8 as ``\\xff``."""
     if not any(ord(c) in _SURROGATES for c in text):
         return text
     return "".join(
@@ -90,8 +82,8 @@ def _not_text(text: str) -> int | None:
 
 
 def _first_not_text(value: Any) -> tuple[list[str], int] | None:
-    """The path (keys and indexes) to the first key or string, in document order, that is not
-    Unicode text, with its first bad code point. Iterative: any depth json reads."""
+    """The path to the first key or string (document order) that is not Unicode text, and its
+    first bad code point; iterative, for any depth json reads."""
     stack: list[tuple[list[str], Any]] = [([], value)]
     while stack:
         path, node = stack.pop()
@@ -111,10 +103,8 @@ def _first_not_text(value: Any) -> tuple[list[str], int] | None:
 
 
 def check_json_body(raw: bytes) -> None:
-    """Raise a 422 ApiError when ``raw`` is not UTF-8 JSON of Unicode text: the field is the
-    dotted path of the first key or string that is not (``ground_truth.a``, ``output.items.0``,
-    a key shown with its escapes: ``field_strategies.\\ud800``), ``body`` when the body as a
-    whole is not JSON. A UTF-8 byte order mark is allowed, as in every input file."""
+    """A 422 ApiError when ``raw`` is not UTF-8 JSON of Unicode text (a byte order mark allowed),
+    naming the dotted path of the first bad key or string, or ``body``."""
     not_utf8: ApiError | None = None
     try:
         text = raw.decode("utf-8-sig")
@@ -134,9 +124,7 @@ def check_json_body(raw: bytes) -> None:
     except RecursionError:
         raise ApiError(422, "body: nested too deep to read", field="body") from None
     found = _first_not_text(value) if raw_bytes or _SURROGATE_ESCAPE.search(text) else None
-    if found is None:
-        if not_utf8 is not None:  # not reached: a byte read as a surrogate is inside a string
-            raise not_utf8
+    if found is None:  # a byte read as a surrogate is always inside a string: found
         return
     path, bad = found
     field = ".".join(_shown(part, raw=raw_bytes) for part in path) or "body"
@@ -148,9 +136,8 @@ def check_json_body(raw: bytes) -> None:
 
 
 async def _no_part(request: Request) -> bool:
-    """Whether ``request`` is a multipart form of which no part was read (``--XyZ\r\nbroken``,
-    an empty body): Starlette reads such a body as an empty form, which FastAPI then calls a
-    missing ``file``; the body is at fault, not a field."""
+    """Whether ``request`` is a multipart form of which no part was read: Starlette reads it as
+    an empty form, which FastAPI calls a missing ``file``; the body is at fault."""
     content_type = request.headers.get("content-type", "")
     if not content_type.lower().startswith("multipart/form-data"):
         return False
@@ -162,9 +149,8 @@ async def _no_part(request: Request) -> bool:
 
 
 class CheckedBodyRoute(APIRoute):
-    """A route whose JSON body passes ``check_json_body`` before FastAPI parses it, and whose
-    unreadable body (FastAPI's and Starlette's 400: a broken multipart form, a part too large)
-    is a 422 naming ``body``, like a body that is not JSON."""
+    """A route whose JSON body passes ``check_json_body`` first, and whose unreadable body
+    (FastAPI's 400: a broken multipart form, a part too large) is a 422 naming ``body``."""
 
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         handler = super().get_route_handler()
@@ -206,3 +192,10 @@ class CheckedBodyRoute(APIRoute):
                 raise
 
         return checked
+
+
+def api_router(prefix: str, tag: str) -> APIRouter:
+    """A router of API routes: bodies checked (``CheckedBodyRoute``), the Guard's errors declared."""
+    return APIRouter(
+        prefix=prefix, tags=[tag], route_class=CheckedBodyRoute, responses=error_responses()
+    )

@@ -1,10 +1,5 @@
-"""``fieldcheck view --bundle`` (issue 28, "A portable bundle"): the Runs, run, item and
-Compare pages of some runs as a static site that opens from ``file://`` with no server and no
-network. Each page is the server's template rendered from the same function that builds its
-JSON route's dict; the templates' ``link`` turns a page's URL into a relative file (or into
-``unavailable.html`` for what the bundle does not hold). A run's item table is its items' rows
-in a script file (``<script src>`` loads from ``file://``, ``fetch`` does not) that
-``bundle.js`` searches, filters and sorts as ``GET /api/runs/{id}/items`` does."""
+"""``fieldcheck view --bundle`` (issue 28, "A portable bundle"): the pages of some runs as a static
+site that opens from ``file://``, rendered from the routes' dicts (docs/decisions.md)."""
 
 from __future__ import annotations
 
@@ -26,9 +21,8 @@ from fieldcheck.api._app import WEB
 from fieldcheck.api._deps import AppContext
 from fieldcheck.api._errors import ApiError, items_missing
 from fieldcheck.api.routes.compare import _heat, compare_dict
-from fieldcheck.api.routes.item import item_route
-from fieldcheck.api.routes.items import _sorts, items_view, run_view
-from fieldcheck.api.routes.runs_list import _latency, _money, _row, runs_list
+from fieldcheck.api.routes.items import _sorts, item_route, items_view, run_view
+from fieldcheck.api.routes.runs import _latency, _money, _row, list_runs
 from fieldcheck.reports import RunFolder
 from fieldcheck.runs import format_cell, format_latency, format_number, show_value
 from fieldcheck.store import ItemsMissing, RunInfo
@@ -48,9 +42,8 @@ def _run_dir(run_id: str) -> str:
 
 
 def route_of(url: str) -> tuple[Any, ...] | None:
-    """The page a server URL names, as a key of the bundle's files: ``("run", id)``, ``("item",
-    id, key, model)``, ``("compare", ids)``...; None for one a bundle never holds (an export, a
-    filtered list, a matrix page other than the first)."""
+    """The page a server URL names as a key of the bundle's files (``("run", id)``...); None for
+    one a bundle never holds (an export, a filtered list, a matrix page after the first)."""
     path, _, query = str(url).partition("?")
     asked = {k: v[-1] for k, v in parse_qs(query, keep_blank_values=True).items()}
     parts = path.split("/")
@@ -104,8 +97,7 @@ class Bundle:
         return link
 
     def render(self, page: str, template: str, **values: Any) -> None:
-        """``template`` rendered as the server renders it (its ``link`` and static files
-        relative to ``page``) and written to ``page``."""
+        """``template`` rendered as the server does (links relative to ``page``), written there."""
         link = self.link_from(page)
         up = posixpath.relpath("static", posixpath.dirname(page) or ".")
         context = {
@@ -123,10 +115,8 @@ class Bundle:
 def write_bundle(
     ctx: AppContext, folder: RunFolder, runs: Sequence[RunInfo], *, max_items: int
 ) -> dict[str, Any]:
-    """The bundle of ``runs`` written into ``folder`` (not finished: the caller renames it into
-    place): the runs list, each run's page with its first ``max_items`` items (table rows and
-    item pages), and a Compare page for each pair of runs of one system (and all of them, when
-    more), and for a run of several models. Returns what it holds, for the command's line."""
+    """The bundle of ``runs`` written into ``folder`` (the caller finishes it): the runs list, each
+    run's first ``max_items`` items and the Compare pages; what it holds, for the command's line."""
     site = Bundle(ctx, folder, max_items)
     site.files[("runs",)] = "index.html"
     tables: dict[str, tuple[dict[str, Any], dict[str, Any] | None, str | None]] = {}
@@ -150,7 +140,7 @@ def write_bundle(
             number=format_number,
             heat=_heat,
         )
-    listed = runs_list(ctx, limit=1) | {
+    listed = list_runs(ctx, limit=1) | {
         "runs": [_row(ctx, r) for r in sorted(runs, key=lambda r: r.started_at, reverse=True)],
         "total": len(runs),
         "limit": max(1, len(runs)),
@@ -188,9 +178,8 @@ def _plan_run(
         return data, None, items_missing(exc)
     for row in items["items"]:
         name = f"{base}/items/{_digest(row['key'], row['model'])}"
-        site.files[("item", run.id, row["key"], row["model"])] = name + ".html"
-        site.files[("item.json", run.id, row["key"], row["model"])] = name + ".json"
         for kind, suffix in (("item", ".html"), ("item.json", ".json")):
+            site.files[(kind, run.id, row["key"], row["model"])] = name + suffix
             site.files.setdefault((kind, run.id, row["key"], None), name + suffix)
     return data, items, None
 
@@ -266,9 +255,8 @@ def _write_run(
 
 
 def _items_script(site: Bundle, run: RunInfo, items: dict[str, Any], page: str) -> str:
-    """The run's item rows as ``bundle.js`` reads them: each row's key, indexed columns, shown
-    cells, item link, sort values (the server's sort expressions), tags and failed tags (the
-    tag filter) and JSON text (the search)."""
+    """The run's item rows as ``bundle.js`` searches, filters and sorts them (as ``GET
+    /api/runs/{id}/items`` does): a script, since ``fetch`` cannot load from ``file://``."""
     link = site.link_from(page)
     columns = items["columns"][1:]
     sorts = _sorts(run)

@@ -83,10 +83,8 @@ _SOURCES = ("body", "query", "path", "header", "cookie", "form")
 
 
 def _location(loc: Sequence[Any]) -> str | None:
-    """The field of a request validation error: its location after the source (``body``,
-    ``query``, ...), dotted (``path`` of a body, ``limit`` of a query); ``body`` when the body as
-    a whole is at fault (missing, not an object), None only when nothing is located. Only the
-    first step is a source: a body's field may be called ``path`` or ``body``."""
+    """A validation error's field: its location after the source (only the first step), dotted;
+    ``body`` when the whole body is at fault, None when nothing is located."""
     if not loc:
         return None
     source, rest = (str(loc[0]), loc[1:]) if str(loc[0]) in _SOURCES else (None, loc)

@@ -1,6 +1,5 @@
-"""The library calls behind the scoring routes and the Test evaluation page: the same functions
-``fieldcheck json score`` and the one pipeline (``core.score``) that ``fieldcheck score`` and
-``json batch`` call, with the app's matchers (built once) and its store."""
+"""The library calls behind the scoring routes and the pages: ``json score``'s and the one pipeline
+(``core.score``) with the app's matchers (built once) and store, and the saved configuration."""
 
 from __future__ import annotations
 
@@ -10,11 +9,11 @@ import re
 import shutil
 import tempfile
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import orjson
 from starlette.concurrency import run_in_threadpool
@@ -22,10 +21,21 @@ from starlette.datastructures import UploadFile
 
 from fieldcheck import core
 from fieldcheck._util.errors import CannotWrite, InputError, UsageProblem
-from fieldcheck._util.jsonio import loads
+from fieldcheck._util.jsonio import document_error, loads
 from fieldcheck._util.paths import safe_filename
 from fieldcheck.api._errors import ApiError
-from fieldcheck.jsoneval import EvalConfig, JsonEvalResult, MatcherError, build_matchers, evaluate
+from fieldcheck.jsoneval import (
+    EvalConfig,
+    JsonEvalResult,
+    MatcherError,
+    SavedConfig,
+    Section,
+    SectionError,
+    build_matchers,
+    evaluate,
+    merged_config,
+    parse_section,
+)
 from fieldcheck.matchers import Matcher
 
 if TYPE_CHECKING:
@@ -51,10 +61,8 @@ class Matchers:
 
 
 _COPY_BLOCK = 1 << 20
-RUNS = "fieldcheck-runs"
-"""The folder under ``--data-root`` that holds each API run's uploads and run folder."""
-UPLOADS = "fieldcheck-upload-"
-"""Without a data root, the name of a request's temporary folder begins so."""
+RUNS = "fieldcheck-runs"  # under --data-root: each API run's uploads and run folder
+UPLOADS = "fieldcheck-upload-"  # without a data root: a request's temporary folder
 
 
 def parse_output_text(text: str) -> Any:
@@ -77,6 +85,69 @@ def parse_ground_truth_text(text: str, *, name: str = "ground truth") -> dict[st
         error = InputError("ground truth must be a JSON object", file=name, value=value)
         raise ApiError.invalid(error, field="ground_truth")
     return value
+
+
+def parse_json_file(raw: bytes, *, name: str) -> Any:
+    """An uploaded JSON file's content (a UTF-8 byte order mark allowed), or InputError in the
+    CLI's words (``f.json:1: invalid JSON: not UTF-8 text (byte 0xff at column 2)``)."""
+    data = raw.removeprefix(b"\xef\xbb\xbf")
+    try:
+        return loads(data)  # integers beyond 64 bits exact, as every JSON input
+    except orjson.JSONDecodeError as exc:
+        raise document_error(exc, data, file=name) from None
+
+
+def strategy_rows(rows: Iterable[tuple[str, str]]) -> dict[str, Any]:
+    """The Configuration page's table (field, strategy) as a mapping for ``parse_strategies``:
+    an empty field name or one listed twice is refused."""
+    mapping: dict[str, Any] = {}
+    for field, strategy in rows:
+        if not field.strip():
+            raise InputError("a field name must not be empty", value=strategy)
+        if field in mapping:
+            raise InputError("the field is listed twice", field=field)
+        mapping[field] = strategy
+    return mapping
+
+
+REQUEST_PARTS: dict[Section, str] = {  # a section by the name a request gives it
+    "strategies": "field_strategies",
+    "thresholds": "thresholds",
+    "weights": "weights",
+}
+
+
+def merged(
+    saved: SavedConfig,
+    base: EvalConfig,
+    *,
+    strategies: Mapping[str, Any] | None = None,
+    thresholds: Mapping[str, Any] | None = None,
+    weights: Mapping[str, Any] | None = None,
+    flatten: bool = False,
+    safety_check: Literal["off", "leaks"] = "off",
+) -> EvalConfig:
+    """A request's configuration merged with the saved one (``jsoneval.merged_config``) and the
+    server's matcher ``base``; a bad section is a 422 naming the request's part."""
+    given = {
+        "strategies": strategies,
+        "weights": weights,
+        **(thresholds or {}),
+        "flatten": flatten,
+        "safety_check": safety_check,
+        **server_matcher(base),
+    }
+    try:
+        if thresholds is not None:  # its names and values checked as the section's
+            try:
+                parse_section("thresholds", thresholds)
+            except InputError as exc:
+                raise SectionError("thresholds", exc) from None
+        return merged_config(given, saved, lambda _: None)
+    except SectionError as exc:
+        part = REQUEST_PARTS[exc.section]
+        field = f"{part}.{exc.error.field}" if exc.error.field and not exc.saved else part
+        raise ApiError.invalid(exc.error, field=field) from None
 
 
 def evaluate_one(
@@ -109,12 +180,9 @@ def score_run(
     shown: Mapping[str, str],
     params: Mapping[str, str] | None = None,
 ) -> core.Outcome:
-    """``core.score`` of ``inputs`` into the run folder ``out`` and the app's store, in the
-    caller's worker thread (runs of other requests go on at once; their plots are drawn one at
-    a time: ``reports.PLOTTING``). Each server path of ``shown`` is named as the client sent it; a ``UsageProblem``
-    is a 422 whose field is its param (renamed by ``params``; without them a setting
-    ``settings.KEY`` and an input its role), ``CannotWrite`` a 507, a judge
-    that gives no similarity a 502."""
+    """``core.score`` into the run folder ``out`` and the store, in the caller's thread, server
+    paths named as ``shown``; a usage problem is a 422 naming its param (by ``params``, else
+    ``settings.KEY`` or the role), ``CannotWrite`` a 507, a failed judge a 502."""
     label, models = core.model_label(core.get(system), inputs)
     events = core.Events(warn=lambda line: _log.warning("%s", hidden(line, shown)))
     try:
@@ -128,7 +196,10 @@ def score_run(
             models=models,
             store=ctx.store,
             events=events,
-            extras={"matchers": ctx.matchers.get(), "matcher_config": server_matcher(ctx)},
+            extras={
+                "matchers": ctx.matchers.get(),
+                "matcher_config": server_matcher(ctx.base_config),
+            },
         )
     except UsageProblem as exc:
         if params is None:  # the generic route: a setting by its key, an input by its role
@@ -152,9 +223,8 @@ async def score_uploads(
     root: Path | None,
     params: Mapping[str, str] | None = None,
 ) -> tuple[core.Outcome, dict[str, str]]:
-    """Keep each upload by its role in a new ``request_folder`` (``inputs/ROLE/FILE``) and score
-    them into its ``run/`` (``score_run``, in a worker thread): the outcome, and each server path
-    as the client names it (the file name it sent, the folder under the data root)."""
+    """Each upload kept in a new ``request_folder`` (``inputs/ROLE/FILE``) and scored into its
+    ``run/`` in a worker thread: the outcome, and each server path as the client names it."""
     with request_folder(root, system) as base:
         inputs, shown = [], {str(base): f"{RUNS}/{base.name}"}
         for role, upload in uploads:
@@ -169,10 +239,9 @@ async def score_uploads(
     return outcome, shown
 
 
-def server_matcher(ctx: AppContext) -> dict[str, Any]:
-    """The server's matcher settings: what every run of the server is scored and signed with,
-    whatever a request's settings say (a request never points the server at another judge)."""
-    base = ctx.base_config
+def server_matcher(base: EvalConfig) -> dict[str, Any]:
+    """The server's matcher settings (``base``): what every run of the server is scored and signed
+    with, whatever a request says (a request never points the server at another judge)."""
     return {
         "matcher": base.matcher,
         "judge_base_url": base.judge_base_url,
@@ -213,9 +282,8 @@ def each_text(value: Any, change: Callable[[str], str]) -> Any:
 
 
 def client_paths(value: Any, root: Path | None) -> Any:
-    """``value`` (JSON: a stored run) with the server's paths named as the scoring routes name
-    them to the client (``hidden``): an API run's upload by its file name, any other path under
-    the data root relative to it (a run folder: ``fieldcheck-runs/api-json-.../run``)."""
+    """``value`` (a stored run's JSON) with server paths named as the scoring routes name them: an
+    upload by its file name, any other path under the data root relative to it."""
     temp = f"{Path(tempfile.gettempdir()).resolve()}/{UPLOADS}"
     folders = [temp] + ([f"{root.resolve()}/{RUNS}/"] if root is not None else [])
     upload = re.compile("(?:" + "|".join(map(re.escape, folders)) + r")[^/]*/inputs/[^/]+/")
@@ -230,10 +298,8 @@ def client_paths(value: Any, root: Path | None) -> Any:
 
 @contextmanager
 def request_folder(root: Path | None, system: str) -> Iterator[Path]:
-    """A new folder for one API run's uploads (``inputs/``) and run folder (``run/``) under
-    ``root``/fieldcheck-runs/, kept as every run folder; removed again when the request is
-    refused (a 422: nothing of the run was written). Without ``root``, a temporary folder
-    removed once answered."""
+    """A new folder under ``root``/fieldcheck-runs/ for one API run's ``inputs/`` and ``run/``,
+    removed on a 422 (nothing written); without ``root``, a temporary folder."""
     if root is None:
         with tempfile.TemporaryDirectory(prefix=UPLOADS) as temp:
             yield Path(temp)

@@ -1,6 +1,5 @@
 """What stands before every route: the body size limit (413), the bearer token, and on a
-loopback server the Host and Origin checks that keep other web sites out (DNS rebinding, forms
-posted from another origin)."""
+loopback server the Host and Origin checks (DNS rebinding, forms posted from another origin)."""
 
 from __future__ import annotations
 
@@ -31,17 +30,6 @@ class BodyTooLarge(HTTPException):
 
 def too_large(limit: int) -> str:
     return f"the request body is larger than {limit} bytes"
-
-
-async def _reply(
-    scope: Scope,
-    receive: Receive,
-    send: Send,
-    status: int,
-    message: str,
-    headers: Mapping[str, str] | None = None,
-) -> None:
-    await JSONResponse(error_body(message), status, headers)(scope, receive, send)
 
 
 class Guard:
@@ -103,8 +91,9 @@ class Guard:
         elif length is not None and length.isdigit() and int(length) > limit:
             refused = 413, too_large(limit)
         if refused is not None:
-            challenge = {"www-authenticate": "Bearer"} if refused[0] == 401 else None
-            await _reply(scope, receive, send, *refused, challenge)
+            status, message = refused
+            challenge = {"www-authenticate": "Bearer"} if status == 401 else None
+            await JSONResponse(error_body(message), status, challenge)(scope, receive, send)
             return
         received = 0
         started = False
@@ -128,4 +117,4 @@ class Guard:
             await self.app(scope, counted_receive, tracked_send)
         except BodyTooLarge:
             if not started:
-                await _reply(scope, receive, send, 413, too_large(limit))
+                await JSONResponse(error_body(too_large(limit)), 413)(scope, receive, send)

@@ -1,8 +1,5 @@
-"""How the app is served: bind address, data root, size limits, token and matcher settings.
-
-The server binds to 127.0.0.1 unless told otherwise; bound anywhere else it refuses to start
-without a bearer token (``FIELDCHECK_API_TOKEN``), and with one it asks for it on every route.
-"""
+"""How the app is served: bind address, data root, size limits, token and matcher settings; bound
+beyond loopback it needs a bearer token (``FIELDCHECK_API_TOKEN``), asked on every route."""
 
 from __future__ import annotations
 
@@ -55,15 +52,8 @@ def check_binding(host: str, token: str | None) -> None:
 
 @dataclass(frozen=True)
 class ApiSettings:
-    """Everything ``create_app`` needs; ``fieldcheck serve`` fills it from its options.
-
-    ``token``: None on loopback means no authentication; when set it is required on every
-    route wherever the server is bound. ``data_root``: the only folder ``batch-path`` reads
-    from and the scoring routes keep their uploads and run folders in (None: ``batch-path`` and
-    ``/api/score`` are refused). ``database_url``: None means the store's default
-    (``FIELDCHECK_DATABASE_URL`` or the SQLite file). The matcher settings are the server's,
-    never a request's (a request cannot point the server at another judge URL).
-    """
+    """What ``create_app`` needs, from ``fieldcheck serve``'s options (docs/api.md): without
+    ``data_root``, ``batch-path`` and ``/api/score`` are refused; the matcher is never a request's."""
 
     host: str = "127.0.0.1"
     port: int = 8000

@@ -17,13 +17,8 @@ _FORMULA_CHARS = frozenset(_FORMULA_START)
 
 
 def neutralise_cell(value: Any) -> Any:
-    """Prefix ``'`` to a text cell that a spreadsheet would run as a formula (OWASP CSV injection).
-
-    Numbers stay numbers (so ``-3`` stays a number); text starting with ``= + - @ | %`` or a
-    control character is prefixed, unless it is a plain number (``-9.7%``, ``-$1,234.5``,
-    ``+3.2 million``: data, never altered; issue 9). ``None`` becomes an empty cell; dicts and
-    lists become compact JSON.
-    """
+    """A cell a spreadsheet cannot run as a formula (OWASP CSV injection): text starting with
+    ``= + - @ | %`` or a control character prefixed ``'`` unless a plain number (issue 9)."""
     if type(value) is str:  # the common cell: text that cannot start a formula
         if not value or value[0] not in _FORMULA_CHARS:
             return value
@@ -50,11 +45,8 @@ _PLAIN_NUMBER = re.compile(
 
 
 def is_plain_number(text: str) -> bool:
-    """A number as data: optional sign and currency symbol, digits (``,`` thousands separators,
-    point, exponent), then optionally ``%`` or a scale word (million, bn, k...). ASCII digits
-    only; not ``-inf`` or ``nan``, which Python's ``float`` reads but a spreadsheet takes for a
-    formula. Its only ``+``/``-`` are a leading sign and an exponent's sign, so no formula
-    (``-2+3``, ``+cmd|...``) is a plain number."""
+    """A number as data (sign, currency, digits, ``%`` or a scale word: docs/decisions.md); its only
+    ``+``/``-`` are a leading sign and an exponent's, so no formula is a plain number."""
     return _PLAIN_NUMBER.fullmatch(text) is not None
 
 

@@ -1,10 +1,5 @@
-"""The report skeleton every system shares: one description rendered as ``report.md`` and a
-standalone ``report.html`` (every value from the data escaped), plus plot helpers.
-
-A system builds a :class:`Report` (headings, paragraphs, tables, lists, plots, a glossary of its
-metrics with the spec's formulas) and calls :func:`write_report`; the layout is the same for
-slots, JSON and numeric QA (issue 9, "Reports and gating").
-"""
+"""The report skeleton every system shares (issue 9, "Reports and gating"): a :class:`Report`
+rendered as ``report.md`` and a standalone, escaped ``report.html``, plus plot helpers."""
 
 from __future__ import annotations
 
@@ -39,10 +34,8 @@ CSS = (
     "code{background:#f4f4f4;overflow-wrap:break-word}"
     "dt{font-weight:bold;margin-top:.5em}"
 )
-"""Inline in ``report.html`` (no stylesheet to fetch). A long value (the signature, a formula)
-wraps, between words where it can (the signature after its ``|`` and ``,``), a wide table
-scrolls by itself and plots share the width two by two, so the page never scrolls sideways at
-1366 px (issue 28's screenshot pass)."""
+"""Inline in ``report.html``: long values wrap, wide tables scroll, plots go two by two, so the
+page never scrolls sideways at 1366 px (issue 28's screenshot pass)."""
 
 
 def page_head(title: str) -> list[str]:
@@ -240,12 +233,8 @@ def no_glyph_warnings() -> Iterator[None]:
 
 @contextmanager
 def interrupts_deferred() -> Iterator[None]:
-    """A Ctrl-C while a plot is drawn takes effect once it is saved: raised inside matplotlib it
-    became a ``ValueError: Invalid bounding box`` traceback, or was swallowed by a destructor
-    (a tester's finding). So do SIGTERM and SIGHUP where a Python handler takes them (the CLI's
-    sends them Ctrl-C's way): with SIGINT ignored, they were dropped and the command went on
-    (a tester's finding). An ignored SIGINT stays ignored. Only in the main thread, where
-    signal handlers are set."""
+    """A Ctrl-C (and a handled SIGTERM, SIGHUP) while a plot is drawn takes effect once it is saved:
+    raised inside matplotlib it became a traceback or was lost (testers' findings); main thread only."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -281,9 +270,8 @@ def count_axis(axis: Any) -> None:
 
 @contextmanager
 def figure(path: Path, **subplots: Any) -> Iterator[tuple[Any, Any]]:
-    """``with figure(folder / 'plot_x.png', figsize=...) as (fig, ax):`` draws, then saves; the
-    figure is always closed. A Ctrl-C
-    meanwhile takes effect once it is closed (``interrupts_deferred``)."""
+    """``with figure(folder / 'plot_x.png', figsize=...) as (fig, ax):`` draws, then saves and
+    closes it (a Ctrl-C meanwhile takes effect after: ``interrupts_deferred``)."""
     with interrupts_deferred(), PLOTTING:
         plt = pyplot()
         fig, ax = plt.subplots(**subplots)
@@ -297,8 +285,7 @@ def figure(path: Path, **subplots: Any) -> Iterator[tuple[Any, Any]]:
 
 
 def save_figure(fig: Any, path: Path) -> Path:
-    """Save an already drawn figure; always closes it (a Ctrl-C meanwhile takes effect once it is
-    closed)."""
+    """Save an already drawn figure and close it (a Ctrl-C meanwhile takes effect after)."""
     with interrupts_deferred(), PLOTTING:
         plt = pyplot()
         try:

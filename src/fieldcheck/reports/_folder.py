@@ -1,8 +1,5 @@
 """A run's folder (ARCHITECTURE.md "A run, its folder, its items"; docs/formats.md "Output
-folders"): written as ``DEST.fieldcheck-partial`` beside its destination and renamed to ``DEST``
-when complete, its ``run.json`` saying what wrote it and whether it is complete. fieldcheck
-never removes or replaces a file it did not write: ``DEST`` must be new or empty, and the only
-folder it writes into again is its own unfinished one, when the same command resumes it."""
+folders"): written beside its destination, renamed into place when complete, never over a file."""
 
 from __future__ import annotations
 
@@ -133,11 +130,8 @@ class _State:
 
 @dataclass
 class Scored:
-    """What a system's scoring of one run gives the pipeline (ARCHITECTURE.md "One evaluation,
-    one path"): ``result`` its own result object (what its report printer reads), the files it
-    wrote by name, the metrics and intervals the store keeps, the signature, whether some input
-    was not scored (exit 3), the ``--fail-under`` values by model (``""`` for one model) and
-    what ``--json`` prints (its summary file as written)."""
+    """What a system's scoring of one run gives the pipeline (ARCHITECTURE.md "One evaluation, one
+    path"); ``failed``: some input not scored (exit 3), ``gate``: ``--fail-under`` values by model."""
 
     result: Any
     files: dict[str, Path]
@@ -150,11 +144,8 @@ class Scored:
 
 
 class Views:
-    """The defaults of ``core.System``'s view methods, which a system overrides where its
-    stored metrics differ: one column per run, headline metrics and their intervals at the top
-    of its metrics, latency under ``latency_key``, its export columns as its item table, no paired
-    tests; items paired on their key, compared on right or wrong (``store.Pairing``); no input
-    named the dataset; the settings ``model`` and ``models`` name the model."""
+    """The defaults of ``core.System``'s view methods, which a system overrides where its stored
+    metrics differ: one column per run, metrics at the top level, items paired on their key."""
 
     export_columns: tuple[tuple[str, str, str], ...] = ()
     latency_key = "latency_s"
@@ -229,9 +220,8 @@ def _tones(rows: Sequence[Any], tones: Sequence[str | None]) -> list[str | None]
 def text_block(
     label: str, text: str, *, code: bool = False, folded: bool = False
 ) -> dict[str, Any]:
-    """A story's block of text shown as written (a question, a prompt message); ``code``: text
-    of a machine (a raw reply, a program), in a monospace font; ``folded``: shown on demand (a
-    long prompt)."""
+    """A story's text as written (a question, a prompt); ``code``: a machine's text (a raw reply)
+    in a monospace font; ``folded``: shown on demand (a long prompt)."""
     return {"kind": "code" if code else "text", "label": label, "text": text, "folded": folded}
 
 
@@ -272,11 +262,8 @@ class RunFolder:
         models: Sequence[str] = (),
         system: str | None = None,
     ) -> RunFolder:
-        """The folder of a run of ``command`` (``json batch``) into ``out`` (None: a new one
-        under ``fieldcheck-runs/`` named by the command, ``label`` and the time); run.json names
-        ``system`` (default: the command's first word). ``out`` must
-        be new or empty; its partial folder, when one exists, must be an unfinished run of the
-        same command on the same inputs (sha256), which this run continues; else
+        """The folder of a run of ``command`` into ``out`` (new or empty; None: a new one under
+        fieldcheck-runs/), continuing its partial folder of the same command and inputs; else
         ``FolderError`` with nothing touched."""
         dest = Path(out) if out is not None else default_destination(command, label)
         check_destination(dest)
@@ -404,9 +391,8 @@ class RunFolder:
 
     @contextmanager
     def atomic(self, name: str) -> Iterator[Path]:
-        """The path of the file ``name`` to write (its folders made); it counts as written when
-        the block ends without an error. (The whole folder is renamed into place when complete,
-        so a file needs no temporary name of its own.)"""
+        """The path of the file ``name`` to write (its folders made), written when the block ends
+        without an error (the whole folder is renamed into place, so no temporary name)."""
         path = self.path / name
         path.parent.mkdir(parents=True, exist_ok=True)
         yield path
@@ -437,9 +423,8 @@ class RunFolder:
         run_id: str | None = None,
         settings: dict[str, Any] | None = None,
     ) -> None:
-        """What run.json says besides the inputs: the signature and the settings scored with
-        (per model folder in a folder of several), and the ids the store gave the run (written
-        at once, so a Ctrl-C leaves the id for the resume to finish)."""
+        """The signature and settings (per model folder) for run.json, and the store's run id
+        (written at once, so a Ctrl-C leaves it for the resume to finish)."""
         info = self._state.info
         if info is None:
             return
@@ -464,10 +449,8 @@ class RunFolder:
         return self._state.done
 
     def finish(self) -> None:
-        """run.json says complete and the partial folder is renamed into place (onto the empty
-        destination folder, if one was given). Only the whole folder finishes: a subfolder's
-        call, or a second one, does nothing. OSError when the destination is no longer new or
-        empty: the complete run stays in the partial folder."""
+        """run.json says complete and the partial folder is renamed into place (once, by the whole
+        folder); OSError when the destination was filled meanwhile (the run stays partial)."""
         state = self._state
         if self.prefix or state.done or state.info is None:
             return
@@ -488,9 +471,8 @@ class RunFolder:
         state.done = True
 
     def interrupted_line(self, note: str = "") -> str:
-        """What a Ctrl-C left: every file the folder holds (whatever wrote it: run.json, plots,
-        reports), where, the files this run meant to write and did not finish, and how to go
-        on; ``note`` says what going on costs."""
+        """What a Ctrl-C left: the folder's files, where, those not finished, and how to go on;
+        ``note`` says what going on costs."""
         state = self._state
         where = state.dest if state.done else state.temp
         held = _files(where)

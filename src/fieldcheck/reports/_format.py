@@ -15,15 +15,8 @@ def format_pvalue(p: float | None) -> str:
 
 
 def format_seconds(seconds: float | None) -> str:
-    """A duration for people, in units that keep its digits: ``23.4 ms`` below a second,
-    ``1.23 s`` or ``264.9 s`` above; ``n/a`` when absent.
-
-    Milliseconds: one decimal from 10 ms (``57.0 ms``, ``999.9 ms``), two from 1 ms
-    (``2.35 ms``), three below (``0.412 ms``) and three significant digits below a microsecond
-    (``0.000412 ms``); seconds: two decimals below 10 s, one from there; NaN and infinity are
-    ``n/a``.
-    A value that would round to 1000.0 ms is shown as ``1.00 s``. Files keep the seconds
-    unrounded; only this rounds."""
+    """A duration in units that keep its digits (``23.4 ms``, ``2.35 ms``, ``1.23 s``, ``264.9 s``:
+    docs/decisions.md); ``n/a`` when absent or not finite. Files keep the seconds unrounded."""
     if seconds is None or not math.isfinite(seconds):
         return "n/a"
     ms = seconds * 1000
@@ -39,9 +32,8 @@ def format_seconds(seconds: float | None) -> str:
 
 
 def format_seconds_joined(values: Sequence[float | None]) -> str:
-    """Several durations joined by `` / ``, each as ``format_seconds`` gives it, the unit
-    written once at the end when they share it: ``25.5 / 26.5 / 29.0 / 382.1 ms``, but
-    ``850.0 ms / 1.20 s``; ``n/a`` for an absent one."""
+    """Durations joined by `` / ``, a shared unit written once: ``25.5 / 26.5 / 382.1 ms``, but
+    ``850.0 ms / 1.20 s``."""
     texts = [format_seconds(v) for v in values]
     units = {t.rsplit(" ", 1)[1] for t in texts if " " in t}
     if len(units) == 1 and all(" " in t for t in texts):

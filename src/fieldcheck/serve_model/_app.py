@@ -1,17 +1,10 @@
-"""``fieldcheck serve-model``: an OpenAI-compatible chat-completions server on 127.0.0.1 that plays
-synthetic models, so every pipeline runs on a machine with no model and no network.
-
-Each request goes to the responder whose prompt id appears in its system message (slot memory,
-ConvFinQA plan, JSON extraction, LLM judge). Answers are deterministic per (model, request): the
-responder's random generator is seeded from their digest, so a re-run gets the same replies. The
-server reports ``usage`` (characters / 4), can add latency, and can inject faults
-(``--fail-rate 429=0.1,500=0.05``) from its own seeded generator. Every reply is labelled synthetic
-(``system_fingerprint: fieldcheck-synthetic``).
-"""
+"""``fieldcheck serve-model`` (docs/running.md): an OpenAI-compatible server on 127.0.0.1 playing
+synthetic models, each reply seeded by the digest of (model, messages) and labelled synthetic."""
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import random
 import socket
 import threading
@@ -79,22 +72,15 @@ class ServerState:
     def fault(self) -> int | None:
         with self._lock:
             draw = self._faults.random()
-        edge = 0.0
-        for status, rate in self.fail_rates.items():
-            edge += rate
-            if draw < edge:
-                return status
-        return None
+        edges = zip(self.fail_rates, itertools.accumulate(self.fail_rates.values()), strict=True)
+        return next((status for status, edge in edges if draw < edge), None)
 
     def responder(self, messages: list[Message]) -> Responder | None:
         system = system_text(messages)
-        for responder in self.responders:
-            if responder.prompt_id in system:
-                return responder
-        return None
+        return next((r for r in self.responders if r.prompt_id in system), None)
 
 
-def _error(status: int, message: str, kind: str) -> JSONResponse:
+def _error(status: int, message: str, kind: str = "invalid_request_error") -> JSONResponse:
     headers = {"Retry-After": "0"} if status == 429 else None
     return JSONResponse(
         {"error": {"message": message, "type": kind, "code": status}},
@@ -134,19 +120,17 @@ def create_app(
         try:
             body = orjson.loads(await request.body())
         except orjson.JSONDecodeError:
-            return _error(400, "the request body is not JSON", "invalid_request_error")
+            return _error(400, "the request body is not JSON")
         if not isinstance(body, dict):
-            return _error(400, "the request body is not a JSON object", "invalid_request_error")
+            return _error(400, "the request body is not a JSON object")
         model = body.get("model")
         raw_messages = body.get("messages")
         if not isinstance(model, str) or not isinstance(raw_messages, list):
-            return _error(
-                400, "'model' (string) and 'messages' (list) are required", "invalid_request_error"
-            )
+            return _error(400, "'model' (string) and 'messages' (list) are required")
         messages: list[Message] = []
         for m in raw_messages:
             if not isinstance(m, dict) or not isinstance(m.get("content", ""), str):
-                return _error(400, "each message needs a string 'content'", "invalid_request_error")
+                return _error(400, "each message needs a string 'content'")
             messages.append({"role": str(m.get("role", "")), "content": m.get("content") or ""})
         status = state.fault()
         if status is not None:

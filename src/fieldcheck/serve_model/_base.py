@@ -40,9 +40,8 @@ def last_user_text(messages: list[Message]) -> str:
 
 @dataclass
 class LookupResponder:
-    """Answers a request whose item ``key`` finds in ``table`` (from the last user message) as
-    ``answer`` does with the model's profile (an unknown model: ``synthetic-careful``'s); an
-    unknown item gets ``{}``."""
+    """Answers the item ``key`` finds in ``table`` (from the last user message) with ``answer`` and
+    the model's profile (else ``synthetic-careful``'s); an unknown item gets ``{}``."""
 
     prompt_id: str
     table: Mapping[str, Any]

@@ -1,9 +1,5 @@
-"""Synthetic JSON-extraction responder (prompt ``json-extract-v1``) for ``fieldcheck serve-model``:
-it finds the document by the sha256 of the text between ``<document>`` and ``</document>``
-(``jsoneval.document_from_prompt``), answers its ground truth from
-``examples/json/documents.jsonl`` and makes each model's seeded errors (``PROFILES``; the table
-and what each error does: docs/json.md "The synthetic models"). Rates are drawn from the
-server's ``rng`` in a fixed order, so a reply depends only on (messages, model, rng)."""
+"""Synthetic JSON-extraction responder (``json-extract-v1``): the document's ground truth with each
+model's seeded errors (``PROFILES``: docs/json.md "The synthetic models"), drawn in a fixed order."""
 
 from __future__ import annotations
 
@@ -17,12 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from fieldcheck._util.errors import InputError
-from fieldcheck.jsoneval import (
-    PROMPT_ID,
-    document_digest,
-    document_from_prompt,
-    read_documents,
-)
+from fieldcheck.jsoneval import PROMPT_ID, document_digest, document_from_prompt, read_documents
 from fieldcheck.serve_model._base import LookupResponder, Responder
 
 DOCUMENTS_FILE = Path("json") / "documents.jsonl"
@@ -105,11 +96,7 @@ def answer(gt: dict[str, Any], profile: Profile, rng: random.Random) -> str:
     """The reply of a model with ``profile`` for a document whose ground truth is ``gt``."""
     out = copy.deepcopy(gt)
     if rng.random() < profile.typo:
-        names = [
-            ("vendor", "name"),
-            ("customer", "name"),
-            ("vendor", "address", "street"),
-        ]
+        names = [("vendor", "name"), ("customer", "name"), ("vendor", "address", "street")]
         path = rng.choice(names)
         holder: Any = out
         for part in path[:-1]:

@@ -1,9 +1,5 @@
-"""Synthetic judge: answers fieldcheck's LLM-judge prompts (fuzzy-v1, semantic-v1, slot-v1) with
-rapidfuzz's token-sort ratio of the two values, so judge metrics run end to end with no model.
-
-It is a stand-in, labelled synthetic like every serve-model answer: its scores are string
-similarity, not judgement.
-"""
+"""Synthetic judge: fieldcheck's LLM-judge prompts answered with rapidfuzz's token-sort ratio of
+the two values (string similarity, not judgement), so judge metrics run with no model."""
 
 from __future__ import annotations
 

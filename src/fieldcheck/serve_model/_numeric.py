@@ -1,10 +1,5 @@
-"""Synthetic ConvFinQA responder: answers the plan prompt (``convfinqa-plan-v1``) of ``fieldcheck
-numeric evaluate`` with the plan of the turn's gold program in ``convfinqa/dev.json`` (one
-extract step per number, from the table cell holding it, else the text; one compute step per
-operation), with each model's mistakes (``RATES``; the table and what each mistake does:
-docs/numeric.md "The synthetic model") drawn from a generator seeded by model, conversation and
-turn, so the repair round knows what went wrong the first time. Extract-only turns take the
-scale and sign mistakes as a compute step on the value."""
+"""Synthetic ConvFinQA responder (``convfinqa-plan-v1``): the plan of the turn's gold program with
+each model's mistakes (``RATES``: docs/numeric.md "The synthetic model"), seeded per turn."""
 
 from __future__ import annotations
 
@@ -98,20 +93,14 @@ def gold_plan(conversation: Conversation, turn: int) -> dict[str, Any] | None:
     table = conversation.doc.table
 
     def extract(value: float) -> dict[str, Any]:
+        step = {"tool": "extract", "value": _plain(value), "source": "text"}
+        tolerance = 1e-9 * max(1.0, abs(value))
         for row, cells in table.items():
             for column, cell in cells.items():
                 number = cell_number(cell)
-                if number is not None and abs(abs(number) - abs(value)) <= 1e-9 * max(
-                    1.0, abs(value)
-                ):
-                    return {
-                        "tool": "extract",
-                        "value": _plain(value),
-                        "source": "table",
-                        "row": row,
-                        "column": column,
-                    }
-        return {"tool": "extract", "value": _plain(value), "source": "text"}
+                if number is not None and abs(abs(number) - abs(value)) <= tolerance:
+                    return step | {"source": "table", "row": row, "column": column}
+        return step
 
     if program.value is not None:
         return {"steps": [extract(program.value.value)]}
@@ -140,10 +129,7 @@ def gold_plan(conversation: Conversation, turn: int) -> dict[str, Any] | None:
 def _append(plan: dict[str, Any], operation: str, constant: str) -> None:
     steps = plan["steps"]
     computed = sum(1 for s in steps if s["tool"] == "compute")
-    if computed:
-        first: Any = f"#{computed - 1}"
-    else:
-        first = steps[-1]["value"]
+    first = f"#{computed - 1}" if computed else steps[-1]["value"]
     steps.append({"tool": "compute", "operation": operation, "args": [first, constant]})
 
 

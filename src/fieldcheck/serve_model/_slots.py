@@ -1,9 +1,5 @@
-"""Synthetic slot-memory responder (prompt ``slot-memory-v1``) for ``fieldcheck serve-model``: it
-finds the session by the sha256 of the transcript between ``<session>`` and ``</session>``,
-answers that session's gold slots from ``examples/slots/gold.synthetic.jsonl`` as the update
-and makes each model's seeded errors (``PROFILES``; the table and what each error does:
-docs/slots.md "Synthetic models"). Rates are drawn from the server's ``rng`` in a fixed order,
-so a reply depends only on (messages, model, rng)."""
+"""Synthetic slot-memory responder (``slot-memory-v1``): the session's gold slots with each model's
+seeded errors (``PROFILES``: docs/slots.md "Synthetic models"), drawn in a fixed order."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
-"""``GET /api/compare`` and the Compare page ``/compare``: runs of one system (or the models of
-one slots run) side by side, with the paired test of the headline metric, the dataset and
-signature warnings, and the item matrix of the items they disagree on. The page renders the
-route's dict as it is (``compare_dict``); ``fieldcheck.runs.compare`` builds it."""
+"""``GET /api/compare`` and the Compare page: runs of one system (or a slots run's models) side by
+side, as ``fieldcheck.runs.compare`` builds them; the page renders the route's dict."""
 
 from __future__ import annotations
 

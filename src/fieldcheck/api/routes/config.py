@@ -4,23 +4,18 @@ replaced, imported from a JSON file and exported as one."""
 import os
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Body, File, UploadFile
+from fastapi import Body, File, UploadFile
 from fastapi.responses import Response
 
 from fieldcheck._util.errors import InputError
 from fieldcheck._util.jsonio import dumps
-from fieldcheck.api._body import CheckedBodyRoute
-from fieldcheck.api._config import parse_json_file
+from fieldcheck.api._body import api_router
 from fieldcheck.api._deps import Context
 from fieldcheck.api._errors import INVALID, ApiError, error_responses
+from fieldcheck.api._evaluation import parse_json_file
 from fieldcheck.jsoneval import Section
 
-router = APIRouter(
-    prefix="/api/config",
-    tags=["config"],
-    route_class=CheckedBodyRoute,
-    responses=error_responses(),
-)
+router = api_router("/api/config", "config")
 
 # section (its URL part), download name, what the body is
 _SECTIONS: tuple[tuple[Section, str, str], ...] = (
@@ -49,14 +44,25 @@ def upload_name(file: UploadFile) -> str:
 
 
 def _add_section(section: Section, filename: str, shape: str) -> None:
+    @router.get(f"/{section}", summary=f"The saved {section}")
     def get_section(ctx: Context) -> dict[str, Any]:
         return ctx.saved.get(section)
 
+    @router.put(
+        f"/{section}",
+        summary=f"Replace the saved {section}",
+        responses=error_responses({422: INVALID}),
+    )
     def put_section(
         ctx: Context, body: Annotated[dict[str, Any], Body(description=shape)]
     ) -> dict[str, Any]:
         return save_section(ctx, section, body)
 
+    @router.post(
+        f"/{section}/import",
+        summary=f"Replace the saved {section} from a JSON file",
+        responses=error_responses({422: INVALID}),
+    )
     def import_section(
         ctx: Context, file: Annotated[UploadFile, File(description=f"A JSON file: {shape}.")]
     ) -> dict[str, Any]:
@@ -66,38 +72,18 @@ def _add_section(section: Section, filename: str, shape: str) -> None:
             raise ApiError.invalid(exc, field="file") from None
         return save_section(ctx, section, data, file=upload_name(file))
 
+    @router.get(
+        f"/{section}/export",
+        summary=f"The saved {section} as a JSON file",
+        response_class=Response,
+        responses={200: {"content": {"application/json": {}}}},
+    )
     def export_section(ctx: Context) -> Response:
         return Response(
             dumps(ctx.saved.get(section), indent=True) + "\n",
             media_type="application/json",
             headers={"content-disposition": f'attachment; filename="{filename}"'},
         )
-
-    router.add_api_route(
-        f"/{section}", get_section, methods=["GET"], summary=f"The saved {section}"
-    )
-    router.add_api_route(
-        f"/{section}",
-        put_section,
-        methods=["PUT"],
-        summary=f"Replace the saved {section}",
-        responses=error_responses({422: INVALID}),
-    )
-    router.add_api_route(
-        f"/{section}/import",
-        import_section,
-        methods=["POST"],
-        summary=f"Replace the saved {section} from a JSON file",
-        responses=error_responses({422: INVALID}),
-    )
-    router.add_api_route(
-        f"/{section}/export",
-        export_section,
-        methods=["GET"],
-        summary=f"The saved {section} as a JSON file",
-        response_class=Response,
-        responses={200: {"content": {"application/json": {}}}},
-    )
 
 
 for _section in _SECTIONS:

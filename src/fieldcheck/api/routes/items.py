@@ -1,8 +1,9 @@
-"""A run and its item table (issue 28 page 2): ``GET /api/runs/{id}`` (the run, its metrics
-with intervals, its plots), ``GET /api/runs/{id}/items`` (its items searched, filtered, sorted
-and paged, read with DuckDB from the run's Parquet file) and the page ``/runs/{id}`` that shows
-exactly those two dicts. The table's columns and filters are the system's (``item_table``,
-``item_tag``); user text reaches DuckDB only as bound parameters, sort names only from them."""
+"""A run, its item table and an item (issue 28 pages 2 and 3): ``GET /api/runs/{id}`` (the run,
+its metrics with intervals, its plots), ``GET /api/runs/{id}/items`` (its items searched,
+filtered, sorted and paged with DuckDB: user text only as bound parameters, sort names only from
+the system's columns), ``GET /api/runs/{id}/items/{key}`` (an item's whole story: the key the
+rest of the path, or the ``key`` parameter of ``/item`` for ``.`` and ``..``) and the pages that
+render exactly those dicts."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse
 
 from fieldcheck import core
-from fieldcheck.api._body import CheckedBodyRoute
+from fieldcheck.api._body import api_router
 from fieldcheck.api._deps import AppContext, Context
 from fieldcheck.api._errors import INVALID, ITEMS_GONE, NO_RUN, ApiError, error_responses
 from fieldcheck.api._errors import items_missing as items_missing_text
@@ -26,24 +27,87 @@ from fieldcheck.runs import (
     format_cell,
     format_items,
     format_number,
+    item_story,
     item_url,
+    show_value,
 )
 from fieldcheck.store import ARTIFACTS_ENV, ERROR, ItemColumn, ItemsMissing, RunInfo
 
-router = APIRouter(
-    prefix="/api/runs", tags=["runs"], route_class=CheckedBodyRoute, responses=error_responses()
-)
+router = api_router("/api/runs", "runs")
 pages = APIRouter(include_in_schema=False)
+NO_ITEM = "No stored run has this id, or the run no item of this key (and model)."
+ItemModelQ = Annotated[
+    str | None,
+    Query(max_length=255, description="The model's item, where several models have this key."),
+]
+KeyQ = Annotated[
+    str,
+    Query(
+        max_length=4096,
+        description="The item's key (a key ``.`` or ``..`` is addressed so: a browser resolves "
+        "it in a path).",
+    ),
+]
+
+
+@router.get(
+    "/{run_id}/items/{key:path}",
+    summary="One item's whole story",
+    responses=error_responses({404: NO_ITEM, 410: ITEMS_GONE, 422: INVALID}),
+)
+def item_route(run_id: str, key: str, ctx: Context, model: ItemModelQ = None) -> dict[str, Any]:
+    """Its verdicts told by its system (json: per field; slots: per slot; numeric: question,
+    table, plan, checks, matches) as sections of values, tables and text, then its model call:
+    the prompt messages as sent, the raw reply, tokens, latency, attempts and error. Numbers
+    unrounded; ``result`` is the stored item as it is."""
+    run = _get(ctx, run_id)
+    try:
+        story = item_story(ctx.store, run, key, model)
+    except KeyError:
+        which = f" of model {model!r}" if model is not None else ""
+        raise ApiError(404, f"no item {key!r}{which} in run {run.id}", field="key") from None
+    shown: dict[str, Any] = client_paths(story, ctx.settings.data_root)
+    return shown
+
+
+@router.get(
+    "/{run_id}/item",
+    summary="One item's whole story, its key a parameter",
+    responses=error_responses({404: NO_ITEM, 410: ITEMS_GONE, 422: INVALID}),
+)
+def item_by_key(run_id: str, ctx: Context, key: KeyQ, model: ItemModelQ = None) -> dict[str, Any]:
+    """As ``/api/runs/{id}/items/{key}``, for any key, ``.`` and ``..`` included."""
+    return item_route(run_id, key, ctx, model)
+
+
+@pages.get("/runs/{run_id}/items/{key:path}")
+def item_page(
+    request: Request, run_id: str, key: str, ctx: Context, model: ItemModelQ = None
+) -> HTMLResponse:
+    status, story, error = 200, None, None
+    try:
+        story = item_route(run_id, key, ctx, model)
+    except ItemsMissing as exc:
+        status, error = 410, items_missing_text(exc)
+    except ApiError as exc:
+        status, error = exc.status, exc.message
+    return _render(ctx, request, "item.html", status, story=story, error=error, show=show_value)
+
+
+@pages.get("/runs/{run_id}/item")
+def item_page_by_key(
+    request: Request, run_id: str, key: KeyQ, ctx: Context, model: ItemModelQ = None
+) -> HTMLResponse:
+    return item_page(request, run_id, key, ctx, model)
+
+
 PAGE = 50  # the run page's items per page
 CHOICES = 200  # a filter's choices at most
 
 
 def run_view(ctx: AppContext, run: RunInfo) -> dict[str, Any]:
-    """The run as JSON (``_public``), its item counts, its metrics with their 95% intervals
-    (``runs.compare_runs`` of it alone), its plots and ``items_text``, the sentence of its
-    counts the page shows. A run whose items file is not under the artifacts root is shown
-    all the same (its metrics and counts are its row's), with ``items_missing``: why its items
-    cannot be read and where they were expected (null when they can)."""
+    """The run as JSON with its item counts, metrics and 95% intervals, plots and counts sentence;
+    ``items_missing`` says why its items cannot be read and where they were expected (or null)."""
     data = _public(ctx, run)
     scored = run.scored  # the calls alone of a model are never scored
     data["items_missing"], journal = None, False
@@ -77,7 +141,7 @@ def run_view(ctx: AppContext, run: RunInfo) -> dict[str, Any]:
 
 def _plots_note(run: RunInfo, shown: list[str]) -> str | None:
     """Why plots the run wrote are not shown: its output folder is gone, or the plots its
-    report.md names were moved out of it (the page said nothing: a new user's finding)."""
+    report.md names were moved out of it (a new user's finding)."""
     if not run.out_dir:
         return None
     folder = Path(run.out_dir)
@@ -106,10 +170,6 @@ def _sorts(run: RunInfo) -> dict[str, str]:
     return {"seq": "seq", "key": "key", **{c.name: c.order or c.sql for c in _columns(run)}}
 
 
-def _choices(values: list[Any]) -> list[dict[str, Any]]:
-    return [{"value": v, "label": str(v)} for v in values]
-
-
 def items_view(
     ctx: AppContext,
     run: RunInfo,
@@ -127,10 +187,8 @@ def items_view(
     offset: int = 0,
     limit: int = 100,
 ) -> dict[str, Any]:
-    """A page of the run's item table and how it was asked: its columns, its filters with
-    their choices and values, the items (each with its ``values`` in column order and its page's
-    ``href``), the total that match, ``next_after`` (keyset, in seq order) and ``next_offset``.
-    ApiError 422 naming the parameter for a sort or filter the run's table has not."""
+    """A page of the run's item table and how it was asked (columns, filters, items, total, next
+    pages); a 422 naming the parameter for a sort or filter the run's table has not."""
     errors = ctx.store.item_values(run.id, "error_type", limit=CHOICES)
     columns = tuple(c for c in _columns(run) if errors or c != ERROR)  # none: no error column
     sorts = _sorts(run)
@@ -198,9 +256,8 @@ def _filters(
     asked: dict[str, Any],
     errors: list[Any],
 ) -> list[dict[str, Any]]:
-    """The table's filters with their choices and values: failed, the system's tag (field,
-    topic), model (a run of several), its filter columns (turn, failure mode) and error type
-    (where any item has one)."""
+    """The table's filters with their choices and values: failed, the system's tag, model (of
+    several), its filter columns and error type (where any item has one)."""
     kind = core.find(run.system)
     flags = [{"value": True, "label": "failed"}, {"value": False, "label": "passed"}]
     found = [{"name": "failed", "label": "failed", "value": where["failed"], "choices": flags}]
@@ -221,7 +278,8 @@ def _filters(
 
 
 def _filter(name: str, label: str, value: Any, choices: list[Any]) -> dict[str, Any]:
-    return {"name": name, "label": label, "value": value, "choices": _choices(choices)}
+    listed = [{"value": v, "label": str(v)} for v in choices]
+    return {"name": name, "label": label, "value": value, "choices": listed}
 
 
 FailedQ = Annotated[bool | None, Query(description="Only failed items (true) or only passed.")]
@@ -306,9 +364,8 @@ def list_items(
 # the page ---------------------------------------------------------------------------------
 @pages.get("/runs/{run_id}")
 def run_page(request: Request, ctx: Context, run_id: str) -> HTMLResponse:
-    """The run page: ``run_view`` and ``items_view`` of its query rendered (a value the page
-    cannot read is left out, as a form leaves it empty; ``tag`` is the old page's field or
-    topic)."""
+    """``run_view`` and ``items_view`` of the page's query rendered (a value it cannot read left
+    out, as a form leaves it empty; ``tag`` is the old page's field or topic)."""
     try:
         run = _get(ctx, run_id)
     except ApiError as exc:

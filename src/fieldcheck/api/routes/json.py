@@ -5,38 +5,67 @@ from __future__ import annotations
 from pathlib import Path, PurePath
 from typing import Annotated, Any
 
-from fastapi import APIRouter, File, Query, UploadFile
+from fastapi import File, Query, UploadFile
+from pydantic import BaseModel, ConfigDict, Field
 
 from fieldcheck import core
 from fieldcheck._util.errors import InputError
-from fieldcheck.api._body import CheckedBodyRoute
-from fieldcheck.api._config import merged
+from fieldcheck.api._body import api_router
 from fieldcheck.api._deps import AppContext, Context
-from fieldcheck.api._errors import (
-    GUARD,
-    INVALID,
-    JUDGE_FAILED,
-    ApiError,
-    error_responses,
-)
+from fieldcheck.api._errors import GUARD, INVALID, JUDGE_FAILED, ApiError, error_responses
 from fieldcheck.api._evaluation import (
+    REQUEST_PARTS,
     RUNS,
     evaluate_one,
     hidden,
+    merged,
     request_folder,
     score_run,
     score_uploads,
     server_matcher,
 )
-from fieldcheck.api._schemas import BatchPathRequest, EvaluateRequest
-from fieldcheck.jsoneval import Section, parse_section
+from fieldcheck.jsoneval import SafetyCheck, parse_section
 
-router = APIRouter(
-    prefix="/api/json",
-    tags=["json"],
-    route_class=CheckedBodyRoute,
-    responses=error_responses(),
+router = api_router("/api/json", "json")
+_STRATEGIES = (
+    "Field -> EXACT, FUZZY, SEMANTIC or IGNORE (the spec's Field Strategy Config File); "
+    "omitted: the saved strategies."
 )
+_THRESHOLDS = "{fuzzy_threshold, semantic_threshold} in [0, 1]; omitted: the saved thresholds."
+_WEIGHTS = (
+    "RQS weights {accuracy, completeness, hallucination, safety}, each >= 0 (names left out "
+    "keep their default); omitted: the saved weights."
+)
+
+
+class _Config(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    field_strategies: dict[str, Any] | None = Field(None, description=_STRATEGIES)
+    thresholds: dict[str, Any] | None = Field(None, description=_THRESHOLDS)
+    weights: dict[str, Any] | None = Field(None, description=_WEIGHTS)
+    flatten: bool = Field(False, description="Score nested objects leaf by leaf (json --flatten).")
+    safety_check: SafetyCheck = Field("off", description="'off' or 'leaks' (json --safety-check).")
+
+
+class EvaluateRequest(_Config):
+    """One output against one ground truth: the result of ``fieldcheck json score --json``."""
+
+    ground_truth: dict[str, Any] = Field(description="The ground-truth JSON object.")
+    output: Any = Field(
+        description="The model's output: any JSON value, or text (parsed when it holds an object)."
+    )
+    safety_score: float | None = Field(
+        None, ge=0, le=1, allow_inf_nan=False, description="Overrides the safety score 1.0."
+    )
+
+
+class BatchPathRequest(_Config):
+    """A JSONL batch file under the server's data root (``fieldcheck serve --data-root``)."""
+
+    path: str = Field(min_length=1, max_length=4096, description="Path relative to the data root.")
+    bootstrap: int = Field(1000, ge=0, le=100_000, description="Bootstrap resamples (0: none).")
+    seed: int = Field(0, ge=0, le=2**32 - 1, description="Seed of the bootstrap.")
 
 
 @router.post(
@@ -95,17 +124,12 @@ _PARAMS = {
 def stored_settings(
     ctx: AppContext, body: BatchPathRequest | None, *, bootstrap: int, seed: int
 ) -> dict[str, Any]:
-    """The json system's stored settings of a request: the sections it gives (each checked, a
-    bad one a 422 naming the request's part) and the server's matcher. A section not given
-    takes the saved one where every command's does, in the json system (one rule)."""
-    config = server_matcher(ctx)
+    """The json system's stored settings of a request: the sections it gives (a bad one a 422
+    naming the request's part) and the server's matcher; the rest come from the saved ones."""
+    config = server_matcher(ctx.base_config)
     if body is not None:
-        given: tuple[tuple[str, Section, Any], ...] = (
-            ("field_strategies", "strategies", body.field_strategies),
-            ("thresholds", "thresholds", body.thresholds),
-            ("weights", "weights", body.weights),
-        )
-        for part, section, value in given:
+        for section, part in REQUEST_PARTS.items():
+            value = getattr(body, part)
             if value is None:
                 continue
             try:

@@ -8,6 +8,7 @@ import hmac
 import math
 import os
 import re
+from collections.abc import Callable
 from typing import Annotated, Any
 from urllib.parse import parse_qsl
 
@@ -18,10 +19,16 @@ from starlette.datastructures import FormData
 from starlette.datastructures import UploadFile as StarletteUpload
 
 from fieldcheck._util.errors import InputError
-from fieldcheck.api._config import merged, parse_json_file, strategy_rows
 from fieldcheck.api._deps import AppContext, Context
 from fieldcheck.api._errors import ApiError
-from fieldcheck.api._evaluation import evaluate_one, parse_ground_truth_text, parse_output_text
+from fieldcheck.api._evaluation import (
+    evaluate_one,
+    merged,
+    parse_ground_truth_text,
+    parse_json_file,
+    parse_output_text,
+    strategy_rows,
+)
 from fieldcheck.api._guard import TOKEN_COOKIE
 from fieldcheck.jsoneval import JsonEvalResult, RqsWeights, Section
 from fieldcheck.metrics import BUCKET_NAMES, STRATEGIES
@@ -45,13 +52,8 @@ _PART_NAME = re.compile(rb'(?<![A-Za-z])name="([^"\r\n]*)"')
 
 
 def form_text_error(raw: bytes, content_type: str | None) -> InputError | None:
-    """The first form field of ``raw`` whose text is not UTF-8 (a byte such as 0xff, or a lone
-    surrogate's three bytes), as an InputError naming it; None when every field is text.
-
-    Starlette reads such text as U+FFFD (URL-encoded) or as Latin-1 (multipart) without a word,
-    so the raw body is checked: a URL-encoded field after its percent-decoding, a multipart body
-    (text fields and uploaded JSON files alike, all meant as UTF-8) whole, the field being the
-    part the first bad byte is in."""
+    """The first form field of the raw body whose text is not UTF-8, as an InputError naming it
+    (Starlette reads it without a word: docs/decisions.md); None when every field is text."""
     kind = (content_type or "").split(";")[0].strip().lower()
     if kind == "application/x-www-form-urlencoded":
         pairs = parse_qsl(raw.decode("latin-1"), keep_blank_values=True, encoding="latin-1")
@@ -116,14 +118,13 @@ def _configuration(
     saved: str | None = None,
 ) -> HTMLResponse:
     """The Configuration page; with ``error`` (in ``error_section``), a 400."""
-    strategies = ctx.saved.get("strategies")
     return _render(
         ctx,
         request,
         "configuration.html",
         400 if error else 200,
         active="/configuration",
-        rows=rows if rows is not None else list(strategies.items()),
+        rows=rows if rows is not None else list(ctx.saved.get("strategies").items()),
         strategy_names=STRATEGIES,
         thresholds=ctx.saved.get("thresholds"),
         weights=ctx.saved.get("weights"),
@@ -143,13 +144,14 @@ def _save(
     ctx: AppContext,
     request: Request,
     section: Section,
-    data: Any,
+    parse: Callable[[], Any],
     rows: list[tuple[str, str]] | None = None,
     *,
     file: str | None = None,
 ) -> Response:
+    """Save what ``parse`` gives; an InputError of either shows the page with it (a 400)."""
     try:
-        ctx.saved.put(section, data, file=file)
+        ctx.saved.put(section, parse(), file=file)
     except InputError as exc:
         return _configuration(ctx, request, error=exc, error_section=section, rows=rows)
     return RedirectResponse(f"/configuration?saved={section}", status_code=303)
@@ -168,11 +170,7 @@ async def save_strategies(request: Request, ctx: Context) -> Response:
     fields = [str(v) for v in form.getlist("field")]
     values = [str(v) for v in form.getlist("strategy")]
     rows = list(zip(fields, values, strict=False))
-    try:
-        mapping = strategy_rows(rows)
-    except InputError as exc:
-        return _configuration(ctx, request, error=exc, error_section="strategies", rows=rows)
-    return _save(ctx, request, "strategies", mapping, rows)
+    return _save(ctx, request, "strategies", lambda: strategy_rows(rows), rows)
 
 
 @router.post("/configuration/{section}/import")
@@ -185,11 +183,8 @@ async def import_section(section: Section, request: Request, ctx: Context) -> Re
         error = "choose a JSON file to import"
         return _configuration(ctx, request, error=error, error_section=section)
     name = os.path.basename(upload.filename)
-    try:
-        data = parse_json_file(await upload.read(), name=name)
-    except InputError as exc:
-        return _configuration(ctx, request, error=exc, error_section=section)
-    return _save(ctx, request, section, data, file=name)
+    raw = await upload.read()
+    return _save(ctx, request, section, lambda: parse_json_file(raw, name=name), file=name)
 
 
 _NOT_A_NUMBER = "input should be a valid number"
@@ -226,11 +221,7 @@ async def save_numbers(request: Request, ctx: Context) -> Response:
     if (bad := await _bad_text(request)) is not None:
         return _configuration(ctx, request, error=bad, error_section=section)
     form = {k: str(v) for k, v in (await request.form()).items()}
-    try:
-        data = _numbers(form, _NUMBER_FIELDS[section])
-    except InputError as exc:
-        return _configuration(ctx, request, error=exc, error_section=section)
-    return _save(ctx, request, section, data)
+    return _save(ctx, request, section, lambda: _numbers(form, _NUMBER_FIELDS[section]))
 
 
 # test evaluation ----------------------------------------------------------------------------
@@ -254,8 +245,8 @@ async def _text(form: FormData, name: str) -> str:
 
 
 def _evaluated(ctx: AppContext, gt_text: str, out_text: str) -> JsonEvalResult:
-    """The page's texts scored with the saved configuration: in a worker thread, since the
-    matchers may load a model or wait on a judge (the event loop serves the other requests)."""
+    """The page's texts scored with the saved configuration (in a worker thread: the matchers
+    may load a model or wait on a judge)."""
     gt = parse_ground_truth_text(gt_text)
     config = merged(ctx.saved, ctx.base_config)
     return evaluate_one(parse_output_text(out_text), gt, config, ctx.matchers)
@@ -271,11 +262,7 @@ async def run_evaluation(request: Request, ctx: Context) -> HTMLResponse:
             ctx, request, "evaluate.html", 422, error=bad.one_line(), active="/evaluate", **shown
         )
     gt_text, out_text = await _text(form, "ground_truth"), await _text(form, "output")
-    page: dict[str, Any] = {
-        "active": "/evaluate",
-        "ground_truth": gt_text,
-        "output": out_text,
-    }
+    page: dict[str, Any] = {"active": "/evaluate", "ground_truth": gt_text, "output": out_text}
     try:
         result = await run_in_threadpool(_evaluated, ctx, gt_text, out_text)
     except ApiError as exc:

@@ -1,13 +1,12 @@
-"""``/api/runs`` and the Runs pages: the scored runs in the store, listed, shown, their items
-paged and filtered (keyset on the indexed columns), compared, exported (streamed) and re-scored.
-Thin shells over ``fieldcheck.runs`` and the store; every page value is autoescaped."""
+"""``/api/runs`` and the Runs pages (issue 28 page 1): the runs in the store listed (every figure
+from the run's row: no items file opened), compared, exported (streamed) and re-scored."""
 
 from __future__ import annotations
 
 import os
 from datetime import datetime
-from pathlib import Path
-from typing import Annotated, Any, Literal
+from pathlib import Path, PurePath
+from typing import Annotated, Any, Literal, get_args
 from urllib.parse import quote
 
 from fastapi import APIRouter, Query, Request
@@ -15,34 +14,37 @@ from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, Stre
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 from starlette.concurrency import run_in_threadpool
 
+from fieldcheck import core
 from fieldcheck._util.errors import InputError, input_error_of
-from fieldcheck.api._body import CheckedBodyRoute
+from fieldcheck.api._body import api_router
 from fieldcheck.api._deps import AppContext, Context
-from fieldcheck.api._errors import (
-    INVALID,
-    ITEMS_GONE,
-    NO_RUN,
-    ApiError,
-    error_responses,
-)
+from fieldcheck.api._errors import INVALID, ITEMS_GONE, NO_RUN, ApiError, error_responses
 from fieldcheck.api._evaluation import client_paths
 from fieldcheck.api.routes.compare import compare_dict
-from fieldcheck.runs import (
-    format_latency,
-    iter_export,
-    rescore,
-)
+from fieldcheck.runs import format_latency, iter_export, rescore
 from fieldcheck.store import RunInfo
 
-router = APIRouter(
-    prefix="/api/runs",
-    tags=["runs"],
-    route_class=CheckedBodyRoute,
-    responses=error_responses(),
-)
+router = api_router("/api/runs", "runs")
 pages = APIRouter(include_in_schema=False)
 MAX_PAGE = 500
 PLOT_SUFFIXES = (".png",)
+PAGE = 50
+SHORT_SHA = 12
+Sort = Literal[
+    "started",
+    "system",
+    "model",
+    "dataset",
+    "metric",
+    "items",
+    "failed",
+    "call_errors",
+    "tokens",
+    "cost",
+    "latency",
+]
+TEXT_SORTS = ("system", "model", "dataset")
+"""Columns first sorted A to Z; the others (numbers, times) largest first."""
 
 
 class RescoreRequest(BaseModel):
@@ -89,6 +91,92 @@ def _iso_8601(value: Any) -> Any:
 
 DateQ = Annotated[datetime | None, BeforeValidator(_iso_8601)]
 LimitQ = Annotated[int, Query(ge=1, le=MAX_PAGE)]
+
+
+def _row(ctx: AppContext, run: RunInfo) -> dict[str, Any]:
+    """A run as the list gives it: every field of ``GET /api/runs/{id}`` stored on its row,
+    with its dataset's file name and short sha256 and its headline metric per model."""
+    row = _public(ctx, run)
+    system = core.find(run.system)
+    row["dataset_name"] = PurePath(run.dataset).name if run.dataset else ""
+    row["dataset_sha256_short"] = run.dataset_sha256[:SHORT_SHA]
+    row["metric"] = {
+        "name": core.headline_metric(system) if system else None,
+        "values": core.headline_values(system, run.model, run.metrics, run.intervals)
+        if system and run.metrics
+        else [],
+    }
+    tokens = (run.input_tokens, run.output_tokens)
+    row["tokens"] = None if None in tokens else sum(t or 0 for t in tokens)
+    return row
+
+
+@router.get(
+    "",
+    summary="The runs: one row per evaluation, sorted, filtered and paged",
+    responses=error_responses({422: INVALID}),
+)
+def list_runs(
+    ctx: Context,
+    *,
+    system: Annotated[
+        str | None, Query(max_length=64, description="A registered system: json, slots, numeric.")
+    ] = None,
+    model: Annotated[
+        str | None, Query(max_length=255, description="Runs of this model (one of a slot run's).")
+    ] = None,
+    model_contains: Annotated[
+        str | None, Query(max_length=255, description="Runs whose model names hold this text.")
+    ] = None,
+    dataset: Annotated[
+        str | None, Query(max_length=255, description="Runs whose dataset path holds this text.")
+    ] = None,
+    since: Annotated[DateQ, Query(description="Started at or after (ISO 8601).")] = None,
+    until: Annotated[DateQ, Query(description="Started before (ISO 8601).")] = None,
+    sort: Annotated[Sort, Query(description="The column to sort by (unknown values last).")] = (
+        "started"
+    ),
+    order: Annotated[
+        Literal["asc", "desc"] | None,
+        Query(description="Default: asc for system, model and dataset, else desc."),
+    ] = None,
+    limit: LimitQ = PAGE,
+    offset: Annotated[int, Query(ge=0, le=10_000_000)] = 0,
+) -> dict[str, Any]:
+    """Each run with its dataset (file name, short sha256), headline metric with its 95%
+    interval per model (json RQS, slots F1, numeric numerical-match accuracy), items, failed
+    items, call errors, tokens, cost (priced models), mean latency and start; newest first."""
+    if system is not None and core.find(system) is None:
+        raise ApiError(
+            422, f"system: no system {system!r} ({', '.join(core.names())})", field="system"
+        )
+    order = order or ("asc" if sort in TEXT_SORTS else "desc")
+    filters: dict[str, Any] = {
+        "system": system,
+        "model": model,
+        "model_contains": model_contains or None,
+        "dataset_contains": dataset or None,
+        "since": since,
+        "until": until,
+    }
+    runs = ctx.store.list_runs(
+        **filters, sort=sort, newest_first=order == "desc", limit=limit, offset=offset
+    )
+    return {
+        "total": ctx.store.count_runs(**filters),
+        "limit": limit,
+        "offset": offset,
+        "sort": sort,
+        "order": order,
+        "filters": {
+            "system": system,
+            "model": model,
+            "model_contains": model_contains or None,
+            "dataset": dataset or None,
+        },
+        "systems": core.names(),
+        "runs": [_row(ctx, r) for r in runs],
+    }
 
 
 @router.get(
@@ -187,6 +275,59 @@ def _plots(run: RunInfo) -> list[str]:
     return sorted(
         p.name for p in Path(run.out_dir).iterdir() if p.suffix in PLOT_SUFFIXES and p.is_file()
     )
+
+
+def _page_query(given: dict[str, str]) -> tuple[dict[str, Any], list[str]]:
+    """The page's query as ``list_runs`` takes it, and what ``GET /api/runs`` would answer 422
+    for each value it refuses (left out: the page lists the runs without it and says so)."""
+    asked: dict[str, Any] = {}
+    refused: list[str] = []
+    system = given.get("system")
+    if system and core.find(system) is None:
+        refused.append(f"system: no system {system[:64]!r} ({', '.join(core.names())})")
+    else:
+        asked["system"] = system or None
+    for name in ("model", "model_contains", "dataset"):
+        value = given.get(name) or None
+        if value is not None and len(value) > 255:
+            refused.append(f"{name}: must have at most 255 characters")
+        else:
+            asked[name] = value
+    sorts = get_args(Sort)
+    sort = given.get("sort") or "started"
+    if sort not in sorts:
+        refused.append(f"sort: must be one of {', '.join(sorts)} (got {sort[:64]!r})")
+        sort = "started"
+    asked["sort"] = sort
+    order = given.get("order") or None
+    if order is not None and order not in ("asc", "desc"):
+        refused.append(f"order: must be 'asc' or 'desc' (got {order[:64]!r})")
+        order = None
+    asked["order"] = order
+    offset = given.get("offset") or "0"
+    if offset.isdecimal() and int(offset) <= 10_000_000:
+        asked["offset"] = int(offset)
+    else:
+        refused.append(f"offset: must be a whole number from 0 to 10000000 (got {offset[:64]!r})")
+    return asked, refused
+
+
+@pages.get("/runs")
+def runs_page(request: Request, ctx: Context) -> HTMLResponse:
+    """The list as a page: what ``GET /api/runs`` gives for the same query; a value the route
+    would refuse (422) is left out and the page says which and why, with status 422."""
+    asked, refused = _page_query(dict(request.query_params))
+    values = {"data": list_runs(ctx, **asked), "latency": _latency, "money": _money}
+    error = "; ".join(refused) if refused else None
+    return _render(ctx, request, "runs.html", 422 if refused else 200, error=error, **values)
+
+
+def _latency(seconds: float | None) -> str:
+    return format_latency({"mean": seconds}) if seconds is not None else "-"
+
+
+def _money(usd: float | None) -> str:
+    return "-" if usd is None else f"${usd:.4g}"
 
 
 @pages.get("/runs/compare")

@@ -1,6 +1,5 @@
-"""``POST /api/score/{system}``: any registered system scored through the one pipeline
-(``core.score``) from uploaded files, as ``fieldcheck score SYSTEM ROLE=FILE...`` scores them: the
-same stored run, the same metrics (issue 27 item 2)."""
+"""``POST /api/score/{system}``: any registered system scored from uploaded files through the one
+pipeline, as ``fieldcheck score SYSTEM ROLE=FILE...`` scores them (issue 27 item 2)."""
 
 from __future__ import annotations
 
@@ -8,22 +7,17 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from fastapi import APIRouter, Request
+from fastapi import Request
 from starlette.datastructures import UploadFile
 
 from fieldcheck import core
 from fieldcheck._util.errors import UsageProblem
-from fieldcheck.api._body import CheckedBodyRoute
+from fieldcheck.api._body import api_router
 from fieldcheck.api._deps import Context
 from fieldcheck.api._errors import INVALID, JUDGE_FAILED, ApiError, error_responses
 from fieldcheck.api._evaluation import hidden, score_uploads
 
-router = APIRouter(
-    prefix="/api/score",
-    tags=["score"],
-    route_class=CheckedBodyRoute,
-    responses=error_responses(),
-)
+router = api_router("/api/score", "score")
 
 _FORM = {
     "required": True,
