@@ -1,11 +1,5 @@
-"""The run store: runs, the runner's journal and the response cache in SQLite or PostgreSQL; a
-scored run's items in a Parquet file under the artifacts root (``_parquet``).
-
-Default: a SQLite file under the user's data directory (``$XDG_DATA_HOME/fieldcheck`` or
-``~/.local/share/fieldcheck``); ``FIELDCHECK_DATABASE_URL`` overrides it with any SQLAlchemy URL.
-Every write commits at once (the runner's journal and cache a few completions at a time), so a
-killed process loses nothing that was saved. The schema is created and upgraded by Alembic on open.
-"""
+"""The run store: runs, the runner's journal and the response cache in SQLite or PostgreSQL
+(docs/running.md), a scored run's items in Parquet (``_parquet``); every write commits at once."""
 
 from __future__ import annotations
 
@@ -21,7 +15,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 from sqlalchemy import (
@@ -67,6 +61,7 @@ SORTED = 4  # sorted tables' seqs kept (8 MB each at a million items)
 _FILTERS = ("error_type", "q", "equals")
 SCORED = ("run", "score")  # the kinds of run whose finished items are a file
 _IDENTIFIER = '"'
+T = TypeVar("T")
 
 
 class ItemsMissing(FileNotFoundError):
@@ -83,21 +78,9 @@ class ItemsMissing(FileNotFoundError):
 class RunHasChildren(ValueError):
     """A run still has re-scores (runs whose ``parent_id`` it is): it is not deleted."""
 
-    def __init__(self, run_id: str, children: list[str]) -> None:
-        super().__init__(
-            f"run {run_id} has re-scores: {', '.join(children)}; delete them first "
-            "(each names it as its parent)"
-        )
-        self.run_id, self.children = run_id, children
-
 
 class AmbiguousRunError(LookupError):
     """Several runs start with the prefix given."""
-
-    def __init__(self, prefix: str, ids: list[str]) -> None:
-        more = ", ..." if len(ids) >= 5 else ""
-        super().__init__(f"{prefix!r} names several runs: {', '.join(ids)}{more}")
-        self.prefix, self.ids = prefix, ids
 
 
 def _now() -> datetime:
@@ -223,38 +206,22 @@ class Store:
     def list_runs(
         self,
         *,
-        system: str | None = None,
-        model: str | None = None,
-        since: datetime | None = None,
-        until: datetime | None = None,
-        kind: str | None = None,
-        model_contains: str | None = None,
-        dataset_contains: str | None = None,
         limit: int | None = None,
         offset: int = 0,
         newest_first: bool = False,
         sort: str = "started",
+        **filters: Any,
     ) -> list[RunInfo]:
         """Runs by start time (oldest first unless ``newest_first``), or by ``sort`` (one of
-        ``RUN_SORTS``; unknown figures last either way), filtered by system, model (one of a
-        run's models: a slot run names several, ``", "``-joined), start time, kind and text in
-        the model or the dataset (any case); without a kind, every run but the ``calls`` runs
-        (parts of another run)."""
+        ``RUN_SORTS``; unknown figures last either way), filtered by ``_run_filters``."""
         self.mark_stale_runs()
         with self._session() as s:
             found = RUN_SORTS[sort]
             columns = found if isinstance(found, tuple) else (found,)
             orders = [(c.desc() if newest_first else c.asc()).nulls_last() for c in columns]
-            query = _run_filters(
-                select(RunRow),
-                system=system,
-                model=model,
-                since=since,
-                until=until,
-                kind=kind,
-                model_contains=model_contains,
-                dataset_contains=dataset_contains,
-            ).order_by(*orders, RunRow.started_at.desc(), RunRow.id)
+            query = _run_filters(select(RunRow), **filters).order_by(
+                *orders, RunRow.started_at.desc(), RunRow.id
+            )
             if limit is not None:
                 query = query.limit(limit).offset(offset)
             return [RunInfo.of(r) for r in s.scalars(query)]
@@ -281,7 +248,9 @@ class Store:
                 .limit(5)
             ).all()
         if len(rows) > 1:
-            raise AmbiguousRunError(prefix, [r.id for r in rows])
+            more = ", ..." if len(rows) >= 5 else ""
+            ids = ", ".join(r.id for r in rows)
+            raise AmbiguousRunError(f"{prefix!r} names several runs: {ids}{more}")
         return RunInfo.of(rows[0]) if rows else None
 
     def delete_run(self, run_id: str) -> bool:
@@ -299,7 +268,10 @@ class Store:
                 .order_by(RunRow.started_at, RunRow.id)
             ).all()
             if children:
-                raise RunHasChildren(run_id, list(children))
+                raise RunHasChildren(
+                    f"run {run_id} has re-scores: {', '.join(children)}; delete them first "
+                    "(each names it as its parent)"
+                )
             parts = select(RunRow.id).where(RunRow.parent_id == run_id, RunRow.kind == "calls")
             ids = [run_id, *s.scalars(parts)]
             for run in ids if row is not None else ():
@@ -506,22 +478,25 @@ class Store:
                 f"AS {_parquet.quote(name, _IDENTIFIER)}"
                 for name, at, kind in columns
             )
-            with self._duck() as con:
-                con.execute(
+            self._query(
+                lambda con: con.execute(
                     f"COPY (SELECT key, seq, failed, model, turn, error_type{extracted}, result "
                     f"FROM read_parquet({_parquet.quote(path)}) ORDER BY seq) TO "
                     f"{_parquet.quote(out)} (FORMAT parquet, COMPRESSION zstd)"
                 )
+            )
 
-    def _duck(self) -> Any:
-        """A DuckDB cursor of its own (one per query: the API's threads query at once) on the
-        store's one connection, made under a lock (two threads made two, one left open)."""
+    def _query(self, read: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """``read(cursor, *args, **kwargs)`` on a DuckDB cursor of its own (the API's threads
+        query at once) of the store's one connection, made under a lock (not one per thread)."""
         with self._duck_lock:
             if self._duckdb is None:
                 import duckdb
 
                 self._duckdb = duckdb.connect()
-            return self._duckdb.cursor()
+            cursor = self._duckdb.cursor()
+        with cursor as con:
+            return read(con, *args, **kwargs)
 
     def finish_scored_run(
         self,
@@ -596,37 +571,29 @@ class Store:
         filters: dict[str, Any] = {"failed": failed, "tag": tag, "model": model, "turn": turn}
         if path is not None:
             values = more.pop("values", ())
+            filters |= more
             if order is None and not descending:
-                with self._duck() as con:
-                    rows = _parquet.page(
-                        con,
-                        path,
-                        after=after,
-                        limit=limit,
-                        offset=offset,
-                        values=values,
-                        **filters,
-                        **more,
-                    )
+                rows = self._query(
+                    _parquet.page,
+                    path,
+                    after=after,
+                    limit=limit,
+                    offset=offset,
+                    values=values,
+                    **filters,
+                )
             else:
-
-                def ordered() -> Any:
-                    with self._duck() as con:
-                        return _parquet.sorted_seqs(
-                            con,
-                            path,
-                            order=order or "seq",
-                            descending=descending,
-                            after=after,
-                            **filters,
-                            **more,
-                        )
-
-                sort_key = ("sorted", order, descending, after, repr(filters), repr(more))
-                seqs = self._remember(path, sort_key, ordered, self._sorted, SORTED)
-                with self._duck() as con:
-                    page = [int(s) for s in seqs[offset : offset + limit]]
-                    rows = _parquet.rows_of(con, path, page, values)
+                seqs = self._remember(
+                    ("sorted", order, descending, after, repr(filters)),
+                    _parquet.sorted_seqs,
+                    path,
+                    order=order or "seq",
+                    descending=descending,
+                    after=after,
+                    **filters,
+                )
+                page = [int(s) for s in seqs[offset : offset + limit]]
+                rows = self._query(_parquet.rows_of, path, page, values)
             # a scored item makes no model call
             return [
                 StoredItem(
@@ -663,12 +630,8 @@ class Store:
         path = self.items_file(run_id)
         filters = {"failed": failed, "tag": tag, "model": model, "turn": turn, **more}
         if path is not None:
-
-            def counted() -> int:
-                with self._duck() as con:
-                    return _parquet.count(con, path, not_scored=not_scored, **filters)
-
-            return int(self._remember(path, ("count", not_scored, repr(filters)), counted))
+            key = ("count", not_scored, repr(filters))
+            return int(self._remember(key, _parquet.count, path, not_scored=not_scored, **filters))
         error_type = filters.pop("error_type", None)
         if any(v is not None and v != () for v in filters.values()):  # equals: ()
             return 0
@@ -685,8 +648,7 @@ class Store:
             return []
         path = self.items_file(run_id)
         if path is not None:
-            with self._duck() as con:
-                rows = _parquet.find(con, path, list(keys), model)
+            rows = self._query(_parquet.find, path, list(keys), model)
             return [
                 StoredItem(key, seq, error, 0, 0, 0.0, loads(result), [], failed, found, turn)
                 for key, seq, error, failed, found, turn, result in rows
@@ -703,14 +665,9 @@ class Store:
     def item_tags(self, run_id: str, *, limit: int = 1000) -> list[str]:
         """The distinct tag names of a run (fields or topics), sorted: the filter's choices."""
         path = self.items_file(run_id)
-        if path is not None:
-
-            def names() -> list[str]:
-                with self._duck() as con:
-                    return _parquet.tag_names(con, path, limit)
-
-            return list(self._remember(path, ("tags", limit), names))
-        return []  # an item in flight is not tagged yet
+        if path is None:
+            return []  # an item in flight is not tagged yet
+        return list(self._remember(("tags", limit), _parquet.tag_names, path, limit))
 
     def item_values(self, run_id: str, sql: str, *, limit: int = 1000) -> list[Any]:
         """The distinct values of a run's items' column ``sql`` (an indexed column's name or
@@ -726,36 +683,30 @@ class Store:
                 return sorted(s.scalars(query.limit(limit)))
         if path is None:
             return []
-
-        def found() -> list[Any]:
-            with self._duck() as con:
-                return _parquet.distinct(con, path, sql, limit)
-
-        return list(self._remember(path, ("values", sql, limit), found))
+        return list(self._remember(("values", sql, limit), _parquet.distinct, path, sql, limit))
 
     def _remember(
         self,
-        path: Path,
         key: tuple[Any, ...],
-        compute: Callable[[], Any],
-        memo: OrderedDict[tuple[Any, ...], Any] | None = None,
-        size: int = MEMO,
+        read: Callable[..., Any],
+        path: Path,
+        *args: Any,
+        **kwargs: Any,
     ) -> Any:
-        """``compute()`` for an items file, kept (in ``memo``, ``size`` answers at most) while
-        the file is unchanged (its first file's size and time, its folder's time: a run scored
-        again writes new files)."""
-        memo = self._memo if memo is None else memo
+        """``_query(read, path, ...)``, kept (``MEMO`` answers; a ``"sorted"`` key's: ``SORTED``)
+        while the items file is unchanged (its first file's size and time, its folder's time)."""
+        memo, size = (self._sorted, SORTED) if key[0] == "sorted" else (self._memo, MEMO)
         first = path if path.is_file() else path.with_name("items-00000.parquet")
         try:
             stat, folder = first.stat(), path.parent.stat()
         except OSError:
-            return compute()
+            return self._query(read, path, *args, **kwargs)
         full = (str(path), stat.st_size, stat.st_mtime_ns, folder.st_mtime_ns, *key)
         with self._duck_lock:
             if full in memo:
                 memo.move_to_end(full)
                 return memo[full]
-        value = compute()
+        value = self._query(read, path, *args, **kwargs)
         with self._duck_lock:
             memo[full] = value
             while len(memo) > size:
@@ -776,20 +727,15 @@ class Store:
         sides = self._sides(columns)
         if sides is None:
             return None
-        with self._duck() as con:
-            return _pairs.matrix(con, sides, pairing, differ=differ, offset=offset, limit=limit)
+        return self._query(_pairs.matrix, sides, pairing, differ=differ, offset=offset, limit=limit)
 
     def paired_rows(
         self, a: tuple[str, str | None], b: tuple[str, str | None], pairing: Pairing
     ) -> tuple[Any, Any, Any] | None:
         """The per-item statistics of the items both columns hold, grouped with their counts
-        (``_pairs.paired_rows``);
-        None when a run has no items file."""
+        (``_pairs.paired_rows``); None when a run has no items file."""
         sides = self._sides([a, b])
-        if sides is None:
-            return None
-        with self._duck() as con:
-            return _pairs.paired_rows(con, sides[0], sides[1], pairing)
+        return None if sides is None else self._query(_pairs.paired_rows, *sides, pairing)
 
     def truth_digests(
         self, columns: Sequence[tuple[str, str | None]], pairing: Pairing
@@ -799,11 +745,10 @@ class Store:
         sides = self._sides(columns)
         if sides is None or pairing.truth is None:
             return None
-        with self._duck() as con:
-            found = [_pairs.truth_digest(con, s, pairing, canonical=False) for s in sides]
-            if len(set(found)) > 1:
-                found = [_pairs.truth_digest(con, s, pairing, canonical=True) for s in sides]
-            return found
+        found = [self._query(_pairs.truth_digest, s, pairing, canonical=False) for s in sides]
+        if len(set(found)) > 1:
+            found = [self._query(_pairs.truth_digest, s, pairing, canonical=True) for s in sides]
+        return found
 
     def _sides(self, columns: Sequence[tuple[str, str | None]]) -> list[_pairs.Side] | None:
         paths = [self.items_file(run) for run, _ in columns]
@@ -1008,6 +953,8 @@ def _run_filters(
     model_contains: str | None = None,
     dataset_contains: str | None = None,
 ) -> Any:
+    """``query`` of the runs of a system, a model (one of a slot run's ``", "``-joined names),
+    a kind (none: all but ``calls`` runs), text in the model or dataset (any case), a time."""
     if system is not None:
         query = query.where(RunRow.system == system)
     if kind is not None:
