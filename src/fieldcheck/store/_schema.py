@@ -1,9 +1,5 @@
-"""The store's tables (SQLAlchemy 2.0): runs, the runner's journal, the model-response cache
-and the saved configuration (a scored run's items are a Parquet file: ``_parquet``).
-
-The schema is created and upgraded only by the Alembic migrations in ``migrations/``; these
-classes mirror them for queries.
-"""
+"""The store's tables (SQLAlchemy 2.0): runs, the runner's journal, the reply cache and the saved
+configuration, mirroring the Alembic migrations in ``migrations/`` (which alone make them)."""
 
 from __future__ import annotations
 

@@ -110,9 +110,8 @@ class Store:
         return f"Store({describe_url(self.url)!r})"
 
     def check_writable(self) -> None:
-        """Raise (an SQLAlchemy error) when this store cannot be written: a read-only file or
-        role is found before a run starts, not at its first write. A delete of no row, rolled
-        back."""
+        """Raise (an SQLAlchemy error) when this store cannot be written (a read-only file or
+        role found before a run starts): a delete of no row, rolled back."""
         with self.engine.connect() as connection:
             connection.execute(delete(ConfigRow).where(false()))
             connection.rollback()
@@ -138,12 +137,8 @@ class Store:
         signature: str,
         n_items: int,
     ) -> tuple[RunInfo, bool]:
-        """The interrupted run with the same key (resumed: True), else a new run (False).
-
-        A run's key digests everything that defines it, so the same command finds its run. A run
-        still ``running`` (its process alive, or on another host) is never taken over: two
-        runs of one command at once are two runs (they took each other's items and failed).
-        """
+        """The interrupted run with the same key (what defines it: resumed, True), else a new
+        run (False); a ``running`` one is never taken over (two at once took each other's items)."""
         run_key = _digest([system, task, dataset_sha256, model, endpoint, settings])
         self.mark_stale_runs()
         with self._session() as s:
@@ -234,9 +229,8 @@ class Store:
             )
 
     def find_run(self, prefix: str) -> RunInfo | None:
-        """The run whose id is ``prefix``, or the only one starting with it when ``prefix`` has
-        at least ``MIN_PREFIX`` characters (as git names commits; case-sensitive on every
-        backend). Raises AmbiguousRunError when several runs start with it."""
+        """The run whose id is ``prefix``, or the only one starting with it (of ``MIN_PREFIX``
+        characters or more, as git names commits); AmbiguousRunError when several do."""
         run = self.get_run(prefix)
         if run is not None or len(prefix) < MIN_PREFIX:
             return run
@@ -254,11 +248,8 @@ class Store:
         return RunInfo.of(rows[0]) if rows else None
 
     def delete_run(self, run_id: str) -> bool:
-        """Delete a run with its items, tags, journal and item files, and its ``calls`` runs;
-        False when there is no such run. ``RunHasChildren`` while re-scores of it remain (each
-        would name a parent that is gone: docs/decisions.md); ``PermissionError``, nothing
-        deleted, when its item files cannot be removed (a read-only artifacts root: the files
-        are removed after the commit, so they are checked before it)."""
+        """Delete a run, its journal, item files and ``calls`` runs (False: no such run);
+        ``RunHasChildren`` while re-scores remain, ``PermissionError`` for unremovable files."""
         with self._session() as s:
             row = s.get(RunRow, run_id)
             names = [run_id, *([row.former_id] if row is not None and row.former_id else [])]
@@ -336,12 +327,8 @@ class Store:
         parts: list[str] | None = None,
         kind: str = "run",
     ) -> RunInfo:
-        """Score model run ``run_id`` into itself (one run per evaluation): its inputs, output
-        folder and scoring settings (over the runner's) recorded, the items of an earlier,
-        interrupted scoring of it removed, its counts set to the scored items', ``running``.
-        ``model``: every model it scores (``", "``-joined); ``parts``: the runs of its other
-        models (a slot run's), made its ``calls`` runs. ``kind="score"``: an unfinished
-        scoring (``unfinished_scoring``) scored again, its settings replaced."""
+        """Score run ``run_id`` into itself afresh (one run per evaluation; ``parts``: a slot
+        run's other models' runs, made its ``calls``); ``kind="score"`` replaces its settings."""
         with self._session() as s:
             row = s.get(RunRow, run_id)
             if row is None:
@@ -384,9 +371,8 @@ class Store:
             return [RunInfo.of(r) for r in rows]
 
     def unfinished_scoring(self, run_ids: Sequence[str], *, system: str) -> str | None:
-        """The first of ``run_ids`` (an unfinished run folder's) that is a scoring of
-        ``system`` left ``interrupted`` or ``failed``: the same command continuing the folder
-        finishes that run rather than storing a second one beside it."""
+        """The first of ``run_ids`` (an unfinished folder's) that is an interrupted or failed
+        scoring of ``system``: continuing the folder finishes it rather than storing another."""
         if not run_ids:
             return None
         self.mark_stale_runs()
@@ -411,11 +397,8 @@ class Store:
         return self.artifacts / "runs" / run_id
 
     def items_file(self, run_id: str) -> Path | None:
-        """A scored run's ``items.parquet`` (or its files' glob: ``_parquet.publish``), for
-        DuckDB's ``read_parquet``; None for a run still calling or being written and for a
-        model's calls alone (a journal). A finished scored run with items and no file is
-        ``ItemsMissing`` (the artifacts root moved), never a run of no items (it read as "0
-        failed": a tester's finding)."""
+        """A scored run's items for DuckDB (``_parquet.located``); None for items in flight;
+        ``ItemsMissing`` for a finished run's missing file (never read as a run of no items)."""
         if not _parquet.RUN_ID.fullmatch(run_id):
             return None
         found = _parquet.located(self.run_folder(run_id))
@@ -428,10 +411,8 @@ class Store:
         return None
 
     def items_writer(self, run_id: str) -> _parquet.ItemsWriter:
-        """A writer of a scored run's items (``ItemsWriter.write`` takes ``(key, seq,
-        error_type, failed, model, turn, result)`` and ``(tag, seq, failed)`` rows); each chunk
-        is counted on the run (benchmarks/baseline_store.py). ``publish_items`` makes them the
-        run's files."""
+        """A writer of a scored run's items, each chunk counted on the run
+        (benchmarks/baseline_store.py); ``publish_items`` makes them the run's files."""
         return _parquet.ItemsWriter(
             self.run_folder(run_id), lambda items, errors: self.count_written(run_id, items, errors)
         )
@@ -456,11 +437,8 @@ class Store:
     def export_parquet(
         self, run_id: str, out: Path, columns: Sequence[tuple[str, str, str]] = ()
     ) -> None:
-        """Write run ``run_id``'s items to ``out`` as zstd Parquet in ``seq`` order: key, seq,
-        failed, model, turn, error_type, then each of ``columns`` (name, JSON path in the
-        item, DuckDB type: read from the item's JSON, null where absent or of another type),
-        then the item's JSON as ``result``. A run without an items file (its calls in flight) is
-        read from its journal."""
+        """Run ``run_id``'s items (or journal) as zstd Parquet in ``seq`` order: the indexed
+        columns, each of ``columns`` (name, JSON path, DuckDB type), the JSON as ``result``."""
         with tempfile.TemporaryDirectory(prefix="fieldcheck-export-") as tmp:
             path = self.items_file(run_id)
             if path is None:
@@ -508,10 +486,8 @@ class Store:
         signature: str | None = None,
         figures: Mapping[str, Any] | None = None,
     ) -> RunInfo:
-        """Finish a scored run: its metrics, intervals and status, and the runs list's figures
-        (``_figures``; ``figures``: what its system reads of its metrics, ``headline``,
-        ``latency_mean_s`` for a run of no model call, and ``dataset``, the roles its dataset
-        input may have: the first given becomes its ``dataset``)."""
+        """Finish a scored run: metrics, intervals, status and the runs list's figures
+        (``_figures``, then ``figures``: its system's ``headline``, usage and ``dataset`` roles)."""
         figures = figures or {}
         failed = None
         with contextlib.suppress(ItemsMissing, OSError):  # an aborted run's parts, or none
@@ -561,12 +537,8 @@ class Store:
         turn: int | None = None,
         **more: Any,
     ) -> list[StoredItem]:
-        """Up to ``limit`` items with ``seq > after`` in order (keyset paging: as fast on page
-        1000 as on page 1), filtered by the indexed columns. ``tag``: a field of a JSON record
-        or a topic of a slot session; with ``failed`` it means failed on that tag. ``order``
-        (a system's ``ItemColumn`` expression), ``descending`` and ``offset`` page a sorted
-        table; ``more``: ``_parquet.page``'s ``error_type``, ``q``, ``equals`` and ``values``
-        (each item's ``values`` read into its ``shown``)."""
+        """Up to ``limit`` items with ``seq > after`` (keyset paging) filtered as ``_parquet.page``
+        (``more``); ``order`` (an ``ItemColumn`` expression), ``descending``, ``offset``: sorted."""
         path = self.items_file(run_id)
         filters: dict[str, Any] = {"failed": failed, "tag": tag, "model": model, "turn": turn}
         if path is not None:
@@ -623,10 +595,8 @@ class Store:
         not_scored: bool = False,
         **more: Any,
     ) -> int:
-        """How many items ``page_items`` gives with these filters (``more``: ``error_type``,
-        ``q``, ``equals``); ``not_scored``: of those, the ones not scored (``failed`` null: an
-        input, judge or call error, no gold), neither failed nor passed (every item in flight).
-        Remembered per items file (a search of a million items reads them all once)."""
+        """How many items ``page_items`` gives with these filters (``not_scored``: of those, the
+        ones neither failed nor passed), remembered per items file (``_remember``)."""
         path = self.items_file(run_id)
         filters = {"failed": failed, "tag": tag, "model": model, "turn": turn, **more}
         if path is not None:
@@ -812,11 +782,8 @@ class Store:
         items: Sequence[dict[str, Any]],
         cached: Sequence[tuple[str, str, dict[str, Any]]] = (),
     ) -> None:
-        """Commit finished journal items (each ``run_id``, ``key``, ``seq``, ``result`` and
-        optionally ``error_type``, ``calls``, ``cached_calls``, ``latency_s``, ``call_log``), their
-        runs' counts and cached replies ``(key, model, value)`` in one transaction (Core
-        statements, not the ORM: the runner writes a few completions at a time). A key cached
-        already (by another process meanwhile) keeps its first reply: an equally good one."""
+        """Commit finished journal items, their runs' counts and cached replies ``(key, model,
+        value)`` in one Core transaction; a key cached already keeps its first reply."""
         now = _now()
         rows = [
             {
@@ -1046,9 +1013,9 @@ def _at_revision(engine: Engine) -> str | None:
 
 
 def upgrade(engine: Engine, artifacts: Path | None = None) -> None:
-    """Bring the schema to the newest Alembic revision (Alembic is imported only when the
-    database is behind: every command opens the store, most find it current); ``artifacts``:
-    the root the store was given, where 0007 writes old runs' items (else ``artifacts_root``)."""
+    """Bring the schema to the newest Alembic revision (importing Alembic only when behind);
+    ``artifacts``: the store's root, where 0007 writes old runs' items."""
+
     if _at_revision(engine) == _newest_revision():
         return
     import logging
