@@ -164,12 +164,10 @@ def compare(
             stream=pairing.stream,
         )
         a, b = table["columns"][0]["label"], table["columns"][j]["label"]
-        shown = {f: getattr(test, f, None) for f in ("estimate_a", "estimate_b", "difference")}
-        p_value = test.p_value if test else None
-        units = test.units if test else 0
-        paired.append(
-            {"metric": pairing.metric, "a": a, "b": b, "items": units, **shown, "p_value": p_value}
-        )
+        shown = ("estimate_a", "estimate_b", "difference", "p_value")
+        row = {"metric": pairing.metric, "a": a, "b": b, "items": getattr(test, "units", 0)}
+        paired.append(row | {f: getattr(test, f, None) for f in shown})
+
     table["paired"] = paired
     table["paired_test"] = {"resamples": resamples, "seed": seed}
     table["matrix"] = None

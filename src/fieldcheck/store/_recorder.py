@@ -303,8 +303,8 @@ class RunRecorder:
             if self.seq > self.process_after:
                 self.start_process()
             first = chunk[1][0][1] if chunk[0] == "rows" else chunk[3]
-            if self._task_first is None or first < self._task_first:
-                self._task_first = first
+            self._task_first = first if self._task_first is None else min(first, self._task_first)
+
             if self._pooled:
                 data = encode_chunk(chunk, plain)
                 self._task.append(data)

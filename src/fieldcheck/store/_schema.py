@@ -36,10 +36,10 @@ class RunRow(Base):
     n_items: Mapped[int] = mapped_column(Integer, default=0)
     n_done: Mapped[int] = mapped_column(Integer, default=0)
     n_errors: Mapped[int] = mapped_column(Integer, default=0)
-    # run: model calls and their scores; score: scores of given outputs (a re-score: with a
-    # parent); calls: one model's calls of another run (its parent); model-run and scored:
-    # before migration 0006 merged them
+    # run | score (given outputs; a re-score has a parent) | calls (of its parent's run); and
+    # model-run, scored: before 0006 merged them
     kind: Mapped[str] = mapped_column(String(16), default="run")
+
     parent_id: Mapped[str | None] = mapped_column(String(32), nullable=True)
     former_id: Mapped[str | None] = mapped_column(String(32), nullable=True, index=True)
     out_dir: Mapped[str | None] = mapped_column(Text, nullable=True)

@@ -61,6 +61,7 @@ SORTED = 4  # sorted tables' seqs kept (8 MB each at a million items)
 _FILTERS = ("error_type", "q", "equals")
 SCORED = ("run", "score")  # the kinds of run whose finished items are a file
 _IDENTIFIER = '"'
+
 T = TypeVar("T")
 
 
@@ -566,13 +567,7 @@ class Store:
                 )
                 page = [int(s) for s in seqs[offset : offset + limit]]
                 rows = self._query(_parquet.rows_of, path, page, values)
-            # a scored item makes no model call
-            return [
-                StoredItem(
-                    key, seq, error, 0, 0, 0.0, loads(result), [], failed, model, turn, list(rest)
-                )
-                for key, seq, error, failed, model, turn, result, *rest in rows
-            ]
+            return _scored(rows)
         error_type = more.pop("error_type", None)
         if any(v is not None for v in filters.values()) or any(more.get(k) for k in _FILTERS):
             return []  # an item in flight is neither failed nor passed, nor tagged yet
@@ -618,11 +613,7 @@ class Store:
             return []
         path = self.items_file(run_id)
         if path is not None:
-            rows = self._query(_parquet.find, path, list(keys), model)
-            return [
-                StoredItem(key, seq, error, 0, 0, 0.0, loads(result), [], failed, found, turn)
-                for key, seq, error, failed, found, turn, result in rows
-            ]
+            return _scored(self._query(_parquet.find, path, list(keys), model))
         with self._session() as s:
             query = select(JournalRow).where(
                 JournalRow.run_id == run_id, JournalRow.item_key.in_(list(keys))
@@ -869,6 +860,14 @@ def _stored(row: JournalRow) -> StoredItem:
     )
 
 
+def _scored(rows: Sequence[tuple[Any, ...]]) -> list[StoredItem]:
+    """Rows of an items file (``_parquet.SELECTED``, then shown values) as items (no call)."""
+    return [
+        StoredItem(key, seq, error, 0, 0, 0.0, loads(result), [], failed, model, turn, list(rest))
+        for key, seq, error, failed, model, turn, result, *rest in rows
+    ]
+
+
 def _digest(value: Any) -> str:
     return hashlib.sha256(_dumps(value).encode()).hexdigest()
 
@@ -955,8 +954,7 @@ DATASET_NAME = func.substr(
     RunRow.dataset,
     func.length(func.rtrim(RunRow.dataset, func.replace(RunRow.dataset, "/", ""))) + 1,
 )
-"""A run's dataset file name (its path after the last ``/``; SQLite and PostgreSQL alike):
-the runs list shows it, so it sorts by it, then by the sha256 it shows beside it."""
+"""A run's dataset file name (after the last ``/``): the runs list sorts by what it shows."""
 RUN_SORTS: dict[str, Any] = {
     "started": RunRow.started_at,
     "system": RunRow.system,
@@ -970,8 +968,7 @@ RUN_SORTS: dict[str, Any] = {
     "cost": RunRow.cost_usd,
     "latency": RunRow.latency_mean_s,
 }
-"""What ``Store.list_runs`` sorts runs by: the runs list's columns, each a column of the row
-(or columns, in order)."""
+"""What ``Store.list_runs`` sorts runs by: the runs list's columns, each a column (or columns)."""
 
 
 def _engine(url: str) -> Engine:
@@ -981,13 +978,10 @@ def _engine(url: str) -> Engine:
         @event.listens_for(engine, "connect")
         def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
             cursor = dbapi_conn.cursor()
-            # 8 KiB pages hold 6 stored items of ~1.2 KB where 4 KiB pages held 3: about 20%
-            # fewer page splits on inserts (takes effect only when the file is created)
-            cursor.execute("PRAGMA page_size=8192")
+            cursor.execute("PRAGMA page_size=8192")  # ~20% fewer page splits (set at creation)
             cursor.execute("PRAGMA journal_mode=WAL")
-            # WAL's own recommendation: no fsync per commit (a power cut may lose the last
-            # commits, in order, never the database); the commits of a run's inserts took an
-            # eighth of the writer's time
+            # WAL's advice: no fsync per commit (a power cut may lose the last commits, never the
+            # database); those commits took an eighth of the writer's time
             cursor.execute("PRAGMA synchronous=NORMAL")
             cursor.execute("PRAGMA foreign_keys=ON")
             cursor.execute("PRAGMA busy_timeout=30000")
