@@ -189,34 +189,25 @@ class RunRecorder:
         """Start a run of ``system``: into model run ``run_id`` (``Store.begin_scoring``, its
         items' ``calls`` by key), the unfinished one of ``resume`` (its folder's runs), or new."""
         store = store if store is not None else Store()
-        described = [
-            *describe_inputs(inputs, placed, digests),
-            *(dict(d) for d in input_digests or ()),
-        ]
-        plain = orjson.loads(_json(dict(settings)))
-        folder = str(Path(out).resolve()) if out is not None else None
+        given: dict[str, Any] = {
+            "inputs": [
+                *describe_inputs(inputs, placed, digests),
+                *(dict(d) for d in input_digests or ()),
+            ],
+            "settings": orjson.loads(_json(dict(settings))),
+            "out_dir": str(Path(out).resolve()) if out is not None else None,
+            "model": model,
+        }
         into = run_id or store.unfinished_scoring(resume, system=system)
         if into is not None:
-            run = store.begin_scoring(
-                into,
-                inputs=described,
-                settings=plain,
-                out_dir=folder,
-                model=model,
-                parts=list(parts),
-                kind="run" if run_id is not None else "score",
-            )
+            kind = "run" if run_id is not None else "score"
+            run = store.begin_scoring(into, parts=list(parts), kind=kind, **given)
         else:
+            signature = _signature_text(signature)
             run = store.create_scored_run(
-                system=system,
-                model=model,
-                task=task,
-                inputs=described,
-                settings=plain,
-                signature=_signature_text(signature),
-                out_dir=folder,
-                parent_id=parent_id,
+                system=system, task=task, signature=signature, parent_id=parent_id, **given
             )
+
         recorder = cls(store, run, on_error, calls)
         if file_bytes(p for _, p in inputs) >= PROCESS_INPUT_BYTES:
             recorder.start_process()

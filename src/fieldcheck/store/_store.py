@@ -52,9 +52,8 @@ from fieldcheck.store._schema import CacheRow, ConfigRow, JournalRow, RunRow
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 
 
-# The fewest characters of a run id that name it (a shorter prefix is too easy to mistype into
-# another run, and ``runs delete`` acts at once).
-MIN_PREFIX = 4
+MIN_PREFIX = 4  # the fewest characters that name a run (``runs delete`` acts at once)
+
 ITEM_PAGE = 1000
 MEMO = 256  # counts and filter choices of items files kept (``Store._remember``)
 SORTED = 4  # sorted tables' seqs kept (8 MB each at a million items)
