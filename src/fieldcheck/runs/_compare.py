@@ -51,6 +51,9 @@ def _natural(name: str) -> tuple[int, Any]:
     return (0, int(name)) if name.isdigit() else (1, name)
 
 
+_RUN_FIELDS = ("id", "model", "status", "parent_id", "signature")
+
+
 def compare_runs(runs: Sequence[RunInfo]) -> dict[str, Any]:
     """The comparison of ``runs`` (all of one system; InputError naming them otherwise) from
     their stored metrics (``compare`` adds what their items say)."""
@@ -86,16 +89,7 @@ def compare_runs(runs: Sequence[RunInfo]) -> dict[str, Any]:
     return {
         "system": system,
         "item": kind.item,
-        "runs": [
-            {
-                "id": r.id,
-                "model": r.model,
-                "status": r.status,
-                "parent_id": r.parent_id,
-                "signature": r.signature,
-            }
-            for r in runs
-        ],
+        "runs": [{k: getattr(r, k) for k in _RUN_FIELDS} for r in runs],
         "columns": columns,
         "metrics": rows,
         "latency": [_latency(kind.latency(m)) for m, _ in cells],

@@ -43,8 +43,7 @@ def write_parquet(store: Store, run_id: str, out: Path) -> None:
     if run is None:
         raise KeyError(run_id)
     kind = core.find(run.system)
-    columns = kind.export_columns if kind else ()
-    store.export_parquet(run_id, out, columns)
+    store.export_parquet(run_id, out, kind.export_columns if kind else ())
 
 
 def iter_export(store: Store, run_id: str, fmt: ExportFormat) -> Iterator[bytes]:

@@ -14,6 +14,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -413,9 +414,7 @@ class Store:
     def items_writer(self, run_id: str) -> _parquet.ItemsWriter:
         """A writer of a scored run's items, each chunk counted on the run
         (benchmarks/baseline_store.py); ``publish_items`` makes them the run's files."""
-        return _parquet.ItemsWriter(
-            self.run_folder(run_id), lambda items, errors: self.count_written(run_id, items, errors)
-        )
+        return _parquet.ItemsWriter(self.run_folder(run_id), partial(self.count_written, run_id))
 
     def count_written(self, run_id: str, items: int, errors: int) -> None:
         """Count ``items`` written (``errors`` of them with an error) on the run."""
