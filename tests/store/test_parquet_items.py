@@ -459,7 +459,7 @@ def test_threads_querying_at_once_share_one_duckdb_connection(
 
     def query() -> None:
         start.wait()
-        answers.append(store._duck().execute("SELECT 41 + 1").fetchone()[0])
+        answers.append(store._query(lambda con: con.execute("SELECT 41 + 1").fetchone()[0]))
 
     threads = [threading.Thread(target=query) for _ in range(16)]
     for thread in threads:

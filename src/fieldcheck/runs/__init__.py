@@ -1,7 +1,5 @@
-"""Scored runs in the store (issue 11, docs/runs.md): ``record_folder`` for finished output
-folders, comparison, export and re-scoring. The layer above the systems, reached through the
-registry (``core.Imports``, ``core.Rescores``); ``fieldcheck runs`` and the runs API are thin
-shells over it."""
+"""Scored runs in the store (issue 11, docs/runs.md): importing finished output folders,
+comparison, export, items' stories and re-scoring, through the systems' registry (``core``)."""
 
 from typing import TYPE_CHECKING
 

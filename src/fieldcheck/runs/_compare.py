@@ -1,7 +1,5 @@
-"""Runs of one system side by side: each metric with its 95% interval per run (per run and model
-for slots), the system's table (JSON per-field match rates, slot per-topic F1, numeric accuracy
-and operations by turn), and for slots the paired F1 p-values each run stored. Numbers only read
-from the store: nothing is re-scored here."""
+"""Runs of one system side by side (docs/runs.md "Comparing runs"): each metric with its 95%
+interval per run (and model), the system's tables, paired tests and the item matrix."""
 
 from __future__ import annotations
 
@@ -53,6 +51,9 @@ def _natural(name: str) -> tuple[int, Any]:
     return (0, int(name)) if name.isdigit() else (1, name)
 
 
+_RUN_FIELDS = ("id", "model", "status", "parent_id", "signature")
+
+
 def compare_runs(runs: Sequence[RunInfo]) -> dict[str, Any]:
     """The comparison of ``runs`` (all of one system; InputError naming them otherwise) from
     their stored metrics (``compare`` adds what their items say)."""
@@ -88,16 +89,7 @@ def compare_runs(runs: Sequence[RunInfo]) -> dict[str, Any]:
     return {
         "system": system,
         "item": kind.item,
-        "runs": [
-            {
-                "id": r.id,
-                "model": r.model,
-                "status": r.status,
-                "parent_id": r.parent_id,
-                "signature": r.signature,
-            }
-            for r in runs
-        ],
+        "runs": [{k: getattr(r, k) for k in _RUN_FIELDS} for r in runs],
         "columns": columns,
         "metrics": rows,
         "latency": [_latency(kind.latency(m)) for m, _ in cells],
@@ -111,9 +103,8 @@ PAIRED_SEED = 0
 
 
 def _paired_test_settings(runs: Sequence[RunInfo]) -> tuple[int, int]:
-    """The paired test's resamples and seed: one run's models (slots) are tested with the run's
-    own ``--bootstrap`` and ``--seed``, so they get the p-values the run stored; runs side by
-    side with 1000 and 0, whatever each ran with."""
+    """The paired test's resamples and seed: one run's models (slots) the run's own (the
+    p-values it stored), runs side by side ``PAIRED_RESAMPLES`` and ``PAIRED_SEED``."""
     settings = runs[0].settings if len({r.id for r in runs}) == 1 else {}
     resamples, seed = settings.get("bootstrap"), settings.get("seed")
     resamples = resamples if type(resamples) is int and resamples > 0 else PAIRED_RESAMPLES
@@ -129,12 +120,7 @@ def compare(
     limit: int = 100,
 ) -> dict[str, Any]:
     """What ``/compare``, ``GET /api/compare`` and ``runs compare`` show (docs/runs.md
-    "Comparing runs"): ``compare_runs``' tables, the warnings (dataset, signature settings),
-    each column's paired test against the first on the system's headline metric, and the item
-    matrix (only the items the columns disagree on when ``differ``; none when None). One run
-    of several models (slots) compares its models. A run not scored (stopped while calling, or
-    the calls alone of a slots run's model: ``not_scored``) leaves no paired test and no
-    matrix, and ``note`` says why."""
+    "Comparing runs"): ``compare_runs``' tables, warnings, paired tests and item matrix."""
     table = compare_runs(runs)
     kind = core.find(table["system"])
     assert kind is not None  # compare_runs refused an unregistered system
@@ -172,12 +158,10 @@ def compare(
             stream=pairing.stream,
         )
         a, b = table["columns"][0]["label"], table["columns"][j]["label"]
-        shown = {f: getattr(test, f, None) for f in ("estimate_a", "estimate_b", "difference")}
-        p_value = test.p_value if test else None
-        units = test.units if test else 0
-        paired.append(
-            {"metric": pairing.metric, "a": a, "b": b, "items": units, **shown, "p_value": p_value}
-        )
+        shown = ("estimate_a", "estimate_b", "difference", "p_value")
+        row = {"metric": pairing.metric, "a": a, "b": b, "items": getattr(test, "units", 0)}
+        paired.append(row | {f: getattr(test, f, None) for f in shown})
+
     table["paired"] = paired
     table["paired_test"] = {"resamples": resamples, "seed": seed}
     table["matrix"] = None
@@ -213,11 +197,8 @@ def _warnings(
     model_settings: Sequence[str],
     truths: Sequence[tuple[int, int]] | None = None,
 ) -> list[dict[str, Any]]:
-    """A warning when the runs' datasets differ: their ground truth (``truths``, each run's
-    ``Pairing.truth`` digest, where the system has one: a json batch names no dataset input),
-    else the sha256 of their inputs of ``roles``; and one naming the signature settings every
-    run recorded that differ (those of ``model_settings`` left out: the model differs by
-    design)."""
+    """A warning when the runs' ground truth (``truths``) or dataset inputs of ``roles`` differ,
+    and one naming the signature settings they differ in (but ``model_settings``)."""
     warnings: list[dict[str, Any]] = []
     datasets = {
         r.id: sorted(
@@ -335,12 +316,9 @@ def format_items(
     noun: bool = True,
     in_flight: bool = False,
 ) -> str:
-    """The item counts of a run as ``runs show`` and the run page give them: a scored run's
-    failed and not scored items (each system's one meaning, docs/runs.md); the calls alone of
-    a model (a ``calls`` run, a ``model-run`` from before 0006) are never scored, so its call
-    errors (``n_errors``) instead; the journal's items (``in_flight``: ``Store.items_in_flight``)
-    are said to be in flight while the run runs, and never scored once it failed or stopped.
-    ``noun``: ``7 items (...)`` for a sentence, ``7 (...)`` after a label."""
+    """A run's item counts as ``runs show`` and the run page give them (docs/runs.md): failed and
+    not scored, in flight, or a model's calls alone's call errors; ``noun``: ``7 items (...)``."""
+
     count = format_count(run.n_done, run.n_items) + (" items" if noun else "")
     if run.kind not in ("model-run", "calls"):
         if in_flight:

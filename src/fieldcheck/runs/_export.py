@@ -1,7 +1,5 @@
-"""A run's items as CSV or JSONL, streamed a page at a time (flat memory at any size), or as
-Parquet with typed columns (``write_parquet``: what pandas and polars read as is). The bytes
-depend only on the stored items, never on the backend or the run's id, so the same run stored in
-SQLite and in PostgreSQL exports identically. CSV cells go through the formula neutraliser."""
+"""A run's items as CSV or JSONL, streamed a page at a time, or as typed Parquet: bytes of the
+stored items alone (the same on either backend), CSV cells through the formula neutraliser."""
 
 from __future__ import annotations
 
@@ -38,15 +36,14 @@ def _row(system: str, item: StoredItem) -> list[Any]:
 
 
 def write_parquet(store: Store, run_id: str, out: Path) -> None:
-    """Run ``run_id``'s items to ``out`` as zstd Parquet: the CSV's columns, typed (a system
-    column is null where an item has no such value), the item's JSON text as ``result``.
-    KeyError when there is no such run."""
+    """Run ``run_id``'s items to ``out`` as zstd Parquet: the CSV's columns, typed (null where an
+    item has no such value); KeyError when there is no such run."""
+
     run = store.get_run(run_id)
     if run is None:
         raise KeyError(run_id)
     kind = core.find(run.system)
-    columns = kind.export_columns if kind else ()
-    store.export_parquet(run_id, out, columns)
+    store.export_parquet(run_id, out, kind.export_columns if kind else ())
 
 
 def iter_export(store: Store, run_id: str, fmt: ExportFormat) -> Iterator[bytes]:

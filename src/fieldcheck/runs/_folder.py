@@ -1,8 +1,5 @@
-"""``record_folder``: store a finished output folder of any system as a scored run (folders of
-older runs, and tests). The system is the one its run.json names (core ``RunFolder``); a folder
-of an earlier version, without one, is told by its files: summary.json + records.jsonl (json
-batch), metrics.json (slots score), statistics.json + turns.csv (numeric score). The system
-(``core.Imports``) reads it back; this module stores it."""
+"""``record_folder``: store a finished output folder of any system as a scored run (``runs
+import``); its system (``core.Imports``) reads it back, this module stores it."""
 
 from __future__ import annotations
 
@@ -57,18 +54,8 @@ def record_folder(
     inputs: Sequence[tuple[str, str | Path]] = (),
     model: str | None = None,
 ) -> RunInfo:
-    """Store the finished output folder ``out_dir`` as a scored run and return it.
-
-    ``inputs`` name the files it was scored from: for json ``("batch", FILE)`` (the JSONL of
-    {id, ground_truth, output}; a ``json run`` folder has them in outputs.jsonl) so the run
-    can be re-scored; for slots ``("gold", FILE)`` and ``("pred:NAME", FILE)`` per model (a
-    ``slots run`` folder names its prediction files in runs.json), without which only the
-    metrics are stored. Those run.json names that were not given are used when unchanged
-    (``_named_inputs``). ``model`` defaults to the model the run was stored under
-    (``_recorded_model``), else the folder's name.
-    A folder the store already holds a finished run of (stored by its command or imported) is
-    an ``InputError`` naming that run, unless ``model`` asks for another name.
-    """
+    """Store the finished output folder ``out_dir`` (scored from ``inputs``, docs/runs.md) as a
+    scored run; InputError naming the run already stored from it, unless ``model`` differs."""
     folder = Path(out_dir)
     name = system_of(folder)
     inputs = [*inputs, *_named_inputs(folder, {role for role, _ in inputs})]
@@ -108,10 +95,9 @@ def record_folder(
 
 
 def _recorded_model(folder: Path, system: core.System) -> str | None:
-    """The model a run folder's command stored its run under: run.json's models
-    (``", "``-joined), else as the command names it from its inputs (``core.model_label``:
-    ``numeric score``'s predictions file); a model's subfolder, by its parent's run.json. None
-    without a run.json (an earlier version's folder)."""
+    """The model a folder's command stored its run under, by its run.json (a model's subfolder:
+    its parent's): its models, else ``core.model_label`` of its inputs; None without one."""
+
     info = _run_json(folder)
     if not info:
         models = [str(m) for m in _run_json(folder.parent).get("models") or ()]

@@ -1,7 +1,5 @@
-"""One item's whole story (issue 28, "An item"; docs/runs.md): what ``GET
-/api/runs/{id}/items/{key}`` returns, the item page renders and ``runs show RUN --item KEY``
-prints. The system tells its verdicts (``core.System.item_story``); the model call, the same
-for every system (``runner.item_calls``), is told here."""
+"""One item's whole story (issue 28, "An item"; docs/runs.md) for the API, the item page and
+``runs show --item``: the system's verdicts (``System.item_story``), then the model call."""
 
 from __future__ import annotations
 
@@ -21,9 +19,8 @@ FOLDED_CHARS = 600
 
 
 def item_url(run_id: str, key: str, model: str | None = None) -> str:
-    """The item page's URL: the key quoted whole (``/``, ``?``, ``#``, spaces stay in it); a
-    key ``.`` or ``..``, which a browser resolves as a path segment (``%2E`` too), as the
-    parameter of ``/runs/{id}/item?key=``."""
+    """The item page's URL, the key quoted whole; a key ``.`` or ``..`` (a browser resolves it
+    as a path segment, ``%2E`` too) as the parameter of ``/runs/{id}/item?key=``."""
     query = {"model": model} if model is not None else {}
     if key in DOT_KEYS:
         return f"/runs/{run_id}/item?{urlencode({'key': key, **query})}"
@@ -132,9 +129,9 @@ def call_sections(call: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 
 def show_value(value: Any) -> str:
-    """A story's value as the page and the terminal print it: numbers rounded to 4 places
-    (their trailing zeros dropped: a year reads 2003, a rate 0.85), yes/no, "-" for none, a
-    flat list's values joined by "; ", deeper lists and objects as compact JSON."""
+    """A story's value as printed: numbers to 4 places, trailing zeros dropped (2003, 0.85),
+    yes/no, "-" for none, a flat list joined by "; ", deeper values as compact JSON."""
+
     if value is None:
         return "-"
     if isinstance(value, bool):

@@ -1,7 +1,5 @@
 """Re-score a stored run under a new configuration from the raw values its items keep, with no
-model call: the run's system (``core.Rescores``) scores them again and the result is a new run
-whose parent is the old one. A system without ``rescore`` (numeric: its turns keep no plan)
-cannot be re-scored."""
+model call (its system's ``core.Rescores``): a new run whose parent is the old one."""
 
 from __future__ import annotations
 
@@ -25,12 +23,9 @@ _OPTIONS = (
 
 
 def rescore(store: Store, run_id: str, **options: Any) -> RunInfo:
-    """Score run ``run_id`` again with the ``options`` given (None: as the run had it) and
-    store the result as a new run; returns it. JSON takes ``strategies``, ``weights`` and
-    ``thresholds`` ({fuzzy_threshold, semantic_threshold}); slots take ``tp`` and ``threshold``;
-    both ``bootstrap``, ``seed`` and ``matchers``. Raises KeyError for an unknown run,
-    InputError when the run cannot be re-scored (its system cannot, an unfinished run, items
-    without raw values, an option of another system)."""
+    """Score run ``run_id`` again with the ``options`` given (``_OPTIONS``; None: as the run had
+    it) as a new run; KeyError for an unknown run, InputError for one that cannot be."""
+
     if unknown := sorted(set(options) - set(_OPTIONS)):
         raise TypeError(f"rescore() got unknown options: {', '.join(unknown)}")
     parent = store.get_run(run_id)

@@ -1,12 +1,5 @@
-"""The run store (layer 2): runs (model runs and scored runs), their items, the model-response
-cache and the saved configuration; ``RunRecorder`` is the sink scoring commands write into. A
-scored run's items are a zstd Parquet file under the artifacts root (``FIELDCHECK_ARTIFACTS``),
-read with DuckDB.
-
-SQLite by default, any SQLAlchemy URL through ``FIELDCHECK_DATABASE_URL``; schema by Alembic.
-``Store`` (and SQLAlchemy with it) is imported on first use, so commands that never open the
-store start fast.
-"""
+"""The run store (layer 2, docs/running.md): runs, their items (Parquet), the reply cache and the
+saved configuration; ``RunRecorder`` is the sink scoring commands write into. Imported lazily."""
 
 from typing import TYPE_CHECKING
 

@@ -1,7 +1,5 @@
-"""The figures of a run that the runs list shows and sorts by, kept on its row (migration 0008)
-so that listing thousands of runs opens no items file: from the runner's journal of the run
-and of its ``calls`` runs (a slot run's other models), its items whose call ended in an error,
-their tokens, their cost at each model's prices, and the mean latency of the items called."""
+"""The runs list's figures from the runner's journal of a run and its ``calls`` runs, kept on
+its row (migration 0008, docs/decisions.md) so that listing runs opens no items file."""
 
 from __future__ import annotations
 
@@ -39,10 +37,9 @@ _TOKENS = {
 
 
 def journal_figures(connection: Any, run_id: str, call_errors: Sequence[str]) -> dict[str, Any]:
-    """``FIGURES`` of run ``run_id`` from the journal (SQL aggregates: no item read into
-    Python): ``n_call_errors`` counts the items of an error type in ``call_errors`` (the
-    runner's: a failed call, not a reply the model got wrong). The cost is None unless every
-    model that used tokens has both prices."""
+    """``FIGURES`` of run ``run_id`` by SQL aggregates of the journal (``call_errors``: the
+    runner's failed calls); the cost None unless every model that used tokens has its prices."""
+
     parts = {r: _prices(s) for r, s in connection.execute(_PARTS, {"run": run_id})}
     calls = list(connection.execute(_CALLS, {"runs": list(parts), "errors": list(call_errors)}))
     if not calls:

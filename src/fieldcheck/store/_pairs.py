@@ -1,8 +1,5 @@
-"""Items of several runs (or of the models of one run) paired on their key with DuckDB over the
-runs' items files (docs/runs.md "Comparing runs"): the item matrix (each item's verdict and
-compared value per column, only the items the columns disagree on when asked) and the per-item
-statistics of two columns' paired items. No Python loop over the items: the joins, the filter
-and the count run in DuckDB; a page of the matrix comes back."""
+"""Items of several runs (or models of one run) paired on their key in DuckDB (docs/runs.md
+"Comparing runs"): the item matrix and two columns' paired per-item statistics."""
 
 from __future__ import annotations
 
@@ -39,10 +36,8 @@ def matrix(
     offset: int,
     limit: int,
 ) -> tuple[int, int, list[tuple[Any, ...]]]:
-    """(items, differing, rows): how many pair keys the sides hold in all, on how many they
-    disagree (an item right in one and wrong or not scored in another, or of different values,
-    or missing from a side), and a page of them in key order (only those disagreed on when
-    ``differ``): ``(pair key, then per side: its item key, right, value)``."""
+    """(items, differing, rows): how many pair keys there are, how many disagree (right, value,
+    presence), and a page by key (of those when ``differ``): pair, then key, right, value a side."""
     shown = pairing.shown or pairing.value
     select = (
         f"key AS item, ({pairing.right}) AS r, CAST(({pairing.value}) AS VARCHAR) AS v, "
@@ -81,11 +76,9 @@ def matrix(
 
 
 def truth_digest(con: Any, side: Side, pairing: Pairing, *, canonical: bool) -> tuple[int, int]:
-    """(items, digest): an order-free digest of a side's (pair key, ``pairing.truth``) pairs,
-    equal for two sides of the same ground truth whatever their order or outputs. Of the text as
-    stored, in DuckDB; ``canonical``: of each truth with its objects' keys sorted (a model run
-    sorts them, a batch keeps its file's order), in Python (orjson: json_tree in DuckDB took 4x
-    longer), comparable only within this process."""
+    """(items, digest): an order-free digest of a side's (pair key, truth) pairs, of the stored
+    text (DuckDB) or, ``canonical``, of each truth with sorted keys (orjson; this process only)."""
+
     select = f"CAST(({pairing.truth}) AS VARCHAR) AS t"
     query = f"SELECT k, t FROM {_side(side, pairing, select)}"
     if not canonical:
@@ -107,9 +100,9 @@ def truth_digest(con: Any, side: Side, pairing: Pairing, *, canonical: bool) -> 
 
 
 def paired_rows(con: Any, a: Side, b: Side, pairing: Pairing) -> tuple[Any, Any, Any]:
-    """The per-item statistics (``pairing.rows``) of the items both sides hold and count (no
-    null among them), grouped: (a's rows, b's rows, how many items each row pair stands for),
-    float arrays in no order (the paired test takes their multiset)."""
+    """``pairing.rows`` of the items both sides hold (no null among them), grouped: (a's rows,
+    b's rows, how many items each stands for), float arrays in no order (a multiset)."""
+
     import numpy as np
 
     width = len(pairing.rows)

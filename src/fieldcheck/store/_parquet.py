@@ -1,13 +1,5 @@
-"""A scored run's items as one zstd Parquet file (issue 27 item 5, docs/runs.md): the indexed
-columns of ``_items.ItemColumns`` typed, and the item's JSON as text, under the artifacts root at
-``runs/<run id>/items.parquet``; read with DuckDB (pages, filters, counts, run-to-run joins).
-
-Written in row groups as chunks arrive (at most ``ROW_GROUP_ROWS`` items or ``ROW_GROUP_BYTES``
-of JSON held) into ``items-*.part`` files, one per task of the recorder (``RunRecorder``: in
-this process or a pool's), which ``publish`` renames, or joins, into ``items.parquet`` when the
-run ends.
-pyarrow and DuckDB are imported on first use (commands that never read items start fast).
-"""
+"""A scored run's items as zstd Parquet under the artifacts root (issue 27 item 5, docs/runs.md):
+part files a recorder's task each, published as the run's items, read with DuckDB."""
 
 from __future__ import annotations
 
@@ -36,10 +28,8 @@ def schema() -> Any:
 
 
 class ItemsWriter:
-    """Appends chunks of items (``(key, seq, error_type, failed, model, turn, result)`` rows
-    and ``(tag, seq, failed)`` rows) to a part file of ``folder`` a row group at a time;
-    ``on_write(items, errors)`` hears of each chunk taken (the run's counts: a closed writer
-    has written them all)."""
+    """Appends chunks of items (``_Row`` and ``_Tag`` rows) to a part file of ``folder`` a row
+    group at a time; ``on_write(items, errors)`` hears of each chunk taken (the run's counts)."""
 
     def __init__(
         self,
@@ -58,7 +48,7 @@ class ItemsWriter:
         self._writer: Any = None
 
     def write(self, items: Sequence[_Row] | Any, tags: Sequence[_Tag] = ()) -> None:
-        """Hold rows, or a table of ``schema()`` (``spliced``'s, numbered), for the next row group."""
+        """Hold rows, or a table of ``schema()`` (``spliced``'s), for the next row group."""
         if not len(items):
             return
         import pyarrow.compute as pc
@@ -114,11 +104,9 @@ def spliced(
     keys: list[str], outcomes: Sequence[tuple[Any, ...]], which: Sequence[int], lines: bytes,
     mark: bytes, skip: int,
 ) -> Any:  # fmt: skip
-    """Items as a table of ``schema()`` but its ``seq`` (``resolve`` adds it): ``keys``, each
-    with the ``(failed, failed tags, before, after)`` of ``outcomes[which[i]]`` and as its
-    result ``before``, its line of ``lines`` (newline-ended) from ``skip`` to the first
-    ``mark`` in it, ``after``, then the rest of the line: spliced by Arrow, no Python object
-    per item."""
+    """Items as a table of ``schema()`` but ``seq``: ``keys`` with ``outcomes[which[i]]``'s
+    (failed, tags, before, after), result ``before + line[skip:mark] + after + line[mark:]``."""
+
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -156,9 +144,8 @@ def _pieces(text: bytes, starts: Any, ends: Any) -> Any:
 
 
 def _tag_lists(seqs: Sequence[int], tags: Sequence[_Tag]) -> list[Any]:
-    """The ``tags`` and ``failed_tags`` lists of each item of ``seqs``, from ``(tag, seq,
-    failed)`` rows (few items have tags: built from offsets, by a binary search where the seqs
-    and the tags' seqs both ascend, as ``flat_rows`` makes them)."""
+    """The ``tags`` and ``failed_tags`` lists of each item of ``seqs`` from ``_Tag`` rows (by a
+    binary search where both ascend, as ``flat_rows`` makes them)."""
     import numpy as np
     import pyarrow as pa
 
@@ -189,13 +176,8 @@ def quote(text: str | Path, mark: str = "'") -> str:
 
 
 def publish(folder: Path) -> Path:
-    """Make the part files of ``folder`` the run's items: when their keys are distinct and
-    their seqs ascend part after part (the usual case), one part is renamed ``items.parquet``
-    and several ``items-00000.parquet``, ``items-00001.parquet``... as they are (joining them
-    would decode and encode every value again: 0.9 s for 100,000 json batch items); else they
-    are merged in ``seq`` order (DuckDB, streamed) into ``items.parquet``, a key seen before in
-    the run getting ``~<seq>`` appended; an empty file when there is none. Returns what
-    ``located`` returns."""
+    """Make ``folder``'s parts the run's items: renamed as they are when in order (joining cost
+    0.9 s per 100,000 items), else merged by seq, a repeated key made ``key~seq``; ``located``."""
     import pyarrow.parquet as pq
 
     folder.mkdir(parents=True, exist_ok=True)
@@ -286,8 +268,7 @@ def _where(
     equals: Equals = (),
 ) -> tuple[str, list[Any]]:
     """The filters of ``Store.page_items`` as a DuckDB condition and its parameters (user text
-    is only ever a parameter). ``q``: a case-insensitive substring of the key or of the item's
-    JSON text (where a ``"`` or ``\\`` is escaped as JSON writes it)."""
+    only ever a parameter); ``q``: any case, in the key or the item's JSON text."""
     terms: list[str] = ["TRUE"]
     params: list[Any] = []
     if tag is not None:
@@ -334,9 +315,8 @@ def page(
     values: Sequence[str] = (),
     **filters: Any,
 ) -> list[tuple[Any, ...]]:
-    """``(key, seq, error_type, failed, model, turn, result, *values)`` of up to ``limit``
-    items with ``seq > after``, from ``offset``, in ``seq`` order; ``values``: expressions read
-    for each item shown (above the limit: of the page's items alone)."""
+    """``SELECTED`` and ``values`` (expressions, read for the page's items alone) of up to
+    ``limit`` items with ``seq > after``, from ``offset``, in ``seq`` order."""
     where, params = _where(**filters)
     extra = "".join(f", {v}" for v in values)
     return list(
@@ -352,7 +332,7 @@ def find(con: Any, path: Path, keys: list[str], model: str | None) -> list[tuple
     """``page``'s columns of the items of ``keys`` (of ``model`` only, when given), by seq."""
     return list(
         con.execute(
-            "SELECT key, seq, error_type, failed, model, turn, result FROM read_parquet(?) "
+            f"SELECT {SELECTED} FROM read_parquet(?) "
             "WHERE list_contains(?, key) AND (? IS NULL OR model = ?) ORDER BY seq",
             [str(path), keys, model, model],
         ).fetchall()

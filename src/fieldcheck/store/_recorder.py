@@ -1,17 +1,5 @@
-"""``RunRecorder``: the sink a scoring command writes its run into (issue 11, docs/runs.md).
-
-    recorder = RunRecorder.open(store, system="json", inputs=[("batch", path)],
-                                settings=..., signature=..., out=folder, model=name)
-    recorder.add_items(chunk)        # plain dicts, one transaction per chunk
-    recorder.add_prepared(rows)      # or (ItemColumns, result JSON text): the hot paths
-    recorder.finish(metrics=..., intervals=...)
-    # on an error or Ctrl-C: recorder.abort() marks the run interrupted (``with`` does it)
-
-After a model run, ``open(..., run_id=RUN, calls={key: call})`` scores into the runner's run
-(one run per evaluation) and each item keyed in ``calls`` keeps its call under ``call``.
-
-The files on disk are untouched: the store holds a copy for listing, comparing and re-scoring.
-"""
+"""``RunRecorder``: the sink a scoring command writes its run into (issue 11, docs/runs.md):
+``open``, ``add_items``/``add_prepared``/``add_built`` chunk by chunk, ``finish`` (or ``abort``)."""
 
 from __future__ import annotations
 
@@ -42,9 +30,8 @@ def describe_inputs(
     placed: Callable[[Path], Path] | None = None,
     digests: Mapping[str, str] | None = None,
 ) -> list[dict[str, Any]]:
-    """``[{name, path, sha256}]`` of the input files (sha256 None for a path that is no file);
-    ``placed``: where a file written in the run's partial folder will be once it is in place;
-    ``digests``: sha256s already taken, by path as given (the run folder's), not taken again."""
+    """``[{name, path, sha256}]`` of the input files (``placed``: where a file of the partial
+    folder will be; ``digests``: sha256s already taken, by path as given)."""
     described = []
     for name, path in inputs:
         p = Path(path)
@@ -75,11 +62,8 @@ def flat_rows(
 
 
 def encode_chunk(chunk: _Chunk, plain: bool = False) -> bytes:
-    """A chunk as a pool's task reads it (``decode_chunk``). ``plain``: it holds only
-    None, bool, int, float, str, bytes, and lists, tuples and dicts of them, of exactly those
-    types, and is marshalled, about twice as fast as pickling both ways (a million slot lines:
-    1 s less in the scoring). marshal would write a NumPy scalar as its bytes: never pass
-    ``plain`` for data that may hold one."""
+    """A chunk as a pool's task reads it (``decode_chunk``); ``plain``: builtin types only (no
+    NumPy scalar), marshalled, twice as fast as pickle (a million slot lines: 1 s less)."""
     if plain:
         return b"M" + marshal.dumps(chunk)
     return b"P" + pickle.dumps(chunk, protocol=pickle.HIGHEST_PROTOCOL)
@@ -114,9 +98,8 @@ def resolve(chunk: _Chunk) -> tuple[Any, list[_Tag]]:
 
 
 def write_part(task: tuple[str, int, list[Any]]) -> tuple[int, int]:
-    """A task (``fieldcheck._util.executor``): the chunks of ``(folder, first seq, chunks)``
-    (``encode_chunk``'s bytes in a pool, else as they are) as one part file of the run's
-    items; returns how many items and how many of them with an error it wrote."""
+    """A task: the chunks of ``(folder, first seq, chunks)`` (``encode_chunk``'s in a pool) as
+    one part file of the run's items; returns how many items, and of them with an error."""
     folder, first, chunks = task
     written = [0, 0]
 
@@ -133,11 +116,10 @@ def write_part(task: tuple[str, int, list[Any]]) -> tuple[int, int]:
 
 TASK_ITEMS = 65_536
 TASK_BYTES = 4 << 20
-"""A task writes at most about this many items or bytes of them (encoded for a pool, item
-JSON in this process; a built chunk is guessed at 256 bytes an item): a part file each, the
-recorder's memory flat (the pool holds at most three tasks in flight, 12 MiB: room for the
-scoring to go on while its process starts)."""
-_BUILT_ITEM_BYTES = 256
+"""A task writes at most about this many items or bytes (a part file each; the pool holds at
+most three tasks in flight, 12 MiB: the recorder's memory stays flat)."""
+_BUILT_ITEM_BYTES = 256  # a built chunk's guessed size per item
+
 
 # Items written in this process before a run moves its writes to a pool process (small runs
 # never pay the process's start, about 0.4 s).
@@ -204,46 +186,28 @@ class RunRecorder:
         placed: Callable[[Path], Path] | None = None,
         digests: Mapping[str, str] | None = None,
     ) -> RunRecorder:
-        """Start a run of ``system`` (json | slots | numeric): ``inputs`` as (name,
-        path) pairs (their sha256 is taken now), ``settings`` what ``rescore`` needs to score it
-        again, ``signature`` a Signature, its dict or its text, ``out`` the output folder,
-        ``model`` the model (several: ``", "``-joined). ``input_digests`` (``[{name, path,
-        sha256}]``, a re-scored run's parent's) are kept as given, after ``inputs``. With
-        ``on_error``, a failing store later is reported to it once (see ``_failed``).
-        ``run_id``: the model run to score into (``Store.begin_scoring``; ``parts``: its other
-        models' runs), ``calls`` its items' calls by scored item key. ``resume``: the runs an
-        unfinished folder this scoring continues was written for; the one left unfinished in
-        this store is scored again (``Store.unfinished_scoring``), else a new run is made.
-        ``digests``: the inputs' sha256s already taken (``describe_inputs``)."""
+        """Start a run of ``system``: into model run ``run_id`` (``Store.begin_scoring``, its
+        items' ``calls`` by key), the unfinished one of ``resume`` (its folder's runs), or new."""
         store = store if store is not None else Store()
-        described = [
-            *describe_inputs(inputs, placed, digests),
-            *(dict(d) for d in input_digests or ()),
-        ]
-        plain = orjson.loads(_json(dict(settings)))
-        folder = str(Path(out).resolve()) if out is not None else None
+        given: dict[str, Any] = {
+            "inputs": [
+                *describe_inputs(inputs, placed, digests),
+                *(dict(d) for d in input_digests or ()),
+            ],
+            "settings": orjson.loads(_json(dict(settings))),
+            "out_dir": str(Path(out).resolve()) if out is not None else None,
+            "model": model,
+        }
         into = run_id or store.unfinished_scoring(resume, system=system)
         if into is not None:
-            run = store.begin_scoring(
-                into,
-                inputs=described,
-                settings=plain,
-                out_dir=folder,
-                model=model,
-                parts=list(parts),
-                kind="run" if run_id is not None else "score",
-            )
+            kind = "run" if run_id is not None else "score"
+            run = store.begin_scoring(into, parts=list(parts), kind=kind, **given)
         else:
+            signature = _signature_text(signature)
             run = store.create_scored_run(
-                system=system,
-                model=model,
-                task=task,
-                inputs=described,
-                settings=plain,
-                signature=_signature_text(signature),
-                out_dir=folder,
-                parent_id=parent_id,
+                system=system, task=task, signature=signature, parent_id=parent_id, **given
             )
+
         recorder = cls(store, run, on_error, calls)
         if file_bytes(p for _, p in inputs) >= PROCESS_INPUT_BYTES:
             recorder.start_process()
@@ -270,15 +234,12 @@ class RunRecorder:
         columns: Callable[[Mapping[str, Any]], ItemColumns] = plain_columns,
     ) -> int:
         """Store a chunk of items (plain dicts), their indexed columns derived by ``columns``
-        (the run's system's ``item_columns``; an item's ``key`` and ``failed`` by default).
-        Returns how many."""
+        (the system's ``item_columns``); returns how many."""
         return self.add_prepared((columns(item), _json(dict(item))) for item in chunk)
 
     def add_prepared(self, rows: Iterable[tuple[ItemColumns, str | bytes]]) -> int:
-        """Store a chunk of items given as (columns, result JSON text): the hot paths' way,
-        without a dict per item. Written by a task (``write_part``) in this process, or (past
-        ``process_after`` items, or from the start for large inputs) in a pool process; a key
-        stored before in this run gets ``~<seq>`` appended. Returns how many."""
+        """Store a chunk of (columns, result JSON text), the hot paths' way (no dict per item),
+        by a task in this process or, past ``process_after`` items, a pool's; returns how many."""
         items, tags, seq = flat_rows(rows, self.seq)
         self.seq = seq
         if items:
@@ -306,12 +267,8 @@ class RunRecorder:
     def add_built(
         self, builder: str, payload: Any, count: int, *, plain: bool = False, at: int | None = None
     ) -> int:
-        """Store ``count`` items that ``builder`` (``"module:function"``, importable) makes of
-        ``payload`` (picklable) as (columns, result) pairs, in the task writing them: in a
-        large run, a pool process then spends the CPU of building them, not the scoring. ``plain``: the
-        payload is plain data (``encode_chunk``), sent marshalled. ``at``: their first seq,
-        for items stored ahead of ones still to come (the next seq is then not moved; the
-        caller keeps the numbers apart). Returns ``count``."""
+        """Store ``count`` items that ``builder`` (``"module:function"``) makes of ``payload`` in
+        the task writing them (a pool's CPU, not the scoring's); ``at``: their first seq, if set."""
         if count:
             if at is None:
                 at, self.seq = self.seq, self.seq + count
@@ -337,8 +294,8 @@ class RunRecorder:
             if self.seq > self.process_after:
                 self.start_process()
             first = chunk[1][0][1] if chunk[0] == "rows" else chunk[3]
-            if self._task_first is None or first < self._task_first:
-                self._task_first = first
+            self._task_first = first if self._task_first is None else min(first, self._task_first)
+
             if self._pooled:
                 data = encode_chunk(chunk, plain)
                 self._task.append(data)
@@ -367,10 +324,8 @@ class RunRecorder:
                 self.store.count_written(self.run.id, *done)
 
     def seal(self) -> None:
-        """Every item is added (a failed call's too, as ``finish`` stores it): the last task
-        and the publishing of the part files are sent now, so that a pool process writes them
-        while the caller writes its report (0.5-1 s of ``json batch``'s 1M records). ``finish``
-        waits for them."""
+        """Every item is added: the last task and the publishing are sent now, so that a pool
+        writes them while the caller writes its report (0.5-1 s of 1M records); ``finish`` waits."""
         if self._sealed or self.broken:
             return
         self._add_failed_calls()
@@ -383,9 +338,8 @@ class RunRecorder:
             self._failed(error)
 
     def flush(self) -> None:
-        """Wait until every item added so far is in a closed part file. Interrupted (Ctrl-C),
-        the pool is left to ``abort``, which waits for the tasks in flight (a second Ctrl-C
-        kills them)."""
+        """Wait until every item added so far is in a closed part file (on Ctrl-C, ``abort``
+        waits for the tasks in flight; a second Ctrl-C kills them)."""
         try:
             self._submit()
             self._counted(finish(self._executor))
@@ -394,13 +348,12 @@ class RunRecorder:
             self._failed(error)
 
     def _publish(self) -> None:
-        """The part files made the run's items (``Store.publish_items``'s work), by a task: in a
-        pool, its process reads them, and pyarrow (60 MB) stays out of this one. The pool is
-        stopped then."""
+        """The part files made the run's items by a task (unless ``seal`` sent it: in a pool,
+        pyarrow stays out of this process), then the pool stopped."""
         try:
-            folder = self.store.run_folder(self.run.id)
-            self._executor.submit(publish, folder)
-            finish(self._executor)
+            if not self._sealed:
+                self._executor.submit(publish, self.store.run_folder(self.run.id))
+                finish(self._executor)
         finally:
             self._close()
 
@@ -417,12 +370,8 @@ class RunRecorder:
         signature: Any = None,
         figures: Mapping[str, Any] | None = None,
     ) -> RunInfo:
-        """Mark the run finished with its metrics and confidence intervals (JSON values), once
-        every item is in its ``items.parquet``; ``signature`` replaces the one given to
-        ``open`` (a command knows its full signature only once scored); ``figures``: what its
-        system reads of them for the runs list (``Store.finish_scored_run``). A failed call
-        that its system's scoring made no item of (json: no output, no record) is stored as an
-        item not scored, with its call and error, so that no call is lost from the run."""
+        """Mark the run finished with its metrics, intervals, final ``signature`` and
+        ``figures`` (``Store.finish_scored_run``) once every item is in its files."""
         if not self._sealed:
             self._add_failed_calls()
         self.flush()
@@ -431,10 +380,7 @@ class RunRecorder:
             self._closed = True
             return self.run
         try:
-            if self._sealed:  # published by the flush
-                self._close()
-            else:
-                self._publish()
+            self._publish()
             self.run = self.store.finish_scored_run(
                 self.run.id,
                 metrics=orjson.loads(_json(metrics)) if metrics is not None else None,
@@ -448,6 +394,7 @@ class RunRecorder:
         return self.run
 
     def _add_failed_calls(self) -> None:
+        """A failed call its system made no item of (json: no output) as an item not scored."""
         self.add_prepared(
             (ItemColumns(key, None, error_type=call.get("error_type")), b"{}")
             for key, call in self.calls.items()
@@ -462,10 +409,8 @@ class RunRecorder:
             with contextlib.suppress(Exception):  # the run's own error is the one to report
                 self.flush()
             with contextlib.suppress(Exception):  # the parts written, whatever stopped the rest
-                if self._sealed:
-                    self._close()
-                else:
-                    self._publish()
+                self._publish()
+
             with contextlib.suppress(Exception):
                 self.store.finish_scored_run(
                     self.run.id, metrics=None, intervals=None, status=status

@@ -86,10 +86,9 @@ class RunInfo:
     inputs: list[dict[str, Any]] = field(default_factory=list)
     metrics: dict[str, Any] | None = None
     intervals: dict[str, Any] | None = None
-    # the runs list's figures (``Store.finish_scored_run``): the headline metric's estimate
-    # (a slot run's best model's), failed items, items whose call failed, tokens, cost (priced
-    # models only), mean latency per item; None: not known (in flight, no model call)
+    # the runs list's figures (``Store.finish_scored_run``); None: not known
     headline: float | None = None
+
     n_failed: int | None = None
     n_call_errors: int | None = None
     input_tokens: int | None = None

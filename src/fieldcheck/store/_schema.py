@@ -1,9 +1,5 @@
-"""The store's tables (SQLAlchemy 2.0): runs, the runner's journal, the model-response cache
-and the saved configuration (a scored run's items are a Parquet file: ``_parquet``).
-
-The schema is created and upgraded only by the Alembic migrations in ``migrations/``; these
-classes mirror them for queries.
-"""
+"""The store's tables (SQLAlchemy 2.0): runs, the runner's journal, the reply cache and the saved
+configuration, mirroring the Alembic migrations in ``migrations/`` (which alone make them)."""
 
 from __future__ import annotations
 
@@ -40,10 +36,10 @@ class RunRow(Base):
     n_items: Mapped[int] = mapped_column(Integer, default=0)
     n_done: Mapped[int] = mapped_column(Integer, default=0)
     n_errors: Mapped[int] = mapped_column(Integer, default=0)
-    # run: model calls and their scores; score: scores of given outputs (a re-score: with a
-    # parent); calls: one model's calls of another run (its parent); model-run and scored:
-    # before migration 0006 merged them
+    # run | score (given outputs; a re-score has a parent) | calls (of its parent's run); and
+    # model-run, scored: before 0006 merged them
     kind: Mapped[str] = mapped_column(String(16), default="run")
+
     parent_id: Mapped[str | None] = mapped_column(String(32), nullable=True)
     former_id: Mapped[str | None] = mapped_column(String(32), nullable=True, index=True)
     out_dir: Mapped[str | None] = mapped_column(Text, nullable=True)

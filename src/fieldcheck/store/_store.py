@@ -1,11 +1,5 @@
-"""The run store: runs, the runner's journal and the response cache in SQLite or PostgreSQL; a
-scored run's items in a Parquet file under the artifacts root (``_parquet``).
-
-Default: a SQLite file under the user's data directory (``$XDG_DATA_HOME/fieldcheck`` or
-``~/.local/share/fieldcheck``); ``FIELDCHECK_DATABASE_URL`` overrides it with any SQLAlchemy URL.
-Every write commits at once (the runner's journal and cache a few completions at a time), so a
-killed process loses nothing that was saved. The schema is created and upgraded by Alembic on open.
-"""
+"""The run store: runs, the runner's journal and the response cache in SQLite or PostgreSQL
+(docs/running.md), a scored run's items in Parquet (``_parquet``); every write commits at once."""
 
 from __future__ import annotations
 
@@ -20,8 +14,9 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 from sqlalchemy import (
@@ -58,15 +53,16 @@ from fieldcheck.store._schema import CacheRow, ConfigRow, JournalRow, RunRow
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 
 
-# The fewest characters of a run id that name it (a shorter prefix is too easy to mistype into
-# another run, and ``runs delete`` acts at once).
-MIN_PREFIX = 4
+MIN_PREFIX = 4  # the fewest characters that name a run (``runs delete`` acts at once)
+
 ITEM_PAGE = 1000
 MEMO = 256  # counts and filter choices of items files kept (``Store._remember``)
 SORTED = 4  # sorted tables' seqs kept (8 MB each at a million items)
 _FILTERS = ("error_type", "q", "equals")
 SCORED = ("run", "score")  # the kinds of run whose finished items are a file
 _IDENTIFIER = '"'
+
+T = TypeVar("T")
 
 
 class ItemsMissing(FileNotFoundError):
@@ -83,21 +79,9 @@ class ItemsMissing(FileNotFoundError):
 class RunHasChildren(ValueError):
     """A run still has re-scores (runs whose ``parent_id`` it is): it is not deleted."""
 
-    def __init__(self, run_id: str, children: list[str]) -> None:
-        super().__init__(
-            f"run {run_id} has re-scores: {', '.join(children)}; delete them first "
-            "(each names it as its parent)"
-        )
-        self.run_id, self.children = run_id, children
-
 
 class AmbiguousRunError(LookupError):
     """Several runs start with the prefix given."""
-
-    def __init__(self, prefix: str, ids: list[str]) -> None:
-        more = ", ..." if len(ids) >= 5 else ""
-        super().__init__(f"{prefix!r} names several runs: {', '.join(ids)}{more}")
-        self.prefix, self.ids = prefix, ids
 
 
 def _now() -> datetime:
@@ -127,9 +111,8 @@ class Store:
         return f"Store({describe_url(self.url)!r})"
 
     def check_writable(self) -> None:
-        """Raise (an SQLAlchemy error) when this store cannot be written: a read-only file or
-        role is found before a run starts, not at its first write. A delete of no row, rolled
-        back."""
+        """Raise (an SQLAlchemy error) when this store cannot be written (a read-only file or
+        role found before a run starts): a delete of no row, rolled back."""
         with self.engine.connect() as connection:
             connection.execute(delete(ConfigRow).where(false()))
             connection.rollback()
@@ -155,12 +138,8 @@ class Store:
         signature: str,
         n_items: int,
     ) -> tuple[RunInfo, bool]:
-        """The interrupted run with the same key (resumed: True), else a new run (False).
-
-        A run's key digests everything that defines it, so the same command finds its run. A run
-        still ``running`` (its process alive, or on another host) is never taken over: two
-        runs of one command at once are two runs (they took each other's items and failed).
-        """
+        """The interrupted run with the same key (what defines it: resumed, True), else a new
+        run (False); a ``running`` one is never taken over (two at once took each other's items)."""
         run_key = _digest([system, task, dataset_sha256, model, endpoint, settings])
         self.mark_stale_runs()
         with self._session() as s:
@@ -223,38 +202,22 @@ class Store:
     def list_runs(
         self,
         *,
-        system: str | None = None,
-        model: str | None = None,
-        since: datetime | None = None,
-        until: datetime | None = None,
-        kind: str | None = None,
-        model_contains: str | None = None,
-        dataset_contains: str | None = None,
         limit: int | None = None,
         offset: int = 0,
         newest_first: bool = False,
         sort: str = "started",
+        **filters: Any,
     ) -> list[RunInfo]:
         """Runs by start time (oldest first unless ``newest_first``), or by ``sort`` (one of
-        ``RUN_SORTS``; unknown figures last either way), filtered by system, model (one of a
-        run's models: a slot run names several, ``", "``-joined), start time, kind and text in
-        the model or the dataset (any case); without a kind, every run but the ``calls`` runs
-        (parts of another run)."""
+        ``RUN_SORTS``; unknown figures last either way), filtered by ``_run_filters``."""
         self.mark_stale_runs()
         with self._session() as s:
             found = RUN_SORTS[sort]
             columns = found if isinstance(found, tuple) else (found,)
             orders = [(c.desc() if newest_first else c.asc()).nulls_last() for c in columns]
-            query = _run_filters(
-                select(RunRow),
-                system=system,
-                model=model,
-                since=since,
-                until=until,
-                kind=kind,
-                model_contains=model_contains,
-                dataset_contains=dataset_contains,
-            ).order_by(*orders, RunRow.started_at.desc(), RunRow.id)
+            query = _run_filters(select(RunRow), **filters).order_by(
+                *orders, RunRow.started_at.desc(), RunRow.id
+            )
             if limit is not None:
                 query = query.limit(limit).offset(offset)
             return [RunInfo.of(r) for r in s.scalars(query)]
@@ -267,9 +230,8 @@ class Store:
             )
 
     def find_run(self, prefix: str) -> RunInfo | None:
-        """The run whose id is ``prefix``, or the only one starting with it when ``prefix`` has
-        at least ``MIN_PREFIX`` characters (as git names commits; case-sensitive on every
-        backend). Raises AmbiguousRunError when several runs start with it."""
+        """The run whose id is ``prefix``, or the only one starting with it (of ``MIN_PREFIX``
+        characters or more, as git names commits); AmbiguousRunError when several do."""
         run = self.get_run(prefix)
         if run is not None or len(prefix) < MIN_PREFIX:
             return run
@@ -281,15 +243,14 @@ class Store:
                 .limit(5)
             ).all()
         if len(rows) > 1:
-            raise AmbiguousRunError(prefix, [r.id for r in rows])
+            more = ", ..." if len(rows) >= 5 else ""
+            ids = ", ".join(r.id for r in rows)
+            raise AmbiguousRunError(f"{prefix!r} names several runs: {ids}{more}")
         return RunInfo.of(rows[0]) if rows else None
 
     def delete_run(self, run_id: str) -> bool:
-        """Delete a run with its items, tags, journal and item files, and its ``calls`` runs;
-        False when there is no such run. ``RunHasChildren`` while re-scores of it remain (each
-        would name a parent that is gone: docs/decisions.md); ``PermissionError``, nothing
-        deleted, when its item files cannot be removed (a read-only artifacts root: the files
-        are removed after the commit, so they are checked before it)."""
+        """Delete a run, its journal, item files and ``calls`` runs (False: no such run);
+        ``RunHasChildren`` while re-scores remain, ``PermissionError`` for unremovable files."""
         with self._session() as s:
             row = s.get(RunRow, run_id)
             names = [run_id, *([row.former_id] if row is not None and row.former_id else [])]
@@ -299,7 +260,10 @@ class Store:
                 .order_by(RunRow.started_at, RunRow.id)
             ).all()
             if children:
-                raise RunHasChildren(run_id, list(children))
+                raise RunHasChildren(
+                    f"run {run_id} has re-scores: {', '.join(children)}; delete them first "
+                    "(each names it as its parent)"
+                )
             parts = select(RunRow.id).where(RunRow.parent_id == run_id, RunRow.kind == "calls")
             ids = [run_id, *s.scalars(parts)]
             for run in ids if row is not None else ():
@@ -364,12 +328,8 @@ class Store:
         parts: list[str] | None = None,
         kind: str = "run",
     ) -> RunInfo:
-        """Score model run ``run_id`` into itself (one run per evaluation): its inputs, output
-        folder and scoring settings (over the runner's) recorded, the items of an earlier,
-        interrupted scoring of it removed, its counts set to the scored items', ``running``.
-        ``model``: every model it scores (``", "``-joined); ``parts``: the runs of its other
-        models (a slot run's), made its ``calls`` runs. ``kind="score"``: an unfinished
-        scoring (``unfinished_scoring``) scored again, its settings replaced."""
+        """Score run ``run_id`` into itself afresh (one run per evaluation; ``parts``: a slot
+        run's other models' runs, made its ``calls``); ``kind="score"`` replaces its settings."""
         with self._session() as s:
             row = s.get(RunRow, run_id)
             if row is None:
@@ -412,9 +372,8 @@ class Store:
             return [RunInfo.of(r) for r in rows]
 
     def unfinished_scoring(self, run_ids: Sequence[str], *, system: str) -> str | None:
-        """The first of ``run_ids`` (an unfinished run folder's) that is a scoring of
-        ``system`` left ``interrupted`` or ``failed``: the same command continuing the folder
-        finishes that run rather than storing a second one beside it."""
+        """The first of ``run_ids`` (an unfinished folder's) that is an interrupted or failed
+        scoring of ``system``: continuing the folder finishes it rather than storing another."""
         if not run_ids:
             return None
         self.mark_stale_runs()
@@ -439,11 +398,8 @@ class Store:
         return self.artifacts / "runs" / run_id
 
     def items_file(self, run_id: str) -> Path | None:
-        """A scored run's ``items.parquet`` (or its files' glob: ``_parquet.publish``), for
-        DuckDB's ``read_parquet``; None for a run still calling or being written and for a
-        model's calls alone (a journal). A finished scored run with items and no file is
-        ``ItemsMissing`` (the artifacts root moved), never a run of no items (it read as "0
-        failed": a tester's finding)."""
+        """A scored run's items for DuckDB (``_parquet.located``); None for items in flight;
+        ``ItemsMissing`` for a finished run's missing file (never read as a run of no items)."""
         if not _parquet.RUN_ID.fullmatch(run_id):
             return None
         found = _parquet.located(self.run_folder(run_id))
@@ -456,13 +412,9 @@ class Store:
         return None
 
     def items_writer(self, run_id: str) -> _parquet.ItemsWriter:
-        """A writer of a scored run's items (``ItemsWriter.write`` takes ``(key, seq,
-        error_type, failed, model, turn, result)`` and ``(tag, seq, failed)`` rows); each chunk
-        is counted on the run (benchmarks/baseline_store.py). ``publish_items`` makes them the
-        run's files."""
-        return _parquet.ItemsWriter(
-            self.run_folder(run_id), lambda items, errors: self.count_written(run_id, items, errors)
-        )
+        """A writer of a scored run's items, each chunk counted on the run
+        (benchmarks/baseline_store.py); ``publish_items`` makes them the run's files."""
+        return _parquet.ItemsWriter(self.run_folder(run_id), partial(self.count_written, run_id))
 
     def count_written(self, run_id: str, items: int, errors: int) -> None:
         """Count ``items`` written (``errors`` of them with an error) on the run."""
@@ -484,11 +436,8 @@ class Store:
     def export_parquet(
         self, run_id: str, out: Path, columns: Sequence[tuple[str, str, str]] = ()
     ) -> None:
-        """Write run ``run_id``'s items to ``out`` as zstd Parquet in ``seq`` order: key, seq,
-        failed, model, turn, error_type, then each of ``columns`` (name, JSON path in the
-        item, DuckDB type: read from the item's JSON, null where absent or of another type),
-        then the item's JSON as ``result``. A run without an items file (its calls in flight) is
-        read from its journal."""
+        """Run ``run_id``'s items (or journal) as zstd Parquet in ``seq`` order: the indexed
+        columns, each of ``columns`` (name, JSON path, DuckDB type), the JSON as ``result``."""
         with tempfile.TemporaryDirectory(prefix="fieldcheck-export-") as tmp:
             path = self.items_file(run_id)
             if path is None:
@@ -506,22 +455,25 @@ class Store:
                 f"AS {_parquet.quote(name, _IDENTIFIER)}"
                 for name, at, kind in columns
             )
-            with self._duck() as con:
-                con.execute(
+            self._query(
+                lambda con: con.execute(
                     f"COPY (SELECT key, seq, failed, model, turn, error_type{extracted}, result "
                     f"FROM read_parquet({_parquet.quote(path)}) ORDER BY seq) TO "
                     f"{_parquet.quote(out)} (FORMAT parquet, COMPRESSION zstd)"
                 )
+            )
 
-    def _duck(self) -> Any:
-        """A DuckDB cursor of its own (one per query: the API's threads query at once) on the
-        store's one connection, made under a lock (two threads made two, one left open)."""
+    def _query(self, read: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """``read(cursor, *args, **kwargs)`` on a DuckDB cursor of its own (the API's threads
+        query at once) of the store's one connection, made under a lock (not one per thread)."""
         with self._duck_lock:
             if self._duckdb is None:
                 import duckdb
 
                 self._duckdb = duckdb.connect()
-            return self._duckdb.cursor()
+            cursor = self._duckdb.cursor()
+        with cursor as con:
+            return read(con, *args, **kwargs)
 
     def finish_scored_run(
         self,
@@ -533,10 +485,8 @@ class Store:
         signature: str | None = None,
         figures: Mapping[str, Any] | None = None,
     ) -> RunInfo:
-        """Finish a scored run: its metrics, intervals and status, and the runs list's figures
-        (``_figures``; ``figures``: what its system reads of its metrics, ``headline``,
-        ``latency_mean_s`` for a run of no model call, and ``dataset``, the roles its dataset
-        input may have: the first given becomes its ``dataset``)."""
+        """Finish a scored run: metrics, intervals, status and the runs list's figures
+        (``_figures``, then ``figures``: its system's ``headline``, usage and ``dataset`` roles)."""
         figures = figures or {}
         failed = None
         with contextlib.suppress(ItemsMissing, OSError):  # an aborted run's parts, or none
@@ -586,54 +536,36 @@ class Store:
         turn: int | None = None,
         **more: Any,
     ) -> list[StoredItem]:
-        """Up to ``limit`` items with ``seq > after`` in order (keyset paging: as fast on page
-        1000 as on page 1), filtered by the indexed columns. ``tag``: a field of a JSON record
-        or a topic of a slot session; with ``failed`` it means failed on that tag. ``order``
-        (a system's ``ItemColumn`` expression), ``descending`` and ``offset`` page a sorted
-        table; ``more``: ``_parquet.page``'s ``error_type``, ``q``, ``equals`` and ``values``
-        (each item's ``values`` read into its ``shown``)."""
+        """Up to ``limit`` items with ``seq > after`` (keyset paging) filtered as ``_parquet.page``
+        (``more``); ``order`` (an ``ItemColumn`` expression), ``descending``, ``offset``: sorted."""
         path = self.items_file(run_id)
         filters: dict[str, Any] = {"failed": failed, "tag": tag, "model": model, "turn": turn}
         if path is not None:
             values = more.pop("values", ())
+            filters |= more
             if order is None and not descending:
-                with self._duck() as con:
-                    rows = _parquet.page(
-                        con,
-                        path,
-                        after=after,
-                        limit=limit,
-                        offset=offset,
-                        values=values,
-                        **filters,
-                        **more,
-                    )
-            else:
-
-                def ordered() -> Any:
-                    with self._duck() as con:
-                        return _parquet.sorted_seqs(
-                            con,
-                            path,
-                            order=order or "seq",
-                            descending=descending,
-                            after=after,
-                            **filters,
-                            **more,
-                        )
-
-                sort_key = ("sorted", order, descending, after, repr(filters), repr(more))
-                seqs = self._remember(path, sort_key, ordered, self._sorted, SORTED)
-                with self._duck() as con:
-                    page = [int(s) for s in seqs[offset : offset + limit]]
-                    rows = _parquet.rows_of(con, path, page, values)
-            # a scored item makes no model call
-            return [
-                StoredItem(
-                    key, seq, error, 0, 0, 0.0, loads(result), [], failed, model, turn, list(rest)
+                rows = self._query(
+                    _parquet.page,
+                    path,
+                    after=after,
+                    limit=limit,
+                    offset=offset,
+                    values=values,
+                    **filters,
                 )
-                for key, seq, error, failed, model, turn, result, *rest in rows
-            ]
+            else:
+                seqs = self._remember(
+                    ("sorted", order, descending, after, repr(filters)),
+                    _parquet.sorted_seqs,
+                    path,
+                    order=order or "seq",
+                    descending=descending,
+                    after=after,
+                    **filters,
+                )
+                page = [int(s) for s in seqs[offset : offset + limit]]
+                rows = self._query(_parquet.rows_of, path, page, values)
+            return _scored(rows)
         error_type = more.pop("error_type", None)
         if any(v is not None for v in filters.values()) or any(more.get(k) for k in _FILTERS):
             return []  # an item in flight is neither failed nor passed, nor tagged yet
@@ -656,19 +588,13 @@ class Store:
         not_scored: bool = False,
         **more: Any,
     ) -> int:
-        """How many items ``page_items`` gives with these filters (``more``: ``error_type``,
-        ``q``, ``equals``); ``not_scored``: of those, the ones not scored (``failed`` null: an
-        input, judge or call error, no gold), neither failed nor passed (every item in flight).
-        Remembered per items file (a search of a million items reads them all once)."""
+        """How many items ``page_items`` gives with these filters (``not_scored``: of those, the
+        ones neither failed nor passed), remembered per items file (``_remember``)."""
         path = self.items_file(run_id)
         filters = {"failed": failed, "tag": tag, "model": model, "turn": turn, **more}
         if path is not None:
-
-            def counted() -> int:
-                with self._duck() as con:
-                    return _parquet.count(con, path, not_scored=not_scored, **filters)
-
-            return int(self._remember(path, ("count", not_scored, repr(filters)), counted))
+            key = ("count", not_scored, repr(filters))
+            return int(self._remember(key, _parquet.count, path, not_scored=not_scored, **filters))
         error_type = filters.pop("error_type", None)
         if any(v is not None and v != () for v in filters.values()):  # equals: ()
             return 0
@@ -685,12 +611,7 @@ class Store:
             return []
         path = self.items_file(run_id)
         if path is not None:
-            with self._duck() as con:
-                rows = _parquet.find(con, path, list(keys), model)
-            return [
-                StoredItem(key, seq, error, 0, 0, 0.0, loads(result), [], failed, found, turn)
-                for key, seq, error, failed, found, turn, result in rows
-            ]
+            return _scored(self._query(_parquet.find, path, list(keys), model))
         with self._session() as s:
             query = select(JournalRow).where(
                 JournalRow.run_id == run_id, JournalRow.item_key.in_(list(keys))
@@ -703,14 +624,9 @@ class Store:
     def item_tags(self, run_id: str, *, limit: int = 1000) -> list[str]:
         """The distinct tag names of a run (fields or topics), sorted: the filter's choices."""
         path = self.items_file(run_id)
-        if path is not None:
-
-            def names() -> list[str]:
-                with self._duck() as con:
-                    return _parquet.tag_names(con, path, limit)
-
-            return list(self._remember(path, ("tags", limit), names))
-        return []  # an item in flight is not tagged yet
+        if path is None:
+            return []  # an item in flight is not tagged yet
+        return list(self._remember(("tags", limit), _parquet.tag_names, path, limit))
 
     def item_values(self, run_id: str, sql: str, *, limit: int = 1000) -> list[Any]:
         """The distinct values of a run's items' column ``sql`` (an indexed column's name or
@@ -726,36 +642,30 @@ class Store:
                 return sorted(s.scalars(query.limit(limit)))
         if path is None:
             return []
-
-        def found() -> list[Any]:
-            with self._duck() as con:
-                return _parquet.distinct(con, path, sql, limit)
-
-        return list(self._remember(path, ("values", sql, limit), found))
+        return list(self._remember(("values", sql, limit), _parquet.distinct, path, sql, limit))
 
     def _remember(
         self,
-        path: Path,
         key: tuple[Any, ...],
-        compute: Callable[[], Any],
-        memo: OrderedDict[tuple[Any, ...], Any] | None = None,
-        size: int = MEMO,
+        read: Callable[..., Any],
+        path: Path,
+        *args: Any,
+        **kwargs: Any,
     ) -> Any:
-        """``compute()`` for an items file, kept (in ``memo``, ``size`` answers at most) while
-        the file is unchanged (its first file's size and time, its folder's time: a run scored
-        again writes new files)."""
-        memo = self._memo if memo is None else memo
+        """``_query(read, path, ...)``, kept (``MEMO`` answers; a ``"sorted"`` key's: ``SORTED``)
+        while the items file is unchanged (its first file's size and time, its folder's time)."""
+        memo, size = (self._sorted, SORTED) if key[0] == "sorted" else (self._memo, MEMO)
         first = path if path.is_file() else path.with_name("items-00000.parquet")
         try:
             stat, folder = first.stat(), path.parent.stat()
         except OSError:
-            return compute()
+            return self._query(read, path, *args, **kwargs)
         full = (str(path), stat.st_size, stat.st_mtime_ns, folder.st_mtime_ns, *key)
         with self._duck_lock:
             if full in memo:
                 memo.move_to_end(full)
                 return memo[full]
-        value = compute()
+        value = self._query(read, path, *args, **kwargs)
         with self._duck_lock:
             memo[full] = value
             while len(memo) > size:
@@ -776,20 +686,15 @@ class Store:
         sides = self._sides(columns)
         if sides is None:
             return None
-        with self._duck() as con:
-            return _pairs.matrix(con, sides, pairing, differ=differ, offset=offset, limit=limit)
+        return self._query(_pairs.matrix, sides, pairing, differ=differ, offset=offset, limit=limit)
 
     def paired_rows(
         self, a: tuple[str, str | None], b: tuple[str, str | None], pairing: Pairing
     ) -> tuple[Any, Any, Any] | None:
         """The per-item statistics of the items both columns hold, grouped with their counts
-        (``_pairs.paired_rows``);
-        None when a run has no items file."""
+        (``_pairs.paired_rows``); None when a run has no items file."""
         sides = self._sides([a, b])
-        if sides is None:
-            return None
-        with self._duck() as con:
-            return _pairs.paired_rows(con, sides[0], sides[1], pairing)
+        return None if sides is None else self._query(_pairs.paired_rows, *sides, pairing)
 
     def truth_digests(
         self, columns: Sequence[tuple[str, str | None]], pairing: Pairing
@@ -799,11 +704,10 @@ class Store:
         sides = self._sides(columns)
         if sides is None or pairing.truth is None:
             return None
-        with self._duck() as con:
-            found = [_pairs.truth_digest(con, s, pairing, canonical=False) for s in sides]
-            if len(set(found)) > 1:
-                found = [_pairs.truth_digest(con, s, pairing, canonical=True) for s in sides]
-            return found
+        found = [self._query(_pairs.truth_digest, s, pairing, canonical=False) for s in sides]
+        if len(set(found)) > 1:
+            found = [self._query(_pairs.truth_digest, s, pairing, canonical=True) for s in sides]
+        return found
 
     def _sides(self, columns: Sequence[tuple[str, str | None]]) -> list[_pairs.Side] | None:
         paths = [self.items_file(run) for run, _ in columns]
@@ -867,11 +771,8 @@ class Store:
         items: Sequence[dict[str, Any]],
         cached: Sequence[tuple[str, str, dict[str, Any]]] = (),
     ) -> None:
-        """Commit finished journal items (each ``run_id``, ``key``, ``seq``, ``result`` and
-        optionally ``error_type``, ``calls``, ``cached_calls``, ``latency_s``, ``call_log``), their
-        runs' counts and cached replies ``(key, model, value)`` in one transaction (Core
-        statements, not the ORM: the runner writes a few completions at a time). A key cached
-        already (by another process meanwhile) keeps its first reply: an equally good one."""
+        """Commit finished journal items, their runs' counts and cached replies ``(key, model,
+        value)`` in one Core transaction; a key cached already keeps its first reply."""
         now = _now()
         rows = [
             {
@@ -957,6 +858,14 @@ def _stored(row: JournalRow) -> StoredItem:
     )
 
 
+def _scored(rows: Sequence[tuple[Any, ...]]) -> list[StoredItem]:
+    """Rows of an items file (``_parquet.SELECTED``, then shown values) as items (no call)."""
+    return [
+        StoredItem(key, seq, error, 0, 0, 0.0, loads(result), [], failed, model, turn, list(rest))
+        for key, seq, error, failed, model, turn, result, *rest in rows
+    ]
+
+
 def _digest(value: Any) -> str:
     return hashlib.sha256(_dumps(value).encode()).hexdigest()
 
@@ -1008,6 +917,8 @@ def _run_filters(
     model_contains: str | None = None,
     dataset_contains: str | None = None,
 ) -> Any:
+    """``query`` of the runs of a system, a model (one of a slot run's ``", "``-joined names),
+    a kind (none: all but ``calls`` runs), text in the model or dataset (any case), a time."""
     if system is not None:
         query = query.where(RunRow.system == system)
     if kind is not None:
@@ -1041,8 +952,7 @@ DATASET_NAME = func.substr(
     RunRow.dataset,
     func.length(func.rtrim(RunRow.dataset, func.replace(RunRow.dataset, "/", ""))) + 1,
 )
-"""A run's dataset file name (its path after the last ``/``; SQLite and PostgreSQL alike):
-the runs list shows it, so it sorts by it, then by the sha256 it shows beside it."""
+"""A run's dataset file name (after the last ``/``): the runs list sorts by what it shows."""
 RUN_SORTS: dict[str, Any] = {
     "started": RunRow.started_at,
     "system": RunRow.system,
@@ -1056,8 +966,7 @@ RUN_SORTS: dict[str, Any] = {
     "cost": RunRow.cost_usd,
     "latency": RunRow.latency_mean_s,
 }
-"""What ``Store.list_runs`` sorts runs by: the runs list's columns, each a column of the row
-(or columns, in order)."""
+"""What ``Store.list_runs`` sorts runs by: the runs list's columns, each a column (or columns)."""
 
 
 def _engine(url: str) -> Engine:
@@ -1067,13 +976,10 @@ def _engine(url: str) -> Engine:
         @event.listens_for(engine, "connect")
         def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
             cursor = dbapi_conn.cursor()
-            # 8 KiB pages hold 6 stored items of ~1.2 KB where 4 KiB pages held 3: about 20%
-            # fewer page splits on inserts (takes effect only when the file is created)
-            cursor.execute("PRAGMA page_size=8192")
+            cursor.execute("PRAGMA page_size=8192")  # ~20% fewer page splits (set at creation)
             cursor.execute("PRAGMA journal_mode=WAL")
-            # WAL's own recommendation: no fsync per commit (a power cut may lose the last
-            # commits, in order, never the database); the commits of a run's inserts took an
-            # eighth of the writer's time
+            # WAL's advice: no fsync per commit (a power cut may lose the last commits, never the
+            # database); those commits took an eighth of the writer's time
             cursor.execute("PRAGMA synchronous=NORMAL")
             cursor.execute("PRAGMA foreign_keys=ON")
             cursor.execute("PRAGMA busy_timeout=30000")
@@ -1099,9 +1005,9 @@ def _at_revision(engine: Engine) -> str | None:
 
 
 def upgrade(engine: Engine, artifacts: Path | None = None) -> None:
-    """Bring the schema to the newest Alembic revision (Alembic is imported only when the
-    database is behind: every command opens the store, most find it current); ``artifacts``:
-    the root the store was given, where 0007 writes old runs' items (else ``artifacts_root``)."""
+    """Bring the schema to the newest Alembic revision (importing Alembic only when behind);
+    ``artifacts``: the store's root, where 0007 writes old runs' items."""
+
     if _at_revision(engine) == _newest_revision():
         return
     import logging

@@ -1,8 +1,4 @@
-"""Runs, their items and the response cache.
-
-Revision ID: 0001
-Revises:
-"""
+"""Runs, their items and the response cache."""
 
 from __future__ import annotations
 

@@ -1,8 +1,4 @@
-"""Each item keeps the log of its model calls (latency, tokens, attempts, reply, error).
-
-Revision ID: 0002
-Revises: 0001
-"""
+"""Each item keeps the log of its model calls (latency, tokens, attempts, reply, error)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,4 @@
-"""The saved configuration of the web app and the API: one JSON value per section.
-
-Revision ID: 0003
-Revises: 0002
-"""
+"""The saved configuration of the web app and the API: one JSON value per section."""
 
 from __future__ import annotations
 

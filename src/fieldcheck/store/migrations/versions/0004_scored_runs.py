@@ -1,10 +1,5 @@
 """Scored runs: a run keeps its kind, parent, inputs, output folder, metrics and intervals; an
-item keeps a failed flag, its model and turn, and its fields or topics (``run_item_tags``), all
-indexed for the items filters of ``fieldcheck runs`` and the runs API.
-
-Revision ID: 0004
-Revises: 0003
-"""
+item its failed flag, model, turn and tags (``run_item_tags``), indexed for the items filters."""
 
 from __future__ import annotations
 

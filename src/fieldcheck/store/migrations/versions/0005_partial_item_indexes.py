@@ -1,12 +1,5 @@
-"""Items' turn and model indexes hold only the items that have a turn (numeric) or a model
-(slots): a JSON record has neither, and each index entry it no longer writes made inserting
-100,000 JSON items 12-30% slower (benchmarks/bench_json.py, the store's inserts alone). A filter
-``turn = ?`` or ``model = ?`` implies the column is not null, so SQLite and PostgreSQL still use
-them.
-
-Revision ID: 0005
-Revises: 0004
-"""
+"""Items' turn and model indexes hold only the items that have one: a JSON record has neither,
+and their entries made inserting JSON items 12-30% slower (docs/decisions.md)."""
 
 from __future__ import annotations
 

@@ -1,20 +1,5 @@
-"""One run per evaluation (issue 27): the runner's journal gets its own table, and each stored
-pair of a model run (``model-run``) and the scored run its command made of it (``scored``,
-task ``run``) becomes one run, under the model run's id (the one its output folder names).
-
-What links a pair today is inferred, not recorded: the same system and model, the scored run
-started after the model run finished, and (json, numeric) the model run's dataset among the
-scored run's inputs (same sha256); each scored run takes the latest such unpaired model run of
-each of its models. Merged, the run keeps the scored run's inputs, settings (over the model
-run's), signature, metrics, items and status, and the scored run's id in ``former_id`` (still
-found by it); each scored item gets the call of its model run's item under ``call``. The model
-run's items move to the journal (copied there for every model run: a resume reads them). The
-other models of a multi-model slot run become ``calls`` runs under it. Unpaired runs stay, a
-``scored`` one renamed ``score``. Nothing is dropped.
-
-Revision ID: 0006
-Revises: 0005
-"""
+"""One run per evaluation (issue 27): the runner's journal gets its own table, and each pair of a
+model run and its scored run, inferred as docs/decisions.md says, becomes one run; none dropped."""
 
 from __future__ import annotations
 
@@ -67,7 +52,7 @@ def upgrade() -> None:
 
 
 def _pairs(bind: Any) -> list[tuple[Any, list[Any]]]:
-    """Each scored run of a model command with the model runs it scored (see the docstring)."""
+    """Each scored run of a model command with the model runs it scored (docs/decisions.md)."""
     rows = bind.execute(
         sa.text(
             "SELECT id, kind, system, task, model, dataset_sha256, inputs, status, started_at, "

@@ -1,12 +1,5 @@
-"""Items in Parquet (issue 27 item 5): each old run's SQL rows (``run_items``, ``run_item_tags``)
-become its ``items.parquet`` under the artifacts root as a run of today writes it (same columns,
-tags, ``seq`` order and JSON text); the tables go. Nothing is dropped: it stops at 0006, rows
-kept, when an item keeps calls the journal lacks, a tag names no item, a run id is no folder
-name, a file cannot be written, or a store that is no SQLite file has no root set.
-
-Revision ID: 0007
-Revises: 0006
-"""
+"""Items in Parquet (issue 27 item 5): each old run's SQL rows become its ``items.parquet``, the
+tables go; stops at 0006, rows kept, when anything would be lost (docs/decisions.md)."""
 
 from __future__ import annotations
 
@@ -72,9 +65,9 @@ def _root(bind: Any) -> Path:
 
 
 def _write(bind: Any, run: str, folder: Path) -> None:
-    """Run ``run``'s rows as its items file, its tags (in ``seq`` order) with its items: made
-    in a folder of this attempt's own, then renamed into place (a process that opened the store
-    at the same time writes the same file; a failed attempt removes only its own folder)."""
+    """Run ``run``'s rows and tags as its items file, made in a folder of this attempt's own and
+    renamed into place (two processes write the same file; a failure removes only its own)."""
+
     mine = folder / f"0007-{uuid.uuid4().hex[:12]}.tmp"
     try:
         _items(bind, run, mine)

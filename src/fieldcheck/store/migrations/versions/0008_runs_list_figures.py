@@ -1,13 +1,5 @@
-"""The runs list's figures on each run's row (issue 28): the headline metric's estimate (a
-slot run's best model's F1), failed items, items whose model call failed, tokens, cost and
-mean latency, so that listing and sorting thousands of runs opens no items file. Back-filled
-from what is stored: the metrics, the items file (its failed items) and the runner's journal
-(``_figures``); each run's ``dataset`` becomes its system's dataset input (json's documents
-or batch, slots' gold, numeric's data). A figure that cannot be read stays null ("-").
-
-Revision ID: 0008
-Revises: 0007
-"""
+"""The runs list's figures on each run's row (issue 28), back-filled from the metrics, the items
+file and the journal (``_figures``), and each run's ``dataset`` its system's dataset input."""
 
 from __future__ import annotations
 
