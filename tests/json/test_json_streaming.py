@@ -366,11 +366,10 @@ def test_chunks_of_the_pipeline_give_the_numbers_of_one_chunk(tmp_path: Path) ->
 def test_duplicate_ids_are_found_across_the_older_runs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # older ids sit in sorted runs of hashes (RECENT of them each): a duplicate of any of them
-    # names the first line exactly, and 1 and "1" are the same id
+    # older ids sit in sorted runs of hashes (a chunk's each, merged): a duplicate of any of
+    # them names the first line exactly, and 1 and "1" are the same id
     from fieldcheck.jsoneval import _stream
 
-    monkeypatch.setattr(_stream._SeenIds, "RECENT", 4)
     rows = [{"id": i, "ground_truth": {"a": 1}, "output": {"a": 1}} for i in range(20)]
     rows += [
         {"id": "3", "ground_truth": {}, "output": {}},
@@ -395,15 +394,14 @@ def test_duplicate_ids_are_found_across_the_older_runs(
 def test_duplicate_ids_match_a_naive_reference_and_the_runs_stay_few(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, seed: int
 ) -> None:
-    """Random ids, a quarter of them repeats, runs of RECENT = 3 merged as they grow: every
+    """Random ids, a quarter of them repeats, a run per chunk merged as they grow: every
     duplicate names the line a dict of first lines names, and the runs of N ids number at most
-    log2(N / 3) + 1 (they were one per 3 ids: 10x the records took 25x the lookups' time)."""
+    log2(N) + 1 (they were one per chunk: 10x the records took 25x the lookups' time)."""
     import math
     import random
 
     from fieldcheck.jsoneval import _stream
 
-    monkeypatch.setattr(_stream._SeenIds, "RECENT", 3)
     rng = random.Random(seed)
     ids: list[int | str] = []
     for _ in range(300):
@@ -423,18 +421,18 @@ def test_duplicate_ids_match_a_naive_reference_and_the_runs_stay_few(
         else:
             first[str(i)] = line
     runs: list[int] = []
-    real_merge = _stream._SeenIds.merge
+    real_add = _stream._SeenIds.add
 
-    def merge(self: Any) -> None:
-        real_merge(self)
+    def add(self: Any, *args: Any) -> None:
+        real_add(self, *args)
         runs.append(len(self.runs))
 
-    monkeypatch.setattr(_stream._SeenIds, "merge", merge)
+    monkeypatch.setattr(_stream._SeenIds, "add", add)
     reader = BatchReader(data, chunk_lines=rng.choice([1, 2, 7]))
     failed = [x.error.message for c in reader.chunks() for x in c if isinstance(x, _stream.Failed)]
     assert failed == expected
     assert reader.records == len(first)
-    assert max(runs) <= math.log2(len(first) / 3) + 1
+    assert max(runs) <= math.log2(len(first)) + 1
 
 
 def test_the_streamed_random_batches_use_the_exact_ignore_kernel_and_the_general_path(

@@ -1002,18 +1002,37 @@ class _Blocks:
         return self.buf[first : int(ends[-1]) if len(ends) else first], ends - first
 
 
-_FIRST, _SECOND = operator.itemgetter(0), operator.itemgetter(1)
+_HASH_BASE = 0x100000001B3  # odd, so invertible modulo 2**64
+_HASH_UNDO = pow(_HASH_BASE, -1, 1 << 64)
+
+
+def id_hashes(keys: Sequence[str]) -> np.ndarray:
+    """A 64-bit hash of each id, the same in every process (``hash`` of a str is not: a pool
+    process's ids are looked up in the reading one's index, ``_SeenIds``): the polynomial of
+    its UTF-8 bytes, mixed (splitmix64's finisher); a chunk's ids at once, no loop per id."""
+    raw = [k.encode("utf-8", "surrogatepass") for k in keys]
+    ends = np.cumsum(np.fromiter(map(len, raw), np.int64, len(raw)))
+    starts = np.append(0, ends[:-1]) if raw else ends
+    data = np.frombuffer(b"".join(raw), np.uint8).astype(np.uint64) + np.uint64(1)
+    up = np.cumprod(np.full(len(data), _HASH_BASE, np.uint64))  # BASE**1, BASE**2...
+    down = np.cumprod(np.full(len(data) + 1, _HASH_UNDO, np.uint64))  # BASE**-1...
+    sums = np.append(np.uint64(0), np.cumsum(data * up))
+    # each id's terms brought to its first byte's power: BASE**-start times the sum
+    h = (sums[ends] - sums[starts]) * np.append(np.uint64(1), down)[starts]
+    h ^= (ends - starts).astype(np.uint64)
+    for shift, factor in ((30, 0xBF58476D1CE4E5B9), (27, 0x94D049BB133111EB)):
+        h = (h ^ (h >> np.uint64(shift))) * np.uint64(factor)
+    hashes: np.ndarray = (h ^ (h >> np.uint64(31))).view(np.int64)
+    return hashes
 
 
 class _SeenIds:
-    """The ids read so far: the last RECENT by key, older ones as sorted runs of 64-bit hashes
-    with line and byte offset, a hit confirmed by re-reading the line (docs/decisions.md)."""
-
-    RECENT = 65536
+    """The ids read so far as sorted runs of their hashes (``id_hashes``) with line and byte
+    offset, a hit confirmed by re-reading the line (docs/decisions.md): numbers only, no
+    object per id (the reading process's memory and CPU)."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self.recent: dict[str, tuple[int, int]] = {}
         self.runs: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # hashes, lines, offsets
         self._handle: IO[bytes] | None = None
 
@@ -1034,55 +1053,39 @@ class _SeenIds:
         except (orjson.JSONDecodeError, AttributeError):
             return None
 
-    def candidates(self, keys: Sequence[str]) -> list[bool]:
-        """For each key, whether an older id may equal it (one vectorised lookup per run)."""
-        if not self.runs or not keys:
-            return [False] * len(keys)
-        wanted = np.fromiter(map(hash, keys), dtype=np.int64, count=len(keys))
-        order = np.argsort(wanted)
-        wanted = wanted[order]  # sorted needles: searchsorted walks each run once
-        found = np.zeros(len(keys), dtype=bool)
-        for hashes, _, _ in self.runs:
-            pos = np.minimum(np.searchsorted(hashes, wanted), len(hashes) - 1)
-            found |= hashes[pos] == wanted
-        hit = np.empty(len(keys), dtype=bool)
+    def candidates(self, hashes: np.ndarray) -> np.ndarray:
+        """For each id's hash, whether an older id may be the same (one lookup per run)."""
+        order = np.argsort(hashes)
+        wanted = hashes[order]  # sorted needles: searchsorted walks each run once
+        found = np.zeros(len(hashes), dtype=bool)
+        for run, _, _ in self.runs:
+            found |= run[np.minimum(np.searchsorted(run, wanted), len(run) - 1)] == wanted
+        hit = np.empty(len(hashes), dtype=bool)
         hit[order] = found
-        return hit.tolist()
+        return hit
 
-    def first_line(self, key: str, maybe_old: bool) -> int | None:
-        """The line where ``key`` was first seen, or None (then it goes into ``recent``)."""
-        found = self.recent.get(key)
-        if found is not None:
-            return found[0]
-        if maybe_old:
-            h = hash(key)
-            for hashes, lines, offsets in self.runs:
-                i = int(np.searchsorted(hashes, h))
-                while i < len(hashes) and hashes[i] == h:
-                    if self._key_at(int(offsets[i])) == key:
-                        return int(lines[i])
-                    i += 1
+    def first_line(self, key: str, h: int) -> int | None:
+        """The line where ``key`` (of hash ``h``) was first seen, or None."""
+        for hashes, lines, offsets in self.runs:
+            i = int(np.searchsorted(hashes, h))
+            while i < len(hashes) and hashes[i] == h:
+                if self._key_at(int(offsets[i])) == key:
+                    return int(lines[i])
+                i += 1
         return None
 
-    def merge(self) -> None:
-        """Turn the recent keys into a new sorted run once there are RECENT of them."""
-        n = len(self.recent)
-        if n < self.RECENT:
-            return
-        hashes = np.fromiter(map(hash, self.recent), dtype=np.int64, count=n)
-        values = self.recent.values()
-        lines = np.fromiter(map(_FIRST, values), dtype=np.uint32, count=n)
-        offsets = np.fromiter(map(_SECOND, values), dtype=np.int64, count=n)
+    def add(self, hashes: np.ndarray, lines: Sequence[int], offsets: Sequence[int]) -> None:
+        """New ids (their hashes, lines and offsets) as a sorted run; runs merged as they grow,
+        each more than twice the next: at most log2(ids) + 1 runs."""
         order = np.argsort(hashes, kind="stable")
-        self.runs.append((hashes[order], lines[order], offsets[order]))
-        self.recent = {}
-        # each run more than twice the next: at most log2(records / RECENT) + 1 runs
+        lines_at = np.asarray(lines, dtype=np.uint32)[order]
+        self.runs.append((hashes[order], lines_at, np.asarray(offsets, dtype=np.int64)[order]))
         while len(self.runs) > 1 and len(self.runs[-2][0]) <= 2 * len(self.runs[-1][0]):
             older, newer = list(self.runs.pop(-2)), self.runs.pop()
             # inserted after equal hashes (the first line stays first), one column at a time
             at = np.searchsorted(older[0], newer[0], side="right")
-            hashes, lines, offsets = (np.insert(older.pop(0), at, column) for column in newer)
-            self.runs.append((hashes, lines, offsets))
+            hashes_, lines_, offsets_ = (np.insert(older.pop(0), at, c) for c in newer)
+            self.runs.append((hashes_, lines_, offsets_))
 
 
 class BatchReader:
@@ -1153,7 +1156,6 @@ class BatchReader:
                         # offsets: each line's start, then the end (left over)
                         chunk = self._chunk(list(zip(numbers, offsets, lines, strict=False)), seen)
                     yield chunk
-                    seen.merge()
         finally:
             seen.close()
 
@@ -1176,25 +1178,27 @@ class BatchReader:
         if numbers[0] == 1:
             return None
         found = plain_items(numbers, lines, self.warned_extra)
-        if found is None or not self._claim(numbers, offsets, found[1], seen):
+        if found is None or not self._claim(numbers, offsets, id_hashes(found[1]), seen):
             return None
         return list(found[0])
 
-    def _claim(self, numbers: range, offsets: list[int], keys: list[str], seen: _SeenIds) -> bool:
-        """Count a plain chunk's records read, its ids seen; False (nothing done) when one of
-        its ids was seen before."""
-        if not seen.recent.keys().isdisjoint(keys) or any(seen.candidates(keys)):
+    def _claim(
+        self, numbers: range, offsets: list[int], hashes: np.ndarray, seen: _SeenIds
+    ) -> bool:
+        """Count a plain chunk's records read, its ids (their ``hashes``) seen; False (nothing
+        done) when one of its ids may have been seen before."""
+        if seen.candidates(hashes).any():
             return False
-        seen.recent.update(zip(keys, zip(numbers, offsets, strict=False), strict=True))
-        self.records += len(keys)
+        seen.add(hashes, numbers, offsets[:-1])
+        self.records += len(hashes)
         self.plain_chunks += 1
         return True
 
-    def taken(self, chunk: Lines, keys: list[str] | None) -> list[Item | Failed] | None:
+    def taken(self, chunk: Lines, hashes: np.ndarray | None) -> list[Item | Failed] | None:
         """A chunk read unparsed (``Lines``), scored where it was parsed: None when its ids
-        (``keys``, in order; None: it was not plain) are new, else the chunk read here, by
-        the rules of every line (a duplicate id, an unknown key)."""
-        if keys is not None and self._claim(chunk.numbers, chunk.offsets, keys, self._seen):
+        (their ``hashes``, in order; None: it was not plain) are new, else the chunk read
+        here, by the rules of every line (a duplicate id, an unknown key)."""
+        if hashes is not None and self._claim(chunk.numbers, chunk.offsets, hashes, self._seen):
             return None
         raws = list(zip(chunk.numbers, chunk.offsets, chunk.lines, strict=False))
         return self._chunk(raws, self._seen)
@@ -1212,8 +1216,12 @@ class BatchReader:
                 parsed.append((number, offset, value, None))
         out: list[Item | Failed] = []
         keys = [_record_id(v) if type(v) is dict else None for _, _, v, _ in parsed]
-        maybe_old = seen.candidates([k or "" for k in keys])
-        for (number, offset, value, problem), key, old in zip(parsed, keys, maybe_old, strict=True):
+        hashes = id_hashes([k or "" for k in keys])
+        maybe_old = seen.candidates(hashes).tolist()
+        here: dict[str, int] = {}  # this chunk's ids, by their first line
+        new: list[tuple[int, int, int]] = []  # their (hash, line, offset)
+        rows = zip(parsed, keys, maybe_old, hashes.tolist(), strict=True)
+        for (number, offset, value, problem), key, old, h in rows:
             if problem is not None:
                 out.append(self._fail(number, problem))
                 continue
@@ -1240,7 +1248,11 @@ class BatchReader:
                 rid, gt, output, safety = r.id, r.ground_truth, r.output, r.safety_score
             item = Item(number, rid, number, gt, output, safety, True)
             k = item.key
-            first = seen.first_line(k, old and k == key)
+            if k != key:  # validated into another id: its own hash
+                h, old = int(id_hashes([k])[0]), True
+            first = here.get(k)
+            if first is None and old:
+                first = seen.first_line(k, h)
             if first is not None:
                 error = InputError(
                     f"duplicate id (first on line {first})",
@@ -1251,7 +1263,8 @@ class BatchReader:
                 )
                 out.append(self._fail(number, error))
                 continue
-            seen.recent[k] = (number, offset)
+            here[k] = number
+            new.append((h, number, offset))
             # a valid record has id, ground_truth and output: more keys than those and
             # safety_score are unknown ones
             if not self.warned_extra and len(value) > 3 + ("safety_score" in value):
@@ -1260,6 +1273,9 @@ class BatchReader:
                 logger.warning("%s:%d: ignoring unknown keys %s", p, number, ", ".join(extra))
             self.records += 1
             out.append(item)
+        if new:
+            found, lines, offsets = zip(*new, strict=True)
+            seen.add(np.array(found, dtype=np.int64), lines, offsets)
         return out
 
 
@@ -1289,19 +1305,43 @@ def record_line(scored: Scored) -> bytes:
     return dumps_bytes(scored.line_dict(), _LINE_OPTIONS)
 
 
+Pieces = tuple[list[tuple[bytes, bytes]], list[int], list[bytes]]
+
+
+def record_pieces(scored: Sequence[Scored]) -> Pieces | None:
+    """An ``Outcomes`` chunk's records.jsonl lines in pieces: each distinct outcome's line before
+    and after the id, which one each record has, and its id as JSON (sent from a pool process
+    for ``joined`` to make: a fortieth of the bytes); None for another chunk, or an id beyond 64
+    bits (which orjson refuses: written exactly, ``record_line``)."""
+    if not isinstance(scored, Outcomes) or None in (
+        parts := [r.line_parts for r in scored.results]
+    ):
+        return None
+    try:
+        ids = list(map(orjson.dumps, map(_OF("id"), scored.items)))
+    except TypeError:
+        return None
+    return parts, scored.which.tolist(), ids  # type: ignore[return-value]
+
+
+def joined(records: bytes | Pieces) -> bytes:
+    """A chunk's records.jsonl bytes, from ``record_pieces``' pieces."""
+    if isinstance(records, bytes):
+        return records
+    parts, which, ids = records
+    heads, tails = zip(*parts, strict=True)
+    lines = zip(map(heads.__getitem__, which), ids, map(tails.__getitem__, which), strict=True)
+    return b"".join(itertools.chain.from_iterable(lines))
+
+
 def record_lines(scored: Sequence[Scored]) -> list[bytes]:
     """``record_line`` of each record (the kernel's without a call per record)."""
     dumps = orjson.dumps
-    if isinstance(scored, Outcomes) and None not in (
-        parts := [r.line_parts for r in scored.results]
-    ):
-        which = scored.which.tolist()
-        heads, tails = (list(map([p[k] for p in parts].__getitem__, which)) for k in (0, 1))  # type: ignore[index]
-        try:
-            ids = list(map(dumps, map(_OF("id"), scored.items)))
-        except TypeError:  # an id beyond 64 bits, which orjson refuses: written exactly
-            return list(map(record_line, scored))
-        return list(map(b"".join, zip(heads, ids, tails, strict=True)))
+    if (pieces := record_pieces(scored)) is not None:
+        parts, which, ids = pieces
+        heads, tails = zip(*parts, strict=True)
+        lines = zip(map(heads.__getitem__, which), ids, map(tails.__getitem__, which), strict=True)
+        return list(map(b"".join, lines))
     try:
         return [
             r.line_parts[0] + dumps(r.id) + r.line_parts[1]
@@ -1369,17 +1409,18 @@ StoreRow = tuple[str, bool | None, str | None, tuple[str, ...], bytes]
 
 @dataclass(slots=True)
 class ChunkRows:
-    """What a chunk gives the output files and the store: its records.jsonl and errors.jsonl
-    lines, its store rows (``Job.store``: how many, marshalled), its scored records and errors
-    (``Job.keep``), and the ids of a ``Lines`` chunk."""
+    """What a chunk gives the output files and the store: its records.jsonl lines (or their
+    ``record_pieces``) and errors.jsonl lines, its store rows (``Job.store``: how many,
+    marshalled, or ``_spliced``'s columns and the ids), its scored records and errors
+    (``Job.keep``), and the ids' ``id_hashes`` of a ``Lines`` chunk."""
 
-    records: bytes
+    records: bytes | Pieces
     errors: bytes
     stored: int
-    store: bytes | tuple[Any, ...]  # marshalled StoreRows, or ``_spliced``'s columns
+    store: bytes | tuple[Any, ...]
     scored: list[Scored]
     failures: list[RecordError]
-    keys: list[str] | None = None
+    hashes: np.ndarray | None = None
 
 
 class _Unmatched(Exception):
@@ -1398,14 +1439,14 @@ def score_chunk(
         if not _sent or _sent[0].token != job.token:
             _sent[:] = [job]
         job = _sent[0]
-    keys, canonical = None, False
+    keys, hashes, canonical = None, None, False
     if isinstance(chunk, Lines):
         lines = chunk.lines
         found = plain_items(chunk.numbers, lines, chunk.warned_extra)
         if found is None:
             return None
         canonical = job.store and _canonical(lines, found[2])
-        chunk, keys = found[0], found[1]
+        chunk, keys, hashes = found[0], found[1], id_hashes(found[1])
     if set(map(type, chunk)) == {Item}:
         items: Sequence[Item] = chunk  # type: ignore[assignment]
         read_failed: list[Failed] = []
@@ -1419,21 +1460,24 @@ def score_chunk(
     failures = sorted(read_failed + failed, key=lambda f: f.index) if failed else read_failed
     errors = [f.error for f in failures]
     digest = Aggregate.of_chunk(scored, errors, counts, seen)
-    lines = record_lines(scored)
     store: bytes | tuple[Any, ...] | None = None
-    if job.store and canonical and not errors:
-        store = _spliced(scored)
+    if job.store and canonical and not errors and (columns := _spliced(scored)) is not None:
+        store = (*columns, keys)
     if job.store and store is None:
+        lines = record_lines(scored)
+        records: bytes | Pieces = b"".join(lines)
         store = marshal.dumps(_store_rows(scored, lines, items, errors))
+    else:
+        records = record_pieces(scored) or b"".join(record_lines(scored))
     keep = job.keep
     rows = ChunkRows(
-        b"".join(lines),
+        records,
         b"".join(map(error_line, errors)),
         len(scored) + len(errors) if job.store else 0,
         store or b"",
         list(scored) if keep else [],
         errors if keep else [],
-        keys,
+        hashes,
     )
     return rows, digest
 
@@ -1460,8 +1504,8 @@ def spliced_payload(rows: ChunkRows, chunk: Lines, path: str) -> tuple[Any, ...]
     """What the store's writer splices a canonical chunk's items from (``stored_items``): the
     ``_spliced`` columns, where its input lines are in the file ``path`` (read there again by
     the writer, not sent: 318 MB less marshalled and piped at 1M) and its ids."""
-    table, which = rows.store
-    return table, which, (path, chunk.offsets[0], chunk.offsets[-1]), rows.keys
+    table, which, keys = rows.store
+    return table, which, (path, chunk.offsets[0], chunk.offsets[-1]), keys
 
 
 def _store_rows(
@@ -1574,12 +1618,14 @@ def run_stream(
     task = partial(score_chunk, job)
     run_on: Executor = executor or InProcess()
     pool: LocalPool | None = None
+    readers: set[BatchReader] = set()
 
     def take(result: tuple[ChunkRows, Aggregate] | None) -> None:
         chunk = held.popleft()
         if isinstance(chunk, Lines):
             assert chunk.reader is not None
-            parsed = chunk.reader.taken(chunk, None if result is None else result[0].keys)
+            readers.add(chunk.reader)
+            parsed = chunk.reader.taken(chunk, None if result is None else result[0].hashes)
             if parsed is not None:
                 chunk, result = parsed, None
         found = result if result is not None else score_chunk(job, chunk)
@@ -1587,7 +1633,7 @@ def run_stream(
             raise RuntimeError("a chunk was not scored")
         rows, part = found
         if records_out is not None and rows.records:
-            records_out.write(rows.records)
+            records_out.write(joined(rows.records))
         if errors_out is not None and rows.errors:
             errors_out.write(rows.errors)
         if recorder is not None and rows.stored:
@@ -1623,4 +1669,6 @@ def run_stream(
         raise
     if pool is not None:
         pool.close()
+    for reader in readers:  # the ids' index (20 MB at 1M records) let go before the report
+        reader._seen = _SeenIds(reader.path)
     return digest
