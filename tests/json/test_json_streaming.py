@@ -439,7 +439,7 @@ def test_the_streamed_random_batches_use_the_exact_ignore_kernel_and_the_general
     tmp_path: Path,
 ) -> None:
     # the identical-numbers test above covers both: records whose compared fields are all
-    # EXACT/IGNORE go through Scorer.fast, the others (a FUZZY field to compare, auto-detected
+    # EXACT/IGNORE go through Scorer._outcome, the others (a FUZZY field to compare, auto-detected
     # text) through prepare/assemble
     from fieldcheck.jsoneval._stream import Item, Scorer
 
@@ -448,7 +448,7 @@ def test_the_streamed_random_batches_use_the_exact_ignore_kernel_and_the_general
     config = EvalConfig(strategies=STRATEGIES)
     scorer = Scorer(config, matchers())
     served = [
-        scorer.fast(x) is not None
+        scorer._outcome(x) is not None
         for chunk in BatchReader(data).chunks()
         for x in chunk
         if isinstance(x, Item) and isinstance(x.output, dict)
@@ -459,10 +459,10 @@ def test_the_streamed_random_batches_use_the_exact_ignore_kernel_and_the_general
 @pytest.mark.parametrize("chunk", [1, 7, 10_000])
 def test_the_streamed_random_batches_reach_the_columnar_kernel(tmp_path: Path, chunk: int) -> None:
     # the identical-numbers test above reads chunks of 1, 7 and 10,000 lines: in each, records
-    # whose output copies the ground truth are scored by Scorer.columnar without ``fast``, with
-    # the result ``fast`` gives record by record (copies with a null, a look-alike value or a
-    # detected strategy go to ``fast``)
-    from fieldcheck.jsoneval._stream import Item, Scorer, record_line
+    # whose output copies the ground truth are scored by Scorer.columnar without ``_outcome``, with
+    # the result ``_outcome`` gives record by record (copies with a null, a look-alike value or a
+    # detected strategy go to ``_outcome``)
+    from fieldcheck.jsoneval._stream import Item, Scorer, _of_record, record_line
 
     data = tmp_path / "d.jsonl"
     data.write_text("\n".join(random_batch(0, 400)) + "\n")
@@ -472,7 +472,7 @@ def test_the_streamed_random_batches_reach_the_columnar_kernel(tmp_path: Path, c
     for part in BatchReader(data, chunk_lines=chunk).chunks():
         items = [x for x in part if isinstance(x, Item) and isinstance(x.output, dict)]
         got = columnar.columnar(items)
-        want = [one_by_one.fast(x) for x in items]
+        want = [_of_record(one_by_one._outcome(x), x) for x in items]
         assert [None if r is None else record_line(r) for r in got] == [
             None if r is None else record_line(r) for r in want
         ]
@@ -586,3 +586,15 @@ def test_json_batch_hashes_its_input_once(tmp_path: Path, monkeypatch: pytest.Mo
     assert given == hashlib.sha256(data.read_bytes()).hexdigest()
     (run,) = Store().list_runs()
     assert [i["sha256"] for i in run.inputs] == [given]
+
+
+def test_id_hashes_are_the_same_in_every_process_and_every_place_in_a_chunk() -> None:
+    # a pool process hashes its chunk's ids, the reading process looks them up (``_SeenIds``):
+    # unlike ``hash`` of a str, the value is fixed, and an id's hash does not depend on its
+    # neighbours
+    from fieldcheck.jsoneval._stream import id_hashes
+
+    assert id_hashes(["1"]).tolist() == [170569142464476618]
+    both = id_hashes(["x\ud800é", "1", ""])
+    assert both.tolist() == [*id_hashes(["x\ud800é"]), 170569142464476618, 0]
+    assert len(set(id_hashes([str(i) for i in range(100_000)]).tolist())) == 100_000

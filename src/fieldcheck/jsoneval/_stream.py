@@ -146,8 +146,11 @@ class Scored:
     line_parts: tuple[bytes, bytes] | None = None
 
     def failed_on(self) -> list[str]:
-        """The fields this record failed on: below 1, missing, hallucinated or extra (docs/json.md)."""
-        return [*fields_not_matched(self.fields), *fields_failed_in(self.buckets)]
+        """The fields this record failed on: scored below 1 (IGNORE fields have no score),
+        missing, hallucinated (a value where the ground truth has null) or extra (docs/json.md)."""
+        b = self.buckets
+        below = [n for n, f in self.fields.items() if f[2] is not None and f[2] < 1]
+        return [*below, *b.aio_missing_or_null, *b.gt_null_aio_has_value, *b.extra_keys]
 
     @property
     def failed(self) -> bool:
@@ -273,18 +276,13 @@ def _too_deep(value: Any, *, field: str, record: str) -> None:
 
 # where a top-level value may be null or blank in orjson's text of an object: ``:null``, or a
 # string opening with a quote, a backslash escape or the first byte of a space in ASCII or UTF-8
-# (U+0085, U+00A0, U+1680, U+2000-U+205F, U+3000); a match only sends records to ``fast``
+# (U+0085, U+00A0, U+1680, U+2000-U+205F, U+3000); a match only sends records to ``_outcome``
 _MAYBE_NULL = re.compile(rb':(?:null|"[ "\\\xc2\xe1\xe2\xe3])')
-
-
-def _identical(gt: dict[str, Any], aio: dict[str, Any]) -> bool:
-    text = orjson.dumps(gt)
-    return text == orjson.dumps(aio) and _MAYBE_NULL.search(text) is None
 
 
 class Scorer:
     """Phases 0-4 of json-evaluation.md for chunks of plain items: every number from the
-    ``fieldcheck.metrics`` function the spec names; the EXACT/IGNORE kernel (``fast``,
+    ``fieldcheck.metrics`` function the spec names; the EXACT/IGNORE kernel (``_outcome``,
     ``columnar``) only reuses results already computed that way."""
 
     def __init__(
@@ -341,15 +339,11 @@ class Scorer:
             identical = tuple(3 if c == "EXACT" else 5 for c in configured)
         return _Plan(keys, configured, self._seen(keys), identical)
 
-    def fast(self, item: Item) -> Scored | None:
-        """The result of a record whose compared fields are all EXACT or IGNORE, decided by its
-        per-key outcome codes (0/1: gt null, output null or not; 2: missing; 3/4: EXACT hit or
-        not; 5: IGNORE); None when a FUZZY/SEMANTIC field needs the general path."""
-        done = self._outcome(item)
-        return None if done is None else _of_record(done, item)
-
     def _outcome(self, item: Item) -> Scored | None:
-        """``fast``'s result as the outcome its records share (``_shared``)."""
+        """The outcome (``_shared``) of a record whose compared fields are all EXACT or IGNORE,
+        decided by its per-key outcome codes (0/1: gt null, output null or not; 2: missing;
+        3/4: EXACT hit or not; 5: IGNORE); None when a FUZZY/SEMANTIC field needs the general
+        path."""
         gt = item.ground_truth
         aio: dict[str, Any] = item.output
         plan = self._plan((tuple(gt), tuple(aio)), gt, aio)
@@ -394,9 +388,9 @@ class Scorer:
         return done
 
     def columnar(self, items: Sequence[Item]) -> list[Scored | None]:
-        """``fast`` over a chunk: records whose output is their ground truth to the byte, no
-        value null or blank (found for the whole chunk at once), take the plan's result
-        unlooked; the others go through ``fast``. Identical to ``fast`` record by record."""
+        """``_outcome`` over a chunk, as each record's result: records whose output is their
+        ground truth to the byte, no value null or blank (found for the whole chunk at once),
+        take the plan's result unlooked; the others go through ``_outcome``, record by record."""
         return list(map(_of_record, self._outcomes(items), items))
 
     def _outcomes(self, items: Sequence[Item]) -> list[Scored | None]:
@@ -408,8 +402,9 @@ class Scorer:
             try:
                 text = orjson.dumps([gts[i] for i in same])
                 if text != orjson.dumps([aios[i] for i in same]) or _MAYBE_NULL.search(text):
-                    same = [i for i in same if _identical(gts[i], aios[i])]
-            except orjson.JSONEncodeError:  # a value orjson cannot write: ``fast`` decides
+                    dumped = ((i, orjson.dumps(gts[i]), orjson.dumps(aios[i])) for i in same)
+                    same = [i for i, g, a in dumped if g == a and not _MAYBE_NULL.search(g)]
+            except orjson.JSONEncodeError:  # a value orjson cannot write: ``_outcome`` decides
                 same = []
         out: list[Scored | None] = [None] * len(items)
         for i in same:
@@ -633,18 +628,6 @@ class Outcomes(Sequence[Scored]):
 
 
 # ------------------------------------------------------------------ running aggregates
-
-
-def fields_not_matched(
-    fields: Mapping[str, tuple[Strategy, float | None, float | None]],
-) -> list[str]:
-    """The fields scored below 1 (IGNORE fields have no score)."""
-    return [n for n, f in fields.items() if f[2] is not None and f[2] < 1]
-
-
-def fields_failed_in(buckets: KeyBuckets) -> list[str]:
-    """The fields missing, hallucinated (a value where the ground truth has null) or extra."""
-    return [*buckets.aio_missing_or_null, *buckets.gt_null_aio_has_value, *buckets.extra_keys]
 
 
 _OF = operator.attrgetter
@@ -1011,19 +994,17 @@ def id_hashes(keys: Sequence[str]) -> np.ndarray:
     process's ids are looked up in the reading one's index, ``_SeenIds``): the polynomial of
     its UTF-8 bytes, mixed (splitmix64's finisher); a chunk's ids at once, no loop per id."""
     raw = [k.encode("utf-8", "surrogatepass") for k in keys]
-    ends = np.cumsum(np.fromiter(map(len, raw), np.int64, len(raw)))
-    starts = np.append(0, ends[:-1]) if raw else ends
+    ends = np.cumsum([0, *map(len, raw)], dtype=np.int64)
     data = np.frombuffer(b"".join(raw), np.uint8).astype(np.uint64) + np.uint64(1)
-    up = np.cumprod(np.full(len(data), _HASH_BASE, np.uint64))  # BASE**1, BASE**2...
-    down = np.cumprod(np.full(len(data) + 1, _HASH_UNDO, np.uint64))  # BASE**-1...
-    sums = np.append(np.uint64(0), np.cumsum(data * up))
-    # each id's terms brought to its first byte's power: BASE**-start times the sum
-    h = (sums[ends] - sums[starts]) * np.append(np.uint64(1), down)[starts]
-    h ^= (ends - starts).astype(np.uint64)
-    for shift, factor in ((30, 0xBF58476D1CE4E5B9), (27, 0x94D049BB133111EB)):
+    base = np.array([[_HASH_BASE], [_HASH_UNDO]], np.uint64)
+    powers = np.cumprod(np.repeat(base, len(data) + 1, 1), 1)  # BASE**(i+1), BASE**-(i+1)
+    sums = np.cumsum(np.append(np.uint64(0), data * powers[0, :-1]))  # of the bytes before i
+    # each id's sum brought to its first byte's power: times BASE**-start
+    h = (sums[ends[1:]] - sums[ends[:-1]]) * np.append(np.uint64(1), powers[1])[ends[:-1]]
+    h ^= np.diff(ends).astype(np.uint64)
+    for shift, factor in ((30, 0xBF58476D1CE4E5B9), (27, 0x94D049BB133111EB), (31, 1)):
         h = (h ^ (h >> np.uint64(shift))) * np.uint64(factor)
-    hashes: np.ndarray = (h ^ (h >> np.uint64(31))).view(np.int64)
-    return hashes
+    return h.view(np.int64)  # type: ignore[no-any-return]
 
 
 class _SeenIds:
@@ -1077,9 +1058,8 @@ class _SeenIds:
     def add(self, hashes: np.ndarray, lines: Sequence[int], offsets: Sequence[int]) -> None:
         """New ids (their hashes, lines and offsets) as a sorted run; runs merged as they grow,
         each more than twice the next: at most log2(ids) + 1 runs."""
-        order = np.argsort(hashes, kind="stable")
-        lines_at = np.asarray(lines, dtype=np.uint32)[order]
-        self.runs.append((hashes[order], lines_at, np.asarray(offsets, dtype=np.int64)[order]))
+        at = np.argsort(hashes, kind="stable")
+        self.runs.append((hashes[at], np.array(lines, np.uint32)[at], np.array(offsets)[at]))
         while len(self.runs) > 1 and len(self.runs[-2][0]) <= 2 * len(self.runs[-1][0]):
             older, newer = list(self.runs.pop(-2)), self.runs.pop()
             # inserted after equal hashes (the first line stays first), one column at a time
@@ -1126,7 +1106,8 @@ class BatchReader:
                 blocks: _Blocks | None = None
                 while True:
                     taken = None
-                    if self._lazy():
+                    # past the first record of a large file, unparsed (read as ``_Blocks``)
+                    if self.unparsed and self.records and self.size >= UNPARSED_BYTES:
                         blocks = blocks or _Blocks(handle)
                         taken = blocks.take(self.chunk_lines)
                         if taken is None:  # a line too long: this chunk line by line
@@ -1151,18 +1132,13 @@ class BatchReader:
                     if taken is not None:
                         chunk = Lines(numbers, offsets, data, self.warned_extra, self)
                     else:
-                        chunk = self._plain_chunk(numbers, offsets, lines, seen)
+                        chunk = self._plain_chunk(numbers, offsets, lines)
                     if chunk is None:
                         # offsets: each line's start, then the end (left over)
-                        chunk = self._chunk(list(zip(numbers, offsets, lines, strict=False)), seen)
+                        chunk = self._chunk(list(zip(numbers, offsets, lines, strict=False)))
                     yield chunk
         finally:
             seen.close()
-
-    def _lazy(self) -> bool:
-        """Whether the next chunk comes unparsed (read as blocks, ``_Blocks``): past the first
-        record of a large file."""
-        return self.unparsed and bool(self.records) and self.size >= UNPARSED_BYTES
 
     def _fail(self, index: int, error: InputError) -> Failed:
         self.failures += 1
@@ -1171,25 +1147,23 @@ class BatchReader:
         return Failed(index, RecordError.of(error), error)
 
     def _plain_chunk(
-        self, numbers: range, offsets: list[int], lines: list[bytes], seen: _SeenIds
+        self, numbers: range, offsets: list[int], lines: list[bytes]
     ) -> list[Item | Failed] | None:
         """The common chunk (``plain_items``) when no id in it was seen before; None for any
         other chunk."""
         if numbers[0] == 1:
             return None
         found = plain_items(numbers, lines, self.warned_extra)
-        if found is None or not self._claim(numbers, offsets, id_hashes(found[1]), seen):
+        if found is None or not self._claim(numbers, offsets, id_hashes(found[1])):
             return None
         return list(found[0])
 
-    def _claim(
-        self, numbers: range, offsets: list[int], hashes: np.ndarray, seen: _SeenIds
-    ) -> bool:
+    def _claim(self, numbers: range, offsets: list[int], hashes: np.ndarray) -> bool:
         """Count a plain chunk's records read, its ids (their ``hashes``) seen; False (nothing
         done) when one of its ids may have been seen before."""
-        if seen.candidates(hashes).any():
+        if self._seen.candidates(hashes).any():
             return False
-        seen.add(hashes, numbers, offsets[:-1])
+        self._seen.add(hashes, numbers, offsets[:-1])
         self.records += len(hashes)
         self.plain_chunks += 1
         return True
@@ -1198,13 +1172,12 @@ class BatchReader:
         """A chunk read unparsed (``Lines``), scored where it was parsed: None when its ids
         (their ``hashes``, in order; None: it was not plain) are new, else the chunk read
         here, by the rules of every line (a duplicate id, an unknown key)."""
-        if hashes is not None and self._claim(chunk.numbers, chunk.offsets, hashes, self._seen):
+        if hashes is not None and self._claim(chunk.numbers, chunk.offsets, hashes):
             return None
-        raws = list(zip(chunk.numbers, chunk.offsets, chunk.lines, strict=False))
-        return self._chunk(raws, self._seen)
+        return self._chunk(list(zip(chunk.numbers, chunk.offsets, chunk.lines, strict=False)))
 
-    def _chunk(self, raws: list[tuple[int, int, bytes]], seen: _SeenIds) -> list[Item | Failed]:
-        p = self.path
+    def _chunk(self, raws: list[tuple[int, int, bytes]]) -> list[Item | Failed]:
+        p, seen = self.path, self._seen
         parsed: list[tuple[int, int, Any, InputError | None]] = []
         for number, offset, raw in raws:
             value = parse_jsonl_line(raw, number, p, record_key="id")
@@ -1324,37 +1297,24 @@ def record_pieces(scored: Sequence[Scored]) -> Pieces | None:
     return parts, scored.which.tolist(), ids  # type: ignore[return-value]
 
 
+def _line_pieces(pieces: Pieces) -> Iterator[tuple[bytes, bytes, bytes]]:
+    parts, which, ids = pieces
+    heads, tails = zip(*parts, strict=True)
+    return zip(map(heads.__getitem__, which), ids, map(tails.__getitem__, which), strict=True)
+
+
 def joined(records: bytes | Pieces) -> bytes:
     """A chunk's records.jsonl bytes, from ``record_pieces``' pieces."""
     if isinstance(records, bytes):
         return records
-    parts, which, ids = records
-    heads, tails = zip(*parts, strict=True)
-    lines = zip(map(heads.__getitem__, which), ids, map(tails.__getitem__, which), strict=True)
-    return b"".join(itertools.chain.from_iterable(lines))
+    return b"".join(itertools.chain.from_iterable(_line_pieces(records)))
 
 
 def record_lines(scored: Sequence[Scored]) -> list[bytes]:
     """``record_line`` of each record (the kernel's without a call per record)."""
-    dumps = orjson.dumps
     if (pieces := record_pieces(scored)) is not None:
-        parts, which, ids = pieces
-        heads, tails = zip(*parts, strict=True)
-        lines = zip(map(heads.__getitem__, which), ids, map(tails.__getitem__, which), strict=True)
-        return list(map(b"".join, lines))
-    try:
-        return [
-            r.line_parts[0] + dumps(r.id) + r.line_parts[1]
-            if r.line_parts is not None
-            else record_line(r)
-            for r in scored
-        ]
-    except TypeError:  # an id beyond 64 bits, which orjson refuses: written exactly
-        return list(map(record_line, scored))
-
-
-def error_line(error: RecordError) -> bytes:
-    return (dumps(error.model_dump(mode="json")) + "\n").encode()
+        return list(map(b"".join, _line_pieces(pieces)))
+    return list(map(record_line, scored))
 
 
 _TOKENS = itertools.count()
@@ -1472,7 +1432,7 @@ def score_chunk(
     keep = job.keep
     rows = ChunkRows(
         records,
-        b"".join(map(error_line, errors)),
+        b"".join((dumps(e.model_dump(mode="json")) + "\n").encode() for e in errors),
         len(scored) + len(errors) if job.store else 0,
         store or b"",
         list(scored) if keep else [],
@@ -1581,20 +1541,12 @@ def stored_items(data: bytes | tuple[Any, ...]) -> Any:
 _STORED_ITEMS = f"{__name__}:stored_items"
 
 
-def _file_bytes(path: str) -> int:
-    try:
-        return os.stat(path).st_size
-    except OSError:
-        return 0
-
-
 def batch_pool(path: str | Path) -> LocalPool | None:
     """The pool that scores a batch file this large (its chunks come unparsed,
     ``BatchReader.unparsed``), started now: its processes start while the file is read; None
-    for a smaller file."""
-    if _file_bytes(str(path)) < UNPARSED_BYTES:
-        return None
-    return LocalPool(POOL_WORKERS, warm=(__name__,))
+    for a smaller file (or none)."""
+    big = os.path.isfile(path) and os.stat(path).st_size >= UNPARSED_BYTES
+    return LocalPool(POOL_WORKERS, warm=(__name__,)) if big else None
 
 
 def run_stream(
