@@ -172,14 +172,14 @@ def trace_ids_row(n: int) -> Row:
 def _seen_ids(chunks: list[list[str]]) -> int:
     """``json batch``'s duplicate-id index over ``chunks`` of new ids: each chunk looked up among
     the older ids, then added (``BatchReader.chunks``); the number of sorted runs left."""
-    from fieldcheck.jsoneval._stream import _SeenIds
+    from fieldcheck.jsoneval._stream import _SeenIds, id_hashes
 
     seen = _SeenIds(Path("/dev/null"))
     for keys in chunks:
-        if any(seen.candidates(keys)):
+        hashes = id_hashes(keys)
+        if seen.candidates(hashes).any():
             raise AssertionError("distinct ids taken for duplicates")
-        seen.recent.update((k, (i, i)) for i, k in enumerate(keys))
-        seen.merge()
+        seen.add(hashes, range(len(keys)), range(len(keys)))
     return len(seen.runs)
 
 

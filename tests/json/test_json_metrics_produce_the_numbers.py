@@ -1,7 +1,7 @@
 """One implementation of every number (issue 27): the ``fieldcheck.metrics`` function named after
 the spec's metric is the one behind the numbers ``json score`` and ``json batch`` print and
 write. Each test patches one function and sees the CLI's output change, on records scored by
-the columnar kernel, by ``fast``, by the general path (a FUZZY field) and by the non-object
+the columnar kernel, by ``_outcome``, by the general path (a FUZZY field) and by the non-object
 rule."""
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ RECORDS = [
         "ground_truth": {"code": "A-1", "age": 41},
         "output": {"code": "A-1", "age": 41},
     },
-    # EXACT fields, a null and an extra key: ``fast``
+    # EXACT fields, a null and an extra key: ``_outcome``
     {
         "id": "fast",
         "ground_truth": {"code": "A-1", "age": 41, "po": None},

@@ -366,11 +366,10 @@ def test_chunks_of_the_pipeline_give_the_numbers_of_one_chunk(tmp_path: Path) ->
 def test_duplicate_ids_are_found_across_the_older_runs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # older ids sit in sorted runs of hashes (RECENT of them each): a duplicate of any of them
-    # names the first line exactly, and 1 and "1" are the same id
+    # older ids sit in sorted runs of hashes (a chunk's each, merged): a duplicate of any of
+    # them names the first line exactly, and 1 and "1" are the same id
     from fieldcheck.jsoneval import _stream
 
-    monkeypatch.setattr(_stream._SeenIds, "RECENT", 4)
     rows = [{"id": i, "ground_truth": {"a": 1}, "output": {"a": 1}} for i in range(20)]
     rows += [
         {"id": "3", "ground_truth": {}, "output": {}},
@@ -395,15 +394,14 @@ def test_duplicate_ids_are_found_across_the_older_runs(
 def test_duplicate_ids_match_a_naive_reference_and_the_runs_stay_few(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, seed: int
 ) -> None:
-    """Random ids, a quarter of them repeats, runs of RECENT = 3 merged as they grow: every
+    """Random ids, a quarter of them repeats, a run per chunk merged as they grow: every
     duplicate names the line a dict of first lines names, and the runs of N ids number at most
-    log2(N / 3) + 1 (they were one per 3 ids: 10x the records took 25x the lookups' time)."""
+    log2(N) + 1 (they were one per chunk: 10x the records took 25x the lookups' time)."""
     import math
     import random
 
     from fieldcheck.jsoneval import _stream
 
-    monkeypatch.setattr(_stream._SeenIds, "RECENT", 3)
     rng = random.Random(seed)
     ids: list[int | str] = []
     for _ in range(300):
@@ -423,25 +421,25 @@ def test_duplicate_ids_match_a_naive_reference_and_the_runs_stay_few(
         else:
             first[str(i)] = line
     runs: list[int] = []
-    real_merge = _stream._SeenIds.merge
+    real_add = _stream._SeenIds.add
 
-    def merge(self: Any) -> None:
-        real_merge(self)
+    def add(self: Any, *args: Any) -> None:
+        real_add(self, *args)
         runs.append(len(self.runs))
 
-    monkeypatch.setattr(_stream._SeenIds, "merge", merge)
+    monkeypatch.setattr(_stream._SeenIds, "add", add)
     reader = BatchReader(data, chunk_lines=rng.choice([1, 2, 7]))
     failed = [x.error.message for c in reader.chunks() for x in c if isinstance(x, _stream.Failed)]
     assert failed == expected
     assert reader.records == len(first)
-    assert max(runs) <= math.log2(len(first) / 3) + 1
+    assert max(runs) <= math.log2(len(first)) + 1
 
 
 def test_the_streamed_random_batches_use_the_exact_ignore_kernel_and_the_general_path(
     tmp_path: Path,
 ) -> None:
     # the identical-numbers test above covers both: records whose compared fields are all
-    # EXACT/IGNORE go through Scorer.fast, the others (a FUZZY field to compare, auto-detected
+    # EXACT/IGNORE go through Scorer._outcome, the others (a FUZZY field to compare, auto-detected
     # text) through prepare/assemble
     from fieldcheck.jsoneval._stream import Item, Scorer
 
@@ -450,7 +448,7 @@ def test_the_streamed_random_batches_use_the_exact_ignore_kernel_and_the_general
     config = EvalConfig(strategies=STRATEGIES)
     scorer = Scorer(config, matchers())
     served = [
-        scorer.fast(x) is not None
+        scorer._outcome(x) is not None
         for chunk in BatchReader(data).chunks()
         for x in chunk
         if isinstance(x, Item) and isinstance(x.output, dict)
@@ -461,10 +459,10 @@ def test_the_streamed_random_batches_use_the_exact_ignore_kernel_and_the_general
 @pytest.mark.parametrize("chunk", [1, 7, 10_000])
 def test_the_streamed_random_batches_reach_the_columnar_kernel(tmp_path: Path, chunk: int) -> None:
     # the identical-numbers test above reads chunks of 1, 7 and 10,000 lines: in each, records
-    # whose output copies the ground truth are scored by Scorer.columnar without ``fast``, with
-    # the result ``fast`` gives record by record (copies with a null, a look-alike value or a
-    # detected strategy go to ``fast``)
-    from fieldcheck.jsoneval._stream import Item, Scorer, record_line
+    # whose output copies the ground truth are scored by Scorer.columnar without ``_outcome``, with
+    # the result ``_outcome`` gives record by record (copies with a null, a look-alike value or a
+    # detected strategy go to ``_outcome``)
+    from fieldcheck.jsoneval._stream import Item, Scorer, _of_record, record_line
 
     data = tmp_path / "d.jsonl"
     data.write_text("\n".join(random_batch(0, 400)) + "\n")
@@ -474,7 +472,7 @@ def test_the_streamed_random_batches_reach_the_columnar_kernel(tmp_path: Path, c
     for part in BatchReader(data, chunk_lines=chunk).chunks():
         items = [x for x in part if isinstance(x, Item) and isinstance(x.output, dict)]
         got = columnar.columnar(items)
-        want = [one_by_one.fast(x) for x in items]
+        want = [_of_record(one_by_one._outcome(x), x) for x in items]
         assert [None if r is None else record_line(r) for r in got] == [
             None if r is None else record_line(r) for r in want
         ]
@@ -588,3 +586,15 @@ def test_json_batch_hashes_its_input_once(tmp_path: Path, monkeypatch: pytest.Mo
     assert given == hashlib.sha256(data.read_bytes()).hexdigest()
     (run,) = Store().list_runs()
     assert [i["sha256"] for i in run.inputs] == [given]
+
+
+def test_id_hashes_are_the_same_in_every_process_and_every_place_in_a_chunk() -> None:
+    # a pool process hashes its chunk's ids, the reading process looks them up (``_SeenIds``):
+    # unlike ``hash`` of a str, the value is fixed, and an id's hash does not depend on its
+    # neighbours
+    from fieldcheck.jsoneval._stream import id_hashes
+
+    assert id_hashes(["1"]).tolist() == [170569142464476618]
+    both = id_hashes(["x\ud800é", "1", ""])
+    assert both.tolist() == [*id_hashes(["x\ud800é"]), 170569142464476618, 0]
+    assert len(set(id_hashes([str(i) for i in range(100_000)]).tolist())) == 100_000

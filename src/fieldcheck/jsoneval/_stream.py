@@ -146,8 +146,11 @@ class Scored:
     line_parts: tuple[bytes, bytes] | None = None
 
     def failed_on(self) -> list[str]:
-        """The fields this record failed on: below 1, missing, hallucinated or extra (docs/json.md)."""
-        return [*fields_not_matched(self.fields), *fields_failed_in(self.buckets)]
+        """The fields this record failed on: scored below 1 (IGNORE fields have no score),
+        missing, hallucinated (a value where the ground truth has null) or extra (docs/json.md)."""
+        b = self.buckets
+        below = [n for n, f in self.fields.items() if f[2] is not None and f[2] < 1]
+        return [*below, *b.aio_missing_or_null, *b.gt_null_aio_has_value, *b.extra_keys]
 
     @property
     def failed(self) -> bool:
@@ -273,18 +276,13 @@ def _too_deep(value: Any, *, field: str, record: str) -> None:
 
 # where a top-level value may be null or blank in orjson's text of an object: ``:null``, or a
 # string opening with a quote, a backslash escape or the first byte of a space in ASCII or UTF-8
-# (U+0085, U+00A0, U+1680, U+2000-U+205F, U+3000); a match only sends records to ``fast``
+# (U+0085, U+00A0, U+1680, U+2000-U+205F, U+3000); a match only sends records to ``_outcome``
 _MAYBE_NULL = re.compile(rb':(?:null|"[ "\\\xc2\xe1\xe2\xe3])')
-
-
-def _identical(gt: dict[str, Any], aio: dict[str, Any]) -> bool:
-    text = orjson.dumps(gt)
-    return text == orjson.dumps(aio) and _MAYBE_NULL.search(text) is None
 
 
 class Scorer:
     """Phases 0-4 of json-evaluation.md for chunks of plain items: every number from the
-    ``fieldcheck.metrics`` function the spec names; the EXACT/IGNORE kernel (``fast``,
+    ``fieldcheck.metrics`` function the spec names; the EXACT/IGNORE kernel (``_outcome``,
     ``columnar``) only reuses results already computed that way."""
 
     def __init__(
@@ -341,15 +339,11 @@ class Scorer:
             identical = tuple(3 if c == "EXACT" else 5 for c in configured)
         return _Plan(keys, configured, self._seen(keys), identical)
 
-    def fast(self, item: Item) -> Scored | None:
-        """The result of a record whose compared fields are all EXACT or IGNORE, decided by its
-        per-key outcome codes (0/1: gt null, output null or not; 2: missing; 3/4: EXACT hit or
-        not; 5: IGNORE); None when a FUZZY/SEMANTIC field needs the general path."""
-        done = self._outcome(item)
-        return None if done is None else _of_record(done, item)
-
     def _outcome(self, item: Item) -> Scored | None:
-        """``fast``'s result as the outcome its records share (``_shared``)."""
+        """The outcome (``_shared``) of a record whose compared fields are all EXACT or IGNORE,
+        decided by its per-key outcome codes (0/1: gt null, output null or not; 2: missing;
+        3/4: EXACT hit or not; 5: IGNORE); None when a FUZZY/SEMANTIC field needs the general
+        path."""
         gt = item.ground_truth
         aio: dict[str, Any] = item.output
         plan = self._plan((tuple(gt), tuple(aio)), gt, aio)
@@ -394,9 +388,9 @@ class Scorer:
         return done
 
     def columnar(self, items: Sequence[Item]) -> list[Scored | None]:
-        """``fast`` over a chunk: records whose output is their ground truth to the byte, no
-        value null or blank (found for the whole chunk at once), take the plan's result
-        unlooked; the others go through ``fast``. Identical to ``fast`` record by record."""
+        """``_outcome`` over a chunk, as each record's result: records whose output is their
+        ground truth to the byte, no value null or blank (found for the whole chunk at once),
+        take the plan's result unlooked; the others go through ``_outcome``, record by record."""
         return list(map(_of_record, self._outcomes(items), items))
 
     def _outcomes(self, items: Sequence[Item]) -> list[Scored | None]:
@@ -408,8 +402,9 @@ class Scorer:
             try:
                 text = orjson.dumps([gts[i] for i in same])
                 if text != orjson.dumps([aios[i] for i in same]) or _MAYBE_NULL.search(text):
-                    same = [i for i in same if _identical(gts[i], aios[i])]
-            except orjson.JSONEncodeError:  # a value orjson cannot write: ``fast`` decides
+                    dumped = ((i, orjson.dumps(gts[i]), orjson.dumps(aios[i])) for i in same)
+                    same = [i for i, g, a in dumped if g == a and not _MAYBE_NULL.search(g)]
+            except orjson.JSONEncodeError:  # a value orjson cannot write: ``_outcome`` decides
                 same = []
         out: list[Scored | None] = [None] * len(items)
         for i in same:
@@ -633,18 +628,6 @@ class Outcomes(Sequence[Scored]):
 
 
 # ------------------------------------------------------------------ running aggregates
-
-
-def fields_not_matched(
-    fields: Mapping[str, tuple[Strategy, float | None, float | None]],
-) -> list[str]:
-    """The fields scored below 1 (IGNORE fields have no score)."""
-    return [n for n, f in fields.items() if f[2] is not None and f[2] < 1]
-
-
-def fields_failed_in(buckets: KeyBuckets) -> list[str]:
-    """The fields missing, hallucinated (a value where the ground truth has null) or extra."""
-    return [*buckets.aio_missing_or_null, *buckets.gt_null_aio_has_value, *buckets.extra_keys]
 
 
 _OF = operator.attrgetter
@@ -1002,18 +985,35 @@ class _Blocks:
         return self.buf[first : int(ends[-1]) if len(ends) else first], ends - first
 
 
-_FIRST, _SECOND = operator.itemgetter(0), operator.itemgetter(1)
+_HASH_BASE = 0x100000001B3  # odd, so invertible modulo 2**64
+_HASH_UNDO = pow(_HASH_BASE, -1, 1 << 64)
+
+
+def id_hashes(keys: Sequence[str]) -> np.ndarray:
+    """A 64-bit hash of each id, the same in every process (``hash`` of a str is not: a pool
+    process's ids are looked up in the reading one's index, ``_SeenIds``): the polynomial of
+    its UTF-8 bytes, mixed (splitmix64's finisher); a chunk's ids at once, no loop per id."""
+    raw = [k.encode("utf-8", "surrogatepass") for k in keys]
+    ends = np.cumsum([0, *map(len, raw)], dtype=np.int64)
+    data = np.frombuffer(b"".join(raw), np.uint8).astype(np.uint64) + np.uint64(1)
+    base = np.array([[_HASH_BASE], [_HASH_UNDO]], np.uint64)
+    powers = np.cumprod(np.repeat(base, len(data) + 1, 1), 1)  # BASE**(i+1), BASE**-(i+1)
+    sums = np.cumsum(np.append(np.uint64(0), data * powers[0, :-1]))  # of the bytes before i
+    # each id's sum brought to its first byte's power: times BASE**-start
+    h = (sums[ends[1:]] - sums[ends[:-1]]) * np.append(np.uint64(1), powers[1])[ends[:-1]]
+    h ^= np.diff(ends).astype(np.uint64)
+    for shift, factor in ((30, 0xBF58476D1CE4E5B9), (27, 0x94D049BB133111EB), (31, 1)):
+        h = (h ^ (h >> np.uint64(shift))) * np.uint64(factor)
+    return h.view(np.int64)  # type: ignore[no-any-return]
 
 
 class _SeenIds:
-    """The ids read so far: the last RECENT by key, older ones as sorted runs of 64-bit hashes
-    with line and byte offset, a hit confirmed by re-reading the line (docs/decisions.md)."""
-
-    RECENT = 65536
+    """The ids read so far as sorted runs of their hashes (``id_hashes``) with line and byte
+    offset, a hit confirmed by re-reading the line (docs/decisions.md): numbers only, no
+    object per id (the reading process's memory and CPU)."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self.recent: dict[str, tuple[int, int]] = {}
         self.runs: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # hashes, lines, offsets
         self._handle: IO[bytes] | None = None
 
@@ -1034,55 +1034,38 @@ class _SeenIds:
         except (orjson.JSONDecodeError, AttributeError):
             return None
 
-    def candidates(self, keys: Sequence[str]) -> list[bool]:
-        """For each key, whether an older id may equal it (one vectorised lookup per run)."""
-        if not self.runs or not keys:
-            return [False] * len(keys)
-        wanted = np.fromiter(map(hash, keys), dtype=np.int64, count=len(keys))
-        order = np.argsort(wanted)
-        wanted = wanted[order]  # sorted needles: searchsorted walks each run once
-        found = np.zeros(len(keys), dtype=bool)
-        for hashes, _, _ in self.runs:
-            pos = np.minimum(np.searchsorted(hashes, wanted), len(hashes) - 1)
-            found |= hashes[pos] == wanted
-        hit = np.empty(len(keys), dtype=bool)
+    def candidates(self, hashes: np.ndarray) -> np.ndarray:
+        """For each id's hash, whether an older id may be the same (one lookup per run)."""
+        order = np.argsort(hashes)
+        wanted = hashes[order]  # sorted needles: searchsorted walks each run once
+        found = np.zeros(len(hashes), dtype=bool)
+        for run, _, _ in self.runs:
+            found |= run[np.minimum(np.searchsorted(run, wanted), len(run) - 1)] == wanted
+        hit = np.empty(len(hashes), dtype=bool)
         hit[order] = found
-        return hit.tolist()
+        return hit
 
-    def first_line(self, key: str, maybe_old: bool) -> int | None:
-        """The line where ``key`` was first seen, or None (then it goes into ``recent``)."""
-        found = self.recent.get(key)
-        if found is not None:
-            return found[0]
-        if maybe_old:
-            h = hash(key)
-            for hashes, lines, offsets in self.runs:
-                i = int(np.searchsorted(hashes, h))
-                while i < len(hashes) and hashes[i] == h:
-                    if self._key_at(int(offsets[i])) == key:
-                        return int(lines[i])
-                    i += 1
+    def first_line(self, key: str, h: int) -> int | None:
+        """The line where ``key`` (of hash ``h``) was first seen, or None."""
+        for hashes, lines, offsets in self.runs:
+            i = int(np.searchsorted(hashes, h))
+            while i < len(hashes) and hashes[i] == h:
+                if self._key_at(int(offsets[i])) == key:
+                    return int(lines[i])
+                i += 1
         return None
 
-    def merge(self) -> None:
-        """Turn the recent keys into a new sorted run once there are RECENT of them."""
-        n = len(self.recent)
-        if n < self.RECENT:
-            return
-        hashes = np.fromiter(map(hash, self.recent), dtype=np.int64, count=n)
-        values = self.recent.values()
-        lines = np.fromiter(map(_FIRST, values), dtype=np.uint32, count=n)
-        offsets = np.fromiter(map(_SECOND, values), dtype=np.int64, count=n)
-        order = np.argsort(hashes, kind="stable")
-        self.runs.append((hashes[order], lines[order], offsets[order]))
-        self.recent = {}
-        # each run more than twice the next: at most log2(records / RECENT) + 1 runs
+    def add(self, hashes: np.ndarray, lines: Sequence[int], offsets: Sequence[int]) -> None:
+        """New ids (their hashes, lines and offsets) as a sorted run; runs merged as they grow,
+        each more than twice the next: at most log2(ids) + 1 runs."""
+        at = np.argsort(hashes, kind="stable")
+        self.runs.append((hashes[at], np.array(lines, np.uint32)[at], np.array(offsets)[at]))
         while len(self.runs) > 1 and len(self.runs[-2][0]) <= 2 * len(self.runs[-1][0]):
             older, newer = list(self.runs.pop(-2)), self.runs.pop()
             # inserted after equal hashes (the first line stays first), one column at a time
             at = np.searchsorted(older[0], newer[0], side="right")
-            hashes, lines, offsets = (np.insert(older.pop(0), at, column) for column in newer)
-            self.runs.append((hashes, lines, offsets))
+            hashes_, lines_, offsets_ = (np.insert(older.pop(0), at, c) for c in newer)
+            self.runs.append((hashes_, lines_, offsets_))
 
 
 class BatchReader:
@@ -1123,7 +1106,8 @@ class BatchReader:
                 blocks: _Blocks | None = None
                 while True:
                     taken = None
-                    if self._lazy():
+                    # past the first record of a large file, unparsed (read as ``_Blocks``)
+                    if self.unparsed and self.records and self.size >= UNPARSED_BYTES:
                         blocks = blocks or _Blocks(handle)
                         taken = blocks.take(self.chunk_lines)
                         if taken is None:  # a line too long: this chunk line by line
@@ -1148,19 +1132,13 @@ class BatchReader:
                     if taken is not None:
                         chunk = Lines(numbers, offsets, data, self.warned_extra, self)
                     else:
-                        chunk = self._plain_chunk(numbers, offsets, lines, seen)
+                        chunk = self._plain_chunk(numbers, offsets, lines)
                     if chunk is None:
                         # offsets: each line's start, then the end (left over)
-                        chunk = self._chunk(list(zip(numbers, offsets, lines, strict=False)), seen)
+                        chunk = self._chunk(list(zip(numbers, offsets, lines, strict=False)))
                     yield chunk
-                    seen.merge()
         finally:
             seen.close()
-
-    def _lazy(self) -> bool:
-        """Whether the next chunk comes unparsed (read as blocks, ``_Blocks``): past the first
-        record of a large file."""
-        return self.unparsed and bool(self.records) and self.size >= UNPARSED_BYTES
 
     def _fail(self, index: int, error: InputError) -> Failed:
         self.failures += 1
@@ -1169,38 +1147,37 @@ class BatchReader:
         return Failed(index, RecordError.of(error), error)
 
     def _plain_chunk(
-        self, numbers: range, offsets: list[int], lines: list[bytes], seen: _SeenIds
+        self, numbers: range, offsets: list[int], lines: list[bytes]
     ) -> list[Item | Failed] | None:
         """The common chunk (``plain_items``) when no id in it was seen before; None for any
         other chunk."""
         if numbers[0] == 1:
             return None
         found = plain_items(numbers, lines, self.warned_extra)
-        if found is None or not self._claim(numbers, offsets, found[1], seen):
+        if found is None or not self._claim(numbers, offsets, id_hashes(found[1])):
             return None
         return list(found[0])
 
-    def _claim(self, numbers: range, offsets: list[int], keys: list[str], seen: _SeenIds) -> bool:
-        """Count a plain chunk's records read, its ids seen; False (nothing done) when one of
-        its ids was seen before."""
-        if not seen.recent.keys().isdisjoint(keys) or any(seen.candidates(keys)):
+    def _claim(self, numbers: range, offsets: list[int], hashes: np.ndarray) -> bool:
+        """Count a plain chunk's records read, its ids (their ``hashes``) seen; False (nothing
+        done) when one of its ids may have been seen before."""
+        if self._seen.candidates(hashes).any():
             return False
-        seen.recent.update(zip(keys, zip(numbers, offsets, strict=False), strict=True))
-        self.records += len(keys)
+        self._seen.add(hashes, numbers, offsets[:-1])
+        self.records += len(hashes)
         self.plain_chunks += 1
         return True
 
-    def taken(self, chunk: Lines, keys: list[str] | None) -> list[Item | Failed] | None:
+    def taken(self, chunk: Lines, hashes: np.ndarray | None) -> list[Item | Failed] | None:
         """A chunk read unparsed (``Lines``), scored where it was parsed: None when its ids
-        (``keys``, in order; None: it was not plain) are new, else the chunk read here, by
-        the rules of every line (a duplicate id, an unknown key)."""
-        if keys is not None and self._claim(chunk.numbers, chunk.offsets, keys, self._seen):
+        (their ``hashes``, in order; None: it was not plain) are new, else the chunk read
+        here, by the rules of every line (a duplicate id, an unknown key)."""
+        if hashes is not None and self._claim(chunk.numbers, chunk.offsets, hashes):
             return None
-        raws = list(zip(chunk.numbers, chunk.offsets, chunk.lines, strict=False))
-        return self._chunk(raws, self._seen)
+        return self._chunk(list(zip(chunk.numbers, chunk.offsets, chunk.lines, strict=False)))
 
-    def _chunk(self, raws: list[tuple[int, int, bytes]], seen: _SeenIds) -> list[Item | Failed]:
-        p = self.path
+    def _chunk(self, raws: list[tuple[int, int, bytes]]) -> list[Item | Failed]:
+        p, seen = self.path, self._seen
         parsed: list[tuple[int, int, Any, InputError | None]] = []
         for number, offset, raw in raws:
             value = parse_jsonl_line(raw, number, p, record_key="id")
@@ -1212,8 +1189,12 @@ class BatchReader:
                 parsed.append((number, offset, value, None))
         out: list[Item | Failed] = []
         keys = [_record_id(v) if type(v) is dict else None for _, _, v, _ in parsed]
-        maybe_old = seen.candidates([k or "" for k in keys])
-        for (number, offset, value, problem), key, old in zip(parsed, keys, maybe_old, strict=True):
+        hashes = id_hashes([k or "" for k in keys])
+        maybe_old = seen.candidates(hashes).tolist()
+        here: dict[str, int] = {}  # this chunk's ids, by their first line
+        new: list[tuple[int, int, int]] = []  # their (hash, line, offset)
+        rows = zip(parsed, keys, maybe_old, hashes.tolist(), strict=True)
+        for (number, offset, value, problem), key, old, h in rows:
             if problem is not None:
                 out.append(self._fail(number, problem))
                 continue
@@ -1240,7 +1221,11 @@ class BatchReader:
                 rid, gt, output, safety = r.id, r.ground_truth, r.output, r.safety_score
             item = Item(number, rid, number, gt, output, safety, True)
             k = item.key
-            first = seen.first_line(k, old and k == key)
+            if k != key:  # validated into another id: its own hash
+                h, old = int(id_hashes([k])[0]), True
+            first = here.get(k)
+            if first is None and old:
+                first = seen.first_line(k, h)
             if first is not None:
                 error = InputError(
                     f"duplicate id (first on line {first})",
@@ -1251,7 +1236,8 @@ class BatchReader:
                 )
                 out.append(self._fail(number, error))
                 continue
-            seen.recent[k] = (number, offset)
+            here[k] = number
+            new.append((h, number, offset))
             # a valid record has id, ground_truth and output: more keys than those and
             # safety_score are unknown ones
             if not self.warned_extra and len(value) > 3 + ("safety_score" in value):
@@ -1260,6 +1246,9 @@ class BatchReader:
                 logger.warning("%s:%d: ignoring unknown keys %s", p, number, ", ".join(extra))
             self.records += 1
             out.append(item)
+        if new:
+            found, lines, offsets = zip(*new, strict=True)
+            seen.add(np.array(found, dtype=np.int64), lines, offsets)
         return out
 
 
@@ -1289,32 +1278,43 @@ def record_line(scored: Scored) -> bytes:
     return dumps_bytes(scored.line_dict(), _LINE_OPTIONS)
 
 
-def record_lines(scored: Sequence[Scored]) -> list[bytes]:
-    """``record_line`` of each record (the kernel's without a call per record)."""
-    dumps = orjson.dumps
-    if isinstance(scored, Outcomes) and None not in (
+Pieces = tuple[list[tuple[bytes, bytes]], list[int], list[bytes]]
+
+
+def record_pieces(scored: Sequence[Scored]) -> Pieces | None:
+    """An ``Outcomes`` chunk's records.jsonl lines in pieces: each distinct outcome's line before
+    and after the id, which one each record has, and its id as JSON (sent from a pool process
+    for ``joined`` to make: a fortieth of the bytes); None for another chunk, or an id beyond 64
+    bits (which orjson refuses: written exactly, ``record_line``)."""
+    if not isinstance(scored, Outcomes) or None in (
         parts := [r.line_parts for r in scored.results]
     ):
-        which = scored.which.tolist()
-        heads, tails = (list(map([p[k] for p in parts].__getitem__, which)) for k in (0, 1))  # type: ignore[index]
-        try:
-            ids = list(map(dumps, map(_OF("id"), scored.items)))
-        except TypeError:  # an id beyond 64 bits, which orjson refuses: written exactly
-            return list(map(record_line, scored))
-        return list(map(b"".join, zip(heads, ids, tails, strict=True)))
+        return None
     try:
-        return [
-            r.line_parts[0] + dumps(r.id) + r.line_parts[1]
-            if r.line_parts is not None
-            else record_line(r)
-            for r in scored
-        ]
-    except TypeError:  # an id beyond 64 bits, which orjson refuses: written exactly
-        return list(map(record_line, scored))
+        ids = list(map(orjson.dumps, map(_OF("id"), scored.items)))
+    except TypeError:
+        return None
+    return parts, scored.which.tolist(), ids  # type: ignore[return-value]
 
 
-def error_line(error: RecordError) -> bytes:
-    return (dumps(error.model_dump(mode="json")) + "\n").encode()
+def _line_pieces(pieces: Pieces) -> Iterator[tuple[bytes, bytes, bytes]]:
+    parts, which, ids = pieces
+    heads, tails = zip(*parts, strict=True)
+    return zip(map(heads.__getitem__, which), ids, map(tails.__getitem__, which), strict=True)
+
+
+def joined(records: bytes | Pieces) -> bytes:
+    """A chunk's records.jsonl bytes, from ``record_pieces``' pieces."""
+    if isinstance(records, bytes):
+        return records
+    return b"".join(itertools.chain.from_iterable(_line_pieces(records)))
+
+
+def record_lines(scored: Sequence[Scored]) -> list[bytes]:
+    """``record_line`` of each record (the kernel's without a call per record)."""
+    if (pieces := record_pieces(scored)) is not None:
+        return list(map(b"".join, _line_pieces(pieces)))
+    return list(map(record_line, scored))
 
 
 _TOKENS = itertools.count()
@@ -1369,17 +1369,18 @@ StoreRow = tuple[str, bool | None, str | None, tuple[str, ...], bytes]
 
 @dataclass(slots=True)
 class ChunkRows:
-    """What a chunk gives the output files and the store: its records.jsonl and errors.jsonl
-    lines, its store rows (``Job.store``: how many, marshalled), its scored records and errors
-    (``Job.keep``), and the ids of a ``Lines`` chunk."""
+    """What a chunk gives the output files and the store: its records.jsonl lines (or their
+    ``record_pieces``) and errors.jsonl lines, its store rows (``Job.store``: how many,
+    marshalled, or ``_spliced``'s columns and the ids), its scored records and errors
+    (``Job.keep``), and the ids' ``id_hashes`` of a ``Lines`` chunk."""
 
-    records: bytes
+    records: bytes | Pieces
     errors: bytes
     stored: int
-    store: bytes | tuple[Any, ...]  # marshalled StoreRows, or ``_spliced``'s columns
+    store: bytes | tuple[Any, ...]
     scored: list[Scored]
     failures: list[RecordError]
-    keys: list[str] | None = None
+    hashes: np.ndarray | None = None
 
 
 class _Unmatched(Exception):
@@ -1398,14 +1399,14 @@ def score_chunk(
         if not _sent or _sent[0].token != job.token:
             _sent[:] = [job]
         job = _sent[0]
-    keys, canonical = None, False
+    keys, hashes, canonical = None, None, False
     if isinstance(chunk, Lines):
         lines = chunk.lines
         found = plain_items(chunk.numbers, lines, chunk.warned_extra)
         if found is None:
             return None
         canonical = job.store and _canonical(lines, found[2])
-        chunk, keys = found[0], found[1]
+        chunk, keys, hashes = found[0], found[1], id_hashes(found[1])
     if set(map(type, chunk)) == {Item}:
         items: Sequence[Item] = chunk  # type: ignore[assignment]
         read_failed: list[Failed] = []
@@ -1419,21 +1420,24 @@ def score_chunk(
     failures = sorted(read_failed + failed, key=lambda f: f.index) if failed else read_failed
     errors = [f.error for f in failures]
     digest = Aggregate.of_chunk(scored, errors, counts, seen)
-    lines = record_lines(scored)
     store: bytes | tuple[Any, ...] | None = None
-    if job.store and canonical and not errors:
-        store = _spliced(scored)
+    if job.store and canonical and not errors and (columns := _spliced(scored)) is not None:
+        store = (*columns, keys)
     if job.store and store is None:
+        lines = record_lines(scored)
+        records: bytes | Pieces = b"".join(lines)
         store = marshal.dumps(_store_rows(scored, lines, items, errors))
+    else:
+        records = record_pieces(scored) or b"".join(record_lines(scored))
     keep = job.keep
     rows = ChunkRows(
-        b"".join(lines),
-        b"".join(map(error_line, errors)),
+        records,
+        b"".join((dumps(e.model_dump(mode="json")) + "\n").encode() for e in errors),
         len(scored) + len(errors) if job.store else 0,
         store or b"",
         list(scored) if keep else [],
         errors if keep else [],
-        keys,
+        hashes,
     )
     return rows, digest
 
@@ -1460,8 +1464,8 @@ def spliced_payload(rows: ChunkRows, chunk: Lines, path: str) -> tuple[Any, ...]
     """What the store's writer splices a canonical chunk's items from (``stored_items``): the
     ``_spliced`` columns, where its input lines are in the file ``path`` (read there again by
     the writer, not sent: 318 MB less marshalled and piped at 1M) and its ids."""
-    table, which = rows.store
-    return table, which, (path, chunk.offsets[0], chunk.offsets[-1]), rows.keys
+    table, which, keys = rows.store
+    return table, which, (path, chunk.offsets[0], chunk.offsets[-1]), keys
 
 
 def _store_rows(
@@ -1537,20 +1541,12 @@ def stored_items(data: bytes | tuple[Any, ...]) -> Any:
 _STORED_ITEMS = f"{__name__}:stored_items"
 
 
-def _file_bytes(path: str) -> int:
-    try:
-        return os.stat(path).st_size
-    except OSError:
-        return 0
-
-
 def batch_pool(path: str | Path) -> LocalPool | None:
     """The pool that scores a batch file this large (its chunks come unparsed,
     ``BatchReader.unparsed``), started now: its processes start while the file is read; None
-    for a smaller file."""
-    if _file_bytes(str(path)) < UNPARSED_BYTES:
-        return None
-    return LocalPool(POOL_WORKERS, warm=(__name__,))
+    for a smaller file (or none)."""
+    big = os.path.isfile(path) and os.stat(path).st_size >= UNPARSED_BYTES
+    return LocalPool(POOL_WORKERS, warm=(__name__,)) if big else None
 
 
 def run_stream(
@@ -1574,12 +1570,14 @@ def run_stream(
     task = partial(score_chunk, job)
     run_on: Executor = executor or InProcess()
     pool: LocalPool | None = None
+    readers: set[BatchReader] = set()
 
     def take(result: tuple[ChunkRows, Aggregate] | None) -> None:
         chunk = held.popleft()
         if isinstance(chunk, Lines):
             assert chunk.reader is not None
-            parsed = chunk.reader.taken(chunk, None if result is None else result[0].keys)
+            readers.add(chunk.reader)
+            parsed = chunk.reader.taken(chunk, None if result is None else result[0].hashes)
             if parsed is not None:
                 chunk, result = parsed, None
         found = result if result is not None else score_chunk(job, chunk)
@@ -1587,7 +1585,7 @@ def run_stream(
             raise RuntimeError("a chunk was not scored")
         rows, part = found
         if records_out is not None and rows.records:
-            records_out.write(rows.records)
+            records_out.write(joined(rows.records))
         if errors_out is not None and rows.errors:
             errors_out.write(rows.errors)
         if recorder is not None and rows.stored:
@@ -1623,4 +1621,6 @@ def run_stream(
         raise
     if pool is not None:
         pool.close()
+    for reader in readers:  # the ids' index (20 MB at 1M records) let go before the report
+        reader._seen = _SeenIds(reader.path)
     return digest
