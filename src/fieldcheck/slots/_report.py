@@ -159,8 +159,6 @@ GLOSSARY = (
     Term("95% interval", "percentile bootstrap over sessions", "seeded (--seed), --bootstrap resamples; paired p-values resample both models' sessions together"),
 )  # fmt: skip
 
-# ---------------------------------------------------------------- formatting helpers
-
 
 def _num(value: float | None, digits: int = 3) -> str:
     return "n/a" if value is None else f"{value:.{digits}f}"
@@ -381,9 +379,6 @@ def render_html(run: SlotsRun, images: dict[str, Path] | None = None) -> str:
         body += ["<h2>Input problems</h2>", "<ul>" + "".join(items) + "</ul>"]
     body.append("</body></html>")
     return "\n".join(body) + "\n"
-
-
-# ---------------------------------------------------------------- plots
 
 
 def plot_topics(run: SlotsRun, *, by: str) -> list[str]:

@@ -352,12 +352,12 @@ class ScorerState:
     digest (``score_chunk``). ``absorb`` merges a later one in place, associatively."""
 
     folds: list[_ModelFold]
-    sessions: int
     pairs: dict[tuple[int, int], RowClasses]
-    gold_errors: ErrorList
-    empty_gold: int
-    any_gold_value: bool
-    topic_gold: Counter[str]
+    sessions: int = 0  # gold sessions so far
+    gold_errors: ErrorList = field(default_factory=ErrorList)
+    empty_gold: int = 0
+    any_gold_value: bool = False
+    topic_gold: Counter[str] = field(default_factory=Counter)
 
     def absorb(self, later: ScorerState) -> None:
         """Fold in ``later``, the state of the same inputs and settings over later buckets, so
@@ -403,17 +403,9 @@ class SlotScorer(ScorerState):
         self.tp, self.threshold, self.matcher, self.judge = tp, threshold, matcher, judge
         self.cut = threshold if threshold is not None else DEFAULT_THRESHOLDS.get(tp, 1.0)
         self.bootstrap, self.seed, self.progress = bootstrap, seed, progress
-        self.folds = [_ModelFold(m) for m in models]
+        pairs = {p: RowClasses(2 * len(PAIR_COLUMNS)) for p in combinations(range(len(models)), 2)}
+        super().__init__([_ModelFold(m) for m in models], pairs)
         self.recorder = recorder
-        self.sessions = 0  # gold sessions so far
-        self.pairs = {
-            (i, j): RowClasses(2 * len(PAIR_COLUMNS))
-            for i, j in combinations(range(len(self.folds)), 2)
-        }
-        self.gold_errors = ErrorList()
-        self.empty_gold = 0
-        self.any_gold_value = False
-        self.topic_gold: Counter[str] = Counter()
         self.cache = SlotMemo()
         # build the items here (``_item_tuples``), not in the store's writer: when two scoring
         # processes feed one writer, building every item would make it the slowest of three

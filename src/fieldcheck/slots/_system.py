@@ -307,8 +307,6 @@ class SlotsSystem(SlotsRuns, Views):
     ) -> list[dict[str, Any]]:
         return slots_story(item, settings)
 
-    # ------------------------------------------------------------------ scoring (the pipeline)
-
     @contextmanager
     def prepare(
         self,
@@ -425,8 +423,6 @@ class SlotsSystem(SlotsRuns, Views):
             },
             summary={**run.metrics_json(), "complete": True},
         )
-
-    # ------------------------------------------------------------------ stored runs
 
     def rescore(
         self,
