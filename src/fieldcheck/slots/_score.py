@@ -926,9 +926,12 @@ def _differ(
             entry["slots"] += 1
             entry["differ"] += differ
     for slot in pred.keys() - gold.keys():
-        entry = topics.setdefault(slot[0], {"slots": 0, "differ": 0})
-        entry["slots"] += 1
-        entry["differ"] += 1
+        entry = topics.get(slot[0])
+        if entry is None:
+            topics[slot[0]] = {"slots": 1, "differ": 1}
+        else:
+            entry["slots"] += 1
+            entry["differ"] += 1
     return topics
 
 
