@@ -337,12 +337,12 @@ def test_judge_endpoint_from_the_command_line(
 def test_plot_legends_never_hide_a_bar(
     jsonl: Jsonl, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from fieldcheck.slots import _report
+    from matplotlib.figure import Figure
 
     seen: dict[str, tuple[int, int]] = {}
-    original = _report.save_figure
+    original = Figure.savefig
 
-    def check(fig: Any, path: Path) -> Path:
+    def check(fig: Any, path: Path, **options: Any) -> None:
         fig.canvas.draw()
         renderer = fig.canvas.get_renderer()
         for ax in fig.axes:
@@ -353,9 +353,9 @@ def test_plot_legends_never_hide_a_bar(
             bars = [p for p in ax.patches if p.get_height() > 0]
             hidden = [p for p in bars if box.overlaps(p.get_window_extent(renderer))]
             seen[path.name] = (len(bars), len(hidden))
-        return original(fig, path)
+        original(fig, path, **options)
 
-    monkeypatch.setattr(_report, "save_figure", check)
+    monkeypatch.setattr(Figure, "savefig", check)  # as each plot is saved, laid out
     f = _files(jsonl)
     # tall bars on the right, where an inside legend would sit
     many = [*PRED_B, *(slot("u1", 2, "mental_state", f"x{i}", "v") for i in range(9))]

@@ -1,8 +1,5 @@
-"""The slot extraction benchmark: run models over conversations with a slot memory, load gold and
-predictions, score several models, write reports.
-
-Spec: slot-extraction-benchmark.md; user guide: docs/slots.md; file formats: docs/formats.md.
-"""
+"""The slot extraction benchmark (slot-extraction-benchmark.md; docs/slots.md): run models over
+conversations with a slot memory, load gold and predictions, score several models, write reports."""
 
 from typing import TYPE_CHECKING
 

@@ -1,17 +1,5 @@
-"""Running a model over conversations: each user's sessions in order, a slot memory carried along.
-
-Spec: slot-extraction-benchmark.md ("extract structured information (slots) from conversational
-data and store them in a memory"); user guide: docs/slots.md "Running models".
-
-Memory semantics (prompt ``slot-memory-v1``): the model sees the user's current memory and one
-session and replies with an *update*: the slots this session states, ``{topic: {field: [values]}}``.
-Each slot of the update replaces that slot in the memory (``[]`` removes it). The session's
-prediction is the update, because the gold of a session is the slots that session states (not
-everything known so far). An invalid reply or a failed call leaves the memory unchanged; a
-session whose call failed (an infrastructure error) is then not scored for that model.
-Every session is a run item (key ``[user, session]``) whose stored result holds the update and
-the memory after it, so a resumed run rebuilds each user's memory without calling the model.
-"""
+"""Running a model over conversations: each user's sessions in order, a slot memory carried along
+(slot spec; the update semantics of ``slot-memory-v1`` and resuming: docs/slots.md "Running models")."""
 
 from __future__ import annotations
 
@@ -104,10 +92,8 @@ class Conversation(BaseModel):
 
 
 def load_conversations(path: str | Path) -> list[Conversation]:
-    """Read the conversations JSONL; the first bad or repeated line is an ``InputError``.
-
-    A bad line stops the run (a silently skipped session would change every later memory).
-    """
+    """Read the conversations JSONL; the first bad or repeated line is an ``InputError`` (a
+    skipped session would change every later memory)."""
     p = Path(path)
     out: list[Conversation] = []
     first_line: dict[tuple[str, int], int] = {}
@@ -184,12 +170,8 @@ def _short(part: Any, limit: int = 40) -> str:
 
 
 def parse_reply(text: str | None) -> Memory:
-    """A reply as a slot update, or ``ReplyError`` with a one-line reason.
-
-    A Markdown code fence around the JSON is tolerated; prose is not. Keys and values are
-    trimmed; blank values dropped; repeated values kept once (first order). Keys that are blank,
-    or equal once trimmed, are errors.
-    """
+    """A reply as a slot update, or ``ReplyError`` with a one-line reason: a code fence around the
+    JSON is tolerated, keys and values trimmed, blank values dropped, repeats kept once."""
     if text is None:
         raise ReplyError("the reply is empty")
     if len(text) > MAX_REPLY_CHARS:
@@ -254,11 +236,8 @@ def item_key(user: str, session: int) -> str:
 
 @dataclass(frozen=True)
 class SessionOutcome:
-    """One session of one model: the update (the session's prediction) and the memory after it.
-
-    ``answered`` is true when the model replied (valid or not): only then is ``latency_s`` a
-    measurement of the model; an infrastructure error (timeout, 5xx, ...) is not.
-    """
+    """One session of one model: the update (its prediction) and the memory after it; only when
+    ``answered`` (valid or not) is ``latency_s`` the model's time."""
 
     user: str
     session: int
@@ -394,9 +373,7 @@ async def _run_user(sessions: list[Conversation], handle: RunHandle) -> None:
 
 def estimate(conversations: Sequence[Conversation]) -> tuple[int, int, int]:
     """``(calls, input_tokens, output_tokens)``: one call per session, memory of ~200 tokens."""
-    tokens = 0
-    for conv in conversations:
-        tokens += messages_tokens(build_messages({}, conv)) + 200
+    tokens = sum(messages_tokens(build_messages({}, conv)) + 200 for conv in conversations)
     return len(conversations), tokens, 150 * len(conversations)
 
 
@@ -447,9 +424,8 @@ async def run_extraction(
 def write_extractions(
     extractions: Sequence[Extraction], out: RunFolder, specs: Sequence[ModelSpec]
 ) -> tuple[dict[str, Path], dict[str, Path]]:
-    """``pred_<name>.jsonl``, ``latency_<name>.jsonl``, ``memory_<name>.jsonl`` per model,
-    ``session_errors.jsonl`` (every session error) and ``runs.json`` (run ids and counts);
-    the pred and latency files by model. ``CannotWrite`` when a file cannot be written."""
+    """Each model's pred, latency and memory files, ``session_errors.jsonl`` and ``runs.json``
+    (docs/formats.md); returns the pred and latency files by model."""
     stems = unique_filenames(e.model for e in extractions)
     preds: dict[str, Path] = {}
     lats: dict[str, Path] = {}
@@ -503,9 +479,8 @@ class SlotsTask:
 
 
 class SlotsRuns:
-    """What ``slots run`` asks a model (``core.Runs``): each user's sessions in order with a
-    slot memory; every model's predictions scored together into one run and one report, a
-    session whose call failed not scored for its model."""
+    """What ``slots run`` asks a model (``core.Runs``): each user's sessions in order with a slot
+    memory; every model's predictions scored together into one run."""
 
     run_inputs = (
         ("conversations", "JSONL: one session per line, {user, session, turns}"),

@@ -1,8 +1,5 @@
-"""Loading gold slots, predictions, latencies and judge scores from JSONL.
-
-A bad line becomes an ``InputError`` naming file, line, field and value; loading goes on. A slot
-line repeated within one file is an error (the first line wins), never a silent overwrite.
-"""
+"""Loading gold slots, predictions, latencies and judge scores from JSONL: a bad or repeated line
+is an ``InputError`` naming file, line, field and value (the first line wins); loading goes on."""
 
 from __future__ import annotations
 
@@ -71,16 +68,23 @@ class JudgeFile:
 
 def _records(path: Path, model: type[R], errors: ErrorList) -> Iterator[tuple[int, R]]:
     for line, raw in iter_jsonl(path):
-        if isinstance(raw, InputError):
-            errors.append(raw)
-            continue
-        if not isinstance(raw, dict):
-            errors.append(InputError("expected a JSON object", file=path, line=line, value=raw))
-            continue
+        record = _validated(raw, model, path, line, errors)
+        if record is not None:
+            yield line, record
+
+
+def _validated(raw: Any, model: type[R], path: Path, line: int, errors: ErrorList) -> R | None:
+    """A parsed line as ``model``, or None with its error in ``errors``."""
+    if isinstance(raw, InputError):
+        errors.append(raw)
+    elif not isinstance(raw, dict):
+        errors.append(InputError("expected a JSON object", file=path, line=line, value=raw))
+    else:
         try:
-            yield line, model.model_validate(raw)
+            return model.model_validate(raw)
         except ValidationError as exc:
             errors.append(input_error_of(exc, file=path, line=line))
+    return None
 
 
 _ALNUM = re.compile(r"[A-Za-z0-9]")
@@ -89,9 +93,8 @@ SlotRow = tuple[str, int, str, str, list[str]]
 
 
 def slot_row(raw: Any) -> SlotRow | None:
-    """The values of a slot line that is plainly valid (the checks of ``SlotRecord`` on exact
-    JSON types, and no key but its five, so it nests 2 levels), or ``None`` when the depth
-    check and pydantic have to decide (and name the problem)."""
+    """The values of a plainly valid slot line (``SlotRecord``'s checks on exact JSON types, its
+    five keys only), or ``None`` when the depth check and pydantic have to name the problem."""
     if type(raw) is not dict or len(raw) != 5:
         return None
     get = raw.get
@@ -120,12 +123,8 @@ def slot_row(raw: Any) -> SlotRow | None:
 
 
 def read_slot_rows(path: Path, errors: ErrorList) -> Iterator[tuple[int, SlotRow]]:
-    """``(line, row)`` of every valid line of a slot file; a bad line goes to ``errors``.
-
-    A line is parsed once with orjson; only a line that is not plainly a valid slot goes through
-    ``parse_jsonl_line`` (blank lines, a BOM, invalid JSON, too deep) and pydantic, so every
-    error is theirs (a line the fast path takes has only the five keys and nests 2 levels: the
-    depth check cannot refuse it)."""
+    """``(line, row)`` of every valid line of a slot file; a bad line goes to ``errors``. Only a
+    line not plainly valid (``slot_row``) goes through ``parse_jsonl_line`` and pydantic."""
     try:
         handle = path.open("rb")
     except OSError as exc:
@@ -150,21 +149,11 @@ def read_slot_rows(path: Path, errors: ErrorList) -> Iterator[tuple[int, SlotRow
 
 def _checked_slot(raw: Any, path: Path, line: int, errors: ErrorList) -> SlotRow | None:
     """The row of a line the fast path could not take, or None with its error in ``errors``."""
-    if isinstance(raw, InputError):
-        errors.append(raw)
-        return None
-    row = slot_row(raw)
-    if row is None:
-        if not isinstance(raw, dict):
-            errors.append(InputError("expected a JSON object", file=path, line=line, value=raw))
-            return None
-        try:
-            rec = SlotRecord.model_validate(raw)
-        except ValidationError as exc:
-            errors.append(input_error_of(exc, file=path, line=line))
-            return None
-        row = (rec.user, rec.session, rec.topic, rec.field, list(rec.values))
-    return row
+    row = None if isinstance(raw, InputError) else slot_row(raw)
+    if row is not None:
+        return row
+    rec = _validated(raw, SlotRecord, path, line, errors)
+    return None if rec is None else (rec.user, rec.session, rec.topic, rec.field, list(rec.values))
 
 
 def add_slot(out: SlotFile, line: int, row: SlotRow) -> None:

@@ -8,8 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, Stric
 
 NonEmpty = Annotated[StrictStr, Field(min_length=1)]
 MAX_LATENCY_S = 1_000_000.0
-"""A session cannot take more than 1e6 s (11.6 days): a latency line past it is refused with its
-file:line (issue 9), so sums over any number of sessions stay finite. Same bound as numeric."""
+"""A latency line past 1e6 s (11.6 days) is refused (issue 9): sums over sessions stay finite."""
 
 
 class _Record(BaseModel):

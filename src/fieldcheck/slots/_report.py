@@ -19,6 +19,7 @@ from fieldcheck.reports import (
     count_axis,
     embedded_image,
     esc,
+    figure,
     format_seconds,
     format_seconds_joined,
     html_table,
@@ -29,7 +30,6 @@ from fieldcheck.reports import (
     md_table,
     no_glyph_warnings,
     page_head,
-    save_figure,
     write_csv,
 )
 from fieldcheck.slots._score import (
@@ -122,18 +122,6 @@ def topic_rows(run: SlotsRun) -> list[dict[str, Any]]:
     ]
 
 
-OUTPUT_FILES = (
-    "metrics.csv",
-    "per_topic.csv",
-    "errors.jsonl",
-    "report.md",
-    "report.html",
-    "metrics.json",
-    *PLOTS.values(),
-)
-"""Every file ``slots score`` may write in its folder."""
-
-
 def write_outputs(
     run: SlotsRun, out_dir: str | Path | OutputFolder, *, plots: bool = True
 ) -> dict[str, Path]:
@@ -170,8 +158,6 @@ GLOSSARY = (
     Term("Extra slots / values", "predicted slots (values) absent from the gold", "hallucinated slots and values (spec 14-15)"),
     Term("95% interval", "percentile bootstrap over sessions", "seeded (--seed), --bootstrap resamples; paired p-values resample both models' sessions together"),
 )  # fmt: skip
-
-# ---------------------------------------------------------------- formatting helpers
 
 
 def _num(value: float | None, digits: int = 3) -> str:
@@ -395,14 +381,9 @@ def render_html(run: SlotsRun, images: dict[str, Path] | None = None) -> str:
     return "\n".join(body) + "\n"
 
 
-# ---------------------------------------------------------------- plots
-
-
 def plot_topics(run: SlotsRun, *, by: str) -> list[str]:
-    """The topics a per-topic plot shows, in topic order: all of them when at most PLOT_TOPICS,
-    else the PLOT_TOPICS with the most gold slots (``by="gold"``, the F1 heatmap: a topic's F1
-    weighs as much as it has gold slots) or the most extra slots over all models (``by="extra"``),
-    ties broken by the other count, then by name (docs/slots.md, "Plots of many topics")."""
+    """The topics a per-topic plot shows, in topic order: the ``PLOT_TOPICS`` with the most gold
+    (``by="gold"``) or extra slots, ties by the other count (docs/slots.md "Plots of many topics")."""
     topics = run.topics
     if len(topics) <= PLOT_TOPICS:
         return list(topics)
@@ -423,18 +404,13 @@ def topics_title(title: str, shown: int, total: int, ranked_by: str) -> str:
 
 
 def write_plots(run: SlotsRun, out: Path | OutputFolder) -> dict[str, Path]:
-    """PNG plots with the Agg backend (imported here, never at module load); returns key -> path.
-    A Ctrl-C meanwhile takes effect once they are written (``interrupts_deferred``); another
-    thread's plots wait (``PLOTTING``)."""
+    """PNG plots (Agg backend, imported on first use); returns key -> path. A Ctrl-C meanwhile
+    takes effect once they are written; another thread's plots wait (``PLOTTING``)."""
     with interrupts_deferred(), PLOTTING, no_glyph_warnings():
         return _draw_plots(run, out)
 
 
 def _draw_plots(run: SlotsRun, out: Path | OutputFolder) -> dict[str, Path]:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
     import numpy as np
 
     folder = OutputFolder.of(out)  # the prepared folder when ``out`` is its path
@@ -444,17 +420,20 @@ def _draw_plots(run: SlotsRun, out: Path | OutputFolder) -> dict[str, Path]:
     names = [label(m.name) for m in run.models]
     x = np.arange(len(names))
 
-    fig, ax = plt.subplots(figsize=(max(6.5, 1.6 * len(names) + 1.5), 4))
-    width = 0.27
-    for i, key in enumerate(("precision", "recall", "f1")):
-        ax.bar(x + (i - 1) * width, [getattr(m.result, key) for m in run.models], width, label=key)
-    ax.set_xticks(x, names, rotation=20, ha="right")
-    ax.set_ylim(0, 1)
-    ax.set_ylabel("score (0-1)")
-    ax.set_title("Precision, recall and F1 per model")
-    ax.legend(**LEGEND_OUTSIDE)
-    fig.tight_layout()
-    written["prf1"] = save_figure(fig, folder / PLOTS["prf1"])
+    def plot(key: str, size: tuple[float, float]) -> Any:
+        written[key] = folder / PLOTS[key]
+        return figure(written[key], figsize=size)
+
+    with plot("prf1", (max(6.5, 1.6 * len(names) + 1.5), 4)) as (_, ax):
+        width = 0.27
+        for i, key in enumerate(("precision", "recall", "f1")):
+            values = [getattr(m.result, key) for m in run.models]
+            ax.bar(x + (i - 1) * width, values, width, label=key)
+        ax.set_xticks(x, names, rotation=20, ha="right")
+        ax.set_ylim(0, 1)
+        ax.set_ylabel("score (0-1)")
+        ax.set_title("Precision, recall and F1 per model")
+        ax.legend(**LEGEND_OUTSIDE)
 
     if run.topics:
         topics = plot_topics(run, by="gold")
@@ -463,57 +442,43 @@ def _draw_plots(run: SlotsRun, out: Path | OutputFolder) -> dict[str, Path]:
         wide = 0.09 * max(len(n) for n in names)
         tall = 0.05 * max(len(label(t)) for t in topics)
         per = 1.8 if len(topics) <= 10 else 1.0
-        fig, ax = plt.subplots(
-            figsize=(max(5, per * len(topics) + wide + 1.5), max(3, 0.7 * len(names) + 1.5 + tall))
-        )
-        image = ax.imshow(grid, vmin=0, vmax=1, cmap="viridis", aspect="auto")
-        ax.set_xticks(np.arange(len(topics)), [label(t) for t in topics], rotation=20, ha="right")
-        ax.set_yticks(x, names)
-        for (i, j), value in np.ndenumerate(grid):
-            ax.text(
-                j, i, f"{value:.2f}", ha="center", va="center", color="w" if value < 0.6 else "k"
+        size = (max(5, per * len(topics) + wide + 1.5), max(3, 0.7 * len(names) + 1.5 + tall))
+        with plot("topic_f1", size) as (fig, ax):
+            image = ax.imshow(grid, vmin=0, vmax=1, cmap="viridis", aspect="auto")
+            ax.set_xticks(
+                np.arange(len(topics)), [label(t) for t in topics], rotation=20, ha="right"
             )
-        fig.colorbar(image, ax=ax, label="F1")
-        ax.set_title(topics_title("F1 per topic", len(topics), len(run.topics), "gold slots"))
-        fig.tight_layout()
-        written["topic_f1"] = save_figure(fig, folder / PLOTS["topic_f1"])
+            ax.set_yticks(x, names)
+            for (i, j), value in np.ndenumerate(grid):
+                color = "w" if value < 0.6 else "k"
+                ax.text(j, i, f"{value:.2f}", ha="center", va="center", color=color)
+            fig.colorbar(image, ax=ax, label="F1")
+            ax.set_title(topics_title("F1 per topic", len(topics), len(run.topics), "gold slots"))
 
         topics = plot_topics(run, by="extra")
-        fig, ax = plt.subplots(figsize=(max(6.5, per * len(topics) + 1.5), 4))
-        tx = np.arange(len(topics))
-        width = 0.8 / len(run.models)
-        for i, m in enumerate(run.models):
-            ax.bar(
-                tx + i * width - 0.4 + width / 2,
-                [m.result.per_topic[t].extra_slots for t in topics],
-                width,
-                label=names[i],
-            )
-        ax.set_xticks(tx, [label(t) for t in topics], rotation=20, ha="right")
-        ax.set_ylabel("extra slots")
-        count_axis(ax.yaxis)
-        ax.set_title(
-            topics_title(
-                "Extra (hallucinated) slots per topic",
-                len(topics),
-                len(run.topics),
-                "extra slots over all models",
-            )
-        )
-        ax.legend(title="model", **LEGEND_OUTSIDE)
-        fig.tight_layout()
-        written["extra"] = save_figure(fig, folder / PLOTS["extra"])
+        with plot("extra", (max(6.5, per * len(topics) + 1.5), 4)) as (_, ax):
+            tx = np.arange(len(topics))
+            width = 0.8 / len(run.models)
+            for i, m in enumerate(run.models):
+                extra = [m.result.per_topic[t].extra_slots for t in topics]
+                ax.bar(tx + i * width - 0.4 + width / 2, extra, width, label=names[i])
+            ax.set_xticks(tx, [label(t) for t in topics], rotation=20, ha="right")
+            ax.set_ylabel("extra slots")
+            count_axis(ax.yaxis)
+            ranked_by = "extra slots over all models"
+            title = "Extra (hallucinated) slots per topic"
+            ax.set_title(topics_title(title, len(topics), len(run.topics), ranked_by))
+            ax.legend(title="model", **LEGEND_OUTSIDE)
 
     seconds = [list(m.session_seconds.values()) for m in run.models]  # in the order scored
     timed = [(names[i], secs) for i, secs in enumerate(seconds) if secs]
-    if timed:
-        fig, ax = plt.subplots(figsize=(max(5, 1.6 * len(timed)), 4))
+    if not timed:
+        return written
+    with plot("latency", (max(5, 1.6 * len(timed)), 4)) as (_, ax):
         in_ms = max(max(secs) for _, secs in timed) < 1  # the report's units: ms below a second
         scale = 1000 if in_ms else 1
         ax.boxplot([[s * scale for s in secs] for _, secs in timed], showmeans=True)
         ax.set_xticks(np.arange(1, len(timed) + 1), [n for n, _ in timed], rotation=20, ha="right")
         ax.set_ylabel("ms per session" if in_ms else "seconds per session")
         ax.set_title("Latency per session (line: median, triangle: mean)")
-        fig.tight_layout()
-        written["latency"] = save_figure(fig, folder / PLOTS["latency"])
     return written

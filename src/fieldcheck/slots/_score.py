@@ -1,8 +1,5 @@
-"""Scoring several models against one gold file: counts per session, metrics, intervals, p-values.
-
-The runner layer over ``fieldcheck.metrics._slots``: it pairs files by session, asks the value
-matcher and the judge (when chosen) in one batch per model, then only sums per-session counts.
-"""
+"""Scoring several models against one gold file: counts per session, metrics, intervals, p-values
+(slot spec); the value matcher and the judge are asked in one batch per model and bucket."""
 
 from __future__ import annotations
 
@@ -70,11 +67,8 @@ CI_METRICS = ("precision", "recall", "f1", "exact_match_rate", "token_f1")
 
 @dataclass
 class ModelInput:
-    """One model's files: predictions, and optionally latencies and precomputed judge scores.
-
-    ``not_scored`` maps a session to why it is left out for this model (a call error type of
-    ``slots run``): its gold slots are not counted, so a failed call is never a miss.
-    """
+    """One model's files (latencies and judge scores optional); ``not_scored``: the sessions
+    whose call failed in ``slots run``, left out so a failed call is never a miss."""
 
     name: str
     predictions: SlotFile
@@ -156,7 +150,6 @@ class ModelScore:
 
     @property
     def sessions(self) -> int:
-        """How many sessions were scored (``result.counts.sessions``)."""
         return self.result.counts.sessions
 
 
@@ -186,11 +179,8 @@ class UnscoredModel:
 
 @dataclass
 class SlotsRun:
-    """Everything one ``slots score`` produced; ``metrics_json()`` is the file's object.
-
-    ``models`` are the scored models; ``unscored`` those with nothing scored (left out of every
-    comparison, table and plot, and listed as such); ``names`` is the order models were given.
-    """
+    """Everything one ``slots score`` produced (``metrics_json()``: the file's object); the
+    ``unscored`` models are left out of every comparison; ``names``: the order given."""
 
     models: list[ModelScore]
     paired_f1: list[PairedF1]
@@ -260,10 +250,8 @@ ITEMS: dict[str, tuple[int, ...]] = {
 
 
 def _of_items(name: str) -> TotalsStatistic:
-    """``SLOT_STATISTICS[name]``, NaN on totals with none of its items (``ITEMS``): a resample that
-    drew no predicted slot has no precision (the spec's 0 is for a model that predicted
-    nothing, not for a resample that drew nothing) and is left out of the interval
-    (``percentile_interval``). The point estimates keep the spec's 0."""
+    """``SLOT_STATISTICS[name]``, NaN on a resample with none of its ``ITEMS`` (left out of the
+    interval: the spec's 0 is for a model that predicted nothing, kept by the point estimate)."""
     stat, items = SLOT_STATISTICS[name], list(ITEMS[name])
 
     def of_items(t: np.ndarray) -> np.ndarray:
@@ -364,20 +352,17 @@ class ScorerState:
     digest (``score_chunk``). ``absorb`` merges a later one in place, associatively."""
 
     folds: list[_ModelFold]
-    sessions: int
     pairs: dict[tuple[int, int], RowClasses]
-    gold_errors: ErrorList
-    empty_gold: int
-    any_gold_value: bool
-    topic_gold: Counter[str]
+    sessions: int = 0  # gold sessions so far
+    gold_errors: ErrorList = field(default_factory=ErrorList)
+    empty_gold: int = 0
+    any_gold_value: bool = False
+    topic_gold: Counter[str] = field(default_factory=Counter)
 
     def absorb(self, later: ScorerState) -> None:
-        """Fold in ``later``, the state of a scorer of the same inputs and settings over buckets
-        that come after this one's: a ``SlotScorer``'s ``finish`` then gives what one scorer
-        over all of them would."""
-        if len(later.folds) != len(self.folds):
-            raise ValueError("the scorers' inputs or settings differ")
-        for fold, more in zip(self.folds, later.folds, strict=True):
+        """Fold in ``later``, the state of the same inputs and settings over later buckets, so
+        ``finish`` gives what one scorer over all of them would."""
+        for fold, more in zip(self.folds, later.folds, strict=True):  # ValueError: other models
             _absorb_fold(fold, more)
         self.sessions += later.sessions
         for key, classes in self.pairs.items():
@@ -389,18 +374,9 @@ class ScorerState:
 
 
 class SlotScorer(ScorerState):
-    """Scores models on gold sessions fed in buckets (any partition of the sessions, each bucket
-    holding a session's every gold and predicted line), folding counts, per-topic tallies and
-    classes of equal bootstrap rows (``RowClasses``); ``finish`` gives the ``SlotsRun``. The
-    result does not depend on how sessions are split into buckets (tests/slots/test_streamed.py)
-    and the memory does not grow with the sessions (latencies aside: one float per session).
-
-    ``tp`` picks when a predicted gold slot is a TP (``presence`` as the spec, or a value match
-    through ``matcher`` at ``threshold``); precomputed judge scores of a model win over
-    ``judge``; bootstrap intervals resample sessions (seeded), ``bootstrap=0`` skips them.
-    ``recorder``: each bucket's items, one per (model, gold session; ``item_columns``), go to
-    the recorder as the bucket is scored (issue 11).
-    """
+    """Scores models on gold sessions fed in buckets by session (the result does not depend on
+    the split: tests/slots/test_streamed.py), folding counts, topic tallies and bootstrap row
+    classes; ``finish`` gives the ``SlotsRun`` (slot spec; docs/slots.md "Large files")."""
 
     def __init__(
         self,
@@ -425,17 +401,9 @@ class SlotScorer(ScorerState):
         self.tp, self.threshold, self.matcher, self.judge = tp, threshold, matcher, judge
         self.cut = threshold if threshold is not None else DEFAULT_THRESHOLDS.get(tp, 1.0)
         self.bootstrap, self.seed, self.progress = bootstrap, seed, progress
-        self.folds = [_ModelFold(m) for m in models]
+        pairs = {p: RowClasses(2 * len(PAIR_COLUMNS)) for p in combinations(range(len(models)), 2)}
+        super().__init__([_ModelFold(m) for m in models], pairs)
         self.recorder = recorder
-        self.sessions = 0  # gold sessions so far
-        self.pairs = {
-            (i, j): RowClasses(2 * len(PAIR_COLUMNS))
-            for i, j in combinations(range(len(self.folds)), 2)
-        }
-        self.gold_errors = ErrorList()
-        self.empty_gold = 0
-        self.any_gold_value = False
-        self.topic_gold: Counter[str] = Counter()
         self.cache = SlotMemo()
         # build the items here (``_item_tuples``), not in the store's writer: when two scoring
         # processes feed one writer, building every item would make it the slowest of three
@@ -466,9 +434,8 @@ class SlotScorer(ScorerState):
         return ScorerState(**state)
 
     def add_part(self, bucket: Bucket) -> None:
-        """Score one bucket of a ``Partition`` whose ``sides`` are each model's latency file,
-        then its judge file, where it has them: its slot files (gold, then each model's) and
-        those side files, read in that order."""
+        """Score one bucket of a ``Partition`` of the gold, each model's slot file, then each
+        model's latency and judge files where it has them."""
         slots, found = bucket.part()
         sides = iter(found)
         latencies: list[LatencyFile | None] = []
@@ -486,9 +453,8 @@ class SlotScorer(ScorerState):
         latencies: Sequence[LatencyFile | None],
         judges: Sequence[JudgeFile | None],
     ) -> None:
-        """Score one bucket: ``gold`` and each model's ``predictions``, ``latencies`` and
-        ``judges`` (in model order; None for a model without that file) hold the same sessions'
-        lines; their ``errors`` are the bucket's duplicate lines."""
+        """Score one bucket: ``gold`` and, in model order, each model's files of the same
+        sessions (None: no such file); their ``errors`` are the bucket's duplicate lines."""
         for fold, latency, judge in zip(self.folds, latencies, judges, strict=True):
             fold.latency, fold.judge_scores = latency, judge
             if latency is not None:
@@ -538,10 +504,8 @@ class SlotScorer(ScorerState):
         keys: list[SessionKey],
         bucket: list[tuple[np.ndarray, np.ndarray, Rejected]],
     ) -> StorePayload:
-        """What ``store_rows`` makes the bucket's items of (picklable: in a large run they are
-        built in the store's writer process): the sessions, their gold slots, and per model its
-        name, predicted slots, counts, which were scored, its latencies, judge scores, reasons
-        for the sessions not scored, and the predicted gold slots its TP rule rejected."""
+        """What ``store_rows`` makes the bucket's items of (picklable: the store's writer process
+        may build them): the sessions, their gold slots, and per model what its items hold."""
         models = []
         for fold, preds, (units, scored, rejected) in zip(
             self.folds, predictions, bucket, strict=True
@@ -575,9 +539,8 @@ class SlotScorer(ScorerState):
         preds: SlotFile,
         keys: list[SessionKey],
     ) -> tuple[np.ndarray, np.ndarray, Rejected]:
-        """Fold one model's bucket in; returns the (len(keys), 8) counts of each session (0 when
-        not scored), which sessions were scored, and per session the predicted gold slots the
-        TP rule's matcher rejected (each an FP and an FN)."""
+        """Fold one model's bucket in; returns each session's counts (0: not scored), which were
+        scored, and per session the gold slots the matcher rejected (each an FP and an FN)."""
         model = fold.model
         not_scored = model.not_scored
         unknown = [k for k in preds.sessions if k not in gold.sessions]
@@ -882,9 +845,8 @@ class SlotScorer(ScorerState):
     def _bootstrap(
         self, scores: list[ModelScore], folds: list[int], warn: Callable[[str], None]
     ) -> list[PairedF1]:
-        """Each model's intervals (one Poisson bootstrap per group of statistics, over its
-        classes of equal rows) and each pair's paired F1 p-value over the sessions both were
-        scored on; cost and memory grow with the distinct rows, not the sessions."""
+        """Each model's intervals and each pair's F1 p-value over the sessions both were scored
+        on: Poisson bootstraps over classes of equal rows (docs/decisions.md)."""
         bootstrap, seed = self.bootstrap, self.seed
         if bootstrap > 0 and self.progress is not None:
             self.progress("bootstrap")
@@ -948,10 +910,8 @@ def _slot_list(
 def _differ(
     gold: Mapping[SlotKey, frozenset[str]], pred: Mapping[SlotKey, frozenset[str]]
 ) -> dict[str, dict[str, int]]:
-    """Per topic of a session, how many of its slots differ between gold and prediction
-    (missing, extra, or other values once canonicalised): what the store's topic filter flags.
-    A plain comparison, not the metric (the TP rule is the scorer's). Stored with sorted keys,
-    so the order here does not matter."""
+    """Per topic of a session, how many slots differ between gold and prediction (missing, extra,
+    other canonical values): what the store's topic filter flags; not the metric's TP rule."""
     topics: dict[str, dict[str, int]] = {}
     get = pred.get
     for slot, values in gold.items():
@@ -980,8 +940,7 @@ def _topic_failures(
     rejected: set[SlotKey],
 ) -> None:
     """Add to ``topics`` (``_differ``'s) each topic's FPs and FNs as ``score_session`` counts
-    them: a gold slot without a predicted value an FN, one its matcher ``rejected`` an FP and
-    an FN, a predicted slot with a value that is no gold slot an FP (docs/slots.md glossary)."""
+    them, a ``rejected`` gold slot an FP and an FN (docs/slots.md glossary)."""
     for slot, values in gold.items():
         if not slot_values(values):
             continue
@@ -1014,11 +973,8 @@ def prebuilt_rows(data: bytes) -> Iterator[tuple[ItemColumns, bytes]]:
 
 
 def store_rows(payload: StorePayload) -> Iterator[tuple[ItemColumns, bytes]]:
-    """A bucket's items for the run store (``SlotScorer._store_payload``), model by model, each
-    over the sessions in sorted order: its counts (or why it was not scored), the gold and
-    predicted slots, per topic how many slots differ from gold, its latency and judge scores
-    (docs/runs.md); with the columns ``SYSTEM.item_columns`` (slots/_system.py) derives from such an item.
-    A session's gold is serialised once for every model."""
+    """A bucket's items for the run store (``SlotScorer._store_payload``; docs/runs.md), model by
+    model over the sessions in sorted order, with their ``item_columns``."""
     for *columns, result in _item_tuples(payload):
         yield ItemColumns(*columns), result
 
@@ -1069,11 +1025,8 @@ def _item_tuples(payload: StorePayload) -> Iterator[tuple[Any, ...]]:
 
 
 def item_columns(item: Mapping[str, Any]) -> ItemColumns:
-    """A session of a model: ``model``, ``user``, ``session``, ``counts``, ``per_topic``
-    (topic -> {slots, differ, fp, fn}), ``gold``/``pred``, or ``not_scored`` (why). Failed: an
-    FP or FN; tagged with its topics, failed on a topic where it has an FP or FN (so a session
-    failed on a topic is a failed session, whatever its values); none when not scored
-    (neither failed nor passed). A ``key`` given wins over ``model/user/session``."""
+    """A model's session as columns: failed with an FP or FN, tagged with its topics (failed on
+    one with an FP or FN); neither when not scored. A ``key`` given wins over model/user/session."""
     model = str(item.get("model", ""))
     key = str(item.get("key", f"{model}/{item.get('user')}/{item.get('session')}"))
     not_scored = item.get("not_scored")
@@ -1102,10 +1055,8 @@ def _next(sides: Iterator[LatencyFile | JudgeFile], kind: type[F]) -> F:
 
 @dataclass(frozen=True)
 class SlotJob:
-    """What scoring a bucket needs besides the bucket (``score_chunk``; picklable when it has
-    no ``judge`` and no ``matcher``, i.e. ``--tp presence``): the gold's and the models' paths
-    (``headers``), the TP rule, and whether the items are stored (``store``) and built in the
-    task (``built``: in a pool, so the store's writer only inserts them)."""
+    """What scoring a bucket needs besides it (``score_chunk``; picklable without ``judge`` and
+    ``matcher``): the files' ``headers``, the TP rule, whether items are stored and built here."""
 
     gold: SlotFile
     models: tuple[ModelInput, ...]
@@ -1133,10 +1084,8 @@ def headers(models: Sequence[ModelInput]) -> tuple[ModelInput, ...]:
 
 
 class ChunkItems:
-    """Where a chunk scorer's items go (``score_chunk``), as ``RunRecorder.add_built``'s
-    arguments; iterated, it gives them back. A pool's task appends each piece's bytes to the
-    scratch file ``spill`` (read back a piece at a time, then removed): returned through the
-    pool, a bucket's items whole made the scoring process's peak RSS grow with the buckets."""
+    """A chunk scorer's items as ``RunRecorder.add_built``'s arguments, given back when iterated;
+    in a pool, their bytes wait in the file ``spill`` (held whole, they grew the peak RSS)."""
 
     def __init__(self, spill: Path | None = None) -> None:
         self.rows: list[tuple[str, Any, int]] = []  # spilled: the payload's size
@@ -1168,9 +1117,8 @@ def _memo(run: str) -> SlotMemo:
 
 
 def score_chunk(job: SlotJob, bucket: Bucket) -> tuple[ChunkItems, ScorerState]:
-    """One bucket scored: its items for the store (``ChunkItems``; none when not stored; built
-    ones in the bucket's ``spill`` file) and its digest (``ScorerState``, merged in bucket
-    order by ``absorb``)."""
+    """One bucket scored: its items for the store (``ChunkItems``) and its digest
+    (``ScorerState``, merged in bucket order by ``absorb``)."""
     sink = ChunkItems(bucket.spill if job.built else None)
     scorer = SlotScorer(
         job.gold, job.models, tp=job.tp, threshold=job.threshold, matcher=job.matcher,
@@ -1184,10 +1132,8 @@ def score_chunk(job: SlotJob, bucket: Bucket) -> tuple[ChunkItems, ScorerState]:
 
 
 def score_models(gold: SlotFile, models: Sequence[ModelInput], **options: Any) -> SlotsRun:
-    """Score every model on the gold's sessions (slot spec, all sections; docs/slots.md), the
-    files in memory: one bucket of a ``SlotScorer`` made with ``options`` (``tp``,
-    ``threshold``, ``matcher``, ``judge``, ``bootstrap``, ``seed``, ``progress``, ``recorder``:
-    every (model, session) item)."""
+    """Score every model on the gold's sessions, the files in memory: one bucket of a
+    ``SlotScorer`` made with ``options`` (slot spec, all sections; docs/slots.md)."""
     scorer = SlotScorer(SlotFile(gold.path), headers(models), **options)
     if scorer.progress is not None:
         scorer.progress("scoring")
@@ -1224,9 +1170,8 @@ def _failures(
     what: str,
     out: list[tuple[SessionKey, int, InputError]],
 ) -> int:
-    """Record every failed comparison as an error at its prediction line (never a score of 0),
-    so the run exits 3 and ``errors.jsonl`` lists it; returns how many failed. Each is kept
-    with its session and gold line, the order of the comparisons over sorted sessions."""
+    """Record each failed comparison as an error at its prediction line (never a score of 0: the
+    run exits 3), with its session and gold line for ordering; returns how many failed."""
     count = 0
     for (sk, slot), sim in zip(pairs, sims, strict=True):
         if sim.ok:

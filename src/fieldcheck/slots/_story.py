@@ -1,9 +1,6 @@
-"""A stored session's story (issue 28, "An item"): its counts, then gold and predicted slots side
-by side per topic and field, canonicalised (slot spec §4), with each gold slot's token
-precision and recall (§6), BLEU-1 (§9), its verdict under the run's TP rule and the judge's
-score. Recomputed from the stored values by ``metrics.score_slot``, the scorer's own function;
-the verdicts of a matcher (``--tp exact|fuzzy|semantic``) are the scorer's, stored as the
-predicted gold slots it rejected (``unmatched``)."""
+"""A stored session's story (issue 28, "An item"): its counts, then each slot's gold and predicted
+values, canonical (slot spec §4), token P/R (§6), BLEU-1 (§9), verdict and judge score, as
+recomputed by the scorer's ``metrics.score_slot`` (a matcher's verdicts: the stored ``unmatched``)."""
 
 from __future__ import annotations
 

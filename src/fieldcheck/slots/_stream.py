@@ -1,16 +1,5 @@
-"""``slots score`` on files of any size: the slot files (and the latency and judge files, when
-given) are split by session into buckets that fit a fixed budget, and ``SlotScorer`` scores one
-bucket at a time (docs/slots.md "Large files").
-
-The files need not be sorted: each line goes to bucket ``crc32(user) + session mod K``, so a
-session's every line, from every file, lands in the same bucket, with its file and line number.
-K is the files' total size over ``BUCKET_BYTES``; with K = 1 nothing is written. Bucket files live
-in a temporary folder removed at the end, on an error or on Ctrl-C alike. Inputs of
-``PARALLEL_BYTES`` or more, given a pool, are read by two processes (a ``read_files`` task on
-the pool reads the last files): each writes its own bucket files, read back in input order, so
-the buckets hold the same rows in the same order. Each bucket is a ``Bucket``: a chunk that
-the scoring tasks read (slots/_score.py ``score_chunk``).
-"""
+"""``slots score`` on files of any size: every input file split by session into buckets of a fixed
+budget (``crc32(user) + session mod K``), scored one at a time (docs/slots.md "Large files")."""
 
 from __future__ import annotations
 
@@ -95,9 +84,8 @@ class SlotInput:
 
 
 class Partition:
-    """Slot files (and side files: latencies, judge scores) split into ``k`` buckets by session;
-    ``chunks()`` yields each bucket as a ``Bucket`` (a scoring task's chunk). ``pool``: the last files are read by a
-    ``read_files`` task on it (large inputs, ``_split``) while this process reads the first."""
+    """Slot files and side files (latencies, judge scores) split into ``k`` buckets by session;
+    ``pool``: a ``read_files`` task on it reads the last files of large inputs (``_split``)."""
 
     def __init__(
         self,
@@ -149,8 +137,7 @@ class Partition:
 
     def _joined(self, pool: Executor, items: Sequence[SlotInput]) -> bool:
         """The ``read_files`` task's result taken into ``items``; False (a warning, its bucket
-        files removed) when it failed: the caller reads them; ``ScratchError`` when the scratch
-        folder is gone."""
+        files removed) when it failed, so the caller reads them."""
         try:
             (results,) = finish(pool)
         except Exception as exc:
@@ -185,9 +172,8 @@ class Partition:
 
 @dataclass
 class Bucket:
-    """One bucket as a chunk: the input paths (slot files, then side files of ``kinds``) and
-    its rows, in its bucket files (each reader's, in input order; removed once read) or in
-    ``memory`` (k = 1); ``spill``: where a pool's task puts its items (``ChunkItems``)."""
+    """One bucket as a chunk: the input paths (slot files, then side files of ``kinds``) and its
+    rows, in its bucket files (removed once read) or ``memory``; ``spill``: for ``ChunkItems``."""
 
     paths: list[Path]
     kinds: Sequence[str]
@@ -241,9 +227,8 @@ def read_files(spec: tuple[Path, int, list[tuple[int, Path, str]]]) -> list[Any]
 def read_into(
     index: int, item: SlotInput, handles: Sequence[IO[bytes]], k: int
 ) -> list[tuple[int, Any]] | None:
-    """Read ``item``'s file (input number ``index``) into the ``k`` bucket files ``handles``,
-    setting its ``records`` and ``errors`` (``failure``: it could not be read); with ``k == 1``,
-    return its rows instead."""
+    """Read ``item``'s file (input ``index``) into the ``k`` bucket files ``handles``, setting its
+    ``records``, ``errors`` and ``failure``; with ``k == 1``, return its rows instead."""
     pending: list[list[tuple[int, Any]]] = [[] for _ in range(k)]
     records = 0
     flush = max(16, _PENDING_ROWS // k)
@@ -317,9 +302,8 @@ def _close(handle: IO[bytes]) -> None:
 
 
 def _split(items: Sequence[SlotInput], parallel_bytes: int) -> int:
-    """How many of ``items`` this process reads; a ``read_files`` task reads the rest. The split
-    evens out the two readers' bytes; ``len(items)`` (no task) for small inputs, a single file,
-    or any input that is not a regular file (a pipe could not be read again if the task failed)."""
+    """How many of ``items`` this process reads (a ``read_files`` task the rest, evening out the
+    bytes); all for small inputs, one file, or a file not regular (it could not be read again)."""
     sizes = []
     for item in items:
         try:
@@ -357,12 +341,8 @@ def partitioned(
     parallel_bytes: int | None = None,
     pool: Executor | None = None,
 ) -> Iterator[Partition]:
-    """``Partition`` of ``paths`` (slot files) and ``sides`` (``("latency" | "judge", path)``)
-    in a temporary folder beside ``beside`` (in the nearest existing folder above it: the same
-    disk as the outputs, never inside an --out that must stay empty), removed when the block
-    ends however it ends (a killed run's is left, named ``.fieldcheck-scratch-*``). ``k``
-    overrides the bucket count, ``parallel_bytes`` ``PARALLEL_BYTES`` (tests); ``pool`` reads the
-    last files of large inputs (``Partition``)."""
+    """``Partition`` of ``paths`` (slot files) and ``sides`` in a scratch folder in the nearest
+    existing folder above ``beside``, removed when the block ends; ``k``: the bucket count."""
     k = k if k is not None else bucket_count([*paths, *(p for _, p in sides)], bucket_bytes)
     where = Path(beside).absolute().parent
     while not where.is_dir() and where != where.parent:

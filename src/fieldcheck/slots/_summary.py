@@ -1,8 +1,5 @@
-"""The report's "Results Summary" and "Key findings", generated from the numbers by fixed rules.
-
-The rules are written out in docs/slots.md ("How the summary is written"); every number shown is
-rounded only here, from full-precision results.
-"""
+"""The report's "Results Summary" and "Key findings", generated from the numbers by the fixed rules
+of docs/slots.md ("How the summary is written"); numbers are rounded only here."""
 
 from __future__ import annotations
 
@@ -61,12 +58,8 @@ def _extremes(
 
 
 def compared_latency(models: Sequence[ModelScore]) -> tuple[dict[str, float], int | None]:
-    """Mean latency per model as the comparisons use it ("Fastest", "slowest", the finding).
-
-    Models timed on different sessions are compared on the sessions timed for all of them (issue
-    9: 3 vs 4 sessions is no comparison); returns the means and that session count, or the
-    models' own means and None when every timed model has the same sessions.
-    """
+    """Mean latency per model as compared, over the sessions timed for every model (issue 9), and
+    that session count; the models' own means and None when they were timed on the same ones."""
     timed = [m for m in models if m.result.latency is not None]
     own = {m.name: m.result.latency.mean for m in timed if m.result.latency is not None}
     if len(timed) < 2 or any(not m.session_seconds for m in timed):
@@ -196,7 +189,6 @@ def key_findings(run: SlotsRun) -> list[Finding]:
             f = Finding(f"{best.name}: F1 {best.result.f1:.3f} (the only model)")
         else:
             f = Finding(f"{best.name} is the best overall (F1 {best.result.f1:.3f})")
-        if len(by_f1) > 1:
             second = by_f1[1]
             if second.result.f1 > 0:
                 gain = (best.result.f1 - second.result.f1) / second.result.f1

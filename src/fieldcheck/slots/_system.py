@@ -1,8 +1,5 @@
-"""The slot extraction benchmark as a system of the registry (``fieldcheck.core.System``): a
-stored slots run holds several models, each a column of its own in ``runs compare``. Its
-``prepare`` reads every input file (split by session into scratch buckets beside the run's
-destination, docs/slots.md "Large files") and ``score`` scores them bucket by bucket into the
-spec's output files (slot-extraction-benchmark.md)."""
+"""The slot benchmark as a system of the registry (``fieldcheck.core.System``): a stored run holds
+several models; its files are scored bucket by bucket (docs/slots.md "Large files")."""
 
 from __future__ import annotations
 
@@ -73,11 +70,8 @@ _KINDS = {
 log = logging.getLogger("fieldcheck")
 
 POOL_BYTES = 4 * BUCKET_BYTES
-"""Inputs (regular files, in all) from which ``--tp presence`` without a judge model is scored
-by a pool of two processes (4 buckets): 300k slot lines x 3 models (108 MB) took 22.8-26.0 s
-against 31.6-35.4 s in one process, 100k (36 MB) 14.4-16.4 s against 18.1-20.2 s (store on, the
-machine shared). From ``PARALLEL_BYTES`` on, a pool (of one without presence) also reads the
-last files beside this process."""
+"""Inputs from which ``--tp presence`` without a judge model is scored by a pool of two processes
+(timings in docs/decisions.md); from ``PARALLEL_BYTES`` on, a pool also reads the last files."""
 
 
 def _topic_f1(metrics: Mapping[str, Any]) -> dict[str, Any]:
@@ -100,9 +94,8 @@ def _stored(data: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
 
 @dataclass
 class SlotsRead:
-    """What ``prepare`` read: the files split by session (``partition``), the gold's and each
-    model's headers (path and bad lines; each bucket brings its sessions), the judge model
-    asked when no judge file is given, and the pool that read the large inputs (None: none)."""
+    """What ``prepare`` read: the files split by session, their headers (path and bad lines), the
+    judge model asked when no judge file is given, and the pool of large inputs (or None)."""
 
     partition: Partition
     gold: SlotFile
@@ -183,9 +176,8 @@ def _by_role(inputs: Sequence[tuple[str, Path]]) -> tuple[Path, dict[str, dict[s
 
 
 def _checked(item: SlotInput, role: str, *, check: bool = True) -> SlotInput:
-    """One input file as it was read: a file that cannot be read, or (with ``check``, for the
-    user's files) gives no valid line, is a usage problem (``check_input_file``). An empty pred
-    file is a model that predicted no slot."""
+    """One input file as read: unreadable, or (``check``: the user's files) with no valid line, it
+    is a usage problem (``check_input_file``); an empty pred file predicted no slot."""
     option = _OPTIONS[role]
     if item.failure is not None:
         raise UsageProblem(item.failure.one_line(), option)
@@ -315,8 +307,6 @@ class SlotsSystem(SlotsRuns, Views):
     ) -> list[dict[str, Any]]:
         return slots_story(item, settings)
 
-    # ------------------------------------------------------------------ scoring (the pipeline)
-
     @contextmanager
     def prepare(
         self,
@@ -327,10 +317,8 @@ class SlotsSystem(SlotsRuns, Views):
         progress: Progress | None,
         extras: Mapping[str, Any],
     ) -> Iterator[SlotsRead]:
-        """Read every file, split by session into buckets in a scratch folder beside ``beside``
-        (removed when the block ends, however it ends), and check it before anything is
-        written. ``extras["not_scored"]``: per model, the sessions whose call failed (a model
-        run), left out of that model's scores; its files are fieldcheck's own, not checked."""
+        """Read and check every file, split by session into scratch buckets beside ``beside``;
+        ``extras["not_scored"]``: a model run's failed sessions per model (its files unchecked)."""
         tp, _, _, _ = _settings(settings)
         gold, files = _by_role(inputs)
         not_scored = extras.get("not_scored")
@@ -374,10 +362,8 @@ class SlotsSystem(SlotsRuns, Views):
         progress: Progress | None,
         executor: Executor | None = None,
     ) -> Scored:
-        """Score the buckets (``score_chunk``) through ``executor`` (None: the pool ``prepare``
-        started for large inputs, else this process; a job with a matcher or a judge runs
-        here), storing each one's items and merging its digest in bucket order, and write the
-        spec's files into ``folder``."""
+        """Score the buckets (``score_chunk``) through ``executor`` (None: ``prepare``'s pool or
+        this process; a matcher or a judge always runs here) and write the spec's files."""
         tp, threshold, bootstrap, seed = _settings(settings)
         part = read.partition
         matcher = make_matcher(tp)
@@ -437,8 +423,6 @@ class SlotsSystem(SlotsRuns, Views):
             },
             summary={**run.metrics_json(), "complete": True},
         )
-
-    # ------------------------------------------------------------------ stored runs
 
     def rescore(
         self,
@@ -502,9 +486,8 @@ class SlotsSystem(SlotsRuns, Views):
         model: str | None,
         settings: Mapping[str, Any],
     ) -> tuple[str, list[tuple[str, str | Path]], dict[str, Any], Any, _Write]:
-        """A ``slots score`` or ``slots run`` folder (metrics.json; runs.json names a model
-        run's prediction and latency files): its metrics, and its sessions when the gold and
-        every model's predictions are at hand (``gold`` and ``pred:NAME`` inputs)."""
+        """A ``slots score`` or ``slots run`` folder's metrics, and its sessions when the gold and
+        every model's predictions are at hand (inputs, or the files runs.json names)."""
         data = loads((folder / "metrics.json").read_bytes())
         signature = data.get("signature") or {}
         sig = signature.get("settings", {})
