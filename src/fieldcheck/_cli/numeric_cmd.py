@@ -129,10 +129,8 @@ def call_errors_text(stats: dict[str, Any]) -> str:
 def show_result(
     result: NumericResult, out: Path | OutputFolder, console: Console, *, title: str = "numeric QA"
 ) -> None:
-    """A Rich table of the headline statistics, the problems found, and where the files are.
-
-    Turns lost to a call error are counted, not scored; when nothing was scored the table
-    shows no metric at all (never a 0.000) and says so."""
+    """A Rich table of the headline statistics (none, never a 0.000, when nothing was scored),
+    the problems found, and where the files are."""
     stats = result.statistics
     ci = stats.get("bootstrap_95_ci") or {}
     nothing = bool(stats.get("nothing_scored"))

@@ -62,10 +62,8 @@ def _bytes(n: int) -> str:
     return f"{n >> 20} MiB" if n >= 1 << 20 and n % (1 << 20) == 0 else f"{n:,} bytes"
 
 
-# An integer beyond 64 bits, which orjson reads as a double, is written with at least 19 digits
-# (-9223372036854775809): only text with a run of 19 digits can hold one. Digits map to "0" and
-# a run is found with ``bytes.find`` (an eighth of orjson's time on a batch chunk; a regular
-# expression took more than orjson itself).
+# An integer beyond 64 bits has at least 19 digits: digits map to "0" and a run is found with
+# ``bytes.find`` (an eighth of orjson's time on a batch chunk; a regex took more than orjson).
 NOT_A_NUMBER = "invalid JSON: NaN and Infinity are not JSON numbers (write null or a number)"
 _DIGITS_AS_ZERO = bytes.maketrans(b"123456789", b"000000000")
 _LONG_DIGITS = b"0" * 19

@@ -4,6 +4,7 @@ raised), token counts and the reply cache (docs/running.md "Calls, retries and e
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import email.utils
 import functools
 import json
@@ -39,9 +40,8 @@ MAX_CALL_TOKENS = 100_000_000
 
 T = TypeVar("T")
 
-# the runner's journal items and cached replies are committed together: when this many wait, when
-# no request is in flight (a sequential run commits each item before its next call), or this long
-# after the first of them finished (a killed process loses at most that; Ctrl-C loses nothing)
+# journal items and cached replies are committed together: when this many wait, when no request
+# is in flight, or this long after the first finished (all a killed process loses)
 FLUSH_ITEMS = 64
 FLUSH_AFTER_S = 0.5
 
@@ -105,19 +105,13 @@ def retry_after_seconds(headers: Any) -> float | None:
     """``Retry-After`` (or ``retry-after-ms``) as seconds: a number or an HTTP date."""
     if headers is None:
         return None
-    ms = headers.get("retry-after-ms")
-    if ms:
-        try:
-            return max(0.0, float(ms) / 1000)
-        except ValueError:
-            pass
+    with contextlib.suppress(TypeError, ValueError):  # absent, or not a number
+        return max(0.0, float(headers.get("retry-after-ms")) / 1000)
     value = headers.get("retry-after")
     if not value:
         return None
-    try:
+    with contextlib.suppress(ValueError):  # else an HTTP date
         return max(0.0, float(value))
-    except ValueError:
-        pass
     try:
         when = email.utils.parsedate_to_datetime(value)
     except (TypeError, ValueError):
@@ -155,13 +149,8 @@ class ReplyTooLarge(InvalidReply):
     """A body longer than ``max_reply_bytes``: not read further."""
 
 
-# How servers say the prompt is over the model's context: OpenAI (400, code
-# context_length_exceeded), vLLM (400, "maximum context length"; its engine: "The decoder prompt
-# (length N) is longer than the maximum model length of M"), llama.cpp (500 "Context size has
-# been exceeded." or 400 exceed_context_size_error "... exceeds the available context size"),
-# Ollama (400 or 500 "the input length exceeds the context length"), LiteLLM's proxy
-# ("litellm.ContextWindowExceededError: ..."), Hugging Face TGI (422 "`inputs` must have less
-# than N tokens", "`inputs` tokens + `max_new_tokens` must be <= N")
+# How servers say the prompt is over the model's context, in this order: OpenAI, vLLM (two),
+# llama.cpp (three), Ollama, LiteLLM's proxy, Hugging Face TGI (two)
 _CONTEXT_MARKERS = (
     "context_length_exceeded",
     "maximum context length",

@@ -205,9 +205,8 @@ _UNIT: contextvars.ContextVar[_Unit | None] = contextvars.ContextVar(
 )
 
 
-# Error types that mean the endpoint cannot answer at all (nothing listening, wrong URL, model
-# or key, a URL that serves something other than chat completions): when the first ABORT_AFTER items of a run all end so, the run stops instead of
-# spending every retry on every item.
+# Error types that mean the endpoint cannot answer at all (nothing listening, wrong URL, model or
+# key): when the first ABORT_AFTER items of a run all end so, the run stops.
 UNREACHABLE = frozenset({"connection", "bad_request", "bad_response"})
 ABORT_AFTER = 3
 
