@@ -248,19 +248,9 @@ def check_keys(specs: list[ModelSpec]) -> list[ModelSpec]:
     return specs
 
 
-def make_runner(
-    *,
-    concurrency: int = 8,
-    timeout: float = 60.0,
-    max_retries: int = 3,
-    max_reply_bytes: int = MAX_REPLY_BYTES,
-    no_cache: bool = False,
-    cache_nonzero_temperature: bool = False,
-    json_mode: bool = False,
-    no_store: bool = False,
-) -> Runner:
-    """A runner on the store; without one for ``no_store``, or when the store cannot be opened
-    or written (then one warning, docs/runs.md)."""
+def make_runner(*, no_store: bool = False, no_cache: bool = False, **settings: Any) -> Runner:
+    """A runner with ``RunnerSettings`` on the store; without one for ``no_store``, or when the
+    store cannot be opened or written (then one warning, docs/runs.md)."""
     store: Store | None = None
     if not no_store and not store_failed():  # else the command has warned already
         try:
@@ -270,15 +260,7 @@ def make_runner(
             runner_store_unavailable(exc)
             store = None
     return Runner(
-        RunnerSettings(
-            concurrency=concurrency,
-            timeout=timeout,
-            max_retries=max_retries,
-            max_reply_bytes=max_reply_bytes,
-            use_cache=not no_cache,
-            cache_nonzero_temperature=cache_nonzero_temperature,
-            json_mode=json_mode,
-        ),
+        RunnerSettings(use_cache=not no_cache, **settings),
         store=store,
         on_store_error=runner_store_failed,
     )
