@@ -71,5 +71,4 @@ def list_figures(
 
 
 USAGE = ("input_tokens", "output_tokens", "cost_usd")
-"""The runs list's usage figures a run of given predictions has from its own metrics (a
-system's ``usage_metrics`` names them), when it made no model call to count them from."""
+"""The usage figures a run of given predictions has from its metrics (``usage_metrics``)."""

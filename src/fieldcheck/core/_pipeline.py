@@ -26,8 +26,7 @@ if TYPE_CHECKING:
     from fieldcheck.store import RunRecorder, Store
 
 Inputs = Sequence[tuple[str, Path]]
-"""A run's input files by role (``batch``, ``gold``, ``pred:NAME``...): what run.json and the
-store list, and what the system reads."""
+"""A run's input files by role (``batch``, ``gold``, ``pred:NAME``...)."""
 
 
 def _quiet(_: str) -> None:

@@ -182,8 +182,7 @@ def _score(
 
 
 POOL_INPUT_BYTES = 8 << 20
-"""Inputs this large are scored in a pool whose processes start (and import the system's
-scoring) while the models are called: on two cores the calls leave one mostly idle."""
+"""Inputs this large are scored in a pool started while the models are called (a core idles)."""
 
 
 def _scoring_pool(system: Any, inputs: Inputs) -> LocalPool | None:

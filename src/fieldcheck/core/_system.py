@@ -22,19 +22,16 @@ Metrics = Mapping[str, Any]
 
 
 Column = tuple[str, Metrics, Metrics]
-"""One column of a run in a comparison: (model, metrics, intervals) as stored; a slots run
-gives one per model."""
+"""One column of a run in a comparison: (model, metrics, intervals); a slots run has several."""
 
 Progress = Callable[[str, int, int], None]
 """``progress(phase, done, total)``: total 0 for a phase of unknown length."""
 
 Breakdown = tuple[str, str, Callable[[Metrics], Mapping[str, Any]]]
-"""A table of one metric by a dimension (field, topic, turn) beside the headline metrics:
-(title, row label, how to read it from a column's metrics)."""
+"""A table of one metric by field, topic or turn: (title, row label, reader of the metrics)."""
 
 Write = Callable[["RunRecorder"], tuple[Metrics, Metrics]]
-"""Stores a run's items with the recorder it is given (``runs`` opened it and finishes it) and
-returns the run's (metrics, intervals)."""
+"""Stores a run's items with the recorder it is given and returns its (metrics, intervals)."""
 
 
 @runtime_checkable
