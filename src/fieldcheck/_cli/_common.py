@@ -199,8 +199,6 @@ def show_problems(
         )
 
 
-# ------------------------------------------------------------------ options every system shares
-
 Options = dict[str, tuple[Any, Any]]
 """Options several commands share: parameter name -> (its ``Annotated`` type, its default)."""
 F = TypeVar("F", bound=Callable[..., Any])
@@ -329,9 +327,6 @@ def gate(floors: dict[str, float], values: dict[str, dict[str, float | None]], s
         return EXIT_GATE
     say(console, f"fail-under: every floor met ({wanted})")
     return status
-
-
-# ------------------------------------------------------------------ calling the pipeline
 
 
 class ProgressBar:

@@ -255,9 +255,6 @@ def score_command(
     raise typer.Exit(finish(scored, options["fail_under"], options["as_json"], scored.failed))
 
 
-# ---------------------------------------------------------------------------------------------
-# numeric evaluate: run the plan-and-execute agent, then score it
-
 CONVFINQA_DEV = Path(__file__).resolve().parents[3] / "examples" / "convfinqa" / "dev.json"
 
 

@@ -269,10 +269,6 @@ def _settings(
     return settings | judge if judge_base_url or judge_model else settings
 
 
-# ---------------------------------------------------------------------------------------------
-# slots run: call models, then score them
-
-
 def runs_table(extractions: Sequence[Extraction]) -> Table:
     """Per model: sessions, session errors by type, not scored, resumed and cached, tokens
     (fits 80 columns)."""

@@ -111,8 +111,6 @@ class System(Protocol):
         "blocks"}`` of blocks ``values``, ``table`` or ``text``/``code`` (docs/decisions.md)."""
         ...
 
-    # ------------------------------------------------------------------ scoring (the pipeline)
-
     def prepare(
         self,
         inputs: Sequence[tuple[str, Path]],
