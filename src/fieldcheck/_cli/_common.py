@@ -1,11 +1,5 @@
-"""What every command shares: exit statuses, the one-line usage error, ``-v`` anywhere, the
-``--out`` folder check and how input problems are shown.
-
-Exit statuses: 0 everything scored, 1 the outputs could not be written part-way (a full disk, a
-folder removed: not the command's fault), 2 usage error, 3 some input failed (the rest was scored
-and every output written; the failures are listed in the output folder), 4 a ``--fail-under``
-floor was not met, 130 interrupted.
-"""
+"""What every command shares: exit statuses (docs/cli.md), the one-line usage error, ``-v``
+anywhere, the ``--out`` option, the shared options and how input problems are shown."""
 
 from __future__ import annotations
 
@@ -58,9 +52,8 @@ def usage_line(exc: click.ClickException) -> str:
 
 
 class OutputFailed(click.ClickException):
-    """The outputs could not be written part-way (a full disk, the folder removed or made
-    read-only while the command ran): one line, exit 1, not the usage status (the command was
-    right; running it again once the cause is gone works)."""
+    """The outputs could not be written part-way (a full disk): one line, exit 1, not the usage
+    status (the command was right)."""
 
     exit_code = EXIT_WRITE
 
@@ -105,9 +98,8 @@ def _merge_repeated(words: list[str]) -> list[str]:
 
 
 class FieldcheckGroup(TyperGroup):
-    """The root command: ``-v``/``--verbose`` is accepted anywhere on the line (it is moved
-    before the sub-command), and a usage error is one line on stderr, exit 2, instead of
-    Click's usage block and box (issue 9: one error style)."""
+    """The root command: ``-v`` accepted anywhere on the line, a usage error one line on stderr
+    with exit 2, not Click's usage block (issue 9: one error style)."""
 
     def main(  # type: ignore[override]
         self,
@@ -193,9 +185,8 @@ def show_problems(
     *,
     total: int | None = None,
 ) -> None:
-    """The first few input problems on stderr and how many more there are, never thousands of
-    lines (issue 9); every one is in ``listed_in`` (errors.jsonl, input_errors.csv, ...).
-    ``total``: how many there are when ``errors`` holds only the first ones (issue 26)."""
+    """The first few input problems and how many more are in ``listed_in`` (issue 9); ``total``:
+    the count when ``errors`` holds only the first ones (issue 26)."""
     count = max(len(errors), total or 0)
     for error in errors[:SHOWN_PROBLEMS]:
         text = error if isinstance(error, str) else error.one_line()
@@ -208,8 +199,6 @@ def show_problems(
         )
 
 
-# ------------------------------------------------------------------ options every system shares
-
 Options = dict[str, tuple[Any, Any]]
 """Options several commands share: parameter name -> (its ``Annotated`` type, its default)."""
 F = TypeVar("F", bound=Callable[..., Any])
@@ -221,9 +210,8 @@ def option(kind: Any, default: Any, *names: str, **settings: Any) -> tuple[Any, 
 
 
 def shared(*groups: Options) -> Callable[[F], F]:
-    """Add the options of ``groups`` to a command after its own, one declaration for every
-    command that takes them (Typer reads the signature); the command gets them in
-    ``**options``."""
+    """Add the options of ``groups`` to a command's signature after its own (declared once for
+    every command); the command gets them in ``**options``."""
 
     def add(command: F) -> F:
         own = inspect.signature(command, eval_str=True).parameters.values()
@@ -250,10 +238,8 @@ def scoring_options(
     sample: bool = False,
     lower_is_better: Sequence[str] = (),
 ) -> Options:
-    """``--bootstrap N`` (resamples of ``unit``: sessions, conversations, records) and ``--seed``
-    (one meaning everywhere, issue 9: the seed of every random draw), ``--json``, then for every
-    scoring command (``unit`` None: these two alone) ``--fail-under METRIC=VALUE[,...]`` (the CI
-    gate, exit 4 when a floor of ``metrics`` is not met; given as floors) and ``--no-store``."""
+    """``--bootstrap`` (resamples of ``unit``), ``--seed``, ``--json``, then (``unit`` None:
+    these alone) ``--fail-under`` (floors of ``metrics``, exit 4) and ``--no-store``."""
     what = "the bootstrap resamples" + (
         " and, with --sample-size, which items are drawn" if sample else ""
     )
@@ -321,9 +307,8 @@ def parse_fail_under(
 
 
 def gate(floors: dict[str, float], values: dict[str, dict[str, float | None]], status: int) -> int:
-    """Check every model's ``values`` against ``floors``; print one line per miss (or one line
-    saying all were met) on stderr, with or without ``--json``, and return 4 on a miss, else
-    ``status``. ``values``: model (or ``""`` for a single-model command) -> metric -> value."""
+    """Check ``values`` (model, or ``""``, -> metric -> value) against ``floors``, a line per
+    miss (or one saying all were met) on stderr: 4 on a miss, else ``status``."""
     if not floors:
         return status
     console = SafeConsole(stderr=True, highlight=False)
@@ -344,13 +329,9 @@ def gate(floors: dict[str, float], values: dict[str, dict[str, float | None]], s
     return status
 
 
-# ------------------------------------------------------------------ calling the pipeline
-
-
 class ProgressBar:
     """A transient progress bar on ``errors`` (only on a terminal), updated a few times a
-    second; ``callback`` is the pipeline's ``progress(phase, done, total)`` (total 0: a phase
-    of unknown length, a pulsing bar with its time)."""
+    second; ``callback`` is the pipeline's ``core.Progress``."""
 
     def __init__(self, errors: Any) -> None:
         from rich.progress import (
@@ -412,9 +393,8 @@ def events(errors: Any, progress: ProgressBar | None = None) -> Events:
 def pipeline_errors(
     param: str | None = None, names: dict[str, str] | None = None
 ) -> Iterator[None]:
-    """Around a pipeline call: a ``UsageProblem`` is the one usage line (exit 2; ``param`` when
-    it names none; ``names`` the command's names of the system's input roles), ``CannotWrite``
-    the write error (exit 1), ``Interrupted`` its line (130)."""
+    """Around a pipeline call: ``UsageProblem`` the usage line (``names``: the command's names
+    of input roles), ``CannotWrite`` exit 1, ``Interrupted`` its line and 130."""
     try:
         yield
     except UsageProblem as exc:
@@ -440,9 +420,8 @@ def score_files(
     names: dict[str, str] | None = None,
     **given: Any,
 ) -> core.Outcome:
-    """A scoring command's ``core.score``: its usage problems one line (``names``: the command's
-    names of the system's input roles), a progress bar on ``errors``, the store unless
-    ``--no-store`` (or found unusable); ``given``: the rest of ``core.score``'s arguments."""
+    """A scoring command's ``core.score``: usage problems as ``pipeline_errors`` says them, a
+    progress bar on ``errors``, the store unless ``--no-store`` (or unusable)."""
     bar = ProgressBar(errors)
     with pipeline_errors(names=names), bar.bar:
         return core.score(

@@ -1,7 +1,5 @@
-"""The store as the commands see it (issue 11, docs/runs.md): the ``--no-store`` option and
-the store's warnings. The files on disk come first: a store that cannot be opened or written
-is one warning on stderr, and the command goes on with the same exit status. Also how every
-command prints a plain line (``say``) and a table (``grid``)."""
+"""The store as the commands see it (issue 11, docs/runs.md): ``--no-store``, the one warning of
+an unusable store; and how every command prints a plain line (``say``) and a table (``grid``)."""
 
 from __future__ import annotations
 
@@ -25,8 +23,7 @@ NoStoreOpt = Annotated[bool, typer.Option("--no-store", metavar="", help=NO_STOR
 
 
 def say(console: Console, text: str, **style: Any) -> None:
-    """One line of plain text on ``console``: never read as Rich markup nor highlighted, and
-    not wrapped (a path stays whole)."""
+    """One line of plain text on ``console``: no markup, no highlighting, not wrapped."""
     console.print(text, markup=False, highlight=False, soft_wrap=True, **style)
 
 
@@ -55,15 +52,13 @@ def forget_store_warnings() -> None:
 
 
 def store_warning(errors: Console, text: str) -> None:
-    """A store warning of the pipeline, on ``errors``: the store is not used again by this
-    command (``store_failed``), so the warning is said once."""
+    """A store warning of the pipeline, on ``errors``, said once (``store_failed``)."""
     _FAILED.add(database_url())
     say(errors, safe_text(text))
 
 
 def runner_store_unavailable(exc: BaseException) -> None:
-    """The one warning of a model run whose store cannot be opened or written: it runs
-    without one, and ``open_recorder`` then stays silent."""
+    """The one warning of a model run whose store cannot be opened or written."""
     _give_up_store(
         f"the store cannot be used ({exception_line(exc)}): replies are not cached or read from the "
         "cache, the run cannot be resumed and is not stored"
@@ -71,8 +66,7 @@ def runner_store_unavailable(exc: BaseException) -> None:
 
 
 def runner_store_failed(exc: BaseException) -> None:
-    """The one warning of a model run whose store stopped working mid-run (a full disk, a
-    file made read-only): it goes on without it."""
+    """The one warning of a model run whose store stopped working mid-run."""
     _give_up_store(
         f"the store stopped working ({exception_line(exc)}): the run goes on without it; its replies "
         "from now on are not cached, it cannot be resumed and is not stored"
@@ -80,8 +74,7 @@ def runner_store_failed(exc: BaseException) -> None:
 
 
 def _give_up_store(what: str) -> None:
-    """``warning: WHAT; its files are complete`` on stderr, and the store is not used again
-    by this command (``store_failed``)."""
+    """``warning: WHAT; its files are complete`` on stderr, once (``store_failed``)."""
     _FAILED.add(database_url())
     typer.echo(safe_text(f"warning: {what}; its files are complete"), err=True)
 

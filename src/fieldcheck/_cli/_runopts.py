@@ -1,6 +1,5 @@
 """Options shared by every command that calls a model (``slots run``, ``numeric evaluate``,
-``json run``): the same names, meanings and defaults everywhere, and one way to build the runner.
-"""
+``json run``): the same names, meanings and defaults everywhere, and one way to build the runner."""
 
 from __future__ import annotations
 
@@ -172,10 +171,8 @@ def model_specs(
     price_in: float | None = None,
     price_out: float | None = None,
 ) -> list[ModelSpec]:
-    """The models of a run: ``--models FILE``, or each ``--model [NAME=]MODEL`` at ``--base-url``.
-
-    Raises ``typer.BadParameter`` (exit 2, one line) when they are missing or malformed.
-    """
+    """The models of a run: ``--models FILE``, or each ``--model [NAME=]MODEL`` at ``--base-url``;
+    ``typer.BadParameter`` when they are missing or malformed."""
     if (price_in is None) != (price_out is None):
         raise typer.BadParameter(
             "give --price-in and --price-out together", param_hint="--price-in/--price-out"
@@ -251,20 +248,9 @@ def check_keys(specs: list[ModelSpec]) -> list[ModelSpec]:
     return specs
 
 
-def make_runner(
-    *,
-    concurrency: int = 8,
-    timeout: float = 60.0,
-    max_retries: int = 3,
-    max_reply_bytes: int = MAX_REPLY_BYTES,
-    no_cache: bool = False,
-    cache_nonzero_temperature: bool = False,
-    json_mode: bool = False,
-    no_store: bool = False,
-) -> Runner:
-    """A runner on the store (``FIELDCHECK_DATABASE_URL`` or the default SQLite file); without
-    one for ``no_store``, or when the store cannot be opened or written (then one warning):
-    the run's files come first, as for every scoring command (docs/runs.md)."""
+def make_runner(*, no_store: bool = False, no_cache: bool = False, **settings: Any) -> Runner:
+    """A runner with ``RunnerSettings`` on the store; without one for ``no_store``, or when the
+    store cannot be opened or written (then one warning, docs/runs.md)."""
     store: Store | None = None
     if not no_store and not store_failed():  # else the command has warned already
         try:
@@ -274,15 +260,7 @@ def make_runner(
             runner_store_unavailable(exc)
             store = None
     return Runner(
-        RunnerSettings(
-            concurrency=concurrency,
-            timeout=timeout,
-            max_retries=max_retries,
-            max_reply_bytes=max_reply_bytes,
-            use_cache=not no_cache,
-            cache_nonzero_temperature=cache_nonzero_temperature,
-            json_mode=json_mode,
-        ),
+        RunnerSettings(use_cache=not no_cache, **settings),
         store=store,
         on_store_error=runner_store_failed,
     )
@@ -310,11 +288,8 @@ _RUNNING: list[Callable[[], None]] = []  # while run_async's loop runs: how to i
 
 
 def interrupt_running_loop() -> bool:
-    """Take Ctrl-C's path into the event loop ``run_async`` is running, as asyncio's own SIGINT
-    handler does: the first call cancels the main task (the run is then marked interrupted, with
-    one line), a later one raises KeyboardInterrupt. For SIGTERM and SIGHUP when SIGINT is
-    ignored (a background job of a script), where asyncio installs no SIGINT handler. False when
-    no loop runs."""
+    """Ctrl-C into ``run_async``'s loop as asyncio's SIGINT handler would (for SIGTERM and SIGHUP
+    when SIGINT is ignored): the first cancels the run, a later one raises; False with no loop."""
     if not _RUNNING:
         return False
     _RUNNING[-1]()
@@ -378,9 +353,8 @@ def run_models(
     store: bool = True,
     say_store: bool = False,
 ) -> core.Ran:
-    """A ``run``/``evaluate`` command's ``core.run``: usage problems named by the command's
-    ``names`` of the input roles, the runner's lines and the scoring's bar on ``errors``, a
-    Ctrl-C during the calls one line saying how to resume (``say_store``: the store first)."""
+    """A ``run``/``evaluate`` command's ``core.run``, as ``score_files`` for scoring; a Ctrl-C
+    during the calls one line saying how to resume (``say_store``: the store first)."""
 
     def loop(calls: Coroutine[Any, Any, list[Any]]) -> list[Any]:
         if say_store:

@@ -1,9 +1,5 @@
-"""`fieldcheck json ...`: score one output or a batch against ground truth (json-evaluation.md).
-
-A thin shell: parse options, call ``fieldcheck.jsoneval``, format. Exit status 0 when everything
-was scored, 3 when some records (or the output) could not be scored, 2 on usage errors, 1 when an
-output could not be written part-way.
-"""
+"""`fieldcheck json ...`: score one output or a batch against ground truth (json-evaluation.md);
+a thin shell: parse options, call ``fieldcheck.jsoneval``, format."""
 
 from __future__ import annotations
 
@@ -442,8 +438,7 @@ def show_models(
     floors: dict[str, float] | None = None,
 ) -> int:
     """Each model's problems, summary, files and run (``detail``), the comparison; the exit
-    status (0 all scored, 3 when a line or a record could not be scored or a call failed, 4
-    when a --fail-under floor is not met)."""
+    status (0, 3 or 4 as ``json run --help`` says)."""
     summaries: dict[str, BatchSummary] = {}
     for run, outcome in zip(ran.calls, ran.outcomes, strict=True):
         summary: BatchSummary = outcome.scored.result
@@ -556,9 +551,8 @@ run.__doc__ = f"{inspect.cleandoc(run.__doc__ or '')}\n\n{STORE_HELP}"
 
 
 def run_model_demo(base_url: str, out_dir: Path, models: list[str], *, console: Console) -> int:
-    """``make demo``: the synthetic models extract the 60 bundled invoices (with the invoice schema)
-    and are scored with the bundled strategies (--flatten, --safety-check leaks); outputs in
-    ``out_dir/<model>/``, a comparison table on ``console``."""
+    """``make demo``: the synthetic models extract the 60 bundled invoices, scored with the
+    bundled strategies; outputs in ``out_dir/<model>/``, a comparison table on ``console``."""
     examples = Path(__file__).resolve().parents[3] / "examples" / "json"
     data, strategies = examples / "documents.jsonl", examples / "strategies.json"
     config = EvalConfig(strategies=load_strategies(strategies), flatten=True, safety_check="leaks")

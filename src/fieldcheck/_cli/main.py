@@ -85,8 +85,8 @@ def _root(
 
 
 class StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
-    """Writes each record to ``sys.stderr`` as it is then: under a Rich progress display that
-    is the display's proxy, so a warning is printed above the spinner, not onto its line."""
+    """Writes each record to ``sys.stderr`` as it is then (under a Rich progress display, its
+    proxy: a warning is printed above the spinner)."""
 
     @property  # type: ignore[override]
     def stream(self) -> Any:
@@ -98,13 +98,8 @@ class StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
 
 
 def _as_ctrl_c(signum: int, frame: Any) -> None:
-    """SIGTERM and SIGHUP take Ctrl-C's path: the SIGINT handler in effect, which during a
-    model run is asyncio's (it cancels the run, which is then marked interrupted with one line;
-    a KeyboardInterrupt raised inside the event loop instead ended the run with a traceback),
-    while a plot is drawn the one that defers it, elsewhere Python's (a KeyboardInterrupt).
-    With SIGINT ignored (a script's background job), asyncio installs no handler: the model
-    run is then interrupted as asyncio's handler would (``interrupt_running_loop``), and outside
-    one a KeyboardInterrupt is raised, whatever SIGINT's disposition."""
+    """SIGTERM and SIGHUP take Ctrl-C's path: the SIGINT handler in effect (asyncio's in a model
+    run), else ``interrupt_running_loop``, else a KeyboardInterrupt (docs/running.md)."""
     handler = signal.getsignal(signal.SIGINT)
     if callable(handler) and handler is not _as_ctrl_c:
         handler(signal.SIGINT, frame)
@@ -135,10 +130,8 @@ def main() -> None:
 
 
 def _ignore_late_signals() -> None:
-    """The command has ended: a Ctrl-C (or SIGTERM, SIGHUP) from now on changes nothing. While
-    the interpreter exits, Python puts back the default action of the signals it handles, and a
-    Ctrl-C then ended a complete run with status 130 and no line (a tester's finding); an ignored
-    signal stays ignored."""
+    """The command has ended: a Ctrl-C from now on changes nothing (at exit, Python's default
+    action ended a complete run with status 130 and no line)."""
     for name in ("SIGINT", "SIGTERM", "SIGHUP"):
         sig = getattr(signal, name, None)
         if sig is not None:

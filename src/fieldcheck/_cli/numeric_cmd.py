@@ -129,10 +129,8 @@ def call_errors_text(stats: dict[str, Any]) -> str:
 def show_result(
     result: NumericResult, out: Path | OutputFolder, console: Console, *, title: str = "numeric QA"
 ) -> None:
-    """A Rich table of the headline statistics, the problems found, and where the files are.
-
-    Turns lost to a call error are counted, not scored; when nothing was scored the table
-    shows no metric at all (never a 0.000) and says so."""
+    """A Rich table of the headline statistics (none, never a 0.000, when nothing was scored),
+    the problems found, and where the files are."""
     stats = result.statistics
     ci = stats.get("bootstrap_95_ci") or {}
     nothing = bool(stats.get("nothing_scored"))
@@ -256,9 +254,6 @@ def score_command(
     show_result(scored.result, outcome.destination, console)
     raise typer.Exit(finish(scored, options["fail_under"], options["as_json"], scored.failed))
 
-
-# ---------------------------------------------------------------------------------------------
-# numeric evaluate: run the plan-and-execute agent, then score it
 
 CONVFINQA_DEV = Path(__file__).resolve().parents[3] / "examples" / "convfinqa" / "dev.json"
 

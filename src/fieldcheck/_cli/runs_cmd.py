@@ -315,9 +315,8 @@ _SETTINGS_SHOWN = 5
 
 
 def _settings_lines(settings: Any, prefix: str = "") -> list[tuple[str, str]]:
-    """A run's settings as (name, value) lines, short: a nested object's keys dotted
-    (``config.fuzzy_threshold``), a deeper one on one line (``a=EXACT, b=FUZZY``, the first few
-    and a count; ``--json`` has them all), unset (null) settings left out."""
+    """A run's settings as short (name, value) lines: keys dotted (``config.fuzzy_threshold``),
+    a deeper object the first few ``a=EXACT`` and a count, null settings left out."""
     lines = []
     for key, value in (settings or {}).items():
         if value is None:

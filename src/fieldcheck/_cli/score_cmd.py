@@ -1,6 +1,5 @@
-"""``fieldcheck score SYSTEM ROLE=FILE...``: any registered system scored through the one
-pipeline (``core.score``), the command-line twin of ``POST /api/score/{system}``: the same
-inputs by role, the same stored settings, the same run and metrics."""
+"""``fieldcheck score SYSTEM ROLE=FILE...``: any registered system scored through ``core.score``,
+the command-line twin of ``POST /api/score/{system}``."""
 
 from __future__ import annotations
 

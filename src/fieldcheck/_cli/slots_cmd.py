@@ -269,14 +269,9 @@ def _settings(
     return settings | judge if judge_base_url or judge_model else settings
 
 
-# ---------------------------------------------------------------------------------------------
-# slots run: call models, then score them
-
-
 def runs_table(extractions: Sequence[Extraction]) -> Table:
-    """Per model: sessions, session errors by type, those not scored (call errors),
-    sessions resumed from the store and replies from the cache, tokens, with how many sessions
-    have estimated counts (fits 80 columns)."""
+    """Per model: sessions, session errors by type, not scored, resumed and cached, tokens
+    (fits 80 columns)."""
     table = Table(title="Model runs", show_header=True, header_style="bold")
     table.add_column("model", overflow="fold")
     for col in ("sessions", "session\nerrors"):
@@ -416,12 +411,8 @@ def run(
 
 
 def run_model_demo(base_url: str, out_dir: Path, models: list[str], *, console: Console) -> int:
-    """``make demo``: run the synthetic models at ``base_url`` (serve-model) over the bundled
-    synthetic conversations, score them and print one line per model.
-
-    Returns 0 when the run finished (the synthetic models' invalid replies are part of the
-    demo: counted, not a failure), 3 when a call failed for another reason or an input was bad.
-    """
+    """``make demo``: the synthetic models over the bundled conversations, a line each; 0 when
+    the run finished (invalid replies are part of the demo), else 3."""
     conversations_path = EXAMPLES / "conversations.synthetic.jsonl"
     gold = EXAMPLES / "gold.synthetic.jsonl"
     if not conversations_path.exists() or not gold.exists():

@@ -1,6 +1,5 @@
-"""`fieldcheck view`: the viewer of some runs (issue 28): served as `fieldcheck serve` serves it,
-its page's address printed, or with ``--bundle DIR`` written as a static site that opens from
-the file system with no server and no network (docs/runs.md "A portable bundle")."""
+"""`fieldcheck view`: the viewer of some runs (issue 28), served, or with ``--bundle DIR`` written
+as a static site (docs/runs.md "A portable bundle")."""
 
 from __future__ import annotations
 

@@ -33,7 +33,7 @@ def short_repr(value: Any) -> str:
 
 def shown_path(path: str | Path) -> str:
     """``path`` as text every output can hold: a byte of a file name that is not UTF-8 (a lone
-    surrogate in Python's str) becomes U+FFFD, which JSON, CSV and reports can write."""
+    surrogate) becomes U+FFFD."""
     text = str(path)
     try:
         text.encode("utf-8")
@@ -71,10 +71,8 @@ class CannotWrite(FieldcheckError):
 
 
 class InputError(FieldcheckError, ValueError):
-    """Bad input, located: ``file:line: field: reason (got value)``.
-
-    Every part but ``reason`` is optional; the message is always one line.
-    """
+    """Bad input, located: ``file:line: field: reason (got value)``, every part but ``reason``
+    optional; the message is always one line."""
 
     def __init__(
         self,
@@ -131,11 +129,8 @@ _UNION_STEPS = frozenset(("str", "int", "float", "bool", "none"))
 
 
 def reason_of(problem: Mapping[str, Any]) -> str:
-    """The reason of one pydantic error in fieldcheck's words, as every system gives it:
-    ``missing``, ``must be a valid integer``, ``must be less than or equal to 1000000``
-    (pydantic's "Field required", "Input should be ...", "String should have ..."), ``must be a
-    JSON object`` (its "valid dictionary or object to extract fields from"), a validator's own
-    message as is."""
+    """The reason of one pydantic error in fieldcheck's words (``missing``, ``must be a valid
+    integer``, ``must be a JSON object``); a validator's own message as is."""
     kind, message = problem.get("type"), str(problem.get("msg", "invalid"))
     if kind == "missing":
         return "missing"
@@ -156,9 +151,8 @@ def input_error_of(
     prefix: str = "",
     reasons: Mapping[str, str] | None = None,
 ) -> InputError:
-    """The first problem of a pydantic error as one located InputError: its field (after
-    ``prefix``; dotted, ``plan.steps.0.tool``), ``reason_of`` it (or ``reasons[type]``), the value
-    given (none when missing)."""
+    """The first problem of a pydantic error as a located InputError: its dotted field after
+    ``prefix``, ``reason_of`` it (or ``reasons[type]``), the value given."""
     first = exc.errors()[0]
     steps = [str(p) for p in first.get("loc", ())]
     field = ".".join(p for p in steps if p not in _UNION_STEPS and "[" not in p)
@@ -175,9 +169,8 @@ def input_error_of(
 
 
 KEPT_ERRORS = 100
-"""How many input errors of one list are kept in memory as they were found (the terminal, the
-reports and summary.json show these); every later one waits in a temporary file, so a file of a
-million bad lines costs the memory of a hundred (issue 26)."""
+"""How many input errors of one list are kept in memory (those shown); later ones wait in a
+temporary file, so a million bad lines cost the memory of a hundred (issue 26)."""
 _SORT_RUN = 20_000  # errors sorted in memory at a time by ``ErrorList.by_line``
 
 
@@ -217,8 +210,7 @@ def _error(row: _Row) -> InputError:
 
 
 def _dict(row: _Row) -> dict[str, Any]:
-    """``InputError.to_dict()``, from its row (a spilled error's as it is): ``value`` always
-    there, null when none was given (one shape of line in every errors file)."""
+    """``InputError.to_dict()`` from its row: ``value`` always there, null when none given."""
     reason, file, line, field, value, record, message = row
     return {
         "file": file,
@@ -232,8 +224,8 @@ def _dict(row: _Row) -> dict[str, Any]:
 
 
 def _frames(handle: IO[bytes]) -> Iterator[Any]:
-    """The marshalled frames of ``handle`` from its start, read at offsets of their own (the
-    handle's position, which appends move, is left alone)."""
+    """The marshalled frames of ``handle`` from its start (read by offset: its position,
+    which appends move, is left alone)."""
     handle.flush()
     fd, offset, buffer, at = handle.fileno(), 0, b"", 0
     header = _HEADER.size
@@ -253,8 +245,8 @@ def _frames(handle: IO[bytes]) -> Iterator[Any]:
 
 
 class _Spill:
-    """One file of spilled errors: a handle, the frames of it this list reads, and whether this
-    process removes the file when the list goes (its owner; ownership moves with a pickle)."""
+    """One file of spilled errors: a handle, its frames this list reads, and the remover of
+    the file when the list goes (ownership moves with a pickle)."""
 
     __slots__ = ("__weakref__", "frames", "handle", "remover")
 
@@ -274,15 +266,9 @@ def _remove(handle: IO[bytes], name: str) -> None:
 
 
 class ErrorList(Sequence[InputError]):
-    """The input errors of a file (or a run), in the order found, in bounded memory: the first
-    ``KEPT_ERRORS`` as they were raised, every later one written at once to a temporary file
-    (in ``spill_dir``, or the system's), read back when iterated. ``len`` is the exact count.
-
-    Used like a list: ``append``, ``extend``, ``+=``, ``+``, ``len``, iteration, ``[i]`` and
-    ``[:n]`` (the first ones are in memory). An error read back from the file has its value as
-    its short repr (what every output shows of it). Picklable for fieldcheck's own helper
-    processes: the files go by name (the receiving copy reads them, removes them when it goes,
-    and writes its own later errors to a file of its own)."""
+    """A list of input errors in bounded memory: the first ``KEPT_ERRORS`` kept, later ones
+    spilled to a temporary file in ``spill_dir`` (read back with their value's short repr);
+    picklable for helper processes, the files going by name."""
 
     def __init__(
         self, errors: Iterable[InputError] = (), *, spill_dir: str | Path | None = None
@@ -318,7 +304,6 @@ class ErrorList(Sequence[InputError]):
         self._write(_row(error))
 
     def _counted(self, line: int | None) -> None:
-        """Count one more error, at ``line``."""
         if (line or 0) < self._last_line:
             self.in_line_order = False
         self._last_line = line or 0
@@ -338,8 +323,7 @@ class ErrorList(Sequence[InputError]):
             yield from spill.rows()
 
     def dicts(self) -> Iterator[dict[str, Any]]:
-        """``to_dict()`` of every error, in order (the spilled ones straight from their rows):
-        what errors files are written from."""
+        """``to_dict()`` of every error, in order (the spilled ones straight from their rows)."""
         return map(_dict, self._rows())
 
     def _rows(self) -> Iterator[_Row]:
@@ -412,8 +396,8 @@ class ErrorList(Sequence[InputError]):
         return f"ErrorList({self._kept!r}{more})"
 
     def by_line(self) -> ErrorList:
-        """The same errors ordered by line (stable; no line counts as 0), sorted a run of
-        ``_SORT_RUN`` at a time and merged, so memory stays flat whatever the count."""
+        """The same errors stably ordered by line (none: 0), sorted ``_SORT_RUN`` at a time and
+        merged: flat memory."""
         if self.in_line_order:
             return self
         if self._count <= _SORT_RUN:

@@ -15,16 +15,13 @@ from fieldcheck._util.errors import InputError, shown_path
 
 _BOM = b"\xef\xbb\xbf"
 MAX_DEPTH = 200
-"""The one depth limit of every input line and file of every system: a value inside a line (a
-record's field) nested deeper than this many arrays/objects is refused on its own line. Real data
-is a few levels deep; deeper values would reach Python's recursion limit in comparisons and
-orjson's serialisation limit (254) when outputs are written."""
+"""The one depth limit of every input line and file (docs/decisions.md): deeper values would
+reach Python's recursion limit in comparisons and orjson's (254) when outputs are written."""
 TOO_DEEP = f"nested deeper than {MAX_DEPTH} arrays/objects; too deep to score"
 _NON_FINITE = re.compile(rb"(?<![\w\"])-?(NaN|Infinity)(?![\w\"])")
 MAX_LINE_BYTES = 64 << 20
-"""The longest line of any JSONL input of any system (64 MiB; its end of line not counted): a
-longer line is refused on its own line (``line too long``) without being read whole, and
-reading goes on with the next one. Real lines are a few KB; a document to extract, a few MB."""
+"""The longest line of any JSONL input (64 MiB, its end of line not counted): a longer one is
+refused (``line too long``) without being read whole (docs/cli.md)."""
 _SKIP_BYTES = 1 << 20  # the rest of a too long line is read past this much at a time
 
 
@@ -46,9 +43,8 @@ class LongLine(bytes):
 
 
 def read_lines(handle: IO[bytes], *, limit: int | None = None) -> Iterator[bytes]:
-    """The lines of ``handle`` as ``for line in handle`` gives them, but a line longer than
-    ``limit`` bytes (default ``MAX_LINE_BYTES``) comes as a ``LongLine``: never more than
-    ``limit`` bytes of a line are held."""
+    """The lines of ``handle``, but one longer than ``limit`` bytes (default ``MAX_LINE_BYTES``)
+    comes as a ``LongLine``: never more than ``limit`` bytes of a line are held."""
     limit = MAX_LINE_BYTES if limit is None else limit
     while raw := handle.readline(limit + 1):
         if len(raw) <= limit or raw.endswith(b"\n"):
@@ -66,33 +62,24 @@ def _bytes(n: int) -> str:
     return f"{n >> 20} MiB" if n >= 1 << 20 and n % (1 << 20) == 0 else f"{n:,} bytes"
 
 
-# An integer beyond 64 bits, which orjson reads as a double, is written with at least 19 digits
-# (-9223372036854775809): only text with a run of 19 digits can hold one. Digits map to "0" and
-# a run is found with ``bytes.find`` (an eighth of orjson's time on a batch chunk; a regular
-# expression took more than orjson itself).
+# An integer beyond 64 bits has at least 19 digits: digits map to "0" and a run is found with
+# ``bytes.find`` (an eighth of orjson's time on a batch chunk; a regex took more than orjson).
 NOT_A_NUMBER = "invalid JSON: NaN and Infinity are not JSON numbers (write null or a number)"
 _DIGITS_AS_ZERO = bytes.maketrans(b"123456789", b"000000000")
 _LONG_DIGITS = b"0" * 19
 
 
 def may_hold_big_int(raw: bytes | str) -> bool:
-    """Whether ``raw`` has a run of 19 ASCII digits (in a number or a string): the only text
-    where an integer beyond 64 bits can be. False for every other text."""
+    """Whether ``raw`` has a run of 19 ASCII digits: the only text where an integer beyond 64
+    bits can be."""
     if isinstance(raw, str):  # UTF-8 keeps ASCII digits as they are; a tenth of a regex's time
         raw = raw.encode("utf-8", "surrogatepass")
     return raw.translate(_DIGITS_AS_ZERO).find(_LONG_DIGITS) >= 0
 
 
 def loads(data: bytes | str) -> Any:
-    """The one reader of JSON numbers in user input (files, lines, uploads, model replies):
-    ``orjson.loads``, whose errors it raises, except that a text that may hold an integer beyond
-    64 bits (``may_hold_big_int``; orjson reads such an integer as the nearest double) is read
-    again by the standard library, which keeps every integer exact (Python's int). Floats are
-    the same doubles either way, and what orjson refuses (NaN, Infinity, ``1e400``, invalid
-    UTF-8, lone surrogates) stays refused: orjson reads the text first. A text nested too deep
-    for the standard library (beyond Python's recursion limit) keeps orjson's value: it is
-    refused as too deep anyway (MAX_DEPTH); so does a text the standard library would refuse
-    where orjson did not (none is known: the same grammar)."""
+    """The one reader of JSON in user input (docs/decisions.md): ``orjson.loads``, then a text
+    that ``may_hold_big_int`` read again by ``json`` to keep every integer exact."""
     value = orjson.loads(data)
     if may_hold_big_int(data):
         with contextlib.suppress(RecursionError, ValueError):
@@ -101,8 +88,8 @@ def loads(data: bytes | str) -> Any:
 
 
 def _bad_utf8(exc: orjson.JSONDecodeError, raw: bytes) -> tuple[int, int, int] | None:
-    """The first byte of ``raw`` that is not UTF-8 when that is ``exc``'s cause: the byte, its
-    line and its column (in characters, from 1), or None."""
+    """The first byte of ``raw`` that is not UTF-8 when that is ``exc``'s cause: (byte, line,
+    column in characters), or None."""
     if "not valid UTF-8" not in exc.msg:
         return None
     try:
@@ -124,13 +111,8 @@ def _reason(exc: orjson.JSONDecodeError, raw: bytes, *, column: int | None = Non
 
 
 def nesting_depth(value: Any, *, limit: int | None = None) -> int:
-    """How many arrays/objects deep ``value`` goes: a scalar is 0, ``{"a": [1]}`` is 2.
-
-    Level by level (one list per level, the scalars dropped as it goes), so any depth is
-    measured without recursion and a whole dataset file in a fraction of a second; with
-    ``limit`` it stops as soon as the depth exceeds it (and returns ``limit + 1``). Used to
-    refuse input too deep to score safely.
-    """
+    """How many arrays/objects deep ``value`` goes (a scalar 0, ``{"a": [1]}`` 2), level by
+    level without recursion; past ``limit`` it stops and returns ``limit + 1``."""
     depth = 0
     level = [value]
     while True:
@@ -157,11 +139,8 @@ _SCALARS = frozenset({str, int, float, bool, type(None)})
 
 
 def too_deep(raw: bytes | None, value: Any) -> bool:
-    """Whether ``value`` nests more than MAX_DEPTH levels inside its own top-level array/object.
-
-    ``raw`` (the bytes it was parsed from) gives a fast answer: fewer openers than the limit
-    cannot be too deep, so ordinary lines are never walked.
-    """
+    """Whether ``value`` nests more than MAX_DEPTH levels inside its top level; ``raw`` (its
+    bytes) with fewer openers than the limit answers without a walk."""
     if raw is not None and raw.count(b"[") + raw.count(b"{") <= MAX_DEPTH + 1:
         return False
     return nesting_depth(value, limit=MAX_DEPTH + 1) > MAX_DEPTH + 1
@@ -190,19 +169,16 @@ def too_deep_error(
 def document_error(
     exc: orjson.JSONDecodeError, data: bytes, *, file: str | Path | None = None
 ) -> InputError:
-    """orjson's error on the JSON document ``data`` in the CLI's words, at its line: ``invalid
-    JSON: not UTF-8 text (byte 0xff at column 2)`` where orjson says "str is not valid UTF-8:
-    surrogates not allowed" (for a file, an upload)."""
+    """orjson's error on the JSON document ``data`` in the CLI's words (``not UTF-8 text (byte
+    0xff at column 2)`` for orjson's surrogates), at its line."""
     bad = _bad_utf8(exc, data)
     line = exc.lineno if bad is None else bad[1]
     return InputError(_reason(exc, data), file=file, line=line)
 
 
 def read_json(path: str | Path) -> Any:
-    """Parse one JSON document; a syntax error names the file, line and column.
-
-    A document nesting more than MAX_DEPTH levels inside its top level is refused (file, key).
-    """
+    """Parse one JSON document; a syntax error names the file, line and column, a document
+    too deep (MAX_DEPTH) the file and key."""
     p = Path(path)
     try:
         data = p.read_bytes()
@@ -223,12 +199,8 @@ def read_json(path: str | Path) -> Any:
 def iter_jsonl(
     path: str | Path, *, record_key: str | None = None
 ) -> Iterator[tuple[int, Any | InputError]]:
-    """Yield ``(line_number, value)`` for every non-blank line; a bad line yields an InputError.
-
-    A line nesting more than MAX_DEPTH levels inside its own object is a bad line (TOO_DEEP,
-    naming the key and, by ``record_key``, the record). The caller decides whether an error stops
-    the run; reading always goes on to the next line.
-    """
+    """Yield ``(line_number, value)`` for every non-blank line, a bad one (``parse_jsonl_line``)
+    as an InputError; reading always goes on."""
     p = Path(path)
     try:
         handle = p.open("rb")
@@ -248,9 +220,8 @@ BLANK: Any = object()
 def parse_jsonl_line(
     raw: bytes, number: int, file: Path, *, record_key: str | None = None
 ) -> Any | InputError:
-    """One JSONL line: its value, an InputError naming ``file:number`` (invalid JSON, nested
-    too deep, a ``LongLine``), or BLANK. The one parser of every JSONL reader (``iter_jsonl``,
-    the streamed JSON batch)."""
+    """One JSONL line (the one parser of every JSONL reader): its value, an InputError naming
+    ``file:number`` (invalid JSON, too deep, a ``LongLine``), or BLANK."""
     if isinstance(raw, LongLine):
         return InputError(
             f"line too long: {raw.size - raw.end:,} bytes, over the limit of {_bytes(raw.limit)} "
@@ -282,9 +253,8 @@ def dumps(value: Any, *, indent: bool = False) -> str:
 
 
 def dumps_bytes(value: Any, option: int, default: Any = None) -> bytes:
-    """``orjson.dumps``, with an integer beyond 64 bits (which orjson refuses; ``loads`` keeps
-    them) written exactly, and a file name that is not UTF-8 (lone surrogates, which orjson
-    refuses) written with U+FFFD (``shown_value``)."""
+    """``orjson.dumps``, but what orjson refuses (an integer beyond 64 bits, a lone surrogate)
+    written as ``shown_value`` makes it."""
     try:
         return orjson.dumps(value, option=option, default=default)
     except TypeError as exc:
@@ -294,9 +264,8 @@ def dumps_bytes(value: Any, option: int, default: Any = None) -> bytes:
 
 
 def shown_value(value: Any) -> Any:
-    """``value`` as orjson can write it: every str passed through ``shown_path`` (orjson refuses
-    a lone surrogate: only a file name that is not UTF-8 brings one) and every integer beyond 64
-    bits as its exact digits (an ``orjson.Fragment``)."""
+    """``value`` as orjson can write it: every str through ``shown_path``, every integer beyond
+    64 bits as its exact digits (an ``orjson.Fragment``)."""
     if isinstance(value, str):
         return shown_path(value)
     if isinstance(value, dict):

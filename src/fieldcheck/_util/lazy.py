@@ -12,12 +12,8 @@ from typing import Any
 def typed_lazy_names(
     namespace: dict[str, Any],
 ) -> tuple[Callable[[str], Any], Callable[[], list[str]], list[str]]:
-    """The ``__getattr__``, ``__dir__`` and ``__all__`` of a package whose lazy public names are
-    the ``from module import name`` lines of its ``if TYPE_CHECKING:`` block (its eager
-    ``from fieldcheck.pkg._module import name`` lines are public too): the one list type checkers
-    and editors read is the one imported from at run time, so the names are not written three
-    times (imports, name-to-module table, ``__all__``); a name, once imported, is kept in
-    ``namespace`` (the package's ``globals()``)."""
+    """The ``__getattr__``, ``__dir__`` and ``__all__`` of a package whose lazy names are the
+    imports of its ``if TYPE_CHECKING:`` block (and its eager ones): the names written once."""
     package = namespace["__name__"]
     home: dict[str, str] = {}
     eager: list[str] = []

@@ -19,9 +19,8 @@ def safe_filename(name: str, *, max_len: int = 120) -> str:
 
 
 def unique_filenames(names: Iterable[str]) -> dict[str, str]:
-    """One file-safe name per name (``safe_filename``), distinct even on a case-insensitive
-    file system: a clash gets ``-2``, ``-3``, ... The one rule for model folders and files in
-    every system."""
+    """One file-safe name per name, distinct on a case-insensitive file system (a clash gets
+    ``-2``, ``-3``, ...): the one rule for model folders and files."""
     out: dict[str, str] = {}
     used: set[str] = set()
     tried: dict[str, int] = {}  # base -> last suffix tried, so many clashes stay linear

@@ -1,8 +1,5 @@
 """What an input file looks like, to name the likely cause when a file gives no usable record
-(issue 9: swapping ``--data`` and ``--predictions`` said only "invalid JSON").
-
-Only called on the error path; reads the first line (and the whole file when it may be one JSON
-document, such as a ConvFinQA dataset)."""
+(issue 9: swapped ``--data`` and ``--predictions`` said only "invalid JSON"); error path only."""
 
 from __future__ import annotations
 
@@ -111,9 +108,7 @@ def sniff(path: str | Path) -> str | None:
 
 
 def likely_cause(path: str | Path, expected: str, others: dict[str, str] | None = None) -> str:
-    """``"; it looks like X; did you swap --data and --predictions?"`` or ``""``.
-
-    ``expected``: the kind the option wants; ``others``: the command's other file options and
+    """``"; it looks like X ..."`` or ``""``; ``others``: the command's other file options and
     the kinds they want, so a file meant for one of them is named as a swap."""
     kind = sniff(path)
     if kind is None or kind == expected:
@@ -134,10 +129,8 @@ def check_input_file(
     expected: str,
     others: dict[str, str] | None = None,
 ) -> None:
-    """The same rule in every system (issue 9): an input file that gives no usable record is a
-    usage error (nothing written): empty, or every line failed, with the first problem and
-    what the file looks like instead. Some bad lines are not: they are listed and the rest is
-    scored (exit 3)."""
+    """The rule of every system (issue 9): an input file with no usable record is a usage error
+    naming the first problem and what the file looks like instead."""
     if records:
         return
     if not errors:

@@ -1,11 +1,5 @@
-"""Printing text that came from data: control characters are shown escaped, never sent raw.
-
-A JSON key, a slot topic or a conversation id can hold ``\\x1b[2J`` (clear screen) or
-``\\x1b]0;TITLE\\x1b\\\\`` (window title). Everything the CLI prints goes through ``safe_text``
-(data values) and ``SafeConsole`` (a Rich console that escapes whatever control character is
-left in the text it renders, keeping only the styles Rich itself adds); log warnings go through
-``SafeLogFilter``.
-"""
+"""Printing text that came from data (a key can hold ``\\x1b[2J``): control characters are shown
+escaped by ``safe_text``, ``SafeConsole`` and ``SafeLogFilter``, never sent raw."""
 
 from __future__ import annotations
 
@@ -58,8 +52,7 @@ def safe_json_text(text: str) -> str:
 
 class SafeConsole(Console):
     """A Rich console that escapes control characters in every text segment it writes (Rich's
-    own styles and cursor controls are separate segments and stay). The last line of defence:
-    data is also passed through ``safe_text`` where it is printed."""
+    own controls are separate segments and stay): the last line of defence."""
 
     def _render_buffer(self, buffer: Iterable[Segment]) -> str:
         return super()._render_buffer(

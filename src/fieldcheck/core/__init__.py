@@ -1,6 +1,5 @@
 """The layer between the commands and the systems (ARCHITECTURE.md "Layers"): the ``System``
-protocol, its registry, the one pipeline every command and API route scores through, and the
-executors (imported on first use)."""
+protocol, its registry, the one pipeline and the executors (imported on first use)."""
 
 from typing import TYPE_CHECKING
 
@@ -12,12 +11,7 @@ from fieldcheck.core._pipeline import (
     Events,
     Inputs,
     Interrupted,
-    Into,
     Outcome,
-    finish_folder,
-    finish_run,
-    open_folder,
-    open_recorder,
     score,
     stored_line,
     writing,

@@ -1,6 +1,5 @@
-"""What the runs list shows of a stored run, read through its system (issue 28 page 1): its
-headline metric with the 95% interval of each model, its dataset input, and the figures the
-store keeps to sort by (``Store.finish_scored_run``)."""
+"""What the runs list shows of a stored run, read through its system (issue 28 page 1): each
+model's headline metric and interval, and the figures the store keeps to sort by."""
 
 from __future__ import annotations
 
@@ -48,10 +47,8 @@ def headline_values(
 def list_figures(
     system_name: str, model: str, metrics: Mapping[str, Any] | None, intervals: Any
 ) -> dict[str, Any]:
-    """What a finished run's row keeps to be sorted by: ``headline`` (the best model's
-    estimate), ``latency_mean_s`` (the mean of its models' mean latencies, for a run that
-    made no model call), ``dataset`` (the roles its dataset input may have) and, for a run
-    that made no model call, the ``USAGE`` its metrics hold."""
+    """What a finished run's row keeps to be sorted by: the best model's headline estimate, the
+    mean of its models' mean latencies, its dataset roles and the ``USAGE`` its metrics hold."""
     system = find(system_name)
     if system is None:
         return {}
@@ -74,5 +71,4 @@ def list_figures(
 
 
 USAGE = ("input_tokens", "output_tokens", "cost_usd")
-"""The runs list's usage figures a run of given predictions has from its own metrics (a
-system's ``usage_metrics`` names them), when it made no model call to count them from."""
+"""The usage figures a run of given predictions has from its metrics (``usage_metrics``)."""

@@ -1,6 +1,5 @@
-"""What a command or an API request gives a system: its input files by role (``System.inputs``),
-checked against the roles it takes before anything is read, the model label they give, and its
-settings as JSON text."""
+"""What a command or an API request gives a system: input files by role (checked before
+anything is read), the model label they give, and its settings as JSON text."""
 
 from __future__ import annotations
 
@@ -17,8 +16,7 @@ from fieldcheck.core._system import System
 
 
 def read_settings(raw: str | bytes | None) -> dict[str, Any]:
-    """A system's stored settings given as JSON text (None: ``{}``): a JSON object, else
-    ``UsageProblem``."""
+    """A system's settings given as JSON text (None: ``{}``): an object, else ``UsageProblem``."""
     if raw is None:
         return {}
     try:
@@ -31,8 +29,8 @@ def read_settings(raw: str | bytes | None) -> dict[str, Any]:
 
 
 def check_roles(system: System, given: Sequence[str]) -> None:
-    """Every plain role of ``system`` given once, each ``ROLE:NAME`` role at least once with a
-    name (those it lists in ``optional_inputs`` may be left out), nothing else: else ``UsageProblem`` naming the roles at fault (its param the first)."""
+    """Every plain role of ``system`` once, each ``ROLE:NAME`` role at least once (bar its
+    ``optional_inputs``), nothing else: else ``UsageProblem`` naming the roles at fault."""
     optional = getattr(system, "optional_inputs", ())
     plain = [r for r, _ in system.inputs if not r.endswith(":NAME")]
     named = [r.removesuffix("NAME") for r, _ in system.inputs if r.endswith(":NAME")]
@@ -59,9 +57,8 @@ def check_roles(system: System, given: Sequence[str]) -> None:
 
 
 def model_label(system: System, inputs: Sequence[tuple[str, Path]]) -> tuple[str, list[str]]:
-    """The run's model label and its models: the names of ``ROLE:NAME`` inputs, else the stem
-    of the file of the system's last role (the model's outputs: json's ``batch``, numeric's
-    ``predictions``), as each system's own command names the model."""
+    """The run's model label and models: the names of ``ROLE:NAME`` inputs, else the stem of
+    the file of the system's last role (the model's outputs), as its own command names it."""
     models = list(dict.fromkeys(role.split(":", 1)[1] for role, _ in inputs if ":" in role))
     if models:
         return ", ".join(models), models
@@ -82,11 +79,8 @@ def _in_settings(settings: Mapping[str, Any], key: str) -> str:
 def renamed(
     system: System, settings: Mapping[str, Any], exc: UsageProblem, *, own: Sequence[str] = ()
 ) -> tuple[str, str, bool]:
-    """A system's problem as a caller without its command's options names things: its
-    ``prepare`` names the options of the system's own command (``--bootstrap``, ``--gold``),
-    here a setting (``bootstrap``, ``config.weights``) or an input's role (``gold``,
-    ``pred:NAME``); ``own`` are the caller's own options, kept. Returns (message, name, whether
-    the name is a setting)."""
+    """A system's problem as a caller without its command's options (``own``: kept) names it:
+    a setting (``config.weights``) or an input's role; (message, name, whether a setting)."""
     if not exc.param or exc.param in own:
         return exc.message, exc.param or "", False
     roles = [role for role, _ in getattr(system, "inputs", ())]

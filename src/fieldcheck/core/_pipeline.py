@@ -1,9 +1,5 @@
-"""The one pipeline (ARCHITECTURE.md "One evaluation, one path"): read the inputs → score → write
-the run folder → record in the store. Every command and API route that scores calls ``score``;
-it alone opens the store's recorder and finishes run folders, so the rules (a bad ``--out`` is a
-usage problem before anything is read, an interrupted run leaves its partial folder and an
-``interrupted`` run, a store that fails is a warning and the files still complete) are kept in
-one place."""
+"""The one pipeline (ARCHITECTURE.md "One evaluation, one path"): read the inputs, score, write
+the run folder, record in the store. Every command and API route that scores calls ``score``."""
 
 from __future__ import annotations
 
@@ -30,8 +26,7 @@ if TYPE_CHECKING:
     from fieldcheck.store import RunRecorder, Store
 
 Inputs = Sequence[tuple[str, Path]]
-"""A run's input files by role (``batch``, ``gold``, ``pred:NAME``...): what run.json and the
-store list, and what the system reads."""
+"""A run's input files by role (``batch``, ``gold``, ``pred:NAME``...)."""
 
 
 def _quiet(_: str) -> None:
@@ -40,9 +35,8 @@ def _quiet(_: str) -> None:
 
 @dataclass
 class Events:
-    """How the pipeline talks to its caller: ``warn`` a one-line warning (a store that cannot
-    be used), ``note`` an informational line (where the outputs go), ``progress(phase, done,
-    total)`` (total 0: of unknown length), ``finished`` a folder put in place."""
+    """How the pipeline talks to its caller: ``warn`` and ``note`` one line each, ``progress``
+    (``core.Progress``), ``finished`` a folder put in place."""
 
     warn: Callable[[str], None] = _quiet
     note: Callable[[str], None] = _quiet
@@ -94,9 +88,8 @@ def open_folder(
     events: Events | None = None,
     system: str | None = None,
 ) -> RunFolder:
-    """The run's folder before any work: ``out`` new or empty (or its unfinished run
-    continued), else a ``UsageProblem`` with nothing touched; ``None`` a new folder under
-    ``fieldcheck-runs/`` named by ``label``, said by ``events.note``."""
+    """The run's folder before any work (``UsageProblem`` for an unusable ``out``); ``None``: a
+    new folder under ``fieldcheck-runs/`` named by ``label``, said by ``events.note``."""
     try:
         folder = RunFolder.open(
             out, command=command, inputs=inputs, label=label, models=models, system=system
@@ -123,9 +116,8 @@ def open_recorder(
     placed: Callable[[Path], Path] | None = None,
     digests: Mapping[str, str] | None = None,
 ) -> RunRecorder | None:
-    """The run's recorder, or None when the store cannot be opened (said once by ``warn``;
-    the files are complete either way). ``resume``: the runs of the unfinished folder this
-    scoring continues (the one left unfinished is finished: one run per evaluation)."""
+    """The run's recorder, or None when the store cannot be opened (said once by ``warn``).
+    ``resume``: the runs of the unfinished folder this scoring continues."""
 
     def failed(exc: BaseException) -> None:
         warn(f"warning: the run is not stored ({exception_line(exc)}); its files are complete")
@@ -161,10 +153,8 @@ def finish_run(
     scored: Scored,
     events: Events,
 ) -> str | None:
-    """Put the folder in place (a model's subfolder: only its run.json entries), then finish
-    the stored run, so a run whose folder cannot be put in place is stored ``failed``, never
-    ``finished``. A Ctrl-C meanwhile takes effect once both are done. The run id, or None when
-    not stored."""
+    """Put the folder in place, then finish the stored run (so a folder that cannot be placed
+    leaves it ``failed``; Ctrl-C waits for both); the run id, or None when not stored."""
     with interrupts_deferred():
         if recorder is not None:
             folder.note(run_id=recorder.id)
@@ -199,9 +189,8 @@ NO_CACHE_NOTE = ", which calls every model again: --no-cache kept no reply"
 
 @contextmanager
 def writing(folder: RunFolder, note: str = "") -> Iterator[None]:
-    """Around the work that fills ``folder``: Ctrl-C becomes ``Interrupted`` saying what the
-    folder holds and how to go on (``note``: what going on costs); an output that cannot be
-    written, ``CannotWrite`` naming it."""
+    """Around the work that fills ``folder``: Ctrl-C becomes ``Interrupted`` (``note``: what
+    going on costs), an output that cannot be written ``CannotWrite`` naming it."""
     try:
         yield
     except KeyboardInterrupt:
@@ -227,13 +216,9 @@ def score(
     extras: Mapping[str, Any] | None = None,
     executor: Executor | None = None,
 ) -> Outcome:
-    """Score ``inputs`` with ``system`` under ``settings`` (its stored settings, JSON) into the
-    run folder ``out`` (a path, None for a new one, or a folder a model run opened) and the
-    store, and return the outcome. ``extras``: what a model run already has for the system's
-    ``prepare`` (matchers built once for every model, the input problems of its documents). Raises ``UsageProblem`` before anything is written,
-    ``Interrupted`` on Ctrl-C, ``CannotWrite`` when an output cannot be written. ``store``: a
-    ``Store`` records there (the API's), True the default one, False none. ``executor``: what
-    runs the system's chunk scoring (None: the system chooses)."""
+    """Score ``inputs`` with ``system`` under ``settings`` into ``out`` (a path, None: a new
+    folder, or a model run's) and ``store`` (a ``Store``, True the default, False none); raises
+    ``UsageProblem`` before anything is written, ``Interrupted``, ``CannotWrite``."""
     found = get(system)
     database = None if isinstance(store, bool) else store
     events = events or Events()

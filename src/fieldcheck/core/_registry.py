@@ -1,7 +1,5 @@
-"""The one registry of systems: the three built in (imported on first use, so ``fieldcheck
---help`` loads none of them), those installed packages declare as ``fieldcheck.systems`` entry
-points (``NAME = "package.module:SYSTEM"``, loaded when asked for), and any added with
-``register``."""
+"""The one registry of systems: the three built in and those declared as ``fieldcheck.systems``
+entry points (each imported on first use), and any added with ``register``."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
-"""A model run through the one pipeline (ARCHITECTURE.md "One evaluation, one path"): read the
-inputs, ask each model through the runner (resumable), write its predictions, score them into
-its model run (``score``) and put the folder in place. Every ``run``/``evaluate`` command and
-demo calls ``run``; the system says what a model is asked (``Runs``)."""
+"""A model run through the one pipeline (ARCHITECTURE.md "One evaluation, one path"): ask each
+model through the runner, write its predictions and ``score`` them into its model run."""
 
 from __future__ import annotations
 
@@ -39,9 +37,8 @@ if TYPE_CHECKING:
 
 @dataclass
 class Ran:
-    """A model run scored: each model's ``calls`` (what the system's ``run_model`` gave, in
-    the models' order), the ``outcomes`` (one per model, each in its folder, or one for all
-    when the system scores them together), the rows of comparison.csv and the folder."""
+    """A model run scored: each model's ``calls`` (``run_model``'s), the ``outcomes`` (one per
+    model, or one for all when ``together``), the rows of comparison.csv and the folder."""
 
     calls: list[Any]
     outcomes: list[Outcome]
@@ -69,13 +66,9 @@ def run(
     console: Any = None,
     show_progress: bool = True,
 ) -> Ran:
-    """Ask every model of ``specs`` (in turn) what ``system`` asks on ``inputs`` (by role)
-    through ``runner``, and score their predictions under ``settings`` into ``out`` (a path,
-    None for a new folder, or an open folder) and their model runs in the store. ``loop`` runs
-    the models' calls (the CLI's: Ctrl-C says how to resume); ``console`` takes the runner's
-    lines. Raises ``UsageProblem`` before anything is written, ``Interrupted`` on Ctrl-C (until the folder
-    is in place every model run is left ``interrupted``, those scored into a subfolder too: the
-    same command resumes them, one run per model), ``CannotWrite``."""
+    """Ask every model of ``specs`` in turn what ``system`` asks on ``inputs`` and ``score`` the
+    predictions into ``out``; ``loop`` runs the calls. Raises as ``score`` does (on Ctrl-C
+    before the folder is in place every model run is left ``interrupted``: resumable)."""
     named = get(system)
     if not isinstance(named, Runs):
         raise UsageProblem(f"{named.name} runs no model")
@@ -107,8 +100,7 @@ def run(
     calls: list[Any] = []
 
     async def every_model() -> list[Any]:
-        """Each model in turn (one progress bar at a time); the runner bounds the requests.
-        Returns nothing big: asyncio.run's ``signal.getsignal`` formats the finished task with
+        """Each model in turn. Returns nothing big: asyncio.run formats the finished task with
         its result (a second for 10,000 items)."""
         try:
             for spec in specs:
@@ -190,15 +182,12 @@ def _score(
 
 
 POOL_INPUT_BYTES = 8 << 20
-"""Inputs this large are scored in a pool whose processes start (and import the system's
-scoring) while the models are called: on two cores the calls leave one mostly idle."""
+"""Inputs this large are scored in a pool started while the models are called (a core idles)."""
 
 
 def _scoring_pool(system: Any, inputs: Inputs) -> LocalPool | None:
-    """A pool (a worker a core) to score the replies of a large run, warmed during the calls,
-    for a system that says ``scores_replies_in_pool`` (the others choose their own executor);
-    None otherwise, or when no pool can be started. Its tasks are killed, not waited for, when
-    its block ends on an error or Ctrl-C."""
+    """A pool to score a large run's replies, warmed during the calls, for a system that says
+    ``scores_replies_in_pool``; None otherwise, or when no pool can be started."""
     big = file_bytes(path for _, path in inputs) >= POOL_INPUT_BYTES
     if getattr(system, "scores_replies_in_pool", False) and big:
         with contextlib.suppress(OSError):  # no process to be had: scored in this one

@@ -1,9 +1,5 @@
-"""The async model runner (layer 2): OpenAI-compatible calls with a shared in-flight limit,
-retries, typed errors, token counts, a response cache in the store, and resumable runs.
-
-Names are imported on first use: a process that needs one module of the runner (scoring code
-naming ``ERROR_TYPES``) does not load the store, Rich and the client with it.
-"""
+"""The async model runner (layer 2): OpenAI-compatible calls, retries, typed errors, the reply
+cache and resumable runs; names imported on first use (``ERROR_TYPES`` loads no client)."""
 
 from typing import TYPE_CHECKING
 

@@ -1,21 +1,10 @@
-"""The async model client: one ``openai`` client per endpoint, a shared in-flight limit, retries
-with backoff, typed errors, token counts and the response cache.
-
-Retries (exponential backoff with full jitter, ``Retry-After`` honoured) happen on 429, 5xx,
-timeouts and connection errors, never on another 4xx nor on a prompt over the model's context.
-A failure is returned as a ``CallResult`` with its ``error_type``, never raised, so a task
-records it apart from a wrong answer.
-
-Against an endpoint that misbehaves: ``timeout`` is a deadline for the whole call (connecting,
-waiting and reading the body), not for each read; a body over ``max_reply_bytes`` is not read
-further; a redirect is never followed (the prompt must not go elsewhere); the body is read as
-plain JSON by this module, not by ``openai``, so a 200 that is not a chat completion, or token
-counts that are not counts, never reach a task.
-"""
+"""The async model client: a shared in-flight limit, retries, typed errors returned (never
+raised), token counts and the reply cache (docs/running.md "Calls, retries and errors")."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import email.utils
 import functools
 import json
@@ -51,9 +40,8 @@ MAX_CALL_TOKENS = 100_000_000
 
 T = TypeVar("T")
 
-# the runner's journal items and cached replies are committed together: when this many wait, when
-# no request is in flight (a sequential run commits each item before its next call), or this long
-# after the first of them finished (a killed process loses at most that; Ctrl-C loses nothing)
+# journal items and cached replies are committed together: when this many wait, when no request
+# is in flight, or this long after the first finished (all a killed process loses)
 FLUSH_ITEMS = 64
 FLUSH_AFTER_S = 0.5
 
@@ -81,15 +69,8 @@ class RunnerSettings:
 
 @dataclass(frozen=True)
 class CallResult:
-    """One model call: the reply or the error, with tokens, latency and attempts.
-
-    ``tokens_estimated`` is true when the endpoint sent no usable ``usage`` (none, or counts
-    that are not integers from 0 to ``MAX_CALL_TOKENS``) and the counts are the tokenizer-free
-    estimate (characters / 4). ``truncated`` is true when the reply was cut by the token limit
-    (``finish_reason: "length"``). ``latency_s`` is the wall time spent in requests, over
-    every attempt (not the wait for a free slot, not the backoff between attempts); a cache hit
-    carries the latency of the call that filled the cache.
-    """
+    """One model call: the reply or the error, with tokens (estimated without a usable
+    ``usage``), latency in requests over every attempt (a cache hit: its filler's) and attempts."""
 
     text: str | None
     input_tokens: int = 0
@@ -124,19 +105,13 @@ def retry_after_seconds(headers: Any) -> float | None:
     """``Retry-After`` (or ``retry-after-ms``) as seconds: a number or an HTTP date."""
     if headers is None:
         return None
-    ms = headers.get("retry-after-ms")
-    if ms:
-        try:
-            return max(0.0, float(ms) / 1000)
-        except ValueError:
-            pass
+    with contextlib.suppress(TypeError, ValueError):  # absent, or not a number
+        return max(0.0, float(headers.get("retry-after-ms")) / 1000)
     value = headers.get("retry-after")
     if not value:
         return None
-    try:
+    with contextlib.suppress(ValueError):  # else an HTTP date
         return max(0.0, float(value))
-    except ValueError:
-        pass
     try:
         when = email.utils.parsedate_to_datetime(value)
     except (TypeError, ValueError):
@@ -167,21 +142,15 @@ def _clean_text(text: str) -> str:
 
 
 class InvalidReply(Exception):
-    """A reply the endpoint sent that is not a chat completion (or too large to read): a
-    ``bad_response``, the endpoint's failure, not the model's."""
+    """A reply that is not a chat completion (or too large): a ``bad_response``."""
 
 
 class ReplyTooLarge(InvalidReply):
     """A body longer than ``max_reply_bytes``: not read further."""
 
 
-# How servers say the prompt is over the model's context: OpenAI (400, code
-# context_length_exceeded), vLLM (400, "maximum context length"; its engine: "The decoder prompt
-# (length N) is longer than the maximum model length of M"), llama.cpp (500 "Context size has
-# been exceeded." or 400 exceed_context_size_error "... exceeds the available context size"),
-# Ollama (400 or 500 "the input length exceeds the context length"), LiteLLM's proxy
-# ("litellm.ContextWindowExceededError: ..."), Hugging Face TGI (422 "`inputs` must have less
-# than N tokens", "`inputs` tokens + `max_new_tokens` must be <= N")
+# How servers say the prompt is over the model's context, in this order: OpenAI, vLLM (two),
+# llama.cpp (three), Ollama, LiteLLM's proxy, Hugging Face TGI (two)
 _CONTEXT_MARKERS = (
     "context_length_exceeded",
     "maximum context length",
@@ -235,8 +204,8 @@ def classify(exc: BaseException) -> tuple[str, bool]:
 
 @functools.cache
 def _capped_client() -> type[Any]:
-    """The ``httpx`` client class of the ``openai`` client: ``openai``'s defaults (its connection
-    limits), redirects never followed, and no body read past ``max_reply_bytes``."""
+    """``openai``'s ``httpx`` client class, redirects never followed, no body read past
+    ``max_reply_bytes``."""
     import openai
 
     class CappedClient(openai.DefaultAsyncHttpxClient):  # type: ignore[misc,valid-type]
@@ -278,8 +247,7 @@ def _size_text(n: int) -> str:
 
 
 async def _read_capped(response: Any, cap: int, option: str | None) -> bytes:
-    """The body (decoded), or ``ReplyTooLarge`` as soon as it is known to pass ``cap`` bytes
-    (the message names ``option``, the command's option that sets the cap, when there is one)."""
+    """The body, or ``ReplyTooLarge`` (naming ``option``) once it is known to pass ``cap``."""
     declared = response.headers.get("content-length")
     limit = f"{option} ({_size_text(cap)})" if option else f"the limit of {_size_text(cap)}"
     if declared is not None and declared.strip().isdigit() and int(declared) > cap:
@@ -320,9 +288,8 @@ def _kind(value: Any) -> str:
 
 
 def read_completion(body: bytes, content_type: str = "") -> Completion:
-    """A chat completion body read by hand, never trusted: ``InvalidReply`` (a ``bad_response``)
-    when it is not one (not a JSON object, ``choices`` or its message of the wrong shape);
-    ``problem`` says why a chat completion has no usable text (an ``invalid_reply``)."""
+    """A chat completion body read by hand: ``InvalidReply`` (``bad_response``) when it is not
+    one; ``problem`` says why one has no usable text (``invalid_reply``)."""
     try:
         data = json.loads(body)
     except (ValueError, RecursionError):
@@ -567,8 +534,8 @@ class Runner:
         item: dict[str, Any] | None = None,
         cached: tuple[str, str, dict[str, Any]] | None = None,
     ) -> None:
-        """Queue a finished journal item (``Store.save_items``) or a reply to cache (key, model,
-        value), committed with the others (``FLUSH_ITEMS``)."""
+        """Queue a finished journal item or a reply to cache (key, model, value), committed
+        together (``FLUSH_ITEMS``)."""
         if self.store is None:
             return
         if item is not None:
@@ -604,9 +571,8 @@ class Runner:
         return self.use_store(lambda store: store.cache_get(key))
 
     def use_store(self, call: Callable[[Store], T]) -> T | None:
-        """``call(store)``; None without a store. A store that fails (a full disk, a file made
-        read-only) is dropped: the run goes on as with no store (nothing more cached, stored or
-        resumable; the files are written from what the run holds), ``on_store_error`` told once."""
+        """``call(store)``; None without a store. A store that fails is dropped (the run goes on
+        without it, docs/runs.md), ``on_store_error`` told once."""
         store = self.store
         if store is None:
             return None
@@ -627,8 +593,7 @@ class Runner:
         return self._semaphore
 
     def client(self, spec: ModelSpec, *, api_key: str | None = None) -> ChatClient:
-        """The client of ``spec`` (one per model name, made once); ``api_key`` overrides the
-        key ``spec`` names (the LLM judge reads its own variable)."""
+        """The client of ``spec``, one per model name; ``api_key`` overrides its key (a judge's)."""
         existing = self._clients.get(spec.name)
         if existing is None or existing.spec != spec:
             existing = ChatClient(spec, self, api_key=api_key)

@@ -24,12 +24,8 @@ def redact_url(url: str) -> str:
 
 
 class ModelSpec(BaseModel):
-    """A model behind an OpenAI-compatible chat-completions endpoint.
-
-    ``name`` labels the model in every output; ``api_key_env`` names the environment variable
-    holding its key (default ``FIELDCHECK_API_KEY``, then ``OPENAI_API_KEY``). The key itself is
-    never a field, so it cannot be written with the spec.
-    """
+    """A model behind an OpenAI-compatible endpoint; ``api_key_env`` names its key's variable
+    (default ``API_KEY_ENV``): the key is never a field, so never written with the spec."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 

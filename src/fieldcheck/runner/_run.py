@@ -1,12 +1,5 @@
-"""Runs: a task's items called through the runner, committed to the store as they finish (a few
-at a time: ``FLUSH_ITEMS``; all of them before the run's status changes, Ctrl-C included).
-
-Re-running the same command finds the unfinished run with the same key and resumes it: finished
-items are read back, never called again, except items whose model call failed (a transport or
-endpoint error is not an answer): those are called again, with every later item of their unit
-(a later session or turn was built on the failed one). Ctrl-C marks the run interrupted; a
-killed process's run is marked interrupted the next time the store is opened.
-"""
+"""Runs: a task's items called through the runner and committed as they finish; the same
+command resumes an unfinished run (docs/running.md "Runs, resume and the cache")."""
 
 from __future__ import annotations
 
@@ -94,11 +87,8 @@ class RunHandle:
         self._unreachable: Counter[str] = Counter()
 
     def result(self, key: str) -> dict[str, Any] | None:
-        """A finished item's stored result, or None when it still has to run.
-
-        Inside a unit of ``run_task``, once an item has to run every later item of the unit
-        runs too (None): it was built on what the earlier one gave.
-        """
+        """A finished item's stored result, or None when it still has to run (as does every
+        later item of its ``run_task`` unit: they were built on it)."""
         item = self._done.get(key)
         unit = _UNIT.get()
         if unit is not None and (item is None or unit.rerun):
@@ -117,12 +107,8 @@ class RunHandle:
         latency_s: float = 0.0,
         call_log: Sequence[CallResult] = (),
     ) -> None:
-        """Save a finished item (committed with the next few: ``Runner.write``).
-
-        ``call_log``: the item's model calls (latency, tokens, attempts, reply, error), kept with
-        it in the store; when given, ``calls``, ``cached_calls`` and ``latency_s`` default to
-        what it says.
-        """
+        """Save a finished item (``Runner.write``) with its ``call_log``, from which ``calls``,
+        ``cached_calls`` and ``latency_s`` default."""
         if call_log and not calls:
             calls = len(call_log)
             cached_calls = sum(c.cached for c in call_log)
@@ -166,14 +152,12 @@ class RunHandle:
 
     @property
     def tokens_estimated(self) -> int:
-        """Finished items with a call whose token counts are the characters / 4 estimate (the
-        endpoint sent no usable ``usage``)."""
+        """Finished items with a call whose token counts are estimated (no usable ``usage``)."""
         return self._with_call("tokens_estimated")
 
     @property
     def call_errors(self) -> int:
-        """Items this process saved with a failed call: stored, not finished (a resume asks
-        them again, so its count of finished items leaves them out)."""
+        """Items saved with a failed call: stored, not finished (a resume asks them again)."""
         return sum(1 for i in self._done.values() if call_failed(i))
 
     @property
@@ -189,10 +173,8 @@ class RunHandle:
 def item_calls(
     handle: RunHandle, key: Callable[[str], str] | None = None
 ) -> dict[str, dict[str, Any]]:
-    """The run's items' calls by the key of the item its scoring makes of each (``key``:
-    that key of a journal key; the same by default): what each scored item keeps under
-    ``call`` (the prompt messages, raw reply, tokens, latency and attempts of every call, the
-    error, and what the runner made of the reply)."""
+    """The run's items' calls (what a scored item keeps under ``call``) by scoring key:
+    ``key`` of the journal key (the same by default)."""
     return {
         (key(i.key) if key is not None else i.key): {
             "key": i.key,
@@ -207,8 +189,7 @@ def item_calls(
 
 
 def call_failed(item: StoredItem) -> bool:
-    """Whether a stored item ended in a failed model call (not an answer, so not finished):
-    its error type is a call error, or a call of its log failed."""
+    """Whether a stored item ended in a failed model call (not an answer, so not finished)."""
     return item.error_type in CALL_ERRORS or (
         item.error_type is not None and any(c.get("error_type") for c in item.call_log)
     )
@@ -224,9 +205,8 @@ _UNIT: contextvars.ContextVar[_Unit | None] = contextvars.ContextVar(
 )
 
 
-# Error types that mean the endpoint cannot answer at all (nothing listening, wrong URL, model
-# or key, a URL that serves something other than chat completions): when the first ABORT_AFTER items of a run all end so, the run stops instead of
-# spending every retry on every item.
+# Error types that mean the endpoint cannot answer at all (nothing listening, wrong URL, model or
+# key): when the first ABORT_AFTER items of a run all end so, the run stops.
 UNREACHABLE = frozenset({"connection", "bad_request", "bad_response"})
 ABORT_AFTER = 3
 
@@ -276,9 +256,8 @@ def _plural(n: int, noun: str) -> str:
 
 
 def finished_note(finished: Sequence[RunHandle], *, named: bool = True) -> str:
-    """What a resume does with the models this command had finished (their calls done, not yet
-    scored): it takes their runs up again, with no call. ``named``: say which runs they were
-    (not when the line lists them already)."""
+    """What a resume does with the models this command had finished: takes their runs up again
+    with no call. ``named``: say which runs (not when the line lists them already)."""
     if not finished:
         return ""
     if not named:
@@ -292,9 +271,8 @@ def finished_note(finished: Sequence[RunHandle], *, named: bool = True) -> str:
 
 
 def interrupted_line(runner: Runner) -> str | None:
-    """After a second Ctrl-C cut the first one's report short: the runs this command opened,
-    each unfinished one marked interrupted (resumable), and the command that resumes; None
-    when it opened none."""
+    """After a second Ctrl-C cut the first one's report: the runs opened (each marked
+    interrupted) and the command that resumes; None when it opened none."""
     if not runner.runs:
         return None
     parts = []
@@ -352,14 +330,8 @@ async def run_task(
     console: Console | None = None,
     show_progress: bool = True,
 ) -> RunHandle:
-    """Run ``work(unit, handle)`` over ``units`` for one model and return the finished handle.
-
-    A unit is what must run in order (a user's sessions, a conversation's turns, one record);
-    units run concurrently, bounded by the runner's in-flight limit. ``work`` reads
-    ``handle.result(key)`` to skip finished items and calls ``handle.save`` for each new one.
-    ``estimate`` is ``(calls, input_tokens, output_tokens)`` for the line printed before a run of
-    more than 100 calls.
-    """
+    """Run ``work(unit, handle)`` over ``units`` (each run in order, concurrently with the
+    others) for one model; ``estimate``: (calls, tokens in, out) for a line before 100+ calls."""
     console = console or SafeConsole(stderr=True)
     signature = spec.signature({"json_mode": runner.settings.json_mode})
     defining = {
@@ -447,8 +419,7 @@ def _set_status(runner: Runner, run_id: str, status: str) -> None:
 
 
 def summary_line(handle: RunHandle) -> str:
-    """One line after a run: items, resumed items, calls, how many the cache answered, errors,
-    how many items had a reply cut by the token limit, and how many have estimated tokens."""
+    """One line after a run: items, resumed, calls, cache hits, errors, cut and estimated."""
     resumed = f" ({handle.resumed_items} resumed)" if handle.resumed_items else ""
     calls = handle.new_calls
     if calls and handle.new_cached_calls == calls:
@@ -484,16 +455,10 @@ async def _gather_bounded(
     concurrency: int,
 ) -> None:
     """Run units with at most ``2 * concurrency`` in progress (the runner bounds requests)."""
-    queue: asyncio.Queue[U] = asyncio.Queue()
-    for unit in units:
-        queue.put_nowait(unit)
+    pending = iter(units)  # shared by the workers: each takes the next unit
 
     async def worker() -> None:
-        while True:
-            try:
-                unit = queue.get_nowait()
-            except asyncio.QueueEmpty:
-                return
+        for unit in pending:
             token = _UNIT.set(_Unit())
             try:
                 await work(unit, handle)
