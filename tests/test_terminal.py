@@ -277,3 +277,19 @@ def test_a_warning_under_a_spinner_is_printed_through_the_display() -> None:
     finally:
         logger.removeHandler(handler)
     assert "the helper failed" in shown.getvalue()
+
+
+def test_emoji_codes_in_data_print_as_typed(tmp_path: Path) -> None:
+    """A model name or topic ``:smile:`` is data: Rich's emoji codes never turn it into 😄."""
+    rows = [{"user": "u", "session": 1, "topic": ":thumbs_up:", "field": "f", "values": ["v"]}]
+    gold = _jsonl(tmp_path / "gold.jsonl", rows)
+    pred = _jsonl(tmp_path / "pred.jsonl", rows)
+    code, output = _invoke(
+        "slots", "score", "--gold", gold, "--pred", f":smile:={pred}",
+        "--out", str(tmp_path / "out"), "--bootstrap", "0",
+    )  # fmt: skip
+    assert code == 0, output
+    assert ":smile:" in output and "\U0001f604" not in output and "\U0001f44d" not in output
+    console = SafeConsole(record=True, width=40)
+    console.print(":smile: :thumbs_up:")
+    assert console.export_text() == ":smile: :thumbs_up:\n"

@@ -97,7 +97,7 @@ def _run(store: Any, ref: str) -> Any:
 
 
 def _console() -> SafeConsole:
-    return SafeConsole(highlight=False, emoji=False)
+    return SafeConsole(highlight=False)
 
 
 @app.command("list")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Iterable
+from typing import Any
 
 from rich.console import Console
 from rich.markup import escape as _markup_escape
@@ -52,7 +53,12 @@ def safe_json_text(text: str) -> str:
 
 class SafeConsole(Console):
     """A Rich console that escapes control characters in every text segment it writes (Rich's
-    own controls are separate segments and stay): the last line of defence."""
+    own controls are separate segments and stay): the last line of defence. Emoji codes
+    (``:smile:``) in data stay text."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("emoji", False)
+        super().__init__(*args, **kwargs)
 
     def _render_buffer(self, buffer: Iterable[Segment]) -> str:
         return super()._render_buffer(
