@@ -25,10 +25,8 @@ class Similarity:
 
 @runtime_checkable
 class Matcher(Protocol):
-    """Scores pairs in one batch: ``predictions[i]`` against ``references[i]``.
-
-    Batched so that semantic encoders and judges see every distinct string once.
-    """
+    """Scores ``predictions[i]`` against ``references[i]`` in one batch, so that semantic
+    encoders and judges see every distinct string once."""
 
     name: str
 
