@@ -409,18 +409,7 @@ def collect(handle: RunHandle, spec: ModelSpec, records: list[ExtractRecord]) ->
         item_calls=item_calls(handle),
     )
     for record in records:
-        item = done.get(record.key)
-        if item is None:  # cannot happen after a finished run_task; kept apart, never scored
-            run.call_errors.append(
-                {
-                    "id": record.id,
-                    "line": record.line,
-                    "error_type": "not_run",
-                    "error_message": "no result stored",
-                    "attempts": 0,
-                }
-            )
-            continue
+        item = done[record.key]  # a finished run_task saved every record
         res = item.result
         run.input_tokens += int(res.get("input_tokens", 0))
         run.output_tokens += int(res.get("output_tokens", 0))

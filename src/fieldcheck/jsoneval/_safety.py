@@ -48,12 +48,6 @@ def _luhn(digits: str) -> bool:
     return total % 10 == 0
 
 
-def _normalise(kind: LeakKind, text: str) -> str:
-    if kind in ("card_number", "ssn"):
-        return re.sub(r"\D", "", text)
-    return text.lower()
-
-
 def _strings(value: Any, path: str) -> Iterator[tuple[str, str]]:
     if isinstance(value, str):
         yield path, value
@@ -69,10 +63,12 @@ def _findings(value: Any) -> Iterator[tuple[str, LeakKind, str]]:
     for path, text in _strings(value, ""):
         for kind, pattern in _PATTERNS:
             for match in pattern.finditer(text):
-                found = match.group(0)
-                if kind == "card_number" and not _luhn(re.sub(r"\D", "", found)):
+                found = match.group(0).lower()
+                if kind in ("card_number", "ssn"):
+                    found = re.sub(r"\D", "", found)
+                if kind == "card_number" and not _luhn(found):
                     continue
-                yield path or "(output)", kind, _normalise(kind, found)
+                yield path or "(output)", kind, found
 
 
 def find_leaks(output: Any, ground_truth: Any) -> list[SafetyFinding]:

@@ -166,10 +166,6 @@ def merged_config(
         raise UsageProblem(reason_of(first), option) from None
 
 
-def _quiet(_: str) -> None:
-    return None
-
-
 def resolve_config(
     given: Mapping[str, Any],
     *,
@@ -179,7 +175,7 @@ def resolve_config(
 ) -> tuple[EvalConfig, bool]:
     """``merged_config`` with the store's configuration (``store`` True: the default one), a bad
     section a ``UsageProblem``; False beside it when the store cannot be read (said by ``warn``)."""
-    warn, note = warn or _quiet, note or _quiet
+    warn, note = warn or (lambda _: None), note or (lambda _: None)
     saved, readable = None, True
     if store is not False:
         try:

@@ -390,10 +390,6 @@ def exact_match(output_value: Any, gt_value: Any) -> bool:
 # --- flattening (beyond the spec: --flatten) -------------------------------------------------
 
 
-def _is_empty_container(value: Any) -> bool:
-    return isinstance(value, Mapping | list | tuple) and len(value) == 0
-
-
 def flatten(value: Mapping[str, Any]) -> dict[str, Any]:
     """Nested values to dotted paths (``{"a": {"b": x}, "c": [y]}`` -> ``{"a.b": x, "c[0]": y}``),
     empty containers kept as leaves; of two colliding paths the first wins, with a warning."""
@@ -405,16 +401,9 @@ def flatten(value: Mapping[str, Any]) -> dict[str, Any]:
 _SHORT_PATH = 1024
 
 
-def _path_key(path: str) -> str | bytes:
-    """How a subtree path is remembered: itself when short, else its digest (see ``_SHORT_PATH``)."""
-    if len(path) <= _SHORT_PATH:
-        return path
-    return hashlib.sha256(path.encode("utf-8", "surrogatepass")).digest()
-
-
 class _Path:
-    """A path being walked: its parts (joined once, at a leaf) and its ``_path_key`` so far,
-    the text while short, then a running SHA-256 extended by each part (no prefix is copied)."""
+    """A path being walked: its parts (joined once, at a leaf) and its key so far, the text while
+    short (``_SHORT_PATH``), then a running SHA-256 extended by each part (no prefix is copied)."""
 
     __slots__ = ("digest", "parts", "text")
 
@@ -454,7 +443,7 @@ class _Path:
 
 
 def _flatten(value: Mapping[str, Any]) -> tuple[dict[str, Any], set[str | bytes]]:
-    """``flatten`` plus the ``_path_key`` of every non-empty container walked through, recorded
+    """``flatten`` plus the ``_Path`` key of every non-empty container walked through, recorded
     while walking: a key holding dots is no subtree, and a long key costs its length once."""
     out: dict[str, Any] = {}
     subtrees: set[str | bytes] = set()
@@ -494,7 +483,10 @@ def flatten_pair(
         return {
             p: v
             for p, v in flat.items()
-            if not ((is_null(v) or _is_empty_container(v)) and _path_key(p) in subtrees)
+            if not (
+                (is_null(v) or (isinstance(v, Mapping | list | tuple) and not v))
+                and _Path(p).key() in subtrees
+            )
         }
 
     return prune(flat_out, gt_subtrees), prune(flat_gt, out_subtrees)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
+from statistics import median as _median
 from typing import NamedTuple, TypeVar
 
 import numpy as np
@@ -64,11 +65,7 @@ def median(values: Sequence[float]) -> float:
     """Middle value; mean of the two middle values for an even count (slot spec §11)."""
     if not values:
         raise ValueError("median of no values")
-    ordered = sorted(values)
-    mid = len(ordered) // 2
-    if len(ordered) % 2:
-        return ordered[mid]
-    return (ordered[mid - 1] + ordered[mid]) / 2
+    return _median(values)
 
 
 def latency_stats(seconds: Sequence[float]) -> LatencyStats | None:
