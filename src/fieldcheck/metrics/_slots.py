@@ -1,6 +1,6 @@
-"""Slot extraction counts and metrics (slot spec "How Metrics Are Computed", §1-9, 14-15): every
-metric is a function of counts summed over sessions, taking numbers or numpy arrays of bootstrap
-resample totals alike, so point estimates and intervals come from the same functions."""
+"""Slot extraction counts and metrics (slot spec "How Metrics Are Computed", §1-9, 14-15), each of
+counts summed over sessions or of arrays of bootstrap resample totals alike, and looking up the
+metrics it is made of when called (a replaced one changes every output that uses it)."""
 
 from __future__ import annotations
 
