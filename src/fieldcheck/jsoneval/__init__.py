@@ -1,12 +1,5 @@
-"""JSON evaluation (json-evaluation.md): score a model's JSON output against ground truth.
-
-``evaluate(output, ground_truth, config)`` scores one output; ``evaluate_batch`` scores many with
-every distinct FUZZY/SEMANTIC pair matched once (with bootstrap intervals on its means);
-``read_batch`` reads a batch file into memory; ``BatchReader(path).chunks()`` +
-``stream_batch_outputs`` score and write a batch file in chunks with flat memory (``json batch``;
-``write_batch_report``: report.md/.html, plots);
-``SYSTEM.run_model`` asks a model to extract JSON from documents (``fieldcheck json run``).
-"""
+"""JSON evaluation (json-evaluation.md): ``evaluate`` scores one output against its ground truth,
+``evaluate_batch`` many, ``stream_batch_outputs`` a batch file in chunks (docs/json.md)."""
 
 from typing import TYPE_CHECKING
 
@@ -41,14 +34,12 @@ if TYPE_CHECKING:  # the names as type checkers and editors see them
         read_documents,
     )
     from fieldcheck.jsoneval._io import (
-        FIELDS_CSV_COLUMNS,
         StreamedBatch,
         read_batch,
         stream_batch_outputs,
     )
     from fieldcheck.jsoneval._models import (
         MAX_DEPTH,
-        PUBLIC_KEYS,
         BatchRecord,
         BatchResult,
         BatchSummary,
@@ -62,14 +53,11 @@ if TYPE_CHECKING:  # the names as type checkers and editors see them
     from fieldcheck.jsoneval._report import write_batch_report
     from fieldcheck.jsoneval._safety import LeakKind, SafetyFinding, find_leaks
     from fieldcheck.jsoneval._saved import (
-        SECTIONS,
         SavedConfig,
         Section,
         SectionError,
-        Thresholds,
         merged_config,
         parse_section,
-        parse_weight_map,
         resolve_config,
     )
     from fieldcheck.jsoneval._stream import CHUNK_LINES, BatchReader, Failed, Item, Throttle

@@ -18,8 +18,8 @@ _ALLOWED = ", ".join(STRATEGIES)
 
 
 def parse_strategies(data: Any, *, file: str | Path | None = None) -> dict[str, Strategy]:
-    """Validate a strategy mapping (values case-insensitive); a bad entry raises a one-line InputError
-    naming the file, the field, the value and the allowed values."""
+    """A strategy mapping validated (values case-insensitive); a bad entry raises a one-line
+    InputError naming the file, the field, the value and the allowed values."""
     if not isinstance(data, dict):
         raise InputError(
             "a strategy config must be a JSON object mapping field -> strategy",
@@ -43,13 +43,8 @@ _DECIMAL = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?", re.ASCII
 
 
 def parse_weights(text: str) -> RqsWeights:
-    """``accuracy=0.45,completeness=0.25,...`` -> RqsWeights (spec Phase 4); names not given keep
-    their default. Each value is a plain decimal number, finite and >= 0; the sum need not be 1.
-
-    Raises InputError naming the bad part and the allowed names: an unknown or repeated name, a
-    value that is not a plain ASCII decimal (``nan``, ``1_0``, ``0x10`` are refused), a negative or
-    infinite value, weights whose sum is beyond the double range, or no pair at all.
-    """
+    """``accuracy=0.45,completeness=0.25,...`` -> RqsWeights (spec Phase 4), names not given at
+    their default; a bad part (not a plain ASCII decimal, finite, >= 0) raises InputError."""
     allowed = list(RqsWeights.model_fields)
     values: dict[str, float] = {}
     for part in (p.strip() for p in text.split(",")):

@@ -1,10 +1,5 @@
-"""The JSON evaluation pipeline (json-evaluation.md phases 0-4) for one output or a whole batch.
-
-A batch is scored chunk by chunk by the streamed scorer (``_stream``): classify every record of
-a chunk and settle EXACT fields; send every distinct FUZZY and SEMANTIC (output, ground truth)
-pair of the chunk to its matcher once; assemble the scores; fold them into the aggregates. The
-in-memory ``evaluate_batch`` is that code with one chunk, keeping every result.
-"""
+"""The JSON evaluation (json-evaluation.md phases 0-4) of one output or a batch in memory: the
+streamed scorer (``_stream``) with one chunk, keeping every result."""
 
 from __future__ import annotations
 
@@ -76,11 +71,8 @@ def make_signature(
     bootstrap: int | None = None,
     seed: int | None = None,
 ) -> Signature:
-    """What produced the numbers: matcher family and names, model or judge, thresholds, weights.
-
-    A batch's summary adds ``bootstrap`` and ``seed`` (its intervals depend on them); without
-    them (one record, ``json score``) the signature is exactly as before.
-    """
+    """What produced the numbers: matchers, thresholds, weights, and for a batch's summary the
+    ``bootstrap`` and ``seed`` of its intervals."""
     batch = {} if bootstrap is None else {"bootstrap": bootstrap, "seed": seed or 0}
     strategies = config.strategies  # by the sorted mapping's digest: same config, same digest
     digest = cache_key(sorted(strategies.items()))[:12]
@@ -102,8 +94,7 @@ def make_signature(
 
 
 def warn_unused_strategies(config: EvalConfig, unused: Sequence[str]) -> None:
-    """A strategy naming a field no ground truth has is probably a typo: warn once per batch
-    (or per ``evaluate`` call, as ``json score`` does)."""
+    """Warn once about strategies naming a field no ground truth has (probably a typo)."""
     if unused:
         logger.warning(
             "the strategy config names fields that no ground truth has: %s%s",
@@ -125,16 +116,9 @@ def evaluate_batch(
     chunk_size: int | None = None,
     recorder: RunRecorder | None = None,
 ) -> BatchResult:
-    """Score many records in memory; each distinct FUZZY/SEMANTIC pair goes to its matcher once
-    per chunk (``chunk_size`` records; default: the whole batch, one chunk).
-
-    ``errors`` (lines that failed to load) are carried into the result and the summary's counts
-    first; ``source`` (the batch file) names the file in the errors of records that fail here.
-    A record whose matcher fails (judge error) is moved to the errors, never scored as 0.
-    ``bootstrap`` resamples (0: none) seeded by ``seed`` give the summary's 95% intervals; both
-    go into the summary's signature. ``recorder`` gets every record and error as an item
-    (``runs rescore``). Raises ValueError when either is negative.
-    """
+    """Score many records in memory, each distinct FUZZY/SEMANTIC pair matched once per chunk,
+    after the load ``errors``; a judge error moves a record to the errors, never scores it 0.
+    Raises ValueError when ``bootstrap`` or ``seed`` is negative."""
     if bootstrap < 0 or seed < 0:
         raise ValueError(f"bootstrap and seed must be >= 0 (got {bootstrap}, {seed})")
     config = config or EvalConfig()
@@ -174,13 +158,8 @@ def evaluate(
     safety_score: float | None = None,
     matchers: Matchers | None = None,
 ) -> JsonEvalResult:
-    """Score one model ``output`` against its ``ground_truth`` object (spec phases 0-4).
-
-    ``output`` may be any JSON value or raw text; a non-object is scored by the documented rule
-    and flagged. ``safety_score`` in [0, 1] overrides the default 1.0. Raises InputError (its
-    ``field`` is ``ground_truth`` or ``output``) when the ground truth is not an object or either
-    side nests deeper than MAX_DEPTH, MatcherError when a judge gives no similarity.
-    """
+    """Score one ``output`` (any JSON value or text) against its ``ground_truth`` object (spec
+    phases 0-4). Raises InputError naming the bad side, MatcherError when a judge gives none."""
     if not isinstance(ground_truth, Mapping):
         raise InputError(
             "ground truth must be a JSON object", field="ground_truth", value=ground_truth

@@ -1,12 +1,6 @@
-"""Run a model on documents to extract JSON (``fieldcheck json run``), for json-evaluation.md scoring.
-
-Each input line ``{"id", "document", "ground_truth"}`` is one run item (key = id): the model sees the
-versioned prompt ``json-extract-v1`` (with the target JSON Schema when given) and the document, and
-its reply becomes the batch line ``{"id", "ground_truth", "output"}`` that ``json batch`` scores. A
-reply that is bare JSON is stored parsed; any other reply is stored as its raw text, which the
-scorer then judges (a fenced object is parsed and flagged, prose is not an object). A call that
-failed (timeout, 5xx, 400, ...) gives no output: it is kept apart with its error type, never scored.
-"""
+"""``fieldcheck json run``: a model extracts JSON from each document (prompt ``json-extract-v1``)
+and its reply becomes the batch line that ``json batch`` scores; a failed call is kept apart with
+its error type, never scored (docs/json.md "Running a model: `json run`")."""
 
 from __future__ import annotations
 
@@ -74,11 +68,8 @@ def build_messages(document: str, schema_text: str | None = None) -> list[Messag
 
 
 def document_from_prompt(user_text: str) -> str | None:
-    """The document inside a user message made by ``build_messages`` (None if it is not one).
-
-    The first opening and the last closing marker are used, so a document that itself contains
-    the markers comes back whole.
-    """
+    """The document inside a user message made by ``build_messages`` (None if it is not one),
+    whole even when it contains the markers."""
     start = user_text.find(DOCUMENT_OPEN)
     end = user_text.rfind(DOCUMENT_CLOSE)
     if start < 0 or end < start + len(DOCUMENT_OPEN):
@@ -97,12 +88,8 @@ def clean_text(text: str) -> str:
 
 
 def parse_reply(text: str) -> tuple[Any, bool]:
-    """``(value, parsed)``: the reply as JSON when the whole reply (trimmed) is strict JSON, else
-    the raw text for the scorer's non-object rule (a fenced object is parsed there and flagged).
-
-    A value nested deeper than MAX_DEPTH stays text too (the scorer refuses it as one record
-    error; parsed, it could not even be stored).
-    """
+    """``(value, parsed)``: the trimmed reply as JSON when it is strict JSON nested at most
+    MAX_DEPTH deep, else the raw text for the scorer's non-object rule."""
     text = clean_text(text)
     try:
         value = loads(text.strip())
@@ -136,11 +123,8 @@ _REASONS = {
 
 
 def read_documents(path: str | Path) -> tuple[list[ExtractRecord], list[InputError]]:
-    """Every good line of a documents file, and a one-line InputError (``file:line``) per bad line.
-
-    A line must be an object with ``id`` (non-empty string or integer, unique), ``document``
-    (string) and ``ground_truth`` (object). Raises InputError only when the file cannot be read.
-    """
+    """Every good line of a documents file and a one-line InputError (``file:line``) per bad one;
+    raises InputError only when the file cannot be read."""
     p = Path(path)
     records: list[ExtractRecord] = []
     errors: list[InputError] = []
@@ -193,10 +177,8 @@ def read_documents(path: str | Path) -> tuple[list[ExtractRecord], list[InputErr
 
 
 def load_schema(path: str | Path) -> str:
-    """The target JSON Schema file as the compact, key-sorted JSON text shown to the model.
-
-    Raises InputError when the file cannot be read, is not JSON or is not a JSON object.
-    """
+    """The target JSON Schema file as the compact, key-sorted JSON text shown to the model;
+    InputError when it cannot be read or is not a JSON object."""
     schema = read_json(path)
     if not isinstance(schema, dict):
         raise InputError("a JSON Schema must be a JSON object", file=path, value=schema)
@@ -205,11 +187,8 @@ def load_schema(path: str | Path) -> str:
 
 @dataclass
 class ModelRun:
-    """One model's finished run: batch lines (records with an output), call errors and counts.
-
-    ``rows`` and ``call_errors`` follow the input order. Tokens and latency sum every item (cached
-    ones carry the tokens and latency of the call that filled the cache).
-    """
+    """One model's finished run, in input order: batch lines (records with an output), call
+    errors and counts (a cached item with those of the call that filled the cache)."""
 
     spec: ModelSpec
     run_id: str
@@ -328,9 +307,8 @@ class JsonRuns:
     async def run_model(
         self, task: JsonTask, runner: Runner, spec: ModelSpec, *, console: Any, show_progress: bool
     ) -> ModelRun:
-        """Ask ``spec`` for every record (resuming a stored unfinished run). Never raises for a
-        model or transport error: such a record is saved with its error type and appears in
-        ``call_errors``; ``RunInterrupted`` on Ctrl-C (what finished is stored)."""
+        """Ask ``spec`` for every record, resuming a stored unfinished run; a model or transport
+        error is saved with its type (``call_errors``), a Ctrl-C raises ``RunInterrupted``."""
         records, schema_text = task.records, task.schema_text
         prompts = {r.key: build_messages(r.document, schema_text) for r in records}
 
@@ -431,18 +409,7 @@ def collect(handle: RunHandle, spec: ModelSpec, records: list[ExtractRecord]) ->
         item_calls=item_calls(handle),
     )
     for record in records:
-        item = done.get(record.key)
-        if item is None:  # cannot happen after a finished run_task; kept apart, never scored
-            run.call_errors.append(
-                {
-                    "id": record.id,
-                    "line": record.line,
-                    "error_type": "not_run",
-                    "error_message": "no result stored",
-                    "attempts": 0,
-                }
-            )
-            continue
+        item = done[record.key]  # a finished run_task saved every record
         res = item.result
         run.input_tokens += int(res.get("input_tokens", 0))
         run.output_tokens += int(res.get("output_tokens", 0))

@@ -1,6 +1,5 @@
-"""Reading batch files (``read_batch``: every line in memory) and writing batch outputs
-(records.jsonl, summary.json, fields.csv, errors.jsonl, the report) streamed in chunks with flat
-memory (``stream_batch_outputs``, issue 10)."""
+"""Batch files read into memory (``read_batch``) and ``json batch``'s outputs written in chunks
+with flat memory (``stream_batch_outputs``, issue 10)."""
 
 from __future__ import annotations
 
@@ -44,9 +43,8 @@ FIELDS_CSV_COLUMNS = (
 
 
 def read_batch(path: str | Path) -> tuple[list[BatchRecord], list[InputError]]:
-    """Every line of a batch file as a BatchRecord, or an InputError naming ``file:line`` and the
-    reason: ``BatchReader``'s rules (docs/json.md), all lines kept in memory. Raises InputError
-    only when the file cannot be read."""
+    """Every line of a batch file as a BatchRecord or an InputError naming ``file:line``
+    (docs/json.md); raises InputError only when the file cannot be read."""
     records: list[BatchRecord] = []
     errors: list[InputError] = []
     for chunk in BatchReader(path).chunks():
@@ -96,10 +94,8 @@ def stream_batch_outputs(
     recorder: RunRecorder | None = None,
     executor: Executor | None = None,
 ) -> StreamedBatch:
-    """Score ``chunks`` (from ``BatchReader(path).chunks()``) and write every output file of
-    ``json batch`` into ``out_dir`` with memory independent of the number of records
-    (``run_stream``); ``prior_errors`` (e.g. the documents file's) come first. Raises ValueError
-    when ``bootstrap`` or ``seed`` is negative, OSError when a file cannot be written."""
+    """Score ``chunks`` (``BatchReader(path).chunks()``), ``prior_errors`` first, into every file
+    of ``json batch`` in ``out_dir``; ValueError for a negative ``bootstrap`` or ``seed``."""
     if bootstrap < 0 or seed < 0:
         raise ValueError(f"bootstrap and seed must be >= 0 (got {bootstrap}, {seed})")
     out = OutputFolder.of(out_dir)

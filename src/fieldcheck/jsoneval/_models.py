@@ -27,10 +27,7 @@ PUBLIC_KEYS = (
 
 
 class FieldResult(BaseModel):
-    """One ``both_non_null`` field: its strategy, the matcher's similarity and the 0/1 score.
-
-    IGNORE fields have ``similarity`` and ``score`` None; EXACT has similarity 1.0 or 0.0.
-    """
+    """One ``both_non_null`` field: its strategy, similarity and 0/1 score (None for IGNORE)."""
 
     strategy: Strategy
     similarity: float | None
@@ -63,10 +60,7 @@ class JsonEvalResult(BaseModel):
 
 
 class BatchRecord(BaseModel):
-    """One line of a batch file: ``{"id", "ground_truth": {...}, "output": any, "safety_score"?}``.
-
-    ``output`` may be anything (a non-object is scored by the documented rule); it must be present.
-    """
+    """A batch line: ``{"id", "ground_truth": {...}, "output": any, "safety_score"?}``."""
 
     model_config = ConfigDict(extra="ignore")
 
@@ -107,7 +101,7 @@ class RecordError(BaseModel):
 
 
 class FieldSummary(BaseModel):
-    """One field across a batch: how often GT expected it, it was scored, matched, missing, hallucinated."""
+    """One field's counts across a batch."""
 
     expected: int = 0
     scored: int = 0
@@ -124,16 +118,8 @@ class FieldSummary(BaseModel):
 
 
 class BatchSummary(BaseModel):
-    """Means of each score over the scored records, counts, errors and per-field counts.
-
-    ``records`` = ``scored`` + ``not_scored``. ``failed`` counts the scored records that failed
-    (a field scored below 1, missing, hallucinated or extra, or an output that is not an
-    object); ``not_scored`` the lines and records that could not be scored (an invalid line or
-    record, a judge error), ``errors`` the one-line messages of the first ``KEPT_ERRORS`` (100)
-    of them (every one, located, is in errors.jsonl). ``ci`` holds a 95% percentile bootstrap
-    interval of each mean over the scored records (none when ``bootstrap=0`` or nothing was
-    scored).
-    """
+    """A batch's ``summary.json``: means over the scored records with their bootstrap intervals,
+    counts, the first errors and per-field counts (docs/formats.md)."""
 
     records: int
     scored: int

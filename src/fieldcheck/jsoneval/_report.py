@@ -24,10 +24,6 @@ from fieldcheck.reports import (
     write_report,
 )
 
-PLOTS = {
-    "plot_field_match_rate": "plot_field_match_rate.png",
-    "plot_score_distribution": "plot_score_distribution.png",
-}
 SCORE_NAMES = {
     "completeness": "completeness",
     "hallucination": "hallucination",
@@ -93,7 +89,7 @@ def write_plots(batch: ReportData, out: OutputFolder) -> dict[str, Path]:
     shown, left_out = plotted_fields(batch.summary)
     with no_glyph_warnings():
         if shown:
-            path = out / PLOTS["plot_field_match_rate"]
+            path = out / "plot_field_match_rate.png"
             with figure(path, figsize=(8, max(2.5, 0.32 * len(shown) + 1.3))) as (_, ax):
                 ax.barh(range(len(shown)), [f.match_rate for _, f in shown], color="#4c72b0")
                 ax.set_yticks(range(len(shown)), [label(n, 36) for n, _ in shown])
@@ -103,7 +99,7 @@ def write_plots(batch: ReportData, out: OutputFolder) -> dict[str, Path]:
                 ax.set_title(match_rate_title(len(shown), left_out))
             written["plot_field_match_rate"] = path
         if batch.summary.scored:
-            path = out / PLOTS["plot_score_distribution"]
+            path = out / "plot_score_distribution.png"
             edges = np.linspace(0.0, 1.0, HISTOGRAM_BINS + 1)
             with figure(path, nrows=2, ncols=2, figsize=(9, 6)) as (fig, axes):
                 for ax, score in zip(axes.flat, HISTOGRAMS, strict=True):

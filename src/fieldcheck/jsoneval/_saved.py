@@ -1,7 +1,5 @@
-"""The saved configuration of the JSON evaluation (json-evaluation.md "Field Strategy Config
-File"; thresholds; RQS weights): validated with the library's own rules, kept in the store, and
-merged into the ``EvalConfig`` of a call (an API request, a command) that brings none of its own.
-"""
+"""The JSON evaluation's configuration saved in the store (strategies: json-evaluation.md "Field
+Strategy Config File"; thresholds; RQS weights), merged into a call's ``EvalConfig``."""
 
 from __future__ import annotations
 
@@ -105,9 +103,8 @@ class SavedConfig:
         return RqsWeights().model_dump()
 
     def checked(self, section: Section) -> dict[str, Any]:
-        """The section as ``get`` gives it, validated with today's rules: a value saved before a
-        rule was added (weights whose sum overflows) raises SectionError(saved=True) with a line
-        saying where it comes from and how to replace it."""
+        """The section as ``get`` gives it, validated with today's rules: one saved before a rule
+        was added raises SectionError(saved=True) saying where it is from and how to replace it."""
         try:
             return parse_section(section, self.get(section))
         except InputError as exc:
@@ -132,10 +129,8 @@ _OPTION = {"strategies": "--strategies", "thresholds": "--fuzzy-threshold", "wei
 def merged_config(
     given: Mapping[str, Any], saved: SavedConfig | None, note: Callable[[str], None]
 ) -> EvalConfig:
-    """The one rule for every command and API route (issue 27): a setting given wins; one not
-    given (absent or null) takes the configuration saved in the store (said by ``note``), then
-    its default; each threshold on its own. ``SectionError`` names a section (given or saved)
-    that is not valid, ``UsageProblem`` the option of another setting."""
+    """The one rule for every command and API route (issue 27): a setting given wins, then the
+    one saved in the store (said by ``note``), then its default; each threshold on its own."""
     values = {k: v for k, v in given.items() if v is not None or k.startswith("judge")}
     sections = saved.saved() if saved is not None else []
     used: list[str] = []
@@ -171,10 +166,6 @@ def merged_config(
         raise UsageProblem(reason_of(first), option) from None
 
 
-def _quiet(_: str) -> None:
-    return None
-
-
 def resolve_config(
     given: Mapping[str, Any],
     *,
@@ -182,11 +173,9 @@ def resolve_config(
     warn: Callable[[str], None] | None,
     note: Callable[[str], None] | None,
 ) -> tuple[EvalConfig, bool]:
-    """``merged_config`` with the configuration saved in the store (``store``: a ``Store``,
-    True the default one, False none), a bad section a ``UsageProblem`` naming its option;
-    False beside it when the store cannot be read (said once by ``warn``: the run is then not
-    stored either). ``warn`` and ``note`` None: nothing said."""
-    warn, note = warn or _quiet, note or _quiet
+    """``merged_config`` with the store's configuration (``store`` True: the default one), a bad
+    section a ``UsageProblem``; False beside it when the store cannot be read (said by ``warn``)."""
+    warn, note = warn or (lambda _: None), note or (lambda _: None)
     saved, readable = None, True
     if store is not False:
         try:

@@ -1,8 +1,5 @@
-"""Matchers: exact, fuzzy, semantic and LLM-judge similarity behind one small interface.
-
-Each takes paired ``predictions`` and ``references`` and returns a ``Similarity`` in [0, 1] per
-pair (or an error); the caller compares it with a threshold.
-"""
+"""Matchers: exact, fuzzy, semantic and LLM-judge similarity of paired strings, each a
+``Similarity`` in [0, 1] (or an error) that the caller compares with a threshold."""
 
 from typing import TYPE_CHECKING
 
@@ -12,7 +9,7 @@ if TYPE_CHECKING:  # the names as type checkers and editors see them
     from fieldcheck._util.digest import cache_key
     from fieldcheck.matchers._base import Matcher, Similarity
     from fieldcheck.matchers._cache import DiskCache
-    from fieldcheck.matchers._exact import ExactMatcher, exact_similarity
+    from fieldcheck.matchers._exact import ExactMatcher
     from fieldcheck.matchers._fuzzy import (
         LONG_VALUE_CHARS,
         FuzzyMatcher,

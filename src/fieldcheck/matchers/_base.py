@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
@@ -25,10 +25,8 @@ class Similarity:
 
 @runtime_checkable
 class Matcher(Protocol):
-    """Scores pairs in one batch: ``predictions[i]`` against ``references[i]``.
-
-    Batched so that semantic encoders and judges see every distinct string once.
-    """
+    """Scores ``predictions[i]`` against ``references[i]`` in one batch, so that semantic
+    encoders and judges see every distinct string once."""
 
     name: str
 
@@ -43,10 +41,7 @@ class PairwiseMatcher:
     """A matcher that scores each pair on its own with ``similarity`` (exact, fuzzy)."""
 
     name: str
-
-    @staticmethod
-    def similarity(prediction: str, reference: str) -> float:
-        raise NotImplementedError
+    similarity: Callable[[str, str], float]  # a staticmethod
 
     def similarities(
         self, predictions: Sequence[str], references: Sequence[str]

@@ -1,29 +1,23 @@
-"""A persistent key-value cache in SQLite for embeddings and judge replies.
-
-Default location: ``$FIELDCHECK_CACHE_DIR/cache.sqlite3`` or ``~/.cache/fieldcheck/cache.sqlite3``.
-Keys are SHA-256 digests of their parts, so values never leak into file names.
-"""
+"""A persistent key-value cache in SQLite for embeddings and judge replies, at
+``$FIELDCHECK_CACHE_DIR/cache.sqlite3`` or ``~/.cache/fieldcheck/cache.sqlite3``."""
 
 from __future__ import annotations
 
 import os
 import sqlite3
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 
-def default_cache_path() -> Path:
-    root = os.environ.get("FIELDCHECK_CACHE_DIR")
-    base = Path(root) if root else Path.home() / ".cache" / "fieldcheck"
-    return base / "cache.sqlite3"
-
-
 class DiskCache:
-    """Namespaced bytes store; safe to share between threads of one process."""
+    """Namespaced bytes store keyed by SHA-256 digests (``cache_key``); thread-safe."""
 
     def __init__(self, path: str | Path | None = None) -> None:
-        self.path = Path(path) if path is not None else default_cache_path()
+        if path is None:
+            root = os.environ.get("FIELDCHECK_CACHE_DIR")
+            path = (Path(root) if root else Path.home() / ".cache" / "fieldcheck") / "cache.sqlite3"
+        self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
         self._conn = sqlite3.connect(self.path, check_same_thread=False, timeout=30)
@@ -50,15 +44,12 @@ class DiskCache:
                 found.update((k, bytes(v)) for k, v in rows)
         return found
 
-    def put_many(
-        self, namespace: str, items: Mapping[str, bytes] | Iterable[tuple[str, bytes]]
-    ) -> None:
-        pairs = list(items.items()) if isinstance(items, Mapping) else list(items)
-        if not pairs:
+    def put_many(self, namespace: str, items: Iterable[tuple[str, bytes]]) -> None:
+        rows = [(namespace, k, v) for k, v in items]
+        if not rows:
             return
         with self._lock:
             self._conn.executemany(
-                "INSERT OR REPLACE INTO entries (namespace, key, value) VALUES (?, ?, ?)",
-                [(namespace, k, v) for k, v in pairs],
+                "INSERT OR REPLACE INTO entries (namespace, key, value) VALUES (?, ?, ?)", rows
             )
             self._conn.commit()

@@ -15,8 +15,7 @@ LONG_VALUE_CHARS = 10_000
 
 
 def compared_linearly(prediction: str, reference: str) -> bool:
-    """Whether ``fuzzy_similarity`` of this pair uses ``long_value_similarity`` (a value longer
-    than ``LONG_VALUE_CHARS`` after processing), so results can say so."""
+    """Whether ``fuzzy_similarity`` compares this pair by ``long_value_similarity``."""
     a, b = utils.default_process(prediction), utils.default_process(reference)
     return max(len(a), len(b)) > LONG_VALUE_CHARS
 
@@ -35,13 +34,8 @@ def _trigrams(text: str) -> np.ndarray:
 
 
 def long_value_similarity(a: str, b: str) -> float:
-    """FUZZY for long values, in O(n log n): the Dice coefficient of the multisets of character
-    3-grams of the two texts with their words sorted (``2 |A & B| / (|A| + |B|)``).
-
-    ``a`` and ``b`` are already processed (``default_process``) and not both empty. Like
-    token_sort_ratio it ignores word order and is at most ``2 min / (len a + len b)``-ish for
-    values of different lengths; one changed letter costs three 3-grams instead of one character.
-    """
+    """FUZZY of long processed texts in O(n log n): the Dice coefficient of their character
+    3-gram multisets, words sorted (docs/json.md "Long values")."""
     x = _trigrams(" ".join(sorted(a.split())))
     y = _trigrams(" ".join(sorted(b.split())))
     ux, cx = np.unique(x, return_counts=True)
@@ -52,16 +46,8 @@ def long_value_similarity(a: str, b: str) -> float:
 
 
 def fuzzy_similarity(prediction: str, reference: str) -> float:
-    """``fuzz.token_sort_ratio / 100`` after rapidfuzz's ``default_process``; range [0, 1].
-
-    token_sort_ratio is the normalised Indel similarity of the strings with their words sorted:
-    one changed letter in "John Smith"/"John Smyth" gives 0.90, "Smith, John"/"John Smith" gives
-    1.0, and unlike partial_ratio it does not call a short string a match for a long one that
-    merely contains it. Strings that are empty after processing (punctuation only) score 1.0
-    when equal ignoring case and surrounding space, else 0.0. A value longer than
-    ``LONG_VALUE_CHARS`` after processing is compared by ``long_value_similarity`` (linear in
-    effect; the edit distance is quadratic), which identical texts also score 1.0.
-    """
+    """``fuzz.token_sort_ratio / 100`` after ``default_process``, in [0, 1] (docs/json.md); two
+    texts empty after processing score 1.0 when equal ignoring case and outer space, else 0."""
     a, b = utils.default_process(prediction), utils.default_process(reference)
     if not a and not b:
         return 1.0 if prediction.strip().lower() == reference.strip().lower() else 0.0

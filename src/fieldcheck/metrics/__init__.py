@@ -1,10 +1,5 @@
-"""Pure metric functions: no I/O, no model calls. One private module per spec area.
-
-Every metric is named as its spec names it, so one search finds it.
-
-Names are imported on first use (``fieldcheck.metrics.X``): a process that needs one spec area
-loads that module alone.
-"""
+"""Pure metric functions, one private module per spec area, each named as its spec names it;
+imported on first use, so a process that needs one spec area loads that module alone."""
 
 from typing import TYPE_CHECKING
 

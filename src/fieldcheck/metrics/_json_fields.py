@@ -1,9 +1,5 @@
-"""JSON evaluation, the pure part: null test, key buckets, the four scores and strategy resolution.
-
-Everything here follows ``json-evaluation.md`` (phases 0-4); no I/O and no model calls. FUZZY and
-SEMANTIC similarities come from the matchers and are passed in; EXACT is decided here.
-Calling convention: the model's output (prediction) first, then the ground truth (reference).
-"""
+"""JSON evaluation's pure part (json-evaluation.md phases 0-4): null test, key buckets, the four
+scores, strategy resolution and EXACT; the model's output first, then the ground truth."""
 
 from __future__ import annotations
 
@@ -35,10 +31,8 @@ BUCKET_NAMES: tuple[str, ...] = get_args(BucketName)
 
 
 def is_null(value: Any) -> bool:
-    """``None``, ``""`` or a whitespace-only string (spec "Definition of Null").
-
-    Empty arrays and objects are values, not null, exactly as the spec's ``is_null`` says.
-    """
+    """``None``, ``""`` or a whitespace-only string (spec "Definition of Null"); empty arrays and
+    objects are values."""
     if value is None:
         return True
     return isinstance(value, str) and value.strip() == ""
@@ -66,12 +60,9 @@ class KeyBuckets(NamedTuple):
 
 
 def classify_keys(output: Mapping[str, Any], ground_truth: Mapping[str, Any]) -> KeyBuckets:
-    """Phase 0: sort every key of ``output`` (AIO) and ``ground_truth`` (GT) into the spec's buckets.
-
-    ``aio_missing_or_null`` and ``both_non_null`` split ``gt_non_null``. A key null in GT and absent
-    or null in AIO is in no bucket (no completeness impact, no hallucination) but counts in
-    ``total_distinct``. Keys sort by their text. Empty input: all buckets empty, ``total_distinct`` 0.
-    """
+    """Phase 0: every key of ``output`` (AIO) and ``ground_truth`` (GT) in the spec's buckets,
+    sorted by text (a key null or absent on both sides in none, but in ``total_distinct``). Empty
+    input: all buckets empty, ``total_distinct`` 0."""
     extra = [k for k in output if k not in ground_truth]
     gt_null_value: list[str] = []
     gt_non_null: list[str] = []
@@ -103,20 +94,16 @@ def completeness(aio_matched_non_null_count: int, gt_non_null_count: int) -> flo
 
 
 def hallucination(hallucination_count: int, total_distinct: int) -> float:
-    """Phase 2: (extra keys + keys null in GT but filled in AIO) / all distinct keys.
-
-    Range [0, 1]; 0.0 when neither side has a key.
-    """
+    """Phase 2: (extra keys + keys null in GT but filled in AIO) / all distinct keys. Range [0, 1];
+    0.0 when neither side has a key."""
     if total_distinct == 0:
         return 0.0
     return hallucination_count / total_distinct
 
 
 def accuracy(total_acc_score: float, scorable_count: int) -> float:
-    """Phase 3: mean 0/1 field score over ``both_non_null`` minus IGNORE fields.
-
-    Range [0, 1]; 1.0 when nothing is scorable ("nothing to score -> perfect").
-    """
+    """Phase 3: mean 0/1 field score over ``both_non_null`` minus IGNORE fields. Range [0, 1];
+    1.0 when nothing is scorable ("nothing to score -> perfect")."""
     if scorable_count == 0:
         return 1.0
     return total_acc_score / scorable_count
@@ -219,13 +206,8 @@ def _valid_date(year: int, month: int, day: int) -> bool:
 
 
 def is_date_text(text: str) -> bool:
-    """True for the date formats auto-detection knows (documented in docs/json.md).
-
-    ``2024-03-05``, ISO 8601 date-times (``2024-03-05T14:30``, seconds, fraction, ``Z`` or
-    ``+01:00`` optional, ``T`` or space), ``2024/03/05``, ``2024.03.05``, ``05/03/2024`` (day or
-    month first, separator ``/ . -``), ``5 March 2024``, ``March 5, 2024`` (English month names,
-    full or 3-letter). The date must exist in the calendar (``2024-02-30`` is text).
-    """
+    """True for a date in a format auto-detection knows (docs/json.md "Strategies") that exists in
+    the calendar (``2024-02-30`` is text)."""
     s = text.strip()
     m = _ISO_DATE.match(s) or _ISO_DATETIME.match(s)
     if m:
@@ -251,11 +233,8 @@ def is_date_text(text: str) -> bool:
 
 
 def is_email_text(text: str) -> bool:
-    """True for ``local@domain.tld``: one ``@``, an RFC 5322 "atom" local part, dot-separated
-    domain labels (letters, digits, inner hyphens) and a 2-63 letter top-level domain.
-
-    Surrounding whitespace is ignored; display names (``John <j@x.com>``) are text.
-    """
+    """True for ``local@domain.tld`` (an RFC 5322 "atom" local part, a 2-63 letter top-level
+    domain), surrounding whitespace ignored; display names (``John <j@x.com>``) are text."""
     return bool(_EMAIL.match(text.strip()))
 
 
@@ -270,15 +249,9 @@ IDENTIFIER_MAX_CHARS = 64
 
 
 def is_identifier_text(text: str) -> bool:
-    """True for an identifier or code: one token (no whitespace inside) that has a digit
-    (``SKU-1001``, ``A-1001``, ``abc123``, ``+1-555-0100``, a 128-character hash, however long)
-    or of at most 64 characters written in capitals (``USD``, ``EXW``, ``N/A``; 2+ characters,
-    ASCII letters, digits and ``_./#:-``).
-
-    Embedding similarity reads such strings as near-synonyms (``SKU-1001`` / ``SKU-1007`` 0.93;
-    two random 128-character hex tokens 0.84), so auto-detection scores them EXACT (issue 9;
-    docs/json.md "Strategies").
-    """
+    """True for one token with a digit (``SKU-1001``, a hash) or of at most 64 capitals (``USD``,
+    ``N/A``): embeddings read such strings as near-synonyms, so they are EXACT (issue 9;
+    docs/json.md "Strategies")."""
     s = text.strip()
     if not s or any(c.isspace() for c in s):
         return False
@@ -288,13 +261,8 @@ def is_identifier_text(text: str) -> bool:
 
 
 def detect_value_type(value: Any) -> ValueType:
-    """The spec's auto-detection type of a JSON value (Phase 3 "Strategy Resolution").
-
-    bool -> boolean; int/float -> number; list -> array; dict -> object; a string is number when
-    it writes a number (``is_number_text``), date (``is_date_text``), email (``is_email_text``),
-    identifier (``is_identifier_text``: a decision of issue 9, not in the spec), else text; null
-    values (``is_null``) -> null.
-    """
+    """The spec's auto-detection type of a JSON value (Phase 3 "Strategy Resolution"), a string by
+    what it writes (identifier: issue 9, not in the spec)."""
     if is_null(value):
         return "null"
     if isinstance(value, bool):
@@ -367,12 +335,8 @@ def _canonical_numbers(value: Any) -> Any:
 
 
 def canonical_text(value: Any) -> str:
-    """The text EXACT compares (before lower-casing) and FUZZY/SEMANTIC see for a non-string.
-
-    Strings as they are; booleans ``true``/``false``; numbers with integral floats written as
-    integers (``1.0`` -> ``1``); arrays and objects as key-sorted compact JSON (same number rule
-    inside); null as ``null``.
-    """
+    """The text EXACT compares (before lower-casing) and matchers see for a non-string: JSON, keys
+    sorted, compact, integral floats as integers (``1.0`` -> ``1``); strings as they are."""
     value = _canonical_numbers(value)
     if isinstance(value, str):
         return value
@@ -393,11 +357,8 @@ def _is_number(value: Any) -> bool:
 
 
 def number_of_text(text: str) -> int | float | None:
-    """The number a string writes when it is exactly a JSON number literal (``42``, ``-0``,
-    ``1.0``, ``1e3``; no spaces, no ``+``, no leading zeros, no thousands separators), read as a
-    JSON file's number is read: an integer exactly (also beyond 64 bits), a number with a
-    fraction or an exponent as the nearest double; None for any other string and for a literal
-    beyond the double range (``1e400``, which a JSON file may not hold either)."""
+    """The number a string writes when it is exactly a JSON number literal, read as a JSON file's
+    (integers exactly); None for any other string and beyond the double range (``1e400``)."""
     if _JSON_NUMBER.fullmatch(text) is None:
         return None
     if "." in text or "e" in text or "E" in text:
@@ -407,15 +368,8 @@ def number_of_text(text: str) -> int | float | None:
 
 
 def exact_match(output_value: Any, gt_value: Any) -> bool:
-    """EXACT: ``canonical_text(gt).lower() == canonical_text(aio).lower()`` (spec Phase 3), where
-    a string facing a number is read as the number it writes when it is a JSON number literal
-    (``number_of_text``).
-
-    So numbers are equal when their values are (``1`` equals ``1.0`` and ``1e20`` equals
-    ``100000000000000000000``; integers exact at any size), a number equals a string writing the
-    same number (``1.0`` equals ``"1"``, ``"1.0"`` and ``"1e0"``), two strings compare as text
-    (``"1.0"`` and ``"1"`` differ), ``true`` equals ``"true"``; no trimming, no tolerance.
-    """
+    """EXACT: ``canonical_text(gt).lower() == canonical_text(aio).lower()`` (spec Phase 3), a string
+    facing a number read as the JSON number literal it writes (docs/json.md "Strategies")."""
     t = output_value.__class__
     if t is gt_value.__class__:  # the common case without building texts (same answers)
         if t is str:
@@ -436,18 +390,9 @@ def exact_match(output_value: Any, gt_value: Any) -> bool:
 # --- flattening (beyond the spec: --flatten) -------------------------------------------------
 
 
-def _is_empty_container(value: Any) -> bool:
-    return isinstance(value, Mapping | list | tuple) and len(value) == 0
-
-
 def flatten(value: Mapping[str, Any]) -> dict[str, Any]:
-    """Nested objects to dotted paths: ``{"address": {"city": x}, "items": [{"sku": y}]}`` ->
-    ``{"address.city": x, "items[0].sku": y}``.
-
-    Leaves are scalars, nulls and empty arrays/objects (so an empty container is still a key).
-    Keys are joined as they are; if two paths collide (a key containing ``.`` or ``[``), the first
-    wins and a warning goes to the ``fieldcheck`` logger. Empty input gives ``{}``.
-    """
+    """Nested values to dotted paths (``{"a": {"b": x}, "c": [y]}`` -> ``{"a.b": x, "c[0]": y}``),
+    empty containers kept as leaves; of two colliding paths the first wins, with a warning."""
     return _flatten(value)[0]
 
 
@@ -456,16 +401,9 @@ def flatten(value: Mapping[str, Any]) -> dict[str, Any]:
 _SHORT_PATH = 1024
 
 
-def _path_key(path: str) -> str | bytes:
-    """How a subtree path is remembered: itself when short, else its digest (see ``_SHORT_PATH``)."""
-    if len(path) <= _SHORT_PATH:
-        return path
-    return hashlib.sha256(path.encode("utf-8", "surrogatepass")).digest()
-
-
 class _Path:
-    """A path being walked: its parts (joined once, at a leaf) and its ``_path_key`` so far,
-    the text while short, then a running SHA-256 extended by each part (no prefix is copied)."""
+    """A path being walked: its parts (joined once, at a leaf) and its key so far, the text while
+    short (``_SHORT_PATH``), then a running SHA-256 extended by each part (no prefix is copied)."""
 
     __slots__ = ("digest", "parts", "text")
 
@@ -505,13 +443,8 @@ class _Path:
 
 
 def _flatten(value: Mapping[str, Any]) -> tuple[dict[str, Any], set[str | bytes]]:
-    """``flatten`` plus the ``_path_key`` of every non-empty array/object it went through.
-
-    The subtrees are recorded while walking, not re-derived by splitting paths at ``.`` and ``[``:
-    a key that itself holds dots is not a subtree, and a long key costs its length once, not once
-    per dot (a 40 KB key of dots took 400 MB that way). Paths are built from parts joined once at
-    a leaf, so a deep chain of long keys costs its total length, not its length times its depth.
-    """
+    """``flatten`` plus the ``_Path`` key of every non-empty container walked through, recorded
+    while walking: a key holding dots is no subtree, and a long key costs its length once."""
     out: dict[str, Any] = {}
     subtrees: set[str | bytes] = set()
 
@@ -550,7 +483,10 @@ def flatten_pair(
         return {
             p: v
             for p, v in flat.items()
-            if not ((is_null(v) or _is_empty_container(v)) and _path_key(p) in subtrees)
+            if not (
+                (is_null(v) or (isinstance(v, Mapping | list | tuple) and not v))
+                and _Path(p).key() in subtrees
+            )
         }
 
     return prune(flat_out, gt_subtrees), prune(flat_gt, out_subtrees)

@@ -1,12 +1,6 @@
-"""Slot extraction counts and metrics (slot spec "How Metrics Are Computed", §1-9, 14-15).
-
-``score_session`` counts one session's slots per topic into running ``TopicTally``s; every metric
-is a function of counts summed over sessions, so a bootstrap resample is only a re-sum. The
-ratio metrics (these and ``_stats``' precision, recall and F1) take numbers or numpy arrays of
-resample totals alike: the point estimates and the intervals come from the same functions. Pure functions, no I/O, no model calls: value matches and
-judge scores come in precomputed. Each metric looks up the ones it is made of when called, so a
-replaced metric function changes every output that uses it.
-"""
+"""Slot extraction counts and metrics (slot spec "How Metrics Are Computed", §1-9, 14-15), each of
+counts summed over sessions or of arrays of bootstrap resample totals alike, and looking up the
+metrics it is made of when called (a replaced one changes every output that uses it)."""
 
 from __future__ import annotations
 
@@ -76,11 +70,8 @@ columns ``SESSION_FIELDS``)."""
 
 @dataclass(frozen=True, slots=True)
 class SlotCounts:
-    """Sufficient statistics of slot extraction, and each metric of the benchmark from them.
-
-    ``judge_count`` counts the gold slots that carry a judge score (a missed slot counts with 0);
-    it stays 0 when no judge was used, so the judge score is then absent, never 0.
-    """
+    """Sufficient statistics of slot extraction and each metric from them; ``judge_count`` stays 0
+    without a judge, so the judge score is then absent, never 0."""
 
     tp: int = 0
     fp: int = 0
@@ -136,9 +127,8 @@ class SlotCounts:
 
 
 class TopicTally:
-    """Running counts of one topic (``TALLY_FIELDS``), mergeable; the BLEU-1 and judge sums are
-    kept exact, so they do not depend on the order sessions come in. Their values wait in
-    ``bleu_values`` and ``judge_values`` until ``settle`` (one exact sum per batch is cheaper)."""
+    """Running counts of one topic (``TALLY_FIELDS``), mergeable, with exact BLEU-1 and judge
+    sums (order-independent) whose values wait in ``*_values`` until ``settle``."""
 
     __slots__ = ("bleu", "bleu_values", "counts", "judge", "judge_values")
 
@@ -183,8 +173,7 @@ def pooled(topics: Iterable[TopicTally], sessions: int = 0) -> SlotCounts:
 
 
 def slot_values(values: Sequence[str]) -> tuple[str, ...]:
-    """The values that say something: blank strings (``""``, ``"  "``) are no value, so a slot
-    "has a value" only with a non-blank one (issue: "any non-empty value"). ``()`` for none."""
+    """The non-blank values: a slot "has a value" only with one ("any non-empty value")."""
     return tuple(v for v in values if v.strip())
 
 
@@ -224,13 +213,12 @@ def score_slot(prediction: Sequence[str], reference: Sequence[str]) -> SlotScore
 
 
 MEMO_LIMIT = 32_768
-"""Distinct value lists (and pairs) a ``SlotMemo`` remembers; it starts afresh past it, so its
-memory is bounded whatever the input."""
+"""Distinct value lists (and pairs) a ``SlotMemo`` remembers before it starts afresh."""
 
 
 class SlotMemo:
-    """``score_slot`` and how many values say something, remembered per distinct value lists:
-    sessions repeat values, so most slots are a lookup. The numbers are ``score_slot``'s."""
+    """``score_slot`` and ``slot_values`` counts remembered per distinct value lists: sessions
+    repeat values, so most slots are a lookup."""
 
     def __init__(self) -> None:
         self.pairs: dict[tuple[tuple[str, ...], tuple[str, ...]], SlotScore | None] = {}
@@ -267,18 +255,9 @@ def score_session(
     judge_scores: Mapping[SlotKey, float] | None = None,
     memo: SlotMemo | None = None,
 ) -> tuple[int, int, int, int, int, int, int, int]:
-    """Count one session's slots into ``topics`` (a tally per topic, added as met) and return the
-    session's ``SESSION_FIELDS`` (slot spec "True Positives (TP), False Positives (FP), ...").
-
-    A gold slot (a reference slot with at least one non-blank value, see ``slot_values``) is a
-    TP when the prediction has a value for it, else an FN. With ``value_matches`` (``--tp
-    exact|fuzzy|semantic``) a predicted gold slot is a TP only when ``value_matches[key]`` is
-    true; a present-but-wrong slot is then an FP (a wrong value was asserted) and an FN (the gold
-    value was missed). A predicted slot with values that is not a gold slot is an FP and an extra
-    slot, its values extra values. ``judge_scores`` (when given) scores predicted gold slots; a
-    missed slot adds 0, a predicted slot without a score is counted in ``judge_missing`` and
-    left out of the mean. ``memo`` shares ``score_slot``'s results between sessions.
-    """
+    """Count one session's slots into ``topics`` (a tally per topic) and return its
+    ``SESSION_FIELDS`` (slot spec "True Positives (TP), False Positives (FP), ..."; with
+    ``value_matches`` a present-but-wrong slot is an FP and an FN: docs/slots.md)."""
     if memo is None:
         memo = SlotMemo()
     stats, count = memo.slot, memo.count

@@ -1,12 +1,11 @@
-"""Shared statistics: P/R/F1 from counts, latency summaries, seeded bootstrap intervals.
-
-Pure functions, no I/O. Full precision; round only when printing.
-"""
+"""Shared statistics, pure and at full precision: P/R/F1 from counts, latency summaries, seeded
+bootstrap intervals."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
+from statistics import median as _median
 from typing import NamedTuple, TypeVar
 
 import numpy as np
@@ -66,11 +65,7 @@ def median(values: Sequence[float]) -> float:
     """Middle value; mean of the two middle values for an even count (slot spec §11)."""
     if not values:
         raise ValueError("median of no values")
-    ordered = sorted(values)
-    mid = len(ordered) // 2
-    if len(ordered) % 2:
-        return ordered[mid]
-    return (ordered[mid - 1] + ordered[mid]) / 2
+    return _median(values)
 
 
 def latency_stats(seconds: Sequence[float]) -> LatencyStats | None:
@@ -88,10 +83,8 @@ def latency_stats(seconds: Sequence[float]) -> LatencyStats | None:
 
 
 class Interval(BaseModel):
-    """A bootstrap percentile interval around a point estimate.
-
-    ``resamples`` is how many resamples the percentiles are taken over: those ``drawn`` less the
-    ones that held no item of the statistic's group (``percentile_interval``)."""
+    """A bootstrap percentile interval around a point estimate; ``resamples``: those ``drawn``
+    less the ones that held no item of the statistic's group (``percentile_interval``)."""
 
     estimate: float
     low: float
@@ -114,32 +107,23 @@ def safe_div_array(numerator: np.ndarray, denominator: np.ndarray, zero: float =
 
 
 def ratio_array(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
-    """Element-wise ``numerator / denominator``, NaN where the denominator is 0: for a bootstrap
-    statistic, a resample that drew no item it is a ratio over has no value, and
-    ``percentile_interval`` leaves it out (where ``safe_div_array`` would score it 0)."""
+    """Element-wise ``numerator / denominator``, NaN where the denominator is 0: a resample that
+    drew no item has no value, and ``percentile_interval`` leaves it out."""
     return safe_div_array(numerator, denominator, np.nan)
 
 
 def _draw_counts(rng: np.random.Generator, n: int, size: int) -> np.ndarray:
-    """``size`` resamples of ``n`` units drawn with replacement, as counts per unit (float): each
-    row a multinomial(n, 1/n) draw, 5x faster than ``Generator.multinomial`` (decisions.md); the
-    same draws split into consecutive calls give the same counts."""
+    """``size`` multinomial(n, 1/n) resamples of ``n`` units as counts per unit (float), drawn as
+    unit indices: 5x faster than ``Generator.multinomial`` (decisions.md)."""
     picks = rng.integers(0, n, size=(size, n))
     picks += np.arange(0, size * n, n)[:, None]
     return np.bincount(picks.ravel(), minlength=size * n).reshape(size, n).astype(float)
 
 
 def percentile_interval(values: np.ndarray, estimate: float, level: float) -> Interval | None:
-    """The percentile interval of one statistic's resampled ``values``, one per resample drawn.
-
-    Every bootstrap of fieldcheck ends here. A NaN value is a resample that held no item of the
-    statistic's group (no conversation scored at that turn position, no counted record, no
-    session: it says nothing about the group) and is left out: the percentiles are taken over
-    the k kept values, sorted, at ``floor(a * (k - 1))`` and ``ceil((1 - a) * (k - 1))``,
-    a = (1 - level) / 2; ``resamples`` is k, ``drawn`` the values given. Below 1 / a kept
-    values (40 at 95%) these are the lowest and the highest kept value. ``None`` when no
-    resample is kept.
-    """
+    """The interval of every bootstrap: the k non-NaN ``values`` sorted, at ``floor(a * (k - 1))``
+    and ``ceil((1 - a) * (k - 1))``, a = (1 - level) / 2 (a NaN resample held no item of the group:
+    decisions.md). ``None`` when no resample is kept."""
     values = np.asarray(values, dtype=float).reshape(-1)
     ordered = np.sort(values[~np.isnan(values)])
     kept = len(ordered)
@@ -157,12 +141,8 @@ def percentile_interval(values: np.ndarray, estimate: float, level: float) -> In
 
 
 class ExactSum:
-    """A running sum of floats that ends exactly where ``math.fsum`` of all of them would.
-
-    The state is a few non-overlapping partials whose exact total is the exact sum so far (each
-    ``add`` compresses them with ``math.fsum`` and its exact residuals), so a stream summed in any
-    chunks gives the same, correctly rounded, total as one ``math.fsum`` over everything.
-    """
+    """A running sum of floats, in any chunks, that ends exactly where one ``math.fsum`` of all
+    of them would: its state is non-overlapping partials whose exact total is the sum so far."""
 
     __slots__ = ("partials",)
 
@@ -213,9 +193,8 @@ def value_classes(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def class_weights(rng: np.random.Generator, resamples: int, counts: np.ndarray) -> np.ndarray:
-    """(resamples, classes) Poisson bootstrap weights of value classes: a class of ``c`` records
-    is drawn Poisson(c), the sum of its records' independent Poisson(1) weights; first 16-bit
-    draws through the Poisson(1) table for the classes of one record, then ``rng.poisson``."""
+    """(resamples, classes) Poisson bootstrap weights, a class of ``c`` records drawn Poisson(c):
+    16-bit draws through the Poisson(1) table for classes of one record, then ``rng.poisson``."""
     counts = np.asarray(counts, dtype=np.int64)
     single = counts == 1
     weights = np.empty((resamples, len(counts)))
@@ -230,14 +209,8 @@ def class_weights(rng: np.random.Generator, resamples: int, counts: np.ndarray) 
 
 
 class MeansBootstrap:
-    """Streaming percentile bootstrap of the means of several per-unit values (Poisson(1)).
-
-    ``add`` takes the next units' values (rows, one column per name, NaN: left out of that mean);
-    units are buffered up to a block of BOOTSTRAP_BLOCK and folded in with that block's weights
-    (one Poisson weight per distinct row of the block, ``class_weights``),
-    so memory is one block whatever the number of units, and the intervals are the same however
-    the units were split into ``add`` calls.
-    """
+    """Streaming Poisson(1) percentile bootstrap of the means of per-unit values (NaN: left out
+    of that mean), folded a BOOTSTRAP_BLOCK at a time: memory one block, however it was added."""
 
     def __init__(
         self, names: Sequence[str], *, resamples: int = 1000, level: float = 0.95, seed: int = 0
@@ -293,9 +266,8 @@ class MeansBootstrap:
         self._filled = 0
 
     def intervals(self) -> dict[str, Interval]:
-        """95% (``level``) percentile intervals of each mean with at least one counted unit; a
-        resample whose weights count no unit of a name is left out of that name's percentiles.
-        None for no units or ``resamples < 1``."""
+        """The ``level`` percentile interval of each mean with a counted unit; a resample that
+        counts no unit of a name is left out of its percentiles."""
         self._fold()
         out: dict[str, Interval] = {}
         if self.resamples < 1:
@@ -312,11 +284,8 @@ class MeansBootstrap:
 
 
 class TotalsGroup(NamedTuple):
-    """Per-unit sufficient statistics of some of the units, for :func:`bootstrap_groups_ci`.
-
-    ``rows[j]`` is the count vector of unit ``units[j]`` (an index below ``n``); a unit not listed
-    adds nothing to this group's totals. Each statistic maps an (m, k) array of totals to m values.
-    """
+    """Count vectors ``rows[j]`` of units ``units[j]`` (others add nothing) and statistics, each of
+    an (m, k) array of totals to m values, for :func:`bootstrap_groups_ci`."""
 
     units: Sequence[int]
     rows: Sequence[Sequence[float]]
@@ -332,17 +301,9 @@ def bootstrap_groups_ci(
     seed: int = 0,
     max_cells: int = 2_000_000,
 ) -> dict[str, Interval] | None:
-    """Percentile bootstrap intervals of statistics of summed per-unit counts (sacrebleu's way)
-    for several groups of the same ``n`` units (all units; the units of each turn position),
-    every group resampled by the same seeded multinomial draws of units (``_draw_counts``).
-
-    The resample weights are drawn ``max_cells // n`` resamples at a time, so memory stays at about ``max_cells`` weights plus
-    ``resamples`` values per statistic, whatever ``n``. The estimate is the statistic of the full
-    totals. A statistic is NaN on a resample that drew no item of its group (``ratio_array``):
-    that resample is left out of its interval (``Interval.resamples`` counts those kept), and a
-    statistic with none kept has no interval. Statistic names must be unique across groups.
-    ``None`` for ``n < 1`` or ``resamples < 1``.
-    """
+    """Percentile intervals of statistics of summed per-unit counts (sacrebleu's way) for groups of
+    the same ``n`` units, all resampled by the same seeded multinomial draws, ``max_cells`` weights
+    at a time. ``None`` for ``n < 1`` or ``resamples < 1``."""
     if n < 1 or resamples < 1:
         return None
     # a group of every unit in order is multiplied without copying the weights' columns
@@ -377,12 +338,8 @@ def bootstrap_groups_ci(
 
 
 class RowClasses:
-    """Distinct integer rows of per-unit sufficient statistics, each with how many units it
-    stands for, folded as units arrive: memory grows with the distinct rows, not the units.
-
-    ``classes()`` gives them in one order whatever order and chunks the units came in, so a
-    bootstrap drawn over the classes depends only on the multiset of rows.
-    """
+    """Distinct integer rows of per-unit statistics with how many units each stands for, in one
+    order whatever the units' order and chunks: memory grows with the distinct rows."""
 
     def __init__(self, width: int) -> None:
         self.width = width
@@ -440,11 +397,8 @@ class RowClasses:
 def _class_totals(
     rows: np.ndarray, counts: np.ndarray, *, resamples: int, seed: int, stream: int
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(totals, mass) of ``resamples`` Poisson bootstrap resamples of the units behind the
-    classes: a class of ``c`` units weighs Poisson(c) (``class_weights``), so a total has the
-    per-unit Poisson(1) bootstrap's distribution; classes go BOOTSTRAP_BLOCK at a time, block b
-    drawn from a generator seeded by (seed, stream, b). ``mass`` is each resample's number of
-    units drawn (0: an empty resample)."""
+    """(totals, units drawn) of ``resamples`` Poisson bootstrap resamples over the classes
+    (``class_weights``), block b of BOOTSTRAP_BLOCK classes seeded by (seed, stream, b)."""
     width = rows.shape[1]
     totals = np.zeros((resamples, width))
     mass = np.zeros(resamples)
@@ -469,11 +423,8 @@ def bootstrap_classes_ci(
     stream: int = 0,
 ) -> dict[str, Interval] | None:
     """Percentile intervals of statistics of summed per-unit counts by the Poisson bootstrap over
-    ``classes`` (each statistic maps an (m, width) array of totals to m values): its cost and
-    memory grow with the distinct rows, not the units, and the result depends only on the
-    multiset of rows and (seed, stream). A resample that draws no unit is left out
-    (``percentile_interval``; ``Interval.resamples`` counts the others). ``None`` for no units
-    or ``resamples < 1``."""
+    ``classes``, empty resamples left out; it depends only on the multiset of rows and (seed,
+    stream). ``None`` for no units or ``resamples < 1``."""
     if classes.units == 0 or resamples < 1:
         return None
     rows, counts = classes.classes()
@@ -497,12 +448,9 @@ def paired_bootstrap_classes_pvalue(
     seed: int = 0,
     stream: int = 0,
 ) -> float | None:
-    """Two-sided paired bootstrap p-value that ``statistic`` differs between systems A and B,
-    over classes of joined rows (A's ``width`` columns, then B's) of the units both scored
-    (a ``RowClasses``, or ``(rows, counts)`` as ``value_classes`` gives them): resampled deltas
-    centred on the observed one (Koehn 2004; sacrebleu's paired bootstrap), +1 smoothing, with
-    ``bootstrap_classes_ci``'s Poisson draws; empty resamples are left out. ``None`` for no
-    units or ``resamples < 1``."""
+    """Two-sided paired bootstrap p-value (Koehn 2004, +1 smoothing) that ``statistic`` differs
+    between A's ``width`` columns and B's, over classes of joined rows (``bootstrap_classes_ci``'s
+    draws). ``None`` for no units or ``resamples < 1``."""
     rows, counts = classes.classes() if isinstance(classes, RowClasses) else classes
     if not int(np.sum(counts)) or resamples < 1:
         return None
@@ -536,14 +484,9 @@ def paired_bootstrap_test(
     seed: int = 0,
     stream: int = 0,
 ) -> PairedTest | None:
-    """The paired test of ``statistic`` (of summed per-unit rows, float) between systems A and
-    B, row i of ``units_a`` and ``units_b`` being the same unit (an item both scored), or
-    ``counts[i]`` units alike: the units grouped into classes of equal joined rows sorted by
-    their bytes (as int64 when every value is a whole number, in ``RowClasses``' order, so a
-    scorer's own test over its ``RowClasses`` with the same seed and stream gives the same
-    p-value), the draws depending only on (seed, stream, class) and the result, estimates
-    included, on the multiset of pairs, not their order (``paired_bootstrap_classes_pvalue``).
-    ``None`` for no units."""
+    """The paired test of ``statistic`` between A and B, row i of ``units_a`` and ``units_b`` the
+    same unit (``counts[i]`` units), over classes in ``RowClasses``' order (whole numbers as int64,
+    so a scorer's own test agrees); it depends only on the multiset of pairs. ``None`` for none."""
     joined = np.ascontiguousarray(np.hstack([units_a, units_b]), dtype=float)
     weights = np.ones(len(joined)) if counts is None else np.asarray(counts, dtype=float)
     if not len(joined) or not weights.sum():

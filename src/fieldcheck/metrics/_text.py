@@ -1,7 +1,5 @@
-"""Text normalisation and token metrics of the slot benchmark: canonicalize, token overlap, BLEU-1.
-
-Pure functions, no I/O (slot spec §4 "Normalization", §6-9 "Token-Level Metrics").
-"""
+"""Text normalisation and token metrics of the slot benchmark, pure: canonicalize, token overlap,
+BLEU-1 (slot spec §4 "Normalization", §6-9 "Token-Level Metrics")."""
 
 from __future__ import annotations
 
@@ -14,9 +12,7 @@ from dataclasses import dataclass
 
 CANONICALIZE_VERSION = "canon-v1"
 
-# The spec names these two patterns without showing them (slot spec §4):
-# NON_ASCII_RE drops every character outside 7-bit ASCII (after accents are folded, see below);
-# PUNCT_RE matches every ASCII character that is neither a letter, a digit nor whitespace.
+# the spec names these two patterns without showing them (slot spec §4; docs/slots.md)
 NON_ASCII_RE = re.compile(r"[^\x00-\x7f]")
 PUNCT_RE = re.compile(r"[^A-Za-z0-9\s]")
 _SPACE_RE = re.compile(r"\s+")
@@ -31,14 +27,9 @@ def _fold_accents(value: str) -> str:
 
 
 def canonicalize(value: str) -> str:
-    """Normalise a slot value for comparison (slot spec §4 ``canonicalize``); returns ``str``.
-
-    The spec's steps in the spec's order: drop non-ASCII, ``_`` to space, collapse whitespace,
-    punctuation to space, lowercase and trim. Two decisions (docs/decisions.md): accents are
-    folded before non-ASCII is dropped ("Zoë" -> "zoe", not "zo"), and whitespace is collapsed
-    once more at the end, because punctuation removed after the first collapse would leave a
-    double space ("reading, hiking" -> "reading hiking", not "reading  hiking"). Empty in, empty out.
-    """
+    """A slot value normalised for comparison by the spec's steps in its order (slot spec §4
+    ``canonicalize``), accents folded first and whitespace collapsed again last (docs/slots.md).
+    Empty in, empty out."""
     text = NON_ASCII_RE.sub("", _fold_accents(value))
     text = text.replace("_", " ")
     text = _SPACE_RE.sub(" ", text)
@@ -59,11 +50,8 @@ def tokenize_values(values: Sequence[str]) -> list[str]:
 
 @dataclass(frozen=True, slots=True)
 class TokenOverlap:
-    """Token counts of one prediction against one reference (slot spec §6-7).
-
-    ``matched`` is the multiset overlap ``Counter(pred) & Counter(ref)``; precision is
-    ``matched / predicted`` and recall ``matched / reference`` once summed over slots.
-    """
+    """Token counts of one prediction against one reference (slot spec §6-7): ``matched`` is the
+    multiset overlap, precision ``matched / predicted`` and recall ``matched / reference``."""
 
     matched: int
     predicted: int
@@ -79,12 +67,8 @@ def token_overlap(
 
 
 def bleu1_score(prediction_tokens: Sequence[str], reference_tokens: Sequence[str]) -> float:
-    """BLEU-1: clipped unigram precision times the brevity penalty (slot spec §9). Range [0, 1].
-
-    An empty prediction scores 0.0. The brevity penalty is ``exp(1 - ref_len / pred_len)`` when
-    the prediction is not longer than the reference, else 1 (``pred_len``/``ref_len`` are the
-    token counts the spec's code leaves undefined).
-    """
+    """BLEU-1: clipped unigram precision times the brevity penalty ``exp(1 - ref_len / pred_len)``
+    when not longer than the reference (slot spec §9). Range [0, 1]; an empty prediction is 0.0."""
     if not prediction_tokens:
         return 0.0
     overlap = sum((Counter(prediction_tokens) & Counter(reference_tokens)).values())
