@@ -1,8 +1,6 @@
-"""Loading ConvFinQA files (the derived ``{"dev": [...]}`` format and the original list format).
-
-A bad record is reported as ``file: record <id>: field '<field>': reason (got value)`` and skipped;
-the rest of the file still loads. A gold program that does not parse keeps its record (the
-turn simply has no gold operations) and is reported the same way.
+"""Loading ConvFinQA files (the derived ``{"dev": [...]}`` format and the original list format):
+a bad record is one InputError naming file, record and field, and skipped; a gold program that
+does not parse is reported the same way, its record kept (docs/numeric.md, "Inputs").
 """
 
 from __future__ import annotations
@@ -64,9 +62,7 @@ class LoadResult(BaseModel):
     def conversation_ids(self) -> list[str]:
         """The kept conversations' ids, in order (without reading the records again)."""
         found = self.conversations
-        if isinstance(found, StoredConversations):
-            return found.ids
-        return [c.id for c in found]
+        return found.ids if isinstance(found, StoredConversations) else [c.id for c in found]
 
     def turn_counts(self) -> dict[str, int]:
         """Each kept conversation's number of turns."""
@@ -80,7 +76,7 @@ class LoadResult(BaseModel):
         found = self.conversations
         if isinstance(found, StoredConversations):
             return found.no_gold
-        return sum(1 for c in found for t in c.turns if t.executed_answer is None)
+        return sum(t.executed_answer is None for c in found for t in c.turns)
 
 
 def load_convfinqa(
@@ -90,19 +86,12 @@ def load_convfinqa(
     sample_size: int | None = None,
     seed: int | None = None,
 ) -> LoadResult:
-    """Load a ConvFinQA file of either format into Conversation records.
-
-    Derived format: ``split`` picks the key (default ``"dev"``, or the only key); an unknown split
-    raises InputError listing the ones present. Original format (a list): the file is one split,
-    ``split`` only labels it (default ``"dev"``). ``sample_size`` keeps the first N records, or with
-    ``seed`` a seeded random N (kept in file order). Raises InputError if the file is unreadable
-    or of neither shape.
-
-    The file is read one record at a time (issue 10): every record is checked now (so ``errors``
-    is complete), and ``conversations`` reads the kept ones again from the file when iterated
-    (``StoredConversations``), so memory does not grow with the file. A file this reader cannot
-    follow (a syntax error, a record near the depth limit) is read whole, as before.
-    """
+    """A ConvFinQA file of either format as Conversation records: ``split`` picks the derived
+    format's key (default ``"dev"``, or the only one) and labels an original file; ``sample_size``
+    keeps the first N records, with ``seed`` a seeded random N in file order. InputError if the
+    file is unreadable, of neither shape, or lacks the split. Issue 10: every record is checked
+    now, the kept ones read again from the file when iterated (``StoredConversations``); a file
+    ``_scan`` cannot follow (a syntax error, a record near the depth limit) is read whole."""
     file = Path(path)
     try:
         found = _scan.shape(file)
@@ -180,14 +169,13 @@ def _load_records(
     *,
     stored: StoredConversations | None,
 ) -> LoadResult:
-    """Check every selected record (index, record, its offset and length in the file) in file
-    order; keep the conversations (or, with ``stored``, where they are in the file) and one
-    InputError per problem."""
+    """Check every selected record (index, record, its offset and length in the file); keep the
+    conversations (with ``stored``: where they are in the file) and one InputError per problem."""
     conversations: list[Conversation] = []
     errors = ErrorList()
     seen: set[str] = set()
     all_ids: set[str] = set()
-    convert = _from_derived if fmt == "derived" else _from_original
+    convert = _READERS[fmt]
     for i, record, start, size in raw:
         all_ids.add(_record_id(record, i))
         if i not in selected:
@@ -225,8 +213,7 @@ def _load_records(
 
 
 class PlainTurn(NamedTuple):
-    """A turn as the loader reads it (``Turn``'s values, ``index`` as ``turn_index``): what
-    scoring reads of a turn."""
+    """A turn as the loader reads it for scoring (``Turn``'s values, ``index`` as ``turn_index``)."""
 
     turn_index: int
     question: str
@@ -272,9 +259,8 @@ def conversation_model(plain: PlainConversation, split: str, fmt: SourceFormat) 
 
 
 class StoredConversations(Sequence[Conversation]):
-    """The kept conversations of a file, read again from it (one record at a time) whenever they
-    are needed: their record numbers, byte spans, ids and turn counts are kept, not the
-    records."""
+    """The kept conversations of a file, read again from it one record at a time when needed:
+    their record numbers, byte spans, ids and turn counts are kept, not the records."""
 
     def __init__(self, file: Path, fmt: SourceFormat, split: str) -> None:
         self.file = file
@@ -329,8 +315,7 @@ def read_record(
 ) -> tuple[PlainConversation, list[InputError]]:
     """A record of a file of format ``fmt`` (its JSON text, at ``index``) read as the loader
     read it, its gold programs' operations put in ``operations``."""
-    convert = _from_derived if fmt == "derived" else _from_original
-    return convert(orjson.loads(text), index=index, file=file, operations=operations)
+    return _READERS[fmt](orjson.loads(text), index=index, file=file, operations=operations)
 
 
 def _choose_split(data: Mapping[str, Any], split: str | None, file: Path) -> str:
@@ -406,9 +391,8 @@ def _from_derived(
     file: Path,
     operations: dict[str, tuple[str, ...] | None],
 ) -> tuple[PlainConversation, list[InputError]]:
-    """A derived-format record checked and read as plain data (the one reader of the format:
-    the loader checks every record with it, scoring reads them again with it), and its
-    warnings. Raises InputError naming the record and field of its first problem."""
+    """A derived-format record checked and read as plain data, and its warnings (the loader and
+    scoring both read with it); InputError naming the record and field of its first problem."""
     rid, record = _record_start(record, index, file)
     doc = _require(record, "doc", Mapping, file=file, record=rid, field="doc")
     columns = _require(doc, "table", Mapping, file=file, record=rid, field="doc.table")
@@ -565,26 +549,19 @@ def _turn_list(
     obj: Mapping[str, Any], key: str, n: int, *, file: Path, record: str, prefix: str
 ) -> list[Any] | None:
     """``obj[key]``, a list of ``n`` entries (one per turn); ``None`` when the key is absent."""
-    field = f"{prefix}.{key}"
     if key not in obj:
         return None
     value = obj[key]
-    if not isinstance(value, list):
-        raise InputError(
-            "expected a list (one entry per turn)",
-            file=file,
-            record=record,
-            field=field,
-            value=value,
-        )
-    if len(value) != n:
-        raise InputError(
-            f"has {len(value)} entries but the dialogue has {n} questions",
-            file=file,
-            record=record,
-            field=field,
-        )
-    return value
+    if isinstance(value, list) and len(value) == n:
+        return value
+    listed = isinstance(value, list)
+    reason = (
+        f"has {len(value)} entries but the dialogue has {n} questions"
+        if listed
+        else "expected a list (one entry per turn)"
+    )
+    field = f"{prefix}.{key}"
+    raise InputError(reason, file=file, record=record, field=field, value=... if listed else value)
 
 
 def _table_from_rows(
@@ -675,3 +652,6 @@ def _derive_features(
             cell_number(cell) is None for cells in table.values() for cell in cells.values()
         ),
     }
+
+
+_READERS = {"derived": _from_derived, "original": _from_original}

@@ -10,12 +10,8 @@ SourceFormat = Literal["derived", "original"]
 
 
 class Document(BaseModel):
-    """The report page: text before and after the table, and the table itself.
-
-    ``table`` maps ROW name -> column name -> cell (a number, or text such as ``"nm"``), so the
-    ``table_*`` operations read one row. The derived format stores columns first; the loader
-    turns it around. Duplicate column names are told apart with `` (1)``, `` (2)`` suffixes.
-    """
+    """The report page: text before and after the table; ``table`` maps ROW -> column -> cell (a
+    number, or text such as ``"nm"``) so ``table_*`` operations read one row (docs/numeric.md)."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -36,11 +32,8 @@ class Features(BaseModel):
 
 
 class Turn(BaseModel):
-    """One question of a conversation with its gold program and answer.
-
-    ``executed_answer`` is the gold (a float, percentages as fractions, or ``"yes"``/``"no"``);
-    ``None`` when the file has no answers (the private test set).
-    """
+    """One question with its gold program and ``executed_answer`` (a float, percentages as
+    fractions, or ``"yes"``/``"no"``; ``None`` when the file has none: the private test set)."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -63,3 +56,8 @@ class Conversation(BaseModel):
     doc: Document
     turns: tuple[Turn, ...]
     features: Features
+
+
+def turn_key(conversation: str, turn: int) -> str:
+    """A turn's item key (``<conversation id>#<turn>``), as the agent stores it."""
+    return f"{conversation}#{turn}"

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from fieldcheck._util.jsonio import dumps
+from fieldcheck.numeric._records import turn_key
 from fieldcheck.reports import table_block, text_block, tone, values_block
 
 MATCHES = (
@@ -30,11 +31,6 @@ PLAN_COLUMNS = (
 )
 CHECK_COLUMNS = ("round", "check", "passed", "message")
 EARLIER_COLUMNS = ("turn", "question", "gold answer", "model's answer", "numerical match")
-
-
-def turn_key(conversation: str, turn: int) -> str:
-    """A turn's item key (``_agent.item_key``'s)."""
-    return f"{conversation}#{turn}"
 
 
 def earlier_keys(item: Mapping[str, Any]) -> list[str]:
