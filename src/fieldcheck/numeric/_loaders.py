@@ -95,29 +95,20 @@ def load_convfinqa(
     file = Path(path)
     try:
         found = _scan.shape(file)
-    except _scan.Broken:
-        return _load_whole(file, split=split, sample_size=sample_size, seed=seed)
-    if found.kind == "object":
-        chosen = _choose_split(found.members, split, file)
-        if found.members[chosen] is None:
-            # only the type name is shown: read that one value
-            return _load_whole(file, split=split, sample_size=sample_size, seed=seed)
-        fmt: SourceFormat = "derived"
-    else:
-        fmt, chosen = "original", split or DEFAULT_SPLIT
-    spans = found.spans[chosen if found.kind == "object" else ""]
-    total = len(spans) // 2
-    try:
-        return _load_records(
-            file,
-            fmt,
-            chosen,
-            total,
-            ((i, *read) for i, read in enumerate(_scan.read_spans(file, spans))),
-            _selected(total, sample_size, seed),
-            stored=StoredConversations(file, fmt, chosen),
-        )
-    except _scan.Broken:  # the file changed under us
+        if found.kind == "object":
+            chosen = _choose_split(found.members, split, file)
+            if found.members[chosen] is None:
+                raise _scan.Broken  # not an array: read whole, its error names the type
+            fmt: SourceFormat = "derived"
+        else:
+            fmt, chosen = "original", split or DEFAULT_SPLIT
+        spans = found.spans[chosen if found.kind == "object" else ""]
+        total = len(spans) // 2
+        records = ((i, *read) for i, read in enumerate(_scan.read_spans(file, spans)))
+        selected = _selected(total, sample_size, seed)
+        stored = StoredConversations(file, fmt, chosen)
+        return _load_records(file, fmt, chosen, total, records, selected, stored=stored)
+    except _scan.Broken:  # a file _scan cannot follow, or one that changed under us
         return _load_whole(file, split=split, sample_size=sample_size, seed=seed)
 
 
@@ -213,7 +204,8 @@ def _load_records(
 
 
 class PlainTurn(NamedTuple):
-    """A turn as the loader reads it for scoring (``Turn``'s values, ``index`` as ``turn_index``)."""
+    """A turn as the loader reads it for scoring (``Turn``'s values, ``index`` as
+    ``turn_index``)."""
 
     turn_index: int
     question: str
@@ -385,11 +377,7 @@ def _document(texts: Mapping[str, Any], table: dict[str, dict[str, float | str]]
 
 
 def _from_derived(
-    record: Any,
-    *,
-    index: int,
-    file: Path,
-    operations: dict[str, tuple[str, ...] | None],
+    record: Any, *, index: int, file: Path, operations: dict[str, tuple[str, ...] | None]
 ) -> tuple[PlainConversation, list[InputError]]:
     """A derived-format record checked and read as plain data, and its warnings (the loader and
     scoring both read with it); InputError naming the record and field of its first problem."""
@@ -459,11 +447,7 @@ def _given_features(
 
 
 def _from_original(
-    record: Any,
-    *,
-    index: int,
-    file: Path,
-    operations: dict[str, tuple[str, ...] | None],
+    record: Any, *, index: int, file: Path, operations: dict[str, tuple[str, ...] | None]
 ) -> tuple[PlainConversation, list[InputError]]:
     """An original-format record checked and read as plain data, and its warnings."""
     rid, record = _record_start(record, index, file)

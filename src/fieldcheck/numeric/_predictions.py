@@ -1,11 +1,5 @@
-"""The predictions JSONL format: one line per (conversation, turn), written by the agent under test.
-
-```
-{"conversation_id": "...", "turn": 0, "answer": "14.1%", "plan": {"steps": [...]} | null,
- "input_tokens": 812, "output_tokens": 64, "tokens_estimated": false, "latency_s": 1.9,
- "error": null | {"type": "...", "message": "..."},
- "validation": [{"check": "...", "passed": true, "message": "..."}]}
-```
+"""The predictions JSONL format: one line per (conversation, turn), written by the agent under test
+(its fields: docs/formats.md, "Predictions JSONL"; its rules: docs/numeric.md, "Inputs").
 """
 
 from __future__ import annotations
@@ -220,10 +214,9 @@ def line_values(value: Any) -> PredictionValues:
 
 
 class PredictionIndex(Mapping[tuple[str, int], Prediction]):
-    """Where each valid prediction line is in the file, by (conversation id, turn); a prediction
-    is read again (one line) when asked for, so memory holds four integers per line, not the
-    lines (issue 10); ``by_conversation`` has each conversation's (turn, line, offset, length)
-    entries, for scoring to read them again."""
+    """Where each valid prediction line is in the file, by (conversation id, turn): each
+    conversation's (turn, line, offset, length) in ``by_conversation``, read again when asked for
+    (issue 10: memory holds four integers per line, not the lines)."""
 
     _BIG = 32  # a conversation with more turns gets a turn -> position dict
 
@@ -321,9 +314,8 @@ class _Lines(Mapping[tuple[str, int], int]):
 
 
 class PredictionsResult(BaseModel):
-    """Predictions keyed by (conversation id, turn), and one InputError per bad line.
-
-    ``load_predictions`` gives a ``PredictionIndex`` (each line read again when asked for)."""
+    """Predictions keyed by (conversation id, turn) (from ``load_predictions``: a
+    ``PredictionIndex``), and one InputError per bad line."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
@@ -356,17 +348,9 @@ def warn_unknown_keys(result: PredictionsResult) -> None:
 
 
 def index_predictions(path: str | Path) -> PredictionsResult:
-    """Read a predictions JSONL file (a pure task: the scoring pool reads it while the dataset
-    is read, ``read_inputs``); a bad line (invalid JSON, not an object, a field of the wrong
-    type) or a duplicate becomes an InputError naming ``file:line``, the conversation id and the
-    field, and reading goes on. Spec: the predictions format of issue 5 (docs/formats.md).
-
-    Unknown top-level keys are ignored, counted in ``unknown_keys`` (``load_predictions`` warns
-    of each). A file where no line has an answer nor reports an error (say
-    ``"prediction"`` instead of ``"answer"``) gets one InputError for the whole file, after the
-    line errors (issue 9): a model that was never read does not pass as one that scores 0.
-    The valid lines are indexed (``PredictionIndex``), not kept.
-    """
+    """A predictions JSONL file indexed (a pure task, so the scoring pool can read it): a bad or
+    duplicate line is an InputError naming ``file:line``, record and field, and reading goes on;
+    unknown keys are counted; no line with an answer is one more (issue 9; docs/numeric.md)."""
     file = Path(path)
     index = PredictionIndex(file)
     errors = ErrorList()

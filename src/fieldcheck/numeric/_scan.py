@@ -1,11 +1,6 @@
-"""An incremental reader of a ConvFinQA file: the records of a top-level JSON array, or of one
-array member of a top-level object (the derived ``{"dev": [...]}`` format), one at a time with
-their byte offsets, so a dataset of any size is read in a window of a few kilobytes (issue 10).
-
-Each record is found with orjson itself: parsing a window that starts at the record stops with
-"unexpected content after document" at the record's end. Anything else (a syntax error, a record
-nested near the depth limit, a stray byte) raises ``Broken`` and the caller reads the file whole
-with ``read_json``, so its error names file, line and column exactly as before.
+"""The records of a ConvFinQA file's top-level array (or of its object's arrays) with their byte
+offsets, read in a window of a few kilobytes (issue 10): orjson ends each record ("unexpected
+content after document"); anything else raises ``Broken``, and the file is read whole instead.
 """
 
 from __future__ import annotations
@@ -125,10 +120,8 @@ class _Window:
 
 
 class Shape(NamedTuple):
-    """Where a file's records are: ``kind`` "array" (a top-level array, ``members`` empty) or
-    "object" (``members``: each key -> the offset of its value, ``None`` when not an array);
-    ``spans``: each array's elements (the top-level array's under ``""``) as (offset, length)
-    pairs, so that reading them again is one ``orjson.loads`` each."""
+    """Where a file's records are: ``kind`` "array" or "object" (``members``: each key -> its
+    array's offset, or ``None``); ``spans``: each array's (offset, length) pairs (top: ``""``)."""
 
     kind: str
     members: dict[str, int | None]
