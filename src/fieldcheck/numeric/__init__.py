@@ -1,7 +1,6 @@
 """ConvFinQA numeric QA (spec numeric-qa-evaluation.md): records, loaders, the agent and its
-validator, predictions, scoring, outputs; the pure metrics are ``fieldcheck.metrics``'. Names are
-imported on first use, so a process that needs one module does not load the agent.
-"""
+validator, predictions, scoring, outputs; the pure metrics are ``fieldcheck.metrics``. Names are
+imported on first use, so a process that needs one module does not load the agent."""
 
 from typing import TYPE_CHECKING
 

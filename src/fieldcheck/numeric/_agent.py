@@ -1,7 +1,6 @@
 """The ConvFinQA plan-and-execute agent: per turn the model writes a plan, the validator checks it
 (one repair round-trip when it fails), the safe program engine runs it (never eval). What the model
-sees and the error types: docs/numeric.md, "Running a model"; spec numeric-qa-evaluation.md.
-"""
+sees and the error types: docs/numeric.md, "Running a model"; spec numeric-qa-evaluation.md."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
 """Loading ConvFinQA files (the derived ``{"dev": [...]}`` format and the original list format):
 a bad record is one InputError naming file, record and field, and skipped; a gold program that
-does not parse is reported the same way, its record kept (docs/numeric.md, "Inputs").
-"""
+does not parse is reported the same way, its record kept (docs/numeric.md, "Inputs")."""
 
 from __future__ import annotations
 
@@ -507,18 +506,9 @@ def _read_turns(
             gold = float(gold)
         elif gold is not None and kind is not str:
             raise bad("answer is not a number or text", keys.executed, i, gold)
-        answer = answers[i] if answers is not None else None
-        split_flag = splits[i] if splits is not None else None
-        turns.append(
-            PlainTurn(
-                i,
-                question,
-                str(answer) if answer is not None else None,
-                program,
-                gold,
-                bool(split_flag) if split_flag is not None else None,
-            )
-        )
+        answer = None if answers is None or answers[i] is None else str(answers[i])
+        flag = None if splits is None or splits[i] is None else bool(splits[i])
+        turns.append(PlainTurn(i, question, answer, program, gold, flag))
     return turns, warnings
 
 

@@ -1,6 +1,5 @@
 """The predictions JSONL format: one line per (conversation, turn), written by the agent under test
-(its fields: docs/formats.md, "Predictions JSONL"; its rules: docs/numeric.md, "Inputs").
-"""
+(its fields: docs/formats.md, "Predictions JSONL"; its rules: docs/numeric.md, "Inputs")."""
 
 from __future__ import annotations
 

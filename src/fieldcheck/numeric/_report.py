@@ -1,7 +1,6 @@
 """report.md and report.html of a numeric QA run, with their plots (issue 9, "Reports and
 gating"), on the shared skeleton ``fieldcheck.reports``. Spec: numeric-qa-evaluation.md; what each
-section says and the rules of the readings: docs/numeric.md, "Report".
-"""
+section says and the rules of the readings: docs/numeric.md, "Report"."""
 
 from __future__ import annotations
 
@@ -51,6 +50,12 @@ FAILURE_MEANING = {
     "rounding": "the gold rounded to the prediction's decimals, or a soft match",
     "wrong": "none of the above",
 }
+# The spec's reading of a match type that exceeds numerical match (Analysis Workflow 1).
+EXCESS_CAUSES = (
+    ("unit_agnostic", "Unit-agnostic", "scaling issues (a percentage as a fraction, or 100x off)"),
+    ("sign_agnostic", "Sign-agnostic", "sign/direction confusion"),
+    ("general", "General match", "percentage points given for a fraction"),
+)
 WORST = 10
 # A reading comparing two rates is stated as a finding from this gap on (10 percentage points).
 READING_GAP = 0.1
@@ -253,15 +258,7 @@ def readings(result: NumericResult) -> list[str]:
     extra = result.tallies.extra
     modes = stats.get("failure_modes") or {}
     out = []
-    for key, name, cause in (
-        (
-            "unit_agnostic",
-            "Unit-agnostic",
-            "scaling issues (a percentage as a fraction, or 100x off)",
-        ),
-        ("sign_agnostic", "Sign-agnostic", "sign/direction confusion"),
-        ("general", "General match", "percentage points given for a fraction"),
-    ):
+    for key, name, cause in EXCESS_CAUSES:
         if extra[key]:
             out.append(
                 f"{name} exceeds numerical by {_points(extra[key] / scored)} "

@@ -1,7 +1,6 @@
 """The records of a ConvFinQA file's top-level array (or of its object's arrays) with their byte
 offsets, read in a window of a few kilobytes (issue 10): orjson ends each record ("unexpected
-content after document"); anything else raises ``Broken``, and the file is read whole instead.
-"""
+content after document"); anything else raises ``Broken``, and the file is read whole instead."""
 
 from __future__ import annotations
 

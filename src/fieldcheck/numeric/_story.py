@@ -1,7 +1,5 @@
-"""A stored turn's story (issue 28, "An item"; numeric-qa-evaluation.md): the question and the
-conversation's earlier turns, the document's table, the gold program and answer, the model's
-plan step by step, every validator check with its message (the repair round's marked), the
-computed answer, the five match types and the failure mode."""
+"""A stored turn's story for the viewer (issue 28, "An item"; numeric-qa-evaluation.md): the
+question and earlier turns, the table, gold, the plan, validator checks, the answer and matches."""
 
 from __future__ import annotations
 
@@ -72,10 +70,8 @@ def _step_rows(plan: Any) -> list[list[Any]]:
 
 
 def table_rows(table: Mapping[str, Mapping[str, Any]] | None) -> list[list[Any]] | None:
-    """The document's table (row -> column -> value) in the prompt's orientation
-    (``_agent.render_table``): a header row, then each row's name and cells; rows and columns
-    sorted by name, as the conversation's trace keeps them (so a folder imported from its traces
-    stores the same). Lists: an item's keys are sorted."""
+    """The document's table as lists (an item's keys are sorted): a header row, then each row's
+    name and cells, sorted by name as the trace keeps them (so an import stores the same)."""
     if not table:
         return None
     columns = sorted({str(column) for cells in table.values() for column in cells})

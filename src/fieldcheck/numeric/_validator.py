@@ -1,7 +1,6 @@
 """The plan validator of the ConvFinQA agent: the checks of ``CHECKS``, in order, each logged as
 ``{"check", "passed", "message"}`` (validation.csv; spec numeric-qa-evaluation.md "validation.csv -
-Validator logs"). What each check refuses: docs/numeric.md, "The validator".
-"""
+Validator logs"). What each check refuses: docs/numeric.md, "The validator"."""
 
 from __future__ import annotations
 
