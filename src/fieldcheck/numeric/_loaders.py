@@ -139,11 +139,8 @@ def _load_whole(
         chosen = split or DEFAULT_SPLIT
         raw = data
     else:
-        raise InputError(
-            'expected {"train": [...], "dev": [...]} or a list of records',
-            file=file,
-            value=type(data).__name__,
-        )
+        expected = 'expected {"train": [...], "dev": [...]} or a list of records'
+        raise InputError(expected, file=file, value=type(data).__name__)
     selected = _selected(len(raw), sample_size, seed)
     records = ((i, r, -1, 0) for i, r in enumerate(raw))
     return _load_records(file, fmt, chosen, len(raw), records, selected, stored=None)
@@ -176,14 +173,8 @@ def _load_records(
             errors.append(exc)
             continue
         if conversation.id in seen:
-            errors.append(
-                InputError(
-                    "duplicate conversation id; later record skipped",
-                    file=file,
-                    record=conversation.id,
-                    field="id",
-                )
-            )
+            reason = "duplicate conversation id; later record skipped"
+            errors.append(InputError(reason, file=file, record=conversation.id, field="id"))
             continue
         seen.add(conversation.id)
         errors.extend(warnings)
@@ -414,14 +405,9 @@ def _from_derived(
     if _is_object(raw_features):
         features = _given_features(features, raw_features, file=file, record=rid)
         if features["num_dialogue_turns"] != len(turns):
-            warnings.append(
-                InputError(
-                    f"says {features['num_dialogue_turns']} turns but the dialogue has {len(turns)}",
-                    file=file,
-                    record=rid,
-                    field="features.num_dialogue_turns",
-                )
-            )
+            said = f"says {features['num_dialogue_turns']} turns but the dialogue has {len(turns)}"
+            field = "features.num_dialogue_turns"
+            warnings.append(InputError(said, file=file, record=rid, field=field))
     return PlainConversation(rid, turns, features, _document(doc, table)), warnings
 
 

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, SkipValidation, ValidationErr
 
 from fieldcheck._util.errors import ErrorList, InputError, input_error_of
 from fieldcheck._util.jsonio import BLANK, parse_jsonl_line, read_lines
+from fieldcheck.numeric._scan import open_input
 
 logger = logging.getLogger("fieldcheck")
 
@@ -355,12 +356,8 @@ def index_predictions(path: str | Path) -> PredictionsResult:
     errors = ErrorList()
     unknown: dict[str, tuple[int, int]] = {}
     objects = answered = 0
-    try:
-        handle = file.open("rb", buffering=1 << 20)
-    except OSError as exc:
-        raise InputError(f"cannot read file: {exc.strerror}", file=file) from exc
     offset = 0
-    with handle:
+    with open_input(file) as handle:
         for number, raw in enumerate(read_lines(handle), start=1):
             start = offset
             offset += len(raw)
@@ -371,14 +368,8 @@ def index_predictions(path: str | Path) -> PredictionsResult:
                 errors.append(value)
                 continue
             if not isinstance(value, dict):
-                errors.append(
-                    InputError(
-                        "a predictions line must be a JSON object",
-                        file=file,
-                        line=number,
-                        value=value,
-                    )
-                )
+                reason = "a predictions line must be a JSON object"
+                errors.append(InputError(reason, file=file, line=number, value=value))
                 continue
             objects += 1
             # a line reporting an error (a failed call) has no answer by right
@@ -419,13 +410,8 @@ def index_predictions(path: str | Path) -> PredictionsResult:
             index.add(where[0], where[1], number, start, len(raw))
     if objects and not answered:
         hint = f"; unknown keys: {', '.join(repr(k) for k in sorted(unknown))}" if unknown else ""
-        errors.append(
-            InputError(
-                f"no line has an answer ({objects} line{'' if objects == 1 else 's'} read{hint})",
-                file=file,
-                field="answer",
-            )
-        )
+        read = f"{objects} line{'' if objects == 1 else 's'} read{hint}"
+        errors.append(InputError(f"no line has an answer ({read})", file=file, field="answer"))
     return PredictionsResult(
         path=str(file), predictions=index, lines=_Lines(index), errors=errors, unknown_keys=unknown
     )

@@ -134,7 +134,8 @@ def _spans(window: _Window) -> array[int]:
     return spans
 
 
-def _open(file: Path) -> IO[bytes]:
+def open_input(file: Path) -> IO[bytes]:
+    """``file`` opened for reading in 1 MiB blocks; InputError when it cannot be."""
     try:
         return file.open("rb", buffering=_BLOCK)
     except OSError as exc:
@@ -144,7 +145,7 @@ def _open(file: Path) -> IO[bytes]:
 def shape(file: Path) -> Shape:
     """The file's top level: an array, or an object with its members' offsets (every member
     value read once, one element at a time). Raises ``Broken`` for anything else."""
-    with _open(file) as handle:
+    with open_input(file) as handle:
         start = len(_BOM) if handle.read(3) == _BOM else 0
         window = _Window(handle, start)
         first = window.peek()
@@ -177,7 +178,7 @@ def shape(file: Path) -> Shape:
 def read_spans(file: Path, spans: array[int]) -> Iterator[tuple[Any, int, int]]:
     """The values at ``spans`` (``Shape.spans``) of ``file``: (value, file offset, length);
     ``Broken`` if one no longer parses (the file changed under us)."""
-    with _open(file) as handle:
+    with open_input(file) as handle:
         for k in range(0, len(spans), 2):
             start, size = spans[k], spans[k + 1]
             handle.seek(start)
