@@ -116,7 +116,8 @@ def format_answer(answer: float | str | None) -> str:
 
 
 def user_message(conversation: Conversation, turn: int, earlier: Sequence[Any]) -> str:
-    """The turn's user message: the document, earlier questions with the model's answers, the question."""
+    """The turn's user message: the document, earlier questions with the model's answers, then
+    the question."""
     lines = [DOC_START, render_document(conversation.doc), DOC_END, ""]
     if turn:
         lines.append("Earlier questions and your answers:")
@@ -285,9 +286,8 @@ class AgentRun:
 
 
 class NumericRuns:
-    """What ``numeric evaluate`` asks a model (``core.Runs``): the agent on every turn, its
-    answers written as predictions.jsonl and scored as ``numeric score`` scores them, one run
-    per model."""
+    """What ``numeric evaluate`` asks a model (``core.Runs``): the agent on every turn, its answers
+    written as predictions.jsonl and scored as ``numeric score`` scores them, one run per model."""
 
     run_inputs = (("data", "ConvFinQA: the derived {'train','dev'} format or the original list"),)
     together = False

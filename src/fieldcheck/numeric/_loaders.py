@@ -563,9 +563,8 @@ def _table_from_rows(
 def _rows_by_name(
     entries: Sequence[tuple[str, dict[str, float | str]]],
 ) -> dict[str, dict[str, float | str]]:
-    """Rows by name. A repeated row name means its LAST row, as in the upstream executor
-    (``table_dict[row[0]] = row[1:]``); the earlier ones are kept as ``name (1)``, ``name (2)``
-    (a further number when that name is taken), in table order."""
+    """Rows by name: a repeated name means its LAST row, as in the upstream executor; the earlier
+    ones are kept as ``name (1)``, ``name (2)`` (a further number when that name is taken)."""
     last = {name: i for i, (name, _) in enumerate(entries)}
     taken = set(last)
     table: dict[str, dict[str, float | str]] = {}
@@ -600,9 +599,8 @@ def _derive_features(
     *,
     has_duplicate_columns: bool | None,
 ) -> dict[str, Any]:
-    """``Features.model_dump()`` of a record that has none: type-2 = any ``qa_split`` (or a
-    ``Double_`` id when the file has no ``qa_split``); non-numeric = any cell that is not a
-    number; duplicate columns = the header repeats a name."""
+    """``Features.model_dump()`` of a record that has none, derived as docs/numeric.md ("Inputs")
+    says: type-2, duplicate columns, non-numeric cells."""
     flags = [t.qa_split for t in turns if t.qa_split is not None]
     return {
         "num_dialogue_turns": len(turns),

@@ -262,13 +262,9 @@ class PredictionIndex(Mapping[tuple[str, int], Prediction]):
             for turn in sorted(entries[0::4]):
                 yield cid, turn
 
-    def close(self) -> None:
+    def __del__(self) -> None:
         if self._handle is not None:
             self._handle.close()
-            self._handle = None
-
-    def __del__(self) -> None:
-        self.close()
 
     def __getitem__(self, key: tuple[str, int]) -> Prediction:
         k = self._position(*key)

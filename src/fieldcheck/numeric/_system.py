@@ -211,17 +211,9 @@ class NumericSystem(NumericRuns, Views):
     item_table = (
         ItemColumn("turn", "turn", "turn", "count", filter=True),
         ItemColumn("question", "question", item_value('$."question"'), "prose"),
-        ItemColumn(
-            "expected",
-            "expected",
-            item_value('$."expected_answer"'),
-            order=item_value('$."expected_answer"', "DOUBLE"),
-        ),
-        ItemColumn(
-            "parsed",
-            "parsed",
-            item_value('$."parsed_answer"'),
-            order=item_value('$."parsed_answer"', "DOUBLE"),
+        *(
+            ItemColumn(name, name, item_value(path), order=item_value(path, "DOUBLE"))
+            for name, path in (("expected", '$."expected_answer"'), ("parsed", '$."parsed_answer"'))
         ),
         ItemColumn(
             "numerical_match",
@@ -294,9 +286,8 @@ class NumericSystem(NumericRuns, Views):
         progress: Any,
         executor: Executor | None = None,
     ) -> Scored:
-        """Every output file of the spec into ``folder``, each turn to ``recorder``: chunks of
-        conversations scored by ``score_chunk`` through ``executor`` (``None``: see
-        ``score_to_folder``)."""
+        """Every output file of the spec into ``folder``, each turn to ``recorder``, chunks scored
+        by ``score_chunk`` through ``executor`` (``None``: ``score_to_folder`` chooses)."""
         found = read.settings
         total = len(read.data.conversations)
         try:
