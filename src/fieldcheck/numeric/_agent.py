@@ -1,13 +1,6 @@
-"""The ConvFinQA plan-and-execute agent: per turn the model writes a plan, the validator checks it,
-the safe program engine runs it (never eval). One repair round-trip for a plan that fails a check.
-
-Per turn the model sees the document (pre_text, the table as a Markdown table, post_text), the
-conversation's earlier questions with its OWN earlier answers, and the question; it replies with
-``{"steps": [...]}`` (``SYSTEM_PROMPT``). Every turn becomes one predictions line (docs/formats.md)
-and one stored run item (key ``<conversation id>#<turn>``): turns of a conversation run in order,
-conversations concurrently, and a resumed run rebuilds the history from the stored items.
-Spec: numeric-qa-evaluation.md ("Run evaluation": ``evaluate --sample-size 100``).
-"""
+"""The ConvFinQA plan-and-execute agent: per turn the model writes a plan, the validator checks it
+(one repair round-trip when it fails), the safe program engine runs it (never eval). What the model
+sees and the error types: docs/numeric.md, "Running a model"; spec numeric-qa-evaluation.md."""
 
 from __future__ import annotations
 
@@ -20,7 +13,7 @@ from typing import Any
 
 from fieldcheck._util.jsonio import write_jsonl
 from fieldcheck.numeric._loaders import LoadResult
-from fieldcheck.numeric._records import Conversation, Document
+from fieldcheck.numeric._records import Conversation, Document, turn_key
 from fieldcheck.numeric._validator import validate_reply
 from fieldcheck.runner import (
     CALL_ERRORS,
@@ -83,10 +76,8 @@ def _cell_text(cell: float | str) -> str:
 
 
 def render_table(table: dict[str, dict[str, float | str]]) -> str:
-    """The table as Markdown: the first column holds the row names, then one column per header.
-
-    Columns are the union of every row's columns in first-seen order; a missing cell is empty.
-    """
+    """The table as Markdown: the row names, then the union of the rows' columns in first-seen
+    order (a missing cell is empty)."""
     if not table:
         return ""
     columns = list(dict.fromkeys(column for cells in table.values() for column in cells))
@@ -125,7 +116,8 @@ def format_answer(answer: float | str | None) -> str:
 
 
 def user_message(conversation: Conversation, turn: int, earlier: Sequence[Any]) -> str:
-    """The turn's user message: the document, earlier questions with the model's answers, the question."""
+    """The turn's user message: the document, earlier questions with the model's answers, then
+    the question."""
     lines = [DOC_START, render_document(conversation.doc), DOC_END, ""]
     if turn:
         lines.append("Earlier questions and your answers:")
@@ -162,13 +154,8 @@ def _numbers(answers: Sequence[Any]) -> list[float]:
 async def run_turn(
     client: ChatClient, conversation: Conversation, turn: int, earlier: Sequence[Any]
 ) -> tuple[dict[str, Any], list[CallResult]]:
-    """Ask for a plan, validate it, repair once if needed, run it; never raises for a bad reply.
-    Returns the predictions line and the turn's model calls.
-
-    Error types: the runner's (``rate_limited``, ``server_error``, ``timeout``, ``connection``,
-    ``bad_request``, ``context_length``, ``bad_response``, ``invalid_reply``) for a failed call;
-    ``invalid_reply`` for a reply that is not a JSON object; ``invalid_plan`` for a plan that fails a check after the repair round.
-    """
+    """Ask for a plan, validate it, repair once if needed, run it: the predictions line and the
+    turn's model calls; a bad reply is an error type of the line (docs/numeric.md), never raised."""
     messages: list[Message] = [
         {"role": "system", "content": SYSTEM_PROMPT},
         {"role": "user", "content": user_message(conversation, turn, earlier)},
@@ -226,15 +213,11 @@ async def run_turn(
     return line, log
 
 
-def item_key(conversation_id: str, turn: int) -> str:
-    return f"{conversation_id}#{turn}"
-
-
 async def conversation_work(conversation: Conversation, handle: RunHandle) -> None:
     """Run a conversation's turns in order; finished turns (resume) are read back, not called."""
     earlier: list[Any] = []
     for turn in conversation.turns:
-        key = item_key(conversation.id, turn.index)
+        key = turn_key(conversation.id, turn.index)
         stored = handle.result(key)
         if stored is not None:
             earlier.append(stored.get("answer"))
@@ -303,9 +286,8 @@ class AgentRun:
 
 
 class NumericRuns:
-    """What ``numeric evaluate`` asks a model (``core.Runs``): the agent on every turn, its
-    answers written as predictions.jsonl and scored as ``numeric score`` scores them, one run
-    per model."""
+    """What ``numeric evaluate`` asks a model (``core.Runs``): the agent on every turn, its answers
+    written as predictions.jsonl and scored as ``numeric score`` scores them, one run per model."""
 
     run_inputs = (("data", "ConvFinQA: the derived {'train','dev'} format or the original list"),)
     together = False
@@ -361,7 +343,7 @@ class NumericRuns:
         """predictions.jsonl of one model in conversation and turn order, scored with its
         prices."""
         [run], [spec] = calls, specs
-        keys = (item_key(c.id, turn.index) for c in task.loaded.conversations for turn in c.turns)
+        keys = (turn_key(c.id, turn.index) for c in task.loaded.conversations for turn in c.turns)
         lines = [stored for stored in map(run.handle.result, keys) if stored is not None]
         folder.expect(PREDICTIONS)
         with folder.atomic(PREDICTIONS) as path:

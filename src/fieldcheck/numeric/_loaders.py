@@ -1,9 +1,6 @@
-"""Loading ConvFinQA files (the derived ``{"dev": [...]}`` format and the original list format).
-
-A bad record is reported as ``file: record <id>: field '<field>': reason (got value)`` and skipped;
-the rest of the file still loads. A gold program that does not parse keeps its record (the
-turn simply has no gold operations) and is reported the same way.
-"""
+"""Loading ConvFinQA files (the derived ``{"dev": [...]}`` format and the original list format):
+a bad record is one InputError naming file, record and field, and skipped; a gold program that
+does not parse is reported the same way, its record kept (docs/numeric.md, "Inputs")."""
 
 from __future__ import annotations
 
@@ -64,9 +61,7 @@ class LoadResult(BaseModel):
     def conversation_ids(self) -> list[str]:
         """The kept conversations' ids, in order (without reading the records again)."""
         found = self.conversations
-        if isinstance(found, StoredConversations):
-            return found.ids
-        return [c.id for c in found]
+        return found.ids if isinstance(found, StoredConversations) else [c.id for c in found]
 
     def turn_counts(self) -> dict[str, int]:
         """Each kept conversation's number of turns."""
@@ -80,7 +75,7 @@ class LoadResult(BaseModel):
         found = self.conversations
         if isinstance(found, StoredConversations):
             return found.no_gold
-        return sum(1 for c in found for t in c.turns if t.executed_answer is None)
+        return sum(t.executed_answer is None for c in found for t in c.turns)
 
 
 def load_convfinqa(
@@ -90,45 +85,29 @@ def load_convfinqa(
     sample_size: int | None = None,
     seed: int | None = None,
 ) -> LoadResult:
-    """Load a ConvFinQA file of either format into Conversation records.
-
-    Derived format: ``split`` picks the key (default ``"dev"``, or the only key); an unknown split
-    raises InputError listing the ones present. Original format (a list): the file is one split,
-    ``split`` only labels it (default ``"dev"``). ``sample_size`` keeps the first N records, or with
-    ``seed`` a seeded random N (kept in file order). Raises InputError if the file is unreadable
-    or of neither shape.
-
-    The file is read one record at a time (issue 10): every record is checked now (so ``errors``
-    is complete), and ``conversations`` reads the kept ones again from the file when iterated
-    (``StoredConversations``), so memory does not grow with the file. A file this reader cannot
-    follow (a syntax error, a record near the depth limit) is read whole, as before.
-    """
+    """A ConvFinQA file of either format as Conversation records: ``split`` picks the derived
+    format's key (default ``"dev"``, or the only one) and labels an original file; ``sample_size``
+    keeps the first N records, with ``seed`` a seeded random N in file order. InputError if the
+    file is unreadable, of neither shape, or lacks the split. Issue 10: every record is checked
+    now, the kept ones read again from the file when iterated (``StoredConversations``); a file
+    ``_scan`` cannot follow (a syntax error, a record near the depth limit) is read whole."""
     file = Path(path)
     try:
         found = _scan.shape(file)
-    except _scan.Broken:
-        return _load_whole(file, split=split, sample_size=sample_size, seed=seed)
-    if found.kind == "object":
-        chosen = _choose_split(found.members, split, file)
-        if found.members[chosen] is None:
-            # only the type name is shown: read that one value
-            return _load_whole(file, split=split, sample_size=sample_size, seed=seed)
-        fmt: SourceFormat = "derived"
-    else:
-        fmt, chosen = "original", split or DEFAULT_SPLIT
-    spans = found.spans[chosen if found.kind == "object" else ""]
-    total = len(spans) // 2
-    try:
-        return _load_records(
-            file,
-            fmt,
-            chosen,
-            total,
-            ((i, *read) for i, read in enumerate(_scan.read_spans(file, spans))),
-            _selected(total, sample_size, seed),
-            stored=StoredConversations(file, fmt, chosen),
-        )
-    except _scan.Broken:  # the file changed under us
+        if found.kind == "object":
+            chosen = _choose_split(found.members, split, file)
+            if found.members[chosen] is None:
+                raise _scan.Broken  # not an array: read whole, its error names the type
+            fmt: SourceFormat = "derived"
+        else:
+            fmt, chosen = "original", split or DEFAULT_SPLIT
+        spans = found.spans[chosen if found.kind == "object" else ""]
+        total = len(spans) // 2
+        records = ((i, *read) for i, read in enumerate(_scan.read_spans(file, spans)))
+        selected = _selected(total, sample_size, seed)
+        stored = StoredConversations(file, fmt, chosen)
+        return _load_records(file, fmt, chosen, total, records, selected, stored=stored)
+    except _scan.Broken:  # a file _scan cannot follow, or one that changed under us
         return _load_whole(file, split=split, sample_size=sample_size, seed=seed)
 
 
@@ -160,11 +139,8 @@ def _load_whole(
         chosen = split or DEFAULT_SPLIT
         raw = data
     else:
-        raise InputError(
-            'expected {"train": [...], "dev": [...]} or a list of records',
-            file=file,
-            value=type(data).__name__,
-        )
+        expected = 'expected {"train": [...], "dev": [...]} or a list of records'
+        raise InputError(expected, file=file, value=type(data).__name__)
     selected = _selected(len(raw), sample_size, seed)
     records = ((i, r, -1, 0) for i, r in enumerate(raw))
     return _load_records(file, fmt, chosen, len(raw), records, selected, stored=None)
@@ -180,14 +156,13 @@ def _load_records(
     *,
     stored: StoredConversations | None,
 ) -> LoadResult:
-    """Check every selected record (index, record, its offset and length in the file) in file
-    order; keep the conversations (or, with ``stored``, where they are in the file) and one
-    InputError per problem."""
+    """Check every selected record (index, record, its offset and length in the file); keep the
+    conversations (with ``stored``: where they are in the file) and one InputError per problem."""
     conversations: list[Conversation] = []
     errors = ErrorList()
     seen: set[str] = set()
     all_ids: set[str] = set()
-    convert = _from_derived if fmt == "derived" else _from_original
+    convert = _READERS[fmt]
     for i, record, start, size in raw:
         all_ids.add(_record_id(record, i))
         if i not in selected:
@@ -198,14 +173,8 @@ def _load_records(
             errors.append(exc)
             continue
         if conversation.id in seen:
-            errors.append(
-                InputError(
-                    "duplicate conversation id; later record skipped",
-                    file=file,
-                    record=conversation.id,
-                    field="id",
-                )
-            )
+            reason = "duplicate conversation id; later record skipped"
+            errors.append(InputError(reason, file=file, record=conversation.id, field="id"))
             continue
         seen.add(conversation.id)
         errors.extend(warnings)
@@ -225,8 +194,8 @@ def _load_records(
 
 
 class PlainTurn(NamedTuple):
-    """A turn as the loader reads it (``Turn``'s values, ``index`` as ``turn_index``): what
-    scoring reads of a turn."""
+    """A turn as the loader reads it for scoring (``Turn``'s values, ``index`` as
+    ``turn_index``)."""
 
     turn_index: int
     question: str
@@ -272,9 +241,8 @@ def conversation_model(plain: PlainConversation, split: str, fmt: SourceFormat) 
 
 
 class StoredConversations(Sequence[Conversation]):
-    """The kept conversations of a file, read again from it (one record at a time) whenever they
-    are needed: their record numbers, byte spans, ids and turn counts are kept, not the
-    records."""
+    """The kept conversations of a file, read again from it one record at a time when needed:
+    their record numbers, byte spans, ids and turn counts are kept, not the records."""
 
     def __init__(self, file: Path, fmt: SourceFormat, split: str) -> None:
         self.file = file
@@ -329,8 +297,7 @@ def read_record(
 ) -> tuple[PlainConversation, list[InputError]]:
     """A record of a file of format ``fmt`` (its JSON text, at ``index``) read as the loader
     read it, its gold programs' operations put in ``operations``."""
-    convert = _from_derived if fmt == "derived" else _from_original
-    return convert(orjson.loads(text), index=index, file=file, operations=operations)
+    return _READERS[fmt](orjson.loads(text), index=index, file=file, operations=operations)
 
 
 def _choose_split(data: Mapping[str, Any], split: str | None, file: Path) -> str:
@@ -400,15 +367,10 @@ def _document(texts: Mapping[str, Any], table: dict[str, dict[str, float | str]]
 
 
 def _from_derived(
-    record: Any,
-    *,
-    index: int,
-    file: Path,
-    operations: dict[str, tuple[str, ...] | None],
+    record: Any, *, index: int, file: Path, operations: dict[str, tuple[str, ...] | None]
 ) -> tuple[PlainConversation, list[InputError]]:
-    """A derived-format record checked and read as plain data (the one reader of the format:
-    the loader checks every record with it, scoring reads them again with it), and its
-    warnings. Raises InputError naming the record and field of its first problem."""
+    """A derived-format record checked and read as plain data, and its warnings (the loader and
+    scoring both read with it); InputError naming the record and field of its first problem."""
     rid, record = _record_start(record, index, file)
     doc = _require(record, "doc", Mapping, file=file, record=rid, field="doc")
     columns = _require(doc, "table", Mapping, file=file, record=rid, field="doc.table")
@@ -443,14 +405,9 @@ def _from_derived(
     if _is_object(raw_features):
         features = _given_features(features, raw_features, file=file, record=rid)
         if features["num_dialogue_turns"] != len(turns):
-            warnings.append(
-                InputError(
-                    f"says {features['num_dialogue_turns']} turns but the dialogue has {len(turns)}",
-                    file=file,
-                    record=rid,
-                    field="features.num_dialogue_turns",
-                )
-            )
+            said = f"says {features['num_dialogue_turns']} turns but the dialogue has {len(turns)}"
+            field = "features.num_dialogue_turns"
+            warnings.append(InputError(said, file=file, record=rid, field=field))
     return PlainConversation(rid, turns, features, _document(doc, table)), warnings
 
 
@@ -475,11 +432,7 @@ def _given_features(
 
 
 def _from_original(
-    record: Any,
-    *,
-    index: int,
-    file: Path,
-    operations: dict[str, tuple[str, ...] | None],
+    record: Any, *, index: int, file: Path, operations: dict[str, tuple[str, ...] | None]
 ) -> tuple[PlainConversation, list[InputError]]:
     """An original-format record checked and read as plain data, and its warnings."""
     rid, record = _record_start(record, index, file)
@@ -539,18 +492,9 @@ def _read_turns(
             gold = float(gold)
         elif gold is not None and kind is not str:
             raise bad("answer is not a number or text", keys.executed, i, gold)
-        answer = answers[i] if answers is not None else None
-        split_flag = splits[i] if splits is not None else None
-        turns.append(
-            PlainTurn(
-                i,
-                question,
-                str(answer) if answer is not None else None,
-                program,
-                gold,
-                bool(split_flag) if split_flag is not None else None,
-            )
-        )
+        answer = None if answers is None or answers[i] is None else str(answers[i])
+        flag = None if splits is None or splits[i] is None else bool(splits[i])
+        turns.append(PlainTurn(i, question, answer, program, gold, flag))
     return turns, warnings
 
 
@@ -565,26 +509,19 @@ def _turn_list(
     obj: Mapping[str, Any], key: str, n: int, *, file: Path, record: str, prefix: str
 ) -> list[Any] | None:
     """``obj[key]``, a list of ``n`` entries (one per turn); ``None`` when the key is absent."""
-    field = f"{prefix}.{key}"
     if key not in obj:
         return None
     value = obj[key]
-    if not isinstance(value, list):
-        raise InputError(
-            "expected a list (one entry per turn)",
-            file=file,
-            record=record,
-            field=field,
-            value=value,
-        )
-    if len(value) != n:
-        raise InputError(
-            f"has {len(value)} entries but the dialogue has {n} questions",
-            file=file,
-            record=record,
-            field=field,
-        )
-    return value
+    if isinstance(value, list) and len(value) == n:
+        return value
+    listed = isinstance(value, list)
+    reason = (
+        f"has {len(value)} entries but the dialogue has {n} questions"
+        if listed
+        else "expected a list (one entry per turn)"
+    )
+    field = f"{prefix}.{key}"
+    raise InputError(reason, file=file, record=record, field=field, value=... if listed else value)
 
 
 def _table_from_rows(
@@ -626,9 +563,8 @@ def _table_from_rows(
 def _rows_by_name(
     entries: Sequence[tuple[str, dict[str, float | str]]],
 ) -> dict[str, dict[str, float | str]]:
-    """Rows by name. A repeated row name means its LAST row, as in the upstream executor
-    (``table_dict[row[0]] = row[1:]``); the earlier ones are kept as ``name (1)``, ``name (2)``
-    (a further number when that name is taken), in table order."""
+    """Rows by name: a repeated name means its LAST row, as in the upstream executor; the earlier
+    ones are kept as ``name (1)``, ``name (2)`` (a further number when that name is taken)."""
     last = {name: i for i, (name, _) in enumerate(entries)}
     taken = set(last)
     table: dict[str, dict[str, float | str]] = {}
@@ -663,9 +599,8 @@ def _derive_features(
     *,
     has_duplicate_columns: bool | None,
 ) -> dict[str, Any]:
-    """``Features.model_dump()`` of a record that has none: type-2 = any ``qa_split`` (or a
-    ``Double_`` id when the file has no ``qa_split``); non-numeric = any cell that is not a
-    number; duplicate columns = the header repeats a name."""
+    """``Features.model_dump()`` of a record that has none, derived as docs/numeric.md ("Inputs")
+    says: type-2, duplicate columns, non-numeric cells."""
     flags = [t.qa_split for t in turns if t.qa_split is not None]
     return {
         "num_dialogue_turns": len(turns),
@@ -675,3 +610,6 @@ def _derive_features(
             cell_number(cell) is None for cells in table.values() for cell in cells.values()
         ),
     }
+
+
+_READERS = {"derived": _from_derived, "original": _from_original}

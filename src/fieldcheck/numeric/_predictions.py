@@ -1,12 +1,5 @@
-"""The predictions JSONL format: one line per (conversation, turn), written by the agent under test.
-
-```
-{"conversation_id": "...", "turn": 0, "answer": "14.1%", "plan": {"steps": [...]} | null,
- "input_tokens": 812, "output_tokens": 64, "tokens_estimated": false, "latency_s": 1.9,
- "error": null | {"type": "...", "message": "..."},
- "validation": [{"check": "...", "passed": true, "message": "..."}]}
-```
-"""
+"""The predictions JSONL format: one line per (conversation, turn), written by the agent under test
+(its fields: docs/formats.md, "Predictions JSONL"; its rules: docs/numeric.md, "Inputs")."""
 
 from __future__ import annotations
 
@@ -20,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, SkipValidation, ValidationErr
 
 from fieldcheck._util.errors import ErrorList, InputError, input_error_of
 from fieldcheck._util.jsonio import BLANK, parse_jsonl_line, read_lines
+from fieldcheck.numeric._scan import open_input
 
 logger = logging.getLogger("fieldcheck")
 
@@ -220,10 +214,9 @@ def line_values(value: Any) -> PredictionValues:
 
 
 class PredictionIndex(Mapping[tuple[str, int], Prediction]):
-    """Where each valid prediction line is in the file, by (conversation id, turn); a prediction
-    is read again (one line) when asked for, so memory holds four integers per line, not the
-    lines (issue 10); ``by_conversation`` has each conversation's (turn, line, offset, length)
-    entries, for scoring to read them again."""
+    """Where each valid prediction line is in the file, by (conversation id, turn): each
+    conversation's (turn, line, offset, length) in ``by_conversation``, read again when asked for
+    (issue 10: memory holds four integers per line, not the lines)."""
 
     _BIG = 32  # a conversation with more turns gets a turn -> position dict
 
@@ -269,13 +262,9 @@ class PredictionIndex(Mapping[tuple[str, int], Prediction]):
             for turn in sorted(entries[0::4]):
                 yield cid, turn
 
-    def close(self) -> None:
+    def __del__(self) -> None:
         if self._handle is not None:
             self._handle.close()
-            self._handle = None
-
-    def __del__(self) -> None:
-        self.close()
 
     def __getitem__(self, key: tuple[str, int]) -> Prediction:
         k = self._position(*key)
@@ -321,9 +310,8 @@ class _Lines(Mapping[tuple[str, int], int]):
 
 
 class PredictionsResult(BaseModel):
-    """Predictions keyed by (conversation id, turn), and one InputError per bad line.
-
-    ``load_predictions`` gives a ``PredictionIndex`` (each line read again when asked for)."""
+    """Predictions keyed by (conversation id, turn) (from ``load_predictions``: a
+    ``PredictionIndex``), and one InputError per bad line."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
@@ -356,28 +344,16 @@ def warn_unknown_keys(result: PredictionsResult) -> None:
 
 
 def index_predictions(path: str | Path) -> PredictionsResult:
-    """Read a predictions JSONL file (a pure task: the scoring pool reads it while the dataset
-    is read, ``read_inputs``); a bad line (invalid JSON, not an object, a field of the wrong
-    type) or a duplicate becomes an InputError naming ``file:line``, the conversation id and the
-    field, and reading goes on. Spec: the predictions format of issue 5 (docs/formats.md).
-
-    Unknown top-level keys are ignored, counted in ``unknown_keys`` (``load_predictions`` warns
-    of each). A file where no line has an answer nor reports an error (say
-    ``"prediction"`` instead of ``"answer"``) gets one InputError for the whole file, after the
-    line errors (issue 9): a model that was never read does not pass as one that scores 0.
-    The valid lines are indexed (``PredictionIndex``), not kept.
-    """
+    """A predictions JSONL file indexed (a pure task, so the scoring pool can read it): a bad or
+    duplicate line is an InputError naming ``file:line``, record and field, and reading goes on;
+    unknown keys are counted; no line with an answer is one more (issue 9; docs/numeric.md)."""
     file = Path(path)
     index = PredictionIndex(file)
     errors = ErrorList()
     unknown: dict[str, tuple[int, int]] = {}
     objects = answered = 0
-    try:
-        handle = file.open("rb", buffering=1 << 20)
-    except OSError as exc:
-        raise InputError(f"cannot read file: {exc.strerror}", file=file) from exc
     offset = 0
-    with handle:
+    with open_input(file) as handle:
         for number, raw in enumerate(read_lines(handle), start=1):
             start = offset
             offset += len(raw)
@@ -388,14 +364,8 @@ def index_predictions(path: str | Path) -> PredictionsResult:
                 errors.append(value)
                 continue
             if not isinstance(value, dict):
-                errors.append(
-                    InputError(
-                        "a predictions line must be a JSON object",
-                        file=file,
-                        line=number,
-                        value=value,
-                    )
-                )
+                reason = "a predictions line must be a JSON object"
+                errors.append(InputError(reason, file=file, line=number, value=value))
                 continue
             objects += 1
             # a line reporting an error (a failed call) has no answer by right
@@ -436,13 +406,8 @@ def index_predictions(path: str | Path) -> PredictionsResult:
             index.add(where[0], where[1], number, start, len(raw))
     if objects and not answered:
         hint = f"; unknown keys: {', '.join(repr(k) for k in sorted(unknown))}" if unknown else ""
-        errors.append(
-            InputError(
-                f"no line has an answer ({objects} line{'' if objects == 1 else 's'} read{hint})",
-                file=file,
-                field="answer",
-            )
-        )
+        read = f"{objects} line{'' if objects == 1 else 's'} read{hint}"
+        errors.append(InputError(f"no line has an answer ({read})", file=file, field="answer"))
     return PredictionsResult(
         path=str(file), predictions=index, lines=_Lines(index), errors=errors, unknown_keys=unknown
     )

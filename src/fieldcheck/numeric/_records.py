@@ -9,25 +9,21 @@ from pydantic import BaseModel, ConfigDict, Field
 SourceFormat = Literal["derived", "original"]
 
 
-class Document(BaseModel):
-    """The report page: text before and after the table, and the table itself.
-
-    ``table`` maps ROW name -> column name -> cell (a number, or text such as ``"nm"``), so the
-    ``table_*`` operations read one row. The derived format stores columns first; the loader
-    turns it around. Duplicate column names are told apart with `` (1)``, `` (2)`` suffixes.
-    """
-
+class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True)
+
+
+class Document(_Frozen):
+    """The report page: text before and after the table; ``table`` maps ROW -> column -> cell (a
+    number, or text such as ``"nm"``) so ``table_*`` operations read one row (docs/numeric.md)."""
 
     pre_text: str = ""
     post_text: str = ""
     table: dict[str, dict[str, float | str]] = Field(default_factory=dict)
 
 
-class Features(BaseModel):
+class Features(_Frozen):
     """Per-conversation features (spec "Dataset Features Tracking")."""
-
-    model_config = ConfigDict(frozen=True)
 
     num_dialogue_turns: int = Field(ge=0)
     has_type2_question: bool
@@ -35,14 +31,9 @@ class Features(BaseModel):
     has_non_numeric_values: bool
 
 
-class Turn(BaseModel):
-    """One question of a conversation with its gold program and answer.
-
-    ``executed_answer`` is the gold (a float, percentages as fractions, or ``"yes"``/``"no"``);
-    ``None`` when the file has no answers (the private test set).
-    """
-
-    model_config = ConfigDict(frozen=True)
+class Turn(_Frozen):
+    """One question with its gold program and ``executed_answer`` (a float, percentages as
+    fractions, or ``"yes"``/``"no"``; ``None`` when the file has none: the private test set)."""
 
     index: int = Field(ge=0)
     question: str
@@ -52,10 +43,8 @@ class Turn(BaseModel):
     qa_split: bool | None = None
 
 
-class Conversation(BaseModel):
+class Conversation(_Frozen):
     """A ConvFinQA record: id, split, document, turns and features."""
-
-    model_config = ConfigDict(frozen=True)
 
     id: str = Field(min_length=1)
     split: str
@@ -63,3 +52,8 @@ class Conversation(BaseModel):
     doc: Document
     turns: tuple[Turn, ...]
     features: Features
+
+
+def turn_key(conversation: str, turn: int) -> str:
+    """A turn's item key (``<conversation id>#<turn>``), as the agent stores it."""
+    return f"{conversation}#{turn}"

@@ -1,9 +1,6 @@
 """report.md and report.html of a numeric QA run, with their plots (issue 9, "Reports and
-gating"): the headline metrics with 95% intervals, accuracy by turn, the five match types,
-failure modes, the spec's "Analysis Workflows" readings, the worst conversations, input problems
-and a glossary. Built on the shared skeleton ``fieldcheck.reports._document``; every value from
-the data is escaped there. Spec: numeric-qa-evaluation.md; rules of the readings: docs/numeric.md.
-"""
+gating"), on the shared skeleton ``fieldcheck.reports``. Spec: numeric-qa-evaluation.md; what each
+section says and the rules of the readings: docs/numeric.md, "Report"."""
 
 from __future__ import annotations
 
@@ -53,6 +50,12 @@ FAILURE_MEANING = {
     "rounding": "the gold rounded to the prediction's decimals, or a soft match",
     "wrong": "none of the above",
 }
+# The spec's reading of a match type that exceeds numerical match (Analysis Workflow 1).
+EXCESS_CAUSES = (
+    ("unit_agnostic", "Unit-agnostic", "scaling issues (a percentage as a fraction, or 100x off)"),
+    ("sign_agnostic", "Sign-agnostic", "sign/direction confusion"),
+    ("general", "General match", "percentage points given for a fraction"),
+)
 WORST = 10
 # A reading comparing two rates is stated as a finding from this gap on (10 percentage points).
 READING_GAP = 0.1
@@ -68,9 +71,8 @@ def _interval(ci: Mapping[str, Any] | None) -> str:
 
 
 def estimated_note(statistics: Mapping[str, Any]) -> str:
-    """``" (2 turns estimated: characters / 4)"``: said beside every token count and cost when
-    some turns' tokens are the runner's estimate (predictions ``tokens_estimated``); ``""``
-    when none are."""
+    """``" (2 turns estimated: characters / 4)"`` beside every token count and cost when some
+    turns' tokens are the runner's estimate (predictions ``tokens_estimated``), else ``""``."""
     count = statistics.get("num_turns_tokens_estimated") or 0
     if not count:
         return ""
@@ -131,20 +133,17 @@ def _error_bars(
 ) -> list[list[float]]:
     """Matplotlib's ``yerr`` (lengths below, above) of each estimate's interval (none: 0). A
     percentile interval of a few resamples need not hold the estimate: a length is never < 0."""
-    below = [
-        max(0.0, e - i["low"]) if i else 0.0 for e, i in zip(estimates, intervals, strict=True)
+    pairs = zip(estimates, intervals, strict=True)
+    bars = [
+        (max(0.0, e - i["low"]), max(0.0, i["high"] - e)) if i else (0.0, 0.0) for e, i in pairs
     ]
-    above = [
-        max(0.0, i["high"] - e) if i else 0.0 for e, i in zip(estimates, intervals, strict=True)
-    ]
-    return [below, above]
+    return [[below for below, _ in bars], [above for _, above in bars]]
 
 
 def write_accuracy_plot(statistics: dict[str, Any], path: Path) -> Path:
-    """accuracy_by_turn.png: numerical-match accuracy with its 95% bootstrap interval as error
-    bars (left axis, 0-1) and average plan operations (right axis) by turn number, each tick
-    labelled with its number of scored turns (spec "Complexity Ceiling Analysis"). The first
-    ``MAX_TURN_INTERVALS`` turn positions only."""
+    """accuracy_by_turn.png: numerical-match accuracy with its 95% interval (left axis) and plan
+    operations (right) at the first ``MAX_TURN_INTERVALS`` turn positions, each tick labelled
+    with its scored turns (spec "Complexity Ceiling Analysis")."""
     positions = turn_positions(statistics)[:MAX_TURN_INTERVALS]
     turns = [p.turn for p in positions]
     accuracy = [p.accuracy for p in positions]
@@ -233,21 +232,13 @@ def write_plots(result: NumericResult, out: Path | OutputFolder) -> dict[str, Pa
 
     rows = result.tallies.by_operations
     if rows:
-        with figure(folder / PLOTS["operations"], figsize=(max(6.0, 0.6 * len(rows) + 2), 4)) as (
-            _,
-            ax,
-        ):
-            xs = [str(r.operations) for r in rows]
+        size = (max(6.0, 0.6 * len(rows) + 2), 4)
+        with figure(folder / PLOTS["operations"], figsize=size) as (_, ax):
             accuracy = [r.correct / r.scored for r in rows]
-            ax.bar(xs, accuracy, color="tab:green")
+            ax.bar([str(r.operations) for r in rows], accuracy, color="tab:green")
             for x, r in enumerate(rows):
-                ax.text(
-                    x,
-                    min(r.correct / r.scored + 0.02, 1.02),
-                    f"n={r.scored}",
-                    ha="center",
-                    fontsize="small",
-                )
+                top = min(accuracy[x] + 0.02, 1.02)
+                ax.text(x, top, f"n={r.scored}", ha="center", fontsize="small")
             ax.set_ylim(0, 1.1)
             ax.set_xlabel("operations in the plan (compute steps)")
             ax.set_ylabel("accuracy, numerical match (0-1)")
@@ -267,15 +258,7 @@ def readings(result: NumericResult) -> list[str]:
     extra = result.tallies.extra
     modes = stats.get("failure_modes") or {}
     out = []
-    for key, name, cause in (
-        (
-            "unit_agnostic",
-            "Unit-agnostic",
-            "scaling issues (a percentage as a fraction, or 100x off)",
-        ),
-        ("sign_agnostic", "Sign-agnostic", "sign/direction confusion"),
-        ("general", "General match", "percentage points given for a fraction"),
-    ):
+    for key, name, cause in EXCESS_CAUSES:
         if extra[key]:
             out.append(
                 f"{name} exceeds numerical by {_points(extra[key] / scored)} "
@@ -334,42 +317,29 @@ def readings(result: NumericResult) -> list[str]:
 def _headline_rows(stats: Mapping[str, Any]) -> list[list[str]]:
     ci = stats.get("bootstrap_95_ci") or {}
     rows = [[label, _num(stats.get(key)), _interval(ci.get(key))] for key, label in HEADLINE]
-    note = estimated_note(stats)
-    rows.append(
-        [
-            "Tokens (input / output / total)" + note,
-            f"{stats['total_input_tokens']} / {stats['total_output_tokens']} / {stats['total_tokens']}",
-            "",
-        ]
-    )
-    rows.append(
-        [
-            "Cost per correct answer: tokens per successful conversation" + note,
+    tokens = (stats["total_input_tokens"], stats["total_output_tokens"], stats["total_tokens"])
+    usage = [
+        ("Tokens (input / output / total)", " / ".join(map(str, tokens))),
+        (
+            "Cost per correct answer: tokens per successful conversation",
             _num(stats.get("cost_per_correct_answer"), 1),
-            "",
-        ]
-    )
-    rows.append(
-        ["Tokens per correct turn" + note, _num(stats.get("tokens_per_correct_turn"), 1), ""]
-    )
+        ),
+        ("Tokens per correct turn", _num(stats.get("tokens_per_correct_turn"), 1)),
+    ]
     if "cost_per_correct_answer_usd" in stats:
-        rows.append(
-            [
-                "Cost per correct answer: USD per successful conversation" + note,
+        usage.append(
+            (
+                "Cost per correct answer: USD per successful conversation",
                 _num(stats.get("cost_per_correct_answer_usd"), 6),
-                "",
-            ]
+            )
         )
-        rows.append(["Total cost (USD)" + note, _num(stats.get("total_cost_usd"), 6), ""])
+        usage.append(("Total cost (USD)", _num(stats.get("total_cost_usd"), 6)))
+    note = estimated_note(stats)
+    rows += [[label + note, value, ""] for label, value in usage]
     latency = stats.get("latency_s")
     if latency:
-        rows.append(
-            [
-                "Latency per turn, mean / median / p95",
-                format_seconds_joined([latency[k] for k in ("mean", "median", "p95")]),
-                "",
-            ]
-        )
+        shown = format_seconds_joined([latency[k] for k in ("mean", "median", "p95")])
+        rows.append(["Latency per turn, mean / median / p95", shown, ""])
     return rows
 
 
@@ -396,14 +366,8 @@ def glossary(stats: Mapping[str, Any]) -> list[Term]:
     """Every metric of the report with the spec's formula, tolerances as implemented."""
     rel, tol = RELATIVE_TOLERANCE, ABSOLUTE_TOLERANCE
     factors = ", ".join(f"{f:g}" for f in UNIT_FACTORS)
-    resamples = next(
-        (
-            ci.get("drawn") or ci["resamples"]
-            for ci in (stats.get("bootstrap_95_ci") or {}).values()
-            if ci
-        ),
-        None,
-    )
+    intervals = [ci for ci in (stats.get("bootstrap_95_ci") or {}).values() if ci]
+    resamples = intervals[0].get("drawn") or intervals[0]["resamples"] if intervals else None
     return [
         Term(
             "Numerical match (baseline)",

@@ -1,12 +1,6 @@
-"""An incremental reader of a ConvFinQA file: the records of a top-level JSON array, or of one
-array member of a top-level object (the derived ``{"dev": [...]}`` format), one at a time with
-their byte offsets, so a dataset of any size is read in a window of a few kilobytes (issue 10).
-
-Each record is found with orjson itself: parsing a window that starts at the record stops with
-"unexpected content after document" at the record's end. Anything else (a syntax error, a record
-nested near the depth limit, a stray byte) raises ``Broken`` and the caller reads the file whole
-with ``read_json``, so its error names file, line and column exactly as before.
-"""
+"""The records of a ConvFinQA file's top-level array (or of its object's arrays) with their byte
+offsets, read in a window of a few kilobytes (issue 10): orjson ends each record ("unexpected
+content after document"); anything else raises ``Broken``, and the file is read whole instead."""
 
 from __future__ import annotations
 
@@ -125,10 +119,8 @@ class _Window:
 
 
 class Shape(NamedTuple):
-    """Where a file's records are: ``kind`` "array" (a top-level array, ``members`` empty) or
-    "object" (``members``: each key -> the offset of its value, ``None`` when not an array);
-    ``spans``: each array's elements (the top-level array's under ``""``) as (offset, length)
-    pairs, so that reading them again is one ``orjson.loads`` each."""
+    """Where a file's records are: ``kind`` "array" or "object" (``members``: each key -> its
+    array's offset, or ``None``); ``spans``: each array's (offset, length) pairs (top: ``""``)."""
 
     kind: str
     members: dict[str, int | None]
@@ -142,7 +134,8 @@ def _spans(window: _Window) -> array[int]:
     return spans
 
 
-def _open(file: Path) -> IO[bytes]:
+def open_input(file: Path) -> IO[bytes]:
+    """``file`` opened for reading in 1 MiB blocks; InputError when it cannot be."""
     try:
         return file.open("rb", buffering=_BLOCK)
     except OSError as exc:
@@ -152,7 +145,7 @@ def _open(file: Path) -> IO[bytes]:
 def shape(file: Path) -> Shape:
     """The file's top level: an array, or an object with its members' offsets (every member
     value read once, one element at a time). Raises ``Broken`` for anything else."""
-    with _open(file) as handle:
+    with open_input(file) as handle:
         start = len(_BOM) if handle.read(3) == _BOM else 0
         window = _Window(handle, start)
         first = window.peek()
@@ -185,7 +178,7 @@ def shape(file: Path) -> Shape:
 def read_spans(file: Path, spans: array[int]) -> Iterator[tuple[Any, int, int]]:
     """The values at ``spans`` (``Shape.spans``) of ``file``: (value, file offset, length);
     ``Broken`` if one no longer parses (the file changed under us)."""
-    with _open(file) as handle:
+    with open_input(file) as handle:
         for k in range(0, len(spans), 2):
             start, size = spans[k], spans[k + 1]
             handle.seek(start)

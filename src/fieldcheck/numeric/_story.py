@@ -1,7 +1,5 @@
-"""A stored turn's story (issue 28, "An item"; numeric-qa-evaluation.md): the question and the
-conversation's earlier turns, the document's table, the gold program and answer, the model's
-plan step by step, every validator check with its message (the repair round's marked), the
-computed answer, the five match types and the failure mode."""
+"""A stored turn's story for the viewer (issue 28, "An item"; numeric-qa-evaluation.md): the
+question and earlier turns, the table, gold, the plan, validator checks, the answer and matches."""
 
 from __future__ import annotations
 
@@ -9,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from fieldcheck._util.jsonio import dumps
+from fieldcheck.numeric._records import turn_key
 from fieldcheck.reports import table_block, text_block, tone, values_block
 
 MATCHES = (
@@ -30,11 +29,7 @@ PLAN_COLUMNS = (
 )
 CHECK_COLUMNS = ("round", "check", "passed", "message")
 EARLIER_COLUMNS = ("turn", "question", "gold answer", "model's answer", "numerical match")
-
-
-def turn_key(conversation: str, turn: int) -> str:
-    """A turn's item key (``_agent.item_key``'s)."""
-    return f"{conversation}#{turn}"
+EARLIER_KEYS = ("turn_idx", "question", "expected_answer", "predicted_answer", "numerical_match")
 
 
 def earlier_keys(item: Mapping[str, Any]) -> list[str]:
@@ -75,10 +70,8 @@ def _step_rows(plan: Any) -> list[list[Any]]:
 
 
 def table_rows(table: Mapping[str, Mapping[str, Any]] | None) -> list[list[Any]] | None:
-    """The document's table (row -> column -> value) in the prompt's orientation
-    (``_agent.render_table``): a header row, then each row's name and cells; rows and columns
-    sorted by name, as the conversation's trace keeps them (so a folder imported from its traces
-    stores the same). Lists: an item's keys are sorted."""
+    """The document's table as lists (an item's keys are sorted): a header row, then each row's
+    name and cells, sorted by name as the trace keeps them (so an import stores the same)."""
     if not table:
         return None
     columns = sorted({str(column) for cells in table.values() for column in cells})
@@ -92,6 +85,10 @@ def _table(rows: Any) -> dict[str, Any] | None:
     return table_block([str(c) for c in rows[0]], rows[1:])
 
 
+def _section(key: str, title: str, *blocks: dict[str, Any]) -> dict[str, Any]:
+    return {"id": key, "title": title, "blocks": list(blocks)}
+
+
 def numeric_story(
     item: Mapping[str, Any], related: Mapping[str, Mapping[str, Any]]
 ) -> list[dict[str, Any]]:
@@ -102,57 +99,32 @@ def numeric_story(
         ["turn", turn],
         ["question split (qa_split)", result.get("qa_split")],
     ]
-    turn_blocks = [values_block(head), text_block("question", str(result.get("question") or ""))]
-    sections = [{"id": "turn", "title": "The question", "blocks": turn_blocks}]
-    earlier = [related[k] for k in earlier_keys(item) if k in related]
+    question = text_block("question", str(result.get("question") or ""))
+    sections = [_section("turn", "The question", values_block(head), question)]
+    earlier = [related[k].get("result") or {} for k in earlier_keys(item) if k in related]
     if earlier:
-        rows, tones = [], []
-        for other in earlier:
-            r = other.get("result") or {}
-            rows.append(
-                [
-                    r.get("turn_idx"),
-                    r.get("question"),
-                    r.get("expected_answer"),
-                    r.get("predicted_answer"),
-                    r.get("numerical_match"),
-                ]
-            )
-            tones.append(tone(r.get("numerical_match")))
-        sections.append(
-            {
-                "id": "earlier",
-                "title": "Earlier turns",
-                "blocks": [table_block(EARLIER_COLUMNS, rows, tones)],
-            }
-        )
+        rows = [[r.get(key) for key in EARLIER_KEYS] for r in earlier]
+        tones = [tone(r.get("numerical_match")) for r in earlier]
+        block = table_block(EARLIER_COLUMNS, rows, tones)
+        sections.append(_section("earlier", "Earlier turns", block))
     first = related.get(turn_key(str(conversation), 0), item) if turn else item
     table = _table((first.get("result") or {}).get("table"))
     if table is not None:
-        sections.append(
-            {"id": "document-table", "title": "The document's table", "blocks": [table]}
-        )
+        sections.append(_section("document-table", "The document's table", table))
     gold = [
         ["program", result.get("ground_truth_program")],
         ["operations", result.get("ground_truth_operations")],
         ["answer", result.get("expected_answer")],
     ]
-    sections.append({"id": "gold", "title": "Gold", "blocks": [values_block(gold)]})
+    sections.append(_section("gold", "Gold", values_block(gold)))
     plan, checks = _plan_and_checks(result)
     rows, tones = [], []
     for check in checks:
         message = str(check.get("message") or "")
-        repair = message.startswith(REPAIR)
-        if repair:
+        said = REPAIR if message.startswith(REPAIR) else "first"
+        if said == REPAIR:
             message = message[len(REPAIR) :].lstrip(": ")
-        rows.append(
-            [
-                REPAIR if repair else "first",
-                check.get("check"),
-                check.get("passed"),
-                message or None,
-            ]
-        )
+        rows.append([said, check.get("check"), check.get("passed"), message or None])
         tones.append(tone(check.get("passed")))
     repaired = any(r[0] == REPAIR for r in rows)
     steps = _step_rows(plan)
@@ -161,7 +133,7 @@ def numeric_story(
         plan_block = table_block(PLAN_COLUMNS, steps)
     else:
         plan_block = values_block([["plan", "none (no reply, or one that is not a plan)"]])
-    sections.append({"id": "plan", "title": title, "blocks": [plan_block]})
+    sections.append(_section("plan", title, plan_block))
     if checks:
         if repaired:
             said = "yes: the first plan failed a check, the model was asked again"
@@ -169,8 +141,10 @@ def numeric_story(
             said = "no: the reply was not a plan, or the repair call failed"
         else:
             said = "no: every check passed"
-        blocks = [values_block([["repair round", said]]), table_block(CHECK_COLUMNS, rows, tones)]
-        sections.append({"id": "checks", "title": "Validator checks", "blocks": blocks})
+        repair = values_block([["repair round", said]])
+        sections.append(
+            _section("checks", "Validator checks", repair, table_block(CHECK_COLUMNS, rows, tones))
+        )
     answer = [
         ["computed answer", result.get("predicted_answer")],
         ["parsed answer", result.get("parsed_answer")],
@@ -180,28 +154,17 @@ def numeric_story(
         ["error", result.get("error_type")],
         ["error message", result.get("error_message")],
     ]
-    sections.append(
-        {
-            "id": "answer",
-            "title": "The answer",
-            "blocks": [values_block(answer, [None] * 5 + [tone(not result.get("error_type"))] * 2)],
-        }
-    )
+    answer_tones = [None] * 5 + [tone(not result.get("error_type"))] * 2
+    sections.append(_section("answer", "The answer", values_block(answer, answer_tones)))
+    mode = result.get("failure_mode")
     matches = [[label, result.get(name)] for name, label in MATCHES]
+    matches += [["failure mode", mode], ["not scored", result.get("not_scored")]]
     match_tones = [tone(result.get(name)) for name, _ in MATCHES]
-    matches.append(["failure mode", result.get("failure_mode")])
-    match_tones.append(None if result.get("failure_mode") is None else "fail")
-    matches.append(["not scored", result.get("not_scored")])
-    match_tones.append(None)
+    match_tones += [None if mode is None else "fail", None]
     logic = [
         [name.replace("_", " "), result.get(name)]
         for name in ("logic_recall", "logic_precision", "logic_order_score")
     ]
-    sections.append(
-        {
-            "id": "matches",
-            "title": "Matches",
-            "blocks": [values_block(matches, match_tones), values_block(logic)],
-        }
-    )
+    blocks = (values_block(matches, match_tones), values_block(logic))
+    sections.append(_section("matches", "Matches", *blocks))
     return sections

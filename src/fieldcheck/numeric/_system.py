@@ -38,7 +38,7 @@ from fieldcheck.numeric._stream import (
     stored_cell,
 )
 from fieldcheck.reports import RunFolder, Scored, Views
-from fieldcheck.store import ERROR, FAILED, ItemColumn, ItemColumns, Pairing, item_value
+from fieldcheck.store import ERROR, FAILED, ItemColumn, Pairing, item_value
 
 if TYPE_CHECKING:
     from fieldcheck.store import RunRecorder
@@ -49,9 +49,8 @@ _Write = Callable[["RunRecorder"], tuple[Any, Any]]
 log = logging.getLogger(__name__)
 
 EARLY_POOL_BYTES = 4 << 20
-"""Predictions files of at least this size (about 20,000 lines) are read, and their turns
-scored, by the scoring pool (``POOL_WORKERS`` processes), started before the inputs are read;
-smaller ones by ``score_to_folder``'s rule."""
+"""Predictions files of at least this size (about 20,000 lines) are read and scored by the scoring
+pool, started before the inputs are read; smaller ones by ``score_to_folder``'s rule."""
 
 GATED = tuple(key for key, _ in HEADLINE if key != "avg_operations_per_turn")
 """The statistics ``--fail-under`` gates (higher is better), named as in statistics.json."""
@@ -127,10 +126,9 @@ def read_inputs(
     loaded: LoadResult | None = None,
     pool: LocalPool | None = None,
 ) -> Read:
-    """Both input files (``loaded``: the data as a model run read it with the same settings),
-    before any output is touched; ``pool`` reads the predictions while this process reads the
-    data. A file that cannot be read or gives no valid line, or predictions of no conversation
-    of the data, is a usage problem naming its option."""
+    """Both input files, before any output is touched (``loaded``: the data a model run read;
+    ``pool`` reads the predictions meanwhile). A file that cannot be read or has no valid line,
+    or predictions of no conversation of the data, is a usage problem naming its option."""
     split, size, seed = settings.split, settings.sample_size, settings.seed
     others = {"--predictions": "numeric-predictions"}
     if pool is not None:
@@ -213,17 +211,9 @@ class NumericSystem(NumericRuns, Views):
     item_table = (
         ItemColumn("turn", "turn", "turn", "count", filter=True),
         ItemColumn("question", "question", item_value('$."question"'), "prose"),
-        ItemColumn(
-            "expected",
-            "expected",
-            item_value('$."expected_answer"'),
-            order=item_value('$."expected_answer"', "DOUBLE"),
-        ),
-        ItemColumn(
-            "parsed",
-            "parsed",
-            item_value('$."parsed_answer"'),
-            order=item_value('$."parsed_answer"', "DOUBLE"),
+        *(
+            ItemColumn(name, name, item_value(path), order=item_value(path, "DOUBLE"))
+            for name, path in (("expected", '$."expected_answer"'), ("parsed", '$."parsed_answer"'))
         ),
         ItemColumn(
             "numerical_match",
@@ -248,11 +238,8 @@ class NumericSystem(NumericRuns, Views):
     def interval(self, intervals: Mapping[str, Any], name: str) -> Any:
         return (intervals.get("overall") or {}).get(name)
 
-    def item_columns(self, item: Mapping[str, Any]) -> ItemColumns:
-        return numeric_columns(item)
-
-    def related_keys(self, item: Mapping[str, Any]) -> Sequence[str]:
-        return earlier_keys(item)
+    item_columns = staticmethod(numeric_columns)
+    related_keys = staticmethod(earlier_keys)
 
     def item_story(
         self,
@@ -299,9 +286,8 @@ class NumericSystem(NumericRuns, Views):
         progress: Any,
         executor: Executor | None = None,
     ) -> Scored:
-        """Every output file of the spec into ``folder``, each turn to ``recorder``: chunks of
-        conversations scored by ``score_chunk`` through ``executor`` (``None``: see
-        ``score_to_folder``)."""
+        """Every output file of the spec into ``folder``, each turn to ``recorder``, chunks scored
+        by ``score_chunk`` through ``executor`` (``None``: ``score_to_folder`` chooses)."""
         found = read.settings
         total = len(read.data.conversations)
         try:
@@ -348,9 +334,8 @@ class NumericSystem(NumericRuns, Views):
         model: str | None,
         settings: Mapping[str, Any],
     ) -> tuple[str, Sequence[tuple[str, str | Path]], dict[str, Any], Any, _Write]:
-        """A ``numeric score`` folder: statistics.json, and a turn per row of turns.csv with its
-        plan, validator log and (a first turn) the document's table from its trace, as scoring
-        stores them."""
+        """A ``numeric score`` folder: statistics.json, and each row of turns.csv with its plan,
+        validator log and (a first turn) table from its trace, as scoring stores them."""
         statistics = loads((folder / "statistics.json").read_bytes())
 
         def write(recorder: RunRecorder) -> tuple[Any, Any]:

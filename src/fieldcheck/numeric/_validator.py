@@ -1,27 +1,6 @@
-"""The plan validator of the ConvFinQA agent: checks a model's plan before it is run, and logs
-every check it makes as ``{"check", "passed", "message"}`` (these rows become validation.csv).
-
-Checks, in order (docs/numeric.md, "Running a model"):
-
-- ``json``: the reply is one JSON object (a Markdown code fence around it is allowed);
-- ``schema``: ``{"steps": [...]}`` with 1 to ``MAX_STEPS`` steps; an extract step has a finite
-  number ``value`` and ``source`` ``"table"`` (with ``row`` and ``column`` texts) or ``"text"``;
-  a compute step has an ``operation`` text and a list of ``args``;
-- ``operations``: every compute operation is one the engine knows (aliases allowed);
-- ``arguments``: two arguments for arithmetic, one existing row name for ``table_*``; each is a
-  number, ``"#k"``, ``"const_N"`` or a percentage text such as ``"13.4%"``;
-- ``references``: ``#k`` names an earlier compute step (compute steps count from 0);
-- ``values_in_document``: every extracted value and every literal number argument appears in the
-  document (text, table cells or headers; sign ignored, ``14%`` may be written 0.14), among the
-  model's own earlier answers, or is one of ``COMMON_CONSTANTS``;
-- ``table_cells``: a table extract names a row and a column of the table whose cell holds the value;
-- ``executes``: the plan runs on the safe program engine (``program_from_plan``; no eval) and
-  gives a finite number or yes/no.
-
-A check that cannot be made because an earlier one failed (everything after ``schema``; ``executes``
-after a failed ``operations``, ``arguments`` or ``references``) is not logged. Spec:
-numeric-qa-evaluation.md ("validation.csv - Validator logs").
-"""
+"""The plan validator of the ConvFinQA agent: the checks of ``CHECKS``, in order, each logged as
+``{"check", "passed", "message"}`` (validation.csv; spec numeric-qa-evaluation.md "validation.csv -
+Validator logs"). What each check refuses: docs/numeric.md, "The validator"."""
 
 from __future__ import annotations
 
@@ -101,39 +80,28 @@ def _close(a: float, b: float) -> bool:
     return abs(a - b) <= 1e-9 * max(1.0, abs(a), abs(b))
 
 
-class DocumentNumbers:
-    """Every number of a document (absolute values), for the ``values_in_document`` check.
+def _numbers_in(text: str) -> list[float]:
+    return [float(m.group().replace(",", "")) for m in _NUMBER_IN_TEXT.finditer(text)]
 
-    A number in the text or in a cell is also known divided by 100, so that ``14%`` (or a table
-    cell 14 in a column of percentages) may be used as the fraction 0.14.
-    """
+
+class DocumentNumbers:
+    """Every number of a document (absolute values), for the ``values_in_document`` check; one in
+    the text or a cell is also known divided by 100 (``14%`` may be used as 0.14)."""
 
     def __init__(self, doc: Document, extra: Iterable[float] = ()) -> None:
-        values: set[float] = set()
-
-        def add(number: float, percent_too: bool = True) -> None:
-            if math.isfinite(number):
-                values.add(abs(number))
-                if percent_too:
-                    values.add(abs(number) / 100)
-
-        for text in (doc.pre_text, doc.post_text):
-            for match in _NUMBER_IN_TEXT.finditer(text):
-                add(float(match.group().replace(",", "")))
+        plain = [*COMMON_CONSTANTS, *extra]  # row names, headers: not divided by 100
+        percent = _numbers_in(doc.pre_text) + _numbers_in(doc.post_text)
         for row, cells in doc.table.items():
-            for match in _NUMBER_IN_TEXT.finditer(row):
-                add(float(match.group().replace(",", "")), percent_too=False)
+            plain += _numbers_in(row)
             for column, cell in cells.items():
-                for match in _NUMBER_IN_TEXT.finditer(column):
-                    add(float(match.group().replace(",", "")), percent_too=False)
+                plain += _numbers_in(column)
                 number = cell_number(cell)
                 if number is not None:
-                    add(number)
+                    percent.append(number)
                 elif isinstance(cell, str):
-                    for match in _NUMBER_IN_TEXT.finditer(cell):
-                        add(float(match.group().replace(",", "")))
-        for number in (*COMMON_CONSTANTS, *extra):
-            add(number, percent_too=False)
+                    percent += _numbers_in(cell)
+        values = {abs(n) for n in plain + percent if math.isfinite(n)}
+        values |= {abs(n) / 100 for n in percent if math.isfinite(n)}
         self._sorted = sorted(values)
 
     def __contains__(self, number: object) -> bool:
@@ -149,11 +117,8 @@ class DocumentNumbers:
 
 
 def parse_reply(text: str) -> Any:
-    """The reply as JSON (one optional Markdown code fence removed); raises ValueError if not JSON.
-
-    orjson refuses NaN, Infinity and nesting deeper than 1024 levels, so a hostile reply is a
-    ValueError, never a crash.
-    """
+    """The reply as JSON (one optional Markdown code fence removed); ValueError if not JSON (orjson
+    refuses NaN, Infinity and nesting past 1024 levels: a hostile reply is never a crash)."""
     stripped = text.strip()
     fenced = _FENCE.match(stripped)
     if fenced:
