@@ -87,7 +87,8 @@ def main(root: Path = Path("demo-out")) -> int:
         f"{root}/json/<model> (records.jsonl, summary.json, fields.csv)"
     )
     say(
-        f"{len(made)} runs are in the store; to browse and compare them (http://127.0.0.1:8000/runs):"
+        f"{len(made)} runs are in the store; to browse and compare them "
+        "(http://127.0.0.1:8000/runs):"
     )
     say(f"  {serve_command(store.url)}", soft_wrap=True)
     return status

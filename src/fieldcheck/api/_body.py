@@ -195,7 +195,7 @@ class CheckedBodyRoute(APIRoute):
 
 
 def api_router(prefix: str, tag: str) -> APIRouter:
-    """A router of API routes: bodies checked (``CheckedBodyRoute``), the Guard's errors declared."""
+    """A router of API routes: bodies checked (``CheckedBodyRoute``), Guard's errors declared."""
     return APIRouter(
         prefix=prefix, tags=[tag], route_class=CheckedBodyRoute, responses=error_responses()
     )

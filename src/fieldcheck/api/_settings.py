@@ -53,7 +53,8 @@ def check_binding(host: str, token: str | None) -> None:
 @dataclass(frozen=True)
 class ApiSettings:
     """What ``create_app`` needs, from ``fieldcheck serve``'s options (docs/api.md): without
-    ``data_root``, ``batch-path`` and ``/api/score`` are refused; the matcher is never a request's."""
+    ``data_root``, ``batch-path`` and ``/api/score`` are refused; the matcher is never a
+    request's."""
 
     host: str = "127.0.0.1"
     port: int = 8000

@@ -11,6 +11,7 @@ from fieldcheck.core._pipeline import (
     Events,
     Inputs,
     Interrupted,
+    Into,
     Outcome,
     score,
     stored_line,

@@ -233,8 +233,9 @@ def no_glyph_warnings() -> Iterator[None]:
 
 @contextmanager
 def interrupts_deferred() -> Iterator[None]:
-    """A Ctrl-C (and a handled SIGTERM, SIGHUP) while a plot is drawn takes effect once it is saved:
-    raised inside matplotlib it became a traceback or was lost (testers' findings); main thread only."""
+    """A Ctrl-C (and a handled SIGTERM, SIGHUP) while a plot is drawn takes effect once it is
+    saved: raised inside matplotlib it became a traceback or was lost (testers' findings); main
+    thread only."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return

@@ -131,7 +131,8 @@ class _State:
 @dataclass
 class Scored:
     """What a system's scoring of one run gives the pipeline (ARCHITECTURE.md "One evaluation, one
-    path"); ``failed``: some input not scored (exit 3), ``gate``: ``--fail-under`` values by model."""
+    path"); ``failed``: some input not scored (exit 3), ``gate``: ``--fail-under`` values by
+    model."""
 
     result: Any
     files: dict[str, Path]

@@ -1,5 +1,5 @@
 """The async model client: a shared in-flight limit, retries, typed errors returned (never
-raised), token counts and the reply cache (docs/running.md "Calls, retries and errors")."""
+raised), token counts and the reply cache (docs/running.md "Retries and errors")."""
 
 from __future__ import annotations
 

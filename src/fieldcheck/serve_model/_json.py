@@ -1,5 +1,6 @@
-"""Synthetic JSON-extraction responder (``json-extract-v1``): the document's ground truth with each
-model's seeded errors (``PROFILES``: docs/json.md "The synthetic models"), drawn in a fixed order."""
+"""Synthetic JSON-extraction responder (``json-extract-v1``): the document's ground truth with
+each model's seeded errors (``PROFILES``: docs/json.md "The synthetic models"), drawn in a fixed
+order."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
 """Running a model over conversations: each user's sessions in order, a slot memory carried along
-(slot spec; the update semantics of ``slot-memory-v1`` and resuming: docs/slots.md "Running models")."""
+(slot spec; the update semantics of ``slot-memory-v1`` and resuming: docs/slots.md "Running
+models")."""
 
 from __future__ import annotations
 

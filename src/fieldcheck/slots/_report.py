@@ -383,7 +383,8 @@ def render_html(run: SlotsRun, images: dict[str, Path] | None = None) -> str:
 
 def plot_topics(run: SlotsRun, *, by: str) -> list[str]:
     """The topics a per-topic plot shows, in topic order: the ``PLOT_TOPICS`` with the most gold
-    (``by="gold"``) or extra slots, ties by the other count (docs/slots.md "Plots of many topics")."""
+    (``by="gold"``) or extra slots, ties by the other count (docs/slots.md "Plots of many
+    topics")."""
     topics = run.topics
     if len(topics) <= PLOT_TOPICS:
         return list(topics)

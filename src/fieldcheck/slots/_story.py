@@ -1,6 +1,7 @@
 """A stored session's story (issue 28, "An item"): its counts, then each slot's gold and predicted
 values, canonical (slot spec §4), token P/R (§6), BLEU-1 (§9), verdict and judge score, as
-recomputed by the scorer's ``metrics.score_slot`` (a matcher's verdicts: the stored ``unmatched``)."""
+recomputed by the scorer's ``metrics.score_slot`` (a matcher's verdicts: the stored
+``unmatched``)."""
 
 from __future__ import annotations
 

@@ -79,9 +79,21 @@ class ItemsMissing(FileNotFoundError):
 class RunHasChildren(ValueError):
     """A run still has re-scores (runs whose ``parent_id`` it is): it is not deleted."""
 
+    def __init__(self, run_id: str, children: list[str]) -> None:
+        super().__init__(
+            f"run {run_id} has re-scores: {', '.join(children)}; delete them first "
+            "(each names it as its parent)"
+        )
+        self.run_id, self.children = run_id, children
+
 
 class AmbiguousRunError(LookupError):
     """Several runs start with the prefix given."""
+
+    def __init__(self, prefix: str, ids: list[str]) -> None:
+        more = ", ..." if len(ids) >= 5 else ""
+        super().__init__(f"{prefix!r} names several runs: {', '.join(ids)}{more}")
+        self.prefix, self.ids = prefix, ids
 
 
 def _now() -> datetime:
@@ -243,9 +255,7 @@ class Store:
                 .limit(5)
             ).all()
         if len(rows) > 1:
-            more = ", ..." if len(rows) >= 5 else ""
-            ids = ", ".join(r.id for r in rows)
-            raise AmbiguousRunError(f"{prefix!r} names several runs: {ids}{more}")
+            raise AmbiguousRunError(prefix, [r.id for r in rows])
         return RunInfo.of(rows[0]) if rows else None
 
     def delete_run(self, run_id: str) -> bool:
@@ -260,10 +270,7 @@ class Store:
                 .order_by(RunRow.started_at, RunRow.id)
             ).all()
             if children:
-                raise RunHasChildren(
-                    f"run {run_id} has re-scores: {', '.join(children)}; delete them first "
-                    "(each names it as its parent)"
-                )
+                raise RunHasChildren(run_id, list(children))
             parts = select(RunRow.id).where(RunRow.parent_id == run_id, RunRow.kind == "calls")
             ids = [run_id, *s.scalars(parts)]
             for run in ids if row is not None else ():
