@@ -530,10 +530,12 @@ class Tally:
         *,
         price_in: float | None = None,
         price_out: float | None = None,
+        bootstrap: int = 1000,
+        seed: int = 0,
         intervals: Intervals | None = None,
     ) -> dict[str, Any]:
         """statistics.json (keys: docs/numeric.md); ``intervals``: ``bootstrap_intervals`` of
-        these units (``None``: no bootstrap). Accuracies are over scored turns."""
+        these units drawn elsewhere, else drawn here. Accuracies are over scored turns."""
         stats: dict[str, Any] = {}
         scored = self.scored
         for key, count in zip(MATCH_KEYS, self.matches, strict=True):
@@ -586,7 +588,9 @@ class Tally:
         stats["num_missing_predictions"] = self.missing
         latency = latency_stats(self.latencies.tolist())
         stats["latency_s"] = latency.model_dump() if latency else None
-        return stats | interval_statistics(intervals)
+        if intervals is None and bootstrap > 0:
+            intervals = bootstrap_intervals((bootstrap, seed), self.units)
+        return stats | interval_statistics(intervals if bootstrap > 0 else None)
 
 
 def bootstrap_intervals(settings: tuple[int, int], units: BootstrapUnits) -> Intervals:
@@ -835,7 +839,13 @@ def score_to_folder(
             if tally.scored:
                 pyplot()
             (intervals,) = done + finish(runner)
-        statistics = tally.statistics(price_in=price_in, price_out=price_out, intervals=intervals)
+        statistics = tally.statistics(
+            price_in=price_in,
+            price_out=price_out,
+            bootstrap=bootstrap,
+            seed=seed,
+            intervals=intervals,
+        )
         statistics["num_input_errors"] = len(errors)
         statistics["signature"] = signature.format()
         statistics["signature_settings"] = signature.model_dump(mode="json")
