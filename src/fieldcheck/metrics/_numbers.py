@@ -1,7 +1,6 @@
-"""Numeric answers: parsing a model's answer text, the five match types, and the failure mode.
+"""Numeric answers: parsing a model's answer, the five match types and the failure mode.
 
-Pure functions, no I/O. Spec: numeric-qa-evaluation.md, "New Accuracy Metrics" and
-"Analysis Workflows" (1. Identify Accuracy Issues). Exact boundaries: docs/decisions.md.
+Spec: numeric-qa-evaluation.md, "New Accuracy Metrics" and "Analysis Workflows" 1.
 """
 
 from __future__ import annotations
@@ -12,30 +11,20 @@ from collections.abc import Iterable
 from typing import Literal, NamedTuple
 
 FailureMode = Literal["scale", "sign", "rounding", "wrong", "no_answer", "error"]
-# Which rule of ``parse_answer`` produced the parsed answer (turns.csv ``answer_rule``):
-# yes_no; number (a JSON number, or text holding one number); last_number (the last of several);
-# preferred_over_year (the text ends in year-like integers, an earlier number was taken).
+# Which rule of ``parse_answer`` read the answer (turns.csv ``answer_rule``; docs/numeric.md)
 AnswerRule = Literal["yes_no", "number", "last_number", "preferred_over_year"]
 
 RELATIVE_TOLERANCE = 0.01  # numerical and soft match: within 1 % of the expected value
 ABSOLUTE_TOLERANCE = 0.001  # numerical match also accepts |difference| < 0.001
 UNIT_FACTORS = (1.0, 100.0, 0.01)
 
-_SCALE_WORDS = {
-    "thousand": 1e3,
-    "k": 1e3,
-    "million": 1e6,
-    "millions": 1e6,
-    "mn": 1e6,
-    "m": 1e6,
-    "billion": 1e9,
-    "billions": 1e9,
-    "bn": 1e9,
-    "b": 1e9,
-    "trillion": 1e12,
-    "tn": 1e12,
-    "thousands": 1e3,
+_SCALES = {
+    1e3: ("thousand", "thousands", "k"),
+    1e6: ("million", "millions", "mn", "m"),
+    1e9: ("billion", "billions", "bn", "b"),
+    1e12: ("trillion", "tn"),
 }
+_SCALE_WORDS = {word: scale for scale, words in _SCALES.items() for word in words}
 _NUMBER_TOKEN = re.compile(
     r"""
     (?=[\s(\-+\u2212$\u20ac\u00a3\d.])  # what a match can start with: skips other positions fast
@@ -61,9 +50,8 @@ _YEAR = re.compile(r"(?:19|20)\d\d")
 
 
 class ParsedAnswer(NamedTuple):
-    """A parsed answer. ``value`` applies the percent sign (12.5% -> 0.125) and the scale word
-    (1.2 million -> 1.2e6); ``written`` is the number as written (12.5, 1.2); ``decimals`` the
-    digits shown after the point; ``boolean`` is set instead for yes/no answers."""
+    """A parsed answer: ``value`` with percent sign and scale word applied (12.5% -> 0.125),
+    ``written`` as written (12.5), or ``boolean`` for yes/no."""
 
     value: float | None = None
     written: float | None = None
@@ -86,17 +74,10 @@ class ParsedAnswer(NamedTuple):
 
 
 def parse_answer(text: str | float | int | bool | None) -> ParsedAnswer | None:
-    """Parse a model's answer into a number or yes/no; ``None`` when there is no answer.
+    """Parse a model's answer into a number or yes/no; ``None`` when there is none (empty text).
 
-    Accepts ``"$1,234.5"``, ``"12.5%"`` (0.125), ``"-3"``, ``"(45)"`` (-45), ``"1.2 million"``,
-    ``"0.10"``, ``"yes"``/``"no"`` (also as the first word: "Yes, 5 > 3"). In longer text the LAST
-    number is the answer (models end with it: "... so the change is 14.1%"; "1,2,3" is 3), except
-    that trailing year-like integers (1900-2099, four digits, no sign, currency, % or scale word,
-    bare or in parentheses) give way to an earlier number: "It fell by 21.1% from 2016 to 2017"
-    is 21.1%, "35.8 (2009)" is 35.8 (issue 9); a parenthesised year is never a negative. Repeated
-    signs count as one minus ("--5" is -5). A number that is not finite (``"1e309"``; ``"nan"``
-    and ``"inf"`` hold no digits) is no answer. Numbers pass through. ``rule`` says which rule
-    gave the answer.
+    In longer text the last number, unless it is a trailing year (issue 9). The rules and their
+    examples: docs/numeric.md, "Answers and the five match types".
     """
     if text is None:
         return None
@@ -173,8 +154,7 @@ def _has_digit(text: str) -> bool:
 
 
 def _year_like(m: re.Match[str]) -> bool:
-    """A bare four-digit integer 1900-2099 (no sign, currency, %, scale word), maybe in
-    parentheses: read as a year, not as the answer or an accounting negative."""
+    """A bare four-digit integer 1900-2099, maybe in parentheses: a year, not the answer."""
     if m.group("sign") or m.group("sign2") or m.group("cur") or m.group("pct") or m.group("scale"):
         return False
     if bool(m.group("open")) != bool(m.group("close")):  # "(2009" or "2009)"
@@ -322,12 +302,9 @@ def failure_mode(
     *,
     error: bool = False,
 ) -> FailureMode | None:
-    """Why a turn failed, derived from the match types; ``None`` for a numerical match.
-
-    First that applies: ``error`` (the run reported an error), ``no_answer`` (nothing parsable),
-    ``scale`` (unit-agnostic match), ``sign`` (sign-agnostic match), ``rounding`` (the gold
-    rounded to the shown decimals, or a soft match), ``wrong``. Spec: "Analysis Workflows" 1.
-    """
+    """Why a turn failed: the first of ``error``, ``no_answer``, ``scale`` (unit-agnostic),
+    ``sign`` (sign-agnostic), ``rounding`` (``is_rounding_of`` or soft), ``wrong``; ``None`` for a
+    numerical match. Spec: "Analysis Workflows" 1."""
     if error:
         return "error"
     if prediction is None:
@@ -363,9 +340,8 @@ def match_answer(
     *,
     error: bool = False,
 ) -> AnswerMatches:
-    """Every match type at once, each from its own function (``numerical_match`` ...
-    ``failure_mode``), looked up when called. A turn with an error matches nothing (its answer
-    is not trusted). ``numeric score`` scores every turn through it."""
+    """Every match type and the failure mode at once; a turn with an error matches nothing
+    (its answer is not trusted)."""
     if error:
         return _ERROR_MATCHES
     return AnswerMatches(

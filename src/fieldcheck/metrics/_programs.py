@@ -1,7 +1,5 @@
-"""ConvFinQA programs: a parser into typed steps, a safe executor, and logic scores over plans.
-
-A program is text such as ``"subtract(206588, 181001), divide(#0, 181001)"`` or a bare value
-(``"60.94"``, ``"13.4%"``) for an extract-only turn. It is parsed, never evaluated as code.
+"""ConvFinQA programs (``"subtract(5, 2), divide(#0, 2)"``, or a bare value): a parser, a safe
+executor (never ``eval``), and logic scores over plans.
 Spec: numeric-qa-evaluation.md, "Logic Recall (Reasoning Trace Score)" and "Future Enhancements".
 """
 
@@ -153,11 +151,8 @@ def _parse_value(text: str, *, program: str, position: int) -> NumberArg | Const
 
 
 def _find_close(text: str, start: int) -> int:
-    """Index of the ``)`` closing a ``table_*`` step whose arguments start at ``start``.
-
-    Parentheses inside arguments (row names such as ``net income ( loss )``) are balanced;
-    the step ends at the first unbalanced ``)`` that is followed by the end or by ``, name(``.
-    """
+    """Index of the ``)`` closing a ``table_*`` step: the first unbalanced one followed by the
+    end or by ``, name(`` (row names such as ``net income ( loss )`` hold brackets)."""
     depth = 0
     for i in range(start, len(text)):
         ch = text[i]
@@ -175,14 +170,9 @@ def _find_close(text: str, start: int) -> int:
 
 
 def parse_program(text: str) -> Program:
-    """Parse a ConvFinQA ``turn_program`` into typed steps (never evaluated as code).
-
-    Grammar: ``step (", " step)*`` with ``step = op "(" arg ("," arg)* ")"``, or one bare value.
-    Arithmetic operations take exactly two of number (``5``, ``.3``, ``-3363``, ``13.4%``),
-    ``const_N``/``const_m1`` or ``#k`` (k an earlier step); ``table_*`` take a row name and an
-    optional ``none``. Raises ProgramParseError (with the character position) otherwise, and for
-    a program longer than ``MAX_PROGRAM_CHARS``. Runs in time linear in the program's length.
-    """
+    """Parse a ConvFinQA ``turn_program`` into typed steps (never evaluated as code), in time
+    linear in its length; ProgramParseError with the character position for anything outside the
+    grammar (docs/numeric.md) or longer than ``MAX_PROGRAM_CHARS``."""
     if not isinstance(text, str):
         raise ProgramParseError("program is not text", program=repr(text))
     stripped = text.strip()
@@ -244,9 +234,8 @@ _REF_INDEX = re.compile(r"#(\d+)")
 
 
 def program_operations(text: str) -> tuple[str, ...]:
-    """``tuple(parse_program(text).operations)``, without building the program for a plain
-    arithmetic one (the loader needs only the operations; issue 10). Raises ProgramParseError
-    exactly when ``parse_program`` does (then from it, with its message)."""
+    """``tuple(parse_program(text).operations)``, sooner for a plain arithmetic program (issue
+    10); ProgramParseError exactly when ``parse_program`` raises it."""
     if len(text) <= MAX_PROGRAM_CHARS:
         if _PLAIN_VALUE.fullmatch(text):
             return ()
@@ -305,11 +294,8 @@ def _parse_step(name: str, inner: str, *, index: int, program: str, position: in
 
 
 def _cell_head(cell: str) -> str | None:
-    """The number text of a table cell, read as the upstream ConvFinQA/FinQA executor does
-    (``process_row``: drop ``$``, keep what comes before the first ``(``; ``str_to_num``: drop
-    ``,``), so ``"-2913 ( 2913 )"``, ``"135696 ( a )"`` and ``"19.3% ( 19.3 % )"`` keep their
-    number. A cell that is only a bracketed number (``"( 45 )"``) is an accounting negative
-    (upstream refuses it). ``None`` when there is no number text."""
+    """A table cell's number text, read as the upstream ConvFinQA executor does (docs/numeric.md);
+    ``"( 45 )"`` is an accounting negative. ``None`` when there is no number text."""
     text = cell.strip().replace("$", "").replace(",", "").strip()
     paren = re.fullmatch(r"\(\s*([\d.]+)\s*\)", text)
     if paren:
@@ -322,18 +308,15 @@ _CELL_NUMBER = re.compile(r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)%?")
 
 
 def cell_number(cell: float | str | None) -> float | None:
-    """A table cell as a number in the table's own unit: ``"$ 103102"`` -> 103102,
-    ``"-2913 ( 2913 )"`` -> -2913, ``"135696 ( a )"`` -> 135696 (a footnote mark), ``"( 45 )"``
-    -> -45, ``"14%"`` -> 14; ``None`` if not a finite number. For display, features and the
-    validator; the ``table_*`` operations use ``table_cell_value`` (``"14%"`` is 0.14 there)."""
+    """A table cell as a number in the table's own unit (``"14%"`` -> 14, ``"( 45 )"`` -> -45);
+    ``None`` if not a finite number. For display, features and the validator."""
     value = _cell_value(cell)
     return None if value is None else value[0]
 
 
 def table_cell_value(cell: float | str | None) -> float | None:
-    """A table cell as the ``table_*`` operations read it, following the upstream executor
-    (czyssrs ConvFinQA ``eval_program`` / FinQA ``str_to_num``): like ``cell_number`` but a
-    percentage is a fraction, ``"19.3% ( 19.3 % )"`` -> 0.193. ``None`` if not a number."""
+    """A table cell as the ``table_*`` operations read it (upstream's ``str_to_num``): like
+    ``cell_number`` but a percentage is a fraction (``"14%"`` -> 0.14)."""
     value = _cell_value(cell)
     if value is None:
         return None
@@ -360,10 +343,8 @@ def _norm_row(name: str) -> str:
 
 
 def _table_row(table: Table | None, name: str) -> list[float]:
-    """The numbers of row ``name`` (exact name, else the same words ignoring case and spaces).
-
-    As upstream: every cell must be a number (``table_cell_value``), else the operation fails
-    (a text cell such as ``"nm"`` or an empty one would silently change an average)."""
+    """The numbers of row ``name`` (exact, else ignoring case and spaces); as upstream, a cell
+    that is not a number fails the operation rather than silently change an average."""
     if table is None:
         raise ProgramExecutionError(f"table row {name!r} asked for, but there is no table")
     row = table.get(name)
@@ -393,12 +374,9 @@ def _number(value: Value, operation: str) -> float:
 
 
 def execute_program(program: Program, *, table: Table | None = None) -> Value:
-    """Run a parsed program; returns a float, or a bool for ``greater`` (True = "yes").
+    """Run a parsed program over ``table`` (row name -> cells); a float, or a bool for ``greater``.
 
-    ``table`` maps row names to cells, for the ``table_*`` operations (numeric cells of the row).
-    Raises ProgramExecutionError (never a bare Python exception) on division by zero, a step
-    whose result overflows to infinity, ``exp`` without a real value, an unknown row, or a yes/no
-    used as a number.
+    Raises ProgramExecutionError (never a bare Python exception) for what cannot be computed.
     """
     if program.value is not None:
         return program.value.value
@@ -456,21 +434,14 @@ def _execute_step(step: Step, results: Sequence[Value], table: Table | None) -> 
     if op == "greater":
         return a > b
     try:  # exp
-        result = math.pow(a, b)
+        return math.pow(a, b)
     except (OverflowError, ValueError) as exc:
         raise ProgramExecutionError(f"exp({a}, {b}) has no real value: {exc}") from exc
-    return result
 
 
 def program_from_plan(plan: Mapping[str, object]) -> Program:
-    """A model's plan as a Program, so that plans run on the same safe engine as gold programs.
-
-    Compute steps become steps (operation names normalised with ``normalise_operation``); their
-    ``args`` are numbers or the argument texts of the program grammar (``"#0"`` = the first
-    compute step's result, ``"const_100"``, ``"13.4%"``, or a row name for ``table_*``). Extract
-    steps are skipped; a plan without compute steps is the value of its last extract step.
-    Raises ProgramParseError for anything the grammar does not allow. Spec: "Logic Recall"
-    (plans share the gold programs' operations).
+    """A model's plan as a Program, run on the gold programs' safe engine (docs/numeric.md):
+    its compute steps, else its last extracted number. ProgramParseError outside the grammar.
     """
     text = repr(dict(plan))[:200]
     steps_raw = plan.get("steps")
@@ -534,63 +505,40 @@ def _plan_arg(arg: object, *, program: str, position: int) -> str:
 # ---------------------------------------------------------------------------------------------
 # Operations and logic scores
 
+# The other names a plan may use for each ConvFinQA operation.
+_ALIASES_OF: dict[str, tuple[str, ...]] = {
+    "add": ("addition", "plus", "sum"),
+    "subtract": ("subtraction", "minus", "sub", "difference", "diff", "change"),
+    "multiply": ("multiplication", "times", "mul", "product"),
+    "divide": (
+        "division",
+        "div",
+        "ratio",
+        "quotient",
+        "percentage",
+        "percent",
+        "percentage_of",
+        "percentage_change",
+        "percent_change",
+        "pct_change",
+        "growth_rate",
+    ),
+    "exp": ("power", "pow", "exponent"),
+    "greater": ("compare", "gt"),
+    "table_max": ("max", "maximum"),
+    "table_min": ("min", "minimum"),
+    "table_sum": (),
+    "table_average": ("average", "mean", "avg"),
+}
 # Every name a plan may use for an operation, mapped to the ConvFinQA operation it counts as.
 OPERATION_ALIASES: dict[str, str] = {
-    "add": "add",
-    "addition": "add",
-    "plus": "add",
-    "sum": "add",
-    "subtract": "subtract",
-    "subtraction": "subtract",
-    "minus": "subtract",
-    "sub": "subtract",
-    "difference": "subtract",
-    "diff": "subtract",
-    "change": "subtract",
-    "multiply": "multiply",
-    "multiplication": "multiply",
-    "times": "multiply",
-    "mul": "multiply",
-    "product": "multiply",
-    "divide": "divide",
-    "division": "divide",
-    "div": "divide",
-    "ratio": "divide",
-    "quotient": "divide",
-    "percentage": "divide",
-    "percent": "divide",
-    "percentage_of": "divide",
-    "percentage_change": "divide",
-    "percent_change": "divide",
-    "pct_change": "divide",
-    "growth_rate": "divide",
-    "exp": "exp",
-    "power": "exp",
-    "pow": "exp",
-    "exponent": "exp",
-    "greater": "greater",
-    "compare": "greater",
-    "gt": "greater",
-    "table_max": "table_max",
-    "max": "table_max",
-    "maximum": "table_max",
-    "table_min": "table_min",
-    "min": "table_min",
-    "minimum": "table_min",
-    "table_sum": "table_sum",
-    "table_average": "table_average",
-    "average": "table_average",
-    "mean": "table_average",
-    "avg": "table_average",
+    name: operation for operation, aliases in _ALIASES_OF.items() for name in (operation, *aliases)
 }
 
 
 def normalise_operation(name: str) -> str:
-    """Map a plan's operation name onto the ConvFinQA vocabulary (``OPERATION_ALIASES``).
-
-    Case, spaces and hyphens are ignored (``"Percentage Change"`` -> ``divide``); an unknown
-    name is returned lower-cased and then simply matches nothing.
-    """
+    """A plan's operation name in the ConvFinQA vocabulary (``OPERATION_ALIASES``), ignoring case,
+    spaces and hyphens; an unknown name comes back lower-cased and matches nothing."""
     return _normalised(name) if len(name) <= 64 else _normalise(name)
 
 

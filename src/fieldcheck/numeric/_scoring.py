@@ -1,9 +1,6 @@
-"""Scoring a model's predictions against a ConvFinQA dataset: one turn (``turn_values``), the
-input problems, the signature, and the bootstrap's units.
-
-Layer 3: it joins records and predictions and calls the pure metric functions of
-``fieldcheck.metrics`` (the five match types and the failure mode through ``metrics.match_answer``,
-looked up at each call). Spec: numeric-qa-evaluation.md.
+"""Scoring predictions against a ConvFinQA dataset: one turn (``turn_values``, through the pure
+``fieldcheck.metrics``), the input problems, the signature and the bootstrap's units.
+Spec: numeric-qa-evaluation.md.
 """
 
 from __future__ import annotations
@@ -42,8 +39,6 @@ from fieldcheck.numeric._records import Turn
 from fieldcheck.runner import CALL_ERRORS
 
 MISSING_PREDICTION = "missing_prediction"
-# A model call that failed (``CALL_ERRORS``, issue 8) says nothing about the model's answers, so
-# the turn is not scored. ``invalid_reply`` (and the agent's ``invalid_plan``) are the model's own.
 logger = logging.getLogger("fieldcheck")
 
 
@@ -56,9 +51,8 @@ class OperationsRow(NamedTuple):
 
 
 class ReportTallies(NamedTuple):
-    """What the report reads beyond statistics.json, folded while scoring (issue 10): scored turns
-    and numerical matches by plan operations, scored turns matching each looser type but not the
-    numerical match, the worst conversations' rows, and the failed validator checks."""
+    """What the report reads beyond statistics.json, folded while scoring (issue 10); ``extra``:
+    failed turns matching each looser type."""
 
     by_operations: list[OperationsRow]
     extra: dict[str, int]
@@ -122,10 +116,8 @@ def turn_values(
     prediction: PredictionValues | None,
     gold_ops: list[str] | None,
 ) -> dict[str, Any]:
-    """One turn scored as plain data (a turns.csv row and the trace's turn, issue 10) from the
-    prediction's values (``None``: no line for the turn) and the gold program's operations
-    (``None``: no program, or one that does not parse). Not scored (match fields ``None``): no
-    gold answer, or a failed model call (issue 8)."""
+    """One turn scored as plain data (a turns.csv row and the trace's turn, issue 10). Not
+    scored (match fields ``None``): no gold answer, or a failed model call (issue 8)."""
     gold = turn.executed_answer
     (
         raw_answer,
@@ -311,10 +303,8 @@ Rows = Sequence[Sequence[float]]
 
 
 class BootstrapUnits:
-    """The bootstrap's units folded one conversation at a time: each kept conversation's totals
-    (``conversation_totals``, 14 floats) and, per turn position, which units were scored there
-    and whether they matched. A few floats per conversation: the seeded multinomial draws of
-    ``bootstrap_groups_ci`` need every unit's totals at once."""
+    """The bootstrap's units: each conversation's totals (14 floats) and, per turn position,
+    the units scored there and whether they matched (``bootstrap_groups_ci`` needs them all)."""
 
     def __init__(self) -> None:
         self.rows = array("d")

@@ -1,10 +1,6 @@
-"""``numeric score`` (issues 10 and 27), the one scoring path: chunks of conversations are scored
-by ``score_chunk`` (a pure task: turn values, the chunk's rows of summary.csv, turns.csv,
-validation.csv, errors.csv and of the store, its traces) into rows and a digest (``Tally``) that
-merge in chunk order; no turn is kept once its chunk is done. Accuracies are exact counts, logic
-means exact sums (``ExactSum``), the bootstrap draws seeded multinomial weights over
-per-conversation totals, so the numbers do not depend on the chunking. Spec:
-numeric-qa-evaluation.md, "Output Files".
+"""``numeric score`` (issues 10, 27): chunks scored by ``score_chunk`` into rows and a digest
+(``Tally``) merged in chunk order; exact counts and sums, so no number depends on the chunking.
+Spec: numeric-qa-evaluation.md, "Output Files".
 """
 
 from __future__ import annotations
@@ -177,8 +173,7 @@ _MATCHES_OF = itemgetter(*MATCH_FIELDS)
 
 
 def turn_cells(features: Mapping[str, Any], t: Turn) -> list[Any]:
-    """A scored turn's turns.csv cells: ``neutralise_cell`` of each of ``TURN_COLUMNS``, the
-    operations joined by spaces, the conversation's features beside the turn's values."""
+    """A scored turn's turns.csv cells (``TURN_COLUMNS``), the conversation's features beside."""
     plan_ops, gold_ops = t["plan_operations"], t["ground_truth_operations"]
     return _cell_list(
         (
@@ -195,8 +190,7 @@ def turn_cells(features: Mapping[str, Any], t: Turn) -> list[Any]:
 
 
 class Totals(NamedTuple):
-    """A conversation's totals (``Tally.add``): hits of each match type, scored turns, tokens,
-    ``_AVERAGED``'s values off call errors, success (``None``: no turn scored)."""
+    """A conversation's totals (``Tally.add``); ``present``: ``_AVERAGED``'s values."""
 
     hits: list[int]
     scored: int
@@ -209,8 +203,7 @@ class Totals(NamedTuple):
 def summary_cells(
     conversation_id: str, trace_id: str, features: Mapping[str, Any], turns: int, totals: Totals
 ) -> list[Any]:
-    """A conversation's summary.csv cells (``SUMMARY_COLUMNS``) from its totals. Accuracies are
-    over scored turns; means over the turns not lost to a call error that have the value."""
+    """A conversation's summary.csv cells (``SUMMARY_COLUMNS``) from its totals."""
     hits, scored, tokens_in, tokens_out, present, success = totals
     means = [math.fsum(v) / len(v) if v else None for v in present]
     return _cell_list(
@@ -240,8 +233,7 @@ _FLOAT_START = frozenset("0123456789+-. \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f_iInN")
 
 
 def stored_cell(value: Any) -> Any:
-    """A turns.csv cell as the store keeps it: the value the CSV text reads back as (``''`` is
-    null, ``True``/``False`` booleans, number text a number), as ``runs`` reads a folder."""
+    """A turns.csv cell as the store keeps it: the value its CSV text reads back as in ``runs``."""
     if type(value) is not str:
         return value
     if value == "":
@@ -267,9 +259,8 @@ def _truthy(value: Any) -> bool:
 
 
 def numeric_columns(item: Mapping[str, Any]) -> ItemColumns:
-    """A ``turns.csv`` row: failed when not a numerical match (errors.csv's rows), not scored
-    when ``not_scored`` is set (a call error, no gold); its turn is ``turn_idx``. A ``key``
-    given wins over ``conversation_id#turn_idx``."""
+    """A ``turns.csv`` row's store columns: failed when not a numerical match, ``None`` when not
+    scored; a ``key`` given wins over ``conversation_id#turn_idx``."""
     turn_text = item.get("turn_idx")
     try:
         turn = int(turn_text) if turn_text not in (None, "") else None  # type: ignore[arg-type]
@@ -286,11 +277,8 @@ _STORED_ORDER = itemgetter(*(TURN_COLUMNS.index(k) for k in _STORED_KEYS))
 
 
 def stored_row(cells: Sequence[Any], story: Mapping[str, Any]) -> tuple[ItemColumns, bytes]:
-    """A turn's item for the store (issue 11), its turns.csv row cell by cell as read back:
-    the columns ``add_items`` would derive (``numeric_columns``) and the JSON text it would
-    store: its keys sorted and every value a scalar, the bytes of its orjson options; with
-    ``story`` (``plan``, ``validation``, a first turn's ``table``: what the item's page
-    shows, issue 28) beside them."""
+    """A turn's store item (issue 11): ``numeric_columns`` and the JSON ``add_items`` would
+    store of its turns.csv row as read back, with ``story`` (the item's page, issue 28)."""
     values = [stored_cell(v) if type(v) is str else v for v in _STORED_ORDER(cells)]
     item = dict(zip(_STORED_KEYS, values, strict=True))
     columns = numeric_columns(item)
@@ -311,12 +299,8 @@ def stored_turns(data: bytes) -> Iterator[tuple[ItemColumns, bytes]]:
 def error_cells(
     trace_id: str, conversation_id: str, features: Mapping[str, Any], t: Turn
 ) -> list[Any] | None:
-    """The errors.csv cells (exactly the spec's columns) of a failed scored turn, ``None`` for
-    any other turn. ``error_type`` is the agent's error type for errored turns
-    (``invalid_reply``, ``invalid_plan``), ``missing_prediction`` for a turn without a
-    prediction, else the failure mode (``scale``, ``sign``, ``rounding``, ``wrong``,
-    ``no_answer``). A turn not scored (no gold answer, issue 9; a failed call, issue 8) is not an
-    error: turns.csv lists it with ``not_scored``."""
+    """The errors.csv cells (the spec's columns) of a failed scored turn, else ``None``;
+    ``error_type`` is the turn's own, else its failure mode (docs/numeric.md)."""
     if not t["scored"] or t["numerical_match"]:
         return None
     error_type, message = t["error_type"], t["error_message"] or ""
@@ -404,11 +388,8 @@ def _merged(mine: Any, theirs: Any) -> Any:
 
 
 class Tally:
-    """Running aggregates of a scoring run, one conversation at a time: every statistics.json
-    value and the report's ``ReportTallies``; a chunk's digest, merged (``absorb``) in chunk
-    order into the run's. Memory: the bootstrap's totals (14 floats per conversation) and one
-    float per turn with a latency (the median and p95 need them all); everything else is a
-    count or an exact sum."""
+    """A run's (or a chunk's) aggregates for statistics.json and ``ReportTallies``: counts,
+    exact sums, the bootstrap's totals and every latency (for the median and p95)."""
 
     def __init__(self) -> None:
         self.conversations = self.turns = self.scored = 0
@@ -521,9 +502,8 @@ class Tally:
         return Totals(hits, scored, tokens_in, tokens_out, present, success)
 
     def absorb(self, other: Tally) -> Tally:
-        """Fold ``other`` (the tally of the conversations after these; its values are taken
-        over, not copied) in: associative, and the same as adding its conversations here one by
-        one. Returns this tally."""
+        """Fold in ``other`` (the conversations after these; its values are taken over), as if
+        its conversations were added here one by one. Returns this tally."""
         for name, mine in vars(self).items():
             if name != "worst":
                 setattr(self, name, _merged(mine, getattr(other, name)))
@@ -554,20 +534,8 @@ class Tally:
         seed: int = 0,
         intervals: Intervals | None = None,
     ) -> dict[str, Any]:
-        """statistics.json: per-turn accuracies, logic scores, cost, by-turn tables, intervals
-        (``intervals``: ``bootstrap_intervals`` of these units, drawn elsewhere; else here).
-
-        Accuracies are over scored turns (a gold answer and no failed model call); ``None`` when
-        there are none. A turn whose call failed (``CALL_ERRORS``, issue 8) is left out of every
-        metric, of latency and of the cost per correct answer, and counted in
-        ``turns_not_scored_call_errors``; ``nothing_scored`` says when no turn is left to score.
-        ``cost_per_correct_answer`` = tokens of the turns not lost to a call error / successful
-        conversations (every scored turn a numerical match), ``None`` when none succeeded: the
-        spec's name for tokens per successful conversation; ``tokens_per_correct_turn`` = the
-        same tokens / numerically matching turns; the ``total_*_tokens`` count every token spent;
-        ``num_turns_tokens_estimated`` counts the turns whose tokens are the runner's
-        characters / 4 estimate. ``num_failed_turns``: scored turns that are not a numerical
-        match (each has a failure mode and an errors.csv row)."""
+        """statistics.json (keys: docs/numeric.md); ``intervals``: ``bootstrap_intervals`` of
+        these units drawn elsewhere, else drawn here. Accuracies are over scored turns."""
         stats: dict[str, Any] = {}
         scored = self.scored
         for key, count in zip(MATCH_KEYS, self.matches, strict=True):
@@ -626,10 +594,8 @@ class Tally:
 
 
 def bootstrap_intervals(settings: tuple[int, int], units: BootstrapUnits) -> Intervals:
-    """The bootstrap's intervals of ``units`` with (resamples, seed) ``settings``: a pure task,
-    run in the scoring pool while the calling process imports the plotting library. On one BLAS
-    thread: OpenBLAS's others spin on the core that process needs (100k turns: 0.4 s of CPU
-    against 0.25 s, and longer); its matrix products split no sum, so the numbers are the same."""
+    """The bootstrap's intervals of ``units`` (a pure task, run while the caller imports
+    matplotlib), on one BLAS thread: more spin on the caller's core, for the same numbers."""
     resamples, seed = settings
     with threadpool_limits(1, user_api="blas"):
         return units.intervals(resamples=resamples, seed=seed)
@@ -647,8 +613,7 @@ _LAST_FILES = ("input_errors.csv", "report.md", "report.html", "statistics.json"
 """Written once every conversation is scored (with the plots), statistics.json last."""
 
 WRITER_CONVERSATIONS = 2_000
-"""Runs of at least this many conversations score their chunks in a pool (``LocalPool``),
-on the other core; smaller ones do not pay its start."""
+"""Runs of at least this many conversations score their chunks in a pool (``LocalPool``)."""
 
 POOL_WORKERS = 2
 CHUNK_CONVERSATIONS = 256
@@ -656,8 +621,7 @@ CHUNK_CONVERSATIONS = 256
 
 
 class ScoreJob(NamedTuple):
-    """What every chunk's scoring shares (``score_chunk``; picklable): the traces/ folder, the
-    dataset file and its format, the predictions file, and whether the store gets the turns."""
+    """What every chunk's scoring shares (``score_chunk``; picklable)."""
 
     traces: str
     data: str
@@ -667,15 +631,13 @@ class ScoreJob(NamedTuple):
 
 
 Entry = tuple[str, str, Any, Any]
-"""A conversation of a chunk: its id, its trace id, the conversation (a ``PlainConversation``,
-or its record's (number, offset, length) in ``ScoreJob.data``) and its predictions (by turn,
-``PredictionValues``, or ``PredictionIndex`` entries: (turn, line, offset, length) each)."""
+"""A chunk's conversation: id, trace id, the conversation or its record's (number, offset,
+length), and its predictions by turn or their ``PredictionIndex`` entries."""
 
 
 class ChunkRows(NamedTuple):
-    """What a chunk gives its run: each row file's bytes (``ROW_FILES``' order), its store
-    rows (``stored_turns``' marshalled tuples, one per turn; ``None`` without a store), and its
-    turns with a gold answer and no prediction."""
+    """A chunk's row files' bytes (``ROW_FILES``' order), its marshalled store rows (``None``
+    without a store), and its turns with a gold answer and no prediction."""
 
     files: tuple[bytes, ...]
     store: bytes | None
@@ -729,10 +691,8 @@ def _write_file(path: str, data: bytes) -> None:
 
 
 def score_chunk(job: ScoreJob, chunk: Sequence[Entry]) -> tuple[ChunkRows, Tally]:
-    """A chunk of conversations scored (a pure task of ``fieldcheck._util.executor``): each
-    turn scored (``turn_values``), its conversation's trace written in ``job.traces``, and the
-    chunk's rows of every row file and of the store with its digest (``Tally``), which merge in
-    chunk order into the run's. Spec: numeric-qa-evaluation.md, "Output Files"."""
+    """A chunk's rows of every row file and of the store, and its digest (a pure task); each
+    conversation's trace written in ``job.traces``. Spec: "Output Files"."""
     folder = f"{job.traces}{os.sep}"
     texts = {name: io.StringIO() for name, _ in ROW_FILES}
     summary, rows, validation, errors = (csv.writer(texts[name]) for name, _ in ROW_FILES)
@@ -824,14 +784,9 @@ def score_to_folder(
     recorder: RunRecorder | None = None,
     executor: Executor | None = None,
 ) -> NumericResult:
-    """Score every turn of ``data`` against ``predictions`` into every output file of the spec's
-    "Output Files" in ``out``, statistics.json last: chunks of ``chunk`` conversations (``None``:
-    ``CHUNK_CONVERSATIONS``) scored by ``score_chunk`` through ``executor`` (``None``: a pool
-    from ``WRITER_CONVERSATIONS`` conversations on), rows appended in order, digests merged.
-    ``input_errors`` lists every input problem (file, line, record, field): the loaders', a
-    prediction for an unknown conversation or turn (ignored), a missing turn (a failure). Prices:
-    US dollars per million tokens, both or neither. ``recorder``: each turns.csv row is also
-    stored as an item (``stored_row``, issue 11); the caller opens and finishes the run."""
+    """Score every turn into the spec's "Output Files" in ``out`` (statistics.json last),
+    ``chunk`` conversations at a time. Prices: USD per million tokens, both or neither;
+    ``recorder``: each turns.csv row also stored as an item (issue 11)."""
     if (price_in is None) != (price_out is None):
         raise ValueError("give both price_in and price_out, or neither")
     folder = OutputFolder.of(out)
