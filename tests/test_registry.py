@@ -354,6 +354,7 @@ def test_the_cli_says_what_the_fourth_system_takes(
         (["nope", f"data={data}"], "SYSTEM: no system 'nope' (known: json, slots, numeric, label)"),
         (["label", str(data)], f"ROLE=FILE: expected ROLE=FILE (got '{data}')"),
         (["label", f"gold={data}"], "gold: label has no input gold (it takes data)"),
+        (["label", "gold=x"], "gold: label has no input gold (it takes data)"),  # role first
         (["label"], "data: label needs data (it takes data)"),
         (["label", f"data={tmp_path / 'gone.jsonl'}"], f"data: {tmp_path / 'gone.jsonl'}: no such"),
         (["label", f"data={data}", "--settings", "[1"], "--settings: invalid JSON"),

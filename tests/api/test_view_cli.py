@@ -126,3 +126,23 @@ def test_view_without_bundle_serves_the_run_page(tmp_path: Path, two_runs: list[
     finally:
         child.terminate()
         child.communicate(timeout=30)
+
+
+def test_view_of_runs_of_two_systems_says_they_cannot_be_compared(
+    tmp_path: Path, two_runs: list[str]
+) -> None:
+    """A trial found ``view JSON_RUN NUMERIC_RUN`` printing a Compare page that refuses them."""
+    examples = Path(__file__).resolve().parents[2] / "examples" / "numeric"
+    scored = CliRunner().invoke(
+        app,
+        ["numeric", "score", "--data", str(examples / "data.json"),
+         "--predictions", str(examples / "predictions_model_a.jsonl"),
+         "--out", str(tmp_path / "numeric"), "--bootstrap", "0"],
+    )  # fmt: skip
+    assert scored.exit_code == 0, scored.output
+    numeric_id = re.search(r"stored as run ([0-9a-f]{12})", scored.output)
+    assert numeric_id is not None, scored.output
+    result = view(two_runs[0], numeric_id.group(1), "--port", "1")
+    assert result.exit_code == 2
+    assert "runs of different systems cannot be compared" in " ".join(result.output.split())
+    assert "open http" not in result.output

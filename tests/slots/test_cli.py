@@ -161,7 +161,7 @@ def test_input_errors_exit_3_and_are_listed(jsonl: Jsonl, tmp_path: Path) -> Non
         (["--pred", "a=b.jsonl"], "model names must be unique"),
         (
             ["--tp", "sometimes"],
-            "'sometimes' is not one of 'presence', 'exact', 'fuzzy', 'semantic'",
+            "--tp: 'sometimes' is not one of 'presence', 'exact', 'fuzzy', 'semantic'",
         ),
         (["--judge-model", "m"], "give both --judge-base-url and --judge-model"),
     ],

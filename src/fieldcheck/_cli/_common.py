@@ -43,7 +43,8 @@ def usage_line(exc: click.ClickException) -> str:
             hint = exc.param.opts or [(exc.param.name or "").upper()]
         if isinstance(hint, list | tuple):
             hint = " / ".join(str(h) for h in hint)
-        message = f"{hint}: {exc.message}" if hint else exc.message
+        reason = exc.message.removeprefix("Value error, ")  # typer's check of a Literal
+        message = f"{hint}: {reason}" if hint else reason
     else:
         message = exc.format_message()
     ctx = getattr(exc, "ctx", None)

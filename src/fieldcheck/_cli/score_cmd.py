@@ -69,12 +69,12 @@ def _inputs(system: core.System, given: list[str]) -> list[tuple[str, Path]]:
         role, sep, file = word.partition("=")
         if not sep or not role or not file:
             raise UsageProblem(f"expected ROLE=FILE (got {word!r})", "ROLE=FILE")
-        path = Path(file)
-        if not path.is_file():
+        inputs.append((role, file))
+    core.check_roles(system, [role for role, _ in inputs])  # a wrong role before a wrong file
+    for role, file in inputs:
+        if not Path(file).is_file():
             raise UsageProblem(f"{file}: no such file", role)
-        inputs.append((role, path))
-    core.check_roles(system, [role for role, _ in inputs])
-    return inputs
+    return [(role, Path(file)) for role, file in inputs]
 
 
 def _renamed(system: core.System, settings: Mapping[str, Any], exc: UsageProblem) -> UsageProblem:

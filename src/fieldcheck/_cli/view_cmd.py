@@ -60,6 +60,12 @@ def view_command(
     found = list({r.id: r for r in (_run(store, ref) for ref in runs or ())}.values())
     if bundle is None:
         path = "/runs" if not found else f"/runs/{found[0].id}"
+        if len({r.system for r in found}) > 1:
+            raise typer.BadParameter(
+                "runs of different systems cannot be compared: view them one at a time, or "
+                "all of them with --bundle",
+                param_hint="RUN",
+            )
         if len(found) > 1:
             path = "/compare?runs=" + quote(",".join(r.id for r in found), safe=",")
         if in_use := _port_in_use(host, port):  # before the address is printed
