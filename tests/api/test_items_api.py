@@ -95,6 +95,21 @@ def keys(items: list[dict[str, Any]]) -> list[str]:
     return [i["key"] for i in items]
 
 
+def stored_run(tmp_path: Path, args: list[str]) -> RunInfo:
+    """Run the CLI with ``args`` against a store of its own; the one run it stored."""
+    from typer.testing import CliRunner
+
+    from fieldcheck._cli.main import app
+
+    url = f"sqlite:///{tmp_path / 'api.sqlite3'}"
+    result = CliRunner().invoke(app, args, env={"FIELDCHECK_DATABASE_URL": url})
+    assert result.exit_code == 0, result.output
+    store = Store(url)
+    [run] = store.list_runs()
+    store.close()
+    return run
+
+
 @pytest.fixture
 def api(
     serve: Callable[..., LiveServer], tmp_path: Path
@@ -289,10 +304,6 @@ def test_a_model_runs_items_are_searched_in_their_calls_too(
     the search finds a word of the reply; failed and sorted as a batch's items are."""
     import json
 
-    from typer.testing import CliRunner
-
-    from fieldcheck._cli.main import app
-
     truth = {f"d{i}": {"name": f"N{i}", "city": "Oslo"} for i in range(5)}
 
     def reply(body: dict[str, Any]) -> str:
@@ -308,14 +319,9 @@ def test_a_model_runs_items_are_searched_in_their_calls_too(
             for k, v in truth.items()
         )
     )
-    url = f"sqlite:///{tmp_path / 'api.sqlite3'}"
     args = ["json", "run", str(data), "--base-url", server.base_url, "--model", "m"]
     args += ["--out", str(tmp_path / "out"), "--no-progress", "--bootstrap", "20"]
-    result = CliRunner().invoke(app, args, env={"FIELDCHECK_DATABASE_URL": url})
-    assert result.exit_code == 0, result.output
-    store = Store(url)
-    [run] = store.list_runs()
-    store.close()
+    run = stored_run(tmp_path, args)
     live = serve()
     with httpx.Client(base_url=live.base_url, timeout=60) as http:
         found = every(http, run, q="QUOKKA")
@@ -332,9 +338,6 @@ def test_a_slot_topic_failed_under_a_fuzzy_rule_is_an_fp_or_fn_there(
     (similar enough), ``doctor`` is an FP and an FN. The topic filter's ``failed`` is the
     session's FP or FN on the topic, so every session it keeps is a failed row and the item
     page names the same topics and the matcher's verdict per slot."""
-    from typer.testing import CliRunner
-
-    from fieldcheck._cli.main import app
 
     def jobs(name: str, values: dict[str, str]) -> Path:
         path = tmp_path / name
@@ -347,14 +350,9 @@ def test_a_slot_topic_failed_under_a_fuzzy_rule_is_an_fp_or_fn_there(
 
     gold = jobs("gold.jsonl", {"u1": "nurse", "u2": "nurse"})
     pred = jobs("pred.jsonl", {"u1": "nurses", "u2": "doctor"})
-    url = f"sqlite:///{tmp_path / 'api.sqlite3'}"
     args = ["slots", "score", "--gold", str(gold), "--pred", f"m={pred}", "--tp", "fuzzy"]
     args += ["--out", str(tmp_path / "out"), "--bootstrap", "0"]
-    result = CliRunner().invoke(app, args, env={"FIELDCHECK_DATABASE_URL": url})
-    assert result.exit_code == 0, result.output
-    store = Store(url)
-    [run] = store.list_runs()
-    store.close()
+    run = stored_run(tmp_path, args)
     live = serve()
     with httpx.Client(base_url=live.base_url, timeout=60) as http:
         failed = every(http, run, topic="work", failed="true")

@@ -34,6 +34,16 @@ def _data(tmp_path: Path) -> Path:
     return path
 
 
+def _slots_data(tmp_path: Path) -> list[str]:
+    """One session in which user u says "I am Ann", and its gold slot: ``slots run``'s inputs."""
+    convs, gold = tmp_path / "c.jsonl", tmp_path / "g.jsonl"
+    turns = [{"role": "user", "content": "I am Ann"}]
+    convs.write_text(json.dumps({"user": "u", "session": 1, "turns": turns}) + "\n")
+    row = {"user": "u", "session": 1, "topic": "basic_info", "field": "name", "values": ["Ann"]}
+    gold.write_text(json.dumps(row) + "\n")
+    return ["slots", "run", "--conversations", str(convs), "--gold", str(gold)]
+
+
 def _doc(body: dict[str, Any]) -> str:
     return str(re.findall(r"doc r\d", body["messages"][-1]["content"])[0])
 
@@ -372,12 +382,7 @@ def test_a_ctrl_c_while_two_slot_models_are_scored_resumes_their_runs_once(
     from fieldcheck import core
 
     server = chat_server(lambda body: json.dumps({"basic_info": {"name": ["Ann"]}}))
-    convs, gold = tmp_path / "c.jsonl", tmp_path / "g.jsonl"
-    turns = [{"role": "user", "content": "I am Ann"}]
-    convs.write_text(json.dumps({"user": "u", "session": 1, "turns": turns}) + "\n")
-    row = {"user": "u", "session": 1, "topic": "basic_info", "field": "name", "values": ["Ann"]}
-    gold.write_text(json.dumps(row) + "\n")
-    args = ["slots", "run", "--conversations", str(convs), "--gold", str(gold)]
+    args = _slots_data(tmp_path)
     args += ["--base-url", server.base_url, "--model", "A=m1", "--model", "B=m2"]
     args += ["--out", str(tmp_path / "out"), "--bootstrap", "20", "--no-progress"]
     system = type(core.get("slots"))
@@ -472,12 +477,7 @@ def test_the_calls_part_of_a_slots_run_compares_as_not_scored(
     """A slots run's model calls alone (its ``calls`` part) have no scores: compared, with each
     other or with the run, and bundled, they are said not scored (an IndexError before)."""
     server = chat_server(lambda body: json.dumps({"basic_info": {"name": ["Ann"]}}))
-    convs, gold = tmp_path / "c.jsonl", tmp_path / "g.jsonl"
-    turns = [{"role": "user", "content": "I am Ann"}]
-    convs.write_text(json.dumps({"user": "u", "session": 1, "turns": turns}) + "\n")
-    row = {"user": "u", "session": 1, "topic": "basic_info", "field": "name", "values": ["Ann"]}
-    gold.write_text(json.dumps(row) + "\n")
-    args = ["slots", "run", "--conversations", str(convs), "--gold", str(gold)]
+    args = _slots_data(tmp_path)
     args += ["--base-url", server.base_url, "--model", "A=m1", "--model", "B=m2", "--model", "C=m3"]
     assert cli(*args, "--out", str(tmp_path / "out"), "--bootstrap", "20", "--no-progress")[0] == 0
     store = Store()
