@@ -148,9 +148,14 @@ class Scored:
     def failed_on(self) -> list[str]:
         """The fields this record failed on: scored below 1 (IGNORE fields have no score),
         missing, hallucinated (a value where the ground truth has null) or extra (docs/json.md)."""
-        b = self.buckets
+        buckets = self.buckets
         below = [n for n, f in self.fields.items() if f[2] is not None and f[2] < 1]
-        return [*below, *b.aio_missing_or_null, *b.gt_null_aio_has_value, *b.extra_keys]
+        return [
+            *below,
+            *buckets.aio_missing_or_null,
+            *buckets.gt_null_aio_has_value,
+            *buckets.extra_keys,
+        ]
 
     @property
     def failed(self) -> bool:
