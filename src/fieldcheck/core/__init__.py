@@ -28,10 +28,10 @@ from fieldcheck.core._system import (
     Rescores,
     Runs,
     System,
-    Write,
 )
 
 if TYPE_CHECKING:
     from fieldcheck.core._executor import Executor, InProcess, LocalPool, finish, run_map
+    from fieldcheck.reports import Write
 
 __getattr__, __dir__, __all__ = typed_lazy_names(globals())

@@ -8,7 +8,7 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from fieldcheck.reports import RunFolder, Scored
+from fieldcheck.reports import RunFolder, Scored, Write
 from fieldcheck.store import ItemColumn, ItemColumns, Pairing
 
 if TYPE_CHECKING:
@@ -29,9 +29,6 @@ Progress = Callable[[str, int, int], None]
 
 Breakdown = tuple[str, str, Callable[[Metrics], Mapping[str, Any]]]
 """A table of one metric by field, topic or turn: (title, row label, reader of the metrics)."""
-
-Write = Callable[["RunRecorder"], tuple[Metrics, Metrics]]
-"""Stores a run's items with the recorder it is given and returns its (metrics, intervals)."""
 
 
 @runtime_checkable

@@ -10,7 +10,7 @@ from typing import Any
 from fieldcheck._util.jsonio import dumps
 from fieldcheck.jsoneval._stream import SCORES
 from fieldcheck.metrics import configured_strategy, flatten
-from fieldcheck.reports import table_block, text_block, tone, values_block
+from fieldcheck.reports import section, table_block, text_block, tone, values_block
 
 BUCKETS = (
     ("both_non_null", "both non-null"),
@@ -40,12 +40,14 @@ def _shown(values: Mapping[str, Any], path: str) -> Any:
     return value if isinstance(value, str) and value else dumps(value)
 
 
-def json_story(item: Mapping[str, Any], settings: Mapping[str, Any]) -> list[dict[str, Any]]:
+def json_story(
+    item: Mapping[str, Any], settings: Mapping[str, Any], related: Mapping[str, Any]
+) -> list[dict[str, Any]]:
     result = item.get("result") or {}
     error = result.get("error")
     if isinstance(error, Mapping):
         rows = [[k, v] for k, v in error.items()]
-        return [{"id": "error", "title": "Not scored", "blocks": [values_block(rows, ["fail"])]}]
+        return [section("error", "Not scored", values_block(rows, ["fail"]))]
     given = settings.get("config")
     config: Mapping[str, Any] = given if isinstance(given, Mapping) else settings
     strategies = config.get("strategies") or {}
@@ -103,10 +105,7 @@ def json_story(item: Mapping[str, Any], settings: Mapping[str, Any]) -> list[dic
     failed = [row[0] for row, t in zip(rows, tones, strict=True) if t == "fail"]
     tally: list[list[Any]] = [["fields", len(rows)], ["failed", ", ".join(failed) or None]]
     table = [values_block(tally, [None, tone(not failed)]), table_block(FIELD_COLUMNS, rows, tones)]
-    return [
-        {"id": "scores", "title": "Scores", "blocks": blocks},
-        {"id": "fields", "title": "Fields", "blocks": table},
-    ]
+    return [section("scores", "Scores", *blocks), section("fields", "Fields", *table)]
 
 
 def _flat(value: Any, flat: bool) -> dict[str, Any]:

@@ -29,14 +29,11 @@ from fieldcheck.jsoneval._stream import (
     batch_pool,
 )
 from fieldcheck.metrics import RqsWeights, wildcard_path
-from fieldcheck.reports import RunFolder, Scored, Views
+from fieldcheck.reports import RunFolder, Scored, Views, Write
 from fieldcheck.store import ERROR, FAILED, ItemColumn, ItemColumns, Pairing, add_tag, item_value
 
 if TYPE_CHECKING:
     from fieldcheck.store import RunRecorder
-
-_Write = Callable[["RunRecorder"], tuple[Any, Any]]
-"""``core.Write``: stores the run's items, returns its (metrics, intervals)."""
 
 
 def _stored(summary: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -164,13 +161,7 @@ class JsonSystem(JsonRuns, Views):
     def estimate(self, metrics: Mapping[str, Any], name: str) -> Any:
         return (metrics.get("means") or {}).get(name)
 
-    def item_story(
-        self,
-        item: Mapping[str, Any],
-        settings: Mapping[str, Any],
-        related: Mapping[str, Mapping[str, Any]],
-    ) -> list[dict[str, Any]]:
-        return json_story(item, settings)
+    item_story = staticmethod(json_story)
 
     def item_columns(self, item: Mapping[str, Any]) -> ItemColumns:
         """A ``records.jsonl`` line (plus the raw ``ground_truth`` and ``output``), or an
@@ -304,7 +295,7 @@ class JsonSystem(JsonRuns, Views):
         options: Mapping[str, Any],
         *,
         run: str,
-    ) -> tuple[dict[str, Any], Signature, _Write]:
+    ) -> tuple[dict[str, Any], Signature, Write]:
         """Its records' ground truth and output scored again (``evaluate_batch``) under the
         run's configuration with ``strategies``, ``weights`` and ``thresholds`` replaced; its
         errors counted again, as the parent did."""
@@ -367,7 +358,7 @@ class JsonSystem(JsonRuns, Views):
         *,
         model: str | None,
         settings: Mapping[str, Any],
-    ) -> tuple[str, list[tuple[str, str | Path]], dict[str, Any], Any, _Write]:
+    ) -> tuple[str, list[tuple[str, str | Path]], dict[str, Any], Any, Write]:
         """A ``json batch`` folder (summary.json, records.jsonl, errors.jsonl), its records'
         ground truth and output from the ``batch`` input or the folder's outputs.jsonl (a
         ``json run``), so that it can be re-scored; the configuration from its signature."""

@@ -8,7 +8,7 @@ from typing import Any
 
 from fieldcheck._util.jsonio import dumps
 from fieldcheck.numeric._records import turn_key
-from fieldcheck.reports import table_block, text_block, tone, values_block
+from fieldcheck.reports import section, table_block, text_block, tone, values_block
 
 MATCHES = (
     ("numerical_match", "numerical match"),
@@ -85,12 +85,8 @@ def _table(rows: Any) -> dict[str, Any] | None:
     return table_block([str(c) for c in rows[0]], rows[1:])
 
 
-def _section(key: str, title: str, *blocks: dict[str, Any]) -> dict[str, Any]:
-    return {"id": key, "title": title, "blocks": list(blocks)}
-
-
 def numeric_story(
-    item: Mapping[str, Any], related: Mapping[str, Mapping[str, Any]]
+    item: Mapping[str, Any], settings: Mapping[str, Any], related: Mapping[str, Mapping[str, Any]]
 ) -> list[dict[str, Any]]:
     result = item.get("result") or {}
     conversation, turn = result.get("conversation_id"), result.get("turn_idx")
@@ -100,23 +96,23 @@ def numeric_story(
         ["question split (qa_split)", result.get("qa_split")],
     ]
     question = text_block("question", str(result.get("question") or ""))
-    sections = [_section("turn", "The question", values_block(head), question)]
+    sections = [section("turn", "The question", values_block(head), question)]
     earlier = [related[k].get("result") or {} for k in earlier_keys(item) if k in related]
     if earlier:
         rows = [[r.get(key) for key in EARLIER_KEYS] for r in earlier]
         tones = [tone(r.get("numerical_match")) for r in earlier]
         block = table_block(EARLIER_COLUMNS, rows, tones)
-        sections.append(_section("earlier", "Earlier turns", block))
+        sections.append(section("earlier", "Earlier turns", block))
     first = related.get(turn_key(str(conversation), 0), item) if turn else item
     table = _table((first.get("result") or {}).get("table"))
     if table is not None:
-        sections.append(_section("document-table", "The document's table", table))
+        sections.append(section("document-table", "The document's table", table))
     gold = [
         ["program", result.get("ground_truth_program")],
         ["operations", result.get("ground_truth_operations")],
         ["answer", result.get("expected_answer")],
     ]
-    sections.append(_section("gold", "Gold", values_block(gold)))
+    sections.append(section("gold", "Gold", values_block(gold)))
     plan, checks = _plan_and_checks(result)
     rows, tones = [], []
     for check in checks:
@@ -133,7 +129,7 @@ def numeric_story(
         plan_block = table_block(PLAN_COLUMNS, steps)
     else:
         plan_block = values_block([["plan", "none (no reply, or one that is not a plan)"]])
-    sections.append(_section("plan", title, plan_block))
+    sections.append(section("plan", title, plan_block))
     if checks:
         if repaired:
             said = "yes: the first plan failed a check, the model was asked again"
@@ -143,7 +139,7 @@ def numeric_story(
             said = "no: every check passed"
         repair = values_block([["repair round", said]])
         sections.append(
-            _section("checks", "Validator checks", repair, table_block(CHECK_COLUMNS, rows, tones))
+            section("checks", "Validator checks", repair, table_block(CHECK_COLUMNS, rows, tones))
         )
     answer = [
         ["computed answer", result.get("predicted_answer")],
@@ -155,7 +151,7 @@ def numeric_story(
         ["error message", result.get("error_message")],
     ]
     answer_tones = [None] * 5 + [tone(not result.get("error_type"))] * 2
-    sections.append(_section("answer", "The answer", values_block(answer, answer_tones)))
+    sections.append(section("answer", "The answer", values_block(answer, answer_tones)))
     mode = result.get("failure_mode")
     matches = [[label, result.get(name)] for name, label in MATCHES]
     matches += [["failure mode", mode], ["not scored", result.get("not_scored")]]
@@ -166,5 +162,5 @@ def numeric_story(
         for name in ("logic_recall", "logic_precision", "logic_order_score")
     ]
     blocks = (values_block(matches, match_tones), values_block(logic))
-    sections.append(_section("matches", "Matches", *blocks))
+    sections.append(section("matches", "Matches", *blocks))
     return sections

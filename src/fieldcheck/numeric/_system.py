@@ -37,14 +37,12 @@ from fieldcheck.numeric._stream import (
     score_to_folder,
     stored_cell,
 )
-from fieldcheck.reports import RunFolder, Scored, Views
+from fieldcheck.reports import RunFolder, Scored, Views, Write
 from fieldcheck.store import ERROR, FAILED, ItemColumn, Pairing, item_value
 
 if TYPE_CHECKING:
     from fieldcheck.store import RunRecorder
 
-_Write = Callable[["RunRecorder"], tuple[Any, Any]]
-"""``core.Write``: stores the run's items, returns its (metrics, intervals)."""
 
 log = logging.getLogger(__name__)
 
@@ -241,13 +239,7 @@ class NumericSystem(NumericRuns, Views):
     item_columns = staticmethod(numeric_columns)
     related_keys = staticmethod(earlier_keys)
 
-    def item_story(
-        self,
-        item: Mapping[str, Any],
-        settings: Mapping[str, Any],
-        related: Mapping[str, Mapping[str, Any]],
-    ) -> list[dict[str, Any]]:
-        return numeric_story(item, related)
+    item_story = staticmethod(numeric_story)
 
     @contextmanager
     def prepare(
@@ -333,7 +325,7 @@ class NumericSystem(NumericRuns, Views):
         *,
         model: str | None,
         settings: Mapping[str, Any],
-    ) -> tuple[str, Sequence[tuple[str, str | Path]], dict[str, Any], Any, _Write]:
+    ) -> tuple[str, Sequence[tuple[str, str | Path]], dict[str, Any], Any, Write]:
         """A ``numeric score`` folder: statistics.json, and each row of turns.csv with its plan,
         validator log and (a first turn) table from its trace, as scoring stores them."""
         statistics = loads((folder / "statistics.json").read_bytes())

@@ -7,12 +7,12 @@ import errno
 import os
 import secrets
 import socket
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -23,6 +23,9 @@ from fieldcheck._util.jsonio import dumps
 from fieldcheck._util.paths import safe_filename
 from fieldcheck._version import __version__
 from fieldcheck.store import FAILED, ItemColumn, Pairing, item_value
+
+if TYPE_CHECKING:
+    from fieldcheck.store import RunRecorder
 
 PARTIAL = ".fieldcheck-partial"
 RUN_JSON = "run.json"
@@ -144,6 +147,10 @@ class Scored:
     summary: Any = None
 
 
+Write = Callable[["RunRecorder"], tuple[Any, Any]]
+"""Stores a run's items with the recorder it is given and returns its (metrics, intervals)."""
+
+
 class Views:
     """The defaults of ``core.System``'s view methods, which a system overrides where its stored
     metrics differ: one column per run, metrics at the top level, items paired on their key."""
@@ -192,7 +199,12 @@ class Views:
         """A system's item told plainly: the scalar values of its result, one row each."""
         result = item.get("result") or {}
         rows = [[k, v] for k, v in result.items() if k != "call" and not isinstance(v, dict | list)]
-        return [{"id": "values", "title": "Values", "blocks": [values_block(rows)]}]
+        return [section("values", "Values", values_block(rows))]
+
+
+def section(key: str, title: str, *blocks: dict[str, Any]) -> dict[str, Any]:
+    """One section of a story (``core.System.item_story``): its id, title and blocks."""
+    return {"id": key, "title": title, "blocks": list(blocks)}
 
 
 def values_block(rows: Sequence[Sequence[Any]], tones: Sequence[str | None] = ()) -> dict[str, Any]:

@@ -9,7 +9,7 @@ from urllib.parse import quote, urlencode
 
 from fieldcheck import core
 from fieldcheck._util.jsonio import dumps
-from fieldcheck.reports import text_block, tone, values_block
+from fieldcheck.reports import section, text_block, tone, values_block
 from fieldcheck.runs._compare import format_number
 from fieldcheck.store import RunInfo, Store
 
@@ -95,13 +95,7 @@ def call_sections(call: Mapping[str, Any]) -> list[dict[str, Any]]:
         ["input tokens", tokens_in],
         ["output tokens", tokens_out],
     ]
-    out = [
-        {
-            "id": "call",
-            "title": "Model call",
-            "blocks": [values_block(totals, [tone(not call.get("error_type"))])],
-        }
-    ]
+    out = [section("call", "Model call", values_block(totals, [tone(not call.get("error_type"))]))]
     for n, c in enumerate(calls, 1):
         error = c.get("error_type")
         values = [
@@ -124,7 +118,7 @@ def call_sections(call: Mapping[str, Any]) -> list[dict[str, Any]]:
         reply = c.get("text")
         blocks.append(text_block("raw reply", reply if reply is not None else "(none)", code=True))
         title = f"Call {n} of {len(calls)}" if len(calls) > 1 else "The call"
-        out.append({"id": f"call-{n}", "title": title, "blocks": blocks})
+        out.append(section(f"call-{n}", title, *blocks))
     return out
 
 

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from fieldcheck.metrics import canonical_set, score_slot, token_precision, token_recall
-from fieldcheck.reports import table_block, tone, values_block
+from fieldcheck.reports import section, table_block, tone, values_block
 
 SLOT_COLUMNS = (
     "topic",
@@ -30,7 +30,9 @@ def _slots(listed: Any) -> dict[tuple[str, str], list[str]]:
     return {(str(t), str(f)): list(v) for t, f, v in listed or ()}
 
 
-def slots_story(item: Mapping[str, Any], settings: Mapping[str, Any]) -> list[dict[str, Any]]:
+def slots_story(
+    item: Mapping[str, Any], settings: Mapping[str, Any], related: Mapping[str, Any]
+) -> list[dict[str, Any]]:
     result = item.get("result") or {}
     rule = str(settings.get("tp") or "presence")
     gold, pred = _slots(result.get("gold")), _slots(result.get("pred"))
@@ -64,7 +66,7 @@ def slots_story(item: Mapping[str, Any], settings: Mapping[str, Any]) -> list[di
         tones.append(tone(not failed_on))
     if judged:
         session.append(["judge reason", "not recorded: a judge replies with a score only"])
-    sections = [{"id": "session", "title": "Session", "blocks": [values_block(session, tones)]}]
+    sections = [section("session", "Session", values_block(session, tones))]
     if counts:
         matched = int(counts.get("token_matched") or 0)
         totals = [[k, counts.get(k)] for k in ("tp", "fp", "fn", "gold_slots", "exact_match")]
@@ -72,7 +74,7 @@ def slots_story(item: Mapping[str, Any], settings: Mapping[str, Any]) -> list[di
             ["token P", token_precision(matched, int(counts.get("token_predicted") or 0))]
         )
         totals.append(["token R", token_recall(matched, int(counts.get("token_gold") or 0))])
-        sections.append({"id": "counts", "title": "Counts", "blocks": [values_block(totals)]})
+        sections.append(section("counts", "Counts", values_block(totals)))
     scores = {slot: score_slot(pred.get(slot, ()), values) for slot, values in gold.items()}
     present = [slot for slot, s in scores.items() if s is not None and s[0]]
     # the slots a matcher rejected; runs stored before ``unmatched`` tell it only when the TP
@@ -116,7 +118,5 @@ def slots_story(item: Mapping[str, Any], settings: Mapping[str, Any]) -> list[di
             ]
         )
         row_tones.append(tone(passed))
-    sections.append(
-        {"id": "slots", "title": "Slots", "blocks": [table_block(SLOT_COLUMNS, rows, row_tones)]}
-    )
+    sections.append(section("slots", "Slots", table_block(SLOT_COLUMNS, rows, row_tones)))
     return sections

@@ -17,7 +17,7 @@ from fieldcheck._util.executor import Executor, InProcess, LocalPool, run_map
 from fieldcheck._util.jsonio import loads
 from fieldcheck._util.paths import file_bytes
 from fieldcheck._util.sniff import check_input_file
-from fieldcheck.reports import RunFolder, Scored, Views
+from fieldcheck.reports import RunFolder, Scored, Views, Write
 from fieldcheck.slots._extract import SlotsRuns
 from fieldcheck.slots._loaders import JudgeFile, LatencyFile, SlotFile, load_latencies, load_slots
 from fieldcheck.slots._report import METRIC_COLUMNS, write_outputs
@@ -52,8 +52,6 @@ if TYPE_CHECKING:
     from fieldcheck.store import RunRecorder
 
 Progress = Callable[[str, int, int], None]
-_Write = Callable[["RunRecorder"], tuple[Any, Any]]
-"""``core.Write``: stores the run's items, returns its (metrics, intervals)."""
 
 _COUNTS = ("tp", "fp", "fn")
 _TP, _FP, _FN = (item_value(f'$.counts."{name}"', "BIGINT") for name in _COUNTS)
@@ -299,13 +297,7 @@ class SlotsSystem(SlotsRuns, Views):
     def item_columns(self, item: Mapping[str, Any]) -> ItemColumns:
         return item_columns(item)
 
-    def item_story(
-        self,
-        item: Mapping[str, Any],
-        settings: Mapping[str, Any],
-        related: Mapping[str, Mapping[str, Any]],
-    ) -> list[dict[str, Any]]:
-        return slots_story(item, settings)
+    item_story = staticmethod(slots_story)
 
     @contextmanager
     def prepare(
@@ -431,7 +423,7 @@ class SlotsSystem(SlotsRuns, Views):
         options: Mapping[str, Any],
         *,
         run: str,
-    ) -> tuple[dict[str, Any], Any, _Write]:
+    ) -> tuple[dict[str, Any], Any, Write]:
         """Its sessions' gold and predicted slots (with latencies, judge scores and why a
         session was not scored) scored again under ``tp`` and ``threshold``."""
         if {"strategies", "weights", "thresholds"} & set(options):
@@ -485,7 +477,7 @@ class SlotsSystem(SlotsRuns, Views):
         *,
         model: str | None,
         settings: Mapping[str, Any],
-    ) -> tuple[str, list[tuple[str, str | Path]], dict[str, Any], Any, _Write]:
+    ) -> tuple[str, list[tuple[str, str | Path]], dict[str, Any], Any, Write]:
         """A ``slots score`` or ``slots run`` folder's metrics, and its sessions when the gold and
         every model's predictions are at hand (inputs, or the files runs.json names)."""
         data = loads((folder / "metrics.json").read_bytes())
