@@ -101,52 +101,6 @@ def open_folder(
     return folder
 
 
-def open_recorder(
-    *,
-    system: str,
-    inputs: Inputs,
-    settings: Mapping[str, Any],
-    out: Path,
-    model: str = "",
-    task: str = "score",
-    into: Into | None = None,
-    warn: Callable[[str], None] = _quiet,
-    database: Store | None = None,
-    resume: Sequence[str] = (),
-    placed: Callable[[Path], Path] | None = None,
-    digests: Mapping[str, str] | None = None,
-) -> RunRecorder | None:
-    """The run's recorder, or None when the store cannot be opened (said once by ``warn``).
-    ``resume``: the runs of the unfinished folder this scoring continues."""
-
-    def failed(exc: BaseException) -> None:
-        warn(f"warning: the run is not stored ({exception_line(exc)}); its files are complete")
-
-    try:
-        from fieldcheck.store import RunRecorder
-
-        return RunRecorder.open(
-            database,
-            system=system,
-            inputs=inputs,
-            settings=settings,
-            signature="",
-            out=out,
-            model=model,
-            task=task,
-            on_error=failed,
-            run_id=into.run_id if into else None,
-            calls=into.calls if into else None,
-            parts=into.parts if into else (),
-            resume=resume,
-            placed=placed,
-            digests=digests,
-        )
-    except Exception as exc:  # a bad URL, an unreachable or read-only database
-        failed(exc)
-        return None
-
-
 def finish_run(
     folder: RunFolder,
     recorder: RunRecorder | None,
@@ -248,22 +202,38 @@ def score(
         )
         folder.note(settings=dict(settings))  # what ``runs import`` re-scores with
         recorder = None
-        if store:
-            recorder = open_recorder(
-                system=found.name,
-                inputs=inputs,
-                settings=settings,
-                out=folder.destination,
-                model=label if model is None else model,
-                task="score" if into is None else "run",
-                into=into,
-                warn=events.warn,
-                database=database,
-                resume=folder.earlier_runs if into is None else (),
-                placed=folder.placed,  # a model run's replies, written in the partial folder
-                # run.json's, taken just now (a model run's folder hashed its replies earlier)
-                digests=folder.digests if opened is None else None,
-            )
+        if store:  # None when the store cannot be opened (said once by ``warn``)
+            warn = events.warn
+
+            def failed(exc: BaseException) -> None:
+                warn(
+                    f"warning: the run is not stored ({exception_line(exc)}); its files are complete"
+                )
+
+            try:
+                from fieldcheck.store import RunRecorder
+
+                recorder = RunRecorder.open(
+                    database,
+                    system=found.name,
+                    inputs=inputs,
+                    settings=settings,
+                    signature="",
+                    out=folder.destination,
+                    model=label if model is None else model,
+                    task="score" if into is None else "run",
+                    on_error=failed,
+                    run_id=into.run_id if into else None,
+                    calls=into.calls if into else None,
+                    parts=into.parts if into else (),
+                    # the runs of the unfinished folder this scoring continues
+                    resume=folder.earlier_runs if into is None else (),
+                    placed=folder.placed,  # a model run's replies, written in the partial folder
+                    # run.json's, taken just now (a model run's folder hashed its replies earlier)
+                    digests=folder.digests if opened is None else None,
+                )
+            except Exception as exc:  # a bad URL, an unreachable or read-only database
+                failed(exc)
         # an exception or Ctrl-C marks the stored run interrupted (its items so far stay)
         with writing(folder), recorder if recorder is not None else nullcontext():
             if recorder is not None:
