@@ -156,7 +156,7 @@ class Imports(Protocol):
     without ``import_folder`` says "X runs cannot be imported")."""
 
     def import_folder(
-        self, folder: Path, inputs: Files, *, model: str | None, settings: Metrics
+        self, folder: Path, inputs: Files, *, model: str | None
     ) -> tuple[str, Files, Metrics, Any, Write]:
         """Its ``folder`` read back with the ``inputs`` it was scored from: the run's model,
         inputs, settings, signature and ``Write``."""

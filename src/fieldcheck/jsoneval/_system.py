@@ -352,12 +352,7 @@ class JsonSystem(JsonRuns, Views):
         return stored, make_signature(config, matchers, bootstrap=boot, seed=seed), write
 
     def import_folder(
-        self,
-        folder: Path,
-        inputs: Sequence[tuple[str, str | Path]],
-        *,
-        model: str | None,
-        settings: Mapping[str, Any],
+        self, folder: Path, inputs: Sequence[tuple[str, str | Path]], *, model: str | None
     ) -> tuple[str, list[tuple[str, str | Path]], dict[str, Any], Any, Write]:
         """A ``json batch`` folder (summary.json, records.jsonl, errors.jsonl), its records'
         ground truth and output from the ``batch`` input or the folder's outputs.jsonl (a
@@ -379,10 +374,10 @@ class JsonSystem(JsonRuns, Views):
             strategies.setdefault(wildcard_path(name), scored.get("strategy", "EXACT"))
         signature = summary.get("signature") or {}
         sig = signature.get("settings", {})
-        stored = dict(settings)
         written = info.get("settings")  # what the run was scored with (its run.json)
+        stored: dict[str, Any] = {}
         if isinstance(written, Mapping) and isinstance(written.get("config"), Mapping):
-            stored = {**written, **stored}
+            stored = dict(written)
         stored.setdefault(
             "config",
             {

@@ -319,12 +319,7 @@ class NumericSystem(NumericRuns, Views):
         )
 
     def import_folder(
-        self,
-        folder: Path,
-        inputs: Sequence[tuple[str, str | Path]],
-        *,
-        model: str | None,
-        settings: Mapping[str, Any],
+        self, folder: Path, inputs: Sequence[tuple[str, str | Path]], *, model: str | None
     ) -> tuple[str, Sequence[tuple[str, str | Path]], dict[str, Any], Any, Write]:
         """A ``numeric score`` folder: statistics.json, and each row of turns.csv with its plan,
         validator log and (a first turn) table from its trace, as scoring stores them."""
@@ -342,7 +337,7 @@ class NumericSystem(NumericRuns, Views):
             return stored_metrics(statistics)
 
         signature = statistics.get("signature") or {}
-        return model or folder.name, inputs, dict(settings), signature, write
+        return model or folder.name, inputs, {}, signature, write
 
 
 class _Traces:

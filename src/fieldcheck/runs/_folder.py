@@ -77,7 +77,7 @@ def record_folder(
                 file=folder,
             )
     model, inputs, stored, signature, write = system.import_folder(
-        folder, inputs, model=model or _recorded_model(folder, system), settings={}
+        folder, inputs, model=model or _recorded_model(folder, system)
     )
     with RunRecorder.open(
         store,

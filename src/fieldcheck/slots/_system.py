@@ -45,7 +45,7 @@ from fieldcheck.slots._stream import (
     SlotInput,
     partitioned,
 )
-from fieldcheck.store import ERROR, FAILED, ItemColumn, ItemColumns, Pairing, item_value
+from fieldcheck.store import ERROR, FAILED, ItemColumn, Pairing, item_value
 
 if TYPE_CHECKING:
     from fieldcheck.matchers import Matcher
@@ -294,9 +294,7 @@ class SlotsSystem(SlotsRuns, Views):
             for name, _, _ in self.export_columns
         ]
 
-    def item_columns(self, item: Mapping[str, Any]) -> ItemColumns:
-        return item_columns(item)
-
+    item_columns = staticmethod(item_columns)
     item_story = staticmethod(slots_story)
 
     @contextmanager
@@ -471,22 +469,14 @@ class SlotsSystem(SlotsRuns, Views):
         return stored, scorer.signature(), write
 
     def import_folder(
-        self,
-        folder: Path,
-        inputs: Sequence[tuple[str, str | Path]],
-        *,
-        model: str | None,
-        settings: Mapping[str, Any],
+        self, folder: Path, inputs: Sequence[tuple[str, str | Path]], *, model: str | None
     ) -> tuple[str, list[tuple[str, str | Path]], dict[str, Any], Any, Write]:
         """A ``slots score`` or ``slots run`` folder's metrics, and its sessions when the gold and
         every model's predictions are at hand (inputs, or the files runs.json names)."""
         data = loads((folder / "metrics.json").read_bytes())
         signature = data.get("signature") or {}
         sig = signature.get("settings", {})
-        stored = dict(settings)
-        for key in ("tp", "threshold", "bootstrap", "seed"):
-            if key in sig:
-                stored.setdefault(key, sig[key])
+        stored = {key: sig[key] for key in ("tp", "threshold", "bootstrap", "seed") if key in sig}
         names = list(data.get("models") or {})
         files = dict(inputs)
         preds = {k[5:]: Path(v) for k, v in files.items() if k.startswith("pred:")}
