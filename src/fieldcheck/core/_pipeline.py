@@ -79,24 +79,27 @@ class Interrupted(KeyboardInterrupt):
 
 
 def open_folder(
-    out: Path | None,
+    out: Path | RunFolder | None,
     *,
     command: str,
-    inputs: Inputs = (),
-    label: str = "",
-    models: Sequence[str] = (),
-    events: Events | None = None,
-    system: str | None = None,
+    inputs: Inputs,
+    label: str,
+    models: Sequence[str],
+    events: Events,
+    system: str,
 ) -> RunFolder:
-    """The run's folder before any work (``UsageProblem`` for an unusable ``out``); ``None``: a
-    new folder under ``fieldcheck-runs/`` named by ``label``, said by ``events.note``."""
+    """The run's folder before any work: ``out`` when it is one (a model run's), else opened
+    (``UsageProblem`` for an unusable ``out``; ``None``: a new folder under ``fieldcheck-runs/``
+    named by ``label``, said by ``events.note``)."""
+    if isinstance(out, RunFolder):
+        return out
     try:
         folder = RunFolder.open(
             out, command=command, inputs=inputs, label=label, models=models, system=system
         )
     except FolderError as exc:
         raise UsageProblem(str(exc), "--out") from None
-    if out is None and events is not None:
+    if out is None:
         events.note(f"no --out: the outputs go to {folder.destination}")
     return folder
 
@@ -110,8 +113,6 @@ def finish_run(
     """Put the folder in place, then finish the stored run (so a folder that cannot be placed
     leaves it ``failed``; Ctrl-C waits for both); the run id, or None when not stored."""
     with interrupts_deferred():
-        if recorder is not None:
-            folder.note(run_id=recorder.id)
         folder.note(signature=scored.signature)
         if not folder.prefix:
             finish_folder(folder, events)
@@ -177,22 +178,22 @@ def score(
     database = None if isinstance(store, bool) else store
     events = events or Events()
     if isinstance(out, RunFolder):
-        opened, beside = out, out.destination
+        beside = out.destination
     else:
         try:  # before the long read of the inputs: an unusable --out is said at once
             if out is not None:
                 check_destination(out)
         except FolderError as exc:
             raise UsageProblem(str(exc), "--out") from None
-        opened, beside = None, out or RUNS_DIR / "new"
+        beside = out or RUNS_DIR / "new"
     given = {"store": store, "warn": events.warn, "note": events.note, **(extras or {})}
     with found.prepare(
         inputs, settings, beside=Path(beside), progress=events.progress, extras=given
     ) as read:
         settings = getattr(read, "settings", settings)  # with the saved configuration merged
         store = store and getattr(read, "store", True)  # False: the store could not be read
-        folder = opened or open_folder(
-            out,  # type: ignore[arg-type]  # not a RunFolder here
+        folder = open_folder(
+            out,
             command=command,
             inputs=inputs,
             label=label,
@@ -230,7 +231,7 @@ def score(
                     resume=folder.earlier_runs if into is None else (),
                     placed=folder.placed,  # a model run's replies, written in the partial folder
                     # run.json's, taken just now (a model run's folder hashed its replies earlier)
-                    digests=folder.digests if opened is None else None,
+                    digests=None if isinstance(out, RunFolder) else folder.digests,
                 )
             except Exception as exc:  # a bad URL, an unreachable or read-only database
                 failed(exc)

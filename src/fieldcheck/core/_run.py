@@ -82,18 +82,14 @@ def run(
     )
     names = [s.name for s in specs]
     label = names[0] if len(names) == 1 else Path(inputs[0][1]).stem
-    folder = (
-        out
-        if isinstance(out, RunFolder)
-        else open_folder(
-            out,
-            command=command,
-            inputs=inputs,
-            label=label,
-            models=names,
-            events=events,
-            system=named.name,
-        )
+    folder = open_folder(
+        out,
+        command=command,
+        inputs=inputs,
+        label=label,
+        models=names,
+        events=events,
+        system=named.name,
     )
     shown = console or SafeConsole(stderr=True)
 
