@@ -216,6 +216,7 @@ def test_a_fourth_system_is_scored_by_the_cli_and_the_api_and_compared(
     """``fieldcheck score label data=FILE`` and ``POST /api/score/label`` run the same pipeline
     into the same store: same metrics for the same inputs and settings, runs compared and shown
     with no line of the CLI, the API or the pages about this system."""
+    monkeypatch.chdir(tmp_path)  # the runs without --out go to ./fieldcheck-runs/
     url = f"sqlite:///{tmp_path / 'label.sqlite3'}"
     monkeypatch.setenv("FIELDCHECK_DATABASE_URL", url)
     data = _labels(tmp_path)
