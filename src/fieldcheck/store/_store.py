@@ -865,9 +865,8 @@ def _new_run(run_key: str | None = None, **columns: Any) -> RunRow:
 
 
 def _journal(run_id: str, filters: Mapping[str, Any], *columns: Any) -> Any:
-    """The query of a run's journal items ``page_items``'s filters keep; None when they keep
-    none (an item in flight is neither failed nor passed, nor tagged yet: only its call's
-    ``error_type`` filters)."""
+    """The query of a run's journal items ``page_items``'s filters keep, None for none: an item
+    in flight is neither failed nor passed, nor tagged yet (only its call's ``error_type``)."""
     error_type = filters.get("error_type")
     if any(v not in (None, "", ()) for k, v in filters.items() if k != "error_type"):
         return None
