@@ -250,3 +250,43 @@ def test_a_reply_cached_twice_keeps_the_first_and_a_journal_item_counts(store: S
         ("a", 0, {"v": 1}, None),
         ("b", 1, {"v": 2}, "timeout"),
     ]
+
+
+def test_items_in_flight_are_kept_only_by_their_call_error(store: Store) -> None:
+    """A model run's items in flight (its journal, not scored): the call's error type filters
+    them, a scored filter keeps none, an empty text or condition keeps all; each page and its
+    count agree (one rule for both)."""
+    run, _ = store.open_run(
+        system="json",
+        task="run",
+        dataset="d",
+        dataset_sha256="x",
+        model="m",
+        endpoint="e",
+        settings={},
+        signature="",
+        n_items=3,
+    )
+    store.save_items(
+        [
+            {"run_id": run.id, "key": "a", "seq": 0, "result": {"v": 1}},
+            {"run_id": run.id, "key": "b", "seq": 1, "result": {}, "error_type": "timeout"},
+            {"run_id": run.id, "key": "c", "seq": 2, "result": {"v": 3}},
+        ]
+    )
+    cases: list[tuple[dict[str, Any], list[str]]] = [
+        ({}, ["a", "b", "c"]),
+        ({"error_type": "timeout"}, ["b"]),
+        ({"q": "", "equals": ()}, ["a", "b", "c"]),
+        ({"failed": False}, []),
+        ({"tag": "city"}, []),
+        ({"turn": 0}, []),
+        ({"q": "a"}, []),
+        ({"equals": (("1", 1),)}, []),
+    ]
+    for filters, keys in cases:
+        assert [i.key for i in store.page_items(run.id, **filters)] == keys, filters
+        assert store.count_items(run.id, **filters) == len(keys), filters
+    assert [i.key for i in store.page_items(run.id, descending=True, limit=2)] == ["c", "b"]
+    assert [i.key for i in store.find_items(run.id, ["c", "a"])] == ["a", "c"]
+    assert store.item_values(run.id, "error_type") == ["timeout"]

@@ -322,10 +322,6 @@ class ErrorList(Sequence[InputError]):
         for spill in self._spills():
             yield from spill.rows()
 
-    def dicts(self) -> Iterator[dict[str, Any]]:
-        """``to_dict()`` of every error, in order (the spilled ones straight from their rows)."""
-        return map(_dict, self._rows())
-
     def _rows(self) -> Iterator[_Row]:
         yield from map(_row, self._kept[: self._count])
         yield from self._spilled_rows()
@@ -455,7 +451,8 @@ class ErrorList(Sequence[InputError]):
 
 
 def error_dicts(errors: Iterable[InputError]) -> Iterator[dict[str, Any]]:
-    """``to_dict()`` of each error (``ErrorList.dicts`` for an ErrorList): an errors file's lines."""
+    """``to_dict()`` of each error (of an ErrorList's spilled ones, straight from their rows): an
+    errors file's lines."""
     if isinstance(errors, ErrorList):
-        return errors.dicts()
+        return map(_dict, errors._rows())
     return (e.to_dict() for e in errors)

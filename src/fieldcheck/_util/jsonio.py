@@ -196,17 +196,22 @@ def read_json(path: str | Path) -> Any:
     return value
 
 
+def open_input(path: Path, buffering: int = -1) -> IO[bytes]:
+    """An input file opened for reading; InputError ``file: cannot read file: why`` when it
+    cannot be (the one wording of every reader)."""
+    try:
+        return path.open("rb", buffering=buffering)
+    except OSError as exc:
+        raise InputError(f"cannot read file: {exc.strerror}", file=path) from exc
+
+
 def iter_jsonl(
     path: str | Path, *, record_key: str | None = None
 ) -> Iterator[tuple[int, Any | InputError]]:
     """Yield ``(line_number, value)`` for every non-blank line, a bad one (``parse_jsonl_line``)
     as an InputError; reading always goes on."""
     p = Path(path)
-    try:
-        handle = p.open("rb")
-    except OSError as exc:
-        raise InputError(f"cannot read file: {exc.strerror}", file=p) from exc
-    with handle:
+    with open_input(p) as handle:
         for number, raw in enumerate(read_lines(handle), start=1):
             value = parse_jsonl_line(raw, number, p, record_key=record_key)
             if value is not BLANK:

@@ -1097,11 +1097,8 @@ class BatchReader:
     def chunks(self) -> Generator[list[Item | Failed]]:
         """Raises InputError when the file cannot be read."""
         p = self.path
-        try:
-            handle = p.open("rb")
-            self.size = p.stat().st_size
-        except OSError as exc:
-            raise InputError(f"cannot read file: {exc.strerror}", file=p) from exc
+        handle = jsonio.open_input(p)
+        self.size = os.fstat(handle.fileno()).st_size
         seen = self._seen = _SeenIds(p)
         try:
             with handle:

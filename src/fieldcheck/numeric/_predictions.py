@@ -12,8 +12,7 @@ from typing import IO, Any, Literal, NamedTuple
 from pydantic import BaseModel, ConfigDict, Field, SkipValidation, ValidationError, field_validator
 
 from fieldcheck._util.errors import ErrorList, InputError, input_error_of
-from fieldcheck._util.jsonio import BLANK, parse_jsonl_line, read_lines
-from fieldcheck.numeric._scan import open_input
+from fieldcheck._util.jsonio import BLANK, open_input, parse_jsonl_line, read_lines
 
 logger = logging.getLogger("fieldcheck")
 
@@ -353,7 +352,7 @@ def index_predictions(path: str | Path) -> PredictionsResult:
     unknown: dict[str, tuple[int, int]] = {}
     objects = answered = 0
     offset = 0
-    with open_input(file) as handle:
+    with open_input(file, 1 << 20) as handle:
         for number, raw in enumerate(read_lines(handle), start=1):
             start = offset
             offset += len(raw)

@@ -12,8 +12,7 @@ from typing import IO, Any, NamedTuple
 
 import orjson
 
-from fieldcheck._util.errors import InputError
-from fieldcheck._util.jsonio import MAX_DEPTH
+from fieldcheck._util.jsonio import MAX_DEPTH, open_input
 
 _NON_WS = re.compile(rb"[^ \t\r\n]")
 _BOM = b"\xef\xbb\xbf"
@@ -134,18 +133,10 @@ def _spans(window: _Window) -> array[int]:
     return spans
 
 
-def open_input(file: Path) -> IO[bytes]:
-    """``file`` opened for reading in 1 MiB blocks; InputError when it cannot be."""
-    try:
-        return file.open("rb", buffering=_BLOCK)
-    except OSError as exc:
-        raise InputError(f"cannot read file: {exc.strerror}", file=file) from exc
-
-
 def shape(file: Path) -> Shape:
     """The file's top level: an array, or an object with its members' offsets (every member
     value read once, one element at a time). Raises ``Broken`` for anything else."""
-    with open_input(file) as handle:
+    with open_input(file, _BLOCK) as handle:
         start = len(_BOM) if handle.read(3) == _BOM else 0
         window = _Window(handle, start)
         first = window.peek()
@@ -178,7 +169,7 @@ def shape(file: Path) -> Shape:
 def read_spans(file: Path, spans: array[int]) -> Iterator[tuple[Any, int, int]]:
     """The values at ``spans`` (``Shape.spans``) of ``file``: (value, file offset, length);
     ``Broken`` if one no longer parses (the file changed under us)."""
-    with open_input(file) as handle:
+    with open_input(file, _BLOCK) as handle:
         for k in range(0, len(spans), 2):
             start, size = spans[k], spans[k + 1]
             handle.seek(start)

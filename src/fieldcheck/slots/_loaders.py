@@ -15,7 +15,7 @@ import orjson
 from pydantic import BaseModel, ValidationError
 
 from fieldcheck._util.errors import ErrorList, InputError, input_error_of
-from fieldcheck._util.jsonio import BLANK, iter_jsonl, parse_jsonl_line, read_lines
+from fieldcheck._util.jsonio import BLANK, iter_jsonl, open_input, parse_jsonl_line, read_lines
 from fieldcheck.metrics import canonicalize
 from fieldcheck.slots._records import JudgeRecord, LatencyRecord, SlotRecord
 
@@ -125,12 +125,8 @@ def slot_row(raw: Any) -> SlotRow | None:
 def read_slot_rows(path: Path, errors: ErrorList) -> Iterator[tuple[int, SlotRow]]:
     """``(line, row)`` of every valid line of a slot file; a bad line goes to ``errors``. Only a
     line not plainly valid (``slot_row``) goes through ``parse_jsonl_line`` and pydantic."""
-    try:
-        handle = path.open("rb")
-    except OSError as exc:
-        raise InputError(f"cannot read file: {exc.strerror}", file=path) from exc
     loads, decode_error = orjson.loads, orjson.JSONDecodeError
-    with handle:
+    with open_input(path) as handle:
         for line, text in enumerate(read_lines(handle), start=1):
             try:
                 row = slot_row(loads(text))

@@ -36,7 +36,8 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import sessionmaker
 
 from fieldcheck._util.executor import pid_alive
-from fieldcheck._util.jsonio import dumps_bytes, loads
+from fieldcheck._util.iters import chunked
+from fieldcheck._util.jsonio import dumps, loads
 from fieldcheck.store import _pairs, _parquet
 from fieldcheck.store._figures import journal_figures
 from fieldcheck.store._items import Pairing
@@ -58,7 +59,6 @@ MIN_PREFIX = 4  # the fewest characters that name a run (``runs delete`` acts at
 ITEM_PAGE = 1000
 MEMO = 256  # counts and filter choices of items files kept (``Store._remember``)
 SORTED = 4  # sorted tables' seqs kept (8 MB each at a million items)
-_FILTERS = ("error_type", "q", "equals")
 SCORED = ("run", "score")  # the kinds of run whose finished items are a file
 _IDENTIFIER = '"'
 
@@ -98,11 +98,6 @@ class AmbiguousRunError(LookupError):
 
 def _now() -> datetime:
     return datetime.now(UTC)
-
-
-def _dumps(value: Any) -> str:
-    """JSON text of a stored value (integers beyond 64 bits written exactly: ``dumps_bytes``)."""
-    return dumps_bytes(value, orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS).decode()
 
 
 class Store:
@@ -170,7 +165,7 @@ class Store:
                     dataset_sha256=dataset_sha256,
                     model=model,
                     endpoint=endpoint,
-                    settings=_dumps(settings),
+                    settings=dumps(settings),
                     signature=signature,
                     kind="run",
                 )
@@ -313,12 +308,12 @@ class Store:
                 dataset_sha256=str(first.get("sha256") or ""),
                 model=model,
                 endpoint="",
-                settings=_dumps(settings),
+                settings=dumps(settings),
                 signature=signature,
                 kind="score",
                 parent_id=parent_id,
                 out_dir=out_dir,
-                inputs=_dumps(inputs),
+                inputs=dumps(inputs),
             )
             s.add(row)
             s.commit()
@@ -342,8 +337,8 @@ class Store:
             if row is None:
                 raise KeyError(run_id)
             earlier = orjson.loads(row.settings) if kind == "run" else {}
-            row.settings = _dumps({**earlier, **settings})
-            row.inputs = _dumps(inputs)
+            row.settings = dumps({**earlier, **settings})
+            row.inputs = dumps(inputs)
             row.out_dir = out_dir
             row.kind = kind
             row.model = model or row.model
@@ -449,9 +444,9 @@ class Store:
             path = self.items_file(run_id)
             if path is None:
                 writer = _parquet.ItemsWriter(Path(tmp))
-                for page in self._pages(run_id):
+                for page in chunked(self.iter_items(run_id), ITEM_PAGE):
                     rows = [
-                        (i.key, i.seq, i.error_type, None, None, None, _dumps(i.result))
+                        (i.key, i.seq, i.error_type, None, None, None, dumps(i.result))
                         for i in page
                     ]
                     writer.write(rows, ())
@@ -505,9 +500,9 @@ class Store:
             if signature is not None:
                 row.signature = signature
             if metrics is not None:
-                row.metrics = _dumps(metrics)
+                row.metrics = dumps(metrics)
             if intervals is not None:
-                row.intervals = _dumps(intervals)
+                row.intervals = dumps(intervals)
             called = journal_figures(s.connection(), run_id, figures.get("call_errors") or ())
             for name, value in called.items():
                 setattr(row, name, value)
@@ -537,19 +532,13 @@ class Store:
         offset: int = 0,
         order: str | None = None,
         descending: bool = False,
-        failed: bool | None = None,
-        tag: str | None = None,
-        model: str | None = None,
-        turn: int | None = None,
-        **more: Any,
+        values: Sequence[str] = (),
+        **filters: Any,
     ) -> list[StoredItem]:
         """Up to ``limit`` items with ``seq > after`` (keyset paging) filtered as ``_parquet.page``
-        (``more``); ``order`` (an ``ItemColumn`` expression), ``descending``, ``offset``: sorted."""
+        (``filters``); ``order`` (an ``ItemColumn`` expression), ``descending``, ``offset``: sorted."""
         path = self.items_file(run_id)
-        filters: dict[str, Any] = {"failed": failed, "tag": tag, "model": model, "turn": turn}
         if path is not None:
-            values = more.pop("values", ())
-            filters |= more
             if order is None and not descending:
                 rows = self._query(
                     _parquet.page,
@@ -573,11 +562,10 @@ class Store:
                 page = [int(s) for s in seqs[offset : offset + limit]]
                 rows = self._query(_parquet.rows_of, path, page, values)
             return _scored(rows)
-        error_type = more.pop("error_type", None)
-        if any(v is not None for v in filters.values()) or any(more.get(k) for k in _FILTERS):
-            return []  # an item in flight is neither failed nor passed, nor tagged yet
+        query = _journal(run_id, filters)
+        if query is None:
+            return []
         with self._session() as s:
-            query = _journal(run_id, error_type)
             if descending:
                 query = query.order_by(JournalRow.seq.desc())
             else:
@@ -588,25 +576,19 @@ class Store:
         self,
         run_id: str,
         *,
-        failed: bool | None = None,
-        tag: str | None = None,
-        model: str | None = None,
-        turn: int | None = None,
         not_scored: bool = False,
-        **more: Any,
+        **filters: Any,
     ) -> int:
         """How many items ``page_items`` gives with these filters (``not_scored``: of those, the
         ones neither failed nor passed), remembered per items file (``_remember``)."""
         path = self.items_file(run_id)
-        filters = {"failed": failed, "tag": tag, "model": model, "turn": turn, **more}
         if path is not None:
             key = ("count", not_scored, repr(filters))
             return int(self._remember(key, _parquet.count, path, not_scored=not_scored, **filters))
-        error_type = filters.pop("error_type", None)
-        if any(v is not None and v != () for v in filters.values()):  # equals: ()
+        query = _journal(run_id, filters, func.count())
+        if query is None:
             return 0
         with self._session() as s:
-            query = _journal(run_id, error_type, func.count())
             return int(s.scalar(query) or 0)
 
     def find_items(
@@ -619,10 +601,8 @@ class Store:
         path = self.items_file(run_id)
         if path is not None:
             return _scored(self._query(_parquet.find, path, list(keys), model))
+        query = _journal(run_id, {}).where(JournalRow.item_key.in_(list(keys)))
         with self._session() as s:
-            query = select(JournalRow).where(
-                JournalRow.run_id == run_id, JournalRow.item_key.in_(list(keys))
-            )
             return [_in_flight(row) for row in s.scalars(query.order_by(JournalRow.seq))]
 
     def count_not_scored(self, run_id: str) -> int:
@@ -640,13 +620,10 @@ class Store:
         a system's ``ItemColumn`` expression), sorted: a filter's choices."""
         path = self.items_file(run_id)
         if path is None and sql == "error_type":  # the call errors of items in flight
+            query = _journal(run_id, {}, JournalRow.error_type).distinct()
             with self._session() as s:
-                query = (
-                    select(JournalRow.error_type)
-                    .distinct()
-                    .where(JournalRow.run_id == run_id, JournalRow.error_type.is_not(None))
-                )
-                return sorted(s.scalars(query.limit(limit)))
+                found = query.where(JournalRow.error_type.is_not(None)).limit(limit)
+                return sorted(s.scalars(found))
         if path is None:
             return []
         return list(self._remember(("values", sql, limit), _parquet.distinct, path, sql, limit))
@@ -728,14 +705,10 @@ class Store:
         return list(self.iter_items(run_id))
 
     def iter_items(self, run_id: str) -> Iterator[StoredItem]:
-        for page in self._pages(run_id):
-            yield from page
-
-    def _pages(self, run_id: str) -> Iterator[list[StoredItem]]:
-        """The run's items a page at a time."""
+        """The run's items, read a page at a time."""
         after = -1
         while page := self.page_items(run_id, after=after, limit=ITEM_PAGE):
-            yield page
+            yield from page
             after = page[-1].seq
 
     # the runner's journal ------------------------------------------------------------------
@@ -790,8 +763,8 @@ class Store:
                 "calls": i.get("calls", 0),
                 "cached_calls": i.get("cached_calls", 0),
                 "latency_s": i.get("latency_s", 0.0),
-                "result": _dumps(i["result"]),
-                "call_log": _dumps(i["call_log"]) if i.get("call_log") else None,
+                "result": dumps(i["result"]),
+                "call_log": dumps(i["call_log"]) if i.get("call_log") else None,
                 "finished_at": now,
             }
             for i in items
@@ -802,7 +775,7 @@ class Store:
             count[0] += 1
             count[1] += row["error_type"] is not None
         cache = [
-            {"key": key, "model": model, "value": _dumps(value), "created_at": now}
+            {"key": key, "model": model, "value": dumps(value), "created_at": now}
             for key, model, value in cached
         ]
         with self.engine.begin() as connection:
@@ -874,7 +847,7 @@ def _scored(rows: Sequence[tuple[Any, ...]]) -> list[StoredItem]:
 
 
 def _digest(value: Any) -> str:
-    return hashlib.sha256(_dumps(value).encode()).hexdigest()
+    return hashlib.sha256(dumps(value).encode()).hexdigest()
 
 
 def _new_run(run_key: str | None = None, **columns: Any) -> RunRow:
@@ -891,8 +864,12 @@ def _new_run(run_key: str | None = None, **columns: Any) -> RunRow:
     )
 
 
-def _journal(run_id: str, error_type: str | None, *columns: Any) -> Any:
-    """The query of a run's journal items (of one call error type, when given)."""
+def _journal(run_id: str, filters: Mapping[str, Any], *columns: Any) -> Any:
+    """The query of a run's journal items ``page_items``'s filters keep, None for none: an item
+    in flight is neither failed nor passed, nor tagged yet (only its call's ``error_type``)."""
+    error_type = filters.get("error_type")
+    if any(v not in (None, "", ()) for k, v in filters.items() if k != "error_type"):
+        return None
     query = select(*(columns or [JournalRow])).select_from(JournalRow)
     query = query.where(JournalRow.run_id == run_id)
     return query if error_type is None else query.where(JournalRow.error_type == error_type)
