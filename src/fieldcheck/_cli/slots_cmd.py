@@ -33,7 +33,7 @@ from fieldcheck._cli._runopts import (
     run_and_exit,
     run_models,
 )
-from fieldcheck._util.term import SafeConsole, safe_text
+from fieldcheck._util.term import safe_text
 from fieldcheck.reports import RunFolder, format_pvalue, format_seconds, format_seconds_joined
 from fieldcheck.runner import ModelSpec, Runner
 from fieldcheck.slots import (
@@ -116,12 +116,9 @@ def _model_table(name: str, run: SlotsRun) -> Table:
     return table
 
 
-def show_run(
-    run: SlotsRun, files: dict[str, Path], console: Console, problems: Console | None = None
-) -> None:
+def show_run(run: SlotsRun, files: dict[str, Path], console: Console, problems: Console) -> None:
     """Rich tables per model and the spec's per-topic lines on ``console``; input errors on
-    ``problems`` (stderr by default); then the output files."""
-    problems = problems or SafeConsole(stderr=True)
+    ``problems``; then the output files."""
     unscored = {u.name: u for u in run.unscored}
     scored = {m.name: m for m in run.models}
     for name in run.names or list(scored):
