@@ -8,7 +8,7 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, NoReturn, TypeVar
 
 import typer
 from typer._click import exceptions as click  # typer vendors Click (pinned in requirements.lock)
@@ -409,32 +409,36 @@ def pipeline_errors(
         raise typer.Exit(EXIT_INTERRUPTED) from None
 
 
-def score_files(
+def score_and_exit(
     system: str,
     inputs: core.Inputs,
     settings: Any,
+    options: dict[str, Any],
+    show: Callable[[core.Outcome, SafeConsole, SafeConsole], None],
     *,
     out: Path | None,
-    errors: Any,
-    no_store: bool,
-    command: str,
     names: dict[str, str] | None = None,
     **given: Any,
-) -> core.Outcome:
-    """A scoring command's ``core.score``: usage problems as ``pipeline_errors`` says them, a
-    progress bar on ``errors``, the store unless ``--no-store`` (or unusable)."""
+) -> NoReturn:
+    """A scoring command once its options are read: ``core.score`` (usage problems as
+    ``pipeline_errors`` says them, a progress bar, the store unless ``--no-store`` or unusable),
+    ``show`` on stdout (stderr under ``--json``) and stderr, and exit as ``finish`` says."""
+    console, errors = SafeConsole(stderr=options["as_json"]), SafeConsole(stderr=True)
     bar = ProgressBar(errors)
     with pipeline_errors(names=names), bar.bar:
-        return core.score(
+        outcome = core.score(
             system,
             inputs,
             settings,
             out=out,
-            command=command_name() or command,
-            store=not no_store and not store_failed(),
+            command=command_name() or system,
+            store=not options["no_store"] and not store_failed(),
             events=events(errors, bar),
             **given,
         )
+    show(outcome, console, errors)
+    scored = outcome.scored
+    raise typer.Exit(finish(scored, options["fail_under"], options["as_json"], scored.failed))
 
 
 def finish(scored: Any, floors: dict[str, float], as_json: bool, failed: bool) -> int:
@@ -443,6 +447,19 @@ def finish(scored: Any, floors: dict[str, float], as_json: bool, failed: bool) -
     if as_json:
         print_json(scored.summary)
     return gate(floors, scored.gate, EXIT_FAILED if failed else EXIT_OK)
+
+
+def finish_run(ran: core.Ran, floors: dict[str, float], as_json: bool) -> int:
+    """``finish`` for a model run: of its one outcome when its system runs the models
+    ``together``, else of each model's (``--json``: as ``print_json``'s ``models``)."""
+    system = core.get(ran.outcomes[0].system)
+    if isinstance(system, core.Runs) and system.together:
+        return finish(ran.outcomes[0].scored, floors, as_json, ran.failed)
+    outcomes = {run.spec.name: o.scored for run, o in zip(ran.calls, ran.outcomes, strict=True)}
+    if as_json:
+        print_json({name: scored.summary for name, scored in outcomes.items()}, models=True)
+    values = {name: scored.gate[""] for name, scored in outcomes.items()}
+    return gate(floors, values, EXIT_FAILED if ran.failed else EXIT_OK)
 
 
 def print_json(value: Any, *, models: bool = False) -> None:

@@ -7,7 +7,7 @@ import asyncio
 import os
 from collections.abc import Callable, Coroutine
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 from urllib.parse import urlsplit
 
 import typer
@@ -22,6 +22,7 @@ from fieldcheck._cli._common import (
     ProgressBar,
     command_name,
     events,
+    finish_run,
     interrupt_reported,
     option,
     pipeline_errors,
@@ -376,6 +377,39 @@ def run_models(
             console=errors,
             show_progress=show_progress,
         )
+
+
+def run_and_exit(
+    system: str,
+    inputs: list[tuple[str, Path]],
+    settings: dict[str, Any],
+    options: dict[str, Any],
+    show: Callable[[core.Ran, Runner, Console, Console], None],
+    *,
+    out: Path | None,
+    names: dict[str, str] | None = None,
+    say_store: bool = False,
+) -> NoReturn:
+    """A model-running command once its options are read: its models and runner, ``run_models``,
+    ``show`` on stdout (stderr under ``--json``) and stderr, and exit as ``finish_run`` says."""
+    specs, runner = models_and_runner(options)
+    console, errors = SafeConsole(stderr=options["as_json"]), SafeConsole(stderr=True)
+    ran = run_models(
+        system,
+        inputs,
+        settings,
+        specs,
+        runner,
+        out,
+        command=system,
+        errors=errors,
+        names=names,
+        show_progress=not options["no_progress"],
+        store=not options["no_store"],
+        say_store=say_store,
+    )
+    show(ran, runner, console, errors)
+    raise typer.Exit(finish_run(ran, options["fail_under"], options["as_json"]))
 
 
 def store_line(runner: Runner) -> str:

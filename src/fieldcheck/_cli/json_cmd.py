@@ -18,13 +18,11 @@ from fieldcheck._cli._common import (
     EXIT_FAILED,
     EXIT_OK,
     EXIT_USAGE,
-    finish,
     gate,
     option,
     out_option,
     pipeline_errors,
-    print_json,
-    score_files,
+    score_and_exit,
     scoring_options,
     shared,
     show_problems,
@@ -35,7 +33,7 @@ from fieldcheck._cli._runopts import (
     PRICE_OPTIONS,
     STORE_HELP,
     make_runner,
-    models_and_runner,
+    run_and_exit,
     run_models,
     store_line,
 )
@@ -379,25 +377,18 @@ def batch(
     when some could not be scored (each named file:line in errors.jsonl), 4 when a --fail-under
     floor is not met, 2 on usage errors (bad option, unreadable file or one with no valid line), 1 when an
     output could not be written part-way (a full disk), 130 on Ctrl-C."""
-    console, errors = SafeConsole(stderr=options["as_json"]), SafeConsole(stderr=True)
     settings = {"config": _given(options), **{k: options[k] for k in ("bootstrap", "seed")}}
-    outcome = score_files(
-        "json",
-        [("batch", data)],
-        settings,
-        out=out,
-        errors=errors,
-        no_store=options["no_store"],
-        command="json batch",
-        names={"batch": "DATA.jsonl"},
-        label=data.stem,
+    names = {"batch": "DATA.jsonl"}
+    score_and_exit(
+        "json", [("batch", data)], settings, options, _show, out=out, names=names, label=data.stem
     )
+
+
+def _show(outcome: core.Outcome, console: Console, errors: Console) -> None:
     summary, paths = outcome.scored.result, outcome.files
     show_problems(errors, summary.errors, str(paths["errors"]), total=summary.not_scored)
     print_summary(console, summary, paths)
     stored_line(console, core.stored_line(outcome.run_id))
-    floors, as_json = options["fail_under"], options["as_json"]
-    raise typer.Exit(finish(outcome.scored, floors, as_json, outcome.scored.failed))
 
 
 def print_comparison(console: Console, rows: list[dict[str, Any]]) -> None:
@@ -428,21 +419,11 @@ def print_comparison(console: Console, rows: list[dict[str, Any]]) -> None:
 
 
 def show_models(
-    ran: core.Ran,
-    runner: Runner,
-    console: Console,
-    errors: Console,
-    *,
-    detail: bool = True,
-    as_json: bool = False,
-    floors: dict[str, float] | None = None,
-) -> int:
-    """Each model's problems, summary, files and run (``detail``), the comparison; the exit
-    status (0, 3 or 4 as ``json run --help`` says)."""
-    summaries: dict[str, BatchSummary] = {}
+    ran: core.Ran, runner: Runner, console: Console, errors: Console, *, detail: bool = True
+) -> None:
+    """Each model's problems, summary, files and run (``detail``), the comparison."""
     for run, outcome in zip(ran.calls, ran.outcomes, strict=True):
         summary: BatchSummary = outcome.scored.result
-        summaries[run.spec.name] = summary
         show_problems(
             errors, summary.errors, str(outcome.files["errors"]), total=summary.not_scored
         )
@@ -467,40 +448,6 @@ def show_models(
     if len(ran.comparison) > 1:
         print_comparison(console, [dict(row) for row in ran.comparison])
     say(console, f"comparison: {ran.destination / 'comparison.csv'}")
-    if as_json:  # summary.json as written; {"models": {name: ...}} for several models
-        print_json(
-            {n: {**b.to_json(), "complete": True} for n, b in summaries.items()}, models=True
-        )
-    values = {name: dict(summary.means) for name, summary in summaries.items()}
-    return gate(floors or {}, values, EXIT_FAILED if ran.failed else EXIT_OK)
-
-
-def _run(
-    data: Path,
-    schema: Path | None,
-    specs: list[ModelSpec],
-    runner: Runner,
-    settings: dict[str, Any],
-    out: Path | OutputFolder | None,
-    errors: Console,
-    no_progress: bool = False,
-    no_store: bool = False,
-) -> core.Ran:
-    """``json run``: each model extracts every document (resumable), its outputs scored as
-    ``json batch`` scores them, into ``out/<model>/``."""
-    return run_models(
-        "json",
-        [("documents", data)] + ([("schema", schema)] if schema is not None else []),
-        settings,
-        specs,
-        runner,
-        out,
-        command="json run",
-        errors=errors,
-        names={"documents": "DATA.jsonl", "schema": "--schema"},
-        show_progress=not no_progress,
-        store=not no_store,
-    )
 
 
 @app.command("run")
@@ -536,15 +483,14 @@ def run(
     call (timeout, 5xx, 400) gives no output and is listed apart, never scored. Exit 0 when every
     record was scored, 3 when a line or a record could not be scored or a call failed, 4 when a
     --fail-under floor is not met, 2 on usage errors, 1 when an output could not be written part-way, 130 on Ctrl-C."""
-    as_json = options["as_json"]
-    console, errors = SafeConsole(stderr=as_json), SafeConsole(stderr=True)
-    config = _given(options)
-    specs, runner = models_and_runner(options)
-    settings = {"config": config, "bootstrap": options["bootstrap"], "seed": options["seed"]}
-    quiet, no_store = options["no_progress"], options["no_store"]
-    ran = _run(data, schema, specs, runner, settings, out, errors, quiet, no_store)
-    floors = options["fail_under"]
-    raise typer.Exit(show_models(ran, runner, console, errors, as_json=as_json, floors=floors))
+    settings = {
+        "config": _given(options),
+        "bootstrap": options["bootstrap"],
+        "seed": options["seed"],
+    }
+    inputs = [("documents", data)] + ([("schema", schema)] if schema is not None else [])
+    names = {"documents": "DATA.jsonl", "schema": "--schema"}
+    run_and_exit("json", inputs, settings, options, show_models, out=out, names=names)
 
 
 run.__doc__ = f"{inspect.cleandoc(run.__doc__ or '')}\n\n{STORE_HELP}"
@@ -566,5 +512,17 @@ def run_model_demo(base_url: str, out_dir: Path, models: list[str], *, console: 
     runner, errors = make_runner(concurrency=16), SafeConsole(stderr=True)
     schema = examples / "invoice.schema.json"
     settings = {"config": config.model_dump(mode="json"), "bootstrap": 1000, "seed": 0}
-    ran = _run(data, schema, specs, runner, settings, OutputFolder.of(out_dir), errors, True)
-    return show_models(ran, runner, console, errors, detail=False)
+    inputs = [("documents", data), ("schema", schema)]
+    ran = run_models(
+        "json",
+        inputs,
+        settings,
+        specs,
+        runner,
+        OutputFolder.of(out_dir),
+        command="json run",
+        errors=errors,
+        show_progress=False,
+    )
+    show_models(ran, runner, console, errors, detail=False)
+    return EXIT_FAILED if ran.failed else EXIT_OK

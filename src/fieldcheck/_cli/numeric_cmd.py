@@ -13,12 +13,9 @@ from fieldcheck import core
 from fieldcheck._cli._common import (
     EXIT_FAILED,
     EXIT_OK,
-    finish,
-    gate,
     option,
     out_option,
-    print_json,
-    score_files,
+    score_and_exit,
     scoring_options,
     shared,
     show_problems,
@@ -29,7 +26,7 @@ from fieldcheck._cli._runopts import (
     PRICE_OPTIONS,
     STORE_HELP,
     make_runner,
-    models_and_runner,
+    run_and_exit,
     run_models,
     store_line,
 )
@@ -43,7 +40,7 @@ from fieldcheck.numeric import (
     estimated_note,
 )
 from fieldcheck.reports import OutputFolder
-from fieldcheck.runner import ModelSpec
+from fieldcheck.runner import ModelSpec, Runner
 
 app = typer.Typer(
     help="ConvFinQA numeric QA: run a model's plan-and-execute agent, score per-turn answers and plans.",
@@ -238,21 +235,15 @@ def score_command(
     unknown split); 1 an output could not be written part-way (a full disk);
     130 Ctrl-C.
     """
-    console, errors = SafeConsole(stderr=options["as_json"]), SafeConsole(stderr=True)
-    outcome = score_files(
-        "numeric",
-        [("data", options["data"]), ("predictions", predictions)],
-        _settings(**options),
-        out=out,
-        errors=errors,
-        no_store=options["no_store"],
-        command="numeric score",
-        label=predictions.stem,
+    inputs = [("data", options["data"]), ("predictions", predictions)]
+    score_and_exit(
+        "numeric", inputs, _settings(**options), options, _show, out=out, label=predictions.stem
     )
+
+
+def _show(outcome: core.Outcome, console: Console, errors: Console) -> None:
     stored_line(console, core.stored_line(outcome.run_id))
-    scored = outcome.scored
-    show_result(scored.result, outcome.destination, console)
-    raise typer.Exit(finish(scored, options["fail_under"], options["as_json"], scored.failed))
+    show_result(outcome.scored.result, outcome.destination, console)
 
 
 CONVFINQA_DEV = Path(__file__).resolve().parents[3] / "examples" / "convfinqa" / "dev.json"
@@ -312,22 +303,13 @@ def evaluate_command(
     ] = None,
     **options: Any,
 ) -> None:
-    specs, runner = models_and_runner(options)
     # the prices are the models' (their specs), not the scoring's
     settings = _settings(**{**options, "price_in": None, "price_out": None})
-    console = SafeConsole(stderr=options["as_json"])
-    ran = run_models(
-        "numeric",
-        [("data", options["data"])],
-        settings,
-        specs,
-        runner,
-        out,
-        command="numeric evaluate",
-        errors=SafeConsole(stderr=True),
-        show_progress=not options["no_progress"],
-        store=not options["no_store"],
-    )
+    run_and_exit("numeric", [("data", options["data"])], settings, options, _show_models, out=out)
+
+
+def _show_models(ran: core.Ran, runner: Runner, console: Console, errors: Console) -> None:
+    """Each model's stored run, then its table, problems and run line; the store."""
     models = list(zip(ran.calls, ran.outcomes, strict=True))
     for _, outcome in models:
         stored_line(console, core.stored_line(outcome.run_id))
@@ -336,11 +318,6 @@ def evaluate_command(
         show_result(outcome.scored.result, outcome.destination, console, title=title)
         say(console, run_line(run))
     say(console, store_line(runner))
-    if options["as_json"]:  # statistics.json as written; {"models": {name: ...}} for several
-        print_json({r.spec.name: o.scored.summary for r, o in models}, models=True)
-    values = {r.spec.name: o.scored.gate[""] for r, o in models}
-    status = EXIT_FAILED if ran.failed else EXIT_OK
-    raise typer.Exit(gate(options["fail_under"], values, status))
 
 
 def run_model_demo(base_url: str, out_dir: Path, models: list[str], *, console: Console) -> int:

@@ -14,9 +14,9 @@ from typing import Annotated, Any, TypeVar, cast
 import typer
 from rich.table import Table
 
-from fieldcheck._cli._common import EXIT_OK, FieldcheckGroup, print_json
+from fieldcheck._cli._common import EXIT_OK, FieldcheckGroup, pipeline_errors, print_json
 from fieldcheck._cli._record import grid, say
-from fieldcheck._util.errors import InputError
+from fieldcheck._util.errors import InputError, UsageProblem
 from fieldcheck._util.jsonio import dumps
 from fieldcheck._util.term import SafeConsole, safe_json_text, safe_text
 
@@ -40,7 +40,8 @@ RunArg = Annotated[str, typer.Argument(metavar="RUN", help="A run id or its uniq
 
 def _database_errors(command: F) -> F:
     """A command whose database fails midway (read-only, gone, unreachable) ends with one line
-    naming ``FIELDCHECK_DATABASE_URL`` (exit 2), never a traceback."""
+    naming ``FIELDCHECK_DATABASE_URL`` (exit 2), never a traceback; a ``UsageProblem`` its
+    usage line."""
 
     @functools.wraps(command)
     def guarded(*args: Any, **kwargs: Any) -> Any:
@@ -49,7 +50,8 @@ def _database_errors(command: F) -> F:
         from fieldcheck.store import ARTIFACTS_ENV, DATABASE_ENV, ItemsMissing
 
         try:
-            return command(*args, **kwargs)
+            with pipeline_errors():
+                return command(*args, **kwargs)
         except ItemsMissing as exc:
             raise typer.BadParameter(safe_text(str(exc)), param_hint=ARTIFACTS_ENV) from None
         except SQLAlchemyError as exc:
@@ -62,6 +64,11 @@ def _database_errors(command: F) -> F:
     return cast(F, guarded)
 
 
+def _command(name: str) -> Callable[[F], F]:
+    """A ``runs`` command, its database errors one line (``_database_errors``)."""
+    return lambda command: app.command(name)(_database_errors(command))
+
+
 def _store() -> Any:
     """The store, or a one-line usage error naming ``FIELDCHECK_DATABASE_URL`` (exit 2)."""
     from fieldcheck.store import DATABASE_ENV, Store
@@ -70,9 +77,8 @@ def _store() -> Any:
         return Store()
     except Exception as exc:  # a bad URL, an unreachable, unreadable or read-only database
         first = (str(exc).splitlines() or [""])[0][:200]
-        raise typer.BadParameter(
-            safe_text(f"cannot open the store: {type(exc).__name__}: {first}"),
-            param_hint=DATABASE_ENV,
+        raise UsageProblem(
+            f"cannot open the store: {type(exc).__name__}: {first}", DATABASE_ENV
         ) from None
 
 
@@ -82,16 +88,13 @@ def _run(store: Any, ref: str) -> Any:
     try:
         run = store.find_run(ref)
     except AmbiguousRunError as exc:
-        raise typer.BadParameter(
-            safe_text(f"{exc}: give more of the id"), param_hint="RUN"
-        ) from None
+        raise UsageProblem(f"{exc}: give more of the id", "RUN") from None
     if run is None:
         short = (
             f" (a prefix needs at least {MIN_PREFIX} characters)" if len(ref) < MIN_PREFIX else ""
         )
-        raise typer.BadParameter(
-            safe_text(f"no run {ref!r} in the store{short} ('fieldcheck runs list' lists them)"),
-            param_hint="RUN",
+        raise UsageProblem(
+            f"no run {ref!r} in the store{short} ('fieldcheck runs list' lists them)", "RUN"
         )
     return run
 
@@ -100,8 +103,7 @@ def _console() -> SafeConsole:
     return SafeConsole(highlight=False)
 
 
-@app.command("list")
-@_database_errors
+@_command("list")
 def list_command(
     system: Annotated[
         str | None,
@@ -117,9 +119,7 @@ def list_command(
 
     if system is not None and core.find(system) is None:
         known = ", ".join(core.names())
-        raise typer.BadParameter(
-            safe_text(f"must be one of {known} (got {system!r})"), param_hint="--system"
-        )
+        raise UsageProblem(f"must be one of {known} (got {system!r})", "--system")
     runs = _store().list_runs(system=system, model=model, newest_first=True)
     from fieldcheck.runs import format_count
 
@@ -159,8 +159,7 @@ def _summary(run: Any) -> dict[str, Any]:
     }
 
 
-@app.command("show")
-@_database_errors
+@_command("show")
 def show_command(
     run: RunArg,
     items: Annotated[
@@ -245,9 +244,7 @@ def _show_item(store: Any, info: Any, key: str, model: str | None, *, as_json: b
         story = item_story(store, info, key, model)
     except KeyError:
         which = f" of model {model!r}" if model is not None else ""
-        raise typer.BadParameter(
-            safe_text(f"no item {key!r}{which} in run {info.id}"), param_hint="--item"
-        ) from None
+        raise UsageProblem(f"no item {key!r}{which} in run {info.id}", "--item") from None
     if as_json:
         print_json(story)
         return
@@ -372,8 +369,7 @@ def _print_comparison(table: dict[str, Any], console: SafeConsole) -> None:
         console.print(paired)
 
 
-@app.command("compare")
-@_database_errors
+@_command("compare")
 def compare_command(
     runs: Annotated[
         list[str],
@@ -462,8 +458,7 @@ def _print_matrix(table: dict[str, Any], console: SafeConsole) -> None:
     console.print(found)
 
 
-@app.command("export")
-@_database_errors
+@_command("export")
 def export_command(
     run: RunArg,
     fmt: Annotated[
@@ -485,13 +480,9 @@ def export_command(
     from fieldcheck.store import ItemsMissing
 
     if fmt not in ("csv", "jsonl", "parquet"):
-        raise typer.BadParameter(
-            f"must be csv, jsonl or parquet (got {fmt!r})", param_hint="--format"
-        )
+        raise UsageProblem(f"must be csv, jsonl or parquet (got {fmt!r})", "--format")
     if fmt == "parquet" and out is None:
-        raise typer.BadParameter(
-            "parquet is written to a file: give --out FILE", param_hint="--out"
-        )
+        raise UsageProblem("parquet is written to a file: give --out FILE", "--out")
     store = _store()
     info = _run(store, run)
     if out is None:
@@ -517,9 +508,7 @@ def export_command(
     except ItemsMissing:
         raise
     except OSError as exc:
-        raise typer.BadParameter(
-            safe_text(f"cannot write {out}: {exc.strerror or exc}"), param_hint="--out"
-        ) from None
+        raise UsageProblem(f"cannot write {out}: {exc.strerror or exc}", "--out") from None
     finally:
         if tmp is not None:
             tmp.unlink(missing_ok=True)
@@ -529,14 +518,10 @@ def _refuse_a_file(out: Path) -> None:
     """``--out FILE`` must not exist or be empty: fieldcheck never replaces a file it did not
     make (one usage line, exit 2)."""
     if out.is_dir() or (out.exists() and (not out.is_file() or out.stat().st_size)):
-        raise typer.BadParameter(
-            safe_text(f"{out} exists and is not an empty file: give a new name"),
-            param_hint="--out",
-        )
+        raise UsageProblem(f"{out} exists and is not an empty file: give a new name", "--out")
 
 
-@app.command("rescore")
-@_database_errors
+@_command("rescore")
 def rescore_command(
     run: RunArg,
     strategies: Annotated[
@@ -602,10 +587,7 @@ def rescore_command(
     except InputError as exc:
         raise typer.BadParameter(exc.one_line(), param_hint="--weights") from None
     if tp is not None and tp not in ("presence", "exact", "fuzzy", "semantic"):
-        raise typer.BadParameter(
-            safe_text(f"must be presence, exact, fuzzy or semantic (got {tp!r})"),
-            param_hint="--tp",
-        )
+        raise UsageProblem(f"must be presence, exact, fuzzy or semantic (got {tp!r})", "--tp")
     thresholds = {"fuzzy_threshold": fuzzy_threshold, "semantic_threshold": semantic_threshold}
     try:
         child = rescore(
@@ -629,8 +611,7 @@ def rescore_command(
     _print_comparison(compare_runs([info, child]), console)
 
 
-@app.command("import")
-@_database_errors
+@_command("import")
 def import_command(
     folder: Annotated[
         Path, typer.Argument(metavar="DIR", help="A finished output folder of any system.")
@@ -655,13 +636,12 @@ def import_command(
     for text in inputs or []:
         name, sep, path = text.partition("=")
         if not sep or not name or not Path(path).is_file():
-            raise typer.BadParameter(
-                safe_text(f"expected NAME=FILE with an existing file (got {text!r})"),
-                param_hint="--input",
+            raise UsageProblem(
+                f"expected NAME=FILE with an existing file (got {text!r})", "--input"
             )
         pairs.append((name, path))
     if not folder.is_dir():
-        raise typer.BadParameter(safe_text(f"{folder}: not a folder"), param_hint="DIR")
+        raise UsageProblem(f"{folder}: not a folder", "DIR")
     try:
         run = record_folder(_store(), folder, inputs=pairs, model=model)
     except InputError as exc:
@@ -681,8 +661,7 @@ def import_command(
     )
 
 
-@app.command("delete")
-@_database_errors
+@_command("delete")
 def delete_command(run: RunArg) -> None:
     """Delete a run and its items from the store (its output folder stays). Exit 0; 2 for an
     unknown RUN or a run with re-scores (named: delete them first)."""
@@ -693,8 +672,8 @@ def delete_command(run: RunArg) -> None:
     try:
         store.delete_run(info.id)
     except RunHasChildren as exc:
-        raise typer.BadParameter(safe_text(str(exc)), param_hint="RUN") from None
+        raise UsageProblem(str(exc), "RUN") from None
     except PermissionError as exc:
-        raise typer.BadParameter(safe_text(str(exc)), param_hint=ARTIFACTS_ENV) from None
+        raise UsageProblem(str(exc), ARTIFACTS_ENV) from None
     say(_console(), f"deleted run {info.id}")
     raise typer.Exit(EXIT_OK)

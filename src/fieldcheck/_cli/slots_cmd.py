@@ -17,10 +17,9 @@ from fieldcheck import core
 from fieldcheck._cli._common import (
     EXIT_FAILED,
     EXIT_OK,
-    finish,
     option,
     out_option,
-    score_files,
+    score_and_exit,
     scoring_options,
     shared,
     show_problems,
@@ -31,12 +30,12 @@ from fieldcheck._cli._runopts import (
     PRICE_OPTIONS,
     STORE_HELP,
     make_runner,
-    models_and_runner,
+    run_and_exit,
     run_models,
 )
-from fieldcheck._util.term import SafeConsole, safe_text
+from fieldcheck._util.term import safe_text
 from fieldcheck.reports import RunFolder, format_pvalue, format_seconds, format_seconds_joined
-from fieldcheck.runner import ModelSpec
+from fieldcheck.runner import ModelSpec, Runner
 from fieldcheck.slots import (
     METRIC_COLUMNS,
     PROMPT_ID,
@@ -117,12 +116,9 @@ def _model_table(name: str, run: SlotsRun) -> Table:
     return table
 
 
-def show_run(
-    run: SlotsRun, files: dict[str, Path], console: Console, problems: Console | None = None
-) -> None:
+def show_run(run: SlotsRun, files: dict[str, Path], console: Console, problems: Console) -> None:
     """Rich tables per model and the spec's per-topic lines on ``console``; input errors on
-    ``problems`` (stderr by default); then the output files."""
-    problems = problems or SafeConsole(stderr=True)
+    ``problems``; then the output files."""
     unscored = {u.name: u for u in run.unscored}
     scored = {m.name: m for m in run.models}
     for name in run.names or list(scored):
@@ -240,23 +236,15 @@ def score(
         *((f"judge:{n}", p) for n, p in _pairs(judge or [], "--judge")),
     ]
     settings = _settings(options, judge_base_url, judge_model)
-    console, errors = SafeConsole(stderr=options["as_json"]), SafeConsole(stderr=True)
-    outcome = score_files(
-        "slots",
-        given,
-        settings,
-        out=out,
-        errors=errors,
-        no_store=options["no_store"],
-        command="slots score",
-        label="-".join(names),
-        model=", ".join(names),
-        models=names,
+    label, model = "-".join(names), ", ".join(names)
+    score_and_exit(
+        "slots", given, settings, options, _show, out=out, label=label, model=model, models=names
     )
+
+
+def _show(outcome: core.Outcome, console: Console, errors: Console) -> None:
     stored_line(console, core.stored_line(outcome.run_id))
     show_run(outcome.scored.result, outcome.files, console, errors)
-    scored = outcome.scored
-    raise typer.Exit(finish(scored, options["fail_under"], options["as_json"], scored.failed))
 
 
 def _settings(
@@ -364,25 +352,17 @@ def run(
         raise typer.BadParameter(
             "--judge-model needs --judge-base-url (or --base-url)", param_hint="--judge-base-url"
         )
-    specs, runner = models_and_runner(options)
-    as_json = options["as_json"]
-    console, err = SafeConsole(stderr=as_json), SafeConsole(stderr=True)
     judge = (judge_url, judge_model) if judge_model else (None, None)
+    inputs = [("conversations", conversations), ("gold", gold)]
+    names = {"conversations": "--conversations", "gold": "--gold"}
     settings = _settings(options, *judge)
-    ran = run_models(
-        "slots",
-        [("conversations", conversations), ("gold", gold)],
-        settings,
-        specs,
-        runner,
-        out,
-        command="slots run",
-        errors=err,
-        names={"conversations": "--conversations", "gold": "--gold"},
-        show_progress=not options["no_progress"],
-        store=not options["no_store"],
-        say_store=True,
+    run_and_exit(
+        "slots", inputs, settings, options, _show_models, out=out, names=names, say_store=True
     )
+
+
+def _show_models(ran: core.Ran, runner: Runner, console: Console, err: Console) -> None:
+    """The run's stored line and tables, the models' calls, what failed."""
     outcome, extractions = ran.outcomes[0], ran.calls
     scored = outcome.scored.result
     stored_line(err, core.stored_line(outcome.run_id))
@@ -407,7 +387,6 @@ def run(
             ),
             soft_wrap=True,
         )
-    raise typer.Exit(finish(outcome.scored, options["fail_under"], as_json, ran.failed))
 
 
 def run_model_demo(base_url: str, out_dir: Path, models: list[str], *, console: Console) -> int:

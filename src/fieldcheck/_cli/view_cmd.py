@@ -13,6 +13,7 @@ import typer
 from fieldcheck._cli._common import EXIT_INTERRUPTED, OutputFailed, interrupt_reported
 from fieldcheck._cli.runs_cmd import _database_errors, _run, _store
 from fieldcheck._cli.serve_cmd import _port_in_use, serve_command, shown_address
+from fieldcheck._util.errors import UsageProblem
 from fieldcheck._util.term import safe_text
 from fieldcheck.store import ItemsMissing
 
@@ -61,10 +62,10 @@ def view_command(
     if bundle is None:
         path = "/runs" if not found else f"/runs/{found[0].id}"
         if len({r.system for r in found}) > 1:
-            raise typer.BadParameter(
+            raise UsageProblem(
                 "runs of different systems cannot be compared: view them one at a time, or "
                 "all of them with --bundle",
-                param_hint="RUN",
+                "RUN",
             )
         if len(found) > 1:
             path = "/compare?runs=" + quote(",".join(r.id for r in found), safe=",")
@@ -75,12 +76,12 @@ def view_command(
         serve_command(host=host, port=port)
         return
     if not found:
-        raise typer.BadParameter("give the runs to put in the bundle", param_hint="RUN")
+        raise UsageProblem("give the runs to put in the bundle", "RUN")
     for run in found:  # before anything is written
         try:
             store.items_file(run.id)
         except ItemsMissing as exc:
-            raise typer.BadParameter(safe_text(str(exc)), param_hint="RUN") from None
+            raise UsageProblem(str(exc), "RUN") from None
     _write(bundle, found, max_items)
 
 
@@ -91,7 +92,7 @@ def _write(dest: Path, runs: list[Any], max_items: int) -> None:
     try:
         folder = RunFolder.open(dest, command="view --bundle", system="view")
     except FolderError as exc:
-        raise typer.BadParameter(safe_text(str(exc)), param_hint="--bundle") from None
+        raise UsageProblem(str(exc), "--bundle") from None
     try:
         ctx = create_app(ApiSettings()).state.fieldcheck
         held = write_bundle(ctx, folder, runs, max_items=max_items)
