@@ -24,7 +24,7 @@ from fieldcheck.api.routes.compare import _heat, compare_dict
 from fieldcheck.api.routes.items import _sorts, item_route, items_view, run_view
 from fieldcheck.api.routes.runs import _latency, _money, _row, list_runs
 from fieldcheck.reports import RunFolder
-from fieldcheck.runs import format_cell, format_latency, format_number, show_value
+from fieldcheck.runs import format_number
 from fieldcheck.store import ItemsMissing, RunInfo
 
 STATIC = ("app.css", "bundle.js")
@@ -105,7 +105,6 @@ class Bundle:
             "nav": [("Runs", "/runs")],
             "link": link,
             "url_for": lambda _name, path: f"{up}/{path}",
-            "latency": format_latency,
             **values,
         }
         html = self.ctx.templates.env.get_template(template).render(context)
@@ -136,8 +135,6 @@ def write_bundle(
             table=table,
             error=None,
             ids=ids,
-            cell=format_cell,
-            number=format_number,
             heat=_heat,
         )
     listed = list_runs(ctx, limit=1) | {
@@ -236,8 +233,6 @@ def _write_run(
         error=None,
         items_error=error,
         table=data["table"],
-        cell=format_cell,
-        number=format_number,
         in_bundle=len(items["items"]) if items else 0,
         total=total,
         max_items=site.max_items,
@@ -249,7 +244,7 @@ def _write_run(
         key, model = row["key"], row["model"]
         story = item_route(run.id, key, ctx, model)
         name = site.files[("item", run.id, key, model)]
-        site.render(name, "item.html", story=story, error=None, show=show_value)
+        site.render(name, "item.html", story=story, error=None)
         site.folder.write_text(name[: -len(".html")] + ".json", dumps(story, indent=True) + "\n")
     return len(items["items"])
 

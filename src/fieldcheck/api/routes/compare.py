@@ -13,7 +13,7 @@ from fieldcheck._util.errors import InputError
 from fieldcheck.api._deps import AppContext, Context
 from fieldcheck.api._errors import INVALID, ITEMS_GONE, NO_RUN, ApiError, error_responses
 from fieldcheck.api._errors import items_missing as items_missing_message
-from fieldcheck.runs import compare, format_cell, format_latency, format_number
+from fieldcheck.runs import compare
 from fieldcheck.store import ItemsMissing
 
 router = APIRouter(prefix="/api/compare", tags=["runs"], responses=error_responses())
@@ -107,9 +107,6 @@ async def compare_page(
         "table": table,
         "error": error,
         "ids": ids,
-        "cell": format_cell,
-        "number": format_number,
-        "latency": format_latency,
         "heat": _heat,
     }
     return ctx.templates.TemplateResponse(request, "compare.html", context, status_code=status)

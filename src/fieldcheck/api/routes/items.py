@@ -24,12 +24,9 @@ from fieldcheck.api._evaluation import client_paths
 from fieldcheck.api.routes.runs import MAX_PAGE, _get, _plots, _public, _render
 from fieldcheck.runs import (
     compare_runs,
-    format_cell,
     format_items,
-    format_number,
     item_story,
     item_url,
-    show_value,
 )
 from fieldcheck.store import ARTIFACTS_ENV, ERROR, ItemColumn, ItemsMissing, RunInfo
 
@@ -91,7 +88,7 @@ def item_page(
         status, error = 410, items_missing_text(exc)
     except ApiError as exc:
         status, error = exc.status, exc.message
-    return _render(ctx, request, "item.html", status, story=story, error=error, show=show_value)
+    return _render(ctx, request, "item.html", status, story=story, error=error)
 
 
 @pages.get("/runs/{run_id}/item")
@@ -411,7 +408,6 @@ def run_page(request: Request, ctx: Context, run_id: str) -> HTMLResponse:
         status,
         **{"run": data, "items": items, "links": links, "error": None},
         **{"items_error": items_error, "table": data["table"]},
-        **{"cell": format_cell, "number": format_number},
     )
 
 

@@ -264,7 +264,7 @@ def export_route(
 def _render(
     ctx: AppContext, request: Request, name: str, status: int = 200, **values: Any
 ) -> HTMLResponse:
-    context = {"active": "/runs", "latency": format_latency, **values}
+    context = {"active": "/runs", **values}
     return ctx.templates.TemplateResponse(request, name, context, status_code=status)
 
 
