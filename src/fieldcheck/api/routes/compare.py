@@ -102,11 +102,6 @@ async def compare_page(
     except ApiError as exc:
         status, error = exc.status, exc.message
     ids = ",".join(r["id"] for r in table["runs"]) if table else ""
-    context = {
-        "active": "/runs",
-        "table": table,
-        "error": error,
-        "ids": ids,
-        "heat": _heat,
-    }
-    return ctx.templates.TemplateResponse(request, "compare.html", context, status_code=status)
+    return ctx.render(
+        request, "compare.html", status, table=table, error=error, ids=ids, heat=_heat
+    )

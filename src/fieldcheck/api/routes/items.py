@@ -21,7 +21,7 @@ from fieldcheck.api._deps import AppContext, Context
 from fieldcheck.api._errors import INVALID, ITEMS_GONE, NO_RUN, ApiError, error_responses
 from fieldcheck.api._errors import items_missing as items_missing_text
 from fieldcheck.api._evaluation import client_paths
-from fieldcheck.api.routes.runs import MAX_PAGE, _get, _plots, _public, _render
+from fieldcheck.api.routes.runs import MAX_PAGE, _get, _plots, _public
 from fieldcheck.runs import (
     compare_runs,
     format_items,
@@ -88,7 +88,7 @@ def item_page(
         status, error = 410, items_missing_text(exc)
     except ApiError as exc:
         status, error = exc.status, exc.message
-    return _render(ctx, request, "item.html", status, story=story, error=error)
+    return ctx.render(request, "item.html", status, story=story, error=error)
 
 
 @pages.get("/runs/{run_id}/item")
@@ -366,7 +366,7 @@ def run_page(request: Request, ctx: Context, run_id: str) -> HTMLResponse:
     try:
         run = _get(ctx, run_id)
     except ApiError as exc:
-        return _render(ctx, request, "run.html", 404, run=None, error=exc.message)
+        return ctx.render(request, "run.html", 404, run=None, error=exc.message)
     given = {k: v[:512] for k, v in request.query_params.items() if v}
 
     def number(name: str, default: int) -> int:
@@ -401,8 +401,7 @@ def run_page(request: Request, ctx: Context, run_id: str) -> HTMLResponse:
     root = ctx.settings.data_root  # its paths as the client names them (``client_paths``)
     data.update(client_paths({"inputs": run.inputs, "out_dir": run.out_dir}, root))
     links = _links(run.id, items) if items else {}
-    return _render(
-        ctx,
+    return ctx.render(
         request,
         "run.html",
         status,

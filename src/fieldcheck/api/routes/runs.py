@@ -261,13 +261,6 @@ def export_route(
 
 
 # pages ------------------------------------------------------------------------------------
-def _render(
-    ctx: AppContext, request: Request, name: str, status: int = 200, **values: Any
-) -> HTMLResponse:
-    context = {"active": "/runs", **values}
-    return ctx.templates.TemplateResponse(request, name, context, status_code=status)
-
-
 def _plots(run: RunInfo) -> list[str]:
     """The plot files directly inside the run's output folder (none when it is gone)."""
     if not run.out_dir or not os.path.isdir(run.out_dir):
@@ -319,7 +312,7 @@ def runs_page(request: Request, ctx: Context) -> HTMLResponse:
     asked, refused = _page_query(dict(request.query_params))
     values = {"data": list_runs(ctx, **asked), "latency": _latency, "money": _money}
     error = "; ".join(refused) if refused else None
-    return _render(ctx, request, "runs.html", 422 if refused else 200, error=error, **values)
+    return ctx.render(request, "runs.html", 422 if refused else 200, error=error, **values)
 
 
 def _latency(seconds: float | None) -> str:
