@@ -21,7 +21,7 @@ from fieldcheck.api._app import WEB
 from fieldcheck.api._deps import AppContext
 from fieldcheck.api._errors import ApiError, items_missing
 from fieldcheck.api.routes.compare import _heat, compare_dict
-from fieldcheck.api.routes.items import _sorts, item_route, items_view, run_view
+from fieldcheck.api.routes.items import ItemsQuery, _sorts, item_route, items_view, run_view
 from fieldcheck.api.routes.runs import _latency, _money, _row, list_runs
 from fieldcheck.reports import RunFolder
 from fieldcheck.runs import format_number
@@ -170,7 +170,7 @@ def _plan_run(
     for n, plot in enumerate(data["plots"]):
         site.files[("file", run.id, plot["name"])] = f"{base}/files/plot-{n}.png"
     try:
-        items = items_view(site.ctx, run, limit=site.max_items)
+        items = items_view(site.ctx, run, ItemsQuery.model_construct(limit=site.max_items))
     except ItemsMissing as exc:
         return data, None, items_missing(exc)
     for row in items["items"]:
