@@ -168,47 +168,33 @@ def _sorts(run: RunInfo) -> dict[str, str]:
     return {"seq": "seq", "key": "key", **{c.name: c.order or c.sql for c in _columns(run)}}
 
 
-FailedQ = Annotated[bool | None, Query(description="Only failed items (true) or only passed.")]
-FieldQ = Annotated[str | None, Query(max_length=512, description="json: records with this field.")]
-TopicQ = Annotated[str | None, Query(max_length=512, description="slots: sessions of a topic.")]
-ModelQ = Annotated[str | None, Query(max_length=255, description="slots: one model's sessions.")]
-TurnQ = Annotated[int | None, Query(ge=0, le=10_000, description="numeric: turns of index.")]
-ErrorQ = Annotated[
-    str | None, Query(max_length=64, description="Items not scored for this error type.")
-]
-ModeQ = Annotated[str | None, Query(max_length=64, description="numeric: turns of this mode.")]
-SearchQ = Annotated[
-    str | None,
-    Query(max_length=200, description="Case-insensitive text in the key or the item's JSON."),
-]
-SortQ = Annotated[
-    str, Query(max_length=64, description="seq, key or a column of the system's table.")
-]
-OrderQ = Annotated[Literal["asc", "desc"], Query()]
-AfterQ = Annotated[
-    int, Query(ge=-1, le=2**31 - 1, description="Keyset (seq order): items after this seq.")
-]
-OffsetQ = Annotated[int, Query(ge=0, le=10_000_000, description="Items skipped (sorted pages).")]
-LimitQ = Annotated[int, Query(ge=1, le=MAX_PAGE)]
-
-
 class ItemsQuery(BaseModel):
     """How a page of a run's items is asked: ``GET /api/runs/{id}/items``'s query (``field`` or
     ``topic`` is the system's tag), the run page's, the bundle's."""
 
-    q: SearchQ = None
-    sort: SortQ = "seq"
-    order: OrderQ = "asc"
-    failed: FailedQ = None
-    field: FieldQ = None
-    topic: TopicQ = None
-    model: ModelQ = None
-    turn: TurnQ = None
-    error_type: ErrorQ = None
-    failure_mode: ModeQ = None
-    after: AfterQ = -1
-    offset: OffsetQ = 0
-    limit: LimitQ = 100
+    q: str | None = Query(
+        None, max_length=200, description="Case-insensitive text in the key or the item's JSON."
+    )
+    sort: str = Query(
+        "seq", max_length=64, description="seq, key or a column of the system's table."
+    )
+    order: Literal["asc", "desc"] = "asc"
+    failed: bool | None = Query(None, description="Only failed items (true) or only passed.")
+    field: str | None = Query(None, max_length=512, description="json: records with this field.")
+    topic: str | None = Query(None, max_length=512, description="slots: sessions of a topic.")
+    model: str | None = Query(None, max_length=255, description="slots: one model's sessions.")
+    turn: int | None = Query(None, ge=0, le=10_000, description="numeric: turns of index.")
+    error_type: str | None = Query(
+        None, max_length=64, description="Items not scored for this error type."
+    )
+    failure_mode: str | None = Query(
+        None, max_length=64, description="numeric: turns of this mode."
+    )
+    after: int = Query(
+        -1, ge=-1, le=2**31 - 1, description="Keyset (seq order): items after this seq."
+    )
+    offset: int = Query(0, ge=0, le=10_000_000, description="Items skipped (sorted pages).")
+    limit: int = Query(100, ge=1, le=MAX_PAGE)
 
 
 def items_view(ctx: AppContext, run: RunInfo, query: ItemsQuery) -> dict[str, Any]:
