@@ -22,7 +22,7 @@ from fieldcheck.api._deps import AppContext
 from fieldcheck.api._errors import ApiError, items_missing
 from fieldcheck.api.routes.compare import _heat, compare_dict
 from fieldcheck.api.routes.items import ItemsQuery, _sorts, item_route, items_view, run_view
-from fieldcheck.api.routes.runs import _latency, _money, _row, list_runs
+from fieldcheck.api.routes.runs import RunsQuery, _latency, _money, _row, list_runs
 from fieldcheck.reports import RunFolder
 from fieldcheck.runs import format_number
 from fieldcheck.store import ItemsMissing, RunInfo
@@ -137,7 +137,7 @@ def write_bundle(
             ids=ids,
             heat=_heat,
         )
-    listed = list_runs(ctx, limit=1) | {
+    listed = list_runs(ctx, RunsQuery.model_construct(limit=1)) | {
         "runs": [_row(ctx, r) for r in sorted(runs, key=lambda r: r.started_at, reverse=True)],
         "total": len(runs),
         "limit": max(1, len(runs)),
