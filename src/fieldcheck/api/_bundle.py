@@ -19,13 +19,13 @@ from fieldcheck import core
 from fieldcheck._util.jsonio import dumps
 from fieldcheck.api._app import WEB
 from fieldcheck.api._deps import AppContext
-from fieldcheck.api._errors import ApiError, items_missing
+from fieldcheck.api._errors import answered
 from fieldcheck.api.routes.compare import _heat, compare_dict
 from fieldcheck.api.routes.items import ItemsQuery, _sorts, item_route, items_view, run_view
 from fieldcheck.api.routes.runs import RunsQuery, _latency, _money, _row, list_runs
 from fieldcheck.reports import RunFolder
 from fieldcheck.runs import format_number
-from fieldcheck.store import ItemsMissing, RunInfo
+from fieldcheck.store import RunInfo
 
 STATIC = ("app.css", "bundle.js")
 _PLAIN_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
@@ -169,10 +169,10 @@ def _plan_run(
     data = run_view(site.ctx, run)
     for n, plot in enumerate(data["plots"]):
         site.files[("file", run.id, plot["name"])] = f"{base}/files/plot-{n}.png"
-    try:
-        items = items_view(site.ctx, run, ItemsQuery.model_construct(limit=site.max_items))
-    except ItemsMissing as exc:
-        return data, None, items_missing(exc)
+    first = ItemsQuery.model_construct(limit=site.max_items)
+    items, _, error = answered(items_view, site.ctx, run, first)
+    if items is None:
+        return data, None, error
     for row in items["items"]:
         name = f"{base}/items/{_digest(row['key'], row['model'])}"
         for kind, suffix in (("item", ".html"), ("item.json", ".json")):
@@ -192,11 +192,10 @@ def _plan_compares(site: Bundle, runs: Sequence[RunInfo]) -> None:
         wanted += [[a, b] for i, a in enumerate(ids) for b in ids[i + 1 :]]
         wanted += [ids] if len(ids) > 2 else []
     for ids in wanted:
-        try:
-            table = compare_dict(
-                site.ctx, ids, differ=True, offset=0, limit=site.max_items, field="runs"
-            )
-        except (ApiError, ItemsMissing):
+        table, _, _ = answered(
+            compare_dict, site.ctx, ids, differ=True, offset=0, limit=site.max_items, field="runs"
+        )
+        if table is None:
             continue
         page = f"compare/{_digest(*ids)}.html"
         site.files[("compare", tuple(ids))] = page

@@ -19,7 +19,7 @@ from pydantic import BaseModel
 from fieldcheck import core
 from fieldcheck.api._body import api_router
 from fieldcheck.api._deps import AppContext, Context
-from fieldcheck.api._errors import INVALID, ITEMS_GONE, NO_RUN, ApiError, error_responses
+from fieldcheck.api._errors import INVALID, ITEMS_GONE, NO_RUN, ApiError, answered, error_responses
 from fieldcheck.api._errors import items_missing as items_missing_text
 from fieldcheck.api._evaluation import client_paths
 from fieldcheck.api.routes.runs import MAX_PAGE, _get, _plots, _public
@@ -82,13 +82,7 @@ def item_by_key(run_id: str, ctx: Context, key: KeyQ, model: ItemModelQ = None) 
 def item_page(
     request: Request, run_id: str, key: str, ctx: Context, model: ItemModelQ = None
 ) -> HTMLResponse:
-    status, story, error = 200, None, None
-    try:
-        story = item_route(run_id, key, ctx, model)
-    except ItemsMissing as exc:
-        status, error = 410, items_missing_text(exc)
-    except ApiError as exc:
-        status, error = exc.status, exc.message
+    story, status, error = answered(item_route, run_id, key, ctx, model)
     return ctx.render(request, "item.html", status, story=story, error=error)
 
 
