@@ -133,7 +133,6 @@ def write_bundle(
             entry["page"],
             "bundle/compare.html",
             table=table,
-            error=None,
             ids=ids,
             heat=_heat,
         )
@@ -228,8 +227,6 @@ def _write_run(
         "bundle/run.html",
         run=data,
         items=items,
-        links={},
-        error=None,
         items_error=error,
         table=data["table"],
         in_bundle=len(items["items"]) if items else 0,
@@ -243,7 +240,7 @@ def _write_run(
         key, model = row["key"], row["model"]
         story = item_route(run.id, key, ctx, model)
         name = site.files[("item", run.id, key, model)]
-        site.render(name, "item.html", story=story, error=None)
+        site.render(name, "item.html", story=story)
         site.folder.write_text(name[: -len(".html")] + ".json", dumps(story, indent=True) + "\n")
     return len(items["items"])
 

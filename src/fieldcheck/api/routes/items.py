@@ -360,7 +360,7 @@ def run_page(request: Request, ctx: Context, run_id: str) -> HTMLResponse:
         request,
         "run.html",
         status,
-        **{"run": data, "items": items, "links": links, "error": None},
+        **{"run": data, "items": items, "links": links},
         **{"items_error": items_error, "table": data["table"]},
     )
 
