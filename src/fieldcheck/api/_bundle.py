@@ -221,7 +221,6 @@ def _write_run(
         target = site.files[("file", run.id, plot["name"])]
         with site.folder.atomic(target) as path:
             shutil.copyfile(Path(run.out_dir or "") / plot["name"], path)
-    total = ctx.store.count_items(run.id) if items is not None else 0
     site.render(
         page,
         "bundle/run.html",
@@ -230,7 +229,7 @@ def _write_run(
         items_error=error,
         table=data["table"],
         in_bundle=len(items["items"]) if items else 0,
-        total=total,
+        total=items["total"] if items else 0,  # unfiltered: all the run's items
         max_items=site.max_items,
     )
     if items is None:
