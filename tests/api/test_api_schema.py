@@ -30,6 +30,8 @@ from schemathesis.specs.openapi.checks import (
 
 from chat_server import ChatServer
 from fieldcheck.api import ApiSettings, create_app
+from fieldcheck.api.routes.items import ItemsQuery
+from fieldcheck.api.routes.runs import RunsQuery
 
 CONFORMS = [
     status_code_conformance,
@@ -245,3 +247,31 @@ def test_dates_are_iso_8601_as_the_schema_says(live: LiveServer) -> None:
                 "field": name,
             }
             assert http.get("/api/runs", params={name: "2024-05-01T12:00:00Z"}).status_code == 200
+
+
+def test_a_query_model_is_its_routes_parameters_one_by_one() -> None:
+    """``ItemsQuery`` and ``RunsQuery`` (one query for a route, its page and the bundle) are
+    declared as the routes' own query parameters, in order, each with its constraints."""
+    paths = create_app(ApiSettings()).openapi()["paths"]
+    items = paths["/api/runs/{run_id}/items"]["get"]["parameters"]
+    assert [(p["name"], p["in"]) for p in items] == [("run_id", "path")] + [
+        (name, "query") for name in ItemsQuery.model_fields
+    ]
+    [limit] = [p for p in items if p["name"] == "limit"]
+    assert limit == {
+        "name": "limit",
+        "in": "query",
+        "required": False,
+        "schema": {
+            "type": "integer",
+            "maximum": 500,
+            "minimum": 1,
+            "default": 100,
+            "title": "Limit",
+        },
+    }
+    runs = paths["/api/runs"]["get"]["parameters"]
+    assert [(p["name"], p["in"]) for p in runs] == [(n, "query") for n in RunsQuery.model_fields]
+    [since] = [p for p in runs if p["name"] == "since"]
+    assert since["description"] == "Started at or after (ISO 8601)."
+    assert since["schema"]["anyOf"][0] == {"type": "string", "format": "date-time"}

@@ -17,7 +17,7 @@ from playwright.sync_api import Browser, Page, Route, expect
 
 from compare_runs import GT, invoke, json_runs, reply
 from fieldcheck.api import ApiSettings, create_app
-from fieldcheck.api.routes.items import items_view
+from fieldcheck.api.routes.items import ItemsQuery, items_view
 from fieldcheck.store import Store
 from item_runs import HOSTILE_KEY, make_runs
 
@@ -75,7 +75,7 @@ def served(run_id: str, **asked: Any) -> list[str]:
     """The keys ``GET /api/runs/{id}/items`` gives for the same query."""
     ctx = create_app(ApiSettings()).state.fieldcheck
     run = ctx.store.get_run(run_id)
-    return [i["key"] for i in items_view(ctx, run, limit=500, **asked)["items"]]
+    return [i["key"] for i in items_view(ctx, run, ItemsQuery(limit=500, **asked))["items"]]
 
 
 def test_the_bundle_from_file_with_the_network_off(
@@ -113,7 +113,7 @@ def test_the_bundle_from_file_with_the_network_off(
     assert field
     page.select_option("#filter-failed", "true")
     page.select_option("#filter-field", field)
-    assert shown(page) == served(json_run, sort="rqs", order="desc", failed=True, tag=field)
+    assert shown(page) == served(json_run, sort="rqs", order="desc", failed=True, field=field)
     page.click("#clear-filter")  # the form is reset after its event: the table follows it
     expect(page.locator("#items tbody tr")).to_have_count(8)
     assert shown(page) == served(json_run, sort="rqs", order="desc")

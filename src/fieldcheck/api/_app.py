@@ -17,6 +17,7 @@ from fieldcheck.api._guard import Guard
 from fieldcheck.api._settings import ApiSettings, check_binding
 from fieldcheck.api.routes import compare, config, items, json, pages, runs, score
 from fieldcheck.jsoneval import SavedConfig
+from fieldcheck.runs import format_cell, format_latency, format_number, show_value
 from fieldcheck.store import Store
 
 WEB = Path(__file__).resolve().parents[1] / "web"
@@ -39,6 +40,10 @@ def templates() -> Jinja2Templates:
     found.env.globals["nav"] = NAV
     found.env.globals["version"] = __version__
     found.env.globals["link"] = served_link
+    # the formatters every page uses (the bundle renders with this environment too)
+    found.env.globals.update(
+        cell=format_cell, number=format_number, show=show_value, latency=format_latency
+    )
     return found
 
 

@@ -19,13 +19,13 @@ from fieldcheck import core
 from fieldcheck._util.jsonio import dumps
 from fieldcheck.api._app import WEB
 from fieldcheck.api._deps import AppContext
-from fieldcheck.api._errors import ApiError, items_missing
+from fieldcheck.api._errors import answered
 from fieldcheck.api.routes.compare import _heat, compare_dict
-from fieldcheck.api.routes.items import _sorts, item_route, items_view, run_view
-from fieldcheck.api.routes.runs import _latency, _money, _row, list_runs
+from fieldcheck.api.routes.items import ItemsQuery, _sorts, item_route, items_view, run_view
+from fieldcheck.api.routes.runs import RunsQuery, _latency, _money, _row, list_runs
 from fieldcheck.reports import RunFolder
-from fieldcheck.runs import format_cell, format_latency, format_number, show_value
-from fieldcheck.store import ItemsMissing, RunInfo
+from fieldcheck.runs import format_number
+from fieldcheck.store import RunInfo
 
 STATIC = ("app.css", "bundle.js")
 _PLAIN_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
@@ -105,7 +105,6 @@ class Bundle:
             "nav": [("Runs", "/runs")],
             "link": link,
             "url_for": lambda _name, path: f"{up}/{path}",
-            "latency": format_latency,
             **values,
         }
         html = self.ctx.templates.env.get_template(template).render(context)
@@ -134,13 +133,10 @@ def write_bundle(
             entry["page"],
             "bundle/compare.html",
             table=table,
-            error=None,
             ids=ids,
-            cell=format_cell,
-            number=format_number,
             heat=_heat,
         )
-    listed = list_runs(ctx, limit=1) | {
+    listed = list_runs(ctx, RunsQuery.model_construct(limit=1)) | {
         "runs": [_row(ctx, r) for r in sorted(runs, key=lambda r: r.started_at, reverse=True)],
         "total": len(runs),
         "limit": max(1, len(runs)),
@@ -172,10 +168,10 @@ def _plan_run(
     data = run_view(site.ctx, run)
     for n, plot in enumerate(data["plots"]):
         site.files[("file", run.id, plot["name"])] = f"{base}/files/plot-{n}.png"
-    try:
-        items = items_view(site.ctx, run, limit=site.max_items)
-    except ItemsMissing as exc:
-        return data, None, items_missing(exc)
+    first = ItemsQuery.model_construct(limit=site.max_items)
+    items, _, error = answered(items_view, site.ctx, run, first)
+    if items is None:
+        return data, None, error
     for row in items["items"]:
         name = f"{base}/items/{_digest(row['key'], row['model'])}"
         for kind, suffix in (("item", ".html"), ("item.json", ".json")):
@@ -195,11 +191,10 @@ def _plan_compares(site: Bundle, runs: Sequence[RunInfo]) -> None:
         wanted += [[a, b] for i, a in enumerate(ids) for b in ids[i + 1 :]]
         wanted += [ids] if len(ids) > 2 else []
     for ids in wanted:
-        try:
-            table = compare_dict(
-                site.ctx, ids, differ=True, offset=0, limit=site.max_items, field="runs"
-            )
-        except (ApiError, ItemsMissing):
+        table, _, _ = answered(
+            compare_dict, site.ctx, ids, differ=True, offset=0, limit=site.max_items, field="runs"
+        )
+        if table is None:
             continue
         page = f"compare/{_digest(*ids)}.html"
         site.files[("compare", tuple(ids))] = page
@@ -226,20 +221,15 @@ def _write_run(
         target = site.files[("file", run.id, plot["name"])]
         with site.folder.atomic(target) as path:
             shutil.copyfile(Path(run.out_dir or "") / plot["name"], path)
-    total = ctx.store.count_items(run.id) if items is not None else 0
     site.render(
         page,
         "bundle/run.html",
         run=data,
         items=items,
-        links={},
-        error=None,
         items_error=error,
         table=data["table"],
-        cell=format_cell,
-        number=format_number,
         in_bundle=len(items["items"]) if items else 0,
-        total=total,
+        total=items["total"] if items else 0,  # unfiltered: all the run's items
         max_items=site.max_items,
     )
     if items is None:
@@ -249,7 +239,7 @@ def _write_run(
         key, model = row["key"], row["model"]
         story = item_route(run.id, key, ctx, model)
         name = site.files[("item", run.id, key, model)]
-        site.render(name, "item.html", story=story, error=None, show=show_value)
+        site.render(name, "item.html", story=story)
         site.folder.write_text(name[: -len(".html")] + ".json", dumps(story, indent=True) + "\n")
     return len(items["items"])
 

@@ -4,9 +4,10 @@ typed FastAPI dependencies, so routers of later parts reach them the same way.""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import Depends, Request
+from fastapi.responses import HTMLResponse
 from fastapi.templating import Jinja2Templates
 
 from fieldcheck.api._evaluation import Matchers
@@ -25,6 +26,12 @@ class AppContext:
     base_config: EvalConfig
     matchers: Matchers
     templates: Jinja2Templates
+
+    def render(self, request: Request, name: str, status: int = 200, **values: Any) -> HTMLResponse:
+        """The page of template ``name`` with ``values`` (``active``, its menu item: Runs unless
+        given)."""
+        context = {"active": "/runs", **values}
+        return self.templates.TemplateResponse(request, name, context, status_code=status)
 
 
 def _context(request: Request) -> AppContext:

@@ -4,8 +4,8 @@ key; and the error responses each operation declares in the OpenAPI schema, in t
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -17,6 +17,7 @@ from fieldcheck._util.errors import InputError, reason_of
 from fieldcheck.store import ARTIFACTS_ENV, ItemsMissing
 
 logger = logging.getLogger("fieldcheck")
+T = TypeVar("T")
 
 
 class ApiError(Exception):
@@ -99,6 +100,17 @@ def items_missing(exc: ItemsMissing) -> str:
         f"the items of run {exc.run_id} are not under the server's artifacts root: "
         f"set {ARTIFACTS_ENV} as when the run was stored"
     )
+
+
+def answered(call: Callable[..., T], *args: Any, **kwargs: Any) -> tuple[T | None, int, str | None]:
+    """What a page shows of ``call(*args, **kwargs)``: its value, or the status and message the
+    routes answer for its error (a run whose items are gone: 410)."""
+    try:
+        return call(*args, **kwargs), 200, None
+    except ItemsMissing as exc:
+        return None, 410, items_missing(exc)
+    except ApiError as exc:
+        return None, exc.status, exc.message
 
 
 def install_error_handlers(app: FastAPI) -> None:

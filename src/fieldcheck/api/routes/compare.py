@@ -11,10 +11,8 @@ from starlette.concurrency import run_in_threadpool
 
 from fieldcheck._util.errors import InputError
 from fieldcheck.api._deps import AppContext, Context
-from fieldcheck.api._errors import INVALID, ITEMS_GONE, NO_RUN, ApiError, error_responses
-from fieldcheck.api._errors import items_missing as items_missing_message
-from fieldcheck.runs import compare, format_cell, format_latency, format_number
-from fieldcheck.store import ItemsMissing
+from fieldcheck.api._errors import INVALID, ITEMS_GONE, NO_RUN, ApiError, answered, error_responses
+from fieldcheck.runs import compare
 
 router = APIRouter(prefix="/api/compare", tags=["runs"], responses=error_responses())
 pages = APIRouter(include_in_schema=False)
@@ -92,24 +90,10 @@ async def compare_page(
     offset: Annotated[int, Query(ge=0, le=2**31 - 1)] = 0,
 ) -> HTMLResponse:
     only = differ not in ("false", "0", "off")
-    status, error, table = 200, None, None
-    try:
-        table = await run_in_threadpool(
-            compare_dict, ctx, runs or [], differ=only, offset=offset, limit=100, field="runs"
-        )
-    except ItemsMissing as exc:
-        status, error = 410, items_missing_message(exc)
-    except ApiError as exc:
-        status, error = exc.status, exc.message
+    table, status, error = await run_in_threadpool(
+        answered, compare_dict, ctx, runs or [], differ=only, offset=offset, limit=100, field="runs"
+    )
     ids = ",".join(r["id"] for r in table["runs"]) if table else ""
-    context = {
-        "active": "/runs",
-        "table": table,
-        "error": error,
-        "ids": ids,
-        "cell": format_cell,
-        "number": format_number,
-        "latency": format_latency,
-        "heat": _heat,
-    }
-    return ctx.templates.TemplateResponse(request, "compare.html", context, status_code=status)
+    return ctx.render(
+        request, "compare.html", status, table=table, error=error, ids=ids, heat=_heat
+    )

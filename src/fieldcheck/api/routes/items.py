@@ -14,22 +14,20 @@ from urllib.parse import quote, urlencode
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse
+from pydantic import BaseModel
 
 from fieldcheck import core
 from fieldcheck.api._body import api_router
 from fieldcheck.api._deps import AppContext, Context
-from fieldcheck.api._errors import INVALID, ITEMS_GONE, NO_RUN, ApiError, error_responses
+from fieldcheck.api._errors import INVALID, ITEMS_GONE, NO_RUN, ApiError, answered, error_responses
 from fieldcheck.api._errors import items_missing as items_missing_text
 from fieldcheck.api._evaluation import client_paths
-from fieldcheck.api.routes.runs import MAX_PAGE, _get, _plots, _public, _render
+from fieldcheck.api.routes.runs import MAX_PAGE, _get, _plots, _public
 from fieldcheck.runs import (
     compare_runs,
-    format_cell,
     format_items,
-    format_number,
     item_story,
     item_url,
-    show_value,
 )
 from fieldcheck.store import ARTIFACTS_ENV, ERROR, ItemColumn, ItemsMissing, RunInfo
 
@@ -84,14 +82,8 @@ def item_by_key(run_id: str, ctx: Context, key: KeyQ, model: ItemModelQ = None) 
 def item_page(
     request: Request, run_id: str, key: str, ctx: Context, model: ItemModelQ = None
 ) -> HTMLResponse:
-    status, story, error = 200, None, None
-    try:
-        story = item_route(run_id, key, ctx, model)
-    except ItemsMissing as exc:
-        status, error = 410, items_missing_text(exc)
-    except ApiError as exc:
-        status, error = exc.status, exc.message
-    return _render(ctx, request, "item.html", status, story=story, error=error, show=show_value)
+    story, status, error = answered(item_route, run_id, key, ctx, model)
+    return ctx.render(request, "item.html", status, story=story, error=error)
 
 
 @pages.get("/runs/{run_id}/item")
@@ -170,35 +162,49 @@ def _sorts(run: RunInfo) -> dict[str, str]:
     return {"seq": "seq", "key": "key", **{c.name: c.order or c.sql for c in _columns(run)}}
 
 
-def items_view(
-    ctx: AppContext,
-    run: RunInfo,
-    *,
-    q: str | None = None,
-    sort: str = "seq",
-    order: str = "asc",
-    failed: bool | None = None,
-    tag: str | None = None,
-    model: str | None = None,
-    turn: int | None = None,
-    error_type: str | None = None,
-    failure_mode: str | None = None,
-    after: int = -1,
-    offset: int = 0,
-    limit: int = 100,
-) -> dict[str, Any]:
+class ItemsQuery(BaseModel):
+    """How a page of a run's items is asked: ``GET /api/runs/{id}/items``'s query (``field`` or
+    ``topic`` is the system's tag), the run page's, the bundle's."""
+
+    q: str | None = Query(
+        None, max_length=200, description="Case-insensitive text in the key or the item's JSON."
+    )
+    sort: str = Query(
+        "seq", max_length=64, description="seq, key or a column of the system's table."
+    )
+    order: Literal["asc", "desc"] = "asc"
+    failed: bool | None = Query(None, description="Only failed items (true) or only passed.")
+    field: str | None = Query(None, max_length=512, description="json: records with this field.")
+    topic: str | None = Query(None, max_length=512, description="slots: sessions of a topic.")
+    model: str | None = Query(None, max_length=255, description="slots: one model's sessions.")
+    turn: int | None = Query(None, ge=0, le=10_000, description="numeric: turns of index.")
+    error_type: str | None = Query(
+        None, max_length=64, description="Items not scored for this error type."
+    )
+    failure_mode: str | None = Query(
+        None, max_length=64, description="numeric: turns of this mode."
+    )
+    after: int = Query(
+        -1, ge=-1, le=2**31 - 1, description="Keyset (seq order): items after this seq."
+    )
+    offset: int = Query(0, ge=0, le=10_000_000, description="Items skipped (sorted pages).")
+    limit: int = Query(100, ge=1, le=MAX_PAGE)
+
+
+def items_view(ctx: AppContext, run: RunInfo, query: ItemsQuery) -> dict[str, Any]:
     """A page of the run's item table and how it was asked (columns, filters, items, total, next
     pages); a 422 naming the parameter for a sort or filter the run's table has not."""
     errors = ctx.store.item_values(run.id, "error_type", limit=CHOICES)
     columns = tuple(c for c in _columns(run) if errors or c != ERROR)  # none: no error column
     sorts = _sorts(run)
-    if sort not in sorts:
-        raise ApiError(422, f"sort: one of {', '.join(sorts)} (got {sort!r})", field="sort")
-    keyset = sort == "seq" and order == "asc"
-    if after != -1 and not keyset:
+    if query.sort not in sorts:
+        shown = f"{', '.join(sorts)} (got {query.sort!r})"
+        raise ApiError(422, f"sort: one of {shown}", field="sort")
+    keyset = query.sort == "seq" and query.order == "asc"
+    if query.after != -1 and not keyset:
         raise ApiError(422, "after: keyset pages are in seq order; use offset", field="after")
     by_name = {c.name: c for c in columns if c.filter}
-    asked = {"failure_mode": failure_mode}  # the system's own filters (turn is indexed)
+    asked = {"failure_mode": query.failure_mode}  # the system's own filters (turn is indexed)
     equals = []
     for name, value in asked.items():
         if value is None:
@@ -207,21 +213,21 @@ def items_view(
             raise ApiError(422, f"{name}: {run.system} items have no {name}", field=name)
         equals.append((by_name[name].sql, value))
     where: dict[str, Any] = {
-        "failed": failed,
-        "tag": tag,
-        "model": model,
-        "turn": turn,
-        "error_type": error_type,
-        "q": q or None,
+        "failed": query.failed,
+        "tag": query.field if query.field is not None else query.topic,
+        "model": query.model,
+        "turn": query.turn,
+        "error_type": query.error_type,
+        "q": query.q or None,
         "equals": tuple(equals),
     }
     items = ctx.store.page_items(
         run.id,
-        after=after,
-        limit=limit,
-        offset=offset,
-        order=None if sort == "seq" else sorts[sort],
-        descending=order == "desc",
+        after=query.after,
+        limit=query.limit,
+        offset=query.offset,
+        order=None if query.sort == "seq" else sorts[query.sort],
+        descending=query.order == "desc",
         values=[c.sql for c in columns],
         **where,
     )
@@ -233,18 +239,18 @@ def items_view(
         row["href"] = item_url(run.id, item.key)
     return {
         "run": run.id,
-        "q": q or "",
-        "sort": sort,
-        "order": order,
+        "q": query.q or "",
+        "sort": query.sort,
+        "order": query.order,
         "columns": [{"name": "key", "label": "key", "kind": "key"}]
         + [{"name": c.name, "label": c.label, "kind": c.kind} for c in columns],
         "filters": _filters(ctx, run, columns, where, asked, errors),
         "items": shown,
         "total": total,
-        "limit": limit,
-        "offset": offset,
-        "next_after": items[-1].seq if len(items) == limit and keyset else None,
-        "next_offset": offset + limit if offset + limit < total else None,
+        "limit": query.limit,
+        "offset": query.offset,
+        "next_after": items[-1].seq if len(items) == query.limit and keyset else None,
+        "next_offset": query.offset + query.limit if query.offset + query.limit < total else None,
     }
 
 
@@ -282,30 +288,6 @@ def _filter(name: str, label: str, value: Any, choices: list[Any]) -> dict[str, 
     return {"name": name, "label": label, "value": value, "choices": listed}
 
 
-FailedQ = Annotated[bool | None, Query(description="Only failed items (true) or only passed.")]
-FieldQ = Annotated[str | None, Query(max_length=512, description="json: records with this field.")]
-TopicQ = Annotated[str | None, Query(max_length=512, description="slots: sessions of a topic.")]
-ModelQ = Annotated[str | None, Query(max_length=255, description="slots: one model's sessions.")]
-TurnQ = Annotated[int | None, Query(ge=0, le=10_000, description="numeric: turns of index.")]
-ErrorQ = Annotated[
-    str | None, Query(max_length=64, description="Items not scored for this error type.")
-]
-ModeQ = Annotated[str | None, Query(max_length=64, description="numeric: turns of this mode.")]
-SearchQ = Annotated[
-    str | None,
-    Query(max_length=200, description="Case-insensitive text in the key or the item's JSON."),
-]
-SortQ = Annotated[
-    str, Query(max_length=64, description="seq, key or a column of the system's table.")
-]
-OrderQ = Annotated[Literal["asc", "desc"], Query()]
-AfterQ = Annotated[
-    int, Query(ge=-1, le=2**31 - 1, description="Keyset (seq order): items after this seq.")
-]
-OffsetQ = Annotated[int, Query(ge=0, le=10_000_000, description="Items skipped (sorted pages).")]
-LimitQ = Annotated[int, Query(ge=1, le=MAX_PAGE)]
-
-
 @router.get(
     "/{run_id}",
     summary="One run: its counts, metrics with intervals and plots",
@@ -322,43 +304,12 @@ def get_run(run_id: str, ctx: Context) -> dict[str, Any]:
     summary="A run's items: searched, filtered, sorted and paged",
     responses=error_responses({404: NO_RUN, 410: ITEMS_GONE, 422: INVALID}),
 )
-def list_items(
-    run_id: str,
-    ctx: Context,
-    q: SearchQ = None,
-    sort: SortQ = "seq",
-    order: OrderQ = "asc",
-    failed: FailedQ = None,
-    field: FieldQ = None,
-    topic: TopicQ = None,
-    model: ModelQ = None,
-    turn: TurnQ = None,
-    error_type: ErrorQ = None,
-    failure_mode: ModeQ = None,
-    after: AfterQ = -1,
-    offset: OffsetQ = 0,
-    limit: LimitQ = 100,
-) -> dict[str, Any]:
+def list_items(run_id: str, ctx: Context, query: Annotated[ItemsQuery, Query()]) -> dict[str, Any]:
     """Items in seq order with ``seq > after`` (``next_after`` gives the next page, null at
     the last), or sorted by a column of the system's table (``columns``) and paged by
     ``offset`` (``next_offset``); ``q`` a case-insensitive substring of the key or the item's
     JSON text; each item's ``values`` in column order."""
-    return items_view(
-        ctx,
-        _get(ctx, run_id),
-        q=q,
-        sort=sort,
-        order=order,
-        failed=failed,
-        tag=field if field is not None else topic,
-        model=model,
-        turn=turn,
-        error_type=error_type,
-        failure_mode=failure_mode,
-        after=after,
-        offset=offset,
-        limit=limit,
-    )
+    return items_view(ctx, _get(ctx, run_id), query)
 
 
 # the page ---------------------------------------------------------------------------------
@@ -369,26 +320,27 @@ def run_page(request: Request, ctx: Context, run_id: str) -> HTMLResponse:
     try:
         run = _get(ctx, run_id)
     except ApiError as exc:
-        return _render(ctx, request, "run.html", 404, run=None, error=exc.message)
+        return ctx.render(request, "run.html", 404, run=None, error=exc.message)
     given = {k: v[:512] for k, v in request.query_params.items() if v}
 
     def number(name: str, default: int) -> int:
         text = given.get(name, "")
         return min(int(text), 10_000_000) if text.isdecimal() else default
 
-    asked: dict[str, Any] = {
-        "q": given.get("q") or None,
-        "sort": given.get("sort", "seq"),
-        "order": "desc" if given.get("order") == "desc" else "asc",
-        "failed": {"true": True, "1": True, "false": False}.get(given.get("failed", "")),
-        "tag": given.get("field") or given.get("topic") or given.get("tag"),
-        "model": given.get("model"),
-        "turn": int(given["turn"][:6]) if given.get("turn", "").isdecimal() else None,
-        "error_type": given.get("error_type"),
-        "failure_mode": given.get("failure_mode"),
-        "after": number("after", -1),
-        "offset": number("offset", 0),
-    }
+    asked = ItemsQuery.model_construct(  # read as a form leaves it, not validated
+        q=given.get("q") or None,
+        sort=given.get("sort", "seq"),
+        order="desc" if given.get("order") == "desc" else "asc",
+        failed={"true": True, "1": True, "false": False}.get(given.get("failed", "")),
+        field=given.get("field") or given.get("topic") or given.get("tag"),
+        model=given.get("model"),
+        turn=int(given["turn"][:6]) if given.get("turn", "").isdecimal() else None,
+        error_type=given.get("error_type"),
+        failure_mode=given.get("failure_mode"),
+        after=number("after", -1),
+        offset=number("offset", 0),
+        limit=PAGE,
+    )
     status, items, items_error = 200, None, None
     data = run_view(ctx, run)
     missing = data["items_missing"]
@@ -396,22 +348,20 @@ def run_page(request: Request, ctx: Context, run_id: str) -> HTMLResponse:
         items_error = f"Items unavailable: {missing['message']} (expected at {missing['expected']})"
     else:
         try:
-            if len(asked["q"] or "") > 200:  # as the route says it: no search of a cut text
+            if len(asked.q or "") > 200:  # as the route says it: no search of a cut text
                 raise ApiError(422, "q: a search of at most 200 characters", field="q")
-            items = items_view(ctx, run, **asked, limit=PAGE)
+            items = items_view(ctx, run, asked)
         except ApiError as exc:
             status, items_error = exc.status, exc.message
     root = ctx.settings.data_root  # its paths as the client names them (``client_paths``)
     data.update(client_paths({"inputs": run.inputs, "out_dir": run.out_dir}, root))
     links = _links(run.id, items) if items else {}
-    return _render(
-        ctx,
+    return ctx.render(
         request,
         "run.html",
         status,
-        **{"run": data, "items": items, "links": links, "error": None},
+        **{"run": data, "items": items, "links": links},
         **{"items_error": items_error, "table": data["table"]},
-        **{"cell": format_cell, "number": format_number},
     )
 
 

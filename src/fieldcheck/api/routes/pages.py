@@ -78,12 +78,6 @@ def form_text_error(raw: bytes, content_type: str | None) -> InputError | None:
 _NOT_UTF8 = "not UTF-8 text (byte 0x{:02x}); nothing was saved or scored"
 
 
-def _render(
-    ctx: AppContext, request: Request, name: str, status: int = 200, **values: Any
-) -> HTMLResponse:
-    return ctx.templates.TemplateResponse(request, name, values, status_code=status)
-
-
 @router.get("/")
 def home() -> RedirectResponse:
     return RedirectResponse("/evaluate", status_code=307)
@@ -92,15 +86,15 @@ def home() -> RedirectResponse:
 # login (only when the server asks for a token) ---------------------------------------------
 @router.get("/login")
 def login_page(request: Request, ctx: Context) -> HTMLResponse:
-    return _render(ctx, request, "login.html", active="")
+    return ctx.render(request, "login.html", active="")
 
 
 @router.post("/login")
 def login(request: Request, ctx: Context, token: Annotated[str, Form()] = "") -> Response:
     expected = ctx.settings.token
     if not expected or not hmac.compare_digest(token, expected):
-        return _render(
-            ctx, request, "login.html", 401, active="", error="That is not the server's token."
+        return ctx.render(
+            request, "login.html", 401, active="", error="That is not the server's token."
         )
     response = RedirectResponse("/evaluate", status_code=303)
     response.set_cookie(TOKEN_COOKIE, token, httponly=True, samesite="strict")
@@ -118,8 +112,7 @@ def _configuration(
     saved: str | None = None,
 ) -> HTMLResponse:
     """The Configuration page; with ``error`` (in ``error_section``), a 400."""
-    return _render(
-        ctx,
+    return ctx.render(
         request,
         "configuration.html",
         400 if error else 200,
@@ -227,7 +220,7 @@ async def save_numbers(request: Request, ctx: Context) -> Response:
 # test evaluation ----------------------------------------------------------------------------
 @router.get("/evaluate")
 def evaluate_page(request: Request, ctx: Context) -> HTMLResponse:
-    return _render(ctx, request, "evaluate.html", active="/evaluate", ground_truth="", output="")
+    return ctx.render(request, "evaluate.html", active="/evaluate", ground_truth="", output="")
 
 
 def _pasted(form: FormData, name: str) -> str:
@@ -258,17 +251,16 @@ async def run_evaluation(request: Request, ctx: Context) -> HTMLResponse:
     form = await request.form()
     if bad is not None:
         shown = {name: _pasted(form, name) for name in ("ground_truth", "output")}
-        return _render(
-            ctx, request, "evaluate.html", 422, error=bad.one_line(), active="/evaluate", **shown
+        return ctx.render(
+            request, "evaluate.html", 422, error=bad.one_line(), active="/evaluate", **shown
         )
     gt_text, out_text = await _text(form, "ground_truth"), await _text(form, "output")
     page: dict[str, Any] = {"active": "/evaluate", "ground_truth": gt_text, "output": out_text}
     try:
         result = await run_in_threadpool(_evaluated, ctx, gt_text, out_text)
     except ApiError as exc:
-        return _render(ctx, request, "evaluate.html", exc.status, error=exc.message, **page)
-    return _render(
-        ctx,
+        return ctx.render(request, "evaluate.html", exc.status, error=exc.message, **page)
+    return ctx.render(
         request,
         "evaluate.html",
         result=result,

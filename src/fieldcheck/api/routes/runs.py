@@ -90,7 +90,6 @@ def _iso_8601(value: Any) -> Any:
 
 
 DateQ = Annotated[datetime | None, BeforeValidator(_iso_8601)]
-LimitQ = Annotated[int, Query(ge=1, le=MAX_PAGE)]
 
 
 def _row(ctx: AppContext, run: RunInfo) -> dict[str, Any]:
@@ -111,68 +110,72 @@ def _row(ctx: AppContext, run: RunInfo) -> dict[str, Any]:
     return row
 
 
+class RunsQuery(BaseModel):
+    """``GET /api/runs``'s query; the Runs page's and the bundle's, as they read it."""
+
+    system: str | None = Query(
+        None, max_length=64, description="A registered system: json, slots, numeric."
+    )
+    model: str | None = Query(
+        None, max_length=255, description="Runs of this model (one of a slot run's)."
+    )
+    model_contains: str | None = Query(
+        None, max_length=255, description="Runs whose model names hold this text."
+    )
+    dataset: str | None = Query(
+        None, max_length=255, description="Runs whose dataset path holds this text."
+    )
+    since: DateQ = Query(None, description="Started at or after (ISO 8601).")
+    until: DateQ = Query(None, description="Started before (ISO 8601).")
+    sort: Sort = Query("started", description="The column to sort by (unknown values last).")
+    order: Literal["asc", "desc"] | None = Query(
+        None, description="Default: asc for system, model and dataset, else desc."
+    )
+    limit: int = Query(PAGE, ge=1, le=MAX_PAGE)
+    offset: int = Query(0, ge=0, le=10_000_000)
+
+
 @router.get(
     "",
     summary="The runs: one row per evaluation, sorted, filtered and paged",
     responses=error_responses({422: INVALID}),
 )
-def list_runs(
-    ctx: Context,
-    *,
-    system: Annotated[
-        str | None, Query(max_length=64, description="A registered system: json, slots, numeric.")
-    ] = None,
-    model: Annotated[
-        str | None, Query(max_length=255, description="Runs of this model (one of a slot run's).")
-    ] = None,
-    model_contains: Annotated[
-        str | None, Query(max_length=255, description="Runs whose model names hold this text.")
-    ] = None,
-    dataset: Annotated[
-        str | None, Query(max_length=255, description="Runs whose dataset path holds this text.")
-    ] = None,
-    since: Annotated[DateQ, Query(description="Started at or after (ISO 8601).")] = None,
-    until: Annotated[DateQ, Query(description="Started before (ISO 8601).")] = None,
-    sort: Annotated[Sort, Query(description="The column to sort by (unknown values last).")] = (
-        "started"
-    ),
-    order: Annotated[
-        Literal["asc", "desc"] | None,
-        Query(description="Default: asc for system, model and dataset, else desc."),
-    ] = None,
-    limit: LimitQ = PAGE,
-    offset: Annotated[int, Query(ge=0, le=10_000_000)] = 0,
-) -> dict[str, Any]:
+def list_runs(ctx: Context, query: Annotated[RunsQuery, Query()]) -> dict[str, Any]:
     """Each run with its dataset (file name, short sha256), headline metric with its 95%
     interval per model (json RQS, slots F1, numeric numerical-match accuracy), items, failed
     items, call errors, tokens, cost (priced models), mean latency and start; newest first."""
+    system = query.system
     if system is not None and core.find(system) is None:
         raise ApiError(
             422, f"system: no system {system!r} ({', '.join(core.names())})", field="system"
         )
-    order = order or ("asc" if sort in TEXT_SORTS else "desc")
+    order = query.order or ("asc" if query.sort in TEXT_SORTS else "desc")
     filters: dict[str, Any] = {
         "system": system,
-        "model": model,
-        "model_contains": model_contains or None,
-        "dataset_contains": dataset or None,
-        "since": since,
-        "until": until,
+        "model": query.model,
+        "model_contains": query.model_contains or None,
+        "dataset_contains": query.dataset or None,
+        "since": query.since,
+        "until": query.until,
     }
     runs = ctx.store.list_runs(
-        **filters, sort=sort, newest_first=order == "desc", limit=limit, offset=offset
+        **filters,
+        sort=query.sort,
+        newest_first=order == "desc",
+        limit=query.limit,
+        offset=query.offset,
     )
     return {
         "total": ctx.store.count_runs(**filters),
-        "limit": limit,
-        "offset": offset,
-        "sort": sort,
+        "limit": query.limit,
+        "offset": query.offset,
+        "sort": query.sort,
         "order": order,
         "filters": {
             "system": system,
-            "model": model,
-            "model_contains": model_contains or None,
-            "dataset": dataset or None,
+            "model": query.model,
+            "model_contains": query.model_contains or None,
+            "dataset": query.dataset or None,
         },
         "systems": core.names(),
         "runs": [_row(ctx, r) for r in runs],
@@ -261,13 +264,6 @@ def export_route(
 
 
 # pages ------------------------------------------------------------------------------------
-def _render(
-    ctx: AppContext, request: Request, name: str, status: int = 200, **values: Any
-) -> HTMLResponse:
-    context = {"active": "/runs", "latency": format_latency, **values}
-    return ctx.templates.TemplateResponse(request, name, context, status_code=status)
-
-
 def _plots(run: RunInfo) -> list[str]:
     """The plot files directly inside the run's output folder (none when it is gone)."""
     if not run.out_dir or not os.path.isdir(run.out_dir):
@@ -277,7 +273,7 @@ def _plots(run: RunInfo) -> list[str]:
     )
 
 
-def _page_query(given: dict[str, str]) -> tuple[dict[str, Any], list[str]]:
+def _page_query(given: dict[str, str]) -> tuple[RunsQuery, list[str]]:
     """The page's query as ``list_runs`` takes it, and what ``GET /api/runs`` would answer 422
     for each value it refuses (left out: the page lists the runs without it and says so)."""
     asked: dict[str, Any] = {}
@@ -309,7 +305,7 @@ def _page_query(given: dict[str, str]) -> tuple[dict[str, Any], list[str]]:
         asked["offset"] = int(offset)
     else:
         refused.append(f"offset: must be a whole number from 0 to 10000000 (got {offset[:64]!r})")
-    return asked, refused
+    return RunsQuery.model_construct(**asked), refused
 
 
 @pages.get("/runs")
@@ -317,9 +313,9 @@ def runs_page(request: Request, ctx: Context) -> HTMLResponse:
     """The list as a page: what ``GET /api/runs`` gives for the same query; a value the route
     would refuse (422) is left out and the page says which and why, with status 422."""
     asked, refused = _page_query(dict(request.query_params))
-    values = {"data": list_runs(ctx, **asked), "latency": _latency, "money": _money}
+    values = {"data": list_runs(ctx, asked), "latency": _latency, "money": _money}
     error = "; ".join(refused) if refused else None
-    return _render(ctx, request, "runs.html", 422 if refused else 200, error=error, **values)
+    return ctx.render(request, "runs.html", 422 if refused else 200, error=error, **values)
 
 
 def _latency(seconds: float | None) -> str:
