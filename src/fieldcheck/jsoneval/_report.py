@@ -292,10 +292,7 @@ def build_report(batch: ReportData, images: dict[str, Path]) -> Report:
         if max(s.not_scored, len(s.errors)) > ERRORS_SHOWN:
             items.append(f"{max(s.not_scored, len(s.errors)) - ERRORS_SHOWN} more in errors.jsonl")
         report.bullets(items)
-    if images:
-        report.heading("Plots")
-        report.images(images)
-    report.heading("Glossary")
+    report.images(images)
     report.glossary(glossary(s))
     return report
 
@@ -306,5 +303,5 @@ def write_batch_report(out: str | Path | OutputFolder, batch: ReportData) -> dic
     ``report_html``)."""
     folder = OutputFolder.of(out)
     images = write_plots(batch, folder)
-    written = write_report(folder.path, build_report(batch, images))
+    written = write_report(folder, build_report(batch, images))
     return {**images, "report_md": written["report.md"], "report_html": written["report.html"]}

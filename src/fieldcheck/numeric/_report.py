@@ -584,10 +584,7 @@ def build_report(result: NumericResult, images: Mapping[str, Path]) -> Report:
         report.bullets(shown)
     else:
         report.paragraph("None.")
-    if images:
-        report.heading("Plots")
-        report.images(images)
-    report.heading("Glossary")
+    report.images(images)
     report.glossary(glossary(stats))
     return report
 
@@ -597,5 +594,5 @@ def write_numeric_report(result: NumericResult, out: Path | OutputFolder) -> dic
     under a temporary name; returns file name -> path."""
     images = write_plots(result, out)
     written = {path.name: path for path in images.values()}
-    written |= write_report(OutputFolder.of(out).path, build_report(result, images))
+    written |= write_report(out, build_report(result, images))
     return written

@@ -9,24 +9,17 @@ if TYPE_CHECKING:  # the names as type checkers and editors see them
     from fieldcheck.reports._csv import neutralise_cell, write_csv
     from fieldcheck.reports._document import (
         LEGEND_OUTSIDE,
-        LINE_BREAKS,
         PLOTTING,
+        Inline,
         Report,
+        Strong,
         Term,
         count_axis,
-        embedded_image,
-        esc,
         figure,
-        html_table,
         interrupts_deferred,
         label,
-        md,
-        md_code,
-        md_table,
         no_glyph_warnings,
-        page_head,
         pyplot,
-        save_figure,
         write_report,
     )
     from fieldcheck.reports._folder import (
