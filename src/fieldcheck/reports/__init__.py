@@ -9,7 +9,6 @@ if TYPE_CHECKING:  # the names as type checkers and editors see them
     from fieldcheck.reports._csv import neutralise_cell, write_csv
     from fieldcheck.reports._document import (
         LEGEND_OUTSIDE,
-        PLOTTING,
         Inline,
         Report,
         Strong,
@@ -18,7 +17,6 @@ if TYPE_CHECKING:  # the names as type checkers and editors see them
         figure,
         interrupts_deferred,
         label,
-        no_glyph_warnings,
         pyplot,
         write_report,
     )
@@ -36,6 +34,11 @@ if TYPE_CHECKING:  # the names as type checkers and editors see them
         tone,
         values_block,
     )
-    from fieldcheck.reports._format import format_pvalue, format_seconds, format_seconds_joined
+    from fieldcheck.reports._format import (
+        format_fixed,
+        format_pvalue,
+        format_seconds,
+        format_seconds_joined,
+    )
 
 __getattr__, __dir__, __all__ = typed_lazy_names(globals())

@@ -11,7 +11,6 @@ from fieldcheck._util.jsonio import write_jsonl
 from fieldcheck.metrics import Interval
 from fieldcheck.reports import (
     LEGEND_OUTSIDE,
-    PLOTTING,
     Inline,
     OutputFolder,
     Report,
@@ -19,11 +18,10 @@ from fieldcheck.reports import (
     Term,
     count_axis,
     figure,
+    format_fixed,
     format_seconds,
     format_seconds_joined,
-    interrupts_deferred,
     label,
-    no_glyph_warnings,
     write_csv,
     write_report,
 )
@@ -147,10 +145,6 @@ GLOSSARY = (
 )  # fmt: skip
 
 
-def _num(value: float | None, digits: int = 3) -> str:
-    return "n/a" if value is None else f"{value:.{digits}f}"
-
-
 def _ci(ci: Interval | None) -> str:
     return "" if ci is None else f" [{ci.low:.3f}, {ci.high:.3f}]"
 
@@ -182,7 +176,7 @@ def _metric_table(run: SlotsRun) -> tuple[list[str], list[list[str]]]:
         rows.append(
             [
                 m.name,
-                *(_num(getattr(r, name)) + _ci(r.ci.get(name)) for name in METRIC_COLUMNS),
+                *(format_fixed(getattr(r, name)) + _ci(r.ci.get(name)) for name in METRIC_COLUMNS),
                 lat,
                 str(r.extra_slots),
                 str(r.extra_values),
@@ -197,7 +191,7 @@ def _topic_table(run: SlotsRun) -> tuple[list[str], list[list[str]]]:
         [
             m.name,
             topic,
-            *(_num(getattr(t, name)) for name in METRIC_COLUMNS[:4]),
+            *(format_fixed(getattr(t, name)) for name in METRIC_COLUMNS[:4]),
             str(t.extra_slots),
             str(t.extra_values),
         ]
@@ -301,13 +295,7 @@ def topics_title(title: str, shown: int, total: int, ranked_by: str) -> str:
 
 
 def write_plots(run: SlotsRun, out: Path | OutputFolder) -> dict[str, Path]:
-    """PNG plots (Agg backend, imported on first use); returns key -> path. A Ctrl-C meanwhile
-    takes effect once they are written; another thread's plots wait (``PLOTTING``)."""
-    with interrupts_deferred(), PLOTTING, no_glyph_warnings():
-        return _draw_plots(run, out)
-
-
-def _draw_plots(run: SlotsRun, out: Path | OutputFolder) -> dict[str, Path]:
+    """PNG plots (``reports.figure``: Agg, imported on first use); returns key -> path."""
     import numpy as np
 
     folder = OutputFolder.of(out)  # the prepared folder when ``out`` is its path
