@@ -38,17 +38,6 @@ CSS = (
 page never scrolls sideways at 1366 px (issue 28's screenshot pass)."""
 
 
-def page_head(title: str) -> list[str]:
-    """The start of a report page up to its ``<h1>``: charset, viewport, the inline CSS."""
-    return [
-        "<!DOCTYPE html>",
-        f'<html lang="en"><head><meta charset="utf-8"><title>{esc(title)}</title>',
-        '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        f"<style>{CSS}</style></head><body>",
-        f"<h1>{esc(title)}</h1>",
-    ]
-
-
 def visible(text: str) -> str:
     """One line with every other control character shown as an escape (``\\x1b``): a report
     opened with ``cat`` must not act on the terminal (issue 9)."""
@@ -69,35 +58,6 @@ def esc(text: str) -> str:
 def md_code(text: str) -> str:
     """Inline code in Markdown: one line, no backtick that could close it early."""
     return "`" + visible(text).replace("`", "'") + "`"
-
-
-def md_table(
-    head: Sequence[str], rows: Sequence[Sequence[Inline]], *, text_columns: int = 0
-) -> str:
-    """A Markdown table; the first ``text_columns`` cells of a row come from the data and are
-    escaped, the others are numbers or already-formatted Markdown."""
-    lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
-    lines += [
-        "| "
-        + " | ".join(
-            c if i >= text_columns and isinstance(c, str) else _md(c) for i, c in enumerate(row)
-        )
-        + " |"
-        for row in rows
-    ]
-    return "\n".join(lines)
-
-
-def html_table(head: Sequence[str], rows: Sequence[Sequence[Inline]]) -> str:
-    """An HTML table, every cell escaped."""
-    out = [
-        "<table>",
-        "<thead><tr>" + "".join(f"<th>{esc(h)}</th>" for h in head) + "</tr></thead>",
-        "<tbody>",
-    ]
-    out += ["<tr>" + "".join(f"<td>{_html(c)}</td>" for c in row) + "</tr>" for row in rows]
-    out += ["</tbody>", "</table>"]
-    return "\n".join(out)
 
 
 def embedded_image(key: str, path: Path) -> str:
@@ -126,11 +86,11 @@ def _inline(text: Inline, escape: Callable[[str], str], bold: str) -> str:
     return "".join(_inline(t, escape, bold) for t in text)
 
 
-def _md(text: Inline) -> str:
+def _md_inline(text: Inline) -> str:
     return _inline(text, md, "**{}**")
 
 
-def _html(text: Inline) -> str:
+def _html_inline(text: Inline) -> str:
     return _inline(text, esc, "<strong>{}</strong>")
 
 
@@ -174,20 +134,32 @@ class Report:
         """``text_columns``: how many leading columns hold data text (Markdown-escaped); by
         default every column is escaped."""
         columns = len(head) if text_columns is None else text_columns
-        shown = md_table([md(h) for h in head], rows, text_columns=columns)
-        return self._add([shown], html_table(head, rows))
+        lines = ["| " + " | ".join(map(md, head)) + " |", "|" + "|".join("---" for _ in head) + "|"]
+        lines += [
+            "| "
+            + " | ".join(
+                c if i >= columns and isinstance(c, str) else _md_inline(c)
+                for i, c in enumerate(row)
+            )
+            + " |"
+            for row in rows
+        ]
+        cells = ["".join(f"<td>{_html_inline(c)}</td>" for c in row) for row in rows]
+        header = "".join(f"<th>{esc(h)}</th>" for h in head)
+        shown = [f"<thead><tr>{header}</tr></thead>", "<tbody>", *(f"<tr>{c}</tr>" for c in cells)]
+        return self._add(lines, "\n".join(["<table>", *shown, "</tbody>", "</table>"]))
 
     def bullets(self, items: Sequence[Inline]) -> Report:
-        listed = "".join(f"<li>{_html(item)}</li>" for item in items)
-        return self._add([f"- {_md(item)}" for item in items], f"<ul>{listed}</ul>")
+        listed = "".join(f"<li>{_html_inline(item)}</li>" for item in items)
+        return self._add([f"- {_md_inline(item)}" for item in items], f"<ul>{listed}</ul>")
 
     def numbered(self, items: Sequence[tuple[Inline, Sequence[str]]]) -> Report:
         """An ordered list, each item with its bullets beneath it."""
         lines, listed = [], []
         for number, (text, bullets) in enumerate(items, 1):
-            lines += [f"{number}. {_md(text)}", *(f"   - {md(b)}" for b in bullets)]
+            lines += [f"{number}. {_md_inline(text)}", *(f"   - {md(b)}" for b in bullets)]
             sub = "".join(f"<li>{esc(b)}</li>" for b in bullets)
-            listed.append(f"<li>{_html(text)}{f'<ul>{sub}</ul>' if sub else ''}</li>")
+            listed.append(f"<li>{_html_inline(text)}{f'<ul>{sub}</ul>' if sub else ''}</li>")
         return self._add(lines, "<ol>" + "".join(listed) + "</ol>")
 
     def images(self, images: Mapping[str, Path]) -> Report:
@@ -222,7 +194,13 @@ class Report:
         return "\n".join(parts).rstrip("\n") + "\n"
 
     def html(self) -> str:
-        body = page_head(self.title)
+        body = [
+            "<!DOCTYPE html>",
+            f'<html lang="en"><head><meta charset="utf-8"><title>{esc(self.title)}</title>',
+            '<meta name="viewport" content="width=device-width, initial-scale=1">',
+            f"<style>{CSS}</style></head><body>",
+            f"<h1>{esc(self.title)}</h1>",
+        ]
         if self.signature:
             shown = re.sub(r"([|,])", r"\1<wbr>", esc(self.signature))  # wraps after them
             body.append(f"<p>Signature: <code>{shown}</code></p>")
