@@ -401,6 +401,55 @@ def test_report_html_has_summary_findings_tables_and_plots(jsonl: Jsonl, tmp_pat
     assert "<h2>Metrics</h2>" in page and "<h2>Per topic</h2>" in page
 
 
+def test_report_has_the_shared_report_layout(jsonl: Jsonl, tmp_path: Path) -> None:
+    """slots' report is built on ``reports.Report`` as json's and numeric's are: its sections in
+    the shared order (input problems, then plots, then the glossary, last), a paragraph on one
+    line, the signature breakable after its separators (docs/decisions.md)."""
+    f, out = _files(jsonl), tmp_path / "out"
+    stray = jsonl("s.jsonl", [*PRED_B, slot("u9", 1, "t", "f", "x")])  # a session not in the gold
+    result = _invoke(
+        "--gold", str(f["gold"]), "--pred", f"a={f['a']}", "--pred", f"b={stray}",
+        "--latency", f"a={f['lat']}", "--latency", f"b={f['lat']}", "--bootstrap", "0", "--out", str(out),
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    md = (out / "report.md").read_text()
+    assert re.findall(r"^#+ .*", md, re.M) == [
+        "# Slot extraction benchmark",
+        "## Results Summary",
+        "### Key findings",
+        "## Metrics",
+        "## Per topic",
+        "## Input problems",
+        "## Plots",
+        "## Glossary",
+    ]
+    assert (
+        "\n| a | 0.800 | 3.00 s | highest precision (1.00), fewest hallucinations (0 extra slots) "
+        "| Lowest recall (0.67) |\n| **b** | **0.857** | 3.00 s | **Best overall**, highest recall "
+        "(1.00), best F1 on interests | Lowest precision (0.75), most hallucinations (1 extra "
+        "slots) |\n\nLatency is the mean time per session (ms below a second). The rules that "
+        "write Strengths, Weaknesses and Key findings are listed in docs/slots.md.\n\n### Key"
+    ) in md
+    assert "\n1. **b is the best overall (F1 0.857)**\n   - 7% better F1 than the next best" in md
+    assert "\n   - a - b: -0.057 (p = n/a)\n\n## Metrics\n" in md
+    assert (
+        "s.jsonl:5: model 'b': 1 session(s) not in the gold file (u9/1)"
+        in md.split("## Input problems\n\n- warning: ")[1].split("\n")[0]
+    )
+    assert md.endswith(
+        "- **95% interval** `percentile bootstrap over sessions`: seeded (--seed), --bootstrap "
+        "resamples; paired p-values resample both models' sessions together\n"
+    )
+    page = (out / "report.html").read_text()
+    assert re.findall(r"<h[1-3]>([^<]*)</h[1-3]>", page) == [
+        "Slot extraction benchmark", "Results Summary", "Key findings", "Metrics", "Per topic",
+        "Input problems", "Plots", "Glossary",
+    ]  # fmt: skip
+    assert "<p>Signature: <code>slots|<wbr>bootstrap:0|<wbr>canonicalize:" in page
+    assert "<tr><td><strong>b</strong></td><td><strong>0.857</strong></td><td>3.00 s</td>" in page
+    assert "<ol><li><strong>b is the best overall (F1 0.857)</strong><ul><li>7% better F1" in page
+
+
 def test_hostile_users_topics_fields_and_values_are_escaped(jsonl: Jsonl, tmp_path: Path) -> None:
     f, out = _files(jsonl), tmp_path / "out"
     topic = '=HYPERLINK("http://x")\r\n## <i>owned</i> | ~~x~~'

@@ -19,8 +19,8 @@ from fieldcheck.reports import (
     Term,
     count_axis,
     figure,
+    format_fixed,
     label,
-    no_glyph_warnings,
     write_report,
 )
 
@@ -33,10 +33,6 @@ SCORE_NAMES = {
 }
 PLOT_FIELDS = 30  # the match-rate plot shows at most this many fields (the lowest rates)
 ERRORS_SHOWN = 20
-
-
-def _num(value: float | None, digits: int = 3) -> str:
-    return "n/a" if value is None else f"{value:.{digits}f}"
 
 
 def _interval(ci: Interval | None) -> str:
@@ -87,32 +83,29 @@ def write_plots(batch: ReportData, out: OutputFolder) -> dict[str, Path]:
     (when a record was scored), each saved under a temporary name then renamed."""
     written: dict[str, Path] = {}
     shown, left_out = plotted_fields(batch.summary)
-    with no_glyph_warnings():
-        if shown:
-            path = out / "plot_field_match_rate.png"
-            with figure(path, figsize=(8, max(2.5, 0.32 * len(shown) + 1.3))) as (_, ax):
-                ax.barh(range(len(shown)), [f.match_rate for _, f in shown], color="#4c72b0")
-                ax.set_yticks(range(len(shown)), [label(n, 36) for n, _ in shown])
-                ax.invert_yaxis()  # the lowest rate on top
+    if shown:
+        path = out / "plot_field_match_rate.png"
+        with figure(path, figsize=(8, max(2.5, 0.32 * len(shown) + 1.3))) as (_, ax):
+            ax.barh(range(len(shown)), [f.match_rate for _, f in shown], color="#4c72b0")
+            ax.set_yticks(range(len(shown)), [label(n, 36) for n, _ in shown])
+            ax.invert_yaxis()  # the lowest rate on top
+            ax.set_xlim(0, 1)
+            ax.set_xlabel("match rate (matched / scored)")
+            ax.set_title(match_rate_title(len(shown), left_out))
+        written["plot_field_match_rate"] = path
+    if batch.summary.scored:
+        path = out / "plot_score_distribution.png"
+        edges = np.linspace(0.0, 1.0, HISTOGRAM_BINS + 1)
+        with figure(path, nrows=2, ncols=2, figsize=(9, 6)) as (fig, axes):
+            for ax, score in zip(axes.flat, HISTOGRAMS, strict=True):
+                counts = batch.histograms[score]
+                ax.hist(edges[:-1], bins=edges, weights=counts, color="#4c72b0", edgecolor="white")
+                ax.set_title(SCORE_NAMES[score])
                 ax.set_xlim(0, 1)
-                ax.set_xlabel("match rate (matched / scored)")
-                ax.set_title(match_rate_title(len(shown), left_out))
-            written["plot_field_match_rate"] = path
-        if batch.summary.scored:
-            path = out / "plot_score_distribution.png"
-            edges = np.linspace(0.0, 1.0, HISTOGRAM_BINS + 1)
-            with figure(path, nrows=2, ncols=2, figsize=(9, 6)) as (fig, axes):
-                for ax, score in zip(axes.flat, HISTOGRAMS, strict=True):
-                    counts = batch.histograms[score]
-                    ax.hist(
-                        edges[:-1], bins=edges, weights=counts, color="#4c72b0", edgecolor="white"
-                    )
-                    ax.set_title(SCORE_NAMES[score])
-                    ax.set_xlim(0, 1)
-                    ax.set_ylabel("records")
-                    count_axis(ax.yaxis)
-                fig.suptitle(f"Per-record scores ({batch.summary.scored} scored records)")
-            written["plot_score_distribution"] = path
+                ax.set_ylabel("records")
+                count_axis(ax.yaxis)
+            fig.suptitle(f"Per-record scores ({batch.summary.scored} scored records)")
+        written["plot_score_distribution"] = path
     return written
 
 
@@ -241,7 +234,10 @@ def build_report(batch: ReportData, images: dict[str, Path]) -> Report:
         report.paragraph(f"Means over {s.scored} scored records, with 95% bootstrap intervals.")
         report.table(
             ["score", "mean", "95% CI"],
-            [[SCORE_NAMES[k], _num(s.means[k]), _interval(s.ci.get(k))] for k in SCORE_NAMES],
+            [
+                [SCORE_NAMES[k], format_fixed(s.means[k]), _interval(s.ci.get(k))]
+                for k in SCORE_NAMES
+            ],
             text_columns=1,
         )
     else:
@@ -265,7 +261,10 @@ def build_report(batch: ReportData, images: dict[str, Path]) -> Report:
             ["field", "strategies", *(c.replace("_", " ") for c in counts)],
             [
                 [name, ",".join(f.strategies)]
-                + [_num(f.match_rate) if c == "match_rate" else str(getattr(f, c)) for c in counts]
+                + [
+                    format_fixed(f.match_rate) if c == "match_rate" else str(getattr(f, c))
+                    for c in counts
+                ]
                 for name, f in fields
             ],
             text_columns=2,
@@ -280,10 +279,7 @@ def build_report(batch: ReportData, images: dict[str, Path]) -> Report:
         report.paragraph(f"The {len(worst)} lowest RQS.")
         report.table(
             ["id", "fields not matched", "RQS", "completeness", "hallucination", "accuracy"],
-            [
-                [rid, unmatched, _num(rqs), _num(comp), _num(hall), _num(acc)]
-                for rid, unmatched, rqs, comp, hall, acc in worst
-            ],
+            [[rid, unmatched, *map(format_fixed, scores)] for rid, unmatched, *scores in worst],
             text_columns=2,
         )
     if s.errors:
@@ -292,10 +288,7 @@ def build_report(batch: ReportData, images: dict[str, Path]) -> Report:
         if max(s.not_scored, len(s.errors)) > ERRORS_SHOWN:
             items.append(f"{max(s.not_scored, len(s.errors)) - ERRORS_SHOWN} more in errors.jsonl")
         report.bullets(items)
-    if images:
-        report.heading("Plots")
-        report.images(images)
-    report.heading("Glossary")
+    report.images(images)
     report.glossary(glossary(s))
     return report
 
@@ -306,5 +299,5 @@ def write_batch_report(out: str | Path | OutputFolder, batch: ReportData) -> dic
     ``report_html``)."""
     folder = OutputFolder.of(out)
     images = write_plots(batch, folder)
-    written = write_report(folder.path, build_report(batch, images))
+    written = write_report(folder, build_report(batch, images))
     return {**images, "report_md": written["report.md"], "report_html": written["report.html"]}

@@ -16,6 +16,7 @@ from fieldcheck.reports import (
     Term,
     count_axis,
     figure,
+    format_fixed,
     format_seconds_joined,
     write_report,
 )
@@ -60,10 +61,6 @@ WORST = 10
 # A reading comparing two rates is stated as a finding from this gap on (10 percentage points).
 READING_GAP = 0.1
 INPUT_PROBLEMS = 20
-
-
-def _num(value: float | None, digits: int = 3) -> str:
-    return "n/a" if value is None else f"{value:.{digits}f}"
 
 
 def _interval(ci: Mapping[str, Any] | None) -> str:
@@ -316,24 +313,26 @@ def readings(result: NumericResult) -> list[str]:
 
 def _headline_rows(stats: Mapping[str, Any]) -> list[list[str]]:
     ci = stats.get("bootstrap_95_ci") or {}
-    rows = [[label, _num(stats.get(key)), _interval(ci.get(key))] for key, label in HEADLINE]
+    rows = [
+        [label, format_fixed(stats.get(key)), _interval(ci.get(key))] for key, label in HEADLINE
+    ]
     tokens = (stats["total_input_tokens"], stats["total_output_tokens"], stats["total_tokens"])
     usage = [
         ("Tokens (input / output / total)", " / ".join(map(str, tokens))),
         (
             "Cost per correct answer: tokens per successful conversation",
-            _num(stats.get("cost_per_correct_answer"), 1),
+            format_fixed(stats.get("cost_per_correct_answer"), 1),
         ),
-        ("Tokens per correct turn", _num(stats.get("tokens_per_correct_turn"), 1)),
+        ("Tokens per correct turn", format_fixed(stats.get("tokens_per_correct_turn"), 1)),
     ]
     if "cost_per_correct_answer_usd" in stats:
         usage.append(
             (
                 "Cost per correct answer: USD per successful conversation",
-                _num(stats.get("cost_per_correct_answer_usd"), 6),
+                format_fixed(stats.get("cost_per_correct_answer_usd"), 6),
             )
         )
-        usage.append(("Total cost (USD)", _num(stats.get("total_cost_usd"), 6)))
+        usage.append(("Total cost (USD)", format_fixed(stats.get("total_cost_usd"), 6)))
     note = estimated_note(stats)
     rows += [[label + note, value, ""] for label, value in usage]
     latency = stats.get("latency_s")
@@ -496,7 +495,7 @@ def build_report(result: NumericResult, images: Mapping[str, Path]) -> Report:
                     f"{p.accuracy:.3f}",
                     "" if p.low is None or p.high is None else f"[{p.low:.3f}, {p.high:.3f}]",
                     _kept(p.kept, p.drawn),
-                    _num(p.operations, 2),
+                    format_fixed(p.operations, 2),
                 ]
                 for p in positions[:MAX_TURN_INTERVALS]
             ],
@@ -584,10 +583,7 @@ def build_report(result: NumericResult, images: Mapping[str, Path]) -> Report:
         report.bullets(shown)
     else:
         report.paragraph("None.")
-    if images:
-        report.heading("Plots")
-        report.images(images)
-    report.heading("Glossary")
+    report.images(images)
     report.glossary(glossary(stats))
     return report
 
@@ -597,5 +593,5 @@ def write_numeric_report(result: NumericResult, out: Path | OutputFolder) -> dic
     under a temporary name; returns file name -> path."""
     images = write_plots(result, out)
     written = {path.name: path for path in images.values()}
-    written |= write_report(OutputFolder.of(out).path, build_report(result, images))
+    written |= write_report(out, build_report(result, images))
     return written

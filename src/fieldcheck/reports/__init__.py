@@ -9,24 +9,15 @@ if TYPE_CHECKING:  # the names as type checkers and editors see them
     from fieldcheck.reports._csv import neutralise_cell, write_csv
     from fieldcheck.reports._document import (
         LEGEND_OUTSIDE,
-        LINE_BREAKS,
-        PLOTTING,
+        Inline,
         Report,
+        Strong,
         Term,
         count_axis,
-        embedded_image,
-        esc,
         figure,
-        html_table,
         interrupts_deferred,
         label,
-        md,
-        md_code,
-        md_table,
-        no_glyph_warnings,
-        page_head,
         pyplot,
-        save_figure,
         write_report,
     )
     from fieldcheck.reports._folder import (
@@ -45,6 +36,11 @@ if TYPE_CHECKING:  # the names as type checkers and editors see them
         tone,
         values_block,
     )
-    from fieldcheck.reports._format import format_pvalue, format_seconds, format_seconds_joined
+    from fieldcheck.reports._format import (
+        format_fixed,
+        format_pvalue,
+        format_seconds,
+        format_seconds_joined,
+    )
 
 __getattr__, __dir__, __all__ = typed_lazy_names(globals())

@@ -9,14 +9,14 @@ import re
 import signal
 import threading
 import warnings
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fieldcheck._util.errors import shown_path
 from fieldcheck._util.term import safe_text
+from fieldcheck.reports._folder import RunFolder
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]<>|#~])")
 LINE_BREAKS = re.compile(r"[\r\n\v\f\x85\u2028\u2029]")
@@ -36,17 +36,6 @@ CSS = (
 )
 """Inline in ``report.html``: long values wrap, wide tables scroll, plots go two by two, so the
 page never scrolls sideways at 1366 px (issue 28's screenshot pass)."""
-
-
-def page_head(title: str) -> list[str]:
-    """The start of a report page up to its ``<h1>``: charset, viewport, the inline CSS."""
-    return [
-        "<!DOCTYPE html>",
-        f'<html lang="en"><head><meta charset="utf-8"><title>{esc(title)}</title>',
-        '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        f"<style>{CSS}</style></head><body>",
-        f"<h1>{esc(title)}</h1>",
-    ]
 
 
 def visible(text: str) -> str:
@@ -71,35 +60,38 @@ def md_code(text: str) -> str:
     return "`" + visible(text).replace("`", "'") + "`"
 
 
-def md_table(head: Sequence[str], rows: Sequence[Sequence[str]], *, text_columns: int = 0) -> str:
-    """A Markdown table; the first ``text_columns`` cells of a row come from the data and are
-    escaped, the others are numbers or already-formatted Markdown."""
-    lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
-    lines += [
-        "| " + " | ".join(md(c) if i < text_columns else c for i, c in enumerate(row)) + " |"
-        for row in rows
-    ]
-    return "\n".join(lines)
-
-
-def html_table(head: Sequence[str], rows: Sequence[Sequence[str]], *, escape: bool = True) -> str:
-    """An HTML table; cells are escaped unless ``escape=False`` (already-escaped HTML)."""
-    cell = esc if escape else (lambda s: s)
-    out = [
-        "<table>",
-        "<thead><tr>" + "".join(f"<th>{esc(h)}</th>" for h in head) + "</tr></thead>",
-        "<tbody>",
-    ]
-    out += ["<tr>" + "".join(f"<td>{cell(c)}</td>" for c in row) + "</tr>" for row in rows]
-    out += ["</tbody>", "</table>"]
-    return "\n".join(out)
-
-
 def embedded_image(key: str, path: Path) -> str:
     """An ``<img>`` holding the plot's PNG bytes as a ``data:`` URI, so ``report.html`` is one
     file that opens anywhere with no server and no network (issue 28); the PNG stays beside it."""
     data = base64.b64encode(path.read_bytes()).decode("ascii")
     return f'<img src="data:image/png;base64,{data}" alt="{html.escape(visible(key), quote=True)}">'
+
+
+@dataclass(frozen=True)
+class Strong:
+    """Text shown in bold (slots' Results Summary bolds the spec's verdicts)."""
+
+    text: str
+
+
+Inline = str | Strong | Sequence[str | Strong]
+"""Text from the data: plain, bold, or a run of both (a table cell, a list item)."""
+
+
+def _inline(text: Inline, escape: Callable[[str], str], bold: str) -> str:
+    if isinstance(text, Strong):
+        return bold.format(escape(text.text))
+    if isinstance(text, str):
+        return escape(text)
+    return "".join(_inline(t, escape, bold) for t in text)
+
+
+def _md_inline(text: Inline) -> str:
+    return _inline(text, md, "**{}**")
+
+
+def _html_inline(text: Inline) -> str:
+    return _inline(text, esc, "<strong>{}</strong>")
 
 
 @dataclass(frozen=True)
@@ -126,35 +118,64 @@ class Report:
         self._html.append(html_text)
         return self
 
-    def heading(self, text: str) -> Report:
-        return self._add(["## " + md(text)], f"<h2>{esc(text)}</h2>")
+    def heading(self, text: str, level: int = 2) -> Report:
+        return self._add(["#" * level + " " + md(text)], f"<h{level}>{esc(text)}</h{level}>")
 
     def paragraph(self, text: str) -> Report:
         return self._add([md(text)], f"<p>{esc(text)}</p>")
 
     def table(
-        self, head: Sequence[str], rows: Sequence[Sequence[str]], *, text_columns: int | None = None
+        self,
+        head: Sequence[str],
+        rows: Sequence[Sequence[Inline]],
+        *,
+        text_columns: int | None = None,
     ) -> Report:
         """``text_columns``: how many leading columns hold data text (Markdown-escaped); by
         default every column is escaped."""
         columns = len(head) if text_columns is None else text_columns
-        shown = md_table([md(h) for h in head], rows, text_columns=columns)
-        return self._add([shown], html_table(head, rows))
+        lines = ["| " + " | ".join(map(md, head)) + " |", "|" + "|".join("---" for _ in head) + "|"]
+        lines += [
+            "| "
+            + " | ".join(
+                c if i >= columns and isinstance(c, str) else _md_inline(c)
+                for i, c in enumerate(row)
+            )
+            + " |"
+            for row in rows
+        ]
+        cells = ["".join(f"<td>{_html_inline(c)}</td>" for c in row) for row in rows]
+        header = "".join(f"<th>{esc(h)}</th>" for h in head)
+        shown = [f"<thead><tr>{header}</tr></thead>", "<tbody>", *(f"<tr>{c}</tr>" for c in cells)]
+        return self._add(lines, "\n".join(["<table>", *shown, "</tbody>", "</table>"]))
 
-    def bullets(self, items: Sequence[str]) -> Report:
-        listed = "".join(f"<li>{esc(item)}</li>" for item in items)
-        return self._add([f"- {md(item)}" for item in items], f"<ul>{listed}</ul>")
+    def bullets(self, items: Sequence[Inline]) -> Report:
+        listed = "".join(f"<li>{_html_inline(item)}</li>" for item in items)
+        return self._add([f"- {_md_inline(item)}" for item in items], f"<ul>{listed}</ul>")
+
+    def numbered(self, items: Sequence[tuple[Inline, Sequence[str]]]) -> Report:
+        """An ordered list, each item with its bullets beneath it."""
+        lines, listed = [], []
+        for number, (text, bullets) in enumerate(items, 1):
+            lines += [f"{number}. {_md_inline(text)}", *(f"   - {md(b)}" for b in bullets)]
+            sub = "".join(f"<li>{esc(b)}</li>" for b in bullets)
+            listed.append(f"<li>{_html_inline(text)}{f'<ul>{sub}</ul>' if sub else ''}</li>")
+        return self._add(lines, "<ol>" + "".join(listed) + "</ol>")
 
     def images(self, images: Mapping[str, Path]) -> Report:
-        """Plots written beside the report: report.md links their files, report.html embeds them."""
+        """The Plots section, when there are plots (written beside the report): report.md links
+        their files, report.html embeds them."""
         if not images:
             return self
+        self.heading("Plots")
         return self._add(
             [f"![{md(key)}]({path.name})" for key, path in images.items()],
             "\n".join(embedded_image(key, path) for key, path in images.items()),
         )
 
     def glossary(self, terms: Sequence[Term]) -> Report:
+        """The Glossary section: each metric, its formula as the spec writes it, what it tells."""
+        self.heading("Glossary")
         return self._add(
             [f"- **{md(t.name)}** {md_code(t.formula)}: {md(t.meaning)}" for t in terms],
             "<dl>"
@@ -173,7 +194,13 @@ class Report:
         return "\n".join(parts).rstrip("\n") + "\n"
 
     def html(self) -> str:
-        body = page_head(self.title)
+        body = [
+            "<!DOCTYPE html>",
+            f'<html lang="en"><head><meta charset="utf-8"><title>{esc(self.title)}</title>',
+            '<meta name="viewport" content="width=device-width, initial-scale=1">',
+            f"<style>{CSS}</style></head><body>",
+            f"<h1>{esc(self.title)}</h1>",
+        ]
         if self.signature:
             shown = re.sub(r"([|,])", r"\1<wbr>", esc(self.signature))  # wraps after them
             body.append(f"<p>Signature: <code>{shown}</code></p>")
@@ -181,14 +208,14 @@ class Report:
         return "\n".join(body) + "\n"
 
 
-def write_report(out: Path, report: Report) -> dict[str, Path]:
+def write_report(out: str | Path | RunFolder, report: Report) -> dict[str, Path]:
     """``report.md`` and ``report.html`` in the folder ``out`` (a file name's byte that is not
     UTF-8 shown as U+FFFD)."""
-    written = {}
-    for name, text in (("report.md", report.markdown()), ("report.html", report.html())):
-        written[name] = out / name
-        written[name].write_text(shown_path(text), encoding="utf-8")
-    return written
+    folder = RunFolder.of(out)
+    return {
+        name: folder.write_text(name, text)
+        for name, text in (("report.md", report.markdown()), ("report.html", report.html()))
+    }
 
 
 # ---------------------------------------------------------------- plots
@@ -283,15 +310,3 @@ def figure(path: Path, **subplots: Any) -> Iterator[tuple[Any, Any]]:
                 fig.savefig(path, dpi=110)
         finally:
             plt.close(fig)
-
-
-def save_figure(fig: Any, path: Path) -> Path:
-    """Save an already drawn figure and close it (a Ctrl-C meanwhile takes effect after)."""
-    with interrupts_deferred(), PLOTTING:
-        plt = pyplot()
-        try:
-            with no_glyph_warnings():
-                fig.savefig(path, dpi=110)
-        finally:
-            plt.close(fig)
-    return path

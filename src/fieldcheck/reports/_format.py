@@ -6,6 +6,11 @@ import math
 from collections.abc import Sequence
 
 
+def format_fixed(value: float | None, digits: int = 3) -> str:
+    """``0.500`` (``digits`` decimals), ``n/a`` when absent."""
+    return "n/a" if value is None else f"{value:.{digits}f}"
+
+
 def format_pvalue(p: float | None) -> str:
     """``p = 0.023``, ``p < 0.001`` below a thousandth (a 1/1001 bootstrap floor is not 0.001),
     ``p = n/a`` when absent."""

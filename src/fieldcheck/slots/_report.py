@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import html
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -12,25 +11,19 @@ from fieldcheck._util.jsonio import write_jsonl
 from fieldcheck.metrics import Interval
 from fieldcheck.reports import (
     LEGEND_OUTSIDE,
-    LINE_BREAKS,
-    PLOTTING,
+    Inline,
     OutputFolder,
+    Report,
+    Strong,
     Term,
     count_axis,
-    embedded_image,
-    esc,
     figure,
+    format_fixed,
     format_seconds,
     format_seconds_joined,
-    html_table,
-    interrupts_deferred,
     label,
-    md,
-    md_code,
-    md_table,
-    no_glyph_warnings,
-    page_head,
     write_csv,
+    write_report,
 )
 from fieldcheck.slots._score import (
     CI_METRICS,
@@ -41,14 +34,7 @@ from fieldcheck.slots._score import (
     TopicResult,
     reasons_text,
 )
-from fieldcheck.slots._summary import (
-    Finding,
-    Item,
-    SummaryRow,
-    key_findings,
-    not_scored_lines,
-    results_summary,
-)
+from fieldcheck.slots._summary import Item, key_findings, not_scored_lines, results_summary
 
 METRIC_COLUMNS = (
     "precision",
@@ -139,8 +125,7 @@ def write_outputs(
         write_jsonl(tmp, error_dicts(run.errors))
     images = write_plots(run, out) if plots else {}
     files |= {p.name: p for p in images.values()}
-    out.write_text("report.md", render_markdown(run, images))
-    out.write_text("report.html", render_html(run, images))
+    write_report(out, build_report(run, images))
     out.write_summary("metrics.json", run.metrics_json())
     return files
 
@@ -160,22 +145,8 @@ GLOSSARY = (
 )  # fmt: skip
 
 
-def _num(value: float | None, digits: int = 3) -> str:
-    return "n/a" if value is None else f"{value:.{digits}f}"
-
-
 def _ci(ci: Interval | None) -> str:
     return "" if ci is None else f" [{ci.low:.3f}, {ci.high:.3f}]"
-
-
-def _strong(text: str, *, html_mode: bool) -> str:
-    return f"<strong>{text}</strong>" if html_mode else f"**{text}**"
-
-
-def _items(items: Sequence[Item], *, html_mode: bool) -> str:
-    esc = html.escape if html_mode else md
-    texts = [_strong(esc(i.text), html_mode=html_mode) if i.bold else esc(i.text) for i in items]
-    return ", ".join(texts) or "-"
 
 
 _SCORES = ["Precision", "Recall", "F1", "Exact match"]  # the first four METRIC_COLUMNS
@@ -205,7 +176,7 @@ def _metric_table(run: SlotsRun) -> tuple[list[str], list[list[str]]]:
         rows.append(
             [
                 m.name,
-                *(_num(getattr(r, name)) + _ci(r.ci.get(name)) for name in METRIC_COLUMNS),
+                *(format_fixed(getattr(r, name)) + _ci(r.ci.get(name)) for name in METRIC_COLUMNS),
                 lat,
                 str(r.extra_slots),
                 str(r.extra_values),
@@ -220,7 +191,7 @@ def _topic_table(run: SlotsRun) -> tuple[list[str], list[list[str]]]:
         [
             m.name,
             topic,
-            *(_num(getattr(t, name)) for name in METRIC_COLUMNS[:4]),
+            *(format_fixed(getattr(t, name)) for name in METRIC_COLUMNS[:4]),
             str(t.extra_slots),
             str(t.extra_values),
         ]
@@ -230,31 +201,29 @@ def _topic_table(run: SlotsRun) -> tuple[list[str], list[list[str]]]:
     return head, rows
 
 
-def _summary_cells(row: SummaryRow, *, html_mode: bool) -> list[str]:
-    esc = html.escape if html_mode else md
-    name, f1 = esc(row.model), f"{row.f1:.3f}"
-    lat = format_seconds(row.latency_mean)
-    if row.best_f1:
-        name, f1 = _strong(name, html_mode=html_mode), _strong(f1, html_mode=html_mode)
-    return [
-        name,
-        f1,
-        lat,
-        _items(row.strengths, html_mode=html_mode),
-        _items(row.weaknesses, html_mode=html_mode),
-    ]
+def _phrases(items: Sequence[Item]) -> Inline:
+    """A summary cell: its phrases joined by commas, the spec's verdicts in bold; "-" if none."""
+    cell: list[str | Strong] = []
+    for item in items:
+        cell += [", "] if cell else []
+        cell.append(Strong(item.text) if item.bold else item.text)
+    return cell or "-"
 
 
-def _summary_table(run: SlotsRun, *, html_mode: bool) -> tuple[list[str], list[list[str]]]:
+def _summary_rows(run: SlotsRun) -> list[list[Inline]]:
     """The Results Summary: a row per scored model, then the models with nothing scored (no F1,
     the reason instead)."""
-    esc = html.escape if html_mode else md
-    rows = [_summary_cells(r, html_mode=html_mode) for r in results_summary(run)]
+    rows: list[list[Inline]] = []
+    for row in results_summary(run):
+        name, f1 = row.model, f"{row.f1:.3f}"
+        lead = [Strong(name), Strong(f1)] if row.best_f1 else [name, f1]
+        latency = format_seconds(row.latency_mean)
+        rows.append([*lead, latency, _phrases(row.strengths), _phrases(row.weaknesses)])
     for u in run.unscored:
         why = f"({reasons_text(u.sessions_not_scored)})"
         why = f"nothing scored: the call failed for all {u.not_scored} session(s) {why}"
-        rows.append([esc(u.name), "not scored", "n/a", "-", esc(why)])
-    return ["Model", "F1", "Latency", "Strengths", "Weaknesses"], rows
+        rows.append([u.name, "not scored", "n/a", "-", why])
+    return rows
 
 
 _NOT_SCORED_NOTE = (
@@ -264,121 +233,42 @@ _NOT_SCORED_NOTE = (
 )
 
 
-def _not_scored(run: SlotsRun, *, html_mode: bool) -> list[str]:
-    lines = not_scored_lines(run)
-    if not lines:
-        return []
-    if html_mode:
-        items = "".join(f"<li>{html.escape(line)}</li>" for line in lines)
-        return ["<h3>Sessions not scored</h3>", f"<ul>{items}</ul>", f"<p>{_NOT_SCORED_NOTE}</p>"]
-    bullets = [f"- {md(line)}" for line in lines]
-    return ["### Sessions not scored", "", *bullets, "", _NOT_SCORED_NOTE, ""]
-
-
-def _findings_md(findings: Sequence[Finding]) -> str:
-    lines = []
-    for i, f in enumerate(findings, 1):
-        lines.append(f"{i}. **{md(f.title)}**")
-        lines += [f"   - {md(b)}" for b in f.bullets]
-    return "\n".join(lines)
-
-
-def render_markdown(run: SlotsRun, images: dict[str, Path] | None = None) -> str:
-    """The Markdown report: Results Summary, Key findings, metric tables, p-values, plots, issues."""
-    images = images or {}
-    parts = [
-        "# Slot extraction benchmark",
-        "",
-        "Signature: `" + LINE_BREAKS.sub(" ", run.signature.format()).replace("`", "'") + "`",
-        "",
-        "## Results Summary",
-        "",
-        md_table(*_summary_table(run, html_mode=False)),
-        "",
-        "Latency is the mean time per session (ms below a second). The rules that write",
-        "Strengths, Weaknesses and Key findings are listed in docs/slots.md.",
-        "",
-        *_not_scored(run, html_mode=False),
-        "### Key findings",
-        "",
-        _findings_md(key_findings(run)),
-        "",
-        "## Metrics",
-        "",
-        "Brackets: 95% bootstrap interval over sessions.",
-        "",
-        md_table(*_metric_table(run), text_columns=1),
-        "",
-        "## Per topic",
-        "",
-        md_table(*_topic_table(run), text_columns=2),
-        "",
-    ]
-    if images:
-        parts += ["## Plots", ""]
-        parts += [f"![{md(key)}]({p.name})" for key, p in images.items()]
-        parts.append("")
-    parts += ["## Glossary", ""]
-    parts += [f"- **{md(t.name)}** {md_code(t.formula)}: {md(t.meaning)}" for t in GLOSSARY]
-    parts.append("")
-    parts += _issues_md(run)
-    return "\n".join(parts) + "\n"
-
-
-def _issues_md(run: SlotsRun) -> list[str]:
-    if not run.errors and not run.warnings:
-        return []
-    lines = ["## Input problems", ""]
-    lines += [f"- warning: {md(w)}" for w in run.warnings]
-    lines += [f"- error: {md(e.one_line())}" for e in run.errors[:50]]
-    if len(run.errors) > 50:
-        lines.append(f"- ... {len(run.errors) - 50} more errors in errors.jsonl")
-    lines.append("")
-    return lines
-
-
-def render_html(run: SlotsRun, images: dict[str, Path] | None = None) -> str:
-    """The same report as a standalone HTML page; every value from the data is HTML-escaped."""
-    images = images or {}
-    findings = []
-    for f in key_findings(run):
-        bullets = "".join(f"<li>{html.escape(b)}</li>" for b in f.bullets)
-        sub = f"<ul>{bullets}</ul>" if bullets else ""
-        findings.append(f"<li><strong>{html.escape(f.title)}</strong>{sub}</li>")
-    body = [
-        *page_head("Slot extraction benchmark"),
-        f"<p>Signature: <code>{html.escape(run.signature.format())}</code></p>",
-        "<h2>Results Summary</h2>",
-        html_table(*_summary_table(run, html_mode=True), escape=False),
-        "<p>Latency is the mean time per session (ms below a second). The rules that write "
-        "Strengths, Weaknesses and Key findings are listed in docs/slots.md.</p>",
-        *_not_scored(run, html_mode=True),
-        "<h3>Key findings</h3>",
-        "<ol>" + "".join(findings) + "</ol>",
-        "<h2>Metrics</h2>",
-        "<p>Brackets: 95% bootstrap interval over sessions.</p>",
-        html_table(*_metric_table(run)),
-        "<h2>Per topic</h2>",
-        html_table(*_topic_table(run)),
-    ]
-    if images:
-        body.append("<h2>Plots</h2>")
-        body += [embedded_image(key, p) for key, p in images.items()]
-    body.append("<h2>Glossary</h2>")
-    body.append(
-        "<dl>"
-        + "".join(
-            f"<dt>{esc(t.name)}</dt><dd><code>{esc(t.formula)}</code>: {esc(t.meaning)}</dd>"
-            for t in GLOSSARY
-        )
-        + "</dl>"
+def build_report(run: SlotsRun, images: Mapping[str, Path]) -> Report:
+    """The report: Results Summary, Key findings, metric tables, input problems, plots, glossary."""
+    report = Report("Slot extraction benchmark", signature=run.signature.format())
+    report.heading("Results Summary")
+    report.table(["Model", "F1", "Latency", "Strengths", "Weaknesses"], _summary_rows(run))
+    report.paragraph(
+        "Latency is the mean time per session (ms below a second). The rules that write "
+        "Strengths, Weaknesses and Key findings are listed in docs/slots.md."
     )
+    lines = not_scored_lines(run)
+    if lines:
+        report.heading("Sessions not scored", level=3)
+        report.bullets(lines)
+        report.paragraph(_NOT_SCORED_NOTE)
+    report.heading("Key findings", level=3)
+    report.numbered([(Strong(f.title), f.bullets) for f in key_findings(run)])
+    report.heading("Metrics")
+    report.paragraph("Brackets: 95% bootstrap interval over sessions.")
+    report.table(*_metric_table(run), text_columns=1)
+    report.heading("Per topic")
+    report.table(*_topic_table(run), text_columns=2)
     if run.errors or run.warnings:
-        items = [f"<li>warning: {html.escape(w)}</li>" for w in run.warnings]
-        items += [f"<li>error: {html.escape(e.one_line())}</li>" for e in run.errors[:50]]
-        body += ["<h2>Input problems</h2>", "<ul>" + "".join(items) + "</ul>"]
-    body.append("</body></html>")
-    return "\n".join(body) + "\n"
+        report.heading("Input problems")
+        problems = [f"warning: {w}" for w in run.warnings]
+        problems += [f"error: {e.one_line()}" for e in run.errors[:50]]
+        if len(run.errors) > 50:
+            problems.append(f"... {len(run.errors) - 50} more errors in errors.jsonl")
+        report.bullets(problems)
+    report.images(images)
+    report.glossary(GLOSSARY)
+    return report
+
+
+def render_markdown(run: SlotsRun, images: Mapping[str, Path] | None = None) -> str:
+    """report.md's text."""
+    return build_report(run, images or {}).markdown()
 
 
 def plot_topics(run: SlotsRun, *, by: str) -> list[str]:
@@ -405,13 +295,7 @@ def topics_title(title: str, shown: int, total: int, ranked_by: str) -> str:
 
 
 def write_plots(run: SlotsRun, out: Path | OutputFolder) -> dict[str, Path]:
-    """PNG plots (Agg backend, imported on first use); returns key -> path. A Ctrl-C meanwhile
-    takes effect once they are written; another thread's plots wait (``PLOTTING``)."""
-    with interrupts_deferred(), PLOTTING, no_glyph_warnings():
-        return _draw_plots(run, out)
-
-
-def _draw_plots(run: SlotsRun, out: Path | OutputFolder) -> dict[str, Path]:
+    """PNG plots (``reports.figure``: Agg, imported on first use); returns key -> path."""
     import numpy as np
 
     folder = OutputFolder.of(out)  # the prepared folder when ``out`` is its path
