@@ -121,6 +121,9 @@ def test_list_filters_compare_and_delete(store: Store, tmp_path: Path) -> None:
     assert [r.id for r in store.list_runs(system="json")] == [a.id, b.id]
     assert [r.id for r in store.list_runs(model="beta")] == [b.id]
     assert [r.id for r in store.list_runs(model="b")] == [s.id]  # one of "a, b"
+    for other in ("B", "A", "Beta", "a, ", "%", "_"):  # case kept, as == keeps it; no wildcard
+        assert store.list_runs(model=other) == [], other
+    assert [r.id for r in store.list_runs(model="a, b")] == [s.id]
     assert [r.id for r in store.list_runs(newest_first=True, limit=1)] == [s.id]
     assert store.count_runs(system="slots") == 1
     assert store.find_run(a.id[:6]) is not None

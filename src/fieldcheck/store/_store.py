@@ -910,13 +910,8 @@ def _run_filters(
     else:
         query = query.where(RunRow.kind != "calls")
     if model is not None:  # one of the ", "-joined names of a slot run, or the whole name
-        m = _like(model)
-        query = query.where(
-            (RunRow.model == model)
-            | RunRow.model.like(f"{m}, %", escape="\\")
-            | RunRow.model.like(f"%, {m}", escape="\\")
-            | RunRow.model.like(f"%, {m}, %", escape="\\")
-        )
+        joined = ", " + RunRow.model + ", "  # replace() matches case as == does; LIKE may not
+        query = query.where(func.replace(joined, f", {model}, ", "") != joined)
     for column, text in ((RunRow.model, model_contains), (RunRow.dataset, dataset_contains)):
         if text:
             query = query.where(column.ilike(f"%{_like(text)}%", escape="\\"))
