@@ -25,14 +25,7 @@ def main(base_url: str, dataset: str, n_items: int) -> int:
             if handle.result(item) is not None:
                 continue
             reply = await handle.client.complete([{"role": "user", "content": item}])
-            handle.save(
-                item,
-                {"text": reply.text},
-                error_type=reply.error_type,
-                calls=1,
-                cached_calls=int(reply.cached),
-                latency_s=reply.latency_s,
-            )
+            handle.save(item, {"text": reply.text}, error_type=reply.error_type, call_log=[reply])
 
     async def go() -> RunHandle:
         try:

@@ -295,6 +295,56 @@ def _run(runner: Runner, spec: ModelSpec, dataset: Path, units: list[list[str]])
     return asyncio.run(go())
 
 
+def test_in_order_tells_each_item_the_earlier_results_read_back_on_resume(
+    chat_server: Start, tmp_path: Path
+) -> None:
+    """``in_order`` asks a unit's items in order, each told the results before it: on resume
+    those of the finished items are read back from the journal, not asked again. An item's
+    latency is its calls' unless its result says one (numeric's rounded latency)."""
+    from fieldcheck.runner import Asked, ChatClient, RunInterrupted, in_order
+
+    server = chat_server(lambda req: "r:" + user_text(req))
+    dataset = tmp_path / "d.jsonl"
+    dataset.write_text("x\n")
+    store = Store()
+    spec = RunSpec(system="test", task="chain", dataset=dataset, model=_spec(server))
+    stop = {"c"}
+
+    async def ask(item: str, earlier: list[dict[str, Any]], client: ChatClient) -> Asked:
+        if item in stop:
+            raise asyncio.CancelledError  # as Ctrl-C cancels the run mid-unit
+        prompt = f"{item} after {[e['text'] for e in earlier]}"
+        r = await client.complete([{"role": "user", "content": prompt}])
+        return {"text": r.text, **({"latency_s": 0.25} if item == "b" else {})}, None, [r]
+
+    def run() -> RunHandle:
+        async def go() -> RunHandle:
+            runner = Runner(store=store)
+            try:
+                work = in_order(str, ask)
+                return await run_task(
+                    runner, spec, [["a", "b", "c"]], work, total_items=3, show_progress=False
+                )
+            finally:
+                await runner.aclose()
+
+        return asyncio.run(go())
+
+    with pytest.raises(RunInterrupted):
+        run()
+    stop.clear()
+    handle = run()
+    assert handle.resumed_items == 2
+    assert [user_text(r) for r in server.chat_requests] == [
+        "a after []",
+        "b after ['r:a after []']",
+        "c after ['r:a after []', \"r:b after ['r:a after []']\"]",
+    ]
+    items = {i.key: i for i in store.journal(handle.id)}
+    assert items["b"].latency_s == 0.25 and items["b"].calls == 1
+    assert items["c"].latency_s == items["c"].call_log[0]["latency_s"] > 0
+
+
 def test_run_is_stored_and_a_finished_run_is_not_resumed(
     chat_server: Start, tmp_path: Path
 ) -> None:

@@ -29,12 +29,15 @@ from fieldcheck._util.jsonio import (
 from fieldcheck._util.sniff import check_input_file
 from fieldcheck.jsoneval._models import MAX_DEPTH, RecordError
 from fieldcheck.runner import (
+    Asked,
+    ChatClient,
     Message,
     ModelSpec,
     RunHandle,
     Runner,
     RunSpec,
     estimate_tokens,
+    in_order,
     item_calls,
     messages_tokens,
     run_task,
@@ -216,10 +219,7 @@ class ModelRun:
 
     @property
     def cost_usd(self) -> float | None:
-        spec = self.spec
-        if spec.price_in is None or spec.price_out is None:
-            return None
-        return self.input_tokens / 1e6 * spec.price_in + self.output_tokens / 1e6 * spec.price_out
+        return self.spec.cost_usd(self.input_tokens, self.output_tokens)
 
     def info(self) -> dict[str, Any]:
         """``run.json``: what ran, where it is stored, and the counts (no timestamps or keys)."""
@@ -312,10 +312,8 @@ class JsonRuns:
         records, schema_text = task.records, task.schema_text
         prompts = {r.key: build_messages(r.document, schema_text) for r in records}
 
-        async def work(record: ExtractRecord, handle: RunHandle) -> None:
-            if handle.result(record.key) is not None:
-                return  # finished in an earlier, interrupted run: never called again
-            reply = await handle.client.complete(prompts[record.key])
+        async def ask(record: ExtractRecord, _: Any, client: ChatClient) -> Asked:
+            reply = await client.complete(prompts[record.key])
             result: dict[str, Any] = {
                 "input_tokens": reply.input_tokens,
                 "output_tokens": reply.output_tokens,
@@ -331,15 +329,7 @@ class JsonRuns:
                     error_type=reply.error_type,
                     error_message=clean_text(message) if message is not None else None,
                 )
-            handle.save(
-                record.key,
-                result,
-                error_type=None if reply.ok else reply.error_type,
-                calls=1,
-                cached_calls=int(reply.cached),
-                latency_s=reply.latency_s,
-                call_log=[reply],
-            )
+            return result, reply.error_type, [reply]
 
         estimate = (
             len(records),
@@ -351,8 +341,8 @@ class JsonRuns:
         handle = await run_task(
             runner,
             run,
-            records,
-            work,
+            [[r] for r in records],
+            in_order(lambda r: r.key, ask),
             total_items=len(records),
             estimate=estimate,
             console=console,

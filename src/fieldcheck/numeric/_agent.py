@@ -17,6 +17,7 @@ from fieldcheck.numeric._records import Conversation, Document, turn_key
 from fieldcheck.numeric._validator import validate_reply
 from fieldcheck.runner import (
     CALL_ERRORS,
+    Asked,
     CallResult,
     ChatClient,
     Message,
@@ -25,6 +26,7 @@ from fieldcheck.runner import (
     Runner,
     RunSpec,
     estimate_tokens,
+    in_order,
     item_calls,
     run_task,
 )
@@ -213,26 +215,13 @@ async def run_turn(
     return line, log
 
 
-async def conversation_work(conversation: Conversation, handle: RunHandle) -> None:
-    """Run a conversation's turns in order; finished turns (resume) are read back, not called."""
-    earlier: list[Any] = []
-    for turn in conversation.turns:
-        key = turn_key(conversation.id, turn.index)
-        stored = handle.result(key)
-        if stored is not None:
-            earlier.append(stored.get("answer"))
-            continue
-        line, log = await run_turn(handle.client, conversation, turn.index, earlier)
-        handle.save(
-            key,
-            line,
-            error_type=line["error"]["type"] if line["error"] else None,
-            calls=len(log),
-            cached_calls=sum(int(call.cached) for call in log),
-            latency_s=line["latency_s"],
-            call_log=log,
-        )
-        earlier.append(line["answer"])
+async def _ask(
+    item: tuple[Conversation, int], earlier: list[dict[str, Any]], client: ChatClient
+) -> Asked:
+    """A turn asked after the conversation's earlier turns (their answers in the prompt)."""
+    conversation, turn = item
+    line, log = await run_turn(client, conversation, turn, [e.get("answer") for e in earlier])
+    return line, line["error"]["type"] if line["error"] else None, log
 
 
 def estimate(conversations: Sequence[Conversation]) -> tuple[int, int, int]:
@@ -328,8 +317,8 @@ class NumericRuns:
         handle = await run_task(
             runner,
             RunSpec("numeric", TASK, task.data, spec, settings),
-            conversations,
-            conversation_work,
+            [[(c, turn.index) for turn in c.turns] for c in conversations],
+            in_order(lambda item: turn_key(item[0].id, item[1]), _ask),
             total_items=sum(len(c.turns) for c in conversations),
             estimate=estimate(conversations),
             console=console,

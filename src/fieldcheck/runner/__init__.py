@@ -25,10 +25,12 @@ if TYPE_CHECKING:  # the names as type checkers and editors see them
         load_model_specs,
     )
     from fieldcheck.runner._run import (
+        Asked,
         RunAborted,
         RunHandle,
         RunInterrupted,
         RunSpec,
+        in_order,
         interrupted_line,
         item_calls,
         run_task,

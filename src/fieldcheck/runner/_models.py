@@ -70,6 +70,12 @@ class ModelSpec(BaseModel):
                 return value
         return "not-set"
 
+    def cost_usd(self, input_tokens: int, output_tokens: int) -> float | None:
+        """USD for these tokens at the spec's prices (per 1M tokens); None without both."""
+        if self.price_in is None or self.price_out is None:
+            return None
+        return input_tokens / 1e6 * self.price_in + output_tokens / 1e6 * self.price_out
+
     def public(self) -> dict[str, Any]:
         """What may be stored and printed (the endpoint without credentials)."""
         data = self.model_dump()

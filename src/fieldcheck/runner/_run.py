@@ -33,6 +33,7 @@ from fieldcheck.runner._errors import CALL_ERRORS
 from fieldcheck.runner._models import ModelSpec
 from fieldcheck.store import StoredItem, sha256_file
 
+T = TypeVar("T")
 U = TypeVar("U")
 
 
@@ -102,17 +103,16 @@ class RunHandle:
         result: dict[str, Any],
         *,
         error_type: str | None = None,
-        calls: int = 0,
-        cached_calls: int = 0,
-        latency_s: float = 0.0,
+        calls: int | None = None,
+        latency_s: float | None = None,
         call_log: Sequence[CallResult] = (),
     ) -> None:
-        """Save a finished item (``Runner.write``) with its ``call_log``, from which ``calls``,
-        ``cached_calls`` and ``latency_s`` default."""
-        if call_log and not calls:
-            calls = len(call_log)
-            cached_calls = sum(c.cached for c in call_log)
-            latency_s = latency_s or sum(c.latency_s for c in call_log)
+        """Save a finished item (``Runner.write``) with its ``call_log``, from which ``calls``
+        and ``latency_s`` default."""
+        calls = len(call_log) if calls is None else calls
+        cached_calls = sum(c.cached for c in call_log)
+        if latency_s is None:
+            latency_s = sum((c.latency_s for c in call_log), 0.0)
         log = [c.to_dict() for c in call_log]
         item = StoredItem(
             key, self._next_seq, error_type, calls, cached_calls, latency_s, result, log
@@ -186,6 +186,33 @@ def item_calls(
         }
         for i in handle.items()
     }
+
+
+Asked = tuple[dict[str, Any], str | None, list[CallResult]]
+"""What asking one item gives: its result, its error type (None: answered) and its calls."""
+
+
+def in_order(
+    key: Callable[[T], str],
+    ask: Callable[[T, list[dict[str, Any]], ChatClient], Awaitable[Asked]],
+) -> Callable[[Sequence[T], RunHandle], Awaitable[None]]:
+    """``run_task``'s work for units of items asked in order: ``ask(item, earlier results,
+    client)``, its item saved; an item finished in an earlier run is read back, never asked."""
+
+    async def work(items: Sequence[T], handle: RunHandle) -> None:
+        earlier: list[dict[str, Any]] = []
+        for item in items:
+            result = handle.result(key(item))
+            if result is None:
+                result, error_type, log = await ask(item, earlier, handle.client)
+                # a result that says its latency (numeric's, rounded) is saved with it
+                latency_s = result.get("latency_s")
+                handle.save(
+                    key(item), result, error_type=error_type, latency_s=latency_s, call_log=log
+                )
+            earlier.append(result)
+
+    return work
 
 
 def call_failed(item: StoredItem) -> bool:
@@ -313,8 +340,8 @@ def estimate_line(calls: int, input_tokens: int, output_tokens: int, spec: Model
     """One line: the expected calls and, with prices, the expected cost in USD."""
     line = f"about {calls} model calls for {spec.name} (fewer if replies are cached)"
     line += f" (~{input_tokens:,} input / ~{output_tokens:,} output tokens, estimated)"
-    if spec.price_in is not None and spec.price_out is not None:
-        cost = input_tokens / 1e6 * spec.price_in + output_tokens / 1e6 * spec.price_out
+    cost = spec.cost_usd(input_tokens, output_tokens)
+    if cost is not None:
         line += f"; about ${cost:.4g} at the given prices"
     return line
 

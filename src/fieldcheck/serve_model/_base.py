@@ -40,18 +40,20 @@ def last_user_text(messages: list[Message]) -> str:
 
 @dataclass
 class LookupResponder:
-    """Answers the item ``key`` finds in ``table`` (from the last user message) with ``answer`` and
-    the model's profile (else ``synthetic-careful``'s); an unknown item gets ``{}``."""
+    """Answers the item whose ``digest`` is in ``table`` (its text ``find`` takes from the last
+    user message) with ``answer`` and the model's profile (else ``synthetic-careful``'s); an
+    unknown item gets ``{}``."""
 
     prompt_id: str
     table: Mapping[str, Any]
-    key: Callable[[str], str | None]
+    find: Callable[[str], str | None]
+    digest: Callable[[str], str]
     answer: Callable[[Any, Any, random.Random], str]
     profiles: Mapping[str, Any]
 
     def respond(self, messages: list[Message], model: str, rng: random.Random) -> str:
-        key = self.key(last_user_text(messages))
-        gold = self.table.get(key) if key is not None else None
+        text = self.find(last_user_text(messages))
+        gold = self.table.get(self.digest(text)) if text is not None else None
         if gold is None:
             return "{}"
         return self.answer(gold, self.profiles.get(model, self.profiles[SYNTHETIC_MODELS[0]]), rng)

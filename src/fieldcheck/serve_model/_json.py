@@ -153,9 +153,7 @@ def index(responses_dir: Path) -> dict[str, dict[str, Any]]:
 
 def build(responses_dir: Path) -> list[Responder]:
     """The JSON-extraction responder over ``responses_dir`` (default: the repository's examples/)."""
-    return [LookupResponder(PROMPT_ID, index(responses_dir), _document_key, answer, PROFILES)]
-
-
-def _document_key(user_text: str) -> str | None:
-    document = document_from_prompt(user_text)
-    return document_digest(document) if document is not None else None
+    table = index(responses_dir)
+    return [
+        LookupResponder(PROMPT_ID, table, document_from_prompt, document_digest, answer, PROFILES)
+    ]

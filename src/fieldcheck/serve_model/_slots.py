@@ -118,9 +118,5 @@ def index(responses_dir: Path) -> dict[str, Memory]:
 
 def build(responses_dir: Path) -> list[Responder]:
     """The slot-memory responder over ``responses_dir`` (default: the repository's examples/)."""
-    return [LookupResponder(PROMPT_ID, index(responses_dir), _session_key, answer, PROFILES)]
-
-
-def _session_key(user_text: str) -> str | None:
-    block = session_block(user_text)
-    return transcript_digest(block) if block is not None else None
+    table = index(responses_dir)
+    return [LookupResponder(PROMPT_ID, table, session_block, transcript_digest, answer, PROFILES)]

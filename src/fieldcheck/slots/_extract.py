@@ -21,11 +21,13 @@ from fieldcheck._util.jsonio import iter_jsonl, write_json, write_jsonl
 from fieldcheck._util.paths import unique_filenames
 from fieldcheck.reports import RunFolder
 from fieldcheck.runner import (
+    Asked,
+    ChatClient,
     Message,
     ModelSpec,
-    RunHandle,
     Runner,
     RunSpec,
+    in_order,
     item_calls,
     messages_tokens,
     run_task,
@@ -330,46 +332,33 @@ def by_user(conversations: Sequence[Conversation]) -> list[list[Conversation]]:
     return [sorted(sessions, key=lambda c: c.session) for sessions in users.values()]
 
 
-async def _run_user(sessions: list[Conversation], handle: RunHandle) -> None:
-    memory: Memory = {}
-    for conv in sessions:
-        key = item_key(conv.user, conv.session)
-        stored = handle.result(key)
-        if stored is not None:
-            memory = stored["memory"]
-            continue
-        r = await handle.client.complete(build_messages(memory, conv))
-        update: Memory = {}
-        error_type, error_message = r.error_type, r.error_message
-        if r.ok:
-            try:
-                update = parse_reply(r.text)
-                memory = merge(memory, update)
-            except ReplyError as exc:
-                update, error_type, error_message = {}, "invalid_reply", str(exc)
-        outcome = SessionOutcome(
-            user=conv.user,
-            session=conv.session,
-            update=update,
-            memory=memory,
-            error_type=error_type,
-            error_message=error_message,
-            latency_s=r.latency_s,
-            answered=r.text is not None,
-            calls=1,
-            cached=r.cached,
-            input_tokens=r.input_tokens,
-            output_tokens=r.output_tokens,
-        )
-        handle.save(
-            key,
-            asdict(outcome),
-            error_type=error_type,
-            calls=1,
-            cached_calls=int(r.cached),
-            latency_s=r.latency_s,
-            call_log=[r],
-        )
+async def _ask(conv: Conversation, earlier: list[dict[str, Any]], client: ChatClient) -> Asked:
+    """A session asked with the memory after the user's earlier sessions."""
+    memory: Memory = earlier[-1]["memory"] if earlier else {}
+    r = await client.complete(build_messages(memory, conv))
+    update: Memory = {}
+    error_type, error_message = r.error_type, r.error_message
+    if r.ok:
+        try:
+            update = parse_reply(r.text)
+            memory = merge(memory, update)
+        except ReplyError as exc:
+            update, error_type, error_message = {}, "invalid_reply", str(exc)
+    outcome = SessionOutcome(
+        user=conv.user,
+        session=conv.session,
+        update=update,
+        memory=memory,
+        error_type=error_type,
+        error_message=error_message,
+        latency_s=r.latency_s,
+        answered=r.text is not None,
+        calls=1,
+        cached=r.cached,
+        input_tokens=r.input_tokens,
+        output_tokens=r.output_tokens,
+    )
+    return asdict(outcome), error_type, [r]
 
 
 def estimate(conversations: Sequence[Conversation]) -> tuple[int, int, int]:
@@ -398,7 +387,7 @@ async def run_extraction(
             settings={"prompt": PROMPT_ID, "memory": "update-merge"},
         ),
         by_user(conversations),
-        _run_user,
+        in_order(lambda conv: item_key(conv.user, conv.session), _ask),
         total_items=len(conversations),
         estimate=estimate(conversations),
         console=console,
