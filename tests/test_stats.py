@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fieldcheck.metrics import (
+    ExactSum,
     f1,
     f1_from_pr,
     latency_stats,
@@ -215,3 +216,17 @@ def test_resample_counts_have_the_multinomial_moments() -> None:
     counts = _draw_counts(np.random.default_rng(7), 50, 20_000)
     assert abs(counts.mean() - 1.0) < 0.03
     assert abs(counts.var(axis=0).mean() - 49 / 50) < 0.03
+
+
+def test_exact_sum_pending_values_fold_to_one_fsum_in_any_chunks() -> None:
+    # 1e16 + 1.0 - 1e16 cancels: a running float sum gives 0.0, fsum gives 10000.0
+    values = [1e16, *([1.0] * 10_000), -1e16, 0.1, 0.2]
+    a, b = ExactSum(), ExactSum()
+    a.pending += values[:3]  # appended by hand, as score_session does
+    a.extend(values[3:5000])  # past 4096: folded while extending
+    assert len(a.pending) < 4096 and a.partials
+    b.extend(values[5000:])
+    b.pending.append(0.3)
+    a.absorb(b)
+    assert a.value == math.fsum([*values, 0.3]) == 10000.6
+    assert not a.pending  # the value settles what waited

@@ -23,6 +23,7 @@ from fieldcheck.metrics import (
     normalise_operation,
     parse_program,
     plan_operations,
+    table_entry,
 )
 from fieldcheck.metrics._programs import (
     ConstArg,
@@ -131,6 +132,13 @@ def test_parse_errors_are_typed(program: str, reason: str) -> None:
         parse_program(program)
     assert reason in str(info.value)
     assert info.value.program == program
+
+
+def test_table_entry_is_how_the_executor_finds_a_row() -> None:
+    assert table_entry(TABLE, "Net  Income ") is TABLE["net income"]  # case and spacing
+    assert table_entry(TABLE["net income"], "2008") == "$ 104222"
+    assert table_entry(TABLE, "net incomes") is None
+    assert run_program("table_max(NET income, none)", table=TABLE) == 104222.0
 
 
 def test_execution_errors() -> None:

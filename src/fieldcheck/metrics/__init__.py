@@ -80,6 +80,7 @@ if TYPE_CHECKING:  # the names as type checkers and editors see them
         plan_operations,
         program_from_plan,
         program_operations,
+        table_entry,
     )
 
     # Slots (slot-extraction-benchmark.md): TP/FP/FN, exact match, extras, per topic.

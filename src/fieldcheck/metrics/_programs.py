@@ -10,7 +10,7 @@ import math
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Literal, cast, get_args
+from typing import Literal, TypeVar, cast, get_args
 
 from pydantic import BaseModel, ConfigDict
 
@@ -36,6 +36,7 @@ MAX_PROGRAM_CHARS = 10_000
 # A table as the records hold it: row name -> column name -> cell (number or text).
 Table = Mapping[str, Mapping[str, float | str]]
 Value = float | bool
+V = TypeVar("V")
 
 
 class ProgramParseError(FieldcheckError, ValueError):
@@ -338,19 +339,21 @@ def _cell_value(cell: float | str | None) -> tuple[float, bool] | None:
     return (number, head.endswith("%")) if math.isfinite(number) else None
 
 
-def _norm_row(name: str) -> str:
-    return " ".join(name.lower().split())
+def table_entry(entries: Mapping[str, V], name: str) -> V | None:
+    """``entries[name]`` (a table's row, or a row's cell), else the first entry named the same but
+    for case and spacing, as the executor finds a row; ``None`` when there is none."""
+    if name in entries:
+        return entries[name]
+    wanted = " ".join(name.lower().split())
+    return next((v for key, v in entries.items() if " ".join(key.lower().split()) == wanted), None)
 
 
 def _table_row(table: Table | None, name: str) -> list[float]:
-    """The numbers of row ``name`` (exact, else ignoring case and spaces); as upstream, a cell
-    that is not a number fails the operation rather than silently change an average."""
+    """The numbers of row ``name`` (``table_entry``); as upstream, a cell that is not a number
+    fails the operation rather than silently change an average."""
     if table is None:
         raise ProgramExecutionError(f"table row {name!r} asked for, but there is no table")
-    row = table.get(name)
-    if row is None:
-        wanted = _norm_row(name)
-        row = next((cells for key, cells in table.items() if _norm_row(key) == wanted), None)
+    row = table_entry(table, name)
     if row is None:
         raise ProgramExecutionError(f"no table row named {name!r}")
     if not row:

@@ -128,36 +128,27 @@ class SlotCounts:
 
 class TopicTally:
     """Running counts of one topic (``TALLY_FIELDS``), mergeable, with exact BLEU-1 and judge
-    sums (order-independent) whose values wait in ``*_values`` until ``settle``."""
+    sums (order-independent) whose values wait in their ``pending`` until ``settle``."""
 
-    __slots__ = ("bleu", "bleu_values", "counts", "judge", "judge_values")
+    __slots__ = ("bleu", "counts", "judge")
 
     def __init__(self) -> None:
         self.counts = [0] * len(TALLY_FIELDS)
         self.bleu = ExactSum()
         self.judge = ExactSum()
-        self.bleu_values: list[float] = []
-        self.judge_values: list[float] = []
 
     def settle(self) -> None:
         """Fold the waiting values into the exact sums."""
-        if self.bleu_values:
-            self.bleu.add(self.bleu_values)
-            self.bleu_values = []
-        if self.judge_values:
-            self.judge.add(self.judge_values)
-            self.judge_values = []
+        self.bleu.settle()
+        self.judge.settle()
 
     def absorb(self, other: TopicTally) -> None:
         """Add ``other``'s counts and sums (exactly)."""
-        self.settle()
-        other.settle()
         self.counts = [a + b for a, b in zip(self.counts, other.counts, strict=True)]
-        self.bleu.add(other.bleu.partials)
-        self.judge.add(other.judge.partials)
+        self.bleu.absorb(other.bleu)
+        self.judge.absorb(other.judge)
 
     def slot_counts(self, sessions: int = 0) -> SlotCounts:
-        self.settle()
         ints = dict(zip(TALLY_FIELDS, self.counts, strict=True))
         return SlotCounts(
             **ints, bleu1_sum=self.bleu.value, judge_sum=self.judge.value, sessions=sessions
@@ -284,7 +275,7 @@ def score_session(
         gold_tokens += s_gold
         exact += s_exact
         if s_bleu:
-            t.bleu_values.append(s_bleu)
+            t.bleu.pending.append(s_bleu)
         if not has_pred:
             c[FN] += 1
             fn += 1
@@ -301,7 +292,7 @@ def score_session(
             fn += 1
         if j is not None:
             if slot in j:
-                t.judge_values.append(j[slot])
+                t.judge.pending.append(j[slot])
                 c[JUDGE_COUNT] += 1
             else:
                 c[JUDGE_MISSING] += 1

@@ -142,15 +142,18 @@ def percentile_interval(values: np.ndarray, estimate: float, level: float) -> In
 
 class ExactSum:
     """A running sum of floats, in any chunks, that ends exactly where one ``math.fsum`` of all
-    of them would: its state is non-overlapping partials whose exact total is the sum so far."""
+    of them would: its state is non-overlapping partials whose exact total is the sum so far, and
+    the ``pending`` values a caller appends (folded in blocks: an ``add`` per value is slow)."""
 
-    __slots__ = ("partials",)
+    __slots__ = ("partials", "pending")
 
     def __init__(self) -> None:
         self.partials: list[float] = []
+        self.pending: list[float] = []
 
     def add(self, values: Sequence[float]) -> None:
-        terms = self.partials + list(values)
+        terms = self.partials + self.pending + list(values)
+        self.pending = []
         partials: list[float] = []
         while True:
             # the exact sum of floats is a multiple of 2**-1074, so a residual that rounds to 0 is 0
@@ -160,8 +163,24 @@ class ExactSum:
             partials.append(s)
         self.partials = partials
 
+    def extend(self, values: list[float]) -> None:
+        """``values`` appended to ``pending``, folded once a few thousand wait."""
+        self.pending += values
+        if len(self.pending) >= 4096:
+            self.add(())
+
+    def settle(self) -> None:
+        """Fold ``pending`` in (its memory freed)."""
+        if self.pending:
+            self.add(())
+
+    def absorb(self, other: ExactSum) -> None:
+        """Add ``other``'s sum, exactly."""
+        self.add([*other.partials, *other.pending])
+
     @property
     def value(self) -> float:
+        self.settle()
         return math.fsum(self.partials)
 
 

@@ -341,34 +341,6 @@ def error_cells(
     )
 
 
-class _Sum:
-    """``ExactSum`` fed in blocks (one ``add`` per few thousand values, not per turn)."""
-
-    __slots__ = ("count", "exact", "pending")
-
-    def __init__(self) -> None:
-        self.exact = ExactSum()
-        self.pending: list[float] = []
-        self.count = 0
-
-    def extend(self, values: list[float]) -> None:
-        self.pending += values
-        self.count += len(values)
-        if len(self.pending) >= 4096:
-            self.exact.add(self.pending)
-            self.pending = []
-
-    def absorb(self, other: _Sum) -> None:
-        self.exact.add([*other.exact.partials, *other.pending])
-        self.count += other.count
-
-    def mean(self) -> float | None:
-        if self.pending:
-            self.exact.add(self.pending)
-            self.pending = []
-        return self.exact.value / self.count if self.count else None
-
-
 def _merged(mine: Any, theirs: Any) -> Any:
     """``theirs`` folded into ``mine``: counts added (in dicts by key, in lists by position),
     arrays of values extended, exact sums and bootstrap units absorbed."""
@@ -394,7 +366,8 @@ class Tally:
     def __init__(self) -> None:
         self.conversations = self.turns = self.scored = 0
         self.matches = [0] * len(MATCH_FIELDS)
-        self.logic = {field: _Sum() for field in LOGIC_FIELDS}
+        self.logic = {field: ExactSum() for field in LOGIC_FIELDS}
+        self.logic_counts = [0] * len(LOGIC_FIELDS)
         self.operations = [0, 0]  # sum, turns with a count (answered)
         self.successes = self.judged = 0
         self.total_in = self.total_out = self.counted_in = self.counted_out = 0
@@ -474,8 +447,9 @@ class Tally:
         self.total_out += tokens_out
         self.counted_in += counted_in
         self.counted_out += counted_out
-        for field, values in zip(LOGIC_FIELDS, present, strict=False):
-            self.logic[field].extend(values)
+        for k, field in enumerate(LOGIC_FIELDS):
+            self.logic[field].extend(present[k])
+            self.logic_counts[k] += len(present[k])
         operations = present[_AVERAGED.index("operations_per_turn")]
         self.operations[0] += int(sum(operations))  # counts: exact in floats
         self.operations[1] += len(operations)
@@ -540,8 +514,8 @@ class Tally:
         scored = self.scored
         for key, count in zip(MATCH_KEYS, self.matches, strict=True):
             stats[key] = float(count) / scored if scored else None
-        for field in LOGIC_FIELDS:
-            stats["avg_" + field] = self.logic[field].mean()
+        for field, count in zip(LOGIC_FIELDS, self.logic_counts, strict=True):
+            stats["avg_" + field] = self.logic[field].value / count if count else None
         ops_sum, ops_count = self.operations
         stats["avg_operations_per_turn"] = float(ops_sum) / ops_count if ops_count else None
         successes = self.successes

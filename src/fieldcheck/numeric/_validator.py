@@ -22,6 +22,7 @@ from fieldcheck.metrics import (
     execute_program,
     normalise_operation,
     program_from_plan,
+    table_entry,
 )
 from fieldcheck.numeric._records import Document
 
@@ -70,10 +71,6 @@ class Validation:
             message = message[: MAX_MESSAGE_CHARS - 3] + "..."
         self.log.append({"check": check, "passed": not problems, "message": message})
         return not problems
-
-
-def _norm(name: str) -> str:
-    return " ".join(name.lower().split())
 
 
 def _close(a: float, b: float) -> bool:
@@ -184,15 +181,6 @@ def _arg_number(arg: Any) -> float | None:
     return None
 
 
-def _find(entries: Mapping[str, Any], name: str) -> Any:
-    """``entries[name]``, else the first entry named the same but for case and spacing;
-    ``None`` when there is none (table rows and cells are never ``None``)."""
-    if name in entries:
-        return entries[name]
-    wanted = _norm(name)
-    return next((value for key, value in entries.items() if _norm(key) == wanted), None)
-
-
 def validate_reply(text: str, doc: Document, earlier_answers: Sequence[float] = ()) -> Validation:
     """Validate one model reply against the document; log each check; compute the answer."""
     result = Validation()
@@ -234,7 +222,7 @@ def validate_reply(text: str, doc: Document, earlier_answers: Sequence[float] = 
             row = args[0] if args else None
             if len(args) != 1 or not isinstance(row, str):
                 arguments.append(f"step {i}: {operation} takes one argument, a table row name")
-            elif _find(doc.table, row) is None:
+            elif table_entry(doc.table, row) is None:
                 arguments.append(f"step {i}: {operation}: no table row named {row!r:.60}")
         else:
             if len(args) != 2:
@@ -286,10 +274,10 @@ def _arg_problems(i: int, arg: Any) -> list[str]:
 
 def _cell_problems(i: int, step: Mapping[str, Any], value: float, doc: Document) -> list[str]:
     row_name, column = str(step["row"]), str(step["column"])
-    row = _find(doc.table, row_name)
+    row = table_entry(doc.table, row_name)
     if row is None:
         return [f"step {i}: no table row named {row_name!r:.60}"]
-    cell = _find(row, column)
+    cell = table_entry(row, column)
     if cell is None:
         return [f"step {i}: row {row_name!r:.60} has no column {column!r:.40}"]
     number = cell_number(cell)

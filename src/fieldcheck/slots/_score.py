@@ -304,19 +304,17 @@ class _ModelFold:
     dropped: int = 0
     absent: int = 0
     pairs: int = 0
-    failed: int = 0
     long: int = 0
     judged_pairs: int = 0
-    judge_failed: int = 0
     file_errors: ErrorList = field(default_factory=ErrorList)
+    # failed comparisons (``_compare``): (session, gold line, error)
     value_failures: list[tuple[SessionKey, int, InputError]] = field(default_factory=list)
     judge_failures: list[tuple[SessionKey, int, InputError]] = field(default_factory=list)
 
 
 _FOLD_SUMS = (
     "scored", "latency_in_gold", "judge_in_gold", "unknown", "unknown_lines", "dropped",
-    "absent", "pairs", "failed", "long", "judged_pairs", "judge_failed", "latency_lines",
-    "judge_lines",
+    "absent", "pairs", "long", "judged_pairs", "latency_lines", "judge_lines",
 )  # fmt: skip
 _FOLD_LISTS = (
     "latency_errors", "judge_errors", "file_errors", "value_failures",
@@ -617,14 +615,10 @@ class SlotScorer(ScorerState):
         if self.tp == "presence" or matcher is None:
             return None
         canonical = self.tp == "exact"
-        predicted = [slot_text(preds.sessions[sk][slot], canonical=canonical) for sk, slot in pairs]
-        golden = [slot_text(gold.sessions[sk][slot], canonical=canonical) for sk, slot in pairs]
-        sims = matcher.similarities(predicted, golden) if pairs else []
-        fold.failed += _failures(
-            preds, gold, pairs, sims, what="value comparison failed", out=fold.value_failures
-        )
+        failed = "value comparison failed", fold.value_failures
+        texts, sims = _compare(matcher, preds, gold, pairs, failed, canonical=canonical)
         if isinstance(matcher, FuzzyMatcher):
-            fold.long += sum(map(compared_linearly, predicted, golden))
+            fold.long += sum(map(compared_linearly, *texts))
         matches: dict[SessionKey, dict[SlotKey, bool]] = {}
         for (sk, slot), s in zip(pairs, sims, strict=True):
             matches.setdefault(sk, {})[slot] = bool(s.passes(self.cut))
@@ -643,15 +637,7 @@ class SlotScorer(ScorerState):
             return {sk: scores[sk] for sk in gold.sessions if sk in scores}
         if self.judge is None:
             return None
-        if not pairs:
-            return {}
-        sims = self.judge.similarities(
-            [slot_text(preds.sessions[sk][slot]) for sk, slot in pairs],
-            [slot_text(gold.sessions[sk][slot]) for sk, slot in pairs],
-        )
-        fold.judge_failed += _failures(
-            preds, gold, pairs, sims, what="judge failed", out=fold.judge_failures
-        )
+        _, sims = _compare(self.judge, preds, gold, pairs, ("judge failed", fold.judge_failures))
         judged: dict[SessionKey, dict[SlotKey, float]] = {}
         for (sk, slot), s in zip(pairs, sims, strict=True):
             if s.ok and s.score is not None:
@@ -758,11 +744,11 @@ class SlotScorer(ScorerState):
                 f"model {model.name!r} has no prediction for {fold.absent} of {n_scored} gold "
                 "session(s); their gold slots count as missed"
             )
-        errors += [e for *_, e in sorted(fold.value_failures, key=lambda f: (f[0], f[1]))]
-        if fold.failed:
+        errors += _in_gold_order(fold.value_failures)
+        if fold.value_failures:
             warn(
-                f"model {model.name!r}: {fold.failed} value comparison(s) failed; counted as no "
-                "match"
+                f"model {model.name!r}: {len(fold.value_failures)} value comparison(s) failed; "
+                "counted as no match"
             )
         if fold.long:
             warn(
@@ -787,11 +773,11 @@ class SlotScorer(ScorerState):
                     "ignored"
                 )
         elif self.judge is not None:
-            errors += [e for *_, e in sorted(fold.judge_failures, key=lambda f: (f[0], f[1]))]
-            if fold.judge_failed:
+            errors += _in_gold_order(fold.judge_failures)
+            if fold.judge_failures:
                 warn(
-                    f"model {model.name!r}: {fold.judge_failed} judge call(s) failed; left out of "
-                    "the judge mean"
+                    f"model {model.name!r}: {len(fold.judge_failures)} judge call(s) failed; left "
+                    "out of the judge mean"
                 )
 
         total = pooled(fold.topics.values(), sessions=n_scored)
@@ -1161,31 +1147,37 @@ def _judge_signature(models: Sequence[ModelInput], judge: Matcher | None) -> str
     return ";".join(sources) if sources else "none"
 
 
-def _failures(
+def _compare(
+    matcher: Matcher,
     preds: SlotFile,
     gold: SlotFile,
     pairs: Sequence[tuple[SessionKey, SlotKey]],
-    sims: Sequence[Similarity],
+    failed: tuple[str, list[tuple[SessionKey, int, InputError]]],
     *,
-    what: str,
-    out: list[tuple[SessionKey, int, InputError]],
-) -> int:
-    """Record each failed comparison as an error at its prediction line (never a score of 0: the
-    run exits 3), with its session and gold line for ordering; returns how many failed."""
-    count = 0
+    canonical: bool = False,
+) -> tuple[tuple[list[str], list[str]], list[Similarity]]:
+    """The pairs' texts (predicted, gold) and the matcher's similarities; each failed comparison
+    is an error ``failed[0]: why`` at its prediction line (never a score of 0: the run exits 3),
+    added to ``failed[1]`` with its session and gold line for ordering (``_in_gold_order``)."""
+    what, failures = failed
+    predicted = [slot_text(preds.sessions[sk][slot], canonical=canonical) for sk, slot in pairs]
+    golden = [slot_text(gold.sessions[sk][slot], canonical=canonical) for sk, slot in pairs]
+    sims = matcher.similarities(predicted, golden) if pairs else []
     for (sk, slot), sim in zip(pairs, sims, strict=True):
-        if sim.ok:
-            continue
-        count += 1
-        error = InputError(
-            f"{what}: {sim.error or 'no score'}",
-            file=preds.path,
-            line=preds.lines.get((sk, slot)),
-            record=f"{sk[0]}/{sk[1]} {slot[0]}/{slot[1]}",
-            field="values",
-        )
-        out.append((sk, gold.lines.get((sk, slot), 0), error))
-    return count
+        if not sim.ok:
+            error = InputError(
+                f"{what}: {sim.error or 'no score'}",
+                file=preds.path,
+                line=preds.lines.get((sk, slot)),
+                record=f"{sk[0]}/{sk[1]} {slot[0]}/{slot[1]}",
+                field="values",
+            )
+            failures.append((sk, gold.lines.get((sk, slot), 0), error))
+    return (predicted, golden), sims
+
+
+def _in_gold_order(failures: list[tuple[SessionKey, int, InputError]]) -> list[InputError]:
+    return [e for *_, e in sorted(failures, key=lambda f: (f[0], f[1]))]
 
 
 def _read(model: type[M], source: Any, **given: Any) -> M:
