@@ -180,3 +180,25 @@ def test_format_pvalue() -> None:
     assert format_pvalue(0.001) == "p = 0.001"
     assert format_pvalue(0.0234) == "p = 0.023"
     assert format_pvalue(None) == "p = n/a"
+
+
+def test_plotting_is_the_public_lock_every_figure_waits_for(tmp_path: Path) -> None:
+    """``reports.PLOTTING`` (docs/decisions.md: the API's scorings draw one plot at a time): a
+    figure drawn while another thread holds it waits until it is released."""
+    import threading
+
+    from fieldcheck import reports
+
+    drawn = threading.Event()
+
+    def draw() -> None:
+        with reports.figure(tmp_path / "plot.png") as (_, ax):
+            ax.plot([0, 1], [0, 1])
+        drawn.set()
+
+    with reports.PLOTTING:
+        thread = threading.Thread(target=draw)
+        thread.start()
+        assert not drawn.wait(0.5)  # held here: the figure waits
+    thread.join(30)
+    assert drawn.is_set() and (tmp_path / "plot.png").stat().st_size > 0

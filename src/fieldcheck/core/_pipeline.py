@@ -207,9 +207,8 @@ def score(
             warn = events.warn
 
             def failed(exc: BaseException) -> None:
-                warn(
-                    f"warning: the run is not stored ({exception_line(exc)}); its files are complete"
-                )
+                line = exception_line(exc)
+                warn(f"warning: the run is not stored ({line}); its files are complete")
 
             try:
                 from fieldcheck.store import RunRecorder

@@ -9,6 +9,7 @@ if TYPE_CHECKING:  # the names as type checkers and editors see them
     from fieldcheck.reports._csv import neutralise_cell, write_csv
     from fieldcheck.reports._document import (
         LEGEND_OUTSIDE,
+        PLOTTING,
         Inline,
         Report,
         Strong,

@@ -535,8 +535,9 @@ class Store:
         values: Sequence[str] = (),
         **filters: Any,
     ) -> list[StoredItem]:
-        """Up to ``limit`` items with ``seq > after`` (keyset paging) filtered as ``_parquet.page``
-        (``filters``); ``order`` (an ``ItemColumn`` expression), ``descending``, ``offset``: sorted."""
+        """Up to ``limit`` items with ``seq > after`` (keyset paging) filtered as
+        ``_parquet.page`` (``filters``); ``order`` (an ``ItemColumn`` expression),
+        ``descending``, ``offset``: sorted."""
         path = self.items_file(run_id)
         if path is not None:
             if order is None and not descending:
