@@ -13,7 +13,7 @@ from runs_data import EXACT, HOSTILE, JSON_RECORDS, json_folder, numeric_folder,
 
 from fieldcheck import core
 from fieldcheck.runs import compare_runs, iter_export, record_folder, rescore
-from fieldcheck.store import RunRecorder, Store
+from fieldcheck.store import RunInfo, RunRecorder, Store
 
 
 def _add(recorder: RunRecorder, items: list[dict[str, Any]]) -> int:
@@ -221,14 +221,8 @@ def test_a_run_with_re_scores_is_not_deleted_until_they_are(store: Store, tmp_pa
     assert store.get_run(run.id) is None
 
 
-def test_a_reply_cached_twice_keeps_the_first_and_a_journal_item_counts(store: Store) -> None:
-    """The hot writes of a model run (Core statements, not the ORM): a key cached again (by
-    another process meanwhile) keeps the first reply, on both backends; a journal item is
-    committed with the run's counts, several in one transaction (a failed one counted as an
-    error)."""
-    store.save_items([], [("k", "m", {"text": "first"})])
-    store.save_items([], [("k", "m", {"text": "second"})])
-    assert store.cache_get("k") == {"text": "first"} and store.cache_count() == 1
+def _model_run(store: Store, *, n_items: int) -> RunInfo:
+    """A json model run opened in ``store`` (its items then saved to its journal)."""
     run, _ = store.open_run(
         system="json",
         task="run",
@@ -238,8 +232,20 @@ def test_a_reply_cached_twice_keeps_the_first_and_a_journal_item_counts(store: S
         endpoint="e",
         settings={},
         signature="",
-        n_items=2,
+        n_items=n_items,
     )
+    return run
+
+
+def test_a_reply_cached_twice_keeps_the_first_and_a_journal_item_counts(store: Store) -> None:
+    """The hot writes of a model run (Core statements, not the ORM): a key cached again (by
+    another process meanwhile) keeps the first reply, on both backends; a journal item is
+    committed with the run's counts, several in one transaction (a failed one counted as an
+    error)."""
+    store.save_items([], [("k", "m", {"text": "first"})])
+    store.save_items([], [("k", "m", {"text": "second"})])
+    assert store.cache_get("k") == {"text": "first"} and store.cache_count() == 1
+    run = _model_run(store, n_items=2)
     store.save_items(
         [
             {"run_id": run.id, "key": "a", "seq": 0, "result": {"v": 1}, "latency_s": 0.5},
@@ -259,17 +265,7 @@ def test_items_in_flight_are_kept_only_by_their_call_error(store: Store) -> None
     """A model run's items in flight (its journal, not scored): the call's error type filters
     them, a scored filter keeps none, an empty text or condition keeps all; each page and its
     count agree (one rule for both)."""
-    run, _ = store.open_run(
-        system="json",
-        task="run",
-        dataset="d",
-        dataset_sha256="x",
-        model="m",
-        endpoint="e",
-        settings={},
-        signature="",
-        n_items=3,
-    )
+    run = _model_run(store, n_items=3)
     store.save_items(
         [
             {"run_id": run.id, "key": "a", "seq": 0, "result": {"v": 1}},
