@@ -285,6 +285,10 @@ def test_runs_import_of_a_folder_of_several_models_names_each_models_folder(
         result.stderr
     )
     assert _invoke("runs", "import", str(out / "a"), "--json").exit_code == 0
+    (out / "run.json").unlink()  # a folder written in place (make demo's) names them too
+    again = _invoke("runs", "import", str(out))
+    assert again.exit_code == 2 and "not an output folder of fieldcheck" in again.stderr
+    assert f"; import each run folder in it: {out / 'a'}, {out / 'b'}" in again.stderr
 
 
 def test_a_ctrl_c_once_the_folder_is_in_place_says_it_is_complete(

@@ -13,6 +13,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
+import typer
 from rich.console import Console
 
 from fieldcheck.serve_model import SYNTHETIC_MODELS, BackgroundServer, create_app, free_port
@@ -56,15 +57,18 @@ def main(root: Path = Path("demo-out")) -> int:
             run_model_demo = importlib.import_module(module_name).run_model_demo
             console.rule(f"[bold]{title}")
             start = time.perf_counter()
-            status = max(
-                status,
-                int(run_model_demo(server.base_url, root / sub, models, console=console) or 0),
-            )
+            try:
+                code = run_model_demo(server.base_url, root / sub, models, console=console)
+            except (typer.Exit, KeyboardInterrupt) as exc:  # Ctrl-C: its line is printed
+                say("make demo stopped; `make demo` again continues where it stopped")
+                return getattr(exc, "exit_code", 130)
+            status = max(status, int(code or 0))
             console.print(
                 f"[dim]{title}: {time.perf_counter() - start:.1f}s, outputs in {root / sub}[/dim]"
             )
         requests = app.state.serve.requests
-    made = [r for r in store.list_runs() if r.started_at.replace(tzinfo=UTC) >= began]
+    stored = store.list_runs()
+    made = [r for r in stored if r.started_at.replace(tzinfo=UTC) >= began]
     parts = [r for r in store.list_runs(kind="calls") if r.started_at.replace(tzinfo=UTC) >= began]
     runs = [r for r in made if r.kind == "run"] + parts  # each model's calls
     journal = [item for run in runs for item in store.journal(run.id)]
@@ -87,8 +91,8 @@ def main(root: Path = Path("demo-out")) -> int:
         f"{root}/json/<model> (records.jsonl, summary.json, fields.csv)"
     )
     say(
-        f"{len(made)} runs are in the store; to browse and compare them "
-        "(http://127.0.0.1:8000/runs):"
+        f"the store holds {len(stored)} runs ({len(made)} begun by this demo); to browse and "
+        "compare them (http://127.0.0.1:8000/runs):"
     )
     say(f"  {serve_command(store.url)}", soft_wrap=True)
     return status

@@ -482,4 +482,7 @@ def test_a_browser_signs_in_once_with_the_token(serve: Serve) -> None:
         assert right.status_code == 303
         cookie = right.headers["set-cookie"].lower()
         assert "httponly" in cookie and "samesite=strict" in cookie
-        assert browser.get("/configuration").status_code == 200
+        page = browser.get("/configuration")
+        assert page.status_code == 200
+        # the page says the CLI's json commands read what it saves too (a new-user trial)
+        assert "by the <code>fieldcheck json</code> commands on this store" in page.text

@@ -39,11 +39,14 @@ def readings(p: ParsedAnswer) -> list[float]:
 
 
 def rounding(p: ParsedAnswer, e: float) -> bool:
-    """The gold rounded to the decimals the prediction shows, in the prediction's unit."""
+    """The gold rounded to the decimals the prediction shows, in the prediction's unit (a gold
+    that is not 0 rounded to 0 is not a rounding)."""
     if p.written is None:
         return False
-    in_unit = e * 100 if p.percent else e / p.scale
-    return math.isclose(p.written, round(in_unit, p.decimals), rel_tol=1e-9, abs_tol=1e-12)
+    target = round(e * 100 if p.percent else e / p.scale, p.decimals)
+    if target == 0 and e != 0:
+        return False
+    return math.isclose(p.written, target, rel_tol=1e-9, abs_tol=1e-12)
 
 
 def match_answer_reference(

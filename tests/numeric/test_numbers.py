@@ -133,6 +133,9 @@ def test_yes_no_matches() -> None:
         ("0.1", 0.14136, "rounding"),
         ("14%", 0.1436, "rounding"),
         ("7", 0.14136, "wrong"),
+        ("1", 0.6, "rounding"),  # an integer where the gold has decimals: precision lost
+        ("0", 0.45, "wrong"),  # a 0 for a gold that is not 0 is not a rounding of it
+        ("0 million", 0.4, "wrong"),
         ("", 0.14136, "no_answer"),
         ("no", "yes", "wrong"),
     ],

@@ -518,6 +518,8 @@ def test_report_has_the_spec_glossary(jsonl: Jsonl, tmp_path: Path) -> None:
     assert "## Glossary" in md_text and "<h2>Glossary</h2>" in page
     assert "- **F1** `F1 = 2 × (Precision × Recall) / (Precision + Recall)`" in md_text
     assert "<dt>BLEU-1</dt><dd><code>BLEU-1 = Precision × Brevity Penalty</code>" in page
+    # exact match is over all gold slots (the trial read "over the predicted gold slots")
+    assert "canonicalisation, over all gold slots, missed ones included (spec 4)" in md_text
 
 
 def test_reading_the_files_shows_progress_on_a_terminal_only(tmp_path: Path) -> None:

@@ -249,7 +249,7 @@ def test_import_of_a_slots_folder_reads_its_sessions_from_the_inputs_run_json_na
     code, stdout, _ = runs("import", str(out))
     assert (
         code == 0
-        and "(slots, 0 items: none in the folder's files nor in the inputs its run.json" in stdout
+        and "(slots, 0 items: none in the folder's files, and no input it names was found" in stdout
     )
     assert "--input" in stdout
 

@@ -650,7 +650,7 @@ def import_command(
         print_json(_summary(run))
         return
     none = (
-        ": none in the folder's files nor in the inputs its run.json names (gone or changed?); "
+        ": none in the folder's files, and no input it names was found (gone or changed?); "
         "give its inputs with --input to store them"
         if not run.n_items
         else ""

@@ -56,7 +56,7 @@ def view_command(
     DIR, write the Runs, run, item and Compare pages of the runs as files (DIR is written
     beside it and renamed into place when complete). Exit 2 on usage errors (an unknown run,
     a DIR that holds files, a run whose items file is gone), 1 when DIR cannot be written (its
-    partial folder removed), 130 on Ctrl-C."""
+    partial folder removed), 130 on Ctrl-C while writing it; serving ends on Ctrl-C with 0."""
     store = _store()
     found = list({r.id: r for r in (_run(store, ref) for ref in runs or ())}.values())
     if bundle is None:

@@ -250,14 +250,25 @@ IDENTIFIER_MAX_CHARS = 64
 
 def is_identifier_text(text: str) -> bool:
     """True for one token with a digit (``SKU-1001``, a hash) or of at most 64 capitals (``USD``,
-    ``N/A``): embeddings read such strings as near-synonyms, so they are EXACT (issue 9;
+    ``N/A``), or tokens of digits, capitals and signs with a digit (``+1 555-0100``,
+    ``USD 1,200.50``): embeddings read such strings as near-synonyms, so they are EXACT (issue 9;
     docs/json.md "Strategies")."""
-    s = text.strip()
-    if not s or any(c.isspace() for c in s):
-        return False
+    tokens = text.split()
+    if len(tokens) != 1:
+        return any(c.isdigit() for c in text) and all(map(_code_token, tokens))
+    s = tokens[0]
     if any(c.isdigit() for c in s):
         return True
     return len(s) <= IDENTIFIER_MAX_CHARS and _CODE.fullmatch(s) is not None
+
+
+def _code_token(token: str) -> bool:
+    """A word of a written code: it has a digit, no letter, or is in capitals (``USD``)."""
+    return (
+        any(c.isdigit() for c in token)
+        or not any(c.isalpha() for c in token)
+        or _CODE.fullmatch(token) is not None
+    )
 
 
 def detect_value_type(value: Any) -> ValueType:

@@ -280,7 +280,8 @@ def general_match(prediction: ParsedAnswer | None, reference: float | str | bool
 
 def is_rounding_of(prediction: ParsedAnswer | None, reference: float | str | bool | None) -> bool:
     """True when the prediction equals the gold rounded to the decimals the prediction shows
-    (0.1 for 0.14136; 14% for 0.14136 read in percent), but is not a numerical match."""
+    (0.1 for 0.14136; 14% for 0.14136 read in percent), but is not a numerical match; a 0 for a
+    gold that is not 0 (0 for 0.45) is wrong, not rounded."""
     expected = _expected(reference)
     if (
         prediction is None
@@ -293,6 +294,8 @@ def is_rounding_of(prediction: ParsedAnswer | None, reference: float | str | boo
         return False
     gold_in_unit = expected * 100 if prediction.percent else expected / prediction.scale
     target = round(gold_in_unit, prediction.decimals)
+    if target == 0 and expected != 0:
+        return False
     return math.isclose(prediction.written, target, rel_tol=1e-9, abs_tol=1e-12)
 
 

@@ -16,6 +16,10 @@ from fieldcheck.store import RunInfo, RunRecorder, Store, sha256_file
 _SUMMARIES = ("summary.json", "metrics.json", "statistics.json")
 
 
+def _listed(folders: Sequence[Path]) -> str:
+    return ", ".join(map(str, folders))
+
+
 def system_of(folder: Path) -> str:
     """``json``, ``slots`` or ``numeric``: run.json's system, or, without one, told by the files
     of the folder; InputError for a folder that is not complete or not fieldcheck's."""
@@ -57,15 +61,21 @@ def record_folder(
     """Store the finished output folder ``out_dir`` (scored from ``inputs``, docs/runs.md) as a
     scored run; InputError naming the run already stored from it, unless ``model`` differs."""
     folder = Path(out_dir)
-    name = system_of(folder)
+    held = sorted(folder.iterdir()) if folder.is_dir() else []
+    subs = [p for p in held if any((p / s).is_file() for s in _SUMMARIES)]
+    try:
+        name = system_of(folder)
+    except InputError as exc:  # a folder written in place (make demo's) has no run.json
+        if not subs:
+            raise
+        why = f"{exc.reason}; import each run folder in it: {_listed(subs)}"
+        raise exc.replace(reason=why) from None
     inputs = [*inputs, *_named_inputs(folder, {role for role, _ in inputs})]
-    if not any((folder / s).is_file() for s in _SUMMARIES):
-        subs = [p for p in sorted(folder.iterdir()) if any((p / s).is_file() for s in _SUMMARIES)]
-        if subs:  # json run's and a several-model run's folder: one run per model inside
-            listed = ", ".join(map(str, subs))
-            raise InputError(
-                f"holds a run per model; import each model's folder: {listed}", file=folder
-            )
+    if subs and not any((folder / s).is_file() for s in _SUMMARIES):
+        # json run's and a several-model run's folder: one run per model inside
+        raise InputError(
+            f"holds a run per model; import each model's folder: {_listed(subs)}", file=folder
+        )
     system = core.find(name)
     if not isinstance(system, core.Imports):
         raise InputError(f"{name} runs cannot be imported", file=folder)

@@ -135,7 +135,7 @@ GLOSSARY = (
     Term("Precision", "Precision = TP / (TP + FP)", "share of predicted gold slots that are true positives (spec 1)"),
     Term("Recall", "Recall = TP / (TP + FN)", "share of gold slots the model predicted (spec 2)"),
     Term("F1", "F1 = 2 × (Precision × Recall) / (Precision + Recall)", "harmonic mean, computed from the counts (spec 3)"),
-    Term("Exact match", "Exact Match = (Number of slots with exact match) / (Total slots)", "value sets equal after canonicalisation, over the predicted gold slots (spec 4)"),
+    Term("Exact match", "Exact Match = (Number of slots with exact match) / (Total slots)", "value sets equal after canonicalisation, over all gold slots, missed ones included (spec 4)"),
     Term("LLM judge", "mean judge score in [0, 1]", "a judge model's score of each predicted gold slot; absent without a judge, never 0 (spec 5)"),
     Term("Token precision / recall / F1", "Matched Tokens / Total Predicted Tokens; Matched Tokens / Total Ground Truth Tokens", "token overlap of the values, F1 as above (spec 6-8)"),
     Term("BLEU-1", "BLEU-1 = Precision × Brevity Penalty", "unigram precision times exp(1 - r/c) when the prediction is shorter (spec 9)"),

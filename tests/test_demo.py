@@ -1,0 +1,58 @@
+"""``make demo`` (``fieldcheck._demo``): a Ctrl-C in a part ends the demo with its exit status and
+one line, no traceback; the closing lines count the store's runs."""
+
+from __future__ import annotations
+
+import sys
+import types
+from pathlib import Path
+
+import pytest
+import typer
+
+from fieldcheck import _demo
+
+
+def _part(monkeypatch: pytest.MonkeyPatch, run_model_demo: object) -> None:
+    module = types.ModuleType("fieldcheck_demo_part")
+    module.run_model_demo = run_model_demo  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    monkeypatch.setattr(_demo, "PARTS", [("Part", module.__name__, "part")])
+
+
+def test_a_ctrl_c_in_a_part_stops_the_demo_with_its_status(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("FIELDCHECK_DATABASE_URL", f"sqlite:///{tmp_path / 's.sqlite3'}")
+
+    def interrupted(*_: object, **__: object) -> int:
+        raise typer.Exit(130)
+
+    _part(monkeypatch, interrupted)
+    assert _demo.main(tmp_path / "demo-out") == 130
+    out = capsys.readouterr().out
+    assert "make demo stopped; `make demo` again continues where it stopped" in out
+    assert "Traceback" not in out and "the store holds" not in out
+
+
+def test_the_closing_line_counts_every_run_in_the_store(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from fieldcheck.store import Store
+
+    monkeypatch.setenv("FIELDCHECK_DATABASE_URL", f"sqlite:///{tmp_path / 's.sqlite3'}")
+    store = Store()
+    store.open_run(  # a run of an earlier demo
+        system="json",
+        task="run",
+        dataset="d",
+        dataset_sha256="x",
+        model="m",
+        endpoint="e",
+        settings={},
+        signature="",
+        n_items=1,
+    )
+    _part(monkeypatch, lambda *_, **__: 0)
+    assert _demo.main(tmp_path / "demo-out") == 0
+    assert "the store holds 1 runs (0 begun by this demo)" in capsys.readouterr().out
