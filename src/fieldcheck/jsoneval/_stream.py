@@ -610,7 +610,7 @@ def _of_record(done: Scored | None, item: Item) -> Scored | None:
 class Outcomes(Sequence[Scored]):
     """A chunk scored by the kernel alone: its distinct outcomes (``results``) and which one
     each record has (``which``); a record's ``Scored`` is made only
-    when asked for (``Aggregate.add``, ``record_lines`` and ``_spliced`` read the outcomes:
+    when asked for (``Aggregate.add``, ``record_pieces`` and ``_spliced`` read the outcomes:
     no object per record)."""
 
     __slots__ = ("items", "results", "which")
@@ -1250,24 +1250,14 @@ def record_pieces(scored: Sequence[Scored]) -> Pieces | None:
     return parts, scored.which.tolist(), ids  # type: ignore[return-value]
 
 
-def _line_pieces(pieces: Pieces) -> Iterator[tuple[bytes, bytes, bytes]]:
-    parts, which, ids = pieces
-    heads, tails = zip(*parts, strict=True)
-    return zip(map(heads.__getitem__, which), ids, map(tails.__getitem__, which), strict=True)
-
-
 def joined(records: bytes | Pieces) -> bytes:
     """A chunk's records.jsonl bytes, from ``record_pieces``' pieces."""
     if isinstance(records, bytes):
         return records
-    return b"".join(itertools.chain.from_iterable(_line_pieces(records)))
-
-
-def record_lines(scored: Sequence[Scored]) -> list[bytes]:
-    """``record_line`` of each record (the kernel's without a call per record)."""
-    if (pieces := record_pieces(scored)) is not None:
-        return list(map(b"".join, _line_pieces(pieces)))
-    return list(map(record_line, scored))
+    parts, which, ids = records
+    heads, tails = zip(*parts, strict=True)
+    lines = zip(map(heads.__getitem__, which), ids, map(tails.__getitem__, which), strict=True)
+    return b"".join(itertools.chain.from_iterable(lines))
 
 
 class Job:
@@ -1365,11 +1355,11 @@ def score_chunk(
     if job.store and canonical and not errors and (columns := _spliced(scored)) is not None:
         store = (*columns, keys)
     if job.store and store is None:
-        lines = record_lines(scored)
+        lines = list(map(record_line, scored))
         records: bytes | Pieces = b"".join(lines)
         store = marshal.dumps(_store_rows(scored, lines, items, errors))
     else:
-        records = record_pieces(scored) or b"".join(record_lines(scored))
+        records = record_pieces(scored) or b"".join(map(record_line, scored))
     keep = job.keep
     rows = ChunkRows(
         records,
