@@ -559,10 +559,15 @@ class Scorer:
         self._used = {}
         if self._kernel:
             eligible = [it.checked and it.output.__class__ is dict for it in items]
-            kernel = iter(self.columnar(list(itertools.compress(items, eligible))))
-            fast = [next(kernel) if e else None for e in eligible]
-            if items and all(map(operator.is_not, fast, itertools.repeat(None))):
-                return fast, [], self.match([])[1], self._plans_seen()  # type: ignore[return-value]
+            if all(eligible):
+                shared = self._outcomes(items)
+                if items and all(map(operator.is_not, shared, itertools.repeat(None))):
+                    kept = Outcomes(shared, items)
+                    return kept, [], self.match([])[1], self._plans_seen()
+                fast = list(map(_of_record, shared, items))
+            else:
+                kernel = iter(self.columnar(list(itertools.compress(items, eligible))))
+                fast = [next(kernel) if e else None for e in eligible]
         for item, result in itertools.zip_longest(items, fast):
             if result is not None:
                 done.append(result)
@@ -602,18 +607,40 @@ def _of_record(done: Scored | None, item: Item) -> Scored | None:
     )  # fmt: skip
 
 
+class Outcomes(Sequence[Scored]):
+    """A chunk scored by the kernel alone: its distinct outcomes (``results``) and which one
+    each record has (``which``); a record's ``Scored`` is made only
+    when asked for (``Aggregate.add``, ``record_pieces`` and ``_spliced`` read the outcomes:
+    no object per record)."""
+
+    __slots__ = ("items", "results", "which")
+
+    def __init__(self, shared: Sequence[Scored | None], items: Sequence[Item]) -> None:
+        first, _, self.which = _by_identity(shared)
+        self.results: list[Scored] = [shared[i] for i in first]  # type: ignore[misc]
+        self.items = items
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __getitem__(self, i: Any) -> Any:  # an index: slices are not asked for
+        return _of_record(self.results[self.which[i]], self.items[i])
+
+
 # ------------------------------------------------------------------ running aggregates
 
 
 _OF = operator.attrgetter
 
 
-def _distinct(scored: Sequence[Scored]) -> tuple[list[Scored], np.ndarray]:
-    """The distinct outcomes of a chunk's records and which one each record has: the kernel's
-    records share their fields (and all but index, id and line) with their outcome."""
-    keys = np.fromiter(map(id, map(_OF("fields"), scored)), dtype=np.uint64, count=len(scored))
-    _, first, which = np.unique(keys, return_index=True, return_inverse=True)
-    return [scored[i] for i in first.tolist()], which.reshape(-1)
+def _by_identity(objects: Sequence[Any]) -> tuple[list[int], np.ndarray, np.ndarray]:
+    """The first position of each distinct object (by identity) of ``objects``, how often it
+    occurs, and which distinct object each position holds."""
+    keys = np.fromiter(map(id, objects), dtype=np.uint64, count=len(objects))
+    _, first, inverse, counts = np.unique(
+        keys, return_index=True, return_inverse=True, return_counts=True
+    )
+    return first.tolist(), counts, inverse.reshape(-1)
 
 
 class Aggregate:
@@ -696,7 +723,11 @@ class Aggregate:
         self.matcher_pairs.update(pair_counts or {})
         if not scored:
             return
-        outcomes, which = _distinct(scored)
+        if isinstance(scored, Outcomes):
+            outcomes, which = scored.results, scored.which
+        else:  # the kernel's records share their fields (and all but index, id and line)
+            first, _, which = _by_identity(list(map(_OF("fields"), scored)))
+            outcomes = [scored[i] for i in first]
         self.scored += len(scored)
         rows = np.array([r.scores for r in outcomes], dtype=float)[which]
         if self.means is not None:
@@ -1204,20 +1235,19 @@ Pieces = tuple[list[tuple[bytes, bytes]], list[int], list[bytes]]
 
 
 def record_pieces(scored: Sequence[Scored]) -> Pieces | None:
-    """A chunk of the kernel's records' records.jsonl lines in pieces: each distinct outcome's
-    line before and after the id, which one each record has, and its id as JSON (sent from a
-    pool process for ``joined`` to make: a fortieth of the bytes); None for another chunk, or
-    an id beyond 64 bits (which orjson refuses: written exactly, ``record_line``)."""
-    if not scored:
-        return None
-    outcomes, which = _distinct(scored)
-    if None in (parts := [r.line_parts for r in outcomes]):
+    """An ``Outcomes`` chunk's records.jsonl lines in pieces: each distinct outcome's line before
+    and after the id, which one each record has, and its id as JSON (sent from a pool process
+    for ``joined`` to make: a fortieth of the bytes); None for another chunk, or an id beyond 64
+    bits (which orjson refuses: written exactly, ``record_line``)."""
+    if not isinstance(scored, Outcomes) or None in (
+        parts := [r.line_parts for r in scored.results]
+    ):
         return None
     try:
-        ids = list(map(orjson.dumps, map(_OF("id"), scored)))
+        ids = list(map(orjson.dumps, map(_OF("id"), scored.items)))
     except TypeError:
         return None
-    return parts, which.tolist(), ids  # type: ignore[return-value]
+    return parts, scored.which.tolist(), ids  # type: ignore[return-value]
 
 
 def joined(records: bytes | Pieces) -> bytes:
@@ -1308,8 +1338,12 @@ def score_chunk(
             return None
         canonical = job.store and _canonical(lines, found[2])
         chunk, keys, hashes = found[0], found[1], id_hashes(found[1])
-    items = [x for x in chunk if isinstance(x, Item)]
-    read_failed = [x for x in chunk if isinstance(x, Failed)]
+    if set(map(type, chunk)) == {Item}:
+        items: Sequence[Item] = chunk  # type: ignore[assignment]
+        read_failed: list[Failed] = []
+    else:
+        items = [x for x in chunk if isinstance(x, Item)]
+        read_failed = [x for x in chunk if isinstance(x, Failed)]
     try:
         scored, failed, counts, seen = job.scorer.score(items)
     except _Unmatched:
@@ -1345,15 +1379,16 @@ def _spliced(scored: Sequence[Scored]) -> tuple[list[tuple[Any, ...]], list[int]
     (less its closing brace and newline), and which outcome each record has; None when a record
     is not the kernel's (no shared line parts). The store's writer splices each item's text
     from them and its input line (``stored_items``)."""
-    outcomes, which = _distinct(scored)
-    ends = [r.line_parts for r in outcomes]
+    if not isinstance(scored, Outcomes):
+        return None
+    ends = [r.line_parts for r in scored.results]
     if None in ends:
         return None
     table = [
         (r.failed, tuple(dict.fromkeys(map(_tag, map(str, r.failed_on())))), p[0], p[1][:-2])  # type: ignore[index]
-        for r, p in zip(outcomes, ends, strict=True)
+        for r, p in zip(scored.results, ends, strict=True)
     ]
-    return table, which.tolist()
+    return table, scored.which.tolist()
 
 
 def spliced_payload(rows: ChunkRows, chunk: Lines, path: str) -> tuple[Any, ...]:
