@@ -1260,6 +1260,9 @@ def joined(records: bytes | Pieces) -> bytes:
     return b"".join(itertools.chain.from_iterable(lines))
 
 
+_TOKENS = itertools.count()
+
+
 class Job:
     """What scoring a chunk reads besides the chunk (chunks.md). Immutable; pickled without
     ``progress`` and its matchers but fuzzy (a chunk that needs another comes back to be
@@ -1278,11 +1281,13 @@ class Job:
         self.config, self.matchers, self.source = config, matchers, source
         self.store, self.keep, self.progress = store, keep, progress
         self._scorer: Scorer | None = None
+        self.sent, self.token = False, next(_TOKENS)
 
     def __getstate__(self) -> dict[str, Any]:
         # rapidfuzz's matcher is stateless, sent along; a model (semantic, a judge) is not
         sent = {k: m for k, m in (self.matchers or {}).items() if isinstance(m, FuzzyMatcher)}
-        return {**self.__dict__, "matchers": sent, "progress": None, "_scorer": None}
+        state = {**self.__dict__, "matchers": sent, "progress": None, "_scorer": None}
+        return {**state, "sent": True}
 
     @property
     def scorer(self) -> Scorer:
@@ -1325,11 +1330,18 @@ class _Unmatched(Exception):
     """A chunk needs a matcher that this process does not have (``Job``)."""
 
 
+_sent: list[Job] = []  # in a pool's process: the last job sent, its scorer's plans kept
+
+
 def score_chunk(
     job: Job, chunk: Sequence[Item | Failed] | Lines
 ) -> tuple[ChunkRows, Aggregate] | None:
     """A chunk's rows and digest; None when it needs a matcher the job was sent without, or
     is a ``Lines`` chunk that is not plain (both then scored by the caller)."""
+    if job.sent:
+        if not _sent or _sent[0].token != job.token:
+            _sent[:] = [job]
+        job = _sent[0]
     keys, hashes, canonical = None, None, False
     if isinstance(chunk, Lines):
         lines = chunk.lines
