@@ -297,7 +297,7 @@ def test_a_chunk_of_canonical_lines_is_stored_as_the_general_path_writes_it(
     spliced = zip(c["key"], c["failed"], c["error_type"], c["tags"], c["result"], strict=True)
     items, _, _ = _stream.plain_items(lines_chunk.numbers, raw, False) or ([], [], [])
     scored, _, _, _ = job.scorer.score(items)
-    general = _stream._store_rows(scored, _stream.record_lines(scored), items, [])
+    general = _stream._store_rows(scored, list(map(_stream.record_line, scored)), items, [])
     assert [(k, f, e, sorted(tags), t.encode()) for k, f, e, tags, t in spliced] == [
         (key, failed, error, sorted(tags), text) for key, failed, error, tags, text in general
     ]

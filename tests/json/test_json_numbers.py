@@ -167,26 +167,24 @@ def test_json_batch_keeps_integers_beyond_64_bits_exact_and_stores_them(tmp_path
         assert f'"n":{BIG + 1}' in exported.stdout.replace('""', '"'), exported.stdout
 
 
-def test_the_plain_chunk_reader_keeps_integers_beyond_64_bits_exact(tmp_path: Path) -> None:
-    """Chunks of two lines: lines 3-4 are a chunk the fast C-level reader would take whole."""
+def test_plain_items_leaves_integers_beyond_64_bits_to_the_line_reader(tmp_path: Path) -> None:
+    """``plain_items`` (the C-level reader of a large file's chunks) would read BIG as a double:
+    a chunk holding one is read line by line, exactly."""
+    from fieldcheck.jsoneval._stream import plain_items
+
+    lines = [
+        line("a", {"n": 1}, {"n": 1}),
+        line("c", {"n": BIG}, {"n": BIG + 1}),
+        line("d", {"n": 3}, {"n": 3}),
+    ]
+    raw = [text.encode() + b"\n" for text in lines]
+    assert plain_items(range(1, 4), raw, False) is None
+    found = plain_items(range(1, 2), raw[:1], False)
+    assert found is not None and found[0][0].ground_truth == {"n": 1}
     data = tmp_path / "batch.jsonl"
-    data.write_text(
-        "\n".join(
-            [
-                line("a", {"n": 1}, {"n": 1}),
-                line("b", {"n": 2}, {"n": 2}),
-                line("c", {"n": BIG}, {"n": BIG + 1}),
-                line("d", {"n": 3}, {"n": 3}),
-                line("e", {"n": 4}, {"n": 4}),
-                line("f", {"n": 5}, {"n": 5}),
-            ]
-        )
-        + "\n"
-    )
-    reader = BatchReader(data, chunk_lines=2)
-    items = [x for chunk in reader.chunks() for x in chunk if isinstance(x, Item)]
-    assert [(x.id, x.ground_truth["n"], x.output["n"]) for x in items][2] == ("c", BIG, BIG + 1)
-    assert reader.plain_chunks == 1  # lines 5-6; lines 3-4 went line by line
+    data.write_text("\n".join(lines) + "\n")
+    items = [x for chunk in BatchReader(data).chunks() for x in chunk if isinstance(x, Item)]
+    assert [(x.id, x.ground_truth["n"], x.output["n"]) for x in items][1] == ("c", BIG, BIG + 1)
 
 
 def test_json_run_reads_the_replies_integers_exactly(

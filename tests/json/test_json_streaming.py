@@ -481,54 +481,61 @@ def test_the_streamed_random_batches_reach_the_columnar_kernel(tmp_path: Path, c
 
 
 @pytest.mark.parametrize("chunk", [1, 7])
-def test_the_random_batches_reach_the_plain_chunk_reader(tmp_path: Path, chunk: int) -> None:
+def test_the_random_batches_reach_plain_items(tmp_path: Path, chunk: int) -> None:
     # the identical-numbers test reads its random batches in chunks of 1, 7 and 10,000 lines:
-    # the chunks of plain lines go through BatchReader._plain_chunk (no loop per record), the
-    # others line by line; both give the same items
+    # the chunks of plain lines are read by ``plain_items`` (no loop per record; a large file's
+    # unparsed chunks) with the items the line reader gives them, the others left to it (None)
+    from fieldcheck.jsoneval._stream import plain_items
+
     data = tmp_path / "d.jsonl"
-    data.write_text("\n".join(random_batch(0, 400)) + "\n")
-    reader = BatchReader(data, chunk_lines=chunk)
-    chunks = list(reader.chunks())
-    assert 10 < reader.plain_chunks < len(chunks)
-    assert reader.records == sum(isinstance(x, Item) for c in chunks for x in c)
+    lines = [line.encode() + b"\n" for line in random_batch(0, 400)]
+    data.write_bytes(b"".join(lines))
+    chunks = list(BatchReader(data, chunk_lines=chunk).chunks())
+    plain = 0
+    for start, read in zip(range(0, len(lines), chunk), chunks, strict=True):
+        numbers = range(start + 1, start + 1 + len(lines[start : start + chunk]))
+        found = plain_items(numbers, lines[start : start + chunk], True)
+        if found is not None and all(isinstance(x, Item) for x in read):
+            plain += 1
+            assert found[0] == read
+            assert found[1] == [x.key for x in read]
+    assert 10 < plain < len(chunks)
 
 
-def test_the_plain_chunk_reader_gives_the_items_of_the_line_reader(tmp_path: Path) -> None:
+def test_plain_items_gives_the_items_of_the_line_reader(tmp_path: Path) -> None:
+    from fieldcheck.jsoneval._stream import plain_items
+
     lines = [
         json.dumps({"id": i, "ground_truth": {"a": i}, "output": {"a": [i]}}) for i in range(9)
     ]
     lines += [json.dumps({"id": f"s{i}", "ground_truth": {}, "output": "x"}) for i in range(5)]
-    data = tmp_path / "d.jsonl"
-    data.write_text("\n".join(lines) + "\n")
-    plain = BatchReader(data, chunk_lines=3)
     records = [json.loads(line) for line in lines]
-    assert [x for c in plain.chunks() for x in c] == [
+    raw = [line.encode() + b"\n" for line in lines]
+    found = plain_items(range(1, 15), raw, False)
+    assert found is not None and found[0] == [
         Item(n, r["id"], n, r["ground_truth"], r["output"], None, True)
         for n, r in enumerate(records, start=1)
     ]
-    assert plain.plain_chunks == 4  # lines 4-6, 7-9, 10-12, 13-14 (1-3 holds the first line)
-    # a duplicate id, an id that is a boolean, a safety score beyond [0, 1] or written as a
-    # string (pydantic's error words it): each chunk read line by line
+    assert found[1] == [str(r["id"]) for r in records]
+    # an id twice, an id that is a boolean, a safety score beyond [0, 1] or written as a
+    # string (pydantic's error words it): the chunk is read line by line
     for bad in (
         {"id": 3, "ground_truth": {}, "output": 1},
         {"id": True, "ground_truth": {}, "output": 1},
         {"id": 99, "ground_truth": {}, "output": 1, "safety_score": 1.5},
         {"id": 99, "ground_truth": {}, "output": 1, "safety_score": "0.5"},
     ):
-        data.write_text("\n".join([*lines, json.dumps(bad)]) + "\n")
-        reader = BatchReader(data, chunk_lines=3)
-        last = list(reader.chunks())[-1]
-        assert reader.plain_chunks == 3, bad  # the last chunk (lines 13-15) read line by line
-        assert not isinstance(last[-1], Item), bad
-    # a safety score null or in [0, 1] (an integer read as a float) is a plain chunk's
+        assert plain_items(range(1, 16), [*raw, json.dumps(bad).encode()], False) is None, bad
+    # a safety score null or in [0, 1] (an integer read as a float) is a plain chunk's, as the
+    # line reader reads it
     for given, kept in ((0.5, 0.5), (1, 1.0), (None, None)):
         good = {"id": 99, "ground_truth": {}, "output": 1, "safety_score": given}
+        found = plain_items(range(1, 16), [*raw, json.dumps(good).encode()], False)
+        assert found is not None and found[0][-1] == Item(15, 99, 15, {}, 1, kept, True)
+        assert type(found[0][-1].safety_score) is type(kept)
+        data = tmp_path / "d.jsonl"
         data.write_text("\n".join([*lines, json.dumps(good)]) + "\n")
-        reader = BatchReader(data, chunk_lines=3)
-        last = list(reader.chunks())[-1]
-        assert reader.plain_chunks == 4
-        assert last[-1] == Item(15, 99, 15, {}, 1, kept, True)
-        assert type(last[-1].safety_score) is type(kept)
+        assert [x for c in BatchReader(data).chunks() for x in c] == found[0]
 
 
 def test_the_columnar_kernel_leaves_a_value_orjson_cannot_write_to_fast() -> None:

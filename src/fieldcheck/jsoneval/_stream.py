@@ -109,11 +109,6 @@ class Item:
     def key(self) -> str:
         return str(self.id)
 
-    def __reduce__(self) -> tuple[Any, ...]:
-        # a plain tuple: pickling a slots dataclass goes through Python per object
-        fields = (self.index, self.id, self.line, self.ground_truth, self.output)
-        return Item, (*fields, self.safety_score, self.checked)
-
 
 @dataclass(slots=True)
 class Failed:
@@ -615,7 +610,7 @@ def _of_record(done: Scored | None, item: Item) -> Scored | None:
 class Outcomes(Sequence[Scored]):
     """A chunk scored by the kernel alone: its distinct outcomes (``results``) and which one
     each record has (``which``); a record's ``Scored`` is made only
-    when asked for (``Aggregate.add``, ``record_lines`` and ``_spliced`` read the outcomes:
+    when asked for (``Aggregate.add``, ``record_pieces`` and ``_spliced`` read the outcomes:
     no object per record)."""
 
     __slots__ = ("items", "results", "which")
@@ -841,20 +836,6 @@ def _record_id(line: dict[str, Any]) -> str | None:
     return str(raw) if isinstance(raw, str | int) and not isinstance(raw, bool) else None
 
 
-def _plain_shape(value: dict[str, Any]) -> bool:
-    """The common valid line, checked on the dict (pydantic only for the others, whose errors
-    it words): id a non-empty string or a 64-bit integer, ground_truth an object, output
-    present, safety_score absent, null or a number in [0, 1]."""
-    rid: Any = value.get("id")
-    t = type(rid)
-    if not ((t is str and rid.strip()) or (t is int and -_INT64 <= rid < _INT64)):
-        return False
-    if type(value.get("ground_truth")) is not dict or "output" not in value:
-        return False
-    s = value.get("safety_score")
-    return s is None or (type(s) in (float, int) and 0 <= s <= 1)
-
-
 def plain_items(
     numbers: range, lines: list[bytes], warned_extra: bool
 ) -> tuple[list[Item], list[str], list[dict[str, Any]]] | None:
@@ -892,7 +873,7 @@ def plain_items(
         return None
     given = list(map(dict.__contains__, values, itertools.repeat("safety_score")))
     safety: Iterable[float | None] = itertools.repeat(None)
-    if any(given):  # each null or a number in [0, 1] (``_plain_shape``), else line by line
+    if any(given):  # each null or a number in [0, 1], else line by line
         scores = list(map(get, values, itertools.repeat("safety_score")))
         if not all(s is None or (type(s) in (float, int) and 0 <= s <= 1) for s in scores):
             return None
@@ -1090,8 +1071,8 @@ class BatchReader:
 
     def restart(self) -> None:
         """Count again from the start, for a second ``chunks()`` (extra keys stay warned)."""
-        # plain_chunks: read by ``_plain_chunk``; first_errors: until the first valid record
-        self.records = self.failures = self.bytes_read = self.plain_chunks = 0
+        # first_errors: until the first valid record
+        self.records = self.failures = self.bytes_read = 0
         self.first_errors = ErrorList()
 
     def chunks(self) -> Generator[list[Item | Failed]]:
@@ -1130,15 +1111,10 @@ class BatchReader:
                     number += count
                     offset = offsets[-1]
                     self.bytes_read = offset
-                    chunk: list[Item | Failed] | None = None
                     if taken is not None:
-                        chunk = Lines(numbers, offsets, data, self.warned_extra, self)
-                    else:
-                        chunk = self._plain_chunk(numbers, offsets, lines)
-                    if chunk is None:
-                        # offsets: each line's start, then the end (left over)
-                        chunk = self._chunk(list(zip(numbers, offsets, lines, strict=False)))
-                    yield chunk
+                        yield Lines(numbers, offsets, data, self.warned_extra, self)
+                    else:  # offsets: each line's start, then the end (left over)
+                        yield self._chunk(list(zip(numbers, offsets, lines, strict=False)))
         finally:
             seen.close()
 
@@ -1148,33 +1124,14 @@ class BatchReader:
             self.first_errors.append(error)
         return Failed(index, RecordError.of(error), error)
 
-    def _plain_chunk(
-        self, numbers: range, offsets: list[int], lines: list[bytes]
-    ) -> list[Item | Failed] | None:
-        """The common chunk (``plain_items``) when no id in it was seen before; None for any
-        other chunk."""
-        if numbers[0] == 1:
-            return None
-        found = plain_items(numbers, lines, self.warned_extra)
-        if found is None or not self._claim(numbers, offsets, id_hashes(found[1])):
-            return None
-        return list(found[0])
-
-    def _claim(self, numbers: range, offsets: list[int], hashes: np.ndarray) -> bool:
-        """Count a plain chunk's records read, its ids (their ``hashes``) seen; False (nothing
-        done) when one of its ids may have been seen before."""
-        if self._seen.candidates(hashes).any():
-            return False
-        self._seen.add(hashes, numbers, offsets[:-1])
-        self.records += len(hashes)
-        self.plain_chunks += 1
-        return True
-
     def taken(self, chunk: Lines, hashes: np.ndarray | None) -> list[Item | Failed] | None:
-        """A chunk read unparsed (``Lines``), scored where it was parsed: None when its ids
-        (their ``hashes``, in order; None: it was not plain) are new, else the chunk read
-        here, by the rules of every line (a duplicate id, an unknown key)."""
-        if hashes is not None and self._claim(chunk.numbers, chunk.offsets, hashes):
+        """A chunk read unparsed (``Lines``), scored where it was parsed (``plain_items``): None
+        when its ids (their ``hashes``, in order; None: it was not plain) are new, its records
+        then counted read and its ids seen; else the chunk read here, by the rules of every line
+        (a duplicate id, an unknown key)."""
+        if hashes is not None and not self._seen.candidates(hashes).any():
+            self._seen.add(hashes, chunk.numbers, chunk.offsets[:-1])
+            self.records += len(hashes)
             return None
         return self._chunk(list(zip(chunk.numbers, chunk.offsets, chunk.lines, strict=False)))
 
@@ -1209,19 +1166,13 @@ class BatchReader:
                 )
                 out.append(self._fail(number, error))
                 continue
-            if _plain_shape(value):
-                s = value.get("safety_score")
-                rid, gt, output = value["id"], value["ground_truth"], value["output"]
-                safety = None if s is None else float(s)
-            else:
-                try:
-                    r = BatchRecord.model_validate({**value, "line": number})
-                except ValidationError as exc:
-                    error = _validation_error(exc, file=p, line=number, record=key)
-                    out.append(self._fail(number, error))
-                    continue
-                rid, gt, output, safety = r.id, r.ground_truth, r.output, r.safety_score
-            item = Item(number, rid, number, gt, output, safety, True)
+            try:
+                r = BatchRecord.model_validate({**value, "line": number})
+            except ValidationError as exc:
+                error = _validation_error(exc, file=p, line=number, record=key)
+                out.append(self._fail(number, error))
+                continue
+            item = Item(number, r.id, number, r.ground_truth, r.output, r.safety_score, True)
             k = item.key
             if k != key:  # validated into another id: its own hash
                 h, old = int(id_hashes([k])[0]), True
@@ -1299,24 +1250,14 @@ def record_pieces(scored: Sequence[Scored]) -> Pieces | None:
     return parts, scored.which.tolist(), ids  # type: ignore[return-value]
 
 
-def _line_pieces(pieces: Pieces) -> Iterator[tuple[bytes, bytes, bytes]]:
-    parts, which, ids = pieces
-    heads, tails = zip(*parts, strict=True)
-    return zip(map(heads.__getitem__, which), ids, map(tails.__getitem__, which), strict=True)
-
-
 def joined(records: bytes | Pieces) -> bytes:
     """A chunk's records.jsonl bytes, from ``record_pieces``' pieces."""
     if isinstance(records, bytes):
         return records
-    return b"".join(itertools.chain.from_iterable(_line_pieces(records)))
-
-
-def record_lines(scored: Sequence[Scored]) -> list[bytes]:
-    """``record_line`` of each record (the kernel's without a call per record)."""
-    if (pieces := record_pieces(scored)) is not None:
-        return list(map(b"".join, _line_pieces(pieces)))
-    return list(map(record_line, scored))
+    parts, which, ids = records
+    heads, tails = zip(*parts, strict=True)
+    lines = zip(map(heads.__getitem__, which), ids, map(tails.__getitem__, which), strict=True)
+    return b"".join(itertools.chain.from_iterable(lines))
 
 
 _TOKENS = itertools.count()
@@ -1426,11 +1367,11 @@ def score_chunk(
     if job.store and canonical and not errors and (columns := _spliced(scored)) is not None:
         store = (*columns, keys)
     if job.store and store is None:
-        lines = record_lines(scored)
+        lines = list(map(record_line, scored))
         records: bytes | Pieces = b"".join(lines)
         store = marshal.dumps(_store_rows(scored, lines, items, errors))
     else:
-        records = record_pieces(scored) or b"".join(record_lines(scored))
+        records = record_pieces(scored) or b"".join(map(record_line, scored))
     keep = job.keep
     rows = ChunkRows(
         records,
