@@ -228,12 +228,20 @@ def summary_cells(
     )
 
 
+# the ASCII characters float() can start with (white space, sign, digits, point, inf, nan)
+_FLOAT_START = frozenset("0123456789+-. \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f_iInN")
+
+
 def stored_cell(value: Any) -> Any:
     """A turns.csv cell as the store keeps it: the value its CSV text reads back as in ``runs``."""
     if type(value) is not str:
         return value
     if value == "":
         return None
+    if value[0] not in _FLOAT_START and value[0].isascii() and value not in ("True", "False"):
+        return value  # not a number: float() would refuse it
+    if value[0] in "iInN" and value.rstrip().lower() not in ("inf", "infinity", "nan"):
+        return value  # "number", "no_answer": float() would refuse it too (no exception)
     if value in ("True", "False"):
         return value == "True"
     try:
