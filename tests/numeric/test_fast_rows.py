@@ -1,5 +1,5 @@
 """The session-6 shortcuts of ``numeric score``'s hot path give what the full definitions give
-(issue 10): ``parse_answer``'s faster number pattern; and the one
+(issue 10): ``parse_answer``'s plain-decimal shortcut and its faster number pattern; and the one
 derived-format reader (``_from_derived``, plain data) gives only conversations the models
 accept, as they read them. Each on generated inputs."""
 
@@ -17,6 +17,7 @@ from fieldcheck._util.errors import InputError
 from fieldcheck.metrics import _numbers
 from fieldcheck.metrics._numbers import parse_answer
 from fieldcheck.numeric._loaders import _from_derived, conversation_model, plain_conversation
+from fieldcheck.numeric._scoring import gold_operations
 
 # ---------------------------------------------------------------------------------------------
 # answers
@@ -32,11 +33,14 @@ _LOOKAHEAD = "(?=[\\s(\\-+\\u2212$\\u20ac\\u00a3\\d.])"
         st.text(_ANSWER_CHARS, max_size=30),
     )
 )
-def test_a_leading_space_changes_no_parsed_answer(text: str) -> None:
+def test_the_plain_decimal_shortcut_gives_the_full_rules(text: str) -> None:
+    # a leading space: the shortcut is skipped, the rules see the same cleaned text
     assert parse_answer(text) == parse_answer(" " + text)
 
 
-def test_plain_decimals_parse() -> None:
+def test_plain_decimals_take_the_shortcut() -> None:
+    for text in ("3967.00", "-5069.00", "-.5", "1999", "0", "-0"):
+        assert _numbers._PLAIN_DECIMAL.fullmatch(text)
     parsed = parse_answer("-5069.00")
     assert parsed is not None
     assert (parsed.value, parsed.written, parsed.decimals, parsed.rule) == (
@@ -201,6 +205,7 @@ def test_a_derived_record_read_as_plain_data() -> None:
         "post_text": "",
         "table": {"rev": {"2019": 5.0}, "note": {"2019": "nm"}},
     }
+    assert [gold_operations(t.program) for t in plain.turns] == [[], ["subtract"]]
     # a feature of another type: the model reads it ("true" is true) or refuses it
     lax, _ = _read(record | {"features": {"has_type2_question": "true"}})
     assert lax.features["has_type2_question"] is True

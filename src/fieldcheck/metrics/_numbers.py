@@ -42,6 +42,7 @@ _NUMBER_TOKEN = re.compile(
 _YES = {"yes", "true", "y"}
 _NO = {"no", "false", "n"}
 # the answer is one plain decimal number ("3967.00", "-0.217"): read without _NUMBER_TOKEN
+_PLAIN_DECIMAL = re.compile(r"-?(?:[0-9]+(?:\.[0-9]+)?|\.[0-9]+)")
 _ASCII_DIGIT = re.compile(r"[0-9]")
 _NOT_LETTER = re.compile(r"[^a-z]")
 _FIRST_WORD = re.compile(r"^\W*([A-Za-z]+)\b")
@@ -88,6 +89,11 @@ def parse_answer(text: str | float | int | bool | None) -> ParsedAnswer | None:
         return ParsedAnswer(
             value=float(text), written=float(text), decimals=_decimals(repr(float(text)))
         )
+    if _PLAIN_DECIMAL.fullmatch(text):  # what the rules below give for it, sooner
+        written = float(text)
+        if not math.isfinite(written):
+            return None
+        return ParsedAnswer(value=written, written=written, decimals=_decimals(text))
     # one space per whitespace run: the number pattern's optional spaces then cannot backtrack
     # over a long run (a hostile answer of 100,000 spaces would take minutes)
     cleaned = " ".join(text.split())
