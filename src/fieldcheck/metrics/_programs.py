@@ -5,7 +5,6 @@ Spec: numeric-qa-evaluation.md, "Logic Recall (Reasoning Trace Score)" and "Futu
 
 from __future__ import annotations
 
-import functools
 import math
 import re
 from collections import Counter
@@ -542,15 +541,10 @@ OPERATION_ALIASES: dict[str, str] = {
 def normalise_operation(name: str) -> str:
     """A plan's operation name in the ConvFinQA vocabulary (``OPERATION_ALIASES``), ignoring case,
     spaces and hyphens; an unknown name comes back lower-cased and matches nothing."""
-    return _normalised(name) if len(name) <= 64 else _normalise(name)
-
-
-def _normalise(name: str) -> str:
     key = _SEPARATORS.sub("_", name.strip().lower())
     return OPERATION_ALIASES.get(key, key)
 
 
-_normalised = functools.lru_cache(maxsize=1024)(_normalise)  # the few names plans use
 _SEPARATORS = re.compile(r"[\s\-]+")
 
 

@@ -168,7 +168,7 @@ def _load_records(
         if i not in selected:
             continue
         try:
-            conversation, warnings = convert(record, index=i, file=file, operations={})
+            conversation, warnings = convert(record, index=i, file=file)
         except InputError as exc:
             errors.append(exc)
             continue
@@ -270,7 +270,7 @@ class StoredConversations(Sequence[Conversation]):
     def _conversation(self, handle: IO[bytes], position: int) -> Conversation:
         index, start, size = self.spans[3 * position : 3 * position + 3]
         handle.seek(start)
-        plain, _ = read_record(self.fmt, handle.read(size), index, self.file, {})
+        plain, _ = read_record(self.fmt, handle.read(size), index, self.file)
         return conversation_model(plain, self.split, self.fmt)
 
     @overload
@@ -289,15 +289,11 @@ class StoredConversations(Sequence[Conversation]):
 
 
 def read_record(
-    fmt: SourceFormat,
-    text: bytes,
-    index: int,
-    file: Path,
-    operations: dict[str, tuple[str, ...] | None],
+    fmt: SourceFormat, text: bytes, index: int, file: Path
 ) -> tuple[PlainConversation, list[InputError]]:
     """A record of a file of format ``fmt`` (its JSON text, at ``index``) read as the loader
-    read it, its gold programs' operations put in ``operations``."""
-    return _READERS[fmt](orjson.loads(text), index=index, file=file, operations=operations)
+    read it."""
+    return _READERS[fmt](orjson.loads(text), index=index, file=file)
 
 
 def _choose_split(data: Mapping[str, Any], split: str | None, file: Path) -> str:
@@ -321,18 +317,13 @@ def _record_id(record: Any, index: int) -> str:
     return f"#{index}"
 
 
-def _is_object(value: Any) -> bool:
-    """A JSON object (``isinstance(value, Mapping)``, a dict checked first)."""
-    return type(value) is dict or isinstance(value, Mapping)
-
-
 def _require(
     obj: Any, key: str, kind: type | tuple[type, ...], *, file: Path, record: str, field: str
 ) -> Any:
-    if not _is_object(obj) or key not in obj:
+    if not isinstance(obj, Mapping) or key not in obj:
         raise InputError("missing field", file=file, record=record, field=field)
     value = obj[key]
-    if not (_is_object(value) if kind is Mapping else isinstance(value, kind)):
+    if not isinstance(value, kind):
         names = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
         raise InputError(f"expected {names}", file=file, record=record, field=field, value=value)
     return value
@@ -367,7 +358,7 @@ def _document(texts: Mapping[str, Any], table: dict[str, dict[str, float | str]]
 
 
 def _from_derived(
-    record: Any, *, index: int, file: Path, operations: dict[str, tuple[str, ...] | None]
+    record: Any, *, index: int, file: Path
 ) -> tuple[PlainConversation, list[InputError]]:
     """A derived-format record checked and read as plain data, and its warnings (the loader and
     scoring both read with it); InputError naming the record and field of its first problem."""
@@ -376,7 +367,7 @@ def _from_derived(
     columns = _require(doc, "table", Mapping, file=file, record=rid, field="doc.table")
     table: dict[str, dict[str, float | str]] = {}
     for column, rows in columns.items():
-        if not _is_object(rows):
+        if not isinstance(rows, Mapping):
             raise InputError(
                 "expected an object of rows",
                 file=file,
@@ -397,12 +388,12 @@ def _from_derived(
                     value=cell,
                 )
             table.setdefault(str(row), {})[str(column)] = cell
-    turns, warnings = _read_turns(record, _DERIVED, file=file, record=rid, operations=operations)
+    turns, warnings = _read_turns(record, _DERIVED, file=file, record=rid)
     # without a features object: the derived format marks repeated headers "name (1)", "name (2)"
     suffixed = sum(1 for c in columns if _SUFFIXED.search(str(c)))
     features = _derive_features(rid, table, turns, has_duplicate_columns=suffixed > 1)
     raw_features = record.get("features")
-    if _is_object(raw_features):
+    if isinstance(raw_features, Mapping):
         features = _given_features(features, raw_features, file=file, record=rid)
         if features["num_dialogue_turns"] != len(turns):
             said = f"says {features['num_dialogue_turns']} turns but the dialogue has {len(turns)}"
@@ -414,29 +405,20 @@ def _from_derived(
 def _given_features(
     derived: dict[str, Any], given: Mapping[str, Any], *, file: Path, record: str
 ) -> dict[str, Any]:
-    """The record's own features over the derived ones (other keys ignored); a value of another
-    type than the field's is read (or refused, naming ``features.<field>``) by ``Features``."""
-    features = dict(derived)
-    for key, value in given.items():
-        if key not in features:
-            continue
-        kind = type(value)
-        plain = kind is int and value >= 0 if key == "num_dialogue_turns" else kind is bool
-        if not plain:
-            try:
-                return Features.model_validate({**derived, **given}).model_dump()
-            except ValidationError as exc:
-                raise input_error_of(exc, file=file, record=record, prefix="features.") from exc
-        features[key] = value
-    return features
+    """The record's own features over the derived ones (other keys ignored), read (or refused,
+    naming ``features.<field>``) by ``Features``."""
+    try:
+        return Features.model_validate({**derived, **given}).model_dump()
+    except ValidationError as exc:
+        raise input_error_of(exc, file=file, record=record, prefix="features.") from exc
 
 
 def _from_original(
-    record: Any, *, index: int, file: Path, operations: dict[str, tuple[str, ...] | None]
+    record: Any, *, index: int, file: Path
 ) -> tuple[PlainConversation, list[InputError]]:
     """An original-format record checked and read as plain data, and its warnings."""
     rid, record = _record_start(record, index, file)
-    turns, warnings = _read_turns(record, _ORIGINAL, file=file, record=rid, operations=operations)
+    turns, warnings = _read_turns(record, _ORIGINAL, file=file, record=rid)
     rows = _require(record, "table", list, file=file, record=rid, field="table")
     table, duplicate_columns = _table_from_rows(rows, file=file, record=rid)
     features = _derive_features(rid, table, turns, has_duplicate_columns=duplicate_columns)
@@ -449,7 +431,6 @@ def _read_turns(
     *,
     file: Path,
     record: str,
-    operations: dict[str, tuple[str, ...] | None],
 ) -> tuple[list[PlainTurn], list[InputError]]:
     """The per-turn lists of ``obj[keys.container]`` (each as long as the questions) as turns."""
     box = _require(obj, keys.container, Mapping, file=file, record=record, field=keys.container)
@@ -482,9 +463,8 @@ def _read_turns(
             if type(program) is not str:
                 raise bad("program is not text", keys.programs, i, program)
             try:
-                operations[program] = program_operations(program)
+                program_operations(program)
             except ProgramParseError as exc:
-                operations[program] = None
                 warnings.append(bad(str(exc), keys.programs, i))
         gold: Any = executed[i] if executed is not None else None
         kind = type(gold)

@@ -10,7 +10,7 @@ import logging
 import math
 from array import array
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal, NamedTuple, cast
 
@@ -80,14 +80,9 @@ def _program_operations(program: str) -> tuple[str, ...] | None:
         return None
 
 
-def gold_operations(
-    program: str | None, known: Mapping[str, tuple[str, ...] | None]
-) -> list[str] | None:
-    """A gold program's operations (``known``: parsed while loading); ``None`` without a
-    program or for one that does not parse."""
-    if program is None:
-        return None
-    ops = known[program] if program in known else _program_operations(program)
+def gold_operations(program: str | None) -> list[str] | None:
+    """A gold program's operations; ``None`` without a program or for one that does not parse."""
+    ops = _program_operations(program) if program is not None else None
     return list(ops) if ops is not None else None
 
 

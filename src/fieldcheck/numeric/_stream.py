@@ -620,7 +620,7 @@ class ChunkRows(NamedTuple):
 
 def _read_entries(job: ScoreJob, chunk: Sequence[Entry]) -> Iterator[tuple[str, str, Any, Any]]:
     """Each entry's conversation (``PlainConversation``), read from the job's files where the
-    chunk gives where it is, its gold programs' operations, and its predictions by turn."""
+    chunk gives where it is, and its predictions by turn."""
     data_file, preds_file = Path(job.data), Path(job.predictions)
     spans = [c for _, _, c, _ in chunk if type(c) is tuple]
     text, base = b"", 0
@@ -632,11 +632,10 @@ def _read_entries(job: ScoreJob, chunk: Sequence[Entry]) -> Iterator[tuple[str, 
     preds = open(preds_file, "rb") if any(type(p) is array for *_, p in chunk) else None  # noqa: SIM115
     try:
         for cid, trace_id, conversation, found in chunk:
-            operations: dict[str, tuple[str, ...] | None] = {}
             if type(conversation) is tuple:
                 index, start, size = conversation
                 record = text[start - base : start - base + size]
-                conversation, _ = read_record(job.fmt, record, index, data_file, operations)  # type: ignore[arg-type]
+                conversation, _ = read_record(job.fmt, record, index, data_file)  # type: ignore[arg-type]
             if type(found) is array:
                 entries, found = found, {}
                 for k in range(0, len(entries), 4):
@@ -644,7 +643,7 @@ def _read_entries(job: ScoreJob, chunk: Sequence[Entry]) -> Iterator[tuple[str, 
                     raw = preds.read(entries[k + 3])  # type: ignore[union-attr]
                     # a line the index read as valid: its value again, without the checks
                     found[entries[k]] = line_values(loads(raw.removeprefix(_BOM)))
-            yield cid, trace_id, conversation, (found, operations)
+            yield cid, trace_id, conversation, found
     finally:
         if preds is not None:
             preds.close()
@@ -674,14 +673,14 @@ def score_chunk(job: ScoreJob, chunk: Sequence[Entry]) -> tuple[ChunkRows, Tally
     tally = Tally()
     missing: list[tuple[str, int]] = []
     cached_logic_scores.cache_clear()  # a chunk's (plan, gold) pairs: what metrics says now
-    for cid, trace_id, conversation, (found, operations) in _read_entries(job, chunk):
+    for cid, trace_id, conversation, found in _read_entries(job, chunk):
         features = conversation.features
         turns: list[Turn] = []
         for i, gold in enumerate(conversation.turns):
             prediction = found.get(i)
             if prediction is None and gold.executed_answer is not None:
                 missing.append((cid, i))
-            gold_ops = gold_operations(gold.program, operations)
+            gold_ops = gold_operations(gold.program)
             turns.append(turn_values(cid, i, gold, prediction, gold_ops))
         totals = tally.add(cid, turns)
         summary.writerow(summary_cells(cid, trace_id, features, len(turns), totals))
