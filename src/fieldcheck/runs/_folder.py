@@ -16,8 +16,10 @@ from fieldcheck.store import RunInfo, RunRecorder, Store, sha256_file
 _SUMMARIES = ("summary.json", "metrics.json", "statistics.json")
 
 
-def _listed(folders: Sequence[Path]) -> str:
-    return ", ".join(map(str, folders))
+def _run_folders(folder: Path) -> str:
+    """The run folders directly inside ``folder`` (a several-model run's), listed; '' if none."""
+    held = sorted(folder.iterdir()) if folder.is_dir() else []
+    return ", ".join(str(p) for p in held if any((p / s).is_file() for s in _SUMMARIES))
 
 
 def system_of(folder: Path) -> str:
@@ -61,20 +63,17 @@ def record_folder(
     """Store the finished output folder ``out_dir`` (scored from ``inputs``, docs/runs.md) as a
     scored run; InputError naming the run already stored from it, unless ``model`` differs."""
     folder = Path(out_dir)
-    held = sorted(folder.iterdir()) if folder.is_dir() else []
-    subs = [p for p in held if any((p / s).is_file() for s in _SUMMARIES)]
     try:
         name = system_of(folder)
     except InputError as exc:  # a folder written in place (make demo's) has no run.json
-        if not subs:
+        if not (listed := _run_folders(folder)):
             raise
-        why = f"{exc.reason}; import each run folder in it: {_listed(subs)}"
-        raise exc.replace(reason=why) from None
+        raise exc.replace(reason=f"{exc.reason}; import each run folder in it: {listed}") from None
     inputs = [*inputs, *_named_inputs(folder, {role for role, _ in inputs})]
-    if subs and not any((folder / s).is_file() for s in _SUMMARIES):
+    if not any((folder / s).is_file() for s in _SUMMARIES) and (listed := _run_folders(folder)):
         # json run's and a several-model run's folder: one run per model inside
         raise InputError(
-            f"holds a run per model; import each model's folder: {_listed(subs)}", file=folder
+            f"holds a run per model; import each model's folder: {listed}", file=folder
         )
     system = core.find(name)
     if not isinstance(system, core.Imports):
