@@ -55,7 +55,7 @@ from fieldcheck.jsoneval import (
     resolve_config,
 )
 from fieldcheck.metrics import BUCKET_NAMES
-from fieldcheck.reports import OutputFolder, format_seconds
+from fieldcheck.reports import format_seconds
 from fieldcheck.runner import ModelSpec, Runner
 
 app = typer.Typer(
@@ -519,7 +519,7 @@ def run_model_demo(base_url: str, out_dir: Path, models: list[str], *, console: 
         settings,
         specs,
         runner,
-        OutputFolder.of(out_dir),
+        out_dir,
         command="json run",
         errors=errors,
         show_progress=False,
