@@ -399,11 +399,11 @@ def print_comparison(console: Console, rows: list[dict[str, Any]]) -> None:
         box=None,
         pad_edge=False,
     )
-    heads = ("output", "call err", "failed", "compl", "halluc", "acc", "RQS", "latency")
+    heads = ("output", "call\nerr", "failed", "compl", "halluc", "acc", "RQS", "latency")
     table.add_column(
         "model", overflow="fold", min_width=min(20, max(len(r["model"]) for r in rows))
     )
-    for head in heads:
+    for head in heads:  # a header of two lines: the latency column fits an 80-column terminal
         table.add_column(head, justify="right", no_wrap=True)
     for row in rows:
         latency = row["latency_s_mean"]
