@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import csv
 import io
-import re
 import json
 import random
+import re
 from collections import Counter
 from pathlib import Path
 from typing import Any
