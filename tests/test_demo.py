@@ -1,5 +1,5 @@
 """``make demo`` (``fieldcheck._demo``): a Ctrl-C in a part ends the demo with its exit status and
-one line, no traceback; the closing lines count the store's runs."""
+one line, no traceback; each demo writes a new folder; the closing lines count the store's runs."""
 
 from __future__ import annotations
 
@@ -30,8 +30,11 @@ def test_a_ctrl_c_in_a_part_stops_the_demo_with_its_status(
 
     _part(monkeypatch, interrupted)
     assert _demo.main(tmp_path / "demo-out") == 130
-    out = capsys.readouterr().out
-    assert "make demo stopped; `make demo` again continues where it stopped" in out
+    out = " ".join(capsys.readouterr().out.split())  # as one line, however it wrapped
+    assert (
+        "make demo stopped; `make demo` again starts anew in another folder, the model calls "
+        "made so far answered from the cache" in out
+    )
     assert "Traceback" not in out and "the store holds" not in out
 
 
@@ -56,3 +59,26 @@ def test_the_closing_line_counts_every_run_in_the_store(
     _part(monkeypatch, lambda *_, **__: 0)
     assert _demo.main(tmp_path / "demo-out") == 0
     assert "the store holds 1 runs (0 begun by this demo)" in capsys.readouterr().out
+
+
+def test_a_second_demo_writes_a_new_folder_and_leaves_the_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("FIELDCHECK_DATABASE_URL", f"sqlite:///{tmp_path / 's.sqlite3'}")
+    given: list[Path] = []
+
+    def part(_url: str, out_dir: Path, *_: object, **__: object) -> int:
+        given.append(out_dir)
+        out_dir.mkdir(parents=True)
+        (out_dir / "report.md").write_text(f"demo {len(given)}")
+        return 0
+
+    _part(monkeypatch, part)
+    assert _demo.main(tmp_path / "demo-out") == 0
+    assert _demo.main(tmp_path / "demo-out") == 0
+    first, second = given
+    assert first.parent != second.parent and first.name == second.name == "part"
+    assert first.parent.parent == second.parent.parent == tmp_path / "demo-out"
+    assert (first / "report.md").read_text() == "demo 1"
+    assert (second / "report.md").read_text() == "demo 2"
+    assert f"outputsin{second}" in "".join(capsys.readouterr().out.split())  # however it wrapped

@@ -1,11 +1,13 @@
 """``make demo``: the three systems run end to end through the real runner against serve-model's
-synthetic models, into ``demo-out/`` and its store (a second demo is served from the cache)."""
+synthetic models, into a new ``demo-out/<UTC time>-<id>/`` and the store beside it (a second demo is
+served from the cache and overwrites nothing)."""
 
 from __future__ import annotations
 
 import functools
 import importlib
 import os
+import secrets
 import shlex
 import socket
 import sys
@@ -33,6 +35,7 @@ def main(root: Path = Path("demo-out")) -> int:
     console = Console()
     say = functools.partial(console.print, markup=False, highlight=False)
     root.mkdir(parents=True, exist_ok=True)
+    runs = root / f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{secrets.token_hex(2)}"
     if not os.environ.get(DATABASE_ENV):
         os.environ[DATABASE_ENV] = f"sqlite:///{(root / 'fieldcheck.sqlite3').resolve()}"
     store = Store()
@@ -58,20 +61,23 @@ def main(root: Path = Path("demo-out")) -> int:
             console.rule(f"[bold]{title}")
             start = time.perf_counter()
             try:
-                code = run_model_demo(server.base_url, root / sub, models, console=console)
+                code = run_model_demo(server.base_url, runs / sub, models, console=console)
             except (typer.Exit, KeyboardInterrupt) as exc:  # Ctrl-C: its line is printed
-                say("make demo stopped; `make demo` again continues where it stopped")
+                say(
+                    "make demo stopped; `make demo` again starts anew in another folder, the "
+                    "model calls made so far answered from the cache"
+                )
                 return getattr(exc, "exit_code", 130)
             status = max(status, int(code or 0))
             console.print(
-                f"[dim]{title}: {time.perf_counter() - start:.1f}s, outputs in {root / sub}[/dim]"
+                f"[dim]{title}: {time.perf_counter() - start:.1f}s, outputs in {runs / sub}[/dim]"
             )
         requests = app.state.serve.requests
     stored = store.list_runs()
     made = [r for r in stored if r.started_at.replace(tzinfo=UTC) >= began]
     parts = [r for r in store.list_runs(kind="calls") if r.started_at.replace(tzinfo=UTC) >= began]
-    runs = [r for r in made if r.kind == "run"] + parts  # each model's calls
-    journal = [item for run in runs for item in store.journal(run.id)]
+    called = [r for r in made if r.kind == "run"] + parts  # each model's calls
+    journal = [item for run in called for item in store.journal(run.id)]
     calls, cached = sum(i.calls for i in journal), sum(i.cached_calls for i in journal)
     console.rule("[bold]Done")
     if calls and cached == calls:
@@ -81,14 +87,14 @@ def main(root: Path = Path("demo-out")) -> int:
     else:
         source = f"{calls} model calls, none from the cache (a second `make demo` will be)"
     say(
-        f"{len(runs)} model runs in {time.perf_counter() - start_all:.1f}s; {source}; serve-model "
+        f"{len(called)} model runs in {time.perf_counter() - start_all:.1f}s; {source}; serve-model "
         f"answered {requests} requests."
     )
     say(f"store: {describe_url(store.url)}")
     say(
-        f"outputs: {root}/slots (report.md, report.html, plots), {root}/numeric/<model> "
+        f"outputs: {runs}/slots (report.md, report.html, plots), {runs}/numeric/<model> "
         f"(summary.csv, turns.csv, validation.csv, errors.csv, statistics.json, traces/), "
-        f"{root}/json/<model> (records.jsonl, summary.json, fields.csv)"
+        f"{runs}/json/<model> (records.jsonl, summary.json, fields.csv)"
     )
     say(
         f"the store holds {len(stored)} runs ({len(made)} begun by this demo); to browse and "

@@ -6,6 +6,7 @@ import csv
 import io
 import json
 import random
+import re
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -156,7 +157,7 @@ def test_demo_runs_the_synthetic_models(tmp_path: Path) -> None:
     out = io.StringIO()
     with BackgroundServer(create_app()) as server:
         status = run_model_demo(
-            server.base_url, tmp_path, list(SYNTHETIC_MODELS), console=Console(file=out, width=120)
+            server.base_url, tmp_path, list(SYNTHETIC_MODELS), console=Console(file=out, width=80)
         )
     assert status == 0, out.getvalue()
     with (tmp_path / "comparison.csv").open() as handle:
@@ -175,3 +176,5 @@ def test_demo_runs_the_synthetic_models(tmp_path: Path) -> None:
         summary = json.loads((tmp_path / name / "summary.json").read_text())
         assert summary["matcher_pairs"]["SEMANTIC"] == 0  # the demo loads no embedding model
     assert "Models (means over the records with an output)" in out.getvalue()
+    for name in SYNTHETIC_MODELS:  # the whole row fits 80 columns, latency last
+        assert re.search(rf"^{name} +60/60 +0 +\d+ .* 0\.\d{{4}} +[\d.]+ ms$", out.getvalue(), re.M)

@@ -369,7 +369,7 @@ def test_model_demo_against_serve_model(tmp_path: Path) -> None:
     from fieldcheck._cli.slots_cmd import run_model_demo
     from fieldcheck.serve_model import SYNTHETIC_MODELS, BackgroundServer, create_app
 
-    console = Console(record=True, width=100)
+    console = Console(record=True, width=80)
     with BackgroundServer(create_app()) as server:
         status = run_model_demo(server.base_url, tmp_path, list(SYNTHETIC_MODELS), console=console)
     assert status == 0
@@ -389,8 +389,8 @@ def test_model_demo_against_serve_model(tmp_path: Path) -> None:
         for e in read_jsonl(tmp_path / "session_errors.jsonl")
     ] == [("synthetic-fast", "u2", 2, "invalid_reply")]
     text = console.export_text()
-    assert "│ synthetic-careful │ 1.000 │ 0.971 │" in text
-    assert re.search(r"│ synthetic-fast +│.*│ invalid_reply=1 │", text)
+    assert re.search(r"^synthetic-careful +1.000 +0.971 .* [\d.]+ ms$", text, re.M)
+    assert re.search(r"^synthetic-fast .* invalid_reply=1 +[\d.]+ ms$", text, re.M)
     assert (tmp_path / "report.html").exists() and (tmp_path / "pred_synthetic-fast.jsonl").exists()
 
 

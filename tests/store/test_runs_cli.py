@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import os
+import re
 import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -44,6 +45,30 @@ def test_list_show_and_json_output(tmp_path: Path) -> None:
     code, stdout, _ = runs("show", run_id)
     assert code == 0 and "accuracy" in stdout and "0.8333" in stdout
     assert runs("list", "--system", "slots", "--json")[1].strip() == "[]"
+
+
+def test_the_list_gives_a_run_one_line_of_80_columns(tmp_path: Path) -> None:
+    """`runs list` outside a terminal (80 columns): each run on one line, whole (ids and times
+    were broken over three lines); a parent column once a run is a re-score, whole too."""
+    out, batch = json_folder(tmp_path)
+    code, stdout, _ = runs(
+        "import", str(out), "--input", f"batch={batch}", "--model", "synthetic-careful", "--json"
+    )
+    run_id = orjson.loads(stdout)["id"]
+    code, stdout, _ = runs("list")
+    lines = stdout.splitlines()
+    assert code == 0 and lines[0].split() == [
+        "id", "system", "kind", "model", "status", "started", "(UTC)", "items"
+    ]  # fmt: skip
+    assert re.fullmatch(
+        rf"{run_id} json +score synthetic-careful +finished \d{{4}}-\d\d-\d\d \d\d:\d\d +3",
+        lines[1],
+    )
+    assert lines[2:] == ["1 run(s)"] and max(map(len, lines)) <= 80
+    child = orjson.loads(runs("rescore", run_id, "--json")[1])["id"]
+    lines = runs("list")[1].splitlines()
+    assert lines[0].split()[-1] == "parent" and max(map(len, lines)) <= 80
+    assert lines[1].startswith(child) and lines[1].endswith(run_id)  # the model may fold
 
 
 def test_usage_errors_are_one_line_naming_the_option(tmp_path: Path) -> None:

@@ -55,7 +55,7 @@ from fieldcheck.jsoneval import (
     resolve_config,
 )
 from fieldcheck.metrics import BUCKET_NAMES
-from fieldcheck.reports import OutputFolder, format_seconds
+from fieldcheck.reports import format_seconds
 from fieldcheck.runner import ModelSpec, Runner
 
 app = typer.Typer(
@@ -399,11 +399,11 @@ def print_comparison(console: Console, rows: list[dict[str, Any]]) -> None:
         box=None,
         pad_edge=False,
     )
-    heads = ("output", "call err", "failed", "compl", "halluc", "acc", "RQS", "latency")
+    heads = ("output", "call\nerr", "failed", "compl", "halluc", "acc", "RQS", "latency")
     table.add_column(
         "model", overflow="fold", min_width=min(20, max(len(r["model"]) for r in rows))
     )
-    for head in heads:
+    for head in heads:  # a header of two lines: the latency column fits an 80-column terminal
         table.add_column(head, justify="right", no_wrap=True)
     for row in rows:
         latency = row["latency_s_mean"]
@@ -519,7 +519,7 @@ def run_model_demo(base_url: str, out_dir: Path, models: list[str], *, console: 
         settings,
         specs,
         runner,
-        OutputFolder.of(out_dir),
+        out_dir,
         command="json run",
         errors=errors,
         show_progress=False,

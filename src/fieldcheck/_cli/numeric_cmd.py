@@ -334,7 +334,7 @@ def run_model_demo(base_url: str, out_dir: Path, models: list[str], *, console: 
         _settings(sample_size=30, bootstrap=200),
         specs,
         runner,
-        OutputFolder.of(out_dir),
+        out_dir,
         command="numeric evaluate",
         errors=SafeConsole(stderr=True),
         show_progress=False,

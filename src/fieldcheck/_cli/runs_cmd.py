@@ -126,14 +126,23 @@ def list_command(
     if as_json:
         print_json([_summary(r) for r in runs])
         return
-    table = Table(header_style="bold")
-    for head in ("id", "system", "kind", "model", "status", "started", "items", "parent"):
-        table.add_column(head, overflow="fold", no_wrap=head in ("id", "parent"))
-    for r in runs:
-        s = _summary(r)
+    # no box, minutes, a parent column only when a run has one: a row fits 80 columns
+    table = Table(header_style="bold", box=None, pad_edge=False, collapse_padding=True)
+    summaries = [_summary(r) for r in runs]
+    parents = any(s["parent_id"] for s in summaries)
+    heads = ("id", "system", "kind", "model", "status", "started (UTC)", "items")
+    for head in (*heads, "parent") if parents else heads:
+        table.add_column(
+            head,
+            overflow="fold",
+            no_wrap=head != "model",
+            justify="right" if head == "items" else "left",
+        )
+    for s in summaries:
         named = [s[key] for key in ("id", "system", "kind", "model", "status")]
-        items, parent = format_count(s["n_done"], s["n_items"]), s["parent_id"] or ""
-        table.add_row(*(safe_text(v) for v in (*named, s["started_at"][:19], items, parent)))
+        started = s["started_at"][:16].replace("T", " ")
+        cells = [*named, started, format_count(s["n_done"], s["n_items"])]
+        table.add_row(*(safe_text(v) for v in cells + ([s["parent_id"] or ""] if parents else [])))
     console = _console()
     console.print(table)
     say(console, f"{len(runs)} run(s)")

@@ -34,7 +34,7 @@ from fieldcheck._cli._runopts import (
     run_models,
 )
 from fieldcheck._util.term import safe_text
-from fieldcheck.reports import RunFolder, format_pvalue, format_seconds, format_seconds_joined
+from fieldcheck.reports import format_pvalue, format_seconds, format_seconds_joined
 from fieldcheck.runner import ModelSpec, Runner
 from fieldcheck.slots import (
     METRIC_COLUMNS,
@@ -398,7 +398,6 @@ def run_model_demo(base_url: str, out_dir: Path, models: list[str], *, console: 
         say(console, f"slots demo: example data not found in {EXAMPLES}", style="red")
         return EXIT_FAILED
     specs = [ModelSpec(name=m, model=m, base_url=base_url) for m in models]
-    folder = RunFolder.of(out_dir)
     inputs = [("conversations", conversations_path), ("gold", gold)]
     settings = _settings({"tp": "presence", "threshold": None, "bootstrap": 200, "seed": 0})
     runner = make_runner()
@@ -408,7 +407,7 @@ def run_model_demo(base_url: str, out_dir: Path, models: list[str], *, console: 
         settings,
         specs,
         runner,
-        folder,
+        out_dir,
         command="slots run",
         errors=console,
         show_progress=False,
@@ -416,9 +415,14 @@ def run_model_demo(base_url: str, out_dir: Path, models: list[str], *, console: 
     outcome, extractions = ran.outcomes[0], ran.calls
     scored, files = outcome.scored.result, outcome.files
     stored_line(console, core.stored_line(outcome.run_id))
-    table = Table(title="slots run (synthetic models, examples/slots)", header_style="bold")
+    table = Table(  # no box: the latency column fits an 80-column terminal
+        title="slots run (synthetic models, examples/slots)",
+        header_style="bold",
+        box=None,
+        pad_edge=False,
+    )
     table.add_column("model", min_width=17, overflow="fold")
-    for col in ("P", "R", "F1", "exact", "extra slots", "session errors", "latency"):
+    for col in ("P", "R", "F1", "exact", "extra\nslots", "session\nerrors", "latency"):
         table.add_column(col, justify="right")
     results = {m.name: m.result for m in scored.models}
     for ex in extractions:

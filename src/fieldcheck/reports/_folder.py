@@ -337,7 +337,7 @@ class RunFolder:
     @classmethod
     def of(cls, out: str | os.PathLike[str] | RunFolder) -> RunFolder:
         """``out`` itself, or a plain path as a folder written in place (no partial folder, no
-        run.json: for library callers and the demo)."""
+        run.json: for library callers)."""
         if isinstance(out, RunFolder):
             return out
         root = Path(out)
