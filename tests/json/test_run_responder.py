@@ -177,4 +177,26 @@ def test_demo_runs_the_synthetic_models(tmp_path: Path) -> None:
         assert summary["matcher_pairs"]["SEMANTIC"] == 0  # the demo loads no embedding model
     assert "Models (means over the records with an output)" in out.getvalue()
     for name in SYNTHETIC_MODELS:  # the whole row fits 80 columns, latency last
-        assert re.search(rf"^{name} +60/60 +0 +\d+ .* 0\.\d{{4}} +[\d.]+ ms$", out.getvalue(), re.M)
+        assert re.search(
+            rf"^{name} +60/60 +0 +\d+ .* 0\.\d{{4}} +[\d.]+ m?s$", out.getvalue(), re.M
+        )
+
+
+def test_the_comparison_fits_80_columns_with_wide_values() -> None:
+    """Slow calls (``114.0 ms``, ``12.3 s``) and large counts keep every column whole."""
+    from fieldcheck._cli.json_cmd import print_comparison
+
+    out = io.StringIO()
+    rows = [
+        {"model": m, "with_output": 60_000, "records": 60_000, "call_errors": 1_234,
+         "failed": 46_000, "completeness": 1.0, "hallucination": 0.0373, "accuracy": 0.95,
+         "rqs": 0.8444, "latency_s_mean": latency}
+        for m, latency in (("synthetic-careful", 0.114), ("synthetic-eager", 12.3))
+    ]  # fmt: skip
+    print_comparison(Console(file=out, width=80), rows)
+    lines = out.getvalue().splitlines()
+    assert lines[-2].split() == [
+        "synthetic-careful", "60000/60000", "1234", "46000", "1.0000", "0.0373", "0.9500",
+        "0.8444", "114.0", "ms",
+    ]  # fmt: skip
+    assert lines[-1].split()[-2:] == ["12.3", "s"] and max(map(len, lines)) <= 80

@@ -398,6 +398,7 @@ def print_comparison(console: Console, rows: list[dict[str, Any]]) -> None:
         header_style="bold",
         box=None,
         pad_edge=False,
+        collapse_padding=True,
     )
     heads = ("output", "call\nerr", "failed", "compl", "halluc", "acc", "RQS", "latency")
     table.add_column(
