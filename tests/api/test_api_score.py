@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 from live_server import Serve
 from test_api import cli_json, write
 
@@ -56,33 +57,77 @@ def test_api_score_json_needs_json_prepare_and_gives_the_cli_numbers(
     }
 
 
-def test_api_score_json_needs_the_servers_matcher_config_and_never_calls_a_requests_judge(
+def test_api_score_refuses_another_matcher_or_judge_and_never_calls_it(
     serve: Serve, judge: ChatServer, chat_server: Any, tmp_path: Path
 ) -> None:
-    """Settings naming another judge are scored, signed and stored with the server's judge
-    (``extras["matcher_config"]``, which the json system's ``prepare`` applies over the
-    request's): the other judge is never called, and a re-score of the run cannot call it."""
+    """Settings naming another matcher or judge than the server's are a 422 naming the key (they
+    were scored with the server's judge in silence; a tester's finding): the other judge is never
+    called. The server's own matcher settings, as `runs show` gives them, are taken."""
     asked: list[str] = []
     other = chat_server(lambda body: asked.append("called") or "0.1")
     live = serve()
     line = {"id": 1, "ground_truth": {"name": "John Smith"}, "output": {"name": "John Smyth"}}
-    config = {
-        "strategies": {"name": "FUZZY"},
-        "matcher": "llm",
-        "judge_base_url": other.base_url,
-        "judge_model": "other-judge",
-    }
+    batch = json.dumps(line).encode() + b"\n"
     with httpx.Client(base_url=live.base_url, timeout=60) as http:
+        for key, value in (("judge_base_url", other.base_url), ("judge_model", "other-judge")):
+            config = {"strategies": {"name": "FUZZY"}, "matcher": "llm", key: value}
+            answer = http.post(
+                "/api/score/json",
+                files={"batch": ("one.jsonl", batch)},
+                data={"settings": json.dumps({"bootstrap": 0, "config": config})},
+            )
+            assert answer.status_code == 422, answer.text
+            assert answer.json()["field"] == f"settings.config.{key}"
+            assert "a request cannot choose the matcher or its judge" in answer.json()["detail"]
+        settings = {"bootstrap": 0, "config": {"strategies": {"name": "FUZZY"}}}
         answer = http.post(
             "/api/score/json",
-            files={"batch": ("one.jsonl", json.dumps(line).encode() + b"\n")},
-            data={"settings": json.dumps({"bootstrap": 0, "config": config})},
+            files={"batch": ("one.jsonl", batch)},
+            data={"settings": json.dumps(settings)},
         )
         assert answer.status_code == 200, answer.text
         run = http.get(f"/api/runs/{answer.json()['run_id']}").json()
-    stored = run["settings"]["config"]
-    assert (stored["judge_base_url"], stored["judge_model"]) == (judge.base_url, "judge-1")
+        stored = run["settings"]["config"]
+        assert (stored["judge_base_url"], stored["judge_model"]) == (judge.base_url, "judge-1")
+        again = http.post(  # the stored settings as they are: the server's judge, taken
+            "/api/score/json",
+            files={"batch": ("one.jsonl", batch)},
+            data={"settings": json.dumps(run["settings"])},
+        )
+        assert again.status_code == 200, again.text
     assert asked == []
+
+
+@pytest.mark.parametrize(
+    ("system", "files"),
+    [
+        (
+            "json",
+            {"batch": ("b.jsonl", b'{"id": "a", "ground_truth": {"x": 1}, "output": {"x": 1}}\n')},
+        ),
+        ("slots", {"gold": ("g.jsonl", b"{}\n"), "pred:a": ("p.jsonl", b"{}\n")}),
+    ],
+)
+@pytest.mark.parametrize(
+    ("key", "value", "top"), [("bootstrap", 100_000_000, 100_000), ("seed", 2**40, 2**32 - 1)]
+)
+def test_api_score_refuses_a_bootstrap_or_seed_past_the_apis_limit(
+    serve: Serve, system: str, files: dict[str, Any], key: str, value: int, top: int
+) -> None:
+    """``settings.bootstrap`` above 100,000 (the other routes' limit) is a 422 before any work:
+    10**8 resamples made a 55 GiB array and a 500, 10**9 grew the server to 15 GB (a tester's
+    finding); a seed past 2**32 - 1 likewise."""
+    live = serve()
+    with httpx.Client(base_url=live.base_url, timeout=60) as http:
+        answer = http.post(
+            f"/api/score/{system}", files=files, data={"settings": json.dumps({key: value})}
+        )
+        assert answer.status_code == 422, answer.text
+        assert answer.json()["field"] == f"settings.{key}"
+        assert answer.json()["detail"] == (
+            f"settings.{key}: must be a whole number from 0 to {top} (got {value})"
+        )
+        assert http.get("/api/runs").json()["total"] == 0  # nothing began
 
 
 def test_api_score_names_a_bad_line_by_the_file_sent_never_the_server_path(

@@ -23,6 +23,9 @@ from fieldcheck.api._errors import ApiError, error_responses
 _SURROGATES = range(0xD800, 0xE000)
 _ESCAPED_BYTES = range(0xDC80, 0xDD00)  # the bytes that are not UTF-8, as surrogateescape reads
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")  # in JSON text, the only way to write one
+MAX_BOOTSTRAP = 100_000
+"""The most bootstrap resamples a request may ask for (one request must not hold the server)."""
+MAX_SEED = 2**32 - 1
 TOO_LARGE = "invalid JSON: a number beyond the double range (write it as a string)"
 
 

@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from fieldcheck import core
 from fieldcheck._util.errors import InputError
-from fieldcheck.api._body import api_router
+from fieldcheck.api._body import MAX_BOOTSTRAP, MAX_SEED, api_router
 from fieldcheck.api._deps import AppContext, Context
 from fieldcheck.api._errors import GUARD, INVALID, JUDGE_FAILED, ApiError, error_responses
 from fieldcheck.api._evaluation import (
@@ -64,8 +64,10 @@ class BatchPathRequest(_Config):
     """A JSONL batch file under the server's data root (``fieldcheck serve --data-root``)."""
 
     path: str = Field(min_length=1, max_length=4096, description="Path relative to the data root.")
-    bootstrap: int = Field(1000, ge=0, le=100_000, description="Bootstrap resamples (0: none).")
-    seed: int = Field(0, ge=0, le=2**32 - 1, description="Seed of the bootstrap.")
+    bootstrap: int = Field(
+        1000, ge=0, le=MAX_BOOTSTRAP, description="Bootstrap resamples (0: none)."
+    )
+    seed: int = Field(0, ge=0, le=MAX_SEED, description="Seed of the bootstrap.")
 
 
 @router.post(
@@ -198,8 +200,8 @@ def batch_path_route(body: BatchPathRequest, ctx: Context) -> dict[str, Any]:
 async def batch_upload_route(
     ctx: Context,
     file: Annotated[UploadFile, File(description="JSONL: one {id, ground_truth, output} a line.")],
-    bootstrap: Annotated[int, Query(ge=0, le=100_000)] = 1000,
-    seed: Annotated[int, Query(ge=0, le=2**32 - 1)] = 0,
+    bootstrap: Annotated[int, Query(ge=0, le=MAX_BOOTSTRAP)] = 1000,
+    seed: Annotated[int, Query(ge=0, le=MAX_SEED)] = 0,
 ) -> dict[str, Any]:
     """``fieldcheck json batch`` on the uploaded file with the saved configuration: its summary
     and ``run_id``, the run stored with its items (``GET /api/runs/{run_id}``). With a data

@@ -16,7 +16,7 @@ from starlette.concurrency import run_in_threadpool
 
 from fieldcheck import core
 from fieldcheck._util.errors import InputError, input_error_of
-from fieldcheck.api._body import api_router
+from fieldcheck.api._body import MAX_BOOTSTRAP, MAX_SEED, api_router
 from fieldcheck.api._deps import AppContext, Context
 from fieldcheck.api._errors import INVALID, ITEMS_GONE, NO_RUN, ApiError, error_responses
 from fieldcheck.api._evaluation import client_paths
@@ -61,8 +61,8 @@ class RescoreRequest(BaseModel):
         None, description="slots: the TP rule."
     )
     threshold: float | None = Field(None, ge=0, le=1, description="slots: --tp threshold.")
-    bootstrap: int | None = Field(None, ge=0, le=100_000)
-    seed: int | None = Field(None, ge=0, le=2**32 - 1)
+    bootstrap: int | None = Field(None, ge=0, le=MAX_BOOTSTRAP)
+    seed: int | None = Field(None, ge=0, le=MAX_SEED)
 
 
 def _public(ctx: AppContext, run: RunInfo) -> dict[str, Any]:

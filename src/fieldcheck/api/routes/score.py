@@ -12,10 +12,10 @@ from starlette.datastructures import UploadFile
 
 from fieldcheck import core
 from fieldcheck._util.errors import UsageProblem
-from fieldcheck.api._body import api_router
-from fieldcheck.api._deps import Context
+from fieldcheck.api._body import MAX_BOOTSTRAP, MAX_SEED, api_router
+from fieldcheck.api._deps import AppContext, Context
 from fieldcheck.api._errors import INVALID, JUDGE_FAILED, ApiError, error_responses
-from fieldcheck.api._evaluation import hidden, score_uploads
+from fieldcheck.api._evaluation import hidden, score_uploads, server_matcher
 
 router = api_router("/api/score", "score")
 
@@ -63,6 +63,30 @@ def _answer(outcome: core.Outcome, shown: Mapping[str, str]) -> dict[str, Any]:
     }
 
 
+def _refuse_settings(ctx: AppContext, settings: Mapping[str, Any]) -> None:
+    """A 422 for what a request may not ask: more bootstrap resamples than ``MAX_BOOTSTRAP`` or
+    a seed past ``MAX_SEED`` (the server's time and memory), or another matcher or judge than
+    the server's (it was dropped in silence)."""
+    for key, top in (("bootstrap", MAX_BOOTSTRAP), ("seed", MAX_SEED)):
+        value = settings.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value > top:
+            raise ApiError(
+                422,
+                f"settings.{key}: must be a whole number from 0 to {top} (got {value})",
+                field=f"settings.{key}",
+            )
+    config = settings.get("config")
+    given = config if isinstance(config, Mapping) else {}
+    for key, value in server_matcher(ctx.base_config).items():
+        if key in given and given[key] != value:
+            raise ApiError(
+                422,
+                f"settings.config.{key}: the server's matcher is used (fieldcheck serve "
+                "--matcher); a request cannot choose the matcher or its judge",
+                field=f"settings.config.{key}",
+            )
+
+
 @router.post(
     "/{system}",
     summary="Score uploaded input files with any system",
@@ -101,6 +125,7 @@ async def score_route(system: str, request: Request, ctx: Context) -> dict[str, 
         )
     except UsageProblem as exc:
         raise ApiError(422, f"settings: {exc.message}", field="settings") from None
+    _refuse_settings(ctx, settings)
     uploads: list[tuple[str, UploadFile]] = []
     for role, value in form.multi_items():
         if role == "settings":
