@@ -94,6 +94,37 @@ def invoke(files: dict[str, Path], url: str, *extra: str, out: Path | None = Non
     return CliRunner().invoke(app, args)
 
 
+def test_a_runs_conversations_are_its_dataset_in_runs_compare(
+    chat_server: StartServer, files: dict[str, Path], tmp_path: Path
+) -> None:
+    """A `slots run` records its conversations with its gold, so `runs compare` warns when two
+    runs read other conversations (it said nothing: only the gold was recorded; a tester's
+    finding), and not when the same bytes lie elsewhere."""
+    server = chat_server(scripted)
+    other = [dict(c, note="edited") if c["user"] == "b" else c for c in CONVERSATIONS]
+    runs = {}
+    for name, conversations in (
+        ("first", CONVERSATIONS),
+        ("copy", CONVERSATIONS),
+        ("other", other),
+    ):
+        given = {**files, "conv": write_jsonl(tmp_path / f"{name}.jsonl", conversations)}
+        result = invoke(given, server.base_url, "--model", "m=model-x", out=tmp_path / name)
+        assert result.exit_code == 0, result.output
+        runs[name] = Store().list_runs(system="slots", newest_first=True)[0].id
+    shown = json.loads(CliRunner().invoke(app, ["runs", "show", runs["first"], "--json"]).stdout)
+    assert [i["name"] for i in shown["inputs"]][:2] == ["gold", "conversations"]
+
+    def warnings(a: str, b: str) -> list[str]:
+        result = CliRunner().invoke(app, ["runs", "compare", runs[a], runs[b], "--json"])
+        assert result.exit_code == 0, result.output
+        return [w["message"] for w in json.loads(result.stdout)["warnings"]]
+
+    assert not [w for w in warnings("first", "copy") if "dataset" in w]
+    [warning] = [w for w in warnings("first", "other") if "dataset" in w]
+    assert "conversations other.jsonl" in warning and "conversations first.jsonl" in warning
+
+
 def test_predictions_latencies_memory_and_exact_scores(
     chat_server: StartServer, files: dict[str, Path]
 ) -> None:

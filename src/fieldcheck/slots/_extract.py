@@ -516,10 +516,12 @@ class SlotsRuns:
         specs: Sequence[ModelSpec],
         folder: RunFolder,
     ) -> tuple[list[tuple[str, Path]], dict[str, Any], dict[str, Any]]:
-        """Every model's pred, latency and memory files, session_errors.jsonl and runs.json."""
+        """Every model's pred, latency and memory files, session_errors.jsonl and runs.json; the
+        inputs to score, the conversations among them (recorded, not read)."""
         preds, latencies = write_extractions(calls, folder, specs)
         inputs = [
             ("gold", task.gold),
+            ("conversations", task.path),  # the dataset with the gold (runs compare's check)
             *((f"pred:{n}", p) for n, p in preds.items()),
             *((f"latency:{n}", p) for n, p in latencies.items()),
         ]

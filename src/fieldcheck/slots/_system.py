@@ -146,6 +146,8 @@ def _by_role(inputs: Sequence[tuple[str, Path]]) -> tuple[Path, dict[str, dict[s
         kind, _, name = role.partition(":")
         if role == "gold" and gold is None:
             gold = Path(path)
+        elif role == "conversations":  # a model run's: recorded as its dataset, not read
+            continue
         elif kind == "pred" and name:
             names.append(name)
             files["pred"].setdefault(name, Path(path))
