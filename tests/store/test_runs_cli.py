@@ -452,3 +452,29 @@ def test_import_names_the_model_the_run_was_stored_under(
     code, _, stderr = runs("import", str(tmp_path / "two"))
     assert code == 2 and "holds a run per model; import each model's folder:" in stderr
     assert f"{tmp_path / 'two' / 'm'}, {tmp_path / 'two' / 'm2'}" in " ".join(stderr.split())
+
+
+def test_an_imported_numeric_folder_compares_with_its_native_run_without_warnings(
+    tmp_path: Path,
+) -> None:
+    """`runs import` of a `numeric score` folder stores the run's signature as scoring does, so
+    `runs compare` with the native run finds no settings that differ (it warned "bootstrap,
+    bootstrap_seed" differ: '1000' read from the signature's text against 1000; a tester's
+    finding)."""
+    examples = Path(__file__).resolve().parents[2] / "examples" / "numeric"
+    out = tmp_path / "num"
+    result = CliRunner().invoke(
+        app,
+        [
+            "numeric", "score", "--data", str(examples / "data.json"),
+            "--predictions", str(examples / "predictions_model_a.jsonl"), "--out", str(out),
+        ],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    native = Store().list_runs(system="numeric")[0].id
+    code, stdout, _ = runs("import", str(out), "--model", "again", "--json")
+    imported = orjson.loads(stdout)["id"]
+    code, stdout, _ = runs("compare", native, imported, "--json")
+    assert code == 0 and orjson.loads(stdout)["warnings"] == []
+    shown = [orjson.loads(runs("show", r, "--json")[1])["signature"] for r in (native, imported)]
+    assert shown[0] == shown[1] and orjson.loads(shown[0])["settings"]["bootstrap"] == 1000

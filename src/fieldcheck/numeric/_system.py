@@ -336,7 +336,8 @@ class NumericSystem(NumericRuns, Views):
                     recorder.add_items(chunk, self.item_columns)
             return stored_metrics(statistics)
 
-        signature = statistics.get("signature") or {}
+        # the Signature as scoring stores it (its text would make every setting a string)
+        signature = statistics.get("signature_settings") or statistics.get("signature") or {}
         return model or folder.name, inputs, {}, signature, write
 
 
