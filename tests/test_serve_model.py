@@ -153,6 +153,27 @@ def test_serve_model_rejects_a_bad_fail_rate() -> None:
     assert proc.returncode == 2 and "status must be one of" in proc.stderr
 
 
+def test_serve_model_on_a_busy_port_is_a_usage_error_before_it_says_it_serves() -> None:
+    """A busy port: one usage line and exit 2, never "serving ..." then uvicorn's error and exit
+    3 (the docs start serve-model in the background, where that went unnoticed: a tester's
+    finding)."""
+    import socket
+
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        proc = subprocess.run(
+            [sys.executable, "-m", "fieldcheck._cli.main", "serve-model", "--port", str(port)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert proc.returncode == 2 and "serving" not in proc.stderr
+    assert f"--port: 127.0.0.1:{port} cannot be used: " in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+
+
 def test_answers_do_not_depend_on_latency() -> None:
     """The responder's generator is not drawn from for the latency jitter."""
     from fieldcheck.serve_model import EXAMPLES

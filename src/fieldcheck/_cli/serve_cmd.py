@@ -86,7 +86,7 @@ def serve_command(
         raise typer.BadParameter(str(exc), param_hint="--host") from None
     import uvicorn
 
-    in_use = _port_in_use(host, port)
+    in_use = port_in_use(host, port)
     if in_use:
         raise typer.BadParameter(
             f"{shown_address(host, port)} cannot be used: {in_use}", param_hint="--port"
@@ -110,7 +110,7 @@ def shown_address(host: str, port: int) -> str:
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
-def _port_in_use(host: str, port: int) -> str:
+def port_in_use(host: str, port: int) -> str:
     """Why the server could not listen on ``host:port`` ('' when it can): checked before the
     app starts, so a busy port is a usage error, not uvicorn's log line and exit 3."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
