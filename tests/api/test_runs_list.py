@@ -131,6 +131,7 @@ def test_sorted_by_any_column_filtered_and_paged(runs: Any) -> None:
     assert [r["tokens"] for r in tokens[2:]] == [None] * 3
     assert [r["id"] for r in listed(dataset="DOCS.J")] == [ids["json"]]  # any case
     assert {r["id"] for r in listed(dataset="batch")} == {ids["alpha"]}
+    assert listed(dataset="examples") == []  # numeric's folder: the server's, never matched
     assert [r["id"] for r in listed(model_contains="lph")] == [ids["alpha"]]
     assert [r["id"] for r in listed(model="b")] == [ids["slots"]]  # one of its models, as before
     assert {r["id"] for r in listed(system="json")} == {ids["json"], ids["alpha"], ids["beta"]}

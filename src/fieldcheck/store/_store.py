@@ -903,7 +903,8 @@ def _run_filters(
     dataset_contains: str | None = None,
 ) -> Any:
     """``query`` of the runs of a system, a model (one of a slot run's ``", "``-joined names),
-    a kind (none: all but ``calls`` runs), text in the model or dataset (any case), a time."""
+    a kind (none: all but ``calls`` runs), text in the model or dataset file name (any case),
+    a time."""
     if system is not None:
         query = query.where(RunRow.system == system)
     if kind is not None:
@@ -913,7 +914,8 @@ def _run_filters(
     if model is not None:  # one of the ", "-joined names of a slot run, or the whole name
         joined = ", " + RunRow.model + ", "  # replace() matches case as == does; LIKE may not
         query = query.where(func.replace(joined, f", {model}, ", "") != joined)
-    for column, text in ((RunRow.model, model_contains), (RunRow.dataset, dataset_contains)):
+    # the dataset by its file name, what the list shows (its folders are the server's)
+    for column, text in ((RunRow.model, model_contains), (DATASET_NAME, dataset_contains)):
         if text:
             query = query.where(column.ilike(f"%{_like(text)}%", escape="\\"))
     if since is not None:

@@ -123,7 +123,7 @@ class RunsQuery(BaseModel):
         None, max_length=255, description="Runs whose model names hold this text."
     )
     dataset: str | None = Query(
-        None, max_length=255, description="Runs whose dataset path holds this text."
+        None, max_length=255, description="Runs whose dataset file name holds this text."
     )
     since: DateQ = Query(None, description="Started at or after (ISO 8601).")
     until: DateQ = Query(None, description="Started before (ISO 8601).")
