@@ -188,6 +188,27 @@ def test_every_bad_line_is_in_the_errors_files(tmp_path: Path) -> None:
     assert {r["reason"] for r in rows} == {"must be a valid integer"}
 
 
+def test_a_huge_record_id_or_field_name_is_cut_in_every_error_line(tmp_path: Path) -> None:
+    """A bad line with an id (or key) of 1 MB gives a short error line and errors.jsonl entry,
+    the id cut to 200 characters with ``...`` (the whole id was printed: a 5 MB stderr line;
+    a tester's finding)."""
+    huge = "i" * 1_000_000
+    bad = {"id": huge, "ground_truth": {"a": 1}, "output": {"a": 1}, "safety_score": "x"}
+    batch = tmp_path / "b.jsonl"
+    batch.write_text(GOOD_BATCH + json.dumps(bad) + "\n")
+    out = tmp_path / "out"
+    result = CliRunner().invoke(
+        app, ["json", "batch", str(batch), "--out", str(out), "--no-store"], env=WIDE
+    )
+    assert result.exit_code == 3, result.output
+    assert max(map(len, result.stderr.splitlines())) < 1_000
+    [error] = [json.loads(x) for x in (out / "errors.jsonl").read_text("utf-8").splitlines()]
+    assert error["record"] == "i" * 197 + "..." and len(error["message"]) < 1_000
+    assert error["line"] == 2 and error["field"] == "safety_score"
+    cut = InputError("bad", field="k" * 300, record="r" * 200)
+    assert (cut.field, cut.record) == ("k" * 197 + "...", "r" * 200)
+
+
 def test_many_bad_lines_before_the_first_valid_one(tmp_path: Path) -> None:
     # more bad lines than json batch holds while looking for a valid record: read again
     data = tmp_path / "late.jsonl"

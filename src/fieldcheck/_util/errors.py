@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from pydantic import ValidationError
 
 _MAX_VALUE_CHARS = 80
+_MAX_NAME_CHARS = 200  # a record id or field name shown (a 5 MB id was a 5 MB error line)
 _HEADER = struct.Struct("<Q")
 _SHOULD = re.compile(
     r"^(?:Input|String|List|Dictionary|Tuple|Set|Bytes|Value|Decimal|Data) should "
@@ -29,6 +30,13 @@ def short_repr(value: Any) -> str:
     """A one-line repr of ``value``, cut to a readable length."""
     text = repr(value).replace("\n", "\\n")
     return text if len(text) <= _MAX_VALUE_CHARS else text[: _MAX_VALUE_CHARS - 3] + "..."
+
+
+def _cut(name: str | None) -> str | None:
+    """A record id or field name cut to ``_MAX_NAME_CHARS`` (``...`` says so)."""
+    if name is None or len(name) <= _MAX_NAME_CHARS:
+        return name
+    return name[: _MAX_NAME_CHARS - 3] + "..."
 
 
 def shown_path(path: str | Path) -> str:
@@ -87,10 +95,10 @@ class InputError(FieldcheckError, ValueError):
         self.reason = reason
         self.file = shown_path(file) if file is not None else None
         self.line = line
-        self.field = field
+        self.field = _cut(field)
         self.value = value
         # a blank id is the error itself, not a name to locate it by (``record :``)
-        self.record = record if record is None or record.strip() else None
+        self.record = _cut(record) if record is None or record.strip() else None
         super().__init__(self.one_line())
 
     @property
