@@ -154,3 +154,18 @@ def test_a_bundle_that_fails_while_written_leaves_no_partial_folder(
     assert result.exit_code == 1, result.output
     assert "error: cannot write the bundle: [Errno 5] Input/output error" in result.stderr
     assert not out.exists() and not out.with_name("broken.fieldcheck-partial").exists()
+
+
+def test_the_plots_note_of_a_run_that_has_not_finished(tmp_path: Path) -> None:
+    """A failed or interrupted run's folder is still its partial one: its page says it has not
+    finished, not that its output folder is gone (a tester's finding)."""
+    from types import SimpleNamespace
+
+    from fieldcheck.api.routes.items import _plots_note
+
+    (tmp_path / "run.fieldcheck-partial").mkdir()
+    for status in ("failed", "interrupted", "running"):
+        run = SimpleNamespace(out_dir=str(tmp_path / "run"), status=status)
+        assert _plots_note(run, []) == f"No plots: the run has not finished ({status})."  # type: ignore[arg-type]
+    gone = SimpleNamespace(out_dir=str(tmp_path / "run"), status="finished")
+    assert _plots_note(gone, []) == "No plots: the run's output folder is gone."  # type: ignore[arg-type]

@@ -132,10 +132,12 @@ def run_view(ctx: AppContext, run: RunInfo) -> dict[str, Any]:
 
 
 def _plots_note(run: RunInfo, shown: list[str]) -> str | None:
-    """Why plots the run wrote are not shown: its output folder is gone, or the plots its
-    report.md names were moved out of it (a new user's finding)."""
+    """Why plots the run wrote are not shown: it has not finished, its output folder is gone,
+    or the plots its report.md names were moved out of it (a new user's finding)."""
     if not run.out_dir:
         return None
+    if run.status != "finished":  # its folder is still the partial one, without plots
+        return f"No plots: the run has not finished ({run.status})."
     folder = Path(run.out_dir)
     if not folder.is_dir():
         return "No plots: the run's output folder is gone."
