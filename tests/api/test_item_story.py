@@ -195,7 +195,7 @@ def test_a_numeric_turns_plan_checks_repair_and_matches(stored: Any) -> None:
         assert told[name] == result[name.replace("-", "_").replace(" ", "_")]
     assert told["general match"] == result["general_match"]
     assert told["failure mode"] == result["failure_mode"]
-    assert values(story, "answer")["computed answer"] == result["predicted_answer"]
+    assert values(story, "answer")["predicted answer"] == result["predicted_answer"]
     assert_call_told(story, result)
 
 

@@ -272,6 +272,13 @@ def test_an_error_marks_the_run_failed_not_interrupted(store: Store, tmp_path: P
     assert run is not None and (run.status, run.n_items) == ("failed", 1)
     with pytest.raises(InputError, match=rf"^run {run.id} is a failed score run: only finished"):
         rescore(store, run.id)
+    model_run, _ = store.open_run(
+        system="json", task="run", dataset="d", dataset_sha256="x", model="m", endpoint="e",
+        settings={}, signature="", n_items=1,
+    )  # fmt: skip
+    store.set_status(model_run.id, "interrupted")
+    with pytest.raises(InputError, match=rf"^run {model_run.id} is an interrupted model run: only"):
+        rescore(store, model_run.id)  # it said "an interrupted run run"
 
 
 @pytest.mark.parametrize("pooled", [False, True])

@@ -142,7 +142,7 @@ def numeric_story(
             section("checks", "Validator checks", repair, table_block(CHECK_COLUMNS, rows, tones))
         )
     answer = [
-        ["computed answer", result.get("predicted_answer")],
+        ["predicted answer", result.get("predicted_answer")],  # the plan's, or a given one
         ["parsed answer", result.get("parsed_answer")],
         ["answer rule", result.get("answer_rule")],
         ["plan steps", result.get("plan_steps")],

@@ -34,7 +34,8 @@ def rescore(store: Store, run_id: str, **options: Any) -> RunInfo:
     if not parent.scored or parent.status != "finished":
         raise InputError(
             f"run {run_id} is {'an' if parent.status[:1] in 'aeiou' else 'a'} {parent.status} "
-            f"{parent.kind} run: only finished scored runs can be re-scored"
+            f"{'model' if parent.kind == 'run' else parent.kind} run: only finished scored runs "
+            "can be re-scored"
         )
     system = core.find(parent.system)
     if not isinstance(system, core.Rescores):
