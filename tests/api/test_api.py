@@ -410,6 +410,17 @@ def test_loopback_server_refuses_other_host_names_and_origins(client: httpx.Clie
     assert client.get("/api/config/weights", headers={"host": "localhost"}).status_code == 200
 
 
+def test_no_page_can_be_framed_by_another_site(client: httpx.Client) -> None:
+    """Every answer (pages, API, files) forbids framing and type sniffing: a framed
+    Configuration page's own POST is same-origin, so the Origin check cannot stop clickjacking
+    (a tester's finding)."""
+    for path in ("/configuration", "/runs", "/api/runs", "/api/config/weights", "/nope"):
+        answer = client.get(path, headers={"accept": "text/html"})
+        assert answer.headers["x-frame-options"] == "DENY", path
+        assert answer.headers["content-security-policy"] == "frame-ancestors 'none'", path
+        assert answer.headers["x-content-type-options"] == "nosniff", path
+
+
 def test_openapi_lists_every_route(client: httpx.Client) -> None:
     paths = client.get("/openapi.json").json()["paths"]
     assert set(paths) == {

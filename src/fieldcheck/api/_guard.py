@@ -1,5 +1,6 @@
 """What stands before every route: the body size limit (413), the bearer token, and on a
-loopback server the Host and Origin checks (DNS rebinding, forms posted from another origin)."""
+loopback server the Host and Origin checks (DNS rebinding, forms posted from another origin);
+and on every answer the headers that keep its pages out of other sites' frames."""
 
 from __future__ import annotations
 
@@ -19,6 +20,13 @@ from fieldcheck.api._settings import ApiSettings, is_loopback
 TOKEN_COOKIE = "fieldcheck_token"
 OPEN_PATHS = frozenset({"/login"})  # the page where a browser gives the token
 UNSAFE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+# on every answer: no page of this server inside another site's frame (a framed Configuration
+# page's own POST is same-origin), no type sniffing of a served file
+SAFETY_HEADERS = (
+    (b"x-frame-options", b"DENY"),
+    (b"content-security-policy", b"frame-ancestors 'none'"),
+    (b"x-content-type-options", b"nosniff"),
+)
 
 
 class BodyTooLarge(HTTPException):
@@ -111,6 +119,7 @@ class Guard:
             nonlocal started
             if message["type"] == "http.response.start":
                 started = True
+                message = {**message, "headers": [*message.get("headers", ()), *SAFETY_HEADERS]}
             await send(message)
 
         try:
