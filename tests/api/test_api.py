@@ -387,7 +387,7 @@ def test_the_token_is_required_on_every_route_when_bound_beyond_loopback(
             assert response.status_code == 401, (method, path, headers)
     # a browser asking for a page is sent to the page that takes the token
     browser = httpx.get(f"{live.base_url}/runs", headers={"accept": "text/html,*/*"})
-    assert (browser.status_code, browser.headers["location"]) == (303, "/login")
+    assert (browser.status_code, browser.headers["location"]) == (303, "/login?next=%2Fruns")
     good = {"authorization": "Bearer t0ken-of-the-test"}
     assert httpx.get(f"{live.base_url}/api/config/weights", headers=good).status_code == 200
     # no browsable docs: FastAPI's would load Swagger UI from a CDN
@@ -482,6 +482,32 @@ def test_fieldcheck_serve_starts_uvicorn_and_answers(tmp_path: Path) -> None:
     assert f"serving fieldcheck at http://127.0.0.1:{port}/" in stderr
 
 
+def test_after_signing_in_a_browser_is_back_on_the_page_it_asked_for(serve: Serve) -> None:
+    """A page asked for without the token sends the browser to /login with the page as
+    ``next``, and signing in goes back there (it went to /evaluate; a tester's finding); a
+    ``next`` that is not a page of this server goes to /evaluate."""
+    live = serve(host="0.0.0.0", token="t0ken-of-the-test")
+    with httpx.Client(base_url=live.base_url) as browser:
+        asked = browser.get("/runs?system=json&sort=model", headers={"accept": "text/html"})
+        assert asked.status_code == 303
+        login = browser.get(asked.headers["location"])
+        assert 'name="next" value="/runs?system=json&amp;sort=model"' in login.text
+        for given, lands in (
+            ("/runs?system=json&sort=model", "/runs?system=json&sort=model"),
+            ("//evil.example/x", "/evaluate"),
+            ("https://evil.example/", "/evaluate"),
+            ("/\\evil.example", "/evaluate"),
+            ("runs", "/evaluate"),
+        ):
+            wrong = browser.post("/login", data={"token": "guess", "next": given})
+            assert (
+                wrong.status_code == 401 and f'value="{lands}"'.replace("&", "&amp;") in wrong.text
+            )
+            right = browser.post("/login", data={"token": "t0ken-of-the-test", "next": given})
+            assert (right.status_code, right.headers["location"]) == (303, lands), given
+            browser.cookies.clear()
+
+
 def test_a_browser_signs_in_once_with_the_token(serve: Serve) -> None:
     live = serve(host="0.0.0.0", token="t0ken-of-the-test")
     with httpx.Client(base_url=live.base_url) as browser:
@@ -490,7 +516,7 @@ def test_a_browser_signs_in_once_with_the_token(serve: Serve) -> None:
         assert wrong.status_code == 401 and "not the server&#39;s token" in wrong.text
         assert browser.get("/configuration").status_code == 401
         right = browser.post("/login", data={"token": "t0ken-of-the-test"})
-        assert right.status_code == 303
+        assert (right.status_code, right.headers["location"]) == (303, "/evaluate")
         cookie = right.headers["set-cookie"].lower()
         assert "httponly" in cookie and "samesite=strict" in cookie
         page = browser.get("/configuration")

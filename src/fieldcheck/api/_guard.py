@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import hmac
 from collections.abc import Mapping
-from urllib.parse import urlsplit
+from urllib.parse import urlencode, urlsplit
 
 from fastapi import HTTPException
 from starlette.datastructures import Headers
@@ -90,8 +90,13 @@ class Guard:
             refused = 400, "this server answers only on a loopback host name"
         elif scope["path"] not in OPEN_PATHS and not self.authorized(headers):
             if scope["method"] == "GET" and "text/html" in headers.get("accept", ""):
-                # a browser: the page that asks for the token
-                await RedirectResponse("/login", 303)(scope, receive, send)
+                # a browser: the page that asks for the token, then back to this one
+                asked = scope["path"] + (
+                    f"?{scope['query_string'].decode()}" if scope["query_string"] else ""
+                )
+                await RedirectResponse(f"/login?{urlencode({'next': asked})}", 303)(
+                    scope, receive, send
+                )
                 return
             refused = 401, "a bearer token is required"
         elif not self.same_origin(scope["method"], headers):

@@ -10,7 +10,7 @@ import os
 import re
 from collections.abc import Callable
 from typing import Annotated, Any
-from urllib.parse import parse_qsl
+from urllib.parse import parse_qsl, urlsplit
 
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
@@ -84,19 +84,37 @@ def home() -> RedirectResponse:
 
 
 # login (only when the server asks for a token) ---------------------------------------------
+def _local(path: str) -> str:
+    """``path`` when it is a page of this server (``/runs?x=1``), else ``/evaluate``: a login
+    never sends the browser to another site."""
+    parts = urlsplit(path)
+    own = path.startswith("/") and not parts.scheme and not parts.netloc and "\\" not in path
+    return path if own and not path.startswith("//") else "/evaluate"
+
+
 @router.get("/login")
-def login_page(request: Request, ctx: Context) -> HTMLResponse:
-    return ctx.render(request, "login.html", active="")
+def login_page(request: Request, ctx: Context, next: str = "") -> HTMLResponse:
+    return ctx.render(request, "login.html", active="", next=_local(next))
 
 
 @router.post("/login")
-def login(request: Request, ctx: Context, token: Annotated[str, Form()] = "") -> Response:
+def login(
+    request: Request,
+    ctx: Context,
+    token: Annotated[str, Form()] = "",
+    next: Annotated[str, Form()] = "",
+) -> Response:
     expected = ctx.settings.token
     if not expected or not hmac.compare_digest(token, expected):
         return ctx.render(
-            request, "login.html", 401, active="", error="That is not the server's token."
+            request,
+            "login.html",
+            401,
+            active="",
+            next=_local(next),
+            error="That is not the server's token.",
         )
-    response = RedirectResponse("/evaluate", status_code=303)
+    response = RedirectResponse(_local(next), status_code=303)  # the page first asked for
     response.set_cookie(TOKEN_COOKIE, token, httponly=True, samesite="strict")
     return response
 
