@@ -508,6 +508,36 @@ def test_after_signing_in_a_browser_is_back_on_the_page_it_asked_for(serve: Serv
             browser.cookies.clear()
 
 
+def test_a_query_that_is_not_utf8_is_sent_to_login_as_it_came() -> None:
+    """The Guard passes a page's query to /login as bytes read as latin-1: one that is not
+    UTF-8 (a raw byte 0xff) is no 500."""
+    import asyncio
+
+    from fieldcheck.api._guard import Guard
+    from fieldcheck.api._settings import ApiSettings
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:  # never reached
+        raise AssertionError
+
+    sent: list[Any] = []
+
+    async def send(message: Any) -> None:
+        sent.append(message)
+
+    async def receive() -> Any:
+        return {"type": "http.request", "body": b""}
+
+    guard = Guard(app, ApiSettings(host="0.0.0.0", token="t"))
+    scope = {
+        "type": "http", "method": "GET", "path": "/runs", "query_string": b"x=\xff",
+        "headers": [(b"host", b"example"), (b"accept", b"text/html")],
+    }  # fmt: skip
+    asyncio.run(guard(scope, receive, send))
+    start = sent[0]
+    assert start["status"] == 303
+    assert dict(start["headers"])[b"location"] == b"/login?next=%2Fruns%3Fx%3D%C3%BF"
+
+
 def test_a_browser_signs_in_once_with_the_token(serve: Serve) -> None:
     live = serve(host="0.0.0.0", token="t0ken-of-the-test")
     with httpx.Client(base_url=live.base_url) as browser:

@@ -92,7 +92,7 @@ class Guard:
             if scope["method"] == "GET" and "text/html" in headers.get("accept", ""):
                 # a browser: the page that asks for the token, then back to this one
                 asked = scope["path"] + (
-                    f"?{scope['query_string'].decode()}" if scope["query_string"] else ""
+                    f"?{scope['query_string'].decode('latin-1')}" if scope["query_string"] else ""
                 )
                 await RedirectResponse(f"/login?{urlencode({'next': asked})}", 303)(
                     scope, receive, send
