@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from fieldcheck.jsoneval._models import BatchSummary, FieldSummary
-from fieldcheck.jsoneval._stream import HISTOGRAM_BINS, HISTOGRAMS, Aggregate
+from fieldcheck.jsoneval._stream import HISTOGRAM_BINS, HISTOGRAMS, SCORES, Aggregate
 from fieldcheck.metrics import Interval
 from fieldcheck.reports import (
     OutputFolder,
@@ -24,13 +24,7 @@ from fieldcheck.reports import (
     write_report,
 )
 
-SCORE_NAMES = {
-    "completeness": "completeness",
-    "hallucination": "hallucination",
-    "accuracy": "accuracy",
-    "safety_score": "safety_score",
-    "rqs": "RQS",
-}
+SCORE_NAMES = {name: "RQS" if name == "rqs" else name for name in SCORES}
 PLOT_FIELDS = 30  # the match-rate plot shows at most this many fields (the lowest rates)
 ERRORS_SHOWN = 20
 
