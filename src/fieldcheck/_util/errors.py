@@ -26,17 +26,14 @@ _SHOULD = re.compile(
 )
 
 
+def cut(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters, ``...`` saying so."""
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def short_repr(value: Any) -> str:
     """A one-line repr of ``value``, cut to a readable length."""
-    text = repr(value).replace("\n", "\\n")
-    return text if len(text) <= _MAX_VALUE_CHARS else text[: _MAX_VALUE_CHARS - 3] + "..."
-
-
-def _cut(name: str | None) -> str | None:
-    """A record id or field name cut to ``_MAX_NAME_CHARS`` (``...`` says so)."""
-    if name is None or len(name) <= _MAX_NAME_CHARS:
-        return name
-    return name[: _MAX_NAME_CHARS - 3] + "..."
+    return cut(repr(value).replace("\n", "\\n"), _MAX_VALUE_CHARS)
 
 
 def shown_path(path: str | Path) -> str:
@@ -95,10 +92,10 @@ class InputError(FieldcheckError, ValueError):
         self.reason = reason
         self.file = shown_path(file) if file is not None else None
         self.line = line
-        self.field = _cut(field)
+        self.field = None if field is None else cut(field, _MAX_NAME_CHARS)
         self.value = value
         # a blank id is the error itself, not a name to locate it by (``record :``)
-        self.record = _cut(record) if record is None or record.strip() else None
+        self.record = cut(record, _MAX_NAME_CHARS) if record and record.strip() else None
         super().__init__(self.one_line())
 
     @property

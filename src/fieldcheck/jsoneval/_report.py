@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from fieldcheck.jsoneval._models import BatchSummary, FieldSummary
-from fieldcheck.jsoneval._stream import HISTOGRAM_BINS, HISTOGRAMS, Aggregate
+from fieldcheck.jsoneval._stream import HISTOGRAM_BINS, HISTOGRAMS, SCORES, Aggregate
 from fieldcheck.metrics import Interval
 from fieldcheck.reports import (
     OutputFolder,
@@ -24,13 +24,7 @@ from fieldcheck.reports import (
     write_report,
 )
 
-SCORE_NAMES = {
-    "completeness": "completeness",
-    "hallucination": "hallucination",
-    "accuracy": "accuracy",
-    "safety_score": "safety_score",
-    "rqs": "RQS",
-}
+SCORE_NAMES = {name: "RQS" if name == "rqs" else name for name in SCORES}
 PLOT_FIELDS = 30  # the match-rate plot shows at most this many fields (the lowest rates)
 ERRORS_SHOWN = 20
 
@@ -49,9 +43,8 @@ def fields_by_match_rate(summary: BatchSummary) -> list[tuple[str, FieldSummary]
 
 @dataclass
 class ReportData:
-    """What the report shows, all of it bounded: the summary, the worst records (id, fields not
-    matched, RQS, completeness, hallucination, accuracy) and HISTOGRAM_BINS-bin histograms over
-    [0, 1] of each score in HISTOGRAMS, accumulated chunk by chunk."""
+    """What the report shows, all of it bounded: the summary, the worst records and a histogram
+    over [0, 1] of each score in ``HISTOGRAMS``, accumulated chunk by chunk."""
 
     summary: BatchSummary
     worst: list[tuple[str, str, float, float, float, float]]
@@ -294,9 +287,7 @@ def build_report(batch: ReportData, images: dict[str, Path]) -> Report:
 
 
 def write_batch_report(out: str | Path | OutputFolder, batch: ReportData) -> dict[str, Path]:
-    """Plots, report.md and report.html of a scored batch into ``out``; their paths by name
-    (``plot_field_match_rate``, ``plot_score_distribution`` when drawn, ``report_md``,
-    ``report_html``)."""
+    """Plots, report.md and report.html of a scored batch into ``out``: their paths by key."""
     folder = OutputFolder.of(out)
     images = write_plots(batch, folder)
     written = write_report(folder, build_report(batch, images))

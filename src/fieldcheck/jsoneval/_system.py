@@ -62,8 +62,7 @@ a million bad lines first were all held). A file that is not a regular one (a pi
 
 def _checked_chunks(reader: BatchReader) -> Iterator[Sequence[Item | Failed]]:
     """The batch's chunks once it is read up to its first valid record and checked
-    (``check_input_file``), so a file with no valid record is refused before the output folder
-    is touched: the chunks read, held, then the rest (past _HOLD_LINES, the file read again)."""
+    (``check_input_file``): a file with none is refused before the output folder is touched."""
     chunks = reader.chunks()
     first: list[Sequence[Item | Failed]] = []
     held: int | None = 0
@@ -244,10 +243,8 @@ class JsonSystem(JsonRuns, Views):
         progress: Callable[[str, int, int], None] | None,
         executor: Any = None,
     ) -> Scored:
-        """``json batch``: every record scored in chunks (``score_chunk``, on ``executor``;
-        None: in this process, where a pool process was no faster on a busy 2-core machine),
-        records.jsonl, errors.jsonl, fields.csv, summary.json and the reports written as they
-        go."""
+        """``json batch``: every record scored in chunks on ``executor`` (None: in this process:
+        a pool was no faster on a busy 2-core machine), its files written as it goes."""
         from fieldcheck.jsoneval._io import stream_batch_outputs
 
         reader = read.reader

@@ -173,26 +173,16 @@ _ISO_DATETIME = re.compile(
 )
 _YMD = re.compile(r"^(\d{4})([/.])(\d{1,2})\2(\d{1,2})$")
 _DMY = re.compile(r"^(\d{1,2})([/.-])(\d{1,2})\2(\d{4})$")
+_MONTH_NAMES = (
+    "january february march april may june july august september october november december"
+)
+# each month by its name and its first three letters, and "sept"
 _MONTHS = {
-    name: i + 1
-    for i, names in enumerate(
-        [
-            ("january", "jan"),
-            ("february", "feb"),
-            ("march", "mar"),
-            ("april", "apr"),
-            ("may",),
-            ("june", "jun"),
-            ("july", "jul"),
-            ("august", "aug"),
-            ("september", "sep", "sept"),
-            ("october", "oct"),
-            ("november", "nov"),
-            ("december", "dec"),
-        ]
-    )
-    for name in names
+    name: month
+    for month, full in enumerate(_MONTH_NAMES.split(), start=1)
+    for name in (full, full[:3])
 }
+_MONTHS["sept"] = 9
 _DAY_MONTH_YEAR = re.compile(r"^(\d{1,2})(?:st|nd|rd|th)?\s+([A-Za-z]+)\.?,?\s+(\d{4})$")
 _MONTH_DAY_YEAR = re.compile(r"^([A-Za-z]+)\.?\s+(\d{1,2})(?:st|nd|rd|th)?,?\s+(\d{4})$")
 

@@ -1,7 +1,6 @@
 """Numeric QA as a system of the registry (``fieldcheck.core.System``): how its two inputs are
 read and checked, how they are scored into a run folder (``score_to_folder``), and what the
-store keeps (intervals overall and by turn; ``runs compare`` shows accuracy and operations by
-turn). Spec: numeric-qa-evaluation.md."""
+store keeps (intervals overall and by turn). Spec: numeric-qa-evaluation.md."""
 
 from __future__ import annotations
 

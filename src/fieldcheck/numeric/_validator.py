@@ -13,6 +13,7 @@ from typing import Any
 
 import orjson
 
+from fieldcheck._util.errors import cut
 from fieldcheck.metrics import (
     OPERATIONS,
     TABLE_OPERATIONS,
@@ -66,9 +67,7 @@ class Validation:
         return [entry for entry in self.log if not entry["passed"]]
 
     def add(self, check: str, problems: Sequence[str]) -> bool:
-        message = "; ".join(problems)
-        if len(message) > MAX_MESSAGE_CHARS:
-            message = message[: MAX_MESSAGE_CHARS - 3] + "..."
+        message = cut("; ".join(problems), MAX_MESSAGE_CHARS)
         self.log.append({"check": check, "passed": not problems, "message": message})
         return not problems
 
