@@ -12,6 +12,7 @@ import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -86,12 +87,8 @@ def _inline(text: Inline, escape: Callable[[str], str], bold: str) -> str:
     return "".join(_inline(t, escape, bold) for t in text)
 
 
-def _md_inline(text: Inline) -> str:
-    return _inline(text, md, "**{}**")
-
-
-def _html_inline(text: Inline) -> str:
-    return _inline(text, esc, "<strong>{}</strong>")
+_md_inline = partial(_inline, escape=md, bold="**{}**")
+_html_inline = partial(_inline, escape=esc, bold="<strong>{}</strong>")
 
 
 @dataclass(frozen=True)

@@ -296,8 +296,7 @@ class RunFolder:
         state = _State(temp, dest, info)
         if os.path.lexists(temp):
             earlier = _read_info(temp / RUN_JSON) if not os.path.islink(temp) else None
-            unfinished = earlier is not None and earlier.get("complete") is False
-            if not unfinished or earlier is None or not temp.is_dir():
+            if earlier is None or earlier.get("complete") is not False or not temp.is_dir():
                 raise FolderError(
                     f"{temp} is in the way and is not an unfinished fieldcheck run; move it or "
                     "give another folder"

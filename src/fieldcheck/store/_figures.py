@@ -46,13 +46,8 @@ def journal_figures(connection: Any, run_id: str, call_errors: Sequence[str]) ->
         return dict.fromkeys(FIGURES)
     called = sum(int(c[4] or 0) for c in calls)
     latency = math.fsum(float(c[3] or 0) for c in calls) / called if called else None
-    found: dict[str, Any] = {
-        "n_call_errors": sum(int(c[2] or 0) for c in calls),
-        "input_tokens": None,
-        "output_tokens": None,
-        "cost_usd": None,
-        "latency_mean_s": latency,
-    }
+    found: dict[str, Any] = dict.fromkeys(FIGURES)
+    found |= {"n_call_errors": sum(int(c[2] or 0) for c in calls), "latency_mean_s": latency}
     query = _TOKENS.get(connection.dialect.name)
     if query is None:
         return found
