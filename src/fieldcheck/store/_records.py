@@ -88,7 +88,6 @@ class RunInfo:
     intervals: dict[str, Any] | None = None
     # the runs list's figures (``Store.finish_scored_run``); None: not known
     headline: float | None = None
-
     n_failed: int | None = None
     n_call_errors: int | None = None
     input_tokens: int | None = None

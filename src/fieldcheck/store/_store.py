@@ -53,7 +53,6 @@ from fieldcheck.store._schema import CacheRow, ConfigRow, JournalRow, RunRow
 
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 
-
 MIN_PREFIX = 4  # the fewest characters that name a run (``runs delete`` acts at once)
 
 ITEM_PAGE = 1000
