@@ -20,13 +20,7 @@ from fastapi.responses import JSONResponse, Response
 
 from fieldcheck.runner import estimate_tokens
 from fieldcheck.serve_model import _json, _judge, _numeric, _slots
-from fieldcheck.serve_model._base import (
-    SYNTHETIC_MODELS,
-    Message,
-    Responder,
-    digest_seed,
-    system_text,
-)
+from fieldcheck.serve_model._base import SYNTHETIC_MODELS, Message, Responder, digest_seed
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 FINGERPRINT = "fieldcheck-synthetic"
@@ -76,7 +70,7 @@ class ServerState:
         return next((status for status, edge in edges if draw < edge), None)
 
     def responder(self, messages: list[Message]) -> Responder | None:
-        system = system_text(messages)
+        system = "\n".join(m.get("content") or "" for m in messages if m.get("role") == "system")
         return next((r for r in self.responders if r.prompt_id in system), None)
 
 

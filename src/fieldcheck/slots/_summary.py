@@ -235,9 +235,7 @@ def key_findings(run: SlotsRun) -> list[Finding]:
     most, fewest = _extremes(models, lambda m: m.result.extra_slots)
     if most:
         fewest_m = min(models, key=lambda m: m.result.extra_slots)
-        for m in models:
-            if m.name not in most:
-                continue
+        for m in (m for m in models if m.name in most):
             f = Finding(
                 f"{m.name} has the most hallucinations ({m.result.extra_slots} extra slots)"
             )
