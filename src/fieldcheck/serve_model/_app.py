@@ -92,9 +92,7 @@ def create_app(
 ) -> FastAPI:
     """The serve-model app: responders built from ``responses_dir`` (default: ``examples/``)."""
     root = responses_dir or EXAMPLES
-    responders: list[Responder] = []
-    for module in (_slots, _numeric, _json, _judge):
-        responders.extend(module.build(root))
+    responders = [r for module in (_slots, _numeric, _json, _judge) for r in module.build(root)]
     state = ServerState(responders, latency_ms, dict(fail_rates or {}), seed)
     app = FastAPI(title="fieldcheck serve-model (synthetic models)", docs_url=None, redoc_url=None)
     app.state.serve = state
