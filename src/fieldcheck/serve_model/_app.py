@@ -20,13 +20,7 @@ from fastapi.responses import JSONResponse, Response
 
 from fieldcheck.runner import estimate_tokens
 from fieldcheck.serve_model import _json, _judge, _numeric, _slots
-from fieldcheck.serve_model._base import (
-    SYNTHETIC_MODELS,
-    Message,
-    Responder,
-    digest_seed,
-    system_text,
-)
+from fieldcheck.serve_model._base import SYNTHETIC_MODELS, Message, Responder, digest_seed
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 FINGERPRINT = "fieldcheck-synthetic"
@@ -76,7 +70,7 @@ class ServerState:
         return next((status for status, edge in edges if draw < edge), None)
 
     def responder(self, messages: list[Message]) -> Responder | None:
-        system = system_text(messages)
+        system = "\n".join(m.get("content") or "" for m in messages if m.get("role") == "system")
         return next((r for r in self.responders if r.prompt_id in system), None)
 
 
@@ -98,9 +92,7 @@ def create_app(
 ) -> FastAPI:
     """The serve-model app: responders built from ``responses_dir`` (default: ``examples/``)."""
     root = responses_dir or EXAMPLES
-    responders: list[Responder] = []
-    for module in (_slots, _numeric, _json, _judge):
-        responders.extend(module.build(root))
+    responders = [r for module in (_slots, _numeric, _json, _judge) for r in module.build(root)]
     state = ServerState(responders, latency_ms, dict(fail_rates or {}), seed)
     app = FastAPI(title="fieldcheck serve-model (synthetic models)", docs_url=None, redoc_url=None)
     app.state.serve = state

@@ -29,10 +29,6 @@ def digest_seed(data: bytes) -> int:
     return int.from_bytes(hashlib.sha256(data).digest()[:8], "big")
 
 
-def system_text(messages: list[Message]) -> str:
-    return "\n".join(m.get("content") or "" for m in messages if m.get("role") == "system")
-
-
 def last_user_text(messages: list[Message]) -> str:
     users = [m.get("content") or "" for m in messages if m.get("role") == "user"]
     return users[-1] if users else ""

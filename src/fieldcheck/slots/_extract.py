@@ -459,8 +459,7 @@ def write_extractions(
 
 @dataclass
 class SlotsTask:
-    """The conversations every model runs over, the gold and the settings they are scored
-    with."""
+    """The conversations every model runs over, the gold and the settings they are scored with."""
 
     path: Path
     conversations: list[Conversation]

@@ -108,9 +108,7 @@ def topic_rows(run: SlotsRun) -> list[dict[str, Any]]:
     ]
 
 
-def write_outputs(
-    run: SlotsRun, out_dir: str | Path | OutputFolder, *, plots: bool = True
-) -> dict[str, Path]:
+def write_outputs(run: SlotsRun, out_dir: str | Path | OutputFolder) -> dict[str, Path]:
     """Write every output file of a run into ``out_dir``, each under a temporary name then
     renamed, metrics.json last with ``complete: true``; returns name -> path."""
     out = OutputFolder.of(out_dir)
@@ -123,7 +121,7 @@ def write_outputs(
         write_csv(tmp, topic_rows(run), TOPIC_COLUMNS)
     with out.atomic("errors.jsonl") as tmp:
         write_jsonl(tmp, error_dicts(run.errors))
-    images = write_plots(run, out) if plots else {}
+    images = write_plots(run, out)
     files |= {p.name: p for p in images.values()}
     write_report(out, build_report(run, images))
     out.write_summary("metrics.json", run.metrics_json())

@@ -84,10 +84,8 @@ def _topic_f1(topic: str) -> Callable[[ModelScore], float]:
 
 def gold_topics(run: SlotsRun) -> list[str]:
     """Topics with at least one gold slot (topics seen only in extra slots are left out)."""
-    with_gold: set[str] = set()
-    for m in run.models:  # every model: a model may have sessions left out (call errors)
-        with_gold |= {t for t, n in m.topic_gold_slots.items() if n}
-    return sorted(with_gold)
+    # every model: a model may have sessions left out (call errors)
+    return sorted({t for m in run.models for t, n in m.topic_gold_slots.items() if n})
 
 
 def _named(topics: Sequence[str], gold: dict[str, int]) -> str:
@@ -235,9 +233,7 @@ def key_findings(run: SlotsRun) -> list[Finding]:
     most, fewest = _extremes(models, lambda m: m.result.extra_slots)
     if most:
         fewest_m = min(models, key=lambda m: m.result.extra_slots)
-        for m in models:
-            if m.name not in most:
-                continue
+        for m in (m for m in models if m.name in most):
             f = Finding(
                 f"{m.name} has the most hallucinations ({m.result.extra_slots} extra slots)"
             )
