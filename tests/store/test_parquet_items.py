@@ -21,7 +21,7 @@ from typer.testing import CliRunner
 from fieldcheck import core
 from fieldcheck._cli.main import app
 from fieldcheck._util.jsonio import dumps_bytes
-from fieldcheck.runs import record_folder
+from fieldcheck.runs import iter_export, record_folder, write_parquet
 from fieldcheck.store import (
     ARTIFACTS_ENV,
     DATABASE_ENV,
@@ -367,6 +367,23 @@ def test_runs_export_parquet_is_read_by_pandas_with_typed_columns(tmp_path: Path
     assert list(frame.columns)[:6] == ["key", "seq", "failed", "model", "turn", "error_type"]
     result = CliRunner().invoke(app, ["runs", "export", run.id, "--format", "parquet"])
     assert result.exit_code == 2 and "give --out FILE" in result.stderr
+    store.close()
+
+
+def test_every_export_names_a_one_model_runs_model_on_each_item(tmp_path: Path) -> None:
+    """A json model run's items carry no model of their own: CSV, JSONL and Parquet give each
+    the run's, so exports of several runs put together still say whose item is whose."""
+    import pandas as pd
+
+    store = Store()
+    run = record_folder(store, json_folder(tmp_path)[0], model="gpt-x'; --")
+    assert {i.model for i in store.items(run.id)} == {None}
+    rows = b"".join(iter_export(store, run.id, "csv")).decode().splitlines()
+    assert [r.split(",")[3] for r in rows] == ["model", *["gpt-x'; --"] * 3]
+    lines = b"".join(iter_export(store, run.id, "jsonl")).splitlines()
+    assert [orjson.loads(line)["model"] for line in lines] == ["gpt-x'; --"] * 3
+    write_parquet(store, run.id, tmp_path / "items.parquet")
+    assert pd.read_parquet(tmp_path / "items.parquet")["model"].tolist() == ["gpt-x'; --"] * 3
     store.close()
 
 

@@ -28,39 +28,46 @@ def export_columns(system: str) -> tuple[str, ...]:
     return (*COMMON, *(name for name, _, _ in (kind.export_columns if kind else ())), "result")
 
 
-def _row(system: str, item: StoredItem) -> list[Any]:
+def _row(system: str, model: str | None, item: StoredItem) -> list[Any]:
     kind = core.find(system)
     extra = kind.export_row(item.result) if kind else []
-    values = [item.key, item.seq, item.failed, item.model, item.turn, item.error_type, *extra]
+    model = item.model or model
+    values = [item.key, item.seq, item.failed, model, item.turn, item.error_type, *extra]
     return [neutralise_cell(v) for v in (*values, item.result)]
+
+
+def _public(item: StoredItem, model: str | None) -> dict[str, Any]:
+    row = item.public_dict()
+    row["model"] = item.model or model
+    return row
 
 
 def write_parquet(store: Store, run_id: str, out: Path) -> None:
     """Run ``run_id``'s items to ``out`` as zstd Parquet: the CSV's columns, typed (null where an
     item has no such value); KeyError when there is no such run."""
-
     run = store.get_run(run_id)
     if run is None:
         raise KeyError(run_id)
     kind = core.find(run.system)
-    store.export_parquet(run_id, out, kind.export_columns if kind else ())
+    store.export_parquet(run_id, out, kind.export_columns if kind else (), model=run.model)
 
 
 def iter_export(store: Store, run_id: str, fmt: ExportFormat) -> Iterator[bytes]:
-    """The export of run ``run_id`` in blocks of bytes (KeyError when there is no such run)."""
+    """The export of run ``run_id`` in blocks of bytes (KeyError when there is no such run); an
+    item's ``model`` is the run's where the item names none (a run of one model)."""
     run = store.get_run(run_id)
     if run is None:
         raise KeyError(run_id)
     if fmt == "jsonl":
         option = orjson.OPT_SORT_KEYS | orjson.OPT_APPEND_NEWLINE
         for page in chunked(store.iter_items(run_id), PAGE):
-            yield b"".join(dumps_bytes(item.public_dict(), option) for item in page)
+            yield b"".join(dumps_bytes(_public(item, run.model), option) for item in page)
         return
     buffer = io.StringIO()
     writer = csv.writer(buffer)  # "\r\n" (RFC 4180): a cell with a lone "\r" is quoted too
     writer.writerow(export_columns(run.system))
     for n, item in enumerate(store.iter_items(run_id), 1):
-        writer.writerow(_row(run.system, item))
+        writer.writerow(_row(run.system, run.model, item))
         if n % PAGE == 0:
             yield buffer.getvalue().encode()
             buffer.seek(0)

@@ -435,10 +435,16 @@ class Store:
         return _parquet.publish(self.run_folder(run_id))
 
     def export_parquet(
-        self, run_id: str, out: Path, columns: Sequence[tuple[str, str, str]] = ()
+        self,
+        run_id: str,
+        out: Path,
+        columns: Sequence[tuple[str, str, str]] = (),
+        *,
+        model: str | None = None,
     ) -> None:
         """Run ``run_id``'s items (or journal) as zstd Parquet in ``seq`` order: the indexed
-        columns, each of ``columns`` (name, JSON path, DuckDB type), the JSON as ``result``."""
+        columns (``model`` where an item names none), each of ``columns`` (name, JSON path,
+        DuckDB type), the JSON as ``result``."""
         with tempfile.TemporaryDirectory(prefix="fieldcheck-export-") as tmp:
             path = self.items_file(run_id)
             if path is None:
@@ -456,9 +462,10 @@ class Store:
                 f"AS {_parquet.quote(name, _IDENTIFIER)}"
                 for name, at, kind in columns
             )
+            named = f"COALESCE(model, {_parquet.quote(model)}) AS model" if model else "model"
             self._query(
                 lambda con: con.execute(
-                    f"COPY (SELECT key, seq, failed, model, turn, error_type{extracted}, result "
+                    f"COPY (SELECT key, seq, failed, {named}, turn, error_type{extracted}, result "
                     f"FROM read_parquet({_parquet.quote(path)}) ORDER BY seq) TO "
                     f"{_parquet.quote(out)} (FORMAT parquet, COMPRESSION zstd)"
                 )
