@@ -274,17 +274,6 @@ _RUNNER_OPTIONS = (
 )
 
 
-def models_and_runner(options: dict[str, Any]) -> tuple[list[ModelSpec], Runner]:
-    """The models and the runner of a model-running command, from its arguments
-    (``locals()``: the options above, ``model`` and ``models_file``)."""
-    specs = model_specs(
-        models=options["model"],
-        models_file=options["models_file"],
-        **{name: options[name] for name in _SPEC_OPTIONS},
-    )
-    return specs, make_runner(**{name: options[name] for name in _RUNNER_OPTIONS})
-
-
 _RUNNING: list[Callable[[], None]] = []  # while run_async's loop runs: how to interrupt it
 
 
@@ -392,7 +381,9 @@ def run_and_exit(
 ) -> NoReturn:
     """A model-running command once its options are read: its models and runner, ``run_models``,
     ``show`` on stdout (stderr under ``--json``) and stderr, and exit as ``finish_run`` says."""
-    specs, runner = models_and_runner(options)
+    given = {name: options[name] for name in _SPEC_OPTIONS}
+    specs = model_specs(models=options["model"], models_file=options["models_file"], **given)
+    runner = make_runner(**{name: options[name] for name in _RUNNER_OPTIONS})
     console, errors = SafeConsole(stderr=options["as_json"]), SafeConsole(stderr=True)
     ran = run_models(
         system,

@@ -37,9 +37,8 @@ RunArg = Annotated[str, typer.Argument(metavar="RUN", help="A run id or its uniq
 
 
 def _database_errors(command: F) -> F:
-    """A command whose database fails midway (read-only, gone, unreachable) ends with one line
-    naming ``FIELDCHECK_DATABASE_URL`` (exit 2), never a traceback; a ``UsageProblem`` its
-    usage line."""
+    """A command whose database fails midway (read-only, gone, unreachable): one line naming
+    ``FIELDCHECK_DATABASE_URL`` (exit 2), never a traceback; a ``UsageProblem`` its usage line."""
 
     @functools.wraps(command)
     def guarded(*args: Any, **kwargs: Any) -> Any:
