@@ -329,22 +329,22 @@ def run_async(
 
 
 def run_models(
-    system: str,
+    command: str,
     inputs: list[tuple[str, Path]],
     settings: dict[str, Any],
     specs: list[ModelSpec],
     runner: Runner,
     out: Path | RunFolder | None,
     *,
-    command: str,
     errors: Console,
     names: dict[str, str] | None = None,
-    show_progress: bool = True,
+    show_progress: bool = False,
     store: bool = True,
     say_store: bool = False,
 ) -> core.Ran:
-    """A ``run``/``evaluate`` command's ``core.run``, as ``score_files`` for scoring; a Ctrl-C
-    during the calls one line saying how to resume (``say_store``: the store first)."""
+    """A ``run``/``evaluate`` command's ``core.run`` (``command``: ``SYSTEM [NAME]``, as stored
+    outside a command line, ``make demo``'s); a Ctrl-C during the calls one line saying how to
+    resume (``say_store``: the store first)."""
 
     def loop(calls: Coroutine[Any, Any, list[Any]]) -> list[Any]:
         if say_store:
@@ -353,7 +353,7 @@ def run_models(
 
     with pipeline_errors(names=names), ProgressBar(errors) as bar:
         return core.run(
-            system,
+            command.partition(" ")[0],
             inputs,
             settings,
             specs,
@@ -392,7 +392,6 @@ def run_and_exit(
         specs,
         runner,
         out,
-        command=system,
         errors=errors,
         names=names,
         show_progress=not options["no_progress"],

@@ -507,16 +507,6 @@ def run_model_demo(base_url: str, out_dir: Path, models: list[str], *, console: 
     schema = examples / "invoice.schema.json"
     settings = {"config": config.model_dump(mode="json"), "bootstrap": 1000, "seed": 0}
     inputs = [("documents", data), ("schema", schema)]
-    ran = run_models(
-        "json",
-        inputs,
-        settings,
-        specs,
-        runner,
-        out_dir,
-        command="json run",
-        errors=errors,
-        show_progress=False,
-    )
+    ran = run_models("json run", inputs, settings, specs, runner, out_dir, errors=errors)
     show_models(ran, runner, console, errors, detail=False)
     return EXIT_FAILED if ran.failed else EXIT_OK

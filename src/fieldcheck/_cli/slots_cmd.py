@@ -401,17 +401,7 @@ def run_model_demo(base_url: str, out_dir: Path, models: list[str], *, console: 
     inputs = [("conversations", conversations_path), ("gold", gold)]
     settings = _settings({"tp": "presence", "threshold": None, "bootstrap": 200, "seed": 0})
     runner = make_runner()
-    ran = run_models(
-        "slots",
-        inputs,
-        settings,
-        specs,
-        runner,
-        out_dir,
-        command="slots run",
-        errors=console,
-        show_progress=False,
-    )
+    ran = run_models("slots run", inputs, settings, specs, runner, out_dir, errors=console)
     outcome, extractions = ran.outcomes[0], ran.calls
     scored, files = outcome.scored.result, outcome.files
     stored_line(console, core.stored_line(outcome.run_id))
