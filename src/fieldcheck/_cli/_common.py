@@ -160,8 +160,7 @@ def out_option(help: str) -> Any:
 
 
 def command_name() -> str | None:
-    """The running command without the program's name (``numeric score``), or None outside
-    one."""
+    """The running command without the program's name (``numeric score``); None outside one."""
     names = []
     context = get_current_context(silent=True)
     while context is not None and context.parent is not None:  # the root is the program
@@ -171,8 +170,7 @@ def command_name() -> str | None:
 
 
 def interrupt_reported() -> None:
-    """Called by whatever printed the line that says what a Ctrl-C left (the root command
-    prints a generic one otherwise)."""
+    """Called by what said what a Ctrl-C left (else the root command prints a generic line)."""
     _INTERRUPT_REPORTED.add(True)
 
 
@@ -451,20 +449,18 @@ def finish(scored: Any, floors: dict[str, float], as_json: bool, failed: bool) -
 
 def finish_run(ran: core.Ran, floors: dict[str, float], as_json: bool) -> int:
     """``finish`` for a model run: of its one outcome when its system runs the models
-    ``together``, else of each model's (``--json``: as ``print_json``'s ``models``)."""
+    ``together``, else of each model's (``--json``: one's summary, several ``{"models": ...}``)."""
     system = core.get(ran.outcomes[0].system)
     if isinstance(system, core.Runs) and system.together:
         return finish(ran.outcomes[0].scored, floors, as_json, ran.failed)
     outcomes = {run.spec.name: o.scored for run, o in zip(ran.calls, ran.outcomes, strict=True)}
     if as_json:
-        print_json({name: scored.summary for name, scored in outcomes.items()}, models=True)
+        summaries = {name: scored.summary for name, scored in outcomes.items()}
+        print_json(summaries.popitem()[1] if len(summaries) == 1 else {"models": summaries})
     values = {name: scored.gate[""] for name, scored in outcomes.items()}
     return gate(floors, values, EXIT_FAILED if ran.failed else EXIT_OK)
 
 
-def print_json(value: Any, *, models: bool = False) -> None:
-    """``--json``: a result file as written, on stdout (control characters escaped); with
-    ``models``, ``value`` by model: one model's alone, several as ``{"models": {name: ...}}``."""
-    if models:
-        value = next(iter(value.values())) if len(value) == 1 else {"models": value}
+def print_json(value: Any) -> None:
+    """``--json``: a result file as written, on stdout (control characters escaped)."""
     sys.stdout.write(safe_json_text(dumps(value, indent=True)) + "\n")

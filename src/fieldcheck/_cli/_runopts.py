@@ -274,17 +274,6 @@ _RUNNER_OPTIONS = (
 )
 
 
-def models_and_runner(options: dict[str, Any]) -> tuple[list[ModelSpec], Runner]:
-    """The models and the runner of a model-running command, from its arguments
-    (``locals()``: the options above, ``model`` and ``models_file``)."""
-    specs = model_specs(
-        models=options["model"],
-        models_file=options["models_file"],
-        **{name: options[name] for name in _SPEC_OPTIONS},
-    )
-    return specs, make_runner(**{name: options[name] for name in _RUNNER_OPTIONS})
-
-
 _RUNNING: list[Callable[[], None]] = []  # while run_async's loop runs: how to interrupt it
 
 
@@ -340,22 +329,22 @@ def run_async(
 
 
 def run_models(
-    system: str,
+    command: str,
     inputs: list[tuple[str, Path]],
     settings: dict[str, Any],
     specs: list[ModelSpec],
     runner: Runner,
     out: Path | RunFolder | None,
     *,
-    command: str,
     errors: Console,
     names: dict[str, str] | None = None,
-    show_progress: bool = True,
+    show_progress: bool = False,
     store: bool = True,
     say_store: bool = False,
 ) -> core.Ran:
-    """A ``run``/``evaluate`` command's ``core.run``, as ``score_files`` for scoring; a Ctrl-C
-    during the calls one line saying how to resume (``say_store``: the store first)."""
+    """A ``run``/``evaluate`` command's ``core.run`` (``command``: ``SYSTEM [NAME]``, as stored
+    outside a command line, ``make demo``'s); a Ctrl-C during the calls one line saying how to
+    resume (``say_store``: the store first)."""
 
     def loop(calls: Coroutine[Any, Any, list[Any]]) -> list[Any]:
         if say_store:
@@ -364,7 +353,7 @@ def run_models(
 
     with pipeline_errors(names=names), ProgressBar(errors) as bar:
         return core.run(
-            system,
+            command.partition(" ")[0],
             inputs,
             settings,
             specs,
@@ -392,7 +381,9 @@ def run_and_exit(
 ) -> NoReturn:
     """A model-running command once its options are read: its models and runner, ``run_models``,
     ``show`` on stdout (stderr under ``--json``) and stderr, and exit as ``finish_run`` says."""
-    specs, runner = models_and_runner(options)
+    given = {name: options[name] for name in _SPEC_OPTIONS}
+    specs = model_specs(models=options["model"], models_file=options["models_file"], **given)
+    runner = make_runner(**{name: options[name] for name in _RUNNER_OPTIONS})
     console, errors = SafeConsole(stderr=options["as_json"]), SafeConsole(stderr=True)
     ran = run_models(
         system,
@@ -401,7 +392,6 @@ def run_and_exit(
         specs,
         runner,
         out,
-        command=system,
         errors=errors,
         names=names,
         show_progress=not options["no_progress"],

@@ -6,7 +6,7 @@ from __future__ import annotations
 import inspect
 import sys
 from pathlib import Path
-from typing import Annotated, Any, get_args
+from typing import Annotated, Any, NoReturn, get_args
 
 import orjson
 import typer
@@ -143,8 +143,10 @@ CONFIG_OPTIONS = {
 """The scoring configuration every json command takes (``_given`` checks it)."""
 
 
-def _err(console: Console, message: str) -> None:
+def _fail(console: Console, message: str, status: int) -> NoReturn:
+    """``error: MESSAGE`` on ``console``, and exit with ``status``."""
     console.print(f"[red]error:[/red] {safe_markup(message)}", highlight=False, soft_wrap=True)
+    raise typer.Exit(status)
 
 
 def _given(options: dict[str, Any]) -> dict[str, Any]:
@@ -190,8 +192,7 @@ def _read_output(path: Path, console: Console) -> Any:
     try:
         raw = path.read_bytes()
     except OSError as exc:
-        _err(console, f"{path}: cannot read file: {exc.strerror}")
-        raise typer.Exit(EXIT_USAGE) from None
+        _fail(console, f"{path}: cannot read file: {exc.strerror}", EXIT_USAGE)
     raw = raw.removeprefix(b"\xef\xbb\xbf")  # a UTF-8 byte order mark is not part of the JSON
     try:
         return loads(raw)
@@ -322,22 +323,18 @@ def score(
         cause = likely_cause(ground_truth, "json-object")
         raise typer.BadParameter(safe_text(str(exc) + cause), param_hint="GT.json") from None
     if not isinstance(gt, dict):
-        _err(
-            errors,
-            str(InputError("ground truth must be a JSON object", file=ground_truth, value=gt)),
-        )
-        raise typer.Exit(EXIT_USAGE)
+        problem = InputError("ground truth must be a JSON object", file=ground_truth, value=gt)
+        _fail(errors, str(problem), EXIT_USAGE)
     value = _read_output(output, errors)
     try:
         result = evaluate(value, gt, config)
     except InputError as exc:
         # a side too deep to score: for the ground truth a usage error, for the output a failure
         gt_side = exc.field == "ground_truth"
-        _err(errors, f"{ground_truth if gt_side else output}: {exc}")
-        raise typer.Exit(EXIT_USAGE if gt_side else EXIT_FAILED) from None
+        side, status = (ground_truth, EXIT_USAGE) if gt_side else (output, EXIT_FAILED)
+        _fail(errors, f"{side}: {exc}", status)
     except MatcherError as exc:
-        _err(errors, f"{output}: {exc}")
-        raise typer.Exit(EXIT_FAILED) from None
+        _fail(errors, f"{output}: {exc}", EXIT_FAILED)
     if result.not_an_object:
         errors.print(
             f"[yellow]warning:[/yellow] {safe_markup(str(output))}: output is not a JSON object "
@@ -484,11 +481,7 @@ def run(
     call (timeout, 5xx, 400) gives no output and is listed apart, never scored. Exit 0 when every
     record was scored, 3 when a line or a record could not be scored or a call failed, 4 when a
     --fail-under floor is not met, 2 on usage errors, 1 when an output could not be written part-way, 130 on Ctrl-C."""
-    settings = {
-        "config": _given(options),
-        "bootstrap": options["bootstrap"],
-        "seed": options["seed"],
-    }
+    settings = {"config": _given(options), **{k: options[k] for k in ("bootstrap", "seed")}}
     inputs = [("documents", data)] + ([("schema", schema)] if schema is not None else [])
     names = {"documents": "DATA.jsonl", "schema": "--schema"}
     run_and_exit("json", inputs, settings, options, show_models, out=out, names=names)
@@ -514,16 +507,6 @@ def run_model_demo(base_url: str, out_dir: Path, models: list[str], *, console: 
     schema = examples / "invoice.schema.json"
     settings = {"config": config.model_dump(mode="json"), "bootstrap": 1000, "seed": 0}
     inputs = [("documents", data), ("schema", schema)]
-    ran = run_models(
-        "json",
-        inputs,
-        settings,
-        specs,
-        runner,
-        out_dir,
-        command="json run",
-        errors=errors,
-        show_progress=False,
-    )
+    ran = run_models("json run", inputs, settings, specs, runner, out_dir, errors=errors)
     show_models(ran, runner, console, errors, detail=False)
     return EXIT_FAILED if ran.failed else EXIT_OK

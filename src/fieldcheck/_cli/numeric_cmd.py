@@ -329,15 +329,13 @@ def run_model_demo(base_url: str, out_dir: Path, models: list[str], *, console: 
     specs = [ModelSpec(name=m, model=m, base_url=base_url) for m in models]
     runner = make_runner(concurrency=16, timeout=30.0, max_retries=2)
     ran = run_models(
-        "numeric",
+        "numeric evaluate",
         [("data", CONVFINQA_DEV)],
         _settings(sample_size=30, bootstrap=200),
         specs,
         runner,
         out_dir,
-        command="numeric evaluate",
         errors=SafeConsole(stderr=True),
-        show_progress=False,
     )
     for outcome in ran.outcomes:
         stored_line(console, core.stored_line(outcome.run_id))

@@ -9,12 +9,12 @@ import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, TypeVar, cast
+from typing import Annotated, Any, cast
 
 import typer
 from rich.table import Table
 
-from fieldcheck._cli._common import EXIT_OK, FieldcheckGroup, pipeline_errors, print_json
+from fieldcheck._cli._common import EXIT_OK, F, FieldcheckGroup, pipeline_errors, print_json
 from fieldcheck._cli._record import grid, say
 from fieldcheck._util.errors import InputError, UsageProblem
 from fieldcheck._util.jsonio import dumps
@@ -30,8 +30,6 @@ app = typer.Typer(
     no_args_is_help=True,
 )
 
-F = TypeVar("F", bound=Callable[..., Any])
-
 JsonOpt = Annotated[
     bool, typer.Option("--json", help="Print machine output only (JSON) on stdout.")
 ]
@@ -39,9 +37,8 @@ RunArg = Annotated[str, typer.Argument(metavar="RUN", help="A run id or its uniq
 
 
 def _database_errors(command: F) -> F:
-    """A command whose database fails midway (read-only, gone, unreachable) ends with one line
-    naming ``FIELDCHECK_DATABASE_URL`` (exit 2), never a traceback; a ``UsageProblem`` its
-    usage line."""
+    """A command whose database fails midway (read-only, gone, unreachable): one line naming
+    ``FIELDCHECK_DATABASE_URL`` (exit 2), never a traceback; a ``UsageProblem`` its usage line."""
 
     @functools.wraps(command)
     def guarded(*args: Any, **kwargs: Any) -> Any:
@@ -148,24 +145,13 @@ def list_command(
     say(console, f"{len(runs)} run(s)")
 
 
+_SUMMARY = "id system kind model status started_at n_items n_done n_errors parent_id out_dir"
+
+
 def _summary(run: Any) -> dict[str, Any]:
+    """A run as ``runs list --json`` and ``runs import --json`` print it."""
     data = run.public_dict()
-    return {
-        k: data[k]
-        for k in (
-            "id",
-            "system",
-            "kind",
-            "model",
-            "status",
-            "started_at",
-            "n_items",
-            "n_done",
-            "n_errors",
-            "parent_id",
-            "out_dir",
-        )
-    }
+    return {key: data[key] for key in _SUMMARY.split()}
 
 
 @_command("show")

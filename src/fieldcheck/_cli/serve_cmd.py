@@ -86,11 +86,7 @@ def serve_command(
         raise typer.BadParameter(str(exc), param_hint="--host") from None
     import uvicorn
 
-    in_use = port_in_use(host, port)
-    if in_use:
-        raise typer.BadParameter(
-            f"{shown_address(host, port)} cannot be used: {in_use}", param_hint="--port"
-        )
+    check_port(host, port)
     try:
         app = create_app(settings)
     except Exception as exc:  # the store cannot be opened: one line, never a traceback
@@ -110,14 +106,14 @@ def shown_address(host: str, port: int) -> str:
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
-def port_in_use(host: str, port: int) -> str:
-    """Why the server could not listen on ``host:port`` ('' when it can): checked before the
-    app starts, so a busy port is a usage error, not uvicorn's log line and exit 3."""
+def check_port(host: str, port: int) -> None:
+    """A usage error naming ``--port`` when the server could not listen on ``host:port``:
+    checked before the app starts, not uvicorn's log line and exit 3."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     with socket.socket(family, socket.SOCK_STREAM) as sock:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind((host, port))
         except OSError as exc:
-            return exc.strerror or str(exc)
-    return ""
+            reason = f"{shown_address(host, port)} cannot be used: {exc.strerror or exc}"
+            raise typer.BadParameter(reason, param_hint="--port") from None

@@ -59,13 +59,9 @@ def serve_model_command(
         raise typer.BadParameter(str(exc), param_hint="--fail-rate") from None
     import uvicorn
 
-    from fieldcheck._cli.serve_cmd import port_in_use, shown_address
+    from fieldcheck._cli.serve_cmd import check_port
 
-    in_use = port_in_use(host, port)
-    if in_use:  # before the line saying it serves (the docs start it in the background)
-        raise typer.BadParameter(
-            f"{shown_address(host, port)} cannot be used: {in_use}", param_hint="--port"
-        )
+    check_port(host, port)  # before the line saying it serves (the docs start it in the background)
     app = create_app(responses_dir=responses, latency_ms=latency_ms, fail_rates=rates, seed=seed)
     extras = []
     if latency_ms:

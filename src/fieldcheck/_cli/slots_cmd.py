@@ -40,6 +40,7 @@ from fieldcheck.slots import (
     METRIC_COLUMNS,
     PROMPT_ID,
     Extraction,
+    ModelScore,
     SlotsRun,
     TPMode,
     topic_lines,
@@ -84,10 +85,9 @@ def _pairs(values: list[str], option: str) -> list[tuple[str, Path]]:
     return out
 
 
-def _model_table(name: str, run: SlotsRun) -> Table:
-    score = next(m for m in run.models if m.name == name)
+def _model_table(score: ModelScore) -> Table:
     r = score.result
-    table = grid(Text(safe_text(name)), "metric", right=("value", "95% CI"))  # no markup
+    table = grid(Text(safe_text(score.name)), "metric", right=("value", "95% CI"))  # no markup
 
     for name in METRIC_COLUMNS:  # an interval where the result has one (CI_METRICS)
         value, ci = getattr(r, name), r.ci.get(name)
@@ -135,7 +135,7 @@ def show_run(run: SlotsRun, files: dict[str, Path], console: Console, problems: 
             )
             continue
         m = scored[name]
-        console.print(_model_table(m.name, run))
+        console.print(_model_table(m))
         say(console, "Per topic:")
         for line in topic_lines(m.result):
             say(console, safe_text(line))
@@ -401,17 +401,7 @@ def run_model_demo(base_url: str, out_dir: Path, models: list[str], *, console: 
     inputs = [("conversations", conversations_path), ("gold", gold)]
     settings = _settings({"tp": "presence", "threshold": None, "bootstrap": 200, "seed": 0})
     runner = make_runner()
-    ran = run_models(
-        "slots",
-        inputs,
-        settings,
-        specs,
-        runner,
-        out_dir,
-        command="slots run",
-        errors=console,
-        show_progress=False,
-    )
+    ran = run_models("slots run", inputs, settings, specs, runner, out_dir, errors=console)
     outcome, extractions = ran.outcomes[0], ran.calls
     scored, files = outcome.scored.result, outcome.files
     stored_line(console, core.stored_line(outcome.run_id))

@@ -12,7 +12,7 @@ import typer
 
 from fieldcheck._cli._common import EXIT_INTERRUPTED, OutputFailed, interrupt_reported
 from fieldcheck._cli.runs_cmd import _database_errors, _run, _store
-from fieldcheck._cli.serve_cmd import port_in_use, serve_command, shown_address
+from fieldcheck._cli.serve_cmd import check_port, serve_command, shown_address
 from fieldcheck._util.errors import UsageProblem
 from fieldcheck._util.term import safe_text
 from fieldcheck.store import ItemsMissing
@@ -69,9 +69,7 @@ def view_command(
             )
         if len(found) > 1:
             path = "/compare?runs=" + quote(",".join(r.id for r in found), safe=",")
-        if in_use := port_in_use(host, port):  # before the address is printed
-            where = shown_address(host, port)
-            raise typer.BadParameter(f"{where} cannot be used: {in_use}", param_hint="--port")
+        check_port(host, port)  # before the address is printed
         typer.echo(f"open http://{shown_address(host, port)}{path}")
         serve_command(host=host, port=port)
         return
