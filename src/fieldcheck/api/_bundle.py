@@ -121,8 +121,7 @@ def write_bundle(
     _plan_compares(site, runs)
     n_items = 0
     for run in runs:
-        data, items, error = tables[run.id]
-        n_items += _write_run(site, run, data, items, error)
+        n_items += _write_run(site, run, *tables[run.id])
     for entry in site.compares:
         table = entry.pop("table")
         ids = ",".join(r["id"] for r in table["runs"])
