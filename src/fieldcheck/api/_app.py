@@ -28,18 +28,13 @@ NAV: list[tuple[str, str]] = [
 ]
 
 
-def served_link(url: str) -> str:
-    """A page's link as the server serves it: the URL itself (the bundle's is a file)."""
-    return url
-
-
 def templates() -> Jinja2Templates:
     """The web app's Jinja2 templates, autoescaped (Starlette turns it on for .html)."""
     found = Jinja2Templates(directory=str(WEB / "templates"))
     found.env.autoescape = True
     found.env.globals["nav"] = NAV
     found.env.globals["version"] = __version__
-    found.env.globals["link"] = served_link
+    found.env.globals["link"] = lambda url: url  # a link as served: the URL (the bundle's: a file)
     # the formatters every page uses (the bundle renders with this environment too)
     found.env.globals.update(
         cell=format_cell, number=format_number, show=show_value, latency=format_latency

@@ -98,12 +98,11 @@ class Bundle:
 
     def render(self, page: str, template: str, **values: Any) -> None:
         """``template`` rendered as the server does (links relative to ``page``), written there."""
-        link = self.link_from(page)
         up = posixpath.relpath("static", posixpath.dirname(page) or ".")
         context = {
             "active": "/runs",
             "nav": [("Runs", "/runs")],
-            "link": link,
+            "link": self.link_from(page),
             "url_for": lambda _name, path: f"{up}/{path}",
             **values,
         }
@@ -118,24 +117,15 @@ def write_bundle(
     run's first ``max_items`` items and the Compare pages; what it holds, for the command's line."""
     site = Bundle(ctx, folder, max_items)
     site.files[("runs",)] = "index.html"
-    tables: dict[str, tuple[dict[str, Any], dict[str, Any] | None, str | None]] = {}
-    for run in runs:
-        tables[run.id] = _plan_run(site, run)
+    tables = {run.id: _plan_run(site, run) for run in runs}
     _plan_compares(site, runs)
     n_items = 0
     for run in runs:
-        data, items, error = tables[run.id]
-        n_items += _write_run(site, run, data, items, error)
+        n_items += _write_run(site, run, *tables[run.id])
     for entry in site.compares:
         table = entry.pop("table")
         ids = ",".join(r["id"] for r in table["runs"])
-        site.render(
-            entry["page"],
-            "bundle/compare.html",
-            table=table,
-            ids=ids,
-            heat=_heat,
-        )
+        site.render(entry["page"], "bundle/compare.html", table=table, ids=ids, heat=_heat)
     listed = list_runs(ctx, RunsQuery.model_construct(limit=1)) | {
         "runs": [_row(ctx, r) for r in sorted(runs, key=lambda r: r.started_at, reverse=True)],
         "total": len(runs),

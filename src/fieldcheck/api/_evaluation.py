@@ -230,7 +230,10 @@ async def score_uploads(
         for role, upload in uploads:
             sent = os.path.basename(upload.filename or "") or role
             path = base / "inputs" / safe_filename(role) / safe_filename(sent)
-            await save_upload(upload, path)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with path.open("xb") as handle:  # a block at a time
+                while block := await upload.read(_COPY_BLOCK):
+                    handle.write(block)
             inputs.append((role, path))
             shown[str(path)] = sent
         outcome = await run_in_threadpool(
@@ -247,14 +250,6 @@ def server_matcher(base: EvalConfig) -> dict[str, Any]:
         "judge_base_url": base.judge_base_url,
         "judge_model": base.judge_model,
     }
-
-
-async def save_upload(upload: UploadFile, path: Path) -> None:
-    """Copy ``upload`` to the new file ``path`` (its folders made), a block at a time."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("xb") as handle:
-        while block := await upload.read(_COPY_BLOCK):
-            handle.write(block)
 
 
 def hidden(value: Any, shown: Mapping[str, str]) -> Any:

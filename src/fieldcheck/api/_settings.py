@@ -12,15 +12,12 @@ from fieldcheck.jsoneval import EvalConfig, MatcherFamily
 
 TOKEN_ENV = "FIELDCHECK_API_TOKEN"
 MB = 1024 * 1024
-DEFAULT_MAX_UPLOAD_BYTES = 50 * MB
-DEFAULT_MAX_JSON_BYTES = 1 * MB
-LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
 
 
 def is_loopback(host: str) -> bool:
     """True for ``localhost`` and any loopback address (127.0.0.0/8, ::1)."""
     name = host.strip().lower()
-    if name in LOOPBACK_NAMES:
+    if name == "localhost":
         return True
     try:
         return ipaddress.ip_address(name.strip("[]")).is_loopback
@@ -61,8 +58,8 @@ class ApiSettings:
     data_root: Path | None = None
     database_url: str | None = None
     token: str | None = None
-    max_upload_bytes: int = DEFAULT_MAX_UPLOAD_BYTES
-    max_json_bytes: int = DEFAULT_MAX_JSON_BYTES
+    max_upload_bytes: int = 50 * MB
+    max_json_bytes: int = 1 * MB
     matcher: MatcherFamily = "local"
     judge_base_url: str | None = None
     judge_model: str | None = None

@@ -39,10 +39,6 @@ def save_section(
         raise ApiError.invalid(exc, field=exc.field or section) from None
 
 
-def upload_name(file: UploadFile) -> str:
-    return os.path.basename(file.filename or "") or "upload.json"
-
-
 def _add_section(section: Section, filename: str, shape: str) -> None:
     @router.get(f"/{section}", summary=f"The saved {section}")
     def get_section(ctx: Context) -> dict[str, Any]:
@@ -66,11 +62,12 @@ def _add_section(section: Section, filename: str, shape: str) -> None:
     def import_section(
         ctx: Context, file: Annotated[UploadFile, File(description=f"A JSON file: {shape}.")]
     ) -> dict[str, Any]:
+        name = os.path.basename(file.filename or "") or "upload.json"
         try:  # read from its spooled copy; a bad file is a 422 naming ``file``
-            data = parse_json_file(file.file.read(), name=upload_name(file))
+            data = parse_json_file(file.file.read(), name=name)
         except InputError as exc:
             raise ApiError.invalid(exc, field="file") from None
-        return save_section(ctx, section, data, file=upload_name(file))
+        return save_section(ctx, section, data, file=name)
 
     @router.get(
         f"/{section}/export",

@@ -23,12 +23,7 @@ from fieldcheck.api._errors import INVALID, ITEMS_GONE, NO_RUN, ApiError, answer
 from fieldcheck.api._errors import items_missing as items_missing_text
 from fieldcheck.api._evaluation import client_paths
 from fieldcheck.api.routes.runs import MAX_PAGE, _get, _plots, _public
-from fieldcheck.runs import (
-    compare_runs,
-    format_items,
-    item_story,
-    item_url,
-)
+from fieldcheck.runs import compare_runs, format_items, item_story, item_url
 from fieldcheck.store import ARTIFACTS_ENV, ERROR, ItemColumn, ItemsMissing, RunInfo
 
 router = api_router("/api/runs", "runs")
@@ -150,8 +145,7 @@ def _plots_note(run: RunInfo, shown: list[str]) -> str | None:
     if not missing:
         return None
     embedded = "; its report.html embeds them" if (folder / "report.html").is_file() else ""
-    listed = ", ".join(missing)
-    return f"Plots not in the output folder (moved or deleted): {listed}{embedded}."
+    return f"Plots not in the output folder (moved or deleted): {', '.join(missing)}{embedded}."
 
 
 def _columns(run: RunInfo) -> tuple[ItemColumn, ...]:
@@ -348,13 +342,10 @@ def run_page(request: Request, ctx: Context, run_id: str) -> HTMLResponse:
     missing = data["items_missing"]
     if missing:  # the run and its metrics are shown, and why its items are not
         items_error = f"Items unavailable: {missing['message']} (expected at {missing['expected']})"
+    elif len(asked.q or "") > 200:  # as the route says it: no search of a cut text
+        status, items_error = 422, "q: a search of at most 200 characters"
     else:
-        try:
-            if len(asked.q or "") > 200:  # as the route says it: no search of a cut text
-                raise ApiError(422, "q: a search of at most 200 characters", field="q")
-            items = items_view(ctx, run, asked)
-        except ApiError as exc:
-            status, items_error = exc.status, exc.message
+        items, status, items_error = answered(items_view, ctx, run, asked)
     root = ctx.settings.data_root  # its paths as the client names them (``client_paths``)
     data.update(client_paths({"inputs": run.inputs, "out_dir": run.out_dir}, root))
     links = _links(run.id, items) if items else {}

@@ -21,13 +21,13 @@ from fieldcheck.api._deps import AppContext, Context
 from fieldcheck.api._errors import INVALID, ITEMS_GONE, NO_RUN, ApiError, error_responses
 from fieldcheck.api._evaluation import client_paths
 from fieldcheck.api.routes.compare import compare_dict
+from fieldcheck.jsoneval import parse_strategies
 from fieldcheck.runs import format_latency, iter_export, rescore
 from fieldcheck.store import RunInfo
 
 router = api_router("/api/runs", "runs")
 pages = APIRouter(include_in_schema=False)
 MAX_PAGE = 500
-PLOT_SUFFIXES = (".png",)
 PAGE = 50
 SHORT_SHA = 12
 Sort = Literal[
@@ -150,10 +150,9 @@ def list_runs(ctx: Context, query: Annotated[RunsQuery, Query()]) -> dict[str, A
             422, f"system: no system {system!r} ({', '.join(core.names())})", field="system"
         )
     order = query.order or ("asc" if query.sort in TEXT_SORTS else "desc")
+    named = {"system": system, "model": query.model, "model_contains": query.model_contains or None}
     filters: dict[str, Any] = {
-        "system": system,
-        "model": query.model,
-        "model_contains": query.model_contains or None,
+        **named,
         "dataset_contains": query.dataset or None,
         "since": query.since,
         "until": query.until,
@@ -171,12 +170,7 @@ def list_runs(ctx: Context, query: Annotated[RunsQuery, Query()]) -> dict[str, A
         "offset": query.offset,
         "sort": query.sort,
         "order": order,
-        "filters": {
-            "system": system,
-            "model": query.model,
-            "model_contains": query.model_contains or None,
-            "dataset": query.dataset or None,
-        },
+        "filters": {**named, "dataset": query.dataset or None},
         "systems": core.names(),
         "runs": [_row(ctx, r) for r in runs],
     }
@@ -214,11 +208,8 @@ async def rescore_route(run_id: str, body: RescoreRequest, ctx: Context) -> dict
     """No model call: the run's stored raw values scored again; the new run's parent is it."""
     run = _get(ctx, run_id)
     try:
-        strategies = None
-        if body.field_strategies is not None:
-            from fieldcheck.jsoneval import parse_strategies
-
-            strategies = parse_strategies(body.field_strategies)
+        given = body.field_strategies
+        strategies = parse_strategies(given) if given is not None else None
         child = await run_in_threadpool(
             rescore,
             ctx.store,
@@ -268,9 +259,7 @@ def _plots(run: RunInfo) -> list[str]:
     """The plot files directly inside the run's output folder (none when it is gone)."""
     if not run.out_dir or not os.path.isdir(run.out_dir):
         return []
-    return sorted(
-        p.name for p in Path(run.out_dir).iterdir() if p.suffix in PLOT_SUFFIXES and p.is_file()
-    )
+    return sorted(p.name for p in Path(run.out_dir).iterdir() if p.suffix == ".png" and p.is_file())
 
 
 def _page_query(given: dict[str, str]) -> tuple[RunsQuery, list[str]]:
