@@ -6,8 +6,11 @@ delete."""
 from __future__ import annotations
 
 import json
+import sqlite3
 import subprocess
 import sys
+import threading
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -514,3 +517,24 @@ def test_processes_opening_an_old_store_at_once_all_open_it(tmp_path: Path) -> N
     assert answers == [["3000", "857"]] * 3  # 1,000 multiples of 3 less 143 of 21
     folder = tmp_path / "artifacts" / "runs" / "old"
     assert sorted(p.name for p in folder.iterdir()) == ["items.parquet"]
+
+
+def test_a_store_opens_while_another_process_writes_its_old_rollback_journal(
+    tmp_path: Path,
+) -> None:
+    """Leaving an old store's rollback journal for WAL takes a lock SQLite never waits for: a
+    command opening the store while another writes it now waits for the writer, where it
+    failed at once with "database is locked" (CI saw it in the three processes above)."""
+    path = tmp_path / "old.sqlite3"
+    writer = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    writer.execute("CREATE TABLE t (x)")
+    writer.execute("BEGIN IMMEDIATE")
+    writer.execute("INSERT INTO t VALUES (1)")
+    threading.Timer(0.5, writer.execute, ["COMMIT"]).start()
+    started = time.monotonic()
+    store = Store(f"sqlite:///{path}")
+    assert time.monotonic() - started >= 0.4  # it waited for the writer
+    assert store.cache_count() == 0
+    store.close()
+    writer.close()
+    assert sqlite3.connect(path).execute("PRAGMA journal_mode").fetchone() == ("wal",)

@@ -7,8 +7,10 @@ import contextlib
 import hashlib
 import os
 import socket
+import sqlite3
 import tempfile
 import threading
+import time
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -965,7 +967,7 @@ def _engine(url: str) -> Engine:
         def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
             cursor = dbapi_conn.cursor()
             cursor.execute("PRAGMA page_size=8192")  # ~20% fewer page splits (set at creation)
-            cursor.execute("PRAGMA journal_mode=WAL")
+            _set_wal(cursor)
             # WAL's advice: no fsync per commit (a power cut may lose the last commits, never the
             # database); those commits took an eighth of the writer's time
             cursor.execute("PRAGMA synchronous=NORMAL")
@@ -975,6 +977,21 @@ def _engine(url: str) -> Engine:
 
         return engine
     return create_engine(url, pool_pre_ping=True)
+
+
+def _set_wal(cursor: Any, wait: float = 30.0) -> None:
+    """WAL mode, tried again for up to ``wait`` seconds: leaving a rollback journal (an old
+    store) takes a lock SQLite never waits for, so a second process opening the store while
+    the first upgrades it got "database is locked" at once."""
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            cursor.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
 
 
 def _newest_revision() -> str:
