@@ -16,7 +16,7 @@ from typing import Annotated, Any, Literal
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, RootModel, StrictInt, StrictStr, ValidationError
 
-from fieldcheck._util.errors import CannotWrite, InputError, UsageProblem, input_error_of
+from fieldcheck._util.errors import CannotWrite, InputError, UsageProblem, cut, input_error_of
 from fieldcheck._util.jsonio import iter_jsonl, write_json, write_jsonl
 from fieldcheck._util.paths import unique_filenames
 from fieldcheck.reports import RunFolder
@@ -167,9 +167,8 @@ class SlotUpdate(RootModel[Annotated[dict[_Key, _Fields], Field(max_length=MAX_T
 _FENCE = re.compile(r"^```(?:json)?\s*\n?(.*?)\n?```$", re.DOTALL)
 
 
-def _short(part: Any, limit: int = 40) -> str:
-    text = str(part)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+def _short(part: Any) -> str:
+    return cut(str(part), 40)
 
 
 def parse_reply(text: str | None) -> Memory:

@@ -55,6 +55,7 @@ from fieldcheck.store._schema import CacheRow, ConfigRow, JournalRow, RunRow
 
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 
+BUSY_SECONDS = 30  # how long a SQLite store waits for another process's lock
 MIN_PREFIX = 4  # the fewest characters that name a run (``runs delete`` acts at once)
 
 ITEM_PAGE = 1000
@@ -961,7 +962,7 @@ RUN_SORTS: dict[str, Any] = {
 
 def _engine(url: str) -> Engine:
     if url.startswith("sqlite"):
-        engine = create_engine(url, connect_args={"timeout": 30})
+        engine = create_engine(url, connect_args={"timeout": BUSY_SECONDS})
 
         @event.listens_for(engine, "connect")
         def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
@@ -972,18 +973,18 @@ def _engine(url: str) -> Engine:
             # database); those commits took an eighth of the writer's time
             cursor.execute("PRAGMA synchronous=NORMAL")
             cursor.execute("PRAGMA foreign_keys=ON")
-            cursor.execute("PRAGMA busy_timeout=30000")
+            cursor.execute(f"PRAGMA busy_timeout={BUSY_SECONDS * 1000}")
             cursor.close()
 
         return engine
     return create_engine(url, pool_pre_ping=True)
 
 
-def _set_wal(cursor: Any, wait: float = 30.0) -> None:
-    """WAL mode, tried again for up to ``wait`` seconds: leaving a rollback journal (an old
+def _set_wal(cursor: Any) -> None:
+    """WAL mode, tried again for up to ``BUSY_SECONDS``: leaving a rollback journal (an old
     store) takes a lock SQLite never waits for, so a second process opening the store while
     the first upgrades it got "database is locked" at once."""
-    deadline = time.monotonic() + wait
+    deadline = time.monotonic() + BUSY_SECONDS
     while True:
         try:
             cursor.execute("PRAGMA journal_mode=WAL")
