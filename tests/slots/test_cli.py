@@ -119,6 +119,31 @@ def test_score_writes_every_output(jsonl: Jsonl, tmp_path: Path) -> None:
     assert "## Results Summary" in report and "### Key findings" in report
 
 
+def test_a_topic_only_another_model_invented_has_no_row_for_this_model(
+    jsonl: Jsonl, tmp_path: Path
+) -> None:
+    # y invents "interests"; x has no gold and no prediction there, so no P/R/F1 0.000 for x
+    # (it had one in the terminal, per_topic.csv, metrics.json and the report: a tester's finding)
+    gold = [slot("u1", 1, "basic_info", "name", "Bob")]
+    x, y = jsonl("x.jsonl", gold), jsonl("y.jsonl", [*gold, slot("u1", 1, "interests", "m", "z")])
+    out = tmp_path / "out"
+    args = ["--gold", str(jsonl("g.jsonl", gold)), "--pred", f"x={x}", "--pred", f"y={y}"]
+    result = _invoke(*args, "--bootstrap", "0", "--out", str(out))
+    assert result.exit_code == 0, result.output
+    read = csv.DictReader((out / "per_topic.csv").read_text().splitlines())
+    rows = [(r["model"], r["topic"], r["f1"]) for r in read]
+    assert rows == [
+        ("x", "basic_info", "1.0"),
+        ("y", "basic_info", "1.0"),
+        ("y", "interests", "0.0"),
+    ]
+    models = json.loads((out / "metrics.json").read_text())["models"]
+    assert list(models["x"]["per_topic"]) == ["basic_info"]
+    assert list(models["y"]["per_topic"]) == ["basic_info", "interests"]
+    assert result.output.count("interests            P=0.000 R=0.000 F1=0.000") == 1
+    assert "| x | interests |" not in (out / "report.md").read_text()
+
+
 def test_hostile_model_names_are_escaped(jsonl: Jsonl, tmp_path: Path) -> None:
     f, out = _files(jsonl), tmp_path / "out"
     evil = "<script>alert(1)</script>"

@@ -130,3 +130,33 @@ def test_ties_name_nobody_best() -> None:
     run = SlotsRun([a, b], [], Signature(system="slots"), [])
     assert all(not r.strengths and not r.weaknesses for r in results_summary(run))
     assert key_findings(run)[0].title == "No single best model: a, b tie at F1 0.500"
+
+
+def test_a_tie_for_fastest_names_every_tied_model() -> None:
+    # 1 - 200 / 400 = 50% faster than c; a tie of a and b left the finding out (a tester's finding)
+    a = model_score("a", tp=5, fp=5, fn=5, latency=200.0)
+    b = model_score("b", tp=6, fp=5, fn=5, latency=200.0)
+    c = model_score("c", tp=7, fp=5, fn=5, latency=400.0)
+    run = SlotsRun([a, b, c], [], Signature(system="slots"), [])
+    fastest = [f for f in key_findings(run) if "fastest" in f.title]
+    assert [(f.title, f.bullets) for f in fastest] == [
+        ("a, b are the fastest (200.0 s mean per session)", ["50% faster than c"])
+    ]
+    assert [r.fastest for r in results_summary(run)] == [True, True, False]
+    even = SlotsRun(
+        [a, model_score("b", tp=6, fp=5, fn=5, latency=200.0)], [], Signature(system="slots"), []
+    )
+    assert not [f for f in key_findings(even) if "fastest" in f.title]
+
+
+def test_topic_ranking_averages_only_the_models_with_the_topic() -> None:
+    # "b" has no gold and no prediction in "hobby": mean F1 there is a's 0.5, not (0.5 + 0) / 2
+    a = model_score("a", tp=4, fp=0, fn=4, topics={"name": (2, 0, 0), "hobby": (2, 0, 4)})
+    b = model_score("b", tp=2, fp=0, fn=0, topics={"name": (2, 0, 0)})
+    run = SlotsRun([a, b], [], Signature(system="slots"), ["hobby", "name"])
+    a.topic_gold_slots, b.topic_gold_slots = {"name": 2, "hobby": 6}, {"name": 2}
+    (ranking,) = [f for f in key_findings(run) if f.title.startswith("Topic difficulty")]
+    assert ranking.bullets == [
+        "Easiest: name (mean F1 1.00; F1 1.00-1.00)",
+        "Hardest: hobby (mean F1 0.50; F1 0.50)",
+    ]

@@ -30,6 +30,7 @@ from fieldcheck.slots._score import (
     Counts,
     LatencySummary,
     ModelResult,
+    ModelScore,
     SlotsRun,
     TopicResult,
     reasons_text,
@@ -277,10 +278,20 @@ def plot_topics(run: SlotsRun, *, by: str) -> list[str]:
     if len(topics) <= PLOT_TOPICS:
         return list(topics)
     gold = run.topic_gold_slots
-    extra = {t: sum(m.result.per_topic[t].extra_slots for m in run.models) for t in topics}
+    extra = {t: sum(_extra(m, t) for m in run.models) for t in topics}
     first, second = (gold, extra) if by == "gold" else (extra, gold)
     ranked = sorted(topics, key=lambda t: (-first.get(t, 0), -second.get(t, 0), t))
     return sorted(ranked[:PLOT_TOPICS])
+
+
+def _f1(m: ModelScore, topic: str) -> float:
+    t = m.result.per_topic.get(topic)
+    return float("nan") if t is None else t.f1
+
+
+def _extra(m: ModelScore, topic: str) -> int:
+    t = m.result.per_topic.get(topic)
+    return 0 if t is None else t.extra_slots
 
 
 def topics_title(title: str, shown: int, total: int, ranked_by: str) -> str:
@@ -320,7 +331,8 @@ def write_plots(run: SlotsRun, out: Path | OutputFolder) -> dict[str, Path]:
 
     if run.topics:
         topics = plot_topics(run, by="gold")
-        grid = np.array([[m.result.per_topic[t].f1 for t in topics] for m in run.models])
+        # NaN (drawn blank, labelled "-"): the model has no gold and no prediction in the topic
+        grid = np.array([[_f1(m, t) for t in topics] for m in run.models], dtype=float)
         # room for the longest model name on the left and the slanted topic names below
         wide = 0.09 * max(len(n) for n in names)
         tall = 0.05 * max(len(label(t)) for t in topics)
@@ -334,7 +346,8 @@ def write_plots(run: SlotsRun, out: Path | OutputFolder) -> dict[str, Path]:
             ax.set_yticks(x, names)
             for (i, j), value in np.ndenumerate(grid):
                 color = "w" if value < 0.6 else "k"
-                ax.text(j, i, f"{value:.2f}", ha="center", va="center", color=color)
+                text = "-" if np.isnan(value) else f"{value:.2f}"
+                ax.text(j, i, text, ha="center", va="center", color=color)
             fig.colorbar(image, ax=ax, label="F1")
             ax.set_title(topics_title("F1 per topic", len(topics), len(run.topics), "gold slots"))
 
@@ -343,7 +356,7 @@ def write_plots(run: SlotsRun, out: Path | OutputFolder) -> dict[str, Path]:
             tx = np.arange(len(topics))
             width = 0.8 / len(run.models)
             for i, m in enumerate(run.models):
-                extra = [m.result.per_topic[t].extra_slots for t in topics]
+                extra = [_extra(m, t) for t in topics]
                 ax.bar(tx + i * width - 0.4 + width / 2, extra, width, label=names[i])
             ax.set_xticks(tx, [label(t) for t in topics], rotation=20, ha="right")
             ax.set_ylabel("extra slots")

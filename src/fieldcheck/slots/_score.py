@@ -35,7 +35,6 @@ from fieldcheck.metrics import (
     SLOT_STATISTICS,
     Interval,
     RowClasses,
-    SlotCounts,
     SlotMemo,
     TopicTally,
     TotalsStatistic,
@@ -697,11 +696,9 @@ class SlotScorer(ScorerState):
             scores.append(score)
             scored_folds.append(index)
 
+        # a model lists only the topics it has gold or predictions in: no 0.000 for a topic
+        # another model invented (the spec fills per_topic from the model's own slots)
         topics = sorted({t for s in scores for t in s.result.per_topic})
-        for s in scores:  # every model lists every topic, so tables stay rectangular
-            for t in topics:
-                s.result.per_topic.setdefault(t, _read(TopicResult, SlotCounts()))
-            s.result.per_topic = dict(sorted(s.result.per_topic.items()))
 
         paired = self._bootstrap(scores, scored_folds, warn)
         names = [m.name for m in self.models]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 
 from fieldcheck.metrics import latency_stats
 from fieldcheck.reports import format_pvalue, format_seconds
@@ -78,8 +79,10 @@ def compared_latency(models: Sequence[ModelScore]) -> tuple[dict[str, float], in
     return means, len(keys)
 
 
-def _topic_f1(topic: str) -> Callable[[ModelScore], float]:
-    return lambda m: m.result.per_topic[topic].f1
+def topic_f1(m: ModelScore, topic: str) -> float | None:
+    """The model's F1 in ``topic``; None where it has no gold and no prediction there."""
+    t = m.result.per_topic.get(topic)
+    return None if t is None else t.f1
 
 
 def gold_topics(run: SlotsRun) -> list[str]:
@@ -108,7 +111,7 @@ def results_summary(run: SlotsRun) -> list[SummaryRow]:
     most_extra, fewest_extra = _extremes(models, lambda m: m.result.extra_slots)
     hi_j, lo_j = _extremes(models, lambda m: m.result.llm_judge)
     topics = gold_topics(run)
-    best_in_topic = {t: _extremes(models, _topic_f1(t))[0] for t in topics}
+    best_in_topic = {t: _extremes(models, partial(topic_f1, topic=t))[0] for t in topics}
 
     rows = []
     for m in models:
@@ -193,8 +196,7 @@ def key_findings(run: SlotsRun) -> list[Finding]:
                 f.bullets.append(
                     f"{_pct(gain)} better F1 than the next best, {second.name} ({second.result.f1:.3f})"
                 )
-        if topics:
-            f1s = [best.result.per_topic[t].f1 for t in topics]
+        if f1s := [f1 for t in topics if (f1 := topic_f1(best, t)) is not None]:
             f.bullets.append(f"per-topic F1 from {min(f1s):.2f} to {max(f1s):.2f}")
         f.bullets.append(f"{_pct(best.result.exact_match_rate)} exact match coverage")
         if best.not_scored:
@@ -213,19 +215,20 @@ def key_findings(run: SlotsRun) -> list[Finding]:
     n_timed = sum(1 for m in models if m.result.latency is not None)
     if n_common == 0:
         out.append(Finding("Latency not compared: no session is timed for every model"))
-    elif len(timed) >= 2 and compared[timed[0].name] != compared[timed[1].name]:
-        fast = timed[0]
-        fast_s = compared[fast.name]
+    elif len(timed) >= 2 and compared[timed[0].name] != compared[timed[-1].name]:
+        fast_s = compared[timed[0].name]
+        fast = [m.name for m in timed if compared[m.name] == fast_s]  # a tie names every one
         where = ""
         if n_common is not None:
             where = f" on the {n_common} session(s) timed for {'both' if n_timed == 2 else 'all'} models"
+        verb = "is" if len(fast) == 1 else "are"
         f = Finding(
-            f"{fast.name} is the fastest ({format_seconds(fast_s)} mean per session{where})"
+            f"{', '.join(fast)} {verb} the fastest ({format_seconds(fast_s)} mean per session{where})"
         )
         f.bullets.append(
             ", ".join(
                 f"{_pct(1 - fast_s / (compared[o.name] or 1.0))} faster than {o.name}"
-                for o in timed[1:]
+                for o in timed[len(fast) :]
             )
         )
         out.append(f)
@@ -256,7 +259,8 @@ def key_findings(run: SlotsRun) -> list[Finding]:
                 )
 
     if topics:
-        mean_f1 = {t: sum(m.result.per_topic[t].f1 for m in models) / len(models) for t in topics}
+        f1s_of = {t: [f1 for m in models if (f1 := topic_f1(m, t)) is not None] for t in topics}
+        mean_f1 = {t: sum(f1s) / len(f1s) for t, f1s in f1s_of.items()}
         ranked = sorted(topics, key=lambda t: (-mean_f1[t], t))
         f = Finding("Topic difficulty ranking (by mean F1 over models, easiest first)")
         half = PROSE_TOPICS // 2
@@ -271,8 +275,8 @@ def key_findings(run: SlotsRun) -> list[Finding]:
             label = "Easiest" if i == 0 else "Hardest" if i == len(ranked) - 1 else "Moderate"
             if len(ranked) == 1:
                 label = "Only topic"
-            f1s = [m.result.per_topic[t].f1 for m in models]
-            spread = f"{min(f1s):.2f}-{max(f1s):.2f}" if len(models) > 1 else f"{f1s[0]:.2f}"
+            f1s = f1s_of[t]
+            spread = f"{min(f1s):.2f}-{max(f1s):.2f}" if len(f1s) > 1 else f"{f1s[0]:.2f}"
             f.bullets.append(f"{label}: {t} (mean F1 {mean_f1[t]:.2f}; F1 {spread})")
         out.append(f)
 
