@@ -178,6 +178,44 @@ def test_the_unfinished_run_of_another_command_or_inputs_is_refused(tmp_path: Pa
     assert f"{partial} is in the way and is not an unfinished fieldcheck run" in result.stderr
 
 
+def test_an_unfinished_run_with_other_settings_or_models_is_refused_and_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Continuing an unfinished folder with other settings (or models) would leave the first
+    run's files among the second's (a `numeric score --sample-size 3` kept 418 traces of the
+    whole run it took over; a tester's finding): refused, nothing touched; the same settings
+    continue it."""
+    from fieldcheck.jsoneval import _io
+
+    data, out = _batch(tmp_path), tmp_path / "out"
+    partial = Path(str(out) + PARTIAL)
+    real = _io.write_batch_report
+
+    def full_disk(*args: Any) -> Any:
+        raise OSError(28, "No space left on device", str(partial / "summary.json"))
+
+    monkeypatch.setattr(_io, "write_batch_report", full_disk)
+    result = _invoke("json", "batch", str(data), "--out", str(out), "--no-store")
+    assert result.exit_code == 1 and partial.is_dir(), result.output
+    monkeypatch.setattr(_io, "write_batch_report", real)
+    before = _state(tmp_path)
+    result = _invoke("json", "batch", str(data), "--out", str(out), "--no-store", "--seed", "7")
+    assert result.exit_code == 2
+    assert (
+        f"{partial} is an unfinished run of `fieldcheck json batch` with other settings (it had "
+        "seed=0); run that command again to finish it" in result.stderr
+    )
+    assert _state(tmp_path) == before and not out.exists()
+    kept = json.loads((partial / "run.json").read_text())
+    with pytest.raises(FolderError, match=r"of other models \(it had none\)"):
+        given = [(e["role"], e["path"]) for e in kept["inputs"]]
+        RunFolder.open(out, command="json batch", inputs=given, models=["m"])
+    assert json.loads((partial / "run.json").read_text()) == kept
+    result = _invoke("json", "batch", str(data), "--out", str(out), "--no-store")
+    assert result.exit_code == 0, result.output
+    assert json.loads((out / "run.json").read_text())["settings"]["seed"] == 0
+
+
 def test_without_out_each_run_gets_a_new_folder_under_fieldcheck_runs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

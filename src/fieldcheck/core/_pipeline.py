@@ -87,6 +87,7 @@ def open_folder(
     models: Sequence[str],
     events: Events,
     system: str,
+    settings: Mapping[str, Any] | None = None,
 ) -> RunFolder:
     """The run's folder before any work: ``out`` when it is one (a model run's), else opened
     (``UsageProblem`` for an unusable ``out``; ``None``: a new folder under ``fieldcheck-runs/``
@@ -95,7 +96,13 @@ def open_folder(
         return out
     try:
         folder = RunFolder.open(
-            out, command=command, inputs=inputs, label=label, models=models, system=system
+            out,
+            command=command,
+            inputs=inputs,
+            label=label,
+            models=models,
+            system=system,
+            settings=settings,
         )
     except FolderError as exc:
         raise UsageProblem(str(exc), "--out") from None
@@ -200,6 +207,7 @@ def score(
             models=models,
             events=events,
             system=found.name,
+            settings=dict(settings),  # a resume with other settings would mix two runs' files
         )
         folder.note(settings=dict(settings))  # what ``runs import`` re-scores with
         recorder = None

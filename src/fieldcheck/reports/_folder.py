@@ -109,6 +109,22 @@ def _files(folder: Path) -> list[str]:
     ]
 
 
+def _other_run(earlier: Mapping[str, Any], info: Mapping[str, Any]) -> str | None:
+    """How an unfinished run's run.json differs from this run's (None: this run continues it):
+    other inputs, models or settings would leave the first run's files among the second's."""
+    if any(earlier.get(k) != info.get(k) for k in ("command", "inputs")):
+        return "on other inputs"
+    if earlier.get("models") != info.get("models"):
+        return f"of other models (it had {', '.join(earlier.get('models') or ()) or 'none'})"
+    before, now = earlier.get("settings"), info.get("settings")
+    if isinstance(before, dict) and isinstance(now, dict) and before != now:
+        keys = sorted(k for k in before.keys() | now.keys() if before.get(k) != now.get(k))
+        return (
+            "with other settings (it had " + ", ".join(f"{k}={before.get(k)!r}" for k in keys) + ")"
+        )
+    return None
+
+
 def _read_info(path: Path) -> dict[str, Any] | None:
     try:
         value = orjson.loads(path.read_bytes())
@@ -274,10 +290,11 @@ class RunFolder:
         label: str = "",
         models: Sequence[str] = (),
         system: str | None = None,
+        settings: Mapping[str, Any] | None = None,
     ) -> RunFolder:
         """The folder of a run of ``command`` into ``out`` (new or empty; None: a new one under
-        fieldcheck-runs/), continuing its partial folder of the same command and inputs; else
-        ``FolderError`` with nothing touched."""
+        fieldcheck-runs/), continuing its partial folder of the same command, inputs, models and
+        ``settings``; else ``FolderError`` with nothing touched."""
         dest = Path(out) if out is not None else default_destination(command, label)
         check_destination(dest)
         temp = Path(os.path.abspath(dest) + PARTIAL)
@@ -293,6 +310,8 @@ class RunFolder:
         }
         if models:
             info["models"] = list(models)
+        if settings is not None:
+            info["settings"] = orjson.loads(dumps(settings))
         state = _State(temp, dest, info)
         if os.path.lexists(temp):
             earlier = _read_info(temp / RUN_JSON) if not os.path.islink(temp) else None
@@ -301,11 +320,11 @@ class RunFolder:
                     f"{temp} is in the way and is not an unfinished fieldcheck run; move it or "
                     "give another folder"
                 )
-            if any(earlier.get(k) != info[k] for k in ("command", "inputs")):
+            if other := _other_run(earlier, info):
                 raise FolderError(
-                    f"{temp} is an unfinished run of `fieldcheck {earlier.get('command')}` on "
-                    "other inputs; run that command again to finish it, move it, or give "
-                    "another folder"
+                    f"{temp} is an unfinished run of `fieldcheck {earlier.get('command')}` "
+                    f"{other}; run that command again to finish it, move it, or give another "
+                    "folder"
                 )
             writer = earlier.get("writer") or {}
             if _writing(writer):
