@@ -95,18 +95,22 @@ def test_recorded_items_are_the_folder_items(
     assert run.n_items == reference.n_items == 7
     # statistics.json on disk adds "complete": true; every metric is the same
     assert run.metrics == {k: v for k, v in reference.metrics.items() if k != "complete"}
-    # read back as the folder has it: number text a number, "True" a boolean, '' null
+    # text columns keep the text scored (the CSV's formula ' taken off; "1e3", "2019" and
+    # "True" never read as numbers: a new user's finding), number columns are numbers, '' null
     by_key = {key: result for key, _, _, _, result in got}
-    assert by_key["c1#0"]["question"] == 2019
-    assert by_key["c1#1"]["question"] == "'=cmd|' /C calc'!A0"  # neutralised, as in the CSV
-    assert by_key[f"{HOSTILE}#0"]["question"] is True
+    assert by_key["c1#0"]["question"] == "2019" and by_key["c1#0"]["turn_idx"] == 0
+    assert by_key["c1#1"]["question"] == "=cmd|' /C calc'!A0"
+    assert by_key["c1#1"]["predicted_answer"] == "-3"
+    assert by_key["c1#1"]["numerical_match"] is False
+    assert by_key[f"{HOSTILE}#0"]["question"] == "True"
     assert by_key[f"{HOSTILE}#0"]["error_type"] == "timeout"
-    assert by_key["1000.0#0"]["conversation_id"] == 1000.0
-    assert by_key["1000.0#1"]["error_type"] == "missing_prediction"
+    assert by_key["1e3#0"]["conversation_id"] == "1e3"
+    assert by_key["1e3#0"]["ground_truth_program"] == "5"
+    assert by_key["1e3#1"]["error_type"] == "missing_prediction"
     failed = {key for key, failed, _, _, _ in got if failed}
     # c1#1: -3 vs 3 (sign); 1e3#1 missing; the timeout and no-gold turns are not scored:
     # neither failed nor passed
-    assert failed == {"c1#1", "1000.0#1"}
+    assert failed == {"c1#1", "1e3#1"}
     assert {key for key, failed, _, _, _ in got if failed is None} == {
         f"{HOSTILE}#0",
         f"{HOSTILE}#1",

@@ -61,7 +61,7 @@ from fieldcheck.numeric._scoring import (
     turn_values,
 )
 from fieldcheck.numeric._story import table_rows
-from fieldcheck.reports import OutputFolder, neutralise_cell, pyplot, write_csv
+from fieldcheck.reports import OutputFolder, neutralise_cell, pyplot, restored_cell, write_csv
 from fieldcheck.store import ItemColumns
 
 if TYPE_CHECKING:  # the store (SQLAlchemy) is imported only by a run that records
@@ -232,12 +232,32 @@ def summary_cells(
 _FLOAT_START = frozenset("0123456789+-. \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f_iInN")
 
 
-def stored_cell(value: Any) -> Any:
-    """A turns.csv cell as the store keeps it: the value its CSV text reads back as in ``runs``."""
+TEXT_COLUMNS = frozenset(
+    (
+        "conversation_id",
+        "question",
+        "predicted_answer",
+        "answer_rule",
+        "failure_mode",
+        "plan_operations",
+        "ground_truth_program",
+        "ground_truth_operations",
+        "error_type",
+        "error_message",
+    )
+)
+"""turns.csv columns of text: stored as the text scored, never read as a number ("0012", "1e5")."""
+
+
+def stored_cell(value: Any, text: bool = False) -> Any:
+    """A turns.csv cell as the store keeps it: the value its CSV text reads back as in ``runs``;
+    a ``text`` column's cell is the text scored (its formula neutraliser's ``'`` taken off)."""
     if type(value) is not str:
         return value
     if value == "":
         return None
+    if text:
+        return restored_cell(value)
     if value[0] not in _FLOAT_START and value[0].isascii() and value not in ("True", "False"):
         return value  # not a number: float() would refuse it
     if value[0] in "iInN" and value.rstrip().lower() not in ("inf", "infinity", "nan"):
@@ -274,12 +294,16 @@ def numeric_columns(item: Mapping[str, Any]) -> ItemColumns:
 
 _STORED_KEYS = tuple(sorted(TURN_COLUMNS))
 _STORED_ORDER = itemgetter(*(TURN_COLUMNS.index(k) for k in _STORED_KEYS))
+_STORED_TEXT = tuple(k in TEXT_COLUMNS for k in _STORED_KEYS)
 
 
 def stored_row(cells: Sequence[Any], story: Mapping[str, Any]) -> tuple[ItemColumns, bytes]:
     """A turn's store item (issue 11): ``numeric_columns`` and the JSON ``add_items`` would
     store of its turns.csv row as read back, with ``story`` (the item's page, issue 28)."""
-    values = [stored_cell(v) if type(v) is str else v for v in _STORED_ORDER(cells)]
+    cells = _STORED_ORDER(cells)
+    values = [
+        stored_cell(v, t) if type(v) is str else v for v, t in zip(cells, _STORED_TEXT, strict=True)
+    ]
     item = dict(zip(_STORED_KEYS, values, strict=True))
     columns = numeric_columns(item)
     item.update(story)  # keys no row has

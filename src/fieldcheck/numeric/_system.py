@@ -32,6 +32,7 @@ from fieldcheck.numeric._story import earlier_keys, numeric_story, table_rows
 from fieldcheck.numeric._stream import (
     OUTPUT_FILES,
     POOL_WORKERS,
+    TEXT_COLUMNS,
     numeric_columns,
     score_to_folder,
     stored_cell,
@@ -328,7 +329,10 @@ class NumericSystem(NumericRuns, Views):
             traces = _Traces(folder)
             with (folder / "turns.csv").open(newline="", encoding="utf-8") as handle:
                 rows = (
-                    {**{k: stored_cell(v) for k, v in row.items()}, **traces.story(row)}
+                    {
+                        **{k: stored_cell(v, k in TEXT_COLUMNS) for k, v in row.items()},
+                        **traces.story(row),
+                    }
                     for row in csv.DictReader(handle)
                 )
                 for chunk in chunked(rows, 1000):

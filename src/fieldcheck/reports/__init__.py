@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 from fieldcheck._util.lazy import typed_lazy_names
 
 if TYPE_CHECKING:  # the names as type checkers and editors see them
-    from fieldcheck.reports._csv import neutralise_cell, write_csv
+    from fieldcheck.reports._csv import neutralise_cell, restored_cell, write_csv
     from fieldcheck.reports._document import (
         LEGEND_OUTSIDE,
         PLOTTING,

@@ -44,6 +44,13 @@ _PLAIN_NUMBER = re.compile(
 )
 
 
+def restored_cell(text: str) -> str:
+    """A text cell of a CSV read back as it was before ``neutralise_cell``: its ``'`` taken off."""
+    if text[:1] == "'" and text[1:2] in _FORMULA_CHARS and not is_plain_number(text[1:]):
+        return text[1:]
+    return text
+
+
 def is_plain_number(text: str) -> bool:
     """A number as data (sign, currency, digits, ``%`` or a scale word: docs/decisions.md); its only
     ``+``/``-`` are a leading sign and an exponent's, so no formula is a plain number."""
