@@ -140,6 +140,18 @@ def test_validation_errors_name_the_field(client: httpx.Client) -> None:
     }
     thresholds = client.put("/api/config/thresholds", json={"fuzzy_threshold": 1.5})
     assert thresholds.status_code == 422 and thresholds.json()["field"] == "fuzzy_threshold"
+    # a JSON true or "0.5" is no number that decides RQS (saved as 1.0 and 0.5: a tester's finding)
+    for value in (True, "0.5"):
+        refused = client.put("/api/config/thresholds", json={"semantic_threshold": value})
+        assert refused.json() == {
+            "detail": f"field 'semantic_threshold': must be a valid number (got {value!r})",
+            "field": "semantic_threshold",
+        }
+        weight = client.put("/api/config/weights", json={"safety": value})
+        assert weight.status_code == 422 and weight.json()["field"] == "safety"
+        body = walk_body(thresholds={"fuzzy_threshold": value})
+        assert client.post("/api/json/evaluate", json=body).status_code == 422
+    assert client.get("/api/config/thresholds").json()["semantic_threshold"] == 0.8
     unknown = client.put("/api/config/weights", json={"acuracy": 0.5})
     assert unknown.status_code == 422 and unknown.json()["field"] == "acuracy"
     not_json = client.post(

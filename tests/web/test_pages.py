@@ -135,7 +135,7 @@ def test_thresholds_and_weights_forms(page: Page, live: LiveServer, tmp_path: Pa
     page.fill("input[name=semantic_threshold]", "high")
     submit(page, "#save-thresholds")
     expect(page.get_by_test_id("error-thresholds")).to_have_text(
-        "field 'semantic_threshold': input should be a valid number (got 'high')"
+        "field 'semantic_threshold': must be a valid number (got 'high')"
     )
     assert saved(live, "weights")["accuracy"] == 0.45  # type: ignore[index]
 

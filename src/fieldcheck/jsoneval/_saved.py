@@ -40,8 +40,8 @@ class Thresholds(BaseModel):
 def _validated(model: type[BaseModel], data: Any, name: str, file: str | None) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise InputError(f"{name} must be a JSON object", file=file, value=data)
-    try:
-        return model.model_validate(data).model_dump()
+    try:  # strict: a JSON true or "0.5" is not a number that decides RQS
+        return model.model_validate(data, strict=True).model_dump()
     except ValidationError as exc:
         raise input_error_of(exc, file=file) from None
 
@@ -55,10 +55,6 @@ def parse_thresholds(data: Any, *, file: str | None = None) -> dict[str, float]:
 def parse_weight_map(data: Any, *, file: str | None = None) -> dict[str, float]:
     """``{"accuracy": 0.45, ...}`` -> the RQS weights (names left out keep their default, as
     ``--weights``); raises InputError naming the bad name and value."""
-    flags = [k for k, v in data.items() if isinstance(v, bool)] if isinstance(data, dict) else []
-    if flags:  # a JSON true is not the weight 1
-        name = flags[0]
-        raise InputError("input should be a valid number", file=file, field=name, value=data[name])
     return _validated(RqsWeights, data, "weights", file)
 
 

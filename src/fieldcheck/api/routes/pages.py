@@ -198,7 +198,7 @@ async def import_section(section: Section, request: Request, ctx: Context) -> Re
     return _save(ctx, request, section, lambda: parse_json_file(raw, name=name), file=name)
 
 
-_NOT_A_NUMBER = "input should be a valid number"
+_NOT_A_NUMBER = "must be a valid number"
 
 
 def _numbers(form: dict[str, str], names: list[str]) -> dict[str, float]:
