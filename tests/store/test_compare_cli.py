@@ -130,3 +130,27 @@ def test_show_item_and_compare_differ_read_at_80_columns(tmp_path: Path) -> None
     out = at_80("runs", "show", run.id, "--item", "b/u1/1")
     job = out[out.index("topic: work") :]
     assert "nurse" in job and "FN (missed)" in job
+
+
+def test_a_dataset_role_only_one_run_has_does_not_make_the_runs_differ() -> None:
+    """A slots score run (gold, predictions) against a slots run (conversations, gold) on the same
+    gold: no dataset warning (it warned always: a tester's finding); another gold still warns."""
+    from types import SimpleNamespace
+
+    from fieldcheck.runs._compare import _warnings
+
+    def run(rid: str, *inputs: tuple[str, str]) -> Any:
+        listed = [{"name": n, "sha256": sha, "path": f"/d/{n}.jsonl"} for n, sha in inputs]
+        return SimpleNamespace(id=rid, inputs=listed, signature="{}")
+
+    roles = ("gold", "conversations")
+    scored = run("a", ("gold", "g1"), ("pred:m", "p1"))
+    ran = run("b", ("conversations", "c1"), ("gold", "g1"))
+    assert _warnings([scored, ran], roles, ()) == []
+    other = run("c", ("conversations", "c1"), ("gold", "g2"))
+    [warning] = _warnings([scored, other], roles, ())
+    assert warning["message"] == (
+        "the runs differ in dataset (a: gold gold.jsonl sha256 g1; c: gold gold.jsonl sha256 g2)"
+    )
+    [both] = _warnings([ran, run("d", ("conversations", "c2"), ("gold", "g1"))], roles, ())
+    assert "b: conversations conversations.jsonl sha256 c1, gold gold.jsonl" in both["message"]
