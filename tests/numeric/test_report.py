@@ -162,7 +162,7 @@ def test_report_numbers_by_hand(hand: Path) -> None:
     assert readings[3].startswith("- Accuracy is 0.667 at turn 0 (n=3) and 0.333 at turn 1 (n=3)")
     assert readings[4] == (
         "- Turns whose plan has 0 operation(s) are right 1.000 of the time (n=1), 2 operations "
-        "0.000 (n=1): 100.0 percentage points lower with the longest plans (complexity ceiling)."
+        "0.000 (n=1): too few turns to read a change (fewer than 10 in a group)."
     )
     assert readings[5].startswith(
         "- Logic recall (1.000) exceeds numerical accuracy (0.500) by 50.0 percentage points"
@@ -307,3 +307,38 @@ def test_worst_conversations_never_lists_a_perfect_one(tmp_path: Path) -> None:
     assert 0 < len(rows) == len(imperfect) < len(traces)
     assert sorted(row[0] for row in rows) == sorted(imperfect)
     assert all(float(row[3]) < 1.0 for row in rows)
+
+
+def test_readings_of_turns_and_operations_need_ten_scored_turns_a_group(tmp_path: Path) -> None:
+    """12 conversations, turn 0 right with no operation, turn 1 wrong with two: the turns'
+    intervals are apart and the longest plans 100 points lower; a thirteenth conversation with a
+    turn 2 (n=1, right) is too few to read (it said "intervals apart" of one conversation: a
+    tester's finding)."""
+    records = [
+        _record(f"c{i}", [("100", 100.0), ("add(1, 2), add(#0, 1)", 4.0)]) for i in range(12)
+    ]
+    records.append(_record("z", [("100", 100.0), ("5", 5.0), ("7", 7.0)]))
+    preds = [p for i in range(12) for p in (_pred(f"c{i}", 0, "100", _plan()),
+             _pred(f"c{i}", 1, "9", _plan("add", "add")))]  # fmt: skip
+    preds += [_pred("z", 0, "100", _plan()), _pred("z", 1, "5", _plan()), _pred("z", 2, "7")]
+    md = (_run(tmp_path, {"dev": records}, preds, bootstrap=200) / "report.md").read_text()
+    readings = _section(md, "What the numbers say").splitlines()
+    turns = next(r for r in readings if r.startswith("- Accuracy is"))
+    assert turns == (
+        "- Accuracy is 1.000 at turn 0 (n=13) and 1.000 at turn 2 (n=1): too few turns to read a "
+        "change (fewer than 10 in a group)."
+    )
+    ops = next(r for r in readings if r.startswith("- Turns whose plan"))
+    assert ops == (
+        "- Turns whose plan has 0 operation(s) are right 1.000 of the time (n=14), 2 operations "
+        "0.000 (n=12): 100.0 percentage points lower with the longest plans (complexity ceiling)."
+    )
+    records.pop()
+    preds = preds[:-3]
+    (tmp_path / "b").mkdir()
+    md = (_run(tmp_path / "b", {"dev": records}, preds, bootstrap=200) / "report.md").read_text()
+    turns = next(r for r in _section(md, "What the numbers say").splitlines() if "at turn" in r)
+    assert turns == (
+        "- Accuracy is 1.000 at turn 0 (n=12) and 0.000 at turn 1 (n=12), 100.0 percentage points "
+        "lower, their 95% intervals apart: later turns are harder (complexity ceiling)."
+    )

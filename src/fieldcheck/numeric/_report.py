@@ -60,7 +60,11 @@ EXCESS_CAUSES = (
 WORST = 10
 # A reading comparing two rates is stated as a finding from this gap on (10 percentage points).
 READING_GAP = 0.1
+# ... and only between groups of this many scored turns each (one conversation's turn 5 has a
+# bootstrap interval of one value: no reading of "apart" or "ceiling" can rest on it).
+READING_MIN_TURNS = 10
 INPUT_PROBLEMS = 20
+_TOO_FEW = f": too few turns to read a change (fewer than {READING_MIN_TURNS} in a group)."
 
 
 def _interval(ci: Mapping[str, Any] | None) -> str:
@@ -278,6 +282,8 @@ def readings(result: NumericResult) -> list[str]:
         )
         if first.low is None or first.high is None or last.low is None or last.high is None:
             text += " (no intervals: bootstrap off)."
+        elif min(first.scored, last.scored) < READING_MIN_TURNS:
+            text += _TOO_FEW
         elif last.high < first.low:
             text += (
                 f", {_points(-change)} lower, their 95% intervals apart: "
@@ -296,7 +302,9 @@ def readings(result: NumericResult) -> list[str]:
             f"Turns whose plan has {few.operations} operation(s) are right {a:.3f} of the time "
             f"(n={few.scored}), {many.operations} operations {b:.3f} (n={many.scored})"
             + (
-                f": {_points(a - b)} lower with the longest plans (complexity ceiling)."
+                _TOO_FEW
+                if min(few.scored, many.scored) < READING_MIN_TURNS
+                else f": {_points(a - b)} lower with the longest plans (complexity ceiling)."
                 if a - b >= READING_GAP
                 else "."
             )
