@@ -121,6 +121,37 @@ def test_score_flatten(tmp_path: Path) -> None:
     assert flat["accuracy"] == 0.5 and list(flat["fields"]) == ["a.b", "a.c"]
 
 
+def test_a_strategy_naming_a_parent_applies_to_its_leaves_under_flatten(tmp_path: Path) -> None:
+    # {"internal": "IGNORE"} was ignored under --flatten (internal.x scored, 1/3) and reported as
+    # naming no field (a tester's finding); items[*] covers each item's fields
+    gt = {
+        "internal": {"x": "X-1"},
+        "address": {"city": "Paris", "zip": "75001"},
+        "items": [{"sku": "A-1"}],
+    }
+    out = {
+        "internal": {"x": "X-2"},
+        "address": {"city": "paris", "zip": "75002"},
+        "items": [{"sku": "a-2"}],
+    }
+    strategies = {"internal": "IGNORE", "address": "EXACT", "items[*]": "FUZZY"}
+    files = [
+        write(tmp_path, n, v)
+        for n, v in (("gt.json", gt), ("out.json", out), ("s.json", strategies))
+    ]
+    result = run("score", files[0], files[1], "--strategies", files[2], "--flatten", "--json")
+    assert result.exit_code == 0, result.output
+    fields = json.loads(result.stdout)["fields"]
+    assert {k: (f["strategy"], f["score"]) for k, f in fields.items()} == {
+        "internal.x": ("IGNORE", None),
+        "address.city": ("EXACT", 1.0),
+        "address.zip": ("EXACT", 0.0),
+        "items[0].sku": ("FUZZY", 0.0),  # "A-1" / "a-2": 0.667 < 0.85
+    }
+    assert json.loads(result.stdout)["accuracy"] == 1 / 3
+    assert "no ground truth has" not in result.stderr
+
+
 @pytest.mark.parametrize(
     ("content", "kind"),
     [("[1, 2]", "array"), ('{"name": "John', "invalid_json"), ("Sorry, no JSON today.", "text")],

@@ -303,14 +303,12 @@ class Scorer:
         self._used: dict[int, _Plan] = {}  # the plans of the chunk being scored
 
     def _seen(self, keys: Iterable[str]) -> frozenset[str]:
-        """The strategy config's keys that these ground-truth keys (or their ``[*]`` forms)
-        name: a strategy no record's ground truth names is reported as unused."""
+        """The strategy config's keys that these ground-truth keys (their ``[*]`` forms, their
+        parents) name: a strategy no record's ground truth names is reported as unused."""
         strategies = self._strategies
         if not strategies:
             return frozenset()
-        found = {k for k in keys if k in strategies}
-        found.update(w for k in keys if "[" in k and (w := wildcard_path(k)) in strategies)
-        return frozenset(found)
+        return frozenset(p for k in keys for p in metrics.config_paths(k) if p in strategies)
 
     def _plan(
         self,

@@ -21,6 +21,7 @@ if TYPE_CHECKING:  # the names as type checkers and editors see them
         canonical_text,
         classify_keys,
         completeness,
+        config_paths,
         configured_strategy,
         detect_value_type,
         exact_match,

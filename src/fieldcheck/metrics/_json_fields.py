@@ -9,7 +9,7 @@ import json
 import logging
 import math
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from numbers import Number
 from typing import Any, Literal, NamedTuple, get_args
 
@@ -311,11 +311,23 @@ def wildcard_path(path: str) -> str:
 
 def configured_strategy(field: str, strategies: Mapping[str, Strategy]) -> Strategy | None:
     """The strategy config's entry for ``field`` (spec Phase 3 "Strategy Resolution", step 1):
-    its exact key, then its ``[*]`` form; None when the config names neither."""
-    found = strategies.get(field)
-    if found is None and "[" in field:
-        found = strategies.get(wildcard_path(field))
-    return found
+    its exact key, then its ``[*]`` form, then its nearest parent's (``address`` for
+    ``address.city`` under --flatten); None when the config names none of them."""
+    for path in config_paths(field):
+        if (found := strategies.get(path)) is not None:
+            return found
+    return None
+
+
+def config_paths(field: str) -> Iterator[str]:
+    """The strategy config keys that may name ``field``, nearest first: itself, its ``[*]``
+    form, then each parent's (``items[0].sku``: ``items[*].sku``, ``items[0]``, ``items[*]``,
+    ``items``)."""
+    while field:
+        yield field
+        if "[" in field and (wild := wildcard_path(field)) != field:
+            yield wild
+        field = field[: max(field.rfind("."), field.rfind("["), 0)]
 
 
 def resolve_strategy(
