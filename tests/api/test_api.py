@@ -234,6 +234,16 @@ def test_import_of_a_bad_file_names_it(client: httpx.Client) -> None:
         "detail": f"s.json: field 'a': strategy must be one of {ALLOWED} (got 'NEAR')",
         "field": "a",
     }
+    # a field given twice: JSON keeps the last one silently (a tester's finding); nothing saved
+    twice = b'{"a": "FUZZY", "b": "EXACT", "a": "EXACT"}'
+    repeated = client.post(
+        "/api/config/strategies/import", files={"file": ("s.json", twice, "application/json")}
+    )
+    assert repeated.json() == {
+        "detail": "s.json: field 'a': the field is listed twice",
+        "field": "file",
+    }
+    assert client.get("/api/config/strategies").json() == {}
 
 
 # batches ---------------------------------------------------------------------------------------

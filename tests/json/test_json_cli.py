@@ -121,6 +121,15 @@ def test_score_flatten(tmp_path: Path) -> None:
     assert flat["accuracy"] == 0.5 and list(flat["fields"]) == ["a.b", "a.c"]
 
 
+def test_a_strategy_file_giving_a_field_twice_is_a_usage_error(tmp_path: Path) -> None:
+    # {"name": "FUZZY", "name": "EXACT"} scored name EXACT without a word (a tester's finding)
+    gt = write(tmp_path, "gt.json", {"name": "John"})
+    strategies = write(tmp_path, "s.json", '{"name": "FUZZY", "age": "EXACT", "name": "EXACT"}')
+    result = run("score", gt, gt, "--strategies", strategies, "--no-store")
+    assert result.exit_code == 2
+    assert f"--strategies: {strategies}: field 'name': the field is listed twice" in result.stderr
+
+
 def test_a_strategy_naming_a_parent_applies_to_its_leaves_under_flatten(tmp_path: Path) -> None:
     # {"internal": "IGNORE"} was ignored under --flatten (internal.x scored, 1/3) and reported as
     # naming no field (a tester's finding); items[*] covers each item's fields

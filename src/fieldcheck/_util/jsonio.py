@@ -196,6 +196,25 @@ def read_json(path: str | Path) -> Any:
     return value
 
 
+def repeated_key(data: bytes) -> str | None:
+    """The first key an object of the JSON document gives twice (orjson keeps the last one
+    without a word: a configuration file's ``{"name": "FUZZY", "name": "EXACT"}``); None when
+    no key repeats or the text is no JSON."""
+    found: list[str] = []
+
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        keys = [k for k, _ in items]
+        if not found and len(set(keys)) < len(keys):
+            found.append(next(k for i, k in enumerate(keys) if k in keys[:i]))
+        return dict(items)
+
+    try:
+        json.loads(data.removeprefix(_BOM), object_pairs_hook=pairs)
+    except ValueError:
+        return None
+    return found[0] if found else None
+
+
 def open_input(path: Path, buffering: int = -1) -> IO[bytes]:
     """An input file opened for reading; InputError ``file: cannot read file: why`` when it
     cannot be (the one wording of every reader)."""

@@ -21,10 +21,11 @@ from starlette.datastructures import UploadFile
 
 from fieldcheck import core
 from fieldcheck._util.errors import CannotWrite, InputError, UsageProblem
-from fieldcheck._util.jsonio import document_error, loads
+from fieldcheck._util.jsonio import document_error, loads, repeated_key
 from fieldcheck._util.paths import safe_filename
 from fieldcheck.api._errors import ApiError
 from fieldcheck.jsoneval import (
+    LISTED_TWICE,
     EvalConfig,
     JsonEvalResult,
     MatcherError,
@@ -92,9 +93,12 @@ def parse_json_file(raw: bytes, *, name: str) -> Any:
     CLI's words (``f.json:1: invalid JSON: not UTF-8 text (byte 0xff at column 2)``)."""
     data = raw.removeprefix(b"\xef\xbb\xbf")
     try:
-        return loads(data)  # integers beyond 64 bits exact, as every JSON input
+        value = loads(data)  # integers beyond 64 bits exact, as every JSON input
     except orjson.JSONDecodeError as exc:
         raise document_error(exc, data, file=name) from None
+    if twice := repeated_key(data):  # the last one would win without a word
+        raise InputError(LISTED_TWICE, file=name, field=twice)
+    return value
 
 
 def strategy_rows(rows: Iterable[tuple[str, str]]) -> dict[str, Any]:
@@ -105,7 +109,7 @@ def strategy_rows(rows: Iterable[tuple[str, str]]) -> dict[str, Any]:
         if not field.strip():
             raise InputError("a field name must not be empty", value=strategy)
         if field in mapping:
-            raise InputError("the field is listed twice", field=field)
+            raise InputError(LISTED_TWICE, field=field)
         mapping[field] = strategy
     return mapping
 

@@ -7,6 +7,7 @@ from fieldcheck._util.lazy import typed_lazy_names
 
 if TYPE_CHECKING:  # the names as type checkers and editors see them
     from fieldcheck.jsoneval._config import (
+        LISTED_TWICE,
         EvalConfig,
         MatcherFamily,
         SafetyCheck,

@@ -9,12 +9,13 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from fieldcheck._util.errors import InputError
-from fieldcheck._util.jsonio import read_json
+from fieldcheck._util.jsonio import read_json, repeated_key
 from fieldcheck.metrics import STRATEGIES, RqsWeights, Strategy
 
 MatcherFamily = Literal["local", "llm"]
 SafetyCheck = Literal["off", "leaks"]
 _ALLOWED = ", ".join(STRATEGIES)
+LISTED_TWICE = "the field is listed twice"
 
 
 def parse_strategies(data: Any, *, file: str | Path | None = None) -> dict[str, Strategy]:
@@ -35,8 +36,12 @@ def parse_strategies(data: Any, *, file: str | Path | None = None) -> dict[str, 
 
 
 def load_strategies(path: str | Path) -> dict[str, Strategy]:
-    """Read and validate a strategy config file (JSON object field -> strategy)."""
-    return parse_strategies(read_json(path), file=path)
+    """Read and validate a strategy config file (JSON object field -> strategy); a field given
+    twice is an InputError (JSON would keep the last one silently)."""
+    data = read_json(path)
+    if twice := repeated_key(Path(path).read_bytes()):
+        raise InputError(LISTED_TWICE, file=path, field=twice)
+    return parse_strategies(data, file=path)
 
 
 _DECIMAL = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?", re.ASCII)
