@@ -601,6 +601,27 @@ def test_estimated_tokens_are_marked_in_runs_json_and_the_table(
     assert "(1 est.)" in table
 
 
+def test_an_invalid_reply_alone_is_a_scored_miss_and_exits_0(
+    chat_server: StartServer, files: dict[str, Path]
+) -> None:
+    """The model's invalid reply is its wrong answer (scored, its gold slots missed), as an
+    output that is no object in json and an invalid plan in numeric: exit 0 there, 3 here (a
+    tester's finding); only a failed call leaves the run incomplete (exit 3)."""
+    server = chat_server(
+        lambda body: (
+            "not json"
+            if transcript(body) == "I like chess."
+            else json.dumps(REPLIES[transcript(body)])
+        )
+    )
+    result = invoke(files, server.base_url, "--model", "m", "--max-retries", "0")
+    assert result.exit_code == 0, result.output
+    errors = read_jsonl(files["out"] / "session_errors.jsonl")
+    assert [e["error_type"] for e in errors] == ["invalid_reply"]
+    runs = json.loads((files["out"] / "runs.json").read_text())["runs"]["m"]
+    assert runs["session_errors"] == 1 and runs["errors"] == {"invalid_reply": 1}
+
+
 def test_a_resume_asks_again_a_session_whose_call_failed_not_an_invalid_reply(
     chat_server: StartServer, files: dict[str, Path]
 ) -> None:

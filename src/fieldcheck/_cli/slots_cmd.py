@@ -297,9 +297,9 @@ context_length, bad_response) is not scored for that model: its gold slots are n
 the report say how many sessions were not scored and why (a model with none scored has no
 metrics). An invalid reply is the model's failure: its gold slots count as missed.
 
-Exit status: 0 when every session got a valid reply and every input line was valid; 3 when some
-session failed (invalid reply or call error, listed in DIR/session_errors.jsonl; its memory is
-unchanged) or some gold line was invalid; 4 when a --fail-under floor is not met; 2 on usage
+Exit status: 0 when every call was answered and every input line was valid (an invalid reply is
+scored, listed in DIR/session_errors.jsonl); 3 when some session's call failed (not scored,
+listed there too; its memory is unchanged) or some gold line was invalid; 4 when a --fail-under floor is not met; 2 on usage
 errors; 1 when an output could not be written part-way; 130 on Ctrl-C (what finished is stored).
 
 {STORE_HELP}"""

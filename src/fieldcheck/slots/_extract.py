@@ -278,8 +278,9 @@ class Extraction:
 
     @property
     def failures(self) -> int:
-        """Sessions with an invalid reply or a failed call: the run is incomplete."""
-        return len(self.failed)
+        """Sessions whose call failed (not the model's invalid reply, a scored miss): the run is
+        incomplete."""
+        return sum(1 for s in self.sessions if s.call_failed)
 
     def not_scored(self) -> dict[tuple[str, int], str]:
         """The sessions whose call failed, with the error type: left out of the scores."""
