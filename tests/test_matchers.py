@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import math
+import random
+import re
+from fractions import Fraction
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
+from rapidfuzz import fuzz, utils
 
 from chat_server import Reply, user_text
 from fieldcheck.matchers import (
@@ -59,6 +63,47 @@ def test_fuzzy_agrees_with_naive_reference(a: str, b: str) -> None:
         assert math.isclose(got, _naive_indel_similarity(pa, pb), abs_tol=1e-9)
     assert 0.0 <= got <= 1.0
     assert math.isclose(got, fuzzy_similarity(b, a))
+
+
+def _exact_fuzzy(a: str, b: str) -> Fraction:
+    """Naive exact FUZZY: lower case, a non-alphanumeric character as a space, the words sorted,
+    then the Indel ratio (len a + len b - distance) / (len a + len b) as a Fraction (LCS by DP);
+    two texts of no word: 1 when equal ignoring case and outer space, else 0."""
+    pa, pb = (" ".join(sorted(re.sub(r"[^a-z0-9]", " ", t.lower()).split())) for t in (a, b))
+    total = len(pa) + len(pb)
+    if not total:
+        return Fraction(a.strip().lower() == b.strip().lower())
+    rows = [[0] * (len(pb) + 1) for _ in range(len(pa) + 1)]
+    for i, ca in enumerate(pa, 1):
+        for j, cb in enumerate(pb, 1):
+            rows[i][j] = rows[i - 1][j - 1] + 1 if ca == cb else max(rows[i - 1][j], rows[i][j - 1])
+    return Fraction(2 * rows[len(pa)][len(pb)], total)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet="abAB d,", max_size=14), st.text(alphabet="abAB d,", max_size=14))
+# a similarity exactly at a threshold (rapidfuzz's 1 - 22/40 is 0.44999999999999996, under 0.45)
+@example("a" * 9, "a" * 9 + "b" * 22)  # 18/40 = 0.45
+@example("a" * 33, "a" * 33 + "b" * 34)  # 66/100 = 0.66
+@example("a", "a" + "b" * 8)  # 2/10 = 0.2
+@example("a", "a" + "b" * 18)  # 2/20 = 0.1
+def test_fuzzy_is_the_exact_indel_ratio_and_a_threshold_it_equals_matches(a: str, b: str) -> None:
+    exact = _exact_fuzzy(a, b)
+    got = fuzzy_similarity(a, b)
+    assert got == float(exact)  # the double nearest the exact ratio
+    matched = FuzzyMatcher().similarities([a], [b])[0]
+    for k in range(101):  # every threshold of 2 decimals, as --fuzzy-threshold 0.45 gives it
+        assert matched.passes(k / 100) is (exact >= Fraction(k, 100)), k
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=16), st.text(max_size=16))
+def test_fuzzy_is_rapidfuzz_token_sort_ratio_within_rounding_for_any_text(a: str, b: str) -> None:
+    # the words split and sorted as rapidfuzz does, whatever the characters and spaces
+    pa, pb = utils.default_process(a), utils.default_process(b)
+    if pa or pb:
+        ratio = fuzz.token_sort_ratio(pa, pb) / 100
+        assert math.isclose(fuzzy_similarity(a, b), ratio, rel_tol=0, abs_tol=1e-12)
 
 
 def test_matchers_refuse_unpaired_batches() -> None:
@@ -244,6 +289,20 @@ def test_texts_the_model_reads_alike_get_their_fuzzy_similarity(semantic: Semant
         "Acme Corp", "Acme Corporation"
     )
     assert same.score == 1.0
+
+
+@pytest.mark.slow
+def test_texts_read_as_the_same_word_pieces_score_one(semantic: SemanticMatcher) -> None:
+    # the uncased model reads a text and its capitals alike; encoded in a batch of 32, their
+    # float32 cosine was 0.9999999 or 0.99999994 for 5 of them, under --semantic-threshold 1.0
+    rng = random.Random(1)
+    words = ["alpha", "beta", "gamma", "invoice", "total", "city", "paid", "due", "Oslo"]
+    words += ["Rome", "30"]
+    phrases = (" ".join(rng.choices(words, k=rng.randint(1, 5))) for _ in range(100))
+    texts = list(dict.fromkeys(phrases))[:32]
+    got = semantic.similarities(texts, [t.upper() for t in texts])
+    assert [s.score for s in got] == [1.0] * 32
+    assert all(s.passes(1.0) for s in got)
 
 
 @pytest.mark.slow

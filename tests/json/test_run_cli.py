@@ -670,3 +670,44 @@ def test_a_reply_that_is_not_a_chat_completion_is_not_scored(
     assert [r["id"] for r in read_jsonl(folder / "records.jsonl")] == [0]
     info = json.loads((folder / "run.json").read_text())
     assert info["call_errors"] == {"bad_response": 2, "invalid_reply": 1}
+
+
+def test_a_duplicate_document_id_keeps_the_scored_record_its_id_as_json_batch_does(
+    tmp_path: Path, chat_server: StartServer
+) -> None:
+    from fieldcheck.runs import compare
+
+    # documents a, a again (a load error: never sent), b; a is answered right, b wrong
+    docs = [{"id": k, "document": f"doc {k}", "ground_truth": {"x": 1}} for k in ("a", "a", "b")]
+    data = write_jsonl(tmp_path / "docs.jsonl", docs)
+    server = chat_server(lambda body: '{"x": 2}' if document(body) == "doc b" else '{"x": 1}')
+    out = tmp_path / "out"
+    result = run(str(data), "--base-url", server.base_url, "--model", "m", "--out", str(out))
+    assert result.exit_code == 3, result.output
+    assert len(server.chat_requests) == 2
+    run_id = json.loads((out / "m" / "run.json").read_text())["run_id"]
+    batch = CliRunner().invoke(
+        app, ["json", "batch", str(out / "m" / "outputs.jsonl"), "--out", str(tmp_path / "b")]
+    )
+    assert batch.exit_code == 0, batch.output
+    (batch_id,) = {r.id for r in Store().list_runs()} - {run_id}
+    store = Store()
+    items = {i.key: i for i in store.items(run_id)}
+    # the scored record keeps its id and its model call; the duplicate's error is a~seq, no call
+    assert [(k, i.failed, i.error_type) for k, i in items.items()] == [
+        ("a", False, None),
+        ("b", True, None),
+        ("a~2", None, "duplicate id (first on line 1)"),
+    ]
+    assert items["a"].result["output"] == {"x": 1} and "call" in items["a"].result
+    assert "call" not in items["a~2"].result
+    assert [i.key for i in store.items(batch_id)] == ["a", "b"]
+    # the two runs scored a and b alike: only the duplicate's error, not scored, is unpaired
+    table = compare(store, [store.get_run(run_id), store.get_run(batch_id)], differ=True)
+    assert (table["matrix"]["items"], table["matrix"]["differing"]) == (3, 1)
+    assert [row["key"] for row in table["matrix"]["rows"]] == ["a~2"]
+    # re-scored, the run's stored errors come again after its records: the same keys
+    rescored = CliRunner().invoke(app, ["runs", "rescore", run_id])
+    assert rescored.exit_code == 0, rescored.output
+    (child,) = {r.id for r in store.list_runs()} - {run_id, batch_id}
+    assert [i.key for i in store.items(child)] == ["a", "b", "a~2"]

@@ -19,8 +19,6 @@ from fieldcheck.jsoneval._models import (
     RecordResult,
 )
 from fieldcheck.jsoneval._stream import (
-    Failed,
-    Item,
     Job,
     MatcherError,
     Matchers,
@@ -130,18 +128,17 @@ def evaluate_batch(
     )
     kept: list[Scored] = []
     kept_errors: list[RecordError] = []
-    prior: list[Item | Failed] = [Failed(-1, e) for e in errors]
-    chunks: list[Sequence[Item | Failed]] = [prior]
-    chunks += chunked(items, chunk_size or max(1, len(items)))
+    chunks = chunked(items, chunk_size or max(1, len(items)))
     digest = run_stream(
         chunks,
         job,
+        prior=errors,
         bootstrap=bootstrap,
         seed=seed,
         keep=kept,
         kept_errors=kept_errors,
         recorder=recorder,
-        total=len(items) + len(prior),
+        total=len(items) + len(errors),
     )
     if items:
         warn_unused_strategies(config, digest.unused(config))

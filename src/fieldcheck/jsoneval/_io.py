@@ -3,7 +3,6 @@ with flat memory (``stream_batch_outputs``, issue 10)."""
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -104,7 +103,6 @@ def stream_batch_outputs(
     )
     matchers = matchers if matchers is not None else build_matchers(config)
     job = Job(config, matchers, source=source, store=recorder is not None, progress=progress)
-    prior: list[Item | Failed] = [Failed(-1, e) for e in prior_errors]
     with (
         out.atomic("records.jsonl") as records_tmp,
         out.atomic("errors.jsonl") as errors_tmp,
@@ -112,8 +110,9 @@ def stream_batch_outputs(
         errors_tmp.open("wb") as errors_out,
     ):
         digest = run_stream(
-            itertools.chain([prior], chunks),
+            chunks,
             job,
+            prior=prior_errors,
             executor=executor,
             records_out=records_out,
             errors_out=errors_out,

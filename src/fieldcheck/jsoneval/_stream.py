@@ -1494,6 +1494,7 @@ def run_stream(
     chunks: Iterable[Sequence[Item | Failed]],
     job: Job,
     *,
+    prior: Sequence[RecordError] = (),
     executor: Executor | None = None,
     records_out: IO[bytes] | None = None,
     errors_out: IO[bytes] | None = None,
@@ -1505,8 +1506,13 @@ def run_stream(
     total: int = 0,
 ) -> Aggregate:
     """Every chunk through ``score_chunk`` on ``executor``, in order: its lines written, its
-    items to ``recorder``, its digest merged; ``keep``/``kept_errors`` collect every result."""
+    items to ``recorder``, its digest merged; ``keep``/``kept_errors`` collect every result.
+    The ``prior`` errors (of lines no chunk holds: a json run's documents, a re-scored run's)
+    come first in the files but last in the store, with no model call: a record keeps its id
+    there and the error of a duplicate of it is the item keyed ``id~seq``, as in json batch."""
     digest = Aggregate(bootstrap=bootstrap, seed=seed)
+    first: list[Item | Failed] = [Failed(-1, e) for e in prior]
+    later: list[ChunkRows] = []  # its store rows
     held: deque[Sequence[Item | Failed] | Lines] = deque()
     task = partial(score_chunk, job)
     run_on: Executor = executor or InProcess()
@@ -1515,6 +1521,7 @@ def run_stream(
 
     def take(result: tuple[ChunkRows, Aggregate] | None) -> None:
         chunk = held.popleft()
+        store_last = chunk is first  # the prior errors: stored after the rest
         if isinstance(chunk, Lines):
             assert chunk.reader is not None
             readers.add(chunk.reader)
@@ -1529,7 +1536,9 @@ def run_stream(
             records_out.write(joined(rows.records))
         if errors_out is not None and rows.errors:
             errors_out.write(rows.errors)
-        if recorder is not None and rows.stored:
+        if recorder is not None and rows.stored and store_last:
+            later.append(rows)
+        elif recorder is not None and rows.stored:
             store = rows.store
             if isinstance(store, tuple):  # spliced with the chunk's lines (``stored_items``)
                 assert isinstance(chunk, Lines) and chunk.reader is not None
@@ -1547,7 +1556,7 @@ def run_stream(
         run_on = pool
     try:
         with few_collections():
-            for chunk in chunks:
+            for chunk in itertools.chain([first] if first else (), chunks):
                 if executor is None and pool is None and isinstance(chunk, Lines):
                     # unparsed chunks: parsed and scored by a pool (its results in order)
                     run_on = pool = LocalPool(POOL_WORKERS, warm=(__name__,))
@@ -1562,6 +1571,9 @@ def run_stream(
         raise
     if pool is not None:
         pool.close()
+    if recorder is not None:
+        for rows in later:
+            recorder.add_built(_STORED_ITEMS, rows.store, rows.stored, plain=True, calls=False)
     for reader in readers:  # the ids' index (20 MB at 1M records) let go before the report
         reader._seen = _SeenIds(reader.path)
     return digest

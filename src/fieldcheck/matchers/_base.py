@@ -47,8 +47,12 @@ class PairwiseMatcher:
         self, predictions: Sequence[str], references: Sequence[str]
     ) -> list[Similarity]:
         check_pairs(predictions, references)
-        score = self.similarity
-        return [Similarity(score(p, r)) for p, r in zip(predictions, references, strict=True)]
+        made: dict[float, Similarity] = {}  # one (frozen) Similarity per score: 0.4 us each
+        found = made.get
+        return [
+            found(s) or made.setdefault(s, Similarity(s))
+            for s in map(self.similarity, predictions, references)
+        ]
 
     def signature(self) -> dict[str, Any]:
         return {"matcher": self.name}

@@ -265,15 +265,23 @@ class RunRecorder:
         return joined
 
     def add_built(
-        self, builder: str, payload: Any, count: int, *, plain: bool = False, at: int | None = None
+        self,
+        builder: str,
+        payload: Any,
+        count: int,
+        *,
+        plain: bool = False,
+        at: int | None = None,
+        calls: bool = True,
     ) -> int:
         """Store ``count`` items that ``builder`` (``"module:function"``) makes of ``payload`` in
-        the task writing them (a pool's CPU, not the scoring's); ``at``: their first seq, if set."""
+        the task writing them (a pool's CPU, not the scoring's); ``at``: their first seq, if set;
+        ``calls``: whether they get their model calls (False: lines never sent to a model)."""
         if count:
             if at is None:
                 at, self.seq = self.seq, self.seq + count
             chunk: _Chunk = ("build", builder, payload, at, count)
-            if self.calls:  # built here, where the calls are
+            if self.calls and calls:  # built here, where the calls are
                 items, tags = resolve(chunk)
                 if not isinstance(items, list):  # a table: as rows
                     c = items.to_pydict()
