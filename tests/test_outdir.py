@@ -333,3 +333,31 @@ def test_an_unfinished_folder_another_process_still_writes_is_never_taken_over(
         other.wait()
     again = RunFolder.open(out, command="json batch", inputs=[("batch", tmp_path)])
     assert again.resumed and first.path == again.path
+
+
+def test_a_file_of_an_open_run_folder_is_named_where_it_will_be_in_a_pool_process_too(
+    tmp_path: Path,
+) -> None:
+    """While a run folder is open, an error in a file written in it names the file in DIR, where
+    it is once the folder is in place, in this process and in a pool process started meanwhile
+    (numeric reads a model run's predictions.jsonl there); once the folder is gone from the
+    process, a partial folder's path is its own again (a user's files are never renamed)."""
+    import gc
+
+    from fieldcheck._util.errors import shown_path
+    from fieldcheck._util.executor import LocalPool
+    from fieldcheck.numeric._predictions import index_predictions
+
+    out = tmp_path / "out"
+    folder = RunFolder.open(out, command="numeric evaluate", models=["m"])
+    with folder.atomic("predictions.jsonl") as path:
+        path.write_text('{"conversation_id": "c", "turn": 0, "answer": 1}\n[1]\n', encoding="utf-8")
+    expected = f"{out}/predictions.jsonl:2: a predictions line must be a JSON object (got [1])"
+    assert [e.one_line() for e in index_predictions(path).errors] == [expected]
+    with LocalPool(1) as pool:
+        [pooled] = pool.submit(index_predictions, path) or pool.drain()
+    assert [e.one_line() for e in pooled.errors] == [expected]
+    assert shown_path(f"{out}{PARTIAL}x/p.jsonl") == f"{out}{PARTIAL}x/p.jsonl"  # another folder
+    del folder
+    gc.collect()
+    assert shown_path(path) == str(path)

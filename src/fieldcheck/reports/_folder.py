@@ -7,6 +7,7 @@ import errno
 import os
 import secrets
 import socket
+import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -17,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from fieldcheck._util.digest import sha256_file
-from fieldcheck._util.errors import shown_path
+from fieldcheck._util.errors import place, shown_text, unplace
 from fieldcheck._util.executor import pid_alive
 from fieldcheck._util.jsonio import dumps
 from fieldcheck._util.paths import safe_filename
@@ -331,6 +332,9 @@ class RunFolder:
             folder._write_info()
         except OSError as exc:
             raise FolderError(f"cannot write {temp / RUN_JSON}: {exc.strerror or exc}") from None
+        # while the folder is open, a file in it is named where it will be (errors, warnings)
+        place(temp, dest)
+        weakref.finalize(state, unplace, temp, dest)
         return folder
 
     @classmethod
@@ -421,7 +425,7 @@ class RunFolder:
     def write_text(self, name: str, text: str) -> Path:
         """``text`` as UTF-8 (a file name's byte that is not UTF-8 shown as U+FFFD)."""
         with self.atomic(name) as path:
-            path.write_text(shown_path(text), encoding="utf-8")
+            path.write_text(shown_text(text), encoding="utf-8")
         return path
 
     def write_summary(self, name: str, value: dict[str, Any]) -> Path:
