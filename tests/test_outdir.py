@@ -361,3 +361,75 @@ def test_a_file_of_an_open_run_folder_is_named_where_it_will_be_in_a_pool_proces
     del folder
     gc.collect()
     assert shown_path(path) == str(path)
+
+
+def _unreachable_run(system: str, tmp_path: Path, url: str, out: Path) -> list[str]:
+    """The command line of a model run of ``system`` at ``url`` into ``out``."""
+    if system == "json":
+        data = tmp_path / "docs.jsonl"
+        rows = [{"id": f"r{i}", "document": f"doc {i}", "ground_truth": {"a": i}} for i in range(5)]
+        data.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+        given = ["json", "run", str(data)]
+    elif system == "slots":
+        conv, gold = tmp_path / "conv.jsonl", tmp_path / "gold.jsonl"
+        turns = [{"role": "user", "content": "I am Ann."}]
+        conv.write_text(
+            "".join(
+                json.dumps({"user": "a", "session": s, "turns": turns}) + "\n" for s in (1, 2, 3)
+            )
+        )
+        slot = {
+            "user": "a",
+            "session": 1,
+            "topic": "basic_info",
+            "field": "name",
+            "values": ["Ann"],
+        }
+        gold.write_text(json.dumps(slot) + "\n")
+        given = ["slots", "run", "--conversations", str(conv), "--gold", str(gold)]
+    else:
+        data = Path(__file__).parents[1] / "examples" / "numeric" / "data.json"
+        given = ["numeric", "evaluate", "--data", str(data), "--sample-size", "3"]
+    return [*given, "--model", "m", "--base-url", url, "--out", str(out), "--no-progress"]
+
+
+@pytest.mark.parametrize("system", ["json", "slots", "numeric"])
+def test_a_model_run_stopped_by_a_usage_error_leaves_no_folder(
+    tmp_path: Path, chat_server: Any, system: str
+) -> None:
+    """An endpoint that answers none of the first items stops the run (exit 2, docs/cli.md:
+    nothing written): the partial folder this process made holding only its run.json is
+    removed, with the parents made for it; an empty --out given is left as it was."""
+    from chat_server import Reply
+
+    server = chat_server(lambda body: Reply(status=400))
+    out = tmp_path / "new" / "out"
+    result = _invoke(*_unreachable_run(system, tmp_path, server.base_url, out))
+    assert result.exit_code == 2, result.output
+    assert "error: stopped: the first 3 items of m all failed with bad_request" in result.output
+    assert not (tmp_path / "new").exists()
+    out.mkdir(parents=True)
+    again = _invoke(*_unreachable_run(system, tmp_path, server.base_url, out))
+    assert again.exit_code == 2, again.output
+    assert sorted(p.name for p in (tmp_path / "new").iterdir()) == ["out"]
+    assert list(out.iterdir()) == []
+
+
+def test_a_continued_folder_stopped_by_a_usage_error_is_left_as_found(
+    tmp_path: Path, chat_server: Any
+) -> None:
+    """The unfinished folder of an earlier run, continued by a run the endpoint stops: its
+    run.json stays (fieldcheck removes only what it made in the same process)."""
+    from chat_server import Reply
+
+    server = chat_server(lambda body: Reply(status=400))
+    out = tmp_path / "out"
+    args = _unreachable_run("json", tmp_path, server.base_url, out)
+    RunFolder.open(out, command="json run", inputs=[("documents", Path(args[2]))], models=["m"])
+    partial = Path(f"{out}{PARTIAL}")
+    before = _state(partial)
+    result = _invoke(*args)
+    assert result.exit_code == 2, result.output
+    assert "error: stopped: the first 3 items" in result.output
+    assert sorted(before) == ["run.json"] and _state(partial).keys() == before.keys()
+    assert json.loads((partial / "run.json").read_text())["complete"] is False

@@ -145,9 +145,14 @@ NO_CACHE_NOTE = ", which calls every model again: --no-cache kept no reply"
 @contextmanager
 def writing(folder: RunFolder, note: str = "") -> Iterator[None]:
     """Around the work that fills ``folder``: Ctrl-C becomes ``Interrupted`` (``note``: what
-    going on costs), an output that cannot be written ``CannotWrite`` naming it."""
+    going on costs), an output that cannot be written ``CannotWrite`` naming it; a usage problem
+    (exit 2, nothing written) removes the folder if this process made it and wrote nothing else
+    in it but its run.json."""
     try:
         yield
+    except UsageProblem:
+        folder.discard()
+        raise
     except KeyboardInterrupt:
         raise Interrupted(folder.interrupted_line(note)) from None
     except OSError as exc:

@@ -130,6 +130,7 @@ class _State:
     expected: dict[str, None] = field(default_factory=dict)
     resumed: bool = False
     earlier_runs: list[str] = field(default_factory=list)  # the runs the continued run.json names
+    made: list[Path] = field(default_factory=list)  # the partial folder's parents this process made
 
 
 @dataclass
@@ -321,6 +322,7 @@ class RunFolder:
             try:
                 if os.path.lexists(temp.parent) and not temp.parent.is_dir():
                     raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR))
+                state.made = [p for p in temp.parents if not os.path.lexists(p)]
                 temp.parent.mkdir(parents=True, exist_ok=True)
                 temp.mkdir()
             except OSError as exc:
@@ -485,6 +487,25 @@ class RunFolder:
                 ) from None
             raise
         state.done = True
+
+    def discard(self) -> None:
+        """Remove the partial folder when this process made it and it holds nothing but the
+        run.json it wrote (a usage error once the folder was opened, exit 2: nothing is left),
+        and the parents it made for it that are empty; a continued folder, one holding anything
+        else, or one in place is left as it is (fieldcheck removes only what it made)."""
+        state = self._state
+        if self.prefix or state.done or state.resumed or state.info is None:
+            return
+        ours = (dumps(state.info, indent=True) + "\n").encode()
+        try:
+            if os.listdir(state.temp) != [RUN_JSON] or (state.temp / RUN_JSON).read_bytes() != ours:
+                return
+            (state.temp / RUN_JSON).unlink()
+            state.temp.rmdir()
+            for parent in state.made:  # the deepest first; one holding anything stays
+                parent.rmdir()
+        except OSError:
+            return
 
     def interrupted_line(self, note: str = "") -> str:
         """What a Ctrl-C left: the folder's files, where, those not finished, and how to go on;

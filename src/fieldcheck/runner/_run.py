@@ -26,6 +26,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from fieldcheck._util.errors import UsageProblem
 from fieldcheck._util.signature import Signature
 from fieldcheck._util.term import SafeConsole
 from fieldcheck.runner._client import CallResult, ChatClient, Runner
@@ -238,8 +239,9 @@ UNREACHABLE = frozenset({"connection", "bad_request", "bad_response"})
 ABORT_AFTER = 3
 
 
-class RunAborted(Exception):
-    """The endpoint answered none of the first items (connection refused, 4xx): stop early."""
+class RunAborted(UsageProblem):
+    """The endpoint answered none of the first items (connection refused, 4xx): stop early, a
+    usage error (the endpoint, model or key; exit 2)."""
 
     def __init__(self, handle: RunHandle, error_type: str) -> None:
         last = next(
