@@ -363,7 +363,7 @@ def test_a_file_of_an_open_run_folder_is_named_where_it_will_be_in_a_pool_proces
     assert shown_path(path) == str(path)
 
 
-def _unreachable_run(system: str, tmp_path: Path, url: str, out: Path) -> list[str]:
+def _model_run(system: str, tmp_path: Path, url: str, out: Path) -> list[str]:
     """The command line of a model run of ``system`` at ``url`` into ``out``."""
     if system == "json":
         data = tmp_path / "docs.jsonl"
@@ -404,12 +404,12 @@ def test_a_model_run_stopped_by_a_usage_error_leaves_no_folder(
 
     server = chat_server(lambda body: Reply(status=400))
     out = tmp_path / "new" / "out"
-    result = _invoke(*_unreachable_run(system, tmp_path, server.base_url, out))
+    result = _invoke(*_model_run(system, tmp_path, server.base_url, out))
     assert result.exit_code == 2, result.output
     assert "error: stopped: the first 3 items of m all failed with bad_request" in result.output
     assert not (tmp_path / "new").exists()
     out.mkdir(parents=True)
-    again = _invoke(*_unreachable_run(system, tmp_path, server.base_url, out))
+    again = _invoke(*_model_run(system, tmp_path, server.base_url, out))
     assert again.exit_code == 2, again.output
     assert sorted(p.name for p in (tmp_path / "new").iterdir()) == ["out"]
     assert list(out.iterdir()) == []
@@ -424,7 +424,7 @@ def test_a_continued_folder_stopped_by_a_usage_error_is_left_as_found(
 
     server = chat_server(lambda body: Reply(status=400))
     out = tmp_path / "out"
-    args = _unreachable_run("json", tmp_path, server.base_url, out)
+    args = _model_run("json", tmp_path, server.base_url, out)
     RunFolder.open(out, command="json run", inputs=[("documents", Path(args[2]))], models=["m"])
     partial = Path(f"{out}{PARTIAL}")
     before = _state(partial)
@@ -433,3 +433,49 @@ def test_a_continued_folder_stopped_by_a_usage_error_is_left_as_found(
     assert "error: stopped: the first 3 items" in result.output
     assert sorted(before) == ["run.json"] and _state(partial).keys() == before.keys()
     assert json.loads((partial / "run.json").read_text())["complete"] is False
+
+
+@pytest.mark.parametrize("system", ["json", "slots", "numeric"])
+def test_a_ctrl_c_under_no_store_says_the_same_command_calls_every_item_again(
+    tmp_path: Path, chat_server: Any, monkeypatch: pytest.MonkeyPatch, system: str
+) -> None:
+    """Ctrl-C during the calls of a run without the store: the line says nothing was stored and
+    that the same command starts over, calling every item again (it promised a resume, docs/
+    running.md: nothing to resume); the same command then makes every call a whole run makes."""
+    import asyncio
+
+    from fieldcheck.runner import RunHandle
+
+    server = chat_server(lambda body: "{}")
+    whole = _model_run(system, tmp_path, server.base_url, tmp_path / "whole")
+    done = _invoke(*whole, "--no-store", "--concurrency", "1")
+    assert done.exit_code in (0, 3), done.output
+    calls = len(server.chat_requests)
+    original, saved = RunHandle.save, []
+
+    def save_then_stop(self: RunHandle, key: str, *args: Any, **kwargs: Any) -> None:
+        original(self, key, *args, **kwargs)
+        saved.append(key)
+        if len(saved) == 2:
+            raise asyncio.CancelledError  # as Ctrl-C cancels the run, two items finished
+
+    monkeypatch.setattr(RunHandle, "save", save_then_stop)
+    out = tmp_path / "out"
+    command = [*_model_run(system, tmp_path, server.base_url, out), "--no-store"]
+    command += ["--concurrency", "1"]
+    stopped = _invoke(*command)
+    assert stopped.exit_code == 130, stopped.output
+    line = " ".join(stopped.output.split())
+    said = re.search(
+        r"interrupted: 2 of (\d+) items finished, none stored \(no store: nothing to resume\); "
+        r"the same command starts over, calling all (\d+) items again: ",
+        line,
+    )
+    assert said is not None and said[1] == said[2], line
+    assert "resume with" not in line and "(run " not in line
+    monkeypatch.setattr(RunHandle, "save", original)
+    asked = len(server.chat_requests)
+    again = _invoke(*command)
+    assert again.exit_code == done.exit_code, again.output
+    assert len(server.chat_requests) - asked == calls  # every call made again
+    assert (out / "run.json").is_file()

@@ -728,3 +728,27 @@ def test_a_ctrl_c_while_scoring_under_no_cache_says_the_models_are_called_again(
         f"the same command with --out {files['out']} continues it, which calls every model "
         "again: --no-cache kept no reply"
     )
+
+
+def test_a_ctrl_c_while_scoring_under_no_store_says_the_models_are_called_again(
+    chat_server: StartServer, files: dict[str, Path]
+) -> None:
+    """Without the store no reply is kept: the same command continues the folder by calling
+    every model again, and the line says so (it said only "continues it")."""
+    from fieldcheck.slots import _system
+
+    def ctrl_c(*args: Any, **kwargs: Any) -> Any:
+        raise KeyboardInterrupt
+
+    server = chat_server(scripted)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_system, "write_outputs", ctrl_c)
+        result = invoke(files, server.base_url, "--model", "m", "--no-store")
+    assert result.exit_code == 130, result.output
+    assert flat(result.output).endswith(
+        f"the same command with --out {files['out']} continues it, which calls every model "
+        "again: without the store no reply was kept"
+    )
+    again = invoke(files, server.base_url, "--model", "m", "--no-store")
+    assert again.exit_code == 0, again.output
+    assert len(server.chat_requests) == 2 * len(CONVERSATIONS)  # every session asked again

@@ -140,6 +140,8 @@ def finish_folder(folder: RunFolder, events: Events | None = None) -> None:
 
 NO_CACHE_NOTE = ", which calls every model again: --no-cache kept no reply"
 """What continuing a model run interrupted under ``--no-cache`` costs (``writing``'s note)."""
+NO_STORE_NOTE = ", which calls every model again: without the store no reply was kept"
+"""What continuing a model run interrupted without the store (``--no-store``) costs."""
 
 
 @contextmanager
