@@ -371,3 +371,149 @@ def test_an_unfinished_folder_another_process_still_writes_is_never_taken_over(
         other.wait()
     again = RunFolder.open(out, command="json batch", inputs=[("batch", tmp_path)])
     assert again.resumed and first.path == again.path
+
+
+def test_a_file_of_an_open_run_folder_is_named_where_it_will_be_in_a_pool_process_too(
+    tmp_path: Path,
+) -> None:
+    """While a run folder is open, an error in a file written in it names the file in DIR, where
+    it is once the folder is in place, in this process and in a pool process started meanwhile
+    (numeric reads a model run's predictions.jsonl there); once the folder is gone from the
+    process, a partial folder's path is its own again (a user's files are never renamed)."""
+    import gc
+
+    from fieldcheck._util.errors import shown_path
+    from fieldcheck._util.executor import LocalPool
+    from fieldcheck.numeric._predictions import index_predictions
+
+    out = tmp_path / "out"
+    folder = RunFolder.open(out, command="numeric evaluate", models=["m"])
+    with folder.atomic("predictions.jsonl") as path:
+        path.write_text('{"conversation_id": "c", "turn": 0, "answer": 1}\n[1]\n', encoding="utf-8")
+    expected = f"{out}/predictions.jsonl:2: a predictions line must be a JSON object (got [1])"
+    assert [e.one_line() for e in index_predictions(path).errors] == [expected]
+    with LocalPool(1) as pool:
+        [pooled] = pool.submit(index_predictions, path) or pool.drain()
+    assert [e.one_line() for e in pooled.errors] == [expected]
+    assert shown_path(f"{out}{PARTIAL}x/p.jsonl") == f"{out}{PARTIAL}x/p.jsonl"  # another folder
+    del folder
+    gc.collect()
+    assert shown_path(path) == str(path)
+
+
+def _model_run(system: str, tmp_path: Path, url: str, out: Path) -> list[str]:
+    """The command line of a model run of ``system`` at ``url`` into ``out``."""
+    if system == "json":
+        data = tmp_path / "docs.jsonl"
+        rows = [{"id": f"r{i}", "document": f"doc {i}", "ground_truth": {"a": i}} for i in range(5)]
+        data.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+        given = ["json", "run", str(data)]
+    elif system == "slots":
+        conv, gold = tmp_path / "conv.jsonl", tmp_path / "gold.jsonl"
+        turns = [{"role": "user", "content": "I am Ann."}]
+        conv.write_text(
+            "".join(
+                json.dumps({"user": "a", "session": s, "turns": turns}) + "\n" for s in (1, 2, 3)
+            )
+        )
+        slot = {
+            "user": "a",
+            "session": 1,
+            "topic": "basic_info",
+            "field": "name",
+            "values": ["Ann"],
+        }
+        gold.write_text(json.dumps(slot) + "\n")
+        given = ["slots", "run", "--conversations", str(conv), "--gold", str(gold)]
+    else:
+        data = Path(__file__).parents[1] / "examples" / "numeric" / "data.json"
+        given = ["numeric", "evaluate", "--data", str(data), "--sample-size", "3"]
+    return [*given, "--model", "m", "--base-url", url, "--out", str(out), "--no-progress"]
+
+
+@pytest.mark.parametrize("system", ["json", "slots", "numeric"])
+def test_a_model_run_stopped_by_a_usage_error_leaves_no_folder(
+    tmp_path: Path, chat_server: Any, system: str
+) -> None:
+    """An endpoint that answers none of the first items stops the run (exit 2, docs/cli.md:
+    nothing written): the partial folder this process made holding only its run.json is
+    removed, with the parents made for it; an empty --out given is left as it was."""
+    from chat_server import Reply
+
+    server = chat_server(lambda body: Reply(status=400))
+    out = tmp_path / "new" / "out"
+    result = _invoke(*_model_run(system, tmp_path, server.base_url, out))
+    assert result.exit_code == 2, result.output
+    assert "error: stopped: the first 3 items of m all failed with bad_request" in result.output
+    assert not (tmp_path / "new").exists()
+    out.mkdir(parents=True)
+    again = _invoke(*_model_run(system, tmp_path, server.base_url, out))
+    assert again.exit_code == 2, again.output
+    assert sorted(p.name for p in (tmp_path / "new").iterdir()) == ["out"]
+    assert list(out.iterdir()) == []
+
+
+def test_a_continued_folder_stopped_by_a_usage_error_is_left_as_found(
+    tmp_path: Path, chat_server: Any
+) -> None:
+    """The unfinished folder of an earlier run, continued by a run the endpoint stops: its
+    run.json stays (fieldcheck removes only what it made in the same process)."""
+    from chat_server import Reply
+
+    server = chat_server(lambda body: Reply(status=400))
+    out = tmp_path / "out"
+    args = _model_run("json", tmp_path, server.base_url, out)
+    RunFolder.open(out, command="json run", inputs=[("documents", Path(args[2]))], models=["m"])
+    partial = Path(f"{out}{PARTIAL}")
+    before = _state(partial)
+    result = _invoke(*args)
+    assert result.exit_code == 2, result.output
+    assert "error: stopped: the first 3 items" in result.output
+    assert sorted(before) == ["run.json"] and _state(partial).keys() == before.keys()
+    assert json.loads((partial / "run.json").read_text())["complete"] is False
+
+
+@pytest.mark.parametrize("system", ["json", "slots", "numeric"])
+def test_a_ctrl_c_under_no_store_says_the_same_command_calls_every_item_again(
+    tmp_path: Path, chat_server: Any, monkeypatch: pytest.MonkeyPatch, system: str
+) -> None:
+    """Ctrl-C during the calls of a run without the store: the line says nothing was stored and
+    that the same command starts over, calling every item again (it promised a resume, docs/
+    running.md: nothing to resume); the same command then makes every call a whole run makes."""
+    import asyncio
+
+    from fieldcheck.runner import RunHandle
+
+    server = chat_server(lambda body: "{}")
+    whole = _model_run(system, tmp_path, server.base_url, tmp_path / "whole")
+    done = _invoke(*whole, "--no-store", "--concurrency", "1")
+    assert done.exit_code in (0, 3), done.output
+    calls = len(server.chat_requests)
+    original, saved = RunHandle.save, []
+
+    def save_then_stop(self: RunHandle, key: str, *args: Any, **kwargs: Any) -> None:
+        original(self, key, *args, **kwargs)
+        saved.append(key)
+        if len(saved) == 2:
+            raise asyncio.CancelledError  # as Ctrl-C cancels the run, two items finished
+
+    monkeypatch.setattr(RunHandle, "save", save_then_stop)
+    out = tmp_path / "out"
+    command = [*_model_run(system, tmp_path, server.base_url, out), "--no-store"]
+    command += ["--concurrency", "1"]
+    stopped = _invoke(*command)
+    assert stopped.exit_code == 130, stopped.output
+    line = " ".join(stopped.output.split())
+    said = re.search(
+        r"interrupted: 2 of (\d+) items finished, none stored \(no store: nothing to resume\); "
+        r"the same command starts over, calling all (\d+) items again: ",
+        line,
+    )
+    assert said is not None and said[1] == said[2], line
+    assert "resume with" not in line and "(run " not in line
+    monkeypatch.setattr(RunHandle, "save", original)
+    asked = len(server.chat_requests)
+    again = _invoke(*command)
+    assert again.exit_code == done.exit_code, again.output
+    assert len(server.chat_requests) - asked == calls  # every call made again
+    assert (out / "run.json").is_file()

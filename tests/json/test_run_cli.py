@@ -277,6 +277,36 @@ def test_a_large_run_is_scored_in_a_pool_warmed_during_the_calls_to_the_same_fil
     assert snapshot(files["out"] / "m") == snapshot(first / "m")
 
 
+@pytest.mark.parametrize("pooled", [False, True])
+def test_a_too_deep_reply_is_named_in_the_folder_it_ends_up_in(
+    files: dict[str, Path], chat_server: StartServer, monkeypatch: pytest.MonkeyPatch, pooled: bool
+) -> None:
+    """A reply nested 300 levels deep is not scored: its error names DIR/m/outputs.jsonl, where
+    the file is once the run is complete, not DIR.fieldcheck-partial/m/outputs.jsonl (gone),
+    on the terminal, in errors.jsonl, summary.json and the reports; scored in a pool too."""
+    from fieldcheck.core import _run
+
+    if pooled:
+        monkeypatch.setattr(_run, "POOL_INPUT_BYTES", 0)
+    deep = '{"a": ' + "[" * 300 + "]" * 300 + "}"
+    server = chat_server(lambda body: deep)
+    result = run(*common(files, server, "--model", "m"))
+    assert result.exit_code == 3, result.output
+    folder = files["out"] / "m"
+    outputs = str(folder / "outputs.jsonl")
+    errors = [e for e in read_jsonl(folder / "errors.jsonl") if e["file"] != str(files["data"])]
+    assert [(e["file"], e["line"], e["record"]) for e in errors] == [
+        (outputs, n, f"r{n}") for n in range(1, 8)
+    ]
+    reason = "field 'output': nested deeper than 200 arrays/objects; too deep to score"
+    assert errors[0]["message"] == f"{outputs}:1: record r1: {reason}"
+    assert f"error: {outputs}:1: record r1: {reason}" in result.stderr
+    summary = (folder / "summary.json").read_text(encoding="utf-8")
+    assert f"{outputs}:7: record r7: {reason}" in json.loads(summary)["errors"]
+    reports = [(folder / name).read_text() for name in ("report.md", "report.html")]
+    assert all(".fieldcheck-partial" not in text for text in (result.output, summary, *reports))
+
+
 def test_an_interrupted_run_resumes_without_calling_again(
     files: dict[str, Path], chat_server: StartServer
 ) -> None:

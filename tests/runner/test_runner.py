@@ -805,6 +805,60 @@ def test_the_interrupted_line_and_the_resume_count_the_same_items_finished(
     assert sorted(user_text(r) for r in server.chat_requests) == ["i0", "i1", "i1", "i2", "i3"]
 
 
+@pytest.mark.parametrize("second_interrupt", [False, True])
+def test_an_interrupt_without_the_store_says_every_item_is_called_again(
+    chat_server: Start, tmp_path: Path, second_interrupt: bool
+) -> None:
+    """Model a finishes, model b is interrupted after 1 item, with no store (``--no-store``):
+    the line names no run and no resume (nothing was stored), but that the same command starts
+    over calling every item again; after a second Ctrl-C too."""
+    import typer
+    from rich.console import Console
+
+    from fieldcheck._cli._runopts import run_async
+    from fieldcheck.runner import RunInterrupted
+
+    server = chat_server(lambda req: "r:" + user_text(req))
+    dataset = tmp_path / "d.jsonl"
+    dataset.write_text("x\n")
+    quiet = Console(file=open(os.devnull, "w"))  # noqa: SIM115 - the run lines are not asserted
+    runner = Runner(RunnerSettings(), store=None)
+
+    async def stop_after_one(unit: list[str], handle: RunHandle) -> None:
+        await _echo_work(unit[:1], handle)
+        raise asyncio.CancelledError  # as Ctrl-C cancels the main task mid-run
+
+    async def both() -> None:
+        try:
+            for name, work in (("a", _echo_work), ("b", stop_after_one)):
+                spec = ModelSpec(name=name, model=f"scripted-{name}", base_url=server.base_url)
+                run_spec = RunSpec(system="test", task="echo", dataset=dataset, model=spec)
+                await run_task(
+                    runner, run_spec, [["x", "y"]], work, total_items=2, console=quiet,
+                    show_progress=False,
+                )  # fmt: skip
+        except RunInterrupted:
+            if second_interrupt:
+                raise KeyboardInterrupt from None
+            raise
+        finally:
+            await runner.aclose()
+
+    err = Console(record=True, width=1000)
+    with pytest.raises(typer.Exit) as stopped:
+        run_async(both(), console=err, runner=runner)
+    assert stopped.value.exit_code == 130
+    line = " ".join(err.export_text().split())
+    said = (
+        "a (finished), b (1 item finished), none stored (no store: nothing to resume); the same "
+        "command starts over, calling every item again: "
+        if second_interrupt
+        else "1 of 2 items finished, none stored (no store: nothing to resume); the same "
+        "command starts over, calling a and all 2 items of b again: "
+    )
+    assert line.startswith("interrupted: " + said), line
+
+
 @pytest.mark.parametrize("use_cache", [False, True])
 def test_an_interrupt_after_a_finished_model_says_what_a_resume_calls_again(
     chat_server: Start, tmp_path: Path, use_cache: bool

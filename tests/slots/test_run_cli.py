@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import re
 import threading
 from collections import Counter
@@ -298,6 +299,45 @@ def test_the_judge_scores_predicted_gold_slots_through_the_same_endpoint(
     assert m["llm_judge"] == 0.4
     judged = [b for b in server.chat_requests if not is_memory_request(b)]
     assert len(judged) == 4 and {b["model"] for b in judged} == {"judge-x"}
+
+
+def test_errors_and_warnings_name_the_files_where_the_finished_folder_holds_them(
+    chat_server: StartServer, files: dict[str, Path], caplog: pytest.LogCaptureFixture
+) -> None:
+    """A judge that cannot be reached and a session not in the gold: the errors and warnings
+    name pred_m.jsonl and latency_m.jsonl in DIR, where they are once the run is complete, not
+    in DIR.fieldcheck-partial, which is gone (a new user's finding)."""
+    extra = {"user": "c", "session": 1, "turns": [{"role": "user", "content": "I like chess."}]}
+    write_jsonl(files["conv"], [*CONVERSATIONS, extra])
+    server = chat_server(scripted)
+    with caplog.at_level(logging.WARNING, logger="fieldcheck"):
+        result = invoke(
+            files, server.base_url, "--model", "m", "--judge-model", "j",
+            "--judge-base-url", "http://127.0.0.1:1/v1",
+        )  # fmt: skip
+    assert result.exit_code == 3, result.output
+    out = files["out"]
+    pred, latency = f"{out}/pred_m.jsonl", f"{out}/latency_m.jsonl"
+    errors = read_jsonl(out / "errors.jsonl")
+    assert [(e["file"], e["line"]) for e in errors] == [(pred, n) for n in (1, 2, 3, 4)]
+    assert all(e["message"].startswith(f"{pred}:{e['line']}: record ") for e in errors)
+    assert f"error: {pred}:1: record a/1 basic_info/name: field 'values': judge failed" in flat(
+        result.output
+    )
+    warned = [f"{pred}:6: model 'm': 1 session(s) not in the gold file (c/1)"]
+    warned.append(f"{latency}: 1 latency line(s) for sessions not in the gold file are ignored")
+    assert all(w in caplog.text for w in warned)
+    report = (out / "report.md").read_text(encoding="utf-8")
+    problems = [
+        line for line in report.splitlines() if line.startswith(("- warning: ", "- error: "))
+    ]
+    assert [line.replace("\\", "") for line in problems if "_m.jsonl" in line] == [
+        f"- warning: {warned[0]}; their 2 slot line(s) are not scored",
+        f"- warning: {warned[1]}",
+        *(f"- error: {e['message']}" for e in errors),
+    ]
+    for text in (caplog.text, result.output, report, (out / "report.html").read_text()):
+        assert ".fieldcheck-partial" not in text
 
 
 @pytest.mark.parametrize(
@@ -709,3 +749,27 @@ def test_a_ctrl_c_while_scoring_under_no_cache_says_the_models_are_called_again(
         f"the same command with --out {files['out']} continues it, which calls every model "
         "again: --no-cache kept no reply"
     )
+
+
+def test_a_ctrl_c_while_scoring_under_no_store_says_the_models_are_called_again(
+    chat_server: StartServer, files: dict[str, Path]
+) -> None:
+    """Without the store no reply is kept: the same command continues the folder by calling
+    every model again, and the line says so (it said only "continues it")."""
+    from fieldcheck.slots import _system
+
+    def ctrl_c(*args: Any, **kwargs: Any) -> Any:
+        raise KeyboardInterrupt
+
+    server = chat_server(scripted)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_system, "write_outputs", ctrl_c)
+        result = invoke(files, server.base_url, "--model", "m", "--no-store")
+    assert result.exit_code == 130, result.output
+    assert flat(result.output).endswith(
+        f"the same command with --out {files['out']} continues it, which calls every model "
+        "again: without the store no reply was kept"
+    )
+    again = invoke(files, server.base_url, "--model", "m", "--no-store")
+    assert again.exit_code == 0, again.output
+    assert len(server.chat_requests) == 2 * len(CONVERSATIONS)  # every session asked again

@@ -317,9 +317,6 @@ def run_async(
         say(err, str(exc))
         interrupt_reported()
         raise typer.Exit(EXIT_INTERRUPTED) from None
-    except RunAborted as exc:  # a usage error (the endpoint, model or key): its one line
-        say(err, f"error: {exc}")
-        raise typer.Exit(EXIT_USAGE) from None
     except KeyboardInterrupt:
         line = interrupted_line(runner) if runner is not None else None
         line = line or "interrupted before any run started; nothing was stored"
@@ -352,20 +349,24 @@ def run_models(
         return run_async(calls, console=errors, runner=runner)
 
     with pipeline_errors(names=names), ProgressBar(errors) as bar:
-        return core.run(
-            command.partition(" ")[0],
-            inputs,
-            settings,
-            specs,
-            runner,
-            out=out,
-            command=command_name() or command,
-            store=store and not store_failed(),
-            events=events(errors, bar if show_progress else None),
-            loop=loop,
-            console=errors,
-            show_progress=show_progress,
-        )
+        try:
+            return core.run(
+                command.partition(" ")[0],
+                inputs,
+                settings,
+                specs,
+                runner,
+                out=out,
+                command=command_name() or command,
+                store=store and not store_failed(),
+                events=events(errors, bar if show_progress else None),
+                loop=loop,
+                console=errors,
+                show_progress=show_progress,
+            )
+        except RunAborted as exc:  # a usage error (the endpoint, model or key): its one line
+            say(errors, f"error: {exc}")
+            raise typer.Exit(EXIT_USAGE) from None
 
 
 def run_and_exit(

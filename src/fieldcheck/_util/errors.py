@@ -10,6 +10,7 @@ import os
 import re
 import struct
 import tempfile
+import threading
 import weakref
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -36,10 +37,63 @@ def short_repr(value: Any) -> str:
     return cut(repr(value).replace("\n", "\\n"), _MAX_VALUE_CHARS)
 
 
+_placing = threading.Lock()
+_placed: dict[tuple[str, str], int] = {}  # (partial folder, destination): folders open
+_PLACED: tuple[tuple[str, str], ...] = ()  # their pairs, as a path given and absolute
+
+
+def place(temp: str | Path, dest: str | Path) -> None:
+    """From now on a path under ``temp`` (a run folder's partial folder, ``reports.RunFolder``)
+    is shown under ``dest``, where it will be once the folder is in place; until ``unplace``."""
+    _count((str(temp), str(dest)), 1)
+
+
+def unplace(temp: str | Path, dest: str | Path) -> None:
+    """Undo one ``place(temp, dest)`` (the folder is gone from this process)."""
+    _count((str(temp), str(dest)), -1)
+
+
+def _count(pair: tuple[str, str], step: int) -> None:
+    global _PLACED
+    with _placing:
+        left = _placed.get(pair, 0) + step
+        if left > 0:
+            _placed[pair] = left
+        else:
+            _placed.pop(pair, None)
+        # the longest partial folder first: one inside another is shown at its own place
+        pairs = {(t, d) for t, d in _placed} | {
+            (os.path.abspath(t), os.path.abspath(d)) for t, d in _placed
+        }
+        _PLACED = tuple(sorted(pairs, key=lambda p: -len(p[0])))
+
+
+def placed_paths() -> tuple[tuple[str, str], ...]:
+    """The (partial folder, destination) pairs ``shown_path`` maps now, for a pool process
+    (``place_all``)."""
+    return _PLACED
+
+
+def place_all(pairs: Iterable[tuple[str, str]]) -> None:
+    """``place`` each pair (in a pool process, the pairs of the process that started it)."""
+    for temp, dest in pairs:
+        place(temp, dest)
+
+
 def shown_path(path: str | Path) -> str:
-    """``path`` as text every output can hold: a byte of a file name that is not UTF-8 (a lone
-    surrogate) becomes U+FFFD."""
+    """``path`` as text every output can hold: a path under a run folder this process writes is
+    shown where it will be once the folder is in place (``place``), and a byte of a file name
+    that is not UTF-8 (a lone surrogate) becomes U+FFFD."""
     text = str(path)
+    for temp, dest in _PLACED:
+        if text.startswith(temp) and text[len(temp) : len(temp) + 1] in ("", os.sep):
+            text = dest + text[len(temp) :]
+            break
+    return shown_text(text)
+
+
+def shown_text(text: str) -> str:
+    """``text`` with each lone surrogate (a byte of a file name that is not UTF-8) as U+FFFD."""
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:

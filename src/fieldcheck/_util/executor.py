@@ -34,6 +34,8 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, Protocol
 
+from fieldcheck._util.errors import place_all, placed_paths
+
 Task = Callable[[Any], Any]
 
 
@@ -95,10 +97,12 @@ class InProcess:
         pass
 
 
-def _worker_start(warm: tuple[str, ...]) -> None:
+def _worker_start(warm: tuple[str, ...], placed: tuple[tuple[str, str], ...] = ()) -> None:
     """In each pool worker: a session of its own, so a terminal's Ctrl-C reaches the calling
     process only (which drains or stops the pool); an exit as soon as the caller is gone (a
-    ``kill -9`` leaves no worker behind); ``warm``'s modules imported while the caller works."""
+    ``kill -9`` leaves no worker behind); ``warm``'s modules imported while the caller works;
+    the caller's run folders ``placed`` (a path in one is shown where it will be)."""
+    place_all(placed)
     os.setsid()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     # tasks build many small acyclic objects, freed by reference counting: the collector's
@@ -130,7 +134,7 @@ class LocalPool:
             self.workers,
             mp_context=multiprocessing.get_context("spawn"),
             initializer=_worker_start,
-            initargs=(tuple(warm),),
+            initargs=(tuple(warm), placed_paths()),
         )
         self._futures: deque[Future[Any]] = deque()
         # started now (their start overlaps the caller's work), without importing the caller's

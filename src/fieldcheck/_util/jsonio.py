@@ -11,7 +11,7 @@ from typing import IO, Any
 
 import orjson
 
-from fieldcheck._util.errors import InputError, shown_path
+from fieldcheck._util.errors import InputError, shown_text
 
 _BOM = b"\xef\xbb\xbf"
 MAX_DEPTH = 200
@@ -288,10 +288,10 @@ def dumps_bytes(value: Any, option: int, default: Any = None) -> bytes:
 
 
 def shown_value(value: Any) -> Any:
-    """``value`` as orjson can write it: every str through ``shown_path``, every integer beyond
+    """``value`` as orjson can write it: every str through ``shown_text``, every integer beyond
     64 bits as its exact digits (an ``orjson.Fragment``)."""
     if isinstance(value, str):
-        return shown_path(value)
+        return shown_text(value)
     if isinstance(value, dict):
         return {_shown_key(k): shown_value(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
@@ -306,7 +306,7 @@ _INT64 = 1 << 63
 
 def _shown_key(key: Any) -> Any:
     if isinstance(key, str):
-        return shown_path(key)
+        return shown_text(key)
     return str(key) if type(key) is int and not -_INT64 <= key < 1 << 64 else key
 
 

@@ -147,14 +147,21 @@ def finish_folder(folder: RunFolder, events: Events | None = None) -> None:
 
 NO_CACHE_NOTE = ", which calls every model again: --no-cache kept no reply"
 """What continuing a model run interrupted under ``--no-cache`` costs (``writing``'s note)."""
+NO_STORE_NOTE = ", which calls every model again: without the store no reply was kept"
+"""What continuing a model run interrupted without the store (``--no-store``) costs."""
 
 
 @contextmanager
 def writing(folder: RunFolder, note: str = "") -> Iterator[None]:
     """Around the work that fills ``folder``: Ctrl-C becomes ``Interrupted`` (``note``: what
-    going on costs), an output that cannot be written ``CannotWrite`` naming it."""
+    going on costs), an output that cannot be written ``CannotWrite`` naming it; a usage problem
+    (exit 2, nothing written) removes the folder if this process made it and wrote nothing else
+    in it but its run.json."""
     try:
         yield
+    except UsageProblem:
+        folder.discard()
+        raise
     except KeyboardInterrupt:
         raise Interrupted(folder.interrupted_line(note)) from None
     except OSError as exc:

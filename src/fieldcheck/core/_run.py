@@ -17,6 +17,7 @@ from fieldcheck._util.paths import file_bytes, unique_filenames
 from fieldcheck._util.term import SafeConsole
 from fieldcheck.core._pipeline import (
     NO_CACHE_NOTE,
+    NO_STORE_NOTE,
     Events,
     Inputs,
     Into,
@@ -110,6 +111,8 @@ def run(
         return []
 
     note = "" if runner.settings.use_cache else NO_CACHE_NOTE
+    if runner.store is None:  # --no-store, or no usable store: no reply kept either
+        note = NO_STORE_NOTE
     pooled = _scoring_pool(named, inputs) or contextlib.nullcontext()
     with writing(folder, note), few_collections(), pooled as pool:
         loop(every_model())

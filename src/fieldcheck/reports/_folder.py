@@ -7,6 +7,7 @@ import errno
 import os
 import secrets
 import socket
+import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -17,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from fieldcheck._util.digest import sha256_file
-from fieldcheck._util.errors import shown_path
+from fieldcheck._util.errors import place, shown_text, unplace
 from fieldcheck._util.executor import pid_alive
 from fieldcheck._util.jsonio import dumps
 from fieldcheck._util.paths import safe_filename
@@ -145,6 +146,7 @@ class _State:
     expected: dict[str, None] = field(default_factory=dict)
     resumed: bool = False
     earlier_runs: list[str] = field(default_factory=list)  # the runs the continued run.json names
+    made: list[Path] = field(default_factory=list)  # the partial folder's parents this process made
 
 
 @dataclass
@@ -339,6 +341,7 @@ class RunFolder:
             try:
                 if os.path.lexists(temp.parent) and not temp.parent.is_dir():
                     raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR))
+                state.made = [p for p in temp.parents if not os.path.lexists(p)]
                 temp.parent.mkdir(parents=True, exist_ok=True)
                 temp.mkdir()
             except OSError as exc:
@@ -350,6 +353,9 @@ class RunFolder:
             folder._write_info()
         except OSError as exc:
             raise FolderError(f"cannot write {temp / RUN_JSON}: {exc.strerror or exc}") from None
+        # while the folder is open, a file in it is named where it will be (errors, warnings)
+        place(temp, dest)
+        weakref.finalize(state, unplace, temp, dest)
         return folder
 
     @classmethod
@@ -440,7 +446,7 @@ class RunFolder:
     def write_text(self, name: str, text: str) -> Path:
         """``text`` as UTF-8 (a file name's byte that is not UTF-8 shown as U+FFFD)."""
         with self.atomic(name) as path:
-            path.write_text(shown_path(text), encoding="utf-8")
+            path.write_text(shown_text(text), encoding="utf-8")
         return path
 
     def write_summary(self, name: str, value: dict[str, Any]) -> Path:
@@ -500,6 +506,25 @@ class RunFolder:
                 ) from None
             raise
         state.done = True
+
+    def discard(self) -> None:
+        """Remove the partial folder when this process made it and it holds nothing but the
+        run.json it wrote (a usage error once the folder was opened, exit 2: nothing is left),
+        and the parents it made for it that are empty; a continued folder, one holding anything
+        else, or one in place is left as it is (fieldcheck removes only what it made)."""
+        state = self._state
+        if self.prefix or state.done or state.resumed or state.info is None:
+            return
+        ours = (dumps(state.info, indent=True) + "\n").encode()
+        try:
+            if os.listdir(state.temp) != [RUN_JSON] or (state.temp / RUN_JSON).read_bytes() != ours:
+                return
+            (state.temp / RUN_JSON).unlink()
+            state.temp.rmdir()
+            for parent in state.made:  # the deepest first; one holding anything stays
+                parent.rmdir()
+        except OSError:
+            return
 
     def interrupted_line(self, note: str = "") -> str:
         """What a Ctrl-C left: the folder's files, where, those not finished, and how to go on;

@@ -26,6 +26,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from fieldcheck._util.errors import UsageProblem
 from fieldcheck._util.signature import Signature
 from fieldcheck._util.term import SafeConsole
 from fieldcheck.runner._client import CallResult, ChatClient, Runner
@@ -238,8 +239,9 @@ UNREACHABLE = frozenset({"connection", "bad_request", "bad_response"})
 ABORT_AFTER = 3
 
 
-class RunAborted(Exception):
-    """The endpoint answered none of the first items (connection refused, 4xx): stop early."""
+class RunAborted(UsageProblem):
+    """The endpoint answered none of the first items (connection refused, 4xx): stop early, a
+    usage error (the endpoint, model or key; exit 2)."""
 
     def __init__(self, handle: RunHandle, error_type: str) -> None:
         last = next(
@@ -260,12 +262,23 @@ class RunAborted(Exception):
 
 
 class RunInterrupted(Exception):
-    """Ctrl-C during a run: what was stored is kept and the run can be resumed."""
+    """Ctrl-C during a run: what was stored is kept and the run can be resumed (without the
+    store, nothing is: the same command starts over)."""
 
     def __init__(self, handle: RunHandle, total: int) -> None:
         failed = handle.call_errors
         done = handle.done - failed
         others = [h for h in handle.runner.runs if h.finished]
+        if handle.runner.store is None:  # --no-store, or no usable store: nothing to resume
+            again = f"all {_plural(total, 'item')}"
+            if others:
+                again = f"{', '.join(h.client.spec.name for h in others)} and {again} of "
+                again += handle.client.spec.name
+            super().__init__(
+                f"interrupted: {done} of {_plural(total, 'item')} finished, {NOT_STORED}; the "
+                f"same command starts over, calling {again} again: {resume_command()}"
+            )
+            return
         # "finished" as the resume counts it: items with a call error are asked again
         asked = (
             f", {_plural(failed, 'more item')} with a call error, asked again on resume"
@@ -276,6 +289,10 @@ class RunInterrupted(Exception):
             f"interrupted: {done} of {_plural(total, 'item')} finished and stored{asked} "
             f"(run {handle.id}){finished_note(others)}; resume with: {resume_command()}"
         )
+
+
+NOT_STORED = "none stored (no store: nothing to resume)"
+"""What a Ctrl-C of a run without the store (``--no-store``, or none usable) leaves."""
 
 
 def _plural(n: int, noun: str) -> str:
@@ -306,7 +323,16 @@ def interrupted_line(runner: Runner) -> str | None:
     for h in runner.runs:
         _set_status(runner, h.id, "interrupted")
         state = "finished" if h.finished else f"{_plural(h.done - h.call_errors, 'item')} finished"
-        parts.append(f"{h.client.spec.name} (run {h.id}, {state})")
+        parts.append(
+            f"{h.client.spec.name} ({state})"
+            if runner.store is None
+            else f"{h.client.spec.name} (run {h.id}, {state})"
+        )
+    if runner.store is None:
+        return (
+            f"interrupted: {', '.join(parts)}, {NOT_STORED}; the same command starts over, "
+            f"calling every item again: {resume_command()}"
+        )
     finished = [h for h in runner.runs if h.finished]
     note = finished_note(finished, named=False) if len(finished) < len(runner.runs) else ""
     return f"interrupted: {', '.join(parts)}{note}; resume with: {resume_command()}"

@@ -17,7 +17,7 @@ import numpy as np
 import orjson
 from pydantic import BaseModel
 
-from fieldcheck._util.errors import ErrorList, InputError
+from fieldcheck._util.errors import ErrorList, InputError, shown_path
 from fieldcheck._util.signature import Signature
 from fieldcheck.matchers import (
     LONG_VALUE_CHARS,
@@ -727,9 +727,9 @@ class SlotScorer(ScorerState):
                 " ..." if fold.unknown > 5 else ""
             )
             warn(
-                f"{preds.path}:{fold.unknown_first}: model {model.name!r}: {fold.unknown} "
-                f"session(s) not in the gold file ({shown}); their {fold.unknown_lines} slot "
-                "line(s) are not scored"
+                f"{shown_path(preds.path)}:{fold.unknown_first}: model {model.name!r}: "
+                f"{fold.unknown} session(s) not in the gold file ({shown}); their "
+                f"{fold.unknown_lines} slot line(s) are not scored"
             )
         if fold.dropped:
             warn(
@@ -760,13 +760,13 @@ class SlotScorer(ScorerState):
             unused = fold.judge_in_gold - fold.judged_pairs
             if stray:
                 warn(
-                    f"{model.judge_scores.path}: {stray} judge score(s) for sessions not in the "
-                    "gold file are ignored"
+                    f"{shown_path(model.judge_scores.path)}: {stray} judge score(s) for "
+                    "sessions not in the gold file are ignored"
                 )
             if unused:
                 warn(
-                    f"{model.judge_scores.path}: {unused} judge score(s) for slots that are not "
-                    "predicted gold slots (missed slots score 0, extra slots are not judged) are "
+                    f"{shown_path(model.judge_scores.path)}: {unused} judge score(s) for "
+                    "slots that are not predicted gold slots (missed slots score 0, extra slots are not judged) are "
                     "ignored"
                 )
         elif self.judge is not None:
@@ -799,8 +799,8 @@ class SlotScorer(ScorerState):
             stray_latency = fold.latency_lines - fold.latency_in_gold
             if stray_latency:
                 warn(
-                    f"{model.latencies.path}: {stray_latency} latency line(s) for sessions not in "
-                    "the gold file are ignored"
+                    f"{shown_path(model.latencies.path)}: {stray_latency} latency line(s) "
+                    "for sessions not in the gold file are ignored"
                 )
             if len(seconds) < n_scored:
                 warn(
