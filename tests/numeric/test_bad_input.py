@@ -436,6 +436,49 @@ def test_predictions_of_few_conversations_warn_that_the_rest_count_as_failures(
         assert (line in result.stderr.splitlines()) is warned, result.stderr
 
 
+def test_turns_without_gold_are_not_said_to_count_as_failures(
+    shared_dir: Path, tmp_path: Path
+) -> None:
+    """Turns without a gold answer are never scored, predicted or not: the warning about
+    unpredicted turns counts only turns with gold (a tester's finding: the private test file with
+    predictions of 3 of its 10 records warned "31 of 42 turns have no prediction and count as
+    failures" beside NOTHING SCORED)."""
+    private = shared_dir / "data" / "convfinqa" / "sample_test_private_original.json"
+    records = json.loads(private.read_text())
+    lines = [
+        {"conversation_id": r["id"], "turn": i, "answer": "1"}
+        for r in records[:3]
+        for i in range(len(r["annotation"]["dialogue_break"]))
+    ]
+    assert len(lines) == 11
+    no_gold = _record("conv-x", ["1", "2"], [1.0, 2.0])
+    no_gold["dialogue"]["executed_answers"] = [None, None]
+    mixed = tmp_path / "mixed.json"  # 4 turns with gold, 2 without
+    mixed.write_text(
+        json.dumps({"dev": [_record(f"conv-{i}", ["1"], [1.0]) for i in range(4)] + [no_gold]})
+    )
+    one = [{"conversation_id": "conv-0", "turn": 0, "answer": "1"}]
+    for data, rows, status, warned in (
+        (private, lines, 0, None),
+        (mixed, one, 3, "3 of 4 turns with a gold answer have no prediction"),
+    ):
+        preds = _write_predictions(tmp_path / f"p-{data.stem}.jsonl", rows)
+        args = ["numeric", "score", "--data", str(data), "--predictions", str(preds)]
+        args += ["--out", str(tmp_path / f"o-{data.stem}"), "--no-store", "--bootstrap", "0"]
+        result = CliRunner().invoke(app, args, env={"COLUMNS": "60"})
+        assert result.exit_code == status, result.output
+        said = [
+            w for w in result.stderr.splitlines() if w.startswith("warning: ") and "no pred" in w
+        ]
+        if warned is None:
+            assert said == [], result.stderr
+        else:
+            assert said == [
+                f"warning: {warned} and count as failures; to score predictions of some "
+                "conversations only, give the --sample-size and --seed they were made with"
+            ], result.stderr
+
+
 def test_an_integer_beyond_64_bits_in_a_plan_or_its_checks_is_written_exactly(
     tmp_path: Path,
 ) -> None:

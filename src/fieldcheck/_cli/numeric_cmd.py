@@ -184,13 +184,16 @@ def show_result(
         )
     problems = SafeConsole(stderr=True)
     show_problems(problems, result.input_errors, f"{out}/input_errors.csv")
-    missing, turns = stats.get("num_missing_predictions") or 0, stats["num_turns"]
-    if turns and missing * 2 >= turns:  # predictions of a part of the data, scored against all
+    # turns without a gold answer are never scored, predicted or not: not counted here
+    missing, no_gold = result.tallies.missing_gold, stats.get("num_turns_not_scored_no_gold") or 0
+    turns = stats["num_turns"] - no_gold
+    if missing and missing * 2 >= turns:  # predictions of a part of the data, scored against all
+        which = " with a gold answer" if no_gold else ""
         say(
             problems,
-            f"warning: {missing:,} of {turns:,} turns have no prediction and count as failures; "
-            "to score predictions of some conversations only, give the --sample-size and "
-            "--seed they were made with",
+            f"warning: {missing:,} of {turns:,} turns{which} have no prediction and count as "
+            "failures; to score predictions of some conversations only, give the --sample-size "
+            "and --seed they were made with",
         )
     say(console, f"signature: {result.signature.format()}")
     say(

@@ -52,12 +52,14 @@ class OperationsRow(NamedTuple):
 
 class ReportTallies(NamedTuple):
     """What the report reads beyond statistics.json, folded while scoring (issue 10); ``extra``:
-    failed turns matching each looser type."""
+    failed turns matching each looser type; ``missing_gold``: turns with a gold answer and no
+    prediction (statistics.json's ``num_missing_predictions`` counts turns without gold too)."""
 
     by_operations: list[OperationsRow]
     extra: dict[str, int]
     worst: list[list[str]]
     failed_checks: int
+    missing_gold: int = 0
 
 
 class NumericResult(BaseModel):

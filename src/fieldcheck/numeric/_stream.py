@@ -398,6 +398,7 @@ class Tally:
         self.estimated = 0  # turns whose tokens are estimated (characters / 4)
         self.call_errors: Counter[str] = Counter()
         self.no_gold = self.prediction_errors = self.missing = 0
+        self.missing_gold = 0  # of ``missing``: turns with a gold answer (they count as failures)
         self.by_turn: dict[int, list[int]] = {}  # scored, numerical, ops sum, ops count
         self.failure_modes: Counter[str] = Counter()
         self.latencies = array("d")
@@ -425,6 +426,7 @@ class Tally:
             if error_type is not None:
                 if error_type == MISSING_PREDICTION:
                     self.missing += 1
+                    self.missing_gold += t["not_scored"] != "no_gold"
                 else:
                     self.prediction_errors += 1
             for entry in t["validation"]:
@@ -521,6 +523,7 @@ class Tally:
             extra=dict(self.extra),
             worst=[w[3] for w in worst],
             failed_checks=self.failed_checks,
+            missing_gold=self.missing_gold,
         )
 
     def statistics(
