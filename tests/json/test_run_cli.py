@@ -741,3 +741,24 @@ def test_a_duplicate_document_id_keeps_the_scored_record_its_id_as_json_batch_do
     assert rescored.exit_code == 0, rescored.output
     (child,) = {r.id for r in store.list_runs()} - {run_id, batch_id}
     assert [i.key for i in store.items(child)] == ["a", "b", "a~2"]
+
+
+def test_a_duplicate_of_a_record_whose_call_failed_is_stored_after_the_call_error(
+    tmp_path: Path, chat_server: StartServer
+) -> None:
+    docs = [{"id": k, "document": f"doc {k}", "ground_truth": {"x": 1}} for k in ("a", "b", "a")]
+    data = write_jsonl(tmp_path / "docs.jsonl", docs)
+    server = chat_server(
+        lambda body: Reply(status=400) if document(body) == "doc a" else '{"x": 1}'
+    )
+    out = tmp_path / "out"
+    result = run(str(data), "--base-url", server.base_url, "--model", "m", "--out", str(out))
+    assert result.exit_code == 3, result.output
+    run_id = json.loads((out / "m" / "run.json").read_text())["run_id"]
+    items = [(i.key, i.failed, i.error_type) for i in Store().items(run_id)]
+    # b scored; a's failed call under its id; the duplicate's error after it, with no call
+    assert items == [
+        ("b", False, None),
+        ("a", None, "bad_request"),
+        ("a~2", None, "duplicate id (first on line 1)"),
+    ]

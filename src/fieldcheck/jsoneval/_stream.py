@@ -1571,7 +1571,8 @@ def run_stream(
         raise
     if pool is not None:
         pool.close()
-    if recorder is not None:
+    if recorder is not None and later:
+        recorder.add_failed_calls()  # a record's failed call before a duplicate's error
         for rows in later:
             recorder.add_built(_STORED_ITEMS, rows.store, rows.stored, plain=True, calls=False)
     for reader in readers:  # the ids' index (20 MB at 1M records) let go before the report

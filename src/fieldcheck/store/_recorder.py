@@ -143,6 +143,7 @@ class RunRecorder:
         self.run = run
         self.calls = calls or {}
         self._called: set[str] = set()  # the keys of the calls spliced into an item
+        self._failed_calls_added = False
         self.seq = 0
         self.on_error = on_error
         self.broken = False
@@ -336,7 +337,7 @@ class RunRecorder:
         writes them while the caller writes its report (0.5-1 s of 1M records); ``finish`` waits."""
         if self._sealed or self.broken:
             return
-        self._add_failed_calls()
+        self.add_failed_calls()
         self._sealed = True
         try:
             self._submit()
@@ -381,7 +382,7 @@ class RunRecorder:
         """Mark the run finished with its metrics, intervals, final ``signature`` and
         ``figures`` (``Store.finish_scored_run``) once every item is in its files."""
         if not self._sealed:
-            self._add_failed_calls()
+            self.add_failed_calls()
         self.flush()
         if self.broken:
             self._close()
@@ -401,13 +402,17 @@ class RunRecorder:
         self._closed = True
         return self.run
 
-    def _add_failed_calls(self) -> None:
-        """A failed call its system made no item of (json: no output) as an item not scored."""
-        self.add_prepared(
-            (ItemColumns(key, None, error_type=call.get("error_type")), b"{}")
-            for key, call in self.calls.items()
-            if key not in self._called and call.get("error_type")
-        )
+    def add_failed_calls(self) -> None:
+        """A failed call its system made no item of (json: no output) as an item not scored,
+        once: now (before items never sent to the model, a json run's bad DATA lines) or when
+        the run is sealed."""
+        if not self._failed_calls_added:
+            self._failed_calls_added = True
+            self.add_prepared(
+                (ItemColumns(key, None, error_type=call.get("error_type")), b"{}")
+                for key, call in self.calls.items()
+                if key not in self._called and call.get("error_type")
+            )
 
     def abort(self, status: str = "interrupted") -> None:
         """Mark the run ``interrupted`` (Ctrl-C) or ``failed`` (an error: a full disk); the
