@@ -200,6 +200,30 @@ def test_usage_errors_exit_2(jsonl: Jsonl, tmp_path: Path, extra: list[str], mes
     assert message in " ".join(result.output.replace("│", " ").split())
 
 
+def test_predictions_of_no_gold_session_are_a_usage_error(
+    jsonl: Jsonl, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A --pred file that shares no session with the gold (another dataset's predictions) is a
+    usage error naming both files and the first session of each, before anything is written, as
+    numeric's "no prediction matches" is (a new user's finding: F1 0.000 and exit 0). A partial
+    overlap still scores, with its warning."""
+    f = _files(jsonl)
+    other = jsonl("u7.jsonl", [{**g, "user": "u7"} for g in GOLD])
+    out = tmp_path / "o"
+    result = _invoke("--gold", str(other), "--pred", f"a={f['a']}", "--out", str(out))
+    assert result.exit_code == 2, result.output
+    assert " ".join(result.stderr.split()).startswith(
+        f"error: --pred: {f['a']}: no session of model 'a' is a session of {other} (first "
+        "prediction: u1/1; first gold session: u7/1): are --gold and --pred for the same users "
+        "and sessions?"
+    ), result.stderr
+    assert not out.exists()
+    partial = jsonl("partial.jsonl", [*PRED_A[:1], {**PRED_A[1], "user": "u7"}])
+    result = _invoke("--gold", str(f["gold"]), "--pred", f"a={partial}", "--out", str(out))
+    assert result.exit_code == 0, result.output
+    assert "model 'a': 1 session(s) not in the gold file (u7/2)" in caplog.text
+
+
 def test_out_that_is_a_file_is_a_usage_error(jsonl: Jsonl, tmp_path: Path) -> None:
     f = _files(jsonl)
     a_file = tmp_path / "taken"

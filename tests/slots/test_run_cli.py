@@ -371,6 +371,35 @@ def test_a_bad_conversations_line_is_a_usage_error_naming_file_and_line(
     assert server.chat_requests == []
 
 
+def test_conversations_of_no_gold_session_are_a_usage_error_and_missing_ones_are_said(
+    chat_server: StartServer, files: dict[str, Path], caplog: pytest.LogCaptureFixture
+) -> None:
+    """Conversations none of which is a gold session: a usage error naming both files and the
+    first session of each, before any call (a new user's finding: recall 0 on 3 sessions the
+    model was never asked about, exit 0). Some gold sessions without a conversation: a warning
+    before the calls says how many, and that their gold slots count as missed."""
+    server = chat_server(scripted)
+    write_jsonl(files["conv"], [{"user": "x", "session": 1, "turns": []}])
+    result = invoke(files, server.base_url, "--model", "m")
+    assert result.exit_code == 2, result.output
+    assert flat(result.stderr).startswith(
+        f"error: --conversations: {files['conv']}: no conversation is a session of "
+        f"{files['gold']} (first conversation: x/1; first gold session: a/1): are "
+        "--conversations and --gold for the same users and sessions?"
+    ), result.stderr
+    assert server.chat_requests == [] and not files["out"].exists()
+    write_jsonl(files["conv"], CONVERSATIONS[:2])  # b/1 has none
+    result = invoke(files, server.base_url, "--model", "m")
+    assert result.exit_code == 0, result.output
+    assert (
+        f"{files['gold']}: 1 of 3 gold session(s) have no conversation in {files['conv']}: no "
+        "model is asked about them, and their gold slots count as missed"
+    ) in caplog.messages
+    recall = json.loads((files["out"] / "metrics.json").read_text())["models"]["m"]["recall"]
+    assert recall == 0.6  # a/1 name and age, a/2 location of 5 gold slots: b/1's hobby missed
+    assert len(server.chat_requests) == 2
+
+
 def test_file_stems_are_safe_and_distinct() -> None:
     assert unique_filenames(["a/b", "a_b", "A_B", "..", "ok-1.2", "a-2", "a", "A"]) == {
         "a/b": "a_b", "a_b": "a_b-2", "A_B": "A_B-3", "..": "unnamed", "ok-1.2": "ok-1.2",

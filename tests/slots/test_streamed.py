@@ -400,6 +400,34 @@ def test_a_file_name_that_is_not_utf8_is_read_by_the_helper(
     assert joined == [True]
 
 
+@pytest.mark.parametrize("helper", [False, True])
+def test_the_partition_says_which_files_share_a_session_with_the_gold(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, helper: bool
+) -> None:
+    """Each --pred file's first session and whether it shares one with the gold, found while the
+    partition reads (by this process, or by the pool's task: its sessions come back as keys);
+    the session keys are not kept once checked."""
+    paths = _files(tmp_path, seed=5, shuffle=False)
+    other = tmp_path / "other.jsonl"  # model a's lines, every user renamed: no gold session
+    other.write_text(paths["a"].read_text().replace('"user": "u', '"user": "v'))
+    if helper:
+        joined = _spy_helpers(monkeypatch)
+    files = [paths["gold"], other, paths["a"]]
+    for k in (1, 3):
+        with ExitStack() as stack:
+            pool = stack.enter_context(LocalPool(1)) if helper and k > 1 else None
+            part = stack.enter_context(
+                partitioned(files, beside=tmp_path / "out", k=k, parallel_bytes=0, pool=pool)
+            )
+            assert [(i.first, i.shared, i.sessions) for i in part.inputs] == [
+                (("u0", 0), False, None),
+                (("v0", 0), False, None),
+                (("u0", 0), True, None),
+            ]
+    if helper:
+        assert joined == [True]
+
+
 def test_buckets_go_to_the_system_temp_folder_when_out_is_not_writable(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -493,7 +493,9 @@ class SlotsRuns:
             conversations = load_conversations(roles["conversations"])
         except InputError as exc:
             raise UsageProblem(exc.one_line(), "conversations") from None
-        check_gold(Path(roles["gold"]))
+        check_gold(
+            Path(roles["gold"]), Path(roles["conversations"]), [c.key for c in conversations]
+        )
         return SlotsTask(Path(roles["conversations"]), conversations, roles["gold"], dict(settings))
 
     async def run_model(

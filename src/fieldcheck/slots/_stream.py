@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import errno
 import gc
+import hashlib
 import logging
 import marshal
 import os
@@ -81,6 +82,11 @@ class SlotInput:
     errors: ErrorList = field(default_factory=ErrorList)
     failure: InputError | None = None  # the file could not be read at all
     kind: Literal["slots", "latency", "judge"] = "slots"
+    first: tuple[str, int] | None = None  # a slot file's first session (user, session)
+    # a slot file's sessions (``session_key``) while the partition reads: the gold's, and those
+    # of a file the ``read_files`` task read; the others are checked against the gold's at once
+    sessions: set[int] | None = None
+    shared: bool = False  # a slot file after the gold: a session of it is a gold session
 
 
 class Partition:
@@ -124,6 +130,11 @@ class Partition:
         finally:
             for h in handles:
                 _close(h)
+        gold = self.inputs[0].sessions or set()
+        for item in self.inputs[1:]:  # those the task read; the sets go (a gold's: 100,000 keys)
+            if item.sessions is not None:
+                item.shared, item.sessions = not gold.isdisjoint(item.sessions), None
+        self.inputs[0].sessions = None
 
     def _submit(self, pool: Executor, items: Sequence[SlotInput], split: int) -> bool:
         """Hand ``items[split:]`` to a ``read_files`` task; False (a warning) when it cannot."""
@@ -143,8 +154,9 @@ class Partition:
         except Exception as exc:
             self._failed(f"{type(exc).__name__}: {exc}")
             return False
-        for item, (records, errors, failure) in zip(items, results, strict=True):
+        for item, (records, errors, failure, first, sessions) in zip(items, results, strict=True):
             item.records, item.errors, item.failure = records, errors, failure
+            item.first, item.sessions = first, sessions
         return True
 
     def _failed(self, why: str) -> None:
@@ -155,7 +167,8 @@ class Partition:
             (self.folder / HELPER_NAME.format(b)).unlink(missing_ok=True)
 
     def _read_item(self, index: int, item: SlotInput, handles: list[IO[bytes]]) -> None:
-        rows = read_into(index, item, handles, self.k)
+        gold = self.inputs[0].sessions if index else None  # the gold is read first, here
+        rows = read_into(index, item, handles, self.k, gold)
         if rows is not None:
             self._memory.append((index, rows))
 
@@ -217,28 +230,64 @@ def read_files(spec: tuple[Path, int, list[tuple[int, Path, str]]]) -> list[Any]
             # its errors past the first ones in the scratch folder: handed back by name
             item = SlotInput(path, kind=kind, errors=ErrorList(spill_dir=folder))  # type: ignore[arg-type]
             read_into(index, item, handles, k)
-            results.append((item.records, item.errors, item.failure))
+            results.append((item.records, item.errors, item.failure, item.first, item.sessions))
     finally:
         for h in handles:
             _close(h)
     return results
 
 
+_MIX = 0x9E3779B97F4A7C15  # 2**64 / golden ratio: spreads session numbers over 64 bits
+_MASK = (1 << 64) - 1
+
+
+def session_key(user: str, session: int, users: dict[str, int]) -> int:
+    """A session's 64-bit key, the same in every process (``hash`` of a str is not): a blake2b of
+    its user (``users`` caches them) mixed with its number; two sessions share one with odds of
+    about 2**-64."""
+    h = users.get(user)
+    if h is None:
+        if len(users) > 100_000:
+            users.clear()
+        digest = hashlib.blake2b(user.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+        h = users[user] = int.from_bytes(digest, "little")
+    return h ^ ((session * _MIX) & _MASK)
+
+
 def read_into(
-    index: int, item: SlotInput, handles: Sequence[IO[bytes]], k: int
+    index: int,
+    item: SlotInput,
+    handles: Sequence[IO[bytes]],
+    k: int,
+    gold: set[int] | None = None,
 ) -> list[tuple[int, Any]] | None:
     """Read ``item``'s file (input ``index``) into the ``k`` bucket files ``handles``, setting its
-    ``records``, ``errors`` and ``failure``; with ``k == 1``, return its rows instead."""
+    ``records``, ``errors`` and ``failure``; with ``k == 1``, return its rows instead. A slot file
+    also gets its ``first`` session and, without ``gold`` (the gold's session keys), its
+    ``sessions``; with it, ``shared`` once a session is a gold session."""
     pending: list[list[tuple[int, Any]]] = [[] for _ in range(k)]
     records = 0
     flush = max(16, _PENDING_ROWS // k)
     crc: dict[str, int] = {}
     read = {"slots": read_slot_rows, "latency": read_latency_rows, "judge": read_judge_rows}
     source: Iterator[tuple[int, Any]] = read[item.kind](item.path, item.errors)
+    track = item.kind == "slots"
+    keys: set[int] = set()
+    users: dict[str, int] = {}
+    last: tuple[Any, Any] = (None, None)  # the session of the line before: lines come grouped
     try:
         with gc_paused():
             for line, row in source:
                 records += 1
+                if track and (row[1] != last[1] or row[0] != last[0]):
+                    last = row[0], row[1]
+                    if item.first is None:
+                        item.first = last
+                    key = session_key(row[0], row[1], users)
+                    if gold is None:
+                        keys.add(key)
+                    elif key in gold:
+                        item.shared, track = True, False  # one is enough
                 if k == 1:
                     pending[0].append((line, row))
                     continue
@@ -258,6 +307,8 @@ def read_into(
         item.failure = exc
         return None
     item.records = records
+    if item.kind == "slots" and gold is None:
+        item.sessions = keys
     if k == 1:
         return pending[0]
     for b, rows in enumerate(pending):

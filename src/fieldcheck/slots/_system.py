@@ -198,13 +198,47 @@ def _checked(item: SlotInput, role: str, *, check: bool = True) -> SlotInput:
     return item
 
 
-def check_gold(path: Path) -> None:
-    """``slots run``: the gold file read and checked before any model is called."""
+def _session(key: tuple[str, int] | None) -> str:
+    return "none" if key is None else f"{key[0]}/{key[1]}"
+
+
+def _no_session_shared(pred: SlotInput, gold: SlotInput, name: str) -> str:
+    """The usage line of a --pred file of no gold session (another dataset's predictions would
+    score as total misses): both files and the first session of each."""
+    return (
+        f"{pred.path}: no session of model {name!r} is a session of {gold.path} (first "
+        f"prediction: {_session(pred.first)}; first gold session: {_session(gold.first)}): are "
+        "--gold and --pred for the same users and sessions?"
+    )
+
+
+def check_gold(path: Path, conversations: Path, keys: Sequence[tuple[str, int]]) -> None:
+    """``slots run``: the gold file read and checked before any model is called, against the
+    sessions of the conversations (``keys``): none of them a gold session is a usage problem;
+    gold sessions without a conversation are said (their gold slots count as missed)."""
     try:
         loaded = load_slots(path)
     except InputError as exc:
         raise UsageProblem(exc.one_line(), "--gold") from None
     _checked(SlotInput(path, loaded.records, loaded.errors), "gold")
+    asked = set(keys)
+    missed = sum(key not in asked for key in loaded.sessions)
+    if keys and missed == len(loaded.sessions):
+        raise UsageProblem(
+            f"{conversations}: no conversation is a session of {path} (first conversation: "
+            f"{_session(keys[0])}; first gold session: {_session(next(iter(loaded.sessions)))}): "
+            "are --conversations and --gold for the same users and sessions?",
+            "conversations",
+        )
+    if missed:
+        log.warning(
+            "%s: %d of %d gold session(s) have no conversation in %s: no model is asked about "
+            "them, and their gold slots count as missed",
+            path,
+            missed,
+            len(loaded.sessions),
+            conversations,
+        )
 
 
 def _read(
@@ -229,6 +263,8 @@ def _read(
             side = _checked(next(sides), "judge", check=check)
             judge = JudgeFile(side.path, errors=side.errors)
         pred = _checked(item, "pred", check=check)
+        if check and pred.records and not pred.shared:  # a model run's: its conversations were
+            raise UsageProblem(_no_session_shared(pred, gold, name), "--pred")  # checked
         predictions = SlotFile(pred.path, errors=pred.errors)
         models.append(ModelInput(name, predictions, latency, judge, not_scored.get(name, {})))
     return SlotFile(gold.path, errors=gold.errors), models
