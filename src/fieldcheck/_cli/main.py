@@ -109,15 +109,6 @@ def _as_ctrl_c(signum: int, frame: Any) -> None:
     raise KeyboardInterrupt
 
 
-def _unraisable(info: Any) -> None:
-    """``sys.unraisablehook``: a Ctrl-C whose KeyboardInterrupt was raised in a callback Python
-    cannot raise from (a weakref callback, a ``__del__``) is dropped there by Python whatever we
-    do; it is not printed as "Exception ignored in ..." with a traceback. That was a second Ctrl-C
-    close behind the first (``timeout -s INT`` sends two): the first's one line still comes."""
-    if info.exc_type is not KeyboardInterrupt:
-        sys.__unraisablehook__(info)
-
-
 def main() -> None:
     # SIGTERM (timeout, a CI job cancelled) and SIGHUP (the terminal closed) stop a command as
     # Ctrl-C does: temporary files and folders removed, the run marked interrupted, exit 130
@@ -125,7 +116,6 @@ def main() -> None:
         sig = getattr(signal, name, None)
         if sig is not None and signal.getsignal(sig) == signal.SIG_DFL:
             signal.signal(sig, _as_ctrl_c)
-    sys.unraisablehook = _unraisable
     try:
         app()
     except KeyboardInterrupt:  # outside a model run (which prints its own line): while scoring
