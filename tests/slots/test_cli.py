@@ -245,7 +245,7 @@ def test_output_file_that_cannot_be_written_exits_1(jsonl: Jsonl, tmp_path: Path
     f, out = _files(jsonl), tmp_path / "out"
     # an unfinished run of the same command, continued, with a directory where a file goes
     given = [("gold", f["gold"]), ("pred:a", f["a"])]
-    partial = RunFolder.open(out, command="slots score", inputs=given).path
+    partial = RunFolder.open(out, command="slots score", inputs=given, models=["a"]).path
     (partial / "metrics.json").mkdir()
     result = _invoke(
         "--gold", str(f["gold"]), "--pred", f"a={f['a']}", "--bootstrap", "0", "--out", str(out),
