@@ -35,7 +35,13 @@ from fieldcheck.slots._score import (
     TopicResult,
     reasons_text,
 )
-from fieldcheck.slots._summary import Item, key_findings, not_scored_lines, results_summary
+from fieldcheck.slots._summary import (
+    Item,
+    key_findings,
+    not_scored_lines,
+    results_summary,
+    topic_f1,
+)
 
 METRIC_COLUMNS = (
     "precision",
@@ -284,11 +290,6 @@ def plot_topics(run: SlotsRun, *, by: str) -> list[str]:
     return sorted(ranked[:PLOT_TOPICS])
 
 
-def _f1(m: ModelScore, topic: str) -> float:
-    t = m.result.per_topic.get(topic)
-    return float("nan") if t is None else t.f1
-
-
 def _extra(m: ModelScore, topic: str) -> int:
     t = m.result.per_topic.get(topic)
     return 0 if t is None else t.extra_slots
@@ -331,8 +332,8 @@ def write_plots(run: SlotsRun, out: Path | OutputFolder) -> dict[str, Path]:
 
     if run.topics:
         topics = plot_topics(run, by="gold")
-        # NaN (drawn blank, labelled "-"): the model has no gold and no prediction in the topic
-        grid = np.array([[_f1(m, t) for t in topics] for m in run.models], dtype=float)
+        # None -> NaN (drawn blank, labelled "-"): the model has no gold and no prediction in the topic
+        grid = np.array([[topic_f1(m, t) for t in topics] for m in run.models], dtype=float)
         # room for the longest model name on the left and the slanted topic names below
         wide = 0.09 * max(len(n) for n in names)
         tall = 0.05 * max(len(label(t)) for t in topics)
