@@ -22,8 +22,8 @@ from fieldcheck.numeric._scoring import gold_operations
 # ---------------------------------------------------------------------------------------------
 # answers
 
-_ANSWER_CHARS = "0123456789.,-+()$%  eEmkb\u2212\u00a3\u0663\u00b2yesnotha\t"
-_LOOKAHEAD = "(?=[\\s(\\-+\\u2212$\\u20ac\\u00a3\\d.])"
+_ANSWER_CHARS = "0123456789.,-+()$%  eEmkb\u2212\u2013\u00a3\u0663\u00b2yesnotha\t"
+_LOOKAHEAD = "(?=[\\s(\\-+\\u2212\\u2013$\\u20ac\\u00a3\\d.])"
 
 
 @settings(max_examples=3000, deadline=None)

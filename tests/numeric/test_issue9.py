@@ -185,6 +185,17 @@ def test_lines_that_report_errors_need_no_answer(tmp_path: Path) -> None:
         ("$ 2017", 2017.0, "number"),
         ("in 2016 it was 1950", 1950.0, "last_number"),  # all year-like: the last
         ("up 2,017 from 2016", 2017.0, "preferred_over_year"),  # a comma: not a year
+        # a dash between two numbers is a range, not a minus: the years still give way
+        ("The percentage change was 12.5% (2018-2019)", 0.125, "preferred_over_year"),
+        ("12.5% (2018 to 2019)", 0.125, "preferred_over_year"),
+        ("the change was -5 from 2019-2020", -5.0, "preferred_over_year"),
+        ("10-20", 20.0, "last_number"),
+        ("in 2018 (-5)", -5.0, "last_number"),
+        # an en dash set right before a number is a minus sign; one with a space is punctuation
+        ("\u20135", -5.0, "number"),
+        ("\u2013$1,200", -1200.0, "number"),
+        ("the change \u2013 5%", 0.05, "number"),
+        ("2019\u20132020", 2020.0, "last_number"),
         ("so the change is 14.1%", 0.141, "number"),
         ("1,2,3", 3.0, "last_number"),
         ("Yes, 5 > 3", None, "yes_no"),

@@ -27,11 +27,11 @@ _SCALES = {
 _SCALE_WORDS = {word: scale for scale, words in _SCALES.items() for word in words}
 _NUMBER_TOKEN = re.compile(
     r"""
-    (?=[\s(\-+\u2212$\u20ac\u00a3\d.])  # what a match can start with: skips other positions fast
+    (?=[\s(\-+\u2212\u2013$\u20ac\u00a3\d.])  # what a match can start with: skips other positions fast
     (?P<open>\()?\s*
-    (?P<sign>[-+\u2212])?\s*
+    (?P<sign>[-+\u2212]|\u2013(?=[$\u20ac\u00a3\d.]))?\s*
     (?:(?P<cur>[$\u20ac\u00a3])\s*)?
-    (?P<sign2>[-+\u2212])?\s*
+    (?P<sign2>[-+\u2212]|\u2013(?=[\d.]))?\s*
     (?P<num>(?:(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|\.\d+)(?:e[-+]?\d+\b)?)
     (?:\s*(?P<pct>%|percent\b|pct\b))?
     (?:\s*(?P<scale>thousands?|millions?|billions?|trillion|mn|bn|tn|k|m|b)\b)?
@@ -121,8 +121,7 @@ def parse_answer(text: str | float | int | bool | None) -> ParsedAnswer | None:
     written = float(digits)
     negative = bool(
         (m.group("open") and m.group("close") and not _year_like(m))
-        or (m.group("sign") in ("-", "\u2212"))
-        or (m.group("sign2") in ("-", "\u2212"))
+        or (_minus(m, "sign", cleaned) or _minus(m, "sign2", cleaned))
     )
     if negative:
         written = -written
@@ -155,11 +154,26 @@ def _has_digit(text: str) -> bool:
 
 def _year_like(m: re.Match[str]) -> bool:
     """A bare four-digit integer 1900-2099, maybe in parentheses: a year, not the answer."""
-    if m.group("sign") or m.group("sign2") or m.group("cur") or m.group("pct") or m.group("scale"):
+    if m.group("cur") or m.group("pct") or m.group("scale"):
         return False
-    if bool(m.group("open")) != bool(m.group("close")):  # "(2009" or "2009)"
+    if (m.group("sign") or m.group("sign2")) and not _after_number(m, m.string):
         return False
     return _YEAR.fullmatch(m.group("num")) is not None
+
+
+_MINUS = frozenset("-\u2212\u2013")
+
+
+def _after_number(m: re.Match[str], text: str) -> bool:
+    """The match's sign follows a number ("2018-2019", "10 - 20"): a range's dash, not a sign."""
+    before = text[: m.start("sign") if m.group("sign") else m.start("sign2")].rstrip(" ")
+    return before[-1:].isdigit()
+
+
+def _minus(m: re.Match[str], group: str, text: str) -> bool:
+    """A minus sign (hyphen, U+2212, or an en dash set right before the number), not a dash
+    between two numbers."""
+    return m.group(group) in _MINUS and not _after_number(m, text)
 
 
 def _decimals(digits: str) -> int:
