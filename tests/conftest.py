@@ -31,6 +31,20 @@ def _migrated_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _isolated_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A store, cache and data folder for the whole session, set before any fixture runs: a
+    module- or class-scoped fixture (made before ``_isolated_cache``) never writes to the user's
+    own store under ``~/.local/share/fieldcheck``."""
+    home = tmp_path_factory.mktemp("session-home")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("FIELDCHECK_CACHE_DIR", str(home))
+        patch.setenv("FIELDCHECK_DATABASE_URL", f"sqlite:///{home / 'store.sqlite3'}")
+        patch.setenv("XDG_DATA_HOME", str(home / "data"))
+        patch.delenv("FIELDCHECK_ARTIFACTS", raising=False)  # beside each test's store
+        yield home
+
+
 @pytest.fixture(autouse=True)
 def _isolated_cache(
     tmp_path_factory: pytest.TempPathFactory,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import os
 import json
 import subprocess
 import sys
@@ -603,3 +604,18 @@ def test_serve_names_the_store_setting_in_its_error_line(monkeypatch: pytest.Mon
         "error: FIELDCHECK_DATABASE_URL: cannot open the store: NoSuchModuleError: "
     ), output
     assert len(output.strip().splitlines()) == 1
+
+
+@pytest.fixture(scope="module")
+def _store_seen_by_a_module_fixture() -> str:
+    return os.environ.get("FIELDCHECK_DATABASE_URL", "") + "|" + os.environ.get("XDG_DATA_HOME", "")
+
+
+def test_module_fixtures_never_see_the_users_own_store(
+    _store_seen_by_a_module_fixture: str, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    # a module fixture runs before the per-test store: it must still get the session's own
+    url, data_home = _store_seen_by_a_module_fixture.split("|")
+    base = str(tmp_path_factory.getbasetemp())
+    assert url.startswith(f"sqlite:///{base}"), url
+    assert data_home.startswith(base), data_home
