@@ -217,6 +217,11 @@ def test_values_in_document_check() -> None:
         "values_in_document": "step 0: extracted value 777 is not in the document; "
         "step 1: argument 12.5 is not in the document"
     }
+    # a value of many digits is named as the plan gave it, not cut to 6 digits (538440)
+    long = plan({"tool": "extract", "value": 538440.36, "source": "text"})
+    assert failed(long) == {
+        "values_in_document": "step 0: extracted value 538440.36 is not in the document"
+    }
     # the model's own earlier answers count as known numbers
     reuse = plan({"tool": "compute", "operation": "add", "args": [25587, 1]})
     assert [c for c, p, _ in checks(reuse, [25587.0]) if not p] == []

@@ -208,7 +208,7 @@ def validate_reply(text: str, doc: Document, earlier_answers: Sequence[float] = 
         if step["tool"] == "extract":
             value = float(step["value"])
             if value not in known:
-                ungrounded.append(f"step {i}: extracted value {value:g} is not in the document")
+                ungrounded.append(f"step {i}: extracted value {value:.15g} is not in the document")
             if step["source"] == "table":
                 cells.extend(_cell_problems(i, step, value, doc))
             continue
@@ -284,6 +284,6 @@ def _cell_problems(i: int, step: Mapping[str, Any], value: float, doc: Document)
         _close(abs(number), abs(value)) or _close(abs(number), abs(value) * 100)
     ):
         return [
-            f"step {i}: the cell ({row_name:.60}, {column:.40}) holds {cell!r:.40}, not {value:g}"
+            f"step {i}: the cell ({row_name:.60}, {column:.40}) holds {cell!r:.40}, not {value:.15g}"
         ]
     return []
