@@ -112,8 +112,8 @@ def test_a_good_plan_passes_every_check_and_gives_the_answer() -> None:
             "column": "2007",
         },
         {"tool": "compute", "operation": "subtract", "args": [206588, 181001]},
-        {"tool": "compute", "operation": "Percentage Change", "args": ["#0", 181001]},
-    )
+        {"tool": "Compute", "operation": "Percentage Change", "args": ["#0", 181001]},
+    )  # "Compute": a tool's case is ignored, as an operation name's is
     result = validate_reply(text, DOC)
     assert [e["check"] for e in result.log] == list(CHECKS)
     assert result.ok

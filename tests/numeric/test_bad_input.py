@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 from fieldcheck._cli.main import app
 from fieldcheck._util.errors import InputError
 from fieldcheck.numeric import load_convfinqa, load_predictions, score_to_folder
+from fieldcheck.numeric._predictions import PlanStep
 
 
 def _record(rid: str, programs: list[str], answers: list[Any]) -> dict[str, Any]:
@@ -503,3 +504,19 @@ def test_an_integer_beyond_64_bits_in_a_plan_or_its_checks_is_written_exactly(
     assert result.exit_code == 0, result.output
     traces = "".join(p.read_text("utf-8") for p in sorted((out / "traces").glob("*.json")))
     assert str(big) in traces and "1.8446744073709552e+19" not in traces
+
+
+def test_a_plan_steps_tool_ignores_case_as_operation_names_do(tmp_path: Path) -> None:
+    steps = [{"tool": "Extract", "value": 5}, {"tool": " COMPUTE", "operation": "add", "args": [1]}]
+    preds = _write_predictions(
+        tmp_path / "p.jsonl",
+        [
+            {"conversation_id": "c", "turn": 0, "answer": "1", "plan": {"steps": steps}},
+            {"conversation_id": "c", "turn": 1, "answer": "2", "plan": {"steps": steps[1:]}},
+        ],
+    )
+    loaded = load_predictions(preds)
+    assert [e.one_line() for e in loaded.errors] == []
+    tools = [[s.tool for s in p.plan.steps] for p in loaded.predictions.values()]
+    assert tools == [["extract", "compute"], ["compute"]]
+    assert PlanStep.model_validate(steps[1]).tool == "compute"

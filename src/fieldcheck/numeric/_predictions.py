@@ -32,6 +32,8 @@ class PlanStep(BaseModel):
     operation: str | None = None
     args: list[Any] = Field(default_factory=list)
 
+    _tool = field_validator("tool", mode="before")(lambda tool: tool_name(tool))
+
 
 class Plan(BaseModel):
     """The model's plan for one turn."""
@@ -120,6 +122,16 @@ def prediction_values(prediction: Prediction) -> PredictionValues:
 
 _STEP_FIELDS = frozenset(("tool", "operation", "args"))
 _TOOLS = ("extract", "compute")
+
+
+def tool_name(tool: Any) -> Any:
+    """A plan step's ``tool`` with case and spaces ignored (``"Compute"`` is ``compute``), as
+    operation names are; anything else as it is."""
+    if type(tool) is str and tool not in _TOOLS and tool.strip().lower() in _TOOLS:
+        return tool.strip().lower()
+    return tool
+
+
 _ENTRY_FIELDS = frozenset(("check", "passed", "message"))
 
 

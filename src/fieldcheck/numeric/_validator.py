@@ -25,6 +25,7 @@ from fieldcheck.metrics import (
     program_from_plan,
     table_entry,
 )
+from fieldcheck.numeric._predictions import tool_name
 from fieldcheck.numeric._records import Document
 
 MAX_STEPS = 20
@@ -142,6 +143,8 @@ def _schema_problems(data: dict[str, Any]) -> list[str]:
         if not isinstance(step, dict):
             problems.append(f"step {i} is not an object")
             continue
+        if "tool" in step:
+            step["tool"] = tool_name(step["tool"])
         tool = step.get("tool")
         if tool == "extract":
             if not isinstance(step.get("operation"), str | None):
