@@ -192,13 +192,13 @@ def test_mixed_predictions_by_hand(mix: tuple[Path, Path], tmp_path: Path) -> No
     # X succeeds, Y fails, Z has no scored turn
     assert s["num_successful_conversations"] == 1
     assert s["conversation_success_rate"] == 0.5
-    # every token spent is counted; the cost per correct answer leaves Y2's 100/10 out
+    # every token spent is counted, in the cost per correct answer too (Y2's failed call's 100/10)
     assert s["total_input_tokens"] == 600
     assert s["total_output_tokens"] == 60
     assert s["total_tokens"] == 660
-    assert s["cost_per_correct_answer"] == 550.0
+    assert s["cost_per_correct_answer"] == 660.0
     assert s["total_cost_usd"] == pytest.approx((600 * 2 + 60 * 10) / 1e6)
-    assert s["cost_per_correct_answer_usd"] == pytest.approx((500 * 2 + 50 * 10) / 1e6)
+    assert s["cost_per_correct_answer_usd"] == pytest.approx((600 * 2 + 60 * 10) / 1e6)
     assert s["accuracy_by_turn_number"] == {"0": 0.5, "1": 0.0, "2": 1.0}
     assert s["turns_by_turn_number"] == {"0": 2, "1": 1, "2": 1}
     assert s["avg_operations_by_turn"] == {"0": 0.5, "1": 2.0, "2": 1.0}
@@ -250,7 +250,8 @@ def test_mixed_predictions_by_hand(mix: tuple[Path, Path], tmp_path: Path) -> No
 
 
 def test_same_scores_as_without_the_failed_turns(mix: tuple[Path, Path], tmp_path: Path) -> None:
-    """A failed call counts exactly like a turn with no gold answer: the same metrics."""
+    """A failed call counts exactly like a turn with no gold answer: the same metrics, but for
+    the cost per correct answer, which counts the tokens the failed calls spent."""
     data, preds = mix
     failed = {(p["conversation_id"], p["turn"]) for p in MIX_PREDICTIONS if p["error"]} - {("Y", 1)}
     no_gold = json.loads(json.dumps(MIX_DATA))
@@ -275,7 +276,12 @@ def test_same_scores_as_without_the_failed_turns(mix: tuple[Path, Path], tmp_pat
         load_convfinqa(other), load_predictions(kept), tmp_path / "b", bootstrap=0
     ).statistics
     for key in (*METRICS, "accuracy_by_turn_number", "failure_modes", "num_scored_turns"):
-        assert a[key] == b[key], key
+        if key != "cost_per_correct_answer":
+            assert a[key] == b[key], key
+    spent = a["total_tokens"] - b["total_tokens"]  # the failed calls' tokens
+    assert spent > 0
+    successes = a["num_successful_conversations"]
+    assert a["cost_per_correct_answer"] == b["cost_per_correct_answer"] + spent / successes
 
 
 def test_numeric_score_shows_the_count_and_exits_3(mix: tuple[Path, Path], tmp_path: Path) -> None:

@@ -100,19 +100,19 @@ def test_estimated_turns_are_counted_and_said_by_numeric_score(tmp_path: Path) -
     stats = json.loads((out / "statistics.json").read_text())
     assert stats["num_turns_tokens_estimated"] == 3
     assert (stats["total_input_tokens"], stats["total_output_tokens"]) == (290, 25)
-    assert stats["cost_per_correct_answer"] == 275 / 2
-    assert stats["tokens_per_correct_turn"] == 275 / 3
+    assert stats["cost_per_correct_answer"] == 315 / 2  # every token spent, the failed call's too
+    assert stats["tokens_per_correct_turn"] == 315 / 3
     rows = _rows(result.stdout)
     assert rows["tokens (in / out)" + NOTE] == "290 / 25"
-    assert rows["cost per correct answer: tokens per successful conversation" + NOTE] == "138"
-    assert rows["tokens per correct turn" + NOTE] == "92"
-    assert rows["cost per correct answer: USD per successful conversation" + NOTE] == "0.00015"
+    assert rows["cost per correct answer: tokens per successful conversation" + NOTE] == "158"
+    assert rows["tokens per correct turn" + NOTE] == "105"
+    assert rows["cost per correct answer: USD per successful conversation" + NOTE] == "0.00017"
     report = (out / "report.md").read_text()
     assert f"| Tokens (input / output / total){NOTE} | 290 / 25 / 315 |  |" in report
     assert (
-        f"| Cost per correct answer: tokens per successful conversation{NOTE} | 137.5 |" in report
+        f"| Cost per correct answer: tokens per successful conversation{NOTE} | 157.5 |" in report
     )
-    assert f"| Tokens per correct turn{NOTE} | 91.7 |" in report
+    assert f"| Tokens per correct turn{NOTE} | 105.0 |" in report
     assert f"| Total cost (USD){NOTE} | 0.000340 |" in report  # 290 * 1 + 25 * 2 per 1M
     assert f"Tokens (input / output / total){NOTE}" in (out / "report.html").read_text()
     # each turn's trace says whether its tokens are estimated
@@ -130,7 +130,7 @@ def test_the_estimated_turns_are_the_flagged_ones(tmp_path: Path) -> None:
     estimated = [(t["conversation_id"], t["turn_idx"]) for t in turns if t["tokens_estimated"]]
     assert estimated == [("A", 0), ("B", 0), ("B", 1)]
     report = (tmp_path / "out" / "report.md").read_text()
-    assert f"| Tokens per correct turn{NOTE} | 91.7 |" in report
+    assert f"| Tokens per correct turn{NOTE} | 105.0 |" in report
 
 
 def test_one_estimated_turn_is_said_in_the_singular(tmp_path: Path) -> None:

@@ -432,8 +432,8 @@ def glossary(stats: Mapping[str, Any]) -> list[Term]:
             "Cost per correct answer",
             "total tokens (input + output) / successful conversations",
             "The spec's formula and name (statistics.json cost_per_correct_answer): tokens per "
-            "successful conversation, not per correct turn; tokens of turns whose model call "
-            "failed are left out; n/a when no conversation succeeded.",
+            "successful conversation, not per correct turn; the tokens of failed model calls "
+            "count (they were spent); n/a when no conversation succeeded.",
         ),
         Term(
             "Tokens per correct turn",

@@ -394,7 +394,7 @@ class Tally:
         self.logic_counts = [0] * len(LOGIC_FIELDS)
         self.operations = [0, 0]  # sum, turns with a count (answered)
         self.successes = self.judged = 0
-        self.total_in = self.total_out = self.counted_in = self.counted_out = 0
+        self.total_in = self.total_out = 0
         self.estimated = 0  # turns whose tokens are estimated (characters / 4)
         self.call_errors: Counter[str] = Counter()
         self.no_gold = self.prediction_errors = self.missing = 0
@@ -415,7 +415,7 @@ class Tally:
         scored_turns: list[tuple[int, bool]] = []
         hits = [0] * len(MATCH_FIELDS)
         present: list[list[float]] = [[] for _ in _AVERAGED]
-        tokens_in = tokens_out = counted_in = counted_out = 0
+        tokens_in = tokens_out = 0
         first_failure = ""
         for t in turns:
             tokens_in += t["input_tokens"]
@@ -436,8 +436,6 @@ class Tally:
             if not_scored == "call_error":
                 self.call_errors[str(error_type)] += 1
             else:
-                counted_in += t["input_tokens"]
-                counted_out += t["output_tokens"]
                 for values, value in zip(present, _AVERAGED_OF(t), strict=True):
                     if value is not None:
                         values.append(float(value))
@@ -471,8 +469,6 @@ class Tally:
                     first_failure = f"turn {idx}: {t['failure_mode']}"
         self.total_in += tokens_in
         self.total_out += tokens_out
-        self.counted_in += counted_in
-        self.counted_out += counted_out
         for k, field in enumerate(LOGIC_FIELDS):
             self.logic[field].extend(present[k])
             self.logic_counts[k] += len(present[k])
@@ -564,7 +560,7 @@ class Tally:
         stats["num_successful_conversations"] = successes
         stats["conversation_success_rate"] = successes / self.judged if self.judged else None
         total_in, total_out = self.total_in, self.total_out
-        counted = self.counted_in + self.counted_out
+        counted = total_in + total_out  # the spec's "Total Tokens": failed calls' tokens too
         stats["total_input_tokens"] = total_in
         stats["total_output_tokens"] = total_out
         stats["total_tokens"] = total_in + total_out
@@ -573,9 +569,8 @@ class Tally:
         stats["tokens_per_correct_turn"] = counted / correct if correct else None
         if price_in is not None and price_out is not None:
             dollars = (total_in * price_in + total_out * price_out) / 1_000_000
-            spent = (self.counted_in * price_in + self.counted_out * price_out) / 1_000_000
             stats["total_cost_usd"] = dollars
-            stats["cost_per_correct_answer_usd"] = spent / successes if successes else None
+            stats["cost_per_correct_answer_usd"] = dollars / successes if successes else None
             stats["price_in_usd_per_1m"] = price_in
             stats["price_out_usd_per_1m"] = price_out
         positions = sorted(self.by_turn.items())
