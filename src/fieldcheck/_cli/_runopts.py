@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sys
 from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any, NoReturn, TypeVar
@@ -286,9 +287,21 @@ def interrupt_running_loop() -> bool:
     return True
 
 
+def _shutdown_report(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+    """The loop's exception handler: while a KeyboardInterrupt leaves the loop (a second Ctrl-C
+    close behind the first, before the first's cancellation reached the run's task), asyncio.run's
+    shutdown cancels the tasks left, and what they end with (the run's ``RunInterrupted``, an
+    interrupt wrapped in an exception group) is the interrupt's doing: not reported as
+    "unhandled exception during asyncio.run() shutdown" with a traceback, as ``run_async`` says
+    what was left in one line. Anything else as asyncio would."""
+    if not isinstance(sys.exc_info()[1], KeyboardInterrupt):
+        loop.default_exception_handler(context)
+
+
 async def _interruptible(coro: Coroutine[Any, Any, T]) -> T:
     task = asyncio.current_task()
     loop = asyncio.get_running_loop()
+    loop.set_exception_handler(_shutdown_report)
     calls = [0]
 
     def interrupt() -> None:
