@@ -56,21 +56,21 @@ def test_a_usage_error_is_one_line_exit_2_in_every_system(args: list[str], expec
     assert "╭" not in output and "Usage:" not in output
 
 
-@pytest.mark.parametrize(
-    "command",
+MODEL_RUNS = [
+    ["json", "run", "DOCS"],
     [
-        ["json", "run", "DOCS"],
-        [
-            "slots",
-            "run",
-            "--conversations",
-            str(SLOTS / "conversations.synthetic.jsonl"),
-            "--gold",
-            str(SLOTS / "gold.synthetic.jsonl"),
-        ],
-        ["numeric", "evaluate", "--data", str(EXAMPLES / "numeric" / "data.json")],
+        "slots",
+        "run",
+        "--conversations",
+        str(SLOTS / "conversations.synthetic.jsonl"),
+        "--gold",
+        str(SLOTS / "gold.synthetic.jsonl"),
     ],
-)
+    ["numeric", "evaluate", "--data", str(EXAMPLES / "numeric" / "data.json")],
+]
+
+
+@pytest.mark.parametrize("command", MODEL_RUNS)
 def test_an_endpoint_that_answers_nothing_is_an_error_line_in_every_model_run(
     tmp_path: Path, command: list[str]
 ) -> None:
@@ -87,6 +87,25 @@ def test_an_endpoint_that_answers_nothing_is_an_error_line_in_every_model_run(
     )
     stopped = [line for line in output.splitlines() if "all failed with connection" in line]
     assert status == 2 and stopped[0].startswith("error: stopped: the first 3 items of m"), output
+
+
+@pytest.mark.parametrize("command", MODEL_RUNS)
+def test_a_model_name_too_long_is_one_usage_line_in_every_model_run(
+    tmp_path: Path, command: list[str]
+) -> None:
+    """``--model`` with a name of 201 characters printed pydantic's ValidationError traceback
+    (exit 1); it is one line, exit 2, as the same name in a ``--models`` file is."""
+    args = [str(EXAMPLES / "json" / "documents.jsonl") if w == "DOCS" else w for w in command]
+    status, output = _run(
+        *args, "--model", "x" * 201, "--base-url", "http://127.0.0.1:9/v1",
+        "--no-store", "--out", str(tmp_path / "o"),
+    )  # fmt: skip
+    assert status == 2, output
+    assert output.strip().splitlines() == [
+        "error: --model: field 'name': must have at most 200 characters "
+        f"(see 'fieldcheck {' '.join(command[:2])} --help')"
+    ]
+    assert not (tmp_path / "o").exists()
 
 
 def test_verbose_is_accepted_after_the_subcommand(tmp_path: Path) -> None:

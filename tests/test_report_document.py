@@ -33,6 +33,15 @@ def test_markdown_escapes_data_and_keeps_numbers() -> None:
     assert "- **F1** `2PR/(P+R)`: " in text
 
 
+def test_an_ampersand_is_escaped_so_an_entity_in_data_stays_text() -> None:
+    """``&lt;script&gt;`` in a value rendered as ``<script>`` in report.md (a Markdown viewer
+    reads entities): an ``&`` that starts an entity is backslash-escaped as the other specials
+    are, in every text cell; one that starts none (``Q&A``, ``P & R``) is left as written."""
+    report = Report("t").paragraph("&lt;script&gt; Q&A P & R").table(["k"], [["&amp;"]])
+    text = report.markdown()
+    assert "\\&lt;script\\&gt; Q&A P & R" in text and "| \\&amp; |" in text
+
+
 def test_html_escapes_every_value() -> None:
     page = _report().html()
     assert "<img src=x" not in page

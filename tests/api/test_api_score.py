@@ -207,3 +207,26 @@ def test_the_runs_of_uploads_name_the_files_sent_never_the_data_root(
     assert page.status_code == 200 and "walk.jsonl" in page.text
     for answer in (listed, run, child, page):
         assert root not in answer.text
+
+
+def test_two_roles_that_clean_to_one_folder_are_kept_apart(serve: Serve, tmp_path: Path) -> None:
+    """``pred:gpt 4`` and ``pred:gpt:4`` both clean to the folder ``pred_gpt_4``: with the same
+    upload file name the second upload met the first's file (FileExistsError, a 500 that left a
+    half-written folder); it is kept in ``pred_gpt_4-2``, as ``slots run`` keeps model folders
+    apart, and both models are scored."""
+    live = serve()
+    slots = Path(__file__).parents[2] / "examples" / "slots"
+    sent = [
+        ("gold", ("gold.jsonl", (slots / "gold.synthetic.jsonl").read_bytes())),
+        ("pred:gpt 4", ("pred.jsonl", (slots / "pred_synthetic-careful.synthetic.jsonl").read_bytes())),
+        ("pred:gpt:4", ("pred.jsonl", (slots / "pred_synthetic-eager.synthetic.jsonl").read_bytes())),
+    ]  # fmt: skip
+    with httpx.Client(base_url=live.base_url, timeout=60) as http:
+        answer = http.post("/api/score/slots", files=sent, data={"settings": "{}"})
+    assert answer.status_code == 200, answer.text
+    assert set(answer.json()["metrics"]["models"]) == {"gpt 4", "gpt:4"}
+    (folder,) = (tmp_path / "data" / "fieldcheck-runs").iterdir()
+    inputs = folder / "inputs"
+    assert sorted(p.name for p in inputs.iterdir()) == ["gold", "pred_gpt_4", "pred_gpt_4-2"]
+    careful = (slots / "pred_synthetic-careful.synthetic.jsonl").read_bytes()
+    assert (inputs / "pred_gpt_4" / "pred.jsonl").read_bytes() == careful

@@ -93,6 +93,30 @@ def test_depth_limit_fails_one_record_and_the_batch_goes_on(table_matchers: dict
     assert (batch.summary.scored, batch.summary.not_scored, batch.summary.failed) == (1, 1, 0)
 
 
+def test_a_string_past_orjsons_depth_limit_is_too_deep_as_one_of_300(
+    tmp_path: Path, table_matchers: dict[str, Any]
+) -> None:
+    """An output string nesting 100,000 levels was scored as invalid_json (exit 0): orjson
+    refuses it for its own depth limit before fieldcheck measures it, where 300 levels were
+    refused as too deep (exit 3, as docs/json.md says of values inside a JSON string); both are
+    too deep now, in ``json batch`` and ``evaluate``."""
+    deep = '{"a":' + "[" * 100_000 + "]" * 100_000 + "}"
+    outputs = {"d300": json.dumps({"a": nested(300)}), "d100000": deep}
+    data = write(tmp_path, "d.jsonl", "".join(
+        json.dumps({"id": key, "ground_truth": {"a": 1}, "output": text}) + "\n"
+        for key, text in outputs.items()
+    ))  # fmt: skip
+    result = run("batch", data, "--out", str(tmp_path / "out"), "--no-store")
+    assert result.exit_code == 3, result.output
+    assert result.stderr.splitlines()[:2] == [
+        f"error: {data}:{n}: record {key}: field 'output': {TOO_DEEP}"
+        for n, key in enumerate(outputs, 1)
+    ]
+    with pytest.raises(InputError) as info:
+        evaluate(deep, {"a": 1}, EvalConfig(), matchers=table_matchers)
+    assert str(info.value) == f"field 'output': {TOO_DEEP}"
+
+
 def test_read_batch_hostile_lines(tmp_path: Path) -> None:
     deep_list = "[" * 1000 + "]" * 1000  # orjson reads it; its repr would overflow the stack
     huge = "x" * 1_000_000

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import random
 import signal
@@ -943,3 +944,44 @@ def test_an_interrupt_after_a_finished_model_says_what_a_resume_calls_again(
     listed = f"interrupted: a (run {a.id}, finished), b (run {b.id}, 1 item finished); "
     note = "the command below resumes a with no call"
     assert line.startswith(listed + note + "; resume with: ")
+
+
+def test_a_key_echoed_in_a_reply_is_masked_before_anything_keeps_it(
+    chat_server: Start, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An endpoint that echoes the Authorization bearer inside a 200's content: the key was kept
+    verbatim in outputs.jsonl, the reply cache, the run journal and items.parquet (it was masked
+    only in error bodies); it is masked ``***`` where replies are received, so a real
+    ``json run`` writes it in no file of its folder or the store, a second run (from the cache)
+    neither."""
+    from typer.testing import CliRunner
+
+    from fieldcheck._cli.main import app
+
+    secret = "sk-live-ECHOED-IN-CONTENT-5151"
+    monkeypatch.setenv("FIELDCHECK_API_KEY", secret)
+    seen: list[ChatServer] = []
+
+    def script(req: dict[str, Any]) -> Reply:
+        bearer = seen[0].headers[-1]["authorization"].removeprefix("Bearer ")
+        return Reply(content=json.dumps({"name": f"Ann {bearer}"}))
+
+    seen.append(chat_server(script))
+    docs = tmp_path / "docs.jsonl"
+    docs.write_text('{"id": "a", "document": "Ann", "ground_truth": {"name": "Ann"}}\n')
+    for n in (1, 2):
+        result = CliRunner().invoke(
+            app,
+            ["json", "run", str(docs), "--model", "m", "--base-url", seen[0].base_url,
+             "--no-progress", "--out", str(tmp_path / f"out{n}")],
+        )  # fmt: skip
+        assert result.exit_code == 0, result.output
+        assert secret not in result.output
+    assert seen[0].headers[0]["authorization"] == f"Bearer {secret}" and len(seen[0].headers) == 1
+    [line] = (tmp_path / "out2" / "m" / "outputs.jsonl").read_text().splitlines()
+    assert json.loads(line)["output"] == {"name": "Ann ***"}  # answered from the cache, masked
+    db_dir = Path(os.environ["FIELDCHECK_DATABASE_URL"].removeprefix("sqlite:///")).parent
+    files = [p for root in (db_dir, tmp_path) for p in root.rglob("*") if p.is_file()]
+    assert any(p.name == "items.parquet" for p in files)
+    for path in files:
+        assert secret.encode() not in path.read_bytes(), path

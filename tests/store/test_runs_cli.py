@@ -7,6 +7,7 @@ import csv
 import os
 import re
 import subprocess
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -129,6 +130,50 @@ def test_export_csv_neutralises_formulas_and_jsonl_round_trips(tmp_path: Path) -
     lines = [orjson.loads(line) for line in stdout.splitlines()]
     assert [line["key"] for line in lines] == ['=HYPERLINK("x")', "r2", "\r=1+1"]
     assert lines[1]["result"]["ground_truth"] == {HOSTILE: "v"}
+
+
+def _on_a_terminal(command: list[str]) -> bytes:
+    """What ``command`` writes to its stdout when that is a terminal (a pty)."""
+    primary, secondary = os.openpty()
+    with subprocess.Popen(command, stdout=secondary) as process:
+        os.close(secondary)
+        shown = b""
+        while True:
+            try:
+                block = os.read(primary, 1 << 16)
+            except OSError:  # EIO: the process closed the terminal
+                break
+            if not block:
+                break
+            shown += block
+    os.close(primary)
+    assert process.returncode == 0
+    return shown
+
+
+def test_export_to_a_terminal_escapes_control_characters_a_pipe_gets_the_bytes(
+    tmp_path: Path,
+) -> None:
+    """``runs export`` without ``--out`` wrote an id's ESC/OSC sequences raw to the terminal
+    (``--format jsonl`` its U+202E): on a terminal they are shown escaped, as ``runs show``
+    shows them; a pipe still gets the exported bytes unchanged."""
+    hostile = "\x1b]0;PWNED\x07\x1b[2Jx\u202e"
+    records = [{"id": hostile, "ground_truth": {"a": "1"}, "output": {"a": "1"}}]
+    out, batch = json_folder(tmp_path, "f", records)
+    run_id = orjson.loads(runs("import", str(out), "--input", f"batch={batch}", "--json")[1])["id"]
+    for fmt, escaped in (
+        ("csv", b"\\x1b]0;PWNED\\x07\\x1b[2Jx\\u202e"),
+        ("jsonl", b"\\u001b]0;PWNED\\u0007\\u001b[2Jx\\u202e"),
+    ):
+        command = [sys.executable, "-m", "fieldcheck", "runs", "export", run_id, "--format", fmt]
+        piped = subprocess.run(command, capture_output=True, check=True).stdout
+        assert runs("export", run_id, "--format", fmt, "--out", str(tmp_path / fmt))[0] == 0
+        assert piped == (tmp_path / fmt).read_bytes()
+        assert (hostile if fmt == "csv" else "\u202e").encode() in piped  # the bytes, raw
+        shown = _on_a_terminal(command)
+        assert escaped in shown, shown
+        assert b"\x1b" not in shown and b"\x07" not in shown and "\u202e".encode() not in shown
+        assert shown.count(b"\n") == piped.count(b"\n")
 
 
 def test_rescore_numeric_is_refused_and_delete(tmp_path: Path) -> None:

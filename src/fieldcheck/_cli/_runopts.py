@@ -29,7 +29,7 @@ from fieldcheck._cli._common import (
     pipeline_errors,
 )
 from fieldcheck._cli._record import runner_store_failed, runner_store_unavailable, say, store_failed
-from fieldcheck._util.errors import InputError
+from fieldcheck._util.errors import InputError, input_error_of
 from fieldcheck._util.term import SafeConsole
 from fieldcheck.reports import RunFolder
 from fieldcheck.runner import (
@@ -204,18 +204,22 @@ def model_specs(
             raise typer.BadParameter(
                 f"expected NAME=MODEL or MODEL, got {text!r}", param_hint="--model"
             )
-        specs.append(
-            ModelSpec(
-                name=name.strip(),
-                model=model.strip(),
-                base_url=base_url,
-                temperature=temperature,
-                max_tokens=max_tokens,
-                seed=model_seed,
-                price_in=price_in,
-                price_out=price_out,
+        try:
+            specs.append(
+                ModelSpec(
+                    name=name.strip(),
+                    model=model.strip(),
+                    base_url=base_url,
+                    temperature=temperature,
+                    max_tokens=max_tokens,
+                    seed=model_seed,
+                    price_in=price_in,
+                    price_out=price_out,
+                )
             )
-        )
+        except ValidationError as exc:  # a name past 200 characters, as a --models file's
+            error = input_error_of(exc).replace(value=...)
+            raise typer.BadParameter(error.one_line(), param_hint="--model") from None
     names = [s.name for s in specs]
     if len(set(names)) != len(names):
         raise typer.BadParameter("model names must be unique", param_hint="--model")

@@ -18,7 +18,7 @@ from fieldcheck._cli._common import EXIT_OK, F, FieldcheckGroup, pipeline_errors
 from fieldcheck._cli._record import grid, say
 from fieldcheck._util.errors import InputError, UsageProblem
 from fieldcheck._util.jsonio import dumps
-from fieldcheck._util.term import SafeConsole, safe_json_text, safe_text
+from fieldcheck._util.term import SafeConsole, safe_json_text, safe_lines, safe_text
 
 app = typer.Typer(
     cls=FieldcheckGroup,
@@ -480,9 +480,10 @@ def export_command(
         raise UsageProblem("parquet is written to a file: give --out FILE", "--out")
     store = _store()
     info = _run(store, run)
-    if out is None:
+    if out is None:  # a terminal is shown control characters escaped; a pipe gets the bytes
+        shown = (safe_json_text if fmt == "jsonl" else safe_lines) if sys.stdout.isatty() else None
         for block in iter_export(store, info.id, fmt):  # type: ignore[arg-type]
-            sys.stdout.buffer.write(block)
+            sys.stdout.buffer.write(shown(block.decode()).encode() if shown else block)
         sys.stdout.flush()
         return
     _refuse_a_file(out)

@@ -51,6 +51,12 @@ def safe_json_text(text: str) -> str:
     return _UNSAFE_JSON.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
+def safe_lines(text: str) -> str:
+    """Lines of data for a terminal (a CSV's rows): every control character escaped but the line
+    breaks (``\\r\\n`` shown as one)."""
+    return _UNSAFE_BUT_NEWLINE.sub(_escape_char, text.replace("\r\n", "\n"))
+
+
 class SafeConsole(Console):
     """A Rich console that escapes control characters in every text segment it writes (Rich's
     own controls are separate segments and stay): the last line of defence. Emoji codes

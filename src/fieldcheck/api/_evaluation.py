@@ -22,7 +22,7 @@ from starlette.datastructures import UploadFile
 from fieldcheck import core
 from fieldcheck._util.errors import CannotWrite, InputError, UsageProblem
 from fieldcheck._util.jsonio import document_error, loads, repeated_key
-from fieldcheck._util.paths import safe_filename
+from fieldcheck._util.paths import safe_filename, unique_filenames
 from fieldcheck.api._errors import ApiError
 from fieldcheck.jsoneval import (
     LISTED_TWICE,
@@ -227,13 +227,15 @@ async def score_uploads(
     root: Path | None,
     params: Mapping[str, str] | None = None,
 ) -> tuple[core.Outcome, dict[str, str]]:
-    """Each upload kept in a new ``request_folder`` (``inputs/ROLE/FILE``) and scored into its
-    ``run/`` in a worker thread: the outcome, and each server path as the client names it."""
+    """Each upload kept in a new ``request_folder`` (``inputs/ROLE/FILE``, roles that clean to one
+    folder name kept apart by ``-2``...) and scored into its ``run/`` in a worker thread: the
+    outcome, and each server path as the client names it."""
+    folders = unique_filenames(role for role, _ in uploads)
     with request_folder(root, system) as base:
         inputs, shown = [], {str(base): f"{RUNS}/{base.name}"}
         for role, upload in uploads:
             sent = os.path.basename(upload.filename or "") or role
-            path = base / "inputs" / safe_filename(role) / safe_filename(sent)
+            path = base / "inputs" / folders[role] / safe_filename(sent)
             path.parent.mkdir(parents=True, exist_ok=True)
             with path.open("xb") as handle:  # a block at a time
                 while block := await upload.read(_COPY_BLOCK):

@@ -239,10 +239,13 @@ def _strip_fence(text: str) -> str:
     return text
 
 
-def coerce_output(output: Any) -> tuple[dict[str, Any] | None, OutputKind, list[str]]:
+def coerce_output(
+    output: Any, *, record: str | None = None
+) -> tuple[dict[str, Any] | None, OutputKind, list[str]]:
     """The output as an object, its kind, and flags (the documented non-object rule's first step):
     a JSON object in a string (optionally fenced) is parsed and flagged ``parsed_from_text``;
-    anything else is flagged ``not_an_object``."""
+    anything else is flagged ``not_an_object``. A string nesting past orjson's depth limit is
+    InputError ``TOO_DEEP`` naming ``record``, as one past MAX_DEPTH is."""
     if isinstance(output, Mapping):
         return dict(output), "object", []
     kind: OutputKind = "number"
@@ -251,7 +254,9 @@ def coerce_output(output: Any) -> tuple[dict[str, Any] | None, OutputKind, list[
         if text.startswith(("{", "[")):
             try:
                 parsed = loads(text)
-            except orjson.JSONDecodeError:
+            except orjson.JSONDecodeError as exc:
+                if "depth limit" in exc.msg:  # orjson's 1024 levels: deeper than MAX_DEPTH
+                    raise InputError(TOO_DEEP, field="output", record=record) from None
                 return None, "invalid_json", ["not_an_object"]
             if isinstance(parsed, dict):
                 return parsed, "object", ["parsed_from_text"]
@@ -422,7 +427,11 @@ class Scorer:
         gt, output = item.ground_truth, item.output
         if not item.checked:
             _too_deep(gt, field="ground_truth", record=item.key)
-        obj, kind, flags = (output, "object", []) if type(output) is dict else coerce_output(output)
+        obj, kind, flags = (
+            (output, "object", [])
+            if type(output) is dict
+            else coerce_output(output, record=item.key)
+        )
         if not item.checked or flags == ["parsed_from_text"]:
             _too_deep(obj if obj is not None else output, field="output", record=item.key)
         safety = 1.0 if item.safety_score is None else float(item.safety_score)

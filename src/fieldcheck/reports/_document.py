@@ -19,7 +19,8 @@ from typing import Any
 from fieldcheck._util.term import safe_text
 from fieldcheck.reports._folder import RunFolder
 
-_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]<>|#~])")
+# and an "&" that would start an entity (``&lt;`` shown as "<"); "Q&A" stays as written
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]<>|#~]|&(?=[0-9A-Za-z]+;))")
 LINE_BREAKS = re.compile(r"[\r\n\v\f\x85\u2028\u2029]")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 LABEL_CHARS = 24

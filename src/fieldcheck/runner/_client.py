@@ -458,7 +458,7 @@ class ChatClient:
                 else reply.output_tokens
             )
             return CallResult(
-                text=reply.text,
+                text=None if reply.text is None else self._hidden(reply.text),  # a key echoed
                 input_tokens=input_tokens,
                 output_tokens=output_tokens,
                 tokens_estimated=estimated,
@@ -493,6 +493,11 @@ class ChatClient:
             text = f"{self.spec.endpoint}/chat/completions: {text} (does {option} end in /v1?)"
         elif status in (401, 403):
             text = f"{self.spec.endpoint}: {text} (is the API key set?)"
+        return self._hidden(text)
+
+    def _hidden(self, text: str) -> str:
+        """``text`` with the API key masked ``***`` (an endpoint may echo it, in an error or a
+        reply): it is written nowhere."""
         key = self._api_key
         return text.replace(key, "***") if key and key != "not-set" else text
 
