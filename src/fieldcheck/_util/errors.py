@@ -68,6 +68,13 @@ def _count(pair: tuple[str, str], step: int) -> None:
         _PLACED = tuple(sorted(pairs, key=lambda p: -len(p[0])))
 
 
+def open_destination() -> str | None:
+    """Where the one run folder open in this process goes, as given (None: none, or several)."""
+    with _placing:
+        found = {dest for _, dest in _placed}
+    return found.pop() if len(found) == 1 else None
+
+
 def placed_paths() -> tuple[tuple[str, str], ...]:
     """The (partial folder, destination) pairs ``shown_path`` maps now, for a pool process
     (``place_all``)."""
