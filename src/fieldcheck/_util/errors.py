@@ -69,10 +69,9 @@ def _count(pair: tuple[str, str], step: int) -> None:
 
 
 def open_destination() -> str | None:
-    """Where the one run folder open in this process goes, as given (None: none, or several)."""
+    """Where the run folder this process opened last (and still has open) goes, as given."""
     with _placing:
-        found = {dest for _, dest in _placed}
-    return found.pop() if len(found) == 1 else None
+        return next(reversed(_placed))[1] if _placed else None
 
 
 def placed_paths() -> tuple[tuple[str, str], ...]:
