@@ -561,3 +561,28 @@ def test_the_resume_command_of_a_run_without_out_continues_its_unfinished_folder
     assert "resuming run" in again.stderr and "2 of 5 items already finished" in again.stderr
     assert [p.name for p in Path("fieldcheck-runs").iterdir()] == [Path(dest).name]
     assert json.loads(Path(dest, "run.json").read_text())["complete"] is True
+
+
+def test_a_resumed_slots_run_writes_the_predictions_of_an_uninterrupted_one_byte_for_byte(
+    tmp_path: Path, chat_server: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A session read back on resume keeps its reply's slot order (name, age, location) in
+    pred_m.jsonl, as a run not interrupted does: the journal kept it with its keys sorted, so the
+    resumed sessions' slots came out by field (a robustness trial's finding)."""
+    from fieldcheck.runner import RunHandle
+
+    reply = '{"basic_info": {"name": ["Ann"], "age": ["30"], "location": ["Oslo"]}}'
+    server = chat_server(lambda body: reply)
+    whole = [*_model_run("slots", tmp_path, server.base_url, tmp_path / "whole"), "--no-cache"]
+    assert _invoke(*whole, "--concurrency", "1").exit_code == 0
+    original = _stop_after_two_items(monkeypatch)
+    command = [*_model_run("slots", tmp_path, server.base_url, tmp_path / "out"), "--no-cache"]
+    assert _invoke(*command, "--concurrency", "1").exit_code == 130
+    monkeypatch.setattr(RunHandle, "save", original)
+    again = _invoke(*command, "--concurrency", "1")
+    assert again.exit_code == 0, again.output
+    assert "2 of 3 items already finished" in again.stderr
+    pred = (tmp_path / "out" / "pred_m.jsonl").read_bytes()
+    assert pred == (tmp_path / "whole" / "pred_m.jsonl").read_bytes()
+    fields = [json.loads(line)["field"] for line in pred.decode().splitlines()]
+    assert fields == ["name", "age", "location"] * 3
