@@ -586,3 +586,29 @@ def test_a_resumed_slots_run_writes_the_predictions_of_an_uninterrupted_one_byte
     assert pred == (tmp_path / "whole" / "pred_m.jsonl").read_bytes()
     fields = [json.loads(line)["field"] for line in pred.decode().splitlines()]
     assert fields == ["name", "age", "location"] * 3
+
+
+def test_a_model_run_continued_with_other_scoring_settings_applies_them(
+    tmp_path: Path, chat_server: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A slots run interrupted, then continued with other scoring settings, is not refused (its
+    files are all rewritten when it scores): run.json and metrics.json hold the new settings, as
+    a fresh run's; docs/formats.md said it was refused (a robustness trial's finding)."""
+    from fieldcheck.runner import RunHandle
+
+    server = chat_server(lambda body: '{"basic_info": {"name": ["Ann"]}}')
+    command = _model_run("slots", tmp_path, server.base_url, tmp_path / "out")
+    original = _stop_after_two_items(monkeypatch)
+    assert _invoke(*command, "--concurrency", "1", "--bootstrap", "500").exit_code == 130
+    monkeypatch.setattr(RunHandle, "save", original)
+    again = _invoke(*command, "--bootstrap", "300", "--tp", "exact")
+    assert again.exit_code == 0, again.output
+    settings = json.loads((tmp_path / "out" / "run.json").read_text())["settings"]
+    assert (settings["bootstrap"], settings["tp"]) == (300, "exact")
+    signature = json.loads((tmp_path / "out" / "metrics.json").read_text())["signature"]
+    assert (signature["settings"]["bootstrap"], signature["settings"]["tp"]) == (300, "exact")
+    doc = " ".join((Path(__file__).parents[1] / "docs" / "formats.md").read_text().split())
+    assert "scoring settings given anew (`--bootstrap`, `--tp`, `--seed`, ...) are applied" in doc
+    slots = " ".join((Path(__file__).parents[1] / "docs" / "slots.md").read_text().split())
+    assert "3 on a session error (invalid reply or call error)" not in slots
+    assert "3 on a call error or when a gold line was invalid" in slots
