@@ -473,22 +473,12 @@ def test_a_continued_folder_stopped_by_a_usage_error_is_left_as_found(
     assert json.loads((partial / "run.json").read_text())["complete"] is False
 
 
-@pytest.mark.parametrize("system", ["json", "slots", "numeric"])
-def test_a_ctrl_c_under_no_store_says_the_same_command_calls_every_item_again(
-    tmp_path: Path, chat_server: Any, monkeypatch: pytest.MonkeyPatch, system: str
-) -> None:
-    """Ctrl-C during the calls of a run without the store: the line says nothing was stored and
-    that the same command starts over, calling every item again (it promised a resume, docs/
-    running.md: nothing to resume); the same command then makes every call a whole run makes."""
+def _stop_after_two_items(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """Make a model run stop as Ctrl-C stops it once two items are saved; the original save."""
     import asyncio
 
     from fieldcheck.runner import RunHandle
 
-    server = chat_server(lambda body: "{}")
-    whole = _model_run(system, tmp_path, server.base_url, tmp_path / "whole")
-    done = _invoke(*whole, "--no-store", "--concurrency", "1")
-    assert done.exit_code in (0, 3), done.output
-    calls = len(server.chat_requests)
     original, saved = RunHandle.save, []
 
     def save_then_stop(self: RunHandle, key: str, *args: Any, **kwargs: Any) -> None:
@@ -498,6 +488,24 @@ def test_a_ctrl_c_under_no_store_says_the_same_command_calls_every_item_again(
             raise asyncio.CancelledError  # as Ctrl-C cancels the run, two items finished
 
     monkeypatch.setattr(RunHandle, "save", save_then_stop)
+    return original
+
+
+@pytest.mark.parametrize("system", ["json", "slots", "numeric"])
+def test_a_ctrl_c_under_no_store_says_the_same_command_calls_every_item_again(
+    tmp_path: Path, chat_server: Any, monkeypatch: pytest.MonkeyPatch, system: str
+) -> None:
+    """Ctrl-C during the calls of a run without the store: the line says nothing was stored and
+    that the same command starts over, calling every item again (it promised a resume, docs/
+    running.md: nothing to resume); the same command then makes every call a whole run makes."""
+    from fieldcheck.runner import RunHandle
+
+    server = chat_server(lambda body: "{}")
+    whole = _model_run(system, tmp_path, server.base_url, tmp_path / "whole")
+    done = _invoke(*whole, "--no-store", "--concurrency", "1")
+    assert done.exit_code in (0, 3), done.output
+    calls = len(server.chat_requests)
+    original = _stop_after_two_items(monkeypatch)
     out = tmp_path / "out"
     command = [*_model_run(system, tmp_path, server.base_url, out), "--no-store"]
     command += ["--concurrency", "1"]
@@ -517,3 +525,90 @@ def test_a_ctrl_c_under_no_store_says_the_same_command_calls_every_item_again(
     assert again.exit_code == done.exit_code, again.output
     assert len(server.chat_requests) - asked == calls  # every call made again
     assert (out / "run.json").is_file()
+
+
+def test_the_resume_command_of_a_run_without_out_continues_its_unfinished_folder(
+    tmp_path: Path, chat_server: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C of a model run given no --out: the printed command gives --out the folder its
+    partial folder goes to, so running it as printed continues that folder; it printed the
+    command as given, which made a new folder and left the partial one behind (a robustness
+    trial's finding)."""
+    import shlex
+    import sys
+
+    from fieldcheck.runner import RunHandle
+
+    monkeypatch.chdir(tmp_path)
+    server = chat_server(lambda body: "{}")
+    given = _model_run("json", tmp_path, server.base_url, tmp_path / "unused")
+    command = [*given[:-3], given[-1], "--concurrency", "1"]  # without --out
+    command[2] = "my docs.jsonl"  # a name the shell must have quoted
+    Path("docs.jsonl").rename(command[2])
+    monkeypatch.setattr(sys, "argv", ["fieldcheck", *command])  # as the shell ran it
+    original = _stop_after_two_items(monkeypatch)
+    stopped = _invoke(*command)
+    assert stopped.exit_code == 130, stopped.output
+    (partial,) = Path("fieldcheck-runs").iterdir()
+    assert partial.name.endswith(PARTIAL)
+    dest = f"fieldcheck-runs/{partial.name[: -len(PARTIAL)]}"
+    line = stopped.stderr.strip().splitlines()[-1]
+    resume = line.split("; resume with: ", 1)[1]
+    assert resume == shlex.join(["fieldcheck", *command, "--out", dest])
+    monkeypatch.setattr(RunHandle, "save", original)
+    again = _invoke(*shlex.split(resume)[1:])
+    assert again.exit_code == 0, again.output
+    assert "resuming run" in again.stderr and "2 of 5 items already finished" in again.stderr
+    assert [p.name for p in Path("fieldcheck-runs").iterdir()] == [Path(dest).name]
+    assert json.loads(Path(dest, "run.json").read_text())["complete"] is True
+
+
+def test_a_resumed_slots_run_writes_the_predictions_of_an_uninterrupted_one_byte_for_byte(
+    tmp_path: Path, chat_server: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A session read back on resume keeps its reply's slot order (name, age, location) in
+    pred_m.jsonl, as a run not interrupted does: the journal kept it with its keys sorted, so the
+    resumed sessions' slots came out by field (a robustness trial's finding)."""
+    from fieldcheck.runner import RunHandle
+
+    reply = '{"basic_info": {"name": ["Ann"], "age": ["30"], "location": ["Oslo"]}}'
+    server = chat_server(lambda body: reply)
+    whole = [*_model_run("slots", tmp_path, server.base_url, tmp_path / "whole"), "--no-cache"]
+    assert _invoke(*whole, "--concurrency", "1").exit_code == 0
+    original = _stop_after_two_items(monkeypatch)
+    command = [*_model_run("slots", tmp_path, server.base_url, tmp_path / "out"), "--no-cache"]
+    assert _invoke(*command, "--concurrency", "1").exit_code == 130
+    monkeypatch.setattr(RunHandle, "save", original)
+    again = _invoke(*command, "--concurrency", "1")
+    assert again.exit_code == 0, again.output
+    assert "2 of 3 items already finished" in again.stderr
+    pred = (tmp_path / "out" / "pred_m.jsonl").read_bytes()
+    assert pred == (tmp_path / "whole" / "pred_m.jsonl").read_bytes()
+    fields = [json.loads(line)["field"] for line in pred.decode().splitlines()]
+    assert fields == ["name", "age", "location"] * 3
+
+
+def test_a_model_run_continued_with_other_scoring_settings_applies_them(
+    tmp_path: Path, chat_server: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A slots run interrupted, then continued with other scoring settings, is not refused (its
+    files are all rewritten when it scores): run.json and metrics.json hold the new settings, as
+    a fresh run's; docs/formats.md said it was refused (a robustness trial's finding)."""
+    from fieldcheck.runner import RunHandle
+
+    server = chat_server(lambda body: '{"basic_info": {"name": ["Ann"]}}')
+    command = _model_run("slots", tmp_path, server.base_url, tmp_path / "out")
+    original = _stop_after_two_items(monkeypatch)
+    assert _invoke(*command, "--concurrency", "1", "--bootstrap", "500").exit_code == 130
+    monkeypatch.setattr(RunHandle, "save", original)
+    again = _invoke(*command, "--bootstrap", "300", "--tp", "exact")
+    assert again.exit_code == 0, again.output
+    settings = json.loads((tmp_path / "out" / "run.json").read_text())["settings"]
+    assert (settings["bootstrap"], settings["tp"]) == (300, "exact")
+    signature = json.loads((tmp_path / "out" / "metrics.json").read_text())["signature"]
+    assert (signature["settings"]["bootstrap"], signature["settings"]["tp"]) == (300, "exact")
+    doc = " ".join((Path(__file__).parents[1] / "docs" / "formats.md").read_text().split())
+    assert "scoring settings given anew (`--bootstrap`, `--tp`, `--seed`, ...) are applied" in doc
+    slots = " ".join((Path(__file__).parents[1] / "docs" / "slots.md").read_text().split())
+    assert "3 on a session error (invalid reply or call error)" not in slots
+    assert "3 on a call error or when a gold line was invalid" in slots

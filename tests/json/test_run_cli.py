@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 import os
+import statistics
 import threading
 from collections import Counter
 from collections.abc import Callable
@@ -188,6 +190,35 @@ def test_every_kind_of_reply_and_error(files: dict[str, Path], chat_server: Star
     assert f"run {info['run_id']}; 7 calls, 0 from the cache; store: sqlite:///" in text
     assert f"error: {data}:3: invalid JSON" in result.stderr
     assert (files["out"] / "comparison.csv").is_file()
+    # latency: means over the records with an output (r7's 1 s of timeouts left out), everywhere
+    store = Store()
+    journal = {i.key: i.latency_s for i in store.journal(info["run_id"])}
+    answered = [journal[k] for k in ("r1", "r2", "r3", "r4", "r5")]
+    assert info["latency_s_mean"] == math.fsum(answered) / 5
+    assert info["latency_s_median"] == statistics.median(answered)
+    with (files["out"] / "comparison.csv").open() as handle:
+        assert float(next(csv.DictReader(handle))["latency_s_mean"]) == info["latency_s_mean"]
+    stored = store.get_run(info["run_id"])
+    assert stored is not None and stored.latency_mean_s == pytest.approx(math.fsum(answered) / 5)
+    store.close()
+
+
+def test_a_run_with_no_output_has_no_latency(tmp_path: Path, chat_server: StartServer) -> None:
+    """Every call failed: no mean latency in run.json, comparison.csv or the runs list (they
+    counted the failed calls' seconds: a robustness trial's finding)."""
+    server = chat_server(lambda body: Reply(status=500))
+    data = write_jsonl(tmp_path / "d.jsonl", [{"id": "a", "document": "d", "ground_truth": {}}])
+    args = [str(data), "--model", "m", "--base-url", server.base_url, "--no-progress"]
+    assert run(*args, "--max-retries", "0", "--out", str(tmp_path / "o")).exit_code == 3
+    info = json.loads((tmp_path / "o" / "m" / "run.json").read_text())
+    assert info["with_output"] == 0
+    assert (info["latency_s_mean"], info["latency_s_median"]) == (None, None)
+    with (tmp_path / "o" / "comparison.csv").open() as handle:
+        assert next(csv.DictReader(handle))["latency_s_mean"] == ""
+    store = Store()
+    stored = store.get_run(info["run_id"])
+    assert stored is not None and (stored.n_call_errors, stored.latency_mean_s) == (1, None)
+    store.close()
 
 
 def test_json_mode_and_schema_reach_the_model(

@@ -68,6 +68,12 @@ def _count(pair: tuple[str, str], step: int) -> None:
         _PLACED = tuple(sorted(pairs, key=lambda p: -len(p[0])))
 
 
+def open_destination() -> str | None:
+    """Where the run folder this process opened last (and still has open) goes, as given."""
+    with _placing:
+        return next(reversed(_placed))[1] if _placed else None
+
+
 def placed_paths() -> tuple[tuple[str, str], ...]:
     """The (partial folder, destination) pairs ``shown_path`` maps now, for a pool process
     (``place_all``)."""

@@ -268,9 +268,11 @@ def parse_jsonl_line(
     return value
 
 
-def dumps(value: Any, *, indent: bool = False) -> str:
-    """Serialise with orjson (non-str keys allowed, sorted keys, optional 2-space indent)."""
-    option = orjson.OPT_NON_STR_KEYS | orjson.OPT_SORT_KEYS | orjson.OPT_SERIALIZE_NUMPY
+def dumps(value: Any, *, indent: bool = False, sort: bool = True) -> str:
+    """Serialise with orjson (non-str keys allowed, keys sorted unless not ``sort``, optional
+    2-space indent)."""
+    option = orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY
+    option |= orjson.OPT_SORT_KEYS if sort else 0
     if indent:
         option |= orjson.OPT_INDENT_2
     return dumps_bytes(value, option).decode()

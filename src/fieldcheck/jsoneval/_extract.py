@@ -404,8 +404,8 @@ def collect(handle: RunHandle, spec: ModelSpec, records: list[ExtractRecord]) ->
         run.input_tokens += int(res.get("input_tokens", 0))
         run.output_tokens += int(res.get("output_tokens", 0))
         run.tokens_estimated |= bool(res.get("tokens_estimated", False))
-        run.latencies.append(item.latency_s)
         if item.error_type is None and "output" in res:
+            run.latencies.append(item.latency_s)  # means over the records with an output
             run.rows.append(
                 {"id": record.id, "ground_truth": record.ground_truth, "output": res["output"]}
             )

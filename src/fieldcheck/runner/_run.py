@@ -26,7 +26,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from fieldcheck._util.errors import UsageProblem
+from fieldcheck._util.errors import UsageProblem, open_destination
 from fieldcheck._util.signature import Signature
 from fieldcheck._util.term import SafeConsole
 from fieldcheck.runner._client import CallResult, ChatClient, Runner
@@ -339,10 +339,14 @@ def interrupted_line(runner: Runner) -> str | None:
 
 
 def resume_command() -> str:
-    """The command line that resumes this run: the same command."""
+    """The command line that resumes this run: the same command, with ``--out`` the folder its
+    unfinished folder goes to when none was given (else a new folder would be made)."""
     argv = list(sys.argv)
     if argv and Path(argv[0]).name in {"__main__.py", "fieldcheck"}:
         argv[0] = "fieldcheck"
+    dest = open_destination()
+    if dest and not any(a == "--out" or a.startswith("--out=") for a in argv[1:]):
+        argv += ["--out", dest]
     return shlex.join(argv)
 
 

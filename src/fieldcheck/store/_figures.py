@@ -18,8 +18,9 @@ _PARTS = sa.text(
 )
 _CALLS = sa.text(
     "SELECT run_id, count(*), sum(CASE WHEN error_type IN :errors THEN 1 ELSE 0 END), "
-    "sum(CASE WHEN calls > 0 THEN latency_s ELSE 0 END), sum(CASE WHEN calls > 0 THEN 1 ELSE 0 "
-    "END) FROM run_journal WHERE run_id IN :runs GROUP BY run_id"
+    "sum(CASE WHEN error_type IN :errors THEN 0 WHEN calls > 0 THEN latency_s ELSE 0 END), "
+    "sum(CASE WHEN error_type IN :errors THEN 0 WHEN calls > 0 THEN 1 ELSE 0 END) "
+    "FROM run_journal WHERE run_id IN :runs GROUP BY run_id"
 ).bindparams(
     sa.bindparam("runs", expanding=True),
     sa.bindparam("errors", expanding=True, type_=sa.String()),  # empty: still text on PostgreSQL

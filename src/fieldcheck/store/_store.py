@@ -773,7 +773,7 @@ class Store:
                 "calls": i.get("calls", 0),
                 "cached_calls": i.get("cached_calls", 0),
                 "latency_s": i.get("latency_s", 0.0),
-                "result": dumps(i["result"]),
+                "result": dumps(i["result"], sort=False),  # a resume reads it in its order
                 "call_log": dumps(i["call_log"]) if i.get("call_log") else None,
                 "finished_at": now,
             }
