@@ -250,6 +250,12 @@ def test_every_failure_is_typed_listed_and_leaves_the_memory_unchanged(
     assert all(f" {t} " in table for t in ("bad_request=1", "invalid_reply=2", "server_error=1"))
     assert re.search(r"│ m\s+│\s+7 │\s+4 │ bad_request=1", table)
     assert "4 session error(s); listed in" in flat(result.output)
+    # the report says the invalid replies too (scored misses), beside the failed calls
+    report = flat((out / "report.md").read_text(encoding="utf-8"))
+    assert (
+        "warning: model 'm': 2 session(s) got an invalid reply (session\\_errors.jsonl): scored, "
+        "their gold slots count as missed" in report
+    )
 
 
 def test_several_models_and_a_second_run_makes_no_calls(

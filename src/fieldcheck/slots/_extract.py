@@ -526,7 +526,17 @@ class SlotsRuns:
             *((f"pred:{n}", p) for n, p in preds.items()),
             *((f"latency:{n}", p) for n, p in latencies.items()),
         ]
-        return inputs, task.settings, {"not_scored": {ex.model: ex.not_scored() for ex in calls}}
+        invalid = {
+            ex.model: sum(s.error_type == "invalid_reply" for s in ex.sessions) for ex in calls
+        }
+        return (
+            inputs,
+            task.settings,
+            {
+                "not_scored": {ex.model: ex.not_scored() for ex in calls},
+                "invalid_replies": invalid,
+            },
+        )
 
     def comparison(self, task: SlotsTask, calls: Extraction, scored: Any) -> None:
         """None: the models are compared in metrics.json (paired F1)."""

@@ -74,6 +74,7 @@ class ModelInput:
     latencies: LatencyFile | None = None
     judge_scores: JudgeFile | None = None
     not_scored: Mapping[SessionKey, str] = field(default_factory=dict)
+    invalid_replies: int = 0  # sessions whose reply was invalid (scored: their gold slots missed)
 
 
 class TopicResult(BaseModel):
@@ -690,6 +691,11 @@ class SlotScorer(ScorerState):
                     f"model {model.name!r}: {left_out} of {self.sessions} gold session(s) "
                     f"not scored, the call failed ({reasons_text(reasons)}); their gold slots are not "
                     "counted"
+                )
+            if model.invalid_replies:
+                warn(
+                    f"model {model.name!r}: {model.invalid_replies} session(s) got an invalid "
+                    "reply (session_errors.jsonl): scored, their gold slots count as missed"
                 )
             score = self._model_score(fold, warn, errors)
             score.result.sessions_not_scored = reasons

@@ -247,6 +247,7 @@ def _read(
     not_scored: Mapping[str, Mapping[tuple[str, int], str]],
     *,
     check: bool,
+    invalid: Mapping[str, int],
 ) -> tuple[SlotFile, list[ModelInput]]:
     """Every file the partition read, checked in input order (see ``_checked``), as headers:
     path and bad lines, no sessions (each bucket brings its own)."""
@@ -266,7 +267,11 @@ def _read(
         if check and pred.records and not pred.shared:  # a model run's: its conversations were
             raise UsageProblem(_no_session_shared(pred, gold, name), "--pred")  # checked
         predictions = SlotFile(pred.path, errors=pred.errors)
-        models.append(ModelInput(name, predictions, latency, judge, not_scored.get(name, {})))
+        models.append(
+            ModelInput(
+                name, predictions, latency, judge, not_scored.get(name, {}), invalid.get(name, 0)
+            )
+        )
     return SlotFile(gold.path, errors=gold.errors), models
 
 
@@ -346,7 +351,8 @@ class SlotsSystem(SlotsRuns, Views):
         extras: Mapping[str, Any],
     ) -> Iterator[SlotsRead]:
         """Read and check every file, split by session into scratch buckets beside ``beside``;
-        ``extras["not_scored"]``: a model run's failed sessions per model (its files unchecked)."""
+        ``extras["not_scored"]``: a model run's failed sessions per model (its files unchecked);
+        ``extras["invalid_replies"]``: its sessions per model that got an invalid reply."""
         tp, _, _, _ = _settings(settings)
         gold, files = _by_role(inputs)
         not_scored = extras.get("not_scored")
@@ -371,7 +377,13 @@ class SlotsSystem(SlotsRuns, Views):
                 raise CannotWrite(
                     f"--out: cannot write the run's scratch file {exc.filename}: {exc.strerror}"
                 ) from None
-            gold_file, models = _read(part, files, not_scored or {}, check=not_scored is None)
+            gold_file, models = _read(
+                part,
+                files,
+                not_scored or {},
+                check=not_scored is None,
+                invalid=extras.get("invalid_replies") or {},
+            )
             judge = None
             url, model = settings.get("judge_base_url"), settings.get("judge_model")
             if url and model:
