@@ -78,7 +78,12 @@ def test_replies_are_deterministic_and_labelled(server: BackgroundServer) -> Non
 
 @pytest.mark.parametrize(
     "body",
-    [b"not json", b"[1, 2]", b'{"model": 3, "messages": []}', b'{"model": "m", "messages": [1]}'],
+    [
+        b"not json",
+        b"[1, 2]",
+        b'{"model": 3, "messages": []}',
+        b'{"model": "synthetic-fast", "messages": [1]}',
+    ],
 )
 def test_bad_requests_are_400(server: BackgroundServer, body: bytes) -> None:
     response = httpx.post(
@@ -87,6 +92,18 @@ def test_bad_requests_are_400(server: BackgroundServer, body: bytes) -> None:
         headers={"content-type": "application/json"},
     )
     assert response.status_code == 400 and "error" in response.json()
+
+
+def test_an_unknown_model_is_404_as_a_real_endpoint_answers_it(server: BackgroundServer) -> None:
+    # a typo (--model synthetic-carefull) got believable synthetic scores and exit 0
+    body = {"model": "synthetic-carefull", "messages": [{"role": "user", "content": "x"}]}
+    response = httpx.post(server.base_url + "/chat/completions", json=body)
+    assert response.status_code == 404
+    message = response.json()["error"]["message"]
+    assert message == (
+        "the model 'synthetic-carefull' does not exist (it serves synthetic-careful, "
+        "synthetic-eager, synthetic-fast)"
+    )
 
 
 def test_injected_faults_are_retried_by_the_runner() -> None:

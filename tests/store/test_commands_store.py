@@ -166,7 +166,7 @@ def test_every_run_command_records_one_run_per_evaluation(tmp_path: Path) -> Non
     examples = ROOT / "examples"
     with BackgroundServer(create_app(latency_ms=0)) as server:
         url = server.base_url
-        model = ("--base-url", url, "--model", "careful", "--bootstrap", "20")
+        model = ("--base-url", url, "--model", "careful=synthetic-careful", "--bootstrap", "20")
         code, out, err = cli(
             "json",
             "run",

@@ -119,6 +119,9 @@ def create_app(
         raw_messages = body.get("messages")
         if not isinstance(model, str) or not isinstance(raw_messages, list):
             return _error(400, "'model' (string) and 'messages' (list) are required")
+        if model not in SYNTHETIC_MODELS:  # as a real endpoint: a typo is no believable score
+            known = ", ".join(SYNTHETIC_MODELS)
+            return _error(404, f"the model {model[:100]!r} does not exist (it serves {known})")
         messages: list[Message] = []
         for m in raw_messages:
             if not isinstance(m, dict) or not isinstance(m.get("content", ""), str):
