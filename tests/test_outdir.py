@@ -116,23 +116,32 @@ def test_an_empty_out_is_filled_and_run_json_says_what_wrote_it(tmp_path: Path) 
     assert f"files in {out}/" in result.output  # the final place, not the partial folder
 
 
+def _batch_failing_part_way(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *options: str
+) -> tuple[Path, Path, Path, Any]:
+    """``json batch`` whose report cannot be written (a full disk, exit 1): its data, ``out``,
+    the partial folder it leaves and the result; the writer works again afterwards."""
+    from fieldcheck.jsoneval import _io
+
+    data, out = _batch(tmp_path), tmp_path / "out"
+    partial = Path(str(out) + PARTIAL)
+
+    def full_disk(*args: Any) -> Any:
+        raise OSError(28, "No space left on device", str(partial / "summary.json"))
+
+    with monkeypatch.context() as patch:
+        patch.setattr(_io, "write_batch_report", full_disk)
+        result = _invoke("json", "batch", str(data), "--out", str(out), *options)
+    return data, out, partial, result
+
+
 def test_the_folder_appears_only_when_complete_and_a_failed_run_is_resumed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A write that fails part-way (exit 1) leaves no ``out``: only the partial folder, whose
     run.json says complete: false; the same command again continues in it and puts it in
     place; at the rename every file is already written."""
-    from fieldcheck.jsoneval import _io
-
-    data, out = _batch(tmp_path), tmp_path / "out"
-    partial = Path(str(out) + PARTIAL)
-    real = _io.write_batch_report
-
-    def full_disk(*args: Any) -> Any:
-        raise OSError(28, "No space left on device", str(partial / "summary.json"))
-
-    monkeypatch.setattr(_io, "write_batch_report", full_disk)
-    result = _invoke("json", "batch", str(data), "--out", str(out))
+    data, out, partial, result = _batch_failing_part_way(tmp_path, monkeypatch)
     assert result.exit_code == 1, result.output
     assert "No space left on device" in result.stderr
     assert not out.exists()
@@ -147,7 +156,6 @@ def test_the_folder_appears_only_when_complete_and_a_failed_run_is_resumed(
             seen.append((out.exists(), sorted(p.name for p in partial.iterdir())))
         real_finish(folder)
 
-    monkeypatch.setattr(_io, "write_batch_report", real)
     monkeypatch.setattr(RunFolder, "finish", watched)
     result = _invoke("json", "batch", str(data), "--out", str(out))
     assert result.exit_code == 0, result.output
@@ -185,19 +193,8 @@ def test_an_unfinished_run_with_other_settings_or_models_is_refused_and_kept(
     run's files among the second's (a `numeric score --sample-size 3` kept 418 traces of the
     whole run it took over; a tester's finding): refused, nothing touched; the same settings
     continue it."""
-    from fieldcheck.jsoneval import _io
-
-    data, out = _batch(tmp_path), tmp_path / "out"
-    partial = Path(str(out) + PARTIAL)
-    real = _io.write_batch_report
-
-    def full_disk(*args: Any) -> Any:
-        raise OSError(28, "No space left on device", str(partial / "summary.json"))
-
-    monkeypatch.setattr(_io, "write_batch_report", full_disk)
-    result = _invoke("json", "batch", str(data), "--out", str(out), "--no-store")
+    data, out, partial, result = _batch_failing_part_way(tmp_path, monkeypatch, "--no-store")
     assert result.exit_code == 1 and partial.is_dir(), result.output
-    monkeypatch.setattr(_io, "write_batch_report", real)
     before = _state(tmp_path)
     result = _invoke("json", "batch", str(data), "--out", str(out), "--no-store", "--seed", "7")
     assert result.exit_code == 2

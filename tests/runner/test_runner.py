@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from rich.console import Console
 
 from chat_server import ChatServer, Reply, Script, user_text
 from fieldcheck.runner import (
@@ -277,6 +278,38 @@ def _echo_work(unit: list[str], handle: RunHandle) -> Any:
             handle.save(item, {"text": r.text}, error_type=r.error_type, calls=1)
 
     return go()
+
+
+async def _a_then_b_interrupted(
+    runner: Runner, base_url: str, dataset: Path, console: Console
+) -> None:
+    """Model a answers both items; model b is cancelled after one, as Ctrl-C cancels the main
+    task mid-run (``run_task`` raises ``RunInterrupted``)."""
+
+    async def stop_after_one(unit: list[str], handle: RunHandle) -> None:
+        await _echo_work(unit[:1], handle)
+        raise asyncio.CancelledError
+
+    for name, work in (("a", _echo_work), ("b", stop_after_one)):
+        spec = ModelSpec(name=name, model=f"scripted-{name}", base_url=base_url)
+        run_spec = RunSpec(system="test", task="echo", dataset=dataset, model=spec)
+        await run_task(
+            runner, run_spec, [["x", "y"]], work, total_items=2, console=console,
+            show_progress=False,
+        )  # fmt: skip
+
+
+def _ctrl_c_line(calls: Any, runner: Runner) -> str:
+    """``run_async`` of ``calls`` stopped by Ctrl-C: exit 130, and its one line, flattened."""
+    import typer
+
+    from fieldcheck._cli._runopts import run_async
+
+    err = Console(record=True, width=1000)
+    with pytest.raises(typer.Exit) as stopped:
+        run_async(calls, console=err, runner=runner)
+    assert stopped.value.exit_code == 130
+    return " ".join(err.export_text().split())
 
 
 def _run(runner: Runner, spec: ModelSpec, dataset: Path, units: list[list[str]]) -> RunHandle:
@@ -813,10 +846,8 @@ def test_an_interrupt_without_the_store_says_every_item_is_called_again(
     """Model a finishes, model b is interrupted after 1 item, with no store (``--no-store``):
     the line names no run and no resume (nothing was stored), but that the same command starts
     over calling every item again; after a second Ctrl-C too."""
-    import typer
     from rich.console import Console
 
-    from fieldcheck._cli._runopts import run_async
     from fieldcheck.runner import RunInterrupted
 
     server = chat_server(lambda req: "r:" + user_text(req))
@@ -825,19 +856,9 @@ def test_an_interrupt_without_the_store_says_every_item_is_called_again(
     quiet = Console(file=open(os.devnull, "w"))  # noqa: SIM115 - the run lines are not asserted
     runner = Runner(RunnerSettings(), store=None)
 
-    async def stop_after_one(unit: list[str], handle: RunHandle) -> None:
-        await _echo_work(unit[:1], handle)
-        raise asyncio.CancelledError  # as Ctrl-C cancels the main task mid-run
-
     async def both() -> None:
         try:
-            for name, work in (("a", _echo_work), ("b", stop_after_one)):
-                spec = ModelSpec(name=name, model=f"scripted-{name}", base_url=server.base_url)
-                run_spec = RunSpec(system="test", task="echo", dataset=dataset, model=spec)
-                await run_task(
-                    runner, run_spec, [["x", "y"]], work, total_items=2, console=quiet,
-                    show_progress=False,
-                )  # fmt: skip
+            await _a_then_b_interrupted(runner, server.base_url, dataset, quiet)
         except RunInterrupted:
             if second_interrupt:
                 raise KeyboardInterrupt from None
@@ -845,11 +866,7 @@ def test_an_interrupt_without_the_store_says_every_item_is_called_again(
         finally:
             await runner.aclose()
 
-    err = Console(record=True, width=1000)
-    with pytest.raises(typer.Exit) as stopped:
-        run_async(both(), console=err, runner=runner)
-    assert stopped.value.exit_code == 130
-    line = " ".join(err.export_text().split())
+    line = _ctrl_c_line(both(), runner)
     said = (
         "a (finished), b (1 item finished), none stored (no store: nothing to resume); the same "
         "command starts over, calling every item again: "
@@ -869,10 +886,8 @@ def test_an_interrupt_after_a_finished_model_says_what_a_resume_calls_again(
     scored yet, one run per model), with the cache or without. A second Ctrl-C that cuts the first's
     report short (a KeyboardInterrupt while unwinding) still names both runs, marks b
     interrupted and gives the resume command: it said "nothing was stored" (a tester's finding)."""
-    import typer
     from rich.console import Console
 
-    from fieldcheck._cli._runopts import run_async
     from fieldcheck.runner import RunInterrupted
 
     server = chat_server(lambda req: "r:" + user_text(req))
@@ -881,22 +896,12 @@ def test_an_interrupt_after_a_finished_model_says_what_a_resume_calls_again(
     store = Store()
     quiet = Console(file=open(os.devnull, "w"))  # noqa: SIM115 - the run lines are not asserted
 
-    async def stop_after_one(unit: list[str], handle: RunHandle) -> None:
-        await _echo_work(unit[:1], handle)
-        raise asyncio.CancelledError  # as Ctrl-C cancels the main task mid-run
-
     def command(second_interrupt: bool) -> tuple[Runner, str]:
         runner = Runner(RunnerSettings(use_cache=use_cache), store=store)
 
         async def both() -> None:
             try:
-                for name, work in (("a", _echo_work), ("b", stop_after_one)):
-                    spec = ModelSpec(name=name, model=f"scripted-{name}", base_url=server.base_url)
-                    run_spec = RunSpec(system="test", task="echo", dataset=dataset, model=spec)
-                    await run_task(
-                        runner, run_spec, [["x", "y"]], work, total_items=2, console=quiet,
-                        show_progress=False,
-                    )  # fmt: skip
+                await _a_then_b_interrupted(runner, server.base_url, dataset, quiet)
             except RunInterrupted:
                 if not second_interrupt:
                     raise
@@ -905,11 +910,7 @@ def test_an_interrupt_after_a_finished_model_says_what_a_resume_calls_again(
             finally:
                 await runner.aclose()
 
-        err = Console(record=True, width=1000)
-        with pytest.raises(typer.Exit) as stopped:
-            run_async(both(), console=err, runner=runner)
-        assert stopped.value.exit_code == 130
-        return runner, " ".join(err.export_text().split())
+        return runner, _ctrl_c_line(both(), runner)
 
     runner, line = command(second_interrupt=False)
     a, b = runner.runs

@@ -166,8 +166,10 @@ _MINUS = frozenset("-\u2212\u2013")
 
 def _after_number(m: re.Match[str], text: str) -> bool:
     """The match's sign follows a number ("2018-2019", "10 - 20"): a range's dash, not a sign."""
-    before = text[: m.start("sign") if m.group("sign") else m.start("sign2")].rstrip(" ")
-    return before[-1:].isdigit()
+    i = (m.start("sign") if m.group("sign") else m.start("sign2")) - 1
+    if i >= 0 and text[i] == " ":  # the text's spaces are single (``parse_answer``'s cleaning)
+        i -= 1
+    return i >= 0 and text[i].isdigit()
 
 
 def _minus(m: re.Match[str], group: str, text: str) -> bool:
