@@ -191,6 +191,8 @@ def test_lines_that_report_errors_need_no_answer(tmp_path: Path) -> None:
         ("the change was -5 from 2019-2020", -5.0, "preferred_over_year"),
         ("10-20", 20.0, "last_number"),
         ("in 2018 (-5)", -5.0, "last_number"),
+        ("FY2019 -5.2%", -0.052, "last_number"),  # set on the number after a space: a minus
+        ("12.5% (2018 - 2019)", 0.125, "preferred_over_year"),  # spaced both sides: a range
         # an en dash set right before a number is a minus sign; one with a space is punctuation
         ("\u20135", -5.0, "number"),
         ("\u2013$1,200", -1200.0, "number"),

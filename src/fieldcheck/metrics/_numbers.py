@@ -165,9 +165,13 @@ _MINUS = frozenset("-\u2212\u2013")
 
 
 def _after_number(m: re.Match[str], text: str) -> bool:
-    """The match's sign follows a number ("2018-2019", "10 - 20"): a range's dash, not a sign."""
-    i = (m.start("sign") if m.group("sign") else m.start("sign2")) - 1
+    """The match's sign follows a number ("2018-2019", "10 - 20"): a range's dash, not a sign;
+    one set on the number after a space ("FY2019 -5.2%") is a sign."""
+    sign = m.start("sign") if m.group("sign") else m.start("sign2")
+    i = sign - 1
     if i >= 0 and text[i] == " ":  # the text's spaces are single (``parse_answer``'s cleaning)
+        if text[sign + 1 : sign + 2] != " ":
+            return False
         i -= 1
     return i >= 0 and text[i].isdigit()
 
