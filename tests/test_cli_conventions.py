@@ -18,6 +18,9 @@ from fieldcheck._cli.main import app
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 WIDE = {"COLUMNS": "200", "NO_COLOR": "1"}
 SLOTS = EXAMPLES / "slots"
+SLOTS_PRED = f"a={SLOTS / 'pred_synthetic-fast.synthetic.jsonl'}"
+NUMERIC = EXAMPLES / "numeric"
+NUMERIC_PRED = str(NUMERIC / "predictions_model_a.jsonl")
 
 
 def _run(*args: str) -> tuple[int, str]:
@@ -54,6 +57,28 @@ def test_a_usage_error_is_one_line_exit_2_in_every_system(args: list[str], expec
         f"(see 'fieldcheck {' '.join(args[: 2 if args[1] != 'scor' else 1])} --help')"
     )
     assert "╭" not in output and "Usage:" not in output
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["json", "batch", str(EXAMPLES / "json" / "invoices.jsonl")],
+        ["slots", "score", "--gold", str(SLOTS / "gold.synthetic.jsonl"), "--pred", SLOTS_PRED],
+        ["numeric", "score", "--data", str(NUMERIC / "data.json"), "--predictions", NUMERIC_PRED],
+    ],
+)
+def test_a_negative_seed_is_the_same_usage_line_in_every_system(
+    tmp_path: Path, command: list[str]
+) -> None:
+    """``--seed -1`` was a numpy traceback (exit 1) in slots and numeric and left a partial
+    folder that the next command offered to finish; json refused it (a tester's finding)."""
+    status, output = _run(*command, "--seed", "-1", "--out", str(tmp_path / "o"))
+    assert status == 2, output
+    assert output.strip().splitlines() == [
+        f"error: --seed: must be a whole number >= 0 (got -1) "
+        f"(see 'fieldcheck {command[0]} {command[1]} --help')"
+    ]
+    assert list(tmp_path.iterdir()) == []
 
 
 MODEL_RUNS = [

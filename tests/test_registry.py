@@ -557,13 +557,15 @@ def test_fieldcheck_score_names_a_bad_setting_by_its_key_in_settings(tmp_path: P
         (json_in, {"bootstrap": -1}, "bootstrap (in --settings): must be a whole number >= 0"),
         (json_in, {"config": {"weights": 3}}, "config.weights (in --settings): weights must be"),
         (slots_in, {"tp": "x"}, "tp (in --settings): 'x' is not one of 'presence'"),
-        (slots_in, {"bootstrap": -1}, "bootstrap (in --settings): -1 is not a whole number"),
+        (slots_in, {"bootstrap": -1}, "bootstrap (in --settings): must be a whole number >= 0"),
+        (slots_in, {"seed": -1}, "seed (in --settings): must be a whole number >= 0 (got -1)"),
+        (numeric_in, {"seed": -1}, "seed (in --settings): must be a whole number >= 0 (got -1)"),
         (
             numeric_in,
             {"price_in": 1},
             "price_in/price_out (in --settings): give price_in and price_out together",
         ),
-        (numeric_in, {"seed": "x"}, "seed (in --settings): Input should be a valid integer"),
+        (numeric_in, {"seed": "x"}, "seed (in --settings): must be a whole number >= 0 (got 'x')"),
         (
             ["slots", f"gold={slots / 'gold.synthetic.jsonl'}", f"pred:a={batch}"],
             {},

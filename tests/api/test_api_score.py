@@ -109,7 +109,8 @@ def test_api_score_refuses_another_matcher_or_judge_and_never_calls_it(
     ],
 )
 @pytest.mark.parametrize(
-    ("key", "value", "top"), [("bootstrap", 100_000_000, 100_000), ("seed", 2**40, 2**32 - 1)]
+    ("key", "value", "top"),
+    [("bootstrap", 100_000_000, 100_000), ("seed", 2**40, 2**32 - 1), ("seed", -1, 2**32 - 1)],
 )
 def test_api_score_refuses_a_bootstrap_or_seed_past_the_apis_limit(
     serve: Serve, system: str, files: dict[str, Any], key: str, value: int, top: int

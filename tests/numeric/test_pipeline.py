@@ -26,8 +26,9 @@ INPUTS = [
     [
         ({"price_in": 1.0}, "--price-in/--price-out", "give --price-in and --price-out together"),
         ({"sample_size": 0}, "--sample-size", "greater than or equal to 1 (got 0)"),
-        ({"seed": True}, "--seed", "valid integer (got True)"),
-        ({"bootstrap": -1}, "--bootstrap", "greater than or equal to 0 (got -1)"),
+        ({"seed": True}, "--seed", "must be a whole number >= 0 (got True)"),
+        ({"seed": -1}, "--seed", "must be a whole number >= 0 (got -1)"),
+        ({"bootstrap": -1}, "--bootstrap", "must be a whole number >= 0 (got -1)"),
     ],
 )
 def test_bad_stored_settings_are_a_usage_problem_naming_the_option_before_any_write(

@@ -130,6 +130,14 @@ class UsageProblem(FieldcheckError):
         self.message, self.param = message, param
 
 
+def whole_number(value: Any, option: str) -> int:
+    """``value`` when it is an int >= 0 (a seed, a resample count), else the usage problem of
+    ``option`` that every system gives."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise UsageProblem(f"must be a whole number >= 0 (got {value!r})", option)
+    return value
+
+
 class CannotWrite(FieldcheckError):
     """An output could not be written part-way (a full disk, a folder made read-only): not
     the command's fault, exit 1."""

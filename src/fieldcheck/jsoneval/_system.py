@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from fieldcheck._util.errors import InputError, UsageProblem
+from fieldcheck._util.errors import InputError, UsageProblem, whole_number
 from fieldcheck._util.executor import Executor
 from fieldcheck._util.iters import chunked
 from fieldcheck._util.jsonio import loads
@@ -105,12 +105,6 @@ class _Read:
     store: bool = True
     extras: Mapping[str, Any] = field(default_factory=dict)
     pool: Executor | None = None  # ``batch_pool``'s: started as the batch is read
-
-
-def _count(name: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise UsageProblem(f"must be a whole number >= 0 (got {value!r})", f"--{name}")
-    return value
 
 
 class JsonSystem(JsonRuns, Views):
@@ -212,8 +206,8 @@ class JsonSystem(JsonRuns, Views):
                 f"json takes the settings config, bootstrap and seed (got {', '.join(unknown)})",
                 unknown[0],
             )
-        bootstrap = _count("bootstrap", settings.get("bootstrap", 1000))
-        seed = _count("seed", settings.get("seed", 0))
+        bootstrap = whole_number(settings.get("bootstrap", 1000), "--bootstrap")
+        seed = whole_number(settings.get("seed", 0), "--seed")
         given = settings.get("config") or {}
         if not isinstance(given, Mapping):
             raise UsageProblem(f"must be a JSON object (got {given!r})", "config")

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from fieldcheck._util.errors import InputError, UsageProblem
+from fieldcheck._util.errors import InputError, UsageProblem, whole_number
 from fieldcheck._util.executor import Executor, LocalPool, finish
 from fieldcheck._util.iters import chunked
 from fieldcheck._util.jsonio import loads
@@ -80,6 +80,9 @@ class NumericSettings(BaseModel):
 
 def check_settings(settings: Mapping[str, Any]) -> NumericSettings:
     """The stored settings, checked: a usage problem names the option (prices: both or none)."""
+    for name in ("bootstrap", "seed"):  # said as every system says them
+        if name in settings:
+            whole_number(settings[name], f"--{name}")
     try:
         found = NumericSettings.model_validate(dict(settings))
     except ValidationError as exc:

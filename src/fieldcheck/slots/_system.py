@@ -12,7 +12,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, get_args
 
-from fieldcheck._util.errors import CannotWrite, InputError, UsageProblem
+from fieldcheck._util.errors import CannotWrite, InputError, UsageProblem, whole_number
 from fieldcheck._util.executor import Executor, InProcess, LocalPool, run_map
 from fieldcheck._util.jsonio import loads
 from fieldcheck._util.paths import file_bytes
@@ -116,11 +116,8 @@ def _settings(settings: Mapping[str, Any]) -> tuple[TPMode, float | None, int, i
     threshold = settings.get("threshold")
     if threshold is not None and not (_number(threshold) and 0.0 <= threshold <= 1.0):
         raise UsageProblem(f"{threshold!r} is not a number in [0, 1]", "--threshold")
-    bootstrap, seed = settings.get("bootstrap", 1000), settings.get("seed", 0)
-    if not (_integer(bootstrap) and bootstrap >= 0):
-        raise UsageProblem(f"{bootstrap!r} is not a whole number >= 0", "--bootstrap")
-    if not _integer(seed):
-        raise UsageProblem(f"{seed!r} is not a whole number", "--seed")
+    bootstrap = whole_number(settings.get("bootstrap", 1000), "--bootstrap")
+    seed = whole_number(settings.get("seed", 0), "--seed")
     if bool(settings.get("judge_base_url")) != bool(settings.get("judge_model")):
         raise UsageProblem(
             "give both --judge-base-url and --judge-model, or neither", "--judge-model"
@@ -130,10 +127,6 @@ def _settings(settings: Mapping[str, Any]) -> tuple[TPMode, float | None, int, i
 
 def _number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
-
-
-def _integer(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _by_role(inputs: Sequence[tuple[str, Path]]) -> tuple[Path, dict[str, dict[str, Path]]]:

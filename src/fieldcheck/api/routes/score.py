@@ -69,7 +69,7 @@ def _refuse_settings(ctx: AppContext, settings: Mapping[str, Any]) -> None:
     the server's (it was dropped in silence)."""
     for key, top in (("bootstrap", MAX_BOOTSTRAP), ("seed", MAX_SEED)):
         value = settings.get(key)
-        if isinstance(value, int) and not isinstance(value, bool) and value > top:
+        if isinstance(value, int) and not isinstance(value, bool) and not 0 <= value <= top:
             raise ApiError(
                 422,
                 f"settings.{key}: must be a whole number from 0 to {top} (got {value})",
