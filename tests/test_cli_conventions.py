@@ -366,6 +366,23 @@ def test_fail_under_exits_4_below_the_floor_and_0_at_it(tmp_path: Path, system: 
     assert "fail-under: every floor met" in result.stderr and "fail-under" not in result.stdout
 
 
+def test_a_value_equal_to_its_floor_but_for_float_rounding_meets_it(tmp_path: Path) -> None:
+    """TP 3, FP 0, FN 2 is F1 = 6/8 = 0.75, which 2PR/(P+R) gives as 0.7499999999999999:
+    ``--fail-under f1=0.75`` said ``f1 0.7500 < 0.75`` and exited 4 (a tester's finding)."""
+    line = '{{"user": "u", "session": 1, "topic": "t", "field": "{}", "values": ["x"]}}\n'
+    gold, pred = tmp_path / "gold.jsonl", tmp_path / "pred.jsonl"
+    gold.write_text("".join(line.format(f) for f in "abcde"))
+    pred.write_text("".join(line.format(f) for f in "abc"))
+    command = ["slots", "score", "--gold", str(gold), "--pred", f"m={pred}", "--bootstrap", "0"]
+    for floor, status in (("0.75", 0), ("0.7500001", 4)):
+        out = tmp_path / floor
+        result = CliRunner().invoke(
+            app, [*command, "--out", str(out), "--fail-under", f"f1={floor}"], env=WIDE
+        )
+        assert result.exit_code == status, result.output
+        assert json.loads((out / "metrics.json").read_text())["models"]["m"]["f1"] <= 0.75
+
+
 @pytest.mark.parametrize(
     ("system", "floor", "message"),
     [

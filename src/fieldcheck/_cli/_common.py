@@ -4,6 +4,7 @@ anywhere, the ``--out`` option, the shared options and how input problems are sh
 from __future__ import annotations
 
 import inspect
+import math
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -305,6 +306,12 @@ def parse_fail_under(
     return floors
 
 
+def _at(value: float, floor: float) -> bool:
+    """``value`` is ``floor`` but for float rounding: F1 = 2PR/(P+R) of TP 3, FN 2 is
+    0.7499999999999999, which a floor of 0.75 must pass."""
+    return math.isclose(value, floor, rel_tol=1e-9, abs_tol=1e-12)
+
+
 def gate(floors: dict[str, float], values: dict[str, dict[str, float | None]], status: int) -> int:
     """Check ``values`` (model, or ``""``, -> metric -> value) against ``floors``, a line per
     miss (or one saying all were met) on stderr: 4 on a miss, else ``status``."""
@@ -315,7 +322,7 @@ def gate(floors: dict[str, float], values: dict[str, dict[str, float | None]], s
     for model, metrics in values.items():
         for name, floor in floors.items():
             value = metrics.get(name)
-            if value is None or value < floor:
+            if value is None or (value < floor and not _at(value, floor)):
                 who = f"{model}: " if model else ""
                 shown = "absent" if value is None else f"{value:.4f}"
                 misses.append(f"{who}{name} {shown} < {floor:g}")
