@@ -114,6 +114,9 @@ def test_a_run_whose_items_file_is_gone_is_shown_and_its_items_are_410_naming_th
             "expected": expected,
         }
         assert run.json()["failed_items"] == a.n_failed == 2  # r2 (city) and r3 (a field missed)
+        # the not scored are counted in the items file: unknown, not "0 not scored" (a finding)
+        assert run.json()["not_scored_items"] is None
+        assert run.json()["items_text"] == "3 items (2 failed)"
         assert run.json()["table"]["metrics"] and run.json()["metrics"] == a.metrics
         assert http.get(f"/api/runs/{b.id}").json()["items_missing"] is None
         for path, params in (

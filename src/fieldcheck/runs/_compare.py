@@ -328,5 +328,7 @@ def format_items(
     if run.kind not in ("model-run", "calls"):
         if in_flight:
             return f"{count} ({UNSCORED.get(run.status, 'in flight: called, not yet scored')})"
-        return f"{count} ({failed} failed, {not_scored or 0} not scored)"
+        if not_scored is None:  # its items file is not found: the row knows only the failed
+            return f"{count} ({failed} failed)"
+        return f"{count} ({failed} failed, {not_scored} not scored)"
     return f"{count} ({run.n_errors} with a call error)"
