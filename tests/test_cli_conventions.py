@@ -338,6 +338,31 @@ def _value(system: str, out: Path) -> float:
     return float(summary["numerical_match_accuracy"])
 
 
+@pytest.mark.parametrize(
+    ("system", "given", "off"),
+    [
+        ("json", "with 95% bootstrap intervals.", "Means over 300 scored records.\n"),
+        (
+            "slots",
+            "Brackets: 95% bootstrap interval over sessions.",
+            "No intervals (--bootstrap 0).",
+        ),
+    ],
+)
+def test_a_report_claims_intervals_only_when_it_has_them(
+    tmp_path: Path, system: str, given: str, off: str
+) -> None:
+    """With ``--bootstrap 0`` the reports said their brackets were 95% bootstrap intervals
+    beside none (a tester's finding)."""
+    for boot in ("0", "10"):
+        out = tmp_path / boot
+        assert _run(*_gate_commands(out)[system], "--bootstrap", boot)[0] == 0
+        report = (out / "report.md").read_text()
+        assert (given in report, off in report) == (
+            (True, False) if boot == "10" else (False, True)
+        )
+
+
 @pytest.mark.parametrize("system", ["json", "slots", "numeric"])
 def test_fail_under_exits_4_below_the_floor_and_0_at_it(tmp_path: Path, system: str) -> None:
     """The floor's line goes to stderr for every system, with or without ``--json`` (a

@@ -224,7 +224,8 @@ def build_report(batch: ReportData, images: dict[str, Path]) -> Report:
     report = Report("JSON evaluation", signature=s.signature.format())
     report.heading("Scores")
     if s.scored:
-        report.paragraph(f"Means over {s.scored} scored records, with 95% bootstrap intervals.")
+        given = ", with 95% bootstrap intervals" if s.signature.settings.get("bootstrap") else ""
+        report.paragraph(f"Means over {s.scored} scored records{given}.")
         report.table(
             ["score", "mean", "95% CI"],
             [

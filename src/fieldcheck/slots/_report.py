@@ -255,7 +255,10 @@ def build_report(run: SlotsRun, images: Mapping[str, Path]) -> Report:
     report.heading("Key findings", level=3)
     report.numbered([(Strong(f.title), f.bullets) for f in key_findings(run)])
     report.heading("Metrics")
-    report.paragraph("Brackets: 95% bootstrap interval over sessions.")
+    if run.signature.settings.get("bootstrap"):
+        report.paragraph("Brackets: 95% bootstrap interval over sessions.")
+    else:
+        report.paragraph("No intervals (--bootstrap 0).")
     report.table(*_metric_table(run), text_columns=1)
     report.heading("Per topic")
     report.table(*_topic_table(run), text_columns=2)
