@@ -432,6 +432,28 @@ def test_loopback_server_refuses_other_host_names_and_origins(client: httpx.Clie
     assert client.get("/api/config/weights", headers={"host": "localhost"}).status_code == 200
 
 
+def test_a_form_post_without_origin_from_another_site_is_refused(client: httpx.Client) -> None:
+    """No Origin, but a Referer of another origin or a `Sec-Fetch-Site` of another site: 403,
+    the saved strategies unchanged; the server's own page, by Referer or browser, is served (a
+    new user's finding: such a POST replaced the strategies)."""
+    form = {"field": "zz", "strategy": "EXACT"}
+    before = client.get("/api/config/strategies").json()
+    for headers in (
+        {"referer": "http://evil.example/x"},
+        {"sec-fetch-site": "cross-site"},
+        {"sec-fetch-site": "same-site"},
+        {"referer": f"{client.base_url}/configuration", "sec-fetch-site": "cross-site"},
+    ):
+        refused = client.post("/configuration/strategies", data=form, headers=headers)
+        assert refused.status_code == 403, headers
+        assert refused.json()["detail"] == "requests from another origin are refused"
+    assert client.get("/api/config/strategies").json() == before
+    own = {"referer": f"{client.base_url}/configuration", "sec-fetch-site": "same-origin"}
+    saved = client.post("/configuration/strategies", data=form, headers=own)
+    assert saved.status_code == 303
+    assert client.get("/api/config/strategies").json()["zz"] == "EXACT"
+
+
 def test_no_page_can_be_framed_by_another_site(client: httpx.Client) -> None:
     """Every answer (pages, API, files) forbids framing and type sniffing: a framed
     Configuration page's own POST is same-origin, so the Origin check cannot stop clickjacking
