@@ -310,6 +310,24 @@ def test_batch_errors_name_the_upload_not_a_server_path(client: httpx.Client) ->
     assert "none.jsonl:1" in empty.json()["detail"] and "fieldcheck-upload" not in empty.text
 
 
+def test_an_upload_without_a_data_root_names_no_server_folder(serve: Serve) -> None:
+    """The temporary folder a batch upload is scored in is removed once answered: the run is
+    stored without an output folder, so its API answer and page name no server path and say
+    nothing of a folder gone (a new user's finding: `/tmp/fieldcheck-upload-.../run`)."""
+    live = serve(data_root=None)
+    with httpx.Client(base_url=live.base_url, timeout=60) as http:
+        upload = http.post("/api/json/batch", files={"file": ("b.jsonl", batch_lines().encode())})
+        assert upload.status_code == 200, upload.text
+        run_id = upload.json()["run_id"]
+        run = http.get(f"/api/runs/{run_id}").json()
+        page = http.get(f"/runs/{run_id}").text
+    assert run["out_dir"] is None and run["n_items"] == 3
+    assert run["inputs"][0]["path"] == "b.jsonl"
+    assert "fieldcheck-upload" not in json.dumps(run)
+    assert "fieldcheck-upload" not in page and "output folder" not in page
+    assert "3 items" in page
+
+
 def test_batch_path_stays_inside_the_data_root(
     serve: Serve, client: httpx.Client, tmp_path: Path
 ) -> None:

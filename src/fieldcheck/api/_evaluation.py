@@ -245,6 +245,8 @@ async def score_uploads(
         outcome = await run_in_threadpool(
             score_run, ctx, system, inputs, settings, out=base / "run", shown=shown, params=params
         )
+    if root is None and outcome.run_id is not None:  # its temporary folder is gone
+        ctx.store.forget_folder(outcome.run_id)
     return outcome, shown
 
 

@@ -200,6 +200,13 @@ class Store:
             s.execute(update(RunRow).where(RunRow.id == run_id).values(**values))
             s.commit()
 
+    def forget_folder(self, run_id: str) -> None:
+        """Run ``run_id`` stored without an output folder (its folder was removed: the API's
+        upload scored in a temporary folder), so no page names a folder that is gone."""
+        with self._session() as s:
+            s.execute(update(RunRow).where(RunRow.id == run_id).values(out_dir=None))
+            s.commit()
+
     def get_run(self, run_id: str) -> RunInfo | None:
         """The run ``run_id``, or the one a scored run of that id was merged into (0006)."""
         with self._session() as s:

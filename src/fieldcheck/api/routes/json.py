@@ -206,7 +206,7 @@ async def batch_upload_route(
     """``fieldcheck json batch`` on the uploaded file with the saved configuration: its summary
     and ``run_id``, the run stored with its items (``GET /api/runs/{run_id}``). With a data
     root the upload and the run's files are kept under ``--data-root``/fieldcheck-runs/, else
-    in a temporary folder removed once answered."""
+    in a temporary folder removed once answered (the run is stored with no output folder)."""
     settings = stored_settings(ctx, None, bootstrap=bootstrap, seed=seed)
     root, params = ctx.settings.data_root, {**_PARAMS, "batch": "file"}
     outcome, shown = await score_uploads(
