@@ -17,6 +17,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import FormData
 from starlette.datastructures import UploadFile as StarletteUpload
+from starlette.exceptions import HTTPException
 
 from fieldcheck._util.errors import InputError
 from fieldcheck.api._deps import AppContext, Context
@@ -173,11 +174,31 @@ async def _bad_text(request: Request) -> InputError | None:
     return form_text_error(await request.body(), request.headers.get("content-type"))
 
 
+async def _form(request: Request, ctx: AppContext) -> FormData:
+    """The page's form, each text field up to the server's JSON body limit (Starlette's own is
+    1 MiB; an upload is not a text field); else ApiError, to be shown on the page: 413 for a
+    text over the limit, 400 for a form that cannot be read."""
+    limit = ctx.settings.max_json_bytes
+    try:
+        return await request.form(max_part_size=limit)
+    except HTTPException as exc:
+        if "maximum size" in str(exc.detail):
+            message = (
+                f"a pasted text is larger than {limit} bytes (the server's --max-json-mb); "
+                "upload it as a file instead"
+            )
+            raise ApiError(413, message) from None
+        raise ApiError(400, f"the form cannot be read: {exc.detail}") from None
+
+
 @router.post("/configuration/strategies")
 async def save_strategies(request: Request, ctx: Context) -> Response:
     if (bad := await _bad_text(request)) is not None:
         return _configuration(ctx, request, error=bad, error_section="strategies")
-    form = await request.form()
+    try:
+        form = await _form(request, ctx)
+    except ApiError as exc:
+        return _configuration(ctx, request, error=exc.message, error_section="strategies")
     fields = [str(v) for v in form.getlist("field")]
     values = [str(v) for v in form.getlist("strategy")]
     rows = list(zip(fields, values, strict=False))
@@ -188,7 +209,10 @@ async def save_strategies(request: Request, ctx: Context) -> Response:
 async def import_section(section: Section, request: Request, ctx: Context) -> Response:
     if (bad := await _bad_text(request)) is not None:
         return _configuration(ctx, request, error=bad, error_section=section)
-    form = await request.form()
+    try:
+        form = await _form(request, ctx)
+    except ApiError as exc:
+        return _configuration(ctx, request, error=exc.message, error_section=section)
     upload = form.get("file")
     if not isinstance(upload, StarletteUpload) or not upload.filename:
         error = "choose a JSON file to import"
@@ -266,7 +290,11 @@ def _evaluated(ctx: AppContext, gt_text: str, out_text: str) -> JsonEvalResult:
 @router.post("/evaluate")
 async def run_evaluation(request: Request, ctx: Context) -> HTMLResponse:
     bad = await _bad_text(request)  # before the form is read: it would hide such bytes
-    form = await request.form()
+    try:
+        form = await _form(request, ctx)
+    except ApiError as exc:
+        page = {"active": "/evaluate", "ground_truth": "", "output": ""}
+        return ctx.render(request, "evaluate.html", exc.status, error=exc.message, **page)
     if bad is not None:
         shown = {name: _pasted(form, name) for name in ("ground_truth", "output")}
         return ctx.render(
