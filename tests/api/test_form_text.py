@@ -102,3 +102,22 @@ def test_a_pasted_text_takes_the_json_limit_and_one_over_it_is_shown_on_the_page
         "a pasted text is larger than 1048576 bytes (the server's --max-json-mb); "
         "upload it as a file instead" in shown(page)
     )
+
+
+def test_the_evaluate_page_names_the_line_and_column_of_broken_json(client: httpx.Client) -> None:
+    """Broken ground truth is named at its line and column, an upload by its file name in the
+    CLI's words (`gt_bad.json:4: ... at column 2`); the page said neither (a new user's
+    finding)."""
+    broken = '{\n "a": 1,\n "b": 2\n "c": 3\n}'
+    reason = "invalid JSON: unexpected character, expected ',' or '}'"
+    uploaded = client.post(
+        "/evaluate",
+        files={"ground_truth_file": ("gt_bad.json", broken.encode()), "output": (None, '{"a":1}')},
+    )
+    assert uploaded.status_code == 422
+    assert f"gt_bad.json:4: {reason} at column 2" in shown(uploaded)
+    pasted = client.post(
+        "/evaluate", files={"ground_truth": (None, broken), "output": (None, "{}")}
+    )
+    assert pasted.status_code == 422
+    assert f"ground truth: {reason} at line 4 column 2" in shown(pasted)

@@ -76,13 +76,21 @@ def parse_output_text(text: str) -> Any:
         return data.decode("utf-8", errors="replace")
 
 
-def parse_ground_truth_text(text: str, *, name: str = "ground truth") -> dict[str, Any]:
-    """Pasted or uploaded ground truth: a JSON object, else ApiError naming ``ground_truth``."""
+def parse_ground_truth_text(text: str, *, file: str | None = None) -> dict[str, Any]:
+    """Pasted or uploaded (``file``: its name) ground truth: a JSON object, else ApiError naming
+    ``ground_truth``; invalid JSON at its line and column (an upload in the CLI's words)."""
+    data = text.encode().removeprefix(b"\xef\xbb\xbf")
     try:
-        value = loads(text.encode().removeprefix(b"\xef\xbb\xbf"))
+        value = loads(data)
     except orjson.JSONDecodeError as exc:
-        raise ApiError(422, f"{name}: invalid JSON: {exc.msg}", field="ground_truth") from None
+        if file is not None:
+            error = document_error(exc, data, file=file)
+            raise ApiError.invalid(error, field="ground_truth") from None
+        where = f"at line {exc.lineno} column {exc.colno}"
+        message = f"ground truth: invalid JSON: {exc.msg} {where}"
+        raise ApiError(422, message, field="ground_truth") from None
     if not isinstance(value, dict):
+        name = file or "ground truth"
         error = InputError("ground truth must be a JSON object", file=name, value=value)
         raise ApiError.invalid(error, field="ground_truth")
     return value

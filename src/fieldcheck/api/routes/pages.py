@@ -271,18 +271,22 @@ def _pasted(form: FormData, name: str) -> str:
     return text if isinstance(text, str) else ""
 
 
-async def _text(form: FormData, name: str) -> str:
-    """A form's upload ``name + '_file'``, which wins over its pasted text ``name``."""
+async def _text(form: FormData, name: str) -> tuple[str, str | None]:
+    """A form's upload ``name + '_file'``, which wins over its pasted text ``name``, and the
+    upload's file name (None for a pasted text)."""
     upload = form.get(f"{name}_file")
     if isinstance(upload, StarletteUpload) and upload.filename:
-        return (await upload.read()).decode("utf-8", errors="replace")
-    return _pasted(form, name)
+        raw = await upload.read()
+        return raw.decode("utf-8", errors="replace"), os.path.basename(upload.filename)
+    return _pasted(form, name), None
 
 
-def _evaluated(ctx: AppContext, gt_text: str, out_text: str) -> JsonEvalResult:
+def _evaluated(
+    ctx: AppContext, gt_text: str, out_text: str, gt_file: str | None = None
+) -> JsonEvalResult:
     """The page's texts scored with the saved configuration (in a worker thread: the matchers
-    may load a model or wait on a judge)."""
-    gt = parse_ground_truth_text(gt_text)
+    may load a model or wait on a judge); an uploaded ground truth named by ``gt_file``."""
+    gt = parse_ground_truth_text(gt_text, file=gt_file)
     config = merged(ctx.saved, ctx.base_config)
     return evaluate_one(parse_output_text(out_text), gt, config, ctx.matchers)
 
@@ -300,10 +304,13 @@ async def run_evaluation(request: Request, ctx: Context) -> HTMLResponse:
         return ctx.render(
             request, "evaluate.html", 422, error=bad.one_line(), active="/evaluate", **shown
         )
-    gt_text, out_text = await _text(form, "ground_truth"), await _text(form, "output")
+    (gt_text, gt_file), (out_text, _) = (
+        await _text(form, "ground_truth"),
+        await _text(form, "output"),
+    )
     page: dict[str, Any] = {"active": "/evaluate", "ground_truth": gt_text, "output": out_text}
     try:
-        result = await run_in_threadpool(_evaluated, ctx, gt_text, out_text)
+        result = await run_in_threadpool(_evaluated, ctx, gt_text, out_text, gt_file)
     except ApiError as exc:
         return ctx.render(request, "evaluate.html", exc.status, error=exc.message, **page)
     return ctx.render(
