@@ -230,3 +230,48 @@ def test_two_roles_that_clean_to_one_folder_are_kept_apart(serve: Serve, tmp_pat
     assert sorted(p.name for p in inputs.iterdir()) == ["gold", "pred_gpt_4", "pred_gpt_4-2"]
     careful = (slots / "pred_synthetic-careful.synthetic.jsonl").read_bytes()
     assert (inputs / "pred_gpt_4" / "pred.jsonl").read_bytes() == careful
+
+
+def test_a_side_file_of_an_unknown_model_names_its_role_never_an_option(
+    serve: Serve, tmp_path: Path
+) -> None:
+    """`latency:other` (or `judge:other`) without `pred:other` is a 422 naming that role, its
+    message naming the models by role, not `--pred`, on the API and `fieldcheck score slots`;
+    `slots score` keeps its own options (a new user's finding: `"field": "latency:NAME"`)."""
+    from typer.testing import CliRunner
+
+    from fieldcheck._cli.main import app as cli
+
+    live = serve()
+    slots = Path(__file__).parents[2] / "examples" / "slots"
+    gold = slots / "gold.synthetic.jsonl"
+    pred = slots / "pred_synthetic-careful.synthetic.jsonl"
+    side = write(tmp_path / "lat.jsonl", '{"user": "u1", "session": 1, "seconds": 1.5}\n')
+    said = "unknown model 'other'; models given with pred:NAME: careful"
+    for role in ("latency:other", "judge:other"):
+        sent = [
+            ("gold", ("gold.jsonl", gold.read_bytes())),
+            ("pred:careful", ("pred.jsonl", pred.read_bytes())),
+            (role, ("lat.jsonl", side.read_bytes())),
+        ]
+        with httpx.Client(base_url=live.base_url, timeout=60) as http:
+            answer = http.post("/api/score/slots", files=sent, data={"settings": "{}"})
+        assert answer.status_code == 422, answer.text
+        assert answer.json() == {"detail": said, "field": role}
+    runner = CliRunner()
+    generic = runner.invoke(
+        cli,
+        ["score", "slots", f"gold={gold}", f"pred:careful={pred}", f"latency:other={side}",
+         "--no-store", "--out", str(tmp_path / "o")],
+    )  # fmt: skip
+    assert generic.exit_code == 2
+    assert f"latency:other: {said}" in " ".join(generic.output.split())
+    own = runner.invoke(
+        cli,
+        ["slots", "score", "--gold", str(gold), "--pred", f"careful={pred}",
+         "--latency", f"other={side}", "--no-store", "--out", str(tmp_path / "o2")],
+    )  # fmt: skip
+    assert own.exit_code == 2
+    assert "--latency: unknown model 'other'; models given with --pred: careful" in " ".join(
+        own.output.split()
+    )
