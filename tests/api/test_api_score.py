@@ -5,6 +5,7 @@ on a branch without them it fails at the first assertion (the route answers 422/
 
 from __future__ import annotations
 
+import html
 import json
 import math
 from pathlib import Path
@@ -275,3 +276,43 @@ def test_a_side_file_of_an_unknown_model_names_its_role_never_an_option(
     assert "--latency: unknown model 'other'; models given with --pred: careful" in " ".join(
         own.output.split()
     )
+
+
+def test_a_strategy_for_a_nested_path_never_applied_is_said_in_every_answer(
+    serve: Serve,
+) -> None:
+    """A saved strategy for `vendor.name` (the Configuration page's "dotted path") is not applied
+    without flatten: the evaluate, batch and score answers carry the CLI's warning in
+    `warnings`, the Test evaluation page shows it; with flatten, or no such strategy, the
+    answers are as before, no `warnings` (a new user's finding: nothing said so)."""
+    live = serve()
+    truth = {"vendor": {"name": "Acme"}, "total": 3}
+    output = {"vendor": {"name": "ACME"}, "total": 3}
+    line = json.dumps({"id": "a", "ground_truth": truth, "output": output}) + "\n"
+    said = "the strategy config names fields that no ground truth has: 'vendor.name'"
+    with httpx.Client(base_url=live.base_url, timeout=60) as http:
+        plain = http.post("/api/json/evaluate", json={"ground_truth": truth, "output": output})
+        assert "warnings" not in plain.json()
+        assert http.put("/api/config/strategies", json={"vendor.name": "FUZZY"}).status_code == 200
+        one = http.post("/api/json/evaluate", json={"ground_truth": truth, "output": output})
+        flat = http.post(
+            "/api/json/evaluate", json={"ground_truth": truth, "output": output, "flatten": True}
+        )
+        batch = http.post("/api/json/batch", files={"file": ("b.jsonl", line.encode())})
+        score = http.post(
+            "/api/score/json", files={"batch": ("b.jsonl", line.encode())}, data={"settings": "{}"}
+        )
+        page = http.post(
+            "/evaluate",
+            files={"ground_truth": (None, json.dumps(truth)), "output": (None, json.dumps(output))},
+        )
+    api_line = f"{said} (nested paths need flatten)"
+    assert one.status_code == 200 and one.json()["warnings"] == [api_line]
+    same = {k: v for k, v in plain.json().items() if k != "signature"}
+    assert {k: v for k, v in one.json().items() if k not in ("warnings", "signature")} == same
+    assert flat.status_code == 200 and "warnings" not in flat.json()
+    assert batch.status_code == 200 and batch.json()["warnings"] == [api_line]
+    assert score.status_code == 200 and score.json()["warnings"] == [api_line]
+    assert page.status_code == 200
+    shown = html.unescape(page.text)
+    assert f"warning: {said} (nested paths need flatten, which this page does not do)" in shown

@@ -281,14 +281,21 @@ async def _text(form: FormData, name: str) -> tuple[str, str | None]:
     return _pasted(form, name), None
 
 
+_NO_FLATTEN = " (nested paths need flatten, which this page does not do)"
+
+
 def _evaluated(
     ctx: AppContext, gt_text: str, out_text: str, gt_file: str | None = None
-) -> JsonEvalResult:
+) -> tuple[JsonEvalResult, list[str]]:
     """The page's texts scored with the saved configuration (in a worker thread: the matchers
-    may load a model or wait on a judge); an uploaded ground truth named by ``gt_file``."""
+    may load a model or wait on a judge), and its warnings; an uploaded ground truth named by
+    ``gt_file``."""
     gt = parse_ground_truth_text(gt_text, file=gt_file)
     config = merged(ctx.saved, ctx.base_config)
-    return evaluate_one(parse_output_text(out_text), gt, config, ctx.matchers)
+    warnings: list[str] = []
+    output = parse_output_text(out_text)
+    result = evaluate_one(output, gt, config, ctx.matchers, warnings=warnings, flatten=_NO_FLATTEN)
+    return result, warnings
 
 
 @router.post("/evaluate")
@@ -297,8 +304,10 @@ async def run_evaluation(request: Request, ctx: Context) -> HTMLResponse:
     try:
         form = await _form(request, ctx)
     except ApiError as exc:
-        page = {"active": "/evaluate", "ground_truth": "", "output": ""}
-        return ctx.render(request, "evaluate.html", exc.status, error=exc.message, **page)
+        empty = {"ground_truth": "", "output": ""}
+        return ctx.render(
+            request, "evaluate.html", exc.status, error=exc.message, active="/evaluate", **empty
+        )
     if bad is not None:
         shown = {name: _pasted(form, name) for name in ("ground_truth", "output")}
         return ctx.render(
@@ -310,13 +319,14 @@ async def run_evaluation(request: Request, ctx: Context) -> HTMLResponse:
     )
     page: dict[str, Any] = {"active": "/evaluate", "ground_truth": gt_text, "output": out_text}
     try:
-        result = await run_in_threadpool(_evaluated, ctx, gt_text, out_text, gt_file)
+        result, warnings = await run_in_threadpool(_evaluated, ctx, gt_text, out_text, gt_file)
     except ApiError as exc:
         return ctx.render(request, "evaluate.html", exc.status, error=exc.message, **page)
     return ctx.render(
         request,
         "evaluate.html",
         result=result,
+        warnings=warnings,
         buckets=[(name, result.buckets[name]) for name in BUCKET_NAMES],
         scores=[(label, getattr(result, name)) for name, label in SCORES],
         **page,
