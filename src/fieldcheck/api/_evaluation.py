@@ -201,7 +201,8 @@ def evaluate_one(
     flatten: str = " (nested paths need flatten)",
 ) -> JsonEvalResult:
     """``json score``: one output against one ground truth, its warnings added to ``warnings``
-    (``flatten``: how the caller names ``--flatten``). A side nesting too deep is a 422 naming it; a judge that gives no similarity is a 502."""
+    (``flatten``: how the caller names ``--flatten``). A side nesting too deep is a 422 naming
+    it; a judge that gives no similarity is a 502."""
     try:
         with logged_warnings(flatten) as lines:
             result = evaluate(
