@@ -310,6 +310,24 @@ def test_batch_errors_name_the_upload_not_a_server_path(client: httpx.Client) ->
     assert "none.jsonl:1" in empty.json()["detail"] and "fieldcheck-upload" not in empty.text
 
 
+def test_an_upload_without_a_data_root_names_no_server_folder(serve: Serve) -> None:
+    """The temporary folder a batch upload is scored in is removed once answered: the run is
+    stored without an output folder, so its API answer and page name no server path and say
+    nothing of a folder gone (a new user's finding: `/tmp/fieldcheck-upload-.../run`)."""
+    live = serve(data_root=None)
+    with httpx.Client(base_url=live.base_url, timeout=60) as http:
+        upload = http.post("/api/json/batch", files={"file": ("b.jsonl", batch_lines().encode())})
+        assert upload.status_code == 200, upload.text
+        run_id = upload.json()["run_id"]
+        run = http.get(f"/api/runs/{run_id}").json()
+        page = http.get(f"/runs/{run_id}").text
+    assert run["out_dir"] is None and run["n_items"] == 3
+    assert run["inputs"][0]["path"] == "b.jsonl"
+    assert "fieldcheck-upload" not in json.dumps(run)
+    assert "fieldcheck-upload" not in page and "output folder" not in page
+    assert "3 items" in page
+
+
 def test_batch_path_stays_inside_the_data_root(
     serve: Serve, client: httpx.Client, tmp_path: Path
 ) -> None:
@@ -430,6 +448,28 @@ def test_loopback_server_refuses_other_host_names_and_origins(client: httpx.Clie
     )
     assert other_origin.status_code == 403
     assert client.get("/api/config/weights", headers={"host": "localhost"}).status_code == 200
+
+
+def test_a_form_post_without_origin_from_another_site_is_refused(client: httpx.Client) -> None:
+    """No Origin, but a Referer of another origin or a `Sec-Fetch-Site` of another site: 403,
+    the saved strategies unchanged; the server's own page, by Referer or browser, is served (a
+    new user's finding: such a POST replaced the strategies)."""
+    form = {"field": "zz", "strategy": "EXACT"}
+    before = client.get("/api/config/strategies").json()
+    for headers in (
+        {"referer": "http://evil.example/x"},
+        {"sec-fetch-site": "cross-site"},
+        {"sec-fetch-site": "same-site"},
+        {"referer": f"{client.base_url}/configuration", "sec-fetch-site": "cross-site"},
+    ):
+        refused = client.post("/configuration/strategies", data=form, headers=headers)
+        assert refused.status_code == 403, headers
+        assert refused.json()["detail"] == "requests from another origin are refused"
+    assert client.get("/api/config/strategies").json() == before
+    own = {"referer": f"{client.base_url}/configuration", "sec-fetch-site": "same-origin"}
+    saved = client.post("/configuration/strategies", data=form, headers=own)
+    assert saved.status_code == 303
+    assert client.get("/api/config/strategies").json()["zz"] == "EXACT"
 
 
 def test_no_page_can_be_framed_by_another_site(client: httpx.Client) -> None:

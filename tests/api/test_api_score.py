@@ -5,6 +5,7 @@ on a branch without them it fails at the first assertion (the route answers 422/
 
 from __future__ import annotations
 
+import html
 import json
 import math
 from pathlib import Path
@@ -231,3 +232,88 @@ def test_two_roles_that_clean_to_one_folder_are_kept_apart(serve: Serve, tmp_pat
     assert sorted(p.name for p in inputs.iterdir()) == ["gold", "pred_gpt_4", "pred_gpt_4-2"]
     careful = (slots / "pred_synthetic-careful.synthetic.jsonl").read_bytes()
     assert (inputs / "pred_gpt_4" / "pred.jsonl").read_bytes() == careful
+
+
+def test_a_side_file_of_an_unknown_model_names_its_role_never_an_option(
+    serve: Serve, tmp_path: Path
+) -> None:
+    """`latency:other` (or `judge:other`) without `pred:other` is a 422 naming that role, its
+    message naming the models by role, not `--pred`, on the API and `fieldcheck score slots`;
+    `slots score` keeps its own options (a new user's finding: `"field": "latency:NAME"`)."""
+    from typer.testing import CliRunner
+
+    from fieldcheck._cli.main import app as cli
+
+    live = serve()
+    slots = Path(__file__).parents[2] / "examples" / "slots"
+    gold = slots / "gold.synthetic.jsonl"
+    pred = slots / "pred_synthetic-careful.synthetic.jsonl"
+    side = write(tmp_path / "lat.jsonl", '{"user": "u1", "session": 1, "seconds": 1.5}\n')
+    said = "unknown model 'other'; models given with pred:NAME: careful"
+    for role in ("latency:other", "judge:other"):
+        sent = [
+            ("gold", ("gold.jsonl", gold.read_bytes())),
+            ("pred:careful", ("pred.jsonl", pred.read_bytes())),
+            (role, ("lat.jsonl", side.read_bytes())),
+        ]
+        with httpx.Client(base_url=live.base_url, timeout=60) as http:
+            answer = http.post("/api/score/slots", files=sent, data={"settings": "{}"})
+        assert answer.status_code == 422, answer.text
+        assert answer.json() == {"detail": said, "field": role}
+    runner = CliRunner()
+    generic = runner.invoke(
+        cli,
+        ["score", "slots", f"gold={gold}", f"pred:careful={pred}", f"latency:other={side}",
+         "--no-store", "--out", str(tmp_path / "o")],
+    )  # fmt: skip
+    assert generic.exit_code == 2
+    assert f"latency:other: {said}" in " ".join(generic.output.split())
+    own = runner.invoke(
+        cli,
+        ["slots", "score", "--gold", str(gold), "--pred", f"careful={pred}",
+         "--latency", f"other={side}", "--no-store", "--out", str(tmp_path / "o2")],
+    )  # fmt: skip
+    assert own.exit_code == 2
+    assert "--latency: unknown model 'other'; models given with --pred: careful" in " ".join(
+        own.output.split()
+    )
+
+
+def test_a_strategy_for_a_nested_path_never_applied_is_said_in_every_answer(
+    serve: Serve,
+) -> None:
+    """A saved strategy for `vendor.name` (the Configuration page's "dotted path") is not applied
+    without flatten: the evaluate, batch and score answers carry the CLI's warning in
+    `warnings`, the Test evaluation page shows it; with flatten, or no such strategy, the
+    answers are as before, no `warnings` (a new user's finding: nothing said so)."""
+    live = serve()
+    truth = {"vendor": {"name": "Acme"}, "total": 3}
+    output = {"vendor": {"name": "ACME"}, "total": 3}
+    line = json.dumps({"id": "a", "ground_truth": truth, "output": output}) + "\n"
+    said = "the strategy config names fields that no ground truth has: 'vendor.name'"
+    with httpx.Client(base_url=live.base_url, timeout=60) as http:
+        plain = http.post("/api/json/evaluate", json={"ground_truth": truth, "output": output})
+        assert "warnings" not in plain.json()
+        assert http.put("/api/config/strategies", json={"vendor.name": "FUZZY"}).status_code == 200
+        one = http.post("/api/json/evaluate", json={"ground_truth": truth, "output": output})
+        flat = http.post(
+            "/api/json/evaluate", json={"ground_truth": truth, "output": output, "flatten": True}
+        )
+        batch = http.post("/api/json/batch", files={"file": ("b.jsonl", line.encode())})
+        score = http.post(
+            "/api/score/json", files={"batch": ("b.jsonl", line.encode())}, data={"settings": "{}"}
+        )
+        page = http.post(
+            "/evaluate",
+            files={"ground_truth": (None, json.dumps(truth)), "output": (None, json.dumps(output))},
+        )
+    api_line = f"{said} (nested paths need flatten)"
+    assert one.status_code == 200 and one.json()["warnings"] == [api_line]
+    same = {k: v for k, v in plain.json().items() if k != "signature"}
+    assert {k: v for k, v in one.json().items() if k not in ("warnings", "signature")} == same
+    assert flat.status_code == 200 and "warnings" not in flat.json()
+    assert batch.status_code == 200 and batch.json()["warnings"] == [api_line]
+    assert score.status_code == 200 and score.json()["warnings"] == [api_line]
+    assert page.status_code == 200
+    shown = html.unescape(page.text)
+    assert f"warning: {said} (nested paths need flatten, which this page does not do)" in shown

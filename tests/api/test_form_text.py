@@ -7,8 +7,10 @@ upload's bad byte is worded as the CLI words it, not orjson's "surrogates not al
 from __future__ import annotations
 
 import html
+import json
 
 import httpx
+from live_server import Serve
 
 FORM = {"content-type": "application/x-www-form-urlencoded"}
 
@@ -77,3 +79,45 @@ def test_an_upload_with_a_byte_that_is_not_utf8_is_worded_as_the_cli_words_it(
     )
     assert page.status_code == 400 and "field 'file': not UTF-8 text (byte 0xff)" in shown(page)
     assert client.get("/api/config/strategies").json() == {}
+
+
+def test_a_pasted_text_takes_the_json_limit_and_one_over_it_is_shown_on_the_page(
+    serve: Serve,
+) -> None:
+    """The Test evaluation page's pasted ground truth of 2.7 MB is scored under
+    `--max-json-mb 5`, as the API scores it; over the limit the page says so (413), where
+    Starlette's own 1 MiB part limit gave a bare JSON 400 (a new user's finding)."""
+    truth = {f"k{i}": "v" * 20 for i in range(80_000)}
+    form = {"ground_truth": json.dumps(truth), "output": json.dumps({"k1": "v" * 20})}
+    assert len(form["ground_truth"]) > 2_500_000
+    roomy, tight = serve(max_json_bytes=5 << 20), serve()
+    with httpx.Client(base_url=roomy.base_url, timeout=120) as http:
+        page = http.post("/evaluate", files={k: (None, v) for k, v in form.items()})
+    assert page.status_code == 200, page.text[:300]
+    assert 'data-testid="evaluate-error"' not in page.text and "RQS" in page.text
+    with httpx.Client(base_url=tight.base_url, timeout=120) as http:
+        page = http.post("/evaluate", files={k: (None, v) for k, v in form.items()})
+    assert page.status_code == 413 and page.headers["content-type"].startswith("text/html")
+    assert (
+        "a pasted text is larger than 1048576 bytes (the server's --max-json-mb); "
+        "upload it as a file instead" in shown(page)
+    )
+
+
+def test_the_evaluate_page_names_the_line_and_column_of_broken_json(client: httpx.Client) -> None:
+    """Broken ground truth is named at its line and column, an upload by its file name in the
+    CLI's words (`gt_bad.json:4: ... at column 2`); the page said neither (a new user's
+    finding)."""
+    broken = '{\n "a": 1,\n "b": 2\n "c": 3\n}'
+    reason = "invalid JSON: unexpected character, expected ',' or '}'"
+    uploaded = client.post(
+        "/evaluate",
+        files={"ground_truth_file": ("gt_bad.json", broken.encode()), "output": (None, '{"a":1}')},
+    )
+    assert uploaded.status_code == 422
+    assert f"gt_bad.json:4: {reason} at column 2" in shown(uploaded)
+    pasted = client.post(
+        "/evaluate", files={"ground_truth": (None, broken), "output": (None, "{}")}
+    )
+    assert pasted.status_code == 422
+    assert f"ground truth: {reason} at line 4 column 2" in shown(pasted)

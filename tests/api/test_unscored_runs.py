@@ -91,6 +91,25 @@ def test_a_failed_runs_comparison_items_and_counts_say_what_is_true(
     assert "differ" not in compared.stdout.split("comparison:")[-1]
 
 
+def test_a_run_stopped_before_scoring_lists_its_call_errors(
+    serve: Any, runs: tuple[str, str]
+) -> None:
+    """The runs list counts a failed run's call errors from its journal (3 connection errors),
+    as it counts a scored run's; they were set only when a run was scored, so a run whose
+    endpoint was down showed "-" (a new user's finding)."""
+    _, failed = runs
+    live = serve(database_url=os.environ["FIELDCHECK_DATABASE_URL"])
+    with httpx.Client(base_url=live.base_url, timeout=60) as http:
+        rows = {r["id"]: r for r in http.get("/api/runs").json()["runs"]}
+        page = http.get("/runs").text
+    row = rows[failed]
+    assert (row["status"], row["n_call_errors"], row["latency_mean_s"]) == ("failed", 3, None)
+    cells = re.search(rf"<tr[^>]*>(?:(?!</tr>).)*{failed}(?:(?!</tr>).)*</tr>", page, re.S)
+    assert cells is not None
+    numbers = re.findall(r'<td class="num">([^<]*)</td>', cells.group(0))
+    assert numbers[1:3] == ["-", "3"], numbers  # failed (never scored), call errors
+
+
 def test_the_bundle_of_a_failed_run_and_of_a_run_whose_items_are_gone(
     tmp_path: Path, runs: tuple[str, str]
 ) -> None:

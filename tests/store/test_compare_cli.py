@@ -154,3 +154,29 @@ def test_a_dataset_role_only_one_run_has_does_not_make_the_runs_differ() -> None
     )
     [both] = _warnings([ran, run("d", ("conversations", "c2"), ("gold", "g1"))], roles, ())
     assert "b: conversations conversations.jsonl sha256 c1, gold gold.jsonl" in both["message"]
+
+
+def test_signature_values_that_mean_the_same_do_not_make_the_runs_differ() -> None:
+    """An interrupted numeric run signs its runner's settings (`sample_size` None, no sample),
+    the finished one its scoring's (`"all"`): the same setting, no warning (a new user's
+    finding: "the runs differ in signature settings: sample_size"); another size still warns."""
+    from types import SimpleNamespace
+
+    from fieldcheck import core
+    from fieldcheck._util.signature import Signature
+    from fieldcheck.runs._compare import _warnings
+
+    numeric = core.get("numeric")
+
+    def run(rid: str, **settings: Any) -> Any:
+        signature = Signature(system="numeric", settings=settings).model_dump_json()
+        return SimpleNamespace(id=rid, inputs=[], signature=signature)
+
+    interrupted = run("a", split="dev", sample_size=None, sample_seed=None)
+    finished = run("b", split="dev", sample_size="all", sample_seed="first")
+    same = numeric.same_settings
+    assert _warnings([interrupted, finished], ("data",), numeric.model_settings, None, same) == []
+    sampled = run("c", split="dev", sample_size=10, sample_seed=3)
+    [warning] = _warnings([interrupted, sampled], ("data",), numeric.model_settings, None, same)
+    assert warning["message"] == "the runs differ in signature settings: sample_seed, sample_size"
+    assert warning["values"]["sample_size"] == [None, 10]

@@ -123,11 +123,12 @@ def exception_line(exc: BaseException) -> str:
 
 class UsageProblem(FieldcheckError):
     """An input or option that cannot be used, found before anything is written: the CLI's
-    one usage line (exit 2), the API's 422. ``param`` names the option or input."""
+    one usage line (exit 2), the API's 422. ``param`` names the option or input; ``role``, the
+    input's role as given (``latency:other``), where callers that name inputs by role name it."""
 
-    def __init__(self, message: str, param: str | None = None) -> None:
+    def __init__(self, message: str, param: str | None = None, *, role: str | None = None) -> None:
         super().__init__(message)
-        self.message, self.param = message, param
+        self.message, self.param, self.role = message, param, role
 
 
 def whole_number(value: Any, option: str) -> int:

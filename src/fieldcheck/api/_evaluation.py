@@ -26,6 +26,7 @@ from fieldcheck._util.paths import safe_filename, unique_filenames
 from fieldcheck.api._errors import ApiError
 from fieldcheck.jsoneval import (
     LISTED_TWICE,
+    NESTED_HINT,
     EvalConfig,
     JsonEvalResult,
     MatcherError,
@@ -76,13 +77,21 @@ def parse_output_text(text: str) -> Any:
         return data.decode("utf-8", errors="replace")
 
 
-def parse_ground_truth_text(text: str, *, name: str = "ground truth") -> dict[str, Any]:
-    """Pasted or uploaded ground truth: a JSON object, else ApiError naming ``ground_truth``."""
+def parse_ground_truth_text(text: str, *, file: str | None = None) -> dict[str, Any]:
+    """Pasted or uploaded (``file``: its name) ground truth: a JSON object, else ApiError naming
+    ``ground_truth``; invalid JSON at its line and column (an upload in the CLI's words)."""
+    data = text.encode().removeprefix(b"\xef\xbb\xbf")
     try:
-        value = loads(text.encode().removeprefix(b"\xef\xbb\xbf"))
+        value = loads(data)
     except orjson.JSONDecodeError as exc:
-        raise ApiError(422, f"{name}: invalid JSON: {exc.msg}", field="ground_truth") from None
+        if file is not None:
+            error = document_error(exc, data, file=file)
+            raise ApiError.invalid(error, field="ground_truth") from None
+        where = f"at line {exc.lineno} column {exc.colno}"
+        message = f"ground truth: invalid JSON: {exc.msg} {where}"
+        raise ApiError(422, message, field="ground_truth") from None
     if not isinstance(value, dict):
+        name = file or "ground truth"
         error = InputError("ground truth must be a JSON object", file=name, value=value)
         raise ApiError.invalid(error, field="ground_truth")
     return value
@@ -154,6 +163,33 @@ def merged(
         raise ApiError.invalid(exc.error, field=field) from None
 
 
+@contextmanager
+def logged_warnings(flatten: str = " (nested paths need flatten)") -> Iterator[list[str]]:
+    """The warnings fieldcheck logs in this thread meanwhile, which the CLI prints on stderr (a
+    concurrent request's are its own), for the answer's ``warnings``; ``flatten``: how the caller
+    names ``--flatten`` in the unused strategies' warning."""
+    lines: list[str] = []
+    thread = threading.get_ident()
+
+    class Kept(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            if record.thread == thread:
+                lines.append(record.getMessage().replace(NESTED_HINT, flatten))
+
+    handler = Kept(logging.WARNING)
+    logger = logging.getLogger("fieldcheck")
+    logger.addHandler(handler)
+    try:
+        yield lines
+    finally:
+        logger.removeHandler(handler)
+
+
+def with_warnings(answer: dict[str, Any], warnings: Sequence[str]) -> dict[str, Any]:
+    """``answer`` with its ``warnings``, when there are any (docs/api.md)."""
+    return {**answer, "warnings": list(warnings)} if warnings else answer
+
+
 def evaluate_one(
     output: Any,
     ground_truth: Mapping[str, Any],
@@ -161,17 +197,24 @@ def evaluate_one(
     matchers: Matchers,
     *,
     safety_score: float | None = None,
+    warnings: list[str] | None = None,
+    flatten: str = " (nested paths need flatten)",
 ) -> JsonEvalResult:
-    """``json score``: one output against one ground truth. A side nesting too deep is a 422
-    naming it; a judge that gives no similarity is a 502."""
+    """``json score``: one output against one ground truth, its warnings added to ``warnings``
+    (``flatten``: how the caller names ``--flatten``). A side nesting too deep is a 422 naming
+    it; a judge that gives no similarity is a 502."""
     try:
-        return evaluate(
-            output, ground_truth, config, safety_score=safety_score, matchers=matchers.get()
-        )
+        with logged_warnings(flatten) as lines:
+            result = evaluate(
+                output, ground_truth, config, safety_score=safety_score, matchers=matchers.get()
+            )
     except InputError as exc:
         raise ApiError.invalid(exc, field=exc.field or "output") from None
     except MatcherError as exc:
         raise ApiError(502, f"the matcher failed: {exc}") from None
+    if warnings is not None:
+        warnings.extend(lines)
+    return result
 
 
 def score_run(
@@ -183,28 +226,31 @@ def score_run(
     out: Path,
     shown: Mapping[str, str],
     params: Mapping[str, str] | None = None,
+    warnings: list[str] | None = None,
 ) -> core.Outcome:
     """``core.score`` into the run folder ``out`` and the store, in the caller's thread, server
-    paths named as ``shown``; a usage problem is a 422 naming its param (by ``params``, else
-    ``settings.KEY`` or the role), ``CannotWrite`` a 507, a failed judge a 502."""
+    paths named as ``shown``, its warnings added to ``warnings``; a usage problem is a 422
+    naming its param (by ``params``, else ``settings.KEY`` or the role), ``CannotWrite`` a 507,
+    a failed judge a 502."""
     label, models = core.model_label(core.get(system), inputs)
     events = core.Events(warn=lambda line: _log.warning("%s", hidden(line, shown)))
     try:
-        return core.score(
-            system,
-            inputs,
-            settings,
-            out=out,
-            command=f"api score {system}",
-            label=label,
-            models=models,
-            store=ctx.store,
-            events=events,
-            extras={
-                "matchers": ctx.matchers.get(),
-                "matcher_config": server_matcher(ctx.base_config),
-            },
-        )
+        with logged_warnings() as lines:
+            outcome = core.score(
+                system,
+                inputs,
+                settings,
+                out=out,
+                command=f"api score {system}",
+                label=label,
+                models=models,
+                store=ctx.store,
+                events=events,
+                extras={
+                    "matchers": ctx.matchers.get(),
+                    "matcher_config": server_matcher(ctx.base_config),
+                },
+            )
     except UsageProblem as exc:
         if params is None:  # the generic route: a setting by its key, an input by its role
             message, name, setting = core.renamed(core.get(system), settings, exc)
@@ -216,6 +262,9 @@ def score_run(
         raise ApiError(507, hidden(str(exc), shown)) from None
     except MatcherError as exc:
         raise ApiError(502, f"the matcher failed: {exc}") from None
+    if warnings is not None:
+        warnings.extend(hidden(line, shown) for line in lines)
+    return outcome
 
 
 async def score_uploads(
@@ -226,6 +275,7 @@ async def score_uploads(
     *,
     root: Path | None,
     params: Mapping[str, str] | None = None,
+    warnings: list[str] | None = None,
 ) -> tuple[core.Outcome, dict[str, str]]:
     """Each upload kept in a new ``request_folder`` (``inputs/ROLE/FILE``, roles that clean to one
     folder name kept apart by ``-2``...) and scored into its ``run/`` in a worker thread: the
@@ -243,8 +293,18 @@ async def score_uploads(
             inputs.append((role, path))
             shown[str(path)] = sent
         outcome = await run_in_threadpool(
-            score_run, ctx, system, inputs, settings, out=base / "run", shown=shown, params=params
+            score_run,
+            ctx,
+            system,
+            inputs,
+            settings,
+            out=base / "run",
+            shown=shown,
+            params=params,
+            warnings=warnings,
         )
+    if root is None and outcome.run_id is not None:  # its temporary folder is gone
+        ctx.store.forget_folder(outcome.run_id)
     return outcome, shown
 
 

@@ -20,6 +20,7 @@ from fieldcheck.api._settings import ApiSettings, is_loopback
 TOKEN_COOKIE = "fieldcheck_token"
 OPEN_PATHS = frozenset({"/login"})  # the page where a browser gives the token
 UNSAFE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+OTHER_SITES = frozenset({"cross-site", "same-site"})  # Sec-Fetch-Site of another origin's page
 # on every answer: no page of this server inside another site's frame (a framed Configuration
 # page's own POST is same-origin), no type sniffing of a served file
 SAFETY_HEADERS = (
@@ -73,11 +74,15 @@ class Guard:
 
     @staticmethod
     def same_origin(method: str, headers: Mapping[str, str]) -> bool:
-        """A browser's unsafe request must come from this server's own pages."""
-        origin = headers.get("origin")
-        if method not in UNSAFE_METHODS or origin is None:
+        """A browser's unsafe request must come from this server's own pages: its Origin, or
+        without one its Referer, is this server, and the browser does not call it another
+        site's (`Sec-Fetch-Site` `cross-site`, or `same-site`: another port or subdomain)."""
+        if method not in UNSAFE_METHODS:
             return True
-        return urlsplit(origin).netloc == headers.get("host", "")
+        if headers.get("sec-fetch-site", "").lower() in OTHER_SITES:
+            return False
+        sender = headers.get("origin") or headers.get("referer")
+        return sender is None or urlsplit(sender).netloc == headers.get("host", "")
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":

@@ -85,6 +85,11 @@ def renamed(
         return exc.message, exc.param or "", False
     roles = [role for role, _ in getattr(system, "inputs", ())]
     message, shown, setting = exc.message, [], False
+    if exc.role is not None:  # an input given by its role: every input option as its role
+        for role in roles:  # (`--pred` -> `pred:NAME`)
+            kind = role.split(":")[0]
+            message = re.sub(rf"--{re.escape(kind)}\b(?!-)", role, message)
+        return message, exc.role, False
     for part in exc.param.split("/"):
         name = part.removeprefix("--")
         role = next((r for r in roles if r.split(":")[0] == name), None)

@@ -30,6 +30,7 @@ from fieldcheck.core._pipeline import (
 from fieldcheck.core._registry import get
 from fieldcheck.core._system import Runs
 from fieldcheck.reports import RunFolder, interrupts_deferred, write_csv
+from fieldcheck.runner import CALL_ERRORS
 
 if TYPE_CHECKING:
     from fieldcheck.runner import ModelSpec, Runner
@@ -196,4 +197,4 @@ def _scoring_pool(system: Any, inputs: Inputs) -> LocalPool | None:
 
 def _interrupted(runner: Runner, run_id: str) -> None:
     """Model run ``run_id`` left ``interrupted``: the same command resumes it, with no call."""
-    runner.use_store(lambda store: store.set_status(run_id, "interrupted"))
+    runner.use_store(lambda store: store.set_status(run_id, "interrupted", call_errors=CALL_ERRORS))

@@ -16,6 +16,7 @@ if TYPE_CHECKING:  # the names as type checkers and editors see them
         parse_weights,
     )
     from fieldcheck.jsoneval._evaluate import (
+        NESTED_HINT,
         MatcherError,
         build_matchers,
         coerce_output,

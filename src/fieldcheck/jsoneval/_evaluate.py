@@ -91,13 +91,17 @@ def make_signature(
     )
 
 
+NESTED_HINT = " (nested paths need --flatten)"
+"""The end of the unused strategies' warning without ``flatten`` (a caller renames the option)."""
+
+
 def warn_unused_strategies(config: EvalConfig, unused: Sequence[str]) -> None:
     """Warn once about strategies naming a field no ground truth has (probably a typo)."""
     if unused:
         logger.warning(
             "the strategy config names fields that no ground truth has: %s%s",
             ", ".join(repr(k) for k in unused),
-            "" if config.flatten else " (nested paths need --flatten)",
+            "" if config.flatten else NESTED_HINT,
         )
 
 

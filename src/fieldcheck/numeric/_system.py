@@ -235,6 +235,12 @@ class NumericSystem(NumericRuns, Views):
     dataset_inputs = ("data",)
     usage_metrics = ("total_input_tokens", "total_output_tokens", "total_cost_usd")
     model_settings = ("model", "models", "predictions")
+    # a signature's values that mean the same: the runner records "no sample" as None, the
+    # scored run as "all" (and "first" for no sample seed)
+    same_settings: Mapping[str, Mapping[Any, Any]] = {
+        "sample_size": {None: "all"},
+        "sample_seed": {None: "first"},
+    }
 
     def interval(self, intervals: Mapping[str, Any], name: str) -> Any:
         return (intervals.get("overall") or {}).get(name)

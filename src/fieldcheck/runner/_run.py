@@ -470,9 +470,11 @@ async def run_task(
 
 
 def _set_status(runner: Runner, run_id: str, status: str) -> None:
-    """The run's status in the store, when it still has one (its items committed first)."""
+    """The run's status in the store, when it still has one (its items committed first); a run
+    stopped (failed, interrupted) before it is scored gets its call errors, tokens, latency."""
     runner.flush()
-    runner.use_store(lambda store: store.set_status(run_id, status))
+    errors = None if status == "finished" else CALL_ERRORS
+    runner.use_store(lambda store: store.set_status(run_id, status, call_errors=errors))
 
 
 def summary_line(handle: RunHandle) -> str:

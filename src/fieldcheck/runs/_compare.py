@@ -137,7 +137,8 @@ def compare(
     ]
     scored_pairs = len(runs) > 1 and not unscored
     truths = store.truth_digests([(r.id, None) for r in runs], pairing) if scored_pairs else None
-    table["warnings"] = _warnings(runs, kind.dataset_inputs, kind.model_settings, truths)
+    same = getattr(kind, "same_settings", {})
+    table["warnings"] = _warnings(runs, kind.dataset_inputs, kind.model_settings, truths, same)
     table["not_scored"] = [r.id for r in unscored]
     table["note"] = None
     if unscored:  # its items (if any) are calls: nothing pairs, nothing differs
@@ -196,9 +197,11 @@ def _warnings(
     roles: Sequence[str],
     model_settings: Sequence[str],
     truths: Sequence[tuple[int, int]] | None = None,
+    same: Mapping[str, Mapping[Any, Any]] | None = None,
 ) -> list[dict[str, Any]]:
     """A warning when the runs' ground truth (``truths``) or dataset inputs of ``roles`` differ,
-    and one naming the signature settings they differ in (but ``model_settings``)."""
+    and one naming the signature settings they differ in (but ``model_settings``; ``same``: a
+    setting's values that mean another, ``{None: "all"}``)."""
     warnings: list[dict[str, Any]] = []
     datasets = {
         r.id: sorted(
@@ -237,10 +240,16 @@ def _warnings(
             {"kind": "dataset", "message": f"the runs differ in dataset ({listed})", "names": []}
         )
     settings = [_signature_settings(r.signature) for r in runs]
+
+    def meant(name: str, value: Any) -> str:
+        aliases = (same or {}).get(name) or {}
+        hashable = value is None or isinstance(value, str | int | float)
+        return repr(aliases.get(value, value) if hashable else value)
+
     names = sorted(  # the settings every run recorded (not one a run never had: docs/decisions.md)
         n
         for n in set(settings[0]).intersection(*settings[1:])
-        if n.split(".")[0] not in model_settings and len({repr(s.get(n)) for s in settings}) > 1
+        if n.split(".")[0] not in model_settings and len({meant(n, s.get(n)) for s in settings}) > 1
     )
     if names and len(runs) > 1:
         warnings.append(

@@ -146,7 +146,7 @@ def _by_role(inputs: Sequence[tuple[str, Path]]) -> tuple[Path, dict[str, dict[s
             files["pred"].setdefault(name, Path(path))
         elif kind in files and name:
             if name in files[kind]:
-                raise UsageProblem(f"model {name!r} given twice", _OPTIONS[kind])
+                raise UsageProblem(f"model {name!r} given twice", _OPTIONS[kind], role=role)
             files[kind][name] = Path(path)
         else:
             roles = ", ".join(role for role, _ in SlotsSystem.inputs)
@@ -163,7 +163,9 @@ def _by_role(inputs: Sequence[tuple[str, Path]]) -> tuple[Path, dict[str, dict[s
             if name not in files["pred"]:
                 shown = ", ".join(names)
                 raise UsageProblem(
-                    f"unknown model {name!r}; models given with --pred: {shown}", _OPTIONS[kind]
+                    f"unknown model {name!r}; models given with --pred: {shown}",
+                    _OPTIONS[kind],
+                    role=f"{kind}:{name}",
                 )
     return gold, files
 

@@ -192,12 +192,26 @@ class Store:
             s.commit()
             return len(stale)
 
-    def set_status(self, run_id: str, status: str) -> None:
+    def set_status(
+        self, run_id: str, status: str, *, call_errors: Sequence[str] | None = None
+    ) -> None:
+        """The run's status; with ``call_errors`` (the runner's failed calls' types) also the
+        runs list's figures of its journal, for a model run that stops before it is scored
+        (``finish_scored_run`` sets them for a scored one)."""
         with self._session() as s:
             values: dict[str, Any] = {"status": status}
             if status == "finished":
                 values["finished_at"] = _now()
+            if call_errors is not None:
+                values |= journal_figures(s.connection(), run_id, call_errors)
             s.execute(update(RunRow).where(RunRow.id == run_id).values(**values))
+            s.commit()
+
+    def forget_folder(self, run_id: str) -> None:
+        """Run ``run_id`` stored without an output folder (its folder was removed: the API's
+        upload scored in a temporary folder), so no page names a folder that is gone."""
+        with self._session() as s:
+            s.execute(update(RunRow).where(RunRow.id == run_id).values(out_dir=None))
             s.commit()
 
     def get_run(self, run_id: str) -> RunInfo | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path, PurePath
 from typing import Annotated, Any
 
@@ -23,6 +24,7 @@ from fieldcheck.api._evaluation import (
     score_run,
     score_uploads,
     server_matcher,
+    with_warnings,
 )
 from fieldcheck.jsoneval import SafetyCheck, parse_section
 
@@ -87,10 +89,16 @@ def evaluate_route(body: EvaluateRequest, ctx: Context) -> dict[str, Any]:
         flatten=body.flatten,
         safety_check=body.safety_check,
     )
+    warnings: list[str] = []
     result = evaluate_one(
-        body.output, body.ground_truth, config, ctx.matchers, safety_score=body.safety_score
+        body.output,
+        body.ground_truth,
+        config,
+        ctx.matchers,
+        safety_score=body.safety_score,
+        warnings=warnings,
     )
-    return result.public_dict()
+    return with_warnings(result.public_dict(), warnings)
 
 
 def resolve_under(root: Path, given: str) -> Path:
@@ -144,12 +152,14 @@ def stored_settings(
     return {"config": config, "bootstrap": bootstrap, "seed": seed}
 
 
-def _summary(outcome: core.Outcome, shown: dict[str, str]) -> dict[str, Any]:
+def _summary(
+    outcome: core.Outcome, shown: dict[str, str], warnings: Sequence[str]
+) -> dict[str, Any]:
     """``json batch``'s summary (as summary.json holds it, the files named as the client sent
-    them) and ``run_id``."""
+    them), ``run_id`` and its ``warnings`` when there are any."""
     summary = {k: v for k, v in dict(outcome.scored.summary).items() if k != "complete"}
     summary["errors"] = [hidden(m, shown) for m in summary.get("errors", [])]
-    return {**summary, "run_id": outcome.run_id}
+    return with_warnings({**summary, "run_id": outcome.run_id}, warnings)
 
 
 @router.post(
@@ -177,13 +187,21 @@ def batch_path_route(body: BatchPathRequest, ctx: Context) -> dict[str, Any]:
         )
     path = resolve_under(root, body.path)
     settings = stored_settings(ctx, body, bootstrap=body.bootstrap, seed=body.seed)
+    warnings: list[str] = []
     with request_folder(root, "json") as folder:
         shown = {str(path): body.path, str(folder): f"{RUNS}/{folder.name}"}
         params = {**_PARAMS, "batch": "path"}
         outcome = score_run(
-            ctx, "json", [("batch", path)], settings, out=folder / "run", shown=shown, params=params
+            ctx,
+            "json",
+            [("batch", path)],
+            settings,
+            out=folder / "run",
+            shown=shown,
+            params=params,
+            warnings=warnings,
         )
-    return _summary(outcome, shown)
+    return _summary(outcome, shown, warnings)
 
 
 @router.post(
@@ -206,10 +224,11 @@ async def batch_upload_route(
     """``fieldcheck json batch`` on the uploaded file with the saved configuration: its summary
     and ``run_id``, the run stored with its items (``GET /api/runs/{run_id}``). With a data
     root the upload and the run's files are kept under ``--data-root``/fieldcheck-runs/, else
-    in a temporary folder removed once answered."""
+    in a temporary folder removed once answered (the run is stored with no output folder)."""
     settings = stored_settings(ctx, None, bootstrap=bootstrap, seed=seed)
     root, params = ctx.settings.data_root, {**_PARAMS, "batch": "file"}
+    warnings: list[str] = []
     outcome, shown = await score_uploads(
-        ctx, "json", [("batch", file)], settings, root=root, params=params
+        ctx, "json", [("batch", file)], settings, root=root, params=params, warnings=warnings
     )
-    return _summary(outcome, shown)
+    return _summary(outcome, shown, warnings)

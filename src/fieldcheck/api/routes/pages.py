@@ -17,6 +17,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import FormData
 from starlette.datastructures import UploadFile as StarletteUpload
+from starlette.exceptions import HTTPException
 
 from fieldcheck._util.errors import InputError
 from fieldcheck.api._deps import AppContext, Context
@@ -173,11 +174,31 @@ async def _bad_text(request: Request) -> InputError | None:
     return form_text_error(await request.body(), request.headers.get("content-type"))
 
 
+async def _form(request: Request, ctx: AppContext) -> FormData:
+    """The page's form, each text field up to the server's JSON body limit (Starlette's own is
+    1 MiB; an upload is not a text field); else ApiError, to be shown on the page: 413 for a
+    text over the limit, 400 for a form that cannot be read."""
+    limit = ctx.settings.max_json_bytes
+    try:
+        return await request.form(max_part_size=limit)
+    except HTTPException as exc:
+        if "maximum size" in str(exc.detail):
+            message = (
+                f"a pasted text is larger than {limit} bytes (the server's --max-json-mb); "
+                "upload it as a file instead"
+            )
+            raise ApiError(413, message) from None
+        raise ApiError(400, f"the form cannot be read: {exc.detail}") from None
+
+
 @router.post("/configuration/strategies")
 async def save_strategies(request: Request, ctx: Context) -> Response:
     if (bad := await _bad_text(request)) is not None:
         return _configuration(ctx, request, error=bad, error_section="strategies")
-    form = await request.form()
+    try:
+        form = await _form(request, ctx)
+    except ApiError as exc:
+        return _configuration(ctx, request, error=exc.message, error_section="strategies")
     fields = [str(v) for v in form.getlist("field")]
     values = [str(v) for v in form.getlist("strategy")]
     rows = list(zip(fields, values, strict=False))
@@ -188,7 +209,10 @@ async def save_strategies(request: Request, ctx: Context) -> Response:
 async def import_section(section: Section, request: Request, ctx: Context) -> Response:
     if (bad := await _bad_text(request)) is not None:
         return _configuration(ctx, request, error=bad, error_section=section)
-    form = await request.form()
+    try:
+        form = await _form(request, ctx)
+    except ApiError as exc:
+        return _configuration(ctx, request, error=exc.message, error_section=section)
     upload = form.get("file")
     if not isinstance(upload, StarletteUpload) or not upload.filename:
         error = "choose a JSON file to import"
@@ -247,41 +271,62 @@ def _pasted(form: FormData, name: str) -> str:
     return text if isinstance(text, str) else ""
 
 
-async def _text(form: FormData, name: str) -> str:
-    """A form's upload ``name + '_file'``, which wins over its pasted text ``name``."""
+async def _text(form: FormData, name: str) -> tuple[str, str | None]:
+    """A form's upload ``name + '_file'``, which wins over its pasted text ``name``, and the
+    upload's file name (None for a pasted text)."""
     upload = form.get(f"{name}_file")
     if isinstance(upload, StarletteUpload) and upload.filename:
-        return (await upload.read()).decode("utf-8", errors="replace")
-    return _pasted(form, name)
+        raw = await upload.read()
+        return raw.decode("utf-8", errors="replace"), os.path.basename(upload.filename)
+    return _pasted(form, name), None
 
 
-def _evaluated(ctx: AppContext, gt_text: str, out_text: str) -> JsonEvalResult:
+_NO_FLATTEN = " (nested paths need flatten, which this page does not do)"
+
+
+def _evaluated(
+    ctx: AppContext, gt_text: str, out_text: str, gt_file: str | None = None
+) -> tuple[JsonEvalResult, list[str]]:
     """The page's texts scored with the saved configuration (in a worker thread: the matchers
-    may load a model or wait on a judge)."""
-    gt = parse_ground_truth_text(gt_text)
+    may load a model or wait on a judge), and its warnings; an uploaded ground truth named by
+    ``gt_file``."""
+    gt = parse_ground_truth_text(gt_text, file=gt_file)
     config = merged(ctx.saved, ctx.base_config)
-    return evaluate_one(parse_output_text(out_text), gt, config, ctx.matchers)
+    warnings: list[str] = []
+    output = parse_output_text(out_text)
+    result = evaluate_one(output, gt, config, ctx.matchers, warnings=warnings, flatten=_NO_FLATTEN)
+    return result, warnings
 
 
 @router.post("/evaluate")
 async def run_evaluation(request: Request, ctx: Context) -> HTMLResponse:
     bad = await _bad_text(request)  # before the form is read: it would hide such bytes
-    form = await request.form()
+    try:
+        form = await _form(request, ctx)
+    except ApiError as exc:
+        empty = {"ground_truth": "", "output": ""}
+        return ctx.render(
+            request, "evaluate.html", exc.status, error=exc.message, active="/evaluate", **empty
+        )
     if bad is not None:
         shown = {name: _pasted(form, name) for name in ("ground_truth", "output")}
         return ctx.render(
             request, "evaluate.html", 422, error=bad.one_line(), active="/evaluate", **shown
         )
-    gt_text, out_text = await _text(form, "ground_truth"), await _text(form, "output")
+    (gt_text, gt_file), (out_text, _) = (
+        await _text(form, "ground_truth"),
+        await _text(form, "output"),
+    )
     page: dict[str, Any] = {"active": "/evaluate", "ground_truth": gt_text, "output": out_text}
     try:
-        result = await run_in_threadpool(_evaluated, ctx, gt_text, out_text)
+        result, warnings = await run_in_threadpool(_evaluated, ctx, gt_text, out_text, gt_file)
     except ApiError as exc:
         return ctx.render(request, "evaluate.html", exc.status, error=exc.message, **page)
     return ctx.render(
         request,
         "evaluate.html",
         result=result,
+        warnings=warnings,
         buckets=[(name, result.buckets[name]) for name in BUCKET_NAMES],
         scores=[(label, getattr(result, name)) for name, label in SCORES],
         **page,

@@ -3,7 +3,7 @@ pipeline, as ``fieldcheck score SYSTEM ROLE=FILE...`` scores them (issue 27 item
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +15,7 @@ from fieldcheck._util.errors import UsageProblem
 from fieldcheck.api._body import MAX_BOOTSTRAP, MAX_SEED, api_router
 from fieldcheck.api._deps import AppContext, Context
 from fieldcheck.api._errors import INVALID, JUDGE_FAILED, ApiError, error_responses
-from fieldcheck.api._evaluation import hidden, score_uploads, server_matcher
+from fieldcheck.api._evaluation import hidden, score_uploads, server_matcher, with_warnings
 
 router = api_router("/api/score", "score")
 
@@ -44,13 +44,15 @@ _FORM = {
 }
 
 
-def _answer(outcome: core.Outcome, shown: Mapping[str, str]) -> dict[str, Any]:
+def _answer(
+    outcome: core.Outcome, shown: Mapping[str, str], warnings: Sequence[str]
+) -> dict[str, Any]:
     """What the route answers of a scored run (its files named inside its folder, no server
-    path the client did not send)."""
+    path the client did not send), with its ``warnings`` when there are any."""
     scored, signature = outcome.scored, outcome.scored.signature
     if hasattr(signature, "model_dump"):  # a Signature model
         signature = signature.model_dump(mode="json")
-    return {
+    answer = {
         "run_id": outcome.run_id,
         "system": outcome.system,
         "metrics": hidden(scored.metrics, shown),
@@ -61,6 +63,7 @@ def _answer(outcome: core.Outcome, shown: Mapping[str, str]) -> dict[str, Any]:
             p.relative_to(outcome.destination).as_posix() for p in outcome.files.values()
         ),
     }
+    return with_warnings(answer, warnings)
 
 
 def _refuse_settings(ctx: AppContext, settings: Mapping[str, Any]) -> None:
@@ -144,5 +147,8 @@ async def score_route(system: str, request: Request, ctx: Context) -> dict[str, 
             "no data root is configured (fieldcheck serve --data-root DIR): the uploads and "
             "run folders are kept under it",
         )
-    outcome, shown = await score_uploads(ctx, found.name, uploads, settings, root=Path(root))
-    return _answer(outcome, shown)
+    warnings: list[str] = []
+    outcome, shown = await score_uploads(
+        ctx, found.name, uploads, settings, root=Path(root), warnings=warnings
+    )
+    return _answer(outcome, shown, warnings)
