@@ -378,6 +378,23 @@ def _cli_no_store(*args: str) -> None:
     assert result.exit_code == 0, result.output
 
 
+def test_import_of_a_json_folder_whose_batch_had_a_bad_line_skips_it(tmp_path: Path) -> None:
+    """The batch file run.json names is read back as ``json batch`` read it: a line that is not
+    JSON is skipped (its errors.jsonl lists it, stored as its item), where it was a traceback,
+    exit 1 (a tester's finding)."""
+    batch = tmp_path / "bad.jsonl"
+    batch.write_bytes(b'{"id":"a","ground_truth":{"x":1},"output":{"x":1}}\n{"id":"b",\n')
+    out = tmp_path / "bad"
+    result = CliRunner().invoke(app, ["json", "batch", str(batch), "--out", str(out), "--no-store"])
+    assert result.exit_code == 3, result.output  # a bad line
+    code, stdout, stderr = runs("import", str(out), "--json")
+    assert code == 0, stderr
+    run_id = orjson.loads(stdout)["id"]
+    items = {i.key: i.result for i in Store().items(run_id)}
+    assert list(items) == ["a", "line 2"] and items["a"]["output"] == {"x": 1}
+    assert items["line 2"]["error"]["line"] == 2
+
+
 def test_delete_removes_the_items_file_and_works_when_it_is_gone(tmp_path: Path) -> None:
     store = Store()
     runs_made = [record_folder(store, json_folder(tmp_path, name)[0]) for name in ("a", "b")]
