@@ -594,3 +594,28 @@ def test_an_imported_numeric_folder_compares_with_its_native_run_without_warning
     assert code == 0 and orjson.loads(stdout)["warnings"] == []
     shown = [orjson.loads(runs("show", r, "--json")[1])["signature"] for r in (native, imported)]
     assert shown[0] == shown[1] and orjson.loads(shown[0])["settings"]["bootstrap"] == 1000
+
+
+def test_a_priced_numeric_runs_cost_and_latency_in_the_store_are_its_files(
+    tmp_path: Path, chat_server: Any
+) -> None:
+    """The runs list's cost and mean latency of a ``numeric evaluate`` run are the very numbers
+    of its statistics.json (a tester's finding: 0.0076457999999999995 against 0.0076458, the
+    store's cost formula another than the run's; ``metrics.cost_usd`` is now both's)."""
+    from chat_server import Reply
+
+    plan = '{"steps": [{"tool": "extract", "value": 6135.4, "source": "text"}]}'
+    server = chat_server(lambda _: Reply(plan, prompt_tokens=44120, completion_tokens=1713))
+    out = tmp_path / "evaluated"
+    args = ["numeric", "evaluate", "--data", str(ROOT / "examples/numeric/data.json")]
+    args += ["--base-url", server.base_url, "--model", "m=scripted", "--sample-size", "1"]
+    args += ["--bootstrap", "0", "--no-progress", "--price-in", "0.15", "--price-out", "0.6"]
+    result = CliRunner().invoke(app, [*args, "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    stats = orjson.loads((out / "statistics.json").read_bytes())
+    [run] = Store().list_runs()
+    calls = stats["total_input_tokens"] // 44120
+    assert (run.input_tokens, run.output_tokens) == (44120 * calls, 1713 * calls) and calls > 1
+    tokens_in, tokens_out = 44120 * calls, 1713 * calls
+    assert run.cost_usd == stats["total_cost_usd"] == (tokens_in * 0.15 + tokens_out * 0.6) / 1e6
+    assert run.latency_mean_s == stats["latency_s"]["mean"]
