@@ -287,12 +287,9 @@ def html_escape(text: str) -> str:
     return html.escape(text)
 
 
-def test_a_slot_sessions_error_message_is_told(
-    tmp_path: Path, serve: Any, chat_server: Any
-) -> None:
+def _errored_slots_run(tmp_path: Path, chat_server: Any) -> tuple[RunInfo, dict[Any, Any]]:
     """``slots run`` where a/2's call gets a 500 (not scored) and b/1's reply is no JSON
-    (``invalid_reply``, scored as misses): each session's story names its error with the
-    message the run wrote to session_errors.jsonl."""
+    (``invalid_reply``, scored as misses): the run, and session_errors.jsonl by session."""
     from chat_server import Reply
 
     conversations = {
@@ -339,6 +336,16 @@ def test_a_slot_sessions_error_message_is_told(
     store = Store(url)
     [run] = [r for r in store.list_runs() if r.system == "slots"]
     store.close()
+    return run, errors
+
+
+def test_a_slot_sessions_error_message_is_told(
+    tmp_path: Path, serve: Any, chat_server: Any
+) -> None:
+    """``slots run`` where a/2's call gets a 500 (not scored) and b/1's reply is no JSON
+    (``invalid_reply``, scored as misses): each session's story names its error with the
+    message the run wrote to session_errors.jsonl."""
+    run, errors = _errored_slots_run(tmp_path, chat_server)
     live: LiveServer = serve()
     with httpx.Client(base_url=live.base_url, timeout=30) as http:
         for (user, session), error in errors.items():
@@ -347,3 +354,30 @@ def test_a_slot_sessions_error_message_is_told(
             assert told == f"{error['error_type']}: {error['error_message']}"
             assert error["error_message"]  # a message, not only its type
         assert "session error" not in values(story_of(http, run, "m/a/1"), "session")
+
+
+def test_the_slots_of_a_session_not_scored_have_no_verdict(
+    tmp_path: Path, serve: Any, chat_server: Any
+) -> None:
+    """A session whose call failed is not scored: its gold slots are "not scored", no tone, no
+    token P/R or BLEU-1, as the run's metrics do not count them (a tester's finding: each was
+    "FN (missed)", tone fail, its scores 0), on the page, the route and ``runs show --item``;
+    an invalid reply's session is scored, its gold slots missed."""
+    run, _ = _errored_slots_run(tmp_path, chat_server)
+    live: LiveServer = serve()
+    with httpx.Client(base_url=live.base_url, timeout=30) as http:
+        unscored, missed = (story_of(http, run, f"m/{k}") for k in ("a/2", "b/1"))
+        page = http.get(f"/runs/{run.id}/items/{quote('m/a/2', safe='')}").text
+    assert [(r["gold"], r["verdict"], r["tone"]) for r in table(unscored, "slots")] == [
+        (["x"], "not scored", None)
+    ]
+    [row] = table(unscored, "slots")
+    assert (row["token P"], row["token R"], row["BLEU-1"]) == (None, None, None)
+    assert values(unscored, "session")["not scored"] == "server_error"
+    assert [(r["verdict"], r["tone"]) for r in table(missed, "slots")] == [("FN (missed)", "fail")]
+    assert "not scored" in page and "FN (missed)" not in page
+    url = f"sqlite:///{tmp_path / 'api.sqlite3'}"
+    shown = CliRunner().invoke(
+        app, ["runs", "show", run.id, "--item", "m/a/2"], env={"FIELDCHECK_DATABASE_URL": url}
+    )
+    assert shown.exit_code == 0 and "FN (missed)" not in shown.stdout, shown.output

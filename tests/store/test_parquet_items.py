@@ -117,6 +117,49 @@ def test_fieldcheck_artifacts_sets_the_root(
     assert f"{ARTIFACTS_ENV}: the items of run {run.id} are not at" in result.stderr
 
 
+def test_a_run_whose_items_are_under_another_root_is_not_deleted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``runs delete`` under another artifacts root refuses a run that wrote items (finished or
+    interrupted) as ``runs show`` does, one line naming FIELDCHECK_ARTIFACTS, nothing deleted (a
+    tester's finding: "deleted run", its items file left with nothing referring to it); a run
+    that wrote no item is deleted, as one whose file is gone from its folder under the root."""
+    monkeypatch.setenv(ARTIFACTS_ENV, str(tmp_path / "team"))
+    store = Store(f"sqlite:///{tmp_path}/s.sqlite3")
+    made = []
+    for n in range(2):
+        recorder = _open(store, tmp_path)
+        recorder.add_prepared([_item(1)])
+        made.append(recorder.finish(metrics=None) if n == 0 else recorder)
+    made[1].abort()
+    finished, interrupted = made[0], made[1].run
+    empty = _open(store, tmp_path)
+    empty.abort()
+    store.close()
+    files = [tmp_path / "team" / "runs" / r.id / "items.parquet" for r in (finished, interrupted)]
+    assert all(f.is_file() for f in files)
+    monkeypatch.setenv(ARTIFACTS_ENV, str(tmp_path / "elsewhere"))
+    store = Store(f"sqlite:///{tmp_path}/s.sqlite3")
+    with pytest.raises(ItemsMissing, match=f"items of run {interrupted.id} are not at .*elsewhere"):
+        store.delete_run(interrupted.id)
+    result = CliRunner().invoke(app, ["runs", "delete", finished.id], env={DATABASE_ENV: store.url})
+    assert result.exit_code == 2 and result.stdout == "", result.stdout
+    assert result.stderr.startswith(
+        f"error: {ARTIFACTS_ENV}: the items of run {finished.id} are not at "
+        f"{tmp_path / 'elsewhere' / 'runs' / finished.id / 'items.parquet'} (set {ARTIFACTS_ENV}"
+    )
+    assert store.delete_run(empty.id) and store.get_run(empty.id) is None  # no item written
+    assert all(f.is_file() for f in files) and all(store.get_run(r.id) for r in made[:1])
+    assert store.get_run(interrupted.id) is not None
+    store.close()
+    monkeypatch.setenv(ARTIFACTS_ENV, str(tmp_path / "team"))
+    store = Store(f"sqlite:///{tmp_path}/s.sqlite3")
+    files[1].unlink()  # gone from its folder under the run's root: deleted all the same
+    assert store.delete_run(finished.id) and store.delete_run(interrupted.id)
+    assert not any(f.parent.exists() for f in files) and store.list_runs() == []
+    store.close()
+
+
 FILTERS: list[dict[str, Any]] = [
     {},
     {"failed": True},

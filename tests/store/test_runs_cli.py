@@ -324,6 +324,77 @@ def test_import_of_a_slots_folder_reads_its_sessions_from_the_inputs_run_json_na
     assert "--input" in stdout
 
 
+def test_an_input_other_than_the_file_the_run_was_scored_from_is_refused(
+    tmp_path: Path,
+) -> None:
+    """An ``--input`` whose sha256 is not the one run.json names under its role is one usage
+    line naming it, exit 2, nothing stored (a tester's finding: the other file's sessions were
+    stored as the items beside the folder's metrics, tp 1 against its F1 0.684)."""
+    out, inputs = slots_folder(tmp_path)
+    other = tmp_path / "other.jsonl"
+    other.write_bytes(dict(inputs)["pred:a"].read_bytes()[:-1] + b" \n")
+    code, stdout, stderr = runs("import", str(out), "--input", f"pred:a={other}")
+    assert code == 2 and stdout == "" and len(stderr.strip().splitlines()) == 1
+    assert (
+        f"error: --input: pred:a={other}: its sha256 differs from the run's pred:a in "
+        f"{out / 'run.json'}" in stderr
+    )
+    out, batch = json_folder(tmp_path)
+    changed = tmp_path / "changed.jsonl"
+    changed.write_bytes(batch.read_bytes().replace(b"Oslo", b"Roma", 1))
+    assert changed.read_bytes() != batch.read_bytes()
+    code, stdout, stderr = runs("import", str(out), "--input", f"batch={changed}")
+    assert code == 2 and f"batch={changed}: its sha256 differs from the run's batch" in stderr
+    assert Store().list_runs() == []
+    assert runs("import", str(out), "--input", f"batch={batch}")[0] == 0  # the file it scored
+
+
+def test_model_names_the_model_of_an_imported_slots_folder_of_one_model(tmp_path: Path) -> None:
+    """``runs import --model`` stores a slots folder's one model under that name, its metrics
+    and items too, as it names a json or numeric run (a tester's finding: it was ignored, the
+    run named after the folder's model); a folder of several models is one usage line."""
+    out, inputs = slots_folder(tmp_path)
+    code, _, stderr = runs("import", str(out), "--model", "c")
+    assert code == 2 and "error: --model: names one model, and " in stderr
+    assert f"{out} holds the slots of 2 (a, b), each under its own name" in stderr
+    one = tmp_path / "one"
+    _cli_no_store(
+        "slots", "score", "--gold", str(dict(inputs)["gold"]), "--pred",
+        f"a={dict(inputs)['pred:a']}", "--out", str(one), "--bootstrap", "0",
+    )  # fmt: skip
+    code, stdout, stderr = runs("import", str(one), "--model", "a2", "--json")
+    assert code == 0, stderr
+    run = Store().get_run(orjson.loads(stdout)["id"])
+    assert run is not None and run.model == "a2" and list(run.metrics["models"]) == ["a2"]
+    assert [i.key for i in Store().items(run.id)] == ["a2/u1/1", "a2/u2/1"]
+    assert runs("import", str(one), "--model", "a2")[0] == 2  # stored under that name
+    code, stdout, _ = runs("import", str(one), "--model", "a", "--json")
+    keys = [i.key for i in Store().items(orjson.loads(stdout)["id"])]
+    assert code == 0 and keys == ["a/u1/1", "a/u2/1"]
+
+
+def _cli_no_store(*args: str) -> None:
+    result = CliRunner().invoke(app, [*args, "--no-store"])
+    assert result.exit_code == 0, result.output
+
+
+def test_import_of_a_json_folder_whose_batch_had_a_bad_line_skips_it(tmp_path: Path) -> None:
+    """The batch file run.json names is read back as ``json batch`` read it: a line that is not
+    JSON is skipped (its errors.jsonl lists it, stored as its item), where it was a traceback,
+    exit 1 (a tester's finding)."""
+    batch = tmp_path / "bad.jsonl"
+    batch.write_bytes(b'{"id":"a","ground_truth":{"x":1},"output":{"x":1}}\n{"id":"b",\n')
+    out = tmp_path / "bad"
+    result = CliRunner().invoke(app, ["json", "batch", str(batch), "--out", str(out), "--no-store"])
+    assert result.exit_code == 3, result.output  # a bad line
+    code, stdout, stderr = runs("import", str(out), "--json")
+    assert code == 0, stderr
+    run_id = orjson.loads(stdout)["id"]
+    items = {i.key: i.result for i in Store().items(run_id)}
+    assert list(items) == ["a", "line 2"] and items["a"]["output"] == {"x": 1}
+    assert items["line 2"]["error"]["line"] == 2
+
+
 def test_delete_removes_the_items_file_and_works_when_it_is_gone(tmp_path: Path) -> None:
     store = Store()
     runs_made = [record_folder(store, json_folder(tmp_path, name)[0]) for name in ("a", "b")]
@@ -523,3 +594,28 @@ def test_an_imported_numeric_folder_compares_with_its_native_run_without_warning
     assert code == 0 and orjson.loads(stdout)["warnings"] == []
     shown = [orjson.loads(runs("show", r, "--json")[1])["signature"] for r in (native, imported)]
     assert shown[0] == shown[1] and orjson.loads(shown[0])["settings"]["bootstrap"] == 1000
+
+
+def test_a_priced_numeric_runs_cost_and_latency_in_the_store_are_its_files(
+    tmp_path: Path, chat_server: Any
+) -> None:
+    """The runs list's cost and mean latency of a ``numeric evaluate`` run are the very numbers
+    of its statistics.json (a tester's finding: 0.0076457999999999995 against 0.0076458, the
+    store's cost formula another than the run's; ``metrics.cost_usd`` is now both's)."""
+    from chat_server import Reply
+
+    plan = '{"steps": [{"tool": "extract", "value": 6135.4, "source": "text"}]}'
+    server = chat_server(lambda _: Reply(plan, prompt_tokens=44120, completion_tokens=1713))
+    out = tmp_path / "evaluated"
+    args = ["numeric", "evaluate", "--data", str(ROOT / "examples/numeric/data.json")]
+    args += ["--base-url", server.base_url, "--model", "m=scripted", "--sample-size", "1"]
+    args += ["--bootstrap", "0", "--no-progress", "--price-in", "0.15", "--price-out", "0.6"]
+    result = CliRunner().invoke(app, [*args, "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    stats = orjson.loads((out / "statistics.json").read_bytes())
+    [run] = Store().list_runs()
+    calls = stats["total_input_tokens"] // 44120
+    assert (run.input_tokens, run.output_tokens) == (44120 * calls, 1713 * calls) and calls > 1
+    tokens_in, tokens_out = 44120 * calls, 1713 * calls
+    assert run.cost_usd == stats["total_cost_usd"] == (tokens_in * 0.15 + tokens_out * 0.6) / 1e6
+    assert run.latency_mean_s == stats["latency_s"]["mean"]

@@ -5,15 +5,20 @@ byte-identical exports on both backends."""
 from __future__ import annotations
 
 import math
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 from runs_data import EXACT, HOSTILE, JSON_RECORDS, json_folder, numeric_folder, slots_folder
+from sqlalchemy import text
 
 from fieldcheck import core
+from fieldcheck.metrics import latency_stats
 from fieldcheck.runs import compare_runs, iter_export, record_folder, rescore
 from fieldcheck.store import RunInfo, RunRecorder, Store
+from fieldcheck.store._figures import journal_figures
 
 
 def _add(recorder: RunRecorder, items: list[dict[str, Any]]) -> int:
@@ -289,3 +294,35 @@ def test_items_in_flight_are_kept_only_by_their_call_error(store: Store) -> None
     assert [i.key for i in store.page_items(run.id, descending=True, limit=2)] == ["c", "b"]
     assert [i.key for i in store.find_items(run.id, ["c", "a"])] == ["a", "c"]
     assert store.item_values(run.id, "error_type") == ["timeout"]
+
+
+def test_the_runs_list_sums_latencies_as_the_runs_files_sum_them(tmp_path: Path) -> None:
+    """The mean latency of the journal is ``math.fsum`` over the answered calls, as
+    ``latency_stats`` gives a run's files theirs (SQL's sum of ten 0.1 s is 0.9999999999999999:
+    the store's mean differed from statistics.json's in the last digits, a tester's finding)."""
+    store = Store(f"sqlite:///{tmp_path / 's.sqlite3'}")
+    prices = {"model_spec": {"price_in": 0.15, "price_out": 0.6}}
+    run = store.create_scored_run(
+        system="numeric", model="m", task="run", inputs=[], settings=prices, signature="s",
+        out_dir=None,
+    )  # fmt: skip
+    rows = [
+        (f"k{n}", None if n < 10 else "server_error", 0.1 if n < 10 else 5.0) for n in range(11)
+    ]
+    log = orjson.dumps([{"input_tokens": 4412, "output_tokens": 171}]).decode()
+    with store.engine.begin() as connection:
+        for seq, (key, error, seconds) in enumerate(rows):
+            connection.execute(
+                text(
+                    "INSERT INTO run_journal (run_id, item_key, seq, error_type, calls, "
+                    "cached_calls, latency_s, result, call_log, finished_at) VALUES (:run, :key, "
+                    ":seq, :error, 1, 0, :seconds, '{}', :log, :at)"
+                ),
+                {"run": run.id, "key": key, "seq": seq, "error": error, "seconds": seconds,
+                 "log": log, "at": datetime.now(UTC)},
+            )  # fmt: skip
+        found = journal_figures(connection, run.id, ["server_error"])
+    expected = latency_stats([0.1] * 10)
+    assert expected is not None and found["latency_mean_s"] == expected.mean == 0.1
+    assert found["cost_usd"] == (48532 * 0.15 + 1881 * 0.6) / 1e6  # 11 calls' tokens
+    store.close()

@@ -42,11 +42,22 @@ def _stored(summary: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]
     return metrics, dict(summary.get("ci") or {})
 
 
-def _jsonl(path: Path) -> Iterator[dict[str, Any]]:
-    """The objects of a JSONL file of fieldcheck's (none when it is not there)."""
+def _jsonl(path: Path, *, given: bool = False) -> Iterator[dict[str, Any]]:
+    """The objects of a JSONL file of fieldcheck's (none when it is not there); ``given``: a
+    user's batch, whose lines that are not JSON are skipped, as ``json batch`` skipped them
+    (its errors.jsonl lists them)."""
     if path.is_file():
         with path.open("rb") as handle:
-            yield from (v for v in map(loads, filter(bytes.strip, handle)) if isinstance(v, dict))
+            lines = filter(bytes.strip, handle)
+            yield from (v for v in map(_loaded if given else loads, lines) if isinstance(v, dict))
+
+
+def _loaded(line: bytes) -> Any:
+    """A batch line's JSON, None for a line that is not JSON."""
+    try:
+        return loads(line)
+    except ValueError:
+        return None
 
 
 def _field_match_rates(metrics: Mapping[str, Any]) -> dict[str, Any]:
@@ -356,7 +367,7 @@ class JsonSystem(JsonRuns, Views):
         raw = {
             str(line["id"]): line
             for _, path in all_inputs
-            for line in _jsonl(Path(path))
+            for line in _jsonl(Path(path), given=True)
             if "id" in line and "ground_truth" in line
         }
         first = next(_jsonl(folder / "records.jsonl"), {})  # its strategies: those it scored

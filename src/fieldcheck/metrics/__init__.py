@@ -6,6 +6,9 @@ from typing import TYPE_CHECKING
 from fieldcheck._util.lazy import typed_lazy_names
 
 if TYPE_CHECKING:  # the names as type checkers and editors see them
+    # A model's cost in USD at per-1M-token prices (numeric's statistics, the runner, the store).
+    from fieldcheck.metrics._cost import cost_usd
+
     # JSON evaluation (json-evaluation.md): null rule, key buckets, completeness, hallucination,
     # accuracy, RQS.
     from fieldcheck.metrics._json_fields import (

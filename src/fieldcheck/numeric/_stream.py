@@ -27,7 +27,7 @@ from fieldcheck._util.errors import error_dicts, short_repr
 from fieldcheck._util.executor import Executor, InProcess, LocalPool, finish, run_map
 from fieldcheck._util.iters import chunked
 from fieldcheck._util.jsonio import dumps_bytes, loads
-from fieldcheck.metrics import ExactSum, latency_stats
+from fieldcheck.metrics import ExactSum, cost_usd, latency_stats
 from fieldcheck.numeric._loaders import (
     LoadResult,
     StoredConversations,
@@ -568,7 +568,7 @@ class Tally:
         stats["cost_per_correct_answer"] = counted / successes if successes else None
         stats["tokens_per_correct_turn"] = counted / correct if correct else None
         if price_in is not None and price_out is not None:
-            dollars = (total_in * price_in + total_out * price_out) / 1_000_000
+            dollars = cost_usd(total_in, total_out, price_in, price_out)
             stats["total_cost_usd"] = dollars
             stats["cost_per_correct_answer_usd"] = dollars / successes if successes else None
             stats["price_in_usd_per_1m"] = price_in

@@ -10,6 +10,7 @@ from urllib.parse import urlsplit, urlunsplit
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from fieldcheck._util.errors import InputError, input_error_of
+from fieldcheck.metrics import cost_usd
 
 API_KEY_ENV = ("FIELDCHECK_API_KEY", "OPENAI_API_KEY")
 
@@ -74,7 +75,7 @@ class ModelSpec(BaseModel):
         """USD for these tokens at the spec's prices (per 1M tokens); None without both."""
         if self.price_in is None or self.price_out is None:
             return None
-        return input_tokens / 1e6 * self.price_in + output_tokens / 1e6 * self.price_out
+        return cost_usd(input_tokens, output_tokens, self.price_in, self.price_out)
 
     def public(self) -> dict[str, Any]:
         """What may be stored and printed (the endpoint without credentials)."""

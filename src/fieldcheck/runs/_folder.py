@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from fieldcheck import core
-from fieldcheck._util.errors import InputError
+from fieldcheck._util.errors import InputError, UsageProblem
 from fieldcheck._util.jsonio import loads
 from fieldcheck._util.paths import unique_filenames
 from fieldcheck.store import RunInfo, RunRecorder, Store, sha256_file
@@ -69,6 +69,7 @@ def record_folder(
         if not (listed := _run_folders(folder)):
             raise
         raise exc.replace(reason=f"{exc.reason}; import each run folder in it: {listed}") from None
+    _check_given(folder, inputs)
     inputs = [*inputs, *_named_inputs(folder, {role for role, _ in inputs})]
     if not any((folder / s).is_file() for s in _SUMMARIES) and (listed := _run_folders(folder)):
         # json run's and a several-model run's folder: one run per model inside
@@ -116,6 +117,23 @@ def _recorded_model(folder: Path, system: core.System) -> str | None:
     given = [e for e in info.get("inputs") or () if isinstance(e, dict) and e.get("role")]
     inputs = [(str(e["role"]), Path(str(e.get("path") or ""))) for e in given]
     return core.model_label(system, inputs)[0] if inputs else None
+
+
+def _check_given(folder: Path, inputs: Sequence[tuple[str, str | Path]]) -> None:
+    """``UsageProblem`` (``--input``) for a given input whose file is not the one run.json
+    names under its role (another sha256): its items would contradict the folder's metrics."""
+    named = {
+        str(e["role"]): e.get("sha256")
+        for e in _run_json(folder).get("inputs") or []
+        if isinstance(e, dict) and e.get("role")
+    }
+    for role, path in inputs:
+        if isinstance(named.get(role), str) and sha256_file(path) != named[role]:
+            raise UsageProblem(
+                f"{role}={path}: its sha256 differs from the run's {role} in {folder / 'run.json'}"
+                " (not the file the run was scored from); nothing was stored",
+                "--input",
+            )
 
 
 def _named_inputs(folder: Path, given: set[str]) -> Iterator[tuple[str, Path]]:

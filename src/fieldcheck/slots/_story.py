@@ -87,7 +87,10 @@ def slots_story(
     rows, row_tones = [], []
     for slot in sorted(gold.keys() | pred.keys()):
         s = scores.get(slot)
-        if s is None:  # a predicted slot that is not a gold slot
+        if result.get("not_scored"):  # the call failed: the run's metrics count none of them
+            verdict, passed = "not scored", None
+            p = r = bleu = None
+        elif s is None:  # a predicted slot that is not a gold slot
             extra = bool(pred.get(slot)) and any(v.strip() for v in pred[slot])
             verdict, passed = ("FP (extra slot)", False) if extra else ("-", None)
             p = r = bleu = None

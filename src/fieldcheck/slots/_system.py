@@ -523,6 +523,14 @@ class SlotsSystem(SlotsRuns, Views):
         sig = signature.get("settings", {})
         stored = {key: sig[key] for key in ("tp", "threshold", "bootstrap", "seed") if key in sig}
         names = list(data.get("models") or {})
+        renamed = model is not None and sorted(model.split(", ")) != sorted(names)
+        if renamed and len(names) != 1:
+            raise UsageProblem(
+                f"names one model, and {folder} holds the slots of {len(names)} "
+                f"({', '.join(names)}), each under its own name",
+                "--model",
+            )
+        named = {n: str(model) if renamed else n for n in names}
         files = dict(inputs)
         preds = {k[5:]: Path(v) for k, v in files.items() if k.startswith("pred:")}
         lats = {k[8:]: Path(v) for k, v in files.items() if k.startswith("latency:")}
@@ -543,7 +551,9 @@ class SlotsSystem(SlotsRuns, Views):
                     load_slots(files["gold"]),
                     [
                         ModelInput(
-                            n, load_slots(preds[n]), load_latencies(lats[n]) if n in lats else None
+                            named[n],
+                            load_slots(preds[n]),
+                            load_latencies(lats[n]) if n in lats else None,
                         )
                         for n in names
                     ],
@@ -552,9 +562,9 @@ class SlotsSystem(SlotsRuns, Views):
                     bootstrap=0,
                     recorder=recorder,
                 )
-            return _stored(data)
+            return _stored({**data, "models": {named[n]: m for n, m in data["models"].items()}})
 
-        return ", ".join(names), all_inputs, stored, signature, write
+        return ", ".join(named.values()), all_inputs, stored, signature, write
 
 
 def _add(file: SlotFile, key: tuple[str, int], slots: list[list[Any]]) -> None:

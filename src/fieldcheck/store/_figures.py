@@ -10,6 +10,8 @@ from typing import Any
 import orjson
 import sqlalchemy as sa
 
+from fieldcheck.metrics import cost_usd
+
 FIGURES = ("n_call_errors", "input_tokens", "output_tokens", "cost_usd", "latency_mean_s")
 """The columns ``journal_figures`` gives (None each for a run that made no model call)."""
 
@@ -18,12 +20,20 @@ _PARTS = sa.text(
 )
 _CALLS = sa.text(
     "SELECT run_id, count(*), sum(CASE WHEN error_type IN :errors THEN 1 ELSE 0 END), "
-    "sum(CASE WHEN error_type IN :errors THEN 0 WHEN calls > 0 THEN latency_s ELSE 0 END), "
     "sum(CASE WHEN error_type IN :errors THEN 0 WHEN calls > 0 THEN 1 ELSE 0 END) "
     "FROM run_journal WHERE run_id IN :runs GROUP BY run_id"
 ).bindparams(
     sa.bindparam("runs", expanding=True),
     sa.bindparam("errors", expanding=True, type_=sa.String()),  # empty: still text on PostgreSQL
+)
+# the seconds of each answered call, summed here as ``latency_stats`` sums them (``math.fsum``:
+# SQL's sum differs from the run's own files in the last digits)
+_SECONDS = sa.text(
+    "SELECT latency_s FROM run_journal WHERE run_id IN :runs AND calls > 0 AND latency_s IS NOT "
+    "NULL AND (error_type IS NULL OR error_type NOT IN :errors)"
+).bindparams(
+    sa.bindparam("runs", expanding=True),
+    sa.bindparam("errors", expanding=True, type_=sa.String()),
 )
 # each call of an item's log (cached ones carry the tokens of the call that filled the cache)
 _TOKENS = {
@@ -38,15 +48,19 @@ _TOKENS = {
 
 
 def journal_figures(connection: Any, run_id: str, call_errors: Sequence[str]) -> dict[str, Any]:
-    """``FIGURES`` of run ``run_id`` by SQL aggregates of the journal (``call_errors``: the
-    runner's failed calls); the cost None unless every model that used tokens has its prices."""
+    """``FIGURES`` of run ``run_id`` from its journal (``call_errors``: the runner's failed
+    calls), each as the run's own files give it: the mean latency by ``math.fsum``, the cost by
+    ``metrics.cost_usd`` of the totals; the cost None unless every model that used tokens has
+    its prices."""
 
     parts = {r: _prices(s) for r, s in connection.execute(_PARTS, {"run": run_id})}
-    calls = list(connection.execute(_CALLS, {"runs": list(parts), "errors": list(call_errors)}))
+    asked = {"runs": list(parts), "errors": list(call_errors)}
+    calls = list(connection.execute(_CALLS, asked))
     if not calls:
         return dict.fromkeys(FIGURES)
-    called = sum(int(c[4] or 0) for c in calls)
-    latency = math.fsum(float(c[3] or 0) for c in calls) / called if called else None
+    called = sum(int(c[3] or 0) for c in calls)
+    seconds = (float(r[0]) for r in connection.execute(_SECONDS, asked))
+    latency = math.fsum(seconds) / called if called else None
     found: dict[str, Any] = dict.fromkeys(FIGURES)
     found |= {"n_call_errors": sum(int(c[2] or 0) for c in calls), "latency_mean_s": latency}
     query = _TOKENS.get(connection.dialect.name)
@@ -56,18 +70,16 @@ def journal_figures(connection: Any, run_id: str, call_errors: Sequence[str]) ->
         sa.text(query).bindparams(sa.bindparam("runs", expanding=True)), {"runs": list(parts)}
     )
     given = made = 0
-    costs: list[float | None] = []
+    by_prices: dict[tuple[Any, Any], list[int]] = {}  # the tokens at each prices (a run's one)
     for run, tokens_in, tokens_out in tokens:
         tokens_in, tokens_out = int(tokens_in or 0), int(tokens_out or 0)
         given, made = given + tokens_in, made + tokens_out
-        price_in, price_out = parts.get(run) or (None, None)
-        if price_in is None or price_out is None:
-            costs.append(None)
-        else:
-            costs.append(tokens_in / 1e6 * price_in + tokens_out / 1e6 * price_out)
+        held = by_prices.setdefault(parts.get(run) or (None, None), [0, 0])
+        held[0], held[1] = held[0] + tokens_in, held[1] + tokens_out
     found["input_tokens"], found["output_tokens"] = given, made
-    if costs and all(c is not None for c in costs):
-        found["cost_usd"] = math.fsum(c or 0.0 for c in costs)
+    if by_prices and all(None not in prices for prices in by_prices):
+        # the run's own figure: its totals at its prices (``cost_usd``, as its files give it)
+        found["cost_usd"] = math.fsum(cost_usd(n[0], n[1], *p) for p, n in by_prices.items())
     return found
 
 

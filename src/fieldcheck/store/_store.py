@@ -271,9 +271,17 @@ class Store:
 
     def delete_run(self, run_id: str) -> bool:
         """Delete a run, its journal, item files and ``calls`` runs (False: no such run);
-        ``RunHasChildren`` while re-scores remain, ``PermissionError`` for unremovable files."""
+        ``RunHasChildren`` while re-scores remain, ``PermissionError`` for unremovable files;
+        ``ItemsMissing`` for a finished run's items file and folder not under the artifacts root
+        (another root's: deleting would orphan them; a file gone from its folder is deleted)."""
         with self._session() as s:
             row = s.get(RunRow, run_id)
+            if row is not None and row.kind in SCORED and row.n_items:  # items written
+                folder = self.run_folder(run_id)
+                if not folder.is_dir():
+                    raise ItemsMissing(
+                        run_id, folder / _parquet.ITEMS if row.status == "finished" else folder
+                    )
             names = [run_id, *([row.former_id] if row is not None and row.former_id else [])]
             children = s.scalars(
                 select(RunRow.id)
