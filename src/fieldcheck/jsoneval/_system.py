@@ -292,6 +292,7 @@ class JsonSystem(JsonRuns, Views):
         options: Mapping[str, Any],
         *,
         run: str,
+        signature: Mapping[str, Any],
     ) -> tuple[dict[str, Any], Signature, Write]:
         """Its records' ground truth and output scored again (``evaluate_batch``) under the
         run's configuration with ``strategies``, ``weights`` and ``thresholds`` replaced; its
