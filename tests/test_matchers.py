@@ -226,6 +226,35 @@ def test_llm_judge_runs_on_the_runner(chat_server) -> None:  # type: ignore[no-u
     assert judge.request_count == 2
 
 
+def test_a_judge_reply_that_is_not_a_score_is_neither_cached_nor_read_back(chat_server) -> None:  # type: ignore[no-untyped-def]
+    """A judge that answered prose and was replaced at the same URL by a good one is asked
+    again: the prose was cached and read back as the judge's final answer (a new-user trial)."""
+    import asyncio
+
+    from fieldcheck.runner import Runner, RunnerSettings
+    from fieldcheck.store import Store
+
+    answer = ["I think the score is high"]
+    server = chat_server(lambda _request: answer[0])
+    judge = LLMJudge(model="j", base_url=server.base_url, kind="slot", max_retries=0)
+    assert judge.similarities(["Bob"], ["Alice"])[0].score is None
+    assert Store().cache_count() == 0  # not cached
+    # a reply cached before (by a fieldcheck that cached it) is not read back either
+    plain = Runner(RunnerSettings(), store=Store())
+
+    async def cache_the_prose() -> None:
+        await plain.client(judge._spec).complete(judge._messages("Bob", "Alice"))
+        await plain.aclose()
+
+    asyncio.run(cache_the_prose())
+    assert Store().cache_count() == 1 and len(server.requests) == 2
+    answer[0] = "0.5"
+    assert judge.similarities(["Bob"], ["Alice"])[0].score == 0.5
+    assert len(server.requests) == 3  # asked again, and the score now cached
+    assert judge.similarities(["Bob"], ["Alice"])[0].score == 0.5
+    assert len(server.requests) == 3
+
+
 def test_a_judges_call_errors_name_only_what_its_commands_can_change(chat_server) -> None:  # type: ignore[no-untyped-def]
     """The commands with a judge (json score/batch, serve, slots) have --judge-base-url and no
     --base-url, --max-reply-bytes or --timeout: the judge's errors named them (a tester's

@@ -8,7 +8,7 @@ import asyncio
 import math
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -102,6 +102,14 @@ def parse_judge_reply(text: str | None) -> float:
     return value
 
 
+def judge_store(extras: Mapping[str, Any]) -> bool | Store:
+    """Where a command's judge caches its replies, from a scoring's ``extras``: its ``store``
+    (True: the default one), or False, no cache read or written and no store opened, for a
+    command without the store (``--no-store``) or under ``no_cache`` (``--no-cache``)."""
+    store = extras.get("store", True)
+    return False if extras.get("no_cache") or store is None else store
+
+
 class LLMJudge:
     """Rates (prediction, reference) pairs with a chat model, one request per distinct pair,
     through the runner (its in-flight limit, retries, typed errors and reply cache)."""
@@ -181,7 +189,7 @@ class LLMJudge:
         client = runner.client(self._spec, api_key=self._api_key)
         try:
             replies = await asyncio.gather(
-                *(client.complete(self._messages(p, r)) for p, r in distinct)
+                *(client.complete(self._messages(p, r), usable=_is_score) for p, r in distinct)
             )
         finally:
             await runner.aclose()
@@ -205,6 +213,16 @@ class LLMJudge:
 
     def signature(self) -> dict[str, Any]:
         return {"matcher": "llm", "judge_model": self.model, "prompt_version": self.prompt.version}
+
+
+def _is_score(text: str | None) -> bool:
+    """Whether a judge reply is a score: one that is not is neither cached nor read back from
+    the cache (a judge replaced at the same URL is asked again)."""
+    try:
+        parse_judge_reply(text)
+    except JudgeReplyError:
+        return False
+    return True
 
 
 def _similarity(reply: CallResult) -> Similarity:

@@ -387,9 +387,16 @@ class SlotsSystem(SlotsRuns, Views):
             judge = None
             url, model = settings.get("judge_base_url"), settings.get("judge_model")
             if url and model:
-                from fieldcheck.matchers import LLMJudge
+                from fieldcheck.matchers import LLMJudge, judge_store
 
-                judge = LLMJudge(model=model, base_url=url, kind="slot")
+                store = judge_store(extras)
+                judge = LLMJudge(
+                    model=model,
+                    base_url=url,
+                    kind="slot",
+                    use_cache=store is not False,
+                    store=None if isinstance(store, bool) else store,
+                )
             yield SlotsRead(part, gold_file, models, judge, pool if workers == 2 else None)
 
     def score(
