@@ -16,7 +16,14 @@ from typing import Any, Literal
 import orjson
 
 from fieldcheck.matchers._base import Similarity, check_pairs
-from fieldcheck.runner import CallResult, ModelSpec, Runner, RunnerSettings
+from fieldcheck.runner import (
+    ABORT_AFTER,
+    UNREACHABLE,
+    CallResult,
+    ModelSpec,
+    Runner,
+    RunnerSettings,
+)
 from fieldcheck.store import Store
 
 JudgeKind = Literal["fuzzy", "semantic", "slot"]
@@ -187,10 +194,32 @@ class LLMJudge:
         distinct = list(dict.fromkeys(pairs))
         runner = self._runner()
         client = runner.client(self._spec, api_key=self._api_key)
+        # the runner's early stop for an endpoint that cannot answer, a judge's timeouts counted
+        # too (a judge that never answers held each call its deadline): when the first calls
+        # to finish all failed so, the calls still waiting for a free slot are not made
+        gate = asyncio.Semaphore(self.max_concurrency)
+        first: list[str | None] = []  # the error types of the first calls to finish
+        stopped: list[str] = []
+
+        async def ask(prediction: str, reference: str) -> CallResult | str:
+            async with gate:
+                if stopped:
+                    return stopped[0]
+                reply = await client.complete(
+                    self._messages(prediction, reference), usable=_is_score
+                )
+                if len(first) < ABORT_AFTER and not reply.cached:
+                    first.append(reply.error_type)
+                    if len(first) == ABORT_AFTER and all(t in _DEAD for t in first):
+                        stopped.append(
+                            f"judge_error: not asked: the first {ABORT_AFTER} judge calls all "
+                            f"failed ({', '.join(sorted(set(map(str, first))))}) at "
+                            f"{self._spec.endpoint}; check --judge-base-url and --judge-model"
+                        )
+                return reply
+
         try:
-            replies = await asyncio.gather(
-                *(client.complete(self._messages(p, r), usable=_is_score) for p, r in distinct)
-            )
+            replies = await asyncio.gather(*(ask(p, r) for p, r in distinct))
         finally:
             await runner.aclose()
         self.request_count += runner.stats.calls - runner.stats.cache_hits
@@ -225,8 +254,15 @@ def _is_score(text: str | None) -> bool:
     return True
 
 
-def _similarity(reply: CallResult) -> Similarity:
-    """A judge reply as a score; a failed call or unparsable reply is a judge error, never 0."""
+_DEAD = UNREACHABLE | {"timeout"}
+"""A judge call's errors that count toward the early stop: the runner's, and a timeout."""
+
+
+def _similarity(reply: CallResult | str) -> Similarity:
+    """A judge reply as a score; a failed call, an unparsable reply or a call not made (its
+    reason) is a judge error, never 0."""
+    if isinstance(reply, str):
+        return Similarity(None, reply)
     if reply.error_type is not None:
         return Similarity(None, f"judge_error: {reply.error_type}: {reply.error_message}")
     try:
