@@ -57,7 +57,7 @@ def test_walkthrough_with_llm_judge(walkthrough: Walk, chat_server: StartServer)
     assert r.signature.settings["fuzzy"] == {
         "matcher": "llm",
         "judge_model": "judge-1",
-        "prompt_version": "fuzzy-v1",
+        "prompt_version": "fuzzy-v2",
     }
 
 

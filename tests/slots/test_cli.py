@@ -414,7 +414,7 @@ def test_rescore_keeps_a_judge_models_scores_and_signature(
     assert judged == {name: m["llm_judge"] for name, m in parent.metrics["models"].items()}
     assert (
         json.loads(child.signature)["settings"]["judge"]
-        == ("a=file;b=llm:judge-x:slot-v1")
+        == ("a=file;b=llm:judge-x:slot-v2")
         == json.loads(parent.signature)["settings"]["judge"]
     )
     assert len(server.requests) == asked  # no judge asked again

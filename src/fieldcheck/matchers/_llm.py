@@ -34,7 +34,7 @@ API_KEY_ENV = ("FIELDCHECK_JUDGE_API_KEY", "OPENAI_API_KEY")
 class JudgePrompt:
     version: str
     system: str
-    user: str  # str.format template with {prediction} and {reference}
+    user: str  # str.format template with {prediction} and {reference}, each escaped (``_quoted``)
 
 
 _REPLY_RULE = (
@@ -44,7 +44,7 @@ _REPLY_RULE = (
 
 PROMPTS: dict[JudgeKind, JudgePrompt] = {
     "fuzzy": JudgePrompt(
-        version="fuzzy-v1",
+        version="fuzzy-v2",
         system=(
             "You compare two short values for surface similarity: spelling variants, typos, "
             "abbreviations, formatting and word order count as similar; different content does "
@@ -54,7 +54,7 @@ PROMPTS: dict[JudgeKind, JudgePrompt] = {
         user="Reference value:\n<<<{reference}>>>\n\nCandidate value:\n<<<{prediction}>>>\n\nScore:",
     ),
     "semantic": JudgePrompt(
-        version="semantic-v1",
+        version="semantic-v2",
         system=(
             "You compare two values for meaning: paraphrases and equivalent statements are "
             "similar even when the words differ; contradictions, missing key facts or different "
@@ -64,7 +64,7 @@ PROMPTS: dict[JudgeKind, JudgePrompt] = {
         user="Reference value:\n<<<{reference}>>>\n\nCandidate value:\n<<<{prediction}>>>\n\nScore:",
     ),
     "slot": JudgePrompt(
-        version="slot-v1",
+        version="slot-v2",
         system=(
             "You grade information a model extracted from a conversation into a memory slot "
             "against the gold value of that slot. Judge semantic correctness: 1 means the "
@@ -74,6 +74,14 @@ PROMPTS: dict[JudgeKind, JudgePrompt] = {
         user="Gold value:\n<<<{reference}>>>\n\nExtracted value:\n<<<{prediction}>>>\n\nScore:",
     ),
 }
+
+
+def _quoted(value: str) -> str:
+    """A value as the prompt shows it between ``<<<`` and ``>>>``: ``<`` and ``>`` escaped as
+    ``\\u003c`` and ``\\u003e`` (as ``slot-memory-v1``'s memory), so a value can never close its
+    block and open another (the ``-v2`` prompts; ``-v1`` showed values as they are)."""
+    return value.replace("<", "\\u003c").replace(">", "\\u003e")
+
 
 _NUMBER = re.compile(r"^\s*([01](?:\.\d+)?|\.\d+)\s*$")
 
@@ -182,7 +190,9 @@ class LLMJudge:
             {"role": "system", "content": self.prompt.system},
             {
                 "role": "user",
-                "content": self.prompt.user.format(prediction=prediction, reference=reference),
+                "content": self.prompt.user.format(
+                    prediction=_quoted(prediction), reference=_quoted(reference)
+                ),
             },
         ]
 
