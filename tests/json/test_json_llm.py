@@ -57,7 +57,7 @@ def test_walkthrough_with_llm_judge(walkthrough: Walk, chat_server: StartServer)
     assert r.signature.settings["fuzzy"] == {
         "matcher": "llm",
         "judge_model": "judge-1",
-        "prompt_version": "fuzzy-v1",
+        "prompt_version": "fuzzy-v2",
     }
 
 
@@ -193,3 +193,28 @@ def test_score_judge_failure_exits_3(
         "field 'bio': SEMANTIC matcher failed: judge_error: judge score 1.5 is outside [0, 1]"
         in result.stderr
     )
+
+
+def test_batch_with_a_judge_and_no_store_opens_no_store(
+    chat_server: StartServer, tmp_path: Path, monkeypatch: Any
+) -> None:
+    """``json batch --matcher llm --no-store`` neither reads nor writes a cache for the judge,
+    and creates no database (it cached the judge's replies in the store all the same)."""
+    server = chat_server(lambda request: "0.9")
+    database = tmp_path / "fresh" / "store.sqlite3"
+    monkeypatch.setenv("FIELDCHECK_DATABASE_URL", f"sqlite:///{database}")
+    data = tmp_path / "data.jsonl"
+    record = {"id": "r", "ground_truth": {"name": "Acme Ltd"}, "output": {"name": "ACME Ltd."}}
+    data.write_text(json.dumps(record) + "\n")
+    for n in (1, 2):
+        result = CliRunner().invoke(
+            app,
+            [
+                "json", "batch", str(data), "--out", str(tmp_path / f"out{n}"),
+                "--strategies", _write(tmp_path, {"name": "FUZZY"}), "--matcher", "llm",
+                "--judge-base-url", server.base_url, "--judge-model", "judge-1", "--no-store",
+            ],
+        )  # fmt: skip
+        assert result.exit_code == 0, result.output
+        assert len(server.requests) == n  # asked each time: nothing cached
+    assert not database.exists()

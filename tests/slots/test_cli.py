@@ -383,6 +383,43 @@ def test_judge_endpoint_from_the_command_line(
     assert "sk-judge-secret" not in json.dumps(run.settings)
 
 
+def test_rescore_keeps_a_judge_models_scores_and_signature(
+    jsonl: Jsonl, tmp_path: Path, chat_server: Any
+) -> None:
+    # a's slots are judged by a file, b's by the judge model; the items keep both
+    server = chat_server(lambda _request: '{"score": 0.25}')
+    f = _files(jsonl)
+    judge_file = jsonl(
+        "judge.jsonl",
+        [{"user": "u1", "session": 1, "topic": "basic_info", "field": "name", "score": 1.0}],
+    )
+    result = _invoke(
+        "--gold", str(f["gold"]), "--pred", f"a={f['a']}", "--pred", f"b={f['b']}", "--judge", f"a={judge_file}",
+        "--judge-base-url", server.base_url, "--judge-model", "judge-x", "--bootstrap", "0",
+        "--out", str(tmp_path / "out"),
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    asked = len(server.requests)
+    from fieldcheck.runs import rescore
+    from fieldcheck.store import Store
+
+    store = Store()
+    parent = store.get_run(result.output.split("stored as run ", 1)[1].split(":", 1)[0])
+    assert parent is not None and parent.metrics is not None
+    child = rescore(store, parent.id)
+    store.close()
+    assert child.metrics is not None
+    judged = {name: m["llm_judge"] for name, m in child.metrics["models"].items()}
+    assert judged == {"a": 0.5, "b": 0.25}  # as the run had them, not null
+    assert judged == {name: m["llm_judge"] for name, m in parent.metrics["models"].items()}
+    assert (
+        json.loads(child.signature)["settings"]["judge"]
+        == ("a=file;b=llm:judge-x:slot-v2")
+        == json.loads(parent.signature)["settings"]["judge"]
+    )
+    assert len(server.requests) == asked  # no judge asked again
+
+
 def test_plot_legends_never_hide_a_bar(
     jsonl: Jsonl, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -307,6 +307,37 @@ def test_the_judge_scores_predicted_gold_slots_through_the_same_endpoint(
     assert len(judged) == 4 and {b["model"] for b in judged} == {"judge-x"}
 
 
+def test_no_cache_and_no_store_hold_for_the_judge_too(
+    chat_server: StartServer,
+    files: dict[str, Path],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``--no-cache`` asks the judge again and ``--no-store`` opens no store for it: the judge
+    cached its replies and read them back whatever the options (a new-user trial)."""
+
+    def script(body: dict[str, Any]) -> str | Reply:
+        return scripted(body) if is_memory_request(body) else "0.5"
+
+    server = chat_server(script)
+
+    def judged() -> int:
+        return sum(1 for b in server.chat_requests if not is_memory_request(b))
+
+    models = ("--model", "m=x", "--judge-model", "judge-x")
+    for n, extra in enumerate(((), ("--no-cache",)), start=1):
+        out = tmp_path / f"cached{n}"
+        result = invoke(files, server.base_url, *models, *extra, out=out)
+        assert result.exit_code == 0, result.output
+        assert json.loads((out / "metrics.json").read_text())["models"]["m"]["llm_judge"] == 0.4
+        assert judged() == 4 * n  # --no-cache: the 4 predicted gold slots judged again
+    database = tmp_path / "fresh" / "store.sqlite3"
+    monkeypatch.setenv("FIELDCHECK_DATABASE_URL", f"sqlite:///{database}")
+    result = invoke(files, server.base_url, *models, "--no-store", out=tmp_path / "nostore")
+    assert result.exit_code == 0, result.output
+    assert judged() == 12 and not database.exists()
+
+
 def test_errors_and_warnings_name_the_files_where_the_finished_folder_holds_them(
     chat_server: StartServer, files: dict[str, Path], caplog: pytest.LogCaptureFixture
 ) -> None:

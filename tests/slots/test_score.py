@@ -215,7 +215,7 @@ def test_judge_endpoint_scores_predicted_slots_and_errors_are_not_zero(
     assert len(server.requests) == 4 and {r["model"] for r in server.requests} == {"judge-1"}
     system = server.requests[0]["messages"][0]["content"]
     assert "memory slot" in system  # the versioned slot prompt
-    assert run.signature.settings["judge"] == "m=llm:judge-1:slot-v1"
+    assert run.signature.settings["judge"] == "m=llm:judge-1:slot-v2"
 
 
 def test_judge_endpoint_all_failing_is_absent(jsonl: Jsonl, chat_server: Any) -> None:

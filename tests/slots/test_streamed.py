@@ -515,7 +515,7 @@ def test_absorb_handles_every_field_of_a_models_fold() -> None:
     merged = {"topics", "classes", "left_out", "session_seconds", "latency_lines"}
     merged |= {"judge_lines", "unknown_first", "unknown_shown"}
     merged |= {*_score._FOLD_SUMS, *_score._FOLD_LISTS}
-    left = {"model", "latency", "judge_scores"}
+    left = {"model", "latency", "judge_scores", "judged"}
     assert {f.name for f in fields(_score._ModelFold)} == merged | left
     assert not merged & left
 

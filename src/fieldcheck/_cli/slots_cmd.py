@@ -206,7 +206,7 @@ def score(
         typer.Option(
             "--judge-base-url",
             help="OpenAI-compatible endpoint of a judge model (with --judge-model), asked to "
-            "score every predicted gold slot of models without --judge (prompt slot-v1, cached). "
+            "score every predicted gold slot of models without --judge (prompt slot-v2, cached). "
             "Key from FIELDCHECK_JUDGE_API_KEY or OPENAI_API_KEY. Without a judge the LLM judge "
             "score is absent, never 0.",
         ),
@@ -339,7 +339,7 @@ def run(
         str | None,
         typer.Option(
             "--judge-model",
-            help="Judge model (prompt slot-v1, cached) that scores every predicted gold slot; "
+            help="Judge model (prompt slot-v2, cached) that scores every predicted gold slot; "
             "without it the LLM judge score is absent, never 0.",
         ),
     ] = None,

@@ -79,8 +79,12 @@ def run(
     if [r for r in given if r not in takes] or not given or given[0] != next(iter(takes)):
         raise UsageProblem(f"a {named.name} run takes {', '.join(takes)} (got {', '.join(given)})")
     events = events or Events()
+    # a judge asked while reading or scoring caches as the runner does (``no_cache``)
+    no_cache = not runner.settings.use_cache
     task = found.read_task(
-        inputs, settings, {"store": store, "warn": events.warn, "note": events.note}
+        inputs,
+        settings,
+        {"store": store, "warn": events.warn, "note": events.note, "no_cache": no_cache},
     )
     names = [s.name for s in specs]
     label = names[0] if len(names) == 1 else Path(inputs[0][1]).stem
@@ -120,7 +124,10 @@ def run(
         ran = Ran(calls, [], folder.destination)
         try:
             scoring = store if runner.store is not None else False  # the runner's failed: none
-            _score(named.name, found, task, specs, folder, ran, command, scoring, events, pool)
+            _score(
+                named.name, found, task, specs, folder, ran, command, scoring, events, pool,
+                no_cache=no_cache,
+            )  # fmt: skip
             with interrupts_deferred():  # a Ctrl-C meanwhile: once the folder is in place
                 finish_folder(folder, events)
         except KeyboardInterrupt:
@@ -144,6 +151,8 @@ def _score(
     store: bool | Store,
     events: Events,
     executor: Executor | None,
+    *,
+    no_cache: bool,
 ) -> None:
     """Write the predictions and score them: all at once into ``folder`` (``together``),
     else each model into its own run (and its subfolder), its row of comparison.csv kept."""
@@ -169,7 +178,7 @@ def _score(
             store=store,
             into=Into(first.run_id, item_calls, [c.run_id for c in others]),
             events=events,
-            extras=extras,
+            extras={**extras, "no_cache": no_cache},
             executor=executor,
         )
         ran.outcomes.append(outcome)

@@ -143,10 +143,17 @@ class Rescores(Protocol):
     ``rescore`` says "X runs cannot be re-scored")."""
 
     def rescore(
-        self, items: Iterable[Mapping[str, Any]], settings: Metrics, options: Metrics, *, run: str
+        self,
+        items: Iterable[Mapping[str, Any]],
+        settings: Metrics,
+        options: Metrics,
+        *,
+        run: str,
+        signature: Metrics,
     ) -> tuple[Metrics, Any, Write]:
-        """The child of stored run ``run`` under ``options`` given anew (those not None): its
-        settings, signature and ``Write``; InputError for an option it does not take."""
+        """The child of stored run ``run`` (its ``signature`` as a dict) under ``options`` given
+        anew (those not None): its settings, signature and ``Write``; InputError for an option
+        it does not take."""
         ...
 
 

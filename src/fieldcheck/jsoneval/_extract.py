@@ -281,6 +281,7 @@ class JsonRuns:
         schema and the documents read (a file with no usable document: ``UsageProblem``)."""
         from fieldcheck.jsoneval._evaluate import build_matchers
         from fieldcheck.jsoneval._saved import resolve_config
+        from fieldcheck.matchers import judge_store
 
         config, _ = resolve_config(
             dict(settings.get("config") or {}),
@@ -302,7 +303,9 @@ class JsonRuns:
         stored = {"config": config.model_dump(mode="json")}
         stored |= {"bootstrap": settings.get("bootstrap", 1000), "seed": settings.get("seed", 0)}
         prior = [RecordError.of(e) for e in errors]
-        return JsonTask(data, records, prior, schema, stored, build_matchers(config))
+        return JsonTask(
+            data, records, prior, schema, stored, build_matchers(config, store=judge_store(extras))
+        )
 
     async def run_model(
         self, task: JsonTask, runner: Runner, spec: ModelSpec, *, console: Any, show_progress: bool

@@ -33,6 +33,7 @@ from fieldcheck.reports import RunFolder, Scored, Views, Write
 from fieldcheck.store import ERROR, FAILED, ItemColumn, ItemColumns, Pairing, add_tag, item_value
 
 if TYPE_CHECKING:
+    from fieldcheck.matchers import Matcher
     from fieldcheck.store import RunRecorder
 
 
@@ -265,7 +266,7 @@ class JsonSystem(JsonRuns, Views):
             folder,
             chunks(),
             read.config,
-            matchers=read.extras.get("matchers"),
+            matchers=read.extras.get("matchers") or _judges(read),
             prior_errors=read.extras.get("prior_errors", ()),
             source=str(read.path),
             progress=progress,
@@ -297,6 +298,7 @@ class JsonSystem(JsonRuns, Views):
         options: Mapping[str, Any],
         *,
         run: str,
+        signature: Mapping[str, Any],
     ) -> tuple[dict[str, Any], Signature, Write]:
         """Its records' ground truth and output scored again (``evaluate_batch``) under the
         run's configuration with ``strategies``, ``weights`` and ``thresholds`` replaced; its
@@ -416,3 +418,14 @@ class JsonSystem(JsonRuns, Views):
 
 
 SYSTEM = JsonSystem()
+
+
+def _judges(read: _Read) -> dict[str, Matcher] | None:
+    """The judges of an llm matcher, caching as the command stores (none: the local matchers,
+    built where the records are scored)."""
+    if read.config.matcher != "llm":
+        return None
+    from fieldcheck.jsoneval._evaluate import build_matchers
+    from fieldcheck.matchers import judge_store
+
+    return build_matchers(read.config, store=judge_store(read.extras))

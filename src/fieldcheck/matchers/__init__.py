@@ -17,7 +17,13 @@ if TYPE_CHECKING:  # the names as type checkers and editors see them
         fuzzy_similarity,
         long_value_similarity,
     )
-    from fieldcheck.matchers._llm import PROMPTS, JudgeReplyError, LLMJudge, parse_judge_reply
+    from fieldcheck.matchers._llm import (
+        PROMPTS,
+        JudgeReplyError,
+        LLMJudge,
+        judge_store,
+        parse_judge_reply,
+    )
     from fieldcheck.matchers._semantic import SemanticMatcher
 
 __getattr__, __dir__, __all__ = typed_lazy_names(globals())

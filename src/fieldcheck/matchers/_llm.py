@@ -8,7 +8,7 @@ import asyncio
 import math
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -16,7 +16,14 @@ from typing import Any, Literal
 import orjson
 
 from fieldcheck.matchers._base import Similarity, check_pairs
-from fieldcheck.runner import CallResult, ModelSpec, Runner, RunnerSettings
+from fieldcheck.runner import (
+    ABORT_AFTER,
+    UNREACHABLE,
+    CallResult,
+    ModelSpec,
+    Runner,
+    RunnerSettings,
+)
 from fieldcheck.store import Store
 
 JudgeKind = Literal["fuzzy", "semantic", "slot"]
@@ -27,7 +34,7 @@ API_KEY_ENV = ("FIELDCHECK_JUDGE_API_KEY", "OPENAI_API_KEY")
 class JudgePrompt:
     version: str
     system: str
-    user: str  # str.format template with {prediction} and {reference}
+    user: str  # str.format template with {prediction} and {reference}, each escaped (``_quoted``)
 
 
 _REPLY_RULE = (
@@ -37,7 +44,7 @@ _REPLY_RULE = (
 
 PROMPTS: dict[JudgeKind, JudgePrompt] = {
     "fuzzy": JudgePrompt(
-        version="fuzzy-v1",
+        version="fuzzy-v2",
         system=(
             "You compare two short values for surface similarity: spelling variants, typos, "
             "abbreviations, formatting and word order count as similar; different content does "
@@ -47,7 +54,7 @@ PROMPTS: dict[JudgeKind, JudgePrompt] = {
         user="Reference value:\n<<<{reference}>>>\n\nCandidate value:\n<<<{prediction}>>>\n\nScore:",
     ),
     "semantic": JudgePrompt(
-        version="semantic-v1",
+        version="semantic-v2",
         system=(
             "You compare two values for meaning: paraphrases and equivalent statements are "
             "similar even when the words differ; contradictions, missing key facts or different "
@@ -57,7 +64,7 @@ PROMPTS: dict[JudgeKind, JudgePrompt] = {
         user="Reference value:\n<<<{reference}>>>\n\nCandidate value:\n<<<{prediction}>>>\n\nScore:",
     ),
     "slot": JudgePrompt(
-        version="slot-v1",
+        version="slot-v2",
         system=(
             "You grade information a model extracted from a conversation into a memory slot "
             "against the gold value of that slot. Judge semantic correctness: 1 means the "
@@ -67,6 +74,14 @@ PROMPTS: dict[JudgeKind, JudgePrompt] = {
         user="Gold value:\n<<<{reference}>>>\n\nExtracted value:\n<<<{prediction}>>>\n\nScore:",
     ),
 }
+
+
+def _quoted(value: str) -> str:
+    """A value as the prompt shows it between ``<<<`` and ``>>>``: ``<`` and ``>`` escaped as
+    ``\\u003c`` and ``\\u003e`` (as ``slot-memory-v1``'s memory), so a value can never close its
+    block and open another (the ``-v2`` prompts; ``-v1`` showed values as they are)."""
+    return value.replace("<", "\\u003c").replace(">", "\\u003e")
+
 
 _NUMBER = re.compile(r"^\s*([01](?:\.\d+)?|\.\d+)\s*$")
 
@@ -100,6 +115,14 @@ def parse_judge_reply(text: str | None) -> float:
     if not (math.isfinite(value) and 0.0 <= value <= 1.0):
         raise JudgeReplyError(f"judge score {value} is outside [0, 1]")
     return value
+
+
+def judge_store(extras: Mapping[str, Any]) -> bool | Store:
+    """Where a command's judge caches its replies, from a scoring's ``extras``: its ``store``
+    (True: the default one), or False, no cache read or written and no store opened, for a
+    command without the store (``--no-store``) or under ``no_cache`` (``--no-cache``)."""
+    store = extras.get("store", True)
+    return False if extras.get("no_cache") or store is None else store
 
 
 class LLMJudge:
@@ -167,7 +190,9 @@ class LLMJudge:
             {"role": "system", "content": self.prompt.system},
             {
                 "role": "user",
-                "content": self.prompt.user.format(prediction=prediction, reference=reference),
+                "content": self.prompt.user.format(
+                    prediction=_quoted(prediction), reference=_quoted(reference)
+                ),
             },
         ]
 
@@ -179,10 +204,32 @@ class LLMJudge:
         distinct = list(dict.fromkeys(pairs))
         runner = self._runner()
         client = runner.client(self._spec, api_key=self._api_key)
+        # the runner's early stop for an endpoint that cannot answer, a judge's timeouts counted
+        # too (a judge that never answers held each call its deadline): when the first calls
+        # to finish all failed so, the calls still waiting for a free slot are not made
+        gate = asyncio.Semaphore(self.max_concurrency)
+        first: list[str | None] = []  # the error types of the first calls to finish
+        stopped: list[str] = []
+
+        async def ask(prediction: str, reference: str) -> CallResult | str:
+            async with gate:
+                if stopped:
+                    return stopped[0]
+                reply = await client.complete(
+                    self._messages(prediction, reference), usable=_is_score
+                )
+                if len(first) < ABORT_AFTER and not reply.cached:
+                    first.append(reply.error_type)
+                    if len(first) == ABORT_AFTER and all(t in _DEAD for t in first):
+                        stopped.append(
+                            f"judge_error: not asked: the first {ABORT_AFTER} judge calls all "
+                            f"failed ({', '.join(sorted(set(map(str, first))))}) at "
+                            f"{self._spec.endpoint}; check --judge-base-url and --judge-model"
+                        )
+                return reply
+
         try:
-            replies = await asyncio.gather(
-                *(client.complete(self._messages(p, r)) for p, r in distinct)
-            )
+            replies = await asyncio.gather(*(ask(p, r) for p, r in distinct))
         finally:
             await runner.aclose()
         self.request_count += runner.stats.calls - runner.stats.cache_hits
@@ -207,8 +254,25 @@ class LLMJudge:
         return {"matcher": "llm", "judge_model": self.model, "prompt_version": self.prompt.version}
 
 
-def _similarity(reply: CallResult) -> Similarity:
-    """A judge reply as a score; a failed call or unparsable reply is a judge error, never 0."""
+def _is_score(text: str | None) -> bool:
+    """Whether a judge reply is a score: one that is not is neither cached nor read back from
+    the cache (a judge replaced at the same URL is asked again)."""
+    try:
+        parse_judge_reply(text)
+    except JudgeReplyError:
+        return False
+    return True
+
+
+_DEAD = UNREACHABLE | {"timeout"}
+"""A judge call's errors that count toward the early stop: the runner's, and a timeout."""
+
+
+def _similarity(reply: CallResult | str) -> Similarity:
+    """A judge reply as a score; a failed call, an unparsable reply or a call not made (its
+    reason) is a judge error, never 0."""
+    if isinstance(reply, str):
+        return Similarity(None, reply)
     if reply.error_type is not None:
         return Similarity(None, f"judge_error: {reply.error_type}: {reply.error_message}")
     try:

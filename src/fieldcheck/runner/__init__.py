@@ -25,6 +25,8 @@ if TYPE_CHECKING:  # the names as type checkers and editors see them
         load_model_specs,
     )
     from fieldcheck.runner._run import (
+        ABORT_AFTER,
+        UNREACHABLE,
         Asked,
         RunAborted,
         RunHandle,

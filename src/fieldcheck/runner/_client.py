@@ -382,8 +382,12 @@ class ChatClient:
             params["response_format"] = {"type": "json_object"}
         return params
 
-    async def complete(self, messages: Sequence[Message]) -> CallResult:
-        """Ask the model; retries per the settings; never raises for model or transport errors."""
+    async def complete(
+        self, messages: Sequence[Message], *, usable: Callable[[str | None], bool] | None = None
+    ) -> CallResult:
+        """Ask the model; retries per the settings; never raises for model or transport errors.
+        ``usable``: whether a reply's text is an answer (a judge's score); one that is not is
+        neither cached nor taken from the cache, as an error is not."""
         runner, settings = self._runner, self._runner.settings
         runner.stats.calls += 1
         params = self._params()
@@ -397,11 +401,13 @@ class ChatClient:
         )
         if cacheable:
             hit = runner.cached(key)
-            if hit is not None:
+            if hit is not None and usable is not None and not usable(hit.get("text")):
+                runner.forget(key)  # asked again: a usable reply takes its place
+            elif hit is not None:
                 runner.stats.cache_hits += 1
                 return CallResult(**{**hit, "cached": True, "messages": list(messages)})
         result = await self._call(list(messages), params)
-        if cacheable and not result.error_type:
+        if cacheable and not result.error_type and (usable is None or usable(result.text)):
             value = {**result.to_dict(), "cached": False}
             del value["messages"]
             runner.write(cached=(key, self.spec.model, value))
@@ -574,6 +580,11 @@ class Runner:
         if self._store_empty and key not in self._written:
             return None
         return self.use_store(lambda store: store.cache_get(key))
+
+    def forget(self, key: str) -> None:
+        """Drop the cached reply of ``key`` (queued or stored)."""
+        self._cached.pop(key, None)
+        self.use_store(lambda store: store.cache_drop(key))
 
     def use_store(self, call: Callable[[Store], T]) -> T | None:
         """``call(store)``; None without a store. A store that fails is dropped (the run goes on

@@ -8,6 +8,7 @@ from typing import Any
 
 from fieldcheck import core
 from fieldcheck._util.errors import InputError
+from fieldcheck._util.jsonio import loads
 from fieldcheck.store import RunInfo, RunRecorder, Store
 
 _OPTIONS = (
@@ -50,7 +51,17 @@ def rescore(store: Store, run_id: str, **options: Any) -> RunInfo:
             yield item.result
 
     given = {name: value for name, value in options.items() if value is not None}
-    settings, signature, write = system.rescore(results(), parent.settings, given, run=parent.id)
+    try:  # the JSON a system signs with; a run recorded with some other text has none
+        signed = loads(parent.signature or "{}")
+    except ValueError:
+        signed = {}
+    settings, signature, write = system.rescore(
+        results(),
+        parent.settings,
+        given,
+        run=parent.id,
+        signature=signed if isinstance(signed, dict) else {},
+    )
     with RunRecorder.open(
         store,
         system=parent.system,

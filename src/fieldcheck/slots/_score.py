@@ -293,6 +293,7 @@ class _ModelFold:
     judge_in_gold: int = 0  # judge scores of gold sessions
     latency: LatencyFile | None = None  # the bucket's latencies
     judge_scores: JudgeFile | None = None  # the bucket's judge scores
+    judged: dict[SessionKey, dict[SlotKey, float]] | None = None  # the bucket's, file or judge
     latency_lines: int = 0  # valid latency lines over the buckets
     judge_lines: int = 0  # valid judge scores over the buckets
     latency_errors: ErrorList = field(default_factory=ErrorList)  # the buckets' duplicates
@@ -426,7 +427,7 @@ class SlotScorer(ScorerState):
         """What it folded so far, without its inputs (the absorbing scorer has its own)."""
         state = {f.name: getattr(self, f.name) for f in fields(ScorerState)}
         state["folds"] = [
-            replace(f, model=None, latency=None, judge_scores=None)  # type: ignore[arg-type]
+            replace(f, model=None, latency=None, judge_scores=None, judged=None)  # type: ignore[arg-type]
             for f in self.folds
         ]
         return ScorerState(**state)
@@ -511,7 +512,7 @@ class SlotScorer(ScorerState):
             model = fold.model
             flags = scored.tolist()
             seconds = fold.latency.seconds if fold.latency is not None else None
-            judged = fold.judge_scores.scores if fold.judge_scores is not None else None
+            judged = fold.judged  # a judge model's scores are stored as a judge file's are
             models.append(
                 (
                     model.name,
@@ -578,7 +579,7 @@ class SlotScorer(ScorerState):
             ]
         fold.pairs += len(pairs)
         matches = self._value_matches(fold, gold, preds, pairs)
-        judged = self._judged(fold, gold, preds, pairs)
+        judged = fold.judged = self._judged(fold, gold, preds, pairs)
 
         topics, memo = fold.topics, self.cache
         units = np.zeros((len(keys), len(SESSION_FIELDS)), dtype=np.int64)  # counts of a session

@@ -382,9 +382,16 @@ class SlotsSystem(SlotsRuns, Views):
             judge = None
             url, model = settings.get("judge_base_url"), settings.get("judge_model")
             if url and model:
-                from fieldcheck.matchers import LLMJudge
+                from fieldcheck.matchers import LLMJudge, judge_store
 
-                judge = LLMJudge(model=model, base_url=url, kind="slot")
+                store = judge_store(extras)
+                judge = LLMJudge(
+                    model=model,
+                    base_url=url,
+                    kind="slot",
+                    use_cache=store is not False,
+                    store=None if isinstance(store, bool) else store,
+                )
             yield SlotsRead(part, gold_file, models, judge, pool if workers == 2 else None)
 
     def score(
@@ -466,9 +473,11 @@ class SlotsSystem(SlotsRuns, Views):
         options: Mapping[str, Any],
         *,
         run: str,
+        signature: Mapping[str, Any],
     ) -> tuple[dict[str, Any], Any, Write]:
         """Its sessions' gold and predicted slots (with latencies, judge scores and why a
-        session was not scored) scored again under ``tp`` and ``threshold``."""
+        session was not scored) scored again under ``tp`` and ``threshold``; the judge scores
+        its items keep are signed as the run signed them (a judge file's or a judge model's)."""
         if {"strategies", "weights", "thresholds"} & set(options):
             raise InputError(
                 "--strategies, --weights, --fuzzy-threshold and --semantic-threshold re-score "
@@ -506,12 +515,16 @@ class SlotsSystem(SlotsRuns, Views):
         seed = int(options.get("seed", settings.get("seed", 0)))
         stored = {"tp": tp, "threshold": cut, "bootstrap": boot, "seed": seed}
         scorer = SlotScorer(gold, inputs, **stored)  # the signature; its matcher scores
+        signed = scorer.signature()
+        judge = (signature.get("settings") or {}).get("judge")
+        if signed.settings["judge"] != "none" and isinstance(judge, str):
+            signed = signed.model_copy(update={"settings": {**signed.settings, "judge": judge}})
 
         def write(recorder: RunRecorder) -> tuple[Any, Any]:
             run = score_models(gold, inputs, **stored, matcher=scorer.matcher, recorder=recorder)
             return slot_metrics(run)
 
-        return stored, scorer.signature(), write
+        return stored, signed, write
 
     def import_folder(
         self, folder: Path, inputs: Sequence[tuple[str, str | Path]], *, model: str | None

@@ -825,6 +825,11 @@ class Store:
             value = connection.execute(_CACHE_GET, {"key": key}).scalar_one_or_none()
         return orjson.loads(value) if value is not None else None
 
+    def cache_drop(self, key: str) -> None:
+        """Forget the cached reply of ``key`` (one its caller cannot use: a judge's prose)."""
+        with self.engine.begin() as connection:
+            connection.execute(delete(CacheRow).where(CacheRow.key == key))
+
     def cache_count(self) -> int:
         with self._session() as s:
             return int(s.scalar(select(func.count()).select_from(CacheRow)) or 0)
