@@ -141,6 +141,9 @@ def list_command(
         cells = [*named, started, format_count(s["n_done"], s["n_items"])]
         table.add_row(*(safe_text(v) for v in cells + ([s["parent_id"] or ""] if parents else [])))
     console = _console()
+    if not console.is_terminal:  # a pipe or a file: a run a line (Rich's 80 columns folded them)
+        unbounded = console.options.update_width(10**6)
+        console.width = max(console.width, console.measure(table, options=unbounded).maximum)
     console.print(table)
     say(console, f"{len(runs)} run(s)")
 
