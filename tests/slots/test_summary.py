@@ -160,3 +160,15 @@ def test_topic_ranking_averages_only_the_models_with_the_topic() -> None:
         "Easiest: name (mean F1 1.00; F1 1.00-1.00)",
         "Hardest: hobby (mean F1 0.50; F1 0.50)",
     ]
+
+
+def test_a_half_percent_rounds_up_as_by_hand() -> None:
+    """33 extra slots against 8 is 33 / 8 - 1 = 3.125, 312.5%: "313% more", as a reader
+    rounds it (Python's half-to-even format said 312%; a tester's finding)."""
+    models = [
+        model_score("A", tp=50, fp=50, fn=10, extra_slots=33, latency=300.0, judge=0.5),
+        model_score("B", tp=40, fp=10, fn=20, extra_slots=8, latency=200.0, judge=0.5),
+    ]
+    run = SlotsRun(models, [], Signature(system="slots"), [])
+    most = next(f for f in key_findings(run) if "most hallucinations" in f.title)
+    assert most.bullets[0] == "313% more than B (8)"

@@ -3,8 +3,10 @@ of docs/slots.md ("How the summary is written"); numbers are rounded only here."
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from decimal import ROUND_HALF_UP, Decimal
 from functools import partial
 
 from fieldcheck.metrics import latency_stats
@@ -165,7 +167,11 @@ def _extreme(word: str, precision: bool, recall: bool, p: str, rc: str) -> list[
 
 
 def _pct(x: float) -> str:
-    return f"{x * 100:.0f}%"
+    """``x`` as a whole percentage, a half rounded up as by hand (``3.125``: 313%, where
+    Python's half-to-even format gave 312%)."""
+    if not math.isfinite(x):
+        return f"{x * 100:.0f}%"
+    return f"{Decimal(repr(x)).scaleb(2).quantize(Decimal(1), ROUND_HALF_UP)}%"
 
 
 def key_findings(run: SlotsRun) -> list[Finding]:
