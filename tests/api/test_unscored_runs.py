@@ -108,6 +108,8 @@ def test_a_run_stopped_before_scoring_lists_its_call_errors(
     assert cells is not None
     numbers = re.findall(r'<td class="num">([^<]*)</td>', cells.group(0))
     assert numbers[1:3] == ["-", "3"], numbers  # failed (never scored), call errors
+    # items as runs list and the run page count them (the page said the planned 8)
+    assert numbers[0] == "3 of 8", numbers
 
 
 def test_the_bundle_of_a_failed_run_and_of_a_run_whose_items_are_gone(

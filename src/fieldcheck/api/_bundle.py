@@ -24,7 +24,7 @@ from fieldcheck.api.routes.compare import _heat, compare_dict
 from fieldcheck.api.routes.items import ItemsQuery, _sorts, item_route, items_view, run_view
 from fieldcheck.api.routes.runs import RunsQuery, _latency, _money, _row, list_runs
 from fieldcheck.reports import RunFolder
-from fieldcheck.runs import format_number
+from fieldcheck.runs import format_count, format_number
 from fieldcheck.store import RunInfo
 
 STATIC = ("app.css", "bundle.js")
@@ -141,6 +141,7 @@ def write_bundle(
         pages=pages,
         money=_money,
         latency=_latency,
+        count=format_count,
     )
     site.render("unavailable.html", "bundle/unavailable.html")
     for name in STATIC:

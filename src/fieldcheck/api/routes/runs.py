@@ -22,7 +22,7 @@ from fieldcheck.api._errors import INVALID, ITEMS_GONE, NO_RUN, ApiError, error_
 from fieldcheck.api._evaluation import client_paths
 from fieldcheck.api.routes.compare import compare_dict
 from fieldcheck.jsoneval import parse_strategies
-from fieldcheck.runs import format_latency, iter_export, rescore
+from fieldcheck.runs import format_count, format_latency, iter_export, rescore
 from fieldcheck.store import RunInfo
 
 router = api_router("/api/runs", "runs")
@@ -303,6 +303,7 @@ def runs_page(request: Request, ctx: Context) -> HTMLResponse:
     would refuse (422) is left out and the page says which and why, with status 422."""
     asked, refused = _page_query(dict(request.query_params))
     values = {"data": list_runs(ctx, asked), "latency": _latency, "money": _money}
+    values["count"] = format_count  # items as runs list and the run page say them: 3 of 8
     error = "; ".join(refused) if refused else None
     return ctx.render(request, "runs.html", 422 if refused else 200, error=error, **values)
 
