@@ -343,6 +343,12 @@ def test_an_input_other_than_the_file_the_run_was_scored_from_is_refused(
         f"error: --input: pred:a={other}: its sha256 differs from the run's pred:a in "
         f"{out / 'run.json'}" in stderr
     )
+    # a role the run never scored was ignored in silence
+    code, stdout, stderr = runs("import", str(out), "--input", f"pred:zzz={other}")
+    assert code == 2 and stdout == "" and len(stderr.strip().splitlines()) == 1
+    assert f"error: --input: pred:zzz={other}: {out / 'run.json'} names no input pred:zzz" in (
+        stderr
+    )
     out, batch = json_folder(tmp_path)
     changed = tmp_path / "changed.jsonl"
     changed.write_bytes(batch.read_bytes().replace(b"Oslo", b"Roma", 1))

@@ -121,13 +121,20 @@ def _recorded_model(folder: Path, system: core.System) -> str | None:
 
 def _check_given(folder: Path, inputs: Sequence[tuple[str, str | Path]]) -> None:
     """``UsageProblem`` (``--input``) for a given input whose file is not the one run.json
-    names under its role (another sha256): its items would contradict the folder's metrics."""
+    names under its role (another sha256): its items would contradict the folder's metrics;
+    or whose role run.json does not name (the run scored no such input)."""
     named = {
         str(e["role"]): e.get("sha256")
         for e in _run_json(folder).get("inputs") or []
         if isinstance(e, dict) and e.get("role")
     }
     for role, path in inputs:
+        if named and role not in named:  # it was ignored: the run scored no such input
+            raise UsageProblem(
+                f"{role}={path}: {folder / 'run.json'} names no input {role} (it names "
+                f"{', '.join(sorted(named))}); nothing was stored",
+                "--input",
+            )
         if isinstance(named.get(role), str) and sha256_file(path) != named[role]:
             raise UsageProblem(
                 f"{role}={path}: its sha256 differs from the run's {role} in {folder / 'run.json'}"
