@@ -39,18 +39,17 @@ from fieldcheck.matchers import (
 )
 
 if TYPE_CHECKING:
-    from fieldcheck.store import RunRecorder, Store
+    from fieldcheck.store import RunRecorder
 
 __all__ = ["MatcherError", "coerce_output"]
 logger = logging.getLogger("fieldcheck")
 
 
 def build_matchers(
-    config: EvalConfig, *, cache: DiskCache | None = None, store: bool | Store = True
+    config: EvalConfig, *, cache: DiskCache | None = None, judge: Mapping[str, Any] | None = None
 ) -> dict[str, Matcher]:
     """The FUZZY and SEMANTIC matchers of ``config.matcher``: local (rapidfuzz + MiniLM) or llm
-    (judge); ``store``: where a judge caches its replies (True: the default store, False: no
-    cache, read or written, and no store opened: ``--no-store``, ``--no-cache``)."""
+    (judge); ``judge``: where a judge caches its replies (``matchers.judge_cache``)."""
     if config.matcher == "llm":
         if not (config.judge_model and config.judge_base_url):  # EvalConfig validates this too
             raise ValueError("matcher 'llm' needs judge_base_url and judge_model")
@@ -59,8 +58,7 @@ def build_matchers(
                 model=config.judge_model,
                 base_url=config.judge_base_url,
                 kind=kind,
-                use_cache=store is not False,
-                store=None if isinstance(store, bool) else store,
+                **(judge or {}),
             )
             for kind in ("fuzzy", "semantic")
         }

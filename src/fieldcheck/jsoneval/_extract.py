@@ -281,7 +281,7 @@ class JsonRuns:
         schema and the documents read (a file with no usable document: ``UsageProblem``)."""
         from fieldcheck.jsoneval._evaluate import build_matchers
         from fieldcheck.jsoneval._saved import resolve_config
-        from fieldcheck.matchers import judge_store
+        from fieldcheck.matchers import judge_cache
 
         config, _ = resolve_config(
             dict(settings.get("config") or {}),
@@ -304,7 +304,7 @@ class JsonRuns:
         stored |= {"bootstrap": settings.get("bootstrap", 1000), "seed": settings.get("seed", 0)}
         prior = [RecordError.of(e) for e in errors]
         return JsonTask(
-            data, records, prior, schema, stored, build_matchers(config, store=judge_store(extras))
+            data, records, prior, schema, stored, build_matchers(config, judge=judge_cache(extras))
         )
 
     async def run_model(

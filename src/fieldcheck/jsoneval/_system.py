@@ -426,6 +426,6 @@ def _judges(read: _Read) -> dict[str, Matcher] | None:
     if read.config.matcher != "llm":
         return None
     from fieldcheck.jsoneval._evaluate import build_matchers
-    from fieldcheck.matchers import judge_store
+    from fieldcheck.matchers import judge_cache
 
-    return build_matchers(read.config, store=judge_store(read.extras))
+    return build_matchers(read.config, judge=judge_cache(read.extras))

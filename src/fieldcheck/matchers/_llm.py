@@ -117,12 +117,14 @@ def parse_judge_reply(text: str | None) -> float:
     return value
 
 
-def judge_store(extras: Mapping[str, Any]) -> bool | Store:
-    """Where a command's judge caches its replies, from a scoring's ``extras``: its ``store``
-    (True: the default one), or False, no cache read or written and no store opened, for a
-    command without the store (``--no-store``) or under ``no_cache`` (``--no-cache``)."""
+def judge_cache(extras: Mapping[str, Any]) -> dict[str, Any]:
+    """``LLMJudge``'s cache arguments from a scoring's ``extras``: its ``store`` (True: the
+    default one), or no cache read or written and no store opened, for a command without the
+    store (``--no-store``, ``store`` False or None) or under ``no_cache`` (``--no-cache``)."""
     store = extras.get("store", True)
-    return False if extras.get("no_cache") or store is None else store
+    if extras.get("no_cache") or store is None or store is False:
+        return {"use_cache": False, "store": None}
+    return {"use_cache": True, "store": None if store is True else store}
 
 
 class LLMJudge:

@@ -382,16 +382,9 @@ class SlotsSystem(SlotsRuns, Views):
             judge = None
             url, model = settings.get("judge_base_url"), settings.get("judge_model")
             if url and model:
-                from fieldcheck.matchers import LLMJudge, judge_store
+                from fieldcheck.matchers import LLMJudge, judge_cache
 
-                store = judge_store(extras)
-                judge = LLMJudge(
-                    model=model,
-                    base_url=url,
-                    kind="slot",
-                    use_cache=store is not False,
-                    store=None if isinstance(store, bool) else store,
-                )
+                judge = LLMJudge(model=model, base_url=url, kind="slot", **judge_cache(extras))
             yield SlotsRead(part, gold_file, models, judge, pool if workers == 2 else None)
 
     def score(
