@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import csv
+import itertools
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -705,3 +707,23 @@ def test_module_fixtures_never_see_the_users_own_store(
     base = str(tmp_path_factory.getbasetemp())
     assert url.startswith(f"sqlite:///{base}"), url
     assert data_home.startswith(base), data_home
+
+
+@pytest.mark.parametrize("group", [[], ["json"], ["runs"]])
+def test_a_command_list_wraps_each_summary_as_one_paragraph(group: list[str]) -> None:
+    """A command's summary in ``--help``'s list fills each line before the next (Typer's rich
+    mode kept the docstring's line breaks, cutting sentences in two: a tester's finding)."""
+    result = CliRunner().invoke(app, [*group, "--help"], env={"COLUMNS": "80", "NO_COLOR": "1"})
+    panel = result.output.split("─ Commands ─")[1].splitlines()[1:]
+    inner = [line[1:-1] for line in panel if line.startswith("│")]
+    text_at = re.match(r" \S+\s+", inner[0]).end()  # type: ignore[union-attr]
+    width = len(inner[0]) - 1
+    entries: list[list[str]] = []
+    for line in inner:
+        if line[:text_at].strip():
+            entries.append([])
+        entries[-1].append(line[text_at:].rstrip())
+    assert len(entries) >= 3
+    for lines in entries:
+        for here, after in itertools.pairwise(lines):
+            assert text_at + len(here) + 1 + len(after.split(" ")[0]) > width, (here, after)

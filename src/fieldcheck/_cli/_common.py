@@ -99,6 +99,16 @@ def _merge_repeated(words: list[str]) -> list[str]:
     return rest + words[end:]
 
 
+def _one_line_summaries(group: Any) -> None:
+    """Each command's line in its group's list: its help's first paragraph on one line (Typer's
+    rich mode keeps a docstring's line breaks there, cutting sentences in two)."""
+    for command in group.commands.values():
+        if command.short_help is None and command.help:
+            command.short_help = " ".join(inspect.cleandoc(command.help).split("\n\n")[0].split())
+        if hasattr(command, "commands"):
+            _one_line_summaries(command)
+
+
 class FieldcheckGroup(TyperGroup):
     """The root command: ``-v`` accepted anywhere on the line, a usage error one line on stderr
     with exit 2, not Click's usage block (issue 9: one error style)."""
@@ -112,6 +122,7 @@ class FieldcheckGroup(TyperGroup):
         **extra: Any,
     ) -> Any:
         words = _merge_repeated(_global_flags_first(list(sys.argv[1:] if args is None else args)))
+        _one_line_summaries(self)
         _INTERRUPT_REPORTED.clear()
         _FINISHED.clear()
         try:
