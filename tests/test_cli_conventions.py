@@ -709,15 +709,24 @@ def test_module_fixtures_never_see_the_users_own_store(
     assert data_home.startswith(base), data_home
 
 
+NARROW = {"COLUMNS": "80", "NO_COLOR": "1"}
+
+
+def _filled(paragraph: list[str], width: int) -> None:
+    """Each line of a wrapped paragraph holds as many words as fit (the next line's first word
+    would not)."""
+    for here, after in itertools.pairwise(paragraph):
+        assert len(here) + 1 + len(after.split(" ")[0]) > width, (here, after)
+
+
 @pytest.mark.parametrize("group", [[], ["json"], ["runs"]])
 def test_a_command_list_wraps_each_summary_as_one_paragraph(group: list[str]) -> None:
     """A command's summary in ``--help``'s list fills each line before the next (Typer's rich
     mode kept the docstring's line breaks, cutting sentences in two: a tester's finding)."""
-    result = CliRunner().invoke(app, [*group, "--help"], env={"COLUMNS": "80", "NO_COLOR": "1"})
-    panel = result.output.split("─ Commands ─")[1].splitlines()[1:]
+    output = CliRunner().invoke(app, [*group, "--help"], env=NARROW).output
+    panel = output.split("─ Commands ─")[1].splitlines()[1:]
     inner = [line[1:-1] for line in panel if line.startswith("│")]
     text_at = re.match(r" \S+\s+", inner[0]).end()  # type: ignore[union-attr]
-    width = len(inner[0]) - 1
     entries: list[list[str]] = []
     for line in inner:
         if line[:text_at].strip():
@@ -725,5 +734,15 @@ def test_a_command_list_wraps_each_summary_as_one_paragraph(group: list[str]) ->
         entries[-1].append(line[text_at:].rstrip())
     assert len(entries) >= 3
     for lines in entries:
-        for here, after in itertools.pairwise(lines):
-            assert text_at + len(here) + 1 + len(after.split(" ")[0]) > width, (here, after)
+        _filled(lines, len(inner[0]) - 1 - text_at)
+
+
+@pytest.mark.parametrize("command", [["slots", "score"], ["numeric", "run"], ["serve-model"]])
+def test_a_commands_help_wraps_every_paragraph(command: list[str]) -> None:
+    """The paragraphs after the first of a command's help fill their lines too."""
+    output = CliRunner().invoke(app, [*command, "--help"], env=NARROW).output
+    prose = output.split("╭─")[0].splitlines()[3:]
+    paragraphs = [p.splitlines() for p in "\n".join(line.strip() for line in prose).split("\n\n")]
+    assert len([p for p in paragraphs if p]) >= 2
+    for lines in paragraphs:
+        _filled(lines, 80 - 2)

@@ -99,14 +99,15 @@ def _merge_repeated(words: list[str]) -> list[str]:
     return rest + words[end:]
 
 
-def _one_line_summaries(group: Any) -> None:
-    """Each command's line in its group's list: its help's first paragraph on one line (Typer's
-    rich mode keeps a docstring's line breaks there, cutting sentences in two)."""
-    for command in group.commands.values():
-        if command.short_help is None and command.help:
-            command.short_help = " ".join(inspect.cleandoc(command.help).split("\n\n")[0].split())
-        if hasattr(command, "commands"):
-            _one_line_summaries(command)
+def _flowing_help(command: Any) -> None:
+    """Each paragraph of a command's help, and of its subcommands', on one line for Rich to wrap:
+    Typer's rich mode keeps a docstring's line breaks in the commands list and after the first
+    paragraph, cutting sentences in two."""
+    if command.help:
+        paragraphs = inspect.cleandoc(command.help).split("\n\n")
+        command.help = "\n\n".join(" ".join(p.split()) for p in paragraphs)
+    for sub in getattr(command, "commands", {}).values():
+        _flowing_help(sub)
 
 
 class FieldcheckGroup(TyperGroup):
@@ -122,7 +123,7 @@ class FieldcheckGroup(TyperGroup):
         **extra: Any,
     ) -> Any:
         words = _merge_repeated(_global_flags_first(list(sys.argv[1:] if args is None else args)))
-        _one_line_summaries(self)
+        _flowing_help(self)
         _INTERRUPT_REPORTED.clear()
         _FINISHED.clear()
         try:
