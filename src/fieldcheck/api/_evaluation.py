@@ -197,12 +197,11 @@ def evaluate_one(
     matchers: Matchers,
     *,
     safety_score: float | None = None,
-    warnings: list[str] | None = None,
     flatten: str = " (nested paths need flatten)",
-) -> JsonEvalResult:
-    """``json score``: one output against one ground truth, its warnings added to ``warnings``
-    (``flatten``: how the caller names ``--flatten``). A side nesting too deep is a 422 naming
-    it; a judge that gives no similarity is a 502."""
+) -> tuple[JsonEvalResult, list[str]]:
+    """``json score``: one output against one ground truth, and its warnings (``flatten``: how
+    the caller names ``--flatten``). A side nesting too deep is a 422 naming it; a judge that
+    gives no similarity is a 502."""
     try:
         with logged_warnings(flatten) as lines:
             result = evaluate(
@@ -212,9 +211,7 @@ def evaluate_one(
         raise ApiError.invalid(exc, field=exc.field or "output") from None
     except MatcherError as exc:
         raise ApiError(502, f"the matcher failed: {exc}") from None
-    if warnings is not None:
-        warnings.extend(lines)
-    return result
+    return result, lines
 
 
 def score_run(
@@ -226,11 +223,9 @@ def score_run(
     out: Path,
     shown: Mapping[str, str],
     params: Mapping[str, str] | None = None,
-    warnings: list[str] | None = None,
-) -> core.Outcome:
-    """``core.score`` into the run folder ``out`` and the store, in the caller's thread, server
-    paths named as ``shown``, its warnings added to ``warnings``; a usage problem is a 422
-    naming its param (by ``params``, else ``settings.KEY`` or the role), ``CannotWrite`` a 507,
+) -> tuple[core.Outcome, list[str]]:
+    """``core.score`` into the run folder ``out`` and the store, in the caller's thread, and its
+    warnings, server paths named as ``shown``; a usage problem is a 422 naming its param (by ``params``, else ``settings.KEY`` or the role), ``CannotWrite`` a 507,
     a failed judge a 502."""
     label, models = core.model_label(core.get(system), inputs)
     events = core.Events(warn=lambda line: _log.warning("%s", hidden(line, shown)))
@@ -262,9 +257,7 @@ def score_run(
         raise ApiError(507, hidden(str(exc), shown)) from None
     except MatcherError as exc:
         raise ApiError(502, f"the matcher failed: {exc}") from None
-    if warnings is not None:
-        warnings.extend(hidden(line, shown) for line in lines)
-    return outcome
+    return outcome, [hidden(line, shown) for line in lines]
 
 
 async def score_uploads(
@@ -275,11 +268,10 @@ async def score_uploads(
     *,
     root: Path | None,
     params: Mapping[str, str] | None = None,
-    warnings: list[str] | None = None,
-) -> tuple[core.Outcome, dict[str, str]]:
+) -> tuple[core.Outcome, list[str], dict[str, str]]:
     """Each upload kept in a new ``request_folder`` (``inputs/ROLE/FILE``, roles that clean to one
     folder name kept apart by ``-2``...) and scored into its ``run/`` in a worker thread: the
-    outcome, and each server path as the client names it."""
+    outcome, its warnings, and each server path as the client names it."""
     folders = unique_filenames(role for role, _ in uploads)
     with request_folder(root, system) as base:
         inputs, shown = [], {str(base): f"{RUNS}/{base.name}"}
@@ -292,20 +284,12 @@ async def score_uploads(
                     handle.write(block)
             inputs.append((role, path))
             shown[str(path)] = sent
-        outcome = await run_in_threadpool(
-            score_run,
-            ctx,
-            system,
-            inputs,
-            settings,
-            out=base / "run",
-            shown=shown,
-            params=params,
-            warnings=warnings,
+        outcome, warnings = await run_in_threadpool(
+            score_run, ctx, system, inputs, settings, out=base / "run", shown=shown, params=params
         )
     if root is None and outcome.run_id is not None:  # its temporary folder is gone
         ctx.store.forget_folder(outcome.run_id)
-    return outcome, shown
+    return outcome, warnings, shown
 
 
 def server_matcher(base: EvalConfig) -> dict[str, Any]:

@@ -89,14 +89,8 @@ def evaluate_route(body: EvaluateRequest, ctx: Context) -> dict[str, Any]:
         flatten=body.flatten,
         safety_check=body.safety_check,
     )
-    warnings: list[str] = []
-    result = evaluate_one(
-        body.output,
-        body.ground_truth,
-        config,
-        ctx.matchers,
-        safety_score=body.safety_score,
-        warnings=warnings,
+    result, warnings = evaluate_one(
+        body.output, body.ground_truth, config, ctx.matchers, safety_score=body.safety_score
     )
     return with_warnings(result.public_dict(), warnings)
 
@@ -187,19 +181,11 @@ def batch_path_route(body: BatchPathRequest, ctx: Context) -> dict[str, Any]:
         )
     path = resolve_under(root, body.path)
     settings = stored_settings(ctx, body, bootstrap=body.bootstrap, seed=body.seed)
-    warnings: list[str] = []
     with request_folder(root, "json") as folder:
         shown = {str(path): body.path, str(folder): f"{RUNS}/{folder.name}"}
         params = {**_PARAMS, "batch": "path"}
-        outcome = score_run(
-            ctx,
-            "json",
-            [("batch", path)],
-            settings,
-            out=folder / "run",
-            shown=shown,
-            params=params,
-            warnings=warnings,
+        outcome, warnings = score_run(
+            ctx, "json", [("batch", path)], settings, out=folder / "run", shown=shown, params=params
         )
     return _summary(outcome, shown, warnings)
 
@@ -227,8 +213,7 @@ async def batch_upload_route(
     in a temporary folder removed once answered (the run is stored with no output folder)."""
     settings = stored_settings(ctx, None, bootstrap=bootstrap, seed=seed)
     root, params = ctx.settings.data_root, {**_PARAMS, "batch": "file"}
-    warnings: list[str] = []
-    outcome, shown = await score_uploads(
-        ctx, "json", [("batch", file)], settings, root=root, params=params, warnings=warnings
+    outcome, warnings, shown = await score_uploads(
+        ctx, "json", [("batch", file)], settings, root=root, params=params
     )
     return _summary(outcome, shown, warnings)

@@ -292,10 +292,8 @@ def _evaluated(
     ``gt_file``."""
     gt = parse_ground_truth_text(gt_text, file=gt_file)
     config = merged(ctx.saved, ctx.base_config)
-    warnings: list[str] = []
     output = parse_output_text(out_text)
-    result = evaluate_one(output, gt, config, ctx.matchers, warnings=warnings, flatten=_NO_FLATTEN)
-    return result, warnings
+    return evaluate_one(output, gt, config, ctx.matchers, flatten=_NO_FLATTEN)
 
 
 @router.post("/evaluate")
