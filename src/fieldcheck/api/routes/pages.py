@@ -311,10 +311,8 @@ async def run_evaluation(request: Request, ctx: Context) -> HTMLResponse:
         return ctx.render(
             request, "evaluate.html", 422, error=bad.one_line(), active="/evaluate", **shown
         )
-    (gt_text, gt_file), (out_text, _) = (
-        await _text(form, "ground_truth"),
-        await _text(form, "output"),
-    )
+    gt_text, gt_file = await _text(form, "ground_truth")
+    out_text, _ = await _text(form, "output")
     page: dict[str, Any] = {"active": "/evaluate", "ground_truth": gt_text, "output": out_text}
     try:
         result, warnings = await run_in_threadpool(_evaluated, ctx, gt_text, out_text, gt_file)
