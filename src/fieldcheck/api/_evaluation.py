@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 import orjson
 from starlette.concurrency import run_in_threadpool
@@ -36,7 +36,6 @@ from fieldcheck.jsoneval import (
     build_matchers,
     evaluate,
     merged_config,
-    parse_section,
 )
 from fieldcheck.matchers import Matcher
 
@@ -130,32 +129,10 @@ REQUEST_PARTS: dict[Section, str] = {  # a section by the name a request gives i
 }
 
 
-def merged(
-    saved: SavedConfig,
-    base: EvalConfig,
-    *,
-    strategies: Mapping[str, Any] | None = None,
-    thresholds: Mapping[str, Any] | None = None,
-    weights: Mapping[str, Any] | None = None,
-    flatten: bool = False,
-    safety_check: Literal["off", "leaks"] = "off",
-) -> EvalConfig:
-    """A request's configuration merged with the saved one (``jsoneval.merged_config``) and the
-    server's matcher ``base``; a bad section is a 422 naming the request's part."""
-    given = {
-        "strategies": strategies,
-        "weights": weights,
-        **(thresholds or {}),
-        "flatten": flatten,
-        "safety_check": safety_check,
-        **server_matcher(base),
-    }
+def merged(saved: SavedConfig, given: Mapping[str, Any]) -> EvalConfig:
+    """A request's configuration (its sections checked, the server's matcher) merged with the
+    saved one (``jsoneval.merged_config``); a bad section is a 422 naming the request's part."""
     try:
-        if thresholds is not None:  # its names and values checked as the section's
-            try:
-                parse_section("thresholds", thresholds)
-            except InputError as exc:
-                raise SectionError("thresholds", exc) from None
         return merged_config(given, saved, lambda _: None)
     except SectionError as exc:
         part = REQUEST_PARTS[exc.section]

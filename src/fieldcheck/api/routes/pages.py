@@ -28,6 +28,7 @@ from fieldcheck.api._evaluation import (
     parse_ground_truth_text,
     parse_json_file,
     parse_output_text,
+    server_matcher,
     strategy_rows,
 )
 from fieldcheck.api._guard import TOKEN_COOKIE
@@ -291,7 +292,7 @@ def _evaluated(
     may load a model or wait on a judge), and its warnings; an uploaded ground truth named by
     ``gt_file``."""
     gt = parse_ground_truth_text(gt_text, file=gt_file)
-    config = merged(ctx.saved, ctx.base_config)
+    config = merged(ctx.saved, server_matcher(ctx.base_config))
     output = parse_output_text(out_text)
     return evaluate_one(output, gt, config, ctx.matchers, flatten=_NO_FLATTEN)
 
