@@ -202,8 +202,8 @@ def score_run(
     params: Mapping[str, str] | None = None,
 ) -> tuple[core.Outcome, list[str]]:
     """``core.score`` into the run folder ``out`` and the store, in the caller's thread, and its
-    warnings, server paths named as ``shown``; a usage problem is a 422 naming its param (by ``params``, else ``settings.KEY`` or the role), ``CannotWrite`` a 507,
-    a failed judge a 502."""
+    warnings, server paths named as ``shown``; a usage problem is a 422 naming its param (by
+    ``params``, else ``settings.KEY`` or the role), ``CannotWrite`` a 507, a failed judge a 502."""
     label, models = core.model_label(core.get(system), inputs)
     events = core.Events(warn=lambda line: _log.warning("%s", hidden(line, shown)))
     try:
