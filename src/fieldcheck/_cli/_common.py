@@ -61,8 +61,6 @@ class OutputFailed(click.ClickException):
 
 
 _FINISHED: list[Path] = []  # the folders the command finished: what a later Ctrl-C left
-
-
 _INTERRUPT_REPORTED: set[bool] = set()  # non-empty once a line said what Ctrl-C left
 _FLOORS = "--fail-under"  # repeats add up (Click would keep only the last)
 

@@ -327,19 +327,16 @@ def run_async(
 ) -> T:
     """Run a coroutine; on Ctrl-C print one line (what is stored, how to resume) and exit 130.
     ``runner``: the runs it opened are named even when a second Ctrl-C cut the first's report."""
-    err = console or SafeConsole(stderr=True)
     try:
         return asyncio.run(_interruptible(coro))
     except RunInterrupted as exc:
-        say(err, str(exc))
-        interrupt_reported()
-        raise typer.Exit(EXIT_INTERRUPTED) from None
+        line = str(exc)
     except KeyboardInterrupt:
-        line = interrupted_line(runner) if runner is not None else None
-        line = line or "interrupted before any run started; nothing was stored"
-        say(err, line)
-        interrupt_reported()
-        raise typer.Exit(EXIT_INTERRUPTED) from None
+        stored = interrupted_line(runner) if runner is not None else None
+        line = stored or "interrupted before any run started; nothing was stored"
+    say(console or SafeConsole(stderr=True), line)
+    interrupt_reported()
+    raise typer.Exit(EXIT_INTERRUPTED)
 
 
 def run_models(

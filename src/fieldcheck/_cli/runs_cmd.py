@@ -117,15 +117,15 @@ def list_command(
     if system is not None and core.find(system) is None:
         known = ", ".join(core.names())
         raise UsageProblem(f"must be one of {known} (got {system!r})", "--system")
-    runs = _store().list_runs(system=system, model=model, newest_first=True)
     from fieldcheck.runs import format_count
 
+    runs = _store().list_runs(system=system, model=model, newest_first=True)
+    summaries = [_summary(r) for r in runs]
     if as_json:
-        print_json([_summary(r) for r in runs])
+        print_json(summaries)
         return
     # no box, minutes, a parent column only when a run has one: a row fits 80 columns
     table = Table(header_style="bold", box=None, pad_edge=False, collapse_padding=True)
-    summaries = [_summary(r) for r in runs]
     parents = any(s["parent_id"] for s in summaries)
     heads = ("id", "system", "kind", "model", "status", "started (UTC)", "items")
     for head in (*heads, "parent") if parents else heads:

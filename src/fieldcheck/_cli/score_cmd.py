@@ -3,7 +3,6 @@ the command-line twin of ``POST /api/score/{system}``."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -75,13 +74,6 @@ def _inputs(system: core.System, given: list[str]) -> list[tuple[str, Path]]:
         if not Path(file).is_file():
             raise UsageProblem(f"{file}: no such file", role)
     return [(role, Path(file)) for role, file in inputs]
-
-
-def _renamed(system: core.System, settings: Mapping[str, Any], exc: UsageProblem) -> UsageProblem:
-    """A system's problem as this command names things (``core.renamed``): a setting as its key
-    in ``--settings``, an input by its role, ``--out`` as itself."""
-    message, name, setting = core.renamed(system, settings, exc, own=("--out",))
-    return UsageProblem(message, name + (" (in --settings)" if setting else ""))
 
 
 def _table(system: core.System, label: str, scored: Any) -> Table:
@@ -168,8 +160,10 @@ def score_command(
                     store=not no_store,
                     events=events(errors, bar),
                 )
-            except UsageProblem as exc:
-                raise _renamed(found, stored, exc) from None
+            except UsageProblem as exc:  # a setting by its key in --settings, an input by its role
+                message, name, setting = core.renamed(found, stored, exc, own=("--out",))
+                hint = name + (" (in --settings)" if setting else "")
+                raise UsageProblem(message, hint) from None
     scored = outcome.scored
     console.print(_table(found, label, scored))
     for path in scored.files.values():

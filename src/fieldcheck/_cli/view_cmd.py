@@ -10,11 +10,11 @@ from urllib.parse import quote
 
 import typer
 
-from fieldcheck._cli._common import EXIT_INTERRUPTED, OutputFailed, interrupt_reported
+from fieldcheck._cli._common import OutputFailed
 from fieldcheck._cli.runs_cmd import _database_errors, _run, _store
 from fieldcheck._cli.serve_cmd import check_port, serve_command, shown_address
 from fieldcheck._util.errors import UsageProblem
-from fieldcheck._util.term import safe_text
+from fieldcheck.core import Interrupted
 from fieldcheck.store import ItemsMissing
 
 MAX_ITEMS = 1000
@@ -95,10 +95,8 @@ def _write(dest: Path, runs: list[Any], max_items: int) -> None:
         ctx = create_app(ApiSettings()).state.fieldcheck
         held = write_bundle(ctx, folder, runs, max_items=max_items)
         folder.finish()
-    except KeyboardInterrupt:
-        typer.echo(safe_text(folder.interrupted_line()), err=True)
-        interrupt_reported()
-        raise typer.Exit(EXIT_INTERRUPTED) from None
+    except KeyboardInterrupt:  # said as a scoring command's (``pipeline_errors``, around it)
+        raise Interrupted(folder.interrupted_line()) from None
     except OSError as exc:
         if not folder.resumed:  # this process made the partial folder: nothing to resume
             shutil.rmtree(folder.path, ignore_errors=True)

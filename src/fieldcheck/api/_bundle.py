@@ -249,12 +249,7 @@ def _items_script(site: Bundle, run: RunInfo, items: dict[str, Any], page: str) 
         tags, failed_tags, *order = more.shown or [(), (), *[None] * len(columns)]  # in flight
         rows.append(
             {
-                "key": row["key"],
-                "seq": row["seq"],
-                "failed": row["failed"],
-                "model": row["model"],
-                "turn": row["turn"],
-                "error_type": row["error_type"],
+                **{k: row[k] for k in ("key", "seq", "failed", "model", "turn", "error_type")},
                 "href": link(row["href"]),
                 "values": row["values"],
                 "cells": [_cell(c, v, row) for c, v in zip(columns, row["values"], strict=True)],

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 import orjson
 from starlette.concurrency import run_in_threadpool
@@ -36,7 +36,6 @@ from fieldcheck.jsoneval import (
     build_matchers,
     evaluate,
     merged_config,
-    parse_section,
 )
 from fieldcheck.matchers import Matcher
 
@@ -130,32 +129,10 @@ REQUEST_PARTS: dict[Section, str] = {  # a section by the name a request gives i
 }
 
 
-def merged(
-    saved: SavedConfig,
-    base: EvalConfig,
-    *,
-    strategies: Mapping[str, Any] | None = None,
-    thresholds: Mapping[str, Any] | None = None,
-    weights: Mapping[str, Any] | None = None,
-    flatten: bool = False,
-    safety_check: Literal["off", "leaks"] = "off",
-) -> EvalConfig:
-    """A request's configuration merged with the saved one (``jsoneval.merged_config``) and the
-    server's matcher ``base``; a bad section is a 422 naming the request's part."""
-    given = {
-        "strategies": strategies,
-        "weights": weights,
-        **(thresholds or {}),
-        "flatten": flatten,
-        "safety_check": safety_check,
-        **server_matcher(base),
-    }
+def merged(saved: SavedConfig, given: Mapping[str, Any]) -> EvalConfig:
+    """A request's configuration (its sections checked, the server's matcher) merged with the
+    saved one (``jsoneval.merged_config``); a bad section is a 422 naming the request's part."""
     try:
-        if thresholds is not None:  # its names and values checked as the section's
-            try:
-                parse_section("thresholds", thresholds)
-            except InputError as exc:
-                raise SectionError("thresholds", exc) from None
         return merged_config(given, saved, lambda _: None)
     except SectionError as exc:
         part = REQUEST_PARTS[exc.section]
@@ -197,12 +174,11 @@ def evaluate_one(
     matchers: Matchers,
     *,
     safety_score: float | None = None,
-    warnings: list[str] | None = None,
     flatten: str = " (nested paths need flatten)",
-) -> JsonEvalResult:
-    """``json score``: one output against one ground truth, its warnings added to ``warnings``
-    (``flatten``: how the caller names ``--flatten``). A side nesting too deep is a 422 naming
-    it; a judge that gives no similarity is a 502."""
+) -> tuple[JsonEvalResult, list[str]]:
+    """``json score``: one output against one ground truth, and its warnings (``flatten``: how
+    the caller names ``--flatten``). A side nesting too deep is a 422 naming it; a judge that
+    gives no similarity is a 502."""
     try:
         with logged_warnings(flatten) as lines:
             result = evaluate(
@@ -212,9 +188,7 @@ def evaluate_one(
         raise ApiError.invalid(exc, field=exc.field or "output") from None
     except MatcherError as exc:
         raise ApiError(502, f"the matcher failed: {exc}") from None
-    if warnings is not None:
-        warnings.extend(lines)
-    return result
+    return result, lines
 
 
 def score_run(
@@ -226,12 +200,10 @@ def score_run(
     out: Path,
     shown: Mapping[str, str],
     params: Mapping[str, str] | None = None,
-    warnings: list[str] | None = None,
-) -> core.Outcome:
-    """``core.score`` into the run folder ``out`` and the store, in the caller's thread, server
-    paths named as ``shown``, its warnings added to ``warnings``; a usage problem is a 422
-    naming its param (by ``params``, else ``settings.KEY`` or the role), ``CannotWrite`` a 507,
-    a failed judge a 502."""
+) -> tuple[core.Outcome, list[str]]:
+    """``core.score`` into the run folder ``out`` and the store, in the caller's thread, and its
+    warnings, server paths named as ``shown``; a usage problem is a 422 naming its param (by
+    ``params``, else ``settings.KEY`` or the role), ``CannotWrite`` a 507, a failed judge a 502."""
     label, models = core.model_label(core.get(system), inputs)
     events = core.Events(warn=lambda line: _log.warning("%s", hidden(line, shown)))
     try:
@@ -262,9 +234,7 @@ def score_run(
         raise ApiError(507, hidden(str(exc), shown)) from None
     except MatcherError as exc:
         raise ApiError(502, f"the matcher failed: {exc}") from None
-    if warnings is not None:
-        warnings.extend(hidden(line, shown) for line in lines)
-    return outcome
+    return outcome, [hidden(line, shown) for line in lines]
 
 
 async def score_uploads(
@@ -275,11 +245,10 @@ async def score_uploads(
     *,
     root: Path | None,
     params: Mapping[str, str] | None = None,
-    warnings: list[str] | None = None,
-) -> tuple[core.Outcome, dict[str, str]]:
+) -> tuple[core.Outcome, list[str], dict[str, str]]:
     """Each upload kept in a new ``request_folder`` (``inputs/ROLE/FILE``, roles that clean to one
     folder name kept apart by ``-2``...) and scored into its ``run/`` in a worker thread: the
-    outcome, and each server path as the client names it."""
+    outcome, its warnings, and each server path as the client names it."""
     folders = unique_filenames(role for role, _ in uploads)
     with request_folder(root, system) as base:
         inputs, shown = [], {str(base): f"{RUNS}/{base.name}"}
@@ -292,20 +261,12 @@ async def score_uploads(
                     handle.write(block)
             inputs.append((role, path))
             shown[str(path)] = sent
-        outcome = await run_in_threadpool(
-            score_run,
-            ctx,
-            system,
-            inputs,
-            settings,
-            out=base / "run",
-            shown=shown,
-            params=params,
-            warnings=warnings,
+        outcome, warnings = await run_in_threadpool(
+            score_run, ctx, system, inputs, settings, out=base / "run", shown=shown, params=params
         )
     if root is None and outcome.run_id is not None:  # its temporary folder is gone
         ctx.store.forget_folder(outcome.run_id)
-    return outcome, shown
+    return outcome, warnings, shown
 
 
 def server_matcher(base: EvalConfig) -> dict[str, Any]:

@@ -80,23 +80,9 @@ class BatchPathRequest(_Config):
 def evaluate_route(body: EvaluateRequest, ctx: Context) -> dict[str, Any]:
     """The same JSON ``fieldcheck json score --json`` prints: the four scores, RQS, the five
     key buckets, per field the strategy, similarity and score, and the signature."""
-    config = merged(
-        ctx.saved,
-        ctx.base_config,
-        strategies=body.field_strategies,
-        thresholds=body.thresholds,
-        weights=body.weights,
-        flatten=body.flatten,
-        safety_check=body.safety_check,
-    )
-    warnings: list[str] = []
-    result = evaluate_one(
-        body.output,
-        body.ground_truth,
-        config,
-        ctx.matchers,
-        safety_score=body.safety_score,
-        warnings=warnings,
+    config = merged(ctx.saved, request_config(ctx, body))
+    result, warnings = evaluate_one(
+        body.output, body.ground_truth, config, ctx.matchers, safety_score=body.safety_score
     )
     return with_warnings(result.public_dict(), warnings)
 
@@ -131,10 +117,8 @@ _PARAMS = {
 """The options the json system names in a settings problem, as the request's parts."""
 
 
-def stored_settings(
-    ctx: AppContext, body: BatchPathRequest | None, *, bootstrap: int, seed: int
-) -> dict[str, Any]:
-    """The json system's stored settings of a request: the sections it gives (a bad one a 422
+def request_config(ctx: AppContext, body: _Config | None) -> dict[str, Any]:
+    """The json system's configuration of a request: the sections it gives (a bad one a 422
     naming the request's part) and the server's matcher; the rest come from the saved ones."""
     config = server_matcher(ctx.base_config)
     if body is not None:
@@ -149,7 +133,7 @@ def stored_settings(
                 raise ApiError.invalid(exc, field=field) from None
             config |= value if section == "thresholds" else {section: checked}
         config |= {"flatten": body.flatten, "safety_check": body.safety_check}
-    return {"config": config, "bootstrap": bootstrap, "seed": seed}
+    return config
 
 
 def _summary(
@@ -186,20 +170,12 @@ def batch_path_route(body: BatchPathRequest, ctx: Context) -> dict[str, Any]:
             403, "no data root is configured (fieldcheck serve --data-root DIR)", field="path"
         )
     path = resolve_under(root, body.path)
-    settings = stored_settings(ctx, body, bootstrap=body.bootstrap, seed=body.seed)
-    warnings: list[str] = []
+    settings = {"config": request_config(ctx, body), "bootstrap": body.bootstrap, "seed": body.seed}
     with request_folder(root, "json") as folder:
         shown = {str(path): body.path, str(folder): f"{RUNS}/{folder.name}"}
         params = {**_PARAMS, "batch": "path"}
-        outcome = score_run(
-            ctx,
-            "json",
-            [("batch", path)],
-            settings,
-            out=folder / "run",
-            shown=shown,
-            params=params,
-            warnings=warnings,
+        outcome, warnings = score_run(
+            ctx, "json", [("batch", path)], settings, out=folder / "run", shown=shown, params=params
         )
     return _summary(outcome, shown, warnings)
 
@@ -225,10 +201,9 @@ async def batch_upload_route(
     and ``run_id``, the run stored with its items (``GET /api/runs/{run_id}``). With a data
     root the upload and the run's files are kept under ``--data-root``/fieldcheck-runs/, else
     in a temporary folder removed once answered (the run is stored with no output folder)."""
-    settings = stored_settings(ctx, None, bootstrap=bootstrap, seed=seed)
+    settings = {"config": request_config(ctx, None), "bootstrap": bootstrap, "seed": seed}
     root, params = ctx.settings.data_root, {**_PARAMS, "batch": "file"}
-    warnings: list[str] = []
-    outcome, shown = await score_uploads(
-        ctx, "json", [("batch", file)], settings, root=root, params=params, warnings=warnings
+    outcome, warnings, shown = await score_uploads(
+        ctx, "json", [("batch", file)], settings, root=root, params=params
     )
     return _summary(outcome, shown, warnings)

@@ -28,6 +28,7 @@ from fieldcheck.api._evaluation import (
     parse_ground_truth_text,
     parse_json_file,
     parse_output_text,
+    server_matcher,
     strategy_rows,
 )
 from fieldcheck.api._guard import TOKEN_COOKIE
@@ -291,11 +292,9 @@ def _evaluated(
     may load a model or wait on a judge), and its warnings; an uploaded ground truth named by
     ``gt_file``."""
     gt = parse_ground_truth_text(gt_text, file=gt_file)
-    config = merged(ctx.saved, ctx.base_config)
-    warnings: list[str] = []
+    config = merged(ctx.saved, server_matcher(ctx.base_config))
     output = parse_output_text(out_text)
-    result = evaluate_one(output, gt, config, ctx.matchers, warnings=warnings, flatten=_NO_FLATTEN)
-    return result, warnings
+    return evaluate_one(output, gt, config, ctx.matchers, flatten=_NO_FLATTEN)
 
 
 @router.post("/evaluate")
@@ -313,10 +312,8 @@ async def run_evaluation(request: Request, ctx: Context) -> HTMLResponse:
         return ctx.render(
             request, "evaluate.html", 422, error=bad.one_line(), active="/evaluate", **shown
         )
-    (gt_text, gt_file), (out_text, _) = (
-        await _text(form, "ground_truth"),
-        await _text(form, "output"),
-    )
+    gt_text, gt_file = await _text(form, "ground_truth")
+    out_text, _ = await _text(form, "output")
     page: dict[str, Any] = {"active": "/evaluate", "ground_truth": gt_text, "output": out_text}
     try:
         result, warnings = await run_in_threadpool(_evaluated, ctx, gt_text, out_text, gt_file)

@@ -147,8 +147,7 @@ async def score_route(system: str, request: Request, ctx: Context) -> dict[str, 
             "no data root is configured (fieldcheck serve --data-root DIR): the uploads and "
             "run folders are kept under it",
         )
-    warnings: list[str] = []
-    outcome, shown = await score_uploads(
-        ctx, found.name, uploads, settings, root=Path(root), warnings=warnings
+    outcome, warnings, shown = await score_uploads(
+        ctx, found.name, uploads, settings, root=Path(root)
     )
     return _answer(outcome, shown, warnings)
