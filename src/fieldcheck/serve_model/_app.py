@@ -99,12 +99,8 @@ def create_app(
 
     @app.get("/v1/models")
     async def models() -> dict[str, Any]:
-        return {
-            "object": "list",
-            "data": [
-                {"id": m, "object": "model", "owned_by": FINGERPRINT} for m in SYNTHETIC_MODELS
-            ],
-        }
+        data = [{"id": m, "object": "model", "owned_by": FINGERPRINT} for m in SYNTHETIC_MODELS]
+        return {"object": "list", "data": data}
 
     @app.post("/v1/chat/completions", response_model=None)
     async def chat(request: Request) -> Response:
@@ -144,19 +140,14 @@ def create_app(
         else:
             text = responder.respond(messages, model, rng)
         prompt_tokens = estimate_tokens("".join(m["content"] for m in messages)) + 4 * len(messages)
+        reply_message = {"role": "assistant", "content": text}
         reply = {
             "id": f"chatcmpl-synthetic-{state.requests}",
             "object": "chat.completion",
             "created": int(time.time()),
             "model": model,
             "system_fingerprint": FINGERPRINT,
-            "choices": [
-                {
-                    "index": 0,
-                    "message": {"role": "assistant", "content": text},
-                    "finish_reason": "stop",
-                }
-            ],
+            "choices": [{"index": 0, "message": reply_message, "finish_reason": "stop"}],
             "usage": {
                 "prompt_tokens": prompt_tokens,
                 "completion_tokens": estimate_tokens(text),
