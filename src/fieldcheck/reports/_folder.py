@@ -114,9 +114,8 @@ def _other_run(earlier: Mapping[str, Any], info: Mapping[str, Any]) -> str | Non
     before, now = earlier.get("settings"), info.get("settings")
     if isinstance(before, dict) and isinstance(now, dict) and before != now:
         keys = sorted(k for k in before.keys() | now.keys() if before.get(k) != now.get(k))
-        return (
-            "with other settings (it had " + ", ".join(f"{k}={before.get(k)!r}" for k in keys) + ")"
-        )
+        had = ", ".join(f"{k}={before.get(k)!r}" for k in keys)
+        return f"with other settings (it had {had})"
     return None
 
 

@@ -76,11 +76,8 @@ class ServerState:
 
 def _error(status: int, message: str, kind: str = "invalid_request_error") -> JSONResponse:
     headers = {"Retry-After": "0"} if status == 429 else None
-    return JSONResponse(
-        {"error": {"message": message, "type": kind, "code": status}},
-        status_code=status,
-        headers=headers,
-    )
+    body = {"error": {"message": message, "type": kind, "code": status}}
+    return JSONResponse(body, status_code=status, headers=headers)
 
 
 def create_app(

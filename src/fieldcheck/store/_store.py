@@ -173,8 +173,7 @@ class Store:
                 )
                 s.add(row)
             row.status = "running"
-            row.pid = os.getpid()
-            row.host = socket.gethostname()
+            row.pid, row.host = os.getpid(), socket.gethostname()
             row.n_items = n_items
             s.commit()
             return RunInfo.of(row), resumed
