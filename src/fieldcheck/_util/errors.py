@@ -42,19 +42,12 @@ _placed: dict[tuple[str, str], int] = {}  # (partial folder, destination): folde
 _PLACED: tuple[tuple[str, str], ...] = ()  # their pairs, as a path given and absolute
 
 
-def place(temp: str | Path, dest: str | Path) -> None:
+def place(temp: str | Path, dest: str | Path, step: int = 1) -> None:
     """From now on a path under ``temp`` (a run folder's partial folder, ``reports.RunFolder``)
-    is shown under ``dest``, where it will be once the folder is in place; until ``unplace``."""
-    _count((str(temp), str(dest)), 1)
-
-
-def unplace(temp: str | Path, dest: str | Path) -> None:
-    """Undo one ``place(temp, dest)`` (the folder is gone from this process)."""
-    _count((str(temp), str(dest)), -1)
-
-
-def _count(pair: tuple[str, str], step: int) -> None:
+    is shown under ``dest``, where it will be once the folder is in place; ``step`` -1 undoes
+    one ``place`` (the folder is gone from this process)."""
     global _PLACED
+    pair = (str(temp), str(dest))
     with _placing:
         left = _placed.get(pair, 0) + step
         if left > 0:
@@ -167,17 +160,11 @@ class InputError(FieldcheckError, ValueError):
         self.record = cut(record, _MAX_NAME_CHARS) if record and record.strip() else None
         super().__init__(self.one_line())
 
-    @property
-    def location(self) -> str:
-        """``file:line`` (or whichever part is known)."""
-        if self.file is None:
-            return f"line {self.line}" if self.line is not None else ""
-        return f"{self.file}:{self.line}" if self.line is not None else self.file
-
     def one_line(self) -> str:
-        parts = []
-        if self.location:
-            parts.append(self.location)
+        where = "" if self.line is None else f"line {self.line}"  # file:line, or the part known
+        if self.file is not None:
+            where = self.file if self.line is None else f"{self.file}:{self.line}"
+        parts = [where] if where else []
         if self.record is not None:
             parts.append(f"record {self.record}")
         if self.field is not None:
@@ -232,14 +219,8 @@ def input_error_of(
     field = ".".join(p for p in steps if p not in _UNION_STEPS and "[" not in p)
     value: Any = ... if first.get("type") == "missing" else first.get("input", ...)
     reason = (reasons or {}).get(str(first.get("type"))) or reason_of(first)
-    return InputError(
-        reason,
-        file=file,
-        line=line,
-        record=record,
-        field=prefix + field if field else (prefix.rstrip(".") or None),
-        value=value,
-    )
+    named = prefix + field if field else (prefix.rstrip(".") or None)
+    return InputError(reason, file=file, line=line, record=record, field=named, value=value)
 
 
 KEPT_ERRORS = 100
@@ -460,9 +441,8 @@ class ErrorList(Sequence[InputError]):
     __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
-        more = (
-            f", and {self._count - len(self._kept)} more" if self._count > len(self._kept) else ""
-        )
+        spilled = self._count - len(self._kept)
+        more = f", and {spilled} more" if spilled > 0 else ""
         return f"ErrorList({self._kept!r}{more})"
 
     def by_line(self) -> ErrorList:

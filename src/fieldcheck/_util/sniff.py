@@ -137,8 +137,6 @@ def check_input_file(
         message = f"{path}: no records (the file is empty)"
     else:
         lines = f"{len(errors)} problem{'s' if len(errors) != 1 else ''}"
-        message = (
-            f"{path}: no valid record ({lines}; first: {errors[0].one_line()})"
-            + likely_cause(path, expected, others)
-        )
+        cause = likely_cause(path, expected, others)
+        message = f"{path}: no valid record ({lines}; first: {errors[0].one_line()}){cause}"
     raise UsageProblem(message, option)

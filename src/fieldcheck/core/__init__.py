@@ -1,5 +1,6 @@
 """The layer between the commands and the systems (ARCHITECTURE.md "Layers"): the ``System``
-protocol, its registry, the one pipeline and the executors (imported on first use)."""
+protocol, its registry, the one pipeline and the executors (imported on first use from ``_util``,
+where the store and the systems below the core run their tasks on them too)."""
 
 from typing import TYPE_CHECKING
 
@@ -31,7 +32,7 @@ from fieldcheck.core._system import (
 )
 
 if TYPE_CHECKING:
-    from fieldcheck.core._executor import Executor, InProcess, LocalPool, finish, run_map
+    from fieldcheck._util.executor import Executor, InProcess, LocalPool, finish, run_map
     from fieldcheck.reports import Write
 
 __getattr__, __dir__, __all__ = typed_lazy_names(globals())

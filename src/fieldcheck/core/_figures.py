@@ -33,14 +33,9 @@ def headline_values(
     for column, found, bounds in system.columns(model, metrics or {}, intervals or {}):
         interval = system.interval(bounds, name)
         interval = interval if isinstance(interval, Mapping) else {}
-        values.append(
-            {
-                "model": column,
-                "estimate": _number(system.estimate(found, name)),
-                "low": _number(interval.get("low")),
-                "high": _number(interval.get("high")),
-            }
-        )
+        estimate = _number(system.estimate(found, name))
+        low, high = _number(interval.get("low")), _number(interval.get("high"))
+        values.append({"model": column, "estimate": estimate, "low": low, "high": high})
     return values
 
 
@@ -54,10 +49,8 @@ def list_figures(
         return {}
     estimates = [v["estimate"] for v in headline_values(system, model, metrics, intervals)]
     found = [e for e in estimates if e is not None]
-    means = []
-    for _, column, _ in system.columns(model, metrics or {}, intervals or {}):
-        latency = system.latency(column) or {}
-        means.append(_number(latency.get("mean")))
+    columns = system.columns(model, metrics or {}, intervals or {})
+    means = [_number((system.latency(column) or {}).get("mean")) for _, column, _ in columns]
     latencies = [m for m in means if m is not None]
     usage = getattr(system, "usage_metrics", None) or ()  # tokens and cost it scored
     given = {f: _number((metrics or {}).get(m)) for f, m in zip(USAGE, usage, strict=False)}

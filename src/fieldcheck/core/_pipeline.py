@@ -191,15 +191,12 @@ def score(
     found = get(system)
     database = None if isinstance(store, bool) else store
     events = events or Events()
-    if isinstance(out, RunFolder):
-        beside = out.destination
-    else:
-        try:  # before the long read of the inputs: an unusable --out is said at once
-            if out is not None:
-                check_destination(out)
-        except FolderError as exc:
-            raise UsageProblem(str(exc), "--out") from None
-        beside = out or RUNS_DIR / "new"
+    beside = out.destination if isinstance(out, RunFolder) else out or RUNS_DIR / "new"
+    try:  # before the long read of the inputs: an unusable --out is said at once
+        if out is not None and not isinstance(out, RunFolder):
+            check_destination(out)
+    except FolderError as exc:
+        raise UsageProblem(str(exc), "--out") from None
     given = {"store": store, "warn": events.warn, "note": events.note, **(extras or {})}
     with found.prepare(
         inputs, settings, beside=Path(beside), progress=events.progress, extras=given
@@ -219,11 +216,10 @@ def score(
         folder.note(settings=dict(settings))  # what ``runs import`` re-scores with
         recorder = None
         if store:  # None when the store cannot be opened (said once by ``warn``)
-            warn = events.warn
 
             def failed(exc: BaseException) -> None:
                 line = exception_line(exc)
-                warn(f"warning: the run is not stored ({line}); its files are complete")
+                events.warn(f"warning: the run is not stored ({line}); its files are complete")
 
             try:
                 from fieldcheck.store import RunRecorder

@@ -81,11 +81,8 @@ def run(
     events = events or Events()
     # a judge asked while reading or scoring caches as the runner does (``no_cache``)
     no_cache = not runner.settings.use_cache
-    task = found.read_task(
-        inputs,
-        settings,
-        {"store": store, "warn": events.warn, "note": events.note, "no_cache": no_cache},
-    )
+    extras = {"store": store, "warn": events.warn, "note": events.note, "no_cache": no_cache}
+    task = found.read_task(inputs, settings, extras)
     names = [s.name for s in specs]
     label = names[0] if len(names) == 1 else Path(inputs[0][1]).stem
     folder = open_folder(

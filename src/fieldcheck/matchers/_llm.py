@@ -188,14 +188,10 @@ class LLMJudge:
         )
 
     def _messages(self, prediction: str, reference: str) -> list[dict[str, str]]:
+        user = self.prompt.user.format(prediction=_quoted(prediction), reference=_quoted(reference))
         return [
             {"role": "system", "content": self.prompt.system},
-            {
-                "role": "user",
-                "content": self.prompt.user.format(
-                    prediction=_quoted(prediction), reference=_quoted(reference)
-                ),
-            },
+            {"role": "user", "content": user},
         ]
 
     async def asimilarities(

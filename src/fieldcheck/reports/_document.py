@@ -133,15 +133,12 @@ class Report:
         default every column is escaped."""
         columns = len(head) if text_columns is None else text_columns
         lines = ["| " + " | ".join(map(md, head)) + " |", "|" + "|".join("---" for _ in head) + "|"]
-        lines += [
-            "| "
-            + " | ".join(
+        for row in rows:
+            texts = (
                 c if i >= columns and isinstance(c, str) else _md_inline(c)
                 for i, c in enumerate(row)
             )
-            + " |"
-            for row in rows
-        ]
+            lines.append("| " + " | ".join(texts) + " |")
         cells = ["".join(f"<td>{_html_inline(c)}</td>" for c in row) for row in rows]
         header = "".join(f"<th>{esc(h)}</th>" for h in head)
         shown = [f"<thead><tr>{header}</tr></thead>", "<tbody>", *(f"<tr>{c}</tr>" for c in cells)]
@@ -174,15 +171,12 @@ class Report:
     def glossary(self, terms: Sequence[Term]) -> Report:
         """The Glossary section: each metric, its formula as the spec writes it, what it tells."""
         self.heading("Glossary")
-        return self._add(
-            [f"- **{md(t.name)}** {md_code(t.formula)}: {md(t.meaning)}" for t in terms],
-            "<dl>"
-            + "".join(
-                f"<dt>{esc(t.name)}</dt><dd><code>{esc(t.formula)}</code>: {esc(t.meaning)}</dd>"
-                for t in terms
-            )
-            + "</dl>",
+        listed = "".join(
+            f"<dt>{esc(t.name)}</dt><dd><code>{esc(t.formula)}</code>: {esc(t.meaning)}</dd>"
+            for t in terms
         )
+        lines = [f"- **{md(t.name)}** {md_code(t.formula)}: {md(t.meaning)}" for t in terms]
+        return self._add(lines, f"<dl>{listed}</dl>")
 
     def markdown(self) -> str:
         parts = [f"# {md(self.title)}", ""]
@@ -248,15 +242,6 @@ def pyplot() -> Any:
 
 
 @contextmanager
-def no_glyph_warnings() -> Iterator[None]:
-    """A name in a script the font lacks draws as boxes; matplotlib's warning about each missing
-    glyph would only add noise on stderr."""
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=r"Glyph \d+ .*missing from", category=UserWarning)
-        yield
-
-
-@contextmanager
 def interrupts_deferred() -> Iterator[None]:
     """A Ctrl-C (and a handled SIGTERM, SIGHUP) while a plot is drawn takes effect once it is
     saved: raised inside matplotlib it became a traceback or was lost (testers' findings); main
@@ -302,7 +287,8 @@ def figure(path: Path, **subplots: Any) -> Iterator[tuple[Any, Any]]:
         plt = pyplot()
         fig, ax = plt.subplots(**subplots)
         try:
-            with no_glyph_warnings():
+            with warnings.catch_warnings():  # a glyph the font lacks draws as a box: no warning
+                warnings.filterwarnings("ignore", r"Glyph \d+ .*missing from", UserWarning)
                 yield fig, ax
                 fig.tight_layout()
                 fig.savefig(path, dpi=110)

@@ -3,6 +3,7 @@ folders"): written beside its destination, renamed into place when complete, nev
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import secrets
@@ -18,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from fieldcheck._util.digest import sha256_file
-from fieldcheck._util.errors import place, shown_text, unplace
+from fieldcheck._util.errors import place, shown_text
 from fieldcheck._util.executor import pid_alive
 from fieldcheck._util.jsonio import dumps
 from fieldcheck._util.paths import safe_filename
@@ -41,21 +42,16 @@ class FolderError(Exception):
     another run's unfinished folder): a usage error, raised before anything is written."""
 
 
-def _sha256(path: Path) -> str | None:
-    """The file's digest; None for what is no regular file (a pipe, read once) or is gone."""
-    try:
-        return sha256_file(path) if path.is_file() else None
-    except OSError:
-        return None
-
-
 def _described(inputs: Iterable[Input]) -> list[dict[str, Any]]:
-    """``[{role?, path, sha256}]``: a given input is ``(role, path)`` or a path."""
+    """``[{role?, path, sha256}]``: a given input is ``(role, path)`` or a path; sha256 None for
+    what is no regular file (a pipe, read once) or is gone."""
     found = []
     for given in inputs:
         role, path = given if isinstance(given, tuple) else (None, given)
         entry: dict[str, Any] = {"role": role} if role else {}
-        entry |= {"path": str(path), "sha256": _sha256(Path(path))}
+        entry |= {"path": str(path), "sha256": None}
+        with contextlib.suppress(OSError):
+            entry["sha256"] = sha256_file(Path(path)) if Path(path).is_file() else None
         found.append(entry)
     return found
 
@@ -91,11 +87,9 @@ def check_destination(dest: Path) -> None:
     except OSError as exc:
         raise FolderError(f"cannot read {dest}: {exc.strerror or exc}") from None
     if held:
-        hint = (
-            f" (to continue this unfinished run, give --out {str(dest)[: -len(PARTIAL)]})"
-            if str(dest).endswith(PARTIAL)
-            else ""
-        )
+        hint = ""
+        if str(dest).endswith(PARTIAL):
+            hint = f" (to continue this unfinished run, give --out {str(dest)[: -len(PARTIAL)]})"
         raise FolderError(f"{dest} holds files ({_some(held)}); give a new or empty folder{hint}")
     if os.path.abspath(dest) == os.getcwd():  # renamed over, the shell would be in a gone folder
         raise FolderError(f"{dest} is the current folder; give a new or empty folder by its name")
@@ -120,9 +114,8 @@ def _other_run(earlier: Mapping[str, Any], info: Mapping[str, Any]) -> str | Non
     before, now = earlier.get("settings"), info.get("settings")
     if isinstance(before, dict) and isinstance(now, dict) and before != now:
         keys = sorted(k for k in before.keys() | now.keys() if before.get(k) != now.get(k))
-        return (
-            "with other settings (it had " + ", ".join(f"{k}={before.get(k)!r}" for k in keys) + ")"
-        )
+        had = ", ".join(f"{k}={before.get(k)!r}" for k in keys)
+        return f"with other settings (it had {had})"
     return None
 
 
@@ -355,7 +348,7 @@ class RunFolder:
             raise FolderError(f"cannot write {temp / RUN_JSON}: {exc.strerror or exc}") from None
         # while the folder is open, a file in it is named where it will be (errors, warnings)
         place(temp, dest)
-        weakref.finalize(state, unplace, temp, dest)
+        weakref.finalize(state, place, temp, dest, -1)  # undone when the folder goes
         return folder
 
     @classmethod

@@ -65,11 +65,8 @@ class ModelSpec(BaseModel):
     def api_key(self) -> str:
         """The key from the environment; local servers accept any, so a placeholder if none."""
         names = (self.api_key_env,) if self.api_key_env else API_KEY_ENV
-        for name in names:
-            value = os.environ.get(name) if name else None
-            if value:
-                return value
-        return "not-set"
+        values = (os.environ.get(name) for name in names)
+        return next((value for value in values if value), "not-set")
 
     def cost_usd(self, input_tokens: int, output_tokens: int) -> float | None:
         """USD for these tokens at the spec's prices (per 1M tokens); None without both."""

@@ -15,11 +15,7 @@ if TYPE_CHECKING:  # the names as type checkers and editors see them
         format_latency,
         format_number,
     )
-    from fieldcheck.runs._export import (
-        export_columns,
-        iter_export,
-        write_parquet,
-    )
+    from fieldcheck.runs._export import iter_export, write_parquet
     from fieldcheck.runs._folder import record_folder, system_of
     from fieldcheck.runs._item import item_story, item_url, show_value
     from fieldcheck.runs._rescore import rescore

@@ -74,13 +74,10 @@ def compare_runs(runs: Sequence[RunInfo]) -> dict[str, Any]:
         for model, metrics, intervals in own:
             columns.append({"run": run.id, "model": model, "label": f"{run.id[:8]} {model}"})
             cells.append((metrics, intervals))
-    rows = [
-        {
-            "name": name,
-            "values": [_cell(kind.estimate(m, name), kind.interval(i, name)) for m, i in cells],
-        }
-        for name in kind.headline
-    ]
+    rows = []
+    for name in kind.headline:
+        values = [_cell(kind.estimate(m, name), kind.interval(i, name)) for m, i in cells]
+        rows.append({"name": name, "values": values})
     tables = [
         _table(title, row_label, columns, [dict(read(m)) for m, _ in cells])
         for title, row_label, read in kind.breakdowns
@@ -236,9 +233,8 @@ def _warnings(
             + counted.get(r.id, "")
             for r in known
         )
-        warnings.append(
-            {"kind": "dataset", "message": f"the runs differ in dataset ({listed})", "names": []}
-        )
+        message = f"the runs differ in dataset ({listed})"
+        warnings.append({"kind": "dataset", "message": message, "names": []})
     settings = [_signature_settings(r.signature) for r in runs]
 
     def meant(name: str, value: Any) -> str:
@@ -252,14 +248,9 @@ def _warnings(
         if n.split(".")[0] not in model_settings and len({meant(n, s.get(n)) for s in settings}) > 1
     )
     if names and len(runs) > 1:
-        warnings.append(
-            {
-                "kind": "settings",
-                "message": f"the runs differ in signature settings: {', '.join(names)}",
-                "names": names,
-                "values": {n: [s.get(n) for s in settings] for n in names},
-            }
-        )
+        message = f"the runs differ in signature settings: {', '.join(names)}"
+        values = {n: [s.get(n) for s in settings] for n in names}
+        warnings.append({"kind": "settings", "message": message, "names": names, "values": values})
     return warnings
 
 
@@ -332,7 +323,6 @@ def format_items(
 ) -> str:
     """A run's item counts as ``runs show`` and the run page give them (docs/runs.md): failed and
     not scored, in flight, or a model's calls alone's call errors; ``noun``: ``7 items (...)``."""
-
     count = format_count(run.n_done, run.n_items) + (" items" if noun else "")
     if run.kind not in ("model-run", "calls"):
         if in_flight:

@@ -7,7 +7,7 @@ import csv
 import io
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 import orjson
 
@@ -15,31 +15,11 @@ from fieldcheck import core
 from fieldcheck._util.iters import chunked
 from fieldcheck._util.jsonio import dumps_bytes
 from fieldcheck.reports import neutralise_cell
-from fieldcheck.store import Store, StoredItem
+from fieldcheck.store import Store
 
 ExportFormat = Literal["csv", "jsonl"]
 PAGE = 1000
 COMMON = ("key", "seq", "failed", "model", "turn", "error_type")
-
-
-def export_columns(system: str) -> tuple[str, ...]:
-    """The columns of a CSV export: the common ones, the system's, the item's JSON."""
-    kind = core.find(system)
-    return (*COMMON, *(name for name, _, _ in (kind.export_columns if kind else ())), "result")
-
-
-def _row(system: str, model: str | None, item: StoredItem) -> list[Any]:
-    kind = core.find(system)
-    extra = kind.export_row(item.result) if kind else []
-    model = item.model or model
-    values = [item.key, item.seq, item.failed, model, item.turn, item.error_type, *extra]
-    return [neutralise_cell(v) for v in (*values, item.result)]
-
-
-def _public(item: StoredItem, model: str | None) -> dict[str, Any]:
-    row = item.public_dict()
-    row["model"] = item.model or model
-    return row
 
 
 def write_parquet(store: Store, run_id: str, out: Path) -> None:
@@ -61,13 +41,19 @@ def iter_export(store: Store, run_id: str, fmt: ExportFormat) -> Iterator[bytes]
     if fmt == "jsonl":
         option = orjson.OPT_SORT_KEYS | orjson.OPT_APPEND_NEWLINE
         for page in chunked(store.iter_items(run_id), PAGE):
-            yield b"".join(dumps_bytes(_public(item, run.model), option) for item in page)
+            rows = (i.public_dict() | {"model": i.model or run.model} for i in page)
+            yield b"".join(dumps_bytes(row, option) for row in rows)
         return
+    kind = core.find(run.system)
+    columns = kind.export_columns if kind else ()
     buffer = io.StringIO()
     writer = csv.writer(buffer)  # "\r\n" (RFC 4180): a cell with a lone "\r" is quoted too
-    writer.writerow(export_columns(run.system))
+    writer.writerow((*COMMON, *(name for name, _, _ in columns), "result"))  # the item's JSON last
     for n, item in enumerate(store.iter_items(run_id), 1):
-        writer.writerow(_row(run.system, run.model, item))
+        extra = kind.export_row(item.result) if kind else []
+        model = item.model or run.model
+        values = [item.key, item.seq, item.failed, model, item.turn, item.error_type, *extra]
+        writer.writerow([neutralise_cell(v) for v in (*values, item.result)])
         if n % PAGE == 0:
             yield buffer.getvalue().encode()
             buffer.seek(0)

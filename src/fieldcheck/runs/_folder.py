@@ -107,7 +107,6 @@ def record_folder(
 def _recorded_model(folder: Path, system: core.System) -> str | None:
     """The model a folder's command stored its run under, by its run.json (a model's subfolder:
     its parent's): its models, else ``core.model_label`` of its inputs; None without one."""
-
     info = _run_json(folder)
     if not info:
         models = [str(m) for m in _run_json(folder.parent).get("models") or ()]

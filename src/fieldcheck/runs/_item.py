@@ -50,6 +50,7 @@ def item_story(store: Store, run: RunInfo, key: str, model: str | None = None) -
     if isinstance(call, Mapping):
         sections += call_sections(call)
     verdict = {None: "not scored", True: "failed", False: "passed"}[stored.failed]
+    models = sorted({i.model for i in found if i.model is not None})
     return {
         "run": {
             "id": run.id,
@@ -61,10 +62,7 @@ def item_story(store: Store, run: RunInfo, key: str, model: str | None = None) -
         },
         "key": stored.key,
         "model": stored.model,
-        "models": [
-            {"name": m, "url": item_url(run.id, stored.key, m)}
-            for m in sorted({i.model for i in found if i.model is not None})
-        ],
+        "models": [{"name": m, "url": item_url(run.id, stored.key, m)} for m in models],
         "seq": stored.seq,
         "turn": stored.turn,
         "failed": stored.failed,
@@ -125,7 +123,6 @@ def call_sections(call: Mapping[str, Any]) -> list[dict[str, Any]]:
 def show_value(value: Any) -> str:
     """A story's value as printed: numbers to 4 places, trailing zeros dropped (2003, 0.85),
     yes/no, "-" for none, a flat list joined by "; ", deeper values as compact JSON."""
-
     if value is None:
         return "-"
     if isinstance(value, bool):

@@ -26,7 +26,6 @@ _OPTIONS = (
 def rescore(store: Store, run_id: str, **options: Any) -> RunInfo:
     """Score run ``run_id`` again with the ``options`` given (``_OPTIONS``; None: as the run had
     it) as a new run; KeyError for an unknown run, InputError for one that cannot be."""
-
     if unknown := sorted(set(options) - set(_OPTIONS)):
         raise TypeError(f"rescore() got unknown options: {', '.join(unknown)}")
     parent = store.get_run(run_id)
@@ -55,12 +54,9 @@ def rescore(store: Store, run_id: str, **options: Any) -> RunInfo:
         signed = loads(parent.signature or "{}")
     except ValueError:
         signed = {}
+    signed = signed if isinstance(signed, dict) else {}
     settings, signature, write = system.rescore(
-        results(),
-        parent.settings,
-        given,
-        run=parent.id,
-        signature=signed if isinstance(signed, dict) else {},
+        results(), parent.settings, given, run=parent.id, signature=signed
     )
     with RunRecorder.open(
         store,

@@ -76,11 +76,8 @@ class ServerState:
 
 def _error(status: int, message: str, kind: str = "invalid_request_error") -> JSONResponse:
     headers = {"Retry-After": "0"} if status == 429 else None
-    return JSONResponse(
-        {"error": {"message": message, "type": kind, "code": status}},
-        status_code=status,
-        headers=headers,
-    )
+    body = {"error": {"message": message, "type": kind, "code": status}}
+    return JSONResponse(body, status_code=status, headers=headers)
 
 
 def create_app(
@@ -99,12 +96,8 @@ def create_app(
 
     @app.get("/v1/models")
     async def models() -> dict[str, Any]:
-        return {
-            "object": "list",
-            "data": [
-                {"id": m, "object": "model", "owned_by": FINGERPRINT} for m in SYNTHETIC_MODELS
-            ],
-        }
+        data = [{"id": m, "object": "model", "owned_by": FINGERPRINT} for m in SYNTHETIC_MODELS]
+        return {"object": "list", "data": data}
 
     @app.post("/v1/chat/completions", response_model=None)
     async def chat(request: Request) -> Response:
@@ -144,19 +137,14 @@ def create_app(
         else:
             text = responder.respond(messages, model, rng)
         prompt_tokens = estimate_tokens("".join(m["content"] for m in messages)) + 4 * len(messages)
+        reply_message = {"role": "assistant", "content": text}
         reply = {
             "id": f"chatcmpl-synthetic-{state.requests}",
             "object": "chat.completion",
             "created": int(time.time()),
             "model": model,
             "system_fingerprint": FINGERPRINT,
-            "choices": [
-                {
-                    "index": 0,
-                    "message": {"role": "assistant", "content": text},
-                    "finish_reason": "stop",
-                }
-            ],
+            "choices": [{"index": 0, "message": reply_message, "finish_reason": "stop"}],
             "usage": {
                 "prompt_tokens": prompt_tokens,
                 "completion_tokens": estimate_tokens(text),

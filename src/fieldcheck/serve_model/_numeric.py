@@ -210,9 +210,8 @@ class NumericResponder:
         self.conversations: dict[str, Conversation] = {}
         for conversation in conversations:
             if conversation.turns:
-                key = conversation_key(
-                    render_document(conversation.doc), conversation.turns[0].question
-                )
+                document = render_document(conversation.doc)
+                key = conversation_key(document, conversation.turns[0].question)
                 self.conversations.setdefault(key, conversation)
 
     def respond(self, messages: list[Message], model: str, rng: random.Random) -> str:

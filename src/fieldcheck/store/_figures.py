@@ -52,7 +52,6 @@ def journal_figures(connection: Any, run_id: str, call_errors: Sequence[str]) ->
     calls), each as the run's own files give it: the mean latency by ``math.fsum``, the cost by
     ``metrics.cost_usd`` of the totals; the cost None unless every model that used tokens has
     its prices."""
-
     parts = {r: _prices(s) for r, s in connection.execute(_PARTS, {"run": run_id})}
     asked = {"runs": list(parts), "errors": list(call_errors)}
     calls = list(connection.execute(_CALLS, asked))

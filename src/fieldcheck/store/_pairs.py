@@ -78,7 +78,6 @@ def matrix(
 def truth_digest(con: Any, side: Side, pairing: Pairing, *, canonical: bool) -> tuple[int, int]:
     """(items, digest): an order-free digest of a side's (pair key, truth) pairs, of the stored
     text (DuckDB) or, ``canonical``, of each truth with sorted keys (orjson; this process only)."""
-
     select = f"CAST(({pairing.truth}) AS VARCHAR) AS t"
     query = f"SELECT k, t FROM {_side(side, pairing, select)}"
     if not canonical:
@@ -102,7 +101,6 @@ def truth_digest(con: Any, side: Side, pairing: Pairing, *, canonical: bool) -> 
 def paired_rows(con: Any, a: Side, b: Side, pairing: Pairing) -> tuple[Any, Any, Any]:
     """``pairing.rows`` of the items both sides hold (no null among them), grouped: (a's rows,
     b's rows, how many items each stands for), float arrays in no order (a multiset)."""
-
     import numpy as np
 
     width = len(pairing.rows)

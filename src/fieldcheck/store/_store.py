@@ -173,8 +173,7 @@ class Store:
                 )
                 s.add(row)
             row.status = "running"
-            row.pid = os.getpid()
-            row.host = socket.gethostname()
+            row.pid, row.host = os.getpid(), socket.gethostname()
             row.n_items = n_items
             s.commit()
             return RunInfo.of(row), resumed
@@ -198,21 +197,19 @@ class Store:
         """The run's status; with ``call_errors`` (the runner's failed calls' types) also the
         runs list's figures of its journal, for a model run that stops before it is scored
         (``finish_scored_run`` sets them for a scored one)."""
-        with self._session() as s:
+        with self.engine.begin() as connection:
             values: dict[str, Any] = {"status": status}
             if status == "finished":
                 values["finished_at"] = _now()
             if call_errors is not None:
-                values |= journal_figures(s.connection(), run_id, call_errors)
-            s.execute(update(RunRow).where(RunRow.id == run_id).values(**values))
-            s.commit()
+                values |= journal_figures(connection, run_id, call_errors)
+            connection.execute(update(RunRow).where(RunRow.id == run_id).values(**values))
 
     def forget_folder(self, run_id: str) -> None:
         """Run ``run_id`` stored without an output folder (its folder was removed: the API's
         upload scored in a temporary folder), so no page names a folder that is gone."""
-        with self._session() as s:
-            s.execute(update(RunRow).where(RunRow.id == run_id).values(out_dir=None))
-            s.commit()
+        with self.engine.begin() as connection:
+            connection.execute(update(RunRow).where(RunRow.id == run_id).values(out_dir=None))
 
     def get_run(self, run_id: str) -> RunInfo | None:
         """The run ``run_id``, or the one a scored run of that id was merged into (0006)."""
@@ -247,10 +244,9 @@ class Store:
 
     def count_runs(self, **filters: Any) -> int:
         """How many runs ``list_runs`` gives with the same filters and no limit."""
+        query = _run_filters(select(func.count()).select_from(RunRow), **filters)
         with self._session() as s:
-            return int(
-                s.scalar(_run_filters(select(func.count()).select_from(RunRow), **filters)) or 0
-            )
+            return int(s.scalar(query) or 0)
 
     def find_run(self, prefix: str) -> RunInfo | None:
         """The run whose id is ``prefix``, or the only one starting with it (of ``MIN_PREFIX``
@@ -403,17 +399,14 @@ class Store:
         if not run_ids:
             return None
         self.mark_stale_runs()
+        query = select(RunRow.id).where(
+            RunRow.id.in_(list(run_ids)),
+            RunRow.kind == "score",
+            RunRow.system == system,
+            RunRow.status.in_(("interrupted", "failed")),
+        )
         with self._session() as s:
-            found = set(
-                s.scalars(
-                    select(RunRow.id).where(
-                        RunRow.id.in_(list(run_ids)),
-                        RunRow.kind == "score",
-                        RunRow.system == system,
-                        RunRow.status.in_(("interrupted", "failed")),
-                    )
-                )
-            )
+            found = set(s.scalars(query))
         return next((r for r in run_ids if r in found), None)
 
     def run_folder(self, run_id: str) -> Path:
@@ -623,16 +616,14 @@ class Store:
         with self._session() as s:
             return int(s.scalar(query) or 0)
 
-    def find_items(
-        self, run_id: str, keys: Sequence[str], *, model: str | None = None
-    ) -> list[StoredItem]:
-        """The items of ``keys`` (``model``'s only, when given) in order of seq: an item's page
-        and the items its story reads beside it. A run still calling gives its journal's."""
+    def find_items(self, run_id: str, keys: Sequence[str]) -> list[StoredItem]:
+        """The items of ``keys`` (of every model) in order of seq: an item's page and the items
+        its story reads beside it. A run still calling gives its journal's."""
         if not keys:
             return []
         path = self.items_file(run_id)
         if path is not None:
-            return _scored(self._query(_parquet.find, path, list(keys), model))
+            return _scored(self._query(_parquet.find, path, list(keys), None))
         query = _journal(run_id, {}).where(JournalRow.item_key.in_(list(keys)))
         with self._session() as s:
             return [_in_flight(row) for row in s.scalars(query.order_by(JournalRow.seq))]
@@ -1040,7 +1031,6 @@ def _at_revision(engine: Engine) -> str | None:
 def upgrade(engine: Engine, artifacts: Path | None = None) -> None:
     """Bring the schema to the newest Alembic revision (importing Alembic only when behind);
     ``artifacts``: the store's root, where 0007 writes old runs' items."""
-
     if _at_revision(engine) == _newest_revision():
         return
     import logging
