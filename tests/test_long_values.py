@@ -9,11 +9,15 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import pytest
 from rapidfuzz import fuzz, utils
 
+from fieldcheck._util.digest import cache_key
 from fieldcheck.matchers import (
     LONG_VALUE_CHARS,
     FuzzyMatcher,
+    SemanticMatcher,
     compared_linearly,
     fuzzy_similarity,
     long_value_similarity,
@@ -97,3 +101,40 @@ def test_slots_fuzzy_counts_long_values_in_a_warning(tmp_path: Path) -> None:
         "similarity, not edit distance (docs/slots.md)"
     ]
     assert run.signature.settings["matcher"]["long_values"] == "3gram_dice_over_10000_chars"
+
+
+@pytest.mark.slow
+def test_semantic_reads_a_long_value_to_its_first_ten_thousand_characters(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # a 30 MB value took 8 minutes and 8.8 GB (a new-user trial): one encode per window, whole
+    from fieldcheck.matchers._cache import DiskCache
+    from fieldcheck.matchers._semantic import LONG_TEXT_CHARS, _encode, load_model
+
+    assert LONG_TEXT_CHARS == 10_000
+    words = " ".join(f"item{i % 40} shipped" for i in range(1_000))
+    head = words[:LONG_TEXT_CHARS]  # exactly at the cap: read whole, as before
+    model = load_model()
+    cache = DiskCache(tmp_path / "cache.sqlite3")
+    matcher = SemanticMatcher(cache=cache)
+    with caplog.at_level("WARNING", logger="fieldcheck"):
+        under = matcher.embed([head])
+    assert caplog.messages == []
+    assert np.array_equal(under[head], _encode(model, [head], 64)[0])
+    # 100 times the cap: embedded (and cached) as its first 10,000 characters, with one warning
+    long, other = head + " tail" * 200_000, head + " end" * 200_000
+    with caplog.at_level("WARNING", logger="fieldcheck"):
+        got = matcher.embed([long, other, long])
+    assert caplog.messages == [
+        "SEMANTIC reads the first 10,000 characters of a value: 2 value(s) are longer "
+        '(docs/json.md "Matchers")'
+    ]
+    assert np.array_equal(got[long], under[head]) and np.array_equal(got[other], under[head])
+    assert matcher.encoded_count == 1  # the head, once, from the cache the second time
+    assert cache.get_many(matcher.cache_namespace, [cache_key(long)]) == {}
+    # two values alike in what is read but not after it: their FUZZY similarity, not 1.0
+    (sim, same, apart) = matcher.similarities([long, long, "x" + long], [other, long, other])
+    assert sim.score == fuzzy_similarity(long, other) and sim.score < 0.8
+    assert same.score == 1.0
+    shifted = _encode(model, [("x" + long)[:LONG_TEXT_CHARS]], 64)[0]
+    assert apart.score == float(np.dot(shifted, under[head])) < 1.0

@@ -146,3 +146,23 @@ def test_view_of_runs_of_two_systems_says_they_cannot_be_compared(
     assert result.exit_code == 2
     assert "runs of different systems cannot be compared" in " ".join(result.output.split())
     assert "open http" not in result.output
+
+
+def test_a_bundle_names_no_local_folder(tmp_path: Path, two_runs: list[str]) -> None:
+    # the bundle is sent to others: it held every input's and output folder's absolute path
+    # (the dataset's title=, the run page's output folder; a new-user trial)
+    out = tmp_path / "sent"
+    result = view("--bundle", str(out), *two_runs)
+    assert result.exit_code == 0, result.output
+    local = [str(tmp_path), str(tmp_path.resolve())]
+    named = [
+        p.relative_to(out).as_posix()
+        for p in out.rglob("*")
+        if p.is_file() and p.suffix != ".png" and any(s in p.read_text() for s in local)
+    ]
+    assert named == []
+    listed = (out / "index.html").read_text()
+    assert listed.count('<td class="dataset" title="hostile.jsonl">hostile.jsonl<br>') == 2
+    page = (out / "runs" / two_runs[0] / "index.html").read_text()
+    assert "output folder" not in page
+    assert re.search(r"<th scope=\"row\">documents</th><td><code>hostile.jsonl</code>", page)

@@ -248,11 +248,62 @@ def test_migration_0006_merges_each_pair_and_drops_nothing(tmp_path: Path) -> No
     slots = {i.key: i.result["call"]["calls"][0]["text"] for i in store.items("ma")}
     assert slots == {"A/u/1": "A", "B/u/1": "B"}
     assert store.get_run("mb").parent_id == "ma"  # type: ignore[union-attr]
+    # named after both models, as the scored run was (0006 named it "A": a new-user trial)
+    assert runs["ma"].model == "A, B" and runs["m1"].model == "m"
+    assert [r.id for r in store.list_runs(model="B")] == ["ma"]
     assert [i.result for i in store.journal("mb")] == [{"memory": {}}]
     with store.engine.connect() as c:
         assert c.execute(text("SELECT count(*) FROM runs")).scalar() == 5  # s1, s3 merged
         assert c.execute(text("SELECT count(*) FROM run_journal")).scalar() == 5
     assert sum(store.count_items(r) for r in ("m1", "m2", "ma")) == 5  # 0007: in Parquet
+
+
+def test_migration_0009_names_a_merged_slots_run_after_every_model(tmp_path: Path) -> None:
+    """A store that an earlier 0006 took to 0008 named a merged slots run after its first model
+    only: 0009 names it after every model, from its metrics (in their order) or, with none, its
+    model runs; other runs keep their names, nothing is dropped, and a second pass changes
+    nothing."""
+    url = f"sqlite:///{tmp_path / 'old.sqlite3'}"
+    upgrade_to(url, "0005")
+    engine = create_engine(url)
+    slot = {"system": "slots", "task": "slot-memory"}
+    three = json.dumps({"models": {"careful": {}, "eager": {}, "fast": {}}})
+    with engine.begin() as c:
+        for i, m in enumerate(("careful", "eager", "fast")):
+            _run(c, f"m{i}", "model-run", m, f"2026-11-01 13:00:0{i}", **slot)
+        _run(c, "s0", "scored", "careful, eager, fast", "2026-11-01 13:00:05", **slot | {
+            "task": "run", "metrics": three})  # fmt: skip
+        for i, m in enumerate(("D", "E")):  # an interrupted scoring: no metrics
+            _run(c, f"n{i}", "model-run", m, f"2026-11-01 14:00:0{i}", **slot)
+        _run(c, "s1", "scored", "D, E", "2026-11-01 14:00:05", **slot | {"task": "run"})
+        _run(c, "lone", "model-run", "careful", "2026-11-01 15:00:00", **slot)
+    upgrade_to(url, "0008")
+    with engine.begin() as c:
+        named = dict(c.execute(text("SELECT id, model FROM runs WHERE kind = 'run'")).all())
+        assert named == {"m0": "careful, eager, fast", "n0": "D, E"}  # the fixed 0006
+        c.execute(text("UPDATE runs SET model = 'careful' WHERE id = 'm0'"))  # as 0006 left it
+        c.execute(text("UPDATE runs SET model = 'D' WHERE id = 'n0'"))
+        before = c.execute(text("SELECT * FROM runs ORDER BY id")).all()
+    engine.dispose()
+
+    store = Store(url)  # upgraded to 0009 on open
+    runs = {r.id: r.model for r in store.list_runs()}
+    assert runs == {"m0": "careful, eager, fast", "n0": "D, E", "lone": "careful"}
+    assert [r.id for r in store.list_runs(model="eager")] == ["m0"]
+    assert [r.id for r in store.list_runs(model="E")] == ["n0"]
+    with store.engine.begin() as c:
+        after = c.execute(text("SELECT * FROM runs ORDER BY id")).all()
+        assert [r.id for r in after] == [r.id for r in before] and len(after) == 6  # none dropped
+        changed = {b.id for b, a in zip(before, after, strict=True) if b != a}
+        assert changed == {"m0", "n0"}
+        pairs = zip(before, after, strict=True)
+        assert all({**a._asdict(), "model": b.model} == b._asdict() for b, a in pairs)
+        c.execute(text("UPDATE alembic_version SET version_num = '0008'"))
+    store.engine.dispose()
+    store = Store(url)  # 0009 again: nothing to do
+    with store.engine.connect() as c:
+        assert c.execute(text("SELECT * FROM runs ORDER BY id")).all() == after
+        assert c.execute(text("SELECT version_num FROM alembic_version")).scalar() == "0009"
 
 
 def test_a_slots_run_of_two_models_is_one_run(tmp_path: Path, chat_server: StartServer) -> None:

@@ -294,7 +294,7 @@ def test_migration_0007_makes_an_old_runs_sql_rows_its_items_file(
     assert (q1.calls, q1.latency_s, q1.call_log[0]["text"]) == (1, 0.25, "reply q1")
     assert not store.items_in_flight("m")
     with store.engine.connect() as c:
-        assert c.execute(text("SELECT version_num FROM alembic_version")).scalar() == "0008"
+        assert c.execute(text("SELECT version_num FROM alembic_version")).scalar() == "0009"
     assert not {"run_items", "run_item_tags"} & set(inspect(store.engine).get_table_names())
     env = {DATABASE_ENV: old_url}
     result = CliRunner().invoke(app, ["runs", "show", "old", "--items", "2", "--json"], env=env)

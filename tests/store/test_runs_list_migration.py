@@ -75,7 +75,7 @@ def test_0008_back_fills_what_a_run_recorded_today_keeps(
     store = Store(url)  # upgraded to 0008 on open
     back_filled = {r.id: {f: getattr(r, f) for f in FIGURES} for r in store.list_runs()}
     with store.engine.connect() as c:
-        assert c.execute(text("SELECT version_num FROM alembic_version")).scalar() == "0008"
+        assert c.execute(text("SELECT version_num FROM alembic_version")).scalar() == "0009"
     assert back_filled == recorded
     by_metric = [r.id for r in store.list_runs(sort="metric", newest_first=True)]
     assert by_metric[0] == ids["slots"]  # its best model's F1 is 1.0

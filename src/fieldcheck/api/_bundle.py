@@ -9,7 +9,7 @@ import re
 import shutil
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Any
 from urllib.parse import parse_qs, unquote
 
@@ -127,7 +127,9 @@ def write_bundle(
         ids = ",".join(r["id"] for r in table["runs"])
         site.render(entry["page"], "bundle/compare.html", table=table, ids=ids, heat=_heat)
     listed = list_runs(ctx, RunsQuery.model_construct(limit=1)) | {
-        "runs": [_row(ctx, r) for r in sorted(runs, key=lambda r: r.started_at, reverse=True)],
+        "runs": [
+            _portable(_row(ctx, r)) for r in sorted(runs, key=lambda r: r.started_at, reverse=True)
+        ],
         "total": len(runs),
         "limit": max(1, len(runs)),
     }
@@ -156,7 +158,7 @@ def _plan_run(
     """The run's page dicts (``run_view``, ``items_view`` of its first items) and its files."""
     base = _run_dir(run.id)
     site.files[("run", run.id)] = f"{base}/index.html"
-    data = run_view(site.ctx, run)
+    data = _portable(run_view(site.ctx, run))
     for n, plot in enumerate(data["plots"]):
         site.files[("file", run.id, plot["name"])] = f"{base}/files/plot-{n}.png"
     first = ItemsQuery.model_construct(limit=site.max_items)
@@ -169,6 +171,14 @@ def _plan_run(
             site.files[(kind, run.id, row["key"], row["model"])] = name + suffix
             site.files.setdefault((kind, run.id, row["key"], None), name + suffix)
     return data, items, None
+
+
+def _portable(run: dict[str, Any]) -> dict[str, Any]:
+    """A run's page dict with no local folder, as the bundle is sent to others: its inputs and
+    dataset by file name, its output folder left out (docs/runs.md "A portable bundle")."""
+    inputs = [{**i, "path": PurePath(i["path"]).name} for i in run.get("inputs") or ()]
+    dataset = PurePath(run["dataset"]).name if run.get("dataset") else run.get("dataset")
+    return {**run, "inputs": inputs, "dataset": dataset, "out_dir": None}
 
 
 def _plan_compares(site: Bundle, runs: Sequence[RunInfo]) -> None:

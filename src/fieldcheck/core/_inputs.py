@@ -12,6 +12,7 @@ import orjson
 
 from fieldcheck._util.errors import UsageProblem
 from fieldcheck._util.jsonio import loads
+from fieldcheck._util.models import models_label
 from fieldcheck.core._system import System
 
 
@@ -61,7 +62,7 @@ def model_label(system: System, inputs: Sequence[tuple[str, Path]]) -> tuple[str
     the file of the system's last role (the model's outputs), as its own command names it."""
     models = list(dict.fromkeys(role.split(":", 1)[1] for role, _ in inputs if ":" in role))
     if models:
-        return ", ".join(models), models
+        return models_label(models), models
     order = [role for role, _ in system.inputs]
     _, last = max(inputs, key=lambda given: order.index(given[0]) if given[0] in order else -1)
     return Path(last).stem, []

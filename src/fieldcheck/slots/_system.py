@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, get_args
 from fieldcheck._util.errors import CannotWrite, InputError, UsageProblem, whole_number
 from fieldcheck._util.executor import Executor, InProcess, LocalPool, run_map
 from fieldcheck._util.jsonio import loads
+from fieldcheck._util.models import label_models, models_label
 from fieldcheck._util.paths import file_bytes
 from fieldcheck._util.sniff import check_input_file
 from fieldcheck.reports import RunFolder, Scored, Views, Write
@@ -529,7 +530,7 @@ class SlotsSystem(SlotsRuns, Views):
         sig = signature.get("settings", {})
         stored = {key: sig[key] for key in ("tp", "threshold", "bootstrap", "seed") if key in sig}
         names = list(data.get("models") or {})
-        renamed = model is not None and sorted(model.split(", ")) != sorted(names)
+        renamed = model is not None and sorted(label_models(model)) != sorted(names)
         if renamed and len(names) != 1:
             raise UsageProblem(
                 f"names one model, and {folder} holds the slots of {len(names)} "
@@ -570,7 +571,7 @@ class SlotsSystem(SlotsRuns, Views):
                 )
             return _stored({**data, "models": {named[n]: m for n, m in data["models"].items()}})
 
-        return ", ".join(named.values()), all_inputs, stored, signature, write
+        return models_label(named.values()), all_inputs, stored, signature, write
 
 
 def _add(file: SlotFile, key: tuple[str, int], slots: list[list[Any]]) -> None:

@@ -40,6 +40,7 @@ from sqlalchemy.orm import sessionmaker
 from fieldcheck._util.executor import pid_alive
 from fieldcheck._util.iters import chunked
 from fieldcheck._util.jsonio import dumps, loads
+from fieldcheck._util.models import SEPARATOR
 from fieldcheck.store import _pairs, _parquet
 from fieldcheck.store._figures import journal_figures
 from fieldcheck.store._items import Pairing
@@ -939,8 +940,8 @@ def _run_filters(
     else:
         query = query.where(RunRow.kind != "calls")
     if model is not None:  # one of the ", "-joined names of a slot run, or the whole name
-        joined = ", " + RunRow.model + ", "  # replace() matches case as == does; LIKE may not
-        query = query.where(func.replace(joined, f", {model}, ", "") != joined)
+        joined = SEPARATOR + RunRow.model + SEPARATOR  # replace() matches case as == does
+        query = query.where(func.replace(joined, f"{SEPARATOR}{model}{SEPARATOR}", "") != joined)
     # the dataset by its file name, what the list shows (its folders are the server's)
     for column, text in ((RunRow.model, model_contains), (DATASET_NAME, dataset_contains)):
         if text:

@@ -9,6 +9,8 @@ from typing import Any
 import sqlalchemy as sa
 from alembic import op
 
+from fieldcheck._util.models import label_models
+
 revision = "0006"
 down_revision = "0005"
 branch_labels = None
@@ -67,7 +69,7 @@ def _pairs(bind: Any) -> list[tuple[Any, list[Any]]]:
             continue
         digests = {i.get("sha256") for i in json.loads(s.inputs or "[]")} - {None, ""}
         found = []
-        for name in s.model.split(", ") if s.system == "slots" else [s.model]:
+        for name in label_models(s.model) if s.system == "slots" else [s.model]:
             candidates = [
                 m
                 for m in model_runs
@@ -141,13 +143,15 @@ def _merge(bind: Any, scored: Any, models: list[Any]) -> None:
     merged = {}
     for run_id in (target.id, scored.id):
         merged.update(json.loads(next(r.settings for r in settings if r.id == run_id)))
+    # named after every model it scores, as the scored run was (not its first model's run):
+    # 0009 repairs the rows an earlier 0006 named after the first model only
     bind.execute(
         sa.text(
-            "UPDATE runs SET (kind, settings, signature, status, finished_at, n_items, n_done, "
-            "n_errors, out_dir, inputs, metrics, intervals, former_id) = (SELECT 'run', "
-            ":settings, s.signature, s.status, s.finished_at, s.n_items, s.n_done, s.n_errors, "
-            "s.out_dir, s.inputs, s.metrics, s.intervals, s.id FROM runs s WHERE s.id = :s) "
-            "WHERE id = :m"
+            "UPDATE runs SET (kind, model, settings, signature, status, finished_at, n_items, "
+            "n_done, n_errors, out_dir, inputs, metrics, intervals, former_id) = (SELECT 'run', "
+            "s.model, :settings, s.signature, s.status, s.finished_at, s.n_items, s.n_done, "
+            "s.n_errors, s.out_dir, s.inputs, s.metrics, s.intervals, s.id FROM runs s "
+            "WHERE s.id = :s) WHERE id = :m"
         ),
         {"settings": _text(merged), "s": scored.id, "m": target.id},
     )
