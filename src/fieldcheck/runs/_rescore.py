@@ -20,12 +20,14 @@ _OPTIONS = (
     "bootstrap",
     "seed",
     "matchers",
+    "matcher_config",
 )
 
 
 def rescore(store: Store, run_id: str, **options: Any) -> RunInfo:
     """Score run ``run_id`` again with the ``options`` given (``_OPTIONS``; None: as the run had
-    it) as a new run; KeyError for an unknown run, InputError for one that cannot be."""
+    it; ``matchers`` and ``matcher_config``: the API server's, used whatever the run names) as a
+    new run; KeyError for an unknown run, InputError for one that cannot be."""
 
     if unknown := sorted(set(options) - set(_OPTIONS)):
         raise TypeError(f"rescore() got unknown options: {', '.join(unknown)}")
