@@ -1,5 +1,6 @@
-"""Re-score a stored run under a new configuration from the raw values its items keep, with no
-model call (its system's ``core.Rescores``): a new run whose parent is the old one."""
+"""Re-score a stored run under a new configuration from the raw values its items keep, asking no
+model again (a json judge may be: its system's ``core.Rescores``): a new run whose parent is the
+old one."""
 
 from __future__ import annotations
 

@@ -205,7 +205,8 @@ def compare_alias(
     ),
 )
 async def rescore_route(run_id: str, body: RescoreRequest, ctx: Context) -> dict[str, Any]:
-    """No model call: the run's stored raw values scored again; the new run's parent is it."""
+    """No model asked again: the run's stored raw values scored again (with the server's matcher);
+    the new run's parent is it."""
     run = _get(ctx, run_id)
     try:
         given = body.field_strategies
