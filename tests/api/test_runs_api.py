@@ -209,3 +209,21 @@ def test_a_rescore_uses_the_servers_matcher_never_the_judge_a_stored_run_names(
     assert child.json()["metrics"]["means"]["accuracy"] == 0.0
     assert len(judge.chat_requests) == 1
     assert other.requests == [] and other.headers == []
+
+
+def test_a_rescore_answers_the_warnings_runs_rescore_prints(serve: Serve, tmp_path: Path) -> None:
+    """A strategy for a field no ground truth has (`nmae`): `runs rescore` warns, and the
+    route's answer said nothing (a new-user trial's finding); it holds the CLI's line, with
+    `flatten` named as a request names it (docs/api.md)."""
+    a, _, _ = _stored(tmp_path)
+    live = serve()
+    with httpx.Client(base_url=live.base_url, timeout=60) as http:
+        given = {"field_strategies": {**EXACT, "nmae": "FUZZY"}, "bootstrap": 0}
+        child = http.post(f"/api/runs/{a.id}/rescore", json=given)
+        plain = http.post(f"/api/runs/{a.id}/rescore", json={"bootstrap": 0})
+    assert child.status_code == 200, child.text
+    assert child.json()["warnings"] == [
+        "the strategy config names fields that no ground truth has: 'nmae' "
+        "(nested paths need flatten)"
+    ]
+    assert plain.status_code == 200 and "warnings" not in plain.json()

@@ -19,7 +19,12 @@ from fieldcheck._util.errors import InputError, input_error_of
 from fieldcheck.api._body import MAX_BOOTSTRAP, MAX_SEED, api_router
 from fieldcheck.api._deps import AppContext, Context
 from fieldcheck.api._errors import INVALID, ITEMS_GONE, NO_RUN, ApiError, error_responses
-from fieldcheck.api._evaluation import client_paths, server_matcher
+from fieldcheck.api._evaluation import (
+    client_paths,
+    logged_warnings,
+    server_matcher,
+    with_warnings,
+)
 from fieldcheck.api.routes.compare import compare_dict
 from fieldcheck.jsoneval import parse_strategies
 from fieldcheck.runs import format_count, format_latency, iter_export, rescore
@@ -211,7 +216,7 @@ async def rescore_route(run_id: str, body: RescoreRequest, ctx: Context) -> dict
     try:
         given = body.field_strategies
         strategies = parse_strategies(given) if given is not None else None
-        child = await run_in_threadpool(
+        child, warnings = await run_in_threadpool(
             _rescored,
             ctx,
             run.id,
@@ -230,14 +235,16 @@ async def rescore_route(run_id: str, body: RescoreRequest, ctx: Context) -> dict
         raise ApiError(422, error.one_line(), field=error.field or "body") from None
     except ValueError as exc:  # the configuration's validation
         raise ApiError(422, " ".join(str(exc).split())[:300], field="body") from None
-    return _public(ctx, child)
+    return with_warnings(_public(ctx, child), warnings)
 
 
-def _rescored(ctx: AppContext, run_id: str, **options: Any) -> RunInfo:
+def _rescored(ctx: AppContext, run_id: str, **options: Any) -> tuple[RunInfo, list[str]]:
     """``runs.rescore`` with the server's matcher (built in this worker thread on first use),
-    never the judge the stored run names: a run's settings never point the server at a URL."""
+    never the judge the stored run names: a run's settings never point the server at a URL; and
+    the warnings ``runs rescore`` prints."""
     given = {"matchers": ctx.matchers.get(), "matcher_config": server_matcher(ctx.base_config)}
-    return rescore(ctx.store, run_id, **options, **given)
+    with logged_warnings() as warnings:
+        return rescore(ctx.store, run_id, **options, **given), warnings
 
 
 @router.get(
