@@ -227,3 +227,49 @@ def test_a_rescore_answers_the_warnings_runs_rescore_prints(serve: Serve, tmp_pa
         "(nested paths need flatten)"
     ]
     assert plain.status_code == 200 and "warnings" not in plain.json()
+
+
+def test_a_run_the_cli_made_is_answered_with_no_server_path(
+    serve: Serve, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A `json batch` run's dataset, inputs and output folder, and the errors naming its file,
+    were answered as the server's absolute paths (a new-user trial's finding; docs/api.md: no
+    answer holds a server path the client did not send): each is named by its name alone, as
+    `runs compare` names a dataset, in the run, the list, its items, an item, a re-score and
+    the run's page."""
+    monkeypatch.setenv("FIELDCHECK_DATABASE_URL", f"sqlite:///{tmp_path / 'api.sqlite3'}")
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    line = {"id": "k1", "ground_truth": {"name": "Ann"}, "output": {"name": "Ann"}}
+    batch = mine / "b.jsonl"
+    batch.write_bytes(orjson.dumps(line) + b"\n{not json\n")
+    exact = mine / "exact.json"
+    exact.write_bytes(orjson.dumps({"name": "EXACT"}))
+    result = CliRunner().invoke(
+        app,
+        ["json", "batch", str(batch), "--strategies", str(exact), "--bootstrap", "0",
+         "--out", str(mine / "out")],
+    )  # fmt: skip
+    assert result.exit_code == 3, result.output  # the bad line
+    run_id = Store(f"sqlite:///{tmp_path / 'api.sqlite3'}").list_runs(system="json")[0].id
+    live = serve()
+    with httpx.Client(base_url=live.base_url, timeout=60) as http:
+        run = http.get(f"/api/runs/{run_id}")
+        answers = [
+            run,
+            http.get("/api/runs"),
+            http.get(f"/api/runs/{run_id}/items"),
+            http.get(f"/api/runs/{run_id}/items/k1"),
+            http.post(f"/api/runs/{run_id}/rescore", json={"bootstrap": 0}),
+            http.get(f"/runs/{run_id}"),
+        ]
+    assert [a.status_code for a in answers] == [200] * 6
+    shown = run.json()
+    assert (shown["dataset"], shown["out_dir"], shown["inputs"][0]["path"]) == (
+        "b.jsonl",
+        "out",
+        "b.jsonl",
+    )
+    assert shown["metrics"]["errors"][0].startswith("b.jsonl:2: invalid JSON")
+    for answer in answers:
+        assert str(mine) not in answer.text, answer.url

@@ -71,8 +71,8 @@ class RescoreRequest(BaseModel):
 
 
 def _public(ctx: AppContext, run: RunInfo) -> dict[str, Any]:
-    """The run as JSON, with no server path under the data root (``client_paths``)."""
-    shown: dict[str, Any] = client_paths(run.public_dict(), ctx.settings.data_root)
+    """The run as JSON, with no server path the client did not send (``client_paths``)."""
+    shown: dict[str, Any] = client_paths(run.public_dict(), ctx.settings.data_root, run)
     return shown
 
 
