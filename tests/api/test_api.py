@@ -4,6 +4,7 @@ numbers as the CLI, the saved configuration, validation messages, 413, the data 
 from __future__ import annotations
 
 import hashlib
+import html
 import json
 import os
 import socket
@@ -244,6 +245,43 @@ def test_import_of_a_bad_file_names_it(client: httpx.Client) -> None:
         "field": "file",
     }
     assert client.get("/api/config/strategies").json() == {}
+
+
+def test_a_field_listed_twice_is_refused_by_the_api_as_by_the_cli_and_the_page(
+    client: httpx.Client, tmp_path: Path
+) -> None:
+    """``PUT /api/config/strategies`` saved ``{"name": "FUZZY", "name": "EXACT"}`` as the last
+    one in silence, where the page and `--strategies` refuse it (a new-user trial's finding): one
+    rule, the same line, for every configuration a body holds; an output's repeated key is the
+    model's, read as `json batch` reads it (the last one)."""
+    twice = b'{"name": "FUZZY", "name": "EXACT"}'
+    line = "field 'name': the field is listed twice"
+    sent = {"content-type": "application/json"}
+    put = client.put("/api/config/strategies", content=twice, headers=sent)
+    assert put.status_code == 422 and put.json() == {"detail": line, "field": "name"}
+    weights = b'{"accuracy": 0.5, "accuracy": 0.1}'
+    put = client.put("/api/config/weights", content=weights, headers=sent)
+    assert put.status_code == 422 and put.json()["field"] == "accuracy"
+    page = client.post(
+        "/configuration/strategies",
+        data={"field": ["name", "name"], "strategy": ["FUZZY", "EXACT"]},
+    )
+    assert page.status_code == 400 and line in html.unescape(page.text)
+    dup = write(tmp_path / "dup.json", twice.decode())
+    result = CliRunner().invoke(
+        cli,
+        ["json", "score", str(write(tmp_path / "gt.json", {"name": "a"})),
+         str(write(tmp_path / "out.json", {"name": "a"})), "--strategies", str(dup)],
+    )  # fmt: skip
+    assert result.exit_code == 2 and f"--strategies: {dup}: {line}" in result.stderr
+    assert client.get("/api/config/strategies").json() == {}  # nothing saved
+    body = b'{"ground_truth": {"name": "a"}, "output": {"name": "a"}, "field_strategies": %s}'
+    evaluated = client.post("/api/json/evaluate", content=body % twice, headers=sent)
+    assert evaluated.status_code == 422
+    assert evaluated.json() == {"detail": line, "field": "field_strategies.name"}
+    output = b'{"ground_truth": {"name": "a"}, "output": {"name": "b", "name": "a"}}'
+    scored = client.post("/api/json/evaluate", content=output, headers=sent)
+    assert scored.status_code == 200 and scored.json()["accuracy"] == 1.0
 
 
 # batches ---------------------------------------------------------------------------------------

@@ -4,16 +4,21 @@ filters), compare, rescore, streamed export; plots served only from inside a run
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
 import orjson
+import pytest
+from typer.testing import CliRunner
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "store"))
 
-from live_server import LiveServer
+from live_server import LiveServer, Serve
 from runs_data import EXACT, HOSTILE, json_folder, slots_folder
 
+from chat_server import ChatServer, Script
+from fieldcheck._cli.main import app
 from fieldcheck.runs import record_folder
 from fieldcheck.store import RunInfo, Store
 
@@ -145,3 +150,126 @@ def test_a_run_whose_items_file_is_gone_is_shown_and_its_items_are_410_naming_th
             "/runs/compare", params={"ids": f"{a.id},{b.id}"}, follow_redirects=True
         )
         assert compared.status_code == 410 and "FIELDCHECK_ARTIFACTS" in compared.text
+
+
+def _cli_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, judge_url: str, *args: str) -> str:
+    """A `json batch` run of one record (name `Gamma Delta` / `Gamma Delt`) stored in the store
+    the ``serve`` fixture serves, scored with ``args``; its id."""
+    monkeypatch.setenv("FIELDCHECK_DATABASE_URL", f"sqlite:///{tmp_path / 'api.sqlite3'}")
+    line = {"id": "k1", "ground_truth": {"name": "Gamma Delta"}, "output": {"name": "Gamma Delt"}}
+    batch = tmp_path / "jb.jsonl"
+    batch.write_bytes(orjson.dumps(line) + b"\n")
+    exact = tmp_path / "exact.json"
+    exact.write_bytes(orjson.dumps({"name": "EXACT"}))
+    result = CliRunner().invoke(
+        app,
+        ["json", "batch", str(batch), "--strategies", str(exact), "--matcher", "llm",
+         "--judge-base-url", judge_url, "--judge-model", "j1", "--bootstrap", "0",
+         "--out", str(tmp_path / "jbo"), *args],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    runs = Store(f"sqlite:///{tmp_path / 'api.sqlite3'}").list_runs(system="json")
+    return runs[0].id
+
+
+def test_a_rescore_uses_the_servers_matcher_never_the_judge_a_stored_run_names(
+    serve: Serve,
+    judge: ChatServer,
+    chat_server: Callable[[Script], ChatServer],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A run scored by `json batch --matcher llm` names its judge's URL; `POST .../rescore` on a
+    server started with the local matcher called that URL with the server's judge key (a
+    tester's finding, a security hole): the server's own matcher scores it, and the server's
+    judge where it has one; the run's URL is never called."""
+    other = chat_server(lambda body: "0.99")
+    run_id = _cli_run(tmp_path, monkeypatch, other.base_url)
+    monkeypatch.setenv("FIELDCHECK_JUDGE_API_KEY", "sk-SERVERSECRET")
+    body = {"field_strategies": {"name": "FUZZY"}, "bootstrap": 0}
+    local = serve(matcher="local", judge_base_url=None, judge_model=None)
+    with httpx.Client(base_url=local.base_url, timeout=60) as http:
+        child = http.post(f"/api/runs/{run_id}/rescore", json=body)
+    assert child.status_code == 200, child.text
+    config = child.json()["settings"]["config"]
+    assert (config["matcher"], config["judge_base_url"], config["judge_model"]) == (
+        "local",
+        None,
+        None,
+    )
+    assert '"matcher":"local"' in child.json()["signature"]
+    # rapidfuzz: `Gamma Delta` / `Gamma Delt` 0.95, a match; the other judge's 0.99 unasked
+    assert child.json()["metrics"]["means"]["accuracy"] == 1.0
+    local.stop()
+    judged = serve()  # the walkthrough judge: 0 for these names
+    with httpx.Client(base_url=judged.base_url, timeout=60) as http:
+        child = http.post(f"/api/runs/{run_id}/rescore", json=body)
+    assert child.status_code == 200, child.text
+    assert child.json()["settings"]["config"]["judge_base_url"] == judge.base_url
+    assert child.json()["metrics"]["means"]["accuracy"] == 0.0
+    assert len(judge.chat_requests) == 1
+    assert other.requests == [] and other.headers == []
+
+
+def test_a_rescore_answers_the_warnings_runs_rescore_prints(serve: Serve, tmp_path: Path) -> None:
+    """A strategy for a field no ground truth has (`nmae`): `runs rescore` warns, and the
+    route's answer said nothing (a new-user trial's finding); it holds the CLI's line, with
+    `flatten` named as a request names it (docs/api.md)."""
+    a, _, _ = _stored(tmp_path)
+    live = serve()
+    with httpx.Client(base_url=live.base_url, timeout=60) as http:
+        given = {"field_strategies": {**EXACT, "nmae": "FUZZY"}, "bootstrap": 0}
+        child = http.post(f"/api/runs/{a.id}/rescore", json=given)
+        plain = http.post(f"/api/runs/{a.id}/rescore", json={"bootstrap": 0})
+    assert child.status_code == 200, child.text
+    assert child.json()["warnings"] == [
+        "the strategy config names fields that no ground truth has: 'nmae' "
+        "(nested paths need flatten)"
+    ]
+    assert plain.status_code == 200 and "warnings" not in plain.json()
+
+
+def test_a_run_the_cli_made_is_answered_with_no_server_path(
+    serve: Serve, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A `json batch` run's dataset, inputs and output folder, and the errors naming its file,
+    were answered as the server's absolute paths (a new-user trial's finding; docs/api.md: no
+    answer holds a server path the client did not send): each is named by its name alone, as
+    `runs compare` names a dataset, in the run, the list, its items, an item, a re-score and
+    the run's page."""
+    monkeypatch.setenv("FIELDCHECK_DATABASE_URL", f"sqlite:///{tmp_path / 'api.sqlite3'}")
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    line = {"id": "k1", "ground_truth": {"name": "Ann"}, "output": {"name": "Ann"}}
+    batch = mine / "b.jsonl"
+    batch.write_bytes(orjson.dumps(line) + b"\n{not json\n")
+    exact = mine / "exact.json"
+    exact.write_bytes(orjson.dumps({"name": "EXACT"}))
+    result = CliRunner().invoke(
+        app,
+        ["json", "batch", str(batch), "--strategies", str(exact), "--bootstrap", "0",
+         "--out", str(mine / "out")],
+    )  # fmt: skip
+    assert result.exit_code == 3, result.output  # the bad line
+    run_id = Store(f"sqlite:///{tmp_path / 'api.sqlite3'}").list_runs(system="json")[0].id
+    live = serve()
+    with httpx.Client(base_url=live.base_url, timeout=60) as http:
+        run = http.get(f"/api/runs/{run_id}")
+        answers = [
+            run,
+            http.get("/api/runs"),
+            http.get(f"/api/runs/{run_id}/items"),
+            http.get(f"/api/runs/{run_id}/items/k1"),
+            http.post(f"/api/runs/{run_id}/rescore", json={"bootstrap": 0}),
+            http.get(f"/runs/{run_id}"),
+        ]
+    assert [a.status_code for a in answers] == [200] * 6
+    shown = run.json()
+    assert (shown["dataset"], shown["out_dir"], shown["inputs"][0]["path"]) == (
+        "b.jsonl",
+        "out",
+        "b.jsonl",
+    )
+    assert shown["metrics"]["errors"][0].startswith("b.jsonl:2: invalid JSON")
+    for answer in answers:
+        assert str(mine) not in answer.text, answer.url

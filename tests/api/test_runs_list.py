@@ -52,7 +52,8 @@ def test_each_row_holds_runs_show_s_metric_and_the_items_counts(runs: Any) -> No
         items = cli_run["items"]
         assert row["n_items"] == cli_run["n_items"] == len(items), name
         assert row["n_failed"] == cli_run["failed_items"] == sum(i["failed"] is True for i in items)
-        assert row["dataset"] == cli_run["dataset"] and row["model"] == cli_run["model"]
+        # a server path by its name alone (docs/api.md), `runs show` the whole path
+        assert row["dataset"] == Path(cli_run["dataset"]).name and row["model"] == cli_run["model"]
     # json: RQS and its interval as `runs show` gives them; r2 failed, r1 a call error
     run, cli_run = rows[ids["json"]], shown(ids["json"])
     rqs = cli_run["intervals"]["rqs"]
@@ -74,7 +75,7 @@ def test_each_row_holds_runs_show_s_metric_and_the_items_counts(runs: Any) -> No
     assert (run["input_tokens"], run["output_tokens"], run["tokens"]) == (200, 25, 225)
     assert run["cost_usd"] == pytest.approx(200 / 1e6 * 2 + 25 / 1e6 * 10)
     assert run["latency_mean_s"] > 0
-    docs = Path(run["dataset"])
+    docs = Path(cli_run["dataset"])
     assert (run["dataset_name"], run["dataset_sha256_short"]) == (
         "docs.jsonl",
         hashlib.sha256(docs.read_bytes()).hexdigest()[:12],

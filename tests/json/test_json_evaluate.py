@@ -158,6 +158,23 @@ def test_object_in_text_is_parsed_and_flagged(
     assert coerce_output(json.dumps(aio))[1:] == ("object", ["parsed_from_text"])
 
 
+def test_a_text_output_s_leading_byte_order_mark_is_skipped_as_a_file_s_is(
+    walkthrough: Walk, table_matchers: dict[str, Any]
+) -> None:
+    """A model reply `\\ufeff{"name": ...}` was not an object, RQS 0 (a new-user trial's
+    finding), where a file's leading byte order mark is skipped (json.md, "Hostile input"): the
+    mark is no text of the reply; one inside the text stays."""
+    aio, gt, strategies = walkthrough
+    import json
+
+    config = EvalConfig(strategies=strategies)
+    for text in ("\ufeff" + json.dumps(aio), "\ufeff```json\n" + json.dumps(aio) + "\n```"):
+        r = evaluate(text, gt, config, matchers=table_matchers)
+        assert (r.output_kind, r.flags, r.rqs) == ("object", ["parsed_from_text"], 0.7375)
+    assert coerce_output(" \ufeff [1]")[1:] == ("array", ["not_an_object"])
+    assert coerce_output("\ufeff\ufeff{}")[1:] == ("text", ["not_an_object"])
+
+
 def test_ground_truth_must_be_an_object(table_matchers: dict[str, Any]) -> None:
     with pytest.raises(
         InputError,

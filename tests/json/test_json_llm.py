@@ -218,3 +218,57 @@ def test_batch_with_a_judge_and_no_store_opens_no_store(
         assert result.exit_code == 0, result.output
         assert len(server.requests) == n  # asked each time: nothing cached
     assert not database.exists()
+
+
+def test_rescore_names_its_judge_errors_and_exits_3_as_batch_does(
+    chat_server: StartServer, tmp_path: Path
+) -> None:
+    """`runs rescore` of a `--matcher llm` run asks its judge for the pairs its cache lacks; a
+    judge error left the record not scored with no line and exit 0 (a new-user trial's finding):
+    each is named on stderr and the exit status is 3, as `json batch`'s. The parent's own
+    unscored lines (carried again) are not new: a re-score without a judge error exits 0."""
+    from fieldcheck.store import Store
+
+    replies = {"note": "0.9"}
+
+    def judge(request: dict[str, Any]) -> str:
+        return replies["note"] if "Paid in full" in user_text(request) else "0.9"
+
+    server = chat_server(judge)
+    rows = [
+        {"id": "a", "ground_truth": {"name": "Acme Ltd", "note": "Paid in full"},
+         "output": {"name": "ACME Ltd.", "note": "Fully paid"}},
+        {"id": "b", "ground_truth": {"name": "Acme Ltd"}, "output": {"name": "Acme Limited"}},
+    ]  # fmt: skip
+    data = tmp_path / "data.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows) + "{not json\n")
+    batch = CliRunner().invoke(
+        app,
+        [
+            "json", "batch", str(data), "--out", str(tmp_path / "out"), "--bootstrap", "0",
+            "--strategies", _write(tmp_path, {"name": "FUZZY", "note": "EXACT"}),
+            "--matcher", "llm", "--judge-base-url", server.base_url, "--judge-model", "judge-1",
+        ],
+    )  # fmt: skip
+    assert batch.exit_code == 3 and f"{data}:3" in batch.stderr  # the bad line
+    run_id = Store().list_runs(system="json")[0].id
+    same = CliRunner().invoke(app, ["runs", "rescore", run_id, "--fuzzy-threshold", "0.5"])
+    assert same.exit_code == 0, same.output
+    assert "error:" not in same.stderr  # the bad line was the parent's, reported by its batch
+    replies["note"] = "They mean the same thing."  # not a score: a judge error
+    semantic = _write(tmp_path, {"name": "FUZZY", "note": "SEMANTIC"})
+    for args in ((), ("--json",)):
+        again = CliRunner().invoke(
+            app, ["runs", "rescore", run_id, "--strategies", semantic, *args]
+        )
+        assert again.exit_code == 3, again.output
+        assert again.stderr.splitlines() == [
+            "error: record a: field 'note': SEMANTIC matcher failed: judge_error: "
+            "judge reply is not a score: 'They mean the same thing.'"
+        ]
+    child = json.loads(again.stdout)  # --json: the new run, its record a not scored
+    assert (child["parent_id"], child["metrics"]["not_scored"], child["metrics"]["scored"]) == (
+        run_id,
+        2,
+        1,
+    )

@@ -7,18 +7,30 @@ import functools
 import os
 import sys
 import tempfile
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, cast
+from typing import TYPE_CHECKING, Annotated, Any, cast
 
 import typer
 from rich.table import Table
 
-from fieldcheck._cli._common import EXIT_OK, F, FieldcheckGroup, pipeline_errors, print_json
+from fieldcheck._cli._common import (
+    EXIT_FAILED,
+    EXIT_OK,
+    F,
+    FieldcheckGroup,
+    pipeline_errors,
+    print_json,
+    show_problems,
+)
 from fieldcheck._cli._record import grid, say
 from fieldcheck._util.errors import InputError, UsageProblem
 from fieldcheck._util.jsonio import dumps
 from fieldcheck._util.term import SafeConsole, safe_json_text, safe_lines, safe_text
+
+if TYPE_CHECKING:
+    from fieldcheck.store import RunInfo
 
 app = typer.Typer(
     cls=FieldcheckGroup,
@@ -569,9 +581,11 @@ def rescore_command(
     as_json: JsonOpt = False,
 ) -> None:
     """Score a stored json or slot run again under a new configuration, from the raw values
-    its items keep (no model call), and store the result as a new run whose parent is RUN.
+    its items keep (no model is asked again; a json run scored with --matcher llm asks its judge
+    for the pairs its cache lacks), and store the result as a new run whose parent is RUN.
     Numeric runs cannot be re-scored (not required: their turns keep no plan to re-execute).
-    Exit 0; 2 for an unknown RUN, a bad option, or a run that cannot be re-scored."""
+    Exit 0; 3 when a record RUN scored could not be scored again (a judge error: each named); 2
+    for an unknown RUN, a bad option, or a run that cannot be re-scored."""
     from fieldcheck.jsoneval import load_strategies, parse_weights
     from fieldcheck.runs import compare_runs, rescore
 
@@ -602,12 +616,31 @@ def rescore_command(
         )
     except InputError as exc:
         raise typer.BadParameter(exc.one_line(), param_hint="RUN") from None
+    failed, total = _new_problems(info, child)
+    show_problems(SafeConsole(stderr=True), failed, f"the items of run {child.id}", total=total)
     if as_json:
         print_json(child.public_dict())
-        return
-    console = _console()
-    say(console, f"re-scored {info.id} as {child.id}")
-    _print_comparison(compare_runs([info, child]), console)
+    else:
+        console = _console()
+        say(console, f"re-scored {info.id} as {child.id}")
+        _print_comparison(compare_runs([info, child]), console)
+    raise typer.Exit(EXIT_FAILED if total else EXIT_OK)
+
+
+def _new_problems(parent: RunInfo, child: RunInfo) -> tuple[list[str], int]:
+    """The first messages of the records ``child`` could not score that ``parent`` scored (a
+    judge error), and how many (its metrics' ``errors`` and ``not_scored`` less the parent's,
+    which carries them again)."""
+    old, new = parent.metrics or {}, child.metrics or {}
+    count = int(new.get("not_scored") or 0) - int(old.get("not_scored") or 0)
+    carried = Counter(old.get("errors") or [])
+    first: list[str] = []
+    for message in new.get("errors") or []:
+        if carried[message]:
+            carried[message] -= 1
+        else:
+            first.append(message)
+    return first, max(count, 0)
 
 
 @_command("import")

@@ -17,8 +17,10 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 
+from fieldcheck._util.errors import InputError
 from fieldcheck._util.jsonio import NOT_A_NUMBER
 from fieldcheck.api._errors import ApiError, error_responses
+from fieldcheck.jsoneval import LISTED_TWICE
 
 _SURROGATES = range(0xD800, 0xE000)
 _ESCAPED_BYTES = range(0xDC80, 0xDD00)  # the bytes that are not UTF-8, as surrogateescape reads
@@ -105,9 +107,42 @@ def _first_not_text(value: Any) -> tuple[list[str], int] | None:
     return None
 
 
-def check_json_body(raw: bytes) -> None:
-    """A 422 ApiError when ``raw`` is not UTF-8 JSON of Unicode text (a byte order mark allowed),
-    naming the dotted path of the first bad key or string, or ``body``."""
+class _Object(dict[str, Any]):
+    """A JSON object as read, with the first key it gives twice (None: none)."""
+
+    twice: str | None = None
+
+
+def _object(pairs: list[tuple[str, Any]]) -> _Object:
+    read = _Object(pairs)
+    if len(read) < len(pairs):
+        keys = [key for key, _ in pairs]
+        read.twice = next(key for i, key in enumerate(keys) if key in keys[:i])
+    return read
+
+
+CONFIG_PARTS = ("field_strategies", "thresholds", "weights")
+"""The parts of a request body that are a configuration, whose keys are its fields."""
+
+
+def refuse_repeated_fields(value: Any, parts: tuple[str, ...] | None) -> None:
+    """A 422 ApiError naming the first field a configuration of the body (its ``parts``; None:
+    the whole body is one) gives twice, as ``--strategies`` and the Configuration page refuse it
+    (JSON keeps the last one in silence)."""
+    if parts is None:
+        found = [("", value)]
+    else:
+        found = [(f"{p}.", value.get(p)) for p in parts] if isinstance(value, dict) else []
+    for prefix, config in found:
+        if isinstance(config, _Object) and config.twice is not None:
+            error = InputError(LISTED_TWICE, field=config.twice)
+            raise ApiError.invalid(error, field=prefix + config.twice)
+
+
+def check_json_body(raw: bytes) -> Any:
+    """The JSON of ``raw`` (each object an ``_Object``); a 422 ApiError when it is not UTF-8 JSON
+    of Unicode text (a byte order mark allowed), naming the dotted path of the first bad key or
+    string, or ``body``."""
     not_utf8: ApiError | None = None
     try:
         text = raw.decode("utf-8-sig")
@@ -118,7 +153,13 @@ def check_json_body(raw: bytes) -> None:
         )
     raw_bytes = not_utf8 is not None
     try:
-        value = json.loads(text, parse_constant=_constant, parse_float=_float, parse_int=_int)
+        value = json.loads(
+            text,
+            parse_constant=_constant,
+            parse_float=_float,
+            parse_int=_int,
+            object_pairs_hook=_object,
+        )
     except _Refused as exc:
         raise ApiError(422, f"body: {exc}", field="body") from None
     except json.JSONDecodeError as exc:
@@ -128,7 +169,7 @@ def check_json_body(raw: bytes) -> None:
         raise ApiError(422, "body: nested too deep to read", field="body") from None
     found = _first_not_text(value) if raw_bytes or _SURROGATE_ESCAPE.search(text) else None
     if found is None:  # a byte read as a surrogate is always inside a string: found
-        return
+        return value
     path, bad = found
     field = ".".join(_shown(part, raw=raw_bytes) for part in path) or "body"
     if raw_bytes and bad in _ESCAPED_BYTES:
@@ -152,8 +193,11 @@ async def _no_part(request: Request) -> bool:
 
 
 class CheckedBodyRoute(APIRoute):
-    """A route whose JSON body passes ``check_json_body`` first, and whose unreadable body
-    (FastAPI's 400: a broken multipart form, a part too large) is a 422 naming ``body``."""
+    """A route whose JSON body passes ``check_json_body`` and ``refuse_repeated_fields`` (its
+    ``configs``) first, and whose unreadable body (FastAPI's 400: a broken multipart form, a part
+    too large) is a 422 naming ``body``."""
+
+    configs: tuple[str, ...] | None = CONFIG_PARTS
 
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         handler = super().get_route_handler()
@@ -163,7 +207,7 @@ class CheckedBodyRoute(APIRoute):
             if takes_body and is_json(request.headers.get("content-type")):
                 body = await request.body()
                 if body:
-                    check_json_body(body)
+                    refuse_repeated_fields(check_json_body(body), self.configs)
             try:
                 return await handler(request)
             except RequestValidationError as exc:
@@ -197,8 +241,14 @@ class CheckedBodyRoute(APIRoute):
         return checked
 
 
-def api_router(prefix: str, tag: str) -> APIRouter:
-    """A router of API routes: bodies checked (``CheckedBodyRoute``), Guard's errors declared."""
-    return APIRouter(
-        prefix=prefix, tags=[tag], route_class=CheckedBodyRoute, responses=error_responses()
-    )
+class ConfigBodyRoute(CheckedBodyRoute):
+    """A route whose whole JSON body is a configuration (``PUT /api/config/strategies``)."""
+
+    configs = None
+
+
+def api_router(
+    prefix: str, tag: str, route: type[CheckedBodyRoute] = CheckedBodyRoute
+) -> APIRouter:
+    """A router of API routes: bodies checked (``route``), Guard's errors declared."""
+    return APIRouter(prefix=prefix, tags=[tag], route_class=route, responses=error_responses())

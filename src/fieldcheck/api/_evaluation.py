@@ -12,7 +12,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -41,6 +41,7 @@ from fieldcheck.matchers import Matcher
 
 if TYPE_CHECKING:
     from fieldcheck.api._deps import AppContext
+    from fieldcheck.store import RunInfo
 
 _log = logging.getLogger("fieldcheck")
 
@@ -303,19 +304,40 @@ def each_text(value: Any, change: Callable[[str], str]) -> Any:
     return value
 
 
-def client_paths(value: Any, root: Path | None) -> Any:
+def client_paths(value: Any, root: Path | None, run: RunInfo | None = None) -> Any:
     """``value`` (a stored run's JSON) with server paths named as the scoring routes name them: an
-    upload by its file name, any other path under the data root relative to it."""
+    upload by its file name, any other path under the data root relative to it, and each other
+    path of ``run`` (the inputs and output folder of a run the CLI made) by its name alone."""
     temp = f"{Path(tempfile.gettempdir()).resolve()}/{UPLOADS}"
     folders = [temp] + ([f"{root.resolve()}/{RUNS}/"] if root is not None else [])
     upload = re.compile("(?:" + "|".join(map(re.escape, folders)) + r")[^/]*/inputs/[^/]+/")
     under = f"{root.resolve()}/" if root is not None else None
+    named = {
+        path: PurePath(path).name
+        for path in _run_paths(run)
+        if PurePath(path).is_absolute()
+        and PurePath(path).name
+        and not (under and path.startswith(under))
+        and not upload.match(path)
+    }
+    elsewhere = sorted(named, key=len, reverse=True)
 
     def shown(text: str) -> str:
         text = upload.sub("", text)
-        return text.replace(under, "") if under else text
+        text = text.replace(under, "") if under else text
+        for path in elsewhere:
+            text = text.replace(path, named[path])
+        return text
 
     return each_text(value, shown)
+
+
+def _run_paths(run: RunInfo | None) -> list[str]:
+    """The server paths a stored run names: its inputs', its dataset and its output folder."""
+    if run is None:
+        return []
+    given = [i.get("path") for i in run.inputs if isinstance(i, dict)]
+    return [p for p in (*given, run.dataset, run.out_dir) if isinstance(p, str) and p]
 
 
 @contextmanager

@@ -316,6 +316,7 @@ class JsonSystem(JsonRuns, Views):
                 weights.model_dump() if isinstance(weights, RqsWeights) else dict(weights)
             )
         config_data.update(options.get("thresholds") or {})
+        config_data.update(options.get("matcher_config") or {})  # the API server's matcher
         config = EvalConfig.model_validate(config_data)
         boot = int(options.get("bootstrap", settings.get("bootstrap", 1000)))
         seed = int(options.get("seed", settings.get("seed", 0)))

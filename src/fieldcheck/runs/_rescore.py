@@ -1,5 +1,6 @@
-"""Re-score a stored run under a new configuration from the raw values its items keep, with no
-model call (its system's ``core.Rescores``): a new run whose parent is the old one."""
+"""Re-score a stored run under a new configuration from the raw values its items keep, asking no
+model again (a json judge may be: its system's ``core.Rescores``): a new run whose parent is the
+old one."""
 
 from __future__ import annotations
 
@@ -20,12 +21,14 @@ _OPTIONS = (
     "bootstrap",
     "seed",
     "matchers",
+    "matcher_config",
 )
 
 
 def rescore(store: Store, run_id: str, **options: Any) -> RunInfo:
     """Score run ``run_id`` again with the ``options`` given (``_OPTIONS``; None: as the run had
-    it) as a new run; KeyError for an unknown run, InputError for one that cannot be."""
+    it; ``matchers`` and ``matcher_config``: the API server's, used whatever the run names) as a
+    new run; KeyError for an unknown run, InputError for one that cannot be."""
     if unknown := sorted(set(options) - set(_OPTIONS)):
         raise TypeError(f"rescore() got unknown options: {', '.join(unknown)}")
     parent = store.get_run(run_id)

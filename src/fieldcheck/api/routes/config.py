@@ -9,13 +9,13 @@ from fastapi.responses import Response
 
 from fieldcheck._util.errors import InputError
 from fieldcheck._util.jsonio import dumps
-from fieldcheck.api._body import api_router
+from fieldcheck.api._body import ConfigBodyRoute, api_router
 from fieldcheck.api._deps import Context
 from fieldcheck.api._errors import INVALID, ApiError, error_responses
 from fieldcheck.api._evaluation import parse_json_file
 from fieldcheck.jsoneval import Section
 
-router = api_router("/api/config", "config")
+router = api_router("/api/config", "config", ConfigBodyRoute)
 
 # section (its URL part), download name, what the body is
 _SECTIONS: tuple[tuple[Section, str, str], ...] = (

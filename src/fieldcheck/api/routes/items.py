@@ -59,7 +59,7 @@ def item_route(run_id: str, key: str, ctx: Context, model: ItemModelQ = None) ->
     except KeyError:
         which = f" of model {model!r}" if model is not None else ""
         raise ApiError(404, f"no item {key!r}{which} in run {run.id}", field="key") from None
-    shown: dict[str, Any] = client_paths(story, ctx.settings.data_root)
+    shown: dict[str, Any] = client_paths(story, ctx.settings.data_root, run)
     return shown
 
 
@@ -228,7 +228,7 @@ def items_view(ctx: AppContext, run: RunInfo, query: ItemsQuery) -> dict[str, An
         **where,
     )
     total = ctx.store.count_items(run.id, **where)
-    shown = client_paths([i.public_dict() for i in items], ctx.settings.data_root)
+    shown = client_paths([i.public_dict() for i in items], ctx.settings.data_root, run)
     for row, item in zip(shown, items, strict=True):
         # an item in flight has no scored values; its call error type is known
         row["values"] = item.shown or [item.error_type if c == ERROR else None for c in columns]
@@ -347,7 +347,7 @@ def run_page(request: Request, ctx: Context, run_id: str) -> HTMLResponse:
     else:
         items, status, items_error = answered(items_view, ctx, run, asked)
     root = ctx.settings.data_root  # its paths as the client names them (``client_paths``)
-    data.update(client_paths({"inputs": run.inputs, "out_dir": run.out_dir}, root))
+    data.update(client_paths({"inputs": run.inputs, "out_dir": run.out_dir}, root, run))
     links = _links(run.id, items) if items else {}
     return ctx.render(
         request,

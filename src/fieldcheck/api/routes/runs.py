@@ -19,7 +19,12 @@ from fieldcheck._util.errors import InputError, input_error_of
 from fieldcheck.api._body import MAX_BOOTSTRAP, MAX_SEED, api_router
 from fieldcheck.api._deps import AppContext, Context
 from fieldcheck.api._errors import INVALID, ITEMS_GONE, NO_RUN, ApiError, error_responses
-from fieldcheck.api._evaluation import client_paths
+from fieldcheck.api._evaluation import (
+    client_paths,
+    logged_warnings,
+    server_matcher,
+    with_warnings,
+)
 from fieldcheck.api.routes.compare import compare_dict
 from fieldcheck.jsoneval import parse_strategies
 from fieldcheck.runs import format_count, format_latency, iter_export, rescore
@@ -66,8 +71,8 @@ class RescoreRequest(BaseModel):
 
 
 def _public(ctx: AppContext, run: RunInfo) -> dict[str, Any]:
-    """The run as JSON, with no server path under the data root (``client_paths``)."""
-    shown: dict[str, Any] = client_paths(run.public_dict(), ctx.settings.data_root)
+    """The run as JSON, with no server path the client did not send (``client_paths``)."""
+    shown: dict[str, Any] = client_paths(run.public_dict(), ctx.settings.data_root, run)
     return shown
 
 
@@ -205,14 +210,15 @@ def compare_alias(
     ),
 )
 async def rescore_route(run_id: str, body: RescoreRequest, ctx: Context) -> dict[str, Any]:
-    """No model call: the run's stored raw values scored again; the new run's parent is it."""
+    """No model asked again: the run's stored raw values scored again (with the server's matcher);
+    the new run's parent is it."""
     run = _get(ctx, run_id)
     try:
         given = body.field_strategies
         strategies = parse_strategies(given) if given is not None else None
-        child = await run_in_threadpool(
-            rescore,
-            ctx.store,
+        child, warnings = await run_in_threadpool(
+            _rescored,
+            ctx,
             run.id,
             strategies=strategies,
             weights=body.weights,
@@ -229,7 +235,16 @@ async def rescore_route(run_id: str, body: RescoreRequest, ctx: Context) -> dict
         raise ApiError(422, error.one_line(), field=error.field or "body") from None
     except ValueError as exc:  # the configuration's validation
         raise ApiError(422, " ".join(str(exc).split())[:300], field="body") from None
-    return _public(ctx, child)
+    return with_warnings(_public(ctx, child), warnings)
+
+
+def _rescored(ctx: AppContext, run_id: str, **options: Any) -> tuple[RunInfo, list[str]]:
+    """``runs.rescore`` with the server's matcher (built in this worker thread on first use),
+    never the judge the stored run names: a run's settings never point the server at a URL; and
+    the warnings ``runs rescore`` prints."""
+    given = {"matchers": ctx.matchers.get(), "matcher_config": server_matcher(ctx.base_config)}
+    with logged_warnings() as warnings:
+        return rescore(ctx.store, run_id, **options, **given), warnings
 
 
 @router.get(
