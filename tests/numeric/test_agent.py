@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import csv
 import json
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -546,3 +547,41 @@ def test_a_bad_data_file_is_refused_before_out_is_changed(
     assert " ".join(again.output.split()).startswith(f"error: --data: {data}")
     assert len(server.chat_requests) == calls
     assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == tree
+
+
+@pytest.mark.parametrize(
+    ("data", "extra", "message"),
+    [
+        ([], [], "no conversations (the dataset is empty)"),
+        ({"dev": DATA["dev"], "train": []}, ["--split", "train"], "no conversations"),
+        (
+            {"dev": [{"id": "x"}, {"id": "y", "doc": 3}]},
+            [],
+            "no valid record (2 problems; first:",
+        ),
+    ],
+    ids=["empty list", "empty split", "every record bad"],
+)
+def test_data_with_no_conversation_to_run_writes_no_folder_and_stores_no_run(
+    chat_server: Server, tmp_path: Path, data: Any, extra: list[str], message: str
+) -> None:
+    """A model run of data with nothing to run is the usage line of ``numeric score``, exit 2,
+    before the run is opened: no --out and no partial folder, no call, no stored run; the same
+    command with the file fixed then runs (a tester's finding: a "finished" run of 0 items was
+    stored, DIR.fieldcheck-partial left, and the fixed rerun refused as on other inputs)."""
+    from fieldcheck.store import Store
+
+    server = chat_server(clean_script)
+    path, out = tmp_path / "data.json", tmp_path / "out"
+    path.write_text(json.dumps(data))
+    result = evaluate(server, path, out, *extra, command="run")
+    assert result.exit_code == 2, result.output
+    assert " ".join(result.output.split()).startswith(f"error: --data: {path}: {message}")
+    assert "finished" not in result.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["data.json"]
+    assert server.chat_requests == []
+    assert Store(os.environ["FIELDCHECK_DATABASE_URL"]).list_runs() == []
+    path.write_text(json.dumps(DATA))
+    fixed = evaluate(server, path, out, command="run")
+    assert fixed.exit_code == 0, fixed.output
+    assert json.loads((out / "statistics.json").read_text())["num_turns"] == 8
