@@ -585,3 +585,43 @@ def test_data_with_no_conversation_to_run_writes_no_folder_and_stores_no_run(
     fixed = evaluate(server, path, out, command="run")
     assert fixed.exit_code == 0, fixed.output
     assert json.loads((out / "statistics.json").read_text())["num_turns"] == 8
+
+
+def test_a_run_with_other_settings_names_the_interrupted_run_it_does_not_resume(
+    chat_server: Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rerunning an interrupted run with other settings (prices) starts a new run, and one line
+    names the interrupted one and what differs (a tester's finding: nothing said it was not
+    resumed); the same settings resume it with no such line."""
+    server = chat_server(clean_script)
+    data = write_data(tmp_path)
+    original = RunHandle.save
+    saved: list[str] = []
+
+    def save_then_stop(self: RunHandle, key: str, *args: Any, **kwargs: Any) -> None:
+        original(self, key, *args, **kwargs)
+        saved.append(key)
+        if len(saved) == 3:
+            raise asyncio.CancelledError  # as Ctrl-C would, after three stored turns
+
+    monkeypatch.setattr(RunHandle, "save", save_then_stop)
+    first = evaluate(server, data, tmp_path / "out", "--concurrency", "1")
+    assert first.exit_code == 130, first.output
+    monkeypatch.setattr(RunHandle, "save", original)
+    from fieldcheck.store import Store
+
+    [old] = Store(os.environ["FIELDCHECK_DATABASE_URL"]).list_runs()
+    prices = ["--price-in", "1", "--price-out", "2"]
+    other = evaluate(server, data, tmp_path / "other", "--concurrency", "1", *prices)
+    assert other.exit_code == 0, other.output
+    line = next(x for x in other.stderr.splitlines() if x.startswith("not resuming"))
+    new = next(r.id for r in Store(os.environ["FIELDCHECK_DATABASE_URL"]).list_runs() if r != old)
+    assert line == (
+        f"not resuming run {old.id} (m, interrupted, 3 of 8 items done): it ran with other "
+        f"price_in, price_out; this is a new run {new} (the old one is resumed by the command "
+        "with its settings)"
+    )
+    same = evaluate(server, data, tmp_path / "out", "--concurrency", "1")
+    assert same.exit_code == 0, same.output
+    assert f"resuming run {old.id}: 3 of 8 items" in same.stderr
+    assert "not resuming" not in same.stderr
