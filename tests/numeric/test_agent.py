@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import csv
 import json
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -546,3 +547,81 @@ def test_a_bad_data_file_is_refused_before_out_is_changed(
     assert " ".join(again.output.split()).startswith(f"error: --data: {data}")
     assert len(server.chat_requests) == calls
     assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == tree
+
+
+@pytest.mark.parametrize(
+    ("data", "extra", "message"),
+    [
+        ([], [], "no conversations (the dataset is empty)"),
+        ({"dev": DATA["dev"], "train": []}, ["--split", "train"], "no conversations"),
+        (
+            {"dev": [{"id": "x"}, {"id": "y", "doc": 3}]},
+            [],
+            "no valid record (2 problems; first:",
+        ),
+    ],
+    ids=["empty list", "empty split", "every record bad"],
+)
+def test_data_with_no_conversation_to_run_writes_no_folder_and_stores_no_run(
+    chat_server: Server, tmp_path: Path, data: Any, extra: list[str], message: str
+) -> None:
+    """A model run of data with nothing to run is the usage line of ``numeric score``, exit 2,
+    before the run is opened: no --out and no partial folder, no call, no stored run; the same
+    command with the file fixed then runs (a tester's finding: a "finished" run of 0 items was
+    stored, DIR.fieldcheck-partial left, and the fixed rerun refused as on other inputs)."""
+    from fieldcheck.store import Store
+
+    server = chat_server(clean_script)
+    path, out = tmp_path / "data.json", tmp_path / "out"
+    path.write_text(json.dumps(data))
+    result = evaluate(server, path, out, *extra, command="run")
+    assert result.exit_code == 2, result.output
+    assert " ".join(result.output.split()).startswith(f"error: --data: {path}: {message}")
+    assert "finished" not in result.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["data.json"]
+    assert server.chat_requests == []
+    assert Store(os.environ["FIELDCHECK_DATABASE_URL"]).list_runs() == []
+    path.write_text(json.dumps(DATA))
+    fixed = evaluate(server, path, out, command="run")
+    assert fixed.exit_code == 0, fixed.output
+    assert json.loads((out / "statistics.json").read_text())["num_turns"] == 8
+
+
+def test_a_run_with_other_settings_names_the_interrupted_run_it_does_not_resume(
+    chat_server: Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rerunning an interrupted run with other settings (prices) starts a new run, and one line
+    names the interrupted one and what differs (a tester's finding: nothing said it was not
+    resumed); the same settings resume it with no such line."""
+    server = chat_server(clean_script)
+    data = write_data(tmp_path)
+    original = RunHandle.save
+    saved: list[str] = []
+
+    def save_then_stop(self: RunHandle, key: str, *args: Any, **kwargs: Any) -> None:
+        original(self, key, *args, **kwargs)
+        saved.append(key)
+        if len(saved) == 3:
+            raise asyncio.CancelledError  # as Ctrl-C would, after three stored turns
+
+    monkeypatch.setattr(RunHandle, "save", save_then_stop)
+    first = evaluate(server, data, tmp_path / "out", "--concurrency", "1")
+    assert first.exit_code == 130, first.output
+    monkeypatch.setattr(RunHandle, "save", original)
+    from fieldcheck.store import Store
+
+    [old] = Store(os.environ["FIELDCHECK_DATABASE_URL"]).list_runs()
+    prices = ["--price-in", "1", "--price-out", "2"]
+    other = evaluate(server, data, tmp_path / "other", "--concurrency", "1", *prices)
+    assert other.exit_code == 0, other.output
+    line = next(x for x in other.stderr.splitlines() if x.startswith("not resuming"))
+    new = next(r.id for r in Store(os.environ["FIELDCHECK_DATABASE_URL"]).list_runs() if r != old)
+    assert line == (
+        f"not resuming run {old.id} (m, interrupted, 3 of 8 items done): it ran with other "
+        f"price_in, price_out; this is a new run {new} (the old one is resumed by the command "
+        "with its settings)"
+    )
+    same = evaluate(server, data, tmp_path / "out", "--concurrency", "1")
+    assert same.exit_code == 0, same.output
+    assert f"resuming run {old.id}: 3 of 8 items" in same.stderr
+    assert "not resuming" not in same.stderr

@@ -251,3 +251,26 @@ def test_run_model_demo_compares_the_models(tmp_path: Path) -> None:
     for model in ("synthetic-careful", "synthetic-fast"):
         lines = (tmp_path / model / "predictions.jsonl").read_text().splitlines()
         assert len(lines) == 100
+
+
+def test_the_extra_step_is_left_out_after_a_yes_no_step(dev: list[Conversation]) -> None:
+    """The extra step (``multiply(#k, const_1)``) is harmless as docs/numeric.md says: after a
+    yes/no step (``greater``) it is left out, since a multiply of yes/no fails validation (no
+    turn of the dev split draws it there, so no number changes); after a number it is added."""
+    from fieldcheck.serve_model._numeric import Draws
+
+    extra = Draws(False, False, False, True, False, False)
+    [conversation] = [c for c in dev if c.id == "Single_AES/2002/page_46.pdf-1"]
+    yes_no = mistaken_plan(conversation, 4, extra, ungrounded=False)
+    assert yes_no == gold_plan(conversation, 4)
+    assert yes_no is not None and yes_no["steps"][-1]["operation"] == "greater"
+    assert validate_reply(json.dumps(yes_no), conversation.doc).ok
+    assert run(yes_no, conversation) == conversation.turns[4].executed_answer == "no"
+    number = mistaken_plan(conversation, 3, extra, ungrounded=False)
+    assert number is not None and number["steps"][-1] == {
+        "tool": "compute",
+        "operation": "multiply",
+        "args": ["#1", "const_1"],
+    }
+    assert validate_reply(json.dumps(number), conversation.doc).ok
+    assert run(number, conversation) == pytest.approx(60.15 - 41.30)

@@ -182,7 +182,8 @@ class Runs(Protocol):
 
     def read_task(self, inputs: Files, settings: Metrics, extras: Mapping[str, Any]) -> Any:
         """``inputs`` (by role) and ``settings`` read and checked before the folder is opened
-        and any model called (``UsageProblem`` naming the role); ``extras`` as for ``prepare``."""
+        and any model called (``UsageProblem`` naming the role, as ``prepare`` says it: an input
+        with nothing to run too); ``extras`` as for ``prepare``."""
         ...
 
     async def run_model(

@@ -288,12 +288,14 @@ class NumericRuns:
         settings: Mapping[str, Any],
         extras: Mapping[str, Any],
     ) -> NumericTask:
-        """The dataset's split and sample (``settings``), read before any model is called."""
-        from fieldcheck.numeric._system import check_settings, read_data
+        """The dataset's split and sample (``settings``), read and checked (no conversation to
+        run: ``UsageProblem``) before the folder is opened and any model called."""
+        from fieldcheck.numeric._system import check_data, check_settings, read_data
 
         found = check_settings(settings)
         data = Path(dict(inputs)["data"])
         loaded = read_data(data, split=found.split, sample_size=found.sample_size, seed=found.seed)
+        check_data(data, loaded)
         return NumericTask(data, loaded, found.model_dump())
 
     async def run_model(

@@ -120,6 +120,23 @@ def read_data(
         raise UsageProblem(exc.one_line() + cause, "--data") from None
 
 
+def check_data(data: Path, loaded: LoadResult, others: dict[str, str] | None = None) -> list[str]:
+    """The ids of the conversations read; none (an empty file or split, every record bad) is a
+    usage problem naming ``--data``, before any model is called or output written."""
+    order = loaded.conversation_ids()  # from the index: no second read of the dataset
+    if not order and not loaded.errors:
+        raise UsageProblem(f"{data}: no conversations (the dataset is empty)", "--data")
+    check_input_file(  # every record bad: the same rule as for any input file
+        data,
+        records=len(order),
+        errors=loaded.errors,
+        option="--data",
+        expected="convfinqa",
+        others=others,
+    )
+    return order
+
+
 def read_inputs(
     data: Path,
     predictions: Path,
@@ -143,17 +160,7 @@ def read_inputs(
             preds = load_predictions(predictions)
     except InputError as exc:
         raise UsageProblem(exc.one_line(), "--predictions") from None
-    order = loaded.conversation_ids()  # from the index: no second read of the dataset
-    if not order and not loaded.errors:
-        raise UsageProblem(f"{data}: no conversations (the dataset is empty)", "--data")
-    check_input_file(  # every record bad: the same rule as for any input file
-        data,
-        records=len(order),
-        errors=loaded.errors,
-        option="--data",
-        expected="convfinqa",
-        others=others,
-    )
+    order = check_data(data, loaded, others)
     check_input_file(
         predictions,
         records=len(preds.predictions),

@@ -27,12 +27,13 @@ from rich.progress import (
 )
 
 from fieldcheck._util.errors import UsageProblem, open_destination
+from fieldcheck._util.jsonio import dumps, loads
 from fieldcheck._util.signature import Signature
 from fieldcheck._util.term import SafeConsole
 from fieldcheck.runner._client import CallResult, ChatClient, Runner
 from fieldcheck.runner._errors import CALL_ERRORS
 from fieldcheck.runner._models import ModelSpec
-from fieldcheck.store import StoredItem, sha256_file
+from fieldcheck.store import RunInfo, StoredItem, sha256_file
 
 T = TypeVar("T")
 U = TypeVar("U")
@@ -414,6 +415,11 @@ async def run_task(
     run_id, resumed = (opened[0].id, opened[1]) if opened else (uuid.uuid4().hex[:12], False)
     handle = RunHandle(runner, run_id, resumed, runner.client(spec.model))
     runner.runs.append(handle)
+    if opened and not resumed:
+        other = runner.use_store(lambda store: store.unresumed_run(opened[0]))
+        if other is not None:
+            line = not_resumed_line(other, loads(dumps(defining)), run_id)
+            console.print(line, markup=False, highlight=False, soft_wrap=True)
     if resumed and handle.resumed_items:
         console.print(
             f"resuming run {run_id}: {handle.resumed_items} of {_plural(total_items, 'item')} "
@@ -467,6 +473,29 @@ async def run_task(
     handle.finished = True
     console.print(summary_line(handle), markup=False, highlight=False, soft_wrap=True)
     return handle
+
+
+def not_resumed_line(other: RunInfo, settings: dict[str, Any], run_id: str) -> str:
+    """One line: interrupted run ``other`` (of the same data and model) is not resumed by new
+    run ``run_id``, whose ``settings`` (as stored) differ from its own, named."""
+    changed = ", ".join(_changed(other.settings, settings)) or "settings"
+    return (
+        f"not resuming run {other.id} ({other.model}, interrupted, {other.n_done} of "
+        f"{_plural(other.n_items, 'item')} done): it ran with other {changed}; this is a new run "
+        f"{run_id} (the old one is resumed by the command with its settings)"
+    )
+
+
+def _changed(old: Any, new: Any) -> list[str]:
+    """The names of the settings whose values differ (those of a nested dict by their own)."""
+    if not isinstance(old, dict) or not isinstance(new, dict):
+        return []
+    names: list[str] = []
+    for key in sorted(set(old) | set(new)):
+        a, b = old.get(key), new.get(key)
+        nested = isinstance(a, dict) and isinstance(b, dict)
+        names += _changed(a, b) if nested else [key] if a != b else []
+    return names
 
 
 def _set_status(runner: Runner, run_id: str, status: str) -> None:

@@ -185,7 +185,7 @@ def mistaken_plan(
             _append(plan, "multiply", "const_m1")
     if drawn.scale:
         _append(plan, "multiply", "const_100")
-    if drawn.extra_step and computes:
+    if drawn.extra_step and computes and steps[-1]["operation"] != "greater":  # no yes/no
         _append(plan, "multiply", "const_1")
     if ungrounded:
         _ungrounded(plan, DocumentNumbers(conversation.doc))

@@ -179,6 +179,25 @@ class Store:
             s.commit()
             return RunInfo.of(row), resumed
 
+    def unresumed_run(self, run: RunInfo) -> RunInfo | None:
+        """The latest interrupted model run of ``run``'s system, task, data and model that
+        ``open_run`` did not resume for ``run`` (another key: other settings), or None."""
+        with self._session() as s:
+            row = s.scalars(
+                select(RunRow)
+                .where(
+                    RunRow.system == run.system,
+                    RunRow.task == run.task,
+                    RunRow.dataset_sha256 == run.dataset_sha256,
+                    RunRow.model == run.model,
+                    RunRow.status == "interrupted",
+                    RunRow.kind != "score",
+                    RunRow.run_key != run.run_key,
+                )
+                .order_by(RunRow.started_at.desc())
+            ).first()
+            return None if row is None else RunInfo.of(row)
+
     def mark_stale_runs(self) -> int:
         """Mark ``running`` runs of this host whose process is gone as ``interrupted``."""
         host = socket.gethostname()
