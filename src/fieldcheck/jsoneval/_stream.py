@@ -244,8 +244,9 @@ def coerce_output(
 ) -> tuple[dict[str, Any] | None, OutputKind, list[str]]:
     """The output as an object, its kind, and flags (the documented non-object rule's first step):
     a JSON object in a string (optionally fenced; a leading byte order mark skipped, as a file's
-    is) is parsed and flagged ``parsed_from_text``; anything else is flagged ``not_an_object``. A string nesting past orjson's depth limit is
-    InputError ``TOO_DEEP`` naming ``record``, as one past MAX_DEPTH is."""
+    is) is parsed and flagged ``parsed_from_text``; anything else is flagged ``not_an_object``. A
+    string nesting past orjson's depth limit is InputError ``TOO_DEEP`` naming ``record``, as one
+    past MAX_DEPTH is."""
     if isinstance(output, Mapping):
         return dict(output), "object", []
     kind: OutputKind = "number"
