@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -196,6 +196,16 @@ def read_json(path: str | Path) -> Any:
     return value
 
 
+def first_repeated_key(pairs: Sequence[tuple[str, Any]]) -> str | None:
+    """The first key a JSON object's ``pairs`` (as read) give twice, or None."""
+    seen: set[str] = set()
+    for key, _ in pairs:
+        if key in seen:
+            return key
+        seen.add(key)
+    return None
+
+
 def repeated_key(data: bytes) -> str | None:
     """The first key an object of the JSON document gives twice (orjson keeps the last one
     without a word: a configuration file's ``{"name": "FUZZY", "name": "EXACT"}``); None when
@@ -203,9 +213,8 @@ def repeated_key(data: bytes) -> str | None:
     found: list[str] = []
 
     def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
-        keys = [k for k, _ in items]
-        if not found and len(set(keys)) < len(keys):
-            found.append(next(k for i, k in enumerate(keys) if k in keys[:i]))
+        if not found and (twice := first_repeated_key(items)) is not None:
+            found.append(twice)
         return dict(items)
 
     try:

@@ -18,7 +18,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from fieldcheck._util.errors import InputError
-from fieldcheck._util.jsonio import NOT_A_NUMBER
+from fieldcheck._util.jsonio import NOT_A_NUMBER, first_repeated_key
 from fieldcheck.api._errors import ApiError, error_responses
 from fieldcheck.jsoneval import LISTED_TWICE
 
@@ -116,8 +116,7 @@ class _Object(dict[str, Any]):
 def _object(pairs: list[tuple[str, Any]]) -> _Object:
     read = _Object(pairs)
     if len(read) < len(pairs):
-        keys = [key for key, _ in pairs]
-        read.twice = next(key for i, key in enumerate(keys) if key in keys[:i])
+        read.twice = first_repeated_key(pairs)
     return read
 
 
