@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 from typing import Annotated, Any, NoReturn, get_args
 
-import orjson
 import typer
 from rich.console import Console
 from rich.table import Table
@@ -38,7 +37,7 @@ from fieldcheck._cli._runopts import (
     store_line,
 )
 from fieldcheck._util.errors import InputError
-from fieldcheck._util.jsonio import dumps, loads, read_json
+from fieldcheck._util.jsonio import dumps, json_or_text, read_json
 from fieldcheck._util.sniff import likely_cause
 from fieldcheck._util.term import SafeConsole, safe_json_text, safe_markup, safe_text
 from fieldcheck.jsoneval import (
@@ -193,11 +192,7 @@ def _read_output(path: Path, console: Console) -> Any:
         raw = path.read_bytes()
     except OSError as exc:
         _fail(console, f"{path}: cannot read file: {exc.strerror}", EXIT_USAGE)
-    raw = raw.removeprefix(b"\xef\xbb\xbf")  # a UTF-8 byte order mark is not part of the JSON
-    try:
-        return loads(raw)
-    except orjson.JSONDecodeError:
-        return raw.decode("utf-8", errors="replace")
+    return json_or_text(raw)
 
 
 def _fmt(value: float | None) -> str:

@@ -87,6 +87,16 @@ def loads(data: bytes | str) -> Any:
     return value
 
 
+def json_or_text(data: bytes) -> Any:
+    """A model output's bytes as JSON, or as text when they are not valid JSON (scored by the
+    non-object rule, not rejected); a leading UTF-8 byte order mark is skipped."""
+    data = data.removeprefix(_BOM)
+    try:
+        return loads(data)
+    except orjson.JSONDecodeError:
+        return data.decode("utf-8", errors="replace")
+
+
 def _bad_utf8(exc: orjson.JSONDecodeError, raw: bytes) -> tuple[int, int, int] | None:
     """The first byte of ``raw`` that is not UTF-8 when that is ``exc``'s cause: (byte, line,
     column in characters), or None."""
