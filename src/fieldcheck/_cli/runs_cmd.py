@@ -208,27 +208,24 @@ def show_command(
         return
     data = info.public_dict()
     shown = [i.public_dict() for i in store.page_items(info.id, limit=items)] if items else []
-    data["failed_items"] = store.count_items(info.id, failed=True)
-    scored = info.scored  # the calls alone of a model are never scored
-    data["not_scored_items"] = store.count_not_scored(info.id) if scored else None
-    journal = store.items_in_flight(info.id)  # called, not scored
-    data["items_in_flight"] = journal and info.status == "running"  # else they never will be
+    from fieldcheck.runs import compare_runs, format_items, item_counts
+
+    counts, journal = item_counts(store, info)
+    data.update(counts)
     if as_json:
         print_json({**data, "items": shown} if items else data)
         return
     console = _console()
     for key in ("id", "system", "kind", "model", "status", "started_at", "parent_id", "out_dir"):
         say(console, f"{key}: {safe_text(data[key] or '')}")
-    from fieldcheck.runs import compare_runs, format_items
-
-    counts = format_items(
+    shown_counts = format_items(
         info,
         failed=data["failed_items"],
         not_scored=data["not_scored_items"],
         noun=False,
         in_flight=journal,
     )
-    say(console, f"items: {counts}")
+    say(console, f"items: {shown_counts}")
     for entry in data["inputs"]:
         say(
             console,

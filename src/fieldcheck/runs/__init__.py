@@ -14,6 +14,7 @@ if TYPE_CHECKING:  # the names as type checkers and editors see them
         format_items,
         format_latency,
         format_number,
+        item_counts,
     )
     from fieldcheck.runs._export import iter_export, write_parquet
     from fieldcheck.runs._folder import record_folder, system_of

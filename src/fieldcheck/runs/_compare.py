@@ -313,6 +313,17 @@ UNSCORED = {
 """What the journal's items of a run that stopped are (``format_items``)."""
 
 
+def item_counts(store: Store, run: RunInfo) -> tuple[dict[str, Any], bool]:
+    """A run's item counts as ``runs show`` and the run page give them: failed, not scored (None
+    for a model's calls alone) and whether they are still in flight; with whether its items are
+    its journal's (called, not scored). ItemsMissing when its items file is not found."""
+    counts: dict[str, Any] = {"failed_items": store.count_items(run.id, failed=True)}
+    counts["not_scored_items"] = store.count_not_scored(run.id) if run.scored else None
+    journal = store.items_in_flight(run.id)  # called, not scored
+    counts["items_in_flight"] = journal and run.status == "running"  # else they never will be
+    return counts, journal
+
+
 def format_items(
     run: Any,
     *,

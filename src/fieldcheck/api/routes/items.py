@@ -23,7 +23,7 @@ from fieldcheck.api._errors import INVALID, ITEMS_GONE, NO_RUN, ApiError, answer
 from fieldcheck.api._errors import items_missing as items_missing_text
 from fieldcheck.api._evaluation import client_paths
 from fieldcheck.api.routes.runs import MAX_PAGE, _get, _plots, _public
-from fieldcheck.runs import compare_runs, format_items, item_story, item_url
+from fieldcheck.runs import compare_runs, format_items, item_counts, item_story, item_url
 from fieldcheck.store import ARTIFACTS_ENV, ERROR, ItemColumn, ItemsMissing, RunInfo
 
 router = api_router("/api/runs", "runs")
@@ -96,13 +96,10 @@ def run_view(ctx: AppContext, run: RunInfo) -> dict[str, Any]:
     """The run as JSON with its item counts, metrics and 95% intervals, plots and counts sentence;
     ``items_missing`` says why its items cannot be read and where they were expected (or null)."""
     data = _public(ctx, run)
-    scored = run.scored  # the calls alone of a model are never scored
     data["items_missing"], journal = None, False
     try:
-        data["failed_items"] = ctx.store.count_items(run.id, failed=True)
-        data["not_scored_items"] = ctx.store.count_not_scored(run.id) if scored else None
-        journal = ctx.store.items_in_flight(run.id)  # called, not scored
-        data["items_in_flight"] = journal and run.status == "running"  # else they never will be
+        counts, journal = item_counts(ctx.store, run)
+        data.update(counts)
     except ItemsMissing as exc:  # where: under the root, as the client may name it (api.md)
         where = exc.path.relative_to(ctx.store.artifacts).as_posix()
         data["failed_items"], data["not_scored_items"] = run.n_failed, None
@@ -113,7 +110,7 @@ def run_view(ctx: AppContext, run: RunInfo) -> dict[str, Any]:
         }
     data["items_text"] = format_items(
         run,
-        failed=data["failed_items"] if scored else None,
+        failed=data["failed_items"] if run.scored else None,
         not_scored=data["not_scored_items"],
         in_flight=journal,
     )
