@@ -360,6 +360,10 @@ def test_the_cli_says_what_the_fourth_system_takes(
         (["label", f"data={tmp_path / 'gone.jsonl'}"], f"data: {tmp_path / 'gone.jsonl'}: no such"),
         (["label", f"data={data}", "--settings", "[1"], "--settings: invalid JSON"),
         (
+            ["label", f"data={data}", "--settings", '{"ignore_case": true, "ignore_case": false}'],
+            "--settings: the key 'ignore_case' is given twice",
+        ),
+        (
             ["label", f"data={data}", "--settings", '{"ignore_case": 1}'],
             "ignore_case (in --settings): must be",
         ),

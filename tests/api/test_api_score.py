@@ -173,6 +173,25 @@ def test_api_score_names_a_bad_setting_by_its_key_and_never_a_cli_option(
     assert "--" not in json.dumps(body)
 
 
+def test_api_score_refuses_a_setting_given_twice(serve: Serve, tmp_path: Path) -> None:
+    """A key given twice in ``settings`` (a strategy at any depth, too) is a 422 naming it: the
+    last one would otherwise win without a word, as ``--settings`` refuses it."""
+    live = serve()
+    data = write(tmp_path / "b.jsonl", json.dumps({"id": "a", "ground_truth": {}}) + "\n")
+    text = '{"bootstrap": 0, "config": {"strategies": {"name": "FUZZY", "name": "EXACT"}}}'
+    with httpx.Client(base_url=live.base_url, timeout=60) as http:
+        answer = http.post(
+            "/api/score/json",
+            files={"batch": ("b.jsonl", data.read_bytes())},
+            data={"settings": text},
+        )
+        runs = http.get("/api/runs").json()["runs"]
+    assert answer.status_code == 422, answer.text
+    assert answer.json()["field"] == "settings", answer.text
+    assert "settings: the key 'name' is given twice" in answer.text
+    assert runs == []
+
+
 def test_the_runs_of_uploads_name_the_files_sent_never_the_data_root(
     serve: Serve, tmp_path: Path
 ) -> None:

@@ -11,19 +11,23 @@ from typing import Any
 import orjson
 
 from fieldcheck._util.errors import UsageProblem
-from fieldcheck._util.jsonio import loads
+from fieldcheck._util.jsonio import loads, repeated_key
 from fieldcheck._util.models import models_label
 from fieldcheck.core._system import System
 
 
 def read_settings(raw: str | bytes | None) -> dict[str, Any]:
-    """A system's settings given as JSON text (None: ``{}``): an object, else ``UsageProblem``."""
+    """A system's settings given as JSON text (None: ``{}``): an object with no key given twice,
+    else ``UsageProblem``."""
     if raw is None:
         return {}
+    data = raw.removeprefix(b"\xef\xbb\xbf") if isinstance(raw, bytes) else raw.encode()
     try:
-        value = loads(raw.removeprefix(b"\xef\xbb\xbf") if isinstance(raw, bytes) else raw)
+        value = loads(data)
     except orjson.JSONDecodeError as exc:
         raise UsageProblem(f"invalid JSON: {exc}") from None
+    if twice := repeated_key(data):  # the last one would win without a word
+        raise UsageProblem(f"the key {twice!r} is given twice")
     if not isinstance(value, dict):
         raise UsageProblem("must be a JSON object (the system's stored settings)")
     return value
