@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
 import httpx
@@ -44,6 +45,9 @@ def test_list_get_and_items(serve: object, tmp_path: Path) -> None:
             a.id
         ]
         assert http.get("/api/runs?since=2999-01-01T00:00:00Z").json()["total"] == 0
+        # an instant in another zone, compared as that instant (SQLite compared the text)
+        ago = (datetime.now(UTC) - timedelta(minutes=1)).astimezone(timezone(timedelta(hours=5)))
+        assert http.get("/api/runs", params={"since": ago.isoformat()}).json()["total"] == 3
         run = http.get(f"/api/runs/{a.id}").json()
         assert (run["system"], run["n_items"], run["failed_items"]) == ("json", 3, 2)
         page = http.get(f"/api/runs/{a.id}/items", params={"limit": 2}).json()

@@ -10,6 +10,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -74,6 +75,40 @@ def test_the_list_gives_a_run_one_line_of_80_columns(tmp_path: Path) -> None:
     assert lines[0].split()[-1] == "parent" and len(lines) == 4
     assert lines[1].startswith(child) and lines[1].endswith(run_id)
     assert " synthetic-careful " in lines[1] and " synthetic-careful " in lines[2]
+
+
+def test_list_filters_as_the_api_does_and_reads_a_time_in_any_zone(tmp_path: Path) -> None:
+    """``runs list`` takes GET /api/runs's filters: --dataset, --since, --until (a time in
+    another zone compared as that instant: SQLite compared the text, so 12:00+05:00 came after
+    a run started at 11:00 UTC) and --limit (the newest, and of how many)."""
+    ids = []
+    for model in ("m1", "m2", "m3"):
+        out, batch = json_folder(tmp_path, f"data-{model}")
+        imported = runs("import", str(out), "--input", f"batch={batch}", "--model", model, "--json")
+        ids.append(orjson.loads(imported[1])["id"])
+    now = datetime.now(UTC)
+    ahead, behind = timezone(timedelta(hours=5)), timezone(timedelta(hours=-5))
+    a_minute_ago = (now - timedelta(minutes=1)).astimezone(ahead).isoformat()
+    in_a_minute = (now + timedelta(minutes=1)).astimezone(behind).isoformat()
+
+    def listed(*args: str) -> list[str]:
+        code, stdout, stderr = runs("list", *args, "--json")
+        assert code == 0, stderr
+        return [r["id"] for r in orjson.loads(stdout)]
+
+    assert listed("--since", a_minute_ago) == ids[::-1]
+    assert listed("--since", in_a_minute) == []
+    assert listed("--until", in_a_minute) == ids[::-1]
+    assert listed("--until", a_minute_ago) == []
+    assert listed("--since", now.date().isoformat()) == ids[::-1]
+    assert listed("--dataset", "DATA-", "--limit", "2") == ids[:0:-1]
+    assert listed("--dataset", "data-m1") == ids[:1]
+    code, stdout, _ = runs("list", "--limit", "1")
+    assert code == 0 and stdout.splitlines()[1].startswith(ids[2]) and "1 of 3 runs" in stdout
+    code, _, stderr = runs("list", "--since", "yesterday")
+    assert code == 2 and stderr.startswith("error: --since: must be an ISO 8601 date or time")
+    code, _, stderr = runs("list", "--limit", "0")
+    assert code == 2 and "--limit" in stderr
 
 
 def test_usage_errors_are_one_line_naming_the_option(tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ import sys
 import tempfile
 from collections import Counter
 from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, cast
 
@@ -121,9 +122,30 @@ def list_command(
         ),
     ] = None,
     model: Annotated[str | None, typer.Option("--model", help="Only runs of this model.")] = None,
+    dataset: Annotated[
+        str | None,
+        typer.Option("--dataset", help="Only runs whose dataset file name holds this text."),
+    ] = None,
+    since: Annotated[
+        str | None,
+        typer.Option(
+            "--since",
+            metavar="DATE",
+            help="Only runs started at or after this ISO 8601 date or time (2026-11-30, "
+            "2026-11-30T12:00; UTC unless it names a zone).",
+        ),
+    ] = None,
+    until: Annotated[
+        str | None,
+        typer.Option("--until", metavar="DATE", help="Only runs started before this, as --since."),
+    ] = None,
+    limit: Annotated[
+        int | None, typer.Option("--limit", min=1, help="At most this many runs, the newest.")
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """List the runs, newest first. Exit 0; 2 on a bad option."""
+    """List the runs, newest first, with the filters of GET /api/runs. Exit 0; 2 on a bad
+    option."""
     from fieldcheck import core
 
     if system is not None and core.find(system) is None:
@@ -131,7 +153,15 @@ def list_command(
         raise UsageProblem(f"must be one of {known} (got {system!r})", "--system")
     from fieldcheck.runs import format_count
 
-    runs = _store().list_runs(system=system, model=model, newest_first=True)
+    store = _store()
+    filters = {
+        "system": system,
+        "model": model,
+        "dataset_contains": dataset or None,
+        "since": _time(since, "--since"),
+        "until": _time(until, "--until"),
+    }
+    runs = store.list_runs(**filters, newest_first=True, limit=limit)
     summaries = [_summary(r) for r in runs]
     if as_json:
         print_json(summaries)
@@ -157,7 +187,19 @@ def list_command(
         unbounded = console.options.update_width(10**6)
         console.width = max(console.width, console.measure(table, options=unbounded).maximum)
     console.print(table)
-    say(console, f"{len(runs)} run(s)")
+    total = store.count_runs(**filters) if limit is not None else len(runs)
+    say(console, f"{len(runs)} run(s)" if total == len(runs) else f"{len(runs)} of {total} runs")
+
+
+def _time(text: str | None, option: str) -> datetime | None:
+    """An ISO 8601 date or time option (the store takes one with no zone as UTC)."""
+    if text is None:
+        return None
+    try:
+        return datetime.fromisoformat(text)
+    except ValueError:
+        message = f"must be an ISO 8601 date or time, e.g. 2026-11-30T12:00 (got {text!r})"
+        raise UsageProblem(message, option) from None
 
 
 _SUMMARY = "id system kind model status started_at n_items n_done n_errors parent_id out_dir"

@@ -938,6 +938,12 @@ def _in_flight(row: JournalRow) -> StoredItem:
     return replace(item, result={"call": call})
 
 
+def _utc(when: datetime) -> datetime:
+    """``when`` in UTC, as start times are stored (SQLite compares their text: 13:20+01:00 came
+    after 12:28 UTC); a time with no zone is taken as UTC."""
+    return when.replace(tzinfo=UTC) if when.tzinfo is None else when.astimezone(UTC)
+
+
 def _run_filters(
     query: Any,
     *,
@@ -966,9 +972,9 @@ def _run_filters(
         if text:
             query = query.where(column.ilike(f"%{_like(text)}%", escape="\\"))
     if since is not None:
-        query = query.where(RunRow.started_at >= since)
+        query = query.where(RunRow.started_at >= _utc(since))
     if until is not None:
-        query = query.where(RunRow.started_at < until)
+        query = query.where(RunRow.started_at < _utc(until))
     return query
 
 
