@@ -154,6 +154,17 @@ def test_no_estimated_turn_says_nothing(tmp_path: Path) -> None:
     assert "characters / 4" not in (out / "report.md").read_text()
 
 
+def test_the_token_totals_are_grouped_as_the_costs_are(tmp_path: Path) -> None:
+    """The tokens row groups thousands as the cost rows do (``12,000 / 1,250``, not ``12000``)."""
+    lines = [{**line, "input_tokens": line["input_tokens"] * 1000} for line in PREDICTIONS]
+    lines = [{**line, "output_tokens": line["output_tokens"] * 50} for line in lines]
+    data, preds = _inputs(
+        tmp_path, [{k: v for k, v in x.items() if k != "tokens_estimated"} for x in lines]
+    )
+    rows = _rows(_score(data, preds, tmp_path / "out").stdout)
+    assert rows["tokens (in / out)"] == "290,000 / 1,250"
+
+
 @pytest.mark.parametrize("value", ["true", "yes", 1, 0, None, 1.0, [], {}])
 def test_a_flag_that_is_not_a_json_boolean_is_a_bad_line(tmp_path: Path, value: object) -> None:
     """Only true or false: text, numbers and null make the line bad (file:line, field), as for

@@ -146,7 +146,7 @@ def show_result(
     note = estimated_note(stats)  # some turns' tokens are characters / 4
     table.add_row(
         "tokens (in / out)" + note,
-        f"{stats['total_input_tokens']} / {stats['total_output_tokens']}",
+        f"{stats['total_input_tokens']:,} / {stats['total_output_tokens']:,}",
         "",
     )
     if not nothing:
