@@ -544,9 +544,9 @@ print(store.count_items("old"), store.count_items("old", failed=True))
 
 
 def test_processes_opening_an_old_store_at_once_all_open_it(tmp_path: Path) -> None:
-    """Three commands started together on a store at 0006: each converts the old run in a
-    folder of its own and one drops the rows; the others find it upgraded and open it too,
-    and the run's items are all there."""
+    """Three commands started together on a store at 0006: one converts the old run and drops
+    the rows (one transaction) while the others wait for it; they find it upgraded and open it
+    too, and the run's items are all there."""
     url = f"sqlite:///{tmp_path / 'old.sqlite3'}"
     _old_store(url, [_item(i) for i in range(3_000)])
     started = [

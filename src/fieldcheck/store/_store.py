@@ -22,7 +22,9 @@ from typing import Any, TypeVar
 
 import orjson
 from sqlalchemy import (
+    Connection,
     Engine,
+    RootTransaction,
     bindparam,
     create_engine,
     delete,
@@ -1069,10 +1071,23 @@ def upgrade(engine: Engine, artifacts: Path | None = None) -> None:
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS))
     try:
-        with engine.begin() as connection:
+        with engine.connect() as connection, _all_or_nothing(connection):
             config.attributes["connection"] = connection
             config.attributes["artifacts"] = artifacts
             command.upgrade(config, "head")
     except Exception:
         if _at_revision(engine) != _newest_revision():
             raise  # else another process opening the store upgraded it meanwhile
+
+
+def _all_or_nothing(connection: Connection) -> RootTransaction:
+    """The transaction of an upgrade, every statement in it: on SQLite, SQLAlchemy's pysqlite
+    recipe for this connection only (no pysqlite BEGIN, our own), as pysqlite committed each
+    CREATE or ALTER by itself, so a Ctrl-C or a kill left half a schema that no later command
+    could open (docs/decisions.md); PostgreSQL's DDL is transactional already. IMMEDIATE: a
+    process opening the store meanwhile waits for the upgrade, then finds it done (a read
+    transaction asking to write fails at once, without waiting)."""
+    if connection.dialect.name == "sqlite":
+        connection.execution_options(isolation_level="AUTOCOMMIT")  # reset back in the pool
+        event.listen(connection, "begin", lambda c: c.exec_driver_sql("BEGIN IMMEDIATE"))
+    return connection.begin()
