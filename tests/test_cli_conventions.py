@@ -83,6 +83,35 @@ def test_a_negative_seed_is_the_same_usage_line_in_every_system(
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["json", "batch", str(EXAMPLES / "json" / "invoices.jsonl")],
+        ["slots", "score", "--gold", str(SLOTS / "gold.synthetic.jsonl"), "--pred", SLOTS_PRED],
+        ["numeric", "score", "--data", str(NUMERIC / "data.json"), "--predictions", NUMERIC_PRED],
+    ],
+)
+def test_a_seed_beyond_64_bits_is_the_same_usage_line_in_every_system(
+    tmp_path: Path, command: list[str]
+) -> None:
+    """``--seed 99999999999999999999`` scored, then the store refused the run (``warning: the
+    run is not stored (TypeError: Integer exceeds 64-bit range)``, exit 0) in slots and numeric
+    (a new-user trial's finding): the largest seed is the store's, ``2**64 - 1``."""
+    status, output = _run(
+        *command, "--seed", str(2**64), "--bootstrap", "5", "--out", str(tmp_path / "o")
+    )
+    assert status == 2, output
+    assert output.strip().splitlines() == [
+        f"error: --seed: must be a whole number from 0 to {2**64 - 1} (got {2**64}) "
+        f"(see 'fieldcheck {command[0]} {command[1]} --help')"
+    ]
+    assert list(tmp_path.iterdir()) == []
+    status, output = _run(
+        *command, "--seed", str(2**64 - 1), "--bootstrap", "5", "--out", str(tmp_path / "o")
+    )
+    assert status == 0 and "not stored" not in output, output
+
+
 MODEL_RUNS = [
     ["json", "run", "DOCS"],
     [
@@ -114,6 +143,29 @@ def test_an_endpoint_that_answers_nothing_is_an_error_line_in_every_model_run(
     )
     stopped = [line for line in output.splitlines() if "all failed with connection" in line]
     assert status == 2 and stopped[0].startswith("error: stopped: the first 3 items of m"), output
+
+
+@pytest.mark.parametrize("command", MODEL_RUNS)
+def test_a_seed_out_of_range_is_refused_before_a_model_run_calls(
+    tmp_path: Path, command: list[str]
+) -> None:
+    """The shared ``--seed`` option refuses a seed below 0 or beyond 64 bits as it is read: a
+    model run (``slots run``) reached its first calls with it before."""
+    args = [str(tmp_path / "docs.jsonl") if word == "DOCS" else word for word in command]
+    args += ["--model", "m", "--base-url", "http://127.0.0.1:9/v1", "--max-retries", "0"]
+    for seed, reason in (
+        (2**64, f"from 0 to {2**64 - 1} (got {2**64})"),
+        (-1, ">= 0 (got -1)"),
+    ):
+        status, output = _run(*args, "--seed", str(seed), "--out", str(tmp_path / "o"))
+        assert (status, output.strip().splitlines()) == (
+            2,
+            [
+                f"error: --seed: must be a whole number {reason} "
+                f"(see 'fieldcheck {command[0]} {command[1]} --help')"
+            ],
+        )
+    assert list(tmp_path.iterdir()) == []
 
 
 @pytest.mark.parametrize("command", MODEL_RUNS)
@@ -452,6 +504,22 @@ def test_json_prints_the_summary_file_as_written(tmp_path: Path, system: str) ->
     assert json.loads(result.stdout) == json.loads((out / SUMMARY[system]).read_text())
 
 
+def test_json_score_prints_indented_json_as_every_other_command(tmp_path: Path) -> None:
+    """``json score --json`` printed one compact line where every other command's ``--json``
+    is indented (a new-user trial's finding): the same JSON, written by the same function."""
+    gt, out = tmp_path / "gt.json", tmp_path / "out.json"
+    gt.write_text('{"name": "Bob", "city": "Rome"}')
+    out.write_text('{"name": "Bob", "city": "Roma"}')
+    status, output = _run("json", "score", str(gt), str(out), "--no-store", "--json")
+    scored = json.loads(output)
+    assert status == 0 and scored["accuracy"] == 0.5, output
+    assert output == json.dumps(scored, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    batch = CliRunner().invoke(
+        app, [*_gate_commands(tmp_path / "b")["json"], "--bootstrap", "0", "--json"], env=WIDE
+    )
+    assert batch.stdout.startswith('{\n  "') and output.startswith('{\n  "accuracy": 0.5,\n')
+
+
 def _intervals(system: str, out: Path) -> object:
     summary = json.loads((out / SUMMARY[system]).read_text())
     return {"json": lambda: summary["ci"], "slots": lambda: summary["models"]["a"]["ci"],
@@ -746,3 +814,62 @@ def test_a_commands_help_wraps_every_paragraph(command: list[str]) -> None:
     assert len([p for p in paragraphs if p]) >= 2
     for lines in paragraphs:
         _filled(lines, 80 - 2)
+
+
+def test_a_key_twice_in_a_data_line_keeps_its_last_value_and_twice_in_configuration_is_refused(
+    tmp_path: Path,
+) -> None:
+    """The rule for a JSON key written twice (docs/formats.md): a data line (a json batch
+    record, a slot, a numeric prediction) is read with the key's last value, exit 0, as Python's
+    json, orjson, jq and pandas read it; a configuration file (``--strategies``) refuses it, a
+    person's choice whose last value would hide a mistake (a new-user trial's finding)."""
+    batch = tmp_path / "batch.jsonl"
+    batch.write_text(
+        '{"id": "r", "ground_truth": {"a": "x"}, "output": {"a": "y"}, "output": {"a": "x"}}\n'
+        '{"id": "s", "ground_truth": {"a": "x"}, "output": {"a": "x", "a": "y"}}\n'
+    )
+    status, output = _run(
+        "json", "batch", str(batch), "--bootstrap", "0", "--out", str(tmp_path / "j")
+    )
+    records = [json.loads(line) for line in (tmp_path / "j" / "records.jsonl").open()]
+    assert status == 0 and [r["accuracy"] for r in records] == [1.0, 0.0], output
+
+    gold = tmp_path / "gold.jsonl"
+    gold.write_text('{"user": "u", "session": 1, "topic": "t", "field": "f", "values": ["a"]}\n')
+    pred = tmp_path / "pred.jsonl"
+    pred.write_text(
+        '{"user": "u", "session": 1, "topic": "t", "field": "f", "values": [], "values": ["a"]}\n'
+    )
+    status, output = _run(
+        "slots", "score", "--gold", str(gold), "--pred", f"m={pred}", "--bootstrap", "0",
+        "--out", str(tmp_path / "s"),
+    )  # fmt: skip
+    metrics = json.loads((tmp_path / "s" / "metrics.json").read_text())
+    assert status == 0 and metrics["models"]["m"]["counts"]["tp"] == 1, output
+
+    lines = Path(NUMERIC_PRED).read_text().splitlines()
+    first = json.loads(lines[0])
+    assert first["answer"] == "6,135.40"  # right: the example's first turn is a numerical match
+    predictions = tmp_path / "p.jsonl"
+    predictions.write_text("\n".join([lines[0][:-1] + ', "answer": "999"}', *lines[1:]]) + "\n")
+    status, output = _run(
+        "numeric", "score", "--data", str(NUMERIC / "data.json"), "--predictions",
+        str(predictions), "--bootstrap", "0", "--out", str(tmp_path / "n"),
+    )  # fmt: skip
+    with (tmp_path / "n" / "turns.csv").open(newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    turn = next(
+        r for r in rows if r["conversation_id"] == first["conversation_id"] and r["turn_idx"] == "0"
+    )
+    assert status == 0 and turn["predicted_answer"] == "999", output
+    assert turn["numerical_match"] in ("False", "false", "0"), turn
+
+    strategies = tmp_path / "st.json"
+    strategies.write_text('{"a": "EXACT", "a": "FUZZY"}')
+    status, output = _run(
+        "json", "batch", str(batch), "--strategies", str(strategies), "--out", str(tmp_path / "x")
+    )
+    assert status == 2 and f"--strategies: {strategies}: field 'a': the field is listed twice" in (
+        output
+    ), output
+    assert not (tmp_path / "x").exists()

@@ -597,3 +597,67 @@ def test_fieldcheck_score_names_its_own_out_option_as_itself(tmp_path: Path) -> 
     assert code == 2 and stdout == "", stderr
     assert stderr.startswith("error: --out: ") and "--settings" not in stderr, stderr
     assert (out / "mine.txt").read_text() == "keep"
+
+
+def test_fieldcheck_score_shows_the_input_problems_its_systems_own_commands_show(
+    tmp_path: Path,
+) -> None:
+    """A tester's finding: ``fieldcheck score SYSTEM`` exited 3 on a bad input line with no
+    ``error:`` line; it shows the problems on the one path the systems' own commands use
+    (``Scored.problems``): the same lines on stderr, exit 3."""
+    slots, numeric = ROOT / "examples" / "slots", ROOT / "examples" / "numeric"
+
+    def with_bad_line(source: Path, line: str) -> Path:
+        path = tmp_path / f"bad_{source.name}"
+        path.write_text(source.read_text("utf-8") + line + "\n", encoding="utf-8")
+        return path
+
+    batch = with_bad_line(ROOT / "examples" / "json" / "invoices.jsonl", '{"id": "x"}')
+    pred = with_bad_line(
+        slots / "pred_synthetic-fast.synthetic.jsonl",
+        '{"user": "u1", "session": "3", "topic": "t", "field": "f", "values": ["a"]}',
+    )
+    predictions = with_bad_line(
+        numeric / "predictions_model_a.jsonl", '{"conversation_id": "x", "turn": "a"}'
+    )
+    systems = [
+        (["json", f"batch={batch}"], ["json", "batch", str(batch)], "record x: field"),
+        (
+            ["slots", f"gold={slots / 'gold.synthetic.jsonl'}", f"pred:fast={pred}"],
+            [
+                "slots",
+                "score",
+                "--gold",
+                str(slots / "gold.synthetic.jsonl"),
+                "--pred",
+                f"fast={pred}",
+            ],
+            "field 'session': must be a valid integer (got '3')",
+        ),
+        (
+            ["numeric", f"data={numeric / 'data.json'}", f"predictions={predictions}"],
+            [
+                "numeric",
+                "score",
+                "--data",
+                str(numeric / "data.json"),
+                "--predictions",
+                str(predictions),
+            ],
+            "field 'turn'",
+        ),
+    ]
+    for generic, own, problem in systems:
+        code, _, stderr = _cli(
+            "score", *generic, "--settings", '{"bootstrap": 0}', "--no-store", "--out",
+            str(tmp_path / f"g-{generic[0]}"),
+        )  # fmt: skip
+        shown = [line for line in stderr.splitlines() if line.startswith("error: ")]
+        assert code == 3 and len(shown) == 1 and problem in shown[0], (generic, stderr)
+        assert str(tmp_path / "bad_") in shown[0]  # file:line, as given
+        code, _, stderr = _cli(
+            *own, "--bootstrap", "0", "--no-store", "--out", str(tmp_path / f"o-{generic[0]}")
+        )
+        assert code == 3 and shown == [
+            line for line in stderr.splitlines() if line.startswith("error: ")
+        ], (own, stderr)

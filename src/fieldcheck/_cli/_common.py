@@ -9,7 +9,7 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
 
 import typer
 from typer._click import exceptions as click  # typer vendors Click (pinned in requirements.lock)
@@ -18,10 +18,13 @@ from typer.core import TyperGroup
 
 from fieldcheck import core
 from fieldcheck._cli._record import NoStoreOpt, forget_store_warnings, say, store_failed
-from fieldcheck._util.errors import CannotWrite, InputError, UsageProblem
+from fieldcheck._util.errors import MAX_SEED, CannotWrite, InputError, UsageProblem, whole_number
 from fieldcheck._util.jsonio import dumps
 from fieldcheck._util.term import SafeConsole, install_log_filter, safe_json_text, safe_text
 from fieldcheck.core import Events, Interrupted
+
+if TYPE_CHECKING:
+    from fieldcheck.reports import Scored
 
 install_log_filter()  # warnings quote data: control characters escaped (issue 9)
 
@@ -209,6 +212,15 @@ def show_problems(
         )
 
 
+def show_input_problems(console: Any, scored: Scored) -> None:
+    """The input problems of a scored run (``Scored.problems``), as every scoring command shows
+    them: ``fieldcheck score SYSTEM`` and each system's own commands (one path)."""
+    found = scored.problems
+    if found is not None:
+        listed_in = scored.files.get(found.listed_in, found.listed_in)
+        show_problems(console, found.errors, str(listed_in), total=found.total)
+
+
 Options = dict[str, tuple[Any, Any]]
 """Options several commands share: parameter name -> (its ``Annotated`` type, its default)."""
 F = TypeVar("F", bound=Callable[..., Any])
@@ -272,10 +284,18 @@ def scoring_options(
     seed = f"Seed of every random draw of the command: {what}. Same seed, same numbers."
     return {
         "bootstrap": (Annotated[int, typer.Option("--bootstrap", min=0, help=resamples)], 1000),
-        "seed": (Annotated[int, typer.Option("--seed", help=seed)], 0),
+        "seed": (Annotated[int, typer.Option("--seed", callback=_seed, help=seed)], 0),
         "as_json": (JsonOpt, False),
         **last,
     }
+
+
+def _seed(value: int) -> int:
+    """``--seed``, checked as every system checks it, before a model run's first call."""
+    try:
+        return whole_number(value, "--seed", MAX_SEED)
+    except UsageProblem as exc:
+        raise typer.BadParameter(exc.message) from None
 
 
 def parse_fail_under(

@@ -4,7 +4,6 @@ a thin shell: parse options, call ``fieldcheck.jsoneval``, format."""
 from __future__ import annotations
 
 import inspect
-import sys
 from pathlib import Path
 from typing import Annotated, Any, NoReturn, get_args
 
@@ -21,10 +20,11 @@ from fieldcheck._cli._common import (
     option,
     out_option,
     pipeline_errors,
+    print_json,
     score_and_exit,
     scoring_options,
     shared,
-    show_problems,
+    show_input_problems,
 )
 from fieldcheck._cli._record import grid, say, store_failed, store_warning, stored_line
 from fieldcheck._cli._runopts import (
@@ -37,9 +37,9 @@ from fieldcheck._cli._runopts import (
     store_line,
 )
 from fieldcheck._util.errors import InputError
-from fieldcheck._util.jsonio import dumps, json_or_text, read_json
+from fieldcheck._util.jsonio import json_or_text, read_json
 from fieldcheck._util.sniff import likely_cause
-from fieldcheck._util.term import SafeConsole, safe_json_text, safe_markup, safe_text
+from fieldcheck._util.term import SafeConsole, safe_markup, safe_text
 from fieldcheck.jsoneval import (
     SYSTEM,
     BatchSummary,
@@ -338,7 +338,7 @@ def score(
             soft_wrap=True,
         )
     if as_json:
-        sys.stdout.write(safe_json_text(dumps(result.public_dict())) + "\n")
+        print_json(result.public_dict())
     else:
         print_result(console, result)
     values = {"": {name: getattr(result, name) for name in GATED}}
@@ -378,7 +378,7 @@ def batch(
 
 def _show(outcome: core.Outcome, console: Console, errors: Console) -> None:
     summary, paths = outcome.scored.result, outcome.files
-    show_problems(errors, summary.errors, str(paths["errors"]), total=summary.not_scored)
+    show_input_problems(errors, outcome.scored)
     print_summary(console, summary, paths)
     stored_line(console, core.stored_line(outcome.run_id))
 
@@ -417,9 +417,7 @@ def show_models(
     """Each model's problems, summary, files and run (``detail``), the comparison."""
     for run, outcome in zip(ran.calls, ran.outcomes, strict=True):
         summary: BatchSummary = outcome.scored.result
-        show_problems(
-            errors, summary.errors, str(outcome.files["errors"]), total=summary.not_scored
-        )
+        show_input_problems(errors, outcome.scored)
         if not detail:
             continue
         folder = outcome.destination

@@ -18,7 +18,7 @@ from fieldcheck._cli._common import (
     score_and_exit,
     scoring_options,
     shared,
-    show_problems,
+    show_input_problems,
 )
 from fieldcheck._cli._record import grid, say, stored_line
 from fieldcheck._cli._runopts import (
@@ -39,7 +39,7 @@ from fieldcheck.numeric import (
     NumericSettings,
     estimated_note,
 )
-from fieldcheck.reports import OutputFolder
+from fieldcheck.reports import OutputFolder, Scored
 from fieldcheck.runner import ModelSpec, Runner
 
 app = typer.Typer(
@@ -124,10 +124,11 @@ def call_errors_text(stats: dict[str, Any]) -> str:
 
 
 def show_result(
-    result: NumericResult, out: Path | OutputFolder, console: Console, *, title: str = "numeric QA"
+    scored: Scored, out: Path | OutputFolder, console: Console, *, title: str = "numeric QA"
 ) -> None:
     """A Rich table of the headline statistics (none, never a 0.000, when nothing was scored),
     the problems found, and where the files are."""
+    result: NumericResult = scored.result
     stats = result.statistics
     ci = stats.get("bootstrap_95_ci") or {}
     nothing = bool(stats.get("nothing_scored"))
@@ -183,7 +184,7 @@ def show_result(
             f"[bold red]{stats.get('nothing_scored_reason') or 'nothing was scored'}[/bold red]"
         )
     problems = SafeConsole(stderr=True)
-    show_problems(problems, result.input_errors, f"{out}/input_errors.csv")
+    show_input_problems(problems, scored)
     # turns without a gold answer are never scored, predicted or not: not counted here
     missing, no_gold = result.tallies.missing_gold, stats.get("num_turns_not_scored_no_gold") or 0
     turns = stats["num_turns"] - no_gold
@@ -246,7 +247,7 @@ def score_command(
 
 def _show(outcome: core.Outcome, console: Console, errors: Console) -> None:
     stored_line(console, core.stored_line(outcome.run_id))
-    show_result(outcome.scored.result, outcome.destination, console)
+    show_result(outcome.scored, outcome.destination, console)
 
 
 CONVFINQA_DEV = Path(__file__).resolve().parents[3] / "examples" / "convfinqa" / "dev.json"
@@ -318,7 +319,7 @@ def _show_models(ran: core.Ran, runner: Runner, console: Console, errors: Consol
         stored_line(console, core.stored_line(outcome.run_id))
     for run, outcome in models:
         title = f"numeric QA: {run.spec.name}"
-        show_result(outcome.scored.result, outcome.destination, console, title=title)
+        show_result(outcome.scored, outcome.destination, console, title=title)
         say(console, run_line(run))
     say(console, store_line(runner))
 

@@ -19,6 +19,7 @@ from fieldcheck._cli._common import (
     out_option,
     parse_fail_under,
     pipeline_errors,
+    show_input_problems,
 )
 from fieldcheck._cli._record import NoStoreOpt, grid, say, stored_line
 from fieldcheck._util.errors import UsageProblem
@@ -165,6 +166,7 @@ def score_command(
                 hint = name + (" (in --settings)" if setting else "")
                 raise UsageProblem(message, hint) from None
     scored = outcome.scored
+    show_input_problems(errors, scored)
     console.print(_table(found, label, scored))
     for path in scored.files.values():
         say(console, safe_text(path))

@@ -22,7 +22,7 @@ from fieldcheck._cli._common import (
     score_and_exit,
     scoring_options,
     shared,
-    show_problems,
+    show_input_problems,
 )
 from fieldcheck._cli._record import grid, say, stored_line
 from fieldcheck._cli._runopts import (
@@ -34,7 +34,7 @@ from fieldcheck._cli._runopts import (
     run_models,
 )
 from fieldcheck._util.term import safe_text
-from fieldcheck.reports import format_pvalue, format_seconds, format_seconds_joined
+from fieldcheck.reports import Scored, format_pvalue, format_seconds, format_seconds_joined
 from fieldcheck.runner import ModelSpec, Runner
 from fieldcheck.slots import (
     METRIC_COLUMNS,
@@ -116,9 +116,11 @@ def _model_table(score: ModelScore) -> Table:
     return table
 
 
-def show_run(run: SlotsRun, files: dict[str, Path], console: Console, problems: Console) -> None:
+def show_run(outcome: Scored, console: Console, problems: Console) -> None:
     """Rich tables per model and the spec's per-topic lines on ``console``; input errors on
     ``problems``; then the output files."""
+    run: SlotsRun = outcome.result
+    files = outcome.files
     unscored = {u.name: u for u in run.unscored}
     scored = {m.name: m for m in run.models}
     for name in run.names or list(scored):
@@ -149,7 +151,7 @@ def show_run(run: SlotsRun, files: dict[str, Path], console: Console, problems: 
             f"(paired bootstrap {format_pvalue(p.p_value)})",
         )
     # run.warnings were logged on the 'fieldcheck' logger as they arose; not printed twice
-    show_problems(problems, run.errors, str(files["errors.jsonl"]))
+    show_input_problems(problems, outcome)
     say(
         console,
         f"Report: {files['report.html']} (also report.md, metrics.json, metrics.csv, per_topic.csv)",
@@ -244,7 +246,7 @@ def score(
 
 def _show(outcome: core.Outcome, console: Console, errors: Console) -> None:
     stored_line(console, core.stored_line(outcome.run_id))
-    show_run(outcome.scored.result, outcome.files, console, errors)
+    show_run(outcome.scored, console, errors)
 
 
 def _settings(
@@ -366,7 +368,7 @@ def _show_models(ran: core.Ran, runner: Runner, console: Console, err: Console) 
     outcome, extractions = ran.outcomes[0], ran.calls
     scored = outcome.scored.result
     stored_line(err, core.stored_line(outcome.run_id))
-    show_run(scored, outcome.files, console, err)
+    show_run(outcome.scored, console, err)
     console.print(runs_table(extractions))
     failed = sum(len(ex.failed) for ex in extractions)
     if failed:

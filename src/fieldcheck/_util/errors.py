@@ -124,11 +124,18 @@ class UsageProblem(FieldcheckError):
         self.message, self.param, self.role = message, param, role
 
 
-def whole_number(value: Any, option: str) -> int:
-    """``value`` when it is an int >= 0 (a seed, a resample count), else the usage problem of
-    ``option`` that every system gives."""
+MAX_SEED = 2**64 - 1
+"""The largest ``--seed``: the store writes a run's settings with orjson, which refuses an
+integer beyond 64 bits (numpy's ``default_rng`` takes any size)."""
+
+
+def whole_number(value: Any, option: str, top: int | None = None) -> int:
+    """``value`` when it is an int >= 0 (a seed, a resample count) and at most ``top``, else the
+    usage problem of ``option`` that every system gives."""
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise UsageProblem(f"must be a whole number >= 0 (got {value!r})", option)
+    if top is not None and value > top:
+        raise UsageProblem(f"must be a whole number from 0 to {top} (got {value!r})", option)
     return value
 
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from fieldcheck._util.errors import InputError, UsageProblem, whole_number
+from fieldcheck._util.errors import MAX_SEED, InputError, UsageProblem, whole_number
 from fieldcheck._util.executor import Executor
 from fieldcheck._util.iters import chunked
 from fieldcheck._util.jsonio import loads
@@ -29,7 +29,7 @@ from fieldcheck.jsoneval._stream import (
     batch_pool,
 )
 from fieldcheck.metrics import RqsWeights, wildcard_path
-from fieldcheck.reports import RunFolder, Scored, Views, Write
+from fieldcheck.reports import Problems, RunFolder, Scored, Views, Write
 from fieldcheck.store import ERROR, FAILED, ItemColumn, ItemColumns, Pairing, add_tag, item_value
 
 if TYPE_CHECKING:
@@ -219,7 +219,7 @@ class JsonSystem(JsonRuns, Views):
                 unknown[0],
             )
         bootstrap = whole_number(settings.get("bootstrap", 1000), "--bootstrap")
-        seed = whole_number(settings.get("seed", 0), "--seed")
+        seed = whole_number(settings.get("seed", 0), "--seed", MAX_SEED)
         given = settings.get("config") or {}
         if not isinstance(given, Mapping):
             raise UsageProblem(f"must be a JSON object (got {given!r})", "config")
@@ -287,6 +287,7 @@ class JsonSystem(JsonRuns, Views):
             failed=bool(summary.not_scored),
             gate={"": dict(summary.means)},
             summary={**data, "complete": True},
+            problems=Problems(summary.errors, "errors", total=summary.not_scored),
         )
 
     # ------------------------------------------------------------------ stored runs

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from fieldcheck._util.errors import InputError, UsageProblem, whole_number
+from fieldcheck._util.errors import MAX_SEED, InputError, UsageProblem, whole_number
 from fieldcheck._util.executor import Executor, LocalPool, finish
 from fieldcheck._util.iters import chunked
 from fieldcheck._util.jsonio import loads
@@ -37,7 +37,7 @@ from fieldcheck.numeric._stream import (
     score_to_folder,
     stored_cell,
 )
-from fieldcheck.reports import RunFolder, Scored, Views, Write
+from fieldcheck.reports import Problems, RunFolder, Scored, Views, Write
 from fieldcheck.store import ERROR, FAILED, ItemColumn, Pairing, item_value
 
 if TYPE_CHECKING:
@@ -80,9 +80,9 @@ class NumericSettings(BaseModel):
 
 def check_settings(settings: Mapping[str, Any]) -> NumericSettings:
     """The stored settings, checked: a usage problem names the option (prices: both or none)."""
-    for name in ("bootstrap", "seed"):  # said as every system says them
+    for name, top in (("bootstrap", None), ("seed", MAX_SEED)):  # as every system says them
         if name in settings:
-            whole_number(settings[name], f"--{name}")
+            whole_number(settings[name], f"--{name}", top)
     try:
         found = NumericSettings.model_validate(dict(settings))
     except ValidationError as exc:
@@ -332,6 +332,7 @@ class NumericSystem(NumericRuns, Views):
             ),
             gate={"": {name: stats.get(name) for name in GATED}},
             summary={**stats, "complete": True},
+            problems=Problems(result.input_errors, "input_errors.csv"),
         )
 
     def import_folder(

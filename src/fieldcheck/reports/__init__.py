@@ -26,6 +26,7 @@ if TYPE_CHECKING:  # the names as type checkers and editors see them
         RUNS_DIR,
         FolderError,
         OutputFolder,
+        Problems,
         RunFolder,
         Scored,
         Views,

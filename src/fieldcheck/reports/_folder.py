@@ -142,11 +142,22 @@ class _State:
     made: list[Path] = field(default_factory=list)  # the partial folder's parents this process made
 
 
+@dataclass(frozen=True)
+class Problems:
+    """A run's input problems, which every scoring command shows the same way (the first few on
+    stderr): ``errors`` (``InputError`` or its line), ``listed_in`` the key in ``Scored.files``
+    of the file listing each, ``total`` their count when ``errors`` holds only the first ones."""
+
+    errors: Sequence[Any]
+    listed_in: str
+    total: int | None = None
+
+
 @dataclass
 class Scored:
     """What a system's scoring of one run gives the pipeline (ARCHITECTURE.md "One evaluation, one
     path"); ``failed``: some input not scored (exit 3), ``gate``: ``--fail-under`` values by
-    model."""
+    model; ``problems``: the input problems the command shows."""
 
     result: Any
     files: dict[str, Path]
@@ -156,6 +167,7 @@ class Scored:
     failed: bool
     gate: dict[str, dict[str, Any]]
     summary: Any = None
+    problems: Problems | None = None
 
 
 Write = Callable[["RunRecorder"], tuple[Any, Any]]

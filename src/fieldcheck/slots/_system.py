@@ -12,13 +12,13 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, get_args
 
-from fieldcheck._util.errors import CannotWrite, InputError, UsageProblem, whole_number
+from fieldcheck._util.errors import MAX_SEED, CannotWrite, InputError, UsageProblem, whole_number
 from fieldcheck._util.executor import Executor, InProcess, LocalPool, run_map
 from fieldcheck._util.jsonio import loads
 from fieldcheck._util.models import label_models, models_label
 from fieldcheck._util.paths import file_bytes
 from fieldcheck._util.sniff import check_input_file
-from fieldcheck.reports import RunFolder, Scored, Views, Write
+from fieldcheck.reports import Problems, RunFolder, Scored, Views, Write
 from fieldcheck.slots._extract import SlotsRuns
 from fieldcheck.slots._loaders import JudgeFile, LatencyFile, SlotFile, load_latencies, load_slots
 from fieldcheck.slots._report import METRIC_COLUMNS, write_outputs
@@ -118,7 +118,7 @@ def _settings(settings: Mapping[str, Any]) -> tuple[TPMode, float | None, int, i
     if threshold is not None and not (_number(threshold) and 0.0 <= threshold <= 1.0):
         raise UsageProblem(f"{threshold!r} is not a number in [0, 1]", "--threshold")
     bootstrap = whole_number(settings.get("bootstrap", 1000), "--bootstrap")
-    seed = whole_number(settings.get("seed", 0), "--seed")
+    seed = whole_number(settings.get("seed", 0), "--seed", MAX_SEED)
     if bool(settings.get("judge_base_url")) != bool(settings.get("judge_model")):
         raise UsageProblem(
             "give both --judge-base-url and --judge-model, or neither", "--judge-model"
@@ -458,6 +458,7 @@ class SlotsSystem(SlotsRuns, Views):
                 **{m.name: {k: getattr(m.result, k) for k in METRIC_COLUMNS} for m in run.models},
             },
             summary={**run.metrics_json(), "complete": True},
+            problems=Problems(run.errors, "errors.jsonl"),
         )
 
     def rescore(
