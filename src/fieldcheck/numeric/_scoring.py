@@ -189,7 +189,7 @@ def prediction_errors(data: LoadResult, predictions: PredictionsResult) -> Error
     conversation (not in the split) or a turn out of range, in (id, turn) order."""
     errors = data.errors + predictions.errors
     turns_of = data.turn_counts()
-    found = predictions.predictions
+    found, file = predictions.predictions, predictions.path
     for cid, turn in found.sorted_keys() if isinstance(found, PredictionIndex) else sorted(found):
         count = turns_of.get(cid)
         value: str | int = cid
@@ -203,9 +203,7 @@ def prediction_errors(data: LoadResult, predictions: PredictionsResult) -> Error
             continue
         line = predictions.lines.get((cid, turn))
         errors.append(
-            InputError(
-                reason, file=predictions.path, line=line, record=cid, field=field, value=value
-            )
+            InputError(reason, file=file, line=line, record=cid, field=field, value=value)
         )
     unscored = data.no_gold_turns()
     if unscored:
@@ -219,12 +217,9 @@ def missing_turn_error(
     predictions: PredictionsResult, conversation_id: str, turn: int
 ) -> InputError:
     """A turn with a gold answer and no prediction line (it counts as a failure)."""
+    reason = "missing turn: no prediction for this turn (counted as a failure)"
     return InputError(
-        "missing turn: no prediction for this turn (counted as a failure)",
-        file=predictions.path,
-        record=conversation_id,
-        field="turn",
-        value=turn,
+        reason, file=predictions.path, record=conversation_id, field="turn", value=turn
     )
 
 
