@@ -301,12 +301,15 @@ def read_completion(body: bytes, content_type: str = "") -> Completion:
     usage = data.get("usage")
     tokens_in = tokens_out = None
     if isinstance(usage, dict):
-        tokens_in = _count(usage.get("prompt_tokens"))
-        tokens_out = _count(usage.get("completion_tokens"))
+        tokens_in, tokens_out = (
+            _count(usage.get("prompt_tokens")),
+            _count(usage.get("completion_tokens")),
+        )
         if tokens_in is None or tokens_out is None:  # one count wrong: neither is trusted
             tokens_in = tokens_out = None
     choices = data.get("choices")
-    problem = text = None
+    problem = None
+    text = None
     truncated = False
     if not isinstance(choices, list):
         raise InvalidReply(f"'choices' is {_kind(choices)}, not a list")
