@@ -367,26 +367,18 @@ def _from_derived(
     columns = _require(doc, "table", Mapping, file=file, record=rid, field="doc.table")
     table: dict[str, dict[str, float | str]] = {}
     for column, rows in columns.items():
+        field = f"doc.table[{column!r}]"
         if not isinstance(rows, Mapping):
             raise InputError(
-                "expected an object of rows",
-                file=file,
-                record=rid,
-                field=f"doc.table[{column!r}]",
-                value=rows,
+                "expected an object of rows", file=file, record=rid, field=field, value=rows
             )
         for row, cell in rows.items():
             kind = type(cell)
             if kind is float or kind is int:
                 cell = float(cell)
             elif kind is not str:
-                raise InputError(
-                    "cell is not a number or text",
-                    file=file,
-                    record=rid,
-                    field=f"doc.table[{column!r}][{row!r}]",
-                    value=cell,
-                )
+                reason, where = "cell is not a number or text", f"{field}[{row!r}]"
+                raise InputError(reason, file=file, record=rid, field=where, value=cell)
             table.setdefault(str(row), {})[str(column)] = cell
     turns, warnings = _read_turns(record, _DERIVED, file=file, record=rid)
     # without a features object: the derived format marks repeated headers "name (1)", "name (2)"
@@ -434,14 +426,8 @@ def _read_turns(
 ) -> tuple[list[PlainTurn], list[InputError]]:
     """The per-turn lists of ``obj[keys.container]`` (each as long as the questions) as turns."""
     box = _require(obj, keys.container, Mapping, file=file, record=record, field=keys.container)
-    questions = _require(
-        box,
-        keys.questions,
-        list,
-        file=file,
-        record=record,
-        field=f"{keys.container}.{keys.questions}",
-    )
+    field = f"{keys.container}.{keys.questions}"
+    questions = _require(box, keys.questions, list, file=file, record=record, field=field)
     answers, programs, executed, splits = (
         _turn_list(box, key, len(questions), file=file, record=record, prefix=keys.container)
         for key in (keys.answers, keys.programs, keys.executed, keys.splits)
@@ -512,13 +498,8 @@ def _table_from_rows(
         return {}, False
     for r, row in enumerate(rows):
         if not isinstance(row, list) or not all(isinstance(c, str | int | float) for c in row):
-            raise InputError(
-                "table row is not a list of cells",
-                file=file,
-                record=record,
-                field=f"table[{r}]",
-                value=row,
-            )
+            reason = "table row is not a list of cells"
+            raise InputError(reason, file=file, record=record, field=f"table[{r}]", value=row)
     header = [str(c) for c in rows[0][1:]]
     duplicate = len(set(header)) != len(header)
     columns = _disambiguate(header)

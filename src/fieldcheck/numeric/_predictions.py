@@ -392,14 +392,8 @@ def index_predictions(path: str | Path) -> PredictionsResult:
                     prediction = Prediction.model_validate(value)
                     where = (prediction.conversation_id, prediction.turn)
                 except ValidationError as exc:
-                    errors.append(
-                        input_error_of(
-                            exc,
-                            file=file,
-                            line=number,
-                            record=str(record) if record is not None else None,
-                        )
-                    )
+                    shown = str(record) if record is not None else None
+                    errors.append(input_error_of(exc, file=file, line=number, record=shown))
                     continue
             first_line = index.line_of(where)
             if first_line is not None:

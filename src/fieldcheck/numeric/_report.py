@@ -334,12 +334,8 @@ def _headline_rows(stats: Mapping[str, Any]) -> list[list[str]]:
         ("Tokens per correct turn", format_fixed(stats.get("tokens_per_correct_turn"), 1)),
     ]
     if "cost_per_correct_answer_usd" in stats:
-        usage.append(
-            (
-                "Cost per correct answer: USD per successful conversation",
-                format_fixed(stats.get("cost_per_correct_answer_usd"), 6),
-            )
-        )
+        usd = format_fixed(stats.get("cost_per_correct_answer_usd"), 6)
+        usage.append(("Cost per correct answer: USD per successful conversation", usd))
         usage.append(("Total cost (USD)", format_fixed(stats.get("total_cost_usd"), 6)))
     note = estimated_note(stats)
     rows += [[label + note, value, ""] for label, value in usage]

@@ -116,18 +116,9 @@ def turn_values(
     """One turn scored as plain data (a turns.csv row and the trace's turn, issue 10). Not
     scored (match fields ``None``): no gold answer, or a failed model call (issue 8)."""
     gold = turn.executed_answer
-    (
-        raw_answer,
-        plan,
-        tokens_in,
-        tokens_out,
-        latency,
-        error_type,
-        error_message,
-        validation,
-        estimated,
-    ) = prediction if prediction is not None else _NO_PREDICTION._replace(validation=[])
-    parsed = metrics.parse_answer(raw_answer)
+    values = prediction if prediction is not None else _NO_PREDICTION._replace(validation=[])
+    plan, error_type = values.plan, values.error_type
+    parsed = metrics.parse_answer(values.answer)
     parsed_value: float | str | None = None
     if parsed is not None:
         parsed_value = (
@@ -156,7 +147,7 @@ def turn_values(
         "turn_idx": turn_idx,
         "question": turn.question,
         "expected_answer": gold,
-        "predicted_answer": raw_answer,
+        "predicted_answer": values.answer,
         "parsed_answer": parsed_value,
         "answer_rule": parsed.rule if parsed is not None else None,
         "scored": not_scored is None,
@@ -179,13 +170,13 @@ def turn_values(
         "logic_precision": precision,
         "logic_order_score": order,
         "qa_split": turn.qa_split,
-        "input_tokens": tokens_in,
-        "output_tokens": tokens_out,
-        "tokens_estimated": estimated,
-        "latency_s": latency,
+        "input_tokens": values.input_tokens,
+        "output_tokens": values.output_tokens,
+        "tokens_estimated": values.tokens_estimated,
+        "latency_s": values.latency_s,
         "error_type": error_type,
-        "error_message": error_message,
-        "validation": validation,
+        "error_message": values.error_message,
+        "validation": values.validation,
     }
 
 
@@ -198,7 +189,7 @@ def prediction_errors(data: LoadResult, predictions: PredictionsResult) -> Error
     conversation (not in the split) or a turn out of range, in (id, turn) order."""
     errors = data.errors + predictions.errors
     turns_of = data.turn_counts()
-    found = predictions.predictions
+    found, file = predictions.predictions, predictions.path
     for cid, turn in found.sorted_keys() if isinstance(found, PredictionIndex) else sorted(found):
         count = turns_of.get(cid)
         value: str | int = cid
@@ -212,9 +203,7 @@ def prediction_errors(data: LoadResult, predictions: PredictionsResult) -> Error
             continue
         line = predictions.lines.get((cid, turn))
         errors.append(
-            InputError(
-                reason, file=predictions.path, line=line, record=cid, field=field, value=value
-            )
+            InputError(reason, file=file, line=line, record=cid, field=field, value=value)
         )
     unscored = data.no_gold_turns()
     if unscored:
@@ -228,12 +217,9 @@ def missing_turn_error(
     predictions: PredictionsResult, conversation_id: str, turn: int
 ) -> InputError:
     """A turn with a gold answer and no prediction line (it counts as a failure)."""
+    reason = "missing turn: no prediction for this turn (counted as a failure)"
     return InputError(
-        "missing turn: no prediction for this turn (counted as a failure)",
-        file=predictions.path,
-        record=conversation_id,
-        field="turn",
-        value=turn,
+        reason, file=predictions.path, record=conversation_id, field="turn", value=turn
     )
 
 
@@ -263,6 +249,7 @@ def run_signature(
     )
 
 
+MATCH_FIELDS = metrics.AnswerMatches._fields[:5]  # a turn's five match types, numerical first
 MATCH_KEYS = (
     "numerical_match_accuracy",
     "soft_match_accuracy",

@@ -8,15 +8,11 @@ from typing import Any
 
 from fieldcheck._util.jsonio import dumps
 from fieldcheck.numeric._records import turn_key
+from fieldcheck.numeric._scoring import MATCH_FIELDS
 from fieldcheck.reports import section, table_block, text_block, tone, values_block
 
-MATCHES = (
-    ("numerical_match", "numerical match"),
-    ("soft_match", "soft match"),
-    ("unit_agnostic_match", "unit-agnostic match"),
-    ("sign_agnostic_match", "sign-agnostic match"),
-    ("general_match", "general match"),
-)
+MATCHES = tuple((f, f.replace("_agnostic", "-agnostic").replace("_", " ")) for f in MATCH_FIELDS)
+"""Each match field and its label ("unit-agnostic match")."""
 REPAIR = "repair round"
 PLAN_COLUMNS = (
     "step",

@@ -43,6 +43,7 @@ from fieldcheck.numeric._predictions import (
 )
 from fieldcheck.numeric._report import PLOTS, WORST, plot_files, write_numeric_report
 from fieldcheck.numeric._scoring import (
+    MATCH_FIELDS,
     MATCH_KEYS,
     MISSING_PREDICTION,
     BootstrapUnits,
@@ -71,13 +72,6 @@ log = logging.getLogger(__name__)
 
 Turn = dict[str, Any]  # a scored turn (``turn_values``) as plain data
 
-MATCH_FIELDS = (
-    "numerical_match",
-    "soft_match",
-    "unit_agnostic_match",
-    "sign_agnostic_match",
-    "general_match",
-)
 LOGIC_FIELDS = ("logic_recall", "logic_precision", "logic_order_score")
 SUMMARY_COLUMNS = (
     "conversation_id",
@@ -141,12 +135,7 @@ ERROR_COLUMNS = (
     "operations_per_turn",
     "error_context",
 )
-EXTRA_FIELDS = {
-    "unit_agnostic": "unit_agnostic_match",
-    "sign_agnostic": "sign_agnostic_match",
-    "general": "general_match",
-    "soft": "soft_match",
-}
+EXTRA_FIELDS = {field.removesuffix("_match"): field for field in MATCH_FIELDS[1:]}
 _PLAIN = (int, float, bool)
 _BOM = "\ufeff".encode()
 # neutralise_cell's JSON text of a dict cell

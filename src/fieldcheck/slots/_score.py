@@ -866,11 +866,9 @@ class SlotScorer(ScorerState):
                 full = classes.totals()
                 f1_a = float(_PAIR_F1(full[:, :n])[0])
                 f1_b = float(_PAIR_F1(full[:, n:])[0])
-            p_value = None
-            if bootstrap > 0:
-                p_value = paired_bootstrap_classes_pvalue(
-                    classes, n, _PAIR_F1, resamples=bootstrap, seed=seed, stream=_PAIR_STREAM
-                )
+            p_value = paired_bootstrap_classes_pvalue(  # None without resamples
+                classes, n, _PAIR_F1, resamples=bootstrap, seed=seed, stream=_PAIR_STREAM
+            )
             paired.append(
                 PairedF1(
                     model_a=a.name,
