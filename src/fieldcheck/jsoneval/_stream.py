@@ -38,6 +38,7 @@ from fieldcheck._util.jsonio import (
     BLANK,
     dumps,
     dumps_bytes,
+    id_text,
     loads,
     may_hold_big_int,
     nesting_depth,
@@ -55,6 +56,7 @@ from fieldcheck.jsoneval._models import (
     JsonEvalResult,
     OutputKind,
     RecordError,
+    duplicate_id,
 )
 from fieldcheck.jsoneval._safety import SafetyFinding, find_leaks
 from fieldcheck.matchers import FuzzyMatcher, Matcher, SemanticMatcher, Similarity
@@ -839,11 +841,6 @@ def _validation_error(
     return error
 
 
-def _record_id(line: dict[str, Any]) -> str | None:
-    raw: Any = line.get("id")
-    return str(raw) if isinstance(raw, str | int) and not isinstance(raw, bool) else None
-
-
 def plain_items(
     numbers: range, lines: list[bytes], warned_extra: bool
 ) -> tuple[list[Item], list[str], list[dict[str, Any]]] | None:
@@ -1024,7 +1021,7 @@ class _SeenIds:
         if offset == 0:
             raw = raw.removeprefix(_BOM)
         try:
-            return _record_id(loads(raw))
+            return id_text(loads(raw).get("id"))
         except (orjson.JSONDecodeError, AttributeError):
             return None
 
@@ -1155,7 +1152,7 @@ class BatchReader:
             else:
                 parsed.append((number, offset, value, None))
         out: list[Item | Failed] = []
-        keys = [_record_id(v) if type(v) is dict else None for _, _, v, _ in parsed]
+        keys = [id_text(v.get("id")) if type(v) is dict else None for _, _, v, _ in parsed]
         hashes = id_hashes([k or "" for k in keys])
         maybe_old = seen.candidates(hashes).tolist()
         here: dict[str, int] = {}  # this chunk's ids, by their first line
@@ -1188,14 +1185,7 @@ class BatchReader:
             if first is None and old:
                 first = seen.first_line(k, h)
             if first is not None:
-                error = InputError(
-                    f"duplicate id (first on line {first})",
-                    file=p,
-                    line=number,
-                    record=k,
-                    field="id",
-                )
-                out.append(self._fail(number, error))
+                out.append(self._fail(number, duplicate_id(first, file=p, line=number, record=k)))
                 continue
             here[k] = number
             new.append((h, number, offset))
