@@ -35,6 +35,8 @@ from fieldcheck._util.errors import (
 from fieldcheck._util.executor import Executor, InProcess, LocalPool, few_collections, finish
 from fieldcheck._util.jsonio import (
     _BOM,
+    _INT64,
+    _SCALARS,
     BLANK,
     dumps,
     dumps_bytes,
@@ -81,7 +83,6 @@ _REASONS = {
     "string_type": "must be a string or an integer",
     "int_type": "must be a string or an integer",
 }
-_INT64 = 1 << 63
 _FEW_OPENERS = MAX_DEPTH + 1  # a line with no more "{" and "[" cannot nest too deep (too_deep)
 _MAX_PLANS = 4096  # key sequences (and outcomes per sequence) remembered by the kernel
 POOL_WORKERS = min(4, os.cpu_count() or 1)  # processes scoring unparsed chunks (``run_stream``)
@@ -274,7 +275,6 @@ def coerce_output(
 
 
 _ABSENT = object()
-_SCALARS = frozenset((str, int, float, bool, type(None)))
 
 
 def _too_deep(value: Any, *, field: str, record: str) -> None:
@@ -347,9 +347,8 @@ class Scorer:
 
     def _outcome(self, item: Item) -> Scored | None:
         """The outcome (``_shared``) of a record whose compared fields are all EXACT or IGNORE,
-        decided by its per-key outcome codes (0/1: gt null, output null or not; 2: missing;
-        3/4: EXACT hit or not; 5: IGNORE); None when a FUZZY/SEMANTIC field needs the general
-        path."""
+        decided by its per-key outcome codes (0/1: gt null, output null or not; 2: missing; 3/4:
+        EXACT hit or not; 5: IGNORE); None when a FUZZY/SEMANTIC field needs the general path."""
         gt = item.ground_truth
         aio: dict[str, Any] = item.output
         plan = self._plan((tuple(gt), tuple(aio)), gt, aio)
@@ -619,9 +618,9 @@ def _of_record(done: Scored | None, item: Item) -> Scored | None:
 
 class Outcomes(Sequence[Scored]):
     """A chunk scored by the kernel alone: its distinct outcomes (``results``) and which one
-    each record has (``which``); a record's ``Scored`` is made only
-    when asked for (``Aggregate.add``, ``record_pieces`` and ``_spliced`` read the outcomes:
-    no object per record)."""
+    each record has (``which``); a record's ``Scored`` is made only when asked for
+    (``Aggregate.add``, ``record_pieces`` and ``_spliced`` read the outcomes: no object per
+    record)."""
 
     __slots__ = ("items", "results", "which")
 
@@ -1145,11 +1144,9 @@ class BatchReader:
         parsed: list[tuple[int, int, Any, InputError | None]] = []
         for number, offset, raw in raws:
             value = parse_jsonl_line(raw, number, p, record_key="id")
-            if value is BLANK:
-                continue
             if isinstance(value, InputError):
                 parsed.append((number, offset, None, value))
-            else:
+            elif value is not BLANK:
                 parsed.append((number, offset, value, None))
         out: list[Item | Failed] = []
         keys = [id_text(v.get("id")) if type(v) is dict else None for _, _, v, _ in parsed]
@@ -1284,8 +1281,7 @@ class Job:
     def __getstate__(self) -> dict[str, Any]:
         # rapidfuzz's matcher is stateless, sent along; a model (semantic, a judge) is not
         sent = {k: m for k, m in (self.matchers or {}).items() if isinstance(m, FuzzyMatcher)}
-        state = {**self.__dict__, "matchers": sent, "progress": None, "_scorer": None}
-        return {**state, "sent": True}
+        return {**self.__dict__, "matchers": sent, "progress": None, "_scorer": None, "sent": True}
 
     @property
     def scorer(self) -> Scorer:
@@ -1460,10 +1456,9 @@ def _store_rows(
 
 def stored_items(data: bytes | tuple[Any, ...]) -> Any:
     """A chunk's store items, run by the store's writer (``RunRecorder.add_built``): marshalled
-    ``StoreRow``s as (columns, result text) pairs; or ``spliced_payload``'s as the store's
-    table (``store.spliced``), each text spliced as ``_store_rows`` would write it: the
-    record's line up to its id, the id and the rest of the record's line, then its input
-    line after the id."""
+    ``StoreRow``s as (columns, result text) pairs; or ``spliced_payload``'s as the store's table
+    (``store.spliced``), each text spliced as ``_store_rows`` would write it: the record's line
+    up to its id, the id and the rest of the record's line, then its input line after the id."""
     from fieldcheck.store import ItemColumns, spliced
 
     if isinstance(data, bytes):
