@@ -156,6 +156,11 @@ def too_deep(raw: bytes | None, value: Any) -> bool:
     return nesting_depth(value, limit=MAX_DEPTH + 1) > MAX_DEPTH + 1
 
 
+def id_text(raw: Any) -> str | None:
+    """A record's id as text: a JSON string or integer (a boolean is neither), else None."""
+    return str(raw) if isinstance(raw, str | int) and not isinstance(raw, bool) else None
+
+
 def too_deep_error(
     value: Any,
     *,
@@ -167,9 +172,7 @@ def too_deep_error(
     record (never the value: its repr would recurse too)."""
     record = field = None
     if isinstance(value, Mapping):
-        raw_id = value.get(record_key) if record_key is not None else None
-        if isinstance(raw_id, str | int) and not isinstance(raw_id, bool):
-            record = str(raw_id)
+        record = id_text(value.get(record_key)) if record_key is not None else None
         field = next(
             (str(k) for k in value if nesting_depth(value[k], limit=MAX_DEPTH) > MAX_DEPTH), None
         )

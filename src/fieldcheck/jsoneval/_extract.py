@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, Validat
 from fieldcheck._util.errors import InputError, UsageProblem, input_error_of
 from fieldcheck._util.jsonio import (
     dumps,
+    id_text,
     iter_jsonl,
     loads,
     nesting_depth,
@@ -27,7 +28,7 @@ from fieldcheck._util.jsonio import (
     write_jsonl,
 )
 from fieldcheck._util.sniff import check_input_file
-from fieldcheck.jsoneval._models import MAX_DEPTH, RecordError
+from fieldcheck.jsoneval._models import MAX_DEPTH, RecordError, duplicate_id
 from fieldcheck.runner import (
     Asked,
     ChatClient,
@@ -146,10 +147,7 @@ def read_documents(path: str | Path) -> tuple[list[ExtractRecord], list[InputErr
                 )
             )
             continue
-        raw_id = value.get("id")
-        rid = (
-            str(raw_id) if isinstance(raw_id, str | int) and not isinstance(raw_id, bool) else None
-        )
+        rid = id_text(value.get("id"))
         try:
             record = ExtractRecord.model_validate({**value, "line": line})
         except ValidationError as exc:
@@ -164,15 +162,7 @@ def read_documents(path: str | Path) -> tuple[list[ExtractRecord], list[InputErr
             )
             continue
         if record.key in first:
-            errors.append(
-                InputError(
-                    f"duplicate id (first on line {first[record.key]})",
-                    file=p,
-                    line=line,
-                    record=record.key,
-                    field="id",
-                )
-            )
+            errors.append(duplicate_id(first[record.key], file=p, line=line, record=record.key))
             continue
         first[record.key] = line
         records.append(record)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, field_validator
@@ -81,6 +82,13 @@ class BatchRecord(BaseModel):
     @property
     def key(self) -> str:
         return str(self.id)
+
+
+def duplicate_id(first: int, *, file: Path, line: int, record: str) -> InputError:
+    """The error of a record whose id the line ``first`` gave already (docs/json.md)."""
+    return InputError(
+        f"duplicate id (first on line {first})", file=file, line=line, record=record, field="id"
+    )
 
 
 class RecordError(BaseModel):

@@ -35,9 +35,12 @@ from fieldcheck._util.errors import (
 from fieldcheck._util.executor import Executor, InProcess, LocalPool, few_collections, finish
 from fieldcheck._util.jsonio import (
     _BOM,
+    _INT64,
+    _SCALARS,
     BLANK,
     dumps,
     dumps_bytes,
+    id_text,
     loads,
     may_hold_big_int,
     nesting_depth,
@@ -55,6 +58,7 @@ from fieldcheck.jsoneval._models import (
     JsonEvalResult,
     OutputKind,
     RecordError,
+    duplicate_id,
 )
 from fieldcheck.jsoneval._safety import SafetyFinding, find_leaks
 from fieldcheck.matchers import FuzzyMatcher, Matcher, SemanticMatcher, Similarity
@@ -79,7 +83,6 @@ _REASONS = {
     "string_type": "must be a string or an integer",
     "int_type": "must be a string or an integer",
 }
-_INT64 = 1 << 63
 _FEW_OPENERS = MAX_DEPTH + 1  # a line with no more "{" and "[" cannot nest too deep (too_deep)
 _MAX_PLANS = 4096  # key sequences (and outcomes per sequence) remembered by the kernel
 POOL_WORKERS = min(4, os.cpu_count() or 1)  # processes scoring unparsed chunks (``run_stream``)
@@ -272,7 +275,6 @@ def coerce_output(
 
 
 _ABSENT = object()
-_SCALARS = frozenset((str, int, float, bool, type(None)))
 
 
 def _too_deep(value: Any, *, field: str, record: str) -> None:
@@ -345,9 +347,8 @@ class Scorer:
 
     def _outcome(self, item: Item) -> Scored | None:
         """The outcome (``_shared``) of a record whose compared fields are all EXACT or IGNORE,
-        decided by its per-key outcome codes (0/1: gt null, output null or not; 2: missing;
-        3/4: EXACT hit or not; 5: IGNORE); None when a FUZZY/SEMANTIC field needs the general
-        path."""
+        decided by its per-key outcome codes (0/1: gt null, output null or not; 2: missing; 3/4:
+        EXACT hit or not; 5: IGNORE); None when a FUZZY/SEMANTIC field needs the general path."""
         gt = item.ground_truth
         aio: dict[str, Any] = item.output
         plan = self._plan((tuple(gt), tuple(aio)), gt, aio)
@@ -617,9 +618,9 @@ def _of_record(done: Scored | None, item: Item) -> Scored | None:
 
 class Outcomes(Sequence[Scored]):
     """A chunk scored by the kernel alone: its distinct outcomes (``results``) and which one
-    each record has (``which``); a record's ``Scored`` is made only
-    when asked for (``Aggregate.add``, ``record_pieces`` and ``_spliced`` read the outcomes:
-    no object per record)."""
+    each record has (``which``); a record's ``Scored`` is made only when asked for
+    (``Aggregate.add``, ``record_pieces`` and ``_spliced`` read the outcomes: no object per
+    record)."""
 
     __slots__ = ("items", "results", "which")
 
@@ -839,11 +840,6 @@ def _validation_error(
     return error
 
 
-def _record_id(line: dict[str, Any]) -> str | None:
-    raw: Any = line.get("id")
-    return str(raw) if isinstance(raw, str | int) and not isinstance(raw, bool) else None
-
-
 def plain_items(
     numbers: range, lines: list[bytes], warned_extra: bool
 ) -> tuple[list[Item], list[str], list[dict[str, Any]]] | None:
@@ -1024,7 +1020,7 @@ class _SeenIds:
         if offset == 0:
             raw = raw.removeprefix(_BOM)
         try:
-            return _record_id(loads(raw))
+            return id_text(loads(raw).get("id"))
         except (orjson.JSONDecodeError, AttributeError):
             return None
 
@@ -1148,14 +1144,12 @@ class BatchReader:
         parsed: list[tuple[int, int, Any, InputError | None]] = []
         for number, offset, raw in raws:
             value = parse_jsonl_line(raw, number, p, record_key="id")
-            if value is BLANK:
-                continue
             if isinstance(value, InputError):
                 parsed.append((number, offset, None, value))
-            else:
+            elif value is not BLANK:
                 parsed.append((number, offset, value, None))
         out: list[Item | Failed] = []
-        keys = [_record_id(v) if type(v) is dict else None for _, _, v, _ in parsed]
+        keys = [id_text(v.get("id")) if type(v) is dict else None for _, _, v, _ in parsed]
         hashes = id_hashes([k or "" for k in keys])
         maybe_old = seen.candidates(hashes).tolist()
         here: dict[str, int] = {}  # this chunk's ids, by their first line
@@ -1188,14 +1182,7 @@ class BatchReader:
             if first is None and old:
                 first = seen.first_line(k, h)
             if first is not None:
-                error = InputError(
-                    f"duplicate id (first on line {first})",
-                    file=p,
-                    line=number,
-                    record=k,
-                    field="id",
-                )
-                out.append(self._fail(number, error))
+                out.append(self._fail(number, duplicate_id(first, file=p, line=number, record=k)))
                 continue
             here[k] = number
             new.append((h, number, offset))
@@ -1294,8 +1281,7 @@ class Job:
     def __getstate__(self) -> dict[str, Any]:
         # rapidfuzz's matcher is stateless, sent along; a model (semantic, a judge) is not
         sent = {k: m for k, m in (self.matchers or {}).items() if isinstance(m, FuzzyMatcher)}
-        state = {**self.__dict__, "matchers": sent, "progress": None, "_scorer": None}
-        return {**state, "sent": True}
+        return {**self.__dict__, "matchers": sent, "progress": None, "_scorer": None, "sent": True}
 
     @property
     def scorer(self) -> Scorer:
@@ -1470,10 +1456,9 @@ def _store_rows(
 
 def stored_items(data: bytes | tuple[Any, ...]) -> Any:
     """A chunk's store items, run by the store's writer (``RunRecorder.add_built``): marshalled
-    ``StoreRow``s as (columns, result text) pairs; or ``spliced_payload``'s as the store's
-    table (``store.spliced``), each text spliced as ``_store_rows`` would write it: the
-    record's line up to its id, the id and the rest of the record's line, then its input
-    line after the id."""
+    ``StoreRow``s as (columns, result text) pairs; or ``spliced_payload``'s as the store's table
+    (``store.spliced``), each text spliced as ``_store_rows`` would write it: the record's line
+    up to its id, the id and the rest of the record's line, then its input line after the id."""
     from fieldcheck.store import ItemColumns, spliced
 
     if isinstance(data, bytes):

@@ -381,8 +381,7 @@ class RunRecorder:
     ) -> RunInfo:
         """Mark the run finished with its metrics, intervals, final ``signature`` and
         ``figures`` (``Store.finish_scored_run``) once every item is in its files."""
-        if not self._sealed:
-            self.add_failed_calls()
+        self.add_failed_calls()  # once: done already when sealed
         self.flush()
         if self.broken:
             self._close()
