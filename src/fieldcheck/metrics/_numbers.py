@@ -330,15 +330,28 @@ def failure_mode(
     numerical match. Spec: "Analysis Workflows" 1."""
     if error:
         return "error"
+    matches = (numerical_match, unit_agnostic_match, sign_agnostic_match, soft_match)
+    return _failure(prediction, reference, *(match(prediction, reference) for match in matches))
+
+
+def _failure(
+    prediction: ParsedAnswer | None,
+    reference: float | str | bool | None,
+    numerical: bool,
+    unit: bool,
+    sign: bool,
+    soft: bool,
+) -> FailureMode | None:
+    """``failure_mode`` from the match types already found (``match_answer`` finds each once)."""
     if prediction is None:
         return "no_answer"
-    if numerical_match(prediction, reference):
+    if numerical:
         return None
-    if unit_agnostic_match(prediction, reference):
+    if unit:
         return "scale"
-    if sign_agnostic_match(prediction, reference):
+    if sign:
         return "sign"
-    if is_rounding_of(prediction, reference) or soft_match(prediction, reference):
+    if soft or is_rounding_of(prediction, reference):
         return "rounding"
     return "wrong"
 
@@ -367,11 +380,10 @@ def match_answer(
     (its answer is not trusted)."""
     if error:
         return _ERROR_MATCHES
-    return AnswerMatches(
-        numerical_match(prediction, reference),
-        soft_match(prediction, reference),
-        unit_agnostic_match(prediction, reference),
-        sign_agnostic_match(prediction, reference),
-        general_match(prediction, reference),
-        failure_mode(prediction, reference),
-    )
+    numerical = numerical_match(prediction, reference)
+    soft = soft_match(prediction, reference)
+    unit = unit_agnostic_match(prediction, reference)
+    sign = sign_agnostic_match(prediction, reference)
+    general = general_match(prediction, reference)
+    failure = _failure(prediction, reference, numerical, unit, sign, soft)
+    return AnswerMatches(numerical, soft, unit, sign, general, failure)
