@@ -79,6 +79,34 @@ CASES: list[tuple[str, str, dict[str, Any], str, str]] = [
         "body: not a multipart form (no part could be read)",
         "body",
     ),
+    # a batch part cut short (no closing boundary): the body is at fault, not a missing batch
+    (
+        "POST",
+        "/api/score/json",
+        {
+            "content": b'--XyZ\r\nContent-Disposition: form-data; name="batch"; '
+            b'filename="a.jsonl"\r\n\r\n{"id":1}',
+            "headers": MULTIPART,
+        },
+        "body: not a whole multipart form (it ends before its closing boundary: the body was "
+        "cut short)",
+        "body",
+    ),
+    *(
+        (
+            "POST",
+            "/api/score/json",
+            args,
+            "body: the route takes a multipart form (multipart/form-data: one file field per "
+            f"input role, and settings) ({got})",
+            "body",
+        )
+        for args, got in (
+            ({"json": {"batch": "a.jsonl"}}, "got application/json"),
+            ({"content": b"x", "headers": {"content-type": "text/plain"}}, "got text/plain"),
+            ({}, "got no content type"),
+        )
+    ),
     # a form that was read but lacks its file: the field is at fault
     ("POST", "/api/json/batch", {"files": {"other": ("a.jsonl", b"{}")}}, "file: missing", "file"),
     (

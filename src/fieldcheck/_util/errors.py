@@ -40,6 +40,7 @@ def short_repr(value: Any) -> str:
 _placing = threading.Lock()
 _placed: dict[tuple[str, str], int] = {}  # (partial folder, destination): folders open
 _PLACED: tuple[tuple[str, str], ...] = ()  # their pairs, as a path given and absolute
+_last_shown: tuple[tuple[tuple[str, str], ...], str, str] = ((), "", "")  # ``shown_path``'s last
 
 
 def place(temp: str | Path, dest: str | Path, step: int = 1) -> None:
@@ -83,12 +84,19 @@ def shown_path(path: str | Path) -> str:
     """``path`` as text every output can hold: a path under a run folder this process writes is
     shown where it will be once the folder is in place (``place``), and a byte of a file name
     that is not UTF-8 (a lone surrogate) becomes U+FFFD."""
-    text = str(path)
-    for temp, dest in _PLACED:
+    global _last_shown
+    given, placed = str(path), _PLACED
+    last = _last_shown
+    if last[0] is placed and last[1] == given:  # every bad line of a file names the same path
+        return last[2]
+    text = given
+    for temp, dest in placed:
         if text.startswith(temp) and text[len(temp) : len(temp) + 1] in ("", os.sep):
             text = dest + text[len(temp) :]
             break
-    return shown_text(text)
+    shown = shown_text(text)
+    _last_shown = (placed, given, shown)  # one tuple, replaced whole: safe across threads
+    return shown
 
 
 def shown_text(text: str) -> str:
@@ -261,7 +269,7 @@ def _row(error: InputError) -> _Row:
         error.field,
         value,
         error.record,
-        error.one_line(),
+        str(error),  # its ``one_line()``, made once (its parts are not changed after)
     )
 
 

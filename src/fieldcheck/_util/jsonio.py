@@ -112,7 +112,8 @@ def _bad_utf8(exc: orjson.JSONDecodeError, raw: bytes) -> tuple[int, int, int] |
 
 
 def _reason(exc: orjson.JSONDecodeError, raw: bytes, *, column: int | None = None) -> str:
-    if _NON_FINITE.search(raw):
+    # the pattern's look-behind tried at every byte: a bad line's costliest step without this
+    if (b"NaN" in raw or b"Infinity" in raw) and _NON_FINITE.search(raw):
         return NOT_A_NUMBER
     # orjson's words speak of surrogates the user never wrote
     if (bad := _bad_utf8(exc, raw)) is not None:
@@ -259,6 +260,9 @@ def iter_jsonl(
                 yield number, value
 
 
+_REMEMBERED_BYTES = 4096
+_last_bad: tuple[bytes, str] = (b"", "")  # the last invalid line (this long at most), its reason
+
 BLANK: Any = object()
 """What ``parse_jsonl_line`` returns for a blank line (``None`` is the JSON value null)."""
 
@@ -280,11 +284,17 @@ def parse_jsonl_line(
     raw = raw.rstrip(b"\r\n")  # so an unfinished line's error points into the line
     if not raw.strip():
         return BLANK
+    global _last_bad
+    if _last_bad[0] == raw:  # the same bad line again (a writer's repeated garbage): its reason
+        return InputError(_last_bad[1], file=file, line=number)
     try:
         value = loads(raw)
     except orjson.JSONDecodeError as exc:
         column = len(raw[: exc.pos].decode("utf-8", "replace")) + 1
-        return InputError(_reason(exc, raw, column=column), file=file, line=number)
+        reason = _reason(exc, raw, column=column)
+        if len(raw) <= _REMEMBERED_BYTES:
+            _last_bad = (raw, reason)  # one tuple, replaced whole: safe across threads
+        return InputError(reason, file=file, line=number)
     if too_deep(raw, value):
         return too_deep_error(value, file=file, line=number, record_key=record_key)
     return value

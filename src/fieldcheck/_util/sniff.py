@@ -128,15 +128,18 @@ def check_input_file(
     option: str,
     expected: str,
     others: dict[str, str] | None = None,
+    problems: int | None = None,
 ) -> None:
     """The rule of every system (issue 9): an input file with no usable record is a usage error
-    naming the first problem and what the file looks like instead."""
+    naming the first problem and what the file looks like instead (``problems``: how many there
+    were, when ``errors`` holds only the first ones)."""
     if records:
         return
     if not errors:
         message = f"{path}: no records (the file is empty)"
     else:
-        lines = f"{len(errors)} problem{'s' if len(errors) != 1 else ''}"
+        count = len(errors) if problems is None else problems
+        lines = f"{count} problem{'s' if count != 1 else ''}"
         cause = likely_cause(path, expected, others)
         message = f"{path}: no valid record ({lines}; first: {errors[0].one_line()}){cause}"
     raise UsageProblem(message, option)

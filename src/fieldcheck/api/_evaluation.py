@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import re
@@ -12,10 +13,12 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Any
 
 import orjson
+from fastapi import Request
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
 
@@ -38,6 +41,7 @@ from fieldcheck.jsoneval import (
     merged_config,
 )
 from fieldcheck.matchers import Matcher
+from fieldcheck.reports import interrupt_thread, interrupt_withdrawn
 
 if TYPE_CHECKING:
     from fieldcheck.api._deps import AppContext
@@ -234,6 +238,64 @@ def score_run(
     return outcome, [hidden(line, shown) for line in lines]
 
 
+class ClientGone(Exception):
+    """The client of a request closed its connection while its run was scored: the scoring was
+    stopped as Ctrl-C stops the CLI's (the run interrupted, its folder left unfinished)."""
+
+
+WATCH_S = 0.25
+"""How often a request whose run is scored checks that its client is still connected."""
+
+
+class _Worker:
+    """The worker thread that scores a request's run, stopped (``interrupt_thread``: the CLI's
+    Ctrl-C) when its client leaves; KeyboardInterrupt leaves it as ``ClientGone``, which the
+    event loop can take (a KeyboardInterrupt in a task stops the server)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._thread: int | None = None
+        self._over = self.stopped = False
+
+    def run(self, work: Callable[[], Any]) -> Any:
+        try:
+            with self._lock:
+                self._thread = threading.get_ident()
+            try:
+                return work()
+            finally:
+                with self._lock:
+                    self._over = True
+                    interrupt_withdrawn(self._thread)
+        except KeyboardInterrupt:
+            raise ClientGone from None
+
+    def stop(self) -> None:
+        with self._lock:
+            if self._thread is not None and not self._over and not self.stopped:
+                self.stopped = True
+                interrupt_thread(self._thread)
+
+
+async def _scored_while_connected(request: Request | None, work: Callable[[], Any]) -> Any:
+    """``work()`` in a worker thread; stopped when ``request``'s client disconnects meanwhile
+    (``ClientGone``, once the thread has stopped)."""
+    worker = _Worker()
+    task = asyncio.ensure_future(run_in_threadpool(worker.run, work))
+    while request is not None and not worker.stopped:
+        done, _ = await asyncio.wait({task}, timeout=WATCH_S)
+        if done:
+            break
+        if await request.is_disconnected():
+            worker.stop()
+    try:
+        return await task
+    except ClientGone:  # nobody reads the answer: what a proxy logs of a client that left
+        path = request.url.path if request is not None else ""
+        _log.warning("%s: the client left: its run was stopped, as Ctrl-C stops one", path)
+        raise ApiError(499, "the client closed the connection: its run was stopped") from None
+
+
 async def score_uploads(
     ctx: AppContext,
     system: str,
@@ -242,10 +304,13 @@ async def score_uploads(
     *,
     root: Path | None,
     params: Mapping[str, str] | None = None,
+    request: Request | None = None,
 ) -> tuple[core.Outcome, list[str], dict[str, str]]:
     """Each upload kept in a new ``request_folder`` (``inputs/ROLE/FILE``, roles that clean to one
     folder name kept apart by ``-2``...) and scored into its ``run/`` in a worker thread: the
-    outcome, its warnings, and each server path as the client names it."""
+    outcome, its warnings, and each server path as the client names it. A ``request`` whose
+    client disconnects meanwhile has its run stopped (``ClientGone``), left as Ctrl-C leaves a
+    CLI run: interrupted in the store, its folder unfinished, nothing removed."""
     folders = unique_filenames(role for role, _ in uploads)
     with request_folder(root, system) as base:
         inputs, shown = [], {str(base): f"{RUNS}/{base.name}"}
@@ -258,8 +323,18 @@ async def score_uploads(
                     handle.write(block)
             inputs.append((role, path))
             shown[str(path)] = sent
-        outcome, warnings = await run_in_threadpool(
-            score_run, ctx, system, inputs, settings, out=base / "run", shown=shown, params=params
+        outcome, warnings = await _scored_while_connected(
+            request,
+            partial(
+                score_run,
+                ctx,
+                system,
+                inputs,
+                settings,
+                out=base / "run",
+                shown=shown,
+                params=params,
+            ),
         )
     if root is None and outcome.run_id is not None:  # its temporary folder is gone
         ctx.store.forget_folder(outcome.run_id)

@@ -16,6 +16,8 @@ if TYPE_CHECKING:  # the names as type checkers and editors see them
         Term,
         count_axis,
         figure,
+        interrupt_thread,
+        interrupt_withdrawn,
         interrupts_deferred,
         label,
         pyplot,

@@ -4,6 +4,7 @@ rendered as ``report.md`` and a standalone, escaped ``report.html``, plus plot h
 from __future__ import annotations
 
 import base64
+import ctypes
 import html
 import re
 import signal
@@ -241,13 +242,62 @@ def pyplot() -> Any:
     return plt
 
 
+_stopping = threading.Lock()
+_deferring: dict[int, int] = {}  # a thread (not the main one) inside ``interrupts_deferred``: depth
+_asked: set[int] = set()  # those of them ``interrupt_thread`` asked to stop meanwhile
+
+
+def _async_exc(ident: int, exc: type[BaseException] | None) -> None:
+    ctypes.pythonapi.PyThreadState_SetAsyncExc(
+        ctypes.c_ulong(ident), None if exc is None else ctypes.py_object(exc)
+    )
+
+
+def interrupt_thread(ident: int) -> None:
+    """Ctrl-C for the thread ``ident`` (not the main one: an API request's scoring whose client
+    left): KeyboardInterrupt raised in it at once, or when it leaves ``interrupts_deferred``."""
+    with _stopping:
+        if _deferring.get(ident):
+            _asked.add(ident)
+        else:
+            _async_exc(ident, KeyboardInterrupt)
+
+
+def interrupt_withdrawn(ident: int) -> None:
+    """The thread ``ident`` is done with its work: an ``interrupt_thread`` not raised yet is
+    dropped (it must not reach the next task of a pool's thread)."""
+    with _stopping:
+        _asked.discard(ident)
+        _async_exc(ident, None)
+
+
+@contextmanager
+def _deferred_in_thread() -> Iterator[None]:
+    ident = threading.get_ident()
+    with _stopping:
+        _deferring[ident] = _deferring.get(ident, 0) + 1
+    try:
+        yield
+    finally:
+        with _stopping:
+            depth = _deferring.pop(ident) - 1
+            if depth:
+                _deferring[ident] = depth
+            asked = not depth and ident in _asked
+            if asked:
+                _asked.discard(ident)
+    if asked:
+        raise KeyboardInterrupt
+
+
 @contextmanager
 def interrupts_deferred() -> Iterator[None]:
     """A Ctrl-C (and a handled SIGTERM, SIGHUP) while a plot is drawn takes effect once it is
-    saved: raised inside matplotlib it became a traceback or was lost (testers' findings); main
-    thread only."""
+    saved: raised inside matplotlib it became a traceback or was lost (testers' findings); in
+    another thread, an ``interrupt_thread``."""
     if threading.current_thread() is not threading.main_thread():
-        yield
+        with _deferred_in_thread():
+            yield
         return
     caught: list[tuple[int, Any]] = []
     previous: dict[int, Any] = {}

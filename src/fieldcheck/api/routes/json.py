@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from pathlib import Path, PurePath
 from typing import Annotated, Any
 
-from fastapi import File, Query, UploadFile
+from fastapi import File, Query, Request, UploadFile
 from pydantic import BaseModel, ConfigDict, Field
 
 from fieldcheck import core
@@ -193,6 +193,7 @@ def batch_path_route(body: BatchPathRequest, ctx: Context) -> dict[str, Any]:
 )
 async def batch_upload_route(
     ctx: Context,
+    request: Request,
     file: Annotated[UploadFile, File(description="JSONL: one {id, ground_truth, output} a line.")],
     bootstrap: Annotated[int, Query(ge=0, le=MAX_BOOTSTRAP)] = 1000,
     seed: Annotated[int, Query(ge=0, le=MAX_SEED)] = 0,
@@ -204,6 +205,6 @@ async def batch_upload_route(
     settings = {"config": request_config(ctx, None), "bootstrap": bootstrap, "seed": seed}
     root, params = ctx.settings.data_root, {**_PARAMS, "batch": "file"}
     outcome, warnings, shown = await score_uploads(
-        ctx, "json", [("batch", file)], settings, root=root, params=params
+        ctx, "json", [("batch", file)], settings, root=root, params=params, request=request
     )
     return _summary(outcome, shown, warnings)

@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from fastapi import Request
-from starlette.datastructures import UploadFile
+from starlette.datastructures import FormData, UploadFile
+from starlette.formparsers import MultiPartParser
 
 from fieldcheck import core
 from fieldcheck._util.errors import UsageProblem
@@ -115,12 +116,57 @@ async def score_route(system: str, request: Request, ctx: Context) -> dict[str, 
         found = core.get(system)
     except KeyError as exc:  # unknown, or declared by a package and not loadable
         raise ApiError(404, exc.args[0], field="system") from None
+    form = await _read_form(request)
     try:
-        form = await request.form()
+        return await _scored(ctx, found, form, request)
+    finally:
+        await form.close()
+
+
+class _Form(MultiPartParser):
+    """Starlette's multipart parser, noting whether the closing boundary came (python-multipart
+    takes a body cut short for a whole one, its cut part dropped)."""
+
+    ended = False
+
+    def on_end(self) -> None:
+        self.ended = True
+
+
+async def _read_form(request: Request) -> FormData:
+    """The request's multipart form: a 422 naming ``body`` for another kind of body (JSON, text,
+    none), one that cannot be read, or one cut short before its closing boundary."""
+    kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if kind != "multipart/form-data":
+        got = f"got {kind}" if kind else "got no content type"
+        raise ApiError(
+            422,
+            "body: the route takes a multipart form (multipart/form-data: one file field per "
+            f"input role, and settings) ({got})",
+            field="body",
+        )
+    try:
+        parser = _Form(request.headers, request.stream())
+        form = await parser.parse()
     except Exception:  # a body that is not a readable multipart form
         raise ApiError(
             422, "body: not a multipart form (no part could be read)", field="body"
         ) from None
+    if not parser.ended:
+        await form.close()
+        raise ApiError(
+            422,
+            "body: not a whole multipart form (it ends before its closing boundary: the body "
+            "was cut short)",
+            field="body",
+        )
+    return form
+
+
+async def _scored(
+    ctx: AppContext, found: core.System, form: FormData, request: Request
+) -> dict[str, Any]:
+    """The route's work once its form is read."""
     given = form.get("settings")
     try:
         settings = core.read_settings(
@@ -148,6 +194,6 @@ async def score_route(system: str, request: Request, ctx: Context) -> dict[str, 
             "run folders are kept under it",
         )
     outcome, warnings, shown = await score_uploads(
-        ctx, found.name, uploads, settings, root=Path(root)
+        ctx, found.name, uploads, settings, root=Path(root), request=request
     )
     return _answer(outcome, shown, warnings)
