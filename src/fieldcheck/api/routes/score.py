@@ -135,8 +135,11 @@ class _Form(MultiPartParser):
 
 async def _read_form(request: Request) -> FormData:
     """The request's multipart form: a 422 naming ``body`` for another kind of body (JSON, text,
-    none), one that cannot be read, or one cut short before its closing boundary."""
+    none), one that cannot be read, or one cut short before its closing boundary. A URL-encoded
+    form (no file) is read: the roles it lacks are named then."""
     kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if kind == "application/x-www-form-urlencoded":
+        return await request.form()
     if kind != "multipart/form-data":
         got = f"got {kind}" if kind else "got no content type"
         raise ApiError(
