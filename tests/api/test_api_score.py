@@ -111,14 +111,14 @@ def test_api_score_refuses_another_matcher_or_judge_and_never_calls_it(
 )
 @pytest.mark.parametrize(
     ("key", "value", "top"),
-    [("bootstrap", 100_000_000, 100_000), ("seed", 2**40, 2**32 - 1), ("seed", -1, 2**32 - 1)],
+    [("bootstrap", 100_000_000, 100_000), ("seed", 2**64, 2**64 - 1), ("seed", -1, 2**64 - 1)],
 )
 def test_api_score_refuses_a_bootstrap_or_seed_past_the_apis_limit(
     serve: Serve, system: str, files: dict[str, Any], key: str, value: int, top: int
 ) -> None:
     """``settings.bootstrap`` above 100,000 (the other routes' limit) is a 422 before any work:
     10**8 resamples made a 55 GiB array and a 500, 10**9 grew the server to 15 GB (a tester's
-    finding); a seed past 2**32 - 1 likewise."""
+    finding); a seed past 2**64 - 1 (the CLI's limit) likewise."""
     live = serve()
     with httpx.Client(base_url=live.base_url, timeout=60) as http:
         answer = http.post(
@@ -130,6 +130,22 @@ def test_api_score_refuses_a_bootstrap_or_seed_past_the_apis_limit(
             f"settings.{key}: must be a whole number from 0 to {top} (got {value})"
         )
         assert http.get("/api/runs").json()["total"] == 0  # nothing began
+
+
+def test_api_score_takes_the_seeds_the_cli_takes(serve: Serve) -> None:
+    """A seed above 2**32 - 1 is scored and stored as given, as ``--seed`` takes it (one
+    product: the API refused what the CLI took)."""
+    live = serve()
+    batch = b'{"id": "a", "ground_truth": {"x": 1}, "output": {"x": 2}}\n'
+    with httpx.Client(base_url=live.base_url, timeout=60) as http:
+        answer = http.post(
+            "/api/score/json",
+            files={"batch": ("b.jsonl", batch)},
+            data={"settings": json.dumps({"seed": 2**64 - 1, "bootstrap": 10})},
+        )
+        assert answer.status_code == 200, answer.text
+        run = http.get(f"/api/runs/{answer.json()['run_id']}").json()
+    assert run["settings"]["seed"] == 2**64 - 1
 
 
 def test_api_score_names_a_bad_line_by_the_file_sent_never_the_server_path(

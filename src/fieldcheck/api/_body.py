@@ -17,7 +17,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 
-from fieldcheck._util.errors import InputError
+from fieldcheck._util.errors import MAX_SEED, InputError
 from fieldcheck._util.jsonio import NOT_A_NUMBER, first_repeated_key
 from fieldcheck.api._errors import ApiError, error_responses
 from fieldcheck.jsoneval import LISTED_TWICE
@@ -27,7 +27,6 @@ _ESCAPED_BYTES = range(0xDC80, 0xDD00)  # the bytes that are not UTF-8, as surro
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")  # in JSON text, the only way to write one
 MAX_BOOTSTRAP = 100_000
 """The most bootstrap resamples a request may ask for (one request must not hold the server)."""
-MAX_SEED = 2**32 - 1
 TOO_LARGE = "invalid JSON: a number beyond the double range (write it as a string)"
 
 
