@@ -17,7 +17,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 
-from fieldcheck._util.errors import MAX_SEED, InputError
+from fieldcheck._util.errors import InputError
 from fieldcheck._util.jsonio import NOT_A_NUMBER, first_repeated_key
 from fieldcheck.api._errors import ApiError, error_responses
 from fieldcheck.jsoneval import LISTED_TWICE

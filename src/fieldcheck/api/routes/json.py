@@ -10,8 +10,8 @@ from fastapi import File, Query, Request, UploadFile
 from pydantic import BaseModel, ConfigDict, Field
 
 from fieldcheck import core
-from fieldcheck._util.errors import InputError
-from fieldcheck.api._body import MAX_BOOTSTRAP, MAX_SEED, api_router
+from fieldcheck._util.errors import MAX_SEED, InputError
+from fieldcheck.api._body import MAX_BOOTSTRAP, api_router
 from fieldcheck.api._deps import AppContext, Context
 from fieldcheck.api._errors import GUARD, INVALID, JUDGE_FAILED, ApiError, error_responses
 from fieldcheck.api._evaluation import (

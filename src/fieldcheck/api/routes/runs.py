@@ -15,8 +15,8 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 from starlette.concurrency import run_in_threadpool
 
 from fieldcheck import core
-from fieldcheck._util.errors import InputError, input_error_of
-from fieldcheck.api._body import MAX_BOOTSTRAP, MAX_SEED, api_router
+from fieldcheck._util.errors import MAX_SEED, InputError, input_error_of
+from fieldcheck.api._body import MAX_BOOTSTRAP, api_router
 from fieldcheck.api._deps import AppContext, Context
 from fieldcheck.api._errors import INVALID, ITEMS_GONE, NO_RUN, ApiError, error_responses
 from fieldcheck.api._evaluation import (

@@ -12,8 +12,8 @@ from starlette.datastructures import FormData, UploadFile
 from starlette.formparsers import MultiPartParser
 
 from fieldcheck import core
-from fieldcheck._util.errors import UsageProblem
-from fieldcheck.api._body import MAX_BOOTSTRAP, MAX_SEED, api_router
+from fieldcheck._util.errors import MAX_SEED, UsageProblem
+from fieldcheck.api._body import MAX_BOOTSTRAP, api_router
 from fieldcheck.api._deps import AppContext, Context
 from fieldcheck.api._errors import INVALID, JUDGE_FAILED, ApiError, error_responses
 from fieldcheck.api._evaluation import hidden, score_uploads, server_matcher, with_warnings
