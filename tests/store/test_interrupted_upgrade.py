@@ -138,3 +138,24 @@ def test_an_upgrade_cut_half_way_leaves_the_old_store_and_upgrades_next_time(
     assert after.returncode == 0 and after.stderr == "" and "r1" in after.stdout
     assert _schema(url)[0] == "0009"
     _store_and_resume(url)
+
+
+def test_a_store_left_half_made_by_an_older_fieldcheck_says_what_it_is_and_what_to_do(
+    tmp_path: Path,
+) -> None:
+    """Tables and an empty ``alembic_version`` (what a cut creation left before creation was one
+    transaction): the usage line says so, counts the runs it holds and how to get a new store,
+    not 'table runs already exists' (a tester's finding)."""
+    url = f"sqlite:///{tmp_path / 'runs.sqlite3'}"
+    Store(url).engine.dispose()
+    engine = create_engine(url)
+    with engine.begin() as c:
+        c.execute(text("DELETE FROM alembic_version"))
+    engine.dispose()
+    listed = _runs_list(url, "no such statement", signal.SIGINT)
+    assert listed.returncode == 2
+    assert listed.stderr.endswith(
+        f"cannot open the store: RuntimeError: {url} has tables but no schema version (an older "
+        "fieldcheck was stopped making it), 0 run(s) in it: move it aside for a new store (see "
+        "'fieldcheck runs list --help')\n"
+    ), listed.stderr

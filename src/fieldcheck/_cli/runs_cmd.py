@@ -86,7 +86,7 @@ def _store() -> Any:
     try:
         return Store()
     except Exception as exc:  # a bad URL, an unreachable, unreadable or read-only database
-        first = (str(exc).splitlines() or [""])[0][:200]
+        first = (str(exc).splitlines() or [""])[0][:300]
         raise UsageProblem(
             f"cannot open the store: {type(exc).__name__}: {first}", DATABASE_ENV
         ) from None

@@ -1075,9 +1075,29 @@ def upgrade(engine: Engine, artifacts: Path | None = None) -> None:
             config.attributes["connection"] = connection
             config.attributes["artifacts"] = artifacts
             command.upgrade(config, "head")
-    except Exception:
+    except Exception as exc:
         if _at_revision(engine) != _newest_revision():
-            raise  # else another process opening the store upgraded it meanwhile
+            half = _half_made(engine)
+            if half is None:
+                raise
+            raise half from exc
+        # else another process opening the store upgraded it meanwhile
+
+
+def _half_made(engine: Engine) -> Exception | None:
+    """The error of a store with fieldcheck's tables but no revision: what a fieldcheck that did
+    not create a store in one transaction left when stopped meanwhile (docs/decisions.md)."""
+    from sqlalchemy import inspect, text
+
+    with engine.connect() as connection:
+        if _at_revision(engine) is not None or not inspect(connection).has_table("runs"):
+            return None
+        runs = connection.execute(text("SELECT count(*) FROM runs")).scalar()
+    return RuntimeError(
+        f"{describe_url(engine.url.render_as_string(hide_password=False))} has tables but no "
+        f"schema version (an older fieldcheck was stopped making it), {runs} run(s) in it: move "
+        "it aside for a new store"
+    )
 
 
 def _all_or_nothing(connection: Connection) -> RootTransaction:
