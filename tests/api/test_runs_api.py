@@ -228,7 +228,7 @@ def test_a_rescore_answers_the_warnings_runs_rescore_prints(serve: Serve, tmp_pa
     assert child.status_code == 200, child.text
     assert child.json()["warnings"] == [
         "the strategy config names fields that no ground truth has: 'nmae' "
-        "(nested paths need flatten)"
+        f"(run {a.id} was scored without flatten: its nested paths are not fields)"
     ]
     assert plain.status_code == 200 and "warnings" not in plain.json()
 

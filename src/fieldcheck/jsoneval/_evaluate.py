@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Mapping, Sequence
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 from fieldcheck._util.errors import InputError
@@ -99,6 +100,8 @@ def make_signature(
 
 NESTED_HINT = " (nested paths need --flatten)"
 """The end of the unused strategies' warning without ``flatten`` (a caller renames the option)."""
+UNSCORED_NESTED = ContextVar("UNSCORED_NESTED", default=NESTED_HINT)
+"""That end where the caller cannot flatten: a re-score says its run was scored without it."""
 
 
 def warn_unused_strategies(config: EvalConfig, unused: Sequence[str]) -> None:
@@ -107,7 +110,7 @@ def warn_unused_strategies(config: EvalConfig, unused: Sequence[str]) -> None:
         logger.warning(
             "the strategy config names fields that no ground truth has: %s%s",
             ", ".join(repr(k) for k in unused),
-            "" if config.flatten else NESTED_HINT,
+            "" if config.flatten else UNSCORED_NESTED.get(),
         )
 
 

@@ -306,7 +306,12 @@ class JsonSystem(JsonRuns, Views):
         """Its records' ground truth and output scored again (``evaluate_batch``) under the
         run's configuration with ``strategies``, ``weights`` and ``thresholds`` replaced; its
         errors counted again, as the parent did."""
-        from fieldcheck.jsoneval._evaluate import build_matchers, evaluate_batch, make_signature
+        from fieldcheck.jsoneval._evaluate import (
+            UNSCORED_NESTED,
+            build_matchers,
+            evaluate_batch,
+            make_signature,
+        )
 
         if "tp" in options or "threshold" in options:
             raise InputError("--tp and --threshold re-score slot runs, not JSON runs")
@@ -345,15 +350,21 @@ class JsonSystem(JsonRuns, Views):
         matchers = options.get("matchers") or build_matchers(config)
 
         def write(recorder: RunRecorder) -> tuple[Any, Any]:
-            batch = evaluate_batch(
-                records,
-                config,
-                matchers=matchers,
-                errors=prior,
-                bootstrap=boot,
-                seed=seed,
-                recorder=recorder,
+            hint = UNSCORED_NESTED.set(
+                f" (run {run} was scored without flatten: its nested paths are not fields)"
             )
+            try:
+                batch = evaluate_batch(
+                    records,
+                    config,
+                    matchers=matchers,
+                    errors=prior,
+                    bootstrap=boot,
+                    seed=seed,
+                    recorder=recorder,
+                )
+            finally:
+                UNSCORED_NESTED.reset(hint)
             return _stored(batch.summary.to_json())
 
         stored = {"config": config.model_dump(mode="json"), "bootstrap": boot, "seed": seed}
