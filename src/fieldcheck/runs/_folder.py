@@ -3,17 +3,20 @@ import``); its system (``core.Imports``) reads it back, this module stores it.""
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from fieldcheck import core
 from fieldcheck._util.errors import InputError, UsageProblem
-from fieldcheck._util.jsonio import loads
+from fieldcheck._util.jsonio import dumps, loads
 from fieldcheck._util.paths import unique_filenames
-from fieldcheck.store import RunInfo, RunRecorder, Store, sha256_file
+from fieldcheck.store import AlreadyStored, RunInfo, RunRecorder, Store, sha256_file
 
 _SUMMARIES = ("summary.json", "metrics.json", "statistics.json")
+_SUMMARY = dict(zip(("json", "slots", "numeric"), _SUMMARIES, strict=True))  # each system's
 
 
 def _run_folders(folder: Path) -> str:
@@ -79,29 +82,60 @@ def record_folder(
     system = core.find(name)
     if not isinstance(system, core.Imports):
         raise InputError(f"{name} runs cannot be imported", file=folder)
-    for run in store.runs_of_folder(folder, system=name):
+    for run in _stored_runs(store, folder, name):
         if model in (None, run.model):
-            raise InputError(
-                f"already stored as run {run.id} (fieldcheck runs show {run.id}); give "
-                "--model to store it under another name, or delete that run first",
-                file=folder,
-            )
+            raise _already(run, folder)
     model, inputs, stored, signature, write = system.import_folder(
         folder, inputs, model=model or _recorded_model(folder, system)
     )
-    with RunRecorder.open(
-        store,
-        system=name,
-        inputs=inputs,
-        settings=stored,
-        signature=signature,
-        out=folder,
-        model=model,
-        task="import",
-    ) as recorder:
-        metrics, intervals = write(recorder)
-        figures = core.list_figures(name, model, metrics, intervals)
-        return recorder.finish(metrics=metrics, intervals=intervals, figures=figures)
+    try:
+        recorder = RunRecorder.open(
+            store,
+            system=name,
+            inputs=inputs,
+            settings=stored,
+            signature=signature,
+            out=folder,
+            model=model,
+            task="import",
+            key=_identity(folder, name, model),
+        )
+    except AlreadyStored as exc:  # stored, or being stored by another import at this moment
+        raise _already(exc.run, folder) from None
+    try:
+        with recorder:
+            metrics, intervals = write(recorder)
+            figures = core.list_figures(name, model, metrics, intervals)
+            return recorder.finish(metrics=metrics, intervals=intervals, figures=figures)
+    except BaseException:  # nothing stored: not a failed run of no items (a tester's finding)
+        with contextlib.suppress(Exception):
+            store.delete_run(recorder.id)
+        raise
+
+
+def _already(run: RunInfo, folder: Path) -> InputError:
+    return InputError(
+        f"already stored as run {run.id} (fieldcheck runs show {run.id}); give "
+        "--model to store it under another name, or delete that run first",
+        file=folder,
+    )
+
+
+def _stored_runs(store: Store, folder: Path, system: str) -> Iterator[RunInfo]:
+    """The finished runs of ``system`` the store holds from ``folder``: stored from its path,
+    or named by its run.json's runs (a copy of a folder stored before)."""
+    yield from store.runs_of_folder(folder, system=system)
+    for run_id in _run_json(folder).get("runs") or ():
+        run = store.get_run(str(run_id)) if isinstance(run_id, str) and run_id else None
+        if run is not None and run.system == system and run.status == "finished":
+            yield run
+
+
+def _identity(folder: Path, system: str, model: str) -> str:
+    """What an imported run is (docs/decisions.md): its system, model and summary file's
+    sha256 (its metrics and signature), whatever the folder's path or run.json."""
+    summary = sha256_file(folder / _SUMMARY[system]) if system in _SUMMARY else ""
+    return hashlib.sha256(dumps(["import", system, model, summary]).encode()).hexdigest()
 
 
 def _recorded_model(folder: Path, system: core.System) -> str | None:

@@ -32,6 +32,7 @@ if TYPE_CHECKING:  # the names as type checkers and editors see them
     )
     from fieldcheck.store._store import (
         MIN_PREFIX,
+        AlreadyStored,
         AmbiguousRunError,
         ItemsMissing,
         RunHasChildren,
