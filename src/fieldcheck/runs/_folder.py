@@ -17,6 +17,7 @@ from fieldcheck.store import AlreadyStored, RunInfo, RunRecorder, Store, sha256_
 
 _SUMMARIES = ("summary.json", "metrics.json", "statistics.json")
 _SUMMARY = dict(zip(("json", "slots", "numeric"), _SUMMARIES, strict=True))  # each system's
+_ROWS = {"json": "records.jsonl", "numeric": "turns.csv"}  # a row an item, written in order
 
 
 def _run_folders(folder: Path) -> str:
@@ -82,6 +83,7 @@ def record_folder(
     system = core.find(name)
     if not isinstance(system, core.Imports):
         raise InputError(f"{name} runs cannot be imported", file=folder)
+    _check_whole(folder / _ROWS.get(name, ""))
     for run in _stored_runs(store, folder, name):
         if model in (None, run.model):
             raise _already(run, folder)
@@ -111,6 +113,24 @@ def record_folder(
         with contextlib.suppress(Exception):
             store.delete_run(recorder.id)
         raise
+
+
+def _check_whole(rows: Path) -> None:
+    """InputError naming a row file (records.jsonl, turns.csv) whose last line has no end: cut
+    mid-line, half written (a tester's finding: its cut row was dropped, the rest stored)."""
+    if not rows.is_file() or not rows.stat().st_size:
+        return
+    with rows.open("rb") as handle:
+        handle.seek(-1, 2)
+        if handle.read(1) == b"\n":
+            return
+        handle.seek(0)
+        lines = sum(block.count(b"\n") for block in iter(lambda: handle.read(1 << 20), b""))
+    raise InputError(
+        "cut mid-line (its last line has no end: a half-written file?); nothing was stored",
+        file=rows,
+        line=lines + 1,
+    )
 
 
 def _already(run: RunInfo, folder: Path) -> InputError:

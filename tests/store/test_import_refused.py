@@ -1,0 +1,41 @@
+"""``runs import`` of a folder it cannot read whole is one ``error:`` line naming the file (and
+line) or the folder, exit 2, and stores nothing: no run, not even a failed one of 0 items (a
+tester's findings: a half-written turns.csv stored as complete; tracebacks)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from runs_data import numeric_folder
+from typer.testing import CliRunner
+
+from fieldcheck._cli.main import app
+from fieldcheck.store import Store
+
+
+def refused(folder: Path) -> str:
+    """The one line ``runs import folder`` wrote, once it exited 2 and stored nothing."""
+    result = CliRunner().invoke(app, ["runs", "import", str(folder)])
+    assert (result.exit_code, result.stdout) == (2, ""), result.output
+    assert result.stderr.startswith("error: ") and result.stderr.count("\n") == 1
+    assert Store().list_runs() == []
+    return result.stderr
+
+
+def test_a_numeric_folder_whose_turns_csv_is_cut_is_refused(tmp_path: Path) -> None:
+    out = numeric_folder(tmp_path)
+    half = tmp_path / "half"
+    shutil.copytree(out, half)
+    data = (half / "turns.csv").read_bytes()
+    (half / "turns.csv").write_bytes(data[: len(data) // 2])
+    line = data[: len(data) // 2].count(b"\n") + 1
+    assert f"{half / 'turns.csv'}:{line}: cut mid-line" in refused(half)
+
+    rows = tmp_path / "rows"  # cut at a row's end: 25 turns of the 51 statistics.json counts
+    shutil.copytree(out, rows)
+    lines = (out / "turns.csv").read_bytes().splitlines(keepends=True)
+    (rows / "turns.csv").write_bytes(b"".join(lines[:26]))
+    stderr = refused(rows)
+    assert f"{rows / 'turns.csv'}: 25 turns, and its statistics.json counts 51" in stderr
+    assert CliRunner().invoke(app, ["runs", "import", str(out)]).exit_code == 0  # whole: stored
