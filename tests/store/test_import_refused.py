@@ -7,7 +7,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from runs_data import numeric_folder
+from runs_data import json_folder, numeric_folder
 from typer.testing import CliRunner
 
 from fieldcheck._cli.main import app
@@ -39,3 +39,19 @@ def test_a_numeric_folder_whose_turns_csv_is_cut_is_refused(tmp_path: Path) -> N
     stderr = refused(rows)
     assert f"{rows / 'turns.csv'}: 25 turns, and its statistics.json counts 51" in stderr
     assert CliRunner().invoke(app, ["runs", "import", str(out)]).exit_code == 0  # whole: stored
+
+
+def test_a_json_folder_whose_records_are_cut_or_not_json_is_refused(tmp_path: Path) -> None:
+    out, _ = json_folder(tmp_path)
+    data = (out / "records.jsonl").read_bytes()
+    lines = data.splitlines(keepends=True)
+    assert len(lines) == 3
+    half = tmp_path / "half"
+    shutil.copytree(out, half)
+    (half / "records.jsonl").write_bytes(b"".join(lines[:2]) + lines[2][:9])
+    assert f"{half / 'records.jsonl'}:3: cut mid-line" in refused(half)
+
+    edited = tmp_path / "edited"  # a line not JSON, then whole ones: was a traceback
+    shutil.copytree(out, edited)
+    (edited / "records.jsonl").write_bytes(lines[0] + lines[1][:9] + b"\n" + lines[2])
+    assert f"{edited / 'records.jsonl'}:2: not JSON (a half-written" in refused(edited)
