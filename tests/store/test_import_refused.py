@@ -7,6 +7,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import orjson
 from runs_data import json_folder, numeric_folder
 from typer.testing import CliRunner
 
@@ -55,3 +56,10 @@ def test_a_json_folder_whose_records_are_cut_or_not_json_is_refused(tmp_path: Pa
     shutil.copytree(out, edited)
     (edited / "records.jsonl").write_bytes(lines[0] + lines[1][:9] + b"\n" + lines[2])
     assert f"{edited / 'records.jsonl'}:2: not JSON (a half-written" in refused(edited)
+
+
+def test_a_folder_whose_run_json_names_another_system_is_refused(tmp_path: Path) -> None:
+    out, _ = json_folder(tmp_path)
+    info = orjson.loads((out / "run.json").read_bytes())
+    (out / "run.json").write_bytes(orjson.dumps({**info, "system": "numeric"}))
+    assert f"{out}: not a numeric run, as its run.json says (no statistics.json)" in refused(out)

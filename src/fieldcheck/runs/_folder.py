@@ -37,7 +37,14 @@ def system_of(folder: Path) -> str:
                 "again to finish it",
                 file=folder,
             )
-        return str(info["system"])
+        name = str(info["system"])
+        summary = _SUMMARY.get(name)
+        if summary and not (folder / summary).is_file() and not _run_folders(folder):
+            raise InputError(
+                f"not a {name} run, as its run.json says (no {summary}); nothing was stored",
+                file=folder,
+            )
+        return name
     if (folder / "summary.json").is_file() and (folder / "records.jsonl").is_file():
         return "json"
     if (folder / "metrics.json").is_file():
