@@ -37,6 +37,7 @@ if TYPE_CHECKING:  # the names as type checkers and editors see them
         ItemsMissing,
         RunHasChildren,
         Store,
+        model_run_key,
     )
 
 __getattr__, __dir__, __all__ = typed_lazy_names(globals())

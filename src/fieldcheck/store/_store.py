@@ -161,7 +161,7 @@ class Store:
     ) -> tuple[RunInfo, bool]:
         """The interrupted run with the same key (what defines it: resumed, True), else a new
         run (False); a ``running`` one is never taken over (two at once took each other's items)."""
-        run_key = _digest([system, task, dataset_sha256, model, endpoint, settings])
+        run_key = model_run_key(system, task, dataset_sha256, model, endpoint, settings)
         self.mark_stale_runs()
         with self._session() as s:
             row = s.scalars(
@@ -944,6 +944,13 @@ def _scored(rows: Sequence[tuple[Any, ...]]) -> list[StoredItem]:
         StoredItem(key, seq, error, 0, 0, 0.0, loads(result), [], failed, model, turn, list(rest))
         for key, seq, error, failed, model, turn, result, *rest in rows
     ]
+
+
+def model_run_key(
+    system: str, task: str, dataset_sha256: str, model: str, endpoint: str, settings: Any
+) -> str:
+    """What defines a model run (``open_run`` resumes the interrupted run of the same key)."""
+    return _digest([system, task, dataset_sha256, model, endpoint, settings])
 
 
 def _digest(value: Any) -> str:
