@@ -839,3 +839,28 @@ def test_a_ctrl_c_while_scoring_under_no_store_says_the_models_are_called_again(
     again = invoke(files, server.base_url, "--model", "m", "--no-store")
     assert again.exit_code == 0, again.output
     assert len(server.chat_requests) == 2 * len(CONVERSATIONS)  # every session asked again
+
+
+def test_a_slots_run_folder_of_two_models_is_imported_with_their_sessions(
+    chat_server: StartServer,
+    files: dict[str, Path],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``runs import`` of a ``slots run`` folder, into another store, stores each model's
+    sessions from the prediction files its runs.json names (a tester's finding: a KeyError
+    traceback, and a failed run of 0 items left at each try)."""
+    server = chat_server(scripted)
+    models = ("--model", "eager=model-x", "--model", "fast=model-y")
+    assert invoke(files, server.base_url, *models).exit_code == 0
+    monkeypatch.setenv("FIELDCHECK_DATABASE_URL", f"sqlite:///{tmp_path / 'other.sqlite3'}")
+    result = CliRunner().invoke(app, ["runs", "import", str(files["out"]), "--json"])
+    assert result.exit_code == 0, result.output
+    shown = json.loads(result.stdout)
+    [run] = Store().list_runs()
+    assert (shown["id"], run.model, run.n_items, run.status) == (
+        run.id,
+        "eager, fast",
+        6,
+        "finished",
+    )

@@ -49,8 +49,22 @@ def _jsonl(path: Path, *, given: bool = False) -> Iterator[dict[str, Any]]:
     (its errors.jsonl lists them)."""
     if path.is_file():
         with path.open("rb") as handle:
-            lines = filter(bytes.strip, handle)
-            yield from (v for v in map(_loaded if given else loads, lines) if isinstance(v, dict))
+            for number, line in enumerate(handle, 1):
+                value = _loaded(line) if given else _written(line, path, number)
+                if isinstance(value, dict):
+                    yield value
+
+
+def _written(line: bytes, path: Path, number: int) -> Any:
+    """A line of fieldcheck's JSONL file (None: a blank one); InputError naming the file and
+    line for one that is not JSON (a half-written or edited file: it was a traceback)."""
+    if not line.strip():
+        return None
+    try:
+        return loads(line)
+    except ValueError:
+        reason = "not JSON (a half-written or edited file?); nothing was stored"
+        raise InputError(reason, file=path, line=number) from None
 
 
 def _loaded(line: bytes) -> Any:

@@ -344,16 +344,27 @@ class NumericSystem(NumericRuns, Views):
 
         def write(recorder: RunRecorder) -> tuple[Any, Any]:
             traces = _Traces(folder)
-            with (folder / "turns.csv").open(newline="", encoding="utf-8") as handle:
+            path = folder / "turns.csv"
+            with path.open(newline="", encoding="utf-8") as handle:
+                reader = csv.DictReader(handle)
                 rows = (
                     {
                         **{k: stored_cell(v, k in TEXT_COLUMNS) for k, v in row.items()},
                         **traces.story(row),
                     }
-                    for row in csv.DictReader(handle)
+                    for row in reader
                 )
+                read = 0
                 for chunk in chunked(rows, 1000):
+                    read += len(chunk)
                     recorder.add_items(chunk, self.item_columns)
+            turns = statistics.get("num_turns")
+            if isinstance(turns, int) and read != turns:  # cut at a row's end, or rows added
+                raise InputError(
+                    f"{read} turns, and its statistics.json counts {turns}: not the turns it "
+                    "was scored from (half written?); nothing was stored",
+                    file=path,
+                )
             return stored_metrics(statistics)
 
         # the Signature as scoring stores it (its text would make every setting a string)

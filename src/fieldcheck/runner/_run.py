@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import itertools
 import shlex
 import sys
 import time
@@ -33,7 +34,7 @@ from fieldcheck._util.term import SafeConsole
 from fieldcheck.runner._client import CallResult, ChatClient, Runner
 from fieldcheck.runner._errors import CALL_ERRORS
 from fieldcheck.runner._models import ModelSpec
-from fieldcheck.store import RunInfo, StoredItem, sha256_file
+from fieldcheck.store import RunInfo, StoredItem, model_run_key, sha256_file
 
 T = TypeVar("T")
 U = TypeVar("U")
@@ -478,12 +479,29 @@ async def run_task(
 def not_resumed_line(other: RunInfo, settings: dict[str, Any], run_id: str) -> str:
     """One line: interrupted run ``other`` (of the same data and model) is not resumed by new
     run ``run_id``, whose ``settings`` (as stored) differ from its own, named."""
-    changed = ", ".join(_changed(other.settings, settings)) or "settings"
+    changed = ", ".join(_changed_settings(other, settings)) or "settings"
     return (
         f"not resuming run {other.id} ({other.model}, interrupted, {other.n_done} of "
         f"{_plural(other.n_items, 'item')} done): it ran with other {changed}; this is a new run "
         f"{run_id} (the old one is resumed by the command with its settings)"
     )
+
+
+def _changed_settings(other: RunInfo, settings: dict[str, Any]) -> list[str]:
+    """The names of ``settings`` whose values ``other`` ran with differ. Its stored settings
+    are those its scoring merged in when interrupted while scoring (bootstrap, seed, split:
+    ``Store.begin_scoring``), so the fewest of the keys whose values differ there that, taken
+    from it, give its run key are those that changed (a tester's finding: it named bootstrap,
+    split, seed, that had not changed); none found: every one that differs."""
+    old = other.settings
+    differ = [k for k in settings if old.get(k) != settings[k]]
+    for size in range(min(len(differ), 4) + 1):
+        for keys in itertools.combinations(differ, size):
+            tried = {**settings, **{k: old.get(k) for k in keys}}
+            key = (other.system, other.task, other.dataset_sha256, other.model, other.endpoint)
+            if model_run_key(*key, tried) == other.run_key:
+                return _changed({k: old.get(k) for k in keys}, {k: settings[k] for k in keys})
+    return _changed({k: v for k, v in old.items() if k in settings}, settings)
 
 
 def _changed(old: Any, new: Any) -> list[str]:

@@ -3,17 +3,21 @@ import``); its system (``core.Imports``) reads it back, this module stores it.""
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from fieldcheck import core
 from fieldcheck._util.errors import InputError, UsageProblem
-from fieldcheck._util.jsonio import loads
+from fieldcheck._util.jsonio import dumps, loads
 from fieldcheck._util.paths import unique_filenames
-from fieldcheck.store import RunInfo, RunRecorder, Store, sha256_file
+from fieldcheck.store import AlreadyStored, RunInfo, RunRecorder, Store, sha256_file
 
 _SUMMARIES = ("summary.json", "metrics.json", "statistics.json")
+_SUMMARY = dict(zip(("json", "slots", "numeric"), _SUMMARIES, strict=True))  # each system's
+_ROWS = {"json": "records.jsonl", "numeric": "turns.csv"}  # a row an item, written in order
 
 
 def _run_folders(folder: Path) -> str:
@@ -33,7 +37,14 @@ def system_of(folder: Path) -> str:
                 "again to finish it",
                 file=folder,
             )
-        return str(info["system"])
+        name = str(info["system"])
+        summary = _SUMMARY.get(name)
+        if summary and not (folder / summary).is_file() and not _run_folders(folder):
+            raise InputError(
+                f"not a {name} run, as its run.json says (no {summary}); nothing was stored",
+                file=folder,
+            )
+        return name
     if (folder / "summary.json").is_file() and (folder / "records.jsonl").is_file():
         return "json"
     if (folder / "metrics.json").is_file():
@@ -79,29 +90,79 @@ def record_folder(
     system = core.find(name)
     if not isinstance(system, core.Imports):
         raise InputError(f"{name} runs cannot be imported", file=folder)
-    for run in store.runs_of_folder(folder, system=name):
+    _check_whole(folder / _ROWS.get(name, ""))
+    for run in _stored_runs(store, folder, name):
         if model in (None, run.model):
-            raise InputError(
-                f"already stored as run {run.id} (fieldcheck runs show {run.id}); give "
-                "--model to store it under another name, or delete that run first",
-                file=folder,
-            )
+            raise _already(run, folder)
     model, inputs, stored, signature, write = system.import_folder(
         folder, inputs, model=model or _recorded_model(folder, system)
     )
-    with RunRecorder.open(
-        store,
-        system=name,
-        inputs=inputs,
-        settings=stored,
-        signature=signature,
-        out=folder,
-        model=model,
-        task="import",
-    ) as recorder:
-        metrics, intervals = write(recorder)
-        figures = core.list_figures(name, model, metrics, intervals)
-        return recorder.finish(metrics=metrics, intervals=intervals, figures=figures)
+    try:
+        recorder = RunRecorder.open(
+            store,
+            system=name,
+            inputs=inputs,
+            settings=stored,
+            signature=signature,
+            out=folder,
+            model=model,
+            task="import",
+            key=_identity(folder, name, model),
+        )
+    except AlreadyStored as exc:  # stored, or being stored by another import at this moment
+        raise _already(exc.run, folder) from None
+    try:
+        with recorder:
+            metrics, intervals = write(recorder)
+            figures = core.list_figures(name, model, metrics, intervals)
+            return recorder.finish(metrics=metrics, intervals=intervals, figures=figures)
+    except BaseException:  # nothing stored: not a failed run of no items (a tester's finding)
+        with contextlib.suppress(Exception):
+            store.delete_run(recorder.id)
+        raise
+
+
+def _check_whole(rows: Path) -> None:
+    """InputError naming a row file (records.jsonl, turns.csv) whose last line has no end: cut
+    mid-line, half written (a tester's finding: its cut row was dropped, the rest stored)."""
+    if not rows.is_file() or not rows.stat().st_size:
+        return
+    with rows.open("rb") as handle:
+        handle.seek(-1, 2)
+        if handle.read(1) == b"\n":
+            return
+        handle.seek(0)
+        lines = sum(block.count(b"\n") for block in iter(lambda: handle.read(1 << 20), b""))
+    raise InputError(
+        "cut mid-line (its last line has no end: a half-written file?); nothing was stored",
+        file=rows,
+        line=lines + 1,
+    )
+
+
+def _already(run: RunInfo, folder: Path) -> InputError:
+    return InputError(
+        f"already stored as run {run.id} (fieldcheck runs show {run.id}); give "
+        "--model to store it under another name, or delete that run first",
+        file=folder,
+    )
+
+
+def _stored_runs(store: Store, folder: Path, system: str) -> Iterator[RunInfo]:
+    """The finished runs of ``system`` the store holds from ``folder``: stored from its path,
+    or named by its run.json's runs (a copy of a folder stored before)."""
+    yield from store.runs_of_folder(folder, system=system)
+    for run_id in _run_json(folder).get("runs") or ():
+        run = store.get_run(str(run_id)) if isinstance(run_id, str) and run_id else None
+        if run is not None and run.system == system and run.status == "finished":
+            yield run
+
+
+def _identity(folder: Path, system: str, model: str) -> str:
+    """What an imported run is (docs/decisions.md): its system, model and summary file's
+    sha256 (its metrics and signature), whatever the folder's path or run.json."""
+    summary = sha256_file(folder / _SUMMARY[system]) if system in _SUMMARY else ""
+    return hashlib.sha256(dumps(["import", system, model, summary]).encode()).hexdigest()
 
 
 def _recorded_model(folder: Path, system: core.System) -> str | None:

@@ -545,11 +545,11 @@ class SlotsSystem(SlotsRuns, Views):
         runs_json = folder / "runs.json"
         if runs_json.is_file():
             for name, entry in (loads(runs_json.read_bytes()).get("runs") or {}).items():
-                named = entry.get("files") or {}
-                if "pred" in named:
-                    preds.setdefault(name, folder / named["pred"])
-                if "latency" in named:
-                    lats.setdefault(name, folder / named["latency"])
+                written = entry.get("files") or {}  # not ``named``: the models' names
+                if "pred" in written:
+                    preds.setdefault(name, folder / written["pred"])
+                if "latency" in written:
+                    lats.setdefault(name, folder / written["latency"])
         all_inputs: list[tuple[str, str | Path]] = [*inputs]
         all_inputs += [(f"pred:{n}", p) for n, p in preds.items() if f"pred:{n}" not in files]
 

@@ -32,10 +32,12 @@ if TYPE_CHECKING:  # the names as type checkers and editors see them
     )
     from fieldcheck.store._store import (
         MIN_PREFIX,
+        AlreadyStored,
         AmbiguousRunError,
         ItemsMissing,
         RunHasChildren,
         Store,
+        model_run_key,
     )
 
 __getattr__, __dir__, __all__ = typed_lazy_names(globals())

@@ -186,9 +186,11 @@ class RunRecorder:
         resume: Sequence[str] = (),
         placed: Callable[[Path], Path] | None = None,
         digests: Mapping[str, str] | None = None,
+        key: str | None = None,
     ) -> RunRecorder:
         """Start a run of ``system``: into model run ``run_id`` (``Store.begin_scoring``, its
-        items' ``calls`` by key), the unfinished one of ``resume`` (its folder's runs), or new."""
+        items' ``calls`` by key), the unfinished one of ``resume`` (its folder's runs), or new
+        (of identity ``key``: ``Store.create_scored_run``)."""
         store = store if store is not None else Store()
         given: dict[str, Any] = {
             "inputs": [
@@ -206,7 +208,12 @@ class RunRecorder:
         else:
             signature = _signature_text(signature)
             run = store.create_scored_run(
-                system=system, task=task, signature=signature, parent_id=parent_id, **given
+                system=system,
+                task=task,
+                signature=signature,
+                parent_id=parent_id,
+                key=key,
+                **given,
             )
 
         recorder = cls(store, run, on_error, calls)

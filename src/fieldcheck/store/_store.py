@@ -37,6 +37,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import sessionmaker
 
 from fieldcheck._util.executor import pid_alive
@@ -90,6 +91,14 @@ class RunHasChildren(ValueError):
             "(each names it as its parent)"
         )
         self.run_id, self.children = run_id, children
+
+
+class AlreadyStored(ValueError):
+    """A run of the same identity (``create_scored_run``'s ``key``) is stored or being stored."""
+
+    def __init__(self, run: RunInfo) -> None:
+        super().__init__(f"already stored as run {run.id}")
+        self.run = run
 
 
 class AmbiguousRunError(LookupError):
@@ -152,7 +161,7 @@ class Store:
     ) -> tuple[RunInfo, bool]:
         """The interrupted run with the same key (what defines it: resumed, True), else a new
         run (False); a ``running`` one is never taken over (two at once took each other's items)."""
-        run_key = _digest([system, task, dataset_sha256, model, endpoint, settings])
+        run_key = model_run_key(system, task, dataset_sha256, model, endpoint, settings)
         self.mark_stale_runs()
         with self._session() as s:
             row = s.scalars(
@@ -338,12 +347,53 @@ class Store:
         signature: str,
         out_dir: str | None,
         parent_id: str | None = None,
+        key: str | None = None,
     ) -> RunInfo:
         """A new ``score`` run (no model calls), ``running`` until ``finish_scored_run``: its
-        first input names the dataset."""
+        first input names the dataset. With ``key`` (what the run is: an import's identity) its
+        id is the key's start, so that the primary key stores it once however many processes
+        try at once: ``AlreadyStored`` naming the run running or finished under it (a failed or
+        interrupted one is deleted and replaced)."""
+        for attempt in (1, 2):
+            try:
+                return self._create_scored_run(
+                    system=system,
+                    model=model,
+                    task=task,
+                    inputs=inputs,
+                    settings=settings,
+                    signature=signature,
+                    out_dir=out_dir,
+                    parent_id=parent_id,
+                    key=key,
+                )
+            except IntegrityError:
+                held = self.get_run(str(key)[:12]) if key is not None else None
+                if held is None or held.status in ("running", "finished") or attempt == 2:
+                    if held is None:
+                        raise
+                    raise AlreadyStored(held) from None
+                self.delete_run(held.id)
+        raise AssertionError("unreachable")
+
+    def _create_scored_run(
+        self,
+        *,
+        system: str,
+        model: str,
+        task: str,
+        inputs: list[dict[str, Any]],
+        settings: dict[str, Any],
+        signature: str,
+        out_dir: str | None,
+        parent_id: str | None,
+        key: str | None,
+    ) -> RunInfo:
         first = inputs[0] if inputs else {"path": "", "sha256": ""}
         with self._session() as s:
             row = _new_run(
+                run_key=key,
+                run_id=key[:12] if key is not None else None,
                 system=system,
                 task=task,
                 dataset=str(first.get("path") or ""),
@@ -896,13 +946,20 @@ def _scored(rows: Sequence[tuple[Any, ...]]) -> list[StoredItem]:
     ]
 
 
+def model_run_key(
+    system: str, task: str, dataset_sha256: str, model: str, endpoint: str, settings: Any
+) -> str:
+    """What defines a model run (``open_run`` resumes the interrupted run of the same key)."""
+    return _digest([system, task, dataset_sha256, model, endpoint, settings])
+
+
 def _digest(value: Any) -> str:
     return hashlib.sha256(dumps(value).encode()).hexdigest()
 
 
-def _new_run(run_key: str | None = None, **columns: Any) -> RunRow:
+def _new_run(run_key: str | None = None, run_id: str | None = None, **columns: Any) -> RunRow:
     """A new run of this process, ``running``, of no items yet; a scored run's key is its id's."""
-    run_id = uuid.uuid4().hex[:12]
+    run_id = run_id or uuid.uuid4().hex[:12]
     return RunRow(
         id=run_id,
         run_key=run_key or _digest(["scored", run_id]),
