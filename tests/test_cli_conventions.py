@@ -753,9 +753,12 @@ def test_serve_names_the_store_setting_in_its_error_line(monkeypatch: pytest.Mon
 
     monkeypatch.setenv("FIELDCHECK_DATABASE_URL", "bogus://nowhere")
     with socket.socket() as sock:
+        # the port stays bound (not listening, SO_REUSEADDR as ``serve`` binds it) while the
+        # command runs: a port closed before it ran could be taken by another process first
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    status, output = _run("serve", "--port", str(port))
+        status, output = _run("serve", "--port", str(port))
     assert status == 2 and output.startswith(
         "error: FIELDCHECK_DATABASE_URL: cannot open the store: NoSuchModuleError: "
     ), output

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import random
 import re
+import threading
 from fractions import Fraction
 from pathlib import Path
 
@@ -255,37 +256,54 @@ def test_a_judge_reply_that_is_not_a_score_is_neither_cached_nor_read_back(chat_
     assert len(server.requests) == 3
 
 
+DEADLINE_S = 5.0  # a judge's deadline: an answered call has this long, however loaded the machine
+STALL_S = 60.0  # a stalled reply waits this long for its release (the test's end) at most
+
+
 def test_a_judge_that_never_answers_stops_early(chat_server) -> None:  # type: ignore[no-untyped-def]
     """When the first 3 judge calls to finish all passed their deadline (or could not connect),
     the calls still waiting are not made: a judge that never answers held each of 20 slots'
-    calls 60 s, 4 at a time (a new-user trial). Calls already in flight end as they do."""
-    stalled = chat_server(lambda _request: Reply(content="0.9", delay_s=2))
-    judge = LLMJudge(
-        model="j", base_url=stalled.base_url, kind="slot", timeout=0.3, max_concurrency=2
-    )
-    got = judge.similarities([f"v{i}" for i in range(8)], ["gold"] * 8)
-    assert len(stalled.requests) == 4  # 2 at a time: the third to finish stops the rest
-    assert all(s.score is None for s in got)
-    timeouts = [s for s in got if "no complete reply within 0.3 s" in (s.error or "")]
-    skipped = [s.error for s in got if s.error and "not asked" in s.error]
-    assert len(timeouts) == 4 and len(skipped) == 4
-    assert skipped[0] == (
-        "judge_error: not asked: the first 3 judge calls all failed (timeout) at "
-        f"{stalled.base_url}; check --judge-base-url and --judge-model"
-    )
-    # one answer among the first three: every pair is asked
-    seen: list[str] = []
+    calls 60 s, 4 at a time (a new-user trial). Calls already in flight end as they do. A
+    stalled call is held until the test ends (it never answers in time); the others answer at
+    once."""
+    release = threading.Event()
 
-    def slow_then_fine(request: dict) -> str | Reply:  # type: ignore[type-arg]
-        seen.append(user_text(request))
-        return "0.5" if len(seen) == 2 else Reply(content="0.9", delay_s=2 if len(seen) < 4 else 0)
+    def stall() -> Reply:
+        release.wait(STALL_S)
+        return Reply(content="0.9")
 
+    stalled = chat_server(lambda _request: stall())
     judge = LLMJudge(
-        model="j", base_url=chat_server(slow_then_fine).base_url, kind="slot", timeout=0.3,
-        max_concurrency=1,
-    )  # fmt: skip
-    got = judge.similarities([f"v{i}" for i in range(6)], ["gold"] * 6)
-    assert len(seen) == 6 and [s.score for s in got] == [None, 0.5, None, 0.9, 0.9, 0.9]
+        model="j", base_url=stalled.base_url, kind="slot", timeout=DEADLINE_S, max_concurrency=2
+    )
+    try:
+        got = judge.similarities([f"v{i}" for i in range(8)], ["gold"] * 8)
+        assert len(stalled.requests) == 4  # 2 at a time: the third to finish stops the rest
+        assert all(s.score is None for s in got)
+        timeouts = [
+            s for s in got if f"no complete reply within {DEADLINE_S:g} s" in (s.error or "")
+        ]
+        skipped = [s.error for s in got if s.error and "not asked" in s.error]
+        assert len(timeouts) == 4 and len(skipped) == 4
+        assert skipped[0] == (
+            "judge_error: not asked: the first 3 judge calls all failed (timeout) at "
+            f"{stalled.base_url}; check --judge-base-url and --judge-model"
+        )
+        # one answer among the first three: every pair is asked
+        seen: list[str] = []
+
+        def slow_then_fine(request: dict) -> str | Reply:  # type: ignore[type-arg]
+            seen.append(user_text(request))
+            return "0.5" if len(seen) == 2 else stall() if len(seen) < 4 else "0.9"
+
+        judge = LLMJudge(
+            model="j", base_url=chat_server(slow_then_fine).base_url, kind="slot",
+            timeout=DEADLINE_S, max_concurrency=1,
+        )  # fmt: skip
+        got = judge.similarities([f"v{i}" for i in range(6)], ["gold"] * 6)
+        assert len(seen) == 6 and [s.score for s in got] == [None, 0.5, None, 0.9, 0.9, 0.9]
+    finally:
+        release.set()
 
 
 def test_a_value_cannot_open_a_second_block_in_a_judge_prompt(chat_server) -> None:  # type: ignore[no-untyped-def]
@@ -319,18 +337,23 @@ def test_a_judges_call_errors_name_only_what_its_commands_can_change(chat_server
             return Reply(status=307, headers={"location": "http://127.0.0.1:9/v1/chat/completions"})
         if "gone" in asked:
             return Reply(status=404, error_body={"error": {"message": "no such route"}})
-        return Reply(content="0.9", delay_s=3)  # stalled, past the judge's deadline
+        release.wait(STALL_S)  # stalled until the test ends: past the judge's deadline
+        return Reply(content="0.9")
 
+    release = threading.Event()
     server = chat_server(script)
-    judge = LLMJudge(model="j", base_url=server.base_url, kind="fuzzy", timeout=0.5)
-    big, moved, gone, stalled = judge.similarities(
-        ["big", "moved", "gone", "stalled"], ["x", "x", "x", "x"]
-    )
+    judge = LLMJudge(model="j", base_url=server.base_url, kind="fuzzy", timeout=DEADLINE_S)
+    try:
+        big, moved, gone, stalled = judge.similarities(
+            ["big", "moved", "gone", "stalled"], ["x", "x", "x", "x"]
+        )
+    finally:
+        release.set()
     assert big.score is None and big.error is not None
     assert big.error.endswith("the reply is 8 MiB, over the limit of 8 MiB")
     assert "(give the final URL as --judge-base-url)" in (moved.error or "")
     assert "(does --judge-base-url end in /v1?)" in (gone.error or "")
-    assert (stalled.error or "").endswith("no complete reply within 0.5 s")
+    assert (stalled.error or "").endswith(f"no complete reply within {DEADLINE_S:g} s")
     for similarity in (big, moved, gone, stalled):
         assert "--max-reply-bytes" not in (similarity.error or "")
         assert "--base-url" not in (similarity.error or "").replace("--judge-base-url", "")

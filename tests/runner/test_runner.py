@@ -11,6 +11,7 @@ import subprocess
 import sys
 import threading
 import time
+import types
 from collections import Counter
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -35,6 +36,7 @@ from fieldcheck.runner import (
     retry_wait,
     run_task,
 )
+from fieldcheck.runner._client import FLUSH_AFTER_S
 from fieldcheck.store import Store
 
 Start = Callable[[Script], ChatServer]
@@ -60,15 +62,43 @@ def _ask(runner: Runner, spec: ModelSpec, texts: list[str]) -> list[CallResult]:
     return asyncio.run(go())
 
 
-def test_concurrency_limit_seen_by_the_server(chat_server: Start) -> None:
-    server = chat_server(lambda req: Reply(content="ok", delay_s=0.3))
+WAIT_S = 60.0  # the longest a held reply or a poll waits before the test fails instead of hanging
+
+
+def test_concurrency_limit_seen_by_the_server(
+    chat_server: Start, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """12 calls with a limit of 3: the server holds each call until 3 are under way (a barrier:
+    the limit is used whatever the machine's load, and a 4th call in flight is counted), then
+    answers the 3. The runner's request clock moves one unit each time a round of 3 is let go,
+    and only then, so each call's latency is its own round's unit: a wait for a free slot
+    counted in would give the last round 4 units."""
+    from fieldcheck.runner import _client
+
+    clock = {"now": 0.0}
+
+    def one_round() -> None:
+        clock["now"] += 1.0
+
+    together = threading.Barrier(3, action=one_round, timeout=WAIT_S)
+
+    def script(req: dict[str, Any]) -> Reply:
+        try:
+            together.wait()
+        except threading.BrokenBarrierError:
+            return Reply(content="fewer than 3 at once")
+        return Reply(content="ok")
+
+    server = chat_server(script)
+    clocked = types.SimpleNamespace(**vars(time))
+    clocked.perf_counter = lambda: clock["now"]
+    monkeypatch.setattr(_client, "time", clocked)
     runner = Runner(RunnerSettings(concurrency=3, use_cache=False))
     results = _ask(runner, _spec(server), [f"q{i}" for i in range(12)])
     assert [r.text for r in results] == ["ok"] * 12
     assert server.max_in_flight == 3  # never more, and the limit is used
-    # latency is each call's own time, not its wait for a free slot: 12 calls / 3 = 4 rounds of
-    # 0.3 s, so a wait counted in would put the last round at 1.2 s or more
-    assert all(0.29 <= r.latency_s < 0.9 for r in results), [r.latency_s for r in results]
+    assert clock["now"] == 4.0  # 4 rounds of 3
+    assert [r.latency_s for r in results] == [1.0] * 12
 
 
 def test_429_with_retry_after_is_waited_for(chat_server: Start) -> None:
@@ -77,14 +107,16 @@ def test_429_with_retry_after_is_waited_for(chat_server: Start) -> None:
     def script(req: dict[str, Any]) -> Reply:
         seen.append(time.monotonic())
         if len(seen) == 1:
-            return Reply(status=429, headers={"Retry-After": "1"})
+            return Reply(status=429, headers={"Retry-After": "3"})
         return Reply(content="fine")
 
     server = chat_server(script)
     [result] = _ask(Runner(RunnerSettings(max_retries=2, use_cache=False)), _spec(server), ["q"])
     assert result.text == "fine" and result.attempts == 2 and result.error_type is None
-    assert seen[1] - seen[0] >= 0.95
-    assert result.latency_s < 0.9  # time in requests, not the wait the server asked for
+    assert seen[1] - seen[0] >= 2.95
+    # time in requests, not the wait the server asked for: a latency over the whole call would
+    # hold the time from the server's first request to its second, the wait within it
+    assert result.latency_s < seen[1] - seen[0]
 
 
 def test_retry_after_forms() -> None:
@@ -137,14 +169,25 @@ def test_max_retries_zero_means_one_attempt(chat_server: Start) -> None:
 
 
 def test_a_hang_hits_the_timeout(chat_server: Start) -> None:
-    server = chat_server(lambda req: Reply(content="late", delay_s=3))
-    runner = Runner(RunnerSettings(timeout=0.3, max_retries=1, use_cache=False))
-    import openai  # noqa: F401  # imported before the clock: on a loaded machine it takes a second
+    """A server that holds every call (until the test ends): each attempt stops at the runner's
+    own deadline, so the call ends as a timeout while the server still holds both attempts."""
+    release = threading.Event()
+    held = threading.Semaphore(0)
 
-    start = time.perf_counter()
-    [result] = _ask(runner, _spec(server), ["q"])
+    def script(req: dict[str, Any]) -> Reply:
+        held.release()
+        release.wait(WAIT_S)
+        return Reply(content="late")
+
+    server = chat_server(script)
+    runner = Runner(RunnerSettings(timeout=0.3, max_retries=1, use_cache=False))
+    try:
+        [result] = _ask(runner, _spec(server), ["q"])
+        assert not release.is_set()  # ended by its deadline, not by an answer
+    finally:
+        release.set()
     assert (result.error_type, result.attempts, result.text) == ("timeout", 2, None)
-    assert time.perf_counter() - start < 2.5
+    assert held.acquire(timeout=WAIT_S) and held.acquire(timeout=WAIT_S)  # both were sent
 
 
 def test_connection_refused_is_a_connection_error() -> None:
@@ -527,7 +570,7 @@ def test_an_item_finished_while_a_call_hangs_is_committed_and_its_reply_cached(
 
     def script(req: dict[str, Any]) -> Reply:
         if user_text(req) == "slow":
-            release.wait(30)
+            release.wait(2 * WAIT_S)
         return Reply(content="r:" + user_text(req))
 
     server = chat_server(script)
@@ -542,7 +585,7 @@ def test_an_item_finished_while_a_call_hangs_is_committed_and_its_reply_cached(
         if unit[0] != "slow":  # "slow" is still in flight: nothing else commits these
             start = time.monotonic()
             while {i.key for i in Store().journal(handle.id)} != {"fast#1", "fast#2"}:
-                assert time.monotonic() - start < 5, "not committed"
+                assert time.monotonic() - start < WAIT_S, "not committed while a call hangs"
                 await asyncio.sleep(0.02)
             waited.append(time.monotonic() - start)
             release.set()
@@ -557,7 +600,7 @@ def test_an_item_finished_while_a_call_hangs_is_committed_and_its_reply_cached(
             await runner.aclose()
 
     handle = asyncio.run(go())
-    assert waited and waited[0] < 2
+    assert waited and waited[0] < 20 * FLUSH_AFTER_S  # a flush due in 0.5 s, however late
     assert [user_text(r) for r in server.chat_requests].count("fast") == 1
     stored = {i.key: i.result for i in Store().journal(handle.id)}
     assert stored == {

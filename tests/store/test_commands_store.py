@@ -275,6 +275,28 @@ def _gone(pid: int) -> bool:
         return True
 
 
+# ``json batch`` whose recorder, once a part written by its pool process is counted in the store,
+# says so (the file named by FIELDCHECK_TEST_COUNTED) and waits there, once, for a signal: the test
+# signals a run certainly in the middle of writing, whatever the machine's load.
+_HELD_BATCH = """
+import os, signal, sys
+from pathlib import Path
+from fieldcheck.store._recorder import RunRecorder
+counted = RunRecorder._counted
+said = Path(os.environ["FIELDCHECK_TEST_COUNTED"])
+def held(self, written):
+    counted(self, written)
+    if not said.exists() and self.store.get_run(self.run.id).n_items:
+        said.touch()  # once: the stop's own counting goes on
+        while True:
+            signal.pause()
+RunRecorder._counted = held
+from fieldcheck._cli.main import main
+sys.argv = ["fieldcheck", *sys.argv[1:]]
+main()
+"""
+
+
 @pytest.mark.slow
 def test_a_ctrl_c_stops_the_pool_and_keeps_the_items_written(tmp_path: Path) -> None:
     """json batch of 16 MiB (its items written by a pool process from the start), stopped by
@@ -294,26 +316,31 @@ def test_a_ctrl_c_stops_the_pool_and_keeps_the_items_written(tmp_path: Path) -> 
     with data.open("wb") as handle:
         i = 0
         while handle.tell() < 2 * PROCESS_INPUT_BYTES:  # several tasks (TASK_BYTES) of items
-            output = gt if i % 3 else {**gt, "c": "Kyoto"}
+            output = gt if i % 3 else {**gt, "b": [1, 3]}  # wrong, with no model to load
             handle.write(orjson.dumps({"id": i, "ground_truth": gt, "output": output}) + b"\n")
             i += 1
     url = f"sqlite:///{tmp_path}/s.sqlite3"
-    env = {**os.environ, "FIELDCHECK_DATABASE_URL": url}
-    command = [sys.executable, "-m", "fieldcheck._cli.main", "json", "batch", str(data)]
+    command = [sys.executable, "-c", _HELD_BATCH, "json", "batch", str(data)]
     store = Store(url)
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGKILL):
-        out = tmp_path / f"out{sig}"
+        out, counted = tmp_path / f"out{sig}", tmp_path / f"counted{sig}"
+        env = {
+            **os.environ,
+            "FIELDCHECK_DATABASE_URL": url,
+            "FIELDCHECK_TEST_COUNTED": str(counted),
+        }
         proc = subprocess.Popen(
             [*command, "--out", str(out)], env=env, stdout=subprocess.PIPE,
             stderr=subprocess.PIPE, text=True,
         )  # fmt: skip
-        deadline, writers, stored = time.monotonic() + 60, [], 0
-        while time.monotonic() < deadline and proc.poll() is None and not stored:
-            writers = writers or _writer_pids(proc.pid)
-            runs = store.list_runs(system="json")
-            stored = runs[0].n_items if runs and runs[0].status == "running" else 0
-            time.sleep(0.01)
-        assert writers and stored, "the run ended before items were stored: make it larger"
+        deadline = time.monotonic() + 120  # only against a hang: the run waits for the signal
+        while not counted.exists():
+            assert proc.poll() is None, proc.communicate()[1]
+            assert time.monotonic() < deadline, f"{sig!r}: no part was counted"
+            time.sleep(0.05)
+        writers = _writer_pids(proc.pid)
+        [run] = store.list_runs(system="json")
+        assert writers and run.status == "running" and run.n_items > 0
         proc.send_signal(sig)
         _, stderr = proc.communicate(timeout=120)
         run = store.list_runs(system="json")[0]
@@ -322,7 +349,7 @@ def test_a_ctrl_c_stops_the_pool_and_keeps_the_items_written(tmp_path: Path) -> 
             assert "interrupted" in stderr and not list(out.glob("*.fieldcheck-tmp-*"))
             assert run.status == "interrupted" and 0 < run.n_items < i
             assert store.count_items(run.id) == run.n_items
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + 60
         while time.monotonic() < deadline and not all(map(_gone, writers)):
             time.sleep(0.05)
         assert all(map(_gone, writers))  # stopped with its run, or at the end of its input
