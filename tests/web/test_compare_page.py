@@ -103,3 +103,24 @@ def test_one_slots_run_compares_its_models(
     assert len(shown_keys(page)) == 15 and shown_keys(page)[0] == "u1/1"
     assert page.locator("#paired-difference tbody tr").count() == 1
     shot(page, tmp_path, "slots-models")
+
+
+def test_the_settings_warning_names_each_value_per_run(
+    page: Page,
+    live: LiveServer,
+    tmp_path: Path,
+    chat_server: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """docs/runs.md: each differing setting named with its value per run, on the page as in
+    ``runs compare`` (a new user saw only the names)."""
+    monkeypatch.setenv("FIELDCHECK_DATABASE_URL", f"sqlite:///{tmp_path / 'web.sqlite3'}")
+    server = chat_server(reply)
+    a, _ = json_runs(tmp_path, server)
+    c, _ = json_runs(tmp_path, server, "--fuzzy-threshold", "0.5", "--weights", "accuracy=0.5")
+    page.goto(f"/compare?runs={a},{c}")
+    warning = page.locator(".compare-warning[data-kind='settings']")
+    assert warning.inner_text() == (
+        "⚠ the runs differ in signature settings: fuzzy_threshold: [0.85, 0.5]; "
+        "weights.accuracy: [0.45, 0.5]"
+    )
