@@ -48,7 +48,14 @@ def test_runs_compare_differ_lists_the_disagreements(tmp_path: Path, chat_server
     c, _ = json_runs(tmp_path, server, "--fuzzy-threshold", "0.5")
     code, out, _ = cli("runs", "compare", a, c)
     assert code == 0
-    assert out.splitlines()[0] == "warning: the runs differ in signature settings: fuzzy_threshold"
+    warned = "warning: the runs differ in signature settings: fuzzy_threshold: [0.85, 0.5]"
+    assert out.splitlines()[0] == warned  # each setting with its value per run (docs/runs.md)
+    code, out, _ = cli("runs", "compare", a, c, "--json")
+    [warning] = json.loads(out)["warnings"]
+    assert (warning["names"], warning["values"]) == (
+        ["fuzzy_threshold"],
+        {"fuzzy_threshold": [0.85, 0.5]},
+    )
 
 
 def _cells(text: str, column: int) -> str:
@@ -178,5 +185,33 @@ def test_signature_values_that_mean_the_same_do_not_make_the_runs_differ() -> No
     assert _warnings([interrupted, finished], ("data",), numeric.model_settings, None, same) == []
     sampled = run("c", split="dev", sample_size=10, sample_seed=3)
     [warning] = _warnings([interrupted, sampled], ("data",), numeric.model_settings, None, same)
-    assert warning["message"] == "the runs differ in signature settings: sample_seed, sample_size"
+    assert warning["message"] == (
+        "the runs differ in signature settings: sample_seed: [null, 3]; sample_size: [null, 10]"
+    )
     assert warning["values"]["sample_size"] == [None, 10]
+
+
+def test_the_settings_warning_names_each_value_long_ones_cut_in_their_middle() -> None:
+    """docs/runs.md: each differing setting named with its value per run; a value over 40
+    characters (a digest) keeps its start and its end; the text is JSON (a control character
+    escaped), the values in ``values`` as stored."""
+    from types import SimpleNamespace
+
+    from fieldcheck._util.signature import Signature
+    from fieldcheck.runs._compare import _warnings
+
+    def run(rid: str, **settings: Any) -> Any:
+        signature = Signature(system="json", settings=settings).model_dump_json()
+        return SimpleNamespace(id=rid, inputs=[], signature=signature)
+
+    long_a, long_b = "sha256:" + "0" * 56 + "aaaa1111", "sha256:" + "0" * 56 + "bbbb2222"
+    a = run("a", strategies=long_a, note="<b>\x1b[31m", weights={"accuracy": 0.45}, seed=0)
+    b = run("b", strategies=long_b, note="plain", weights={"accuracy": 0.5}, seed=0)
+    [warning] = _warnings([a, b], (), ())
+    assert warning["message"] == (
+        'the runs differ in signature settings: note: ["<b>\\u001b[31m", "plain"]; '
+        'strategies: ["sha256:0000000000000000000…000aaaa1111", '
+        '"sha256:0000000000000000000…000bbbb2222"]; weights.accuracy: [0.45, 0.5]'
+    )
+    assert warning["values"]["strategies"] == [long_a, long_b]
+    assert warning["names"] == ["note", "strategies", "weights.accuracy"]

@@ -169,6 +169,13 @@ def test_the_bundle_from_file_with_the_network_off(
         != (items["b"][k].failed, items["b"][k].result["output"])
     )
     assert keys == differ == ["r2", "r5", "r6"]
+    named = page.locator("#item-matrix tr[data-key='r5'] td a").evaluate_all(
+        "a => a.map(e => e.getAttribute('aria-label'))"
+    )
+    assert named == [
+        f"record r5 in run {runs['a'][:8]} a: right",
+        f"record r5 in run {runs['b'][:8]} b: wrong",
+    ]
     shot(page, tmp_path, "compare")
     with page.expect_navigation():
         page.locator("#item-matrix tr[data-key='r5'] td a").first.click()

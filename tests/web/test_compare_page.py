@@ -103,3 +103,60 @@ def test_one_slots_run_compares_its_models(
     assert len(shown_keys(page)) == 15 and shown_keys(page)[0] == "u1/1"
     assert page.locator("#paired-difference tbody tr").count() == 1
     shot(page, tmp_path, "slots-models")
+
+
+def test_the_settings_warning_names_each_value_per_run(
+    page: Page,
+    live: LiveServer,
+    tmp_path: Path,
+    chat_server: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """docs/runs.md: each differing setting named with its value per run, on the page as in
+    ``runs compare`` (a new user saw only the names)."""
+    monkeypatch.setenv("FIELDCHECK_DATABASE_URL", f"sqlite:///{tmp_path / 'web.sqlite3'}")
+    server = chat_server(reply)
+    a, _ = json_runs(tmp_path, server)
+    c, _ = json_runs(tmp_path, server, "--fuzzy-threshold", "0.5", "--weights", "accuracy=0.5")
+    page.goto(f"/compare?runs={a},{c}")
+    warning = page.locator(".compare-warning[data-kind='settings']")
+    assert warning.inner_text() == (
+        "⚠ the runs differ in signature settings: fuzzy_threshold: [0.85, 0.5]; "
+        "weights.accuracy: [0.45, 0.5]"
+    )
+
+
+def test_the_matrix_links_name_their_run_and_record(
+    page: Page, live: LiveServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each link of the item matrix is named by its record (the pair key) and its column, not
+    only "✓ right" (a new user's finding: 100 rows x N runs of the same names); its column
+    headers have scope="col"."""
+    monkeypatch.setenv("FIELDCHECK_DATABASE_URL", f"sqlite:///{tmp_path / 'web.sqlite3'}")
+    examples = Path(__file__).resolve().parents[2] / "examples" / "slots"
+    args = ["slots", "score", "--gold", str(examples / "gold.synthetic.jsonl")]
+    for model in ("synthetic-careful", "synthetic-fast"):
+        args += ["--pred", f"{model}={examples / f'pred_{model}.synthetic.jsonl'}"]
+    result = invoke([*args, "--out", str(tmp_path / "s"), "--bootstrap", "20"])
+    assert result.exit_code == 0, result.stderr
+    [run] = re.findall(r"stored as run ([0-9a-f]{12})", result.stdout + result.stderr)
+    page.goto(f"/compare?runs={run}")
+    scopes = page.locator("#item-matrix thead th").evaluate_all(
+        "ths => ths.map(th => th.getAttribute('scope'))"
+    )
+    assert scopes == ["col", "col", "col"]
+    first = page.locator("#item-matrix tbody tr").first
+    assert first.get_attribute("data-key") == "u1/1"
+    labels = first.locator("a").evaluate_all("a => a.map(e => e.getAttribute('aria-label'))")
+    shown = first.locator("a").all_inner_texts()
+    states = [s.split(" ", 1)[1] for s in shown]  # "✓ right" -> "right"
+    assert labels == [
+        f"session u1/1 in run {run[:8]} {model}: {state}"
+        for model, state in zip(("synthetic-careful", "synthetic-fast"), states, strict=True)
+    ]
+    assert sorted(states) == ["right", "wrong"]  # a row the models disagree on
+    name = labels[1]
+    link = page.get_by_role("link", name=name, exact=True)
+    assert link.count() == 1 and link.get_attribute("href") == (
+        f"/runs/{run}/items/synthetic-fast%2Fu1%2F1"
+    )

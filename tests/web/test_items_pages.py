@@ -143,3 +143,67 @@ def test_numeric_items_filtered_by_failure_mode_and_turn(
         assert row["expected"] == str(item["result"]["expected_answer"])
         assert row["failure_mode"] == "wrong" and row["numerical_match"] == "no"
     _shot(page, tmp_path, "numeric-filtered")
+
+
+def test_the_last_page_and_a_page_past_the_end(
+    page: Page, live: LiveServer, tmp_path: Path
+) -> None:
+    """The run page's pager and the Compare matrix's have a last page; an offset past the end
+    says so, with the first and last pages, and its "previous" is the last page (a new user
+    pressed "next" 99 times, and saw an empty table at ?offset=99999)."""
+    url = f"sqlite:///{tmp_path / 'web.sqlite3'}"
+    store = Store(url)
+    out, batch = json_folder(tmp_path, "many", _records())
+    run = record_folder(store, out, inputs=[("batch", batch)], model="m")
+    many = [dict(r, id=f"rec-{i:03d}") for i, r in enumerate(_records() * 4)]  # 240
+    other = [dict(r, output={}) for r in many[:230]]  # 230 wrong, 10 missing: all 240 differ
+    runs = []
+    for name, records in (("left", many), ("right", other)):
+        folder, data = json_folder(tmp_path, name, records)
+        runs.append(record_folder(store, folder, inputs=[("batch", data)], model=name).id)
+    store.close()
+
+    page.goto(f"/runs/{run.id}")
+    assert page.locator("#last-page").inner_text() == "last page"
+    with page.expect_navigation():
+        page.click("#last-page")
+    assert page.locator("#items-count").inner_text() == "60 item(s) match · showing 51–60"
+    assert page.locator("#last-page").count() == 0 and page.locator("#next-page").count() == 0
+
+    page.goto(f"/runs/{run.id}?sort=rqs&offset=99999")  # its query kept in its links
+    past = page.locator("#items-past-end")
+    assert past.inner_text() == "No items on this page: 60 item(s) match; first page · last page."
+    assert page.locator("#items").count() == 0
+    last = f"/runs/{run.id}?sort=rqs&offset=50#items-section"
+    assert past.locator("a").evaluate_all("a => a.map(e => e.getAttribute('href'))") == [
+        f"/runs/{run.id}?sort=rqs#items-section",
+        last,
+    ]
+    assert page.get_attribute("#last-page", "href") == last
+    assert page.get_attribute("#previous-page", "href") == last
+    with page.expect_navigation():
+        page.click("#items-past-end a:text-is('last page')")
+    assert page.locator("#items-count").inner_text() == (
+        "60 item(s) match · showing 51–60 · sorted by RQS ascending"
+    )
+
+    ids = ",".join(runs).replace(",", "%2C")
+    page.goto(f"/compare?runs={','.join(runs)}")
+    assert page.locator("#matrix-count").inner_text().startswith("240 of 240 records differ")
+    assert page.get_attribute("#matrix-last", "href") == (
+        f"/compare?runs={ids}&differ=true&offset=200"
+    )
+    with page.expect_navigation():
+        page.click("#matrix-last")
+    assert page.locator("#item-matrix tbody tr").count() == 40
+    assert page.locator("#matrix-last").count() == 0 and page.locator("#matrix-next").count() == 0
+    page.goto(f"/compare?runs={','.join(runs)}&offset=9999")
+    past = page.locator("#matrix-past-end")
+    assert (
+        past.inner_text()
+        == "No records on this page: 240 record(s) differ; first page · last page."
+    )
+    assert page.locator("#item-matrix").count() == 0
+    assert page.get_attribute("#matrix-prev", "href") == (
+        f"/compare?runs={ids}&differ=true&offset=200"
+    )

@@ -217,3 +217,20 @@ def test_every_page_names_its_icon_so_no_browser_asks_for_favicon_ico(live: Live
             html = http.get(path).text
             assert '<link rel="icon" href="data:,">' in html, path
         assert http.get("/favicon.ico").status_code == 404  # never asked for, so never served
+
+
+def test_the_file_inputs_have_their_own_names(page: Page, live: LiveServer) -> None:
+    """The label around each text area and file input names the text area only (a new user's
+    finding: a screen reader said only "Choose file"): each file input has its own name."""
+    page.goto("/evaluate")
+    names = {
+        "#ground-truth-file": "Ground truth file (JSON)",
+        "#output-file": "Model output file (JSON, or text)",
+    }
+    for selector, name in names.items():
+        found = page.get_by_label(name, exact=True)
+        assert found.count() == 1
+        assert found.evaluate("e => '#' + e.id") == selector
+        assert page.get_attribute(selector, "aria-label") == name
+    labelled = page.locator("#ground-truth").evaluate("e => [...e.labels].map(l => l.id || 'x')")
+    assert labelled == ["x"]  # the text area keeps its label

@@ -10,7 +10,7 @@ from urllib.parse import quote
 
 from fieldcheck import core
 from fieldcheck._util.errors import InputError
-from fieldcheck._util.jsonio import loads
+from fieldcheck._util.jsonio import dumps, loads
 from fieldcheck.metrics import paired_bootstrap_test, safe_div_array
 from fieldcheck.reports import format_seconds_joined
 from fieldcheck.store import RunInfo
@@ -248,10 +248,25 @@ def _warnings(
         if n.split(".")[0] not in model_settings and len({meant(n, s.get(n)) for s in settings}) > 1
     )
     if names and len(runs) > 1:
-        message = f"the runs differ in signature settings: {', '.join(names)}"
         values = {n: [s.get(n) for s in settings] for n in names}
+        shown = "; ".join(
+            f"{n}: [{', '.join(_setting_value(v) for v in values[n])}]" for n in names
+        )
+        message = f"the runs differ in signature settings: {shown}"
         warnings.append({"kind": "settings", "message": message, "names": names, "values": values})
     return warnings
+
+
+SETTING_CHARS = 40  # a setting's value in a warning: longer ones cut in their middle
+
+
+def _setting_value(value: Any) -> str:
+    """A setting's value as a warning names it: JSON (``0.85``, ``"5 fields sha256:03fb…"``,
+    ``null``), one over ``SETTING_CHARS`` cut in its middle (a digest keeps its end)."""
+    text = dumps(value)
+    if len(text) <= SETTING_CHARS:
+        return text
+    return text[: SETTING_CHARS - 13] + "…" + text[-12:]
 
 
 def _signature_settings(signature: str) -> dict[str, Any]:

@@ -368,7 +368,8 @@ def _query(items: dict[str, Any], **changed: Any) -> dict[str, Any]:
 
 def _links(run_id: str, items: dict[str, Any]) -> dict[str, Any]:
     """The page's links: each column's sort (its other order when it is the sort), the next,
-    previous and first pages (by offset: the page knows where it is)."""
+    previous, first and last pages (by offset: the page knows where it is); ``past_end`` when
+    the offset is past the last item that matches."""
     base = f"/runs/{run_id}?"
     sorts = {}
     for c in items["columns"]:
@@ -377,10 +378,13 @@ def _links(run_id: str, items: dict[str, Any]) -> dict[str, Any]:
             _query(items, sort=c["name"], order="desc" if again else "asc")
         )
     following = _query(items, offset=items["next_offset"]) if items["next_offset"] else None
-    earlier = max(0, items["offset"] - items["limit"])
+    last = (items["total"] - 1) // items["limit"] * items["limit"] if items["total"] else 0
+    earlier = max(0, min(items["offset"] - items["limit"], last))  # past the end: the last page
     return {
         "sort": sorts,
         "next": base + urlencode(following) if following is not None else None,
         "previous": base + urlencode(_query(items, offset=earlier)) if items["offset"] else None,
         "first": base + urlencode(_query(items)),
+        "last": base + urlencode(_query(items, offset=last)) if items["offset"] != last else None,
+        "past_end": items["offset"] >= items["total"] > 0,
     }
