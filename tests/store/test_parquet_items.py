@@ -504,7 +504,6 @@ def test_threads_querying_at_once_share_one_duckdb_connection(
     """Concurrent API requests each take a cursor of the store's one DuckDB connection: two
     threads that both found none made two, and one was never closed."""
     import threading
-    import time
 
     import duckdb
 
@@ -573,10 +572,15 @@ def test_a_store_opens_while_another_process_writes_its_old_rollback_journal(
     writer.execute("CREATE TABLE t (x)")
     writer.execute("BEGIN IMMEDIATE")
     writer.execute("INSERT INTO t VALUES (1)")
-    threading.Timer(0.5, writer.execute, ["COMMIT"]).start()
-    started = time.monotonic()
+    committing = threading.Event()
+
+    def commit() -> None:
+        committing.set()  # before COMMIT: a store that opens only after it finds this set
+        writer.execute("COMMIT")
+
+    threading.Timer(0.5, commit).start()
     store = Store(f"sqlite:///{path}")
-    assert time.monotonic() - started >= 0.4  # it waited for the writer
+    assert committing.is_set()  # it waited for the writer (it failed at once before)
     assert store.cache_count() == 0
     store.close()
     writer.close()
