@@ -6,6 +6,7 @@ Text fields are FUZZY here so no test in this file loads the sentence-transforme
 from __future__ import annotations
 
 import csv
+import hashlib
 import json
 import math
 import os
@@ -241,6 +242,36 @@ def test_json_mode_and_schema_reach_the_model(
     }
     assert "(prompt json-extract-v1)" in system["content"]
     assert user["content"] in {f"{USER_INTRO}\n<document>\ndoc {k}\n</document>" for k in GT}
+
+
+def test_a_large_schema_is_sent_whole_and_stored_once_not_per_item(
+    files: dict[str, Path], chat_server: StartServer, tmp_path: Path
+) -> None:
+    """The store grows per record by the document, not by the schema: a schema over 4,096
+    characters is named by its sha256 in each item's stored prompt; one over 100,000 is warned."""
+    server = chat_server(lambda body: OK_REPLIES.get(document(body), "{}"))
+    schema = tmp_path / "schema.json"
+    value = {"type": "object", "description": "z" * 200_000}
+    schema.write_text(json.dumps(value))
+    result = run(*common(files, server, "--model", "m", "--schema", str(schema)))
+    assert result.exit_code == 3, result.output  # the two bad DATA lines
+    assert all("z" * 200_000 in b["messages"][0]["content"] for b in server.chat_requests)
+    assert "warning: the schema is 200,034 characters (about 50,009 tokens)" in result.stderr
+    info = json.loads((files["out"] / "m" / "run.json").read_text())
+    store = Store()
+    items = store.journal(info["run_id"])
+    store.close()
+    assert len(items) == 7
+    compact = json.dumps(value, separators=(",", ":"), sort_keys=True)
+    digest = hashlib.sha256(compact.encode()).hexdigest()
+    for item in items:
+        system, user = item.call_log[0]["messages"]
+        assert system["content"] == (
+            f"{SYSTEM_PROMPT}\n{SCHEMA_INTRO}\n"
+            f"<the schema: 200,034 characters, sha256:{digest}; not stored per item>"
+        )
+        assert user["content"] == f"{USER_INTRO}\n<document>\ndoc {item.key}\n</document>"
+        assert len(json.dumps(item.call_log)) < 2_000
 
 
 def test_without_json_mode_or_schema(files: dict[str, Path], chat_server: StartServer) -> None:

@@ -9,7 +9,7 @@ import math
 import statistics
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -61,14 +61,39 @@ NO_SCHEMA_NOTE = "Use short snake_case keys for the fields you find."
 USER_INTRO = "Extract the data from this document."
 
 
-def build_messages(document: str, schema_text: str | None = None) -> list[Message]:
-    """The chat messages of one document (prompt ``json-extract-v1``): the fixed instructions
-    and the schema (or a note on naming keys), then the document."""
+STORED_SCHEMA_CHARS = 4096
+"""A schema longer than this is kept in each item's stored prompt as its sha256 and size only:
+the store grows per record by the document, not by the schema (sent whole on every request)."""
+LARGE_SCHEMA_CHARS = 100_000
+"""A schema longer than this (about 25,000 tokens on every request) is warned about."""
+
+
+def system_message(schema_text: str | None = None) -> Message:
+    """The system message every document of a run shares: the fixed instructions and the schema
+    (or a note on naming keys)."""
     schema = NO_SCHEMA_NOTE if schema_text is None else f"{SCHEMA_INTRO}\n{schema_text}"
+    return {"role": "system", "content": f"{SYSTEM_PROMPT}\n{schema}"}
+
+
+def build_messages(
+    document: str, schema_text: str | None = None, *, system: Message | None = None
+) -> list[Message]:
+    """The chat messages of one document (prompt ``json-extract-v1``): the system message (one
+    object shared by a run's documents when ``system`` is given), then the document."""
     return [
-        {"role": "system", "content": f"{SYSTEM_PROMPT}\n{schema}"},
+        system or system_message(schema_text),
         {"role": "user", "content": f"{USER_INTRO}\n{DOCUMENT_OPEN}{document}{DOCUMENT_CLOSE}"},
     ]
+
+
+def stored_system_message(schema_text: str | None) -> Message:
+    """The system message as each item's stored prompt keeps it: whole, or for a schema over
+    ``STORED_SCHEMA_CHARS`` with the schema named by its sha256 and size instead of its text."""
+    if schema_text is None or len(schema_text) <= STORED_SCHEMA_CHARS:
+        return system_message(schema_text)
+    digest = document_digest(schema_text)
+    shown = f"<the schema: {len(schema_text):,} characters, sha256:{digest}; not stored per item>"
+    return system_message(shown)
 
 
 def document_from_prompt(user_text: str) -> str | None:
@@ -290,6 +315,12 @@ class JsonRuns:
         check_input_file(
             data, records=len(records), errors=errors, option="documents", expected="json-documents"
         )
+        if schema is not None and len(schema) > LARGE_SCHEMA_CHARS and extras.get("warn"):
+            extras["warn"](
+                f"warning: the schema is {len(schema):,} characters (about "
+                f"{estimate_tokens(schema):,} tokens), sent with every request; each item's "
+                "stored prompt names it by its sha256"
+            )
         stored = {"config": config.model_dump(mode="json")}
         stored |= {"bootstrap": settings.get("bootstrap", 1000), "seed": settings.get("seed", 0)}
         prior = [RecordError.of(e) for e in errors]
@@ -303,10 +334,13 @@ class JsonRuns:
         """Ask ``spec`` for every record, resuming a stored unfinished run; a model or transport
         error is saved with its type (``call_errors``), a Ctrl-C raises ``RunInterrupted``."""
         records, schema_text = task.records, task.schema_text
-        prompts = {r.key: build_messages(r.document, schema_text) for r in records}
+        system, kept = system_message(schema_text), stored_system_message(schema_text)
+        prompts = {r.key: build_messages(r.document, system=system) for r in records}
 
         async def ask(record: ExtractRecord, _: Any, client: ChatClient) -> Asked:
             reply = await client.complete(prompts[record.key])
+            if kept is not system and reply.messages:
+                reply = replace(reply, messages=[kept, *reply.messages[1:]])
             result: dict[str, Any] = {
                 "input_tokens": reply.input_tokens,
                 "output_tokens": reply.output_tokens,
