@@ -18,6 +18,8 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, Validat
 
 from fieldcheck._util.errors import InputError, UsageProblem, input_error_of
 from fieldcheck._util.jsonio import (
+    EMPTY_FILE,
+    TOO_DEEP,
     dumps,
     id_text,
     iter_jsonl,
@@ -196,11 +198,30 @@ def read_documents(path: str | Path) -> tuple[list[ExtractRecord], list[InputErr
 
 def load_schema(path: str | Path) -> str:
     """The target JSON Schema file as the compact, key-sorted JSON text shown to the model;
-    InputError when it cannot be read or is not a JSON object."""
-    schema = read_json(path)
+    InputError, in a schema's words, when it cannot be read or is not a JSON object."""
+    try:
+        schema = read_json(path)
+    except InputError as exc:
+        if exc.reason == EMPTY_FILE:
+            raise exc.replace(reason="no JSON Schema (the file is empty)") from None
+        if exc.reason == TOO_DEEP:
+            under = f" (under key '{exc.field}')" if exc.field is not None else ""
+            reason = f"the JSON Schema is nested deeper than {MAX_DEPTH} arrays/objects{under}"
+            raise exc.replace(reason=reason, field=None) from None
+        raise
     if not isinstance(schema, dict):
-        raise InputError("a JSON Schema must be a JSON object", file=path, value=schema)
+        kind = next(k for t, k in _JSON_KINDS if isinstance(schema, t))
+        raise InputError(f"a JSON Schema must be a JSON object (got {kind})", file=path)
     return dumps(schema)
+
+
+_JSON_KINDS = (
+    (type(None), "null"),
+    (bool, "a boolean"),
+    (int | float, "a number"),
+    (str, "a string"),
+    (list, "an array"),
+)
 
 
 @dataclass
