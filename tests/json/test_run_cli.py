@@ -463,6 +463,21 @@ def test_several_models_get_a_folder_each_and_a_comparison(
     assert (rows["org/bad"]["not_scored"], rows["org/bad"]["failed"]) == ("2", "7")
     assert "Models (means over the records with an output)" in result.stdout
     assert Counter(b["model"] for b in server.chat_requests) == {"good-model": 7, "org/bad": 7}
+    # which folder holds which model, said when a name was changed (good's was not)
+    said = '\nmodel folders (a name made file-safe): "org/bad" in org_bad/\n'
+    assert said in "\n" + result.stderr
+
+
+def test_model_folders_are_named_only_when_a_name_is_changed(
+    files: dict[str, Path], chat_server: StartServer
+) -> None:
+    server = chat_server(lambda body: "{}")
+    result = run(*common(files, server, "--model", "m", "--model", "..", "--model", "M"))
+    assert sorted(p.name for p in files["out"].iterdir() if p.is_dir()) == ["M-2", "m", "unnamed"]
+    assert result.stderr.count("model folders") == 1
+    assert '(a name made file-safe): ".." in unnamed/; "M" in M-2/\n' in result.stderr
+    plain = run(*common(files, server, "--model", "m", "--out", str(files["out"].parent / "o2")))
+    assert plain.exit_code == 3 and "model folders" not in plain.stderr
 
 
 def test_model_folder_names() -> None:
