@@ -397,6 +397,26 @@ def test_batch_path_stays_inside_the_data_root(
     assert refused_all.status_code == 403 and "--data-root" in refused_all.json()["detail"]
 
 
+def test_no_write_through_a_symlinked_runs_folder(client: httpx.Client, tmp_path: Path) -> None:
+    """A fieldcheck-runs that leads out of the data root refuses writes as reads are: 403."""
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (tmp_path / "data" / "b.jsonl").write_text(batch_lines())
+    (tmp_path / "data" / "fieldcheck-runs").symlink_to(outside)
+    answers = [
+        client.post("/api/json/batch", files={"file": ("b.jsonl", batch_lines().encode())}),
+        client.post("/api/score/json", files={"batch": ("b.jsonl", batch_lines().encode())}),
+        client.post("/api/json/batch-path", json={"path": "b.jsonl"}),
+    ]
+    for response in answers:
+        assert response.status_code == 403, response.text
+        assert response.json() == {
+            "detail": "fieldcheck-runs: outside the data root (a symlink leading out)",
+            "field": None,
+        }
+    assert list(outside.iterdir()) == []
+
+
 # limits and access -----------------------------------------------------------------------------
 def test_bodies_over_the_limits_are_refused_with_413(serve: Serve) -> None:
     live = serve(max_json_bytes=2_000, max_upload_bytes=20_000)

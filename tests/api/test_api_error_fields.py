@@ -105,6 +105,22 @@ CASES: list[tuple[str, str, dict[str, Any], str, str]] = [
             ({"json": {"batch": "a.jsonl"}}, "got application/json"),
             ({"content": b"x", "headers": {"content-type": "text/plain"}}, "got text/plain"),
             ({}, "got no content type"),
+            # curl --data-binary @batch.jsonl: the file's text is a URL-encoded field's name
+            (
+                {
+                    "content": b'{"id":"s","ground_truth":{"a":1},"output":{"a":1}}\n',
+                    "headers": {"content-type": "application/x-www-form-urlencoded"},
+                },
+                "got application/x-www-form-urlencoded: text fields, no file",
+            ),
+            (
+                {
+                    "content": b'--XyZ\r\nContent-Disposition: form-data; name="batch"; '
+                    b'filename="a.jsonl"\r\n\r\n{"id":1}\r\n--XyZ--\r\n',
+                    "headers": {"content-type": "application/x-www-form-urlencoded"},
+                },
+                "got application/x-www-form-urlencoded: text fields, no file",
+            ),
         )
     ),
     # a form that was read but lacks its file: the field is at fault

@@ -365,3 +365,19 @@ def test_a_number_equals_its_json_text(pair: tuple[int | float, str]) -> None:
     number, text = pair
     assert exact_match(json.dumps(number), number) and exact_match(number, json.dumps(number))
     assert exact_match(text, number) is naive_exact(text, number)
+
+
+def test_the_docs_give_the_integer_limit_the_reader_keeps() -> None:
+    """docs/json.md and docs/api.md say integers are exact up to the double range, as they are:
+    they said "at any size", and a 400-digit integer made a batch line invalid."""
+    docs = Path(__file__).resolve().parents[2] / "docs"
+    for name in ("json.md", "api.md", "formats.md"):
+        assert "exact at any size" not in (docs / name).read_text()
+    for name in ("json.md", "api.md"):
+        text = " ".join((docs / name).read_text().split())
+        assert "exact within the double range, up to about 1.8 × 10^308 (309 digits;" in text
+    largest = int(1.7976931348623157e308)  # the largest double, an integer of 309 digits
+    assert len(str(largest)) == 309 and loads(str(largest).encode()) == largest
+    for beyond in (str(largest + 10**292), "7" * 309, "1" + "0" * 309):
+        with pytest.raises(orjson.JSONDecodeError, match="infinity"):
+            loads(beyond.encode())

@@ -6,6 +6,7 @@ Text fields are FUZZY here so no test in this file loads the sentence-transforme
 from __future__ import annotations
 
 import csv
+import hashlib
 import json
 import math
 import os
@@ -243,6 +244,36 @@ def test_json_mode_and_schema_reach_the_model(
     assert user["content"] in {f"{USER_INTRO}\n<document>\ndoc {k}\n</document>" for k in GT}
 
 
+def test_a_large_schema_is_sent_whole_and_stored_once_not_per_item(
+    files: dict[str, Path], chat_server: StartServer, tmp_path: Path
+) -> None:
+    """The store grows per record by the document, not by the schema: a schema over 4,096
+    characters is named by its sha256 in each item's stored prompt; one over 100,000 is warned."""
+    server = chat_server(lambda body: OK_REPLIES.get(document(body), "{}"))
+    schema = tmp_path / "schema.json"
+    value = {"type": "object", "description": "z" * 200_000}
+    schema.write_text(json.dumps(value))
+    result = run(*common(files, server, "--model", "m", "--schema", str(schema)))
+    assert result.exit_code == 3, result.output  # the two bad DATA lines
+    assert all("z" * 200_000 in b["messages"][0]["content"] for b in server.chat_requests)
+    assert "warning: the schema is 200,034 characters (about 50,009 tokens)" in result.stderr
+    info = json.loads((files["out"] / "m" / "run.json").read_text())
+    store = Store()
+    items = store.journal(info["run_id"])
+    store.close()
+    assert len(items) == 7
+    compact = json.dumps(value, separators=(",", ":"), sort_keys=True)
+    digest = hashlib.sha256(compact.encode()).hexdigest()
+    for item in items:
+        system, user = item.call_log[0]["messages"]
+        assert system["content"] == (
+            f"{SYSTEM_PROMPT}\n{SCHEMA_INTRO}\n"
+            f"<the schema: 200,034 characters, sha256:{digest}; not stored per item>"
+        )
+        assert user["content"] == f"{USER_INTRO}\n<document>\ndoc {item.key}\n</document>"
+        assert len(json.dumps(item.call_log)) < 2_000
+
+
 def test_without_json_mode_or_schema(files: dict[str, Path], chat_server: StartServer) -> None:
     server = chat_server(lambda body: "{}")
     result = run(*common(files, server, "--model", "m"))
@@ -432,6 +463,21 @@ def test_several_models_get_a_folder_each_and_a_comparison(
     assert (rows["org/bad"]["not_scored"], rows["org/bad"]["failed"]) == ("2", "7")
     assert "Models (means over the records with an output)" in result.stdout
     assert Counter(b["model"] for b in server.chat_requests) == {"good-model": 7, "org/bad": 7}
+    # which folder holds which model, said when a name was changed (good's was not)
+    said = '\nmodel folders (a name made file-safe): "org/bad" in org_bad/\n'
+    assert said in "\n" + result.stderr
+
+
+def test_model_folders_are_named_only_when_a_name_is_changed(
+    files: dict[str, Path], chat_server: StartServer
+) -> None:
+    server = chat_server(lambda body: "{}")
+    result = run(*common(files, server, "--model", "m", "--model", "..", "--model", "M"))
+    assert sorted(p.name for p in files["out"].iterdir() if p.is_dir()) == ["M-2", "m", "unnamed"]
+    assert result.stderr.count("model folders") == 1
+    assert '(a name made file-safe): ".." in unnamed/; "M" in M-2/\n' in result.stderr
+    plain = run(*common(files, server, "--model", "m", "--out", str(files["out"].parent / "o2")))
+    assert plain.exit_code == 3 and "model folders" not in plain.stderr
 
 
 def test_model_folder_names() -> None:

@@ -95,9 +95,21 @@ def test_load_schema_gives_compact_sorted_json(tmp_path: Path) -> None:
     schema = tmp_path / "s.json"
     schema.write_text('{"type": "object", "properties": {}}')
     assert load_schema(schema) == '{"properties":{},"type":"object"}'
-    schema.write_text('"object"')
-    with pytest.raises(ValueError, match="a JSON Schema must be a JSON object"):
-        load_schema(schema)
+    # a bad schema is named a schema, its JSON type in JSON's words (not a Python repr)
+    deep = '{"properties": ' + "[" * 300 + "]" * 300 + "}"
+    for text, reason in (
+        ('"object"', "a JSON Schema must be a JSON object (got a string)"),
+        ("null", "a JSON Schema must be a JSON object (got null)"),
+        ("[1]", "a JSON Schema must be a JSON object (got an array)"),
+        ("2.5", "a JSON Schema must be a JSON object (got a number)"),
+        ("false", "a JSON Schema must be a JSON object (got a boolean)"),
+        (" \n", "no JSON Schema (the file is empty)"),
+        (deep, "the JSON Schema is nested deeper than 200 arrays/objects (under key 'properties')"),
+    ):
+        schema.write_text(text)
+        with pytest.raises(ValueError) as refused:
+            load_schema(schema)
+        assert str(refused.value) == f"{schema}: {reason}"
 
 
 def test_the_bundled_documents_show_their_ground_truth() -> None:

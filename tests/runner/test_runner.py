@@ -645,7 +645,9 @@ def test_api_key_is_never_written(
 
     def script(req: dict[str, Any]) -> Reply:
         if user_text(req) == "echo":  # a hostile server echoes the key into its error
-            return Reply(status=400, error_body={"error": {"message": f"bad key {secret}"}})
+            # ...and its fragments: without its prefix, any run of 16 characters of it
+            message = f"bad key {secret} raw {secret[3:]} run {secret[5:21]}. short {secret[:7]}"
+            return Reply(status=400, error_body={"error": {"message": message}})
         return Reply(content="fine")
 
     server = chat_server(script)
@@ -670,8 +672,10 @@ def test_api_key_is_never_written(
             if path.is_file():
                 data = path.read_bytes()
                 assert secret.encode() not in data, path
+                assert secret[3:].encode() not in data and secret[5:21].encode() not in data
     [echoed] = _ask(Runner(RunnerSettings(use_cache=False)), _spec(server), ["echo"])
-    assert echoed.error_message is not None and "bad key ***" in echoed.error_message
+    assert echoed.error_message is not None
+    assert "bad key *** raw *** run ***. short sk-live" in echoed.error_message
     assert secret not in repr(handle.client)
     info = Store().get_run(handle.id)
     assert info is not None and info.endpoint == server.base_url

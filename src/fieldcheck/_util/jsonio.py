@@ -17,6 +17,7 @@ _BOM = b"\xef\xbb\xbf"
 MAX_DEPTH = 200
 """The one depth limit of every input line and file (docs/decisions.md): deeper values would
 reach Python's recursion limit in comparisons and orjson's (254) when outputs are written."""
+EMPTY_FILE = "no records (the file is empty)"
 TOO_DEEP = f"nested deeper than {MAX_DEPTH} arrays/objects; too deep to score"
 _NON_FINITE = re.compile(rb"(?<![\w\"])-?(NaN|Infinity)(?![\w\"])")
 MAX_LINE_BYTES = 64 << 20
@@ -200,7 +201,7 @@ def read_json(path: str | Path) -> Any:
         raise InputError(f"cannot read file: {exc.strerror}", file=p) from exc
     data = data.removeprefix(_BOM)
     if not data.strip():  # orjson's words: "Input is a zero-length, empty document"
-        raise InputError("no records (the file is empty)", file=p)
+        raise InputError(EMPTY_FILE, file=p)
     try:
         value = loads(data)
     except orjson.JSONDecodeError as exc:

@@ -414,13 +414,16 @@ def _run_paths(run: RunInfo | None) -> list[str]:
 @contextmanager
 def request_folder(root: Path | None, system: str) -> Iterator[Path]:
     """A new folder under ``root``/fieldcheck-runs/ for one API run's ``inputs/`` and ``run/``,
-    removed on a 422 (nothing written); without ``root``, a temporary folder."""
+    removed on a 422 (nothing written); without ``root``, a temporary folder. A fieldcheck-runs
+    that leads out of ``root`` (a symlink) is refused with 403, as a read there is."""
     if root is None:
         with tempfile.TemporaryDirectory(prefix=UPLOADS) as temp:
             yield Path(temp)
         return
     try:
         runs = root.resolve() / RUNS
+        if not runs.resolve().is_relative_to(root.resolve()):
+            raise ApiError(403, f"{RUNS}: outside the data root (a symlink leading out)")
         runs.mkdir(exist_ok=True)
         stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
         base = Path(tempfile.mkdtemp(prefix=f"api-{safe_filename(system)}-{stamp}-", dir=runs))

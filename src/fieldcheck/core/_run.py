@@ -157,6 +157,9 @@ def _score(
     if not found.together:
         subs = unique_filenames(s.name for s in specs)
         several = len(specs) > 1 or found.folder_per_model
+        renamed = [f'"{s.name}" in {subs[s.name]}/' for s in specs if subs[s.name] != s.name]
+        if several and renamed:
+            events.note("model folders (a name made file-safe): " + "; ".join(renamed))
         groups = [
             ([c], [s], folder.sub(subs[s.name]) if several else folder)
             for c, s in zip(ran.calls, specs, strict=True)

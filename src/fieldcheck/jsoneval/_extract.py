@@ -9,7 +9,7 @@ import math
 import statistics
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +18,8 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, Validat
 
 from fieldcheck._util.errors import InputError, UsageProblem, input_error_of
 from fieldcheck._util.jsonio import (
+    EMPTY_FILE,
+    TOO_DEEP,
     dumps,
     id_text,
     iter_jsonl,
@@ -61,14 +63,39 @@ NO_SCHEMA_NOTE = "Use short snake_case keys for the fields you find."
 USER_INTRO = "Extract the data from this document."
 
 
-def build_messages(document: str, schema_text: str | None = None) -> list[Message]:
-    """The chat messages of one document (prompt ``json-extract-v1``): the fixed instructions
-    and the schema (or a note on naming keys), then the document."""
+STORED_SCHEMA_CHARS = 4096
+"""A schema longer than this is kept in each item's stored prompt as its sha256 and size only:
+the store grows per record by the document, not by the schema (sent whole on every request)."""
+LARGE_SCHEMA_CHARS = 100_000
+"""A schema longer than this (about 25,000 tokens on every request) is warned about."""
+
+
+def system_message(schema_text: str | None = None) -> Message:
+    """The system message every document of a run shares: the fixed instructions and the schema
+    (or a note on naming keys)."""
     schema = NO_SCHEMA_NOTE if schema_text is None else f"{SCHEMA_INTRO}\n{schema_text}"
+    return {"role": "system", "content": f"{SYSTEM_PROMPT}\n{schema}"}
+
+
+def build_messages(
+    document: str, schema_text: str | None = None, *, system: Message | None = None
+) -> list[Message]:
+    """The chat messages of one document (prompt ``json-extract-v1``): the system message (one
+    object shared by a run's documents when ``system`` is given), then the document."""
     return [
-        {"role": "system", "content": f"{SYSTEM_PROMPT}\n{schema}"},
+        system or system_message(schema_text),
         {"role": "user", "content": f"{USER_INTRO}\n{DOCUMENT_OPEN}{document}{DOCUMENT_CLOSE}"},
     ]
+
+
+def stored_system_message(schema_text: str | None) -> Message:
+    """The system message as each item's stored prompt keeps it: whole, or for a schema over
+    ``STORED_SCHEMA_CHARS`` with the schema named by its sha256 and size instead of its text."""
+    if schema_text is None or len(schema_text) <= STORED_SCHEMA_CHARS:
+        return system_message(schema_text)
+    digest = document_digest(schema_text)
+    shown = f"<the schema: {len(schema_text):,} characters, sha256:{digest}; not stored per item>"
+    return system_message(shown)
 
 
 def document_from_prompt(user_text: str) -> str | None:
@@ -171,11 +198,30 @@ def read_documents(path: str | Path) -> tuple[list[ExtractRecord], list[InputErr
 
 def load_schema(path: str | Path) -> str:
     """The target JSON Schema file as the compact, key-sorted JSON text shown to the model;
-    InputError when it cannot be read or is not a JSON object."""
-    schema = read_json(path)
+    InputError, in a schema's words, when it cannot be read or is not a JSON object."""
+    try:
+        schema = read_json(path)
+    except InputError as exc:
+        if exc.reason == EMPTY_FILE:
+            raise exc.replace(reason="no JSON Schema (the file is empty)") from None
+        if exc.reason == TOO_DEEP:
+            under = f" (under key '{exc.field}')" if exc.field is not None else ""
+            reason = f"the JSON Schema is nested deeper than {MAX_DEPTH} arrays/objects{under}"
+            raise exc.replace(reason=reason, field=None) from None
+        raise
     if not isinstance(schema, dict):
-        raise InputError("a JSON Schema must be a JSON object", file=path, value=schema)
+        kind = next(k for t, k in _JSON_KINDS if isinstance(schema, t))
+        raise InputError(f"a JSON Schema must be a JSON object (got {kind})", file=path)
     return dumps(schema)
+
+
+_JSON_KINDS = (
+    (type(None), "null"),
+    (bool, "a boolean"),
+    (int | float, "a number"),
+    (str, "a string"),
+    (list, "an array"),
+)
 
 
 @dataclass
@@ -290,6 +336,12 @@ class JsonRuns:
         check_input_file(
             data, records=len(records), errors=errors, option="documents", expected="json-documents"
         )
+        if schema is not None and len(schema) > LARGE_SCHEMA_CHARS and extras.get("warn"):
+            extras["warn"](
+                f"warning: the schema is {len(schema):,} characters (about "
+                f"{estimate_tokens(schema):,} tokens), sent with every request; each item's "
+                "stored prompt names it by its sha256"
+            )
         stored = {"config": config.model_dump(mode="json")}
         stored |= {"bootstrap": settings.get("bootstrap", 1000), "seed": settings.get("seed", 0)}
         prior = [RecordError.of(e) for e in errors]
@@ -303,10 +355,13 @@ class JsonRuns:
         """Ask ``spec`` for every record, resuming a stored unfinished run; a model or transport
         error is saved with its type (``call_errors``), a Ctrl-C raises ``RunInterrupted``."""
         records, schema_text = task.records, task.schema_text
-        prompts = {r.key: build_messages(r.document, schema_text) for r in records}
+        system, kept = system_message(schema_text), stored_system_message(schema_text)
+        prompts = {r.key: build_messages(r.document, system=system) for r in records}
 
         async def ask(record: ExtractRecord, _: Any, client: ChatClient) -> Asked:
             reply = await client.complete(prompts[record.key])
+            if kept is not system and reply.messages:
+                reply = replace(reply, messages=[kept, *reply.messages[1:]])
             result: dict[str, Any] = {
                 "input_tokens": reply.input_tokens,
                 "output_tokens": reply.output_tokens,

@@ -92,6 +92,46 @@ class CallResult:
         return dict(vars(self))  # the fields (no deep copy: nothing changes a reply)
 
 
+KEY_RUN_CHARS = 16
+"""Any run of this many characters of an API key or more is masked, wherever it stands."""
+_KEY_PREFIXES = ("sk-proj-", "sk-ant-", "sk-")
+
+
+def mask_key(text: str, key: str) -> str:
+    """``text`` with ``key`` masked ``***``: the whole key, the key without a known prefix
+    (``sk-``, ``sk-proj-``), and any run of ``KEY_RUN_CHARS`` characters of it or more. Runs are
+    found from the key's aligned slices of half that length (a few ``str.find`` on ``text``),
+    each grown to the longest stretch the text shares with the key there."""
+    text = text.replace(key, "***")
+    for prefix in _KEY_PREFIXES:
+        if key.startswith(prefix) and len(key) - len(prefix) >= KEY_RUN_CHARS // 2:
+            text = text.replace(key[len(prefix) :], "***")
+            break
+    step = KEY_RUN_CHARS // 2
+    spans: list[tuple[int, int]] = []
+    for j in range(0, len(key) - step + 1, step):
+        at = text.find(key[j : j + step])
+        while at >= 0:
+            start, end, k = at, at + step, j
+            while start > 0 and k > 0 and text[start - 1] == key[k - 1]:
+                start, k = start - 1, k - 1
+            while (
+                end < len(text) and k + end - start < len(key) and text[end] == key[k + end - start]
+            ):
+                end += 1
+            if end - start >= KEY_RUN_CHARS:
+                spans.append((start, end))
+            at = text.find(key[j : j + step], at + 1)
+    if not spans:
+        return text
+    out, last = [], 0
+    for start, end in sorted(spans):
+        if start >= last:
+            out += [text[last:start], "***"]
+        last = max(last, end)
+    return "".join(out) + text[last:]
+
+
 def estimate_tokens(text: str) -> int:
     """A tokenizer-free token estimate: about four characters a token."""
     return math.ceil(len(text) / 4)
@@ -503,9 +543,9 @@ class ChatClient:
 
     def _hidden(self, text: str) -> str:
         """``text`` with the API key masked ``***`` (an endpoint may echo it, in an error or a
-        reply): it is written nowhere."""
+        reply): it is written nowhere (``mask_key``)."""
         key = self._api_key
-        return text.replace(key, "***") if key and key != "not-set" else text
+        return mask_key(text, key) if key and key != "not-set" else text
 
     async def aclose(self) -> None:
         if self._client is not None:

@@ -136,18 +136,18 @@ class _Form(MultiPartParser):
 async def _read_form(request: Request) -> FormData:
     """The request's multipart form: a 422 naming ``body`` for another kind of body (JSON, text,
     none), one that cannot be read, or one cut short before its closing boundary. A URL-encoded
-    form (no file) is read: the roles it lacks are named then."""
+    form of ``settings`` alone is read (the roles it lacks are named then); one with any other
+    field is the body's 422, never naming the field (``curl --data-binary`` sends a file so, its
+    whole text a field's name)."""
     kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if kind == "application/x-www-form-urlencoded":
-        return await request.form()
+        form = await request.form()
+        if all(name == "settings" for name in form):
+            return form
+        await form.close()
+        raise _not_multipart(f"got {kind}: text fields, no file")
     if kind != "multipart/form-data":
-        got = f"got {kind}" if kind else "got no content type"
-        raise ApiError(
-            422,
-            "body: the route takes a multipart form (multipart/form-data: one file field per "
-            f"input role, and settings) ({got})",
-            field="body",
-        )
+        raise _not_multipart(f"got {kind}" if kind else "got no content type")
     try:
         parser = _Form(request.headers, request.stream())
         form = await parser.parse()
@@ -164,6 +164,16 @@ async def _read_form(request: Request) -> FormData:
             field="body",
         )
     return form
+
+
+def _not_multipart(got: str) -> ApiError:
+    """The 422 naming ``body`` for a body that is not a multipart form."""
+    return ApiError(
+        422,
+        "body: the route takes a multipart form (multipart/form-data: one file field per "
+        f"input role, and settings) ({got})",
+        field="body",
+    )
 
 
 async def _scored(
