@@ -763,7 +763,7 @@ def _check_numbers(**given: float | None) -> None:
 def score_to_folder(
     data: LoadResult,
     predictions: PredictionsResult,
-    out: Path | OutputFolder,
+    out: str | Path | OutputFolder,
     *,
     price_in: float | None = None,
     price_out: float | None = None,
