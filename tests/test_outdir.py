@@ -609,3 +609,37 @@ def test_a_model_run_continued_with_other_scoring_settings_applies_them(
     slots = " ".join((Path(__file__).parents[1] / "docs" / "slots.md").read_text().split())
     assert "3 on a session error (invalid reply or call error)" not in slots
     assert "3 on a call error or when a gold line was invalid" in slots
+
+
+def test_a_library_writer_never_replaces_a_file_it_did_not_write(tmp_path: Path) -> None:
+    """A plain path given to a Python writer (slots ``write_outputs``, ``write_report``, numeric
+    ``score_to_folder``, ``stream_batch_outputs``) is written in place: a file there of a name it
+    writes is refused before anything is written (a new-user trial's report.md was replaced);
+    another file is left alone, and what one writer wrote it may write again."""
+    from fieldcheck.reports._document import Report, write_report
+    from fieldcheck.slots import ModelInput, load_slots, score_models, write_outputs
+
+    gold = tmp_path / "gold.jsonl"
+    gold.write_text(
+        json.dumps({"user": "u", "session": 1, "topic": "t", "field": "s", "values": ["a"]}) + "\n"
+    )
+    run = score_models(load_slots(gold), [ModelInput("m", load_slots(gold))], bootstrap=0)
+    out = tmp_path / "u"
+    out.mkdir()
+    (out / "report.md").write_text("precious\n")
+    (out / "notes.txt").write_text("mine\n")
+    with pytest.raises(FolderError, match=r"report\.md exists; fieldcheck never replaces"):
+        write_outputs(run, out)
+    assert sorted(p.name for p in out.iterdir()) == ["notes.txt", "report.md"]
+    assert (out / "report.md").read_text() == "precious\n"
+    with pytest.raises(FolderError, match=r"report\.md exists"):
+        write_report(out, Report("t"))
+    assert (out / "report.md").read_text() == "precious\n"
+    (out / "report.md").unlink()
+    assert "report.md" in write_outputs(run, out)
+    assert (out / "notes.txt").read_text() == "mine\n"
+    with pytest.raises(FolderError, match=r"metrics\.csv exists"):
+        write_outputs(run, out)  # a second run into the same folder: its files are not ours now
+    folder = RunFolder.of(tmp_path / "v")
+    folder.write_text("a.txt", "1")
+    assert folder.write_text("a.txt", "2").read_text() == "2"

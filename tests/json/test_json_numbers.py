@@ -17,9 +17,11 @@ import json
 import math
 import re
 from collections.abc import Callable
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import orjson
 import pytest
 from hypothesis import given, settings
@@ -381,3 +383,27 @@ def test_the_docs_give_the_integer_limit_the_reader_keeps() -> None:
     for beyond in (str(largest + 10**292), "7" * 309, "1" + "0" * 309):
         with pytest.raises(orjson.JSONDecodeError, match="infinity"):
             loads(beyond.encode())
+
+
+@settings(max_examples=500, deadline=None)
+@given(NUMBERS, SCALARS)
+def test_exact_compares_a_decimal_or_numpy_number_by_value(n: int | float, other: Any) -> None:
+    """A number read as a Decimal (``json.loads(..., parse_float=Decimal)``, a trial's finding:
+    ``Decimal("1.50")`` was its text, unequal to 1.5) or held by numpy is EXACT-equal to what the
+    plain number is, by the naive reference; ``Decimal("1.0")`` equals ``1``."""
+    text = json.dumps(n)
+    plain = json.loads(text)
+    held = [json.loads(text, parse_float=Decimal, parse_int=Decimal)]
+    if isinstance(n, float):
+        held.append(np.float64(n))
+    elif abs(n) < 2**63:
+        held.append(np.int64(n))
+    for value in held:
+        assert exact_match(value, other) is naive_exact(plain, other), (value, other)
+        assert exact_match(other, value) is naive_exact(other, plain), (other, value)
+
+
+def test_evaluate_compares_a_decimal_ground_truth_by_value() -> None:
+    gt = json.loads('{"total": 1.50, "qty": 2, "n": 1.0}', parse_float=Decimal)
+    assert evaluate({"total": 1.5, "qty": 2, "n": 1}, gt).accuracy == 1.0
+    assert not exact_match(Decimal("1.51"), 1.5)

@@ -218,3 +218,27 @@ def test_parse_formatted_numbers(d: object) -> None:
     parsed = parse_answer(text)
     assert parsed is not None and parsed.value is not None
     assert math.isclose(parsed.value, x, abs_tol=1e-9)
+
+
+def test_numpy_and_decimal_scalars_are_read_by_value_and_others_named() -> None:
+    """A pandas row's numpy scalars and a Decimal are numbers (numpy's bool a yes/no, as a bool
+    is); they raised 'cannot use a string pattern on a bytes-like object' (a trial's finding)."""
+    from decimal import Decimal
+
+    import numpy as np
+    import pandas as pd
+
+    from fieldcheck.metrics import numerical_match, parse_answer
+
+    assert numerical_match(parse_answer(np.int64(5)), np.int64(5))
+    assert numerical_match(parse_answer(np.int32(10)), 10.0)
+    assert numerical_match(parse_answer("5"), np.int64(5))
+    assert not numerical_match(parse_answer("6"), np.int64(5))
+    assert numerical_match(parse_answer(Decimal("1.5")), Decimal("1.50"))
+    assert numerical_match(parse_answer(np.bool_(True)), True)
+    assert numerical_match(parse_answer("yes"), np.bool_(True))
+    assert not numerical_match(parse_answer(True), np.int64(1))  # a bool is no number
+    with pytest.raises(TypeError, match=r"^reference must be a str, a number, a bool or None"):
+        numerical_match(parse_answer("5"), pd.NA)
+    with pytest.raises(TypeError, match=r"^text must be a str, a number, a bool or None"):
+        parse_answer(pd.NA)

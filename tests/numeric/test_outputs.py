@@ -235,3 +235,28 @@ def test_the_failure_modes_plot_counts_in_whole_turns(
     monkeypatch.undo()
     for f in kept:
         plt.close(f)
+
+
+@pytest.mark.parametrize(
+    ("option", "named"),
+    [
+        ({"price_in": -1.0, "price_out": 0.6}, "price_in"),
+        ({"price_in": 0.1, "price_out": float("nan")}, "price_out"),
+        ({"bootstrap": -1}, "bootstrap"),
+        ({"seed": -1}, "seed"),
+        ({"sample_size": 0}, "sample_size"),
+    ],
+)
+def test_score_to_folder_refuses_a_bad_number_naming_it(
+    tmp_path: Path, option: dict[str, Any], named: str
+) -> None:
+    """A price of -1 wrote a negative total cost, NaN a null one, sample_size=0 scored every
+    turn (a trial's finding): each is a ValueError naming it, before any file is written."""
+    from fieldcheck.numeric import load_convfinqa, load_predictions, score_to_folder
+
+    examples = Path(__file__).parents[2] / "examples" / "numeric"
+    data = load_convfinqa(examples / "data.json", split="dev")
+    preds = load_predictions(examples / "predictions_model_b.jsonl")
+    with pytest.raises(ValueError, match=f"^{named} must be"):
+        score_to_folder(data, preds, tmp_path / "out", **option)
+    assert not (tmp_path / "out").exists()

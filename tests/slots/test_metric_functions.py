@@ -96,3 +96,10 @@ def test_a_replaced_p95_changes_the_latency_written(
         assert after[f"synthetic-{m}"]["latency"]["p95"] == max(seconds)
         # 15 sessions: the spec's p95 is sorted[max(int(15 * 0.95) - 1, 0)] = sorted[13]
         assert before[f"synthetic-{m}"]["latency"]["p95"] == sorted(seconds)[13] < max(seconds)
+
+
+def test_token_f1_is_public_beside_token_precision_and_recall() -> None:
+    """decisions.md lists ``token_f1``; ``from fieldcheck.metrics import token_f1`` failed."""
+    from fieldcheck.metrics import token_f1
+
+    assert token_f1(2, 4, 2) == pytest.approx(2 / 3)  # P 0.5, R 1.0

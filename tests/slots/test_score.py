@@ -335,3 +335,27 @@ def test_judge_endpoint_answers_are_cached(jsonl: Jsonl, chat_server: Any) -> No
     assert (
         first.models[0].result.llm_judge == second.models[0].result.llm_judge == pytest.approx(0.4)
     )
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "named"),
+    [
+        ("tp", "EXACT", "tp"),
+        ("tp", "exact ", "tp"),
+        ("tp", None, "tp"),
+        ("tp", 1, "tp"),
+        ("threshold", 5, "threshold"),
+        ("threshold", True, "threshold"),
+        ("bootstrap", -1, "bootstrap"),
+        ("seed", -1, "seed"),
+    ],
+)
+def test_a_bad_option_is_a_value_error_naming_it_never_another_score(
+    jsonl: Jsonl, option: str, value: Any, named: str
+) -> None:
+    gold, model = load_slots(jsonl("gold.jsonl", GOLD)), _model(jsonl, "m", PRED)
+    assert score_models(gold, [model], tp="exact", bootstrap=0).models[0].result.f1 != (
+        score_models(gold, [model], bootstrap=0).models[0].result.f1
+    )
+    with pytest.raises(ValueError, match=f"^{named} must be .*got {value!r}"):
+        score_models(gold, [model], **{option: value})

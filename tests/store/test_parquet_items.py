@@ -585,3 +585,14 @@ def test_a_store_opens_while_another_process_writes_its_old_rollback_journal(
     store.close()
     writer.close()
     assert sqlite3.connect(path).execute("PRAGMA journal_mode").fetchone() == ("wal",)
+
+
+def test_export_parquet_of_no_such_run_is_a_key_error_and_writes_nothing(tmp_path: Path) -> None:
+    """``Store().export_parquet('nope', path)`` wrote an empty Parquet over ``path`` (a trial's
+    finding); it raises KeyError as ``runs.write_parquet`` does, and leaves the file alone."""
+    store = Store(f"sqlite:///{tmp_path}/s.sqlite3")
+    out = tmp_path / "x.parquet"
+    out.write_text("mine\n")
+    with pytest.raises(KeyError, match="nope"):
+        store.export_parquet("nope", out)
+    assert out.read_text() == "mine\n"

@@ -101,6 +101,7 @@ if TYPE_CHECKING:  # the names as type checkers and editors see them
         score_slot,
         slot_exact_match,
         slot_values,
+        token_f1,
         token_precision,
         token_recall,
     )

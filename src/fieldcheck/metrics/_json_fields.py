@@ -10,7 +10,8 @@ import logging
 import math
 import re
 from collections.abc import Iterable, Iterator, Mapping
-from numbers import Number
+from decimal import Decimal
+from numbers import Integral, Number, Real
 from typing import Any, Literal, NamedTuple, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
@@ -347,13 +348,33 @@ def _canonical_numbers(value: Any) -> Any:
         return value
     if isinstance(value, float):
         return int(value) if math.isfinite(value) and value.is_integer() else value
-    if isinstance(value, Number):
+    if isinstance(value, int):
         return value
+    if isinstance(value, Number):
+        return _plain_number(value)
     if isinstance(value, Mapping):
         return {str(k): _canonical_numbers(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [_canonical_numbers(v) for v in value]
     return str(value)
+
+
+def _plain_number(value: Number) -> Any:
+    """A number of another type (``Decimal``, ``Fraction``, numpy's) as the int or float a JSON
+    file's would be read as, so EXACT compares it by value: ``Decimal("1.50")`` is ``1.5``,
+    ``Decimal("1.0")`` is ``1``, ``numpy.int64(5)`` is ``5``; a complex number stays itself."""
+    if isinstance(value, Integral):
+        return int(value)
+    if isinstance(value, Decimal) and _whole(value.as_tuple().exponent):
+        return int(value)  # written as an integer: exact, as a JSON file's integer
+    if isinstance(value, Decimal | Real):
+        number = float(value)
+        return int(number) if math.isfinite(number) and number.is_integer() else number
+    return value
+
+
+def _whole(exponent: int | str) -> bool:
+    return exponent == 0  # ``Decimal("100")``; ``Decimal("1e2")`` and ``"1.0"`` hold a fraction
 
 
 def canonical_text(value: Any) -> str:

@@ -6,8 +6,11 @@ Spec: numeric-qa-evaluation.md, "New Accuracy Metrics" and "Analysis Workflows" 
 from __future__ import annotations
 
 import math
+import operator
 import re
 from collections.abc import Iterable
+from decimal import Decimal
+from numbers import Integral, Real
 from typing import Literal, NamedTuple
 
 FailureMode = Literal["scale", "sign", "rounding", "wrong", "no_answer", "error"]
@@ -89,7 +92,11 @@ def parse_answer(text: str | float | int | bool | None) -> ParsedAnswer | None:
         return ParsedAnswer(
             value=float(text), written=float(text), decimals=_decimals(repr(float(text)))
         )
-    if _PLAIN_DECIMAL.fullmatch(text):  # what the rules below give for it, sooner
+    try:
+        plain = _PLAIN_DECIMAL.fullmatch(text)
+    except TypeError:  # numpy's, a Decimal: read by value (no cost to a str)
+        return parse_answer(_plain(text, "text"))
+    if plain:  # what the rules below give for it, sooner
         written = float(text)
         if not math.isfinite(written):
             return None
@@ -142,6 +149,21 @@ def parse_answer(text: str | float | int | bool | None) -> ParsedAnswer | None:
         scale=scale,
         decimals=_decimals(digits),
         rule=rule,
+    )
+
+
+def _plain(value: object, name: str) -> float | int | bool | None:
+    """A numeric scalar of another type as Python's: numpy's bool as a bool (yes/no, as ``True``
+    is), an integer (``__index__``) as an int, a real or ``Decimal`` as a float; anything else
+    a TypeError naming the argument."""
+    if getattr(getattr(value, "dtype", None), "kind", None) == "b":
+        return bool(value)
+    if isinstance(value, Integral) or hasattr(value, "__index__"):
+        return operator.index(value)  # type: ignore[arg-type]
+    if isinstance(value, Real | Decimal):
+        return float(value)
+    raise TypeError(
+        f"{name} must be a str, a number, a bool or None (got {type(value).__name__}: {value!r})"
     )
 
 
@@ -204,7 +226,10 @@ def _expected(reference: float | str | bool | None) -> float | bool | None:
         return reference
     if isinstance(reference, int | float):
         return float(reference) if math.isfinite(reference) else None
-    low = reference.strip().lower()
+    try:
+        low = reference.strip().lower()
+    except AttributeError:  # numpy's, a Decimal: read by value (no cost to a str)
+        return _expected(_plain(reference, "reference"))
     if low in _YES:
         return True
     if low in _NO:

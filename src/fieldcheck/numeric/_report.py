@@ -201,7 +201,7 @@ def plot_files(result: NumericResult) -> list[str]:
     return names
 
 
-def write_plots(result: NumericResult, out: Path | OutputFolder) -> dict[str, Path]:
+def write_plots(result: NumericResult, out: str | Path | OutputFolder) -> dict[str, Path]:
     """The four PNG plots (Agg, imported on first use); none when nothing was scored (a plot of
     zeros would look like a result). Returns key -> path."""
     if not plot_files(result):
@@ -592,7 +592,7 @@ def build_report(result: NumericResult, images: Mapping[str, Path]) -> Report:
     return report
 
 
-def write_numeric_report(result: NumericResult, out: Path | OutputFolder) -> dict[str, Path]:
+def write_numeric_report(result: NumericResult, out: str | Path | OutputFolder) -> dict[str, Path]:
     """The plots (none when nothing was scored), report.md and report.html in ``out``, each
     under a temporary name; returns file name -> path."""
     images = write_plots(result, out)

@@ -752,10 +752,18 @@ OUTPUT_FILES = (*(name for name, _ in ROW_FILES), "traces", *_LAST_FILES, *PLOTS
 """Every file (and traces/) ``numeric score`` may write in its folder."""
 
 
+def _check_numbers(**given: float | None) -> None:
+    """A price that is negative or not finite, or a negative ``bootstrap``/``seed``, is a
+    ValueError naming it (a price of -1 gave a negative total cost, NaN a null one)."""
+    for name, value in given.items():
+        if value is not None and not (math.isfinite(value) and value >= 0):
+            raise ValueError(f"{name} must be a finite number >= 0 (got {value!r})")
+
+
 def score_to_folder(
     data: LoadResult,
     predictions: PredictionsResult,
-    out: Path | OutputFolder,
+    out: str | Path | OutputFolder,
     *,
     price_in: float | None = None,
     price_out: float | None = None,
@@ -773,6 +781,9 @@ def score_to_folder(
     ``recorder``: each turns.csv row also stored as an item (issue 11)."""
     if (price_in is None) != (price_out is None):
         raise ValueError("give both price_in and price_out, or neither")
+    _check_numbers(price_in=price_in, price_out=price_out, bootstrap=bootstrap, seed=seed)
+    if sample_size is not None and sample_size < 1:
+        raise ValueError(f"sample_size must be None or >= 1 (got {sample_size!r})")
     folder = OutputFolder.of(out)
     errors = prediction_errors(data, predictions)
     tally = Tally()

@@ -429,12 +429,25 @@ class RunFolder:
     def expect(self, *names: str) -> None:
         """Files this run means to write (named in the Ctrl-C line when they are not finished)."""
         for name in names:
+            self._refuse_replacing(name)
             self._state.expected.setdefault(self._rel(name), None)
+
+    def _refuse_replacing(self, name: str) -> None:
+        """A plain folder (a library caller's path) is written in place: a file of ``name``
+        there that this folder did not write is refused (``FolderError``), never replaced."""
+        state = self._state
+        path = self.path / name
+        if state.info is None and self._rel(name) not in state.written and os.path.lexists(path):
+            raise FolderError(
+                f"{path} exists; fieldcheck never replaces a file it did not write: "
+                "give a new or empty folder"
+            )
 
     @contextmanager
     def atomic(self, name: str) -> Iterator[Path]:
         """The path of the file ``name`` to write (its folders made), written when the block ends
         without an error (the whole folder is renamed into place, so no temporary name)."""
+        self._refuse_replacing(name)
         path = self.path / name
         path.parent.mkdir(parents=True, exist_ok=True)
         yield path

@@ -307,7 +307,7 @@ def topics_title(title: str, shown: int, total: int, ranked_by: str) -> str:
     )
 
 
-def write_plots(run: SlotsRun, out: Path | OutputFolder) -> dict[str, Path]:
+def write_plots(run: SlotsRun, out: str | Path | OutputFolder) -> dict[str, Path]:
     """PNG plots (``reports.figure``: Agg, imported on first use); returns key -> path."""
     import numpy as np
 

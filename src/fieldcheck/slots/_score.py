@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, fields, replace
 from functools import lru_cache
 from itertools import combinations
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, get_args
 
 import numpy as np
 import orjson
@@ -394,6 +394,7 @@ class SlotScorer(ScorerState):
         names = [m.name for m in models]
         if len(set(names)) != len(names):
             raise ValueError(f"model names must be unique (got {names})")
+        _check_options(tp, threshold, bootstrap, seed)
         if tp != "presence" and matcher is None:
             matcher = make_matcher(tp)
         self.gold, self.models = gold, list(models)
@@ -1132,6 +1133,22 @@ def score_models(gold: SlotFile, models: Sequence[ModelInput], **options: Any) -
         [m.judge_scores for m in models],
     )
     return scorer.finish()
+
+
+def _check_options(tp: Any, threshold: Any, bootstrap: Any, seed: Any) -> None:
+    """A bad ``tp``, ``threshold``, ``bootstrap`` or ``seed`` is a ValueError naming it, never a
+    run scored with other settings (a bad ``tp`` once scored as presence)."""
+    if not isinstance(tp, str) or tp not in get_args(TPMode):
+        raise ValueError(f"tp must be one of {', '.join(get_args(TPMode))} (got {tp!r})")
+    if threshold is not None and not (
+        isinstance(threshold, int | float)
+        and not isinstance(threshold, bool)
+        and 0.0 <= threshold <= 1.0
+    ):
+        raise ValueError(f"threshold must be a number in [0, 1] or None (got {threshold!r})")
+    for name, value in (("bootstrap", bootstrap), ("seed", seed)):
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise ValueError(f"{name} must be a whole number >= 0 (got {value!r})")
 
 
 def reasons_text(reasons: Mapping[str, int]) -> str:

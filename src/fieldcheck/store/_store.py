@@ -534,7 +534,10 @@ class Store:
     ) -> None:
         """Run ``run_id``'s items (or journal) as zstd Parquet in ``seq`` order: the indexed
         columns (``model`` where an item names none), each of ``columns`` (name, JSON path,
-        DuckDB type), the JSON as ``result``."""
+        DuckDB type), the JSON as ``result``; KeyError when there is no such run (nothing is
+        written), as ``runs.write_parquet``."""
+        if self.get_run(run_id) is None:
+            raise KeyError(run_id)
         with tempfile.TemporaryDirectory(prefix="fieldcheck-export-") as tmp:
             path = self.items_file(run_id)
             if path is None:
