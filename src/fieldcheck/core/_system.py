@@ -162,6 +162,11 @@ class Imports(Protocol):
     """A system whose finished output folders ``runs import`` stores (optional: a system
     without ``import_folder`` says "X runs cannot be imported")."""
 
+    summary_file: str
+    """The folder's summary (its metrics and signature): what an imported run is known by."""
+    row_file: str | None
+    """The folder's file of one row an item, written in order (checked whole), if any."""
+
     def import_folder(
         self, folder: Path, inputs: Files, *, model: str | None
     ) -> tuple[str, Files, Metrics, Any, Write]:

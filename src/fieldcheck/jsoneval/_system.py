@@ -137,6 +137,8 @@ class _Read:
 
 class JsonSystem(JsonRuns, Views):
     name = "json"
+    summary_file = "summary.json"
+    row_file: str | None = "records.jsonl"
     title = "JSON evaluation"
     item = "record"
     inputs = (

@@ -196,6 +196,8 @@ def _by_turn(key: str) -> Callable[[Mapping[str, Any]], dict[str, Any]]:
 
 class NumericSystem(NumericRuns, Views):
     name = "numeric"
+    summary_file = "statistics.json"
+    row_file: str | None = "turns.csv"
     title = "Numeric QA"
     item = "turn"
     inputs = (

@@ -16,8 +16,6 @@ from fieldcheck._util.paths import unique_filenames
 from fieldcheck.store import AlreadyStored, RunInfo, RunRecorder, Store, sha256_file
 
 _SUMMARIES = ("summary.json", "metrics.json", "statistics.json")
-_SUMMARY = dict(zip(("json", "slots", "numeric"), _SUMMARIES, strict=True))  # each system's
-_ROWS = {"json": "records.jsonl", "numeric": "turns.csv"}  # a row an item, written in order
 
 
 def _run_folders(folder: Path) -> str:
@@ -38,7 +36,7 @@ def system_of(folder: Path) -> str:
                 file=folder,
             )
         name = str(info["system"])
-        summary = _SUMMARY.get(name)
+        summary = getattr(core.find(name), "summary_file", None)
         if summary and not (folder / summary).is_file() and not _run_folders(folder):
             raise InputError(
                 f"not a {name} run, as its run.json says (no {summary}); nothing was stored",
@@ -90,7 +88,8 @@ def record_folder(
     system = core.find(name)
     if not isinstance(system, core.Imports):
         raise InputError(f"{name} runs cannot be imported", file=folder)
-    _check_whole(folder / _ROWS.get(name, ""))
+    if system.row_file:
+        _check_whole(folder / system.row_file)
     for run in _stored_runs(store, folder, name):
         if model in (None, run.model):
             raise _already(run, folder)
@@ -107,7 +106,7 @@ def record_folder(
             out=folder,
             model=model,
             task="import",
-            key=_identity(folder, name, model),
+            key=_identity(folder, system, model),
         )
     except AlreadyStored as exc:  # stored, or being stored by another import at this moment
         raise _already(exc.run, folder) from None
@@ -158,11 +157,12 @@ def _stored_runs(store: Store, folder: Path, system: str) -> Iterator[RunInfo]:
             yield run
 
 
-def _identity(folder: Path, system: str, model: str) -> str:
+def _identity(folder: Path, system: core.Imports, model: str) -> str:
     """What an imported run is (docs/decisions.md): its system, model and summary file's
     sha256 (its metrics and signature), whatever the folder's path or run.json."""
-    summary = sha256_file(folder / _SUMMARY[system]) if system in _SUMMARY else ""
-    return hashlib.sha256(dumps(["import", system, model, summary]).encode()).hexdigest()
+    summary = sha256_file(folder / system.summary_file)
+    name = getattr(system, "name", "")
+    return hashlib.sha256(dumps(["import", name, model, summary]).encode()).hexdigest()
 
 
 def _recorded_model(folder: Path, system: core.System) -> str | None:

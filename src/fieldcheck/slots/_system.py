@@ -273,6 +273,8 @@ def _read(
 
 class SlotsSystem(SlotsRuns, Views):
     name = "slots"
+    summary_file = "metrics.json"
+    row_file: str | None = None
     title = "Slot extraction benchmark"
     item = "session"
     inputs = (
