@@ -285,7 +285,10 @@ def test_runs_import_reads_the_system_from_run_json(tmp_path: Path) -> None:
     (folder / "records.jsonl").write_text("")
     assert system_of(folder) == "json"  # no run.json: the files tell
     (folder / "run.json").write_text(json.dumps({"system": "numeric", "complete": True}))
-    assert system_of(folder) == "numeric"
+    with pytest.raises(InputError, match=r"not a numeric run, as its run\.json says"):
+        system_of(folder)  # nor is it read as one (no statistics.json)
+    (folder / "statistics.json").write_text("{}")
+    assert system_of(folder) == "numeric"  # run.json decides between the files
     (folder / "run.json").write_text(json.dumps({"system": "numeric", "complete": False}))
     with pytest.raises(InputError, match="not complete"):
         system_of(folder)

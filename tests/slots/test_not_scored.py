@@ -116,7 +116,7 @@ def _invoke(files: dict[str, Path], url: str, *extra: str) -> Any:
         "--base-url", url, "--out", str(files["out"]), "--no-progress", "--max-retries", "0",
         *extra,
     ]  # fmt: skip
-    return CliRunner().invoke(app, args, env={"COLUMNS": "80"})
+    return CliRunner().invoke(app, args, env={"COLUMNS": "200"})  # a row label never wraps
 
 
 @pytest.fixture
