@@ -279,7 +279,7 @@ def _gone(pid: int) -> bool:
 # says so (the file named by FIELDCHECK_TEST_COUNTED) and waits there, once, for a signal: the test
 # signals a run certainly in the middle of writing, whatever the machine's load.
 _HELD_BATCH = """
-import os, signal, sys
+import os, sys, time
 from pathlib import Path
 from fieldcheck.store._recorder import RunRecorder
 counted = RunRecorder._counted
@@ -288,7 +288,8 @@ def held(self, written):
     counted(self, written)
     if not said.exists() and self.store.get_run(self.run.id).n_items:
         said.touch()  # once: the stop's own counting goes on
-        signal.pause()  # until the test's signal: its handler raises, or defers to the run
+        while True:  # until the test's signal raises here; not pause(), which a signal landing
+            time.sleep(0.05)  # just before it would leave waiting for good
 RunRecorder._counted = held
 from fieldcheck._cli.main import main
 sys.argv = ["fieldcheck", *sys.argv[1:]]
