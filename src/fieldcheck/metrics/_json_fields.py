@@ -365,16 +365,12 @@ def _plain_number(value: Number) -> Any:
     ``Decimal("1.0")`` is ``1``, ``numpy.int64(5)`` is ``5``; a complex number stays itself."""
     if isinstance(value, Integral):
         return int(value)
-    if isinstance(value, Decimal) and _whole(value.as_tuple().exponent):
-        return int(value)  # written as an integer: exact, as a JSON file's integer
+    if isinstance(value, Decimal) and value.as_tuple().exponent == 0:
+        return int(value)  # written as an integer (not "1e2", "1.0"): exact, as JSON's integer
     if isinstance(value, Decimal | Real):
         number = float(value)
         return int(number) if math.isfinite(number) and number.is_integer() else number
     return value
-
-
-def _whole(exponent: int | str) -> bool:
-    return exponent == 0  # ``Decimal("100")``; ``Decimal("1e2")`` and ``"1.0"`` hold a fraction
 
 
 def canonical_text(value: Any) -> str:

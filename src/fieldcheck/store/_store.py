@@ -354,19 +354,29 @@ class Store:
         id is the key's start, so that the primary key stores it once however many processes
         try at once: ``AlreadyStored`` naming the run running or finished under it (a failed or
         interrupted one is deleted and replaced)."""
+        first = inputs[0] if inputs else {"path": "", "sha256": ""}
         for attempt in (1, 2):
             try:
-                return self._create_scored_run(
-                    system=system,
-                    model=model,
-                    task=task,
-                    inputs=inputs,
-                    settings=settings,
-                    signature=signature,
-                    out_dir=out_dir,
-                    parent_id=parent_id,
-                    key=key,
-                )
+                with self._session() as s:
+                    row = _new_run(
+                        run_key=key,
+                        run_id=key[:12] if key is not None else None,
+                        system=system,
+                        task=task,
+                        dataset=str(first.get("path") or ""),
+                        dataset_sha256=str(first.get("sha256") or ""),
+                        model=model,
+                        endpoint="",
+                        settings=dumps(settings),
+                        signature=signature,
+                        kind="score",
+                        parent_id=parent_id,
+                        out_dir=out_dir,
+                        inputs=dumps(inputs),
+                    )
+                    s.add(row)
+                    s.commit()
+                    return RunInfo.of(row)
             except IntegrityError:
                 held = self.get_run(str(key)[:12]) if key is not None else None
                 if held is None or held.status in ("running", "finished") or attempt == 2:
@@ -375,41 +385,6 @@ class Store:
                     raise AlreadyStored(held) from None
                 self.delete_run(held.id)
         raise AssertionError("unreachable")
-
-    def _create_scored_run(
-        self,
-        *,
-        system: str,
-        model: str,
-        task: str,
-        inputs: list[dict[str, Any]],
-        settings: dict[str, Any],
-        signature: str,
-        out_dir: str | None,
-        parent_id: str | None,
-        key: str | None,
-    ) -> RunInfo:
-        first = inputs[0] if inputs else {"path": "", "sha256": ""}
-        with self._session() as s:
-            row = _new_run(
-                run_key=key,
-                run_id=key[:12] if key is not None else None,
-                system=system,
-                task=task,
-                dataset=str(first.get("path") or ""),
-                dataset_sha256=str(first.get("sha256") or ""),
-                model=model,
-                endpoint="",
-                settings=dumps(settings),
-                signature=signature,
-                kind="score",
-                parent_id=parent_id,
-                out_dir=out_dir,
-                inputs=dumps(inputs),
-            )
-            s.add(row)
-            s.commit()
-            return RunInfo.of(row)
 
     def begin_scoring(
         self,
