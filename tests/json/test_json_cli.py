@@ -315,6 +315,15 @@ def test_batch_safety_check_leaks(tmp_path: Path, files: dict[str, str]) -> None
     assert "jane@private.example" not in (out / "records.jsonl").read_text()
 
 
+@pytest.mark.parametrize("command", ["score", "batch", "run"])
+def test_help_says_identifiers_are_auto_detected_exact(command: str) -> None:
+    """--strategies' help names identifiers among the EXACT kinds, as json.md's Strategies
+    does and the code detects: it left them out, so an id read as SEMANTIC (a newcomer's finding)."""
+    result = CliRunner().invoke(app, ["json", command, "--help"], env={"COLUMNS": "400"})
+    text = " ".join(result.stdout.replace("│", " ").split())
+    assert "emails, identifiers (SKU-1001, abc123, USD), arrays and objects EXACT" in text
+
+
 SHARED_OPTIONS = {
     "--strategies": "EXACT, FUZZY, SEMANTIC or IGNORE",
     "--weights": "need not sum to 1",

@@ -78,7 +78,8 @@ CONFIG_OPTIONS = {
         "--strategies",
         help="JSON file mapping field (or dotted path with --flatten, e.g. 'items[*].sku') to "
         "EXACT, FUZZY, SEMANTIC or IGNORE. Fields not listed are auto-detected: numbers, "
-        "booleans, dates, emails, arrays and objects EXACT, other text SEMANTIC.",
+        "booleans, dates, emails, identifiers (SKU-1001, abc123, USD), arrays and objects "
+        "EXACT, other text SEMANTIC (docs/json.md, Strategies).",
     ),
     "weights": option(
         str | None,
