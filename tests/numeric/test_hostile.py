@@ -356,6 +356,15 @@ def test_help_explains_every_option_and_the_exit_statuses() -> None:
     assert "2 usage error" in text and "4 a --fail-under floor not met" in text
 
 
+def test_numeric_help_lists_run_as_the_same_as_evaluate() -> None:
+    """`numeric run` (docs/numeric.md: also `numeric run`) was hidden from `numeric --help`, so
+    the name the docs give was nowhere in the help (a newcomer's finding)."""
+    result = CliRunner().invoke(app, ["numeric", "--help"], env={"COLUMNS": "200"})
+    commands = re.findall(r"^│ (\w+) +(.*?) *│$", result.output, re.M)
+    assert ("run", "The same as 'evaluate' (as json and slots name theirs).") in commands
+    assert [name for name, _ in commands] == ["score", "evaluate", "run"]
+
+
 def test_unwritable_out_is_a_usage_error(tmp_path: Path) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("x")
