@@ -728,6 +728,26 @@ def test_an_invalid_reply_alone_is_a_scored_miss_and_exits_0(
     assert runs["session_errors"] == 1 and runs["errors"] == {"invalid_reply": 1}
 
 
+def test_an_invalid_reply_is_said_once_not_again_as_a_session_without_prediction(
+    chat_server: StartServer, files: dict[str, Path], caplog: pytest.LogCaptureFixture
+) -> None:
+    """b/1's invalid reply leaves no prediction line: it is named once, as an invalid reply, not
+    counted again among the sessions without a prediction (the demo printed both lines for one
+    session, which read as two; a newcomer's finding); a/2's valid empty reply is still one."""
+    replies = {"I like chess.": "not json", "I moved to Oslo.": "{}"}
+    server = chat_server(
+        lambda body: replies.get(transcript(body)) or json.dumps(REPLIES[transcript(body)])
+    )
+    with caplog.at_level(logging.WARNING, logger="fieldcheck"):
+        result = invoke(files, server.base_url, "--model", "m", "--max-retries", "0")
+    assert result.exit_code == 0, result.output
+    assert [m for m in caplog.messages if m.startswith("model 'm'")] == [
+        "model 'm': 1 session(s) got an invalid reply (session_errors.jsonl): scored, their gold "
+        "slots count as missed",
+        "model 'm' has no prediction for 1 of 3 gold session(s); their gold slots count as missed",
+    ]
+
+
 def test_a_resume_asks_again_a_session_whose_call_failed_not_an_invalid_reply(
     chat_server: StartServer, files: dict[str, Path]
 ) -> None:

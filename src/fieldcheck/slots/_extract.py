@@ -527,7 +527,10 @@ class SlotsRuns:
             *((f"latency:{n}", p) for n, p in latencies.items()),
         ]
         invalid = {
-            ex.model: sum(s.error_type == "invalid_reply" for s in ex.sessions) for ex in calls
+            ex.model: frozenset(
+                (s.user, s.session) for s in ex.sessions if s.error_type == "invalid_reply"
+            )
+            for ex in calls
         }
         return (
             inputs,

@@ -74,7 +74,8 @@ class ModelInput:
     latencies: LatencyFile | None = None
     judge_scores: JudgeFile | None = None
     not_scored: Mapping[SessionKey, str] = field(default_factory=dict)
-    invalid_replies: int = 0  # sessions whose reply was invalid (scored: their gold slots missed)
+    # sessions whose reply was invalid (scored: their gold slots missed; said once, not as absent)
+    invalid_replies: frozenset[SessionKey] = frozenset()
 
 
 class TopicResult(BaseModel):
@@ -556,7 +557,9 @@ class SlotScorer(ScorerState):
         if len(scored) < len(keys):
             fold.left_out.update(not_scored[k] for k in keys if k in not_scored)
         fold.scored += len(scored)
-        fold.absent += sum(1 for _, k in scored if k not in preds.sessions)
+        fold.absent += sum(
+            1 for _, k in scored if k not in preds.sessions and k not in model.invalid_replies
+        )
         if fold.latency is not None:
             timed = fold.latency.seconds
             fold.latency_in_gold += sum(1 for k in keys if k in timed)
@@ -696,7 +699,7 @@ class SlotScorer(ScorerState):
                 )
             if model.invalid_replies:
                 warn(
-                    f"model {model.name!r}: {model.invalid_replies} session(s) got an invalid "
+                    f"model {model.name!r}: {len(model.invalid_replies)} session(s) got an invalid "
                     "reply (session_errors.jsonl): scored, their gold slots count as missed"
                 )
             score = self._model_score(fold, warn, errors)

@@ -243,7 +243,7 @@ def _read(
     not_scored: Mapping[str, Mapping[tuple[str, int], str]],
     *,
     check: bool,
-    invalid: Mapping[str, int],
+    invalid: Mapping[str, frozenset[tuple[str, int]]],
 ) -> tuple[SlotFile, list[ModelInput]]:
     """Every file the partition read, checked in input order (see ``_checked``), as headers:
     path and bad lines, no sessions (each bucket brings its own)."""
@@ -265,7 +265,7 @@ def _read(
         predictions = SlotFile(pred.path, errors=pred.errors)
         models.append(
             ModelInput(
-                name, predictions, latency, judge, not_scored.get(name, {}), invalid.get(name, 0)
+                name, predictions, latency, judge, not_scored.get(name, {}), invalid.get(name, frozenset())
             )
         )
     return SlotFile(gold.path, errors=gold.errors), models
