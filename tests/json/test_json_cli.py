@@ -340,7 +340,7 @@ SHARED_OPTIONS = {
 @pytest.mark.parametrize(
     ("command", "own"),
     [
-        ("score", {"--json": "Print one JSON object"}),
+        ("score", {"--json": "Print one JSON object", "--no-store": "records nothing"}),
         ("batch", {"--out": "records.jsonl, summary.json, fields.csv, errors.jsonl"}),
     ],
 )

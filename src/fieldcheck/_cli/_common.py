@@ -278,8 +278,9 @@ def scoring_options(
         "fail_under": (Annotated[str | None, floors], None),
         "no_store": (NoStoreOpt, False),
     }
-    if unit is None:
-        return last
+    if unit is None:  # json score: one pair, recorded nowhere
+        text = "Do not read the configuration saved in the store (this command records nothing)."
+        return {**last, "no_store": option(bool, False, "--no-store", metavar="", help=text)}
     resamples = f"Bootstrap resamples of {unit} for the 95% intervals (0: no intervals)."
     seed = f"Seed of every random draw of the command: {what}. Same seed, same numbers."
     return {
