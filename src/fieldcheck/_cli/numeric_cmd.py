@@ -298,7 +298,9 @@ EVALUATE_HELP = "\n\n".join(
 
 
 # ``run``, as json and slots name theirs (a tester typed it): the same command, listed as such
-@app.command("run", help="The same as 'evaluate' (as json and slots name theirs).\n\n" + EVALUATE_HELP)
+@app.command(
+    "run", help="The same as 'evaluate' (as json and slots name theirs).\n\n" + EVALUATE_HELP
+)
 @app.command("evaluate", help=EVALUATE_HELP)
 @shared(DATA_OPTIONS, MODEL_OPTIONS, PRICE_OPTIONS, SCORING)
 def evaluate_command(

@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 import marshal
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from functools import lru_cache
 from itertools import combinations
@@ -75,7 +75,7 @@ class ModelInput:
     judge_scores: JudgeFile | None = None
     not_scored: Mapping[SessionKey, str] = field(default_factory=dict)
     # sessions whose reply was invalid (scored: their gold slots missed; said once, not as absent)
-    invalid_replies: frozenset[SessionKey] = frozenset()
+    invalid_replies: Collection[SessionKey] = ()
 
 
 class TopicResult(BaseModel):

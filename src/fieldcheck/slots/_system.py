@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from functools import partial
@@ -243,7 +243,7 @@ def _read(
     not_scored: Mapping[str, Mapping[tuple[str, int], str]],
     *,
     check: bool,
-    invalid: Mapping[str, frozenset[tuple[str, int]]],
+    invalid: Mapping[str, Collection[tuple[str, int]]],
 ) -> tuple[SlotFile, list[ModelInput]]:
     """Every file the partition read, checked in input order (see ``_checked``), as headers:
     path and bad lines, no sessions (each bucket brings its own)."""
@@ -265,7 +265,7 @@ def _read(
         predictions = SlotFile(pred.path, errors=pred.errors)
         models.append(
             ModelInput(
-                name, predictions, latency, judge, not_scored.get(name, {}), invalid.get(name, frozenset())
+                name, predictions, latency, judge, not_scored.get(name, {}), invalid.get(name, ())
             )
         )
     return SlotFile(gold.path, errors=gold.errors), models
