@@ -96,3 +96,19 @@ def test_a_mistyped_command_is_still_suggested() -> None:
     result = CliRunner().invoke(app, ["jsn", "score"])
     assert result.exit_code == 2
     assert "error: No such command 'jsn'. Did you mean 'json'?" in result.output
+
+
+def test_ctrl_c_while_a_command_imports_is_the_one_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A command's module is imported once the root has started: a Ctrl-C then is the line and
+    status of one during the console script's own imports (not a traceback, not "aborted")."""
+    from fieldcheck._cli import main
+
+    def interrupted(name: str) -> Any:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(main, "import_module", interrupted)
+    status = typer.main.get_command(app).main(["json", "score", "--help"], standalone_mode=False)
+    assert status == 130
+    assert capsys.readouterr().err.endswith("interrupted before any output was written\n")
