@@ -16,14 +16,21 @@ from typer._click import exceptions as click  # typer vendors Click (pinned in r
 from typer._click.globals import get_current_context
 from typer.core import TyperGroup
 
-from fieldcheck import core
 from fieldcheck._cli._record import NoStoreOpt, forget_store_warnings, say, store_failed
-from fieldcheck._util.errors import MAX_SEED, CannotWrite, InputError, UsageProblem, whole_number
+from fieldcheck._util.errors import (
+    MAX_SEED,
+    CannotWrite,
+    InputError,
+    Interrupted,
+    UsageProblem,
+    whole_number,
+)
 from fieldcheck._util.jsonio import dumps
 from fieldcheck._util.term import SafeConsole, install_log_filter, safe_json_text, safe_text
-from fieldcheck.core import Events, Interrupted
 
 if TYPE_CHECKING:
+    from fieldcheck import core
+    from fieldcheck.core import Events
     from fieldcheck.reports import Scored
 
 install_log_filter()  # warnings quote data: control characters escaped (issue 9)
@@ -34,6 +41,18 @@ EXIT_USAGE = 2
 EXIT_FAILED = 3
 EXIT_GATE = 4
 EXIT_INTERRUPTED = 130
+
+_RUNNING: list[Callable[[], None]] = []  # while run_async's loop runs: how to interrupt it
+
+
+def interrupt_running_loop() -> bool:
+    """Ctrl-C into ``run_async``'s loop as asyncio's SIGINT handler would (for SIGTERM and SIGHUP
+    when SIGINT is ignored): the first cancels the run, a later one raises; False with no loop."""
+    if not _RUNNING:
+        return False
+    _RUNNING[-1]()
+    return True
+
 
 _GLOBAL_FLAGS = frozenset({"-v", "--verbose"})
 
@@ -124,7 +143,6 @@ class FieldcheckGroup(TyperGroup):
         **extra: Any,
     ) -> Any:
         words = _merge_repeated(_global_flags_first(list(sys.argv[1:] if args is None else args)))
-        _flowing_help(self)
         _INTERRUPT_REPORTED.clear()
         _FINISHED.clear()
         try:
@@ -417,6 +435,7 @@ def events(errors: Any, progress: ProgressBar | None = None) -> Events:
     progress on ``progress``'s bar, every folder put in place remembered for a late Ctrl-C."""
 
     from fieldcheck._cli._record import store_warning
+    from fieldcheck.core import Events
 
     return Events(
         warn=lambda text: store_warning(errors, text),
@@ -459,6 +478,8 @@ def score_and_exit(
     """A scoring command once its options are read: ``core.score`` (usage problems as
     ``pipeline_errors`` says them, a progress bar, the store unless ``--no-store`` or unusable),
     ``show`` on stdout (stderr under ``--json``) and stderr, and exit as ``finish`` says."""
+    from fieldcheck import core
+
     console, errors = SafeConsole(stderr=options["as_json"]), SafeConsole(stderr=True)
     bar = ProgressBar(errors)
     with pipeline_errors(names=names), bar.bar:
@@ -488,6 +509,8 @@ def finish(scored: Any, floors: dict[str, float], as_json: bool, failed: bool) -
 def finish_run(ran: core.Ran, floors: dict[str, float], as_json: bool) -> int:
     """``finish`` for a model run: of its one outcome when its system runs the models
     ``together``, else of each model's (``--json``: one's summary, several ``{"models": ...}``)."""
+    from fieldcheck import core
+
     system = core.get(ran.outcomes[0].system)
     if isinstance(system, core.Runs) and system.together:
         return finish(ran.outcomes[0].scored, floors, as_json, ran.failed)

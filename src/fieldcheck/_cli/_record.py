@@ -3,6 +3,7 @@ an unusable store; and how every command prints a plain line (``say``) and a tab
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from typing import Annotated, Any
 
@@ -12,7 +13,7 @@ from rich.table import Table
 
 from fieldcheck._util.errors import exception_line
 from fieldcheck._util.term import safe_text
-from fieldcheck.store import DATABASE_ENV, database_url
+from fieldcheck.store import DATABASE_ENV, database_url, default_database_path, describe_url
 
 NO_STORE_HELP = (
     f"Do not record this run in the store (${DATABASE_ENV} or the default SQLite file), and do "
@@ -20,6 +21,17 @@ NO_STORE_HELP = (
     "resumes. The output files are the same either way."
 )
 NoStoreOpt = Annotated[bool, typer.Option("--no-store", metavar="", help=NO_STORE_HELP)]
+
+
+def store_help() -> str:
+    """Where runs are kept (the store's URL parsed: SQLAlchemy), said in help texts."""
+    now = os.environ.get(DATABASE_ENV)
+    where = f"now {describe_url(now)}" if now else f"default {default_database_path()}"
+    return (
+        f"Runs and cached replies are kept in the store: ${DATABASE_ENV} (any SQLAlchemy URL; "
+        f"{where}). The API key is read from $FIELDCHECK_API_KEY or $OPENAI_API_KEY (or the "
+        "variable a --models entry names) and never written anywhere."
+    )
 
 
 def say(console: Console, text: str, **style: Any) -> None:

@@ -17,6 +17,7 @@ from rich.console import Console
 
 from fieldcheck import core
 from fieldcheck._cli._common import (
+    _RUNNING,
     EXIT_INTERRUPTED,
     EXIT_USAGE,
     Options,
@@ -43,22 +44,10 @@ from fieldcheck.runner import (
     interrupted_line,
     load_model_specs,
 )
-from fieldcheck.store import DATABASE_ENV, Store, default_database_path, describe_url
+from fieldcheck.store import Store, describe_url
 
 T = TypeVar("T")
 
-
-def _store_help() -> str:
-    now = os.environ.get(DATABASE_ENV)
-    where = f"now {describe_url(now)}" if now else f"default {default_database_path()}"
-    return (
-        f"Runs and cached replies are kept in the store: ${DATABASE_ENV} (any SQLAlchemy URL; "
-        f"{where}). The API key is read from $FIELDCHECK_API_KEY or $OPENAI_API_KEY (or the "
-        "variable a --models entry names) and never written anywhere."
-    )
-
-
-STORE_HELP = _store_help()
 
 MODEL_OPTIONS: Options = {
     "model": option(
@@ -277,18 +266,6 @@ _RUNNER_OPTIONS = (
     *("concurrency", "timeout", "max_retries", "max_reply_bytes", "no_cache"),
     *("cache_nonzero_temperature", "json_mode", "no_store"),
 )
-
-
-_RUNNING: list[Callable[[], None]] = []  # while run_async's loop runs: how to interrupt it
-
-
-def interrupt_running_loop() -> bool:
-    """Ctrl-C into ``run_async``'s loop as asyncio's SIGINT handler would (for SIGTERM and SIGHUP
-    when SIGINT is ignored): the first cancels the run, a later one raises; False with no loop."""
-    if not _RUNNING:
-        return False
-    _RUNNING[-1]()
-    return True
 
 
 def _shutdown_report(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:

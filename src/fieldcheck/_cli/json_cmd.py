@@ -26,11 +26,10 @@ from fieldcheck._cli._common import (
     shared,
     show_input_problems,
 )
-from fieldcheck._cli._record import grid, say, store_failed, store_warning, stored_line
+from fieldcheck._cli._record import grid, say, store_failed, store_help, store_warning, stored_line
 from fieldcheck._cli._runopts import (
     MODEL_OPTIONS,
     PRICE_OPTIONS,
-    STORE_HELP,
     make_runner,
     run_and_exit,
     run_models,
@@ -63,6 +62,7 @@ app = typer.Typer(
         "safety and the Response Quality Score (RQS)."
     ),
     no_args_is_help=True,
+    add_completion=False,
 )
 _SCORES = ("completeness", "hallucination", "accuracy", "safety_score", "rqs")
 GATED = ("completeness", "accuracy", "safety_score", "rqs")  # higher is better
@@ -481,7 +481,7 @@ def run(
     run_and_exit("json", inputs, settings, options, show_models, out=out, names=names)
 
 
-run.__doc__ = f"{inspect.cleandoc(run.__doc__ or '')}\n\n{STORE_HELP}"
+run.__doc__ = f"{inspect.cleandoc(run.__doc__ or '')}\n\n{store_help()}"
 
 
 def run_model_demo(base_url: str, out_dir: Path, models: list[str], *, console: Console) -> int:

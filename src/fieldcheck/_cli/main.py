@@ -7,45 +7,124 @@ import logging
 import signal
 import sys
 import threading
+from importlib import import_module
 from typing import Any
 
 import typer
+from typer.core import TyperCommand
 
-from fieldcheck._cli import (
-    json_cmd,
-    numeric_cmd,
-    runs_cmd,
-    score_cmd,
-    serve_cmd,
-    serve_model_cmd,
-    slots_cmd,
-    view_cmd,
-)
-from fieldcheck._cli._common import FieldcheckGroup
-from fieldcheck._cli._runopts import STORE_HELP, interrupt_running_loop
+from fieldcheck._cli._common import FieldcheckGroup, _flowing_help, interrupt_running_loop
+from fieldcheck._cli._record import store_help
 from fieldcheck._version import __version__
+
+# Each command's module (``serve_model_cmd``: ``fieldcheck serve-model``, its ``app``), imported
+# only when that command runs or shows its own help, and its summary in the root's list (the
+# first paragraph of its help, as tests/test_lazy_cli.py checks): ``--help`` imports no command.
+COMMANDS = {
+    "score_cmd": (
+        "Score input files with any registered system, as POST /api/score/SYSTEM does: prints "
+        "its headline metrics with their 95% intervals and the stored run. Exit 0 when every "
+        "input scored, 3 when some could not be (listed in the output folder), 4 when a "
+        "--fail-under floor is not met, 2 on usage errors, 1 when an output could not be "
+        "written, 130 on Ctrl-C."
+    ),
+    "serve_model_cmd": (
+        "Serve synthetic models (labelled synthetic in every reply) at http://HOST:PORT/v1."
+    ),
+    "serve_cmd": (
+        "Serve the API (OpenAPI at /openapi.json) and the pages at http://HOST:PORT/. The saved "
+        "configuration lives in the store (FIELDCHECK_DATABASE_URL or the default SQLite "
+        "file). Stop with Ctrl-C. Exit 2 on usage errors (a bad option, a non-loopback --host "
+        "without a token, a --data-root that is not a folder)."
+    ),
+    "view_cmd": (
+        "Look at runs: without --bundle, serve the pages (as 'fieldcheck serve') and print the "
+        "address of the run's page (of Compare for several runs, of Runs for none). With "
+        "--bundle DIR, write the Runs, run, item and Compare pages of the runs as files (DIR is "
+        "written beside it and renamed into place when complete). Exit 2 on usage errors (an "
+        "unknown run, a DIR that holds files, a run whose items file is gone), 1 when DIR "
+        "cannot be written (its partial folder removed), 130 on Ctrl-C while writing it; "
+        "serving ends on Ctrl-C with 0."
+    ),
+    "json_cmd": (
+        "Score a model's JSON output against ground truth: completeness, hallucination, "
+        "accuracy, safety and the Response Quality Score (RQS)."
+    ),
+    "slots_cmd": "Slot extraction benchmark: score models' slots against gold slots.",
+    "numeric_cmd": (
+        "ConvFinQA numeric QA: run a model's plan-and-execute agent, score per-turn answers and "
+        "plans."
+    ),
+    "runs_cmd": (
+        "The scored runs in the store (FIELDCHECK_DATABASE_URL or the default SQLite file): "
+        "list, show, compare, export, re-score, import an output folder, delete. RUN is a run "
+        "id or its unique prefix."
+    ),
+}
+
+
+ROOT_HELP = (
+    "Score how well language models extract structured information and answer numeric "
+    "questions. Systems: 'json' (JSON output vs ground truth), 'slots' (slot extraction "
+    "benchmark), 'numeric' (ConvFinQA numeric QA); 'score SYSTEM ROLE=FILE...' scores any of "
+    "them (and any system added to the registry). "
+)
+
+
+class RootGroup(FieldcheckGroup):
+    """``fieldcheck``: its list of commands from ``COMMANDS``; a command's module imported when
+    it is used (its help, its run), so each command loads only what it needs."""
+
+    listing = False
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        return [module.removesuffix("_cmd").replace("_", "-") for module in COMMANDS]
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        module = cmd_name.replace("-", "_") + "_cmd"
+        if cmd_name in self.commands or module not in COMMANDS or "_" in cmd_name:
+            return self.commands.get(cmd_name)
+        if self.listing:
+            return TyperCommand(cmd_name, help=COMMANDS[module])
+        command = typer.main.get_command(import_module(f"fieldcheck._cli.{module}").app)
+        command.name = cmd_name
+        _flowing_help(command)
+        self.commands[cmd_name] = command
+        return command
+
+    def format_help(self, ctx: Any, formatter: Any) -> None:
+        self.listing = True
+        try:
+            super().format_help(ctx, formatter)
+        finally:
+            self.listing = False
+
+    @property  # type: ignore[override]
+    def help(self) -> str:  # not at start-up: store_help parses the store's URL (SQLAlchemy)
+        return ROOT_HELP + store_help()
+
+    @help.setter
+    def help(self, value: Any) -> None:
+        pass
+
+    def resolve_command(self, ctx: Any, args: list[str]) -> Any:
+        known = self.commands
+        names = self.list_commands(ctx)
+        if args and args[0] not in names:  # Typer's "Did you mean" reads self.commands' names
+            self.commands = {**dict.fromkeys(names, TyperCommand("")), **known}
+        try:
+            return super().resolve_command(ctx, args)
+        finally:
+            self.commands = known
+
 
 app = typer.Typer(
     name="fieldcheck",
-    cls=FieldcheckGroup,
-    help=(
-        "Score how well language models extract structured information and answer numeric "
-        "questions. Systems: 'json' (JSON output vs ground truth), 'slots' (slot extraction "
-        "benchmark), 'numeric' (ConvFinQA numeric QA); 'score SYSTEM ROLE=FILE...' scores any of "
-        "them (and any system added to the registry). " + STORE_HELP
-    ),
+    cls=RootGroup,
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-app.add_typer(json_cmd.app, name="json")
-app.add_typer(slots_cmd.app, name="slots")
-app.add_typer(numeric_cmd.app, name="numeric")
-app.add_typer(runs_cmd.app, name="runs")
-app.command("score", cls=score_cmd.ScoreCommand)(score_cmd.score_command)
-app.command("serve-model")(serve_model_cmd.serve_model_command)
-app.command("serve")(serve_cmd.serve_command)
-app.command("view")(view_cmd.view_command)
 
 
 class _LowerLevelFormatter(logging.Formatter):

@@ -20,11 +20,10 @@ from fieldcheck._cli._common import (
     shared,
     show_input_problems,
 )
-from fieldcheck._cli._record import grid, say, stored_line
+from fieldcheck._cli._record import grid, say, store_help, stored_line
 from fieldcheck._cli._runopts import (
     MODEL_OPTIONS,
     PRICE_OPTIONS,
-    STORE_HELP,
     make_runner,
     run_and_exit,
     run_models,
@@ -45,6 +44,7 @@ from fieldcheck.runner import ModelSpec, Runner
 app = typer.Typer(
     help="ConvFinQA numeric QA: run a model's plan-and-execute agent, score per-turn answers and plans.",
     no_args_is_help=True,
+    add_completion=False,
 )
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "numeric"
@@ -292,7 +292,7 @@ EVALUATE_HELP = "\n\n".join(
         "turn hit a call error (nothing scored at all when every call failed); 4 a --fail-under "
         "floor not met; 2 usage error; 1 an output could not be written part-way; 130 Ctrl-C "
         "(finished turns are stored).",
-        STORE_HELP,
+        store_help(),
     )
 )
 

@@ -41,6 +41,7 @@ app = typer.Typer(
         "or its unique prefix."
     ),
     no_args_is_help=True,
+    add_completion=False,
 )
 
 JsonOpt = Annotated[

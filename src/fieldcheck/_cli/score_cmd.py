@@ -93,6 +93,10 @@ def _table(system: core.System, label: str, scored: Any) -> Table:
     return table
 
 
+app = typer.Typer(add_completion=False)  # its one command, which fieldcheck._cli.main loads
+
+
+@app.command("score", cls=ScoreCommand)
 def score_command(
     system: Annotated[
         str, typer.Argument(metavar="SYSTEM", help="The system: json, slots, numeric, ...")

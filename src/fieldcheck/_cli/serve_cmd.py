@@ -11,7 +11,10 @@ import typer
 from fieldcheck._util.term import safe_text
 from fieldcheck.store import DATABASE_ENV
 
+app = typer.Typer(add_completion=False)  # its one command, which fieldcheck._cli.main loads
 
+
+@app.command("serve")
 def serve_command(
     host: Annotated[
         str,

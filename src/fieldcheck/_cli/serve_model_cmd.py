@@ -7,7 +7,10 @@ from typing import Annotated
 
 import typer
 
+app = typer.Typer(add_completion=False)  # its one command, which fieldcheck._cli.main loads
 
+
+@app.command("serve-model")
 def serve_model_command(
     port: Annotated[
         int, typer.Option("--port", min=1, max=65535, help="Port to listen on.")

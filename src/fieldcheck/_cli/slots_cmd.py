@@ -24,11 +24,10 @@ from fieldcheck._cli._common import (
     shared,
     show_input_problems,
 )
-from fieldcheck._cli._record import grid, say, stored_line
+from fieldcheck._cli._record import grid, say, store_help, stored_line
 from fieldcheck._cli._runopts import (
     MODEL_OPTIONS,
     PRICE_OPTIONS,
-    STORE_HELP,
     make_runner,
     run_and_exit,
     run_models,
@@ -47,7 +46,9 @@ from fieldcheck.slots import (
 )
 
 app = typer.Typer(
-    help="Slot extraction benchmark: score models' slots against gold slots.", no_args_is_help=True
+    help="Slot extraction benchmark: score models' slots against gold slots.",
+    no_args_is_help=True,
+    add_completion=False,
 )
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "slots"
@@ -304,7 +305,7 @@ scored, listed in DIR/session_errors.jsonl); 3 when some session's call failed (
 listed there too; its memory is unchanged) or some gold line was invalid; 4 when a --fail-under floor is not met; 2 on usage
 errors; 1 when an output could not be written part-way; 130 on Ctrl-C (what finished is stored).
 
-{STORE_HELP}"""
+{store_help()}"""
 
 
 @app.command("run", help=RUN_HELP)

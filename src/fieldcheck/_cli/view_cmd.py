@@ -20,6 +20,10 @@ from fieldcheck.store import ItemsMissing
 MAX_ITEMS = 1000
 
 
+app = typer.Typer(add_completion=False)  # its one command, which fieldcheck._cli.main loads
+
+
+@app.command("view")
 @_database_errors
 def view_command(
     runs: Annotated[

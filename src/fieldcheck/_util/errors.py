@@ -152,6 +152,15 @@ class CannotWrite(FieldcheckError):
     the command's fault, exit 1."""
 
 
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C while a run was written: ``line`` says what was and was not written, and how the
+    same command continues it."""
+
+    def __init__(self, line: str) -> None:
+        super().__init__(line)
+        self.line = line
+
+
 class InputError(FieldcheckError, ValueError):
     """Bad input, located: ``file:line: field: reason (got value)``, every part but ``reason``
     optional; the message is always one line."""

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fieldcheck._util.errors import CannotWrite, UsageProblem, exception_line
+from fieldcheck._util.errors import Interrupted as Interrupted  # core's name for it
 from fieldcheck.core._figures import list_figures
 from fieldcheck.core._registry import get
 from fieldcheck.reports import (
@@ -67,15 +68,6 @@ class Outcome:
     @property
     def files(self) -> dict[str, Path]:
         return self.scored.files
-
-
-class Interrupted(KeyboardInterrupt):
-    """Ctrl-C while a run was written: ``line`` says what was and was not written, and how the
-    same command continues it."""
-
-    def __init__(self, line: str) -> None:
-        super().__init__(line)
-        self.line = line
 
 
 def open_folder(

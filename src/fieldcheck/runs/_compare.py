@@ -11,7 +11,6 @@ from urllib.parse import quote
 from fieldcheck import core
 from fieldcheck._util.errors import InputError
 from fieldcheck._util.jsonio import dumps, loads
-from fieldcheck.metrics import paired_bootstrap_test, safe_div_array
 from fieldcheck.reports import format_seconds_joined
 from fieldcheck.store import RunInfo
 
@@ -142,6 +141,8 @@ def compare(
         listed = ", ".join(f"{r.id} ({r.status})" for r in unscored)
         table["note"] = f"no {kind.item} comparison: run {listed} is not scored"
         differ = None
+    from fieldcheck.metrics import paired_bootstrap_test  # numpy: not for 'runs list'
+
     statistic = pairing.statistic or _mean
     resamples, seed = _paired_test_settings(runs)
     paired = []
@@ -175,6 +176,8 @@ def compare(
 
 def _mean(totals: Any) -> Any:
     """The mean of per-item values from their sums (value, 1)."""
+    from fieldcheck.metrics import safe_div_array
+
     return safe_div_array(totals[:, 0], totals[:, 1])
 
 
