@@ -63,7 +63,7 @@ from fieldcheck.numeric._scoring import (
 )
 from fieldcheck.numeric._story import table_rows
 from fieldcheck.reports import OutputFolder, neutralise_cell, pyplot, restored_cell, write_csv
-from fieldcheck.store import ItemColumns
+from fieldcheck.store import MARSHALLED, ItemColumns
 
 if TYPE_CHECKING:  # the store (SQLAlchemy) is imported only by a run that records
     from fieldcheck.store import RunRecorder
@@ -297,16 +297,6 @@ def stored_row(cells: Sequence[Any], story: Mapping[str, Any]) -> tuple[ItemColu
     columns = numeric_columns(item)
     item.update(story)  # keys no row has
     return columns, dumps_bytes(item, orjson.OPT_SORT_KEYS)
-
-
-STORED_TURNS = "fieldcheck.numeric._stream:stored_turns"
-
-
-def stored_turns(data: bytes) -> Iterator[tuple[ItemColumns, bytes]]:
-    """The store rows ``score_chunk`` built (``stored_row`` of each turns.csv row), marshalled:
-    the scoring process hands them on to the store's writer without decoding them."""
-    for key, failed, turn, error_type, result in marshal.loads(data):
-        yield ItemColumns(key, failed, turn=turn, error_type=error_type), result
 
 
 def error_cells(
@@ -815,7 +805,7 @@ def score_to_folder(
             for handle, text in zip(files, rows.files, strict=True):
                 handle.write(text)
             if rows.store is not None and digest.turns:
-                recorder.add_built(STORED_TURNS, rows.store, digest.turns, plain=True)  # type: ignore[union-attr]
+                recorder.add_built(MARSHALLED, rows.store, digest.turns, plain=True)  # type: ignore[union-attr]
             errors.extend(missing_turn_error(predictions, cid, i) for cid, i in rows.missing)
             tally.absorb(digest)
             if progress is not None:

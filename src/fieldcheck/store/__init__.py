@@ -10,6 +10,7 @@ if TYPE_CHECKING:  # the names as type checkers and editors see them
     from fieldcheck.store._items import (
         ERROR,
         FAILED,
+        MARSHALLED,
         MODEL_CHARS,
         TAG_CHARS,
         ItemColumn,

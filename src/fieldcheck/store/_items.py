@@ -3,7 +3,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import marshal
+from collections.abc import Callable, Iterator, Mapping
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
@@ -49,6 +50,17 @@ def add_tag(tags: dict[str, bool], name: str, failed: bool) -> None:
     """Tag ``name`` (cut to ``TAG_CHARS``), failed when any of its items' parts failed."""
     name = name[:TAG_CHARS]
     tags[name] = tags.get(name, False) or failed
+
+
+MARSHALLED = f"{__name__}:marshalled_columns"
+"""``RunRecorder.add_built``'s builder of items marshalled as (key, failed, turn, error_type,
+result) tuples: a scoring process hands them on undecoded, the writer's imports stay light."""
+
+
+def marshalled_columns(data: bytes) -> Iterator[tuple[ItemColumns, bytes]]:
+    """The (columns, result) pairs of ``MARSHALLED`` items."""
+    for key, failed, turn, error_type, result in marshal.loads(data):
+        yield ItemColumns(key, failed, turn=turn, error_type=error_type), result
 
 
 def plain_columns(item: Mapping[str, Any]) -> ItemColumns:

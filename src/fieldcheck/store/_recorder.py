@@ -10,7 +10,7 @@ import pickle
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -22,7 +22,9 @@ from fieldcheck._util.paths import file_bytes
 from fieldcheck.store._items import ItemColumns, plain_columns
 from fieldcheck.store._parquet import COLUMNS, ItemsWriter, _Row, _Tag, publish
 from fieldcheck.store._records import RunInfo
-from fieldcheck.store._store import Store
+
+if TYPE_CHECKING:  # SQLAlchemy: not in a pool process that only writes part files
+    from fieldcheck.store._store import Store
 
 
 def describe_inputs(
@@ -191,7 +193,10 @@ class RunRecorder:
         """Start a run of ``system``: into model run ``run_id`` (``Store.begin_scoring``, its
         items' ``calls`` by key), the unfinished one of ``resume`` (its folder's runs), or new
         (of identity ``key``: ``Store.create_scored_run``)."""
-        store = store if store is not None else Store()
+        if store is None:
+            from fieldcheck.store._store import Store
+
+            store = Store()
         given: dict[str, Any] = {
             "inputs": [
                 *describe_inputs(inputs, placed, digests),
