@@ -17,7 +17,7 @@ $(STAMP): requirements.lock pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --disable-pip-version-check -qq $(FIND_LINKS) -r requirements.lock
 	$(PY) -m pip install --disable-pip-version-check -qq --no-deps --no-build-isolation -e .
-	# Byte-compiled once here: where PYTHONDONTWRITEBYTECODE is set, each process (and pool worker) would compile src again.
+# Byte-compiled once here: where PYTHONDONTWRITEBYTECODE is set, each process (and pool worker) would compile src again.
 	$(PY) -m compileall -q src
 	touch $(STAMP)
 
