@@ -563,6 +563,33 @@ def test_the_resume_command_of_a_run_without_out_continues_its_unfinished_folder
     assert json.loads(Path(dest, "run.json").read_text())["complete"] is True
 
 
+def test_a_resume_into_another_out_names_the_folder_it_was_begun_for_and_leaves_it(
+    tmp_path: Path, chat_server: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run stopped during its calls with ``--out a``, run again with ``--out b``: the resume
+    says it was begun for a, whose unfinished copy is left as it is (it said only "resuming
+    run", and a's partial folder stayed behind unmentioned: a tester's finding); b is complete
+    and a's partial folder is untouched (fieldcheck removes nothing it did not make now)."""
+    from fieldcheck.runner import RunHandle
+
+    server = chat_server(lambda body: "{}")
+    first = _model_run("numeric", tmp_path, server.base_url, tmp_path / "a")
+    original = _stop_after_two_items(monkeypatch)
+    assert _invoke(*first, "--concurrency", "1").exit_code == 130
+    partial = tmp_path / ("a" + PARTIAL)
+    before = _state(partial)
+    monkeypatch.setattr(RunHandle, "save", original)
+    again = _invoke(*first[:-3], "--out", str(tmp_path / "b"), "--no-progress")
+    assert again.exit_code == 0, again.output
+    [line] = [x for x in again.stderr.splitlines() if x.startswith("resuming run")]
+    assert line.endswith(
+        f" (begun for {tmp_path.resolve() / 'a'}, whose unfinished copy is left as it is; the "
+        f"outputs go to {tmp_path / 'b'}): 2 of 11 items already finished are not called again"
+    )
+    assert json.loads((tmp_path / "b" / "run.json").read_text())["complete"] is True
+    assert _state(partial) == before and not (tmp_path / "a").exists()
+
+
 def test_a_resumed_slots_run_writes_the_predictions_of_an_uninterrupted_one_byte_for_byte(
     tmp_path: Path, chat_server: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:

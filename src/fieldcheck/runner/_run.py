@@ -399,6 +399,8 @@ async def run_task(
         "json_mode": runner.settings.json_mode,
     }
     digest = sha256_file(spec.dataset) if runner.store is not None else ""
+    here = open_destination()
+    out_dir = str(Path(here).resolve()) if here else None
     opened = runner.use_store(
         lambda store: store.open_run(
             system=spec.system,
@@ -410,6 +412,7 @@ async def run_task(
             settings=defining,
             signature=signature.format(),
             n_items=total_items,
+            out_dir=out_dir,
         )
     )
     # without a store the run lives in this process only: an id, nothing stored
@@ -422,11 +425,17 @@ async def run_task(
             line = not_resumed_line(other, loads(dumps(defining)), run_id)
             console.print(line, markup=False, highlight=False, soft_wrap=True)
     if resumed and handle.resumed_items:
+        # begun for another --out: that folder's unfinished copy is not this process's to remove
+        earlier, moved = opened[0].out_dir if opened else None, ""
+        if earlier and out_dir and not Path(earlier).is_relative_to(out_dir):  # a model's: under
+            moved = f" (begun for {earlier}, whose unfinished copy is left as it is; the outputs "
+            moved += f"go to {here})"
         console.print(
-            f"resuming run {run_id}: {handle.resumed_items} of {_plural(total_items, 'item')} "
-            "already finished are not called again",
+            f"resuming run {run_id}{moved}: {handle.resumed_items} of "
+            f"{_plural(total_items, 'item')} already finished are not called again",
             markup=False,
             highlight=False,
+            soft_wrap=True,
         )
     if estimate is not None and total_items:  # the items still to run (a resume skips some)
         share = (total_items - handle.resumed_items) / total_items
