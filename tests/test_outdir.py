@@ -473,8 +473,9 @@ def test_a_continued_folder_stopped_by_a_usage_error_is_left_as_found(
     assert json.loads((partial / "run.json").read_text())["complete"] is False
 
 
-def _stop_after_two_items(monkeypatch: pytest.MonkeyPatch) -> Any:
-    """Make a model run stop as Ctrl-C stops it once two items are saved; the original save."""
+def _stop_after_two_items(monkeypatch: pytest.MonkeyPatch, items: int = 2) -> Any:
+    """Make a model run stop as Ctrl-C stops it once two (``items``) items are saved; the
+    original save."""
     import asyncio
 
     from fieldcheck.runner import RunHandle
@@ -484,7 +485,7 @@ def _stop_after_two_items(monkeypatch: pytest.MonkeyPatch) -> Any:
     def save_then_stop(self: RunHandle, key: str, *args: Any, **kwargs: Any) -> None:
         original(self, key, *args, **kwargs)
         saved.append(key)
-        if len(saved) == 2:
+        if len(saved) == items:
             raise asyncio.CancelledError  # as Ctrl-C cancels the run, two items finished
 
     monkeypatch.setattr(RunHandle, "save", save_then_stop)
@@ -588,6 +589,22 @@ def test_a_resume_into_another_out_names_the_folder_it_was_begun_for_and_leaves_
     )
     assert json.loads((tmp_path / "b" / "run.json").read_text())["complete"] is True
     assert _state(partial) == before and not (tmp_path / "a").exists()
+
+
+def test_a_ctrl_c_after_the_last_call_says_the_output_folder_was_not_completed(
+    tmp_path: Path, chat_server: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C once every item is saved, before the folder is written: the line says every call
+    was made but the output folder was not completed (docs/running.md); it said only "5 of 5
+    items finished and stored" (a tester's finding)."""
+    server = chat_server(lambda body: "{}")
+    out = tmp_path / "out"
+    _stop_after_two_items(monkeypatch, items=5)
+    stopped = _invoke(*_model_run("json", tmp_path, server.base_url, out), "--concurrency", "1")
+    assert stopped.exit_code == 130, stopped.output
+    line = stopped.stderr.strip().splitlines()[-1]
+    assert line.startswith("interrupted: 5 of 5 items finished and stored (run ")
+    assert f"; every call was made, but the output folder {out} was not completed; resume" in line
 
 
 def test_a_resumed_slots_run_writes_the_predictions_of_an_uninterrupted_one_byte_for_byte(

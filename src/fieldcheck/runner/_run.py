@@ -287,14 +287,22 @@ class RunInterrupted(Exception):
             if failed
             else ""
         )
+        left = unwritten_note() if done == total else ""
         super().__init__(
             f"interrupted: {done} of {_plural(total, 'item')} finished and stored{asked} "
-            f"(run {handle.id}){finished_note(others)}; resume with: {resume_command()}"
+            f"(run {handle.id}){finished_note(others)}{left}; resume with: {resume_command()}"
         )
 
 
 NOT_STORED = "none stored (no store: nothing to resume)"
 """What a Ctrl-C of a run without the store (``--no-store``, or none usable) leaves."""
+
+
+def unwritten_note() -> str:
+    """After the last call: the output folder is not complete (docs/running.md: a Ctrl-C after
+    the calls says so; it said only what was stored, a tester's finding)."""
+    dest = open_destination()
+    return f"; every call was made, but the output folder {dest} was not completed" if dest else ""
 
 
 def _plural(n: int, noun: str) -> str:
@@ -337,6 +345,7 @@ def interrupted_line(runner: Runner) -> str | None:
         )
     finished = [h for h in runner.runs if h.finished]
     note = finished_note(finished, named=False) if len(finished) < len(runner.runs) else ""
+    note = note or unwritten_note()
     return f"interrupted: {', '.join(parts)}{note}; resume with: {resume_command()}"
 
 
