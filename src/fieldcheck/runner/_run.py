@@ -28,6 +28,7 @@ from rich.progress import (
 )
 
 from fieldcheck._util.errors import UsageProblem, open_destination
+from fieldcheck._util.executor import exit_without_collecting
 from fieldcheck._util.jsonio import dumps, loads
 from fieldcheck._util.signature import Signature
 from fieldcheck._util.term import SafeConsole
@@ -268,6 +269,7 @@ class RunInterrupted(Exception):
     store, nothing is: the same command starts over)."""
 
     def __init__(self, handle: RunHandle, total: int) -> None:
+        exit_without_collecting()
         failed = handle.call_errors
         done = handle.done - failed
         others = [h for h in handle.runner.runs if h.finished]
@@ -329,6 +331,7 @@ def interrupted_line(runner: Runner) -> str | None:
     interrupted) and the command that resumes; None when it opened none."""
     if not runner.runs:
         return None
+    exit_without_collecting()
     parts = []
     for h in runner.runs:
         _set_status(runner, h.id, "interrupted")
