@@ -303,7 +303,11 @@ class NumericSystem(NumericRuns, Views):
                 log.warning("the scoring processes could not start (%s); reading here", exc)
         with pool if pool is not None else nullcontext():  # killed on an error or Ctrl-C
             yield read_inputs(
-                Path(given["data"]), Path(given["predictions"]), checked, extras.get("data"), pool,
+                Path(given["data"]),
+                Path(given["predictions"]),
+                checked,
+                extras.get("data"),
+                pool,
                 extras.get("note"),
             )
 

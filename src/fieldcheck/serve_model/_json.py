@@ -156,7 +156,12 @@ def build(responses_dir: Path) -> list[Responder]:
     table = index(responses_dir)
     return [
         LookupResponder(
-            PROMPT_ID, table, document_from_prompt, document_digest, answer, PROFILES,
+            PROMPT_ID,
+            table,
+            document_from_prompt,
+            document_digest,
+            answer,
+            PROFILES,
             f"JSON extraction ({DOCUMENTS_FILE})",
         )
     ]
