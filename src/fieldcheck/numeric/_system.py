@@ -302,14 +302,8 @@ class NumericSystem(NumericRuns, Views):
             except OSError as exc:
                 log.warning("the scoring processes could not start (%s); reading here", exc)
         with pool if pool is not None else nullcontext():  # killed on an error or Ctrl-C
-            yield read_inputs(
-                Path(given["data"]),
-                Path(given["predictions"]),
-                checked,
-                extras.get("data"),
-                pool,
-                extras.get("note"),
-            )
+            paths = Path(given["data"]), Path(given["predictions"])
+            yield read_inputs(*paths, checked, extras.get("data"), pool, extras.get("note"))
 
     def score(
         self,
