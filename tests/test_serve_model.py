@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -135,10 +136,19 @@ def test_parse_fail_rates() -> None:
             parse_fail_rates(bad)
 
 
-def test_serve_model_command_serves_until_stopped() -> None:
+def _serve_once(*options: str) -> str:
+    """Start ``fieldcheck serve-model``, wait until it answers, stop it: its stderr."""
     port = free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "fieldcheck._cli.main", "serve-model", "--port", str(port)],
+        [
+            sys.executable,
+            "-m",
+            "fieldcheck._cli.main",
+            "serve-model",
+            "--port",
+            str(port),
+            *options,
+        ],
         stderr=subprocess.PIPE,
         text=True,
         env=os.environ,
@@ -157,7 +167,31 @@ def test_serve_model_command_serves_until_stopped() -> None:
     finally:
         proc.terminate()
         _, err = proc.communicate(timeout=10)
-    assert f"http://127.0.0.1:{port}/v1" in err
+    assert (
+        f"serving synthetic models synthetic-careful, synthetic-eager, synthetic-fast at http://127.0.0.1:{port}/v1"
+        in err
+    )
+    return err
+
+
+def test_serve_model_command_serves_until_stopped() -> None:
+    assert "has no data for" not in _serve_once()  # examples/ holds every task's
+
+
+def test_serve_model_names_the_tasks_its_responses_folder_has_no_data_for(tmp_path: Any) -> None:
+    """``--responses DIR`` with ConvFinQA data only: one startup line names the slot memory and
+    JSON extraction files it lacks (it started silently, and every ConvFinQA turn of a folder
+    without it scored 0.000 with exit 0: a tester's finding); the judge needs no data."""
+    from fieldcheck.serve_model import EXAMPLES
+
+    (tmp_path / "convfinqa").mkdir()
+    shutil.copy(EXAMPLES / "numeric" / "data.json", tmp_path / "convfinqa" / "dev.json")
+    err = _serve_once("--responses", str(tmp_path))
+    assert err.splitlines()[1] == (
+        f"warning: {tmp_path} has no data for slot memory (slots/conversations.synthetic.jsonl, "
+        "slots/gold.synthetic.jsonl); JSON extraction (json/documents.jsonl): their every "
+        "request gets a naive reply (scores near 0 that are no model's)"
+    )
 
 
 def test_serve_model_rejects_a_bad_fail_rate() -> None:

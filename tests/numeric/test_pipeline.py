@@ -61,3 +61,42 @@ def test_the_outcome_holds_the_numbers_of_statistics_json(tmp_path: Path) -> Non
     assert scored.files["statistics.json"] == out / "statistics.json"
     assert scored.files["turns.csv"].read_text().startswith("conversation_id,")
     assert json.loads((out / "run.json").read_text())["complete"] is True
+
+
+def test_a_sample_size_of_every_conversation_is_recorded_as_no_sample(
+    tmp_path: Path, chat_server: Any
+) -> None:
+    """``--sample-size 1000`` of the 12 conversations of the split scores them all, and says so:
+    `numeric score` and `numeric evaluate` record it as a run without it does (signature, stored
+    settings, a model run's key), so `runs compare` sees one setting (it recorded
+    ``sample_size: 1000``: a tester's finding)."""
+    from typer.testing import CliRunner
+
+    from fieldcheck._cli.main import app
+    from fieldcheck.store import Store
+
+    data, preds = (str(path) for _, path in INPUTS)
+    server = chat_server(lambda body: "{}")
+
+    def run(out: str, *args: str) -> tuple[str, str]:
+        """The command's stderr, and the signature of its statistics.json."""
+        result = CliRunner().invoke(app, [*args, "--out", str(tmp_path / out), "--bootstrap", "0"])
+        assert result.exit_code == 0, result.output
+        stats = json.loads((tmp_path / out / "statistics.json").read_text())
+        return result.stderr, stats["signature"]
+
+    score = ["numeric", "score", "--data", data, "--predictions", preds]
+    evaluate = ["numeric", "evaluate", "--data", data, "--model", "m", "--base-url"]
+    evaluate += [server.base_url, "--no-progress"]
+    said = "--sample-size 1000: the dev split has 12 conversations; all are scored, as without"
+    for command in (score, evaluate):
+        name = command[1]
+        err, big = run(f"{name}-1000", *command, "--sample-size", "1000")
+        assert run(f"{name}-all", *command)[1] == big
+        assert said in err
+        assert "sample_size:all" in big
+    runs = {Path(r.out_dir or "").name: r for r in Store().list_runs()}
+    assert runs["score-1000"].settings == runs["score-all"].settings
+    assert runs["evaluate-1000"].settings == runs["evaluate-all"].settings
+    assert runs["evaluate-1000"].run_key == runs["evaluate-all"].run_key
+    assert runs["evaluate-all"].settings["sample_size"] is None

@@ -312,26 +312,31 @@ def test_worst_conversations_never_lists_a_perfect_one(tmp_path: Path) -> None:
 def test_readings_of_turns_and_operations_need_ten_scored_turns_a_group(tmp_path: Path) -> None:
     """12 conversations, turn 0 right with no operation, turn 1 wrong with two: the turns'
     intervals are apart and the longest plans 100 points lower; a thirteenth conversation with a
-    turn 2 (n=1, right) is too few to read (it said "intervals apart" of one conversation: a
-    tester's finding)."""
+    turn 2 (n=1, right, three operations) is too few to read (it said "intervals apart" of one
+    conversation: a tester's finding), so turn 0 is compared with turn 1 and no operation with
+    two, the last groups of 10 scored turns (comparing with the last group, of 1 or 2 turns on
+    the dev split, never read anything: a tester's finding)."""
     records = [
         _record(f"c{i}", [("100", 100.0), ("add(1, 2), add(#0, 1)", 4.0)]) for i in range(12)
     ]
     records.append(_record("z", [("100", 100.0), ("5", 5.0), ("7", 7.0)]))
     preds = [p for i in range(12) for p in (_pred(f"c{i}", 0, "100", _plan()),
              _pred(f"c{i}", 1, "9", _plan("add", "add")))]  # fmt: skip
-    preds += [_pred("z", 0, "100", _plan()), _pred("z", 1, "5", _plan()), _pred("z", 2, "7")]
+    preds += [_pred("z", 0, "100", _plan()), _pred("z", 1, "5", _plan())]
+    preds.append(_pred("z", 2, "7", _plan("add", "add", "add")))
     md = (_run(tmp_path, {"dev": records}, preds, bootstrap=200) / "report.md").read_text()
     readings = _section(md, "What the numbers say").splitlines()
     turns = next(r for r in readings if r.startswith("- Accuracy is"))
     assert turns == (
-        "- Accuracy is 1.000 at turn 0 (n=13) and 1.000 at turn 2 (n=1): too few turns to read a "
-        "change (fewer than 10 in a group)."
+        "- Accuracy is 1.000 at turn 0 (n=13) and 0.077 at turn 1 (n=13; later turns: fewer than "
+        "10 a group), 92.3 percentage points lower, their 95% intervals apart: later turns are "
+        "harder (complexity ceiling)."
     )
     ops = next(r for r in readings if r.startswith("- Turns whose plan"))
     assert ops == (
         "- Turns whose plan has 0 operation(s) are right 1.000 of the time (n=14), 2 operations "
-        "0.000 (n=12): 100.0 percentage points lower with the longest plans (complexity ceiling)."
+        "0.000 (n=12; longer plans: fewer than 10 a group): 100.0 percentage points lower with 2 "
+        "operations (complexity ceiling)."
     )
     records.pop()
     preds = preds[:-3]

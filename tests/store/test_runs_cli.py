@@ -216,9 +216,15 @@ def test_export_to_a_terminal_escapes_control_characters_a_pipe_gets_the_bytes(
 
 
 def test_rescore_numeric_is_refused_and_delete(tmp_path: Path) -> None:
+    """The help says why for the reason the code has: its items keep each turn's plan (the help
+    said they keep none: a tester's finding), numeric scoring takes no option to change."""
     run = record_folder(Store(), numeric_folder(tmp_path))
     code, _, stderr = runs("rescore", run.id)
     assert code == 2 and "numeric runs cannot be re-scored" in stderr
+    assert all(item.result["plan"]["steps"] for item in Store().iter_items(run.id))
+    shown = " ".join(re.sub(r"[│ ]+", " ", runs("rescore", "--help")[1]).split())
+    assert "their turns keep plan and answer, but numeric scoring takes no option" in shown
+    assert "no plan" not in shown
     code, stdout, _ = runs("delete", run.id)
     assert code == 0 and f"deleted run {run.id}" in stdout
     assert runs("show", run.id)[0] == 2

@@ -623,7 +623,9 @@ def rescore_command(
     """Score a stored json or slot run again under a new configuration, from the raw values
     its items keep (no model is asked again; a json run scored with --matcher llm asks its judge
     for the pairs its cache lacks), and store the result as a new run whose parent is RUN.
-    Numeric runs cannot be re-scored (not required: their turns keep no plan to re-execute).
+    Numeric runs cannot be re-scored: their turns keep plan and answer, but numeric scoring
+    takes no option a re-score could change, so it has none; numeric score on the run's
+    predictions.jsonl scores it again.
     Exit 0; 3 when a record RUN scored could not be scored again (a judge error: each named); 2
     for an unknown RUN, a bad option, or a run that cannot be re-scored."""
     from fieldcheck.jsoneval import load_strategies, parse_weights

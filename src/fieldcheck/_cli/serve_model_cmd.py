@@ -54,7 +54,8 @@ def serve_model_command(
     seeded, documented error rates (docs/running.md), so every pipeline runs with no model and
     no network. Replies are deterministic per (model, request). Stop with Ctrl-C.
     """
-    from fieldcheck.serve_model import SYNTHETIC_MODELS, create_app, parse_fail_rates
+    from fieldcheck._util.term import safe_text
+    from fieldcheck.serve_model import EXAMPLES, SYNTHETIC_MODELS, create_app, parse_fail_rates
 
     try:
         rates = parse_fail_rates(fail_rate)
@@ -77,4 +78,10 @@ def serve_model_command(
         + "; Ctrl-C stops",
         err=True,
     )
+    if missing := [r.missing for r in app.state.serve.responders if r.missing]:
+        typer.echo(
+            f"warning: {safe_text(responses or EXAMPLES)} has no data for {'; '.join(missing)}: "
+            "their every request gets a naive reply (scores near 0 that are no model's)",
+            err=True,
+        )
     uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False)

@@ -155,6 +155,9 @@ def writing(folder: RunFolder, note: str = "") -> Iterator[None]:
         folder.discard()
         raise
     except KeyboardInterrupt:
+        from fieldcheck._util.executor import exit_without_collecting
+
+        exit_without_collecting()
         raise Interrupted(folder.interrupted_line(note)) from None
     except OSError as exc:
         shown = exc.filename or folder.destination

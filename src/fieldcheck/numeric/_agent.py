@@ -290,12 +290,13 @@ class NumericRuns:
     ) -> NumericTask:
         """The dataset's split and sample (``settings``), read and checked (no conversation to
         run: ``UsageProblem``) before the folder is opened and any model called."""
-        from fieldcheck.numeric._system import check_data, check_settings, read_data
+        from fieldcheck.numeric._system import check_data, check_settings, read_data, whole_split
 
         found = check_settings(settings)
         data = Path(dict(inputs)["data"])
         loaded = read_data(data, split=found.split, sample_size=found.sample_size, seed=found.seed)
         check_data(data, loaded)
+        found = whole_split(found, loaded, extras.get("note"))
         return NumericTask(data, loaded, found.model_dump())
 
     async def run_model(

@@ -67,6 +67,16 @@ INPUT_PROBLEMS = 20
 _TOO_FEW = f": too few turns to read a change (fewer than {READING_MIN_TURNS} in a group)."
 
 
+def _compared(counts: Sequence[int], later: str) -> tuple[int, str]:
+    """Which group the first is compared with: the last later one with ``READING_MIN_TURNS`` scored
+    turns (on the dev split the last turn position and the longest plan have 1 or 2 turns, so
+    comparing with those never read anything), else the last; with the note that later groups
+    are too small to compare."""
+    last = len(counts) - 1
+    i = max((i for i, n in enumerate(counts) if i and n >= READING_MIN_TURNS), default=last)
+    return i, "" if i == last else f"; {later}: fewer than {READING_MIN_TURNS} a group"
+
+
 def _interval(ci: Mapping[str, Any] | None) -> str:
     return "" if not ci else f"[{ci['low']:.3f}, {ci['high']:.3f}]"
 
@@ -274,11 +284,12 @@ def readings(result: NumericResult) -> list[str]:
         )
     positions = [p for p in turn_positions(stats) if p.scored]
     if len(positions) >= 2:
-        first, last = positions[0], positions[-1]
+        i, note = _compared([p.scored for p in positions], "later turns")
+        first, last = positions[0], positions[i]
         change = last.accuracy - first.accuracy
         text = (
             f"Accuracy is {first.accuracy:.3f} at turn {first.turn} (n={first.scored}) and "
-            f"{last.accuracy:.3f} at turn {last.turn} (n={last.scored})"
+            f"{last.accuracy:.3f} at turn {last.turn} (n={last.scored}{note})"
         )
         if first.low is None or first.high is None or last.low is None or last.high is None:
             text += " (no intervals: bootstrap off)."
@@ -296,15 +307,17 @@ def readings(result: NumericResult) -> list[str]:
         out.append(text)
     by_ops = result.tallies.by_operations
     if len(by_ops) >= 2:
-        few, many = by_ops[0], by_ops[-1]
+        i, note = _compared([row.scored for row in by_ops], "longer plans")
+        few, many = by_ops[0], by_ops[i]
         a, b = few.correct / few.scored, many.correct / many.scored
         out.append(
             f"Turns whose plan has {few.operations} operation(s) are right {a:.3f} of the time "
-            f"(n={few.scored}), {many.operations} operations {b:.3f} (n={many.scored})"
+            f"(n={few.scored}), {many.operations} operations {b:.3f} (n={many.scored}{note})"
             + (
                 _TOO_FEW
                 if min(few.scored, many.scored) < READING_MIN_TURNS
-                else f": {_points(a - b)} lower with the longest plans (complexity ceiling)."
+                else f": {_points(a - b)} lower with {many.operations} operations (complexity "
+                "ceiling)."
                 if a - b >= READING_GAP
                 else "."
             )

@@ -120,6 +120,23 @@ def read_data(
         raise UsageProblem(exc.one_line() + cause, "--data") from None
 
 
+def whole_split(
+    settings: NumericSettings, loaded: LoadResult, note: Callable[[str], None] | None
+) -> NumericSettings:
+    """``settings`` as a run without ``--sample-size`` has them when the sample takes every
+    conversation of the split, said by ``note`` (``sample_size: 1000`` of 421 conversations made
+    the same run another setting to ``runs compare``: a tester's finding)."""
+    size = settings.sample_size
+    if size is None or size < loaded.total_records:
+        return settings
+    if note is not None:
+        note(
+            f"--sample-size {size}: the {loaded.split} split has {loaded.total_records:,} "
+            "conversations; all are scored, as without --sample-size"
+        )
+    return settings.model_copy(update={"sample_size": None})
+
+
 def check_data(data: Path, loaded: LoadResult, others: dict[str, str] | None = None) -> list[str]:
     """The ids of the conversations read; none (an empty file or split, every record bad) is a
     usage problem naming ``--data``, before any model is called or output written."""
@@ -143,6 +160,7 @@ def read_inputs(
     settings: NumericSettings,
     loaded: LoadResult | None = None,
     pool: LocalPool | None = None,
+    note: Callable[[str], None] | None = None,
 ) -> Read:
     """Both input files, before any output is touched (``loaded``: the data a model run read;
     ``pool`` reads the predictions meanwhile). A file that cannot be read or has no valid line,
@@ -152,6 +170,8 @@ def read_inputs(
     if pool is not None:
         pool.submit(index_predictions, predictions)
     loaded = loaded or read_data(data, split=split, sample_size=size, seed=seed, others=others)
+    settings = whole_split(settings, loaded, note)
+    size = settings.sample_size
     try:
         if pool is not None:
             (preds,) = finish(pool)
@@ -282,9 +302,8 @@ class NumericSystem(NumericRuns, Views):
             except OSError as exc:
                 log.warning("the scoring processes could not start (%s); reading here", exc)
         with pool if pool is not None else nullcontext():  # killed on an error or Ctrl-C
-            yield read_inputs(
-                Path(given["data"]), Path(given["predictions"]), checked, extras.get("data"), pool
-            )
+            paths = Path(given["data"]), Path(given["predictions"])
+            yield read_inputs(*paths, checked, extras.get("data"), pool, extras.get("note"))
 
     def score(
         self,

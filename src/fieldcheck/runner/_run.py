@@ -28,6 +28,7 @@ from rich.progress import (
 )
 
 from fieldcheck._util.errors import UsageProblem, open_destination
+from fieldcheck._util.executor import exit_without_collecting
 from fieldcheck._util.jsonio import dumps, loads
 from fieldcheck._util.signature import Signature
 from fieldcheck._util.term import SafeConsole
@@ -268,6 +269,7 @@ class RunInterrupted(Exception):
     store, nothing is: the same command starts over)."""
 
     def __init__(self, handle: RunHandle, total: int) -> None:
+        exit_without_collecting()
         failed = handle.call_errors
         done = handle.done - failed
         others = [h for h in handle.runner.runs if h.finished]
@@ -287,14 +289,22 @@ class RunInterrupted(Exception):
             if failed
             else ""
         )
+        left = unwritten_note() if done == total else ""
         super().__init__(
             f"interrupted: {done} of {_plural(total, 'item')} finished and stored{asked} "
-            f"(run {handle.id}){finished_note(others)}; resume with: {resume_command()}"
+            f"(run {handle.id}){finished_note(others)}{left}; resume with: {resume_command()}"
         )
 
 
 NOT_STORED = "none stored (no store: nothing to resume)"
 """What a Ctrl-C of a run without the store (``--no-store``, or none usable) leaves."""
+
+
+def unwritten_note() -> str:
+    """After the last call: the output folder is not complete (docs/running.md: a Ctrl-C after
+    the calls says so; it said only what was stored, a tester's finding)."""
+    dest = open_destination()
+    return f"; every call was made, but the output folder {dest} was not completed" if dest else ""
 
 
 def _plural(n: int, noun: str) -> str:
@@ -321,6 +331,7 @@ def interrupted_line(runner: Runner) -> str | None:
     interrupted) and the command that resumes; None when it opened none."""
     if not runner.runs:
         return None
+    exit_without_collecting()
     parts = []
     for h in runner.runs:
         _set_status(runner, h.id, "interrupted")
@@ -337,6 +348,7 @@ def interrupted_line(runner: Runner) -> str | None:
         )
     finished = [h for h in runner.runs if h.finished]
     note = finished_note(finished, named=False) if len(finished) < len(runner.runs) else ""
+    note = note or unwritten_note()
     return f"interrupted: {', '.join(parts)}{note}; resume with: {resume_command()}"
 
 
@@ -399,6 +411,8 @@ async def run_task(
         "json_mode": runner.settings.json_mode,
     }
     digest = sha256_file(spec.dataset) if runner.store is not None else ""
+    here = open_destination()
+    out_dir = str(Path(here).resolve()) if here else None
     opened = runner.use_store(
         lambda store: store.open_run(
             system=spec.system,
@@ -410,6 +424,7 @@ async def run_task(
             settings=defining,
             signature=signature.format(),
             n_items=total_items,
+            out_dir=out_dir,
         )
     )
     # without a store the run lives in this process only: an id, nothing stored
@@ -422,11 +437,17 @@ async def run_task(
             line = not_resumed_line(other, loads(dumps(defining)), run_id)
             console.print(line, markup=False, highlight=False, soft_wrap=True)
     if resumed and handle.resumed_items:
+        # begun for another --out: that folder's unfinished copy is not this process's to remove
+        earlier, moved = opened[0].out_dir if opened else None, ""
+        if earlier and out_dir and not Path(earlier).is_relative_to(out_dir):  # a model's: under
+            moved = f" (begun for {earlier}, whose unfinished copy is left as it is; the outputs "
+            moved += f"go to {here})"
         console.print(
-            f"resuming run {run_id}: {handle.resumed_items} of {_plural(total_items, 'item')} "
-            "already finished are not called again",
+            f"resuming run {run_id}{moved}: {handle.resumed_items} of "
+            f"{_plural(total_items, 'item')} already finished are not called again",
             markup=False,
             highlight=False,
+            soft_wrap=True,
         )
     if estimate is not None and total_items:  # the items still to run (a resume skips some)
         share = (total_items - handle.resumed_items) / total_items

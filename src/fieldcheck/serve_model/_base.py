@@ -19,6 +19,12 @@ class Responder(Protocol):
 
     prompt_id: str
 
+    @property
+    def missing(self) -> str | None:
+        """Its task and data file when the responses folder gave it no data (every request then
+        gets a naive reply): serve-model names them at startup."""
+        ...
+
     def respond(self, messages: list[Message], model: str, rng: random.Random) -> str:
         """The reply text for ``messages`` as synthetic model ``model`` would give it."""
         ...
@@ -46,6 +52,11 @@ class LookupResponder:
     digest: Callable[[str], str]
     answer: Callable[[Any, Any, random.Random], str]
     profiles: Mapping[str, Any]
+    data: str  # its task and data file (``Responder.missing``)
+
+    @property
+    def missing(self) -> str | None:
+        return None if self.table else self.data
 
     def respond(self, messages: list[Message], model: str, rng: random.Random) -> str:
         text = self.find(last_user_text(messages))

@@ -155,5 +155,13 @@ def build(responses_dir: Path) -> list[Responder]:
     """The JSON-extraction responder over ``responses_dir`` (default: the repository's examples/)."""
     table = index(responses_dir)
     return [
-        LookupResponder(PROMPT_ID, table, document_from_prompt, document_digest, answer, PROFILES)
+        LookupResponder(
+            PROMPT_ID,
+            table,
+            document_from_prompt,
+            document_digest,
+            answer,
+            PROFILES,
+            f"JSON extraction ({DOCUMENTS_FILE})",
+        )
     ]

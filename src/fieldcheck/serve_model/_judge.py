@@ -16,6 +16,7 @@ _VALUE = re.compile(r"<<<(.*?)>>>", re.DOTALL)
 
 class JudgeResponder:
     prompt_id = "Reply with only a number between 0 and 1"
+    missing = None  # it needs no data
 
     def respond(self, messages: list[Message], model: str, rng: random.Random) -> str:
         values = _VALUE.findall(last_user_text(messages))

@@ -213,6 +213,7 @@ class NumericResponder:
                 document = render_document(conversation.doc)
                 key = conversation_key(document, conversation.turns[0].question)
                 self.conversations.setdefault(key, conversation)
+        self.missing = None if self.conversations else f"ConvFinQA ({DATA_PATH})"
 
     def respond(self, messages: list[Message], model: str, rng: random.Random) -> str:
         users = [m.get("content") or "" for m in messages if m.get("role") == "user"]

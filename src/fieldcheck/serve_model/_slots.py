@@ -119,4 +119,7 @@ def index(responses_dir: Path) -> dict[str, Memory]:
 def build(responses_dir: Path) -> list[Responder]:
     """The slot-memory responder over ``responses_dir`` (default: the repository's examples/)."""
     table = index(responses_dir)
-    return [LookupResponder(PROMPT_ID, table, session_block, transcript_digest, answer, PROFILES)]
+    data = f"slot memory ({CONVERSATIONS_FILE}, {GOLD_FILE})"
+    return [
+        LookupResponder(PROMPT_ID, table, session_block, transcript_digest, answer, PROFILES, data)
+    ]

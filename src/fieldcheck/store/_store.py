@@ -158,9 +158,11 @@ class Store:
         settings: dict[str, Any],
         signature: str,
         n_items: int,
+        out_dir: str | None = None,
     ) -> tuple[RunInfo, bool]:
         """The interrupted run with the same key (what defines it: resumed, True), else a new
-        run (False); a ``running`` one is never taken over (two at once took each other's items)."""
+        run (False); a ``running`` one is never taken over (two at once took each other's items).
+        ``out_dir`` (the folder it runs for) is recorded; the ``RunInfo`` has the one before."""
         run_key = model_run_key(system, task, dataset_sha256, model, endpoint, settings)
         self.mark_stale_runs()
         with self._session() as s:
@@ -187,8 +189,9 @@ class Store:
             row.status = "running"
             row.pid, row.host = os.getpid(), socket.gethostname()
             row.n_items = n_items
+            earlier, row.out_dir = row.out_dir, out_dir or row.out_dir
             s.commit()
-            return RunInfo.of(row), resumed
+            return replace(RunInfo.of(row), out_dir=earlier), resumed
 
     def unresumed_run(self, run: RunInfo) -> RunInfo | None:
         """The latest interrupted model run of ``run``'s system, task, data and model that
