@@ -108,9 +108,13 @@ def write_part(task: tuple[str, int, list[Any]]) -> tuple[int, int]:
         written[1] += errors
 
     part = ItemsWriter(Path(folder), count, first)
-    for chunk in chunks:
-        part.write(*resolve(decode_chunk(chunk) if isinstance(chunk, bytes) else chunk))
-    part.close()
+    try:
+        for chunk in chunks:
+            part.write(*resolve(decode_chunk(chunk) if isinstance(chunk, bytes) else chunk))
+        part.close()
+    except BaseException:  # a Ctrl-C or a failed write: the file it began is not left
+        part.discard()
+        raise
     return written[0], written[1]
 
 
@@ -345,9 +349,9 @@ class RunRecorder:
         if self._sealed or self.broken:
             return
         self.add_failed_calls()
-        self._sealed = True
         try:
             self._submit()
+            self._sealed = True  # not before: a Ctrl-C in ``_submit`` leaves ``abort`` to publish
             self._counted(self._executor.submit(publish, self.store.run_folder(self.run.id)))
         except Exception as error:
             self._close(kill=True)
@@ -428,7 +432,11 @@ class RunRecorder:
             with contextlib.suppress(Exception):  # the run's own error is the one to report
                 self.flush()
             with contextlib.suppress(Exception):  # the parts written, whatever stopped the rest
-                self._publish()
+                if self.run.kind == "run" and not self._sealed:  # a model run's, cut short:
+                    self._close()  # its items stay its journal's, called and never scored
+                    self.store.drop_scoring(self.run.id)
+                else:
+                    self._publish()
 
             with contextlib.suppress(Exception):
                 self.store.finish_scored_run(

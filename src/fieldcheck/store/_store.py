@@ -424,6 +424,20 @@ class Store:
         _parquet.remove(self.run_folder(run_id))  # an interrupted scoring's items
         return info
 
+    def drop_scoring(self, run_id: str) -> None:
+        """A model run's scoring cut short (Ctrl-C): the items it wrote removed, its counts its
+        journal's again (called, never scored; a resume scores them)."""
+        _parquet.remove(self.run_folder(run_id))
+        mine = JournalRow.run_id == run_id
+        done = select(func.count()).where(mine).scalar_subquery()
+        errors = select(func.count()).where(mine, JournalRow.error_type.is_not(None))
+        with self.engine.begin() as connection:
+            connection.execute(
+                update(RunRow)
+                .where(RunRow.id == run_id)
+                .values(n_items=done, n_done=done, n_errors=errors.scalar_subquery())
+            )
+
     def runs_of_folder(self, out_dir: Path, *, system: str) -> list[RunInfo]:
         """The finished runs of ``system`` stored from the output folder ``out_dir`` (by its
         command or an import; a re-score has no folder), newest first."""
