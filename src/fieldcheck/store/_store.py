@@ -524,9 +524,12 @@ class Store:
         """Run ``run_id``'s items (or journal) as zstd Parquet in ``seq`` order: the indexed
         columns (``model`` where an item names none), each of ``columns`` (name, JSON path,
         DuckDB type), the JSON as ``result``; KeyError when there is no such run (nothing is
-        written), as ``runs.write_parquet``."""
+        written), as ``runs.write_parquet``; FileExistsError for an ``out`` that exists and is not
+        an empty file (fieldcheck never replaces a file it did not make, as ``runs export``)."""
         if self.get_run(run_id) is None:
             raise KeyError(run_id)
+        if out.is_dir() or (out.exists() and (not out.is_file() or out.stat().st_size)):
+            raise FileExistsError(f"{out} exists and is not an empty file: give a new name")
         with tempfile.TemporaryDirectory(prefix="fieldcheck-export-") as tmp:
             path = self.items_file(run_id)
             if path is None:
