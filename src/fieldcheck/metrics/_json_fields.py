@@ -16,6 +16,7 @@ from typing import Any, Literal, NamedTuple, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
+from fieldcheck._util.errors import check_type
 from fieldcheck._util.jsonio import nesting_depth as nesting_depth
 
 logger = logging.getLogger("fieldcheck")
@@ -433,6 +434,7 @@ def exact_match(output_value: Any, gt_value: Any) -> bool:
 def flatten(value: Mapping[str, Any]) -> dict[str, Any]:
     """Nested values to dotted paths (``{"a": {"b": x}, "c": [y]}`` -> ``{"a.b": x, "c[0]": y}``),
     empty containers kept as leaves; of two colliding paths the first wins, with a warning."""
+    check_type("value", value, Mapping, "a mapping (a JSON object)")
     return _flatten(value)[0]
 
 
