@@ -310,11 +310,10 @@ def test_a_sealed_run_is_published_before_it_is_finished(
     assert found is not None and (found.status, found.n_items) == ("failed", 0)
 
 
-def test_a_ctrl_c_while_a_part_is_written_publishes_the_parts_before_it_and_leaves_no_file(
+def test_a_ctrl_c_while_a_part_is_written_leaves_no_file_of_it(
     store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # a Ctrl-C inside the last part's write (sent by ``seal``) left its ``.part.tmp`` in the
-    # artifacts root and the earlier parts unpublished: they were never read
+    # a Ctrl-C inside a part's write left its ``.part.tmp`` in the artifacts root
     from fieldcheck.store import _parquet
 
     write = _parquet.ItemsWriter.write
@@ -329,7 +328,7 @@ def test_a_ctrl_c_while_a_part_is_written_publishes_the_parts_before_it_and_leav
     monkeypatch.setattr(_parquet.ItemsWriter, "write", ctrl_c)
     with pytest.raises(KeyboardInterrupt), recorder:
         _add(recorder, [{"id": "b", "fields": {}}])
-        recorder.seal()
+        recorder.flush()
     run = store.get_run(recorder.id)
     assert run is not None and (run.status, run.n_items) == ("interrupted", 1)
     assert [i.key for i in store.items(run.id)] == ["a"]

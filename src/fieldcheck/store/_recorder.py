@@ -349,9 +349,9 @@ class RunRecorder:
         if self._sealed or self.broken:
             return
         self.add_failed_calls()
+        self._sealed = True
         try:
             self._submit()
-            self._sealed = True  # not before: a Ctrl-C in ``_submit`` leaves ``abort`` to publish
             self._counted(self._executor.submit(publish, self.store.run_folder(self.run.id)))
         except Exception as error:
             self._close(kill=True)
@@ -432,9 +432,9 @@ class RunRecorder:
             with contextlib.suppress(Exception):  # the run's own error is the one to report
                 self.flush()
             with contextlib.suppress(Exception):  # the parts written, whatever stopped the rest
-                if self.run.kind == "run" and not self._sealed:  # a model run's, cut short:
-                    self._close()  # its items stay its journal's, called and never scored
-                    self.store.drop_scoring(self.run.id)
+                if self.run.kind == "run" and self.store.items_file(self.run.id) is None:
+                    self._close()  # a model run's, cut short: its items stay its journal's
+                    self.store.drop_scoring(self.run.id)  # (called, never scored)
                 else:
                     self._publish()
 
