@@ -872,7 +872,8 @@ def test_a_key_twice_in_a_data_line_keeps_its_last_value_and_twice_in_configurat
     status, output = _run(
         "json", "batch", str(batch), "--strategies", str(strategies), "--out", str(tmp_path / "x")
     )
-    assert status == 2 and f"--strategies: {strategies}: field 'a': the field is listed twice" in (
-        output
+    assert (
+        status == 2
+        and f"--strategies: {strategies}:1: field 'a': the field is listed twice" in (output)
     ), output
     assert not (tmp_path / "x").exists()

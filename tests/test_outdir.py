@@ -698,3 +698,33 @@ def test_a_library_writer_never_replaces_a_file_it_did_not_write(tmp_path: Path)
     folder = RunFolder.of(tmp_path / "v")
     folder.write_text("a.txt", "1")
     assert folder.write_text("a.txt", "2").read_text() == "2"
+
+
+def test_a_library_function_given_the_wrong_type_names_the_argument(tmp_path: Path) -> None:
+    # a str for a list of records, an int for a path: an AttributeError deep inside ("'str'
+    # object has no attribute 'id'", a new-user trial's finding); a TypeError naming it now
+    from fieldcheck import jsoneval, metrics, numeric, slots
+
+    record = jsoneval.BatchRecord(id="a", ground_truth={"a": 1}, output={"a": 1})
+    calls = [
+        (metrics.flatten, ("a",), "value must be a mapping (a JSON object) (got str)"),
+        (jsoneval.evaluate, ({}, {}, {"flatten": True}), "config must be an EvalConfig (got dict)"),
+        (jsoneval.evaluate_batch, ("ab",), "each of records must be a BatchRecord"),
+        (
+            jsoneval.evaluate_batch,
+            ([record, {"id": "b"}],),
+            "each of records must be a BatchRecord (read_batch's) (got dict)",
+        ),
+        (slots.score_models, ("gold.jsonl", []), "gold must be a SlotFile"),
+        (slots.score_models, (slots.SlotFile(tmp_path), ["m"]), "each of models must be a Model"),
+        (
+            numeric.score_to_folder,
+            (5, 6, 7),
+            "data must be a LoadResult (load_convfinqa's) (got int)",
+        ),
+    ]
+    for function, args, message in calls:
+        with pytest.raises(TypeError) as refused:
+            function(*args)
+        assert str(refused.value).startswith(message)
+    assert jsoneval.evaluate_batch(iter([record]), bootstrap=0).summary.scored == 1

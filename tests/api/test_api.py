@@ -241,7 +241,7 @@ def test_import_of_a_bad_file_names_it(client: httpx.Client) -> None:
         "/api/config/strategies/import", files={"file": ("s.json", twice, "application/json")}
     )
     assert repeated.json() == {
-        "detail": "s.json: field 'a': the field is listed twice",
+        "detail": "s.json:1: field 'a': the field is listed twice",
         "field": "file",
     }
     assert client.get("/api/config/strategies").json() == {}
@@ -273,7 +273,7 @@ def test_a_field_listed_twice_is_refused_by_the_api_as_by_the_cli_and_the_page(
         ["json", "score", str(write(tmp_path / "gt.json", {"name": "a"})),
          str(write(tmp_path / "out.json", {"name": "a"})), "--strategies", str(dup)],
     )  # fmt: skip
-    assert result.exit_code == 2 and f"--strategies: {dup}: {line}" in result.stderr
+    assert result.exit_code == 2 and f"--strategies: {dup}:1: {line}" in result.stderr
     assert client.get("/api/config/strategies").json() == {}  # nothing saved
     body = b'{"ground_truth": {"name": "a"}, "output": {"name": "a"}, "field_strategies": %s}'
     evaluated = client.post("/api/json/evaluate", content=body % twice, headers=sent)

@@ -367,3 +367,23 @@ def test_a_slot_topic_failed_under_a_fuzzy_rule_is_an_fp_or_fn_there(
             [slots] = [s for s in story["sections"] if s["id"] == "slots"]
             table = slots["blocks"][0]
             assert [r[table["columns"].index("verdict")] for r in table["rows"]] == [verdict]
+
+
+def test_the_run_pages_links_have_no_empty_query(
+    api: tuple[httpx.Client, dict[str, RunInfo]],
+) -> None:
+    # "first page" was /runs/ID?#items-section (a new-user trial's finding); so were "previous"
+    # and "last" when they lead to the first page; a query that is not empty is kept
+    import re
+
+    http, runs = api
+    run = runs["json"].id  # 42 items: one page of 50
+    pages = [
+        http.get(f"/runs/{run}", params={"offset": 10, **q}).text for q in ({}, {"sort": "key"})
+    ]
+    hrefs = [dict(re.findall(r'<a id="([a-z]+-page)" href="([^"]*)"', page)) for page in pages]
+    first = f"/runs/{run}#items-section"
+    assert hrefs[0] == {"first-page": first, "previous-page": first, "last-page": first}
+    assert hrefs[1]["first-page"] == f"/runs/{run}?sort=key#items-section"
+    links = [link for page in pages for link in re.findall(r'href="(/runs/[^"]*)"', page)]
+    assert len(links) > 10 and [link for link in links if "?#" in link or link[-1] == "?"] == []

@@ -127,7 +127,7 @@ def test_a_strategy_file_giving_a_field_twice_is_a_usage_error(tmp_path: Path) -
     strategies = write(tmp_path, "s.json", '{"name": "FUZZY", "age": "EXACT", "name": "EXACT"}')
     result = run("score", gt, gt, "--strategies", strategies, "--no-store")
     assert result.exit_code == 2
-    assert f"--strategies: {strategies}: field 'name': the field is listed twice" in result.stderr
+    assert f"--strategies: {strategies}:1: field 'name': the field is listed twice" in result.stderr
 
 
 def test_a_strategy_naming_a_parent_applies_to_its_leaves_under_flatten(tmp_path: Path) -> None:

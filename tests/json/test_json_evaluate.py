@@ -462,3 +462,38 @@ def test_batch_progress_reports_every_phase_to_its_total(table_matchers: dict[st
         ("match", 0, 2), ("match", 2, 2), ("score", 2, 3),
         ("score", 3, 3),  # "Engineer" is its GT: no matcher call
     ]  # fmt: skip
+
+
+def test_evaluate_batch_reports_a_duplicate_id_as_json_batch_does(
+    tmp_path: Path, table_matchers: dict[str, Any]
+) -> None:
+    # the library scored both records of id "a" without a word, where json batch refuses the
+    # second (a new-user trial's finding); and read_batch's errors, given it, raised
+    # AttributeError ('InputError' object has no attribute 'message')
+    import json
+
+    from typer.testing import CliRunner
+
+    from fieldcheck._cli.main import app
+    from fieldcheck.jsoneval import BatchRecord, read_batch
+
+    pairs = (("a", 1), ("b", 1), ("a", 2))
+    lines = [{"id": k, "ground_truth": {"x": 1}, "output": {"x": v}} for k, v in pairs]
+    data, out = tmp_path / "d.jsonl", tmp_path / "out"
+    data.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    code = CliRunner().invoke(app, ["json", "batch", str(data), "--out", str(out)]).exit_code
+    expected = json.loads((out / "summary.json").read_text())["errors"]
+    assert code == 3 and expected == [
+        f"{data}:3: record a: field 'id': duplicate id (first on line 1)"
+    ]
+    records = [BatchRecord(**line, line=n) for n, line in enumerate(lines, 1)]
+    made = evaluate_batch(records, bootstrap=0, source=str(data), matchers=table_matchers)
+    records, errors = read_batch(data)
+    read = evaluate_batch(records, errors=errors, bootstrap=0, matchers=table_matchers)
+    for batch in (made, read):
+        assert [r.id for r in batch.results] == ["a", "b"] and batch.summary.errors == expected
+        assert (batch.summary.scored, batch.summary.not_scored) == (2, 1)
+    unnumbered = evaluate_batch([BatchRecord(**line) for line in lines], matchers=table_matchers)
+    assert unnumbered.summary.errors == [
+        "line 3: record a: field 'id': duplicate id (first on line 1)"
+    ]

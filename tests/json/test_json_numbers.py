@@ -407,3 +407,15 @@ def test_evaluate_compares_a_decimal_ground_truth_by_value() -> None:
     gt = json.loads('{"total": 1.50, "qty": 2, "n": 1.0}', parse_float=Decimal)
     assert evaluate({"total": 1.5, "qty": 2, "n": 1}, gt).accuracy == 1.0
     assert not exact_match(Decimal("1.51"), 1.5)
+
+
+@pytest.mark.parametrize("nan", [Decimal("sNaN"), Decimal("-sNaN")])
+def test_a_signalling_nan_compares_as_a_quiet_nan(nan: Decimal) -> None:
+    # ``Decimal("sNaN")`` raised (float() refuses it: a trial's finding); it is NaN, whose
+    # text "nan" EXACT compares, as a quiet NaN is compared
+    for other in (Decimal("NaN"), float("nan"), "NaN", 1.0, "1", [1], None):
+        expected = exact_match(Decimal("NaN"), other)
+        assert exact_match(nan, other) is exact_match(other, nan) is expected, other
+    assert exact_match([nan], [float("nan")]) and not exact_match({"a": nan}, {"a": 0})
+    assert evaluate({"a": nan, "b": 1}, {"a": 1, "b": nan}).accuracy == 0.0
+    assert evaluate({"a": [nan]}, {"a": [Decimal("NaN")]}, EvalConfig(flatten=True)).accuracy == 1

@@ -112,6 +112,23 @@ def test_load_schema_gives_compact_sorted_json(tmp_path: Path) -> None:
         assert str(refused.value) == f"{schema}: {reason}"
 
 
+def test_a_schema_giving_a_key_twice_is_refused_at_its_line(tmp_path: Path) -> None:
+    # {"a": ..., "a": ...} was taken, the last one shown to the model (a new-user trial's
+    # finding); the same key in two objects is no repeat, nor a brace or key inside a string
+    schema = tmp_path / "s.json"
+    schema.write_text(
+        '{"type": "object", "title": "{\\"a\\": 1, \\"a\\": 2}",\n'
+        ' "items": [{"a": 1}, {"a": 2}],\n'
+        ' "properties": {"a": {"type": "string"},\n'
+        '                "\\u0061": {"type": "number"}}}'
+    )
+    with pytest.raises(ValueError) as refused:
+        load_schema(schema)
+    assert str(refused.value) == f"{schema}:4: the key 'a' is given twice in one object"
+    schema.write_text('{"items": [{"a": 1}, {"a": 2}], "title": "{\\"a\\":1,\\"a\\":2}"}')
+    assert load_schema(schema) == '{"items":[{"a":1},{"a":2}],"title":"{\\"a\\":1,\\"a\\":2}"}'
+
+
 def test_the_bundled_documents_show_their_ground_truth() -> None:
     records, errors = read_documents(EXAMPLES / "json" / "documents.jsonl")
     assert errors == [] and len(records) == 60

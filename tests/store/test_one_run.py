@@ -545,3 +545,39 @@ def test_the_calls_part_of_a_slots_run_compares_as_not_scored(
     code, stdout, stderr = cli("view", "--bundle", str(tmp_path / "b"), run.id, part.id, other.id)
     assert code == 0, stderr
     assert "3 runs" in stdout and (tmp_path / "b" / "index.html").is_file()
+
+
+def test_a_ctrl_c_while_a_runs_items_are_written_leaves_its_journal_and_no_part_file(
+    tmp_path: Path, chat_server: StartServer, monkeypatch: Any
+) -> None:
+    """Ctrl-C while the scored items' part file was being written (a tester's finding): ``runs
+    show`` said 0 items where ``--json`` counted 6 not scored, and the ``.part.tmp`` stayed in
+    the artifacts root. The items called are the run's, never scored, in both views; no file
+    is left; the same command scores them with no call."""
+    from fieldcheck.store import _parquet
+
+    server = chat_server(_reply)
+    write = _parquet.ItemsWriter.write
+
+    def ctrl_c(self: Any, *args: Any) -> None:
+        write(self, *args)  # the part file made, then the Ctrl-C
+        raise KeyboardInterrupt
+
+    args = ["json", "run", str(_data(tmp_path)), "--base-url", server.base_url, "--model", "m"]
+    args += ["--out", str(tmp_path / "out"), "--no-progress", "--bootstrap", "20"]
+    monkeypatch.setattr(_parquet.ItemsWriter, "write", ctrl_c)
+    assert cli(*args)[0] == 130
+    store = Store()
+    [run] = store.list_runs()
+    assert list(store.artifacts.rglob("*")) == [store.artifacts / "runs"]
+    code, shown, _ = cli("runs", "show", run.id)
+    assert "items: 6 (called, never scored: the run was interrupted)" in shown
+    data = json.loads(cli("runs", "show", run.id, "--json")[1])
+    assert (data["n_done"], data["n_items"], data["not_scored_items"]) == (6, 6, 6)
+    monkeypatch.setattr(_parquet.ItemsWriter, "write", write)
+    code, _, stderr = cli(*args)
+    assert code == 0 and "6 of 6 items already finished" in stderr
+    assert len(server.chat_requests) == 6  # none asked again
+    [run] = store.list_runs()
+    assert (run.id, run.status, run.n_items) == (data["id"], "finished", 6)
+    assert [p.name for p in store.run_folder(run.id).iterdir()] == ["items.parquet"]

@@ -308,3 +308,28 @@ def test_a_sealed_run_is_published_before_it_is_finished(
     late.abort("failed")
     found = store.get_run(late.id)
     assert found is not None and (found.status, found.n_items) == ("failed", 0)
+
+
+def test_a_ctrl_c_while_a_part_is_written_leaves_no_file_of_it(
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a Ctrl-C inside a part's write left its ``.part.tmp`` in the artifacts root
+    from fieldcheck.store import _parquet
+
+    write = _parquet.ItemsWriter.write
+    recorder = _open(store, tmp_path)
+    _add(recorder, [{"id": "a", "fields": {}}])
+    recorder.flush()  # a part of its own, closed
+
+    def ctrl_c(self: Any, *args: Any) -> None:
+        write(self, *args)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(_parquet.ItemsWriter, "write", ctrl_c)
+    with pytest.raises(KeyboardInterrupt), recorder:
+        _add(recorder, [{"id": "b", "fields": {}}])
+        recorder.flush()
+    run = store.get_run(recorder.id)
+    assert run is not None and (run.status, run.n_items) == ("interrupted", 1)
+    assert [i.key for i in store.items(run.id)] == ["a"]
+    assert [p.name for p in store.run_folder(run.id).iterdir()] == ["items.parquet"]

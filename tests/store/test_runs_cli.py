@@ -325,6 +325,26 @@ def test_export_never_replaces_a_file_it_did_not_make(tmp_path: Path, fmt: str) 
     ]
 
 
+def test_the_librarys_parquet_export_never_replaces_a_file_either(tmp_path: Path) -> None:
+    # ``runs.write_parquet`` (and ``Store.export_parquet``) replaced a file at ``out`` that
+    # the CLI refuses (a new-user trial's finding): the same rule, as FileExistsError
+    from fieldcheck.runs import write_parquet
+    from fieldcheck.store import Store
+
+    out, batch = json_folder(tmp_path)
+    run_id = orjson.loads(runs("import", str(out), "--input", f"batch={batch}", "--json")[1])["id"]
+    mine, store = tmp_path / "mine.parquet", Store()
+    mine.write_text("a user's file")
+    for export in (write_parquet, Store.export_parquet):
+        with pytest.raises(FileExistsError, match=f"^{mine} exists and is not an empty file"):
+            export(store, run_id, mine)
+    assert mine.read_text() == "a user's file"
+    empty = tmp_path / "empty.parquet"
+    empty.touch()  # taken, as the CLI takes it
+    write_parquet(store, run_id, empty)
+    assert empty.stat().st_size > 0
+
+
 def test_delete_refuses_a_run_with_re_scores_and_names_them(tmp_path: Path) -> None:
     out, batch = json_folder(tmp_path)
     run_id = orjson.loads(runs("import", str(out), "--input", f"batch={batch}", "--json")[1])["id"]

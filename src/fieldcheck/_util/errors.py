@@ -147,6 +147,16 @@ def whole_number(value: Any, option: str, top: int | None = None) -> int:
     return value
 
 
+def check_type(name: str, value: Any, kind: Any, what: str, *, each: bool = False) -> None:
+    """A library function's argument ``name`` (``each``: every element of it) checked where it
+    is taken: a TypeError naming it, ``what`` it must be and what it got, not an AttributeError
+    deep inside (a new-user trial's finding)."""
+    for one in value if each and not isinstance(value, str | bytes | Mapping) else [value]:
+        if not isinstance(one, kind):
+            of = "each of " if each else ""
+            raise TypeError(f"{of}{name} must be {what} (got {type(one).__name__})")
+
+
 class CannotWrite(FieldcheckError):
     """An output could not be written part-way (a full disk, a folder made read-only): not
     the command's fault, exit 1."""

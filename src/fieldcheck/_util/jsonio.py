@@ -221,22 +221,26 @@ def first_repeated_key(pairs: Sequence[tuple[str, Any]]) -> str | None:
     return None
 
 
-def repeated_key(data: bytes) -> str | None:
-    """The first key an object of the JSON document gives twice (orjson keeps the last one
-    without a word: a configuration file's ``{"name": "FUZZY", "name": "EXACT"}``); None when
-    no key repeats or the text is no JSON."""
-    found: list[str] = []
+_KEY_OR_BRACKET = re.compile(rb'"(?:[^"\\]|\\.)*"\s*:?|[][{}]', re.DOTALL)
 
-    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
-        if not found and (twice := first_repeated_key(items)) is not None:
-            found.append(twice)
-        return dict(items)
 
-    try:
-        json.loads(data.removeprefix(_BOM), object_pairs_hook=pairs)
-    except ValueError:
-        return None
-    return found[0] if found else None
+def repeated_key(data: bytes) -> tuple[str, int] | None:
+    """The first key an object of the JSON document ``data`` gives twice, with the line where it
+    is given again (orjson keeps the last one without a word: a configuration file's
+    ``{"name": "FUZZY", "name": "EXACT"}``); None when no key repeats."""
+    objects: list[set[str] | None] = []  # the keys of each open object (None: an array)
+    for token in _KEY_OR_BRACKET.finditer(data):
+        text = token.group()
+        if text in (b"{", b"["):
+            objects.append(set() if text == b"{" else None)
+        elif text in (b"}", b"]"):
+            del objects[-1:]
+        elif text.endswith(b":") and objects and (keys := objects[-1]) is not None:
+            key = json.loads(text[:-1])
+            if key in keys:
+                return key, data.count(b"\n", 0, token.start()) + 1
+            keys.add(key)
+    return None
 
 
 def open_input(path: Path, buffering: int = -1) -> IO[bytes]:

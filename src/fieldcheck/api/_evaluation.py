@@ -106,7 +106,7 @@ def parse_json_file(raw: bytes, *, name: str) -> Any:
     except orjson.JSONDecodeError as exc:
         raise document_error(exc, data, file=name) from None
     if twice := repeated_key(data):  # the last one would win without a word
-        raise InputError(LISTED_TWICE, file=name, field=twice)
+        raise InputError(LISTED_TWICE, file=name, line=twice[1], field=twice[0])
     return value
 
 

@@ -27,7 +27,7 @@ def read_settings(raw: str | bytes | None) -> dict[str, Any]:
     except orjson.JSONDecodeError as exc:
         raise UsageProblem(f"invalid JSON: {exc}") from None
     if twice := repeated_key(data):  # the last one would win without a word
-        raise UsageProblem(f"the key {twice!r} is given twice")
+        raise UsageProblem(f"the key {twice[0]!r} is given twice")
     if not isinstance(value, dict):
         raise UsageProblem("must be a JSON object (the system's stored settings)")
     return value

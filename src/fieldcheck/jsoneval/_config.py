@@ -40,7 +40,7 @@ def load_strategies(path: str | Path) -> dict[str, Strategy]:
     twice is an InputError (JSON would keep the last one silently)."""
     data = read_json(path)
     if twice := repeated_key(Path(path).read_bytes()):
-        raise InputError(LISTED_TWICE, file=path, field=twice)
+        raise InputError(LISTED_TWICE, file=path, line=twice[1], field=twice[0])
     return parse_strategies(data, file=path)
 
 

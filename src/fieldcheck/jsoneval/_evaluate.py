@@ -8,7 +8,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
-from fieldcheck._util.errors import InputError
+from fieldcheck._util.errors import InputError, check_type
 from fieldcheck._util.iters import chunked
 from fieldcheck._util.signature import Signature
 from fieldcheck.jsoneval._config import EvalConfig
@@ -18,8 +18,10 @@ from fieldcheck.jsoneval._models import (
     JsonEvalResult,
     RecordError,
     RecordResult,
+    duplicate_id,
 )
 from fieldcheck.jsoneval._stream import (
+    Failed,
     Job,
     MatcherError,
     Matchers,
@@ -128,14 +130,29 @@ def evaluate_batch(
     recorder: RunRecorder | None = None,
 ) -> BatchResult:
     """Score many records in memory, each distinct FUZZY/SEMANTIC pair matched once per chunk,
-    after the load ``errors``; a judge error moves a record to the errors, never scores it 0.
-    Raises ValueError when ``bootstrap`` or ``seed`` is negative."""
+    after the load ``errors`` (``read_batch``'s); a judge error moves a record to the errors, never
+    scores it 0, and a record whose id an earlier one has is not scored either (``duplicate id
+    (first on line N)``, as ``json batch``; N the record's ``line``, else its place in
+    ``records``). Raises ValueError when ``bootstrap`` or ``seed`` is negative."""
     if bootstrap < 0 or seed < 0:
         raise ValueError(f"bootstrap and seed must be >= 0 (got {bootstrap}, {seed})")
+    records = records if isinstance(records, list) else list(records)
+    check_type("records", records, BatchRecord, "a BatchRecord (read_batch's)", each=True)
+    check_type("config", config, EvalConfig | None, "an EvalConfig")
     config = config or EvalConfig()
     matchers = matchers if matchers is not None else build_matchers(config)
     signature = make_signature(config, matchers)
-    items = list(record_items(records))
+    errors = [e if isinstance(e, RecordError) else RecordError.of(e) for e in errors]
+    items: list[Any] = []
+    first: dict[str, int] = {}
+    for item in record_items(records):
+        at = item.line or item.index + 1
+        if item.key in first:
+            error = duplicate_id(first[item.key], file=source, line=at, record=item.key)
+            items.append(Failed(item.index, RecordError.of(error), error))
+        else:
+            first[item.key] = at
+            items.append(item)
     job = Job(
         config, matchers, source=source, store=recorder is not None, keep=True, progress=progress
     )
@@ -174,6 +191,7 @@ def evaluate(
         raise InputError(
             "ground truth must be a JSON object", field="ground_truth", value=ground_truth
         )
+    check_type("config", config, EvalConfig | None, "an EvalConfig")
     config = config or EvalConfig()
     matchers = matchers if matchers is not None else build_matchers(config)
     record = BatchRecord(

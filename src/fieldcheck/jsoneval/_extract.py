@@ -26,6 +26,7 @@ from fieldcheck._util.jsonio import (
     loads,
     nesting_depth,
     read_json,
+    repeated_key,
     write_json,
     write_jsonl,
 )
@@ -212,6 +213,10 @@ def load_schema(path: str | Path) -> str:
     if not isinstance(schema, dict):
         kind = next(k for t, k in _JSON_KINDS if isinstance(schema, t))
         raise InputError(f"a JSON Schema must be a JSON object (got {kind})", file=path)
+    if twice := repeated_key(Path(path).read_bytes()):  # JSON would keep the last one
+        raise InputError(
+            f"the key {twice[0]!r} is given twice in one object", file=path, line=twice[1]
+        )
     return dumps(schema)
 
 

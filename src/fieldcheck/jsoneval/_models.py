@@ -84,7 +84,7 @@ class BatchRecord(BaseModel):
         return str(self.id)
 
 
-def duplicate_id(first: int, *, file: Path, line: int, record: str) -> InputError:
+def duplicate_id(first: int, *, file: Path | str | None, line: int, record: str) -> InputError:
     """The error of a record whose id the line ``first`` gave already (docs/json.md)."""
     return InputError(
         f"duplicate id (first on line {first})", file=file, line=line, record=record, field="id"

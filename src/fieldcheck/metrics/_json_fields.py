@@ -16,6 +16,7 @@ from typing import Any, Literal, NamedTuple, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
+from fieldcheck._util.errors import check_type
 from fieldcheck._util.jsonio import nesting_depth as nesting_depth
 
 logger = logging.getLogger("fieldcheck")
@@ -362,13 +363,14 @@ def _canonical_numbers(value: Any) -> Any:
 def _plain_number(value: Number) -> Any:
     """A number of another type (``Decimal``, ``Fraction``, numpy's) as the int or float a JSON
     file's would be read as, so EXACT compares it by value: ``Decimal("1.50")`` is ``1.5``,
-    ``Decimal("1.0")`` is ``1``, ``numpy.int64(5)`` is ``5``; a complex number stays itself."""
+    ``Decimal("1.0")`` is ``1``, ``numpy.int64(5)`` is ``5``; a complex number stays itself; a
+    signalling NaN (``Decimal("sNaN")``, which ``float`` refuses) is NaN, as a quiet one."""
     if isinstance(value, Integral):
         return int(value)
     if isinstance(value, Decimal) and value.as_tuple().exponent == 0:
         return int(value)  # written as an integer (not "1e2", "1.0"): exact, as JSON's integer
     if isinstance(value, Decimal | Real):
-        number = float(value)
+        number = math.nan if isinstance(value, Decimal) and value.is_snan() else float(value)
         return int(number) if math.isfinite(number) and number.is_integer() else number
     return value
 
@@ -432,6 +434,7 @@ def exact_match(output_value: Any, gt_value: Any) -> bool:
 def flatten(value: Mapping[str, Any]) -> dict[str, Any]:
     """Nested values to dotted paths (``{"a": {"b": x}, "c": [y]}`` -> ``{"a.b": x, "c[0]": y}``),
     empty containers kept as leaves; of two colliding paths the first wins, with a warning."""
+    check_type("value", value, Mapping, "a mapping (a JSON object)")
     return _flatten(value)[0]
 
 

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import orjson
 from threadpoolctl import threadpool_limits
 
-from fieldcheck._util.errors import error_dicts, short_repr
+from fieldcheck._util.errors import check_type, error_dicts, short_repr
 from fieldcheck._util.executor import Executor, InProcess, LocalPool, finish, run_map
 from fieldcheck._util.iters import chunked
 from fieldcheck._util.jsonio import dumps_bytes, loads
@@ -769,6 +769,9 @@ def score_to_folder(
     """Score every turn into the spec's "Output Files" in ``out`` (statistics.json last),
     ``chunk`` conversations at a time. Prices: USD per million tokens, both or neither;
     ``recorder``: each turns.csv row also stored as an item (issue 11)."""
+    check_type("data", data, LoadResult, "a LoadResult (load_convfinqa's)")
+    check_type("predictions", predictions, PredictionsResult, "a PredictionsResult")
+    check_type("out", out, str | os.PathLike | OutputFolder, "a folder's path")
     if (price_in is None) != (price_out is None):
         raise ValueError("give both price_in and price_out, or neither")
     _check_numbers(price_in=price_in, price_out=price_out, bootstrap=bootstrap, seed=seed)

@@ -24,7 +24,8 @@ COMMON = ("key", "seq", "failed", "model", "turn", "error_type")
 
 def write_parquet(store: Store, run_id: str, out: Path) -> None:
     """Run ``run_id``'s items to ``out`` as zstd Parquet: the CSV's columns, typed (null where an
-    item has no such value); KeyError when there is no such run."""
+    item has no such value); KeyError when there is no such run, FileExistsError when ``out``
+    exists and is not an empty file (never replaced)."""
     run = store.get_run(run_id)
     if run is None:
         raise KeyError(run_id)

@@ -17,7 +17,7 @@ import numpy as np
 import orjson
 from pydantic import BaseModel
 
-from fieldcheck._util.errors import ErrorList, InputError, shown_path
+from fieldcheck._util.errors import ErrorList, InputError, check_type, shown_path
 from fieldcheck._util.signature import Signature
 from fieldcheck.matchers import (
     LONG_VALUE_CHARS,
@@ -1126,6 +1126,8 @@ def score_chunk(job: SlotJob, bucket: Bucket) -> tuple[ChunkItems, ScorerState]:
 def score_models(gold: SlotFile, models: Sequence[ModelInput], **options: Any) -> SlotsRun:
     """Score every model on the gold's sessions, the files in memory: one bucket of a
     ``SlotScorer`` made with ``options`` (slot spec, all sections; docs/slots.md)."""
+    check_type("gold", gold, SlotFile, "a SlotFile (load_slots')")
+    check_type("models", models, ModelInput, "a ModelInput", each=True)
     scorer = SlotScorer(SlotFile(gold.path), headers(models), **options)
     if scorer.progress is not None:
         scorer.progress("scoring")

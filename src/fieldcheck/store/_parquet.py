@@ -85,6 +85,14 @@ class ItemsWriter:
             self._writer = None
             self._tmp.replace(self.path)
 
+    def discard(self) -> None:
+        """Close the part unfinished and delete its file (its task stopped: Ctrl-C, an error)."""
+        with contextlib.suppress(Exception):
+            if self._writer is not None:
+                self._writer.close()
+        self._writer = None
+        self._tmp.unlink(missing_ok=True)
+
 
 def _table(items: Sequence[_Row], tags: Sequence[_Tag]) -> Any:
     import pyarrow as pa

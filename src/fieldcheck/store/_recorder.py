@@ -110,9 +110,13 @@ def write_part(task: tuple[str, int, list[Any]]) -> tuple[int, int]:
         written[1] += errors
 
     part = ItemsWriter(Path(folder), count, first)
-    for chunk in chunks:
-        part.write(*resolve(decode_chunk(chunk) if isinstance(chunk, bytes) else chunk))
-    part.close()
+    try:
+        for chunk in chunks:
+            part.write(*resolve(decode_chunk(chunk) if isinstance(chunk, bytes) else chunk))
+        part.close()
+    except BaseException:  # a Ctrl-C or a failed write: the file it began is not left
+        part.discard()
+        raise
     return written[0], written[1]
 
 
@@ -433,7 +437,11 @@ class RunRecorder:
             with contextlib.suppress(Exception):  # the run's own error is the one to report
                 self.flush()
             with contextlib.suppress(Exception):  # the parts written, whatever stopped the rest
-                self._publish()
+                if self.run.kind == "run" and self.store.items_file(self.run.id) is None:
+                    self._close()  # a model run's, cut short: its items stay its journal's
+                    self.store.drop_scoring(self.run.id)  # (called, never scored)
+                else:
+                    self._publish()
 
             with contextlib.suppress(Exception):
                 self.store.finish_scored_run(

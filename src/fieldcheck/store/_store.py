@@ -427,6 +427,20 @@ class Store:
         _parquet.remove(self.run_folder(run_id))  # an interrupted scoring's items
         return info
 
+    def drop_scoring(self, run_id: str) -> None:
+        """A model run's scoring cut short (Ctrl-C): the items it wrote removed, its counts its
+        journal's again (called, never scored; a resume scores them)."""
+        _parquet.remove(self.run_folder(run_id))
+        mine = JournalRow.run_id == run_id
+        done = select(func.count()).where(mine).scalar_subquery()
+        errors = select(func.count()).where(mine, JournalRow.error_type.is_not(None))
+        with self.engine.begin() as connection:
+            connection.execute(
+                update(RunRow)
+                .where(RunRow.id == run_id)
+                .values(n_items=done, n_done=done, n_errors=errors.scalar_subquery())
+            )
+
     def runs_of_folder(self, out_dir: Path, *, system: str) -> list[RunInfo]:
         """The finished runs of ``system`` stored from the output folder ``out_dir`` (by its
         command or an import; a re-score has no folder), newest first."""
@@ -513,9 +527,12 @@ class Store:
         """Run ``run_id``'s items (or journal) as zstd Parquet in ``seq`` order: the indexed
         columns (``model`` where an item names none), each of ``columns`` (name, JSON path,
         DuckDB type), the JSON as ``result``; KeyError when there is no such run (nothing is
-        written), as ``runs.write_parquet``."""
+        written), as ``runs.write_parquet``; FileExistsError for an ``out`` that exists and is not
+        an empty file (fieldcheck never replaces a file it did not make, as ``runs export``)."""
         if self.get_run(run_id) is None:
             raise KeyError(run_id)
+        if out.is_dir() or (out.exists() and (not out.is_file() or out.stat().st_size)):
+            raise FileExistsError(f"{out} exists and is not an empty file: give a new name")
         with tempfile.TemporaryDirectory(prefix="fieldcheck-export-") as tmp:
             path = self.items_file(run_id)
             if path is None:

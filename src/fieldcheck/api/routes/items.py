@@ -370,21 +370,22 @@ def _links(run_id: str, items: dict[str, Any]) -> dict[str, Any]:
     """The page's links: each column's sort (its other order when it is the sort), the next,
     previous, first and last pages (by offset: the page knows where it is); ``past_end`` when
     the offset is past the last item that matches."""
-    base = f"/runs/{run_id}?"
+
+    def url(query: dict[str, Any]) -> str:  # no "?" before an empty query
+        return f"/runs/{run_id}" + (f"?{urlencode(query)}" if query else "")
+
     sorts = {}
     for c in items["columns"]:
         again = c["name"] == items["sort"] and items["order"] == "asc"
-        sorts[c["name"]] = base + urlencode(
-            _query(items, sort=c["name"], order="desc" if again else "asc")
-        )
+        sorts[c["name"]] = url(_query(items, sort=c["name"], order="desc" if again else "asc"))
     following = _query(items, offset=items["next_offset"]) if items["next_offset"] else None
     last = (items["total"] - 1) // items["limit"] * items["limit"] if items["total"] else 0
     earlier = max(0, min(items["offset"] - items["limit"], last))  # past the end: the last page
     return {
         "sort": sorts,
-        "next": base + urlencode(following) if following is not None else None,
-        "previous": base + urlencode(_query(items, offset=earlier)) if items["offset"] else None,
-        "first": base + urlencode(_query(items)),
-        "last": base + urlencode(_query(items, offset=last)) if items["offset"] != last else None,
+        "next": url(following) if following is not None else None,
+        "previous": url(_query(items, offset=earlier)) if items["offset"] else None,
+        "first": url(_query(items)),
+        "last": url(_query(items, offset=last)) if items["offset"] != last else None,
         "past_end": items["offset"] >= items["total"] > 0,
     }
