@@ -395,9 +395,10 @@ def test_timeout_and_concurrency_reach_the_judge(
 def test_errors_and_warnings_name_the_files_where_the_finished_folder_holds_them(
     chat_server: StartServer, files: dict[str, Path], caplog: pytest.LogCaptureFixture
 ) -> None:
-    """A judge that cannot be reached and a session not in the gold: the errors and warnings
-    name pred_m.jsonl and latency_m.jsonl in DIR, where they are once the run is complete, not
-    in DIR.fieldcheck-partial, which is gone (a new user's finding)."""
+    """A judge that cannot be reached and a session not in the gold: the warnings name
+    pred_m.jsonl and latency_m.jsonl in DIR, where they are once the run is complete, not in
+    DIR.fieldcheck-partial, which is gone (a new user's finding); the judge's errors name their
+    slot, never a file's line (the judge failed, not the predictions)."""
     extra = {"user": "c", "session": 1, "turns": [{"role": "user", "content": "I like chess."}]}
     write_jsonl(files["conv"], [*CONVERSATIONS, extra])
     server = chat_server(scripted)
@@ -410,11 +411,9 @@ def test_errors_and_warnings_name_the_files_where_the_finished_folder_holds_them
     out = files["out"]
     pred, latency = f"{out}/pred_m.jsonl", f"{out}/latency_m.jsonl"
     errors = read_jsonl(out / "errors.jsonl")
-    assert [(e["file"], e["line"]) for e in errors] == [(pred, n) for n in (1, 2, 3, 4)]
-    assert all(e["message"].startswith(f"{pred}:{e['line']}: record ") for e in errors)
-    assert f"error: {pred}:1: record a/1 basic_info/name: field 'values': judge failed" in flat(
-        result.output
-    )
+    assert [(e["file"], e["line"]) for e in errors] == [(None, None)] * 4
+    assert all(e["message"].startswith("record ") for e in errors)
+    assert "error: record a/1 basic_info/name: the judge failed on model 'm'" in flat(result.output)
     warned = [f"{pred}:6: model 'm': 1 session(s) not in the gold file (c/1)"]
     warned.append(f"{latency}: 1 latency line(s) for sessions not in the gold file are ignored")
     assert all(w in caplog.text for w in warned)
@@ -425,7 +424,9 @@ def test_errors_and_warnings_name_the_files_where_the_finished_folder_holds_them
     assert [line.replace("\\", "") for line in problems if "_m.jsonl" in line] == [
         f"- warning: {warned[0]}; their 2 slot line(s) are not scored",
         f"- warning: {warned[1]}",
-        *(f"- error: {e['message']}" for e in errors),
+    ]
+    assert [p.replace("\\", "") for p in problems if p.startswith("- error: ")] == [
+        f"- error: {e['message']}" for e in errors
     ]
     for text in (caplog.text, result.output, report, (out / "report.html").read_text()):
         assert ".fieldcheck-partial" not in text
