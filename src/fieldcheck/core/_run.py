@@ -80,8 +80,9 @@ def run(
         raise UsageProblem(f"a {named.name} run takes {', '.join(takes)} (got {', '.join(given)})")
     events = events or Events()
     # a judge asked while reading or scoring caches, waits and runs at once as the runner does
-    judge = {"no_cache": not runner.settings.use_cache}
-    judge |= {"timeout": runner.settings.timeout, "concurrency": runner.settings.concurrency}
+    limits = runner.settings
+    judge = {"no_cache": not limits.use_cache, "timeout": limits.timeout}
+    judge |= {"concurrency": limits.concurrency}
     extras = {"store": store, "warn": events.warn, "note": events.note, **judge}
     task = found.read_task(inputs, settings, extras)
     names = [s.name for s in specs]
