@@ -113,3 +113,20 @@ def test_a_sigterm_while_a_plot_is_drawn_with_sigint_ignored_takes_effect_once_i
     finally:
         signal.signal(signal.SIGINT, before[0])
         signal.signal(signal.SIGTERM, before[1])
+
+
+def test_a_wide_plot_takes_the_whole_width_of_the_page(tmp_path: Path) -> None:
+    """A plot much wider than high (a 30-topic heatmap, 3534 x 528 px) was shown at half the
+    page's width like every plot, its labels 2 px high (a new-user trial): it gets class "wide",
+    the full width; an ordinary plot stays two by two."""
+    from fieldcheck.reports._document import CSS, embedded_image
+
+    def png(name: str, width: int, height: int) -> Path:
+        header = b"\x89PNG\r\n\x1a\n" + b"\x00\x00\x00\rIHDR"
+        path = tmp_path / name
+        path.write_bytes(header + width.to_bytes(4, "big") + height.to_bytes(4, "big") + b"\x08")
+        return path
+
+    assert embedded_image("heat", png("h.png", 3534, 528)).startswith('<img class="wide" src=')
+    assert embedded_image("bars", png("b.png", 1000, 600)).startswith("<img src=")
+    assert "img.wide{width:100%}" in CSS

@@ -99,6 +99,63 @@ def test_api_score_refuses_another_matcher_or_judge_and_never_calls_it(
     assert asked == []
 
 
+_SLOTS = {
+    role: (f"{role[:4]}.jsonl", json.dumps(line | {"values": [value]}).encode() + b"\n")
+    for role, value in (("gold", "Ann"), ("pred:a", "Anne"))
+    for line in [{"user": "u", "session": 1, "topic": "t", "field": "name"}]
+}
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        {"judge_model": "any", "judge_base_url": "LOGGER"},
+        {"judge_model": "judge-1", "judge_base_url": "LOGGER"},
+        {"judge_model": "other", "judge_base_url": "SERVER'S"},
+        {"api_key": "sk-mine", "base_url": "LOGGER"},
+    ],
+)
+@pytest.mark.parametrize("server_judge", [False, True])
+def test_api_score_slots_refuses_a_judge_url_or_key_and_never_calls_it(
+    serve: Serve,
+    judge: ChatServer,
+    chat_server: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    settings: dict[str, str],
+    server_judge: bool,
+) -> None:
+    """slots' own settings ``judge_base_url``/``judge_model`` naming another judge than the
+    server's, or any URL- or key-like setting, are a 422 as json's config is: the server called
+    the URL a request named, sending its own OPENAI_API_KEY (a tester's finding). The logging
+    server receives nothing, whether or not the server has a judge of its own."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-server-secret")
+    logger = chat_server(lambda body: "0.9")
+    url = {"LOGGER": logger.base_url, "SERVER'S": judge.base_url}
+    given = {k: url.get(v, v) for k, v in settings.items()}
+    own = {} if server_judge else {"matcher": "local", "judge_base_url": None, "judge_model": None}
+    live = serve(**own)
+    with httpx.Client(base_url=live.base_url, timeout=60) as http:
+        answer = http.post("/api/score/slots", files=_SLOTS, data={"settings": json.dumps(given)})
+        assert answer.status_code == 422, answer.text
+        field = answer.json()["field"]
+        assert field in {f"settings.{k}" for k in settings}
+        assert "a request cannot choose the matcher or its judge" in answer.json()["detail"]
+        assert http.get("/api/runs").json()["total"] == 0  # nothing began
+    assert (logger.requests, logger.headers) == ([], [])
+    assert judge.requests == []
+
+
+def test_api_score_slots_takes_the_servers_own_judge(serve: Serve, judge: ChatServer) -> None:
+    """Settings naming the server's own judge (as `runs show` gives them) are taken: the slots
+    are judged by it."""
+    live = serve()
+    given = {"judge_model": "judge-1", "judge_base_url": judge.base_url, "bootstrap": 0}
+    with httpx.Client(base_url=live.base_url, timeout=60) as http:
+        answer = http.post("/api/score/slots", files=_SLOTS, data={"settings": json.dumps(given)})
+    assert answer.status_code == 200, answer.text
+    assert len(judge.chat_requests) == 1
+
+
 @pytest.mark.parametrize(
     ("system", "files"),
     [

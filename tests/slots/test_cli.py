@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import importlib.util
 import json
+import logging
 import re
 import time
 from collections.abc import Callable
@@ -576,12 +577,41 @@ def test_judge_failures_exit_3_and_are_listed(
     )  # fmt: skip
     assert result.exit_code == 3
     errors = [json.loads(line) for line in (out / "errors.jsonl").read_text().splitlines()]
-    assert [(e["line"], e["record"]) for e in errors] == [
-        (1, "u1/1 basic_info/name"),
-        (2, "u1/2 mental_state/mood"),
+    # the judge's failures, not the prediction file's: no file, line or field is blamed
+    assert [(e["file"], e["line"], e["field"], e["record"]) for e in errors] == [
+        (None, None, None, "u1/1 basic_info/name"),
+        (None, None, None, "u1/2 mental_state/mood"),
     ]
-    assert all("judge failed" in e["reason"] for e in errors)
+    assert all(e["reason"].startswith("the judge failed on model 'a': ") for e in errors)
     assert json.loads((out / "metrics.json").read_text())["models"]["a"]["llm_judge"] is None
+
+
+def test_judge_failures_are_said_once_and_the_summary_counts_them(
+    jsonl: Jsonl, tmp_path: Path, chat_server: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Each judge failure was said twice (`N judge call(s) failed` and `N predicted gold slot(s)
+    have no score from the judge`), and the Results Summary ranked a judge score whose failed
+    slots were left out with no word of them (a new-user trial)."""
+    server = chat_server(lambda request: "1.5" if "calm" in json.dumps(request) else "0.9")
+    f, out = _files(jsonl), tmp_path / "out"
+    with caplog.at_level(logging.WARNING, logger="fieldcheck"):
+        result = _invoke(
+            "--gold", str(f["gold"]), "--pred", f"a={f['a']}", "--pred", f"b={f['b']}",
+            "--judge-base-url", server.base_url, "--judge-model", "j", "--bootstrap", "0",
+            "--out", str(out),
+        )  # fmt: skip
+    assert result.exit_code == 3, result.output
+    models = json.loads((out / "metrics.json").read_text())["models"]
+    # a: name 0.9, mood's call failed (left out), hobbies missed (0): 0.45; b: 0.9 each
+    assert (models["a"]["llm_judge"], models["b"]["llm_judge"]) == (0.45, 0.9)
+    judge_lines = [r.getMessage() for r in caplog.records if "judge" in r.getMessage()]
+    assert judge_lines == [
+        "model 'a': 1 judge call(s) failed; those predicted gold slots have no judge score, "
+        "the judge mean leaves them out"
+    ]
+    report = (out / "report.md").read_text(encoding="utf-8")
+    assert "lowest LLM judge score (0.45; 1 judge call(s) failed, left out)" in report
+    assert "highest LLM judge score (0.90)" in report
 
 
 def test_plot_labels_are_short_single_lines_without_mathtext() -> None:

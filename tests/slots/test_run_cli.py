@@ -338,12 +338,67 @@ def test_no_cache_and_no_store_hold_for_the_judge_too(
     assert judged() == 12 and not database.exists()
 
 
+@pytest.mark.parametrize("command", ["run", "score"])
+def test_timeout_and_concurrency_reach_the_judge(
+    chat_server: StartServer,
+    files: dict[str, Path],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    command: str,
+) -> None:
+    """``--timeout`` and ``--concurrency`` of ``slots run`` hold for its judge, and ``slots
+    score`` takes them too: a judge that stalls failed each call after a fixed 60 s, 4 at once
+    (a new-user trial: 35 slots took 4.5 minutes). The judge here stalls until the test ends."""
+    import fieldcheck.matchers
+
+    release, made = threading.Event(), []
+
+    class Judge(fieldcheck.matchers.LLMJudge):
+        def __init__(self, **given: Any) -> None:
+            made.append((given.get("timeout"), given.get("max_concurrency")))
+            super().__init__(**given)
+
+    monkeypatch.setattr(fieldcheck.matchers, "LLMJudge", Judge)
+
+    def stalled(body: dict[str, Any]) -> str | Reply:
+        release.wait(120)  # past the judge's deadline: until the test ends
+        return "0.5"
+
+    model, judge = chat_server(scripted), chat_server(stalled)
+    url = ("--judge-model", "j", "--judge-base-url", judge.base_url)
+    limits = ("--timeout", "1", "--concurrency", "2")
+    try:
+        result = invoke(files, model.base_url, "--model", "m", *url, *limits)
+        if command == "score":
+            out = files["out"]
+            args = [
+                "slots",
+                "score",
+                "--gold",
+                str(files["gold"]),
+                "--pred",
+                f"m={out}/pred_m.jsonl",
+            ]
+            args += [*url, *limits, "--bootstrap", "0", "--out", str(tmp_path / "s")]
+            result = CliRunner().invoke(app, args)
+            files["out"] = tmp_path / "s"
+    finally:
+        release.set()
+    assert result.exit_code == 3, result.output
+    assert made[-1] == (1.0, 2)
+    errors = read_jsonl(files["out"] / "errors.jsonl")
+    assert len(errors) == 4 and all(
+        e["message"].endswith("no complete reply within 1 s") for e in errors
+    ), errors
+
+
 def test_errors_and_warnings_name_the_files_where_the_finished_folder_holds_them(
     chat_server: StartServer, files: dict[str, Path], caplog: pytest.LogCaptureFixture
 ) -> None:
-    """A judge that cannot be reached and a session not in the gold: the errors and warnings
-    name pred_m.jsonl and latency_m.jsonl in DIR, where they are once the run is complete, not
-    in DIR.fieldcheck-partial, which is gone (a new user's finding)."""
+    """A judge that cannot be reached and a session not in the gold: the warnings name
+    pred_m.jsonl and latency_m.jsonl in DIR, where they are once the run is complete, not in
+    DIR.fieldcheck-partial, which is gone (a new user's finding); the judge's errors name their
+    slot, never a file's line (the judge failed, not the predictions)."""
     extra = {"user": "c", "session": 1, "turns": [{"role": "user", "content": "I like chess."}]}
     write_jsonl(files["conv"], [*CONVERSATIONS, extra])
     server = chat_server(scripted)
@@ -356,11 +411,9 @@ def test_errors_and_warnings_name_the_files_where_the_finished_folder_holds_them
     out = files["out"]
     pred, latency = f"{out}/pred_m.jsonl", f"{out}/latency_m.jsonl"
     errors = read_jsonl(out / "errors.jsonl")
-    assert [(e["file"], e["line"]) for e in errors] == [(pred, n) for n in (1, 2, 3, 4)]
-    assert all(e["message"].startswith(f"{pred}:{e['line']}: record ") for e in errors)
-    assert f"error: {pred}:1: record a/1 basic_info/name: field 'values': judge failed" in flat(
-        result.output
-    )
+    assert [(e["file"], e["line"]) for e in errors] == [(None, None)] * 4
+    assert all(e["message"].startswith("record ") for e in errors)
+    assert "error: record a/1 basic_info/name: the judge failed on model 'm'" in flat(result.output)
     warned = [f"{pred}:6: model 'm': 1 session(s) not in the gold file (c/1)"]
     warned.append(f"{latency}: 1 latency line(s) for sessions not in the gold file are ignored")
     assert all(w in caplog.text for w in warned)
@@ -371,7 +424,9 @@ def test_errors_and_warnings_name_the_files_where_the_finished_folder_holds_them
     assert [line.replace("\\", "") for line in problems if "_m.jsonl" in line] == [
         f"- warning: {warned[0]}; their 2 slot line(s) are not scored",
         f"- warning: {warned[1]}",
-        *(f"- error: {e['message']}" for e in errors),
+    ]
+    assert [p.replace("\\", "") for p in problems if p.startswith("- error: ")] == [
+        f"- error: {e['message']}" for e in errors
     ]
     for text in (caplog.text, result.output, report, (out / "report.html").read_text()):
         assert ".fieldcheck-partial" not in text
@@ -544,6 +599,10 @@ def test_help_lists_the_shared_runner_options_and_the_store() -> None:
     ):  # fmt: skip
         assert option in result.output, option
     assert "FIELDCHECK_DATABASE_URL" in flat(result.output)
+    # a failed judge call exits 3 too (test_timeout_and_concurrency_reach_the_judge): said
+    assert "some judge call failed (listed in DIR/errors.jsonl)" in flat(result.output)
+    docs = flat((Path(__file__).parents[2] / "docs" / "slots.md").read_text(encoding="utf-8"))
+    assert "3 on a call error, when a judge call failed" in docs
 
 
 def test_models_file_names_each_model(

@@ -215,3 +215,40 @@ def test_the_settings_warning_names_each_value_long_ones_cut_in_their_middle() -
     )
     assert warning["values"]["strategies"] == [long_a, long_b]
     assert warning["names"] == ["note", "strategies", "weights.accuracy"]
+
+
+def test_compare_differ_of_slot_sessions_shows_a_slot_a_line_in_natural_order(
+    tmp_path: Path,
+) -> None:
+    """A slots run's models side by side: each cell shows a slot a line (the separator was
+    printed as the two characters ``\\n`` and one 60-character cut ran over several slots,
+    cutting a name in its middle), and sessions sort by number (``u1/2`` before ``u1/10``; they
+    sorted as text), in the text and in ``--json``."""
+    rows = {"gold": [], "a": [], "b": []}
+    for session in (10, 2, 1):
+        for field, value in (("favourite_place", "the old harbour"), ("name", "Ann")):
+            line = {"user": "u1", "session": session, "topic": "basic", "field": field}
+            rows["gold"].append(line | {"values": [value]})
+            rows["a"].append(line | {"values": [value]})
+            rows["b"].append(line | {"values": [value + " b"]})
+    paths = {}
+    for name, lines in rows.items():
+        paths[name] = tmp_path / f"{name}.jsonl"
+        paths[name].write_text("".join(json.dumps(r) + "\n" for r in lines))
+    code, out, err = cli(
+        "slots", "score", "--gold", str(paths["gold"]), "--pred", f"a={paths['a']}",
+        "--pred", f"b={paths['b']}", "--tp", "exact", "--bootstrap", "0", "--out",
+        str(tmp_path / "run"),
+    )  # fmt: skip
+    assert code == 0, out + err
+    run = out.split("stored as run ")[1][:12]
+    code, out, err = cli("runs", "compare", run, "--differ")
+    assert code == 0, out + err
+    assert "\\n" not in out
+    keys = [line.split("│")[1].strip() for line in out.splitlines() if line.startswith("│ u1/")]
+    assert keys == ["u1/1", "u1/2", "u1/10"]
+    cells = [line for line in out.splitlines() if "basic." in line]
+    assert sum("basic.favourite_place: the old harbour b" in c for c in cells) == 3
+    assert sum("basic.name: Ann b" in c for c in cells) == 3
+    code, out, err = cli("runs", "compare", run, "--differ", "--json")
+    assert [r["key"] for r in json.loads(out)["matrix"]["rows"]] == ["u1/1", "u1/2", "u1/10"]

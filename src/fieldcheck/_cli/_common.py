@@ -491,6 +491,7 @@ def score_and_exit(
             command=command_name() or system,
             store=not options["no_store"] and not store_failed(),
             events=events(errors, bar),
+            extras={k: options[k] for k in ("timeout", "concurrency") if k in options},  # judge's
             **given,
         )
     show(outcome, console, errors)

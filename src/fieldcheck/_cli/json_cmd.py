@@ -28,6 +28,7 @@ from fieldcheck._cli._common import (
 )
 from fieldcheck._cli._record import grid, say, store_failed, store_help, store_warning, stored_line
 from fieldcheck._cli._runopts import (
+    JUDGE_OPTIONS,
     MODEL_OPTIONS,
     PRICE_OPTIONS,
     make_runner,
@@ -347,7 +348,7 @@ def score(
 
 
 @app.command("batch")
-@shared(CONFIG_OPTIONS, SCORING)
+@shared(CONFIG_OPTIONS, JUDGE_OPTIONS, SCORING)
 def batch(
     data: Annotated[
         Path,

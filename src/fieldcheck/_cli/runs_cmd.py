@@ -486,7 +486,8 @@ def _print_paired(table: dict[str, Any], console: SafeConsole) -> None:
 
 def _print_matrix(table: dict[str, Any], console: SafeConsole) -> None:
     """The items the runs disagree on: a row each, a cell per column (right, wrong, not scored
-    or missing, then the compared value, cut to 60 characters)."""
+    or missing, then the compared value, each of its lines (a slot) on its own, cut to 60
+    characters)."""
     matrix = table["matrix"]
     title = f"{matrix['differing']} of {matrix['items']} {table['item']}s differ" + (
         f" (first {len(matrix['rows'])})" if matrix["next_offset"] is not None else ""
@@ -501,9 +502,9 @@ def _print_matrix(table: dict[str, Any], console: SafeConsole) -> None:
                 cells.append("missing")
                 continue
             right = {True: "right", False: "wrong"}.get(cell["right"], "not scored")
-            value = cell["value"]
-            cut = "" if value is None else f" {value[:60]}" + ("..." if len(value) > 60 else "")
-            cells.append(safe_text(right + cut))
+            lines = [] if cell["value"] is None else cell["value"].split("\n")
+            cut = [safe_text(v[:60] + ("..." if len(v) > 60 else "")) for v in lines]
+            cells.append("\n".join([right, *cut]) if len(cut) > 1 else " ".join([right, *cut]))
         found.add_row(safe_text(row["key"]), *cells)
     console.print(found)
 

@@ -26,6 +26,7 @@ from fieldcheck._cli._common import (
 )
 from fieldcheck._cli._record import grid, say, store_help, stored_line
 from fieldcheck._cli._runopts import (
+    JUDGE_OPTIONS,
     MODEL_OPTIONS,
     PRICE_OPTIONS,
     make_runner,
@@ -160,7 +161,7 @@ def show_run(outcome: Scored, console: Console, problems: Console) -> None:
 
 
 @app.command("score")
-@shared(TP_OPTIONS, SCORING)
+@shared(TP_OPTIONS, JUDGE_OPTIONS, SCORING)
 def score(
     gold: Annotated[
         Path,
@@ -302,7 +303,8 @@ metrics). An invalid reply is the model's failure: its gold slots count as misse
 
 Exit status: 0 when every call was answered and every input line was valid (an invalid reply is
 scored, listed in DIR/session_errors.jsonl); 3 when some session's call failed (not scored,
-listed there too; its memory is unchanged) or some gold line was invalid; 4 when a --fail-under floor is not met; 2 on usage
+listed there too; its memory is unchanged), some judge call failed (listed in DIR/errors.jsonl)
+or some gold line was invalid; 4 when a --fail-under floor is not met; 2 on usage
 errors; 1 when an output could not be written part-way; 130 on Ctrl-C (what finished is stored).
 
 {store_help()}"""

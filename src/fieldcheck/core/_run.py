@@ -79,9 +79,11 @@ def run(
     if [r for r in given if r not in takes] or not given or given[0] != next(iter(takes)):
         raise UsageProblem(f"a {named.name} run takes {', '.join(takes)} (got {', '.join(given)})")
     events = events or Events()
-    # a judge asked while reading or scoring caches as the runner does (``no_cache``)
-    no_cache = not runner.settings.use_cache
-    extras = {"store": store, "warn": events.warn, "note": events.note, "no_cache": no_cache}
+    # a judge asked while reading or scoring caches, waits and runs at once as the runner does
+    limits = runner.settings
+    judge = {"no_cache": not limits.use_cache, "timeout": limits.timeout}
+    judge |= {"concurrency": limits.concurrency}
+    extras = {"store": store, "warn": events.warn, "note": events.note, **judge}
     task = found.read_task(inputs, settings, extras)
     names = [s.name for s in specs]
     label = names[0] if len(names) == 1 else Path(inputs[0][1]).stem
@@ -123,7 +125,7 @@ def run(
             scoring = store if runner.store is not None else False  # the runner's failed: none
             _score(
                 named.name, found, task, specs, folder, ran, command, scoring, events, pool,
-                no_cache=no_cache,
+                judge=judge,
             )  # fmt: skip
             with interrupts_deferred():  # a Ctrl-C meanwhile: once the folder is in place
                 finish_folder(folder, events)
@@ -149,7 +151,7 @@ def _score(
     events: Events,
     executor: Executor | None,
     *,
-    no_cache: bool,
+    judge: Mapping[str, Any],
 ) -> None:
     """Write the predictions and score them: all at once into ``folder`` (``together``),
     else each model into its own run (and its subfolder), its row of comparison.csv kept."""
@@ -178,7 +180,7 @@ def _score(
             store=store,
             into=Into(first.run_id, item_calls, [c.run_id for c in others]),
             events=events,
-            extras={**extras, "no_cache": no_cache},
+            extras={**extras, **judge},
             executor=executor,
         )
         ran.outcomes.append(outcome)

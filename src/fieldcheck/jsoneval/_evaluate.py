@@ -52,7 +52,7 @@ def build_matchers(
     config: EvalConfig, *, cache: DiskCache | None = None, judge: Mapping[str, Any] | None = None
 ) -> dict[str, Matcher]:
     """The FUZZY and SEMANTIC matchers of ``config.matcher``: local (rapidfuzz + MiniLM) or llm
-    (judge); ``judge``: where a judge caches its replies (``matchers.judge_cache``)."""
+    (judge); ``judge``: how a judge caches and calls (``matchers.judge_options``)."""
     if config.matcher == "llm":
         if not (config.judge_model and config.judge_base_url):  # EvalConfig validates this too
             raise ValueError("matcher 'llm' needs judge_base_url and judge_model")

@@ -322,7 +322,7 @@ class JsonRuns:
         schema and the documents read (a file with no usable document: ``UsageProblem``)."""
         from fieldcheck.jsoneval._evaluate import build_matchers
         from fieldcheck.jsoneval._saved import resolve_config
-        from fieldcheck.matchers import judge_cache
+        from fieldcheck.matchers import judge_options
 
         config, _ = resolve_config(
             dict(settings.get("config") or {}),
@@ -351,7 +351,12 @@ class JsonRuns:
         stored |= {"bootstrap": settings.get("bootstrap", 1000), "seed": settings.get("seed", 0)}
         prior = [RecordError.of(e) for e in errors]
         return JsonTask(
-            data, records, prior, schema, stored, build_matchers(config, judge=judge_cache(extras))
+            data,
+            records,
+            prior,
+            schema,
+            stored,
+            build_matchers(config, judge=judge_options(extras)),
         )
 
     async def run_model(

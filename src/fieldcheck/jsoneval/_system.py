@@ -457,6 +457,6 @@ def _judges(read: _Read) -> dict[str, Matcher] | None:
     if read.config.matcher != "llm":
         return None
     from fieldcheck.jsoneval._evaluate import build_matchers
-    from fieldcheck.matchers import judge_cache
+    from fieldcheck.matchers import judge_options
 
-    return build_matchers(read.config, judge=judge_cache(read.extras))
+    return build_matchers(read.config, judge=judge_options(read.extras))

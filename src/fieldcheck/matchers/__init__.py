@@ -21,7 +21,7 @@ if TYPE_CHECKING:  # the names as type checkers and editors see them
         PROMPTS,
         JudgeReplyError,
         LLMJudge,
-        judge_cache,
+        judge_options,
         parse_judge_reply,
     )
     from fieldcheck.matchers._semantic import SemanticMatcher

@@ -117,14 +117,20 @@ def parse_judge_reply(text: str | None) -> float:
     return value
 
 
-def judge_cache(extras: Mapping[str, Any]) -> dict[str, Any]:
-    """``LLMJudge``'s cache arguments from a scoring's ``extras``: its ``store`` (True: the
-    default one), or no cache read or written and no store opened, for a command without the
-    store (``--no-store``, ``store`` False or None) or under ``no_cache`` (``--no-cache``)."""
+def judge_options(extras: Mapping[str, Any]) -> dict[str, Any]:
+    """``LLMJudge``'s cache and call arguments from a scoring's ``extras``: its ``store`` (True:
+    the default one), or no cache read or written and no store opened, for a command without the
+    store (``--no-store``, ``store`` False or None) or under ``no_cache`` (``--no-cache``); and
+    the command's ``timeout`` and ``concurrency`` (``--timeout``, ``--concurrency``) when given."""
+    limits = {k: extras[n] for k, n in _LIMITS.items() if extras.get(n) is not None}
     store = extras.get("store", True)
     if extras.get("no_cache") or store is None or store is False:
-        return {"use_cache": False, "store": None}
-    return {"use_cache": True, "store": None if store is True else store}
+        return {"use_cache": False, "store": None, **limits}
+    return {"use_cache": True, "store": None if store is True else store, **limits}
+
+
+_LIMITS = {"timeout": "timeout", "max_concurrency": "concurrency"}
+"""``LLMJudge``'s arguments by the ``extras`` key (the command's option) that sets them."""
 
 
 class LLMJudge:

@@ -33,12 +33,15 @@ CSS = (
     "th,td{border:1px solid #ccc;padding:4px 8px;text-align:left;vertical-align:top}"
     "th{background:#f4f4f4}td{overflow-wrap:break-word}"
     "img{width:calc(50% - 1em);min-width:20em;max-width:100%;height:auto;margin:.5em .4em .5em 0;"
-    "vertical-align:top}"
+    "vertical-align:top}img.wide{width:100%}"
     "code{background:#f4f4f4;overflow-wrap:break-word}"
     "dt{font-weight:bold;margin-top:.5em}"
 )
-"""Inline in ``report.html``: long values wrap, wide tables scroll, plots go two by two, so the
-page never scrolls sideways at 1366 px (issue 28's screenshot pass)."""
+"""Inline in ``report.html``: long values wrap, wide tables scroll, plots go two by two (a wide
+one, ``WIDE`` times wider than high, takes the whole width: a 30-topic heatmap at half width
+was unreadable), so the page never scrolls sideways at 1366 px (issue 28's screenshot pass)."""
+
+WIDE = 2.5
 
 
 def visible(text: str) -> str:
@@ -66,8 +69,12 @@ def md_code(text: str) -> str:
 def embedded_image(key: str, path: Path) -> str:
     """An ``<img>`` holding the plot's PNG bytes as a ``data:`` URI, so ``report.html`` is one
     file that opens anywhere with no server and no network (issue 28); the PNG stays beside it."""
-    data = base64.b64encode(path.read_bytes()).decode("ascii")
-    return f'<img src="data:image/png;base64,{data}" alt="{html.escape(visible(key), quote=True)}">'
+    raw = path.read_bytes()
+    width, height = int.from_bytes(raw[16:20], "big"), int.from_bytes(raw[20:24], "big")  # IHDR
+    wide = ' class="wide"' if height and width > WIDE * height else ""
+    data = base64.b64encode(raw).decode("ascii")
+    alt = html.escape(visible(key), quote=True)
+    return f'<img{wide} src="data:image/png;base64,{data}" alt="{alt}">'
 
 
 @dataclass(frozen=True)

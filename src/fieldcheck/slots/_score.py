@@ -144,6 +144,7 @@ class ModelScore:
     result: ModelResult
     session_seconds: dict[SessionKey, float] = field(default_factory=dict)  # latency by session
     topic_gold_slots: dict[str, int] = field(default_factory=dict)  # over the scored sessions
+    judge_failed: int = 0  # the judge model's calls that failed (its slots left out of llm_judge)
 
     @property
     def not_scored(self) -> int:
@@ -642,7 +643,8 @@ class SlotScorer(ScorerState):
             return {sk: scores[sk] for sk in gold.sessions if sk in scores}
         if self.judge is None:
             return None
-        _, sims = _compare(self.judge, preds, gold, pairs, ("judge failed", fold.judge_failures))
+        what = f"the judge failed on model {fold.model.name!r}"
+        _, sims = _compare(self.judge, preds, gold, pairs, (what, fold.judge_failures), at=None)
         judged: dict[SessionKey, dict[SlotKey, float]] = {}
         for (sk, slot), s in zip(pairs, sims, strict=True):
             if s.ok and s.score is not None:
@@ -784,8 +786,8 @@ class SlotScorer(ScorerState):
             errors += _in_gold_order(fold.judge_failures)
             if fold.judge_failures:
                 warn(
-                    f"model {model.name!r}: {len(fold.judge_failures)} judge call(s) failed; left "
-                    "out of the judge mean"
+                    f"model {model.name!r}: {len(fold.judge_failures)} judge call(s) failed; "
+                    "those predicted gold slots have no judge score, the judge mean leaves them out"
                 )
 
         total = pooled(fold.topics.values(), sessions=n_scored)
@@ -796,8 +798,8 @@ class SlotScorer(ScorerState):
                 "score is absent"
             )
             llm_judge = None
-        elif judged and total.judge_missing:
-            source = model.judge_scores.path if model.judge_scores is not None else "the judge"
+        elif model.judge_scores is not None and total.judge_missing:  # a judge's: said above
+            source = model.judge_scores.path
             warn(
                 f"model {model.name!r}: {total.judge_missing} predicted gold slot(s) have no "
                 f"score from {source}; the judge mean leaves them out"
@@ -834,7 +836,8 @@ class SlotScorer(ScorerState):
             sessions_not_scored={},
         )
         topic_gold = {t: c.gold_slots for t, c in per_topic.items()}
-        return ModelScore(model.name, result, fold.session_seconds, topic_gold)
+        failed = len(fold.judge_failures) if model.judge_scores is None else 0
+        return ModelScore(model.name, result, fold.session_seconds, topic_gold, failed)
 
     def _bootstrap(
         self, scores: list[ModelScore], folds: list[int], warn: Callable[[str], None]
@@ -1179,9 +1182,11 @@ def _compare(
     failed: tuple[str, list[tuple[SessionKey, int, InputError]]],
     *,
     canonical: bool = False,
+    at: str | None = "values",
 ) -> tuple[tuple[list[str], list[str]], list[Similarity]]:
     """The pairs' texts (predicted, gold) and the matcher's similarities; each failed comparison
-    is an error ``failed[0]: why`` at its prediction line (never a score of 0: the run exits 3),
+    is an error ``failed[0]: why`` at its prediction line and field ``at`` (``at`` None: a
+    judge's failure, of no input file: the record alone) (never a score of 0: the run exits 3),
     added to ``failed[1]`` with its session and gold line for ordering (``_in_gold_order``)."""
     what, failures = failed
     predicted = [slot_text(preds.sessions[sk][slot], canonical=canonical) for sk, slot in pairs]
@@ -1191,10 +1196,10 @@ def _compare(
         if not sim.ok:
             error = InputError(
                 f"{what}: {sim.error or 'no score'}",
-                file=preds.path,
-                line=preds.lines.get((sk, slot)),
+                file=preds.path if at else None,
+                line=preds.lines.get((sk, slot)) if at else None,
                 record=f"{sk[0]}/{sk[1]} {slot[0]}/{slot[1]}",
-                field="values",
+                field=at,
             )
             failures.append((sk, gold.lines.get((sk, slot), 0), error))
     return (predicted, golden), sims

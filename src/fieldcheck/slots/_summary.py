@@ -134,7 +134,7 @@ def results_summary(run: SlotsRun) -> list[SummaryRow]:
         if m.name in fewest_extra:
             s.append(Item(f"fewest hallucinations ({r.extra_slots} extra slots)"))
         if m.name in hi_j and r.llm_judge is not None:
-            s.append(Item(f"highest LLM judge score ({r.llm_judge:.2f})"))
+            s.append(Item(f"highest LLM judge score ({_judge(m)})"))
         won = [t for t in topics if m.name in best_in_topic[t]]
         if topics and len(won) == len(topics):
             s.append(Item("best per-topic performance"))
@@ -153,11 +153,18 @@ def results_summary(run: SlotsRun) -> list[SummaryRow]:
         elif most_extra and m.name not in fewest_extra:
             w.append(Item(f"moderate hallucinations ({r.extra_slots} extra slots)"))
         if m.name in lo_j and r.llm_judge is not None:
-            w.append(Item(f"lowest LLM judge score ({r.llm_judge:.2f})"))
+            w.append(Item(f"lowest LLM judge score ({_judge(m)})"))
         if m.not_scored:
             w.append(Item(f"{m.not_scored} session(s) not scored (call errors)", bold=True))
         rows.append(row)
     return rows
+
+
+def _judge(m: ModelScore) -> str:
+    """A model's LLM judge score, with how many of its judge calls failed (their slots are left
+    out of the mean, so the score depends on which failed)."""
+    failed = f"; {m.judge_failed:,} judge call(s) failed, left out" if m.judge_failed else ""
+    return f"{m.result.llm_judge:.2f}{failed}"
 
 
 def _extreme(word: str, precision: bool, recall: bool, p: str, rc: str) -> list[Item]:

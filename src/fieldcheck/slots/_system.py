@@ -385,9 +385,9 @@ class SlotsSystem(SlotsRuns, Views):
             judge = None
             url, model = settings.get("judge_base_url"), settings.get("judge_model")
             if url and model:
-                from fieldcheck.matchers import LLMJudge, judge_cache
+                from fieldcheck.matchers import LLMJudge, judge_options
 
-                judge = LLMJudge(model=model, base_url=url, kind="slot", **judge_cache(extras))
+                judge = LLMJudge(model=model, base_url=url, kind="slot", **judge_options(extras))
             yield SlotsRead(part, gold_file, models, judge, pool if workers == 2 else None)
 
     def score(

@@ -14,6 +14,13 @@ VALUE_CHARS = 300
 """A compared value is cut to this many characters in the matrix (the item page has it all)."""
 
 
+NATURAL = (
+    "array_to_string(list_transform(regexp_extract_all({0}, '[0-9]+|[^0-9]+'), "
+    "lambda x: CASE WHEN x[1] BETWEEN '0' AND '9' THEN lpad(x, 40, '0') ELSE x END), '')"
+)
+"""The pair keys in natural order (``u1/2`` before ``u1/10``): each run of digits padded to 40."""
+
+
 class Side(NamedTuple):
     """One column of a comparison: a run's items file and, for a run of several models, the
     model whose items it is (None: every item of the run)."""
@@ -69,7 +76,8 @@ def matrix(
     cells = ", ".join(f"i{i}, r{i}, v{i}" for i in range(len(sides)))
     rows = con.execute(
         f"SELECT pair, {cells} FROM ({base}) "
-        f"{'WHERE differs ' if differ else ''}ORDER BY pair LIMIT ? OFFSET ?",
+        f"{'WHERE differs ' if differ else ''}ORDER BY {NATURAL.format('pair')}, pair "
+        "LIMIT ? OFFSET ?",
         [limit, offset],
     ).fetchall()
     return int(items), int(differing), rows

@@ -70,7 +70,8 @@ def _answer(
 def _refuse_settings(ctx: AppContext, settings: Mapping[str, Any]) -> None:
     """A 422 for what a request may not ask: more bootstrap resamples than ``MAX_BOOTSTRAP`` or
     a seed past ``MAX_SEED`` (the server's time and memory), or another matcher or judge than
-    the server's (it was dropped in silence)."""
+    the server's, or any endpoint or key, at the top of the settings (slots' ``judge_base_url``
+    was called, with the server's API key) or in their ``config``."""
     for key, top in (("bootstrap", MAX_BOOTSTRAP), ("seed", MAX_SEED)):
         value = settings.get(key)
         if isinstance(value, int) and not isinstance(value, bool) and not 0 <= value <= top:
@@ -80,15 +81,24 @@ def _refuse_settings(ctx: AppContext, settings: Mapping[str, Any]) -> None:
                 field=f"settings.{key}",
             )
     config = settings.get("config")
-    given = config if isinstance(config, Mapping) else {}
-    for key, value in server_matcher(ctx.base_config).items():
-        if key in given and given[key] != value:
-            raise ApiError(
-                422,
-                f"settings.config.{key}: the server's matcher is used (fieldcheck serve "
-                "--matcher); a request cannot choose the matcher or its judge",
-                field=f"settings.config.{key}",
-            )
+    server = server_matcher(ctx.base_config)
+    for prefix, given in (("settings", settings), ("settings.config", config)):
+        for key, value in given.items() if isinstance(given, Mapping) else ():
+            if key in server and value == server[key]:
+                continue  # the server's own matcher, as `runs show` gives it
+            if key in server or any(w in key.lower() for w in _ENDPOINT_WORDS):
+                raise ApiError(
+                    422,
+                    f"{prefix}.{key}: the server's matcher is used (fieldcheck serve "
+                    "--matcher); a request cannot choose the matcher or its judge, nor name "
+                    "an endpoint or a key",
+                    field=f"{prefix}.{key}",
+                )
+
+
+_ENDPOINT_WORDS = ("url", "key", "endpoint", "token", "secret", "judge")
+"""What the name of a setting that points the server at a URL or gives it a credential holds:
+no request sets one (the server would call it, sending its own API key)."""
 
 
 @router.post(
