@@ -663,7 +663,8 @@ def test_a_model_run_continued_with_other_scoring_settings_applies_them(
     assert "scoring settings given anew (`--bootstrap`, `--tp`, `--seed`, ...) are applied" in doc
     slots = " ".join((Path(__file__).parents[1] / "docs" / "slots.md").read_text().split())
     assert "3 on a session error (invalid reply or call error)" not in slots
-    assert "3 on a call error or when a gold line was invalid" in slots
+    assert "3 on a call error, when a judge call failed" in slots
+    assert "or when a gold line was invalid" in slots
 
 
 def test_a_library_writer_never_replaces_a_file_it_did_not_write(tmp_path: Path) -> None:

@@ -419,7 +419,9 @@ def test_a_resume_asks_again_the_records_whose_call_failed(
     again = run(*args[:-1], str(tmp_path / "o2"))  # a new folder: the run resumes from the store
     assert again.exit_code == 0, again.output
     assert [document(b) for b in server.chat_requests[asked:]] == ["d1"]
-    assert f"resuming run {run_id}: 1 of 2 items already finished" in again.stderr
+    # begun for o/m, so the resume names that folder (docs/running.md)
+    assert f"resuming run {run_id} (begun for " in again.stderr
+    assert "): 1 of 2 items already finished" in again.stderr
     assert f"run {run_id}, 1 item resumed;" in again.stdout
     doc = (Path(__file__).resolve().parents[2] / "docs" / "json.md").read_text()
     resume = " ".join(doc.split("**Resume.**", 1)[1].split("**", 1)[0].split())

@@ -828,7 +828,9 @@ def test_a_resume_asks_again_a_session_whose_call_failed_not_an_invalid_reply(
     again = invoke(
         files, server.base_url, "--model", "m", "--max-retries", "0", out=files["out"].parent / "b"
     )
-    assert f"resuming run {run_id}: 2 of 3 items already finished" in again.output
+    # the first run went to out/, so the resume names it (docs/running.md)
+    assert f"resuming run {run_id} (begun for " in again.output
+    assert "): 2 of 3 items already finished" in again.output
     assert [transcript(b) for b in server.chat_requests[asked:]] == ["I moved to Oslo."]
     doc = " ".join((Path(__file__).resolve().parents[2] / "docs" / "slots.md").read_text().split())
     assert "a resume asks a session whose call failed again" in doc
