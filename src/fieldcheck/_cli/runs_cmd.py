@@ -745,4 +745,3 @@ def delete_command(run: RunArg) -> None:
     except PermissionError as exc:
         raise UsageProblem(str(exc), ARTIFACTS_ENV) from None
     say(_console(), f"deleted run {info.id}")
-    raise typer.Exit(EXIT_OK)
