@@ -323,34 +323,31 @@ def parse_fail_under(
     """``"f1=0.7,recall=0.6"`` -> floors; a usage error names the bad part."""
     if text is None:
         return {}
+
+    def bad(message: str) -> typer.BadParameter:
+        return typer.BadParameter(message, param_hint="--fail-under")
+
     floors: dict[str, float] = {}
     for part in (p.strip() for p in text.split(",")):
         name, sep, value = part.partition("=")
         name = name.strip()
         if name in floors:
-            raise typer.BadParameter(
-                f"{name} is given two floors; give each metric once", param_hint="--fail-under"
-            )
+            raise bad(f"{name} is given two floors; give each metric once")
         if name in lower_is_better:
-            raise typer.BadParameter(
+            raise bad(
                 f"{name} is lower-is-better, so a floor cannot gate it; gate one of: "
-                + ", ".join(metrics),
-                param_hint="--fail-under",
+                + ", ".join(metrics)
             )
         if not sep or name not in metrics:
-            raise typer.BadParameter(
-                f"expected METRIC=VALUE with METRIC one of {', '.join(metrics)} (got {part!r})",
-                param_hint="--fail-under",
+            raise bad(
+                f"expected METRIC=VALUE with METRIC one of {', '.join(metrics)} (got {part!r})"
             )
         try:
             floor = float(value)
         except ValueError:
             floor = float("nan")
         if not 0.0 <= floor <= 1.0:
-            raise typer.BadParameter(
-                f"{name}: the floor must be a number in [0, 1] (got {value.strip()!r})",
-                param_hint="--fail-under",
-            )
+            raise bad(f"{name}: the floor must be a number in [0, 1] (got {value.strip()!r})")
         floors[name] = floor
     return floors
 

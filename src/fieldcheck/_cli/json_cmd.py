@@ -36,6 +36,7 @@ from fieldcheck._cli._runopts import (
     run_models,
     store_line,
 )
+from fieldcheck._cli.main import COMMANDS
 from fieldcheck._util.errors import InputError
 from fieldcheck._util.jsonio import json_or_text, read_json
 from fieldcheck._util.sniff import likely_cause
@@ -57,14 +58,7 @@ from fieldcheck.metrics import BUCKET_NAMES
 from fieldcheck.reports import format_seconds
 from fieldcheck.runner import ModelSpec, Runner
 
-app = typer.Typer(
-    help=(
-        "Score a model's JSON output against ground truth: completeness, hallucination, accuracy, "
-        "safety and the Response Quality Score (RQS)."
-    ),
-    no_args_is_help=True,
-    add_completion=False,
-)
+app = typer.Typer(help=COMMANDS["json_cmd"], no_args_is_help=True, add_completion=False)
 _SCORES = ("completeness", "hallucination", "accuracy", "safety_score", "rqs")
 GATED = ("completeness", "accuracy", "safety_score", "rqs")  # higher is better
 SCORING = scoring_options("records", GATED, lower_is_better=SYSTEM.lower_is_better)

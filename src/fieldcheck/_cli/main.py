@@ -18,8 +18,8 @@ from fieldcheck._cli._record import store_help
 from fieldcheck._version import __version__
 
 # Each command's module (``serve_model_cmd``: ``fieldcheck serve-model``, its ``app``), imported
-# only when that command runs or shows its own help, and its summary in the root's list (the
-# first paragraph of its help, as tests/test_lazy_cli.py checks): ``--help`` imports no command.
+# only when that command runs or shows its own help, and its summary in the root's list (the first
+# paragraph of its help, most read from here; tests/test_lazy_cli.py): ``--help`` imports none.
 COMMANDS = {
     "score_cmd": (
         "Score input files with any registered system, as POST /api/score/SYSTEM does: prints "

@@ -29,6 +29,7 @@ from fieldcheck._cli._runopts import (
     run_models,
     store_line,
 )
+from fieldcheck._cli.main import COMMANDS
 from fieldcheck._util.term import SafeConsole
 from fieldcheck.numeric import (
     GATED,
@@ -41,11 +42,7 @@ from fieldcheck.numeric import (
 from fieldcheck.reports import OutputFolder, Scored
 from fieldcheck.runner import ModelSpec, Runner
 
-app = typer.Typer(
-    help="ConvFinQA numeric QA: run a model's plan-and-execute agent, score per-turn answers and plans.",
-    no_args_is_help=True,
-    add_completion=False,
-)
+app = typer.Typer(help=COMMANDS["numeric_cmd"], no_args_is_help=True, add_completion=False)
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "numeric"
 SCORING = scoring_options("conversations", GATED, sample=True)

@@ -26,6 +26,7 @@ from fieldcheck._cli._common import (
     show_problems,
 )
 from fieldcheck._cli._record import grid, say
+from fieldcheck._cli.main import COMMANDS
 from fieldcheck._util.errors import InputError, UsageProblem
 from fieldcheck._util.jsonio import dumps
 from fieldcheck._util.term import SafeConsole, safe_json_text, safe_lines, safe_text
@@ -34,14 +35,7 @@ if TYPE_CHECKING:
     from fieldcheck.store import RunInfo
 
 app = typer.Typer(
-    cls=FieldcheckGroup,
-    help=(
-        "The scored runs in the store (FIELDCHECK_DATABASE_URL or the default SQLite file): "
-        "list, show, compare, export, re-score, import an output folder, delete. RUN is a run id "
-        "or its unique prefix."
-    ),
-    no_args_is_help=True,
-    add_completion=False,
+    cls=FieldcheckGroup, help=COMMANDS["runs_cmd"], no_args_is_help=True, add_completion=False
 )
 
 JsonOpt = Annotated[
@@ -751,4 +745,3 @@ def delete_command(run: RunArg) -> None:
     except PermissionError as exc:
         raise UsageProblem(str(exc), ARTIFACTS_ENV) from None
     say(_console(), f"deleted run {info.id}")
-    raise typer.Exit(EXIT_OK)

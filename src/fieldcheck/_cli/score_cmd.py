@@ -22,6 +22,7 @@ from fieldcheck._cli._common import (
     show_input_problems,
 )
 from fieldcheck._cli._record import NoStoreOpt, grid, say, stored_line
+from fieldcheck._cli.main import COMMANDS
 from fieldcheck._util.errors import UsageProblem
 from fieldcheck._util.term import SafeConsole, safe_text
 
@@ -96,7 +97,7 @@ def _table(system: core.System, label: str, scored: Any) -> Table:
 app = typer.Typer(add_completion=False)  # its one command, which fieldcheck._cli.main loads
 
 
-@app.command("score", cls=ScoreCommand)
+@app.command("score", cls=ScoreCommand, help=COMMANDS["score_cmd"])
 def score_command(
     system: Annotated[
         str, typer.Argument(metavar="SYSTEM", help="The system: json, slots, numeric, ...")
@@ -132,10 +133,6 @@ def score_command(
         ),
     ] = None,
 ) -> None:
-    """Score input files with any registered system, as POST /api/score/SYSTEM does: prints
-    its headline metrics with their 95% intervals and the stored run. Exit 0 when every input
-    scored, 3 when some could not be (listed in the output folder), 4 when a --fail-under
-    floor is not met, 2 on usage errors, 1 when an output could not be written, 130 on Ctrl-C."""
     console, errors = SafeConsole(stderr=as_json), SafeConsole(stderr=True)
     with pipeline_errors():
         try:

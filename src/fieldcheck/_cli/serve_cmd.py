@@ -8,13 +8,14 @@ from typing import Annotated
 
 import typer
 
+from fieldcheck._cli.main import COMMANDS
 from fieldcheck._util.term import safe_text
 from fieldcheck.store import DATABASE_ENV
 
 app = typer.Typer(add_completion=False)  # its one command, which fieldcheck._cli.main loads
 
 
-@app.command("serve")
+@app.command("serve", help=COMMANDS["serve_cmd"])
 def serve_command(
     host: Annotated[
         str,
@@ -63,10 +64,6 @@ def serve_command(
         typer.Option("--max-json-mb", min=0.001, help="Largest JSON request body (413 beyond)."),
     ] = 1.0,
 ) -> None:
-    """Serve the API (OpenAPI at /openapi.json) and the pages at http://HOST:PORT/. The saved
-    configuration lives in the store (FIELDCHECK_DATABASE_URL or the default SQLite file).
-    Stop with Ctrl-C. Exit 2 on usage errors (a bad option, a non-loopback --host without a
-    token, a --data-root that is not a folder)."""
     from fieldcheck._cli.json_cmd import check_matcher
     from fieldcheck.api import MB, ApiSettings, check_binding, create_app
 

@@ -33,6 +33,7 @@ from fieldcheck._cli._runopts import (
     run_and_exit,
     run_models,
 )
+from fieldcheck._cli.main import COMMANDS
 from fieldcheck._util.term import safe_text
 from fieldcheck.reports import Scored, format_pvalue, format_seconds, format_seconds_joined
 from fieldcheck.runner import ModelSpec, Runner
@@ -46,11 +47,7 @@ from fieldcheck.slots import (
     topic_lines,
 )
 
-app = typer.Typer(
-    help="Slot extraction benchmark: score models' slots against gold slots.",
-    no_args_is_help=True,
-    add_completion=False,
-)
+app = typer.Typer(help=COMMANDS["slots_cmd"], no_args_is_help=True, add_completion=False)
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "slots"
 # the metrics --fail-under gates (higher is better), named as in metrics.json

@@ -11,6 +11,7 @@ from urllib.parse import quote
 import typer
 
 from fieldcheck._cli._common import OutputFailed
+from fieldcheck._cli.main import COMMANDS
 from fieldcheck._cli.runs_cmd import _database_errors, _run, _store
 from fieldcheck._cli.serve_cmd import check_port, serve_command, shown_address
 from fieldcheck._util.errors import UsageProblem
@@ -23,7 +24,7 @@ MAX_ITEMS = 1000
 app = typer.Typer(add_completion=False)  # its one command, which fieldcheck._cli.main loads
 
 
-@app.command("view")
+@app.command("view", help=COMMANDS["view_cmd"])
 @_database_errors
 def view_command(
     runs: Annotated[
@@ -55,12 +56,6 @@ def view_command(
         int, typer.Option("--port", min=1, max=65535, help="Without --bundle: as serve's.")
     ] = 8000,
 ) -> None:
-    """Look at runs: without --bundle, serve the pages (as 'fieldcheck serve') and print the
-    address of the run's page (of Compare for several runs, of Runs for none). With --bundle
-    DIR, write the Runs, run, item and Compare pages of the runs as files (DIR is written
-    beside it and renamed into place when complete). Exit 2 on usage errors (an unknown run,
-    a DIR that holds files, a run whose items file is gone), 1 when DIR cannot be written (its
-    partial folder removed), 130 on Ctrl-C while writing it; serving ends on Ctrl-C with 0."""
     store = _store()
     found = list({r.id: r for r in (_run(store, ref) for ref in runs or ())}.values())
     if bundle is None:

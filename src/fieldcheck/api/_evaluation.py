@@ -24,7 +24,7 @@ from starlette.datastructures import UploadFile
 
 from fieldcheck import core
 from fieldcheck._util.errors import CannotWrite, InputError, UsageProblem
-from fieldcheck._util.jsonio import document_error, json_or_text, loads, repeated_key
+from fieldcheck._util.jsonio import document_error, loads, repeated_key
 from fieldcheck._util.paths import safe_filename, unique_filenames
 from fieldcheck.api._errors import ApiError
 from fieldcheck.jsoneval import (
@@ -69,12 +69,6 @@ class Matchers:
 _COPY_BLOCK = 1 << 20
 RUNS = "fieldcheck-runs"  # under --data-root: each API run's uploads and run folder
 UPLOADS = "fieldcheck-upload-"  # without a data root: a request's temporary folder
-
-
-def parse_output_text(text: str) -> Any:
-    """Pasted or uploaded model output: its JSON value, or the text itself when it is not valid
-    JSON (scored by the non-object rule, as ``json score`` reads OUTPUT.json)."""
-    return json_or_text(text.encode())
 
 
 def parse_ground_truth_text(text: str, *, file: str | None = None) -> dict[str, Any]:

@@ -20,6 +20,7 @@ from starlette.datastructures import UploadFile as StarletteUpload
 from starlette.exceptions import HTTPException
 
 from fieldcheck._util.errors import InputError
+from fieldcheck._util.jsonio import json_or_text
 from fieldcheck.api._deps import AppContext, Context
 from fieldcheck.api._errors import ApiError
 from fieldcheck.api._evaluation import (
@@ -27,7 +28,6 @@ from fieldcheck.api._evaluation import (
     merged,
     parse_ground_truth_text,
     parse_json_file,
-    parse_output_text,
     server_matcher,
     strategy_rows,
 )
@@ -293,7 +293,7 @@ def _evaluated(
     ``gt_file``."""
     gt = parse_ground_truth_text(gt_text, file=gt_file)
     config = merged(ctx.saved, server_matcher(ctx.base_config))
-    output = parse_output_text(out_text)
+    output = json_or_text(out_text.encode())  # else the text, scored as a non-object
     return evaluate_one(output, gt, config, ctx.matchers, flatten=_NO_FLATTEN)
 
 
