@@ -442,9 +442,6 @@ class ErrorList(Sequence[InputError]):
     def __len__(self) -> int:
         return self._count
 
-    def __bool__(self) -> bool:
-        return self._count > 0
-
     def __iter__(self) -> Iterator[InputError]:
         yield from self._kept[: self._count]
         yield from map(_error, self._spilled_rows())

@@ -32,7 +32,9 @@ from sqlalchemy import (
     false,
     func,
     insert,
+    inspect,
     select,
+    text,
     update,
 )
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
@@ -46,7 +48,7 @@ from fieldcheck._util.jsonio import dumps, loads
 from fieldcheck._util.models import SEPARATOR
 from fieldcheck.store import _pairs, _parquet
 from fieldcheck.store._figures import journal_figures
-from fieldcheck.store._items import Pairing
+from fieldcheck.store._items import Pairing, item_value
 from fieldcheck.store._records import (
     ARTIFACTS_ENV,
     RunInfo,
@@ -546,8 +548,7 @@ class Store:
                 writer.close()
                 path = _parquet.publish(Path(tmp))
             extracted = "".join(
-                f", TRY_CAST(json_extract_string(result, {_parquet.quote(at)}) AS {kind}) "
-                f"AS {_parquet.quote(name, _IDENTIFIER)}"
+                f", {item_value(at, kind)} AS {_parquet.quote(name, _IDENTIFIER)}"
                 for name, at, kind in columns
             )
             named = f"COALESCE(model, {_parquet.quote(model)}) AS model" if model else "model"
@@ -1025,19 +1026,15 @@ def _run_filters(
         joined = SEPARATOR + RunRow.model + SEPARATOR  # replace() matches case as == does
         query = query.where(func.replace(joined, f"{SEPARATOR}{model}{SEPARATOR}", "") != joined)
     # the dataset by its file name, what the list shows (its folders are the server's)
-    for column, text in ((RunRow.model, model_contains), (DATASET_NAME, dataset_contains)):
-        if text:
-            query = query.where(column.ilike(f"%{_like(text)}%", escape="\\"))
+    for column, given in ((RunRow.model, model_contains), (DATASET_NAME, dataset_contains)):
+        if given:  # matched literally (LIKE's escape ``\\``)
+            literal = given.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+            query = query.where(column.ilike(f"%{literal}%", escape="\\"))
     if since is not None:
         query = query.where(RunRow.started_at >= _utc(since))
     if until is not None:
         query = query.where(RunRow.started_at < _utc(until))
     return query
-
-
-def _like(text: str) -> str:
-    """``text`` matched literally by LIKE (escape ``\\``)."""
-    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
 DATASET_NAME = func.substr(
@@ -1103,8 +1100,6 @@ def _newest_revision() -> str:
 
 def _at_revision(engine: Engine) -> str | None:
     """The database's Alembic revision (None: none yet), read without importing Alembic."""
-    from sqlalchemy import inspect, text
-
     with engine.connect() as connection:
         if not inspect(connection).has_table("alembic_version"):
             return None
@@ -1142,8 +1137,6 @@ def upgrade(engine: Engine, artifacts: Path | None = None) -> None:
 def _half_made(engine: Engine) -> Exception | None:
     """The error of a store with fieldcheck's tables but no revision: what a fieldcheck that did
     not create a store in one transaction left when stopped meanwhile (docs/decisions.md)."""
-    from sqlalchemy import inspect, text
-
     with engine.connect() as connection:
         if _at_revision(engine) is not None or not inspect(connection).has_table("runs"):
             return None
