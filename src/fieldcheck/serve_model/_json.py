@@ -154,14 +154,9 @@ def index(responses_dir: Path) -> dict[str, dict[str, Any]]:
 def build(responses_dir: Path) -> list[Responder]:
     """The JSON-extraction responder over ``responses_dir`` (default: the repository's examples/)."""
     table = index(responses_dir)
+    data = f"JSON extraction ({DOCUMENTS_FILE})"
     return [
         LookupResponder(
-            PROMPT_ID,
-            table,
-            document_from_prompt,
-            document_digest,
-            answer,
-            PROFILES,
-            f"JSON extraction ({DOCUMENTS_FILE})",
+            PROMPT_ID, table, document_from_prompt, document_digest, answer, PROFILES, data
         )
     ]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import logging
 import os
 import socket
 import sqlite3
@@ -56,6 +57,7 @@ from fieldcheck.store._records import (
     artifacts_root,
     database_url,
     describe_url,
+    utc,
 )
 from fieldcheck.store._schema import CacheRow, ConfigRow, JournalRow, RunRow
 
@@ -830,9 +832,7 @@ class Store:
             if row is None:
                 return
             failed = 1 if row.error_type else 0
-            s.execute(
-                delete(JournalRow).where(JournalRow.run_id == run_id, JournalRow.item_key == key)
-            )
+            s.delete(row)
             s.execute(
                 update(RunRow)
                 .where(RunRow.id == run_id)
@@ -996,12 +996,6 @@ def _in_flight(row: JournalRow) -> StoredItem:
     return replace(item, result={"call": call})
 
 
-def _utc(when: datetime) -> datetime:
-    """``when`` in UTC, as start times are stored (SQLite compares their text: 13:20+01:00 came
-    after 12:28 UTC); a time with no zone is taken as UTC."""
-    return when.replace(tzinfo=UTC) if when.tzinfo is None else when.astimezone(UTC)
-
-
 def _run_filters(
     query: Any,
     *,
@@ -1031,9 +1025,9 @@ def _run_filters(
             literal = given.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
             query = query.where(column.ilike(f"%{literal}%", escape="\\"))
     if since is not None:
-        query = query.where(RunRow.started_at >= _utc(since))
+        query = query.where(RunRow.started_at >= utc(since))
     if until is not None:
-        query = query.where(RunRow.started_at < _utc(until))
+        query = query.where(RunRow.started_at < utc(until))
     return query
 
 
@@ -1111,8 +1105,6 @@ def upgrade(engine: Engine, artifacts: Path | None = None) -> None:
     ``artifacts``: the store's root, where 0007 writes old runs' items."""
     if _at_revision(engine) == _newest_revision():
         return
-    import logging
-
     from alembic import command
     from alembic.config import Config
 
