@@ -71,9 +71,7 @@ def typo(text: str, rng: random.Random) -> str:
     if kind == 0:
         letter = rng.choice([c for c in string.ascii_lowercase if c != text[i].lower()])
         return text[:i] + letter + text[i + 1 :]
-    if kind == 1:
-        return text[:i] + text[i + 1 :]
-    if text[i] == text[i + 1]:
+    if kind == 1 or text[i] == text[i + 1]:  # a swap of two same letters drops one
         return text[:i] + text[i + 1 :]
     return text[:i] + text[i + 1] + text[i] + text[i + 2 :]
 
