@@ -249,8 +249,7 @@ class RunRecorder:
     def add_prepared(self, rows: Iterable[tuple[ItemColumns, str | bytes]]) -> int:
         """Store a chunk of (columns, result JSON text), the hot paths' way (no dict per item),
         by a task in this process or, past ``process_after`` items, a pool's; returns how many."""
-        items, tags, seq = flat_rows(rows, self.seq)
-        self.seq = seq
+        items, tags, self.seq = flat_rows(rows, self.seq)
         if items:
             self._put(("rows", self._with_calls(items), tags))
         return len(items)
