@@ -344,9 +344,6 @@ class _Spill:
         self.remover: weakref.finalize[Any, Any] | None
         self.remover = weakref.finalize(self, _remove, handle, handle.name)
 
-    def rows(self) -> Iterator[_Row]:
-        return itertools.islice(_frames(self.handle), self.frames)
-
 
 def _remove(handle: IO[bytes], name: str) -> None:
     handle.close()
@@ -409,7 +406,7 @@ class ErrorList(Sequence[InputError]):
 
     def _spilled_rows(self) -> Iterator[_Row]:
         for spill in self._spills():
-            yield from spill.rows()
+            yield from itertools.islice(_frames(spill.handle), spill.frames)
 
     def _rows(self) -> Iterator[_Row]:
         yield from map(_row, self._kept[: self._count])
@@ -441,9 +438,6 @@ class ErrorList(Sequence[InputError]):
 
     def __len__(self) -> int:
         return self._count
-
-    def __bool__(self) -> bool:
-        return self._count > 0
 
     def __iter__(self) -> Iterator[InputError]:
         yield from self._kept[: self._count]

@@ -310,8 +310,7 @@ def dumps(value: Any, *, indent: bool = False, sort: bool = True) -> str:
     2-space indent)."""
     option = orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY
     option |= orjson.OPT_SORT_KEYS if sort else 0
-    if indent:
-        option |= orjson.OPT_INDENT_2
+    option |= orjson.OPT_INDENT_2 if indent else 0
     return dumps_bytes(value, option).decode()
 
 

@@ -218,9 +218,6 @@ def write_report(out: str | Path | RunFolder, report: Report) -> dict[str, Path]
     }
 
 
-# ---------------------------------------------------------------- plots
-
-
 def label(text: str, chars: int = LABEL_CHARS) -> str:
     """A plot label: one line, at most ``chars`` characters (a long name would squeeze the axes
     away), safe from matplotlib's mathtext (``$`` would start a formula)."""

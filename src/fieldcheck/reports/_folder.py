@@ -285,8 +285,6 @@ class RunFolder:
         self._state = state
         self.prefix = prefix
 
-    # ------------------------------------------------------------------ opening
-
     @classmethod
     def open(
         cls,
@@ -379,8 +377,6 @@ class RunFolder:
         view.path.mkdir(parents=True, exist_ok=True)
         return view
 
-    # ------------------------------------------------------------------ where
-
     @property
     def path(self) -> Path:
         """Where files are written now (the partial folder until ``finish``)."""
@@ -423,8 +419,6 @@ class RunFolder:
 
     def __str__(self) -> str:
         return str(self.path)
-
-    # ------------------------------------------------------------------ writing
 
     def expect(self, *names: str) -> None:
         """Files this run means to write (named in the Ctrl-C line when they are not finished)."""
@@ -563,8 +557,6 @@ class RunFolder:
             text + f" (run.json says complete: false); the same command with --out "
             f"{state.dest} continues it{note}"
         )
-
-    # ------------------------------------------------------------------ internals
 
     def _rel(self, name: str) -> str:
         parts = Path(name).parts

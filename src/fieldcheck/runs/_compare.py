@@ -221,9 +221,8 @@ def _warnings(
     else:
         known = [r for r in runs if datasets[r.id]]
         roles_of = [{d[0] for d in datasets[r.id]} for r in known]
-        if (
-            shared := set.intersection(*roles_of) if roles_of else set()
-        ):  # a role only some runs have (a slots score has no conversations) differs
+        # a role only some runs have (a slots score has no conversations) differs
+        if shared := set.intersection(*roles_of) if roles_of else set():
             datasets = {k: [d for d in v if d[0] in shared] for k, v in datasets.items()}
         differ = len({tuple(d[:2] for d in datasets[r.id]) for r in known}) > 1
         counted = {}

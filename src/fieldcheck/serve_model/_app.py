@@ -132,9 +132,8 @@ def create_app(
             jitter = random.Random(seed ^ 0x5EED).uniform(0.7, 1.3)
             await asyncio.sleep(state.latency_ms / 1000 * factor * jitter)
         responder = state.responder(messages)
-        if responder is None:
-            text = "synthetic model: no responder knows this prompt"
-        else:
+        text = "synthetic model: no responder knows this prompt"
+        if responder is not None:
             text = responder.respond(messages, model, rng)
         prompt_tokens = estimate_tokens("".join(m["content"] for m in messages)) + 4 * len(messages)
         reply_message = {"role": "assistant", "content": text}

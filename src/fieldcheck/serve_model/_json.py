@@ -71,9 +71,7 @@ def typo(text: str, rng: random.Random) -> str:
     if kind == 0:
         letter = rng.choice([c for c in string.ascii_lowercase if c != text[i].lower()])
         return text[:i] + letter + text[i + 1 :]
-    if kind == 1:
-        return text[:i] + text[i + 1 :]
-    if text[i] == text[i + 1]:
+    if kind == 1 or text[i] == text[i + 1]:  # a swap of two same letters drops one
         return text[:i] + text[i + 1 :]
     return text[:i] + text[i + 1] + text[i] + text[i + 2 :]
 
@@ -154,14 +152,9 @@ def index(responses_dir: Path) -> dict[str, dict[str, Any]]:
 def build(responses_dir: Path) -> list[Responder]:
     """The JSON-extraction responder over ``responses_dir`` (default: the repository's examples/)."""
     table = index(responses_dir)
+    data = f"JSON extraction ({DOCUMENTS_FILE})"
     return [
         LookupResponder(
-            PROMPT_ID,
-            table,
-            document_from_prompt,
-            document_digest,
-            answer,
-            PROFILES,
-            f"JSON extraction ({DOCUMENTS_FILE})",
+            PROMPT_ID, table, document_from_prompt, document_digest, answer, PROFILES, data
         )
     ]

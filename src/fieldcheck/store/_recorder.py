@@ -9,7 +9,6 @@ import marshal
 import pickle
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -103,13 +102,8 @@ def write_part(task: tuple[str, int, list[Any]]) -> tuple[int, int]:
     """A task: the chunks of ``(folder, first seq, chunks)`` (``encode_chunk``'s in a pool) as
     one part file of the run's items; returns how many items, and of them with an error."""
     folder, first, chunks = task
-    written = [0, 0]
-
-    def count(items: int, errors: int) -> None:
-        written[0] += items
-        written[1] += errors
-
-    part = ItemsWriter(Path(folder), count, first)
+    counts: list[tuple[int, int]] = []
+    part = ItemsWriter(Path(folder), lambda n, e: counts.append((n, e)), first)
     try:
         for chunk in chunks:
             part.write(*resolve(decode_chunk(chunk) if isinstance(chunk, bytes) else chunk))
@@ -117,7 +111,7 @@ def write_part(task: tuple[str, int, list[Any]]) -> tuple[int, int]:
     except BaseException:  # a Ctrl-C or a failed write: the file it began is not left
         part.discard()
         raise
-    return written[0], written[1]
+    return sum(n for n, _ in counts), sum(e for _, e in counts)
 
 
 TASK_ITEMS = 65_536
@@ -235,11 +229,9 @@ class RunRecorder:
         core); a pool that cannot be started leaves the writes in this process."""
         if self._pooled or self.broken:
             return
-        try:
+        with contextlib.suppress(OSError):
             self._executor = LocalPool(1, in_flight=3, warm=("pyarrow.parquet", __name__))
             self._pooled = True
-        except OSError:
-            pass
 
     @property
     def id(self) -> str:
@@ -257,8 +249,7 @@ class RunRecorder:
     def add_prepared(self, rows: Iterable[tuple[ItemColumns, str | bytes]]) -> int:
         """Store a chunk of (columns, result JSON text), the hot paths' way (no dict per item),
         by a task in this process or, past ``process_after`` items, a pool's; returns how many."""
-        items, tags, seq = flat_rows(rows, self.seq)
-        self.seq = seq
+        items, tags, self.seq = flat_rows(rows, self.seq)
         if items:
             self._put(("rows", self._with_calls(items), tags))
         return len(items)
@@ -451,12 +442,7 @@ class RunRecorder:
     def __enter__(self) -> RunRecorder:
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, exc_type: type[BaseException] | None, *_: object) -> None:
         if exc_type is not None:
             self.abort("interrupted" if issubclass(exc_type, KeyboardInterrupt) else "failed")
 

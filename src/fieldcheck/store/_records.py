@@ -115,16 +115,15 @@ class RunInfo:
         field but the run's key and endpoint."""
         out = {f.name: getattr(self, f.name) for f in fields(self)}
         del out["run_key"], out["endpoint"]
-        out["started_at"] = _iso(self.started_at)
-        out["finished_at"] = _iso(self.finished_at) if self.finished_at else None
+        out["started_at"] = utc(self.started_at).isoformat()
+        out["finished_at"] = utc(self.finished_at).isoformat() if self.finished_at else None
         return out
 
 
-def _iso(moment: datetime) -> str:
-    """UTC ISO 8601: SQLite gives naive datetimes back, PostgreSQL aware ones."""
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return moment.astimezone(UTC).isoformat()
+def utc(when: datetime) -> datetime:
+    """``when`` in UTC, as start times are stored (SQLite compares their text: 13:20+01:00 came
+    after 12:28 UTC); a time with no zone (SQLite gives naive ones back) is taken as UTC."""
+    return when.replace(tzinfo=UTC) if when.tzinfo is None else when.astimezone(UTC)
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import logging
 import os
 import socket
 import sqlite3
@@ -32,7 +33,9 @@ from sqlalchemy import (
     false,
     func,
     insert,
+    inspect,
     select,
+    text,
     update,
 )
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
@@ -46,7 +49,7 @@ from fieldcheck._util.jsonio import dumps, loads
 from fieldcheck._util.models import SEPARATOR
 from fieldcheck.store import _pairs, _parquet
 from fieldcheck.store._figures import journal_figures
-from fieldcheck.store._items import Pairing
+from fieldcheck.store._items import Pairing, item_value
 from fieldcheck.store._records import (
     ARTIFACTS_ENV,
     RunInfo,
@@ -54,6 +57,7 @@ from fieldcheck.store._records import (
     artifacts_root,
     database_url,
     describe_url,
+    utc,
 )
 from fieldcheck.store._schema import CacheRow, ConfigRow, JournalRow, RunRow
 
@@ -546,8 +550,7 @@ class Store:
                 writer.close()
                 path = _parquet.publish(Path(tmp))
             extracted = "".join(
-                f", TRY_CAST(json_extract_string(result, {_parquet.quote(at)}) AS {kind}) "
-                f"AS {_parquet.quote(name, _IDENTIFIER)}"
+                f", {item_value(at, kind)} AS {_parquet.quote(name, _IDENTIFIER)}"
                 for name, at, kind in columns
             )
             named = f"COALESCE(model, {_parquet.quote(model)}) AS model" if model else "model"
@@ -829,9 +832,7 @@ class Store:
             if row is None:
                 return
             failed = 1 if row.error_type else 0
-            s.execute(
-                delete(JournalRow).where(JournalRow.run_id == run_id, JournalRow.item_key == key)
-            )
+            s.delete(row)
             s.execute(
                 update(RunRow)
                 .where(RunRow.id == run_id)
@@ -995,12 +996,6 @@ def _in_flight(row: JournalRow) -> StoredItem:
     return replace(item, result={"call": call})
 
 
-def _utc(when: datetime) -> datetime:
-    """``when`` in UTC, as start times are stored (SQLite compares their text: 13:20+01:00 came
-    after 12:28 UTC); a time with no zone is taken as UTC."""
-    return when.replace(tzinfo=UTC) if when.tzinfo is None else when.astimezone(UTC)
-
-
 def _run_filters(
     query: Any,
     *,
@@ -1025,19 +1020,15 @@ def _run_filters(
         joined = SEPARATOR + RunRow.model + SEPARATOR  # replace() matches case as == does
         query = query.where(func.replace(joined, f"{SEPARATOR}{model}{SEPARATOR}", "") != joined)
     # the dataset by its file name, what the list shows (its folders are the server's)
-    for column, text in ((RunRow.model, model_contains), (DATASET_NAME, dataset_contains)):
-        if text:
-            query = query.where(column.ilike(f"%{_like(text)}%", escape="\\"))
+    for column, given in ((RunRow.model, model_contains), (DATASET_NAME, dataset_contains)):
+        if given:  # matched literally (LIKE's escape ``\\``)
+            literal = given.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+            query = query.where(column.ilike(f"%{literal}%", escape="\\"))
     if since is not None:
-        query = query.where(RunRow.started_at >= _utc(since))
+        query = query.where(RunRow.started_at >= utc(since))
     if until is not None:
-        query = query.where(RunRow.started_at < _utc(until))
+        query = query.where(RunRow.started_at < utc(until))
     return query
-
-
-def _like(text: str) -> str:
-    """``text`` matched literally by LIKE (escape ``\\``)."""
-    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
 DATASET_NAME = func.substr(
@@ -1103,8 +1094,6 @@ def _newest_revision() -> str:
 
 def _at_revision(engine: Engine) -> str | None:
     """The database's Alembic revision (None: none yet), read without importing Alembic."""
-    from sqlalchemy import inspect, text
-
     with engine.connect() as connection:
         if not inspect(connection).has_table("alembic_version"):
             return None
@@ -1116,8 +1105,6 @@ def upgrade(engine: Engine, artifacts: Path | None = None) -> None:
     ``artifacts``: the store's root, where 0007 writes old runs' items."""
     if _at_revision(engine) == _newest_revision():
         return
-    import logging
-
     from alembic import command
     from alembic.config import Config
 
@@ -1142,8 +1129,6 @@ def upgrade(engine: Engine, artifacts: Path | None = None) -> None:
 def _half_made(engine: Engine) -> Exception | None:
     """The error of a store with fieldcheck's tables but no revision: what a fieldcheck that did
     not create a store in one transaction left when stopped meanwhile (docs/decisions.md)."""
-    from sqlalchemy import inspect, text
-
     with engine.connect() as connection:
         if _at_revision(engine) is not None or not inspect(connection).has_table("runs"):
             return None
