@@ -329,11 +329,10 @@ def _absorb_fold(fold: _ModelFold, later: _ModelFold) -> None:
     """Fold in ``later``, the same model's state over buckets that come after ``fold``'s: the
     state one fold over all those buckets in order would have (dicts keep that key order)."""
     for name, topic in later.topics.items():
-        mine = fold.topics.get(name)
-        if mine is None:
-            fold.topics[name] = topic
+        if name in fold.topics:
+            fold.topics[name].absorb(topic)
         else:
-            mine.absorb(topic)
+            fold.topics[name] = topic
     for classes, more in zip(fold.classes, later.classes, strict=True):
         classes.absorb(more)
     for name in _FOLD_SUMS:
@@ -848,17 +847,14 @@ class SlotScorer(ScorerState):
         if bootstrap > 0 and self.progress is not None:
             self.progress("bootstrap")
         for score, index in zip(scores, folds, strict=True):
-            found: dict[str, Interval] = {}
-            if bootstrap > 0:
-                for stream, (classes, (_, statistics)) in enumerate(
-                    zip(self.folds[index].classes, CI_GROUPS, strict=True)
-                ):
-                    found |= (
-                        bootstrap_classes_ci(
-                            classes, statistics, resamples=bootstrap, seed=seed, stream=stream
-                        )
-                        or {}
-                    )
+            found: dict[str, Interval] = {}  # none without resamples
+            for stream, (classes, (_, statistics)) in enumerate(
+                zip(self.folds[index].classes, CI_GROUPS, strict=True)
+            ):
+                ci = bootstrap_classes_ci(
+                    classes, statistics, resamples=bootstrap, seed=seed, stream=stream
+                )
+                found |= ci or {}
             score.result.ci = {name: found.get(name) for name in CI_METRICS}
         paired: list[PairedF1] = []
         for (ia, a), (ib, b) in combinations(zip(folds, scores, strict=True), 2):
