@@ -521,13 +521,12 @@ class Tally:
         ops_sum, ops_count = self.operations
         stats["avg_operations_per_turn"] = float(ops_sum) / ops_count if ops_count else None
         successes = self.successes
-        lost = sum(self.call_errors.values())
         stats["num_conversations"] = self.conversations
         stats["num_turns"] = self.turns
         stats["num_scored_turns"] = scored
         correct = self.matches[0]  # numerical matches
         stats["num_failed_turns"] = scored - correct
-        stats["num_turns_not_scored_call_errors"] = lost
+        stats["num_turns_not_scored_call_errors"] = sum(self.call_errors.values())
         stats["turns_not_scored_call_errors"] = {
             k: self.call_errors[k] for k in sorted(self.call_errors)
         }

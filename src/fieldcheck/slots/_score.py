@@ -619,9 +619,8 @@ class SlotScorer(ScorerState):
         matcher = self.matcher
         if self.tp == "presence" or matcher is None:
             return None
-        canonical = self.tp == "exact"
         failed = "value comparison failed", fold.value_failures
-        texts, sims = _compare(matcher, preds, gold, pairs, failed, canonical=canonical)
+        texts, sims = _compare(matcher, preds, gold, pairs, failed, canonical=self.tp == "exact")
         if isinstance(matcher, FuzzyMatcher):
             fold.long += sum(map(compared_linearly, *texts))
         matches: dict[SessionKey, dict[SlotKey, bool]] = {}
