@@ -18,6 +18,7 @@ import orjson
 from pydantic import BaseModel
 
 from fieldcheck._util.errors import ErrorList, InputError, check_type, shown_path
+from fieldcheck._util.iters import chunked
 from fieldcheck._util.signature import Signature
 from fieldcheck.matchers import (
     LONG_VALUE_CHARS,
@@ -489,9 +490,7 @@ class SlotScorer(ScorerState):
             payload = self._store_payload(gold, predictions, keys, bucket)
             n_items = len(keys) * len(self.folds)
             if self.build_items:
-                rows = list(_item_tuples(payload))
-                for i in range(0, n_items, PIECE_ITEMS):
-                    piece = rows[i : i + PIECE_ITEMS]
+                for piece in chunked(_item_tuples(payload), PIECE_ITEMS):
                     self.recorder.add_built(
                         PREBUILT_ROWS, marshal.dumps(piece), len(piece), plain=True
                     )
