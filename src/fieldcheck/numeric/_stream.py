@@ -141,12 +141,7 @@ _BOM = "\ufeff".encode()
 # neutralise_cell's JSON text of a dict cell
 _CELL_JSON = orjson.OPT_NON_STR_KEYS | orjson.OPT_SORT_KEYS
 # write_json's options (dumps(indent=True)): the traces are the same bytes
-_TRACE_OPTIONS = (
-    orjson.OPT_NON_STR_KEYS
-    | orjson.OPT_SORT_KEYS
-    | orjson.OPT_SERIALIZE_NUMPY
-    | orjson.OPT_INDENT_2
-)
+_TRACE_OPTIONS = _CELL_JSON | orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_INDENT_2
 
 
 def _cell_list(values: Iterable[Any]) -> list[Any]:
