@@ -35,9 +35,7 @@ BUCKET_NAMES: tuple[str, ...] = get_args(BucketName)
 def is_null(value: Any) -> bool:
     """``None``, ``""`` or a whitespace-only string (spec "Definition of Null"); empty arrays and
     objects are values."""
-    if value is None:
-        return True
-    return isinstance(value, str) and value.strip() == ""
+    return value is None or (isinstance(value, str) and not value.strip())
 
 
 class KeyBuckets(NamedTuple):

@@ -240,11 +240,7 @@ def _expected(reference: float | str | bool | None) -> float | bool | None:
 
 def _same_boolean(prediction: ParsedAnswer, expected: float | bool) -> bool:
     """yes/no answers match only a yes/no gold, and only the same one (True is not 1.0)."""
-    return (
-        isinstance(expected, bool)
-        and prediction.boolean is not None
-        and prediction.boolean is expected
-    )
+    return isinstance(expected, bool) and prediction.boolean is expected
 
 
 def _any_close(candidates: Iterable[float], reference: float) -> bool:

@@ -293,17 +293,6 @@ def _parse_step(name: str, inner: str, *, index: int, program: str, position: in
 # Execution
 
 
-def _cell_head(cell: str) -> str | None:
-    """A table cell's number text, read as the upstream ConvFinQA executor does (docs/numeric.md);
-    ``"( 45 )"`` is an accounting negative. ``None`` when there is no number text."""
-    text = cell.strip().replace("$", "").replace(",", "").strip()
-    paren = re.fullmatch(r"\(\s*([\d.]+)\s*\)", text)
-    if paren:
-        return "-" + paren.group(1)
-    head = text.split("(", 1)[0].replace(" ", "")
-    return head or None
-
-
 _CELL_NUMBER = re.compile(r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)%?")
 
 
@@ -330,8 +319,12 @@ def _cell_value(cell: float | str | None) -> tuple[float, bool] | None:
         return None
     if isinstance(cell, int | float):
         return (float(cell), False) if math.isfinite(cell) else None
-    head = _cell_head(cell)
-    if head is None or not _CELL_NUMBER.fullmatch(head):
+    # its number text, read as the upstream ConvFinQA executor does (docs/numeric.md):
+    # "( 45 )" is an accounting negative
+    text = cell.strip().replace("$", "").replace(",", "").strip()
+    paren = re.fullmatch(r"\(\s*([\d.]+)\s*\)", text)
+    head = "-" + paren.group(1) if paren else text.split("(", 1)[0].replace(" ", "")
+    if not _CELL_NUMBER.fullmatch(head):
         return None
     number = float(head.rstrip("%"))
     # 400 digits are "inf", not a number

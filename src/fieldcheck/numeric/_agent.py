@@ -135,10 +135,8 @@ def user_message(conversation: Conversation, turn: int, earlier: Sequence[Any]) 
 
 def repair_message(failures: Sequence[dict[str, Any]]) -> str:
     """The repair round's user message: the validator's messages of the failed checks."""
-    lines = [REPAIR_INTRO]
-    lines.extend(f"- {f['check']}: {f['message']}" for f in failures)
-    lines.append("Reply with a corrected plan: one JSON object.")
-    return "\n".join(lines)
+    lines = [f"- {f['check']}: {f['message']}" for f in failures]
+    return "\n".join([REPAIR_INTRO, *lines, "Reply with a corrected plan: one JSON object."])
 
 
 def _numbers(answers: Sequence[Any]) -> list[float]:
@@ -146,10 +144,8 @@ def _numbers(answers: Sequence[Any]) -> list[float]:
     out: list[float] = []
     for answer in answers:
         if isinstance(answer, int | float) and not isinstance(answer, bool):
-            out.append(float(answer))
-            shown = format_number(float(answer))
-            if math.isfinite(float(answer)):
-                out.append(float(shown))
+            value = float(answer)
+            out += [value, float(format_number(value))] if math.isfinite(value) else [value]
     return out
 
 

@@ -385,24 +385,16 @@ def _from_derived(
     suffixed = sum(1 for c in columns if _SUFFIXED.search(str(c)))
     features = _derive_features(rid, table, turns, has_duplicate_columns=suffixed > 1)
     raw_features = record.get("features")
-    if isinstance(raw_features, Mapping):
-        features = _given_features(features, raw_features, file=file, record=rid)
+    if isinstance(raw_features, Mapping):  # its own features over the derived ones, checked
+        try:
+            features = Features.model_validate({**features, **raw_features}).model_dump()
+        except ValidationError as exc:
+            raise input_error_of(exc, file=file, record=rid, prefix="features.") from exc
         if features["num_dialogue_turns"] != len(turns):
             said = f"says {features['num_dialogue_turns']} turns but the dialogue has {len(turns)}"
             field = "features.num_dialogue_turns"
             warnings.append(InputError(said, file=file, record=rid, field=field))
     return PlainConversation(rid, turns, features, _document(doc, table)), warnings
-
-
-def _given_features(
-    derived: dict[str, Any], given: Mapping[str, Any], *, file: Path, record: str
-) -> dict[str, Any]:
-    """The record's own features over the derived ones (other keys ignored), read (or refused,
-    naming ``features.<field>``) by ``Features``."""
-    try:
-        return Features.model_validate({**derived, **given}).model_dump()
-    except ValidationError as exc:
-        raise input_error_of(exc, file=file, record=record, prefix="features.") from exc
 
 
 def _from_original(
@@ -432,7 +424,8 @@ def _read_turns(
         _turn_list(box, key, len(questions), file=file, record=record, prefix=keys.container)
         for key in (keys.answers, keys.programs, keys.executed, keys.splits)
     )
-    if keys is _ORIGINAL and answers is not None and any(_is_step_name(a) for a in answers):
+    named = answers and any(isinstance(a, str) and _STEP_NAME.fullmatch(a) for a in answers)
+    if keys is _ORIGINAL and named:
         answers = None  # the original answer_list holds step names ("A0"), not answers
 
     def bad(reason: str, key: str, i: int, value: Any = ...) -> InputError:
@@ -465,10 +458,6 @@ def _read_turns(
 
 
 _STEP_NAME = re.compile(r"A\d+")
-
-
-def _is_step_name(answer: Any) -> bool:
-    return isinstance(answer, str) and _STEP_NAME.fullmatch(answer) is not None
 
 
 def _turn_list(

@@ -276,11 +276,7 @@ class Intervals(NamedTuple):
 def _ratio(numerator: int, denominator: int) -> TotalsStatistic:
     """Summed column ``numerator`` / summed column ``denominator``; NaN for a resample whose
     denominator is 0 (it drew no item of the statistic: left out of its interval)."""
-
-    def statistic(totals: np.ndarray) -> np.ndarray:
-        return ratio_array(totals[:, numerator], totals[:, denominator])
-
-    return statistic
+    return lambda totals: ratio_array(totals[:, numerator], totals[:, denominator])
 
 
 Rows = Sequence[Sequence[float]]

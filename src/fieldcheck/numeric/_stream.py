@@ -141,12 +141,7 @@ _BOM = "\ufeff".encode()
 # neutralise_cell's JSON text of a dict cell
 _CELL_JSON = orjson.OPT_NON_STR_KEYS | orjson.OPT_SORT_KEYS
 # write_json's options (dumps(indent=True)): the traces are the same bytes
-_TRACE_OPTIONS = (
-    orjson.OPT_NON_STR_KEYS
-    | orjson.OPT_SORT_KEYS
-    | orjson.OPT_SERIALIZE_NUMPY
-    | orjson.OPT_INDENT_2
-)
+_TRACE_OPTIONS = _CELL_JSON | orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_INDENT_2
 
 
 def _cell_list(values: Iterable[Any]) -> list[Any]:
@@ -521,13 +516,12 @@ class Tally:
         ops_sum, ops_count = self.operations
         stats["avg_operations_per_turn"] = float(ops_sum) / ops_count if ops_count else None
         successes = self.successes
-        lost = sum(self.call_errors.values())
         stats["num_conversations"] = self.conversations
         stats["num_turns"] = self.turns
         stats["num_scored_turns"] = scored
         correct = self.matches[0]  # numerical matches
         stats["num_failed_turns"] = scored - correct
-        stats["num_turns_not_scored_call_errors"] = lost
+        stats["num_turns_not_scored_call_errors"] = sum(self.call_errors.values())
         stats["turns_not_scored_call_errors"] = {
             k: self.call_errors[k] for k in sorted(self.call_errors)
         }

@@ -43,17 +43,8 @@ from fieldcheck.slots._summary import (
     topic_f1,
 )
 
-METRIC_COLUMNS = (
-    "precision",
-    "recall",
-    "f1",
-    "exact_match_rate",
-    "token_precision",
-    "token_recall",
-    "token_f1",
-    "bleu1",
-    "llm_judge",
-)
+METRIC_COLUMNS = tuple(ModelResult.model_fields)[:9]
+"""The metrics of a model, ``precision`` to ``llm_judge`` (metrics.csv's and the report's order)."""
 CSV_COLUMNS = [
     "model",
     *METRIC_COLUMNS,

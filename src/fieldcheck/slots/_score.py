@@ -18,6 +18,7 @@ import orjson
 from pydantic import BaseModel
 
 from fieldcheck._util.errors import ErrorList, InputError, check_type, shown_path
+from fieldcheck._util.iters import chunked
 from fieldcheck._util.signature import Signature
 from fieldcheck.matchers import (
     LONG_VALUE_CHARS,
@@ -329,11 +330,10 @@ def _absorb_fold(fold: _ModelFold, later: _ModelFold) -> None:
     """Fold in ``later``, the same model's state over buckets that come after ``fold``'s: the
     state one fold over all those buckets in order would have (dicts keep that key order)."""
     for name, topic in later.topics.items():
-        mine = fold.topics.get(name)
-        if mine is None:
-            fold.topics[name] = topic
+        if name in fold.topics:
+            fold.topics[name].absorb(topic)
         else:
-            mine.absorb(topic)
+            fold.topics[name] = topic
     for classes, more in zip(fold.classes, later.classes, strict=True):
         classes.absorb(more)
     for name in _FOLD_SUMS:
@@ -490,9 +490,7 @@ class SlotScorer(ScorerState):
             payload = self._store_payload(gold, predictions, keys, bucket)
             n_items = len(keys) * len(self.folds)
             if self.build_items:
-                rows = list(_item_tuples(payload))
-                for i in range(0, n_items, PIECE_ITEMS):
-                    piece = rows[i : i + PIECE_ITEMS]
+                for piece in chunked(_item_tuples(payload), PIECE_ITEMS):
                     self.recorder.add_built(
                         PREBUILT_ROWS, marshal.dumps(piece), len(piece), plain=True
                     )
@@ -620,9 +618,8 @@ class SlotScorer(ScorerState):
         matcher = self.matcher
         if self.tp == "presence" or matcher is None:
             return None
-        canonical = self.tp == "exact"
         failed = "value comparison failed", fold.value_failures
-        texts, sims = _compare(matcher, preds, gold, pairs, failed, canonical=canonical)
+        texts, sims = _compare(matcher, preds, gold, pairs, failed, canonical=self.tp == "exact")
         if isinstance(matcher, FuzzyMatcher):
             fold.long += sum(map(compared_linearly, *texts))
         matches: dict[SessionKey, dict[SlotKey, bool]] = {}
@@ -848,17 +845,14 @@ class SlotScorer(ScorerState):
         if bootstrap > 0 and self.progress is not None:
             self.progress("bootstrap")
         for score, index in zip(scores, folds, strict=True):
-            found: dict[str, Interval] = {}
-            if bootstrap > 0:
-                for stream, (classes, (_, statistics)) in enumerate(
-                    zip(self.folds[index].classes, CI_GROUPS, strict=True)
-                ):
-                    found |= (
-                        bootstrap_classes_ci(
-                            classes, statistics, resamples=bootstrap, seed=seed, stream=stream
-                        )
-                        or {}
-                    )
+            found: dict[str, Interval] = {}  # none without resamples
+            for stream, (classes, (_, statistics)) in enumerate(
+                zip(self.folds[index].classes, CI_GROUPS, strict=True)
+            ):
+                ci = bootstrap_classes_ci(
+                    classes, statistics, resamples=bootstrap, seed=seed, stream=stream
+                )
+                found |= ci or {}
             score.result.ci = {name: found.get(name) for name in CI_METRICS}
         paired: list[PairedF1] = []
         for (ia, a), (ib, b) in combinations(zip(folds, scores, strict=True), 2):

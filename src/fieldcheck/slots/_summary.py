@@ -9,7 +9,6 @@ from dataclasses import dataclass, field
 from decimal import ROUND_HALF_UP, Decimal
 from functools import partial
 
-from fieldcheck.metrics import latency_stats
 from fieldcheck.reports import format_pvalue, format_seconds
 from fieldcheck.slots._score import ModelScore, SlotsRun, reasons_text
 
@@ -72,12 +71,8 @@ def compared_latency(models: Sequence[ModelScore]) -> tuple[dict[str, float], in
         return own, None
     if not common:
         return {}, 0
-    keys = sorted(common)
-    means = {}
-    for m in timed:
-        stats = latency_stats([m.session_seconds[k] for k in keys])
-        assert stats is not None  # keys is not empty
-        means[m.name] = stats.mean
+    keys = sorted(common)  # latency_stats' mean: an exact sum over the count
+    means = {m.name: math.fsum(m.session_seconds[k] for k in keys) / len(keys) for m in timed}
     return means, len(keys)
 
 

@@ -115,7 +115,8 @@ def _settings(settings: Mapping[str, Any]) -> tuple[TPMode, float | None, int, i
         allowed = ", ".join(repr(m) for m in get_args(TPMode))
         raise UsageProblem(f"{tp!r} is not one of {allowed}", "--tp")
     threshold = settings.get("threshold")
-    if threshold is not None and not (_number(threshold) and 0.0 <= threshold <= 1.0):
+    number = isinstance(threshold, int | float) and not isinstance(threshold, bool)
+    if threshold is not None and not (number and 0.0 <= threshold <= 1.0):
         raise UsageProblem(f"{threshold!r} is not a number in [0, 1]", "--threshold")
     bootstrap = whole_number(settings.get("bootstrap", 1000), "--bootstrap")
     seed = whole_number(settings.get("seed", 0), "--seed", MAX_SEED)
@@ -124,10 +125,6 @@ def _settings(settings: Mapping[str, Any]) -> tuple[TPMode, float | None, int, i
             "give both --judge-base-url and --judge-model, or neither", "--judge-model"
         )
     return tp, threshold, bootstrap, seed
-
-
-def _number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def _by_role(inputs: Sequence[tuple[str, Path]]) -> tuple[Path, dict[str, dict[str, Path]]]:
