@@ -199,3 +199,21 @@ def test_in_process_and_a_pool_write_the_same_bytes_and_items(
         assert keys.count("4") == 1 and [k for k in keys if k.startswith("4~")] == ["4~2999"]
     parts = list((tmp_path / "pool-artifacts").rglob("items*.parquet"))
     assert len(parts) >= 1
+
+
+def test_exit_without_collecting_registers_gc_freeze_once() -> None:
+    # each run's interrupt line and a scoring's Ctrl-C called it: one Ctrl-C registered it
+    # several times
+    import atexit
+    import gc
+
+    from fieldcheck._util.executor import exit_without_collecting
+
+    atexit.unregister(gc.freeze)
+    before = atexit._ncallbacks()  # type: ignore[attr-defined]
+    try:
+        for _ in range(3):
+            exit_without_collecting()
+        assert atexit._ncallbacks() == before + 1  # type: ignore[attr-defined]
+    finally:
+        atexit.unregister(gc.freeze)
