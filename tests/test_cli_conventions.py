@@ -670,6 +670,26 @@ def test_signals_are_ignored_once_the_command_has_ended() -> None:
     assert done.stdout.splitlines()[-1] == "0 [True, True, True]", done.stderr
 
 
+@pytest.mark.parametrize("args", [["runs", "list"], ["--version"]])
+def test_output_piped_into_a_reader_that_has_left_exits_0_silently(
+    tmp_path: Path, args: list[str]
+) -> None:
+    """``fieldcheck runs show RUN | head -1``: once the reader of stdout has gone, the command
+    exits 0 with nothing on stderr, as other tools do (it exited 1: rich's and typer's exit
+    on a broken pipe). A real pipe whose read end is closed before the command writes."""
+    env = {**os.environ, "FIELDCHECK_DATABASE_URL": f"sqlite:///{tmp_path / 's.sqlite3'}"}
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "fieldcheck", *args],
+            stdout=write, stderr=subprocess.PIPE, env=env, text=True, timeout=120,
+        )  # fmt: skip
+    finally:
+        os.close(write)
+    assert (done.returncode, done.stderr) == (0, "")
+
+
 def test_the_three_systems_word_a_missing_field_and_a_wrong_type_alike(tmp_path: Path) -> None:
     """A line missing a field, and one with text where a whole number belongs, read the same
     in json batch, slots score and numeric score: ``field 'x': missing`` and ``must be ...``,

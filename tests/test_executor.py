@@ -199,3 +199,19 @@ def test_in_process_and_a_pool_write_the_same_bytes_and_items(
         assert keys.count("4") == 1 and [k for k in keys if k.startswith("4~")] == ["4~2999"]
     parts = list((tmp_path / "pool-artifacts").rglob("items*.parquet"))
     assert len(parts) >= 1
+
+
+def test_exit_without_collecting_registers_gc_freeze_once() -> None:
+    # each run's interrupt line and a scoring's Ctrl-C call it: one Ctrl-C registered it
+    # several times (atexit's last callback, registered first, counts the freezes)
+    code = (
+        "import atexit, gc\n"
+        "calls = []\n"
+        "atexit.register(lambda: print(len(calls)))\n"
+        "gc.freeze = lambda: calls.append(1)\n"
+        "from fieldcheck._util.executor import exit_without_collecting\n"
+        "for _ in range(3):\n"
+        "    exit_without_collecting()\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout == "1\n"

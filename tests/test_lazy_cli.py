@@ -71,6 +71,14 @@ def test_a_command_imports_its_own_module_only(
     assert _top(modules) & (HEAVY - {"numpy"} if command == "json_cmd" else HEAVY) == set()
 
 
+@pytest.mark.parametrize("system", ["json", "slots", "numeric"])
+def test_a_scoring_commands_help_imports_no_sqlalchemy(tmp_path: Path, system: str) -> None:
+    """``SYSTEM score --help`` with no store URL to show imports no SQLAlchemy: the runner's
+    client, its model runs, the judge and the runner options imported it at their top (about a
+    quarter of a second of each help)."""
+    assert "sqlalchemy" not in _top(_imported([system, "score", "--help"], tmp_path, False))
+
+
 def _root_help(group: Any, capsys: pytest.CaptureFixture[str]) -> str:
     group.format_help(typer.Context(group, info_name="fieldcheck"), None)
     return capsys.readouterr().out

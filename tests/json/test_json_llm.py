@@ -272,3 +272,40 @@ def test_rescore_names_its_judge_errors_and_exits_3_as_batch_does(
         2,
         1,
     )
+
+
+def test_score_takes_the_judges_timeout_and_concurrency(
+    chat_server: StartServer, tmp_path: Path, monkeypatch: Any
+) -> None:
+    """``json score --timeout --concurrency`` limit its judge's calls as ``json batch``'s do:
+    the one-record command used a fixed 60 s and 4 in flight. The judge stalls until the end."""
+    import threading
+
+    from fieldcheck.jsoneval import _evaluate
+
+    release, made = threading.Event(), []
+
+    class Judge(_evaluate.LLMJudge):
+        def __init__(self, **given: Any) -> None:
+            made.append((given.get("timeout"), given.get("max_concurrency")))
+            super().__init__(**given)
+
+    monkeypatch.setattr(_evaluate, "LLMJudge", Judge)
+    server = chat_server(lambda request: "0.9" if release.wait(120) else "0")
+    (tmp_path / "gt.json").write_text(json.dumps({"name": "Acme Ltd"}))
+    (tmp_path / "out.json").write_text(json.dumps({"name": "ACME Ltd."}))
+    try:
+        result = CliRunner().invoke(
+            app,
+            [
+                "json", "score", str(tmp_path / "gt.json"), str(tmp_path / "out.json"),
+                "--strategies", _write(tmp_path, {"name": "FUZZY"}), "--matcher", "llm",
+                "--judge-base-url", server.base_url, "--judge-model", "judge-1", "--no-store",
+                "--timeout", "1", "--concurrency", "2",
+            ],
+        )  # fmt: skip
+    finally:
+        release.set()
+    assert result.exit_code == 3, result.output
+    assert made and set(made) == {(1.0, 2)}
+    assert "no complete reply within 1 s" in result.stderr

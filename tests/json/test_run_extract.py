@@ -129,6 +129,27 @@ def test_a_schema_giving_a_key_twice_is_refused_at_its_line(tmp_path: Path) -> N
     assert load_schema(schema) == '{"items":[{"a":1},{"a":2}],"title":"{\\"a\\":1,\\"a\\":2}"}'
 
 
+def test_a_schema_and_a_strategies_file_are_read_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # each was read a second time to look for a key given twice
+    from fieldcheck.jsoneval import load_strategies
+
+    read: list[str] = []
+    read_bytes = Path.read_bytes
+
+    def counted(self: Path) -> bytes:
+        read.append(self.name)
+        return read_bytes(self)
+
+    monkeypatch.setattr(Path, "read_bytes", counted)
+    (tmp_path / "s.json").write_text('{"type": "object"}')
+    (tmp_path / "st.json").write_text('{"name": "FUZZY"}')
+    assert load_schema(tmp_path / "s.json") == '{"type":"object"}'
+    assert load_strategies(tmp_path / "st.json") == {"name": "FUZZY"}
+    assert read == ["s.json", "st.json"]
+
+
 def test_the_bundled_documents_show_their_ground_truth() -> None:
     records, errors = read_documents(EXAMPLES / "json" / "documents.jsonl")
     assert errors == [] and len(records) == 60

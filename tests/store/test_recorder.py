@@ -333,3 +333,27 @@ def test_a_ctrl_c_while_a_part_is_written_leaves_no_file_of_it(
     assert run is not None and (run.status, run.n_items) == ("interrupted", 1)
     assert [i.key for i in store.items(run.id)] == ["a"]
     assert [p.name for p in store.run_folder(run.id).iterdir()] == ["items.parquet"]
+
+
+def test_a_ctrl_c_inside_seal_publishes_the_parts_written_before_it(
+    store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # json batch seals its run before the report: a Ctrl-C while the last part was written
+    # there left the parts before it unpublished (the interrupted run showed no item)
+    from fieldcheck.store import _parquet
+
+    recorder = _open(store, tmp_path)
+    _add(recorder, [{"id": "a", "fields": {}}])
+    recorder.flush()  # a part of its own, closed
+
+    def ctrl_c(*_: Any) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(_parquet.ItemsWriter, "write", ctrl_c)
+    with pytest.raises(KeyboardInterrupt), recorder:
+        _add(recorder, [{"id": "b", "fields": {}}])
+        recorder.seal()
+    run = store.get_run(recorder.id)
+    assert run is not None and (run.status, run.n_items) == ("interrupted", 1)
+    assert [i.key for i in store.items(run.id)] == ["a"]
+    assert [p.name for p in store.run_folder(run.id).iterdir()] == ["items.parquet"]

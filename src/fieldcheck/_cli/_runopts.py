@@ -8,7 +8,7 @@ import os
 import sys
 from collections.abc import Callable, Coroutine
 from pathlib import Path
-from typing import Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 from urllib.parse import urlsplit
 
 import typer
@@ -44,7 +44,10 @@ from fieldcheck.runner import (
     interrupted_line,
     load_model_specs,
 )
-from fieldcheck.store import Store, describe_url
+from fieldcheck.store import describe_url
+
+if TYPE_CHECKING:  # the store's ORM: imported to open one, not for a command's --help
+    from fieldcheck.store import Store
 
 T = TypeVar("T")
 
@@ -246,6 +249,8 @@ def check_keys(specs: list[ModelSpec]) -> list[ModelSpec]:
 def make_runner(*, no_store: bool = False, no_cache: bool = False, **settings: Any) -> Runner:
     """A runner with ``RunnerSettings`` on the store; without one for ``no_store``, or when the
     store cannot be opened or written (then one warning, docs/runs.md)."""
+    from fieldcheck.store import Store
+
     store: Store | None = None
     if not no_store and not store_failed():  # else the command has warned already
         try:

@@ -49,6 +49,7 @@ from fieldcheck.jsoneval import (
     MatcherError,
     MatcherFamily,
     SafetyCheck,
+    build_matchers,
     evaluate,
     load_strategies,
     parse_weights,
@@ -273,7 +274,11 @@ def print_summary(
 
 
 @app.command("score")
-@shared(CONFIG_OPTIONS, scoring_options(None, GATED, lower_is_better=SYSTEM.lower_is_better))
+@shared(
+    CONFIG_OPTIONS,
+    JUDGE_OPTIONS,
+    scoring_options(None, GATED, lower_is_better=SYSTEM.lower_is_better),
+)
 def score(
     ground_truth: Annotated[
         Path, typer.Argument(metavar="GT.json", help="Ground-truth JSON file (a JSON object).")
@@ -317,8 +322,13 @@ def score(
         problem = InputError("ground truth must be a JSON object", file=ground_truth, value=gt)
         _fail(errors, str(problem), EXIT_USAGE)
     value = _read_output(output, errors)
+    from fieldcheck.matchers import judge_options
+
+    judge = {"store": not options["no_store"]} | {k: options[k] for k in JUDGE_OPTIONS}
     try:
-        result = evaluate(value, gt, config)
+        result = evaluate(
+            value, gt, config, matchers=build_matchers(config, judge=judge_options(judge))
+        )
     except InputError as exc:
         # a side too deep to score: for the ground truth a usage error, for the output a failure
         gt_side = exc.field == "ground_truth"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import _thread
 import logging
+import os
 import signal
 import sys
 import threading
@@ -221,6 +222,11 @@ def main() -> None:
             err=True,
         )
         raise SystemExit(130) from None
+    except SystemExit as end:  # typer's and rich's exit 1 when the output's reader has left
+        if not isinstance(end.__context__, BrokenPipeError):  # (``| head``): 0, as other tools
+            raise
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # the exit's flush
+        raise SystemExit(0) from None
     finally:
         _ignore_late_signals()
 

@@ -72,7 +72,9 @@ def few_collections() -> Iterator[None]:
 def exit_without_collecting() -> None:
     """A command stopped by Ctrl-C ends: the interpreter's last full collection would walk every
     object left (the dataset, the items: about half of a second after a Ctrl-C of a 1,490-turn
-    run, several under load), so it skips them (``gc.freeze`` at exit; docs/running.md)."""
+    run, several under load), so it skips them (``gc.freeze`` at exit, registered once;
+    docs/running.md)."""
+    atexit.unregister(gc.freeze)
     atexit.register(gc.freeze)
 
 

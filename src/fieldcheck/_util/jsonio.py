@@ -194,6 +194,11 @@ def document_error(
 def read_json(path: str | Path) -> Any:
     """Parse one JSON document; a syntax error names the file, line and column, a document
     too deep (MAX_DEPTH) the file and key."""
+    return read_json_bytes(path)[0]
+
+
+def read_json_bytes(path: str | Path) -> tuple[Any, bytes]:
+    """``read_json``'s document and the bytes it was read from (a byte order mark left out)."""
     p = Path(path)
     try:
         data = p.read_bytes()
@@ -208,7 +213,7 @@ def read_json(path: str | Path) -> Any:
         raise document_error(exc, data, file=p) from exc
     if too_deep(data, value):
         raise too_deep_error(value, file=p)
-    return value
+    return value, data
 
 
 def first_repeated_key(pairs: Sequence[tuple[str, Any]]) -> str | None:

@@ -80,9 +80,8 @@ def run(
         raise UsageProblem(f"a {named.name} run takes {', '.join(takes)} (got {', '.join(given)})")
     events = events or Events()
     # a judge asked while reading or scoring caches, waits and runs at once as the runner does
-    limits = runner.settings
-    judge = {"no_cache": not limits.use_cache, "timeout": limits.timeout}
-    judge |= {"concurrency": limits.concurrency}
+    r = runner.settings
+    judge = {"no_cache": not r.use_cache, "timeout": r.timeout, "concurrency": r.concurrency}
     extras = {"store": store, "warn": events.warn, "note": events.note, **judge}
     task = found.read_task(inputs, settings, extras)
     names = [s.name for s in specs]

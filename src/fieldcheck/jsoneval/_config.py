@@ -9,7 +9,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from fieldcheck._util.errors import InputError
-from fieldcheck._util.jsonio import read_json, repeated_key
+from fieldcheck._util.jsonio import read_json_bytes, repeated_key
 from fieldcheck.metrics import STRATEGIES, RqsWeights, Strategy
 
 MatcherFamily = Literal["local", "llm"]
@@ -38,8 +38,8 @@ def parse_strategies(data: Any, *, file: str | Path | None = None) -> dict[str, 
 def load_strategies(path: str | Path) -> dict[str, Strategy]:
     """Read and validate a strategy config file (JSON object field -> strategy); a field given
     twice is an InputError (JSON would keep the last one silently)."""
-    data = read_json(path)
-    if twice := repeated_key(Path(path).read_bytes()):
+    data, text = read_json_bytes(path)
+    if twice := repeated_key(text):
         raise InputError(LISTED_TWICE, file=path, line=twice[1], field=twice[0])
     return parse_strategies(data, file=path)
 

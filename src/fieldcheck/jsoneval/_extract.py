@@ -25,7 +25,7 @@ from fieldcheck._util.jsonio import (
     iter_jsonl,
     loads,
     nesting_depth,
-    read_json,
+    read_json_bytes,
     repeated_key,
     write_json,
     write_jsonl,
@@ -201,7 +201,7 @@ def load_schema(path: str | Path) -> str:
     """The target JSON Schema file as the compact, key-sorted JSON text shown to the model;
     InputError, in a schema's words, when it cannot be read or is not a JSON object."""
     try:
-        schema = read_json(path)
+        schema, text = read_json_bytes(path)
     except InputError as exc:
         if exc.reason == EMPTY_FILE:
             raise exc.replace(reason="no JSON Schema (the file is empty)") from None
@@ -213,7 +213,7 @@ def load_schema(path: str | Path) -> str:
     if not isinstance(schema, dict):
         kind = next(k for t, k in _JSON_KINDS if isinstance(schema, t))
         raise InputError(f"a JSON Schema must be a JSON object (got {kind})", file=path)
-    if twice := repeated_key(Path(path).read_bytes()):  # JSON would keep the last one
+    if twice := repeated_key(text):  # JSON would keep the last one
         raise InputError(
             f"the key {twice[0]!r} is given twice in one object", file=path, line=twice[1]
         )

@@ -11,7 +11,7 @@ import re
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import orjson
 
@@ -24,7 +24,9 @@ from fieldcheck.runner import (
     Runner,
     RunnerSettings,
 )
-from fieldcheck.store import Store
+
+if TYPE_CHECKING:  # the store's ORM: opened with the first call, not for a command's --help
+    from fieldcheck.store import Store
 
 JudgeKind = Literal["fuzzy", "semantic", "slot"]
 API_KEY_ENV = ("FIELDCHECK_JUDGE_API_KEY", "OPENAI_API_KEY")
@@ -175,6 +177,8 @@ class LLMJudge:
 
     def _runner(self) -> Runner:
         if self.use_cache and self._store is None:
+            from fieldcheck.store import Store
+
             self._store = Store()
         return Runner(
             RunnerSettings(

@@ -16,8 +16,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from sqlalchemy.exc import SQLAlchemyError
-
 from fieldcheck._util.digest import cache_key
 from fieldcheck.runner._models import ModelSpec, redact_url
 
@@ -44,9 +42,6 @@ T = TypeVar("T")
 # is in flight, or this long after the first finished (all a killed process loses)
 FLUSH_ITEMS = 64
 FLUSH_AFTER_S = 0.5
-
-# what a store that stops working raises (a full disk, a file made read-only, a lost server)
-STORE_ERRORS = (SQLAlchemyError, OSError)
 
 
 @dataclass(frozen=True)
@@ -632,9 +627,11 @@ class Runner:
         store = self.store
         if store is None:
             return None
+        from sqlalchemy.exc import SQLAlchemyError  # loaded with the store: not for --help
+
         try:
             return call(store)
-        except STORE_ERRORS as error:
+        except (SQLAlchemyError, OSError) as error:  # a full disk, a read-only file, a lost server
             self.store = None
             if self.on_store_error is not None:
                 self.on_store_error(error)

@@ -35,7 +35,7 @@ from fieldcheck._util.term import SafeConsole
 from fieldcheck.runner._client import CallResult, ChatClient, Runner
 from fieldcheck.runner._errors import CALL_ERRORS
 from fieldcheck.runner._models import ModelSpec
-from fieldcheck.store import RunInfo, StoredItem, model_run_key, sha256_file
+from fieldcheck.store import RunInfo, StoredItem, sha256_file
 
 T = TypeVar("T")
 U = TypeVar("U")
@@ -514,6 +514,8 @@ def _changed_settings(other: RunInfo, settings: dict[str, Any]) -> list[str]:
     ``Store.begin_scoring``), so the fewest of the keys whose values differ there that, taken
     from it, give its run key are those that changed (a tester's finding: it named bootstrap,
     split, seed, that had not changed); none found: every one that differs."""
+    from fieldcheck.store import model_run_key  # the store's ORM: not for a command's --help
+
     old = other.settings
     differ = [k for k in settings if old.get(k) != settings[k]]
     for size in range(min(len(differ), 4) + 1):

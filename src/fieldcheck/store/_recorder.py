@@ -19,7 +19,7 @@ from fieldcheck._util.executor import Executor, InProcess, LocalPool, finish
 from fieldcheck._util.jsonio import dumps_bytes
 from fieldcheck._util.paths import file_bytes
 from fieldcheck.store._items import ItemColumns, plain_columns
-from fieldcheck.store._parquet import COLUMNS, ItemsWriter, _Row, _Tag, publish
+from fieldcheck.store._parquet import COLUMNS, ItemsWriter, _Row, _Tag, located, publish
 from fieldcheck.store._records import RunInfo
 
 if TYPE_CHECKING:  # SQLAlchemy: not in a pool process that only writes part files
@@ -364,11 +364,12 @@ class RunRecorder:
             self._failed(error)
 
     def _publish(self) -> None:
-        """The part files made the run's items by a task (unless ``seal`` sent it: in a pool,
-        pyarrow stays out of this process), then the pool stopped."""
+        """The part files made the run's items by a task (unless ``seal``'s did: in a pool,
+        pyarrow stays out of this process; a Ctrl-C in ``seal`` may have cut it), then the pool
+        stopped."""
         try:
-            if not self._sealed:
-                self._executor.submit(publish, self.store.run_folder(self.run.id))
+            if located(folder := self.store.run_folder(self.run.id)) is None:
+                self._executor.submit(publish, folder)
                 finish(self._executor)
         finally:
             self._close()
