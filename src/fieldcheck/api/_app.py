@@ -10,7 +10,6 @@ from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 
 from fieldcheck._util.term import safe_bidi
-
 from fieldcheck._version import __version__
 from fieldcheck.api._deps import AppContext
 from fieldcheck.api._errors import install_error_handlers

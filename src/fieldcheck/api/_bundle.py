@@ -145,6 +145,7 @@ def write_bundle(
         money=_money,
         latency=_latency,
         count=format_count,
+        page_size=listed["limit"],  # every run on the one page: no limit in its links
     )
     site.render("unavailable.html", "bundle/unavailable.html")
     for name in STATIC:
@@ -265,8 +266,7 @@ def _items_script(site: Bundle, run: RunInfo, items: dict[str, Any], page: str) 
                 "values": row["values"],
                 "shown": safe_bidi(row["key"]),  # the pages' text (``api._app._shown``)
                 "cells": [
-                    safe_bidi(_cell(c, v, row))
-                    for c, v in zip(columns, row["values"], strict=True)
+                    safe_bidi(_cell(c, v, row)) for c, v in zip(columns, row["values"], strict=True)
                 ],
                 "order": order,
                 "tags": list(tags or ()),
