@@ -162,7 +162,8 @@ def test_each_sort_orders_by_the_items_own_values(
         },
         "numeric": {
             "turn": lambda i: i["turn"],
-            "expected": lambda i: _number(i["result"]["expected_answer"]),
+            "expected": lambda i: _answer(i["result"]["expected_answer"]),
+            "parsed": lambda i: _answer(i["result"].get("parsed_answer")),
             "question": lambda i: i["result"]["question"],
         },
         "slots": {
@@ -199,6 +200,12 @@ def _number(value: Any) -> float | None:
         return float(value)
     except (TypeError, ValueError):
         return None
+
+
+def _answer(value: Any) -> tuple[bool, float] | None:
+    """A numeric answer's sort: numbers by value, then text answers (ties), then empty ones."""
+    number = _number(value)
+    return None if value in (None, "") else (number is None, 0.0 if number is None else number)
 
 
 def _f1(counts: dict[str, int]) -> float | None:
