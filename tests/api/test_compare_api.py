@@ -177,14 +177,21 @@ def test_one_slots_run_compares_its_models(serve: Any, tmp_path: Path) -> None:
             assert row["cells"][1]["url"] == f"/runs/{run}/items/{quote(fast['key'], safe='')}"
 
 
-@pytest.mark.parametrize("settings", [[], ["--bootstrap", "200", "--seed", "7"]])
+@pytest.mark.parametrize(
+    ("settings", "models"),
+    [
+        ([], ("synthetic-eager", "synthetic-fast")),
+        (["--bootstrap", "200", "--seed", "7"], ("synthetic-eager", "synthetic-fast")),
+        ([], ("synthetic-fast", "synthetic-eager")),  # --pred order, not sorted: the scorer's
+    ],
+)
 def test_compare_of_a_slots_run_gives_the_runs_own_paired_p_value(
-    serve: Any, tmp_path: Path, settings: list[str]
+    serve: Any, tmp_path: Path, settings: list[str], models: tuple[str, str]
 ) -> None:
     # eager vs fast: p near 0.17, where classes drawn in another order or stream differ
     examples = Path(__file__).resolve().parents[2] / "examples" / "slots"
     args = ["slots", "score", "--gold", str(examples / "gold.synthetic.jsonl")]
-    for model in ("synthetic-eager", "synthetic-fast"):
+    for model in models:
         args += ["--pred", f"{model}={examples / f'pred_{model}.synthetic.jsonl'}"]
     result = CliRunner().invoke(app, [*args, *settings, "--out", str(tmp_path / "s")])
     assert result.exit_code == 0, result.stderr
@@ -197,14 +204,11 @@ def test_compare_of_a_slots_run_gives_the_runs_own_paired_p_value(
     assert shown_page["paired_test"] == (
         {"resamples": 200, "seed": 7} if settings else {"resamples": 1000, "seed": 0}
     )
-    assert (own["model_a"], own["model_b"], own["sessions"]) == (
-        "synthetic-eager",
-        "synthetic-fast",
-        15,
-    )
+    assert (own["model_a"], own["model_b"], own["sessions"]) == (*models, 15)
     assert 0.1 < own["p_value"] < 0.3
-    assert paired["items"] == 15 and abs(paired["difference"] - own["difference"]) < 1e-12
     assert paired["p_value"] == own["p_value"]
+    assert [paired["a"], paired["b"]] == [f"{run[:8]} {m}" for m in models]
+    assert paired["items"] == 15 and abs(paired["difference"] - own["difference"]) < 1e-12
     shown = CliRunner().invoke(app, ["runs", "compare", run, "--json"])
     assert shown.exit_code == 0, shown.stderr
     assert [p["p_value"] for p in json.loads(shown.stdout)["paired"]] == [own["p_value"]]

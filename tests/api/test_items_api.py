@@ -162,7 +162,8 @@ def test_each_sort_orders_by_the_items_own_values(
         },
         "numeric": {
             "turn": lambda i: i["turn"],
-            "expected": lambda i: _number(i["result"]["expected_answer"]),
+            "expected": lambda i: _answer(i["result"]["expected_answer"]),
+            "parsed": lambda i: _answer(i["result"].get("parsed_answer")),
             "question": lambda i: i["result"]["question"],
         },
         "slots": {
@@ -199,6 +200,12 @@ def _number(value: Any) -> float | None:
         return float(value)
     except (TypeError, ValueError):
         return None
+
+
+def _answer(value: Any) -> tuple[bool, float] | None:
+    """A numeric answer's sort: numbers by value, then text answers (ties), then empty ones."""
+    number = _number(value)
+    return None if value in (None, "") else (number is None, 0.0 if number is None else number)
 
 
 def _f1(counts: dict[str, int]) -> float | None:
@@ -387,3 +394,39 @@ def test_the_run_pages_links_have_no_empty_query(
     assert hrefs[1]["first-page"] == f"/runs/{run}?sort=key#items-section"
     links = [link for page in pages for link in re.findall(r'href="(/runs/[^"]*)"', page)]
     assert len(links) > 10 and [link for link in links if "?#" in link or link[-1] == "?"] == []
+
+
+def test_a_numeric_answer_sort_puts_text_answers_after_numbers_and_empty_ones_last(
+    tmp_path: Path,
+) -> None:
+    # sorted by `parsed`, "yes"/"no" fell among the empty values (cast to a number: null)
+    from typer.testing import CliRunner
+
+    from fieldcheck._cli.main import app
+    from fieldcheck.api import ApiSettings, create_app
+    from fieldcheck.api.routes.items import ItemsQuery, items_view
+
+    dev = orjson.loads((Path(__file__).parents[2] / "examples/convfinqa/dev.json").read_bytes())
+    (tmp_path / "dev.json").write_bytes(orjson.dumps({"dev": dev["dev"][:3]}))
+    answers: list[Any] = [1.5, "yes", -2, "no", "", None, "n/a", 7]
+    lines = [
+        {"conversation_id": c["id"], "turn": t, "answer": answers[(i + t) % len(answers)]}
+        for i, c in enumerate(dev["dev"][:3])
+        for t in range(len(c["dialogue"]["conv_questions"]))
+    ]
+    (tmp_path / "p.jsonl").write_bytes(b"\n".join(map(orjson.dumps, lines)))
+    args = ["numeric", "score", "--data", str(tmp_path / "dev.json"), "--out", str(tmp_path / "o")]
+    done = CliRunner().invoke(app, [*args, "--predictions", str(tmp_path / "p.jsonl")])
+    assert done.exit_code == 0, done.output
+    ctx = create_app(ApiSettings()).state.fieldcheck
+    [run] = ctx.store.list_runs()
+    for order in ("asc", "desc"):
+        page = items_view(ctx, run, ItemsQuery(limit=500, sort="parsed", order=order))
+        at = [c["name"] for c in page["columns"]].index("parsed") - 1
+        got = [(i["seq"], i["values"][at]) for i in page["items"]]
+        numbers = sorted((v for _, v in got if _number(v) is not None), key=float)
+        texts = [v for _, v in sorted(got) if v and _number(v) is None]
+        empty = [v for _, v in got if not v]
+        ahead = numbers + texts if order == "asc" else texts + numbers[::-1]
+        assert [v for _, v in got] == ahead + empty, order
+        assert {"yes", "no"} <= set(texts) and len(numbers) > 3 and empty

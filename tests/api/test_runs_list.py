@@ -156,6 +156,7 @@ def test_sorted_by_any_column_filtered_and_paged(runs: Any) -> None:
         ({"order": "up", "system": "json"}, "order: must be 'asc' or 'desc' (got 'up')"),
         ({"system": "nope"}, "system: no system 'nope' (json, slots, numeric)"),
         ({"offset": "-1"}, "offset: must be a whole number"),
+        ({"limit": "501"}, "limit: must be a whole number from 1 to 500 (got '501')"),
         ({"model_contains": "m" * 256}, "model_contains: must have at most 255 characters"),
     ):
         assert http.get("/api/runs", params=params).status_code == 422
@@ -170,11 +171,16 @@ def test_sorted_by_any_column_filtered_and_paged(runs: Any) -> None:
             r["id"] for r in listed(**kept)
         ]
     assert 'id="runs-error"' not in http.get("/runs", params={"sort": "dataset"}).text
-    # the page renders the same rows, in the same order
+    # the page renders the same rows, in the same order, and honours limit (it showed 50)
     html = http.get("/runs", params={"sort": "metric", "order": "asc"}).text
     assert re.findall(r'<tr data-run="([0-9a-f]+)"', html) == [
         r["id"] for r in listed(sort="metric", order="asc")
     ]
+    html = http.get("/runs", params={"sort": "items", "limit": 2, "offset": 2}).text
+    assert re.findall(r'<tr data-run="([0-9a-f]+)"', html) == every[2:4]
+    assert "runs 3–4 of 5" in html  # the next page keeps the limit
+    [nxt] = re.findall(r'href="([^"]+)" id="next-page"', html)
+    assert "limit=2" in unescape(nxt) and "offset=4" in unescape(nxt)
 
 
 def test_docs_runs_md_names_every_sort_column() -> None:

@@ -77,6 +77,19 @@ def test_the_list_gives_a_run_one_line_of_80_columns(tmp_path: Path) -> None:
     assert " synthetic-careful " in lines[1] and " synthetic-careful " in lines[2]
 
 
+def test_a_piped_list_cuts_a_long_model_name_in_its_middle(tmp_path: Path) -> None:
+    # a 2,000-character model name made every line of a piped list 2,100 characters wide
+    out, batch = json_folder(tmp_path)
+    name = "A" * 1000 + "B" * 988 + "-version-0042"
+    code, _, _ = runs("import", str(out), "--input", f"batch={batch}", "--model", name)
+    assert code == 0
+    code, stdout, _ = runs("list")
+    lines = stdout.splitlines()
+    assert code == 0 and len(lines) == 3 and max(map(len, lines)) <= 120
+    assert f" {'A' * 47}…version-0042 finished " in lines[1]
+    assert runs("list", "--json")[1].count(name) == 1  # JSON keeps it whole
+
+
 def test_list_filters_as_the_api_does_and_reads_a_time_in_any_zone(tmp_path: Path) -> None:
     """``runs list`` takes GET /api/runs's filters: --dataset, --since, --until (a time in
     another zone compared as that instant: SQLite compared the text, so 12:00+05:00 came after

@@ -7,6 +7,7 @@ on (checked against the items). Screenshots at 1366 px."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -182,3 +183,26 @@ def test_the_bundle_from_file_with_the_network_off(
     assert page.locator("#item-key").inner_text() == "r5"
     store.close()
     assert asked == []
+
+
+def test_a_bidi_override_in_a_model_name_shows_escaped_in_chromium(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, offline: tuple[Page, list[str]]
+) -> None:
+    # raw, U+202E reversed the F1 after the name: "模型[439.0 ,019.0] 0429.0 live"
+    page, _ = offline
+    monkeypatch.setenv("FIELDCHECK_DATABASE_URL", f"sqlite:///{tmp_path / 'bidi.sqlite3'}")
+    examples = Path(__file__).resolve().parents[2] / "examples" / "slots"
+    args = ["slots", "score", "--gold", str(examples / "gold.synthetic.jsonl"), "--out"]
+    pred = examples / "pred_synthetic-eager.synthetic.jsonl"
+    args += [str(tmp_path / "s"), "--pred", f"模型\u202eevil={pred}", "--pred", f"plain={pred}"]
+    scored = invoke(args)
+    assert scored.exit_code == 0, scored.output
+    [run] = re.findall(r"stored as run ([0-9a-f]{12})", scored.output)
+    assert invoke(["view", "--bundle", str(tmp_path / "b"), run]).exit_code == 0
+    page.goto((tmp_path / "b" / "index.html").as_uri())
+    model = page.locator(f"#runs tr[data-run='{run}'] td.model").inner_text()
+    assert model == "模型\\u202eevil, plain"
+    page.locator(f"#runs tr[data-run='{run}'] a").first.click()
+    cells = page.locator("#items tbody td").all_inner_texts()  # built by bundle.js
+    assert "模型\\u202eevil" in cells
+    assert not [c for c in cells if "\u202e" in c]

@@ -172,18 +172,25 @@ def list_command(
             no_wrap=head != "model",
             justify="right" if head == "items" else "left",
         )
+    console = _console()
     for s in summaries:
         named = [s[key] for key in ("id", "system", "kind", "model", "status")]
+        if not console.is_terminal and len(named[3]) > LIST_MODEL_CHARS:  # cut in its middle
+            named[3] = named[3][: LIST_MODEL_CHARS - 13] + "…" + named[3][-12:]
         started = s["started_at"][:16].replace("T", " ")
         cells = [*named, started, format_count(s["n_done"], s["n_items"])]
         table.add_row(*(safe_text(v) for v in cells + ([s["parent_id"] or ""] if parents else [])))
-    console = _console()
     if not console.is_terminal:  # a pipe or a file: a run a line (Rich's 80 columns folded them)
         unbounded = console.options.update_width(10**6)
         console.width = max(console.width, console.measure(table, options=unbounded).maximum)
     console.print(table)
     total = store.count_runs(**filters) if limit is not None else len(runs)
     say(console, f"{len(runs)} run(s)" if total == len(runs) else f"{len(runs)} of {total} runs")
+
+
+LIST_MODEL_CHARS = 60
+"""A piped ``runs list``'s model cell: a longer one is cut in its middle, as a compare warning
+cuts a setting's value (a 2,000-character name made every line as wide)."""
 
 
 def _time(text: str | None, option: str) -> datetime | None:

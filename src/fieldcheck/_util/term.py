@@ -45,6 +45,15 @@ def safe_markup(value: object) -> str:
     return safe_text(value, markup=True)
 
 
+_BIDI = re.compile(r"[\u202a-\u202e\u2066-\u2069]")
+
+
+def safe_bidi(text: str) -> str:
+    """``text`` with its bidirectional overrides and isolates written as ``safe_text`` writes
+    them (``\\u202e``): on a page they would reorder the numbers and names shown after them."""
+    return _BIDI.sub(_escape_char, text)
+
+
 def safe_json_text(text: str) -> str:
     """JSON text for a terminal: orjson leaves DEL, C1 and the separators raw; written as
     ``\\u00XX`` they are the same JSON and cannot act on the terminal."""

@@ -9,6 +9,7 @@ from fastapi import FastAPI
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 
+from fieldcheck._util.term import safe_bidi
 from fieldcheck._version import __version__
 from fieldcheck.api._deps import AppContext
 from fieldcheck.api._errors import install_error_handlers
@@ -28,10 +29,24 @@ NAV: list[tuple[str, str]] = [
 ]
 
 
+class Verbatim(str):
+    """A value a page keeps as it is (``|verbatim``): a form's value, a row's ``data-key``."""
+
+
+def _shown(value: object) -> object:
+    """Every value a template writes, its bidi controls shown escaped (``safe_bidi``), so a name
+    cannot reorder what follows it; a ``Verbatim`` one as it is."""
+    if isinstance(value, Verbatim) or not isinstance(value, str):
+        return value
+    return type(value)(safe_bidi(value))  # a str, or Markup (a filter's HTML) kept as it is
+
+
 def templates() -> Jinja2Templates:
     """The web app's Jinja2 templates, autoescaped (Starlette turns it on for .html)."""
     found = Jinja2Templates(directory=str(WEB / "templates"))
     found.env.autoescape = True
+    found.env.finalize = _shown
+    found.env.filters["verbatim"] = Verbatim
     found.env.globals["nav"] = NAV
     found.env.globals["version"] = __version__
     found.env.globals["link"] = lambda url: url  # a link as served: the URL (the bundle's: a file)

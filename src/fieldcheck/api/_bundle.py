@@ -17,6 +17,7 @@ from markupsafe import Markup
 
 from fieldcheck import core
 from fieldcheck._util.jsonio import dumps
+from fieldcheck._util.term import safe_bidi
 from fieldcheck.api._app import WEB
 from fieldcheck.api._deps import AppContext
 from fieldcheck.api._errors import answered
@@ -144,6 +145,7 @@ def write_bundle(
         money=_money,
         latency=_latency,
         count=format_count,
+        page_size=listed["limit"],  # every run on the one page: no limit in its links
     )
     site.render("unavailable.html", "bundle/unavailable.html")
     for name in STATIC:
@@ -262,7 +264,10 @@ def _items_script(site: Bundle, run: RunInfo, items: dict[str, Any], page: str) 
                 **{k: row[k] for k in ("key", "seq", "failed", "model", "turn", "error_type")},
                 "href": link(row["href"]),
                 "values": row["values"],
-                "cells": [_cell(c, v, row) for c, v in zip(columns, row["values"], strict=True)],
+                "shown": safe_bidi(row["key"]),  # the pages' text (``api._app._shown``)
+                "cells": [
+                    safe_bidi(_cell(c, v, row)) for c, v in zip(columns, row["values"], strict=True)
+                ],
                 "order": order,
                 "tags": list(tags or ()),
                 "failed_tags": list(failed_tags or ()),

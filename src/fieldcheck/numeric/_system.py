@@ -214,6 +214,13 @@ def _by_turn(key: str) -> Callable[[Mapping[str, Any]], dict[str, Any]]:
     return lambda metrics: dict(metrics.get(key) or {})
 
 
+def _numbers_then_text(path: str) -> str:
+    """An answer's sort value: a number by value; a text one (``yes``) after every number, as the
+    largest double (JSON has no infinity: the bundle sorts these values too); empty: null, last."""
+    text, number = item_value(path), item_value(path, "DOUBLE")
+    return f"coalesce({number}, CASE WHEN {text} <> '' THEN 1.7976931348623157e308 END)"
+
+
 class NumericSystem(NumericRuns, Views):
     name = "numeric"
     summary_file = "statistics.json"
@@ -242,7 +249,7 @@ class NumericSystem(NumericRuns, Views):
         ItemColumn("turn", "turn", "turn", "count", filter=True),
         ItemColumn("question", "question", item_value('$."question"'), "prose"),
         *(
-            ItemColumn(name, name, item_value(path), order=item_value(path, "DOUBLE"))
+            ItemColumn(name, name, item_value(path), order=_numbers_then_text(path))
             for name, path in (("expected", '$."expected_answer"'), ("parsed", '$."parsed_answer"'))
         ),
         ItemColumn(

@@ -320,7 +320,10 @@ class SlotsSystem(SlotsRuns, Views):
         self, model: str, metrics: Mapping[str, Any], intervals: Mapping[str, Any]
     ) -> list[tuple[str, Mapping[str, Any], Mapping[str, Any]]]:
         models = metrics.get("models") or {}
-        return [(name, m, intervals.get(name) or {}) for name, m in models.items()]
+        # the scorer's (--pred) order, as its paired tests keep it: stored metrics' keys are sorted
+        pairs = [(p.get("model_a"), p.get("model_b")) for p in self.paired(metrics)]
+        names = dict.fromkeys([*(n for pair in pairs for n in pair if n in models), *models])
+        return [(n, models[n], intervals.get(n) or {}) for n in names]
 
     def paired(self, metrics: Mapping[str, Any]) -> list[Mapping[str, Any]]:
         return list(metrics.get("paired_f1") or [])

@@ -304,11 +304,14 @@ def _page_query(given: dict[str, str]) -> tuple[RunsQuery, list[str]]:
         refused.append(f"order: must be 'asc' or 'desc' (got {order[:64]!r})")
         order = None
     asked["order"] = order
-    offset = given.get("offset") or "0"
-    if offset.isdecimal() and int(offset) <= 10_000_000:
-        asked["offset"] = int(offset)
-    else:
-        refused.append(f"offset: must be a whole number from 0 to 10000000 (got {offset[:64]!r})")
+    for name, low, high, default in (("limit", 1, MAX_PAGE, PAGE), ("offset", 0, 10_000_000, 0)):
+        value = given.get(name) or str(default)
+        if value.isdecimal() and low <= int(value) <= high:
+            asked[name] = int(value)
+        else:  # left out: the route's default
+            refused.append(
+                f"{name}: must be a whole number from {low} to {high} (got {value[:64]!r})"
+            )
     return RunsQuery.model_construct(**asked), refused
 
 
@@ -319,6 +322,7 @@ def runs_page(request: Request, ctx: Context) -> HTMLResponse:
     asked, refused = _page_query(dict(request.query_params))
     values = {"data": list_runs(ctx, asked), "latency": _latency, "money": _money}
     values["count"] = format_count  # items as runs list and the run page say them: 3 of 8
+    values["page_size"] = PAGE  # the default limit, which the page's links leave out
     error = "; ".join(refused) if refused else None
     return ctx.render(request, "runs.html", 422 if refused else 200, error=error, **values)
 

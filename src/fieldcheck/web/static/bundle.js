@@ -63,7 +63,7 @@
       first.className = "key";
       const link = document.createElement("a");
       link.href = row.href;
-      link.textContent = row.key;
+      link.textContent = row.shown;
       first.append(link);
       tr.append(first);
       data.columns.slice(1).forEach((c, i) => {
