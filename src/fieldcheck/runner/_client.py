@@ -442,7 +442,9 @@ class ChatClient:
                 runner.stats.cache_hits += 1
                 return CallResult(**{**hit, "cached": True, "messages": list(messages)})
         result = await self._call(list(messages), params)
-        if cacheable and not result.error_type and (usable is None or usable(result.text)):
+        # an invalid_reply (no content) is the model's answer: cached, final (docs/running.md)
+        answered = result.error_type in (None, "invalid_reply")
+        if cacheable and answered and (usable is None or usable(result.text)):
             value = {**result.to_dict(), "cached": False}
             del value["messages"]
             runner.write(cached=(key, self.spec.model, value))

@@ -220,10 +220,9 @@ def in_order(
 
 
 def call_failed(item: StoredItem) -> bool:
-    """Whether a stored item ended in a failed model call (not an answer, so not finished)."""
-    return item.error_type in CALL_ERRORS or (
-        item.error_type is not None and any(c.get("error_type") for c in item.call_log)
-    )
+    """Whether a stored item ended in a failed model call (not an answer, so not finished): an
+    ``invalid_reply``, even one with no content, is the model's answer, final."""
+    return item.error_type in CALL_ERRORS
 
 
 @dataclass
