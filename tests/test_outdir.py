@@ -454,6 +454,38 @@ def test_a_model_run_stopped_by_a_usage_error_leaves_no_folder(
     assert list(out.iterdir()) == []
 
 
+def test_a_model_run_whose_endpoint_never_answers_stops_early(
+    tmp_path: Path, chat_server: Any
+) -> None:
+    """A server that takes each request and never answers: the first 3 items all time out and
+    the run stops (exit 2) naming the endpoint, as a judge's does. Timeouts did not count, so a
+    hung server held each item its whole timeout and retries: about 17 h for 2,040 records at
+    the defaults (a hostile-endpoint trial's finding)."""
+    import threading
+
+    from chat_server import Reply
+
+    release = threading.Event()
+
+    def hold(body: Any) -> Reply:
+        release.wait(60)
+        return Reply(content="late")
+
+    server = chat_server(hold)
+    args = _model_run("json", tmp_path, server.base_url, tmp_path / "out")
+    try:
+        result = _invoke(*args, "--timeout", "0.3", "--max-retries", "0", "--concurrency", "1")
+    finally:
+        release.set()
+    assert result.exit_code == 2, result.output
+    assert (
+        f"error: stopped: the first 3 items of m all failed with timeout at {server.base_url} "
+        f"({server.base_url}: no complete reply within 0.3 s); check --base-url, --model and "
+        "the API key (or raise --timeout)" in " ".join(result.output.split())
+    )
+    assert not (tmp_path / "out").exists()
+
+
 def test_a_continued_folder_stopped_by_a_usage_error_is_left_as_found(
     tmp_path: Path, chat_server: Any
 ) -> None:

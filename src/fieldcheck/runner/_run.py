@@ -236,8 +236,9 @@ _UNIT: contextvars.ContextVar[_Unit | None] = contextvars.ContextVar(
 
 
 # Error types that mean the endpoint cannot answer at all (nothing listening, wrong URL, model or
-# key): when the first ABORT_AFTER items of a run all end so, the run stops.
-UNREACHABLE = frozenset({"connection", "bad_request", "bad_response"})
+# key, a server that takes the request and never answers): when the first ABORT_AFTER items of a
+# run (or calls of a judge) all end so, it stops.
+UNREACHABLE = frozenset({"connection", "bad_request", "bad_response", "timeout"})
 ABORT_AFTER = 3
 
 
@@ -260,6 +261,7 @@ class RunAborted(UsageProblem):
             f"with {error_type} at {handle.client.spec.endpoint}"
             + (f" ({last})" if last else "")
             + "; check --base-url, --model and the API key"
+            + (" (or raise --timeout)" if error_type == "timeout" else "")
         )
 
 
