@@ -82,7 +82,9 @@ def test_a_200_that_is_not_a_chat_completion_is_a_bad_response(
 @pytest.mark.parametrize(
     ("status", "error_type"), [(400, "bad_request"), (429, "rate_limited"), (500, "server_error")]
 )
-def test_an_error_status_names_the_endpoint(chat_server: Start, status: int, error_type: str) -> None:
+def test_an_error_status_names_the_endpoint(
+    chat_server: Start, status: int, error_type: str
+) -> None:
     """docs/running.md: "Errors name the endpoint"; a 400, 429 or 500 gave the SDK's text alone,
     so with several endpoints an item's error did not say which failed (a hostile-endpoint
     trial's finding)."""
