@@ -250,9 +250,10 @@ def test_a_ctrl_c_says_what_was_written_and_where_the_unfinished_folder_is(
     assert stopped.value.exit_code == 130
     tail = ", which calls every model again: --no-cache kept no reply" if no_cache else ""
     # every file the folder holds (run.json and the plot too, not only what went through
-    # ``atomic``: the line under-reported), and the expected file not finished
+    # ``atomic``: the line under-reported), and the expected file not finished, named once
+    # (it was among the files written too: a hostile-endpoint trial's finding)
     assert capsys.readouterr().err.strip() == (
-        f"interrupted: 4 files (a.txt, b.txt, m/plot.png, run.json) in {out}{PARTIAL}; not "
+        f"interrupted: 3 files (a.txt, m/plot.png, run.json) in {out}{PARTIAL}; not "
         f"finished: b.txt (run.json says complete: false); the same command with --out {out} "
         f"continues it{tail}"
     )
@@ -451,6 +452,38 @@ def test_a_model_run_stopped_by_a_usage_error_leaves_no_folder(
     assert again.exit_code == 2, again.output
     assert sorted(p.name for p in (tmp_path / "new").iterdir()) == ["out"]
     assert list(out.iterdir()) == []
+
+
+def test_a_model_run_whose_endpoint_never_answers_stops_early(
+    tmp_path: Path, chat_server: Any
+) -> None:
+    """A server that takes each request and never answers: the first 3 items all time out and
+    the run stops (exit 2) naming the endpoint, as a judge's does. Timeouts did not count, so a
+    hung server held each item its whole timeout and retries: about 17 h for 2,040 records at
+    the defaults (a hostile-endpoint trial's finding)."""
+    import threading
+
+    from chat_server import Reply
+
+    release = threading.Event()
+
+    def hold(body: Any) -> Reply:
+        release.wait(60)
+        return Reply(content="late")
+
+    server = chat_server(hold)
+    args = _model_run("json", tmp_path, server.base_url, tmp_path / "out")
+    try:
+        result = _invoke(*args, "--timeout", "0.3", "--max-retries", "0", "--concurrency", "1")
+    finally:
+        release.set()
+    assert result.exit_code == 2, result.output
+    assert (
+        f"error: stopped: the first 3 items of m all failed with timeout at {server.base_url} "
+        f"({server.base_url}: no complete reply within 0.3 s); check --base-url, --model and "
+        "the API key (or raise --timeout)" in " ".join(result.output.split())
+    )
+    assert not (tmp_path / "out").exists()
 
 
 def test_a_continued_folder_stopped_by_a_usage_error_is_left_as_found(

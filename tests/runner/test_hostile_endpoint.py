@@ -61,6 +61,7 @@ NO_CACHE = RunnerSettings(use_cache=False, max_retries=3)
             Reply(content="x", fields={"choices": [{"message": {"content": 7}}]}),
             "'choices[0].message.content' is a number, not a string",
         ),
+        (Reply(body=b'{"id": "x", "object": "chat.completion"}'), "'choices' is missing"),
         (Reply(body=b"[1, 2]"), "is a list, not a chat completion object"),
         (Reply(body=b"[" * 100_000 + b"]" * 100_000), "not JSON"),  # too deep to parse
     ],
@@ -76,6 +77,23 @@ def test_a_200_that_is_not_a_chat_completion_is_a_bad_response(
     assert (result.error_type, result.attempts, result.text) == ("bad_response", 1, None)
     assert result.error_message is not None and message in result.error_message
     assert len(server.chat_requests) == 1  # never retried
+
+
+@pytest.mark.parametrize(
+    ("status", "error_type"), [(400, "bad_request"), (429, "rate_limited"), (500, "server_error")]
+)
+def test_an_error_status_names_the_endpoint(
+    chat_server: Start, status: int, error_type: str
+) -> None:
+    """docs/running.md: "Errors name the endpoint"; a 400, 429 or 500 gave the SDK's text alone,
+    so with several endpoints an item's error did not say which failed (a hostile-endpoint
+    trial's finding)."""
+    server = chat_server(lambda req: Reply(status=status))
+    result = _ask(RunnerSettings(use_cache=False, max_retries=0), server)
+    assert result.error_type == error_type
+    assert result.error_message is not None
+    assert result.error_message.startswith(f"{server.base_url}: ")
+    assert f"Error code: {status}" in result.error_message
 
 
 # item 8: token counts that are not counts

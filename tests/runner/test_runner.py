@@ -994,6 +994,50 @@ def test_an_interrupt_after_a_finished_model_says_what_a_resume_calls_again(
     assert line.startswith(listed + note + "; resume with: ")
 
 
+def test_a_ctrl_c_line_counts_what_a_resume_asks_again_of_a_finished_model(
+    chat_server: Start, tmp_path: Path
+) -> None:
+    """Model a finished with a 500 on x (y built on it), then b is interrupted: the line says the
+    resume asks a's 2 items again, not that it resumes a "with no call" (a hostile-endpoint
+    trial's finding: that resume made 225 calls)."""
+    from rich.console import Console
+
+    from fieldcheck.runner import RunInterrupted, in_order
+
+    server = chat_server(lambda req: Reply(status=500) if user_text(req) == "x" else "ok")
+    dataset = tmp_path / "d.jsonl"
+    dataset.write_text("x\n")
+    quiet = Console(file=open(os.devnull, "w"))  # noqa: SIM115 - the run lines are not asserted
+    runner = Runner(RunnerSettings(max_retries=0), store=Store())
+
+    async def ask(item: str, _: Any, client: Any) -> Any:
+        r = await client.complete([{"role": "user", "content": item}])
+        return {"text": r.text}, r.error_type, [r]
+
+    async def interrupted(unit: Any, handle: RunHandle) -> None:
+        raise asyncio.CancelledError  # as Ctrl-C cancels the main task mid-run
+
+    async def go() -> None:
+        try:
+            for name, work in (("a", in_order(str, ask)), ("b", interrupted)):
+                spec = ModelSpec(name=name, model=f"scripted-{name}", base_url=server.base_url)
+                run_spec = RunSpec(system="test", task="echo", dataset=dataset, model=spec)
+                await run_task(
+                    runner, run_spec, [["x", "y"], ["z"]], work, total_items=3, console=quiet,
+                    show_progress=False,
+                )  # fmt: skip
+        finally:
+            await runner.aclose()
+
+    with pytest.raises(RunInterrupted) as caught:
+        asyncio.run(go())
+    a = runner.runs[0]
+    assert (
+        f"a (run {a.id}) had finished its calls, and the command below resumes it asking again "
+        "only 2 items (a failed call or one built on it); resume with:" in str(caught.value)
+    )
+
+
 def test_a_key_echoed_in_a_reply_is_masked_before_anything_keeps_it(
     chat_server: Start, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -837,6 +837,70 @@ def test_a_resume_asks_again_a_session_whose_call_failed_not_an_invalid_reply(
     assert "A stored session error is final for its run" not in doc
 
 
+def test_the_resume_line_counts_the_later_sessions_it_asks_again(
+    chat_server: StartServer, files: dict[str, Path]
+) -> None:
+    """a/1 got a 500, a/2 ran on its unchanged memory: a resume asks both again (a/2 is built
+    on a/1), so it says 1 of 3 items finished, not 2 ("not called again" was false for a/2:
+    a hostile-endpoint trial's finding)."""
+    failing = {"I am Ann, 30.": Reply(status=500)}
+    server = chat_server(
+        lambda body: failing.get(transcript(body)) or json.dumps(REPLIES[transcript(body)])
+    )
+    result = invoke(files, server.base_url, "--model", "m", "--max-retries", "0")
+    assert result.exit_code == 3, result.output
+    run_id = json.loads((files["out"] / "runs.json").read_text())["runs"]["m"]["run_id"]
+    store = Store()
+    store.set_status(run_id, "interrupted")  # as Ctrl-C leaves it
+    store.close()
+    failing.clear()
+    asked = len(server.chat_requests)
+    again = invoke(files, server.base_url, "--model", "m", out=files["out"].parent / "b")
+    assert again.exit_code == 0, again.output
+    said = flat(again.output)
+    assert "): 1 of 3 items already finished are not called again" in said
+    assert f"m: run {run_id} finished: 3 items (1 resumed); 2 calls" in said
+    assert [transcript(b) for b in server.chat_requests[asked:]] == [
+        "I am Ann, 30.",
+        "I moved to Oslo.",
+    ]
+
+
+def test_a_reply_with_no_content_is_final_cached_and_never_asked_again(
+    chat_server: StartServer, files: dict[str, Path], tmp_path: Path
+) -> None:
+    """A 200 with `choices: []` is the model's invalid_reply, final: the same command again
+    makes no call and gives the same scores, and a resume does not ask it again. It was not
+    cached and counted as a call error on resume, so reruns called it again and the same command
+    gave other scores (a hostile-endpoint trial's finding)."""
+    empty = {"I like chess."}
+    server = chat_server(
+        lambda body: (
+            Reply(no_choices=True)
+            if transcript(body) in empty
+            else json.dumps(REPLIES[transcript(body)])
+        )
+    )
+    first = invoke(files, server.base_url, "--model", "m")
+    assert first.exit_code == 0, first.output
+    errors = read_jsonl(files["out"] / "session_errors.jsonl")
+    assert [(e["user"], e["error_type"]) for e in errors] == [("b", "invalid_reply")]
+    run_id = json.loads((files["out"] / "runs.json").read_text())["runs"]["m"]["run_id"]
+    asked = len(server.chat_requests)
+    empty.clear()  # asked again, the model would now answer
+    again = invoke(files, server.base_url, "--model", "m", out=tmp_path / "again")
+    assert "3 calls, all answered from the cache; errors: invalid_reply 1" in flat(again.output)
+    assert len(server.chat_requests) == asked
+    assert read_jsonl(tmp_path / "again" / "session_errors.jsonl") == errors
+    store = Store()
+    store.set_status(run_id, "interrupted")  # as Ctrl-C leaves it
+    store.close()
+    resumed = invoke(files, server.base_url, "--model", "m", out=tmp_path / "resumed")
+    assert "3 of 3 items already finished are not called again" in flat(resumed.output)
+    assert len(server.chat_requests) == asked
+    assert read_jsonl(tmp_path / "resumed" / "session_errors.jsonl") == errors
+
+
 def test_a_ctrl_c_while_scoring_says_what_is_left_and_the_same_command_finishes_it(
     chat_server: StartServer, files: dict[str, Path]
 ) -> None:

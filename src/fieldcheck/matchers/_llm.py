@@ -212,8 +212,8 @@ class LLMJudge:
         distinct = list(dict.fromkeys(pairs))
         runner = self._runner()
         client = runner.client(self._spec, api_key=self._api_key)
-        # the runner's early stop for an endpoint that cannot answer, a judge's timeouts counted
-        # too (a judge that never answers held each call its deadline): when the first calls
+        # the runner's early stop for an endpoint that cannot answer, timeouts counted (a judge
+        # that never answers held each call its deadline): when the first calls
         # to finish all failed so, the calls still waiting for a free slot are not made
         gate = asyncio.Semaphore(self.max_concurrency)
         first: list[str | None] = []  # the error types of the first calls to finish
@@ -228,7 +228,7 @@ class LLMJudge:
                 )
                 if len(first) < ABORT_AFTER and not reply.cached:
                     first.append(reply.error_type)
-                    if len(first) == ABORT_AFTER and all(t in _DEAD for t in first):
+                    if len(first) == ABORT_AFTER and all(t in UNREACHABLE for t in first):
                         stopped.append(
                             f"judge_error: not asked: the first {ABORT_AFTER} judge calls all "
                             f"failed ({', '.join(sorted(set(map(str, first))))}) at "
@@ -270,10 +270,6 @@ def _is_score(text: str | None) -> bool:
     except JudgeReplyError:
         return False
     return True
-
-
-_DEAD = UNREACHABLE | {"timeout"}
-"""A judge call's errors that count toward the early stop: the runner's, and a timeout."""
 
 
 def _similarity(reply: CallResult | str) -> Similarity:

@@ -543,13 +543,14 @@ class RunFolder:
         ``note`` says what going on costs."""
         state = self._state
         where = state.dest if state.done else state.temp
-        held = _files(where)
+        missing = [] if state.done else [n for n in state.expected if n not in state.written]
+        # a file being written when the Ctrl-C came is named once, as not finished
+        held = [f for f in _files(where) if not any(f"{f}/".startswith(f"{m}/") for m in missing)]
         text = f"interrupted: {len(held)} file{'' if len(held) == 1 else 's'}"
         text += f" ({_some(held)})" if held else ""
         text += f" in {where}"
         if state.done:
             return text + " (complete)"
-        missing = [n for n in state.expected if n not in state.written]
         text += f"; not finished: {_some(missing)}" if missing else ""
         if state.info is None:
             return text + f" (run the command again{note})"

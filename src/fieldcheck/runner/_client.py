@@ -347,7 +347,8 @@ def read_completion(body: bytes, content_type: str = "") -> Completion:
     text = None
     truncated = False
     if not isinstance(choices, list):
-        raise InvalidReply(f"'choices' is {_kind(choices)}, not a list")
+        kind = f"{_kind(choices)}, not a list" if "choices" in data else "missing"
+        raise InvalidReply(f"'choices' is {kind}")
     if not choices:
         problem = "the reply has no message content ('choices' is empty)"
     elif not isinstance(choices[0], dict):
@@ -442,7 +443,9 @@ class ChatClient:
                 runner.stats.cache_hits += 1
                 return CallResult(**{**hit, "cached": True, "messages": list(messages)})
         result = await self._call(list(messages), params)
-        if cacheable and not result.error_type and (usable is None or usable(result.text)):
+        # an invalid_reply (no content) is the model's answer: cached, final (docs/running.md)
+        answered = result.error_type in (None, "invalid_reply")
+        if cacheable and answered and (usable is None or usable(result.text)):
             value = {**result.to_dict(), "cached": False}
             del value["messages"]
             runner.write(cached=(key, self.spec.model, value))
@@ -527,13 +530,13 @@ class ChatClient:
                 "followed, so the prompt goes nowhere else (give the final URL as "
                 f"{self._runner.settings.base_url_option})"
             )
-        elif isinstance(exc, openai.APIConnectionError | openai.APITimeoutError):
-            text = f"{self.spec.endpoint}: {text}"
         elif status in (404, 405):
             option = self._runner.settings.base_url_option
             text = f"{self.spec.endpoint}/chat/completions: {text} (does {option} end in /v1?)"
         elif status in (401, 403):
             text = f"{self.spec.endpoint}: {text} (is the API key set?)"
+        else:  # every error names the endpoint (docs/running.md)
+            text = f"{self.spec.endpoint}: {text}"
         return self._hidden(text)
 
     def _hidden(self, text: str) -> str:

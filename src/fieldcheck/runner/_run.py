@@ -14,7 +14,7 @@ from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar, cast
 
 from rich.console import Console
 from rich.progress import (
@@ -69,14 +69,25 @@ class RunSpec:
 class RunHandle:
     """A run in progress: read finished items (resume) and save new ones."""
 
-    def __init__(self, runner: Runner, run_id: str, resumed: bool, client: ChatClient) -> None:
+    def __init__(
+        self,
+        runner: Runner,
+        run_id: str,
+        resumed: bool,
+        client: ChatClient,
+        units: Sequence[Sequence[str]] = (),
+    ) -> None:
         self.runner = runner
         self.id = run_id
         self.resumed = resumed
         self.client = client
+        self._units = units  # the keys of each unit, in order (``in_order``'s work)
         stored = runner.use_store(lambda store: store.journal(run_id)) or []
-        # an item whose call failed is not finished: it runs again and its row is replaced
-        self._done: dict[str, StoredItem] = {i.key: i for i in stored if not call_failed(i)}
+        self._done: dict[str, StoredItem] = {i.key: i for i in stored}
+        # an item whose call failed is not finished, nor one built on it: they run again and
+        # their rows are replaced
+        kept = self.resumable()
+        self._done = {k: i for k, i in self._done.items() if k in kept}
         self._in_store = {i.key for i in stored}  # rows a new save of the same key replaces
         self._next_seq = max((i.seq for i in stored), default=-1) + 1
         self.resumed_items = len(self._done)
@@ -159,10 +170,14 @@ class RunHandle:
         """Finished items with a call whose token counts are estimated (no usable ``usage``)."""
         return self._with_call("tokens_estimated")
 
-    @property
-    def call_errors(self) -> int:
-        """Items saved with a failed call: stored, not finished (a resume asks them again)."""
-        return sum(1 for i in self._done.values() if call_failed(i))
+    def resumable(self) -> set[str]:
+        """The items a resume reads back, never asking them: every saved item but those whose
+        call failed and the later items of their unit (built on them)."""
+        done = {k for k, i in self._done.items() if not call_failed(i)}
+        for keys in self._units:
+            cut = next((n for n, k in enumerate(keys) if k not in done), len(keys))
+            done.difference_update(keys[cut:])
+        return done
 
     @property
     def truncated(self) -> int:
@@ -199,31 +214,37 @@ Asked = tuple[dict[str, Any], str | None, list[CallResult]]
 def in_order(
     key: Callable[[T], str],
     ask: Callable[[T, list[dict[str, Any]], ChatClient], Awaitable[Asked]],
-) -> Callable[[Sequence[T], RunHandle], Awaitable[None]]:
+) -> InOrder[T]:
     """``run_task``'s work for units of items asked in order: ``ask(item, earlier results,
     client)``, its item saved; an item finished in an earlier run is read back, never asked."""
+    return InOrder(key, ask)
 
-    async def work(items: Sequence[T], handle: RunHandle) -> None:
+
+@dataclass(frozen=True)
+class InOrder(Generic[T]):
+    """``in_order``'s work; ``run_task`` reads each unit's keys (what a resume asks again)."""
+
+    key: Callable[[T], str]
+    ask: Callable[[T, list[dict[str, Any]], ChatClient], Awaitable[Asked]]
+
+    async def __call__(self, items: Sequence[T], handle: RunHandle) -> None:
         earlier: list[dict[str, Any]] = []
         for item in items:
-            result = handle.result(key(item))
+            result = handle.result(self.key(item))
             if result is None:
-                result, error_type, log = await ask(item, earlier, handle.client)
+                result, error_type, log = await self.ask(item, earlier, handle.client)
                 # a result that says its latency (numeric's, rounded) is saved with it
                 latency_s = result.get("latency_s")
                 handle.save(
-                    key(item), result, error_type=error_type, latency_s=latency_s, call_log=log
+                    self.key(item), result, error_type=error_type, latency_s=latency_s, call_log=log
                 )
             earlier.append(result)
 
-    return work
-
 
 def call_failed(item: StoredItem) -> bool:
-    """Whether a stored item ended in a failed model call (not an answer, so not finished)."""
-    return item.error_type in CALL_ERRORS or (
-        item.error_type is not None and any(c.get("error_type") for c in item.call_log)
-    )
+    """Whether a stored item ended in a failed model call (not an answer, so not finished): an
+    ``invalid_reply``, even one with no content, is the model's answer, final."""
+    return item.error_type in CALL_ERRORS
 
 
 @dataclass
@@ -237,8 +258,9 @@ _UNIT: contextvars.ContextVar[_Unit | None] = contextvars.ContextVar(
 
 
 # Error types that mean the endpoint cannot answer at all (nothing listening, wrong URL, model or
-# key): when the first ABORT_AFTER items of a run all end so, the run stops.
-UNREACHABLE = frozenset({"connection", "bad_request", "bad_response"})
+# key, a server that takes the request and never answers): when the first ABORT_AFTER items of a
+# run (or calls of a judge) all end so, it stops.
+UNREACHABLE = frozenset({"connection", "bad_request", "bad_response", "timeout"})
 ABORT_AFTER = 3
 
 
@@ -261,6 +283,7 @@ class RunAborted(UsageProblem):
             f"with {error_type} at {handle.client.spec.endpoint}"
             + (f" ({last})" if last else "")
             + "; check --base-url, --model and the API key"
+            + (" (or raise --timeout)" if error_type == "timeout" else "")
         )
 
 
@@ -270,8 +293,9 @@ class RunInterrupted(Exception):
 
     def __init__(self, handle: RunHandle, total: int) -> None:
         exit_without_collecting()
-        failed = handle.call_errors
-        done = handle.done - failed
+        done = len(handle.resumable())
+        failed = handle.done - done  # stored, asked again: a call error or built on one
+        built = failed - sum(call_failed(i) for i in handle.items())
         others = [h for h in handle.runner.runs if h.finished]
         if handle.runner.store is None:  # --no-store, or no usable store: nothing to resume
             again = f"all {_plural(total, 'item')}"
@@ -285,7 +309,8 @@ class RunInterrupted(Exception):
             return
         # "finished" as the resume counts it: items with a call error are asked again
         asked = (
-            f", {_plural(failed, 'more item')} with a call error, asked again on resume"
+            f", {_plural(failed, 'more item')} with a call error"
+            f"{' or built on one' if built else ''}, asked again on resume"
             if failed
             else ""
         )
@@ -313,17 +338,22 @@ def _plural(n: int, noun: str) -> str:
 
 def finished_note(finished: Sequence[RunHandle], *, named: bool = True) -> str:
     """What a resume does with the models this command had finished: takes their runs up again
-    with no call. ``named``: say which runs (not when the line lists them already)."""
+    with no call, but for the items whose call failed (and those built on them). ``named``: say
+    which runs (not when the line lists them already)."""
     if not finished:
         return ""
+    again = sum(h.done - len(h.resumable()) for h in finished)
+    how = "with no call"
+    if again:
+        how = f"asking again only {_plural(again, 'item')} (a failed call or one built on it)"
     if not named:
         names = ", ".join(h.client.spec.name for h in finished)
-        return f"; the command below resumes {names} with no call"
+        return f"; the command below resumes {names} {how}"
     runs = ", ".join(f"{h.client.spec.name} (run {h.id})" for h in finished)
     done, it = (
         ("had finished its", "it") if len(finished) == 1 else ("had all finished their", "them")
     )
-    return f"; {runs} {done} calls, and the command below resumes {it} with no call"
+    return f"; {runs} {done} calls, and the command below resumes {it} {how}"
 
 
 def interrupted_line(runner: Runner) -> str | None:
@@ -335,7 +365,7 @@ def interrupted_line(runner: Runner) -> str | None:
     parts = []
     for h in runner.runs:
         _set_status(runner, h.id, "interrupted")
-        state = "finished" if h.finished else f"{_plural(h.done - h.call_errors, 'item')} finished"
+        state = "finished" if h.finished else f"{_plural(len(h.resumable()), 'item')} finished"
         parts.append(
             f"{h.client.spec.name} ({state})"
             if runner.store is None
@@ -429,7 +459,12 @@ async def run_task(
     )
     # without a store the run lives in this process only: an id, nothing stored
     run_id, resumed = (opened[0].id, opened[1]) if opened else (uuid.uuid4().hex[:12], False)
-    handle = RunHandle(runner, run_id, resumed, runner.client(spec.model))
+    keys = (
+        [list(map(work.key, cast(Sequence[Any], u))) for u in units]
+        if isinstance(work, InOrder)
+        else []
+    )
+    handle = RunHandle(runner, run_id, resumed, runner.client(spec.model), keys)
     runner.runs.append(handle)
     if opened and not resumed:
         other = runner.use_store(lambda store: store.unresumed_run(opened[0]))
