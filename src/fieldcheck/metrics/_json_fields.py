@@ -489,28 +489,30 @@ def _flatten(value: Mapping[str, Any]) -> tuple[dict[str, Any], set[str | bytes]
     while walking: a key holding dots is no subtree, and a long key costs its length once."""
     out: dict[str, Any] = {}
     subtrees: set[str | bytes] = set()
-
-    def walk(node: Any, path: _Path) -> None:
-        if isinstance(node, Mapping) and node:
-            parts: Iterable[tuple[str, Any]] = ((f".{k}", child) for k, child in node.items())
-        elif isinstance(node, list | tuple) and node:
-            parts = ((f"[{i}]", child) for i, child in enumerate(node))
-        else:
-            leaf = path.leaf()
-            if leaf in out:
-                logger.warning("flatten: path %r occurs twice; keeping the first value", leaf)
-            else:
-                out[leaf] = node
-            return
-        subtrees.add(path.key())
-        for part, child in parts:
-            saved = path.push(part)
-            walk(child, path)
-            path.pop(saved)
-
     for key, child in value.items():
-        walk(child, _Path(str(key)))
+        _walk(child, _Path(str(key)), out, subtrees)
     return out, subtrees
+
+
+def _walk(node: Any, path: _Path, out: dict[str, Any], subtrees: set[str | bytes]) -> None:
+    """``_flatten``'s step: a function of the module, not a closure calling itself (a cycle that
+    kept each record's flat values until a collection: pool workers run without one)."""
+    if isinstance(node, Mapping) and node:
+        parts: Iterable[tuple[str, Any]] = ((f".{k}", child) for k, child in node.items())
+    elif isinstance(node, list | tuple) and node:
+        parts = ((f"[{i}]", child) for i, child in enumerate(node))
+    else:
+        leaf = path.leaf()
+        if leaf in out:
+            logger.warning("flatten: path %r occurs twice; keeping the first value", leaf)
+        else:
+            out[leaf] = node
+        return
+    subtrees.add(path.key())
+    for part, child in parts:
+        saved = path.push(part)
+        _walk(child, path, out, subtrees)
+        path.pop(saved)
 
 
 def flatten_pair(
