@@ -8,6 +8,7 @@ import hashlib
 import json
 import logging
 import math
+import operator
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from decimal import Decimal
@@ -235,10 +236,11 @@ def is_email_text(text: str) -> bool:
 def is_number_text(text: str) -> bool:
     """True for a string that writes a number: ``42``, ``-3.5``, ``1e6``, ``1,200.50``, ``$99``, ``12%``."""
     s = text.strip()
-    return bool(s) and any(c.isdigit() for c in s) and bool(_NUMBER_TEXT.match(s))
+    return bool(_NUMBER_TEXT.match(s)) and any(c.isdigit() for c in s)
 
 
 _CODE = re.compile(r"[A-Z][A-Z0-9_./#:-]*[A-Z0-9]")
+_WORD = re.compile(r"\S+")  # a word of ``str.split()`` (the same spaces)
 IDENTIFIER_MAX_CHARS = 64
 
 
@@ -247,9 +249,10 @@ def is_identifier_text(text: str) -> bool:
     ``N/A``), or tokens of digits, capitals and signs with a digit (``+1 555-0100``,
     ``USD 1,200.50``): embeddings read such strings as near-synonyms, so they are EXACT (issue 9;
     docs/json.md "Strategies")."""
-    tokens = text.split()
-    if len(tokens) != 1:
-        return any(c.isdigit() for c in text) and all(map(_code_token, tokens))
+    tokens = text.split(maxsplit=1)
+    if len(tokens) != 1:  # words read up to the first that is not a code's (a long text: one)
+        words = map(operator.itemgetter(0), _WORD.finditer(text))
+        return all(map(_code_token, words)) and any(c.isdigit() for c in text)
     s = tokens[0]
     if any(c.isdigit() for c in s):
         return True
@@ -268,7 +271,7 @@ def _code_token(token: str) -> bool:
 def is_quantity_text(text: str) -> bool:
     """A number and a word for its unit (``1.2 kg``, ``30 days``): a number as the spec's
     auto-detection means it (``1.2 kg`` / ``2.1 kg`` are 0.97 alike as text)."""
-    tokens = text.split()
+    tokens = text.split(maxsplit=2)  # not every word of a long text (a copy of each)
     return len(tokens) == 2 and tokens[1].isalpha() and is_number_text(tokens[0])
 
 
