@@ -138,3 +138,48 @@ def test_semantic_reads_a_long_value_to_its_first_ten_thousand_characters(
     assert same.score == 1.0
     shifted = _encode(model, [("x" + long)[:LONG_TEXT_CHARS]], 64)[0]
     assert apart.score == float(np.dot(shifted, under[head])) < 1.0
+
+
+def test_a_long_texts_type_and_3_grams_are_read_without_a_copy_per_word() -> None:
+    # a 40 MB record took 1.4 GB (the API's and json batch's, a trial): auto-detection split the
+    # whole text into words twice, and the 3-grams were built and counted through temporaries
+    import tracemalloc
+
+    from fieldcheck.matchers._fuzzy import _counted, _trigrams
+    from fieldcheck.metrics import detect_value_type
+
+    text = "lorem ipsum " * 100_000
+    tracemalloc.start()
+    try:
+        kind = detect_value_type(text)
+        detected = tracemalloc.get_traced_memory()[1]
+        tracemalloc.reset_peak()
+        grams, counts = _counted(_trigrams(text))
+        counted = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert kind == "text" and detected < 2 * len(text)  # 10 bytes a character before
+    # one 8-byte gram a character, its codes and a mask (24 bytes a character before)
+    assert counted < 16 * len(text)
+    expected = np.unique(_trigrams(text), return_counts=True)
+    assert np.array_equal(grams, expected[0]) and np.array_equal(counts, expected[1])
+
+
+def test_semantic_values_alike_in_what_is_read_need_no_model(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # their FUZZY similarity: loading the model for its tokenizer cost the scoring ~500 MB
+    from fieldcheck.matchers import _semantic
+
+    def no_model(*_: Any) -> Any:
+        raise AssertionError("the model was loaded")
+
+    class Embedded(SemanticMatcher):
+        def embed(self, texts: Any, **_: Any) -> dict[str, np.ndarray]:
+            unit = np.ones(4, np.float32) / 2
+            return {t: unit for t in texts}  # every head alike
+
+    monkeypatch.setattr(_semantic, "load_model", no_model)
+    long = "the shipment left on time " * 500
+    (sim,) = Embedded().similarities([long + " late"], [long + " lost"])
+    assert sim.score == fuzzy_similarity(long + " late", long + " lost") < 1.0

@@ -25,13 +25,24 @@ def _trigrams(text: str) -> np.ndarray:
     """Every 3-gram of ``text`` as one integer (three 21-bit code points), a 1- or 2-character
     text as its single short gram."""
     codes = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
-    codes = codes.astype(np.uint64)
     if len(codes) < 3:
         gram = 0
         for c in codes.tolist():
             gram = (gram << 21) | c
         return np.array([gram | (1 << 63)], dtype=np.uint64)  # never equal to a full 3-gram
-    return (codes[:-2] << np.uint64(42)) | (codes[1:-1] << np.uint64(21)) | codes[2:]
+    # built in place, one array of 8 bytes a gram (a 20 MB text took 700 MB in temporaries)
+    grams = codes[:-2].astype(np.uint64)
+    for shifted in (codes[1:-1], codes[2:]):
+        grams <<= np.uint64(21)
+        grams |= shifted
+    return grams
+
+
+def _counted(grams: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(grams, return_counts=True)``, sorting ``grams`` in place (no copy)."""
+    grams.sort()
+    starts = np.flatnonzero(np.concatenate(([True], grams[1:] != grams[:-1])))
+    return grams[starts], np.diff(starts, append=len(grams))
 
 
 def long_value_similarity(a: str, b: str) -> float:
@@ -39,8 +50,8 @@ def long_value_similarity(a: str, b: str) -> float:
     3-gram multisets, words sorted (docs/json.md "Long values")."""
     x = _trigrams(" ".join(sorted(a.split())))
     y = _trigrams(" ".join(sorted(b.split())))
-    ux, cx = np.unique(x, return_counts=True)
-    uy, cy = np.unique(y, return_counts=True)
+    ux, cx = _counted(x)
+    uy, cy = _counted(y)
     _, ix, iy = np.intersect1d(ux, uy, assume_unique=True, return_indices=True)
     common = int(np.minimum(cx[ix], cy[iy]).sum())
     return 2.0 * common / (len(x) + len(y))

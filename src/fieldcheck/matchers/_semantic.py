@@ -210,9 +210,15 @@ class SemanticMatcher:
             1.0 if p == r else float(np.dot(vectors[p], vectors[r]))
             for p, r in zip(predictions, references, strict=True)
         ]
-        alike = [
-            i for i, c in enumerate(cosines) if c > 1 - 1e-6 and predictions[i] != references[i]
-        ]
+        alike: list[int] = []
+        for i, c in enumerate(cosines):
+            p, r = predictions[i], references[i]
+            if c <= 1 - 1e-6 or p == r:
+                continue
+            if p[:LONG_TEXT_CHARS] == r[:LONG_TEXT_CHARS]:  # they differ past what is read
+                cosines[i] = fuzzy_similarity(p, r)
+            else:
+                alike.append(i)
         if alike:  # rare: read again only these pairs' word pieces (of what was embedded)
             tokenizer = load_model(self.model_path).tokenizer
             ids = tokenizer(
@@ -224,10 +230,7 @@ class SemanticMatcher:
             )["input_ids"]
             for n, i in enumerate(alike):
                 a, b = ids[2 * n], ids[2 * n + 1]
-                p, r = predictions[i], references[i]
-                if p[:LONG_TEXT_CHARS] == r[:LONG_TEXT_CHARS]:  # they differ past what is read
-                    cosines[i] = fuzzy_similarity(p, r)
-                elif a == b and tokenizer.unk_token_id in a:  # not a case or accent it drops
+                if a == b and tokenizer.unk_token_id in a:  # not a case or accent it drops
                     cosines[i] = fuzzy_similarity(predictions[i], references[i])
                 elif a == b:  # read alike: 1.0, not the 0.9999998 a float32 dot can give
                     cosines[i] = 1.0

@@ -8,6 +8,7 @@ import hashlib
 import json
 import logging
 import math
+import operator
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from decimal import Decimal
@@ -233,10 +234,11 @@ def is_email_text(text: str) -> bool:
 def is_number_text(text: str) -> bool:
     """True for a string that writes a number: ``42``, ``-3.5``, ``1e6``, ``1,200.50``, ``$99``, ``12%``."""
     s = text.strip()
-    return bool(s) and any(c.isdigit() for c in s) and bool(_NUMBER_TEXT.match(s))
+    return bool(_NUMBER_TEXT.match(s)) and any(c.isdigit() for c in s)
 
 
 _CODE = re.compile(r"[A-Z][A-Z0-9_./#:-]*[A-Z0-9]")
+_WORD = re.compile(r"\S+")  # a word of ``str.split()`` (the same spaces)
 IDENTIFIER_MAX_CHARS = 64
 
 
@@ -245,9 +247,10 @@ def is_identifier_text(text: str) -> bool:
     ``N/A``), or tokens of digits, capitals and signs with a digit (``+1 555-0100``,
     ``USD 1,200.50``): embeddings read such strings as near-synonyms, so they are EXACT (issue 9;
     docs/json.md "Strategies")."""
-    tokens = text.split()
-    if len(tokens) != 1:
-        return any(c.isdigit() for c in text) and all(map(_code_token, tokens))
+    tokens = text.split(maxsplit=1)
+    if len(tokens) != 1:  # words read up to the first that is not a code's (a long text: one)
+        words = map(operator.itemgetter(0), _WORD.finditer(text))
+        return all(map(_code_token, words)) and any(c.isdigit() for c in text)
     s = tokens[0]
     if any(c.isdigit() for c in s):
         return True
@@ -266,7 +269,7 @@ def _code_token(token: str) -> bool:
 def is_quantity_text(text: str) -> bool:
     """A number and a word for its unit (``1.2 kg``, ``30 days``): a number as the spec's
     auto-detection means it (``1.2 kg`` / ``2.1 kg`` are 0.97 alike as text)."""
-    tokens = text.split()
+    tokens = text.split(maxsplit=2)  # not every word of a long text (a copy of each)
     return len(tokens) == 2 and tokens[1].isalpha() and is_number_text(tokens[0])
 
 
@@ -487,28 +490,30 @@ def _flatten(value: Mapping[str, Any]) -> tuple[dict[str, Any], set[str | bytes]
     while walking: a key holding dots is no subtree, and a long key costs its length once."""
     out: dict[str, Any] = {}
     subtrees: set[str | bytes] = set()
-
-    def walk(node: Any, path: _Path) -> None:
-        if isinstance(node, Mapping) and node:
-            parts: Iterable[tuple[str, Any]] = ((f".{k}", child) for k, child in node.items())
-        elif isinstance(node, list | tuple) and node:
-            parts = ((f"[{i}]", child) for i, child in enumerate(node))
-        else:
-            leaf = path.leaf()
-            if leaf in out:
-                logger.warning("flatten: path %r occurs twice; keeping the first value", leaf)
-            else:
-                out[leaf] = node
-            return
-        subtrees.add(path.key())
-        for part, child in parts:
-            saved = path.push(part)
-            walk(child, path)
-            path.pop(saved)
-
     for key, child in value.items():
-        walk(child, _Path(str(key)))
+        _walk(child, _Path(str(key)), out, subtrees)
     return out, subtrees
+
+
+def _walk(node: Any, path: _Path, out: dict[str, Any], subtrees: set[str | bytes]) -> None:
+    """``_flatten``'s step: a function of the module, not a closure calling itself (a cycle that
+    kept each record's flat values until a collection: pool workers run without one)."""
+    if isinstance(node, Mapping) and node:
+        parts: Iterable[tuple[str, Any]] = ((f".{k}", child) for k, child in node.items())
+    elif isinstance(node, list | tuple) and node:
+        parts = ((f"[{i}]", child) for i, child in enumerate(node))
+    else:
+        leaf = path.leaf()
+        if leaf in out:
+            logger.warning("flatten: path %r occurs twice; keeping the first value", leaf)
+        else:
+            out[leaf] = node
+        return
+    subtrees.add(path.key())
+    for part, child in parts:
+        saved = path.push(part)
+        _walk(child, path, out, subtrees)
+        path.pop(saved)
 
 
 def flatten_pair(
