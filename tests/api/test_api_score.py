@@ -409,3 +409,33 @@ def test_a_strategy_for_a_nested_path_never_applied_is_said_in_every_answer(
     assert page.status_code == 200
     shown = html.unescape(page.text)
     assert f"warning: {said} (nested paths need flatten, which this page does not do)" in shown
+
+
+def test_the_api_export_names_the_upload_never_the_data_root_and_no_error_type_is_cut_mid_word(
+    serve: Serve, tmp_path: Path
+) -> None:
+    """``GET /api/runs/ID/export`` gave a bad line's item with the server's data-root path of the
+    upload (``.../fieldcheck-runs/.../inputs/batch/walk.jsonl``) and its ``error_type`` cut at 32
+    characters mid-word (``invalid JSON: unexpected end of ``; a tester's finding): the export
+    names the upload as the client sent it, and an error type is the reason's head."""
+    live = serve()
+    root = str((tmp_path / "data").resolve())
+    good = {"id": "a", "ground_truth": {"x": 1}, "output": {"x": 1}}
+    lines = (json.dumps(good) + '\n{"id": "b", "ground\n').encode()
+    with httpx.Client(base_url=live.base_url, timeout=60) as http:
+        answer = http.post(
+            "/api/score/json",
+            files={"batch": ("walk.jsonl", lines)},
+            data={"settings": json.dumps({"bootstrap": 0})},
+        )
+        assert answer.status_code == 200, answer.text
+        run_id = answer.json()["run_id"]
+        exports = [http.get(f"/api/runs/{run_id}/export?format={f}") for f in ("jsonl", "csv")]
+    rows = [json.loads(line) for line in exports[0].text.splitlines()]
+    (bad,) = [r for r in rows if r["error_type"]]
+    assert bad["error_type"] == "invalid JSON", bad
+    assert bad["result"]["error"]["file"] == "walk.jsonl", bad
+    assert bad["result"]["error"]["message"].startswith("walk.jsonl:2: invalid JSON"), bad
+    assert "walk.jsonl:2: invalid JSON" in exports[1].text
+    for export in exports:
+        assert export.status_code == 200 and root not in export.text, export.text

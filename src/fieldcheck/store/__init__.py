@@ -17,6 +17,7 @@ if TYPE_CHECKING:  # the names as type checkers and editors see them
         ItemColumns,
         Pairing,
         add_tag,
+        error_kind,
         item_value,
     )
     from fieldcheck.store._parquet import spliced
