@@ -439,3 +439,40 @@ def test_the_api_export_names_the_upload_never_the_data_root_and_no_error_type_i
     assert "walk.jsonl:2: invalid JSON" in exports[1].text
     for export in exports:
         assert export.status_code == 200 and root not in export.text, export.text
+
+
+def test_a_bad_line_of_a_slots_or_numeric_upload_is_located_in_the_answer(
+    serve: Serve, tmp_path: Path
+) -> None:
+    """A slots or numeric upload with a bad line answered ``failed: true`` and never said which
+    line (json's answer has it in ``metrics.errors``; a new-user trial's finding): the answer's
+    ``errors`` holds the CLI's ``error:`` line (file as sent, line, field), no server path."""
+    live = serve()
+    root = str((tmp_path / "data").resolve())
+    examples = Path(__file__).parents[2] / "examples"
+    gold = (examples / "slots" / "gold.synthetic.jsonl").read_bytes().splitlines(keepends=True)
+    bad = {"user": "u1", "session": "three", "topic": "basic_info", "field": "x", "values": ["a"]}
+    gold_text = b"".join(gold[:3]) + json.dumps(bad).encode() + b"\n"
+    pred = (examples / "slots" / "pred_synthetic-careful.synthetic.jsonl").read_bytes()
+    preds = (examples / "numeric" / "predictions_model_a.jsonl").read_bytes().splitlines(True)
+    pred_text = b"".join(preds[:3]) + b'{"id": 5, "bogus\n' + b"".join(preds[3:])
+    data = (examples / "numeric" / "data.json").read_bytes()
+    settings = {"settings": json.dumps({"bootstrap": 0})}
+    with httpx.Client(base_url=live.base_url, timeout=60) as http:
+        slots = http.post(
+            "/api/score/slots",
+            files=[("gold", ("bad_gold.jsonl", gold_text)), ("pred:careful", ("p.jsonl", pred))],
+            data=settings,
+        )
+        numeric = http.post(
+            "/api/score/numeric",
+            files=[("data", ("data.json", data)), ("predictions", ("bad_pred.jsonl", pred_text))],
+            data=settings,
+        )
+    for answer in (slots, numeric):
+        assert answer.status_code == 200 and answer.json()["failed"] is True, answer.text
+        assert root not in answer.text
+    (slots_error,) = slots.json()["errors"]
+    assert slots_error.startswith("bad_gold.jsonl:4: field 'session'"), slots_error
+    (numeric_error,) = numeric.json()["errors"]
+    assert numeric_error.startswith("bad_pred.jsonl:4:"), numeric_error
