@@ -476,3 +476,31 @@ def test_a_bad_line_of_a_slots_or_numeric_upload_is_located_in_the_answer(
     assert slots_error.startswith("bad_gold.jsonl:4: field 'session'"), slots_error
     (numeric_error,) = numeric.json()["errors"]
     assert numeric_error.startswith("bad_pred.jsonl:4:"), numeric_error
+
+
+def test_a_numeric_setting_named_like_a_role_is_named_as_a_setting_in_the_cli_words(
+    serve: Serve,
+) -> None:
+    """numeric's settings ``data`` or ``predictions`` were answered ``"field": "data"`` (the
+    upload's role: the user looked at a good file) in pydantic's words (``Extra inputs are not
+    permitted``; a new-user trial's finding): a refused setting is ``settings.KEY``, an unknown
+    one with the settings numeric takes, as json and slots say it, a bad value ``must be``."""
+    live = serve()
+    examples = Path(__file__).parents[2] / "examples" / "numeric"
+    files = [
+        ("data", ("data.json", (examples / "data.json").read_bytes())),
+        ("predictions", ("p.jsonl", (examples / "predictions_model_a.jsonl").read_bytes())),
+    ]
+    answers = {}
+    with httpx.Client(base_url=live.base_url, timeout=60) as http:
+        for given in ({"data": "x"}, {"predictions": 1}, {"sample_size": "all"}):
+            answer = http.post("/api/score/numeric", files=files, data={"settings": json.dumps(given)})
+            assert answer.status_code == 422, answer.text
+            answers[next(iter(given))] = answer.json()
+    taken = "numeric takes the settings split, sample_size, seed, price_in, price_out, bootstrap"
+    assert answers["data"] == {"detail": f"{taken} (got data)", "field": "settings.data"}
+    assert answers["predictions"]["field"] == "settings.predictions"
+    assert answers["sample_size"] == {
+        "detail": "must be a valid integer (got 'all')",
+        "field": "settings.sample_size",
+    }
