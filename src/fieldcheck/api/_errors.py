@@ -132,7 +132,9 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(StarletteHTTPException)
     async def _http(_request: Request, exc: StarletteHTTPException) -> JSONResponse:
         return JSONResponse(
-            error_body(str(exc.detail)), status_code=exc.status_code, headers=exc.headers
+            error_body(str(exc.detail), "body" if exc.status_code == 413 else None),
+            status_code=exc.status_code,
+            headers=exc.headers,
         )
 
     @app.exception_handler(Exception)

@@ -16,6 +16,7 @@ from fieldcheck._util.errors import KEPT_ERRORS, MAX_SEED, UsageProblem
 from fieldcheck.api._body import MAX_BOOTSTRAP, api_router
 from fieldcheck.api._deps import AppContext, Context
 from fieldcheck.api._errors import INVALID, JUDGE_FAILED, ApiError, error_responses
+from fieldcheck.api._guard import BodyTooLarge
 from fieldcheck.api._evaluation import hidden, score_uploads, server_matcher, with_warnings
 
 router = api_router("/api/score", "score")
@@ -164,6 +165,8 @@ async def _read_form(request: Request) -> FormData:
     try:
         parser = _Form(request.headers, request.stream())
         form = await parser.parse()
+    except BodyTooLarge:  # sent without Content-Length (chunked): counted as it arrives
+        raise
     except Exception:  # a body that is not a readable multipart form
         raise ApiError(
             422, "body: not a multipart form (no part could be read)", field="body"
