@@ -504,3 +504,20 @@ def test_a_numeric_setting_named_like_a_role_is_named_as_a_setting_in_the_cli_wo
         "detail": "must be a valid integer (got 'all')",
         "field": "settings.sample_size",
     }
+
+
+def test_a_bad_pred_file_is_named_by_the_role_sent(serve: Serve, tmp_path: Path) -> None:
+    """A ``pred:eager`` upload with no valid record was a 422 naming ``"field": "pred:NAME"``,
+    not the form field the client sent (a new-user trial's finding)."""
+    live = serve()
+    slots = Path(__file__).parents[2] / "examples" / "slots"
+    sent = [
+        ("gold", ("gold.jsonl", (slots / "gold.synthetic.jsonl").read_bytes())),
+        ("pred:careful", ("p.jsonl", (slots / "pred_synthetic-careful.synthetic.jsonl").read_bytes())),
+        ("pred:eager", ("lat.csv", b"user,session,seconds\nu1,1,1.5\n")),
+    ]  # fmt: skip
+    with httpx.Client(base_url=live.base_url, timeout=60) as http:
+        answer = http.post("/api/score/slots", files=sent, data={"settings": "{}"})
+    assert answer.status_code == 422, answer.text
+    assert answer.json()["field"] == "pred:eager", answer.text
+    assert answer.json()["detail"].startswith("lat.csv: no valid record"), answer.text
