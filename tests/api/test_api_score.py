@@ -494,7 +494,9 @@ def test_a_numeric_setting_named_like_a_role_is_named_as_a_setting_in_the_cli_wo
     answers = {}
     with httpx.Client(base_url=live.base_url, timeout=60) as http:
         for given in ({"data": "x"}, {"predictions": 1}, {"sample_size": "all"}):
-            answer = http.post("/api/score/numeric", files=files, data={"settings": json.dumps(given)})
+            answer = http.post(
+                "/api/score/numeric", files=files, data={"settings": json.dumps(given)}
+            )
             assert answer.status_code == 422, answer.text
             answers[next(iter(given))] = answer.json()
     taken = "numeric takes the settings split, sample_size, seed, price_in, price_out, bootstrap"

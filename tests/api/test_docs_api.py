@@ -46,4 +46,7 @@ def test_the_access_rules_and_the_rescore_exception_are_in_the_doc() -> None:
         check_binding("0.0.0.0", "x" * 15)
     check_binding("0.0.0.0", "x" * 16)
     assert "`FIELDCHECK_API_TOKEN` is set to a token of at least 16 characters" in words
-    assert "except a re-score (`POST /api/runs/{id}/rescore`), which starts from the run's own" in words
+    assert (
+        "except a re-score (`POST /api/runs/{id}/rescore`), which starts from the run's own"
+        in words
+    )

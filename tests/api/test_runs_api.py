@@ -124,8 +124,7 @@ def test_a_run_whose_items_file_is_gone_is_shown_and_its_items_are_410_naming_th
         assert run.status_code == 200
         expected = f"runs/{a.id}/items.parquet under the artifacts root (FIELDCHECK_ARTIFACTS)"
         assert run.json()["items_missing"] == {
-            "message": f"the items of run {a.id} are not under the server's artifacts root: "
-            f"{GONE}",
+            "message": f"the items of run {a.id} are not under the server's artifacts root: {GONE}",
             "expected": expected,
         }
         assert run.json()["failed_items"] == a.n_failed == 2  # r2 (city) and r3 (a field missed)

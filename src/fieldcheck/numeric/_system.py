@@ -84,7 +84,9 @@ def check_settings(settings: Mapping[str, Any]) -> NumericSettings:
     unknown = sorted(set(settings) - set(NumericSettings.model_fields))
     if unknown:
         known = ", ".join(NumericSettings.model_fields)
-        raise UsageProblem(f"numeric takes the settings {known} (got {', '.join(unknown)})", unknown[0])
+        raise UsageProblem(
+            f"numeric takes the settings {known} (got {', '.join(unknown)})", unknown[0]
+        )
     for name, top in (("bootstrap", None), ("seed", MAX_SEED)):  # as every system says them
         if name in settings:
             whole_number(settings[name], f"--{name}", top)

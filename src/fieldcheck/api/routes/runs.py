@@ -21,8 +21,8 @@ from fieldcheck.api._deps import AppContext, Context
 from fieldcheck.api._errors import INVALID, ITEMS_GONE, NO_RUN, ApiError, error_responses
 from fieldcheck.api._evaluation import (
     client_paths,
-    path_namer,
     logged_warnings,
+    path_namer,
     server_matcher,
     with_warnings,
 )

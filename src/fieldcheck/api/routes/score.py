@@ -16,8 +16,8 @@ from fieldcheck._util.errors import KEPT_ERRORS, MAX_SEED, UsageProblem
 from fieldcheck.api._body import MAX_BOOTSTRAP, api_router
 from fieldcheck.api._deps import AppContext, Context
 from fieldcheck.api._errors import INVALID, JUDGE_FAILED, ApiError, error_responses
-from fieldcheck.api._guard import BodyTooLarge
 from fieldcheck.api._evaluation import hidden, score_uploads, server_matcher, with_warnings
+from fieldcheck.api._guard import BodyTooLarge
 
 router = api_router("/api/score", "score")
 
