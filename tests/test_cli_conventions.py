@@ -897,3 +897,27 @@ def test_a_key_twice_in_a_data_line_keeps_its_last_value_and_twice_in_configurat
         and f"--strategies: {strategies}:1: field 'a': the field is listed twice" in (output)
     ), output
     assert not (tmp_path / "x").exists()
+
+
+def test_every_command_that_draws_a_progress_bar_takes_no_progress(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``json batch`` refused ``--no-progress`` (exit 2) while every run/evaluate command took
+    it, and a CI script passing the same flags to both failed (a hostile-endpoint trial's
+    finding): the scoring commands take it too, and it turns their bar off."""
+    from fieldcheck._cli._common import ProgressBar
+    from fieldcheck._util.term import SafeConsole
+
+    monkeypatch.setenv("FIELDCHECK_DATABASE_URL", f"sqlite:///{tmp_path / 's.sqlite3'}")
+    batch = EXAMPLES / "json" / "invoices.jsonl"
+    commands = [
+        ["json", "batch", str(batch)],
+        ["slots", "score", "--gold", str(SLOTS / "gold.synthetic.jsonl"), "--pred", SLOTS_PRED],
+        ["numeric", "score", "--data", str(NUMERIC / "data.json"), "--predictions", NUMERIC_PRED],
+    ]
+    for n, args in enumerate(commands):
+        out = str(tmp_path / f"o{n}")
+        code, output = _run(*args, "--out", out, "--bootstrap", "0", "--no-store", "--no-progress")
+        assert code == 0, (args, output)
+    terminal = SafeConsole(stderr=True, force_terminal=True)
+    assert not ProgressBar(terminal).bar.disable and ProgressBar(terminal, False).bar.disable

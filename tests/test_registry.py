@@ -573,7 +573,7 @@ def test_fieldcheck_score_names_a_bad_setting_by_its_key_in_settings(tmp_path: P
         (
             ["slots", f"gold={slots / 'gold.synthetic.jsonl'}", f"pred:a={batch}"],
             {},
-            "pred:NAME: ",
+            "pred:a: ",  # the role as given (it said pred:NAME)
         ),
     ]
     for args, settings, line in cases:

@@ -13,6 +13,7 @@ from fieldcheck._util.errors import InputError
 from fieldcheck._util.jsonio import iter_jsonl, read_json
 from fieldcheck._util.paths import safe_filename
 from fieldcheck._util.signature import Signature
+from fieldcheck._util.term import safe_cell
 from fieldcheck.reports import neutralise_cell, write_csv
 from fieldcheck.reports._csv import is_plain_number
 
@@ -96,10 +97,10 @@ _PLAIN_CHARS = set("0123456789,.%$€£¥₹+- eE") | set("thousandmilionbrk" + 
 @example("-9.7%")
 @example("+cmd|' /C calc'!A0")
 def test_no_neutralised_cell_starts_like_a_formula_unless_a_plain_number(text: str) -> None:
-    cell = neutralise_cell(text)
-    assert cell in (text, "'" + text)
+    cell, shown = neutralise_cell(text), safe_cell(text)  # terminal controls escaped
+    assert cell in (shown, "'" + shown)
     if cell.startswith(_DANGEROUS):
-        assert cell == text and is_plain_number(cell)
+        assert cell == shown and is_plain_number(cell)
         # a plain number carries no formula syntax: no operator but signs, no cell reference
         assert set(cell) <= _PLAIN_CHARS
         assert "|" not in cell and "=" not in cell and "@" not in cell and "\n" not in cell
@@ -110,6 +111,28 @@ def test_write_csv_round_trip(tmp_path: Path) -> None:
     n = write_csv(path, [{"a": "=1+1", "b": 2}, {"a": "ok"}], ["a", "b"])
     rows = list(csv.DictReader(path.open()))
     assert n == 2 and rows == [{"a": "'=1+1", "b": "2"}, {"a": "ok", "b": ""}]
+
+
+def test_csv_cells_never_hold_a_terminal_escape(tmp_path: Path) -> None:
+    """A model's key ``=HYPERLINK(...)<ESC>[31m`` reached fields.csv / per_topic.csv with its
+    ESC byte raw: ``cat`` ran the escape sequence (a hostile-endpoint trial's finding). Every
+    CSV cell escapes the controls as the terminal output does; a JSON cell stays the same JSON;
+    tab and line breaks, and every ordinary cell, are written as they were."""
+    import json
+
+    path = tmp_path / "x.csv"
+    key = '=HYPERLINK("http://e.x","y")\x1b[31m'
+    rows = [
+        {"a": key, "b": {"k": "\x85\u202e\x1b"}},
+        {"a": "tab\there\nline", "b": "café -9.7%"},
+    ]
+    write_csv(path, rows, ["a", "b"])
+    text = path.read_text(encoding="utf-8")
+    assert not any(c in text for c in "\x1b\x85\u202e")
+    read = list(csv.DictReader(path.open(encoding="utf-8", newline="")))
+    assert read[0]["a"] == "'" + key.replace("\x1b", "\\x1b")
+    assert json.loads(read[0]["b"]) == {"k": "\x85\u202e\x1b"}
+    assert read[1] == {"a": "tab\there\nline", "b": "café -9.7%"}
 
 
 def test_input_error_is_one_line() -> None:

@@ -425,8 +425,8 @@ def test_bodies_over_the_limits_are_refused_with_413(serve: Serve) -> None:
         json_body = http.post("/api/json/evaluate", json={"ground_truth": big_gt, "output": {}})
         assert json_body.status_code == 413
         assert json_body.json() == {
-            "detail": "the request body is larger than 2000 bytes",
-            "field": None,
+            "detail": "body: the request body is larger than 2000 bytes (the server's --max-json-mb)",
+            "field": "body",
         }
 
         def chunks() -> Any:  # no Content-Length: counted as it arrives
@@ -439,8 +439,35 @@ def test_bodies_over_the_limits_are_refused_with_413(serve: Serve) -> None:
         assert streamed.status_code == 413
         upload = http.post("/api/json/batch", files={"file": ("big.jsonl", b"x" * 30_000)})
         assert upload.status_code == 413
+        assert upload.json()["detail"].endswith("(the server's --max-upload-mb)")
         small = http.post("/api/json/batch", files={"file": ("small.jsonl", b"x" * 5_000)})
         assert small.status_code == 422  # under the upload limit: read, and no valid line
+
+
+def test_an_upload_over_the_limit_sent_chunked_is_413_naming_the_option(serve: Serve) -> None:
+    """``POST /api/score/json`` with a multipart form over the upload limit sent without
+    Content-Length (chunked) answered 422 "body: not a multipart form" (the form parser took
+    the size guard's refusal for a bad form; a new-user trial's finding): it is the 413, naming
+    the field ``body`` and the option that sets the limit."""
+    live = serve(max_upload_bytes=20_000)
+    line = json.dumps({"id": "a", "ground_truth": {"x": 1}, "output": {"x": 1}}).encode() + b"\n"
+
+    def form(size: int) -> Any:  # a whole multipart form, streamed: no Content-Length
+        yield b'--XB\r\ncontent-disposition: form-data; name="batch"; filename="b.jsonl"\r\n\r\n'
+        for _ in range(size // len(line) + 1):
+            yield line
+        yield b"\r\n--XB--\r\n"
+
+    kind = {"content-type": "multipart/form-data; boundary=XB"}
+    with httpx.Client(base_url=live.base_url, timeout=60) as http:
+        small = http.post("/api/score/json", content=form(1_000), headers=kind)
+        big = http.post("/api/score/json", content=form(40_000), headers=kind)
+    assert small.status_code == 200, small.text
+    assert big.status_code == 413, big.text
+    assert big.json() == {
+        "detail": "body: the request body is larger than 20000 bytes (the server's --max-upload-mb)",
+        "field": "body",
+    }
 
 
 def test_token_decision() -> None:

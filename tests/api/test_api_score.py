@@ -409,3 +409,117 @@ def test_a_strategy_for_a_nested_path_never_applied_is_said_in_every_answer(
     assert page.status_code == 200
     shown = html.unescape(page.text)
     assert f"warning: {said} (nested paths need flatten, which this page does not do)" in shown
+
+
+def test_the_api_export_names_the_upload_never_the_data_root_and_no_error_type_is_cut_mid_word(
+    serve: Serve, tmp_path: Path
+) -> None:
+    """``GET /api/runs/ID/export`` gave a bad line's item with the server's data-root path of the
+    upload (``.../fieldcheck-runs/.../inputs/batch/walk.jsonl``) and its ``error_type`` cut at 32
+    characters mid-word (``invalid JSON: unexpected end of ``; a tester's finding): the export
+    names the upload as the client sent it, and an error type is the reason's head."""
+    live = serve()
+    root = str((tmp_path / "data").resolve())
+    good = {"id": "a", "ground_truth": {"x": 1}, "output": {"x": 1}}
+    lines = (json.dumps(good) + '\n{"id": "b", "ground\n').encode()
+    with httpx.Client(base_url=live.base_url, timeout=60) as http:
+        answer = http.post(
+            "/api/score/json",
+            files={"batch": ("walk.jsonl", lines)},
+            data={"settings": json.dumps({"bootstrap": 0})},
+        )
+        assert answer.status_code == 200, answer.text
+        run_id = answer.json()["run_id"]
+        exports = [http.get(f"/api/runs/{run_id}/export?format={f}") for f in ("jsonl", "csv")]
+    rows = [json.loads(line) for line in exports[0].text.splitlines()]
+    (bad,) = [r for r in rows if r["error_type"]]
+    assert bad["error_type"] == "invalid JSON", bad
+    assert bad["result"]["error"]["file"] == "walk.jsonl", bad
+    assert bad["result"]["error"]["message"].startswith("walk.jsonl:2: invalid JSON"), bad
+    assert "walk.jsonl:2: invalid JSON" in exports[1].text
+    for export in exports:
+        assert export.status_code == 200 and root not in export.text, export.text
+
+
+def test_a_bad_line_of_a_slots_or_numeric_upload_is_located_in_the_answer(
+    serve: Serve, tmp_path: Path
+) -> None:
+    """A slots or numeric upload with a bad line answered ``failed: true`` and never said which
+    line (json's answer has it in ``metrics.errors``; a new-user trial's finding): the answer's
+    ``errors`` holds the CLI's ``error:`` line (file as sent, line, field), no server path."""
+    live = serve()
+    root = str((tmp_path / "data").resolve())
+    examples = Path(__file__).parents[2] / "examples"
+    gold = (examples / "slots" / "gold.synthetic.jsonl").read_bytes().splitlines(keepends=True)
+    bad = {"user": "u1", "session": "three", "topic": "basic_info", "field": "x", "values": ["a"]}
+    gold_text = b"".join(gold[:3]) + json.dumps(bad).encode() + b"\n"
+    pred = (examples / "slots" / "pred_synthetic-careful.synthetic.jsonl").read_bytes()
+    preds = (examples / "numeric" / "predictions_model_a.jsonl").read_bytes().splitlines(True)
+    pred_text = b"".join(preds[:3]) + b'{"id": 5, "bogus\n' + b"".join(preds[3:])
+    data = (examples / "numeric" / "data.json").read_bytes()
+    settings = {"settings": json.dumps({"bootstrap": 0})}
+    with httpx.Client(base_url=live.base_url, timeout=60) as http:
+        slots = http.post(
+            "/api/score/slots",
+            files=[("gold", ("bad_gold.jsonl", gold_text)), ("pred:careful", ("p.jsonl", pred))],
+            data=settings,
+        )
+        numeric = http.post(
+            "/api/score/numeric",
+            files=[("data", ("data.json", data)), ("predictions", ("bad_pred.jsonl", pred_text))],
+            data=settings,
+        )
+    for answer in (slots, numeric):
+        assert answer.status_code == 200 and answer.json()["failed"] is True, answer.text
+        assert root not in answer.text
+    (slots_error,) = slots.json()["errors"]
+    assert slots_error.startswith("bad_gold.jsonl:4: field 'session'"), slots_error
+    (numeric_error,) = numeric.json()["errors"]
+    assert numeric_error.startswith("bad_pred.jsonl:4:"), numeric_error
+
+
+def test_a_numeric_setting_named_like_a_role_is_named_as_a_setting_in_the_cli_words(
+    serve: Serve,
+) -> None:
+    """numeric's settings ``data`` or ``predictions`` were answered ``"field": "data"`` (the
+    upload's role: the user looked at a good file) in pydantic's words (``Extra inputs are not
+    permitted``; a new-user trial's finding): a refused setting is ``settings.KEY``, an unknown
+    one with the settings numeric takes, as json and slots say it, a bad value ``must be``."""
+    live = serve()
+    examples = Path(__file__).parents[2] / "examples" / "numeric"
+    files = [
+        ("data", ("data.json", (examples / "data.json").read_bytes())),
+        ("predictions", ("p.jsonl", (examples / "predictions_model_a.jsonl").read_bytes())),
+    ]
+    answers = {}
+    with httpx.Client(base_url=live.base_url, timeout=60) as http:
+        for given in ({"data": "x"}, {"predictions": 1}, {"sample_size": "all"}):
+            answer = http.post(
+                "/api/score/numeric", files=files, data={"settings": json.dumps(given)}
+            )
+            assert answer.status_code == 422, answer.text
+            answers[next(iter(given))] = answer.json()
+    taken = "numeric takes the settings split, sample_size, seed, price_in, price_out, bootstrap"
+    assert answers["data"] == {"detail": f"{taken} (got data)", "field": "settings.data"}
+    assert answers["predictions"]["field"] == "settings.predictions"
+    assert answers["sample_size"] == {
+        "detail": "must be a valid integer (got 'all')",
+        "field": "settings.sample_size",
+    }
+
+
+def test_a_bad_pred_file_is_named_by_the_role_sent(serve: Serve, tmp_path: Path) -> None:
+    """A ``pred:eager`` upload with no valid record was a 422 naming ``"field": "pred:NAME"``,
+    not the form field the client sent (a new-user trial's finding)."""
+    live = serve()
+    slots = Path(__file__).parents[2] / "examples" / "slots"
+    sent = [
+        ("gold", ("gold.jsonl", (slots / "gold.synthetic.jsonl").read_bytes())),
+        ("pred:careful", ("p.jsonl", (slots / "pred_synthetic-careful.synthetic.jsonl").read_bytes())),
+        ("pred:eager", ("lat.csv", b"user,session,seconds\nu1,1,1.5\n")),
+    ]  # fmt: skip
+    with httpx.Client(base_url=live.base_url, timeout=60) as http:
+        answer = http.post("/api/score/slots", files=sent, data={"settings": "{}"})
+    assert answer.status_code == 422, answer.text
+    assert answer.json()["field"] == "pred:eager", answer.text
+    assert answer.json()["detail"].startswith("lat.csv: no valid record"), answer.text

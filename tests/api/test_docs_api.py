@@ -8,7 +8,10 @@ import re
 from pathlib import Path
 
 import httpx
+import pytest
 from live_server import Serve
+
+from fieldcheck.api import check_binding
 
 DOC = (Path(__file__).resolve().parents[2] / "docs" / "api.md").read_text()
 
@@ -32,3 +35,18 @@ def test_the_doc_names_every_route(serve: Serve) -> None:
     for path in paths:
         section = path.removesuffix("/import").removesuffix("/export")
         assert path in DOC or section in DOC, path
+
+
+def test_the_access_rules_and_the_rescore_exception_are_in_the_doc() -> None:
+    """api.md named no length for the token (serve refuses one under 16 characters) and said
+    every call without strategies, thresholds or weights of its own takes the saved ones,
+    re-score included, which starts from the run's settings (a new-user trial's findings)."""
+    words = " ".join(DOC.split())
+    with pytest.raises(ValueError, match="at least 16 characters"):
+        check_binding("0.0.0.0", "x" * 15)
+    check_binding("0.0.0.0", "x" * 16)
+    assert "`FIELDCHECK_API_TOKEN` is set to a token of at least 16 characters" in words
+    assert (
+        "except a re-score (`POST /api/runs/{id}/rescore`), which starts from the run's own"
+        in words
+    )

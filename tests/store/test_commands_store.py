@@ -473,3 +473,44 @@ def test_a_resumed_scoring_finishes_its_interrupted_run(
     assert printed_ids(stdout) == {run.id} and run.metrics
     assert Store().count_items(run.id) == run.n_items
     assert orjson.loads((tmp_path / "o" / "run.json").read_bytes())["runs"] == [run.id]
+
+
+def test_serve_on_a_shared_store_without_an_artifacts_root_warns_where_its_items_go(
+    pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``fieldcheck serve`` on a PostgreSQL store without FIELDCHECK_ARTIFACTS said nothing, and
+    the runs it stored were 410 for every other server of the store (their items in this
+    machine's own folder; a new-user trial's finding): it warns at start, naming that folder;
+    with FIELDCHECK_ARTIFACTS set, or on a SQLite file, it does not."""
+    import socket
+
+    import uvicorn
+
+    served: list[object] = []
+    monkeypatch.setattr(uvicorn, "run", lambda app, **_: served.append(app))
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    monkeypatch.delenv("FIELDCHECK_ARTIFACTS", raising=False)
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = str(probe.getsockname()[1])
+    said = {}
+    for name, url, artifacts in (
+        ("unset", pg_url, None),
+        ("set", pg_url, str(tmp_path / "shared")),
+        ("sqlite", f"sqlite:///{tmp_path / 's.sqlite3'}", None),
+    ):
+        monkeypatch.setenv("FIELDCHECK_DATABASE_URL", url)
+        if artifacts:
+            monkeypatch.setenv("FIELDCHECK_ARTIFACTS", artifacts)
+        result = CliRunner().invoke(app, ["serve", "--port", port])
+        monkeypatch.delenv("FIELDCHECK_ARTIFACTS", raising=False)
+        assert result.exit_code == 0, result.output
+        said[name] = " ".join(result.stderr.split())
+    assert len(served) == 3
+    folder = tmp_path / "xdg" / "fieldcheck" / "artifacts"
+    assert said["unset"].startswith(
+        f"warning: FIELDCHECK_ARTIFACTS is not set: the items of the runs stored in "
+        f"{pg_url} go to {folder} on this machine alone"
+    ), said["unset"]
+    assert "warning" not in said["set"] and "warning" not in said["sqlite"]
+    assert all("serving fieldcheck at" in line for line in said.values())

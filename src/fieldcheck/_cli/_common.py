@@ -385,7 +385,7 @@ class ProgressBar:
     """A transient progress bar on ``errors`` (only on a terminal), updated a few times a
     second; ``callback`` is the pipeline's ``core.Progress``."""
 
-    def __init__(self, errors: Any) -> None:
+    def __init__(self, errors: Any, shown: bool = True) -> None:
         from rich.progress import (
             BarColumn,
             MofNCompleteColumn,
@@ -403,7 +403,7 @@ class ProgressBar:
             TimeElapsedColumn(),
             console=errors,
             transient=True,
-            disable=not errors.is_terminal,  # in a log, a final bar is noise (and a blank line)
+            disable=not (shown and errors.is_terminal),  # in a log, a final bar is noise
         )
         self.tasks: dict[str, Any] = {}
         self.callback = Throttle(self._update)
@@ -478,7 +478,7 @@ def score_and_exit(
     from fieldcheck import core
 
     console, errors = SafeConsole(stderr=options["as_json"]), SafeConsole(stderr=True)
-    bar = ProgressBar(errors)
+    bar = ProgressBar(errors, not options.get("no_progress"))
     with pipeline_errors(names=names), bar.bar:
         outcome = core.score(
             system,

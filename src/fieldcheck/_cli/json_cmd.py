@@ -31,6 +31,7 @@ from fieldcheck._cli._runopts import (
     JUDGE_OPTIONS,
     MODEL_OPTIONS,
     PRICE_OPTIONS,
+    PROGRESS_OPTIONS,
     make_runner,
     run_and_exit,
     run_models,
@@ -352,7 +353,7 @@ def score(
 
 
 @app.command("batch")
-@shared(CONFIG_OPTIONS, JUDGE_OPTIONS, SCORING)
+@shared(CONFIG_OPTIONS, JUDGE_OPTIONS, PROGRESS_OPTIONS, SCORING)
 def batch(
     data: Annotated[
         Path,

@@ -24,6 +24,7 @@ from fieldcheck._cli._record import grid, say, store_help, stored_line
 from fieldcheck._cli._runopts import (
     MODEL_OPTIONS,
     PRICE_OPTIONS,
+    PROGRESS_OPTIONS,
     make_runner,
     run_and_exit,
     run_models,
@@ -202,7 +203,7 @@ def show_result(
 
 
 @app.command("score")
-@shared(DATA_OPTIONS, PRICE_OPTIONS, SCORING)
+@shared(DATA_OPTIONS, PRICE_OPTIONS, PROGRESS_OPTIONS, SCORING)
 def score_command(
     predictions: Annotated[
         Path,

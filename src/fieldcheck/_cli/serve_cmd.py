@@ -94,6 +94,10 @@ def serve_command(
             f"cannot open the store: {type(exc).__name__}: {(str(exc).splitlines() or [''])[0]}"
         )
         raise typer.BadParameter(safe_text(reason[:300]), param_hint=DATABASE_ENV) from None
+    from fieldcheck.store import database_url, unshared_artifacts
+
+    if warning := unshared_artifacts(settings.database_url or database_url()):
+        typer.echo(f"warning: {safe_text(warning)}", err=True)
     typer.echo(
         f"serving fieldcheck at http://{shown_address(host, port)}/ (API schema: /openapi.json); "
         "Ctrl-C stops",

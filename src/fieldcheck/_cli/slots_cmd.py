@@ -29,6 +29,7 @@ from fieldcheck._cli._runopts import (
     JUDGE_OPTIONS,
     MODEL_OPTIONS,
     PRICE_OPTIONS,
+    PROGRESS_OPTIONS,
     make_runner,
     run_and_exit,
     run_models,
@@ -158,7 +159,7 @@ def show_run(outcome: Scored, console: Console, problems: Console) -> None:
 
 
 @app.command("score")
-@shared(TP_OPTIONS, JUDGE_OPTIONS, SCORING)
+@shared(TP_OPTIONS, JUDGE_OPTIONS, PROGRESS_OPTIONS, SCORING)
 def score(
     gold: Annotated[
         Path,

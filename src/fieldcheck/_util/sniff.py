@@ -129,10 +129,11 @@ def check_input_file(
     expected: str,
     others: dict[str, str] | None = None,
     problems: int | None = None,
+    role: str | None = None,
 ) -> None:
     """The rule of every system (issue 9): an input file with no usable record is a usage error
     naming the first problem and what the file looks like instead (``problems``: how many there
-    were, when ``errors`` holds only the first ones)."""
+    were, when ``errors`` holds only the first ones; ``role``: the input's role as given)."""
     if records:
         return
     if not errors:
@@ -142,4 +143,4 @@ def check_input_file(
         lines = f"{count} problem{'s' if count != 1 else ''}"
         cause = likely_cause(path, expected, others)
         message = f"{path}: no valid record ({lines}; first: {errors[0].one_line()}){cause}"
-    raise UsageProblem(message, option)
+    raise UsageProblem(message, option, role=role)

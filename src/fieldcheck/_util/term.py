@@ -20,6 +20,10 @@ _UNSAFE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069
 _UNSAFE_BUT_NEWLINE = re.compile(
     r"[\x00-\x09\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
 )
+# A CSV cell's: those that act on a terminal (``cat file.csv``); tab and line breaks are data.
+_UNSAFE_IN_CELL = re.compile(
+    r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]"
+)
 # In JSON text only string contents can hold these; \\uXXXX keeps the JSON equal.
 _UNSAFE_JSON = re.compile(r"[\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 _SHORT = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
@@ -58,6 +62,12 @@ def safe_json_text(text: str) -> str:
     """JSON text for a terminal: orjson leaves DEL, C1 and the separators raw; written as
     ``\\u00XX`` they are the same JSON and cannot act on the terminal."""
     return _UNSAFE_JSON.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def safe_cell(text: str) -> str:
+    """A CSV cell's text with the control characters that act on a terminal escaped as
+    ``safe_text`` writes them (``\\x1b``); tab and line breaks kept (CSV quotes them)."""
+    return _UNSAFE_IN_CELL.sub(_escape_char, text)
 
 
 def safe_lines(text: str) -> str:

@@ -95,10 +95,11 @@ def _location(loc: Sequence[Any]) -> str | None:
 
 def items_missing(exc: ItemsMissing) -> str:
     """The message of a run whose items file is gone: the setting named, not the server's
-    path (the CLI's line names it)."""
+    path (the CLI's line names it), and why, for a reader whose own setting may be right."""
     return (
-        f"the items of run {exc.run_id} are not under the server's artifacts root: "
-        f"set {ARTIFACTS_ENV} as when the run was stored"
+        f"the items of run {exc.run_id} are not under the server's artifacts root: it was "
+        f"stored with another {ARTIFACTS_ENV} (or none: on its machine alone) or its items "
+        "were removed"
     )
 
 
@@ -132,7 +133,9 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(StarletteHTTPException)
     async def _http(_request: Request, exc: StarletteHTTPException) -> JSONResponse:
         return JSONResponse(
-            error_body(str(exc.detail)), status_code=exc.status_code, headers=exc.headers
+            error_body(str(exc.detail), "body" if exc.status_code == 413 else None),
+            status_code=exc.status_code,
+            headers=exc.headers,
         )
 
     @app.exception_handler(Exception)

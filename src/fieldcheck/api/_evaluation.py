@@ -373,6 +373,11 @@ def client_paths(value: Any, root: Path | None, run: RunInfo | None = None) -> A
     """``value`` (a stored run's JSON) with server paths named as the scoring routes name them: an
     upload by its file name, any other path under the data root relative to it, and each other
     path of ``run`` (the inputs and output folder of a run the CLI made) by its name alone."""
+    return each_text(value, path_namer(root, run))
+
+
+def path_namer(root: Path | None, run: RunInfo | None = None) -> Callable[[str], str]:
+    """``client_paths``'s change of one text (the export's blocks of lines go through it)."""
     temp = f"{Path(tempfile.gettempdir()).resolve()}/{UPLOADS}"
     folders = [temp] + ([f"{root.resolve()}/{RUNS}/"] if root is not None else [])
     upload = re.compile("(?:" + "|".join(map(re.escape, folders)) + r")[^/]*/inputs/[^/]+/")
@@ -394,7 +399,7 @@ def client_paths(value: Any, root: Path | None, run: RunInfo | None = None) -> A
             text = text.replace(path, named[path])
         return text
 
-    return each_text(value, shown)
+    return shown
 
 
 def _run_paths(run: RunInfo | None) -> list[str]:

@@ -33,12 +33,13 @@ SAFETY_HEADERS = (
 class BodyTooLarge(HTTPException):
     """Raised while the body is read; an HTTPException so FastAPI's body parsing passes it on."""
 
-    def __init__(self, limit: int) -> None:
+    def __init__(self, limit: tuple[int, str]) -> None:
         super().__init__(413, too_large(limit))
 
 
-def too_large(limit: int) -> str:
-    return f"the request body is larger than {limit} bytes"
+def too_large(limit: tuple[int, str]) -> str:
+    """The 413's message of a (bytes, option) limit: the option that raises it."""
+    return f"body: the request body is larger than {limit[0]} bytes (the server's {limit[1]})"
 
 
 class Guard:
@@ -49,10 +50,12 @@ class Guard:
         self.settings = settings
         self.loopback = is_loopback(settings.host)
 
-    def limit(self, headers: Mapping[str, str]) -> int:
-        """Uploads (multipart forms) get the upload limit, every other body the JSON one."""
-        multipart = headers.get("content-type", "").startswith("multipart/form-data")
-        return self.settings.max_upload_bytes if multipart else self.settings.max_json_bytes
+    def limit(self, headers: Mapping[str, str]) -> tuple[int, str]:
+        """Uploads (multipart forms) get the upload limit, every other body the JSON one: the
+        bytes, and the ``fieldcheck serve`` option that sets them."""
+        if headers.get("content-type", "").startswith("multipart/form-data"):
+            return self.settings.max_upload_bytes, "--max-upload-mb"
+        return self.settings.max_json_bytes, "--max-json-mb"
 
     def authorized(self, headers: Mapping[str, str]) -> bool:
         token = self.settings.token
@@ -106,12 +109,13 @@ class Guard:
             refused = 401, "a bearer token is required"
         elif not self.same_origin(scope["method"], headers):
             refused = 403, "requests from another origin are refused"
-        elif length is not None and length.isdigit() and int(length) > limit:
+        elif length is not None and length.isdigit() and int(length) > limit[0]:
             refused = 413, too_large(limit)
         if refused is not None:
             status, message = refused
             challenge = {"www-authenticate": "Bearer"} if status == 401 else None
-            await JSONResponse(error_body(message), status, challenge)(scope, receive, send)
+            field = "body" if status == 413 else None
+            await JSONResponse(error_body(message, field), status, challenge)(scope, receive, send)
             return
         received = 0
         started = False
@@ -121,7 +125,7 @@ class Guard:
             message = await receive()
             if message["type"] == "http.request":
                 received += len(message.get("body", b""))
-                if received > limit:
+                if received > limit[0]:
                     raise BodyTooLarge(limit)
             return message
 
@@ -136,4 +140,4 @@ class Guard:
             await self.app(scope, counted_receive, tracked_send)
         except BodyTooLarge:
             if not started:
-                await JSONResponse(error_body(too_large(limit)), 413)(scope, receive, send)
+                await JSONResponse(error_body(too_large(limit), "body"), 413)(scope, receive, send)

@@ -97,7 +97,9 @@ def renamed(
         return message, exc.role, False
     for part in exc.param.split("/"):
         name = part.removeprefix("--")
-        role = next((r for r in roles if r.split(":")[0] == name), None)
+        role = (
+            None if name in settings else next((r for r in roles if r.split(":")[0] == name), None)
+        )
         if role is None and (part.startswith("--") or name in settings):
             role, setting = _in_settings(settings, name.replace("-", "_")), True
             if part.startswith("--"):

@@ -1449,7 +1449,7 @@ def _store_rows(
         body = e.fields()
         key = body.get("record") or f"line {body.get('line')}"
         text = dumps({"id": key, "error": body})
-        add((str(key), None, str(e.reason)[:32], (), text))
+        add((str(key), None, str(e.reason), (), text))
     return rows
 
 

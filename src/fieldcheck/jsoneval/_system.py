@@ -195,7 +195,7 @@ class JsonSystem(JsonRuns, Views):
         error = item.get("error")
         if error is not None:
             reason = error.get("reason") if isinstance(error, Mapping) else None
-            return ItemColumns(key, None, error_type=str(reason or "error")[:32])
+            return ItemColumns(key, None, error_type=str(reason or "error"))
         tags: dict[str, bool] = {}
         for name, result in (item.get("fields") or {}).items():
             score = result.get("score") if isinstance(result, Mapping) else None

@@ -273,7 +273,7 @@ def numeric_columns(item: Mapping[str, Any]) -> ItemColumns:
     key = str(item.get("key", f"{item.get('conversation_id')}#{turn_text}"))
     error = item.get("error_type") or None
     failed = None if item.get("not_scored") else not _truthy(item.get("numerical_match"))
-    return ItemColumns(key, failed, turn=turn, error_type=str(error)[:32] if error else None)
+    return ItemColumns(key, failed, turn=turn, error_type=str(error) if error else None)
 
 
 _STORED_KEYS = tuple(sorted(TURN_COLUMNS))

@@ -79,7 +79,14 @@ class NumericSettings(BaseModel):
 
 
 def check_settings(settings: Mapping[str, Any]) -> NumericSettings:
-    """The stored settings, checked: a usage problem names the option (prices: both or none)."""
+    """The stored settings, checked: a usage problem names the option (prices: both or none),
+    in the CLI's words (``must be ...``), an unknown one with the list of the settings taken."""
+    unknown = sorted(set(settings) - set(NumericSettings.model_fields))
+    if unknown:
+        known = ", ".join(NumericSettings.model_fields)
+        raise UsageProblem(
+            f"numeric takes the settings {known} (got {', '.join(unknown)})", unknown[0]
+        )
     for name, top in (("bootstrap", None), ("seed", MAX_SEED)):  # as every system says them
         if name in settings:
             whole_number(settings[name], f"--{name}", top)
@@ -88,7 +95,8 @@ def check_settings(settings: Mapping[str, Any]) -> NumericSettings:
     except ValidationError as exc:
         first = exc.errors()[0]
         option = "--" + "".join(str(p) for p in first["loc"][:1]).replace("_", "-")
-        raise UsageProblem(f"{first['msg']} (got {first.get('input')!r})", option) from None
+        reason = first["msg"].replace("Input should be", "must be")
+        raise UsageProblem(f"{reason} (got {first.get('input')!r})", option) from None
     if (found.price_in is None) != (found.price_out is None):
         raise UsageProblem("give --price-in and --price-out together", "--price-in/--price-out")
     return found

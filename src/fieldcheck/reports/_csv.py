@@ -11,6 +11,7 @@ from typing import Any
 import orjson
 
 from fieldcheck._util.jsonio import dumps_bytes
+from fieldcheck._util.term import safe_cell, safe_json_text
 
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r", "\n", "\x00", "|", "%")
 _FORMULA_CHARS = frozenset(_FORMULA_START)
@@ -18,17 +19,21 @@ _FORMULA_CHARS = frozenset(_FORMULA_START)
 
 def neutralise_cell(value: Any) -> Any:
     """A cell a spreadsheet cannot run as a formula (OWASP CSV injection): text starting with
-    ``= + - @ | %`` or a control character prefixed ``'`` unless a plain number (issue 9)."""
+    ``= + - @ | %`` or a control character prefixed ``'`` unless a plain number (issue 9); and
+    one ``cat`` cannot run on a terminal: control characters escaped as the terminal output
+    escapes them (``\\x1b``; a JSON cell's as ``\\u001b``, the same JSON)."""
     if type(value) is str:  # the common cell: text that cannot start a formula
-        if not value or value[0] not in _FORMULA_CHARS:
+        if (not value or value[0] not in _FORMULA_CHARS) and value.isprintable():
             return value
     elif value is None:
         return ""
     elif isinstance(value, bool | int | float):
         return value
     if isinstance(value, Mapping | list | tuple):
-        value = dumps_bytes(value, orjson.OPT_NON_STR_KEYS | orjson.OPT_SORT_KEYS).decode()
-    text = str(value)
+        json = dumps_bytes(value, orjson.OPT_NON_STR_KEYS | orjson.OPT_SORT_KEYS).decode()
+        text = safe_json_text(json)
+    else:
+        text = safe_cell(str(value))
     if text.startswith(_FORMULA_START) and not is_plain_number(text):
         return "'" + text
     return text

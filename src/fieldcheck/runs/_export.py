@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Literal
 
@@ -33,9 +33,12 @@ def write_parquet(store: Store, run_id: str, out: Path) -> None:
     store.export_parquet(run_id, out, kind.export_columns if kind else (), model=run.model)
 
 
-def iter_export(store: Store, run_id: str, fmt: ExportFormat) -> Iterator[bytes]:
+def iter_export(
+    store: Store, run_id: str, fmt: ExportFormat, shown: Callable[[str], str] = str
+) -> Iterator[bytes]:
     """The export of run ``run_id`` in blocks of bytes (KeyError when there is no such run); an
-    item's ``model`` is the run's where the item names none (a run of one model)."""
+    item's ``model`` is the run's where the item names none (a run of one model). ``shown``
+    changes each block's text (whole lines): the API names no server path with it."""
     run = store.get_run(run_id)
     if run is None:
         raise KeyError(run_id)
@@ -43,7 +46,7 @@ def iter_export(store: Store, run_id: str, fmt: ExportFormat) -> Iterator[bytes]
         option = orjson.OPT_SORT_KEYS | orjson.OPT_APPEND_NEWLINE
         for page in chunked(store.iter_items(run_id), PAGE):
             rows = (i.public_dict() | {"model": i.model or run.model} for i in page)
-            yield b"".join(dumps_bytes(row, option) for row in rows)
+            yield shown(b"".join(dumps_bytes(row, option) for row in rows).decode()).encode()
         return
     kind = core.find(run.system)
     columns = kind.export_columns if kind else ()
@@ -56,7 +59,7 @@ def iter_export(store: Store, run_id: str, fmt: ExportFormat) -> Iterator[bytes]
         values = [item.key, item.seq, item.failed, model, item.turn, item.error_type, *extra]
         writer.writerow([neutralise_cell(v) for v in (*values, item.result)])
         if n % PAGE == 0:
-            yield buffer.getvalue().encode()
+            yield shown(buffer.getvalue()).encode()
             buffer.seek(0)
             buffer.truncate()
-    yield buffer.getvalue().encode()
+    yield shown(buffer.getvalue()).encode()

@@ -1024,7 +1024,7 @@ def item_columns(item: Mapping[str, Any]) -> ItemColumns:
     tags: dict[str, bool] = {}
     for topic, c in () if not_scored else (item.get("per_topic") or {}).items():
         add_tag(tags, str(topic), bool(c.get("fp") or c.get("fn")))
-    error_type = str(not_scored)[:32] if not_scored else None
+    error_type = str(not_scored) if not_scored else None
     return ItemColumns(key, failed, model[:MODEL_CHARS], error_type=error_type, tags=tags)
 
 

@@ -168,12 +168,15 @@ def _by_role(inputs: Sequence[tuple[str, Path]]) -> tuple[Path, dict[str, dict[s
     return gold, files
 
 
-def _checked(item: SlotInput, role: str, *, check: bool = True) -> SlotInput:
+def _checked(
+    item: SlotInput, role: str, *, check: bool = True, model: str | None = None
+) -> SlotInput:
     """One input file as read: unreadable, or (``check``: the user's files) with no valid line, it
-    is a usage problem (``check_input_file``); an empty pred file predicted no slot."""
-    option = _OPTIONS[role]
+    is a usage problem (``check_input_file``) naming ``role:model`` as given; an empty pred file
+    predicted no slot."""
+    option, given = _OPTIONS[role], f"{role}:{model}" if model is not None else None
     if item.failure is not None:
-        raise UsageProblem(item.failure.one_line(), option)
+        raise UsageProblem(item.failure.one_line(), option, role=given)
     if not check:  # the files of a model run: a dead model's are empty
         return item
     if role == "pred" and not item.records and not item.errors:
@@ -187,6 +190,7 @@ def _checked(item: SlotInput, role: str, *, check: bool = True) -> SlotInput:
         option=option,
         expected=_KINDS[role],
         others=others,
+        role=given,
     )
     return item
 
@@ -251,14 +255,15 @@ def _read(
     for name, item in zip(files["pred"], pred_items, strict=True):
         latency = judge = None
         if name in files["latency"]:
-            side = _checked(next(sides), "latency", check=check)
+            side = _checked(next(sides), "latency", check=check, model=name)
             latency = LatencyFile(side.path, errors=side.errors)
         if name in files["judge"]:
-            side = _checked(next(sides), "judge", check=check)
+            side = _checked(next(sides), "judge", check=check, model=name)
             judge = JudgeFile(side.path, errors=side.errors)
-        pred = _checked(item, "pred", check=check)
+        pred = _checked(item, "pred", check=check, model=name)
         if check and pred.records and not pred.shared:  # a model run's: its conversations were
-            raise UsageProblem(_no_session_shared(pred, gold, name), "--pred")  # checked
+            message = _no_session_shared(pred, gold, name)  # checked
+            raise UsageProblem(message, "--pred", role=f"pred:{name}")
         predictions = SlotFile(pred.path, errors=pred.errors)
         models.append(
             ModelInput(

@@ -17,6 +17,7 @@ if TYPE_CHECKING:  # the names as type checkers and editors see them
         ItemColumns,
         Pairing,
         add_tag,
+        error_kind,
         item_value,
     )
     from fieldcheck.store._parquet import spliced
@@ -30,6 +31,7 @@ if TYPE_CHECKING:  # the names as type checkers and editors see them
         database_url,
         default_database_path,
         describe_url,
+        unshared_artifacts,
     )
     from fieldcheck.store._store import (
         MIN_PREFIX,

@@ -46,6 +46,16 @@ FAILED = ItemColumn("failed", "failed", "failed", "flag")
 ERROR = ItemColumn("error_type", "error", "error_type")
 
 
+def error_kind(text: str, size: int = 32) -> str:
+    """``text`` as an item's ``error_type`` (``size`` characters at most, the column's): whole,
+    else its head before the first ": " (``invalid JSON``), else cut after a whole word."""
+    if len(text) <= size:
+        return text
+    head = text.split(": ", 1)[0]
+    cut = text.rfind(" ", 0, size + 1)
+    return head if len(head) <= size else text[:cut] if cut > 0 else text[:size]
+
+
 def add_tag(tags: dict[str, bool], name: str, failed: bool) -> None:
     """Tag ``name`` (cut to ``TAG_CHARS``), failed when any of its items' parts failed."""
     name = name[:TAG_CHARS]

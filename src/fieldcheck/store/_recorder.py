@@ -18,7 +18,7 @@ from fieldcheck._util.errors import shown_path
 from fieldcheck._util.executor import Executor, InProcess, LocalPool, finish
 from fieldcheck._util.jsonio import dumps_bytes
 from fieldcheck._util.paths import file_bytes
-from fieldcheck.store._items import ItemColumns, plain_columns
+from fieldcheck.store._items import ItemColumns, error_kind, plain_columns
 from fieldcheck.store._parquet import COLUMNS, ItemsWriter, _Row, _Tag, located, publish
 from fieldcheck.store._records import RunInfo
 
@@ -55,7 +55,8 @@ def flat_rows(
     items: list[_Row] = []
     tags: list[_Tag] = []
     for c, result in rows:  # bytes are decoded by the task
-        items.append((c.key, seq, c.error_type, c.failed, c.model, c.turn, result))
+        error = c.error_type and error_kind(c.error_type)  # never cut mid-word
+        items.append((c.key, seq, error, c.failed, c.model, c.turn, result))
         if c.tags:
             tags.extend((name, seq, failed) for name, failed in c.tags.items())
         seq += 1

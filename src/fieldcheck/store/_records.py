@@ -48,6 +48,18 @@ def artifacts_root(url: str) -> Path:
     return default_database_path().parent / "artifacts"
 
 
+def unshared_artifacts(url: str) -> str | None:
+    """The warning of a store shared by URL (not a SQLite file) without ``FIELDCHECK_ARTIFACTS``:
+    the items of the runs stored go to this machine's own folder, which no other user reads."""
+    if url.startswith("sqlite") or os.environ.get(ARTIFACTS_ENV):
+        return None
+    return (
+        f"{ARTIFACTS_ENV} is not set: the items of the runs stored in {describe_url(url)} go to "
+        f"{artifacts_root(url)} on this machine alone, and the store's other users get 410 for "
+        "them; set it to a folder they share"
+    )
+
+
 def describe_url(url: str) -> str:
     """The URL without its password, for messages; one that does not parse is not shown (it
     may hold a password), and ``--help`` still works with it."""

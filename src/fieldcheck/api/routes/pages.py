@@ -208,8 +208,8 @@ async def save_strategies(request: Request, ctx: Context) -> Response:
 
 @router.post("/configuration/{section}/import")
 async def import_section(section: Section, request: Request, ctx: Context) -> Response:
-    if (bad := await _bad_text(request)) is not None:
-        return _configuration(ctx, request, error=bad, error_section=section)
+    """The file's bytes go to ``parse_json_file`` as the API's import (no ``_bad_text``): a
+    byte that is not UTF-8 is named with its file, line and column."""
     try:
         form = await _form(request, ctx)
     except ApiError as exc:

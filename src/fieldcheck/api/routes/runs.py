@@ -22,6 +22,7 @@ from fieldcheck.api._errors import INVALID, ITEMS_GONE, NO_RUN, ApiError, error_
 from fieldcheck.api._evaluation import (
     client_paths,
     logged_warnings,
+    path_namer,
     server_matcher,
     with_warnings,
 )
@@ -263,7 +264,7 @@ def export_route(
     ctx.store.items_file(run.id)  # ItemsMissing (410) before the stream starts, not within it
     media = "text/csv" if format == "csv" else "application/x-ndjson"
     return StreamingResponse(
-        iter_export(ctx.store, run.id, format),
+        iter_export(ctx.store, run.id, format, path_namer(ctx.settings.data_root, run)),
         media_type=media,
         headers={"content-disposition": f'attachment; filename="run-{run.id}.{format}"'},
     )

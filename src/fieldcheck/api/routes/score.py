@@ -12,11 +12,12 @@ from starlette.datastructures import FormData, UploadFile
 from starlette.formparsers import MultiPartParser
 
 from fieldcheck import core
-from fieldcheck._util.errors import MAX_SEED, UsageProblem
+from fieldcheck._util.errors import KEPT_ERRORS, MAX_SEED, UsageProblem
 from fieldcheck.api._body import MAX_BOOTSTRAP, api_router
 from fieldcheck.api._deps import AppContext, Context
 from fieldcheck.api._errors import INVALID, JUDGE_FAILED, ApiError, error_responses
 from fieldcheck.api._evaluation import hidden, score_uploads, server_matcher, with_warnings
+from fieldcheck.api._guard import BodyTooLarge
 
 router = api_router("/api/score", "score")
 
@@ -49,8 +50,11 @@ def _answer(
     outcome: core.Outcome, shown: Mapping[str, str], warnings: Sequence[str]
 ) -> dict[str, Any]:
     """What the route answers of a scored run (its files named inside its folder, no server
-    path the client did not send), with its ``warnings`` when there are any."""
+    path the client did not send), with its ``warnings`` and ``errors`` (the first
+    ``KEPT_ERRORS`` input problems, the lines the CLI prints as ``error:``) when there are any."""
     scored, signature = outcome.scored, outcome.scored.signature
+    found = scored.problems.errors[:KEPT_ERRORS] if scored.problems else []
+    errors = [e if isinstance(e, str) else e.one_line() for e in found]
     if hasattr(signature, "model_dump"):  # a Signature model
         signature = signature.model_dump(mode="json")
     answer = {
@@ -64,7 +68,7 @@ def _answer(
             p.relative_to(outcome.destination).as_posix() for p in outcome.files.values()
         ),
     }
-    return with_warnings(answer, warnings)
+    return with_warnings(answer | ({"errors": hidden(errors, shown)} if errors else {}), warnings)
 
 
 def _refuse_settings(ctx: AppContext, settings: Mapping[str, Any]) -> None:
@@ -161,6 +165,8 @@ async def _read_form(request: Request) -> FormData:
     try:
         parser = _Form(request.headers, request.stream())
         form = await parser.parse()
+    except BodyTooLarge:  # sent without Content-Length (chunked): counted as it arrives
+        raise
     except Exception:  # a body that is not a readable multipart form
         raise ApiError(
             422, "body: not a multipart form (no part could be read)", field="body"
