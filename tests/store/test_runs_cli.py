@@ -208,7 +208,8 @@ def test_export_to_a_terminal_escapes_control_characters_a_pipe_gets_the_bytes(
 ) -> None:
     """``runs export`` without ``--out`` wrote an id's ESC/OSC sequences raw to the terminal
     (``--format jsonl`` its U+202E): on a terminal they are shown escaped, as ``runs show``
-    shows them; a pipe still gets the exported bytes unchanged."""
+    shows them; a pipe still gets the exported bytes unchanged (a CSV file's controls are
+    escaped in the file itself)."""
     hostile = "\x1b]0;PWNED\x07\x1b[2Jx\u202e"
     records = [{"id": hostile, "ground_truth": {"a": "1"}, "output": {"a": "1"}}]
     out, batch = json_folder(tmp_path, "f", records)
@@ -221,7 +222,8 @@ def test_export_to_a_terminal_escapes_control_characters_a_pipe_gets_the_bytes(
         piped = subprocess.run(command, capture_output=True, check=True).stdout
         assert runs("export", run_id, "--format", fmt, "--out", str(tmp_path / fmt))[0] == 0
         assert piped == (tmp_path / fmt).read_bytes()
-        assert (hostile if fmt == "csv" else "\u202e").encode() in piped  # the bytes, raw
+        # the bytes as exported: a CSV cell holds controls escaped (reports.neutralise_cell)
+        assert (escaped if fmt == "csv" else "\u202e".encode()) in piped
         shown = _on_a_terminal(command)
         assert escaped in shown, shown
         assert b"\x1b" not in shown and b"\x07" not in shown and "\u202e".encode() not in shown

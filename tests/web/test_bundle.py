@@ -203,6 +203,7 @@ def test_a_bidi_override_in_a_model_name_shows_escaped_in_chromium(
     model = page.locator(f"#runs tr[data-run='{run}'] td.model").inner_text()
     assert model == "模型\\u202eevil, plain"
     page.locator(f"#runs tr[data-run='{run}'] a").first.click()
-    cells = page.locator("#items tbody td").all_inner_texts()  # built by bundle.js
+    page.locator("#items tbody td").first.wait_for()  # the table is built by bundle.js
+    cells = page.locator("#items tbody td").all_inner_texts()
     assert "模型\\u202eevil" in cells
     assert not [c for c in cells if "\u202e" in c]
