@@ -63,7 +63,6 @@ def create_app(settings: ApiSettings | None = None) -> FastAPI:
     settings = settings or ApiSettings.from_env()
     check_binding(settings.host, settings.token)
     store = Store(settings.database_url)
-    base_config = settings.matcher_config()
     app = FastAPI(
         title="fieldcheck",
         version=__version__,
@@ -78,8 +77,7 @@ def create_app(settings: ApiSettings | None = None) -> FastAPI:
         settings=settings,
         store=store,
         saved=SavedConfig(store),
-        base_config=base_config,
-        matchers=Matchers(base_config),
+        matchers=Matchers(settings.matcher_config()),
         templates=templates(),
     )
     install_error_handlers(app)

@@ -12,7 +12,7 @@ from fastapi.templating import Jinja2Templates
 
 from fieldcheck.api._evaluation import Matchers
 from fieldcheck.api._settings import ApiSettings
-from fieldcheck.jsoneval import EvalConfig, SavedConfig
+from fieldcheck.jsoneval import SavedConfig
 from fieldcheck.store import Store
 
 
@@ -23,7 +23,6 @@ class AppContext:
     settings: ApiSettings
     store: Store
     saved: SavedConfig
-    base_config: EvalConfig
     matchers: Matchers
     templates: Jinja2Templates
 

@@ -52,7 +52,7 @@ _log = logging.getLogger("fieldcheck")
 
 class Matchers:
     """The server's FUZZY and SEMANTIC matchers, built on first use (loading MiniLM or opening
-    the judge client once, not per request)."""
+    the judge client once, not per request), and its matcher settings (``server``)."""
 
     def __init__(self, config: EvalConfig) -> None:
         self.config = config
@@ -64,6 +64,16 @@ class Matchers:
             if self._matchers is None:
                 self._matchers = build_matchers(self.config)
             return self._matchers
+
+    def server(self) -> dict[str, Any]:
+        """The server's matcher settings: what every run of the server is scored and signed
+        with, whatever a request says (a request never points the server at another judge)."""
+        return self.config.model_dump(include={"matcher", "judge_base_url", "judge_model"})
+
+    def extras(self) -> dict[str, Any]:
+        """What ``core.score`` and ``runs.rescore`` take of the server's matcher: the matchers
+        (built in the caller's thread on first use) and their settings (``server``)."""
+        return {"matchers": self.get(), "matcher_config": self.server()}
 
 
 _COPY_BLOCK = 1 << 20
@@ -213,10 +223,7 @@ def score_run(
                 models=models,
                 store=ctx.store,
                 events=events,
-                extras={
-                    "matchers": ctx.matchers.get(),
-                    "matcher_config": server_matcher(ctx.base_config),
-                },
+                extras=ctx.matchers.extras(),
             )
     except UsageProblem as exc:
         if params is None:  # the generic route: a setting by its key, an input by its role
@@ -333,16 +340,6 @@ async def score_uploads(
     if root is None and outcome.run_id is not None:  # its temporary folder is gone
         ctx.store.forget_folder(outcome.run_id)
     return outcome, warnings, shown
-
-
-def server_matcher(base: EvalConfig) -> dict[str, Any]:
-    """The server's matcher settings (``base``): what every run of the server is scored and signed
-    with, whatever a request says (a request never points the server at another judge)."""
-    return {
-        "matcher": base.matcher,
-        "judge_base_url": base.judge_base_url,
-        "judge_model": base.judge_model,
-    }
 
 
 def hidden(value: Any, shown: Mapping[str, str]) -> Any:

@@ -23,7 +23,6 @@ from fieldcheck.api._evaluation import (
     request_folder,
     score_run,
     score_uploads,
-    server_matcher,
     with_warnings,
 )
 from fieldcheck.jsoneval import SafetyCheck, parse_section
@@ -120,7 +119,7 @@ _PARAMS = {
 def request_config(ctx: AppContext, body: _Config | None) -> dict[str, Any]:
     """The json system's configuration of a request: the sections it gives (a bad one a 422
     naming the request's part) and the server's matcher; the rest come from the saved ones."""
-    config = server_matcher(ctx.base_config)
+    config = ctx.matchers.server()
     if body is not None:
         for section, part in REQUEST_PARTS.items():
             value = getattr(body, part)

@@ -28,7 +28,6 @@ from fieldcheck.api._evaluation import (
     merged,
     parse_ground_truth_text,
     parse_json_file,
-    server_matcher,
     strategy_rows,
 )
 from fieldcheck.api._guard import TOKEN_COOKIE
@@ -292,7 +291,7 @@ def _evaluated(
     may load a model or wait on a judge), and its warnings; an uploaded ground truth named by
     ``gt_file``."""
     gt = parse_ground_truth_text(gt_text, file=gt_file)
-    config = merged(ctx.saved, server_matcher(ctx.base_config))
+    config = merged(ctx.saved, ctx.matchers.server())
     output = json_or_text(out_text.encode())  # else the text, scored as a non-object
     return evaluate_one(output, gt, config, ctx.matchers, flatten=_NO_FLATTEN)
 

@@ -23,7 +23,6 @@ from fieldcheck.api._evaluation import (
     client_paths,
     logged_warnings,
     path_namer,
-    server_matcher,
     with_warnings,
 )
 from fieldcheck.api.routes.compare import compare_dict
@@ -243,9 +242,8 @@ def _rescored(ctx: AppContext, run_id: str, **options: Any) -> tuple[RunInfo, li
     """``runs.rescore`` with the server's matcher (built in this worker thread on first use),
     never the judge the stored run names: a run's settings never point the server at a URL; and
     the warnings ``runs rescore`` prints."""
-    given = {"matchers": ctx.matchers.get(), "matcher_config": server_matcher(ctx.base_config)}
     with logged_warnings() as warnings:
-        return rescore(ctx.store, run_id, **options, **given), warnings
+        return rescore(ctx.store, run_id, **options, **ctx.matchers.extras()), warnings
 
 
 @router.get(

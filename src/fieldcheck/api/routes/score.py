@@ -16,7 +16,7 @@ from fieldcheck._util.errors import KEPT_ERRORS, MAX_SEED, UsageProblem
 from fieldcheck.api._body import MAX_BOOTSTRAP, api_router
 from fieldcheck.api._deps import AppContext, Context
 from fieldcheck.api._errors import INVALID, JUDGE_FAILED, ApiError, error_responses
-from fieldcheck.api._evaluation import hidden, score_uploads, server_matcher, with_warnings
+from fieldcheck.api._evaluation import hidden, score_uploads, with_warnings
 from fieldcheck.api._guard import BodyTooLarge
 
 router = api_router("/api/score", "score")
@@ -85,7 +85,7 @@ def _refuse_settings(ctx: AppContext, settings: Mapping[str, Any]) -> None:
                 field=f"settings.{key}",
             )
     config = settings.get("config")
-    server = server_matcher(ctx.base_config)
+    server = ctx.matchers.server()
     for prefix, given in (("settings", settings), ("settings.config", config)):
         for key, value in given.items() if isinstance(given, Mapping) else ():
             if key in server and value == server[key]:
