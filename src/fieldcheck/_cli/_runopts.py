@@ -267,9 +267,9 @@ def make_runner(*, no_store: bool = False, no_cache: bool = False, **settings: A
 
 
 JUDGE_OPTIONS: Options = {name: MODEL_OPTIONS[name] for name in ("concurrency", "timeout")}
+"""A scoring command's judge calls, limited as a model run's calls are (its judge's too)."""
 PROGRESS_OPTIONS: Options = {"no_progress": MODEL_OPTIONS["no_progress"]}
 """A scoring command's: it draws the bar a model run draws (a script passes both the flag)."""
-"""A scoring command's judge calls, limited as a model run's calls are (its judge's too)."""
 
 _SPEC_OPTIONS = ("base_url", "temperature", "max_tokens", "model_seed", "price_in", "price_out")
 _RUNNER_OPTIONS = (

@@ -184,15 +184,6 @@ def check_matcher(
         )
 
 
-def _read_output(path: Path, console: Console) -> Any:
-    """The output file as JSON, or its raw text when it is not valid JSON (scored, not rejected)."""
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        _fail(console, f"{path}: cannot read file: {exc.strerror}", EXIT_USAGE)
-    return json_or_text(raw)
-
-
 def _fmt(value: float | None) -> str:
     return "-" if value is None else f"{value:.4f}"
 
@@ -322,7 +313,10 @@ def score(
     if not isinstance(gt, dict):
         problem = InputError("ground truth must be a JSON object", file=ground_truth, value=gt)
         _fail(errors, str(problem), EXIT_USAGE)
-    value = _read_output(output, errors)
+    try:  # as JSON, or its raw text when it is not valid JSON (scored, not rejected)
+        value = json_or_text(output.read_bytes())
+    except OSError as exc:
+        _fail(errors, f"{output}: cannot read file: {exc.strerror}", EXIT_USAGE)
     from fieldcheck.matchers import judge_options
 
     judge = {"store": not options["no_store"]} | {k: options[k] for k in JUDGE_OPTIONS}

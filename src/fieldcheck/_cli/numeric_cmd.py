@@ -45,7 +45,6 @@ from fieldcheck.runner import ModelSpec, Runner
 
 app = typer.Typer(help=COMMANDS["numeric_cmd"], no_args_is_help=True, add_completion=False)
 
-EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "numeric"
 SCORING = scoring_options("conversations", GATED, sample=True)
 DATA_OPTIONS = {
     "data": option(
