@@ -326,22 +326,18 @@ class Scorer:
         _MAX_PLANS) and marked used by the chunk being scored."""
         plan = self._plans.get(shape)
         if plan is None:
-            plan = self._new_plan(gt, aio)
+            keys, strategies = tuple(sorted(gt)), self._strategies
+            configured = tuple(
+                metrics.configured_strategy(k, strategies) if strategies else None for k in keys
+            )
+            identical = None
+            if all(k in gt for k in aio) and all(c in ("EXACT", "IGNORE") for c in configured):
+                identical = tuple(3 if c == "EXACT" else 5 for c in configured)
+            plan = _Plan(keys, configured, self._seen(keys), identical)
             if len(self._plans) < _MAX_PLANS:
                 self._plans[shape] = plan
         self._used[id(plan)] = plan
         return plan
-
-    def _new_plan(self, gt: dict[str, Any], aio: dict[str, Any]) -> _Plan:
-        keys = tuple(sorted(gt))
-        strategies = self._strategies
-        configured = tuple(
-            metrics.configured_strategy(k, strategies) if strategies else None for k in keys
-        )
-        identical = None
-        if all(k in gt for k in aio) and all(c in ("EXACT", "IGNORE") for c in configured):
-            identical = tuple(3 if c == "EXACT" else 5 for c in configured)
-        return _Plan(keys, configured, self._seen(keys), identical)
 
     def _outcome(self, item: Item) -> Scored | None:
         """The outcome (``_shared``) of a record whose compared fields are all EXACT or IGNORE,
@@ -821,15 +817,6 @@ class Aggregate:
 # ------------------------------------------------------------------ reading a batch file
 
 
-def _validation_error(
-    exc: ValidationError, *, file: Path, line: int, record: str | None
-) -> InputError:
-    error = input_error_of(exc, file=file, line=line, record=record, reasons=_REASONS)
-    if error.field == "safety_score":
-        return error.replace(reason="must be a number in [0, 1] or null")
-    return error
-
-
 def plain_items(
     numbers: range, lines: list[bytes], warned_extra: bool
 ) -> tuple[list[Item], list[str], list[dict[str, Any]]] | None:
@@ -1162,7 +1149,9 @@ class BatchReader:
             try:
                 r = BatchRecord.model_validate({**value, "line": number})
             except ValidationError as exc:
-                error = _validation_error(exc, file=p, line=number, record=key)
+                error = input_error_of(exc, file=p, line=number, record=key, reasons=_REASONS)
+                if error.field == "safety_score":
+                    error = error.replace(reason="must be a number in [0, 1] or null")
                 out.append(self._fail(number, error))
                 continue
             item = Item(number, r.id, number, r.ground_truth, r.output, r.safety_score, True)
