@@ -37,35 +37,19 @@ class Thresholds(BaseModel):
     semantic_threshold: float = Field(_DEFAULTS.semantic_threshold, ge=0, le=1, allow_inf_nan=False)
 
 
-def _validated(model: type[BaseModel], data: Any, name: str, file: str | None) -> dict[str, Any]:
+def parse_section(section: Section, data: Any, *, file: str | None = None) -> dict[str, Any]:
+    """A section's value validated (strategies upper-cased; thresholds and weights left out keep
+    their default), or InputError with the CLI's line naming the bad name and value (and
+    ``file`` when it came from one, as ``--strategies FILE`` does)."""
+    if section == "strategies":
+        return dict(parse_strategies(data, file=file))
     if not isinstance(data, dict):
-        raise InputError(f"{name} must be a JSON object", file=file, value=data)
+        raise InputError(f"{section} must be a JSON object", file=file, value=data)
+    model = Thresholds if section == "thresholds" else RqsWeights
     try:  # strict: a JSON true or "0.5" is not a number that decides RQS
         return model.model_validate(data, strict=True).model_dump()
     except ValidationError as exc:
         raise input_error_of(exc, file=file) from None
-
-
-def parse_thresholds(data: Any, *, file: str | None = None) -> dict[str, float]:
-    """``{"fuzzy_threshold": 0.85, "semantic_threshold": 0.8}`` (names left out keep their
-    default); raises InputError naming the bad name and value."""
-    return _validated(Thresholds, data, "thresholds", file)
-
-
-def parse_weight_map(data: Any, *, file: str | None = None) -> dict[str, float]:
-    """``{"accuracy": 0.45, ...}`` -> the RQS weights (names left out keep their default, as
-    ``--weights``); raises InputError naming the bad name and value."""
-    return _validated(RqsWeights, data, "weights", file)
-
-
-def parse_section(section: Section, data: Any, *, file: str | None = None) -> dict[str, Any]:
-    """A section's value validated (strategies upper-cased), or InputError with the CLI's line
-    (naming ``file`` when it came from one, as ``--strategies FILE`` does)."""
-    if section == "strategies":
-        return dict(parse_strategies(data, file=file))
-    if section == "thresholds":
-        return parse_thresholds(data, file=file)
-    return parse_weight_map(data, file=file)
 
 
 class SectionError(Exception):
@@ -90,13 +74,7 @@ class SavedConfig:
 
     def get(self, section: Section) -> dict[str, Any]:
         saved = self.store.get_config(section)
-        if saved is not None:
-            return dict(saved)
-        if section == "strategies":
-            return {}
-        if section == "thresholds":
-            return Thresholds().model_dump()
-        return RqsWeights().model_dump()
+        return dict(saved) if saved is not None else parse_section(section, {})  # the defaults
 
     def checked(self, section: Section) -> dict[str, Any]:
         """The section as ``get`` gives it, validated with today's rules: one saved before a rule
@@ -146,7 +124,7 @@ def merged_config(
         used.append("thresholds")
     wanted = {n: given[n] for n in names if given.get(n) is not None}
     try:
-        values.update(parse_thresholds({**thresholds, **wanted}))
+        values.update(parse_section("thresholds", {**thresholds, **wanted}))
     except InputError as exc:
         raise SectionError("thresholds", exc) from None
     if used:

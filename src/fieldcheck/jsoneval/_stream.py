@@ -14,8 +14,8 @@ import re
 import time
 from collections import Counter, deque
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from functools import lru_cache, partial
+from dataclasses import KW_ONLY, dataclass, field, replace
+from functools import cached_property, lru_cache, partial
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
@@ -326,22 +326,18 @@ class Scorer:
         _MAX_PLANS) and marked used by the chunk being scored."""
         plan = self._plans.get(shape)
         if plan is None:
-            plan = self._new_plan(gt, aio)
+            keys, strategies = tuple(sorted(gt)), self._strategies
+            configured = tuple(
+                metrics.configured_strategy(k, strategies) if strategies else None for k in keys
+            )
+            identical = None
+            if all(k in gt for k in aio) and all(c in ("EXACT", "IGNORE") for c in configured):
+                identical = tuple(3 if c == "EXACT" else 5 for c in configured)
+            plan = _Plan(keys, configured, self._seen(keys), identical)
             if len(self._plans) < _MAX_PLANS:
                 self._plans[shape] = plan
         self._used[id(plan)] = plan
         return plan
-
-    def _new_plan(self, gt: dict[str, Any], aio: dict[str, Any]) -> _Plan:
-        keys = tuple(sorted(gt))
-        strategies = self._strategies
-        configured = tuple(
-            metrics.configured_strategy(k, strategies) if strategies else None for k in keys
-        )
-        identical = None
-        if all(k in gt for k in aio) and all(c in ("EXACT", "IGNORE") for c in configured):
-            identical = tuple(3 if c == "EXACT" else 5 for c in configured)
-        return _Plan(keys, configured, self._seen(keys), identical)
 
     def _outcome(self, item: Item) -> Scored | None:
         """The outcome (``_shared``) of a record whose compared fields are all EXACT or IGNORE,
@@ -566,15 +562,13 @@ class Scorer:
         self._used = {}
         if self._kernel:
             eligible = [it.checked and it.output.__class__ is dict for it in items]
-            if all(eligible):
-                shared = self._outcomes(items)
-                if items and all(map(operator.is_not, shared, itertools.repeat(None))):
-                    kept = Outcomes(shared, items)
-                    return kept, [], self.match([])[1], self._plans_seen()
-                fast = list(map(_of_record, shared, items))
-            else:
-                kernel = iter(self.columnar(list(itertools.compress(items, eligible))))
-                fast = [next(kernel) if e else None for e in eligible]
+            picked = list(itertools.compress(items, eligible))
+            shared = self._outcomes(picked)
+            whole = items and len(picked) == len(items)
+            if whole and all(map(operator.is_not, shared, itertools.repeat(None))):
+                return Outcomes(shared, items), [], self.match([])[1], self._plans_seen()
+            kernel = map(_of_record, shared, picked)
+            fast = [next(kernel) if e else None for e in eligible]
         for item, result in itertools.zip_longest(items, fast):
             if result is not None:
                 done.append(result)
@@ -697,17 +691,11 @@ class Aggregate:
                 self.means.add(rows)
         else:
             self.rows += other.rows
-        self.scored += other.scored
-        self.failed += other.failed
-        self.not_scored += other.not_scored
+        for name in ("scored", "failed", "not_scored", "not_an_object", "safety_flagged"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        for name in ("matcher_pairs", "expected", "missing", "hallucinated", "field_scores"):
+            getattr(self, name).update(getattr(other, name))
         self.errors = (self.errors + other.errors)[:KEPT_ERRORS]
-        self.not_an_object += other.not_an_object
-        self.safety_flagged += other.safety_flagged
-        self.matcher_pairs.update(other.matcher_pairs)
-        self.expected.update(other.expected)
-        self.missing.update(other.missing)
-        self.hallucinated.update(other.hallucinated)
-        self.field_scores.update(other.field_scores)
         for entry in other._worst:
             self._keep_worst(entry)
         for name, counts in other.histograms.items():
@@ -827,15 +815,6 @@ class Aggregate:
 
 
 # ------------------------------------------------------------------ reading a batch file
-
-
-def _validation_error(
-    exc: ValidationError, *, file: Path, line: int, record: str | None
-) -> InputError:
-    error = input_error_of(exc, file=file, line=line, record=record, reasons=_REASONS)
-    if error.field == "safety_score":
-        return error.replace(reason="must be a number in [0, 1] or null")
-    return error
 
 
 def plain_items(
@@ -1170,7 +1149,9 @@ class BatchReader:
             try:
                 r = BatchRecord.model_validate({**value, "line": number})
             except ValidationError as exc:
-                error = _validation_error(exc, file=p, line=number, record=key)
+                error = input_error_of(exc, file=p, line=number, record=key, reasons=_REASONS)
+                if error.field == "safety_score":
+                    error = error.replace(reason="must be a number in [0, 1] or null")
                 out.append(self._fail(number, error))
                 continue
             item = Item(number, r.id, number, r.ground_truth, r.output, r.safety_score, True)
@@ -1257,38 +1238,32 @@ def joined(records: bytes | Pieces) -> bytes:
 _TOKENS = itertools.count()
 
 
+@dataclass(eq=False)
 class Job:
     """What scoring a chunk reads besides the chunk (chunks.md). Immutable; pickled without
     ``progress`` and its matchers but fuzzy (a chunk that needs another comes back to be
     scored here)."""
 
-    def __init__(
-        self,
-        config: EvalConfig,
-        matchers: Matchers | None = None,
-        *,
-        source: str | None = None,
-        store: bool = False,
-        keep: bool = False,
-        progress: Progress | None = None,
-    ) -> None:
-        self.config, self.matchers, self.source = config, matchers, source
-        self.store, self.keep, self.progress = store, keep, progress
-        self._scorer: Scorer | None = None
-        self.sent, self.token = False, next(_TOKENS)
+    config: EvalConfig
+    matchers: Matchers | None = None
+    _: KW_ONLY
+    source: str | None = None
+    store: bool = False
+    keep: bool = False
+    progress: Progress | None = None
+    sent: bool = False
+    token: int = field(default_factory=_TOKENS.__next__)
 
     def __getstate__(self) -> dict[str, Any]:
         # rapidfuzz's matcher is stateless, sent along; a model (semantic, a judge) is not
         sent = {k: m for k, m in (self.matchers or {}).items() if isinstance(m, FuzzyMatcher)}
-        return {**self.__dict__, "matchers": sent, "progress": None, "_scorer": None, "sent": True}
+        state = {**self.__dict__, "matchers": sent, "progress": None, "sent": True}
+        state.pop("scorer", None)
+        return state
 
-    @property
+    @cached_property
     def scorer(self) -> Scorer:
-        if self._scorer is None:
-            self._scorer = Scorer(
-                self.config, self.matchers or {}, source=self.source, progress=self.progress
-            )
-        return self._scorer
+        return Scorer(self.config, self.matchers or {}, source=self.source, progress=self.progress)
 
 
 @lru_cache(maxsize=65536)

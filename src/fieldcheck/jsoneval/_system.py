@@ -44,35 +44,22 @@ def _stored(summary: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]
 
 
 def _jsonl(path: Path, *, given: bool = False) -> Iterator[dict[str, Any]]:
-    """The objects of a JSONL file of fieldcheck's (none when it is not there); ``given``: a
-    user's batch, whose lines that are not JSON are skipped, as ``json batch`` skipped them
-    (its errors.jsonl lists them)."""
+    """The objects of a JSONL file of fieldcheck's (none when it is not there), a line that is
+    not JSON an InputError naming the file and line (a half-written or edited file: it was a
+    traceback); ``given``: a user's batch, whose lines that are not JSON are skipped, as ``json
+    batch`` skipped them (its errors.jsonl lists them)."""
     if path.is_file():
         with path.open("rb") as handle:
             for number, line in enumerate(handle, 1):
-                value = _loaded(line) if given else _written(line, path, number)
+                try:
+                    value = loads(line) if line.strip() else None
+                except ValueError:
+                    if given:
+                        continue
+                    reason = "not JSON (a half-written or edited file?); nothing was stored"
+                    raise InputError(reason, file=path, line=number) from None
                 if isinstance(value, dict):
                     yield value
-
-
-def _written(line: bytes, path: Path, number: int) -> Any:
-    """A line of fieldcheck's JSONL file (None: a blank one); InputError naming the file and
-    line for one that is not JSON (a half-written or edited file: it was a traceback)."""
-    if not line.strip():
-        return None
-    try:
-        return loads(line)
-    except ValueError:
-        reason = "not JSON (a half-written or edited file?); nothing was stored"
-        raise InputError(reason, file=path, line=number) from None
-
-
-def _loaded(line: bytes) -> Any:
-    """A batch line's JSON, None for a line that is not JSON."""
-    try:
-        return loads(line)
-    except ValueError:
-        return None
 
 
 def _field_match_rates(metrics: Mapping[str, Any]) -> dict[str, Any]:
