@@ -10,13 +10,13 @@ import functools
 import json
 import math
 import random
-import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from fieldcheck._util.digest import cache_key
+from fieldcheck._util.errors import shown_text
 from fieldcheck.runner._models import ModelSpec, redact_url
 
 if TYPE_CHECKING:  # openai is imported on the first call: a second off every command's start
@@ -161,19 +161,6 @@ def retry_wait(attempt: int, headers: Any = None, rng: random.Random | None = No
     if wait is None:
         wait = (rng or random).uniform(0, min(BACKOFF_CAP_S, BACKOFF_BASE_S * 2**attempt))
     return min(wait, RETRY_AFTER_CAP_S)
-
-
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def _clean_text(text: str) -> str:
-    """A reply as valid Unicode: a lone surrogate (JSON allows ``"\\udfff"``) becomes U+FFFD, so
-    the reply can be cached, stored and written like any other."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return _SURROGATE.sub("\ufffd", text)
-    return text
 
 
 class InvalidReply(Exception):
@@ -364,7 +351,7 @@ def read_completion(body: bytes, content_type: str = "") -> Completion:
         elif not isinstance(content, str):
             raise InvalidReply(f"'choices[0].message.content' is {_kind(content)}, not a string")
         else:
-            text = _clean_text(content)
+            text = shown_text(content)  # a lone surrogate (JSON allows one) as U+FFFD
     return Completion(text, problem, tokens_in, tokens_out, truncated)
 
 

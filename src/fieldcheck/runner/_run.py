@@ -194,35 +194,18 @@ def item_calls(
 ) -> dict[str, dict[str, Any]]:
     """The run's items' calls (what a scored item keeps under ``call``) by scoring key:
     ``key`` of the journal key (the same by default)."""
-    return {
-        (key(i.key) if key is not None else i.key): {
-            "key": i.key,
-            "error_type": i.error_type,
-            "calls": i.call_log,
-            "cached_calls": i.cached_calls,
-            "latency_s": i.latency_s,
-            "result": i.result,
-        }
-        for i in handle.items()
-    }
+    return {(key(i.key) if key is not None else i.key): i.call() for i in handle.items()}
 
 
 Asked = tuple[dict[str, Any], str | None, list[CallResult]]
 """What asking one item gives: its result, its error type (None: answered) and its calls."""
 
 
-def in_order(
-    key: Callable[[T], str],
-    ask: Callable[[T, list[dict[str, Any]], ChatClient], Awaitable[Asked]],
-) -> InOrder[T]:
-    """``run_task``'s work for units of items asked in order: ``ask(item, earlier results,
-    client)``, its item saved; an item finished in an earlier run is read back, never asked."""
-    return InOrder(key, ask)
-
-
 @dataclass(frozen=True)
 class InOrder(Generic[T]):
-    """``in_order``'s work; ``run_task`` reads each unit's keys (what a resume asks again)."""
+    """``run_task``'s work for units of items asked in order: ``ask(item, earlier results,
+    client)``, its item saved; an item finished in an earlier run is read back, never asked.
+    ``run_task`` reads each unit's keys (what a resume asks again)."""
 
     key: Callable[[T], str]
     ask: Callable[[T, list[dict[str, Any]], ChatClient], Awaitable[Asked]]
@@ -239,6 +222,9 @@ class InOrder(Generic[T]):
                     self.key(item), result, error_type=error_type, latency_s=latency_s, call_log=log
                 )
             earlier.append(result)
+
+
+in_order = InOrder
 
 
 def call_failed(item: StoredItem) -> bool:

@@ -155,6 +155,11 @@ class StoredItem:
     turn: int | None = None
     shown: list[Any] = field(default_factory=list)  # the values of a page's item columns
 
+    def call(self) -> dict[str, Any]:
+        """A journal item's model call as a scored item keeps it under ``call``."""
+        names = ("key", "error_type", "call_log", "cached_calls", "latency_s", "result")
+        return {"calls" if n == "call_log" else n: getattr(self, n) for n in names}
+
     def public_dict(self) -> dict[str, Any]:
         """A scored item as JSON (export and API): its key, order, indexed columns, result."""
         names = ("key", "seq", "failed", "model", "turn", "error_type", "result")
