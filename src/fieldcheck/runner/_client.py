@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from fieldcheck._util.digest import cache_key
 from fieldcheck._util.errors import shown_text
+from fieldcheck.runner._errors import CALL_ERRORS
 from fieldcheck.runner._models import ModelSpec, redact_url
 
 if TYPE_CHECKING:  # openai is imported on the first call: a second off every command's start
@@ -626,6 +627,14 @@ class Runner:
             if self.on_store_error is not None:
                 self.on_store_error(error)
             return None
+
+    def set_status(self, run_id: str, status: str) -> None:
+        """Run ``run_id``'s status in the store, when it still has one (its items committed
+        first); one stopped (failed, interrupted) before it is scored gets its call errors,
+        tokens and latency."""
+        self.flush()
+        errors = None if status == "finished" else CALL_ERRORS
+        self.use_store(lambda store: store.set_status(run_id, status, call_errors=errors))
 
     def limit(self) -> asyncio.Semaphore:
         """The semaphore of requests in flight (made in the running loop)."""

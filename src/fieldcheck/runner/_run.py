@@ -350,7 +350,7 @@ def interrupted_line(runner: Runner) -> str | None:
     exit_without_collecting()
     parts = []
     for h in runner.runs:
-        _set_status(runner, h.id, "interrupted")
+        runner.set_status(h.id, "interrupted")
         state = "finished" if h.finished else f"{_plural(len(h.resumable()), 'item')} finished"
         parts.append(
             f"{h.client.spec.name} ({state})"
@@ -501,18 +501,18 @@ async def run_task(
         try:
             await _gather_bounded(units, work, handle, runner.settings.concurrency)
         except RunAborted:
-            _set_status(runner, run_id, "failed")  # never resumed: the next run asks again
+            runner.set_status(run_id, "failed")  # never resumed: the next run asks again
             raise
         except (KeyboardInterrupt, asyncio.CancelledError):
             for run in (handle, *(h for h in runner.runs if h.finished)):
                 # the models this command had finished are not scored yet: the resume takes
                 # their runs up again (one run per model), with no call
-                _set_status(runner, run.id, "interrupted")
+                runner.set_status(run.id, "interrupted")
             raise RunInterrupted(handle, total_items) from None
         finally:
             handle.on_save = None
             refresh(0)
-    _set_status(runner, run_id, "finished")
+    runner.set_status(run_id, "finished")
     handle.finished = True
     console.print(summary_line(handle), markup=False, highlight=False, soft_wrap=True)
     return handle
@@ -558,14 +558,6 @@ def _changed(old: Any, new: Any) -> list[str]:
         nested = isinstance(a, dict) and isinstance(b, dict)
         names += _changed(a, b) if nested else [key] if a != b else []
     return names
-
-
-def _set_status(runner: Runner, run_id: str, status: str) -> None:
-    """The run's status in the store, when it still has one (its items committed first); a run
-    stopped (failed, interrupted) before it is scored gets its call errors, tokens, latency."""
-    runner.flush()
-    errors = None if status == "finished" else CALL_ERRORS
-    runner.use_store(lambda store: store.set_status(run_id, status, call_errors=errors))
 
 
 def summary_line(handle: RunHandle) -> str:

@@ -696,7 +696,7 @@ class Store:
             return []
         path = self.items_file(run_id)
         if path is not None:
-            return _scored(self._query(_parquet.find, path, list(keys), None))
+            return _scored(self._query(_parquet.find, path, list(keys)))
         query = _journal(run_id, {}).where(JournalRow.item_key.in_(list(keys)))
         with self._session() as s:
             return [_in_flight(row) for row in s.scalars(query.order_by(JournalRow.seq))]
