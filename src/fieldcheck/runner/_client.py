@@ -480,19 +480,14 @@ class ChatClient:
                     error_type=error_type,
                     error_message=self._message(exc),
                 )
+            # both counts or neither (``read_completion``): estimated without them
             estimated = reply.input_tokens is None or reply.output_tokens is None
-            input_tokens = (
-                messages_tokens(messages) if reply.input_tokens is None else reply.input_tokens
-            )
-            output_tokens = (
-                estimate_tokens(reply.text or "")
-                if reply.output_tokens is None
-                else reply.output_tokens
-            )
             return CallResult(
                 text=None if reply.text is None else self._hidden(reply.text),  # a key echoed
-                input_tokens=input_tokens,
-                output_tokens=output_tokens,
+                input_tokens=messages_tokens(messages) if estimated else reply.input_tokens or 0,
+                output_tokens=estimate_tokens(reply.text or "")
+                if estimated
+                else reply.output_tokens or 0,
                 tokens_estimated=estimated,
                 latency_s=in_requests,
                 attempts=attempts,

@@ -157,8 +157,14 @@ class StoredItem:
 
     def call(self) -> dict[str, Any]:
         """A journal item's model call as a scored item keeps it under ``call``."""
-        names = ("key", "error_type", "call_log", "cached_calls", "latency_s", "result")
-        return {"calls" if n == "call_log" else n: getattr(self, n) for n in names}
+        return {
+            "key": self.key,
+            "error_type": self.error_type,
+            "calls": self.call_log,
+            "cached_calls": self.cached_calls,
+            "latency_s": self.latency_s,
+            "result": self.result,
+        }
 
     def public_dict(self) -> dict[str, Any]:
         """A scored item as JSON (export and API): its key, order, indexed columns, result."""
