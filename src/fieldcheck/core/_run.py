@@ -30,7 +30,6 @@ from fieldcheck.core._pipeline import (
 from fieldcheck.core._registry import get
 from fieldcheck.core._system import Runs
 from fieldcheck.reports import RunFolder, interrupts_deferred, write_csv
-from fieldcheck.runner import CALL_ERRORS
 
 if TYPE_CHECKING:
     from fieldcheck.runner import ModelSpec, Runner
@@ -131,7 +130,7 @@ def run(
         except KeyboardInterrupt:
             if not folder.complete:  # a run left finished, a resume would store it again
                 for each in calls:
-                    _interrupted(runner, each.run_id)
+                    runner.set_status(each.run_id, "interrupted")  # resumed, no call
             raise
     for outcome in ran.outcomes:
         outcome.scored.files = {k: folder.placed(p) for k, p in outcome.scored.files.items()}
@@ -203,8 +202,3 @@ def _scoring_pool(system: Any, inputs: Inputs) -> LocalPool | None:
         with contextlib.suppress(OSError):  # no process to be had: scored in this one
             return LocalPool(min(2, os.cpu_count() or 1), warm=(type(system).__module__,))
     return None
-
-
-def _interrupted(runner: Runner, run_id: str) -> None:
-    """Model run ``run_id`` left ``interrupted``: the same command resumes it, with no call."""
-    runner.use_store(lambda store: store.set_status(run_id, "interrupted", call_errors=CALL_ERRORS))

@@ -10,13 +10,14 @@ import functools
 import json
 import math
 import random
-import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from fieldcheck._util.digest import cache_key
+from fieldcheck._util.errors import shown_text
+from fieldcheck.runner._errors import CALL_ERRORS
 from fieldcheck.runner._models import ModelSpec, redact_url
 
 if TYPE_CHECKING:  # openai is imported on the first call: a second off every command's start
@@ -161,19 +162,6 @@ def retry_wait(attempt: int, headers: Any = None, rng: random.Random | None = No
     if wait is None:
         wait = (rng or random).uniform(0, min(BACKOFF_CAP_S, BACKOFF_BASE_S * 2**attempt))
     return min(wait, RETRY_AFTER_CAP_S)
-
-
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def _clean_text(text: str) -> str:
-    """A reply as valid Unicode: a lone surrogate (JSON allows ``"\\udfff"``) becomes U+FFFD, so
-    the reply can be cached, stored and written like any other."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return _SURROGATE.sub("\ufffd", text)
-    return text
 
 
 class InvalidReply(Exception):
@@ -364,7 +352,7 @@ def read_completion(body: bytes, content_type: str = "") -> Completion:
         elif not isinstance(content, str):
             raise InvalidReply(f"'choices[0].message.content' is {_kind(content)}, not a string")
         else:
-            text = _clean_text(content)
+            text = shown_text(content)  # a lone surrogate (JSON allows one) as U+FFFD
     return Completion(text, problem, tokens_in, tokens_out, truncated)
 
 
@@ -492,19 +480,14 @@ class ChatClient:
                     error_type=error_type,
                     error_message=self._message(exc),
                 )
+            # both counts or neither (``read_completion``): estimated without them
             estimated = reply.input_tokens is None or reply.output_tokens is None
-            input_tokens = (
-                messages_tokens(messages) if reply.input_tokens is None else reply.input_tokens
-            )
-            output_tokens = (
-                estimate_tokens(reply.text or "")
-                if reply.output_tokens is None
-                else reply.output_tokens
-            )
             return CallResult(
                 text=None if reply.text is None else self._hidden(reply.text),  # a key echoed
-                input_tokens=input_tokens,
-                output_tokens=output_tokens,
+                input_tokens=messages_tokens(messages) if estimated else reply.input_tokens or 0,
+                output_tokens=estimate_tokens(reply.text or "")
+                if estimated
+                else reply.output_tokens or 0,
                 tokens_estimated=estimated,
                 latency_s=in_requests,
                 attempts=attempts,
@@ -639,6 +622,14 @@ class Runner:
             if self.on_store_error is not None:
                 self.on_store_error(error)
             return None
+
+    def set_status(self, run_id: str, status: str) -> None:
+        """Run ``run_id``'s status in the store, when it still has one (its items committed
+        first); one stopped (failed, interrupted) before it is scored gets its call errors,
+        tokens and latency."""
+        self.flush()
+        errors = None if status == "finished" else CALL_ERRORS
+        self.use_store(lambda store: store.set_status(run_id, status, call_errors=errors))
 
     def limit(self) -> asyncio.Semaphore:
         """The semaphore of requests in flight (made in the running loop)."""

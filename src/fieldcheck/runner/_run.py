@@ -194,35 +194,18 @@ def item_calls(
 ) -> dict[str, dict[str, Any]]:
     """The run's items' calls (what a scored item keeps under ``call``) by scoring key:
     ``key`` of the journal key (the same by default)."""
-    return {
-        (key(i.key) if key is not None else i.key): {
-            "key": i.key,
-            "error_type": i.error_type,
-            "calls": i.call_log,
-            "cached_calls": i.cached_calls,
-            "latency_s": i.latency_s,
-            "result": i.result,
-        }
-        for i in handle.items()
-    }
+    return {(key(i.key) if key is not None else i.key): i.call() for i in handle.items()}
 
 
 Asked = tuple[dict[str, Any], str | None, list[CallResult]]
 """What asking one item gives: its result, its error type (None: answered) and its calls."""
 
 
-def in_order(
-    key: Callable[[T], str],
-    ask: Callable[[T, list[dict[str, Any]], ChatClient], Awaitable[Asked]],
-) -> InOrder[T]:
-    """``run_task``'s work for units of items asked in order: ``ask(item, earlier results,
-    client)``, its item saved; an item finished in an earlier run is read back, never asked."""
-    return InOrder(key, ask)
-
-
 @dataclass(frozen=True)
 class InOrder(Generic[T]):
-    """``in_order``'s work; ``run_task`` reads each unit's keys (what a resume asks again)."""
+    """``run_task``'s work for units of items asked in order: ``ask(item, earlier results,
+    client)``, its item saved; an item finished in an earlier run is read back, never asked.
+    ``run_task`` reads each unit's keys (what a resume asks again)."""
 
     key: Callable[[T], str]
     ask: Callable[[T, list[dict[str, Any]], ChatClient], Awaitable[Asked]]
@@ -239,6 +222,9 @@ class InOrder(Generic[T]):
                     self.key(item), result, error_type=error_type, latency_s=latency_s, call_log=log
                 )
             earlier.append(result)
+
+
+in_order = InOrder
 
 
 def call_failed(item: StoredItem) -> bool:
@@ -364,7 +350,7 @@ def interrupted_line(runner: Runner) -> str | None:
     exit_without_collecting()
     parts = []
     for h in runner.runs:
-        _set_status(runner, h.id, "interrupted")
+        runner.set_status(h.id, "interrupted")
         state = "finished" if h.finished else f"{_plural(len(h.resumable()), 'item')} finished"
         parts.append(
             f"{h.client.spec.name} ({state})"
@@ -515,18 +501,18 @@ async def run_task(
         try:
             await _gather_bounded(units, work, handle, runner.settings.concurrency)
         except RunAborted:
-            _set_status(runner, run_id, "failed")  # never resumed: the next run asks again
+            runner.set_status(run_id, "failed")  # never resumed: the next run asks again
             raise
         except (KeyboardInterrupt, asyncio.CancelledError):
             for run in (handle, *(h for h in runner.runs if h.finished)):
                 # the models this command had finished are not scored yet: the resume takes
                 # their runs up again (one run per model), with no call
-                _set_status(runner, run.id, "interrupted")
+                runner.set_status(run.id, "interrupted")
             raise RunInterrupted(handle, total_items) from None
         finally:
             handle.on_save = None
             refresh(0)
-    _set_status(runner, run_id, "finished")
+    runner.set_status(run_id, "finished")
     handle.finished = True
     console.print(summary_line(handle), markup=False, highlight=False, soft_wrap=True)
     return handle
@@ -572,14 +558,6 @@ def _changed(old: Any, new: Any) -> list[str]:
         nested = isinstance(a, dict) and isinstance(b, dict)
         names += _changed(a, b) if nested else [key] if a != b else []
     return names
-
-
-def _set_status(runner: Runner, run_id: str, status: str) -> None:
-    """The run's status in the store, when it still has one (its items committed first); a run
-    stopped (failed, interrupted) before it is scored gets its call errors, tokens, latency."""
-    runner.flush()
-    errors = None if status == "finished" else CALL_ERRORS
-    runner.use_store(lambda store: store.set_status(run_id, status, call_errors=errors))
 
 
 def summary_line(handle: RunHandle) -> str:

@@ -336,15 +336,10 @@ def page(
     )
 
 
-def find(con: Any, path: Path, keys: list[str], model: str | None) -> list[tuple[Any, ...]]:
-    """``page``'s columns of the items of ``keys`` (of ``model`` only, when given), by seq."""
-    return list(
-        con.execute(
-            f"SELECT {SELECTED} FROM read_parquet(?) "
-            "WHERE list_contains(?, key) AND (? IS NULL OR model = ?) ORDER BY seq",
-            [str(path), keys, model, model],
-        ).fetchall()
-    )
+def find(con: Any, path: Path, keys: list[str]) -> list[tuple[Any, ...]]:
+    """``page``'s columns of the items of ``keys`` (of every model), by seq."""
+    query = f"SELECT {SELECTED} FROM read_parquet(?) WHERE list_contains(?, key) ORDER BY seq"
+    return list(con.execute(query, [str(path), keys]).fetchall())
 
 
 def sorted_seqs(

@@ -26,22 +26,6 @@ if TYPE_CHECKING:  # SQLAlchemy: not in a pool process that only writes part fil
     from fieldcheck.store._store import Store
 
 
-def describe_inputs(
-    inputs: Sequence[tuple[str, str | Path]],
-    placed: Callable[[Path], Path] | None = None,
-    digests: Mapping[str, str] | None = None,
-) -> list[dict[str, Any]]:
-    """``[{name, path, sha256}]`` of the input files (``placed``: where a file of the partial
-    folder will be; ``digests``: sha256s already taken, by path as given)."""
-    described = []
-    for name, path in inputs:
-        p = Path(path)
-        digest = (digests or {}).get(str(path)) or (sha256_file(p) if p.is_file() else None)
-        shown = placed(p.resolve()).resolve() if placed is not None else p.resolve()
-        described.append({"name": name, "path": shown_path(shown), "sha256": digest})
-    return described
-
-
 # what a task writes: ("rows", items, tags), or ("build", "module:function", payload,
 # first seq, count), items the task builds itself with that function (``add_built``)
 _Chunk = tuple[Any, ...]
@@ -196,11 +180,14 @@ class RunRecorder:
             from fieldcheck.store._store import Store
 
             store = Store()
+        described = []  # ``placed``: where a file of the partial folder will be
+        for name, path in inputs:
+            p = Path(path)
+            at = (placed or Path)(p.resolve()).resolve()
+            digest = (digests or {}).get(str(path)) or (sha256_file(p) if p.is_file() else None)
+            described.append({"name": name, "path": shown_path(at), "sha256": digest})
         given: dict[str, Any] = {
-            "inputs": [
-                *describe_inputs(inputs, placed, digests),
-                *(dict(d) for d in input_digests or ()),
-            ],
+            "inputs": [*described, *(dict(d) for d in input_digests or ())],
             "settings": orjson.loads(_json(dict(settings))),
             "out_dir": str(Path(out).resolve()) if out is not None else None,
             "model": model,

@@ -155,6 +155,17 @@ class StoredItem:
     turn: int | None = None
     shown: list[Any] = field(default_factory=list)  # the values of a page's item columns
 
+    def call(self) -> dict[str, Any]:
+        """A journal item's model call as a scored item keeps it under ``call``."""
+        return {
+            "key": self.key,
+            "error_type": self.error_type,
+            "calls": self.call_log,
+            "cached_calls": self.cached_calls,
+            "latency_s": self.latency_s,
+            "result": self.result,
+        }
+
     def public_dict(self) -> dict[str, Any]:
         """A scored item as JSON (export and API): its key, order, indexed columns, result."""
         names = ("key", "seq", "failed", "model", "turn", "error_type", "result")

@@ -696,7 +696,7 @@ class Store:
             return []
         path = self.items_file(run_id)
         if path is not None:
-            return _scored(self._query(_parquet.find, path, list(keys), None))
+            return _scored(self._query(_parquet.find, path, list(keys)))
         query = _journal(run_id, {}).where(JournalRow.item_key.in_(list(keys)))
         with self._session() as s:
             return [_in_flight(row) for row in s.scalars(query.order_by(JournalRow.seq))]
@@ -982,18 +982,10 @@ def _journal(run_id: str, filters: Mapping[str, Any], *columns: Any) -> Any:
 
 
 def _in_flight(row: JournalRow) -> StoredItem:
-    """A journal item as an item not yet scored: its call under ``call``, in the shape a
-    scored item keeps it (``runner.item_calls``), and no verdict."""
+    """A journal item as an item not yet scored: its call under ``call`` (``StoredItem.call``),
+    and no verdict."""
     item = _stored(row)
-    call = {
-        "key": item.key,
-        "error_type": item.error_type,
-        "calls": item.call_log,
-        "cached_calls": item.cached_calls,
-        "latency_s": item.latency_s,
-        "result": item.result,
-    }
-    return replace(item, result={"call": call})
+    return replace(item, result={"call": item.call()})
 
 
 def _run_filters(
