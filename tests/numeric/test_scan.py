@@ -12,7 +12,12 @@ import pytest
 
 from fieldcheck._util.errors import InputError
 from fieldcheck._util.jsonio import read_json
-from fieldcheck.numeric._loaders import StoredConversations, _load_whole, load_convfinqa
+from fieldcheck.numeric._loaders import (
+    StoredConversations,
+    _load_whole,
+    load_convfinqa,
+    read_record,
+)
 
 
 def _derived(rng: random.Random, c: int) -> dict[str, object]:
@@ -100,3 +105,26 @@ def test_a_broken_file_gets_the_whole_file_error(tmp_path: Path) -> None:
         load_convfinqa(path)
     assert streamed.value.one_line() == whole.value.one_line()
     assert "line 1" in streamed.value.one_line() or ":1" in streamed.value.one_line()
+
+
+def test_a_record_read_again_keeps_its_bad_program_without_a_second_warning(
+    tmp_path: Path,
+) -> None:
+    """The loader warns once of a gold program that does not parse; scoring's second read of the
+    record (``read_record``) keeps the program as written and warns of nothing (issue 27: the
+    parse was half a re-read's cost)."""
+    record = _derived(random.Random(0), 0)
+    record["dialogue"] = {  # type: ignore[assignment]
+        "conv_questions": ["q0", "q1"],
+        "turn_program": ["5", "subtract(#3, 2)"],
+        "executed_answers": [5.0, 1.0],
+    }
+    path = tmp_path / "data.json"
+    path.write_text(json.dumps({"dev": [record]}), encoding="utf-8")
+    loaded = load_convfinqa(path)
+    assert [e.field for e in loaded.errors] == ["dialogue.turn_program[1]"]
+    stored = loaded.conversations
+    assert isinstance(stored, StoredConversations)
+    index, start, size = stored.spans
+    plain, warnings = read_record("derived", path.read_bytes()[start : start + size], index, path)
+    assert ([t.program for t in plain.turns], warnings) == (["5", "subtract(#3, 2)"], [])

@@ -292,8 +292,8 @@ def read_record(
     fmt: SourceFormat, text: bytes, index: int, file: Path
 ) -> tuple[PlainConversation, list[InputError]]:
     """A record of a file of format ``fmt`` (its JSON text, at ``index``) read as the loader
-    read it."""
-    return _READERS[fmt](orjson.loads(text), index=index, file=file)
+    read it, but for its gold programs' parse: the loader checked them (and warned)."""
+    return _READERS[fmt](orjson.loads(text), index=index, file=file, checked=True)
 
 
 def _choose_split(data: Mapping[str, Any], split: str | None, file: Path) -> str:
@@ -311,19 +311,23 @@ def _choose_split(data: Mapping[str, Any], split: str | None, file: Path) -> str
     raise InputError(f"several splits {keys}; choose one with --split", file=file, field="split")
 
 
+def _mapping(value: Any) -> bool:
+    """``isinstance(value, Mapping)``, sooner for a dict (what JSON reads as)."""
+    return type(value) is dict or isinstance(value, Mapping)
+
+
 def _record_id(record: Any, index: int) -> str:
-    if isinstance(record, Mapping) and isinstance(record.get("id"), str) and record["id"]:
-        return str(record["id"])
-    return f"#{index}"
+    found = record.get("id") if _mapping(record) else None
+    return str(found) if isinstance(found, str) and found else f"#{index}"
 
 
 def _require(
     obj: Any, key: str, kind: type | tuple[type, ...], *, file: Path, record: str, field: str
 ) -> Any:
-    if not isinstance(obj, Mapping) or key not in obj:
+    if not _mapping(obj) or key not in obj:
         raise InputError("missing field", file=file, record=record, field=field)
     value = obj[key]
-    if not isinstance(value, kind):
+    if not (type(value) is dict and kind is Mapping) and not isinstance(value, kind):
         names = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
         raise InputError(f"expected {names}", file=file, record=record, field=field, value=value)
     return value
@@ -338,7 +342,7 @@ def _text(value: Any) -> str:
 def _record_start(record: Any, index: int, file: Path) -> tuple[str, Mapping[str, Any]]:
     """The record's id (or ``#index``) and the record itself, checked to be an object with an id."""
     rid = _record_id(record, index)
-    if not isinstance(record, Mapping):
+    if not _mapping(record):
         raise InputError(
             "record is not an object", file=file, record=rid, value=type(record).__name__
         )
@@ -358,17 +362,18 @@ def _document(texts: Mapping[str, Any], table: dict[str, dict[str, float | str]]
 
 
 def _from_derived(
-    record: Any, *, index: int, file: Path
+    record: Any, *, index: int, file: Path, checked: bool = False
 ) -> tuple[PlainConversation, list[InputError]]:
     """A derived-format record checked and read as plain data, and its warnings (the loader and
-    scoring both read with it); InputError naming the record and field of its first problem."""
+    scoring both read with it; ``checked``: no warning of a gold program that does not parse);
+    InputError naming the record and field of its first problem."""
     rid, record = _record_start(record, index, file)
     doc = _require(record, "doc", Mapping, file=file, record=rid, field="doc")
     columns = _require(doc, "table", Mapping, file=file, record=rid, field="doc.table")
     table: dict[str, dict[str, float | str]] = {}
     for column, rows in columns.items():
         field = f"doc.table[{column!r}]"
-        if not isinstance(rows, Mapping):
+        if not _mapping(rows):
             raise InputError(
                 "expected an object of rows", file=file, record=rid, field=field, value=rows
             )
@@ -380,12 +385,12 @@ def _from_derived(
                 reason, where = "cell is not a number or text", f"{field}[{row!r}]"
                 raise InputError(reason, file=file, record=rid, field=where, value=cell)
             table.setdefault(str(row), {})[str(column)] = cell
-    turns, warnings = _read_turns(record, _DERIVED, file=file, record=rid)
+    turns, warnings = _read_turns(record, _DERIVED, file=file, record=rid, checked=checked)
     # without a features object: the derived format marks repeated headers "name (1)", "name (2)"
     suffixed = sum(1 for c in columns if _SUFFIXED.search(str(c)))
     features = _derive_features(rid, table, turns, has_duplicate_columns=suffixed > 1)
     raw_features = record.get("features")
-    if isinstance(raw_features, Mapping):  # its own features over the derived ones, checked
+    if _mapping(raw_features):  # its own features over the derived ones, checked
         try:
             features = Features.model_validate({**features, **raw_features}).model_dump()
         except ValidationError as exc:
@@ -398,11 +403,11 @@ def _from_derived(
 
 
 def _from_original(
-    record: Any, *, index: int, file: Path
+    record: Any, *, index: int, file: Path, checked: bool = False
 ) -> tuple[PlainConversation, list[InputError]]:
     """An original-format record checked and read as plain data, and its warnings."""
     rid, record = _record_start(record, index, file)
-    turns, warnings = _read_turns(record, _ORIGINAL, file=file, record=rid)
+    turns, warnings = _read_turns(record, _ORIGINAL, file=file, record=rid, checked=checked)
     rows = _require(record, "table", list, file=file, record=rid, field="table")
     table, duplicate_columns = _table_from_rows(rows, file=file, record=rid)
     features = _derive_features(rid, table, turns, has_duplicate_columns=duplicate_columns)
@@ -415,6 +420,7 @@ def _read_turns(
     *,
     file: Path,
     record: str,
+    checked: bool = False,
 ) -> tuple[list[PlainTurn], list[InputError]]:
     """The per-turn lists of ``obj[keys.container]`` (each as long as the questions) as turns."""
     box = _require(obj, keys.container, Mapping, file=file, record=record, field=keys.container)
@@ -424,8 +430,9 @@ def _read_turns(
         _turn_list(box, key, len(questions), file=file, record=record, prefix=keys.container)
         for key in (keys.answers, keys.programs, keys.executed, keys.splits)
     )
-    named = answers and any(isinstance(a, str) and _STEP_NAME.fullmatch(a) for a in answers)
-    if keys is _ORIGINAL and named:
+    if keys is _ORIGINAL and any(
+        isinstance(a, str) and _STEP_NAME.fullmatch(a) for a in answers or ()
+    ):
         answers = None  # the original answer_list holds step names ("A0"), not answers
 
     def bad(reason: str, key: str, i: int, value: Any = ...) -> InputError:
@@ -442,7 +449,8 @@ def _read_turns(
             if type(program) is not str:
                 raise bad("program is not text", keys.programs, i, program)
             try:
-                program_operations(program)
+                if not checked:  # (a record read again: the loader warned of it)
+                    program_operations(program)
             except ProgramParseError as exc:
                 warnings.append(bad(str(exc), keys.programs, i))
         gold: Any = executed[i] if executed is not None else None
