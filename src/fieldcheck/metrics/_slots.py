@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -204,37 +205,27 @@ def score_slot(prediction: Sequence[str], reference: Sequence[str]) -> SlotScore
 
 
 MEMO_LIMIT = 32_768
-"""Distinct value lists (and pairs) a ``SlotMemo`` remembers before it starts afresh."""
+"""Distinct value lists (and pairs) ``slot_score_of`` and ``value_count`` remember; a run
+starts with ``forget_slots`` (a replaced metric function then changes its output)."""
 
 
-class SlotMemo:
-    """``score_slot`` and ``slot_values`` counts remembered per distinct value lists: sessions
-    repeat values, so most slots are a lookup."""
+@lru_cache(maxsize=MEMO_LIMIT)
+def slot_score_of(prediction: tuple[str, ...], reference: tuple[str, ...]) -> SlotScore | None:
+    """``score_slot``, remembered per distinct value lists: sessions repeat values, so most slots
+    are a lookup."""
+    return score_slot(prediction, reference)
 
-    def __init__(self) -> None:
-        self.pairs: dict[tuple[tuple[str, ...], tuple[str, ...]], SlotScore | None] = {}
-        self.values: dict[tuple[str, ...], int] = {}
 
-    def slot(self, prediction: Sequence[str], reference: Sequence[str]) -> SlotScore | None:
-        key = (tuple(prediction), tuple(reference))
-        try:
-            return self.pairs[key]
-        except KeyError:
-            pass
-        if len(self.pairs) >= MEMO_LIMIT:
-            self.pairs.clear()
-        out = self.pairs[key] = score_slot(prediction, reference)
-        return out
+@lru_cache(maxsize=MEMO_LIMIT)
+def value_count(values: tuple[str, ...]) -> int:
+    """How many values say something (``slot_values``), remembered as ``slot_score_of``."""
+    return len(slot_values(values))
 
-    def count(self, values: Sequence[str]) -> int:
-        """How many values say something (``slot_values``)."""
-        key = tuple(values)
-        n = self.values.get(key)
-        if n is None:
-            if len(self.values) >= MEMO_LIMIT:
-                self.values.clear()
-            n = self.values[key] = len(slot_values(values))
-        return n
+
+def forget_slots() -> None:
+    """Empty ``slot_score_of`` and ``value_count``: a new run computes its slots afresh."""
+    slot_score_of.cache_clear()
+    value_count.cache_clear()
 
 
 def score_session(
@@ -244,18 +235,15 @@ def score_session(
     *,
     value_matches: Mapping[SlotKey, bool] | None = None,
     judge_scores: Mapping[SlotKey, float] | None = None,
-    memo: SlotMemo | None = None,
 ) -> tuple[int, int, int, int, int, int, int, int]:
     """Count one session's slots into ``topics`` (a tally per topic) and return its
     ``SESSION_FIELDS`` (slot spec "True Positives (TP), False Positives (FP), ..."; with
     ``value_matches`` a present-but-wrong slot is an FP and an FN: docs/slots.md)."""
-    if memo is None:
-        memo = SlotMemo()
-    stats, count = memo.slot, memo.count
+    stats, count = slot_score_of, value_count
     m, j = value_matches, judge_scores
     tp = fp = fn = n_gold = exact = matched = predicted = gold_tokens = 0
     for slot, gold_values in reference.items():
-        st = stats(prediction.get(slot, ()), gold_values)
+        st = stats(tuple(prediction.get(slot, ())), tuple(gold_values))
         if st is None:
             continue  # "no value" in the gold: not a gold slot (docs/decisions.md)
         topic = slot[0]
@@ -298,9 +286,9 @@ def score_session(
                 c[JUDGE_MISSING] += 1
     for slot, pred_values in prediction.items():
         known = reference.get(slot)
-        if known is not None and count(known):
+        if known is not None and count(tuple(known)):
             continue
-        n = count(pred_values)
+        n = count(tuple(pred_values))
         if n:
             topic = slot[0]
             t = topics.get(topic)

@@ -36,16 +36,17 @@ from fieldcheck.metrics import (
     SLOT_STATISTICS,
     Interval,
     RowClasses,
-    SlotMemo,
     TopicTally,
     TotalsStatistic,
     bootstrap_classes_ci,
     canonical_set,
+    forget_slots,
     latency_stats,
     paired_bootstrap_classes_pvalue,
     pooled,
     score_session,
     slot_values,
+    value_count,
 )
 from fieldcheck.slots._loaders import JudgeFile, LatencyFile, SessionKey, SlotFile, SlotKey
 from fieldcheck.slots._stream import Bucket, gc_paused
@@ -406,7 +407,6 @@ class SlotScorer(ScorerState):
         pairs = {p: RowClasses(2 * len(PAIR_COLUMNS)) for p in combinations(range(len(models)), 2)}
         super().__init__([_ModelFold(m) for m in models], pairs)
         self.recorder = recorder
-        self.cache = SlotMemo()
         # build the items here (``_item_tuples``), not in the store's writer: when two scoring
         # processes feed one writer, building every item would make it the slowest of three
         self.build_items = False
@@ -466,10 +466,9 @@ class SlotScorer(ScorerState):
                 fold.judge_lines += judge.records
                 fold.judge_errors += judge.errors
         self.gold_errors += gold.errors
-        count = self.cache.count
         for slots in gold.sessions.values():
             for (topic, _), values in slots.items():
-                if count(values):
+                if value_count(tuple(values)):
                     self.any_gold_value = True
                     self.topic_gold[topic] += 1
                 else:
@@ -570,7 +569,7 @@ class SlotScorer(ScorerState):
             fold.judge_in_gold += sum(len(scores[k]) for k in keys if k in scores)
         empty: dict[SlotKey, list[str]] = {}
         # the gold slots with a predicted value: the pairs a matcher or a judge has to see
-        count = self.cache.count
+        count = value_count
         checked = self.matcher is not None and self.tp != "presence"
         pairs: list[tuple[SessionKey, SlotKey]] = []
         if checked or fold.judge_scores is not None or self.judge is not None:
@@ -578,13 +577,14 @@ class SlotScorer(ScorerState):
                 (sk, slot)
                 for _, sk in scored
                 for slot, values in gold.sessions[sk].items()
-                if count(values) and count(preds.sessions.get(sk, empty).get(slot, ()))
+                if count(tuple(values))
+                and count(tuple(preds.sessions.get(sk, empty).get(slot, ())))
             ]
         fold.pairs += len(pairs)
         matches = self._value_matches(fold, gold, preds, pairs)
         judged = fold.judged = self._judged(fold, gold, preds, pairs)
 
-        topics, memo = fold.topics, self.cache
+        topics = fold.topics
         units = np.zeros((len(keys), len(SESSION_FIELDS)), dtype=np.int64)  # counts of a session
         for row, sk in scored:
             units[row] = score_session(
@@ -593,7 +593,6 @@ class SlotScorer(ScorerState):
                 topics,
                 value_matches=None if matches is None else matches.get(sk, {}),
                 judge_scores=None if judged is None else judged.get(sk, {}),
-                memo=memo,
             )
         for t in topics.values():
             t.settle()
@@ -1055,7 +1054,6 @@ class SlotJob:
     judge: Matcher | None = None
     store: bool = False
     built: bool = False
-    run: str = ""  # the run's own id: its chunks in one process share a memo ("": none shared)
 
 
 def headers(models: Sequence[ModelInput]) -> tuple[ModelInput, ...]:
@@ -1098,13 +1096,6 @@ class ChunkItems:
         self.spill.unlink()
 
 
-@lru_cache(maxsize=1)
-def _memo(run: str) -> SlotMemo:
-    """The memo of ``run``'s chunks in this process: sessions repeat values across buckets (a
-    memo per bucket cost 25% more scoring CPU, 300k lines x 3 models); a new run starts afresh."""
-    return SlotMemo()
-
-
 def score_chunk(job: SlotJob, bucket: Bucket) -> tuple[ChunkItems, ScorerState]:
     """One bucket scored: its items for the store (``ChunkItems``) and its digest
     (``ScorerState``, merged in bucket order by ``absorb``)."""
@@ -1113,7 +1104,6 @@ def score_chunk(job: SlotJob, bucket: Bucket) -> tuple[ChunkItems, ScorerState]:
         job.gold, job.models, tp=job.tp, threshold=job.threshold, matcher=job.matcher,
         judge=job.judge, recorder=sink if job.store else None,
     )  # fmt: skip
-    scorer.cache = _memo(job.run) if job.run else SlotMemo()
     scorer.build_items = job.built
     with gc_paused():  # reading the bucket makes as many objects as scoring it
         scorer.add_part(bucket)
@@ -1125,6 +1115,7 @@ def score_models(gold: SlotFile, models: Sequence[ModelInput], **options: Any) -
     ``SlotScorer`` made with ``options`` (slot spec, all sections; docs/slots.md)."""
     check_type("gold", gold, SlotFile, "a SlotFile (load_slots')")
     check_type("models", models, ModelInput, "a ModelInput", each=True)
+    forget_slots()
     scorer = SlotScorer(SlotFile(gold.path), headers(models), **options)
     if scorer.progress is not None:
         scorer.progress("scoring")
