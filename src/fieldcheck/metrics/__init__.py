@@ -91,7 +91,6 @@ if TYPE_CHECKING:  # the names as type checkers and editors see them
     from fieldcheck.metrics._slots import (
         SESSION_FIELDS,
         SLOT_STATISTICS,
-        SlotCounts,
         SlotKey,
         TopicTally,
         canonical_set,

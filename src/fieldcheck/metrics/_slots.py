@@ -5,8 +5,8 @@ metrics it is made of when called (a replaced one changes every output that uses
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 
@@ -28,7 +28,7 @@ SESSION_FIELDS = (
 )
 """A session's counts that the metrics with intervals are ratios of: the bootstrap's row."""
 TALLY_FIELDS = (*SESSION_FIELDS, "judge_count", "judge_missing", "extra_slots", "extra_values")
-"""The integer counts of a ``TopicTally`` (and of ``SlotCounts``), in this order."""
+"""The integer counts of a ``TopicTally``, in this order."""
 TP, FP, FN, GOLD, EXACT, TOK_MATCHED, TOK_PRED, TOK_GOLD = range(len(SESSION_FIELDS))
 JUDGE_COUNT, JUDGE_MISSING, EXTRA_SLOTS, EXTRA_VALUES = range(len(SESSION_FIELDS), 12)
 
@@ -69,64 +69,6 @@ SLOT_STATISTICS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
 columns ``SESSION_FIELDS``)."""
 
 
-@dataclass(frozen=True, slots=True)
-class SlotCounts:
-    """Sufficient statistics of slot extraction and each metric from them; ``judge_count`` stays 0
-    without a judge, so the judge score is then absent, never 0."""
-
-    tp: int = 0
-    fp: int = 0
-    fn: int = 0
-    gold_slots: int = 0
-    exact_match: int = 0
-    token_matched: int = 0
-    token_predicted: int = 0
-    token_gold: int = 0
-    judge_count: int = 0
-    judge_missing: int = 0
-    extra_slots: int = 0
-    extra_values: int = 0
-    bleu1_sum: float = 0.0
-    judge_sum: float = 0.0
-    sessions: int = 0
-
-    @property
-    def precision(self) -> float:
-        return float(_stats.precision(self.tp, self.fp))
-
-    @property
-    def recall(self) -> float:
-        return float(_stats.recall(self.tp, self.fn))
-
-    @property
-    def f1(self) -> float:
-        return float(_stats.f1(self.tp, self.fp, self.fn))
-
-    @property
-    def exact_match_rate(self) -> float:
-        return float(exact_match_rate(self.exact_match, self.gold_slots))
-
-    @property
-    def token_precision(self) -> float:
-        return float(token_precision(self.token_matched, self.token_predicted))
-
-    @property
-    def token_recall(self) -> float:
-        return float(token_recall(self.token_matched, self.token_gold))
-
-    @property
-    def token_f1(self) -> float:
-        return float(token_f1(self.token_matched, self.token_predicted, self.token_gold))
-
-    @property
-    def bleu1(self) -> float:  # mean over gold slots, a missed slot scoring 0 (slot spec §9)
-        return _stats.safe_div(self.bleu1_sum, float(self.gold_slots))
-
-    @property
-    def llm_judge(self) -> float | None:
-        return llm_judge(self.judge_sum, self.judge_count)
-
-
 class TopicTally:
     """Running counts of one topic (``TALLY_FIELDS``), mergeable, with exact BLEU-1 and judge
     sums (order-independent) whose values wait in their ``pending`` until ``settle``."""
@@ -149,19 +91,33 @@ class TopicTally:
         self.bleu.absorb(other.bleu)
         self.judge.absorb(other.judge)
 
-    def slot_counts(self, sessions: int = 0) -> SlotCounts:
-        ints = dict(zip(TALLY_FIELDS, self.counts, strict=True))
-        return SlotCounts(
-            **ints, bleu1_sum=self.bleu.value, judge_sum=self.judge.value, sessions=sessions
-        )
+    def metrics(self, sessions: int = 0) -> dict[str, Any]:
+        """The counts (``TALLY_FIELDS``) with each metric of them (slot spec §1-9, 14-15);
+        ``llm_judge`` stays None without a judged slot, never 0."""
+        c: dict[str, Any] = dict(zip(TALLY_FIELDS, self.counts, strict=True))
+        tp, fp, fn, gold, matched = c["tp"], c["fp"], c["fn"], c["gold_slots"], c["token_matched"]
+        bleu = self.bleu.value
+        return c | {
+            "precision": float(_stats.precision(tp, fp)),
+            "recall": float(_stats.recall(tp, fn)),
+            "f1": float(_stats.f1(tp, fp, fn)),
+            "exact_match_rate": float(exact_match_rate(c["exact_match"], gold)),
+            "token_precision": float(token_precision(matched, c["token_predicted"])),
+            "token_recall": float(token_recall(matched, c["token_gold"])),
+            "token_f1": float(token_f1(matched, c["token_predicted"], c["token_gold"])),
+            "bleu1_sum": bleu,
+            "bleu1": _stats.safe_div(bleu, float(gold)),  # missed slots score 0 (§9)
+            "llm_judge": llm_judge(self.judge.value, c["judge_count"]),
+            "sessions": sessions,
+        }
 
 
-def pooled(topics: Iterable[TopicTally], sessions: int = 0) -> SlotCounts:
-    """The counts of several topics together (a model's overall counts)."""
+def pooled(topics: Iterable[TopicTally], sessions: int = 0) -> dict[str, Any]:
+    """The counts and metrics of several topics together (a model's overall ones)."""
     total = TopicTally()
     for t in topics:
         total.absorb(t)
-    return total.slot_counts(sessions)
+    return total.metrics(sessions)
 
 
 def slot_values(values: Sequence[str]) -> tuple[str, ...]:

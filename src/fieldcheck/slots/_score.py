@@ -58,7 +58,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("fieldcheck")
 
 F = TypeVar("F", LatencyFile, JudgeFile)
-M = TypeVar("M", bound=BaseModel)
 
 
 TPMode = Literal["presence", "exact", "fuzzy", "semantic"]
@@ -787,17 +786,17 @@ class SlotScorer(ScorerState):
                 )
 
         total = pooled(fold.topics.values(), sessions=n_scored)
-        llm_judge = total.llm_judge
-        if judged and fold.pairs and total.judge_missing == fold.pairs:
+        llm_judge = total["llm_judge"]
+        if judged and fold.pairs and total["judge_missing"] == fold.pairs:
             warn(
                 f"model {model.name!r}: no judge score for any predicted gold slot; the judge "
                 "score is absent"
             )
             llm_judge = None
-        elif model.judge_scores is not None and total.judge_missing:  # a judge's: said above
+        elif model.judge_scores is not None and total["judge_missing"]:  # a judge's: said above
             source = model.judge_scores.path
             warn(
-                f"model {model.name!r}: {total.judge_missing} predicted gold slot(s) have no "
+                f"model {model.name!r}: {total['judge_missing']} predicted gold slot(s) have no "
                 f"score from {source}; the judge mean leaves them out"
             )
 
@@ -818,20 +817,15 @@ class SlotScorer(ScorerState):
                 )
             stats = latency_stats(seconds)
             if stats is not None:
-                latency = _read(LatencySummary, stats)
+                latency = LatencySummary(**stats.model_dump())
 
-        per_topic = {t: c.slot_counts() for t, c in sorted(fold.topics.items())}
-        result = _read(
-            ModelResult,
-            total,
-            llm_judge=llm_judge,
-            latency=latency,
-            per_topic={t: _read(TopicResult, c) for t, c in per_topic.items()},
-            counts=_read(Counts, total),
-            ci={},
-            sessions_not_scored={},
+        per_topic = {t: c.metrics() for t, c in sorted(fold.topics.items())}
+        result = ModelResult(
+            **total | {"llm_judge": llm_judge, "latency": latency, "ci": {}},
+            per_topic={t: TopicResult(**c) for t, c in per_topic.items()},
+            counts=Counts(**total),
         )
-        topic_gold = {t: c.gold_slots for t, c in per_topic.items()}
+        topic_gold = {t: c["gold_slots"] for t, c in per_topic.items()}
         failed = len(fold.judge_failures) if model.judge_scores is None else 0
         return ModelScore(model.name, result, fold.session_seconds, topic_gold, failed)
 
@@ -1192,8 +1186,3 @@ def _compare(
 
 def _in_gold_order(failures: list[tuple[SessionKey, int, InputError]]) -> list[InputError]:
     return [e for *_, e in sorted(failures, key=lambda f: (f[0], f[1]))]
-
-
-def _read(model: type[M], source: Any, **given: Any) -> M:
-    """``model`` with ``given`` and each other field ``source``'s attribute of its name."""
-    return model(**{k: getattr(source, k) for k in model.model_fields if k not in given}, **given)
