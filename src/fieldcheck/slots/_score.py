@@ -231,17 +231,6 @@ def slot_text(values: Sequence[str], *, canonical: bool = False) -> str:
 TP, FP, FN, GOLD, EXACT, TOK_MATCHED, TOK_PRED, TOK_GOLD = range(len(SESSION_FIELDS))
 
 
-def _on_columns(columns: tuple[int, ...], stat: TotalsStatistic) -> TotalsStatistic:
-    """``stat`` of totals given only at ``columns`` (the others are not needed by it)."""
-
-    def on(totals: np.ndarray) -> np.ndarray:
-        full = np.zeros((len(totals), len(SESSION_FIELDS)))
-        full[:, columns] = totals
-        return stat(full)
-
-    return on
-
-
 ITEMS: dict[str, tuple[int, ...]] = {
     "precision": (TP, FP),  # predicted slots
     "recall": (TP, FN),  # gold slots
@@ -252,22 +241,25 @@ ITEMS: dict[str, tuple[int, ...]] = {
 """The counts of the items each statistic is a ratio over: none in a resample, no value."""
 
 
-def _of_items(name: str) -> TotalsStatistic:
-    """``SLOT_STATISTICS[name]``, NaN on a resample with none of its ``ITEMS`` (left out of the
-    interval: the spec's 0 is for a model that predicted nothing, kept by the point estimate)."""
-    stat, items = SLOT_STATISTICS[name], list(ITEMS[name])
+def _on_columns(columns: tuple[int, ...], name: str, *, items: bool = True) -> TotalsStatistic:
+    """``SLOT_STATISTICS[name]`` of totals given only at ``columns`` (the others are not needed by
+    it); with ``items``, NaN on a resample with none of its ``ITEMS`` (left out of the interval:
+    the spec's 0 is for a model that predicted nothing, kept by the point estimate)."""
+    stat, counted = SLOT_STATISTICS[name], list(ITEMS[name]) if items else []
 
-    def of_items(t: np.ndarray) -> np.ndarray:
-        values = np.asarray(stat(t), dtype=float)
-        return np.where(t[:, items].sum(axis=1) > 0, values, np.nan)
+    def on(totals: np.ndarray) -> np.ndarray:
+        full = np.zeros((len(totals), len(SESSION_FIELDS)))
+        full[:, columns] = totals
+        values = np.asarray(stat(full), dtype=float)
+        return np.where(full[:, counted].sum(axis=1) > 0, values, np.nan) if items else values
 
-    return of_items
+    return on
 
 
 # The intervals draw over classes of equal rows (RowClasses), so each group of statistics keeps
 # only the columns it reads: few distinct rows (tp, fp, fn), whatever the number of sessions.
 CI_GROUPS: tuple[tuple[tuple[int, ...], dict[str, TotalsStatistic]], ...] = tuple(
-    (columns, {name: _on_columns(columns, _of_items(name)) for name in names})
+    (columns, {name: _on_columns(columns, name) for name in names})
     for columns, names in (
         ((TP, FP, FN), ("precision", "recall", "f1")),
         ((EXACT, GOLD), ("exact_match_rate",)),
@@ -275,7 +267,7 @@ CI_GROUPS: tuple[tuple[tuple[int, ...], dict[str, TotalsStatistic]], ...] = tupl
     )
 )
 PAIR_COLUMNS = (TP, FP, FN)
-_PAIR_F1 = _on_columns(PAIR_COLUMNS, SLOT_STATISTICS["f1"])
+_PAIR_F1 = _on_columns(PAIR_COLUMNS, "f1", items=False)
 _PAIR_STREAM = len(CI_GROUPS)
 """The paired test's draws come from their own stream (the groups' are 0, 1, 2)."""
 
