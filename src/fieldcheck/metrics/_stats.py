@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from statistics import median  # mean of the two middle values for an even count (slot spec §11)
+from statistics import median as median  # the mean of the middle two of an even count (§11)
 from typing import NamedTuple, TypeVar
 
 import numpy as np

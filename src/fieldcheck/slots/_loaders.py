@@ -9,7 +9,7 @@ import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import orjson
 from pydantic import BaseModel, ValidationError
@@ -210,7 +210,7 @@ def _repeated(
 
 def load_slots(path: str | Path) -> SlotFile:
     """Read a gold or prediction JSONL file (one slot per line; see docs/formats.md)."""
-    return _load("slots", path)
+    return cast(SlotFile, _load("slots", path))
 
 
 LatencyRow = tuple[str, int, float]
@@ -256,12 +256,12 @@ def add_judge(out: JudgeFile, line: int, row: JudgeRow) -> None:
 
 def load_latencies(path: str | Path) -> LatencyFile:
     """Read a latency JSONL file (one session per line, ``seconds`` >= 0)."""
-    return _load("latency", path)
+    return cast(LatencyFile, _load("latency", path))
 
 
 def load_judge_scores(path: str | Path) -> JudgeFile:
     """Read precomputed judge scores (one slot per line, ``score`` in [0, 1])."""
-    return _load("judge", path)
+    return cast(JudgeFile, _load("judge", path))
 
 
 KINDS: dict[str, tuple[Any, Any, Any]] = {

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, fields, replace
 from functools import lru_cache
 from itertools import combinations
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TypeVar, get_args
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 import numpy as np
 import orjson
@@ -56,8 +56,6 @@ if TYPE_CHECKING:
     from fieldcheck.store import RunRecorder
 
 log = logging.getLogger("fieldcheck")
-
-F = TypeVar("F", LatencyFile, JudgeFile)
 
 
 TPMode = Literal["presence", "exact", "fuzzy", "semantic"]
@@ -210,13 +208,9 @@ class SlotsRun:
 
 def make_matcher(tp: TPMode) -> Matcher | None:
     """The value matcher of a ``--tp`` mode; ``None`` for ``presence`` (no value check)."""
-    if tp == "exact":
-        return ExactMatcher()
-    if tp == "fuzzy":
-        return FuzzyMatcher()
-    if tp == "semantic":
-        return SemanticMatcher(cache=DiskCache())
-    return None
+    semantic: Callable[[], Matcher] = lambda: SemanticMatcher(cache=DiskCache())  # noqa: E731
+    makers = {"exact": ExactMatcher, "fuzzy": FuzzyMatcher, "semantic": semantic}
+    return makers[tp]() if tp in makers else None
 
 
 def slot_text(values: Sequence[str], *, canonical: bool = False) -> str:
@@ -431,12 +425,11 @@ class SlotScorer(ScorerState):
         model's latency and judge files where it has them."""
         slots, found = bucket.part()
         sides = iter(found)
-        latencies: list[LatencyFile | None] = []
-        judges: list[JudgeFile | None] = []
-        for model in self.models:
-            latencies.append(_next(sides, LatencyFile) if model.latencies is not None else None)
-            judges.append(_next(sides, JudgeFile) if model.judge_scores is not None else None)
-        self.add(slots[0], slots[1:], latencies, judges)
+        pairs = [
+            (next(sides) if m.latencies else None, next(sides) if m.judge_scores else None)
+            for m in self.models
+        ]
+        self.add(slots[0], slots[1:], *zip(*pairs, strict=True))
 
     @gc_paused()
     def add(
@@ -1018,13 +1011,6 @@ def _canonical(values: tuple[str, ...]) -> frozenset[str]:
     """``canonical_set`` of a slot's values, remembered in whichever process builds the store's
     items (sessions repeat values); a cached set is one object, which ``_differ`` relies on."""
     return canonical_set(values)
-
-
-def _next(sides: Iterator[LatencyFile | JudgeFile], kind: type[F]) -> F:
-    side = next(sides)
-    if not isinstance(side, kind):
-        raise ValueError(f"expected a {kind.__name__} in the part (see SlotScorer.add_part)")
-    return side
 
 
 @dataclass(frozen=True)
