@@ -1015,15 +1015,13 @@ def _canonical(values: tuple[str, ...]) -> frozenset[str]:
 
 @dataclass(frozen=True)
 class SlotJob:
-    """What scoring a bucket needs besides it (``score_chunk``; picklable without ``judge`` and
-    ``matcher``): the files' ``headers``, the TP rule, whether items are stored and built here."""
+    """What scoring a bucket needs besides it (``score_chunk``; picklable without a ``judge`` and
+    a ``matcher``): the files' ``headers``, the ``SlotScorer`` options of the TP rule (``tp``,
+    ``threshold``, ``matcher``, ``judge``), whether items are stored and built here."""
 
     gold: SlotFile
     models: tuple[ModelInput, ...]
-    tp: TPMode = "presence"
-    threshold: float | None = None
-    matcher: Matcher | None = None
-    judge: Matcher | None = None
+    options: Mapping[str, Any] = field(default_factory=dict)
     store: bool = False
     built: bool = False
 
@@ -1072,10 +1070,7 @@ def score_chunk(job: SlotJob, bucket: Bucket) -> tuple[ChunkItems, ScorerState]:
     """One bucket scored: its items for the store (``ChunkItems``) and its digest
     (``ScorerState``, merged in bucket order by ``absorb``)."""
     sink = ChunkItems(bucket.spill if job.built else None)
-    scorer = SlotScorer(
-        job.gold, job.models, tp=job.tp, threshold=job.threshold, matcher=job.matcher,
-        judge=job.judge, recorder=sink if job.store else None,
-    )  # fmt: skip
+    scorer = SlotScorer(job.gold, job.models, **job.options, recorder=sink if job.store else None)
     scorer.build_items = job.built
     with gc_paused():  # reading the bucket makes as many objects as scoring it
         scorer.add_part(bucket)

@@ -409,24 +409,18 @@ class SlotsSystem(SlotsRuns, Views):
         this process; a matcher or a judge always runs here) and write the spec's files."""
         tp, threshold, bootstrap, seed = _settings(settings)
         part = read.partition
-        matcher = make_matcher(tp)
+        options: dict[str, Any] = {"tp": tp, "threshold": threshold, "judge": read.judge}
+        options["matcher"] = make_matcher(tp)
+        shown = None if progress is None else lambda text: progress(text, 0, 0)
         scorer = SlotScorer(
-            read.gold,
-            read.models,
-            tp=tp,
-            threshold=threshold,
-            matcher=matcher,
-            judge=read.judge,
-            bootstrap=bootstrap,
-            seed=seed,
-            progress=None if progress is None else lambda text: progress(text, 0, 0),
+            read.gold, read.models, **options, bootstrap=bootstrap, seed=seed, progress=shown
         )
         forget_slots()  # this process's chunks share it (a pool's start afresh)
         run_on = executor or read.pool or InProcess()
-        if matcher is not None or read.judge is not None:  # a model or an endpoint: not copied
-            run_on = InProcess()  # into every pool process
+        if options["matcher"] is not None or read.judge is not None:  # a model or an endpoint:
+            run_on = InProcess()  # not copied into every pool process
         job = SlotJob(
-            SlotFile(read.gold.path), headers(read.models), tp, threshold, matcher, read.judge,
+            SlotFile(read.gold.path), headers(read.models), options,
             store=recorder is not None, built=not isinstance(run_on, InProcess),
         )  # fmt: skip
         if progress is not None:
