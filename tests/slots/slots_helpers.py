@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
-from fieldcheck.metrics import SlotCounts
+from fieldcheck.metrics import TopicTally
+from fieldcheck.metrics._slots import TALLY_FIELDS
 from fieldcheck.slots._score import (
     Counts,
     LatencySummary,
@@ -26,6 +28,14 @@ def slot(user: str, session: int, topic: str, field: str, *values: str) -> dict[
     }
 
 
+def counts(**given: int) -> SimpleNamespace:
+    """The given counts (``TALLY_FIELDS``, others 0) with their metrics, as the scorer derives
+    them (``TopicTally.metrics``)."""
+    tally = TopicTally()
+    tally.counts = [given.get(name, 0) for name in TALLY_FIELDS]
+    return SimpleNamespace(**tally.metrics())
+
+
 def model_score(
     name: str,
     *,
@@ -38,11 +48,11 @@ def model_score(
     topics: dict[str, tuple[int, int, int]] | None = None,
 ) -> ModelScore:
     """A ModelScore whose metrics follow from the given counts (as the scorer derives them)."""
-    c = SlotCounts(
+    c = counts(
         tp=tp, fp=fp, fn=fn, gold_slots=tp + fn, extra_slots=extra_slots, extra_values=extra_slots
     )
     per_topic = {
-        t: SlotCounts(tp=a, fp=b, fn=d, gold_slots=a + d) for t, (a, b, d) in (topics or {}).items()
+        t: counts(tp=a, fp=b, fn=d, gold_slots=a + d) for t, (a, b, d) in (topics or {}).items()
     }
     result = ModelResult(
         precision=c.precision,

@@ -136,7 +136,7 @@ def test_spread_matches_the_multinomial_bootstrap() -> None:
         assert abs(width - expected_width) <= 0.1 * expected_width, (name, width, expected_width)
     # paired p-values: a real difference (both at their floor, 1 / 2,001), and two models of
     # the same quality whose p-values the two bootstraps put within 10% of each other
-    pair_f1 = _on_columns((0, 1, 2), _stat_f1)
+    pair_f1 = _on_columns((0, 1, 2), "f1", items=False)
     cases = [(a, b, 1 / 2001)]
     for seed, expected in ((12, 0.2444), (13, 0.3928)):  # multinomial p-values, 2,000 resamples
         other = np.random.default_rng(seed)
@@ -198,7 +198,12 @@ def test_score_models_intervals_and_pvalue_are_the_class_bootstrap(jsonl: Jsonl)
     common = [i for i, k in enumerate(keys) if k not in left_out]
     joined = np.hstack([units["a"][common][:, :3], units["b"][:, :3]])
     p = paired_bootstrap_classes_pvalue(
-        _classes(joined), 3, _on_columns((0, 1, 2), _stat_f1), resamples=150, seed=4, stream=3
+        _classes(joined),
+        3,
+        _on_columns((0, 1, 2), "f1", items=False),
+        resamples=150,
+        seed=4,
+        stream=3,
     )
     (pair,) = run.paired_f1
     assert pair.sessions == 58 and pair.p_value == p

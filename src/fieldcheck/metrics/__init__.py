@@ -91,19 +91,20 @@ if TYPE_CHECKING:  # the names as type checkers and editors see them
     from fieldcheck.metrics._slots import (
         SESSION_FIELDS,
         SLOT_STATISTICS,
-        SlotCounts,
         SlotKey,
-        SlotMemo,
         TopicTally,
         canonical_set,
+        forget_slots,
         pooled,
         score_session,
         score_slot,
         slot_exact_match,
+        slot_score_of,
         slot_values,
         token_f1,
         token_precision,
         token_recall,
+        value_count,
     )
 
     # Shared statistics: P/R/F1, latency, bootstrap.

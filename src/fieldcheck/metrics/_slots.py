@@ -5,7 +5,8 @@ metrics it is made of when called (a replaced one changes every output that uses
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
 
 import numpy as np
 
@@ -27,7 +28,7 @@ SESSION_FIELDS = (
 )
 """A session's counts that the metrics with intervals are ratios of: the bootstrap's row."""
 TALLY_FIELDS = (*SESSION_FIELDS, "judge_count", "judge_missing", "extra_slots", "extra_values")
-"""The integer counts of a ``TopicTally`` (and of ``SlotCounts``), in this order."""
+"""The integer counts of a ``TopicTally``, in this order."""
 TP, FP, FN, GOLD, EXACT, TOK_MATCHED, TOK_PRED, TOK_GOLD = range(len(SESSION_FIELDS))
 JUDGE_COUNT, JUDGE_MISSING, EXTRA_SLOTS, EXTRA_VALUES = range(len(SESSION_FIELDS), 12)
 
@@ -68,64 +69,6 @@ SLOT_STATISTICS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
 columns ``SESSION_FIELDS``)."""
 
 
-@dataclass(frozen=True, slots=True)
-class SlotCounts:
-    """Sufficient statistics of slot extraction and each metric from them; ``judge_count`` stays 0
-    without a judge, so the judge score is then absent, never 0."""
-
-    tp: int = 0
-    fp: int = 0
-    fn: int = 0
-    gold_slots: int = 0
-    exact_match: int = 0
-    token_matched: int = 0
-    token_predicted: int = 0
-    token_gold: int = 0
-    judge_count: int = 0
-    judge_missing: int = 0
-    extra_slots: int = 0
-    extra_values: int = 0
-    bleu1_sum: float = 0.0
-    judge_sum: float = 0.0
-    sessions: int = 0
-
-    @property
-    def precision(self) -> float:
-        return float(_stats.precision(self.tp, self.fp))
-
-    @property
-    def recall(self) -> float:
-        return float(_stats.recall(self.tp, self.fn))
-
-    @property
-    def f1(self) -> float:
-        return float(_stats.f1(self.tp, self.fp, self.fn))
-
-    @property
-    def exact_match_rate(self) -> float:
-        return float(exact_match_rate(self.exact_match, self.gold_slots))
-
-    @property
-    def token_precision(self) -> float:
-        return float(token_precision(self.token_matched, self.token_predicted))
-
-    @property
-    def token_recall(self) -> float:
-        return float(token_recall(self.token_matched, self.token_gold))
-
-    @property
-    def token_f1(self) -> float:
-        return float(token_f1(self.token_matched, self.token_predicted, self.token_gold))
-
-    @property
-    def bleu1(self) -> float:  # mean over gold slots, a missed slot scoring 0 (slot spec §9)
-        return _stats.safe_div(self.bleu1_sum, float(self.gold_slots))
-
-    @property
-    def llm_judge(self) -> float | None:
-        return llm_judge(self.judge_sum, self.judge_count)
-
-
 class TopicTally:
     """Running counts of one topic (``TALLY_FIELDS``), mergeable, with exact BLEU-1 and judge
     sums (order-independent) whose values wait in their ``pending`` until ``settle``."""
@@ -148,19 +91,33 @@ class TopicTally:
         self.bleu.absorb(other.bleu)
         self.judge.absorb(other.judge)
 
-    def slot_counts(self, sessions: int = 0) -> SlotCounts:
-        ints = dict(zip(TALLY_FIELDS, self.counts, strict=True))
-        return SlotCounts(
-            **ints, bleu1_sum=self.bleu.value, judge_sum=self.judge.value, sessions=sessions
-        )
+    def metrics(self, sessions: int = 0) -> dict[str, Any]:
+        """The counts (``TALLY_FIELDS``) with each metric of them (slot spec §1-9, 14-15);
+        ``llm_judge`` stays None without a judged slot, never 0."""
+        c: dict[str, Any] = dict(zip(TALLY_FIELDS, self.counts, strict=True))
+        tp, fp, fn, gold, matched = c["tp"], c["fp"], c["fn"], c["gold_slots"], c["token_matched"]
+        bleu = self.bleu.value
+        return c | {
+            "precision": float(_stats.precision(tp, fp)),
+            "recall": float(_stats.recall(tp, fn)),
+            "f1": float(_stats.f1(tp, fp, fn)),
+            "exact_match_rate": float(exact_match_rate(c["exact_match"], gold)),
+            "token_precision": float(token_precision(matched, c["token_predicted"])),
+            "token_recall": float(token_recall(matched, c["token_gold"])),
+            "token_f1": float(token_f1(matched, c["token_predicted"], c["token_gold"])),
+            "bleu1_sum": bleu,
+            "bleu1": _stats.safe_div(bleu, float(gold)),  # missed slots score 0 (§9)
+            "llm_judge": llm_judge(self.judge.value, c["judge_count"]),
+            "sessions": sessions,
+        }
 
 
-def pooled(topics: Iterable[TopicTally], sessions: int = 0) -> SlotCounts:
-    """The counts of several topics together (a model's overall counts)."""
+def pooled(topics: Iterable[TopicTally], sessions: int = 0) -> dict[str, Any]:
+    """The counts and metrics of several topics together (a model's overall ones)."""
     total = TopicTally()
     for t in topics:
         total.absorb(t)
-    return total.slot_counts(sessions)
+    return total.metrics(sessions)
 
 
 def slot_values(values: Sequence[str]) -> tuple[str, ...]:
@@ -204,37 +161,27 @@ def score_slot(prediction: Sequence[str], reference: Sequence[str]) -> SlotScore
 
 
 MEMO_LIMIT = 32_768
-"""Distinct value lists (and pairs) a ``SlotMemo`` remembers before it starts afresh."""
+"""Distinct value lists (and pairs) ``slot_score_of`` and ``value_count`` remember; a run
+starts with ``forget_slots`` (a replaced metric function then changes its output)."""
 
 
-class SlotMemo:
-    """``score_slot`` and ``slot_values`` counts remembered per distinct value lists: sessions
-    repeat values, so most slots are a lookup."""
+@lru_cache(maxsize=MEMO_LIMIT)
+def slot_score_of(prediction: tuple[str, ...], reference: tuple[str, ...]) -> SlotScore | None:
+    """``score_slot``, remembered per distinct value lists: sessions repeat values, so most slots
+    are a lookup."""
+    return score_slot(prediction, reference)
 
-    def __init__(self) -> None:
-        self.pairs: dict[tuple[tuple[str, ...], tuple[str, ...]], SlotScore | None] = {}
-        self.values: dict[tuple[str, ...], int] = {}
 
-    def slot(self, prediction: Sequence[str], reference: Sequence[str]) -> SlotScore | None:
-        key = (tuple(prediction), tuple(reference))
-        try:
-            return self.pairs[key]
-        except KeyError:
-            pass
-        if len(self.pairs) >= MEMO_LIMIT:
-            self.pairs.clear()
-        out = self.pairs[key] = score_slot(prediction, reference)
-        return out
+@lru_cache(maxsize=MEMO_LIMIT)
+def value_count(values: tuple[str, ...]) -> int:
+    """How many values say something (``slot_values``), remembered as ``slot_score_of``."""
+    return len(slot_values(values))
 
-    def count(self, values: Sequence[str]) -> int:
-        """How many values say something (``slot_values``)."""
-        key = tuple(values)
-        n = self.values.get(key)
-        if n is None:
-            if len(self.values) >= MEMO_LIMIT:
-                self.values.clear()
-            n = self.values[key] = len(slot_values(values))
-        return n
+
+def forget_slots() -> None:
+    """Empty ``slot_score_of`` and ``value_count``: a new run computes its slots afresh."""
+    slot_score_of.cache_clear()
+    value_count.cache_clear()
 
 
 def score_session(
@@ -244,18 +191,15 @@ def score_session(
     *,
     value_matches: Mapping[SlotKey, bool] | None = None,
     judge_scores: Mapping[SlotKey, float] | None = None,
-    memo: SlotMemo | None = None,
 ) -> tuple[int, int, int, int, int, int, int, int]:
     """Count one session's slots into ``topics`` (a tally per topic) and return its
     ``SESSION_FIELDS`` (slot spec "True Positives (TP), False Positives (FP), ..."; with
     ``value_matches`` a present-but-wrong slot is an FP and an FN: docs/slots.md)."""
-    if memo is None:
-        memo = SlotMemo()
-    stats, count = memo.slot, memo.count
+    stats, count = slot_score_of, value_count
     m, j = value_matches, judge_scores
     tp = fp = fn = n_gold = exact = matched = predicted = gold_tokens = 0
     for slot, gold_values in reference.items():
-        st = stats(prediction.get(slot, ()), gold_values)
+        st = stats(tuple(prediction.get(slot, ())), tuple(gold_values))
         if st is None:
             continue  # "no value" in the gold: not a gold slot (docs/decisions.md)
         topic = slot[0]
@@ -298,9 +242,9 @@ def score_session(
                 c[JUDGE_MISSING] += 1
     for slot, pred_values in prediction.items():
         known = reference.get(slot)
-        if known is not None and count(known):
+        if known is not None and count(tuple(known)):
             continue
-        n = count(pred_values)
+        n = count(tuple(pred_values))
         if n:
             topic = slot[0]
             t = topics.get(topic)

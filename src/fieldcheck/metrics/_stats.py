@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from statistics import median as _median
+from statistics import median as median  # the mean of the middle two of an even count (§11)
 from typing import NamedTuple, TypeVar
 
 import numpy as np
@@ -59,13 +59,6 @@ def p95_nearest_rank(values: Sequence[float]) -> float:
         raise ValueError("p95 of no values")
     ordered = sorted(values)
     return ordered[max(int(len(ordered) * 0.95) - 1, 0)]
-
-
-def median(values: Sequence[float]) -> float:
-    """Middle value; mean of the two middle values for an even count (slot spec §11)."""
-    if not values:
-        raise ValueError("median of no values")
-    return _median(values)
 
 
 def latency_stats(seconds: Sequence[float]) -> LatencyStats | None:

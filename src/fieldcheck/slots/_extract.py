@@ -16,7 +16,7 @@ from typing import Annotated, Any, Literal
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, RootModel, StrictInt, StrictStr, ValidationError
 
-from fieldcheck._util.errors import CannotWrite, InputError, UsageProblem, cut, input_error_of
+from fieldcheck._util.errors import CannotWrite, ErrorList, InputError, UsageProblem, cut
 from fieldcheck._util.jsonio import iter_jsonl, write_json, write_jsonl
 from fieldcheck._util.paths import unique_filenames
 from fieldcheck.reports import RunFolder
@@ -32,6 +32,7 @@ from fieldcheck.runner import (
     messages_tokens,
     run_task,
 )
+from fieldcheck.slots._loaders import validated
 
 Memory = dict[str, dict[str, list[str]]]
 
@@ -100,15 +101,11 @@ def load_conversations(path: str | Path) -> list[Conversation]:
     p = Path(path)
     out: list[Conversation] = []
     first_line: dict[tuple[str, int], int] = {}
+    errors = ErrorList()
     for line, raw in iter_jsonl(p):
-        if isinstance(raw, InputError):
-            raise raw
-        if not isinstance(raw, dict):
-            raise InputError("expected a JSON object", file=p, line=line, value=raw)
-        try:
-            conv = Conversation.model_validate(raw)
-        except ValidationError as exc:
-            raise input_error_of(exc, file=p, line=line) from None
+        conv = validated(raw, Conversation, p, line, errors)
+        if conv is None:
+            raise errors[0]
         if conv.key in first_line:
             raise InputError(
                 f"user {conv.user!r} session {conv.session} repeats line {first_line[conv.key]}",

@@ -9,7 +9,7 @@ import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import orjson
 from pydantic import BaseModel, ValidationError
@@ -68,12 +68,12 @@ class JudgeFile:
 
 def _records(path: Path, model: type[R], errors: ErrorList) -> Iterator[tuple[int, R]]:
     for line, raw in iter_jsonl(path):
-        record = _validated(raw, model, path, line, errors)
+        record = validated(raw, model, path, line, errors)
         if record is not None:
             yield line, record
 
 
-def _validated(raw: Any, model: type[R], path: Path, line: int, errors: ErrorList) -> R | None:
+def validated(raw: Any, model: type[R], path: Path, line: int, errors: ErrorList) -> R | None:
     """A parsed line as ``model``, or None with its error in ``errors``."""
     if isinstance(raw, InputError):
         errors.append(raw)
@@ -148,7 +148,7 @@ def _checked_slot(raw: Any, path: Path, line: int, errors: ErrorList) -> SlotRow
     row = None if isinstance(raw, InputError) else slot_row(raw)
     if row is not None:
         return row
-    rec = _validated(raw, SlotRecord, path, line, errors)
+    rec = validated(raw, SlotRecord, path, line, errors)
     return None if rec is None else (rec.user, rec.session, rec.topic, rec.field, list(rec.values))
 
 
@@ -210,10 +210,7 @@ def _repeated(
 
 def load_slots(path: str | Path) -> SlotFile:
     """Read a gold or prediction JSONL file (one slot per line; see docs/formats.md)."""
-    out = SlotFile(Path(path))
-    for line, row in read_slot_rows(out.path, out.errors):
-        add_slot(out, line, row)
-    return out
+    return cast(SlotFile, _load("slots", path))
 
 
 LatencyRow = tuple[str, int, float]
@@ -259,15 +256,25 @@ def add_judge(out: JudgeFile, line: int, row: JudgeRow) -> None:
 
 def load_latencies(path: str | Path) -> LatencyFile:
     """Read a latency JSONL file (one session per line, ``seconds`` >= 0)."""
-    out = LatencyFile(Path(path))
-    for line, row in read_latency_rows(out.path, out.errors):
-        add_latency(out, line, row)
-    return out
+    return cast(LatencyFile, _load("latency", path))
 
 
 def load_judge_scores(path: str | Path) -> JudgeFile:
     """Read precomputed judge scores (one slot per line, ``score`` in [0, 1])."""
-    out = JudgeFile(Path(path))
-    for line, row in read_judge_rows(out.path, out.errors):
-        add_judge(out, line, row)
+    return cast(JudgeFile, _load("judge", path))
+
+
+KINDS: dict[str, tuple[Any, Any, Any]] = {
+    "slots": (SlotFile, read_slot_rows, add_slot),
+    "latency": (LatencyFile, read_latency_rows, add_latency),
+    "judge": (JudgeFile, read_judge_rows, add_judge),
+}
+"""Per kind of file: what it loads into, its reader of valid rows, and the adder of a row."""
+
+
+def _load(kind: str, path: str | Path) -> Any:
+    make, read, add = KINDS[kind]
+    out = make(Path(path))
+    for line, row in read(out.path, out.errors):
+        add(out, line, row)
     return out

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, fields, replace
 from functools import lru_cache
 from itertools import combinations
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TypeVar, get_args
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 import numpy as np
 import orjson
@@ -36,16 +36,17 @@ from fieldcheck.metrics import (
     SLOT_STATISTICS,
     Interval,
     RowClasses,
-    SlotMemo,
     TopicTally,
     TotalsStatistic,
     bootstrap_classes_ci,
     canonical_set,
+    forget_slots,
     latency_stats,
     paired_bootstrap_classes_pvalue,
     pooled,
     score_session,
     slot_values,
+    value_count,
 )
 from fieldcheck.slots._loaders import JudgeFile, LatencyFile, SessionKey, SlotFile, SlotKey
 from fieldcheck.slots._stream import Bucket, gc_paused
@@ -55,9 +56,6 @@ if TYPE_CHECKING:
     from fieldcheck.store import RunRecorder
 
 log = logging.getLogger("fieldcheck")
-
-F = TypeVar("F", LatencyFile, JudgeFile)
-M = TypeVar("M", bound=BaseModel)
 
 
 TPMode = Literal["presence", "exact", "fuzzy", "semantic"]
@@ -210,13 +208,9 @@ class SlotsRun:
 
 def make_matcher(tp: TPMode) -> Matcher | None:
     """The value matcher of a ``--tp`` mode; ``None`` for ``presence`` (no value check)."""
-    if tp == "exact":
-        return ExactMatcher()
-    if tp == "fuzzy":
-        return FuzzyMatcher()
-    if tp == "semantic":
-        return SemanticMatcher(cache=DiskCache())
-    return None
+    semantic: Callable[[], Matcher] = lambda: SemanticMatcher(cache=DiskCache())  # noqa: E731
+    makers = {"exact": ExactMatcher, "fuzzy": FuzzyMatcher, "semantic": semantic}
+    return makers[tp]() if tp in makers else None
 
 
 def slot_text(values: Sequence[str], *, canonical: bool = False) -> str:
@@ -231,17 +225,6 @@ def slot_text(values: Sequence[str], *, canonical: bool = False) -> str:
 TP, FP, FN, GOLD, EXACT, TOK_MATCHED, TOK_PRED, TOK_GOLD = range(len(SESSION_FIELDS))
 
 
-def _on_columns(columns: tuple[int, ...], stat: TotalsStatistic) -> TotalsStatistic:
-    """``stat`` of totals given only at ``columns`` (the others are not needed by it)."""
-
-    def on(totals: np.ndarray) -> np.ndarray:
-        full = np.zeros((len(totals), len(SESSION_FIELDS)))
-        full[:, columns] = totals
-        return stat(full)
-
-    return on
-
-
 ITEMS: dict[str, tuple[int, ...]] = {
     "precision": (TP, FP),  # predicted slots
     "recall": (TP, FN),  # gold slots
@@ -252,22 +235,25 @@ ITEMS: dict[str, tuple[int, ...]] = {
 """The counts of the items each statistic is a ratio over: none in a resample, no value."""
 
 
-def _of_items(name: str) -> TotalsStatistic:
-    """``SLOT_STATISTICS[name]``, NaN on a resample with none of its ``ITEMS`` (left out of the
-    interval: the spec's 0 is for a model that predicted nothing, kept by the point estimate)."""
-    stat, items = SLOT_STATISTICS[name], list(ITEMS[name])
+def _on_columns(columns: tuple[int, ...], name: str, *, items: bool = True) -> TotalsStatistic:
+    """``SLOT_STATISTICS[name]`` of totals given only at ``columns`` (the others are not needed by
+    it); with ``items``, NaN on a resample with none of its ``ITEMS`` (left out of the interval:
+    the spec's 0 is for a model that predicted nothing, kept by the point estimate)."""
+    stat, counted = SLOT_STATISTICS[name], list(ITEMS[name]) if items else []
 
-    def of_items(t: np.ndarray) -> np.ndarray:
-        values = np.asarray(stat(t), dtype=float)
-        return np.where(t[:, items].sum(axis=1) > 0, values, np.nan)
+    def on(totals: np.ndarray) -> np.ndarray:
+        full = np.zeros((len(totals), len(SESSION_FIELDS)))
+        full[:, columns] = totals
+        values = np.asarray(stat(full), dtype=float)
+        return np.where(full[:, counted].sum(axis=1) > 0, values, np.nan) if items else values
 
-    return of_items
+    return on
 
 
 # The intervals draw over classes of equal rows (RowClasses), so each group of statistics keeps
 # only the columns it reads: few distinct rows (tp, fp, fn), whatever the number of sessions.
 CI_GROUPS: tuple[tuple[tuple[int, ...], dict[str, TotalsStatistic]], ...] = tuple(
-    (columns, {name: _on_columns(columns, _of_items(name)) for name in names})
+    (columns, {name: _on_columns(columns, name) for name in names})
     for columns, names in (
         ((TP, FP, FN), ("precision", "recall", "f1")),
         ((EXACT, GOLD), ("exact_match_rate",)),
@@ -275,7 +261,7 @@ CI_GROUPS: tuple[tuple[tuple[int, ...], dict[str, TotalsStatistic]], ...] = tupl
     )
 )
 PAIR_COLUMNS = (TP, FP, FN)
-_PAIR_F1 = _on_columns(PAIR_COLUMNS, SLOT_STATISTICS["f1"])
+_PAIR_F1 = _on_columns(PAIR_COLUMNS, "f1", items=False)
 _PAIR_STREAM = len(CI_GROUPS)
 """The paired test's draws come from their own stream (the groups' are 0, 1, 2)."""
 
@@ -406,7 +392,6 @@ class SlotScorer(ScorerState):
         pairs = {p: RowClasses(2 * len(PAIR_COLUMNS)) for p in combinations(range(len(models)), 2)}
         super().__init__([_ModelFold(m) for m in models], pairs)
         self.recorder = recorder
-        self.cache = SlotMemo()
         # build the items here (``_item_tuples``), not in the store's writer: when two scoring
         # processes feed one writer, building every item would make it the slowest of three
         self.build_items = False
@@ -440,12 +425,11 @@ class SlotScorer(ScorerState):
         model's latency and judge files where it has them."""
         slots, found = bucket.part()
         sides = iter(found)
-        latencies: list[LatencyFile | None] = []
-        judges: list[JudgeFile | None] = []
-        for model in self.models:
-            latencies.append(_next(sides, LatencyFile) if model.latencies is not None else None)
-            judges.append(_next(sides, JudgeFile) if model.judge_scores is not None else None)
-        self.add(slots[0], slots[1:], latencies, judges)
+        pairs = [
+            (next(sides) if m.latencies else None, next(sides) if m.judge_scores else None)
+            for m in self.models
+        ]
+        self.add(slots[0], slots[1:], *zip(*pairs, strict=True))
 
     @gc_paused()
     def add(
@@ -466,10 +450,9 @@ class SlotScorer(ScorerState):
                 fold.judge_lines += judge.records
                 fold.judge_errors += judge.errors
         self.gold_errors += gold.errors
-        count = self.cache.count
         for slots in gold.sessions.values():
             for (topic, _), values in slots.items():
-                if count(values):
+                if value_count(tuple(values)):
                     self.any_gold_value = True
                     self.topic_gold[topic] += 1
                 else:
@@ -570,7 +553,7 @@ class SlotScorer(ScorerState):
             fold.judge_in_gold += sum(len(scores[k]) for k in keys if k in scores)
         empty: dict[SlotKey, list[str]] = {}
         # the gold slots with a predicted value: the pairs a matcher or a judge has to see
-        count = self.cache.count
+        count = value_count
         checked = self.matcher is not None and self.tp != "presence"
         pairs: list[tuple[SessionKey, SlotKey]] = []
         if checked or fold.judge_scores is not None or self.judge is not None:
@@ -578,13 +561,14 @@ class SlotScorer(ScorerState):
                 (sk, slot)
                 for _, sk in scored
                 for slot, values in gold.sessions[sk].items()
-                if count(values) and count(preds.sessions.get(sk, empty).get(slot, ()))
+                if count(tuple(values))
+                and count(tuple(preds.sessions.get(sk, empty).get(slot, ())))
             ]
         fold.pairs += len(pairs)
         matches = self._value_matches(fold, gold, preds, pairs)
         judged = fold.judged = self._judged(fold, gold, preds, pairs)
 
-        topics, memo = fold.topics, self.cache
+        topics = fold.topics
         units = np.zeros((len(keys), len(SESSION_FIELDS)), dtype=np.int64)  # counts of a session
         for row, sk in scored:
             units[row] = score_session(
@@ -593,7 +577,6 @@ class SlotScorer(ScorerState):
                 topics,
                 value_matches=None if matches is None else matches.get(sk, {}),
                 judge_scores=None if judged is None else judged.get(sk, {}),
-                memo=memo,
             )
         for t in topics.values():
             t.settle()
@@ -788,17 +771,17 @@ class SlotScorer(ScorerState):
                 )
 
         total = pooled(fold.topics.values(), sessions=n_scored)
-        llm_judge = total.llm_judge
-        if judged and fold.pairs and total.judge_missing == fold.pairs:
+        llm_judge = total["llm_judge"]
+        if judged and fold.pairs and total["judge_missing"] == fold.pairs:
             warn(
                 f"model {model.name!r}: no judge score for any predicted gold slot; the judge "
                 "score is absent"
             )
             llm_judge = None
-        elif model.judge_scores is not None and total.judge_missing:  # a judge's: said above
+        elif model.judge_scores is not None and total["judge_missing"]:  # a judge's: said above
             source = model.judge_scores.path
             warn(
-                f"model {model.name!r}: {total.judge_missing} predicted gold slot(s) have no "
+                f"model {model.name!r}: {total['judge_missing']} predicted gold slot(s) have no "
                 f"score from {source}; the judge mean leaves them out"
             )
 
@@ -819,20 +802,15 @@ class SlotScorer(ScorerState):
                 )
             stats = latency_stats(seconds)
             if stats is not None:
-                latency = _read(LatencySummary, stats)
+                latency = LatencySummary(**stats.model_dump())
 
-        per_topic = {t: c.slot_counts() for t, c in sorted(fold.topics.items())}
-        result = _read(
-            ModelResult,
-            total,
-            llm_judge=llm_judge,
-            latency=latency,
-            per_topic={t: _read(TopicResult, c) for t, c in per_topic.items()},
-            counts=_read(Counts, total),
-            ci={},
-            sessions_not_scored={},
+        per_topic = {t: c.metrics() for t, c in sorted(fold.topics.items())}
+        result = ModelResult(
+            **total | {"llm_judge": llm_judge, "latency": latency, "ci": {}},
+            per_topic={t: TopicResult(**c) for t, c in per_topic.items()},
+            counts=Counts(**total),
         )
-        topic_gold = {t: c.gold_slots for t, c in per_topic.items()}
+        topic_gold = {t: c["gold_slots"] for t, c in per_topic.items()}
         failed = len(fold.judge_failures) if model.judge_scores is None else 0
         return ModelScore(model.name, result, fold.session_seconds, topic_gold, failed)
 
@@ -1035,27 +1013,17 @@ def _canonical(values: tuple[str, ...]) -> frozenset[str]:
     return canonical_set(values)
 
 
-def _next(sides: Iterator[LatencyFile | JudgeFile], kind: type[F]) -> F:
-    side = next(sides)
-    if not isinstance(side, kind):
-        raise ValueError(f"expected a {kind.__name__} in the part (see SlotScorer.add_part)")
-    return side
-
-
 @dataclass(frozen=True)
 class SlotJob:
-    """What scoring a bucket needs besides it (``score_chunk``; picklable without ``judge`` and
-    ``matcher``): the files' ``headers``, the TP rule, whether items are stored and built here."""
+    """What scoring a bucket needs besides it (``score_chunk``; picklable without a ``judge`` and
+    a ``matcher``): the files' ``headers``, the ``SlotScorer`` options of the TP rule (``tp``,
+    ``threshold``, ``matcher``, ``judge``), whether items are stored and built here."""
 
     gold: SlotFile
     models: tuple[ModelInput, ...]
-    tp: TPMode = "presence"
-    threshold: float | None = None
-    matcher: Matcher | None = None
-    judge: Matcher | None = None
+    options: Mapping[str, Any] = field(default_factory=dict)
     store: bool = False
     built: bool = False
-    run: str = ""  # the run's own id: its chunks in one process share a memo ("": none shared)
 
 
 def headers(models: Sequence[ModelInput]) -> tuple[ModelInput, ...]:
@@ -1098,22 +1066,11 @@ class ChunkItems:
         self.spill.unlink()
 
 
-@lru_cache(maxsize=1)
-def _memo(run: str) -> SlotMemo:
-    """The memo of ``run``'s chunks in this process: sessions repeat values across buckets (a
-    memo per bucket cost 25% more scoring CPU, 300k lines x 3 models); a new run starts afresh."""
-    return SlotMemo()
-
-
 def score_chunk(job: SlotJob, bucket: Bucket) -> tuple[ChunkItems, ScorerState]:
     """One bucket scored: its items for the store (``ChunkItems``) and its digest
     (``ScorerState``, merged in bucket order by ``absorb``)."""
     sink = ChunkItems(bucket.spill if job.built else None)
-    scorer = SlotScorer(
-        job.gold, job.models, tp=job.tp, threshold=job.threshold, matcher=job.matcher,
-        judge=job.judge, recorder=sink if job.store else None,
-    )  # fmt: skip
-    scorer.cache = _memo(job.run) if job.run else SlotMemo()
+    scorer = SlotScorer(job.gold, job.models, **job.options, recorder=sink if job.store else None)
     scorer.build_items = job.built
     with gc_paused():  # reading the bucket makes as many objects as scoring it
         scorer.add_part(bucket)
@@ -1125,6 +1082,7 @@ def score_models(gold: SlotFile, models: Sequence[ModelInput], **options: Any) -
     ``SlotScorer`` made with ``options`` (slot spec, all sections; docs/slots.md)."""
     check_type("gold", gold, SlotFile, "a SlotFile (load_slots')")
     check_type("models", models, ModelInput, "a ModelInput", each=True)
+    forget_slots()
     scorer = SlotScorer(SlotFile(gold.path), headers(models), **options)
     if scorer.progress is not None:
         scorer.progress("scoring")
@@ -1201,8 +1159,3 @@ def _compare(
 
 def _in_gold_order(failures: list[tuple[SessionKey, int, InputError]]) -> list[InputError]:
     return [e for *_, e in sorted(failures, key=lambda f: (f[0], f[1]))]
-
-
-def _read(model: type[M], source: Any, **given: Any) -> M:
-    """``model`` with ``given`` and each other field ``source``'s attribute of its name."""
-    return model(**{k: getattr(source, k) for k in model.model_fields if k not in given}, **given)

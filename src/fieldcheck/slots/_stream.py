@@ -14,7 +14,7 @@ import stat
 import struct
 import tempfile
 import zlib
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,17 +23,7 @@ from typing import IO, Any, Literal
 from fieldcheck._util.errors import ErrorList, InputError
 from fieldcheck._util.executor import Executor, finish
 from fieldcheck._util.paths import file_bytes
-from fieldcheck.slots._loaders import (
-    JudgeFile,
-    LatencyFile,
-    SlotFile,
-    add_judge,
-    add_latency,
-    add_slot,
-    read_judge_rows,
-    read_latency_rows,
-    read_slot_rows,
-)
+from fieldcheck.slots._loaders import KINDS, JudgeFile, LatencyFile, SlotFile
 
 BUCKET_BYTES = 8 << 20
 """Input bytes per bucket: about 40 MB of Python objects while a bucket is scored."""
@@ -198,13 +188,10 @@ class Bucket:
         """The bucket's files, in input order, each with the bucket's sessions only: a
         ``SlotFile`` per slot file, a ``LatencyFile`` or ``JudgeFile`` per side file."""
         n = len(self.paths) - len(self.kinds)
-        files: list[Any] = [SlotFile(path) for path in self.paths[:n]]
-        adds: list[Callable[[Any, int, Any], None]] = [add_slot] * n
-        for kind, path in zip(self.kinds, self.paths[n:], strict=True):
-            files.append(LatencyFile(path) if kind == "latency" else JudgeFile(path))
-            adds.append(add_latency if kind == "latency" else add_judge)
+        kinds = [KINDS[kind] for kind in ["slots"] * n + list(self.kinds)]
+        files = [make(path) for (make, _, _), path in zip(kinds, self.paths, strict=True)]
         for index, rows in self._batches():
-            add, out = adds[index], files[index]
+            add, out = kinds[index][2], files[index]
             for line, row in rows:
                 add(out, line, row)
         return files[:n], files[n:]
@@ -269,8 +256,7 @@ def read_into(
     records = 0
     flush = max(16, _PENDING_ROWS // k)
     crc: dict[str, int] = {}
-    read = {"slots": read_slot_rows, "latency": read_latency_rows, "judge": read_judge_rows}
-    source: Iterator[tuple[int, Any]] = read[item.kind](item.path, item.errors)
+    source: Iterator[tuple[int, Any]] = KINDS[item.kind][1](item.path, item.errors)
     track = item.kind == "slots"
     keys: set[int] = set()
     users: dict[str, int] = {}

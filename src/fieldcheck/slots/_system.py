@@ -4,7 +4,6 @@ several models; its files are scored bucket by bucket (docs/slots.md "Large file
 from __future__ import annotations
 
 import logging
-import uuid
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
@@ -18,6 +17,7 @@ from fieldcheck._util.jsonio import loads
 from fieldcheck._util.models import label_models, models_label
 from fieldcheck._util.paths import file_bytes
 from fieldcheck._util.sniff import check_input_file
+from fieldcheck.metrics import forget_slots
 from fieldcheck.reports import Problems, RunFolder, Scored, Views, Write
 from fieldcheck.slots._extract import SlotsRuns
 from fieldcheck.slots._loaders import JudgeFile, LatencyFile, SlotFile, load_latencies, load_slots
@@ -409,25 +409,19 @@ class SlotsSystem(SlotsRuns, Views):
         this process; a matcher or a judge always runs here) and write the spec's files."""
         tp, threshold, bootstrap, seed = _settings(settings)
         part = read.partition
-        matcher = make_matcher(tp)
+        options: dict[str, Any] = {"tp": tp, "threshold": threshold, "judge": read.judge}
+        options["matcher"] = make_matcher(tp)
+        shown = None if progress is None else lambda text: progress(text, 0, 0)
         scorer = SlotScorer(
-            read.gold,
-            read.models,
-            tp=tp,
-            threshold=threshold,
-            matcher=matcher,
-            judge=read.judge,
-            bootstrap=bootstrap,
-            seed=seed,
-            progress=None if progress is None else lambda text: progress(text, 0, 0),
+            read.gold, read.models, **options, bootstrap=bootstrap, seed=seed, progress=shown
         )
+        forget_slots()  # this process's chunks share it (a pool's start afresh)
         run_on = executor or read.pool or InProcess()
-        if matcher is not None or read.judge is not None:  # a model or an endpoint: not copied
-            run_on = InProcess()  # into every pool process
+        if options["matcher"] is not None or read.judge is not None:  # a model or an endpoint:
+            run_on = InProcess()  # not copied into every pool process
         job = SlotJob(
-            SlotFile(read.gold.path), headers(read.models), tp, threshold, matcher, read.judge,
+            SlotFile(read.gold.path), headers(read.models), options,
             store=recorder is not None, built=not isinstance(run_on, InProcess),
-            run=uuid.uuid4().hex,
         )  # fmt: skip
         if progress is not None:
             progress("scoring", 0, part.k)
