@@ -262,6 +262,23 @@ def test_history_holds_the_models_own_answers(error_run: tuple[ChatServer, Path,
     assert "| revenue | 1200 | 1000 |" in text
 
 
+def test_a_call_error_is_no_answer_in_the_later_turns_history(
+    error_run: tuple[ChatServer, Path, Any],
+) -> None:
+    """conv-B's turn 1 ends in a call error (a 400): turn 2 is asked with `(no answer)` for it,
+    as after the model's own failure (the model never gave that answer, so a later turn that
+    would reuse it can end otherwise than in a healthy run; docs/numeric.md says which turns
+    compare)."""
+    server, _, _ = error_run
+    [turn2] = [
+        r["messages"][1]["content"]
+        for r in server.chat_requests
+        if sum(m["role"] == "user" for m in r["messages"]) == 1
+        and "Question: what was the ratio of 2019 to 2018 costs?" in r["messages"][1]["content"]
+    ]
+    assert "Q0: what were costs in 2019?\nA0: 700\nQ1: and in 2018?\nA1: (no answer)\n" in turn2
+
+
 def test_repair_round_sends_the_validator_messages(
     error_run: tuple[ChatServer, Path, Any],
 ) -> None:

@@ -312,6 +312,84 @@ def test_errors_are_not_cached(chat_server: Start) -> None:
     assert (bad.error_type, good.text, good.cached) == ("bad_request", "ok", False)
 
 
+def test_identical_calls_in_flight_are_one_call_and_a_rerun_reports_their_latency(
+    chat_server: Start,
+) -> None:
+    """Six calls at once, three of them the same request and two another (a run's users with the
+    same session): each request reaches the server once, the others take its reply, latency and
+    tokens as a cache hit does, so the cached re-run reports what the first run did (a tester
+    saw 82 calls for 15 requests, and a re-run's latencies differ)."""
+    server = chat_server(lambda req: Reply(content="a:" + user_text(req), prompt_tokens=11))
+    store = Store()
+    texts = ["x", "y", "x", "x", "y", "z"]
+    first = _ask(Runner(store=store), _spec(server), texts)
+    assert sorted(user_text(r) for r in server.chat_requests) == ["x", "y", "z"]
+    assert [r.cached for r in first] == [False, False, True, True, True, False]
+    assert [r.latency_s for r in first] == [first[texts.index(t)].latency_s for t in texts]
+    runner = Runner(store=store)
+    again = _ask(runner, _spec(server), texts)
+    assert len(server.chat_requests) == 3 and runner.stats.cache_hits == 6
+    seen = [(r.text, r.latency_s, r.input_tokens, r.output_tokens) for r in first]
+    assert [(r.text, r.latency_s, r.input_tokens, r.output_tokens) for r in again] == seen
+
+
+def test_a_failed_call_in_flight_leaves_its_waiters_to_ask(chat_server: Start) -> None:
+    """The first of three identical calls fails (a 500, no retry): the two that waited for it
+    are not given its error (none is cached) but ask, as a cache miss does, and are answered."""
+    state = {"n": 0}
+    lock = threading.Lock()
+
+    def script(req: dict[str, Any]) -> Reply:
+        with lock:
+            state["n"] += 1
+            return Reply(status=500) if state["n"] == 1 else Reply(content="ok")
+
+    server = chat_server(script)
+    runner = Runner(RunnerSettings(max_retries=0), store=Store())
+    results = _ask(runner, _spec(server), ["x", "x", "x"])
+    assert [(r.error_type, r.text, r.cached) for r in results] == [
+        ("server_error", None, False),
+        (None, "ok", False),
+        (None, "ok", False),
+    ]
+    assert len(server.chat_requests) == 3
+
+
+def test_a_cancelled_call_in_flight_lets_its_waiter_ask(chat_server: Start) -> None:
+    """Ctrl-C cancels the call that another identical one waits for: the waiter does not hang
+    on it but asks the server itself."""
+    release = threading.Event()
+
+    def script(req: dict[str, Any]) -> Reply:
+        if len(server.chat_requests) == 1:  # the first: held until the test ends
+            release.wait(WAIT_S)
+            return Reply(content="late")
+        return Reply(content="ok")
+
+    server = chat_server(script)
+    runner = Runner(store=Store())
+    message = [{"role": "user", "content": "x"}]
+
+    async def go() -> CallResult:
+        client = runner.client(_spec(server))
+        try:
+            first = asyncio.create_task(client.complete(message))
+            second = asyncio.create_task(client.complete(message))
+            deadline = time.monotonic() + WAIT_S
+            while not server.chat_requests and time.monotonic() < deadline:
+                await asyncio.sleep(0.01)
+            first.cancel()
+            return await asyncio.wait_for(second, WAIT_S)
+        finally:
+            await runner.aclose()
+
+    try:
+        result = asyncio.run(go())
+    finally:
+        release.set()
+    assert (result.text, result.cached, len(server.chat_requests)) == ("ok", False, 2)
+
+
 def _echo_work(unit: list[str], handle: RunHandle) -> Any:
     async def go() -> None:
         for item in unit:

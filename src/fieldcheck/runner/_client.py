@@ -423,21 +423,40 @@ class ChatClient:
         key = (
             cache_key(self._endpoint, self.spec.model, list(messages), params) if cacheable else ""
         )
+        filling: asyncio.Event | None = None
         if cacheable:
-            hit = runner.cached(key)
-            if hit is not None and usable is not None and not usable(hit.get("text")):
-                runner.forget(key)  # asked again: a usable reply takes its place
-            elif hit is not None:
+            hit = self._hit(key, usable)
+            if hit is None and (filling := runner.filling.get(key)) is not None:
+                # the same request in flight: its reply, as a cache hit (one call, its latency
+                # and tokens); a failed one leaves none, and this one is asked, as a miss is
+                await filling.wait()
+                hit = self._hit(key, usable)
+            if hit is not None:
                 runner.stats.cache_hits += 1
                 return CallResult(**{**hit, "cached": True, "messages": list(messages)})
-        result = await self._call(list(messages), params)
-        # an invalid_reply (no content) is the model's answer: cached, final (docs/running.md)
-        answered = result.error_type in (None, "invalid_reply")
-        if cacheable and answered and (usable is None or usable(result.text)):
-            value = {**result.to_dict(), "cached": False}
-            del value["messages"]
-            runner.write(cached=(key, self.spec.model, value))
+            runner.filling[key] = filling = asyncio.Event()
+        try:
+            result = await self._call(list(messages), params)
+            # an invalid_reply (no content) is the model's answer: cached, final (docs/running.md)
+            answered = result.error_type in (None, "invalid_reply")
+            if cacheable and answered and (usable is None or usable(result.text)):
+                value = {**result.to_dict(), "cached": False}
+                del value["messages"]
+                runner.write(cached=(key, self.spec.model, value))
+        finally:  # cancelled too (Ctrl-C): its waiters go on
+            if filling is not None:
+                if runner.filling.get(key) is filling:
+                    del runner.filling[key]
+                filling.set()
         return replace(result, messages=list(messages))
+
+    def _hit(self, key: str, usable: Callable[[str | None], bool] | None) -> dict[str, Any] | None:
+        """The cached reply of ``key``; None when there is none or it is not ``usable``."""
+        hit = self._runner.cached(key)
+        if hit is not None and usable is not None and not usable(hit.get("text")):
+            self._runner.forget(key)  # asked again: a usable reply takes its place
+            return None
+        return hit
 
     async def _call(self, messages: list[Message], params: dict[str, Any]) -> CallResult:
         runner = self._runner
@@ -560,6 +579,7 @@ class Runner:
         # can be found there (one query, not one per call; another process's meanwhile are not)
         self._store_empty: bool | None = None
         self._written: set[str] = set()
+        self.filling: dict[str, asyncio.Event] = {}  # cache keys of calls in flight: set when done
 
     def write(
         self,
