@@ -146,7 +146,8 @@ def test_a_run_whose_items_are_under_another_root_is_not_deleted(
     assert result.exit_code == 2 and result.stdout == "", result.stdout
     assert result.stderr.startswith(
         f"error: {ARTIFACTS_ENV}: the items of run {finished.id} are not at "
-        f"{tmp_path / 'elsewhere' / 'runs' / finished.id / 'items.parquet'} (set {ARTIFACTS_ENV}"
+        f"{tmp_path / 'elsewhere' / 'runs' / finished.id / 'items.parquet'} (removed, or the run "
+        f"was stored with another {ARTIFACTS_ENV}: set it as then)"
     )
     assert store.delete_run(empty.id) and store.get_run(empty.id) is None  # no item written
     assert all(f.is_file() for f in files) and all(store.get_run(r.id) for r in made[:1])

@@ -40,7 +40,6 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import sessionmaker
 
 from fieldcheck._util.executor import pid_alive
@@ -80,8 +79,8 @@ class ItemsMissing(FileNotFoundError):
 
     def __init__(self, run_id: str, path: Path) -> None:
         super().__init__(
-            f"the items of run {run_id} are not at {path} (set {ARTIFACTS_ENV} as when the run "
-            "was stored)"
+            f"the items of run {run_id} are not at {path} (removed, or the run was stored with "
+            f"another {ARTIFACTS_ENV}: set it as then)"
         )
         self.run_id, self.path = run_id, path
 
@@ -355,43 +354,50 @@ class Store:
         out_dir: str | None,
         parent_id: str | None = None,
         key: str | None = None,
+        origin: str | None = None,
     ) -> RunInfo:
         """A new ``score`` run (no model calls), ``running`` until ``finish_scored_run``: its
-        first input names the dataset. With ``key`` (what the run is: an import's identity) its
-        id is the key's start, so that the primary key stores it once however many processes
-        try at once: ``AlreadyStored`` naming the run running or finished under it (a failed or
-        interrupted one is deleted and replaced)."""
+        first input names the dataset; ``origin``: the id its folder names (``former_id``: it
+        finds the run). With ``key`` (what the run is: an import's identity, its ``run_key``),
+        ``AlreadyStored`` naming the run running or finished of that key, looked up in the
+        transaction that adds this one under the store's write lock (SQLite) or the key's
+        (PostgreSQL), so that one of many processes stores it; a failed or interrupted one is
+        deleted and replaced. Its id is its own (uuid) as every run's: another store's run of
+        the same folder, under a shared artifacts root, has its own items folder."""
         first = inputs[0] if inputs else {"path": "", "sha256": ""}
-        for attempt in (1, 2):
-            try:
-                with self._session() as s:
-                    row = _new_run(
-                        run_key=key,
-                        run_id=key[:12] if key is not None else None,
-                        system=system,
-                        task=task,
-                        dataset=str(first.get("path") or ""),
-                        dataset_sha256=str(first.get("sha256") or ""),
-                        model=model,
-                        endpoint="",
-                        settings=dumps(settings),
-                        signature=signature,
-                        kind="score",
-                        parent_id=parent_id,
-                        out_dir=out_dir,
-                        inputs=dumps(inputs),
-                    )
-                    s.add(row)
-                    s.commit()
-                    return RunInfo.of(row)
-            except IntegrityError:
-                held = self.get_run(str(key)[:12]) if key is not None else None
-                if held is None or held.status in ("running", "finished") or attempt == 2:
-                    if held is None:
-                        raise
-                    raise AlreadyStored(held) from None
-                self.delete_run(held.id)
-        raise AssertionError("unreachable")
+        with self._session() as s:
+            row = _new_run(
+                run_key=key,
+                system=system,
+                task=task,
+                dataset=str(first.get("path") or ""),
+                dataset_sha256=str(first.get("sha256") or ""),
+                model=model,
+                endpoint="",
+                settings=dumps(settings),
+                signature=signature,
+                kind="score",
+                parent_id=parent_id,
+                out_dir=out_dir,
+                inputs=dumps(inputs),
+                former_id=origin,
+            )
+            s.add(row)
+            s.flush()  # SQLite: the INSERT holds the write lock until the commit
+            held: Sequence[RunRow] = ()
+            if key is not None:
+                if self.engine.dialect.name == "postgresql":
+                    s.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": int(key[:15], 16)})
+                same = select(RunRow).where(RunRow.run_key == key, RunRow.id != row.id)
+                held = s.scalars(same.order_by(RunRow.started_at, RunRow.id)).all()
+            if live := [r for r in held if r.status in ("running", "finished")]:
+                s.rollback()
+                raise AlreadyStored(RunInfo.of(live[0]))
+            s.commit()
+            info = RunInfo.of(row)
+        for stale in held:
+            self.delete_run(stale.id)
+        return info
 
     def begin_scoring(
         self,
