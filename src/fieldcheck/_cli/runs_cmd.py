@@ -27,7 +27,7 @@ from fieldcheck._cli._common import (
 )
 from fieldcheck._cli._record import grid, say
 from fieldcheck._cli.main import COMMANDS
-from fieldcheck._util.errors import InputError, UsageProblem
+from fieldcheck._util.errors import InputError, UsageProblem, exception_line
 from fieldcheck._util.jsonio import dumps
 from fieldcheck._util.term import SafeConsole, safe_json_text, safe_lines, safe_text
 
@@ -81,10 +81,7 @@ def _store() -> Any:
     try:
         return Store()
     except Exception as exc:  # a bad URL, an unreachable, unreadable or read-only database
-        first = (str(exc).splitlines() or [""])[0][:300]
-        raise UsageProblem(
-            f"cannot open the store: {type(exc).__name__}: {first}", DATABASE_ENV
-        ) from None
+        raise UsageProblem(f"cannot open the store: {exception_line(exc)}", DATABASE_ENV) from None
 
 
 def _run(store: Any, ref: str) -> Any:

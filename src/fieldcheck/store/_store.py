@@ -51,6 +51,7 @@ from fieldcheck.store._figures import journal_figures
 from fieldcheck.store._items import Pairing, item_value
 from fieldcheck.store._records import (
     ARTIFACTS_ENV,
+    NotUpgraded,
     RunInfo,
     StoredItem,
     artifacts_root,
@@ -1124,11 +1125,12 @@ def upgrade(engine: Engine, artifacts: Path | None = None) -> None:
             config.attributes["artifacts"] = artifacts
             command.upgrade(config, "head")
     except Exception as exc:
-        if _at_revision(engine) != _newest_revision():
-            half = _half_made(engine)
-            if half is None:
-                raise
-            raise half from exc
+        if (at := _at_revision(engine)) != _newest_revision():
+            if (half := _half_made(engine)) is not None:
+                raise half from exc
+            if isinstance(exc, NotUpgraded):  # the upgrade is one transaction: none of it made
+                raise NotUpgraded(f"{exc}; the store is left as it was, at revision {at}") from None
+            raise
         # else another process opening the store upgraded it meanwhile
 
 
@@ -1139,7 +1141,7 @@ def _half_made(engine: Engine) -> Exception | None:
         if _at_revision(engine) is not None or not inspect(connection).has_table("runs"):
             return None
         runs = connection.execute(text("SELECT count(*) FROM runs")).scalar()
-    return RuntimeError(
+    return NotUpgraded(
         f"{describe_url(engine.url.render_as_string(hide_password=False))} has tables but no "
         f"schema version (an older fieldcheck was stopped making it), {runs} run(s) in it: move "
         "it aside for a new store"
