@@ -695,7 +695,8 @@ def import_command(
             "--input",
             metavar="NAME=FILE",
             help="A file it was scored from: batch=FILE (json: makes it re-scorable), "
-            "gold=FILE and pred:NAME=FILE (slots: stores the sessions). Repeat.",
+            "gold=FILE and pred:NAME=FILE of every model it scored (slots: stores the sessions). "
+            "Repeat.",
         ),
     ] = None,
     model: Annotated[str | None, typer.Option("--model", help="The model's name.")] = None,
@@ -723,8 +724,9 @@ def import_command(
         print_json(_summary(run))
         return
     none = (
-        ": none in the folder's files, and no input it names was found (gone or changed?); "
-        "give its inputs with --input to store them"
+        ": none in the folder's files, nor an input to read them from (--input, or unchanged "
+        "where its run.json names it); to store them, delete this run and import the folder "
+        "again with its inputs"
         if not run.n_items
         else ""
     )
