@@ -68,6 +68,35 @@ def test_an_out_holding_files_is_refused_and_nothing_is_touched(tmp_path: Path) 
     assert _state(tmp_path) == before  # contents, mtimes, and no partial folder beside it
 
 
+def test_an_older_versions_unfinished_folder_is_refused_saying_what_it_is_and_what_to_do(
+    tmp_path: Path,
+) -> None:
+    """A folder an older fieldcheck left unfinished (written in place, its manifest saying
+    ``complete: false``) cannot be continued: the line says so and to give a new --out, not
+    only that it holds a file (a new-user trial's finding, the command the old version printed
+    to resume was refused so); a complete one is a folder holding files, as any."""
+    data = _batch(tmp_path)
+    out = tmp_path / "jr3"
+    out.mkdir()
+    header = {"fieldcheck": "output folder manifest", "complete": False, "command": "json run"}
+    (out / ".fieldcheck-manifest.jsonl").write_text(json.dumps(header) + "\n{}\n")
+    before = _state(tmp_path)
+    result = _invoke("json", "batch", str(data), "--out", str(out))
+    assert result.exit_code == 2 and result.stdout == ""
+    assert result.stderr.strip() == (
+        f"error: --out: {out} is an unfinished run of `fieldcheck json run` left by an older "
+        "fieldcheck (its .fieldcheck-manifest.jsonl), which this version cannot continue in "
+        "place: give the same command a new --out (a model run resumes there the run the older "
+        "version stored, its finished items not called again) (see 'fieldcheck json batch --help')"
+    )
+    assert _state(tmp_path) == before
+    (out / ".fieldcheck-manifest.jsonl").write_text(json.dumps({**header, "complete": True}))
+    result = _invoke("json", "batch", str(data), "--out", str(out))
+    assert result.exit_code == 2 and "holds files (.fieldcheck-manifest.jsonl); give a new" in (
+        result.stderr
+    )
+
+
 def test_a_link_as_out_is_refused_and_nothing_is_written_through_it(tmp_path: Path) -> None:
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()

@@ -102,3 +102,35 @@ def test_a_copy_of_a_stored_folder_is_refused_whatever_its_name_or_run_json(
         code, stdout, stderr = runs("import", str(copy), "--model", "a")
         assert (code, stdout) == (2, "") and f"already stored as run {first}" in stderr
     assert sorted(r.id for r in Store().list_runs()) == sorted([stored.id, first])
+
+
+def test_two_stores_beside_each_other_import_a_folder_each_under_its_own_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two SQLite stores in one folder share its ``artifacts/``: each import of one folder is a
+    run of its own id, so deleting it in one store leaves the other's items (a new-user trial's
+    finding: both got one id, the second's items stayed a ``.part`` and the delete removed
+    them); the folder's run.json's run is the link (``runs show`` of it finds the import)."""
+    out = numeric_folder(tmp_path)
+    origin = "0a1b2c3d4e5f"
+    info = orjson.loads((out / "run.json").read_bytes())
+    (out / "run.json").write_bytes(orjson.dumps({**info, "runs": [origin]}))
+    (tmp_path / "stores").mkdir()
+    stores = [f"sqlite:///{tmp_path / 'stores' / name}" for name in ("one.db", "two.db")]
+    ids = []
+    for url in stores:
+        monkeypatch.setenv("FIELDCHECK_DATABASE_URL", url)
+        code, stdout, _ = runs("import", str(out), "--json")
+        assert code == 0
+        ids.append(orjson.loads(stdout)["id"])
+        assert runs("show", origin, "--json")[1] == runs("show", ids[-1], "--json")[1]
+    assert ids[0] != ids[1]
+    folders = tmp_path / "stores" / "artifacts" / "runs"
+    assert sorted(p.relative_to(folders).as_posix() for p in folders.rglob("*")) == sorted(
+        [*ids, *(f"{i}/items.parquet" for i in ids)]
+    )
+    monkeypatch.setenv("FIELDCHECK_DATABASE_URL", stores[0])
+    assert runs("delete", ids[0])[0] == 0
+    monkeypatch.setenv("FIELDCHECK_DATABASE_URL", stores[1])
+    code, stdout, _ = runs("export", ids[1], "--format", "jsonl")
+    assert code == 0 and len(stdout.splitlines()) == 51

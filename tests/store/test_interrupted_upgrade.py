@@ -155,7 +155,7 @@ def test_a_store_left_half_made_by_an_older_fieldcheck_says_what_it_is_and_what_
     listed = _runs_list(url, "no such statement", signal.SIGINT)
     assert listed.returncode == 2
     assert listed.stderr.endswith(
-        f"cannot open the store: RuntimeError: {url} has tables but no schema version (an older "
+        f"cannot open the store: {url} has tables but no schema version (an older "
         "fieldcheck was stopped making it), 0 run(s) in it: move it aside for a new store (see "
         "'fieldcheck runs list --help')\n"
     ), listed.stderr

@@ -146,7 +146,8 @@ def test_a_run_whose_items_are_under_another_root_is_not_deleted(
     assert result.exit_code == 2 and result.stdout == "", result.stdout
     assert result.stderr.startswith(
         f"error: {ARTIFACTS_ENV}: the items of run {finished.id} are not at "
-        f"{tmp_path / 'elsewhere' / 'runs' / finished.id / 'items.parquet'} (set {ARTIFACTS_ENV}"
+        f"{tmp_path / 'elsewhere' / 'runs' / finished.id / 'items.parquet'} (removed, or the run "
+        f"was stored with another {ARTIFACTS_ENV}: set it as then)"
     )
     assert store.delete_run(empty.id) and store.get_run(empty.id) is None  # no item written
     assert all(f.is_file() for f in files) and all(store.get_run(r.id) for r in made[:1])
@@ -334,7 +335,9 @@ def test_a_migration_that_cannot_convert_leaves_the_store_at_0006(
             c.execute(text("DELETE FROM run_journal WHERE item_key = 'q2'"))
     said = {
         "root is a file": "File exists|Not a directory",
-        "calls not in the journal": "runs m have items whose calls the journal does not hold: the store stays at",
+        "calls not in the journal": "runs m have items whose calls the journal does not hold: its "
+        "items stay SQL rows until they can be converted; the store is left as it was, at "
+        "revision 0006$",
         "no root": "set FIELDCHECK_ARTIFACTS to this database's shared artifacts root",
     }[cause]
     with pytest.raises((OSError, RuntimeError), match=said):
@@ -346,9 +349,7 @@ def test_a_migration_that_cannot_convert_leaves_the_store_at_0006(
     assert not (root / "runs").exists()
     if cause == "calls not in the journal":  # the CLI: one line, exit 2
         result = CliRunner().invoke(app, ["runs", "list"], env={DATABASE_ENV: url})
-        assert result.exit_code == 2 and "cannot open the store: RuntimeError: runs m" in (
-            result.stderr
-        )
+        assert result.exit_code == 2 and "cannot open the store: runs m have" in result.stderr
         with engine.begin() as c:
             c.execute(
                 text(
@@ -363,6 +364,30 @@ def test_a_migration_that_cannot_convert_leaves_the_store_at_0006(
     store = Store(url, artifacts=root)
     assert store.count_items("old") == 30 and store.count_items("old", tag="zip") == 3
     store.close()
+
+
+def test_a_store_that_cannot_be_upgraded_names_the_revision_it_stays_at(tmp_path: Path) -> None:
+    """The upgrade is one transaction: a 0005 store that 0007 cannot convert stays at 0005, and
+    the line says so, in fieldcheck's words alone (a new-user trial's finding: it said 0006,
+    after "RuntimeError:")."""
+    url = f"sqlite:///{tmp_path / 'old.sqlite3'}"
+    upgrade_to(url, "0005")
+    engine = create_engine(url)
+    with engine.begin() as c:  # a scored item with a call no journal holds: not convertible
+        c.execute(text(RUN_SQL), {"id": "s", "at": AT, "n": 1, "kind": "scored"})
+        values = {"run": "s", "key": "k", "seq": 0, "error": None, "failed": False}
+        values |= {"model": None, "turn": None, "result": "{}", "calls": 1, "latency": 0.5}
+        c.execute(text(ITEM_SQL.format(table="run_items")), {**values, "log": None, "at": AT})
+    result = CliRunner().invoke(app, ["runs", "list"], env={DATABASE_ENV: url})
+    assert (result.exit_code, result.stdout) == (2, "")
+    assert result.stderr.startswith(
+        f"error: {DATABASE_ENV}: cannot open the store: runs s have items whose calls the "
+        "journal does not hold: its items stay SQL rows until they can be converted; the store "
+        "is left as it was, at revision 0005 ("
+    ), result.stderr
+    with engine.connect() as c:
+        assert c.execute(text("SELECT version_num FROM alembic_version")).scalar() == "0005"
+    engine.dispose()
 
 
 def test_two_runs_are_paired_on_their_key(store: Store, tmp_path: Path) -> None:

@@ -396,12 +396,38 @@ def test_import_of_a_slots_folder_reads_its_sessions_from_the_inputs_run_json_na
     ]
     assert runs("delete", found["id"])[0] == 0  # imported again below
     dict(inputs)["pred:b"].write_text("")  # changed since: not read, and the line says so
-    code, stdout, _ = runs("import", str(out))
-    assert (
-        code == 0
-        and "(slots, 0 items: none in the folder's files, and no input it names was found" in stdout
+    code, stdout, stderr = runs("import", str(out))
+    assert (code, stdout) == (2, "") and "no file was given, nor is one unchanged where its " in (
+        stderr
     )
-    assert "--input" in stdout
+    assert "run.json names it, for pred:b; give each with --input (or none, to" in stderr
+    for name in ("gold", "pred:a"):
+        dict(inputs)[name].write_text("")
+    code, stdout, _ = runs("import", str(out))  # none at hand: its metrics alone, said so
+    assert code == 0 and (
+        "(slots, 0 items: none in the folder's files, nor an input to read them from (--input, "
+        "or unchanged where its run.json names it); to store them, delete this run and import "
+        "the folder again with its inputs)"
+    ) in " ".join(stdout.split())
+
+
+def test_an_old_slots_folder_given_some_of_its_inputs_is_refused_naming_the_others(
+    tmp_path: Path,
+) -> None:
+    """A slots folder without run.json (an older fieldcheck's) given the gold and one model's
+    predictions of its two: one usage line naming the missing role, nothing stored (a new-user
+    trial's finding: stored as 0 items, blaming inputs "gone or changed?", and the import with
+    every input then refused as already stored); given every input, its sessions are stored."""
+    out, inputs = slots_folder(tmp_path)
+    (out / "run.json").unlink()
+    given = [f"--input={role}={path}" for role, path in inputs]
+    code, stdout, stderr = runs("import", str(out), *given[:2])
+    assert (code, stdout) == (2, "") and len(stderr.strip().splitlines()) == 1
+    assert f"error: --input: {out} scored a, b: its sessions are read from the gold" in stderr
+    assert "names it, for pred:b; give each with --input (or none, to store its metrics" in stderr
+    assert Store().list_runs() == []
+    code, stdout, _ = runs("import", str(out), *given, "--json")
+    assert code == 0 and orjson.loads(stdout)["n_items"] == 4
 
 
 def test_an_input_other_than_the_file_the_run_was_scored_from_is_refused(

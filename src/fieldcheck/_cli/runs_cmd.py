@@ -27,7 +27,7 @@ from fieldcheck._cli._common import (
 )
 from fieldcheck._cli._record import grid, say
 from fieldcheck._cli.main import COMMANDS
-from fieldcheck._util.errors import InputError, UsageProblem
+from fieldcheck._util.errors import InputError, UsageProblem, exception_line
 from fieldcheck._util.jsonio import dumps
 from fieldcheck._util.term import SafeConsole, safe_json_text, safe_lines, safe_text
 
@@ -81,10 +81,7 @@ def _store() -> Any:
     try:
         return Store()
     except Exception as exc:  # a bad URL, an unreachable, unreadable or read-only database
-        first = (str(exc).splitlines() or [""])[0][:300]
-        raise UsageProblem(
-            f"cannot open the store: {type(exc).__name__}: {first}", DATABASE_ENV
-        ) from None
+        raise UsageProblem(f"cannot open the store: {exception_line(exc)}", DATABASE_ENV) from None
 
 
 def _run(store: Any, ref: str) -> Any:
@@ -698,7 +695,8 @@ def import_command(
             "--input",
             metavar="NAME=FILE",
             help="A file it was scored from: batch=FILE (json: makes it re-scorable), "
-            "gold=FILE and pred:NAME=FILE (slots: stores the sessions). Repeat.",
+            "gold=FILE and pred:NAME=FILE of every model it scored (slots: stores the sessions). "
+            "Repeat.",
         ),
     ] = None,
     model: Annotated[str | None, typer.Option("--model", help="The model's name.")] = None,
@@ -726,8 +724,9 @@ def import_command(
         print_json(_summary(run))
         return
     none = (
-        ": none in the folder's files, and no input it names was found (gone or changed?); "
-        "give its inputs with --input to store them"
+        ": none in the folder's files, nor an input to read them from (--input, or unchanged "
+        "where its run.json names it); to store them, delete this run and import the folder "
+        "again with its inputs"
         if not run.n_items
         else ""
     )

@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from fieldcheck._cli.main import COMMANDS
+from fieldcheck._util.errors import exception_line
 from fieldcheck._util.term import safe_text
 from fieldcheck.store import DATABASE_ENV
 
@@ -90,10 +91,8 @@ def serve_command(
     try:
         app = create_app(settings)
     except Exception as exc:  # the store cannot be opened: one line, never a traceback
-        reason = (
-            f"cannot open the store: {type(exc).__name__}: {(str(exc).splitlines() or [''])[0]}"
-        )
-        raise typer.BadParameter(safe_text(reason[:300]), param_hint=DATABASE_ENV) from None
+        reason = f"cannot open the store: {exception_line(exc)}"
+        raise typer.BadParameter(safe_text(reason), param_hint=DATABASE_ENV) from None
     from fieldcheck.store import database_url, unshared_artifacts
 
     if warning := unshared_artifacts(settings.database_url or database_url()):

@@ -113,12 +113,15 @@ class FieldcheckError(Exception):
 
 
 def exception_line(exc: BaseException) -> str:
-    """``Type: first line`` of an error; of a database error, the database's own one (not
+    """``Type: first line`` of an error (of fieldcheck's own, its line); of a database error, the database's own one (not
     SQLAlchemy's wrapping, which may start with a note on autoflush)."""
     inner = getattr(exc, "orig", None)
     if isinstance(inner, BaseException):
         exc = inner
-    first = (str(exc).splitlines() or [""])[0][:200]
+    first = (str(exc).splitlines() or [""])[0]
+    if isinstance(exc, FieldcheckError) and first:  # fieldcheck's own words: no class name
+        return first
+    first = first[:200]
     return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
 
 

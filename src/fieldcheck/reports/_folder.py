@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 
 PARTIAL = ".fieldcheck-partial"
 RUN_JSON = "run.json"
+OLD_MANIFEST = ".fieldcheck-manifest.jsonl"  # an older fieldcheck's folder, written in place
 RUNS_DIR = Path("fieldcheck-runs")
 _SHOWN = 5
 
@@ -86,6 +87,14 @@ def check_destination(dest: Path) -> None:
             held = sorted(e.name for e in entries)
     except OSError as exc:
         raise FolderError(f"cannot read {dest}: {exc.strerror or exc}") from None
+    old = _read_info(dest / OLD_MANIFEST, first_line=True) if OLD_MANIFEST in held else None
+    if old is not None and old.get("complete") is False:
+        raise FolderError(
+            f"{dest} is an unfinished run of `fieldcheck {old.get('command')}` left by an older "
+            f"fieldcheck (its {OLD_MANIFEST}), which this version cannot continue in place: give "
+            "the same command a new --out (a model run resumes there the run the older version "
+            "stored, its finished items not called again)"
+        )
     if held:
         hint = ""
         if str(dest).endswith(PARTIAL):
@@ -119,9 +128,10 @@ def _other_run(earlier: Mapping[str, Any], info: Mapping[str, Any]) -> str | Non
     return None
 
 
-def _read_info(path: Path) -> dict[str, Any] | None:
+def _read_info(path: Path, *, first_line: bool = False) -> dict[str, Any] | None:
     try:
-        value = orjson.loads(path.read_bytes())
+        text = path.read_bytes()
+        value = orjson.loads(text.split(b"\n", 1)[0] if first_line else text)
     except (OSError, orjson.JSONDecodeError):
         return None
     return value if isinstance(value, dict) else None

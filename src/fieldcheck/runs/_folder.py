@@ -107,6 +107,7 @@ def record_folder(
             model=model,
             task="import",
             key=_identity(folder, system, model),
+            origin=next((r for r in _run_json(folder).get("runs") or () if _id(r)), None),
         )
     except AlreadyStored as exc:  # stored, or being stored by another import at this moment
         raise _already(exc.run, folder) from None
@@ -152,9 +153,14 @@ def _stored_runs(store: Store, folder: Path, system: str) -> Iterator[RunInfo]:
     or named by its run.json's runs (a copy of a folder stored before)."""
     yield from store.runs_of_folder(folder, system=system)
     for run_id in _run_json(folder).get("runs") or ():
-        run = store.get_run(str(run_id)) if isinstance(run_id, str) and run_id else None
+        run = store.get_run(run_id) if _id(run_id) else None
         if run is not None and run.system == system and run.status == "finished":
             yield run
+
+
+def _id(value: Any) -> bool:
+    """Whether ``value`` (of a folder's run.json) can be a run's id."""
+    return isinstance(value, str) and 0 < len(value) <= 32
 
 
 def _identity(folder: Path, system: core.Imports, model: str) -> str:

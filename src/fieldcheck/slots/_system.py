@@ -551,11 +551,20 @@ class SlotsSystem(SlotsRuns, Views):
                     preds.setdefault(name, folder / written["pred"])
                 if "latency" in written:
                     lats.setdefault(name, folder / written["latency"])
+        held = {"gold": "gold" in files, **{f"pred:{n}": n in preds for n in names}}
+        if any(r in files for r in held) and not all(held.values()):  # no run of 0 items
+            raise UsageProblem(
+                f"{folder} scored {', '.join(names)}: its sessions are read from the gold and "
+                "every model's predictions, and no file was given, nor is one unchanged where its "
+                f"run.json names it, for {', '.join(r for r, h in held.items() if not h)}; give "
+                "each with --input (or none, to store its metrics alone); nothing was stored",
+                "--input",
+            )
         all_inputs: list[tuple[str, str | Path]] = [*inputs]
         all_inputs += [(f"pred:{n}", p) for n, p in preds.items() if f"pred:{n}" not in files]
 
         def write(recorder: RunRecorder) -> tuple[Any, Any]:
-            if "gold" in files and all(n in preds for n in names):
+            if all(held.values()):
                 score_models(
                     load_slots(files["gold"]),
                     [

@@ -25,6 +25,7 @@ if TYPE_CHECKING:  # the names as type checkers and editors see them
     from fieldcheck.store._records import (
         ARTIFACTS_ENV,
         DATABASE_ENV,
+        NotUpgraded,
         RunInfo,
         StoredItem,
         artifacts_root,

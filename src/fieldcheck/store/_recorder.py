@@ -172,10 +172,11 @@ class RunRecorder:
         placed: Callable[[Path], Path] | None = None,
         digests: Mapping[str, str] | None = None,
         key: str | None = None,
+        origin: str | None = None,
     ) -> RunRecorder:
         """Start a run of ``system``: into model run ``run_id`` (``Store.begin_scoring``, its
         items' ``calls`` by key), the unfinished one of ``resume`` (its folder's runs), or new
-        (of identity ``key``: ``Store.create_scored_run``)."""
+        (of identity ``key``, from run ``origin``: ``Store.create_scored_run``)."""
         if store is None:
             from fieldcheck.store._store import Store
 
@@ -204,6 +205,7 @@ class RunRecorder:
                 signature=signature,
                 parent_id=parent_id,
                 key=key,
+                origin=origin,
                 **given,
             )
 

@@ -10,11 +10,18 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from fieldcheck._util.errors import FieldcheckError
+
 if TYPE_CHECKING:
     from fieldcheck.store._schema import RunRow
 
 DATABASE_ENV = "FIELDCHECK_DATABASE_URL"
 ARTIFACTS_ENV = "FIELDCHECK_ARTIFACTS"
+
+
+class NotUpgraded(FieldcheckError, RuntimeError):
+    """The store cannot be brought to this version's schema (a migration says why, or it was
+    left half made); ``Store`` adds the revision it stays at."""
 
 
 def default_database_path() -> Path:

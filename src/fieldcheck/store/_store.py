@@ -40,7 +40,6 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import sessionmaker
 
 from fieldcheck._util.executor import pid_alive
@@ -52,6 +51,7 @@ from fieldcheck.store._figures import journal_figures
 from fieldcheck.store._items import Pairing, item_value
 from fieldcheck.store._records import (
     ARTIFACTS_ENV,
+    NotUpgraded,
     RunInfo,
     StoredItem,
     artifacts_root,
@@ -80,8 +80,8 @@ class ItemsMissing(FileNotFoundError):
 
     def __init__(self, run_id: str, path: Path) -> None:
         super().__init__(
-            f"the items of run {run_id} are not at {path} (set {ARTIFACTS_ENV} as when the run "
-            "was stored)"
+            f"the items of run {run_id} are not at {path} (removed, or the run was stored with "
+            f"another {ARTIFACTS_ENV}: set it as then)"
         )
         self.run_id, self.path = run_id, path
 
@@ -355,43 +355,50 @@ class Store:
         out_dir: str | None,
         parent_id: str | None = None,
         key: str | None = None,
+        origin: str | None = None,
     ) -> RunInfo:
         """A new ``score`` run (no model calls), ``running`` until ``finish_scored_run``: its
-        first input names the dataset. With ``key`` (what the run is: an import's identity) its
-        id is the key's start, so that the primary key stores it once however many processes
-        try at once: ``AlreadyStored`` naming the run running or finished under it (a failed or
-        interrupted one is deleted and replaced)."""
+        first input names the dataset; ``origin``: the id its folder names (``former_id``: it
+        finds the run). With ``key`` (what the run is: an import's identity, its ``run_key``),
+        ``AlreadyStored`` naming the run running or finished of that key, looked up in the
+        transaction that adds this one under the store's write lock (SQLite) or the key's
+        (PostgreSQL), so that one of many processes stores it; a failed or interrupted one is
+        deleted and replaced. Its id is its own (uuid) as every run's: another store's run of
+        the same folder, under a shared artifacts root, has its own items folder."""
         first = inputs[0] if inputs else {"path": "", "sha256": ""}
-        for attempt in (1, 2):
-            try:
-                with self._session() as s:
-                    row = _new_run(
-                        run_key=key,
-                        run_id=key[:12] if key is not None else None,
-                        system=system,
-                        task=task,
-                        dataset=str(first.get("path") or ""),
-                        dataset_sha256=str(first.get("sha256") or ""),
-                        model=model,
-                        endpoint="",
-                        settings=dumps(settings),
-                        signature=signature,
-                        kind="score",
-                        parent_id=parent_id,
-                        out_dir=out_dir,
-                        inputs=dumps(inputs),
-                    )
-                    s.add(row)
-                    s.commit()
-                    return RunInfo.of(row)
-            except IntegrityError:
-                held = self.get_run(str(key)[:12]) if key is not None else None
-                if held is None or held.status in ("running", "finished") or attempt == 2:
-                    if held is None:
-                        raise
-                    raise AlreadyStored(held) from None
-                self.delete_run(held.id)
-        raise AssertionError("unreachable")
+        with self._session() as s:
+            row = _new_run(
+                run_key=key,
+                system=system,
+                task=task,
+                dataset=str(first.get("path") or ""),
+                dataset_sha256=str(first.get("sha256") or ""),
+                model=model,
+                endpoint="",
+                settings=dumps(settings),
+                signature=signature,
+                kind="score",
+                parent_id=parent_id,
+                out_dir=out_dir,
+                inputs=dumps(inputs),
+                former_id=origin,
+            )
+            s.add(row)
+            s.flush()  # SQLite: the INSERT holds the write lock until the commit
+            held: Sequence[RunRow] = ()
+            if key is not None:
+                if self.engine.dialect.name == "postgresql":
+                    s.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": int(key[:15], 16)})
+                same = select(RunRow).where(RunRow.run_key == key, RunRow.id != row.id)
+                held = s.scalars(same.order_by(RunRow.started_at, RunRow.id)).all()
+            if live := [r for r in held if r.status in ("running", "finished")]:
+                s.rollback()
+                raise AlreadyStored(RunInfo.of(live[0]))
+            s.commit()
+            info = RunInfo.of(row)
+        for stale in held:
+            self.delete_run(stale.id)
+        return info
 
     def begin_scoring(
         self,
@@ -1110,11 +1117,12 @@ def upgrade(engine: Engine, artifacts: Path | None = None) -> None:
             config.attributes["artifacts"] = artifacts
             command.upgrade(config, "head")
     except Exception as exc:
-        if _at_revision(engine) != _newest_revision():
-            half = _half_made(engine)
-            if half is None:
-                raise
-            raise half from exc
+        if (at := _at_revision(engine)) != _newest_revision():
+            if (half := _half_made(engine)) is not None:
+                raise half from exc
+            if isinstance(exc, NotUpgraded):  # the upgrade is one transaction: none of it made
+                raise NotUpgraded(f"{exc}; the store is left as it was, at revision {at}") from None
+            raise
         # else another process opening the store upgraded it meanwhile
 
 
@@ -1125,7 +1133,7 @@ def _half_made(engine: Engine) -> Exception | None:
         if _at_revision(engine) is not None or not inspect(connection).has_table("runs"):
             return None
         runs = connection.execute(text("SELECT count(*) FROM runs")).scalar()
-    return RuntimeError(
+    return NotUpgraded(
         f"{describe_url(engine.url.render_as_string(hide_password=False))} has tables but no "
         f"schema version (an older fieldcheck was stopped making it), {runs} run(s) in it: move "
         "it aside for a new store"

@@ -1,5 +1,5 @@
 """Items in Parquet (issue 27 item 5): each old run's SQL rows become its ``items.parquet``, the
-tables go; stops at 0006, rows kept, when anything would be lost (docs/decisions.md)."""
+tables go; stops, rows kept, when anything would be lost (docs/decisions.md)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import sqlalchemy as sa
 from alembic import context, op
 
 from fieldcheck.store import _parquet
-from fieldcheck.store._records import ARTIFACTS_ENV, artifacts_root
+from fieldcheck.store._records import ARTIFACTS_ENV, NotUpgraded, artifacts_root
 
 revision = "0007"
 down_revision = "0006"
@@ -28,7 +28,7 @@ _LOST = {  # what a conversion would lose: the runs that have it
     "tags of no item": "SELECT DISTINCT t.run_id FROM run_item_tags t WHERE NOT EXISTS (SELECT "
     "1 FROM run_items i WHERE i.run_id = t.run_id AND i.seq = t.seq)",
 }
-_KEPT = "the store stays at revision 0006, its items SQL rows, until they can be converted"
+_KEPT = "its items stay SQL rows until they can be converted"
 _ITEMS = (
     "SELECT item_key, seq, error_type, failed, model, turn, result FROM run_items WHERE "
     "run_id = :run ORDER BY seq, item_key"
@@ -41,9 +41,9 @@ def upgrade() -> None:
     runs = list(bind.scalars(sa.text("SELECT DISTINCT run_id FROM run_items ORDER BY run_id")))
     for what, query in _LOST.items() if runs else ():
         if found := list(bind.scalars(sa.text(query))):
-            raise RuntimeError(f"runs {', '.join(found[:5])} have {what}: {_KEPT}")
+            raise NotUpgraded(f"runs {', '.join(found[:5])} have {what}: {_KEPT}")
     if bad := [r for r in runs if not _parquet.RUN_ID.fullmatch(r)]:
-        raise RuntimeError(f"run ids {', '.join(bad[:5])} are not folder names: {_KEPT}")
+        raise NotUpgraded(f"run ids {', '.join(bad[:5])} are not folder names: {_KEPT}")
     for run in runs:
         _write(bind, run, _root(bind) / "runs" / run)
     op.execute("DELETE FROM run_item_tags")  # on SQLite, begins the transaction the drops join
@@ -57,9 +57,9 @@ def _root(bind: Any) -> Path:
     given = context.config.attributes.get("artifacts")
     url = bind.engine.url
     if given is None and url.get_backend_name() != "sqlite" and not os.environ.get(ARTIFACTS_ENV):
-        raise RuntimeError(
-            f"set {ARTIFACTS_ENV} to this database's shared artifacts root: its runs stored "
-            f"before issue 27 are moved there from SQL rows; {_KEPT}"
+        raise NotUpgraded(
+            f"set {ARTIFACTS_ENV} to this database's shared artifacts root: the items of its "
+            f"older runs are moved there from SQL rows; {_KEPT}"
         )
     return Path(given or artifacts_root(url.render_as_string(hide_password=False)))
 
