@@ -18,13 +18,14 @@ import pytest
 from typer.testing import CliRunner
 
 from fieldcheck._cli.main import app
-from fieldcheck._cli.numeric_cmd import EXAMPLES as NUMERIC_EXAMPLES
 from fieldcheck._util import errors as error_module
 from fieldcheck._util import jsonio, sniff
 from fieldcheck._util.errors import KEPT_ERRORS, ErrorList, InputError
 from fieldcheck._util.jsonio import iter_jsonl, read_lines
 from fieldcheck.numeric import load_predictions
 from fieldcheck.slots import load_slots
+
+NUMERIC_EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "numeric"
 
 WIDE = {"COLUMNS": "400"}
 GOOD_BATCH = '{"id": "ok", "ground_truth": {"a": 1}, "output": {"a": 1}}\n'

@@ -13,10 +13,11 @@ import pytest
 from typer.testing import CliRunner
 
 from fieldcheck._cli.main import app
-from fieldcheck._cli.numeric_cmd import EXAMPLES as NUMERIC_EXAMPLES
 from fieldcheck._util.errors import InputError
 from fieldcheck._util.jsonio import MAX_DEPTH, TOO_DEEP, iter_jsonl, read_json
 from fieldcheck.jsoneval import MAX_DEPTH as JSON_MAX_DEPTH
+
+NUMERIC_EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "numeric"
 
 WIDE = {"COLUMNS": "400"}
 

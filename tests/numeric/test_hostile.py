@@ -15,7 +15,6 @@ from tests.numeric.programs import run_program
 from typer.testing import CliRunner
 
 from fieldcheck._cli.main import app
-from fieldcheck._cli.numeric_cmd import EXAMPLES
 from fieldcheck.metrics import (
     ProgramExecutionError,
     ProgramParseError,
@@ -26,6 +25,8 @@ from fieldcheck.metrics import (
 from fieldcheck.metrics._programs import MAX_PROGRAM_CHARS, cell_number
 from fieldcheck.numeric import SUMMARY_COLUMNS, TURN_COLUMNS, load_predictions
 from fieldcheck.numeric._report import turn_positions, write_accuracy_plot
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "numeric"
 
 HUGE_DIGITS = "9" * 400  # float() of this is inf, not an error
 

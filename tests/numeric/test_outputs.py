@@ -16,8 +16,9 @@ import pytest
 from typer.testing import CliRunner
 
 from fieldcheck._cli.main import app
-from fieldcheck._cli.numeric_cmd import EXAMPLES
 from fieldcheck.numeric import ERROR_COLUMNS
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "numeric"
 
 OUTPUT_FILES = (
     "summary.csv",

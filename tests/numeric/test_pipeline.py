@@ -11,9 +11,10 @@ from typing import Any
 import pytest
 
 from fieldcheck import core
-from fieldcheck._cli.numeric_cmd import EXAMPLES
 from fieldcheck._util.errors import UsageProblem
 from fieldcheck.reports import PARTIAL
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "numeric"
 
 INPUTS = [
     ("data", EXAMPLES / "data.json"),
