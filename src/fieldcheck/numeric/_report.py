@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from fieldcheck.metrics import ABSOLUTE_TOLERANCE, RELATIVE_TOLERANCE, UNIT_FACTORS
-from fieldcheck.numeric._scoring import MATCH_KEYS, MAX_TURN_INTERVALS, NumericResult
+from fieldcheck.numeric._scoring import MATCH_KEYS, MAX_TURN_INTERVALS, PLOTS, WORST, NumericResult
 from fieldcheck.reports import (
     OutputFolder,
     Report,
@@ -22,12 +22,6 @@ from fieldcheck.reports import (
 )
 
 TITLE = "Numeric QA (ConvFinQA)"
-PLOTS = {
-    "accuracy_by_turn": "accuracy_by_turn.png",
-    "match_types": "plot_match_types.png",
-    "failure_modes": "plot_failure_modes.png",
-    "operations": "plot_operations_vs_accuracy.png",
-}
 MATCH_TYPES = tuple(
     zip(MATCH_KEYS, ("numerical", "soft", "unit-agnostic", "sign-agnostic", "general"), strict=True)
 )
@@ -57,7 +51,6 @@ EXCESS_CAUSES = (
     ("sign_agnostic", "Sign-agnostic", "sign/direction confusion"),
     ("general", "General match", "percentage points given for a fraction"),
 )
-WORST = 10
 # A reading comparing two rates is stated as a finding from this gap on (10 percentage points).
 READING_GAP = 0.1
 # ... and only between groups of this many scored turns each (one conversation's turn 5 has a

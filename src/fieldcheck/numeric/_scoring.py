@@ -261,6 +261,13 @@ _LOGIC = ("avg_logic_recall", "avg_logic_precision", "avg_logic_order_score")
 # Per-turn-position intervals for the lowest positions only: ConvFinQA has at most a few turns,
 # and a hostile conversation of 100,000 turns must not hold 100,000 x resamples values.
 MAX_TURN_INTERVALS = 100
+PLOTS = {
+    "accuracy_by_turn": "accuracy_by_turn.png",
+    "match_types": "plot_match_types.png",
+    "failure_modes": "plot_failure_modes.png",
+    "operations": "plot_operations_vs_accuracy.png",
+}
+WORST = 10  # conversations the report lists as the worst
 _SCORED = len(MATCH_KEYS)  # column of the scored-turn count in a conversation's totals
 _SUCCESS = _SCORED + 1 + 2 * len(_LOGIC)  # columns: successful (0/1), judged (0/1)
 

@@ -41,11 +41,12 @@ from fieldcheck.numeric._predictions import (
     line_values,
     prediction_values,
 )
-from fieldcheck.numeric._report import PLOTS, WORST, plot_files, write_numeric_report
 from fieldcheck.numeric._scoring import (
     MATCH_FIELDS,
     MATCH_KEYS,
     MISSING_PREDICTION,
+    PLOTS,
+    WORST,
     BootstrapUnits,
     Intervals,
     NumericResult,
@@ -838,6 +839,9 @@ def score_to_folder(
             signature=signature,
             tallies=tally.report_tallies(),
         )
+        # imported here: the pool's processes, which import this module, never write a report
+        from fieldcheck.numeric._report import plot_files, write_numeric_report
+
         folder.expect(*_LAST_FILES[:-1], *plot_files(result), _LAST_FILES[-1])
         with folder.atomic("input_errors.csv") as tmp:
             write_csv(tmp, error_dicts(result.input_errors), INPUT_ERROR_COLUMNS)
