@@ -45,6 +45,7 @@ def main(base_url: str, dataset: str, n_items: int) -> int:
         handle = run_async(go())
     except typer.Exit as exc:
         return exc.exit_code
+    runner.set_status(handle.id, "finished")  # as a command's scoring does: run_task leaves it
     print(f"done {handle.done}")
     return 0
 

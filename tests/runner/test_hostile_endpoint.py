@@ -432,7 +432,7 @@ def _run(
 
     async def go() -> RunHandle:
         try:
-            return await run_task(
+            handle = await run_task(
                 runner,
                 RunSpec(system="test", task="hostile", dataset=dataset, model=_spec(server)),
                 units,
@@ -443,6 +443,8 @@ def _run(
             )
         finally:
             await runner.aclose()
+        runner.set_status(handle.id, "finished")  # as its scoring does: run_task leaves it running
+        return handle
 
     return asyncio.run(go())
 

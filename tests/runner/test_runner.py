@@ -436,7 +436,7 @@ def _ctrl_c_line(calls: Any, runner: Runner) -> str:
 def _run(runner: Runner, spec: ModelSpec, dataset: Path, units: list[list[str]]) -> RunHandle:
     async def go() -> RunHandle:
         try:
-            return await run_task(
+            handle = await run_task(
                 runner,
                 RunSpec(system="test", task="echo", dataset=dataset, model=spec),
                 units,
@@ -446,6 +446,8 @@ def _run(runner: Runner, spec: ModelSpec, dataset: Path, units: list[list[str]])
             )
         finally:
             await runner.aclose()
+        runner.set_status(handle.id, "finished")  # as its scoring does: run_task leaves it running
+        return handle
 
     return asyncio.run(go())
 

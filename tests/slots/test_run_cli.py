@@ -1009,3 +1009,105 @@ def test_a_slots_run_folder_of_two_models_is_imported_with_their_sessions(
         6,
         "finished",
     )
+
+
+def test_a_several_model_run_stays_running_with_its_items_in_flight_until_scored(
+    chat_server: StartServer, files: dict[str, Path], tmp_path: Path
+) -> None:
+    """The real command, stopped at the second model's first call and at the judge's first
+    (scoring): one run listed, ``running``, never ``finished`` after the first model's calls,
+    counting every model's calls and never falling back (15 of 15 finished, then 0 of 0, then
+    45, the second model a run of its own: a tester's trial), its items in flight in the API
+    (a 410 blaming FIELDCHECK_ARTIFACTS before)."""
+    import os
+    import subprocess
+    import sys
+
+    from fastapi.testclient import TestClient
+
+    from fieldcheck.api import ApiSettings, create_app
+
+    reached = {"y": threading.Event(), "judge": threading.Event()}
+    release = {"y": threading.Event(), "judge": threading.Event()}
+
+    def script(body: dict[str, Any]) -> str | Reply:
+        name = body["model"] if is_memory_request(body) else "judge"
+        if name in reached and not reached[name].is_set():
+            reached[name].set()
+            release[name].wait(60)
+        return scripted(body) if is_memory_request(body) else "0.5"
+
+    server = chat_server(script)
+    args = ["slots", "run", "--conversations", str(files["conv"]), "--gold", str(files["gold"])]
+    args += ["--base-url", server.base_url, "--model", "A=x", "--model", "B=y"]
+    args += ["--judge-model", "j", "--out", str(files["out"]), "--bootstrap", "0", "--no-progress"]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "fieldcheck._cli.main", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=os.environ.copy(),
+    )
+    api = TestClient(
+        create_app(ApiSettings(database_url=os.environ["FIELDCHECK_DATABASE_URL"])),
+        base_url="http://127.0.0.1",
+    )
+    seen = []
+    for phase in ("y", "judge"):
+        assert reached[phase].wait(60), proc.stderr.read() if proc.stderr else ""
+        [run] = Store().list_runs()  # one evaluation: the second model's run is its calls
+        items = api.get(f"/api/runs/{run.id}/items")
+        shown = api.get(f"/api/runs/{run.id}").json()
+        seen.append((run.status, run.n_done, run.n_items, items.status_code, shown["items_text"]))
+        keys = sorted(i["key"] for i in items.json()["items"])  # every model's called so far
+        assert keys == sorted(['["a", 1]', '["a", 2]', '["b", 1]'] * (1 + (phase == "judge")))
+        release[phase].set()
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    final = Store().get_run(run.id)
+    assert final is not None and (final.status, final.n_done, final.n_items) == ("finished", 6, 6)
+    in_flight = "items (in flight: called, not yet scored)"
+    assert seen == [
+        ("running", 3, 6, 200, f"3 of 6 {in_flight}"),
+        ("running", 6, 6, 200, f"6 {in_flight}"),
+    ]
+
+
+def test_a_run_killed_while_scored_counts_the_items_it_called(
+    chat_server: StartServer, files: dict[str, Path]
+) -> None:
+    """SIGKILL at the judge's first call (the run scoring): the run showed ``0`` items, its
+    counts zeroed when its scoring began (a tester's trial); they are its 3 called sessions,
+    never scored."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    reached, release = threading.Event(), threading.Event()
+
+    def script(body: dict[str, Any]) -> str | Reply:
+        if not is_memory_request(body):
+            reached.set()
+            release.wait(30)
+            return "0.5"
+        return scripted(body)
+
+    server = chat_server(script)
+    args = ["slots", "run", "--conversations", str(files["conv"]), "--gold", str(files["gold"])]
+    args += ["--base-url", server.base_url, "--model", "A=x", "--judge-model", "j"]
+    args += ["--out", str(files["out"]), "--bootstrap", "0", "--no-progress"]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "fieldcheck._cli.main", *args],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=os.environ.copy(),
+    )
+    assert reached.wait(60)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(60)
+    release.set()
+    [run] = Store().list_runs()
+    assert (run.status, run.n_done, run.n_items) == ("interrupted", 3, 3)
+    shown = CliRunner().invoke(app, ["runs", "show", run.id]).stdout
+    assert "items: 3 (called, never scored: the run was interrupted)" in shown

@@ -581,3 +581,53 @@ def test_a_ctrl_c_while_a_runs_items_are_written_leaves_its_journal_and_no_part_
     [run] = store.list_runs()
     assert (run.id, run.status, run.n_items) == (data["id"], "finished", 6)
     assert [p.name for p in store.run_folder(run.id).iterdir()] == ["items.parquet"]
+
+
+def test_a_ctrl_c_while_the_second_slot_model_is_called_lists_one_evaluation(
+    tmp_path: Path, chat_server: StartServer
+) -> None:
+    """Ctrl-C while the second model's call is in flight: ``runs list`` showed two ``slots
+    run`` rows, one per model (a tester's trial); it shows the evaluation once, counting every
+    model's calls, and the same command finishes that run."""
+    reached, release = threading.Event(), threading.Event()
+
+    def script(body: dict[str, Any]) -> str:
+        if body["model"] == "m2" and not release.is_set():
+            reached.set()
+            release.wait(30)
+        return json.dumps({"basic_info": {"name": ["Ann"]}})
+
+    server = chat_server(script)
+    args = _slots_data(tmp_path)
+    args += ["--base-url", server.base_url, "--model", "A=m1", "--model", "B=m2"]
+    args += ["--out", str(tmp_path / "out"), "--bootstrap", "20", "--no-progress"]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "fieldcheck._cli.main", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=os.environ.copy(),
+    )
+    assert reached.wait(60), proc.stderr.read() if proc.stderr else ""
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    release.set()
+    assert proc.returncode == 130, err
+    code, listed, _ = cli("runs", "list", "--json")
+    [row] = json.loads(listed)
+    assert (row["model"], row["status"], row["n_done"], row["n_items"]) == (
+        "A",
+        "interrupted",
+        1,
+        2,
+    )
+    code, _, stderr = cli(*args)
+    assert code == 0, stderr
+    [run] = Store().list_runs()
+    assert (run.id, run.model, run.status, run.n_done, run.n_items) == (
+        row["id"],
+        "A, B",
+        "finished",
+        2,
+        2,
+    )

@@ -108,6 +108,8 @@ def run(
                         task, runner, spec, console=shown, show_progress=show_progress
                     )
                 )
+                if found.together:  # one evaluation: the other models' runs are its calls
+                    runner.part_of = calls[0].run_id
         finally:
             await runner.aclose()
         return []

@@ -568,6 +568,7 @@ class Runner:
         self.on_store_error = on_store_error  # told once when the store stops working
         self.stats = CallStats()
         self.runs: list[RunHandle] = []  # opened by run_task in this process, in order
+        self.part_of: str | None = None  # the run a model run opened now is a ``calls`` part of
         self._semaphore: asyncio.Semaphore | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._clients: dict[str, ChatClient] = {}

@@ -441,6 +441,7 @@ async def run_task(
             signature=signature.format(),
             n_items=total_items,
             out_dir=out_dir,
+            part_of=runner.part_of,
         )
     )
     # without a store the run lives in this process only: an id, nothing stored
@@ -512,7 +513,7 @@ async def run_task(
         finally:
             handle.on_save = None
             refresh(0)
-    runner.set_status(run_id, "finished")
+    runner.flush()  # its journal committed; the run stays running until scored (docs/runs.md)
     handle.finished = True
     console.print(summary_line(handle), markup=False, highlight=False, soft_wrap=True)
     return handle

@@ -19,7 +19,7 @@ from fieldcheck._util.executor import Executor, InProcess, LocalPool, finish
 from fieldcheck._util.jsonio import dumps_bytes
 from fieldcheck._util.paths import file_bytes
 from fieldcheck.store._items import ItemColumns, error_kind, plain_columns
-from fieldcheck.store._parquet import COLUMNS, ItemsWriter, _Row, _Tag, located, publish
+from fieldcheck.store._parquet import COLUMNS, ItemsWriter, _Row, _Tag, located, publish, remove
 from fieldcheck.store._records import RunInfo
 
 if TYPE_CHECKING:  # SQLAlchemy: not in a pool process that only writes part files
@@ -139,6 +139,7 @@ class RunRecorder:
         self._task_size = 0  # items or bytes, whichever is nearer its bound (TASK_ITEMS/BYTES)
         self._closed = False
         self._sealed = False  # every item added; the part files sent to be published (``seal``)
+        self.written = (0, 0)  # items in part files, and of them with an error
         self.process_after = PROCESS_AFTER
 
     def _failed(self, error: BaseException) -> None:
@@ -325,9 +326,12 @@ class RunRecorder:
             self._counted(self._executor.submit(write_part, task))
 
     def _counted(self, written: list[Any]) -> None:
+        """Count the parts written (a model run's at ``finish``: till then its journal's)."""
         for done in written:
             if isinstance(done, tuple):  # a part's (items, errors); ``publish``'s path is not
-                self.store.count_written(self.run.id, *done)
+                self.written = (self.written[0] + done[0], self.written[1] + done[1])
+                if self.run.kind != "run":
+                    self.store.count_written(self.run.id, *done)
 
     def seal(self) -> None:
         """Every item is added: the last task and the publishing are sent now, so that a pool
@@ -393,6 +397,7 @@ class RunRecorder:
                 intervals=orjson.loads(_json(intervals)) if intervals is not None else None,
                 signature=None if signature is None else _signature_text(signature),
                 figures=figures,
+                counts=self.written if self.run.kind == "run" else None,
             )
         except Exception as error:
             self._failed(error)
@@ -421,13 +426,17 @@ class RunRecorder:
             with contextlib.suppress(Exception):  # the parts written, whatever stopped the rest
                 if self.run.kind == "run" and self.store.items_file(self.run.id) is None:
                     self._close()  # a model run's, cut short: its items stay its journal's
-                    self.store.drop_scoring(self.run.id)  # (called, never scored)
+                    remove(self.store.run_folder(self.run.id))  # (called, never scored)
                 else:
                     self._publish()
-
             with contextlib.suppress(Exception):
+                published = self.run.kind == "run" and self.store.items_file(self.run.id)
                 self.store.finish_scored_run(
-                    self.run.id, metrics=None, intervals=None, status=status
+                    self.run.id,
+                    metrics=None,
+                    intervals=None,
+                    status=status,
+                    counts=self.written if published else None,
                 )
 
     def __enter__(self) -> RunRecorder:

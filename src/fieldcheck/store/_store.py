@@ -34,13 +34,14 @@ from sqlalchemy import (
     func,
     insert,
     inspect,
+    or_,
     select,
     text,
     update,
 )
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-from sqlalchemy.orm import sessionmaker
+from sqlalchemy.orm import aliased, sessionmaker
 
 from fieldcheck._util.executor import pid_alive
 from fieldcheck._util.iters import chunked
@@ -163,10 +164,12 @@ class Store:
         signature: str,
         n_items: int,
         out_dir: str | None = None,
+        part_of: str | None = None,
     ) -> tuple[RunInfo, bool]:
         """The interrupted run with the same key (what defines it: resumed, True), else a new
         run (False); a ``running`` one is never taken over (two at once took each other's items).
-        ``out_dir`` (the folder it runs for) is recorded; the ``RunInfo`` has the one before."""
+        ``out_dir`` (the folder it runs for) is recorded; the ``RunInfo`` has the one before.
+        ``part_of``: a run whose ``calls`` it is (a several-model slots run's), counted in it."""
         run_key = model_run_key(system, task, dataset_sha256, model, endpoint, settings)
         self.mark_stale_runs()
         with self._session() as s:
@@ -187,13 +190,19 @@ class Store:
                     endpoint=endpoint,
                     settings=dumps(settings),
                     signature=signature,
-                    kind="run",
                 )
                 s.add(row)
+            else:  # its counts its journal's (a scoring begun counted every model's)
+                row.n_done, row.n_errors = _journal_counts(s, row.id)
+            row.kind, row.parent_id = ("calls", part_of) if part_of else ("run", None)
             row.status = "running"
             row.pid, row.host = os.getpid(), socket.gethostname()
             row.n_items = n_items
             earlier, row.out_dir = row.out_dir, out_dir or row.out_dir
+            if part_of:  # the evaluation's counts are every model's
+                counts = {"n_items": n_items, "n_done": row.n_done, "n_errors": row.n_errors}
+                plus = {k: getattr(RunRow, k) + v for k, v in counts.items()}
+                s.execute(update(RunRow).where(RunRow.id == part_of).values(**plus))
             s.commit()
             return replace(RunInfo.of(row), out_dir=earlier), resumed
 
@@ -425,32 +434,19 @@ class Store:
             row.model = model or row.model
             row.status = "running"
             row.pid, row.host = os.getpid(), socket.gethostname()
-            row.n_items = row.n_done = row.n_errors = 0
             row.metrics = row.intervals = None
+            if kind == "score":  # a model run's counts stay its journal's until it is scored
+                row.n_items = row.n_done = row.n_errors = 0
             if parts:
                 s.execute(
                     update(RunRow)
                     .where(RunRow.id.in_(parts))
-                    .values(kind="calls", parent_id=run_id)
+                    .values(kind="calls", parent_id=run_id, status="finished", finished_at=_now())
                 )
             s.commit()
             info = RunInfo.of(row)
         _parquet.remove(self.run_folder(run_id))  # an interrupted scoring's items
         return info
-
-    def drop_scoring(self, run_id: str) -> None:
-        """A model run's scoring cut short (Ctrl-C): the items it wrote removed, its counts its
-        journal's again (called, never scored; a resume scores them)."""
-        _parquet.remove(self.run_folder(run_id))
-        mine = JournalRow.run_id == run_id
-        done = select(func.count()).where(mine).scalar_subquery()
-        errors = select(func.count()).where(mine, JournalRow.error_type.is_not(None))
-        with self.engine.begin() as connection:
-            connection.execute(
-                update(RunRow)
-                .where(RunRow.id == run_id)
-                .values(n_items=done, n_done=done, n_errors=errors.scalar_subquery())
-            )
 
     def runs_of_folder(self, out_dir: Path, *, system: str) -> list[RunInfo]:
         """The finished runs of ``system`` stored from the output folder ``out_dir`` (by its
@@ -590,9 +586,12 @@ class Store:
         status: str = "finished",
         signature: str | None = None,
         figures: Mapping[str, Any] | None = None,
+        counts: tuple[int, int] | None = None,
     ) -> RunInfo:
         """Finish a scored run: metrics, intervals, status and the runs list's figures
-        (``_figures``, then ``figures``: its system's ``headline``, usage and ``dataset`` roles)."""
+        (``_figures``, then ``figures``: its system's ``headline``, usage and ``dataset`` roles);
+        ``counts``: the items written and of them with an error (a model run's, not counted as
+        they were written: its counts were its journal's till now)."""
         figures = figures or {}
         failed = None
         with contextlib.suppress(ItemsMissing, OSError):  # an aborted run's parts, or none
@@ -622,6 +621,8 @@ class Store:
             if dataset is not None:
                 row.dataset = str(dataset.get("path") or "")
                 row.dataset_sha256 = str(dataset.get("sha256") or "")
+            if counts is not None:
+                (row.n_items, row.n_errors), row.n_done = counts, counts[0]
             row.status = status
             row.finished_at = _now()
             s.commit()
@@ -842,7 +843,7 @@ class Store:
             s.delete(row)
             s.execute(
                 update(RunRow)
-                .where(RunRow.id == run_id)
+                .where(_and_parent(run_id))
                 .values(n_done=RunRow.n_done - 1, n_errors=RunRow.n_errors - failed)
             )
             s.commit()
@@ -922,13 +923,30 @@ class Store:
 _CACHE_GET = select(CacheRow.value).where(CacheRow.key == bindparam("key"))
 _INSERTS: dict[str, Any] = {"sqlite": sqlite_insert, "postgresql": postgresql_insert}
 _JOURNAL_ADD = insert(JournalRow)
+
+
+def _and_parent(run_id: Any) -> Any:
+    """Run ``run_id`` and, for a ``calls`` run, the run whose part it is (its counts are every
+    model's)."""
+    part = aliased(RunRow)
+    up = select(part.parent_id).where(part.id == run_id, part.kind == "calls").scalar_subquery()
+    return or_(RunRow.id == run_id, RunRow.id == up)
+
+
 _COUNT_DONE = (
     update(RunRow)
-    .where(RunRow.id == bindparam("run_id"))
+    .where(_and_parent(bindparam("run_id")))
     .values(
         n_done=RunRow.n_done + bindparam("done"), n_errors=RunRow.n_errors + bindparam("failed")
     )
 )
+
+
+def _journal_counts(s: Any, run_id: str) -> tuple[int, int]:
+    """The journal items of ``run_id``, and of them with an error type."""
+    counted = select(func.count(), func.count(JournalRow.error_type))
+    done, errors = s.execute(counted.where(JournalRow.run_id == run_id)).one()
+    return int(done), int(errors)
 
 
 def _stored(row: JournalRow) -> StoredItem:
@@ -984,7 +1002,8 @@ def _journal(run_id: str, filters: Mapping[str, Any], *columns: Any) -> Any:
     if any(v not in (None, "", ()) for k, v in filters.items() if k != "error_type"):
         return None
     query = select(*(columns or [JournalRow])).select_from(JournalRow)
-    query = query.where(JournalRow.run_id == run_id)
+    parts = select(RunRow.id).where(RunRow.parent_id == run_id, RunRow.kind == "calls")
+    query = query.where(or_(JournalRow.run_id == run_id, JournalRow.run_id.in_(parts)))
     return query if error_type is None else query.where(JournalRow.error_type == error_type)
 
 
