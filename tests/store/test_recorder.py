@@ -357,3 +357,35 @@ def test_a_ctrl_c_inside_seal_publishes_the_parts_written_before_it(
     assert run is not None and (run.status, run.n_items) == ("interrupted", 1)
     assert [i.key for i in store.items(run.id)] == ["a"]
     assert [p.name for p in store.run_folder(run.id).iterdir()] == ["items.parquet"]
+
+
+KILLED_AFTER_PUBLISH = """
+import os, signal
+from fieldcheck.store import RunRecorder, Store
+from fieldcheck.store._items import ItemColumns
+store = Store()
+store.count_written = lambda *args: None  # the last parts' counts still in the pool when killed
+recorder = RunRecorder.open(store, system="json", inputs=[], settings={}, signature="s", out=None)
+errors = ["timeout", None, None, None]
+recorder.add_prepared(
+    (ItemColumns(f"r{i}", i == 2 or None, error_type=e), b"{}") for i, e in enumerate(errors)
+)
+recorder.seal()  # every part written and published
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def test_a_run_killed_once_its_items_were_published_counts_its_items_file() -> None:
+    """SIGKILL after the items were published, before their counts came back from the pool:
+    ``runs show`` said ``items: 32768 (20182 failed, ...)``, the failed counted in the 40,000 of
+    its items file (a tester's trial). The stale run, marked interrupted, counts its file."""
+    from typer.testing import CliRunner
+
+    from fieldcheck._cli.main import app
+
+    killed = subprocess.run([sys.executable, "-c", KILLED_AFTER_PUBLISH], check=False)
+    assert killed.returncode == -9
+    [run] = Store().list_runs()
+    assert (run.status, run.n_items, run.n_done, run.n_errors) == ("interrupted", 4, 4, 1)
+    shown = CliRunner().invoke(app, ["runs", "show", run.id]).stdout
+    assert "items: 4 (1 failed, 3 not scored)" in shown  # r0, r1, r3 have no verdict

@@ -382,6 +382,13 @@ def count(con: Any, path: Path, *, not_scored: bool = False, **filters: Any) -> 
     return int(found[0])
 
 
+def count_errors(con: Any, path: Path) -> tuple[int, int]:
+    """The items, and of them with an error (as ``ItemsWriter`` counts them)."""
+    sql = "SELECT count(*), count(nullif(error_type, '')) FROM read_parquet(?)"
+    items, errors = con.execute(sql, [str(path)]).fetchone()
+    return int(items), int(errors)
+
+
 def distinct(con: Any, path: Path, sql: str, limit: int) -> list[Any]:
     """The distinct non-null values of the expression ``sql`` over the items, sorted."""
     rows = con.execute(

@@ -235,6 +235,10 @@ class Store:
             stale = [r for r in rows if r.pid is None or not pid_alive(r.pid)]
             for r in stale:
                 r.status = "interrupted"
+                # killed once its items were published, before all were counted: the file's
+                if (path := _parquet.located(self.run_folder(r.id))) is not None:
+                    r.n_items, r.n_errors = self._query(_parquet.count_errors, path)
+                    r.n_done = r.n_items
             s.commit()
             return len(stale)
 
