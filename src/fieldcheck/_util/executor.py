@@ -29,7 +29,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from multiprocessing.connection import wait
 from pathlib import Path
 from types import SimpleNamespace
@@ -207,6 +207,13 @@ class LocalPool:
             if kill:
                 for process in processes:
                     process.kill()
+                for process in processes:
+                    process.join()
+                # a worker killed while sending its result leaves the pool's thread waiting for
+                # the rest of the message (shutdown then waits forever): with this process's
+                # copy of the pipe's writing end closed, it reads the end and stops
+                with suppress(AttributeError, OSError):
+                    pool._result_queue._writer.close()  # type: ignore[attr-defined]
             pool.shutdown(wait=True, cancel_futures=True)
         except BaseException:
             for process in processes:
