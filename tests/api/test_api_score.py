@@ -265,6 +265,17 @@ def test_api_score_refuses_a_setting_given_twice(serve: Serve, tmp_path: Path) -
     assert runs == []
 
 
+def _score_walk(http: httpx.Client, lines: bytes) -> httpx.Response:
+    """``lines`` scored by ``POST /api/score/json`` as the upload ``walk.jsonl``, no bootstrap."""
+    answer = http.post(
+        "/api/score/json",
+        files={"batch": ("walk.jsonl", lines)},
+        data={"settings": json.dumps({"bootstrap": 0})},
+    )
+    assert answer.status_code == 200, answer.text
+    return answer
+
+
 def test_the_runs_of_uploads_name_the_files_sent_never_the_data_root(
     serve: Serve, tmp_path: Path
 ) -> None:
@@ -277,12 +288,7 @@ def test_the_runs_of_uploads_name_the_files_sent_never_the_data_root(
     good = {"id": "a", "ground_truth": {"x": 1}, "output": {"x": 1}}
     lines = (json.dumps(good) + "\n{not json\n").encode()
     with httpx.Client(base_url=live.base_url, timeout=60) as http:
-        generic = http.post(
-            "/api/score/json",
-            files={"batch": ("walk.jsonl", lines)},
-            data={"settings": json.dumps({"bootstrap": 0})},
-        )
-        assert generic.status_code == 200, generic.text
+        generic = _score_walk(http, lines)
         upload = http.post("/api/json/batch?bootstrap=0", files={"file": ("mine.jsonl", lines)})
         assert upload.status_code == 200, upload.text
         listed = http.get("/api/runs")
@@ -423,13 +429,7 @@ def test_the_api_export_names_the_upload_never_the_data_root_and_no_error_type_i
     good = {"id": "a", "ground_truth": {"x": 1}, "output": {"x": 1}}
     lines = (json.dumps(good) + '\n{"id": "b", "ground\n').encode()
     with httpx.Client(base_url=live.base_url, timeout=60) as http:
-        answer = http.post(
-            "/api/score/json",
-            files={"batch": ("walk.jsonl", lines)},
-            data={"settings": json.dumps({"bootstrap": 0})},
-        )
-        assert answer.status_code == 200, answer.text
-        run_id = answer.json()["run_id"]
+        run_id = _score_walk(http, lines).json()["run_id"]
         exports = [http.get(f"/api/runs/{run_id}/export?format={f}") for f in ("jsonl", "csv")]
     rows = [json.loads(line) for line in exports[0].text.splitlines()]
     (bad,) = [r for r in rows if r["error_type"]]

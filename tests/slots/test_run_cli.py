@@ -17,6 +17,7 @@ import pytest
 from typer.testing import CliRunner
 
 from chat_server import ChatServer, Reply, Script
+from cli_child import start_cli
 from fieldcheck._cli.main import app
 from fieldcheck._util.paths import unique_filenames
 from fieldcheck.runner import ModelSpec, RunInterrupted, Runner, RunnerSettings
@@ -807,13 +808,11 @@ def test_an_invalid_reply_is_said_once_not_again_as_a_session_without_prediction
     ]
 
 
-def test_a_resume_asks_again_a_session_whose_call_failed_not_an_invalid_reply(
-    chat_server: StartServer, files: dict[str, Path]
-) -> None:
-    """An interrupted run where a/2 got a 500 and b/1 an invalid reply: the resume asks a/2 again
-    (a call error is not finished), not b/1 (the model's invalid reply is final for its run).
-    docs/slots.md said every stored session error is final (a tester's finding, issue 26)."""
-    failing = {"I moved to Oslo.": Reply(status=500), "I like chess.": Reply(content="not json")}
+def _interrupted_with(
+    chat_server: StartServer, files: dict[str, Path], failing: dict[str, Reply]
+) -> tuple[ChatServer, str]:
+    """A run of model ``m`` whose sessions in ``failing`` got those replies (no retry), left
+    ``interrupted`` as Ctrl-C leaves it; the server answers every session well from then on."""
     server = chat_server(
         lambda body: failing.get(transcript(body)) or json.dumps(REPLIES[transcript(body)])
     )
@@ -821,9 +820,20 @@ def test_a_resume_asks_again_a_session_whose_call_failed_not_an_invalid_reply(
     assert result.exit_code == 3, result.output
     run_id = json.loads((files["out"] / "runs.json").read_text())["runs"]["m"]["run_id"]
     store = Store()
-    store.set_status(run_id, "interrupted")  # as Ctrl-C leaves it
+    store.set_status(run_id, "interrupted")
     store.close()
     failing.clear()
+    return server, run_id
+
+
+def test_a_resume_asks_again_a_session_whose_call_failed_not_an_invalid_reply(
+    chat_server: StartServer, files: dict[str, Path]
+) -> None:
+    """An interrupted run where a/2 got a 500 and b/1 an invalid reply: the resume asks a/2 again
+    (a call error is not finished), not b/1 (the model's invalid reply is final for its run).
+    docs/slots.md said every stored session error is final (a tester's finding, issue 26)."""
+    failing = {"I moved to Oslo.": Reply(status=500), "I like chess.": Reply(content="not json")}
+    server, run_id = _interrupted_with(chat_server, files, failing)
     asked = len(server.chat_requests)
     again = invoke(
         files, server.base_url, "--model", "m", "--max-retries", "0", out=files["out"].parent / "b"
@@ -843,17 +853,7 @@ def test_the_resume_line_counts_the_later_sessions_it_asks_again(
     """a/1 got a 500, a/2 ran on its unchanged memory: a resume asks both again (a/2 is built
     on a/1), so it says 1 of 3 items finished, not 2 ("not called again" was false for a/2:
     a hostile-endpoint trial's finding)."""
-    failing = {"I am Ann, 30.": Reply(status=500)}
-    server = chat_server(
-        lambda body: failing.get(transcript(body)) or json.dumps(REPLIES[transcript(body)])
-    )
-    result = invoke(files, server.base_url, "--model", "m", "--max-retries", "0")
-    assert result.exit_code == 3, result.output
-    run_id = json.loads((files["out"] / "runs.json").read_text())["runs"]["m"]["run_id"]
-    store = Store()
-    store.set_status(run_id, "interrupted")  # as Ctrl-C leaves it
-    store.close()
-    failing.clear()
+    server, run_id = _interrupted_with(chat_server, files, {"I am Ann, 30.": Reply(status=500)})
     asked = len(server.chat_requests)
     again = invoke(files, server.base_url, "--model", "m", out=files["out"].parent / "b")
     assert again.exit_code == 0, again.output
@@ -1020,8 +1020,6 @@ def test_a_several_model_run_stays_running_with_its_items_in_flight_until_scored
     45, the second model a run of its own: a tester's trial), its items in flight in the API
     (a 410 blaming FIELDCHECK_ARTIFACTS before)."""
     import os
-    import subprocess
-    import sys
 
     from fastapi.testclient import TestClient
 
@@ -1041,13 +1039,7 @@ def test_a_several_model_run_stays_running_with_its_items_in_flight_until_scored
     args = ["slots", "run", "--conversations", str(files["conv"]), "--gold", str(files["gold"])]
     args += ["--base-url", server.base_url, "--model", "A=x", "--model", "B=y"]
     args += ["--judge-model", "j", "--out", str(files["out"]), "--bootstrap", "0", "--no-progress"]
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "fieldcheck._cli.main", *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=os.environ.copy(),
-    )
+    proc = start_cli(*args)
     api = TestClient(
         create_app(ApiSettings(database_url=os.environ["FIELDCHECK_DATABASE_URL"])),
         base_url="http://127.0.0.1",

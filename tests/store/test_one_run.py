@@ -8,7 +8,6 @@ import json
 import os
 import re
 import signal
-import subprocess
 import sys
 import threading
 from collections.abc import Callable
@@ -20,6 +19,7 @@ from sqlalchemy import create_engine, text
 from typer.testing import CliRunner
 
 from chat_server import ChatServer, Reply, Script
+from cli_child import interrupt, start_cli
 from fieldcheck._cli.main import app
 from fieldcheck.store import Store
 
@@ -81,18 +81,7 @@ def _interrupted(
     data, out = _data(tmp_path), tmp_path / "out"
     args = ["json", "run", str(data), "--base-url", server.base_url, "--model", "m"]
     args += ["--out", str(out), "--concurrency", "1", "--no-progress", "--bootstrap", "20"]
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "fieldcheck._cli.main", *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=os.environ.copy(),
-    )
-    assert reached.wait(60), proc.stderr.read() if proc.stderr else ""
-    proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=60)
-    release.set()
-    assert proc.returncode == 130, err
+    interrupt(start_cli(*args), reached, release)
     return args, phase, server
 
 
@@ -601,18 +590,7 @@ def test_a_ctrl_c_while_the_second_slot_model_is_called_lists_one_evaluation(
     args = _slots_data(tmp_path)
     args += ["--base-url", server.base_url, "--model", "A=m1", "--model", "B=m2"]
     args += ["--out", str(tmp_path / "out"), "--bootstrap", "20", "--no-progress"]
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "fieldcheck._cli.main", *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=os.environ.copy(),
-    )
-    assert reached.wait(60), proc.stderr.read() if proc.stderr else ""
-    proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=60)
-    release.set()
-    assert proc.returncode == 130, err
+    interrupt(start_cli(*args), reached, release)
     code, listed, _ = cli("runs", "list", "--json")
     [row] = json.loads(listed)
     assert (row["model"], row["status"], row["n_done"], row["n_items"]) == (
