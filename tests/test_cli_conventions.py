@@ -904,7 +904,8 @@ def test_every_command_that_draws_a_progress_bar_takes_no_progress(
 ) -> None:
     """``json batch`` refused ``--no-progress`` (exit 2) while every run/evaluate command took
     it, and a CI script passing the same flags to both failed (a hostile-endpoint trial's
-    finding): the scoring commands take it too, and it turns their bar off."""
+    finding): the scoring commands take it too (``fieldcheck score SYSTEM`` as well), and it
+    turns their bar off."""
     from fieldcheck._cli._common import ProgressBar
     from fieldcheck._util.term import SafeConsole
 
@@ -919,5 +920,8 @@ def test_every_command_that_draws_a_progress_bar_takes_no_progress(
         out = str(tmp_path / f"o{n}")
         code, output = _run(*args, "--out", out, "--bootstrap", "0", "--no-store", "--no-progress")
         assert code == 0, (args, output)
+    code, output = _run("score", "json", f"batch={batch}", "--out", str(tmp_path / "g"),
+                        "--no-store", "--no-progress")  # fmt: skip
+    assert code == 0, output
     terminal = SafeConsole(stderr=True, force_terminal=True)
     assert not ProgressBar(terminal).bar.disable and ProgressBar(terminal, False).bar.disable

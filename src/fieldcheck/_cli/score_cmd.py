@@ -132,6 +132,7 @@ def score_command(
             "must meet every floor).",
         ),
     ] = None,
+    no_progress: Annotated[bool, typer.Option("--no-progress", help="No progress bar.")] = False,
 ) -> None:
     console, errors = SafeConsole(stderr=as_json), SafeConsole(stderr=True)
     with pipeline_errors():
@@ -148,7 +149,7 @@ def score_command(
         with pipeline_errors("--settings"):
             stored = _settings(settings)
         label, models = core.model_label(found, given)
-        bar = ProgressBar(errors)
+        bar = ProgressBar(errors, not no_progress)
         with bar.bar:
             try:
                 outcome = core.score(
