@@ -79,18 +79,30 @@ def paired_bootstrap_test_naive(
     one class at a time in Python: the joined rows grouped into classes sorted by their bytes
     (as int64 when every value is a whole number, float64 otherwise), each class of one unit weighed Poisson(1) by a 16-bit draw through the inverse CDF, a class
     of c units Poisson(c), blocks of 1024 classes drawn from generators seeded (seed, stream, block);
-    deltas centred on the observed one, empty resamples left out, +1 smoothing."""
+    deltas centred on the observed one, empty resamples left out, +1 smoothing; drawn on the
+    classes of (A, B) or of (B, A), whichever sorts first (their keys, then their counts)."""
     joined = [
         tuple(float(v) for v in a) + tuple(float(v) for v in b)
         for a, b in zip(units_a, units_b, strict=True)
     ]
     width = len(joined[0]) // 2
-    counted: dict[bytes, list[Any]] = {}
     whole = all(v == int(v) for row in joined for v in row)
-    for row in joined:
-        key = np.asarray(row, dtype=np.int64 if whole else float).tobytes()
-        counted.setdefault(key, [row, 0])[1] += 1
-    classes = [counted[k] for k in sorted(counted)]
+
+    def grouped(rows: list[tuple[float, ...]]) -> tuple[list[list[Any]], bytes]:
+        counted: dict[bytes, list[Any]] = {}
+        for row in rows:
+            key = np.asarray(row, dtype=np.int64 if whole else float).tobytes()
+            counted.setdefault(key, [row, 0])[1] += 1
+        order = sorted(counted)
+        sizes = np.asarray([counted[k][1] for k in order], dtype=np.int64).tobytes()
+        return [counted[k] for k in order], b"".join(order) + sizes
+
+    # drawn on (A, B) or (B, A), whichever sorts first: one p-value whichever is named first
+    classes, ab = grouped(joined)
+    swapped, ba = grouped([row[width:] + row[:width] for row in joined])
+    flip = ba < ab
+    if flip:
+        classes = swapped
     bounds, total = [], 0.0
     for k in range(20):
         total += math.exp(-1) / math.factorial(k)
@@ -121,6 +133,8 @@ def paired_bootstrap_test_naive(
 
     full = [sum(c * row[j] for row, c in classes) for j in range(2 * width)]
     observed = stat(full[:width]) - stat(full[width:])
+    if flip:
+        full = full[width:] + full[:width]
     kept = extreme = 0
     for r in range(resamples):
         if not any(weights[r]):
@@ -132,4 +146,4 @@ def paired_bootstrap_test_naive(
         ]
         delta = stat(totals[:width]) - stat(totals[width:])
         extreme += abs(delta - observed) >= abs(observed) - 1e-12
-    return observed, (extreme + 1) / (kept + 1)
+    return stat(full[:width]) - stat(full[width:]), (extreme + 1) / (kept + 1)

@@ -50,6 +50,26 @@ def test_mean_difference_and_p_value_are_the_naive_references(
     assert test.p_value == p_value
 
 
+@settings(max_examples=40, deadline=None)
+@given(
+    pairs=st.lists(st.tuples(scores, scores), min_size=1, max_size=40),
+    seed=st.integers(0, 2**16),
+)
+def test_the_p_value_is_the_same_whichever_side_is_named_first(
+    pairs: list[tuple[float, float]], seed: int
+) -> None:
+    """``runs compare A B`` and ``runs compare B A`` gave other p-values for the same two runs
+    (the classes' order, so their draws, followed the sides' order): one p-value, the
+    difference negated."""
+    a = np.array([[x, 1.0] for x, _ in pairs])
+    b = np.array([[y, 1.0] for _, y in pairs])
+    ab = paired_bootstrap_test(a, b, _mean, resamples=80, seed=seed)
+    ba = paired_bootstrap_test(b, a, _mean, resamples=80, seed=seed)
+    assert ab is not None and ba is not None
+    assert ab.p_value == ba.p_value
+    assert math.isclose(ab.difference, -ba.difference, abs_tol=1e-12)
+
+
 @settings(max_examples=25, deadline=None)
 @given(
     sessions=st.lists(st.tuples(*[counts] * 6), min_size=1, max_size=25),

@@ -451,6 +451,25 @@ def bootstrap_classes_ci(
     return {name: ci for name, ci in found.items() if ci is not None}
 
 
+def _one_orientation(
+    rows: np.ndarray, counts: np.ndarray, width: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """The classes as (A, B) or as (B, A), whichever sorts first, each in its rows' byte order
+    (int64 when whole): one p-value whichever side is named first (``runs compare B A`` drew
+    other weights per class than ``A B``)."""
+    whole = bool(np.all(rows == np.trunc(rows)) and np.all(np.abs(rows) < 2.0**53))
+    keyed = rows.astype(np.int64) if whole else rows.astype(float)
+    sides = []
+    for side in (keyed, np.hstack([keyed[:, width:], keyed[:, :width]])):
+        side = np.ascontiguousarray(side)
+        keys = side.view(np.dtype((np.void, side.itemsize * side.shape[1]))).ravel()
+        order = np.argsort(keys, kind="stable")
+        sides.append((side[order], counts[order]))
+    (ab, ab_counts), (ba, ba_counts) = sides
+    first = ab.tobytes() + ab_counts.tobytes() <= ba.tobytes() + ba_counts.tobytes()
+    return (ab, ab_counts) if first else (ba, ba_counts)
+
+
 def paired_bootstrap_classes_pvalue(
     classes: RowClasses | tuple[np.ndarray, np.ndarray],
     width: int,
@@ -466,6 +485,7 @@ def paired_bootstrap_classes_pvalue(
     rows, counts = classes.classes() if isinstance(classes, RowClasses) else classes
     if not int(np.sum(counts)) or resamples < 1:
         return None
+    rows, counts = _one_orientation(np.asarray(rows), np.asarray(counts, dtype=np.int64), width)
     totals, mass = _class_totals(rows, counts, resamples=resamples, seed=seed, stream=stream)
     totals = totals[mass > 0]
     full = (np.asarray(counts, dtype=float) @ rows).reshape(1, -1)
