@@ -7,6 +7,7 @@ import hashlib
 import html
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -282,6 +283,34 @@ def test_a_field_listed_twice_is_refused_by_the_api_as_by_the_cli_and_the_page(
     output = b'{"ground_truth": {"name": "a"}, "output": {"name": "b", "name": "a"}}'
     scored = client.post("/api/json/evaluate", content=output, headers=sent)
     assert scored.status_code == 200 and scored.json()["accuracy"] == 1.0
+
+
+def test_a_configuration_page_loaded_before_another_save_does_not_overwrite_it(
+    client: httpx.Client,
+) -> None:
+    """Two tabs of the Configuration page (a new user's finding): the second tab's save replaced
+    the first tab's newer strategies, and its stale FUZZY threshold the first tab's, in silence.
+    A form loaded before another save of its section is refused (400, nothing saved, its rows
+    kept); saved again from that page, it replaces them."""
+    loaded = re.compile(r'name="loaded" value="([0-9a-f]+)"')
+    page = client.get("/configuration").text
+    strategies, thresholds, _ = loaded.findall(page)  # both tabs were shown this version
+    first = {"loaded": strategies, "field": "alpha", "strategy": "FUZZY"}
+    assert client.post("/configuration/strategies", data=first).status_code == 303
+    second = {"loaded": strategies, "field": "beta", "strategy": "EXACT"}
+    refused = client.post("/configuration/strategies", data=second)
+    assert refused.status_code == 400
+    assert "the strategies were saved elsewhere" in refused.text and 'value="beta"' in refused.text
+    assert client.get("/api/config/strategies").json() == {"alpha": "FUZZY"}
+    again = {**second, "loaded": loaded.findall(refused.text)[0]}
+    assert client.post("/configuration/strategies", data=again).status_code == 303
+    assert client.get("/api/config/strategies").json() == {"beta": "EXACT"}
+    ours = {"loaded": thresholds, "fuzzy_threshold": "0.5", "semantic_threshold": "0.8"}
+    assert client.post("/configuration/thresholds", data=ours).status_code == 303
+    stale = {"loaded": thresholds, "fuzzy_threshold": "0.85", "semantic_threshold": "0.6"}
+    assert client.post("/configuration/thresholds", data=stale).status_code == 400
+    kept = {"fuzzy_threshold": 0.5, "semantic_threshold": 0.8}
+    assert client.get("/api/config/thresholds").json() == kept
 
 
 # batches ---------------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ import math
 import os
 import re
 from collections.abc import Callable
-from typing import Annotated, Any
+from typing import Annotated, Any, get_args
 from urllib.parse import parse_qsl, urlsplit
 
 from fastapi import APIRouter, Form, Request
@@ -19,6 +19,7 @@ from starlette.datastructures import FormData
 from starlette.datastructures import UploadFile as StarletteUpload
 from starlette.exceptions import HTTPException
 
+from fieldcheck._util.digest import cache_key
 from fieldcheck._util.errors import InputError
 from fieldcheck._util.jsonio import json_or_text
 from fieldcheck.api._deps import AppContext, Context
@@ -141,6 +142,7 @@ def _configuration(
         thresholds=ctx.saved.get("thresholds"),
         weights=ctx.saved.get("weights"),
         weight_names=list(RqsWeights.model_fields),
+        loaded={section: _version(ctx, section) for section in get_args(Section)},
         error=error.one_line() if isinstance(error, InputError) else error,
         error_section=error_section,
         saved=SAVED.get(saved or ""),
@@ -152,6 +154,17 @@ def configuration_page(request: Request, ctx: Context, saved: str | None = None)
     return _configuration(ctx, request, saved=saved)
 
 
+def _version(ctx: AppContext, section: Section) -> str:
+    """A digest of the saved ``section``: a form sends back the one it was shown with."""
+    return cache_key(ctx.saved.get(section))[:16]
+
+
+_STALE = (
+    "the {} were saved elsewhere (another tab, an import or the API) after this page was "
+    "loaded; nothing was saved: save again to replace them, or reload the page to see them"
+)
+
+
 def _save(
     ctx: AppContext,
     request: Request,
@@ -160,8 +173,14 @@ def _save(
     rows: list[tuple[str, str]] | None = None,
     *,
     file: str | None = None,
+    loaded: Any = None,
 ) -> Response:
-    """Save what ``parse`` gives; an InputError of either shows the page with it (a 400)."""
+    """Save what ``parse`` gives; an InputError of either shows the page with it (a 400), as
+    does a form ``loaded`` with a version of the section that is no longer the saved one (no
+    await between this check and the save: one server saves one form at a time)."""
+    if loaded is not None and loaded != _version(ctx, section):
+        error = _STALE.format(section)
+        return _configuration(ctx, request, error=error, error_section=section, rows=rows)
     try:
         ctx.saved.put(section, parse(), file=file)
     except InputError as exc:
@@ -202,7 +221,8 @@ async def save_strategies(request: Request, ctx: Context) -> Response:
     fields = [str(v) for v in form.getlist("field")]
     values = [str(v) for v in form.getlist("strategy")]
     rows = list(zip(fields, values, strict=False))
-    return _save(ctx, request, "strategies", lambda: strategy_rows(rows), rows)
+    loaded = form.get("loaded")
+    return _save(ctx, request, "strategies", lambda: strategy_rows(rows), rows, loaded=loaded)
 
 
 @router.post("/configuration/{section}/import")
@@ -256,7 +276,8 @@ async def save_numbers(request: Request, ctx: Context) -> Response:
     if (bad := await _bad_text(request)) is not None:
         return _configuration(ctx, request, error=bad, error_section=section)
     form = {k: str(v) for k, v in (await request.form()).items()}
-    return _save(ctx, request, section, lambda: _numbers(form, _NUMBER_FIELDS[section]))
+    parse = lambda: _numbers(form, _NUMBER_FIELDS[section])  # noqa: E731
+    return _save(ctx, request, section, parse, loaded=form.get("loaded"))
 
 
 # test evaluation ----------------------------------------------------------------------------
