@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import orjson
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -16,13 +17,22 @@ from tests.numeric.oracles import match_answer_reference
 
 from fieldcheck.metrics import ParsedAnswer, match_answer, parse_answer
 from fieldcheck.metrics._programs import ProgramParseError, parse_program, program_operations
+from fieldcheck.numeric._loaders import PlainTurn
 from fieldcheck.numeric._predictions import (
     Prediction,
     PredictionValues,
     plain_values,
     prediction_values,
 )
-from fieldcheck.numeric._stream import stored_cell
+from fieldcheck.numeric._scoring import gold_operations, turn_values
+from fieldcheck.numeric._stream import (
+    TEXT_COLUMNS,
+    TURN_COLUMNS,
+    numeric_columns,
+    stored_cell,
+    stored_row,
+    turn_cells,
+)
 
 # ---------------------------------------------------------------------------------------------
 # programs
@@ -270,3 +280,43 @@ _CELLS += ["True", "False", "true", "Yes", "\u0661\u0662", "\u20035", "-1e3", "1
 def test_stored_cell_skips_float_only_for_text_it_refuses(cell: str) -> None:
     got, expected = stored_cell(cell), _read_back(cell)
     assert (type(got), got) == (type(expected), expected) or got != got  # NaN
+
+
+_HOSTILE_TEXT = st.one_of(
+    st.sampled_from(["", "0012", "1e5", "inf", "'=x", "=1+2", "-3", "\x1b[31m", "True", "no"]),
+    st.text(max_size=4),
+)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(
+    st.tuples(_HOSTILE_TEXT, _HOSTILE_TEXT),  # conversation id (not empty), question
+    st.one_of(st.none(), st.floats(allow_nan=False), _HOSTILE_TEXT),  # gold
+    st.one_of(st.none(), st.floats(-1e3, 1e3), _HOSTILE_TEXT),  # answer
+    st.one_of(st.none(), _HOSTILE_TEXT, st.sampled_from(["timeout", "http_error"])),  # error
+    st.one_of(st.none(), st.sampled_from(["subtract(5, 3)", "=add(1, 2)", "add(1"])),
+    st.one_of(st.none(), st.booleans()),  # qa_split
+    st.booleans(),
+)
+def test_a_store_item_is_its_turns_csv_row_read_back(
+    texts: tuple[str, str],
+    gold: float | str | None,
+    answer: float | str | None,
+    error: str | None,
+    program: str | None,
+    qa_split: bool | None,
+    flag: bool,
+) -> None:
+    """``stored_row`` reads back only the cells that may be text: the item is still every cell
+    of the turns.csv row read back (``stored_cell``), as ``runs import`` of the row stores it."""
+    cid, question = "c" + texts[0], texts[1]
+    turn = PlainTurn(1, question, None, program, gold, qa_split)
+    plan = {"steps": [{"tool": "compute", "operation": "add", "args": [1, 2]}]}
+    values = PredictionValues(answer, plan, 3, 4, 0.5, error, "m" if error else None, [])
+    t = turn_values(cid, 1, turn, values, gold_operations(program))
+    features = {"has_type2_question": flag, "has_non_numeric_values": not flag}
+    cells = turn_cells(features, t)
+    story = {"plan": t["plan"], "validation": []}
+    item = {k: stored_cell(c, k in TEXT_COLUMNS) for k, c in zip(TURN_COLUMNS, cells, strict=True)}
+    expected = numeric_columns(item), orjson.dumps(item | story, option=orjson.OPT_SORT_KEYS)
+    assert stored_row(t, cells, story) == expected

@@ -232,6 +232,12 @@ TEXT_COLUMNS = frozenset(
     )
 )
 """turns.csv columns of text: stored as the text scored, never read as a number ("0012", "1e5")."""
+# the other turns.csv cells ``stored_row`` reads back: those that may be text, and the
+# conversation's features (not in a turn's values)
+_READ_BACK = (
+    *("expected_answer", "parsed_answer", "not_scored"),
+    *("has_type2_question", "has_non_numeric_values"),
+)
 
 
 def stored_cell(value: Any, text: bool = False) -> Any:
@@ -277,19 +283,27 @@ def numeric_columns(item: Mapping[str, Any]) -> ItemColumns:
     return ItemColumns(key, failed, turn=turn, error_type=str(error) if error else None)
 
 
-_STORED_KEYS = tuple(sorted(TURN_COLUMNS))
-_STORED_ORDER = itemgetter(*(TURN_COLUMNS.index(k) for k in _STORED_KEYS))
-_STORED_TEXT = tuple(k in TEXT_COLUMNS for k in _STORED_KEYS)
+# turns.csv columns never of text (numbers, flags or None): the item keeps the turn's values
+_VALUE_COLUMNS = tuple(k for k in TURN_COLUMNS if k not in TEXT_COLUMNS and k not in _READ_BACK)
+_VALUES_OF = itemgetter(*_VALUE_COLUMNS)
+_CELL_COLUMNS = tuple(
+    (k, TURN_COLUMNS.index(k), k in TEXT_COLUMNS) for k in TURN_COLUMNS if k not in _VALUE_COLUMNS
+)
 
 
-def stored_row(cells: Sequence[Any], story: Mapping[str, Any]) -> tuple[ItemColumns, bytes]:
+def stored_row(
+    t: Turn, cells: Sequence[Any], story: Mapping[str, Any]
+) -> tuple[ItemColumns, bytes]:
     """A turn's store item (issue 11): ``numeric_columns`` and the JSON ``add_items`` would
-    store of its turns.csv row as read back, with ``story`` (the item's page, issue 28)."""
-    item = {
-        k: stored_cell(v, t) if type(v) is str else v
-        for k, v, t in zip(_STORED_KEYS, _STORED_ORDER(cells), _STORED_TEXT, strict=True)
-    }
-    columns = numeric_columns(item)
+    store of its turns.csv row (``cells``) as read back (``stored_cell``), with ``story`` (the
+    item's page, issue 28); the cells that are never text are the turn's values."""
+    item = dict(zip(_VALUE_COLUMNS, _VALUES_OF(t), strict=True))
+    for k, i, text in _CELL_COLUMNS:
+        v = cells[i]
+        item[k] = stored_cell(v, text) if type(v) is str else v
+    failed = None if t["not_scored"] else not t["numerical_match"]
+    key = f"{item['conversation_id']}#{t['turn_idx']}"
+    columns = ItemColumns(key, failed, turn=t["turn_idx"], error_type=item["error_type"])
     item.update(story)  # keys no row has
     # a copy of its exact size: orjson's larger buffer, kept to the chunk's end, took a fresh
     # page a turn (0.8 minor faults a turn in a worker, a few us each on a VM)
@@ -688,7 +702,7 @@ def score_chunk(job: ScoreJob, chunk: Sequence[Entry]) -> tuple[ChunkRows, Tally
                 story = {"plan": t["plan"], "validation": t["validation"]}
                 if not t["turn_idx"]:  # once per conversation: a later turn's page reads it here
                     story["table"] = table_rows((conversation.document or {}).get("table"))
-                columns, result = stored_row(turn_row, story)
+                columns, result = stored_row(t, turn_row, story)
                 store.append(
                     (columns.key, columns.failed, columns.turn, columns.error_type, result)
                 )
