@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from html import unescape
 from pathlib import Path
 from typing import Any, get_args
+from urllib.parse import parse_qsl
 
 import httpx
 import pytest
@@ -21,6 +22,7 @@ from runs_list_data import reply, shown, store_runs
 from sqlalchemy import create_engine, text
 
 from fieldcheck.api.routes.runs import Sort
+from fieldcheck.store import Store
 
 
 @pytest.fixture
@@ -221,3 +223,50 @@ def test_thousands_of_runs_list_from_their_rows_alone(runs: Any, tmp_path: Path)
         for r in http.get("/api/runs", params={"system": "slots"}).json()["runs"]
     } == {ids["slots"]: before[ids["slots"]]}
     assert http.get("/api/runs", params={"dataset": "docs", "limit": 1}).json()["total"] == 3001
+
+
+def test_a_page_past_the_last_run_says_so_and_links_the_first_and_last_pages(
+    serve: Serve, tmp_path: Path
+) -> None:
+    """Seven runs, 3 a page (a new user's finding on 307 runs): ``offset=10000`` said `No run in
+    the store yet` and `runs 10001–307 of 307`. It says how many runs there are and links the
+    first and last pages; every page links the first and last (it had previous and next only)."""
+    store = Store(f"sqlite:///{tmp_path / 'api.sqlite3'}")
+    for n in range(7):
+        settings = {"system": "json", "task": "run", "dataset": "d", "dataset_sha256": "x"}
+        store.open_run(
+            **settings, model=f"m{n}", endpoint="e", settings={}, signature="", n_items=1
+        )
+    store.close()
+    with httpx.Client(base_url=serve().base_url, timeout=30) as http:
+
+        def page(**params: Any) -> tuple[str, dict[str, str]]:
+            html = http.get("/runs", params={"limit": 3, **params}).text
+            links = re.findall(r'<a href="([^"]+)" id="([a-z]+)-page">', html)
+            pager = re.sub(
+                r"<[^>]+>|\s+", " ", html.split('id="runs-pager">')[1].split("</span>")[0]
+            )
+            return " ".join(pager.split()), {name: unescape(url) for url, name in links}
+
+        def offset(url: str) -> str:
+            return dict(parse_qsl(url.split("?")[1])).get("offset", "0")
+
+        pager, links = page()
+        assert pager == "runs 1–3 of 7 · next page · last page"
+        assert (offset(links["next"]), offset(links["last"])) == ("3", "6")
+        pager, links = page(offset=3)
+        assert pager == "runs 4–6 of 7 · first page · previous page · next page · last page"
+        assert [offset(links[k]) for k in ("first", "prev", "next", "last")] == ["0", "0", "6", "6"]
+        pager, links = page(offset=6)
+        assert pager == "runs 7–7 of 7 · first page · previous page"
+        html = http.get("/runs", params={"limit": 3, "offset": 10000}).text
+        [said] = re.findall(r'<td colspan="13" id="no-runs">(.*?)</td>', html)
+        assert re.sub(r"<[^>]+>", "", unescape(said)) == (
+            "No run on this page: 7 run(s) in the store; first page · last page."
+        )
+        assert [offset(unescape(u)) for u in re.findall(r'href="([^"]+)"', said)] == ["0", "6"]
+        pager, links = page(offset=10000)
+        assert pager == "7 runs · first page · previous page · last page"
+        assert [offset(links[k]) for k in ("first", "prev", "last")] == ["0", "6", "6"]
+        html = http.get("/runs", params={"limit": 3, "offset": 10000, "model": "m1"}).text
+        assert "No run on this page: 1 run(s) match;" in html and "in the store;" not in html
