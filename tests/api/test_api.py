@@ -313,6 +313,33 @@ def test_a_configuration_page_loaded_before_another_save_does_not_overwrite_it(
     assert client.get("/api/config/thresholds").json() == kept
 
 
+def test_a_refused_number_form_keeps_what_was_typed_and_an_empty_box_is_refused(
+    client: httpx.Client,
+) -> None:
+    """A new user's findings: a threshold or weight refused showed the saved values again in
+    place of the typed ones; a weight box left empty saved its default (safety 0.15) over the
+    saved 0. An empty box is refused naming it (docs/decisions.md); the form keeps its text."""
+    box = re.compile(r'<input name="(\w+)" value="([^"]*)"')
+    saved = {"accuracy": "1", "completeness": "0.5", "hallucination": "0.5", "safety": "0"}
+    assert client.post("/configuration/weights", data=saved).status_code == 303
+    weights = client.get("/api/config/weights").json()
+    typed = {"fuzzy_threshold": "1.5", "semantic_threshold": "0.60"}
+    refused = client.post("/configuration/thresholds", data=typed)
+    assert refused.status_code == 400
+    assert "field 'fuzzy_threshold': must be less than or equal to 1" in html.unescape(refused.text)
+    shown = dict(box.findall(refused.text))
+    assert {k: shown[k] for k in typed} == typed
+    assert {k: shown[k] for k in saved} == {k: str(float(v)) for k, v in saved.items()}
+    assert client.get("/api/config/thresholds").json()["fuzzy_threshold"] == 0.85
+    cleared = {**saved, "accuracy": "0.7", "safety": " "}
+    refused = client.post("/configuration/weights", data=cleared)
+    assert refused.status_code == 400
+    said = "field 'safety': is empty: type a number (an empty box is neither the saved value"
+    assert said in html.unescape(refused.text)
+    assert {k: v for k, v in box.findall(refused.text) if k in saved} == cleared
+    assert client.get("/api/config/weights").json() == weights and weights["safety"] == 0.0
+
+
 # batches ---------------------------------------------------------------------------------------
 def test_batch_upload_and_batch_path_give_the_cli_summary(
     serve: Serve, judge: ChatServer, tmp_path: Path

@@ -128,19 +128,24 @@ def _configuration(
     *,
     error: InputError | str | None = None,
     error_section: str | None = None,
-    rows: list[tuple[str, str]] | None = None,
+    typed: Any = None,
     saved: str | None = None,
 ) -> HTMLResponse:
-    """The Configuration page; with ``error`` (in ``error_section``), a 400."""
+    """The Configuration page; with ``error`` (in ``error_section``), a 400 showing that form
+    as ``typed`` (strategies: its rows; numbers: its fields), not the saved values."""
+    shown: dict[str, Any] = {section: ctx.saved.get(section) for section in get_args(Section)}
+    if error_section and typed is not None:
+        shown[error_section] = typed
+    rows = shown["strategies"]
     return ctx.render(
         request,
         "configuration.html",
         400 if error else 200,
         active="/configuration",
-        rows=rows if rows is not None else list(ctx.saved.get("strategies").items()),
+        rows=list(rows.items()) if isinstance(rows, dict) else rows,
         strategy_names=STRATEGIES,
-        thresholds=ctx.saved.get("thresholds"),
-        weights=ctx.saved.get("weights"),
+        thresholds=shown["thresholds"],
+        weights=shown["weights"],
         weight_names=list(RqsWeights.model_fields),
         loaded={section: _version(ctx, section) for section in get_args(Section)},
         error=error.one_line() if isinstance(error, InputError) else error,
@@ -170,21 +175,22 @@ def _save(
     request: Request,
     section: Section,
     parse: Callable[[], Any],
-    rows: list[tuple[str, str]] | None = None,
+    typed: Any = None,
     *,
     file: str | None = None,
     loaded: Any = None,
 ) -> Response:
-    """Save what ``parse`` gives; an InputError of either shows the page with it (a 400), as
-    does a form ``loaded`` with a version of the section that is no longer the saved one (no
-    await between this check and the save: one server saves one form at a time)."""
+    """Save what ``parse`` gives; an InputError of either shows the page with it and the form as
+    ``typed`` (a 400), as does a form ``loaded`` with a version of the section that is no longer
+    the saved one (no await between this check and the save: one server saves one form at a
+    time)."""
     if loaded is not None and loaded != _version(ctx, section):
         error = _STALE.format(section)
-        return _configuration(ctx, request, error=error, error_section=section, rows=rows)
+        return _configuration(ctx, request, error=error, error_section=section, typed=typed)
     try:
         ctx.saved.put(section, parse(), file=file)
     except InputError as exc:
-        return _configuration(ctx, request, error=exc, error_section=section, rows=rows)
+        return _configuration(ctx, request, error=exc, error_section=section, typed=typed)
     return RedirectResponse(f"/configuration?saved={section}", status_code=303)
 
 
@@ -243,16 +249,17 @@ async def import_section(section: Section, request: Request, ctx: Context) -> Re
 
 
 _NOT_A_NUMBER = "must be a valid number"
+_EMPTY = "is empty: type a number (an empty box is neither the saved value nor the default)"
 
 
 def _numbers(form: dict[str, str], names: list[str]) -> dict[str, float]:
-    """Form fields as numbers; an empty field keeps its default, text that is no number is an
-    InputError naming the field."""
+    """Form fields as numbers; an empty field (docs/decisions.md) or text that is no number is
+    an InputError naming the field."""
     values: dict[str, float] = {}
     for name in names:
         text = form.get(name, "").strip()
         if not text:
-            continue
+            raise InputError(_EMPTY, field=name)
         try:
             number = float(text)
         except ValueError:
@@ -277,7 +284,7 @@ async def save_numbers(request: Request, ctx: Context) -> Response:
         return _configuration(ctx, request, error=bad, error_section=section)
     form = {k: str(v) for k, v in (await request.form()).items()}
     parse = lambda: _numbers(form, _NUMBER_FIELDS[section])  # noqa: E731
-    return _save(ctx, request, section, parse, loaded=form.get("loaded"))
+    return _save(ctx, request, section, parse, form, loaded=form.get("loaded"))
 
 
 # test evaluation ----------------------------------------------------------------------------
