@@ -5,6 +5,7 @@ paired p-value is the naive reference's, and runs of another dataset or other se
 
 from __future__ import annotations
 
+import html
 import json
 import os
 import re
@@ -212,3 +213,41 @@ def test_compare_of_a_slots_run_gives_the_runs_own_paired_p_value(
     shown = CliRunner().invoke(app, ["runs", "compare", run, "--json"])
     assert shown.exit_code == 0, shown.stderr
     assert [p["p_value"] for p in json.loads(shown.stdout)["paired"]] == [own["p_value"]]
+
+
+def test_the_compare_page_answers_a_bad_offset_with_its_page(serve: Any, tmp_path: Path) -> None:
+    """A new user's finding: `/compare?...&offset=99999999999999999999` answered the API's bare
+    JSON 422. The page leaves out an offset it refuses, as the Runs page does: its first page
+    and the reason, as HTML (422); a good offset pages as before."""
+    examples = Path(__file__).resolve().parents[2] / "examples" / "slots"
+    args = ["slots", "score", "--gold", str(examples / "gold.synthetic.jsonl")]
+    for model in ("synthetic-careful", "synthetic-fast"):
+        args += ["--pred", f"{model}={examples / f'pred_{model}.synthetic.jsonl'}"]
+    result = CliRunner().invoke(app, [*args, "--out", str(tmp_path / "s"), "--bootstrap", "0"])
+    assert result.exit_code == 0, result.stderr
+    [run] = re.findall(r"stored as run ([0-9a-f]{12})", result.stdout + result.stderr)
+    live = serve(database_url=os.environ["FIELDCHECK_DATABASE_URL"])
+    with httpx.Client(base_url=live.base_url, timeout=60) as http:
+
+        def page(offset: str, **more: str) -> tuple[int, str, list[str], str]:
+            params = {"runs": run, "differ": "false", "offset": offset, **more}
+            got = http.get("/compare", params=params)
+            assert got.headers["content-type"].startswith("text/html")
+            said = re.findall(r'data-testid="compare-error">([^<]*)<', got.text)
+            rows = re.findall(r'<tr data-key="([^"]*)"', got.text)
+            return got.status_code, html.unescape("".join(said)), rows, got.text
+
+        status, said, every, _ = page("0")
+        assert (status, said, len(every)) == (200, "", 15)
+        assert page("10")[2] == every[10:]
+        big = "99999999999999999999"
+        for offset in (big, "-1", "x", "2147483648", "9" * 5000):
+            status, said, rows, text = page(offset)
+            assert status == 422 and rows == every, offset
+            assert said == (
+                f"offset: must be a whole number from 0 to 2147483647 (got {offset[:64]!r})"
+            )
+            assert 'id="item-matrix"' in text
+        status, said, rows, _ = page(big, runs="nope")
+        assert status == 404 and rows == [] and said.endswith("; no run 'nope'")
+        assert page("0", differ="x" * 20)[0] == 200  # any other text: only the differing

@@ -29,7 +29,8 @@ RunsQ = Annotated[
 DifferQ = Annotated[
     bool, Query(description="true: only the items the runs disagree on; false: every item.")
 ]
-OffsetQ = Annotated[int, Query(ge=0, le=2**31 - 1, description="The matrix page's first row.")]
+MAX_OFFSET = 2**31 - 1
+OffsetQ = Annotated[int, Query(ge=0, le=MAX_OFFSET, description="The matrix page's first row.")]
 LimitQ = Annotated[int, Query(ge=1, le=MAX_PAGE, description="Rows of the matrix page.")]
 
 
@@ -86,13 +87,20 @@ async def compare_page(
     request: Request,
     ctx: Context,
     runs: Annotated[list[str] | None, Query()] = None,
-    differ: Annotated[str | None, Query(max_length=8)] = None,
-    offset: Annotated[int, Query(ge=0, le=2**31 - 1)] = 0,
+    differ: str | None = None,
+    offset: str = "0",
 ) -> HTMLResponse:
+    """The route's comparison rendered; an ``offset`` it refuses is left out (the first page
+    shown) and said, with status 422, as the Runs page does."""
     only = differ not in ("false", "0", "off")
+    start = int(offset) if offset.isdecimal() and len(offset) <= 10 else -1
+    shown = start if 0 <= start <= MAX_OFFSET else 0
     table, status, error = await run_in_threadpool(
-        answered, compare_dict, ctx, runs or [], differ=only, offset=offset, limit=100, field="runs"
+        answered, compare_dict, ctx, runs or [], differ=only, offset=shown, limit=100, field="runs"
     )
+    if shown != start:
+        refused = f"offset: must be a whole number from 0 to {MAX_OFFSET} (got {offset[:64]!r})"
+        status, error = (422, refused) if error is None else (status, f"{refused}; {error}")
     ids = ",".join(r["id"] for r in table["runs"]) if table else ""
     return ctx.render(
         request, "compare.html", status, table=table, error=error, ids=ids, heat=_heat
