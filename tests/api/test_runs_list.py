@@ -270,3 +270,6 @@ def test_a_page_past_the_last_run_says_so_and_links_the_first_and_last_pages(
         assert [offset(links[k]) for k in ("first", "prev", "last")] == ["0", "6", "6"]
         html = http.get("/runs", params={"limit": 3, "offset": 10000, "model": "m1"}).text
         assert "No run on this page: 1 run(s) match;" in html and "in the store;" not in html
+        for name in ("offset", "limit"):  # over Python's 4,300 digits for int(): was a 500
+            refused = http.get("/runs", params={name: "9" * 5000})
+            assert refused.status_code == 422 and f"{name}: must be a whole number" in refused.text

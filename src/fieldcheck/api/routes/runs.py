@@ -305,7 +305,7 @@ def _page_query(given: dict[str, str]) -> tuple[RunsQuery, list[str]]:
     asked["order"] = order
     for name, low, high, default in (("limit", 1, MAX_PAGE, PAGE), ("offset", 0, 10_000_000, 0)):
         value = given.get(name) or str(default)
-        if value.isdecimal() and low <= int(value) <= high:
+        if value.isdecimal() and len(value) <= 9 and low <= int(value) <= high:
             asked[name] = int(value)
         else:  # left out: the route's default
             refused.append(
