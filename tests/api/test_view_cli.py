@@ -5,6 +5,7 @@ run; without ``--bundle`` it serves the pages and prints the page to open."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
@@ -19,8 +20,16 @@ import httpx
 import pytest
 from typer.testing import CliRunner
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "store"))
+
+from runs_data import json_folder
+
 from compare_runs import GT, json_runs, reply
+from fieldcheck._cli import view_cmd
 from fieldcheck._cli.main import app
+from fieldcheck._util.term import SafeConsole
+from fieldcheck.runs import record_folder
+from fieldcheck.store import Store
 
 HOSTILE = {k: f"../{k}/a?b#c é<i>" for k in GT}  # a key: a path out, a query, unicode, HTML
 HOSTILE["r2"] = ".."  # a browser resolves it away: the server links it as /runs/ID/item?key=..
@@ -166,3 +175,80 @@ def test_a_bundle_names_no_local_folder(tmp_path: Path, two_runs: list[str]) -> 
     page = (out / "runs" / two_runs[0] / "index.html").read_text()
     assert "output folder" not in page
     assert re.search(r"<th scope=\"row\">documents</th><td><code>hostile.jsonl</code>", page)
+
+
+@pytest.fixture
+def four_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Four json runs of one batch folder (models m0..m3), in the store."""
+    url = f"sqlite:///{tmp_path / 'many.sqlite3'}"
+    monkeypatch.setenv("FIELDCHECK_DATABASE_URL", url)
+    out, batch = json_folder(tmp_path, "many")
+    store = Store(url)
+    runs = [record_folder(store, out, inputs=[("batch", batch)], model=f"m{n}") for n in range(4)]
+    store.close()
+    return [r.id for r in runs]
+
+
+def held(out: Path) -> list[str]:
+    """The runs of each Compare page the bundle's Runs page knows."""
+    pages = re.search(r"data-pages='([^']*)'", (out / "index.html").read_text())
+    return sorted(json.loads(pages.group(1).replace("&#34;", '"'))) if pages else []
+
+
+def test_more_runs_of_a_system_than_compare_all_are_compared_with_the_first(
+    tmp_path: Path, four_runs: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # 300 runs made 44,850 Compare pages (half an hour, ~0.8 GB) with no warning (s37 trial F6)
+    assert "all up to 20 runs of a system, first above" in " ".join(
+        view("--help").stdout.replace("│", " ").split()
+    )
+    monkeypatch.setattr(view_cmd, "COMPARE_ALL", 3)
+    a, b, c, d = four_runs
+    bounded = view("--bundle", str(tmp_path / "bounded"), "--max-items", "1", *four_runs)
+    assert bounded.exit_code == 0, bounded.output
+    assert bounded.stderr == (
+        "compared each run with the first of its system: 4 runs would make 7 pages; "
+        "--compare all to make them all\n"
+    )
+    assert bounded.stdout.endswith(": 4 runs, 4 item pages, 3 comparisons\n")
+    assert held(tmp_path / "bounded") == sorted([f"{a},{b}", f"{a},{c}", f"{a},{d}"])
+    three = view("--bundle", str(tmp_path / "three"), "--max-items", "1", b, c, d)
+    assert three.exit_code == 0 and three.stderr == "", three.output
+    assert held(tmp_path / "three") == sorted([f"{b},{c}", f"{b},{d}", f"{c},{d}", f"{b},{c},{d}"])
+    every = view(
+        "--bundle", str(tmp_path / "all"), "--compare", "all", "--max-items", "1", d, a, b, c
+    )
+    assert every.exit_code == 0 and every.stderr == "", every.output
+    assert every.stdout.endswith(": 4 runs, 4 item pages, 7 comparisons\n")
+    first = view(
+        "--bundle", str(tmp_path / "first"), "--compare", "first", "--max-items", "1", c, a, b
+    )
+    assert first.exit_code == 0 and first.stderr == "", first.output
+    assert held(tmp_path / "first") == sorted([f"{c},{a}", f"{c},{b}"])
+    none = view("--bundle", str(tmp_path / "none"), "--compare", "none", *four_runs)
+    assert none.exit_code == 0 and none.stderr == "", none.output
+    assert none.stdout.endswith(" 0 comparisons\n") and held(tmp_path / "none") == []
+    assert not (tmp_path / "none" / "compare").exists()
+    wrong = view("--bundle", str(tmp_path / "wrong"), "--compare", "most", a, b)
+    assert wrong.exit_code == 2 and not (tmp_path / "wrong").exists()
+    assert "--compare: must be all, first or none (got 'most')" in " ".join(wrong.stderr.split())
+
+
+def test_a_bundle_shows_a_progress_bar_on_a_terminal_unless_no_progress(
+    tmp_path: Path, four_runs: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    shown: list[io.StringIO] = []
+
+    def terminal(**options: Any) -> SafeConsole:
+        shown.append(io.StringIO())
+        return SafeConsole(file=shown[-1], force_terminal=True, width=100)
+
+    monkeypatch.setattr(view_cmd, "SafeConsole", terminal)
+    result = view("--bundle", str(tmp_path / "bar"), *four_runs)
+    assert result.exit_code == 0, result.output
+    drawn = shown[-1].getvalue()
+    for phase, total in (("runs", 4), ("comparing", 7), ("writing", 11)):
+        assert re.search(rf"{phase} .*{total}/{total}", drawn), drawn
+    quiet = view("--bundle", str(tmp_path / "quiet"), "--no-progress", *four_runs)
+    assert quiet.exit_code == 0, quiet.output
+    assert shown[-1].getvalue() == ""

@@ -10,15 +10,17 @@ from urllib.parse import quote
 
 import typer
 
-from fieldcheck._cli._common import OutputFailed
+from fieldcheck._cli._common import OutputFailed, ProgressBar
 from fieldcheck._cli.main import COMMANDS
 from fieldcheck._cli.runs_cmd import _database_errors, _run, _store
 from fieldcheck._cli.serve_cmd import check_port, serve_command, shown_address
 from fieldcheck._util.errors import UsageProblem
+from fieldcheck._util.term import SafeConsole
 from fieldcheck.core import Interrupted
 from fieldcheck.store import ItemsMissing
 
 MAX_ITEMS = 1000
+COMPARE_ALL = 20  # without --compare: the most runs of one system compared pair by pair
 
 
 app = typer.Typer(add_completion=False)  # its one command, which fieldcheck._cli.main loads
@@ -49,6 +51,20 @@ def view_command(
             "item pages, compared items); the page says when a run has more.",
         ),
     ] = MAX_ITEMS,
+    compare: Annotated[
+        str | None,
+        typer.Option(
+            "--compare",
+            metavar="all|first|none",
+            help="--bundle: the Compare pages of runs of one system: all (each pair, and all of "
+            "them), first (each run with the first named) or none. Default: all up to "
+            f"{COMPARE_ALL} runs of a system, first above (said when written).",
+            show_default=False,
+        ),
+    ] = None,
+    no_progress: Annotated[
+        bool, typer.Option("--no-progress", help="--bundle: no progress bar.")
+    ] = False,
     host: Annotated[str, typer.Option("--host", help="Without --bundle: as serve's.")] = (
         "127.0.0.1"
     ),
@@ -72,6 +88,8 @@ def view_command(
         typer.echo(f"open http://{shown_address(host, port)}{path}")
         serve_command(host=host, port=port)
         return
+    if compare not in (None, "all", "first", "none"):
+        raise UsageProblem(f"must be all, first or none (got {compare!r})", "--compare")
     if not found:
         raise UsageProblem("give the runs to put in the bundle", "RUN")
     for run in found:  # before anything is written
@@ -79,10 +97,10 @@ def view_command(
             store.items_file(run.id)
         except ItemsMissing as exc:
             raise UsageProblem(str(exc), "RUN") from None
-    _write(bundle, found, max_items)
+    _write(bundle, found, max_items, compare, not no_progress)
 
 
-def _write(dest: Path, runs: list[Any], max_items: int) -> None:
+def _write(dest: Path, runs: list[Any], max_items: int, compare: str | None, bar: bool) -> None:
     from fieldcheck.api import ApiSettings, create_app, write_bundle
     from fieldcheck.reports import FolderError, RunFolder
 
@@ -92,7 +110,15 @@ def _write(dest: Path, runs: list[Any], max_items: int) -> None:
         raise UsageProblem(str(exc), "--bundle") from None
     try:
         ctx = create_app(ApiSettings()).state.fieldcheck
-        held = write_bundle(ctx, folder, runs, max_items=max_items)
+        with ProgressBar(SafeConsole(stderr=True), bar) as progress:
+            held = write_bundle(
+                ctx,
+                folder,
+                runs,
+                max_items=max_items,
+                compare=compare or COMPARE_ALL,
+                progress=progress.callback,
+            )
         folder.finish()
     except KeyboardInterrupt:  # said as a scoring command's (``pipeline_errors``, around it)
         raise Interrupted(folder.interrupted_line()) from None
@@ -102,4 +128,10 @@ def _write(dest: Path, runs: list[Any], max_items: int) -> None:
         raise OutputFailed(f"cannot write the bundle: {exc}") from None
     counts = [(held["runs"], "run"), (held["items"], "item page"), (held["compares"], "comparison")]
     said = ", ".join(f"{n} {noun}{'' if n == 1 else 's'}" for n, noun in counts)
+    if held["bounded_runs"]:
+        typer.echo(
+            f"compared each run with the first of its system: {held['bounded_runs']} runs would "
+            f"make {held['bounded_pages']} pages; --compare all to make them all",
+            err=True,
+        )
     typer.echo(f"wrote {dest / 'index.html'}: {said}")

@@ -21,7 +21,7 @@ from fieldcheck._util.term import safe_bidi
 from fieldcheck.api._app import WEB
 from fieldcheck.api._deps import AppContext
 from fieldcheck.api._errors import answered
-from fieldcheck.api.routes.compare import _heat, compare_dict
+from fieldcheck.api.routes.compare import MAX_COMPARE, _heat, compare_dict
 from fieldcheck.api.routes.items import ItemsQuery, _sorts, item_route, items_view, run_view
 from fieldcheck.api.routes.runs import RunsQuery, _latency, _money, _row, list_runs
 from fieldcheck.reports import RunFolder
@@ -112,21 +112,35 @@ class Bundle:
 
 
 def write_bundle(
-    ctx: AppContext, folder: RunFolder, runs: Sequence[RunInfo], *, max_items: int
+    ctx: AppContext,
+    folder: RunFolder,
+    runs: Sequence[RunInfo],
+    *,
+    max_items: int,
+    compare: str | int = "all",
+    progress: core.Progress | None = None,
 ) -> dict[str, Any]:
     """The bundle of ``runs`` written into ``folder`` (the caller finishes it): the runs list, each
-    run's first ``max_items`` items and the Compare pages; what it holds, for the command's line."""
+    run's first ``max_items`` items and the Compare pages ``compare`` asks (``_compared``); what
+    it holds, for the command's lines."""
+    step = progress or (lambda _phase, _done, _total: None)
     site = Bundle(ctx, folder, max_items)
     site.files[("runs",)] = "index.html"
-    tables = {run.id: _plan_run(site, run) for run in runs}
-    _plan_compares(site, runs)
-    n_items = 0
-    for run in runs:
+    tables = {}
+    for n, run in enumerate(runs, 1):
+        tables[run.id] = _plan_run(site, run)
+        step("runs", n, len(runs))
+    wanted, bounded = _compared(runs, compare)
+    _plan_compares(site, wanted, step)
+    n_items, total = 0, len(runs) + len(site.compares)
+    for n, run in enumerate(runs, 1):
         n_items += _write_run(site, run, *tables[run.id])
-    for entry in site.compares:
+        step("writing", n, total)
+    for n, entry in enumerate(site.compares, len(runs) + 1):
         table = entry.pop("table")
         ids = ",".join(r["id"] for r in table["runs"])
         site.render(entry["page"], "bundle/compare.html", table=table, ids=ids, heat=_heat)
+        step("writing", n, total)
     listed = list_runs(ctx, RunsQuery.model_construct(limit=1)) | {
         "runs": [
             _portable(_row(ctx, r)) for r in sorted(runs, key=lambda r: r.started_at, reverse=True)
@@ -151,7 +165,7 @@ def write_bundle(
     for name in STATIC:
         with folder.atomic(f"static/{name}") as path:
             shutil.copyfile(WEB / "static" / name, path)
-    return {"runs": len(runs), "items": n_items, "compares": len(site.compares)}
+    return {"runs": len(runs), "items": n_items, "compares": len(site.compares), **bounded}
 
 
 def _plan_run(
@@ -183,17 +197,35 @@ def _portable(run: dict[str, Any]) -> dict[str, Any]:
     return {**run, "inputs": inputs, "dataset": dataset, "out_dir": None}
 
 
-def _plan_compares(site: Bundle, runs: Sequence[RunInfo]) -> None:
-    """A Compare page per pair of runs of one system in the order given, one of all of them
-    when more than two, and one of each run that holds several models (slots)."""
+def _compared(
+    runs: Sequence[RunInfo], compare: str | int
+) -> tuple[list[list[str]], dict[str, int]]:
+    """The runs of each Compare page: ``all``, each pair of runs of one system in the order
+    given and one of all of them when more than two (as many as the route takes); ``first``,
+    each run with the first of its system named; ``none``, no page; a number N, ``all`` for a
+    system of at most N runs and ``first`` above. Unless ``none``, one of each run that holds
+    several models (slots). With them, where N made ``first``: its runs and the pages ``all``
+    would have made."""
     groups: dict[str, list[str]] = {}
     for run in runs:
         groups.setdefault(run.system, []).append(run.id)
-    wanted: list[list[str]] = [[r.id] for r in runs if _models(r) > 1]
+    wanted = [] if compare == "none" else [[r.id] for r in runs if _models(r) > 1]
+    bounded = {"bounded_runs": 0, "bounded_pages": 0}
     for ids in groups.values():
-        wanted += [[a, b] for i, a in enumerate(ids) for b in ids[i + 1 :]]
-        wanted += [ids] if len(ids) > 2 else []
-    for ids in wanted:
+        every = [[a, b] for i, a in enumerate(ids) for b in ids[i + 1 :]]
+        every += [ids] if 2 < len(ids) <= MAX_COMPARE else []
+        chosen = compare if isinstance(compare, str) else "all" if len(ids) <= compare else "first"
+        if chosen == "first" != compare:  # made first by the number
+            bounded["bounded_runs"] += len(ids)
+            bounded["bounded_pages"] += len(every)
+        wanted += {"all": every, "first": [[ids[0], b] for b in ids[1:]]}.get(chosen, [])
+    return wanted, bounded
+
+
+def _plan_compares(site: Bundle, wanted: list[list[str]], step: core.Progress) -> None:
+    """The Compare page of each of ``wanted`` the route answers, and its file."""
+    for n, ids in enumerate(wanted):
+        step("comparing", n, len(wanted))
         table, _, _ = answered(
             compare_dict, site.ctx, ids, differ=True, offset=0, limit=site.max_items, field="runs"
         )
@@ -203,6 +235,7 @@ def _plan_compares(site: Bundle, runs: Sequence[RunInfo]) -> None:
         site.files[("compare", tuple(ids))] = page
         label = " vs ".join(f"{c['label']}" for c in table["columns"])
         site.compares.append({"ids": ",".join(ids), "label": label, "page": page, "table": table})
+    step("comparing", len(wanted), len(wanted))
 
 
 def _models(run: RunInfo) -> int:
