@@ -8,6 +8,7 @@ on (checked against the items). Screenshots at 1366 px."""
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -16,9 +17,14 @@ from typing import Any
 import pytest
 from playwright.sync_api import Browser, Page, Route, expect
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "store"))
+
+from runs_data import json_folder
+
 from compare_runs import GT, invoke, json_runs, reply
 from fieldcheck.api import ApiSettings, create_app
 from fieldcheck.api.routes.items import ItemsQuery, items_view
+from fieldcheck.runs import record_folder
 from fieldcheck.store import Store
 from item_runs import HOSTILE_KEY, make_runs
 
@@ -207,3 +213,48 @@ def test_a_bidi_override_in_a_model_name_shows_escaped_in_chromium(
     cells = page.locator("#items tbody td").all_inner_texts()
     assert "模型\\u202eevil" in cells
     assert not [c for c in cells if "\u202e" in c]
+
+
+def test_runs_ticked_that_the_bundle_did_not_compare_say_how_to_get_their_page(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, offline: tuple[Page, list[str]]
+) -> None:
+    # a bundle of many runs compares each with the first (s37 trial F6): the other pairs are
+    # not in it, and ticking them opens unavailable.html with the command that serves them
+    page, asked = offline
+    url = f"sqlite:///{tmp_path / 'first.sqlite3'}"
+    monkeypatch.setenv("FIELDCHECK_DATABASE_URL", url)
+    out, batch = json_folder(tmp_path, "few")
+    store = Store(url)
+    a, b, c = (record_folder(store, out, inputs=[("batch", batch)], model=m).id for m in "abc")
+    store.close()
+    done = invoke(["view", "--bundle", str(tmp_path / "b"), "--compare", "first", a, b, c])
+    assert done.exit_code == 0, done.output
+    page.goto((tmp_path / "b" / "index.html").as_uri())
+    listed = page.locator("#runs tbody tr").evaluate_all("rows => rows.map(r => r.dataset.run)")
+    page.check(f"#pick-{b}")
+    assert (
+        page.locator("#compare-count").inner_text() == "this bundle has no comparison of this run"
+    )
+    assert page.locator("#compare-selected").is_disabled()
+    page.check(f"#pick-{a}")
+    assert page.locator("#compare-count").inner_text() == "2 runs ticked"
+    with page.expect_navigation():
+        page.click("#compare-selected")
+    assert page.url.startswith((tmp_path / "b" / "compare").as_uri())
+    assert page.locator("p.hint a code").all_inner_texts() == [a, b]
+    page.go_back()
+    page.uncheck(f"#pick-{a}")
+    page.check(f"#pick-{c}")
+    said = "this bundle has no comparison of these runs: Compare says how to get it"
+    assert page.locator("#compare-count").inner_text() == said
+    with page.expect_navigation():
+        page.click("#compare-selected")
+    ticked = [r for r in listed if r in (b, c)]  # in the list's order
+    assert page.locator("#wanted").inner_text() == f"/compare?runs={','.join(ticked)}"
+    expect(page.locator("#compare-hint")).to_be_visible()
+    assert page.locator("#compare-command").inner_text() == f"fieldcheck view {' '.join(ticked)}"
+    page.goto((tmp_path / "b" / "index.html").as_uri())  # a new hash alone loads no page
+    page.goto((tmp_path / "b" / "unavailable.html").as_uri() + f"#/api/runs/{a}/export")
+    assert page.locator("#wanted").inner_text() == f"/api/runs/{a}/export"
+    expect(page.locator("#compare-hint")).to_be_hidden()
+    assert asked == []

@@ -1,7 +1,8 @@
 // A static bundle's pages (fieldcheck view --bundle), opened from file:// with no server: the
 // run page's item table searched, filtered and sorted from items.js as GET /api/runs/{id}/items
-// does it; the Runs page's sort and its Compare button (the bundle's Compare pages); the address
-// a link wanted on unavailable.html. No data goes through innerHTML (textContent only).
+// does it; the Runs page's sort and its Compare button (the bundle's Compare pages, or
+// unavailable.html for runs it did not compare); the address a link wanted on unavailable.html,
+// with the command that serves a comparison. No data goes through innerHTML (textContent only).
 "use strict";
 (() => {
   const missing = (v) => v === null || v === undefined;
@@ -162,19 +163,22 @@
       const ids = picked();
       const ticked = form.querySelectorAll("input[data-compare]:checked");
       const systems = new Set([...ticked].map((b) => b.dataset.system));
-      button.disabled = ids.length < 1 || pageOf(ids) === null;
+      const held = pageOf(ids) !== null;
+      button.disabled = systems.size > 1 || (ids.length < 2 && !held);
       said.textContent = !ids.length
         ? "tick the runs to compare"
         : systems.size > 1
           ? "runs of different systems cannot be compared"
-          : pageOf(ids) === null
-            ? "this bundle has no comparison of these runs"
-          : `${ids.length} run${ids.length === 1 ? "" : "s"} ticked`;
+          : held
+            ? `${ids.length} run${ids.length === 1 ? "" : "s"} ticked`
+            : ids.length < 2
+              ? "this bundle has no comparison of this run"
+              : "this bundle has no comparison of these runs: Compare says how to get it";
     });
     form.addEventListener("submit", (event) => {
       event.preventDefault();
-      const page = pageOf(picked());
-      if (page !== null) window.location.assign(page);
+      const ids = picked();
+      window.location.assign(pageOf(ids) ?? `unavailable.html#/compare?runs=${ids.join(",")}`);
     });
   }
 
@@ -188,6 +192,11 @@
       wanted.textContent = decodeURIComponent(window.location.hash.slice(1));
     } catch {
       wanted.textContent = window.location.hash.slice(1);
+    }
+    const compared = /^\/compare\?runs=([^&]+)$/.exec(wanted.textContent);
+    if (compared) {
+      document.getElementById("compare-command").textContent = `fieldcheck view ${compared[1].split(",").join(" ")}`;
+      document.getElementById("compare-hint").hidden = false;
     }
   }
 })();
