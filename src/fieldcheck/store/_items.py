@@ -73,12 +73,6 @@ def marshalled_columns(data: bytes) -> Iterator[tuple[ItemColumns, bytes]]:
         yield ItemColumns(key, failed, turn=turn, error_type=error_type), result
 
 
-def plain_columns(item: Mapping[str, Any]) -> ItemColumns:
-    """The columns of an item of no known system: its ``key`` and ``failed``."""
-    failed = item.get("failed")
-    return ItemColumns(str(item.get("key", "")), None if failed is None else bool(failed))
-
-
 class Pairing(NamedTuple):
     """How a system's items pair across runs and what is compared (``runs compare``, the compare
     page): DuckDB expressions over an item's row of its items file (columns and ``result``)."""

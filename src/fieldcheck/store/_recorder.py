@@ -18,7 +18,7 @@ from fieldcheck._util.errors import shown_path
 from fieldcheck._util.executor import Executor, InProcess, LocalPool, finish
 from fieldcheck._util.jsonio import dumps_bytes
 from fieldcheck._util.paths import file_bytes
-from fieldcheck.store._items import ItemColumns, error_kind, plain_columns
+from fieldcheck.store._items import ItemColumns, error_kind
 from fieldcheck.store._parquet import COLUMNS, ItemsWriter, _Row, _Tag, located, publish, remove
 from fieldcheck.store._records import RunInfo
 
@@ -231,7 +231,7 @@ class RunRecorder:
     def add_items(
         self,
         chunk: Iterable[Mapping[str, Any]],
-        columns: Callable[[Mapping[str, Any]], ItemColumns] = plain_columns,
+        columns: Callable[[Mapping[str, Any]], ItemColumns],
     ) -> int:
         """Store a chunk of items (plain dicts), their indexed columns derived by ``columns``
         (the system's ``item_columns``); returns how many."""
