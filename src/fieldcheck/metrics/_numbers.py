@@ -44,8 +44,12 @@ _NUMBER_TOKEN = re.compile(
 )
 _YES = {"yes", "true", "y"}
 _NO = {"no", "false", "n"}
-# the answer is one plain decimal number ("3967.00", "-0.217"): read without _NUMBER_TOKEN
-_PLAIN_DECIMAL = re.compile(r"-?(?:[0-9]+(?:\.[0-9]+)?|\.[0-9]+)")
+# the answer is one number, maybe after words (not yes/no), a "$", a "-" or with a "%" ("3967.00",
+# "the answer is -1102.000", "$-9,999.9", "14.1%"): read without _NUMBER_TOKEN, as its rules read it
+_SIMPLE_ANSWER = re.compile(
+    r"(?:(?!(?i:yes|no)\b)[A-Za-z]+(?: [A-Za-z]+)* )?\$?(-?)"
+    r"([0-9]{1,3}(?:,[0-9]{3})+(?:\.[0-9]+)?|[0-9]+(?:\.[0-9]+)?|\.[0-9]+)(%?)"
+)
 _ASCII_DIGIT = re.compile(r"[0-9]")
 _NOT_LETTER = re.compile(r"[^a-z]")
 _FIRST_WORD = re.compile(r"^\W*([A-Za-z]+)\b")
@@ -82,6 +86,16 @@ def parse_answer(text: str | float | int | bool | None) -> ParsedAnswer | None:
     In longer text the last number, unless it is a trailing year (issue 9). The rules and their
     examples: docs/numeric.md, "Answers and the five match types".
     """
+    simple = _SIMPLE_ANSWER.fullmatch(text) if type(text) is str else None
+    if simple:  # what the rules below give for it, sooner
+        minus, number, percent = simple.groups()
+        written = float(number.replace(",", ""))
+        if not math.isfinite(written):
+            return None
+        written = -written if minus else written
+        value = written / 100 if percent else written
+        decimals = len(number.partition(".")[2])
+        return ParsedAnswer._make((value, written, bool(percent), 1.0, decimals, None, "number"))
     if text is None:
         return None
     if isinstance(text, bool):
@@ -92,15 +106,8 @@ def parse_answer(text: str | float | int | bool | None) -> ParsedAnswer | None:
         return ParsedAnswer(
             value=float(text), written=float(text), decimals=_decimals(repr(float(text)))
         )
-    try:
-        plain = _PLAIN_DECIMAL.fullmatch(text)
-    except TypeError:  # numpy's, a Decimal: read by value (no cost to a str)
+    if not isinstance(text, str):  # numpy's, a Decimal: read by value
         return parse_answer(_plain(text, "text"))
-    if plain:  # what the rules below give for it, sooner
-        written = float(text)
-        if not math.isfinite(written):
-            return None
-        return ParsedAnswer(value=written, written=written, decimals=_decimals(text))
     # one space per whitespace run: the number pattern's optional spaces then cannot backtrack
     # over a long run (a hostile answer of 100,000 spaces would take minutes)
     cleaned = " ".join(text.split())
