@@ -71,13 +71,18 @@ class ParsedAnswer(NamedTuple):
     @property
     def readings(self) -> tuple[float, ...]:
         """Every way to read the number: as parsed, percent sign ignored, scale word ignored."""
-        value, written = self.value, self.written
-        if value is None or written is None:
-            return ()
-        if not self.percent and self.scale == 1.0 and value == written:
-            return (value,)  # a plain number: every reading is the same
-        unscaled = written / 100 if self.percent else written
-        return tuple(dict.fromkeys((value, written * self.scale, unscaled, written)))
+        return _readings(self)
+
+
+def _readings(answer: ParsedAnswer) -> tuple[float, ...]:
+    """``answer.readings`` (a call costs less than a property: the match types call this)."""
+    value, written, percent, scale = answer[:4]
+    if value is None or written is None:
+        return ()
+    if not percent and scale == 1.0 and value == written:
+        return (value,)  # a plain number: every reading is the same
+    unscaled = written / 100 if percent else written
+    return tuple(dict.fromkeys((value, written * scale, unscaled, written)))
 
 
 def parse_answer(text: str | float | int | bool | None) -> ParsedAnswer | None:
@@ -250,13 +255,16 @@ def _same_boolean(prediction: ParsedAnswer, expected: float | bool) -> bool:
     return isinstance(expected, bool) and prediction.boolean is expected
 
 
-def _any_close(candidates: Iterable[float], reference: float) -> bool:
-    """``_close`` of any candidate (the bound computed once)."""
+def _any_close(
+    candidates: Iterable[float], reference: float, factors: tuple[float, ...] = (1.0,)
+) -> bool:
+    """``_close`` of any candidate times any factor (the bound computed once)."""
     bound = abs(reference) * RELATIVE_TOLERANCE
     for candidate in candidates:
-        diff = abs(candidate - reference)
-        if diff < ABSOLUTE_TOLERANCE or diff <= bound:
-            return True
+        for factor in factors:
+            diff = abs(candidate * factor - reference)
+            if diff < ABSOLUTE_TOLERANCE or diff <= bound:
+                return True
     return False
 
 
@@ -296,7 +304,7 @@ def unit_agnostic_match(
         return False
     if isinstance(expected, bool) or prediction.boolean is not None:
         return numerical_match(prediction, reference)
-    return _any_close([r * f for r in prediction.readings for f in UNIT_FACTORS], expected)
+    return _any_close(_readings(prediction), expected, UNIT_FACTORS)
 
 
 def sign_agnostic_match(
@@ -320,10 +328,10 @@ def general_match(prediction: ParsedAnswer | None, reference: float | str | bool
         return False
     if isinstance(expected, bool) or prediction.boolean is not None:
         return numerical_match(prediction, reference)
-    readings = prediction.readings
-    if not prediction.percent:
-        readings += tuple([r / 100 for r in readings])
-    return _any_close(readings, expected)
+    readings = _readings(prediction)
+    return _any_close(readings, expected) or (
+        not prediction.percent and _any_close([r / 100 for r in readings], expected)
+    )
 
 
 def is_rounding_of(prediction: ParsedAnswer | None, reference: float | str | bool | None) -> bool:
@@ -414,4 +422,4 @@ def match_answer(
     sign = sign_agnostic_match(prediction, reference)
     general = general_match(prediction, reference)
     failure = _failure(prediction, reference, numerical, unit, sign, soft)
-    return AnswerMatches(numerical, soft, unit, sign, general, failure)
+    return AnswerMatches._make((numerical, soft, unit, sign, general, failure))
