@@ -152,6 +152,9 @@ def test_match_answer_of_hand_checked_answers() -> None:
     assert match_answer(parse_answer("-0.141"), 0.141) == (False, False, False, True, False, "sign")
     # 0.14 for 0.141: 0.71% off, so within 1%: numerical and soft
     assert match_answer(parse_answer("0.14"), 0.141) == (True, True, True, True, True, None)
+    # 14.1% for 0.00141: x0.01 is unit-agnostic; a percent sign is never percentage points again
+    scale_only = (False, False, True, False, False, "scale")
+    assert match_answer(parse_answer("14.1%"), 0.00141) == scale_only
     assert match_answer(parse_answer("yes"), "no") == (False,) * 5 + ("wrong",)
     assert match_answer(None, 1.0) == (False,) * 5 + ("no_answer",)
     assert match_answer(parse_answer("1"), 1.0, error=True) == (False,) * 5 + ("error",)

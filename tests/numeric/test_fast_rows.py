@@ -1,5 +1,5 @@
 """The session-6 shortcuts of ``numeric score``'s hot path give what the full definitions give
-(issue 10): ``parse_answer``'s plain-decimal shortcut and its faster number pattern; and the one
+(issue 10): ``parse_answer``'s simple-answer shortcut and its faster number pattern; and the one
 derived-format reader (``_from_derived``, plain data) gives only conversations the models
 accept, as they read them. Each on generated inputs."""
 
@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from fieldcheck._util.errors import InputError
 from fieldcheck.metrics import _numbers
-from fieldcheck.metrics._numbers import parse_answer
+from fieldcheck.metrics._numbers import ParsedAnswer, parse_answer
 from fieldcheck.numeric._loaders import _from_derived, conversation_model, plain_conversation
 from fieldcheck.numeric._scoring import gold_operations
 
@@ -26,30 +26,72 @@ _ANSWER_CHARS = "0123456789.,-+()$%  eEmkb\u2212\u2013\u00a3\u0663\u00b2yesnotha
 _LOOKAHEAD = "(?=[\\s(\\-+\\u2212\\u2013$\\u20ac\\u00a3\\d.])"
 
 
+# answers near the shortcut's edges: words (yes/no and scale letters among them), currencies,
+# signs, commas grouped right and wrong, 400 digits, a percent or scale word, a bracket
+_NEAR_SHORTCUT = (
+    r"(?:(?:[Tt]he answer is|[Yy]es|[Nn][Oo]|[Yy]esterday|m|N|\u00e9|it is  ) ?)?[$\u20ac]?"
+    r"[-\u2212\u2013+]?(?:[0-9]{1,3}(?:,[0-9]{3})+|[0-9]{1,400}|[0-9]{1,4}(?:,[0-9]{1,4})+|"
+    r"\u0663)?(?:\.[0-9]{0,6})?(?:%| %| m| million|\)|e3|,)?"
+)
+
+
 @settings(max_examples=3000, deadline=None)
 @given(
     st.one_of(
         st.from_regex(r"-?(?:[0-9]{1,400}(?:\.[0-9]{1,6})?|\.[0-9]{1,6})", fullmatch=True),
+        st.from_regex(_NEAR_SHORTCUT, fullmatch=True),
         st.text(_ANSWER_CHARS, max_size=30),
     )
 )
-def test_the_plain_decimal_shortcut_gives_the_full_rules(text: str) -> None:
-    # a leading space: the shortcut is skipped, the rules see the same cleaned text
-    assert parse_answer(text) == parse_answer(" " + text)
+def test_the_simple_answer_shortcut_gives_the_full_rules(text: str) -> None:
+    # a leading space: the shortcut is skipped, the rules see the same cleaned text (repr: a
+    # -0.0 is not a 0.0)
+    assert repr(parse_answer(text)) == repr(parse_answer(" " + text))
 
 
-def test_plain_decimals_take_the_shortcut() -> None:
-    for text in ("3967.00", "-5069.00", "-.5", "1999", "0", "-0"):
-        assert _numbers._PLAIN_DECIMAL.fullmatch(text)
-    parsed = parse_answer("-5069.00")
-    assert parsed is not None
-    assert (parsed.value, parsed.written, parsed.decimals, parsed.rule) == (
-        -5069.0,
-        -5069.0,
-        2,
-        "number",
-    )
-    assert parse_answer("1" * 400) is None  # inf: no answer, as the full rules say
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("3967.00", (3967.0, 3967.0, False, 1.0, 2, None, "number")),
+        ("-5069.00", (-5069.0, -5069.0, False, 1.0, 2, None, "number")),
+        ("-.5", (-0.5, -0.5, False, 1.0, 1, None, "number")),
+        ("-0", (-0.0, -0.0, False, 1.0, 0, None, "number")),
+        ("the answer is -1102.000", (-1102.0, -1102.0, False, 1.0, 3, None, "number")),
+        ("$-9,999.9", (-9999.9, -9999.9, False, 1.0, 1, None, "number")),
+        ("$1,234,567", (1234567.0, 1234567.0, False, 1.0, 0, None, "number")),
+        ("999999.9%", (9999.999, 999999.9, True, 1.0, 1, None, "number")),
+        ("$-0.00%", (-0.0, -0.0, True, 1.0, 2, None, "number")),
+        ("yesterday it was 5", (5.0, 5.0, False, 1.0, 0, None, "number")),
+    ],
+)
+def test_simple_answers_take_the_shortcut(text: str, expected: tuple[object, ...]) -> None:
+    assert _numbers._SIMPLE_ANSWER.fullmatch(text)
+    assert repr(parse_answer(text)) == repr(ParsedAnswer(*expected))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("text", "value", "rule"),
+    [
+        ("yes 5", None, "yes_no"),  # the first word says yes: not the shortcut's number
+        ("NO 5", None, "yes_no"),
+        ("1,23", 23.0, "last_number"),  # not grouped by three: two numbers
+        ("is 5 m", 5e6, "number"),
+        ("5e3", 5000.0, "number"),
+        ("the answer is  5", 5.0, "number"),
+        ("\u0663.5", 3.5, "number"),  # an Arabic-Indic 3
+    ],
+)
+def test_answers_near_the_shortcut_take_the_rules(text: str, value: float, rule: str) -> None:
+    assert not _numbers._SIMPLE_ANSWER.fullmatch(text)
+    parsed = parse_answer(text)
+    assert parsed is not None and (parsed.value, parsed.rule) == (value, rule)
+
+
+def test_the_shortcut_refuses_what_is_not_finite() -> None:
+    for text in ("1" * 400, "the answer is -" + "9" * 400 + "%", "$" + "9" * 309):
+        assert _numbers._SIMPLE_ANSWER.fullmatch(text)
+        assert parse_answer(text) is None  # inf: no answer, as the full rules say
+        assert parse_answer(" " + text) is None
 
 
 @settings(max_examples=3000, deadline=None)

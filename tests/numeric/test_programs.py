@@ -6,6 +6,7 @@ import itertools
 import math
 import re
 from collections import Counter
+from types import MappingProxyType
 
 import pytest
 from hypothesis import given, settings
@@ -26,6 +27,7 @@ from fieldcheck.metrics import (
     table_entry,
 )
 from fieldcheck.metrics._programs import (
+    OPERATION_ALIASES,
     ConstArg,
     NumberArg,
     RefArg,
@@ -219,15 +221,25 @@ def test_normalise_operation(name: str, normalised: str) -> None:
     assert normalise_operation(name) == normalised
 
 
+@pytest.mark.parametrize("name", sorted(OPERATION_ALIASES))
+def test_every_name_normalises_as_written_and_respelled(name: str) -> None:
+    # a vocabulary name as written is looked up at once; respelled, through the spelling rules
+    operation = OPERATION_ALIASES[name]
+    assert normalise_operation(name) == operation
+    assert normalise_operation(f" {name.upper().replace('_', ' - ')} ") == operation
+
+
 def test_plan_operations() -> None:
     plan = {
         "steps": [
             {"tool": "extract", "value": 1},
             {"tool": "compute", "operation": "Minus", "args": []},
             {"tool": "compute", "operation": "percentage", "args": []},
+            MappingProxyType({"tool": "compute", "operation": "pct_change"}),  # not a dict
+            {"tool": "compute", "operation": 5},
         ]
     }
-    assert plan_operations(plan) == ["subtract", "divide"]
+    assert plan_operations(plan) == ["subtract", "divide", "divide", ""]
     assert plan_operations(None) is None
     assert plan_operations({"steps": []}) == []
 

@@ -44,8 +44,12 @@ _NUMBER_TOKEN = re.compile(
 )
 _YES = {"yes", "true", "y"}
 _NO = {"no", "false", "n"}
-# the answer is one plain decimal number ("3967.00", "-0.217"): read without _NUMBER_TOKEN
-_PLAIN_DECIMAL = re.compile(r"-?(?:[0-9]+(?:\.[0-9]+)?|\.[0-9]+)")
+# the answer is one number, maybe after words (not yes/no), a "$", a "-" or with a "%" ("3967.00",
+# "the answer is -1102.000", "$-9,999.9", "14.1%"): read without _NUMBER_TOKEN, as its rules read it
+_SIMPLE_ANSWER = re.compile(
+    r"(?:(?!(?i:yes|no)\b)[A-Za-z]+(?: [A-Za-z]+)* )?\$?(-?)"
+    r"([0-9]{1,3}(?:,[0-9]{3})+(?:\.[0-9]+)?|[0-9]+(?:\.[0-9]+)?|\.[0-9]+)(%?)"
+)
 _ASCII_DIGIT = re.compile(r"[0-9]")
 _NOT_LETTER = re.compile(r"[^a-z]")
 _FIRST_WORD = re.compile(r"^\W*([A-Za-z]+)\b")
@@ -67,13 +71,18 @@ class ParsedAnswer(NamedTuple):
     @property
     def readings(self) -> tuple[float, ...]:
         """Every way to read the number: as parsed, percent sign ignored, scale word ignored."""
-        value, written = self.value, self.written
-        if value is None or written is None:
-            return ()
-        if not self.percent and self.scale == 1.0 and value == written:
-            return (value,)  # a plain number: every reading is the same
-        unscaled = written / 100 if self.percent else written
-        return tuple(dict.fromkeys((value, written * self.scale, unscaled, written)))
+        return _readings(self)
+
+
+def _readings(answer: ParsedAnswer) -> tuple[float, ...]:
+    """``answer.readings`` (a call costs less than a property: the match types call this)."""
+    value, written, percent, scale = answer[:4]
+    if value is None or written is None:
+        return ()
+    if not percent and scale == 1.0 and value == written:
+        return (value,)  # a plain number: every reading is the same
+    unscaled = written / 100 if percent else written
+    return tuple(dict.fromkeys((value, written * scale, unscaled, written)))
 
 
 def parse_answer(text: str | float | int | bool | None) -> ParsedAnswer | None:
@@ -82,6 +91,16 @@ def parse_answer(text: str | float | int | bool | None) -> ParsedAnswer | None:
     In longer text the last number, unless it is a trailing year (issue 9). The rules and their
     examples: docs/numeric.md, "Answers and the five match types".
     """
+    simple = _SIMPLE_ANSWER.fullmatch(text) if type(text) is str else None
+    if simple:  # what the rules below give for it, sooner
+        minus, number, percent = simple.groups()
+        written = float(number.replace(",", ""))
+        if not math.isfinite(written):
+            return None
+        written = -written if minus else written
+        value = written / 100 if percent else written
+        decimals = len(number.partition(".")[2])
+        return ParsedAnswer._make((value, written, bool(percent), 1.0, decimals, None, "number"))
     if text is None:
         return None
     if isinstance(text, bool):
@@ -92,15 +111,8 @@ def parse_answer(text: str | float | int | bool | None) -> ParsedAnswer | None:
         return ParsedAnswer(
             value=float(text), written=float(text), decimals=_decimals(repr(float(text)))
         )
-    try:
-        plain = _PLAIN_DECIMAL.fullmatch(text)
-    except TypeError:  # numpy's, a Decimal: read by value (no cost to a str)
+    if not isinstance(text, str):  # numpy's, a Decimal: read by value
         return parse_answer(_plain(text, "text"))
-    if plain:  # what the rules below give for it, sooner
-        written = float(text)
-        if not math.isfinite(written):
-            return None
-        return ParsedAnswer(value=written, written=written, decimals=_decimals(text))
     # one space per whitespace run: the number pattern's optional spaces then cannot backtrack
     # over a long run (a hostile answer of 100,000 spaces would take minutes)
     cleaned = " ".join(text.split())
@@ -243,13 +255,16 @@ def _same_boolean(prediction: ParsedAnswer, expected: float | bool) -> bool:
     return isinstance(expected, bool) and prediction.boolean is expected
 
 
-def _any_close(candidates: Iterable[float], reference: float) -> bool:
-    """``_close`` of any candidate (the bound computed once)."""
+def _any_close(
+    candidates: Iterable[float], reference: float, factors: tuple[float, ...] = (1.0,)
+) -> bool:
+    """``_close`` of any candidate times any factor (the bound computed once)."""
     bound = abs(reference) * RELATIVE_TOLERANCE
     for candidate in candidates:
-        diff = abs(candidate - reference)
-        if diff < ABSOLUTE_TOLERANCE or diff <= bound:
-            return True
+        for factor in factors:
+            diff = abs(candidate * factor - reference)
+            if diff < ABSOLUTE_TOLERANCE or diff <= bound:
+                return True
     return False
 
 
@@ -289,7 +304,7 @@ def unit_agnostic_match(
         return False
     if isinstance(expected, bool) or prediction.boolean is not None:
         return numerical_match(prediction, reference)
-    return _any_close([r * f for r in prediction.readings for f in UNIT_FACTORS], expected)
+    return _any_close(_readings(prediction), expected, UNIT_FACTORS)
 
 
 def sign_agnostic_match(
@@ -313,10 +328,10 @@ def general_match(prediction: ParsedAnswer | None, reference: float | str | bool
         return False
     if isinstance(expected, bool) or prediction.boolean is not None:
         return numerical_match(prediction, reference)
-    readings = prediction.readings
-    if not prediction.percent:
-        readings += tuple([r / 100 for r in readings])
-    return _any_close(readings, expected)
+    readings = _readings(prediction)
+    return _any_close(readings, expected) or (
+        not prediction.percent and _any_close([r / 100 for r in readings], expected)
+    )
 
 
 def is_rounding_of(prediction: ParsedAnswer | None, reference: float | str | bool | None) -> bool:
@@ -407,4 +422,4 @@ def match_answer(
     sign = sign_agnostic_match(prediction, reference)
     general = general_match(prediction, reference)
     failure = _failure(prediction, reference, numerical, unit, sign, soft)
-    return AnswerMatches(numerical, soft, unit, sign, general, failure)
+    return AnswerMatches._make((numerical, soft, unit, sign, general, failure))

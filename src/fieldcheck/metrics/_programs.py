@@ -242,7 +242,7 @@ def program_operations(text: str) -> tuple[str, ...]:
         if _PLAIN_PROGRAM.fullmatch(text):
             ops: list[str] = []
             for index, (name, inner) in enumerate(_STEP_PARTS.findall(text)):
-                if any(int(k) >= index for k in _REF_INDEX.findall(inner)):
+                if "#" in inner and any(int(k) >= index for k in _REF_INDEX.findall(inner)):
                     break  # a reference to a later step: parse_program says which
                 ops.append(name)
             else:
@@ -534,6 +534,8 @@ OPERATION_ALIASES: dict[str, str] = {
 def normalise_operation(name: str) -> str:
     """A plan's operation name in the ConvFinQA vocabulary (``OPERATION_ALIASES``), ignoring case,
     spaces and hyphens; an unknown name comes back lower-cased and matches nothing."""
+    if name in OPERATION_ALIASES:  # lower case, "_" between words: as it is
+        return OPERATION_ALIASES[name]
     key = _SEPARATORS.sub("_", name.strip().lower())
     return OPERATION_ALIASES.get(key, key)
 
@@ -550,7 +552,7 @@ def plan_operations(plan: Mapping[str, object] | None) -> list[str] | None:
         return []
     ops: list[str] = []
     for step in steps:
-        if isinstance(step, Mapping) and step.get("tool") == "compute":
+        if (type(step) is dict or isinstance(step, Mapping)) and step.get("tool") == "compute":
             op = step.get("operation")
             ops.append(normalise_operation(op) if isinstance(op, str) else "")
     return ops
