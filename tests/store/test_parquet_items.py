@@ -441,6 +441,30 @@ def test_runs_export_parquet_is_read_by_pandas_with_typed_columns(tmp_path: Path
     store.close()
 
 
+def test_every_export_file_is_readable_as_the_umask_allows(tmp_path: Path) -> None:
+    """``runs export --out`` wrote CSV and JSONL files readable by their owner alone (0600, the
+    temporary file's mode) and Parquet ones by all (0644): a team's export to a shared folder
+    could not be read (a PostgreSQL trial's finding). Each is made as ``open`` makes a file."""
+    import os
+
+    store = Store()
+    run = record_folder(store, json_folder(tmp_path)[0], model="m")
+    mask = os.umask(0o022)
+    try:
+        modes = {}
+        for fmt in ("csv", "jsonl", "parquet"):
+            out = tmp_path / f"items.{fmt}"
+            result = CliRunner().invoke(
+                app, ["runs", "export", run.id, "--format", fmt, "--out", str(out)]
+            )
+            assert result.exit_code == 0, result.output
+            modes[fmt] = out.stat().st_mode & 0o777
+    finally:
+        os.umask(mask)
+    store.close()
+    assert modes == {"csv": 0o644, "jsonl": 0o644, "parquet": 0o644}
+
+
 def test_every_export_names_a_one_model_runs_model_on_each_item(tmp_path: Path) -> None:
     """A json model run's items carry no model of their own: CSV, JSONL and Parquet give each
     the run's, so exports of several runs put together still say whose item is whose."""

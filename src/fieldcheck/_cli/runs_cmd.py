@@ -547,6 +547,9 @@ def export_command(
         handle, name = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".part", dir=out.parent)
         os.close(handle)
         tmp = Path(name)
+        mask = os.umask(0)
+        os.umask(mask)
+        tmp.chmod(0o666 & ~mask)  # as open() makes a file (mkstemp's is the owner's alone)
         if fmt == "parquet":
             write_parquet(store, info.id, tmp)
         else:
