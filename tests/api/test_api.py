@@ -756,3 +756,39 @@ def test_a_browser_signs_in_once_with_the_token(serve: Serve) -> None:
         assert page.status_code == 200
         # the page says the CLI's json commands read what it saves too (a new-user trial)
         assert "by the <code>fieldcheck json</code> commands on this store" in page.text
+
+
+def test_a_store_that_fails_under_a_running_server_is_a_503_and_one_log_line(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """With its PostgreSQL server down, ``fieldcheck serve`` answered every route a bare 500
+    ("internal error") and logged a 40-line traceback a request (a PostgreSQL trial's finding):
+    a 503 naming the store's setting, and one warning line with the reason (the reason, which
+    names the database's host, stays in the log)."""
+    from fastapi.testclient import TestClient
+    from sqlalchemy import event
+    from sqlalchemy.exc import OperationalError
+
+    app = create_app(ApiSettings(database_url=f"sqlite:///{tmp_path / 's.sqlite3'}"))
+    engine = app.state.fieldcheck.store.engine
+    refused = Exception('connection to server at "10.0.0.7", port 5432 failed: refused\nmore')
+
+    def down(*_: Any) -> None:
+        raise OperationalError("SELECT", {}, refused)
+
+    event.listen(engine, "before_cursor_execute", down)
+    client = TestClient(app, base_url="http://127.0.0.1", raise_server_exceptions=False)
+    with caplog.at_level("WARNING", logger="fieldcheck"):
+        answers = [client.get(path) for path in ("/api/runs?limit=1", "/runs")]
+    assert [a.status_code for a in answers] == [503, 503]
+    assert answers[0].json()["detail"] == (
+        "the store (FIELDCHECK_DATABASE_URL) failed: try again (see the server's log)"
+    )
+    assert "10.0.0.7" not in answers[0].text + answers[1].text
+    lines = [r.getMessage() for r in caplog.records if "store failed" in r.getMessage()]
+    assert lines == [
+        f"the store failed on GET {path}: OperationalError: connection to server at "
+        '"10.0.0.7", port 5432 failed: refused'
+        for path in ("/api/runs", "/runs")
+    ]
+    assert not any(r.exc_info for r in caplog.records)

@@ -11,10 +11,11 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
+from sqlalchemy.exc import SQLAlchemyError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from fieldcheck._util.errors import InputError, reason_of
-from fieldcheck.store import ARTIFACTS_ENV, ItemsMissing
+from fieldcheck.store import ARTIFACTS_ENV, DATABASE_ENV, ItemsMissing
 
 logger = logging.getLogger("fieldcheck")
 T = TypeVar("T")
@@ -137,6 +138,16 @@ def install_error_handlers(app: FastAPI) -> None:
             status_code=exc.status_code,
             headers=exc.headers,
         )
+
+    @app.exception_handler(SQLAlchemyError)
+    async def _store_failed(request: Request, exc: SQLAlchemyError) -> JSONResponse:
+        """The store gone (a PostgreSQL server down): 503 and one log line with the reason,
+        not a 500 and a traceback a request (the reason names hosts: the log's alone)."""
+        reason = (str(getattr(exc, "orig", None) or exc).splitlines() or [""])[0][:200]
+        where = f"{request.method} {request.url.path}"
+        logger.warning("the store failed on %s: %s: %s", where, type(exc).__name__, reason)
+        message = f"the store ({DATABASE_ENV}) failed: try again (see the server's log)"
+        return JSONResponse(error_body(message), status_code=503)
 
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
