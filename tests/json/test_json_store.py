@@ -13,6 +13,7 @@ from typing import Any
 import orjson
 import pytest
 
+from fieldcheck._util.errors import InputError
 from fieldcheck.jsoneval import (
     SYSTEM,
     BatchReader,
@@ -22,6 +23,7 @@ from fieldcheck.jsoneval import (
     read_batch,
     stream_batch_outputs,
 )
+from fieldcheck.jsoneval._stream import Scorer
 from fieldcheck.runs import rescore
 from fieldcheck.store import RunRecorder, Store, error_kind
 
@@ -66,8 +68,7 @@ def _store_run(
 
 
 def _expected(tmp_path: Path, data: Path, config: EvalConfig) -> list[dict[str, Any]]:
-    """The items the in-memory ``evaluate_batch`` (one chunk, as ``runs rescore`` scores) stores
-    for the same file."""
+    """The items the in-memory ``evaluate_batch`` (one chunk) stores for the same file."""
     records, errors = read_batch(data)
     store = Store(f"sqlite:///{tmp_path}/memory.db")
     recorder = RunRecorder.open(
@@ -155,3 +156,36 @@ def test_rescore_of_a_stored_run_gives_its_metrics(tmp_path: Path) -> None:
     for key in ("means", "fields", "scored", "not_an_object", "safety_flagged"):
         assert again.metrics[key] == original.metrics[key], key
     assert again.intervals == original.intervals == summary["ci"]
+
+
+def test_rescore_scores_the_stored_records_in_chunks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # streamed as json batch streams (bounded memory), not one chunk of every record: the same
+    # numbers, items and errors as the parent's, the scorer never given more than a chunk
+    data = tmp_path / "data.jsonl"
+    data.write_text("\n".join(random_batch(4, 300)) + "\n")
+    config = EvalConfig(strategies=STRATEGIES)
+    store, run_id, summary = _store_run(tmp_path, data, config, 7)
+    sizes: list[int] = []
+    score = Scorer.score
+
+    def spy(self: Scorer, items: Any) -> Any:
+        sizes.append(len(items))
+        return score(self, items)
+
+    monkeypatch.setattr(Scorer, "score", spy)
+    monkeypatch.setattr("fieldcheck.jsoneval._system.CHUNK_LINES", 7)
+    again = rescore(store, run_id, matchers=matchers())
+    assert again.metrics is not None and again.metrics["not_scored"] > 0
+    assert again.metrics == {k: v for k, v in summary.items() if k not in ("ci", "signature")}
+    assert again.intervals == summary["ci"]
+    assert sum(sizes) == summary["scored"] > 250 and max(sizes) <= 7
+    parent = sorted(_text(i.result) for i in store.items(run_id))
+    assert sorted(_text(i.result) for i in store.items(again.id)) == parent
+
+
+def test_rescore_of_a_run_without_ground_truth_is_refused_before_scoring() -> None:
+    items = [{"id": "a", "ground_truth": {"x": 1}, "output": {"x": 1}}, {"id": "b", "rqs": 1.0}]
+    with pytest.raises(InputError, match="run r1 keeps no ground truth and output for record 'b'"):
+        SYSTEM.rescore(iter(items), {}, {"matchers": matchers()}, run="r1", signature={})

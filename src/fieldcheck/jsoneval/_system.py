@@ -4,6 +4,8 @@ list, ``runs compare``, ``runs export`` and the pages read from its stored runs.
 from __future__ import annotations
 
 import itertools
+import marshal
+import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
@@ -18,7 +20,7 @@ from fieldcheck._util.signature import Signature
 from fieldcheck._util.sniff import check_input_file
 from fieldcheck.jsoneval._config import EvalConfig
 from fieldcheck.jsoneval._extract import JsonRuns
-from fieldcheck.jsoneval._models import BatchRecord, RecordError
+from fieldcheck.jsoneval._models import BatchRecord, RecordError, duplicate_id
 from fieldcheck.jsoneval._story import json_story
 from fieldcheck.jsoneval._stream import (
     CHUNK_LINES,
@@ -26,7 +28,9 @@ from fieldcheck.jsoneval._stream import (
     BatchReader,
     Failed,
     Item,
+    Job,
     batch_pool,
+    run_stream,
 )
 from fieldcheck.metrics import RqsWeights, wildcard_path
 from fieldcheck.reports import Problems, RunFolder, Scored, Views, Write
@@ -306,14 +310,15 @@ class JsonSystem(JsonRuns, Views):
         run: str,
         signature: Mapping[str, Any],
     ) -> tuple[dict[str, Any], Signature, Write]:
-        """Its records' ground truth and output scored again (``evaluate_batch``) under the
-        run's configuration with ``strategies``, ``weights`` and ``thresholds`` replaced; its
+        """Its records' ground truth and output scored again under the run's configuration with
+        ``strategies``, ``weights`` and ``thresholds`` replaced, streamed in chunks as ``json
+        batch`` scores (the records checked first, kept in a temporary file, not in memory); its
         errors counted again, as the parent did."""
         from fieldcheck.jsoneval._evaluate import (
             UNSCORED_NESTED,
             build_matchers,
-            evaluate_batch,
             make_signature,
+            warn_unused_strategies,
         )
 
         if "tp" in options or "threshold" in options:
@@ -331,8 +336,8 @@ class JsonSystem(JsonRuns, Views):
         config = EvalConfig.model_validate(config_data)
         boot = int(options.get("bootstrap", settings.get("bootstrap", 1000)))
         seed = int(options.get("seed", settings.get("seed", 0)))
-        records: list[BatchRecord] = []
         prior: list[RecordError] = []
+        kept = tempfile.TemporaryFile()  # noqa: SIM115 (no name; closed by ``write`` or collected)
         for result in items:
             if "error" in result:
                 prior.append(RecordError.model_validate(result["error"]))
@@ -342,36 +347,55 @@ class JsonSystem(JsonRuns, Views):
                     f"{result.get('id')!r}: import its folder with the batch file to re-score it"
                 )
             else:
-                records.append(
-                    BatchRecord(
-                        id=result["id"],
-                        ground_truth=result["ground_truth"],
-                        output=result.get("output"),
-                        safety_score=result.get("safety_score_given"),
-                    )
+                r = BatchRecord(
+                    id=result["id"],
+                    ground_truth=result["ground_truth"],
+                    output=result.get("output"),
+                    safety_score=result.get("safety_score_given"),
                 )
+                marshal.dump((r.id, r.ground_truth, r.output, r.safety_score), kept)
         matchers = options.get("matchers") or build_matchers(config)
+
+        def kept_items() -> Iterator[Item | Failed]:
+            """The records again, each whose id an earlier one has a duplicate's error."""
+            kept.seek(0)
+            first: dict[str, int] = {}
+            for i in itertools.count():
+                try:
+                    key, truth, output, safety = marshal.load(kept)
+                except EOFError:
+                    return
+                item = Item(i, key, None, truth, output, safety)
+                if item.key in first:
+                    error = duplicate_id(first[item.key], file=None, line=i + 1, record=item.key)
+                    yield Failed(i, RecordError.of(error), error)
+                else:
+                    first[item.key] = i + 1
+                    yield item
 
         def write(recorder: RunRecorder) -> tuple[Any, Any]:
             hint = UNSCORED_NESTED.set(
                 f" (run {run} was scored without flatten: its nested paths are not fields)"
             )
-            try:
-                batch = evaluate_batch(
-                    records,
-                    config,
-                    matchers=matchers,
-                    errors=prior,
-                    bootstrap=boot,
-                    seed=seed,
-                    recorder=recorder,
-                )
-            finally:
-                UNSCORED_NESTED.reset(hint)
-            return _stored(batch.summary.to_json())
+            with kept:
+                try:
+                    digest = run_stream(
+                        chunked(kept_items(), CHUNK_LINES),
+                        Job(config, matchers, store=True),
+                        prior=prior,
+                        bootstrap=boot,
+                        seed=seed,
+                        recorder=recorder,
+                    )
+                    if digest.scored + digest.not_scored > len(prior):
+                        warn_unused_strategies(config, digest.unused(config))
+                finally:
+                    UNSCORED_NESTED.reset(hint)
+            return _stored(digest.summary(signed).to_json())
 
+        signed = make_signature(config, matchers, bootstrap=boot, seed=seed)
         stored = {"config": config.model_dump(mode="json"), "bootstrap": boot, "seed": seed}
-        return stored, make_signature(config, matchers, bootstrap=boot, seed=seed), write
+        return stored, signed, write
 
     def import_folder(
         self, folder: Path, inputs: Sequence[tuple[str, str | Path]], *, model: str | None
