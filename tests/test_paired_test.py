@@ -32,11 +32,14 @@ scores = st.sampled_from([0.0, 0.25, 0.5, 0.85, 1.0])
 counts = st.integers(0, 4)
 
 
-@settings(max_examples=40, deadline=None)
-@given(
+paired_scores = given(
     pairs=st.lists(st.tuples(scores, scores), min_size=1, max_size=30),
     seed=st.integers(0, 2**16),
 )
+
+
+@settings(max_examples=40, deadline=None)
+@paired_scores
 def test_mean_difference_and_p_value_are_the_naive_references(
     pairs: list[tuple[float, float]], seed: int
 ) -> None:
@@ -51,10 +54,7 @@ def test_mean_difference_and_p_value_are_the_naive_references(
 
 
 @settings(max_examples=40, deadline=None)
-@given(
-    pairs=st.lists(st.tuples(scores, scores), min_size=1, max_size=40),
-    seed=st.integers(0, 2**16),
-)
+@paired_scores
 def test_the_p_value_is_the_same_whichever_side_is_named_first(
     pairs: list[tuple[float, float]], seed: int
 ) -> None:

@@ -148,14 +148,21 @@ def batch_run(tmp_path: Path, truth: dict[str, Any]) -> str:
     return run
 
 
-def test_one_slots_run_compares_its_models(serve: Any, tmp_path: Path) -> None:
+def _two_model_slots_run(tmp_path: Path, bootstrap: int) -> str:
+    """The id of a ``slots score`` run of the two bundled example models."""
     examples = Path(__file__).resolve().parents[2] / "examples" / "slots"
     args = ["slots", "score", "--gold", str(examples / "gold.synthetic.jsonl")]
     for model in ("synthetic-careful", "synthetic-fast"):
         args += ["--pred", f"{model}={examples / f'pred_{model}.synthetic.jsonl'}"]
-    result = CliRunner().invoke(app, [*args, "--out", str(tmp_path / "s"), "--bootstrap", "20"])
+    args += ["--out", str(tmp_path / "s"), "--bootstrap", str(bootstrap)]
+    result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.stderr
     [run] = re.findall(r"stored as run ([0-9a-f]{12})", result.stdout + result.stderr)
+    return str(run)
+
+
+def test_one_slots_run_compares_its_models(serve: Any, tmp_path: Path) -> None:
+    run = _two_model_slots_run(tmp_path, 20)
     live = serve(database_url=os.environ["FIELDCHECK_DATABASE_URL"])
     with httpx.Client(base_url=live.base_url, timeout=60) as http:
         found = http.get("/api/compare", params={"runs": run, "differ": "false"}).json()
@@ -219,13 +226,7 @@ def test_the_compare_page_answers_a_bad_offset_with_its_page(serve: Any, tmp_pat
     """A new user's finding: `/compare?...&offset=99999999999999999999` answered the API's bare
     JSON 422. The page leaves out an offset it refuses, as the Runs page does: its first page
     and the reason, as HTML (422); a good offset pages as before."""
-    examples = Path(__file__).resolve().parents[2] / "examples" / "slots"
-    args = ["slots", "score", "--gold", str(examples / "gold.synthetic.jsonl")]
-    for model in ("synthetic-careful", "synthetic-fast"):
-        args += ["--pred", f"{model}={examples / f'pred_{model}.synthetic.jsonl'}"]
-    result = CliRunner().invoke(app, [*args, "--out", str(tmp_path / "s"), "--bootstrap", "0"])
-    assert result.exit_code == 0, result.stderr
-    [run] = re.findall(r"stored as run ([0-9a-f]{12})", result.stdout + result.stderr)
+    run = _two_model_slots_run(tmp_path, 0)
     live = serve(database_url=os.environ["FIELDCHECK_DATABASE_URL"])
     with httpx.Client(base_url=live.base_url, timeout=60) as http:
 
