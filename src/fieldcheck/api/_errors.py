@@ -115,6 +115,14 @@ def answered(call: Callable[..., T], *args: Any, **kwargs: Any) -> tuple[T | Non
         return None, exc.status, exc.message
 
 
+def page_number(name: str, value: str, low: int, high: int) -> tuple[int | None, str | None]:
+    """A page's query number (``offset``, ``limit``) as typed, or ``None`` and the message the
+    page shows for it (a value of thousands of digits refused before ``int`` reads it)."""
+    if value.isdecimal() and len(value) <= 10 and low <= int(value) <= high:
+        return int(value), None
+    return None, f"{name}: must be a whole number from {low} to {high} (got {value[:64]!r})"
+
+
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(ApiError)
     async def _api_error(_request: Request, exc: ApiError) -> JSONResponse:

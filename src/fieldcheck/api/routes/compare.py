@@ -11,7 +11,15 @@ from starlette.concurrency import run_in_threadpool
 
 from fieldcheck._util.errors import InputError
 from fieldcheck.api._deps import AppContext, Context
-from fieldcheck.api._errors import INVALID, ITEMS_GONE, NO_RUN, ApiError, answered, error_responses
+from fieldcheck.api._errors import (
+    INVALID,
+    ITEMS_GONE,
+    NO_RUN,
+    ApiError,
+    answered,
+    error_responses,
+    page_number,
+)
 from fieldcheck.runs import compare
 
 router = APIRouter(prefix="/api/compare", tags=["runs"], responses=error_responses())
@@ -93,13 +101,12 @@ async def compare_page(
     """The route's comparison rendered; an ``offset`` it refuses is left out (the first page
     shown) and said, with status 422, as the Runs page does."""
     only = differ not in ("false", "0", "off")
-    start = int(offset) if offset.isdecimal() and len(offset) <= 10 else -1
-    shown = start if 0 <= start <= MAX_OFFSET else 0
+    start, refused = page_number("offset", offset, 0, MAX_OFFSET)
     table, status, error = await run_in_threadpool(
-        answered, compare_dict, ctx, runs or [], differ=only, offset=shown, limit=100, field="runs"
-    )
-    if shown != start:
-        refused = f"offset: must be a whole number from 0 to {MAX_OFFSET} (got {offset[:64]!r})"
+        answered, compare_dict, ctx, runs or [], differ=only, offset=start or 0, limit=100,
+        field="runs",
+    )  # fmt: skip
+    if refused is not None:
         status, error = (422, refused) if error is None else (status, f"{refused}; {error}")
     ids = ",".join(r["id"] for r in table["runs"]) if table else ""
     return ctx.render(

@@ -18,7 +18,14 @@ from fieldcheck import core
 from fieldcheck._util.errors import MAX_SEED, InputError, input_error_of
 from fieldcheck.api._body import MAX_BOOTSTRAP, api_router
 from fieldcheck.api._deps import AppContext, Context
-from fieldcheck.api._errors import INVALID, ITEMS_GONE, NO_RUN, ApiError, error_responses
+from fieldcheck.api._errors import (
+    INVALID,
+    ITEMS_GONE,
+    NO_RUN,
+    ApiError,
+    error_responses,
+    page_number,
+)
 from fieldcheck.api._evaluation import (
     client_paths,
     logged_warnings,
@@ -304,13 +311,11 @@ def _page_query(given: dict[str, str]) -> tuple[RunsQuery, list[str]]:
         order = None
     asked["order"] = order
     for name, low, high, default in (("limit", 1, MAX_PAGE, PAGE), ("offset", 0, 10_000_000, 0)):
-        value = given.get(name) or str(default)
-        if value.isdecimal() and len(value) <= 9 and low <= int(value) <= high:
-            asked[name] = int(value)
+        number, problem = page_number(name, given.get(name) or str(default), low, high)
+        if problem is None:
+            asked[name] = number
         else:  # left out: the route's default
-            refused.append(
-                f"{name}: must be a whole number from {low} to {high} (got {value[:64]!r})"
-            )
+            refused.append(problem)
     return RunsQuery.model_construct(**asked), refused
 
 
