@@ -82,3 +82,36 @@ def test_a_second_demo_writes_a_new_folder_and_leaves_the_first(
     assert (first / "report.md").read_text() == "demo 1"
     assert (second / "report.md").read_text() == "demo 2"
     assert f"outputsin{second}" in "".join(capsys.readouterr().out.split())  # however it wrapped
+
+
+def test_the_closing_line_counts_only_the_demos_own_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A run another process begins in the same store while the demo runs (a shared PostgreSQL
+    store, a second terminal) is not the demo's: it counted in `N model runs`, the calls and
+    `begun by this demo` (a new-user trial's finding: 616 calls said where serve-model had 556)."""
+    from fieldcheck.store import Store
+
+    monkeypatch.setenv("FIELDCHECK_DATABASE_URL", f"sqlite:///{tmp_path / 's.sqlite3'}")
+    store = Store()
+
+    def part(_url: str, out_dir: Path, *_: object, **__: object) -> int:
+        for model, folder in [("mine", out_dir), ("theirs", tmp_path / "elsewhere")]:
+            store.open_run(
+                system="json",
+                task="run",
+                dataset="d",
+                dataset_sha256="x",
+                model=model,
+                endpoint="e",
+                settings={},
+                signature="",
+                n_items=1,
+                out_dir=str(folder),
+            )
+        return 0
+
+    _part(monkeypatch, part)
+    assert _demo.main(tmp_path / "demo-out") == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "1 model runs in" in out and "the store holds 2 runs (1 begun by this demo)" in out

@@ -39,7 +39,6 @@ def main(root: Path = Path("demo-out")) -> int:
     if not os.environ.get(DATABASE_ENV):
         os.environ[DATABASE_ENV] = f"sqlite:///{(root / 'fieldcheck.sqlite3').resolve()}"
     store = Store()
-    began = datetime.now(UTC)
     models = list(SYNTHETIC_MODELS)
     status = 0
     start_all = time.perf_counter()
@@ -74,8 +73,9 @@ def main(root: Path = Path("demo-out")) -> int:
             )
         requests = app.state.serve.requests
     stored = store.list_runs()
-    made = [r for r in stored if r.started_at.replace(tzinfo=UTC) >= began]
-    parts = [r for r in store.list_runs(kind="calls") if r.started_at.replace(tzinfo=UTC) >= began]
+    # The demo's own runs are those of its folder: others may share the store meanwhile.
+    made = [r for r in stored if _under(r.out_dir, runs)]
+    parts = [r for r in store.list_runs(kind="calls") if _under(r.out_dir, runs)]
     called = [r for r in made if r.kind == "run"] + parts  # each model's calls
     journal = [item for run in called for item in store.journal(run.id)]
     calls, cached = sum(i.calls for i in journal), sum(i.cached_calls for i in journal)
@@ -114,6 +114,10 @@ def serve_command(url: str) -> str:
     if make_url(url).password:
         return f"{program} serve   # with the same {DATABASE_ENV} as this demo"
     return f"{DATABASE_ENV}={shlex.quote(url)} {program} serve"
+
+
+def _under(out_dir: str | None, folder: Path) -> bool:
+    return out_dir is not None and Path(out_dir).is_relative_to(folder.resolve())
 
 
 def _port_free(port: int) -> bool:
