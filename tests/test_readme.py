@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -50,3 +52,29 @@ def test_json_walkthrough_commands(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert re.search(r"RQS\s+│\s+0\.7375", done.stdout)
     assert re.search(r"completeness\s+│\s+0\.7500", done.stdout)
+
+
+def test_slots_tour_scores_three_models_and_its_run_rescores(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The tour's slot block scores the three models its sentence names, and the stored run is
+    what `runs rescore RUN_S --tp exact` takes (it said `--strategies`, which only a json run
+    takes, and a README reader has no stored json run: exit 2)."""
+    from typer.testing import CliRunner
+
+    from fieldcheck._cli.main import app
+
+    (block,) = [b for b in _blocks("bash") if "slots score" in b]
+    assert "Three models" in README.split(block, 1)[0].rsplit("```", 1)[0][-200:]
+    args = shlex.split(block.replace("\\\n", " "))[1:]
+    args = [str(tmp_path / a) if a.startswith("out/") else a for a in args]
+    monkeypatch.setenv("FIELDCHECK_DATABASE_URL", f"sqlite:///{tmp_path / 's.sqlite3'}")
+    monkeypatch.chdir(ROOT)
+    scored = CliRunner().invoke(app, [*args, "--json"])
+    assert scored.exit_code == 0, scored.output
+    assert sorted(json.loads(scored.stdout)["models"]) == ["careful", "eager", "fast"]
+    (line,) = [ln for ln in _blocks("bash") if "runs rescore" in ln][0].splitlines()[2:3]
+    rescore = shlex.split(line.split("#", 1)[0])[1:]
+    run_id = re.search(r"stored as run (\w+)", scored.stderr).group(1)  # type: ignore[union-attr]
+    again = CliRunner().invoke(app, [a.replace("RUN_S", run_id) for a in rescore])
+    assert again.exit_code == 0, again.output
