@@ -73,7 +73,7 @@ def test_slots_tour_scores_three_models_and_its_run_rescores(
     scored = CliRunner().invoke(app, [*args, "--json"])
     assert scored.exit_code == 0, scored.output
     assert sorted(json.loads(scored.stdout)["models"]) == ["careful", "eager", "fast"]
-    (line,) = [ln for ln in _blocks("bash") if "runs rescore" in ln][0].splitlines()[2:3]
+    (line,) = [ln for b in _blocks("bash") for ln in b.splitlines() if "runs rescore" in ln]
     rescore = shlex.split(line.split("#", 1)[0])[1:]
     run_id = re.search(r"stored as run (\w+)", scored.stderr).group(1)  # type: ignore[union-attr]
     again = CliRunner().invoke(app, [a.replace("RUN_S", run_id) for a in rescore])
