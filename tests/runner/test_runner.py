@@ -815,6 +815,40 @@ def test_an_unreachable_endpoint_stops_the_run_early(tmp_path: Path) -> None:
     assert len(store.list_runs(system="test")) == 2
 
 
+def test_the_early_stop_starts_no_call_after_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fake endpoint holds the first 4 calls (the limit) until all 4 are under way, then
+    answers each with a body that is not JSON (any later call it holds until the run ends): the
+    run stops on the third answer and no call starts after it (each slot freed before the stop
+    let a new call out: up to 2 x concurrency calls, a tester's 32 of 16)."""
+    from fieldcheck.runner import RunAborted
+    from fieldcheck.runner._client import ChatClient, InvalidReply
+
+    started: list[str] = []
+    full, never = asyncio.Event(), asyncio.Event()
+
+    async def create(**kw: Any) -> Any:
+        started.append(kw["messages"][-1]["content"])
+        if len(started) == 4:  # answered together, once this call waits as the others do
+            asyncio.get_running_loop().call_soon(full.set)
+        await (full if len(started) <= 4 else never).wait()
+        raise InvalidReply("the reply is not JSON (text/html): '<html>'")
+
+    fake = types.SimpleNamespace(create=create)
+    endpoint = types.SimpleNamespace(
+        chat=types.SimpleNamespace(completions=types.SimpleNamespace(with_raw_response=fake))
+    )
+    monkeypatch.setattr(ChatClient, "_openai", lambda self: endpoint)
+    dataset = tmp_path / "d.txt"
+    dataset.write_text("x")
+    spec = ModelSpec(name="m", model="x", base_url="http://127.0.0.1:9/v1")
+    runner = Runner(RunnerSettings(concurrency=4, max_retries=0), store=Store())
+    with pytest.raises(RunAborted, match="all failed with bad_response"):
+        _run(runner, spec, dataset, [[f"i{n}"] for n in range(20)])
+    assert started == ["i0", "i1", "i2", "i3"]
+
+
 def test_a_run_that_reaches_the_endpoint_is_not_stopped(chat_server: Start, tmp_path: Path) -> None:
     state = {"n": 0}
 
