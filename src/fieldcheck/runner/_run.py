@@ -439,7 +439,7 @@ async def run_task(
             endpoint=spec.model.endpoint,
             settings=defining,
             signature=signature.format(),
-            n_items=total_items,
+            n_items=total_items if runner.part_of else total_items * runner.models,
             out_dir=out_dir,
             part_of=runner.part_of,
         )
