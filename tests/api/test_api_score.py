@@ -493,7 +493,7 @@ def test_a_numeric_setting_named_like_a_role_is_named_as_a_setting_in_the_cli_wo
     ]
     answers = {}
     with httpx.Client(base_url=live.base_url, timeout=60) as http:
-        for given in ({"data": "x"}, {"predictions": 1}, {"sample_size": "all"}):
+        for given in ({"data": "x"}, {"predictions": 1}, {"sample_size": "some"}):
             answer = http.post(
                 "/api/score/numeric", files=files, data={"settings": json.dumps(given)}
             )
@@ -503,7 +503,7 @@ def test_a_numeric_setting_named_like_a_role_is_named_as_a_setting_in_the_cli_wo
     assert answers["data"] == {"detail": f"{taken} (got data)", "field": "settings.data"}
     assert answers["predictions"]["field"] == "settings.predictions"
     assert answers["sample_size"] == {
-        "detail": "must be a valid integer (got 'all')",
+        "detail": "must be a valid integer (got 'some')",
         "field": "settings.sample_size",
     }
 

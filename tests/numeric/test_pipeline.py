@@ -64,6 +64,21 @@ def test_the_outcome_holds_the_numbers_of_statistics_json(tmp_path: Path) -> Non
     assert json.loads((out / "run.json").read_text())["complete"] is True
 
 
+def test_the_sample_size_a_signature_shows_is_a_setting_it_takes(tmp_path: Path) -> None:
+    """A run without a sample shows ``sample_size: "all"`` in its signature; passed back as a
+    setting it was refused (``must be a valid integer``): it is the same run as none."""
+
+    def signature(out: str, settings: dict[str, Any]) -> dict[str, Any]:
+        core.score("numeric", INPUTS, settings, out=tmp_path / out, command="x", store=False)
+        stats = json.loads((tmp_path / out / "statistics.json").read_text())
+        return dict(stats["signature_settings"]["settings"])
+
+    shown = signature("none", {"bootstrap": 0})
+    assert shown["sample_size"] == "all"
+    passed_back = signature("all", {"bootstrap": 0, "sample_size": shown["sample_size"]})
+    assert passed_back == shown
+
+
 def test_a_sample_size_of_every_conversation_is_recorded_as_no_sample(
     tmp_path: Path, chat_server: Any
 ) -> None:

@@ -355,6 +355,48 @@ def test_a_failed_call_in_flight_leaves_its_waiters_to_ask(chat_server: Start) -
     assert len(server.chat_requests) == 3
 
 
+def test_the_waiters_of_a_failed_call_in_flight_ask_within_the_limit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Five identical calls, a limit of 2: the first fails (not JSON, not retried) and the four
+    that waited for it then ask at once (none is given its error), each through the limit. A
+    fake endpoint holds their calls until 2 are under way, then lets the 2 go together: a
+    waiter that skipped the limit would be under way before they go (docs/decisions.md)."""
+    from fieldcheck.runner._client import ChatClient, InvalidReply
+
+    asked, now, most = [0], [0], [0]
+    rounds: list[asyncio.Event] = []
+
+    async def create(**kw: Any) -> Any:
+        asked[0] += 1
+        now[0] += 1
+        most[0] = max(most[0], now[0])
+        try:
+            if asked[0] == 1:  # the first fails once the others wait for it (a turn later)
+                await asyncio.sleep(0)
+            else:  # they ask once it failed: held until 2 are under way
+                if not rounds or rounds[-1].is_set():
+                    rounds.append(asyncio.Event())
+                held = rounds[-1]
+                if now[0] == 2:
+                    asyncio.get_running_loop().call_soon(held.set)
+                await held.wait()
+            raise InvalidReply("the reply is not JSON (text/html): '<html>'")
+        finally:
+            now[0] -= 1
+
+    fake = types.SimpleNamespace(create=create)
+    endpoint = types.SimpleNamespace(
+        chat=types.SimpleNamespace(completions=types.SimpleNamespace(with_raw_response=fake))
+    )
+    monkeypatch.setattr(ChatClient, "_openai", lambda self: endpoint)
+    spec = ModelSpec(name="m", model="x", base_url="http://127.0.0.1:9/v1")
+    runner = Runner(RunnerSettings(concurrency=2, max_retries=0), store=Store())
+    results = _ask(runner, spec, ["x"] * 5)
+    assert [r.error_type for r in results] == ["bad_response"] * 5
+    assert (asked[0], most[0], len(rounds)) == (5, 2, 2)
+
+
 def test_a_cancelled_call_in_flight_lets_its_waiter_ask(chat_server: Start) -> None:
     """Ctrl-C cancels the call that another identical one waits for: the waiter does not hang
     on it but asks the server itself."""
@@ -813,6 +855,40 @@ def test_an_unreachable_endpoint_stops_the_run_early(tmp_path: Path) -> None:
             Runner(RunnerSettings(concurrency=1, max_retries=0), store=store), spec, dataset, units
         )
     assert len(store.list_runs(system="test")) == 2
+
+
+def test_the_early_stop_starts_no_call_after_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fake endpoint holds the first 4 calls (the limit) until all 4 are under way, then
+    answers each with a body that is not JSON (any later call it holds until the run ends): the
+    run stops on the third answer and no call starts after it (each slot freed before the stop
+    let a new call out: up to 2 x concurrency calls, a tester's 32 of 16)."""
+    from fieldcheck.runner import RunAborted
+    from fieldcheck.runner._client import ChatClient, InvalidReply
+
+    started: list[str] = []
+    full, never = asyncio.Event(), asyncio.Event()
+
+    async def create(**kw: Any) -> Any:
+        started.append(kw["messages"][-1]["content"])
+        if len(started) == 4:  # answered together, once this call waits as the others do
+            asyncio.get_running_loop().call_soon(full.set)
+        await (full if len(started) <= 4 else never).wait()
+        raise InvalidReply("the reply is not JSON (text/html): '<html>'")
+
+    fake = types.SimpleNamespace(create=create)
+    endpoint = types.SimpleNamespace(
+        chat=types.SimpleNamespace(completions=types.SimpleNamespace(with_raw_response=fake))
+    )
+    monkeypatch.setattr(ChatClient, "_openai", lambda self: endpoint)
+    dataset = tmp_path / "d.txt"
+    dataset.write_text("x")
+    spec = ModelSpec(name="m", model="x", base_url="http://127.0.0.1:9/v1")
+    runner = Runner(RunnerSettings(concurrency=4, max_retries=0), store=Store())
+    with pytest.raises(RunAborted, match="all failed with bad_response"):
+        _run(runner, spec, dataset, [[f"i{n}"] for n in range(20)])
+    assert started == ["i0", "i1", "i2", "i3"]
 
 
 def test_a_run_that_reaches_the_endpoint_is_not_stopped(chat_server: Start, tmp_path: Path) -> None:

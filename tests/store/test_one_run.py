@@ -609,3 +609,49 @@ def test_a_ctrl_c_while_the_second_slot_model_is_called_lists_one_evaluation(
         2,
         2,
     )
+
+
+def test_a_several_model_slots_run_plans_every_models_items_and_resumes_their_count(
+    tmp_path: Path, chat_server: StartServer
+) -> None:
+    """Three models, two users of one session each: the run's count, as ``runs list`` shows it
+    when a call reaches the server, plans every model's items from the start (it grew 2 -> 4 ->
+    6 as each model opened), and a resume counts what is done already: A's failed call, asked
+    again, sees A's two and B's one of 6 (it started over at A's 2 of 2, then climbed back)."""
+    reached, release = threading.Event(), threading.Event()
+    seen: list[tuple[str, int, int]] = []
+    memory = json.dumps({"basic_info": {"name": ["Ann"]}})
+
+    def script(body: dict[str, Any]) -> Reply | str:
+        user = "u2" if "Bo" in body["messages"][-1]["content"] else "u1"
+        [row] = Store().list_runs()
+        seen.append((f"{body['model']}/{user}", row.n_done, row.n_items))
+        if body["model"] == "m2" and user == "u2" and not release.is_set():
+            reached.set()
+            release.wait(30)
+        failed = body["model"] == "m1" and user == "u2" and not reached.is_set()
+        return Reply(status=500) if failed else memory
+
+    server = chat_server(script)
+    convs, gold = tmp_path / "c.jsonl", tmp_path / "g.jsonl"
+    lines = [
+        {"user": user, "session": 1, "turns": [{"role": "user", "content": f"I am {name}"}]}
+        for user, name in (("u1", "Ann"), ("u2", "Bo"))
+    ]
+    convs.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    row = {"user": "u1", "session": 1, "topic": "basic_info", "field": "name", "values": ["Ann"]}
+    gold.write_text(json.dumps(row) + "\n")
+    args = ["slots", "run", "--conversations", str(convs), "--gold", str(gold)]
+    args += ["--base-url", server.base_url, "--concurrency", "1", "--max-retries", "0"]
+    args += ["--model", "A=m1", "--model", "B=m2", "--model", "C=m3"]
+    args += ["--out", str(tmp_path / "out"), "--bootstrap", "20", "--no-progress"]
+    interrupt(start_cli(*args), reached, release)
+    assert seen == [("m1/u1", 0, 6), ("m1/u2", 1, 6), ("m2/u1", 2, 6), ("m2/u2", 3, 6)]
+    [row_then] = Store().list_runs()
+    assert (row_then.status, row_then.n_done, row_then.n_items) == ("interrupted", 3, 6)
+    seen.clear()
+    code, _, stderr = cli(*args)
+    assert code == 0, stderr
+    assert seen[:2] == [("m1/u2", 3, 6), ("m2/u2", 3, 6)]
+    [run] = Store().list_runs()
+    assert (run.id, run.status) == (row_then.id, "finished")  # its counts now its scored items'

@@ -101,6 +101,7 @@ def run(
     async def every_model() -> list[Any]:
         """Each model in turn. Returns nothing big: asyncio.run formats the finished task with
         its result (a second for 10,000 items)."""
+        runner.models = len(specs) if found.together else 1
         try:
             for spec in specs:
                 calls.append(

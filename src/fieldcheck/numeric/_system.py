@@ -79,14 +79,17 @@ class NumericSettings(BaseModel):
 
 
 def check_settings(settings: Mapping[str, Any]) -> NumericSettings:
-    """The stored settings, checked: a usage problem names the option (prices: both or none),
-    in the CLI's words (``must be ...``), an unknown one with the list of the settings taken."""
+    """The stored settings, checked (``sample_size: "all"``, a signature's, is none): a usage
+    problem names the option (prices: both or none), in the CLI's words (``must be ...``), an
+    unknown one with the list of the settings taken."""
     unknown = sorted(set(settings) - set(NumericSettings.model_fields))
     if unknown:
         known = ", ".join(NumericSettings.model_fields)
         raise UsageProblem(
             f"numeric takes the settings {known} (got {', '.join(unknown)})", unknown[0]
         )
+    if settings.get("sample_size") == "all":  # as a signature shows no sample: passed back
+        settings = {**settings, "sample_size": None}
     for name, top in (("bootstrap", None), ("seed", MAX_SEED)):  # as every system says them
         if name in settings:
             whole_number(settings[name], f"--{name}", top)

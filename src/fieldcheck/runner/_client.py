@@ -569,6 +569,7 @@ class Runner:
         self.stats = CallStats()
         self.runs: list[RunHandle] = []  # opened by run_task in this process, in order
         self.part_of: str | None = None  # the run a model run opened now is a ``calls`` part of
+        self.models = 1  # the models asked into one run in turn: its first plans all their items
         self._semaphore: asyncio.Semaphore | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._clients: dict[str, ChatClient] = {}

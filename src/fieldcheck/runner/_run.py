@@ -439,7 +439,7 @@ async def run_task(
             endpoint=spec.model.endpoint,
             settings=defining,
             signature=signature.format(),
-            n_items=total_items,
+            n_items=total_items if runner.part_of else total_items * runner.models,
             out_dir=out_dir,
             part_of=runner.part_of,
         )
@@ -605,6 +605,12 @@ async def _gather_bounded(
             token = _UNIT.set(_Unit())
             try:
                 await work(unit, handle)
+            except Exception:  # the early stop: the others end at once, not after a step each
+                # in which a freed slot let a new call out (up to 2 x concurrency were made)
+                for other in workers:
+                    if other is not asyncio.current_task():
+                        other.cancel()
+                raise
             finally:
                 _UNIT.reset(token)
 

@@ -169,7 +169,8 @@ class Store:
         """The interrupted run with the same key (what defines it: resumed, True), else a new
         run (False); a ``running`` one is never taken over (two at once took each other's items).
         ``out_dir`` (the folder it runs for) is recorded; the ``RunInfo`` has the one before.
-        ``part_of``: a run whose ``calls`` it is (a several-model slots run's), counted in it."""
+        ``part_of``: a run whose ``calls`` it is (a several-model slots run's), its items counted
+        in it (whose ``n_items`` planned every model's)."""
         run_key = model_run_key(system, task, dataset_sha256, model, endpoint, settings)
         self.mark_stale_runs()
         with self._session() as s:
@@ -192,16 +193,16 @@ class Store:
                     signature=signature,
                 )
                 s.add(row)
-            else:  # its counts its journal's (a scoring begun counted every model's)
+            else:  # its counts its journal's and its parts' (a scoring begun counted every model's)
                 row.n_done, row.n_errors = _journal_counts(s, row.id)
+            counted = resumed and row.parent_id == part_of  # a part: when its evaluation resumed
             row.kind, row.parent_id = ("calls", part_of) if part_of else ("run", None)
             row.status = "running"
             row.pid, row.host = os.getpid(), socket.gethostname()
             row.n_items = n_items
             earlier, row.out_dir = row.out_dir, out_dir or row.out_dir
-            if part_of:  # the evaluation's counts are every model's
-                counts = {"n_items": n_items, "n_done": row.n_done, "n_errors": row.n_errors}
-                plus = {k: getattr(RunRow, k) + v for k, v in counts.items()}
+            if part_of and not counted:  # the evaluation's counts are every model's
+                plus = {k: getattr(RunRow, k) + getattr(row, k) for k in ("n_done", "n_errors")}
                 s.execute(update(RunRow).where(RunRow.id == part_of).values(**plus))
             s.commit()
             return replace(RunInfo.of(row), out_dir=earlier), resumed
@@ -947,9 +948,12 @@ _COUNT_DONE = (
 
 
 def _journal_counts(s: Any, run_id: str) -> tuple[int, int]:
-    """The journal items of ``run_id``, and of them with an error type."""
+    """The journal items of ``run_id`` and of its ``calls`` parts, and of them with an error
+    type."""
     counted = select(func.count(), func.count(JournalRow.error_type))
-    done, errors = s.execute(counted.where(JournalRow.run_id == run_id)).one()
+    parts = select(RunRow.id).where(RunRow.parent_id == run_id, RunRow.kind == "calls")
+    ours = or_(JournalRow.run_id == run_id, JournalRow.run_id.in_(parts))
+    done, errors = s.execute(counted.where(ours)).one()
     return int(done), int(errors)
 
 
