@@ -296,7 +296,7 @@ def _session_rows(rng: np.random.Generator, n: int) -> np.ndarray:
 def _slots_bootstrap(sessions: int) -> tuple[int, float]:
     """Two models' sessions folded 1,000 at a time into the scorer's classes (every CI group and
     the paired test), then the default 1,000 resamples: (peak heap bytes, seconds)."""
-    from fieldcheck.metrics._stats import (
+    from fieldcheck.metrics._arrays import (
         RowClasses,
         bootstrap_classes_ci,
         paired_bootstrap_classes_pvalue,

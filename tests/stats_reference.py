@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from fieldcheck.metrics import Interval, TotalsStatistic
-from fieldcheck.metrics._stats import _draw_counts, percentile_interval
+from fieldcheck.metrics._arrays import _draw_counts, percentile_interval
 
 
 def resample_weights(n: int, resamples: int, seed: int) -> np.ndarray:

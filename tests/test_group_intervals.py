@@ -16,12 +16,8 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from fieldcheck._cli.main import app
-from fieldcheck.metrics._stats import (
-    TotalsGroup,
-    bootstrap_groups_ci,
-    percentile_interval,
-    ratio_array,
-)
+from fieldcheck.metrics._arrays import bootstrap_groups_ci, percentile_interval, ratio_array
+from fieldcheck.metrics._stats import TotalsGroup
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "numeric"
 

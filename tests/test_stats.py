@@ -23,7 +23,8 @@ from fieldcheck.metrics import (
     safe_div,
     safe_div_array,
 )
-from fieldcheck.metrics._stats import Interval, percentile_interval
+from fieldcheck.metrics._arrays import percentile_interval
+from fieldcheck.metrics._stats import Interval
 from stats_reference import bootstrap_totals_ci, paired_bootstrap_totals_pvalue
 
 T = TypeVar("T")
@@ -169,7 +170,7 @@ def test_row_classes_absorb_is_adding_the_other_rows(
 ) -> None:
     """``RowClasses.absorb`` (a second slot scorer's classes) gives the classes of one
     ``RowClasses`` fed every row, in any chunks: the same rows, counts and units."""
-    from fieldcheck.metrics._stats import RowClasses
+    from fieldcheck.metrics._arrays import RowClasses
 
     def fed(rows: list[tuple[int, int]]) -> RowClasses:
         classes = RowClasses(2)
@@ -198,7 +199,7 @@ def test_resample_counts_are_draws_with_replacement_in_any_chunks(
     """``_draw_counts``: each row counts n uniform draws of the n units (a multinomial(n, 1/n)
     row), checked against a plain loop over the same generator's draws; drawn in consecutive
     chunks it gives the rows of one call (what bootstrap_groups_ci's chunks rely on)."""
-    from fieldcheck.metrics._stats import _draw_counts
+    from fieldcheck.metrics._arrays import _draw_counts
 
     whole = _draw_counts(np.random.default_rng(seed), n, sum(sizes))
     rng = np.random.default_rng(seed)
@@ -211,7 +212,7 @@ def test_resample_counts_are_draws_with_replacement_in_any_chunks(
 def test_resample_counts_have_the_multinomial_moments() -> None:
     """Counts of one unit over many resamples: mean 1 and variance (n - 1) / n, as a
     multinomial(n, 1/n) (20,000 resamples of 50 units: within 3% of each)."""
-    from fieldcheck.metrics._stats import _draw_counts
+    from fieldcheck.metrics._arrays import _draw_counts
 
     counts = _draw_counts(np.random.default_rng(7), 50, 20_000)
     assert abs(counts.mean() - 1.0) < 0.03

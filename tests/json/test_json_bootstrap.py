@@ -20,14 +20,8 @@ from fieldcheck.jsoneval import (
     evaluate,
     evaluate_batch,
 )
-from fieldcheck.metrics._stats import (
-    _POISSON,
-    BOOTSTRAP_BLOCK,
-    ExactSum,
-    Interval,
-    MeansBootstrap,
-    value_classes,
-)
+from fieldcheck.metrics._arrays import _POISSON, BOOTSTRAP_BLOCK, MeansBootstrap, value_classes
+from fieldcheck.metrics._stats import ExactSum, Interval
 
 from .conftest import write_outputs
 

@@ -11,11 +11,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from fieldcheck.metrics._stats import (
-    TotalsGroup,
-    bootstrap_groups_ci,
-    safe_div_array,
-)
+from fieldcheck.metrics._arrays import bootstrap_groups_ci, safe_div_array
+from fieldcheck.metrics._stats import TotalsGroup
 from fieldcheck.numeric import load_convfinqa, load_predictions, score_to_folder
 from fieldcheck.numeric._report import PLOTS
 from stats_reference import bootstrap_totals_ci

@@ -16,13 +16,13 @@ from slots_helpers import slot
 
 from fieldcheck.metrics import SLOT_STATISTICS as STATISTICS
 from fieldcheck.metrics import score_session
-from fieldcheck.metrics._stats import (
-    Interval,
+from fieldcheck.metrics._arrays import (
     RowClasses,
     bootstrap_classes_ci,
     paired_bootstrap_classes_pvalue,
     safe_div_array,
 )
+from fieldcheck.metrics._stats import Interval
 from fieldcheck.slots import ModelInput, load_slots, score_models
 from fieldcheck.slots._score import CI_GROUPS, _on_columns
 from stats_reference import bootstrap_totals_ci, paired_bootstrap_totals_pvalue

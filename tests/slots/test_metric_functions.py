@@ -13,7 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from fieldcheck._cli.main import app
-from fieldcheck.metrics import _slots, _stats, _text
+from fieldcheck.metrics import _arrays, _slots, _stats, _text
 
 EXAMPLES = Path(__file__).parents[2] / "examples" / "slots"
 MODELS = ("careful", "eager", "fast")
@@ -63,7 +63,7 @@ def _exact_of_presence(m: dict[str, Any]) -> bool:
 CASES: list[tuple[Any, str, Callable[..., Any], Callable[[dict[str, Any]], bool]]] = [
     (_text, "bleu1_score", lambda pred, ref: 1.0 if pred else 0.0, _bleu_of_presence),
     (_slots, "token_f1", lambda m, p, g: _slots.token_recall(m, g), _token_f1_is_recall),
-    (_stats, "f1_from_pr", lambda p, r: p, _f1_is_precision),
+    (_arrays, "f1_from_pr", lambda p, r: p, _f1_is_precision),
     (_slots, "slot_exact_match", lambda p, r: bool(_slots.slot_values(p)), _exact_of_presence),
 ]
 

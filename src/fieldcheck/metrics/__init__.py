@@ -6,6 +6,24 @@ from typing import TYPE_CHECKING
 from fieldcheck._util.lazy import typed_lazy_names
 
 if TYPE_CHECKING:  # the names as type checkers and editors see them
+    # Shared statistics on numpy arrays: P/R/F1, bootstrap intervals, paired tests.
+    from fieldcheck.metrics._arrays import (
+        MeansBootstrap,
+        PairedTest,
+        RowClasses,
+        bootstrap_classes_ci,
+        bootstrap_groups_ci,
+        f1,
+        f1_from_pr,
+        paired_bootstrap_classes_pvalue,
+        paired_bootstrap_test,
+        precision,
+        ratio_array,
+        recall,
+        safe_div,
+        safe_div_array,
+    )
+
     # A model's cost in USD at per-1M-token prices (numeric's statistics, the runner, the store).
     from fieldcheck.metrics._cost import cost_usd
 
@@ -107,30 +125,16 @@ if TYPE_CHECKING:  # the names as type checkers and editors see them
         value_count,
     )
 
-    # Shared statistics: P/R/F1, latency, bootstrap.
+    # Shared statistics without numpy: latency, exact sums, what an interval is.
     from fieldcheck.metrics._stats import (
         ExactSum,
         Interval,
         LatencyStats,
-        MeansBootstrap,
-        PairedTest,
-        RowClasses,
         TotalsGroup,
         TotalsStatistic,
-        bootstrap_classes_ci,
-        bootstrap_groups_ci,
-        f1,
-        f1_from_pr,
         latency_stats,
         median,
         p95_nearest_rank,
-        paired_bootstrap_classes_pvalue,
-        paired_bootstrap_test,
-        precision,
-        ratio_array,
-        recall,
-        safe_div,
-        safe_div_array,
     )
 
     # Text and tokens (slot-extraction-benchmark.md): canonicalize, token overlap, BLEU-1.

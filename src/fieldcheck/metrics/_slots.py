@@ -10,8 +10,9 @@ from typing import Any
 
 import numpy as np
 
-from fieldcheck.metrics import _stats, _text
-from fieldcheck.metrics._stats import ExactSum, N
+from fieldcheck.metrics import _arrays, _text
+from fieldcheck.metrics._arrays import N
+from fieldcheck.metrics._stats import ExactSum
 
 SlotKey = tuple[str, str]
 """``(topic, field)``: a slot within one session."""
@@ -35,22 +36,22 @@ JUDGE_COUNT, JUDGE_MISSING, EXTRA_SLOTS, EXTRA_VALUES = range(len(SESSION_FIELDS
 
 def exact_match_rate(exact_match: N, gold_slots: N) -> N:
     """Exact matches / gold slots, 0.0 without gold slots (slot spec §4)."""
-    return _stats.safe_div(exact_match, gold_slots)
+    return _arrays.safe_div(exact_match, gold_slots)
 
 
 def token_precision(matched: N, predicted: N) -> N:
     """Matched tokens / predicted tokens of gold slots (slot spec §6)."""
-    return _stats.safe_div(matched, predicted)
+    return _arrays.safe_div(matched, predicted)
 
 
 def token_recall(matched: N, gold: N) -> N:
     """Matched tokens / gold tokens (slot spec §7)."""
-    return _stats.safe_div(matched, gold)
+    return _arrays.safe_div(matched, gold)
 
 
 def token_f1(matched: N, predicted: N, gold: N) -> N:
     """F1 of token precision and recall (slot spec §8)."""
-    return _stats.f1_from_pr(token_precision(matched, predicted), token_recall(matched, gold))
+    return _arrays.f1_from_pr(token_precision(matched, predicted), token_recall(matched, gold))
 
 
 def llm_judge(judge_sum: float, judge_count: int) -> float | None:
@@ -59,9 +60,9 @@ def llm_judge(judge_sum: float, judge_count: int) -> float | None:
 
 
 SLOT_STATISTICS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
-    "precision": lambda t: _stats.precision(t[:, TP], t[:, FP]),
-    "recall": lambda t: _stats.recall(t[:, TP], t[:, FN]),
-    "f1": lambda t: _stats.f1(t[:, TP], t[:, FP], t[:, FN]),
+    "precision": lambda t: _arrays.precision(t[:, TP], t[:, FP]),
+    "recall": lambda t: _arrays.recall(t[:, TP], t[:, FN]),
+    "f1": lambda t: _arrays.f1(t[:, TP], t[:, FP], t[:, FN]),
     "exact_match_rate": lambda t: exact_match_rate(t[:, EXACT], t[:, GOLD]),
     "token_f1": lambda t: token_f1(t[:, TOK_MATCHED], t[:, TOK_PRED], t[:, TOK_GOLD]),
 }
@@ -98,15 +99,15 @@ class TopicTally:
         tp, fp, fn, gold, matched = c["tp"], c["fp"], c["fn"], c["gold_slots"], c["token_matched"]
         bleu = self.bleu.value
         return c | {
-            "precision": float(_stats.precision(tp, fp)),
-            "recall": float(_stats.recall(tp, fn)),
-            "f1": float(_stats.f1(tp, fp, fn)),
+            "precision": float(_arrays.precision(tp, fp)),
+            "recall": float(_arrays.recall(tp, fn)),
+            "f1": float(_arrays.f1(tp, fp, fn)),
             "exact_match_rate": float(exact_match_rate(c["exact_match"], gold)),
             "token_precision": float(token_precision(matched, c["token_predicted"])),
             "token_recall": float(token_recall(matched, c["token_gold"])),
             "token_f1": float(token_f1(matched, c["token_predicted"], c["token_gold"])),
             "bleu1_sum": bleu,
-            "bleu1": _stats.safe_div(bleu, float(gold)),  # missed slots score 0 (§9)
+            "bleu1": _arrays.safe_div(bleu, float(gold)),  # missed slots score 0 (§9)
             "llm_judge": llm_judge(self.judge.value, c["judge_count"]),
             "sessions": sessions,
         }

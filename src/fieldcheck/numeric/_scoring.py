@@ -14,7 +14,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal, NamedTuple, cast
 
-import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from fieldcheck import metrics
@@ -28,10 +27,8 @@ from fieldcheck.metrics import (
     ProgramParseError,
     TotalsGroup,
     TotalsStatistic,
-    bootstrap_groups_ci,
     plan_operations,
     program_operations,
-    ratio_array,
 )
 from fieldcheck.numeric._loaders import LoadResult, PlainTurn
 from fieldcheck.numeric._predictions import PredictionIndex, PredictionsResult, PredictionValues
@@ -283,7 +280,7 @@ class Intervals(NamedTuple):
 def _ratio(numerator: int, denominator: int) -> TotalsStatistic:
     """Summed column ``numerator`` / summed column ``denominator``; NaN for a resample whose
     denominator is 0 (it drew no item of the statistic: left out of its interval)."""
-    return lambda totals: ratio_array(totals[:, numerator], totals[:, denominator])
+    return lambda totals: metrics.ratio_array(totals[:, numerator], totals[:, denominator])
 
 
 Rows = Sequence[Sequence[float]]
@@ -334,6 +331,8 @@ class BootstrapUnits:
         self.count += other.count
 
     def intervals(self, *, resamples: int, seed: int) -> Intervals:
+        import numpy as np  # here only: a pool worker that scores turns does not import it
+
         width = _SUCCESS + 2
         units = np.frombuffer(self.rows, dtype=float).reshape(self.count, width)
         full = [math.fsum(units[:, j].tolist()) for j in range(width)] if self.count else []
@@ -357,7 +356,9 @@ class BootstrapUnits:
             counts = np.ones((len(flags), 2))
             counts[:, 0] = np.frombuffer(flags, dtype=float)
             groups.append(TotalsGroup(members, cast(Rows, counts), {f"turn {k}": _ratio(0, 1)}))
-        found = bootstrap_groups_ci(self.count, groups, resamples=resamples, seed=seed) or {}
+        found = (
+            metrics.bootstrap_groups_ci(self.count, groups, resamples=resamples, seed=seed) or {}
+        )
         overall |= {key: found.get(key) for key in statistics}
         by_turn = {k: found[f"turn {k}"] for k in sorted(self.positions) if f"turn {k}" in found}
         return Intervals(overall=overall, by_turn=by_turn)

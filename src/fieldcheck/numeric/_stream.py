@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import orjson
-from threadpoolctl import threadpool_limits
 
 from fieldcheck._util.errors import check_type, error_dicts, short_repr
 from fieldcheck._util.executor import Executor, InProcess, LocalPool, finish, run_map
@@ -581,6 +580,8 @@ class Tally:
 def bootstrap_intervals(settings: tuple[int, int], units: BootstrapUnits) -> Intervals:
     """The bootstrap's intervals of ``units`` (a pure task, run while the caller imports
     matplotlib), on one BLAS thread: more spin on the caller's core, for the same numbers."""
+    from threadpoolctl import threadpool_limits  # with numpy, by the one process that runs this
+
     resamples, seed = settings
     with threadpool_limits(1, user_api="blas"):
         return units.intervals(resamples=resamples, seed=seed)
