@@ -907,7 +907,7 @@ def test_every_command_that_draws_a_progress_bar_takes_no_progress(
     finding): the scoring commands take it too (``fieldcheck score SYSTEM`` as well), and it
     turns their bar off."""
     from fieldcheck._cli._common import ProgressBar
-    from fieldcheck._util.term import SafeConsole
+    from fieldcheck._util.console import SafeConsole
 
     monkeypatch.setenv("FIELDCHECK_DATABASE_URL", f"sqlite:///{tmp_path / 's.sqlite3'}")
     batch = EXAMPLES / "json" / "invoices.jsonl"

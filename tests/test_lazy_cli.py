@@ -71,12 +71,37 @@ def test_a_command_imports_its_own_module_only(
     assert _top(modules) & (HEAVY - {"numpy"} if command == "json_cmd" else HEAVY) == set()
 
 
-@pytest.mark.parametrize("system", ["json", "slots", "numeric"])
-def test_a_scoring_commands_help_imports_no_sqlalchemy(tmp_path: Path, system: str) -> None:
+@pytest.mark.parametrize(
+    "args", [["json", "score"], ["slots", "score"], ["numeric", "score"], ["view"]]
+)
+def test_a_scoring_commands_help_imports_no_sqlalchemy(tmp_path: Path, args: list[str]) -> None:
     """``SYSTEM score --help`` with no store URL to show imports no SQLAlchemy: the runner's
     client, its model runs, the judge and the runner options imported it at their top (about a
-    quarter of a second of each help)."""
-    assert "sqlalchemy" not in _top(_imported([system, "score", "--help"], tmp_path, False))
+    quarter of a second of each help); ``view --help`` neither (the store's error it catches)."""
+    assert "sqlalchemy" not in _top(_imported([*args, "--help"], tmp_path, False))
+
+
+def test_numerics_help_imports_no_numpy(tmp_path: Path) -> None:
+    """``numeric score --help`` imports numeric's modules but not numpy: only the bootstrap and
+    the report use it (about 0.15 s of each help here)."""
+    modules = _imported(["numeric", "score", "--help"], tmp_path, False)
+    assert "fieldcheck.numeric._scoring" in modules and "numpy" not in _top(modules)
+
+
+def test_a_numeric_pool_worker_imports_no_numpy_rich_or_store() -> None:
+    """What each numeric scoring process imports before its first chunk (the pool's ``warm``
+    module): not numpy (the bootstrap's, in the one process that runs it), nor Rich (the CSV
+    cells are escaped without it), nor the store's SQLAlchemy."""
+    from fieldcheck.numeric._stream import score_to_folder
+
+    code = f"import sys, {score_to_folder.__module__}; print(' '.join(sys.modules))"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    )
+    modules = set(done.stdout.split())
+    assert "fieldcheck.numeric._scoring" in modules and "fieldcheck.reports._csv" in modules
+    assert _top(modules) & (HEAVY | {"rich", "threadpoolctl", "sqlalchemy"}) == set()
 
 
 def _root_help(group: Any, capsys: pytest.CaptureFixture[str]) -> str:

@@ -21,7 +21,8 @@ from rich.table import Table
 from typer.testing import CliRunner
 
 from fieldcheck._cli.main import app
-from fieldcheck._util.term import SafeConsole, SafeLogFilter, safe_json_text, safe_text
+from fieldcheck._util.console import SafeConsole
+from fieldcheck._util.term import SafeLogFilter, safe_json_text, safe_text
 
 # what must never be written raw: C0 but the newline, DEL, C1, separators, bidi controls
 RAW = re.compile(r"[\x00-\x09\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")

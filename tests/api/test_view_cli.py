@@ -27,7 +27,7 @@ from runs_data import json_folder
 from compare_runs import GT, json_runs, reply
 from fieldcheck._cli import view_cmd
 from fieldcheck._cli.main import app
-from fieldcheck._util.term import SafeConsole
+from fieldcheck._util.console import SafeConsole
 from fieldcheck.runs import record_folder
 from fieldcheck.store import Store
 

@@ -642,7 +642,7 @@ def test_reading_the_files_shows_progress_on_a_terminal_only(tmp_path: Path) -> 
     import io
 
     from fieldcheck._cli._common import ProgressBar
-    from fieldcheck._util.term import SafeConsole
+    from fieldcheck._util.console import SafeConsole
     from fieldcheck.slots import SYSTEM
 
     gold = tmp_path / "gold.jsonl"

@@ -17,6 +17,7 @@ from typer._click.globals import get_current_context
 from typer.core import TyperGroup
 
 from fieldcheck._cli._record import NoStoreOpt, forget_store_warnings, say, store_failed
+from fieldcheck._util.console import SafeConsole
 from fieldcheck._util.errors import (
     MAX_SEED,
     CannotWrite,
@@ -26,7 +27,7 @@ from fieldcheck._util.errors import (
     whole_number,
 )
 from fieldcheck._util.jsonio import dumps
-from fieldcheck._util.term import SafeConsole, install_log_filter, safe_json_text, safe_text
+from fieldcheck._util.term import install_log_filter, safe_json_text, safe_text
 
 if TYPE_CHECKING:
     from fieldcheck import core

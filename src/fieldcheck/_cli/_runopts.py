@@ -30,8 +30,8 @@ from fieldcheck._cli._common import (
     pipeline_errors,
 )
 from fieldcheck._cli._record import runner_store_failed, runner_store_unavailable, say, store_failed
+from fieldcheck._util.console import SafeConsole
 from fieldcheck._util.errors import InputError, input_error_of
-from fieldcheck._util.term import SafeConsole
 from fieldcheck.reports import RunFolder
 from fieldcheck.runner import (
     API_KEY_ENV,

@@ -38,10 +38,11 @@ from fieldcheck._cli._runopts import (
     store_line,
 )
 from fieldcheck._cli.main import COMMANDS
+from fieldcheck._util.console import SafeConsole
 from fieldcheck._util.errors import InputError
 from fieldcheck._util.jsonio import json_or_text, read_json
 from fieldcheck._util.sniff import likely_cause
-from fieldcheck._util.term import SafeConsole, safe_markup, safe_text
+from fieldcheck._util.term import safe_markup, safe_text
 from fieldcheck.jsoneval import (
     SYSTEM,
     BatchSummary,

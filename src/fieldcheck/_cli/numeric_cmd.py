@@ -31,7 +31,7 @@ from fieldcheck._cli._runopts import (
     store_line,
 )
 from fieldcheck._cli.main import COMMANDS
-from fieldcheck._util.term import SafeConsole
+from fieldcheck._util.console import SafeConsole
 from fieldcheck.numeric import (
     GATED,
     PROMPT_ID,

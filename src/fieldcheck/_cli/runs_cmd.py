@@ -27,9 +27,10 @@ from fieldcheck._cli._common import (
 )
 from fieldcheck._cli._record import grid, say
 from fieldcheck._cli.main import COMMANDS
+from fieldcheck._util.console import SafeConsole
 from fieldcheck._util.errors import InputError, UsageProblem, exception_line
 from fieldcheck._util.jsonio import dumps
-from fieldcheck._util.term import SafeConsole, safe_json_text, safe_lines, safe_text
+from fieldcheck._util.term import safe_json_text, safe_lines, safe_text
 
 if TYPE_CHECKING:
     from fieldcheck.store import RunInfo

@@ -23,8 +23,9 @@ from fieldcheck._cli._common import (
 )
 from fieldcheck._cli._record import NoStoreOpt, grid, say, stored_line
 from fieldcheck._cli.main import COMMANDS
+from fieldcheck._util.console import SafeConsole
 from fieldcheck._util.errors import UsageProblem
-from fieldcheck._util.term import SafeConsole, safe_text
+from fieldcheck._util.term import safe_text
 
 
 def systems_help() -> str:

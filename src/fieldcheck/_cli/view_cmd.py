@@ -14,10 +14,9 @@ from fieldcheck._cli._common import OutputFailed, ProgressBar
 from fieldcheck._cli.main import COMMANDS
 from fieldcheck._cli.runs_cmd import _database_errors, _run, _store
 from fieldcheck._cli.serve_cmd import check_port, serve_command, shown_address
+from fieldcheck._util.console import SafeConsole
 from fieldcheck._util.errors import UsageProblem
-from fieldcheck._util.term import SafeConsole
 from fieldcheck.core import Interrupted
-from fieldcheck.store import ItemsMissing
 
 MAX_ITEMS = 1000
 COMPARE_ALL = 20  # without --compare: the most runs of one system compared pair by pair
@@ -92,6 +91,8 @@ def view_command(
         raise UsageProblem(f"must be all, first or none (got {compare!r})", "--compare")
     if not found:
         raise UsageProblem("give the runs to put in the bundle", "RUN")
+    from fieldcheck.store import ItemsMissing  # not at the top: SQLAlchemy's ~0.4 s on --help
+
     for run in found:  # before anything is written
         try:
             store.items_file(run.id)

@@ -1,16 +1,10 @@
 """Printing text that came from data (a key can hold ``\\x1b[2J``): control characters are shown
-escaped by ``safe_text``, ``SafeConsole`` and ``SafeLogFilter``, never sent raw."""
+escaped by ``safe_text``, ``console.SafeConsole`` and ``SafeLogFilter``, never sent raw."""
 
 from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Iterable
-from typing import Any
-
-from rich.console import Console
-from rich.markup import escape as _markup_escape
-from rich.segment import Segment
 
 # C0 controls, DEL, C1 controls, the Unicode line/paragraph separators, the bidirectional
 # overrides and isolates (which reorder what a terminal shows), and lone surrogates (a file
@@ -41,7 +35,11 @@ def safe_text(value: object, *, markup: bool = False) -> str:
     """``str(value)`` with every control character written as a visible escape (``\\x1b``,
     ``\\n``, ``\\u202e``); with ``markup=True`` also Rich markup escaped (``[red]`` stays text)."""
     text = _UNSAFE.sub(_escape_char, str(value))
-    return _markup_escape(text) if markup else text
+    if not markup:
+        return text
+    from rich.markup import escape  # not at the top: a pool worker writing CSV has no Rich
+
+    return escape(text)
 
 
 def safe_markup(value: object) -> str:
@@ -74,24 +72,6 @@ def safe_lines(text: str) -> str:
     """Lines of data for a terminal (a CSV's rows): every control character escaped but the line
     breaks (``\\r\\n`` shown as one)."""
     return _UNSAFE_BUT_NEWLINE.sub(_escape_char, text.replace("\r\n", "\n"))
-
-
-class SafeConsole(Console):
-    """A Rich console that escapes control characters in every text segment it writes (Rich's
-    own controls are separate segments and stay): the last line of defence. Emoji codes
-    (``:smile:``) in data stay text."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        kwargs.setdefault("emoji", False)
-        super().__init__(*args, **kwargs)
-
-    def _render_buffer(self, buffer: Iterable[Segment]) -> str:
-        return super()._render_buffer(
-            segment
-            if segment.control
-            else Segment(_UNSAFE_BUT_NEWLINE.sub(_escape_char, segment.text), segment.style)
-            for segment in buffer
-        )
 
 
 class SafeLogFilter(logging.Filter):

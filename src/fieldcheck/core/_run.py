@@ -11,10 +11,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from fieldcheck._util.console import SafeConsole
 from fieldcheck._util.errors import UsageProblem
 from fieldcheck._util.executor import Executor, LocalPool, few_collections
 from fieldcheck._util.paths import file_bytes, unique_filenames
-from fieldcheck._util.term import SafeConsole
 from fieldcheck.core._pipeline import (
     NO_CACHE_NOTE,
     NO_STORE_NOTE,

@@ -27,11 +27,11 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from fieldcheck._util.console import SafeConsole
 from fieldcheck._util.errors import UsageProblem, open_destination
 from fieldcheck._util.executor import exit_without_collecting
 from fieldcheck._util.jsonio import dumps, loads
 from fieldcheck._util.signature import Signature
-from fieldcheck._util.term import SafeConsole
 from fieldcheck.runner._client import CallResult, ChatClient, Runner
 from fieldcheck.runner._errors import CALL_ERRORS
 from fieldcheck.runner._models import ModelSpec
