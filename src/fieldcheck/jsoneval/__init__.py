@@ -62,7 +62,7 @@ if TYPE_CHECKING:  # the names as type checkers and editors see them
         parse_section,
         resolve_config,
     )
-    from fieldcheck.jsoneval._stream import CHUNK_LINES, BatchReader, Failed, Item, Throttle
+    from fieldcheck.jsoneval._stream import CHUNK_LINES, BatchReader, Failed, Item
     from fieldcheck.jsoneval._system import SYSTEM
     from fieldcheck.metrics import RqsWeights, Strategy
 

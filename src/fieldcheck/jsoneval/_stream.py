@@ -11,7 +11,6 @@ import math
 import operator
 import os
 import re
-import time
 from collections import Counter, deque
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass, field, replace
@@ -1181,22 +1180,6 @@ class BatchReader:
 
 
 # ------------------------------------------------------------------ the streamed batch
-
-
-class Throttle:
-    """A progress callback passed on at most every ``interval`` seconds per phase (and always
-    at a phase's start, end and its unknown-length steps)."""
-
-    def __init__(self, progress: Progress, interval: float = 0.25) -> None:
-        self.progress, self.interval = progress, interval
-        self._last: dict[str, float] = {}
-
-    def __call__(self, phase: str, done: int, total: int) -> None:
-        now = time.monotonic()
-        last = self._last.get(phase)
-        if last is None or done in (0, total) or now - last >= self.interval:
-            self._last[phase] = now
-            self.progress(phase, done, total)
 
 
 def record_line(scored: Scored) -> bytes:
