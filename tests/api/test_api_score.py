@@ -582,3 +582,39 @@ def test_the_run_page_of_a_slots_or_numeric_upload_lists_its_refused_lines(
     assert "<td>&lt;b&gt;x&lt;/b&gt;</td>" in pages["n"] and "<b>x</b>" not in pages["n"]
     for text in (*pages.values(), *(r.text for r in runs.values())):
         assert root not in text
+
+
+def test_a_very_long_value_is_cut_in_the_item_table_and_folded_on_the_item_page(
+    serve: Serve, tmp_path: Path
+) -> None:
+    """A numeric upload whose question held 40 MB made a run page of 42 MB (its item table's
+    cell whole) and an item page Chromium took two minutes to lay out (a new-user trial's
+    finding): the table shows the first 300 characters and the length, the item page folds a
+    value or text past 10,000 characters (a closed fold is not laid out), still whole in it."""
+    live = serve()
+    examples = Path(__file__).parents[2] / "examples" / "numeric"
+    data = json.loads((examples / "data.json").read_text(encoding="utf-8"))
+    first = data["dev"][0]
+    question = "how much <b>" + "x" * 20_000 + " end?"
+    first["dialogue"]["conv_questions"][0] = question
+    preds = (examples / "predictions_model_a.jsonl").read_bytes()
+    with httpx.Client(base_url=live.base_url, timeout=60) as http:
+        answer = http.post(
+            "/api/score/numeric",
+            files=[
+                ("data", ("data.json", json.dumps(data).encode())),
+                ("predictions", ("p.jsonl", preds)),
+            ],
+            data={"settings": json.dumps({"bootstrap": 0})},
+        ).json()
+        run = answer["run_id"]
+        key = f"{first['id']}#0"
+        items = http.get(f"/api/runs/{run}/items", params={"limit": 500}).json()["items"]
+        (item,) = [i for i in items if i["key"] == key]
+        page = http.get(f"/runs/{run}").text
+        item_page = http.get(item["href"]).text
+    shown = html.escape(question[:300], quote=False) + "… (20017 characters"
+    assert shown in page and "x" * 301 not in page
+    folded = "<details><summary><figcaption>question · 20017 characters</figcaption>"
+    assert folded in item_page
+    assert html.escape(question, quote=False) in item_page  # whole, inside the fold
