@@ -70,7 +70,7 @@ MIN_PREFIX = 4  # the fewest characters that name a run (``runs delete`` acts at
 ITEM_PAGE = 1000
 MEMO = 256  # counts and filter choices of items files kept (``Store._remember``)
 SORTED = 4  # sorted tables' seqs kept (8 MB each at a million items)
-DUCKDB_CONFIG = {
+DUCKDB_CONFIG: dict[str, str | bool | int | float | list[str]] = {
     "enable_external_file_cache": False,
     "allocator_flush_threshold": "8MB",
     "allocator_background_threads": True,
