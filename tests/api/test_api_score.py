@@ -523,3 +523,98 @@ def test_a_bad_pred_file_is_named_by_the_role_sent(serve: Serve, tmp_path: Path)
     assert answer.status_code == 422, answer.text
     assert answer.json()["field"] == "pred:eager", answer.text
     assert answer.json()["detail"].startswith("lat.csv: no valid record"), answer.text
+
+
+def test_the_run_page_of_a_slots_or_numeric_upload_lists_its_refused_lines(
+    serve: Serve, tmp_path: Path
+) -> None:
+    """The run page (and ``GET /api/runs/{id}``) of a slots or numeric upload with bad lines
+    said nothing of them (json's show as items not scored; a new-user trial's finding): it
+    lists each one as the CLI prints it (file as stored, line, record, field, reason, value),
+    escaped, their count, and the run folder's file that holds them all; no server path."""
+    live = serve()
+    root = str((tmp_path / "data").resolve())
+    examples = Path(__file__).parents[2] / "examples"
+    gold = (examples / "slots" / "gold.synthetic.jsonl").read_bytes()
+    bad = {"user": "u1", "session": "three", "topic": "basic_info", "field": "x", "values": ["a"]}
+    gold_text = gold + json.dumps(bad).encode() + b"\nnot json\n"
+    pred = (examples / "slots" / "pred_synthetic-careful.synthetic.jsonl").read_bytes()
+    preds = (examples / "numeric" / "predictions_model_a.jsonl").read_bytes()
+    hostile = {"conversation_id": "<b>x</b>", "turn": 0, "answer": "1"}
+    pred_text = preds + json.dumps(hostile).encode() + b"\n"
+    data = (examples / "numeric" / "data.json").read_bytes()
+    settings = {"settings": json.dumps({"bootstrap": 0})}
+    with httpx.Client(base_url=live.base_url, timeout=60) as http:
+        slots = http.post(
+            "/api/score/slots",
+            files=[("gold", ("bad_gold.jsonl", gold_text)), ("pred:careful", ("p.jsonl", pred))],
+            data=settings,
+        ).json()
+        numeric = http.post(
+            "/api/score/numeric",
+            files=[("data", ("data.json", data)), ("predictions", ("bad_pred.jsonl", pred_text))],
+            data=settings,
+        ).json()
+        runs = {
+            name: http.get(f"/api/runs/{a['run_id']}") for name, a in (("s", slots), ("n", numeric))
+        }
+        pages = {
+            name: http.get(f"/runs/{a['run_id']}").text
+            for name, a in (("s", slots), ("n", numeric))
+        }
+    listed = runs["s"].json()["input_problems"]
+    assert listed["total"] == 2 and listed["listed_in"] == "errors.jsonl"
+    assert listed["problems"][0] == {
+        "file": "bad_gold.jsonl",
+        "line": 70,
+        "record": None,
+        "field": "session",
+        "reason": "must be a valid integer",
+        "value": "'three'",
+    }
+    assert listed["problems"][1]["line"] == 71
+    assert listed["problems"][1]["reason"].startswith("invalid JSON")
+    (numeric_problem,) = runs["n"].json()["input_problems"]["problems"]
+    assert numeric_problem["file"] == "bad_pred.jsonl" and numeric_problem["record"] == "<b>x</b>"
+    assert numeric_problem["field"] == "conversation_id" and numeric_problem["line"] == 52
+    assert "2 input problem(s)" in pages["s"] and "<td>must be a valid integer</td>" in pages["s"]
+    assert '<code>bad_gold.jsonl</code></td><td class="num">70</td>' in pages["s"]
+    assert "<td>&lt;b&gt;x&lt;/b&gt;</td>" in pages["n"] and "<b>x</b>" not in pages["n"]
+    for text in (*pages.values(), *(r.text for r in runs.values())):
+        assert root not in text
+
+
+def test_a_very_long_value_is_cut_in_the_item_table_and_folded_on_the_item_page(
+    serve: Serve, tmp_path: Path
+) -> None:
+    """A numeric upload whose question held 40 MB made a run page of 42 MB (its item table's
+    cell whole) and an item page Chromium took two minutes to lay out (a new-user trial's
+    finding): the table shows the first 300 characters and the length, the item page folds a
+    value or text past 10,000 characters (a closed fold is not laid out), still whole in it."""
+    live = serve()
+    examples = Path(__file__).parents[2] / "examples" / "numeric"
+    data = json.loads((examples / "data.json").read_text(encoding="utf-8"))
+    first = data["dev"][0]
+    question = "how much <b>" + "x" * 20_000 + " end?"
+    first["dialogue"]["conv_questions"][0] = question
+    preds = (examples / "predictions_model_a.jsonl").read_bytes()
+    with httpx.Client(base_url=live.base_url, timeout=60) as http:
+        answer = http.post(
+            "/api/score/numeric",
+            files=[
+                ("data", ("data.json", json.dumps(data).encode())),
+                ("predictions", ("p.jsonl", preds)),
+            ],
+            data={"settings": json.dumps({"bootstrap": 0})},
+        ).json()
+        run = answer["run_id"]
+        key = f"{first['id']}#0"
+        items = http.get(f"/api/runs/{run}/items", params={"limit": 500}).json()["items"]
+        (item,) = [i for i in items if i["key"] == key]
+        page = http.get(f"/runs/{run}").text
+        item_page = http.get(item["href"]).text
+    shown = html.escape(question[:300], quote=False) + "… (20017 characters"
+    assert shown in page and "x" * 301 not in page
+    folded = "<details><summary><figcaption>question · 20017 characters</figcaption>"
+    assert folded in item_page
+    assert html.escape(question, quote=False) in item_page  # whole, inside the fold

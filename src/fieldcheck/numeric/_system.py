@@ -244,6 +244,7 @@ class NumericSystem(NumericRuns, Views):
     )
     headline = tuple(key for key, _ in HEADLINE)
     headline_metric = "numerical_match_accuracy"  # the runs list's (core.headline_metric)
+    problems_file = "input_errors.csv"
     gated = GATED  # what --fail-under takes: not the operations per turn, no better or worse
     breakdowns = (
         ("Accuracy by turn", "turn", _by_turn("accuracy_by_turn_number")),

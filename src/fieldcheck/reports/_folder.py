@@ -194,6 +194,9 @@ class Views:
     pairing = Pairing()
     dataset_inputs: tuple[str, ...] = ()
     model_settings: tuple[str, ...] = ("model", "models")
+    problems_file: str | None = None
+    """The run folder's file listing the input lines it refused (``InputError.to_dict`` rows),
+    which the run page shows; None where its items show them (json's lines not scored)."""
 
     def columns(
         self, model: str, metrics: Mapping[str, Any], intervals: Mapping[str, Any]

@@ -297,6 +297,7 @@ class SlotsSystem(SlotsRuns, Views):
     )
     latency_key = "latency"
     item_tag = "topic"
+    problems_file = "errors.jsonl"
     item_table = (
         ItemColumn("model", "model", "model"),
         ItemColumn("user", "user", item_value('$."user"')),

@@ -7,7 +7,10 @@ render exactly those dicts."""
 
 from __future__ import annotations
 
+import csv
+import json
 import re
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Annotated, Any, Literal
 from urllib.parse import quote, urlencode
@@ -17,6 +20,7 @@ from fastapi.responses import HTMLResponse
 from pydantic import BaseModel
 
 from fieldcheck import core
+from fieldcheck._util.errors import KEPT_ERRORS
 from fieldcheck.api._body import api_router
 from fieldcheck.api._deps import AppContext, Context
 from fieldcheck.api._errors import INVALID, ITEMS_GONE, NO_RUN, ApiError, answered, error_responses
@@ -120,7 +124,41 @@ def run_view(ctx: AppContext, run: RunInfo) -> dict[str, Any]:
         for name in _plots(run)
     ]
     data["plots_note"] = _plots_note(run, [p["name"] for p in data["plots"]])
+    data["input_problems"] = client_paths(_input_problems(run), ctx.settings.data_root, run)
     return data
+
+
+PROBLEM_COLUMNS = ("file", "line", "record", "field", "reason", "value")
+
+
+def _input_problems(run: RunInfo) -> dict[str, Any] | None:
+    """The input lines the run refused, as the CLI prints them after ``error:`` (file, line,
+    record, field, reason, value): the first ``KEPT_ERRORS`` of the problems file its system
+    writes in the run folder (``problems_file``), their count and the file's name; None when
+    there are none, the system shows them among its items (json) or the file is not there."""
+    kind = core.find(run.system)
+    name = getattr(kind, "problems_file", None)
+    if not name or not run.out_dir or run.status != "finished":
+        return None
+    path = Path(run.out_dir) / name
+    shown: list[dict[str, Any]] = []
+    total = 0
+    try:
+        with path.open(encoding="utf-8", errors="replace", newline="") as lines:
+            rows = csv.DictReader(lines) if path.suffix == ".csv" else _jsonl(lines)
+            for row in rows:
+                total += 1
+                if len(shown) < KEPT_ERRORS and isinstance(row, dict):
+                    shown.append({k: row.get(k) or None for k in PROBLEM_COLUMNS})
+    except (OSError, ValueError):  # gone, or not a file this version wrote
+        return None
+    for row in shown:  # a CSV's line is text
+        row["line"] = int(row["line"]) if str(row["line"]).isdecimal() else row["line"]
+    return {"total": total, "listed_in": name, "problems": shown} if total else None
+
+
+def _jsonl(lines: Iterable[str]) -> Iterator[Any]:
+    return (json.loads(line) for line in lines if line.strip())
 
 
 def _plots_note(run: RunInfo, shown: list[str]) -> str | None:
