@@ -121,7 +121,7 @@ def evaluate_batch(
     config: EvalConfig | None = None,
     *,
     matchers: Matchers | None = None,
-    errors: Sequence[RecordError] = (),
+    errors: Sequence[RecordError | InputError] = (),
     progress: Progress | None = None,
     source: str | None = None,
     bootstrap: int = 1000,
