@@ -497,3 +497,13 @@ def test_evaluate_batch_reports_a_duplicate_id_as_json_batch_does(
     assert unnumbered.summary.errors == [
         "line 3: record a: field 'id': duplicate id (first on line 1)"
     ]
+
+
+def test_evaluate_batch_is_annotated_to_take_read_batchs_errors() -> None:
+    # docs/json.md: `records, errors = read_batch(path)` then `evaluate_batch(records,
+    # errors=errors)`; it ran, but mypy refused the documented call (list[InputError] against
+    # Sequence[RecordError]: a new-user trial's finding)
+    import inspect
+
+    annotation = inspect.signature(evaluate_batch).parameters["errors"].annotation
+    assert annotation == "Sequence[RecordError | InputError]"

@@ -261,3 +261,23 @@ def test_score_to_folder_refuses_a_bad_number_naming_it(
     with pytest.raises(ValueError, match=f"^{named} must be"):
         score_to_folder(data, preds, tmp_path / "out", **option)
     assert not (tmp_path / "out").exists()
+
+
+def test_the_signature_names_the_sample_load_convfinqa_kept(tmp_path: Path) -> None:
+    """``load_convfinqa(..., sample_size=3)`` then ``score_to_folder`` signed 3 of the 12
+    conversations "sample_size: all", the signature of the whole split (a new-user trial's
+    finding): the library's sample now labels its result, as ``--sample-size`` does."""
+    from fieldcheck.numeric import load_convfinqa, load_predictions, score_to_folder
+
+    preds = load_predictions(EXAMPLES / "predictions_model_b.jsonl")
+    for (size, seed), label in (((3, None), (3, "first")), ((2, 7), (2, 7)), ((50, 7), None)):
+        data = load_convfinqa(EXAMPLES / "data.json", sample_size=size, seed=seed)
+        out = tmp_path / f"{size}-{seed}"
+        settings = score_to_folder(data, preds, out, bootstrap=0).signature.settings
+        got = (settings["sample_size"], settings["sample_seed"])
+        assert got == (label or ("all", "first")), got
+        assert len(data.conversation_ids()) == (size if label else 12)
+    sampled = load_convfinqa(EXAMPLES / "data.json", sample_size=3)
+    with pytest.raises(ValueError, match=r"loaded with \(sample_size, seed\) \(3, None\)"):
+        score_to_folder(sampled, preds, tmp_path / "y", sample_size=5)
+    assert not (tmp_path / "y").exists()

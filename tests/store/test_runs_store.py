@@ -326,3 +326,31 @@ def test_the_runs_list_sums_latencies_as_the_runs_files_sum_them(tmp_path: Path)
     assert expected is not None and found["latency_mean_s"] == expected.mean == 0.1
     assert found["cost_usd"] == (48532 * 0.15 + 1881 * 0.6) / 1e6  # 11 calls' tokens
     store.close()
+
+
+def test_the_docs_notebook_block_reads_a_run_and_writes_the_clis_parquet(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a library user found no documented way to read the store (runs.md showed only the writer),
+    # and Store.export_parquet alone lacks the system's columns that `runs export` has
+    import contextlib
+    import io
+    import re
+
+    import pyarrow.parquet as pq
+
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "runs.md").read_text()
+    (block,) = [b for b in re.findall(r"```python\n(.*?)```", docs, flags=re.S) if "Store()" in b]
+    monkeypatch.setenv("FIELDCHECK_DATABASE_URL", f"sqlite:///{tmp_path / 'nb.sqlite3'}")
+    with contextlib.closing(Store()) as store:
+        out, batch = json_folder(tmp_path)
+        run = record_folder(store, out, inputs=[("batch", batch)], model="m1")
+    monkeypatch.chdir(tmp_path)
+    printed = io.StringIO()
+    scope: dict[str, Any] = {}
+    with contextlib.redirect_stdout(printed):
+        exec(compile(block, "docs/runs.md", "exec"), scope)
+    assert printed.getvalue().split()[:4] == [run.id, "json", "m1", "finished"]
+    assert [i.key for i in scope["items"]] == [r["id"] for r in JSON_RECORDS]
+    table = pq.read_table(tmp_path / "run.parquet")
+    assert table.num_rows == len(JSON_RECORDS) and "rqs" in table.column_names

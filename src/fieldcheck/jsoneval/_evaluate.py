@@ -121,7 +121,7 @@ def evaluate_batch(
     config: EvalConfig | None = None,
     *,
     matchers: Matchers | None = None,
-    errors: Sequence[RecordError] = (),
+    errors: Sequence[RecordError | InputError] = (),
     progress: Progress | None = None,
     source: str | None = None,
     bootstrap: int = 1000,
@@ -142,7 +142,7 @@ def evaluate_batch(
     config = config or EvalConfig()
     matchers = matchers if matchers is not None else build_matchers(config)
     signature = make_signature(config, matchers)
-    errors = [e if isinstance(e, RecordError) else RecordError.of(e) for e in errors]
+    prior = [e if isinstance(e, RecordError) else RecordError.of(e) for e in errors]
     items: list[Any] = []
     first: dict[str, int] = {}
     for item in record_items(records):
@@ -162,13 +162,13 @@ def evaluate_batch(
     digest = run_stream(
         chunks,
         job,
-        prior=errors,
+        prior=prior,
         bootstrap=bootstrap,
         seed=seed,
         keep=kept,
         kept_errors=kept_errors,
         recorder=recorder,
-        total=len(items) + len(errors),
+        total=len(items) + len(prior),
     )
     if items:
         warn_unused_strategies(config, digest.unused(config))

@@ -57,6 +57,9 @@ class LoadResult(BaseModel):
     errors: ErrorList
     total_records: int
     all_ids: set[str]
+    # (sample_size, seed) when load_convfinqa kept fewer records than the split has: the
+    # sample score_to_folder's signature names
+    sample: tuple[int, int | None] | None = None
 
     def conversation_ids(self) -> list[str]:
         """The kept conversations' ids, in order (without reading the records again)."""
@@ -106,9 +109,12 @@ def load_convfinqa(
         records = ((i, *read) for i, read in enumerate(_scan.read_spans(file, spans)))
         selected = _selected(total, sample_size, seed)
         stored = StoredConversations(file, fmt, chosen)
-        return _load_records(file, fmt, chosen, total, records, selected, stored=stored)
+        loaded = _load_records(file, fmt, chosen, total, records, selected, stored=stored)
     except _scan.Broken:  # a file _scan cannot follow, or one that changed under us
-        return _load_whole(file, split=split, sample_size=sample_size, seed=seed)
+        loaded = _load_whole(file, split=split, sample_size=sample_size, seed=seed)
+    if sample_size is not None and sample_size < loaded.total_records:
+        loaded.sample = (sample_size, seed)
+    return loaded
 
 
 def _selected(total: int, sample_size: int | None, seed: int | None) -> range | set[int]:

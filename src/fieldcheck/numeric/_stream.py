@@ -779,7 +779,9 @@ def score_to_folder(
 ) -> NumericResult:
     """Score every turn into the spec's "Output Files" in ``out`` (statistics.json last),
     ``chunk`` conversations at a time. Prices: USD per million tokens, both or neither;
-    ``recorder``: each turns.csv row also stored as an item (issue 11)."""
+    ``recorder``: each turns.csv row also stored as an item (issue 11). The signature names the
+    sample ``load_convfinqa`` kept (``data.sample``); ``sample_size`` and ``sample_seed`` name
+    it only for data without one (ValueError when they differ from it)."""
     check_type("data", data, LoadResult, "a LoadResult (load_convfinqa's)")
     check_type("predictions", predictions, PredictionsResult, "a PredictionsResult")
     check_type("out", out, str | os.PathLike | OutputFolder, "a folder's path")
@@ -788,6 +790,10 @@ def score_to_folder(
     _check_numbers(price_in=price_in, price_out=price_out, bootstrap=bootstrap, seed=seed)
     if sample_size is not None and sample_size < 1:
         raise ValueError(f"sample_size must be None or >= 1 (got {sample_size!r})")
+    if data.sample is not None and sample_size is None:
+        sample_size, sample_seed = data.sample
+    elif data.sample is not None and (sample_size, sample_seed) != data.sample:
+        raise ValueError(f"the data was loaded with (sample_size, seed) {data.sample}")
     folder = OutputFolder.of(out)
     errors = prediction_errors(data, predictions)
     tally = Tally()
