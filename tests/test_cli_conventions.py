@@ -785,6 +785,21 @@ def test_serve_names_the_store_setting_in_its_error_line(monkeypatch: pytest.Mon
     assert len(output.strip().splitlines()) == 1
 
 
+def test_a_sqlite_store_in_a_missing_folder_is_named_with_its_folder(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A SQLite URL whose folder does not exist: the line names that folder (SQLite's own
+    "unable to open database file" named nothing), and the folder is not created."""
+    missing = tmp_path / "no such folder"
+    monkeypatch.setenv("FIELDCHECK_DATABASE_URL", f"sqlite:///{missing / 'runs.db'}")
+    status, output = _run("runs", "list")
+    assert status == 2 and output == (
+        "error: FIELDCHECK_DATABASE_URL: cannot open the store: FileNotFoundError: the SQLite "
+        f"store's folder {missing} does not exist (see 'fieldcheck runs list --help')\n"
+    ), output
+    assert not missing.exists()
+
+
 @pytest.fixture(scope="module")
 def _store_seen_by_a_module_fixture() -> str:
     return os.environ.get("FIELDCHECK_DATABASE_URL", "") + "|" + os.environ.get("XDG_DATA_HOME", "")

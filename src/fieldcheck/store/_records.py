@@ -46,13 +46,19 @@ def artifacts_root(url: str) -> Path:
     env = os.environ.get(ARTIFACTS_ENV)
     if env:
         return Path(env).expanduser().resolve()
+    folder = sqlite_folder(url)
+    return (folder or default_database_path().parent) / "artifacts"
+
+
+def sqlite_folder(url: str) -> Path | None:
+    """The folder of a SQLite store's file; None for another database or an in-memory one."""
     if url.startswith("sqlite"):
         from sqlalchemy.engine import make_url
 
         name = make_url(url).database
         if name and name != ":memory:" and not name.startswith("file:"):
-            return Path(name).resolve().parent / "artifacts"
-    return default_database_path().parent / "artifacts"
+            return Path(name).resolve().parent
+    return None
 
 
 def unshared_artifacts(url: str) -> str | None:

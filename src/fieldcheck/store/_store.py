@@ -58,6 +58,7 @@ from fieldcheck.store._records import (
     artifacts_root,
     database_url,
     describe_url,
+    sqlite_folder,
     utc,
 )
 from fieldcheck.store._schema import CacheRow, ConfigRow, JournalRow, RunRow
@@ -137,6 +138,9 @@ class Store:
         self._duck_lock = threading.Lock()
         self._memo: OrderedDict[tuple[Any, ...], Any] = OrderedDict()
         self._sorted: OrderedDict[tuple[Any, ...], Any] = OrderedDict()  # seqs of sorted tables
+        folder = sqlite_folder(self.url)
+        if folder is not None and not folder.is_dir():  # SQLite said "unable to open database file"
+            raise FileNotFoundError(f"the SQLite store's folder {folder} does not exist")
         self.engine: Engine = _engine(self.url)
         upgrade(self.engine, artifacts)
         self._session = sessionmaker(self.engine, expire_on_commit=False)
