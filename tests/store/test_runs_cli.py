@@ -49,6 +49,16 @@ def test_list_show_and_json_output(tmp_path: Path) -> None:
     assert runs("list", "--system", "slots", "--json")[1].strip() == "[]"
 
 
+def test_an_empty_stores_list_names_the_store() -> None:
+    """``runs list`` on a store without runs says which store it read (after ``make demo``,
+    whose runs are in its own store, a bare "0 run(s)" left a new user guessing)."""
+    code, stdout, _ = runs("list")
+    assert code == 0 and stdout == (
+        f"0 runs in {os.environ['FIELDCHECK_DATABASE_URL']} (FIELDCHECK_DATABASE_URL chooses)\n"
+    )
+    assert runs("list", "--system", "slots")[1].endswith("0 run(s)\n")
+
+
 def test_the_list_gives_a_run_one_line_of_80_columns(tmp_path: Path) -> None:
     """`runs list` outside a terminal (80 columns): each run on one line, whole (ids and times
     were broken over three lines); a parent column once a run is a re-score, past 80 columns

@@ -159,6 +159,12 @@ def list_command(
     if as_json:
         print_json(summaries)
         return
+    if not runs and not any(filters.values()):  # say where it looked: a new user's first run
+        # may be in another store (make demo keeps its own)
+        from fieldcheck.store import DATABASE_ENV, describe_url
+
+        say(_console(), f"0 runs in {safe_text(describe_url(store.url))} ({DATABASE_ENV} chooses)")
+        return
     # no box, minutes, a parent column only when a run has one: a row fits 80 columns
     table = Table(header_style="bold", box=None, pad_edge=False, collapse_padding=True)
     parents = any(s["parent_id"] for s in summaries)
