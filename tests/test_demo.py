@@ -114,4 +114,7 @@ def test_the_closing_line_counts_only_the_demos_own_runs(
     _part(monkeypatch, part)
     assert _demo.main(tmp_path / "demo-out") == 0
     out = " ".join(capsys.readouterr().out.split())
-    assert "1 model runs in" in out and "the store holds 2 runs (1 begun by this demo)" in out
+    assert (
+        "1 runs, 1 model runs (a slots run holds one per model), in" in out
+        and "the store holds 2 runs (1 begun by this demo)" in out
+    )

@@ -87,7 +87,8 @@ def main(root: Path = Path("demo-out")) -> int:
     else:
         source = f"{calls} model calls, none from the cache (a second `make demo` will be)"
     say(
-        f"{len(called)} model runs in {time.perf_counter() - start_all:.1f}s; {source}; serve-model "
+        f"{len(made)} runs, {len(called)} model runs (a slots run holds one per model), in "
+        f"{time.perf_counter() - start_all:.1f}s; {source}; serve-model "
         f"answered {requests} requests."
     )
     say(f"store: {describe_url(store.url)}")
