@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 import re
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -334,6 +334,13 @@ def page(
             [str(path), after, *params, limit, offset],
         ).fetchall()
     )
+
+
+def stream(con: Any, path: Path, size: int) -> Iterator[list[tuple[Any, ...]]]:
+    """``page``'s rows of every item by seq, ``size`` at a time, of one query."""
+    con.execute(f"SELECT {SELECTED} FROM read_parquet(?) ORDER BY seq", [str(path)])
+    while rows := con.fetchmany(size):
+        yield rows
 
 
 def find(con: Any, path: Path, keys: list[str]) -> list[tuple[Any, ...]]:

@@ -49,7 +49,7 @@ from fieldcheck._util.jsonio import dumps, loads
 from fieldcheck._util.models import SEPARATOR
 from fieldcheck.store import _pairs, _parquet
 from fieldcheck.store._figures import journal_figures
-from fieldcheck.store._items import Pairing, item_value
+from fieldcheck.store._items import Pairing
 from fieldcheck.store._records import (
     ARTIFACTS_ENV,
     NotUpgraded,
@@ -556,15 +556,20 @@ class Store:
                     writer.write(rows, ())
                 writer.close()
                 path = _parquet.publish(Path(tmp))
+            # each item's JSON parsed once for all the columns (once a column: 4x the time)
             extracted = "".join(
-                f", {item_value(at, kind)} AS {_parquet.quote(name, _IDENTIFIER)}"
-                for name, at, kind in columns
+                f", TRY_CAST(v[{i}] AS {kind}) AS {_parquet.quote(name, _IDENTIFIER)}"
+                for i, (name, _, kind) in enumerate(columns, 1)
             )
+            paths = ", ".join(_parquet.quote(at) for _, at, _ in columns)
+            source = f"read_parquet({_parquet.quote(path)})"
+            if columns:
+                source = f"(SELECT *, json_extract_string(result, [{paths}]) AS v FROM {source})"
             named = f"COALESCE(model, {_parquet.quote(model)}) AS model" if model else "model"
             self._query(
                 lambda con: con.execute(
                     f"COPY (SELECT key, seq, failed, {named}, turn, error_type{extracted}, result "
-                    f"FROM read_parquet({_parquet.quote(path)}) ORDER BY seq) TO "
+                    f"FROM {source} ORDER BY seq) TO "
                     f"{_parquet.quote(out)} (FORMAT parquet, COMPRESSION zstd)"
                 )
             )
@@ -572,14 +577,16 @@ class Store:
     def _query(self, read: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """``read(cursor, *args, **kwargs)`` on a DuckDB cursor of its own (the API's threads
         query at once) of the store's one connection, made under a lock (not one per thread)."""
+        with self._cursor() as con:
+            return read(con, *args, **kwargs)
+
+    def _cursor(self) -> Any:
         with self._duck_lock:
             if self._duckdb is None:
                 import duckdb
 
                 self._duckdb = duckdb.connect()
-            cursor = self._duckdb.cursor()
-        with cursor as con:
-            return read(con, *args, **kwargs)
+            return self._duckdb.cursor()
 
     def finish_scored_run(
         self,
@@ -813,7 +820,14 @@ class Store:
         return list(self.iter_items(run_id))
 
     def iter_items(self, run_id: str) -> Iterator[StoredItem]:
-        """The run's items, read a page at a time."""
+        """The run's items, read a page at a time: an items file in one scan (a page a query
+        decompressed a row group per page: 44 s for a CSV export of 100,000 items)."""
+        path = self.items_file(run_id)
+        if path is not None:
+            with self._cursor() as con:
+                for rows in _parquet.stream(con, path, ITEM_PAGE):
+                    yield from _scored(rows)
+            return
         after = -1
         while page := self.page_items(run_id, after=after, limit=ITEM_PAGE):
             yield from page
