@@ -754,12 +754,10 @@ class Store:
         """``_query(read, path, ...)``, kept (``MEMO`` answers; a ``"sorted"`` key's: ``SORTED``)
         while the items file is unchanged (its first file's size and time, its folder's time)."""
         memo, size = (self._sorted, SORTED) if key[0] == "sorted" else (self._memo, MEMO)
-        first = path if path.is_file() else path.with_name("items-00000.parquet")
-        try:
-            stat, folder = first.stat(), path.parent.stat()
-        except OSError:
+        stamp = self._stamp(path)
+        if stamp is None:
             return self._query(read, path, *args, **kwargs)
-        full = (str(path), stat.st_size, stat.st_mtime_ns, folder.st_mtime_ns, *key)
+        full = (*stamp, *key)
         with self._duck_lock:
             if full in memo:
                 memo.move_to_end(full)
@@ -770,6 +768,16 @@ class Store:
             while len(memo) > size:
                 memo.popitem(last=False)
         return value
+
+    @staticmethod
+    def _stamp(path: Path) -> tuple[str, int, int, int] | None:
+        """What tells an items file changed: its first file's size and time, its folder's time."""
+        first = path if path.is_file() else path.with_name("items-00000.parquet")
+        try:
+            stat, folder = first.stat(), path.parent.stat()
+        except OSError:
+            return None
+        return str(path), stat.st_size, stat.st_mtime_ns, folder.st_mtime_ns
 
     def item_matrix(
         self,
@@ -793,7 +801,15 @@ class Store:
         """The per-item statistics of the items both columns hold, grouped with their counts
         (``_pairs.paired_rows``); None when a run has no items file."""
         sides = self._sides([a, b])
-        return None if sides is None else self._query(_pairs.paired_rows, *sides, pairing)
+        if sides is None:
+            return None
+        first, other = sides  # each page of a comparison asks again: kept while both are as now
+        key = ("paired", self._stamp(other.path), first.model, other.model, pairing.key)
+        return self._remember(
+            (*key, pairing.rows),
+            lambda con, _: _pairs.paired_rows(con, first, other, pairing),
+            first.path,
+        )
 
     def truth_digests(
         self, columns: Sequence[tuple[str, str | None]], pairing: Pairing
@@ -803,10 +819,16 @@ class Store:
         sides = self._sides(columns)
         if sides is None or pairing.truth is None:
             return None
-        found = [self._query(_pairs.truth_digest, s, pairing, canonical=False) for s in sides]
-        if len(set(found)) > 1:
-            found = [self._query(_pairs.truth_digest, s, pairing, canonical=True) for s in sides]
-        return found
+        def digest(side: _pairs.Side, canonical: bool) -> tuple[int, int]:
+            key = ("truth", side.model, pairing.key, pairing.truth, canonical)
+            return self._remember(  # type: ignore[no-any-return]
+                key,
+                lambda con, _: _pairs.truth_digest(con, side, pairing, canonical=canonical),
+                side.path,
+            )
+
+        found = [digest(s, False) for s in sides]
+        return [digest(s, True) for s in sides] if len(set(found)) > 1 else found
 
     def _sides(self, columns: Sequence[tuple[str, str | None]]) -> list[_pairs.Side] | None:
         paths = [self.items_file(run) for run, _ in columns]
