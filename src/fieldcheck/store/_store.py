@@ -805,7 +805,7 @@ class Store:
             return None
         first, other = sides  # each page of a comparison asks again: kept while both are as now
         key = ("paired", self._stamp(other.path), first.model, other.model, pairing.key)
-        return self._remember(
+        return self._remember(  # type: ignore[no-any-return]
             (*key, pairing.rows),
             lambda con, _: _pairs.paired_rows(con, first, other, pairing),
             first.path,
@@ -819,6 +819,7 @@ class Store:
         sides = self._sides(columns)
         if sides is None or pairing.truth is None:
             return None
+
         def digest(side: _pairs.Side, canonical: bool) -> tuple[int, int]:
             key = ("truth", side.model, pairing.key, pairing.truth, canonical)
             return self._remember(  # type: ignore[no-any-return]
