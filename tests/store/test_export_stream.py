@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pyarrow.parquet as pq
 from typer.testing import CliRunner
 
 from fieldcheck._cli.main import app
@@ -32,4 +33,12 @@ def test_iter_items_gives_the_keyset_pages_items_in_one_scan(tmp_path: Path) -> 
     assert [i.seq for i in streamed] == sorted(i.seq for i in streamed)
     lines = b"".join(iter_export(store, run_id, "jsonl")).splitlines()
     assert [json.loads(line)["key"] for line in lines] == [i.key for i in paged]
+
+    # a file's own order is read as it is only where its seqs ascend: a file of them reversed
+    path = store.items_file(run_id)
+    assert path is not None and path.is_file()
+    table = pq.read_table(path)
+    path.unlink()
+    pq.write_table(table.take(list(range(n - 1, -1, -1))), path, compression="zstd")
+    assert list(store.iter_items(run_id)) == paged
     store.close()
