@@ -79,6 +79,10 @@ def test_two_models_disagreements_are_exactly_those_of_their_items(
             "/api/compare", params={"runs": f"{a},{b}", "differ": "false", "offset": 5}
         ).json()["matrix"]
         assert [r["key"] for r in rest["rows"]] == ["r5", "r6", "r7"]
+        # a page past the rows still counts them (the counts and the page are one query)
+        past = http.get("/api/compare", params={"runs": f"{a},{b}", "offset": 3}).json()
+        assert (past["matrix"]["items"], past["matrix"]["differing"]) == (8, 3)
+        assert past["matrix"]["rows"] == [] and past["matrix"]["next_offset"] is None
 
         old = http.get("/api/runs/compare", params={"ids": f"{a},{b}"})
         assert old.status_code == 200 and old.json()["matrix"] == matrix
